@@ -1,0 +1,31 @@
+"""recursive_mbd: planar rigid multibody dynamics with the recursive relative-coordinate formulation.
+
+Quick start::
+
+    import recursive_mbd as rm
+    chain = rm.chains.serial_chain(100)
+    qdd = rm.forward_dynamics(chain, q, qd)
+    res = rm.simulate(chain, q0, qd0, t_end=2.0)
+"""
+
+from . import chains, joints
+from .dynamics import (
+    bias_forces,
+    energy,
+    forward_dynamics,
+    forward_kinematics,
+    inverse_dynamics,
+    mass_matrix,
+    point_kinematics,
+)
+from .errors import ModelError, SimulationError, StateError
+from .integrate import METHODS, SimulationResult, simulate
+from .model import Model
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "METHODS", "Model", "ModelError", "SimulationError", "SimulationResult", "StateError", "bias_forces", "chains",
+    "energy", "forward_dynamics", "forward_kinematics", "inverse_dynamics", "joints", "mass_matrix",
+    "point_kinematics", "simulate",
+]

@@ -1,0 +1,74 @@
+"""Column layout of the packed arrays that the kernels take.
+
+The per-body model data are packed into two 2-D arrays so that a kernel call passes few arguments (numba's
+dispatch costs about 50 ns per argument, which matters at the 3 us per-call budget of small models).
+``Model`` exposes each column under its own ``body_<attribute>`` / ``joint_<attribute>`` name as a view.
+
+Status codes returned by kernels: 0 is success; otherwise ``kind | (index << 4)`` with ``kind`` one of the
+``STATUS_*`` codes below and ``index`` the body (or coordinate) concerned; ``decode_status`` splits them.
+"""
+
+# ---- body_int: (nbodies, 5) int64 -------------------------------------------------------------------------------
+PARENT = 0  # parent body index, -1 for the ground; parents come before children
+JTYPE = 1  # joint type code (recursive_mbd.joints)
+QIDX = 2  # index of the joint's first coordinate in q
+NDOF = 3  # number of joint coordinates (0, 1 or 3)
+FLAGS = 4  # bit set below: lets the passes carry a parent's data in registers and skip initialisation sweeps
+N_INT = 5
+NEXT_IS_CHILD = 1  # body i + 1 is a child of body i: its data pass between them in registers (serial chains)
+ROW_CHILDREN = 2  # some child other than body i + 1: orientation and condensed sums go through the workspace row
+FIRST_ROW_CHILD = 4  # the highest-index of its parent's row children: the first to condense onto the row (sets it)
+
+# ---- body_real: (nbodies, 12) float64 ---------------------------------------------------------------------------
+MASS = 0  # mass m [kg]
+INERTIA = 1  # rotational inertia J about the centre of mass [kg m^2]
+COMX = 2  # centre of mass in the body frame [m] (2 columns)
+ANGLE = 4  # joint angle offset: child frame relative to parent frame at zero joint coordinate [rad]
+PPX = 5  # parent point minus parent centre of mass, parent frame [m] (2 columns); ground: the parent point
+COX = 7  # child centre of mass minus child point, child frame [m] (2 columns)
+AXX = 9  # prismatic axis, unit vector in the parent frame (2 columns)
+N_REAL = 11
+
+# ---- workspace: (nbodies, W) float64, one row per body ----------------------------------------------------------
+# Grouped by the pass that reads them so each pass touches few 64-byte lines of a row (it matters at 1e6 bodies).
+# line 0: written by pass 1, read by passes 2 and 3 -- joint kinematics (seed 003 eqs. 3.18-3.19)
+RX = 0  # r = c_child - c_parent, ground frame (2 columns): defines B (3.18b)
+HX = 2  # H, the velocity-product acceleration (3.19b); its angular component is always 0 (2 columns)
+GX = 4  # linear part of G of a 1-dof joint (2 columns; the angular part is 1 for revolute, 0 for prismatic);
+#         for planar joints the linear part of the rotational column
+TH = 6  # absolute angle theta
+DINV = 7  # 1 / (G^T M^ G) of a 1-dof joint (pass 2)
+# line 1: written by pass 2, read by pass 3 -- joint elimination (eq. 3.23) and accelerations (eq. 3.19a)
+U1 = 8  # U = M^ G of a 1-dof joint (3 columns)
+UU = 11  # u = tau + G^T (Q^ - M^ H) of a 1-dof joint
+ACC = 12  # acceleration of the centre of mass and angular acceleration (3 columns)
+# lines 2-3: orientation and condensed mass and force, read by children that are not the next body (and by
+# kernels that ask for every body's orientation)
+CS = 16  # cos(theta)
+SN = 17  # sin(theta)
+OM = 18  # angular velocity omega
+IA = 20  # articulated inertia M^ (symmetric 3x3 stored as a, b, c, d, e, f = 00, 01, 02, 11, 12, 22)
+QA = 26  # condensed force Q^ (3 columns)
+W_TREE = 32
+# extra columns for planar (3-dof) joints, only allocated when the model has one
+PG = 32  # G (3x3, row-major)
+PU = 41  # U = M^ G (3x3, row-major)
+PDINV = 50  # (G^T M^ G)^-1 (3x3, row-major)
+PUU = 59  # u (3)
+W_PLANAR = 64
+
+# ---- status codes -----------------------------------------------------------------------------------------------
+STATUS_OK = 0
+STATUS_NONFINITE_Q = 1
+STATUS_NONFINITE_QD = 2
+STATUS_NONFINITE_TAU = 3
+STATUS_SINGULAR = 4  # articulated inertia of a joint singular; index = body
+STATUS_NONFINITE_QDD = 5  # FD produced a non-finite acceleration; index = coordinate
+STATUS_STEP_UNDERFLOW = 6
+STATUS_MAX_STEPS = 7
+STATUS_NONFINITE_STATE = 8
+
+
+def decode_status(status):
+    """Split a kernel status into (kind, index)."""
+    return status & 15, status >> 4

@@ -1,0 +1,631 @@
+"""Recursive kernels on a tree of planar rigid bodies (seed 003, generalised to trees and all joint types).
+
+Each body i is described at its centre of mass c_i by the velocity v_i = (xdot, ydot, thetadot) in ground axes and
+the diagonal mass M_i = diag(m, m, J) (seed 003 eq. 3.21). A joint to the parent P gives (eqs. 3.18-3.19)
+
+    v_i  = B_i v_P  + G_i qdot_i                      B_i = [[1, 0, -r_y], [0, 1, r_x], [0, 0, 1]]
+    v_i' = B_i v_P' + G_i qddot_i + H_i               r = c_i - c_P
+
+so B is fully described by r, and H has no angular component. With d = joint point - c_P and e = c_i - joint
+point (r = d + e), omega_P the parent's and omega_i the child's angular velocity, and perp(x, y) = (-y, x):
+
+    revolute   G = (perp(e), 1)       H = -omega_P^2 d - omega_i^2 e
+    prismatic  G = (R_P a, 0)         H = -omega_P^2 r + 2 omega_P qdot perp(R_P a)
+    fixed      G = (empty)            H = -omega_P^2 r
+    planar     G = [R_P, perp(e); 0, 0, 1]
+                                      H = -omega_P^2 d - omega_i^2 e + 2 omega_P perp(R_P (xdot, ydot))
+
+All kernels are pure functions of arrays: the packed model (``body_int``, ``body_real``, ``gravity``), the state,
+a workspace ``ws`` (``layout``) and preallocated outputs. They return a status code (``layout.decode_status``).
+Bodies are numbered so that parents come before children, so every pass is a plain loop.
+"""
+
+import math
+
+import numba
+
+from ..joints import PLANAR, PRISMATIC, REVOLUTE
+from .layout import (
+    ACC,
+    ANGLE,
+    AXX,
+    COX,
+    CS,
+    DINV,
+    FIRST_ROW_CHILD,
+    FLAGS,
+    GX,
+    HX,
+    IA,
+    INERTIA,
+    JTYPE,
+    MASS,
+    NDOF,
+    NEXT_IS_CHILD,
+    OM,
+    PARENT,
+    PDINV,
+    PG,
+    PPX,
+    PU,
+    PUU,
+    QA,
+    QIDX,
+    ROW_CHILDREN,
+    RX,
+    SN,
+    STATUS_NONFINITE_Q,
+    STATUS_NONFINITE_QD,
+    STATUS_NONFINITE_TAU,
+    STATUS_OK,
+    STATUS_SINGULAR,
+    TH,
+    U1,
+    UU,
+)
+
+# FMA contraction only: the kernels rely on NaN comparisons (singularity and finiteness checks), which the
+# 'nnan'/'ninf' fast-math flags would let LLVM delete.
+njit = numba.njit(cache=True, fastmath={"contract"})
+
+# A joint whose articulated inertia G^T M^ G is below this fraction of its scale is singular (a massless tip body,
+# a point mass on its own hinge, ...). The scale is the same quadratic form with |M^| entries.
+SINGULAR_RTOL = 1e-12
+
+
+@njit
+def check_finite(q, qd, tau):
+    """Return a status naming the first non-finite entry of q, qd or tau (index = coordinate)."""
+    for k in range(q.shape[0]):
+        if not math.isfinite(q[k]):
+            return STATUS_NONFINITE_Q | (k << 4)
+    for k in range(qd.shape[0]):
+        if not math.isfinite(qd[k]):
+            return STATUS_NONFINITE_QD | (k << 4)
+    for k in range(tau.shape[0]):
+        if not math.isfinite(tau[k]):
+            return STATUS_NONFINITE_TAU | (k << 4)
+    return STATUS_OK
+
+
+@njit
+def kinematics_pass(body_int, body_real, q, qd, ws, every_row):
+    """Pass 1, base to tip: angles, angular velocities, r (defines B), G and H of every joint (eqs. 3.18-3.19).
+
+    The orientation (cos, sin, omega) of body i - 1 is carried in registers to its child i; it is stored in the
+    workspace row only for bodies with other children, or for every body when ``every_row`` is True.
+    """
+    c = 1.0  # orientation of the previous body
+    s = 0.0
+    th = 0.0
+    om = 0.0
+    for i in range(body_int.shape[0]):
+        p = body_int[i, PARENT]
+        jt = body_int[i, JTYPE]
+        k = body_int[i, QIDX]
+        if p < 0:
+            th_p = 0.0
+            cp = 1.0
+            sp = 0.0
+            om_p = 0.0
+        elif p == i - 1:
+            th_p = th
+            cp = c
+            sp = s
+            om_p = om
+        else:
+            th_p = ws[p, TH]
+            cp = ws[p, CS]
+            sp = ws[p, SN]
+            om_p = ws[p, OM]
+        # d in the parent frame: parent point relative to the parent's centre of mass, plus the joint's slide
+        dlx = body_real[i, PPX]
+        dly = body_real[i, PPX + 1]
+        th = th_p + body_real[i, ANGLE]
+        om = om_p
+        vlx = 0.0  # joint slide rate, parent frame
+        vly = 0.0
+        if jt == REVOLUTE:
+            th += q[k]
+            om += qd[k]
+        elif jt == PRISMATIC:
+            ax = body_real[i, AXX]
+            ay = body_real[i, AXX + 1]
+            dlx += q[k] * ax
+            dly += q[k] * ay
+            vlx = qd[k] * ax
+            vly = qd[k] * ay
+        elif jt == PLANAR:
+            dlx += q[k]
+            dly += q[k + 1]
+            th += q[k + 2]
+            vlx = qd[k]
+            vly = qd[k + 1]
+            om += qd[k + 2]
+        c = math.cos(th)
+        s = math.sin(th)
+        dx = cp * dlx - sp * dly
+        dy = sp * dlx + cp * dly
+        colx = body_real[i, COX]
+        coly = body_real[i, COX + 1]
+        ex = c * colx - s * coly
+        ey = s * colx + c * coly
+        vgx = cp * vlx - sp * vly
+        vgy = sp * vlx + cp * vly
+        ws[i, RX] = dx + ex
+        ws[i, RX + 1] = dy + ey
+        ws[i, HX] = -om_p * om_p * dx - om * om * ex - 2.0 * om_p * vgy
+        ws[i, HX + 1] = -om_p * om_p * dy - om * om * ey + 2.0 * om_p * vgx
+        ws[i, TH] = th
+        if jt == PRISMATIC:
+            ws[i, GX] = cp * body_real[i, AXX] - sp * body_real[i, AXX + 1]
+            ws[i, GX + 1] = sp * body_real[i, AXX] + cp * body_real[i, AXX + 1]
+        else:
+            ws[i, GX] = -ey
+            ws[i, GX + 1] = ex
+        if every_row or body_int[i, FLAGS] & ROW_CHILDREN:
+            ws[i, CS] = c
+            ws[i, SN] = s
+            ws[i, OM] = om
+        if jt == PLANAR:
+            # G (row-major 3x3): columns x-slide, y-slide (parent axes), rotation
+            ws[i, PG + 0] = cp
+            ws[i, PG + 1] = -sp
+            ws[i, PG + 2] = -ey
+            ws[i, PG + 3] = sp
+            ws[i, PG + 4] = cp
+            ws[i, PG + 5] = ex
+            ws[i, PG + 6] = 0.0
+            ws[i, PG + 7] = 0.0
+            ws[i, PG + 8] = 1.0
+
+
+@njit
+def motion_column(body_int, ws, i, col):
+    """Column ``col`` of G_i (ground axes at the centre of mass of body i) as (gx, gy, g_theta)."""
+    jt = body_int[i, JTYPE]
+    if jt == PLANAR:
+        return ws[i, PG + col], ws[i, PG + 3 + col], ws[i, PG + 6 + col]
+    return ws[i, GX], ws[i, GX + 1], 1.0 if jt == REVOLUTE else 0.0
+
+
+@njit
+def _shift_inertia_to_parent(ws, i, p, a, b, c, d, e, f):
+    """M^_P += B_i^T M B_i for the symmetric M = (a, b, c, d, e, f) of body i (eq. 3.24b)."""
+    rx = ws[i, RX]
+    ry = ws[i, RX + 1]
+    t02 = -ry * a + rx * b + c
+    t12 = -ry * b + rx * d + e
+    ws[p, IA + 0] += a
+    ws[p, IA + 1] += b
+    ws[p, IA + 2] += t02
+    ws[p, IA + 3] += d
+    ws[p, IA + 4] += t12
+    ws[p, IA + 5] += -ry * t02 + rx * t12 - ry * c + rx * e + f
+
+
+@njit
+def _shift_force_to_parent(ws, i, p, f0, f1, f2, col):
+    """ws[p, col:col+3] += B_i^T f: a force at c_i moved to c_P keeps its resultant and gains the moment r x f."""
+    ws[p, col] += f0
+    ws[p, col + 1] += f1
+    ws[p, col + 2] += f2 - ws[i, RX + 1] * f0 + ws[i, RX] * f1
+
+
+@njit
+def _condense_planar(ws, i, tau, k):
+    """Eliminate the 3 coordinates of a planar joint (eq. 3.23) in place; returns False if singular.
+
+    On entry ws[i, IA:IA+6] holds M^ and ws[i, QA:QA+3] holds Q^ - M^ H; on exit they hold the reduced
+    M^ - U D^-1 U^T and Q^ - M^ H - U D^-1 u, and U, D^-1, u are stored for the acceleration pass.
+    """
+    # full symmetric M^ from its 6 stored entries
+    a = ws[i, IA + 0]
+    b = ws[i, IA + 1]
+    c = ws[i, IA + 2]
+    d = ws[i, IA + 3]
+    e = ws[i, IA + 4]
+    f = ws[i, IA + 5]
+    for col in range(3):
+        g0 = ws[i, PG + col]
+        g1 = ws[i, PG + 3 + col]
+        g2 = ws[i, PG + 6 + col]
+        ws[i, PU + col] = a * g0 + b * g1 + c * g2
+        ws[i, PU + 3 + col] = b * g0 + d * g1 + e * g2
+        ws[i, PU + 6 + col] = c * g0 + e * g1 + f * g2
+    # D = G^T U (symmetric positive definite unless singular), by Cholesky
+    scale = abs(a) + abs(d) + abs(f) + 1e-300
+    dm00 = ws[i, PG + 0] * ws[i, PU + 0] + ws[i, PG + 3] * ws[i, PU + 3] + ws[i, PG + 6] * ws[i, PU + 6]
+    dm01 = ws[i, PG + 0] * ws[i, PU + 1] + ws[i, PG + 3] * ws[i, PU + 4] + ws[i, PG + 6] * ws[i, PU + 7]
+    dm02 = ws[i, PG + 0] * ws[i, PU + 2] + ws[i, PG + 3] * ws[i, PU + 5] + ws[i, PG + 6] * ws[i, PU + 8]
+    dm11 = ws[i, PG + 1] * ws[i, PU + 1] + ws[i, PG + 4] * ws[i, PU + 4] + ws[i, PG + 7] * ws[i, PU + 7]
+    dm12 = ws[i, PG + 1] * ws[i, PU + 2] + ws[i, PG + 4] * ws[i, PU + 5] + ws[i, PG + 7] * ws[i, PU + 8]
+    dm22 = ws[i, PG + 2] * ws[i, PU + 2] + ws[i, PG + 5] * ws[i, PU + 5] + ws[i, PG + 8] * ws[i, PU + 8]
+    det = (dm00 * (dm11 * dm22 - dm12 * dm12) - dm01 * (dm01 * dm22 - dm12 * dm02)
+           + dm02 * (dm01 * dm12 - dm11 * dm02))
+    p1 = dm00
+    p2 = dm00 * dm11 - dm01 * dm01
+    # leading principal minors positive <=> D positive definite (Sylvester), each against its own scale
+    if not (p1 > SINGULAR_RTOL * scale and p2 > SINGULAR_RTOL * scale * scale
+            and det > SINGULAR_RTOL * scale * scale * scale):
+        return False
+    inv_det = 1.0 / det
+    ws[i, PDINV + 0] = (dm11 * dm22 - dm12 * dm12) * inv_det
+    ws[i, PDINV + 1] = (dm02 * dm12 - dm01 * dm22) * inv_det
+    ws[i, PDINV + 2] = (dm01 * dm12 - dm02 * dm11) * inv_det
+    ws[i, PDINV + 3] = ws[i, PDINV + 1]
+    ws[i, PDINV + 4] = (dm00 * dm22 - dm02 * dm02) * inv_det
+    ws[i, PDINV + 5] = (dm01 * dm02 - dm00 * dm12) * inv_det
+    ws[i, PDINV + 6] = ws[i, PDINV + 2]
+    ws[i, PDINV + 7] = ws[i, PDINV + 5]
+    ws[i, PDINV + 8] = (dm00 * dm11 - dm01 * dm01) * inv_det
+    # u = tau + G^T (Q^ - M^ H)
+    for col in range(3):
+        ws[i, PUU + col] = (tau[k + col] + ws[i, PG + col] * ws[i, QA] + ws[i, PG + 3 + col] * ws[i, QA + 1]
+                            + ws[i, PG + 6 + col] * ws[i, QA + 2])
+    # W = U D^-1 (3x3), then reduce: M^ -= W U^T, Q -= W u
+    for row in range(3):
+        w0 = 0.0
+        w1 = 0.0
+        w2 = 0.0
+        for m in range(3):
+            w0 += ws[i, PU + 3 * row + m] * ws[i, PDINV + 3 * m + 0]
+            w1 += ws[i, PU + 3 * row + m] * ws[i, PDINV + 3 * m + 1]
+            w2 += ws[i, PU + 3 * row + m] * ws[i, PDINV + 3 * m + 2]
+        ws[i, QA + row] -= w0 * ws[i, PUU] + w1 * ws[i, PUU + 1] + w2 * ws[i, PUU + 2]
+        for col in range(row, 3):
+            red = w0 * ws[i, PU + 3 * col] + w1 * ws[i, PU + 3 * col + 1] + w2 * ws[i, PU + 3 * col + 2]
+            if row == 0:
+                ws[i, IA + col] -= red
+            elif row == 1:
+                ws[i, IA + 2 + col] -= red
+            else:
+                ws[i, IA + 5] -= red
+    return True
+
+
+@njit
+def forward_dynamics(body_int, body_real, gravity, q, qd, tau, ws, qdd):
+    """Recursive O(N) forward dynamics: qdd from M(q) qdd + h(q, qd) = tau (seed 003, eqs. 3.18-3.24).
+
+    Pass 1 (base to tip) joint kinematics; pass 2 (tip to base) eliminates each joint's acceleration (3.23) and
+    condenses the body's mass and force onto its parent (3.24b); pass 3 (base to tip) recovers the joint and body
+    accelerations. ws[i, ACC:ACC+3] holds each body's centre-of-mass and angular acceleration on return.
+    """
+    status = check_finite(q, qd, tau)
+    if status != STATUS_OK:
+        return status
+    n = body_int.shape[0]
+    kinematics_pass(body_int, body_real, q, qd, ws, False)
+
+    # pass 2, tip to base: condense mass and force onto the parent (eqs. 3.23, 3.24b). The contribution of body
+    # i + 1 to its parent i is carried in registers (ca..cf, cq0..cq2); other children add into the parent's row.
+    ca = cb = cc = cd = ce = cf = cq0 = cq1 = cq2 = 0.0
+    for i in range(n - 1, -1, -1):
+        p = body_int[i, PARENT]
+        nd = body_int[i, NDOF]
+        flags = body_int[i, FLAGS]
+        # M^ = diag(m, m, J) + condensed children, Q^ = m g + condensed children
+        a = body_real[i, MASS]
+        b = 0.0
+        c = 0.0
+        d = a
+        e = 0.0
+        f = body_real[i, INERTIA]
+        q0 = a * gravity[0]
+        q1 = a * gravity[1]
+        q2 = 0.0
+        if flags & NEXT_IS_CHILD:
+            a += ca
+            b += cb
+            c += cc
+            d += cd
+            e += ce
+            f += cf
+            q0 += cq0
+            q1 += cq1
+            q2 += cq2
+        if flags & ROW_CHILDREN:
+            a += ws[i, IA + 0]
+            b += ws[i, IA + 1]
+            c += ws[i, IA + 2]
+            d += ws[i, IA + 3]
+            e += ws[i, IA + 4]
+            f += ws[i, IA + 5]
+            q0 += ws[i, QA + 0]
+            q1 += ws[i, QA + 1]
+            q2 += ws[i, QA + 2]
+        hx = ws[i, HX]
+        hy = ws[i, HX + 1]
+        # F = Q^ - M^ H
+        f0 = q0 - (a * hx + b * hy)
+        f1 = q1 - (b * hx + d * hy)
+        f2 = q2 - (c * hx + e * hy)
+        if nd == 1:
+            gx = ws[i, GX]
+            gy = ws[i, GX + 1]
+            g2 = 1.0 if body_int[i, JTYPE] == REVOLUTE else 0.0
+            u0 = a * gx + b * gy + c * g2
+            u1 = b * gx + d * gy + e * g2
+            u2 = c * gx + e * gy + f * g2
+            dd = gx * u0 + gy * u1 + g2 * u2
+            scale = (abs(a) + abs(d)) * (gx * gx + gy * gy) + abs(f) * g2 * g2
+            if not (dd > SINGULAR_RTOL * scale):
+                return STATUS_SINGULAR | (i << 4)
+            dinv = 1.0 / dd
+            uu = tau[body_int[i, QIDX]] + gx * f0 + gy * f1 + g2 * f2
+            ws[i, U1 + 0] = u0
+            ws[i, U1 + 1] = u1
+            ws[i, U1 + 2] = u2
+            ws[i, DINV] = dinv
+            ws[i, UU] = uu
+            # M^ - U U^T / D and Q^ - M^ H - U u / D
+            a -= u0 * u0 * dinv
+            b -= u0 * u1 * dinv
+            c -= u0 * u2 * dinv
+            d -= u1 * u1 * dinv
+            e -= u1 * u2 * dinv
+            f -= u2 * u2 * dinv
+            w = uu * dinv
+            f0 -= u0 * w
+            f1 -= u1 * w
+            f2 -= u2 * w
+        elif nd == 3:
+            ws[i, IA + 0] = a
+            ws[i, IA + 1] = b
+            ws[i, IA + 2] = c
+            ws[i, IA + 3] = d
+            ws[i, IA + 4] = e
+            ws[i, IA + 5] = f
+            ws[i, QA + 0] = f0
+            ws[i, QA + 1] = f1
+            ws[i, QA + 2] = f2
+            if not _condense_planar(ws, i, tau, body_int[i, QIDX]):
+                return STATUS_SINGULAR | (i << 4)
+            a = ws[i, IA + 0]
+            b = ws[i, IA + 1]
+            c = ws[i, IA + 2]
+            d = ws[i, IA + 3]
+            e = ws[i, IA + 4]
+            f = ws[i, IA + 5]
+            f0 = ws[i, QA + 0]
+            f1 = ws[i, QA + 1]
+            f2 = ws[i, QA + 2]
+        if p >= 0:
+            # B^T M B and B^T F: the reduced inertia and force moved from c_i to c_P (eq. 3.24b)
+            rx = ws[i, RX]
+            ry = ws[i, RX + 1]
+            t02 = -ry * a + rx * b + c
+            t12 = -ry * b + rx * d + e
+            t22 = -ry * t02 + rx * t12 - ry * c + rx * e + f
+            m0 = f2 - ry * f0 + rx * f1
+            if p == i - 1:
+                ca, cb, cc, cd, ce, cf, cq0, cq1, cq2 = a, b, t02, d, t12, t22, f0, f1, m0
+            elif flags & FIRST_ROW_CHILD:
+                ws[p, IA + 0] = a
+                ws[p, IA + 1] = b
+                ws[p, IA + 2] = t02
+                ws[p, IA + 3] = d
+                ws[p, IA + 4] = t12
+                ws[p, IA + 5] = t22
+                ws[p, QA + 0] = f0
+                ws[p, QA + 1] = f1
+                ws[p, QA + 2] = m0
+            else:
+                ws[p, IA + 0] += a
+                ws[p, IA + 1] += b
+                ws[p, IA + 2] += t02
+                ws[p, IA + 3] += d
+                ws[p, IA + 4] += t12
+                ws[p, IA + 5] += t22
+                ws[p, QA + 0] += f0
+                ws[p, QA + 1] += f1
+                ws[p, QA + 2] += m0
+
+    # pass 3, base to tip: joint accelerations (eq. 3.23) and body accelerations (eq. 3.19a); the previous body's
+    # acceleration is carried in registers for its child
+    a0 = a1 = a2 = 0.0
+    for i in range(n):
+        p = body_int[i, PARENT]
+        nd = body_int[i, NDOF]
+        k = body_int[i, QIDX]
+        if p < 0:
+            ap0 = ap1 = ap2 = 0.0
+        elif p == i - 1:
+            ap0 = a0
+            ap1 = a1
+            ap2 = a2
+        else:
+            ap0 = ws[p, ACC]
+            ap1 = ws[p, ACC + 1]
+            ap2 = ws[p, ACC + 2]
+        b0 = ap0 - ws[i, RX + 1] * ap2  # B a_P
+        b1 = ap1 + ws[i, RX] * ap2
+        b2 = ap2
+        a0 = b0 + ws[i, HX]
+        a1 = b1 + ws[i, HX + 1]
+        a2 = b2
+        if nd == 1:
+            g2 = 1.0 if body_int[i, JTYPE] == REVOLUTE else 0.0
+            acc = ws[i, DINV] * (ws[i, UU] - (ws[i, U1] * b0 + ws[i, U1 + 1] * b1 + ws[i, U1 + 2] * b2))
+            qdd[k] = acc
+            a0 += ws[i, GX] * acc
+            a1 += ws[i, GX + 1] * acc
+            a2 += g2 * acc
+        elif nd == 3:
+            r0 = ws[i, PUU + 0] - (ws[i, PU + 0] * b0 + ws[i, PU + 3] * b1 + ws[i, PU + 6] * b2)
+            r1 = ws[i, PUU + 1] - (ws[i, PU + 1] * b0 + ws[i, PU + 4] * b1 + ws[i, PU + 7] * b2)
+            r2 = ws[i, PUU + 2] - (ws[i, PU + 2] * b0 + ws[i, PU + 5] * b1 + ws[i, PU + 8] * b2)
+            for col in range(3):
+                acc = ws[i, PDINV + 3 * col] * r0 + ws[i, PDINV + 3 * col + 1] * r1 + ws[i, PDINV + 3 * col + 2] * r2
+                qdd[k + col] = acc
+                a0 += ws[i, PG + col] * acc
+                a1 += ws[i, PG + 3 + col] * acc
+                a2 += ws[i, PG + 6 + col] * acc
+        ws[i, ACC] = a0
+        ws[i, ACC + 1] = a1
+        ws[i, ACC + 2] = a2
+    return STATUS_OK
+
+
+@njit
+def inverse_dynamics(body_int, body_real, gravity, q, qd, qdd, ws, tau):
+    """Recursive Newton-Euler: tau = M(q) qdd + h(q, qd), O(N).
+
+    Base to tip: body accelerations (eq. 3.19a) and the force each body needs, M_i a_i - Q_i. Tip to base: the
+    force transmitted by each joint, F_i = f_i + sum over children B_c^T F_c, and tau_i = G_i^T F_i (eq. 3.21).
+    On return ws[i, QA:QA+3] holds F_i, the force the parent exerts on body i's subtree at c_i.
+    """
+    status = check_finite(q, qd, qdd)
+    if status != STATUS_OK:
+        return status
+    n = body_int.shape[0]
+    kinematics_pass(body_int, body_real, q, qd, ws, False)
+    for i in range(n):
+        p = body_int[i, PARENT]
+        k = body_int[i, QIDX]
+        if p >= 0:
+            ap2 = ws[p, ACC + 2]
+            a0 = ws[p, ACC] - ws[i, RX + 1] * ap2
+            a1 = ws[p, ACC + 1] + ws[i, RX] * ap2
+            a2 = ap2
+        else:
+            a0 = 0.0
+            a1 = 0.0
+            a2 = 0.0
+        a0 += ws[i, HX]
+        a1 += ws[i, HX + 1]
+        for col in range(body_int[i, NDOF]):
+            gx, gy, g2 = motion_column(body_int, ws, i, col)
+            a0 += gx * qdd[k + col]
+            a1 += gy * qdd[k + col]
+            a2 += g2 * qdd[k + col]
+        ws[i, ACC] = a0
+        ws[i, ACC + 1] = a1
+        ws[i, ACC + 2] = a2
+        m = body_real[i, MASS]
+        ws[i, QA] = m * (a0 - gravity[0])
+        ws[i, QA + 1] = m * (a1 - gravity[1])
+        ws[i, QA + 2] = body_real[i, INERTIA] * a2
+    for i in range(n - 1, -1, -1):
+        p = body_int[i, PARENT]
+        k = body_int[i, QIDX]
+        f0 = ws[i, QA]
+        f1 = ws[i, QA + 1]
+        f2 = ws[i, QA + 2]
+        for col in range(body_int[i, NDOF]):
+            gx, gy, g2 = motion_column(body_int, ws, i, col)
+            tau[k + col] = gx * f0 + gy * f1 + g2 * f2
+        if p >= 0:
+            _shift_force_to_parent(ws, i, p, f0, f1, f2, QA)
+    return STATUS_OK
+
+
+@njit
+def mass_matrix(body_int, body_real, q, zero_qd, ws, out):
+    """Composite-rigid-body mass matrix M(q) into ``out`` (nq, nq); O(N d) for tree depth d.
+
+    The composite inertia of each subtree is condensed tip to base at the body's centre of mass with the same
+    B-shift as eq. 3.24b (no joint elimination). Column block of joint i: the force F = Ic_i G_i carried to every
+    ancestor j by B^T gives M[j, i] = G_j^T F.
+    """
+    status = check_finite(q, zero_qd, zero_qd)
+    if status != STATUS_OK:
+        return status
+    n = body_int.shape[0]
+    kinematics_pass(body_int, body_real, q, zero_qd, ws, False)
+    for i in range(n):
+        m = body_real[i, MASS]
+        ws[i, IA + 0] = m
+        ws[i, IA + 1] = 0.0
+        ws[i, IA + 2] = 0.0
+        ws[i, IA + 3] = m
+        ws[i, IA + 4] = 0.0
+        ws[i, IA + 5] = body_real[i, INERTIA]
+    for i in range(n - 1, -1, -1):
+        p = body_int[i, PARENT]
+        if p >= 0:
+            _shift_inertia_to_parent(ws, i, p, ws[i, IA], ws[i, IA + 1], ws[i, IA + 2], ws[i, IA + 3],
+                                     ws[i, IA + 4], ws[i, IA + 5])
+    for i in range(n):
+        a = ws[i, IA + 0]
+        b = ws[i, IA + 1]
+        c = ws[i, IA + 2]
+        d = ws[i, IA + 3]
+        e = ws[i, IA + 4]
+        f = ws[i, IA + 5]
+        ki = body_int[i, QIDX]
+        for col in range(body_int[i, NDOF]):
+            gx, gy, g2 = motion_column(body_int, ws, i, col)
+            f0 = a * gx + b * gy + c * g2
+            f1 = b * gx + d * gy + e * g2
+            f2 = c * gx + e * gy + f * g2
+            for col2 in range(body_int[i, NDOF]):
+                hx, hy, h2 = motion_column(body_int, ws, i, col2)
+                out[ki + col2, ki + col] = hx * f0 + hy * f1 + h2 * f2
+            j = i
+            while body_int[j, PARENT] >= 0:
+                f2 = f2 - ws[j, RX + 1] * f0 + ws[j, RX] * f1
+                j = body_int[j, PARENT]
+                kj = body_int[j, QIDX]
+                for col2 in range(body_int[j, NDOF]):
+                    hx, hy, h2 = motion_column(body_int, ws, j, col2)
+                    val = hx * f0 + hy * f1 + h2 * f2
+                    out[kj + col2, ki + col] = val
+                    out[ki + col, kj + col2] = val
+    return STATUS_OK
+
+
+@njit
+def com_kinematics(body_int, body_real, q, qd, ws, com):
+    """Position and velocity of every centre of mass, com[i] = (x, y, xdot, ydot), ground frame (eq. 3.18a).
+
+    Also leaves the angles and angular velocities in ws[:, TH], ws[:, OM].
+    """
+    status = check_finite(q, qd, qd)
+    if status != STATUS_OK:
+        return status
+    kinematics_pass(body_int, body_real, q, qd, ws, True)
+    for i in range(body_int.shape[0]):
+        p = body_int[i, PARENT]
+        k = body_int[i, QIDX]
+        rx = ws[i, RX]
+        ry = ws[i, RX + 1]
+        if p >= 0:
+            om_p = ws[p, OM]
+            x = com[p, 0] + rx
+            y = com[p, 1] + ry
+            vx = com[p, 2] - om_p * ry
+            vy = com[p, 3] + om_p * rx
+        else:
+            x = rx
+            y = ry
+            vx = 0.0
+            vy = 0.0
+        for col in range(body_int[i, NDOF]):
+            gx, gy, g2 = motion_column(body_int, ws, i, col)
+            vx += gx * qd[k + col]
+            vy += gy * qd[k + col]
+        com[i, 0] = x
+        com[i, 1] = y
+        com[i, 2] = vx
+        com[i, 3] = vy
+    return STATUS_OK
+
+
+@njit
+def energy(body_int, body_real, gravity, q, qd, ws, com, out):
+    """Kinetic and gravitational potential energy into out[0], out[1] [J]; V = -sum m g . c (zero at the origin)."""
+    status = com_kinematics(body_int, body_real, q, qd, ws, com)
+    if status != STATUS_OK:
+        return status
+    kinetic = 0.0
+    potential = 0.0
+    for i in range(body_int.shape[0]):
+        m = body_real[i, MASS]
+        om = ws[i, OM]
+        kinetic += 0.5 * (m * (com[i, 2] * com[i, 2] + com[i, 3] * com[i, 3]) + body_real[i, INERTIA] * om * om)
+        potential -= m * (gravity[0] * com[i, 0] + gravity[1] * com[i, 1])
+    out[0] = kinetic
+    out[1] = potential
+    return STATUS_OK

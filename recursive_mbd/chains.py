@@ -1,0 +1,129 @@
+"""Serial chains of uniform rods, and Takeno's closed-form n-link rigid pendulum (seed 001).
+
+Convention (DESIGN.md): rod i has its frame origin at its centre and lies along its local -y axis (proximal end at
+(0, +l/2), distal end at (0, -l/2)); rod 1 is hinged to the ground at the origin, each next rod to the distal end
+of the previous one. q_i is the angle of rod i relative to rod i-1, so the absolute angle of rod j,
+theta_j = q_1 + ... + q_j, is Takeno's angle from the downward vertical (counter-clockwise positive).
+"""
+
+import numbers
+
+import numpy as np
+
+from .errors import ModelError
+from .model import Model
+
+
+def rod_chain(lengths, density=1.0, gravity=9.81):
+    """A serial chain of uniform slender rods of the given lengths and one linear density.
+
+    Parameters
+    ----------
+    lengths : array_like, shape (n,)
+        Rod lengths [m], > 0, from the ground outwards.
+    density : float
+        Linear density rho [kg/m]: rod j has mass rho l_j and J = rho l_j^3 / 12 about its centre.
+    gravity : float
+        Magnitude g of gravity [m/s^2], pointing along -y.
+
+    Returns
+    -------
+    Model with bodies "link1" .. "linkn" joined by revolute joints.
+    """
+    lengths = np.asarray(lengths, dtype=float)
+    if lengths.ndim != 1 or lengths.size == 0:
+        raise ModelError(f"lengths must be a non-empty 1-D array, got shape {lengths.shape}")
+    if not np.all(np.isfinite(lengths)) or np.any(lengths <= 0.0):
+        bad = int(np.flatnonzero(~(np.isfinite(lengths) & (lengths > 0.0)))[0])
+        raise ModelError(f"lengths[{bad}] must be finite and > 0, got {lengths[bad]}")
+    if not (np.isfinite(density) and density > 0.0):
+        raise ModelError(f"density must be finite and > 0, got {density}")
+    model = Model(gravity=(0.0, -float(gravity)), name=f"{lengths.size}-link rod chain")
+    parent_half = 0.0
+    for j, length in enumerate(lengths):
+        mass = density * length
+        model.add_body(parent=j - 1, joint="revolute", parent_point=(0.0, -parent_half),
+                       child_point=(0.0, 0.5 * length), mass=mass, inertia=mass * length * length / 12.0,
+                       name=f"link{j + 1}")
+        parent_half = 0.5 * length
+    return model
+
+
+def serial_chain(n, length=1.0, mass=1.0, gravity=9.81):
+    """n identical uniform rods, total length ``length`` [m] and total mass ``mass`` [kg] (DESIGN.md).
+
+    Each rod is length/n long and mass/n heavy with J = (mass/n)(length/n)^2/12 about its centre. With q = 0 the
+    chain hangs straight down from the origin.
+    """
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ModelError(f"n must be a positive integer, got {n!r}")
+    if not (np.isfinite(length) and length > 0.0):
+        raise ModelError(f"length must be finite and > 0, got {length}")
+    if not (np.isfinite(mass) and mass > 0.0):
+        raise ModelError(f"mass must be finite and > 0, got {mass}")
+    model = rod_chain(np.full(int(n), length / n), density=mass / length, gravity=gravity)
+    model.name = f"serial_chain({n})"
+    return model
+
+
+def relative_to_absolute(q):
+    """Absolute rod angles theta_j = q_1 + ... + q_j (also rates and accelerations); works on (..., n)."""
+    return np.cumsum(q, axis=-1)
+
+
+def absolute_to_relative(theta):
+    """Relative joint angles q_j = theta_j - theta_{j-1} (theta_0 = 0); works on (..., n)."""
+    theta = np.asarray(theta, dtype=float)
+    return np.diff(theta, axis=-1, prepend=0.0)
+
+
+def takeno_matrices(theta, lengths):
+    """A(theta), B(theta) and the gravity lever vector L of Takeno's eq. (21)-(22), divided by rho.
+
+    alpha_jk = L_max(j,k) - l_j delta_jk / 6 with L_j = l_j / 2 + sum_{i>j} l_i (eqs. 12, 20);
+    A_jk = l_k alpha_jk cos(theta_j - theta_k), B_jk = l_k alpha_jk sin(theta_j - theta_k).
+    """
+    theta = np.asarray(theta, dtype=float)
+    lengths = np.asarray(lengths, dtype=float)
+    n = lengths.size
+    tail = np.cumsum(lengths[::-1])[::-1]  # sum_{i >= j} l_i
+    lever = tail - 0.5 * lengths  # L_j, eq. (12)
+    index = np.arange(n)
+    alpha = lever[np.maximum.outer(index, index)] - np.diag(lengths / 6.0)  # eq. (20)
+    diff = theta[:, None] - theta[None, :]
+    coupling = alpha * lengths[None, :]
+    return coupling * np.cos(diff), coupling * np.sin(diff), lever
+
+
+def takeno_forward_dynamics(theta, theta_dot, lengths, density=1.0, gravity=9.81, tau=None):
+    """Absolute angular accelerations of an n-rod pendulum from Takeno's closed form (seed 001, eq. 22).
+
+    A(theta) theta'' + B(theta) theta'^2 + g L sin(theta) = T / (rho l), solved densely (O(n^3)); an independent
+    route to check the recursive formulation against.
+
+    Parameters
+    ----------
+    theta, theta_dot : array_like, shape (n,)
+        Absolute angles from the downward vertical [rad] (counter-clockwise) and their rates [rad/s].
+    lengths : array_like, shape (n,)
+        Rod lengths [m]; all rods share the linear density ``density`` [kg/m].
+    gravity : float
+        g [m/s^2].
+    tau : array_like, shape (n,), optional
+        Relative joint torques [N m], tau_j acting on rod j and -tau_j on rod j-1 (the chain's q convention).
+        Seed 001 has none; they enter each rod's moment equation, which eq. (18) is divided by rho l_j.
+
+    Returns
+    -------
+    theta_ddot : ndarray, shape (n,)
+    """
+    lengths = np.asarray(lengths, dtype=float)
+    theta = np.asarray(theta, dtype=float)
+    theta_dot = np.asarray(theta_dot, dtype=float)
+    a_mat, b_mat, lever = takeno_matrices(theta, lengths)
+    rhs = -b_mat @ theta_dot**2 - gravity * lever * np.sin(theta)
+    if tau is not None:
+        tau = np.asarray(tau, dtype=float)
+        rod_moment = tau - np.append(tau[1:], 0.0)  # tau_j - tau_{j+1} on rod j
+        rhs += rod_moment / (density * lengths)
+    return np.linalg.solve(a_mat, rhs)

@@ -1,0 +1,216 @@
+"""Public dynamics functions: thin wrappers that validate, allocate outputs and call the numba kernels.
+
+Equations of motion in joint coordinates: M(q) qdd + h(q, qd) = tau, where h holds the velocity-product and
+gravity terms. Shapes: q, qd, qdd, tau are (nq,) float arrays in joint order (``Model.joint_q_index``).
+"""
+
+import numpy as np
+import scipy.linalg
+
+from ._kernels import layout as L
+from ._kernels import tree
+from .errors import ModelError, StateError
+
+_FLOAT = np.dtype(np.float64)
+
+
+class Workspace:
+    """Scratch arrays of one model, allocated once and reused by every kernel call (not thread-safe)."""
+
+    def __init__(self, model):
+        n = model.nbodies
+        width = L.W_PLANAR if model.has_planar else L.W_TREE
+        self.ws = np.zeros((n, width))  # per-body rows, columns in _kernels.layout
+        self.zeros = np.zeros(model.nq)  # a zero qd / tau / qdd
+        self.com = np.zeros((n, 4))  # centre-of-mass position and velocity
+        self.pair = np.zeros(2)  # (kinetic, potential)
+
+
+def workspace(model):
+    """The model's workspace, created on first use (compiles the model)."""
+    model._require_compiled()
+    if model._workspace is None:
+        model._workspace = Workspace(model)
+    return model._workspace
+
+
+def as_vector(model, x, what):
+    """``x`` as a C-contiguous float64 (nq,) array, or a StateError/TypeError naming ``what``."""
+    nq = model._nq
+    if x.__class__ is np.ndarray and x.dtype is _FLOAT and x.shape == (nq,) and x.flags.c_contiguous:
+        return x
+    try:
+        arr = np.ascontiguousarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be an array of {nq} numbers, got {type(x).__name__}") from None
+    if arr.shape != (nq,):
+        raise StateError(f"{what} must have shape ({nq},) for this model (nq = {nq}), got shape {arr.shape}")
+    return arr
+
+
+def raise_status(model, status, names=("q", "qd", "tau")):
+    """Turn a kernel status into the exception it stands for."""
+    kind, index = L.decode_status(status)
+    if kind in (L.STATUS_NONFINITE_Q, L.STATUS_NONFINITE_QD, L.STATUS_NONFINITE_TAU):
+        what = names[kind - L.STATUS_NONFINITE_Q]
+        raise StateError(f"{what}[{index}] is not finite")
+    if kind == L.STATUS_SINGULAR:
+        raise ModelError(
+            f"body {model.body_names[index]!r} (index {index}): the articulated inertia of its joint is singular "
+            "(the body and its subtree have no mass or inertia that the joint can move, e.g. a massless tip body "
+            "or a point mass on its own hinge)")
+    raise RuntimeError(f"kernel failed with status {status} (kind {kind}, index {index})")
+
+
+def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None):
+    """Joint accelerations qdd from M(q) qdd + h(q, qd) = tau.
+
+    Parameters
+    ----------
+    model : Model
+    q, qd : array_like, shape (nq,)
+        Joint coordinates [m or rad] and rates.
+    tau : array_like, shape (nq,), optional
+        Generalised joint forces (torque [N m] for revolute, force [N] for prismatic); default zero.
+    method : {"recursive", "mass_matrix"}
+        "recursive" is the O(N) B/G/H condensation of seed 003 (default); "mass_matrix" builds M and h and solves
+        by Cholesky, O(N^3).
+    out : ndarray, shape (nq,), optional
+        Where to write the result (saves one allocation per call).
+
+    Returns
+    -------
+    qdd : ndarray, shape (nq,)
+    """
+    ws = model._workspace
+    if ws is None:
+        ws = workspace(model)
+    q = as_vector(model, q, "q")
+    qd = as_vector(model, qd, "qd")
+    tau = ws.zeros if tau is None else as_vector(model, tau, "tau")
+    if method == "recursive":
+        qdd = np.empty(model._nq) if out is None else out
+        status = tree.forward_dynamics(model.body_int, model.body_real, model.gravity, q, qd, tau, ws.ws, qdd)
+        if status:
+            raise_status(model, status)
+        return qdd
+    if method == "mass_matrix":
+        mass = mass_matrix(model, q)
+        rhs = tau - bias_forces(model, q, qd)
+        try:
+            factor = scipy.linalg.cho_factor(mass, lower=True, check_finite=False)
+        except np.linalg.LinAlgError:
+            raise ModelError("the mass matrix is not positive definite at this q (a body or subtree without "
+                             "inertia along its joint)") from None
+        qdd = scipy.linalg.cho_solve(factor, rhs, check_finite=False)
+        if out is not None:
+            out[:] = qdd
+            return out
+        return qdd
+    raise ValueError(f"unknown method {method!r}; expected 'recursive' or 'mass_matrix'")
+
+
+def inverse_dynamics(model, q, qd, qdd):
+    """Joint forces tau = M(q) qdd + h(q, qd) by the recursive Newton-Euler pass, O(N).
+
+    Parameters and returns as ``forward_dynamics``; ``qdd`` (nq,) in, ``tau`` (nq,) out.
+    """
+    ws = workspace(model)
+    q = as_vector(model, q, "q")
+    qd = as_vector(model, qd, "qd")
+    qdd = as_vector(model, qdd, "qdd")
+    tau = np.empty(model._nq)
+    status = tree.inverse_dynamics(model.body_int, model.body_real, model.gravity, q, qd, qdd, ws.ws, tau)
+    if status:
+        raise_status(model, status, ("q", "qd", "qdd"))
+    return tau
+
+
+def mass_matrix(model, q):
+    """Joint-space mass matrix M(q), shape (nq, nq), symmetric positive definite, by composite rigid bodies."""
+    ws = workspace(model)
+    q = as_vector(model, q, "q")
+    out = np.zeros((model._nq, model._nq))
+    status = tree.mass_matrix(model.body_int, model.body_real, q, ws.zeros, ws.ws, out)
+    if status:
+        raise_status(model, status)
+    return out
+
+
+def bias_forces(model, q, qd):
+    """h(q, qd) = tau needed for zero acceleration: velocity-product and gravity terms, shape (nq,)."""
+    return inverse_dynamics(model, q, qd, workspace(model).zeros)
+
+
+def energy(model, q, qd):
+    """Kinetic and potential energy (T, V) [J] at the state (q, qd).
+
+    V is the gravitational potential -sum m_i g . c_i, zero with every centre of mass at the ground origin.
+    """
+    ws = workspace(model)
+    q = as_vector(model, q, "q")
+    qd = as_vector(model, qd, "qd")
+    status = tree.energy(model.body_int, model.body_real, model.gravity, q, qd, ws.ws, ws.com, ws.pair)
+    if status:
+        raise_status(model, status)
+    return float(ws.pair[0]), float(ws.pair[1])
+
+
+def _com_state(model, q, qd):
+    ws = workspace(model)
+    q = as_vector(model, q, "q")
+    qd = ws.zeros if qd is None else as_vector(model, qd, "qd")
+    status = tree.com_kinematics(model.body_int, model.body_real, q, qd, ws.ws, ws.com)
+    if status:
+        raise_status(model, status)
+    theta = ws.ws[:, L.TH].copy()
+    omega = ws.ws[:, L.OM].copy()
+    return ws.com.copy(), theta, omega
+
+
+def forward_kinematics(model, q, qd=None):
+    """Poses and velocities of the body frames.
+
+    Returns
+    -------
+    poses : ndarray, shape (nbodies, 3)
+        (x, y, theta) of each body frame's origin in the ground frame [m, m, rad].
+    vels : ndarray, shape (nbodies, 3)
+        (xdot, ydot, thetadot) of each frame origin [m/s, m/s, rad/s]; zero if ``qd`` is None.
+    """
+    com, theta, omega = _com_state(model, q, qd)
+    c, s = np.cos(theta), np.sin(theta)
+    lx, ly = model.body_com[:, 0], model.body_com[:, 1]
+    offx, offy = c * lx - s * ly, s * lx + c * ly  # centre of mass relative to the frame origin, ground axes
+    poses = np.column_stack((com[:, 0] - offx, com[:, 1] - offy, theta))
+    vels = np.column_stack((com[:, 2] + omega * offy, com[:, 3] - omega * offx, omega))
+    return poses, vels
+
+
+def point_kinematics(model, q, qd, body, point=(0.0, 0.0)):
+    """Ground-frame position and velocity of point(s) fixed on a body.
+
+    Parameters
+    ----------
+    body : int or str
+        Body index or name.
+    point : array_like, shape (2,) or (k, 2)
+        Point(s) in the body frame [m].
+
+    Returns
+    -------
+    position, velocity : ndarray, shape like ``point``
+    """
+    index = model.body_index(body)
+    pts = np.asarray(point, dtype=float)
+    if pts.shape[-1:] != (2,) or pts.ndim > 2:
+        raise StateError(f"point must have shape (2,) or (k, 2), got {pts.shape}")
+    poses, vels = forward_kinematics(model, q, qd)
+    x, y, theta = poses[index]
+    vx, vy, omega = vels[index]
+    c, s = np.cos(theta), np.sin(theta)
+    rx = c * pts[..., 0] - s * pts[..., 1]
+    ry = s * pts[..., 0] + c * pts[..., 1]
+    position = np.stack((x + rx, y + ry), axis=-1)
+    velocity = np.stack((vx - omega * ry, vy + omega * rx), axis=-1)
+    return position, velocity

@@ -1,0 +1,30 @@
+"""Exceptions raised by recursive_mbd.
+
+Every error is a subclass of a builtin (``ValueError`` or ``RuntimeError``) so that callers who do not know
+this module can still catch it; the message always says what is wrong and where (body, argument, time).
+"""
+
+
+class ModelError(ValueError):
+    """A model is ill-formed: unknown parent or joint, bad mass or inertia, singular articulated inertia, ..."""
+
+
+class StateError(ValueError):
+    """A state, force or option vector has the wrong size or holds NaN/inf."""
+
+
+class SimulationError(RuntimeError):
+    """An integration failed (non-finite state, step-size underflow, too many steps, singular dynamics).
+
+    Attributes
+    ----------
+    t : float
+        Time at which the failure was detected [s].
+    result : SimulationResult
+        Everything computed up to the last accepted step, so a long run that fails keeps its work.
+    """
+
+    def __init__(self, message, t, result):
+        super().__init__(message)
+        self.t = t
+        self.result = result

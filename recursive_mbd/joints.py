@@ -1,0 +1,26 @@
+"""Joint types and their codes.
+
+A joint connects a parent frame P (a body, or the ground) to a child frame C. With the joint coordinate(s) zero,
+the child point (child frame) coincides with the parent point (parent frame) and the child frame is rotated by
+``angle`` relative to the parent frame. The joint kinematics used by the kernels (the B, G, H pieces of seed 003,
+eqs. 3.18-3.19) are written out in ``recursive_mbd._kernels.tree.place_body``:
+
+============  ====  ==========================================================================================
+joint         dof   coordinates
+============  ====  ==========================================================================================
+revolute      1     q: rotation of C relative to P [rad]; theta_C = theta_P + angle + q
+prismatic     1     q: slide along the unit ``axis`` (parent frame) [m]; child point = parent point + q axis
+fixed         0     (none): C rigidly attached to P
+planar        3     (x, y, phi): child point = parent point + (x, y) in the parent frame [m];
+                    theta_C = theta_P + angle + phi [rad]
+============  ====  ==========================================================================================
+"""
+
+REVOLUTE = 0
+PRISMATIC = 1
+FIXED = 2
+PLANAR = 3
+
+JOINT_CODES = {"revolute": REVOLUTE, "prismatic": PRISMATIC, "fixed": FIXED, "planar": PLANAR}
+JOINT_NAMES = {code: name for name, code in JOINT_CODES.items()}
+JOINT_DOF = {REVOLUTE: 1, PRISMATIC: 1, FIXED: 0, PLANAR: 3}

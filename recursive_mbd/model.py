@@ -1,0 +1,313 @@
+"""Model builder: bodies joined in a tree, compiled once into frozen arrays that every formulation takes.
+
+Conventions (DESIGN.md): SI units, ground x right / y up, angles counter-clockwise in radians. A body's frame has a
+pose (x, y, theta) in the ground frame; its inertia is the mass ``mass``, the centre of mass ``com`` (body frame)
+and the rotational inertia ``inertia`` about the centre of mass. The joint to the parent is placed by
+``parent_point`` (parent frame) and ``child_point`` (child frame), which coincide at zero joint coordinate, and the
+angle offset ``angle`` (see ``recursive_mbd.joints``).
+"""
+
+import math
+import numbers
+
+import numpy as np
+
+from . import joints
+from ._kernels import layout as L
+from .errors import ModelError
+
+GROUND = -1
+
+
+def _finite_scalar(value, what):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{what} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ModelError(f"{what} must be finite, got {value}")
+    return value
+
+
+def _point(value, what):
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be a pair of numbers (x, y), got {value!r}") from None
+    if arr.shape != (2,):
+        raise ModelError(f"{what} must be a pair of numbers (x, y), got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ModelError(f"{what} must be finite, got {arr.tolist()}")
+    return arr
+
+
+class Model:
+    """A planar multibody tree, built body by body, then compiled into frozen arrays.
+
+    Parameters
+    ----------
+    gravity : (2,) array_like
+        Gravitational acceleration in the ground frame [m/s^2]; default (0, -9.81).
+    name : str, optional
+        A label for messages.
+
+    Notes
+    -----
+    Bodies are numbered in the order they are added, and a parent must exist before its child, so parents always
+    come before children. The first call of any dynamics function (or ``compile()``) freezes the model: it then
+    exposes read-only per-body arrays (``body_parent``, ``body_mass``, ``joint_type``, ...) and cannot grow.
+    """
+
+    def __init__(self, gravity=(0.0, -9.81), name=None):
+        self.gravity = _point(gravity, "gravity")
+        self.name = name
+        self._bodies = []
+        self._names = {}
+        self._compiled = False
+        self._workspace = None
+
+    # ---- building ------------------------------------------------------------------------------------------------
+
+    def add_body(self, parent="ground", joint="revolute", parent_point=(0.0, 0.0), child_point=(0.0, 0.0),
+                 mass=1.0, inertia=0.0, com=(0.0, 0.0), angle=0.0, axis=None, name=None):
+        """Add a body joined to ``parent``; return its index.
+
+        Parameters
+        ----------
+        parent : "ground" | -1 | int | str
+            The ground, a body index or a body name.
+        joint : {"revolute", "prismatic", "fixed", "planar"}
+            Joint to the parent; its coordinates are appended to q (``recursive_mbd.joints``).
+        parent_point : (2,) array_like
+            Joint location in the parent frame [m] (ground frame for the ground).
+        child_point : (2,) array_like
+            Joint location in the child (this body's) frame [m].
+        mass : float
+            Mass [kg], >= 0.
+        inertia : float
+            Rotational inertia about the centre of mass [kg m^2], >= 0. Default 0 (a point mass).
+        com : (2,) array_like
+            Centre of mass in the body frame [m].
+        angle : float
+            Child frame angle relative to the parent frame at zero joint coordinate [rad].
+        axis : (2,) array_like, optional
+            Prismatic sliding direction in the parent frame (normalised here); default (1, 0). Only for
+            prismatic joints.
+        name : str, optional
+            Unique body name; default ``"body<index>"``.
+        """
+        if self._compiled:
+            raise ModelError(
+                f"cannot add body {name or len(self._bodies)!r}: the model was compiled (its arrays are frozen "
+                "once a dynamics function has used it); build a new Model instead")
+        index = len(self._bodies)
+        label = name if name is not None else f"body{index}"
+        if not isinstance(label, str) or not label:
+            raise TypeError(f"body name must be a non-empty string, got {name!r}")
+        where = f"body {label!r} (index {index})"
+        if label == "ground":
+            raise ModelError(f"{where}: the name 'ground' is reserved for the fixed frame")
+        if label in self._names:
+            raise ModelError(f"{where}: duplicate body name, already used by body {self._names[label]}")
+
+        parent_index = self._resolve_parent(parent, where)
+        if not isinstance(joint, str):
+            raise TypeError(f"{where}: joint must be a string, got {type(joint).__name__}")
+        if joint.lower() not in joints.JOINT_CODES:
+            raise ModelError(f"{where}: unknown joint type {joint!r}; expected one of {sorted(joints.JOINT_CODES)}")
+        jtype = joints.JOINT_CODES[joint.lower()]
+
+        mass = _finite_scalar(mass, f"{where}: mass")
+        if mass < 0.0:
+            raise ModelError(f"{where}: mass must be >= 0, got {mass}")
+        inertia = _finite_scalar(inertia, f"{where}: inertia")
+        if inertia < 0.0:
+            raise ModelError(f"{where}: inertia must be >= 0, got {inertia}")
+        angle = _finite_scalar(angle, f"{where}: angle")
+        parent_point = _point(parent_point, f"{where}: parent_point")
+        child_point = _point(child_point, f"{where}: child_point")
+        com = _point(com, f"{where}: com")
+
+        if jtype == joints.PRISMATIC:
+            axis = np.array([1.0, 0.0]) if axis is None else _point(axis, f"{where}: axis")
+            norm = float(np.hypot(axis[0], axis[1]))
+            if not norm > 1e-12:
+                raise ModelError(f"{where}: prismatic axis must be non-zero, got {axis.tolist()}")
+            axis = axis / norm
+        elif axis is not None:
+            raise ModelError(f"{where}: axis applies to prismatic joints only, not {joint!r}")
+        else:
+            axis = np.zeros(2)
+
+        self._bodies.append(dict(name=label, parent=parent_index, jtype=jtype, parent_point=parent_point,
+                                 child_point=child_point, mass=mass, inertia=inertia, com=com, angle=angle,
+                                 axis=axis))
+        self._names[label] = index
+        return index
+
+    def _resolve_parent(self, parent, where):
+        if isinstance(parent, str):
+            if parent == "ground":
+                return GROUND
+            if parent not in self._names:
+                raise ModelError(f"{where}: unknown parent {parent!r}; known bodies: {list(self._names)[:10]}")
+            return self._names[parent]
+        if isinstance(parent, (bool, np.bool_)) or not isinstance(parent, numbers.Integral):
+            raise TypeError(f"{where}: parent must be 'ground', -1, a body index or a body name, got {parent!r}")
+        parent = int(parent)
+        if parent == GROUND:
+            return GROUND
+        if not 0 <= parent < len(self._bodies):
+            raise ModelError(f"{where}: unknown parent index {parent}; the model has {len(self._bodies)} bodies "
+                             "and a parent must be added before its child")
+        return parent
+
+    # ---- compiling -----------------------------------------------------------------------------------------------
+
+    def compile(self):
+        """Freeze the model into packed arrays; check that every joint's articulated inertia is regular.
+
+        Idempotent. Raises ModelError naming the body whose subtree cannot be accelerated (for example a massless
+        tip body, or a point mass on its own hinge). Returns the model.
+        """
+        if self._compiled:
+            return self
+        n = len(self._bodies)
+        if n == 0:
+            raise ModelError("the model has no bodies")
+        body_int = np.zeros((n, L.N_INT), dtype=np.int64)
+        body_real = np.zeros((n, L.N_REAL), dtype=np.float64)
+        nq = 0
+        for i, b in enumerate(self._bodies):
+            ndof = joints.JOINT_DOF[b["jtype"]]
+            body_int[i, :L.FLAGS] = (b["parent"], b["jtype"], nq, ndof)
+            nq += ndof
+            parent_com = self._bodies[b["parent"]]["com"] if b["parent"] >= 0 else np.zeros(2)
+            body_real[i, L.MASS] = b["mass"]
+            body_real[i, L.INERTIA] = b["inertia"]
+            body_real[i, L.COMX:L.COMX + 2] = b["com"]
+            body_real[i, L.ANGLE] = b["angle"]
+            body_real[i, L.PPX:L.PPX + 2] = b["parent_point"] - parent_com
+            body_real[i, L.COX:L.COX + 2] = b["com"] - b["child_point"]
+            body_real[i, L.AXX:L.AXX + 2] = b["axis"]
+        for i in range(n - 1, -1, -1):  # tip to base, as the condensation runs
+            parent = body_int[i, L.PARENT]
+            if parent < 0:
+                continue
+            if parent == i - 1:
+                body_int[parent, L.FLAGS] |= L.NEXT_IS_CHILD
+            else:
+                if not body_int[parent, L.FLAGS] & L.ROW_CHILDREN:
+                    body_int[i, L.FLAGS] |= L.FIRST_ROW_CHILD
+                body_int[parent, L.FLAGS] |= L.ROW_CHILDREN
+        body_int.setflags(write=False)
+        body_real.setflags(write=False)
+        self.gravity.setflags(write=False)
+        self.body_int = body_int
+        self.body_real = body_real
+        self.has_planar = bool(np.any(body_int[:, L.JTYPE] == joints.PLANAR))
+        self._nq = nq
+        self._compiled = True
+        self._workspace = None
+        self._check_regular()
+        return self
+
+    def _check_regular(self):
+        """Run forward dynamics at q = 0 and at a random state: a singular joint is a model error."""
+        from .dynamics import forward_dynamics  # noqa: PLC0415  (dynamics imports this module)
+
+        rng = np.random.default_rng(0)
+        for q in (np.zeros(self.nq), rng.uniform(-math.pi, math.pi, self.nq)):
+            try:
+                forward_dynamics(self, q, np.zeros(self.nq))
+            except ModelError as err:
+                raise ModelError(f"invalid model: {err}") from None
+
+    @property
+    def compiled(self):
+        """True once the model is frozen."""
+        return self._compiled
+
+    @property
+    def nq(self):
+        """Number of generalised coordinates (joint coordinates in body order)."""
+        return sum(joints.JOINT_DOF[b["jtype"]] for b in self._bodies) if not self._compiled else self._nq
+
+    @property
+    def body_names(self):
+        """Body names in index order, a tuple."""
+        return tuple(b["name"] for b in self._bodies)
+
+    @property
+    def nbodies(self):
+        """Number of bodies (the ground not counted)."""
+        return len(self._bodies)
+
+    def _require_compiled(self):
+        if not self._compiled:
+            self.compile()
+        return self
+
+    def body_index(self, body):
+        """Index of a body given by name or index (negative indices count from the end)."""
+        if isinstance(body, str):
+            if body not in self._names:
+                raise ModelError(f"unknown body {body!r}")
+            return self._names[body]
+        if isinstance(body, (bool, np.bool_)) or not isinstance(body, numbers.Integral):
+            raise TypeError(f"body must be a name or an index, got {body!r}")
+        index = int(body)
+        if not -self.nbodies <= index < self.nbodies:
+            raise ModelError(f"body index {index} out of range for {self.nbodies} bodies")
+        return index % self.nbodies
+
+    # ---- read-only per-body views (after compile) ---------------------------------------------------------------
+
+    @property
+    def body_parent(self):
+        """Parent index of each body, -1 for the ground, (nbodies,)."""
+        return self._require_compiled().body_int[:, L.PARENT]
+
+    @property
+    def joint_type(self):
+        """Joint type code of each body's parent joint (recursive_mbd.joints), (nbodies,)."""
+        return self._require_compiled().body_int[:, L.JTYPE]
+
+    @property
+    def joint_q_index(self):
+        """Index in q of each joint's first coordinate, (nbodies,)."""
+        return self._require_compiled().body_int[:, L.QIDX]
+
+    @property
+    def joint_ndof(self):
+        """Number of coordinates of each joint, (nbodies,)."""
+        return self._require_compiled().body_int[:, L.NDOF]
+
+    @property
+    def body_mass(self):
+        """Mass of each body [kg], (nbodies,)."""
+        return self._require_compiled().body_real[:, L.MASS]
+
+    @property
+    def body_inertia(self):
+        """Rotational inertia of each body about its centre of mass [kg m^2], (nbodies,)."""
+        return self._require_compiled().body_real[:, L.INERTIA]
+
+    @property
+    def body_com(self):
+        """Centre of mass of each body in its frame [m], (nbodies, 2)."""
+        return self._require_compiled().body_real[:, L.COMX:L.COMX + 2]
+
+    def body(self, body):
+        """The description of one body as given to ``add_body`` (a copy)."""
+        b = dict(self._bodies[self.body_index(body)])
+        b["joint"] = joints.JOINT_NAMES[b.pop("jtype")]
+        return b
+
+    def total_mass(self):
+        """Sum of the body masses [kg]."""
+        return float(sum(b["mass"] for b in self._bodies))
+
+    def __repr__(self):
+        state = f"nq={self.nq}" if self._compiled else "not compiled"
+        label = f" {self.name!r}" if self.name else ""
+        return f"<Model{label}: {self.nbodies} bodies, {state}>"

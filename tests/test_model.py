@@ -1,0 +1,138 @@
+"""Model building and bad input: every error says what is wrong and where."""
+
+import numpy as np
+import pytest
+
+import recursive_mbd as rm
+from recursive_mbd import ModelError, StateError
+
+
+def _pendulum():
+    model = rm.Model()
+    model.add_body(parent="ground", joint="revolute", child_point=(0, 0.5), mass=1.0, inertia=1 / 12, name="rod1")
+    return model
+
+
+def test_parent_by_name_index_ground_and_minus_one():
+    model = rm.Model()
+    a = model.add_body(parent=-1, child_point=(0, 0.5), mass=1, inertia=0.1, name="a")
+    b = model.add_body(parent="a", child_point=(0, 0.5), mass=1, inertia=0.1)
+    c = model.add_body(parent=b, joint="prismatic", axis=(0, 2), mass=1, inertia=0.1)
+    d = model.add_body(parent="ground", joint="planar", mass=1, inertia=0.1)
+    assert (a, b, c, d) == (0, 1, 2, 3)
+    assert model.nq == 6 and model.nbodies == 4
+    assert model.body_names == ("a", "body1", "body2", "body3")
+    model.compile()
+    np.testing.assert_array_equal(model.body_parent, [-1, 0, 1, -1])
+    np.testing.assert_array_equal(model.joint_q_index, [0, 1, 2, 3])
+    assert model.body("body2")["axis"] == pytest.approx([0.0, 1.0])
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(parent="nope"), "unknown parent 'nope'"),
+    (dict(parent=5), "unknown parent index 5"),
+    (dict(joint="ball"), "unknown joint type 'ball'"),
+    (dict(name="rod1"), "duplicate body name"),
+    (dict(name="ground"), "reserved"),
+    (dict(mass=-1.0), "mass must be >= 0"),
+    (dict(mass=np.nan), "mass must be finite"),
+    (dict(inertia=-0.1), "inertia must be >= 0"),
+    (dict(inertia=np.inf), "inertia must be finite"),
+    (dict(joint="prismatic", axis=(0.0, 0.0)), "prismatic axis must be non-zero"),
+    (dict(joint="revolute", axis=(1.0, 0.0)), "axis applies to prismatic joints only"),
+    (dict(parent_point=(0.0, np.nan)), "parent_point must be finite"),
+    (dict(com=(1.0, 2.0, 3.0)), "com must be a pair"),
+])
+def test_bad_body_is_refused_with_its_name(kwargs, match):
+    model = _pendulum()
+    args = dict(parent="rod1", joint="revolute", child_point=(0, 0.5), mass=1.0, inertia=0.1, name="rod2")
+    args.update(kwargs)
+    with pytest.raises(ModelError, match=match) as info:
+        model.add_body(**args)
+    assert repr(args["name"]) in str(info.value)
+
+
+@pytest.mark.parametrize("kwargs", [dict(mass="heavy"), dict(parent=1.5), dict(joint=3), dict(mass=True)])
+def test_wrong_types_raise_type_error(kwargs):
+    args = dict(child_point=(0, 0.5), mass=1.0, inertia=0.1, name="x")
+    args.update(kwargs)
+    with pytest.raises(TypeError):
+        rm.Model().add_body(**args)
+
+
+def test_massless_tip_body_is_singular_and_named():
+    model = _pendulum()
+    model.add_body(parent="rod1", child_point=(0, 0.5), mass=0.0, inertia=0.0, name="ghost")
+    with pytest.raises(ModelError, match="'ghost'.*singular"):
+        model.compile()
+
+
+def test_point_mass_on_its_own_hinge_is_singular():
+    model = rm.Model()
+    model.add_body(joint="revolute", mass=2.0, inertia=0.0, com=(0, 0), child_point=(0, 0), name="dot")
+    with pytest.raises(ModelError, match="'dot'"):
+        rm.forward_dynamics(model, [0.0], [0.0])
+
+
+def test_massless_body_with_massive_child_is_fine():
+    # two prismatic joints and a revolute through massless intermediate bodies: a planar joint built by hand
+    model = rm.Model()
+    model.add_body(joint="prismatic", axis=(1, 0), mass=0.0, inertia=0.0, name="slider_x")
+    model.add_body(parent="slider_x", joint="prismatic", axis=(0, 1), mass=0.0, inertia=0.0, name="slider_y")
+    model.add_body(parent="slider_y", joint="revolute", mass=2.0, inertia=0.3, com=(0.1, 0.0), name="body")
+    planar = rm.Model()
+    planar.add_body(joint="planar", mass=2.0, inertia=0.3, com=(0.1, 0.0), name="body")
+    q, qd = np.array([0.3, -0.2, 0.9]), np.array([0.5, 1.0, -2.0])
+    np.testing.assert_allclose(rm.forward_dynamics(model, q, qd), rm.forward_dynamics(planar, q, qd), atol=1e-13)
+
+
+def test_adding_after_compile_is_refused():
+    model = _pendulum()
+    rm.forward_dynamics(model, [0.1], [0.0])
+    with pytest.raises(ModelError, match="compiled"):
+        model.add_body(parent="rod1", mass=1.0, inertia=0.1)
+
+
+def test_empty_model_is_refused():
+    with pytest.raises(ModelError, match="no bodies"):
+        rm.Model().compile()
+
+
+@pytest.mark.parametrize("q, qd, tau, match", [
+    ([0.1, 0.2], [0.0], None, r"q must have shape \(1,\)"),
+    ([0.1], [0.0, 1.0], None, r"qd must have shape \(1,\)"),
+    ([0.1], [0.0], [1.0, 2.0], r"tau must have shape \(1,\)"),
+    ([np.nan], [0.0], None, r"q\[0\] is not finite"),
+    ([0.0], [np.inf], None, r"qd\[0\] is not finite"),
+    ([0.0], [0.0], [np.nan], r"tau\[0\] is not finite"),
+])
+def test_bad_state_is_refused_before_the_kernel(q, qd, tau, match):
+    model = _pendulum()
+    with pytest.raises(StateError, match=match):
+        rm.forward_dynamics(model, q, qd, tau)
+
+
+def test_bad_state_in_other_entry_points():
+    model = _pendulum()
+    with pytest.raises(StateError, match="qdd"):
+        rm.inverse_dynamics(model, [0.0], [0.0], [np.nan])
+    with pytest.raises(StateError, match="q must have shape"):
+        rm.mass_matrix(model, [0.0, 0.0])
+    with pytest.raises(StateError, match="q0"):
+        rm.simulate(model, [np.nan], [0.0], 1.0)
+    with pytest.raises(TypeError, match="q must be an array"):
+        rm.forward_dynamics(model, object(), [0.0])
+    with pytest.raises(ValueError, match="unknown method"):
+        rm.forward_dynamics(model, [0.0], [0.0], method="magic")
+
+
+def test_gravity_and_offsets_enter_the_single_pendulum_exactly():
+    # a rod of length 1 hinged at its end: qdd = -(m g l/2) sin(q) / (J + m (l/2)^2) = -1.5 g sin(q)
+    model = rm.Model(gravity=(0.0, -9.81))
+    model.add_body(child_point=(0.0, 0.5), mass=2.0, inertia=2.0 / 12)
+    q = 0.7
+    assert rm.forward_dynamics(model, [q], [3.0])[0] == pytest.approx(-1.5 * 9.81 * np.sin(q), rel=1e-14)
+    # tilted gravity (g along +x) rotates the equilibrium by pi/2
+    tilted = rm.Model(gravity=(9.81, 0.0))
+    tilted.add_body(child_point=(0.0, 0.5), mass=2.0, inertia=2.0 / 12)
+    assert rm.forward_dynamics(tilted, [np.pi / 2], [0.0])[0] == pytest.approx(0.0, abs=1e-14)

@@ -1,0 +1,118 @@
+"""simulate: energy conservation, convergence order, dense output, failures that keep their results."""
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+import recursive_mbd as rm
+from recursive_mbd import SimulationError, chains
+from recursive_mbd.integrate import METHODS
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_tableau_invariants(name):
+    tab = METHODS[name]
+    assert tab.B.sum() == pytest.approx(1.0, abs=1e-15)
+    np.testing.assert_allclose(tab.A.sum(axis=1), tab.C, atol=1e-15)
+    assert np.all(np.triu(tab.A) == 0.0)  # explicit
+    if tab.adaptive:
+        assert tab.E.sum() == pytest.approx(0.0, abs=1e-15)
+        np.testing.assert_array_equal(tab.A[-1], tab.B)  # first same as last
+
+
+def test_chain_energy_is_conserved_over_ten_seconds():
+    model = chains.serial_chain(10, length=1.0, mass=1.0)
+    q0 = np.zeros(10)
+    q0[0] = np.pi / 2
+    res = rm.simulate(model, q0, np.zeros(10), 10.0, method="dopri5", rtol=1e-10, atol=1e-12)
+    assert res.t[0] == 0.0 and res.t[-1] == 10.0
+    assert res.q.shape == res.qd.shape == (res.t.size, 10)
+    kinetic, potential = res.energy()
+    total = kinetic + potential
+    assert np.max(np.abs(total - total[0])) <= 1e-8 * 1.0 * 9.81 * 1.0
+    assert np.max(kinetic) > 1.0  # it really moved
+
+
+def test_rk4_is_fourth_order_on_a_double_pendulum():
+    model = chains.serial_chain(2)
+    q0, qd0 = np.array([1.0, 0.5]), np.zeros(2)
+    reference = rm.simulate(model, q0, qd0, 1.0, rtol=1e-13, atol=1e-15).q[-1]
+    errors = [np.max(np.abs(rm.simulate(model, q0, qd0, 1.0, method="rk4", dt=dt).q[-1] - reference))
+              for dt in (0.01, 0.005, 0.0025)]
+    ratios = np.array(errors[:-1]) / np.array(errors[1:])
+    assert np.all((ratios > 14.0) & (ratios < 18.5)), ratios
+
+
+def test_dopri5_matches_scipy_solve_ivp_on_the_same_rhs():
+    model = chains.serial_chain(6)
+    q0, qd0 = np.linspace(0.5, -0.5, 6), np.zeros(6)
+
+    def rhs(_, y):
+        return np.concatenate((y[6:], rm.forward_dynamics(model, y[:6], y[6:])))
+
+    sol = solve_ivp(rhs, (0.0, 1.0), np.concatenate((q0, qd0)), method="DOP853", rtol=1e-13, atol=1e-14)
+    res = rm.simulate(model, q0, qd0, 1.0, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(res.q[-1], sol.y[:6, -1], atol=1e-9)
+
+
+def test_dense_output_at_given_times():
+    model = chains.serial_chain(3)
+    q0, qd0 = np.array([1.0, -0.5, 0.2]), np.zeros(3)
+    times = np.linspace(0.0, 2.0, 17)
+    dense = rm.simulate(model, q0, qd0, 2.0, rtol=1e-11, atol=1e-13, t_eval=times)
+    np.testing.assert_array_equal(dense.t, times)
+    for t, q in zip(times[1:], dense.q[1:], strict=True):
+        direct = rm.simulate(model, q0, qd0, t, rtol=1e-11, atol=1e-13)
+        np.testing.assert_allclose(q, direct.q[-1], atol=2e-8)
+
+
+def test_output_every_nth_step_keeps_the_end_points():
+    model = chains.serial_chain(2)
+    every = rm.simulate(model, [1.0, 0.0], [0.0, 0.0], 1.3, method="rk4", dt=0.01, every=10)
+    assert every.t[0] == 0.0 and every.t[-1] == 1.3
+    np.testing.assert_allclose(every.t[1:4], [0.1, 0.2, 0.3])
+    full = rm.simulate(model, [1.0, 0.0], [0.0, 0.0], 1.3, method="rk4", dt=0.01)
+    assert full.t.size == 131
+    np.testing.assert_allclose(every.q[-1], full.q[-1], rtol=0, atol=0)
+    adaptive = rm.simulate(model, [1.0, 0.0], [0.0, 0.0], 1.3, every=5)
+    assert adaptive.t[-1] == 1.3 and adaptive.t.size == 1 + int(np.ceil(adaptive.nsteps / 5))
+
+
+def test_joint_torque_drives_the_motion():
+    model = chains.serial_chain(1, length=1.0, mass=1.0)
+    # a constant torque m g l/2 holds the rod at the horizontal
+    res = rm.simulate(model, [np.pi / 2], [0.0], 2.0, tau=[1.0 * 9.81 * 0.5])
+    np.testing.assert_allclose(res.q[-1], [np.pi / 2], atol=1e-10)
+
+
+def test_blow_up_raises_with_time_and_keeps_the_result():
+    model = chains.serial_chain(20)
+    q0 = np.full(20, 0.3)
+    with pytest.raises(SimulationError, match=r"rk4 failed at t = .*non-finite") as info:
+        rm.simulate(model, q0, np.zeros(20), 100.0, method="rk4", dt=0.5)
+    err = info.value
+    assert 0.0 < err.t < 100.0
+    assert err.result.t[-1] <= err.t
+    assert np.all(np.isfinite(err.result.q))
+    assert err.result.t[0] == 0.0
+
+
+def test_too_many_steps_keeps_the_result():
+    model = chains.serial_chain(5)
+    with pytest.raises(SimulationError, match="max_steps") as info:
+        rm.simulate(model, np.full(5, 0.5), np.zeros(5), 10.0, max_steps=50, rtol=1e-10)
+    assert 0.0 < info.value.result.t[-1] < 10.0
+    assert info.value.result.nsteps <= 50
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(method="euler"), "unknown method"),
+    (dict(method="rk4"), "give dt"),
+    (dict(dt=0.1), "dt is for fixed-step"),
+    (dict(rtol=-1.0), "rtol must be"),
+    (dict(t_eval=[0.5, 0.2]), "t_eval must be"),
+    (dict(every=0), "every must be"),
+])
+def test_bad_options_are_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        rm.simulate(chains.serial_chain(2), [0.1, 0.0], [0.0, 0.0], 1.0, **kwargs)

@@ -1,0 +1,148 @@
+"""Random trees with every joint type: the formulations against each other and against identities."""
+
+import numpy as np
+import pytest
+from conftest import (
+    build,
+    coordinate_slices,
+    random_topological_order,
+    random_trees,
+    rel_err,
+)
+
+import recursive_mbd as rm
+
+SPECS = random_trees(count=200, max_bodies=40, seed=2026)
+
+
+def _cases():
+    for index, spec in enumerate(SPECS):
+        yield pytest.param(index, id=f"tree{index}-{len(spec)}bodies")
+
+
+@pytest.fixture(scope="module")
+def models():
+    return [build(spec) for spec in SPECS]
+
+
+def _state(model, seed):
+    rng = np.random.default_rng(seed)
+    nq = model.nq
+    return rng.uniform(-np.pi, np.pi, nq), rng.normal(size=nq), rng.normal(size=nq) * 5.0
+
+
+def test_random_trees_cover_every_joint_type():
+    kinds = {body["joint"] for spec in SPECS for body in spec}
+    assert kinds == {"revolute", "prismatic", "fixed", "planar"}
+    assert max(len(spec) for spec in SPECS) >= 35
+
+
+@pytest.mark.parametrize("index", range(len(SPECS)))
+def test_recursive_equals_mass_matrix_and_identities(models, index):
+    model = models[index]
+    if model.nq == 0:
+        pytest.skip("only fixed joints: nothing moves")  # not expected with these seeds; checked below
+    q, qd, tau = _state(model, index)
+    qdd = rm.forward_dynamics(model, q, qd, tau)
+    qdd_mm = rm.forward_dynamics(model, q, qd, tau, method="mass_matrix")
+    assert rel_err(qdd, qdd_mm) < 1e-9
+
+    # inverse of forward dynamics
+    assert rel_err(rm.inverse_dynamics(model, q, qd, qdd), tau) < 1e-9
+
+    # M qdd + h = tau, M symmetric positive definite, T = 1/2 qd' M qd
+    mass = rm.mass_matrix(model, q)
+    assert rel_err(mass @ qdd + rm.bias_forces(model, q, qd), tau) < 1e-9
+    assert np.max(np.abs(mass - mass.T)) <= 1e-13 * np.max(np.abs(mass))
+    assert np.linalg.eigvalsh(mass).min() > 0.0
+    np.linalg.cholesky(mass)
+    kinetic, _ = rm.energy(model, q, qd)
+    assert abs(kinetic - 0.5 * qd @ mass @ qd) <= 1e-12 * max(kinetic, 1.0)
+
+
+def test_no_tree_is_motionless(models):
+    assert all(model.nq > 0 for model in models)
+
+
+@pytest.mark.parametrize("index", range(0, len(SPECS), 4))
+def test_power_balance_by_central_differences(models, index):
+    # d(T + V)/dt = qd . tau along the motion, derivatives by central differences of the energy routine
+    model = models[index]
+    q, qd, tau = _state(model, 1000 + index)
+    qdd = rm.forward_dynamics(model, q, qd, tau)
+
+    def total_energy(step):  # along the line through (q, qd) with the motion's tangent (qd, qdd)
+        return sum(rm.energy(model, q + step * qd, qd + step * qdd))
+
+    h = 1e-3  # 4th-order central stencil: truncation ~h^4, round-off ~eps E / h
+    power = (-total_energy(2 * h) + 8 * total_energy(h) - 8 * total_energy(-h) + total_energy(-2 * h)) / (12 * h)
+    kinetic, _ = rm.energy(model, q, qd)
+    scale = max(abs(qd @ tau), kinetic, 1.0)
+    assert abs(power - qd @ tau) <= 1e-8 * scale
+
+
+@pytest.mark.parametrize("index", range(0, len(SPECS), 5))
+def test_renumbered_tree_gives_the_same_physics(models, index):
+    spec = SPECS[index]
+    rng = np.random.default_rng(index)
+    order = random_topological_order(rng, spec)
+    original, renumbered = models[index], build(spec, order)
+    q, qd, tau = _state(original, 77 + index)
+    old_slices, new_slices = coordinate_slices(spec), coordinate_slices(spec, order)
+    permute = np.concatenate([np.arange(original.nq)[old_slices[old]] for old in order]).astype(int)
+    qdd = rm.forward_dynamics(original, q, qd, tau)
+    qdd_new = rm.forward_dynamics(renumbered, q[permute], qd[permute], tau[permute])
+    for old in range(len(spec)):
+        np.testing.assert_allclose(qdd_new[new_slices[old]], qdd[old_slices[old]], rtol=0,
+                                   atol=1e-10 * np.max(np.abs(qdd)))
+    poses, _ = rm.forward_kinematics(original, q, qd)
+    poses_new, _ = rm.forward_kinematics(renumbered, q[permute], qd[permute])
+    np.testing.assert_allclose(poses_new, poses[order], atol=1e-12)
+    assert rm.energy(renumbered, q[permute], qd[permute]) == pytest.approx(rm.energy(original, q, qd), rel=1e-12)
+
+
+@pytest.mark.parametrize("index", range(0, len(SPECS), 10))
+def test_point_velocity_is_the_derivative_of_point_position(models, index):
+    model = models[index]
+    q, qd, _ = _state(model, 5 + index)
+    h = 1e-6
+    body = model.nbodies - 1
+    point = np.array([0.3, -0.7])
+    _, velocity = rm.point_kinematics(model, q, qd, body, point)
+    plus, _ = rm.point_kinematics(model, q + h * qd, qd, body, point)
+    minus, _ = rm.point_kinematics(model, q - h * qd, qd, body, point)
+    np.testing.assert_allclose(velocity, (plus - minus) / (2 * h), rtol=1e-6, atol=1e-7)
+    poses, vels = rm.forward_kinematics(model, q, qd)
+    poses_plus, _ = rm.forward_kinematics(model, q + h * qd)
+    poses_minus, _ = rm.forward_kinematics(model, q - h * qd)
+    np.testing.assert_allclose(vels, (poses_plus - poses_minus) / (2 * h), rtol=1e-6, atol=1e-7)
+
+
+def test_joint_definitions_hold_geometrically():
+    # revolute: the two joint points coincide; prismatic: child point = parent point + q axis, angle fixed
+    model = rm.Model()
+    model.add_body(joint="revolute", parent_point=(0.2, 0.1), child_point=(0.0, 0.5), mass=1, inertia=0.1, name="a")
+    model.add_body(parent="a", joint="prismatic", parent_point=(0.3, -0.2), child_point=(0.1, 0.1), axis=(3, 4),
+                   angle=0.4, mass=1, inertia=0.1, name="b")
+    model.add_body(parent="b", joint="planar", parent_point=(0.0, 0.0), child_point=(0.2, 0.0), angle=-0.3,
+                   mass=1, inertia=0.1, name="c")
+    model.add_body(parent="c", joint="fixed", parent_point=(0.5, 0.0), child_point=(-0.1, 0.0), angle=1.0,
+                   mass=1, inertia=0.1, name="d")
+    q = np.array([0.8, 0.25, 0.1, -0.2, 0.6])
+    poses, _ = rm.forward_kinematics(model, q)
+    zero = np.zeros(5)
+    pa, _ = rm.point_kinematics(model, q, zero, "a", (0.0, 0.5))
+    np.testing.assert_allclose(pa, [0.2, 0.1], atol=1e-15)
+    assert poses[0, 2] == pytest.approx(0.8)
+    pb, _ = rm.point_kinematics(model, q, zero, "b", (0.1, 0.1))
+    on_a, _ = rm.point_kinematics(model, q, zero, "a", np.array([0.3, -0.2]) + 0.25 * np.array([0.6, 0.8]))
+    np.testing.assert_allclose(pb, on_a, atol=1e-15)
+    assert poses[1, 2] == pytest.approx(0.8 + 0.4)
+    pc, _ = rm.point_kinematics(model, q, zero, "c", (0.2, 0.0))
+    on_b, _ = rm.point_kinematics(model, q, zero, "b", (0.1, -0.2))
+    np.testing.assert_allclose(pc, on_b, atol=1e-15)
+    assert poses[2, 2] == pytest.approx(1.2 - 0.3 + 0.6)
+    pd, _ = rm.point_kinematics(model, q, zero, "d", (-0.1, 0.0))
+    on_c, _ = rm.point_kinematics(model, q, zero, "c", (0.5, 0.0))
+    np.testing.assert_allclose(pd, on_c, atol=1e-15)
+    assert poses[3, 2] == pytest.approx(1.5 + 1.0)
