@@ -128,7 +128,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         "dopri5": adaptive Dormand-Prince 5(4) with error control by ``rtol``/``atol`` (per component of
         (q, qd)) and 4th-order dense output. "rk4": classic fixed-step Runge-Kutta with step ``dt``.
     t_eval : array_like, optional
-        Sorted output times in [t0, t_end] (dopri5 only; interpolated, no extra steps).
+        Sorted output times in [t0, t_end] (dopri5 only; interpolated, no extra steps); t0 and t_end are added.
     every : int
         Without t_eval: store every ``every``-th step (t0 and t_end always stored).
     max_step, first_step : float, optional
@@ -185,10 +185,11 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         if t_eval is None:
             t_eval_arr = np.empty(0)
         else:
-            t_eval_arr = np.ascontiguousarray(t_eval, dtype=float).ravel()
+            t_eval_arr = np.asarray(t_eval, dtype=float).ravel()
             if (t_eval_arr.size == 0 or np.any(np.diff(t_eval_arr) < 0) or t_eval_arr[0] < t0
                     or t_eval_arr[-1] > t_end):
                 raise ValueError(f"t_eval must be a non-empty sorted array within [t0, t_end] = [{t0}, {t_end}]")
+            t_eval_arr = np.unique(np.concatenate(([t0], t_eval_arr, [t_end])))  # t0 and t_end always
         status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected = integrators.integrate_adaptive(
             model.body_int, model.body_real, model.gravity, tau, ws.ws, y0, t0, t_end, rtol, atol, first,
             max_step, int(max_steps), t_eval_arr, every, tableau.A, tableau.B, tableau.C, tableau.E,

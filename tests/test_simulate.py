@@ -61,6 +61,8 @@ def test_dense_output_at_given_times():
     times = np.linspace(0.0, 2.0, 17)
     dense = rm.simulate(model, q0, qd0, 2.0, rtol=1e-11, atol=1e-13, t_eval=times)
     np.testing.assert_array_equal(dense.t, times)
+    inner = rm.simulate(model, q0, qd0, 2.0, t_eval=[0.5, 1.0])
+    np.testing.assert_array_equal(inner.t, [0.0, 0.5, 1.0, 2.0])  # t0 and t_end always
     for t, q in zip(times[1:], dense.q[1:], strict=True):
         direct = rm.simulate(model, q0, qd0, t, rtol=1e-11, atol=1e-13)
         np.testing.assert_allclose(q, direct.q[-1], atol=2e-8)
