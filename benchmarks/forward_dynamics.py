@@ -120,7 +120,7 @@ def main():
     parser.add_argument("--quick", action="store_true", help="N up to 1e4 only")
     args = parser.parse_args()
     max_n = 1e4 if args.quick else args.max_n
-    sizes = [n for n in (2, 10, 100, 200, 1000, 10_000, 100_000, 1_000_000) if n <= max_n]
+    sizes = [n for n in (2, 10, 100, 200, 1000, 2000, 10_000, 100_000, 1_000_000) if n <= max_n]
 
     rows, records = [], []
     for n in sizes:
