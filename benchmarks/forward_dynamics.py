@@ -84,10 +84,11 @@ def time_mujoco(n):
         return None  # MuJoCo refuses bodies nested deeper than 1023
     link = 1.0 / n
     body = ""
+    rod_inertia = link**2 / 12 / n
     for i in range(n - 1, -1, -1):
         pos = f"0 {-link if i else 0} 0"
         body = (f'<body pos="{pos}"><joint type="hinge" axis="0 0 1"/>'
-                f'<inertial pos="0 {-link / 2} 0" mass="{1.0 / n}" diaginertia="{link**2 / 12 / n} 1e-12 {link**2 / 12 / n}"/>'
+                f'<inertial pos="0 {-link / 2} 0" mass="{1.0 / n}" diaginertia="{rod_inertia} 1e-12 {rod_inertia}"/>'
                 f"{body}</body>")
     xml = f'<mujoco><option gravity="0 -9.81 0" integrator="RK4"/><worldbody>{body}</worldbody></mujoco>'
     try:
@@ -144,7 +145,8 @@ def main():
     summary = {}
     if 2 in by_n:
         summary["python_overhead_us_at_n2"] = by_n[2]["overhead_s"] * 1e6
-        print(f"Python-call overhead at N = 2 (wrapper - direct kernel call): {summary['python_overhead_us_at_n2']:.2f} us")
+        overhead = summary["python_overhead_us_at_n2"]
+        print(f"Python-call overhead at N = 2 (wrapper - direct kernel call): {overhead:.2f} us")
     if 1000 in by_n and 100_000 in by_n:
         summary["growth_1e5_over_1e3"] = by_n[100_000]["recursive_s"] / by_n[1000]["recursive_s"]
         print(f"t(1e5) / t(1e3) = {summary['growth_1e5_over_1e3']:.1f} (linear: 100)")

@@ -152,6 +152,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         raise ValueError(f"unknown method {method!r}; expected one of {sorted(METHODS)}")
     tableau = METHODS[method]
     ws = workspace(model)
+    if model.nq == 0:
+        raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
     q0 = as_vector(model, q0, "q0")
     qd0 = as_vector(model, qd0, "qd0")
     for vec, what in ((q0, "q0"), (qd0, "qd0")):

@@ -136,3 +136,16 @@ def test_gravity_and_offsets_enter_the_single_pendulum_exactly():
     tilted = rm.Model(gravity=(9.81, 0.0))
     tilted.add_body(child_point=(0.0, 0.5), mass=2.0, inertia=2.0 / 12)
     assert rm.forward_dynamics(tilted, [np.pi / 2], [0.0])[0] == pytest.approx(0.0, abs=1e-14)
+
+
+def test_model_with_only_fixed_joints():
+    model = rm.Model()
+    model.add_body(joint="fixed", parent_point=(1.0, 2.0), mass=2.0, inertia=0.1, com=(0.5, 0.0), name="block")
+    assert model.nq == 0
+    assert rm.forward_dynamics(model, [], []).shape == (0,)
+    kinetic, potential = rm.energy(model, [], [])
+    assert kinetic == 0.0 and potential == pytest.approx(2.0 * 9.81 * 2.0)
+    poses, _ = rm.forward_kinematics(model, [])
+    np.testing.assert_allclose(poses[0], [1.0, 2.0, 0.0])
+    with pytest.raises(ValueError, match="no degrees of freedom"):
+        rm.simulate(model, [], [], 1.0)
