@@ -29,8 +29,8 @@ def _run_case(label, model, q0, t_end, rtol, atol, samples, out):
     print(f"{label}", file=out)
     print(f"  simulated {t_end:g} s with dopri5 (rtol {rtol:g}, atol {atol:g}): {res.nsteps} steps, "
           f"{res.nrejected} rejected, {res.nfev} forward-dynamics evaluations", file=out)
-    print(f"  energy: E(0) = {round(total[0], 12) + 0.0:.9f} J, max |E(t) - E(0)| = {drift:.3e} J = {drift / scale:.2e} m g L",
-          file=out)
+    e0 = round(total[0], 12) + 0.0  # no "-0.000000000"
+    print(f"  energy: E(0) = {e0:.9f} J, max |E(t) - E(0)| = {drift:.3e} J = {drift / scale:.2e} m g L", file=out)
     print(f"  speed: {wall:.3f} s wall, {res.nsteps / wall:,.0f} steps/s, {res.nfev * nq / wall / 1e6:.1f} M "
           f"body-evaluations/s, {t_end / wall:.3g} simulated s per wall s", file=out)
     print(f"  final joint angles: q1 = {tip[0]:+.6f} rad, q{nq} = {tip[-1]:+.6f} rad", file=out)
