@@ -63,7 +63,6 @@ STATUS_NONFINITE_Q = 1
 STATUS_NONFINITE_QD = 2
 STATUS_NONFINITE_TAU = 3
 STATUS_SINGULAR = 4  # articulated inertia of a joint singular; index = body
-STATUS_NONFINITE_QDD = 5  # FD produced a non-finite acceleration; index = coordinate
 STATUS_STEP_UNDERFLOW = 6
 STATUS_MAX_STEPS = 7
 STATUS_NONFINITE_STATE = 8
