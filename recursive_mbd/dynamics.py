@@ -20,7 +20,7 @@ class Workspace:
     def __init__(self, model):
         n = model.nbodies
         width = L.W_PLANAR if model.has_planar else L.W_TREE
-        self.ws = np.zeros((n, width))  # per-body rows, columns in _kernels.layout
+        self.ws = np.zeros((n, width), order="F")  # per-body fields (_kernels.layout), column-major
         self.zeros = np.zeros(model.nq)  # a zero qd / tau / qdd
         self.com = np.zeros((n, 4))  # centre-of-mass position and velocity
         self.pair = np.zeros(2)  # (kinetic, potential)

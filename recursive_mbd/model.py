@@ -199,6 +199,10 @@ class Model:
                 if not body_int[parent, L.FLAGS] & L.ROW_CHILDREN:
                     body_int[i, L.FLAGS] |= L.FIRST_ROW_CHILD
                 body_int[parent, L.FLAGS] |= L.ROW_CHILDREN
+        # column-major: every per-body field is a dense stream, which the recursive passes read at full memory
+        # bandwidth (row-major rows cost 2.5x more at 1e6 bodies: benchmarks/forward_dynamics.py)
+        body_int = np.asfortranarray(body_int)
+        body_real = np.asfortranarray(body_real)
         body_int.setflags(write=False)
         body_real.setflags(write=False)
         self.gravity.setflags(write=False)

@@ -4,6 +4,14 @@ The per-body model data are packed into two 2-D arrays so that a kernel call pas
 dispatch costs about 50 ns per argument, which matters at the 3 us per-call budget of small models).
 ``Model`` exposes each column under its own ``body_<attribute>`` / ``joint_<attribute>`` name as a view.
 
+All these arrays, and the workspace, are column-major (Fortran order): each field is a dense (nbodies,) stream,
+so a pass reads and writes only the fields it uses, sequentially, at full memory bandwidth. With row-major rows
+a pass touched one cache line out of each row, a strided pattern that cost 2.5x more at 1e6 bodies.
+
+numba bakes these constants into the cached machine code of the kernels that import them, and its cache does not
+notice edits to this file: after changing a number here, delete the ``__pycache__`` folders of ``_kernels`` (an
+installed upgrade rewrites every file, which does invalidate the cache).
+
 Status codes returned by kernels: 0 is success; otherwise ``kind | (index << 4)`` with ``kind`` one of the
 ``STATUS_*`` codes below and ``index`` the body (or coordinate) concerned; ``decode_status`` splits them.
 """
@@ -29,33 +37,32 @@ COX = 7  # child centre of mass minus child point, child frame [m] (2 columns)
 AXX = 9  # prismatic axis, unit vector in the parent frame (2 columns)
 N_REAL = 11
 
-# ---- workspace: (nbodies, W) float64, one row per body ----------------------------------------------------------
-# Grouped by the pass that reads them so each pass touches few 64-byte lines of a row (it matters at 1e6 bodies).
-# line 0: written by pass 1, read by passes 2 and 3 -- joint kinematics (seed 003 eqs. 3.18-3.19)
+# ---- workspace: (nbodies, W) float64, column-major, one column per field ----------------------------------------
+# written by pass 1, read by passes 2 and 3 -- joint kinematics (seed 003 eqs. 3.18-3.19)
 RX = 0  # r = c_child - c_parent, ground frame (2 columns): defines B (3.18b)
 HX = 2  # H, the velocity-product acceleration (3.19b); its angular component is always 0 (2 columns)
 GX = 4  # linear part of G of a 1-dof joint (2 columns; the angular part is 1 for revolute, 0 for prismatic);
 #         for planar joints the linear part of the rotational column
 TH = 6  # absolute angle theta
 DINV = 7  # 1 / (G^T M^ G) of a 1-dof joint (pass 2)
-# line 1: written by pass 2, read by pass 3 -- joint elimination (eq. 3.23) and accelerations (eq. 3.19a)
+# written by pass 2, read by pass 3 -- joint elimination (eq. 3.23) and accelerations (eq. 3.19a)
 U1 = 8  # U = M^ G of a 1-dof joint (3 columns)
 UU = 11  # u = tau + G^T (Q^ - M^ H) of a 1-dof joint
 ACC = 12  # acceleration of the centre of mass and angular acceleration (3 columns)
-# lines 2-3: orientation and condensed mass and force, read by children that are not the next body (and by
-# kernels that ask for every body's orientation)
-CS = 16  # cos(theta)
-SN = 17  # sin(theta)
-OM = 18  # angular velocity omega
-IA = 20  # articulated inertia M^ (symmetric 3x3 stored as a, b, c, d, e, f = 00, 01, 02, 11, 12, 22)
-QA = 26  # condensed force Q^ (3 columns)
-W_TREE = 32
+# orientation and condensed mass and force, read by children that are not the next body (and by kernels that ask
+# for every body's orientation)
+CS = 15  # cos(theta)
+SN = 16  # sin(theta)
+OM = 17  # angular velocity omega
+IA = 18  # articulated inertia M^ (symmetric 3x3 stored as a, b, c, d, e, f = 00, 01, 02, 11, 12, 22)
+QA = 24  # condensed force Q^ (3 columns)
+W_TREE = 27
 # extra columns for planar (3-dof) joints, only allocated when the model has one
-PG = 32  # G (3x3, row-major)
-PU = 41  # U = M^ G (3x3, row-major)
-PDINV = 50  # (G^T M^ G)^-1 (3x3, row-major)
-PUU = 59  # u (3)
-W_PLANAR = 64
+PG = 27  # G (3x3, row-major)
+PU = 36  # U = M^ G (3x3, row-major)
+PDINV = 45  # (G^T M^ G)^-1 (3x3, row-major)
+PUU = 54  # u (3)
+W_PLANAR = 57
 
 # ---- status codes -----------------------------------------------------------------------------------------------
 STATUS_OK = 0
