@@ -163,9 +163,8 @@ def _com_state(model, q, qd):
     status = tree.com_kinematics(model.body_int, model.body_real, q, qd, ws.ws, ws.com)
     if status:
         raise_status(model, status)
-    theta = ws.ws[:, L.TH].copy()
-    omega = ws.ws[:, L.OM].copy()
-    return ws.com.copy(), theta, omega
+    columns = ws.ws[:, [L.TH, L.CS, L.SN, L.OM]]  # a copy: theta, cos, sin (composed joint by joint), omega
+    return ws.com.copy(), *columns.T
 
 
 def forward_kinematics(model, q, qd=None):
@@ -178,8 +177,7 @@ def forward_kinematics(model, q, qd=None):
     vels : ndarray, shape (nbodies, 3)
         (xdot, ydot, thetadot) of each frame origin [m/s, m/s, rad/s]; zero if ``qd`` is None.
     """
-    com, theta, omega = _com_state(model, q, qd)
-    c, s = np.cos(theta), np.sin(theta)
+    com, theta, c, s, omega = _com_state(model, q, qd)
     lx, ly = model.body_com[:, 0], model.body_com[:, 1]
     offx, offy = c * lx - s * ly, s * lx + c * ly  # centre of mass relative to the frame origin, ground axes
     poses = np.column_stack((com[:, 0] - offx, com[:, 1] - offy, theta))

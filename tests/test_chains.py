@@ -81,6 +81,17 @@ def test_hanging_chain_is_an_equilibrium_and_conventions():
     np.testing.assert_allclose(tip, [0.4, 0.0], atol=1e-15)
 
 
+def test_tip_of_a_long_chain_against_an_extended_precision_sum():
+    # seed 001 eq. (1): the tip is sum_k l p(theta_k), p(theta) = (sin theta, -cos theta)
+    n = 100_000
+    model = chains.serial_chain(n, length=1.0, mass=1.0)
+    q = np.random.default_rng(5).uniform(-0.3, 0.3, n)
+    theta = np.cumsum(q.astype(np.longdouble))
+    expected = np.array([np.sum(np.sin(theta)), -np.sum(np.cos(theta))], dtype=float) / n
+    tip, _ = rm.point_kinematics(model, q, np.zeros(n), f"link{n}", (0.0, -0.5 / n))
+    np.testing.assert_allclose(tip, expected, rtol=0, atol=1e-12)
+
+
 def test_relative_absolute_conversion_round_trip():
     rng = np.random.default_rng(0)
     q = rng.normal(size=(4, 9))

@@ -121,12 +121,12 @@ def kinematics_pass(body_int, body_real, q, qd, ws, every_row):
         # d in the parent frame: parent point relative to the parent's centre of mass, plus the joint's slide
         dlx = body_real[i, PPX]
         dly = body_real[i, PPX + 1]
-        th = th_p + body_real[i, ANGLE]
+        phi = body_real[i, ANGLE]  # rotation of the child relative to the parent
         om = om_p
         vlx = 0.0  # joint slide rate, parent frame
         vly = 0.0
         if jt == REVOLUTE:
-            th += q[k]
+            phi += q[k]
             om += qd[k]
         elif jt == PRISMATIC:
             ax = body_real[i, AXX]
@@ -138,12 +138,17 @@ def kinematics_pass(body_int, body_real, q, qd, ws, every_row):
         elif jt == PLANAR:
             dlx += q[k]
             dly += q[k + 1]
-            th += q[k + 2]
+            phi += q[k + 2]
             vlx = qd[k]
             vly = qd[k + 1]
             om += qd[k + 2]
-        c = math.cos(th)
-        s = math.sin(th)
+        # compose the parent's rotation with the relative one: the trig sees the small relative angle, not the
+        # absolute angle that grows along a chain (full range reduction would cost a third of this pass)
+        th = th_p + phi
+        c_phi = math.cos(phi)
+        s_phi = math.sin(phi)
+        c = cp * c_phi - sp * s_phi
+        s = sp * c_phi + cp * s_phi
         dx = cp * dlx - sp * dly
         dy = sp * dlx + cp * dly
         colx = body_real[i, COX]
