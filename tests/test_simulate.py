@@ -99,6 +99,15 @@ def test_blow_up_raises_with_time_and_keeps_the_result():
     assert err.result.t[0] == 0.0
 
 
+def test_step_size_underflow_raises_with_time():
+    # a tolerance below round-off can never be met: the step shrinks until it underflows at t0 = 1
+    model = chains.serial_chain(3)
+    with pytest.raises(SimulationError, match=r"dopri5 failed at t = 1 s: step size underflow") as info:
+        rm.simulate(model, np.full(3, 0.5), np.zeros(3), 2.0, t0=1.0, rtol=1e-20, atol=1e-300)
+    assert info.value.t == 1.0
+    np.testing.assert_array_equal(info.value.result.t, [1.0])
+
+
 def test_too_many_steps_keeps_the_result():
     model = chains.serial_chain(5)
     with pytest.raises(SimulationError, match="max_steps") as info:

@@ -146,3 +146,25 @@ def test_joint_definitions_hold_geometrically():
     on_c, _ = rm.point_kinematics(model, q, zero, "c", (0.5, 0.0))
     np.testing.assert_allclose(pd, on_c, atol=1e-15)
     assert poses[3, 2] == pytest.approx(1.5 + 1.0)
+
+
+def _central(func, x, direction, step=1e-3):
+    """4th-order central difference of func along direction at x."""
+    return (-func(x + 2 * step * direction) + 8 * func(x + step * direction) - 8 * func(x - step * direction)
+            + func(x - 2 * step * direction)) / (12 * step)
+
+
+@pytest.mark.parametrize("index", range(0, len(SPECS), 8))
+def test_bias_forces_equal_lagrange_equations_from_mass_matrix_and_potential(models, index):
+    # h = Mdot qd - 1/2 d(qd' M qd)/dq + dV/dq, built from M(q) and V(q) alone (no velocity-product kernel code)
+    model = models[index]
+    q, qd, _ = _state(model, 300 + index)
+    nq = model.nq
+    zero = np.zeros(nq)
+    mdot = _central(lambda x: rm.mass_matrix(model, x), q, qd)
+    expected = mdot @ qd
+    for k in range(nq):
+        unit = np.eye(nq)[k]
+        expected[k] -= 0.5 * _central(lambda x: qd @ rm.mass_matrix(model, x) @ qd, q, unit)
+        expected[k] += _central(lambda x: rm.energy(model, x, zero)[1], q, unit)
+    assert rel_err(rm.bias_forces(model, q, qd), expected) < 1e-7

@@ -8,14 +8,16 @@ whole time loop in compiled code and returns a status (``layout``), so a failure
 
 import math
 
+import numba
 import numpy as np
-from numba import njit
 
 from .layout import STATUS_MAX_STEPS, STATUS_NONFINITE_STATE, STATUS_OK, STATUS_SINGULAR, STATUS_STEP_UNDERFLOW
 from .tree import forward_dynamics
 
+njit = numba.njit(cache=True, error_model="numpy")  # IEEE division: failures are status codes, never exceptions
 
-@njit(cache=True)
+
+@njit
 def rhs(body_int, body_real, gravity, tau, ws, y, dy):
     """dy = (qd, qdd) at y = (q, qd); returns the forward-dynamics status."""
     nq = y.shape[0] // 2
@@ -24,7 +26,7 @@ def rhs(body_int, body_real, gravity, tau, ws, y, dy):
     return forward_dynamics(body_int, body_real, gravity, y[:nq], y[nq:], tau, ws, dy[nq:])
 
 
-@njit(cache=True)
+@njit
 def rk_stages(body_int, body_real, gravity, tau, ws, y, h, a, c, k, ytmp, first_stage):
     """Stages first_stage .. s-1 of an explicit RK step into k (s, n); k[0] must hold f(y) when first_stage = 1."""
     n = y.shape[0]
@@ -40,7 +42,7 @@ def rk_stages(body_int, body_real, gravity, tau, ws, y, h, a, c, k, ytmp, first_
     return STATUS_OK
 
 
-@njit(cache=True)
+@njit
 def _store(t_out, y_out, count, t, y):
     """Append (t, y) to the output buffers, doubling them when full; returns the (possibly new) buffers."""
     if count == t_out.shape[0]:
@@ -55,7 +57,7 @@ def _store(t_out, y_out, count, t, y):
     return t_out, y_out
 
 
-@njit(cache=True)
+@njit
 def _rms_norm(x, scale):
     acc = 0.0
     for j in range(x.shape[0]):
@@ -63,7 +65,7 @@ def _rms_norm(x, scale):
     return math.sqrt(acc / x.shape[0])
 
 
-@njit(cache=True)
+@njit
 def integrate_adaptive(body_int, body_real, gravity, tau, ws, y0, t0, t_end, rtol, atol, first_step, max_step,
                        max_steps, t_eval, every, a, b, c, e, order, dense, k, t_out, y_out):
     """Adaptive embedded RK (FSAL, e.g. Dormand-Prince 5(4)) from t0 to t_end.
@@ -111,7 +113,7 @@ def integrate_adaptive(body_int, body_real, gravity, tau, ws, y0, t0, t_end, rto
         d0 = _rms_norm(y, scale)
         d1 = _rms_norm(k[0], scale)
         h0 = 1e-6 if (d0 < 1e-5 or d1 < 1e-5) else 0.01 * d0 / d1
-        h0 = min(h0, span, max_step)
+        h0 = min(max(h0, 1e-12 * span), span, max_step)
         for j in range(n):
             ytmp[j] = y[j] + h0 * k[0, j]
         status = rhs(body_int, body_real, gravity, tau, ws, ytmp, k[1])
@@ -191,7 +193,7 @@ def integrate_adaptive(body_int, body_real, gravity, tau, ws, y0, t0, t_end, rto
     return STATUS_OK, t, count, t_out, y_out, nfev, nsteps, nrejected
 
 
-@njit(cache=True)
+@njit
 def integrate_fixed(body_int, body_real, gravity, tau, ws, y0, t0, t_end, dt, every, a, b, c, k, t_out, y_out):
     """Fixed-step explicit RK from t0 to t_end with step dt (the last step shortened to land on t_end).
 

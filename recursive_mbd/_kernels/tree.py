@@ -65,8 +65,9 @@ from .layout import (
 )
 
 # FMA contraction only: the kernels rely on NaN comparisons (singularity and finiteness checks), which the
-# 'nnan'/'ninf' fast-math flags would let LLVM delete.
-njit = numba.njit(cache=True, fastmath={"contract"})
+# 'nnan'/'ninf' fast-math flags would let LLVM delete. IEEE division (error_model="numpy"): a kernel never raises,
+# it reports through its status code.
+njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy")
 
 # A joint whose articulated inertia G^T M^ G is below this fraction of its scale is singular (a massless tip body,
 # a point mass on its own hinge, ...). The scale is the same quadratic form with |M^| entries.
