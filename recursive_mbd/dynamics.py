@@ -15,7 +15,10 @@ _FLOAT = np.dtype(np.float64)
 
 
 class Workspace:
-    """Scratch arrays of one model, allocated once and reused by every kernel call (not thread-safe)."""
+    """Scratch arrays of one model, allocated once and reused by every kernel call.
+
+    The kernels hold the GIL, so concurrent calls on one model from several threads run one after another.
+    """
 
     def __init__(self, model):
         n = model.nbodies

@@ -211,11 +211,11 @@ def _shift_inertia_to_parent(ws, i, p, a, b, c, d, e, f):
 
 
 @njit
-def _shift_force_to_parent(ws, i, p, f0, f1, f2, col):
-    """ws[p, col:col+3] += B_i^T f: a force at c_i moved to c_P keeps its resultant and gains the moment r x f."""
-    ws[p, col] += f0
-    ws[p, col + 1] += f1
-    ws[p, col + 2] += f2 - ws[i, RX + 1] * f0 + ws[i, RX] * f1
+def _shift_force_to_parent(ws, i, p, f0, f1, f2):
+    """ws[p, QA:QA+3] += B_i^T f: a force at c_i moved to c_P keeps its resultant and gains the moment r x f."""
+    ws[p, QA] += f0
+    ws[p, QA + 1] += f1
+    ws[p, QA + 2] += f2 - ws[i, RX + 1] * f0 + ws[i, RX] * f1
 
 
 @njit
@@ -523,7 +523,7 @@ def inverse_dynamics(body_int, body_real, gravity, q, qd, qdd, ws, tau):
             gx, gy, g2 = motion_column(body_int, ws, i, col)
             tau[k + col] = gx * f0 + gy * f1 + g2 * f2
         if p >= 0:
-            _shift_force_to_parent(ws, i, p, f0, f1, f2, QA)
+            _shift_force_to_parent(ws, i, p, f0, f1, f2)
     return STATUS_OK
 
 
