@@ -11,6 +11,7 @@ Quick start::
 from . import chains, joints
 from .dynamics import (
     bias_forces,
+    element_forces,
     energy,
     forward_dynamics,
     forward_kinematics,
@@ -26,6 +27,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "METHODS", "Model", "ModelError", "SimulationError", "SimulationResult", "StateError", "bias_forces", "chains",
-    "energy", "forward_dynamics", "forward_kinematics", "inverse_dynamics", "joints", "mass_matrix",
+    "element_forces", "energy", "forward_dynamics", "forward_kinematics", "inverse_dynamics", "joints", "mass_matrix",
     "point_kinematics", "simulate",
 ]

@@ -7,6 +7,7 @@ gravity terms. Shapes: q, qd, qdd, tau are (nq,) float arrays in joint order (``
 import numpy as np
 import scipy.linalg
 
+from ._kernels import elements as element_kernels
 from ._kernels import layout as L
 from ._kernels import tree
 from .errors import ModelError, StateError
@@ -27,6 +28,15 @@ class Workspace:
         self.zeros = np.zeros(model.nq)  # a zero qd / tau / qdd
         self.com = np.zeros((n, 4))  # centre-of-mass position and velocity
         self.pair = np.zeros(2)  # (kinetic, potential)
+        ne = model.elem_int.shape[0]
+        self.wrench = np.zeros((n, 3))  # element force and moment at each centre of mass
+        self.jforce = np.zeros(model.nq)  # element generalised joint forces
+        self.element_energy = np.zeros(3)  # spring potential, dissipated power, applied power
+        self.per_element = np.zeros((ne, 3))
+        self.u = np.zeros(model.n_element_inputs)  # values of the time-varying elements
+        self.no_wrench = np.zeros((0, 3))
+        self.no_driven = np.zeros(0, dtype=np.uint8)
+        self.no_drive = np.zeros(0)
 
 
 def workspace(model):
@@ -65,7 +75,53 @@ def raise_status(model, status, names=("q", "qd", "tau")):
     raise RuntimeError(f"kernel failed with status {status} (kind {kind}, index {index})")
 
 
-def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None):
+def element_inputs(model, t, u):
+    """Evaluate the model's time-varying elements (force(t), torque(t)) at t into u; errors name the element."""
+    for slot, width, function, name in model.element_functions:
+        try:
+            value = np.asarray(function(t), dtype=float).reshape(-1)
+        except Exception as err:  # noqa: BLE001 - the user's function failed: say which element and when
+            raise StateError(f"element {name!r}: its function raised at t = {t:g}: {err!r}") from err
+        if value.shape != (width,) or not np.all(np.isfinite(value)):
+            raise StateError(f"element {name!r}: its function must return {width} finite number(s) at "
+                             f"t = {t:g}, got {value.tolist()}")
+        u[slot:slot + width] = value
+    return u
+
+
+def _element_loads(model, ws, q, qd, t):
+    """Run the shared element evaluation into ws.wrench, ws.jforce, ws.element_energy, ws.per_element."""
+    element_inputs(model, t, ws.u)
+    status = element_kernels.element_forces(model.body_int, model.body_real, model.elem_int, model.elem_real, ws.u,
+                                            q, qd, ws.ws, ws.com, ws.wrench, ws.jforce, ws.element_energy,
+                                            ws.per_element)
+    if status:
+        raise_status(model, status)
+
+
+def element_forces(model, q, qd, t=0.0):
+    """Loads of the model's force elements at the state (q, qd) and time t.
+
+    Returns
+    -------
+    dict with
+        ``wrench`` (nbodies, 3): force [N] and moment [N m] at each centre of mass, ground axes;
+        ``joint_forces`` (nq,): generalised joint forces of the joint spring-dampers;
+        ``per_element`` (nelements, 3): spring-damper (tension, length, length rate), joint spring-damper
+        (joint force, q - rest, qdot), force (Fx, Fy, 0) in ground axes, torque (torque, 0, 0);
+        ``potential`` [J] of the springs, ``dissipation`` [W] of the dampers (>= 0), ``power`` [W] of the applied
+        forces and torques.
+    """
+    ws = workspace(model)
+    q = as_vector(model, q, "q")
+    qd = as_vector(model, qd, "qd")
+    _element_loads(model, ws, q, qd, float(t))
+    return {"wrench": ws.wrench.copy(), "joint_forces": ws.jforce.copy(), "per_element": ws.per_element.copy(),
+            "potential": float(ws.element_energy[0]), "dissipation": float(ws.element_energy[1]),
+            "power": float(ws.element_energy[2])}
+
+
+def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=0.0):
     """Joint accelerations qdd from M(q) qdd + h(q, qd) = tau.
 
     Parameters
@@ -80,10 +136,17 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None):
         by Cholesky, O(N^3).
     out : ndarray, shape (nq,), optional
         Where to write the result (saves one allocation per call).
+    t : float
+        Time [s], for force elements that are functions of time.
 
     Returns
     -------
     qdd : ndarray, shape (nq,)
+
+    Notes
+    -----
+    The model's force elements (springs, dampers, applied forces) act in addition to tau, through the one shared
+    evaluation ``element_forces``.
     """
     ws = model._workspace
     if ws is None:
@@ -91,15 +154,21 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None):
     q = as_vector(model, q, "q")
     qd = as_vector(model, qd, "qd")
     tau = ws.zeros if tau is None else as_vector(model, tau, "tau")
+    wrench = ws.no_wrench
+    if model.elem_int.shape[0]:
+        _element_loads(model, ws, q, qd, float(t))
+        tau = tau + ws.jforce
+        wrench = ws.wrench
     if method == "recursive":
         qdd = np.empty(model._nq) if out is None else out
-        status = tree.forward_dynamics(model.body_int, model.body_real, model.gravity, q, qd, tau, ws.ws, qdd)
+        status = tree.forward_dynamics(model.body_int, model.body_real, model.gravity, q, qd, tau, wrench,
+                                       ws.no_driven, ws.ws, qdd, ws.no_drive)
         if status:
             raise_status(model, status)
         return qdd
     if method == "mass_matrix":
         mass = mass_matrix(model, q)
-        rhs = tau - bias_forces(model, q, qd)
+        rhs = tau - _rnea(model, ws, q, qd, ws.zeros, wrench)
         try:
             factor = scipy.linalg.cho_factor(mass, lower=True, check_finite=False)
         except np.linalg.LinAlgError:
@@ -113,20 +182,29 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None):
     raise ValueError(f"unknown method {method!r}; expected 'recursive' or 'mass_matrix'")
 
 
-def inverse_dynamics(model, q, qd, qdd):
-    """Joint forces tau = M(q) qdd + h(q, qd) by the recursive Newton-Euler pass, O(N).
+def _rnea(model, ws, q, qd, qdd, wrench):
+    tau = np.empty(model._nq)
+    status = tree.inverse_dynamics(model.body_int, model.body_real, model.gravity, q, qd, qdd, wrench, ws.ws, tau)
+    if status:
+        raise_status(model, status, ("q", "qd", "qdd"))
+    return tau
 
-    Parameters and returns as ``forward_dynamics``; ``qdd`` (nq,) in, ``tau`` (nq,) out.
+
+def inverse_dynamics(model, q, qd, qdd, *, t=0.0):
+    """Joint forces tau = M(q) qdd + h(q, qd) - Q_elements(q, qd, t) by the recursive Newton-Euler pass, O(N).
+
+    The forces the joints' actuators must supply for the accelerations qdd, given the model's force elements;
+    ``inverse_dynamics(model, q, qd, forward_dynamics(model, q, qd, tau))`` returns tau. Shapes as
+    ``forward_dynamics``.
     """
     ws = workspace(model)
     q = as_vector(model, q, "q")
     qd = as_vector(model, qd, "qd")
     qdd = as_vector(model, qdd, "qdd")
-    tau = np.empty(model._nq)
-    status = tree.inverse_dynamics(model.body_int, model.body_real, model.gravity, q, qd, qdd, ws.ws, tau)
-    if status:
-        raise_status(model, status, ("q", "qd", "qdd"))
-    return tau
+    if not model.elem_int.shape[0]:
+        return _rnea(model, ws, q, qd, qdd, ws.no_wrench)
+    _element_loads(model, ws, q, qd, float(t))
+    return _rnea(model, ws, q, qd, qdd, ws.wrench) - ws.jforce
 
 
 def mass_matrix(model, q):
@@ -141,14 +219,19 @@ def mass_matrix(model, q):
 
 
 def bias_forces(model, q, qd):
-    """h(q, qd) = tau needed for zero acceleration: velocity-product and gravity terms, shape (nq,)."""
-    return inverse_dynamics(model, q, qd, workspace(model).zeros)
+    """h(q, qd): velocity-product and gravity terms of M qdd + h = tau + Q_elements, shape (nq,).
+
+    The force elements are not part of h; ``element_forces`` gives them.
+    """
+    ws = workspace(model)
+    return _rnea(model, ws, as_vector(model, q, "q"), as_vector(model, qd, "qd"), ws.zeros, ws.no_wrench)
 
 
-def energy(model, q, qd):
+def energy(model, q, qd, *, t=0.0):
     """Kinetic and potential energy (T, V) [J] at the state (q, qd).
 
-    V is the gravitational potential -sum m_i g . c_i, zero with every centre of mass at the ground origin.
+    V is the gravitational potential -sum m_i g . c_i (zero with every centre of mass at the ground origin) plus
+    the potential energy of the model's springs.
     """
     ws = workspace(model)
     q = as_vector(model, q, "q")
@@ -156,7 +239,11 @@ def energy(model, q, qd):
     status = tree.energy(model.body_int, model.body_real, model.gravity, q, qd, ws.ws, ws.com, ws.pair)
     if status:
         raise_status(model, status)
-    return float(ws.pair[0]), float(ws.pair[1])
+    kinetic, potential = float(ws.pair[0]), float(ws.pair[1])
+    if model.elem_int.shape[0]:
+        _element_loads(model, ws, q, qd, float(t))
+        potential += float(ws.element_energy[0])
+    return kinetic, potential
 
 
 def _com_state(model, q, qd):

@@ -1,17 +1,25 @@
 """Time integration of the minimal-coordinate equations of motion: ``simulate`` and its result.
 
 Methods are data (``METHODS``): a Butcher tableau plus, for embedded pairs, error weights and a continuous
-extension. Every method's whole time loop runs in numba (``_kernels.integrators``), calling the recursive
-forward dynamics without returning to Python.
+extension; the implicit midpoint rule; and ``"scipy:NAME"``, which hands the same right-hand side to
+``scipy.integrate.solve_ivp``. The numba methods run their whole time loop in compiled code
+(``_kernels.integrators``), calling the recursive forward dynamics and the force elements without returning to
+Python; time-varying inputs reach that loop through one callback (``_Inputs``).
 """
 
+import inspect
+import itertools
+import math
+import weakref
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
+from numba.core.registry import CPUDispatcher
 
 from ._kernels import integrators
 from ._kernels import layout as L
-from .dynamics import as_vector, energy, forward_dynamics, raise_status, workspace
+from .dynamics import as_vector, element_inputs, energy, forward_kinematics, raise_status, workspace
 from .errors import ModelError, SimulationError, StateError
 
 
@@ -63,8 +71,179 @@ RK4 = Tableau(
     order=4,
 )
 
-METHODS = {t.name: t for t in (DOPRI5, RK4)}
+TABLEAUS = {t.name: t for t in (DOPRI5, RK4)}
+METHODS = (*TABLEAUS, "implicit_midpoint")  # and "scipy:NAME"; implicit midpoint: integrators.integrate_midpoint
+FIXED_STEP = ("rk4", "implicit_midpoint")
 
+
+# ---- inputs: time-varying elements, tau as a function, drivers --------------------------------------------------
+
+# key -> _Inputs of a run, called from compiled code through the bridge; weak, so a run's inputs live exactly as
+# long as the run and its result
+_PYTHON_INPUTS = weakref.WeakValueDictionary()
+_KEYS = itertools.count(1)
+
+
+def _call_python_inputs(key, t, q, qd, u):
+    _PYTHON_INPUTS[key](t, q, qd, u)
+
+
+@numba.njit(cache=True)
+def _python_bridge(key, t, q, qd, u):
+    """Input callback that leaves compiled code to run the Python inputs registered under ``key``."""
+    with numba.objmode():
+        _call_python_inputs(key, t, q, qd, u)
+
+
+_TAU_ADAPTERS = {}
+
+
+def _compiled_tau_adapter(function, arity):
+    """A compiled input callback calling the compiled ``function`` (tau(t) or tau(t, q, qd)) into u[:nq]."""
+    key = (function, arity)
+    if key not in _TAU_ADAPTERS:
+        if arity == 1:
+            @numba.njit
+            def adapter(key, t, q, qd, u):
+                value = function(t)
+                for k in range(value.shape[0]):
+                    u[k] = value[k]
+        else:
+            @numba.njit
+            def adapter(key, t, q, qd, u):
+                value = function(t, q, qd)
+                for k in range(value.shape[0]):
+                    u[k] = value[k]
+        _TAU_ADAPTERS[key] = adapter
+    return _TAU_ADAPTERS[key]
+
+
+def _arity(function, what):
+    target = function.py_func if isinstance(function, CPUDispatcher) else function
+    try:
+        params = [p for p in inspect.signature(target).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return 3
+    if len(params) not in (1, 3):
+        raise TypeError(f"{what} must take (t) or (t, q, qd), got a function of {len(params)} arguments")
+    return len(params)
+
+
+def _derivatives(function, step=1e-3):
+    """f, f' and f'' of a scalar function of time, the derivatives by 4th-order central differences.
+
+    With step 1e-3 the truncation error is about 1e-13 |f^(5)| for f' and 1e-14 |f^(6)| for f''; round-off
+    about 1e-13 |f| and 1e-10 |f|: give the derivatives explicitly where that is not enough.
+    """
+
+    def evaluate(t):
+        fm2, fm1, f0, fp1, fp2 = (float(function(t + k * step)) for k in (-2, -1, 0, 1, 2))
+        first = (fm2 - 8.0 * fm1 + 8.0 * fp1 - fp2) / (12.0 * step)
+        second = (-fm2 + 16.0 * fm1 - 30.0 * f0 + 16.0 * fp1 - fp2) / (12.0 * step * step)
+        return f0, first, second
+
+    return evaluate
+
+
+class _Inputs:
+    """Everything time-varying of one run, laid out in the input vector u:
+
+    [model element slots | tau (nq) if tau is a function | f, f', f'' of each driver].
+    """
+
+    def __init__(self, model, tau, drivers):
+        nq = model.nq
+        self.model = model
+        self.tau_const = np.zeros(nq)
+        self.tau_function = None
+        self.tau_arity = 0
+        offset = model.n_element_inputs
+        self.tau_offset = -1
+        if callable(tau):
+            self.tau_function = tau
+            self.tau_arity = _arity(tau, "tau")
+            self.tau_offset = offset
+            offset += nq
+        elif tau is not None:
+            self.tau_const = as_vector(model, tau, "tau").copy()
+            if not np.all(np.isfinite(self.tau_const)):
+                raise StateError(f"tau[{int(np.flatnonzero(~np.isfinite(self.tau_const))[0])}] is not finite")
+        self.driver_offset = offset
+        self.drivers = []  # (coordinate, body name, evaluate(t) -> (f, f', f''))
+        driven = np.zeros(model.nbodies, dtype=np.uint8)
+        for body, spec in (drivers or {}).items():
+            index = model.body_index(body)
+            name = model.body_names[index]
+            if model.joint_ndof[index] != 1:
+                raise ModelError(f"driver of body {name!r}: only revolute and prismatic joints can be driven")
+            if driven[index]:
+                raise ModelError(f"driver of body {name!r}: given twice")
+            driven[index] = 1
+            if callable(spec):
+                evaluate = _derivatives(spec)
+            elif isinstance(spec, (tuple, list)) and len(spec) == 3 and all(callable(f) for f in spec):
+                evaluate = (lambda f, fd, fdd: lambda t: (float(f(t)), float(fd(t)), float(fdd(t))))(*spec)
+            else:
+                raise TypeError(f"driver of body {name!r}: give f(t) or a tuple (f, f', f'') of functions")
+            self.drivers.append((int(model.joint_q_index[index]), name, evaluate))
+        self.drivers.sort()
+        self.driven = driven if self.drivers else np.zeros(0, dtype=np.uint8)
+        self.driven_coords = np.array([c for c, _, _ in self.drivers], dtype=np.int64)
+        self.size = offset + 3 * len(self.drivers)
+        self.has_python = bool(model.element_functions or self.drivers) or (
+            self.tau_function is not None and not isinstance(self.tau_function, CPUDispatcher))
+
+    def __call__(self, t, q, qd, u):
+        """Fill u at time t; driver values also go into q and qd before tau(t, q, qd) sees them."""
+        element_inputs(self.model, t, u)
+        for j, (coord, name, evaluate) in enumerate(self.drivers):
+            try:
+                value = evaluate(t)
+            except Exception as err:  # noqa: BLE001 - say which driver failed and when
+                raise StateError(f"driver of body {name!r} raised at t = {t:g}: {err!r}") from err
+            if not all(math.isfinite(v) for v in value):
+                raise StateError(f"driver of body {name!r}: non-finite value at t = {t:g}: {value}")
+            slot = self.driver_offset + 3 * j
+            u[slot:slot + 3] = value
+            q[coord], qd[coord] = value[0], value[1]
+        if self.tau_function is not None:
+            try:
+                value = self.tau_function(t) if self.tau_arity == 1 else self.tau_function(t, q, qd)
+            except Exception as err:  # noqa: BLE001
+                raise StateError(f"tau function raised at t = {t:g}: {err!r}") from err
+            value = np.asarray(value, dtype=float).reshape(-1)
+            nq = self.model.nq
+            if value.shape != (nq,) or not np.all(np.isfinite(value)):
+                raise StateError(f"tau function must return {nq} finite numbers, got shape {value.shape} at "
+                                 f"t = {t:g}")
+            u[self.tau_offset:self.tau_offset + nq] = value
+
+    def callback(self):
+        """(numba callable, key) for the compiled time loop."""
+        if not self.has_python and self.tau_function is None:
+            return integrators.no_inputs, 0
+        if not self.has_python:
+            return _compiled_tau_adapter(self.tau_function, self.tau_arity), 0
+        key = next(_KEYS)
+        _PYTHON_INPUTS[key] = self
+        return _python_bridge, key
+
+
+def build_system(model, inputs):
+    """The tuple of arrays ``integrators.system_rhs`` reads (field list in that module)."""
+    ws = workspace(model)
+    nq, nb = model.nq, model.nbodies
+    free = np.setdiff1d(np.arange(nq), inputs.driven_coords).astype(np.int64)
+    has_elements = model.elem_int.shape[0] > 0
+    return (model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real, free,
+            inputs.driven_coords, inputs.driven, inputs.tau_const,
+            np.array([inputs.tau_offset, inputs.driver_offset], dtype=np.int64), np.zeros(inputs.size),
+            np.zeros(nq), np.zeros(nq), np.zeros(nq), ws.ws, ws.com, np.zeros((nb if has_elements else 0, 3)),
+            np.zeros(nq), np.zeros(3), np.zeros((model.elem_int.shape[0], 3)), np.zeros(nq), np.zeros(nq))
+
+
+# ---- result -------------------------------------------------------------------------------------------------------
 
 class SimulationResult:
     """Samples of a simulated trajectory.
@@ -74,37 +253,107 @@ class SimulationResult:
     t : ndarray, shape (nt,)
         Sample times [s]; always holds t0 and t_end (unless the run failed, then up to the failure).
     q, qd : ndarray, shape (nt, nq)
-        Joint coordinates and rates at the samples.
+        Joint coordinates and rates at the samples (driven coordinates included).
+    dissipated_work, applied_work : ndarray, shape (nt,)
+        Work [J] dissipated by the dampers and done by tau, the applied forces and torques and the drivers since
+        t0, integrated with the motion: E(t) + dissipated_work - applied_work = E(t0).
     method : str
     nfev, nsteps, nrejected : int
         Right-hand-side (forward-dynamics) evaluations, accepted and rejected steps.
     """
 
-    def __init__(self, model, t, y, method, nfev, nsteps, nrejected, tau):
-        nq = model.nq
+    def __init__(self, model, t, q, qd, work, method, nfev, nsteps, nrejected, evaluator=None):
         self.model = model
         self.t = t
-        self.q = y[:, :nq]
-        self.qd = y[:, nq:]
+        self.q = q
+        self.qd = qd
+        self.dissipated_work = work[:, 0]
+        self.applied_work = work[:, 1]
         self.method = method
         self.nfev = int(nfev)
         self.nsteps = int(nsteps)
         self.nrejected = int(nrejected)
-        self.tau = tau
+        self._evaluator = evaluator  # (callback, key, system, inputs) of the run, to evaluate its dynamics again
 
-    def energy(self):
-        """Kinetic and potential energy at every sample: (T, V), each shape (nt,) [J]."""
-        pairs = np.array([energy(self.model, q, qd) for q, qd in zip(self.q, self.qd, strict=True)]).reshape(-1, 2)
-        return pairs[:, 0], pairs[:, 1]
+    def _require_model(self, what):
+        if self.model is None or self._evaluator is None:
+            raise ValueError(f"{what} needs the model and inputs of the run; this result was loaded from a file")
+
+    def _evaluate(self, index):
+        """Run the right-hand side at sample ``index``: qdd, driving forces and element loads land in the system."""
+        callback, key, system, inputs = self._evaluator
+        free = system[5]
+        nf = free.size
+        y = np.concatenate((self.q[index, free], self.qd[index, free], [0.0, 0.0]))
+        status = integrators.system_rhs(callback, key, system, float(self.t[index]), y, np.empty_like(y))
+        if status:
+            raise_status(self.model, status)
+        return system, nf
 
     def qdd(self):
-        """Joint accelerations at every sample, shape (nt, nq)."""
-        return np.array([forward_dynamics(self.model, q, qd, self.tau) for q, qd in zip(self.q, self.qd, strict=True)])
+        """Joint accelerations at every sample, shape (nt, nq) (prescribed ones for driven coordinates)."""
+        self._require_model("qdd()")
+        return np.array([self._evaluate(i)[0][20].copy() for i in range(self.t.size)])
+
+    def driving_forces(self):
+        """Joint force of each driver at every sample, shape (nt, nq) (zero for free coordinates) [N m or N]."""
+        self._require_model("driving_forces()")
+        system = self._evaluator[2]
+        out = np.zeros((self.t.size, self.model.nq))
+        for i in range(self.t.size):
+            self._evaluate(i)
+            out[i, system[6]] = system[21][system[6]]
+        return out
+
+    def element_forces(self):
+        """Per-element values at every sample, shape (nt, nelements, 3) (see ``rm.element_forces``)."""
+        self._require_model("element_forces()")
+        return np.array([self._evaluate(i)[0][19].copy() for i in range(self.t.size)])
+
+    def energy(self):
+        """Kinetic and potential energy (gravity and springs) at every sample: (T, V), each shape (nt,) [J]."""
+        self._require_model("energy()")
+        pairs = np.array([energy(self.model, q, qd, t=t) for t, q, qd in zip(self.t, self.q, self.qd, strict=True)])
+        return pairs.reshape(-1, 2)[:, 0], pairs.reshape(-1, 2)[:, 1]
+
+    def energy_balance(self):
+        """E(t) + dissipated work - applied work - E(t0) at every sample [J]: zero up to the integration error."""
+        kinetic, potential = self.energy()
+        total = kinetic + potential
+        return total + self.dissipated_work - self.applied_work - total[0]
+
+    def poses(self, body):
+        """Pose (x, y, theta) of a body's frame at every sample, shape (nt, 3)."""
+        self._require_model("poses()")
+        index = self.model.body_index(body)
+        return np.array([forward_kinematics(self.model, q)[0][index] for q in self.q])
+
+    def save(self, path):
+        """Write the samples and statistics to a .npz file."""
+        names = np.array(self.model.body_names if self.model is not None else ())
+        np.savez(path, t=self.t, q=self.q, qd=self.qd, dissipated_work=self.dissipated_work,
+                 applied_work=self.applied_work, method=np.array(self.method), body_names=names,
+                 stats=np.array([self.nfev, self.nsteps, self.nrejected]))
+
+    @classmethod
+    def load(cls, path, model=None):
+        """Read a result written by ``save``; pass the model to use energy() and poses() (not qdd() and forces)."""
+        with np.load(path, allow_pickle=False) as data:
+            if model is not None and tuple(data["body_names"]) != model.body_names:
+                raise ValueError(f"{path}: the result's bodies {tuple(data['body_names'])[:5]}... do not match "
+                                 "the model's")
+            work = np.column_stack((data["dissipated_work"], data["applied_work"]))
+            nfev, nsteps, nrejected = (int(v) for v in data["stats"])
+            result = cls(model, data["t"], data["q"], data["qd"], work, str(data["method"]), nfev, nsteps,
+                         nrejected)
+        return result
 
     def __repr__(self):
         return (f"<SimulationResult {self.method}: {self.t.size} samples, t = {self.t[0]:g} .. {self.t[-1]:g} s, "
                 f"{self.nsteps} steps ({self.nrejected} rejected), {self.nfev} evaluations>")
 
+
+# ---- simulate -----------------------------------------------------------------------------------------------------
 
 def _positive(value, what):
     value = float(value)
@@ -113,30 +362,75 @@ def _positive(value, what):
     return value
 
 
+def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval, max_step, first_step):
+    from scipy.integrate import solve_ivp  # noqa: PLC0415
+
+    dy = np.empty_like(y0)
+    failure = []
+
+    def rhs(t, y):
+        status = integrators.system_rhs(callback, key, system, t, y, dy)
+        if status:
+            failure.append((status, t))
+            raise _StopRhs
+        return dy.copy()
+
+    kwargs = dict(method=method, rtol=rtol, atol=atol, max_step=max_step)
+    if first_step is not None:
+        kwargs["first_step"] = first_step
+    if t_eval is not None:
+        kwargs["t_eval"] = t_eval
+    try:
+        sol = solve_ivp(rhs, (t0, t_end), y0, **kwargs)
+    except _StopRhs:
+        status, t_fail = failure[0]
+        return status, t_fail, np.array([t0]), y0[None, :], 0, 0
+    if not sol.success:
+        return L.STATUS_STEP_UNDERFLOW, float(sol.t[-1]), sol.t, sol.y.T, sol.nfev, sol.t.size - 1
+    return L.STATUS_OK, t_end, sol.t, sol.y.T, sol.nfev, sol.t.size - 1
+
+
+class _StopRhs(Exception):
+    pass
+
+
 def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t0=0.0, dt=None, t_eval=None,
-             every=1, max_step=np.inf, first_step=None, max_steps=10_000_000, tau=None):
-    """Integrate M(q) qdd + h(q, qd) = tau from (q0, qd0) at t0 to t_end.
+             every=1, max_step=np.inf, first_step=None, max_steps=10_000_000, tau=None, drivers=None,
+             midpoint_tol=1e-13):
+    """Integrate M(q) qdd + h(q, qd) = tau + Q_elements from (q0, qd0) at t0 to t_end.
 
     Parameters
     ----------
     model : Model
     q0, qd0 : array_like, shape (nq,)
-        Initial joint coordinates and rates.
+        Initial joint coordinates and rates (entries of driven coordinates are replaced by their drivers).
     t_end : float
         Final time [s], > t0.
-    method : {"dopri5", "rk4"}
+    method : str
         "dopri5": adaptive Dormand-Prince 5(4) with error control by ``rtol``/``atol`` (per component of
         (q, qd)) and 4th-order dense output. "rk4": classic fixed-step Runge-Kutta with step ``dt``.
+        "implicit_midpoint": fixed step ``dt``, symmetric, bounded energy error on long conservative runs.
+        "scipy:NAME": scipy's solve_ivp method NAME (RK45, DOP853, Radau, BDF, LSODA, ...) on the same
+        right-hand side (Python calls per evaluation).
     t_eval : array_like, optional
-        Sorted output times in [t0, t_end] (dopri5 only; interpolated, no extra steps); t0 and t_end are added.
+        Sorted output times in [t0, t_end] (dopri5 and scipy methods); t0 and t_end are added.
     every : int
         Without t_eval: store every ``every``-th step (t0 and t_end always stored).
     max_step, first_step : float, optional
         Bounds on the adaptive step [s]; first_step defaults to Hairer's estimate.
     max_steps : int
         Maximum number of (accepted + rejected) steps before failing.
-    tau : array_like, shape (nq,), optional
-        Constant generalised joint forces.
+    tau : array_like (nq,), or callable
+        Generalised joint forces: constant, ``tau(t)`` or a controller ``tau(t, q, qd)``, returning (nq,). A
+        numba-compiled function (``@numba.njit``) is called inside the compiled time loop (one compilation of the
+        loop per function); a plain Python function costs about 1.5 us more per evaluation (see
+        benchmarks/integrators.py).
+    drivers : dict, optional
+        Prescribed motion ``{body: f}`` or ``{body: (f, f_dot, f_ddot)}`` for revolute or prismatic joints:
+        q_j = f(t); without derivatives they are taken by central differences. Driven coordinates leave the
+        integrated state; ``result.driving_forces()`` gives the joint force each driver supplies.
+    midpoint_tol : float
+        Convergence tolerance of the implicit midpoint iteration (relative change per component).
 
     Returns
     -------
@@ -145,23 +439,21 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     Raises
     ------
     SimulationError
-        On a blow-up (non-finite state, step size underflow), too many steps, or singular dynamics; its
-        ``result`` holds the samples up to the last accepted step and ``t`` the time of failure.
+        On a blow-up (non-finite state, step size underflow), too many steps, an implicit iteration that does not
+        converge, or singular dynamics; its ``result`` holds the samples up to the last accepted step and ``t``
+        the time of failure.
     """
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; expected one of {sorted(METHODS)}")
-    tableau = METHODS[method]
-    ws = workspace(model)
+    scipy_method = method[6:] if isinstance(method, str) and method.startswith("scipy:") else None
+    if scipy_method is None and method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; expected one of {sorted(METHODS)} or 'scipy:NAME'")
+    workspace(model)
     if model.nq == 0:
         raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
-    q0 = as_vector(model, q0, "q0")
-    qd0 = as_vector(model, qd0, "qd0")
+    q0 = as_vector(model, q0, "q0").copy()
+    qd0 = as_vector(model, qd0, "qd0").copy()
     for vec, what in ((q0, "q0"), (qd0, "qd0")):
         if not np.all(np.isfinite(vec)):
             raise StateError(f"{what}[{int(np.flatnonzero(~np.isfinite(vec))[0])}] is not finite")
-    tau = np.zeros(model.nq) if tau is None else as_vector(model, tau, "tau").copy()
-    if not np.all(np.isfinite(tau)):
-        raise StateError(f"tau[{int(np.flatnonzero(~np.isfinite(tau))[0])}] is not finite")
     t0 = float(t0)
     t_end = float(t_end)
     if not (np.isfinite(t0) and np.isfinite(t_end) and t_end > t0):
@@ -169,52 +461,86 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     every = int(every)
     if every < 1:
         raise ValueError(f"every must be >= 1, got {every}")
-    forward_dynamics(model, q0, qd0, tau)  # a clear error for a bad start (singular model) before the loop
-    y0 = np.concatenate((q0, qd0))
+    fixed = method in FIXED_STEP
+    if fixed and dt is None:
+        raise ValueError(f"method {method!r} is fixed-step: give dt")
+    if not fixed and dt is not None:
+        raise ValueError(f"dt is for fixed-step methods; {method} chooses its steps from rtol and atol")
+    if fixed and t_eval is not None:
+        raise ValueError(f"t_eval needs an adaptive method with dense output; {method} stores every-th step")
+
+    inputs = _Inputs(model, tau, drivers)
+    callback, key = inputs.callback()
+    system = build_system(model, inputs)
+    return _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd0, t0, t_end, rtol, atol, dt,
+                     t_eval, every, max_step, first_step, max_steps, midpoint_tol)
+
+
+def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd0, t0, t_end, rtol, atol, dt, t_eval,
+              every, max_step, first_step, max_steps, midpoint_tol):
+    free = system[5]
+    if inputs.has_python or inputs.tau_function is not None:
+        # a first evaluation in Python: a function that fails or returns the wrong shape is reported clearly here
+        inputs(t0, q0.copy(), qd0.copy(), np.zeros(inputs.size))
+    y0 = np.concatenate((q0[free], qd0[free], [0.0, 0.0]))
+    status = integrators.system_rhs(callback, key, system, t0, y0, np.empty_like(y0))
+    if status:
+        raise_status(model, status)
+
     n = y0.size
-    k = np.zeros((tableau.C.size, n))
     capacity = 1024
     t_out = np.empty(capacity)
     y_out = np.empty((capacity, n))
+    nrejected = 0
+    t_eval_arr = None
+    if t_eval is not None:
+        t_eval_arr = np.asarray(t_eval, dtype=float).ravel()
+        if (t_eval_arr.size == 0 or np.any(np.diff(t_eval_arr) < 0) or t_eval_arr[0] < t0
+                or t_eval_arr[-1] > t_end):
+            raise ValueError(f"t_eval must be a non-empty sorted array within [t0, t_end] = [{t0}, {t_end}]")
+        t_eval_arr = np.unique(np.concatenate(([t0], t_eval_arr, [t_end])))  # t0 and t_end always
 
-    if tableau.adaptive:
-        if dt is not None:
-            raise ValueError(f"dt is for fixed-step methods; {method} chooses its steps from rtol and atol")
+    if scipy_method is not None:
+        rtol = _positive(rtol, "rtol")
+        atol = _positive(atol, "atol")
+        status, t_fail, t_out, y_out, nfev, nsteps = _scipy_run(
+            scipy_method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval_arr,
+            max_step if np.isfinite(max_step) else np.inf, first_step)
+        count = t_out.size
+        if t_eval_arr is None and every > 1:
+            keep = np.unique(np.r_[0:count:every, count - 1])
+            t_out, y_out, count = t_out[keep], y_out[keep], keep.size
+    elif method == "implicit_midpoint":
+        dt = _positive(dt, "dt")
+        status, t_fail, count, t_out, y_out, nfev, nsteps = integrators.integrate_midpoint(
+            callback, key, system, y0, t0, t_end, dt, every, float(midpoint_tol), 50, np.zeros(n), t_out, y_out)
+    elif method in FIXED_STEP:
+        tableau = TABLEAUS[method]
+        dt = _positive(dt, "dt")
+        status, t_fail, count, t_out, y_out, nfev, nsteps = integrators.integrate_fixed(
+            callback, key, system, y0, t0, t_end, dt, every, tableau.A, tableau.B, tableau.C,
+            np.zeros((tableau.C.size, n)), t_out, y_out)
+    else:
+        tableau = TABLEAUS[method]
         rtol = _positive(rtol, "rtol")
         atol = _positive(atol, "atol")
         max_step = _positive(max_step, "max_step") if np.isfinite(max_step) else np.inf
         first = 0.0 if first_step is None else _positive(first_step, "first_step")
-        if t_eval is None:
-            t_eval_arr = np.empty(0)
-        else:
-            t_eval_arr = np.asarray(t_eval, dtype=float).ravel()
-            if (t_eval_arr.size == 0 or np.any(np.diff(t_eval_arr) < 0) or t_eval_arr[0] < t0
-                    or t_eval_arr[-1] > t_end):
-                raise ValueError(f"t_eval must be a non-empty sorted array within [t0, t_end] = [{t0}, {t_end}]")
-            t_eval_arr = np.unique(np.concatenate(([t0], t_eval_arr, [t_end])))  # t0 and t_end always
         status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected = integrators.integrate_adaptive(
-            model.body_int, model.body_real, model.gravity, tau, ws.ws, y0, t0, t_end, rtol, atol, first,
-            max_step, int(max_steps), t_eval_arr, every, tableau.A, tableau.B, tableau.C, tableau.E,
-            tableau.order, tableau.DENSE, k, t_out, y_out)
-    else:
-        if dt is None:
-            raise ValueError(f"method {method!r} is fixed-step: give dt")
-        dt = _positive(dt, "dt")
-        if t_eval is not None:
-            raise ValueError(f"t_eval needs an adaptive method with dense output; {method} stores every-th step")
-        status, t_fail, count, t_out, y_out, nfev, nsteps = integrators.integrate_fixed(
-            model.body_int, model.body_real, model.gravity, tau, ws.ws, y0, t0, t_end, dt, every, tableau.A,
-            tableau.B, tableau.C, k, t_out, y_out)
-        nrejected = 0
+            callback, key, system, y0, t0, t_end, rtol, atol, first, max_step, int(max_steps),
+            np.empty(0) if t_eval_arr is None else t_eval_arr, every, tableau.A, tableau.B, tableau.C, tableau.E,
+            tableau.order, tableau.DENSE, np.zeros((tableau.C.size, n)), t_out, y_out)
 
-    result = SimulationResult(model, t_out[:count].copy(), y_out[:count].copy(), method, nfev, nsteps, nrejected,
-                              tau)
+    result = _make_result(model, inputs, callback, key, system, t_out[:count].copy(), y_out[:count].copy(),
+                          method, nfev, nsteps, nrejected)
     if status != L.STATUS_OK:
-        kind, index = L.decode_status(status)
+        kind, _ = L.decode_status(status)
         reasons = {
             L.STATUS_STEP_UNDERFLOW: "step size underflow (the solution blows up or the problem is too stiff)",
             L.STATUS_MAX_STEPS: f"more than max_steps = {max_steps} steps",
             L.STATUS_NONFINITE_STATE: "the state became non-finite in the step from there (blow-up; try a smaller dt)",
+            L.STATUS_NO_CONVERGENCE: "the implicit iteration did not converge (the step is too large or the problem "
+                                     "stiff)",
         }
         if kind in reasons:
             reason = reasons[kind]
@@ -229,3 +555,21 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
                               f"{count} samples up to t = {result.t[-1]:.9g} s are kept in .result",
                               t_fail, result)
     return result
+
+
+def _make_result(model, inputs, callback, key, system, t, y, method, nfev, nsteps, nrejected):
+    """Full q, qd (driven coordinates from their drivers) from the integrated samples."""
+    free = system[5]
+    nf = free.size
+    nq = model.nq
+    q = np.empty((t.size, nq))
+    qd = np.empty((t.size, nq))
+    q[:, free] = y[:, :nf]
+    qd[:, free] = y[:, nf:2 * nf]
+    for coord, _, evaluate in inputs.drivers:
+        values = np.array([evaluate(ti) for ti in t]).reshape(-1, 3)
+        q[:, coord] = values[:, 0]
+        qd[:, coord] = values[:, 1]
+    evaluator = (callback, key, system, inputs)  # holds inputs, so the bridge can still reach them
+    return SimulationResult(model, t, q, qd, y[:, 2 * nf:], method, nfev, nsteps, nrejected, evaluator)
+

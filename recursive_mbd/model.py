@@ -62,6 +62,8 @@ class Model:
         self.name = name
         self._bodies = []
         self._names = {}
+        self._elements = []  # force elements, in the order added
+        self._element_names = {}
         self._compiled = False
         self._workspace = None
 
@@ -161,6 +163,119 @@ class Model:
                              "and a parent must be added before its child")
         return parent
 
+    # ---- force elements -------------------------------------------------------------------------------------------
+
+    def _element_body(self, body, where, allow_ground=False):
+        if allow_ground and (body == "ground" or (isinstance(body, numbers.Integral) and not isinstance(body, bool)
+                                                  and int(body) == GROUND)):
+            return GROUND
+        try:
+            return self.body_index(body)
+        except (ModelError, TypeError) as err:
+            raise type(err)(f"{where}: {err}") from None
+
+    def _add_element(self, kind, name, **data):
+        if self._compiled:
+            raise ModelError(f"cannot add {kind} {name!r}: the model was compiled (it is frozen once a dynamics "
+                             "function has used it); add elements before the first use")
+        label = name if name is not None else f"{kind}{len(self._elements)}"
+        if not isinstance(label, str) or not label:
+            raise TypeError(f"element name must be a non-empty string, got {name!r}")
+        if label in self._element_names:
+            raise ModelError(f"{kind} {label!r}: duplicate element name")
+        self._element_names[label] = len(self._elements)
+        self._elements.append(dict(kind=kind, name=label, **data))
+        return len(self._elements) - 1
+
+    def _element_label(self, kind, name):
+        return f"{kind} {name or f'{kind}{len(self._elements)}'!r}"
+
+    def add_spring_damper(self, body_a, point_a, body_b, point_b, stiffness, damping=0.0, rest_length=0.0,
+                          name=None):
+        """A linear spring and damper between a point on ``body_a`` and a point on ``body_b``; returns its index.
+
+        Either body may be "ground" (the point is then in the ground frame); points are in their body's frame [m].
+        With d = p_b - p_a, L = |d| and u = d / L, the tension f = k (L - L0) + c dL/dt pulls p_a by +f u and p_b
+        by -f u (seed 000, its direction normalised). At L = 0 the direction is undefined and, as in the seed, the
+        damper acts on the whole relative velocity, F_b = -c (v_b - v_a), and the spring (if L0 = 0) not at all.
+
+        Parameters
+        ----------
+        stiffness : float
+            k [N/m], >= 0.
+        damping : float
+            c [N s/m], >= 0.
+        rest_length : float
+            L0 [m], >= 0.
+        """
+        where = self._element_label("spring_damper", name)
+        a = self._element_body(body_a, f"{where}: body_a", allow_ground=True)
+        b = self._element_body(body_b, f"{where}: body_b", allow_ground=True)
+        if a == b:
+            raise ModelError(f"{where}: body_a and body_b are the same body")
+        point_a = _point(point_a, f"{where}: point_a")
+        point_b = _point(point_b, f"{where}: point_b")
+        k = self._nonnegative(stiffness, f"{where}: stiffness")
+        c = self._nonnegative(damping, f"{where}: damping")
+        rest = self._nonnegative(rest_length, f"{where}: rest_length")
+        return self._add_element("spring_damper", name, body_a=a, point_a=point_a, body_b=b, point_b=point_b,
+                                 stiffness=k, damping=c, rest=rest)
+
+    def add_joint_spring_damper(self, body, stiffness, damping=0.0, rest=0.0, name=None):
+        """A spring and damper on ``body``'s parent joint: tau = -k (q - rest) - c qdot; returns its index.
+
+        Torsional [N m/rad, N m s/rad] on a revolute joint, linear [N/m, N s/m] on a prismatic one.
+        """
+        where = self._element_label("joint_spring_damper", name)
+        index = self._element_body(body, f"{where}: body")
+        jtype = self._bodies[index]["jtype"]
+        if joints.JOINT_DOF[jtype] != 1:
+            raise ModelError(f"{where}: body {self._bodies[index]['name']!r} has a {joints.JOINT_NAMES[jtype]} "
+                             "joint; joint springs need a revolute or prismatic joint")
+        k = self._nonnegative(stiffness, f"{where}: stiffness")
+        c = self._nonnegative(damping, f"{where}: damping")
+        rest = _finite_scalar(rest, f"{where}: rest")
+        return self._add_element("joint_spring_damper", name, body_a=index, stiffness=k, damping=c, rest=rest)
+
+    def add_force(self, body, point, force, frame="ground", name=None):
+        """A force applied at a point of a body; returns its index.
+
+        Parameters
+        ----------
+        point : (2,) array_like
+            Point of application in the body frame [m].
+        force : (2,) array_like or callable
+            (Fx, Fy) [N], constant, or a function of time ``force(t) -> (2,)``.
+        frame : {"ground", "body"}
+            Axes the components are given in ("body": the force turns with the body).
+        """
+        where = self._element_label("force", name)
+        index = self._element_body(body, f"{where}: body")
+        point = _point(point, f"{where}: point")
+        if frame not in ("ground", "body"):
+            raise ModelError(f"{where}: frame must be 'ground' or 'body', got {frame!r}")
+        value = force if callable(force) else _point(force, f"{where}: force")
+        return self._add_element("force", name, body_a=index, point_a=point, value=value, frame=frame)
+
+    def add_torque(self, body, torque, name=None):
+        """A pure torque [N m] on a body (counter-clockwise positive): constant, or a function ``torque(t)``."""
+        where = self._element_label("torque", name)
+        index = self._element_body(body, f"{where}: body")
+        value = torque if callable(torque) else _finite_scalar(torque, f"{where}: torque")
+        return self._add_element("torque", name, body_a=index, value=value)
+
+    @staticmethod
+    def _nonnegative(value, what):
+        value = _finite_scalar(value, what)
+        if value < 0.0:
+            raise ModelError(f"{what} must be >= 0, got {value}")
+        return value
+
+    @property
+    def element_names(self):
+        """Force element names in index order, a tuple."""
+        return tuple(e["name"] for e in self._elements)
+
     # ---- compiling -----------------------------------------------------------------------------------------------
 
     def compile(self):
@@ -208,12 +323,65 @@ class Model:
         self.gravity.setflags(write=False)
         self.body_int = body_int
         self.body_real = body_real
+        self._pack_elements()
         self.has_planar = bool(np.any(body_int[:, L.JTYPE] == joints.PLANAR))
         self._nq = nq
         self._compiled = True
         self._workspace = None
         self._check_regular()
         return self
+
+    def _pack_elements(self):
+        """Elements into elem_int / elem_real (_kernels.layout); time functions get slots of the input vector u."""
+        ne = len(self._elements)
+        elem_int = np.full((ne, L.N_EINT), -1, dtype=np.int64)
+        elem_real = np.zeros((ne, L.N_EREAL))
+        functions = []  # (slot, width, function, element name) of the time-varying elements
+        slot = 0
+        coms = [b["com"] for b in self._bodies]
+
+        def relative(body, point):  # a point relative to the centre of mass (the ground's is its origin)
+            return point if body == GROUND else point - coms[body]
+
+        for e, el in enumerate(self._elements):
+            kind = el["kind"]
+            elem_int[e, L.EFRAME] = 0
+            elem_int[e, L.EBODY_A] = el["body_a"]
+            if kind == "spring_damper":
+                elem_int[e, L.ETYPE] = L.SPRING_DAMPER
+                elem_int[e, L.EBODY_B] = el["body_b"]
+                elem_real[e, L.EPAX:L.EPAX + 2] = relative(el["body_a"], el["point_a"])
+                elem_real[e, L.EPBX:L.EPBX + 2] = relative(el["body_b"], el["point_b"])
+                elem_real[e, [L.EK, L.EC, L.EREST]] = el["stiffness"], el["damping"], el["rest"]
+            elif kind == "joint_spring_damper":
+                elem_int[e, L.ETYPE] = L.JOINT_SPRING_DAMPER
+                elem_real[e, [L.EK, L.EC, L.EREST]] = el["stiffness"], el["damping"], el["rest"]
+            elif kind == "force":
+                elem_int[e, L.ETYPE] = L.POINT_FORCE
+                elem_int[e, L.EFRAME] = 1 if el["frame"] == "body" else 0
+                elem_real[e, L.EPAX:L.EPAX + 2] = relative(el["body_a"], el["point_a"])
+                if callable(el["value"]):
+                    elem_int[e, L.ESLOT] = slot
+                    functions.append((slot, 2, el["value"], el["name"]))
+                    slot += 2
+                else:
+                    elem_real[e, L.EPBX:L.EPBX + 2] = el["value"]
+            else:  # torque
+                elem_int[e, L.ETYPE] = L.BODY_TORQUE
+                if callable(el["value"]):
+                    elem_int[e, L.ESLOT] = slot
+                    functions.append((slot, 1, el["value"], el["name"]))
+                    slot += 1
+                else:
+                    elem_real[e, L.EPBX] = el["value"]
+        elem_int = np.asfortranarray(elem_int)
+        elem_real = np.asfortranarray(elem_real)
+        elem_int.setflags(write=False)
+        elem_real.setflags(write=False)
+        self.elem_int = elem_int
+        self.elem_real = elem_real
+        self.n_element_inputs = slot
+        self.element_functions = tuple(functions)
 
     def _check_regular(self):
         """Run forward dynamics at q = 0 and at a random state: a singular joint is a model error."""

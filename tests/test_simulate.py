@@ -6,12 +6,12 @@ from scipy.integrate import solve_ivp
 
 import recursive_mbd as rm
 from recursive_mbd import SimulationError, chains
-from recursive_mbd.integrate import METHODS
+from recursive_mbd.integrate import TABLEAUS
 
 
-@pytest.mark.parametrize("name", sorted(METHODS))
+@pytest.mark.parametrize("name", sorted(TABLEAUS))
 def test_tableau_invariants(name):
-    tab = METHODS[name]
+    tab = TABLEAUS[name]
     assert tab.B.sum() == pytest.approx(1.0, abs=1e-15)
     np.testing.assert_allclose(tab.A.sum(axis=1), tab.C, atol=1e-15)
     assert np.all(np.triu(tab.A) == 0.0)  # explicit

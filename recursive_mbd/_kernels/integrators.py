@@ -1,9 +1,15 @@
-"""Explicit Runge-Kutta time loops in numba over the recursive forward dynamics.
+"""Time loops in numba over the recursive forward dynamics with force elements, inputs and drivers.
 
-The state is y = (q, qd), shape (2 nq,), with y' = (qd, qdd(q, qd, tau)). A method is its tableau (A, B, C and,
-for embedded pairs, the error weights E = B - B_hat); ``rk_stages`` is the one generic stage loop, shared by the
-adaptive driver (``integrate_adaptive``) and the fixed-step driver (``integrate_fixed``). Each driver runs its
-whole time loop in compiled code and returns a status (``layout``), so a failure keeps the samples so far.
+The integrated state is y = (q_free, qd_free, W_dissipated, W_applied), shape (2 nf + 2,): the free joint
+coordinates and rates, and the work dissipated by the dampers and done by the applied forces (so that every run
+carries its own energy balance, E(t) + W_dissipated - W_applied = E(t0)). ``system_rhs`` is the one right-hand
+side; ``inputs(key, t, q, qd, u)`` is a numba-callable that fills the input vector u (time-varying element values,
+tau as a function, drivers) and may be a compiled user function or a bridge to Python.
+
+A Runge-Kutta method is its tableau (A, B, C and, for embedded pairs, the error weights E = B - B_hat);
+``rk_stages`` is the one generic stage loop, shared by the adaptive driver (``integrate_adaptive``) and the
+fixed-step driver (``integrate_fixed``). Each driver runs its whole time loop in compiled code and returns a
+status (``layout``), so a failure keeps the samples so far.
 """
 
 import math
@@ -11,24 +17,81 @@ import math
 import numba
 import numpy as np
 
-from .layout import STATUS_MAX_STEPS, STATUS_NONFINITE_STATE, STATUS_OK, STATUS_SINGULAR, STATUS_STEP_UNDERFLOW
+from .elements import element_forces
+from .layout import (
+    STATUS_MAX_STEPS, STATUS_NO_CONVERGENCE, STATUS_NONFINITE_STATE, STATUS_OK, STATUS_SINGULAR,
+    STATUS_STEP_UNDERFLOW,
+)
 from .tree import forward_dynamics
 
 njit = numba.njit(cache=True, error_model="numpy")  # IEEE division: failures are status codes, never exceptions
 
-
-@njit
-def rhs(body_int, body_real, gravity, tau, ws, y, dy):
-    """dy = (qd, qdd) at y = (q, qd); returns the forward-dynamics status."""
-    nq = y.shape[0] // 2
-    for k in range(nq):
-        dy[k] = y[nq + k]
-    return forward_dynamics(body_int, body_real, gravity, y[:nq], y[nq:], tau, ws, dy[nq:])
+# system tuple fields (see recursive_mbd.integrate.build_system)
+#   0 body_int, 1 body_real, 2 gravity, 3 elem_int, 4 elem_real, 5 free (nf,) coordinate indices,
+#   6 drv_coord (nd,) driven coordinate indices, 7 driven (nbodies,) uint8 or (0,), 8 tau_const (nq,),
+#   9 offsets (2,) = (tau slot or -1, first driver slot), 10 u, 11 q, 12 qd, 13 tau, 14 ws, 15 com, 16 wrench,
+#   17 jforce, 18 element_energy (3,), 19 per_element, 20 qdd, 21 drive
 
 
 @njit
-def rk_stages(body_int, body_real, gravity, tau, ws, y, h, a, c, k, ytmp, first_stage):
-    """Stages first_stage .. s-1 of an explicit RK step into k (s, n); k[0] must hold f(y) when first_stage = 1."""
+def no_inputs(key, t, q, qd, u):
+    """The input callback of a run without time-varying inputs."""
+
+
+@njit
+def system_rhs(inputs, key, system, t, y, dy):
+    """dy = f(t, y); returns the forward-dynamics status."""
+    body_int = system[0]
+    free = system[5]
+    drv_coord = system[6]
+    tau_const = system[8]
+    offsets = system[9]
+    u = system[10]
+    q = system[11]
+    qd = system[12]
+    tau = system[13]
+    qdd = system[20]
+    drive = system[21]
+    nf = free.shape[0]
+    for j in range(nf):
+        q[free[j]] = y[j]
+        qd[free[j]] = y[nf + j]
+    inputs(key, t, q, qd, u)
+    for j in range(drv_coord.shape[0]):  # prescribed motion q = f(t), with f' and f''
+        slot = offsets[1] + 3 * j
+        q[drv_coord[j]] = u[slot]
+        qd[drv_coord[j]] = u[slot + 1]
+        qdd[drv_coord[j]] = u[slot + 2]
+    power_tau = 0.0
+    for k in range(tau.shape[0]):
+        tau[k] = tau_const[k] + (u[offsets[0] + k] if offsets[0] >= 0 else 0.0)
+        power_tau += tau[k] * qd[k]
+    energy = system[18]
+    if system[3].shape[0] > 0:  # force elements: wrench (system[16]) has a row per body, else shape (0, 3)
+        status = element_forces(body_int, system[1], system[3], system[4], u, q, qd, system[14], system[15],
+                                system[16], system[17], energy, system[19])
+        if status != STATUS_OK:
+            return status
+        for k in range(tau.shape[0]):
+            tau[k] += system[17][k]
+    status = forward_dynamics(body_int, system[1], system[2], q, qd, tau, system[16], system[7], system[14], qdd,
+                              drive)
+    if status != STATUS_OK:
+        return status
+    power_drive = 0.0
+    for j in range(drv_coord.shape[0]):
+        power_drive += drive[drv_coord[j]] * qd[drv_coord[j]]
+    for j in range(nf):
+        dy[j] = qd[free[j]]
+        dy[nf + j] = qdd[free[j]]
+    dy[2 * nf] = energy[1]
+    dy[2 * nf + 1] = power_tau + energy[2] + power_drive
+    return STATUS_OK
+
+
+@njit
+def rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, first_stage):
+    """Stages first_stage .. s-1 of an explicit RK step into k (s, n); k[0] must hold f(t, y) when first_stage = 1."""
     n = y.shape[0]
     for stage in range(first_stage, c.shape[0]):
         for j in range(n):
@@ -36,7 +99,7 @@ def rk_stages(body_int, body_real, gravity, tau, ws, y, h, a, c, k, ytmp, first_
             for m in range(stage):
                 acc += a[stage, m] * k[m, j]
             ytmp[j] = y[j] + h * acc
-        status = rhs(body_int, body_real, gravity, tau, ws, ytmp, k[stage])
+        status = system_rhs(inputs, key, system, t + c[stage] * h, ytmp, k[stage])
         if status != STATUS_OK:
             return status
     return STATUS_OK
@@ -66,8 +129,8 @@ def _rms_norm(x, scale):
 
 
 @njit
-def integrate_adaptive(body_int, body_real, gravity, tau, ws, y0, t0, t_end, rtol, atol, first_step, max_step,
-                       max_steps, t_eval, every, a, b, c, e, order, dense, k, t_out, y_out):
+def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_step, max_step, max_steps, t_eval,
+                       every, a, b, c, e, order, dense, k, t_out, y_out):
     """Adaptive embedded RK (FSAL, e.g. Dormand-Prince 5(4)) from t0 to t_end.
 
     Error control per Hairer, Norsett & Wanner (1993), II.4: RMS norm of the local error estimate h sum e_j k_j
@@ -100,7 +163,7 @@ def integrate_adaptive(body_int, body_real, gravity, tau, ws, y0, t0, t_end, rto
         t_out, y_out = _store(t_out, y_out, count, t0, y)
         count += 1
 
-    status = rhs(body_int, body_real, gravity, tau, ws, y, k[0])
+    status = system_rhs(inputs, key, system, t, y, k[0])
     nfev += 1
     if status != STATUS_OK:
         return status, t, count, t_out, y_out, nfev, nsteps, nrejected
@@ -116,7 +179,7 @@ def integrate_adaptive(body_int, body_real, gravity, tau, ws, y0, t0, t_end, rto
         h0 = min(max(h0, 1e-12 * span), span, max_step)
         for j in range(n):
             ytmp[j] = y[j] + h0 * k[0, j]
-        status = rhs(body_int, body_real, gravity, tau, ws, ytmp, k[1])
+        status = system_rhs(inputs, key, system, t + h0, ytmp, k[1])
         nfev += 1
         if status != STATUS_OK:
             return status, t, count, t_out, y_out, nfev, nsteps, nrejected
@@ -138,7 +201,7 @@ def integrate_adaptive(body_int, body_real, gravity, tau, ws, y0, t0, t_end, rto
             h = t_end - t
         if h < 10.0 * 2.220446049250313e-16 * max(abs(t), 1e-300):
             return STATUS_STEP_UNDERFLOW, t, count, t_out, y_out, nfev, nsteps, nrejected
-        status = rk_stages(body_int, body_real, gravity, tau, ws, y, h, a, c, k, ytmp, 1)
+        status = rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, 1)
         nfev += s - 1
         err = np.inf
         if status == STATUS_OK:
@@ -194,7 +257,7 @@ def integrate_adaptive(body_int, body_real, gravity, tau, ws, y0, t0, t_end, rto
 
 
 @njit
-def integrate_fixed(body_int, body_real, gravity, tau, ws, y0, t0, t_end, dt, every, a, b, c, k, t_out, y_out):
+def integrate_fixed(inputs, key, system, y0, t0, t_end, dt, every, a, b, c, k, t_out, y_out):
     """Fixed-step explicit RK from t0 to t_end with step dt (the last step shortened to land on t_end).
 
     Stores t0, every ``every``-th step and t_end. Returns (status, t_fail, count, t_out, y_out, nfev, nsteps).
@@ -211,9 +274,9 @@ def integrate_fixed(body_int, body_real, gravity, tau, ws, y0, t0, t_end, dt, ev
     nsteps_total = int(math.ceil((t_end - t0) / dt - 1e-9))
     for step in range(nsteps_total):
         h = dt if step < nsteps_total - 1 else t_end - t
-        status = rhs(body_int, body_real, gravity, tau, ws, y, k[0])
+        status = system_rhs(inputs, key, system, t, y, k[0])
         if status == STATUS_OK:
-            status = rk_stages(body_int, body_real, gravity, tau, ws, y, h, a, c, k, ytmp, 1)
+            status = rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, 1)
         nfev += s
         if status != STATUS_OK:
             if (status & 15) != STATUS_SINGULAR:  # a non-finite stage: the solution blew up in this step
@@ -229,6 +292,61 @@ def integrate_fixed(body_int, body_real, gravity, tau, ws, y0, t0, t_end, dt, ev
         t = t_end if step == nsteps_total - 1 else t0 + (step + 1) * dt
         if not finite:
             return STATUS_NONFINITE_STATE, t, count, t_out, y_out, nfev, step + 1
+        if (step + 1) % every == 0 or step == nsteps_total - 1:
+            t_out, y_out = _store(t_out, y_out, count, t, y)
+            count += 1
+    return STATUS_OK, t, count, t_out, y_out, nfev, nsteps_total
+
+
+@njit
+def integrate_midpoint(inputs, key, system, y0, t0, t_end, dt, every, tol, max_iter, f, t_out, y_out):
+    """Implicit midpoint rule y1 = y0 + h f(t + h/2, (y0 + y1) / 2), fixed step dt, by fixed-point iteration.
+
+    Symmetric (time-reversible), second order, and symplectic where the mass matrix is constant; its energy
+    error stays bounded over long conservative runs instead of drifting. The iteration converges for
+    h * |df/dy| < 1: it is for non-stiff problems. Returns (status, t_fail, count, t_out, y_out, nfev, nsteps).
+    """
+    n = y0.shape[0]
+    y = y0.copy()
+    y_new = np.empty(n)
+    y_mid = np.empty(n)
+    t = t0
+    nfev = 0
+    count = 0
+    t_out, y_out = _store(t_out, y_out, count, t0, y)
+    count += 1
+    nsteps_total = int(math.ceil((t_end - t0) / dt - 1e-9))
+    for step in range(nsteps_total):
+        h = dt if step < nsteps_total - 1 else t_end - t
+        status = system_rhs(inputs, key, system, t, y, f)  # explicit Euler predictor
+        nfev += 1
+        if status != STATUS_OK:
+            return (status if (status & 15) == STATUS_SINGULAR else STATUS_NONFINITE_STATE), t, count, t_out, \
+                y_out, nfev, step
+        for j in range(n):
+            y_new[j] = y[j] + h * f[j]
+        converged = False
+        for _ in range(max_iter):
+            for j in range(n):
+                y_mid[j] = 0.5 * (y[j] + y_new[j])
+            status = system_rhs(inputs, key, system, t + 0.5 * h, y_mid, f)
+            nfev += 1
+            if status != STATUS_OK:
+                return (status if (status & 15) == STATUS_SINGULAR else STATUS_NONFINITE_STATE), t, count, \
+                    t_out, y_out, nfev, step
+            change = 0.0
+            for j in range(n):
+                updated = y[j] + h * f[j]
+                change = max(change, abs(updated - y_new[j]) / (1.0 + abs(updated)))
+                y_new[j] = updated
+            if change <= tol:
+                converged = True
+                break
+        if not converged:
+            return STATUS_NO_CONVERGENCE, t, count, t_out, y_out, nfev, step
+        for j in range(n):
+            y[j] = y_new[j]
+        t = t_end if step == nsteps_total - 1 else t0 + (step + 1) * dt
         if (step + 1) % every == 0 or step == nsteps_total - 1:
             t_out, y_out = _store(t_out, y_out, count, t, y)
             count += 1

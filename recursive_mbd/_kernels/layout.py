@@ -73,8 +73,29 @@ STATUS_SINGULAR = 4  # articulated inertia of a joint singular; index = body
 STATUS_STEP_UNDERFLOW = 6
 STATUS_MAX_STEPS = 7
 STATUS_NONFINITE_STATE = 8
+STATUS_NO_CONVERGENCE = 9  # an implicit step's iteration did not converge
 
 
 def decode_status(status):
     """Split a kernel status into (kind, index)."""
     return status & 15, status >> 4
+
+# ---- elem_int: (nelements, 5) int64 ------------------------------------------------------------------------------
+ETYPE = 0  # element type code (below)
+EBODY_A = 1  # body index (-1 for the ground); the body of a joint element, force or torque
+EBODY_B = 2  # second body of a spring-damper (-1 for the ground)
+ESLOT = 3  # index of the element's time-varying value in the input vector u, -1 if constant
+EFRAME = 4  # force components given in: 0 the ground frame, 1 the body frame
+N_EINT = 5
+SPRING_DAMPER = 0
+JOINT_SPRING_DAMPER = 1
+POINT_FORCE = 2
+BODY_TORQUE = 3
+
+# ---- elem_real: (nelements, 7) float64 ---------------------------------------------------------------------------
+EPAX = 0  # attachment point on body a relative to its centre of mass, body frame (ground: ground frame) (2 cols)
+EPBX = 2  # spring-damper: point on body b, likewise (2 columns); point force: the force (Fx, Fy); torque: EPBX
+EK = 4  # stiffness [N/m or N m/rad]
+EC = 5  # damping [N s/m or N m s/rad]
+EREST = 6  # rest length [m] or rest joint coordinate
+N_EREAL = 7

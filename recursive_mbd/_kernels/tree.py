@@ -291,17 +291,23 @@ def _condense_planar(ws, i, tau, k):
 
 
 @njit
-def forward_dynamics(body_int, body_real, gravity, q, qd, tau, ws, qdd):
-    """Recursive O(N) forward dynamics: qdd from M(q) qdd + h(q, qd) = tau (seed 003, eqs. 3.18-3.24).
+def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, ws, qdd, drive):
+    """Recursive O(N) forward dynamics: qdd from M(q) qdd + h(q, qd) = tau + J^T wrench (seed 003, eqs. 3.18-3.24).
 
     Pass 1 (base to tip) joint kinematics; pass 2 (tip to base) eliminates each joint's acceleration (3.23) and
     condenses the body's mass and force onto its parent (3.24b); pass 3 (base to tip) recovers the joint and body
     accelerations. ws[i, ACC:ACC+3] holds each body's centre-of-mass and angular acceleration on return.
+
+    wrench (nbodies, 3): external force and moment at each centre of mass, or shape (0, 3) for none.
+    driven (nbodies,): nonzero for a 1-dof joint whose acceleration is prescribed (in qdd on entry); such a joint
+    is not eliminated, and drive[k] returns the joint force its driver must add to tau[k]. Shape (0,) for none.
     """
     status = check_finite(q, qd, tau)
     if status != STATUS_OK:
         return status
     n = body_int.shape[0]
+    has_wrench = wrench.shape[0] > 0
+    has_drivers = driven.shape[0] > 0
     kinematics_pass(body_int, body_real, q, qd, ws, False)
 
     # pass 2, tip to base: condense mass and force onto the parent (eqs. 3.23, 3.24b). The contribution of body
@@ -321,6 +327,10 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, ws, qdd):
         q0 = a * gravity[0]
         q1 = a * gravity[1]
         q2 = 0.0
+        if has_wrench:
+            q0 += wrench[i, 0]
+            q1 += wrench[i, 1]
+            q2 += wrench[i, 2]
         if flags & NEXT_IS_CHILD:
             a += ca
             b += cb
@@ -347,7 +357,26 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, ws, qdd):
         f0 = q0 - (a * hx + b * hy)
         f1 = q1 - (b * hx + d * hy)
         f2 = q2 - (c * hx + e * hy)
-        if nd == 1:
+        if nd == 1 and has_drivers and driven[i]:
+            # prescribed acceleration: nothing to eliminate; G qdd is known and enters like H (eq. 3.19a).
+            # M^ and Q^ are kept for the driving force of pass 3.
+            gx = ws[i, GX]
+            gy = ws[i, GX + 1]
+            g2 = 1.0 if body_int[i, JTYPE] == REVOLUTE else 0.0
+            ws[i, IA + 0] = a
+            ws[i, IA + 1] = b
+            ws[i, IA + 2] = c
+            ws[i, IA + 3] = d
+            ws[i, IA + 4] = e
+            ws[i, IA + 5] = f
+            ws[i, QA + 0] = q0
+            ws[i, QA + 1] = q1
+            ws[i, QA + 2] = q2
+            acc = qdd[body_int[i, QIDX]]
+            f0 -= (a * gx + b * gy + c * g2) * acc
+            f1 -= (b * gx + d * gy + e * g2) * acc
+            f2 -= (c * gx + e * gy + f * g2) * acc
+        elif nd == 1:
             gx = ws[i, GX]
             gy = ws[i, GX + 1]
             g2 = 1.0 if body_int[i, JTYPE] == REVOLUTE else 0.0
@@ -451,7 +480,18 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, ws, qdd):
         a0 = b0 + ws[i, HX]
         a1 = b1 + ws[i, HX + 1]
         a2 = b2
-        if nd == 1:
+        if nd == 1 and has_drivers and driven[i]:
+            g2 = 1.0 if body_int[i, JTYPE] == REVOLUTE else 0.0
+            acc = qdd[k]
+            a0 += ws[i, GX] * acc
+            a1 += ws[i, GX + 1] * acc
+            a2 += g2 * acc
+            # joint force the subtree needs, G^T (M^ a - Q^) (eq. 3.21 with the parent held), less what tau gives
+            m0 = ws[i, IA] * a0 + ws[i, IA + 1] * a1 + ws[i, IA + 2] * a2 - ws[i, QA]
+            m1 = ws[i, IA + 1] * a0 + ws[i, IA + 3] * a1 + ws[i, IA + 4] * a2 - ws[i, QA + 1]
+            m2 = ws[i, IA + 2] * a0 + ws[i, IA + 4] * a1 + ws[i, IA + 5] * a2 - ws[i, QA + 2]
+            drive[k] = ws[i, GX] * m0 + ws[i, GX + 1] * m1 + g2 * m2 - tau[k]
+        elif nd == 1:
             g2 = 1.0 if body_int[i, JTYPE] == REVOLUTE else 0.0
             acc = ws[i, DINV] * (ws[i, UU] - (ws[i, U1] * b0 + ws[i, U1 + 1] * b1 + ws[i, U1 + 2] * b2))
             qdd[k] = acc
@@ -475,8 +515,8 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, ws, qdd):
 
 
 @njit
-def inverse_dynamics(body_int, body_real, gravity, q, qd, qdd, ws, tau):
-    """Recursive Newton-Euler: tau = M(q) qdd + h(q, qd), O(N).
+def inverse_dynamics(body_int, body_real, gravity, q, qd, qdd, wrench, ws, tau):
+    """Recursive Newton-Euler: tau = M(q) qdd + h(q, qd) - J^T wrench, O(N) (wrench shape (0, 3) for none).
 
     Base to tip: body accelerations (eq. 3.19a) and the force each body needs, M_i a_i - Q_i. Tip to base: the
     force transmitted by each joint, F_i = f_i + sum over children B_c^T F_c, and tau_i = G_i^T F_i (eq. 3.21).
@@ -513,6 +553,10 @@ def inverse_dynamics(body_int, body_real, gravity, q, qd, qdd, ws, tau):
         ws[i, QA] = m * (a0 - gravity[0])
         ws[i, QA + 1] = m * (a1 - gravity[1])
         ws[i, QA + 2] = body_real[i, INERTIA] * a2
+        if wrench.shape[0] > 0:
+            ws[i, QA] -= wrench[i, 0]
+            ws[i, QA + 1] -= wrench[i, 1]
+            ws[i, QA + 2] -= wrench[i, 2]
     for i in range(n - 1, -1, -1):
         p = body_int[i, PARENT]
         k = body_int[i, QIDX]
