@@ -146,6 +146,13 @@ def _derivatives(function, step=1e-3):
     return evaluate
 
 
+def _given_derivatives(f, f_dot, f_ddot):
+    def evaluate(t):
+        return float(f(t)), float(f_dot(t)), float(f_ddot(t))
+
+    return evaluate
+
+
 class _Inputs:
     """Everything time-varying of one run, laid out in the input vector u:
 
@@ -183,7 +190,7 @@ class _Inputs:
             if callable(spec):
                 evaluate = _derivatives(spec)
             elif isinstance(spec, (tuple, list)) and len(spec) == 3 and all(callable(f) for f in spec):
-                evaluate = (lambda f, fd, fdd: lambda t: (float(f(t)), float(fd(t)), float(fdd(t))))(*spec)
+                evaluate = _given_derivatives(*spec)
             else:
                 raise TypeError(f"driver of body {name!r}: give f(t) or a tuple (f, f', f'') of functions")
             self.drivers.append((int(model.joint_q_index[index]), name, evaluate))

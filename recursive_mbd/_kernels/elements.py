@@ -10,8 +10,25 @@ import math
 import numba
 
 from .layout import (
-    BODY_TORQUE, CS, EBODY_A, EBODY_B, EC, EFRAME, EK, EPAX, EPBX, EREST, ESLOT, ETYPE, JOINT_SPRING_DAMPER, OM,
-    POINT_FORCE, QIDX, SN, SPRING_DAMPER, STATUS_OK,
+    BODY_TORQUE,
+    CS,
+    EBODY_A,
+    EBODY_B,
+    EC,
+    EFRAME,
+    EK,
+    EPAX,
+    EPBX,
+    EREST,
+    ESLOT,
+    ETYPE,
+    JOINT_SPRING_DAMPER,
+    OM,
+    POINT_FORCE,
+    QIDX,
+    SN,
+    SPRING_DAMPER,
+    STATUS_OK,
 )
 from .tree import com_kinematics
 

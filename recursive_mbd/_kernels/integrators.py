@@ -19,7 +19,11 @@ import numpy as np
 
 from .elements import element_forces
 from .layout import (
-    STATUS_MAX_STEPS, STATUS_NO_CONVERGENCE, STATUS_NONFINITE_STATE, STATUS_OK, STATUS_SINGULAR,
+    STATUS_MAX_STEPS,
+    STATUS_NO_CONVERGENCE,
+    STATUS_NONFINITE_STATE,
+    STATUS_OK,
+    STATUS_SINGULAR,
     STATUS_STEP_UNDERFLOW,
 )
 from .tree import forward_dynamics
