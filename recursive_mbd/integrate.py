@@ -74,6 +74,7 @@ RK4 = Tableau(
 TABLEAUS = {t.name: t for t in (DOPRI5, RK4)}
 METHODS = (*TABLEAUS, "implicit_midpoint")  # and "scipy:NAME"; implicit midpoint: integrators.integrate_midpoint
 FIXED_STEP = ("rk4", "implicit_midpoint")
+IMPLICIT_SCIPY = ("Radau", "BDF", "LSODA")  # given the structured Jacobian of integrators.rhs_jacobian
 
 
 # ---- inputs: time-varying elements, tau as a function, drivers --------------------------------------------------
@@ -282,9 +283,11 @@ class SimulationResult:
         self.nrejected = int(nrejected)
         self._evaluator = evaluator  # (callback, key, system, inputs) of the run, to evaluate its dynamics again
 
-    def _require_model(self, what):
-        if self.model is None or self._evaluator is None:
-            raise ValueError(f"{what} needs the model and inputs of the run; this result was loaded from a file")
+    def _require_model(self, what, inputs=True):
+        if self.model is None:
+            raise ValueError(f"{what} needs the model: load the result with SimulationResult.load(path, model)")
+        if inputs and self._evaluator is None:
+            raise ValueError(f"{what} needs the inputs of the run (tau, drivers); this result was loaded from a file")
 
     def _evaluate(self, index):
         """Run the right-hand side at sample ``index``: qdd, driving forces and element loads land in the system."""
@@ -319,7 +322,7 @@ class SimulationResult:
 
     def energy(self):
         """Kinetic and potential energy (gravity and springs) at every sample: (T, V), each shape (nt,) [J]."""
-        self._require_model("energy()")
+        self._require_model("energy()", inputs=False)
         pairs = np.array([energy(self.model, q, qd, t=t) for t, q, qd in zip(self.t, self.q, self.qd, strict=True)])
         return pairs.reshape(-1, 2)[:, 0], pairs.reshape(-1, 2)[:, 1]
 
@@ -331,7 +334,7 @@ class SimulationResult:
 
     def poses(self, body):
         """Pose (x, y, theta) of a body's frame at every sample, shape (nt, 3)."""
-        self._require_model("poses()")
+        self._require_model("poses()", inputs=False)
         index = self.model.body_index(body)
         return np.array([forward_kinematics(self.model, q)[0][index] for q in self.q])
 
@@ -383,6 +386,20 @@ def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval,
         return dy.copy()
 
     kwargs = dict(method=method, rtol=rtol, atol=atol, max_step=max_step)
+    if method in IMPLICIT_SCIPY:
+        n = y0.size
+        f0, ytmp, ftmp, jac = np.empty(n), np.empty(n), np.empty(n), np.empty((n, n))
+
+        def jacobian(t, y):
+            status = integrators.system_rhs(callback, key, system, t, y, f0)
+            if not status:
+                status = integrators.rhs_jacobian(callback, key, system, t, y, f0, ytmp, ftmp, jac)
+            if status:
+                failure.append((status, t))
+                raise _StopRhs
+            return jac.copy()
+
+        kwargs["jac"] = jacobian
     if first_step is not None:
         kwargs["first_step"] = first_step
     if t_eval is not None:
@@ -418,7 +435,10 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         (q, qd)) and 4th-order dense output. "rk4": classic fixed-step Runge-Kutta with step ``dt``.
         "implicit_midpoint": fixed step ``dt``, symmetric, bounded energy error on long conservative runs.
         "scipy:NAME": scipy's solve_ivp method NAME (RK45, DOP853, Radau, BDF, LSODA, ...) on the same
-        right-hand side (Python calls per evaluation).
+        right-hand side (one Python call per evaluation). For stiff problems (stiff damped springs) use
+        "scipy:Radau" or "scipy:BDF": they get the Jacobian from ``integrators.rhs_jacobian`` (2 nf
+        forward-dynamics evaluations in compiled code, structure exploited), evaluated only when their Newton
+        iteration asks for it, not every step.
     t_eval : array_like, optional
         Sorted output times in [t0, t_end] (dopri5 and scipy methods); t0 and t_end are added.
     every : int

@@ -335,8 +335,8 @@ def integrate_midpoint(inputs, key, system, y0, t0, t_end, dt, every, tol, max_i
                 y_mid[j] = 0.5 * (y[j] + y_new[j])
             status = system_rhs(inputs, key, system, t + 0.5 * h, y_mid, f)
             nfev += 1
-            if status != STATUS_OK:
-                return (status if (status & 15) == STATUS_SINGULAR else STATUS_NONFINITE_STATE), t, count, \
+            if status != STATUS_OK:  # a diverging iteration runs into inf/NaN: it did not converge
+                return (status if (status & 15) == STATUS_SINGULAR else STATUS_NO_CONVERGENCE), t, count, \
                     t_out, y_out, nfev, step
             change = 0.0
             for j in range(n):
@@ -345,6 +345,8 @@ def integrate_midpoint(inputs, key, system, y0, t0, t_end, dt, every, tol, max_i
                 y_new[j] = updated
             if change <= tol:
                 converged = True
+                break
+            if not change < 1e300:  # NaN or inf: diverged
                 break
         if not converged:
             return STATUS_NO_CONVERGENCE, t, count, t_out, y_out, nfev, step
@@ -355,3 +357,30 @@ def integrate_midpoint(inputs, key, system, y0, t0, t_end, dt, every, tol, max_i
             t_out, y_out = _store(t_out, y_out, count, t, y)
             count += 1
     return STATUS_OK, t, count, t_out, y_out, nfev, nsteps_total
+
+
+@njit
+def rhs_jacobian(inputs, key, system, t, y, f0, ytmp, ftmp, jac):
+    """df/dy at (t, y) into jac (n, n), n = 2 nf + 2, with f0 = f(t, y) given.
+
+    The structure is used: the q rows are exactly [0, I, 0]; nothing depends on the work columns; the remaining
+    2 nf columns are forward differences of the right-hand side (2 nf forward-dynamics evaluations, all in
+    compiled code). Returns the status.
+    """
+    n = y.shape[0]
+    nf = (n - 2) // 2
+    jac[:, :] = 0.0
+    for j in range(nf):
+        jac[j, nf + j] = 1.0
+    for j in range(n):
+        ytmp[j] = y[j]
+    for col in range(2 * nf):
+        step = 1.4901161193847656e-08 * max(1.0, abs(y[col]))  # sqrt(eps) relative step
+        ytmp[col] = y[col] + step
+        status = system_rhs(inputs, key, system, t, ytmp, ftmp)
+        ytmp[col] = y[col]
+        if status != STATUS_OK:
+            return status
+        for row in range(nf, n):
+            jac[row, col] = (ftmp[row] - f0[row]) / step
+    return STATUS_OK

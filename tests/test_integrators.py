@@ -1,0 +1,182 @@
+"""Integrator suite, inputs (tau functions, drivers) and results, on the seed 000 example and chains."""
+
+import numba
+import numpy as np
+import pytest
+
+import recursive_mbd as rm
+from recursive_mbd import ModelError, SimulationError, StateError, chains
+
+
+def test_seed000_energy_balance_and_two_integrators_agree():
+    model, q0, qd0 = rm.models.two_squares()
+    times = np.linspace(0.0, 5.0, 201)
+    res = rm.simulate(model, q0, qd0, 5.0, rtol=1e-12, atol=1e-13, t_eval=times)
+    kinetic, potential = res.energy()
+    e0 = kinetic[0] + potential[0]
+    assert e0 == pytest.approx(5.0 * 9.81 * 2.0)  # both centres at y = a = 1, spring at zero length
+    assert np.max(np.abs(res.energy_balance())) < 1e-8 * e0
+    assert res.dissipated_work[-1] > 10.0  # the damper really worked
+    other = rm.simulate(model, q0, qd0, 5.0, method="scipy:DOP853", rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(other.q[-1], res.q[-1], atol=1e-7)
+    fixed = rm.simulate(model, q0, qd0, 5.0, method="rk4", dt=1e-3)
+    np.testing.assert_allclose(fixed.q[-1], res.q[-1], atol=1e-7)
+
+
+def _driven_chain():
+    model = chains.serial_chain(3)
+    drivers = {"link1": (np.sin, np.cos, lambda t: -np.sin(t))}
+    return model, drivers
+
+
+def test_prescribed_motion_partitioned_mass_matrix_and_driving_torque():
+    model, drivers = _driven_chain()
+    res = rm.simulate(model, [0.0, 0.3, -0.2], [5.0, 0.0, 0.0], 3.0, rtol=1e-11, atol=1e-12, drivers=drivers,
+                      t_eval=np.linspace(0, 3, 31))
+    np.testing.assert_allclose(res.q[:, 0], np.sin(res.t), atol=1e-15)  # the driver's motion, q0[0] ignored
+    np.testing.assert_allclose(res.qd[:, 0], np.cos(res.t), atol=1e-15)
+    qdd = res.qdd()
+    drive = res.driving_forces()
+    free, fixed = [1, 2], [0]
+    for i in range(res.t.size):
+        q, qd = res.q[i], res.qd[i]
+        mass = rm.mass_matrix(model, q)
+        rhs = -rm.bias_forces(model, q, qd)[free] - mass[np.ix_(free, fixed)] @ qdd[i, fixed]
+        np.testing.assert_allclose(qdd[i, free], np.linalg.solve(mass[np.ix_(free, free)], rhs), rtol=1e-10,
+                                   atol=1e-10)
+        assert qdd[i, 0] == pytest.approx(-np.sin(res.t[i]), abs=1e-15)
+        tau = rm.inverse_dynamics(model, q, qd, qdd[i])
+        assert drive[i, 0] == pytest.approx(tau[0], rel=1e-10, abs=1e-10)
+        np.testing.assert_allclose(tau[free], 0.0, atol=1e-9)
+    assert np.all(drive[:, free] == 0.0)
+    # the energy balance includes the driver's work
+    assert np.max(np.abs(res.energy_balance())) < 1e-8
+
+
+def test_driver_derivatives_by_differences_match_given_ones():
+    model, drivers = _driven_chain()
+    given = rm.simulate(model, np.zeros(3), np.zeros(3), 1.0, rtol=1e-11, atol=1e-12, drivers=drivers)
+    differenced = rm.simulate(model, np.zeros(3), np.zeros(3), 1.0, rtol=1e-11, atol=1e-12,
+                              drivers={"link1": np.sin})
+    np.testing.assert_allclose(differenced.q[-1], given.q[-1], atol=1e-8)
+
+
+def test_bad_drivers_are_refused():
+    model = rm.Model()
+    model.add_body(joint="planar", mass=1.0, inertia=0.1, name="free")
+    with pytest.raises(ModelError, match="only revolute and prismatic"):
+        rm.simulate(model, np.zeros(3), np.zeros(3), 1.0, drivers={"free": np.sin})
+    chain = chains.serial_chain(2)
+    with pytest.raises(TypeError, match="driver of body 'link1'"):
+        rm.simulate(chain, np.zeros(2), np.zeros(2), 1.0, drivers={"link1": 3.0})
+    with pytest.raises(StateError, match="driver of body 'link2'.*non-finite"):
+        rm.simulate(chain, np.zeros(2), np.zeros(2), 1.0, drivers={"link2": lambda t: np.nan})
+
+
+@numba.njit
+def _pd_controller(t, q, qd):
+    return -20.0 * (q - 0.3 * np.sin(t)) - 2.0 * qd
+
+
+def _python_pd(t, q, qd):
+    return -20.0 * (q - 0.3 * np.sin(t)) - 2.0 * qd
+
+
+def test_tau_as_constant_function_and_controller():
+    model = chains.serial_chain(2)
+    q0, qd0 = np.array([0.5, -0.2]), np.zeros(2)
+    constant = rm.simulate(model, q0, qd0, 1.0, tau=[0.3, -0.1], rtol=1e-11, atol=1e-12)
+    of_time = rm.simulate(model, q0, qd0, 1.0, tau=lambda t: np.array([0.3, -0.1]), rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(of_time.q[-1], constant.q[-1], atol=1e-12)
+    compiled = rm.simulate(model, q0, qd0, 2.0, tau=_pd_controller, rtol=1e-11, atol=1e-12)
+    python = rm.simulate(model, q0, qd0, 2.0, tau=_python_pd, rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(python.q[-1], compiled.q[-1], atol=1e-12)
+    assert compiled.nsteps == python.nsteps
+    # the controller's work is in the balance
+    assert np.max(np.abs(compiled.energy_balance())) < 1e-8
+    with pytest.raises(StateError, match="tau function must return 2"):
+        rm.simulate(model, q0, qd0, 1.0, tau=lambda t: np.zeros(3))
+    with pytest.raises(TypeError, match="tau must take"):
+        rm.simulate(model, q0, qd0, 1.0, tau=lambda t, q: np.zeros(2))
+
+
+@pytest.mark.parametrize("method, order", [("rk4", 4), ("implicit_midpoint", 2)])
+def test_fixed_step_order_of_convergence(method, order):
+    model = chains.serial_chain(2)
+    q0, qd0 = np.array([1.0, 0.5]), np.zeros(2)
+    reference = rm.simulate(model, q0, qd0, 1.0, rtol=1e-13, atol=1e-15).q[-1]
+    errors = [np.max(np.abs(rm.simulate(model, q0, qd0, 1.0, method=method, dt=dt).q[-1] - reference))
+              for dt in (0.01, 0.005, 0.0025)]
+    measured = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
+    assert np.all(np.abs(measured - order) < 0.15), measured
+
+
+def test_implicit_midpoint_energy_error_stays_bounded_over_1000_periods():
+    model = chains.serial_chain(1, length=1.0, mass=1.0)
+    q0 = np.array([1.0])
+    period = 2.0 * np.pi * np.sqrt(2.0 / (3.0 * 9.81)) * 1.07  # small-angle period, stretched at 1 rad
+    t_end = 1000 * period
+    res = rm.simulate(model, q0, [0.0], t_end, method="implicit_midpoint", dt=period / 40, every=10)
+    kinetic, potential = res.energy()
+    error = np.abs(kinetic + potential - kinetic[0] - potential[0])
+    first, last = error[: error.size // 10].max(), error[-error.size // 10:].max()
+    assert last < 1.5 * first  # no drift: the late error is no larger than the early one
+    assert error.max() < 2e-3 * abs(potential[0])
+    rk4 = rm.simulate(model, q0, [0.0], t_end, method="rk4", dt=period / 40, every=10)
+    kinetic, potential = rk4.energy()
+    rk4_error = np.abs(kinetic + potential - kinetic[0] - potential[0])
+    assert rk4_error[-rk4_error.size // 10:].max() > 3 * rk4_error[: rk4_error.size // 10].max()  # RK4 drifts
+
+
+def test_stiff_joint_spring_radau_takes_far_fewer_steps_than_dopri5():
+    model = chains.serial_chain(5)
+    # a joint spring 1e6 times gravity's stiffness scale m g L = 9.81 N m, overdamped
+    model.add_joint_spring_damper("link3", 9.81e6, 1e4)
+    q0 = np.full(5, 0.2)
+    q0[2] = 0.0
+    explicit = rm.simulate(model, q0, np.zeros(5), 0.02, rtol=1e-6, atol=1e-8)
+    implicit = rm.simulate(model, q0, np.zeros(5), 0.02, method="scipy:Radau", rtol=1e-6, atol=1e-8)
+    assert implicit.nsteps * 100 < explicit.nsteps
+    np.testing.assert_allclose(implicit.q[-1], explicit.q[-1], atol=1e-6)
+
+
+def test_midpoint_divergence_is_reported():
+    model = chains.serial_chain(5)
+    model.add_joint_spring_damper("link3", 9.81e6, 0.0)
+    with pytest.raises(SimulationError, match="implicit iteration did not converge"):
+        rm.simulate(model, np.full(5, 0.2), np.zeros(5), 1.0, method="implicit_midpoint", dt=0.01)
+
+
+def test_result_outputs_and_npz_round_trip(tmp_path):
+    model, q0, qd0 = rm.models.two_squares()
+    res = rm.simulate(model, q0, qd0, 1.0, t_eval=np.linspace(0, 1, 11))
+    poses = res.poses("body2")
+    assert poses.shape == (11, 3)
+    np.testing.assert_allclose(poses[0], [3.0, 1.0, 0.0], atol=1e-15)  # the seed's initial placement
+    values = res.element_forces()
+    assert values.shape == (11, 1, 3)
+    np.testing.assert_allclose(values[5], rm.element_forces(model, res.q[5], res.qd[5])["per_element"])
+    assert res.qdd().shape == (11, 2)
+    path = tmp_path / "run.npz"
+    res.save(path)
+    loaded = rm.SimulationResult.load(path, model)
+    np.testing.assert_array_equal(loaded.q, res.q)
+    np.testing.assert_array_equal(loaded.dissipated_work, res.dissipated_work)
+    assert (loaded.nsteps, loaded.nfev, loaded.method) == (res.nsteps, res.nfev, "dopri5")
+    np.testing.assert_allclose(loaded.energy()[0], res.energy()[0])
+    with pytest.raises(ValueError, match="loaded from a file"):
+        loaded.qdd()
+    with pytest.raises(ValueError, match="do not match"):
+        rm.SimulationResult.load(path, chains.serial_chain(2))
+
+
+def test_scipy_methods_and_bad_names():
+    model = chains.serial_chain(3)
+    q0 = np.array([0.4, 0.0, -0.3])
+    ours = rm.simulate(model, q0, np.zeros(3), 1.0, rtol=1e-12, atol=1e-13)
+    for name in ("RK45", "DOP853", "LSODA"):
+        theirs = rm.simulate(model, q0, np.zeros(3), 1.0, method=f"scipy:{name}", rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(theirs.q[-1], ours.q[-1], atol=1e-7)
+        assert theirs.t[0] == 0.0 and theirs.t[-1] == 1.0
+    with pytest.raises(ValueError, match="unknown method"):
+        rm.simulate(model, q0, np.zeros(3), 1.0, method="euler")
