@@ -27,8 +27,9 @@ from .errors import ModelError, SimulationError, StateError
 class Tableau:
     """An explicit Runge-Kutta method: y_n+1 = y_n + h sum_j B_j k_j, k_j = f(t + C_j h, y_n + h sum_m A_jm k_m).
 
-    E = B - B_hat are the weights of the embedded error estimate (adaptive methods only); DENSE the weights of the
-    continuous extension's last term (Hairer's dopri5 form); ORDER the order used by step-size control.
+    E = B - B_hat are the weights of the embedded error estimate (adaptive methods only); E3 those of a second,
+    lower-order estimate (DOP853); DENSE the weights of the continuous extension's last term (Hairer's dopri5
+    form); ORDER the order used by step-size control.
     """
 
     name: str
@@ -38,6 +39,7 @@ class Tableau:
     order: int
     E: np.ndarray = field(default=None)
     DENSE: np.ndarray = field(default=None)
+    E3: np.ndarray = field(default=None)
 
     @property
     def adaptive(self):
@@ -71,7 +73,23 @@ RK4 = Tableau(
     order=4,
 )
 
-TABLEAUS = {t.name: t for t in (DOPRI5, RK4)}
+def _dop853():
+    """Dormand-Prince 8(5,3) with the stage f(t + h, y_new) appended as a 13th, FSAL stage (its row of A is B).
+
+    The coefficients are the published ones (Hairer, Norsett & Wanner 1993, II.10) as scipy ships them.
+    """
+    from scipy.integrate._ivp import dop853_coefficients as coef  # noqa: PLC0415
+
+    stages = coef.N_STAGES
+    a = np.zeros((stages + 1, stages + 1))
+    a[:stages, :stages] = coef.A[:stages, :stages]
+    a[stages, :stages] = coef.B
+    return Tableau(name="dop853", A=a, B=np.append(coef.B, 0.0), C=np.append(coef.C[:stages], 1.0), order=8,
+                   E=np.array(coef.E5, dtype=float), E3=np.array(coef.E3, dtype=float))
+
+
+DOP853 = _dop853()
+TABLEAUS = {t.name: t for t in (DOPRI5, DOP853, RK4)}
 METHODS = (*TABLEAUS, "implicit_midpoint")  # and "scipy:NAME"; implicit midpoint: integrators.integrate_midpoint
 FIXED_STEP = ("rk4", "implicit_midpoint")
 IMPLICIT_SCIPY = ("Radau", "BDF", "LSODA")  # given the structured Jacobian of integrators.rhs_jacobian
@@ -432,7 +450,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         Final time [s], > t0.
     method : str
         "dopri5": adaptive Dormand-Prince 5(4) with error control by ``rtol``/``atol`` (per component of
-        (q, qd)) and 4th-order dense output. "rk4": classic fixed-step Runge-Kutta with step ``dt``.
+        (q, qd)) and 4th-order dense output. "dop853": adaptive Dormand-Prince 8(5,3), for tight tolerances
+        (no dense output: use ``every``). "rk4": classic fixed-step Runge-Kutta with step ``dt``.
         "implicit_midpoint": fixed step ``dt``, symmetric, bounded energy error on long conservative runs.
         "scipy:NAME": scipy's solve_ivp method NAME (RK45, DOP853, Radau, BDF, LSODA, ...) on the same
         right-hand side (one Python call per evaluation). For stiff problems (stiff damped springs) use
@@ -493,8 +512,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         raise ValueError(f"method {method!r} is fixed-step: give dt")
     if not fixed and dt is not None:
         raise ValueError(f"dt is for fixed-step methods; {method} chooses its steps from rtol and atol")
-    if fixed and t_eval is not None:
-        raise ValueError(f"t_eval needs an adaptive method with dense output; {method} stores every-th step")
+    if t_eval is not None and (fixed or (method in TABLEAUS and TABLEAUS[method].DENSE is None)):
+        raise ValueError(f"t_eval needs a method with dense output (dopri5 or scipy:NAME); {method} stores "
+                         "every-th step (every=)")
 
     inputs = _Inputs(model, tau, drivers)
     callback, key = inputs.callback()
@@ -556,7 +576,8 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
         status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected = integrators.integrate_adaptive(
             callback, key, system, y0, t0, t_end, rtol, atol, first, max_step, int(max_steps),
             np.empty(0) if t_eval_arr is None else t_eval_arr, every, tableau.A, tableau.B, tableau.C, tableau.E,
-            tableau.order, tableau.DENSE, np.zeros((tableau.C.size, n)), t_out, y_out)
+            np.empty(0) if tableau.E3 is None else tableau.E3, tableau.order,
+            np.empty(0) if tableau.DENSE is None else tableau.DENSE, np.zeros((tableau.C.size, n)), t_out, y_out)
 
     result = _make_result(model, inputs, callback, key, system, t_out[:count].copy(), y_out[:count].copy(),
                           method, nfev, nsteps, nrejected)

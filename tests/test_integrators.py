@@ -180,3 +180,21 @@ def test_scipy_methods_and_bad_names():
         assert theirs.t[0] == 0.0 and theirs.t[-1] == 1.0
     with pytest.raises(ValueError, match="unknown method"):
         rm.simulate(model, q0, np.zeros(3), 1.0, method="euler")
+
+
+def test_dop853_reaches_tight_tolerance_in_fewer_steps():
+    model = chains.serial_chain(4)
+    q0 = np.array([1.2, -0.4, 0.3, 0.0])
+
+    def rhs(_, y):
+        return np.concatenate((y[4:], rm.forward_dynamics(model, y[:4], y[4:])))
+
+    from scipy.integrate import solve_ivp
+
+    reference = solve_ivp(rhs, (0, 2), np.r_[q0, np.zeros(4)], method="DOP853", rtol=3e-14, atol=1e-15).y[:4, -1]
+    high = rm.simulate(model, q0, np.zeros(4), 2.0, method="dop853", rtol=1e-12, atol=1e-14)
+    low = rm.simulate(model, q0, np.zeros(4), 2.0, method="dopri5", rtol=1e-12, atol=1e-14)
+    assert np.max(np.abs(high.q[-1] - reference)) < 1e-9
+    assert high.nsteps * 3 < low.nsteps
+    with pytest.raises(ValueError, match="dense output"):
+        rm.simulate(model, q0, np.zeros(4), 2.0, method="dop853", t_eval=[1.0])

@@ -17,6 +17,8 @@ def test_tableau_invariants(name):
     assert np.all(np.triu(tab.A) == 0.0)  # explicit
     if tab.adaptive:
         assert tab.E.sum() == pytest.approx(0.0, abs=1e-15)
+        if tab.E3 is not None:
+            assert tab.E3.sum() == pytest.approx(0.0, abs=1e-15)
         np.testing.assert_array_equal(tab.A[-1], tab.B)  # first same as last
 
 

@@ -134,11 +134,12 @@ def _rms_norm(x, scale):
 
 @njit
 def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_step, max_step, max_steps, t_eval,
-                       every, a, b, c, e, order, dense, k, t_out, y_out):
-    """Adaptive embedded RK (FSAL, e.g. Dormand-Prince 5(4)) from t0 to t_end.
+                       every, a, b, c, e, e3, order, dense, k, t_out, y_out):
+    """Adaptive embedded RK (FSAL: the last stage is f at the new state) from t0 to t_end.
 
     Error control per Hairer, Norsett & Wanner (1993), II.4: RMS norm of the local error estimate h sum e_j k_j
-    scaled by atol + rtol max(|y_n|, |y_n+1|); new step h (0.9 err^(-1/order)) clamped to [0.2 h, 10 h], no
+    scaled by atol + rtol max(|y_n|, |y_n+1|); with a second estimator e3 (DOP853, II.10) the combined norm
+    |h| err5^2 / sqrt(n (err5^2 + 0.01 err3^2)). New step h (0.9 err^(-1/order)) clamped to [0.2 h, 10 h], no
     growth right after a rejection. Output: at the times in ``t_eval`` by the continuous extension in ``dense``
     (rows: Hairer's d coefficients of dopri5's 4th-order interpolant) when t_eval is non-empty, else every
     ``every``-th accepted step; t0 and t_end always. Returns (status, t_fail, count, t_out, y_out, nfev, nsteps,
@@ -210,14 +211,26 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
         err = np.inf
         if status == STATUS_OK:
             # stage s-1 is evaluated at y_new (FSAL): ytmp holds y + h sum_j a[s-1, j] k_j = y + h sum b_j k_j
+            err5 = 0.0
+            err3 = 0.0
             for j in range(n):
                 y_new[j] = ytmp[j]
+                scale[j] = atol + rtol * max(abs(y[j]), abs(y_new[j]))
                 acc = 0.0
                 for m in range(s):
                     acc += e[m] * k[m, j]
                 err_vec[j] = h * acc
-                scale[j] = atol + rtol * max(abs(y[j]), abs(y_new[j]))
-            err = _rms_norm(err_vec, scale)
+                if e3.shape[0] > 0:
+                    acc3 = 0.0
+                    for m in range(s):
+                        acc3 += e3[m] * k[m, j]
+                    err5 += (acc / scale[j]) ** 2
+                    err3 += (acc3 / scale[j]) ** 2
+            if e3.shape[0] > 0:
+                denominator = err5 + 0.01 * err3
+                err = 0.0 if denominator == 0.0 else abs(h) * err5 / math.sqrt(denominator * n)
+            else:
+                err = _rms_norm(err_vec, scale)
         elif (status & 15) == STATUS_SINGULAR:  # singular dynamics: a model error, not a step-size problem
             return status, t, count, t_out, y_out, nfev, nsteps, nrejected
         if not (err <= 1.0):  # rejected (NaN and inf included): shrink and retry
