@@ -3,6 +3,7 @@
 import numba
 import numpy as np
 import pytest
+from scipy.integrate import solve_ivp
 
 import recursive_mbd as rm
 from recursive_mbd import ModelError, SimulationError, StateError, chains
@@ -188,8 +189,6 @@ def test_dop853_reaches_tight_tolerance_in_fewer_steps():
 
     def rhs(_, y):
         return np.concatenate((y[4:], rm.forward_dynamics(model, y[:4], y[4:])))
-
-    from scipy.integrate import solve_ivp
 
     reference = solve_ivp(rhs, (0, 2), np.r_[q0, np.zeros(4)], method="DOP853", rtol=3e-14, atol=1e-15).y[:4, -1]
     high = rm.simulate(model, q0, np.zeros(4), 2.0, method="dop853", rtol=1e-12, atol=1e-14)
