@@ -269,6 +269,43 @@ def build_system(model, inputs):
             np.zeros(nq), np.zeros(3), np.zeros((model.elem_int.shape[0], 3)), np.zeros(nq), np.zeros(nq))
 
 
+class _Events:
+    """Event functions g(t, q, qd) -> float of one run, evaluated on the integrated state y."""
+
+    def __init__(self, model, events, inputs, system):
+        events = [events] if callable(events) else list(events or ())
+        for g in events:
+            if not callable(g):
+                raise TypeError(f"events must be functions g(t, q, qd), got {g!r}")
+        self.functions = events
+        self.model = model
+        self.inputs = inputs
+        self.free = system[5]
+        self.terminal = np.array([bool(getattr(g, "terminal", False)) for g in events], dtype=np.uint8)
+        self.directions = np.array([float(getattr(g, "direction", 0.0)) for g in events])
+        self.names = [getattr(g, "__name__", f"event{i}") for i, g in enumerate(events)]
+
+    def state(self, t, y):
+        """Full (q, qd) from the integrated state y (drivers evaluated at t)."""
+        nq, nf = self.model.nq, self.free.size
+        q, qd = np.zeros(nq), np.zeros(nq)
+        q[self.free], qd[self.free] = y[:nf], y[nf:2 * nf]
+        for coord, _, evaluate in self.inputs.drivers:
+            q[coord], qd[coord] = evaluate(t)[:2]
+        return q, qd
+
+    def __call__(self, t, y, _, out):
+        q, qd = self.state(t, y)
+        for i, g in enumerate(self.functions):
+            try:
+                value = float(g(t, q, qd))
+            except Exception as err:  # noqa: BLE001 - say which event function failed and when
+                raise StateError(f"event function {self.names[i]!r} raised at t = {t:g}: {err!r}") from err
+            if not math.isfinite(value):
+                raise StateError(f"event function {self.names[i]!r} returned {value} at t = {t:g}")
+            out[i] = value
+
+
 # ---- result -------------------------------------------------------------------------------------------------------
 
 class SimulationResult:
@@ -286,6 +323,10 @@ class SimulationResult:
     method : str
     nfev, nsteps, nrejected : int
         Right-hand-side (forward-dynamics) evaluations, accepted and rejected steps.
+    status : str
+        "finished", or "event" when a terminal event ended the run (at t[-1]).
+    t_events, q_events, qd_events : list of ndarray
+        Per event function: the times of its zero crossings (nev,) and the states there (nev, nq).
     """
 
     def __init__(self, model, t, q, qd, work, method, nfev, nsteps, nrejected, evaluator=None):
@@ -300,6 +341,10 @@ class SimulationResult:
         self.nsteps = int(nsteps)
         self.nrejected = int(nrejected)
         self._evaluator = evaluator  # (callback, key, system, inputs) of the run, to evaluate its dynamics again
+        self.status = "finished"
+        self.t_events = []  # per event function: times of its zero crossings, and the state there
+        self.q_events = []
+        self.qd_events = []
 
     def _require_model(self, what, inputs=True):
         if self.model is None:
@@ -390,7 +435,19 @@ def _positive(value, what):
     return value
 
 
-def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval, max_step, first_step):
+def _scipy_event(events, index):
+    values = np.empty(len(events.functions))
+
+    def g(t, y):
+        events(t, y, None, values)
+        return values[index]
+
+    g.terminal = bool(events.terminal[index])
+    g.direction = float(events.directions[index])
+    return g
+
+
+def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval, max_step, first_step, events):
     from scipy.integrate import solve_ivp  # noqa: PLC0415
 
     dy = np.empty_like(y0)
@@ -422,14 +479,21 @@ def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval,
         kwargs["first_step"] = first_step
     if t_eval is not None:
         kwargs["t_eval"] = t_eval
+    if events.functions:
+        kwargs["events"] = [_scipy_event(events, i) for i in range(len(events.functions))]
     try:
         sol = solve_ivp(rhs, (t0, t_end), y0, **kwargs)
     except _StopRhs:
         status, t_fail = failure[0]
-        return status, t_fail, np.array([t0]), y0[None, :], 0, 0
+        return status, t_fail, np.array([t0]), y0[None, :], 0, 0, []
+    records = []
+    for i, (times, states) in enumerate(zip(sol.t_events or [], sol.y_events or [], strict=True)):
+        records += [(i, float(t_ev), y_ev) for t_ev, y_ev in zip(times, states, strict=True)]
+    if sol.status == 1:  # a terminal event
+        return L.STATUS_EVENT, float(sol.t[-1]), sol.t, sol.y.T, sol.nfev, sol.t.size - 1, records
     if not sol.success:
-        return L.STATUS_STEP_UNDERFLOW, float(sol.t[-1]), sol.t, sol.y.T, sol.nfev, sol.t.size - 1
-    return L.STATUS_OK, t_end, sol.t, sol.y.T, sol.nfev, sol.t.size - 1
+        return L.STATUS_STEP_UNDERFLOW, float(sol.t[-1]), sol.t, sol.y.T, sol.nfev, sol.t.size - 1, records
+    return L.STATUS_OK, t_end, sol.t, sol.y.T, sol.nfev, sol.t.size - 1, records
 
 
 class _StopRhs(Exception):
@@ -438,7 +502,7 @@ class _StopRhs(Exception):
 
 def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t0=0.0, dt=None, t_eval=None,
              every=1, max_step=np.inf, first_step=None, max_steps=10_000_000, tau=None, drivers=None,
-             midpoint_tol=1e-13):
+             events=None, midpoint_tol=1e-13):
     """Integrate M(q) qdd + h(q, qd) = tau + Q_elements from (q0, qd0) at t0 to t_end.
 
     Parameters
@@ -475,6 +539,11 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         Prescribed motion ``{body: f}`` or ``{body: (f, f_dot, f_ddot)}`` for revolute or prismatic joints:
         q_j = f(t); without derivatives they are taken by central differences. Driven coordinates leave the
         integrated state; ``result.driving_forces()`` gives the joint force each driver supplies.
+    events : callable or list of callables, optional
+        Event functions ``g(t, q, qd) -> float`` (dopri5 and scipy methods). Each zero crossing is located on the
+        dense output and recorded in ``result.t_events`` / ``q_events`` / ``qd_events``. As in scipy, an
+        attribute ``g.terminal = True`` ends the run at the first crossing, and ``g.direction`` > 0 (< 0) counts
+        only rising (falling) crossings.
     midpoint_tol : float
         Convergence tolerance of the implicit midpoint iteration (relative change per component).
 
@@ -519,12 +588,16 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     inputs = _Inputs(model, tau, drivers)
     callback, key = inputs.callback()
     system = build_system(model, inputs)
+    event_functions = _Events(model, events, inputs, system)
+    if event_functions.functions and scipy_method is None and (
+            method not in TABLEAUS or TABLEAUS[method].DENSE is None):
+        raise ValueError(f"events need a method with dense output (dopri5 or scipy:NAME), not {method!r}")
     return _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd0, t0, t_end, rtol, atol, dt,
-                     t_eval, every, max_step, first_step, max_steps, midpoint_tol)
+                     t_eval, every, max_step, first_step, max_steps, midpoint_tol, event_functions)
 
 
 def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd0, t0, t_end, rtol, atol, dt, t_eval,
-              every, max_step, first_step, max_steps, midpoint_tol):
+              every, max_step, first_step, max_steps, midpoint_tol, events):
     free = system[5]
     if inputs.has_python or inputs.tau_function is not None:
         # a first evaluation in Python: a function that fails or returns the wrong shape is reported clearly here
@@ -539,6 +612,7 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
     t_out = np.empty(capacity)
     y_out = np.empty((capacity, n))
     nrejected = 0
+    event_records = []  # (event index, t, y)
     t_eval_arr = None
     if t_eval is not None:
         t_eval_arr = np.asarray(t_eval, dtype=float).ravel()
@@ -550,9 +624,9 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
     if scipy_method is not None:
         rtol = _positive(rtol, "rtol")
         atol = _positive(atol, "atol")
-        status, t_fail, t_out, y_out, nfev, nsteps = _scipy_run(
+        status, t_fail, t_out, y_out, nfev, nsteps, event_records = _scipy_run(
             scipy_method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval_arr,
-            max_step if np.isfinite(max_step) else np.inf, first_step)
+            max_step if np.isfinite(max_step) else np.inf, first_step, events)
         count = t_out.size
         if t_eval_arr is None and every > 1:
             keep = np.unique(np.r_[0:count:every, count - 1])
@@ -573,14 +647,31 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
         atol = _positive(atol, "atol")
         max_step = _positive(max_step, "max_step") if np.isfinite(max_step) else np.inf
         first = 0.0 if first_step is None else _positive(first_step, "first_step")
-        status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected = integrators.integrate_adaptive(
+        if events.functions:
+            events_fn, events_key = _python_bridge, next(_KEYS)
+            _PYTHON_INPUTS[events_key] = events
+        else:
+            events_fn, events_key = integrators.no_inputs, 0
+        (status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t,
+         ev_y) = integrators.integrate_adaptive(
             callback, key, system, y0, t0, t_end, rtol, atol, first, max_step, int(max_steps),
             np.empty(0) if t_eval_arr is None else t_eval_arr, every, tableau.A, tableau.B, tableau.C, tableau.E,
             np.empty(0) if tableau.E3 is None else tableau.E3, tableau.order,
-            np.empty(0) if tableau.DENSE is None else tableau.DENSE, np.zeros((tableau.C.size, n)), t_out, y_out)
+            np.empty(0) if tableau.DENSE is None else tableau.DENSE, np.zeros((tableau.C.size, n)), t_out, y_out,
+            events_fn, events_key, events.directions, events.terminal, np.empty(16), np.empty((16, n + 1)))
+        event_records = [(int(row[0]), t_ev, row[1:]) for t_ev, row in zip(ev_t[:nev], ev_y[:nev], strict=True)]
 
     result = _make_result(model, inputs, callback, key, system, t_out[:count].copy(), y_out[:count].copy(),
                           method, nfev, nsteps, nrejected)
+    for i in range(len(events.functions)):
+        hits = [(t_ev, y_ev) for index, t_ev, y_ev in event_records if index == i]
+        states = [events.state(t_ev, y_ev) for t_ev, y_ev in hits]
+        result.t_events.append(np.array([t_ev for t_ev, _ in hits]))
+        result.q_events.append(np.array([q for q, _ in states]).reshape(-1, model.nq))
+        result.qd_events.append(np.array([qd for _, qd in states]).reshape(-1, model.nq))
+    if status == L.STATUS_EVENT:
+        result.status = "event"
+        status = L.STATUS_OK
     if status != L.STATUS_OK:
         kind, _ = L.decode_status(status)
         reasons = {

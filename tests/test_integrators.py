@@ -197,3 +197,36 @@ def test_dop853_reaches_tight_tolerance_in_fewer_steps():
     assert high.nsteps * 3 < low.nsteps
     with pytest.raises(ValueError, match="dense output"):
         rm.simulate(model, q0, np.zeros(4), 2.0, method="dop853", t_eval=[1.0])
+
+
+def _pendulum_crossing(t, q, qd):
+    return q[0]  # the rod passes the vertical
+
+
+def test_events_record_and_stop_on_the_dense_output():
+    model = chains.serial_chain(1, length=1.0, mass=1.0)
+    res = rm.simulate(model, [0.5], [0.0], 5.0, rtol=1e-12, atol=1e-13, events=_pendulum_crossing)
+    assert res.status == "finished" and res.t[-1] == 5.0
+    crossings = res.t_events[0]
+    assert crossings.size >= 4
+    np.testing.assert_allclose(res.q_events[0][:, 0], 0.0, atol=1e-10)
+    half_periods = np.diff(crossings)
+    np.testing.assert_allclose(half_periods, half_periods[0], rtol=1e-8)  # a conservative pendulum is periodic
+    reference = rm.simulate(model, [0.5], [0.0], 5.0, method="scipy:DOP853", rtol=1e-12, atol=1e-13,
+                            events=_pendulum_crossing)
+    np.testing.assert_allclose(crossings, reference.t_events[0], atol=1e-8)
+
+    def falling(t, q, qd):
+        return q[0]
+
+    falling.terminal = True
+    falling.direction = -1.0
+    stopped = rm.simulate(model, [-0.5], [0.0], 5.0, rtol=1e-12, atol=1e-13, events=[_pendulum_crossing, falling],
+                          t_eval=np.linspace(0, 5, 51))
+    assert stopped.status == "event"
+    # starting at -0.5 the first crossing rises; the run stops at the first falling one, the second crossing
+    assert stopped.t[-1] == pytest.approx(crossings[1], abs=1e-8)
+    assert stopped.t_events[0].size == 2 and stopped.t_events[1].size == 1
+    assert abs(stopped.q[-1, 0]) < 1e-10 and np.all(np.diff(stopped.t) > 0)
+    with pytest.raises(ValueError, match="events need a method with dense output"):
+        rm.simulate(model, [0.5], [0.0], 1.0, method="rk4", dt=0.01, events=falling)

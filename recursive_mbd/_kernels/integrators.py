@@ -19,6 +19,7 @@ import numpy as np
 
 from .elements import element_forces
 from .layout import (
+    STATUS_EVENT,
     STATUS_MAX_STEPS,
     STATUS_NO_CONVERGENCE,
     STATUS_NONFINITE_STATE,
@@ -125,6 +126,21 @@ def _store(t_out, y_out, count, t, y):
 
 
 @njit
+def _dense(y, y_new, k, h, dense, theta, out):
+    """dopri5's 4th-order continuous extension at t + theta h into out (Hairer, Norsett & Wanner, II.6)."""
+    s = k.shape[0]
+    for j in range(y.shape[0]):
+        r2 = y_new[j] - y[j]
+        r3 = h * k[0, j] - r2
+        r4 = r2 - h * k[s - 1, j] - r3
+        r5 = 0.0
+        for m in range(s):
+            r5 += dense[m] * k[m, j]
+        r5 *= h
+        out[j] = y[j] + theta * (r2 + (1.0 - theta) * (r3 + theta * (r4 + (1.0 - theta) * r5)))
+
+
+@njit
 def _rms_norm(x, scale):
     acc = 0.0
     for j in range(x.shape[0]):
@@ -133,8 +149,43 @@ def _rms_norm(x, scale):
 
 
 @njit
+def _locate_event(events, events_key, index, t, h, y, y_new, k, dense, g0, g1, ytmp, values):
+    """Root of event ``index`` between t and t + h on the dense output, by the Illinois method; theta in [0, 1]."""
+    lo = 0.0
+    hi = 1.0
+    g_lo = g0
+    g_hi = g1
+    side = 0
+    theta = 1.0
+    for _ in range(100):
+        theta = (lo * g_hi - hi * g_lo) / (g_hi - g_lo)
+        _dense(y, y_new, k, h, dense, theta, ytmp)
+        events(events_key, t + theta * h, ytmp, ytmp, values)
+        g = values[index]
+        if g == 0.0 or not math.isfinite(g):
+            break
+        if (g > 0.0) == (g_hi > 0.0):
+            hi = theta
+            g_hi = g
+            if side == -1:
+                g_lo *= 0.5
+            side = -1
+        else:
+            lo = theta
+            g_lo = g
+            if side == 1:
+                g_hi *= 0.5
+            side = 1
+        if (hi - lo) * abs(h) <= 4.0 * 2.220446049250313e-16 * max(abs(t), abs(h)):
+            break
+    _dense(y, y_new, k, h, dense, theta, ytmp)
+    return theta
+
+
+@njit
 def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_step, max_step, max_steps, t_eval,
-                       every, a, b, c, e, e3, order, dense, k, t_out, y_out):
+                       every, a, b, c, e, e3, order, dense, k, t_out, y_out, events, events_key, directions,
+                       terminal, ev_t, ev_y):
     """Adaptive embedded RK (FSAL: the last stage is f at the new state) from t0 to t_end.
 
     Error control per Hairer, Norsett & Wanner (1993), II.4: RMS norm of the local error estimate h sum e_j k_j
@@ -142,8 +193,13 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
     |h| err5^2 / sqrt(n (err5^2 + 0.01 err3^2)). New step h (0.9 err^(-1/order)) clamped to [0.2 h, 10 h], no
     growth right after a rejection. Output: at the times in ``t_eval`` by the continuous extension in ``dense``
     (rows: Hairer's d coefficients of dopri5's 4th-order interpolant) when t_eval is non-empty, else every
-    ``every``-th accepted step; t0 and t_end always. Returns (status, t_fail, count, t_out, y_out, nfev, nsteps,
-    nrejected).
+    ``every``-th accepted step; t0 and t_end always.
+
+    Events (with dense output): ``events(key, t, y, y, values)`` fills the values of the event functions; a sign
+    change in a step (in ``directions``: > 0 rising only, < 0 falling only, 0 both) is located on the dense
+    output and recorded in (ev_t, ev_y) with the event's index in ev_y[:, 0]; a ``terminal`` one ends the run
+    there with STATUS_EVENT. Returns (status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t,
+    ev_y).
     """
     n = y0.shape[0]
     s = c.shape[0]
@@ -168,10 +224,20 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
         t_out, y_out = _store(t_out, y_out, count, t0, y)
         count += 1
 
+    n_events = directions.shape[0]
+    ev_old = np.empty(n_events)
+    ev_new = np.empty(n_events)
+    ev_tmp = np.empty(n_events)
+    ev_row = np.empty(n + 1)
+    y_stop = np.empty(n)
+    nev = 0
+    if n_events > 0:
+        events(events_key, t, y, y, ev_old)
+
     status = system_rhs(inputs, key, system, t, y, k[0])
     nfev += 1
     if status != STATUS_OK:
-        return status, t, count, t_out, y_out, nfev, nsteps, nrejected
+        return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
 
     span = t_end - t0
     h = first_step
@@ -187,7 +253,7 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
         status = system_rhs(inputs, key, system, t + h0, ytmp, k[1])
         nfev += 1
         if status != STATUS_OK:
-            return status, t, count, t_out, y_out, nfev, nsteps, nrejected
+            return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
         for j in range(n):
             err_vec[j] = (k[1, j] - k[0, j]) / h0
         d2 = _rms_norm(err_vec, scale)
@@ -200,12 +266,12 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
     steps_since_output = 0
     while t < t_end:
         if nsteps + nrejected >= max_steps:
-            return STATUS_MAX_STEPS, t, count, t_out, y_out, nfev, nsteps, nrejected
+            return STATUS_MAX_STEPS, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
         last = t + h >= t_end or t + 1.01 * h >= t_end
         if last:
             h = t_end - t
         if h < 10.0 * 2.220446049250313e-16 * max(abs(t), 1e-300):
-            return STATUS_STEP_UNDERFLOW, t, count, t_out, y_out, nfev, nsteps, nrejected
+            return STATUS_STEP_UNDERFLOW, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
         status = rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, 1)
         nfev += s - 1
         err = np.inf
@@ -232,7 +298,7 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
             else:
                 err = _rms_norm(err_vec, scale)
         elif (status & 15) == STATUS_SINGULAR:  # singular dynamics: a model error, not a step-size problem
-            return status, t, count, t_out, y_out, nfev, nsteps, nrejected
+            return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
         if not (err <= 1.0):  # rejected (NaN and inf included): shrink and retry
             nrejected += 1
             fac = 0.2 if not math.isfinite(err) else max(0.2, 0.9 * err ** (-1.0 / order))
@@ -241,21 +307,32 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
             continue
         nsteps += 1
         t_new = t_end if last else t + h
+        t_stop = np.inf
+        if n_events > 0:
+            events(events_key, t_new, y_new, y_new, ev_new)
+            for i in range(n_events):
+                g0 = ev_old[i]
+                g1 = ev_new[i]
+                if (g0 < 0.0 <= g1 and directions[i] >= 0.0) or (g0 > 0.0 >= g1 and directions[i] <= 0.0):
+                    theta = _locate_event(events, events_key, i, t, h, y, y_new, k, dense, g0, g1, ytmp, ev_tmp)
+                    ev_row[0] = i
+                    ev_row[1:] = ytmp
+                    ev_t, ev_y = _store(ev_t, ev_y, nev, t + theta * h, ev_row)
+                    nev += 1
+                    if terminal[i] and t + theta * h < t_stop:
+                        t_stop = t + theta * h
+                        y_stop[:] = ytmp
+                ev_old[i] = g1
         if use_eval:
-            while next_eval < t_eval.shape[0] and t_eval[next_eval] <= t_new:
-                theta = (t_eval[next_eval] - t) / h
-                for j in range(n):
-                    r2 = y_new[j] - y[j]
-                    r3 = h * k[0, j] - r2
-                    r4 = r2 - h * k[s - 1, j] - r3
-                    r5 = 0.0
-                    for m in range(s):
-                        r5 += dense[m] * k[m, j]
-                    r5 *= h
-                    ytmp[j] = y[j] + theta * (r2 + (1.0 - theta) * (r3 + theta * (r4 + (1.0 - theta) * r5)))
+            while next_eval < t_eval.shape[0] and t_eval[next_eval] <= min(t_new, t_stop):
+                _dense(y, y_new, k, h, dense, (t_eval[next_eval] - t) / h, ytmp)
                 t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], ytmp)
                 count += 1
                 next_eval += 1
+        if t_stop < np.inf:  # a terminal event: end the run at it
+            t_out, y_out = _store(t_out, y_out, count, t_stop, y_stop)
+            count += 1
+            return STATUS_EVENT, t_stop, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
         for j in range(n):
             y[j] = y_new[j]
             k[0, j] = k[s - 1, j]
@@ -270,7 +347,7 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
             fac = min(fac, 1.0)
         rejected_last = False
         h = min(h * fac, max_step)
-    return STATUS_OK, t, count, t_out, y_out, nfev, nsteps, nrejected
+    return STATUS_OK, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
 
 
 @njit

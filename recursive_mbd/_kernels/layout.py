@@ -74,6 +74,7 @@ STATUS_STEP_UNDERFLOW = 6
 STATUS_MAX_STEPS = 7
 STATUS_NONFINITE_STATE = 8
 STATUS_NO_CONVERGENCE = 9  # an implicit step's iteration did not converge
+STATUS_EVENT = 10  # not a failure: a terminal event stopped the run
 
 
 def decode_status(status):
