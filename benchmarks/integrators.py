@@ -3,7 +3,8 @@
     python3 benchmarks/integrators.py [--n 100 1000] [--t-end 10] [--quick]
 
 serial_chain(N) released from the horizontal (q1 = pi/2), every method in one run: dopri5 and dop853 at
-rtol 1e-8, rk4 and implicit midpoint at dopri5's median step, scipy's RK45 on the same right-hand side. Also the cost of a tau callback: compiled (numba) versus plain Python, per evaluation.
+rtol 1e-8, rk4 and implicit midpoint at dopri5's median step, scipy's RK45 on the same right-hand side. Also
+the cost of a tau callback: compiled (numba) versus plain Python, per evaluation.
 Writes benchmarks/results/integrators.json.
 """
 
@@ -36,8 +37,8 @@ def run_methods(n, t_end):
     steps = np.diff(rm.simulate(model, q0, qd0, t_end, rtol=1e-8, atol=1e-10).t)
     dt = float(np.median(steps))
     records = []
-    for method, options in RUNS:
-        options = dict(options)
+    for method, defaults in RUNS:
+        options = dict(defaults)
         if "dt" in options:
             options["dt"] = dt
         rm.simulate(model, q0, qd0, min(t_end, 10 * dt), method=method, **options)  # compile outside the timing
