@@ -10,6 +10,8 @@ Python; time-varying inputs reach that loop through one callback (``_Inputs``).
 import inspect
 import itertools
 import math
+import sys
+import warnings
 import weakref
 from dataclasses import dataclass, field
 
@@ -502,7 +504,7 @@ class _StopRhs(Exception):
 
 def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t0=0.0, dt=None, t_eval=None,
              every=1, max_step=np.inf, first_step=None, max_steps=10_000_000, tau=None, drivers=None,
-             events=None, midpoint_tol=1e-13):
+             events=None, midpoint_tol=1e-13, progress=None):
     """Integrate M(q) qdd + h(q, qd) = tau + Q_elements from (q0, qd0) at t0 to t_end.
 
     Parameters
@@ -546,6 +548,10 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         only rising (falling) crossings.
     midpoint_tol : float
         Convergence tolerance of the implicit midpoint iteration (relative change per component).
+    progress : bool, optional
+        Show a tqdm progress bar over simulated time (the optional extra ``progress``). Default: only when
+        stderr is a terminal. With a bar the run is split into 100 compiled pieces (an adaptive method restarts
+        its step size at each).
 
     Returns
     -------
@@ -593,11 +599,11 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
             method not in TABLEAUS or TABLEAUS[method].DENSE is None):
         raise ValueError(f"events need a method with dense output (dopri5 or scipy:NAME), not {method!r}")
     return _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd0, t0, t_end, rtol, atol, dt,
-                     t_eval, every, max_step, first_step, max_steps, midpoint_tol, event_functions)
+                     t_eval, every, max_step, first_step, max_steps, midpoint_tol, event_functions, progress)
 
 
 def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd0, t0, t_end, rtol, atol, dt, t_eval,
-              every, max_step, first_step, max_steps, midpoint_tol, events):
+              every, max_step, first_step, max_steps, midpoint_tol, events, progress):
     free = system[5]
     if inputs.has_python or inputs.tau_function is not None:
         # a first evaluation in Python: a function that fails or returns the wrong shape is reported clearly here
@@ -608,11 +614,7 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
         raise_status(model, status)
 
     n = y0.size
-    capacity = 1024
-    t_out = np.empty(capacity)
-    y_out = np.empty((capacity, n))
     nrejected = 0
-    event_records = []  # (event index, t, y)
     t_eval_arr = None
     if t_eval is not None:
         t_eval_arr = np.asarray(t_eval, dtype=float).ravel()
@@ -622,6 +624,8 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
         t_eval_arr = np.unique(np.concatenate(([t0], t_eval_arr, [t_end])))  # t0 and t_end always
 
     if scipy_method is not None:
+        if progress:
+            warnings.warn("progress bars are for the numba methods; scipy:NAME runs without one", stacklevel=3)
         rtol = _positive(rtol, "rtol")
         atol = _positive(atol, "atol")
         status, t_fail, t_out, y_out, nfev, nsteps, event_records = _scipy_run(
@@ -631,35 +635,12 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
         if t_eval_arr is None and every > 1:
             keep = np.unique(np.r_[0:count:every, count - 1])
             t_out, y_out, count = t_out[keep], y_out[keep], keep.size
-    elif method == "implicit_midpoint":
-        dt = _positive(dt, "dt")
-        status, t_fail, count, t_out, y_out, nfev, nsteps = integrators.integrate_midpoint(
-            callback, key, system, y0, t0, t_end, dt, every, float(midpoint_tol), 50, np.zeros(n), t_out, y_out)
-    elif method in FIXED_STEP:
-        tableau = TABLEAUS[method]
-        dt = _positive(dt, "dt")
-        status, t_fail, count, t_out, y_out, nfev, nsteps = integrators.integrate_fixed(
-            callback, key, system, y0, t0, t_end, dt, every, tableau.A, tableau.B, tableau.C,
-            np.zeros((tableau.C.size, n)), t_out, y_out)
     else:
-        tableau = TABLEAUS[method]
-        rtol = _positive(rtol, "rtol")
-        atol = _positive(atol, "atol")
-        max_step = _positive(max_step, "max_step") if np.isfinite(max_step) else np.inf
-        first = 0.0 if first_step is None else _positive(first_step, "first_step")
-        if events.functions:
-            events_fn, events_key = _python_bridge, next(_KEYS)
-            _PYTHON_INPUTS[events_key] = events
-        else:
-            events_fn, events_key = integrators.no_inputs, 0
-        (status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t,
-         ev_y) = integrators.integrate_adaptive(
-            callback, key, system, y0, t0, t_end, rtol, atol, first, max_step, int(max_steps),
-            np.empty(0) if t_eval_arr is None else t_eval_arr, every, tableau.A, tableau.B, tableau.C, tableau.E,
-            np.empty(0) if tableau.E3 is None else tableau.E3, tableau.order,
-            np.empty(0) if tableau.DENSE is None else tableau.DENSE, np.zeros((tableau.C.size, n)), t_out, y_out,
-            events_fn, events_key, events.directions, events.terminal, np.empty(16), np.empty((16, n + 1)))
-        event_records = [(int(row[0]), t_ev, row[1:]) for t_ev, row in zip(ev_t[:nev], ev_y[:nev], strict=True)]
+        segment = _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, every, max_step,
+                                        first_step, max_steps, midpoint_tol, events)
+        status, t_fail, t_out, y_out, nfev, nsteps, nrejected, event_records = _run_segments(
+            segment, y0, t0, t_end, t_eval_arr, dt if method in FIXED_STEP else None, progress)
+        count = t_out.size
 
     result = _make_result(model, inputs, callback, key, system, t_out[:count].copy(), y_out[:count].copy(),
                           method, nfev, nsteps, nrejected)
@@ -694,6 +675,108 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
                               f"{count} samples up to t = {result.t[-1]:.9g} s are kept in .result",
                               t_fail, result)
     return result
+
+
+def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, every, max_step, first_step,
+                          max_steps, midpoint_tol, events):
+    """A function (y, ta, tb, t_eval) -> (status, t_fail, t, y, nfev, nsteps, nrejected, events) running one
+    compiled time loop from ta to tb."""
+    capacity = 1024
+    if method == "implicit_midpoint":
+        dt = _positive(dt, "dt")
+
+        def run(y_start, ta, tb, _):
+            status, t_fail, count, t_out, y_out, nfev, nsteps = integrators.integrate_midpoint(
+                callback, key, system, y_start, ta, tb, dt, every, float(midpoint_tol), 50, np.zeros(n),
+                np.empty(capacity), np.empty((capacity, n)))
+            return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, 0, []
+
+        return run
+    tableau = TABLEAUS[method]
+    if method in FIXED_STEP:
+        dt = _positive(dt, "dt")
+
+        def run(y_start, ta, tb, _):
+            status, t_fail, count, t_out, y_out, nfev, nsteps = integrators.integrate_fixed(
+                callback, key, system, y_start, ta, tb, dt, every, tableau.A, tableau.B, tableau.C,
+                np.zeros((tableau.C.size, n)), np.empty(capacity), np.empty((capacity, n)))
+            return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, 0, []
+
+        return run
+    rtol = _positive(rtol, "rtol")
+    atol = _positive(atol, "atol")
+    max_step = _positive(max_step, "max_step") if np.isfinite(max_step) else np.inf
+    first = 0.0 if first_step is None else _positive(first_step, "first_step")
+    if events.functions:
+        events_fn, events_key = _python_bridge, next(_KEYS)
+        _PYTHON_INPUTS[events_key] = events
+    else:
+        events_fn, events_key = integrators.no_inputs, 0
+    optional = [np.empty(0) if v is None else v for v in (tableau.E3, tableau.DENSE)]
+
+    def run(y_start, ta, tb, t_eval):
+        (status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t,
+         ev_y) = integrators.integrate_adaptive(
+            callback, key, system, y_start, ta, tb, rtol, atol, first, max_step, int(max_steps),
+            np.empty(0) if t_eval is None else t_eval, every, tableau.A, tableau.B, tableau.C, tableau.E,
+            optional[0], tableau.order, optional[1], np.zeros((tableau.C.size, n)), np.empty(capacity),
+            np.empty((capacity, n)), events_fn, events_key, events.directions, events.terminal, np.empty(16),
+            np.empty((16, n + 1)))
+        records = [(int(row[0]), t_ev, row[1:]) for t_ev, row in zip(ev_t[:nev], ev_y[:nev], strict=True)]
+        return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, nrejected, records
+
+    return run
+
+
+def _progress_bar(enabled, t0, t_end):
+    """A tqdm bar over simulated time, or None: off unless asked for or stderr is a terminal."""
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    if not enabled:
+        return None
+    try:
+        from tqdm.auto import tqdm  # noqa: PLC0415 - optional extra
+    except ImportError:
+        warnings.warn("progress=True needs tqdm (pip install 'recursive-mbd[progress]'); running without a bar",
+                      stacklevel=4)
+        return None
+    return tqdm(total=t_end - t0, unit="s", unit_scale=True, desc="simulate", leave=False)
+
+
+def _run_segments(run, y0, t0, t_end, t_eval, dt, progress, segments=100):
+    """Run the compiled loop in one piece, or, with a progress bar, in ``segments`` consecutive pieces.
+
+    Pieces of a fixed-step method end on its dt grid, so the steps are the same as in one piece; an adaptive
+    method restarts its step-size estimate at each piece. Samples, statistics and events are concatenated.
+    """
+    bar = _progress_bar(progress, t0, t_end)
+    if bar is None:
+        return run(y0, t0, t_end, t_eval)
+    if dt is not None:
+        total = math.ceil((t_end - t0) / dt - 1e-9)
+        per = max(1, math.ceil(total / segments))
+        bounds = [t0 + m * dt for m in range(0, total, per)] + [t_end]
+    else:
+        bounds = list(np.linspace(t0, t_end, segments + 1))
+    times, states, records = [], [], []
+    nfev = nsteps = nrejected = 0
+    status, t_fail, y = L.STATUS_OK, t_end, y0
+    try:
+        for i, (ta, tb) in enumerate(itertools.pairwise(bounds)):
+            piece_eval = None if t_eval is None else t_eval[(t_eval >= ta) & (t_eval <= tb)]
+            status, t_fail, t_piece, y_piece, f, st, rj, ev = run(y, ta, tb, piece_eval)
+            skip = 0 if i == 0 else int(t_piece.size > 0 and t_piece[0] == ta)  # the joint sample, once
+            times.append(t_piece[skip:])
+            states.append(y_piece[skip:])
+            records += ev
+            nfev, nsteps, nrejected = nfev + f, nsteps + st, nrejected + rj
+            bar.update(float(t_piece[-1]) - bar.n if t_piece.size else 0.0)
+            if status != L.STATUS_OK or t_piece.size == 0 or t_piece[-1] < tb:
+                break
+            y = y_piece[-1]
+    finally:
+        bar.close()
+    return status, t_fail, np.concatenate(times), np.concatenate(states), nfev, nsteps, nrejected, records
 
 
 def _make_result(model, inputs, callback, key, system, t, y, method, nfev, nsteps, nrejected):

@@ -230,3 +230,18 @@ def test_events_record_and_stop_on_the_dense_output():
     assert abs(stopped.q[-1, 0]) < 1e-10 and np.all(np.diff(stopped.t) > 0)
     with pytest.raises(ValueError, match="events need a method with dense output"):
         rm.simulate(model, [0.5], [0.0], 1.0, method="rk4", dt=0.01, events=falling)
+
+
+def test_progress_bar_pieces_reproduce_the_one_piece_run():
+    model, q0, qd0 = rm.models.two_squares()
+    whole = rm.simulate(model, q0, qd0, 2.0, method="rk4", dt=1e-3, every=50, progress=False)
+    pieces = rm.simulate(model, q0, qd0, 2.0, method="rk4", dt=1e-3, every=50, progress=True)
+    np.testing.assert_allclose(pieces.q[-1], whole.q[-1], rtol=0, atol=1e-12)  # same dt grid, same steps
+    assert pieces.nsteps == whole.nsteps and pieces.t[0] == 0.0 and pieces.t[-1] == 2.0
+    assert np.all(np.diff(pieces.t) > 0)
+    times = np.linspace(0, 2, 21)
+    adaptive = rm.simulate(model, q0, qd0, 2.0, rtol=1e-11, atol=1e-12, t_eval=times, progress=True)
+    reference = rm.simulate(model, q0, qd0, 2.0, rtol=1e-11, atol=1e-12, t_eval=times)
+    np.testing.assert_array_equal(adaptive.t, times)
+    np.testing.assert_allclose(adaptive.q, reference.q, atol=1e-8)
+    np.testing.assert_allclose(adaptive.dissipated_work, reference.dissipated_work, atol=1e-8)
