@@ -763,15 +763,22 @@ def _run_segments(run, y0, t0, t_end, t_eval, dt, progress, segments=100):
     status, t_fail, y = L.STATUS_OK, t_end, y0
     try:
         for i, (ta, tb) in enumerate(itertools.pairwise(bounds)):
-            piece_eval = None if t_eval is None else t_eval[(t_eval >= ta) & (t_eval <= tb)]
+            piece_eval = None
+            if t_eval is not None:  # the piece's ends too: its last state starts the next piece
+                piece_eval = np.unique(np.concatenate(([ta], t_eval[(t_eval > ta) & (t_eval < tb)], [tb])))
             status, t_fail, t_piece, y_piece, f, st, rj, ev = run(y, ta, tb, piece_eval)
-            skip = 0 if i == 0 else int(t_piece.size > 0 and t_piece[0] == ta)  # the joint sample, once
-            times.append(t_piece[skip:])
-            states.append(y_piece[skip:])
+            keep = np.ones(t_piece.size, dtype=bool)
+            if t_eval is not None:
+                keep &= np.isin(t_piece, t_eval) | (status != L.STATUS_OK)  # a run's last sample always stays
+            if i > 0:
+                keep &= t_piece != ta  # the joint sample, once
+            times.append(t_piece[keep])
+            states.append(y_piece[keep])
             records += ev
             nfev, nsteps, nrejected = nfev + f, nsteps + st, nrejected + rj
-            bar.update(float(t_piece[-1]) - bar.n if t_piece.size else 0.0)
-            if status != L.STATUS_OK or t_piece.size == 0 or t_piece[-1] < tb:
+            if t_piece.size:
+                bar.update(float(t_piece[-1]) - bar.n)
+            if status != L.STATUS_OK or t_piece.size == 0 or t_piece[-1] != tb:
                 break
             y = y_piece[-1]
     finally:
