@@ -92,7 +92,7 @@ def _dop853():
 
 DOP853 = _dop853()
 TABLEAUS = {t.name: t for t in (DOPRI5, DOP853, RK4)}
-METHODS = (*TABLEAUS, "implicit_midpoint")  # and "scipy:NAME"; implicit midpoint: integrators.integrate_midpoint
+METHODS = (*TABLEAUS, "implicit_midpoint")  # and "scipy:NAME"; the midpoint rule: integrators._midpoint_step
 FIXED_STEP = ("rk4", "implicit_midpoint")
 IMPLICIT_SCIPY = ("Radau", "BDF", "LSODA")  # given the structured Jacobian of integrators.rhs_jacobian
 
@@ -682,27 +682,20 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
     """A function (y, ta, tb, t_eval) -> (status, t_fail, t, y, nfev, nsteps, nrejected, events) running one
     compiled time loop from ta to tb."""
     capacity = 1024
-    if method == "implicit_midpoint":
+    if method in FIXED_STEP:
         dt = _positive(dt, "dt")
+        midpoint = method == "implicit_midpoint"
+        tableau = RK4 if midpoint else TABLEAUS[method]  # the midpoint rule uses 2 rows of k, no tableau
 
         def run(y_start, ta, tb, _):
-            status, t_fail, count, t_out, y_out, nfev, nsteps = integrators.integrate_midpoint(
-                callback, key, system, y_start, ta, tb, dt, every, float(midpoint_tol), 50, np.zeros(n),
-                np.empty(capacity), np.empty((capacity, n)))
+            status, t_fail, count, t_out, y_out, nfev, nsteps = integrators.integrate_fixed(
+                callback, key, system, y_start, ta, tb, dt, every, tableau.A, tableau.B, tableau.C, midpoint,
+                float(midpoint_tol), 50, np.zeros((tableau.C.size, n)), np.empty(capacity),
+                np.empty((capacity, n)))
             return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, 0, []
 
         return run
     tableau = TABLEAUS[method]
-    if method in FIXED_STEP:
-        dt = _positive(dt, "dt")
-
-        def run(y_start, ta, tb, _):
-            status, t_fail, count, t_out, y_out, nfev, nsteps = integrators.integrate_fixed(
-                callback, key, system, y_start, ta, tb, dt, every, tableau.A, tableau.B, tableau.C,
-                np.zeros((tableau.C.size, n)), np.empty(capacity), np.empty((capacity, n)))
-            return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, 0, []
-
-        return run
     rtol = _positive(rtol, "rtol")
     atol = _positive(atol, "atol")
     max_step = _positive(max_step, "max_step") if np.isfinite(max_step) else np.inf

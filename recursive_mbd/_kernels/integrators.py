@@ -351,13 +351,69 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
 
 
 @njit
-def integrate_fixed(inputs, key, system, y0, t0, t_end, dt, every, a, b, c, k, t_out, y_out):
-    """Fixed-step explicit RK from t0 to t_end with step dt (the last step shortened to land on t_end).
+def _explicit_step(inputs, key, system, t, y, h, a, b, c, k, ytmp):
+    """One explicit RK step of the tableau (a, b, c), y updated in place; returns (status, evaluations)."""
+    s = c.shape[0]
+    status = system_rhs(inputs, key, system, t, y, k[0])
+    if status == STATUS_OK:
+        status = rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, 1)
+    if status != STATUS_OK:  # a non-finite stage: the solution blew up in this step
+        return (status if (status & 15) == STATUS_SINGULAR else STATUS_NONFINITE_STATE), s
+    finite = True
+    for j in range(y.shape[0]):
+        acc = 0.0
+        for m in range(s):
+            acc += b[m] * k[m, j]
+        y[j] += h * acc
+        finite = finite and math.isfinite(y[j])
+    return (STATUS_OK if finite else STATUS_NONFINITE_STATE), s
+
+
+@njit
+def _midpoint_step(inputs, key, system, t, y, h, tol, max_iter, k, ytmp):
+    """One implicit midpoint step y1 = y + h f(t + h/2, (y + y1) / 2) by fixed-point iteration, in place.
+
+    Symmetric (time-reversible), second order, and symplectic where the mass matrix is constant; the iteration
+    converges for h |df/dy| < 1, so it is for non-stiff problems. k[0] holds f, k[1] the iterate. Returns
+    (status, evaluations).
+    """
+    n = y.shape[0]
+    f = k[0]
+    y_new = k[1]
+    status = system_rhs(inputs, key, system, t, y, f)  # explicit Euler predictor
+    if status != STATUS_OK:
+        return (status if (status & 15) == STATUS_SINGULAR else STATUS_NONFINITE_STATE), 1
+    for j in range(n):
+        y_new[j] = y[j] + h * f[j]
+    for iteration in range(max_iter):
+        for j in range(n):
+            ytmp[j] = 0.5 * (y[j] + y_new[j])
+        status = system_rhs(inputs, key, system, t + 0.5 * h, ytmp, f)
+        if status != STATUS_OK:  # a diverging iteration runs into inf/NaN: it did not converge
+            return (status if (status & 15) == STATUS_SINGULAR else STATUS_NO_CONVERGENCE), iteration + 2
+        change = 0.0
+        for j in range(n):
+            updated = y[j] + h * f[j]
+            change = max(change, abs(updated - y_new[j]) / (1.0 + abs(updated)))
+            y_new[j] = updated
+        if change <= tol:
+            for j in range(n):
+                y[j] = y_new[j]
+            return STATUS_OK, iteration + 2
+        if not change < 1e300:  # NaN or inf: diverged
+            break
+    return STATUS_NO_CONVERGENCE, max_iter + 1
+
+
+@njit
+def integrate_fixed(inputs, key, system, y0, t0, t_end, dt, every, a, b, c, midpoint, tol, max_iter, k, t_out,
+                    y_out):
+    """Fixed step dt from t0 to t_end (the last step shortened to land on t_end): the explicit RK tableau
+    (a, b, c), or the implicit midpoint rule when ``midpoint`` (iteration tolerance tol, at most max_iter).
 
     Stores t0, every ``every``-th step and t_end. Returns (status, t_fail, count, t_out, y_out, nfev, nsteps).
     """
     n = y0.shape[0]
-    s = c.shape[0]
     y = y0.copy()
     ytmp = np.empty(n)
     t = t0
@@ -368,80 +424,13 @@ def integrate_fixed(inputs, key, system, y0, t0, t_end, dt, every, a, b, c, k, t
     nsteps_total = int(math.ceil((t_end - t0) / dt - 1e-9))
     for step in range(nsteps_total):
         h = dt if step < nsteps_total - 1 else t_end - t
-        status = system_rhs(inputs, key, system, t, y, k[0])
-        if status == STATUS_OK:
-            status = rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, 1)
-        nfev += s
+        if midpoint:
+            status, evaluations = _midpoint_step(inputs, key, system, t, y, h, tol, max_iter, k, ytmp)
+        else:
+            status, evaluations = _explicit_step(inputs, key, system, t, y, h, a, b, c, k, ytmp)
+        nfev += evaluations
         if status != STATUS_OK:
-            if (status & 15) != STATUS_SINGULAR:  # a non-finite stage: the solution blew up in this step
-                status = STATUS_NONFINITE_STATE
             return status, t, count, t_out, y_out, nfev, step
-        finite = True
-        for j in range(n):
-            acc = 0.0
-            for m in range(s):
-                acc += b[m] * k[m, j]
-            y[j] += h * acc
-            finite = finite and math.isfinite(y[j])
-        t = t_end if step == nsteps_total - 1 else t0 + (step + 1) * dt
-        if not finite:
-            return STATUS_NONFINITE_STATE, t, count, t_out, y_out, nfev, step + 1
-        if (step + 1) % every == 0 or step == nsteps_total - 1:
-            t_out, y_out = _store(t_out, y_out, count, t, y)
-            count += 1
-    return STATUS_OK, t, count, t_out, y_out, nfev, nsteps_total
-
-
-@njit
-def integrate_midpoint(inputs, key, system, y0, t0, t_end, dt, every, tol, max_iter, f, t_out, y_out):
-    """Implicit midpoint rule y1 = y0 + h f(t + h/2, (y0 + y1) / 2), fixed step dt, by fixed-point iteration.
-
-    Symmetric (time-reversible), second order, and symplectic where the mass matrix is constant; its energy
-    error stays bounded over long conservative runs instead of drifting. The iteration converges for
-    h * |df/dy| < 1: it is for non-stiff problems. Returns (status, t_fail, count, t_out, y_out, nfev, nsteps).
-    """
-    n = y0.shape[0]
-    y = y0.copy()
-    y_new = np.empty(n)
-    y_mid = np.empty(n)
-    t = t0
-    nfev = 0
-    count = 0
-    t_out, y_out = _store(t_out, y_out, count, t0, y)
-    count += 1
-    nsteps_total = int(math.ceil((t_end - t0) / dt - 1e-9))
-    for step in range(nsteps_total):
-        h = dt if step < nsteps_total - 1 else t_end - t
-        status = system_rhs(inputs, key, system, t, y, f)  # explicit Euler predictor
-        nfev += 1
-        if status != STATUS_OK:
-            return (status if (status & 15) == STATUS_SINGULAR else STATUS_NONFINITE_STATE), t, count, t_out, \
-                y_out, nfev, step
-        for j in range(n):
-            y_new[j] = y[j] + h * f[j]
-        converged = False
-        for _ in range(max_iter):
-            for j in range(n):
-                y_mid[j] = 0.5 * (y[j] + y_new[j])
-            status = system_rhs(inputs, key, system, t + 0.5 * h, y_mid, f)
-            nfev += 1
-            if status != STATUS_OK:  # a diverging iteration runs into inf/NaN: it did not converge
-                return (status if (status & 15) == STATUS_SINGULAR else STATUS_NO_CONVERGENCE), t, count, \
-                    t_out, y_out, nfev, step
-            change = 0.0
-            for j in range(n):
-                updated = y[j] + h * f[j]
-                change = max(change, abs(updated - y_new[j]) / (1.0 + abs(updated)))
-                y_new[j] = updated
-            if change <= tol:
-                converged = True
-                break
-            if not change < 1e300:  # NaN or inf: diverged
-                break
-        if not converged:
-            return STATUS_NO_CONVERGENCE, t, count, t_out, y_out, nfev, step
-        for j in range(n):
-            y[j] = y_new[j]
         t = t_end if step == nsteps_total - 1 else t0 + (step + 1) * dt
         if (step + 1) % every == 0 or step == nsteps_total - 1:
             t_out, y_out = _store(t_out, y_out, count, t, y)
