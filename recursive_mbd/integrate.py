@@ -631,19 +631,17 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
         status, t_fail, t_out, y_out, nfev, nsteps, event_records = _scipy_run(
             scipy_method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval_arr,
             max_step if np.isfinite(max_step) else np.inf, first_step, events)
-        count = t_out.size
         if t_eval_arr is None and every > 1:
-            keep = np.unique(np.r_[0:count:every, count - 1])
-            t_out, y_out, count = t_out[keep], y_out[keep], keep.size
+            keep = np.unique(np.r_[0:t_out.size:every, t_out.size - 1])
+            t_out, y_out = t_out[keep], y_out[keep]
     else:
         segment = _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, every, max_step,
                                         first_step, max_steps, midpoint_tol, events)
         status, t_fail, t_out, y_out, nfev, nsteps, nrejected, event_records = _run_segments(
             segment, y0, t0, t_end, t_eval_arr, dt if method in FIXED_STEP else None, progress)
-        count = t_out.size
 
-    result = _make_result(model, inputs, callback, key, system, t_out[:count].copy(), y_out[:count].copy(),
-                          method, nfev, nsteps, nrejected)
+    result = _make_result(model, inputs, callback, key, system, np.array(t_out), np.array(y_out), method, nfev,
+                          nsteps, nrejected)
     for i in range(len(events.functions)):
         hits = [(t_ev, y_ev) for index, t_ev, y_ev in event_records if index == i]
         states = [events.state(t_ev, y_ev) for t_ev, y_ev in hits]
@@ -672,7 +670,7 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
             else:  # pragma: no cover - raise_status always raises
                 reason = f"status {status}"
         raise SimulationError(f"{method} failed at t = {t_fail:.9g} s: {reason}; "
-                              f"{count} samples up to t = {result.t[-1]:.9g} s are kept in .result",
+                              f"{result.t.size} samples up to t = {result.t[-1]:.9g} s are kept in .result",
                               t_fail, result)
     return result
 
