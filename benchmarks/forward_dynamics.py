@@ -33,7 +33,8 @@ def time_recursive(n):
     out = np.empty(n)
     wrapper = median_time(lambda: rm.forward_dynamics(model, q, qd, out=out))
     ws = workspace(model)
-    args = (model.body_int, model.body_real, model.gravity, q, qd, ws.zeros, ws.ws, out)
+    args = (model.body_int, model.body_real, model.gravity, q, qd, ws.zeros, ws.no_wrench, ws.no_driven, ws.ws, out,
+            ws.no_drive)
     kernel = median_time(lambda: tree.forward_dynamics(*args))
     return wrapper, kernel, ws.ws.nbytes / n
 
