@@ -535,8 +535,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     tau : array_like (nq,), or callable
         Generalised joint forces: constant, ``tau(t)`` or a controller ``tau(t, q, qd)``, returning (nq,). A
         numba-compiled function (``@numba.njit``) is called inside the compiled time loop (one compilation of the
-        loop per function); a plain Python function costs about 1.5 us more per evaluation (see
-        benchmarks/integrators.py).
+        loop per function, then about 0.1 us per evaluation); a plain Python function costs about 6 us more
+        per evaluation (benchmarks/integrators.py).
     drivers : dict, optional
         Prescribed motion ``{body: f}`` or ``{body: (f, f_dot, f_ddot)}`` for revolute or prismatic joints:
         q_j = f(t); without derivatives they are taken by central differences. Driven coordinates leave the
