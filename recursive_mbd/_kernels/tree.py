@@ -196,6 +196,20 @@ def motion_column(body_int, ws, i, col):
 
 
 @njit
+def _store_row(ws, i, a, b, c, d, e, f, f0, f1, f2):
+    """ws[i, IA:IA+6] = the symmetric 3x3 (a..f), ws[i, QA:QA+3] = (f0, f1, f2)."""
+    ws[i, IA + 0] = a
+    ws[i, IA + 1] = b
+    ws[i, IA + 2] = c
+    ws[i, IA + 3] = d
+    ws[i, IA + 4] = e
+    ws[i, IA + 5] = f
+    ws[i, QA + 0] = f0
+    ws[i, QA + 1] = f1
+    ws[i, QA + 2] = f2
+
+
+@njit
 def _shift_inertia_to_parent(ws, i, p, a, b, c, d, e, f):
     """M^_P += B_i^T M B_i for the symmetric M = (a, b, c, d, e, f) of body i (eq. 3.24b)."""
     rx = ws[i, RX]
@@ -363,15 +377,7 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, w
             gx = ws[i, GX]
             gy = ws[i, GX + 1]
             g2 = 1.0 if body_int[i, JTYPE] == REVOLUTE else 0.0
-            ws[i, IA + 0] = a
-            ws[i, IA + 1] = b
-            ws[i, IA + 2] = c
-            ws[i, IA + 3] = d
-            ws[i, IA + 4] = e
-            ws[i, IA + 5] = f
-            ws[i, QA + 0] = q0
-            ws[i, QA + 1] = q1
-            ws[i, QA + 2] = q2
+            _store_row(ws, i, a, b, c, d, e, f, q0, q1, q2)
             acc = qdd[body_int[i, QIDX]]
             f0 -= (a * gx + b * gy + c * g2) * acc
             f1 -= (b * gx + d * gy + e * g2) * acc
@@ -406,15 +412,7 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, w
             f1 -= u1 * w
             f2 -= u2 * w
         elif nd == 3:
-            ws[i, IA + 0] = a
-            ws[i, IA + 1] = b
-            ws[i, IA + 2] = c
-            ws[i, IA + 3] = d
-            ws[i, IA + 4] = e
-            ws[i, IA + 5] = f
-            ws[i, QA + 0] = f0
-            ws[i, QA + 1] = f1
-            ws[i, QA + 2] = f2
+            _store_row(ws, i, a, b, c, d, e, f, f0, f1, f2)
             if not _condense_planar(ws, i, tau, body_int[i, QIDX]):
                 return STATUS_SINGULAR | (i << 4)
             a = ws[i, IA + 0]
