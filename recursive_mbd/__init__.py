@@ -8,7 +8,7 @@ Quick start::
     res = rm.simulate(chain, q0, qd0, t_end=2.0)
 """
 
-from . import chains, joints, models
+from . import augmented, chains, joints, models
 from .dynamics import (
     bias_forces,
     element_forces,
@@ -26,7 +26,7 @@ from .model import Model
 __version__ = "0.1.0"
 
 __all__ = [
-    "METHODS", "Model", "ModelError", "SimulationError", "SimulationResult", "StateError", "bias_forces", "chains",
-    "element_forces", "energy", "forward_dynamics", "forward_kinematics", "inverse_dynamics", "joints", "mass_matrix",
-    "models", "point_kinematics", "simulate",
+    "METHODS", "Model", "ModelError", "SimulationError", "SimulationResult", "StateError", "augmented",
+    "bias_forces", "chains", "element_forces", "energy", "forward_dynamics", "forward_kinematics",
+    "inverse_dynamics", "joints", "mass_matrix", "models", "point_kinematics", "simulate",
 ]

@@ -1,0 +1,336 @@
+"""The augmented absolute-coordinate formulation (seed 000): an independent route beside the recursive one.
+
+Every body has absolute coordinates z_i = (x_i, y_i, theta_i) of its centre of mass, so its mass matrix is the
+constant diagonal diag(m, m, J). Each joint of the same Model is a set of constraint equations C(z) = 0 (seed 000
+eqs. 8, 9): with P_p = c_p + A_p s_p and P_c = c_c + A_c s_c the joint point as seen from the parent and the child,
+
+    revolute   P_p - P_c = 0                                           (2 equations)
+    prismatic  n_p . (P_c - P_p) = 0, theta_c - theta_p - angle = 0      (n_p the axis normal, parent frame)
+    fixed      P_p - P_c = 0, theta_c - theta_p - angle = 0              (3 equations)
+    planar     none
+
+Forward dynamics solves the KKT system of eq. (10) with the acceleration constraint (13) and optional Baumgarte
+stabilisation (15)-(17):
+
+    [M   C_z^T] [z'']   [Q                                ]
+    [C_z   0  ] [lam] = [gamma - 2 alpha C' - beta^2 C     ],   C_z z'' = gamma,
+
+with a sparse factorisation (scipy.sparse.linalg.splu) or densely. ``Q`` holds gravity, the model's force
+elements (the same shared evaluation as every formulation) and the joint forces tau mapped by the joint-coordinate
+Jacobian, so the same inputs give the same motion in both formulations.
+"""
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse
+import scipy.sparse.linalg
+
+from . import joints
+from ._kernels import layout as L
+from .dynamics import _com_state, _element_loads, as_vector, workspace
+from .errors import ModelError
+
+
+def _perp(v):
+    """Rotate (..., 2) vectors by +90 degrees: (x, y) -> (-y, x)."""
+    return np.stack((-v[..., 1], v[..., 0]), axis=-1)
+
+
+def _rotate(theta, v):
+    c, s = np.cos(theta), np.sin(theta)
+    return np.stack((c * v[..., 0] - s * v[..., 1], s * v[..., 0] + c * v[..., 1]), axis=-1)
+
+
+def absolute_from_joint(model, q, qd):
+    """Absolute coordinates of the centres of mass from joint coordinates.
+
+    Returns
+    -------
+    z, zd : ndarray, shape (nbodies, 3)
+        (x, y, theta) of every centre of mass [m, m, rad] and their rates.
+    """
+    com, theta, _, _, omega = _com_state(model, q, qd)
+    return np.column_stack((com[:, :2], theta)), np.column_stack((com[:, 2:], omega))
+
+
+class _Geometry:
+    """Joint points, axes and their rates at the absolute state (z, zd), vectorised over the bodies."""
+
+    def __init__(self, model, z, zd):
+        model._require_compiled()
+        self.model = model
+        n = model.nbodies
+        self.parent = model.body_parent
+        self.jtype = model.joint_type
+        has_parent = self.parent >= 0
+        p = np.where(has_parent, self.parent, 0)
+        zero = np.zeros(n)
+        self.has_parent = has_parent
+        self.theta_p = np.where(has_parent, z[p, 2], zero)
+        self.omega_p = np.where(has_parent, zd[p, 2], zero)
+        c_p = np.where(has_parent[:, None], z[p, :2], 0.0)
+        v_p = np.where(has_parent[:, None], zd[p, :2], 0.0)
+        real = model.body_real
+        self.arm_p = _rotate(self.theta_p, real[:, L.PPX:L.PPX + 2])  # A_p s_p
+        self.arm_c = _rotate(z[:, 2], -real[:, L.COX:L.COX + 2])  # A_c s_c
+        self.point_p = c_p + self.arm_p
+        self.point_c = z[:, :2] + self.arm_c
+        self.gap = self.point_c - self.point_p  # D = P_c - P_p
+        self.gap_rate = (zd[:, :2] + zd[:, 2:3] * _perp(self.arm_c)) - (v_p + self.omega_p[:, None] * _perp(self.arm_p))
+        self.axis = _rotate(self.theta_p, real[:, L.AXX:L.AXX + 2])  # u_g (prismatic)
+        self.normal = _perp(self.axis)
+        self.theta = z[:, 2]
+        self.omega = zd[:, 2]
+        self.angle = real[:, L.ANGLE]
+
+
+def joint_from_absolute(model, z, zd):
+    """Joint coordinates and rates from absolute ones (exact where the constraints hold).
+
+    Parameters
+    ----------
+    z, zd : array_like, shape (nbodies, 3)
+
+    Returns
+    -------
+    q, qd : ndarray, shape (nq,)
+    """
+    z = np.asarray(z, dtype=float).reshape(model.nbodies, 3)
+    zd = np.asarray(zd, dtype=float).reshape(model.nbodies, 3)
+    g = _Geometry(model, z, zd)
+    q = np.zeros(model.nq)
+    qd = np.zeros(model.nq)
+    index = model.joint_q_index
+    rel_angle = g.theta - g.theta_p - g.angle
+    rel_rate = g.omega - g.omega_p
+    for i in range(model.nbodies):
+        k, jt = index[i], g.jtype[i]
+        if jt == joints.REVOLUTE:
+            q[k], qd[k] = rel_angle[i], rel_rate[i]
+        elif jt == joints.PRISMATIC:  # q = u_g . D
+            q[k] = g.axis[i] @ g.gap[i]
+            qd[k] = g.axis[i] @ g.gap_rate[i] + g.omega_p[i] * (_perp(g.axis[i]) @ g.gap[i])
+        elif jt == joints.PLANAR:  # (x, y) = A_p^T D, phi = relative angle
+            back = -g.theta_p[i]
+            q[k:k + 2] = _rotate(back, g.gap[i])
+            qd[k:k + 2] = _rotate(back, g.gap_rate[i] - g.omega_p[i] * _perp(g.gap[i]))
+            q[k + 2], qd[k + 2] = rel_angle[i], rel_rate[i]
+    return q, qd
+
+
+class _Sparse:
+    """COO triplets of a sparse matrix under construction."""
+
+    def __init__(self):
+        self.rows, self.cols, self.vals = [], [], []
+
+    def add(self, row, col, val):
+        self.rows.append(row)
+        self.cols.append(col)
+        self.vals.append(val)
+
+    def matrix(self, shape):
+        return scipy.sparse.csr_matrix((self.vals, (self.rows, self.cols)), shape=shape)
+
+
+def constraints(model, z, zd):
+    """Constraint residual C, Jacobian C_z, its rate C' = C_z zd and gamma of C_z z'' = gamma.
+
+    Returns
+    -------
+    C : ndarray (m,), Cz : scipy.sparse.csr_matrix (m, 3 nbodies), C_dot : ndarray (m,), gamma : ndarray (m,)
+    """
+    z = np.asarray(z, dtype=float).reshape(model.nbodies, 3)
+    zd = np.asarray(zd, dtype=float).reshape(model.nbodies, 3)
+    g = _Geometry(model, z, zd)
+    jac = _Sparse()
+    residual, gamma = [], []
+    for i in range(model.nbodies):
+        jt, p = g.jtype[i], g.parent[i]
+        if jt == joints.PLANAR:
+            continue
+        if jt in (joints.REVOLUTE, joints.FIXED):  # P_p - P_c = 0, eq. (8)
+            arm_p, arm_c = g.arm_p[i], g.arm_c[i]
+            for axis in range(2):
+                row = len(residual)
+                residual.append(-g.gap[i, axis])
+                gamma.append(arm_p[axis] * g.omega_p[i] ** 2 - arm_c[axis] * g.omega[i] ** 2)
+                jac.add(row, 3 * i + axis, -1.0)
+                jac.add(row, 3 * i + 2, -_perp(arm_c)[axis])
+                if p >= 0:
+                    jac.add(row, 3 * p + axis, 1.0)
+                    jac.add(row, 3 * p + 2, _perp(arm_p)[axis])
+        if jt == joints.PRISMATIC:  # n_p . D = 0, eq. (9)
+            n, d, d_rate = g.normal[i], g.gap[i], g.gap_rate[i]
+            row = len(residual)
+            residual.append(n @ d)
+            w_p, w_c = g.omega_p[i], g.omega[i]
+            gamma.append(-(-w_p**2 * (n @ d) + 2.0 * w_p * (_perp(n) @ d_rate)
+                           + n @ (-g.arm_c[i] * w_c**2 + g.arm_p[i] * w_p**2)))
+            jac.add(row, 3 * i, n[0])
+            jac.add(row, 3 * i + 1, n[1])
+            jac.add(row, 3 * i + 2, n @ _perp(g.arm_c[i]))
+            if p >= 0:
+                jac.add(row, 3 * p, -n[0])
+                jac.add(row, 3 * p + 1, -n[1])
+                jac.add(row, 3 * p + 2, _perp(n) @ d - n @ _perp(g.arm_p[i]))
+        if jt in (joints.PRISMATIC, joints.FIXED):  # theta_c - theta_p - angle = 0
+            row = len(residual)
+            residual.append(g.theta[i] - g.theta_p[i] - g.angle[i])
+            gamma.append(0.0)
+            jac.add(row, 3 * i + 2, 1.0)
+            if p >= 0:
+                jac.add(row, 3 * p + 2, -1.0)
+    m = len(residual)
+    cz = jac.matrix((m, 3 * model.nbodies))
+    return np.array(residual), cz, cz @ zd.reshape(-1), np.array(gamma)
+
+
+def joint_jacobian(model, z):
+    """d q / d z, shape (nq, 3 nbodies), sparse: maps joint forces to absolute ones, Q_z = J^T tau."""
+    z = np.asarray(z, dtype=float).reshape(model.nbodies, 3)
+    g = _Geometry(model, z, np.zeros_like(z))
+    jac = _Sparse()
+    index = model.joint_q_index
+    for i in range(model.nbodies):
+        k, jt, p = index[i], g.jtype[i], g.parent[i]
+        if jt in (joints.REVOLUTE, joints.PLANAR):
+            row = k if jt == joints.REVOLUTE else k + 2
+            jac.add(row, 3 * i + 2, 1.0)
+            if p >= 0:
+                jac.add(row, 3 * p + 2, -1.0)
+        if jt == joints.PRISMATIC:  # dq = u.dD + dtheta_p perp(u).D
+            directions = [(k, g.axis[i], _perp(g.axis[i]) @ g.gap[i])]
+        elif jt == joints.PLANAR:  # d(A_p^T D) = A_p^T (dD - dtheta_p perp(D))
+            ex, ey = _rotate(g.theta_p[i], np.array([1.0, 0.0])), _rotate(g.theta_p[i], np.array([0.0, 1.0]))
+            directions = [(k, ex, -(ex @ _perp(g.gap[i]))), (k + 1, ey, -(ey @ _perp(g.gap[i])))]
+        else:
+            directions = []
+        for row, u, extra_p in directions:  # dD = dc_c + dtheta_c perp(arm_c) - dc_p - dtheta_p perp(arm_p)
+            jac.add(row, 3 * i, u[0])
+            jac.add(row, 3 * i + 1, u[1])
+            jac.add(row, 3 * i + 2, u @ _perp(g.arm_c[i]))
+            if p >= 0:
+                jac.add(row, 3 * p, -u[0])
+                jac.add(row, 3 * p + 1, -u[1])
+                jac.add(row, 3 * p + 2, extra_p - u @ _perp(g.arm_p[i]))
+    return jac.matrix((model.nq, 3 * model.nbodies))
+
+
+def mass_matrix(model):
+    """The constant absolute-coordinate mass matrix diag(m, m, J) per body, sparse (3 nbodies, 3 nbodies)."""
+    model._require_compiled()
+    diagonal = np.column_stack((model.body_mass, model.body_mass, model.body_inertia)).reshape(-1)
+    return scipy.sparse.diags(diagonal, format="csr")
+
+
+def applied_forces(model, z, zd, tau=None, t=0.0):
+    """Q: gravity, the force elements and the joint forces tau on the absolute coordinates, shape (3 nbodies,)."""
+    q, qd = joint_from_absolute(model, z, zd)
+    tau = np.zeros(model.nq) if tau is None else as_vector(model, tau, "tau")
+    gravity = np.outer(model.body_mass, model.gravity)
+    forces = np.column_stack((gravity, np.zeros(model.nbodies)))
+    joint_forces = tau.copy()
+    if model.elem_int.shape[0]:
+        ws = workspace(model)
+        _element_loads(model, ws, q, qd, float(t))
+        forces += ws.wrench
+        joint_forces += ws.jforce
+    return forces.reshape(-1) + joint_jacobian(model, z).T @ joint_forces
+
+
+def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver="sparse"):
+    """Absolute accelerations and multipliers from the KKT system (seed 000 eqs. 10, 13, 15-17).
+
+    Parameters
+    ----------
+    z, zd : array_like, shape (nbodies, 3)
+        Centre-of-mass coordinates (x, y, theta) and rates.
+    tau : array_like (nq,), optional
+        Joint forces, as in the recursive formulation.
+    alpha, beta : float
+        Baumgarte parameters: the acceleration constraint becomes C'' + 2 alpha C' + beta^2 C = 0.
+    solver : {"sparse", "dense"}
+
+    Returns
+    -------
+    zdd : ndarray, shape (nbodies, 3)
+    lam : ndarray, shape (m,)
+        Multipliers; -C_z^T lam are the constraint forces on the absolute coordinates.
+    """
+    z = np.asarray(z, dtype=float).reshape(model.nbodies, 3)
+    zd = np.asarray(zd, dtype=float).reshape(model.nbodies, 3)
+    residual, cz, rate, gamma = constraints(model, z, zd)
+    rhs_c = gamma - 2.0 * alpha * rate - beta**2 * residual
+    q_force = applied_forces(model, z, zd, tau, t)
+    m = residual.size
+    kkt = scipy.sparse.bmat([[mass_matrix(model), cz.T], [cz, None]], format="csc")
+    rhs = np.concatenate((q_force, rhs_c))
+    if solver == "sparse":
+        try:
+            solution = scipy.sparse.linalg.splu(kkt).solve(rhs)
+        except RuntimeError as err:  # "Factor is exactly singular"
+            raise ModelError(f"the augmented system is singular at this state (redundant or degenerate "
+                             f"constraints: {m} equations on {3 * model.nbodies} coordinates): {err}") from None
+    elif solver == "dense":
+        dense = kkt.toarray()
+        try:
+            solution = scipy.linalg.solve(dense, rhs, assume_a="sym")
+        except np.linalg.LinAlgError as err:
+            raise ModelError(f"the augmented system is singular at this state (redundant or degenerate "
+                             f"constraints): {err}") from None
+        if not np.all(np.isfinite(solution)):
+            raise ModelError("the augmented system is singular at this state (redundant or degenerate constraints)")
+    else:
+        raise ValueError(f"unknown solver {solver!r}; expected 'sparse' or 'dense'")
+    return solution[:3 * model.nbodies].reshape(model.nbodies, 3), solution[3 * model.nbodies:]
+
+
+def joint_accelerations(model, z, zd, zdd):
+    """Joint accelerations qdd from absolute ones: qdd = J zdd + (the velocity-product part of q(z)'')."""
+    z = np.asarray(z, dtype=float).reshape(model.nbodies, 3)
+    zd = np.asarray(zd, dtype=float).reshape(model.nbodies, 3)
+    g = _Geometry(model, z, zd)
+    qdd = joint_jacobian(model, z) @ np.asarray(zdd, dtype=float).reshape(-1)
+    index = model.joint_q_index
+    for i in range(model.nbodies):
+        k, jt = index[i], g.jtype[i]
+        w_p, w_c = g.omega_p[i], g.omega[i]
+        d, d_rate = g.gap[i], g.gap_rate[i]
+        d_curve = -g.arm_c[i] * w_c**2 + g.arm_p[i] * w_p**2  # D'' at zero accelerations
+        if jt == joints.PRISMATIC:  # (u_g . D)'' with zdd = 0
+            u = g.axis[i]
+            qdd[k] += -w_p**2 * (u @ d) + 2.0 * w_p * (_perp(u) @ d_rate) + u @ d_curve
+        elif jt == joints.PLANAR:  # (A_p^T D)'' with zdd = 0 = A_p^T (-w^2 D - 2 w perp(D') + D''_0)
+            qdd[k:k + 2] += _rotate(-g.theta_p[i], -w_p**2 * d - 2.0 * w_p * _perp(d_rate) + d_curve)
+    return qdd
+
+
+def joint_constraint_forces(model, z, zd, lam):
+    """Force and moment each joint's constraint exerts on its child body, at the child's centre of mass.
+
+    Returns
+    -------
+    ndarray, shape (nbodies, 3)
+        Row i: (Fx, Fy, moment) from the constraint equations of body i's parent joint, ground axes [N, N m]
+        (zero for planar joints). Actuation (tau along a joint's free direction) is not included.
+    """
+    z = np.asarray(z, dtype=float).reshape(model.nbodies, 3)
+    _, cz, _, _ = constraints(model, z, zd)
+    counts = np.array([{joints.REVOLUTE: 2, joints.PRISMATIC: 2, joints.FIXED: 3, joints.PLANAR: 0}[jt]
+                       for jt in model.joint_type])
+    starts = np.concatenate(([0], np.cumsum(counts)))
+    cz = cz.tocsr()
+    forces = np.zeros((model.nbodies, 3))
+    for i in range(model.nbodies):
+        rows = slice(starts[i], starts[i + 1])
+        forces[i] = -(cz[rows, 3 * i:3 * i + 3].T @ lam[rows])
+    return forces
+
+
+def state_derivative(model, t, y, tau=None, alpha=0.0, beta=0.0, solver="sparse"):
+    """y' for y = (z, zd) flattened, shape (6 nbodies,): hand it to scipy.integrate.solve_ivp."""
+    n = model.nbodies
+    z, zd = y[:3 * n].reshape(n, 3), y[3 * n:].reshape(n, 3)
+    zdd, _ = forward_dynamics(model, z, zd, tau, t, alpha, beta, solver)
+    return np.concatenate((y[3 * n:], zdd.reshape(-1)))

@@ -1,0 +1,112 @@
+"""The augmented absolute-coordinate formulation (seed 000) against the recursive one."""
+
+import numpy as np
+import pytest
+from conftest import build, random_trees, rel_err
+from scipy.integrate import solve_ivp
+
+import recursive_mbd as rm
+from recursive_mbd import augmented, chains, joints
+from recursive_mbd._kernels import layout as L
+from recursive_mbd.dynamics import workspace
+
+SPECS = [spec for spec in random_trees(count=200, max_bodies=40, seed=2026)]
+
+
+@pytest.fixture(scope="module")
+def models():
+    return [build(spec) for spec in SPECS]
+
+
+def _state(model, seed):
+    rng = np.random.default_rng(seed)
+    nq = model.nq
+    return rng.uniform(-np.pi, np.pi, nq), rng.normal(size=nq), rng.normal(size=nq) * 5.0
+
+
+@pytest.mark.parametrize("index", range(len(SPECS)))
+def test_augmented_accelerations_equal_recursive_on_random_trees(models, index):
+    model = models[index]
+    q, qd, tau = _state(model, index)
+    z, zd = augmented.absolute_from_joint(model, q, qd)
+    residual, _, rate, _ = augmented.constraints(model, z, zd)
+    assert residual.size == 0 or np.abs(residual).max() < 1e-12
+    assert rate.size == 0 or np.abs(rate).max() < 1e-11
+    q_back, qd_back = augmented.joint_from_absolute(model, z, zd)
+    np.testing.assert_allclose(np.angle(np.exp(1j * (q_back - q))), 0.0, atol=1e-12)
+    np.testing.assert_allclose(qd_back, qd, atol=1e-12)
+    if model.nq == 0:
+        return
+    zdd, _ = augmented.forward_dynamics(model, z, zd, tau)
+    qdd = augmented.joint_accelerations(model, z, zd, zdd)
+    assert rel_err(qdd, rm.forward_dynamics(model, q, qd, tau)) < 1e-9
+    if index % 10 == 0:
+        zdd_dense, _ = augmented.forward_dynamics(model, z, zd, tau, solver="dense")
+        np.testing.assert_allclose(zdd_dense, zdd, rtol=1e-9, atol=1e-9 * np.abs(zdd).max())
+
+
+@pytest.mark.parametrize("n", [1, 2, 10, 100])
+def test_augmented_on_serial_chains(n):
+    model = chains.serial_chain(n)
+    rng = np.random.default_rng(n)
+    q, qd = rng.uniform(-1, 1, n), rng.normal(size=n)
+    z, zd = augmented.absolute_from_joint(model, q, qd)
+    zdd, _ = augmented.forward_dynamics(model, z, zd)
+    assert rel_err(augmented.joint_accelerations(model, z, zd, zdd), rm.forward_dynamics(model, q, qd)) < 1e-9
+
+
+@pytest.mark.parametrize("index", range(0, len(SPECS), 7))
+def test_multipliers_give_the_newton_euler_joint_forces(models, index):
+    model = models[index]
+    if model.nq == 0:
+        return
+    q, qd, tau = _state(model, 500 + index)
+    z, zd = augmented.absolute_from_joint(model, q, qd)
+    zdd, lam = augmented.forward_dynamics(model, z, zd, tau)
+    from_constraints = augmented.joint_constraint_forces(model, z, zd, lam)
+    # recursive Newton-Euler: ws[:, QA:QA+3] holds the force the parent exerts on each subtree at its centre of mass
+    qdd = rm.forward_dynamics(model, q, qd, tau)
+    rm.inverse_dynamics(model, q, qd, qdd)
+    transmitted = workspace(model).ws[:, L.QA:L.QA + 3].copy()
+    poses, _ = rm.forward_kinematics(model, q)
+    for i in range(model.nbodies):
+        jt, k, body = model.joint_type[i], model.joint_q_index[i], model.body(i)
+        expected = transmitted[i].copy()
+        joint_point, _ = rm.point_kinematics(model, q, qd, i, body["child_point"])
+        centre, _ = rm.point_kinematics(model, q, qd, i, body["com"])
+        arm = joint_point - centre
+        if jt == joints.REVOLUTE:  # the actuator torque is not a constraint force
+            expected[2] -= tau[k]
+        elif jt == joints.PRISMATIC:  # the actuator pushes along the axis at the joint point
+            parent = model.body_parent[i]
+            theta = poses[parent, 2] if parent >= 0 else 0.0
+            c, s = np.cos(theta), np.sin(theta)
+            axis = np.array([c * body["axis"][0] - s * body["axis"][1], s * body["axis"][0] + c * body["axis"][1]])
+            force = tau[k] * axis
+            expected -= np.array([force[0], force[1], arm[0] * force[1] - arm[1] * force[0]])
+        elif jt == joints.PLANAR:
+            continue
+        scale = max(np.abs(transmitted).max(), 1.0)
+        np.testing.assert_allclose(from_constraints[i], expected, atol=1e-9 * scale)
+
+
+def test_seed000_augmented_follows_the_recursive_trajectory():
+    model, q0, qd0 = rm.models.two_squares()
+    times = np.linspace(0.0, 3.0, 31)
+    recursive = rm.simulate(model, q0, qd0, 3.0, rtol=1e-12, atol=1e-13, t_eval=times)
+    z0, zd0 = augmented.absolute_from_joint(model, q0, qd0)
+    np.testing.assert_allclose(z0, [[1.0, 1.0, 0.0], [3.0, 1.0, 0.0]], atol=1e-15)  # the seed's initial state
+    sol = solve_ivp(lambda t, y: augmented.state_derivative(model, t, y, alpha=5.0, beta=5.0), (0.0, 3.0),
+                    np.concatenate((z0.ravel(), zd0.ravel())), method="DOP853", rtol=1e-12, atol=1e-13,
+                    t_eval=times)
+    for k, t in enumerate(times):
+        z, zd = sol.y[:6, k].reshape(2, 3), sol.y[6:, k].reshape(2, 3)
+        q, _ = augmented.joint_from_absolute(model, z, zd)
+        np.testing.assert_allclose(q, recursive.q[k], atol=1e-7, err_msg=f"t = {t}")
+
+
+def test_unknown_solver_is_refused():
+    model = chains.serial_chain(2)
+    z, zd = augmented.absolute_from_joint(model, np.zeros(2), np.zeros(2))
+    with pytest.raises(ValueError, match="unknown solver"):
+        augmented.forward_dynamics(model, z, zd, solver="magic")
