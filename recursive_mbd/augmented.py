@@ -226,13 +226,13 @@ def mass_matrix(model):
 
 def applied_forces(model, z, zd, tau=None, t=0.0):
     """Q: gravity, the force elements and the joint forces tau on the absolute coordinates, shape (3 nbodies,)."""
+    ws = workspace(model)  # compiles the model
     q, qd = joint_from_absolute(model, z, zd)
     tau = np.zeros(model.nq) if tau is None else as_vector(model, tau, "tau")
     gravity = np.outer(model.body_mass, model.gravity)
     forces = np.column_stack((gravity, np.zeros(model.nbodies)))
     joint_forces = tau.copy()
     if model.elem_int.shape[0]:
-        ws = workspace(model)
         _element_loads(model, ws, q, qd, float(t))
         forces += ws.wrench
         joint_forces += ws.jforce
@@ -334,3 +334,94 @@ def state_derivative(model, t, y, tau=None, alpha=0.0, beta=0.0, solver="sparse"
     z, zd = y[:3 * n].reshape(n, 3), y[3 * n:].reshape(n, 3)
     zdd, _ = forward_dynamics(model, z, zd, tau, t, alpha, beta, solver)
     return np.concatenate((y[3 * n:], zdd.reshape(-1)))
+
+
+_SOLVERS = {"dopri5": "RK45", "dop853": "DOP853"}
+
+
+def project(model, z, zd, tol=1e-13, max_iter=20):
+    """Project (z, zd) onto C(z) = 0 and C_z zd = 0 (seed 000's projection alternative to Baumgarte).
+
+    Gauss-Newton with the minimum-norm correction dz = -C_z^T (C_z C_z^T)^-1 C (a few iterations reach round-off),
+    then the velocity correction dzd = -C_z^T (C_z C_z^T)^-1 C_z zd. Returns new (z, zd), shape (nbodies, 3).
+    """
+    z = np.array(z, dtype=float).reshape(model.nbodies, 3)
+    zd = np.array(zd, dtype=float).reshape(model.nbodies, 3)
+    for _ in range(max_iter):
+        residual, cz, _, _ = constraints(model, z, zd)
+        if residual.size == 0 or np.abs(residual).max() <= tol:
+            break
+        gram = (cz @ cz.T).tocsc()
+        z -= (cz.T @ scipy.sparse.linalg.spsolve(gram, residual)).reshape(model.nbodies, 3)
+    _, cz, rate, _ = constraints(model, z, zd)
+    if rate.size:
+        gram = (cz @ cz.T).tocsc()
+        zd -= (cz.T @ scipy.sparse.linalg.spsolve(gram, rate)).reshape(model.nbodies, 3)
+    return z, zd
+
+
+def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t0=0.0, tau=None, alpha=0.0,
+             beta=0.0, stabilization="baumgarte", solver="sparse", max_steps=10_000_000):
+    """Integrate the augmented equations from joint coordinates (q0, qd0); see ``rm.simulate(formulation=...)``.
+
+    The state is the absolute coordinates (z, zd) of every centre of mass; scipy's Dormand-Prince solvers
+    ("dopri5" -> RK45, "dop853" -> DOP853, or "scipy:NAME") advance it one step at a time. ``stabilization``:
+    "baumgarte" (alpha, beta; 0, 0 is none), "projection" (onto C = 0 and C' = 0 after every accepted step) or
+    "none". Returns a SimulationResult with q, qd recovered from z, zd at every step, plus ``z``, ``zd`` and
+    ``constraint_drift`` (max |C| at each sample).
+    """
+    from scipy import integrate  # noqa: PLC0415
+
+    from .errors import SimulationError  # noqa: PLC0415
+    from .integrate import SimulationResult  # noqa: PLC0415
+
+    name = method[6:] if method.startswith("scipy:") else _SOLVERS.get(method)
+    if name is None:
+        raise ValueError(f"the augmented formulation integrates with dopri5, dop853 or scipy:NAME, not {method!r}")
+    if stabilization not in ("baumgarte", "projection", "none"):
+        raise ValueError(f"stabilization must be 'baumgarte', 'projection' or 'none', got {stabilization!r}")
+    if stabilization != "baumgarte":
+        alpha = beta = 0.0
+    workspace(model)  # compiles the model
+    q0 = as_vector(model, q0, "q0")
+    qd0 = as_vector(model, qd0, "qd0")
+    tau = None if tau is None else as_vector(model, tau, "tau")
+    z0, zd0 = absolute_from_joint(model, q0, qd0)
+    n = model.nbodies
+    evaluations = [0]
+
+    def fun(t, y):
+        evaluations[0] += 1
+        return state_derivative(model, t, y, tau, alpha, beta, solver)
+
+    ode = integrate.__dict__[name](fun, float(t0), np.concatenate((z0.ravel(), zd0.ravel())), float(t_end),
+                                   rtol=rtol, atol=atol)
+    times, states = [float(t0)], [ode.y.copy()]
+    steps = 0
+    failure = None
+    while ode.status == "running":
+        message = ode.step()
+        steps += 1
+        if ode.status == "failed" or steps > max_steps:
+            failure = message or f"more than max_steps = {max_steps} steps"
+            break
+        if stabilization == "projection":
+            z, zd = project(model, ode.y[:3 * n], ode.y[3 * n:])
+            ode.y = np.concatenate((z.ravel(), zd.ravel()))
+            if hasattr(ode, "f"):  # first-same-as-last solvers keep f(t, y): refresh it at the projected state
+                ode.f = fun(ode.t, ode.y)
+        times.append(ode.t)
+        states.append(ode.y.copy())
+    y = np.array(states)
+    zs, zds = y[:, :3 * n].reshape(-1, n, 3), y[:, 3 * n:].reshape(-1, n, 3)
+    pairs = [joint_from_absolute(model, z, zd) for z, zd in zip(zs, zds, strict=True)]
+    drift = np.array([np.abs(constraints(model, z, zd)[0]).max(initial=0.0) for z, zd in zip(zs, zds, strict=True)])
+    work = np.full((len(times), 2), np.nan)  # the augmented run does not integrate work (yet)
+    result = SimulationResult(model, np.array(times), np.array([p[0] for p in pairs]),
+                              np.array([p[1] for p in pairs]), work, f"augmented {method}", evaluations[0], steps,
+                              0)
+    result.z, result.zd, result.constraint_drift = zs, zds, drift
+    if failure is not None:
+        raise SimulationError(f"augmented {method} failed at t = {ode.t:.9g} s: {failure}; {len(times)} samples "
+                              f"up to t = {times[-1]:.9g} s are kept in .result", ode.t, result)
+    return result

@@ -504,7 +504,7 @@ class _StopRhs(Exception):
 
 def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t0=0.0, dt=None, t_eval=None,
              every=1, max_step=np.inf, first_step=None, max_steps=10_000_000, tau=None, drivers=None,
-             events=None, midpoint_tol=1e-13, progress=None):
+             events=None, midpoint_tol=1e-13, progress=None, formulation="recursive", **augmented_options):
     """Integrate M(q) qdd + h(q, qd) = tau + Q_elements from (q0, qd0) at t0 to t_end.
 
     Parameters
@@ -552,6 +552,10 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         Show a tqdm progress bar over simulated time (the optional extra ``progress``). Default: only when
         stderr is a terminal. With a bar the run is split into 100 compiled pieces (an adaptive method restarts
         its step size at each).
+    formulation : {"recursive", "augmented"}
+        "augmented" integrates the absolute-coordinate formulation instead (``recursive_mbd.augmented.simulate``:
+        options ``alpha``, ``beta``, ``stabilization`` = "baumgarte" | "projection" | "none", ``solver``); the
+        result has ``z``, ``zd`` and ``constraint_drift`` besides q and qd.
 
     Returns
     -------
@@ -564,6 +568,19 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         converge, or singular dynamics; its ``result`` holds the samples up to the last accepted step and ``t``
         the time of failure.
     """
+    if formulation == "augmented":
+        from . import augmented  # noqa: PLC0415
+
+        unsupported = [name for name, value in (("t_eval", t_eval), ("drivers", drivers), ("events", events))
+                       if value is not None] + (["tau as a function"] if callable(tau) else [])
+        if unsupported:
+            raise ValueError(f"the augmented formulation does not take {', '.join(unsupported)} (yet)")
+        return augmented.simulate(model, q0, qd0, t_end, method, rtol, atol, t0=t0, tau=tau, max_steps=max_steps,
+                                  **augmented_options)
+    if formulation != "recursive":
+        raise ValueError(f"formulation must be 'recursive' or 'augmented', got {formulation!r}")
+    if augmented_options:
+        raise TypeError(f"unexpected options {sorted(augmented_options)} (they are for formulation='augmented')")
     scipy_method = method[6:] if isinstance(method, str) and method.startswith("scipy:") else None
     if scipy_method is None and method not in METHODS:
         raise ValueError(f"unknown method {method!r}; expected one of {sorted(METHODS)} or 'scipy:NAME'")

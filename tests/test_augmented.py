@@ -110,3 +110,23 @@ def test_unknown_solver_is_refused():
     z, zd = augmented.absolute_from_joint(model, np.zeros(2), np.zeros(2))
     with pytest.raises(ValueError, match="unknown solver"):
         augmented.forward_dynamics(model, z, zd, solver="magic")
+
+
+def test_augmented_simulation_drift_baumgarte_and_projection():
+    model = chains.serial_chain(4)
+    q0, qd0 = np.array([0.8, -0.3, 0.2, 0.1]), np.zeros(4)
+    reference = rm.simulate(model, q0, qd0, 1.0, rtol=1e-11, atol=1e-12)
+    drift = {}
+    for label, options in (("none", dict(stabilization="none")), ("baumgarte", dict(alpha=10.0, beta=10.0)),
+                           ("projection", dict(stabilization="projection"))):
+        res = rm.simulate(model, q0, qd0, 1.0, formulation="augmented", rtol=1e-9, atol=1e-11, **options)
+        assert res.t[0] == 0.0 and res.t[-1] == 1.0 and res.z.shape == (res.t.size, 4, 3)
+        np.testing.assert_allclose(res.q[-1], reference.q[-1], atol=1e-7)
+        drift[label] = res.constraint_drift
+    assert drift["none"][-1] > 10 * drift["baumgarte"][-1]  # Baumgarte holds the constraints better
+    assert drift["projection"].max() < 1e-12  # projection: round-off
+    assert drift["none"][-1] > drift["none"][1]  # without stabilisation the drift grows
+    with pytest.raises(ValueError, match="does not take drivers"):
+        rm.simulate(model, q0, qd0, 1.0, formulation="augmented", drivers={"link1": np.sin})
+    with pytest.raises(ValueError, match="dopri5, dop853 or scipy"):
+        rm.simulate(model, q0, qd0, 1.0, formulation="augmented", method="rk4")
