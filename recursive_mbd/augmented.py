@@ -100,37 +100,33 @@ def joint_from_absolute(model, z, zd):
     g = _Geometry(model, z, zd)
     q = np.zeros(model.nq)
     qd = np.zeros(model.nq)
-    index = model.joint_q_index
+    index, jt = model.joint_q_index, g.jtype
     rel_angle = g.theta - g.theta_p - g.angle
     rel_rate = g.omega - g.omega_p
-    for i in range(model.nbodies):
-        k, jt = index[i], g.jtype[i]
-        if jt == joints.REVOLUTE:
-            q[k], qd[k] = rel_angle[i], rel_rate[i]
-        elif jt == joints.PRISMATIC:  # q = u_g . D
-            q[k] = g.axis[i] @ g.gap[i]
-            qd[k] = g.axis[i] @ g.gap_rate[i] + g.omega_p[i] * (_perp(g.axis[i]) @ g.gap[i])
-        elif jt == joints.PLANAR:  # (x, y) = A_p^T D, phi = relative angle
-            back = -g.theta_p[i]
-            q[k:k + 2] = _rotate(back, g.gap[i])
-            qd[k:k + 2] = _rotate(back, g.gap_rate[i] - g.omega_p[i] * _perp(g.gap[i]))
-            q[k + 2], qd[k + 2] = rel_angle[i], rel_rate[i]
+    rot = (jt == joints.REVOLUTE) | (jt == joints.PLANAR)
+    k = index[rot] + np.where(jt[rot] == joints.PLANAR, 2, 0)
+    q[k], qd[k] = rel_angle[rot], rel_rate[rot]
+    pri = jt == joints.PRISMATIC  # q = u_g . D
+    q[index[pri]] = np.einsum("ij,ij->i", g.axis[pri], g.gap[pri])
+    qd[index[pri]] = (np.einsum("ij,ij->i", g.axis[pri], g.gap_rate[pri])
+                      + g.omega_p[pri] * np.einsum("ij,ij->i", _perp(g.axis[pri]), g.gap[pri]))
+    pla = jt == joints.PLANAR  # (x, y) = A_p^T D
+    back = -g.theta_p[pla]
+    xy = _rotate(back, g.gap[pla])
+    xy_rate = _rotate(back, g.gap_rate[pla] - g.omega_p[pla][:, None] * _perp(g.gap[pla]))
+    q[index[pla]], q[index[pla] + 1] = xy[:, 0], xy[:, 1]
+    qd[index[pla]], qd[index[pla] + 1] = xy_rate[:, 0], xy_rate[:, 1]
     return q, qd
 
 
-class _Sparse:
-    """COO triplets of a sparse matrix under construction."""
+_ROWS_PER_JOINT = np.array([2, 2, 3, 0])  # revolute, prismatic, fixed, planar (joints.* codes)
 
-    def __init__(self):
-        self.rows, self.cols, self.vals = [], [], []
 
-    def add(self, row, col, val):
-        self.rows.append(row)
-        self.cols.append(col)
-        self.vals.append(val)
-
-    def matrix(self, shape):
-        return scipy.sparse.csr_matrix((self.vals, (self.rows, self.cols)), shape=shape)
+def _row_starts(model):
+    """First constraint row of each body's joint; rows run body by body (revolute: x, y; prismatic: normal,
+    angle; fixed: x, y, angle)."""
+    counts = _ROWS_PER_JOINT[model.joint_type]
+    return np.concatenate(([0], np.cumsum(counts)))
 
 
 def constraints(model, z, zd):
@@ -143,78 +139,104 @@ def constraints(model, z, zd):
     z = np.asarray(z, dtype=float).reshape(model.nbodies, 3)
     zd = np.asarray(zd, dtype=float).reshape(model.nbodies, 3)
     g = _Geometry(model, z, zd)
-    jac = _Sparse()
-    residual, gamma = [], []
-    for i in range(model.nbodies):
-        jt, p = g.jtype[i], g.parent[i]
-        if jt == joints.PLANAR:
-            continue
-        if jt in (joints.REVOLUTE, joints.FIXED):  # P_p - P_c = 0, eq. (8)
-            arm_p, arm_c = g.arm_p[i], g.arm_c[i]
-            for axis in range(2):
-                row = len(residual)
-                residual.append(-g.gap[i, axis])
-                gamma.append(arm_p[axis] * g.omega_p[i] ** 2 - arm_c[axis] * g.omega[i] ** 2)
-                jac.add(row, 3 * i + axis, -1.0)
-                jac.add(row, 3 * i + 2, -_perp(arm_c)[axis])
-                if p >= 0:
-                    jac.add(row, 3 * p + axis, 1.0)
-                    jac.add(row, 3 * p + 2, _perp(arm_p)[axis])
-        if jt == joints.PRISMATIC:  # n_p . D = 0, eq. (9)
-            n, d, d_rate = g.normal[i], g.gap[i], g.gap_rate[i]
-            row = len(residual)
-            residual.append(n @ d)
-            w_p, w_c = g.omega_p[i], g.omega[i]
-            gamma.append(-(-w_p**2 * (n @ d) + 2.0 * w_p * (_perp(n) @ d_rate)
-                           + n @ (-g.arm_c[i] * w_c**2 + g.arm_p[i] * w_p**2)))
-            jac.add(row, 3 * i, n[0])
-            jac.add(row, 3 * i + 1, n[1])
-            jac.add(row, 3 * i + 2, n @ _perp(g.arm_c[i]))
-            if p >= 0:
-                jac.add(row, 3 * p, -n[0])
-                jac.add(row, 3 * p + 1, -n[1])
-                jac.add(row, 3 * p + 2, _perp(n) @ d - n @ _perp(g.arm_p[i]))
-        if jt in (joints.PRISMATIC, joints.FIXED):  # theta_c - theta_p - angle = 0
-            row = len(residual)
-            residual.append(g.theta[i] - g.theta_p[i] - g.angle[i])
-            gamma.append(0.0)
-            jac.add(row, 3 * i + 2, 1.0)
-            if p >= 0:
-                jac.add(row, 3 * p + 2, -1.0)
-    m = len(residual)
-    cz = jac.matrix((m, 3 * model.nbodies))
-    return np.array(residual), cz, cz @ zd.reshape(-1), np.array(gamma)
+    starts = _row_starts(model)
+    m = int(starts[-1])
+    residual, gamma = np.zeros(m), np.zeros(m)
+    rows, cols, vals = [], [], []
+
+    def add(r, c, v, where=None):  # entries for the bodies in ``where`` (a mask), vectorised
+        r, c, v = np.broadcast_arrays(r, c, v)
+        if where is not None:
+            r, c, v = r[where], c[where], v[where]
+        rows.append(r)
+        cols.append(c)
+        vals.append(v)
+
+    body = np.arange(model.nbodies)
+    parent = np.where(g.has_parent, g.parent, 0)
+    jt = g.jtype
+    # P_p - P_c = 0 (revolute, fixed), eq. (8)
+    point = np.flatnonzero((jt == joints.REVOLUTE) | (jt == joints.FIXED))
+    for axis in range(2):
+        r = starts[point] + axis
+        residual[r] = -g.gap[point, axis]
+        gamma[r] = g.arm_p[point, axis] * g.omega_p[point] ** 2 - g.arm_c[point, axis] * g.omega[point] ** 2
+        add(r, 3 * body[point] + axis, -1.0)
+        add(r, 3 * body[point] + 2, -_perp(g.arm_c[point])[:, axis])
+        with_parent = g.has_parent[point]
+        add(r, 3 * parent[point] + axis, 1.0, with_parent)
+        add(r, 3 * parent[point] + 2, _perp(g.arm_p[point])[:, axis], with_parent)
+    # n_p . (P_c - P_p) = 0 (prismatic), eq. (9)
+    pri = np.flatnonzero(jt == joints.PRISMATIC)
+    r = starts[pri]
+    n, d, d_rate = g.normal[pri], g.gap[pri], g.gap_rate[pri]
+    w_p, w_c = g.omega_p[pri], g.omega[pri]
+    dot = np.einsum
+    residual[r] = dot("ij,ij->i", n, d)
+    curve = -g.arm_c[pri] * (w_c**2)[:, None] + g.arm_p[pri] * (w_p**2)[:, None]
+    gamma[r] = -(-(w_p**2) * residual[r] + 2.0 * w_p * dot("ij,ij->i", _perp(n), d_rate) + dot("ij,ij->i", n, curve))
+    add(r, 3 * body[pri], n[:, 0])
+    add(r, 3 * body[pri] + 1, n[:, 1])
+    add(r, 3 * body[pri] + 2, dot("ij,ij->i", n, _perp(g.arm_c[pri])))
+    with_parent = g.has_parent[pri]
+    add(r, 3 * parent[pri], -n[:, 0], with_parent)
+    add(r, 3 * parent[pri] + 1, -n[:, 1], with_parent)
+    add(r, 3 * parent[pri] + 2, dot("ij,ij->i", _perp(n), d) - dot("ij,ij->i", n, _perp(g.arm_p[pri])), with_parent)
+    # theta_c - theta_p - angle = 0 (prismatic, fixed)
+    ang = np.flatnonzero((jt == joints.PRISMATIC) | (jt == joints.FIXED))
+    r = starts[ang] + np.where(jt[ang] == joints.FIXED, 2, 1)
+    residual[r] = g.theta[ang] - g.theta_p[ang] - g.angle[ang]
+    add(r, 3 * body[ang] + 2, 1.0)
+    add(r, 3 * parent[ang] + 2, -1.0, g.has_parent[ang])
+    cz = scipy.sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                                 shape=(m, 3 * model.nbodies))
+    return residual, cz, cz @ zd.reshape(-1), gamma
 
 
 def joint_jacobian(model, z):
     """d q / d z, shape (nq, 3 nbodies), sparse: maps joint forces to absolute ones, Q_z = J^T tau."""
     z = np.asarray(z, dtype=float).reshape(model.nbodies, 3)
     g = _Geometry(model, z, np.zeros_like(z))
-    jac = _Sparse()
     index = model.joint_q_index
-    for i in range(model.nbodies):
-        k, jt, p = index[i], g.jtype[i], g.parent[i]
-        if jt in (joints.REVOLUTE, joints.PLANAR):
-            row = k if jt == joints.REVOLUTE else k + 2
-            jac.add(row, 3 * i + 2, 1.0)
-            if p >= 0:
-                jac.add(row, 3 * p + 2, -1.0)
-        if jt == joints.PRISMATIC:  # dq = u.dD + dtheta_p perp(u).D
-            directions = [(k, g.axis[i], _perp(g.axis[i]) @ g.gap[i])]
-        elif jt == joints.PLANAR:  # d(A_p^T D) = A_p^T (dD - dtheta_p perp(D))
-            ex, ey = _rotate(g.theta_p[i], np.array([1.0, 0.0])), _rotate(g.theta_p[i], np.array([0.0, 1.0]))
-            directions = [(k, ex, -(ex @ _perp(g.gap[i]))), (k + 1, ey, -(ey @ _perp(g.gap[i])))]
-        else:
-            directions = []
-        for row, u, extra_p in directions:  # dD = dc_c + dtheta_c perp(arm_c) - dc_p - dtheta_p perp(arm_p)
-            jac.add(row, 3 * i, u[0])
-            jac.add(row, 3 * i + 1, u[1])
-            jac.add(row, 3 * i + 2, u @ _perp(g.arm_c[i]))
-            if p >= 0:
-                jac.add(row, 3 * p, -u[0])
-                jac.add(row, 3 * p + 1, -u[1])
-                jac.add(row, 3 * p + 2, extra_p - u @ _perp(g.arm_p[i]))
-    return jac.matrix((model.nq, 3 * model.nbodies))
+    body = np.arange(model.nbodies)
+    parent = np.where(g.has_parent, g.parent, 0)
+    jt = g.jtype
+    rows, cols, vals = [], [], []
+
+    def add(r, c, v, where=None):
+        r, c, v = np.broadcast_arrays(r, c, v)
+        if where is not None:
+            r, c, v = r[where], c[where], v[where]
+        rows.append(r)
+        cols.append(c)
+        vals.append(v)
+
+    # relative angle rows: revolute q, planar phi
+    rot = np.flatnonzero((jt == joints.REVOLUTE) | (jt == joints.PLANAR))
+    r = index[rot] + np.where(jt[rot] == joints.PLANAR, 2, 0)
+    add(r, 3 * body[rot] + 2, 1.0)
+    add(r, 3 * parent[rot] + 2, -1.0, g.has_parent[rot])
+    # slide rows: dq = u . dD + dtheta_p e, dD = dc_c + dtheta_c perp(arm_c) - dc_p - dtheta_p perp(arm_p)
+    pri = np.flatnonzero(jt == joints.PRISMATIC)
+    pla = np.flatnonzero(jt == joints.PLANAR)
+    ex = _rotate(g.theta_p[pla], np.array([1.0, 0.0]))
+    ey = _rotate(g.theta_p[pla], np.array([0.0, 1.0]))
+    perp_gap = _perp(g.gap[pla])
+    slides = (  # (bodies, rows, directions u, extra parent-angle term e)
+        (pri, index[pri], g.axis[pri], np.einsum("ij,ij->i", _perp(g.axis[pri]), g.gap[pri])),
+        (pla, index[pla], ex, -np.einsum("ij,ij->i", ex, perp_gap)),  # (A_p^T D) = A_p^T (dD - dtheta_p perp(D))
+        (pla, index[pla] + 1, ey, -np.einsum("ij,ij->i", ey, perp_gap)),
+    )
+    for bodies, r, u, extra in slides:
+        add(r, 3 * body[bodies], u[:, 0])
+        add(r, 3 * body[bodies] + 1, u[:, 1])
+        add(r, 3 * body[bodies] + 2, np.einsum("ij,ij->i", u, _perp(g.arm_c[bodies])))
+        with_parent = g.has_parent[bodies]
+        add(r, 3 * parent[bodies], -u[:, 0], with_parent)
+        add(r, 3 * parent[bodies] + 1, -u[:, 1], with_parent)
+        add(r, 3 * parent[bodies] + 2, extra - np.einsum("ij,ij->i", u, _perp(g.arm_p[bodies])), with_parent)
+    return scipy.sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                                   shape=(model.nq, 3 * model.nbodies))
 
 
 def mass_matrix(model):
@@ -292,17 +314,19 @@ def joint_accelerations(model, z, zd, zdd):
     zd = np.asarray(zd, dtype=float).reshape(model.nbodies, 3)
     g = _Geometry(model, z, zd)
     qdd = joint_jacobian(model, z) @ np.asarray(zdd, dtype=float).reshape(-1)
-    index = model.joint_q_index
-    for i in range(model.nbodies):
-        k, jt = index[i], g.jtype[i]
-        w_p, w_c = g.omega_p[i], g.omega[i]
-        d, d_rate = g.gap[i], g.gap_rate[i]
-        d_curve = -g.arm_c[i] * w_c**2 + g.arm_p[i] * w_p**2  # D'' at zero accelerations
-        if jt == joints.PRISMATIC:  # (u_g . D)'' with zdd = 0
-            u = g.axis[i]
-            qdd[k] += -w_p**2 * (u @ d) + 2.0 * w_p * (_perp(u) @ d_rate) + u @ d_curve
-        elif jt == joints.PLANAR:  # (A_p^T D)'' with zdd = 0 = A_p^T (-w^2 D - 2 w perp(D') + D''_0)
-            qdd[k:k + 2] += _rotate(-g.theta_p[i], -w_p**2 * d - 2.0 * w_p * _perp(d_rate) + d_curve)
+    index, jt = model.joint_q_index, g.jtype
+    w_p = g.omega_p[:, None]
+    curve = -g.arm_c * (g.omega**2)[:, None] + g.arm_p * w_p**2  # D'' at zero accelerations
+    pri = jt == joints.PRISMATIC  # (u_g . D)'' with zdd = 0
+    u = g.axis[pri]
+    qdd[index[pri]] += (-(g.omega_p[pri] ** 2) * np.einsum("ij,ij->i", u, g.gap[pri])
+                        + 2.0 * g.omega_p[pri] * np.einsum("ij,ij->i", _perp(u), g.gap_rate[pri])
+                        + np.einsum("ij,ij->i", u, curve[pri]))
+    pla = jt == joints.PLANAR  # (A_p^T D)'' with zdd = 0 = A_p^T (-w^2 D - 2 w perp(D') + D''_0)
+    extra = _rotate(-g.theta_p[pla], -(w_p[pla] ** 2) * g.gap[pla] - 2.0 * w_p[pla] * _perp(g.gap_rate[pla])
+                    + curve[pla])
+    qdd[index[pla]] += extra[:, 0]
+    qdd[index[pla] + 1] += extra[:, 1]
     return qdd
 
 
@@ -317,9 +341,7 @@ def joint_constraint_forces(model, z, zd, lam):
     """
     z = np.asarray(z, dtype=float).reshape(model.nbodies, 3)
     _, cz, _, _ = constraints(model, z, zd)
-    counts = np.array([{joints.REVOLUTE: 2, joints.PRISMATIC: 2, joints.FIXED: 3, joints.PLANAR: 0}[jt]
-                       for jt in model.joint_type])
-    starts = np.concatenate(([0], np.cumsum(counts)))
+    starts = _row_starts(model)
     cz = cz.tocsr()
     forces = np.zeros((model.nbodies, 3))
     for i in range(model.nbodies):
