@@ -30,7 +30,8 @@ def test_module_entry_point_help():
 
 
 def test_examples_run():
-    for script, args in (("double_pendulum.py", []), ("long_chain.py", ["100", "0.05"])):
+    for script, args in (("double_pendulum.py", []), ("long_chain.py", ["100", "0.05"]),
+                         ("formulations.py", ["3", "0.2"]), ("seed000_two_squares.py", [])):
         out = subprocess.run([sys.executable, str(ROOT / "examples" / script), *args], capture_output=True,
                              text=True, check=True, timeout=300)
-        assert "energy" in out.stdout.lower() or "E(t)" in out.stdout
+        assert "energy" in out.stdout.lower() or "E(t)" in out.stdout or "drift" in out.stdout
