@@ -5,7 +5,8 @@
 Per forward-dynamics evaluation on serial_chain(N) and on a branched tree (a binary tree of rods), median times,
 fitted log-log slopes over the larger N, the N where the recursive route overtakes each other one; then the
 position drift max |C| versus time of the augmented formulation on serial_chain(10) over 5 s with no
-stabilisation, Baumgarte (two parameter choices) and projection. Pinocchio is timed on the chain when installed.
+stabilisation, Baumgarte (two parameter choices) and projection. (Pinocchio and MuJoCo: forward_dynamics.py.)
+The augmented route is assembled with numpy and scipy.sparse, so its constant cost (about 1 ms) is Python's.
 Writes benchmarks/results/formulations.json and, with --plot (matplotlib), a log-log plot.
 """
 
