@@ -119,6 +119,26 @@ def joint_from_absolute(model, z, zd):
     return q, qd
 
 
+class _Triplets:
+    """Coordinate-format entries of a sparse matrix, added a block of bodies at a time."""
+
+    def __init__(self):
+        self.rows, self.cols, self.vals = [], [], []
+
+    def add(self, rows, cols, vals, where=None):
+        """Entries (rows, cols, vals), broadcast together, for the bodies selected by the mask ``where``."""
+        rows, cols, vals = np.broadcast_arrays(rows, cols, vals)
+        if where is not None:
+            rows, cols, vals = rows[where], cols[where], vals[where]
+        self.rows.append(rows)
+        self.cols.append(cols)
+        self.vals.append(vals)
+
+    def matrix(self, shape):
+        return scipy.sparse.csr_matrix(
+            (np.concatenate(self.vals), (np.concatenate(self.rows), np.concatenate(self.cols))), shape=shape)
+
+
 _ROWS_PER_JOINT = np.array([2, 2, 3, 0])  # revolute, prismatic, fixed, planar (joints.* codes)
 
 
@@ -142,15 +162,8 @@ def constraints(model, z, zd):
     starts = _row_starts(model)
     m = int(starts[-1])
     residual, gamma = np.zeros(m), np.zeros(m)
-    rows, cols, vals = [], [], []
-
-    def add(r, c, v, where=None):  # entries for the bodies in ``where`` (a mask), vectorised
-        r, c, v = np.broadcast_arrays(r, c, v)
-        if where is not None:
-            r, c, v = r[where], c[where], v[where]
-        rows.append(r)
-        cols.append(c)
-        vals.append(v)
+    entries = _Triplets()
+    add = entries.add
 
     body = np.arange(model.nbodies)
     parent = np.where(g.has_parent, g.parent, 0)
@@ -188,8 +201,7 @@ def constraints(model, z, zd):
     residual[r] = g.theta[ang] - g.theta_p[ang] - g.angle[ang]
     add(r, 3 * body[ang] + 2, 1.0)
     add(r, 3 * parent[ang] + 2, -1.0, g.has_parent[ang])
-    cz = scipy.sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                                 shape=(m, 3 * model.nbodies))
+    cz = entries.matrix((m, 3 * model.nbodies))
     return residual, cz, cz @ zd.reshape(-1), gamma
 
 
@@ -201,15 +213,8 @@ def joint_jacobian(model, z):
     body = np.arange(model.nbodies)
     parent = np.where(g.has_parent, g.parent, 0)
     jt = g.jtype
-    rows, cols, vals = [], [], []
-
-    def add(r, c, v, where=None):
-        r, c, v = np.broadcast_arrays(r, c, v)
-        if where is not None:
-            r, c, v = r[where], c[where], v[where]
-        rows.append(r)
-        cols.append(c)
-        vals.append(v)
+    entries = _Triplets()
+    add = entries.add
 
     # relative angle rows: revolute q, planar phi
     rot = np.flatnonzero((jt == joints.REVOLUTE) | (jt == joints.PLANAR))
@@ -235,8 +240,7 @@ def joint_jacobian(model, z):
         add(r, 3 * parent[bodies], -u[:, 0], with_parent)
         add(r, 3 * parent[bodies] + 1, -u[:, 1], with_parent)
         add(r, 3 * parent[bodies] + 2, extra - np.einsum("ij,ij->i", u, _perp(g.arm_p[bodies])), with_parent)
-    return scipy.sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                                   shape=(model.nq, 3 * model.nbodies))
+    return entries.matrix((model.nq, 3 * model.nbodies))
 
 
 def mass_matrix(model):

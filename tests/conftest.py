@@ -1,6 +1,7 @@
 """Shared fixtures: seeded random trees (all joint types) and numerical helpers."""
 
 import numpy as np
+import pytest
 
 import recursive_mbd as rm
 
@@ -69,11 +70,22 @@ def random_trees(count=200, max_bodies=40, seed=12345):
     return [random_tree_spec(rng, int(rng.integers(1, max_bodies + 1))) for _ in range(count)]
 
 
-def random_state(rng, model, scale=1.0):
+def random_state(model, seed):
+    """(q, qd, tau) of a model, seeded: angles in [-pi, pi], unit-normal rates, forces of scale 5."""
+    rng = np.random.default_rng(seed)
     nq = model.nq
-    return (rng.uniform(-np.pi, np.pi, nq) * scale, rng.normal(size=nq), rng.normal(size=nq) * 5.0)
+    return rng.uniform(-np.pi, np.pi, nq), rng.normal(size=nq), rng.normal(size=nq) * 5.0
 
 
 def rel_err(a, b):
     """max |a - b| / max |b| (max norm), the measure of every tolerance here."""
     return float(np.max(np.abs(np.asarray(a) - np.asarray(b))) / max(np.max(np.abs(b)), 1e-300))
+
+
+TREE_SPECS = random_trees(count=200, max_bodies=40, seed=2026)  # the core suite's random trees
+
+
+@pytest.fixture(scope="session")
+def tree_models():
+    """The compiled models of TREE_SPECS, built once per test session."""
+    return [build(spec) for spec in TREE_SPECS]

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from conftest import build, random_trees, rel_err
+from conftest import TREE_SPECS, random_state, rel_err
 from scipy.integrate import solve_ivp
 
 import recursive_mbd as rm
@@ -10,24 +10,18 @@ from recursive_mbd import augmented, chains, joints
 from recursive_mbd._kernels import layout as L
 from recursive_mbd.dynamics import workspace
 
-SPECS = [spec for spec in random_trees(count=200, max_bodies=40, seed=2026)]
+SPECS = TREE_SPECS
 
 
 @pytest.fixture(scope="module")
-def models():
-    return [build(spec) for spec in SPECS]
-
-
-def _state(model, seed):
-    rng = np.random.default_rng(seed)
-    nq = model.nq
-    return rng.uniform(-np.pi, np.pi, nq), rng.normal(size=nq), rng.normal(size=nq) * 5.0
+def models(tree_models):
+    return tree_models
 
 
 @pytest.mark.parametrize("index", range(len(SPECS)))
 def test_augmented_accelerations_equal_recursive_on_random_trees(models, index):
     model = models[index]
-    q, qd, tau = _state(model, index)
+    q, qd, tau = random_state(model, index)
     z, zd = augmented.absolute_from_joint(model, q, qd)
     residual, _, rate, _ = augmented.constraints(model, z, zd)
     assert residual.size == 0 or np.abs(residual).max() < 1e-12
@@ -60,7 +54,7 @@ def test_multipliers_give_the_newton_euler_joint_forces(models, index):
     model = models[index]
     if model.nq == 0:
         return
-    q, qd, tau = _state(model, 500 + index)
+    q, qd, tau = random_state(model, 500 + index)
     z, zd = augmented.absolute_from_joint(model, q, qd)
     zdd, lam = augmented.forward_dynamics(model, z, zd, tau)
     from_constraints = augmented.joint_constraint_forces(model, z, zd, lam)

@@ -2,17 +2,11 @@
 
 import numpy as np
 import pytest
-from conftest import (
-    build,
-    coordinate_slices,
-    random_topological_order,
-    random_trees,
-    rel_err,
-)
+from conftest import TREE_SPECS, build, coordinate_slices, random_state, random_topological_order, rel_err
 
 import recursive_mbd as rm
 
-SPECS = random_trees(count=200, max_bodies=40, seed=2026)
+SPECS = TREE_SPECS
 
 
 def _cases():
@@ -21,14 +15,8 @@ def _cases():
 
 
 @pytest.fixture(scope="module")
-def models():
-    return [build(spec) for spec in SPECS]
-
-
-def _state(model, seed):
-    rng = np.random.default_rng(seed)
-    nq = model.nq
-    return rng.uniform(-np.pi, np.pi, nq), rng.normal(size=nq), rng.normal(size=nq) * 5.0
+def models(tree_models):
+    return tree_models
 
 
 def test_random_trees_cover_every_joint_type():
@@ -42,7 +30,7 @@ def test_recursive_equals_mass_matrix_and_identities(models, index):
     model = models[index]
     if model.nq == 0:
         pytest.skip("only fixed joints: nothing moves")  # not expected with these seeds; checked below
-    q, qd, tau = _state(model, index)
+    q, qd, tau = random_state(model, index)
     qdd = rm.forward_dynamics(model, q, qd, tau)
     qdd_mm = rm.forward_dynamics(model, q, qd, tau, method="mass_matrix")
     assert rel_err(qdd, qdd_mm) < 1e-9
@@ -68,7 +56,7 @@ def test_no_tree_is_motionless(models):
 def test_power_balance_by_central_differences(models, index):
     # d(T + V)/dt = qd . tau along the motion, derivatives by central differences of the energy routine
     model = models[index]
-    q, qd, tau = _state(model, 1000 + index)
+    q, qd, tau = random_state(model, 1000 + index)
     qdd = rm.forward_dynamics(model, q, qd, tau)
 
     def total_energy(step):  # along the line through (q, qd) with the motion's tangent (qd, qdd)
@@ -87,7 +75,7 @@ def test_renumbered_tree_gives_the_same_physics(models, index):
     rng = np.random.default_rng(index)
     order = random_topological_order(rng, spec)
     original, renumbered = models[index], build(spec, order)
-    q, qd, tau = _state(original, 77 + index)
+    q, qd, tau = random_state(original, 77 + index)
     old_slices, new_slices = coordinate_slices(spec), coordinate_slices(spec, order)
     permute = np.concatenate([np.arange(original.nq)[old_slices[old]] for old in order]).astype(int)
     qdd = rm.forward_dynamics(original, q, qd, tau)
@@ -104,7 +92,7 @@ def test_renumbered_tree_gives_the_same_physics(models, index):
 @pytest.mark.parametrize("index", range(0, len(SPECS), 10))
 def test_point_velocity_is_the_derivative_of_point_position(models, index):
     model = models[index]
-    q, qd, _ = _state(model, 5 + index)
+    q, qd, _ = random_state(model, 5 + index)
     h = 1e-6
     body = model.nbodies - 1
     point = np.array([0.3, -0.7])
@@ -158,7 +146,7 @@ def _central(func, x, direction, step=1e-3):
 def test_bias_forces_equal_lagrange_equations_from_mass_matrix_and_potential(models, index):
     # h = Mdot qd - 1/2 d(qd' M qd)/dq + dV/dq, built from M(q) and V(q) alone (no velocity-product kernel code)
     model = models[index]
-    q, qd, _ = _state(model, 300 + index)
+    q, qd, _ = random_state(model, 300 + index)
     nq = model.nq
     zero = np.zeros(nq)
     mdot = _central(lambda x: rm.mass_matrix(model, x), q, qd)
