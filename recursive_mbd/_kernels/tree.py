@@ -210,18 +210,26 @@ def _store_row(ws, i, a, b, c, d, e, f, f0, f1, f2):
 
 
 @njit
-def _shift_inertia_to_parent(ws, i, p, a, b, c, d, e, f):
-    """M^_P += B_i^T M B_i for the symmetric M = (a, b, c, d, e, f) of body i (eq. 3.24b)."""
-    rx = ws[i, RX]
-    ry = ws[i, RX + 1]
+def _shift_inertia(rx, ry, a, b, c, d, e, f):
+    """The entries (02, 12, 22) of B^T M B for the symmetric M = (a, b, c, d, e, f) and B of r = (rx, ry)
+    (eq. 3.24b); its 00, 01 and 11 entries are M's own."""
     t02 = -ry * a + rx * b + c
     t12 = -ry * b + rx * d + e
-    ws[p, IA + 0] += a
-    ws[p, IA + 1] += b
-    ws[p, IA + 2] += t02
-    ws[p, IA + 3] += d
-    ws[p, IA + 4] += t12
-    ws[p, IA + 5] += -ry * t02 + rx * t12 - ry * c + rx * e + f
+    return t02, t12, -ry * t02 + rx * t12 - ry * c + rx * e + f
+
+
+@njit
+def _add_row(ws, i, a, b, c, d, e, f, f0, f1, f2):
+    """ws[i, IA:IA+6] += the symmetric 3x3 (a..f), ws[i, QA:QA+3] += (f0, f1, f2)."""
+    ws[i, IA + 0] += a
+    ws[i, IA + 1] += b
+    ws[i, IA + 2] += c
+    ws[i, IA + 3] += d
+    ws[i, IA + 4] += e
+    ws[i, IA + 5] += f
+    ws[i, QA + 0] += f0
+    ws[i, QA + 1] += f1
+    ws[i, QA + 2] += f2
 
 
 @njit
@@ -428,32 +436,14 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, w
             # B^T M B and B^T F: the reduced inertia and force moved from c_i to c_P (eq. 3.24b)
             rx = ws[i, RX]
             ry = ws[i, RX + 1]
-            t02 = -ry * a + rx * b + c
-            t12 = -ry * b + rx * d + e
-            t22 = -ry * t02 + rx * t12 - ry * c + rx * e + f
+            t02, t12, t22 = _shift_inertia(rx, ry, a, b, c, d, e, f)
             m0 = f2 - ry * f0 + rx * f1
             if p == i - 1:
                 ca, cb, cc, cd, ce, cf, cq0, cq1, cq2 = a, b, t02, d, t12, t22, f0, f1, m0
             elif flags & FIRST_ROW_CHILD:
-                ws[p, IA + 0] = a
-                ws[p, IA + 1] = b
-                ws[p, IA + 2] = t02
-                ws[p, IA + 3] = d
-                ws[p, IA + 4] = t12
-                ws[p, IA + 5] = t22
-                ws[p, QA + 0] = f0
-                ws[p, QA + 1] = f1
-                ws[p, QA + 2] = m0
+                _store_row(ws, p, a, b, t02, d, t12, t22, f0, f1, m0)
             else:
-                ws[p, IA + 0] += a
-                ws[p, IA + 1] += b
-                ws[p, IA + 2] += t02
-                ws[p, IA + 3] += d
-                ws[p, IA + 4] += t12
-                ws[p, IA + 5] += t22
-                ws[p, QA + 0] += f0
-                ws[p, QA + 1] += f1
-                ws[p, QA + 2] += m0
+                _add_row(ws, p, a, b, t02, d, t12, t22, f0, f1, m0)
 
     # pass 3, base to tip: joint accelerations (eq. 3.23) and body accelerations (eq. 3.19a); the previous body's
     # acceleration is carried in registers for its child
@@ -593,8 +583,10 @@ def mass_matrix(body_int, body_real, q, zero_qd, ws, out):
     for i in range(n - 1, -1, -1):
         p = body_int[i, PARENT]
         if p >= 0:
-            _shift_inertia_to_parent(ws, i, p, ws[i, IA], ws[i, IA + 1], ws[i, IA + 2], ws[i, IA + 3],
-                                     ws[i, IA + 4], ws[i, IA + 5])
+            a, b, c = ws[i, IA], ws[i, IA + 1], ws[i, IA + 2]
+            d, e, f = ws[i, IA + 3], ws[i, IA + 4], ws[i, IA + 5]
+            t02, t12, t22 = _shift_inertia(ws[i, RX], ws[i, RX + 1], a, b, c, d, e, f)
+            _add_row(ws, p, a, b, t02, d, t12, t22, 0.0, 0.0, 0.0)  # the force columns are unused here
     for i in range(n):
         a = ws[i, IA + 0]
         b = ws[i, IA + 1]
