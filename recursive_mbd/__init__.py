@@ -8,7 +8,7 @@ Quick start::
     res = rm.simulate(chain, q0, qd0, t_end=2.0)
 """
 
-from . import augmented, chains, joints, models
+from . import augmented, chains, joints, loops, models
 from .dynamics import (
     bias_forces,
     element_forces,
@@ -20,6 +20,7 @@ from .dynamics import (
     point_kinematics,
 )
 from .errors import ModelError, SimulationError, StateError
+from .loops import LoopSolution, RedundantConstraintWarning, loop_dynamics
 from .integrate import METHODS, SimulationResult, simulate
 from .model import Model
 
@@ -28,5 +29,6 @@ __version__ = "0.1.0"
 __all__ = [
     "METHODS", "Model", "ModelError", "SimulationError", "SimulationResult", "StateError", "augmented",
     "bias_forces", "chains", "element_forces", "energy", "forward_dynamics", "forward_kinematics",
-    "inverse_dynamics", "joints", "mass_matrix", "models", "point_kinematics", "simulate",
+    "inverse_dynamics", "joints", "LoopSolution", "loop_dynamics", "loops", "mass_matrix", "models",
+    "point_kinematics", "RedundantConstraintWarning", "simulate",
 ]

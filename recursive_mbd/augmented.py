@@ -201,8 +201,84 @@ def constraints(model, z, zd):
     residual[r] = g.theta[ang] - g.theta_p[ang] - g.angle[ang]
     add(r, 3 * body[ang] + 2, 1.0)
     add(r, 3 * parent[ang] + 2, -1.0, g.has_parent[ang])
-    cz = entries.matrix((m, 3 * model.nbodies))
-    return residual, cz, cz @ zd.reshape(-1), gamma
+    loop_residual, loop_gamma = _loop_rows(model, z, zd, m, add)
+    cz = entries.matrix((m + loop_residual.size, 3 * model.nbodies))
+    residual = np.concatenate((residual, loop_residual))
+    return residual, cz, cz @ zd.reshape(-1), np.concatenate((gamma, loop_gamma))
+
+
+def _loop_point(model, z, zd, body, local):
+    """Arm A s (from the centre of mass), point, velocity, acceleration at zdd = 0, angle, rate of a loop point."""
+    if body < 0:
+        return np.zeros(2), local, np.zeros(2), np.zeros(2), 0.0, 0.0
+    theta, omega = z[body, 2], zd[body, 2]
+    arm = _rotate(theta, local)
+    return (arm, z[body, :2] + arm, zd[body, :2] + omega * _perp(arm), -(omega**2) * arm, theta, omega)
+
+
+def _loop_rows(model, z, zd, first_row, add):
+    """The loop equations of ``Model.add_loop`` in absolute coordinates: residual and gamma, Jacobian entries
+    added from row ``first_row`` on. Each row is w_a . (P_a', theta_a') + w_b . (P_b', theta_b') with P' = c' +
+    theta' perp(A s), so its entries on body k are (w_x, w_y, w_theta + w . perp(A s))."""
+    residual, gamma = [], []
+    for lp in range(model.nloops):
+        kind = model.loop_int[lp, L.LKIND]
+        a, b = model.loop_int[lp, L.LBODY_A], model.loop_int[lp, L.LBODY_B]
+        real = model.loop_real[lp]
+        arm_a, p_a, v_a, acc_a, th_a, om_a = _loop_point(model, z, zd, a, real[L.LPAX:L.LPAX + 2])
+        arm_b, p_b, v_b, acc_b, th_b, om_b = _loop_point(model, z, zd, b, real[L.LPBX:L.LPBX + 2])
+        d, d_rate, d_acc = p_a - p_b, v_a - v_b, acc_a - acc_b
+        rows = []  # (w_a (3,), w_b (3,), residual, gamma)
+        if kind in (L.LOOP_REVOLUTE, L.LOOP_FIXED):
+            for axis in range(2):
+                w = np.eye(3)[axis]
+                rows.append((w, -w, d[axis], -d_acc[axis]))
+        elif kind == L.LOOP_PRISMATIC:
+            normal = _perp(_rotate(th_b, real[L.LAXX:L.LAXX + 2]))
+            offset = normal @ d
+            rows.append((np.array([*normal, 0.0]), np.array([*-normal, _perp(normal) @ d]), offset,
+                         -(normal @ d_acc - om_b**2 * offset + 2.0 * om_b * _perp(normal) @ d_rate)))
+        else:
+            length = float(np.hypot(*d))
+            if not length > 0.0:
+                raise ModelError(f"loop {model.loop_names[lp]!r}: the two points of the distance loop coincide")
+            e = d / length
+            rate = e @ d_rate
+            rows.append((np.array([*e, 0.0]), np.array([*-e, 0.0]), length - real[L.LLENGTH],
+                         -(e @ d_acc + (d_rate @ d_rate - rate**2) / length)))
+        if kind in (L.LOOP_PRISMATIC, L.LOOP_FIXED):
+            rel = th_a - th_b - real[L.LANGLE]
+            rows.append((np.array([0.0, 0.0, 1.0]), np.array([0.0, 0.0, -1.0]), np.arctan2(np.sin(rel), np.cos(rel)),
+                         0.0))
+        for w_a, w_b, value, acc in rows:
+            r = first_row + len(residual)
+            for body, arm, w in ((a, arm_a, w_a), (b, arm_b, w_b)):
+                if body >= 0:
+                    add(r, 3 * body + np.arange(3), np.array([w[0], w[1], w[2] + w[:2] @ _perp(arm)]))
+            residual.append(value)
+            gamma.append(acc)
+    return np.array(residual), np.array(gamma)
+
+
+def loop_forces(model, z, zd, lam):
+    """Loop forces (nloops, 2, 3): (Fx, Fy, moment) on body a at its loop point and on body b at its loop point,
+    from the loop multipliers (the last ``model.nconstraints`` entries of lam), as ``rm.loop_dynamics`` gives."""
+    z = np.asarray(z, dtype=float).reshape(model.nbodies, 3)
+    _, cz, _, _ = constraints(model, z, zd)
+    first = cz.shape[0] - model.nconstraints
+    cz = cz.tocsr()[first:]
+    lam = np.asarray(lam)[first:]
+    forces = np.zeros((model.nloops, 2, 3))
+    rows = np.concatenate(([0], np.cumsum([L.LOOP_ROWS[k] for k in model.loop_int[:, L.LKIND]])))
+    for lp in range(model.nloops):
+        for side, (body, column) in enumerate(((model.loop_int[lp, L.LBODY_A], L.LPAX),
+                                               (model.loop_int[lp, L.LBODY_B], L.LPBX))):
+            if body < 0:
+                continue
+            at_com = -(cz[rows[lp]:rows[lp + 1], 3 * body:3 * body + 3].T @ lam[rows[lp]:rows[lp + 1]])
+            arm = _rotate(z[body, 2], model.loop_real[lp, column:column + 2])
+            forces[lp, side] = (*at_com[:2], at_com[2] - (arm[0] * at_com[1] - arm[1] * at_com[0]))
+    return forces
 
 
 def joint_jacobian(model, z):

@@ -146,11 +146,20 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
     Notes
     -----
     The model's force elements (springs, dampers, applied forces) act in addition to tau, through the one shared
-    evaluation ``element_forces``.
+    evaluation ``element_forces``. A model with loops returns the constrained accelerations
+    (``recursive_mbd.loops.loop_dynamics``, which also gives the multipliers and loop forces).
     """
     ws = model._workspace
     if ws is None:
         ws = workspace(model)
+    if model.loop_int.shape[0]:
+        from .loops import loop_dynamics  # noqa: PLC0415  (loops builds on this module)
+
+        qdd = loop_dynamics(model, q, qd, tau, t=t, method=method).qdd
+        if out is not None:
+            out[:] = qdd
+            return out
+        return qdd
     q = as_vector(model, q, "q")
     qd = as_vector(model, qd, "qd")
     tau = ws.zeros if tau is None else as_vector(model, tau, "tau")

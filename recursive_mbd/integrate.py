@@ -258,17 +258,23 @@ class _Inputs:
         return _python_bridge, key
 
 
-def build_system(model, inputs):
+def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, projection_tol=1e-12):
     """The tuple of arrays ``integrators.system_rhs`` reads (field list in that module)."""
     ws = workspace(model)
     nq, nb = model.nq, model.nbodies
     free = np.setdiff1d(np.arange(nq), inputs.driven_coords).astype(np.int64)
     has_elements = model.elem_int.shape[0] > 0
+    m = model.nconstraints
+    stab = np.array([alpha, beta, 0.0, 0.0]) if stabilization == "baumgarte" else np.zeros(4)
+    loops = (model.loop_int, model.loop_real, np.zeros((nb, 3)), np.zeros(m), np.zeros(m), np.zeros((m, nq)),
+             np.zeros(m), np.zeros((m, 6)), np.zeros((m, nq)), np.zeros((m, nq if inputs.drivers else 0)),
+             np.zeros(nq), stab, np.zeros(m), np.zeros(1, dtype=np.int64), np.zeros((m, free.size)),
+             np.array([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0]))
     return (model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real, free,
             inputs.driven_coords, inputs.driven, inputs.tau_const,
             np.array([inputs.tau_offset, inputs.driver_offset], dtype=np.int64), np.zeros(inputs.size),
             np.zeros(nq), np.zeros(nq), np.zeros(nq), ws.ws, ws.com, np.zeros((nb if has_elements else 0, 3)),
-            np.zeros(nq), np.zeros(3), np.zeros((model.elem_int.shape[0], 3)), np.zeros(nq), np.zeros(nq))
+            np.zeros(nq), np.zeros(3), np.zeros((model.elem_int.shape[0], 3)), np.zeros(nq), np.zeros(nq), loops)
 
 
 class _Events:
@@ -504,7 +510,8 @@ class _StopRhs(Exception):
 
 def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t0=0.0, dt=None, t_eval=None,
              every=1, max_step=np.inf, first_step=None, max_steps=10_000_000, tau=None, drivers=None,
-             events=None, midpoint_tol=1e-13, progress=None, formulation="recursive", **augmented_options):
+             events=None, midpoint_tol=1e-13, progress=None, formulation="recursive", stabilization=None,
+             alpha=0.0, beta=0.0, **augmented_options):
     """Integrate M(q) qdd + h(q, qd) = tau + Q_elements from (q0, qd0) at t0 to t_end.
 
     Parameters
@@ -553,9 +560,15 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         stderr is a terminal. With a bar the run is split into 100 compiled pieces (an adaptive method restarts
         its step size at each).
     formulation : {"recursive", "augmented"}
-        "augmented" integrates the absolute-coordinate formulation instead (``recursive_mbd.augmented.simulate``:
-        options ``alpha``, ``beta``, ``stabilization`` = "baumgarte" | "projection" | "none", ``solver``); the
-        result has ``z``, ``zd`` and ``constraint_drift`` besides q and qd.
+        "augmented" integrates the absolute-coordinate formulation instead (``recursive_mbd.augmented.simulate``,
+        option ``solver``); the result has ``z``, ``zd`` besides q and qd.
+    stabilization : {"projection", "baumgarte", "none"}, optional
+        How loop constraints (and, in the augmented formulation, joint constraints) are kept: "projection" moves
+        q and qd back onto phi = 0, phi' = 0 after every accepted step (numba methods; the default for a model
+        with loops); "baumgarte" adds 2 alpha phi' + beta^2 phi to the acceleration constraint (``alpha``,
+        ``beta`` [1/s]; the augmented default, with 0, 0); "none". A model with loops starts from (q0, qd0)
+        projected onto the constraints (a gap above 1e-6 is an error: use ``rm.assemble``); its result has
+        ``constraint_drift``, max |phi| at each sample.
 
     Returns
     -------
@@ -576,6 +589,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         if unsupported:
             raise ValueError(f"the augmented formulation does not take {', '.join(unsupported)} (yet)")
         return augmented.simulate(model, q0, qd0, t_end, method, rtol, atol, t0=t0, tau=tau, max_steps=max_steps,
+                                  stabilization=stabilization or "baumgarte", alpha=alpha, beta=beta,
                                   **augmented_options)
     if formulation != "recursive":
         raise ValueError(f"formulation must be 'recursive' or 'augmented', got {formulation!r}")
@@ -610,13 +624,41 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
 
     inputs = _Inputs(model, tau, drivers)
     callback, key = inputs.callback()
-    system = build_system(model, inputs)
+    stabilization = _stabilization(model, stabilization, scipy_method)
+    if model.nloops:
+        q0, qd0 = _consistent_start(model, inputs, q0, qd0, t0)
+    system = build_system(model, inputs, stabilization, float(alpha), float(beta))
     event_functions = _Events(model, events, inputs, system)
     if event_functions.functions and scipy_method is None and (
             method not in TABLEAUS or TABLEAUS[method].DENSE is None):
         raise ValueError(f"events need a method with dense output (dopri5 or scipy:NAME), not {method!r}")
     return _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd0, t0, t_end, rtol, atol, dt,
                      t_eval, every, max_step, first_step, max_steps, midpoint_tol, event_functions, progress)
+
+
+def _stabilization(model, stabilization, scipy_method):
+    if stabilization is None:
+        return "projection" if model.nloops and scipy_method is None else "none"
+    if stabilization not in ("projection", "baumgarte", "none"):
+        raise ValueError(f"stabilization must be 'projection', 'baumgarte' or 'none', got {stabilization!r}")
+    if stabilization == "projection" and scipy_method is not None and model.nloops:
+        raise ValueError("projection runs inside the numba integrators; with scipy:NAME use 'baumgarte' or 'none'")
+    return stabilization
+
+
+def _consistent_start(model, inputs, q0, qd0, t0):
+    """(q0, qd0) projected onto the loop constraints (drivers applied first); a large gap is an error."""
+    from .loops import constraints, project  # noqa: PLC0415
+
+    q0, qd0 = q0.copy(), qd0.copy()
+    inputs(t0, q0, qd0, np.zeros(inputs.size))
+    gap = np.abs(constraints(model, q0)[0]).max()
+    if gap > 1e-6:
+        raise StateError(f"q0 does not close the loops (max |phi| = {gap:.3g}); find a consistent q0 with "
+                         "rm.assemble(model, q0)")
+    free = np.setdiff1d(np.arange(model.nq), inputs.driven_coords)
+    q0, qd0, _ = project(model, q0, qd0, free=free)
+    return q0, qd0
 
 
 def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd0, t0, t_end, rtol, atol, dt, t_eval,
@@ -808,5 +850,10 @@ def _make_result(model, inputs, callback, key, system, t, y, method, nfev, nstep
         q[:, coord] = values[:, 0]
         qd[:, coord] = values[:, 1]
     evaluator = (callback, key, system, inputs)  # holds inputs, so the bridge can still reach them
-    return SimulationResult(model, t, q, qd, y[:, 2 * nf:], method, nfev, nsteps, nrejected, evaluator)
+    result = SimulationResult(model, t, q, qd, y[:, 2 * nf:], method, nfev, nsteps, nrejected, evaluator)
+    if model.nloops:
+        from .loops import constraints  # noqa: PLC0415
+
+        result.constraint_drift = np.array([np.abs(constraints(model, qi)[0]).max() for qi in q])
+    return result
 

@@ -17,6 +17,8 @@ from ._kernels import layout as L
 from .errors import ModelError
 
 GROUND = -1
+LOOP_KINDS = {"revolute": L.LOOP_REVOLUTE, "prismatic": L.LOOP_PRISMATIC, "fixed": L.LOOP_FIXED,
+              "distance": L.LOOP_DISTANCE}
 
 
 def _finite_scalar(value, what):
@@ -64,6 +66,8 @@ class Model:
         self._names = {}
         self._elements = []  # force elements, in the order added
         self._element_names = {}
+        self._loops = []  # loop-closing constraints of cut joints, in the order added
+        self._loop_names = {}
         self._compiled = False
         self._workspace = None
 
@@ -264,6 +268,102 @@ class Model:
         value = torque if callable(torque) else _finite_scalar(torque, f"{where}: torque")
         return self._add_element("torque", name, body_a=index, value=value)
 
+    # ---- closed loops ---------------------------------------------------------------------------------------------
+
+    def add_loop(self, kind, body_a, point_a, body_b="ground", point_b=(0.0, 0.0), axis=None, angle=0.0,
+                 length=None, name=None):
+        """Close a loop: a cut joint between a point of ``body_a`` and a point of ``body_b``; returns its index.
+
+        The tree's coordinates stay the generalised coordinates; the loop adds constraint equations phi(q) = 0
+        enforced by Lagrange multipliers (``recursive_mbd.loops``). Either body may be "ground" (its point is then
+        in the ground frame); points are in their body's frame [m].
+
+        Parameters
+        ----------
+        kind : {"revolute", "prismatic", "fixed", "distance"}
+            "revolute": the points coincide (2 equations); "prismatic": point a stays on the line through point
+            b along ``axis`` (body b's frame), and theta_a - theta_b = ``angle`` (2); "fixed": the points coincide
+            and theta_a - theta_b = ``angle`` (3); "distance": |p_a - p_b| = ``length`` > 0, a massless link (1).
+        """
+        where = f"loop {name or f'loop{len(self._loops)}'!r}"
+        if self._compiled:
+            raise ModelError(f"cannot add {where}: the model was compiled (it is frozen once a dynamics function "
+                             "has used it); add loops before the first use")
+        label = name if name is not None else f"loop{len(self._loops)}"
+        if not isinstance(label, str) or not label:
+            raise TypeError(f"loop name must be a non-empty string, got {name!r}")
+        if label in self._loop_names:
+            raise ModelError(f"{where}: duplicate loop name")
+        if not isinstance(kind, str) or kind.lower() not in LOOP_KINDS:
+            raise ModelError(f"{where}: unknown loop kind {kind!r}; expected one of {sorted(LOOP_KINDS)}")
+        kind = kind.lower()
+        a = self._element_body(body_a, f"{where}: body_a", allow_ground=True)
+        b = self._element_body(body_b, f"{where}: body_b", allow_ground=True)
+        if a == b:
+            raise ModelError(f"{where}: body_a and body_b are the same {'body' if a >= 0 else 'ground'}")
+        point_a = _point(point_a, f"{where}: point_a")
+        point_b = _point(point_b, f"{where}: point_b")
+        angle = _finite_scalar(angle, f"{where}: angle")
+        if kind == "prismatic":
+            axis = np.array([1.0, 0.0]) if axis is None else _point(axis, f"{where}: axis")
+            norm = float(np.hypot(axis[0], axis[1]))
+            if not norm > 1e-12:
+                raise ModelError(f"{where}: prismatic axis must be non-zero, got {axis.tolist()}")
+            axis = axis / norm
+        elif axis is not None:
+            raise ModelError(f"{where}: axis applies to prismatic loops only, not {kind!r}")
+        else:
+            axis = np.zeros(2)
+        if kind == "distance":
+            if length is None:
+                raise ModelError(f"{where}: a distance loop needs its length")
+            length = _finite_scalar(length, f"{where}: length")
+            if not length > 0.0:
+                raise ModelError(f"{where}: length must be > 0, got {length}")
+        elif length is not None:
+            raise ModelError(f"{where}: length applies to distance loops only, not {kind!r}")
+        else:
+            length = 0.0
+        self._loop_names[label] = len(self._loops)
+        self._loops.append(dict(kind=kind, name=label, body_a=a, point_a=point_a, body_b=b, point_b=point_b,
+                                axis=axis, angle=angle, length=length))
+        return len(self._loops) - 1
+
+    @property
+    def loop_names(self):
+        """Loop names in index order, a tuple."""
+        return tuple(lp["name"] for lp in self._loops)
+
+    @property
+    def nloops(self):
+        """Number of loops."""
+        return len(self._loops)
+
+    @property
+    def nconstraints(self):
+        """Number of loop equations m (``rm.loops.constraints`` rows)."""
+        return sum(L.LOOP_ROWS[LOOP_KINDS[lp["kind"]]] for lp in self._loops)
+
+    def _pack_loops(self):
+        """Loops into loop_int / loop_real (_kernels.layout), points relative to the centres of mass."""
+        nl = len(self._loops)
+        loop_int = np.zeros((nl, L.N_LINT), dtype=np.int64)
+        loop_real = np.zeros((nl, L.N_LREAL))
+        row = 0
+        for k, lp in enumerate(self._loops):
+            code = LOOP_KINDS[lp["kind"]]
+            loop_int[k] = (code, lp["body_a"], lp["body_b"], row)
+            row += L.LOOP_ROWS[code]
+            for column, body, point in ((L.LPAX, lp["body_a"], lp["point_a"]), (L.LPBX, lp["body_b"], lp["point_b"])):
+                loop_real[k, column:column + 2] = point if body == GROUND else point - self._bodies[body]["com"]
+            loop_real[k, L.LAXX:L.LAXX + 2] = lp["axis"]
+            loop_real[k, L.LANGLE] = lp["angle"]
+            loop_real[k, L.LLENGTH] = lp["length"]
+        for arr in (loop_int, loop_real):
+            arr.setflags(write=False)
+        self.loop_int = loop_int
+        self.loop_real = loop_real
+
     @staticmethod
     def _nonnegative(value, what):
         value = _finite_scalar(value, what)
@@ -324,6 +424,8 @@ class Model:
         self.body_int = body_int
         self.body_real = body_real
         self._pack_elements()
+        self._pack_loops()
+        self._child_points = np.array([b["child_point"] for b in self._bodies]).reshape(n, 2)
         self.has_planar = bool(np.any(body_int[:, L.JTYPE] == joints.PLANAR))
         self._nq = nq
         self._compiled = True
@@ -385,12 +487,18 @@ class Model:
 
     def _check_regular(self):
         """Run forward dynamics at q = 0 and at a random state: a singular joint is a model error."""
-        from .dynamics import forward_dynamics  # noqa: PLC0415  (dynamics imports this module)
+        from .dynamics import raise_status, workspace  # noqa: PLC0415  (dynamics imports this module)
+        from ._kernels import tree  # noqa: PLC0415
 
+        ws = workspace(self)
         rng = np.random.default_rng(0)
+        qdd = np.zeros(self.nq)
         for q in (np.zeros(self.nq), rng.uniform(-math.pi, math.pi, self.nq)):
+            status = tree.forward_dynamics(self.body_int, self.body_real, self.gravity, q, ws.zeros, ws.zeros,
+                                           ws.no_wrench, ws.no_driven, ws.ws, qdd, ws.no_drive)
             try:
-                forward_dynamics(self, q, np.zeros(self.nq))
+                if status:
+                    raise_status(self, status)
             except ModelError as err:
                 raise ModelError(f"invalid model: {err}") from None
 

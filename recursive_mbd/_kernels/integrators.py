@@ -18,6 +18,7 @@ import numba
 import numpy as np
 
 from .elements import element_forces
+from .loops import constrained_dynamics, project
 from .layout import (
     STATUS_EVENT,
     STATUS_MAX_STEPS,
@@ -35,12 +36,55 @@ njit = numba.njit(cache=True, error_model="numpy")  # IEEE division: failures ar
 #   0 body_int, 1 body_real, 2 gravity, 3 elem_int, 4 elem_real, 5 free (nf,) coordinate indices,
 #   6 drv_coord (nd,) driven coordinate indices, 7 driven (nbodies,) uint8 or (0,), 8 tau_const (nq,),
 #   9 offsets (2,) = (tau slot or -1, first driver slot), 10 u, 11 q, 12 qd, 13 tau, 14 ws, 15 com, 16 wrench,
-#   17 jforce, 18 element_energy (3,), 19 per_element, 20 qdd, 21 drive
+#   17 jforce, 18 element_energy (3,), 19 per_element, 20 qdd, 21 drive,
+#   22 loops: (loop_int, loop_real, acc, phi, phid, jac, gamma, weights, resp, resp_drive, zeros, stab, lam, info,
+#      jac_free, projection (3,) = (on, tol, max_iter)); loop_int has no rows for a tree
 
 
 @njit
 def no_inputs(key, t, q, qd, u):
     """The input callback of a run without time-varying inputs."""
+
+
+@njit
+def _load_state(inputs, key, system, t, y):
+    """q, qd (system[11], [12]) from the integrated state y and the drivers at t; fills the inputs u."""
+    free = system[5]
+    drv_coord = system[6]
+    offsets = system[9]
+    u = system[10]
+    q = system[11]
+    qd = system[12]
+    qdd = system[20]
+    nf = free.shape[0]
+    for j in range(nf):
+        q[free[j]] = y[j]
+        qd[free[j]] = y[nf + j]
+    inputs(key, t, q, qd, u)
+    for j in range(drv_coord.shape[0]):  # prescribed motion q = f(t), with f' and f''
+        slot = offsets[1] + 3 * j
+        q[drv_coord[j]] = u[slot]
+        qd[drv_coord[j]] = u[slot + 1]
+        qdd[drv_coord[j]] = u[slot + 2]
+
+
+@njit
+def project_state(inputs, key, system, t, y):
+    """Project the free coordinates and rates in y onto the loop constraints (``loops.project``), in place."""
+    loops = system[22]
+    free = system[5]
+    q = system[11]
+    qd = system[12]
+    _load_state(inputs, key, system, t, y)
+    settings = loops[15]
+    status, _ = project(system[0], system[1], loops[0], loops[1], q, qd, free, system[14], system[15], loops[2],
+                        loops[3], loops[4], loops[5], loops[6], loops[7], loops[14], settings[1], int(settings[2]),
+                        1e-10)
+    nf = free.shape[0]
+    for j in range(nf):
+        y[j] = q[free[j]]
+        y[nf + j] = qd[free[j]]
+    return status
 
 
 @njit
@@ -58,15 +102,7 @@ def system_rhs(inputs, key, system, t, y, dy):
     qdd = system[20]
     drive = system[21]
     nf = free.shape[0]
-    for j in range(nf):
-        q[free[j]] = y[j]
-        qd[free[j]] = y[nf + j]
-    inputs(key, t, q, qd, u)
-    for j in range(drv_coord.shape[0]):  # prescribed motion q = f(t), with f' and f''
-        slot = offsets[1] + 3 * j
-        q[drv_coord[j]] = u[slot]
-        qd[drv_coord[j]] = u[slot + 1]
-        qdd[drv_coord[j]] = u[slot + 2]
+    _load_state(inputs, key, system, t, y)
     power_tau = 0.0
     for k in range(tau.shape[0]):
         tau[k] = tau_const[k] + (u[offsets[0] + k] if offsets[0] >= 0 else 0.0)
@@ -79,8 +115,15 @@ def system_rhs(inputs, key, system, t, y, dy):
             return status
         for k in range(tau.shape[0]):
             tau[k] += system[17][k]
-    status = forward_dynamics(body_int, system[1], system[2], q, qd, tau, system[16], system[7], system[14], qdd,
-                              drive)
+    loops = system[22]
+    if loops[0].shape[0] > 0:
+        status = constrained_dynamics(body_int, system[1], system[2], loops[0], loops[1], q, qd, tau, system[16],
+                                      system[7], system[14], system[15], loops[2], qdd, drive, loops[3], loops[4],
+                                      loops[5], loops[6], loops[7], loops[8], loops[9], loops[10], loops[11],
+                                      1e-10, loops[12], loops[13])
+    else:
+        status = forward_dynamics(body_int, system[1], system[2], q, qd, tau, system[16], system[7], system[14],
+                                  qdd, drive)
     if status != STATUS_OK:
         return status
     power_drive = 0.0
@@ -337,6 +380,13 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
             y[j] = y_new[j]
             k[0, j] = k[s - 1, j]
         t = t_new
+        if system[22][15][0] != 0.0:  # projection onto the loop constraints; f at the projected state
+            status = project_state(inputs, key, system, t, y)
+            if status == STATUS_OK:
+                status = system_rhs(inputs, key, system, t, y, k[0])
+                nfev += 1
+            if status != STATUS_OK:
+                return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
         steps_since_output += 1
         if not use_eval and (steps_since_output >= every or t >= t_end):
             t_out, y_out = _store(t_out, y_out, count, t, y)
@@ -429,9 +479,11 @@ def integrate_fixed(inputs, key, system, y0, t0, t_end, dt, every, a, b, c, midp
         else:
             status, evaluations = _explicit_step(inputs, key, system, t, y, h, a, b, c, k, ytmp)
         nfev += evaluations
-        if status != STATUS_OK:
-            return status, t, count, t_out, y_out, nfev, step
         t = t_end if step == nsteps_total - 1 else t0 + (step + 1) * dt
+        if status == STATUS_OK and system[22][15][0] != 0.0:  # projection onto the loop constraints
+            status = project_state(inputs, key, system, t, y)
+        if status != STATUS_OK:
+            return status, t - h, count, t_out, y_out, nfev, step
         if (step + 1) % every == 0 or step == nsteps_total - 1:
             t_out, y_out = _store(t_out, y_out, count, t, y)
             count += 1

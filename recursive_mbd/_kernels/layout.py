@@ -70,6 +70,7 @@ STATUS_NONFINITE_Q = 1
 STATUS_NONFINITE_QD = 2
 STATUS_NONFINITE_TAU = 3
 STATUS_SINGULAR = 4  # articulated inertia of a joint singular; index = body
+STATUS_LOOP_DEGENERATE = 5  # a distance loop whose two points coincide (no direction); index = loop
 STATUS_STEP_UNDERFLOW = 6
 STATUS_MAX_STEPS = 7
 STATUS_NONFINITE_STATE = 8
@@ -100,3 +101,23 @@ EK = 4  # stiffness [N/m or N m/rad]
 EC = 5  # damping [N s/m or N m s/rad]
 EREST = 6  # rest length [m] or rest joint coordinate
 N_EREAL = 7
+
+# ---- loop_int: (nloops, 4) int64 -- closing constraints of cut joints ------------------------------------------
+LKIND = 0  # loop kind code (below)
+LBODY_A = 1  # body index (-1 for the ground)
+LBODY_B = 2  # second body (-1 for the ground)
+LROW = 3  # index of the loop's first equation in the constraint vector
+N_LINT = 4
+LOOP_REVOLUTE = 0  # point a = point b (2 equations)
+LOOP_PRISMATIC = 1  # point a on the line through point b along the axis (b frame); relative angle fixed (2)
+LOOP_FIXED = 2  # points coincide, relative angle fixed (3)
+LOOP_DISTANCE = 3  # |point a - point b| = length, a massless link (1)
+LOOP_ROWS = (2, 2, 3, 1)
+
+# ---- loop_real: (nloops, 8) float64 ------------------------------------------------------------------------------
+LPAX = 0  # point on body a relative to its centre of mass, body frame (ground: ground frame) (2 columns)
+LPBX = 2  # point on body b likewise (2 columns)
+LAXX = 4  # prismatic: unit axis in body b's frame (ground: ground frame) (2 columns)
+LANGLE = 6  # prismatic, fixed: theta_a - theta_b [rad]
+LLENGTH = 7  # distance: the link length [m]
+N_LREAL = 8

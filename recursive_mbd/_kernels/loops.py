@@ -1,0 +1,288 @@
+"""Closed loops on top of the tree: cut-joint constraints and the Lagrange-multiplier layer (seeds 003, 004).
+
+Each loop closes a cut joint between a point on body a and a point on body b (either may be the ground) with
+equations phi(q) = 0 (``layout.LOOP_*``). With J the constraint Jacobian (m, nq) and gamma = -J' qd the part of
+phi'' that does not depend on qdd, the constrained equations of motion are
+
+    M qdd + h = tau + drive - J^T lambda,      J qdd = gamma - 2 alpha phi' - beta^2 phi   (Baumgarte; 0, 0: none)
+
+solved in O(N m + m^3) without an N x N matrix: qdd0 from the recursive pass, the responses Y = M^-1 J^T from m
+further recursive passes (no gravity, no velocity), then the small system (J Y) lambda = J qdd0 - rhs by a
+rank-revealing least-squares solve (redundant loops give the minimum-norm multipliers), qdd = qdd0 - Y lambda.
+
+Each equation is written as weights on the motion of the two bodies: row r reads
+    phi'_r = w_a . (v(P_a), omega_a) + w_b . (v(P_b), omega_b),
+so J follows from the point Jacobians along the two paths to the root, and the loop force on body a is
+-sum_r lambda_r w_a (force at P_a, moment), on body b -sum_r lambda_r w_b (force at P_b, moment).
+"""
+
+import math
+
+import numba
+import numpy as np
+
+from .layout import (
+    CS,
+    HX,
+    LANGLE,
+    LAXX,
+    LBODY_A,
+    LBODY_B,
+    LKIND,
+    LLENGTH,
+    LOOP_DISTANCE,
+    LOOP_FIXED,
+    LOOP_PRISMATIC,
+    LOOP_REVOLUTE,
+    LPAX,
+    LPBX,
+    LROW,
+    NDOF,
+    OM,
+    PARENT,
+    QIDX,
+    RX,
+    SN,
+    STATUS_LOOP_DEGENERATE,
+    STATUS_OK,
+    TH,
+)
+from .tree import com_kinematics, forward_dynamics, motion_column
+
+njit = numba.njit(cache=True, error_model="numpy")
+
+
+@njit
+def body_accelerations(body_int, ws, qdd, acc):
+    """acc[i] = (ax, ay, alpha) of every centre of mass for the joint accelerations qdd (eq. 3.19a), from the
+    pass-1 quantities in ws; qdd of shape (0,) gives the velocity-product part alone (qdd = 0)."""
+    use_qdd = qdd.shape[0] > 0
+    for i in range(body_int.shape[0]):
+        p = body_int[i, PARENT]
+        if p >= 0:
+            a0 = acc[p, 0]
+            a1 = acc[p, 1]
+            a2 = acc[p, 2]
+        else:
+            a0 = a1 = a2 = 0.0
+        ax = a0 - a2 * ws[i, RX + 1] + ws[i, HX]
+        ay = a1 + a2 * ws[i, RX] + ws[i, HX + 1]
+        if use_qdd:
+            k = body_int[i, QIDX]
+            for col in range(body_int[i, NDOF]):
+                gx, gy, g2 = motion_column(body_int, ws, i, col)
+                ax += gx * qdd[k + col]
+                ay += gy * qdd[k + col]
+                a2 += g2 * qdd[k + col]
+        acc[i, 0] = ax
+        acc[i, 1] = ay
+        acc[i, 2] = a2
+
+
+@njit
+def _point_state(ws, com, acc, body, sx, sy):
+    """Position, velocity, velocity-product acceleration of the point s (relative to the centre of mass, body
+    frame) of ``body``, its angle and angular velocity; the ground (body -1) holds s fixed."""
+    if body < 0:
+        return sx, sy, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    c = ws[body, CS]
+    s = ws[body, SN]
+    om = ws[body, OM]
+    rx = c * sx - s * sy
+    ry = s * sx + c * sy
+    px = com[body, 0] + rx
+    py = com[body, 1] + ry
+    vx = com[body, 2] - om * ry
+    vy = com[body, 3] + om * rx
+    ax = acc[body, 0] - om * om * rx
+    ay = acc[body, 1] - om * om * ry
+    return px, py, vx, vy, ax, ay, ws[body, TH], om
+
+
+@njit
+def _add_point_jacobian(body_int, ws, com, body, px, py, wx, wy, wt, row):
+    """row += w . d(v(P), omega)/d qdot for the point P = (px, py) of ``body``: one pass up its path to the root."""
+    i = body
+    while i >= 0:
+        k = body_int[i, QIDX]
+        cx = com[i, 0]
+        cy = com[i, 1]
+        for col in range(body_int[i, NDOF]):
+            gx, gy, g2 = motion_column(body_int, ws, i, col)
+            row[k + col] += wx * (gx - g2 * (py - cy)) + wy * (gy + g2 * (px - cx)) + wt * g2
+        i = body_int[i, PARENT]
+
+
+@njit
+def _wrap(angle):
+    return math.atan2(math.sin(angle), math.cos(angle))
+
+
+@njit
+def loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac, gamma,
+                     weights):
+    """Residual phi (m,), its rate phi' = J qd, Jacobian J (m, nq), gamma = -J' qd (m,) of every loop, and the
+    row weights (m, 6) = (w_a, w_b) that map multipliers to loop forces. Leaves every body's orientation in ws
+    and its centre-of-mass state in com. Returns the status."""
+    status = com_kinematics(body_int, body_real, q, qd, ws, com)
+    if status != STATUS_OK:
+        return status
+    body_accelerations(body_int, ws, qd[:0], acc)
+    jac[:, :] = 0.0
+    for lp in range(loop_int.shape[0]):
+        kind = loop_int[lp, LKIND]
+        a = loop_int[lp, LBODY_A]
+        b = loop_int[lp, LBODY_B]
+        r0 = loop_int[lp, LROW]
+        pax, pay, vax, vay, aax, aay, tha, oma = _point_state(ws, com, acc, a, loop_real[lp, LPAX],
+                                                              loop_real[lp, LPAX + 1])
+        pbx, pby, vbx, vby, abx, aby, thb, omb = _point_state(ws, com, acc, b, loop_real[lp, LPBX],
+                                                              loop_real[lp, LPBX + 1])
+        dx = pax - pbx
+        dy = pay - pby
+        ddx = vax - vbx
+        ddy = vay - vby
+        bias_x = aax - abx  # phi'' at qdd = 0 of the point-difference rows
+        bias_y = aay - aby
+        nrows = 0
+        if kind == LOOP_REVOLUTE or kind == LOOP_FIXED:
+            weights[r0, :] = (1.0, 0.0, 0.0, -1.0, 0.0, 0.0)
+            weights[r0 + 1, :] = (0.0, 1.0, 0.0, 0.0, -1.0, 0.0)
+            phi[r0] = dx
+            phi[r0 + 1] = dy
+            gamma[r0] = -bias_x
+            gamma[r0 + 1] = -bias_y
+            nrows = 2
+        elif kind == LOOP_PRISMATIC:  # n . d = 0 with n the axis normal turning with body b
+            cb = math.cos(thb) if b >= 0 else 1.0
+            sb = math.sin(thb) if b >= 0 else 0.0
+            ux = cb * loop_real[lp, LAXX] - sb * loop_real[lp, LAXX + 1]
+            uy = sb * loop_real[lp, LAXX] + cb * loop_real[lp, LAXX + 1]
+            nx = -uy
+            ny = ux
+            along = -ny * dx + nx * dy  # perp(n) . d: the moment arm of the normal force about P_b
+            weights[r0, :] = (nx, ny, 0.0, -nx, -ny, along)
+            phi[r0] = nx * dx + ny * dy
+            gamma[r0] = -(nx * bias_x + ny * bias_y - omb * omb * phi[r0] + 2.0 * omb * (-ny * ddx + nx * ddy))
+            nrows = 1
+        else:  # LOOP_DISTANCE
+            length = math.sqrt(dx * dx + dy * dy)
+            if not length > 0.0:
+                return STATUS_LOOP_DEGENERATE | (lp << 4)
+            ex = dx / length
+            ey = dy / length
+            rate = ex * ddx + ey * ddy
+            weights[r0, :] = (ex, ey, 0.0, -ex, -ey, 0.0)
+            phi[r0] = length - loop_real[lp, LLENGTH]
+            gamma[r0] = -(ex * bias_x + ey * bias_y + (ddx * ddx + ddy * ddy - rate * rate) / length)
+            nrows = 1
+        if kind == LOOP_PRISMATIC or kind == LOOP_FIXED:  # the relative angle row
+            r = r0 + nrows
+            weights[r, :] = (0.0, 0.0, 1.0, 0.0, 0.0, -1.0)
+            phi[r] = _wrap(tha - thb - loop_real[lp, LANGLE])
+            gamma[r] = 0.0
+            nrows += 1
+        for r in range(r0, r0 + nrows):
+            w = weights[r]
+            phid[r] = w[0] * vax + w[1] * vay + w[2] * oma + w[3] * vbx + w[4] * vby + w[5] * omb
+            if a >= 0:
+                _add_point_jacobian(body_int, ws, com, a, pax, pay, w[0], w[1], w[2], jac[r])
+            if b >= 0:
+                _add_point_jacobian(body_int, ws, com, b, pbx, pby, w[3], w[4], w[5], jac[r])
+    return STATUS_OK
+
+
+@njit
+def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, tau, wrench, driven, ws, com,
+                         acc, qdd, drive, phi, phid, jac, gamma, weights, resp, resp_drive, zeros, stab, rcond,
+                         lam, info):
+    """Constrained forward dynamics (module docstring): qdd, drive (with driven joints), multipliers lam (m,).
+
+    resp (m, nq) and resp_drive (m, nq or 0) are scratch for the responses; zeros (nq,) a zero vector; stab =
+    (alpha, beta, 0-gravity x, 0-gravity y) with entries 2, 3 zero; rcond the relative singular-value cut-off of
+    the multiplier solve. info[0] returns the rank of J M^-1 J^T (< m: redundant or singular loops). Returns the
+    status.
+    """
+    status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
+                              gamma, weights)
+    if status != STATUS_OK:
+        return status
+    status = forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, ws, qdd, drive)
+    if status != STATUS_OK:
+        return status
+    m = phi.shape[0]
+    nq = q.shape[0]
+    has_drivers = driven.shape[0] > 0
+    no_gravity = stab[2:4]
+    for r in range(m):
+        if has_drivers:  # responses hold the driven joints still: their accelerations are prescribed
+            for i in range(body_int.shape[0]):
+                if driven[i]:
+                    resp[r, body_int[i, QIDX]] = 0.0
+        status = forward_dynamics(body_int, body_real, no_gravity, q, zeros, jac[r], wrench[:0], driven, ws,
+                                  resp[r], resp_drive[r] if has_drivers else resp_drive[0, :0])
+        if status != STATUS_OK:
+            return status
+    gram = np.empty((m, m))
+    rhs = np.empty(m)
+    alpha = stab[0]
+    beta = stab[1]
+    for r in range(m):
+        acc_r = 0.0
+        for k in range(nq):
+            acc_r += jac[r, k] * qdd[k]
+        rhs[r] = acc_r - (gamma[r] - 2.0 * alpha * phid[r] - beta * beta * phi[r])
+        for s in range(m):
+            g = 0.0
+            for k in range(nq):
+                g += jac[r, k] * resp[s, k]
+            gram[r, s] = g
+    solution, _, rank, _ = np.linalg.lstsq(gram, rhs, rcond)
+    info[0] = rank
+    for r in range(m):
+        lam[r] = solution[r]
+        for k in range(nq):
+            qdd[k] -= solution[r] * resp[r, k]
+        if has_drivers:
+            for k in range(nq):
+                drive[k] -= solution[r] * resp_drive[r, k]
+    return STATUS_OK
+
+
+@njit
+def project(body_int, body_real, loop_int, loop_real, q, qd, free, ws, com, acc, phi, phid, jac, gamma, weights,
+            jac_free, tol, max_iter, rcond):
+    """Project q, then qd, onto the loop constraints, changing only the coordinates in ``free``.
+
+    Positions: Gauss-Newton with minimum-norm steps dq = -J_f^+ phi until max |phi| <= tol, or it stops
+    decreasing; velocities: qd_f -= J_f^+ (J qd), exact in one step. Returns (status, max |phi| at the end).
+    """
+    nf = free.shape[0]
+    m = phi.shape[0]
+    worst = np.inf
+    for _ in range(max_iter + 1):
+        status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
+                                  gamma, weights)
+        if status != STATUS_OK:
+            return status, worst
+        size = 0.0
+        for r in range(m):
+            size = max(size, abs(phi[r]))
+        if not size < 0.5 * worst:  # round-off reached (or no progress): keep the last iterate
+            break
+        worst = size
+        if size <= tol:
+            break
+        for r in range(m):
+            for j in range(nf):
+                jac_free[r, j] = jac[r, free[j]]
+        step = np.linalg.lstsq(jac_free, phi, rcond)[0]
+        for j in range(nf):
+            q[free[j]] -= step[j]
+    for r in range(m):
+        for j in range(nf):
+            jac_free[r, j] = jac[r, free[j]]
+    step = np.linalg.lstsq(jac_free, phid, rcond)[0]
+    for j in range(nf):
+        qd[free[j]] -= step[j]
+    return STATUS_OK, worst

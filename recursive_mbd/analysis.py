@@ -1,0 +1,589 @@
+"""Mechanism analyses (seed 002): assembly, driven kinematics, static equilibrium, joint reactions, linearisation.
+
+All of them work on any Model, loops included, through the same kernels as the dynamics: the recursive
+Newton-Euler pass for the forces a state needs, the loop layer (``recursive_mbd.loops``) for the constraint
+residual, Jacobian J and acceleration term gamma. Sign conventions as ``recursive_mbd.loops``:
+
+    M qdd + h(q, qd) = tau + Q_elements - J^T lambda.
+
+Reactions are reported as the force and moment [N, N m] that the parent (or the ground) exerts on a body through
+its joint, in ground axes, the moment taken about the joint point; a loop's force acts on each of its two bodies
+at its loop point.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+import scipy.optimize
+
+from . import joints
+from ._kernels import layout as L
+from ._kernels import tree
+from .dynamics import _element_loads, as_vector, forward_kinematics, inverse_dynamics, mass_matrix, workspace
+from .errors import ModelError, StateError
+from .loops import RCOND, constraints, forces_from_multipliers, loop_workspace
+
+
+def _vector(model, x, what):
+    """A float copy of the (nq,) vector x, compiling the model first."""
+    workspace(model)
+    x = as_vector(model, x, what).copy()
+    if not np.all(np.isfinite(x)):
+        raise StateError(f"{what}[{int(np.flatnonzero(~np.isfinite(x))[0])}] is not finite")
+    return x
+
+
+def _coordinates(model, names):
+    """Coordinate indices from ints or body names (a body name stands for all its joint's coordinates)."""
+    out = []
+    for item in names if isinstance(names, (list, tuple, set, np.ndarray)) else [names]:
+        if isinstance(item, str):
+            index = model.body_index(item)
+            start, count = model.joint_q_index[index], model.joint_ndof[index]
+            out.extend(range(start, start + count))
+        else:
+            k = int(item)
+            if not 0 <= k < model.nq:
+                raise StateError(f"coordinate index {k} out of range for nq = {model.nq}")
+            out.append(k)
+    return np.array(sorted(set(out)), dtype=np.int64)
+
+
+def _worst_loop(model, phi):
+    rows = np.concatenate(([0], np.cumsum([L.LOOP_ROWS[k] for k in model.loop_int[:, L.LKIND]])))
+    r = int(np.argmax(np.abs(phi)))
+    lp = int(np.searchsorted(rows, r, side="right") - 1)
+    return model.loop_names[lp], float(abs(phi[r]))
+
+
+# ---- assembly ---------------------------------------------------------------------------------------------------
+
+def assemble(model, q_guess, fixed=(), *, tol=1e-12, max_iter=50):
+    """Coordinates that close every loop, nearest ``q_guess``, keeping the coordinates in ``fixed``.
+
+    Gauss-Newton on phi(q) = 0 over the free coordinates with minimum-norm steps (so the answer stays near the
+    guess) and a backtracking line search on |phi|. ``fixed``: coordinate indices and/or body names.
+
+    Returns
+    -------
+    q : ndarray (nq,)
+
+    Raises
+    ------
+    ModelError
+        When the loops cannot close (lengths that do not fit, a coordinate held where the mechanism cannot
+        reach): names the loop with the largest gap and its size.
+    """
+    q = _vector(model, q_guess, "q_guess")
+    if model.nloops == 0:
+        return q
+    free = np.setdiff1d(np.arange(model.nq), _coordinates(model, fixed))
+    phi, _, jac, _ = constraints(model, q)
+    norm = np.linalg.norm(phi)
+    for _ in range(max_iter):
+        if np.abs(phi).max() <= tol:
+            return q
+        step = np.linalg.lstsq(jac[:, free], phi, rcond=None)[0]
+        length = 1.0
+        while length > 1e-6:
+            trial = q.copy()
+            trial[free] -= length * step
+            phi_t, _, jac_t, _ = constraints(model, trial)
+            if np.linalg.norm(phi_t) < norm:
+                break
+            length *= 0.5
+        else:  # no descent: a least-squares minimum with a gap left
+            break
+        q, phi, jac, norm = trial, phi_t, jac_t, np.linalg.norm(phi_t)
+    if np.abs(phi).max() <= max(tol, 1e-9):
+        return q
+    name, gap = _worst_loop(model, phi)
+    raise ModelError(f"the loops cannot be closed: loop {name!r} stays open by {gap:.6g} (m or rad) at the "
+                     f"closest configuration found (|phi| = {norm:.3g}); check the lengths, or the fixed coordinates")
+
+
+# ---- reactions --------------------------------------------------------------------------------------------------
+
+def _loop_wrench(model, q, forces, wrench):
+    """Add the loop forces (at loop points) to the per-body wrench at the centres of mass."""
+    poses, _ = forward_kinematics(model, q)
+    for lp in range(model.nloops):
+        for side, column in ((0, L.LPAX), (1, L.LPBX)):
+            body = model.loop_int[lp, L.LBODY_A + side]
+            if body < 0:
+                continue
+            c, s = math.cos(poses[body, 2]), math.sin(poses[body, 2])
+            sx, sy = model.loop_real[lp, column:column + 2]
+            arm = (c * sx - s * sy, s * sx + c * sy)  # loop point relative to the centre of mass
+            fx, fy, moment = forces[lp, side]
+            wrench[body] += (fx, fy, moment + arm[0] * fy - arm[1] * fx)
+
+
+@dataclass
+class Reactions:
+    """Joint and loop reactions at one state.
+
+    joint (nbodies, 3): (Fx, Fy, M) the parent or ground exerts on each body through its joint, at the joint point,
+    ground axes [N, N m] (actuation along the joint's own direction included: for a revolute joint M is its
+    torque); loops (nloops, 2, 3): loop forces on body a and body b at their loop points; multipliers (m,);
+    tau (nq,): the joint forces used (for kinematic analysis: the driving forces on driven coordinates).
+    """
+
+    joint: np.ndarray
+    loops: np.ndarray
+    multipliers: np.ndarray
+    tau: np.ndarray
+
+
+def _joint_forces(model, q, qd, qdd, lam, t):
+    """Rows (Fx, Fy, M about the joint point) of every tree joint, by the Newton-Euler pass with the loop forces
+    as external loads, and the joint forces tau it implies."""
+    ws = workspace(model)
+    wrench = np.zeros((model.nbodies, 3))
+    if model.elem_int.shape[0]:
+        _element_loads(model, ws, q, qd, float(t))
+        wrench += ws.wrench
+    loop_forces = np.zeros((model.nloops, 2, 3))
+    if model.nloops:
+        _, lw = loop_workspace(model)
+        constraints(model, q, qd)  # fills the row weights
+        loop_forces = forces_from_multipliers(model, lam, lw.weights)
+        _loop_wrench(model, q, loop_forces, wrench)
+    tau = np.empty(model.nq)
+    status = tree.inverse_dynamics(model.body_int, model.body_real, model.gravity, q, qd, qdd,
+                                   wrench if model.nbodies else ws.no_wrench, ws.ws, tau)
+    if status:
+        from .dynamics import raise_status  # noqa: PLC0415
+
+        raise_status(model, status, ("q", "qd", "qdd"))
+    at_com = ws.ws[:, L.QA:L.QA + 3].copy()  # force of the parent on the subtree, at the centre of mass
+    # moment about the joint point P: M_c + (c - P) x F, with c - P the child-point arm e = R (com - child_point)
+    poses, _ = forward_kinematics(model, q)
+    c, s = np.cos(poses[:, 2]), np.sin(poses[:, 2])
+    local = model.body_com - model._child_points
+    ex, ey = c * local[:, 0] - s * local[:, 1], s * local[:, 0] + c * local[:, 1]
+    joint = at_com.copy()
+    joint[:, 2] += ex * at_com[:, 1] - ey * at_com[:, 0]
+    if model.elem_int.shape[0]:
+        tau -= ws.jforce
+    return joint, loop_forces, tau
+
+
+def joint_reactions(model, q, qd, qdd, tau=None, *, t=0.0):
+    """Reactions of every joint and loop at the state (q, qd) with accelerations qdd: a ``Reactions``.
+
+    The multipliers are those that balance the given tau: -J^T lambda = M qdd + h - Q_elements - tau in the least
+    squares sense (exact when qdd is the motion that tau produces, e.g. from ``rm.forward_dynamics``).
+    """
+    q = _vector(model, q, "q")
+    qd = _vector(model, qd, "qd")
+    qdd = _vector(model, qdd, "qdd")
+    tau = np.zeros(model.nq) if tau is None else _vector(model, tau, "tau")
+    lam = np.zeros(model.nconstraints)
+    if model.nloops:
+        needed = inverse_dynamics(model, q, qd, qdd, t=t) - tau
+        _, _, jac, _ = constraints(model, q, qd)
+        lam = np.linalg.lstsq(-jac.T, needed, rcond=RCOND)[0]
+    joint, loops, _ = _joint_forces(model, q, qd, qdd, lam, t)
+    return Reactions(joint, loops, lam, tau)
+
+
+# ---- driven kinematics ------------------------------------------------------------------------------------------
+
+@dataclass
+class KinematicResult:
+    """Kinematic analysis under prescribed motion (``kinematic_analysis``), all arrays over the times t (nt,).
+
+    q, qd, qdd (nt, nq); driving_forces (nt, nd) in the order of ``driven`` (coordinate indices); multipliers
+    (nt, m); joint_reactions (nt, nbodies, 3) and loop_forces (nt, nloops, 2, 3) as ``Reactions``.
+    """
+
+    model: object
+    t: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+    driven: np.ndarray
+    driving_forces: np.ndarray
+    multipliers: np.ndarray
+    joint_reactions: np.ndarray
+    loop_forces: np.ndarray
+
+    def point(self, body, point=(0.0, 0.0)):
+        """Position, velocity and acceleration of a point fixed on a body (body frame) at every t: 3 x (nt, 2)."""
+        model = self.model
+        index = model.body_index(body)
+        ws = workspace(model)
+        _, lw = loop_workspace(model) if model.nloops else (None, None)
+        acc = np.zeros((model.nbodies, 3)) if lw is None else lw.acc
+        from ._kernels.loops import body_accelerations  # noqa: PLC0415
+
+        local = np.asarray(point, dtype=float) - model.body_com[index]
+        out = np.zeros((3, self.t.size, 2))
+        for n in range(self.t.size):
+            status = tree.com_kinematics(model.body_int, model.body_real, self.q[n], self.qd[n], ws.ws, ws.com)
+            if status:
+                raise StateError(f"non-finite state at t = {self.t[n]:g}")
+            body_accelerations(model.body_int, ws.ws, self.qdd[n], acc)
+            c, s, om = ws.ws[index, L.CS], ws.ws[index, L.SN], ws.ws[index, L.OM]
+            rx, ry = c * local[0] - s * local[1], s * local[0] + c * local[1]
+            alpha = acc[index, 2]
+            out[0, n] = ws.com[index, 0] + rx, ws.com[index, 1] + ry
+            out[1, n] = ws.com[index, 2] - om * ry, ws.com[index, 3] + om * rx
+            out[2, n] = (acc[index, 0] - alpha * ry - om * om * rx, acc[index, 1] + alpha * rx - om * om * ry)
+        return out[0], out[1], out[2]
+
+
+def kinematic_analysis(model, drivers, t, q_guess=None, *, tol=1e-12):
+    """Positions, velocities, accelerations, driving forces and reactions under prescribed joint motions.
+
+    Parameters
+    ----------
+    drivers : dict
+        body (index or name) -> f(t), or (f, f', f'') for exact derivatives, prescribing that body's 1-dof joint
+        coordinate [m or rad] (as ``rm.simulate(drivers=...)``). Together with the loops they must take up every
+        degree of freedom.
+    t : array_like (nt,)
+        Times [s], increasing; each solution starts from the previous one (the first from ``q_guess``, default
+        zero), so the mechanism stays on one assembly branch.
+
+    Returns
+    -------
+    KinematicResult
+    """
+    from .integrate import _Inputs  # noqa: PLC0415  (the drivers' parsing and derivatives)
+
+    times = np.atleast_1d(np.asarray(t, dtype=float))
+    if times.ndim != 1 or not np.all(np.isfinite(times)):
+        raise StateError("t must be a 1-D array of finite times")
+    workspace(model)  # compiles the model
+    spec = _Inputs(model, None, drivers)
+    driven = np.array([c for c, _, _ in spec.drivers], dtype=np.int64)
+    free = np.setdiff1d(np.arange(model.nq), driven)
+    nq, m, nt = model.nq, model.nconstraints, times.size
+    q = np.zeros(nq) if q_guess is None else _vector(model, q_guess, "q_guess")
+    out = {name: np.zeros((nt, nq)) for name in ("q", "qd", "qdd")}
+    forces = np.zeros((nt, driven.size))
+    lams = np.zeros((nt, m))
+    reactions = np.zeros((nt, model.nbodies, 3))
+    loop_forces = np.zeros((nt, model.nloops, 2, 3))
+    for n, time in enumerate(times):
+        qd = np.zeros(nq)
+        qdd = np.zeros(nq)
+        for coord, _, evaluate in spec.drivers:
+            q[coord], qd[coord], qdd[coord] = evaluate(time)
+        try:
+            q = assemble(model, q, fixed=driven, tol=tol)
+        except ModelError as err:
+            raise ModelError(f"kinematic analysis at t = {time:g}: {err}") from None
+        if free.size:
+            if model.nloops == 0:
+                raise ModelError(f"the drivers take up {driven.size} of {nq} degrees of freedom and the model has "
+                                 "no loops; drive every coordinate")
+            _, _, jac, gamma = constraints(model, q, qd)
+            jf = jac[:, free]
+            rank = np.linalg.matrix_rank(jf)
+            if rank < free.size:
+                raise ModelError(f"kinematic analysis at t = {time:g}: the drivers and loops leave "
+                                 f"{free.size - rank} degree(s) of freedom undetermined")
+            qd[free] = np.linalg.lstsq(jf, -jac[:, driven] @ qd[driven], rcond=None)[0]
+            _, _, jac, gamma = constraints(model, q, qd)
+            qdd[free] = np.linalg.lstsq(jf, gamma - jac[:, driven] @ qdd[driven], rcond=None)[0]
+        needed = inverse_dynamics(model, q, qd, qdd, t=time)  # = tau_drive - J^T lambda
+        lam = np.zeros(m)
+        if m:
+            _, _, jac, _ = constraints(model, q, qd)
+            lam = np.linalg.lstsq(-jac[:, free].T, needed[free], rcond=RCOND)[0] if free.size else np.zeros(m)
+            tau = needed + jac.T @ lam
+        else:
+            tau = needed
+        joint, loops, _ = _joint_forces(model, q, qd, qdd, lam, time)
+        out["q"][n], out["qd"][n], out["qdd"][n] = q, qd, qdd
+        forces[n], lams[n], reactions[n], loop_forces[n] = tau[driven], lam, joint, loops
+    return KinematicResult(model, times, out["q"], out["qd"], out["qdd"], driven, forces, lams, reactions,
+                           loop_forces)
+
+
+# ---- static equilibrium ------------------------------------------------------------------------------------------
+
+def _static_residual(model, q, lam, tau, t):
+    """g(q, lambda) = h(q, 0) - Q_elements(q, 0) - tau + J^T lambda: zero at a static equilibrium."""
+    zeros = np.zeros(model.nq)
+    g = inverse_dynamics(model, q, zeros, zeros, t=t) - tau
+    if model.nloops:
+        phi, _, jac, _ = constraints(model, q)
+        return g + jac.T @ lam, phi, jac
+    return g, np.zeros(0), np.zeros((0, model.nq))
+
+
+def _stiffness(model, q, lam, tau, t, step=1e-7):
+    """d g / d q at fixed multipliers (central differences, 2 nq Newton-Euler passes), symmetrised."""
+    nq = model.nq
+    k = np.zeros((nq, nq))
+    for j in range(nq):
+        h = step * max(1.0, abs(q[j]))
+        qp, qm = q.copy(), q.copy()
+        qp[j] += h
+        qm[j] -= h
+        k[:, j] = (_static_residual(model, qp, lam, tau, t)[0] - _static_residual(model, qm, lam, tau, t)[0]) / (2 * h)
+    return 0.5 * (k + k.T)
+
+
+def _null_basis(jac, nq):
+    return np.eye(nq) if jac.shape[0] == 0 else scipy.linalg.null_space(jac, rcond=1e-10)
+
+
+@dataclass
+class Equilibrium:
+    """A static equilibrium (``static_equilibrium``).
+
+    q (nq,); reactions (``Reactions`` at rest); stiffness (nq, nq) d(h - Q + J^T lambda)/dq; reduced_stiffness
+    eigenvalues on the loops' admissible motions (ascending); stable: all of them > 0; method: "newton" or
+    "energy"; iterations.
+    """
+
+    q: np.ndarray
+    reactions: "Reactions"
+    stiffness: np.ndarray
+    eigenvalues: np.ndarray
+    stable: bool
+    method: str
+    iterations: int
+
+
+def _conservative_potential(model, q, tau, t):
+    """Potential of gravity, springs, the constant tau and constant ground-frame forces and torques."""
+    from .dynamics import energy  # noqa: PLC0415
+
+    value = energy(model, q, np.zeros(model.nq), t=t)[1] - tau @ q
+    poses, _ = forward_kinematics(model, q)
+    for el in model._elements:
+        if el["kind"] == "force":
+            if callable(el["value"]) or el["frame"] != "ground":
+                raise ModelError(f"element {el['name']!r} is not conservative: the energy fallback of "
+                                 "static_equilibrium needs constant ground-frame forces")
+            x, y, th = poses[el["body_a"]]
+            px, py = el["point_a"]
+            value -= el["value"] @ (x + math.cos(th) * px - math.sin(th) * py, y + math.sin(th) * px
+                                    + math.cos(th) * py)
+        elif el["kind"] == "torque":
+            if callable(el["value"]):
+                raise ModelError(f"element {el['name']!r} is not conservative (a function of time)")
+            value -= el["value"] * poses[el["body_a"], 2]
+    return value
+
+
+def static_equilibrium(model, q_guess, tau=None, *, t=0.0, tol=1e-10, max_iter=50, fixed=()):
+    """Static equilibrium under gravity, springs, constant loads and tau, loops included.
+
+    Newton-Raphson (seed 002) on g(q, lambda) = 0, phi(q) = 0 with the stiffness by central differences and a
+    line search; if it does not converge, minimises the potential energy on the loop constraints (scipy SLSQP)
+    from the guess and polishes with Newton. ``fixed`` coordinates (indices or body names) are held at their
+    guess values (their reactions are then in ``reactions.tau``). Stability: the stiffness restricted to the
+    motions the loops allow must be positive definite.
+
+    Returns
+    -------
+    Equilibrium
+    """
+    q = _vector(model, q_guess, "q_guess")
+    tau = np.zeros(model.nq) if tau is None else _vector(model, tau, "tau")
+    held = _coordinates(model, fixed)
+    free = np.setdiff1d(np.arange(model.nq), held)
+    m = model.nconstraints
+    if model.nloops:
+        q = assemble(model, q, fixed=held)
+    q, lam, iterations, converged = _newton_static(model, q, np.zeros(m), tau, t, free, tol, max_iter)
+    method = "newton"
+    if not converged:
+        q = _minimise_potential(model, _vector(model, q_guess, "q_guess"), tau, t, free)
+        q, lam, more, converged = _newton_static(model, q, np.zeros(m), tau, t, free, tol, max_iter)
+        iterations += more
+        method = "energy"
+        if not converged:
+            g, phi, _ = _static_residual(model, q, lam, tau, t)
+            raise ModelError(f"no static equilibrium found: residual |g| = {np.abs(g[free]).max():.3g}, "
+                             f"|phi| = {np.abs(phi).max(initial=0.0):.3g} after {iterations} iterations")
+    g, phi, jac = _static_residual(model, q, lam, tau, t)
+    holding = tau.copy()
+    holding[held] += g[held]  # what the held coordinates' supports must add
+    zeros = np.zeros(model.nq)
+    joint, loops, _ = _joint_forces(model, q, zeros, zeros, lam, t)
+    stiffness = _stiffness(model, q, lam, tau, t)
+    basis = _null_basis(np.vstack((jac, np.eye(model.nq)[held])), model.nq)
+    eigenvalues = np.linalg.eigvalsh(basis.T @ stiffness @ basis) if basis.size else np.zeros(0)
+    scale = max(1.0, np.abs(stiffness).max())
+    stable = bool(np.all(eigenvalues > 1e-9 * scale))
+    return Equilibrium(q, Reactions(joint, loops, lam, holding), stiffness, eigenvalues, stable, method,
+                       iterations)
+
+
+def _newton_static(model, q, lam, tau, t, free, tol, max_iter):
+    """Newton on (g_free, phi) over (q_free, lambda); returns (q, lambda, iterations, converged)."""
+    nf, m = free.size, model.nconstraints
+
+    def merit(q, lam):
+        g, phi, jac = _static_residual(model, q, lam, tau, t)
+        return np.concatenate((g[free], phi)), jac
+
+    res, jac = merit(q, lam)
+    scale = max(1.0, np.abs(_static_residual(model, q, np.zeros(m), tau, t)[0]).max())
+    for iteration in range(max_iter):
+        if np.abs(res).max() <= tol * scale:
+            return q, lam, iteration, True
+        stiffness = _stiffness(model, q, lam, tau, t)[np.ix_(free, free)]
+        kkt = np.block([[stiffness, jac[:, free].T], [jac[:, free], np.zeros((m, m))]])
+        step = np.linalg.lstsq(kkt, -res, rcond=RCOND)[0]
+        length = 1.0
+        norm = np.linalg.norm(res)
+        while length > 1e-4:
+            q_t = q.copy()
+            q_t[free] += length * step[:nf]
+            lam_t = lam + length * step[nf:]
+            res_t, jac_t = merit(q_t, lam_t)
+            if np.all(np.isfinite(res_t)) and np.linalg.norm(res_t) < norm:
+                break
+            length *= 0.5
+        else:
+            return q, lam, iteration, False
+        q, lam, res, jac = q_t, lam_t, res_t, jac_t
+    return q, lam, max_iter, bool(np.abs(res).max() <= tol * scale)
+
+
+def _minimise_potential(model, q0, tau, t, free):
+    def objective(x):
+        q = q0.copy()
+        q[free] = x
+        return _conservative_potential(model, q, tau, t)
+
+    def gradient(x):
+        q = q0.copy()
+        q[free] = x
+        zeros = np.zeros(model.nq)
+        return (inverse_dynamics(model, q, zeros, zeros, t=t) - tau)[free]
+
+    cons = []
+    if model.nloops:
+        def phi(x):
+            q = q0.copy()
+            q[free] = x
+            return constraints(model, q)[0]
+
+        def phi_jac(x):
+            q = q0.copy()
+            q[free] = x
+            return constraints(model, q)[2][:, free]
+
+        cons = [{"type": "eq", "fun": phi, "jac": phi_jac}]
+    result = scipy.optimize.minimize(objective, q0[free], jac=gradient, constraints=cons, method="SLSQP",
+                                     options={"maxiter": 500, "ftol": 1e-14})
+    q = q0.copy()
+    q[free] = result.x
+    return q
+
+
+# ---- linearisation ------------------------------------------------------------------------------------------------
+
+@dataclass
+class Linearization:
+    """M qdd_r + C qd_r + K q_r = 0 in independent coordinates q = q_eq + basis @ q_r (basis (nq, nr), orthonormal
+    columns spanning the motions the loops allow; the identity without loops)."""
+
+    M: np.ndarray
+    C: np.ndarray
+    K: np.ndarray
+    basis: np.ndarray
+    q: np.ndarray
+
+
+def _gravity_stiffness(model, q):
+    """Direct O(N) route for revolute trees without elements: the Hessian of the gravitational potential.
+
+    For joints i, j with d the deeper of the two (one must be an ancestor of the other, else 0):
+    K_ij = g . (S_d - m_d P_d) with S_d = sum of m c over d's subtree, m_d its mass and P_d d's joint point.
+    Returns None when the model is not of that kind.
+    """
+    if model.elem_int.shape[0] or np.any(model.joint_type != joints.REVOLUTE):
+        return None
+    com = _com_points(model, q)
+    mass = model.body_mass
+    n = model.nbodies
+    sub_m = mass.copy()
+    sub_s = mass[:, None] * com
+    parent = model.body_parent
+    for i in range(n - 1, -1, -1):
+        if parent[i] >= 0:
+            sub_m[parent[i]] += sub_m[i]
+            sub_s[parent[i]] += sub_s[i]
+    poses, _ = forward_kinematics(model, q)
+    c, s = np.cos(poses[:, 2]), np.sin(poses[:, 2])
+    cp = model._child_points
+    joint_point = poses[:, :2] + np.column_stack((c * cp[:, 0] - s * cp[:, 1], s * cp[:, 0] + c * cp[:, 1]))
+    kappa = (sub_s - sub_m[:, None] * joint_point) @ model.gravity  # per joint d
+    k = np.zeros((n, n))
+    for d in range(n):  # d and its ancestors
+        a = d
+        while a >= 0:
+            k[a, d] = k[d, a] = kappa[d]
+            a = parent[a]
+    return k
+
+
+def _com_points(model, q):
+    ws = workspace(model)
+    status = tree.com_kinematics(model.body_int, model.body_real, q, ws.zeros, ws.ws, ws.com)
+    if status:
+        raise StateError("q is not finite")
+    return ws.com[:, :2].copy()
+
+
+def linearize(model, q_eq, tau=None, *, t=0.0, step=1e-7):
+    """Linearisation about a static equilibrium q_eq (``static_equilibrium``): a ``Linearization``.
+
+    M from the composite-rigid-body pass; K = d(h - Q + J^T lambda)/dq, from the direct gravity route for revolute
+    trees without elements (no extra passes) and otherwise by central differences of the Newton-Euler pass; C =
+    d(h - Q)/dqd at rest (the dampers) by central differences. With loops, everything is restricted to the null
+    space of J at q_eq.
+    """
+    q = _vector(model, q_eq, "q_eq")
+    tau = np.zeros(model.nq) if tau is None else _vector(model, tau, "tau")
+    nq = model.nq
+    lam = np.zeros(model.nconstraints)
+    jac = np.zeros((0, nq))
+    if model.nloops:
+        g, phi, jac = _static_residual(model, q, lam, tau, t)
+        lam = np.linalg.lstsq(-jac.T, g, rcond=RCOND)[0]  # the multipliers that hold q_eq
+    stiffness = _gravity_stiffness(model, q) if model.nloops == 0 else None
+    if stiffness is None:
+        stiffness = _stiffness(model, q, lam, tau, t, step)
+    damping = np.zeros((nq, nq))
+    if model.elem_int.shape[0]:
+        zeros = np.zeros(nq)
+        for j in range(nq):
+            e = np.zeros(nq)
+            e[j] = step
+            damping[:, j] = (inverse_dynamics(model, q, e, zeros, t=t) - inverse_dynamics(model, q, -e, zeros, t=t)) \
+                / (2 * step)
+    basis = _null_basis(jac, nq)
+    mass = mass_matrix(model, q)
+    return Linearization(basis.T @ mass @ basis, basis.T @ damping @ basis, basis.T @ stiffness @ basis, basis, q)
+
+
+def modes(model, q_eq, k=None, tau=None, *, t=0.0):
+    """Natural frequencies [rad/s] (ascending) and mode shapes (nq, k) in joint coordinates about q_eq.
+
+    Undamped: K v = omega^2 M v on the linearisation (generalised symmetric eigenproblem, scipy.linalg.eigh).
+    Mode shapes are M-normalised. Raises ModelError if K has a negative eigenvalue (not a stable equilibrium).
+    """
+    lin = linearize(model, q_eq, tau, t=t)
+    n = lin.M.shape[0]
+    k = n if k is None else int(k)
+    if not 1 <= k <= n:
+        raise ValueError(f"k must be between 1 and {n}, got {k}")
+    values, vectors = scipy.linalg.eigh(lin.K, lin.M, subset_by_index=(0, k - 1))
+    if values[0] < -1e-9 * max(1.0, np.abs(values).max()):
+        raise ModelError(f"q_eq is not a stable equilibrium: the stiffness has a negative eigenvalue "
+                         f"{values[0]:.6g} (omega^2)")
+    return np.sqrt(np.maximum(values, 0.0)), lin.basis @ vectors
