@@ -8,7 +8,15 @@ Quick start::
     res = rm.simulate(chain, q0, qd0, t_end=2.0)
 """
 
-from . import augmented, chains, joints, loops, models
+from . import analysis, augmented, chains, joints, loops, models
+from .analysis import (
+    assemble,
+    joint_reactions,
+    kinematic_analysis,
+    linearize,
+    modes,
+    static_equilibrium,
+)
 from .dynamics import (
     bias_forces,
     element_forces,
@@ -20,14 +28,15 @@ from .dynamics import (
     point_kinematics,
 )
 from .errors import ModelError, SimulationError, StateError
-from .loops import LoopSolution, RedundantConstraintWarning, loop_dynamics
 from .integrate import METHODS, SimulationResult, simulate
+from .loops import LoopSolution, RedundantConstraintWarning, loop_dynamics
 from .model import Model
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "METHODS", "Model", "ModelError", "SimulationError", "SimulationResult", "StateError", "augmented",
+    "METHODS", "Model", "analysis", "assemble", "joint_reactions", "kinematic_analysis", "linearize", "modes",
+    "static_equilibrium", "ModelError", "SimulationError", "SimulationResult", "StateError", "augmented",
     "bias_forces", "chains", "element_forces", "energy", "forward_dynamics", "forward_kinematics",
     "inverse_dynamics", "joints", "LoopSolution", "loop_dynamics", "loops", "mass_matrix", "models",
     "point_kinematics", "RedundantConstraintWarning", "simulate",

@@ -201,7 +201,7 @@ def constraints(model, z, zd):
     residual[r] = g.theta[ang] - g.theta_p[ang] - g.angle[ang]
     add(r, 3 * body[ang] + 2, 1.0)
     add(r, 3 * parent[ang] + 2, -1.0, g.has_parent[ang])
-    loop_residual, loop_gamma = _loop_rows(model, z, zd, m, add)
+    loop_residual, loop_gamma, _ = _loop_rows(model, z, zd, m, add)
     cz = entries.matrix((m + loop_residual.size, 3 * model.nbodies))
     residual = np.concatenate((residual, loop_residual))
     return residual, cz, cz @ zd.reshape(-1), np.concatenate((gamma, loop_gamma))
@@ -218,9 +218,10 @@ def _loop_point(model, z, zd, body, local):
 
 def _loop_rows(model, z, zd, first_row, add):
     """The loop equations of ``Model.add_loop`` in absolute coordinates: residual and gamma, Jacobian entries
-    added from row ``first_row`` on. Each row is w_a . (P_a', theta_a') + w_b . (P_b', theta_b') with P' = c' +
-    theta' perp(A s), so its entries on body k are (w_x, w_y, w_theta + w . perp(A s))."""
-    residual, gamma = [], []
+    added from row ``first_row`` on, and the row weights (rows, 6) = (w_a, w_b). Each row is
+    w_a . (P_a', theta_a') + w_b . (P_b', theta_b') with P' = c' + theta' perp(A s), so its entries on body k are
+    (w_x, w_y, w_theta + w . perp(A s))."""
+    residual, gamma, weights = [], [], []
     for lp in range(model.nloops):
         kind = model.loop_int[lp, L.LKIND]
         a, b = model.loop_int[lp, L.LBODY_A], model.loop_int[lp, L.LBODY_B]
@@ -257,27 +258,24 @@ def _loop_rows(model, z, zd, first_row, add):
                     add(r, 3 * body + np.arange(3), np.array([w[0], w[1], w[2] + w[:2] @ _perp(arm)]))
             residual.append(value)
             gamma.append(acc)
-    return np.array(residual), np.array(gamma)
+            weights.append(np.concatenate((w_a, w_b)))
+    return np.array(residual), np.array(gamma), np.array(weights).reshape(-1, 6)
 
 
 def loop_forces(model, z, zd, lam):
-    """Loop forces (nloops, 2, 3): (Fx, Fy, moment) on body a at its loop point and on body b at its loop point,
-    from the loop multipliers (the last ``model.nconstraints`` entries of lam), as ``rm.loop_dynamics`` gives."""
+    """Loop forces (nloops, 2, 3): (Fx, Fy, moment) on body a at its loop point and on body b (or the ground) at
+    its loop point, from the loop multipliers (the last ``model.nconstraints`` entries of lam), as
+    ``rm.loop_dynamics`` gives: the force of row r on side k is -lambda_r w_k,r (``_loop_rows``)."""
     z = np.asarray(z, dtype=float).reshape(model.nbodies, 3)
-    _, cz, _, _ = constraints(model, z, zd)
-    first = cz.shape[0] - model.nconstraints
-    cz = cz.tocsr()[first:]
-    lam = np.asarray(lam)[first:]
-    forces = np.zeros((model.nloops, 2, 3))
+    zd = np.asarray(zd, dtype=float).reshape(model.nbodies, 3)
+    _, _, weights = _loop_rows(model, z, zd, 0, lambda *args: None)
+    lam = np.asarray(lam)[len(lam) - model.nconstraints:]
     rows = np.concatenate(([0], np.cumsum([L.LOOP_ROWS[k] for k in model.loop_int[:, L.LKIND]])))
+    forces = np.zeros((model.nloops, 2, 3))
     for lp in range(model.nloops):
-        for side, (body, column) in enumerate(((model.loop_int[lp, L.LBODY_A], L.LPAX),
-                                               (model.loop_int[lp, L.LBODY_B], L.LPBX))):
-            if body < 0:
-                continue
-            at_com = -(cz[rows[lp]:rows[lp + 1], 3 * body:3 * body + 3].T @ lam[rows[lp]:rows[lp + 1]])
-            arm = _rotate(z[body, 2], model.loop_real[lp, column:column + 2])
-            forces[lp, side] = (*at_com[:2], at_com[2] - (arm[0] * at_com[1] - arm[1] * at_com[0]))
+        block = slice(rows[lp], rows[lp + 1])
+        forces[lp, 0] = -lam[block] @ weights[block, :3]
+        forces[lp, 1] = -lam[block] @ weights[block, 3:]
     return forces
 
 
@@ -368,23 +366,28 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
     m = residual.size
     kkt = scipy.sparse.bmat([[mass_matrix(model), cz.T], [cz, None]], format="csc")
     rhs = np.concatenate((q_force, rhs_c))
+    singular = ModelError(f"the augmented system is singular at this state: the {m} constraint equations on "
+                          f"{3 * model.nbodies} coordinates are redundant or degenerate (the recursive route "
+                          "handles redundant loops: rm.loop_dynamics)")
     if solver == "sparse":
         try:
-            solution = scipy.sparse.linalg.splu(kkt).solve(rhs)
-        except RuntimeError as err:  # "Factor is exactly singular"
-            raise ModelError(f"the augmented system is singular at this state (redundant or degenerate "
-                             f"constraints: {m} equations on {3 * model.nbodies} coordinates): {err}") from None
+            factor = scipy.sparse.linalg.splu(kkt)
+        except RuntimeError:  # "Factor is exactly singular"
+            raise singular from None
+        pivots = np.abs(factor.U.diagonal())
+        solution = factor.solve(rhs)
     elif solver == "dense":
-        dense = kkt.toarray()
         try:
-            solution = scipy.linalg.solve(dense, rhs, assume_a="sym")
-        except np.linalg.LinAlgError as err:
-            raise ModelError(f"the augmented system is singular at this state (redundant or degenerate "
-                             f"constraints): {err}") from None
-        if not np.all(np.isfinite(solution)):
-            raise ModelError("the augmented system is singular at this state (redundant or degenerate constraints)")
+            lu, piv = scipy.linalg.lu_factor(kkt.toarray(), check_finite=False)
+        except (np.linalg.LinAlgError, ValueError):
+            raise singular from None
+        pivots = np.abs(np.diag(lu))
+        solution = scipy.linalg.lu_solve((lu, piv), rhs, check_finite=False)
     else:
         raise ValueError(f"unknown solver {solver!r}; expected 'sparse' or 'dense'")
+    # LU with pivoting leaves a round-off-sized pivot for every dependent equation
+    if pivots.size and not pivots.min() > 1e-11 * pivots.max():
+        raise singular
     return solution[:3 * model.nbodies].reshape(model.nbodies, 3), solution[3 * model.nbodies:]
 
 

@@ -487,8 +487,8 @@ class Model:
 
     def _check_regular(self):
         """Run forward dynamics at q = 0 and at a random state: a singular joint is a model error."""
-        from .dynamics import raise_status, workspace  # noqa: PLC0415  (dynamics imports this module)
         from ._kernels import tree  # noqa: PLC0415
+        from .dynamics import raise_status, workspace  # noqa: PLC0415  (dynamics imports this module)
 
         ws = workspace(self)
         rng = np.random.default_rng(0)

@@ -18,7 +18,6 @@ import numba
 import numpy as np
 
 from .elements import element_forces
-from .loops import constrained_dynamics, project
 from .layout import (
     STATUS_EVENT,
     STATUS_MAX_STEPS,
@@ -28,6 +27,7 @@ from .layout import (
     STATUS_SINGULAR,
     STATUS_STEP_UNDERFLOW,
 )
+from .loops import constrained_dynamics, project
 from .tree import forward_dynamics
 
 njit = numba.njit(cache=True, error_model="numpy")  # IEEE division: failures are status codes, never exceptions

@@ -30,7 +30,6 @@ from .layout import (
     LBODY_B,
     LKIND,
     LLENGTH,
-    LOOP_DISTANCE,
     LOOP_FIXED,
     LOOP_PRISMATIC,
     LOOP_REVOLUTE,
@@ -145,7 +144,7 @@ def loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, a
         bias_x = aax - abx  # phi'' at qdd = 0 of the point-difference rows
         bias_y = aay - aby
         nrows = 0
-        if kind == LOOP_REVOLUTE or kind == LOOP_FIXED:
+        if kind in (LOOP_REVOLUTE, LOOP_FIXED):
             weights[r0, :] = (1.0, 0.0, 0.0, -1.0, 0.0, 0.0)
             weights[r0 + 1, :] = (0.0, 1.0, 0.0, 0.0, -1.0, 0.0)
             phi[r0] = dx
@@ -176,7 +175,7 @@ def loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, a
             phi[r0] = length - loop_real[lp, LLENGTH]
             gamma[r0] = -(ex * bias_x + ey * bias_y + (ddx * ddx + ddy * ddy - rate * rate) / length)
             nrows = 1
-        if kind == LOOP_PRISMATIC or kind == LOOP_FIXED:  # the relative angle row
+        if kind in (LOOP_PRISMATIC, LOOP_FIXED):  # the relative angle row
             r = r0 + nrows
             weights[r, :] = (0.0, 0.0, 1.0, 0.0, 0.0, -1.0)
             phi[r] = _wrap(tha - thb - loop_real[lp, LANGLE])
