@@ -28,7 +28,7 @@ import scipy.sparse.linalg
 from . import joints
 from ._kernels import layout as L
 from .dynamics import _com_state, _element_loads, as_vector, workspace
-from .errors import ModelError
+from .errors import ModelError, StateError
 
 
 def _perp(v):
@@ -324,22 +324,30 @@ def mass_matrix(model):
     return scipy.sparse.diags(diagonal, format="csr")
 
 
-def applied_forces(model, z, zd, tau=None, t=0.0):
-    """Q: gravity, the force elements and the joint forces tau on the absolute coordinates, shape (3 nbodies,)."""
+def applied_forces(model, z, zd, tau=None, t=0.0, powers=None):
+    """Q: gravity, the force elements and the joint forces tau on the absolute coordinates, shape (3 nbodies,).
+
+    ``powers`` (2,), if given, receives the power dissipated by the dampers and the power of tau and the applied
+    forces [W] (the integrands of ``SimulationResult.dissipated_work`` / ``applied_work``).
+    """
     ws = workspace(model)  # compiles the model
     q, qd = joint_from_absolute(model, z, zd)
     tau = np.zeros(model.nq) if tau is None else as_vector(model, tau, "tau")
     gravity = np.outer(model.body_mass, model.gravity)
     forces = np.column_stack((gravity, np.zeros(model.nbodies)))
     joint_forces = tau.copy()
+    if powers is not None:
+        powers[:] = 0.0, tau @ qd
     if model.elem_int.shape[0]:
         _element_loads(model, ws, q, qd, float(t))
         forces += ws.wrench
         joint_forces += ws.jforce
+        if powers is not None:
+            powers += ws.element_energy[1:]
     return forces.reshape(-1) + joint_jacobian(model, z).T @ joint_forces
 
 
-def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver="sparse"):
+def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver="sparse", powers=None):
     """Absolute accelerations and multipliers from the KKT system (seed 000 eqs. 10, 13, 15-17).
 
     Parameters
@@ -362,7 +370,7 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
     zd = np.asarray(zd, dtype=float).reshape(model.nbodies, 3)
     residual, cz, rate, gamma = constraints(model, z, zd)
     rhs_c = gamma - 2.0 * alpha * rate - beta**2 * residual
-    q_force = applied_forces(model, z, zd, tau, t)
+    q_force = applied_forces(model, z, zd, tau, t, powers)
     m = residual.size
     kkt = scipy.sparse.bmat([[mass_matrix(model), cz.T], [cz, None]], format="csc")
     rhs = np.concatenate((q_force, rhs_c))
@@ -434,11 +442,25 @@ def joint_constraint_forces(model, z, zd, lam):
 
 
 def state_derivative(model, t, y, tau=None, alpha=0.0, beta=0.0, solver="sparse"):
-    """y' for y = (z, zd) flattened, shape (6 nbodies,): hand it to scipy.integrate.solve_ivp."""
+    """y' for y = (z, zd, W_dissipated, W_applied) flattened, shape (6 nbodies + 2,), or (z, zd) without the
+    work terms (6 nbodies,): hand it to scipy.integrate.solve_ivp. ``tau``: None, (nq,), or tau(t) / tau(t, q, qd).
+    """
     n = model.nbodies
-    z, zd = y[:3 * n].reshape(n, 3), y[3 * n:].reshape(n, 3)
-    zdd, _ = forward_dynamics(model, z, zd, tau, t, alpha, beta, solver)
-    return np.concatenate((y[3 * n:], zdd.reshape(-1)))
+    z, zd = y[:3 * n].reshape(n, 3), y[3 * n:6 * n].reshape(n, 3)
+    if callable(tau):
+        try:
+            tau = tau(t, *joint_from_absolute(model, z, zd)) if _arity(tau) == 3 else tau(t)
+        except Exception as err:  # noqa: BLE001 - say when the user's function failed
+            raise StateError(f"tau function raised at t = {t:g}: {err!r}") from err
+    powers = np.zeros(2)
+    zdd, _ = forward_dynamics(model, z, zd, tau, t, alpha, beta, solver, powers)
+    return np.concatenate((y[3 * n:6 * n], zdd.reshape(-1), powers[:y.size - 6 * n]))
+
+
+def _arity(function):
+    from .integrate import _arity as arity  # noqa: PLC0415
+
+    return arity(function, "tau")
 
 
 _SOLVERS = {"dopri5": "RK45", "dop853": "DOP853"}
@@ -465,24 +487,31 @@ def project(model, z, zd, tol=1e-13, max_iter=20):
     return z, zd
 
 
-def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t0=0.0, tau=None, alpha=0.0,
-             beta=0.0, stabilization="baumgarte", solver="sparse", max_steps=10_000_000):
+def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t0=0.0, dt=None, t_eval=None,
+             tau=None, alpha=0.0, beta=0.0, stabilization="baumgarte", solver="sparse", max_steps=10_000_000):
     """Integrate the augmented equations from joint coordinates (q0, qd0); see ``rm.simulate(formulation=...)``.
 
-    The state is the absolute coordinates (z, zd) of every centre of mass; scipy's Dormand-Prince solvers
-    ("dopri5" -> RK45, "dop853" -> DOP853, or "scipy:NAME") advance it one step at a time. ``stabilization``:
+    The state is the absolute coordinates (z, zd) of every centre of mass and the dissipated and applied work.
+    Methods: "dopri5" and "dop853" (scipy's RK45 and DOP853, the same Dormand-Prince pairs as the recursive
+    route's), "scipy:NAME", and "rk4" with fixed step ``dt`` (the same tableau). ``t_eval``: output times, by the
+    solver's dense output (adaptive methods). ``tau``: None, (nq,), tau(t) or tau(t, q, qd). ``stabilization``:
     "baumgarte" (alpha, beta; 0, 0 is none), "projection" (onto C = 0 and C' = 0 after every accepted step) or
-    "none". Returns a SimulationResult with q, qd recovered from z, zd at every step, plus ``z``, ``zd`` and
+    "none". Returns a SimulationResult with q, qd recovered from z, zd, plus ``z``, ``zd`` and
     ``constraint_drift`` (max |C| at each sample).
     """
     from scipy import integrate  # noqa: PLC0415
 
     from .errors import SimulationError  # noqa: PLC0415
-    from .integrate import SimulationResult  # noqa: PLC0415
+    from .integrate import TABLEAUS, SimulationResult  # noqa: PLC0415
 
     name = method[6:] if method.startswith("scipy:") else _SOLVERS.get(method)
-    if name is None:
-        raise ValueError(f"the augmented formulation integrates with dopri5, dop853 or scipy:NAME, not {method!r}")
+    if name is None and method != "rk4":
+        raise ValueError(f"the augmented formulation integrates with dopri5, dop853, rk4 or scipy:NAME, not "
+                         f"{method!r}")
+    if (method == "rk4") != (dt is not None):
+        raise ValueError("rk4 needs dt; the adaptive methods take rtol and atol, not dt")
+    if method == "rk4" and t_eval is not None:
+        raise ValueError("t_eval needs an adaptive method with dense output")
     if stabilization not in ("baumgarte", "projection", "none"):
         raise ValueError(f"stabilization must be 'baumgarte', 'projection' or 'none', got {stabilization!r}")
     if stabilization != "baumgarte":
@@ -490,7 +519,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     workspace(model)  # compiles the model
     q0 = as_vector(model, q0, "q0")
     qd0 = as_vector(model, qd0, "qd0")
-    tau = None if tau is None else as_vector(model, tau, "tau")
+    tau = tau if (tau is None or callable(tau)) else as_vector(model, tau, "tau")
     z0, zd0 = absolute_from_joint(model, q0, qd0)
     n = model.nbodies
     evaluations = [0]
@@ -499,34 +528,71 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         evaluations[0] += 1
         return state_derivative(model, t, y, tau, alpha, beta, solver)
 
-    ode = integrate.__dict__[name](fun, float(t0), np.concatenate((z0.ravel(), zd0.ravel())), float(t_end),
-                                   rtol=rtol, atol=atol)
-    times, states = [float(t0)], [ode.y.copy()]
-    steps = 0
-    failure = None
-    while ode.status == "running":
-        message = ode.step()
-        steps += 1
-        if ode.status == "failed" or steps > max_steps:
-            failure = message or f"more than max_steps = {max_steps} steps"
-            break
-        if stabilization == "projection":
-            z, zd = project(model, ode.y[:3 * n], ode.y[3 * n:])
-            ode.y = np.concatenate((z.ravel(), zd.ravel()))
-            if hasattr(ode, "f"):  # first-same-as-last solvers keep f(t, y): refresh it at the projected state
-                ode.f = fun(ode.t, ode.y)
-        times.append(ode.t)
-        states.append(ode.y.copy())
+    def projected(y):
+        z, zd = project(model, y[:3 * n], y[3 * n:6 * n])
+        return np.concatenate((z.ravel(), zd.ravel(), y[6 * n:]))
+
+    y0 = np.concatenate((z0.ravel(), zd0.ravel(), [0.0, 0.0]))
+    times, states = [float(t0)], [y0.copy()]
+    outputs = None if t_eval is None else np.unique(np.concatenate(([t0], np.asarray(t_eval, float), [t_end])))
+    steps, failure, t_now = 0, None, float(t0)
+    try:
+        if method == "rk4":
+            tableau = TABLEAUS["rk4"]
+            count = int(np.ceil((t_end - t0) / dt - 1e-9))
+            y = y0
+            for step in range(count):
+                h = dt if step < count - 1 else t_end - t_now
+                k = []
+                for stage in range(tableau.C.size):
+                    k.append(fun(t_now + tableau.C[stage] * h,
+                                 y + h * sum(tableau.A[stage, j] * k[j] for j in range(stage))))
+                y = y + h * sum(b * kj for b, kj in zip(tableau.B, k, strict=True))
+                t_now = t_end if step == count - 1 else t0 + (step + 1) * dt
+                if not np.all(np.isfinite(y)):
+                    failure = "the state became non-finite (blow-up; try a smaller dt)"
+                    break
+                if stabilization == "projection":
+                    y = projected(y)
+                steps += 1
+                times.append(t_now)
+                states.append(y)
+        else:
+            ode = integrate.__dict__[name](fun, float(t0), y0, float(t_end), rtol=rtol, atol=atol)
+            if outputs is not None:
+                times, states, next_out = [], [], 0
+            while ode.status == "running":
+                y_old, t_old = ode.y.copy(), ode.t
+                message = ode.step()
+                steps += 1
+                t_now = ode.t
+                if ode.status == "failed" or steps > max_steps:
+                    failure = message or f"more than max_steps = {max_steps} steps"
+                    break
+                if outputs is not None:
+                    dense = ode.dense_output()
+                    while next_out < outputs.size and outputs[next_out] <= ode.t:
+                        times.append(float(outputs[next_out]))
+                        states.append(y_old if outputs[next_out] == t_old else dense(outputs[next_out]))
+                        next_out += 1
+                if stabilization == "projection":
+                    ode.y = projected(ode.y)
+                    if hasattr(ode, "f"):  # first-same-as-last solvers keep f(t, y): refresh it at the projection
+                        ode.f = fun(ode.t, ode.y)
+                if outputs is None:
+                    times.append(ode.t)
+                    states.append(ode.y.copy())
+    except (ModelError, StateError) as err:
+        failure = str(err)
     y = np.array(states)
-    zs, zds = y[:, :3 * n].reshape(-1, n, 3), y[:, 3 * n:].reshape(-1, n, 3)
+    zs, zds = y[:, :3 * n].reshape(-1, n, 3), y[:, 3 * n:6 * n].reshape(-1, n, 3)
     pairs = [joint_from_absolute(model, z, zd) for z, zd in zip(zs, zds, strict=True)]
     drift = np.array([np.abs(constraints(model, z, zd)[0]).max(initial=0.0) for z, zd in zip(zs, zds, strict=True)])
-    work = np.full((len(times), 2), np.nan)  # the augmented run does not integrate work (yet)
     result = SimulationResult(model, np.array(times), np.array([p[0] for p in pairs]),
-                              np.array([p[1] for p in pairs]), work, f"augmented {method}", evaluations[0], steps,
-                              0)
+                              np.array([p[1] for p in pairs]), y[:, 6 * n:], f"augmented {method}", evaluations[0],
+                              steps, 0)
     result.z, result.zd, result.constraint_drift = zs, zds, drift
     if failure is not None:
-        raise SimulationError(f"augmented {method} failed at t = {ode.t:.9g} s: {failure}; {len(times)} samples "
-                              f"up to t = {times[-1]:.9g} s are kept in .result", ode.t, result)
+        raise SimulationError(f"augmented {method} failed at t = {t_now:.9g} s: {failure}; {len(times)} samples "
+                              f"up to t = {times[-1] if times else t0:.9g} s are kept in .result", t_now, result)
     return result

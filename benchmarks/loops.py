@@ -1,0 +1,64 @@
+"""Cost of constrained forward dynamics: an N-link chain with one loop, O(N m + m^3).
+
+    python3 benchmarks/loops.py [--sizes 1000 10000 100000]
+
+The chain (``chains.serial_chain``) has its tip pinned to a ground point by a revolute loop (m = 2), at a
+consistent state. Per evaluation: the tree alone (recursive pass), the loop layer (constraint kernel + 1 + m
+recursive passes + the m x m solve) through ``rm.loop_dynamics``, and the raw kernel without the Python wrapper.
+Prints a table and the growth factor per decade; writes benchmarks/results/loops.json.
+"""
+
+import argparse
+
+import numpy as np
+from _common import median_time, print_table, write_json
+
+import recursive_mbd as rm
+from recursive_mbd._kernels import loops as kernels
+from recursive_mbd.loops import RCOND, loop_workspace
+
+
+def pinned_chain(n):
+    """A serial chain of n links, length 1, its tip pinned where it hangs at a bent state; (model, q, qd)."""
+    rng = np.random.default_rng(n)
+    q = rng.uniform(-0.5, 0.5, n) * 3.0 / n
+    tree = rm.chains.serial_chain(n)
+    tip, _ = rm.point_kinematics(tree, q, np.zeros(n), n - 1, (0.0, -0.5 / n))
+    chain = rm.chains.serial_chain(n)
+    chain.add_loop("revolute", n - 1, (0.0, -0.5 / n), "ground", tip)
+    q, qd, _ = rm.loops.project(chain, q, rng.normal(size=n))
+    return chain, q, qd
+
+
+def main(sizes=(1000, 10_000, 100_000)):
+    rows, records = [], []
+    for n in sizes:
+        model, q, qd = pinned_chain(n)
+        tree = rm.chains.serial_chain(n)
+        ws, lw = loop_workspace(model)
+        qdd = np.zeros(n)
+
+        def kernel(model=model, q=q, qd=qd, ws=ws, lw=lw, qdd=qdd):
+            kernels.constrained_dynamics(
+                model.body_int, model.body_real, model.gravity, model.loop_int, model.loop_real, q, qd, ws.zeros,
+                ws.no_wrench, ws.no_driven, ws.ws, ws.com, lw.acc, qdd, ws.no_drive, lw.phi, lw.phid, lw.jac,
+                lw.gamma, lw.weights, lw.resp, lw.no_resp_drive, ws.zeros, lw.stab, RCOND, lw.lam, lw.info)
+
+        t_tree = median_time(lambda tree=tree, q=q, qd=qd: rm.forward_dynamics(tree, q, qd))
+        t_loop = median_time(lambda model=model, q=q, qd=qd: rm.loop_dynamics(model, q, qd))
+        t_kernel = median_time(kernel)
+        records.append(dict(n=n, m=model.nconstraints, tree_s=t_tree, loop_dynamics_s=t_loop, kernel_s=t_kernel))
+        rows.append([n, f"{t_tree * 1e6:.0f}", f"{t_kernel * 1e6:.0f}", f"{t_loop * 1e6:.0f}",
+                     f"{t_kernel / t_tree:.2f}"])
+    print("one loop (m = 2) on an N-link chain: time per forward-dynamics evaluation [us]")
+    print_table(["N", "tree", "loop kernel", "rm.loop_dynamics", "kernel / tree"], rows)
+    for a, b in zip(records, records[1:], strict=False):
+        print(f"N {a['n']} -> {b['n']}: kernel time x {b['kernel_s'] / a['kernel_s']:.1f}, "
+              f"loop_dynamics x {b['loop_dynamics_s'] / a['loop_dynamics_s']:.1f}")
+    print(f"wrote {write_json('loops', {'records': records})}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
+    main(parser.parse_args().sizes)
