@@ -1,0 +1,96 @@
+"""Wall time per simulated second at matched accuracy: recursive, mass matrix, augmented sparse and dense.
+
+    python3 benchmarks/matched_accuracy.py [--sizes 2 10 50] [--target 1e-6] [--t-end 1]
+
+serial_chain(N) released from a bent state; the reference is the recursive route with dop853 at rtol 1e-13.
+Each formulation runs Dormand-Prince 5(4) (the recursive one in numba, the others through scipy's RK45 or the
+augmented driver) from rtol 1e-3 down by decades, atol = rtol / 100; the loosest tolerance whose final q is
+within ``target`` (max norm, radians) of the reference is kept, and its wall time divided by t_end is reported.
+Writes benchmarks/results/matched_accuracy.json.
+"""
+
+import argparse
+import time
+
+import numpy as np
+from _common import print_table, write_json
+from scipy.integrate import solve_ivp
+
+import recursive_mbd as rm
+
+
+def run_recursive(model, q0, t_end, rtol):
+    res = rm.simulate(model, q0, np.zeros(model.nq), t_end, rtol=rtol, atol=rtol / 100)
+    return res.q[-1]
+
+
+def run_mass_matrix(model, q0, t_end, rtol):
+    n = model.nq
+
+    def rhs(t, y):
+        return np.concatenate((y[n:], rm.forward_dynamics(model, y[:n], y[n:], method="mass_matrix")))
+
+    sol = solve_ivp(rhs, (0.0, t_end), np.concatenate((q0, np.zeros(n))), method="RK45", rtol=rtol,
+                    atol=rtol / 100)
+    return sol.y[:n, -1]
+
+
+def run_augmented(solver):
+    def run(model, q0, t_end, rtol):
+        res = rm.simulate(model, q0, np.zeros(model.nq), t_end, rtol=rtol, atol=rtol / 100, formulation="augmented",
+                          stabilization="projection", solver=solver)
+        return res.q[-1]
+
+    return run
+
+
+ROUTES = {"recursive": run_recursive, "mass_matrix": run_mass_matrix, "augmented_sparse": run_augmented("sparse"),
+          "augmented_dense": run_augmented("dense")}
+
+
+def matched(run, model, q0, t_end, reference, target):
+    for exponent in range(3, 12):
+        rtol = 10.0**-exponent
+        start = time.perf_counter()
+        q_end = run(model, q0, t_end, rtol)
+        wall = time.perf_counter() - start
+        error = float(np.abs(q_end - reference).max())
+        if error <= target:
+            return rtol, wall, error
+    return None, None, None
+
+
+def main(sizes, target, t_end):
+    rows, records = [], []
+    for n in sizes:
+        model = rm.chains.serial_chain(n)
+        q0 = np.full(n, 0.4 / n)
+        q0[0] = 0.8
+        reference = rm.simulate(model, q0, np.zeros(n), t_end, method="dop853", rtol=1e-13, atol=1e-15).q[-1]
+        run_recursive(model, q0, t_end, 1e-3)  # compile
+        row = [n]
+        record = {"n": n}
+        for name, run in ROUTES.items():
+            rtol, wall, error = matched(run, model, q0, t_end, reference, target)
+            record[name] = {"rtol": rtol, "wall_per_simulated_s": None if wall is None else wall / t_end,
+                            "error": error}
+            row.append("-" if wall is None else f"{wall / t_end:.3g} s (rtol {rtol:.0e})")
+        base = record["recursive"]["wall_per_simulated_s"]
+        for name in list(ROUTES)[1:]:
+            other = record[name]["wall_per_simulated_s"]
+            row.append("-" if other is None or base is None else f"{other / base:.0f}x")
+        rows.append(row)
+        records.append(record)
+    print(f"wall time per simulated second, final q within {target:g} rad of the reference (t_end = {t_end:g} s)")
+    names = list(ROUTES)
+    print_table(["N", *names, *[f"{name} / recursive" for name in names[1:]]], rows)
+    print(f"wrote {write_json('matched_accuracy', {'target': target, 't_end': t_end, 'records': records})}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[2, 10, 50])
+    parser.add_argument("--target", type=float, default=1e-6)
+    parser.add_argument("--t-end", type=float, default=1.0)
+    args = parser.parse_args()
+    main(args.sizes, args.target, args.t_end)
