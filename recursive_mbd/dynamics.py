@@ -99,6 +99,17 @@ def _element_loads(model, ws, q, qd, t):
         raise_status(model, status)
 
 
+def loaded_state(model, ws, q, qd, tau, t):
+    """Validated (q, qd, tau) with the element joint forces added to tau, and the element wrench (or none)."""
+    q = as_vector(model, q, "q")
+    qd = as_vector(model, qd, "qd")
+    tau = ws.zeros if tau is None else as_vector(model, tau, "tau")
+    if not model.elem_int.shape[0]:
+        return q, qd, tau, ws.no_wrench
+    _element_loads(model, ws, q, qd, float(t))
+    return q, qd, tau + ws.jforce, ws.wrench
+
+
 def element_forces(model, q, qd, t=0.0):
     """Loads of the model's force elements at the state (q, qd) and time t.
 
@@ -160,14 +171,7 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
             out[:] = qdd
             return out
         return qdd
-    q = as_vector(model, q, "q")
-    qd = as_vector(model, qd, "qd")
-    tau = ws.zeros if tau is None else as_vector(model, tau, "tau")
-    wrench = ws.no_wrench
-    if model.elem_int.shape[0]:
-        _element_loads(model, ws, q, qd, float(t))
-        tau = tau + ws.jforce
-        wrench = ws.wrench
+    q, qd, tau, wrench = loaded_state(model, ws, q, qd, tau, t)
     if method == "recursive":
         qdd = np.empty(model._nq) if out is None else out
         status = tree.forward_dynamics(model.body_int, model.body_real, model.gravity, q, qd, tau, wrench,

@@ -18,7 +18,7 @@ import numpy as np
 
 from ._kernels import layout as L
 from ._kernels import loops as kernels
-from .dynamics import _element_loads, as_vector, mass_matrix, raise_status, workspace
+from .dynamics import as_vector, loaded_state, mass_matrix, raise_status, workspace
 from .errors import ModelError, StateError
 
 # relative singular-value cut-off of the multiplier solve: below it a loop equation counts as redundant
@@ -120,14 +120,7 @@ def loop_dynamics(model, q, qd, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method=
     or singular loop equations give the minimum-norm multipliers and a ``RedundantConstraintWarning``.
     """
     ws, lw = loop_workspace(model)
-    q = as_vector(model, q, "q")
-    qd = as_vector(model, qd, "qd")
-    tau = ws.zeros if tau is None else as_vector(model, tau, "tau")
-    wrench = ws.no_wrench
-    if model.elem_int.shape[0]:
-        _element_loads(model, ws, q, qd, float(t))
-        tau = tau + ws.jforce
-        wrench = ws.wrench
+    q, qd, tau, wrench = loaded_state(model, ws, q, qd, tau, t)
     lw.stab[:2] = alpha, beta
     if method == "recursive":
         qdd = np.zeros(model.nq)

@@ -42,6 +42,15 @@ def _point(value, what):
     return arr
 
 
+def _unit_axis(axis, where):
+    """A prismatic axis normalised (default (1, 0)); a zero axis is a ModelError."""
+    axis = np.array([1.0, 0.0]) if axis is None else _point(axis, f"{where}: axis")
+    norm = float(np.hypot(axis[0], axis[1]))
+    if not norm > 1e-12:
+        raise ModelError(f"{where}: prismatic axis must be non-zero, got {axis.tolist()}")
+    return axis / norm
+
+
 class Model:
     """A planar multibody tree, built body by body, then compiled into frozen arrays.
 
@@ -134,11 +143,7 @@ class Model:
         com = _point(com, f"{where}: com")
 
         if jtype == joints.PRISMATIC:
-            axis = np.array([1.0, 0.0]) if axis is None else _point(axis, f"{where}: axis")
-            norm = float(np.hypot(axis[0], axis[1]))
-            if not norm > 1e-12:
-                raise ModelError(f"{where}: prismatic axis must be non-zero, got {axis.tolist()}")
-            axis = axis / norm
+            axis = _unit_axis(axis, where)
         elif axis is not None:
             raise ModelError(f"{where}: axis applies to prismatic joints only, not {joint!r}")
         else:
@@ -305,11 +310,7 @@ class Model:
         point_b = _point(point_b, f"{where}: point_b")
         angle = _finite_scalar(angle, f"{where}: angle")
         if kind == "prismatic":
-            axis = np.array([1.0, 0.0]) if axis is None else _point(axis, f"{where}: axis")
-            norm = float(np.hypot(axis[0], axis[1]))
-            if not norm > 1e-12:
-                raise ModelError(f"{where}: prismatic axis must be non-zero, got {axis.tolist()}")
-            axis = axis / norm
+            axis = _unit_axis(axis, where)
         elif axis is not None:
             raise ModelError(f"{where}: axis applies to prismatic loops only, not {kind!r}")
         else:

@@ -256,7 +256,6 @@ def project(body_int, body_real, loop_int, loop_real, q, qd, free, ws, com, acc,
     Positions: Gauss-Newton with minimum-norm steps dq = -J_f^+ phi until max |phi| <= tol, or it stops
     decreasing; velocities: qd_f -= J_f^+ (J qd), exact in one step. Returns (status, max |phi| at the end).
     """
-    nf = free.shape[0]
     m = phi.shape[0]
     worst = np.inf
     for _ in range(max_iter + 1):
@@ -272,16 +271,17 @@ def project(body_int, body_real, loop_int, loop_real, q, qd, free, ws, com, acc,
         worst = size
         if size <= tol:
             break
-        for r in range(m):
-            for j in range(nf):
-                jac_free[r, j] = jac[r, free[j]]
-        step = np.linalg.lstsq(jac_free, phi, rcond)[0]
-        for j in range(nf):
-            q[free[j]] -= step[j]
-    for r in range(m):
-        for j in range(nf):
-            jac_free[r, j] = jac[r, free[j]]
-    step = np.linalg.lstsq(jac_free, phid, rcond)[0]
-    for j in range(nf):
-        qd[free[j]] -= step[j]
+        _min_norm_correction(jac, free, jac_free, phi, rcond, q)
+    _min_norm_correction(jac, free, jac_free, phid, rcond, qd)
     return STATUS_OK, worst
+
+
+@njit
+def _min_norm_correction(jac, free, jac_free, residual, rcond, x):
+    """x[free] -= J_f^+ residual, the minimum-norm least-squares step on the free columns of J."""
+    for r in range(jac.shape[0]):
+        for j in range(free.shape[0]):
+            jac_free[r, j] = jac[r, free[j]]
+    step = np.linalg.lstsq(jac_free, residual, rcond)[0]
+    for j in range(free.shape[0]):
+        x[free[j]] -= step[j]
