@@ -5,7 +5,9 @@
 Per forward-dynamics evaluation on serial_chain(N) and on a branched tree (a binary tree of rods), median times,
 fitted log-log slopes over the larger N, the N where the recursive route overtakes each other one; then the
 position drift max |C| versus time of the augmented formulation on serial_chain(10) over 5 s with no
-stabilisation, Baumgarte (two parameter choices) and projection. (Pinocchio and MuJoCo: forward_dynamics.py.)
+stabilisation, Baumgarte (two parameter choices) and projection. Pinocchio's ABA (N <= 200) and MuJoCo's
+mj_forward (N <= 300) are timed in the same run on the chains when installed (their builders: forward_dynamics.py).
+Time per simulated second at matched accuracy: matched_accuracy.py.
 The augmented route is assembled with numpy and scipy.sparse, so its constant cost (about 1 ms) is Python's.
 Writes benchmarks/results/formulations.json and, with --plot (matplotlib), a log-log plot.
 """
@@ -14,6 +16,7 @@ import argparse
 
 import numpy as np
 from _common import median_time, print_table, write_json
+from forward_dynamics import time_mujoco, time_pinocchio
 
 import recursive_mbd as rm
 from recursive_mbd import augmented
@@ -28,7 +31,10 @@ def binary_tree(n):
     return model
 
 
-def time_formulations(model, max_dense, max_mass_matrix):
+KEYS = ("recursive_s", "mass_matrix_s", "augmented_dense_s", "augmented_sparse_s", "pinocchio_s", "mujoco_s")
+
+
+def time_formulations(model, max_dense, max_mass_matrix, peers=False):
     n = model.nbodies
     rng = np.random.default_rng(n)
     q, qd = rng.uniform(-0.5, 0.5, model.nq), rng.normal(size=model.nq)
@@ -41,6 +47,10 @@ def time_formulations(model, max_dense, max_mass_matrix):
     if n <= max_dense:
         row["augmented_dense_s"] = median_time(lambda: augmented.forward_dynamics(model, z, zd, solver="dense"),
                                                min_time=0.3, repeats=3)
+    if peers and n <= 200 and (pin := time_pinocchio(n)[0]) is not None:
+        row["pinocchio_s"] = pin
+    if peers and n <= 300 and (mj := time_mujoco(n)) is not None:
+        row["mujoco_s"] = mj
     return row
 
 
@@ -85,19 +95,20 @@ def main():
     sizes = [n for n in (2, 10, 30, 100, 300, 1000, 3000, 10_000, 30_000, 100_000) if n <= max_n]
     results = {}
     for label, build in (("chain", rm.chains.serial_chain), ("binary tree", binary_tree)):
-        records = [time_formulations(build(n), max_dense=300, max_mass_matrix=2000) for n in sizes]
+        records = [time_formulations(build(n), max_dense=300, max_mass_matrix=2000, peers=label == "chain")
+                   for n in sizes]
         results[label] = records
-        rows = [[r["n"]] + [f"{r[k] * 1e6:.1f}" if k in r else "-" for k in
-                            ("recursive_s", "mass_matrix_s", "augmented_dense_s", "augmented_sparse_s")]
-                for r in records]
+        rows = [[r["n"]] + [f"{r[k] * 1e6:.1f}" if k in r else "-" for k in KEYS] for r in records]
         print(f"forward dynamics per evaluation, {label} of N bodies [us]")
-        print_table(["N", "recursive", "mass matrix", "augmented dense", "augmented sparse"], rows)
-        for key in ("recursive_s", "mass_matrix_s", "augmented_dense_s", "augmented_sparse_s"):
+        print_table(["N", "recursive", "mass matrix", "augmented dense", "augmented sparse", "pinocchio ABA",
+                     "mujoco mj_forward"], rows)
+        for key in KEYS:
             slope = fitted_slope(records, key)
             if slope is not None:
                 print(f"  slope of log t over log N (N >= 100), {key[:-2]}: {slope:.2f}")
-        for key in ("mass_matrix_s", "augmented_dense_s", "augmented_sparse_s"):
-            print(f"  recursive faster than {key[:-2]} from N = {crossover(records, key)}")
+        for key in KEYS[1:]:
+            if any(key in r for r in records):
+                print(f"  recursive faster than {key[:-2]} from N = {crossover(records, key)}")
         by_n = {r["n"]: r for r in records}
         for n in (1000, 100_000):
             if n in by_n:
@@ -117,8 +128,10 @@ def main():
 
         fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
         for ax, (label, records) in zip(axes[:2], results.items(), strict=True):
-            for key in ("recursive_s", "mass_matrix_s", "augmented_dense_s", "augmented_sparse_s"):
+            for key in KEYS:
                 points = [(r["n"], r[key]) for r in records if key in r]
+                if not points:
+                    continue
                 slope = fitted_slope(records, key)
                 name = key[:-2].replace("_", " ") + ("" if slope is None else f" (slope {slope:.2f})")
                 ax.loglog(*zip(*points, strict=True), "o-", label=name)
