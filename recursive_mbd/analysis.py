@@ -21,7 +21,15 @@ import scipy.optimize
 from . import joints
 from ._kernels import layout as L
 from ._kernels import tree
-from .dynamics import _element_loads, as_vector, forward_kinematics, inverse_dynamics, mass_matrix, workspace
+from .dynamics import (
+    _element_loads,
+    as_vector,
+    forward_kinematics,
+    inverse_dynamics,
+    mass_matrix,
+    raise_status,
+    workspace,
+)
 from .errors import ModelError, StateError
 from .loops import RCOND, constraints, forces_from_multipliers, loop_workspace
 
@@ -155,8 +163,6 @@ def _joint_forces(model, q, qd, qdd, lam, t):
     status = tree.inverse_dynamics(model.body_int, model.body_real, model.gravity, q, qd, qdd,
                                    wrench if model.nbodies else ws.no_wrench, ws.ws, tau)
     if status:
-        from .dynamics import raise_status  # noqa: PLC0415
-
         raise_status(model, status, ("q", "qd", "qdd"))
     at_com = ws.ws[:, L.QA:L.QA + 3].copy()  # force of the parent on the subtree, at the centre of mass
     # moment about the joint point P: M_c + (c - P) x F, with c - P the child-point arm e = R (com - child_point)
