@@ -405,7 +405,7 @@ def static_equilibrium(model, q_guess, tau=None, *, t=0.0, tol=1e-10, max_iter=5
     method = "newton"
     if not converged:
         q = _minimise_potential(model, _vector(model, q_guess, "q_guess"), tau, t, free)
-        q, lam, more, converged = _newton_static(model, q, np.zeros(m), tau, t, free, tol, max_iter)
+        q, lam, more, converged = _newton_static(model, q, np.zeros(m), tau, t, free, tol, 20)  # polish
         iterations += more
         method = "energy"
         if not converged:
@@ -504,54 +504,78 @@ class Linearization:
     q: np.ndarray
 
 
-def _gravity_stiffness(model, q):
-    """Direct O(N) route for revolute trees without elements: the Hessian of the gravitational potential.
+def _direct_route(model):
+    """True when K and C follow from loads without differencing: revolute joints only; elements only joint
+    spring-dampers, constant torques and constant ground-frame forces; loops only revolute or fixed."""
+    kinds = {el["kind"] for el in model._elements}
+    constant = all(not callable(el.get("value")) and el.get("frame", "ground") == "ground" for el in model._elements)
+    return (bool(np.all(model.joint_type == joints.REVOLUTE)) and kinds <= {"joint_spring_damper", "torque", "force"}
+            and constant and all(lp["kind"] in ("revolute", "fixed") for lp in model._loops))
 
-    For joints i, j with d the deeper of the two (one must be an ancestor of the other, else 0):
-    K_ij = g . (S_d - m_d P_d) with S_d = sum of m c over d's subtree, m_d its mass and P_d d's joint point.
-    Returns None when the model is not of that kind.
+
+def _direct_stiffness(model, q, lam):
+    """K = d(h - Q + J^T lambda)/dq for ``_direct_route`` models, without Newton-Euler passes.
+
+    Every load is a constant force F at a point P of a body (gravity m g at each centre of mass, the applied
+    forces, and each loop's force at its two points, F_a = -lambda, F_b = +lambda for the point rows). For joints
+    i, j one an ancestor of the other and d the deeper, d^2 P / dq_i dq_j = -(P - P_d) for a point P beyond d, so
+    K_ij = kappa_d = sum over loads beyond d of F . (P - P_d); joint springs add k on the diagonal. O(N) for the
+    sums, then the (nq, nq) fill.
     """
-    if model.elem_int.shape[0] or np.any(model.joint_type != joints.REVOLUTE):
-        return None
-    com = _com_points(model, q)
-    mass = model.body_mass
     n = model.nbodies
-    sub_m = mass.copy()
-    sub_s = mass[:, None] * com
+    poses, _ = forward_kinematics(model, q)
+    c, s = np.cos(poses[:, 2]), np.sin(poses[:, 2])
+
+    def world(body, local):
+        return poses[body, :2] + (c[body] * local[0] - s[body] * local[1], s[body] * local[0] + c[body] * local[1])
+
+    loads = [(i, world(i, model.body_com[i]), model.body_mass[i] * model.gravity) for i in range(n)]
+    for el in model._elements:
+        if el["kind"] == "force":
+            loads.append((el["body_a"], world(el["body_a"], el["point_a"]), np.asarray(el["value"], float)))
+    row = 0
+    for lp in model._loops:
+        force = np.asarray(lam[row:row + 2])
+        for body, point, sign in ((lp["body_a"], lp["point_a"], -1.0), (lp["body_b"], lp["point_b"], 1.0)):
+            if body >= 0:
+                loads.append((body, world(body, point), sign * force))
+        row += 3 if lp["kind"] == "fixed" else 2
+    moment = np.zeros(n)  # sum of F . P per body, then per subtree
+    total = np.zeros((n, 2))  # sum of F
+    for body, point, force in loads:
+        moment[body] += force @ point
+        total[body] += force
     parent = model.body_parent
     for i in range(n - 1, -1, -1):
         if parent[i] >= 0:
-            sub_m[parent[i]] += sub_m[i]
-            sub_s[parent[i]] += sub_s[i]
-    poses, _ = forward_kinematics(model, q)
-    c, s = np.cos(poses[:, 2]), np.sin(poses[:, 2])
-    cp = model._child_points
-    joint_point = poses[:, :2] + np.column_stack((c * cp[:, 0] - s * cp[:, 1], s * cp[:, 0] + c * cp[:, 1]))
-    kappa = (sub_s - sub_m[:, None] * joint_point) @ model.gravity  # per joint d
-    k = np.zeros((n, n))
-    for d in range(n):  # d and its ancestors
-        a = d
-        while a >= 0:
-            k[a, d] = k[d, a] = kappa[d]
-            a = parent[a]
+            moment[parent[i]] += moment[i]
+            total[parent[i]] += total[i]
+    joint_point = np.array([world(i, model._child_points[i]) for i in range(n)])
+    kappa = moment - np.einsum("ij,ij->i", total, joint_point)
+    if np.all(parent == np.arange(n) - 1):  # a serial chain: K_ij = kappa_max(i, j)
+        index = np.arange(n)
+        k = kappa[np.maximum.outer(index, index)]
+    else:
+        k = np.zeros((n, n))
+        for d in range(n):  # d and its ancestors
+            a = d
+            while a >= 0:
+                k[a, d] = k[d, a] = kappa[d]
+                a = parent[a]
+    for el in model._elements:
+        if el["kind"] == "joint_spring_damper":
+            k[el["body_a"], el["body_a"]] += el["stiffness"]
     return k
-
-
-def _com_points(model, q):
-    ws = workspace(model)
-    status = tree.com_kinematics(model.body_int, model.body_real, q, ws.zeros, ws.ws, ws.com)
-    if status:
-        raise StateError("q is not finite")
-    return ws.com[:, :2].copy()
 
 
 def linearize(model, q_eq, tau=None, *, t=0.0, step=1e-7):
     """Linearisation about a static equilibrium q_eq (``static_equilibrium``): a ``Linearization``.
 
-    M from the composite-rigid-body pass; K = d(h - Q + J^T lambda)/dq, from the direct gravity route for revolute
-    trees without elements (no extra passes) and otherwise by central differences of the Newton-Euler pass; C =
-    d(h - Q)/dqd at rest (the dampers) by central differences. With loops, everything is restricted to the null
-    space of J at q_eq.
+    M from the composite-rigid-body pass; K = d(h - Q + J^T lambda)/dq and C = d(h - Q)/dqd at rest directly from
+    the loads where ``_direct_stiffness`` applies (revolute trees, revolute/fixed loops, joint spring-dampers,
+    constant forces: no extra passes), otherwise by central differences of the Newton-Euler pass (2 nq passes
+    each). With loops, everything is restricted to the null space of J at q_eq (``basis``), lambda being the
+    multipliers that hold q_eq.
     """
     q = _vector(model, q_eq, "q_eq")
     tau = np.zeros(model.nq) if tau is None else _vector(model, tau, "tau")
@@ -561,11 +585,14 @@ def linearize(model, q_eq, tau=None, *, t=0.0, step=1e-7):
     if model.nloops:
         g, phi, jac = _static_residual(model, q, lam, tau, t)
         lam = np.linalg.lstsq(-jac.T, g, rcond=RCOND)[0]  # the multipliers that hold q_eq
-    stiffness = _gravity_stiffness(model, q) if model.nloops == 0 else None
-    if stiffness is None:
-        stiffness = _stiffness(model, q, lam, tau, t, step)
+    direct = _direct_route(model)
+    stiffness = _direct_stiffness(model, q, lam) if direct else _stiffness(model, q, lam, tau, t, step)
     damping = np.zeros((nq, nq))
-    if model.elem_int.shape[0]:
+    if direct:
+        for el in model._elements:
+            if el["kind"] == "joint_spring_damper":
+                damping[el["body_a"], el["body_a"]] += el["damping"]
+    elif model.elem_int.shape[0]:
         zeros = np.zeros(nq)
         for j in range(nq):
             e = np.zeros(nq)

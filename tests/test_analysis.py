@@ -9,7 +9,7 @@ import scipy.optimize
 from conftest import rel_err
 
 import recursive_mbd as rm
-from recursive_mbd.analysis import _stiffness
+from recursive_mbd import analysis
 
 
 def compound_pendulum(mass=2.0, inertia=0.1, d=0.4):
@@ -64,17 +64,34 @@ def test_double_rod_pendulum_closed_form():
     np.testing.assert_allclose(omega**2, 9.81 * (3 + np.array([-1, 1]) * 6 / math.sqrt(7)), rtol=1e-12)
 
 
-def test_direct_gravity_stiffness_equals_differences():
-    """The O(N) gravity Hessian of revolute trees against central differences of the Newton-Euler pass."""
+@pytest.mark.parametrize("with_loop", [False, True])
+def test_direct_stiffness_equals_differences(with_loop):
+    """The load-based K of revolute trees (gravity, joint springs, a constant force, a revolute or fixed loop)
+    against central differences of the Newton-Euler pass, at a random state with random multipliers."""
     rng = np.random.default_rng(7)
     model = rm.Model(gravity=(0.4, -9.81))
     for i in range(8):
         model.add_body(int(rng.integers(-1, i)), "revolute", rng.uniform(-1, 1, 2), rng.uniform(-1, 1, 2),
                        mass=rng.uniform(0.5, 2), inertia=rng.uniform(0.05, 0.3), com=rng.uniform(-0.3, 0.3, 2))
+    model.add_joint_spring_damper(3, 5.0, damping=0.7, rest=0.2)
+    model.add_force(5, (0.3, -0.2), (1.5, -2.0))
+    model.add_torque(2, 0.8)
+    if with_loop:
+        model.add_loop("revolute", 7, (0.2, 0.1), 4, (-0.3, 0.2))
+        model.add_loop("fixed", 6, (0.1, 0.0), "ground", (1.0, 1.0))
+    assert analysis._direct_route(model)
     q = rng.uniform(-np.pi, np.pi, model.nq)
-    direct = rm.linearize(model, q).K
-    differences = _stiffness(model, q, np.zeros(0), np.zeros(model.nq), 0.0)
+    lam = rng.normal(size=model.nconstraints) * 3.0
+    direct = analysis._direct_stiffness(model, q, lam)
+    differences = analysis._stiffness(model, q, lam, np.zeros(model.nq), 0.0)
     assert rel_err(direct, differences) < 1e-7
+
+
+def test_linearized_damping_of_joint_dampers():
+    model = rm.chains.serial_chain(3)
+    model.add_joint_spring_damper("link2", 4.0, damping=0.3)
+    lin = rm.linearize(model, np.zeros(3))
+    np.testing.assert_allclose(lin.C, np.diag([0.0, 0.3, 0.0]), atol=1e-15)
 
 
 def test_four_bar_frequency_matches_small_oscillation():

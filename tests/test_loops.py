@@ -148,6 +148,23 @@ def test_pinned_chain_equilibrium_is_symmetric_and_balanced():
     np.testing.assert_allclose(support[1], loop[1], atol=1e-9)  # each support carries half the weight
 
 
+def test_energy_fallback_finds_the_newton_equilibrium():
+    """With Newton cut short (max_iter=2) static_equilibrium minimises the potential energy on the loop
+    constraints, then polishes: the same equilibrium as Newton's."""
+    n, span = 8, 5.0
+    chain = rm.chains.serial_chain(n, length=8.0, mass=3.0)
+    chain.add_loop("revolute", n - 1, (0.0, -0.5), "ground", (span, 0.0))
+    chain.add_force(2, (0.0, 0.0), (0.0, -4.0))  # a constant load: part of the potential
+    slope = np.arcsin(span / n)
+    guess = np.zeros(n)
+    guess[0], guess[n // 2] = slope, np.pi - 2 * slope
+    newton = rm.static_equilibrium(chain, guess)
+    fallback = rm.static_equilibrium(chain, guess, max_iter=2)
+    assert newton.method == "newton" and fallback.method == "energy"
+    np.testing.assert_allclose(fallback.q, newton.q, atol=1e-9)
+    assert fallback.stable
+
+
 def test_redundant_loops_warn_and_still_solve():
     """Three equal parallel cranks joined by one coupler: 4 loop equations of rank 3."""
     model = rm.Model()
