@@ -381,14 +381,15 @@ def _conservative_potential(model, q, tau, t):
     return value
 
 
-def static_equilibrium(model, q_guess, tau=None, *, t=0.0, tol=1e-10, max_iter=50, fixed=()):
+def static_equilibrium(model, q_guess, tau=None, *, t=0.0, tol=1e-10, max_iter=50, fixed=(), prefer_stable=True):
     """Static equilibrium under gravity, springs, constant loads and tau, loops included.
 
-    Newton-Raphson (seed 002) on g(q, lambda) = 0, phi(q) = 0 with the stiffness by central differences and a
-    line search; if it does not converge, minimises the potential energy on the loop constraints (scipy SLSQP)
-    from the guess and polishes with Newton. ``fixed`` coordinates (indices or body names) are held at their
-    guess values (their reactions are then in ``reactions.tau``). Stability: the stiffness restricted to the
-    motions the loops allow must be positive definite.
+    Newton-Raphson (seed 002) on g(q, lambda) = 0, phi(q) = 0 with line search (stiffness from the loads, or by
+    central differences); if it does not converge, or (with ``prefer_stable``) lands on an unstable equilibrium,
+    the potential energy is minimised on the loop constraints from the guess (scipy SLSQP) and polished with
+    Newton; an unstable Newton result is kept only if that finds nothing stable. ``fixed`` coordinates (indices
+    or body names) are held at their guess values (their reactions are then in ``reactions.tau``). Stability: the
+    stiffness restricted to the motions the loops allow must be positive definite.
 
     Returns
     -------
@@ -402,28 +403,48 @@ def static_equilibrium(model, q_guess, tau=None, *, t=0.0, tol=1e-10, max_iter=5
     if model.nloops:
         q = assemble(model, q, fixed=held)
     q, lam, iterations, converged = _newton_static(model, q, np.zeros(m), tau, t, free, tol, max_iter)
-    method = "newton"
-    if not converged:
-        q = _minimise_potential(model, _vector(model, q_guess, "q_guess"), tau, t, free)
-        q, lam, more, converged = _newton_static(model, q, np.zeros(m), tau, t, free, tol, 20)  # polish
-        iterations += more
-        method = "energy"
-        if not converged:
-            g, phi, _ = _static_residual(model, q, lam, tau, t)
-            raise ModelError(f"no static equilibrium found: residual |g| = {np.abs(g[free]).max():.3g}, "
-                             f"|phi| = {np.abs(phi).max(initial=0.0):.3g} after {iterations} iterations")
-    g, phi, jac = _static_residual(model, q, lam, tau, t)
+    found = (q, lam, "newton", *_stability(model, q, lam, tau, t, held)) if converged else None
+    if found is None or (prefer_stable and not found[5]):
+        try:
+            start = _minimise_potential(model, _vector(model, q_guess, "q_guess"), tau, t, free)
+        except ModelError:
+            if found is None:
+                raise
+            start = None
+        if start is not None:
+            q, lam, more, converged = _newton_static(model, start, np.zeros(m), tau, t, free, tol, 20)  # polish
+            iterations += more
+            if converged:
+                candidate = (q, lam, "energy", *_stability(model, q, lam, tau, t, held))
+                if found is None or candidate[5]:
+                    found = candidate
+    if found is None:
+        g, phi, _ = _static_residual(model, q, lam, tau, t)
+        raise ModelError(f"no static equilibrium found: residual |g| = {np.abs(g[free]).max():.3g}, "
+                         f"|phi| = {np.abs(phi).max(initial=0.0):.3g} after {iterations} iterations")
+    q, lam, method, stiffness, eigenvalues, stable = found
+    g, _, _ = _static_residual(model, q, lam, tau, t)
     holding = tau.copy()
     holding[held] += g[held]  # what the held coordinates' supports must add
     zeros = np.zeros(model.nq)
     joint, loops, _ = _joint_forces(model, q, zeros, zeros, lam, t)
-    stiffness = _stiffness(model, q, lam, tau, t)
+    return Equilibrium(q, Reactions(joint, loops, lam, holding), stiffness, eigenvalues, stable, method,
+                       iterations)
+
+
+def _stiffness_matrix(model, q, lam, tau, t):
+    """d g / d q: from the loads where ``_direct_stiffness`` applies, else by central differences."""
+    return _direct_stiffness(model, q, lam) if _direct_route(model) else _stiffness(model, q, lam, tau, t)
+
+
+def _stability(model, q, lam, tau, t, held):
+    """(stiffness, eigenvalues on the admissible motions (ascending), stable)."""
+    stiffness = _stiffness_matrix(model, q, lam, tau, t)
+    jac = constraints(model, q)[2] if model.nloops else np.zeros((0, model.nq))
     basis = _null_basis(np.vstack((jac, np.eye(model.nq)[held])), model.nq)
     eigenvalues = np.linalg.eigvalsh(basis.T @ stiffness @ basis) if basis.size else np.zeros(0)
     scale = max(1.0, np.abs(stiffness).max())
-    stable = bool(np.all(eigenvalues > 1e-9 * scale))
-    return Equilibrium(q, Reactions(joint, loops, lam, holding), stiffness, eigenvalues, stable, method,
-                       iterations)
+    return stiffness, eigenvalues, bool(np.all(eigenvalues > 1e-9 * scale))
 
 
 def _newton_static(model, q, lam, tau, t, free, tol, max_iter):
@@ -439,7 +460,7 @@ def _newton_static(model, q, lam, tau, t, free, tol, max_iter):
     for iteration in range(max_iter):
         if np.abs(res).max() <= tol * scale:
             return q, lam, iteration, True
-        stiffness = _stiffness(model, q, lam, tau, t)[np.ix_(free, free)]
+        stiffness = _stiffness_matrix(model, q, lam, tau, t)[np.ix_(free, free)]
         kkt = np.block([[stiffness, jac[:, free].T], [jac[:, free], np.zeros((m, m))]])
         step = np.linalg.lstsq(kkt, -res, rcond=RCOND)[0]
         length = 1.0
@@ -585,10 +606,9 @@ def linearize(model, q_eq, tau=None, *, t=0.0, step=1e-7):
     if model.nloops:
         g, phi, jac = _static_residual(model, q, lam, tau, t)
         lam = np.linalg.lstsq(-jac.T, g, rcond=RCOND)[0]  # the multipliers that hold q_eq
-    direct = _direct_route(model)
-    stiffness = _direct_stiffness(model, q, lam) if direct else _stiffness(model, q, lam, tau, t, step)
+    stiffness = _stiffness_matrix(model, q, lam, tau, t)
     damping = np.zeros((nq, nq))
-    if direct:
+    if _direct_route(model):
         for el in model._elements:
             if el["kind"] == "joint_spring_damper":
                 damping[el["body_a"], el["body_a"]] += el["damping"]

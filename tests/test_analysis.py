@@ -30,8 +30,10 @@ def test_static_equilibrium_of_a_pendulum_with_a_torsional_spring():
     np.testing.assert_allclose(eq.reactions.joint[0], [0.0, m * g, -k * (hand - rest)], atol=1e-9)
     # upside down without a spring: an unstable equilibrium is found and reported as such
     bare = compound_pendulum(m, 0.1, d)
-    top = rm.static_equilibrium(bare, [3.0])
+    top = rm.static_equilibrium(bare, [3.0], prefer_stable=False)
     assert abs(top.q[0] - math.pi) < 1e-12 and not top.stable
+    hanging = rm.static_equilibrium(bare, [3.0])  # by default a stable equilibrium is preferred
+    assert abs(math.remainder(hanging.q[0], 2 * math.pi)) < 1e-10 and hanging.stable and hanging.method == "energy"
 
 
 def test_compound_pendulum_frequency():
