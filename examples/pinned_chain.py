@@ -1,5 +1,6 @@
 """A chain of 50 rigid links pinned at both ends: settled to static equilibrium, compared with the catenary, and
-the support reactions against its weight; then a damped swing that settles to the same shape.
+the support reactions against its weight; then a swing about it with joint dampers (the energy above the
+equilibrium decays; the whole-chain swing is damped only weakly by joint dampers).
 
     python3 examples/pinned_chain.py [n_links] [t_end]
 """
@@ -18,7 +19,7 @@ chain = rm.chains.serial_chain(n, length=length, mass=mass)
 link = length / n
 chain.add_loop("revolute", n - 1, (0.0, -link / 2), "ground", (span, 0.0), name="right support")
 for i in range(1, n):  # light joint damping for the swing
-    chain.add_joint_spring_damper(i, 0.0, damping=0.05)
+    chain.add_joint_spring_damper(i, 0.0, damping=0.3)
 
 slope = np.arcsin(span / length)  # a V through both supports: closed exactly, far from equilibrium
 guess = np.zeros(n)

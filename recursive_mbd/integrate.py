@@ -647,7 +647,7 @@ def _stabilization(model, stabilization, scipy_method):
 
 def _consistent_start(model, inputs, q0, qd0, t0):
     """(q0, qd0) projected onto the loop constraints (drivers applied first); a large gap is an error."""
-    from .loops import constraints, project  # noqa: PLC0415
+    from .loops import RedundantConstraintWarning, constraints, project  # noqa: PLC0415
 
     q0, qd0 = q0.copy(), qd0.copy()
     inputs(t0, q0, qd0, np.zeros(inputs.size))
@@ -657,6 +657,10 @@ def _consistent_start(model, inputs, q0, qd0, t0):
                          "rm.assemble(model, q0)")
     free = np.setdiff1d(np.arange(model.nq), inputs.driven_coords)
     q0, qd0, _ = project(model, q0, qd0, free=free)
+    rank = np.linalg.matrix_rank(constraints(model, q0)[2][:, free], tol=None)
+    if rank < model.nconstraints:  # the run solves them by least squares, as loop_dynamics does
+        warnings.warn(f"the loop equations are redundant at q0: rank {rank} of {model.nconstraints}; the "
+                      "multipliers are the minimum-norm ones", RedundantConstraintWarning, stacklevel=4)
     return q0, qd0
 
 

@@ -183,6 +183,9 @@ def test_redundant_loops_warn_and_still_solve():
         kkt = rm.loop_dynamics(model, q, qd, method="mass_matrix")
     assert rel_err(rec.qdd, kkt.qdd) < 1e-9
     assert np.all(np.isfinite(rec.multipliers))
+    with pytest.warns(rm.RedundantConstraintWarning, match="redundant at q0"):
+        res = rm.simulate(model, q, qd, 1.0, rtol=1e-10, atol=1e-12)
+    assert res.constraint_drift.max() < 1e-10 and np.all(np.isfinite(res.q))
     # the augmented KKT matrix is singular with redundant constraints: a clear error there
     z, zd = rm.augmented.absolute_from_joint(model, q, qd)
     with pytest.raises(rm.ModelError, match="singular"):
