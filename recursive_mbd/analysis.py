@@ -534,45 +534,58 @@ def _direct_route(model):
             and constant and all(lp["kind"] in ("revolute", "fixed") for lp in model._loops))
 
 
-def _direct_stiffness(model, q, lam):
-    """K = d(h - Q + J^T lambda)/dq for ``_direct_route`` models, without Newton-Euler passes.
+def _load_stiffness(model, q, lam):
+    """kappa (nbodies,): the stiffness of each revolute joint d under constant loads, without Newton-Euler passes.
 
     Every load is a constant force F at a point P of a body (gravity m g at each centre of mass, the applied
     forces, and each loop's force at its two points, F_a = -lambda, F_b = +lambda for the point rows). For joints
     i, j one an ancestor of the other and d the deeper, d^2 P / dq_i dq_j = -(P - P_d) for a point P beyond d, so
-    K_ij = kappa_d = sum over loads beyond d of F . (P - P_d); joint springs add k on the diagonal. O(N) for the
-    sums, then the (nq, nq) fill.
+    K_ij = kappa_d = sum over loads beyond d of F . (P - P_d). O(N).
     """
     n = model.nbodies
     poses, _ = forward_kinematics(model, q)
     c, s = np.cos(poses[:, 2]), np.sin(poses[:, 2])
 
-    def world(body, local):
-        return poses[body, :2] + (c[body] * local[0] - s[body] * local[1], s[body] * local[0] + c[body] * local[1])
+    def world(body, local):  # body-frame points to ground coordinates (body: index or array of indices)
+        local = np.asarray(local, dtype=float)
+        return poses[body, :2] + np.stack((c[body] * local[..., 0] - s[body] * local[..., 1],
+                                           s[body] * local[..., 0] + c[body] * local[..., 1]), axis=-1)
 
-    loads = [(i, world(i, model.body_com[i]), model.body_mass[i] * model.gravity) for i in range(n)]
-    for el in model._elements:
-        if el["kind"] == "force":
-            loads.append((el["body_a"], world(el["body_a"], el["point_a"]), np.asarray(el["value"], float)))
+    bodies = np.arange(n)
+    gravity = model.body_mass[:, None] * model.gravity
+    moment = np.einsum("ij,ij->i", gravity, world(bodies, model.body_com))  # sum of F . P per body
+    total = gravity.copy()  # sum of F per body
+    loads = [(el["body_a"], el["point_a"], np.asarray(el["value"], float)) for el in model._elements
+             if el["kind"] == "force"]
     row = 0
     for lp in model._loops:
         force = np.asarray(lam[row:row + 2])
-        for body, point, sign in ((lp["body_a"], lp["point_a"], -1.0), (lp["body_b"], lp["point_b"], 1.0)):
-            if body >= 0:
-                loads.append((body, world(body, point), sign * force))
+        loads += [(body, point, sign * force) for body, point, sign in
+                  ((lp["body_a"], lp["point_a"], -1.0), (lp["body_b"], lp["point_b"], 1.0)) if body >= 0]
         row += 3 if lp["kind"] == "fixed" else 2
-    moment = np.zeros(n)  # sum of F . P per body, then per subtree
-    total = np.zeros((n, 2))  # sum of F
     for body, point, force in loads:
-        moment[body] += force @ point
+        moment[body] += force @ world(body, point)
         total[body] += force
     parent = model.body_parent
-    for i in range(n - 1, -1, -1):
-        if parent[i] >= 0:
-            moment[parent[i]] += moment[i]
-            total[parent[i]] += total[i]
-    joint_point = np.array([world(i, model._child_points[i]) for i in range(n)])
-    kappa = moment - np.einsum("ij,ij->i", total, joint_point)
+    if np.all(parent == bodies - 1):  # a serial chain: subtree sums are suffix sums
+        moment = np.cumsum(moment[::-1])[::-1]
+        total = np.cumsum(total[::-1], axis=0)[::-1]
+    else:
+        for i in range(n - 1, -1, -1):
+            if parent[i] >= 0:
+                moment[parent[i]] += moment[i]
+                total[parent[i]] += total[i]
+    joint_point = world(bodies, model._child_points)
+    return moment - np.einsum("ij,ij->i", total, joint_point)
+
+
+def _direct_stiffness(model, q, lam):
+    """K = d(h - Q + J^T lambda)/dq for ``_direct_route`` models: kappa_d (``_load_stiffness``) filled into
+    K_ij = kappa_d for d the deeper of two joints one of which is an ancestor of the other (0 otherwise), plus
+    the joint springs on the diagonal."""
+    kappa = _load_stiffness(model, q, lam)
+    n = model.nbodies
+    parent = model.body_parent
     if np.all(parent == np.arange(n) - 1):  # a serial chain: K_ij = kappa_max(i, j)
         index = np.arange(n)
         k = kappa[np.maximum.outer(index, index)]
