@@ -219,27 +219,33 @@ class KinematicResult:
 
     def point(self, body, point=(0.0, 0.0)):
         """Position, velocity and acceleration of a point fixed on a body (body frame) at every t: 3 x (nt, 2)."""
-        model = self.model
-        index = model.body_index(body)
-        ws = workspace(model)
-        _, lw = loop_workspace(model) if model.nloops else (None, None)
-        acc = np.zeros((model.nbodies, 3)) if lw is None else lw.acc
-        from ._kernels.loops import body_accelerations  # noqa: PLC0415
+        return point_motion(self.model, self.q, self.qd, self.qdd, body, point)
 
-        local = np.asarray(point, dtype=float) - model.body_com[index]
-        out = np.zeros((3, self.t.size, 2))
-        for n in range(self.t.size):
-            status = tree.com_kinematics(model.body_int, model.body_real, self.q[n], self.qd[n], ws.ws, ws.com)
-            if status:
-                raise StateError(f"non-finite state at t = {self.t[n]:g}")
-            body_accelerations(model.body_int, ws.ws, self.qdd[n], acc)
-            c, s, om = ws.ws[index, L.CS], ws.ws[index, L.SN], ws.ws[index, L.OM]
-            rx, ry = c * local[0] - s * local[1], s * local[0] + c * local[1]
-            alpha = acc[index, 2]
-            out[0, n] = ws.com[index, 0] + rx, ws.com[index, 1] + ry
-            out[1, n] = ws.com[index, 2] - om * ry, ws.com[index, 3] + om * rx
-            out[2, n] = (acc[index, 0] - alpha * ry - om * om * rx, acc[index, 1] + alpha * rx - om * om * ry)
-        return out[0], out[1], out[2]
+
+def point_motion(model, q, qd, qdd, body, point=(0.0, 0.0)):
+    """Position, velocity and acceleration [m, m/s, m/s^2] of a point fixed on a body (body frame, [m]) for the
+    states (q, qd, qdd), each (nt, nq): three (nt, 2) arrays, ground axes. O(N) per state."""
+    from ._kernels.loops import body_accelerations  # noqa: PLC0415
+
+    index = model.body_index(body)
+    ws = workspace(model)
+    acc = np.zeros((model.nbodies, 3))
+    local = np.asarray(point, dtype=float) - model.body_com[index]
+    q, qd, qdd = (np.atleast_2d(np.asarray(x, dtype=float)) for x in (q, qd, qdd))
+    out = np.zeros((3, q.shape[0], 2))
+    for n in range(q.shape[0]):
+        status = tree.com_kinematics(model.body_int, model.body_real, np.ascontiguousarray(q[n]),
+                                     np.ascontiguousarray(qd[n]), ws.ws, ws.com)
+        if status:
+            raise StateError(f"non-finite state at sample {n}")
+        body_accelerations(model.body_int, ws.ws, np.ascontiguousarray(qdd[n]), acc)
+        c, s, om = ws.ws[index, L.CS], ws.ws[index, L.SN], ws.ws[index, L.OM]
+        rx, ry = c * local[0] - s * local[1], s * local[0] + c * local[1]
+        alpha = acc[index, 2]
+        out[0, n] = ws.com[index, 0] + rx, ws.com[index, 1] + ry
+        out[1, n] = ws.com[index, 2] - om * ry, ws.com[index, 3] + om * rx
+        out[2, n] = (acc[index, 0] - alpha * ry - om * om * rx, acc[index, 1] + alpha * rx - om * om * ry)
+    return out[0], out[1], out[2]
 
 
 def kinematic_analysis(model, drivers, t, q_guess=None, *, tol=1e-12):

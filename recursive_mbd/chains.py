@@ -66,6 +66,26 @@ def serial_chain(n, length=1.0, mass=1.0, gravity=9.81):
     return model
 
 
+def bead_chain(n, length=1.0, mass=1.0, gravity=9.81):
+    """n point masses (mass/n each) on massless links of length/n: the lumped chain, beside ``serial_chain``'s rods.
+
+    Body i's frame origin is its hinge (the previous bead, or the ground origin for i = 1), its bead at (0, -l)
+    in its frame; with q = 0 the chain hangs straight down. Same coordinates as ``serial_chain``.
+    """
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ModelError(f"n must be a positive integer, got {n!r}")
+    if not (np.isfinite(length) and length > 0.0):
+        raise ModelError(f"length must be finite and > 0, got {length}")
+    if not (np.isfinite(mass) and mass > 0.0):
+        raise ModelError(f"mass must be finite and > 0, got {mass}")
+    link = length / n
+    model = Model(gravity=(0.0, -float(gravity)), name=f"bead_chain({n})")
+    for j in range(int(n)):
+        model.add_body(parent=j - 1, joint="revolute", parent_point=(0.0, -link if j else 0.0), child_point=(0.0, 0.0),
+                       mass=mass / n, inertia=0.0, com=(0.0, -link), name=f"link{j + 1}")
+    return model
+
+
 def relative_to_absolute(q):
     """Absolute rod angles theta_j = q_1 + ... + q_j (also rates and accelerations); works on (..., n)."""
     return np.cumsum(q, axis=-1)

@@ -1,0 +1,299 @@
+"""The n-link rigid pendulum against the continuous hanging chain (seed 001's study), from 10 to 1e6 links.
+
+Each study is a function returning arrays and a small report (a dict); examples/chain_studies.py runs them and
+draws the plots, benchmarks/chain_studies.py records their cost.
+
+- small oscillations: ``continuum_frequencies`` (omega_k = (j_0,k / 2) sqrt(g / L), Bessel zeros) against the
+  n-link chain's (``chain_modes``, an O(N)-per-iteration Lanczos solve) in ``frequency_study``;
+- ``continuous_catenary`` against ``discrete_catenary`` (a chain pinned at both ends) in ``catenary_study``;
+- ``folded_chain_fall``: a chain hanging from two supports a small gap apart, one end released;
+- ``tip_whip``: a chain released from the horizontal, the tip speed and what the integrator pays for it.
+"""
+
+import math
+import time
+
+import numpy as np
+import scipy.integrate
+import scipy.optimize
+import scipy.sparse.linalg
+import scipy.special
+
+from . import chains
+from ._kernels import tree
+from .analysis import _load_stiffness, joint_reactions, modes, point_motion, static_equilibrium
+from .dynamics import point_kinematics, workspace
+from .errors import ModelError
+from .integrate import simulate
+
+
+def _positive(value, what):
+    value = float(value)
+    if not (math.isfinite(value) and value > 0.0):
+        raise ModelError(f"{what} must be finite and > 0, got {value}")
+    return value
+
+
+def _links(n):
+    if isinstance(n, bool) or int(n) != n or n < 1:
+        raise ModelError(f"the number of links must be an integer >= 1, got {n!r}")
+    return int(n)
+
+
+# ---- small oscillations -------------------------------------------------------------------------------------------
+
+def continuum_frequencies(k, length=1.0, gravity=9.81):
+    """The first k natural frequencies [rad/s] of a continuous uniform chain hanging from one end:
+    omega_k = (j_0,k / 2) sqrt(g / L), j_0,k the zeros of the Bessel function J_0."""
+    return 0.5 * scipy.special.jn_zeros(0, int(k)) * math.sqrt(gravity / _positive(length, "length"))
+
+
+def continuum_mode_shape(k, depth, length=1.0):
+    """Lateral displacement of mode k (1-based) at ``depth`` below the suspension point: J_0(j_0,k sqrt(1 - depth/L))
+    (the free end, depth = L, has amplitude 1)."""
+    zero = scipy.special.jn_zeros(0, int(k))[-1]
+    return scipy.special.j0(zero * np.sqrt(np.clip(1.0 - np.asarray(depth) / length, 0.0, 1.0)))
+
+
+def chain_modes(model, k):
+    """Lowest k frequencies [rad/s] and M-normalised mode shapes (nq, k) of a serial revolute chain hanging at rest.
+
+    At rest the stiffness is K_ij = kappa_max(i,j) (``analysis._load_stiffness``) = L diag(delta) L^T with L the
+    upper triangle of ones, so K^-1 costs O(N); M v costs one Newton-Euler pass (no gravity, no velocity). The
+    generalised problem M v = mu K v, mu = 1 / omega^2, is solved for its largest mu by scipy's Lanczos (eigsh):
+    O(N) per iteration, no N x N matrix. Small chains (N <= 3 k + 10) go through the dense ``rm.modes``.
+    """
+    workspace(model)  # compiles the model
+    n = model.nq
+    if n <= 3 * k + 10:
+        return modes(model, np.zeros(n), k)
+    if model.elem_int.shape[0] or model.nloops or np.any(model.body_parent != np.arange(n) - 1):
+        raise ModelError("chain_modes needs a serial revolute chain without elements or loops; use rm.modes")
+    kappa = _load_stiffness(model, np.zeros(n), np.zeros(0))
+    delta = kappa - np.append(kappa[1:], 0.0)
+    if not np.all(delta > 0.0):
+        raise ModelError("the chain is not hanging stably at q = 0 (its stiffness is not positive definite)")
+    ws = workspace(model)
+    zero_g = np.zeros(2)
+    out = np.zeros(n)
+
+    def mass_times(v):
+        tree.inverse_dynamics(model.body_int, model.body_real, zero_g, ws.zeros, ws.zeros, np.ascontiguousarray(v),
+                              ws.no_wrench, ws.ws, out)
+        return out.copy()
+
+    def stiffness_times(v):  # L diag(delta) L^T v: (L^T v)_d = sum_{i <= d} v_i, (L w)_i = sum_{d >= i} w_d
+        return np.cumsum((delta * np.cumsum(v))[::-1])[::-1]
+
+    def stiffness_solve(b):
+        w = b - np.append(b[1:], 0.0)  # L^-1 b
+        c = w / delta
+        return c - np.concatenate(([0.0], c[:-1]))  # L^-T c
+
+    op = scipy.sparse.linalg.LinearOperator
+    values, vectors = scipy.sparse.linalg.eigsh(op((n, n), matvec=mass_times, dtype=float), k=k,
+                                                M=op((n, n), matvec=stiffness_times, dtype=float),
+                                                Minv=op((n, n), matvec=stiffness_solve, dtype=float), which="LA")
+    order = np.argsort(values)[::-1]
+    omega = 1.0 / np.sqrt(values[order])
+    shapes = vectors[:, order]
+    for j in range(k):  # M-normalise
+        shapes[:, j] /= math.sqrt(shapes[:, j] @ mass_times(shapes[:, j]))
+    return omega, shapes
+
+
+def frequency_study(ns, k=3, kind="rods", length=1.0, gravity=9.81):
+    """Convergence of the n-link chain's lowest k frequencies to the continuum's.
+
+    kind: "rods" (``chains.serial_chain``) or "beads" (``chains.bead_chain``). Returns a dict with ``n``, ``omega``
+    (len(ns), k), ``continuum`` (k,), ``error`` (signed relative error), and per mode the fitted ``order`` p and
+    ``constant`` C of |error| = C n^-p over the larger half of ns, and ``seconds`` per n.
+    """
+    build = {"rods": chains.serial_chain, "beads": chains.bead_chain}.get(kind)
+    if build is None:
+        raise ValueError(f"kind must be 'rods' or 'beads', got {kind!r}")
+    ns = np.array([_links(n) for n in ns])
+    exact = continuum_frequencies(k, length, gravity)
+    omega = np.full((ns.size, k), np.nan)
+    seconds = np.zeros(ns.size)
+    for row, n in enumerate(ns):
+        start = time.perf_counter()
+        count = min(k, n)
+        omega[row, :count] = chain_modes(build(int(n), length=length, mass=1.0, gravity=gravity), count)[0]
+        seconds[row] = time.perf_counter() - start
+    error = omega / exact - 1.0
+    order, constant = np.full(k, np.nan), np.full(k, np.nan)
+    tail = ns >= np.median(ns)
+    for j in range(k):
+        use = tail & np.isfinite(error[:, j]) & (np.abs(error[:, j]) > 0)
+        if use.sum() >= 2:
+            slope, intercept = np.polyfit(np.log(ns[use]), np.log(np.abs(error[use, j])), 1)
+            order[j], constant[j] = -slope, math.exp(intercept)
+    return {"kind": kind, "n": ns, "omega": omega, "continuum": exact, "error": error, "order": order,
+            "constant": constant, "seconds": seconds}
+
+
+# ---- catenary ------------------------------------------------------------------------------------------------------
+
+def continuous_catenary(span, length, mass=1.0, gravity=9.81):
+    """The uniform catenary y = a cosh(x / a) hanging between two supports at one height.
+
+    Returns a dict: ``a`` [m] (2 a sinh(span / 2a) = length), ``sag`` [m], ``horizontal_tension`` H = w a,
+    ``vertical_reaction`` = weight / 2 per support, ``support_tension`` [N] (w = m g / length).
+    """
+    span, length = _positive(span, "span"), _positive(length, "length")
+    if not span < length:
+        raise ModelError(f"the span {span} must be shorter than the chain ({length})")
+    ratio = length / span
+    u = scipy.optimize.brentq(lambda u: math.sinh(u) / u - ratio, 1e-12, 700.0, xtol=1e-15, rtol=1e-15)
+    a = span / (2.0 * u)
+    w = mass * gravity / length
+    vertical = 0.5 * mass * gravity
+    return {"a": a, "sag": a * (math.cosh(u) - 1.0), "horizontal_tension": w * a, "vertical_reaction": vertical,
+            "support_tension": math.hypot(w * a, vertical)}
+
+
+def pinned_chain(n, span, length=1.0, mass=1.0, gravity=9.81):
+    """``serial_chain(n)`` with its free end pinned to the ground at (span, 0): a revolute loop."""
+    span, length = _positive(span, "span"), _positive(length, "length")
+    if not span < length:
+        raise ModelError(f"the gap/span {span} m must be shorter than the chain ({length} m)")
+    model = chains.serial_chain(_links(n), length=length, mass=mass, gravity=gravity)
+    model.add_loop("revolute", n - 1, (0.0, -0.5 * length / n), "ground", (span, 0.0), name="second support")
+    return model
+
+
+def _catenary_guess(n, span, length):
+    """Joint angles of n rods laid on the continuous catenary (slope atan(s / a) at arc length s from the bottom)."""
+    a = continuous_catenary(span, length)["a"]
+    s = -0.5 * length + (np.arange(n) + 0.5) * length / n
+    theta = np.arctan(s / a) + 0.5 * np.pi  # rod direction (sin theta, -cos theta) = (cos phi, sin phi)
+    return np.diff(theta, prepend=0.0)
+
+
+def discrete_catenary(n, span, length=1.0, mass=1.0, gravity=9.81):
+    """Static equilibrium of n rods pinned at (0, 0) and (span, 0) (``rm.static_equilibrium``).
+
+    Returns a dict: ``model``, ``q``, ``sag`` (depth of the lowest joint or rod centre), ``horizontal_tension``
+    and ``vertical_reaction`` (at the first support), ``slopes`` tan(phi_k) of the rods, ``equilibrium``.
+    """
+    model = pinned_chain(n, span, length, mass, gravity)
+    eq = static_equilibrium(model, _catenary_guess(n, span, length))
+    theta = np.cumsum(eq.q)
+    phi = theta - 0.5 * np.pi
+    link = length / n
+    joints_y = np.concatenate(([0.0], np.cumsum(link * np.sin(phi))))
+    centres_y = 0.5 * (joints_y[1:] + joints_y[:-1])
+    support = eq.reactions.joint[0]
+    return {"model": model, "q": eq.q, "sag": -min(joints_y.min(), centres_y.min()),
+            "horizontal_tension": abs(support[0]), "vertical_reaction": support[1], "slopes": np.tan(phi),
+            "equilibrium": eq}
+
+
+def catenary_study(ns, span, length=1.0, mass=1.0, gravity=9.81):
+    """Sag, horizontal tension and support reaction of the discrete catenary against the continuous one, with the
+    fitted order of the sag error in the link length."""
+    exact = continuous_catenary(span, length, mass, gravity)
+    rows = [discrete_catenary(n, span, length, mass, gravity) for n in ns]
+    sag = np.array([r["sag"] for r in rows])
+    tension = np.array([r["horizontal_tension"] for r in rows])
+    reaction = np.array([r["vertical_reaction"] for r in rows])
+    links = length / np.asarray(ns, dtype=float)
+    error = sag - exact["sag"]
+    order = float(np.polyfit(np.log(links[-3:]), np.log(np.abs(error[-3:])), 1)[0]) if len(ns) >= 3 else np.nan
+    return {"n": np.asarray(ns), "sag": sag, "horizontal_tension": tension, "vertical_reaction": reaction,
+            "sag_error": error, "tension_error": tension - exact["horizontal_tension"], "sag_order": order,
+            "continuous": exact}
+
+
+# ---- the falling folded chain -------------------------------------------------------------------------------------
+
+def energy_conserving_speed(x, length, gravity=9.81):
+    """Free-end speed of a folded chain of total length L after falling x, if no energy is lost:
+    v^2 = g x (2L - x) / (L - x)."""
+    x = np.asarray(x, dtype=float)
+    return np.sqrt(gravity * x * (2.0 * length - x) / (length - x))
+
+
+def energy_conserving_fall_time(length, gravity=9.81):
+    """Time for the free end to fall the whole length L by ``energy_conserving_speed`` (shorter than free fall)."""
+    value, _ = scipy.integrate.quad(lambda x: 1.0 / energy_conserving_speed(x, length, gravity), 0.0, length,
+                                    limit=200)
+    return value
+
+
+def folded_chain_fall(n, gap=None, length=1.0, mass=1.0, gravity=9.81, rtol=1e-10, atol=1e-12, samples=400,
+                      method="dopri5"):
+    """The classic falling folded chain: n rods hanging from supports at (0, 0) and (gap, 0), settled to static
+    equilibrium; then the second support is removed and the free end falls until the chain snaps taut.
+
+    Returns a dict with the run (``result``), the free end's ``t``, ``x`` (fall distance), ``speed``,
+    ``acceleration`` (vertical, from the dynamics), the ``support_force`` (nt, 2) at the remaining support,
+    ``fall_time`` (first time the free end stops falling), ``free_fall_time`` sqrt(2L/g),
+    ``energy_conserving_time``, ``max_speed`` and ``energy_error`` (max |E - E0| / (m g L)).
+    """
+    n = _links(n)
+    gap = length / n if gap is None else _positive(gap, "gap")
+    if not gap < length:
+        raise ModelError(f"the gap {gap} m must be shorter than the chain ({length} m)")
+    settled = discrete_catenary(n, gap, length, mass, gravity)
+    chain = chains.serial_chain(n, length=length, mass=mass, gravity=gravity)
+    tip = (0.0, -0.5 * length / n)
+
+    def taut(t, q, qd):  # the free end's vertical velocity turns from falling to rising
+        return point_kinematics(chain, q, qd, n - 1, tip)[1][1]
+
+    taut.terminal = True
+    taut.direction = 1.0
+    free_fall = math.sqrt(2.0 * length / gravity)
+    res = simulate(chain, settled["q"], np.zeros(n), 3.0 * free_fall, method=method, rtol=rtol, atol=atol,
+                   t_eval=np.linspace(0.0, 3.0 * free_fall, samples), events=taut)
+    qdd = res.qdd()
+    position, velocity, acceleration = point_motion(chain, res.q, res.qd, qdd, n - 1, tip)
+    height, speed, accel = position[:, 1], -velocity[:, 1], acceleration[:, 1]
+    support = np.array([joint_reactions(chain, q, qd, a).joint[0, :2] for q, qd, a in zip(res.q, res.qd, qdd,
+                                                                                           strict=True)])
+    kinetic, potential = res.energy()
+    energy = kinetic + potential
+    return {"result": res, "t": res.t, "x": -height, "speed": speed, "acceleration": accel,
+            "support_force": support, "fall_time": res.t_events[0][0] if res.t_events[0].size else np.nan,
+            "free_fall_time": free_fall, "energy_conserving_time": energy_conserving_fall_time(length, gravity),
+            "max_speed": float(np.abs(velocity).max()),
+            "energy_error": float(np.abs(energy - energy[0]).max() / (mass * gravity * length))}
+
+
+# ---- the tip whip ---------------------------------------------------------------------------------------------------
+
+def tip_whip(n, t_end=None, length=1.0, mass=1.0, gravity=9.81, method="dopri5", rtol=1e-8, atol=1e-10,
+             samples=2000):
+    """A chain released from the horizontal: the tip speed over the first swing, and what it costs to integrate.
+
+    Returns a dict: ``t``, ``tip_speed``, ``max_tip_speed`` and ``whip_time`` (when the tip speed peaks),
+    ``free_fall_speed`` sqrt(2 g L) for scale, ``energy_error`` (relative to m g L), the integrator's ``nsteps``,
+    ``nrejected``, ``nfev``, the smallest step and the wall ``seconds``.
+    """
+    n = _links(n)
+    t_end = 1.2 * math.sqrt(length / gravity) * 2.0 if t_end is None else _positive(t_end, "t_end")
+    chain = chains.serial_chain(n, length=length, mass=mass, gravity=gravity)
+    q0 = np.zeros(n)
+    q0[0] = 0.5 * np.pi
+    start = time.perf_counter()
+    res = simulate(chain, q0, np.zeros(n), t_end, method=method, rtol=rtol, atol=atol, every=1)
+    seconds = time.perf_counter() - start
+    tip = np.array([point_kinematics(chain, q, qd, n - 1, (0.0, -0.5 * length / n))[1]
+                    for q, qd in zip(res.q, res.qd, strict=True)])
+    speed = np.hypot(tip[:, 0], tip[:, 1])
+    peak = int(np.argmax(speed))
+    kinetic, potential = res.energy()
+    energy = kinetic + potential
+    keep = np.unique(np.linspace(0, res.t.size - 1, min(samples, res.t.size)).astype(int))
+    return {"t": res.t[keep], "tip_speed": speed[keep], "max_tip_speed": float(speed[peak]),
+            "whip_time": float(res.t[peak]), "free_fall_speed": math.sqrt(2.0 * gravity * length),
+            "energy_error": float(np.abs(energy - energy[0]).max() / (mass * gravity * length)),
+            "nsteps": res.nsteps, "nrejected": res.nrejected, "nfev": res.nfev,
+            "min_step": float(np.diff(res.t).min()), "seconds": seconds}
+
+
+__all__ = ["catenary_study", "chain_modes", "continuous_catenary", "continuum_frequencies",
+           "continuum_mode_shape", "discrete_catenary", "energy_conserving_fall_time", "energy_conserving_speed",
+           "folded_chain_fall", "frequency_study", "pinned_chain", "tip_whip"]

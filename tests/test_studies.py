@@ -1,0 +1,81 @@
+"""The chain studies against their closed forms and laws (seed 001's question: does the n-link pendulum approach
+the continuous chain?)."""
+
+import math
+
+import numpy as np
+import pytest
+
+import recursive_mbd as rm
+from recursive_mbd import studies
+
+BESSEL_J0_ZEROS = (2.404825557695773, 5.520078110286311, 8.653727912911013)  # Abramowitz & Stegun, table 9.5
+
+
+def test_continuum_frequencies_from_tabulated_bessel_zeros():
+    omega = studies.continuum_frequencies(3, length=2.0, gravity=9.81)
+    np.testing.assert_allclose(omega, 0.5 * np.array(BESSEL_J0_ZEROS) * math.sqrt(9.81 / 2.0), rtol=1e-14)
+    assert abs(studies.continuum_mode_shape(1, 2.0, length=2.0) - 1.0) < 1e-15  # free end
+    assert abs(studies.continuum_mode_shape(1, 0.0, length=2.0)) < 1e-15  # J0(j_0,1) = 0 at the support
+
+
+def test_rod_chain_frequencies_converge_with_order_two_from_above():
+    study = studies.frequency_study([1, 2, 8, 32, 128, 256, 512], k=2, kind="rods", length=1.0)
+    g, length = 9.81, 1.0
+    assert abs(study["omega"][0, 0] - math.sqrt(3 * g / (2 * length))) < 1e-12  # one rod
+    rod = length / 2
+    np.testing.assert_allclose(study["omega"][1] ** 2, (g / rod) * (3 + np.array([-1, 1]) * 6 / math.sqrt(7)),
+                               rtol=1e-12)
+    np.testing.assert_allclose(study["order"], 2.0, atol=0.02)
+    assert np.all(study["error"][2:] > 0)  # rods are stiffer than the continuum: from above
+    beads = studies.frequency_study([64, 128, 256], k=2, kind="beads")
+    assert np.all(beads["error"] < 0)  # point masses converge from below
+    np.testing.assert_allclose(beads["order"], 1.0, atol=0.05)
+
+
+def test_sparse_chain_modes_equal_dense_modes():
+    chain = rm.chains.serial_chain(120)
+    omega, shapes = studies.chain_modes(chain, 4)
+    dense_omega, dense_shapes = rm.modes(chain, np.zeros(120), 4)
+    np.testing.assert_allclose(omega, dense_omega, rtol=1e-11)
+    np.testing.assert_allclose(np.abs(shapes), np.abs(dense_shapes), atol=1e-8)
+
+
+def test_discrete_catenary_slope_law_and_convergence():
+    """20 one-metre rods between supports 10 m apart: tan(slope) of the rods is an arithmetic progression (the
+    horizontal tension is constant and each rod adds its weight to the vertical force)."""
+    result = studies.discrete_catenary(20, 10.0, length=20.0, mass=20.0)
+    slopes = result["slopes"]
+    assert np.abs(np.diff(slopes, 2)).max() < 1e-9
+    np.testing.assert_allclose(slopes, -slopes[::-1], atol=1e-9)
+    # the step is the rod weight over the horizontal tension
+    assert abs(np.diff(slopes).mean() - 9.81 / result["horizontal_tension"]) < 1e-9
+    assert abs(result["vertical_reaction"] - 10 * 9.81) < 1e-9
+    study = studies.catenary_study([10, 20, 40, 80], 6.0, length=10.0)
+    assert abs(study["sag_order"] - 2.0) < 0.02
+    assert np.all(np.abs(np.diff(np.log(np.abs(study["sag_error"])))) > 1.3)  # each halving: about / 4
+
+
+def test_folded_chain_fall_conserves_energy_and_whips():
+    fall = studies.folded_chain_fall(50, gap=0.05, rtol=1e-11, atol=1e-13)
+    assert fall["energy_error"] < 1e-8
+    assert fall["max_speed"] > 5 * math.sqrt(9.81 * 1.0)
+    # faster than free fall, close to the energy-conserving theory
+    assert fall["fall_time"] < fall["free_fall_time"]
+    assert abs(fall["fall_time"] / fall["energy_conserving_time"] - 1) < 0.01
+    half = np.searchsorted(fall["x"][: np.argmax(fall["speed"])], 0.5)
+    assert abs(fall["speed"][half] / studies.energy_conserving_speed(fall["x"][half], 1.0) - 1) < 0.01
+    assert (-fall["acceleration"]).max() > 9.81  # the free end accelerates faster than g
+
+
+def test_study_input_errors():
+    with pytest.raises(rm.ModelError, match="integer >= 1"):
+        studies.frequency_study([0], k=1)
+    with pytest.raises(rm.ModelError, match="length must be finite and > 0"):
+        studies.continuous_catenary(1.0, -2.0)
+    with pytest.raises(rm.ModelError, match="mass must be finite and > 0"):
+        studies.discrete_catenary(10, 1.0, length=2.0, mass=0.0)
+    with pytest.raises(rm.ModelError, match="shorter than the chain"):
+        studies.folded_chain_fall(10, gap=1.5, length=1.0)
+    with pytest.raises(rm.ModelError, match="integer >= 1"):
+        studies.tip_whip(0)
