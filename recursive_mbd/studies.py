@@ -40,6 +40,16 @@ def _links(n):
     return int(n)
 
 
+def chain_points(q, length=1.0):
+    """Joint positions of a ``serial_chain`` / ``bead_chain`` of total ``length`` from its coordinates q (..., n):
+    (..., n + 1, 2), the support first and the free end last."""
+    theta = np.cumsum(np.asarray(q, dtype=float), axis=-1)
+    link = length / theta.shape[-1]
+    steps = np.stack((link * np.sin(theta), -link * np.cos(theta)), axis=-1)
+    zero = np.zeros((*theta.shape[:-1], 1, 2))
+    return np.concatenate((zero, np.cumsum(steps, axis=-2)), axis=-2)
+
+
 # ---- small oscillations -------------------------------------------------------------------------------------------
 
 def continuum_frequencies(k, length=1.0, gravity=9.81):
@@ -294,6 +304,6 @@ def tip_whip(n, t_end=None, length=1.0, mass=1.0, gravity=9.81, method="dopri5",
             "min_step": float(np.diff(res.t).min()), "seconds": seconds}
 
 
-__all__ = ["catenary_study", "chain_modes", "continuous_catenary", "continuum_frequencies",
+__all__ = ["catenary_study", "chain_modes", "chain_points", "continuous_catenary", "continuum_frequencies",
            "continuum_mode_shape", "discrete_catenary", "energy_conserving_fall_time", "energy_conserving_speed",
            "folded_chain_fall", "frequency_study", "pinned_chain", "tip_whip"]

@@ -32,7 +32,8 @@ def test_module_entry_point_help():
 def test_examples_run():
     for script, args in (("double_pendulum.py", []), ("long_chain.py", ["100", "0.05"]),
                          ("formulations.py", ["3", "0.2"]), ("seed000_two_squares.py", []),
-                         ("four_bar.py", ["2"]), ("slider_crank.py", []), ("pinned_chain.py", ["12", "1"])):
+                         ("four_bar.py", ["2"]), ("slider_crank.py", []), ("pinned_chain.py", ["12", "1"]),
+                         ("chain_studies.py", ["--quick"])):
         out = subprocess.run([sys.executable, str(ROOT / "examples" / script), *args], capture_output=True,
                              text=True, check=True, timeout=300)
         assert "energy" in out.stdout.lower() or "E(t)" in out.stdout or "drift" in out.stdout
