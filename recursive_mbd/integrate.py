@@ -110,10 +110,15 @@ def _call_python_inputs(key, t, q, qd, u):
 
 
 @numba.njit(cache=True)
-def _python_bridge(key, t, q, qd, u):
-    """Input callback that leaves compiled code to run the Python inputs registered under ``key``."""
+def _call_python(key, t, q, qd, u):
     with numba.objmode():
         _call_python_inputs(key, t, q, qd, u)
+
+
+@numba.cfunc(integrators.CALLBACK)  # not cached: numba cannot reload a C callback that enters object mode
+def _python_bridge(key, t, q, qd, u):
+    """Input callback that leaves compiled code to run the Python inputs registered under ``key``."""
+    _call_python(key, t, q, qd, u)
 
 
 _TAU_ADAPTERS = {}
@@ -124,13 +129,13 @@ def _compiled_tau_adapter(function, arity):
     key = (function, arity)
     if key not in _TAU_ADAPTERS:
         if arity == 1:
-            @numba.njit
+            @numba.cfunc(integrators.CALLBACK)
             def adapter(key, t, q, qd, u):
                 value = function(t)
                 for k in range(min(value.shape[0], u.shape[0])):  # shape checked once from Python before the run
                     u[k] = value[k]
         else:
-            @numba.njit
+            @numba.cfunc(integrators.CALLBACK)
             def adapter(key, t, q, qd, u):
                 value = function(t, q, qd)
                 for k in range(min(value.shape[0], u.shape[0])):

@@ -301,7 +301,7 @@ def tip_whip(n, t_end=None, length=1.0, mass=1.0, gravity=9.81, method="dopri5",
             "whip_time": float(res.t[peak]), "free_fall_speed": math.sqrt(2.0 * gravity * length),
             "energy_error": float(np.abs(energy - energy[0]).max() / (mass * gravity * length)),
             "nsteps": res.nsteps, "nrejected": res.nrejected, "nfev": res.nfev,
-            "min_step": float(np.diff(res.t).min()), "seconds": seconds}
+            "min_step": float(np.diff(res.t)[:-1].min(initial=np.inf)), "seconds": seconds}  # last step: cut to t_end
 
 
 __all__ = ["catenary_study", "chain_modes", "chain_points", "continuous_catenary", "continuum_frequencies",

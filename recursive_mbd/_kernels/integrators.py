@@ -41,7 +41,14 @@ njit = numba.njit(cache=True, error_model="numpy")  # IEEE division: failures ar
 #      jac_free, projection (3,) = (on, tol, max_iter)); loop_int has no rows for a tree
 
 
-@njit
+# Callbacks (inputs, events) are C callbacks of this one signature, so the time loops see them as a first-class
+# function type (FunctionType[CALLBACK]) whatever the function: a time loop is compiled and cached once, not once
+# per callback and process (a Dispatcher-typed argument would make numba's cache key differ in every process).
+_VECTOR = numba.types.float64[::1]
+CALLBACK = numba.types.void(numba.types.int64, numba.types.float64, _VECTOR, _VECTOR, _VECTOR)
+
+
+@numba.cfunc(CALLBACK, cache=True)
 def no_inputs(key, t, q, qd, u):
     """The input callback of a run without time-varying inputs."""
 
