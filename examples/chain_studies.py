@@ -114,10 +114,17 @@ if args.plot:
     ax2.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out / "folded_chain.png", dpi=110)
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.5))
     for n, w in whips.items():
-        ax.plot(w["t"], w["tip_speed"], label=f"{n} links")
-    ax.set(xlabel="t [s]", ylabel="tip speed [m/s]", title="tip whip, released from the horizontal")
-    ax.legend(fontsize=7)
+        ax1.plot(w["t"], w["tip_speed"], label=f"{n} links")
+    ax1.set(xlabel="t [s]", ylabel="tip speed [m/s]", title="tip whip, released from the horizontal")
+    ax1.legend(fontsize=7)
+    whip = whips[whip_ns[-1]]
+    for i in np.searchsorted(whip["t"], np.linspace(0, whip["whip_time"], 7)):
+        points = studies.chain_points(whip["q"][min(i, whip["t"].size - 1)])
+        ax2.plot(points[:, 0], points[:, 1], "-", lw=1, label=f"t = {whip['t'][min(i, whip['t'].size - 1)]:.3f} s")
+    ax2.set(aspect="equal", title=f"{whip_ns[-1]} links up to the whip")
+    ax2.legend(fontsize=6)
+    fig.tight_layout()
     fig.savefig(out / "tip_whip.png", dpi=110)
     print(f"wrote frequencies.png, catenary.png, folded_chain.png, tip_whip.png to {out}")

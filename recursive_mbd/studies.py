@@ -278,7 +278,8 @@ def tip_whip(n, t_end=None, length=1.0, mass=1.0, gravity=9.81, method="dopri5",
              samples=2000):
     """A chain released from the horizontal: the tip speed over the first swing, and what it costs to integrate.
 
-    Returns a dict: ``t``, ``tip_speed``, ``max_tip_speed`` and ``whip_time`` (when the tip speed peaks),
+    Returns a dict: ``t``, ``q`` (at most ``samples`` of the steps), ``tip_speed``, ``max_tip_speed`` and
+    ``whip_time`` (when the tip speed peaks),
     ``free_fall_speed`` sqrt(2 g L) for scale, ``energy_error`` (relative to m g L), the integrator's ``nsteps``,
     ``nrejected``, ``nfev``, the smallest step and the wall ``seconds``.
     """
@@ -297,7 +298,7 @@ def tip_whip(n, t_end=None, length=1.0, mass=1.0, gravity=9.81, method="dopri5",
     kinetic, potential = res.energy()
     energy = kinetic + potential
     keep = np.unique(np.linspace(0, res.t.size - 1, min(samples, res.t.size)).astype(int))
-    return {"t": res.t[keep], "tip_speed": speed[keep], "max_tip_speed": float(speed[peak]),
+    return {"t": res.t[keep], "q": res.q[keep], "tip_speed": speed[keep], "max_tip_speed": float(speed[peak]),
             "whip_time": float(res.t[peak]), "free_fall_speed": math.sqrt(2.0 * gravity * length),
             "energy_error": float(np.abs(energy - energy[0]).max() / (mass * gravity * length)),
             "nsteps": res.nsteps, "nrejected": res.nrejected, "nfev": res.nfev,
