@@ -64,7 +64,7 @@ def main(quick):
     records["catenary"] = cat
 
     rows, falls = [], []
-    for n in [20, 50] + ([] if quick else [100, 200]):
+    for n in [20, 50] + ([] if quick else [100, 200, 500, 1000]):
         fall, seconds = timed(studies.folded_chain_fall, n, 0.05)
         falls.append(dict(n=n, seconds=seconds, steps=fall["result"].nsteps, fall_time=fall["fall_time"],
                           max_speed=fall["max_speed"], energy_error=fall["energy_error"]))
@@ -75,7 +75,7 @@ def main(quick):
     records["folded_chain"] = falls
 
     rows, whips = [], []
-    for n in [10, 50] + ([] if quick else [100, 200]):
+    for n in [10, 50] + ([] if quick else [100, 200, 500, 1000]):
         for method, rtol in (("dopri5", 1e-8), ("dop853", 1e-10)):
             whip = studies.tip_whip(n, method=method, rtol=rtol, atol=rtol * 1e-2)
             whips.append(dict(n=n, method=method, rtol=rtol, **{k: whip[k] for k in (

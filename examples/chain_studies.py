@@ -45,7 +45,7 @@ for i, n in enumerate(cat_ns):
           f"{cat['tension_error'][i]:+.3e}   {cat['vertical_reaction'][i]:.6f}")
 print(f"   sag error order in the link length: {cat['sag_order']:.3f}")
 
-fall_ns = [20, 50] + ([] if quick else [100, 200])
+fall_ns = [20, 50] + ([] if quick else [100, 200, 500, 1000])
 print("\n3. falling folded chain (L = 1 m, gap 5 cm): fall time / free fall sqrt(2L/g), / energy-conserving theory")
 falls = {}
 for n in fall_ns:
@@ -59,7 +59,7 @@ for n in fall_ns:
           f"sqrt(gL), max acceleration {(-fall['acceleration']).max() / 9.81:.0f} g; energy error "
           f"{fall['energy_error']:.1e}; {fall['result'].nsteps} steps")
 
-whip_ns = [5, 10, 20, 50] + ([] if quick else [100, 200])
+whip_ns = [5, 10, 20, 50] + ([] if quick else [100, 200, 500, 1000])
 print("\n4. tip whip, released from the horizontal (dopri5, rtol 1e-8): max tip speed / sqrt(2 g L), time of the peak")
 whips = {}
 for n in whip_ns:

@@ -30,12 +30,14 @@ from .dynamics import (
 from .errors import ModelError, SimulationError, StateError
 from .integrate import METHODS, SimulationResult, simulate
 from .loops import LoopSolution, RedundantConstraintWarning, loop_dynamics
+from .mechanism import Mechanism
 from .model import Model
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "METHODS", "Model", "analysis", "assemble", "joint_reactions", "kinematic_analysis", "linearize", "modes",
+    "METHODS", "Mechanism", "Model",
+    "analysis", "assemble", "joint_reactions", "kinematic_analysis", "linearize", "modes",
     "static_equilibrium", "ModelError", "SimulationError", "SimulationResult", "StateError", "augmented",
     "bias_forces", "chains", "element_forces", "energy", "forward_dynamics", "forward_kinematics",
     "inverse_dynamics", "joints", "LoopSolution", "loop_dynamics", "loops", "mass_matrix", "models",
