@@ -373,8 +373,8 @@ def dumps(model, q0=None, qd0=None, analysis=None):
         kind = el["kind"]
         if kind == "spring_damper":
             items = [("body_a", body_name(el["body_a"])), ("point_a", el["point_a"]),
-                     ("body_b", body_name(el["body_b"])), ("point_b", el["point_b"]), ("stiffness", el["stiffness"]), ("damping", el["damping"]),
-                     ("rest_length", el["rest"])]
+                     ("body_b", body_name(el["body_b"])), ("point_b", el["point_b"]),
+                     ("stiffness", el["stiffness"]), ("damping", el["damping"]), ("rest_length", el["rest"])]
         elif kind == "joint_spring_damper":
             items = [("body", body_name(el["body_a"])), ("stiffness", el["stiffness"]), ("damping", el["damping"]),
                      ("rest", el["rest"])]
