@@ -8,7 +8,7 @@ Quick start::
     res = rm.simulate(chain, q0, qd0, t_end=2.0)
 """
 
-from . import analysis, augmented, chains, joints, loops, models, studies
+from . import analysis, augmented, chains, io, joints, loops, models, plot, studies
 from .analysis import (
     assemble,
     joint_reactions,
@@ -41,5 +41,5 @@ __all__ = [
     "static_equilibrium", "ModelError", "SimulationError", "SimulationResult", "StateError", "augmented",
     "bias_forces", "chains", "element_forces", "energy", "forward_dynamics", "forward_kinematics",
     "inverse_dynamics", "joints", "LoopSolution", "loop_dynamics", "loops", "mass_matrix", "models",
-    "point_kinematics", "RedundantConstraintWarning", "simulate", "studies",
+    "io", "plot", "point_kinematics", "RedundantConstraintWarning", "simulate", "studies",
 ]

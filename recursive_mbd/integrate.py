@@ -355,6 +355,7 @@ class SimulationResult:
         self.nrejected = int(nrejected)
         self._evaluator = evaluator  # (callback, key, system, inputs) of the run, to evaluate its dynamics again
         self.status = "finished"
+        self.constraint_drift = None  # max |phi| per sample, for models with loops
         self.t_events = []  # per event function: times of its zero crossings, and the state there
         self.q_events = []
         self.qd_events = []

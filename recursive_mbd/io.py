@@ -3,7 +3,10 @@ state and the analysis to run.
 
 Format (every table optional unless marked; lengths m, angles rad, masses kg, forces N)::
 
-    [model]            name = "...", gravity = [0.0, -9.81], form = "tree" | "mechanism", cut = ["joint", ...]
+    [model]            name = "...", gravity = [0.0, -9.81], form = "tree" | "mechanism" | "chain",
+                       cut = ["joint", ...] (mechanism)
+    [chain]            chain form: n, length, mass: ``chains.serial_chain`` (bodies "link1" .. "linkn"); loops and
+                       elements may refer to its links
     [[body]]           tree:      name, parent ("ground" or a body name), joint ("revolute" | "prismatic" | "fixed"
                                   | "planar"), parent_point, child_point, mass, inertia, com, angle, axis
                        mechanism: name, mass, inertia, pose = [x, y, angle], com
@@ -33,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import joints
+from . import chains, joints
 from .errors import ModelError
 from .mechanism import Mechanism
 from .model import GROUND, Model
@@ -68,7 +71,7 @@ class _Reader:
         self.source = source
 
     def fail(self, where, message):
-        raise FileFormatError(f"{self.source}: {where}: {message}")
+        raise FileFormatError(f"{self.source}: {where + ': ' if where else ''}{message}")
 
     def table(self, data, key, where):
         value = data.get(key, {})
@@ -135,14 +138,14 @@ def loads(text, source="<string>"):
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise FileFormatError(f"{source}: TOML syntax error: {err}") from None
-    reader.keys(data, ("model", "body", "joint", "loop", "spring_damper", "joint_spring_damper", "force", "torque",
+    reader.keys(data, ("model", "chain", "body", "joint", "loop", "spring_damper", "joint_spring_damper", "force", "torque",
                        "driver", "initial", "analysis"), "top level")
     head = reader.table(data, "model", "model")
     reader.keys(head, ("name", "gravity", "form", "cut"), "model")
-    form = reader.string(head, "form", "model", "tree", ("tree", "mechanism"))
+    form = reader.string(head, "form", "model", "tree", ("tree", "mechanism", "chain"))
     gravity = reader.vector(head, "gravity", "model", 2, np.array([0.0, -9.81]))
     name = reader.string(head, "name", "model", None)
-    build = _tree if form == "tree" else _mechanism
+    build = {"tree": _tree, "mechanism": _mechanism, "chain": _chain}[form]
     model, placement_q0 = build(reader, data, gravity, name, head)
     try:
         model.compile()
@@ -208,6 +211,38 @@ def _elements(reader, data, target, allow_joint_springs):
                             rest=reader.number(entry, "rest", where, 0.0), name=name)
 
 
+def _chain(reader, data, gravity, name, head):
+    table = reader.table(data, "chain", "chain")
+    reader.keys(table, ("n", "length", "mass"), "chain")
+    n = table.get("n")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        reader.fail("chain.n", f"expected an integer >= 1, got {n!r}")
+    if gravity[0] != 0.0 or not gravity[1] <= 0.0:
+        reader.fail("model.gravity", "a chain hangs in gravity along -y: expected [0, -g]")
+    if reader.entries(data, "body") or reader.entries(data, "joint"):
+        reader.fail("body", "the chain form builds its bodies from [chain]; use the tree form to list bodies")
+    model = reader.call("chain", chains.serial_chain, n=n, length=reader.number(table, "length", "chain", 1.0),
+                        mass=reader.number(table, "mass", "chain", 1.0), gravity=-gravity[1])
+    if name:
+        model.name = name
+    _loops(reader, data, model)
+    _elements(reader, data, model, allow_joint_springs=True)
+    return model, None
+
+
+def _loops(reader, data, model):
+    for i, entry in enumerate(reader.entries(data, "loop")):
+        where = f"loop[{i}]"
+        reader.keys(entry, ("kind", "body_a", "point_a", "body_b", "point_b", "axis", "angle", "length", "name"),
+                    where)
+        reader.call(where, model.add_loop, kind=reader.string(entry, "kind", where),
+                    body_a=reader.string(entry, "body_a", where), point_a=reader.vector(entry, "point_a", where, 2),
+                    body_b=reader.string(entry, "body_b", where, "ground"),
+                    point_b=reader.vector(entry, "point_b", where, 2, np.zeros(2)),
+                    axis=reader.vector(entry, "axis", where, 2, None), angle=reader.number(entry, "angle", where, 0.0),
+                    length=reader.number(entry, "length", where, None), name=reader.string(entry, "name", where, None))
+
+
 def _tree(reader, data, gravity, name, head):
     if reader.entries(data, "joint"):
         reader.fail("joint[0]", "[[joint]] tables belong to the mechanism form (model.form = 'mechanism'); a tree "
@@ -228,16 +263,7 @@ def _tree(reader, data, gravity, name, head):
                     com=reader.vector(entry, "com", where, 2, np.zeros(2)),
                     angle=reader.number(entry, "angle", where, 0.0),
                     axis=reader.vector(entry, "axis", where, 2, None), name=reader.string(entry, "name", where, None))
-    for i, entry in enumerate(reader.entries(data, "loop")):
-        where = f"loop[{i}]"
-        reader.keys(entry, ("kind", "body_a", "point_a", "body_b", "point_b", "axis", "angle", "length", "name"),
-                    where)
-        reader.call(where, model.add_loop, kind=reader.string(entry, "kind", where),
-                    body_a=reader.string(entry, "body_a", where), point_a=reader.vector(entry, "point_a", where, 2),
-                    body_b=reader.string(entry, "body_b", where, "ground"),
-                    point_b=reader.vector(entry, "point_b", where, 2, np.zeros(2)),
-                    axis=reader.vector(entry, "axis", where, 2, None), angle=reader.number(entry, "angle", where, 0.0),
-                    length=reader.number(entry, "length", where, None), name=reader.string(entry, "name", where, None))
+    _loops(reader, data, model)
     if "cut" in head:
         reader.fail("model.cut", "cut names mechanism joints (model.form = 'mechanism'); a tree lists its [[loop]]s")
     _elements(reader, data, model, allow_joint_springs=True)
@@ -270,8 +296,8 @@ def _mechanism(reader, data, gravity, name, head):
         reader.fail("model.cut", f"expected an array of joint names, got {cut!r}")
     try:
         model, q0, _ = mech.build(cut=cut)
-    except ModelError as err:
-        reader.fail("joint", str(err))
+    except ModelError as err:  # names the joint (its [[joint]] name) and the gap
+        reader.fail(None, str(err))
     return model, q0
 
 
