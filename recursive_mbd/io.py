@@ -138,8 +138,8 @@ def loads(text, source="<string>"):
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise FileFormatError(f"{source}: TOML syntax error: {err}") from None
-    reader.keys(data, ("model", "chain", "body", "joint", "loop", "spring_damper", "joint_spring_damper", "force", "torque",
-                       "driver", "initial", "analysis"), "top level")
+    reader.keys(data, ("model", "chain", "body", "joint", "loop", "spring_damper", "joint_spring_damper", "force",
+                       "torque", "driver", "initial", "analysis"), "top level")
     head = reader.table(data, "model", "model")
     reader.keys(head, ("name", "gravity", "form", "cut"), "model")
     form = reader.string(head, "form", "model", "tree", ("tree", "mechanism", "chain"))

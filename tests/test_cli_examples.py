@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from recursive_mbd import cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,7 +22,10 @@ def test_demo_reports_energy_error_and_speed():
 
 
 def test_cli_rejects_bad_arguments():
-    assert cli.main(["demo", "--links", "0"]) == 2
+    assert cli.main(["demo", "--links", "0"]) == 1  # an error in the input
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["demo", "--links", "many"])
+    assert exit_info.value.code == 1
 
 
 def test_module_entry_point_help():
