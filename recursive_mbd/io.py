@@ -162,12 +162,20 @@ def loads(text, source="<string>"):
 
 
 def load(path):
-    """A ``ModelFile`` from a TOML file."""
+    """A ``ModelFile`` from a TOML file, or from a seed-002 deck (``recursive_mbd.deck``: a .deck file, or text
+    whose first command is TITL)."""
     path = Path(path)
     try:
         text = path.read_text()
     except OSError as err:
         raise FileFormatError(f"{path}: cannot read: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise FileFormatError(f"{path}: not a text file") from None
+    first = next((line.strip() for line in text.splitlines() if line.strip() and not line.startswith("*")), "")
+    if path.suffix.lower() == ".deck" or first.upper().startswith("TITL"):
+        from .deck import loads_deck  # noqa: PLC0415  (the deck reader builds on this module)
+
+        return loads_deck(text, str(path))
     return loads(text, str(path))
 
 

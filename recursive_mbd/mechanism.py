@@ -40,6 +40,7 @@ class Mechanism:
         self.bodies = {}  # name -> dict(mass, inertia, com, pose)
         self.joints = []  # dicts(name, kind, body_a, point_a, body_b, point_b, axis)
         self.elements = []  # (method name, kwargs) replayed on the Model
+        self.joint_springs = []  # spring-dampers on named joints, put on the child body of the tree joint
 
     def add_body(self, name, mass=1.0, inertia=0.0, pose=(0.0, 0.0, 0.0), com=(0.0, 0.0)):
         """A body with its frame at ``pose`` = (x, y, angle) [m, m, rad] in the ground frame; ``com`` in its frame."""
@@ -92,6 +93,13 @@ class Mechanism:
         self.elements.append(("add_spring_damper", dict(body_a=body_a, point_a=point_a, body_b=body_b,
                                                         point_b=point_b, stiffness=stiffness, damping=damping,
                                                         rest_length=rest_length, name=name)))
+
+    def add_joint_spring_damper(self, joint, stiffness, damping=0.0, rest=0.0, name=None):
+        """A spring-damper on a revolute or prismatic joint (by name), as ``Model.add_joint_spring_damper``; the
+        joint must end up in the tree (not be cut)."""
+        if not any(j["name"] == joint for j in self.joints):
+            raise ModelError(f"joint_spring_damper {name!r}: unknown joint {joint!r}")
+        self.joint_springs.append(dict(joint=joint, stiffness=stiffness, damping=damping, rest=rest, name=name))
 
     def add_force(self, body, point, force, frame="ground", name=None):
         """As ``Model.add_force``."""
@@ -184,6 +192,13 @@ class Mechanism:
             loops.append(joint["name"])
         for method, kwargs in self.elements:
             getattr(model, method)(**kwargs)
+        children = {joint["name"]: child for joint, _, child in order}
+        for spring in self.joint_springs:
+            if spring["joint"] not in children:
+                raise ModelError(f"joint_spring_damper {spring['name']!r}: joint {spring['joint']!r} is a loop (cut), "
+                                 "not a tree joint; cut another joint of its loop")
+            model.add_joint_spring_damper(children[spring["joint"]], spring["stiffness"], spring["damping"],
+                                          spring["rest"], spring["name"])
         model.compile()
         q0 = np.array(q0, dtype=float)
         if loops:
