@@ -66,8 +66,8 @@ for n in whip_ns:
     whip = studies.tip_whip(n)
     whips[n] = whip
     print(f"   n = {n:4d}: max tip speed {whip['max_tip_speed'] / whip['free_fall_speed']:6.2f} at t = "
-          f"{whip['whip_time']:.4f} s; {whip['nsteps']} steps ({whip['nrejected']} rejected), smallest step "
-          f"{whip['min_step']:.1e} s, {whip['seconds']:.2f} s wall, energy error {whip['energy_error']:.1e}")
+          f"{whip['whip_time']:.4f} s; {whip['nsteps']} steps ({whip['nrejected']} rejected), step at the whip "
+          f"{whip['whip_step']:.1e} s, {whip['seconds']:.2f} s wall, energy error {whip['energy_error']:.1e}")
 
 if args.plot:
     import matplotlib  # noqa: PLC0415 - optional extra

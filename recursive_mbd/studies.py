@@ -281,7 +281,7 @@ def tip_whip(n, t_end=None, length=1.0, mass=1.0, gravity=9.81, method="dopri5",
     Returns a dict: ``t``, ``q`` (at most ``samples`` of the steps), ``tip_speed``, ``max_tip_speed`` and
     ``whip_time`` (when the tip speed peaks),
     ``free_fall_speed`` sqrt(2 g L) for scale, ``energy_error`` (relative to m g L), the integrator's ``nsteps``,
-    ``nrejected``, ``nfev``, the smallest step and the wall ``seconds``.
+    ``nrejected``, ``nfev``, ``whip_step`` (the step size at the whip) and the wall ``seconds``.
     """
     n = _links(n)
     t_end = 1.2 * math.sqrt(length / gravity) * 2.0 if t_end is None else _positive(t_end, "t_end")
@@ -302,7 +302,7 @@ def tip_whip(n, t_end=None, length=1.0, mass=1.0, gravity=9.81, method="dopri5",
             "whip_time": float(res.t[peak]), "free_fall_speed": math.sqrt(2.0 * gravity * length),
             "energy_error": float(np.abs(energy - energy[0]).max() / (mass * gravity * length)),
             "nsteps": res.nsteps, "nrejected": res.nrejected, "nfev": res.nfev,
-            "min_step": float(np.diff(res.t)[:-1].min(initial=np.inf)), "seconds": seconds}  # last step: cut to t_end
+            "whip_step": float(res.t[min(peak + 1, res.t.size - 1)] - res.t[max(peak - 1, 0)]) / 2, "seconds": seconds}
 
 
 __all__ = ["catenary_study", "chain_modes", "chain_points", "continuous_catenary", "continuum_frequencies",

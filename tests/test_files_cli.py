@@ -16,7 +16,8 @@ from recursive_mbd import cli
 from recursive_mbd.analysis import point_motion
 
 ROOT = Path(__file__).resolve().parents[1]
-MODEL_FILES = sorted((ROOT / "examples" / "models").glob("*.toml")) + sorted((ROOT / "examples" / "models").glob("*.deck"))
+MODELS = ROOT / "examples" / "models"
+MODEL_FILES = sorted(MODELS.glob("*.toml")) + sorted(MODELS.glob("*.deck"))
 
 
 def body_accelerations(model, q, qd, names):
