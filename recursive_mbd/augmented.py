@@ -22,6 +22,7 @@ Jacobian, so the same inputs give the same motion in both formulations.
 
 import numpy as np
 import scipy.linalg
+import scipy.optimize
 import scipy.sparse
 import scipy.sparse.linalg
 
@@ -149,8 +150,11 @@ def _row_starts(model):
     return np.concatenate(([0], np.cumsum(counts)))
 
 
-def constraints(model, z, zd):
-    """Constraint residual C, Jacobian C_z, its rate C' = C_z zd and gamma of C_z z'' = gamma.
+def constraints(model, z, zd, t=0.0, drivers=()):
+    """Constraint residual C, Jacobian C_z, its rate C' and gamma of C_z z'' = gamma.
+
+    Rows: the joints body by body, then the loops, then one row q_k(z) - f(t) per driver in ``drivers`` (a list
+    of (coordinate k, evaluate(t) -> (f, f', f''))): prescribed joint motion as a rheonomic constraint.
 
     Returns
     -------
@@ -204,7 +208,18 @@ def constraints(model, z, zd):
     loop_residual, loop_gamma, _ = _loop_rows(model, z, zd, m, add)
     cz = entries.matrix((m + loop_residual.size, 3 * model.nbodies))
     residual = np.concatenate((residual, loop_residual))
-    return residual, cz, cz @ zd.reshape(-1), np.concatenate((gamma, loop_gamma))
+    gamma = np.concatenate((gamma, loop_gamma))
+    rate = cz @ zd.reshape(-1)
+    if len(drivers):
+        coords = [k for k, _ in drivers]
+        values = np.array([evaluate(t) for _, evaluate in drivers], dtype=float).reshape(-1, 3)
+        q, qd = joint_from_absolute(model, z, zd)
+        bias = joint_accelerations(model, z, zd, np.zeros_like(z))  # q'' at z'' = 0
+        cz = scipy.sparse.vstack((cz, joint_jacobian(model, z)[coords])).tocsr()
+        residual = np.concatenate((residual, q[coords] - values[:, 0]))
+        rate = np.concatenate((rate, qd[coords] - values[:, 1]))
+        gamma = np.concatenate((gamma, values[:, 2] - bias[coords]))
+    return residual, cz, rate, gamma
 
 
 def _loop_point(model, z, zd, body, local):
@@ -347,7 +362,7 @@ def applied_forces(model, z, zd, tau=None, t=0.0, powers=None):
     return forces.reshape(-1) + joint_jacobian(model, z).T @ joint_forces
 
 
-def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver="sparse", powers=None):
+def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver="sparse", powers=None, drivers=()):
     """Absolute accelerations and multipliers from the KKT system (seed 000 eqs. 10, 13, 15-17).
 
     Parameters
@@ -368,7 +383,7 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
     """
     z = np.asarray(z, dtype=float).reshape(model.nbodies, 3)
     zd = np.asarray(zd, dtype=float).reshape(model.nbodies, 3)
-    residual, cz, rate, gamma = constraints(model, z, zd)
+    residual, cz, rate, gamma = constraints(model, z, zd, t, drivers)
     rhs_c = gamma - 2.0 * alpha * rate - beta**2 * residual
     q_force = applied_forces(model, z, zd, tau, t, powers)
     m = residual.size
@@ -441,7 +456,7 @@ def joint_constraint_forces(model, z, zd, lam):
     return forces
 
 
-def state_derivative(model, t, y, tau=None, alpha=0.0, beta=0.0, solver="sparse"):
+def state_derivative(model, t, y, tau=None, alpha=0.0, beta=0.0, solver="sparse", drivers=()):
     """y' for y = (z, zd, W_dissipated, W_applied) flattened, shape (6 nbodies + 2,), or (z, zd) without the
     work terms (6 nbodies,): hand it to scipy.integrate.solve_ivp. ``tau``: None, (nq,), or tau(t) / tau(t, q, qd).
     """
@@ -453,7 +468,10 @@ def state_derivative(model, t, y, tau=None, alpha=0.0, beta=0.0, solver="sparse"
         except Exception as err:  # noqa: BLE001 - say when the user's function failed
             raise StateError(f"tau function raised at t = {t:g}: {err!r}") from err
     powers = np.zeros(2)
-    zdd, _ = forward_dynamics(model, z, zd, tau, t, alpha, beta, solver, powers)
+    zdd, lam = forward_dynamics(model, z, zd, tau, t, alpha, beta, solver, powers, drivers)
+    if len(drivers):  # a driver's multiplier is minus its joint force: its power is -lambda_k f'(t)
+        rates = np.array([evaluate(t)[1] for _, evaluate in drivers])
+        powers[1] -= lam[len(lam) - len(drivers):] @ rates
     return np.concatenate((y[3 * n:6 * n], zdd.reshape(-1), powers[:y.size - 6 * n]))
 
 
@@ -466,7 +484,7 @@ def _arity(function):
 _SOLVERS = {"dopri5": "RK45", "dop853": "DOP853"}
 
 
-def project(model, z, zd, tol=1e-13, max_iter=20):
+def project(model, z, zd, tol=1e-13, max_iter=20, t=0.0, drivers=()):
     """Project (z, zd) onto C(z) = 0 and C_z zd = 0 (seed 000's projection alternative to Baumgarte).
 
     Gauss-Newton with the minimum-norm correction dz = -C_z^T (C_z C_z^T)^-1 C (a few iterations reach round-off),
@@ -475,12 +493,12 @@ def project(model, z, zd, tol=1e-13, max_iter=20):
     z = np.array(z, dtype=float).reshape(model.nbodies, 3)
     zd = np.array(zd, dtype=float).reshape(model.nbodies, 3)
     for _ in range(max_iter):
-        residual, cz, _, _ = constraints(model, z, zd)
+        residual, cz, _, _ = constraints(model, z, zd, t, drivers)
         if residual.size == 0 or np.abs(residual).max() <= tol:
             break
         gram = (cz @ cz.T).tocsc()
         z -= (cz.T @ scipy.sparse.linalg.spsolve(gram, residual)).reshape(model.nbodies, 3)
-    _, cz, rate, _ = constraints(model, z, zd)
+    _, cz, rate, _ = constraints(model, z, zd, t, drivers)
     if rate.size:
         gram = (cz @ cz.T).tocsc()
         zd -= (cz.T @ scipy.sparse.linalg.spsolve(gram, rate)).reshape(model.nbodies, 3)
@@ -488,13 +506,16 @@ def project(model, z, zd, tol=1e-13, max_iter=20):
 
 
 def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t0=0.0, dt=None, t_eval=None,
-             tau=None, alpha=0.0, beta=0.0, stabilization="baumgarte", solver="sparse", max_steps=10_000_000):
+             tau=None, drivers=None, events=None, alpha=0.0, beta=0.0, stabilization="baumgarte", solver="sparse",
+             max_steps=10_000_000):
     """Integrate the augmented equations from joint coordinates (q0, qd0); see ``rm.simulate(formulation=...)``.
 
     The state is the absolute coordinates (z, zd) of every centre of mass and the dissipated and applied work.
     Methods: "dopri5" and "dop853" (scipy's RK45 and DOP853, the same Dormand-Prince pairs as the recursive
     route's), "scipy:NAME", and "rk4" with fixed step ``dt`` (the same tableau). ``t_eval``: output times, by the
-    solver's dense output (adaptive methods). ``tau``: None, (nq,), tau(t) or tau(t, q, qd). ``stabilization``:
+    solver's dense output (adaptive methods). ``tau``: None, (nq,), tau(t) or tau(t, q, qd). ``drivers`` as
+    ``rm.simulate``: each a rheonomic constraint q_k(z) = f(t) (its multiplier is minus its joint force).
+    ``events`` as ``rm.simulate`` (adaptive methods: located on the dense output by brentq). ``stabilization``:
     "baumgarte" (alpha, beta; 0, 0 is none), "projection" (onto C = 0 and C' = 0 after every accepted step) or
     "none". Returns a SimulationResult with q, qd recovered from z, zd, plus ``z``, ``zd`` and
     ``constraint_drift`` (max |C| at each sample).
@@ -516,23 +537,39 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         raise ValueError(f"stabilization must be 'baumgarte', 'projection' or 'none', got {stabilization!r}")
     if stabilization != "baumgarte":
         alpha = beta = 0.0
+    from .integrate import _Events, _Inputs  # noqa: PLC0415  (drivers and events are specified as there)
+
     workspace(model)  # compiles the model
-    q0 = as_vector(model, q0, "q0")
-    qd0 = as_vector(model, qd0, "qd0")
+    q0 = as_vector(model, q0, "q0").copy()
+    qd0 = as_vector(model, qd0, "qd0").copy()
     tau = tau if (tau is None or callable(tau)) else as_vector(model, tau, "tau")
+    driven = [(coord, evaluate) for coord, _, evaluate in _Inputs(model, None, drivers).drivers]
+    for coord, evaluate in driven:
+        q0[coord], qd0[coord] = evaluate(t0)[:2]
+    functions = _Events(model, events, _Inputs(model, None, None), (None,) * 6).functions
+    if functions and method == "rk4":
+        raise ValueError("events need an adaptive method with dense output (dopri5, dop853 or scipy:NAME)")
     z0, zd0 = absolute_from_joint(model, q0, qd0)
     n = model.nbodies
     evaluations = [0]
 
     def fun(t, y):
         evaluations[0] += 1
-        return state_derivative(model, t, y, tau, alpha, beta, solver)
+        return state_derivative(model, t, y, tau, alpha, beta, solver, driven)
 
-    def projected(y):
-        z, zd = project(model, y[:3 * n], y[3 * n:6 * n])
+    def projected(t, y):
+        z, zd = project(model, y[:3 * n], y[3 * n:6 * n], t=t, drivers=driven)
         return np.concatenate((z.ravel(), zd.ravel(), y[6 * n:]))
 
-    y0 = np.concatenate((z0.ravel(), zd0.ravel(), [0.0, 0.0]))
+    def event_values(t, y):
+        q, qd = joint_from_absolute(model, y[:3 * n], y[3 * n:6 * n])
+        return np.array([float(g(t, q, qd)) for g in functions])
+
+    hits = [[] for _ in functions]  # per event: (t, y)
+    old_values = event_values(t0, np.concatenate((z0.ravel(), zd0.ravel()))) if functions else None
+
+    # start on the constraints (the joints hold by construction; loops and drivers may need it), as rm.simulate
+    y0 = projected(t0, np.concatenate((z0.ravel(), zd0.ravel(), [0.0, 0.0])))
     times, states = [float(t0)], [y0.copy()]
     outputs = None if t_eval is None else np.unique(np.concatenate(([t0], np.asarray(t_eval, float), [t_end])))
     steps, failure, t_now = 0, None, float(t0)
@@ -553,7 +590,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
                     failure = "the state became non-finite (blow-up; try a smaller dt)"
                     break
                 if stabilization == "projection":
-                    y = projected(y)
+                    y = projected(t_now, y)
                 steps += 1
                 times.append(t_now)
                 states.append(y)
@@ -569,14 +606,34 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
                 if ode.status == "failed" or steps > max_steps:
                     failure = message or f"more than max_steps = {max_steps} steps"
                     break
+                dense = ode.dense_output() if (outputs is not None or functions) else None
+                t_stop = None
+                if functions:
+                    new_values = event_values(ode.t, ode.y)
+                    for i, g in enumerate(functions):
+                        a, b = old_values[i], new_values[i]
+                        direction = getattr(g, "direction", 0.0)
+                        if (a < 0.0 <= b and direction >= 0) or (a > 0.0 >= b and direction <= 0):
+                            t_hit = scipy.optimize.brentq(lambda s, i=i, dense=dense: event_values(s, dense(s))[i],
+                                                          t_old, ode.t,
+                                                          xtol=4 * np.finfo(float).eps * max(1.0, abs(ode.t)))
+                            hits[i].append((t_hit, dense(t_hit)))
+                            if getattr(g, "terminal", False) and (t_stop is None or t_hit < t_stop):
+                                t_stop = t_hit
+                    old_values = new_values
                 if outputs is not None:
-                    dense = ode.dense_output()
-                    while next_out < outputs.size and outputs[next_out] <= ode.t:
+                    last = ode.t if t_stop is None else t_stop
+                    while next_out < outputs.size and outputs[next_out] <= last:
                         times.append(float(outputs[next_out]))
                         states.append(y_old if outputs[next_out] == t_old else dense(outputs[next_out]))
                         next_out += 1
+                if t_stop is not None:  # a terminal event ends the run there
+                    times.append(t_stop)
+                    states.append(dense(t_stop))
+                    t_now = t_stop
+                    break
                 if stabilization == "projection":
-                    ode.y = projected(ode.y)
+                    ode.y = projected(ode.t, ode.y)
                     if hasattr(ode, "f"):  # first-same-as-last solvers keep f(t, y): refresh it at the projection
                         ode.f = fun(ode.t, ode.y)
                 if outputs is None:
@@ -587,11 +644,19 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     y = np.array(states)
     zs, zds = y[:, :3 * n].reshape(-1, n, 3), y[:, 3 * n:6 * n].reshape(-1, n, 3)
     pairs = [joint_from_absolute(model, z, zd) for z, zd in zip(zs, zds, strict=True)]
-    drift = np.array([np.abs(constraints(model, z, zd)[0]).max(initial=0.0) for z, zd in zip(zs, zds, strict=True)])
+    drift = np.array([np.abs(constraints(model, z, zd, t, driven)[0]).max(initial=0.0)
+                      for t, z, zd in zip(times, zs, zds, strict=True)])
     result = SimulationResult(model, np.array(times), np.array([p[0] for p in pairs]),
                               np.array([p[1] for p in pairs]), y[:, 6 * n:], f"augmented {method}", evaluations[0],
                               steps, 0)
     result.z, result.zd, result.constraint_drift = zs, zds, drift
+    for records in hits:
+        states_at = [joint_from_absolute(model, y[:3 * n], y[3 * n:6 * n]) for _, y in records]
+        result.t_events.append(np.array([t for t, _ in records]))
+        result.q_events.append(np.array([q for q, _ in states_at]).reshape(-1, model.nq))
+        result.qd_events.append(np.array([qd for _, qd in states_at]).reshape(-1, model.nq))
+    if any(getattr(g, "terminal", False) and records for g, records in zip(functions, hits, strict=True)):
+        result.status = "event"
     if failure is not None:
         raise SimulationError(f"augmented {method} failed at t = {t_now:.9g} s: {failure}; {len(times)} samples "
                               f"up to t = {times[-1] if times else t0:.9g} s are kept in .result", t_now, result)

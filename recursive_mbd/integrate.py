@@ -590,12 +590,10 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     if formulation == "augmented":
         from . import augmented  # noqa: PLC0415
 
-        unsupported = [name for name, value in (("drivers", drivers), ("events", events)) if value is not None]
-        if unsupported:
-            raise ValueError(f"the augmented formulation does not take {', '.join(unsupported)} (yet)")
         return augmented.simulate(model, q0, qd0, t_end, method, rtol, atol, t0=t0, dt=dt, t_eval=t_eval, tau=tau,
-                                  max_steps=max_steps, stabilization=stabilization or "baumgarte", alpha=alpha,
-                                  beta=beta, **augmented_options)
+                                  drivers=drivers, events=events, max_steps=max_steps,
+                                  stabilization=stabilization or "baumgarte", alpha=alpha, beta=beta,
+                                  **augmented_options)
     if formulation != "recursive":
         raise ValueError(f"formulation must be 'recursive' or 'augmented', got {formulation!r}")
     if augmented_options:

@@ -120,8 +120,6 @@ def test_augmented_simulation_drift_baumgarte_and_projection():
     assert drift["none"][-1] > 10 * drift["baumgarte"][-1]  # Baumgarte holds the constraints better
     assert drift["projection"].max() < 1e-12  # projection: round-off
     assert drift["none"][-1] > drift["none"][1]  # without stabilisation the drift grows
-    with pytest.raises(ValueError, match="does not take drivers"):
-        rm.simulate(model, q0, qd0, 1.0, formulation="augmented", drivers={"link1": np.sin})
     with pytest.raises(ValueError, match="rk4 needs dt"):
         rm.simulate(model, q0, qd0, 1.0, formulation="augmented", method="rk4")
     with pytest.raises(ValueError, match="dopri5, dop853, rk4 or scipy"):
@@ -160,3 +158,30 @@ def test_augmented_work_tau_function_and_t_eval():
     np.testing.assert_allclose(res.dissipated_work, recursive.dissipated_work, atol=1e-7)
     np.testing.assert_allclose(res.applied_work, recursive.applied_work, atol=1e-7)
     assert np.abs(res.energy_balance()).max() < 1e-6
+
+
+def test_augmented_drivers_and_events_follow_the_recursive_route():
+    """Prescribed crank motion as a rheonomic constraint, and event location on the dense output."""
+    model, q0 = rm.models.slider_crank(crank_angle=0.3)
+    drive = {"crank": (lambda t: 0.3 + 2.0 * t, lambda t: 2.0, lambda t: 0.0)}
+    times = np.linspace(0.0, 1.0, 11)
+    options = dict(t_eval=times, drivers=drive, rtol=1e-11, atol=1e-12)
+    recursive = rm.simulate(model, q0, np.zeros(3), 1.0, **options)
+    aug = rm.simulate(model, q0, np.zeros(3), 1.0, formulation="augmented", stabilization="projection", **options)
+    np.testing.assert_allclose(aug.q, recursive.q, atol=1e-9)
+    np.testing.assert_allclose(aug.applied_work, recursive.applied_work, atol=1e-8)  # the driver's work
+    assert np.abs(aug.energy_balance()).max() < 1e-8 and aug.constraint_drift.max() < 1e-10
+
+    chain = chains.serial_chain(2)
+
+    def crossing(t, q, qd):
+        return q[0]
+
+    crossing.direction = -1.0
+    runs = [rm.simulate(chain, [0.5, 0.0], [0.0, 0.0], 3.0, events=crossing, rtol=1e-11, atol=1e-12, **extra)
+            for extra in ({}, {"formulation": "augmented"})]
+    np.testing.assert_allclose(runs[1].t_events[0], runs[0].t_events[0], atol=1e-9)
+    assert runs[0].t_events[0].size == 2
+    crossing.terminal = True
+    stopped = rm.simulate(chain, [0.5, 0.0], [0.0, 0.0], 3.0, events=crossing, formulation="augmented")
+    assert stopped.status == "event" and abs(stopped.t[-1] - runs[0].t_events[0][0]) < 1e-7
