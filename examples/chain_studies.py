@@ -56,7 +56,8 @@ for n in fall_ns:
           f"free fall = {fall['fall_time'] / fall['energy_conserving_time']:.4f} energy-conserving; speed at "
           f"x = L/2 {fall['speed'][mid]:.4f} m/s (theory {studies.energy_conserving_speed(fall['x'][mid], 1.0):.4f}, "
           f"free fall {math.sqrt(2 * 9.81 * fall['x'][mid]):.4f}); max speed {fall['max_speed'] / math.sqrt(9.81):.2f} "
-          f"sqrt(gL), max acceleration {(-fall['acceleration']).max() / 9.81:.0f} g; energy error "
+          f"sqrt(gL), max acceleration {(-fall['acceleration']).max() / 9.81:.0f} g, support force up to "
+          f"{np.abs(fall['support_force'][:, 1]).max() / 9.81:.1f} x the weight; energy error "
           f"{fall['energy_error']:.1e}; {fall['result'].nsteps} steps")
 
 whip_ns = [5, 10, 20, 50] + ([] if quick else [100, 200, 500, 1000])

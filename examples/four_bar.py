@@ -1,7 +1,7 @@
 """A four-bar linkage released from rest under gravity: the loop closed by a Lagrange multiplier, kept by
 projection; energy, loop closure and the reaction forces at the hinges.
 
-    python3 examples/four_bar.py [t_end]
+    python3 examples/four_bar.py [t_end] [--plot FILE]   (--plot: snapshots, energy and drift with rm.plot)
 """
 
 import sys
@@ -10,7 +10,11 @@ import numpy as np
 
 import recursive_mbd as rm
 
-t_end = float(sys.argv[1]) if len(sys.argv) > 1 else 10.0
+args = [a for a in sys.argv[1:] if not a.startswith("--plot")]
+plot_file = sys.argv[sys.argv.index("--plot") + 1] if "--plot" in sys.argv else None
+if plot_file in args:
+    args.remove(plot_file)
+t_end = float(args[0]) if args else 10.0
 model, q0 = rm.models.four_bar(crank_angle=1.0)  # crank 1 m, coupler 2 m, rocker 1.5 m, pivots 3 m apart
 res = rm.simulate(model, q0, np.zeros(3), t_end, rtol=1e-10, atol=1e-12, t_eval=np.linspace(0, t_end, 201))
 print(res)
@@ -29,3 +33,14 @@ eq = rm.static_equilibrium(model, rm.models.four_bar(crank_angle=-1.0)[1])
 omega, _ = rm.modes(model, eq.q)
 print(f"hanging equilibrium q = {np.round(eq.q, 6)} ({'stable' if eq.stable else 'unstable'}), "
       f"small-oscillation frequency {omega[0]:.6f} rad/s")
+
+if plot_file:
+    import matplotlib.pyplot as plt  # the optional extra "plot"
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+    rm.plot.snapshots(model, res, np.linspace(0, min(t_end, 2.0), 5), axes[0])
+    rm.plot.energy(res.t, energy, axes[1])
+    rm.plot.drift(res.t, res.constraint_drift, axes[2])
+    fig.tight_layout()
+    fig.savefig(plot_file, dpi=100)
+    print(f"wrote {plot_file}")

@@ -34,11 +34,13 @@ def test_module_entry_point_help():
     assert "demo" in out.stdout
 
 
-def test_examples_run():
+def test_examples_run(tmp_path):
+    figure = tmp_path / "four_bar.png"
     for script, args in (("double_pendulum.py", []), ("long_chain.py", ["100", "0.05"]),
                          ("formulations.py", ["3", "0.2"]), ("seed000_two_squares.py", []),
-                         ("four_bar.py", ["2"]), ("slider_crank.py", []), ("pinned_chain.py", ["12", "1"]),
-                         ("chain_studies.py", ["--quick"])):
+                         ("four_bar.py", ["2", "--plot", str(figure)]), ("slider_crank.py", []),
+                         ("pinned_chain.py", ["12", "1"]), ("chain_studies.py", ["--quick"])):
         out = subprocess.run([sys.executable, str(ROOT / "examples" / script), *args], capture_output=True,
                              text=True, check=True, timeout=300)
         assert "energy" in out.stdout.lower() or "E(t)" in out.stdout or "drift" in out.stdout
+    assert figure.stat().st_size > 1000
