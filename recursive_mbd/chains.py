@@ -49,18 +49,23 @@ def rod_chain(lengths, density=1.0, gravity=9.81):
     return model
 
 
-def serial_chain(n, length=1.0, mass=1.0, gravity=9.81):
-    """n identical uniform rods, total length ``length`` [m] and total mass ``mass`` [kg] (DESIGN.md).
-
-    Each rod is length/n long and mass/n heavy with J = (mass/n)(length/n)^2/12 about its centre. With q = 0 the
-    chain hangs straight down from the origin.
-    """
+def _check_chain(n, length, mass):
+    """ModelError unless n is a positive integer and length, mass finite and > 0."""
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral) or n < 1:
         raise ModelError(f"n must be a positive integer, got {n!r}")
     if not (np.isfinite(length) and length > 0.0):
         raise ModelError(f"length must be finite and > 0, got {length}")
     if not (np.isfinite(mass) and mass > 0.0):
         raise ModelError(f"mass must be finite and > 0, got {mass}")
+
+
+def serial_chain(n, length=1.0, mass=1.0, gravity=9.81):
+    """n identical uniform rods, total length ``length`` [m] and total mass ``mass`` [kg] (DESIGN.md).
+
+    Each rod is length/n long and mass/n heavy with J = (mass/n)(length/n)^2/12 about its centre. With q = 0 the
+    chain hangs straight down from the origin.
+    """
+    _check_chain(n, length, mass)
     model = rod_chain(np.full(int(n), length / n), density=mass / length, gravity=gravity)
     model.name = f"serial_chain({n})"
     return model
@@ -72,12 +77,7 @@ def bead_chain(n, length=1.0, mass=1.0, gravity=9.81):
     Body i's frame origin is its hinge (the previous bead, or the ground origin for i = 1), its bead at (0, -l)
     in its frame; with q = 0 the chain hangs straight down. Same coordinates as ``serial_chain``.
     """
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral) or n < 1:
-        raise ModelError(f"n must be a positive integer, got {n!r}")
-    if not (np.isfinite(length) and length > 0.0):
-        raise ModelError(f"length must be finite and > 0, got {length}")
-    if not (np.isfinite(mass) and mass > 0.0):
-        raise ModelError(f"mass must be finite and > 0, got {mass}")
+    _check_chain(n, length, mass)
     link = length / n
     model = Model(gravity=(0.0, -float(gravity)), name=f"bead_chain({n})")
     for j in range(int(n)):
