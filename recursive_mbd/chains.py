@@ -39,13 +39,13 @@ def rod_chain(lengths, density=1.0, gravity=9.81):
     if not (np.isfinite(density) and density > 0.0):
         raise ModelError(f"density must be finite and > 0, got {density}")
     model = Model(gravity=(0.0, -float(gravity)), name=f"{lengths.size}-link rod chain")
-    parent_half = 0.0
-    for j, length in enumerate(lengths):
-        mass = density * length
-        model.add_body(parent=j - 1, joint="revolute", parent_point=(0.0, -parent_half),
-                       child_point=(0.0, 0.5 * length), mass=mass, inertia=mass * length * length / 12.0,
-                       name=f"link{j + 1}")
-        parent_half = 0.5 * length
+    n = lengths.size
+    half = 0.5 * lengths
+    masses = density * lengths
+    zeros = np.zeros(n)
+    model.add_bodies(np.arange(n) - 1, "revolute", parent_point=np.column_stack((zeros, -np.append(0.0, half[:-1]))),
+                     child_point=np.column_stack((zeros, half)), mass=masses, inertia=masses * lengths**2 / 12.0,
+                     names=[f"link{j + 1}" for j in range(n)])
     return model
 
 
@@ -78,11 +78,13 @@ def bead_chain(n, length=1.0, mass=1.0, gravity=9.81):
     in its frame; with q = 0 the chain hangs straight down. Same coordinates as ``serial_chain``.
     """
     _check_chain(n, length, mass)
+    n = int(n)
     link = length / n
     model = Model(gravity=(0.0, -float(gravity)), name=f"bead_chain({n})")
-    for j in range(int(n)):
-        model.add_body(parent=j - 1, joint="revolute", parent_point=(0.0, -link if j else 0.0), child_point=(0.0, 0.0),
-                       mass=mass / n, inertia=0.0, com=(0.0, -link), name=f"link{j + 1}")
+    parent_point = np.zeros((n, 2))
+    parent_point[1:, 1] = -link
+    model.add_bodies(np.arange(n) - 1, "revolute", parent_point=parent_point, mass=mass / n, inertia=0.0,
+                     com=(0.0, -link), names=[f"link{j + 1}" for j in range(n)])
     return model
 
 

@@ -42,6 +42,60 @@ def _point(value, what):
     return arr
 
 
+_VECTOR_FIELDS = ("parent_point", "child_point", "com", "axis")
+_SCALAR_FIELDS = {"parent": np.int64, "jtype": np.int64, "mass": np.float64, "inertia": np.float64,
+                  "angle": np.float64}
+
+
+class _BodyTable:
+    """The bodies of a Model as columns (numpy arrays that grow by doubling), so that a million-body chain costs
+    tens of bytes per body, not a Python record each. Indexing gives a body as a dict (copies of its fields)."""
+
+    def __init__(self):
+        self.names = []
+        self._size = 0
+        self._data = {key: np.zeros(16, dtype=kind) for key, kind in _SCALAR_FIELDS.items()}
+        self._data.update({key: np.zeros((16, 2)) for key in _VECTOR_FIELDS})
+
+    def __len__(self):
+        return self._size
+
+    def column(self, key):
+        """The field ``key`` of every body, (n,) or (n, 2), a view."""
+        return self._data[key][:self._size]
+
+    def __getitem__(self, index):
+        if not -self._size <= index < self._size:
+            raise IndexError(index)
+        index %= self._size
+        body = {"name": self.names[index]}
+        for key, values in self._data.items():
+            value = values[index]
+            body[key] = value.copy() if key in _VECTOR_FIELDS else value.item()
+        return body
+
+    def __iter__(self):
+        return (self[i] for i in range(self._size))
+
+    def extend(self, names, **columns):
+        """Append len(names) bodies; ``columns`` holds every field as an array (validated by the caller)."""
+        count = len(names)
+        need = self._size + count
+        if need > self._data["mass"].shape[0]:
+            capacity = max(need, 2 * self._data["mass"].shape[0])
+            for key, values in self._data.items():
+                grown = np.zeros((capacity, *values.shape[1:]), dtype=values.dtype)
+                grown[:self._size] = values[:self._size]
+                self._data[key] = grown
+        for key, values in columns.items():
+            self._data[key][self._size:need] = values
+        self.names.extend(names)
+        self._size = need
+
+    def append(self, body):
+        self.extend([body["name"]], **{key: [body[key]] for key in self._data})
+
+
 def _unit_axis(axis, where):
     """A prismatic axis normalised (default (1, 0)); a zero axis is a ModelError."""
     axis = np.array([1.0, 0.0]) if axis is None else _point(axis, f"{where}: axis")
@@ -71,7 +125,7 @@ class Model:
     def __init__(self, gravity=(0.0, -9.81), name=None):
         self.gravity = _point(gravity, "gravity")
         self.name = name
-        self._bodies = []
+        self._bodies = _BodyTable()
         self._names = {}
         self._elements = []  # force elements, in the order added
         self._element_names = {}
@@ -153,6 +207,75 @@ class Model:
                                  child_point=child_point, mass=mass, inertia=inertia, com=com, angle=angle,
                                  axis=axis))
         self._names[label] = index
+        return index
+
+    def add_bodies(self, parent, joint="revolute", parent_point=(0.0, 0.0), child_point=(0.0, 0.0), mass=1.0,
+                   inertia=0.0, com=(0.0, 0.0), angle=0.0, axis=None, names=None):
+        """Add k bodies at once (vectorised ``add_body``, for very long chains); returns their indices.
+
+        Every argument is one value for all k bodies or one per body: ``parent`` (k,) indices (-1 for the ground,
+        each smaller than the body's own index), ``joint`` a joint type name (one for all), points (2,) or (k, 2),
+        ``names`` k strings (default ``"body<index>"``). The same checks as ``add_body``, naming the first bad body.
+        """
+        if self._compiled:
+            raise ModelError("cannot add bodies: the model was compiled (its arrays are frozen); build a new Model")
+        parent = np.asarray(parent)
+        if parent.ndim != 1 or parent.size == 0 or not np.issubdtype(parent.dtype, np.integer):
+            raise ModelError(f"add_bodies: parent must be a non-empty 1-D array of body indices, got {parent!r}")
+        k = parent.size
+        first = len(self._bodies)
+        index = np.arange(first, first + k)
+        names = [f"body{i}" for i in index] if names is None else list(names)
+        if len(names) != k:
+            raise ModelError(f"add_bodies: {len(names)} names for {k} bodies")
+
+        def fail(mask, message):
+            bad = int(np.flatnonzero(mask)[0])
+            raise ModelError(f"body {names[bad]!r} (index {first + bad}): {message}")
+
+        if not isinstance(joint, str) or joint.lower() not in joints.JOINT_CODES:
+            raise ModelError(f"add_bodies: unknown joint type {joint!r}; expected one of {sorted(joints.JOINT_CODES)}")
+        jtype = joints.JOINT_CODES[joint.lower()]
+        bad_parent = (parent < -1) | (parent >= index)
+        if bad_parent.any():
+            fail(bad_parent, "unknown parent index (a parent must be added before its child)")
+        scalars = {}
+        for key, value in (("mass", mass), ("inertia", inertia), ("angle", angle)):
+            try:
+                scalars[key] = np.broadcast_to(np.asarray(value, dtype=float), (k,))
+            except ValueError:
+                raise ModelError(f"add_bodies: {key} must be one number or {k} numbers") from None
+            if not np.all(np.isfinite(scalars[key])):
+                fail(~np.isfinite(scalars[key]), f"{key} must be finite")
+        for key in ("mass", "inertia"):
+            if np.any(scalars[key] < 0):
+                fail(scalars[key] < 0, f"{key} must be >= 0, got {scalars[key][scalars[key] < 0][0]}")
+        vectors = {}
+        for key, value in (("parent_point", parent_point), ("child_point", child_point), ("com", com)):
+            try:
+                vectors[key] = np.broadcast_to(np.asarray(value, dtype=float), (k, 2))
+            except ValueError:
+                raise ModelError(f"add_bodies: {key} must be (2,) or ({k}, 2)") from None
+            if not np.all(np.isfinite(vectors[key])):
+                fail(~np.all(np.isfinite(vectors[key]), axis=1), f"{key} must be finite")
+        if jtype == joints.PRISMATIC:
+            axes = np.broadcast_to(np.asarray((1.0, 0.0) if axis is None else axis, dtype=float), (k, 2))
+            norm = np.hypot(axes[:, 0], axes[:, 1])
+            if not np.all(norm > 1e-12):
+                fail(~(norm > 1e-12), "prismatic axis must be non-zero")
+            vectors["axis"] = axes / norm[:, None]
+        elif axis is not None:
+            raise ModelError(f"add_bodies: axis applies to prismatic joints only, not {joint!r}")
+        else:
+            vectors["axis"] = np.zeros((k, 2))
+        if len(set(names)) != k or any(name in self._names or name == "ground" for name in names):
+            seen = set(self._names) | {"ground"}
+            for i, name in enumerate(names):
+                if not isinstance(name, str) or not name or name in seen:
+                    raise ModelError(f"body {name!r} (index {first + i}): duplicate, reserved or empty name")
+                seen.add(name)
+        self._bodies.extend(names, parent=parent, jtype=np.full(k, jtype), **scalars, **vectors)
+        self._names.update(zip(names, index.tolist(), strict=True))
         return index
 
     def _resolve_parent(self, parent, where):
@@ -390,31 +513,40 @@ class Model:
         n = len(self._bodies)
         if n == 0:
             raise ModelError("the model has no bodies")
+        table = self._bodies
+        parent, jtype = table.column("parent"), table.column("jtype")
+        ndof = np.array([joints.JOINT_DOF[code] for code in range(4)])[jtype]
+        com = table.column("com")
+        parent_com = np.where((parent >= 0)[:, None], com[np.maximum(parent, 0)], 0.0)
         body_int = np.zeros((n, L.N_INT), dtype=np.int64)
         body_real = np.zeros((n, L.N_REAL), dtype=np.float64)
-        nq = 0
-        for i, b in enumerate(self._bodies):
-            ndof = joints.JOINT_DOF[b["jtype"]]
-            body_int[i, :L.FLAGS] = (b["parent"], b["jtype"], nq, ndof)
-            nq += ndof
-            parent_com = self._bodies[b["parent"]]["com"] if b["parent"] >= 0 else np.zeros(2)
-            body_real[i, L.MASS] = b["mass"]
-            body_real[i, L.INERTIA] = b["inertia"]
-            body_real[i, L.COMX:L.COMX + 2] = b["com"]
-            body_real[i, L.ANGLE] = b["angle"]
-            body_real[i, L.PPX:L.PPX + 2] = b["parent_point"] - parent_com
-            body_real[i, L.COX:L.COX + 2] = b["com"] - b["child_point"]
-            body_real[i, L.AXX:L.AXX + 2] = b["axis"]
-        for i in range(n - 1, -1, -1):  # tip to base, as the condensation runs
-            parent = body_int[i, L.PARENT]
-            if parent < 0:
-                continue
-            if parent == i - 1:
-                body_int[parent, L.FLAGS] |= L.NEXT_IS_CHILD
-            else:
-                if not body_int[parent, L.FLAGS] & L.ROW_CHILDREN:
-                    body_int[i, L.FLAGS] |= L.FIRST_ROW_CHILD
-                body_int[parent, L.FLAGS] |= L.ROW_CHILDREN
+        body_int[:, L.PARENT] = parent
+        body_int[:, L.JTYPE] = jtype
+        body_int[:, L.QIDX] = np.cumsum(ndof) - ndof
+        body_int[:, L.NDOF] = ndof
+        nq = int(ndof.sum())
+        body_real[:, L.MASS] = table.column("mass")
+        body_real[:, L.INERTIA] = table.column("inertia")
+        body_real[:, L.COMX:L.COMX + 2] = com
+        body_real[:, L.ANGLE] = table.column("angle")
+        body_real[:, L.PPX:L.PPX + 2] = table.column("parent_point") - parent_com
+        body_real[:, L.COX:L.COX + 2] = com - table.column("child_point")
+        body_real[:, L.AXX:L.AXX + 2] = table.column("axis")
+        # flags, tip to base as the condensation runs: the next body is the child (carried in registers), or
+        # children come through the parent's workspace row
+        flags = body_int[:, L.FLAGS]
+        has_parent = parent >= 0
+        chained = has_parent & (parent == np.arange(n) - 1)
+        flags[parent[chained]] |= L.NEXT_IS_CHILD
+        row_children = np.flatnonzero(has_parent & ~chained)
+        if row_children.size:
+            rows = parent[row_children]
+            flags[rows] |= L.ROW_CHILDREN
+            # the highest-index row child of each parent condenses first
+            highest = {}
+            for child, row in zip(row_children.tolist(), rows.tolist(), strict=True):
+                highest[row] = child
+            flags[list(highest.values())] |= L.FIRST_ROW_CHILD
         # column-major: every per-body field is a dense stream, which the recursive passes read at full memory
         # bandwidth (row-major rows cost 2.5x more at 1e6 bodies: benchmarks/forward_dynamics.py)
         body_int = np.asfortranarray(body_int)
@@ -426,7 +558,7 @@ class Model:
         self.body_real = body_real
         self._pack_elements()
         self._pack_loops()
-        self._child_points = np.array([b["child_point"] for b in self._bodies]).reshape(n, 2)
+        self._child_points = table.column("child_point").copy()
         self.has_planar = bool(np.any(body_int[:, L.JTYPE] == joints.PLANAR))
         self._nq = nq
         self._compiled = True
@@ -441,7 +573,7 @@ class Model:
         elem_real = np.zeros((ne, L.N_EREAL))
         functions = []  # (slot, width, function, element name) of the time-varying elements
         slot = 0
-        coms = [b["com"] for b in self._bodies]
+        coms = self._bodies.column("com")
 
         def relative(body, point):  # a point relative to the centre of mass (the ground's is its origin)
             return point if body == GROUND else point - coms[body]
@@ -511,12 +643,15 @@ class Model:
     @property
     def nq(self):
         """Number of generalised coordinates (joint coordinates in body order)."""
-        return sum(joints.JOINT_DOF[b["jtype"]] for b in self._bodies) if not self._compiled else self._nq
+        if self._compiled:
+            return self._nq
+        return int(sum(joints.JOINT_DOF[code] * count for code, count in
+                       enumerate(np.bincount(self._bodies.column("jtype"), minlength=4))))
 
     @property
     def body_names(self):
         """Body names in index order, a tuple."""
-        return tuple(b["name"] for b in self._bodies)
+        return tuple(self._bodies.names)
 
     @property
     def nbodies(self):
@@ -586,7 +721,7 @@ class Model:
 
     def total_mass(self):
         """Sum of the body masses [kg]."""
-        return float(sum(b["mass"] for b in self._bodies))
+        return float(self._bodies.column("mass").sum())
 
     def __repr__(self):
         state = f"nq={self.nq}" if self._compiled else "not compiled"

@@ -149,3 +149,33 @@ def test_model_with_only_fixed_joints():
     np.testing.assert_allclose(poses[0], [1.0, 2.0, 0.0])
     with pytest.raises(ValueError, match="no degrees of freedom"):
         rm.simulate(model, [], [], 1.0)
+
+
+def test_add_bodies_equals_body_by_body():
+    """The bulk builder packs exactly what add_body packs (a random revolute tree), and names a bad body."""
+    rng = np.random.default_rng(5)
+    n = 30
+    parents = np.array([int(rng.integers(-1, i)) for i in range(n)])
+    points = rng.uniform(-1, 1, (n, 2)), rng.uniform(-1, 1, (n, 2)), rng.uniform(-0.5, 0.5, (n, 2))
+    masses, inertias, angles = rng.uniform(0.5, 2, n), rng.uniform(0.05, 0.3, n), rng.uniform(-1, 1, n)
+    one = rm.Model()
+    for i in range(n):
+        one.add_body(int(parents[i]), "revolute", points[0][i], points[1][i], mass=masses[i], inertia=inertias[i],
+                     com=points[2][i], angle=angles[i], name=f"b{i}")
+    bulk = rm.Model()
+    bulk.add_bodies(parents, "revolute", points[0], points[1], mass=masses, inertia=inertias, com=points[2],
+                    angle=angles, names=[f"b{i}" for i in range(n)])
+    one.compile()
+    bulk.compile()
+    np.testing.assert_array_equal(bulk.body_int, one.body_int)
+    np.testing.assert_array_equal(bulk.body_real, one.body_real)
+    assert bulk.body_names == one.body_names
+    a, b = bulk.body("b7"), one.body("b7")
+    assert a.keys() == b.keys() and all(np.array_equal(a[key], b[key]) for key in a)
+    bad = rm.Model()
+    with pytest.raises(rm.ModelError, match=r"body 'x2' \(index 2\): mass must be >= 0"):
+        bad.add_bodies(np.arange(4) - 1, mass=[1.0, 1.0, -1.0, 1.0], names=["x0", "x1", "x2", "x3"])
+    with pytest.raises(rm.ModelError, match=r"index 1\): unknown parent"):
+        bad.add_bodies(np.array([-1, 5]))
+    with pytest.raises(rm.ModelError, match="duplicate"):
+        bad.add_bodies(np.array([-1, 0]), names=["same", "same"])
