@@ -60,9 +60,8 @@ def _coordinates(model, names):
 
 
 def _worst_loop(model, phi):
-    rows = np.concatenate(([0], np.cumsum([L.LOOP_ROWS[k] for k in model.loop_int[:, L.LKIND]])))
     r = int(np.argmax(np.abs(phi)))
-    lp = int(np.searchsorted(rows, r, side="right") - 1)
+    lp = int(np.searchsorted(model.loop_rows, r, side="right") - 1)
     return model.loop_names[lp], float(abs(phi[r]))
 
 

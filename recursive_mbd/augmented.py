@@ -284,14 +284,9 @@ def loop_forces(model, z, zd, lam):
     z = np.asarray(z, dtype=float).reshape(model.nbodies, 3)
     zd = np.asarray(zd, dtype=float).reshape(model.nbodies, 3)
     _, _, weights = _loop_rows(model, z, zd, 0, lambda *args: None)
-    lam = np.asarray(lam)[len(lam) - model.nconstraints:]
-    rows = np.concatenate(([0], np.cumsum([L.LOOP_ROWS[k] for k in model.loop_int[:, L.LKIND]])))
-    forces = np.zeros((model.nloops, 2, 3))
-    for lp in range(model.nloops):
-        block = slice(rows[lp], rows[lp + 1])
-        forces[lp, 0] = -lam[block] @ weights[block, :3]
-        forces[lp, 1] = -lam[block] @ weights[block, 3:]
-    return forces
+    from .loops import forces_from_multipliers  # noqa: PLC0415  (loops imports dynamics, as this module does)
+
+    return forces_from_multipliers(model, np.asarray(lam)[len(lam) - model.nconstraints:], weights)
 
 
 def joint_jacobian(model, z):

@@ -89,15 +89,11 @@ def constraints(model, q, qd=None):
 def forces_from_multipliers(model, lam, weights):
     """Loop forces (nloops, 2, 3) on bodies a and b from multipliers and the row weights of the kernel."""
     forces = np.zeros((model.nloops, 2, 3))
-    for k, (row, count) in enumerate(zip(model.loop_int[:, L.LROW], _rows(model), strict=True)):
-        w = weights[row:row + count]
-        forces[k, 0] = -lam[row:row + count] @ w[:, :3]
-        forces[k, 1] = -lam[row:row + count] @ w[:, 3:]
+    for k in range(model.nloops):
+        block = slice(model.loop_rows[k], model.loop_rows[k + 1])
+        forces[k, 0] = -lam[block] @ weights[block, :3]
+        forces[k, 1] = -lam[block] @ weights[block, 3:]
     return forces
-
-
-def _rows(model):
-    return [L.LOOP_ROWS[code] for code in model.loop_int[:, L.LKIND]]
 
 
 def _warn_rank(model, rank):

@@ -205,10 +205,8 @@ class Mechanism:
             from .loops import constraints  # noqa: PLC0415
 
             phi = constraints(model, q0)[0]
-            rows = np.concatenate(([0], np.cumsum([{"revolute": 2, "prismatic": 2, "fixed": 3}[self._joint(n)["kind"]]
-                                                   for n in loops])))
             for k, name in enumerate(loops):
-                gap = float(np.abs(phi[rows[k]:rows[k + 1]]).max())
+                gap = float(np.abs(phi[model.loop_rows[k]:model.loop_rows[k + 1]]).max())
                 if gap > tol:
                     raise ModelError(f"joint {name!r}: the placement leaves it open by {gap:.6g} (m or rad; tolerance "
                                      f"{tol:g})")
@@ -218,8 +216,6 @@ class Mechanism:
                 q0 = assemble(model, q0)
         return model, q0, loops
 
-    def _joint(self, name):
-        return next(j for j in self.joints if j["name"] == name)
 
     @staticmethod
     def _world(pose, body, point):

@@ -483,10 +483,12 @@ class Model:
             loop_real[k, L.LAXX:L.LAXX + 2] = lp["axis"]
             loop_real[k, L.LANGLE] = lp["angle"]
             loop_real[k, L.LLENGTH] = lp["length"]
-        for arr in (loop_int, loop_real):
+        rows = np.append(loop_int[:, L.LROW], row)
+        for arr in (loop_int, loop_real, rows):
             arr.setflags(write=False)
         self.loop_int = loop_int
         self.loop_real = loop_real
+        self.loop_rows = rows  # loop k owns constraint rows loop_rows[k] .. loop_rows[k + 1] - 1
 
     @staticmethod
     def _nonnegative(value, what):
