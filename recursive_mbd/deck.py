@@ -7,8 +7,10 @@ read:
 =======================================  ==========================================================================
 ``TITL, text``                           the model's name
 ``PRIN, code``                           print selection of the original program: accepted, no effect
-``TASK, kind, -, -, t0, t_end, dt``      the analysis: kind D = dynamics (output every dt), S = statics,
-                                         K = kinematics, E = modes; the two integer fields are not used
+``TASK, kind, -, -, t0, t_end, dt``      the analysis: kind D = dynamics (dopri5, output every dt), S = statics,
+                                         K = kinematics (output every dt), E = modes (the 5 lowest); the two
+                                         integer fields are not used. Without TASK the deck describes a model
+                                         only (``analysis`` is {}; ``rmbd run`` refuses it): nothing is guessed
 ``BODY, id, x, y, angle``                a body whose frame is at (x, y) [m], turned by ``angle`` [degrees]
 ``POIN, id, body, x, y, flag``           a point of a body: flag 0 gives (x, y) in the body frame, any other flag
                                          in the ground frame (the example's tip point 23 uses flag 2 that way)
@@ -76,7 +78,7 @@ def loads_deck(text, source="<deck>"):
             fail(line, f"{what}: expected a finite number, got {value!r}")
         return result
 
-    title, analysis = None, {"type": "dynamics", "t_end": 1.0}
+    title, analysis = None, {}
     bodies, points, props, forces, rests, pins, dampers = {}, {}, {}, [], {}, [], []
     for line, command, fields in _lines(text):
         if command not in _FIELDS:
@@ -94,8 +96,14 @@ def loads_deck(text, source="<deck>"):
             t0, t_end, dt = (number(v, line, f"TASK field {k}") for k, v in zip((5, 6, 7), fields[3:6], strict=True))
             if not t_end > t0 or not dt > 0:
                 fail(line, f"TASK: need t_end > t0 and dt > 0, got {t0}, {t_end}, {dt}")
-            analysis = {"type": kinds[fields[0].upper()], "t_end": t_end - t0,
-                        "samples": int(round((t_end - t0) / dt)) + 1}
+            kind = kinds[fields[0].upper()]
+            analysis = {"type": kind}
+            if kind in ("dynamics", "kinematics"):
+                analysis.update(t_end=t_end - t0, samples=int(round((t_end - t0) / dt)) + 1)
+            if kind == "dynamics":
+                analysis["method"] = "dopri5"
+            if kind == "modes":
+                analysis["count"] = 5
         elif command == "BODY":
             bodies[fields[0]] = (line, [number(v, line, f"BODY {fields[0]}") for v in fields[1:4]])
         elif command == "POIN":
@@ -117,7 +125,7 @@ def loads_deck(text, source="<deck>"):
             kind, point = fields[0].upper(), fields[1]
             if kind not in ("P", "R") or point not in points:
                 fail(line, f"REST {kind}: expected P or R and a known point, got {fields[:2]}")
-            rests.setdefault(point, set()).add(kind)
+            rests.setdefault(point, [line, set()])[1].add(kind)
         elif command == "RCON":
             if fields[0].upper() != "P" or fields[1] not in points or fields[2] not in points:
                 fail(line, f"RCON: expected P and two known points, got {fields}")
@@ -147,15 +155,18 @@ def loads_deck(text, source="<deck>"):
         return body, np.array([c * dx + s * dy, -s * dx + c * dy])
 
     joint_of = {}
-    for point, kinds in rests.items():
+    for point, (line, kinds) in rests.items():
         body, xy = local(point)
         pose = mech.bodies[body]["pose"]
         c, s = math.cos(pose[2]), math.sin(pose[2])
         world = pose[:2] + np.array([c * xy[0] - s * xy[1], s * xy[0] + c * xy[1]])
         kind = "fixed" if kinds == {"P", "R"} else "revolute" if kinds == {"P"} else None
         if kind is None:
-            raise FileFormatError(f"{source}: REST R on point {point} needs REST P on it too")
-        mech.add_joint(kind, "ground", world, body, xy, name=f"REST {point}")
+            fail(line, f"REST R on point {point} needs REST P on it too")
+        try:
+            mech.add_joint(kind, "ground", world, body, xy, name=f"REST {point}")
+        except ModelError as err:
+            fail(line, str(err))
     for line, a, b in pins:
         (body_a, xy_a), (body_b, xy_b) = local(a), local(b)
         try:
@@ -184,8 +195,12 @@ def loads_deck(text, source="<deck>"):
 def load_deck(path):
     """A ``ModelFile`` from a deck file."""
     path = Path(path)
+    if path.exists() and not path.is_file():  # a FIFO would block the read
+        raise FileFormatError(f"{path}: not a regular file")
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise FileFormatError(f"{path}: not a UTF-8 text file") from None
     except OSError as err:
         raise FileFormatError(f"{path}: cannot read: {err.strerror}") from None
     return loads_deck(text, str(path))

@@ -1,35 +1,53 @@
 """Model files (TOML): a tree or a mechanism from absolute placements, force elements, loops, drivers, the initial
 state and the analysis to run.
 
-Format (every table optional unless marked; lengths m, angles rad, masses kg, forces N)::
+Format reference. Units: lengths m, angles rad, masses kg, inertias kg m^2, forces N, torques N m, times s. A key
+marked *required* must be given; an optional key takes the default shown, and only keys with a physical default
+are optional (a point defaults to the frame origin, an angle, offset, phase or damping to zero). A file never
+gets a mass, an inertia, a parent, a joint or a run length it did not state: a missing required key is a
+``FileFormatError`` naming the file and the entry (``model.toml: body[2].mass: missing; ...``). ``rmbd info FILE``
+lists every default the file relied on. Text is UTF-8; any unicode name is allowed::
 
-    [model]            name = "...", gravity = [0.0, -9.81], form = "tree" | "mechanism" | "chain",
-                       cut = ["joint", ...] (mechanism)
-    [chain]            chain form: n, length, mass: ``chains.serial_chain`` (bodies "link1" .. "linkn"); loops and
-                       elements may refer to its links
-    [[body]]           tree:      name, parent ("ground" or a body name), joint ("revolute" | "prismatic" | "fixed"
-                                  | "planar"), parent_point, child_point, mass, inertia, com, angle, axis
-                       mechanism: name, mass, inertia, pose = [x, y, angle], com
-    [[joint]]          mechanism only: name, kind ("revolute" | "prismatic" | "fixed"), body_a, point_a, body_b,
-                       point_b, axis (prismatic, in body a's frame)
-    [[loop]]           tree only: kind ("revolute" | "prismatic" | "fixed" | "distance"), body_a, point_a, body_b,
-                       point_b, axis, angle, length, name
-    [[spring_damper]]  body_a, point_a, body_b, point_b, stiffness, damping, rest_length, name
-    [[joint_spring_damper]]  tree only: body, stiffness, damping, rest, name
-    [[force]]          body, point, force = [Fx, Fy], frame ("ground" | "body"), name
-    [[torque]]         body, torque, name
-    [[driver]]         body, kind = "polynomial" (coefficients = [c0, c1, ...]: q = sum c_k t^k) or "harmonic"
-                       (offset, amplitude, frequency [rad/s], phase: q = offset + amplitude sin(frequency t + phase))
-    [initial]          q = [...], qd = [...] (a mechanism's q comes from its poses; qd defaults to zero)
-    [analysis]         type = "dynamics" | "statics" | "kinematics" | "modes", and its settings: t_end, method,
-                       rtol, atol, dt, samples (output times), stabilization; count (modes)
+    [model]            form = "tree" | "mechanism" | "chain" (default "tree"), name (default none),
+                       gravity = [gx, gy] (default [0.0, -9.81] m/s^2), cut = ["joint", ...] (mechanism only)
+    [chain]            chain form, ``chains.serial_chain``: n (integer >= 1), length, mass: all required
+                       (bodies "link1" .. "linkn"); loops and elements may refer to its links
+    [[body]]  tree:    parent ("ground" or a body name), joint ("revolute" | "prismatic" | "fixed" | "planar"),
+                       mass, inertia (about the centre of mass): required; axis: required for a prismatic joint
+                       (unit direction in the parent frame); name (default "body<i>"), parent_point,
+                       child_point (default [0, 0], the frame origins), com (default [0, 0]), angle (default 0)
+              mechanism: name, mass, inertia, pose = [x, y, angle]: required; com (default [0, 0])
+    [[joint]]          mechanism only: kind ("revolute" | "prismatic" | "fixed"), body_a, point_a, body_b, point_b:
+                       required; axis: required for prismatic (in body a's frame); name (default "joint<i>")
+    [[loop]]           tree and chain forms: kind ("revolute" | "prismatic" | "fixed" | "distance"), body_a,
+                       point_a, body_b ("ground" or a body), point_b: required; axis: required for prismatic;
+                       length: required for distance; angle (default 0); name
+    [[spring_damper]]  body_a, point_a, body_b, point_b, stiffness, rest_length: required; damping (default 0);
+                       name
+    [[joint_spring_damper]]  tree and chain forms: body, stiffness: required; damping (default 0), rest (default 0,
+                       the joint's zero); name
+    [[force]]          body, force = [Fx, Fy]: required; point (default [0, 0]), frame ("ground" | "body",
+                       default "ground"); name
+    [[torque]]         body, torque: required; name
+    [[driver]]         body, kind: required; kind = "polynomial": coefficients = [c0, c1, ...] required
+                       (q = sum c_k t^k); kind = "harmonic": amplitude, frequency [rad/s] required, offset, phase
+                       (default 0): q = offset + amplitude sin(frequency t + phase)
+    [initial]          q (default: zeros for a tree or chain, the placement for a mechanism), qd (default zeros)
+    [analysis]         optional as a table (without it the file describes a model only and ``rmbd run`` refuses it);
+                       if present, type = "dynamics" | "statics" | "kinematics" | "modes" is required, and:
+                       dynamics: t_end required; method (default "dopri5"; one of ``integrate.METHODS`` or
+                       "scipy:NAME" with NAME one of scipy's solve_ivp methods); dt required for the fixed-step
+                       methods ("rk4", "implicit_midpoint") and refused for the others; rtol, atol (adaptive methods
+                       only; defaults those of ``simulate``); samples (default 201: output times); stabilization
+                       ("projection" | "baumgarte" | "none")
+                       kinematics: t_end required; samples (default 101)
+                       statics: nothing more; modes: count (default 5)
 
 Errors are ``FileFormatError`` naming the file, the table and entry (``body[3].mass``) and what is expected; a TOML
-syntax error keeps the parser's line and column. ``save`` writes any Model in the tree form and ``load`` reads it
-back unchanged.
+syntax error keeps the parser's line and column. ``save`` writes any Model in the tree form, every key explicit,
+names escaped as TOML basic strings, and ``load`` reads it back unchanged.
 """
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +56,7 @@ import numpy as np
 
 from . import chains, joints
 from .errors import ModelError
+from .integrate import FIXED_STEP, METHODS
 from .mechanism import Mechanism
 from .model import GROUND, Model
 
@@ -47,6 +66,8 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 ANALYSES = ("dynamics", "statics", "kinematics", "modes")
+SCIPY_METHODS = ("RK23", "RK45", "DOP853", "Radau", "BDF", "LSODA")  # scipy.integrate.solve_ivp's
+MAX_FIXED_STEPS = 10_000_000  # simulate's default max_steps: a fixed-step analysis asking for more is refused
 _REQUIRED = object()
 
 
@@ -64,11 +85,21 @@ class ModelFile:
     drivers: dict = field(default_factory=dict)
     analysis: dict = field(default_factory=dict)
     source: str = "<string>"
+    defaults: list = field(default_factory=list)
+    """The defaults the file relied on, as ``"body[0].com = [0.0, 0.0]"`` strings (the format reference)."""
 
 
 class _Reader:
     def __init__(self, source):
         self.source = source
+        self.defaults = []
+
+    def default(self, where, key, value):
+        """A key the file left out that has a physical default: recorded (``rmbd info`` shows them)."""
+        if value is not None:
+            shown = value.tolist() if isinstance(value, np.ndarray) else value
+            self.defaults.append(f"{where}.{key} = {shown!r}")
+        return value
 
     def fail(self, where, message):
         raise FileFormatError(f"{self.source}: {where + ': ' if where else ''}{message}")
@@ -94,7 +125,7 @@ class _Reader:
         if key not in entry:
             if default is _REQUIRED:
                 self.fail(f"{where}.{key}", "missing; expected a number")
-            return default
+            return self.default(where, key, default)
         value = entry[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             self.fail(f"{where}.{key}", f"expected a finite number, got {value!r}")
@@ -103,8 +134,9 @@ class _Reader:
     def string(self, entry, key, where, default=_REQUIRED, choices=None):
         if key not in entry:
             if default is _REQUIRED:
-                self.fail(f"{where}.{key}", "missing; expected a string")
-            return default
+                self.fail(f"{where}.{key}", "missing; expected a string"
+                          + (f" (one of {list(choices)})" if choices is not None else ""))
+            return self.default(where, key, default)
         value = entry[key]
         if not isinstance(value, str):
             self.fail(f"{where}.{key}", f"expected a string, got {value!r}")
@@ -116,7 +148,7 @@ class _Reader:
         if key not in entry:
             if default is _REQUIRED:
                 self.fail(f"{where}.{key}", f"missing; expected an array of {size or 'some'} numbers")
-            return default
+            return self.default(where, key, default)
         value = entry[key]
         if (not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in value)
                 or (size is not None and len(value) != size) or not all(math.isfinite(v) for v in value)):
@@ -153,24 +185,32 @@ def loads(text, source="<string>"):
         reader.fail("model", str(err))
     initial = reader.table(data, "initial", "initial")
     reader.keys(initial, ("q", "qd"), "initial")
-    default_q0 = placement_q0 if placement_q0 is not None else np.zeros(model.nq)
-    q0 = reader.vector(initial, "q", "initial", model.nq, default_q0)
-    qd0 = reader.vector(initial, "qd", "initial", model.nq, np.zeros(model.nq))
+    q0 = reader.vector(initial, "q", "initial", model.nq, None)
+    if q0 is None:
+        q0 = placement_q0 if placement_q0 is not None else np.zeros(model.nq)
+        reader.defaults.append("initial.q = the placement" if placement_q0 is not None else
+                               f"initial.q = zeros ({model.nq})")
+    qd0 = reader.vector(initial, "qd", "initial", model.nq, None)
+    if qd0 is None:
+        qd0 = np.zeros(model.nq)
+        reader.defaults.append(f"initial.qd = zeros ({model.nq})")
     drivers = _drivers(reader, data, model)
     analysis = _analysis(reader, data)
-    return ModelFile(model, q0, qd0, drivers, analysis, source)
+    return ModelFile(model, q0, qd0, drivers, analysis, source, reader.defaults)
 
 
 def load(path):
     """A ``ModelFile`` from a TOML file, or from a seed-002 deck (``recursive_mbd.deck``: a .deck file, or text
     whose first command is TITL)."""
     path = Path(path)
+    if path.exists() and not path.is_file():  # a FIFO would block the read, a directory fails obscurely
+        raise FileFormatError(f"{path}: not a regular file")
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise FileFormatError(f"{path}: cannot read: {err.strerror}") from None
     except UnicodeDecodeError:
-        raise FileFormatError(f"{path}: not a text file") from None
+        raise FileFormatError(f"{path}: not a UTF-8 text file") from None
     first = next((line.strip() for line in text.splitlines() if line.strip() and not line.startswith("*")), "")
     if path.suffix.lower() == ".deck" or first.upper().startswith("TITL"):
         from .deck import loads_deck  # noqa: PLC0415  (the deck reader builds on this module)
@@ -203,7 +243,7 @@ def _elements(reader, data, target, allow_joint_springs):
                             point_b=reader.vector(entry, "point_b", where, 2),
                             stiffness=reader.number(entry, "stiffness", where),
                             damping=reader.number(entry, "damping", where, 0.0),
-                            rest_length=reader.number(entry, "rest_length", where, 0.0), name=name)
+                            rest_length=reader.number(entry, "rest_length", where), name=name)
             elif kind == "force":
                 reader.call(where, target.add_force, body=reader.string(entry, "body", where),
                             point=reader.vector(entry, "point", where, 2, np.zeros(2)),
@@ -223,14 +263,16 @@ def _chain(reader, data, gravity, name, head):
     table = reader.table(data, "chain", "chain")
     reader.keys(table, ("n", "length", "mass"), "chain")
     n = table.get("n")
+    if n is None:
+        reader.fail("chain.n", "missing; expected the number of links (an integer >= 1)")
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         reader.fail("chain.n", f"expected an integer >= 1, got {n!r}")
     if gravity[0] != 0.0 or not gravity[1] <= 0.0:
         reader.fail("model.gravity", "a chain hangs in gravity along -y: expected [0, -g]")
     if reader.entries(data, "body") or reader.entries(data, "joint"):
         reader.fail("body", "the chain form builds its bodies from [chain]; use the tree form to list bodies")
-    model = reader.call("chain", chains.serial_chain, n=n, length=reader.number(table, "length", "chain", 1.0),
-                        mass=reader.number(table, "mass", "chain", 1.0), gravity=-gravity[1])
+    model = reader.call("chain", chains.serial_chain, n=n, length=reader.number(table, "length", "chain"),
+                        mass=reader.number(table, "mass", "chain"), gravity=-gravity[1])
     if name:
         model.name = name
     _loops(reader, data, model)
@@ -243,12 +285,14 @@ def _loops(reader, data, model):
         where = f"loop[{i}]"
         reader.keys(entry, ("kind", "body_a", "point_a", "body_b", "point_b", "axis", "angle", "length", "name"),
                     where)
-        reader.call(where, model.add_loop, kind=reader.string(entry, "kind", where),
+        kind = reader.string(entry, "kind", where, choices=("revolute", "prismatic", "fixed", "distance"))
+        reader.call(where, model.add_loop, kind=kind,
                     body_a=reader.string(entry, "body_a", where), point_a=reader.vector(entry, "point_a", where, 2),
-                    body_b=reader.string(entry, "body_b", where, "ground"),
-                    point_b=reader.vector(entry, "point_b", where, 2, np.zeros(2)),
-                    axis=reader.vector(entry, "axis", where, 2, None), angle=reader.number(entry, "angle", where, 0.0),
-                    length=reader.number(entry, "length", where, None), name=reader.string(entry, "name", where, None))
+                    body_b=reader.string(entry, "body_b", where), point_b=reader.vector(entry, "point_b", where, 2),
+                    axis=reader.vector(entry, "axis", where, 2, _REQUIRED if kind == "prismatic" else None),
+                    angle=reader.number(entry, "angle", where, 0.0) if kind != "distance" else 0.0,
+                    length=reader.number(entry, "length", where, _REQUIRED if kind == "distance" else None),
+                    name=reader.string(entry, "name", where, None))
 
 
 def _tree(reader, data, gravity, name, head):
@@ -263,14 +307,15 @@ def _tree(reader, data, gravity, name, head):
     for i, entry in enumerate(bodies):
         where = f"body[{i}]"
         reader.keys(entry, keys, where)
-        reader.call(where, model.add_body, parent=reader.string(entry, "parent", where, "ground"),
-                    joint=reader.string(entry, "joint", where, "revolute", tuple(joints.JOINT_CODES)),
+        joint = reader.string(entry, "joint", where, choices=tuple(joints.JOINT_CODES))
+        reader.call(where, model.add_body, parent=reader.string(entry, "parent", where), joint=joint,
                     parent_point=reader.vector(entry, "parent_point", where, 2, np.zeros(2)),
                     child_point=reader.vector(entry, "child_point", where, 2, np.zeros(2)),
-                    mass=reader.number(entry, "mass", where, 1.0), inertia=reader.number(entry, "inertia", where, 0.0),
+                    mass=reader.number(entry, "mass", where), inertia=reader.number(entry, "inertia", where),
                     com=reader.vector(entry, "com", where, 2, np.zeros(2)),
                     angle=reader.number(entry, "angle", where, 0.0),
-                    axis=reader.vector(entry, "axis", where, 2, None), name=reader.string(entry, "name", where, None))
+                    axis=reader.vector(entry, "axis", where, 2, _REQUIRED if joint == "prismatic" else None),
+                    name=reader.string(entry, "name", where, None))
     _loops(reader, data, model)
     if "cut" in head:
         reader.fail("model.cut", "cut names mechanism joints (model.form = 'mechanism'); a tree lists its [[loop]]s")
@@ -289,15 +334,17 @@ def _mechanism(reader, data, gravity, name, head):
         where = f"body[{i}]"
         reader.keys(entry, ("name", "mass", "inertia", "pose", "com"), where)
         reader.call(where, mech.add_body, name=reader.string(entry, "name", where),
-                    mass=reader.number(entry, "mass", where, 1.0), inertia=reader.number(entry, "inertia", where, 0.0),
+                    mass=reader.number(entry, "mass", where), inertia=reader.number(entry, "inertia", where),
                     pose=reader.vector(entry, "pose", where, 3), com=reader.vector(entry, "com", where, 2, np.zeros(2)))
     for i, entry in enumerate(reader.entries(data, "joint")):
         where = f"joint[{i}]"
         reader.keys(entry, ("name", "kind", "body_a", "point_a", "body_b", "point_b", "axis"), where)
-        reader.call(where, mech.add_joint, kind=reader.string(entry, "kind", where),
+        kind = reader.string(entry, "kind", where, choices=("revolute", "prismatic", "fixed"))
+        reader.call(where, mech.add_joint, kind=kind,
                     body_a=reader.string(entry, "body_a", where), point_a=reader.vector(entry, "point_a", where, 2),
                     body_b=reader.string(entry, "body_b", where), point_b=reader.vector(entry, "point_b", where, 2),
-                    axis=reader.vector(entry, "axis", where, 2, None), name=reader.string(entry, "name", where, None))
+                    axis=reader.vector(entry, "axis", where, 2, _REQUIRED if kind == "prismatic" else None),
+                    name=reader.string(entry, "name", where, None))
     _elements(reader, data, mech, allow_joint_springs=False)
     cut = head.get("cut", [])
     if not isinstance(cut, list) or not all(isinstance(c, str) for c in cut):
@@ -313,10 +360,12 @@ def _drivers(reader, data, model):
     drivers = {}
     for i, entry in enumerate(reader.entries(data, "driver")):
         where = f"driver[{i}]"
-        kind = reader.string(entry, "kind", where, "polynomial", ("polynomial", "harmonic"))
+        kind = reader.string(entry, "kind", where, choices=("polynomial", "harmonic"))
         body = reader.string(entry, "body", where)
         if body not in model.body_names:
             reader.fail(f"{where}.body", f"unknown body {body!r}")
+        if body in drivers:
+            reader.fail(f"{where}.body", f"body {body!r} has a driver already")
         if kind == "polynomial":
             reader.keys(entry, ("body", "kind", "coefficients"), where)
             coefficients = reader.vector(entry, "coefficients", where)
@@ -340,11 +389,16 @@ _ANALYSIS_KEYS = {
     "statics": ("type",),
     "modes": ("type", "count"),
 }
+_DEFAULT_SAMPLES = {"dynamics": 201, "kinematics": 101}
 
 
 def _analysis(reader, data):
+    """The [analysis] table, every option checked here (so ``rmbd run`` fails before computing, naming the entry);
+    the defaults of the format reference filled in. No table: {} (a model-only file)."""
+    if "analysis" not in data:
+        return {}
     table = reader.table(data, "analysis", "analysis")
-    kind = reader.string(table, "type", "analysis", "dynamics", ANALYSES)
+    kind = reader.string(table, "type", "analysis", choices=ANALYSES)
     reader.keys(table, _ANALYSIS_KEYS[kind], "analysis")
     out = {"type": kind}
     for key in ("t_end", "rtol", "atol", "dt"):
@@ -358,8 +412,35 @@ def _analysis(reader, data):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 reader.fail(f"analysis.{key}", f"expected an integer >= 1, got {value!r}")
             out[key] = value
-    if "method" in table:
-        out["method"] = reader.string(table, "method", "analysis")
+    if kind in ("dynamics", "kinematics") and "t_end" not in out:
+        reader.fail("analysis.t_end", f"missing; a {kind} analysis needs its end time [s] (a number > 0)")
+    if kind in _DEFAULT_SAMPLES and "samples" not in out:
+        out["samples"] = reader.default("analysis", "samples", _DEFAULT_SAMPLES[kind])
+    if kind == "modes" and "count" not in out:
+        out["count"] = reader.default("analysis", "count", 5)
+    if kind != "dynamics":
+        return out
+    method = reader.string(table, "method", "analysis", "dopri5")
+    scipy_name = method[6:] if method.startswith("scipy:") else None
+    if (method not in METHODS) if scipy_name is None else (scipy_name not in SCIPY_METHODS):
+        reader.fail("analysis.method", f"unknown method {method!r}; expected one of {list(METHODS)} or "
+                    f"'scipy:NAME' with NAME one of {list(SCIPY_METHODS)}")
+    out["method"] = method
+    if method in FIXED_STEP:
+        if "dt" not in out:
+            reader.fail("analysis.dt", f"missing; method {method!r} takes fixed steps: give the step dt [s]")
+        for key in ("rtol", "atol"):
+            if key in out:
+                reader.fail(f"analysis.{key}", f"method {method!r} takes fixed steps dt; {key} applies to the "
+                            "adaptive methods")
+        if out["dt"] > out["t_end"]:
+            reader.fail("analysis.dt", f"the step {out['dt']:g} s is longer than t_end = {out['t_end']:g} s")
+        if out["t_end"] / out["dt"] > MAX_FIXED_STEPS:
+            reader.fail("analysis.dt", f"t_end / dt = {out['t_end'] / out['dt']:.3g} steps, more than "
+                        f"{MAX_FIXED_STEPS:,}: take a longer step")
+    elif "dt" in out:
+        reader.fail("analysis.dt", f"method {method!r} chooses its own steps (from rtol and atol); dt is for the "
+                    f"fixed-step methods {list(FIXED_STEP)}")
     if "stabilization" in table:
         out["stabilization"] = reader.string(table, "stabilization", "analysis", None,
                                              ("projection", "baumgarte", "none"))
@@ -368,9 +449,29 @@ def _analysis(reader, data):
 
 # ---- writing -------------------------------------------------------------------------------------------------------
 
+_TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+
+
+def toml_string(text):
+    """``text`` as a TOML basic string: quote, backslash and control characters escaped, any other unicode
+    (an emoji included) kept as it is. (JSON's escapes are not TOML's: JSON writes an emoji as a surrogate pair
+    that TOML refuses.) A lone surrogate cannot be written as UTF-8: FileFormatError."""
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in text):
+        raise FileFormatError(f"name {text!r}: holds a lone surrogate, which no UTF-8 file can store")
+    out = []
+    for c in text:
+        if c in _TOML_ESCAPES:
+            out.append(_TOML_ESCAPES[c])
+        elif ord(c) < 0x20 or ord(c) == 0x7F:
+            out.append(f"\\u{ord(c):04X}")
+        else:
+            out.append(c)
+    return '"' + "".join(out) + '"'
+
+
 def _value(value):
     if isinstance(value, str):
-        return json.dumps(value)  # a TOML basic string
+        return toml_string(value)
     if isinstance(value, (list, tuple, np.ndarray)):
         return "[" + ", ".join(_value(v) for v in np.asarray(value).tolist()) + "]"
     return repr(float(value))
@@ -433,4 +534,4 @@ def dumps(model, q0=None, qd0=None, analysis=None):
 
 def save(model, path, q0=None, qd0=None, analysis=None):
     """Write ``dumps(model, q0, qd0, analysis)`` to ``path``."""
-    Path(path).write_text(dumps(model, q0, qd0, analysis))
+    Path(path).write_text(dumps(model, q0, qd0, analysis), encoding="utf-8")

@@ -167,6 +167,7 @@ point_a = [0.0, 0.0]
 body_b = "ground"
 point_b = [1.0, -1.0]
 stiffness = 5.0
+rest_length = 0.0
 
 [initial]
 q = [0.3, 0.1]
@@ -207,7 +208,7 @@ MALFORMED = [
     ("[[body]]\nname = \"slider\"", "[[body]]\nname = \"arm\"", "duplicate body name"),
     ("[analysis]", "[[driver]]\nbody = \"arm\"\nkind = \"polynomial\"\ncoefficients = []\n\n[analysis]",
      "driver[0].coefficients"),
-    ("[analysis]", "[[driver]]\nbody = \"ghost\"\ncoefficients = [1.0]\n\n[analysis]", "driver[0].body"),
+    ("[analysis]", "[[driver]]\nbody = \"ghost\"\nkind = \"polynomial\"\ncoefficients = [1.0]\n\n[analysis]", "driver[0].body"),
     ("[analysis]", "[[driver]]\nbody = \"arm\"\nkind = \"harmonic\"\namplitude = 1.0\n\n[analysis]",
      "driver[0].frequency"),
     ("[analysis]", "[[loop]]\nkind = \"distance\"\nbody_a = \"slider\"\npoint_a = [0.0, 0.0]\nlength = -1.0\n\n"
