@@ -3,11 +3,22 @@
 With no arguments it runs the built-in demo: a double pendulum and a 1000-link chain released from the horizontal,
 reporting what was simulated, the energy error and the speed. ``rmbd run FILE`` runs the analysis a model file
 (``recursive_mbd.io``) names, ``info``, ``plot``, ``animate`` and ``bench`` do what their ``--help`` says. Exit
-codes: 0 ok, 1 an error in the input (a one-line message naming the place), 2 an internal error.
+codes: 0 ok, 1 an error in the input or the environment (a one-line message naming the place, at most
+``MESSAGE_LIMIT`` characters; a missing optional package says how to install it), 2 an internal error (a bug:
+``--debug``, before or after the subcommand, shows its traceback), 130 interrupted (Ctrl-C).
+
+``rmbd run`` checks its output paths before computing (never overwrites without ``--force``, refuses a
+directory, a FIFO or an unwritable place), writes exactly the path it prints, and when the run fails (or
+``--max-time`` ends it, or Ctrl-C) writes the samples so far to ``<output stem>.partial.npz`` and says so.
 """
 
 import argparse
+import importlib
+import inspect
+import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -20,11 +31,60 @@ from .dynamics import forward_dynamics
 from .errors import ModelError, SimulationError, StateError
 from .integrate import simulate
 
+MESSAGE_LIMIT = 300  # characters of an error message: a message is a line, never an echoed array
+FIRST_COMPILE_SECONDS = 40  # the issue's measure on an idle 2-core machine; 155-194 s measured on a loaded one
+
+
+class InputError(ValueError):
+    """An input or environment problem found by the command line itself: exit code 1, one line."""
+
+
+def _short(message, limit=MESSAGE_LIMIT):
+    """One line of at most ``limit`` characters: long messages (an echoed array) are cut, saying how much."""
+    line = " ".join(str(message).split())
+    if len(line) <= limit:
+        return line
+    return f"{line[:limit - 40].rstrip()} ... [{len(line)} characters, shortened]"
+
+
+def kernel_cache_empty():
+    """True when numba's cache holds no compiled time loop yet (a first run will compile for tens of seconds).
+
+    Reads where numba keeps the cache of the adaptive time loop (honours NUMBA_CACHE_DIR); False when that cannot
+    be told, so the notice is at worst missing, never wrong."""
+    try:
+        from ._kernels import integrators  # noqa: PLC0415
+
+        index = integrators.integrate_adaptive._cache._cache_file._index_path
+    except (AttributeError, ImportError):
+        return False
+    return not os.path.exists(index)
+
+
+def _compile_notice(stream=None):
+    """Print the first-run line when the kernel cache is empty; returns whether it did."""
+    if not kernel_cache_empty():
+        return False
+    print(f"compiling kernels: first run only, about {FIRST_COMPILE_SECONDS} s (longer on a busy machine)",
+          file=stream or sys.stderr, flush=True)
+    return True
+
+
+def _require(module, purpose, extra):
+    """Import an optional package or fail with the command that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise InputError(f"{purpose} needs {module}, which is not installed: pip install "
+                         f"\"recursive-mbd[{extra}]\"") from None
+
 
 def _run_case(label, model, q0, t_end, rtol, atol, samples, out):
     nq = model.nq
     qd0 = np.zeros(nq)
+    start = time.perf_counter()
     simulate(model, q0, qd0, min(t_end, 1e-3), rtol=rtol, atol=atol)  # compile / load kernels outside the timing
+    ready = time.perf_counter() - start
     start = time.perf_counter()
     res = simulate(model, q0, qd0, t_end, rtol=rtol, atol=atol, t_eval=np.linspace(0.0, t_end, samples))
     wall = time.perf_counter() - start
@@ -34,6 +94,8 @@ def _run_case(label, model, q0, t_end, rtol, atol, samples, out):
     drift = float(np.max(np.abs(total - total[0])))
     tip = res.q[-1]
     print(f"{label}", file=out)
+    print(f"  kernels ready in {ready:.2f} s (compiled, or loaded from numba's cache; not in the timing below)",
+          file=out)
     print(f"  simulated {t_end:g} s with dopri5 (rtol {rtol:g}, atol {atol:g}): {res.nsteps} steps, "
           f"{res.nrejected} rejected, {res.nfev} forward-dynamics evaluations", file=out)
     e0 = round(total[0], 12) + 0.0  # no "-0.000000000"
@@ -47,6 +109,7 @@ def _run_case(label, model, q0, t_end, rtol, atol, samples, out):
 def demo(n_links=1000, t_end_chain=0.5, out=sys.stdout):
     """The built-in demo; returns the relative energy errors of the two runs."""
     print(f"recursive_mbd {__version__}: recursive O(N) planar multibody dynamics", file=out)
+    _compile_notice(out)
     double = chains.serial_chain(2, length=1.0, mass=1.0)
     q0 = np.zeros(2)
     q0[0] = np.pi / 2
@@ -71,28 +134,132 @@ def _result_path(source, output, suffix=".npz"):
     return Path(output) if output else Path(Path(source).stem + suffix)
 
 
+def _partial_path(target):
+    return target.with_name(f"{target.name.removesuffix('.npz')}.partial.npz")
+
+
+def _check_output(path, force, what="output"):
+    """Refuse, before any computing, an output path that cannot or must not be written."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path}: the {what} path is a directory; give a file name")
+    if path.exists() or path.is_symlink():
+        if not path.is_file():
+            raise InputError(f"{path}: the {what} path exists and is not a regular file (a FIFO or a device?)")
+        if not force:
+            raise InputError(f"{path}: exists; pass --force to overwrite it")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError(f"{path}: no such directory {str(folder)!r} for the {what}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"{path}: cannot write in {str(folder)!r} (permission denied)")
+
+
+def _write_npz(path, arrays):
+    """Write exactly ``path`` (np.savez would append .npz to another suffix), atomically: a temporary file in the
+    same folder renamed over it, so a failure never leaves half a file or clobbers the old one."""
+    path = Path(path)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            np.savez(stream, **arrays)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _dynamics_arrays(res):
+    kinetic, potential = res.energy()
+    arrays = {"t": res.t, "q": res.q, "qd": res.qd, "energy": kinetic + potential,
+              "energy_balance": res.energy_balance()}
+    if getattr(res, "constraint_drift", None) is not None:
+        arrays["drift"] = res.constraint_drift
+    return arrays
+
+
+def _save_partial(target, base, err):
+    """The samples so far of a failed or interrupted run, to <target>.partial.npz; returns a phrase for the
+    message."""
+    res = getattr(err, "result", None)
+    if res is None or getattr(res, "t", None) is None or len(res.t) == 0:
+        return "no samples to save"
+    path = _partial_path(target)
+    arrays = dict(base, status=np.array(f"{type(err).__name__}: {_short(err)}"))
+    try:
+        arrays.update(_dynamics_arrays(res))
+    except Exception:  # noqa: BLE001 - energies of a blown-up state may fail: keep the samples at least
+        arrays.update(t=res.t, q=res.q, qd=res.qd)
+    try:
+        _write_npz(path, arrays)
+    except OSError as error:
+        return f"the samples so far could not be saved to {path}: {error.strerror}"
+    return f"the samples up to t = {res.t[-1]:.6g} s are in {path.resolve()}"
+
+
+def _simulate_options(analysis, max_time):
+    options = {k: analysis[k] for k in ("rtol", "atol", "dt", "stabilization") if k in analysis}
+    if max_time is not None:
+        if "max_wall_time" not in inspect.signature(simulate).parameters:
+            raise InputError("--max-time needs simulate(max_wall_time=...), which this version of recursive_mbd "
+                             "does not have yet")
+        options["max_wall_time"] = max_time
+    return options
+
+
 def _run(args, out):
     """rmbd run FILE: the analysis the file names; results to .npz (and CSV)."""
+    target = _result_path(args.file, args.output)
+    _check_output(target, args.force)
+    _check_output(_partial_path(target), args.force, "partial-result")
+    if args.csv:
+        _check_output(args.csv, args.force, "CSV")
+    if args.max_time is not None and not args.max_time > 0:
+        raise InputError(f"--max-time must be > 0 seconds, got {args.max_time}")
+    if args.progress:
+        _require("tqdm", "--progress", "progress")
     spec = io.load(args.file)
     model, analysis = spec.model, spec.analysis
+    if not analysis:
+        raise InputError(f"{args.file}: no analysis to run: add an [analysis] table with its type (a deck: a TASK "
+                         "line)")
+    if Path(args.file).resolve() in (target.resolve(), Path(args.csv).resolve() if args.csv else None):
+        raise InputError(f"{args.file}: the output would overwrite the model file")
     kind = analysis["type"]
-    target = _result_path(args.file, args.output)
-    arrays = {"kind": np.array(kind), "body_names": np.array(model.body_names)}
+    base = {"kind": np.array(kind), "body_names": np.array(model.body_names), "source": np.array(str(args.file))}
+    arrays = dict(base)
     if kind == "dynamics":
-        t_end = analysis.get("t_end", 1.0)
-        samples = analysis.get("samples", 201)
-        method = analysis.get("method", "dopri5")
-        options = {k: analysis[k] for k in ("rtol", "atol", "dt", "stabilization") if k in analysis}
-        fixed = method in ("rk4", "implicit_midpoint")
-        res = simulate(model, spec.q0, spec.qd0, t_end, method=method, drivers=spec.drivers or None,
-                       t_eval=None if fixed else np.linspace(0.0, t_end, samples), progress=args.progress,
-                       every=max(1, int(round(t_end / analysis.get("dt", t_end) / samples))) if fixed else 1,
-                       **options)
-        kinetic, potential = res.energy()
-        arrays.update(t=res.t, q=res.q, qd=res.qd, energy=kinetic + potential, energy_balance=res.energy_balance())
-        if res.constraint_drift is not None:
-            arrays["drift"] = res.constraint_drift
-        print(f"{res}; energy balance max |.| = {np.abs(arrays['energy_balance']).max():.2e} J", file=out)
+        t_end, samples, method = analysis["t_end"], analysis["samples"], analysis["method"]
+        options = _simulate_options(analysis, args.max_time)
+        fixed = "dt" in analysis
+        every = max(1, int(round(t_end / analysis["dt"] / samples))) if fixed else 1
+        t_eval = None if fixed else np.linspace(0.0, t_end, samples)
+        if method == "dop853":  # no dense output: store every step
+            t_eval = None
+        _compile_notice()
+        start = time.perf_counter()
+        warm_options = {k: v for k, v in options.items() if k != "max_wall_time"}
+        warm_end = min(t_end, 2 * analysis["dt"]) if fixed else min(t_end, 1e-6 * max(t_end, 1.0))
+        try:  # compile (or load from the cache) outside the timed run
+            simulate(model, spec.q0, spec.qd0, warm_end, method=method, drivers=spec.drivers or None,
+                     progress=False, **warm_options)
+            ready = time.perf_counter() - start
+            start = time.perf_counter()
+            res = simulate(model, spec.q0, spec.qd0, t_end, method=method, drivers=spec.drivers or None,
+                           t_eval=t_eval, progress=args.progress, every=every, **options)
+        except (SimulationError, KeyboardInterrupt) as err:
+            where = _save_partial(target, base, err)
+            if isinstance(err, KeyboardInterrupt):
+                raise KeyboardInterrupt(f"interrupted; {where}") from None
+            t_fail = getattr(err, "t", None)
+            at = f" at t = {t_fail:.6g} s" if t_fail is not None else ""
+            raise InputError(f"{args.file}: the simulation failed{at}: {_short(err, 160)}; {where}") from None
+        wall = time.perf_counter() - start
+        arrays.update(_dynamics_arrays(res))
+        arrays["status"] = np.array("finished")
+        print(f"{res}; energy balance max |.| = {np.abs(arrays['energy_balance']).max():.2e} J; kernels ready in "
+              f"{ready:.2f} s, run {wall:.3f} s", file=out)
     elif kind == "statics":
         eq = static_equilibrium(model, spec.q0)
         arrays.update(q=eq.q, joint_reactions=eq.reactions.joint, loop_forces=eq.reactions.loops,
@@ -101,24 +268,24 @@ def _run(args, out):
         for name, row in zip(model.body_names, eq.reactions.joint, strict=True):
             print(f"  joint of {name}: F = ({row[0]:.6g}, {row[1]:.6g}) N, M = {row[2]:.6g} N m", file=out)
     elif kind == "kinematics":
-        t_end = analysis.get("t_end", 1.0)
-        kin = kinematic_analysis(model, spec.drivers, np.linspace(0.0, t_end, analysis.get("samples", 101)), spec.q0)
+        t_end = analysis["t_end"]
+        kin = kinematic_analysis(model, spec.drivers, np.linspace(0.0, t_end, analysis["samples"]), spec.q0)
         arrays.update(t=kin.t, q=kin.q, qd=kin.qd, qdd=kin.qdd, driving_forces=kin.driving_forces,
                       joint_reactions=kin.joint_reactions, loop_forces=kin.loop_forces)
         print(f"kinematic analysis: {kin.t.size} times up to {t_end:g} s; driving forces "
               f"{np.abs(kin.driving_forces).max(initial=0.0):.6g} (max |.|)", file=out)
     else:
         eq = static_equilibrium(model, spec.q0)
-        omega, shapes = modes(model, eq.q, min(analysis.get("count", 5), model.nq - model.nconstraints))
+        omega, shapes = modes(model, eq.q, min(analysis["count"], model.nq - model.nconstraints))
         arrays.update(q=eq.q, omega=omega, shapes=shapes)
         print("natural frequencies [rad/s]: " + ", ".join(f"{w:.6g}" for w in omega), file=out)
-    np.savez(target, **arrays)
-    print(f"wrote {target}", file=out)
+    written = _write_npz(target, arrays)
+    print(f"wrote {written.resolve()}", file=out)
     if args.csv and "t" in arrays:
         columns = [arrays["t"][:, None], arrays["q"], arrays["qd"]]
         header = ["t"] + [f"q{k + 1}" for k in range(model.nq)] + [f"qd{k + 1}" for k in range(model.nq)]
         np.savetxt(args.csv, np.hstack(columns), delimiter=",", header=",".join(header), comments="")
-        print(f"wrote {args.csv}", file=out)
+        print(f"wrote {Path(args.csv).resolve()}", file=out)
 
 
 def _info(args, out):
@@ -137,18 +304,29 @@ def _info(args, out):
         print(f"  loop {lp['name']}: {lp['kind']}", file=out)
     for name in model.element_names:
         print(f"  element {name}", file=out)
-    print(f"  analysis: {spec.analysis}", file=out)
+    print(f"  analysis: {spec.analysis or 'none'}", file=out)
+    shown = ", ".join(spec.defaults[:12]) + (f", and {len(spec.defaults) - 12} more" if len(spec.defaults) > 12 else "")
+    print(f"  defaults used (recursive_mbd.io format reference): {shown or 'none'}", file=out)
 
 
 def _load_result(path):
+    path = Path(path)
+    if path.is_file():
+        with path.open("rb") as stream:
+            magic = stream.read(4)
+    if not path.is_file() or path.suffix.lower() != ".npz" or magic not in (b"PK\x03\x04", b"PK\x05\x06"):
+        what = "no such file" if not path.exists() else "not a result file"
+        raise io.FileFormatError(f"{path}: {what} (expected the .npz that `rmbd run` writes)")
     try:
         with np.load(path, allow_pickle=False) as data:
             return {key: data[key] for key in data.files}
     except (OSError, ValueError) as err:
-        raise io.FileFormatError(f"{path}: cannot read a result: {err}") from None
+        raise io.FileFormatError(f"{path}: not a readable result file ({_short(err, 120)}; expected the .npz "
+                                 "that `rmbd run` writes)") from None
 
 
 def _plot(args, out):
+    _require("matplotlib", "plotting", "plot")
     data = _load_result(args.result)
     if "t" not in data or "q" not in data:
         raise io.FileFormatError(f"{args.result}: no time history to plot (kind {data.get('kind')})")
@@ -167,6 +345,14 @@ def _plot(args, out):
 
 
 def _animate(args, out):
+    _require("matplotlib", "animating", "plot")
+    if Path(args.output).suffix.lower() not in (".gif", ".mp4"):
+        raise InputError(f"{args.output}: expected a .gif (Pillow) or .mp4 (ffmpeg) file name")
+    if Path(args.output).suffix.lower() == ".mp4":
+        ffmpeg = _require("matplotlib", "animating", "plot").rcParams["animation.ffmpeg_path"]
+        if shutil.which(ffmpeg) is None:
+            raise InputError(f"{args.output}: writing .mp4 needs ffmpeg, which is not on PATH: install it (apt "
+                             "install ffmpeg, brew install ffmpeg or conda install ffmpeg) or write a .gif")
     spec = io.load(args.file)
     data = _load_result(args.result)
     if "t" not in data:
@@ -206,34 +392,54 @@ def _median(func, *args, repeats=5, **kwargs):
     return float(np.median(samples))
 
 
+def _raised_by_this_package(err):
+    """Whether the innermost frame of ``err`` is recursive_mbd code: a ValueError raised there is its argument
+    validation speaking (an input error); one from numpy or scipy internals is a bug."""
+    tb = err.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return Path(tb.tb_frame.f_code.co_filename).resolve().parent.is_relative_to(Path(__file__).resolve().parent)
+
+
 def main(argv=None, out=None):
-    """The command line; returns the exit code: 0 ok, 1 error in the input, 2 internal error."""
+    """The command line; returns the exit code: 0 ok, 1 error in the input or environment, 2 internal error,
+    130 interrupted."""
     out = out or sys.stdout
+    common = argparse.ArgumentParser(add_help=False)  # options every subcommand takes too
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show tracebacks of internal errors")
     parser = _Parser(prog="rmbd", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"recursive_mbd {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
-    p_demo = sub.add_parser("demo", help="run the built-in demo (the default)")
+    p_demo = sub.add_parser("demo", parents=[common], help="run the built-in demo (the default)")
     p_demo.add_argument("--links", type=int, default=1000, help="links of the long chain (default 1000)")
     p_demo.add_argument("--t-end", type=float, default=0.5, help="simulated time of the long chain [s]")
-    p_run = sub.add_parser("run", help="run the analysis a model file names; results to .npz")
-    p_run.add_argument("file", help="model file (.toml; see recursive_mbd.io)")
+    p_run = sub.add_parser("run", parents=[common], help="run the analysis a model file names; results to .npz")
+    p_run.add_argument("file", help="model file (.toml or .deck; see recursive_mbd.io)")
     p_run.add_argument("-o", "--output", help="result file (default: <file stem>.npz here)")
     p_run.add_argument("--csv", help="also write t, q, qd as CSV")
+    p_run.add_argument("--force", action="store_true", help="overwrite existing result files")
+    p_run.add_argument("--max-time", type=float, metavar="SECONDS",
+                       help="stop a dynamics run after this wall-clock time, keeping the samples so far")
     p_run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                        help="progress bar (default: when stderr is a terminal)")
-    p_info = sub.add_parser("info", help="bodies, joints, degrees of freedom, loops, mass of a model file")
+    p_info = sub.add_parser("info", parents=[common],
+                            help="bodies, joints, degrees of freedom, loops, mass of a model file")
     p_info.add_argument("file")
-    p_plot = sub.add_parser("plot", help="plot a result: coordinates, energy, constraint drift against time")
+    p_plot = sub.add_parser("plot", parents=[common],
+                            help="plot a result: coordinates, energy, constraint drift against time")
     p_plot.add_argument("result", help="a .npz written by rmbd run")
     p_plot.add_argument("-o", "--output", help="image file (default: <result stem>.png here)")
-    p_anim = sub.add_parser("animate", help="animate a result of a model file (.gif or .mp4)")
+    p_anim = sub.add_parser("animate", parents=[common], help="animate a result of a model file (.gif or .mp4)")
     p_anim.add_argument("file")
     p_anim.add_argument("result")
     p_anim.add_argument("-o", "--output", required=True, help="out.gif (Pillow) or out.mp4 (ffmpeg)")
     p_anim.add_argument("--fps", type=int, default=25)
     p_anim.add_argument("--frames", type=int, default=None, help="at most this many frames")
-    p_bench = sub.add_parser("bench", help="time the formulations on a small grid of chain sizes")
+    p_bench = sub.add_parser("bench", parents=[common], help="time the formulations on a small grid of chain sizes")
     p_bench.add_argument("--sizes", type=int, nargs="+", default=[2, 10, 100, 1000])
     args = parser.parse_args(argv)
     try:
@@ -241,18 +447,29 @@ def main(argv=None, out=None):
             links = getattr(args, "links", 1000)
             t_end = getattr(args, "t_end", 0.5)
             if links < 1 or not t_end > 0:
-                print("rmbd: error: --links must be >= 1 and --t-end > 0", file=sys.stderr)
-                return 1
+                raise InputError("--links must be >= 1 and --t-end > 0")
             demo(links, t_end, out)
         else:
             {"run": _run, "info": _info, "plot": _plot, "animate": _animate, "bench": _bench}[args.command](args, out)
-    except (ModelError, StateError, SimulationError, OSError) as err:
-        print(f"rmbd: error: {err}", file=sys.stderr)
+    except KeyboardInterrupt as err:
+        print(f"rmbd: {_short(err) or 'interrupted'}", file=sys.stderr)
+        return 130
+    except (ModelError, StateError, SimulationError, InputError, OSError) as err:
+        print(f"rmbd: error: {_short(err)}", file=sys.stderr)
+        return 1
+    except ImportError as err:  # an optional package missing where _require did not look first
+        if args.debug:
+            raise
+        print(f"rmbd: error: {_short(err)} (the optional extras: pip install \"recursive-mbd[plot,progress]\")",
+              file=sys.stderr)
         return 1
     except Exception as err:  # noqa: BLE001 - the promise: one line, never a traceback
         if args.debug:
             raise
-        print(f"rmbd: internal error: {type(err).__name__}: {err} (run with --debug for the traceback)",
+        if isinstance(err, ValueError) and _raised_by_this_package(err):
+            print(f"rmbd: error: {_short(err)}", file=sys.stderr)
+            return 1
+        print(f"rmbd: internal error: {type(err).__name__}: {_short(err)} (run with --debug for the traceback)",
               file=sys.stderr)
         return 2
     return 0

@@ -208,7 +208,8 @@ MALFORMED = [
     ("[[body]]\nname = \"slider\"", "[[body]]\nname = \"arm\"", "duplicate body name"),
     ("[analysis]", "[[driver]]\nbody = \"arm\"\nkind = \"polynomial\"\ncoefficients = []\n\n[analysis]",
      "driver[0].coefficients"),
-    ("[analysis]", "[[driver]]\nbody = \"ghost\"\nkind = \"polynomial\"\ncoefficients = [1.0]\n\n[analysis]", "driver[0].body"),
+    ("[analysis]", "[[driver]]\nbody = \"ghost\"\nkind = \"polynomial\"\ncoefficients = [1.0]\n\n[analysis]",
+     "driver[0].body"),
     ("[analysis]", "[[driver]]\nbody = \"arm\"\nkind = \"harmonic\"\namplitude = 1.0\n\n[analysis]",
      "driver[0].frequency"),
     ("[analysis]", "[[loop]]\nkind = \"distance\"\nbody_a = \"slider\"\npoint_a = [0.0, 0.0]\nlength = -1.0\n\n"
