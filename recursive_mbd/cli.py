@@ -31,7 +31,7 @@ from .dynamics import forward_dynamics
 from .errors import ModelError, SimulationError, StateError
 from .integrate import simulate
 
-MESSAGE_LIMIT = 300  # characters of an error message: a message is a line, never an echoed array
+MESSAGE_LIMIT = 400  # characters of an error message: a message is a line, never an echoed array
 FIRST_COMPILE_SECONDS = 40  # the issue's measure on an idle 2-core machine; 155-194 s measured on a loaded one
 
 
@@ -40,11 +40,15 @@ class InputError(ValueError):
 
 
 def _short(message, limit=MESSAGE_LIMIT):
-    """One line of at most ``limit`` characters: long messages (an echoed array) are cut, saying how much."""
+    """One line of at most ``limit`` characters: a long message (an echoed array) loses its middle, saying how much,
+    so that its start (the file, the entry) and its end (where the samples were saved) stay."""
     line = " ".join(str(message).split())
     if len(line) <= limit:
         return line
-    return f"{line[:limit - 40].rstrip()} ... [{len(line)} characters, shortened]"
+    note = f" ... [{len(line)} characters, shortened] ... "
+    head = (limit - len(note)) * 2 // 3
+    tail = limit - len(note) - head
+    return f"{line[:head]}{note}{line[len(line) - tail:]}"
 
 
 def kernel_cache_empty():

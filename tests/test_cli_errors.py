@@ -1,0 +1,391 @@
+"""Model files never guess, and the command line's exit codes, messages and result files (issues 12 and 13)."""
+
+import contextlib
+import io as std_io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import recursive_mbd as rm
+from recursive_mbd import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ROOT / "examples" / "models"
+
+TREE = """
+[model]
+name = "arm and slider"
+
+[[body]]
+name = "arm"
+parent = "ground"
+joint = "revolute"
+child_point = [0.0, 0.5]
+mass = 1.0
+inertia = 0.1
+
+[[body]]
+name = "slider"
+parent = "arm"
+joint = "prismatic"
+parent_point = [0.0, -0.5]
+axis = [0.0, -1.0]
+mass = 0.5
+inertia = 0.01
+
+[[spring_damper]]
+body_a = "slider"
+point_a = [0.0, 0.0]
+body_b = "ground"
+point_b = [1.0, -1.0]
+stiffness = 5.0
+rest_length = 0.0
+
+[[loop]]
+kind = "distance"
+body_a = "slider"
+point_a = [0.0, 0.0]
+body_b = "arm"
+point_b = [0.0, 0.5]
+length = 1.1
+
+[initial]
+q = [0.0, 0.1]
+
+[analysis]
+type = "dynamics"
+t_end = 0.01
+"""
+
+DRIVER = """
+[[driver]]
+body = "arm"
+kind = "harmonic"
+amplitude = 0.1
+frequency = 2.0
+
+"""
+DRIVEN = TREE.replace("[initial]", DRIVER + "[initial]")
+MECHANISM = (MODELS / "four_bar.toml").read_text()
+CHAIN = "[model]\nform = \"chain\"\n\n[chain]\nn = 3\nlength = 1.0\nmass = 1.0\n\n[analysis]\ntype = \"statics\"\n"
+
+
+def rmbd(argv, cwd=None):
+    """cli.main in this process: (exit code, stdout, stderr)."""
+    out, err = std_io.StringIO(), std_io.StringIO()
+    old = Path.cwd()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stderr(err):
+            code = cli.main([str(a) for a in argv], out=out)
+    finally:
+        os.chdir(old)
+    return code, out.getvalue(), err.getvalue()
+
+
+def one_line_error(err):
+    return err.startswith("rmbd: error: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def without(text, line):
+    assert text.count(line + "\n") == 1, line
+    return text.replace(line + "\n", "", 1)
+
+
+# (text, the line to delete, the entry the message must name)
+MISSING = [
+    (TREE, 'parent = "ground"', "body[0].parent"),
+    (TREE, 'joint = "revolute"', "body[0].joint"),
+    (TREE, "mass = 1.0", "body[0].mass"),
+    (TREE, "inertia = 0.01", "body[1].inertia"),
+    (TREE, "axis = [0.0, -1.0]", "body[1].axis"),
+    (TREE, "rest_length = 0.0", "spring_damper[0].rest_length"),
+    (TREE, 'body_b = "arm"', "loop[0].body_b"),
+    (TREE, "point_b = [0.0, 0.5]", "loop[0].point_b"),
+    (TREE, "length = 1.1", "loop[0].length"),
+    (DRIVEN, 'kind = "harmonic"', "driver[0].kind"),
+    (TREE, 'type = "dynamics"', "analysis.type"),
+    (TREE, "t_end = 0.01", "analysis.t_end"),
+    (MECHANISM, "mass = 2.0", "body[1].mass"),
+    (MECHANISM, "inertia = 0.28125", "body[2].inertia"),
+    (MECHANISM, "pose = [0.2701511529340699, 0.42073549240394825, 1.0]", "body[0].pose"),
+    (CHAIN, "length = 1.0", "chain.length"),
+    (CHAIN, "mass = 1.0", "chain.mass"),
+    (CHAIN, "n = 3", "chain.n"),
+]
+
+
+@pytest.mark.parametrize(("text", "line", "entry"), MISSING, ids=[m[2] for m in MISSING])
+def test_a_missing_required_key_exits_1_naming_file_and_entry(text, line, entry, tmp_path):
+    path = tmp_path / "model.toml"
+    path.write_text(text)
+    rm.io.load(path)  # the complete file loads
+    path.write_text(without(text, line))
+    code, _, err = rmbd(["run", path, "-o", tmp_path / "out.npz"])
+    assert code == 1 and one_line_error(err), err
+    assert f"{path}: {entry}: missing" in err, err
+    assert not (tmp_path / "out.npz").exists()
+
+
+@pytest.mark.parametrize(("analysis", "entry", "words"), [
+    ('method = "rk4"', "analysis.dt", "fixed steps"),
+    ('method = "implicit_midpoint"', "analysis.dt", "fixed steps"),
+    ('method = "rk5"', "analysis.method", "unknown method 'rk5'"),
+    ('method = "scipy:Euler"', "analysis.method", "unknown method 'scipy:Euler'"),
+    ("dt = 0.001", "analysis.dt", "chooses its own steps"),
+    ('method = "rk4"\ndt = 0.001\nrtol = 1e-6', "analysis.rtol", "adaptive"),
+    ('method = "rk4"\ndt = 1.0', "analysis.dt", "longer than t_end"),
+    ('method = "rk4"\ndt = 1e-12', "analysis.dt", "steps, more than"),
+    ('stabilization = "magic"', "analysis.stabilization", "expected one of"),
+    ("samples = 2.5", "analysis.samples", "integer"),
+])
+def test_analysis_options_are_checked_when_the_file_is_loaded(analysis, entry, words, tmp_path):
+    path = tmp_path / "model.toml"
+    path.write_text(TREE.replace("t_end = 0.01", "t_end = 0.01\n" + analysis))
+    with pytest.raises(rm.io.FileFormatError, match=entry):
+        rm.io.load(path)
+    code, _, err = rmbd(["run", path, "-o", tmp_path / "out.npz"])
+    assert code == 1 and one_line_error(err) and entry in err and words in err, err
+
+
+def test_info_lists_the_defaults_a_file_relied_on(tmp_path):
+    path = tmp_path / "model.toml"
+    path.write_text(DRIVEN)
+    spec = rm.io.load(path)
+    assert "body[0].com = [0.0, 0.0]" in spec.defaults and "body[0].parent_point = [0.0, 0.0]" in spec.defaults
+    assert "driver[0].phase = 0.0" in spec.defaults and "analysis.method = 'dopri5'" in spec.defaults
+    assert not any(d.startswith(("body[0].mass", "body[0].inertia", "body[0].parent")) and "point" not in d
+                   for d in spec.defaults)
+    code, out, err = rmbd(["info", path])
+    assert code == 0, err
+    assert "defaults used" in out and "body[1].com = [0.0, 0.0]" in out
+
+
+def test_a_deck_without_task_has_no_analysis_and_run_refuses_it(tmp_path):
+    text = (MODELS / "seed002_double_pendulum.deck").read_text()
+    path = tmp_path / "no_task.deck"
+    path.write_text(text.replace("TASK, D, 1, 0, 0.0, 1.0, 0.05", "* TASK, D, 1, 0, 0.0, 1.0, 0.05"))
+    assert rm.io.load(path).analysis == {}
+    code, _, err = rmbd(["run", path, "-o", tmp_path / "out.npz"])
+    assert code == 1 and one_line_error(err) and "no analysis" in err and "TASK" in err, err
+
+
+@pytest.mark.parametrize("name", ["\N{GRINNING FACE}", 'say "hi"', "back\\slash", "tab\tand\nnewline", "ünïcödé ß",
+                                  "del\x7f", "\U0001F469\u200D\U0001F52C crank"])
+def test_io_save_writes_names_that_load_reads_back(name, tmp_path):
+    model = rm.Model()
+    model.add_body("ground", "revolute", (0, 0), (0, 0.5), mass=1.0, inertia=0.1, name=name)
+    model.add_body(name, "revolute", (0, -0.5), (0, 0.5), mass=1.0, inertia=0.1, name=name + "2")
+    model.add_torque(name + "2", 0.5, name=name + " torque")
+    model.name = name
+    path = tmp_path / "names.toml"
+    rm.io.save(model, path, np.array([0.1, 0.2]))
+    again = rm.io.load(path).model
+    assert again.body_names == model.body_names and again.name == name
+    assert again.element_names == model.element_names
+
+
+def test_a_lone_surrogate_name_is_refused_by_save(tmp_path):
+    model = rm.Model()
+    model.add_body("ground", "revolute", (0, 0), (0, 0.5), mass=1.0, inertia=0.1, name="bad\ud800")
+    with pytest.raises(rm.io.FileFormatError, match="surrogate"):
+        rm.io.save(model, tmp_path / "bad.toml")
+
+
+def test_messages_are_capped_at_one_short_line(tmp_path):
+    path = tmp_path / "model.toml"
+    path.write_text(TREE.replace("q = [0.0, 0.1]", "q = [" + ", ".join(["0.123456789"] * 1000) + "]"))
+    code, _, err = rmbd(["run", path, "-o", tmp_path / "out.npz"])
+    assert code == 1 and one_line_error(err) and "initial.q" in err, err[:300]
+    assert len(err) <= len("rmbd: error: \n") + cli.MESSAGE_LIMIT, len(err)
+    short = cli._short("start " + "x " * 3000 + "end")
+    assert len(short) == cli.MESSAGE_LIMIT and short.startswith("start x") and short.endswith("x end")
+    assert "[6009 characters, shortened]" in short
+
+
+def test_debug_is_accepted_after_the_subcommand(tmp_path, monkeypatch):
+    path = tmp_path / "model.toml"
+    path.write_text(TREE)
+    code, out, err = rmbd(["info", path, "--debug"])
+    assert code == 0 and "arm" in out, err
+
+    def broken(args, out):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(cli, "_info", broken)
+    code, _, err = rmbd(["info", path])
+    assert code == 2 and "internal error: RuntimeError: a bug" in err and "--debug" in err
+    with pytest.raises(RuntimeError, match="a bug"):
+        rmbd(["info", path, "--debug"])
+    with pytest.raises(RuntimeError, match="a bug"):
+        rmbd(["--debug", "info", path])
+
+
+def test_value_errors_of_the_package_are_input_errors_others_are_bugs(tmp_path, monkeypatch):
+    path = tmp_path / "model.toml"
+    path.write_text(TREE)
+    monkeypatch.setattr(cli, "_info", lambda args, out: rm.simulate(rm.chains.serial_chain(1), [0.0], [0.0], 1.0,
+                                                                   method="nope"))
+    code, _, err = rmbd(["info", path])
+    assert code == 1 and one_line_error(err) and "unknown method 'nope'" in err, err
+    monkeypatch.setattr(cli, "_info", lambda args, out: np.zeros(3).reshape(2, 2))
+    code, _, err = rmbd(["info", path])
+    assert code == 2 and "internal error: ValueError" in err
+
+
+def test_plot_of_a_model_file_says_it_is_not_a_result(tmp_path):
+    path = tmp_path / "model.toml"
+    path.write_text(TREE)
+    fake = tmp_path / "fake.npz"
+    fake.write_bytes(b"\x93NUMPY not really")
+    for target in (path, fake, tmp_path / "missing.npz"):
+        code, _, err = rmbd(["plot", target])
+        assert code == 1 and one_line_error(err), err
+        assert "expected the .npz that `rmbd run` writes" in err and "allow_pickle" not in err, err
+
+
+def test_missing_matplotlib_exits_1_saying_how_to_install(tmp_path, monkeypatch):
+    result = tmp_path / "r.npz"
+    np.savez(result, t=np.linspace(0, 1, 3), q=np.zeros((3, 1)))
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
+    code, _, err = rmbd(["plot", result, "-o", tmp_path / "r.png"])
+    assert code == 1 and one_line_error(err) and 'pip install "recursive-mbd[plot]"' in err, err
+    code, _, err = rmbd(["animate", MODELS / "four_bar.toml", result, "-o", tmp_path / "r.gif"])
+    assert code == 1 and 'pip install "recursive-mbd[plot]"' in err, err
+
+
+def test_missing_ffmpeg_exits_1_before_animating(tmp_path, monkeypatch):
+    result = tmp_path / "r.npz"
+    np.savez(result, t=np.linspace(0, 1, 3), q=np.zeros((3, 3)))
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no ffmpeg on PATH
+    code, _, err = rmbd(["animate", MODELS / "four_bar.toml", result, "-o", tmp_path / "r.mp4"])
+    assert code == 1 and one_line_error(err) and "ffmpeg" in err and "install" in err, err
+    assert not (tmp_path / "r.mp4").exists()
+
+
+def test_missing_tqdm_for_progress_exits_1(tmp_path, monkeypatch):
+    path = tmp_path / "model.toml"
+    path.write_text(TREE)
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    code, _, err = rmbd(["run", path, "--progress", "-o", tmp_path / "out.npz"])
+    assert code == 1 and 'pip install "recursive-mbd[progress]"' in err, err
+
+
+def test_run_never_overwrites_without_force_and_writes_the_path_it_prints(tmp_path):
+    path = tmp_path / "model.toml"
+    path.write_text(TREE)
+    target = tmp_path / "out.dat"  # not .npz: np.savez alone would write out.dat.npz
+    code, out, err = rmbd(["run", path, "-o", target])
+    assert code == 0, err
+    assert f"wrote {target.resolve()}" in out and target.exists() and not Path(str(target) + ".npz").exists()
+    with np.load(target) as data:
+        assert data["q"].shape == (201, 2) and str(data["status"]) == "finished"
+    before = target.read_bytes()
+    code, _, err = rmbd(["run", path, "-o", target])
+    assert code == 1 and one_line_error(err) and "exists; pass --force" in err, err
+    assert target.read_bytes() == before
+    code, out, err = rmbd(["run", path, "-o", target, "--force"])
+    assert code == 0 and "wrote" in out, err
+
+
+def test_run_checks_its_outputs_before_computing(tmp_path, monkeypatch):
+    path = tmp_path / "model.toml"
+    path.write_text(TREE)
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("simulate ran although the output cannot be written")
+
+    monkeypatch.setattr(cli, "simulate", must_not_run)
+    (tmp_path / "folder").mkdir()
+    cases = [(tmp_path / "folder", "is a directory"), (tmp_path / "nowhere" / "out.npz", "no such directory"),
+             (path, "exists; pass --force")]
+    for target, words in cases:
+        code, _, err = rmbd(["run", path, "-o", target])
+        assert code == 1 and one_line_error(err) and words in err, err
+    code, _, err = rmbd(["run", path, "-o", path, "--force"])
+    assert code == 1 and "overwrite the model file" in err, err
+    assert path.read_text() == TREE
+
+
+def test_a_fifo_as_model_or_output_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    (tmp_path / "model.toml").write_text(TREE)
+    for args, words in ((["run", "pipe"], "not a regular file"), (["info", "pipe"], "not a regular file"),
+                        (["run", "model.toml", "-o", "pipe"], "not a regular file")):
+        done = subprocess.run([sys.executable, "-m", "recursive_mbd", *args], capture_output=True, text=True,
+                              cwd=tmp_path, timeout=120, check=False,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert done.returncode == 1 and words in done.stderr, done.stderr
+
+
+def test_a_failed_run_names_file_and_time_and_saves_the_samples(tmp_path, monkeypatch):
+    path = tmp_path / "model.toml"
+    path.write_text(TREE)
+    spec = rm.io.load(path)
+    partial = rm.simulate(spec.model, spec.q0, spec.qd0, 0.004, drivers=spec.drivers)
+    calls = []
+
+    def failing(model, q0, qd0, t_end, **options):
+        calls.append(t_end)
+        if len(calls) == 1:  # the warm-up (kernels compiled outside the timed run)
+            return partial
+        raise rm.SimulationError(f"blew up at t = 0.004 s: {np.arange(1000.0)}", 0.004, partial)
+
+    monkeypatch.setattr(cli, "simulate", failing)
+    code, _, err = rmbd(["run", path, "-o", tmp_path / "out.npz"])
+    saved = tmp_path / "out.partial.npz"
+    assert code == 1 and one_line_error(err), err
+    assert str(path) in err and "at t = 0.004 s" in err and str(saved.resolve()) in err, err
+    assert len(err) < 2 * cli.MESSAGE_LIMIT
+    assert not (tmp_path / "out.npz").exists()
+    with np.load(saved) as data:
+        np.testing.assert_array_equal(data["q"], partial.q)
+        assert "SimulationError" in str(data["status"])
+    code, _, err = rmbd(["run", path, "-o", tmp_path / "out.npz"])  # the partial result is not overwritten either
+    assert code == 1 and "out.partial.npz: exists" in err
+
+
+def test_max_time_is_passed_to_simulate_as_max_wall_time(tmp_path, monkeypatch):
+    path = tmp_path / "model.toml"
+    path.write_text(TREE)
+    spec = rm.io.load(path)
+    finished = rm.simulate(spec.model, spec.q0, spec.qd0, 0.01, drivers=spec.drivers)
+    seen = []
+
+    def accepting(model, q0, qd0, t_end, method="dopri5", *, max_wall_time=None, **options):
+        seen.append(max_wall_time)
+        return finished
+
+    monkeypatch.setattr(cli, "simulate", accepting)
+    code, _, err = rmbd(["run", path, "-o", tmp_path / "out.npz", "--max-time", "2.5"])
+    assert code == 0 and seen[-1] == 2.5, err
+
+    def older(model, q0, qd0, t_end, method="dopri5", **options):
+        return finished
+
+    monkeypatch.setattr(cli, "simulate", older)
+    code, _, err = rmbd(["run", path, "-o", tmp_path / "other.npz", "--max-time", "2.5"])
+    assert code == 1 and one_line_error(err) and "max_wall_time" in err, err
+    code, _, err = rmbd(["run", path, "-o", tmp_path / "other.npz", "--max-time", "-1"])
+    assert code == 1 and "--max-time" in err
+
+
+def test_first_run_notice_and_compile_time_apart(tmp_path, monkeypatch):
+    path = tmp_path / "model.toml"
+    path.write_text(TREE)
+    code, out, _ = rmbd(["run", path, "-o", tmp_path / "a.npz"])
+    assert code == 0 and "kernels ready in" in out and ", run " in out
+    assert not cli.kernel_cache_empty()  # the run above filled (or found) the cache
+    monkeypatch.setattr(cli, "kernel_cache_empty", lambda: True)
+    code, out, err = rmbd(["run", path, "-o", tmp_path / "b.npz"])
+    assert code == 0 and err.startswith("compiling kernels: first run only, about ") and err.count("\n") == 1, err
+    empty = subprocess.run([sys.executable, "-c", "from recursive_mbd import cli; print(cli.kernel_cache_empty())"],
+                           capture_output=True, text=True, timeout=120, check=True,
+                           env={**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(tmp_path / "c")})
+    assert empty.stdout.strip() == "True", empty.stderr
