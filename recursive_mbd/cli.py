@@ -231,6 +231,7 @@ def _run(args, out):
     if Path(args.file).resolve() in (target.resolve(), Path(args.csv).resolve() if args.csv else None):
         raise InputError(f"{args.file}: the output would overwrite the model file")
     kind = analysis["type"]
+    _compile_notice()
     base = {"kind": np.array(kind), "body_names": np.array(model.body_names), "source": np.array(str(args.file))}
     arrays = dict(base)
     if kind == "dynamics":
@@ -241,7 +242,6 @@ def _run(args, out):
         t_eval = None if fixed else np.linspace(0.0, t_end, samples)
         if method == "dop853":  # no dense output: store every step
             t_eval = None
-        _compile_notice()
         start = time.perf_counter()
         warm_options = {k: v for k, v in options.items() if k != "max_wall_time"}
         warm_end = min(t_end, 2 * analysis["dt"]) if fixed else min(t_end, 1e-6 * max(t_end, 1.0))
