@@ -444,6 +444,9 @@ def _analysis(reader, data):
     if "stabilization" in table:
         out["stabilization"] = reader.string(table, "stabilization", "analysis", None,
                                              ("projection", "baumgarte", "none"))
+        if out["stabilization"] == "projection" and scipy_name is not None:
+            reader.fail("analysis.stabilization", f"projection runs inside the numba integrators, not {method!r}: "
+                        "use 'baumgarte' or 'none'")
     return out
 
 

@@ -142,6 +142,7 @@ def test_a_missing_required_key_exits_1_naming_file_and_entry(text, line, entry,
     ('method = "rk4"\ndt = 1.0', "analysis.dt", "longer than t_end"),
     ('method = "rk4"\ndt = 1e-12', "analysis.dt", "steps, more than"),
     ('stabilization = "magic"', "analysis.stabilization", "expected one of"),
+    ('method = "scipy:Radau"\nstabilization = "projection"', "analysis.stabilization", "numba integrators"),
     ("samples = 2.5", "analysis.samples", "integer"),
 ])
 def test_analysis_options_are_checked_when_the_file_is_loaded(analysis, entry, words, tmp_path):
@@ -389,3 +390,12 @@ def test_first_run_notice_and_compile_time_apart(tmp_path, monkeypatch):
                            capture_output=True, text=True, timeout=120, check=True,
                            env={**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(tmp_path / "c")})
     assert empty.stdout.strip() == "True", empty.stderr
+
+
+def test_the_main_job_prints_the_first_run_line_and_reports_compile_time_apart(monkeypatch):
+    monkeypatch.setattr(cli, "kernel_cache_empty", lambda: True)
+    out = std_io.StringIO()
+    cli.demo(n_links=3, t_end_chain=0.01, out=out)
+    lines = out.getvalue().splitlines()
+    assert lines[1].startswith("compiling kernels: first run only, about ")
+    assert sum("kernels ready in" in line and "not in the timing" in line for line in lines) == 2
