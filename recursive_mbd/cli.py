@@ -167,6 +167,9 @@ def _write_npz(path, arrays):
     try:
         with os.fdopen(handle, "wb") as stream:
             np.savez(stream, **arrays)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes it private; a result is an ordinary file
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

@@ -284,6 +284,9 @@ def test_run_never_overwrites_without_force_and_writes_the_path_it_prints(tmp_pa
     code, out, err = rmbd(["run", path, "-o", target])
     assert code == 0, err
     assert f"wrote {target.resolve()}" in out and target.exists() and not Path(str(target) + ".npz").exists()
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
     with np.load(target) as data:
         assert data["q"].shape == (201, 2) and str(data["status"]) == "finished"
     before = target.read_bytes()
