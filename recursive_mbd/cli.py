@@ -7,6 +7,8 @@ codes: 0 ok, 1 an error in the input (a one-line message naming the place), 2 an
 """
 
 import argparse
+import csv
+import io as std_io
 import sys
 import time
 from pathlib import Path
@@ -78,6 +80,7 @@ def _run(args, out):
     kind = analysis["type"]
     target = _result_path(args.file, args.output)
     arrays = {"kind": np.array(kind), "body_names": np.array(model.body_names)}
+    arrays.update(_labels_record(args.file, model))
     if kind == "dynamics":
         t_end = analysis.get("t_end", 1.0)
         samples = analysis.get("samples", 201)
@@ -89,7 +92,8 @@ def _run(args, out):
                        every=max(1, int(round(t_end / analysis.get("dt", t_end) / samples))) if fixed else 1,
                        **options)
         kinetic, potential = res.energy()
-        arrays.update(t=res.t, q=res.q, qd=res.qd, energy=kinetic + potential, energy_balance=res.energy_balance())
+        arrays.update(t=res.t, q=res.q, qd=res.qd, energy=kinetic + potential, energy_balance=res.energy_balance(),
+                      dissipated_work=res.dissipated_work, applied_work=res.applied_work)
         if res.constraint_drift is not None:
             arrays["drift"] = res.constraint_drift
         print(f"{res}; energy balance max |.| = {np.abs(arrays['energy_balance']).max():.2e} J", file=out)
@@ -104,7 +108,7 @@ def _run(args, out):
         t_end = analysis.get("t_end", 1.0)
         kin = kinematic_analysis(model, spec.drivers, np.linspace(0.0, t_end, analysis.get("samples", 101)), spec.q0)
         arrays.update(t=kin.t, q=kin.q, qd=kin.qd, qdd=kin.qdd, driving_forces=kin.driving_forces,
-                      joint_reactions=kin.joint_reactions, loop_forces=kin.loop_forces)
+                      joint_reactions=kin.joint_reactions, loop_forces=kin.loop_forces, driven=kin.driven)
         print(f"kinematic analysis: {kin.t.size} times up to {t_end:g} s; driving forces "
               f"{np.abs(kin.driving_forces).max(initial=0.0):.6g} (max |.|)", file=out)
     else:
@@ -116,9 +120,32 @@ def _run(args, out):
     print(f"wrote {target}", file=out)
     if args.csv and "t" in arrays:
         columns = [arrays["t"][:, None], arrays["q"], arrays["qd"]]
-        header = ["t"] + [f"q{k + 1}" for k in range(model.nq)] + [f"qd{k + 1}" for k in range(model.nq)]
-        np.savetxt(args.csv, np.hstack(columns), delimiter=",", header=",".join(header), comments="")
+        header = ["t [s]", *arrays["q_labels"], *arrays["qd_labels"]]
+        np.savetxt(args.csv, np.hstack(columns), delimiter=",", header=_csv_row(header), comments="")
         print(f"wrote {args.csv}", file=out)
+
+
+def _csv_row(cells):
+    """One CSV line of text cells, quoted where a cell holds a comma or a quote."""
+    buffer = std_io.StringIO()
+    csv.writer(buffer, lineterminator="").writerow(cells)
+    return buffer.getvalue()
+
+
+def _labels_record(source, model):
+    """What ``rmbd plot`` needs to name a result's curves (stored in the .npz): the labels with units of the
+    coordinates, rates, accelerations and joint forces ("crank angle [rad]"), the joints, the loops, and the model
+    file (to draw the mechanism)."""
+    from .plot import QUANTITY_KINDS, coordinate_labels, joint_labels  # noqa: PLC0415  (no matplotlib needed)
+
+    record = {f"{kind}_labels": np.array(coordinate_labels(model, kind)) for kind in QUANTITY_KINDS}
+    record["joint_labels"] = np.array(joint_labels(model.body_names, model.body_parent))
+    record["loop_names"] = np.array(model.loop_names, dtype=str)
+    record["model_file"] = np.array(str(Path(source).resolve()))
+    return record
+
+
+_INFO_LIST = 20  # models with more bodies get a summary: counts by joint type, the first and last few bodies
 
 
 def _info(args, out):
@@ -128,16 +155,42 @@ def _info(args, out):
           f"{model.nloops} loops ({model.nconstraints} equations), {model.nq - model.nconstraints} degrees of freedom "
           f"(where the loops are independent), total mass {model.total_mass():.6g} kg, gravity "
           f"({model.gravity[0]:g}, {model.gravity[1]:g}) m/s^2", file=out)
-    for i, name in enumerate(model.body_names):
+    codes, counts = np.unique(model.joint_type, return_counts=True)
+    print("  joints: " + ", ".join(f"{count} {rm_joints.JOINT_NAMES[int(code)]}" for code, count in
+                                   zip(codes, counts, strict=True)), file=out)
+
+    def body_line(i):
         parent = model.body_parent[i]
-        print(f"  body {name}: {rm_joints.JOINT_NAMES[int(model.joint_type[i])]} joint to "
-              f"{'ground' if parent < 0 else model.body_names[parent]}, mass {model.body_mass[i]:.6g} kg, inertia "
-              f"{model.body_inertia[i]:.6g} kg m^2", file=out)
-    for lp in model._loops:
-        print(f"  loop {lp['name']}: {lp['kind']}", file=out)
-    for name in model.element_names:
-        print(f"  element {name}", file=out)
+        return (f"  body {model.body_names[i]}: {rm_joints.JOINT_NAMES[int(model.joint_type[i])]} joint to "
+                f"{'ground' if parent < 0 else model.body_names[parent]}, mass {model.body_mass[i]:.6g} kg, "
+                f"inertia {model.body_inertia[i]:.6g} kg m^2, com ({model.body_com[i][0]:g}, "
+                f"{model.body_com[i][1]:g}) m")
+
+    _print_list([body_line(i) for i in _ends(model.nbodies)], model.nbodies, "bodies", out)
+    loops = model._loops
+    _print_list([f"  loop {loops[i]['name']}: {loops[i]['kind']}" for i in _ends(len(loops))], len(loops),
+                "loops", out)
+    names = model.element_names
+    _print_list([f"  element {names[i]}" for i in _ends(len(names))], len(names), "elements", out)
     print(f"  analysis: {spec.analysis}", file=out)
+
+
+def _ends(count, keep=3):
+    """Indices to list of ``count`` items: all of them up to _INFO_LIST, else the first and last ``keep``."""
+    return list(range(count)) if count <= _INFO_LIST else [*range(keep), *range(count - keep, count)]
+
+
+def _print_list(lines, count, what, out):
+    if count <= _INFO_LIST:
+        for line in lines:
+            print(line, file=out)
+        return
+    half = len(lines) // 2
+    for line in lines[:half]:
+        print(line, file=out)
+    print(f"  ... {count - len(lines)} more {what} ...", file=out)
+    for line in lines[half:]:
+        print(line, file=out)
 
 
 def _load_result(path):
@@ -148,22 +201,102 @@ def _load_result(path):
         raise io.FileFormatError(f"{path}: cannot read a result: {err}") from None
 
 
+def _labels(data, kind, count):
+    """The stored labels of a result (``_labels_record``), or plain ones for a result written before them."""
+    key = f"{kind}_labels"
+    if key in data and data[key].size == count:
+        return [str(label) for label in data[key]]
+    return [f"{kind}{k + 1}" for k in range(count)]
+
+
+def _result_model(args, data, out):
+    """The model of a result, to draw the mechanism: --model, else the file the run recorded (when it still has
+    the result's bodies); None (and a note) when there is none."""
+    source = args.model or (str(data["model_file"]) if "model_file" in data else None)
+    if source is None or not Path(source).exists():
+        if source is not None:
+            print(f"note: {source} (the model of this result) is gone: no drawing of the mechanism (give --model)",
+                  file=out)
+        return None
+    model = io.load(source).model
+    if tuple(str(name) for name in data.get("body_names", ())) != model.body_names:
+        if args.model:
+            raise io.FileFormatError(f"{args.result}: its bodies are not those of {source}")
+        print(f"note: {source} no longer has this result's bodies: no drawing of the mechanism", file=out)
+        return None
+    return model
+
+
 def _plot(args, out):
     data = _load_result(args.result)
-    if "t" not in data or "q" not in data:
-        raise io.FileFormatError(f"{args.result}: no time history to plot (kind {data.get('kind')})")
+    kind = str(data["kind"]) if "kind" in data else ("dynamics" if "t" in data else "")
+    if "q" not in data or kind not in io.ANALYSES:
+        raise io.FileFormatError(f"{args.result}: not a result of rmbd run (no kind and coordinates q)")
     from . import plot  # noqa: PLC0415
 
-    plt = plot._pyplot()
-    panels = [key for key in ("energy", "drift") if key in data]
-    fig, axes = plt.subplots(1 + len(panels), 1, figsize=(7, 3 + 2.5 * len(panels)), squeeze=False)
-    plot.trajectories(data["t"], data["q"], axes[0, 0])
-    for ax, key in zip(axes[1:, 0], panels, strict=True):
-        (plot.energy if key == "energy" else plot.drift)(data["t"], data[key], ax)
+    model = _result_model(args, data, out)
+    q = data["q"]
+    nq = q.shape[-1]
+    joint_names = [str(n) for n in data["joint_labels"]] if "joint_labels" in data else None
+    loop_names = [str(n) for n in data["loop_names"]] if "loop_names" in data else None
+    if kind == "modes":
+        if model is not None:
+            fig = plot.mode_shapes(model, q, data["shapes"], data["omega"])
+        else:
+            fig, ax = plot.figure(figsize=(7, 4))
+            labels = _labels(data, "q", nq)
+            for k, w in enumerate(data["omega"]):
+                shape = data["shapes"][:, k]
+                ax.plot(np.arange(nq), shape / np.abs(shape).max(), "-o", ms=3,
+                        label=f"mode {k + 1}: {w / (2 * np.pi):.4g} Hz ({w:.4g} rad/s)")
+            if nq <= 20:
+                ax.set_xticks(np.arange(nq), labels, rotation=30, ha="right", fontsize=7)
+            ax.set(ylabel="mode shape (largest entry 1)", title="mode shapes in joint coordinates")
+            ax.legend(fontsize=7)
+    elif kind == "statics":
+        panels = 2 if model is not None else 1
+        fig, axes = plot.figure(panels, 1, figsize=(8, 4 * panels), squeeze=False)
+        if model is not None:
+            plot.draw(model, q, axes[0, 0], label="static equilibrium")
+        plot.reaction_bars(data["joint_reactions"], data.get("loop_forces"), axes[-1, 0], joint_names, loop_names)
+        stable = "stable" if "eigenvalues" in data and np.all(data["eigenvalues"] > 0) else "not shown stable"
+        axes[0, 0].set_title(f"static equilibrium ({stable})", fontsize=9)
+    else:
+        t = data["t"]
+        panels = ["mechanism"] if model is not None else []
+        panels.append("q")
+        if kind == "kinematics":
+            panels += ["driving"] if data.get("driving_forces") is not None and data["driving_forces"].size else []
+            panels.append("reactions")
+        else:
+            panels += [key for key in ("energy", "drift") if key in data]
+        fig, axes = plot.figure(len(panels), 1, figsize=(8, 3 * len(panels) + 0.5), squeeze=False)
+        for ax, panel in zip(axes[:, 0], panels, strict=True):
+            if panel == "mechanism":
+                times = np.linspace(t[0], t[-1], 4 if model.nbodies > 60 else 5)
+                plot.snapshots(model, _Samples(t, q), times, ax)
+            elif panel == "q":
+                plot.trajectories(t, q, ax, names=_labels(data, "q", nq))
+            elif panel == "driving":
+                driven = data["driven"] if "driven" in data else np.arange(data["driving_forces"].shape[1])
+                plot.driving_forces(t, data["driving_forces"], driven, ax=ax, labels=_labels(data, "tau", nq))
+            elif panel == "reactions":
+                plot.reactions(t, data["joint_reactions"], data.get("loop_forces"), ax, joint_names, loop_names)
+            elif panel == "energy":
+                plot.energy(t, data["energy"], ax, data.get("dissipated_work"), data.get("applied_work"))
+            else:
+                plot.drift(t, data["drift"], ax)
     fig.tight_layout()
     target = _result_path(args.result, args.output, ".png")
-    fig.savefig(target, dpi=100)
+    fig.savefig(target, dpi=args.dpi)
     print(f"wrote {target}", file=out)
+
+
+class _Samples:
+    """(t, q) of a result file in the shape ``plot.snapshots`` reads."""
+
+    def __init__(self, t, q):
+        self.t, self.q = t, q
 
 
 def _animate(args, out):
@@ -224,9 +357,12 @@ def main(argv=None, out=None):
                        help="progress bar (default: when stderr is a terminal)")
     p_info = sub.add_parser("info", help="bodies, joints, degrees of freedom, loops, mass of a model file")
     p_info.add_argument("file")
-    p_plot = sub.add_parser("plot", help="plot a result: coordinates, energy, constraint drift against time")
+    p_plot = sub.add_parser("plot", help="plot a result: the mechanism, coordinates, energy balance, drift, driving "
+                            "forces and reactions against time; static reactions; mode shapes")
     p_plot.add_argument("result", help="a .npz written by rmbd run")
     p_plot.add_argument("-o", "--output", help="image file (default: <result stem>.png here)")
+    p_plot.add_argument("--model", help="the model file, to draw the mechanism (default: the file the run read)")
+    p_plot.add_argument("--dpi", type=int, default=100, help="resolution of the image (default 100)")
     p_anim = sub.add_parser("animate", help="animate a result of a model file (.gif or .mp4)")
     p_anim.add_argument("file")
     p_anim.add_argument("result")
