@@ -241,9 +241,11 @@ def _plot(args, out):
     loop_names = [str(n) for n in data["loop_names"]] if "loop_names" in data else None
     if kind == "modes":
         if model is not None:
-            fig = plot.mode_shapes(model, q, data["shapes"], data["omega"])
+            count = min(4, data["omega"].size)
+            fig, axes = plot.figure(1, count, pyplot=False, figsize=(3.2 * count + 0.6, 3.8), squeeze=False)
+            plot.mode_shapes(model, q, data["shapes"], data["omega"], axes=list(axes[0]))
         else:
-            fig, ax = plot.figure(figsize=(7, 4))
+            fig, ax = plot.figure(pyplot=False, figsize=(7, 4))
             labels = _labels(data, "q", nq)
             for k, w in enumerate(data["omega"]):
                 shape = data["shapes"][:, k]
@@ -255,7 +257,7 @@ def _plot(args, out):
             ax.legend(fontsize=7)
     elif kind == "statics":
         panels = 2 if model is not None else 1
-        fig, axes = plot.figure(panels, 1, figsize=(8, 4 * panels), squeeze=False)
+        fig, axes = plot.figure(panels, 1, pyplot=False, figsize=(8, 4 * panels), squeeze=False)
         if model is not None:
             plot.draw(model, q, axes[0, 0], label="static equilibrium")
         plot.reaction_bars(data["joint_reactions"], data.get("loop_forces"), axes[-1, 0], joint_names, loop_names)
@@ -270,10 +272,10 @@ def _plot(args, out):
             panels.append("reactions")
         else:
             panels += [key for key in ("energy", "drift") if key in data]
-        fig, axes = plot.figure(len(panels), 1, figsize=(8, 3 * len(panels) + 0.5), squeeze=False)
+        fig, axes = plot.figure(len(panels), 1, pyplot=False, figsize=(8, 3 * len(panels) + 0.5), squeeze=False)
         for ax, panel in zip(axes[:, 0], panels, strict=True):
             if panel == "mechanism":
-                times = np.linspace(t[0], t[-1], 4 if model.nbodies > 60 else 5)
+                times = np.linspace(t[0], t[-1], 4)
                 plot.snapshots(model, _Samples(t, q), times, ax)
             elif panel == "q":
                 plot.trajectories(t, q, ax, names=_labels(data, "q", nq))

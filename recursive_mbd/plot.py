@@ -88,13 +88,13 @@ def _require_matplotlib():
         raise ModuleNotFoundError("plotting needs matplotlib: pip install 'recursive-mbd[plot]'") from None
 
 
-def figure(nrows=1, ncols=1, **kwargs):
+def figure(nrows=1, ncols=1, pyplot=None, **kwargs):
     """A new figure and its axes (``subplots(nrows, ncols, **kwargs)``), without selecting a backend: from pyplot
     when the caller already imported it (so ``plt.show()`` shows it), else a bare ``matplotlib.figure.Figure``
-    (``fig.savefig`` works on it with no backend)."""
+    (``fig.savefig`` works on it with no backend). ``pyplot=False`` always gives a bare Figure (file output)."""
     _require_matplotlib()
     figsize = kwargs.pop("figsize", None)
-    if "matplotlib.pyplot" in sys.modules:
+    if pyplot is not False and "matplotlib.pyplot" in sys.modules:
         return sys.modules["matplotlib.pyplot"].subplots(nrows, ncols, figsize=figsize, **kwargs)
     from matplotlib.figure import Figure  # noqa: PLC0415
 
@@ -265,7 +265,7 @@ class Outline:
                 axis = table.column("axis")[i]
                 self.supports.append(("guide", parent_points[i], axis))
             elif jtype[i] != joints.PLANAR:
-                self.supports.append(("pin", parent_points[i], np.array([1.0, 0.0])))
+                self.supports.append(("pin", parent_points[i], i))
         for i in np.flatnonzero(jtype == joints.PRISMATIC):
             axis_child = _rotate(table.column("axis")[i], -table.column("angle")[i])
             sliders[i] = (child_points[i], axis_child)
@@ -278,7 +278,7 @@ class Outline:
                 if lp["body_b"] < 0:
                     self.supports.append(("guide", lp["point_b"], lp["axis"]))
             elif lp["body_b"] < 0:
-                self.supports.append(("pin", lp["point_b"], np.array([1.0, 0.0])))
+                self.supports.append(("pin", lp["point_b"], lp["body_a"]))
         self.springs = []
         for el in model._elements:
             if el["kind"] != "spring_damper":
@@ -391,13 +391,13 @@ class Outline:
             springs.append(_spring_damper_lines(ends[0], ends[1], k > 0, c > 0, self.size))
             spring_ends.append(ends)
         return {"bars": bars, "polygons": polygons, "pins": pins, "bobs": bobs, "springs": springs,
-                "spring_ends": spring_ends}
+                "spring_ends": spring_ends, "poses": poses}
 
     def extent(self, placed):
         """(low (2,), high (2,)) of everything placed (``place``), with the ground supports."""
         parts = [placed["bars"].reshape(-1, 2), placed["pins"].reshape(-1, 2), placed["bobs"].reshape(-1, 2)]
         parts += [v for v in placed["polygons"]] + [line for group in placed["springs"] for line in group]
-        parts += [np.array([point]) for _, point, _ in self.supports]
+        parts += [np.array([point]) for _, point, _ in self.supports]  # (the symbols are small: not counted)
         everything = np.concatenate([p for p in parts if p.size] or [np.zeros((1, 2))])
         return everything.min(axis=0), everything.max(axis=0)
 
@@ -460,16 +460,19 @@ def _spring_damper_lines(a, b, spring, damper, size):
 
 
 def _support_lines(kind, point, axis, size, reach=None):
-    """Line pieces of a hatched ground symbol: a pin support (a triangle on a hatched base) or a sliding guide
-    (a hatched line along ``axis`` from ``reach[0]`` to ``reach[1]`` along it, below the block)."""
+    """Line pieces of a hatched ground symbol: a pin support (a triangle on a hatched base, the base towards the
+    unit vector ``axis``) or a sliding guide (a hatched line along ``axis`` from ``reach[0]`` to ``reach[1]``
+    along it, below the block)."""
     lines = []
     if kind == "pin":
         h = 0.9 * size
-        base = point[1] - h
-        lines.append(np.array([point, (point[0] - 0.6 * h, base), (point[0] + 0.6 * h, base), point]))
-        lines.append(np.array([(point[0] - 1.1 * h, base), (point[0] + 1.1 * h, base)]))
-        for x in np.linspace(point[0] - 1.1 * h, point[0] + 0.8 * h, 6):
-            lines.append(np.array([(x + 0.3 * h, base), (x, base - 0.3 * h)]))
+        out = axis
+        across = np.array([-out[1], out[0]])
+        base = point + h * out
+        lines.append(np.array([point, base - 0.6 * h * across, base + 0.6 * h * across, point]))
+        lines.append(np.array([base - 1.1 * h * across, base + 1.1 * h * across]))
+        for x in np.linspace(-1.1 * h, 0.8 * h, 6):
+            lines.append(np.array([base + (x + 0.3 * h) * across, base + x * across + 0.3 * h * out]))
         return lines
     u = axis / np.hypot(*axis)
     n = np.array([-u[1], u[0]])
@@ -536,8 +539,13 @@ def _draw_ground(ax, outline, placements):
 
     lines = []
     size = outline.size
-    for kind, point, axis in outline.supports:
-        reach = None
+    for kind, point, detail in outline.supports:  # detail: the pinned body, or the guide's axis
+        reach, axis = None, detail
+        if kind == "pin":  # the base away from the body: up for a hanging pendulum, down for a standing crank
+            away = point - placements[0]["poses"][detail, :2] if placements else np.array([0.0, -1.0])
+            dominant = int(np.argmax(np.abs(away))) if np.any(away) else 1
+            axis = np.zeros(2)
+            axis[dominant] = np.sign(away[dominant]) if away[dominant] else -1.0
         if kind == "guide":
             u = axis / np.hypot(*axis)
             along = [(v - point) @ u for placed in placements for poly in placed["polygons"] for v in poly]
@@ -616,15 +624,18 @@ def _mode_scale(outline, q_eq, shape, fraction=0.15):
     return trial * fraction * span / step if step > 0 else trial
 
 
-def mode_shapes(model, q_eq, shapes, omega, scale=None, ax=None, most=4):
+def mode_shapes(model, q_eq, shapes, omega, scale=None, ax=None, most=4, axes=None):
     """Mode shapes about the equilibrium q_eq: the equilibrium in grey, each mode at +/- an amplitude that moves the
     model's farthest point by 15 % of its size (``scale`` times the shape normalised to its largest entry if given).
-    One panel per mode (at most ``most``) on a new figure, or all modes on ``ax``. Labels give the frequency in Hz
-    and rad/s."""
+    One panel per mode (at most ``most``) on a new figure or on ``axes`` (a list), or all modes on ``ax``. Labels
+    give the frequency in Hz and rad/s."""
     shapes = np.asarray(shapes, dtype=float).reshape(model.nq, -1)
     omega = np.asarray(omega, dtype=float)
-    count = min(shapes.shape[1], most) if ax is None else shapes.shape[1]
-    if ax is None:
+    separate, new = ax is None, ax is None and axes is None
+    count = min(shapes.shape[1], most if axes is None else len(axes)) if separate else shapes.shape[1]
+    if axes is not None:
+        fig, axes = axes[0].figure, list(axes)
+    elif separate:
         fig, axes = figure(1, count, figsize=(3.2 * count + 0.6, 3.8), squeeze=False)
         axes = list(axes[0])
     else:
@@ -636,13 +647,14 @@ def mode_shapes(model, q_eq, shapes, omega, scale=None, ax=None, most=4):
         label = f"mode {k + 1}: {omega[k] / (2 * np.pi):.4g} Hz ({omega[k]:.4g} rad/s)"
         qs = [q_eq, q_eq + amplitude * v, q_eq - amplitude * v]
         colors = ["0.65", f"C{k}", f"C{k}"]
-        labels = ["equilibrium" if k == 0 or ax is None else None, label, None]
+        labels = ["equilibrium" if k == 0 or separate else None, label, None]
         _draw_many(model, qs, axes[k], colors, [0.8, 1.0, 0.35], labels, outline)
-        if ax is None:
+        if separate:
             axes[k].set_title(label, fontsize=8)
-    if ax is not None:
+    if not separate:
         ax.legend(fontsize=7)
-    fig.tight_layout() if ax is None else None
+    if new:
+        fig.tight_layout()
     return fig
 
 
@@ -682,7 +694,7 @@ def animate(model, t, q, path, fps=25, frames=None, dpi=80):
 
     count = t.size if frames is None else min(frames, t.size)
     index = np.linspace(0, t.size - 1, count).round().astype(int)
-    fig, ax = figure()
+    fig, ax = figure(pyplot=False)
     outline = Outline(model)
     placements = [outline.place(q[k]) for k in index]
     artists = _Artists(ax, outline, placements[0], "C0", 1.0, None, model.nbodies > 60)
@@ -699,6 +711,4 @@ def animate(model, t, q, path, fps=25, frames=None, dpi=80):
     movie = FuncAnimation(fig, frame, frames=count, blit=False)
     writer = PillowWriter(fps=fps) if str(path).endswith(".gif") else FFMpegWriter(fps=fps)
     movie.save(path, writer=writer, dpi=dpi)
-    if "matplotlib.pyplot" in sys.modules:
-        sys.modules["matplotlib.pyplot"].close(fig)
     return path
