@@ -45,9 +45,9 @@ import sys, matplotlib
 matplotlib.use("ps")
 import numpy as np, recursive_mbd as rm
 model = rm.chains.serial_chain(3)
-fig = rm.plot.draw(model, np.full(3, 0.2))
-rm.plot.trajectories(np.linspace(0, 1, 5), np.zeros((5, 3)), model=model)
-rm.plot.energy(np.linspace(0, 1, 5), np.ones(5))
+rm.plot.draw(model, np.full(3, 0.2))
+rm.plot.trajectories(np.linspace(0, 1, 5), np.zeros((5, 3)))
+fig = rm.plot.energy(np.linspace(0, 1, 5), np.ones(5))
 fig.savefig({str(tmp_path / "chain.png")!r})
 assert matplotlib.get_backend() == "ps", matplotlib.get_backend()
 assert "matplotlib.pyplot" not in sys.modules
@@ -181,7 +181,7 @@ def test_rmbd_plot_reads_statics_and_modes_results(tmp_path):
         text = (ROOT / "examples" / "models" / "two_squares.toml").read_text()
         (tmp_path / f"{kind}.toml").write_text(text[:text.index("[analysis]")] + f'[analysis]\ntype = "{kind}"\n')
         assert rmbd("run", f"{kind}.toml", cwd=tmp_path)[0] == 0
-        code, out = rmbd("plot", f"{kind}.npz", "-o", f"{kind}.png", "--dpi", "40", cwd=tmp_path)
+        code, out = rmbd("plot", f"{kind}.npz", "-o", f"{kind}.png", cwd=tmp_path)
         assert code == 0, out
         assert (tmp_path / f"{kind}.png").read_bytes()[:4] == b"\x89PNG"
 
