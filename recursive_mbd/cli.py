@@ -272,7 +272,9 @@ def _plot(args, out):
             panels.append("reactions")
         else:
             panels += [key for key in ("energy", "drift") if key in data]
-        fig, axes = plot.figure(len(panels), 1, pyplot=False, figsize=(8, 3 * len(panels) + 0.5), squeeze=False)
+        heights = [1.8 if panel == "mechanism" else 1.0 for panel in panels]
+        fig, axes = plot.figure(len(panels), 1, pyplot=False, figsize=(8, 2.8 * sum(heights) + 0.5), squeeze=False,
+                                gridspec_kw={"height_ratios": heights})
         for ax, panel in zip(axes[:, 0], panels, strict=True):
             if panel == "mechanism":
                 times = np.linspace(t[0], t[-1], 4)

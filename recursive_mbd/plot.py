@@ -543,7 +543,7 @@ def _draw_ground(ax, outline, placements):
         reach, axis = None, detail
         if kind == "pin":  # the base away from the body: up for a hanging pendulum, down for a standing crank
             away = point - placements[0]["poses"][detail, :2] if placements else np.array([0.0, -1.0])
-            dominant = int(np.argmax(np.abs(away))) if np.any(away) else 1
+            dominant = 1 if abs(away[1]) >= 0.5 * abs(away[0]) else 0  # prefer a base below or above
             axis = np.zeros(2)
             axis[dominant] = np.sign(away[dominant]) if away[dominant] else -1.0
         if kind == "guide":
