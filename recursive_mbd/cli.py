@@ -201,14 +201,6 @@ def _load_result(path):
         raise io.FileFormatError(f"{path}: cannot read a result: {err}") from None
 
 
-def _labels(data, kind, count):
-    """The stored labels of a result (``_labels_record``), or plain ones for a result written before them."""
-    key = f"{kind}_labels"
-    if key in data and data[key].size == count:
-        return [str(label) for label in data[key]]
-    return [f"{kind}{k + 1}" for k in range(count)]
-
-
 def _result_model(args, data, out):
     """The model of a result, to draw the mechanism: --model, else the file the run recorded (when it still has
     the result's bodies); None (and a note) when there is none."""
@@ -234,73 +226,10 @@ def _plot(args, out):
         raise io.FileFormatError(f"{args.result}: not a result of rmbd run (no kind and coordinates q)")
     from . import plot  # noqa: PLC0415
 
-    model = _result_model(args, data, out)
-    q = data["q"]
-    nq = q.shape[-1]
-    joint_names = [str(n) for n in data["joint_labels"]] if "joint_labels" in data else None
-    loop_names = [str(n) for n in data["loop_names"]] if "loop_names" in data else None
-    if kind == "modes":
-        if model is not None:
-            count = min(4, data["omega"].size)
-            fig, axes = plot.figure(1, count, pyplot=False, figsize=(3.2 * count + 0.6, 3.8), squeeze=False)
-            plot.mode_shapes(model, q, data["shapes"], data["omega"], axes=list(axes[0]))
-        else:
-            fig, ax = plot.figure(pyplot=False, figsize=(7, 4))
-            labels = _labels(data, "q", nq)
-            for k, w in enumerate(data["omega"]):
-                shape = data["shapes"][:, k]
-                ax.plot(np.arange(nq), shape / np.abs(shape).max(), "-o", ms=3,
-                        label=f"mode {k + 1}: {w / (2 * np.pi):.4g} Hz ({w:.4g} rad/s)")
-            if nq <= 20:
-                ax.set_xticks(np.arange(nq), labels, rotation=30, ha="right", fontsize=7)
-            ax.set(ylabel="mode shape (largest entry 1)", title="mode shapes in joint coordinates")
-            ax.legend(fontsize=7)
-    elif kind == "statics":
-        panels = 2 if model is not None else 1
-        fig, axes = plot.figure(panels, 1, pyplot=False, figsize=(8, 4 * panels), squeeze=False)
-        if model is not None:
-            plot.draw(model, q, axes[0, 0], label="static equilibrium")
-        plot.reaction_bars(data["joint_reactions"], data.get("loop_forces"), axes[-1, 0], joint_names, loop_names)
-        stable = "stable" if "eigenvalues" in data and np.all(data["eigenvalues"] > 0) else "not shown stable"
-        axes[0, 0].set_title(f"static equilibrium ({stable})", fontsize=9)
-    else:
-        t = data["t"]
-        panels = ["mechanism"] if model is not None else []
-        panels.append("q")
-        if kind == "kinematics":
-            panels += ["driving"] if data.get("driving_forces") is not None and data["driving_forces"].size else []
-            panels.append("reactions")
-        else:
-            panels += [key for key in ("energy", "drift") if key in data]
-        heights = [1.8 if panel == "mechanism" else 1.0 for panel in panels]
-        fig, axes = plot.figure(len(panels), 1, pyplot=False, figsize=(8, 2.8 * sum(heights) + 0.5), squeeze=False,
-                                gridspec_kw={"height_ratios": heights})
-        for ax, panel in zip(axes[:, 0], panels, strict=True):
-            if panel == "mechanism":
-                times = np.linspace(t[0], t[-1], 4)
-                plot.snapshots(model, _Samples(t, q), times, ax)
-            elif panel == "q":
-                plot.trajectories(t, q, ax, names=_labels(data, "q", nq))
-            elif panel == "driving":
-                driven = data["driven"] if "driven" in data else np.arange(data["driving_forces"].shape[1])
-                plot.driving_forces(t, data["driving_forces"], driven, ax=ax, labels=_labels(data, "tau", nq))
-            elif panel == "reactions":
-                plot.reactions(t, data["joint_reactions"], data.get("loop_forces"), ax, joint_names, loop_names)
-            elif panel == "energy":
-                plot.energy(t, data["energy"], ax, data.get("dissipated_work"), data.get("applied_work"))
-            else:
-                plot.drift(t, data["drift"], ax)
-    fig.tight_layout()
+    fig = plot.overview(data, _result_model(args, data, out), pyplot=False)
     target = _result_path(args.result, args.output, ".png")
     fig.savefig(target, dpi=args.dpi)
     print(f"wrote {target}", file=out)
-
-
-class _Samples:
-    """(t, q) of a result file in the shape ``plot.snapshots`` reads."""
-
-    def __init__(self, t, q):
-        self.t, self.q = t, q
 
 
 def _animate(args, out):

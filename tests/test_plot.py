@@ -114,6 +114,9 @@ def test_legends_and_axes_carry_body_names_and_units():
     fig = rm.plot.draw(spec.model, kin.q[2])
     ax = fig.axes[0]
     assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_aspect()) == ("x [m]", "y [m]", 1.0)
+    fig = rm.plot.overview(kin)  # as rmbd plot draws it: mechanism, coordinates, driving torque, reactions
+    assert [ax.get_ylabel() for ax in fig.axes] == ["y [m]", "angle [rad] / position [m]", "driving force [N m]",
+                                                    "reaction force [N]"]
 
 
 def test_damped_runs_plot_the_energy_balance_not_the_energy_change():
