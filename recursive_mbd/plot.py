@@ -254,10 +254,8 @@ class Outline:
         parent, jtype = model.body_parent, model.joint_type
         parent_points, child_points = table.column("parent_point"), table.column("child_point")
         com, mass, inertia = model.body_com, model.body_mass, model.body_inertia
-        # attachment points per body (body frame): own joint, children's joints, loops, spring-dampers
-        attach = [[child_points[i]] for i in range(n)]
-        for i in np.flatnonzero(parent >= 0):
-            attach[parent[i]].append(parent_points[i])
+        # attachment points per body (body frame): own joint, children's joints, then loops and spring-dampers
+        extra_owner, extra_points = [], []
         self.supports = []
         sliders = {}  # body -> (point, axis) in the body frame, for pistons
         for i in np.flatnonzero(parent < 0):
@@ -272,7 +270,8 @@ class Outline:
         for lp in model._loops:
             for body, point in ((lp["body_a"], lp["point_a"]), (lp["body_b"], lp["point_b"])):
                 if body >= 0:
-                    attach[body].append(point)
+                    extra_owner.append(body)
+                    extra_points.append(point)
             if lp["kind"] == "prismatic" and lp["body_a"] >= 0:  # body a slides along body b's axis
                 sliders.setdefault(lp["body_a"], (lp["point_a"], lp["axis"]))  # approximately: axis in b's frame
                 if lp["body_b"] < 0:
@@ -287,10 +286,29 @@ class Outline:
                                  el["damping"]))
             for body, point in ((el["body_a"], el["point_a"]), (el["body_b"], el["point_b"])):
                 if body >= 0:
-                    attach[body].append(point)
-        bars, bar_body, polygons, polygon_body, bobs, bob_body, radii = [], [], [], [], [], [], []
-        for i in range(n):
-            points = np.unique(np.round(np.array(attach[i]), 12), axis=0)
+                    extra_owner.append(body)
+                    extra_points.append(point)
+        has_parent = parent >= 0
+        owner = np.concatenate((np.arange(n), parent[has_parent], np.array(extra_owner, dtype=parent.dtype)))
+        owned = np.concatenate((child_points, parent_points[has_parent], np.array(extra_points).reshape(-1, 2)))
+        order = np.argsort(owner, kind="stable")
+        owner, owned = owner[order], owned[order]
+        counts = np.bincount(owner, minlength=n)
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        # the common case in bulk (a million-link chain): two points along a body axis, no slider: a bar
+        two = np.flatnonzero(counts == 2)
+        ends = np.stack((owned[starts[two]], owned[starts[two] + 1]), axis=1)
+        along = ends[:, 1] - ends[:, 0]
+        length = np.hypot(along[:, 0], along[:, 1])
+        slider = np.zeros(n, dtype=bool)
+        slider[list(sliders)] = True
+        fast = (length > 1e-12) & (np.minimum(np.abs(along[:, 0]), np.abs(along[:, 1])) <= 0.2 * length) & ~slider[two]
+        bars, bar_body = list(ends[fast]), list(two[fast])
+        polygons, polygon_body, bobs, bob_body, radii = [], [], [], [], []
+        done = np.zeros(n, dtype=bool)
+        done[two[fast]] = True
+        for i in np.flatnonzero(~done):
+            points = np.unique(np.round(owned[starts[i]:starts[i] + counts[i]], 12), axis=0)
             shape = self._shape(points, com[i], mass[i], inertia[i], i in sliders)
             for kind, geometry in shape:
                 if kind == "bar":
@@ -303,8 +321,9 @@ class Outline:
                     bobs.append(geometry[0])
                     radii.append(geometry[1])
                     bob_body.append(i)
-        self.bars = np.array(bars).reshape(-1, 2, 2)
-        self.bar_body = np.array(bar_body, dtype=int)
+        by_body = np.argsort(np.array(bar_body, dtype=int), kind="stable")
+        self.bars = np.array(bars).reshape(-1, 2, 2)[by_body]
+        self.bar_body = np.array(bar_body, dtype=int)[by_body]
         lengths = np.hypot(*(self.bars[:, 1] - self.bars[:, 0]).T) if bars else np.zeros(0)
         span = self._span(model)
         typical = float(np.median(lengths)) if lengths.size else span / max(1, n)
