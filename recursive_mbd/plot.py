@@ -243,7 +243,8 @@ class Outline:
     Attributes: ``bars`` (nbar, 2, 2) end points with ``bar_body`` (nbar,); ``polygons`` list of (k, 2) vertex
     arrays with ``polygon_body``; ``pins`` (npin, 2) revolute joint points with ``pin_body``; ``bobs`` (nbob, 2)
     centres with radii; ``springs``: (body_a, point_a, body_b, point_b, stiffness, damping) per spring-damper;
-    ``supports``: (kind, point (2,), axis (2,)) ground symbols; ``size``: the symbol size [m].
+    ``supports``: (kind "pin" | "guide", point (2,), axis (2,) of a guide, body) ground symbols, ``sliders``: body ->
+    (sliding point, axis) in the body frame; ``size``: the symbol size [m].
     """
 
     def __init__(self, model):
@@ -261,9 +262,9 @@ class Outline:
         for i in np.flatnonzero(parent < 0):
             if jtype[i] == joints.PRISMATIC:
                 axis = table.column("axis")[i]
-                self.supports.append(("guide", parent_points[i], axis))
+                self.supports.append(("guide", parent_points[i], axis, i))
             elif jtype[i] != joints.PLANAR:
-                self.supports.append(("pin", parent_points[i], i))
+                self.supports.append(("pin", parent_points[i], None, i))
         for i in np.flatnonzero(jtype == joints.PRISMATIC):
             axis_child = _rotate(table.column("axis")[i], -table.column("angle")[i])
             sliders[i] = (child_points[i], axis_child)
@@ -275,9 +276,9 @@ class Outline:
             if lp["kind"] == "prismatic" and lp["body_a"] >= 0:  # body a slides along body b's axis
                 sliders.setdefault(lp["body_a"], (lp["point_a"], lp["axis"]))  # approximately: axis in b's frame
                 if lp["body_b"] < 0:
-                    self.supports.append(("guide", lp["point_b"], lp["axis"]))
+                    self.supports.append(("guide", lp["point_b"], lp["axis"], lp["body_a"]))
             elif lp["body_b"] < 0:
-                self.supports.append(("pin", lp["point_b"], lp["body_a"]))
+                self.supports.append(("pin", lp["point_b"], None, lp["body_a"]))
         self.springs = []
         for el in model._elements:
             if el["kind"] != "spring_damper":
@@ -335,6 +336,7 @@ class Outline:
             polygons.append(np.array([point + sa * half_long * axis + sn * half_wide * normal
                                       for sa, sn in ((-1, -1), (1, -1), (1, 1), (-1, 1))]))
             polygon_body.append(i)
+        self.sliders = sliders
         self.polygons = polygons
         self.polygon_body = np.array(polygon_body, dtype=int)
         self.bobs = np.array(bobs).reshape(-1, 2)
@@ -416,7 +418,7 @@ class Outline:
         """(low (2,), high (2,)) of everything placed (``place``), with the ground supports."""
         parts = [placed["bars"].reshape(-1, 2), placed["pins"].reshape(-1, 2), placed["bobs"].reshape(-1, 2)]
         parts += [v for v in placed["polygons"]] + [line for group in placed["springs"] for line in group]
-        parts += [np.array([point]) for _, point, _ in self.supports]  # (the symbols are small: not counted)
+        parts += [np.array([point]) for _, point, _, _ in self.supports]  # (the symbols are small: not counted)
         everything = np.concatenate([p for p in parts if p.size] or [np.zeros((1, 2))])
         return everything.min(axis=0), everything.max(axis=0)
 
@@ -558,18 +560,20 @@ def _draw_ground(ax, outline, placements):
 
     lines = []
     size = outline.size
-    for kind, point, detail in outline.supports:  # detail: the pinned body, or the guide's axis
-        reach, axis = None, detail
+    for kind, point, guide_axis, body in outline.supports:
+        reach, direction = None, guide_axis
         if kind == "pin":  # the base away from the body: up for a hanging pendulum, down for a standing crank
-            away = point - placements[0]["poses"][detail, :2] if placements else np.array([0.0, -1.0])
+            away = point - placements[0]["poses"][body, :2] if placements else np.array([0.0, -1.0])
             dominant = 1 if abs(away[1]) >= 0.5 * abs(away[0]) else 0  # prefer a base below or above
-            axis = np.zeros(2)
-            axis[dominant] = np.sign(away[dominant]) if away[dominant] else -1.0
+            direction = np.zeros(2)
+            direction[dominant] = np.sign(away[dominant]) if away[dominant] else -1.0
         if kind == "guide":
-            u = axis / np.hypot(*axis)
-            along = [(v - point) @ u for placed in placements for poly in placed["polygons"] for v in poly]
-            reach = (min([0.0, *along]) - size, max([0.0, *along]) + size)
-        lines += _support_lines(kind, point, axis, size, reach)
+            u = guide_axis / np.hypot(*guide_axis)
+            local = outline.sliders[body][0]
+            along = [(placed["poses"][body, :2] + _rotate(local, placed["poses"][body, 2]) - point) @ u
+                     for placed in placements]
+            reach = (min([0.0, *along]) - 2.5 * size, max([0.0, *along]) + 2.5 * size)
+        lines += _support_lines(kind, point, direction, size, reach)
     if placements:
         for (body_a, point_a, body_b, point_b, _, _), (end_a, end_b) in zip(outline.springs,
                                                                             placements[0]["spring_ends"], strict=True):

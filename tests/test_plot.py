@@ -161,7 +161,7 @@ def test_the_piston_is_a_block_on_its_axis_and_the_spring_reaches_its_points():
     position = rm.forward_kinematics(spec.model, spec.q0)[0][piston, :2]
     np.testing.assert_allclose(block.mean(axis=0), position, atol=1e-12)
     assert np.ptp(block[:, 0]) > np.ptp(block[:, 1]) > 0  # longer along the horizontal sliding axis
-    assert [kind for kind, _, _ in outline.supports].count("guide") == 1
+    assert [kind for kind, _, _, _ in outline.supports].count("guide") == 1
 
     spec = rm.io.load(ROOT / "examples" / "models" / "two_squares.toml")
     q = np.array([0.4, -0.3])
