@@ -120,29 +120,26 @@ def _run(args, out):
     print(f"wrote {target}", file=out)
     if args.csv and "t" in arrays:
         columns = [arrays["t"][:, None], arrays["q"], arrays["qd"]]
-        header = ["t [s]", *arrays["q_labels"], *arrays["qd_labels"]]
-        np.savetxt(args.csv, np.hstack(columns), delimiter=",", header=_csv_row(header), comments="")
+        np.savetxt(args.csv, np.hstack(columns), delimiter=",", header=_csv_header(model), comments="")
         print(f"wrote {args.csv}", file=out)
 
 
-def _csv_row(cells):
-    """One CSV line of text cells, quoted where a cell holds a comma or a quote."""
+def _csv_header(model):
+    """The CSV header of t, q, qd: names and units ("t [s]", "crank angle [rad]", ..., "crank rate [rad/s]"),
+    quoted where a body name holds a comma or a quote."""
+    from .plot import coordinate_labels  # noqa: PLC0415  (labels only: no matplotlib)
+
     buffer = std_io.StringIO()
-    csv.writer(buffer, lineterminator="").writerow(cells)
+    csv.writer(buffer, lineterminator="").writerow(["t [s]", *coordinate_labels(model, "q"),
+                                                    *coordinate_labels(model, "qd")])
     return buffer.getvalue()
 
 
 def _labels_record(source, model):
-    """What ``rmbd plot`` needs to name a result's curves (stored in the .npz): the labels with units of the
-    coordinates, rates, accelerations and joint forces ("crank angle [rad]"), the joints, the loops, and the model
-    file (to draw the mechanism)."""
-    from .plot import QUANTITY_KINDS, coordinate_labels, joint_labels  # noqa: PLC0415  (no matplotlib needed)
-
-    record = {f"{kind}_labels": np.array(coordinate_labels(model, kind)) for kind in QUANTITY_KINDS}
-    record["joint_labels"] = np.array(joint_labels(model.body_names, model.body_parent))
-    record["loop_names"] = np.array(model.loop_names, dtype=str)
-    record["model_file"] = np.array(str(Path(source).resolve()))
-    return record
+    """What ``rmbd plot`` needs, beside the body names, to name a result's curves with units ("crank angle [rad]")
+    and to draw the mechanism (stored in the .npz): joint types, parents, loop names and the model file."""
+    return {"joint_type": np.asarray(model.joint_type, dtype=np.int8), "body_parent": np.asarray(model.body_parent),
+            "loop_names": np.array(model.loop_names, dtype=str), "model_file": np.array(str(Path(source).resolve()))}
 
 
 _INFO_LIST = 20  # models with more bodies get a summary: counts by joint type, the first and last few bodies

@@ -52,12 +52,17 @@ def coordinate_names_units(model, kind="q"):
     forces ("tau"), in coordinate order: two lists of nq strings, e.g. ["crank angle", "rod angle rel. crank",
     "piston position"] and ["rad", "rad", "m"]. A coordinate is relative to the parent body ("rel. <parent>"), to
     the ground when the parent is the ground (DESIGN.md, joint conventions)."""
+    model.compile()
+    return names_units(model.body_names, model.joint_type, model.body_parent, kind)
+
+
+def names_units(body_names, joint_type, body_parent, kind="q"):
+    """``coordinate_names_units`` from the per-body names, joint type codes and parent indices (as a result file
+    of ``rmbd run`` stores them)."""
     if kind not in QUANTITY_KINDS:
         raise ValueError(f"kind must be one of {QUANTITY_KINDS}, got {kind!r}")
-    model.compile()
     names, units = [], []
-    body_names = model.body_names
-    for i, (jtype, parent) in enumerate(zip(model.joint_type, model.body_parent, strict=True)):
+    for i, (jtype, parent) in enumerate(zip(joint_type, body_parent, strict=True)):
         relative = "" if parent < 0 else f" rel. {body_names[parent]}"
         for word, unit in _QUANTITIES.get(int(jtype), {}).get(kind, []):
             names.append(f"{body_names[i]} {word}{relative}")
@@ -737,13 +742,15 @@ def _as_arrays(result):
 
 
 def _stored_labels(data, model, kind, count):
-    """Labels of the coordinates (kind "q", "qd", "qdd", "tau"): from the model, else those a result file stores,
-    else plain "q1" (a result written before labels were stored)."""
+    """Labels of the coordinates (kind "q", "qd", "qdd", "tau"): from the model, else from the bodies' names, joint
+    types and parents a result file stores, else plain "q1" (a result written before they were stored)."""
     if model is not None:
         return coordinate_labels(model, kind)
-    key = f"{kind}_labels"
-    if key in data and np.size(data[key]) == count:
-        return [str(label) for label in data[key]]
+    if all(key in data for key in ("body_names", "joint_type", "body_parent")):
+        names, units = names_units([str(n) for n in data["body_names"]], data["joint_type"], data["body_parent"],
+                                   kind)
+        if len(names) == count:
+            return [f"{name} [{unit}]" for name, unit in zip(names, units, strict=True)]
     return [f"{kind}{k + 1}" for k in range(count)]
 
 
@@ -767,7 +774,8 @@ def overview(result, model=None, pyplot=None):
         joint_names = joint_labels(model.body_names, model.body_parent)
         loop_names = list(model.loop_names)
     else:
-        joint_names = [str(n) for n in data["joint_labels"]] if "joint_labels" in data else None
+        joint_names = joint_labels([str(n) for n in data["body_names"]], data["body_parent"]) if all(
+            key in data for key in ("body_names", "body_parent")) else None
         loop_names = [str(n) for n in data["loop_names"]] if "loop_names" in data else None
     if kind == "modes":
         omega, shapes = np.asarray(data["omega"]), np.asarray(data["shapes"])

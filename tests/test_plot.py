@@ -92,6 +92,10 @@ def test_csv_headers_carry_names_and_units(tmp_path):
     rates = ["crank rate [rad/s]", "piston velocity [m/s]", "rod rate rel. crank [rad/s]"]
     assert rows[0] == ["t [s]", *SLIDER_CRANK_LABELS, *rates]
     assert len(rows) == 4 and float(rows[-1][0]) == 0.01
+    with np.load(tmp_path / "sc.npz") as data:  # the result file alone names the curves too
+        fig = rm.plot.overview(dict(data))
+    assert [text.get_text() for text in fig.axes[0].get_legend().get_texts()] == SLIDER_CRANK_LABELS
+    assert fig.axes[1].get_legend().get_texts()[0].get_text() == "driving crank torque [N m]"
 
 
 def test_legends_and_axes_carry_body_names_and_units():
