@@ -686,6 +686,30 @@ def mode_shapes(model, q_eq, shapes, omega, scale=None, ax=None, most=4, axes=No
     return fig
 
 
+def reaction_arrows(model, q, joint_reactions, ax, fraction=0.2):
+    """Arrows of the joint reaction forces (nbodies, 3) (the parent on the body) at the joint points of the
+    mechanism at q, the largest ``fraction`` of the drawing's size long; the legend gives the scale."""
+    joint_reactions = np.asarray(joint_reactions, dtype=float).reshape(model.nbodies, 3)
+    poses, _ = forward_kinematics(model, q)
+    local = model._bodies.column("child_point")
+    points = poses[:, :2] + _rotate(local, poses[:, 2])
+    force = joint_reactions[:, :2]
+    largest = float(np.hypot(force[:, 0], force[:, 1]).max(initial=0.0))
+    if largest == 0.0:
+        return None
+    low, high = Outline(model).extent(Outline(model).place(q))
+    length = fraction * max(float(np.max(high - low)), 1e-9)
+    arrows = ax.quiver(points[:, 0], points[:, 1], force[:, 0], force[:, 1], angles="xy", scale_units="xy",
+                       scale=largest / length, color="C3", width=0.006, zorder=6,
+                       label=f"joint reactions on the bodies (largest {largest:.4g} N)")
+    tips = points + force * (length / largest)
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    margin = 0.05 * length
+    ax.set_xlim(min(x0, tips[:, 0].min() - margin), max(x1, tips[:, 0].max() + margin))
+    ax.set_ylim(min(y0, tips[:, 1].min() - margin), max(y1, tips[:, 1].max() + margin))
+    return arrows
+
+
 def reaction_bars(joint_reactions, loop_forces=None, ax=None, joint_names=None, loop_names=None):
     """Reactions at one state (statics): Fx, Fy [N] of every joint ((nbodies, 3), the parent on the body) and loop
     ((nloops, 2, 3), on body a), as grouped bars (lines against the joint for more than 30 joints)."""
@@ -798,6 +822,8 @@ def overview(result, model=None, pyplot=None):
         fig, axes = figure(panels, 1, pyplot=pyplot, figsize=(8, 4 * panels), squeeze=False)
         if model is not None:
             draw(model, q, axes[0, 0], label="static equilibrium")
+            reaction_arrows(model, q, data["joint_reactions"], axes[0, 0])
+            axes[0, 0].legend(fontsize=7)
         reaction_bars(data["joint_reactions"], data.get("loop_forces"), axes[-1, 0], joint_names, loop_names)
         stable = "stable" if "eigenvalues" in data and np.all(np.asarray(data["eigenvalues"]) > 0) else \
             "stability not known"

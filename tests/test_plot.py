@@ -200,3 +200,16 @@ def test_rmbd_info_of_a_long_chain_is_a_summary(tmp_path):
     assert code == 0 and len(lines) < 15, out
     assert "1000 bodies" in lines[0] and "1000 revolute" in out
     assert "body link1:" in out and "body link1000:" in out and "994 more bodies" in out
+
+
+def test_static_reactions_are_arrows_at_the_joints_the_weight_below_at_the_support():
+    model = rm.chains.serial_chain(3, length=1.5, mass=2.0)
+    eq = rm.static_equilibrium(model, np.full(3, 0.1))
+    np.testing.assert_allclose(eq.q, 0.0, atol=1e-9)
+    fig = rm.plot.draw(model, eq.q)
+    arrows = rm.plot.reaction_arrows(model, eq.q, eq.reactions.joint, fig.axes[0])
+    # hanging straight down: joints at y = 0, -0.5, -1.0; the support carries the whole weight m g upwards
+    np.testing.assert_allclose(arrows.get_offsets(), [(0.0, 0.0), (0.0, -0.5), (0.0, -1.0)], atol=1e-9)
+    np.testing.assert_allclose(np.column_stack((arrows.U, arrows.V)),
+                               [(0.0, 2.0 * 9.81), (0.0, 2.0 * 9.81 * 2 / 3), (0.0, 2.0 * 9.81 / 3)], atol=1e-8)
+    assert "19.62 N" in arrows.get_label()
