@@ -16,7 +16,8 @@ children's joints, loops, spring-dampers), in its own frame:
   inertia is that of a point mass; a body whose only point is its centre of mass: a disc of its radius of gyration;
 - a body on a prismatic joint (tree or loop): a block along the sliding axis (a piston), in a guide;
 - revolute joints: small open circles; spring-dampers: a zig-zag (spring) beside a dashpot (damper) between their
-  points; the ground: a hatched support under every ground joint and spring anchor.
+  points; joint springs: a coil around a revolute joint, a zig-zag along a prismatic one; the ground: a hatched
+  support under every ground joint and spring anchor.
 
 Library code never selects a matplotlib backend: when ``matplotlib.pyplot`` is already imported (the user works with
 pyplot) new figures come from it, otherwise from ``matplotlib.figure.Figure``, which needs no backend to be saved.
@@ -285,6 +286,7 @@ class Outline:
             elif lp["body_b"] < 0:
                 self.supports.append(("pin", lp["point_b"], None, lp["body_a"]))
         self.springs = []
+        self.joint_springs = [el["body_a"] for el in model._elements if el["kind"] == "joint_spring_damper"]
         for el in model._elements:
             if el["kind"] != "spring_damper":
                 continue
@@ -416,6 +418,18 @@ class Outline:
                                                                                             (body_b, point_b))]
             springs.append(_spring_damper_lines(ends[0], ends[1], k > 0, c > 0, self.size))
             spring_ends.append(ends)
+        table = self.model._bodies
+        for body in self.joint_springs:  # a coil around a revolute joint, a zig-zag along a prismatic one
+            joint_point = poses[body, :2] + _rotate(table.column("child_point")[body], poses[body, 2])
+            if self.model.joint_type[body] == joints.REVOLUTE:
+                turn = np.linspace(0.0, 3.0 * np.pi, 40) + poses[body, 2]
+                radius = self.size * np.linspace(0.35, 0.9, turn.size)
+                springs.append([joint_point + np.column_stack((radius * np.cos(turn), radius * np.sin(turn)))])
+            else:
+                parent = self.model.body_parent[body]
+                start = table.column("parent_point")[body]
+                start = poses[parent, :2] + _rotate(start, poses[parent, 2]) if parent >= 0 else start
+                springs.append(_spring_damper_lines(start, joint_point, True, False, self.size))
         return {"bars": bars, "polygons": polygons, "pins": pins, "bobs": bobs, "springs": springs,
                 "spring_ends": spring_ends, "poses": poses}
 

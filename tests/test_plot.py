@@ -213,3 +213,17 @@ def test_static_reactions_are_arrows_at_the_joints_the_weight_below_at_the_suppo
     np.testing.assert_allclose(np.column_stack((arrows.U, arrows.V)),
                                [(0.0, 2.0 * 9.81), (0.0, 2.0 * 9.81 * 2 / 3), (0.0, 2.0 * 9.81 / 3)], atol=1e-8)
     assert "19.62 N" in arrows.get_label()
+
+
+def test_joint_springs_are_a_coil_round_the_hinge_and_a_zig_zag_along_the_slide():
+    model = rm.Model()
+    model.add_body("ground", "prismatic", (0, 0), (0, 0), mass=2.0, inertia=0.1, axis=(1, 0), name="cart")
+    model.add_body("cart", "revolute", (0, 0), (0, 0.5), mass=1.0, inertia=1 / 12, name="pole")
+    model.add_joint_spring_damper("pole", 1.0, 0.1)
+    model.add_joint_spring_damper("cart", 1.0, 0.1)
+    outline = rm.plot.Outline(model)
+    coil, slide = outline.place(np.array([0.4, 0.3]))["springs"]
+    radius = np.hypot(*(coil[0] - (0.4, 0.0)).T)  # the coil winds round the hinge at the cart's point (0.4, 0)
+    assert 0 < radius.min() < radius.max() <= outline.size
+    np.testing.assert_allclose(slide[0][0], (0.0, 0.0), atol=1e-12)  # from the guide's point to the cart's
+    np.testing.assert_allclose(slide[1][-1], (0.4, 0.0), atol=1e-12)
