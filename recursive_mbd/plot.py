@@ -280,7 +280,8 @@ class Outline:
                     extra_owner.append(body)
                     extra_points.append(point)
             if lp["kind"] == "prismatic" and lp["body_a"] >= 0:  # body a slides along body b's axis
-                sliders.setdefault(lp["body_a"], (lp["point_a"], lp["axis"]))  # approximately: axis in b's frame
+                # the axis is fixed in b's frame and theta_a = theta_b + angle: in a's frame it is turned by -angle
+                sliders.setdefault(lp["body_a"], (lp["point_a"], _rotate(lp["axis"], -lp["angle"])))
                 if lp["body_b"] < 0:
                     self.supports.append(("guide", lp["point_b"], lp["axis"], lp["body_a"]))
             elif lp["body_b"] < 0:
