@@ -13,8 +13,11 @@ directory, a FIFO or an unwritable place), writes exactly the path it prints, an
 """
 
 import argparse
+import argparse
+import csv
 import importlib
 import inspect
+import io as std_io
 import os
 import shutil
 import sys
@@ -180,7 +183,8 @@ def _write_npz(path, arrays):
 def _dynamics_arrays(res):
     kinetic, potential = res.energy()
     arrays = {"t": res.t, "q": res.q, "qd": res.qd, "energy": kinetic + potential,
-              "energy_balance": res.energy_balance()}
+              "energy_balance": res.energy_balance(), "dissipated_work": res.dissipated_work,
+              "applied_work": res.applied_work}
     if getattr(res, "constraint_drift", None) is not None:
         arrays["drift"] = res.constraint_drift
     return arrays
@@ -236,6 +240,7 @@ def _run(args, out):
     kind = analysis["type"]
     _compile_notice()
     base = {"kind": np.array(kind), "body_names": np.array(model.body_names), "source": np.array(str(args.file))}
+    base.update(_labels_record(args.file, model))
     arrays = dict(base)
     if kind == "dynamics":
         t_end, samples, method = analysis["t_end"], analysis["samples"], analysis["method"]
@@ -278,7 +283,7 @@ def _run(args, out):
         t_end = analysis["t_end"]
         kin = kinematic_analysis(model, spec.drivers, np.linspace(0.0, t_end, analysis["samples"]), spec.q0)
         arrays.update(t=kin.t, q=kin.q, qd=kin.qd, qdd=kin.qdd, driving_forces=kin.driving_forces,
-                      joint_reactions=kin.joint_reactions, loop_forces=kin.loop_forces)
+                      joint_reactions=kin.joint_reactions, loop_forces=kin.loop_forces, driven=kin.driven)
         print(f"kinematic analysis: {kin.t.size} times up to {t_end:g} s; driving forces "
               f"{np.abs(kin.driving_forces).max(initial=0.0):.6g} (max |.|)", file=out)
     else:
@@ -290,9 +295,29 @@ def _run(args, out):
     print(f"wrote {written.resolve()}", file=out)
     if args.csv and "t" in arrays:
         columns = [arrays["t"][:, None], arrays["q"], arrays["qd"]]
-        header = ["t"] + [f"q{k + 1}" for k in range(model.nq)] + [f"qd{k + 1}" for k in range(model.nq)]
-        np.savetxt(args.csv, np.hstack(columns), delimiter=",", header=",".join(header), comments="")
+        np.savetxt(args.csv, np.hstack(columns), delimiter=",", header=_csv_header(model), comments="")
         print(f"wrote {Path(args.csv).resolve()}", file=out)
+
+
+def _csv_header(model):
+    """The CSV header of t, q, qd: names and units ("t [s]", "crank angle [rad]", ..., "crank rate [rad/s]"),
+    quoted where a body name holds a comma or a quote."""
+    from .plot import coordinate_labels  # noqa: PLC0415  (labels only: no matplotlib)
+
+    buffer = std_io.StringIO()
+    csv.writer(buffer, lineterminator="").writerow(["t [s]", *coordinate_labels(model, "q"),
+                                                    *coordinate_labels(model, "qd")])
+    return buffer.getvalue()
+
+
+def _labels_record(source, model):
+    """What ``rmbd plot`` needs, beside the body names, to name a result's curves with units ("crank angle [rad]")
+    and to draw the mechanism (stored in the .npz): joint types, parents, loop names and the model file."""
+    return {"joint_type": np.asarray(model.joint_type, dtype=np.int8), "body_parent": np.asarray(model.body_parent),
+            "loop_names": np.array(model.loop_names, dtype=str), "model_file": np.array(str(Path(source).resolve()))}
+
+
+_INFO_LIST = 20  # models with more bodies get a summary: counts by joint type, the first and last few bodies
 
 
 def _info(args, out):
@@ -302,18 +327,44 @@ def _info(args, out):
           f"{model.nloops} loops ({model.nconstraints} equations), {model.nq - model.nconstraints} degrees of freedom "
           f"(where the loops are independent), total mass {model.total_mass():.6g} kg, gravity "
           f"({model.gravity[0]:g}, {model.gravity[1]:g}) m/s^2", file=out)
-    for i, name in enumerate(model.body_names):
+    codes, counts = np.unique(model.joint_type, return_counts=True)
+    print("  joints: " + ", ".join(f"{count} {rm_joints.JOINT_NAMES[int(code)]}" for code, count in
+                                   zip(codes, counts, strict=True)), file=out)
+
+    def body_line(i):
         parent = model.body_parent[i]
-        print(f"  body {name}: {rm_joints.JOINT_NAMES[int(model.joint_type[i])]} joint to "
-              f"{'ground' if parent < 0 else model.body_names[parent]}, mass {model.body_mass[i]:.6g} kg, inertia "
-              f"{model.body_inertia[i]:.6g} kg m^2", file=out)
-    for lp in model._loops:
-        print(f"  loop {lp['name']}: {lp['kind']}", file=out)
-    for name in model.element_names:
-        print(f"  element {name}", file=out)
+        return (f"  body {model.body_names[i]}: {rm_joints.JOINT_NAMES[int(model.joint_type[i])]} joint to "
+                f"{'ground' if parent < 0 else model.body_names[parent]}, mass {model.body_mass[i]:.6g} kg, "
+                f"inertia {model.body_inertia[i]:.6g} kg m^2, com ({model.body_com[i][0]:g}, "
+                f"{model.body_com[i][1]:g}) m")
+
+    _print_list([body_line(i) for i in _ends(model.nbodies)], model.nbodies, "bodies", out)
+    loops = model._loops
+    _print_list([f"  loop {loops[i]['name']}: {loops[i]['kind']}" for i in _ends(len(loops))], len(loops),
+                "loops", out)
+    names = model.element_names
+    _print_list([f"  element {names[i]}" for i in _ends(len(names))], len(names), "elements", out)
     print(f"  analysis: {spec.analysis or 'none'}", file=out)
     shown = ", ".join(spec.defaults[:12]) + (f", and {len(spec.defaults) - 12} more" if len(spec.defaults) > 12 else "")
     print(f"  defaults used (recursive_mbd.io format reference): {shown or 'none'}", file=out)
+
+
+def _ends(count, keep=3):
+    """Indices to list of ``count`` items: all of them up to _INFO_LIST, else the first and last ``keep``."""
+    return list(range(count)) if count <= _INFO_LIST else [*range(keep), *range(count - keep, count)]
+
+
+def _print_list(lines, count, what, out):
+    if count <= _INFO_LIST:
+        for line in lines:
+            print(line, file=out)
+        return
+    half = len(lines) // 2
+    for line in lines[:half]:
+        print(line, file=out)
+    print(f"  ... {count - len(lines)} more {what} ...", file=out)
+    for line in lines[half:]:
+        print(line, file=out)
 
 
 def _load_result(path):
@@ -332,22 +383,35 @@ def _load_result(path):
                                  "that `rmbd run` writes)") from None
 
 
+def _result_model(args, data, out):
+    """The model of a result, to draw the mechanism: --model, else the file the run recorded (when it still has
+    the result's bodies); None (and a note) when there is none."""
+    source = args.model or (str(data["model_file"]) if "model_file" in data else None)
+    if source is None or not Path(source).exists():
+        if source is not None:
+            print(f"note: {source} (the model of this result) is gone: no drawing of the mechanism (give --model)",
+                  file=out)
+        return None
+    model = io.load(source).model
+    if tuple(str(name) for name in data.get("body_names", ())) != model.body_names:
+        if args.model:
+            raise io.FileFormatError(f"{args.result}: its bodies are not those of {source}")
+        print(f"note: {source} no longer has this result's bodies: no drawing of the mechanism", file=out)
+        return None
+    return model
+
+
 def _plot(args, out):
     _require("matplotlib", "plotting", "plot")
     data = _load_result(args.result)
-    if "t" not in data or "q" not in data:
-        raise io.FileFormatError(f"{args.result}: no time history to plot (kind {data.get('kind')})")
+    kind = str(data["kind"]) if "kind" in data else ("dynamics" if "t" in data else "")
+    if "q" not in data or kind not in io.ANALYSES:
+        raise io.FileFormatError(f"{args.result}: not a result of rmbd run (no kind and coordinates q)")
     from . import plot  # noqa: PLC0415
 
-    plt = plot._pyplot()
-    panels = [key for key in ("energy", "drift") if key in data]
-    fig, axes = plt.subplots(1 + len(panels), 1, figsize=(7, 3 + 2.5 * len(panels)), squeeze=False)
-    plot.trajectories(data["t"], data["q"], axes[0, 0])
-    for ax, key in zip(axes[1:, 0], panels, strict=True):
-        (plot.energy if key == "energy" else plot.drift)(data["t"], data[key], ax)
-    fig.tight_layout()
+    fig = plot.overview(data, _result_model(args, data, out), pyplot=False)
     target = _result_path(args.result, args.output, ".png")
-    fig.savefig(target, dpi=100)
+    fig.savefig(target, dpi=args.dpi)
     print(f"wrote {target}", file=out)
 
 
@@ -436,10 +500,12 @@ def main(argv=None, out=None):
     p_info = sub.add_parser("info", parents=[common],
                             help="bodies, joints, degrees of freedom, loops, mass of a model file")
     p_info.add_argument("file")
-    p_plot = sub.add_parser("plot", parents=[common],
-                            help="plot a result: coordinates, energy, constraint drift against time")
+    p_plot = sub.add_parser("plot", parents=[common], help="plot a result: the mechanism, coordinates, energy balance, drift, driving "
+                            "forces and reactions against time; static reactions; mode shapes")
     p_plot.add_argument("result", help="a .npz written by rmbd run")
     p_plot.add_argument("-o", "--output", help="image file (default: <result stem>.png here)")
+    p_plot.add_argument("--model", help="the model file, to draw the mechanism (default: the file the run read)")
+    p_plot.add_argument("--dpi", type=int, default=100, help="resolution of the image (default 100)")
     p_anim = sub.add_parser("animate", parents=[common], help="animate a result of a model file (.gif or .mp4)")
     p_anim.add_argument("file")
     p_anim.add_argument("result")

@@ -1,0 +1,229 @@
+"""Pictures and tables an engineer reads without the source: names and units, outlines, the backend left alone."""
+
+import contextlib
+import csv
+import io as std_io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+
+import recursive_mbd as rm
+from recursive_mbd import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+SLIDER_CRANK_LABELS = ["crank angle [rad]", "piston position [m]", "rod angle rel. crank [rad]"]
+
+
+def rmbd(*args, cwd):
+    """Run the command line in-process from ``cwd``: (exit code, stdout and stderr)."""
+    out, err = std_io.StringIO(), std_io.StringIO()
+    here = Path.cwd()
+    try:
+        os.chdir(cwd)
+        with contextlib.redirect_stderr(err):
+            code = cli.main(list(args), out=out)
+    finally:
+        os.chdir(here)
+    return code, out.getvalue() + err.getvalue()
+
+
+def slider_crank_file(tmp_path, analysis):
+    text = (ROOT / "examples" / "models" / "slider_crank.toml").read_text()
+    text = text[:text.index("[analysis]")] + analysis
+    path = tmp_path / "sc.toml"
+    path.write_text(text)
+    return path
+
+
+def test_the_users_backend_is_kept_and_pyplot_not_imported(tmp_path):
+    script = f"""
+import sys, matplotlib
+matplotlib.use("ps")
+import numpy as np, recursive_mbd as rm
+model = rm.chains.serial_chain(3)
+rm.plot.draw(model, np.full(3, 0.2))
+rm.plot.trajectories(np.linspace(0, 1, 5), np.zeros((5, 3)))
+fig = rm.plot.energy(np.linspace(0, 1, 5), np.ones(5))
+fig.savefig({str(tmp_path / "chain.png")!r})
+assert matplotlib.get_backend() == "ps", matplotlib.get_backend()
+assert "matplotlib.pyplot" not in sys.modules
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          check=False, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "chain.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_with_pyplot_imported_the_backend_is_kept_too():
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    before = matplotlib.get_backend()
+    matplotlib.use("template")
+    try:
+        fig = rm.plot.draw(rm.chains.serial_chain(2), np.zeros(2))
+        assert matplotlib.get_backend() == "template"
+        plt.close(fig)
+    finally:
+        matplotlib.use(before)
+
+
+def test_coordinate_labels_name_the_body_the_quantity_and_the_unit():
+    model = rm.Model()
+    model.add_body("ground", "revolute", (0, 0), (0, 0.5), mass=1.0, inertia=0.1, name="arm")
+    model.add_body("arm", "prismatic", (0, -0.5), (0, 0), mass=1.0, axis=(0, -1), name="slider")
+    model.add_body("slider", "planar", (0, 0), (0, 0), mass=1.0, inertia=0.1, name="puck")
+    assert rm.plot.coordinate_labels(model) == [
+        "arm angle [rad]", "slider position rel. arm [m]", "puck x rel. slider [m]", "puck y rel. slider [m]",
+        "puck angle rel. slider [rad]"]
+    assert rm.plot.coordinate_labels(model, "qd")[:2] == ["arm rate [rad/s]", "slider velocity rel. arm [m/s]"]
+    assert rm.plot.coordinate_labels(model, "tau")[:2] == ["arm torque [N m]", "slider force rel. arm [N]"]
+
+
+def test_csv_headers_carry_names_and_units(tmp_path):
+    slider_crank_file(tmp_path, '[analysis]\ntype = "kinematics"\nt_end = 0.01\nsamples = 3\n')
+    code, _ = rmbd("run", "sc.toml", "--csv", "sc.csv", cwd=tmp_path)
+    assert code == 0
+    with open(tmp_path / "sc.csv", newline="") as handle:
+        rows = list(csv.reader(handle))
+    rates = ["crank rate [rad/s]", "piston velocity [m/s]", "rod rate rel. crank [rad/s]"]
+    assert rows[0] == ["t [s]", *SLIDER_CRANK_LABELS, *rates]
+    assert len(rows) == 4 and float(rows[-1][0]) == 0.01
+    with np.load(tmp_path / "sc.npz") as data:  # the result file alone names the curves too
+        fig = rm.plot.overview(dict(data))
+    assert [text.get_text() for text in fig.axes[0].get_legend().get_texts()] == SLIDER_CRANK_LABELS
+    assert fig.axes[1].get_legend().get_texts()[0].get_text() == "driving crank torque [N m]"
+
+
+def test_legends_and_axes_carry_body_names_and_units():
+    spec = rm.io.load(ROOT / "examples" / "models" / "slider_crank.toml")
+    t = np.linspace(0.0, 0.02, 5)
+    kin = rm.kinematic_analysis(spec.model, spec.drivers, t, spec.q0)
+    fig = rm.plot.trajectories(kin.t, kin.q, model=spec.model)
+    ax = fig.axes[0]
+    assert [text.get_text() for text in ax.get_legend().get_texts()] == SLIDER_CRANK_LABELS
+    assert ax.get_xlabel() == "t [s]" and ax.get_ylabel() == "angle [rad] / position [m]"
+    fig = rm.plot.driving_forces(kin.t, kin.driving_forces, kin.driven, spec.model)
+    assert [text.get_text() for text in fig.axes[0].get_legend().get_texts()] == ["driving crank torque [N m]"]
+    assert fig.axes[0].get_ylabel() == "driving force [N m]"
+    names = rm.plot.joint_labels(spec.model.body_names, spec.model.body_parent)
+    fig = rm.plot.reactions(kin.t, kin.joint_reactions, kin.loop_forces, joint_names=names,
+                            loop_names=list(spec.model.loop_names))
+    legend = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+    assert legend == ["ground-crank joint |F| [N]", "ground-piston joint |F| [N]", "crank-rod joint |F| [N]",
+                      "loop wrist pin |F| [N]"]
+    fig = rm.plot.draw(spec.model, kin.q[2])
+    ax = fig.axes[0]
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_aspect()) == ("x [m]", "y [m]", 1.0)
+    fig = rm.plot.overview(kin)  # as rmbd plot draws it: mechanism, coordinates, driving torque, reactions
+    assert [ax.get_ylabel() for ax in fig.axes] == ["y [m]", "angle [rad] / position [m]", "driving force [N m]",
+                                                    "reaction force [N]"]
+
+
+def test_damped_runs_plot_the_energy_balance_not_the_energy_change():
+    spec = rm.io.load(ROOT / "examples" / "models" / "two_squares.toml")
+    res = rm.simulate(spec.model, spec.q0, spec.qd0, 0.5, t_eval=np.linspace(0, 0.5, 11))
+    kinetic, potential = res.energy()
+    total = kinetic + potential
+    assert res.dissipated_work[-1] > 1e-3  # the damper worked
+    fig = rm.plot.energy(res.t, total, dissipated_work=res.dissipated_work, applied_work=res.applied_work)
+    ax = fig.axes[0]
+    (line,) = ax.get_lines()[:1]
+    np.testing.assert_allclose(line.get_ydata(), res.energy_balance(), rtol=0, atol=1e-12)
+    assert ax.get_ylabel() == "energy balance [J]"
+    assert "dissipated" in ax.get_legend().get_texts()[1].get_text()
+    fig = rm.plot.energy(res.t, total)  # without the work terms: E - E0, said so
+    assert fig.axes[0].get_ylabel() == "E(t) - E(0) [J]"
+
+
+def test_rods_are_bars_between_their_joints_and_the_tip_rod_reaches_its_free_end():
+    n, length = 4, 2.0
+    model = rm.chains.serial_chain(n, length=length)
+    q = np.array([0.3, -0.5, 0.2, 0.9])
+    outline = rm.plot.Outline(model)
+    bars = outline.place(q)["bars"]
+    # independent reference: joint positions of the chain from the absolute angles (DESIGN.md chain convention)
+    theta = np.cumsum(q)
+    step = length / n * np.column_stack((np.sin(theta), -np.cos(theta)))
+    joints = np.vstack((np.zeros(2), np.cumsum(step, axis=0)))
+    assert bars.shape == (n, 2, 2)
+    for i in range(n):
+        ends = sorted(map(tuple, bars[i].round(12)))
+        assert np.allclose(ends, sorted(map(tuple, joints[i:i + 2].round(12))), atol=1e-12)
+    assert outline.polygons == [] and outline.supports[0][0] == "pin"
+
+
+def test_the_piston_is_a_block_on_its_axis_and_the_spring_reaches_its_points():
+    spec = rm.io.load(ROOT / "examples" / "models" / "slider_crank.toml")
+    outline = rm.plot.Outline(spec.model)
+    placed = outline.place(spec.q0)
+    piston = spec.model.body_index("piston")
+    (block,) = [v for b, v in zip(outline.polygon_body, placed["polygons"], strict=True) if b == piston]
+    position = rm.forward_kinematics(spec.model, spec.q0)[0][piston, :2]
+    np.testing.assert_allclose(block.mean(axis=0), position, atol=1e-12)
+    assert np.ptp(block[:, 0]) > np.ptp(block[:, 1]) > 0  # longer along the horizontal sliding axis
+    assert [kind for kind, _, _, _ in outline.supports].count("guide") == 1
+
+    spec = rm.io.load(ROOT / "examples" / "models" / "two_squares.toml")
+    q = np.array([0.4, -0.3])
+    placed = rm.plot.Outline(spec.model).place(q)
+    assert len(placed["polygons"]) == 2  # the squares, as squares
+    for square in placed["polygons"]:
+        sides = np.hypot(*np.diff(np.vstack((square, square[:1])), axis=0).T)
+        np.testing.assert_allclose(sides, 2.0, rtol=1e-12)
+    lines = placed["springs"][0]
+    pose = rm.forward_kinematics(spec.model, q)[0][1]
+    c, s = np.cos(pose[2]), np.sin(pose[2])
+    end_a = pose[:2] + np.array([c - s * -1.0, s + c * -1.0])  # point (1, -1) of body2
+    np.testing.assert_allclose(lines[0][0], end_a, atol=1e-12)
+    np.testing.assert_allclose(lines[1][-1], (4.0, 0.0), atol=1e-12)
+    assert len(lines) > 6  # zig-zag and dashpot beside each other
+
+
+def test_rmbd_plot_reads_statics_and_modes_results(tmp_path):
+    for kind in ("statics", "modes"):
+        text = (ROOT / "examples" / "models" / "two_squares.toml").read_text()
+        (tmp_path / f"{kind}.toml").write_text(text[:text.index("[analysis]")] + f'[analysis]\ntype = "{kind}"\n')
+        assert rmbd("run", f"{kind}.toml", cwd=tmp_path)[0] == 0
+        code, out = rmbd("plot", f"{kind}.npz", "-o", f"{kind}.png", cwd=tmp_path)
+        assert code == 0, out
+        assert (tmp_path / f"{kind}.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_rmbd_info_of_a_long_chain_is_a_summary(tmp_path):
+    rm.io.save(rm.chains.serial_chain(1000), tmp_path / "chain.toml")
+    code, out = rmbd("info", "chain.toml", cwd=tmp_path)
+    lines = out.splitlines()
+    assert code == 0 and len(lines) < 15, out
+    assert "1000 bodies" in lines[0] and "1000 revolute" in out
+    assert "body link1:" in out and "body link1000:" in out and "994 more bodies" in out
+
+
+def test_static_reactions_are_arrows_at_the_joints_the_weight_below_at_the_support():
+    model = rm.chains.serial_chain(3, length=1.5, mass=2.0)
+    eq = rm.static_equilibrium(model, np.full(3, 0.1))
+    np.testing.assert_allclose(eq.q, 0.0, atol=1e-9)
+    fig = rm.plot.draw(model, eq.q)
+    arrows = rm.plot.reaction_arrows(model, eq.q, eq.reactions.joint, fig.axes[0])
+    # hanging straight down: joints at y = 0, -0.5, -1.0; the support carries the whole weight m g upwards
+    np.testing.assert_allclose(arrows.get_offsets(), [(0.0, 0.0), (0.0, -0.5), (0.0, -1.0)], atol=1e-9)
+    np.testing.assert_allclose(np.column_stack((arrows.U, arrows.V)),
+                               [(0.0, 2.0 * 9.81), (0.0, 2.0 * 9.81 * 2 / 3), (0.0, 2.0 * 9.81 / 3)], atol=1e-8)
+    assert "19.62 N" in arrows.get_label()
+
+
+def test_joint_springs_are_a_coil_round_the_hinge_and_a_zig_zag_along_the_slide():
+    model = rm.Model()
+    model.add_body("ground", "prismatic", (0, 0), (0, 0), mass=2.0, inertia=0.1, axis=(1, 0), name="cart")
+    model.add_body("cart", "revolute", (0, 0), (0, 0.5), mass=1.0, inertia=1 / 12, name="pole")
+    model.add_joint_spring_damper("pole", 1.0, 0.1)
+    model.add_joint_spring_damper("cart", 1.0, 0.1)
+    outline = rm.plot.Outline(model)
+    coil, slide = outline.place(np.array([0.4, 0.3]))["springs"]
+    radius = np.hypot(*(coil[0] - (0.4, 0.0)).T)  # the coil winds round the hinge at the cart's point (0.4, 0)
+    assert 0 < radius.min() < radius.max() <= outline.size
+    np.testing.assert_allclose(slide[0][0], (0.0, 0.0), atol=1e-12)  # from the guide's point to the cart's
+    np.testing.assert_allclose(slide[1][-1], (0.4, 0.0), atol=1e-12)
