@@ -13,7 +13,6 @@ directory, a FIFO or an unwritable place), writes exactly the path it prints, an
 """
 
 import argparse
-import argparse
 import csv
 import importlib
 import inspect
@@ -500,7 +499,8 @@ def main(argv=None, out=None):
     p_info = sub.add_parser("info", parents=[common],
                             help="bodies, joints, degrees of freedom, loops, mass of a model file")
     p_info.add_argument("file")
-    p_plot = sub.add_parser("plot", parents=[common], help="plot a result: the mechanism, coordinates, energy balance, drift, driving "
+    p_plot = sub.add_parser("plot", parents=[common],
+                            help="plot a result: the mechanism, coordinates, energy balance, drift, driving "
                             "forces and reactions against time; static reactions; mode shapes")
     p_plot.add_argument("result", help="a .npz written by rmbd run")
     p_plot.add_argument("-o", "--output", help="image file (default: <result stem>.png here)")
