@@ -5,12 +5,21 @@ extension; the implicit midpoint rule; and ``"scipy:NAME"``, which hands the sam
 ``scipy.integrate.solve_ivp``. The numba methods run their whole time loop in compiled code
 (``_kernels.integrators``), calling the recursive forward dynamics and the force elements without returning to
 Python; time-varying inputs reach that loop through one callback (``_Inputs``).
+
+A user function that fails stops the run: the bridge keeps its exception and the compiled loop returns a status,
+so ``simulate`` raises SimulationError from it with the samples so far. A run polls a monitor (``_RunControl``)
+every few milliseconds of work, so that Ctrl-C (KeyboardInterrupt) and ``max_wall_time`` stop it promptly, again
+with the samples so far.
 """
 
+import difflib
 import inspect
 import itertools
 import math
+import signal
 import sys
+import threading
+import time
 import warnings
 import weakref
 from dataclasses import dataclass, field
@@ -106,19 +115,36 @@ _KEYS = itertools.count(1)
 
 
 def _call_python_inputs(key, t, q, qd, u):
-    _PYTHON_INPUTS[key](t, q, qd, u)
+    """Run the Python callback registered under ``key``; returns its status (None: STATUS_OK).
+
+    An exception cannot cross compiled code (numba would print it as "Exception ignored" and go on): it is kept
+    on the callback's ``failure`` and the run stops with STATUS_INPUT_FAILED.
+    """
+    target = _PYTHON_INPUTS.get(key)
+    if target is None:  # pragma: no cover - the run holds its callbacks alive
+        return L.STATUS_INPUT_FAILED
+    try:
+        return int(target(t, q, qd, u) or 0)
+    except BaseException as exc:  # noqa: BLE001 - every exception, KeyboardInterrupt included, ends the run
+        target.failure = exc
+        return L.STATUS_INPUT_FAILED
 
 
 @numba.njit(cache=True)
 def _call_python(key, t, q, qd, u):
-    with numba.objmode():
-        _call_python_inputs(key, t, q, qd, u)
+    with numba.objmode(status="int64"):
+        status = _call_python_inputs(key, t, q, qd, u)
+    return status
 
 
 @numba.cfunc(integrators.CALLBACK)  # not cached: numba cannot reload a C callback that enters object mode
 def _python_bridge(key, t, q, qd, u):
-    """Input callback that leaves compiled code to run the Python inputs registered under ``key``."""
-    _call_python(key, t, q, qd, u)
+    """Callback that leaves compiled code to run the Python callable registered under ``key``."""
+    return _call_python(key, t, q, qd, u)
+
+
+_NONFINITE_INPUT = L.STATUS_INPUT_FAILED | (L.INPUT_NONFINITE << 4)
+_WRONG_SHAPE_INPUT = L.STATUS_INPUT_FAILED | (L.INPUT_SHAPE << 4)
 
 
 _TAU_ADAPTERS = {}
@@ -128,18 +154,29 @@ def _compiled_tau_adapter(function, arity):
     """A compiled input callback calling the compiled ``function`` (tau(t) or tau(t, q, qd)) into u[:nq]."""
     key = (function, arity)
     if key not in _TAU_ADAPTERS:
+        # u is tau alone here (no other inputs); a wrong size or a non-finite value stops the run
         if arity == 1:
             @numba.cfunc(integrators.CALLBACK)
             def adapter(key, t, q, qd, u):
                 value = function(t)
-                for k in range(min(value.shape[0], u.shape[0])):  # shape checked once from Python before the run
+                if value.shape[0] != u.shape[0]:
+                    return _WRONG_SHAPE_INPUT
+                for k in range(u.shape[0]):
+                    if not math.isfinite(value[k]):
+                        return _NONFINITE_INPUT
                     u[k] = value[k]
+                return L.STATUS_OK
         else:
             @numba.cfunc(integrators.CALLBACK)
             def adapter(key, t, q, qd, u):
                 value = function(t, q, qd)
-                for k in range(min(value.shape[0], u.shape[0])):
+                if value.shape[0] != u.shape[0]:
+                    return _WRONG_SHAPE_INPUT
+                for k in range(u.shape[0]):
+                    if not math.isfinite(value[k]):
+                        return _NONFINITE_INPUT
                     u[k] = value[k]
+                return L.STATUS_OK
         _TAU_ADAPTERS[key] = adapter
     return _TAU_ADAPTERS[key]
 
@@ -183,7 +220,11 @@ class _Inputs:
     """Everything time-varying of one run, laid out in the input vector u:
 
     [model element slots | tau (nq) if tau is a function | f, f', f'' of each driver].
+
+    ``failure`` keeps the exception of a call from compiled code that failed (``_call_python_inputs``).
     """
+
+    failure = None
 
     def __init__(self, model, tau, drivers):
         nq = model.nq
@@ -195,6 +236,7 @@ class _Inputs:
         self.tau_offset = -1
         if callable(tau):
             self.tau_function = tau
+            self.tau_name = _function_name(tau)
             self.tau_arity = _arity(tau, "tau")
             self.tau_offset = offset
             offset += nq
@@ -244,12 +286,16 @@ class _Inputs:
             try:
                 value = self.tau_function(t) if self.tau_arity == 1 else self.tau_function(t, q, qd)
             except Exception as err:  # noqa: BLE001
-                raise StateError(f"tau function raised at t = {t:g}: {err!r}") from err
-            value = np.asarray(value, dtype=float).reshape(-1)
+                raise StateError(f"tau function {self.tau_name} raised at t = {t:g}: {err!r}") from err
+            try:
+                value = np.asarray(value, dtype=float).reshape(-1)
+            except (TypeError, ValueError) as err:
+                raise StateError(f"tau function must return {self.model.nq} finite numbers ({self.tau_name} at "
+                                 f"t = {t:g} returned {_short(value)})") from err
             nq = self.model.nq
             if value.shape != (nq,) or not np.all(np.isfinite(value)):
-                raise StateError(f"tau function must return {nq} finite numbers, got shape {value.shape} at "
-                                 f"t = {t:g}")
+                raise StateError(f"tau function must return {nq} finite numbers ({self.tau_name} at t = {t:g} "
+                                 f"returned shape {value.shape}: {_short(value)})")
             u[self.tau_offset:self.tau_offset + nq] = value
 
     def callback(self):
@@ -282,8 +328,22 @@ def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, proje
             np.zeros(nq), np.zeros(3), np.zeros((model.elem_int.shape[0], 3)), np.zeros(nq), np.zeros(nq), loops)
 
 
+def _function_name(function):
+    """How messages name a user function: its __name__ in quotes, or its repr."""
+    name = getattr(function, "__name__", None)
+    return repr(name) if isinstance(name, str) else repr(function)[:60]
+
+
+def _short(value, limit=80):
+    """A value for a message, cut to ``limit`` characters (a 1000-element array must not fill the screen)."""
+    text = np.array2string(value, threshold=6) if isinstance(value, np.ndarray) else repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 class _Events:
     """Event functions g(t, q, qd) -> float of one run, evaluated on the integrated state y."""
+
+    failure = None  # the exception of a call from compiled code that failed
 
     def __init__(self, model, events, inputs, system):
         events = [events] if callable(events) else list(events or ())
@@ -317,6 +377,66 @@ class _Events:
             if not math.isfinite(value):
                 raise StateError(f"event function {self.names[i]!r} returned {value} at t = {t:g}")
             out[i] = value
+
+
+class _RunControl:
+    """Stops a run on Ctrl-C or at its wall-clock limit; the compiled loops poll it (``integrators._poll``).
+
+    While the run lasts, a SIGINT handler that only raises a flag replaces Python's default one (main thread only,
+    and only where the default handler is installed: a program's own handler is left alone); the previous handler
+    is restored afterwards. Python runs a signal handler only between bytecodes, so the flag is set at the next
+    poll, which enters Python: polls are spaced to about ``POLL_INTERVAL`` seconds of work, from the evaluation
+    rate the previous polls measured (the spacing at most quadruples from one poll to the next).
+    """
+
+    POLL_INTERVAL = 2e-3  # [s]
+    failure = None
+
+    def __init__(self, max_wall_time=None):
+        self.started = time.perf_counter()
+        self.deadline = None if max_wall_time is None else self.started + max_wall_time
+        self.max_wall_time = max_wall_time
+        self.interrupted = False
+        self.control = np.array([1.0, 0.0])  # (evaluation count of the next poll, count at this poll)
+        self._last_poll = (self.started, 0.0)
+        self._batch = 1.0
+        self._previous_handler = None
+        self.key = next(_KEYS)
+        _PYTHON_INPUTS[self.key] = self
+
+    def __enter__(self):
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            self._previous_handler = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc_info):
+        if self._previous_handler is not None:
+            signal.signal(signal.SIGINT, self._previous_handler)
+            self._previous_handler = None
+
+    def _on_sigint(self, signum, frame):
+        self.interrupted = True
+
+    def status(self):
+        """STATUS_INTERRUPTED, STATUS_TIME_LIMIT or STATUS_OK (for time loops in Python)."""
+        if self.interrupted:
+            return L.STATUS_INTERRUPTED
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            return L.STATUS_TIME_LIMIT
+        return L.STATUS_OK
+
+    def __call__(self, t, y, _, control):
+        """The monitor callback: the status, and control[0] set to the evaluation count of the next poll."""
+        now = time.perf_counter()
+        last_time, last_count = self._last_poll
+        evaluations = control[1] - last_count
+        if now > last_time and evaluations > 0:
+            wanted = evaluations * self.POLL_INTERVAL / (now - last_time)
+            self._batch = max(1.0, min(wanted, 4.0 * self._batch))
+        control[0] = control[1] + self._batch
+        self._last_poll = (now, control[1])
+        return self.status()
 
 
 # ---- result -------------------------------------------------------------------------------------------------------
@@ -449,20 +569,28 @@ def _positive(value, what):
     return value
 
 
-def _scipy_event(events, index):
-    values = np.empty(len(events.functions))
+def _scipy_solver(name):
+    """scipy's OdeSolver class of that name (RK45, DOP853, Radau, BDF, LSODA, RK23), or a ValueError."""
+    import scipy.integrate  # noqa: PLC0415
 
-    def g(t, y):
-        events(t, y, None, values)
-        return values[index]
+    solver = getattr(scipy.integrate, name, None)
+    if not (isinstance(solver, type) and issubclass(solver, scipy.integrate.OdeSolver)
+            and solver is not scipy.integrate.OdeSolver):
+        raise ValueError(f"unknown method 'scipy:{name}'; scipy's solvers are scipy:RK45, scipy:RK23, scipy:DOP853, "
+                         "scipy:Radau, scipy:BDF, scipy:LSODA")
+    return solver
 
-    g.terminal = bool(events.terminal[index])
-    g.direction = float(events.directions[index])
-    return g
+
+class _StopRhs(Exception):
+    """A right-hand side evaluation failed inside a scipy solver (its status is in the run's failures)."""
 
 
-def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval, max_step, first_step, events):
-    from scipy.integrate import solve_ivp  # noqa: PLC0415
+def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval, max_step, first_step, events,
+               max_steps, control):
+    """scipy's solver ``method`` stepped from Python on the compiled right-hand side, so that a failure keeps the
+    samples so far. Output, events and statistics as the compiled adaptive loop: returns (status, t_fail, t, y,
+    nfev, nsteps, event records)."""
+    from scipy.optimize import brentq  # noqa: PLC0415
 
     dy = np.empty_like(y0)
     failure = []
@@ -474,7 +602,7 @@ def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval,
             raise _StopRhs
         return dy.copy()
 
-    kwargs = dict(method=method, rtol=rtol, atol=atol, max_step=max_step)
+    options = dict(rtol=rtol, atol=atol, max_step=max_step)
     if method in IMPLICIT_SCIPY:
         n = y0.size
         f0, ytmp, ftmp, jac = np.empty(n), np.empty(n), np.empty(n), np.empty((n, n))
@@ -488,36 +616,90 @@ def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval,
                 raise _StopRhs
             return jac.copy()
 
-        kwargs["jac"] = jacobian
+        options["jac"] = jacobian
     if first_step is not None:
-        kwargs["first_step"] = first_step
-    if t_eval is not None:
-        kwargs["t_eval"] = t_eval
-    if events.functions:
-        kwargs["events"] = [_scipy_event(events, i) for i in range(len(events.functions))]
+        options["first_step"] = first_step
+    n_events = len(events.functions)
+    values = np.empty(n_events)
+
+    def event_values(t, y):
+        events(t, y, None, values)
+        return values.copy()
+
+    times, states, records = [], [], []
+    outputs = t_eval
+    next_output = 0
+    if outputs is None:
+        times.append(t0)
+        states.append(y0.copy())
+    else:  # t_eval holds t0
+        times.append(outputs[0])
+        states.append(y0.copy())
+        next_output = 1
+    nsteps = 0
+    solver = None
+    status, t_fail = L.STATUS_OK, t0
     try:
-        sol = solve_ivp(rhs, (t0, t_end), y0, **kwargs)
+        g_old = event_values(t0, y0) if n_events else None
+        solver = _scipy_solver(method)(rhs, t0, y0, t_end, **options)
+        while solver.status == "running":
+            if nsteps >= max_steps:
+                status, t_fail = L.STATUS_MAX_STEPS, solver.t
+                break
+            status = control.status()
+            if status:
+                t_fail = solver.t
+                break
+            t_old = solver.t
+            solver.step()
+            if solver.status == "failed":
+                status, t_fail = L.STATUS_STEP_UNDERFLOW, solver.t
+                break
+            nsteps += 1
+            dense = solver.dense_output() if (outputs is not None or n_events) else None
+            t_stop = None
+            if n_events:  # sign changes as in integrators.integrate_adaptive, located by brentq on the dense output
+                g_new = event_values(solver.t, solver.y)
+                for i in range(n_events):
+                    g0, g1, direction = g_old[i], g_new[i], events.directions[i]
+                    if (g0 < 0.0 <= g1 and direction >= 0.0) or (g0 > 0.0 >= g1 and direction <= 0.0):
+                        t_hit = solver.t if g1 == 0.0 else brentq(
+                            lambda s, i=i, dense=dense: event_values(s, dense(s))[i], t_old, solver.t,
+                            xtol=4 * np.finfo(float).eps * max(1.0, abs(solver.t)))
+                        y_hit = solver.y.copy() if t_hit == solver.t else dense(t_hit)
+                        records.append((i, float(t_hit), y_hit))
+                        if events.terminal[i] and (t_stop is None or t_hit < t_stop):
+                            t_stop = float(t_hit)
+                g_old = g_new
+            if outputs is not None:
+                last = solver.t if t_stop is None else t_stop
+                while next_output < outputs.size and outputs[next_output] <= last:
+                    t_out = outputs[next_output]
+                    times.append(t_out)
+                    states.append(solver.y.copy() if t_out == solver.t else dense(t_out))
+                    next_output += 1
+            if t_stop is not None:  # a terminal event ends the run there
+                if times[-1] != t_stop:
+                    times.append(t_stop)
+                    states.append(dense(t_stop))
+                status, t_fail = L.STATUS_EVENT, t_stop
+                break
+            if outputs is None:
+                times.append(solver.t)
+                states.append(solver.y.copy())
     except _StopRhs:
         status, t_fail = failure[0]
-        return status, t_fail, np.array([t0]), y0[None, :], 0, 0, []
-    records = []
-    for i, (times, states) in enumerate(zip(sol.t_events or [], sol.y_events or [], strict=True)):
-        records += [(i, float(t_ev), y_ev) for t_ev, y_ev in zip(times, states, strict=True)]
-    if sol.status == 1:  # a terminal event
-        return L.STATUS_EVENT, float(sol.t[-1]), sol.t, sol.y.T, sol.nfev, sol.t.size - 1, records
-    if not sol.success:
-        return L.STATUS_STEP_UNDERFLOW, float(sol.t[-1]), sol.t, sol.y.T, sol.nfev, sol.t.size - 1, records
-    return L.STATUS_OK, t_end, sol.t, sol.y.T, sol.nfev, sol.t.size - 1, records
-
-
-class _StopRhs(Exception):
-    pass
+    except Exception as exc:  # noqa: BLE001 - an event function that failed: kept for the wrapper, as the bridge does
+        events.failure = exc
+        status, t_fail = L.STATUS_INPUT_FAILED, (solver.t if solver is not None else t0)
+    nfev = solver.nfev if solver is not None else 0
+    return status, t_fail, np.array(times), np.array(states).reshape(-1, y0.size), nfev, nsteps, records
 
 
 def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t0=0.0, dt=None, t_eval=None,
              every=1, max_step=np.inf, first_step=None, max_steps=10_000_000, tau=None, drivers=None,
              events=None, midpoint_tol=1e-13, progress=None, formulation="recursive", stabilization=None,
-             alpha=0.0, beta=0.0, **augmented_options):
+             alpha=0.0, beta=0.0, max_wall_time=None, **augmented_options):
     """Integrate M(q) qdd + h(q, qd) = tau + Q_elements from (q0, qd0) at t0 to t_end.
 
     Parameters
@@ -543,8 +725,15 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         Without t_eval: store every ``every``-th step (t0 and t_end always stored).
     max_step, first_step : float, optional
         Bounds on the adaptive step [s]; first_step defaults to Hairer's estimate.
+    dt : float
+        Step [s] of the fixed-step methods: (t_end - t0) / dt steps, rounded up, the last one shortened to land
+        on t_end; a dt longer than t_end - t0 takes one step of t_end - t0. A step count above ``max_steps`` is
+        refused before the run.
     max_steps : int
-        Maximum number of (accepted + rejected) steps before failing.
+        Maximum number of steps (accepted + rejected) of every method; a run that needs more fails.
+    max_wall_time : float, optional
+        Wall-clock limit [s]: the run stops with SimulationError (``result.status`` "time_limit") once it is
+        spent, keeping the samples so far.
     tau : array_like (nq,), or callable
         Generalised joint forces: constant, ``tau(t)`` or a controller ``tau(t, q, qd)``, returning (nq,). A
         numba-compiled function (``@numba.njit``) is called inside the compiled time loop (one compilation of the
@@ -584,23 +773,31 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     ------
     SimulationError
         On a blow-up (non-finite state, step size underflow), too many steps, an implicit iteration that does not
-        converge, or singular dynamics; its ``result`` holds the samples up to the last accepted step and ``t``
-        the time of failure.
+        converge, singular dynamics, a user function (tau, a time-varying element, a driver, an event) that
+        raises or returns non-finite values or the wrong shape (the exception chained as ``__cause__``), or
+        ``max_wall_time``; its ``result`` holds the samples up to the last accepted step (``result.status``
+        "failed" or "time_limit") and ``t`` the time of failure.
+    KeyboardInterrupt
+        On Ctrl-C (SIGINT, in the main thread) during the run, within milliseconds; its ``result`` holds the
+        samples so far (``result.status`` "interrupted").
     """
+    _check_options(augmented_options, formulation)
+    max_steps = _max_steps(max_steps)
+    max_wall_time = None if max_wall_time is None else _positive(max_wall_time, "max_wall_time")
     if formulation == "augmented":
         from . import augmented  # noqa: PLC0415
 
         return augmented.simulate(model, q0, qd0, t_end, method, rtol, atol, t0=t0, dt=dt, t_eval=t_eval, tau=tau,
                                   drivers=drivers, events=events, max_steps=max_steps,
                                   stabilization=stabilization or "baumgarte", alpha=alpha, beta=beta,
-                                  **augmented_options)
+                                  max_wall_time=max_wall_time, **augmented_options)
     if formulation != "recursive":
         raise ValueError(f"formulation must be 'recursive' or 'augmented', got {formulation!r}")
-    if augmented_options:
-        raise TypeError(f"unexpected options {sorted(augmented_options)} (they are for formulation='augmented')")
     scipy_method = method[6:] if isinstance(method, str) and method.startswith("scipy:") else None
     if scipy_method is None and method not in METHODS:
         raise ValueError(f"unknown method {method!r}; expected one of {sorted(METHODS)} or 'scipy:NAME'")
+    if scipy_method is not None:
+        _scipy_solver(scipy_method)
     workspace(model)
     if model.nq == 0:
         raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
@@ -609,10 +806,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     for vec, what in ((q0, "q0"), (qd0, "qd0")):
         if not np.all(np.isfinite(vec)):
             raise StateError(f"{what}[{int(np.flatnonzero(~np.isfinite(vec))[0])}] is not finite")
-    t0 = float(t0)
-    t_end = float(t_end)
-    if not (np.isfinite(t0) and np.isfinite(t_end) and t_end > t0):
-        raise ValueError(f"need finite t0 < t_end, got t0 = {t0}, t_end = {t_end}")
+    t0, t_end = check_time_span(t0, t_end)
     every = int(every)
     if every < 1:
         raise ValueError(f"every must be >= 1, got {every}")
@@ -621,6 +815,12 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         raise ValueError(f"method {method!r} is fixed-step: give dt")
     if not fixed and dt is not None:
         raise ValueError(f"dt is for fixed-step methods; {method} chooses its steps from rtol and atol")
+    if fixed:
+        dt = _positive(dt, "dt")
+        fixed_step_count(t0, t_end, dt, max_steps)
+    elif np.isfinite(float(max_step)) and (t_end - t0) / _positive(max_step, "max_step") > max_steps:
+        raise ValueError(f"max_step = {float(max_step):g} s needs more than max_steps = {max_steps} steps from "
+                         f"t0 = {t0:g} to t_end = {t_end:g} s: raise max_step or max_steps")
     if t_eval is not None and (fixed or (method in TABLEAUS and TABLEAUS[method].DENSE is None)):
         raise ValueError(f"t_eval needs a method with dense output (dopri5 or scipy:NAME); {method} stores "
                          "every-th step (every=)")
@@ -636,7 +836,58 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
             method not in TABLEAUS or TABLEAUS[method].DENSE is None):
         raise ValueError(f"events need a method with dense output (dopri5 or scipy:NAME), not {method!r}")
     return _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd0, t0, t_end, rtol, atol, dt,
-                     t_eval, every, max_step, first_step, max_steps, midpoint_tol, event_functions, progress)
+                     t_eval, every, max_step, first_step, max_steps, midpoint_tol, event_functions, progress,
+                     max_wall_time)
+
+
+# the keyword arguments of simulate (and the augmented formulation's own), for "did you mean" suggestions
+_AUGMENTED_OPTIONS = ("solver",)
+_MAX_TIME = 1e15  # [s]: beyond, float64 resolves times to worse than 0.1 s
+
+
+def _check_options(options, formulation):
+    """Unknown keyword arguments of simulate: a TypeError naming them, with the nearest known name."""
+    known = [*inspect.signature(simulate).parameters, *_AUGMENTED_OPTIONS]
+    known = [name for name in known if name not in ("augmented_options", "model", "q0", "qd0", "t_end")]
+    unknown = [name for name in options if name not in _AUGMENTED_OPTIONS]
+    if unknown:
+        hints = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, known, n=1)
+            hints.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
+        raise TypeError(f"simulate() got unexpected keyword argument(s) {', '.join(hints)}")
+    if options and formulation != "augmented":
+        raise TypeError(f"options {sorted(options)} are for formulation='augmented'")
+
+
+def _max_steps(max_steps):
+    if isinstance(max_steps, (bool, np.bool_)) or not isinstance(max_steps, (int, np.integer, float)):
+        raise TypeError(f"max_steps must be an integer, got {max_steps!r}")
+    if not (1 <= max_steps <= 2**62) or max_steps != int(max_steps):
+        raise ValueError(f"max_steps must be an integer in [1, 2**62], got {max_steps!r}")
+    return int(max_steps)
+
+
+def check_time_span(t0, t_end):
+    """(t0, t_end) as floats, finite, t0 < t_end and within +-1e15 s (beyond, float64 times are coarser than
+    0.1 s); otherwise a ValueError naming them."""
+    t0, t_end = float(t0), float(t_end)
+    if not (np.isfinite(t0) and np.isfinite(t_end) and t_end > t0):
+        raise ValueError(f"need finite t0 < t_end, got t0 = {t0}, t_end = {t_end}")
+    if max(abs(t0), abs(t_end)) > _MAX_TIME:
+        raise ValueError(f"t0 = {t0:g}, t_end = {t_end:g} s: times beyond {_MAX_TIME:g} s are not supported (float64 "
+                         "resolves them to worse than 0.1 s; a run that long cannot finish)")
+    return t0, t_end
+
+
+def fixed_step_count(t0, t_end, dt, max_steps):
+    """Number of steps of dt from t0 to t_end: rounded up, at least one (a dt beyond the span takes one step of
+    t_end - t0); a ValueError when it exceeds max_steps, before anything runs."""
+    ratio = (t_end - t0) / dt
+    if not ratio <= max_steps:
+        raise ValueError(f"dt = {dt:g} s needs {ratio:.3g} steps from t0 = {t0:g} to t_end = {t_end:g} s, more "
+                         f"than max_steps = {max_steps}: raise dt or max_steps")
+    return max(1, math.ceil(ratio - 1e-9))  # the slack: a span that is a whole number of steps up to round-off
 
 
 def _stabilization(model, stabilization, scipy_method):
@@ -669,7 +920,7 @@ def _consistent_start(model, inputs, q0, qd0, t0):
 
 
 def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd0, t0, t_end, rtol, atol, dt, t_eval,
-              every, max_step, first_step, max_steps, midpoint_tol, events, progress):
+              every, max_step, first_step, max_steps, midpoint_tol, events, progress, max_wall_time):
     free = system[5]
     if inputs.has_python or inputs.tau_function is not None:
         # a first evaluation in Python: a function that fails or returns the wrong shape is reported clearly here
@@ -689,22 +940,25 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
             raise ValueError(f"t_eval must be a non-empty sorted array within [t0, t_end] = [{t0}, {t_end}]")
         t_eval_arr = np.unique(np.concatenate(([t0], t_eval_arr, [t_end])))  # t0 and t_end always
 
+    control = _RunControl(max_wall_time)
     if scipy_method is not None:
         if progress:
             warnings.warn("progress bars are for the numba methods; scipy:NAME runs without one", stacklevel=3)
         rtol = _positive(rtol, "rtol")
         atol = _positive(atol, "atol")
-        status, t_fail, t_out, y_out, nfev, nsteps, event_records = _scipy_run(
-            scipy_method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval_arr,
-            max_step if np.isfinite(max_step) else np.inf, first_step, events)
+        with control:
+            status, t_fail, t_out, y_out, nfev, nsteps, event_records = _scipy_run(
+                scipy_method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval_arr,
+                max_step if np.isfinite(max_step) else np.inf, first_step, events, max_steps, control)
         if t_eval_arr is None and every > 1:
             keep = np.unique(np.r_[0:t_out.size:every, t_out.size - 1])
             t_out, y_out = t_out[keep], y_out[keep]
     else:
         segment = _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, every, max_step,
-                                        first_step, max_steps, midpoint_tol, events)
-        status, t_fail, t_out, y_out, nfev, nsteps, nrejected, event_records = _run_segments(
-            segment, y0, t0, t_end, t_eval_arr, dt if method in FIXED_STEP else None, progress)
+                                        first_step, max_steps, midpoint_tol, events, control)
+        with control:
+            status, t_fail, t_out, y_out, nfev, nsteps, nrejected, event_records = _run_segments(
+                segment, y0, t0, t_end, t_eval_arr, dt if method in FIXED_STEP else None, progress)
 
     result = _make_result(model, inputs, callback, key, system, np.array(t_out), np.array(y_out), method, nfev,
                           nsteps, nrejected)
@@ -717,8 +971,46 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
     if status == L.STATUS_EVENT:
         result.status = "event"
         status = L.STATUS_OK
+    if control.interrupted or L.decode_status(status)[0] == L.STATUS_INTERRUPTED:
+        result.status = "interrupted"
+        interrupt = KeyboardInterrupt(f"{method} interrupted at t = {t_fail:.9g} s; {result.t.size} samples up to "
+                                      f"t = {result.t[-1]:.9g} s are kept in .result")
+        interrupt.result = result
+        interrupt.t = t_fail
+        raise interrupt
     if status != L.STATUS_OK:
-        kind, _ = L.decode_status(status)
+        _raise_failure(model, method, status, t_fail, result, max_steps, control, inputs, events)
+    return result
+
+
+def _raise_failure(model, method, status, t_fail, result, max_steps, control, inputs, events):
+    """The SimulationError (or the user's own BaseException) of a run that ended with ``status``."""
+    kind, index = L.decode_status(status)
+    cause = None
+    result.status = "failed"
+    if kind == L.STATUS_TIME_LIMIT:
+        result.status = "time_limit"
+        reason = (f"the wall-clock limit max_wall_time = {control.max_wall_time:g} s was reached "
+                  f"({time.perf_counter() - control.started:.3g} s)")
+    elif kind == L.STATUS_INPUT_FAILED:
+        failure = inputs.failure or events.failure
+        inputs.failure = events.failure = None
+        if index == L.INPUT_NONFINITE:
+            reason = f"the compiled tau function {inputs.tau_name} returned a non-finite value"
+        elif index == L.INPUT_SHAPE:
+            reason = f"the compiled tau function {inputs.tau_name} returned the wrong number of values"
+        elif failure is None:  # pragma: no cover - the bridge keeps every failure
+            reason = "a user function failed"
+        elif not isinstance(failure, Exception):  # KeyboardInterrupt, SystemExit from a user function: pass it on
+            if isinstance(failure, KeyboardInterrupt):
+                result.status = "interrupted"
+            failure.result = result
+            raise failure
+        else:
+            # our own StateError says which function (tau, element, driver, event) and when; chain the user's
+            reason = str(failure) if isinstance(failure, StateError) else f"a user function raised {failure!r}"
+            cause = failure.__cause__ if (isinstance(failure, StateError) and failure.__cause__) else failure
+    else:
         reasons = {
             L.STATUS_STEP_UNDERFLOW: "step size underflow (the solution blows up or the problem is too stiff)",
             L.STATUS_MAX_STEPS: f"more than max_steps = {max_steps} steps",
@@ -735,17 +1027,17 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
                 reason = str(err)
             else:  # pragma: no cover - raise_status always raises
                 reason = f"status {status}"
-        raise SimulationError(f"{method} failed at t = {t_fail:.9g} s: {reason}; "
-                              f"{result.t.size} samples up to t = {result.t[-1]:.9g} s are kept in .result",
-                              t_fail, result)
-    return result
+    raise SimulationError(f"{method} failed at t = {t_fail:.9g} s: {reason}; "
+                          f"{result.t.size} samples up to t = {result.t[-1]:.9g} s are kept in .result",
+                          t_fail, result) from cause
 
 
 def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, every, max_step, first_step,
-                          max_steps, midpoint_tol, events):
+                          max_steps, midpoint_tol, events, control):
     """A function (y, ta, tb, t_eval) -> (status, t_fail, t, y, nfev, nsteps, nrejected, events) running one
-    compiled time loop from ta to tb."""
+    compiled time loop from ta to tb, polling ``control`` (a _RunControl)."""
     capacity = 1024
+    monitor = (_python_bridge, control.key, control.control)
     if method in FIXED_STEP:
         dt = _positive(dt, "dt")
         midpoint = method == "implicit_midpoint"
@@ -753,9 +1045,9 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
 
         def run(y_start, ta, tb, _):
             status, t_fail, count, t_out, y_out, nfev, nsteps = integrators.integrate_fixed(
-                callback, key, system, y_start, ta, tb, dt, every, tableau.A, tableau.B, tableau.C, midpoint,
-                float(midpoint_tol), 50, np.zeros((tableau.C.size, n)), np.empty(capacity),
-                np.empty((capacity, n)))
+                callback, key, system, y_start, ta, tb, dt, fixed_step_count(ta, tb, dt, max_steps), every,
+                tableau.A, tableau.B, tableau.C, midpoint, float(midpoint_tol), 50, np.zeros((tableau.C.size, n)),
+                np.empty(capacity), np.empty((capacity, n)), *monitor)
             return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, 0, []
 
         return run
@@ -778,7 +1070,7 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
             np.empty(0) if t_eval is None else t_eval, every, tableau.A, tableau.B, tableau.C, tableau.E,
             optional[0], tableau.order, optional[1], np.zeros((tableau.C.size, n)), np.empty(capacity),
             np.empty((capacity, n)), events_fn, events_key, events.directions, events.terminal, np.empty(16),
-            np.empty((16, n + 1)))
+            np.empty((16, n + 1)), *monitor)
         records = [(int(row[0]), t_ev, row[1:]) for t_ev, row in zip(ev_t[:nev], ev_y[:nev], strict=True)]
         return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, nrejected, records
 
