@@ -118,7 +118,7 @@ def _call_python_inputs(key, t, q, qd, u):
     """Run the Python callback registered under ``key``; returns its status (None: STATUS_OK).
 
     An exception cannot cross compiled code (numba would print it as "Exception ignored" and go on): it is kept
-    on the callback's ``failure`` and the run stops with STATUS_INPUT_FAILED.
+    on the callback's ``failure``, with the time, and the run stops with STATUS_INPUT_FAILED.
     """
     target = _PYTHON_INPUTS.get(key)
     if target is None:  # pragma: no cover - the run holds its callbacks alive
@@ -126,7 +126,7 @@ def _call_python_inputs(key, t, q, qd, u):
     try:
         return int(target(t, q, qd, u) or 0)
     except BaseException as exc:  # noqa: BLE001 - every exception, KeyboardInterrupt included, ends the run
-        target.failure = exc
+        target.failure = (exc, float(t))
         return L.STATUS_INPUT_FAILED
 
 
@@ -221,7 +221,7 @@ class _Inputs:
 
     [model element slots | tau (nq) if tau is a function | f, f', f'' of each driver].
 
-    ``failure`` keeps the exception of a call from compiled code that failed (``_call_python_inputs``).
+    ``failure`` keeps (exception, t) of a call from compiled code that failed (``_call_python_inputs``).
     """
 
     failure = None
@@ -343,7 +343,7 @@ def _short(value, limit=80):
 class _Events:
     """Event functions g(t, q, qd) -> float of one run, evaluated on the integrated state y."""
 
-    failure = None  # the exception of a call from compiled code that failed
+    failure = None  # (exception, t) of a call from compiled code that failed
 
     def __init__(self, model, events, inputs, system):
         events = [events] if callable(events) else list(events or ())
@@ -690,8 +690,8 @@ def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval,
     except _StopRhs:
         status, t_fail = failure[0]
     except Exception as exc:  # noqa: BLE001 - an event function that failed: kept for the wrapper, as the bridge does
-        events.failure = exc
         status, t_fail = L.STATUS_INPUT_FAILED, (solver.t if solver is not None else t0)
+        events.failure = (exc, t_fail)
     nfev = solver.nfev if solver is not None else 0
     return status, t_fail, np.array(times), np.array(states).reshape(-1, y0.size), nfev, nsteps, records
 
@@ -993,8 +993,9 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
         reason = (f"the wall-clock limit max_wall_time = {control.max_wall_time:g} s was reached "
                   f"({time.perf_counter() - control.started:.3g} s)")
     elif kind == L.STATUS_INPUT_FAILED:
-        failure = inputs.failure or events.failure
+        failure, t_failure = inputs.failure or events.failure or (None, t_fail)
         inputs.failure = events.failure = None
+        t_fail = t_failure
         if index == L.INPUT_NONFINITE:
             reason = f"the compiled tau function {inputs.tau_name} returned a non-finite value"
         elif index == L.INPUT_SHAPE:
