@@ -16,6 +16,7 @@ import difflib
 import inspect
 import itertools
 import math
+import os
 import signal
 import sys
 import threading
@@ -23,6 +24,7 @@ import time
 import warnings
 import weakref
 from dataclasses import dataclass, field
+from io import BytesIO
 
 import numba
 import numpy as np
@@ -31,7 +33,7 @@ from numba.core.registry import CPUDispatcher
 from ._kernels import integrators
 from ._kernels import layout as L
 from .dynamics import as_vector, element_inputs, energy, forward_kinematics, raise_status, workspace
-from .errors import ModelError, SimulationError, StateError
+from .errors import ModelError, ResultFileError, SimulationError, StateError
 
 
 @dataclass(frozen=True)
@@ -441,6 +443,10 @@ class _RunControl:
 
 # ---- result -------------------------------------------------------------------------------------------------------
 
+_RESULT_FORMAT = "recursive_mbd.SimulationResult"  # the marker of files SimulationResult.save writes
+_RESULT_VERSION = 1
+_RESULT_STATUSES = ("finished", "event", "failed", "interrupted", "time_limit")
+
 class SimulationResult:
     """Samples of a simulated trajectory.
 
@@ -457,7 +463,12 @@ class SimulationResult:
     nfev, nsteps, nrejected : int
         Right-hand-side (forward-dynamics) evaluations, accepted and rejected steps.
     status : str
-        "finished", or "event" when a terminal event ended the run (at t[-1]).
+        "finished"; "event" when a terminal event ended the run (at t[-1]); on the ``result`` of an exception:
+        "failed" (SimulationError), "time_limit" (max_wall_time reached), "interrupted" (KeyboardInterrupt).
+    constraint_drift : ndarray, shape (nt,), or None
+        max |phi| of the loop constraints at each sample (models with loops, and the augmented formulation).
+    z, zd : ndarray, shape (nt, nbodies, 3)
+        Absolute coordinates and rates of the centres of mass (augmented formulation only).
     t_events, q_events, qd_events : list of ndarray
         Per event function: the times of its zero crossings (nev,) and the states there (nev, nq).
     """
@@ -536,23 +547,129 @@ class SimulationResult:
         return np.array([forward_kinematics(self.model, q)[0][index] for q in self.q])
 
     def save(self, path):
-        """Write the samples and statistics to a .npz file."""
-        names = np.array(self.model.body_names if self.model is not None else ())
-        np.savez(path, t=self.t, q=self.q, qd=self.qd, dissipated_work=self.dissipated_work,
-                 applied_work=self.applied_work, method=np.array(self.method), body_names=names,
-                 stats=np.array([self.nfev, self.nsteps, self.nrejected]))
+        """Write every field (samples, work, status, statistics, events, constraint drift, augmented z and zd) to
+        ``path``, exactly that name (an .npz archive whatever the suffix; no suffix is added).
+
+        The file is written beside the target and renamed onto it, so an interrupted save never leaves a
+        truncated result. ``SimulationResult.load`` reads it back.
+        """
+        path = os.fspath(path)
+        arrays = {
+            "format": np.array(_RESULT_FORMAT), "version": np.array(_RESULT_VERSION, dtype=np.int64),
+            "t": self.t, "q": self.q, "qd": self.qd, "dissipated_work": self.dissipated_work,
+            "applied_work": self.applied_work, "method": np.array(self.method), "status": np.array(self.status),
+            "stats": np.array([self.nfev, self.nsteps, self.nrejected], dtype=np.int64),
+            "body_names": np.array(self._body_names(), dtype=str),
+            "n_events": np.array(len(self.t_events), dtype=np.int64),
+        }
+        for i, (t_ev, q_ev, qd_ev) in enumerate(zip(self.t_events, self.q_events, self.qd_events, strict=True)):
+            arrays[f"t_events_{i}"], arrays[f"q_events_{i}"], arrays[f"qd_events_{i}"] = t_ev, q_ev, qd_ev
+        for name in ("constraint_drift", "z", "zd"):
+            if getattr(self, name, None) is not None:
+                arrays[name] = getattr(self, name)
+        partial = f"{path}.partial"
+        try:
+            with open(partial, "wb") as file:  # a file object: np.savez would append .npz to a name without it
+                np.savez(file, **arrays)
+            os.replace(partial, path)
+        finally:
+            if os.path.exists(partial):
+                os.remove(partial)
+
+    def _body_names(self):
+        return self.model.body_names if self.model is not None else getattr(self, "body_names", ())
 
     @classmethod
     def load(cls, path, model=None):
-        """Read a result written by ``save``; pass the model to use energy() and poses() (not qdd() and forces)."""
-        with np.load(path, allow_pickle=False) as data:
-            if model is not None and tuple(data["body_names"]) != model.body_names:
-                raise ValueError(f"{path}: the result's bodies {tuple(data['body_names'])[:5]}... do not match "
-                                 "the model's")
-            work = np.column_stack((data["dissipated_work"], data["applied_work"]))
-            nfev, nsteps, nrejected = (int(v) for v in data["stats"])
-            result = cls(model, data["t"], data["q"], data["qd"], work, str(data["method"]), nfev, nsteps,
-                         nrejected)
+        """Read a result written by ``save``; pass the model to use energy() and poses() (not qdd() and forces).
+
+        Raises ResultFileError (a ValueError) naming the file when it is not a result file, is corrupted or
+        truncated, or does not fit ``model`` (bodies, coordinates); OSError when it cannot be opened.
+        """
+        path = os.fspath(path)
+        if os.path.exists(path) and not os.path.isfile(path):
+            raise ResultFileError(f"{path}: not a regular file (expected the .npz that SimulationResult.save "
+                                  "writes)")
+        with open(path, "rb") as file:
+            raw = file.read()
+        if not raw.startswith(b"PK"):
+            raise ResultFileError(f"{path}: not a result file (expected the .npz that SimulationResult.save or "
+                                  "`rmbd run` writes)")
+        try:
+            with np.load(BytesIO(raw), allow_pickle=False) as data:
+                arrays = {key: data[key] for key in data.files}
+        except Exception as err:  # noqa: BLE001 - zip, npy header and CRC errors alike: one error naming the file
+            raise ResultFileError(f"{path}: corrupted or truncated result file ({type(err).__name__}: "
+                                  f"{str(err)[:120]})") from None
+        return cls._from_arrays(path, arrays, model)
+
+    @classmethod
+    def _from_arrays(cls, path, arrays, model):
+        def fail(what):
+            raise ResultFileError(f"{path}: {what}")
+
+        if "format" not in arrays:
+            if "t" in arrays and "kind" in arrays:
+                fail("a file of `rmbd run`, not of SimulationResult.save: read it with numpy.load")
+            fail("not a result file of SimulationResult.save (no 'format' entry)")
+        if arrays["format"].shape != () or str(arrays["format"]) != _RESULT_FORMAT:
+            fail("not a result file of SimulationResult.save (wrong 'format' entry)")
+        if arrays.get("version", np.array(-1)).shape != () or int(arrays["version"]) != _RESULT_VERSION:
+            fail(f"result file version {arrays.get('version')}, this library reads version {_RESULT_VERSION}")
+
+        def entry(name, kind, ndim, shape=None):
+            if name not in arrays:
+                fail(f"entry {name!r} is missing")
+            value = arrays[name]
+            if value.dtype.kind != kind or value.ndim != ndim:
+                fail(f"entry {name!r} has dtype {value.dtype} and {value.ndim} dimensions, expected kind {kind!r} "
+                     f"and {ndim}")
+            if shape is not None and any(want is not None and got != want
+                                         for got, want in zip(value.shape, shape, strict=True)):
+                fail(f"entry {name!r} has shape {value.shape}, expected {tuple(shape)}")
+            if kind == "f" and not np.all(np.isfinite(value)):
+                fail(f"entry {name!r} holds non-finite values")
+            return value
+
+        t = entry("t", "f", 1)
+        nt = t.size
+        if nt == 0 or np.any(np.diff(t) < 0.0):
+            fail("entry 't' must be a non-empty, non-decreasing array of times")
+        names = entry("body_names", "U", 1)
+        nq = model.nq if model is not None else None
+        q = entry("q", "f", 2, (nt, nq))
+        nq = q.shape[1]
+        qd = entry("qd", "f", 2, (nt, nq))
+        work = np.column_stack((entry("dissipated_work", "f", 1, (nt,)), entry("applied_work", "f", 1, (nt,))))
+        method = str(entry("method", "U", 0))
+        status = str(entry("status", "U", 0))
+        if status not in _RESULT_STATUSES:
+            fail(f"entry 'status' is {status!r}, expected one of {_RESULT_STATUSES}")
+        stats = entry("stats", "i", 1, (3,))
+        if np.any(stats < 0):
+            fail("entry 'stats' (evaluations, steps, rejected steps) holds negative counts")
+        if model is not None and tuple(names) != model.body_names:
+            fail(f"the result's bodies {tuple(names)[:5]}{'...' if len(names) > 5 else ''} do not match the "
+                 f"model's {model.body_names[:5]}{'...' if model.nbodies > 5 else ''}")
+        result = cls(model, t, q, qd, work, method, *(int(v) for v in stats))
+        result.status = status
+        result.body_names = tuple(str(name) for name in names)
+        n_events = int(entry("n_events", "i", 0))
+        if not 0 <= n_events <= len(arrays):
+            fail(f"entry 'n_events' is {n_events}")
+        for i in range(n_events):
+            t_ev = entry(f"t_events_{i}", "f", 1)
+            result.t_events.append(t_ev)
+            result.q_events.append(entry(f"q_events_{i}", "f", 2, (t_ev.size, nq)))
+            result.qd_events.append(entry(f"qd_events_{i}", "f", 2, (t_ev.size, nq)))
+        if "constraint_drift" in arrays:
+            result.constraint_drift = entry("constraint_drift", "f", 1, (nt,))
+        if ("z" in arrays) != ("zd" in arrays):
+            fail("entries 'z' and 'zd' come together")
+        if "z" in arrays:
+            nbodies = len(names)
+            result.z = entry("z", "f", 3, (nt, nbodies, 3))
+            result.zd = entry("zd", "f", 3, (nt, nbodies, 3))
         return result
 
     def __repr__(self):

@@ -256,3 +256,48 @@ def test_ctrl_c_ends_a_run_within_a_second_with_its_samples(method, options):
     assert status == "interrupted"
     assert int(samples) > 2 and 0.0 < float(t_last) < 1e4
     assert float(caught) - sent < 1.0
+
+
+# ---- the augmented formulation: the same user functions, the same errors ------------------------------------------
+
+@pytest.mark.parametrize(("method", "options"), [("dopri5", {}), ("rk4", {"dt": 1e-3})])
+@pytest.mark.parametrize(("tau", "match", "cause"), [
+    (failing_tau, "tau function 'failing_tau' raised at t = 0.1", ZeroDivisionError),
+    (nan_tau, "tau function must return 2 finite numbers .*'nan_tau' at t = 0.1", type(None)),
+])
+def test_the_augmented_formulation_stops_on_a_failing_tau(method, options, tau, match, cause):
+    with pytest.raises(SimulationError, match=match) as info:
+        rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 0.3, method=method, tau=tau, formulation="augmented",
+                    **options)
+    assert isinstance(info.value.__cause__, cause)
+    assert info.value.result.status == "failed"
+    assert 0.05 < info.value.result.t[-1] <= 0.1
+
+
+def test_the_augmented_formulation_names_a_failing_driver_and_event():
+    def angle(t):
+        if t > 0.1:
+            raise ValueError("table ends")
+        return 0.5 * t
+
+    with pytest.raises(SimulationError, match="driver of body 'link1' raised.*table ends") as info:
+        rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 0.3, drivers={"link1": angle}, formulation="augmented")
+    assert isinstance(info.value.__cause__, ValueError)
+
+    def crossing(t, q, qd):
+        if t > 0.1:
+            raise KeyError("missing")
+        return q[0]
+
+    with pytest.raises(SimulationError, match="event function 'crossing' raised") as info:
+        rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 0.3, events=crossing, formulation="augmented")
+    assert isinstance(info.value.__cause__, KeyError)
+
+
+def test_the_augmented_formulation_keeps_max_wall_time_and_max_steps():
+    with pytest.raises(SimulationError, match="max_wall_time = 0.2 s was reached") as info:
+        rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 1e4, formulation="augmented", max_wall_time=0.2)
+    assert info.value.result.status == "time_limit" and info.value.result.t.size > 2
+    with pytest.raises(ValueError, match="more than max_steps = 10"):
+        rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 1.0, method="rk4", dt=1e-3, max_steps=10,
+                    formulation="augmented")
