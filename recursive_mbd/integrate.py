@@ -420,6 +420,11 @@ class _RunControl:
     def _on_sigint(self, signum, frame):
         self.interrupted = True
 
+    def restart(self):
+        """Before each compiled loop (a progress bar runs several): its evaluation count starts at 0."""
+        self.control[:] = (1.0, 0.0)
+        self._last_poll = (time.perf_counter(), 0.0)
+
     def status(self):
         """STATUS_INTERRUPTED, STATUS_TIME_LIMIT or STATUS_OK (for time loops in Python)."""
         if self.interrupted:
@@ -504,6 +509,9 @@ class SimulationResult:
         nf = free.size
         y = np.concatenate((self.q[index, free], self.qd[index, free], [0.0, 0.0]))
         status = integrators.system_rhs(callback, key, system, float(self.t[index]), y, np.empty_like(y))
+        if L.decode_status(status)[0] == L.STATUS_INPUT_FAILED and inputs.failure is not None:
+            failure, inputs.failure = inputs.failure[0], None
+            raise failure
         if status:
             raise_status(self.model, status)
         return system, nf
@@ -935,6 +943,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     if fixed:
         dt = _positive(dt, "dt")
         fixed_step_count(t0, t_end, dt, max_steps)
+    elif not float(max_step) > 0.0:
+        raise ValueError(f"max_step must be > 0 (inf for no bound), got {max_step}")
     elif np.isfinite(float(max_step)) and (t_end - t0) / _positive(max_step, "max_step") > max_steps:
         raise ValueError(f"max_step = {float(max_step):g} s needs more than max_steps = {max_steps} steps from "
                          f"t0 = {t0:g} to t_end = {t_end:g} s: raise max_step or max_steps")
@@ -1162,6 +1172,7 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
         tableau = RK4 if midpoint else TABLEAUS[method]  # the midpoint rule uses 2 rows of k, no tableau
 
         def run(y_start, ta, tb, _):
+            control.restart()
             status, t_fail, count, t_out, y_out, nfev, nsteps = integrators.integrate_fixed(
                 callback, key, system, y_start, ta, tb, dt, fixed_step_count(ta, tb, dt, max_steps), every,
                 tableau.A, tableau.B, tableau.C, midpoint, float(midpoint_tol), 50, np.zeros((tableau.C.size, n)),
@@ -1182,6 +1193,7 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
     optional = [np.empty(0) if v is None else v for v in (tableau.E3, tableau.DENSE)]
 
     def run(y_start, ta, tb, t_eval):
+        control.restart()
         (status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t,
          ev_y) = integrators.integrate_adaptive(
             callback, key, system, y_start, ta, tb, rtol, atol, first, max_step, int(max_steps),

@@ -4,7 +4,6 @@ Every failure stops the run with a clear error that keeps the samples so far; no
 "Exception ignored".
 """
 
-import math
 import os
 import signal
 import subprocess
@@ -143,9 +142,6 @@ def test_events_are_recorded_by_the_stepped_scipy_solvers_as_by_dopri5():
 @pytest.mark.parametrize(("options", "match"), [
     ({"dt": 1e-20}, r"dt = 1e-20 s needs 1e\+20 steps.*max_steps"),
     ({"dt": 1e-3, "max_steps": 10}, "needs 1e\\+03 steps .* more than max_steps = 10"),
-    ({"dt": 0.0}, "dt must be finite and > 0"),
-    ({"dt": -1.0}, "dt must be finite and > 0"),
-    ({"dt": math.nan}, "dt must be finite and > 0"),
     ({"dt": 1e-3, "max_steps": 0}, r"max_steps must be an integer in \[1, 2\*\*62\]"),
     ({"dt": 1e-3, "max_steps": 2**70}, r"max_steps must be an integer in \[1, 2\*\*62\]"),
 ])
