@@ -1,6 +1,6 @@
 """Cost of the compiled time loops per right-hand-side evaluation, and how fast Ctrl-C stops a run.
 
-    python3 benchmarks/run_control.py [--repeats 5] [--name run_control]
+    python3 benchmarks/run_control.py [--repeats 5] [--name run_control] [--no-interrupt]
 
 serial_chain(N) for N = 3 and 20, rk4 (dt 1e-4) and dopri5 (rtol 1e-10), with no tau, a compiled (numba) tau and
 a Python tau: the median over repeats of wall time / evaluations [ns]. Run it on two checkouts (PYTHONPATH) to
@@ -87,11 +87,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--name", default="run_control", help="name of the JSON file in benchmarks/results")
+    parser.add_argument("--no-interrupt", action="store_true", help="costs only (a version without interrupts)")
     args = parser.parse_args()
     records = evaluation_costs(args.repeats)
     print_table(["N", "method", "tau", "ns / evaluation"],
                 [[r["n"], r["method"], r["tau"], f"{r['ns_per_evaluation']:.0f}"] for r in records])
-    latencies = interrupt_latency(3)
+    latencies = [] if args.no_interrupt else interrupt_latency(3)
     print("Ctrl-C to KeyboardInterrupt [s]: " + ", ".join(f"{x:.3f}" for x in latencies))
     print(f"wrote {write_json(args.name, {'records': records, 'interrupt_latency_s': latencies})}")
 

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -297,3 +298,19 @@ def test_the_augmented_formulation_keeps_max_wall_time_and_max_steps():
     with pytest.raises(ValueError, match="more than max_steps = 10"):
         rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 1.0, method="rk4", dt=1e-3, max_steps=10,
                     formulation="augmented")
+
+
+def test_a_run_in_another_thread_keeps_the_signal_handlers_and_its_limits():
+    outcome = {}
+
+    def run():
+        try:
+            rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 1e4, max_wall_time=0.1)
+        except SimulationError as err:
+            outcome["status"] = err.result.status
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join(10.0)
+    assert outcome == {"status": "time_limit"}
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
