@@ -622,8 +622,9 @@ class SimulationResult:
             fail("not a result file of SimulationResult.save (no 'format' entry)")
         if arrays["format"].shape != () or str(arrays["format"]) != _RESULT_FORMAT:
             fail("not a result file of SimulationResult.save (wrong 'format' entry)")
-        if arrays.get("version", np.array(-1)).shape != () or int(arrays["version"]) != _RESULT_VERSION:
-            fail(f"result file version {arrays.get('version')}, this library reads version {_RESULT_VERSION}")
+        version = arrays.get("version")
+        if version is None or version.shape != () or version.dtype.kind != "i" or int(version) != _RESULT_VERSION:
+            fail(f"result file version {version}, this library reads version {_RESULT_VERSION}")
 
         def entry(name, kind, ndim, shape=None):
             if name not in arrays:
@@ -644,6 +645,9 @@ class SimulationResult:
         if nt == 0 or np.any(np.diff(t) < 0.0):
             fail("entry 't' must be a non-empty, non-decreasing array of times")
         names = entry("body_names", "U", 1)
+        if model is not None and tuple(names) != model.body_names:
+            fail(f"the result's bodies {tuple(names)[:5]}{'...' if len(names) > 5 else ''} do not match the "
+                 f"model's {model.body_names[:5]}{'...' if model.nbodies > 5 else ''}")
         nq = model.nq if model is not None else None
         q = entry("q", "f", 2, (nt, nq))
         nq = q.shape[1]
@@ -656,9 +660,6 @@ class SimulationResult:
         stats = entry("stats", "i", 1, (3,))
         if np.any(stats < 0):
             fail("entry 'stats' (evaluations, steps, rejected steps) holds negative counts")
-        if model is not None and tuple(names) != model.body_names:
-            fail(f"the result's bodies {tuple(names)[:5]}{'...' if len(names) > 5 else ''} do not match the "
-                 f"model's {model.body_names[:5]}{'...' if model.nbodies > 5 else ''}")
         result = cls(model, t, q, qd, work, method, *(int(v) for v in stats))
         result.status = status
         result.body_names = tuple(str(name) for name in names)

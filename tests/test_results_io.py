@@ -113,7 +113,14 @@ def test_foreign_files_are_refused_by_name(tmp_path, event_run):
 def test_shapes_are_checked_against_the_model(tmp_path, event_run):
     model, res = event_run
     res.save(tmp_path / "run.npz")
-    with pytest.raises(ResultFileError, match=r"run.npz: entry 'q' has shape \(\d+, 2\), expected \(\d+, 3\)"):
+    same_names = rm.Model()  # link2 on a planar joint: 4 coordinates
+    same_names.add_body(parent="ground", joint="revolute", child_point=(0.0, 0.5), mass=1.0, inertia=0.1,
+                        name="link1")
+    same_names.add_body(parent="link1", joint="planar", parent_point=(0.0, -0.5), child_point=(0.0, 0.5), mass=1.0,
+                        inertia=0.1, name="link2")
+    with pytest.raises(ResultFileError, match=r"run.npz: entry 'q' has shape \(\d+, 2\), expected \(\d+, 4\)"):
+        SimulationResult.load(tmp_path / "run.npz", same_names)
+    with pytest.raises(ResultFileError, match="run.npz: the result's bodies .* do not match"):
         SimulationResult.load(tmp_path / "run.npz", chains.serial_chain(3))
     renamed = rm.Model()
     renamed.add_body(parent="ground", joint="revolute", child_point=(0.0, 0.5), mass=1.0, inertia=0.1, name="a")
