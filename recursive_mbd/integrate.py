@@ -452,6 +452,28 @@ _RESULT_FORMAT = "recursive_mbd.SimulationResult"  # the marker of files Simulat
 _RESULT_VERSION = 1
 _RESULT_STATUSES = ("finished", "event", "failed", "interrupted", "time_limit")
 
+def read_npz(path, writer="`rmbd run`"):
+    """All arrays of an .npz result file as a dict, read without pickles.
+
+    Raises ResultFileError (a ValueError) naming the file when it is not a regular file, not an .npz archive
+    ("not a result file (expected the .npz that <writer> writes)"), or corrupted or truncated (zip, header and
+    CRC errors alike); OSError when it cannot be opened. Never blocks on a FIFO.
+    """
+    path = os.fspath(path)
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise ResultFileError(f"{path}: not a regular file (expected the .npz that {writer} writes)")
+    with open(path, "rb") as file:
+        raw = file.read()
+    if not raw.startswith(b"PK"):
+        raise ResultFileError(f"{path}: not a result file (expected the .npz that {writer} writes)")
+    try:
+        with np.load(BytesIO(raw), allow_pickle=False) as data:
+            return {key: data[key] for key in data.files}
+    except Exception as err:  # noqa: BLE001 - zip, npy header and CRC errors alike: one error naming the file
+        raise ResultFileError(f"{path}: corrupted or truncated result file ({type(err).__name__}: "
+                              f"{str(err)[:120]})") from None
+
+
 class SimulationResult:
     """Samples of a simulated trajectory.
 
@@ -595,21 +617,7 @@ class SimulationResult:
         truncated, or does not fit ``model`` (bodies, coordinates); OSError when it cannot be opened.
         """
         path = os.fspath(path)
-        if os.path.exists(path) and not os.path.isfile(path):
-            raise ResultFileError(f"{path}: not a regular file (expected the .npz that SimulationResult.save "
-                                  "writes)")
-        with open(path, "rb") as file:
-            raw = file.read()
-        if not raw.startswith(b"PK"):
-            raise ResultFileError(f"{path}: not a result file (expected the .npz that SimulationResult.save or "
-                                  "`rmbd run` writes)")
-        try:
-            with np.load(BytesIO(raw), allow_pickle=False) as data:
-                arrays = {key: data[key] for key in data.files}
-        except Exception as err:  # noqa: BLE001 - zip, npy header and CRC errors alike: one error naming the file
-            raise ResultFileError(f"{path}: corrupted or truncated result file ({type(err).__name__}: "
-                                  f"{str(err)[:120]})") from None
-        return cls._from_arrays(path, arrays, model)
+        return cls._from_arrays(path, read_npz(path, "SimulationResult.save or `rmbd run`"), model)
 
     @classmethod
     def _from_arrays(cls, path, arrays, model):

@@ -1,11 +1,14 @@
 """SimulationResult.save / load: every field round-trips, the name given is the name written, and a damaged or
 foreign file gives one clear ResultFileError (issue 12, item 6)."""
 
+import os
+
 import numpy as np
 import pytest
 
 import recursive_mbd as rm
 from recursive_mbd import ResultFileError, SimulationError, SimulationResult, chains
+from recursive_mbd.integrate import read_npz
 
 
 def falling(t, q, qd):
@@ -108,6 +111,20 @@ def test_foreign_files_are_refused_by_name(tmp_path, event_run):
         SimulationResult.load(tmp_path)
     with pytest.raises(FileNotFoundError):
         SimulationResult.load(tmp_path / "missing.npz")
+
+
+def test_read_npz_refuses_what_rmbd_cannot_plot_without_blocking(tmp_path):
+    toml = tmp_path / "model.toml"
+    toml.write_text("[[body]]\n")
+    with pytest.raises(ResultFileError, match=r"model.toml: not a result file \(expected the .npz that `rmbd run` "
+                       "writes\\)"):
+        read_npz(toml)
+    fifo = tmp_path / "pipe.npz"
+    os.mkfifo(fifo)
+    with pytest.raises(ResultFileError, match="pipe.npz: not a regular file"):
+        read_npz(fifo)
+    np.savez(tmp_path / "cli.npz", kind=np.array("statics"), q=np.zeros(3))
+    assert read_npz(tmp_path / "cli.npz")["kind"] == "statics"
 
 
 def test_shapes_are_checked_against_the_model(tmp_path, event_run):
