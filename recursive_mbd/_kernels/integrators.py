@@ -178,10 +178,17 @@ def system_rhs(inputs, key, system, t, y, dy):
 
 
 @njit
-def rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, first_stage):
-    """Stages first_stage .. s-1 of an explicit RK step into k (s, n); k[0] must hold f(t, y) when first_stage = 1."""
+def rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, first_stage, monitor, monitor_key, control, nfev):
+    """Stages first_stage .. s-1 of an explicit RK step into k (s, n); k[0] must hold f(t, y) when first_stage = 1.
+
+    The monitor is polled before each stage (``_poll``; nfev: the evaluations before this call), so that a step
+    of a very large model (a million bodies: 0.1 s per stage) does not delay an interrupt.
+    """
     n = y.shape[0]
     for stage in range(first_stage, c.shape[0]):
+        status = _poll(monitor, monitor_key, control, t, y, nfev + stage - first_stage)
+        if status != STATUS_OK:
+            return status
         for j in range(n):
             acc = 0.0
             for m in range(stage):
@@ -366,7 +373,7 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
             h = t_end - t
         if h < 10.0 * 2.220446049250313e-16 * max(abs(t), 1e-300):
             return STATUS_STEP_UNDERFLOW, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
-        status = rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, 1)
+        status = rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, 1, monitor, monitor_key, control, nfev)
         nfev += s - 1
         err = np.inf
         if status == STATUS_OK:
@@ -457,12 +464,12 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
 
 
 @njit
-def _explicit_step(inputs, key, system, t, y, h, a, b, c, k, ytmp):
+def _explicit_step(inputs, key, system, t, y, h, a, b, c, k, ytmp, monitor, monitor_key, control, nfev):
     """One explicit RK step of the tableau (a, b, c), y updated in place; returns (status, evaluations)."""
     s = c.shape[0]
     status = system_rhs(inputs, key, system, t, y, k[0])
     if status == STATUS_OK:
-        status = rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, 1)
+        status = rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, 1, monitor, monitor_key, control, nfev + 1)
     if status != STATUS_OK:  # a non-finite stage: the solution blew up in this step
         return (status if _fatal(status) else STATUS_NONFINITE_STATE), s
     finite = True
@@ -476,12 +483,12 @@ def _explicit_step(inputs, key, system, t, y, h, a, b, c, k, ytmp):
 
 
 @njit
-def _midpoint_step(inputs, key, system, t, y, h, tol, max_iter, k, ytmp):
+def _midpoint_step(inputs, key, system, t, y, h, tol, max_iter, k, ytmp, monitor, monitor_key, control, nfev):
     """One implicit midpoint step y1 = y + h f(t + h/2, (y + y1) / 2) by fixed-point iteration, in place.
 
     Symmetric (time-reversible), second order, and symplectic where the mass matrix is constant; the iteration
     converges for h |df/dy| < 1, so it is for non-stiff problems. k[0] holds f, k[1] the iterate. Returns
-    (status, evaluations).
+    (status, evaluations). The monitor is polled before each iteration, as in ``rk_stages``.
     """
     n = y.shape[0]
     f = k[0]
@@ -492,6 +499,9 @@ def _midpoint_step(inputs, key, system, t, y, h, tol, max_iter, k, ytmp):
     for j in range(n):
         y_new[j] = y[j] + h * f[j]
     for iteration in range(max_iter):
+        status = _poll(monitor, monitor_key, control, t, y, nfev + iteration + 1)
+        if status != STATUS_OK:
+            return status, iteration + 1
         for j in range(n):
             ytmp[j] = 0.5 * (y[j] + y_new[j])
         status = system_rhs(inputs, key, system, t + 0.5 * h, ytmp, f)
@@ -534,9 +544,11 @@ def integrate_fixed(inputs, key, system, y0, t0, t_end, dt, nsteps_total, every,
             return status, t, count, t_out, y_out, nfev, step
         h = dt if step < nsteps_total - 1 else t_end - t
         if midpoint:
-            status, evaluations = _midpoint_step(inputs, key, system, t, y, h, tol, max_iter, k, ytmp)
+            status, evaluations = _midpoint_step(inputs, key, system, t, y, h, tol, max_iter, k, ytmp, monitor,
+                                                 monitor_key, control, nfev)
         else:
-            status, evaluations = _explicit_step(inputs, key, system, t, y, h, a, b, c, k, ytmp)
+            status, evaluations = _explicit_step(inputs, key, system, t, y, h, a, b, c, k, ytmp, monitor, monitor_key,
+                                                 control, nfev)
         nfev += evaluations
         t = t_end if step == nsteps_total - 1 else t0 + (step + 1) * dt
         if status == STATUS_OK and system[22][15][0] != 0.0:  # projection onto the loop constraints
