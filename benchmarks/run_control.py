@@ -1,9 +1,10 @@
-"""Cost of the compiled time loops per right-hand-side evaluation, and how fast Ctrl-C stops a run.
+"""Cost of the compiled time loops per right-hand-side evaluation and per call, and how fast Ctrl-C stops a run.
 
     python3 benchmarks/run_control.py [--repeats 5] [--name run_control] [--no-interrupt]
 
 serial_chain(N) for N = 3 and 20, rk4 (dt 1e-4) and dopri5 (rtol 1e-10), with no tau, a compiled (numba) tau and
-a Python tau: the median over repeats of wall time / evaluations [ns]. Run it on two checkouts (PYTHONPATH) to
+a Python tau: the median over repeats of wall time / evaluations [ns]; and the fixed cost of one simulate call
+(dopri5 over 1 ms of a 3-link chain, median of 50) [us]. Run it on two checkouts (PYTHONPATH) to
 compare the loops before and after a change (the ratio is what counts on a loaded machine). Then the latency of
 Ctrl-C: a child process runs a long rk4 simulation, receives SIGINT, and reports when KeyboardInterrupt reached
 it. Writes benchmarks/results/<name>.json.
@@ -83,6 +84,18 @@ def interrupt_latency(repeats):
     return latencies
 
 
+def call_overhead():
+    model = rm.chains.serial_chain(3)
+    q0 = np.array([0.5, 0.0, 0.0])
+    rm.simulate(model, q0, np.zeros(3), 1e-3)
+    samples = []
+    for _ in range(50):
+        start = time.perf_counter()
+        rm.simulate(model, q0, np.zeros(3), 1e-3)
+        samples.append(time.perf_counter() - start)
+    return float(np.median(samples)) * 1e6
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -92,9 +105,12 @@ def main():
     records = evaluation_costs(args.repeats)
     print_table(["N", "method", "tau", "ns / evaluation"],
                 [[r["n"], r["method"], r["tau"], f"{r['ns_per_evaluation']:.0f}"] for r in records])
+    overhead = call_overhead()
+    print(f"one simulate call over 1 ms (N = 3, dopri5): {overhead:.0f} us")
     latencies = [] if args.no_interrupt else interrupt_latency(3)
     print("Ctrl-C to KeyboardInterrupt [s]: " + ", ".join(f"{x:.3f}" for x in latencies))
-    print(f"wrote {write_json(args.name, {'records': records, 'interrupt_latency_s': latencies})}")
+    payload = {"records": records, "call_us": overhead, "interrupt_latency_s": latencies}
+    print(f"wrote {write_json(args.name, payload)}")
 
 
 if __name__ == "__main__":

@@ -983,6 +983,8 @@ _MAX_TIME = 1e15  # [s]: beyond, float64 resolves times to worse than 0.1 s
 
 def _check_options(options, formulation):
     """Unknown keyword arguments of simulate: a TypeError naming them, with the nearest known name."""
+    if not options:
+        return
     known = [*inspect.signature(simulate).parameters, *_AUGMENTED_OPTIONS]
     known = [name for name in known if name not in ("augmented_options", "model", "q0", "qd0", "t_end")]
     unknown = [name for name in options if name not in _AUGMENTED_OPTIONS]
