@@ -27,7 +27,7 @@ from .dynamics import (
     mass_matrix,
     point_kinematics,
 )
-from .errors import ModelError, SimulationError, StateError
+from .errors import ModelError, ResultFileError, SimulationError, StateError
 from .integrate import METHODS, SimulationResult, simulate
 from .loops import LoopSolution, RedundantConstraintWarning, loop_dynamics
 from .mechanism import Mechanism
@@ -38,7 +38,8 @@ __version__ = "0.1.0"
 __all__ = [
     "METHODS", "Mechanism", "Model",
     "analysis", "assemble", "joint_reactions", "kinematic_analysis", "linearize", "modes",
-    "static_equilibrium", "ModelError", "SimulationError", "SimulationResult", "StateError", "augmented",
+    "static_equilibrium", "ModelError", "ResultFileError", "SimulationError", "SimulationResult", "StateError",
+    "augmented",
     "bias_forces", "chains", "element_forces", "energy", "forward_dynamics", "forward_kinematics",
     "inverse_dynamics", "joints", "LoopSolution", "loop_dynamics", "loops", "mass_matrix", "models",
     "io", "plot", "point_kinematics", "RedundantConstraintWarning", "simulate", "studies",

@@ -458,10 +458,15 @@ def state_derivative(model, t, y, tau=None, alpha=0.0, beta=0.0, solver="sparse"
     n = model.nbodies
     z, zd = y[:3 * n].reshape(n, 3), y[3 * n:6 * n].reshape(n, 3)
     if callable(tau):
+        name = getattr(tau, "__name__", "tau")
         try:
-            tau = tau(t, *joint_from_absolute(model, z, zd)) if _arity(tau) == 3 else tau(t)
+            value = tau(t, *joint_from_absolute(model, z, zd)) if _arity(tau) == 3 else tau(t)
+            tau = np.asarray(value, dtype=float).reshape(-1)
         except Exception as err:  # noqa: BLE001 - say when the user's function failed
-            raise StateError(f"tau function raised at t = {t:g}: {err!r}") from err
+            raise StateError(f"tau function {name!r} raised at t = {t:g}: {err!r}") from err
+        if tau.shape != (model.nq,) or not np.all(np.isfinite(tau)):  # a NaN torque is no zero torque
+            raise StateError(f"tau function must return {model.nq} finite numbers ({name!r} at t = {t:g} returned "
+                             f"shape {tau.shape}: {np.array2string(tau, threshold=6)[:80]})")
     powers = np.zeros(2)
     zdd, lam = forward_dynamics(model, z, zd, tau, t, alpha, beta, solver, powers, drivers)
     if len(drivers):  # a driver's multiplier is minus its joint force: its power is -lambda_k f'(t)
@@ -500,9 +505,24 @@ def project(model, z, zd, tol=1e-13, max_iter=20, t=0.0, drivers=()):
     return z, zd
 
 
+def _checked_driver(name, evaluate):
+    """A driver's (f, f', f'') that names the driver when it raises or returns non-finite values."""
+
+    def checked(t):
+        try:
+            value = evaluate(t)
+        except Exception as err:  # noqa: BLE001 - say which driver failed and when
+            raise StateError(f"driver of body {name!r} raised at t = {t:g}: {err!r}") from err
+        if not all(np.isfinite(v) for v in value):
+            raise StateError(f"driver of body {name!r}: non-finite value at t = {t:g}: {value}")
+        return value
+
+    return checked
+
+
 def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t0=0.0, dt=None, t_eval=None,
              tau=None, drivers=None, events=None, alpha=0.0, beta=0.0, stabilization="baumgarte", solver="sparse",
-             max_steps=10_000_000):
+             max_steps=10_000_000, max_wall_time=None):
     """Integrate the augmented equations from joint coordinates (q0, qd0); see ``rm.simulate(formulation=...)``.
 
     The state is the absolute coordinates (z, zd) of every centre of mass and the dissipated and applied work.
@@ -513,12 +533,19 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     ``events`` as ``rm.simulate`` (adaptive methods: located on the dense output by brentq). ``stabilization``:
     "baumgarte" (alpha, beta; 0, 0 is none), "projection" (onto C = 0 and C' = 0 after every accepted step) or
     "none". Returns a SimulationResult with q, qd recovered from z, zd, plus ``z``, ``zd`` and
-    ``constraint_drift`` (max |C| at each sample).
+    ``constraint_drift`` (max |C| at each sample). A user function that fails, ``max_steps``, ``max_wall_time``
+    and Ctrl-C stop the run as in ``rm.simulate``, keeping the samples so far.
     """
     from scipy import integrate  # noqa: PLC0415
 
     from .errors import SimulationError  # noqa: PLC0415
-    from .integrate import TABLEAUS, SimulationResult  # noqa: PLC0415
+    from .integrate import (  # noqa: PLC0415
+        TABLEAUS,
+        SimulationResult,
+        _RunControl,
+        check_time_span,
+        fixed_step_count,
+    )
 
     name = method[6:] if method.startswith("scipy:") else _SOLVERS.get(method)
     if name is None and method != "rk4":
@@ -535,10 +562,16 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     from .integrate import _Events, _Inputs  # noqa: PLC0415  (drivers and events are specified as there)
 
     workspace(model)  # compiles the model
+    t0, t_end = check_time_span(t0, t_end)
+    if method == "rk4":
+        if not (float(dt) > 0.0 and np.isfinite(float(dt))):
+            raise ValueError(f"dt must be finite and > 0, got {dt}")
+        count = fixed_step_count(t0, t_end, float(dt), max_steps)
     q0 = as_vector(model, q0, "q0").copy()
     qd0 = as_vector(model, qd0, "qd0").copy()
     tau = tau if (tau is None or callable(tau)) else as_vector(model, tau, "tau")
-    driven = [(coord, evaluate) for coord, _, evaluate in _Inputs(model, None, drivers).drivers]
+    driven = [(coord, _checked_driver(name, evaluate))
+              for coord, name, evaluate in _Inputs(model, None, drivers).drivers]
     for coord, evaluate in driven:
         q0[coord], qd0[coord] = evaluate(t0)[:2]
     functions = _Events(model, events, _Inputs(model, None, None), (None,) * 6).functions
@@ -558,7 +591,16 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
 
     def event_values(t, y):
         q, qd = joint_from_absolute(model, y[:3 * n], y[3 * n:6 * n])
-        return np.array([float(g(t, q, qd)) for g in functions])
+        values = np.empty(len(functions))
+        for i, g in enumerate(functions):
+            name = getattr(g, "__name__", f"event{i}")
+            try:
+                values[i] = float(g(t, q, qd))
+            except Exception as err:  # noqa: BLE001 - say which event function failed and when
+                raise StateError(f"event function {name!r} raised at t = {t:g}: {err!r}") from err
+            if not np.isfinite(values[i]):
+                raise StateError(f"event function {name!r} returned {values[i]} at t = {t:g}")
+        return values
 
     hits = [[] for _ in functions]  # per event: (t, y)
     old_values = event_values(t0, np.concatenate((z0.ravel(), zd0.ravel()))) if functions else None
@@ -567,13 +609,17 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     y0 = projected(t0, np.concatenate((z0.ravel(), zd0.ravel(), [0.0, 0.0])))
     times, states = [float(t0)], [y0.copy()]
     outputs = None if t_eval is None else np.unique(np.concatenate(([t0], np.asarray(t_eval, float), [t_end])))
-    steps, failure, t_now = 0, None, float(t0)
+    steps, failure, cause, stop, t_now = 0, None, None, 0, float(t0)
+    control = _RunControl(max_wall_time)
     try:
+        control.__enter__()
         if method == "rk4":
             tableau = TABLEAUS["rk4"]
-            count = int(np.ceil((t_end - t0) / dt - 1e-9))
             y = y0
             for step in range(count):
+                stop = control.status()
+                if stop:
+                    break
                 h = dt if step < count - 1 else t_end - t_now
                 k = []
                 for stage in range(tableau.C.size):
@@ -594,6 +640,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
             if outputs is not None:
                 times, states, next_out = [], [], 0
             while ode.status == "running":
+                stop = control.status()
+                if stop:
+                    break
                 y_old, t_old = ode.y.copy(), ode.t
                 message = ode.step()
                 steps += 1
@@ -634,8 +683,13 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
                 if outputs is None:
                     times.append(ode.t)
                     states.append(ode.y.copy())
-    except (ModelError, StateError) as err:
-        failure = str(err)
+    except (ModelError, StateError) as err:  # ours name the user function (tau, element, driver, event), the time
+        failure, cause = str(err), err.__cause__
+    finally:
+        control.__exit__()
+    if stop:
+        failure = "interrupted" if control.interrupted else (
+            f"the wall-clock limit max_wall_time = {max_wall_time:g} s was reached")
     y = np.array(states)
     zs, zds = y[:, :3 * n].reshape(-1, n, 3), y[:, 3 * n:6 * n].reshape(-1, n, 3)
     pairs = [joint_from_absolute(model, z, zd) for z, zd in zip(zs, zds, strict=True)]
@@ -652,7 +706,15 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         result.qd_events.append(np.array([qd for _, qd in states_at]).reshape(-1, model.nq))
     if any(getattr(g, "terminal", False) and records for g, records in zip(functions, hits, strict=True)):
         result.status = "event"
+    if control.interrupted:
+        result.status = "interrupted"
+        interrupt = KeyboardInterrupt(f"augmented {method} interrupted at t = {t_now:.9g} s; {len(times)} samples "
+                                      f"up to t = {times[-1] if times else t0:.9g} s are kept in .result")
+        interrupt.result, interrupt.t = result, t_now
+        raise interrupt
     if failure is not None:
+        result.status = "time_limit" if stop else "failed"
         raise SimulationError(f"augmented {method} failed at t = {t_now:.9g} s: {failure}; {len(times)} samples "
-                              f"up to t = {times[-1] if times else t0:.9g} s are kept in .result", t_now, result)
+                              f"up to t = {times[-1] if times else t0:.9g} s are kept in .result", t_now,
+                              result) from cause
     return result

@@ -13,6 +13,11 @@ class StateError(ValueError):
     """A state, force or option vector has the wrong size or holds NaN/inf."""
 
 
+class ResultFileError(ValueError):
+    """A result file that cannot be read: not a result, corrupted, truncated, or not of the given model. The
+    message names the file and what is wrong."""
+
+
 class SimulationError(RuntimeError):
     """An integration failed (non-finite state, step-size underflow, too many steps, singular dynamics).
 

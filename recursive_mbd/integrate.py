@@ -5,15 +5,26 @@ extension; the implicit midpoint rule; and ``"scipy:NAME"``, which hands the sam
 ``scipy.integrate.solve_ivp``. The numba methods run their whole time loop in compiled code
 (``_kernels.integrators``), calling the recursive forward dynamics and the force elements without returning to
 Python; time-varying inputs reach that loop through one callback (``_Inputs``).
+
+A user function that fails stops the run: the bridge keeps its exception and the compiled loop returns a status,
+so ``simulate`` raises SimulationError from it with the samples so far. A run polls a monitor (``_RunControl``)
+every few milliseconds of work, so that Ctrl-C (KeyboardInterrupt) and ``max_wall_time`` stop it promptly, again
+with the samples so far.
 """
 
+import difflib
 import inspect
 import itertools
 import math
+import os
+import signal
 import sys
+import threading
+import time
 import warnings
 import weakref
 from dataclasses import dataclass, field
+from io import BytesIO
 
 import numba
 import numpy as np
@@ -22,7 +33,7 @@ from numba.core.registry import CPUDispatcher
 from ._kernels import integrators
 from ._kernels import layout as L
 from .dynamics import as_vector, element_inputs, energy, forward_kinematics, raise_status, workspace
-from .errors import ModelError, SimulationError, StateError
+from .errors import ModelError, ResultFileError, SimulationError, StateError
 
 
 @dataclass(frozen=True)
@@ -106,19 +117,36 @@ _KEYS = itertools.count(1)
 
 
 def _call_python_inputs(key, t, q, qd, u):
-    _PYTHON_INPUTS[key](t, q, qd, u)
+    """Run the Python callback registered under ``key``; returns its status (None: STATUS_OK).
+
+    An exception cannot cross compiled code (numba would print it as "Exception ignored" and go on): it is kept
+    on the callback's ``failure``, with the time, and the run stops with STATUS_INPUT_FAILED.
+    """
+    target = _PYTHON_INPUTS.get(key)
+    if target is None:  # pragma: no cover - the run holds its callbacks alive
+        return L.STATUS_INPUT_FAILED
+    try:
+        return int(target(t, q, qd, u) or 0)
+    except BaseException as exc:  # noqa: BLE001 - every exception, KeyboardInterrupt included, ends the run
+        target.failure = (exc, float(t))
+        return L.STATUS_INPUT_FAILED
 
 
 @numba.njit(cache=True)
 def _call_python(key, t, q, qd, u):
-    with numba.objmode():
-        _call_python_inputs(key, t, q, qd, u)
+    with numba.objmode(status="int64"):
+        status = _call_python_inputs(key, t, q, qd, u)
+    return status
 
 
 @numba.cfunc(integrators.CALLBACK)  # not cached: numba cannot reload a C callback that enters object mode
 def _python_bridge(key, t, q, qd, u):
-    """Input callback that leaves compiled code to run the Python inputs registered under ``key``."""
-    _call_python(key, t, q, qd, u)
+    """Callback that leaves compiled code to run the Python callable registered under ``key``."""
+    return _call_python(key, t, q, qd, u)
+
+
+_NONFINITE_INPUT = L.STATUS_INPUT_FAILED | (L.INPUT_NONFINITE << 4)
+_WRONG_SHAPE_INPUT = L.STATUS_INPUT_FAILED | (L.INPUT_SHAPE << 4)
 
 
 _TAU_ADAPTERS = {}
@@ -128,18 +156,29 @@ def _compiled_tau_adapter(function, arity):
     """A compiled input callback calling the compiled ``function`` (tau(t) or tau(t, q, qd)) into u[:nq]."""
     key = (function, arity)
     if key not in _TAU_ADAPTERS:
+        # u is tau alone here (no other inputs); a wrong size or a non-finite value stops the run
         if arity == 1:
             @numba.cfunc(integrators.CALLBACK)
             def adapter(key, t, q, qd, u):
                 value = function(t)
-                for k in range(min(value.shape[0], u.shape[0])):  # shape checked once from Python before the run
+                if value.shape[0] != u.shape[0]:
+                    return _WRONG_SHAPE_INPUT
+                for k in range(u.shape[0]):
+                    if not math.isfinite(value[k]):
+                        return _NONFINITE_INPUT
                     u[k] = value[k]
+                return L.STATUS_OK
         else:
             @numba.cfunc(integrators.CALLBACK)
             def adapter(key, t, q, qd, u):
                 value = function(t, q, qd)
-                for k in range(min(value.shape[0], u.shape[0])):
+                if value.shape[0] != u.shape[0]:
+                    return _WRONG_SHAPE_INPUT
+                for k in range(u.shape[0]):
+                    if not math.isfinite(value[k]):
+                        return _NONFINITE_INPUT
                     u[k] = value[k]
+                return L.STATUS_OK
         _TAU_ADAPTERS[key] = adapter
     return _TAU_ADAPTERS[key]
 
@@ -183,7 +222,11 @@ class _Inputs:
     """Everything time-varying of one run, laid out in the input vector u:
 
     [model element slots | tau (nq) if tau is a function | f, f', f'' of each driver].
+
+    ``failure`` keeps (exception, t) of a call from compiled code that failed (``_call_python_inputs``).
     """
+
+    failure = None
 
     def __init__(self, model, tau, drivers):
         nq = model.nq
@@ -195,6 +238,7 @@ class _Inputs:
         self.tau_offset = -1
         if callable(tau):
             self.tau_function = tau
+            self.tau_name = _function_name(tau)
             self.tau_arity = _arity(tau, "tau")
             self.tau_offset = offset
             offset += nq
@@ -244,12 +288,16 @@ class _Inputs:
             try:
                 value = self.tau_function(t) if self.tau_arity == 1 else self.tau_function(t, q, qd)
             except Exception as err:  # noqa: BLE001
-                raise StateError(f"tau function raised at t = {t:g}: {err!r}") from err
-            value = np.asarray(value, dtype=float).reshape(-1)
+                raise StateError(f"tau function {self.tau_name} raised at t = {t:g}: {err!r}") from err
+            try:
+                value = np.asarray(value, dtype=float).reshape(-1)
+            except (TypeError, ValueError) as err:
+                raise StateError(f"tau function must return {self.model.nq} finite numbers ({self.tau_name} at "
+                                 f"t = {t:g} returned {_short(value)})") from err
             nq = self.model.nq
             if value.shape != (nq,) or not np.all(np.isfinite(value)):
-                raise StateError(f"tau function must return {nq} finite numbers, got shape {value.shape} at "
-                                 f"t = {t:g}")
+                raise StateError(f"tau function must return {nq} finite numbers ({self.tau_name} at t = {t:g} "
+                                 f"returned shape {value.shape}: {_short(value)})")
             u[self.tau_offset:self.tau_offset + nq] = value
 
     def callback(self):
@@ -282,8 +330,22 @@ def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, proje
             np.zeros(nq), np.zeros(3), np.zeros((model.elem_int.shape[0], 3)), np.zeros(nq), np.zeros(nq), loops)
 
 
+def _function_name(function):
+    """How messages name a user function: its __name__ in quotes, or its repr."""
+    name = getattr(function, "__name__", None)
+    return repr(name) if isinstance(name, str) else repr(function)[:60]
+
+
+def _short(value, limit=80):
+    """A value for a message, cut to ``limit`` characters (a 1000-element array must not fill the screen)."""
+    text = np.array2string(value, threshold=6) if isinstance(value, np.ndarray) else repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 class _Events:
     """Event functions g(t, q, qd) -> float of one run, evaluated on the integrated state y."""
+
+    failure = None  # (exception, t) of a call from compiled code that failed
 
     def __init__(self, model, events, inputs, system):
         events = [events] if callable(events) else list(events or ())
@@ -319,7 +381,98 @@ class _Events:
             out[i] = value
 
 
+class _RunControl:
+    """Stops a run on Ctrl-C or at its wall-clock limit; the compiled loops poll it (``integrators._poll``).
+
+    While the run lasts, a SIGINT handler that only raises a flag replaces Python's default one (main thread only,
+    and only where the default handler is installed: a program's own handler is left alone); the previous handler
+    is restored afterwards. Python runs a signal handler only between bytecodes, so the flag is set at the next
+    poll, which enters Python: polls are spaced to about ``POLL_INTERVAL`` seconds of work, from the evaluation
+    rate the previous polls measured (the spacing at most quadruples from one poll to the next).
+    """
+
+    POLL_INTERVAL = 2e-3  # [s]
+    failure = None
+
+    def __init__(self, max_wall_time=None):
+        self.started = time.perf_counter()
+        self.deadline = None if max_wall_time is None else self.started + max_wall_time
+        self.max_wall_time = max_wall_time
+        self.interrupted = False
+        self.control = np.array([1.0, 0.0])  # (evaluation count of the next poll, count at this poll)
+        self._last_poll = (self.started, 0.0)
+        self._batch = 1.0
+        self._previous_handler = None
+        self.key = next(_KEYS)
+        _PYTHON_INPUTS[self.key] = self
+
+    def __enter__(self):
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            self._previous_handler = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc_info):
+        if self._previous_handler is not None:
+            signal.signal(signal.SIGINT, self._previous_handler)
+            self._previous_handler = None
+
+    def _on_sigint(self, signum, frame):
+        self.interrupted = True
+
+    def restart(self):
+        """Before each compiled loop (a progress bar runs several): its evaluation count starts at 0."""
+        self.control[:] = (1.0, 0.0)
+        self._last_poll = (time.perf_counter(), 0.0)
+
+    def status(self):
+        """STATUS_INTERRUPTED, STATUS_TIME_LIMIT or STATUS_OK (for time loops in Python)."""
+        if self.interrupted:
+            return L.STATUS_INTERRUPTED
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            return L.STATUS_TIME_LIMIT
+        return L.STATUS_OK
+
+    def __call__(self, t, y, _, control):
+        """The monitor callback: the status, and control[0] set to the evaluation count of the next poll."""
+        now = time.perf_counter()
+        last_time, last_count = self._last_poll
+        evaluations = control[1] - last_count
+        if now > last_time and evaluations > 0:
+            wanted = evaluations * self.POLL_INTERVAL / (now - last_time)
+            self._batch = max(1.0, min(wanted, 4.0 * self._batch))
+        control[0] = control[1] + self._batch
+        self._last_poll = (now, control[1])
+        return self.status()
+
+
 # ---- result -------------------------------------------------------------------------------------------------------
+
+_RESULT_FORMAT = "recursive_mbd.SimulationResult"  # the marker of files SimulationResult.save writes
+_RESULT_VERSION = 1
+_RESULT_STATUSES = ("finished", "event", "failed", "interrupted", "time_limit")
+
+def read_npz(path, writer="`rmbd run`"):
+    """All arrays of an .npz result file as a dict, read without pickles.
+
+    Raises ResultFileError (a ValueError) naming the file when it is not a regular file, not an .npz archive
+    ("not a result file (expected the .npz that <writer> writes)"), or corrupted or truncated (zip, header and
+    CRC errors alike); OSError when it cannot be opened. Never blocks on a FIFO.
+    """
+    path = os.fspath(path)
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise ResultFileError(f"{path}: not a regular file (expected the .npz that {writer} writes)")
+    with open(path, "rb") as file:
+        raw = file.read()
+    if not raw.startswith(b"PK"):
+        raise ResultFileError(f"{path}: not a result file (expected the .npz that {writer} writes)")
+    try:
+        with np.load(BytesIO(raw), allow_pickle=False) as data:
+            return {key: data[key] for key in data.files}
+    except Exception as err:  # noqa: BLE001 - zip, npy header and CRC errors alike: one error naming the file
+        raise ResultFileError(f"{path}: corrupted or truncated result file ({type(err).__name__}: "
+                              f"{str(err)[:120]})") from None
+
 
 class SimulationResult:
     """Samples of a simulated trajectory.
@@ -337,7 +490,12 @@ class SimulationResult:
     nfev, nsteps, nrejected : int
         Right-hand-side (forward-dynamics) evaluations, accepted and rejected steps.
     status : str
-        "finished", or "event" when a terminal event ended the run (at t[-1]).
+        "finished"; "event" when a terminal event ended the run (at t[-1]); on the ``result`` of an exception:
+        "failed" (SimulationError), "time_limit" (max_wall_time reached), "interrupted" (KeyboardInterrupt).
+    constraint_drift : ndarray, shape (nt,), or None
+        max |phi| of the loop constraints at each sample (models with loops, and the augmented formulation).
+    z, zd : ndarray, shape (nt, nbodies, 3)
+        Absolute coordinates and rates of the centres of mass (augmented formulation only).
     t_events, q_events, qd_events : list of ndarray
         Per event function: the times of its zero crossings (nev,) and the states there (nev, nq).
     """
@@ -373,6 +531,9 @@ class SimulationResult:
         nf = free.size
         y = np.concatenate((self.q[index, free], self.qd[index, free], [0.0, 0.0]))
         status = integrators.system_rhs(callback, key, system, float(self.t[index]), y, np.empty_like(y))
+        if L.decode_status(status)[0] == L.STATUS_INPUT_FAILED and inputs.failure is not None:
+            failure, inputs.failure = inputs.failure[0], None
+            raise failure
         if status:
             raise_status(self.model, status)
         return system, nf
@@ -416,23 +577,116 @@ class SimulationResult:
         return np.array([forward_kinematics(self.model, q)[0][index] for q in self.q])
 
     def save(self, path):
-        """Write the samples and statistics to a .npz file."""
-        names = np.array(self.model.body_names if self.model is not None else ())
-        np.savez(path, t=self.t, q=self.q, qd=self.qd, dissipated_work=self.dissipated_work,
-                 applied_work=self.applied_work, method=np.array(self.method), body_names=names,
-                 stats=np.array([self.nfev, self.nsteps, self.nrejected]))
+        """Write every field (samples, work, status, statistics, events, constraint drift, augmented z and zd) to
+        ``path``, exactly that name (an .npz archive whatever the suffix; no suffix is added).
+
+        The file is written beside the target and renamed onto it, so an interrupted save never leaves a
+        truncated result. ``SimulationResult.load`` reads it back.
+        """
+        path = os.fspath(path)
+        arrays = {
+            "format": np.array(_RESULT_FORMAT), "version": np.array(_RESULT_VERSION, dtype=np.int64),
+            "t": self.t, "q": self.q, "qd": self.qd, "dissipated_work": self.dissipated_work,
+            "applied_work": self.applied_work, "method": np.array(self.method), "status": np.array(self.status),
+            "stats": np.array([self.nfev, self.nsteps, self.nrejected], dtype=np.int64),
+            "body_names": np.array(self._body_names(), dtype=str),
+            "n_events": np.array(len(self.t_events), dtype=np.int64),
+        }
+        for i, (t_ev, q_ev, qd_ev) in enumerate(zip(self.t_events, self.q_events, self.qd_events, strict=True)):
+            arrays[f"t_events_{i}"], arrays[f"q_events_{i}"], arrays[f"qd_events_{i}"] = t_ev, q_ev, qd_ev
+        for name in ("constraint_drift", "z", "zd"):
+            if getattr(self, name, None) is not None:
+                arrays[name] = getattr(self, name)
+        partial = f"{path}.partial"
+        try:
+            with open(partial, "wb") as file:  # a file object: np.savez would append .npz to a name without it
+                np.savez(file, **arrays)
+            os.replace(partial, path)
+        finally:
+            if os.path.exists(partial):
+                os.remove(partial)
+
+    def _body_names(self):
+        return self.model.body_names if self.model is not None else getattr(self, "body_names", ())
 
     @classmethod
     def load(cls, path, model=None):
-        """Read a result written by ``save``; pass the model to use energy() and poses() (not qdd() and forces)."""
-        with np.load(path, allow_pickle=False) as data:
-            if model is not None and tuple(data["body_names"]) != model.body_names:
-                raise ValueError(f"{path}: the result's bodies {tuple(data['body_names'])[:5]}... do not match "
-                                 "the model's")
-            work = np.column_stack((data["dissipated_work"], data["applied_work"]))
-            nfev, nsteps, nrejected = (int(v) for v in data["stats"])
-            result = cls(model, data["t"], data["q"], data["qd"], work, str(data["method"]), nfev, nsteps,
-                         nrejected)
+        """Read a result written by ``save``; pass the model to use energy() and poses() (not qdd() and forces).
+
+        Raises ResultFileError (a ValueError) naming the file when it is not a result file, is corrupted or
+        truncated, or does not fit ``model`` (bodies, coordinates); OSError when it cannot be opened.
+        """
+        path = os.fspath(path)
+        return cls._from_arrays(path, read_npz(path, "SimulationResult.save or `rmbd run`"), model)
+
+    @classmethod
+    def _from_arrays(cls, path, arrays, model):
+        def fail(what):
+            raise ResultFileError(f"{path}: {what}")
+
+        if "format" not in arrays:
+            if "t" in arrays and "kind" in arrays:
+                fail("a file of `rmbd run`, not of SimulationResult.save: read it with numpy.load")
+            fail("not a result file of SimulationResult.save (no 'format' entry)")
+        if arrays["format"].shape != () or str(arrays["format"]) != _RESULT_FORMAT:
+            fail("not a result file of SimulationResult.save (wrong 'format' entry)")
+        version = arrays.get("version")
+        if version is None or version.shape != () or version.dtype.kind != "i" or int(version) != _RESULT_VERSION:
+            fail(f"result file version {version}, this library reads version {_RESULT_VERSION}")
+
+        def entry(name, kind, ndim, shape=None):
+            if name not in arrays:
+                fail(f"entry {name!r} is missing")
+            value = arrays[name]
+            if value.dtype.kind != kind or value.ndim != ndim:
+                fail(f"entry {name!r} has dtype {value.dtype} and {value.ndim} dimensions, expected kind {kind!r} "
+                     f"and {ndim}")
+            if shape is not None and any(want is not None and got != want
+                                         for got, want in zip(value.shape, shape, strict=True)):
+                fail(f"entry {name!r} has shape {value.shape}, expected {tuple(shape)}")
+            if kind == "f" and not np.all(np.isfinite(value)):
+                fail(f"entry {name!r} holds non-finite values")
+            return value
+
+        t = entry("t", "f", 1)
+        nt = t.size
+        if nt == 0 or np.any(np.diff(t) < 0.0):
+            fail("entry 't' must be a non-empty, non-decreasing array of times")
+        names = entry("body_names", "U", 1)
+        if model is not None and tuple(names) != model.body_names:
+            fail(f"the result's bodies {tuple(names)[:5]}{'...' if len(names) > 5 else ''} do not match the "
+                 f"model's {model.body_names[:5]}{'...' if model.nbodies > 5 else ''}")
+        nq = model.nq if model is not None else None
+        q = entry("q", "f", 2, (nt, nq))
+        nq = q.shape[1]
+        qd = entry("qd", "f", 2, (nt, nq))
+        work = np.column_stack((entry("dissipated_work", "f", 1, (nt,)), entry("applied_work", "f", 1, (nt,))))
+        method = str(entry("method", "U", 0))
+        status = str(entry("status", "U", 0))
+        if status not in _RESULT_STATUSES:
+            fail(f"entry 'status' is {status!r}, expected one of {_RESULT_STATUSES}")
+        stats = entry("stats", "i", 1, (3,))
+        if np.any(stats < 0):
+            fail("entry 'stats' (evaluations, steps, rejected steps) holds negative counts")
+        result = cls(model, t, q, qd, work, method, *(int(v) for v in stats))
+        result.status = status
+        result.body_names = tuple(str(name) for name in names)
+        n_events = int(entry("n_events", "i", 0))
+        if not 0 <= n_events <= len(arrays):
+            fail(f"entry 'n_events' is {n_events}")
+        for i in range(n_events):
+            t_ev = entry(f"t_events_{i}", "f", 1)
+            result.t_events.append(t_ev)
+            result.q_events.append(entry(f"q_events_{i}", "f", 2, (t_ev.size, nq)))
+            result.qd_events.append(entry(f"qd_events_{i}", "f", 2, (t_ev.size, nq)))
+        if "constraint_drift" in arrays:
+            result.constraint_drift = entry("constraint_drift", "f", 1, (nt,))
+        if ("z" in arrays) != ("zd" in arrays):
+            fail("entries 'z' and 'zd' come together")
+        if "z" in arrays:
+            nbodies = len(names)
+            result.z = entry("z", "f", 3, (nt, nbodies, 3))
+            result.zd = entry("zd", "f", 3, (nt, nbodies, 3))
         return result
 
     def __repr__(self):
@@ -449,20 +703,28 @@ def _positive(value, what):
     return value
 
 
-def _scipy_event(events, index):
-    values = np.empty(len(events.functions))
+def _scipy_solver(name):
+    """scipy's OdeSolver class of that name (RK45, DOP853, Radau, BDF, LSODA, RK23), or a ValueError."""
+    import scipy.integrate  # noqa: PLC0415
 
-    def g(t, y):
-        events(t, y, None, values)
-        return values[index]
+    solver = getattr(scipy.integrate, name, None)
+    if not (isinstance(solver, type) and issubclass(solver, scipy.integrate.OdeSolver)
+            and solver is not scipy.integrate.OdeSolver):
+        raise ValueError(f"unknown method 'scipy:{name}'; scipy's solvers are scipy:RK45, scipy:RK23, scipy:DOP853, "
+                         "scipy:Radau, scipy:BDF, scipy:LSODA")
+    return solver
 
-    g.terminal = bool(events.terminal[index])
-    g.direction = float(events.directions[index])
-    return g
+
+class _StopRhs(Exception):
+    """A right-hand side evaluation failed inside a scipy solver (its status is in the run's failures)."""
 
 
-def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval, max_step, first_step, events):
-    from scipy.integrate import solve_ivp  # noqa: PLC0415
+def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval, max_step, first_step, events,
+               max_steps, control):
+    """scipy's solver ``method`` stepped from Python on the compiled right-hand side, so that a failure keeps the
+    samples so far. Output, events and statistics as the compiled adaptive loop: returns (status, t_fail, t, y,
+    nfev, nsteps, event records)."""
+    from scipy.optimize import brentq  # noqa: PLC0415
 
     dy = np.empty_like(y0)
     failure = []
@@ -474,7 +736,7 @@ def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval,
             raise _StopRhs
         return dy.copy()
 
-    kwargs = dict(method=method, rtol=rtol, atol=atol, max_step=max_step)
+    options = dict(rtol=rtol, atol=atol, max_step=max_step)
     if method in IMPLICIT_SCIPY:
         n = y0.size
         f0, ytmp, ftmp, jac = np.empty(n), np.empty(n), np.empty(n), np.empty((n, n))
@@ -488,36 +750,90 @@ def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval,
                 raise _StopRhs
             return jac.copy()
 
-        kwargs["jac"] = jacobian
+        options["jac"] = jacobian
     if first_step is not None:
-        kwargs["first_step"] = first_step
-    if t_eval is not None:
-        kwargs["t_eval"] = t_eval
-    if events.functions:
-        kwargs["events"] = [_scipy_event(events, i) for i in range(len(events.functions))]
+        options["first_step"] = first_step
+    n_events = len(events.functions)
+    values = np.empty(n_events)
+
+    def event_values(t, y):
+        events(t, y, None, values)
+        return values.copy()
+
+    times, states, records = [], [], []
+    outputs = t_eval
+    next_output = 0
+    if outputs is None:
+        times.append(t0)
+        states.append(y0.copy())
+    else:  # t_eval holds t0
+        times.append(outputs[0])
+        states.append(y0.copy())
+        next_output = 1
+    nsteps = 0
+    solver = None
+    status, t_fail = L.STATUS_OK, t0
     try:
-        sol = solve_ivp(rhs, (t0, t_end), y0, **kwargs)
+        g_old = event_values(t0, y0) if n_events else None
+        solver = _scipy_solver(method)(rhs, t0, y0, t_end, **options)
+        while solver.status == "running":
+            if nsteps >= max_steps:
+                status, t_fail = L.STATUS_MAX_STEPS, solver.t
+                break
+            status = control.status()
+            if status:
+                t_fail = solver.t
+                break
+            t_old = solver.t
+            solver.step()
+            if solver.status == "failed":
+                status, t_fail = L.STATUS_STEP_UNDERFLOW, solver.t
+                break
+            nsteps += 1
+            dense = solver.dense_output() if (outputs is not None or n_events) else None
+            t_stop = None
+            if n_events:  # sign changes as in integrators.integrate_adaptive, located by brentq on the dense output
+                g_new = event_values(solver.t, solver.y)
+                for i in range(n_events):
+                    g0, g1, direction = g_old[i], g_new[i], events.directions[i]
+                    if (g0 < 0.0 <= g1 and direction >= 0.0) or (g0 > 0.0 >= g1 and direction <= 0.0):
+                        t_hit = solver.t if g1 == 0.0 else brentq(
+                            lambda s, i=i, dense=dense: event_values(s, dense(s))[i], t_old, solver.t,
+                            xtol=4 * np.finfo(float).eps * max(1.0, abs(solver.t)))
+                        y_hit = solver.y.copy() if t_hit == solver.t else dense(t_hit)
+                        records.append((i, float(t_hit), y_hit))
+                        if events.terminal[i] and (t_stop is None or t_hit < t_stop):
+                            t_stop = float(t_hit)
+                g_old = g_new
+            if outputs is not None:
+                last = solver.t if t_stop is None else t_stop
+                while next_output < outputs.size and outputs[next_output] <= last:
+                    t_out = outputs[next_output]
+                    times.append(t_out)
+                    states.append(solver.y.copy() if t_out == solver.t else dense(t_out))
+                    next_output += 1
+            if t_stop is not None:  # a terminal event ends the run there
+                if times[-1] != t_stop:
+                    times.append(t_stop)
+                    states.append(dense(t_stop))
+                status, t_fail = L.STATUS_EVENT, t_stop
+                break
+            if outputs is None:
+                times.append(solver.t)
+                states.append(solver.y.copy())
     except _StopRhs:
         status, t_fail = failure[0]
-        return status, t_fail, np.array([t0]), y0[None, :], 0, 0, []
-    records = []
-    for i, (times, states) in enumerate(zip(sol.t_events or [], sol.y_events or [], strict=True)):
-        records += [(i, float(t_ev), y_ev) for t_ev, y_ev in zip(times, states, strict=True)]
-    if sol.status == 1:  # a terminal event
-        return L.STATUS_EVENT, float(sol.t[-1]), sol.t, sol.y.T, sol.nfev, sol.t.size - 1, records
-    if not sol.success:
-        return L.STATUS_STEP_UNDERFLOW, float(sol.t[-1]), sol.t, sol.y.T, sol.nfev, sol.t.size - 1, records
-    return L.STATUS_OK, t_end, sol.t, sol.y.T, sol.nfev, sol.t.size - 1, records
-
-
-class _StopRhs(Exception):
-    pass
+    except Exception as exc:  # noqa: BLE001 - an event function that failed: kept for the wrapper, as the bridge does
+        status, t_fail = L.STATUS_INPUT_FAILED, (solver.t if solver is not None else t0)
+        events.failure = (exc, t_fail)
+    nfev = solver.nfev if solver is not None else 0
+    return status, t_fail, np.array(times), np.array(states).reshape(-1, y0.size), nfev, nsteps, records
 
 
 def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t0=0.0, dt=None, t_eval=None,
              every=1, max_step=np.inf, first_step=None, max_steps=10_000_000, tau=None, drivers=None,
              events=None, midpoint_tol=1e-13, progress=None, formulation="recursive", stabilization=None,
-             alpha=0.0, beta=0.0, **augmented_options):
+             alpha=0.0, beta=0.0, max_wall_time=None, **augmented_options):
     """Integrate M(q) qdd + h(q, qd) = tau + Q_elements from (q0, qd0) at t0 to t_end.
 
     Parameters
@@ -543,8 +859,15 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         Without t_eval: store every ``every``-th step (t0 and t_end always stored).
     max_step, first_step : float, optional
         Bounds on the adaptive step [s]; first_step defaults to Hairer's estimate.
+    dt : float
+        Step [s] of the fixed-step methods: (t_end - t0) / dt steps, rounded up, the last one shortened to land
+        on t_end; a dt longer than t_end - t0 takes one step of t_end - t0. A step count above ``max_steps`` is
+        refused before the run.
     max_steps : int
-        Maximum number of (accepted + rejected) steps before failing.
+        Maximum number of steps (accepted + rejected) of every method; a run that needs more fails.
+    max_wall_time : float, optional
+        Wall-clock limit [s]: the run stops with SimulationError (``result.status`` "time_limit") once it is
+        spent, keeping the samples so far.
     tau : array_like (nq,), or callable
         Generalised joint forces: constant, ``tau(t)`` or a controller ``tau(t, q, qd)``, returning (nq,). A
         numba-compiled function (``@numba.njit``) is called inside the compiled time loop (one compilation of the
@@ -584,23 +907,31 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     ------
     SimulationError
         On a blow-up (non-finite state, step size underflow), too many steps, an implicit iteration that does not
-        converge, or singular dynamics; its ``result`` holds the samples up to the last accepted step and ``t``
-        the time of failure.
+        converge, singular dynamics, a user function (tau, a time-varying element, a driver, an event) that
+        raises or returns non-finite values or the wrong shape (the exception chained as ``__cause__``), or
+        ``max_wall_time``; its ``result`` holds the samples up to the last accepted step (``result.status``
+        "failed" or "time_limit") and ``t`` the time of failure.
+    KeyboardInterrupt
+        On Ctrl-C (SIGINT, in the main thread) during the run, within milliseconds; its ``result`` holds the
+        samples so far (``result.status`` "interrupted").
     """
+    _check_options(augmented_options, formulation)
+    max_steps = _max_steps(max_steps)
+    max_wall_time = None if max_wall_time is None else _positive(max_wall_time, "max_wall_time")
     if formulation == "augmented":
         from . import augmented  # noqa: PLC0415
 
         return augmented.simulate(model, q0, qd0, t_end, method, rtol, atol, t0=t0, dt=dt, t_eval=t_eval, tau=tau,
                                   drivers=drivers, events=events, max_steps=max_steps,
                                   stabilization=stabilization or "baumgarte", alpha=alpha, beta=beta,
-                                  **augmented_options)
+                                  max_wall_time=max_wall_time, **augmented_options)
     if formulation != "recursive":
         raise ValueError(f"formulation must be 'recursive' or 'augmented', got {formulation!r}")
-    if augmented_options:
-        raise TypeError(f"unexpected options {sorted(augmented_options)} (they are for formulation='augmented')")
     scipy_method = method[6:] if isinstance(method, str) and method.startswith("scipy:") else None
     if scipy_method is None and method not in METHODS:
         raise ValueError(f"unknown method {method!r}; expected one of {sorted(METHODS)} or 'scipy:NAME'")
+    if scipy_method is not None:
+        _scipy_solver(scipy_method)
     workspace(model)
     if model.nq == 0:
         raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
@@ -609,10 +940,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     for vec, what in ((q0, "q0"), (qd0, "qd0")):
         if not np.all(np.isfinite(vec)):
             raise StateError(f"{what}[{int(np.flatnonzero(~np.isfinite(vec))[0])}] is not finite")
-    t0 = float(t0)
-    t_end = float(t_end)
-    if not (np.isfinite(t0) and np.isfinite(t_end) and t_end > t0):
-        raise ValueError(f"need finite t0 < t_end, got t0 = {t0}, t_end = {t_end}")
+    t0, t_end = check_time_span(t0, t_end)
     every = int(every)
     if every < 1:
         raise ValueError(f"every must be >= 1, got {every}")
@@ -621,6 +949,14 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         raise ValueError(f"method {method!r} is fixed-step: give dt")
     if not fixed and dt is not None:
         raise ValueError(f"dt is for fixed-step methods; {method} chooses its steps from rtol and atol")
+    if fixed:
+        dt = _positive(dt, "dt")
+        fixed_step_count(t0, t_end, dt, max_steps)
+    elif not float(max_step) > 0.0:
+        raise ValueError(f"max_step must be > 0 (inf for no bound), got {max_step}")
+    elif np.isfinite(float(max_step)) and (t_end - t0) / _positive(max_step, "max_step") > max_steps:
+        raise ValueError(f"max_step = {float(max_step):g} s needs more than max_steps = {max_steps} steps from "
+                         f"t0 = {t0:g} to t_end = {t_end:g} s: raise max_step or max_steps")
     if t_eval is not None and (fixed or (method in TABLEAUS and TABLEAUS[method].DENSE is None)):
         raise ValueError(f"t_eval needs a method with dense output (dopri5 or scipy:NAME); {method} stores "
                          "every-th step (every=)")
@@ -636,7 +972,60 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
             method not in TABLEAUS or TABLEAUS[method].DENSE is None):
         raise ValueError(f"events need a method with dense output (dopri5 or scipy:NAME), not {method!r}")
     return _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd0, t0, t_end, rtol, atol, dt,
-                     t_eval, every, max_step, first_step, max_steps, midpoint_tol, event_functions, progress)
+                     t_eval, every, max_step, first_step, max_steps, midpoint_tol, event_functions, progress,
+                     max_wall_time)
+
+
+# the keyword arguments of simulate (and the augmented formulation's own), for "did you mean" suggestions
+_AUGMENTED_OPTIONS = ("solver",)
+_MAX_TIME = 1e15  # [s]: beyond, float64 resolves times to worse than 0.1 s
+
+
+def _check_options(options, formulation):
+    """Unknown keyword arguments of simulate: a TypeError naming them, with the nearest known name."""
+    if not options:
+        return
+    known = [*inspect.signature(simulate).parameters, *_AUGMENTED_OPTIONS]
+    known = [name for name in known if name not in ("augmented_options", "model", "q0", "qd0", "t_end")]
+    unknown = [name for name in options if name not in _AUGMENTED_OPTIONS]
+    if unknown:
+        hints = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, known, n=1)
+            hints.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
+        raise TypeError(f"simulate() got unexpected keyword argument(s) {', '.join(hints)}")
+    if options and formulation != "augmented":
+        raise TypeError(f"options {sorted(options)} are for formulation='augmented'")
+
+
+def _max_steps(max_steps):
+    if isinstance(max_steps, (bool, np.bool_)) or not isinstance(max_steps, (int, np.integer, float)):
+        raise TypeError(f"max_steps must be an integer, got {max_steps!r}")
+    if not (1 <= max_steps <= 2**62) or max_steps != int(max_steps):
+        raise ValueError(f"max_steps must be an integer in [1, 2**62], got {max_steps!r}")
+    return int(max_steps)
+
+
+def check_time_span(t0, t_end):
+    """(t0, t_end) as floats, finite, t0 < t_end and within +-1e15 s (beyond, float64 times are coarser than
+    0.1 s); otherwise a ValueError naming them."""
+    t0, t_end = float(t0), float(t_end)
+    if not (np.isfinite(t0) and np.isfinite(t_end) and t_end > t0):
+        raise ValueError(f"need finite t0 < t_end, got t0 = {t0}, t_end = {t_end}")
+    if max(abs(t0), abs(t_end)) > _MAX_TIME:
+        raise ValueError(f"t0 = {t0:g}, t_end = {t_end:g} s: times beyond {_MAX_TIME:g} s are not supported (float64 "
+                         "resolves them to worse than 0.1 s; a run that long cannot finish)")
+    return t0, t_end
+
+
+def fixed_step_count(t0, t_end, dt, max_steps):
+    """Number of steps of dt from t0 to t_end: rounded up, at least one (a dt beyond the span takes one step of
+    t_end - t0); a ValueError when it exceeds max_steps, before anything runs."""
+    ratio = (t_end - t0) / dt
+    if not ratio <= max_steps:
+        raise ValueError(f"dt = {dt:g} s needs {ratio:.3g} steps from t0 = {t0:g} to t_end = {t_end:g} s, more "
+                         f"than max_steps = {max_steps}: raise dt or max_steps")
+    return max(1, math.ceil(ratio - 1e-9))  # the slack: a span that is a whole number of steps up to round-off
 
 
 def _stabilization(model, stabilization, scipy_method):
@@ -669,7 +1058,7 @@ def _consistent_start(model, inputs, q0, qd0, t0):
 
 
 def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd0, t0, t_end, rtol, atol, dt, t_eval,
-              every, max_step, first_step, max_steps, midpoint_tol, events, progress):
+              every, max_step, first_step, max_steps, midpoint_tol, events, progress, max_wall_time):
     free = system[5]
     if inputs.has_python or inputs.tau_function is not None:
         # a first evaluation in Python: a function that fails or returns the wrong shape is reported clearly here
@@ -689,22 +1078,25 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
             raise ValueError(f"t_eval must be a non-empty sorted array within [t0, t_end] = [{t0}, {t_end}]")
         t_eval_arr = np.unique(np.concatenate(([t0], t_eval_arr, [t_end])))  # t0 and t_end always
 
+    control = _RunControl(max_wall_time)
     if scipy_method is not None:
         if progress:
             warnings.warn("progress bars are for the numba methods; scipy:NAME runs without one", stacklevel=3)
         rtol = _positive(rtol, "rtol")
         atol = _positive(atol, "atol")
-        status, t_fail, t_out, y_out, nfev, nsteps, event_records = _scipy_run(
-            scipy_method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval_arr,
-            max_step if np.isfinite(max_step) else np.inf, first_step, events)
+        with control:
+            status, t_fail, t_out, y_out, nfev, nsteps, event_records = _scipy_run(
+                scipy_method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval_arr,
+                max_step if np.isfinite(max_step) else np.inf, first_step, events, max_steps, control)
         if t_eval_arr is None and every > 1:
             keep = np.unique(np.r_[0:t_out.size:every, t_out.size - 1])
             t_out, y_out = t_out[keep], y_out[keep]
     else:
         segment = _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, every, max_step,
-                                        first_step, max_steps, midpoint_tol, events)
-        status, t_fail, t_out, y_out, nfev, nsteps, nrejected, event_records = _run_segments(
-            segment, y0, t0, t_end, t_eval_arr, dt if method in FIXED_STEP else None, progress)
+                                        first_step, max_steps, midpoint_tol, events, control)
+        with control:
+            status, t_fail, t_out, y_out, nfev, nsteps, nrejected, event_records = _run_segments(
+                segment, y0, t0, t_end, t_eval_arr, dt if method in FIXED_STEP else None, progress)
 
     result = _make_result(model, inputs, callback, key, system, np.array(t_out), np.array(y_out), method, nfev,
                           nsteps, nrejected)
@@ -717,8 +1109,47 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
     if status == L.STATUS_EVENT:
         result.status = "event"
         status = L.STATUS_OK
+    if control.interrupted or L.decode_status(status)[0] == L.STATUS_INTERRUPTED:
+        result.status = "interrupted"
+        interrupt = KeyboardInterrupt(f"{method} interrupted at t = {t_fail:.9g} s; {result.t.size} samples up to "
+                                      f"t = {result.t[-1]:.9g} s are kept in .result")
+        interrupt.result = result
+        interrupt.t = t_fail
+        raise interrupt
     if status != L.STATUS_OK:
-        kind, _ = L.decode_status(status)
+        _raise_failure(model, method, status, t_fail, result, max_steps, control, inputs, events)
+    return result
+
+
+def _raise_failure(model, method, status, t_fail, result, max_steps, control, inputs, events):
+    """The SimulationError (or the user's own BaseException) of a run that ended with ``status``."""
+    kind, index = L.decode_status(status)
+    cause = None
+    result.status = "failed"
+    if kind == L.STATUS_TIME_LIMIT:
+        result.status = "time_limit"
+        reason = (f"the wall-clock limit max_wall_time = {control.max_wall_time:g} s was reached "
+                  f"({time.perf_counter() - control.started:.3g} s)")
+    elif kind == L.STATUS_INPUT_FAILED:
+        failure, t_failure = inputs.failure or events.failure or (None, t_fail)
+        inputs.failure = events.failure = None
+        t_fail = t_failure
+        if index == L.INPUT_NONFINITE:
+            reason = f"the compiled tau function {inputs.tau_name} returned a non-finite value"
+        elif index == L.INPUT_SHAPE:
+            reason = f"the compiled tau function {inputs.tau_name} returned the wrong number of values"
+        elif failure is None:  # pragma: no cover - the bridge keeps every failure
+            reason = "a user function failed"
+        elif not isinstance(failure, Exception):  # KeyboardInterrupt, SystemExit from a user function: pass it on
+            if isinstance(failure, KeyboardInterrupt):
+                result.status = "interrupted"
+            failure.result = result
+            raise failure
+        else:
+            # our own StateError says which function (tau, element, driver, event) and when; chain the user's
+            reason = str(failure) if isinstance(failure, StateError) else f"a user function raised {failure!r}"
+            cause = failure.__cause__ if (isinstance(failure, StateError) and failure.__cause__) else failure
+    else:
         reasons = {
             L.STATUS_STEP_UNDERFLOW: "step size underflow (the solution blows up or the problem is too stiff)",
             L.STATUS_MAX_STEPS: f"more than max_steps = {max_steps} steps",
@@ -735,27 +1166,28 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
                 reason = str(err)
             else:  # pragma: no cover - raise_status always raises
                 reason = f"status {status}"
-        raise SimulationError(f"{method} failed at t = {t_fail:.9g} s: {reason}; "
-                              f"{result.t.size} samples up to t = {result.t[-1]:.9g} s are kept in .result",
-                              t_fail, result)
-    return result
+    raise SimulationError(f"{method} failed at t = {t_fail:.9g} s: {reason}; "
+                          f"{result.t.size} samples up to t = {result.t[-1]:.9g} s are kept in .result",
+                          t_fail, result) from cause
 
 
 def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, every, max_step, first_step,
-                          max_steps, midpoint_tol, events):
+                          max_steps, midpoint_tol, events, control):
     """A function (y, ta, tb, t_eval) -> (status, t_fail, t, y, nfev, nsteps, nrejected, events) running one
-    compiled time loop from ta to tb."""
+    compiled time loop from ta to tb, polling ``control`` (a _RunControl)."""
     capacity = 1024
+    monitor = (_python_bridge, control.key, control.control)
     if method in FIXED_STEP:
         dt = _positive(dt, "dt")
         midpoint = method == "implicit_midpoint"
         tableau = RK4 if midpoint else TABLEAUS[method]  # the midpoint rule uses 2 rows of k, no tableau
 
         def run(y_start, ta, tb, _):
+            control.restart()
             status, t_fail, count, t_out, y_out, nfev, nsteps = integrators.integrate_fixed(
-                callback, key, system, y_start, ta, tb, dt, every, tableau.A, tableau.B, tableau.C, midpoint,
-                float(midpoint_tol), 50, np.zeros((tableau.C.size, n)), np.empty(capacity),
-                np.empty((capacity, n)))
+                callback, key, system, y_start, ta, tb, dt, fixed_step_count(ta, tb, dt, max_steps), every,
+                tableau.A, tableau.B, tableau.C, midpoint, float(midpoint_tol), 50, np.zeros((tableau.C.size, n)),
+                np.empty(capacity), np.empty((capacity, n)), *monitor)
             return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, 0, []
 
         return run
@@ -772,13 +1204,14 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
     optional = [np.empty(0) if v is None else v for v in (tableau.E3, tableau.DENSE)]
 
     def run(y_start, ta, tb, t_eval):
+        control.restart()
         (status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t,
          ev_y) = integrators.integrate_adaptive(
             callback, key, system, y_start, ta, tb, rtol, atol, first, max_step, int(max_steps),
             np.empty(0) if t_eval is None else t_eval, every, tableau.A, tableau.B, tableau.C, tableau.E,
             optional[0], tableau.order, optional[1], np.zeros((tableau.C.size, n)), np.empty(capacity),
             np.empty((capacity, n)), events_fn, events_key, events.directions, events.terminal, np.empty(16),
-            np.empty((16, n + 1)))
+            np.empty((16, n + 1)), *monitor)
         records = [(int(row[0]), t_ev, row[1:]) for t_ev, row in zip(ev_t[:nev], ev_y[:nev], strict=True)]
         return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, nrejected, records
 

@@ -4,7 +4,10 @@ The integrated state is y = (q_free, qd_free, W_dissipated, W_applied), shape (2
 coordinates and rates, and the work dissipated by the dampers and done by the applied forces (so that every run
 carries its own energy balance, E(t) + W_dissipated - W_applied = E(t0)). ``system_rhs`` is the one right-hand
 side; ``inputs(key, t, q, qd, u)`` is a numba-callable that fills the input vector u (time-varying element values,
-tau as a function, drivers) and may be a compiled user function or a bridge to Python.
+tau as a function, drivers) and may be a compiled user function or a bridge to Python; it returns a status, so
+a user function that fails stops the run (STATUS_INPUT_FAILED; the bridge keeps the Python exception).
+``monitor(key, t, y, y, control)``, called every ``control[0]`` evaluations, returns STATUS_INTERRUPTED or
+STATUS_TIME_LIMIT to stop a run (Ctrl-C, max_wall_time) and sets the evaluation count of its next call.
 
 A Runge-Kutta method is its tableau (A, B, C and, for embedded pairs, the error weights E = B - B_hat);
 ``rk_stages`` is the one generic stage loop, shared by the adaptive driver (``integrate_adaptive``) and the
@@ -20,12 +23,15 @@ import numpy as np
 from .elements import element_forces
 from .layout import (
     STATUS_EVENT,
+    STATUS_INPUT_FAILED,
+    STATUS_INTERRUPTED,
     STATUS_MAX_STEPS,
     STATUS_NO_CONVERGENCE,
     STATUS_NONFINITE_STATE,
     STATUS_OK,
     STATUS_SINGULAR,
     STATUS_STEP_UNDERFLOW,
+    STATUS_TIME_LIMIT,
 )
 from .loops import constrained_dynamics, project
 from .tree import forward_dynamics
@@ -41,21 +47,41 @@ njit = numba.njit(cache=True, error_model="numpy")  # IEEE division: failures ar
 #      jac_free, projection (3,) = (on, tol, max_iter)); loop_int has no rows for a tree
 
 
-# Callbacks (inputs, events) are C callbacks of this one signature, so the time loops see them as a first-class
-# function type (FunctionType[CALLBACK]) whatever the function: a time loop is compiled and cached once, not once
-# per callback and process (a Dispatcher-typed argument would make numba's cache key differ in every process).
+# Callbacks (inputs, events, monitor) are C callbacks of this one signature, so the time loops see them as a
+# first-class function type (FunctionType[CALLBACK]) whatever the function: a time loop is compiled and cached once,
+# not once per callback and process (a Dispatcher-typed argument would make numba's cache key differ in every
+# process). They return a status: STATUS_OK, or the reason to stop the run.
 _VECTOR = numba.types.float64[::1]
-CALLBACK = numba.types.void(numba.types.int64, numba.types.float64, _VECTOR, _VECTOR, _VECTOR)
+CALLBACK = numba.types.int64(numba.types.int64, numba.types.float64, _VECTOR, _VECTOR, _VECTOR)
 
 
 @numba.cfunc(CALLBACK, cache=True)
 def no_inputs(key, t, q, qd, u):
-    """The input callback of a run without time-varying inputs."""
+    """The input callback of a run without time-varying inputs (and the monitor of a run without one)."""
+    return STATUS_OK
+
+
+@njit
+def _fatal(status):
+    """True for a status that ends a run at once: never a reason to retry with a smaller step."""
+    kind = status & 15
+    return kind in (STATUS_SINGULAR, STATUS_INPUT_FAILED, STATUS_INTERRUPTED, STATUS_TIME_LIMIT)
+
+
+@njit
+def _poll(monitor, monitor_key, control, t, y, nfev):
+    """Call the monitor when the evaluation count reaches control[0] (it sets the next count); returns its status."""
+    if nfev < control[0]:
+        return STATUS_OK
+    control[1] = nfev
+    return monitor(monitor_key, t, y, y, control)
 
 
 @njit
 def _load_state(inputs, key, system, t, y):
-    """q, qd (system[11], [12]) from the integrated state y and the drivers at t; fills the inputs u."""
+    """q, qd (system[11], [12]) from the integrated state y and the drivers at t; fills the inputs u.
+
+    Returns the inputs' status (a failed user function)."""
     free = system[5]
     drv_coord = system[6]
     offsets = system[9]
@@ -67,12 +93,15 @@ def _load_state(inputs, key, system, t, y):
     for j in range(nf):
         q[free[j]] = y[j]
         qd[free[j]] = y[nf + j]
-    inputs(key, t, q, qd, u)
+    status = inputs(key, t, q, qd, u)
+    if status != STATUS_OK:
+        return status
     for j in range(drv_coord.shape[0]):  # prescribed motion q = f(t), with f' and f''
         slot = offsets[1] + 3 * j
         q[drv_coord[j]] = u[slot]
         qd[drv_coord[j]] = u[slot + 1]
         qdd[drv_coord[j]] = u[slot + 2]
+    return STATUS_OK
 
 
 @njit
@@ -82,7 +111,9 @@ def project_state(inputs, key, system, t, y):
     free = system[5]
     q = system[11]
     qd = system[12]
-    _load_state(inputs, key, system, t, y)
+    status = _load_state(inputs, key, system, t, y)
+    if status != STATUS_OK:
+        return status
     settings = loops[15]
     status, _ = project(system[0], system[1], loops[0], loops[1], q, qd, free, system[14], system[15], loops[2],
                         loops[3], loops[4], loops[5], loops[6], loops[7], loops[14], settings[1], int(settings[2]),
@@ -109,7 +140,9 @@ def system_rhs(inputs, key, system, t, y, dy):
     qdd = system[20]
     drive = system[21]
     nf = free.shape[0]
-    _load_state(inputs, key, system, t, y)
+    status = _load_state(inputs, key, system, t, y)
+    if status != STATUS_OK:
+        return status
     power_tau = 0.0
     for k in range(tau.shape[0]):
         tau[k] = tau_const[k] + (u[offsets[0] + k] if offsets[0] >= 0 else 0.0)
@@ -145,10 +178,17 @@ def system_rhs(inputs, key, system, t, y, dy):
 
 
 @njit
-def rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, first_stage):
-    """Stages first_stage .. s-1 of an explicit RK step into k (s, n); k[0] must hold f(t, y) when first_stage = 1."""
+def rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, first_stage, monitor, monitor_key, control, nfev):
+    """Stages first_stage .. s-1 of an explicit RK step into k (s, n); k[0] must hold f(t, y) when first_stage = 1.
+
+    The monitor is polled before each stage (``_poll``; nfev: the evaluations before this call), so that a step
+    of a very large model (a million bodies: 0.1 s per stage) does not delay an interrupt.
+    """
     n = y.shape[0]
     for stage in range(first_stage, c.shape[0]):
+        status = _poll(monitor, monitor_key, control, t, y, nfev + stage - first_stage)
+        if status != STATUS_OK:
+            return status
         for j in range(n):
             acc = 0.0
             for m in range(stage):
@@ -200,7 +240,9 @@ def _rms_norm(x, scale):
 
 @njit
 def _locate_event(events, events_key, index, t, h, y, y_new, k, dense, g0, g1, ytmp, values):
-    """Root of event ``index`` between t and t + h on the dense output, by the Illinois method; theta in [0, 1]."""
+    """Root of event ``index`` between t and t + h on the dense output, by the Illinois method.
+
+    Returns (status of the event functions, theta in [0, 1])."""
     lo = 0.0
     hi = 1.0
     g_lo = g0
@@ -210,7 +252,9 @@ def _locate_event(events, events_key, index, t, h, y, y_new, k, dense, g0, g1, y
     for _ in range(100):
         theta = (lo * g_hi - hi * g_lo) / (g_hi - g_lo)
         _dense(y, y_new, k, h, dense, theta, ytmp)
-        events(events_key, t + theta * h, ytmp, ytmp, values)
+        status = events(events_key, t + theta * h, ytmp, ytmp, values)
+        if status != STATUS_OK:
+            return status, theta
         g = values[index]
         if g == 0.0 or not math.isfinite(g):
             break
@@ -229,13 +273,13 @@ def _locate_event(events, events_key, index, t, h, y, y_new, k, dense, g0, g1, y
         if (hi - lo) * abs(h) <= 4.0 * 2.220446049250313e-16 * max(abs(t), abs(h)):
             break
     _dense(y, y_new, k, h, dense, theta, ytmp)
-    return theta
+    return STATUS_OK, theta
 
 
 @njit
 def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_step, max_step, max_steps, t_eval,
                        every, a, b, c, e, e3, order, dense, k, t_out, y_out, events, events_key, directions,
-                       terminal, ev_t, ev_y):
+                       terminal, ev_t, ev_y, monitor, monitor_key, control):
     """Adaptive embedded RK (FSAL: the last stage is f at the new state) from t0 to t_end.
 
     Error control per Hairer, Norsett & Wanner (1993), II.4: RMS norm of the local error estimate h sum e_j k_j
@@ -248,8 +292,10 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
     Events (with dense output): ``events(key, t, y, y, values)`` fills the values of the event functions; a sign
     change in a step (in ``directions``: > 0 rising only, < 0 falling only, 0 both) is located on the dense
     output and recorded in (ev_t, ev_y) with the event's index in ev_y[:, 0]; a ``terminal`` one ends the run
-    there with STATUS_EVENT. Returns (status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t,
-    ev_y).
+    there with STATUS_EVENT. ``monitor`` is polled before each step once nfev reaches control[0] (``_poll``);
+    a user function's failure, an interrupt and the time limit end the run at the last accepted step. At most
+    ``max_steps`` steps, accepted and rejected. Returns (status, t_fail, count, t_out, y_out, nfev, nsteps,
+    nrejected, nev, ev_t, ev_y).
     """
     n = y0.shape[0]
     s = c.shape[0]
@@ -282,7 +328,9 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
     y_stop = np.empty(n)
     nev = 0
     if n_events > 0:
-        events(events_key, t, y, y, ev_old)
+        status = events(events_key, t, y, y, ev_old)
+        if status != STATUS_OK:
+            return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
 
     status = system_rhs(inputs, key, system, t, y, k[0])
     nfev += 1
@@ -317,12 +365,15 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
     while t < t_end:
         if nsteps + nrejected >= max_steps:
             return STATUS_MAX_STEPS, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+        status = _poll(monitor, monitor_key, control, t, y, nfev)
+        if status != STATUS_OK:
+            return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
         last = t + h >= t_end or t + 1.01 * h >= t_end
         if last:
             h = t_end - t
         if h < 10.0 * 2.220446049250313e-16 * max(abs(t), 1e-300):
             return STATUS_STEP_UNDERFLOW, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
-        status = rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, 1)
+        status = rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, 1, monitor, monitor_key, control, nfev)
         nfev += s - 1
         err = np.inf
         if status == STATUS_OK:
@@ -347,7 +398,7 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
                 err = 0.0 if denominator == 0.0 else abs(h) * err5 / math.sqrt(denominator * n)
             else:
                 err = _rms_norm(err_vec, scale)
-        elif (status & 15) == STATUS_SINGULAR:  # singular dynamics: a model error, not a step-size problem
+        elif _fatal(status):  # singular dynamics, a failed user function, a stop request: not a step-size problem
             return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
         if not (err <= 1.0):  # rejected (NaN and inf included): shrink and retry
             nrejected += 1
@@ -359,12 +410,17 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
         t_new = t_end if last else t + h
         t_stop = np.inf
         if n_events > 0:
-            events(events_key, t_new, y_new, y_new, ev_new)
+            status = events(events_key, t_new, y_new, y_new, ev_new)
+            if status != STATUS_OK:
+                return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
             for i in range(n_events):
                 g0 = ev_old[i]
                 g1 = ev_new[i]
                 if (g0 < 0.0 <= g1 and directions[i] >= 0.0) or (g0 > 0.0 >= g1 and directions[i] <= 0.0):
-                    theta = _locate_event(events, events_key, i, t, h, y, y_new, k, dense, g0, g1, ytmp, ev_tmp)
+                    status, theta = _locate_event(events, events_key, i, t, h, y, y_new, k, dense, g0, g1, ytmp,
+                                                  ev_tmp)
+                    if status != STATUS_OK:
+                        return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
                     ev_row[0] = i
                     ev_row[1:] = ytmp
                     ev_t, ev_y = _store(ev_t, ev_y, nev, t + theta * h, ev_row)
@@ -408,14 +464,14 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
 
 
 @njit
-def _explicit_step(inputs, key, system, t, y, h, a, b, c, k, ytmp):
+def _explicit_step(inputs, key, system, t, y, h, a, b, c, k, ytmp, monitor, monitor_key, control, nfev):
     """One explicit RK step of the tableau (a, b, c), y updated in place; returns (status, evaluations)."""
     s = c.shape[0]
     status = system_rhs(inputs, key, system, t, y, k[0])
     if status == STATUS_OK:
-        status = rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, 1)
+        status = rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, 1, monitor, monitor_key, control, nfev + 1)
     if status != STATUS_OK:  # a non-finite stage: the solution blew up in this step
-        return (status if (status & 15) == STATUS_SINGULAR else STATUS_NONFINITE_STATE), s
+        return (status if _fatal(status) else STATUS_NONFINITE_STATE), s
     finite = True
     for j in range(y.shape[0]):
         acc = 0.0
@@ -427,27 +483,30 @@ def _explicit_step(inputs, key, system, t, y, h, a, b, c, k, ytmp):
 
 
 @njit
-def _midpoint_step(inputs, key, system, t, y, h, tol, max_iter, k, ytmp):
+def _midpoint_step(inputs, key, system, t, y, h, tol, max_iter, k, ytmp, monitor, monitor_key, control, nfev):
     """One implicit midpoint step y1 = y + h f(t + h/2, (y + y1) / 2) by fixed-point iteration, in place.
 
     Symmetric (time-reversible), second order, and symplectic where the mass matrix is constant; the iteration
     converges for h |df/dy| < 1, so it is for non-stiff problems. k[0] holds f, k[1] the iterate. Returns
-    (status, evaluations).
+    (status, evaluations). The monitor is polled before each iteration, as in ``rk_stages``.
     """
     n = y.shape[0]
     f = k[0]
     y_new = k[1]
     status = system_rhs(inputs, key, system, t, y, f)  # explicit Euler predictor
     if status != STATUS_OK:
-        return (status if (status & 15) == STATUS_SINGULAR else STATUS_NONFINITE_STATE), 1
+        return (status if _fatal(status) else STATUS_NONFINITE_STATE), 1
     for j in range(n):
         y_new[j] = y[j] + h * f[j]
     for iteration in range(max_iter):
+        status = _poll(monitor, monitor_key, control, t, y, nfev + iteration + 1)
+        if status != STATUS_OK:
+            return status, iteration + 1
         for j in range(n):
             ytmp[j] = 0.5 * (y[j] + y_new[j])
         status = system_rhs(inputs, key, system, t + 0.5 * h, ytmp, f)
         if status != STATUS_OK:  # a diverging iteration runs into inf/NaN: it did not converge
-            return (status if (status & 15) == STATUS_SINGULAR else STATUS_NO_CONVERGENCE), iteration + 2
+            return (status if _fatal(status) else STATUS_NO_CONVERGENCE), iteration + 2
         change = 0.0
         for j in range(n):
             updated = y[j] + h * f[j]
@@ -463,10 +522,11 @@ def _midpoint_step(inputs, key, system, t, y, h, tol, max_iter, k, ytmp):
 
 
 @njit
-def integrate_fixed(inputs, key, system, y0, t0, t_end, dt, every, a, b, c, midpoint, tol, max_iter, k, t_out,
-                    y_out):
-    """Fixed step dt from t0 to t_end (the last step shortened to land on t_end): the explicit RK tableau
-    (a, b, c), or the implicit midpoint rule when ``midpoint`` (iteration tolerance tol, at most max_iter).
+def integrate_fixed(inputs, key, system, y0, t0, t_end, dt, nsteps_total, every, a, b, c, midpoint, tol, max_iter,
+                    k, t_out, y_out, monitor, monitor_key, control):
+    """``nsteps_total`` >= 1 steps of dt from t0 to t_end (the last one shortened or lengthened to land on t_end;
+    the caller counts them): the explicit RK tableau (a, b, c), or the implicit midpoint rule when ``midpoint``
+    (iteration tolerance tol, at most max_iter). ``monitor`` is polled as in ``integrate_adaptive``.
 
     Stores t0, every ``every``-th step and t_end. Returns (status, t_fail, count, t_out, y_out, nfev, nsteps).
     """
@@ -478,13 +538,17 @@ def integrate_fixed(inputs, key, system, y0, t0, t_end, dt, every, a, b, c, midp
     count = 0
     t_out, y_out = _store(t_out, y_out, count, t0, y)
     count += 1
-    nsteps_total = int(math.ceil((t_end - t0) / dt - 1e-9))
     for step in range(nsteps_total):
+        status = _poll(monitor, monitor_key, control, t, y, nfev)
+        if status != STATUS_OK:
+            return status, t, count, t_out, y_out, nfev, step
         h = dt if step < nsteps_total - 1 else t_end - t
         if midpoint:
-            status, evaluations = _midpoint_step(inputs, key, system, t, y, h, tol, max_iter, k, ytmp)
+            status, evaluations = _midpoint_step(inputs, key, system, t, y, h, tol, max_iter, k, ytmp, monitor,
+                                                 monitor_key, control, nfev)
         else:
-            status, evaluations = _explicit_step(inputs, key, system, t, y, h, a, b, c, k, ytmp)
+            status, evaluations = _explicit_step(inputs, key, system, t, y, h, a, b, c, k, ytmp, monitor, monitor_key,
+                                                 control, nfev)
         nfev += evaluations
         t = t_end if step == nsteps_total - 1 else t0 + (step + 1) * dt
         if status == STATUS_OK and system[22][15][0] != 0.0:  # projection onto the loop constraints

@@ -76,6 +76,13 @@ STATUS_MAX_STEPS = 7
 STATUS_NONFINITE_STATE = 8
 STATUS_NO_CONVERGENCE = 9  # an implicit step's iteration did not converge
 STATUS_EVENT = 10  # not a failure: a terminal event stopped the run
+STATUS_INPUT_FAILED = 11  # a user function (tau, element, driver, event) failed; index: an INPUT_* reason below
+STATUS_INTERRUPTED = 12  # the run was interrupted (SIGINT, Ctrl-C) at the caller's request
+STATUS_TIME_LIMIT = 13  # the run reached its wall-clock limit (max_wall_time)
+# reasons of STATUS_INPUT_FAILED (its index): the Python side keeps the exception of INPUT_RAISED
+INPUT_RAISED = 0  # a Python function raised (or returned a non-finite value or the wrong shape)
+INPUT_NONFINITE = 1  # a compiled function returned a non-finite value
+INPUT_SHAPE = 2  # a compiled function returned the wrong number of values
 
 
 def decode_status(status):

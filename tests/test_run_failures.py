@@ -1,0 +1,316 @@
+"""Runs that cannot finish: failing user functions, fixed-step limits, interrupts and wall-clock limits (issue 12).
+
+Every failure stops the run with a clear error that keeps the samples so far; nothing is swallowed or printed as
+"Exception ignored".
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import numba
+import numpy as np
+import pytest
+
+import recursive_mbd as rm
+from recursive_mbd import SimulationError, chains
+
+ROOT = Path(__file__).resolve().parents[1]
+METHODS = [("dopri5", {}), ("dop853", {}), ("rk4", {"dt": 1e-3}), ("implicit_midpoint", {"dt": 1e-3}),
+           ("scipy:RK45", {}), ("scipy:Radau", {})]
+Q0 = np.array([0.3, -0.2])
+
+
+def failing_tau(t, q, qd):
+    if t > 0.1:
+        return 1.0 / 0.0
+    return np.zeros(2)
+
+
+@pytest.mark.parametrize(("method", "options"), METHODS)
+def test_a_tau_that_raises_stops_every_method_with_the_samples_kept(method, options, capfd):
+    model = chains.serial_chain(2)
+    with pytest.raises(SimulationError, match=r"failed at t = .*tau function 'failing_tau' raised at t = 0\.1"
+                       ) as info:
+        rm.simulate(model, Q0, np.zeros(2), 0.3, method=method, tau=failing_tau, rtol=1e-6, atol=1e-8, **options)
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
+    result = info.value.result
+    assert result.status == "failed"
+    assert 0.05 < result.t[-1] <= 0.1 < info.value.t + 1e-3
+    assert result.t.size > 3 and np.all(np.isfinite(result.q))
+    # the samples are those of an undisturbed run
+    free = rm.simulate(model, Q0, np.zeros(2), float(result.t[-1]), method=method, rtol=1e-6, atol=1e-8,
+                       **options)
+    np.testing.assert_allclose(result.q[-1], free.q[-1], rtol=1e-12, atol=1e-12)
+    assert "Exception ignored" not in capfd.readouterr().err
+
+
+def nan_tau(t, q, qd):
+    return np.full(2, np.nan) if t > 0.1 else np.zeros(2)
+
+
+@numba.njit
+def compiled_nan_tau(t, q, qd):
+    return np.full(2, np.nan) if t > 0.1 else np.zeros(2)
+
+
+@numba.njit
+def compiled_wrong_size_tau(t, q, qd):
+    return np.zeros(3) if t > 0.1 else np.zeros(2)
+
+
+def wrong_size_tau(t, q, qd):
+    return np.zeros(3) if t > 0.1 else np.zeros(2)
+
+
+@pytest.mark.parametrize(("tau", "match"), [
+    (nan_tau, "tau function must return 2 finite numbers .*'nan_tau' at t = 0.1"),
+    (compiled_nan_tau, "compiled tau function 'compiled_nan_tau' returned a non-finite value"),
+    (wrong_size_tau, r"tau function must return 2 finite numbers .*shape \(3,\)"),
+    (compiled_wrong_size_tau, "compiled tau function 'compiled_wrong_size_tau' returned the wrong number"),
+])
+@pytest.mark.parametrize("method", ["dopri5", "rk4"])
+def test_a_nan_or_wrong_shaped_tau_is_not_a_zero_torque(tau, match, method):
+    options = {"dt": 1e-3} if method == "rk4" else {}
+    with pytest.raises(SimulationError, match=match) as info:
+        rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 0.3, method=method, tau=tau, **options)
+    assert info.value.result.status == "failed"
+    assert 0.05 < info.value.result.t[-1] <= 0.1
+
+
+@pytest.mark.parametrize("method", ["dopri5", "scipy:RK45"])
+def test_a_time_varying_element_that_raises_stops_the_run(method):
+    model = chains.serial_chain(2)
+
+    def torque(t):
+        if t > 0.1:
+            raise RuntimeError("sensor lost")
+        return 0.0
+
+    model.add_torque("link2", torque, name="motor")
+    with pytest.raises(SimulationError, match="element 'motor'.*sensor lost") as info:
+        rm.simulate(model, Q0, np.zeros(2), 0.3, method=method)
+    assert isinstance(info.value.__cause__, RuntimeError)
+    assert info.value.result.t[-1] > 0.05
+
+
+@pytest.mark.parametrize("method", ["dopri5", "rk4", "scipy:RK45"])
+def test_a_driver_that_raises_stops_the_run(method):
+    def angle(t):
+        if t > 0.1:
+            raise ValueError("table ends")
+        return 0.5 * t
+
+    options = {"dt": 1e-3} if method == "rk4" else {}
+    with pytest.raises(SimulationError, match="driver of body 'link1' raised.*table ends") as info:
+        rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 0.3, method=method, drivers={"link1": angle},
+                    **options)
+    assert isinstance(info.value.__cause__, ValueError)
+    assert info.value.result.t[-1] > 0.05
+
+
+@pytest.mark.parametrize("method", ["dopri5", "scipy:RK45"])
+def test_an_event_function_that_raises_stops_the_run(method):
+    def crossing(t, q, qd):
+        if t > 0.1:
+            raise KeyError("missing")
+        return q[0]
+
+    with pytest.raises(SimulationError, match="event function 'crossing' raised") as info:
+        rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 0.3, method=method, events=crossing)
+    assert isinstance(info.value.__cause__, KeyError)
+    assert info.value.result.t[-1] > 0.05
+
+
+def test_events_are_recorded_by_the_stepped_scipy_solvers_as_by_dopri5():
+    def falling(t, q, qd):
+        return q[0]
+
+    falling.direction = -1.0
+    runs = [rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 1.0, method=m, events=falling, rtol=1e-10,
+                        atol=1e-12) for m in ("dopri5", "scipy:RK45")]
+    assert runs[0].t_events[0].size == 1
+    np.testing.assert_allclose(runs[1].t_events[0], runs[0].t_events[0], rtol=1e-7)
+
+
+# ---- fixed-step runs and max_steps --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("options", "match"), [
+    ({"dt": 1e-20}, r"dt = 1e-20 s needs 1e\+20 steps.*max_steps"),
+    ({"dt": 1e-3, "max_steps": 10}, "needs 1e\\+03 steps .* more than max_steps = 10"),
+    ({"dt": 1e-3, "max_steps": 0}, r"max_steps must be an integer in \[1, 2\*\*62\]"),
+    ({"dt": 1e-3, "max_steps": 2**70}, r"max_steps must be an integer in \[1, 2\*\*62\]"),
+])
+@pytest.mark.parametrize("method", ["rk4", "implicit_midpoint"])
+def test_fixed_step_counts_are_checked_before_running(method, options, match):
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=match):
+        rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 1.0, method=method, **options)
+    assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize("method", ["rk4", "implicit_midpoint"])
+def test_a_dt_beyond_the_span_takes_one_step_to_t_end(method):
+    res = rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 1e-3, method=method, dt=1e10)
+    assert res.nsteps == 1
+    np.testing.assert_array_equal(res.t, [0.0, 1e-3])
+    reference = rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 1e-3, method=method, dt=1e-3)
+    np.testing.assert_array_equal(res.q, reference.q)
+
+
+@pytest.mark.parametrize("method", ["dopri5", "rk4", "scipy:RK45"])
+def test_huge_end_times_are_refused_before_running(method):
+    options = {"dt": 1e-3} if method == "rk4" else {}
+    with pytest.raises(ValueError, match="t_end = 1e\\+300 s: times beyond 1e\\+15 s"):
+        rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 1e300, method=method, **options)
+
+
+@pytest.mark.parametrize("method", ["dopri5", "dop853", "scipy:RK45", "scipy:LSODA"])
+def test_max_steps_holds_for_every_adaptive_method(method):
+    with pytest.raises(SimulationError, match="max_steps = 5") as info:
+        rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 10.0, method=method, max_steps=5)
+    assert info.value.result.nsteps <= 5
+    assert info.value.result.status == "failed"
+
+
+def test_a_max_step_that_needs_too_many_steps_is_refused():
+    with pytest.raises(ValueError, match="max_step = 0.001 s needs more than max_steps = 10"):
+        rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 1.0, max_step=1e-3, max_steps=10)
+
+
+def test_a_misspelt_option_suggests_the_right_name():
+    with pytest.raises(TypeError, match="'rtoll' \\(did you mean 'rtol'\\?\\)"):
+        rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 1.0, rtoll=1e-3)
+    with pytest.raises(TypeError, match="did you mean 'max_steps'"):
+        rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 1.0, formulation="augmented", maxsteps=3)
+
+
+# ---- interrupts and wall-clock limits -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("method", "options"), [("rk4", {"dt": 1e-3}), ("dopri5", {"rtol": 1e-13}),
+                                                 ("scipy:RK45", {"rtol": 1e-13})])
+def test_max_wall_time_stops_a_run_and_keeps_its_samples(method, options):
+    start = time.perf_counter()
+    with pytest.raises(SimulationError, match="max_wall_time = 0.3 s was reached") as info:
+        rm.simulate(chains.serial_chain(3), np.full(3, 0.3), np.zeros(3), 1e4, method=method, max_wall_time=0.3,
+                    **options)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 1.5
+    result = info.value.result
+    assert result.status == "time_limit"
+    assert result.t.size > 2 and 0.0 < result.t[-1] < 1e4
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_max_wall_time_is_checked():
+    with pytest.raises(ValueError, match="max_wall_time must be finite and > 0"):
+        rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 1.0, max_wall_time=-1.0)
+
+
+CHILD = """
+import sys, time
+import numpy as np
+import recursive_mbd as rm
+model = rm.chains.serial_chain(3)
+method, options = sys.argv[1], eval(sys.argv[2])
+rm.simulate(model, np.full(3, 0.3), np.zeros(3), 1e-3, method=method, **options)  # compile first
+print("running", flush=True)
+try:
+    rm.simulate(model, np.full(3, 0.3), np.zeros(3), 1e4, method=method, **options)
+except KeyboardInterrupt as exc:
+    caught = time.time()
+    result = exc.result
+    print("caught", repr(caught), result.status, result.t.size, result.t[-1], flush=True)
+    assert result.t.size > 2 and np.all(np.isfinite(result.q))
+    import signal
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    print("ok", flush=True)
+"""
+
+
+@pytest.mark.parametrize(("method", "options"), [("rk4", "{'dt': 1e-3}"), ("dopri5", "{'rtol': 1e-13}"),
+                                                 ("scipy:RK45", "{'rtol': 1e-13}")])
+def test_ctrl_c_ends_a_run_within_a_second_with_its_samples(method, options):
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(CHILD), method, options], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    try:
+        assert child.stdout.readline().strip() == "running"
+        time.sleep(0.5)
+        sent = time.time()
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=30)
+    finally:
+        child.kill()
+    lines = out.split("\n")
+    assert lines[-2] == "ok", (out, err)
+    _, caught, status, samples, t_last = lines[0].split()
+    assert status == "interrupted"
+    assert int(samples) > 2 and 0.0 < float(t_last) < 1e4
+    assert float(caught) - sent < 1.0
+
+
+# ---- the augmented formulation: the same user functions, the same errors ------------------------------------------
+
+@pytest.mark.parametrize(("method", "options"), [("dopri5", {}), ("rk4", {"dt": 1e-3})])
+@pytest.mark.parametrize(("tau", "match", "cause"), [
+    (failing_tau, "tau function 'failing_tau' raised at t = 0.1", ZeroDivisionError),
+    (nan_tau, "tau function must return 2 finite numbers .*'nan_tau' at t = 0.1", type(None)),
+])
+def test_the_augmented_formulation_stops_on_a_failing_tau(method, options, tau, match, cause):
+    with pytest.raises(SimulationError, match=match) as info:
+        rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 0.3, method=method, tau=tau, formulation="augmented",
+                    **options)
+    assert isinstance(info.value.__cause__, cause)
+    assert info.value.result.status == "failed"
+    assert 0.05 < info.value.result.t[-1] <= 0.1
+
+
+def test_the_augmented_formulation_names_a_failing_driver_and_event():
+    def angle(t):
+        if t > 0.1:
+            raise ValueError("table ends")
+        return 0.5 * t
+
+    with pytest.raises(SimulationError, match="driver of body 'link1' raised.*table ends") as info:
+        rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 0.3, drivers={"link1": angle}, formulation="augmented")
+    assert isinstance(info.value.__cause__, ValueError)
+
+    def crossing(t, q, qd):
+        if t > 0.1:
+            raise KeyError("missing")
+        return q[0]
+
+    with pytest.raises(SimulationError, match="event function 'crossing' raised") as info:
+        rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 0.3, events=crossing, formulation="augmented")
+    assert isinstance(info.value.__cause__, KeyError)
+
+
+def test_the_augmented_formulation_keeps_max_wall_time_and_max_steps():
+    with pytest.raises(SimulationError, match="max_wall_time = 0.2 s was reached") as info:
+        rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 1e4, formulation="augmented", max_wall_time=0.2)
+    assert info.value.result.status == "time_limit" and info.value.result.t.size > 2
+    with pytest.raises(ValueError, match="more than max_steps = 10"):
+        rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 1.0, method="rk4", dt=1e-3, max_steps=10,
+                    formulation="augmented")
+
+
+def test_a_run_in_another_thread_keeps_the_signal_handlers_and_its_limits():
+    outcome = {}
+
+    def run():
+        try:
+            rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 1e4, max_wall_time=0.1)
+        except SimulationError as err:
+            outcome["status"] = err.result.status
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join(10.0)
+    assert outcome == {"status": "time_limit"}
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
