@@ -265,6 +265,8 @@ class _Inputs:
 
 def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, projection_tol=1e-12):
     """The tuple of arrays ``integrators.system_rhs`` reads (field list in that module)."""
+    from .loops import FILTER_RCOND  # noqa: PLC0415  (loops imports dynamics, as this module does)
+
     ws = workspace(model)
     nq, nb = model.nq, model.nbodies
     free = np.setdiff1d(np.arange(nq), inputs.driven_coords).astype(np.int64)
@@ -274,7 +276,8 @@ def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, proje
     loops = (model.loop_int, model.loop_real, np.zeros((nb, 3)), np.zeros(m), np.zeros(m), np.zeros((m, nq)),
              np.zeros(m), np.zeros((m, 6)), np.zeros((m, nq)), np.zeros((m, nq if inputs.drivers else 0)),
              np.zeros(nq), stab, np.zeros(m), np.zeros(1, dtype=np.int64), np.zeros((m, free.size)),
-             np.array([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0]))
+             np.array([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0, FILTER_RCOND,
+                       FILTER_RCOND]))
     return (model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real, free,
             inputs.driven_coords, inputs.driven, inputs.tau_const,
             np.array([inputs.tau_offset, inputs.driver_offset], dtype=np.int64), np.zeros(inputs.size),
