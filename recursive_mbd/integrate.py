@@ -721,7 +721,7 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
         result.status = "event"
         status = L.STATUS_OK
     if status != L.STATUS_OK:
-        kind, _ = L.decode_status(status)
+        kind, index = L.decode_status(status)
         reasons = {
             L.STATUS_STEP_UNDERFLOW: "step size underflow (the solution blows up or the problem is too stiff)",
             L.STATUS_MAX_STEPS: f"more than max_steps = {max_steps} steps",
@@ -731,6 +731,9 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
         }
         if kind in reasons:
             reason = reasons[kind]
+        elif kind == L.STATUS_LOOPS_OPEN:
+            reason = (f"after the step to this time the projection cannot close loop {model.loop_names[index]!r}: "
+                      "no configuration of the free coordinates closes it")
         else:
             try:
                 raise_status(model, status)
@@ -738,6 +741,12 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
                 reason = str(err)
             else:  # pragma: no cover - raise_status always raises
                 reason = f"status {status}"
+        if model.nloops and kind in (L.STATUS_STEP_UNDERFLOW, L.STATUS_LOOPS_OPEN):
+            from .loops import lock_diagnosis  # noqa: PLC0415  (a driven mechanism in a dead point)
+
+            lock = lock_diagnosis(model, result.q[-1], system[5])
+            if lock is not None:
+                reason = f"{lock} at t = {result.t[-1]:.9g} s; {reason}"
         raise SimulationError(f"{method} failed at t = {t_fail:.9g} s: {reason}; "
                               f"{result.t.size} samples up to t = {result.t[-1]:.9g} s are kept in .result",
                               t_fail, result)

@@ -199,9 +199,31 @@ def project(model, q, qd, *, free=None, tol=1e-12, max_iter=20):
                                     driven, ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
                                     lw.resp, resp_drive, ws.zeros, np.zeros(2), tol, int(max_iter),
                                     FILTER_RCOND)
+    kind, index = L.decode_status(status)
+    if kind == L.STATUS_LOOPS_OPEN:
+        raise ModelError(f"the loops cannot be closed near this state: loop {model.loop_names[index]!r} stays open, "
+                         f"max |phi| = {worst:.3g} after {max_iter} Gauss-Newton steps")
     if status:
         _raise(model, status)
-    if not worst <= np.sqrt(tol):
-        raise ModelError(f"the loops cannot be closed near this state: max |phi| = {worst:.3g} after {max_iter} "
-                         "Gauss-Newton steps")
     return q, qd, worst
+
+
+def lock_diagnosis(model, q, free=None, threshold=1e-3):
+    """Why a driven mechanism cannot move on at q, or None: a sentence naming the loop whose equations lose rank
+    on the free coordinates (the drivers push the mechanism into a dead point, where J_f, the loop Jacobian
+    restricted to the coordinates the drivers leave free, is singular: its smallest singular value is below
+    ``threshold`` times its largest)."""
+    _, _, jac, _ = constraints(model, q)
+    jac = jac if free is None else jac[:, np.asarray(free, dtype=np.int64)]
+    if jac.size == 0:
+        return None
+    left, values, _ = np.linalg.svd(jac)
+    rank_needed = min(jac.shape)
+    smallest = values[rank_needed - 1] if values.size >= rank_needed else 0.0
+    if not smallest < threshold * values[0]:
+        return None
+    row = int(np.argmax(np.abs(left[:, rank_needed - 1])))
+    lp = int(np.searchsorted(model.loop_rows, row, side="right") - 1)
+    return (f"the mechanism locks: loop {model.loop_names[lp]!r} (index {lp}) and the drivers leave no motion, the "
+            f"loop Jacobian on the free coordinates is singular there (smallest singular value {smallest:.3g} of "
+            f"{values[0]:.3g})")

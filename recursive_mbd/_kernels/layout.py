@@ -76,6 +76,7 @@ STATUS_MAX_STEPS = 7
 STATUS_NONFINITE_STATE = 8
 STATUS_NO_CONVERGENCE = 9  # an implicit step's iteration did not converge
 STATUS_EVENT = 10  # not a failure: a terminal event stopped the run
+STATUS_LOOPS_OPEN = 15  # a projection could not close the loops (e.g. driven past a lock); index = loop
 
 
 def decode_status(status):

@@ -43,6 +43,7 @@ from .layout import (
     RX,
     SN,
     STATUS_LOOP_DEGENERATE,
+    STATUS_LOOPS_OPEN,
     STATUS_OK,
     TH,
 )
@@ -317,7 +318,8 @@ def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, ac
     The step, not |phi|, measures the distance to the constraint manifold: near a singular position (a loop
     Jacobian losing rank) |phi| <= tol still allows a distance |phi| / sigma_min(J) to the branch, and with it
     velocities off the branch's tangent by that over the distance to the singular point.
-    Velocities: qd -= Y f(G) (J qd), exact in one step. Returns (status, max |phi| at the end).
+    Velocities: qd -= Y f(G) (J qd), exact in one step. Returns (status, max |phi| at the end); the status is
+    STATUS_LOOPS_OPEN (index: the loop with the largest gap) when max |phi| stays above sqrt(tol).
 
     Why M-orthogonal (energy): write qd = v + w with J v = 0 and w = Y c in the range of M^-1 J^T. Then
     v^T M w = (J v)^T c = 0, so the projected velocity v has T(v) = T(qd) - w^T M w / 2: the kinetic energy
@@ -369,8 +371,16 @@ def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, ac
     if status != STATUS_OK:
         return status, worst
     worst = 0.0
+    worst_row = 0
     for r in range(m):
-        worst = max(worst, abs(phi[r]))
+        if abs(phi[r]) > worst:
+            worst = abs(phi[r])
+            worst_row = r
+    if not worst <= math.sqrt(tol):  # no closed configuration near: the loop with the largest gap
+        lp = 0
+        while lp + 1 < loop_int.shape[0] and loop_int[lp + 1, LROW] <= worst_row:
+            lp += 1
+        return STATUS_LOOPS_OPEN | (lp << 4), worst
     status = constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity)
     if status != STATUS_OK:
         return status, worst
