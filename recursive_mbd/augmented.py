@@ -419,37 +419,56 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
     return solution[:3 * model.nbodies].reshape(model.nbodies, 3), solution[3 * model.nbodies:]
 
 
-def _inverse_mass(model):
-    return 1.0 / np.column_stack((model.body_mass, model.body_mass, model.body_inertia)).reshape(-1)
-
-
 # above this many constraint rows the dense regularised solves give way to sparse factorisations (large chains)
 DENSE_ROWS = 600
 
 
-def _filtered_multipliers(model, cz, rhs):
-    """(Y = M^-1 C^T (3 nbodies, m), c = f(C M^-1 C^T) rhs, the numerical rank): the regularised minimum-norm
-    solve of the loop layer on the Schur complement; M is diagonal, so it costs O(m^2 nbodies). Beyond
-    ``DENSE_ROWS`` rows: a sparse solve of the (then assumed regular) Schur complement, rank m."""
-    if cz.shape[0] > DENSE_ROWS and scipy.sparse.issparse(cz):
-        resp = scipy.sparse.diags(_inverse_mass(model)) @ cz.T
+def _solve_metric(model, cz):
+    """(W^-1, rho) of the metric W = M + rho C^T C of the filtered solves: W^-1 the diagonal M^-1 as a vector
+    (rho = 0) where every body has mass and inertia, else a dense matrix. Massless coordinates (a point-mass
+    slider's angle) leave M singular; adding rho C^T C changes neither the KKT solution (its rows add rho C^T
+    times the constraint rows) nor the metric on the admissible motions (C dz = 0), where it stays M."""
+    diagonal = np.column_stack((model.body_mass, model.body_mass, model.body_inertia)).reshape(-1)
+    if np.all(diagonal > 0.0):
+        return 1.0 / diagonal, 0.0
+    dense = cz.toarray() if scipy.sparse.issparse(cz) else np.asarray(cz, dtype=float)
+    normal = dense.T @ dense
+    rho = diagonal[diagonal > 0.0].mean() / max(np.diag(normal).mean(), np.finfo(float).tiny)
+    return np.linalg.inv(np.diag(diagonal) + rho * normal), rho
+
+
+def _apply(inverse, x):
+    """W^-1 x for the (vector or matrix) inverse metric of ``_solve_metric``; x (3 nbodies,) or (3 nbodies, k)."""
+    return (inverse * x.T).T if inverse.ndim == 1 else inverse @ x
+
+
+def _filtered_multipliers(model, cz, rhs, metric=None):
+    """(Y = W^-1 C^T (3 nbodies, m), c = f(C W^-1 C^T) rhs, the numerical rank): the regularised minimum-norm
+    solve of the loop layer (``_kernels.loops.filtered_solve``) on the Schur complement, W = M in general
+    (``_solve_metric``); M is diagonal, so it costs O(m^2 nbodies). Beyond ``DENSE_ROWS`` rows (large chains,
+    all bodies massive): a sparse solve of the (then assumed regular) Schur complement, rank m."""
+    inverse, _ = _solve_metric(model, cz) if metric is None else metric
+    if cz.shape[0] > DENSE_ROWS and scipy.sparse.issparse(cz) and inverse.ndim == 1:
+        resp = scipy.sparse.diags(inverse) @ cz.T
         return resp, scipy.sparse.linalg.spsolve((cz @ resp).tocsc(), rhs), cz.shape[0]
     cz = cz.toarray() if scipy.sparse.issparse(cz) else np.asarray(cz, dtype=float)
-    resp = np.ascontiguousarray(cz.T * _inverse_mass(model)[:, None])
-    gram = np.ascontiguousarray(cz @ resp)
-    gram = 0.5 * (gram + gram.T)
+    resp = np.ascontiguousarray(_apply(inverse, cz.T))
+    gram = cz @ resp
+    gram = np.ascontiguousarray(0.5 * (gram + gram.T))
     coef = np.zeros(cz.shape[0])
     rank = loop_kernels.filtered_solve(gram, np.ascontiguousarray(rhs, dtype=float), FILTER_RCOND, coef)
     return resp, coef, rank
 
 
 def _filtered_dynamics(model, cz, q_force, rhs_c):
-    """zdd, lam of the KKT system by the Schur complement: C M^-1 C^T lam = C M^-1 Q - rhs_c, zdd = M^-1 (Q -
-    C^T lam), with the regularised solve (bounded multipliers through rank drops)."""
-    inv_mass = _inverse_mass(model)
-    rhs = cz @ (inv_mass * q_force) - rhs_c
-    resp, lam, _ = _filtered_multipliers(model, cz, rhs)
-    zdd = inv_mass * q_force - resp @ lam
+    """zdd, lam of the KKT system by the Schur complement: C W^-1 C^T lam = C W^-1 Q~ - rhs_c, zdd = W^-1 (Q~ -
+    C^T lam), Q~ = Q + rho C^T rhs_c (``_solve_metric``), with the regularised solve (bounded multipliers
+    through rank drops)."""
+    metric = _solve_metric(model, cz)
+    force = q_force + metric[1] * (cz.T @ rhs_c)
+    free_motion = _apply(metric[0], force)
+    resp, lam, _ = _filtered_multipliers(model, cz, cz @ free_motion - rhs_c, metric)
+    zdd = free_motion - resp @ lam
     return zdd.reshape(model.nbodies, 3), lam
 
 
