@@ -667,7 +667,7 @@ def _consistent_start(model, inputs, q0, qd0, t0):
     rank = np.linalg.matrix_rank(constraints(model, q0)[2][:, free], tol=None)
     if rank < model.nconstraints:  # the run solves them by least squares, as loop_dynamics does
         warnings.warn(f"the loop equations are redundant at q0: rank {rank} of {model.nconstraints}; the "
-                      "multipliers are the minimum-norm ones", RedundantConstraintWarning, stacklevel=4)
+                      "multipliers are the minimum-norm ones", RedundantConstraintWarning, stacklevel=3)
     return q0, qd0
 
 

@@ -198,7 +198,7 @@ def project(model, q, qd, *, free=None, tol=1e-12, max_iter=20):
     status, worst = kernels.project(model.body_int, model.body_real, model.loop_int, model.loop_real, q, qd,
                                     driven, ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
                                     lw.resp, resp_drive, ws.zeros, np.zeros(2), tol, int(max_iter),
-                                    FILTER_RCOND)
+                                    FILTER_RCOND, np.sqrt(tol))
     kind, index = L.decode_status(status)
     if kind == L.STATUS_LOOPS_OPEN:
         raise ModelError(f"the loops cannot be closed near this state: loop {model.loop_names[index]!r} stays open, "

@@ -79,7 +79,8 @@ def _load_state(inputs, key, system, t, y):
 @njit
 def project_state(inputs, key, system, t, y):
     """Project the free coordinates and rates in y onto the loop constraints (``loops.project``: mass-orthogonal,
-    driven joints held), in place."""
+    driven joints held), in place. A gap above 1e3 times the projection tolerance left is STATUS_LOOPS_OPEN: no
+    closed configuration is near (a driven mechanism pushed past its lock)."""
     loops = system[22]
     free = system[5]
     q = system[11]
@@ -88,7 +89,8 @@ def project_state(inputs, key, system, t, y):
     settings = loops[15]
     status, _ = project(system[0], system[1], loops[0], loops[1], q, qd, system[7], system[14], system[15],
                         loops[2], loops[3], loops[4], loops[5], loops[6], loops[7], loops[8], loops[9], loops[10],
-                        loops[11][2:4], settings[1], int(settings[2]), settings[3])
+                        loops[11][2:4], settings[1], int(settings[2]), settings[3],
+                        1e3 * settings[1])
     nf = free.shape[0]
     for j in range(nf):
         y[j] = q[free[j]]

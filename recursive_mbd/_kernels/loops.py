@@ -309,7 +309,7 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, q
 
 @njit
 def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, acc, phi, phid, jac, gamma, weights,
-            resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond):
+            resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond, gap_tol):
     """Mass-orthogonal projection of q, then qd, onto the loop constraints; driven joints (``driven``) stay put.
 
     Positions: Gauss-Newton with the steps dq = -Y f(G) phi, Y = M^-1 J^T (``constraint_responses``), G = J Y
@@ -319,7 +319,7 @@ def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, ac
     Jacobian losing rank) |phi| <= tol still allows a distance |phi| / sigma_min(J) to the branch, and with it
     velocities off the branch's tangent by that over the distance to the singular point.
     Velocities: qd -= Y f(G) (J qd), exact in one step. Returns (status, max |phi| at the end); the status is
-    STATUS_LOOPS_OPEN (index: the loop with the largest gap) when max |phi| stays above sqrt(tol).
+    STATUS_LOOPS_OPEN (index: the loop with the largest gap) when max |phi| stays above ``gap_tol``.
 
     Why M-orthogonal (energy): write qd = v + w with J v = 0 and w = Y c in the range of M^-1 J^T. Then
     v^T M w = (J v)^T c = 0, so the projected velocity v has T(v) = T(qd) - w^T M w / 2: the kinetic energy
@@ -376,7 +376,7 @@ def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, ac
         if abs(phi[r]) > worst:
             worst = abs(phi[r])
             worst_row = r
-    if not worst <= math.sqrt(tol):  # no closed configuration near: the loop with the largest gap
+    if not worst <= gap_tol:  # no closed configuration near: the loop with the largest gap
         lp = 0
         while lp + 1 < loop_int.shape[0] and loop_int[lp + 1, LROW] <= worst_row:
             lp += 1
