@@ -265,7 +265,7 @@ class _Inputs:
 
 def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, projection_tol=1e-12):
     """The tuple of arrays ``integrators.system_rhs`` reads (field list in that module)."""
-    from .loops import FILTER_RCOND  # noqa: PLC0415  (loops imports dynamics, as this module does)
+    from .loops import FILTER_RCOND, POSITION_RCOND  # noqa: PLC0415  (loops imports dynamics, as this module does)
 
     ws = workspace(model)
     nq, nb = model.nq, model.nbodies
@@ -276,7 +276,7 @@ def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, proje
     loops = (model.loop_int, model.loop_real, np.zeros((nb, 3)), np.zeros(m), np.zeros(m), np.zeros((m, nq)),
              np.zeros(m), np.zeros((m, 6)), np.zeros((m, nq)), np.zeros((m, nq if inputs.drivers else 0)),
              np.zeros(nq), stab, np.zeros(m), np.zeros(1, dtype=np.int64), np.zeros((m, free.size)),
-             np.array([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0, FILTER_RCOND,
+             np.array([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0, POSITION_RCOND,
                        FILTER_RCOND]))
     return (model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real, free,
             inputs.driven_coords, inputs.driven, inputs.tau_const,

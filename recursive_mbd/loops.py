@@ -30,6 +30,10 @@ RCOND = 1e-10
 # velocities near the change point (crank rates split by 1e-6 .. 1e-2 rad/s), 1e-8 keeps them below 4e-7;
 # directions with s >> mu are solved to a relative (mu / s)^2.
 FILTER_RCOND = 1e-8
+# the same for the position steps of the projection: phi is known to round-off, so the branch is closed down to
+# 1e-6 of the largest singular value of J (1e-8 left position errors of 2e-9 near the change points of a row of
+# parallelograms); the velocity step keeps FILTER_RCOND, where the tangent, eps / sigma_min(J)^2, is reliable
+POSITION_RCOND = 1e-12
 
 LoopSolution = namedtuple("LoopSolution", "qdd multipliers forces rank")
 LoopSolution.__doc__ = """Constrained forward dynamics of a model with loops.
@@ -198,7 +202,7 @@ def project(model, q, qd, *, free=None, tol=1e-12, max_iter=20):
     status, worst = kernels.project(model.body_int, model.body_real, model.loop_int, model.loop_real, q, qd,
                                     driven, ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
                                     lw.resp, resp_drive, ws.zeros, np.zeros(2), tol, int(max_iter),
-                                    FILTER_RCOND, np.sqrt(tol))
+                                    POSITION_RCOND, FILTER_RCOND, np.sqrt(tol))
     kind, index = L.decode_status(status)
     if kind == L.STATUS_LOOPS_OPEN:
         raise ModelError(f"the loops cannot be closed near this state: loop {model.loop_names[index]!r} stays open, "

@@ -90,7 +90,7 @@ def project_state(inputs, key, system, t, y):
     status, _ = project(system[0], system[1], loops[0], loops[1], q, qd, system[7], system[14], system[15],
                         loops[2], loops[3], loops[4], loops[5], loops[6], loops[7], loops[8], loops[9], loops[10],
                         loops[11][2:4], settings[1], int(settings[2]), settings[3],
-                        1e3 * settings[1])
+                        settings[4], 1e3 * settings[1])
     nf = free.shape[0]
     for j in range(nf):
         y[j] = q[free[j]]

@@ -309,7 +309,7 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, q
 
 @njit
 def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, acc, phi, phid, jac, gamma, weights,
-            resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond, gap_tol):
+            resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position, rcond, gap_tol):
     """Mass-orthogonal projection of q, then qd, onto the loop constraints; driven joints (``driven``) stay put.
 
     Positions: Gauss-Newton with the steps dq = -Y f(G) phi, Y = M^-1 J^T (``constraint_responses``), G = J Y
@@ -318,7 +318,8 @@ def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, ac
     The step, not |phi|, measures the distance to the constraint manifold: near a singular position (a loop
     Jacobian losing rank) |phi| <= tol still allows a distance |phi| / sigma_min(J) to the branch, and with it
     velocities off the branch's tangent by that over the distance to the singular point.
-    Velocities: qd -= Y f(G) (J qd), exact in one step. Returns (status, max |phi| at the end); the status is
+    Velocities: qd -= Y f(G) (J qd), exact in one step. ``rcond_position`` and ``rcond`` are the cut-offs of
+    ``filtered_solve`` for the position and the velocity steps. Returns (status, max |phi| at the end); the status is
     STATUS_LOOPS_OPEN (index: the loop with the largest gap) when max |phi| stays above ``gap_tol``.
 
     Why M-orthogonal (energy): write qd = v + w with J v = 0 and w = Y c in the range of M^-1 J^T. Then
@@ -351,7 +352,7 @@ def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, ac
         if status != STATUS_OK:
             return status, worst
         gram_matrix(jac, resp, gram)
-        filtered_solve(gram, phi, rcond, coef)
+        filtered_solve(gram, phi, rcond_position, coef)
         step = 0.0
         for k in range(nq):
             dq = 0.0
