@@ -457,6 +457,9 @@ def _filtered_multipliers(model, cz, rhs, metric=None):
     gram = np.ascontiguousarray(0.5 * (gram + gram.T))
     coef = np.zeros(cz.shape[0])
     rank = loop_kernels.filtered_solve(gram, np.ascontiguousarray(rhs, dtype=float), FILTER_RCOND, coef)
+    if rank < 0:
+        raise StateError("the multiplier solve overflowed: C M^-1 C^T or its right-hand side is not finite at this "
+                         "state (z, zd or the forces too large)")
     return resp, coef, rank
 
 

@@ -75,6 +75,9 @@ def _raise(model, status):
     if kind == L.STATUS_LOOP_DEGENERATE:
         raise StateError(f"loop {model.loop_names[index]!r} (index {index}): the two points of the distance loop "
                          "coincide, so its direction is undefined")
+    if kind == L.STATUS_NONFINITE_STATE:
+        raise StateError("the multiplier solve of the loops overflowed: J M^-1 J^T or its right-hand side is not "
+                         "finite at this state (q, qd or tau too large)")
     raise_status(model, status)
 
 

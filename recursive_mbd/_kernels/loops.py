@@ -44,6 +44,7 @@ from .layout import (
     SN,
     STATUS_LOOP_DEGENERATE,
     STATUS_LOOPS_OPEN,
+    STATUS_NONFINITE_STATE,
     STATUS_OK,
     TH,
 )
@@ -233,11 +234,18 @@ def filtered_solve(gram, rhs, rcond, out):
     bounded by |rhs| / (2 mu). f(G) is a smooth (analytic) function of G, so the solution is a smooth function of
     the state: no rank decision that a Runge-Kutta step could see flip between its stages (a hard singular-value
     cut-off does, and then the step's error estimate is meaningless near a singular position). Returns the
-    number of s > mu, the numerical rank of G.
+    number of s > mu, the numerical rank of G, or -1 (out left NaN) when G or rhs is not finite (an overflow).
     """
     m = rhs.shape[0]
+    finite = True
     for r in range(m):
         out[r] = 0.0
+        finite = finite and math.isfinite(rhs[r])
+        for k in range(m):
+            finite = finite and math.isfinite(gram[r, k])
+    if not finite:
+        out[:] = np.nan
+        return -1
     if m == 0:
         return 0
     values, vectors = np.linalg.eigh(gram)
@@ -298,6 +306,8 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, q
         rhs[r] = acc_r - (gamma[r] - 2.0 * alpha * phid[r] - beta * beta * phi[r])
     gram_matrix(jac, resp, gram)
     info[0] = filtered_solve(gram, rhs, rcond, lam)
+    if info[0] < 0:
+        return STATUS_NONFINITE_STATE
     for r in range(m):
         for k in range(nq):
             qdd[k] -= lam[r] * resp[r, k]
@@ -352,7 +362,8 @@ def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, ac
         if status != STATUS_OK:
             return status, worst
         gram_matrix(jac, resp, gram)
-        filtered_solve(gram, phi, rcond_position, coef)
+        if filtered_solve(gram, phi, rcond_position, coef) < 0:
+            return STATUS_NONFINITE_STATE, worst
         step = 0.0
         for k in range(nq):
             dq = 0.0
@@ -386,7 +397,8 @@ def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, ac
     if status != STATUS_OK:
         return status, worst
     gram_matrix(jac, resp, gram)
-    filtered_solve(gram, phid, rcond, coef)
+    if filtered_solve(gram, phid, rcond, coef) < 0:
+        return STATUS_NONFINITE_STATE, worst
     for k in range(nq):
         for r in range(m):
             qd[k] -= resp[r, k] * coef[r]
