@@ -257,8 +257,11 @@ def kinematic_analysis(model, drivers, t, q_guess=None, *, tol=1e-12):
         coordinate [m or rad] (as ``rm.simulate(drivers=...)``). Together with the loops they must take up every
         degree of freedom.
     t : array_like (nt,)
-        Times [s], increasing; each solution starts from the previous one (the first from ``q_guess``, default
-        zero), so the mechanism stays on one assembly branch.
+        Times [s], increasing; each solution starts from the previous one, predicted to the new time with its
+        velocity and acceleration (the first from ``q_guess``, default zero), then closed by minimum-norm
+        Gauss-Newton (``assemble``), so the mechanism stays on one assembly branch, through change points too
+        (where two branches cross and the loop Jacobian loses rank, the velocity and acceleration are the ones
+        nearest the prediction).
 
     Returns
     -------
@@ -280,9 +283,17 @@ def kinematic_analysis(model, drivers, t, q_guess=None, *, tol=1e-12):
     lams = np.zeros((nt, m))
     reactions = np.zeros((nt, model.nbodies, 3))
     loop_forces = np.zeros((nt, model.nloops, 2, 3))
+    qd_pred = np.zeros(nq)
+    qdd_pred = np.zeros(nq)
+    deficient_before = False
     for n, time in enumerate(times):
-        qd = np.zeros(nq)
-        qdd = np.zeros(nq)
+        if n > 0:  # continuation: predict from the previous solution (its velocity and acceleration)
+            step = time - times[n - 1]
+            q = q + step * out["qd"][n - 1] + 0.5 * step * step * out["qdd"][n - 1]
+            qd_pred = out["qd"][n - 1] + step * out["qdd"][n - 1]
+            qdd_pred = out["qdd"][n - 1]
+        qd = qd_pred.copy()
+        qdd = qdd_pred.copy()
         for coord, _, evaluate in spec.drivers:
             q[coord], qd[coord], qdd[coord] = evaluate(time)
         try:
@@ -296,12 +307,17 @@ def kinematic_analysis(model, drivers, t, q_guess=None, *, tol=1e-12):
             _, _, jac, gamma = constraints(model, q, qd)
             jf = jac[:, free]
             rank = np.linalg.matrix_rank(jf)
-            if rank < free.size:
+            # an isolated rank drop (a change point: the branches of the mechanism cross) is passed on the branch
+            # it came along; one at the start, or at two times in a row, is a mechanism the drivers do not drive
+            if rank < free.size and (n == 0 or deficient_before):
                 raise ModelError(f"kinematic analysis at t = {time:g}: the drivers and loops leave "
                                  f"{free.size - rank} degree(s) of freedom undetermined")
-            qd[free] = np.linalg.lstsq(jf, -jac[:, driven] @ qd[driven], rcond=None)[0]
+            deficient_before = rank < free.size
+            # velocities and accelerations nearest the predicted ones that meet the loop equations: exact where J_f
+            # has full column rank, and the branch's own (the continuation) at a change point
+            qd[free] += np.linalg.lstsq(jf, -jac @ qd, rcond=None)[0]
             _, _, jac, gamma = constraints(model, q, qd)
-            qdd[free] = np.linalg.lstsq(jf, gamma - jac[:, driven] @ qdd[driven], rcond=None)[0]
+            qdd[free] += np.linalg.lstsq(jf, gamma - jac @ qdd, rcond=None)[0]
         needed = inverse_dynamics(model, q, qd, qdd, t=time)  # = tau_drive - J^T lambda
         lam = np.zeros(m)
         if m:

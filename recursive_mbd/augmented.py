@@ -20,6 +20,8 @@ elements (the same shared evaluation as every formulation) and the joint forces 
 Jacobian, so the same inputs give the same motion in both formulations.
 """
 
+import warnings
+
 import numpy as np
 import scipy.linalg
 import scipy.optimize
@@ -28,8 +30,10 @@ import scipy.sparse.linalg
 
 from . import joints
 from ._kernels import layout as L
+from ._kernels import loops as loop_kernels
 from .dynamics import _com_state, _element_loads, as_vector, workspace
 from .errors import ModelError, StateError
+from .loops import FILTER_RCOND
 
 
 def _perp(v):
@@ -368,7 +372,11 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
         Joint forces, as in the recursive formulation.
     alpha, beta : float
         Baumgarte parameters: the acceleration constraint becomes C'' + 2 alpha C' + beta^2 C = 0.
-    solver : {"sparse", "dense"}
+    solver : {"sparse", "dense", "filtered"}
+        LU of the KKT matrix, sparse or dense (a singular one, from redundant or degenerate constraints, is a
+        ModelError), or "filtered": the Schur complement C M^-1 C^T solved by the regularised minimum-norm solve of
+        the loop layer (``_kernels.loops.filtered_solve``), dense, for mechanisms that pass singular positions or
+        hold redundant constraints.
 
     Returns
     -------
@@ -382,6 +390,8 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
     rhs_c = gamma - 2.0 * alpha * rate - beta**2 * residual
     q_force = applied_forces(model, z, zd, tau, t, powers)
     m = residual.size
+    if solver == "filtered":
+        return _filtered_dynamics(model, cz, q_force, rhs_c)
     kkt = scipy.sparse.bmat([[mass_matrix(model), cz.T], [cz, None]], format="csc")
     rhs = np.concatenate((q_force, rhs_c))
     singular = ModelError(f"the augmented system is singular at this state: the {m} constraint equations on "
@@ -402,11 +412,67 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
         pivots = np.abs(np.diag(lu))
         solution = scipy.linalg.lu_solve((lu, piv), rhs, check_finite=False)
     else:
-        raise ValueError(f"unknown solver {solver!r}; expected 'sparse' or 'dense'")
+        raise ValueError(f"unknown solver {solver!r}; expected 'sparse', 'dense' or 'filtered'")
     # LU with pivoting leaves a round-off-sized pivot for every dependent equation
     if pivots.size and not pivots.min() > 1e-11 * pivots.max():
         raise singular
     return solution[:3 * model.nbodies].reshape(model.nbodies, 3), solution[3 * model.nbodies:]
+
+
+# above this many constraint rows the dense regularised solves give way to sparse factorisations (large chains)
+DENSE_ROWS = 600
+
+
+def _solve_metric(model, cz):
+    """(W^-1, rho) of the metric W = M + rho C^T C of the filtered solves: W^-1 the diagonal M^-1 as a vector
+    (rho = 0) where every body has mass and inertia, else a dense matrix. Massless coordinates (a point-mass
+    slider's angle) leave M singular; adding rho C^T C changes neither the KKT solution (its rows add rho C^T
+    times the constraint rows) nor the metric on the admissible motions (C dz = 0), where it stays M."""
+    diagonal = np.column_stack((model.body_mass, model.body_mass, model.body_inertia)).reshape(-1)
+    if np.all(diagonal > 0.0):
+        return 1.0 / diagonal, 0.0
+    dense = cz.toarray() if scipy.sparse.issparse(cz) else np.asarray(cz, dtype=float)
+    normal = dense.T @ dense
+    rho = diagonal[diagonal > 0.0].mean() / max(np.diag(normal).mean(), np.finfo(float).tiny)
+    return np.linalg.inv(np.diag(diagonal) + rho * normal), rho
+
+
+def _apply(inverse, x):
+    """W^-1 x for the (vector or matrix) inverse metric of ``_solve_metric``; x (3 nbodies,) or (3 nbodies, k)."""
+    return (inverse * x.T).T if inverse.ndim == 1 else inverse @ x
+
+
+def _filtered_multipliers(model, cz, rhs, metric=None):
+    """(Y = W^-1 C^T (3 nbodies, m), c = f(C W^-1 C^T) rhs, the numerical rank): the regularised minimum-norm
+    solve of the loop layer (``_kernels.loops.filtered_solve``) on the Schur complement, W = M in general
+    (``_solve_metric``); M is diagonal, so it costs O(m^2 nbodies). Beyond ``DENSE_ROWS`` rows (large chains,
+    all bodies massive): a sparse solve of the (then assumed regular) Schur complement, rank m."""
+    inverse, _ = _solve_metric(model, cz) if metric is None else metric
+    if cz.shape[0] > DENSE_ROWS and scipy.sparse.issparse(cz) and inverse.ndim == 1:
+        resp = scipy.sparse.diags(inverse) @ cz.T
+        return resp, scipy.sparse.linalg.spsolve((cz @ resp).tocsc(), rhs), cz.shape[0]
+    cz = cz.toarray() if scipy.sparse.issparse(cz) else np.asarray(cz, dtype=float)
+    resp = np.ascontiguousarray(_apply(inverse, cz.T))
+    gram = cz @ resp
+    gram = np.ascontiguousarray(0.5 * (gram + gram.T))
+    coef = np.zeros(cz.shape[0])
+    rank = loop_kernels.filtered_solve(gram, np.ascontiguousarray(rhs, dtype=float), FILTER_RCOND, coef)
+    if rank < 0:
+        raise StateError("the multiplier solve overflowed: C M^-1 C^T or its right-hand side is not finite at this "
+                         "state (z, zd or the forces too large)")
+    return resp, coef, rank
+
+
+def _filtered_dynamics(model, cz, q_force, rhs_c):
+    """zdd, lam of the KKT system by the Schur complement: C W^-1 C^T lam = C W^-1 Q~ - rhs_c, zdd = W^-1 (Q~ -
+    C^T lam), Q~ = Q + rho C^T rhs_c (``_solve_metric``), with the regularised solve (bounded multipliers
+    through rank drops)."""
+    metric = _solve_metric(model, cz)
+    force = q_force + metric[1] * (cz.T @ rhs_c)
+    free_motion = _apply(metric[0], force)
+    resp, lam, _ = _filtered_multipliers(model, cz, cz @ free_motion - rhs_c, metric)
+    zdd = free_motion - resp @ lam
+    return zdd.reshape(model.nbodies, 3), lam
 
 
 def joint_accelerations(model, z, zd, zdd):
@@ -484,24 +550,50 @@ def _arity(function):
 _SOLVERS = {"dopri5": "RK45", "dop853": "DOP853"}
 
 
-def project(model, z, zd, tol=1e-13, max_iter=20, t=0.0, drivers=()):
-    """Project (z, zd) onto C(z) = 0 and C_z zd = 0 (seed 000's projection alternative to Baumgarte).
+def _warn_redundant(model, z, zd, t, drivers):
+    """Warn once, before a run, when the constraints (joints, loops, drivers) are redundant at its start; the
+    regularised solve then gives the minimum-norm multipliers, as the recursive route does."""
+    from .loops import RedundantConstraintWarning  # noqa: PLC0415
 
-    Gauss-Newton with the minimum-norm correction dz = -C_z^T (C_z C_z^T)^-1 C (a few iterations reach round-off),
-    then the velocity correction dzd = -C_z^T (C_z C_z^T)^-1 C_z zd. Returns new (z, zd), shape (nbodies, 3).
+    _, cz, _, _ = constraints(model, z, zd, t, drivers)
+    rows = cz.shape[0]
+    if not model.nconstraints or rows > DENSE_ROWS:
+        return
+    rank = _filtered_multipliers(model, cz, np.zeros(rows))[2]
+    if rank < rows:
+        warnings.warn(f"the constraint equations are redundant at the start: rank {rank} of {rows} (joints, loops "
+                      "and drivers); the multipliers are the minimum-norm ones", RedundantConstraintWarning,
+                      stacklevel=4)
+
+
+def project(model, z, zd, tol=1e-13, max_iter=20, t=0.0, drivers=()):
+    """Project (z, zd) onto C(z) = 0 and C_z zd = 0, mass-orthogonally (seed 000's projection alternative to
+    Baumgarte). Returns new (z, zd), shape (nbodies, 3).
+
+    Gauss-Newton with the steps dz = -M^-1 C_z^T (C_z M^-1 C_z^T)^+ C until the step and |C| are below ``tol``
+    (the step, not |C|, is the distance to the constraints near a singular position), then the velocity correction
+    dzd = -M^-1 C_z^T (C_z M^-1 C_z^T)^+ C_z zd, which leaves the kinetic energy unchanged to second order in the
+    drift C_z zd (the derivation is in ``recursive_mbd._kernels.loops.project``). (.)^+ is the regularised
+    minimum-norm solve of the loop layer, so redundant constraints and rank drops are fine.
     """
     z = np.array(z, dtype=float).reshape(model.nbodies, 3)
     zd = np.array(zd, dtype=float).reshape(model.nbodies, 3)
+    last_step = np.inf
     for _ in range(max_iter):
         residual, cz, _, _ = constraints(model, z, zd, t, drivers)
-        if residual.size == 0 or np.abs(residual).max() <= tol:
+        if residual.size == 0 or not np.any(residual):
             break
-        gram = (cz @ cz.T).tocsc()
-        z -= (cz.T @ scipy.sparse.linalg.spsolve(gram, residual)).reshape(model.nbodies, 3)
+        resp, coef, _ = _filtered_multipliers(model, cz, residual)
+        step = resp @ coef
+        size = np.abs(step).max()
+        if (np.abs(residual).max() <= tol and size <= tol) or not size < 0.5 * last_step:
+            break
+        last_step = size
+        z -= step.reshape(model.nbodies, 3)
     _, cz, rate, _ = constraints(model, z, zd, t, drivers)
     if rate.size:
-        gram = (cz @ cz.T).tocsc()
-        zd -= (cz.T @ scipy.sparse.linalg.spsolve(gram, rate)).reshape(model.nbodies, 3)
+        resp, coef, _ = _filtered_multipliers(model, cz, rate)
+        zd -= (resp @ coef).reshape(model.nbodies, 3)
     return z, zd
 
 
@@ -521,7 +613,7 @@ def _checked_driver(name, evaluate):
 
 
 def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t0=0.0, dt=None, t_eval=None,
-             tau=None, drivers=None, events=None, alpha=0.0, beta=0.0, stabilization="baumgarte", solver="sparse",
+             tau=None, drivers=None, events=None, alpha=0.0, beta=0.0, stabilization="baumgarte", solver=None,
              max_steps=10_000_000, max_wall_time=None):
     """Integrate the augmented equations from joint coordinates (q0, qd0); see ``rm.simulate(formulation=...)``.
 
@@ -532,9 +624,11 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     ``rm.simulate``: each a rheonomic constraint q_k(z) = f(t) (its multiplier is minus its joint force).
     ``events`` as ``rm.simulate`` (adaptive methods: located on the dense output by brentq). ``stabilization``:
     "baumgarte" (alpha, beta; 0, 0 is none), "projection" (onto C = 0 and C' = 0 after every accepted step) or
-    "none". Returns a SimulationResult with q, qd recovered from z, zd, plus ``z``, ``zd`` and
-    ``constraint_drift`` (max |C| at each sample). A user function that fails, ``max_steps``, ``max_wall_time``
-    and Ctrl-C stop the run as in ``rm.simulate``, keeping the samples so far.
+    "none". ``solver`` as ``forward_dynamics``; default "filtered" for a model with loops and at most
+    ``DENSE_ROWS`` constraint rows (it passes singular positions and redundant loops), else "sparse". Returns a
+    SimulationResult with q, qd recovered from z, zd, plus ``z``, ``zd`` and ``constraint_drift`` (max |C| at each
+    sample). A user function that fails, ``max_steps``, ``max_wall_time`` and Ctrl-C stop the run as in
+    ``rm.simulate``, keeping the samples so far.
     """
     from scipy import integrate  # noqa: PLC0415
 
@@ -562,6 +656,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     from .integrate import _Events, _Inputs  # noqa: PLC0415  (drivers and events are specified as there)
 
     workspace(model)  # compiles the model
+    if solver is None:  # the regularised solve through rank drops, where it is affordable
+        solver = "filtered" if model.nconstraints and _row_starts(model)[-1] + model.nconstraints <= DENSE_ROWS \
+            else "sparse"
     t0, t_end = check_time_span(t0, t_end)
     if method == "rk4":
         if not (float(dt) > 0.0 and np.isfinite(float(dt))):
@@ -579,6 +676,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         raise ValueError("events need an adaptive method with dense output (dopri5, dop853 or scipy:NAME)")
     z0, zd0 = absolute_from_joint(model, q0, qd0)
     n = model.nbodies
+    _warn_redundant(model, z0, zd0, t0, driven)
     evaluations = [0]
 
     def fun(t, y):

@@ -313,6 +313,8 @@ class _Inputs:
 
 def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, projection_tol=1e-12):
     """The tuple of arrays ``integrators.system_rhs`` reads (field list in that module)."""
+    from .loops import FILTER_RCOND, POSITION_RCOND  # noqa: PLC0415  (loops imports dynamics, as this module does)
+
     ws = workspace(model)
     nq, nb = model.nq, model.nbodies
     free = np.setdiff1d(np.arange(nq), inputs.driven_coords).astype(np.int64)
@@ -322,7 +324,8 @@ def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, proje
     loops = (model.loop_int, model.loop_real, np.zeros((nb, 3)), np.zeros(m), np.zeros(m), np.zeros((m, nq)),
              np.zeros(m), np.zeros((m, 6)), np.zeros((m, nq)), np.zeros((m, nq if inputs.drivers else 0)),
              np.zeros(nq), stab, np.zeros(m), np.zeros(1, dtype=np.int64), np.zeros((m, free.size)),
-             np.array([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0]))
+             np.array([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0, POSITION_RCOND,
+                       FILTER_RCOND]))
     return (model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real, free,
             inputs.driven_coords, inputs.driven, inputs.tau_const,
             np.array([inputs.tau_offset, inputs.driver_offset], dtype=np.int64), np.zeros(inputs.size),
@@ -1053,7 +1056,7 @@ def _consistent_start(model, inputs, q0, qd0, t0):
     rank = np.linalg.matrix_rank(constraints(model, q0)[2][:, free], tol=None)
     if rank < model.nconstraints:  # the run solves them by least squares, as loop_dynamics does
         warnings.warn(f"the loop equations are redundant at q0: rank {rank} of {model.nconstraints}; the "
-                      "multipliers are the minimum-norm ones", RedundantConstraintWarning, stacklevel=4)
+                      "multipliers are the minimum-norm ones", RedundantConstraintWarning, stacklevel=3)
     return q0, qd0
 
 
@@ -1117,11 +1120,11 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
         interrupt.t = t_fail
         raise interrupt
     if status != L.STATUS_OK:
-        _raise_failure(model, method, status, t_fail, result, max_steps, control, inputs, events)
+        _raise_failure(model, method, status, t_fail, result, max_steps, control, inputs, events, system)
     return result
 
 
-def _raise_failure(model, method, status, t_fail, result, max_steps, control, inputs, events):
+def _raise_failure(model, method, status, t_fail, result, max_steps, control, inputs, events, system):
     """The SimulationError (or the user's own BaseException) of a run that ended with ``status``."""
     kind, index = L.decode_status(status)
     cause = None
@@ -1159,6 +1162,9 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
         }
         if kind in reasons:
             reason = reasons[kind]
+        elif kind == L.STATUS_LOOPS_OPEN:
+            reason = (f"after the step to this time the projection cannot close loop {model.loop_names[index]!r}: "
+                      "no configuration of the free coordinates closes it")
         else:
             try:
                 raise_status(model, status)
@@ -1166,6 +1172,12 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
                 reason = str(err)
             else:  # pragma: no cover - raise_status always raises
                 reason = f"status {status}"
+    if model.nloops and kind in (L.STATUS_STEP_UNDERFLOW, L.STATUS_LOOPS_OPEN):
+        from .loops import lock_diagnosis  # noqa: PLC0415  (a driven mechanism in a dead point)
+
+        lock = lock_diagnosis(model, result.q[-1], system[5])
+        if lock is not None:
+            reason = f"{lock} at t = {result.t[-1]:.9g} s; {reason}"
     raise SimulationError(f"{method} failed at t = {t_fail:.9g} s: {reason}; "
                           f"{result.t.size} samples up to t = {result.t[-1]:.9g} s are kept in .result",
                           t_fail, result) from cause

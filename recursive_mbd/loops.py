@@ -21,8 +21,19 @@ from ._kernels import loops as kernels
 from .dynamics import as_vector, loaded_state, mass_matrix, raise_status, workspace
 from .errors import ModelError, StateError
 
-# relative singular-value cut-off of the multiplier solve: below it a loop equation counts as redundant
+# relative singular-value cut-off of dense least-squares solves on J-sized matrices (the KKT check, analyses)
 RCOND = 1e-10
+# relative cut-off mu / max(s) of the regularised multiplier solves (``_kernels.loops.filtered_solve``) on the
+# eigenvalues s of J M^-1 J^T: below it a direction of the loop equations counts as redundant (or singular).
+# Chosen on the parallelogram through its change points (tests/test_singular.py): 1e-10 .. 1e-14 let round-off
+# in the position (an error eps / sigma_min(J)^2 in the branch tangent) and in the multipliers reach the
+# velocities near the change point (crank rates split by 1e-6 .. 1e-2 rad/s), 1e-8 keeps them below 4e-7;
+# directions with s >> mu are solved to a relative (mu / s)^2.
+FILTER_RCOND = 1e-8
+# the same for the position steps of the projection: phi is known to round-off, so the branch is closed down to
+# 1e-6 of the largest singular value of J (1e-8 left position errors of 2e-9 near the change points of a row of
+# parallelograms); the velocity step keeps FILTER_RCOND, where the tangent, eps / sigma_min(J)^2, is reliable
+POSITION_RCOND = 1e-12
 
 LoopSolution = namedtuple("LoopSolution", "qdd multipliers forces rank")
 LoopSolution.__doc__ = """Constrained forward dynamics of a model with loops.
@@ -64,6 +75,9 @@ def _raise(model, status):
     if kind == L.STATUS_LOOP_DEGENERATE:
         raise StateError(f"loop {model.loop_names[index]!r} (index {index}): the two points of the distance loop "
                          "coincide, so its direction is undefined")
+    if kind == L.STATUS_NONFINITE_STATE:
+        raise StateError("the multiplier solve of the loops overflowed: J M^-1 J^T or its right-hand side is not "
+                         "finite at this state (q, qd or tau too large)")
     raise_status(model, status)
 
 
@@ -123,7 +137,7 @@ def loop_dynamics(model, q, qd, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method=
         status = kernels.constrained_dynamics(
             model.body_int, model.body_real, model.gravity, model.loop_int, model.loop_real, q, qd, tau, wrench,
             ws.no_driven, ws.ws, ws.com, lw.acc, qdd, ws.no_drive, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
-            lw.resp, lw.no_resp_drive, ws.zeros, lw.stab, RCOND, lw.lam, lw.info)
+            lw.resp, lw.no_resp_drive, ws.zeros, lw.stab, FILTER_RCOND, lw.lam, lw.info)
         if status:
             _raise(model, status)
         lam, rank = lw.lam.copy(), int(lw.info[0])
@@ -143,23 +157,80 @@ def loop_dynamics(model, q, qd, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method=
     return LoopSolution(qdd, lam, forces_from_multipliers(model, lam, lw.weights), rank)
 
 
-def project(model, q, qd, *, free=None, tol=1e-12, max_iter=20):
-    """The state nearest (q, qd) that closes every loop: (q, qd) copies, and max |phi| reached.
+def _held_joints(model, free):
+    """The per-body mask of joints held still by a projection that may change only the coordinates ``free``."""
+    if free is None:
+        return np.zeros(0, dtype=np.uint8)
+    values = np.asarray(free)
+    if values.ndim != 1 or not (values.size == 0 or np.issubdtype(values.dtype, np.integer)):
+        raise TypeError(f"free must be a 1-D sequence of coordinate indices (integers), got {free!r}")
+    values = values.astype(np.int64)
+    bad = values[(values < 0) | (values >= model.nq)]
+    if bad.size:
+        raise StateError(f"free: coordinate index {int(bad[0])} out of range for nq = {model.nq}")
+    held = np.ones(model.nq, dtype=bool)
+    held[values] = False
+    mask = np.zeros(model.nbodies, dtype=np.uint8)
+    for k in np.flatnonzero(held):
+        body = int(np.searchsorted(model.joint_q_index, k, side="right") - 1)
+        while model.joint_ndof[body] == 0:  # fixed joints own no coordinate: step back to the joint that does
+            body -= 1
+        if model.joint_ndof[body] != 1:
+            raise ModelError(f"free: coordinate {k} belongs to the {model.joint_ndof[body]}-dof joint of body "
+                             f"{model.body_names[body]!r}; a projection can hold only 1-dof joints (leave all of "
+                             "its coordinates free)")
+        mask[body] = 1
+    return mask if mask.any() else np.zeros(0, dtype=np.uint8)
 
-    Positions by Gauss-Newton with minimum-norm steps, velocities by one minimum-norm correction, changing only
-    the coordinates in ``free`` (default all). Raises ModelError when the loops cannot be closed from here
-    (max |phi| stays above ``sqrt(tol)``).
+
+def project(model, q, qd, *, free=None, tol=1e-12, max_iter=20):
+    """The state nearest (q, qd) in the kinetic-energy metric that closes every loop: (q, qd) copies, and max
+    |phi| reached.
+
+    Mass-orthogonal projection (``_kernels.loops.project``, where its effect on the energy is derived):
+    positions by Gauss-Newton with the steps dq = -M^-1 J^T (J M^-1 J^T)^+ phi until the step and |phi| are
+    below ``tol``, velocities by one correction qd -= M^-1 J^T (J M^-1 J^T)^+ J qd, with a regularised
+    minimum-norm solve (redundant loops and singular positions are fine). Only the coordinates in ``free``
+    (default all) change; the others must be whole 1-dof joints, held as drivers hold them. Raises ModelError
+    when the loops cannot be closed from here (max |phi| stays above ``sqrt(tol)``).
     """
     ws, lw = loop_workspace(model)
     q = as_vector(model, q, "q").copy()
     qd = as_vector(model, qd, "qd").copy()
-    free = np.arange(model.nq) if free is None else np.asarray(free, dtype=np.int64)
-    status, worst = kernels.project(model.body_int, model.body_real, model.loop_int, model.loop_real, q, qd, free,
-                                    ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
-                                    np.zeros((model.nconstraints, free.shape[0])), tol, max_iter, RCOND)
+    tol = float(tol)
+    if not tol > 0.0:
+        raise ValueError(f"tol must be > 0, got {tol}")
+    driven = _held_joints(model, free)
+    resp_drive = np.zeros((model.nconstraints, model.nq if driven.size else 0))
+    status, worst = kernels.project(model.body_int, model.body_real, model.loop_int, model.loop_real, q, qd,
+                                    driven, ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
+                                    lw.resp, resp_drive, ws.zeros, np.zeros(2), tol, int(max_iter),
+                                    POSITION_RCOND, FILTER_RCOND, np.sqrt(tol))
+    kind, index = L.decode_status(status)
+    if kind == L.STATUS_LOOPS_OPEN:
+        raise ModelError(f"the loops cannot be closed near this state: loop {model.loop_names[index]!r} stays open, "
+                         f"max |phi| = {worst:.3g} after {max_iter} Gauss-Newton steps")
     if status:
         _raise(model, status)
-    if not worst <= np.sqrt(tol):
-        raise ModelError(f"the loops cannot be closed near this state: max |phi| = {worst:.3g} after {max_iter} "
-                         "Gauss-Newton steps")
     return q, qd, worst
+
+
+def lock_diagnosis(model, q, free=None, threshold=1e-3):
+    """Why a driven mechanism cannot move on at q, or None: a sentence naming the loop whose equations lose rank
+    on the free coordinates (the drivers push the mechanism into a dead point, where J_f, the loop Jacobian
+    restricted to the coordinates the drivers leave free, is singular: its smallest singular value is below
+    ``threshold`` times its largest)."""
+    _, _, jac, _ = constraints(model, q)
+    jac = jac if free is None else jac[:, np.asarray(free, dtype=np.int64)]
+    if jac.size == 0:
+        return None
+    left, values, _ = np.linalg.svd(jac)
+    rank_needed = min(jac.shape)
+    smallest = values[rank_needed - 1] if values.size >= rank_needed else 0.0
+    if not smallest < threshold * values[0]:
+        return None
+    row = int(np.argmax(np.abs(left[:, rank_needed - 1])))
+    lp = int(np.searchsorted(model.loop_rows, row, side="right") - 1)
+    return (f"the mechanism locks: loop {model.loop_names[lp]!r} (index {lp}) and the drivers leave no motion, the "
+            f"loop Jacobian on the free coordinates is singular there (smallest singular value {smallest:.3g} of "
+            f"{values[0]:.3g})")

@@ -44,7 +44,8 @@ njit = numba.njit(cache=True, error_model="numpy")  # IEEE division: failures ar
 #   9 offsets (2,) = (tau slot or -1, first driver slot), 10 u, 11 q, 12 qd, 13 tau, 14 ws, 15 com, 16 wrench,
 #   17 jforce, 18 element_energy (3,), 19 per_element, 20 qdd, 21 drive,
 #   22 loops: (loop_int, loop_real, acc, phi, phid, jac, gamma, weights, resp, resp_drive, zeros, stab, lam, info,
-#      jac_free, projection (3,) = (on, tol, max_iter)); loop_int has no rows for a tree
+#      jac_free (unused), settings (5,) = (project: on, tol, max_iter, its rcond; rcond of the dynamics' multiplier
+#      solve)); loop_int has no rows for a tree
 
 
 # Callbacks (inputs, events, monitor) are C callbacks of this one signature, so the time loops see them as a
@@ -106,7 +107,9 @@ def _load_state(inputs, key, system, t, y):
 
 @njit
 def project_state(inputs, key, system, t, y):
-    """Project the free coordinates and rates in y onto the loop constraints (``loops.project``), in place."""
+    """Project the free coordinates and rates in y onto the loop constraints (``loops.project``: mass-orthogonal,
+    driven joints held), in place. A gap above 1e3 times the projection tolerance left is STATUS_LOOPS_OPEN: no
+    closed configuration is near (a driven mechanism pushed past its lock)."""
     loops = system[22]
     free = system[5]
     q = system[11]
@@ -115,9 +118,10 @@ def project_state(inputs, key, system, t, y):
     if status != STATUS_OK:
         return status
     settings = loops[15]
-    status, _ = project(system[0], system[1], loops[0], loops[1], q, qd, free, system[14], system[15], loops[2],
-                        loops[3], loops[4], loops[5], loops[6], loops[7], loops[14], settings[1], int(settings[2]),
-                        1e-10)
+    status, _ = project(system[0], system[1], loops[0], loops[1], q, qd, system[7], system[14], system[15],
+                        loops[2], loops[3], loops[4], loops[5], loops[6], loops[7], loops[8], loops[9], loops[10],
+                        loops[11][2:4], settings[1], int(settings[2]), settings[3],
+                        settings[4], 1e3 * settings[1])
     nf = free.shape[0]
     for j in range(nf):
         y[j] = q[free[j]]
@@ -160,7 +164,7 @@ def system_rhs(inputs, key, system, t, y, dy):
         status = constrained_dynamics(body_int, system[1], system[2], loops[0], loops[1], q, qd, tau, system[16],
                                       system[7], system[14], system[15], loops[2], qdd, drive, loops[3], loops[4],
                                       loops[5], loops[6], loops[7], loops[8], loops[9], loops[10], loops[11],
-                                      1e-10, loops[12], loops[13])
+                                      loops[15][4], loops[12], loops[13])
     else:
         status = forward_dynamics(body_int, system[1], system[2], q, qd, tau, system[16], system[7], system[14],
                                   qdd, drive)

@@ -83,6 +83,7 @@ STATUS_TIME_LIMIT = 13  # the run reached its wall-clock limit (max_wall_time)
 INPUT_RAISED = 0  # a Python function raised (or returned a non-finite value or the wrong shape)
 INPUT_NONFINITE = 1  # a compiled function returned a non-finite value
 INPUT_SHAPE = 2  # a compiled function returned the wrong number of values
+STATUS_LOOPS_OPEN = 14  # a projection could not close the loops (e.g. driven past a lock); index = loop
 
 
 def decode_status(status):

@@ -43,6 +43,8 @@ from .layout import (
     RX,
     SN,
     STATUS_LOOP_DEGENERATE,
+    STATUS_LOOPS_OPEN,
+    STATUS_NONFINITE_STATE,
     STATUS_OK,
     TH,
 )
@@ -192,15 +194,93 @@ def loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, a
 
 
 @njit
+def constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity):
+    """resp[r] = M^-1 J_r^T (m, nq): the joint accelerations that a unit multiplier of row r alone produces (no
+    gravity, no velocity), by m recursive passes; driven joints (``driven``) are held (their entries stay zero,
+    resp_drive[r] the force holding them), so resp[r] = M_ff^-1 J_r,f^T on the free coordinates. Returns the
+    status."""
+    has_drivers = driven.shape[0] > 0
+    for r in range(jac.shape[0]):
+        if has_drivers:  # the responses hold the driven joints still: their accelerations are prescribed
+            for i in range(body_int.shape[0]):
+                if driven[i]:
+                    resp[r, body_int[i, QIDX]] = 0.0
+        status = forward_dynamics(body_int, body_real, no_gravity, q, zeros, jac[r], resp[:0],
+                                  driven, ws, resp[r], resp_drive[r] if has_drivers else resp_drive[0, :0])
+        if status != STATUS_OK:
+            return status
+    return STATUS_OK
+
+
+@njit
+def gram_matrix(jac, resp, gram):
+    """gram = J M^-1 J^T (m, m) from the responses, symmetrised (it is symmetric positive semi-definite)."""
+    m = jac.shape[0]
+    for r in range(m):
+        for s in range(r + 1):
+            g = 0.0
+            for k in range(jac.shape[1]):
+                g += jac[r, k] * resp[s, k] + jac[s, k] * resp[r, k]
+            gram[r, s] = 0.5 * g
+            gram[s, r] = 0.5 * g
+
+
+@njit
+def filtered_solve(gram, rhs, rcond, out):
+    """out = f(G) rhs for the symmetric positive semi-definite G = J M^-1 J^T: a regularised minimum-norm solve.
+
+    With G = U diag(s) U^T, f(s) = s / (s^2 + mu^2) and mu = rcond * max(s): directions with s >> mu are solved
+    exactly (relative error (mu / s)^2), those with s << mu are dropped smoothly, and every component of out is
+    bounded by |rhs| / (2 mu). f(G) is a smooth (analytic) function of G, so the solution is a smooth function of
+    the state: no rank decision that a Runge-Kutta step could see flip between its stages (a hard singular-value
+    cut-off does, and then the step's error estimate is meaningless near a singular position). Returns the
+    number of s > mu, the numerical rank of G, or -1 (out left NaN) when G or rhs is not finite (an overflow).
+    """
+    m = rhs.shape[0]
+    finite = True
+    for r in range(m):
+        out[r] = 0.0
+        finite = finite and math.isfinite(rhs[r])
+        for k in range(m):
+            finite = finite and math.isfinite(gram[r, k])
+    if not finite:
+        out[:] = np.nan
+        return -1
+    if m == 0:
+        return 0
+    values, vectors = np.linalg.eigh(gram)
+    top = 0.0
+    for r in range(m):
+        top = max(top, values[r])
+    if not top > 0.0:  # no constraint acts at all (J = 0)
+        return 0
+    mu = rcond * top
+    rank = 0
+    for r in range(m):
+        s = values[r]
+        if s > mu:
+            rank += 1
+        if not s > 0.0:  # round-off below zero: a null direction
+            continue
+        proj = 0.0
+        for k in range(m):
+            proj += vectors[k, r] * rhs[k]
+        proj *= s / (s * s + mu * mu)
+        for k in range(m):
+            out[k] += proj * vectors[k, r]
+    return rank
+
+
+@njit
 def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, tau, wrench, driven, ws, com,
                          acc, qdd, drive, phi, phid, jac, gamma, weights, resp, resp_drive, zeros, stab, rcond,
                          lam, info):
     """Constrained forward dynamics (module docstring): qdd, drive (with driven joints), multipliers lam (m,).
 
     resp (m, nq) and resp_drive (m, nq or 0) are scratch for the responses; zeros (nq,) a zero vector; stab =
-    (alpha, beta, 0-gravity x, 0-gravity y) with entries 2, 3 zero; rcond the relative singular-value cut-off of
-    the multiplier solve. info[0] returns the rank of J M^-1 J^T (< m: redundant or singular loops). Returns the
-    status.
+    (alpha, beta, 0-gravity x, 0-gravity y) with entries 2, 3 zero; rcond the relative cut-off of the regularised
+    multiplier solve (``filtered_solve``). info[0] returns the numerical rank of J M^-1 J^T (< m: redundant or
+    singular loops). Returns the status.
     """
     status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
                               gamma, weights)
@@ -209,19 +289,12 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, q
     status = forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, ws, qdd, drive)
     if status != STATUS_OK:
         return status
+    status = constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, stab[2:4])
+    if status != STATUS_OK:
+        return status
     m = phi.shape[0]
     nq = q.shape[0]
     has_drivers = driven.shape[0] > 0
-    no_gravity = stab[2:4]
-    for r in range(m):
-        if has_drivers:  # responses hold the driven joints still: their accelerations are prescribed
-            for i in range(body_int.shape[0]):
-                if driven[i]:
-                    resp[r, body_int[i, QIDX]] = 0.0
-        status = forward_dynamics(body_int, body_real, no_gravity, q, zeros, jac[r], wrench[:0], driven, ws,
-                                  resp[r], resp_drive[r] if has_drivers else resp_drive[0, :0])
-        if status != STATUS_OK:
-            return status
     gram = np.empty((m, m))
     rhs = np.empty(m)
     alpha = stab[0]
@@ -231,33 +304,48 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, q
         for k in range(nq):
             acc_r += jac[r, k] * qdd[k]
         rhs[r] = acc_r - (gamma[r] - 2.0 * alpha * phid[r] - beta * beta * phi[r])
-        for s in range(m):
-            g = 0.0
-            for k in range(nq):
-                g += jac[r, k] * resp[s, k]
-            gram[r, s] = g
-    solution, _, rank, _ = np.linalg.lstsq(gram, rhs, rcond)
-    info[0] = rank
+    gram_matrix(jac, resp, gram)
+    info[0] = filtered_solve(gram, rhs, rcond, lam)
+    if info[0] < 0:
+        return STATUS_NONFINITE_STATE
     for r in range(m):
-        lam[r] = solution[r]
         for k in range(nq):
-            qdd[k] -= solution[r] * resp[r, k]
+            qdd[k] -= lam[r] * resp[r, k]
         if has_drivers:
             for k in range(nq):
-                drive[k] -= solution[r] * resp_drive[r, k]
+                drive[k] -= lam[r] * resp_drive[r, k]
     return STATUS_OK
 
 
 @njit
-def project(body_int, body_real, loop_int, loop_real, q, qd, free, ws, com, acc, phi, phid, jac, gamma, weights,
-            jac_free, tol, max_iter, rcond):
-    """Project q, then qd, onto the loop constraints, changing only the coordinates in ``free``.
+def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, acc, phi, phid, jac, gamma, weights,
+            resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position, rcond, gap_tol):
+    """Mass-orthogonal projection of q, then qd, onto the loop constraints; driven joints (``driven``) stay put.
 
-    Positions: Gauss-Newton with minimum-norm steps dq = -J_f^+ phi until max |phi| <= tol, or it stops
-    decreasing; velocities: qd_f -= J_f^+ (J qd), exact in one step. Returns (status, max |phi| at the end).
+    Positions: Gauss-Newton with the steps dq = -Y f(G) phi, Y = M^-1 J^T (``constraint_responses``), G = J Y
+    (``filtered_solve``): the smallest step in the kinetic-energy metric dq^T M dq that closes the linearised
+    loops. It stops when the step has reached max |dq| <= tol and max |phi| <= tol, or stops shrinking (round-off).
+    The step, not |phi|, measures the distance to the constraint manifold: near a singular position (a loop
+    Jacobian losing rank) |phi| <= tol still allows a distance |phi| / sigma_min(J) to the branch, and with it
+    velocities off the branch's tangent by that over the distance to the singular point.
+    Velocities: qd -= Y f(G) (J qd), exact in one step. ``rcond_position`` and ``rcond`` are the cut-offs of
+    ``filtered_solve`` for the position and the velocity steps. Returns (status, max |phi| at the end); the status is
+    STATUS_LOOPS_OPEN (index: the loop with the largest gap) when max |phi| stays above ``gap_tol``.
+
+    Why M-orthogonal (energy): write qd = v + w with J v = 0 and w = Y c in the range of M^-1 J^T. Then
+    v^T M w = (J v)^T c = 0, so the projected velocity v has T(v) = T(qd) - w^T M w / 2: the kinetic energy
+    changes only at second order in the velocity drift J qd (w^T M w = (J qd)^T G^+ (J qd)), and v is the
+    admissible velocity nearest to qd in the kinetic-energy norm. A Euclidean (minimum-norm) correction is not
+    M-orthogonal to the admissible velocities: it changes T at first order in the drift, qd^T M dqd != 0. The
+    position step moves along M^-1 J^T, the directions of the constraint forces, in which the exact motion has no
+    velocity component; its effect on the energy is first order in phi, which is the integrator's local error.
     """
     m = phi.shape[0]
+    nq = q.shape[0]
+    coef = np.empty(m)
+    gram = np.empty((m, m))
     worst = np.inf
+    last_step = np.inf
     for _ in range(max_iter + 1):
         status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
                                   gamma, weights)
@@ -266,22 +354,52 @@ def project(body_int, body_real, loop_int, loop_real, q, qd, free, ws, com, acc,
         size = 0.0
         for r in range(m):
             size = max(size, abs(phi[r]))
-        if not size < 0.5 * worst:  # round-off reached (or no progress): keep the last iterate
-            break
         worst = size
-        if size <= tol:
+        if size == 0.0:
             break
-        _min_norm_correction(jac, free, jac_free, phi, rcond, q)
-    _min_norm_correction(jac, free, jac_free, phid, rcond, qd)
+        status = constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros,
+                                      no_gravity)
+        if status != STATUS_OK:
+            return status, worst
+        gram_matrix(jac, resp, gram)
+        if filtered_solve(gram, phi, rcond_position, coef) < 0:
+            return STATUS_NONFINITE_STATE, worst
+        step = 0.0
+        for k in range(nq):
+            dq = 0.0
+            for r in range(m):
+                dq += resp[r, k] * coef[r]
+            step = max(step, abs(dq))
+        if size <= tol and step <= tol:
+            break
+        if not step < 0.5 * last_step:  # round-off reached (or no progress): keep the last iterate
+            break
+        last_step = step
+        for k in range(nq):
+            for r in range(m):
+                q[k] -= resp[r, k] * coef[r]
+    status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
+                              gamma, weights)
+    if status != STATUS_OK:
+        return status, worst
+    worst = 0.0
+    worst_row = 0
+    for r in range(m):
+        if abs(phi[r]) > worst:
+            worst = abs(phi[r])
+            worst_row = r
+    if not worst <= gap_tol:  # no closed configuration near: the loop with the largest gap
+        lp = 0
+        while lp + 1 < loop_int.shape[0] and loop_int[lp + 1, LROW] <= worst_row:
+            lp += 1
+        return STATUS_LOOPS_OPEN | (lp << 4), worst
+    status = constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity)
+    if status != STATUS_OK:
+        return status, worst
+    gram_matrix(jac, resp, gram)
+    if filtered_solve(gram, phid, rcond, coef) < 0:
+        return STATUS_NONFINITE_STATE, worst
+    for k in range(nq):
+        for r in range(m):
+            qd[k] -= resp[r, k] * coef[r]
     return STATUS_OK, worst
-
-
-@njit
-def _min_norm_correction(jac, free, jac_free, residual, rcond, x):
-    """x[free] -= J_f^+ residual, the minimum-norm least-squares step on the free columns of J."""
-    for r in range(jac.shape[0]):
-        for j in range(free.shape[0]):
-            jac_free[r, j] = jac[r, free[j]]
-    step = np.linalg.lstsq(jac_free, residual, rcond)[0]
-    for j in range(free.shape[0]):
-        x[free[j]] -= step[j]

@@ -1,0 +1,147 @@
+"""Mechanisms through singular positions (issue 12, item 1): parallelograms through their change points in both
+formulations, driven kinematics through a change point, a driven triple-rocker into its lock, and one warning
+about redundant loops. References are closed forms: a parallelogram's motion keeps every crank at one angle and
+one rate and its energy E = 5/6 w^2 + 2 g sin(theta) constant."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import recursive_mbd as rm
+from recursive_mbd.models import _rod
+
+G = 9.81
+
+
+def parallelograms(n):
+    """n parallelograms in a row: n + 1 cranks (1 m, 1 kg rods) hinged to the ground 1 m apart, n couplers (the
+    same rods) each hinged to the tip of crank k and closed by a revolute loop at the tip of crank k + 1. Cranks
+    vertical at t = 0, crank tips at 1 m/s. q = (crank angles, coupler angles relative to their crank)."""
+    model = rm.Model(gravity=(0.0, -G))
+    for k in range(n + 1):
+        _rod(model, "ground", (float(k), 0.0), 1.0, 1.0, f"crank{k}")
+    for k in range(n):
+        _rod(model, f"crank{k}", (0.5, 0.0), 1.0, 1.0, f"coupler{k}")
+        model.add_loop("revolute", f"coupler{k}", (0.5, 0.0), f"crank{k + 1}", (0.5, 0.0), name=f"tip{k + 1}")
+    q0 = np.r_[np.full(n + 1, np.pi / 2), np.full(n, -np.pi / 2)]
+    qd0 = np.r_[np.ones(n + 1), -np.ones(n)]
+    return model, q0, qd0
+
+
+def check_parallelogram_run(res, n, rate_tol=1e-6):
+    """Energy within 1e-6 relative and every crank at the first crank's angle and rate, at every sample."""
+    kinetic, potential = res.energy()
+    total = kinetic + potential
+    exact = (n + 1) / 3 * 0.5 + n * 0.5 + (3 * n + 1) * 0.5 * G  # E(0): w = 1, theta = pi/2
+    assert total[0] == pytest.approx(exact, rel=1e-12)
+    assert np.abs(total / total[0] - 1.0).max() < 1e-6
+    cranks = slice(0, n + 1)
+    assert np.abs(res.qd[:, cranks] - res.qd[:, :1]).max() < rate_tol
+    assert np.abs(res.q[:, cranks] - res.q[:, :1]).max() < 1e-7
+    assert res.constraint_drift.max() < 1e-9
+    assert abs(res.q[-1, 0] - np.pi / 2) > 2 * np.pi  # it went round: through the change points, many times
+
+
+@pytest.mark.parametrize("method", ["dopri5", "dop853"])
+@pytest.mark.parametrize("tol", [1e-8, 1e-9, 1e-10, 1e-11, 1e-12])
+def test_parallelogram_through_change_points_recursive(method, tol):
+    model, q0, qd0 = parallelograms(1)
+    res = rm.simulate(model, q0, qd0, 20.0, method=method, rtol=tol, atol=tol)
+    check_parallelogram_run(res, 1)
+
+
+@pytest.mark.parametrize(("method", "tol"), [("dopri5", 1e-8), ("dop853", 1e-10), ("dop853", 1e-12)])
+def test_five_parallelograms_through_change_points(method, tol):
+    """Energy holds to 1e-6; the crank rates split by up to 6e-5 rad/s at samples within ~1e-4 rad of a change
+    point (round-off in the branch tangent there), so this row is held to 1e-4 rad/s, not 1e-6."""
+    model, q0, qd0 = parallelograms(5)
+    res = rm.simulate(model, q0, qd0, 20.0, method=method, rtol=tol, atol=tol)
+    check_parallelogram_run(res, 5, rate_tol=1e-4)
+
+
+@pytest.mark.parametrize(("method", "tol", "t_end"), [("dop853", 1e-8, 20.0), ("dopri5", 1e-10, 2.5),
+                                                       ("dop853", 1e-12, 2.5)])
+def test_parallelogram_through_change_points_augmented(method, tol, t_end):
+    """The absolute-coordinate route with projection (it raised at the first collinear passage, t = 0.708 s)."""
+    model, q0, qd0 = parallelograms(1)
+    res = rm.simulate(model, q0, qd0, t_end, method=method, rtol=tol, atol=tol, formulation="augmented",
+                      stabilization="projection")
+    assert res.t[-1] == t_end
+    kinetic, potential = res.energy()
+    total = kinetic + potential
+    assert np.abs(total / total[0] - 1.0).max() < 1e-6
+    assert np.abs(res.qd[:, 1] - res.qd[:, 0]).max() < 1e-6
+    assert np.abs(res.q[:, 1] - res.q[:, 0]).max() < 1e-7
+    assert abs(res.q[-1, 0] - np.pi / 2) > np.pi  # past the first change points (theta = pi at t = 0.708 s)
+
+
+def test_mass_orthogonal_velocity_projection_keeps_the_admissible_part():
+    """loops.project removes exactly the M-orthogonal complement of the admissible velocities: the projected qd
+    is the admissible one of least kinetic-energy distance, so T drops by the energy of the removed part."""
+    model, q0, _ = parallelograms(1)
+    q = q0 + np.array([0.3, 0.3, -0.3])  # on the parallelogram branch, away from the change points
+    drift = np.array([0.2, -0.1, 0.05])
+    admissible = np.array([1.0, 1.0, -1.0])
+    _, qd, _ = rm.loops.project(model, q, admissible + drift)
+    mass = rm.mass_matrix(model, q)
+    # qd = c * admissible, and (qd - (admissible + drift)) is M-orthogonal to the admissible direction
+    c = (admissible @ mass @ (admissible + drift)) / (admissible @ mass @ admissible)
+    np.testing.assert_allclose(qd, c * admissible, rtol=1e-12, atol=1e-14)
+
+
+def test_kinematic_analysis_through_the_change_point():
+    """Crank 0 driven at -pi/2 rad/s from vertical through the collinear change point (t = 1) to vertical down:
+    the parallelogram branch throughout, with the closed-form driving torque 2 g cos(theta) (theta'' = 0)."""
+    model, q0, _ = parallelograms(1)
+    times = np.linspace(0.0, 2.0, 41)  # t = 1 is the change point itself
+    rate = -np.pi / 2
+    drive = (lambda t: np.pi / 2 + rate * t, lambda t: rate, lambda t: 0.0)
+    res = rm.kinematic_analysis(model, {"crank0": drive}, times, q_guess=q0)
+    theta = np.pi / 2 + rate * times
+    np.testing.assert_allclose(res.q, np.column_stack((theta, theta, -theta)), atol=1e-9)
+    np.testing.assert_allclose(res.qd, np.tile([rate, rate, -rate], (times.size, 1)), atol=1e-9)
+    np.testing.assert_allclose(res.qdd, 0.0, atol=1e-8)
+    np.testing.assert_allclose(res.driving_forces[:, 0], 2 * G * np.cos(theta), atol=1e-7)
+
+
+@pytest.mark.parametrize("method", ["dopri5", "dop853"])
+def test_triple_rocker_driven_into_its_lock(method):
+    """A non-Grashof four-bar (ground 2, input 1.5, coupler 1, rocker 1.2 m: 1 + 2 > 1.5 + 1.2) with its input
+    rocker driven at 1 rad/s from 1 rad: it locks when coupler and rocker stretch into a line, |B - D| = 2.2 m,
+    cos(theta_lock) = (1.5^2 + 2^2 - 2.2^2) / (2 1.5 2)."""
+    ground, crank, coupler, rocker = 2.0, 1.5, 1.0, 1.2
+    model, q0 = rm.models.four_bar(ground, crank, coupler, rocker, crank_angle=1.0)
+    t_lock = np.arccos((crank**2 + ground**2 - (coupler + rocker) ** 2) / (2 * crank * ground)) - 1.0
+    drive = (lambda t: 1.0 + t, lambda t: 1.0, lambda t: 0.0)
+    with pytest.raises(rm.SimulationError, match="locks: loop 'coupler-rocker'") as info:
+        rm.simulate(model, q0, np.zeros(3), 1.0, method=method, drivers={"crank": drive}, rtol=1e-10, atol=1e-10)
+    err = info.value
+    assert err.t == pytest.approx(t_lock, abs=1e-7)
+    assert err.result.t[-1] == pytest.approx(t_lock, abs=1e-7)
+    assert err.result.t.size > 10 and err.result.constraint_drift.max() < 1e-9  # the samples up to the lock
+
+
+def test_redundant_loops_warn_once_in_both_formulations():
+    """Three parallel cranks on one coupler: 4 loop equations of rank 3. One warning per run, and the augmented
+    route (which raised: singular KKT) runs and follows the recursive one."""
+    model = rm.Model()
+    model.add_body("ground", "revolute", (0, 0), (0, 0.5), mass=1, inertia=0.1, name="crank1")
+    model.add_body("crank1", "revolute", (0, -0.5), (-1, 0), mass=2, inertia=0.5, name="coupler")
+    model.add_body("ground", "revolute", (1, 0), (0, 0.5), mass=1, inertia=0.1, name="crank2")
+    model.add_body("ground", "revolute", (2, 0), (0, 0.5), mass=1, inertia=0.1, name="crank3")
+    model.add_loop("revolute", "coupler", (0, 0), "crank2", (0, -0.5))
+    model.add_loop("revolute", "coupler", (1, 0), "crank3", (0, -0.5))
+    q = np.array([0.4, -0.4, 0.4, 0.4])
+    qd = np.array([1.0, -1.0, 1.0, 1.0])
+    runs = {}
+    for formulation in ("recursive", "augmented"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            runs[formulation] = rm.simulate(model, q, qd, 1.0, rtol=1e-10, atol=1e-12, formulation=formulation,
+                                            stabilization="projection", t_eval=[0.5, 1.0])
+        redundant = [w for w in caught if issubclass(w.category, rm.RedundantConstraintWarning)]
+        assert len(redundant) == 1, formulation
+        assert redundant[0].filename == __file__
+    np.testing.assert_allclose(runs["augmented"].q, runs["recursive"].q, atol=1e-8)
+    np.testing.assert_allclose(runs["augmented"].qd, runs["recursive"].qd, atol=1e-8)
