@@ -16,6 +16,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from . import _checks
 from ._kernels import layout as L
 from ._kernels import loops as kernels
 from .dynamics import as_vector, loaded_state, mass_matrix, raise_status, workspace
@@ -153,7 +154,10 @@ def project(model, q, qd, *, free=None, tol=1e-12, max_iter=20):
     ws, lw = loop_workspace(model)
     q = as_vector(model, q, "q").copy()
     qd = as_vector(model, qd, "qd").copy()
-    free = np.arange(model.nq) if free is None else np.asarray(free, dtype=np.int64)
+    # the kernel indexes q and J's columns with free: every entry must be in range (numba does not bounds-check)
+    free = np.arange(model.nq) if free is None else _checks.index_array(free, model.nq, "free")
+    tol = _checks.real(tol, "tol", low=0.0, strict=True)
+    max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
     status, worst = kernels.project(model.body_int, model.body_real, model.loop_int, model.loop_real, q, qd, free,
                                     ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
                                     np.zeros((model.nconstraints, free.shape[0])), tol, max_iter, RCOND)

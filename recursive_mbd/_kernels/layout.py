@@ -76,6 +76,9 @@ STATUS_MAX_STEPS = 7
 STATUS_NONFINITE_STATE = 8
 STATUS_NO_CONVERGENCE = 9  # an implicit step's iteration did not converge
 STATUS_EVENT = 10  # not a failure: a terminal event stopped the run
+# finite inputs gave a non-finite output (overflow, e.g. qd ~ 1e155 squared); index = the output entry. 15, the
+# last 4-bit code, so that codes added from 11 up do not collide with it
+STATUS_OVERFLOW = 15
 
 
 def decode_status(status):
