@@ -128,3 +128,19 @@ def check_finite_result(value, what, cause="the inputs are finite but too large:
         bad = [int(i) for i in bad]
         raise StateError(f"{what}{list(bad) if bad else ''} is not finite: {cause}")
     return value
+
+
+def run_options(*, rtol, atol, every, max_step, first_step, max_steps, alpha, beta, t_eval, midpoint_tol):
+    """The step-control options of ``simulate`` (both formulations) checked and converted, in that order.
+
+    rtol, atol, midpoint_tol: finite > 0; every, max_steps: integers >= 1 (below 2**62, so they fit the compiled
+    loop's int64); max_step: > 0, inf allowed; first_step: None or finite > 0; alpha, beta: finite [1/s];
+    t_eval: None or a 1-D array of finite times (its order and range are the caller's to check against t0,
+    t_end). Errors are TypeError (not a number) or StateError, naming the option.
+    """
+    return (real(rtol, "rtol", low=0.0, strict=True), real(atol, "atol", low=0.0, strict=True),
+            integer(every, "every", low=1), real(max_step, "max_step", low=0.0, strict=True, allow_inf=True),
+            real(first_step, "first_step", low=0.0, strict=True, allow_none=True),
+            integer(max_steps, "max_steps", low=1), real(alpha, "alpha"), real(beta, "beta"),
+            None if t_eval is None else finite_array(t_eval, "t_eval", (None,)),
+            real(midpoint_tol, "midpoint_tol", low=0.0, strict=True))

@@ -19,6 +19,7 @@ import numba
 import numpy as np
 from numba.core.registry import CPUDispatcher
 
+from . import _checks
 from ._kernels import integrators
 from ._kernels import layout as L
 from .dynamics import as_vector, element_inputs, energy, forward_kinematics, raise_status, workspace
@@ -587,6 +588,10 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         converge, or singular dynamics; its ``result`` holds the samples up to the last accepted step and ``t``
         the time of failure.
     """
+    rtol, atol, every, max_step, first_step, max_steps, alpha, beta, t_eval, midpoint_tol = _checks.run_options(
+        rtol=rtol, atol=atol, every=every, max_step=max_step, first_step=first_step, max_steps=max_steps,
+        alpha=alpha, beta=beta, t_eval=t_eval, midpoint_tol=midpoint_tol)
+    t0, t_end = _checks.real(t0, "t0"), _checks.real(t_end, "t_end")
     if formulation == "augmented":
         from . import augmented  # noqa: PLC0415
 
@@ -613,9 +618,6 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     t_end = float(t_end)
     if not (np.isfinite(t0) and np.isfinite(t_end) and t_end > t0):
         raise ValueError(f"need finite t0 < t_end, got t0 = {t0}, t_end = {t_end}")
-    every = int(every)
-    if every < 1:
-        raise ValueError(f"every must be >= 1, got {every}")
     fixed = method in FIXED_STEP
     if fixed and dt is None:
         raise ValueError(f"method {method!r} is fixed-step: give dt")
