@@ -175,6 +175,10 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
     if out is not None and not (out.__class__ is np.ndarray and out.dtype is _FLOAT and out.shape == (model._nq,)
                                 and out.flags.c_contiguous and out.flags.writeable):
         _checks.output_buffer(out, (model._nq,))  # raises, naming what is wrong with out
+    if method == "mass_matrix":  # the dense route has no kernel to find a NaN for it: refuse one here
+        for x, what in ((q, "q"), (qd, "qd"), (tau, "tau")):
+            if x is not None:
+                _checks.finite_array(as_vector(model, x, what), what)
     if model.loop_int.shape[0]:
         from .loops import loop_dynamics  # noqa: PLC0415  (loops builds on this module)
 
