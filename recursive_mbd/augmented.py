@@ -234,6 +234,8 @@ def constraints(model, z, zd, t=0.0, drivers=()):
         residual = np.concatenate((residual, q[coords] - values[:, 0]))
         rate = np.concatenate((rate, qd[coords] - values[:, 1]))
         gamma = np.concatenate((gamma, values[:, 2] - bias[coords]))
+    for value, what in ((residual, "C"), (cz.data, "C_z"), (rate, "C_dot"), (gamma, "gamma")):
+        _checks.check_finite_result(value, f"the augmented constraints: {what}")
     return residual, cz, rate, gamma
 
 
@@ -399,7 +401,7 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
     zd = _absolute(model, zd, "zd")
     t, alpha, beta = _options(t, alpha, beta)
     residual, cz, rate, gamma = constraints(model, z, zd, t, drivers)
-    rhs_c = gamma - 2.0 * alpha * rate - beta**2 * residual
+    rhs_c = gamma - 2.0 * alpha * rate - beta * beta * residual  # beta * beta: inf on overflow, caught below
     q_force = applied_forces(model, z, zd, tau, t, powers)
     m = residual.size
     kkt = scipy.sparse.bmat([[mass_matrix(model), cz.T], [cz, None]], format="csc")

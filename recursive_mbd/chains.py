@@ -50,6 +50,9 @@ def rod_chain(lengths, density=1.0, gravity=9.81):
     return model
 
 
+MAX_LINKS = 10**8  # a chain's arrays hold a few hundred bytes per link: beyond this no machine has the memory
+
+
 def _model_real(value, what):
     """A finite real number (TypeError naming ``what`` for a string or complex, ModelError for NaN or inf)."""
     try:
@@ -70,8 +73,8 @@ def _check_chain(n, length, mass, gravity):
     and > 0, gravity finite."""
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
         raise TypeError(f"n must be a positive integer, got {type(n).__name__} {n!r:.40}")
-    if n < 1:
-        raise ModelError(f"n must be a positive integer, got {n!r}")
+    if not 1 <= n <= MAX_LINKS:
+        raise ModelError(f"n must be an integer in [1, {MAX_LINKS}], got {n!r}")
     return int(n), _positive(length, "length"), _positive(mass, "mass"), _model_real(gravity, "gravity")
 
 

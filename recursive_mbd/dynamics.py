@@ -133,6 +133,9 @@ def element_forces(model, q, qd, t=0.0):
     q = as_vector(model, q, "q")
     qd = as_vector(model, qd, "qd")
     _element_loads(model, ws, q, qd, _checks.real(t, "t"))
+    for value, what in ((ws.wrench, "wrench"), (ws.jforce, "joint_forces"), (ws.per_element, "per_element"),
+                        (ws.element_energy, "(potential, dissipation, power)")):
+        _checks.check_finite_result(value, f"element_forces: {what}")
     return {"wrench": ws.wrench.copy(), "joint_forces": ws.jforce.copy(), "per_element": ws.per_element.copy(),
             "potential": float(ws.element_energy[0]), "dissipation": float(ws.element_energy[1]),
             "power": float(ws.element_energy[2])}
@@ -272,6 +275,7 @@ def energy(model, q, qd, *, t=0.0):
     if model.elem_int.shape[0]:
         _element_loads(model, ws, q, qd, _checks.real(t, "t"))
         potential += float(ws.element_energy[0])
+        _checks.check_finite_result(potential, "the potential energy (gravity and springs)")
     return kinetic, potential
 
 
