@@ -6,6 +6,7 @@ gravity terms. Shapes: q, qd, qdd, tau are (nq,) float arrays in joint order (``
 
 import numpy as np
 import scipy.linalg
+from numba.core.errors import TypingError
 
 from . import _checks
 from ._kernels import elements as element_kernels
@@ -38,6 +39,9 @@ class Workspace:
         self.no_wrench = np.zeros((0, 3))
         self.no_driven = np.zeros(0, dtype=np.uint8)
         self.no_drive = np.zeros(0)
+        # the last ``out`` that forward_dynamics checked (held, so numpy refuses to resize it in place; its size can
+        # then no longer change, and a change of its dimensions or flags makes numba refuse it, not overrun it)
+        self.checked_out = None
 
 
 def workspace(model):
@@ -175,9 +179,8 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
         ws = None
     if ws is None:
         ws = workspace(model)
-    if out is not None and not (out.__class__ is np.ndarray and out.dtype is _FLOAT and out.shape == (model._nq,)
-                                and out.flags.c_contiguous and out.flags.writeable):
-        _checks.output_buffer(out, (model._nq,))  # raises, naming what is wrong with out
+    if out is not None and out is not ws.checked_out:  # a new buffer: check it once (about 0.3 us), then remember it
+        ws.checked_out = _checks.output_buffer(out, (model._nq,))  # raises, naming what is wrong with out
     if method == "mass_matrix":  # the dense route has no kernel to find a NaN for it: refuse one here
         for x, what in ((q, "q"), (qd, "qd"), (tau, "tau")):
             if x is not None:
@@ -193,8 +196,15 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
     q, qd, tau, wrench = loaded_state(model, ws, q, qd, tau, t)
     if method == "recursive":
         qdd = np.empty(model._nq) if out is None else out
-        status = tree.forward_dynamics(model.body_int, model.body_real, model.gravity, q, qd, tau, wrench,
-                                       ws.no_driven, ws.ws, qdd, ws.no_drive)
+        try:
+            status = tree.forward_dynamics(model.body_int, model.body_real, model.gravity, q, qd, tau, wrench,
+                                           ws.no_driven, ws.ws, qdd, ws.no_drive)
+        except TypingError:  # out's dimensions or flags were changed in place after its check: say so
+            if out is None:
+                raise
+            ws.checked_out = None
+            _checks.output_buffer(out, (model._nq,))
+            raise
         if status:
             raise_status(model, status, output="qdd")
         return qdd

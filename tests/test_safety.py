@@ -96,6 +96,16 @@ def test_read_only_out_is_refused_and_a_good_out_is_filled_in_place(chain, four_
     buffer = np.zeros(3)
     assert rm.forward_dynamics(chain, q, qd, out=buffer) is buffer
     assert np.array_equal(buffer, rm.forward_dynamics(chain, q, qd))
+    # a checked buffer is remembered; changing it in place afterwards is still caught (resizing is refused)
+    with pytest.raises(ValueError, match="cannot resize"):
+        buffer.resize(1)
+    buffer.flags.writeable = False
+    with pytest.raises(rm.StateError, match="read-only"):
+        rm.forward_dynamics(chain, q, qd, out=buffer)
+    buffer.flags.writeable = True
+    buffer.shape = (3, 1)
+    with pytest.raises(rm.StateError, match=r"shape \(3,\)"):
+        rm.forward_dynamics(chain, q, qd, out=buffer)
     model, q0 = four_bar
     with pytest.raises(rm.StateError, match=r"out must have shape"):  # the loop route checks out before solving
         rm.forward_dynamics(model, q0, np.zeros(model.nq), out=np.zeros(1))
