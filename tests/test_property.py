@@ -59,6 +59,9 @@ KINDS = {
                              np.zeros((2, 3)), np.array([[1e155, 0.0]]))),
     "indices": st.sampled_from(([5], [-100000], [0.5], [2**70], "a", [[0, 1]], [None], np.array([1e300]))),
     "method": st.sampled_from(("nope", None, 3, "")),
+    "name": st.sampled_from(("", 5, b"rod", "ground", 1j, ["a"])),
+    "names": st.sampled_from((["", "b"], [5, 6], ["a", "a"], ["a"], "ab", [None, "b"], ["ground", "b"])),
+    "parents": st.sampled_from(([0, -1], [-2, 0], [-1, 5], [0.5, 1.5], ["a", "b"], [[-1, 0]], [], [-1, 2**70])),
 }
 
 
@@ -136,6 +139,16 @@ CASES = [
          dict(q=vec(BAR.nq), qd=vec(BAR.nq))),
     case("augmented_project", rm.augmented.project, dict(model=BAR, z=Z, zd=ZD, tol=1e-13, max_iter=20),
          dict(z=vec(9), zd=vec(9), tol="scalar", max_iter="int")),
+    case("add_body", lambda **kw: rm.Model().add_body(**kw),
+         dict(parent="ground", joint="revolute", parent_point=(0.0, 0.0), child_point=(0.0, 0.5), mass=1.0,
+              inertia=0.1, com=(0.0, 0.0), angle=0.0, name="rod"),
+         dict(parent="body", joint="method", parent_point="point", child_point="point", mass="scalar",
+              inertia="scalar", com="point", angle="scalar", name="name")),
+    case("add_bodies", lambda **kw: rm.Model().add_bodies(**kw),
+         dict(parent=[-1, 0], joint="revolute", parent_point=(0.0, -0.5), child_point=(0.0, 0.5), mass=1.0,
+              inertia=0.1, names=["a", "b"]),
+         dict(parent="parents", joint="method", parent_point="point", child_point="point", mass="scalar",
+              inertia="scalar", names="names")),
     case("serial_chain", rm.chains.serial_chain, dict(n=3, length=1.0, mass=1.0, gravity=9.81),
          dict(n="int", length="scalar", mass="scalar", gravity="scalar")),
     case("bead_chain", rm.chains.bead_chain, dict(n=3, length=1.0, mass=1.0), dict(n="int", length="scalar",
