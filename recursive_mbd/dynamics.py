@@ -159,7 +159,9 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
         "recursive" is the O(N) B/G/H condensation of seed 003 (default); "mass_matrix" builds M and h and solves
         by Cholesky, O(N^3).
     out : ndarray, shape (nq,), optional
-        Where to write the result (saves one allocation per call).
+        Where to write the result (saves one allocation per call): a writable, C-contiguous float64 numpy array of
+        exactly (nq,); anything else is a TypeError or StateError (never converted, never overrun). A buffer is
+        checked on its first use and remembered.
     t : float
         Time [s], for force elements that are functions of time.
 
