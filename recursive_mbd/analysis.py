@@ -18,7 +18,7 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
-from . import joints
+from . import _checks, joints
 from ._kernels import layout as L
 from ._kernels import tree
 from .dynamics import (
@@ -52,7 +52,7 @@ def _coordinates(model, names):
             start, count = model.joint_q_index[index], model.joint_ndof[index]
             out.extend(range(start, start + count))
         else:
-            k = int(item)
+            k = _checks.integer(item, "coordinate index")
             if not 0 <= k < model.nq:
                 raise StateError(f"coordinate index {k} out of range for nq = {model.nq}")
             out.append(k)
@@ -84,6 +84,8 @@ def assemble(model, q_guess, fixed=(), *, tol=1e-12, max_iter=50):
         reach): names the loop with the largest gap and its size.
     """
     q = _vector(model, q_guess, "q_guess")
+    tol = _checks.real(tol, "tol", low=0.0)
+    max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
     if model.nloops == 0:
         return q
     free = np.setdiff1d(np.arange(model.nq), _coordinates(model, fixed))
@@ -186,12 +188,15 @@ def joint_reactions(model, q, qd, qdd, tau=None, *, t=0.0):
     qd = _vector(model, qd, "qd")
     qdd = _vector(model, qdd, "qdd")
     tau = np.zeros(model.nq) if tau is None else _vector(model, tau, "tau")
+    t = _checks.real(t, "t")
     lam = np.zeros(model.nconstraints)
     if model.nloops:
         needed = inverse_dynamics(model, q, qd, qdd, t=t) - tau
         _, _, jac, _ = constraints(model, q, qd)
         lam = np.linalg.lstsq(-jac.T, needed, rcond=RCOND)[0]
     joint, loops, _ = _joint_forces(model, q, qd, qdd, lam, t)
+    for value, what in ((joint, "joint reactions"), (loops, "loop forces"), (lam, "multipliers")):
+        _checks.check_finite_result(value, what)
     return Reactions(joint, loops, lam, tau)
 
 
@@ -226,17 +231,22 @@ def point_motion(model, q, qd, qdd, body, point=(0.0, 0.0)):
     states (q, qd, qdd), each (nt, nq): three (nt, 2) arrays, ground axes. O(N) per state."""
     from ._kernels.loops import body_accelerations  # noqa: PLC0415
 
-    index = model.body_index(body)
     ws = workspace(model)
+    index = model.body_index(body)
     acc = np.zeros((model.nbodies, 3))
-    local = np.asarray(point, dtype=float) - model.body_com[index]
-    q, qd, qdd = (np.atleast_2d(np.asarray(x, dtype=float)) for x in (q, qd, qdd))
+    local = _checks.finite_array(point, "point", (2,)) - model.body_com[index]
+    # each row goes to the kernels, which read nq entries: every row must be a finite (nq,) float64 vector
+    q, qd, qdd = (np.atleast_2d(_checks.finite_array(x, what)) for x, what in ((q, "q"), (qd, "qd"), (qdd, "qdd")))
+    for x, what in ((q, "q"), (qd, "qd"), (qdd, "qdd")):
+        if x.ndim != 2 or x.shape != (q.shape[0], model.nq):
+            raise StateError(f"{what} must have shape (nt, {model.nq}) (or ({model.nq},)) with one row per state "
+                             f"like q {q.shape}, got {x.shape}")
     out = np.zeros((3, q.shape[0], 2))
     for n in range(q.shape[0]):
         status = tree.com_kinematics(model.body_int, model.body_real, np.ascontiguousarray(q[n]),
                                      np.ascontiguousarray(qd[n]), ws.ws, ws.com)
         if status:
-            raise StateError(f"non-finite state at sample {n}")
+            raise_status(model, status, ("q", "qd"), output=f"a centre of mass at sample {n} (entry = body)")
         body_accelerations(model.body_int, ws.ws, np.ascontiguousarray(qdd[n]), acc)
         c, s, om = ws.ws[index, L.CS], ws.ws[index, L.SN], ws.ws[index, L.OM]
         rx, ry = c * local[0] - s * local[1], s * local[0] + c * local[1]
@@ -244,6 +254,7 @@ def point_motion(model, q, qd, qdd, body, point=(0.0, 0.0)):
         out[0, n] = ws.com[index, 0] + rx, ws.com[index, 1] + ry
         out[1, n] = ws.com[index, 2] - om * ry, ws.com[index, 3] + om * rx
         out[2, n] = (acc[index, 0] - alpha * ry - om * om * rx, acc[index, 1] + alpha * rx - om * om * ry)
+    _checks.check_finite_result(out, "point motion [0 position, 1 velocity, 2 acceleration; sample; axis]")
     return out[0], out[1], out[2]
 
 
@@ -418,6 +429,9 @@ def static_equilibrium(model, q_guess, tau=None, *, t=0.0, tol=1e-10, max_iter=5
     """
     q = _vector(model, q_guess, "q_guess")
     tau = np.zeros(model.nq) if tau is None else _vector(model, tau, "tau")
+    t = _checks.real(t, "t")
+    tol = _checks.real(tol, "tol", low=0.0, strict=True)
+    max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
     held = _coordinates(model, fixed)
     free = np.setdiff1d(np.arange(model.nq), held)
     m = model.nconstraints
@@ -634,6 +648,8 @@ def linearize(model, q_eq, tau=None, *, t=0.0, step=1e-7):
     """
     q = _vector(model, q_eq, "q_eq")
     tau = np.zeros(model.nq) if tau is None else _vector(model, tau, "tau")
+    t = _checks.real(t, "t")
+    step = _checks.real(step, "step", low=0.0, strict=True)
     nq = model.nq
     lam = np.zeros(model.nconstraints)
     jac = np.zeros((0, nq))
@@ -666,9 +682,9 @@ def modes(model, q_eq, k=None, tau=None, *, t=0.0):
     """
     lin = linearize(model, q_eq, tau, t=t)
     n = lin.M.shape[0]
-    k = n if k is None else int(k)
+    k = n if k is None else _checks.integer(k, "k")
     if not 1 <= k <= n:
-        raise ValueError(f"k must be between 1 and {n}, got {k}")
+        raise StateError(f"k must be between 1 and {n}, got {k}")
     values, vectors = scipy.linalg.eigh(lin.K, lin.M, subset_by_index=(0, k - 1))
     if values[0] < -1e-9 * max(1.0, np.abs(values).max()):
         raise ModelError(f"q_eq is not a stable equilibrium: the stiffness has a negative eigenvalue "

@@ -28,12 +28,27 @@ import scipy.optimize
 import scipy.sparse
 import scipy.sparse.linalg
 
-from . import joints
+from . import _checks, joints
 from ._kernels import layout as L
 from ._kernels import loops as loop_kernels
 from .dynamics import _com_state, _element_loads, as_vector, workspace
 from .errors import ModelError, StateError
 from .loops import FILTER_RCOND
+
+
+def _absolute(model, z, what):
+    """An absolute-coordinate array (nbodies, 3) or (3 nbodies,) of finite reals as a float64 (nbodies, 3) array;
+    TypeError for what is not a Model or not real numbers, StateError naming ``what`` for a shape or a NaN."""
+    workspace(model)  # compiles the model
+    n = model.nbodies
+    z = _checks.finite_array(z, what)
+    if z.shape not in ((n, 3), (3 * n,)):
+        raise StateError(f"{what} must have shape ({n}, 3) or ({3 * n},) for this model, got {z.shape}")
+    return z.reshape(n, 3)
+
+
+def _options(t, alpha=0.0, beta=0.0):
+    return _checks.real(t, "t"), _checks.real(alpha, "alpha"), _checks.real(beta, "beta")
 
 
 def _perp(v):
@@ -100,8 +115,8 @@ def joint_from_absolute(model, z, zd):
     -------
     q, qd : ndarray, shape (nq,)
     """
-    z = np.asarray(z, dtype=float).reshape(model.nbodies, 3)
-    zd = np.asarray(zd, dtype=float).reshape(model.nbodies, 3)
+    z = _absolute(model, z, "z")
+    zd = _absolute(model, zd, "zd")
     g = _Geometry(model, z, zd)
     q = np.zeros(model.nq)
     qd = np.zeros(model.nq)
@@ -164,8 +179,8 @@ def constraints(model, z, zd, t=0.0, drivers=()):
     -------
     C : ndarray (m,), Cz : scipy.sparse.csr_matrix (m, 3 nbodies), C_dot : ndarray (m,), gamma : ndarray (m,)
     """
-    z = np.asarray(z, dtype=float).reshape(model.nbodies, 3)
-    zd = np.asarray(zd, dtype=float).reshape(model.nbodies, 3)
+    z = _absolute(model, z, "z")
+    zd = _absolute(model, zd, "zd")
     g = _Geometry(model, z, zd)
     starts = _row_starts(model)
     m = int(starts[-1])
@@ -223,6 +238,8 @@ def constraints(model, z, zd, t=0.0, drivers=()):
         residual = np.concatenate((residual, q[coords] - values[:, 0]))
         rate = np.concatenate((rate, qd[coords] - values[:, 1]))
         gamma = np.concatenate((gamma, values[:, 2] - bias[coords]))
+    for value, what in ((residual, "C"), (cz.data, "C_z"), (rate, "C_dot"), (gamma, "gamma")):
+        _checks.check_finite_result(value, f"the augmented constraints: {what}")
     return residual, cz, rate, gamma
 
 
@@ -285,17 +302,20 @@ def loop_forces(model, z, zd, lam):
     """Loop forces (nloops, 2, 3): (Fx, Fy, moment) on body a at its loop point and on body b (or the ground) at
     its loop point, from the loop multipliers (the last ``model.nconstraints`` entries of lam), as
     ``rm.loop_dynamics`` gives: the force of row r on side k is -lambda_r w_k,r (``_loop_rows``)."""
-    z = np.asarray(z, dtype=float).reshape(model.nbodies, 3)
-    zd = np.asarray(zd, dtype=float).reshape(model.nbodies, 3)
+    z = _absolute(model, z, "z")
+    zd = _absolute(model, zd, "zd")
     _, _, weights = _loop_rows(model, z, zd, 0, lambda *args: None)
     from .loops import forces_from_multipliers  # noqa: PLC0415  (loops imports dynamics, as this module does)
 
-    return forces_from_multipliers(model, np.asarray(lam)[len(lam) - model.nconstraints:], weights)
+    lam = _checks.finite_array(lam, "lam", (None,))
+    if lam.size < model.nconstraints:
+        raise StateError(f"lam must hold at least the {model.nconstraints} loop multipliers, got {lam.size}")
+    return forces_from_multipliers(model, lam[lam.size - model.nconstraints:], weights)
 
 
 def joint_jacobian(model, z):
     """d q / d z, shape (nq, 3 nbodies), sparse: maps joint forces to absolute ones, Q_z = J^T tau."""
-    z = np.asarray(z, dtype=float).reshape(model.nbodies, 3)
+    z = _absolute(model, z, "z")
     g = _Geometry(model, z, np.zeros_like(z))
     index = model.joint_q_index
     body = np.arange(model.nbodies)
@@ -345,6 +365,7 @@ def applied_forces(model, z, zd, tau=None, t=0.0, powers=None):
     forces [W] (the integrands of ``SimulationResult.dissipated_work`` / ``applied_work``).
     """
     ws = workspace(model)  # compiles the model
+    t = _checks.real(t, "t")
     q, qd = joint_from_absolute(model, z, zd)
     tau = np.zeros(model.nq) if tau is None else as_vector(model, tau, "tau")
     gravity = np.outer(model.body_mass, model.gravity)
@@ -384,10 +405,11 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
     lam : ndarray, shape (m,)
         Multipliers; -C_z^T lam are the constraint forces on the absolute coordinates.
     """
-    z = np.asarray(z, dtype=float).reshape(model.nbodies, 3)
-    zd = np.asarray(zd, dtype=float).reshape(model.nbodies, 3)
+    z = _absolute(model, z, "z")
+    zd = _absolute(model, zd, "zd")
+    t, alpha, beta = _options(t, alpha, beta)
     residual, cz, rate, gamma = constraints(model, z, zd, t, drivers)
-    rhs_c = gamma - 2.0 * alpha * rate - beta**2 * residual
+    rhs_c = gamma - 2.0 * alpha * rate - beta * beta * residual  # beta * beta: inf on overflow, caught below
     q_force = applied_forces(model, z, zd, tau, t, powers)
     m = residual.size
     if solver == "filtered":
@@ -416,6 +438,7 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
     # LU with pivoting leaves a round-off-sized pivot for every dependent equation
     if pivots.size and not pivots.min() > 1e-11 * pivots.max():
         raise singular
+    _checks.check_finite_result(solution, "the solution (zdd, lam) of the augmented system")
     return solution[:3 * model.nbodies].reshape(model.nbodies, 3), solution[3 * model.nbodies:]
 
 
@@ -477,10 +500,10 @@ def _filtered_dynamics(model, cz, q_force, rhs_c):
 
 def joint_accelerations(model, z, zd, zdd):
     """Joint accelerations qdd from absolute ones: qdd = J zdd + (the velocity-product part of q(z)'')."""
-    z = np.asarray(z, dtype=float).reshape(model.nbodies, 3)
-    zd = np.asarray(zd, dtype=float).reshape(model.nbodies, 3)
+    z = _absolute(model, z, "z")
+    zd = _absolute(model, zd, "zd")
     g = _Geometry(model, z, zd)
-    qdd = joint_jacobian(model, z) @ np.asarray(zdd, dtype=float).reshape(-1)
+    qdd = joint_jacobian(model, z) @ _absolute(model, zdd, "zdd").reshape(-1)
     index, jt = model.joint_q_index, g.jtype
     w_p = g.omega_p[:, None]
     curve = -g.arm_c * (g.omega**2)[:, None] + g.arm_p * w_p**2  # D'' at zero accelerations
@@ -506,8 +529,9 @@ def joint_constraint_forces(model, z, zd, lam):
         Row i: (Fx, Fy, moment) from the constraint equations of body i's parent joint, ground axes [N, N m]
         (zero for planar joints). Actuation (tau along a joint's free direction) is not included.
     """
-    z = np.asarray(z, dtype=float).reshape(model.nbodies, 3)
+    z = _absolute(model, z, "z")
     _, cz, _, _ = constraints(model, z, zd)
+    lam = _checks.finite_array(lam, "lam", (cz.shape[0],))
     starts = _row_starts(model)
     cz = cz.tocsr()
     forces = np.zeros((model.nbodies, 3))
@@ -521,7 +545,11 @@ def state_derivative(model, t, y, tau=None, alpha=0.0, beta=0.0, solver="sparse"
     """y' for y = (z, zd, W_dissipated, W_applied) flattened, shape (6 nbodies + 2,), or (z, zd) without the
     work terms (6 nbodies,): hand it to scipy.integrate.solve_ivp. ``tau``: None, (nq,), or tau(t) / tau(t, q, qd).
     """
+    workspace(model)
     n = model.nbodies
+    y = _checks.finite_array(y, "y", (None,))
+    if y.size not in (6 * n, 6 * n + 2):
+        raise StateError(f"y must have {6 * n} or {6 * n + 2} entries for this model, got {y.size}")
     z, zd = y[:3 * n].reshape(n, 3), y[3 * n:6 * n].reshape(n, 3)
     if callable(tau):
         name = getattr(tau, "__name__", "tau")
@@ -576,8 +604,11 @@ def project(model, z, zd, tol=1e-13, max_iter=20, t=0.0, drivers=()):
     drift C_z zd (the derivation is in ``recursive_mbd._kernels.loops.project``). (.)^+ is the regularised
     minimum-norm solve of the loop layer, so redundant constraints and rank drops are fine.
     """
-    z = np.array(z, dtype=float).reshape(model.nbodies, 3)
-    zd = np.array(zd, dtype=float).reshape(model.nbodies, 3)
+    z = _absolute(model, z, "z").copy()
+    zd = _absolute(model, zd, "zd").copy()
+    tol = _checks.real(tol, "tol", low=0.0)
+    max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
+    t = _checks.real(t, "t")
     last_step = np.inf
     for _ in range(max_iter):
         residual, cz, _, _ = constraints(model, z, zd, t, drivers)
@@ -641,6 +672,12 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         fixed_step_count,
     )
 
+    rtol, atol, _, _, _, max_steps, alpha, beta, t_eval, _ = _checks.run_options(
+        rtol=rtol, atol=atol, every=1, max_step=np.inf, first_step=None, max_steps=max_steps, alpha=alpha, beta=beta,
+        t_eval=t_eval, midpoint_tol=1.0)
+    t0, t_end = _checks.real(t0, "t0"), _checks.real(t_end, "t_end")
+    if not isinstance(method, str):
+        raise TypeError(f"method must be a string, got {type(method).__name__}")
     name = method[6:] if method.startswith("scipy:") else _SOLVERS.get(method)
     if name is None and method != "rk4":
         raise ValueError(f"the augmented formulation integrates with dopri5, dop853, rk4 or scipy:NAME, not "

@@ -10,7 +10,8 @@ import numbers
 
 import numpy as np
 
-from .errors import ModelError
+from . import _checks
+from .errors import ModelError, StateError
 from .model import Model
 
 
@@ -30,15 +31,15 @@ def rod_chain(lengths, density=1.0, gravity=9.81):
     -------
     Model with bodies "link1" .. "linkn" joined by revolute joints.
     """
-    lengths = np.asarray(lengths, dtype=float)
+    lengths = _checks.real_array(lengths, "lengths")
     if lengths.ndim != 1 or lengths.size == 0:
         raise ModelError(f"lengths must be a non-empty 1-D array, got shape {lengths.shape}")
     if not np.all(np.isfinite(lengths)) or np.any(lengths <= 0.0):
         bad = int(np.flatnonzero(~(np.isfinite(lengths) & (lengths > 0.0)))[0])
         raise ModelError(f"lengths[{bad}] must be finite and > 0, got {lengths[bad]}")
-    if not (np.isfinite(density) and density > 0.0):
-        raise ModelError(f"density must be finite and > 0, got {density}")
-    model = Model(gravity=(0.0, -float(gravity)), name=f"{lengths.size}-link rod chain")
+    density = _positive(density, "density")
+    gravity = _model_real(gravity, "gravity")
+    model = Model(gravity=(0.0, -gravity), name=f"{lengths.size}-link rod chain")
     n = lengths.size
     half = 0.5 * lengths
     masses = density * lengths
@@ -49,14 +50,32 @@ def rod_chain(lengths, density=1.0, gravity=9.81):
     return model
 
 
-def _check_chain(n, length, mass):
-    """ModelError unless n is a positive integer and length, mass finite and > 0."""
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral) or n < 1:
-        raise ModelError(f"n must be a positive integer, got {n!r}")
-    if not (np.isfinite(length) and length > 0.0):
-        raise ModelError(f"length must be finite and > 0, got {length}")
-    if not (np.isfinite(mass) and mass > 0.0):
-        raise ModelError(f"mass must be finite and > 0, got {mass}")
+MAX_LINKS = 10**8  # a chain's arrays hold a few hundred bytes per link: beyond this no machine has the memory
+
+
+def _model_real(value, what):
+    """A finite real number (TypeError naming ``what`` for a string or complex, ModelError for NaN or inf)."""
+    try:
+        return _checks.real(value, what)
+    except StateError as err:
+        raise ModelError(str(err)) from None
+
+
+def _positive(value, what):
+    value = _model_real(value, what)
+    if not value > 0.0:
+        raise ModelError(f"{what} must be finite and > 0, got {value}")
+    return value
+
+
+def _check_chain(n, length, mass, gravity):
+    """(n, length, mass, gravity) checked: n a positive integer (TypeError for a non-integer), length, mass finite
+    and > 0, gravity finite."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"n must be a positive integer, got {type(n).__name__} {n!r:.40}")
+    if not 1 <= n <= MAX_LINKS:
+        raise ModelError(f"n must be an integer in [1, {MAX_LINKS}], got {n!r}")
+    return int(n), _positive(length, "length"), _positive(mass, "mass"), _model_real(gravity, "gravity")
 
 
 def serial_chain(n, length=1.0, mass=1.0, gravity=9.81):
@@ -65,8 +84,8 @@ def serial_chain(n, length=1.0, mass=1.0, gravity=9.81):
     Each rod is length/n long and mass/n heavy with J = (mass/n)(length/n)^2/12 about its centre. With q = 0 the
     chain hangs straight down from the origin.
     """
-    _check_chain(n, length, mass)
-    model = rod_chain(np.full(int(n), length / n), density=mass / length, gravity=gravity)
+    n, length, mass, gravity = _check_chain(n, length, mass, gravity)
+    model = rod_chain(np.full(n, length / n), density=mass / length, gravity=gravity)
     model.name = f"serial_chain({n})"
     return model
 
@@ -77,8 +96,7 @@ def bead_chain(n, length=1.0, mass=1.0, gravity=9.81):
     Body i's frame origin is its hinge (the previous bead, or the ground origin for i = 1), its bead at (0, -l)
     in its frame; with q = 0 the chain hangs straight down. Same coordinates as ``serial_chain``.
     """
-    _check_chain(n, length, mass)
-    n = int(n)
+    n, length, mass, gravity = _check_chain(n, length, mass, gravity)
     link = length / n
     model = Model(gravity=(0.0, -float(gravity)), name=f"bead_chain({n})")
     parent_point = np.zeros((n, 2))
@@ -139,13 +157,18 @@ def takeno_forward_dynamics(theta, theta_dot, lengths, density=1.0, gravity=9.81
     -------
     theta_ddot : ndarray, shape (n,)
     """
-    lengths = np.asarray(lengths, dtype=float)
-    theta = np.asarray(theta, dtype=float)
-    theta_dot = np.asarray(theta_dot, dtype=float)
+    lengths = _checks.finite_array(lengths, "lengths", (None,))
+    n = lengths.size
+    if n == 0 or not np.all(lengths > 0.0):
+        raise ModelError(f"lengths must be a non-empty array of lengths > 0, got {lengths.tolist()[:10]}")
+    theta = _checks.finite_array(theta, "theta", (n,))
+    theta_dot = _checks.finite_array(theta_dot, "theta_dot", (n,))
+    density = _positive(density, "density")
+    gravity = _model_real(gravity, "gravity")
     a_mat, b_mat, lever = takeno_matrices(theta, lengths)
     rhs = -b_mat @ theta_dot**2 - gravity * lever * np.sin(theta)
     if tau is not None:
-        tau = np.asarray(tau, dtype=float)
+        tau = _checks.finite_array(tau, "tau", (n,))
         rod_moment = tau - np.append(tau[1:], 0.0)  # tau_j - tau_{j+1} on rod j
         rhs += rod_moment / (density * lengths)
-    return np.linalg.solve(a_mat, rhs)
+    return _checks.check_finite_result(np.linalg.solve(a_mat, rhs), "theta_ddot")

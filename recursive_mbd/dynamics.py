@@ -6,7 +6,9 @@ gravity terms. Shapes: q, qd, qdd, tau are (nq,) float arrays in joint order (``
 
 import numpy as np
 import scipy.linalg
+from numba.core.errors import TypingError
 
+from . import _checks
 from ._kernels import elements as element_kernels
 from ._kernels import layout as L
 from ._kernels import tree
@@ -37,10 +39,14 @@ class Workspace:
         self.no_wrench = np.zeros((0, 3))
         self.no_driven = np.zeros(0, dtype=np.uint8)
         self.no_drive = np.zeros(0)
+        # the last ``out`` that forward_dynamics checked (held, so numpy refuses to resize it in place; its size can
+        # then no longer change, and a change of its dimensions or flags makes numba refuse it, not overrun it)
+        self.checked_out = None
 
 
 def workspace(model):
-    """The model's workspace, created on first use (compiles the model)."""
+    """The model's workspace, created on first use (compiles the model); TypeError unless ``model`` is a Model."""
+    _checks.require_model(model)
     model._require_compiled()
     if model._workspace is None:
         model._workspace = Workspace(model)
@@ -48,25 +54,29 @@ def workspace(model):
 
 
 def as_vector(model, x, what):
-    """``x`` as a C-contiguous float64 (nq,) array, or a StateError/TypeError naming ``what``."""
+    """``x`` as a C-contiguous float64 (nq,) array, or a StateError/TypeError naming ``what``.
+
+    Fast path: an ndarray that is already float64, C-contiguous and (nq,) is returned as it is. Complex, string or
+    object input is a TypeError (a complex array would otherwise lose its imaginary part silently).
+    """
     nq = model._nq
     if x.__class__ is np.ndarray and x.dtype is _FLOAT and x.shape == (nq,) and x.flags.c_contiguous:
         return x
-    try:
-        arr = np.ascontiguousarray(x, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"{what} must be an array of {nq} numbers, got {type(x).__name__}") from None
+    arr = np.ascontiguousarray(_checks.real_array(x, what))
     if arr.shape != (nq,):
         raise StateError(f"{what} must have shape ({nq},) for this model (nq = {nq}), got shape {arr.shape}")
     return arr
 
 
-def raise_status(model, status, names=("q", "qd", "tau")):
-    """Turn a kernel status into the exception it stands for."""
+def raise_status(model, status, names=("q", "qd", "tau"), output="the result"):
+    """Turn a kernel status into the exception it stands for (``output`` names the kernel's result)."""
     kind, index = L.decode_status(status)
     if kind in (L.STATUS_NONFINITE_Q, L.STATUS_NONFINITE_QD, L.STATUS_NONFINITE_TAU):
         what = names[kind - L.STATUS_NONFINITE_Q]
         raise StateError(f"{what}[{index}] is not finite")
+    if kind == L.STATUS_OVERFLOW:
+        raise StateError(f"overflow: {output} (entry {index}) is not finite although {', '.join(names)} are: the "
+                         "inputs are too large for float64 (e.g. rates near 1e155, whose squares overflow)")
     if kind == L.STATUS_SINGULAR:
         raise ModelError(
             f"body {model.body_names[index]!r} (index {index}): the articulated inertia of its joint is singular "
@@ -106,7 +116,7 @@ def loaded_state(model, ws, q, qd, tau, t):
     tau = ws.zeros if tau is None else as_vector(model, tau, "tau")
     if not model.elem_int.shape[0]:
         return q, qd, tau, ws.no_wrench
-    _element_loads(model, ws, q, qd, float(t))
+    _element_loads(model, ws, q, qd, _checks.real(t, "t"))
     return q, qd, tau + ws.jforce, ws.wrench
 
 
@@ -126,7 +136,10 @@ def element_forces(model, q, qd, t=0.0):
     ws = workspace(model)
     q = as_vector(model, q, "q")
     qd = as_vector(model, qd, "qd")
-    _element_loads(model, ws, q, qd, float(t))
+    _element_loads(model, ws, q, qd, _checks.real(t, "t"))
+    for value, what in ((ws.wrench, "wrench"), (ws.jforce, "joint_forces"), (ws.per_element, "per_element"),
+                        (ws.element_energy, "(potential, dissipation, power)")):
+        _checks.check_finite_result(value, f"element_forces: {what}")
     return {"wrench": ws.wrench.copy(), "joint_forces": ws.jforce.copy(), "per_element": ws.per_element.copy(),
             "potential": float(ws.element_energy[0]), "dissipation": float(ws.element_energy[1]),
             "power": float(ws.element_energy[2])}
@@ -146,7 +159,9 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
         "recursive" is the O(N) B/G/H condensation of seed 003 (default); "mass_matrix" builds M and h and solves
         by Cholesky, O(N^3).
     out : ndarray, shape (nq,), optional
-        Where to write the result (saves one allocation per call).
+        Where to write the result (saves one allocation per call): a writable, C-contiguous float64 numpy array of
+        exactly (nq,); anything else is a TypeError or StateError (never converted, never overrun). A buffer is
+        checked on its first use and remembered.
     t : float
         Time [s], for force elements that are functions of time.
 
@@ -160,9 +175,18 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
     evaluation ``element_forces``. A model with loops returns the constrained accelerations
     (``recursive_mbd.loops.loop_dynamics``, which also gives the multipliers and loop forces).
     """
-    ws = model._workspace
+    try:
+        ws = model._workspace
+    except AttributeError:  # not a Model: let workspace() say what it is
+        ws = None
     if ws is None:
         ws = workspace(model)
+    if out is not None and out is not ws.checked_out:  # a new buffer: check it once (about 0.3 us), then remember it
+        ws.checked_out = _checks.output_buffer(out, (model._nq,))  # raises, naming what is wrong with out
+    if method == "mass_matrix":  # the dense route has no kernel to find a NaN for it: refuse one here
+        for x, what in ((q, "q"), (qd, "qd"), (tau, "tau")):
+            if x is not None:
+                _checks.finite_array(as_vector(model, x, what), what)
     if model.loop_int.shape[0]:
         from .loops import loop_dynamics  # noqa: PLC0415  (loops builds on this module)
 
@@ -174,10 +198,17 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
     q, qd, tau, wrench = loaded_state(model, ws, q, qd, tau, t)
     if method == "recursive":
         qdd = np.empty(model._nq) if out is None else out
-        status = tree.forward_dynamics(model.body_int, model.body_real, model.gravity, q, qd, tau, wrench,
-                                       ws.no_driven, ws.ws, qdd, ws.no_drive)
+        try:
+            status = tree.forward_dynamics(model.body_int, model.body_real, model.gravity, q, qd, tau, wrench,
+                                           ws.no_driven, ws.ws, qdd, ws.no_drive)
+        except TypingError:  # out's dimensions or flags were changed in place after its check: say so
+            if out is None:
+                raise
+            ws.checked_out = None
+            _checks.output_buffer(out, (model._nq,))
+            raise
         if status:
-            raise_status(model, status)
+            raise_status(model, status, output="qdd")
         return qdd
     if method == "mass_matrix":
         mass = mass_matrix(model, q)
@@ -187,19 +218,19 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
         except np.linalg.LinAlgError:
             raise ModelError("the mass matrix is not positive definite at this q (a body or subtree without "
                              "inertia along its joint)") from None
-        qdd = scipy.linalg.cho_solve(factor, rhs, check_finite=False)
+        qdd = _checks.check_finite_result(scipy.linalg.cho_solve(factor, rhs, check_finite=False), "qdd")
         if out is not None:
             out[:] = qdd
             return out
         return qdd
-    raise ValueError(f"unknown method {method!r}; expected 'recursive' or 'mass_matrix'")
+    raise StateError(f"unknown method {method!r}; expected 'recursive' or 'mass_matrix'")
 
 
 def _rnea(model, ws, q, qd, qdd, wrench):
     tau = np.empty(model._nq)
     status = tree.inverse_dynamics(model.body_int, model.body_real, model.gravity, q, qd, qdd, wrench, ws.ws, tau)
     if status:
-        raise_status(model, status, ("q", "qd", "qdd"))
+        raise_status(model, status, ("q", "qd", "qdd"), output="tau")
     return tau
 
 
@@ -216,7 +247,7 @@ def inverse_dynamics(model, q, qd, qdd, *, t=0.0):
     qdd = as_vector(model, qdd, "qdd")
     if not model.elem_int.shape[0]:
         return _rnea(model, ws, q, qd, qdd, ws.no_wrench)
-    _element_loads(model, ws, q, qd, float(t))
+    _element_loads(model, ws, q, qd, _checks.real(t, "t"))
     return _rnea(model, ws, q, qd, qdd, ws.wrench) - ws.jforce
 
 
@@ -227,7 +258,7 @@ def mass_matrix(model, q):
     out = np.zeros((model._nq, model._nq))
     status = tree.mass_matrix(model.body_int, model.body_real, q, ws.zeros, ws.ws, out)
     if status:
-        raise_status(model, status)
+        raise_status(model, status, ("q",), output="M (diagonal)")
     return out
 
 
@@ -251,11 +282,12 @@ def energy(model, q, qd, *, t=0.0):
     qd = as_vector(model, qd, "qd")
     status = tree.energy(model.body_int, model.body_real, model.gravity, q, qd, ws.ws, ws.com, ws.pair)
     if status:
-        raise_status(model, status)
+        raise_status(model, status, ("q", "qd"), output="the energy (0 kinetic, 1 potential) or a centre of mass")
     kinetic, potential = float(ws.pair[0]), float(ws.pair[1])
     if model.elem_int.shape[0]:
-        _element_loads(model, ws, q, qd, float(t))
+        _element_loads(model, ws, q, qd, _checks.real(t, "t"))
         potential += float(ws.element_energy[0])
+        _checks.check_finite_result(potential, "the potential energy (gravity and springs)")
     return kinetic, potential
 
 
@@ -265,7 +297,7 @@ def _com_state(model, q, qd):
     qd = ws.zeros if qd is None else as_vector(model, qd, "qd")
     status = tree.com_kinematics(model.body_int, model.body_real, q, qd, ws.ws, ws.com)
     if status:
-        raise_status(model, status)
+        raise_status(model, status, ("q", "qd"), output="a centre of mass position or velocity (entry = body)")
     columns = ws.ws[:, [L.TH, L.CS, L.SN, L.OM]]  # a copy: theta, cos, sin (composed joint by joint), omega
     return ws.com.copy(), *columns.T
 
@@ -302,10 +334,12 @@ def point_kinematics(model, q, qd, body, point=(0.0, 0.0)):
     -------
     position, velocity : ndarray, shape like ``point``
     """
+    workspace(model)
     index = model.body_index(body)
-    pts = np.asarray(point, dtype=float)
+    pts = _checks.real_array(point, "point")
     if pts.shape[-1:] != (2,) or pts.ndim > 2:
         raise StateError(f"point must have shape (2,) or (k, 2), got {pts.shape}")
+    _checks.finite_array(pts, "point")
     poses, vels = forward_kinematics(model, q, qd)
     x, y, theta = poses[index]
     vx, vy, omega = vels[index]
@@ -314,4 +348,6 @@ def point_kinematics(model, q, qd, body, point=(0.0, 0.0)):
     ry = s * pts[..., 0] + c * pts[..., 1]
     position = np.stack((x + rx, y + ry), axis=-1)
     velocity = np.stack((vx - omega * ry, vy + omega * rx), axis=-1)
+    _checks.check_finite_result(position, "position")
+    _checks.check_finite_result(velocity, "velocity")
     return position, velocity

@@ -30,6 +30,7 @@ import numba
 import numpy as np
 from numba.core.registry import CPUDispatcher
 
+from . import _checks
 from ._kernels import integrators
 from ._kernels import layout as L
 from .dynamics import as_vector, element_inputs, energy, forward_kinematics, raise_status, workspace
@@ -920,6 +921,10 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     """
     _check_options(augmented_options, formulation)
     max_steps = _max_steps(max_steps)
+    rtol, atol, every, max_step, first_step, max_steps, alpha, beta, t_eval, midpoint_tol = _checks.run_options(
+        rtol=rtol, atol=atol, every=every, max_step=max_step, first_step=first_step, max_steps=max_steps,
+        alpha=alpha, beta=beta, t_eval=t_eval, midpoint_tol=midpoint_tol)
+    t0, t_end = _checks.real(t0, "t0"), _checks.real(t_end, "t_end")
     max_wall_time = None if max_wall_time is None else _positive(max_wall_time, "max_wall_time")
     if formulation == "augmented":
         from . import augmented  # noqa: PLC0415
@@ -944,9 +949,6 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         if not np.all(np.isfinite(vec)):
             raise StateError(f"{what}[{int(np.flatnonzero(~np.isfinite(vec))[0])}] is not finite")
     t0, t_end = check_time_span(t0, t_end)
-    every = int(every)
-    if every < 1:
-        raise ValueError(f"every must be >= 1, got {every}")
     fixed = method in FIXED_STEP
     if fixed and dt is None:
         raise ValueError(f"method {method!r} is fixed-step: give dt")

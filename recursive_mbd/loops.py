@@ -16,6 +16,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from . import _checks
 from ._kernels import layout as L
 from ._kernels import loops as kernels
 from .dynamics import as_vector, loaded_state, mass_matrix, raise_status, workspace
@@ -197,9 +198,8 @@ def project(model, q, qd, *, free=None, tol=1e-12, max_iter=20):
     ws, lw = loop_workspace(model)
     q = as_vector(model, q, "q").copy()
     qd = as_vector(model, qd, "qd").copy()
-    tol = float(tol)
-    if not tol > 0.0:
-        raise ValueError(f"tol must be > 0, got {tol}")
+    tol = _checks.real(tol, "tol", low=0.0, strict=True)
+    max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
     driven = _held_joints(model, free)
     resp_drive = np.zeros((model.nconstraints, model.nq if driven.size else 0))
     status, worst = kernels.project(model.body_int, model.body_real, model.loop_int, model.loop_real, q, qd,

@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from . import joints
+from . import _checks, joints
 from ._kernels import layout as L
 from .errors import ModelError
 
@@ -32,9 +32,9 @@ def _finite_scalar(value, what):
 
 def _point(value, what):
     try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{what} must be a pair of numbers (x, y), got {value!r}") from None
+        arr = _checks.real_array(value, what)
+    except TypeError:
+        raise TypeError(f"{what} must be a pair of real numbers (x, y), got {value!r:.60}") from None
     if arr.shape != (2,):
         raise ModelError(f"{what} must be a pair of numbers (x, y), got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
@@ -228,6 +228,10 @@ class Model:
         names = [f"body{i}" for i in index] if names is None else list(names)
         if len(names) != k:
             raise ModelError(f"add_bodies: {len(names)} names for {k} bodies")
+        for i, name in enumerate(names):
+            if not isinstance(name, str) or not name:
+                raise TypeError(f"add_bodies: names[{i}] (body index {first + i}) must be a non-empty string, "
+                                f"got {name!r:.40}")
 
         def fail(mask, message):
             bad = int(np.flatnonzero(mask)[0])
@@ -242,7 +246,7 @@ class Model:
         scalars = {}
         for key, value in (("mass", mass), ("inertia", inertia), ("angle", angle)):
             try:
-                scalars[key] = np.broadcast_to(np.asarray(value, dtype=float), (k,))
+                scalars[key] = np.broadcast_to(_checks.real_array(value, f"add_bodies: {key}"), (k,))
             except ValueError:
                 raise ModelError(f"add_bodies: {key} must be one number or {k} numbers") from None
             if not np.all(np.isfinite(scalars[key])):
@@ -253,13 +257,17 @@ class Model:
         vectors = {}
         for key, value in (("parent_point", parent_point), ("child_point", child_point), ("com", com)):
             try:
-                vectors[key] = np.broadcast_to(np.asarray(value, dtype=float), (k, 2))
+                vectors[key] = np.broadcast_to(_checks.real_array(value, f"add_bodies: {key}"), (k, 2))
             except ValueError:
                 raise ModelError(f"add_bodies: {key} must be (2,) or ({k}, 2)") from None
             if not np.all(np.isfinite(vectors[key])):
                 fail(~np.all(np.isfinite(vectors[key]), axis=1), f"{key} must be finite")
         if jtype == joints.PRISMATIC:
-            axes = np.broadcast_to(np.asarray((1.0, 0.0) if axis is None else axis, dtype=float), (k, 2))
+            try:
+                axes = np.broadcast_to(_checks.real_array((1.0, 0.0) if axis is None else axis, "add_bodies: axis"),
+                                       (k, 2))
+            except ValueError:
+                raise ModelError(f"add_bodies: axis must be (2,) or ({k}, 2)") from None
             norm = np.hypot(axes[:, 0], axes[:, 1])
             if not np.all(norm > 1e-12):
                 fail(~(norm > 1e-12), "prismatic axis must be non-zero")

@@ -11,6 +11,7 @@ draws the plots, benchmarks/chain_studies.py records their cost.
 """
 
 import math
+import numbers
 import time
 
 import numpy as np
@@ -19,7 +20,7 @@ import scipy.optimize
 import scipy.sparse.linalg
 import scipy.special
 
-from . import chains
+from . import _checks, chains
 from ._kernels import tree
 from .analysis import _load_stiffness, joint_reactions, modes, point_motion, static_equilibrium
 from .dynamics import point_kinematics, workspace
@@ -28,14 +29,16 @@ from .integrate import simulate
 
 
 def _positive(value, what):
-    value = float(value)
+    value = _checks.real(value, what, allow_inf=True)  # TypeError for a string; inf and NaN refused below
     if not (math.isfinite(value) and value > 0.0):
         raise ModelError(f"{what} must be finite and > 0, got {value}")
     return value
 
 
 def _links(n):
-    if isinstance(n, bool) or int(n) != n or n < 1:
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (numbers.Integral, numbers.Real)):
+        raise TypeError(f"the number of links must be an integer >= 1, got {type(n).__name__} {n!r:.40}")
+    if not (math.isfinite(n) and int(n) == n and n >= 1):
         raise ModelError(f"the number of links must be an integer >= 1, got {n!r}")
     return int(n)
 
@@ -55,28 +58,53 @@ def chain_points(q, length=1.0):
 def continuum_frequencies(k, length=1.0, gravity=9.81):
     """The first k natural frequencies [rad/s] of a continuous uniform chain hanging from one end:
     omega_k = (j_0,k / 2) sqrt(g / L), j_0,k the zeros of the Bessel function J_0."""
-    return 0.5 * scipy.special.jn_zeros(0, int(k)) * math.sqrt(gravity / _positive(length, "length"))
+    k = _checks.integer(k, "k", low=1, high=10**6)
+    return 0.5 * scipy.special.jn_zeros(0, k) * math.sqrt(_positive(gravity, "gravity") / _positive(length, "length"))
 
 
 def continuum_mode_shape(k, depth, length=1.0):
     """Lateral displacement of mode k (1-based) at ``depth`` below the suspension point: J_0(j_0,k sqrt(1 - depth/L))
     (the free end, depth = L, has amplitude 1)."""
-    zero = scipy.special.jn_zeros(0, int(k))[-1]
+    zero = scipy.special.jn_zeros(0, _checks.integer(k, "k", low=1, high=10**6))[-1]
+    length = _positive(length, "length")
     return scipy.special.j0(zero * np.sqrt(np.clip(1.0 - np.asarray(depth) / length, 0.0, 1.0)))
+
+
+def _orient_modes(shapes):
+    """Flip each mode shape (column) in place to the sign convention of ``chain_modes``; returns shapes."""
+    n = shapes.shape[0]
+    weights = np.arange(n, 0, -1, dtype=float)  # sum_j theta_j = sum_j (n - j) q_j, theta the absolute angles
+    for j in range(shapes.shape[1]):
+        v = shapes[:, j]
+        tip = weights @ v
+        if abs(tip) <= 1e-8 * np.linalg.norm(weights) * np.linalg.norm(v):  # no clear free-end displacement
+            tip = v[int(np.argmax(np.abs(v)))]
+        if tip < 0.0:
+            v *= -1.0
+    return shapes
 
 
 def chain_modes(model, k):
     """Lowest k frequencies [rad/s] and M-normalised mode shapes (nq, k) of a serial revolute chain hanging at rest.
+
+    Deterministic: the Lanczos iteration starts from a fixed vector, and each mode shape has the sign that makes
+    the sum of the absolute link angles, sum_j theta_j = sum_j (n - j + 1) q_j (for equal links proportional to
+    the free end's lateral displacement), positive; should that vanish, its largest-magnitude entry is positive.
+    So the same model gives the same bits in every process.
 
     At rest the stiffness is K_ij = kappa_max(i,j) (``analysis._load_stiffness``) = L diag(delta) L^T with L the
     upper triangle of ones, so K^-1 costs O(N); M v costs one Newton-Euler pass (no gravity, no velocity). The
     generalised problem M v = mu K v, mu = 1 / omega^2, is solved for its largest mu by scipy's Lanczos (eigsh):
     O(N) per iteration, no N x N matrix. Small chains (N <= 3 k + 10) go through the dense ``rm.modes``.
     """
-    workspace(model)  # compiles the model
+    workspace(model)  # compiles the model, or a TypeError for what is not a Model
     n = model.nq
+    k = _checks.integer(k, "k", low=1)
+    if k > n:
+        raise ModelError(f"k = {k} modes asked of a chain with {n} coordinates")
     if n <= 3 * k + 10:
-        return modes(model, np.zeros(n), k)
+        omega, shapes = modes(model, np.zeros(n), k)
+        return omega, _orient_modes(shapes)
     if model.elem_int.shape[0] or model.nloops or np.any(model.body_parent != np.arange(n) - 1):
         raise ModelError("chain_modes needs a serial revolute chain without elements or loops; use rm.modes")
     kappa = _load_stiffness(model, np.zeros(n), np.zeros(0))
@@ -103,13 +131,14 @@ def chain_modes(model, k):
     op = scipy.sparse.linalg.LinearOperator
     values, vectors = scipy.sparse.linalg.eigsh(op((n, n), matvec=mass_times, dtype=float), k=k,
                                                 M=op((n, n), matvec=stiffness_times, dtype=float),
-                                                Minv=op((n, n), matvec=stiffness_solve, dtype=float), which="LA")
+                                                Minv=op((n, n), matvec=stiffness_solve, dtype=float), which="LA",
+                                                v0=np.random.default_rng(0).standard_normal(n))  # no random start
     order = np.argsort(values)[::-1]
     omega = 1.0 / np.sqrt(values[order])
     shapes = vectors[:, order]
     for j in range(k):  # M-normalise
         shapes[:, j] /= math.sqrt(shapes[:, j] @ mass_times(shapes[:, j]))
-    return omega, shapes
+    return omega, _orient_modes(shapes)
 
 
 def frequency_study(ns, k=3, kind="rods", length=1.0, gravity=9.81):

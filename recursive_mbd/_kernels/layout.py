@@ -84,6 +84,9 @@ INPUT_RAISED = 0  # a Python function raised (or returned a non-finite value or 
 INPUT_NONFINITE = 1  # a compiled function returned a non-finite value
 INPUT_SHAPE = 2  # a compiled function returned the wrong number of values
 STATUS_LOOPS_OPEN = 14  # a projection could not close the loops (e.g. driven past a lock); index = loop
+# finite inputs gave a non-finite output (overflow, e.g. qd ~ 1e155 squared); index = the output entry. 15, the
+# last 4-bit code
+STATUS_OVERFLOW = 15
 
 
 def decode_status(status):

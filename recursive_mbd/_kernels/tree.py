@@ -58,6 +58,7 @@ from .layout import (
     STATUS_NONFINITE_QD,
     STATUS_NONFINITE_TAU,
     STATUS_OK,
+    STATUS_OVERFLOW,
     STATUS_SINGULAR,
     TH,
     U1,
@@ -86,6 +87,15 @@ def check_finite(q, qd, tau):
     for k in range(tau.shape[0]):
         if not math.isfinite(tau[k]):
             return STATUS_NONFINITE_TAU | (k << 4)
+    return STATUS_OK
+
+
+@njit
+def check_output(x):
+    """STATUS_OVERFLOW naming the first non-finite entry of the output x (its inputs were finite), or STATUS_OK."""
+    for k in range(x.shape[0]):
+        if not math.isfinite(x[k]):
+            return STATUS_OVERFLOW | (k << 4)
     return STATUS_OK
 
 
@@ -499,7 +509,7 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, w
         ws[i, ACC] = a0
         ws[i, ACC + 1] = a1
         ws[i, ACC + 2] = a2
-    return STATUS_OK
+    return check_output(qdd)
 
 
 @njit
@@ -556,7 +566,7 @@ def inverse_dynamics(body_int, body_real, gravity, q, qd, qdd, wrench, ws, tau):
             tau[k + col] = gx * f0 + gy * f1 + g2 * f2
         if p >= 0:
             _shift_force_to_parent(ws, i, p, f0, f1, f2)
-    return STATUS_OK
+    return check_output(tau)
 
 
 @njit
@@ -613,6 +623,9 @@ def mass_matrix(body_int, body_real, q, zero_qd, ws, out):
                     val = hx * f0 + hy * f1 + h2 * f2
                     out[kj + col2, ki + col] = val
                     out[ki + col, kj + col2] = val
+    for k in range(out.shape[0]):  # M is positive semi-definite, |M_jk| <= sqrt(M_jj M_kk): the diagonal suffices
+        if not math.isfinite(out[k, k]):
+            return STATUS_OVERFLOW | (k << 4)
     return STATUS_OK
 
 
@@ -650,6 +663,8 @@ def com_kinematics(body_int, body_real, q, qd, ws, com):
         com[i, 1] = y
         com[i, 2] = vx
         com[i, 3] = vy
+        if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(vx) and math.isfinite(vy)):
+            return STATUS_OVERFLOW | (i << 4)  # index = body
     return STATUS_OK
 
 
@@ -668,4 +683,8 @@ def energy(body_int, body_real, gravity, q, qd, ws, com, out):
         potential -= m * (gravity[0] * com[i, 0] + gravity[1] * com[i, 1])
     out[0] = kinetic
     out[1] = potential
+    if not math.isfinite(kinetic):
+        return STATUS_OVERFLOW
+    if not math.isfinite(potential):
+        return STATUS_OVERFLOW | (1 << 4)
     return STATUS_OK
