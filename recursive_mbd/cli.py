@@ -15,13 +15,15 @@ import numpy as np
 
 from . import __version__, chains, io
 from . import joints as rm_joints
-from .analysis import kinematic_analysis, modes, static_equilibrium
-from .dynamics import forward_dynamics
 from .errors import ModelError, SimulationError, StateError
-from .integrate import simulate
+
+# The dynamics, analyses and time loops (numba, scipy) are imported inside the commands that use them, so that
+# `rmbd --help` and `rmbd info` start in a fraction of a second.
 
 
 def _run_case(label, model, q0, t_end, rtol, atol, samples, out):
+    from .integrate import simulate  # noqa: PLC0415  (numba: only for the commands that simulate)
+
     nq = model.nq
     qd0 = np.zeros(nq)
     simulate(model, q0, qd0, min(t_end, 1e-3), rtol=rtol, atol=atol)  # compile / load kernels outside the timing
@@ -73,6 +75,9 @@ def _result_path(source, output, suffix=".npz"):
 
 def _run(args, out):
     """rmbd run FILE: the analysis the file names; results to .npz (and CSV)."""
+    from .analysis import kinematic_analysis, modes, static_equilibrium  # noqa: PLC0415
+    from .integrate import simulate  # noqa: PLC0415
+
     spec = io.load(args.file)
     model, analysis = spec.model, spec.analysis
     kind = analysis["type"]
@@ -182,6 +187,7 @@ def _animate(args, out):
 
 def _bench(args, out):
     from . import augmented  # noqa: PLC0415
+    from .dynamics import forward_dynamics  # noqa: PLC0415
 
     print("forward dynamics per evaluation on serial chains [us] (median of repeats)", file=out)
     print(f"{'N':>6} {'recursive':>10} {'mass matrix':>12} {'augmented sparse':>17}", file=out)
