@@ -1,8 +1,8 @@
 """Serial chains of uniform rods, and Takeno's closed-form n-link rigid pendulum (seed 001).
 
-Convention (docs/conventions.md): rod i has its frame origin at its centre and lies along its local -y axis (proximal end at
-(0, +l/2), distal end at (0, -l/2)); rod 1 is hinged to the ground at the origin, each next rod to the distal end
-of the previous one. q_i is the angle of rod i relative to rod i-1, so the absolute angle of rod j,
+Convention (docs/conventions.md): rod i has its frame origin at its centre and lies along its local -y axis
+(proximal end at (0, +l/2), distal end at (0, -l/2)); rod 1 is hinged to the ground at the origin, each next rod to
+the distal end of the previous one. q_i is the angle of rod i relative to rod i-1, so the absolute angle of rod j,
 theta_j = q_1 + ... + q_j, is Takeno's angle from the downward vertical (counter-clockwise positive).
 """
 
