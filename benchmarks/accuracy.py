@@ -7,6 +7,13 @@ closed form, and cond(M). The mass-matrix route loses digits with cond(M); the r
 Writes benchmarks/results/accuracy.json.
 """
 
+import os
+
+# One BLAS thread, set before numpy loads OpenBLAS: its thread pool makes small dense solves up to 10x
+# slower on a busy machine (benchmarks/blas_threads.py). Set the variables yourself to override.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import numpy as np
 from _common import print_table, write_json
 

@@ -9,6 +9,13 @@ in its first mode, dopri5 at rtol 1e-6 for 5 ms of simulated time, and serial_ch
 Prints tables and writes benchmarks/results/chain_studies.json.
 """
 
+import os
+
+# One BLAS thread, set before numpy loads OpenBLAS: its thread pool makes small dense solves up to 10x
+# slower on a busy machine (benchmarks/blas_threads.py). Set the variables yourself to override.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import argparse
 import json
 import resource

@@ -12,6 +12,13 @@ The augmented route is assembled with numpy and scipy.sparse, so its constant co
 Writes benchmarks/results/formulations.json and, with --plot (matplotlib), a log-log plot.
 """
 
+import os
+
+# One BLAS thread, set before numpy loads OpenBLAS: its thread pool makes small dense solves up to 10x
+# slower on a busy machine (benchmarks/blas_threads.py). Set the variables yourself to override.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import argparse
 
 import numpy as np

@@ -8,8 +8,14 @@ benchmarks/results/forward_dynamics.json. Pinocchio (``pip install pin``) and Mu
 timed on the same chain in the same run when importable; neither is a dependency.
 """
 
-import argparse
 import os
+
+# One BLAS thread, set before numpy loads OpenBLAS: its thread pool makes small dense solves up to 10x
+# slower on a busy machine (benchmarks/blas_threads.py). Set the variables yourself to override.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse
 import subprocess
 import sys
 import tempfile

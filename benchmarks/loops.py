@@ -8,6 +8,13 @@ recursive passes + the m x m solve) through ``rm.loop_dynamics``, and the raw ke
 Prints a table and the growth factor per decade; writes benchmarks/results/loops.json.
 """
 
+import os
+
+# One BLAS thread, set before numpy loads OpenBLAS: its thread pool makes small dense solves up to 10x
+# slower on a busy machine (benchmarks/blas_threads.py). Set the variables yourself to override.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import argparse
 
 import numpy as np

@@ -9,6 +9,13 @@ within ``target`` (max norm, radians) of the reference is kept, and its wall tim
 Writes benchmarks/results/matched_accuracy.json.
 """
 
+import os
+
+# One BLAS thread, set before numpy loads OpenBLAS: its thread pool makes small dense solves up to 10x
+# slower on a busy machine (benchmarks/blas_threads.py). Set the variables yourself to override.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import argparse
 import time
 

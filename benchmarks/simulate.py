@@ -7,6 +7,13 @@ loop in numba, scipy's RK45 calls rm.forward_dynamics from Python each stage. Pr
 per wall second, the speed-up, and writes benchmarks/results/simulate.json.
 """
 
+import os
+
+# One BLAS thread, set before numpy loads OpenBLAS: its thread pool makes small dense solves up to 10x
+# slower on a busy machine (benchmarks/blas_threads.py). Set the variables yourself to override.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import argparse
 import time
 

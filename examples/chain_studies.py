@@ -9,18 +9,17 @@
 With --plot DIR (matplotlib), each study draws a figure into DIR.
 """
 
-import argparse
 import math
 from pathlib import Path
 
 import numpy as np
+from _options import parse, parser
 
 from recursive_mbd import studies
 
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--quick", action="store_true", help="smaller n (a few seconds)")
-parser.add_argument("--plot", metavar="DIR", help="write PNG figures into DIR (needs matplotlib)")
-args = parser.parse_args()
+arg_parser = parser(__doc__, plot="DIR")
+arg_parser.add_argument("--quick", action="store_true", help="smaller n (a few seconds)")
+args = parse(arg_parser)
 quick = args.quick
 
 ns = [1, 2, 4, 8, 16, 32, 64, 128, 256] + ([] if quick else [512, 1024, 2048, 4096])

@@ -5,9 +5,11 @@ Takeno's closed form (seed 001, eq. 19) at the final state.
 """
 
 import numpy as np
+from _options import parse, parser
 
 import recursive_mbd as rm
 
+parse(parser(__doc__))
 model = rm.chains.serial_chain(2, length=1.0, mass=1.0)
 q0 = np.array([np.pi / 2, 0.0])  # first rod horizontal, second rod in line with it
 res = rm.simulate(model, q0, np.zeros(2), 5.0, rtol=1e-10, atol=1e-12, t_eval=np.linspace(0, 5, 501))

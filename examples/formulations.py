@@ -1,26 +1,31 @@
 """Recursive versus augmented formulation on a small chain: same accelerations, same motion, constraint drift.
 
-    python3 examples/formulations.py [N] [t_end] [--plot out.png]
+    python3 examples/formulations.py [N] [t_end] [--quick] [--plot out.png]
 
 Builds serial_chain(N), checks that the augmented KKT solution (seed 000) gives the recursive accelerations,
 simulates both formulations and prints how far apart they end and how the augmented constraints drift with and
 without stabilisation; with --plot (matplotlib) it draws the drift. The full scaling comparison is
-benchmarks/formulations.py.
+benchmarks/formulations.py. The augmented runs assemble their equations in Python (about 1 ms per evaluation)
+at rtol 1e-10, which takes minutes at the defaults; --quick runs serial_chain(4) for 0.2 s at rtol 1e-8.
 """
 
-import argparse
 import time
 
 import numpy as np
+from _options import parse, parser
 
 import recursive_mbd as rm
 from recursive_mbd import augmented
 
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("n", type=int, nargs="?", default=10)
-parser.add_argument("t_end", type=float, nargs="?", default=2.0)
-parser.add_argument("--plot", metavar="FILE")
-args = parser.parse_args()
+arg_parser = parser(__doc__, plot="FILE")
+arg_parser.add_argument("n", type=int, nargs="?", default=None, help="links (default 10; 4 with --quick)")
+arg_parser.add_argument("t_end", type=float, nargs="?", default=None,
+                        help="simulated time [s] (default 2; 0.2 with --quick)")
+arg_parser.add_argument("--quick", action="store_true", help="a small, short, looser run (a few seconds)")
+args = parse(arg_parser)
+args.n = args.n if args.n is not None else (4 if args.quick else 10)
+args.t_end = args.t_end if args.t_end is not None else (0.2 if args.quick else 2.0)
+rtol, atol = (1e-8, 1e-10) if args.quick else (1e-10, 1e-12)
 
 model = rm.chains.serial_chain(args.n)
 q0 = np.full(args.n, 0.3)
@@ -32,13 +37,13 @@ print(f"serial_chain({args.n}): accelerations agree to {np.max(np.abs(qdd_augmen
 
 rm.simulate(model, q0, np.zeros(args.n), 1e-3)  # load the compiled kernels outside the timing
 start = time.perf_counter()
-recursive = rm.simulate(model, q0, np.zeros(args.n), args.t_end, rtol=1e-10, atol=1e-12)
+recursive = rm.simulate(model, q0, np.zeros(args.n), args.t_end, rtol=rtol, atol=atol)
 print(f"recursive: {recursive.nsteps} steps in {time.perf_counter() - start:.2f} s")
 runs = {}
 for label, options in (("none", dict(stabilization="none")), ("Baumgarte 10, 10", dict(alpha=10.0, beta=10.0)),
                        ("projection", dict(stabilization="projection"))):
     start = time.perf_counter()
-    res = rm.simulate(model, q0, np.zeros(args.n), args.t_end, formulation="augmented", rtol=1e-10, atol=1e-12,
+    res = rm.simulate(model, q0, np.zeros(args.n), args.t_end, formulation="augmented", rtol=rtol, atol=atol,
                       **options)
     runs[label] = res
     print(f"augmented, {label}: {res.nsteps} steps in {time.perf_counter() - start:.2f} s, "

@@ -4,17 +4,15 @@ projection; energy, loop closure and the reaction forces at the hinges.
     python3 examples/four_bar.py [t_end] [--plot FILE]   (--plot: snapshots, energy and drift with rm.plot)
 """
 
-import sys
-
 import numpy as np
+from _options import parse, parser
 
 import recursive_mbd as rm
 
-args = [a for a in sys.argv[1:] if not a.startswith("--plot")]
-plot_file = sys.argv[sys.argv.index("--plot") + 1] if "--plot" in sys.argv else None
-if plot_file in args:
-    args.remove(plot_file)
-t_end = float(args[0]) if args else 10.0
+arg_parser = parser(__doc__, plot="FILE")
+arg_parser.add_argument("t_end", type=float, nargs="?", default=10.0, help="simulated time [s] (default 10)")
+args = parse(arg_parser)
+t_end, plot_file = args.t_end, args.plot
 model, q0 = rm.models.four_bar(crank_angle=1.0)  # crank 1 m, coupler 2 m, rocker 1.5 m, pivots 3 m apart
 res = rm.simulate(model, q0, np.zeros(3), t_end, rtol=1e-10, atol=1e-12, t_eval=np.linspace(0, t_end, 201))
 print(res)

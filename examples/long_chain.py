@@ -3,15 +3,18 @@
     python3 examples/long_chain.py [N] [t_end]
 """
 
-import sys
 import time
 
 import numpy as np
+from _options import parse, parser
 
 import recursive_mbd as rm
 
-n = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
-t_end = float(sys.argv[2]) if len(sys.argv) > 2 else 0.2
+arg_parser = parser(__doc__)
+arg_parser.add_argument("n", type=int, nargs="?", default=2000, help="links (default 2000)")
+arg_parser.add_argument("t_end", type=float, nargs="?", default=0.2, help="simulated time [s] (default 0.2)")
+args = parse(arg_parser)
+n, t_end = args.n, args.t_end
 chain = rm.chains.serial_chain(n, length=1.0, mass=1.0)
 q0 = np.zeros(n)
 q0[0] = np.pi / 2

@@ -5,15 +5,17 @@ equilibrium decays; the whole-chain swing is damped only weakly by joint dampers
     python3 examples/pinned_chain.py [n_links] [t_end]
 """
 
-import sys
-
 import numpy as np
 import scipy.optimize
+from _options import parse, parser
 
 import recursive_mbd as rm
 
-n = int(sys.argv[1]) if len(sys.argv) > 1 else 50
-t_end = float(sys.argv[2]) if len(sys.argv) > 2 else 20.0
+arg_parser = parser(__doc__)
+arg_parser.add_argument("n", type=int, nargs="?", default=50, help="links (default 50)")
+arg_parser.add_argument("t_end", type=float, nargs="?", default=20.0, help="simulated swing [s] (default 20)")
+args = parse(arg_parser)
+n, t_end = args.n, args.t_end
 length, mass, span = 10.0, 5.0, 6.0
 chain = rm.chains.serial_chain(n, length=length, mass=mass)
 link = length / n

@@ -6,15 +6,12 @@ Prints the body poses at the end and the energy balance: the energy lost equals 
 --plot (needs matplotlib: pip install "recursive-mbd[plot]") it draws the coordinates and the energy terms.
 """
 
-import argparse
-
 import numpy as np
+from _options import parse, parser
 
 import recursive_mbd as rm
 
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--plot", metavar="FILE", help="save a plot of the motion and the energy balance")
-args = parser.parse_args()
+args = parse(parser(__doc__, plot="FILE"))
 
 model, q0, qd0 = rm.models.two_squares(m=5.0, a=1.0, k=10.0, c=1.0, g=9.81)
 times = np.linspace(0.0, 5.0, 501)

@@ -9,9 +9,11 @@
 """
 
 import numpy as np
+from _options import parse, parser
 
 import recursive_mbd as rm
 
+parse(parser(__doc__))
 r, l, omega = 0.05, 0.2, 300.0  # crank radius and rod length [m], crank speed [rad/s] (about 2900 rpm)
 bore_area, p_peak = 5e-3, 4e6  # piston area [m^2], peak gas pressure [Pa]
 

@@ -2,45 +2,64 @@
 
 Quick start::
 
+    import numpy as np
     import recursive_mbd as rm
     chain = rm.chains.serial_chain(100)
+    q, qd = np.zeros(100), np.zeros(100)
     qdd = rm.forward_dynamics(chain, q, qd)
-    res = rm.simulate(chain, q0, qd0, t_end=2.0)
+    res = rm.simulate(chain, q, qd, t_end=2.0)
+
+Conventions (units, frames, signs, joints, the serial-chain convention, the file format): ``docs/conventions.md``.
+
+Importing the package is cheap: the submodules and the public names below are imported on first use (PEP 562),
+so ``import recursive_mbd`` loads neither numba, scipy nor matplotlib, and compiles nothing. ``rm.NAME`` and
+``from recursive_mbd import NAME`` work as for eager imports, and ``dir(recursive_mbd)`` lists every name.
 """
 
-from . import analysis, augmented, chains, io, joints, loops, models, plot, studies
-from .analysis import (
-    assemble,
-    joint_reactions,
-    kinematic_analysis,
-    linearize,
-    modes,
-    static_equilibrium,
-)
-from .dynamics import (
-    bias_forces,
-    element_forces,
-    energy,
-    forward_dynamics,
-    forward_kinematics,
-    inverse_dynamics,
-    mass_matrix,
-    point_kinematics,
-)
+import importlib
+
 from .errors import ModelError, ResultFileError, SimulationError, StateError
-from .integrate import METHODS, SimulationResult, simulate
-from .loops import LoopSolution, RedundantConstraintWarning, loop_dynamics
-from .mechanism import Mechanism
-from .model import Model
 
 __version__ = "0.1.0"
 
+# Submodules reachable as attributes (``rm.chains``, ``rm.io``, ...), imported on first access.
+_SUBMODULES = ("analysis", "augmented", "chains", "io", "joints", "loops", "models", "plot", "studies")
+
+# Public names and the submodule that defines each, imported on first access.
+_LAZY_NAMES = {
+    "assemble": "analysis", "joint_reactions": "analysis", "kinematic_analysis": "analysis",
+    "linearize": "analysis", "modes": "analysis", "static_equilibrium": "analysis",
+    "bias_forces": "dynamics", "element_forces": "dynamics", "energy": "dynamics", "forward_dynamics": "dynamics",
+    "forward_kinematics": "dynamics", "inverse_dynamics": "dynamics", "mass_matrix": "dynamics",
+    "point_kinematics": "dynamics",
+    "METHODS": "integrate", "SimulationResult": "integrate", "simulate": "integrate",
+    "LoopSolution": "loops", "RedundantConstraintWarning": "loops", "loop_dynamics": "loops",
+    "Mechanism": "mechanism",
+    "Model": "model",
+}
+
+# Every public name (tests/test_imports.py checks that it matches the two tables above).
 __all__ = [
-    "METHODS", "Mechanism", "Model",
-    "analysis", "assemble", "joint_reactions", "kinematic_analysis", "linearize", "modes",
-    "static_equilibrium", "ModelError", "ResultFileError", "SimulationError", "SimulationResult", "StateError",
-    "augmented",
-    "bias_forces", "chains", "element_forces", "energy", "forward_dynamics", "forward_kinematics",
-    "inverse_dynamics", "joints", "LoopSolution", "loop_dynamics", "loops", "mass_matrix", "models",
-    "io", "plot", "point_kinematics", "RedundantConstraintWarning", "simulate", "studies",
+    "analysis", "assemble", "augmented", "bias_forces", "chains", "element_forces", "energy",
+    "forward_dynamics", "forward_kinematics", "inverse_dynamics", "io", "joint_reactions", "joints",
+    "kinematic_analysis", "linearize", "loop_dynamics", "loops", "LoopSolution", "mass_matrix", "Mechanism",
+    "METHODS", "Model", "ModelError", "models", "ResultFileError", "modes", "plot", "point_kinematics",
+    "RedundantConstraintWarning", "simulate", "SimulationError", "SimulationResult", "StateError",
+    "static_equilibrium", "studies",
 ]
+
+
+def __getattr__(name):
+    """Import a submodule or a public name on first access and keep it (PEP 562)."""
+    if name in _LAZY_NAMES:
+        value = getattr(importlib.import_module(f".{_LAZY_NAMES[name]}", __name__), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # later accesses skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

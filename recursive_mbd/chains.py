@@ -1,8 +1,8 @@
 """Serial chains of uniform rods, and Takeno's closed-form n-link rigid pendulum (seed 001).
 
-Convention (DESIGN.md): rod i has its frame origin at its centre and lies along its local -y axis (proximal end at
-(0, +l/2), distal end at (0, -l/2)); rod 1 is hinged to the ground at the origin, each next rod to the distal end
-of the previous one. q_i is the angle of rod i relative to rod i-1, so the absolute angle of rod j,
+Convention (docs/conventions.md): rod i has its frame origin at its centre and lies along its local -y axis
+(proximal end at (0, +l/2), distal end at (0, -l/2)); rod 1 is hinged to the ground at the origin, each next rod to
+the distal end of the previous one. q_i is the angle of rod i relative to rod i-1, so the absolute angle of rod j,
 theta_j = q_1 + ... + q_j, is Takeno's angle from the downward vertical (counter-clockwise positive).
 """
 
@@ -79,7 +79,7 @@ def _check_chain(n, length, mass, gravity):
 
 
 def serial_chain(n, length=1.0, mass=1.0, gravity=9.81):
-    """n identical uniform rods, total length ``length`` [m] and total mass ``mass`` [kg] (DESIGN.md).
+    """n identical uniform rods, total length ``length`` [m] and total mass ``mass`` [kg] (docs/conventions.md).
 
     Each rod is length/n long and mass/n heavy with J = (mass/n)(length/n)^2/12 about its centre. With q = 0 the
     chain hangs straight down from the origin.

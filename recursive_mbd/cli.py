@@ -15,7 +15,6 @@ directory, a FIFO or an unwritable place), writes exactly the path it prints, an
 import argparse
 import csv
 import importlib
-import inspect
 import io as std_io
 import os
 import shutil
@@ -28,10 +27,10 @@ import numpy as np
 
 from . import __version__, chains, io
 from . import joints as rm_joints
-from .analysis import kinematic_analysis, modes, static_equilibrium
-from .dynamics import forward_dynamics
 from .errors import ModelError, SimulationError, StateError
-from .integrate import simulate
+
+# The dynamics, analyses and time loops (numba, scipy) are imported inside the commands that use them, so that
+# `rmbd --help` and `rmbd info` start in a fraction of a second.
 
 MESSAGE_LIMIT = 400  # characters of an error message: a message is a line, never an echoed array
 FIRST_COMPILE_SECONDS = 40  # the issue's measure on an idle 2-core machine; 155-194 s measured on a loaded one
@@ -86,6 +85,8 @@ def _require(module, purpose, extra):
 
 
 def _run_case(label, model, q0, t_end, rtol, atol, samples, out):
+    from .integrate import simulate  # noqa: PLC0415  (numba: only for the commands that simulate)
+
     nq = model.nq
     qd0 = np.zeros(nq)
     start = time.perf_counter()
@@ -211,15 +212,15 @@ def _save_partial(target, base, err):
 def _simulate_options(analysis, max_time):
     options = {k: analysis[k] for k in ("rtol", "atol", "dt", "stabilization") if k in analysis}
     if max_time is not None:
-        if "max_wall_time" not in inspect.signature(simulate).parameters:
-            raise InputError("--max-time needs simulate(max_wall_time=...), which this version of recursive_mbd "
-                             "does not have yet")
         options["max_wall_time"] = max_time
     return options
 
 
 def _run(args, out):
     """rmbd run FILE: the analysis the file names; results to .npz (and CSV)."""
+    from .analysis import kinematic_analysis, modes, static_equilibrium  # noqa: PLC0415
+    from .integrate import simulate  # noqa: PLC0415
+
     target = _result_path(args.file, args.output)
     _check_output(target, args.force)
     _check_output(_partial_path(target), args.force, "partial-result")
@@ -438,6 +439,7 @@ def _animate(args, out):
 
 def _bench(args, out):
     from . import augmented  # noqa: PLC0415
+    from .dynamics import forward_dynamics  # noqa: PLC0415
 
     print("forward dynamics per evaluation on serial chains [us] (median of repeats)", file=out)
     print(f"{'N':>6} {'recursive':>10} {'mass matrix':>12} {'augmented sparse':>17}", file=out)

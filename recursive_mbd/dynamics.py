@@ -5,7 +5,6 @@ gravity terms. Shapes: q, qd, qdd, tau are (nq,) float arrays in joint order (``
 """
 
 import numpy as np
-import scipy.linalg
 from numba.core.errors import TypingError
 
 from . import _checks
@@ -211,6 +210,8 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
             raise_status(model, status, output="qdd")
         return qdd
     if method == "mass_matrix":
+        import scipy.linalg  # noqa: PLC0415  (scipy only for this route: `rmbd info` starts faster)
+
         mass = mass_matrix(model, q)
         rhs = tau - _rnea(model, ws, q, qd, ws.zeros, wrench)
         try:

@@ -1,8 +1,8 @@
 """Model builder: bodies joined in a tree, compiled once into frozen arrays that every formulation takes.
 
-Conventions (DESIGN.md): SI units, ground x right / y up, angles counter-clockwise in radians. A body's frame has a
-pose (x, y, theta) in the ground frame; its inertia is the mass ``mass``, the centre of mass ``com`` (body frame)
-and the rotational inertia ``inertia`` about the centre of mass. The joint to the parent is placed by
+Conventions (docs/conventions.md): SI units, ground x right / y up, angles counter-clockwise in radians. A body's
+frame has a pose (x, y, theta) in the ground frame; its inertia is the mass ``mass``, the centre of mass ``com``
+(body frame) and the rotational inertia ``inertia`` about the centre of mass. The joint to the parent is placed by
 ``parent_point`` (parent frame) and ``child_point`` (child frame), which coincide at zero joint coordinate, and the
 angle offset ``angle`` (see ``recursive_mbd.joints``).
 """

@@ -10,6 +10,8 @@ import pytest
 from recursive_mbd import cli
 
 ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted(path.name for path in (ROOT / "examples").glob("*.py") if not path.name.startswith("_"))
+PLOTTING_EXAMPLES = ("chain_studies.py", "formulations.py", "four_bar.py", "seed000_two_squares.py")
 
 
 def test_demo_reports_energy_error_and_speed():
@@ -44,3 +46,38 @@ def test_examples_run(tmp_path):
                              text=True, check=True, timeout=300)
         assert "energy" in out.stdout.lower() or "E(t)" in out.stdout or "drift" in out.stdout
     assert figure.stat().st_size > 1000
+
+
+def test_examples_are_all_listed():
+    assert len(EXAMPLES) >= 8 and set(PLOTTING_EXAMPLES) <= set(EXAMPLES)
+
+
+@pytest.mark.parametrize("script", EXAMPLES)
+def test_example_help(script):
+    """--help prints the usage and the example's description, and runs nothing."""
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / script), "--help"], capture_output=True,
+                         text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("usage: ") and out.stderr == ""
+    first_line = (ROOT / "examples" / script).read_text().split('"""')[1].splitlines()[0]
+    assert first_line.split(":")[0] in " ".join(out.stdout.split())
+
+
+@pytest.mark.parametrize("script", PLOTTING_EXAMPLES)
+def test_example_plot_without_matplotlib_says_how_to_install_before_simulating(script, tmp_path):
+    # matplotlib made unimportable (None in sys.modules) in a fresh interpreter that runs the example as __main__
+    runner = ("import os, runpy, sys\nsys.modules['matplotlib'] = None\n"
+              "sys.argv = [sys.argv[1], '--plot', sys.argv[2]]\nsys.path.insert(0, os.path.dirname(sys.argv[0]))\n"
+              "runpy.run_path(sys.argv[0], run_name='__main__')")
+    out = subprocess.run([sys.executable, "-c", runner, str(ROOT / "examples" / script), str(tmp_path / "figure")],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 1, out.stderr
+    assert "matplotlib" in out.stderr and 'pip install "recursive-mbd[plot]"' in out.stderr
+    assert out.stdout == ""  # it stopped before simulating anything
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_formulations_quick(tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "formulations.py"), "--quick"], capture_output=True,
+                         text=True, check=True, timeout=120)
+    assert "serial_chain(4)" in out.stdout and out.stdout.count("augmented, ") == 3

@@ -1,0 +1,30 @@
+"""Command-line options shared by the examples: ``--plot`` and the check that matplotlib is installed."""
+
+import argparse
+import importlib.util
+import sys
+
+INSTALL_PLOT = 'pip install "recursive-mbd[plot]" (or: pip install matplotlib)'
+
+
+def parser(doc, plot=None):
+    """An ArgumentParser described by the first line of ``doc``; with ``plot`` ("FILE" or "DIR"), a --plot option."""
+    lines = doc.strip().splitlines()
+    result = argparse.ArgumentParser(description=lines[0], epilog="\n".join(lines[1:]).strip() or None,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    if plot == "FILE":
+        result.add_argument("--plot", metavar="FILE", help="save a figure to FILE (.png, .pdf, ...; needs matplotlib)")
+    elif plot == "DIR":
+        result.add_argument("--plot", metavar="DIR", help="write PNG figures into DIR (needs matplotlib)")
+    return result
+
+
+def parse(arg_parser, argv=None):
+    """Parse the command line; with --plot, stop at once (exit 1, how to install) if matplotlib is missing, so
+    that nothing is simulated for a figure that cannot be drawn."""
+    args = arg_parser.parse_args(argv)
+    if getattr(args, "plot", None) and importlib.util.find_spec("matplotlib") is None:
+        print(f"{arg_parser.prog}: error: --plot needs matplotlib, which is not installed: {INSTALL_PLOT}",
+              file=sys.stderr)
+        sys.exit(1)
+    return args
