@@ -56,7 +56,6 @@ import numpy as np
 
 from . import chains, joints
 from .errors import ModelError
-from .integrate import FIXED_STEP, METHODS
 from .mechanism import Mechanism
 from .model import GROUND, Model
 
@@ -420,6 +419,8 @@ def _analysis(reader, data):
         out["count"] = reader.default("analysis", "count", 5)
     if kind != "dynamics":
         return out
+    from .integrate import FIXED_STEP, METHODS  # noqa: PLC0415  (numba: not for `rmbd info` / `--help`)
+
     method = reader.string(table, "method", "analysis", "dopri5")
     scipy_name = method[6:] if method.startswith("scipy:") else None
     if (method not in METHODS) if scipy_name is None else (scipy_name not in SCIPY_METHODS):
