@@ -1007,7 +1007,7 @@ def _max_steps(max_steps):
     if isinstance(max_steps, (bool, np.bool_)) or not isinstance(max_steps, (int, np.integer, float)):
         raise TypeError(f"max_steps must be an integer, got {max_steps!r}")
     if not (1 <= max_steps <= 2**62) or max_steps != int(max_steps):
-        raise ValueError(f"max_steps must be an integer in [1, 2**62], got {max_steps!r}")
+        raise StateError(f"max_steps must be an integer in [1, 2**62], got {max_steps!r}")
     return int(max_steps)
 
 

@@ -162,13 +162,7 @@ def _held_joints(model, free):
     """The per-body mask of joints held still by a projection that may change only the coordinates ``free``."""
     if free is None:
         return np.zeros(0, dtype=np.uint8)
-    values = np.asarray(free)
-    if values.ndim != 1 or not (values.size == 0 or np.issubdtype(values.dtype, np.integer)):
-        raise TypeError(f"free must be a 1-D sequence of coordinate indices (integers), got {free!r}")
-    values = values.astype(np.int64)
-    bad = values[(values < 0) | (values >= model.nq)]
-    if bad.size:
-        raise StateError(f"free: coordinate index {int(bad[0])} out of range for nq = {model.nq}")
+    values = _checks.index_array(free, model.nq, "free")
     held = np.ones(model.nq, dtype=bool)
     held[values] = False
     mask = np.zeros(model.nbodies, dtype=np.uint8)

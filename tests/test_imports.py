@@ -47,8 +47,8 @@ def test_every_public_name_resolves(name):
 
 
 def test_public_tables_match_all():
-    assert sorted(rm.__all__) == sorted({"ModelError", "SimulationError", "StateError", *rm._SUBMODULES,
-                                         *rm._LAZY_NAMES})
+    errors = {"ModelError", "ResultFileError", "SimulationError", "StateError"}
+    assert sorted(rm.__all__) == sorted({*errors, *rm._SUBMODULES, *rm._LAZY_NAMES})
     assert len(rm.__all__) == len(set(rm.__all__))
 
 
