@@ -15,10 +15,14 @@ stabilisation (15)-(17):
     [M   C_z^T] [z'']   [Q                                ]
     [C_z   0  ] [lam] = [gamma - 2 alpha C' - beta^2 C     ],   C_z z'' = gamma,
 
-with a sparse factorisation (scipy.sparse.linalg.splu) or densely. ``Q`` holds gravity, the model's force
+by default with the compiled tree-ordered elimination of ``recursive_mbd._kernels.augmented`` (O(N), loops and
+drivers as auxiliary rows by a Schur complement), or for comparison with a general sparse factorisation
+(scipy.sparse.linalg.splu) or densely. ``Q`` holds gravity, the model's force
 elements (the same shared evaluation as every formulation) and the joint forces tau mapped by the joint-coordinate
 Jacobian, so the same inputs give the same motion in both formulations.
 """
+
+import warnings
 
 import numpy as np
 import scipy.linalg
@@ -27,9 +31,15 @@ import scipy.sparse
 import scipy.sparse.linalg
 
 from . import joints
+from ._kernels import augmented as kernels
 from ._kernels import layout as L
-from .dynamics import _com_state, _element_loads, as_vector, workspace
+from .dynamics import _com_state, _element_loads, as_vector, raise_status, workspace
 from .errors import ModelError, StateError
+from .loops import RedundantConstraintWarning
+
+# relative singular-value cut-off of the auxiliary (loop, driver) multiplier solve of the tree solver, as the
+# recursive loop layer's: below it a row counts as redundant and the multipliers are the minimum-norm ones
+RCOND = 1e-10
 
 
 def _perp(v):
@@ -357,7 +367,133 @@ def applied_forces(model, z, zd, tau=None, t=0.0, powers=None):
     return forces.reshape(-1) + joint_jacobian(model, z).T @ joint_forces
 
 
-def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver="sparse", powers=None, drivers=()):
+class _TreeWorkspace:
+    """Arrays of the tree solver of one model (``_kernels.augmented``), allocated once and reused."""
+
+    def __init__(self, model):
+        n, nq = model.nbodies, model.nq
+        counts = np.array(kernels.ROWS_PER_JOINT, dtype=np.int64)[model.joint_type]
+        self.row_start = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)  # joint rows of body i
+        self.tree_rows = int(self.row_start[-1])
+        self.factor = np.zeros((n, kernels.F_WIDTH))
+        self.scratch = np.zeros((4, 3))
+        self.stab = np.zeros(2)  # alpha, beta
+        self.power = np.zeros(1)
+        self.no_tau = np.zeros(0)
+        self.q = np.zeros(nq)  # joint coordinates for the force elements
+        self.qd = np.zeros(nq)
+        self.loop_rows = model.nconstraints
+        self.aux = self._aux_arrays(n, self.loop_rows) if self.loop_rows else None
+
+    def _aux_arrays(self, n, k):
+        """(bodies (k, 2), coefficients (k, 6), right-hand side (k,), residual (k,), xb, xj, schur, info)."""
+        return (np.full((k, 2), -1, dtype=np.int64), np.zeros((k, 6)), np.zeros(k), np.zeros(k), np.zeros((n, 3)),
+                np.zeros(self.tree_rows), np.zeros((k, k)), np.zeros(1, dtype=np.int64))
+
+
+def _tree_workspace(model):
+    ws = workspace(model)  # compiles the model
+    if getattr(ws, "augmented", None) is None:
+        ws.augmented = _TreeWorkspace(model)
+    return ws, ws.augmented
+
+
+def _as_absolute(model, x, what):
+    """``x`` as a C-contiguous float64 (nbodies, 3) array (from (nbodies, 3) or (3 nbodies,)), or a StateError /
+    TypeError naming ``what``."""
+    n = model.nbodies
+    if x.__class__ is np.ndarray and x.dtype == np.float64 and x.shape == (n, 3) and x.flags.c_contiguous:
+        return x
+    try:
+        arr = np.ascontiguousarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be an array of {n} x 3 numbers, got {type(x).__name__}") from None
+    if arr.shape not in ((n, 3), (3 * n,)):
+        raise StateError(f"{what} must have shape ({n}, 3) for this model (nbodies = {n}), got shape {arr.shape}")
+    return arr.reshape(n, 3)
+
+
+def _raise_tree(model, status):
+    kind, index = L.decode_status(status)
+    if kind in (L.STATUS_NONFINITE_Q, L.STATUS_NONFINITE_QD):
+        what = "z" if kind == L.STATUS_NONFINITE_Q else "zd"
+        raise StateError(f"{what} of body {model.body_names[index]!r} (index {index}) is not finite")
+    if kind == L.STATUS_LOOP_DEGENERATE:
+        raise StateError(f"loop {model.loop_names[index]!r} (index {index}): the two points of the distance loop "
+                         "coincide, so its direction is undefined")
+    raise_status(model, status)
+
+
+def _driver_rows(model, z, zd, t, drivers, alpha, beta, aux_body, aux_coef, aux_rhs, aux_res):
+    """Rows q_k(z) - f(t) = 0 of the drivers as auxiliary rows (Python: drivers are few and rare)."""
+    coords = [k for k, _ in drivers]
+    values = np.array([evaluate(t) for _, evaluate in drivers], dtype=float).reshape(-1, 3)
+    q, qd = joint_from_absolute(model, z, zd)
+    bias = joint_accelerations(model, z, zd, np.zeros_like(z))  # q'' at z'' = 0
+    rows = joint_jacobian(model, z)[coords].toarray()
+    owner = np.searchsorted(model.joint_q_index, coords, side="right") - 1  # the body whose joint has q_k
+    for r, (k, body) in enumerate(zip(coords, owner, strict=True)):
+        parent = model.body_parent[body]
+        aux_body[r] = body, parent
+        aux_coef[r, :3] = rows[r, 3 * body:3 * body + 3]
+        aux_coef[r, 3:] = rows[r, 3 * parent:3 * parent + 3] if parent >= 0 else 0.0
+        aux_res[r] = q[k] - values[r, 0]
+        aux_rhs[r] = values[r, 2] - bias[k] - 2.0 * alpha * (qd[k] - values[r, 1]) - beta**2 * aux_res[r]
+
+
+def _tree_forward_dynamics(model, z, zd, tau, t, alpha, beta, powers, drivers):
+    """forward_dynamics(..., solver="tree"): the compiled O(N) route (``_kernels.augmented``)."""
+    ws, tw = _tree_workspace(model)
+    z = _as_absolute(model, z, "z")
+    zd = _as_absolute(model, zd, "zd")
+    tau = tw.no_tau if tau is None else as_vector(model, tau, "tau")
+    wrench, joint_forces = ws.no_wrench, tau
+    if model.elem_int.shape[0]:
+        kernels.joint_coordinates(model.body_int, model.body_real, z, zd, tw.q, tw.qd)
+        _element_loads(model, ws, tw.q, tw.qd, float(t))
+        wrench = ws.wrench
+        joint_forces = ws.jforce + tau if tau.size else ws.jforce
+    tw.stab[0] = alpha
+    tw.stab[1] = beta
+    aux = tw.aux
+    if len(drivers):
+        aux = tw._aux_arrays(model.nbodies, tw.loop_rows + len(drivers))
+    k = 0 if aux is None else aux[0].shape[0]
+    n = z.shape[0]
+    zdd = np.empty((n, 3))
+    lam = np.empty(tw.tree_rows + k)
+    status = kernels.factor_and_solve(model.body_int, model.body_real, model.gravity, tw.row_start, z, zd,
+                                      joint_forces, wrench, tw.stab, tw.factor, tw.scratch, zdd, lam, tw.power)
+    if status:
+        _raise_tree(model, status)
+    if k:
+        aux_body, aux_coef, aux_rhs, aux_res, xb, xj, schur, info = aux
+        if tw.loop_rows:
+            status = kernels.loop_rows(model.loop_int, model.loop_real, z, zd, tw.stab, aux_body, aux_coef, aux_rhs,
+                                       aux_res)
+            if status:
+                _raise_tree(model, status)
+        if len(drivers):
+            m = tw.loop_rows
+            _driver_rows(model, z, zd, t, drivers, alpha, beta, aux_body[m:], aux_coef[m:], aux_rhs[m:],
+                         aux_res[m:])
+        kernels.add_auxiliary_rows(model.body_int, tw.row_start, tw.factor, aux_body, aux_coef, aux_rhs, RCOND, zdd,
+                                   lam, xb, xj, schur, info)
+        if info[0] < k:
+            warnings.warn(f"the loop and driver equations are redundant or singular at this state: rank {info[0]} "
+                          f"of {k}; the multipliers are the minimum-norm ones", RedundantConstraintWarning,
+                          stacklevel=3)
+    if powers is not None:
+        powers[0] = 0.0
+        if model.elem_int.shape[0]:
+            powers[1] = float(tau @ tw.qd) if tau.size else 0.0
+            powers += ws.element_energy[1:]
+        else:
+            powers[1] = tw.power[0]
+    return zdd, lam
+
+
+def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver="tree", powers=None, drivers=()):
     """Absolute accelerations and multipliers from the KKT system (seed 000 eqs. 10, 13, 15-17).
 
     Parameters
@@ -368,14 +504,24 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
         Joint forces, as in the recursive formulation.
     alpha, beta : float
         Baumgarte parameters: the acceleration constraint becomes C'' + 2 alpha C' + beta^2 C = 0.
-    solver : {"sparse", "dense"}
+    solver : {"tree", "sparse", "dense"}
+        "tree" (default): the compiled tree-ordered block elimination (Baraff 1996), O(N) time and memory, with
+        loops and drivers as auxiliary rows by a Schur complement, O(k N) for k such rows; redundant loop or driver
+        rows give the minimum-norm multipliers and a ``RedundantConstraintWarning`` (the tree joints themselves
+        are never redundant). "sparse": scipy's sparse LU of the assembled KKT matrix; "dense": dense LU. Both
+        raise ModelError on a singular (redundant) system.
+    powers : ndarray (2,), optional
+        Receives the power dissipated by the dampers and the power of tau and the applied forces [W].
 
     Returns
     -------
     zdd : ndarray, shape (nbodies, 3)
     lam : ndarray, shape (m,)
-        Multipliers; -C_z^T lam are the constraint forces on the absolute coordinates.
+        Multipliers: the joints' rows body by body, then the loops', then the drivers'; -C_z^T lam are the
+        constraint forces on the absolute coordinates.
     """
+    if solver == "tree":
+        return _tree_forward_dynamics(model, z, zd, tau, t, alpha, beta, powers, drivers)
     z = np.asarray(z, dtype=float).reshape(model.nbodies, 3)
     zd = np.asarray(zd, dtype=float).reshape(model.nbodies, 3)
     residual, cz, rate, gamma = constraints(model, z, zd, t, drivers)
@@ -386,7 +532,7 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
     rhs = np.concatenate((q_force, rhs_c))
     singular = ModelError(f"the augmented system is singular at this state: the {m} constraint equations on "
                           f"{3 * model.nbodies} coordinates are redundant or degenerate (the recursive route "
-                          "handles redundant loops: rm.loop_dynamics)")
+                          "handles redundant loops: rm.loop_dynamics, and so does solver='tree')")
     if solver == "sparse":
         try:
             factor = scipy.sparse.linalg.splu(kkt)
@@ -402,7 +548,7 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
         pivots = np.abs(np.diag(lu))
         solution = scipy.linalg.lu_solve((lu, piv), rhs, check_finite=False)
     else:
-        raise ValueError(f"unknown solver {solver!r}; expected 'sparse' or 'dense'")
+        raise ValueError(f"unknown solver {solver!r}; expected 'tree', 'sparse' or 'dense'")
     # LU with pivoting leaves a round-off-sized pivot for every dependent equation
     if pivots.size and not pivots.min() > 1e-11 * pivots.max():
         raise singular
@@ -451,7 +597,7 @@ def joint_constraint_forces(model, z, zd, lam):
     return forces
 
 
-def state_derivative(model, t, y, tau=None, alpha=0.0, beta=0.0, solver="sparse", drivers=()):
+def state_derivative(model, t, y, tau=None, alpha=0.0, beta=0.0, solver="tree", drivers=()):
     """y' for y = (z, zd, W_dissipated, W_applied) flattened, shape (6 nbodies + 2,), or (z, zd) without the
     work terms (6 nbodies,): hand it to scipy.integrate.solve_ivp. ``tau``: None, (nq,), or tau(t) / tau(t, q, qd).
     """
