@@ -73,6 +73,9 @@ from .layout import (
 )
 
 njit = numba.njit(cache=True, error_model="numpy")
+# helpers of the per-body loops are inlined and take (array, row, column offset) rather than views: a view or an
+# out-of-line call with array arguments costs atomic reference counts, which cost more than the body's arithmetic
+inline = numba.njit(cache=True, error_model="numpy", inline="always")
 
 ROWS_PER_JOINT = (2, 2, 3, 0)  # constraint rows of a revolute, prismatic, fixed, planar joint (joints.* codes)
 
@@ -93,7 +96,7 @@ S_FC = 2  # generalised force of the joint's tau on the child (3)
 S_FP = 3  # ... on the parent (3)
 
 
-@njit
+@inline
 def _joint_rows(body_int, body_real, z, zd, tau, i, fac, scratch):
     """Constraint rows of body i's joint at (z, zd): Jc, Jp into fac[i], residual and gamma into scratch, and the
     generalised forces of the joint's tau (d q / d z transposed, tau of shape (0,): none) on the child and the
@@ -125,38 +128,34 @@ def _joint_rows(body_int, body_real, z, zd, tau, i, fac, scratch):
     apy = sp * ppx + cp * ppy
     gx = z[i, 0] + acx - cpx - apx  # gap D = P_c - P_p
     gy = z[i, 1] + acy - cpy - apy
-    jc = fac[i, F_JC:F_JC + 9]
-    jp = fac[i, F_JP:F_JP + 9]
-    res = scratch[S_RES]
-    gam = scratch[S_GAM]
-    fc = scratch[S_FC]
-    fp = scratch[S_FP]
-    fc[:] = 0.0
-    fp[:] = 0.0
+    # element indexing, no array views: a view per body costs more than the whole row computation here
+    for col in range(3):
+        scratch[S_FC, col] = 0.0
+        scratch[S_FP, col] = 0.0
     has_tau = tau.shape[0] > 0
     k = body_int[i, QIDX]
     m = 0
-    if jt == REVOLUTE or jt == FIXED:  # P_p - P_c = 0 (eq. 8); rows x, y
-        jc[0] = -1.0
-        jc[1] = 0.0
-        jc[2] = acy  # -perp(arm_c)_x
-        jp[0] = 1.0
-        jp[1] = 0.0
-        jp[2] = -apy  # perp(arm_p)_x
-        jc[3] = 0.0
-        jc[4] = -1.0
-        jc[5] = -acx
-        jp[3] = 0.0
-        jp[4] = 1.0
-        jp[5] = apx
-        res[0] = -gx
-        res[1] = -gy
-        gam[0] = apx * omp * omp - acx * om * om
-        gam[1] = apy * omp * omp - acy * om * om
+    if jt in (REVOLUTE, FIXED):  # P_p - P_c = 0 (eq. 8); rows x, y
+        fac[i, F_JC + 0] = -1.0
+        fac[i, F_JC + 1] = 0.0
+        fac[i, F_JC + 2] = acy  # -perp(arm_c)_x
+        fac[i, F_JP + 0] = 1.0
+        fac[i, F_JP + 1] = 0.0
+        fac[i, F_JP + 2] = -apy  # perp(arm_p)_x
+        fac[i, F_JC + 3] = 0.0
+        fac[i, F_JC + 4] = -1.0
+        fac[i, F_JC + 5] = -acx
+        fac[i, F_JP + 3] = 0.0
+        fac[i, F_JP + 4] = 1.0
+        fac[i, F_JP + 5] = apx
+        scratch[S_RES, 0] = -gx
+        scratch[S_RES, 1] = -gy
+        scratch[S_GAM, 0] = apx * omp * omp - acx * om * om
+        scratch[S_GAM, 1] = apy * omp * omp - acy * om * om
         m = 2
         if jt == REVOLUTE and has_tau:
-            fc[2] = tau[k]
-            fp[2] = -tau[k]
+            scratch[S_FC, 2] = tau[k]
+            scratch[S_FP, 2] = -tau[k]
     elif jt == PRISMATIC:  # n_p . (P_c - P_p) = 0 (eq. 9), n_p = perp(u), u the axis in ground axes
         ax = body_real[i, AXX]
         ay = body_real[i, AXX + 1]
@@ -166,68 +165,69 @@ def _joint_rows(body_int, body_real, z, zd, tau, i, fac, scratch):
         ny = ux
         rate_x = zd[i, 0] - om * acy - vpx + omp * apy  # D' = (c_c' + om perp(arm_c)) - (c_p' + om_p perp(arm_p))
         rate_y = zd[i, 1] + om * acx - vpy - omp * apx
-        jc[0] = nx
-        jc[1] = ny
-        jc[2] = -nx * acy + ny * acx  # n . perp(arm_c)
-        jp[0] = -nx
-        jp[1] = -ny
-        jp[2] = (-ny * gx + nx * gy) - (-nx * apy + ny * apx)  # perp(n) . D - n . perp(arm_p)
-        res[0] = nx * gx + ny * gy
+        fac[i, F_JC + 0] = nx
+        fac[i, F_JC + 1] = ny
+        fac[i, F_JC + 2] = -nx * acy + ny * acx  # n . perp(arm_c)
+        fac[i, F_JP + 0] = -nx
+        fac[i, F_JP + 1] = -ny
+        fac[i, F_JP + 2] = (-ny * gx + nx * gy) - (-nx * apy + ny * apx)  # perp(n) . D - n . perp(arm_p)
+        scratch[S_RES, 0] = nx * gx + ny * gy
         curve_x = -acx * om * om + apx * omp * omp  # D'' at z'' = 0
         curve_y = -acy * om * om + apy * omp * omp
-        gam[0] = -(-omp * omp * res[0] + 2.0 * omp * (-ny * rate_x + nx * rate_y) + nx * curve_x + ny * curve_y)
+        scratch[S_GAM, 0] = -(-omp * omp * scratch[S_RES, 0] + 2.0 * omp * (-ny * rate_x + nx * rate_y)
+                              + nx * curve_x + ny * curve_y)
         m = 1
         if has_tau:  # q = u . D: dq = u . dD + dtheta_p perp(u) . D
             f = tau[k]
-            fc[0] = f * ux
-            fc[1] = f * uy
-            fc[2] = f * (-ux * acy + uy * acx)
-            fp[0] = -f * ux
-            fp[1] = -f * uy
-            fp[2] = f * ((-uy * gx + ux * gy) - (-ux * apy + uy * apx))
+            scratch[S_FC, 0] = f * ux
+            scratch[S_FC, 1] = f * uy
+            scratch[S_FC, 2] = f * (-ux * acy + uy * acx)
+            scratch[S_FP, 0] = -f * ux
+            scratch[S_FP, 1] = -f * uy
+            scratch[S_FP, 2] = f * ((-uy * gx + ux * gy) - (-ux * apy + uy * apx))
     elif jt == PLANAR and has_tau:  # (x, y) = A_p^T D, phi = theta_c - theta_p - angle
         for col in range(2):
             ux = cp if col == 0 else -sp
             uy = sp if col == 0 else cp
             f = tau[k + col]
-            fc[0] += f * ux
-            fc[1] += f * uy
-            fc[2] += f * (-ux * acy + uy * acx)
-            fp[0] -= f * ux
-            fp[1] -= f * uy
-            fp[2] += f * ((-uy * gx + ux * gy) - (-ux * apy + uy * apx))
-        fc[2] += tau[k + 2]
-        fp[2] -= tau[k + 2]
-    if jt == PRISMATIC or jt == FIXED:  # theta_c - theta_p - angle = 0
-        jc[3 * m] = 0.0
-        jc[3 * m + 1] = 0.0
-        jc[3 * m + 2] = 1.0
-        jp[3 * m] = 0.0
-        jp[3 * m + 1] = 0.0
-        jp[3 * m + 2] = -1.0
-        res[m] = th - thp - body_real[i, ANGLE]
-        gam[m] = 0.0
+            scratch[S_FC, 0] += f * ux
+            scratch[S_FC, 1] += f * uy
+            scratch[S_FC, 2] += f * (-ux * acy + uy * acx)
+            scratch[S_FP, 0] -= f * ux
+            scratch[S_FP, 1] -= f * uy
+            scratch[S_FP, 2] += f * ((-uy * gx + ux * gy) - (-ux * apy + uy * apx))
+        scratch[S_FC, 2] += tau[k + 2]
+        scratch[S_FP, 2] -= tau[k + 2]
+    if jt in (PRISMATIC, FIXED):  # theta_c - theta_p - angle = 0
+        fac[i, F_JC + 3 * m] = 0.0
+        fac[i, F_JC + 3 * m + 1] = 0.0
+        fac[i, F_JC + 3 * m + 2] = 1.0
+        fac[i, F_JP + 3 * m] = 0.0
+        fac[i, F_JP + 3 * m + 1] = 0.0
+        fac[i, F_JP + 3 * m + 2] = -1.0
+        scratch[S_RES, m] = th - thp - body_real[i, ANGLE]
+        scratch[S_GAM, m] = 0.0
         m += 1
     return m
 
 
-@njit
-def _sym_inverse(a00, a01, a02, a11, a12, a22, m, out, tol=1e-13):
+@inline
+def _sym_inverse(a00, a01, a02, a11, a12, a22, m, fac, i, at, tol=1e-13):
     """out = the inverse of the symmetric positive definite m x m matrix (m = 1, 2, 3) given by its upper entries,
-    stored (00, 01, 02, 11, 12, 22). Returns False when it is not numerically positive definite (its determinant
-    below ``tol`` times the product of its diagonal, the largest it can be: Hadamard)."""
+    stored (00, 01, 02, 11, 12, 22), into fac[i, at:at + 6]. Returns False when it is not numerically positive
+    definite (its determinant below ``tol`` times the product of its diagonal, the largest it can be: Hadamard)."""
     if m == 1:
         if not a00 > 0.0:
             return False
-        out[0] = 1.0 / a00
+        fac[i, at + 0] = 1.0 / a00
         return True
     if m == 2:
         det = a00 * a11 - a01 * a01
         if not det > tol * a00 * a11:
             return False
-        out[0] = a11 / det
-        out[1] = -a01 / det
-        out[3] = a00 / det
+        fac[i, at + 0] = a11 / det
+        fac[i, at + 1] = -a01 / det
+        fac[i, at + 3] = a00 / det
         return True
     c00 = a11 * a22 - a12 * a12
     c01 = a02 * a12 - a01 * a22
@@ -236,57 +236,53 @@ def _sym_inverse(a00, a01, a02, a11, a12, a22, m, out, tol=1e-13):
     if not det > tol * a00 * a11 * a22:
         return False
     inv = 1.0 / det
-    out[0] = c00 * inv
-    out[1] = c01 * inv
-    out[2] = c02 * inv
-    out[3] = (a00 * a22 - a02 * a02) * inv
-    out[4] = (a01 * a02 - a00 * a12) * inv
-    out[5] = (a00 * a11 - a01 * a01) * inv
+    fac[i, at + 0] = c00 * inv
+    fac[i, at + 1] = c01 * inv
+    fac[i, at + 2] = c02 * inv
+    fac[i, at + 3] = (a00 * a22 - a02 * a02) * inv
+    fac[i, at + 4] = (a01 * a02 - a00 * a12) * inv
+    fac[i, at + 5] = (a00 * a11 - a01 * a01) * inv
     return True
 
 
-@njit
-def _sym_get(sym, r, c):
-    """Entry (r, c) of a symmetric 3 x 3 matrix stored (00, 01, 02, 11, 12, 22)."""
+@inline
+def _sym_get(fac, i, at, r, c):
+    """Entry (r, c) of the symmetric 3 x 3 matrix stored (00, 01, 02, 11, 12, 22) in fac[i, at:at + 6]."""
     if r > c:
         r, c = c, r
-    return sym[r * 3 - (r * (r - 1)) // 2 + c - r]
+    return fac[i, at + r * 3 - (r * (r - 1)) // 2 + c - r]
 
 
-@njit
+@inline
 def _rows(body_int, i):
     return ROWS_PER_JOINT[body_int[i, JTYPE]]
 
 
-@njit
+@inline
 def _eliminate_joint(body_int, row_start, fac, i, m, xb, xj):
     """Forward elimination of body i's joint: x_j -= Jc D_i^-1 x_i, then onto the parent
     x_p += Jp^T S^-1 x_j (its pivot was already updated by the factorisation)."""
-    dinv = fac[i, F_DINV:F_DINV + 6]
-    jc = fac[i, F_JC:F_JC + 9]
     r0 = row_start[i]
     w = fac[i, F_W]
     if w != 0.0:  # regularised pivot: x_i += w Jc^T x_j
         for r in range(m):
-            xb[i, 0] += w * jc[3 * r] * xj[r0 + r]
-            xb[i, 1] += w * jc[3 * r + 1] * xj[r0 + r]
-            xb[i, 2] += w * jc[3 * r + 2] * xj[r0 + r]
-    y0 = dinv[0] * xb[i, 0] + dinv[1] * xb[i, 1] + dinv[2] * xb[i, 2]  # D_i^-1 x_i
-    y1 = dinv[1] * xb[i, 0] + dinv[3] * xb[i, 1] + dinv[4] * xb[i, 2]
-    y2 = dinv[2] * xb[i, 0] + dinv[4] * xb[i, 1] + dinv[5] * xb[i, 2]
+            xb[i, 0] += w * fac[i, F_JC + 3 * r] * xj[r0 + r]
+            xb[i, 1] += w * fac[i, F_JC + 3 * r + 1] * xj[r0 + r]
+            xb[i, 2] += w * fac[i, F_JC + 3 * r + 2] * xj[r0 + r]
+    y0 = fac[i, F_DINV + 0] * xb[i, 0] + fac[i, F_DINV + 1] * xb[i, 1] + fac[i, F_DINV + 2] * xb[i, 2]  # D_i^-1 x_i
+    y1 = fac[i, F_DINV + 1] * xb[i, 0] + fac[i, F_DINV + 3] * xb[i, 1] + fac[i, F_DINV + 4] * xb[i, 2]
+    y2 = fac[i, F_DINV + 2] * xb[i, 0] + fac[i, F_DINV + 4] * xb[i, 1] + fac[i, F_DINV + 5] * xb[i, 2]
     for r in range(m):
-        xj[r0 + r] -= jc[3 * r] * y0 + jc[3 * r + 1] * y1 + jc[3 * r + 2] * y2
+        xj[r0 + r] -= fac[i, F_JC + 3 * r] * y0 + fac[i, F_JC + 3 * r + 1] * y1 + fac[i, F_JC + 3 * r + 2] * y2
     p = body_int[i, PARENT]
     if p >= 0:
-        sinv = fac[i, F_SINV:F_SINV + 6]
-        jp = fac[i, F_JP:F_JP + 9]
         for r in range(m):
             v = 0.0  # (S^-1 x_j)_r
             for c in range(m):
-                v += _sym_get(sinv, r, c) * xj[r0 + c]
-            xb[p, 0] += jp[3 * r] * v
-            xb[p, 1] += jp[3 * r + 1] * v
-            xb[p, 2] += jp[3 * r + 2] * v
+                v += _sym_get(fac, i, F_SINV, r, c) * xj[r0 + c]
+            xb[p, 0] += fac[i, F_JP + 3 * r] * v
+            xb[p, 1] += fac[i, F_JP + 3 * r + 1] * v
+            xb[p, 2] += fac[i, F_JP + 3 * r + 2] * v
 
 
 @njit
@@ -301,14 +297,12 @@ def _back_substitute(body_int, row_start, fac, xb, xj):
         b1 = xb[i, 1]
         b2 = xb[i, 2]
         if m > 0:
-            jp = fac[i, F_JP:F_JP + 9]
-            jc = fac[i, F_JC:F_JC + 9]
-            sinv = fac[i, F_SINV:F_SINV + 6]
             t0 = t1 = t2 = 0.0  # Jp x_p - x_j
             for r in range(m):
                 v = -xj[r0 + r]
                 if p >= 0:
-                    v += jp[3 * r] * xb[p, 0] + jp[3 * r + 1] * xb[p, 1] + jp[3 * r + 2] * xb[p, 2]
+                    v += (fac[i, F_JP + 3 * r] * xb[p, 0] + fac[i, F_JP + 3 * r + 1] * xb[p, 1]
+                          + fac[i, F_JP + 3 * r + 2] * xb[p, 2])
                 if r == 0:
                     t0 = v
                 elif r == 1:
@@ -317,19 +311,19 @@ def _back_substitute(body_int, row_start, fac, xb, xj):
                     t2 = v
             w = fac[i, F_W]
             for r in range(m):
-                lam = _sym_get(sinv, r, 0) * t0 + _sym_get(sinv, r, 1) * t1
+                lam = _sym_get(fac, i, F_SINV, r, 0) * t0 + _sym_get(fac, i, F_SINV, r, 1) * t1
                 if m == 3:
-                    lam += _sym_get(sinv, r, 2) * t2
-                b0 -= jc[3 * r] * lam
-                b1 -= jc[3 * r + 1] * lam
-                b2 -= jc[3 * r + 2] * lam
+                    lam += _sym_get(fac, i, F_SINV, r, 2) * t2
+                b0 -= fac[i, F_JC + 3 * r] * lam
+                b1 -= fac[i, F_JC + 3 * r + 1] * lam
+                b2 -= fac[i, F_JC + 3 * r + 2] * lam
                 if w != 0.0 and p >= 0:
-                    lam -= w * (jp[3 * r] * xb[p, 0] + jp[3 * r + 1] * xb[p, 1] + jp[3 * r + 2] * xb[p, 2])
+                    lam -= w * (fac[i, F_JP + 3 * r] * xb[p, 0] + fac[i, F_JP + 3 * r + 1] * xb[p, 1]
+                                + fac[i, F_JP + 3 * r + 2] * xb[p, 2])
                 xj[r0 + r] = lam
-        dinv = fac[i, F_DINV:F_DINV + 6]
-        xb[i, 0] = dinv[0] * b0 + dinv[1] * b1 + dinv[2] * b2
-        xb[i, 1] = dinv[1] * b0 + dinv[3] * b1 + dinv[4] * b2
-        xb[i, 2] = dinv[2] * b0 + dinv[4] * b1 + dinv[5] * b2
+        xb[i, 0] = fac[i, F_DINV + 0] * b0 + fac[i, F_DINV + 1] * b1 + fac[i, F_DINV + 2] * b2
+        xb[i, 1] = fac[i, F_DINV + 1] * b0 + fac[i, F_DINV + 3] * b1 + fac[i, F_DINV + 4] * b2
+        xb[i, 2] = fac[i, F_DINV + 2] * b0 + fac[i, F_DINV + 4] * b1 + fac[i, F_DINV + 5] * b2
 
 
 @njit
@@ -366,10 +360,6 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
         if not math.isfinite(tau[k]):
             return STATUS_NONFINITE_TAU | (k << 4)
     tau_power = 0.0
-    fc = scratch[S_FC]
-    fp = scratch[S_FP]
-    res = scratch[S_RES]
-    gam = scratch[S_GAM]
     for i in range(n - 1, -1, -1):
         if not (math.isfinite(z[i, 0]) and math.isfinite(z[i, 1]) and math.isfinite(z[i, 2])):
             return STATUS_NONFINITE_Q | (i << 4)
@@ -379,64 +369,61 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
         m = _joint_rows(body_int, body_real, z, zd, tau, i, fac, scratch)
         # body pivot D_i = M_i + children's Jp^T S^-1 Jp, and the right-hand side Q_i (gravity, elements, tau)
         mass = body_real[i, MASS]
-        acc = fac[i, F_ACC:F_ACC + 6]
-        dinv = fac[i, F_DINV:F_DINV + 6]
-        d00 = mass + acc[0]
-        d11 = mass + acc[3]
-        d22 = body_real[i, INERTIA] + acc[5]
+        d00 = mass + fac[i, F_ACC + 0]
+        d11 = mass + fac[i, F_ACC + 3]
+        d22 = body_real[i, INERTIA] + fac[i, F_ACC + 5]
         w = 0.0
-        if not _sym_inverse(d00, acc[1], acc[2], d11, acc[4], d22, 3, dinv, 1e-8):
+        d01 = fac[i, F_ACC + 1]
+        d02 = fac[i, F_ACC + 2]
+        d12 = fac[i, F_ACC + 4]
+        if not _sym_inverse(d00, d01, d02, d11, d12, d22, 3, fac, i, F_DINV, 1e-8):
             if m == 0:
                 return STATUS_SINGULAR | (i << 4)
             # regularised pivot D' = D + w Jc^T Jc, w scaled to D (module docstring)
-            jc = fac[i, F_JC:F_JC + 9]
             norm = 0.0
             for c in range(3 * m):
-                norm += jc[c] * jc[c]
+                norm += fac[i, F_JC + c] * fac[i, F_JC + c]
             w = max(d00 + d11 + d22, 1e-300) / norm
-            reg = dinv  # build D' in place of D^-1, then invert it
-            reg[0] = d00
-            reg[1] = acc[1]
-            reg[2] = acc[2]
-            reg[3] = d11
-            reg[4] = acc[4]
-            reg[5] = d22
             for r in range(m):
-                for a in range(3):
-                    for b in range(a, 3):
-                        reg[a * 3 - (a * (a - 1)) // 2 + b - a] += w * jc[3 * r + a] * jc[3 * r + b]
-            if not _sym_inverse(reg[0], reg[1], reg[2], reg[3], reg[4], reg[5], 3, dinv):
+                j0 = fac[i, F_JC + 3 * r]
+                j1 = fac[i, F_JC + 3 * r + 1]
+                j2 = fac[i, F_JC + 3 * r + 2]
+                d00 += w * j0 * j0
+                d01 += w * j0 * j1
+                d02 += w * j0 * j2
+                d11 += w * j1 * j1
+                d12 += w * j1 * j2
+                d22 += w * j2 * j2
+            if not _sym_inverse(d00, d01, d02, d11, d12, d22, 3, fac, i, F_DINV):
                 return STATUS_SINGULAR | (i << 4)
         fac[i, F_W] = w
-        zdd[i, 0] += mass * gx + fc[0]
-        zdd[i, 1] += mass * gy + fc[1]
-        zdd[i, 2] += fc[2]
+        zdd[i, 0] += mass * gx + scratch[S_FC, 0]
+        zdd[i, 1] += mass * gy + scratch[S_FC, 1]
+        zdd[i, 2] += scratch[S_FC, 2]
         if has_wrench:
             zdd[i, 0] += wrench[i, 0]
             zdd[i, 1] += wrench[i, 1]
             zdd[i, 2] += wrench[i, 2]
-        tau_power += fc[0] * zd[i, 0] + fc[1] * zd[i, 1] + fc[2] * zd[i, 2]
+        tau_power += scratch[S_FC, 0] * zd[i, 0] + scratch[S_FC, 1] * zd[i, 1] + scratch[S_FC, 2] * zd[i, 2]
         if p >= 0:
-            zdd[p, 0] += fp[0]
-            zdd[p, 1] += fp[1]
-            zdd[p, 2] += fp[2]
-            tau_power += fp[0] * zd[p, 0] + fp[1] * zd[p, 1] + fp[2] * zd[p, 2]
+            zdd[p, 0] += scratch[S_FP, 0]
+            zdd[p, 1] += scratch[S_FP, 1]
+            zdd[p, 2] += scratch[S_FP, 2]
+            tau_power += scratch[S_FP, 0] * zd[p, 0] + scratch[S_FP, 1] * zd[p, 1] + scratch[S_FP, 2] * zd[p, 2]
         if m == 0:
             continue
-        jc = fac[i, F_JC:F_JC + 9]
-        jp = fac[i, F_JP:F_JP + 9]
-        # joint pivot S = Jc D^-1 Jc^T (m x m, SPD) and its right-hand side gamma - 2 alpha C' - beta^2 C
+            # joint pivot S = Jc D^-1 Jc^T (m x m, SPD) and its right-hand side gamma - 2 alpha C' - beta^2 C
         r0 = row_start[i]
         s00 = s01 = s02 = s11 = s12 = s22 = 0.0
         for r in range(m):
-            j0 = jc[3 * r]
-            j1 = jc[3 * r + 1]
-            j2 = jc[3 * r + 2]
-            y0 = dinv[0] * j0 + dinv[1] * j1 + dinv[2] * j2  # D^-1 Jc_r^T
-            y1 = dinv[1] * j0 + dinv[3] * j1 + dinv[4] * j2
-            y2 = dinv[2] * j0 + dinv[4] * j1 + dinv[5] * j2
+            j0 = fac[i, F_JC + 3 * r]
+            j1 = fac[i, F_JC + 3 * r + 1]
+            j2 = fac[i, F_JC + 3 * r + 2]
+            y0 = fac[i, F_DINV + 0] * j0 + fac[i, F_DINV + 1] * j1 + fac[i, F_DINV + 2] * j2  # D^-1 Jc_r^T
+            y1 = fac[i, F_DINV + 1] * j0 + fac[i, F_DINV + 3] * j1 + fac[i, F_DINV + 4] * j2
+            y2 = fac[i, F_DINV + 2] * j0 + fac[i, F_DINV + 4] * j1 + fac[i, F_DINV + 5] * j2
             for c in range(r, m):
-                v = jc[3 * c] * y0 + jc[3 * c + 1] * y1 + jc[3 * c + 2] * y2
+                v = fac[i, F_JC + 3 * c] * y0 + fac[i, F_JC + 3 * c + 1] * y1 + fac[i, F_JC + 3 * c + 2] * y2
                 if r == 0:
                     if c == 0:
                         s00 = v
@@ -453,29 +440,37 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
                     s22 = v
             rate = j0 * zd[i, 0] + j1 * zd[i, 1] + j2 * zd[i, 2]
             if p >= 0:
-                rate += jp[3 * r] * zd[p, 0] + jp[3 * r + 1] * zd[p, 1] + jp[3 * r + 2] * zd[p, 2]
-            lam[r0 + r] = gam[r] - 2.0 * alpha * rate - beta * beta * res[r]
-        sinv = fac[i, F_SINV:F_SINV + 6]
-        if not _sym_inverse(s00, s01, s02, s11, s12, s22, m, sinv):
+                rate += (fac[i, F_JP + 3 * r] * zd[p, 0] + fac[i, F_JP + 3 * r + 1] * zd[p, 1]
+                         + fac[i, F_JP + 3 * r + 2] * zd[p, 2])
+            lam[r0 + r] = scratch[S_GAM, r] - 2.0 * alpha * rate - beta * beta * scratch[S_RES, r]
+        if not _sym_inverse(s00, s01, s02, s11, s12, s22, m, fac, i, F_SINV):
             return STATUS_SINGULAR | (i << 4)
-        if p >= 0:  # the parent's pivot gains Jp^T (S^-1 - w I) Jp
-            pacc = fac[p, F_ACC:F_ACC + 6]
-            for a in range(3):
-                for b in range(a, 3):
-                    v = 0.0
-                    for r in range(m):
-                        u = -w * jp[3 * r + b]
-                        for c in range(m):
-                            u += _sym_get(sinv, r, c) * jp[3 * c + b]
-                        v += jp[3 * r + a] * u
-                    pacc[a * 3 - (a * (a - 1)) // 2 + b - a] += v
+        if p >= 0:  # the parent's pivot gains Jp^T (S^-1 - w I) Jp, a row of Jp at a time
+            for r in range(m):
+                u0 = -w * fac[i, F_JP + 3 * r]  # row r of (S^-1 - w I) Jp
+                u1 = -w * fac[i, F_JP + 3 * r + 1]
+                u2 = -w * fac[i, F_JP + 3 * r + 2]
+                for c in range(m):
+                    sv = _sym_get(fac, i, F_SINV, r, c)
+                    u0 += sv * fac[i, F_JP + 3 * c]
+                    u1 += sv * fac[i, F_JP + 3 * c + 1]
+                    u2 += sv * fac[i, F_JP + 3 * c + 2]
+                j0 = fac[i, F_JP + 3 * r]
+                j1 = fac[i, F_JP + 3 * r + 1]
+                j2 = fac[i, F_JP + 3 * r + 2]
+                fac[p, F_ACC] += j0 * u0
+                fac[p, F_ACC + 1] += j0 * u1
+                fac[p, F_ACC + 2] += j0 * u2
+                fac[p, F_ACC + 3] += j1 * u1
+                fac[p, F_ACC + 4] += j1 * u2
+                fac[p, F_ACC + 5] += j2 * u2
         _eliminate_joint(body_int, row_start, fac, i, m, zdd, lam)
     _back_substitute(body_int, row_start, fac, zdd, lam)
     power[0] = tau_power
     return STATUS_OK
 
 
-@njit
+@inline
 def _loop_point(z, zd, body, lx, ly):
     """Arm A s from the centre of mass (ground axes), point, velocity, acceleration at z'' = 0, angle and rate of
     the loop point (lx, ly) of ``body`` (body frame, from the centre of mass; the ground's point is fixed)."""
@@ -515,7 +510,7 @@ def loop_rows(loop_int, loop_real, z, zd, stab, aux_body, aux_coef, aux_rhs, aux
         bx = aax - abx
         by = aay - aby
         nrows = 0
-        if kind == LOOP_REVOLUTE or kind == LOOP_FIXED:
+        if kind in (LOOP_REVOLUTE, LOOP_FIXED):
             for axis in range(2):
                 w = aux_coef[r0 + axis]
                 w[:] = 0.0
@@ -561,7 +556,7 @@ def loop_rows(loop_int, loop_real, z, zd, stab, aux_body, aux_coef, aux_rhs, aux
             aux_res[r0] = length - loop_real[lp, LLENGTH]
             aux_rhs[r0] = -(ex * bx + ey * by + (ddx * ddx + ddy * ddy - rate * rate) / length)
             nrows = 1
-        if kind == LOOP_PRISMATIC or kind == LOOP_FIXED:
+        if kind in (LOOP_PRISMATIC, LOOP_FIXED):
             r = r0 + nrows
             w = aux_coef[r]
             w[:] = 0.0
@@ -583,7 +578,7 @@ def loop_rows(loop_int, loop_real, z, zd, stab, aux_body, aux_coef, aux_rhs, aux
     return STATUS_OK
 
 
-@njit
+@inline
 def _aux_times(aux_body, aux_coef, r, x):
     """Row r of E times the body vector x (nbodies, 3)."""
     v = 0.0
@@ -595,7 +590,7 @@ def _aux_times(aux_body, aux_coef, r, x):
     return v
 
 
-@njit
+@inline
 def _aux_load(aux_body, aux_coef, r, scale, xb):
     """xb += scale * (row r of E)^T."""
     for side in range(2):
