@@ -477,8 +477,8 @@ def _tree_forward_dynamics(model, z, zd, tau, t, alpha, beta, powers, drivers):
             m = tw.loop_rows
             _driver_rows(model, z, zd, t, drivers, alpha, beta, aux_body[m:], aux_coef[m:], aux_rhs[m:],
                          aux_res[m:])
-        kernels.add_auxiliary_rows(model.body_int, tw.row_start, tw.factor, aux_body, aux_coef, aux_rhs, RCOND, zdd,
-                                   lam, xb, xj, schur, info)
+        kernels.add_auxiliary_rows(model.body_int, model.body_real, tw.row_start, tw.factor, aux_body, aux_coef,
+                                   aux_rhs, RCOND, zdd, lam, xb, xj, schur, info)
         if info[0] < k:
             warnings.warn(f"the loop and driver equations are redundant or singular at this state: rank {info[0]} "
                           f"of {k}; the multipliers are the minimum-norm ones", RedundantConstraintWarning,
@@ -647,7 +647,7 @@ def project(model, z, zd, tol=1e-13, max_iter=20, t=0.0, drivers=()):
 
 
 def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t0=0.0, dt=None, t_eval=None,
-             tau=None, drivers=None, events=None, alpha=0.0, beta=0.0, stabilization="baumgarte", solver="sparse",
+             tau=None, drivers=None, events=None, alpha=0.0, beta=0.0, stabilization="baumgarte", solver="tree",
              max_steps=10_000_000):
     """Integrate the augmented equations from joint coordinates (q0, qd0); see ``rm.simulate(formulation=...)``.
 

@@ -602,15 +602,31 @@ def _aux_load(aux_body, aux_coef, r, scale, xb):
 
 
 @njit
-def add_auxiliary_rows(body_int, row_start, fac, aux_body, aux_coef, aux_rhs, rcond, zdd, lam, xb, xj, schur,
-                       info):
+def add_auxiliary_rows(body_int, body_real, row_start, fac, aux_body, aux_coef, aux_rhs, rcond, zdd, lam, xb, xj,
+                       schur, info):
     """Close the auxiliary rows E z'' = g (loops, drivers) on the tree solution x0 = (zdd, lam[:tree rows]) by the
     Schur complement on the k rows (module docstring); their multipliers go to lam[tree rows:]. xb (nbodies, 3),
     xj (tree rows) and schur (k, k) are scratch. info[0] receives the rank of E H^-1 E^T (minimum-norm multipliers
-    below k)."""
+    below k).
+
+    The rank is decided against the rows' free-body scale max_r E_r M^-1 E_r^T, an upper bound of the diagonal of
+    E H^-1 E^T, not against its own largest eigenvalue: a row that the tree locks completely (a loop on a body
+    welded to the ground) has E_r H^-1 E_r^T = 0 up to round-off, and a relative cut-off would count that
+    round-off as rank (the recursive layer sees an exact zero row there)."""
     n = body_int.shape[0]
     k = aux_body.shape[0]
     mt = row_start[n]
+    scale = 0.0
+    for r in range(k):
+        v = 0.0
+        for side in range(2):
+            body = aux_body[r, side]
+            if body >= 0:
+                for col in range(3):
+                    inertia = body_real[body, MASS] if col < 2 else body_real[body, INERTIA]
+                    if inertia > 0.0:
+                        v += aux_coef[r, 3 * side + col] ** 2 / inertia
+        scale = max(scale, v)
     for r in range(k):  # column r of E H^-1 E^T: one tree solve
         xb[:, :] = 0.0
         xj[:] = 0.0
@@ -621,7 +637,23 @@ def add_auxiliary_rows(body_int, row_start, fac, aux_body, aux_coef, aux_rhs, rc
     rhs = np.empty(k)
     for s in range(k):
         rhs[s] = _aux_times(aux_body, aux_coef, s, zdd) - aux_rhs[s]
-    mu, _, rank, _ = np.linalg.lstsq(schur, rhs, rcond)
+    for r in range(k):  # symmetrise the round-off before the eigen-decomposition
+        for s in range(r):
+            mean = 0.5 * (schur[r, s] + schur[s, r])
+            schur[r, s] = mean
+            schur[s, r] = mean
+    values, vectors = np.linalg.eigh(schur)  # positive semi-definite: mu = pseudo-inverse times rhs
+    mu = np.zeros(k)
+    rank = 0
+    for e in range(k):
+        if values[e] > rcond * scale:
+            rank += 1
+            weight = 0.0
+            for s in range(k):
+                weight += vectors[s, e] * rhs[s]
+            weight /= values[e]
+            for s in range(k):
+                mu[s] += weight * vectors[s, e]
     info[0] = rank
     xb[:, :] = 0.0
     xj[:] = 0.0
