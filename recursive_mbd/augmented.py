@@ -443,7 +443,10 @@ def _driver_rows(model, z, zd, t, drivers, alpha, beta, aux_body, aux_coef, aux_
 
 def _tree_forward_dynamics(model, z, zd, tau, t, alpha, beta, powers, drivers):
     """forward_dynamics(..., solver="tree"): the compiled O(N) route (``_kernels.augmented``)."""
-    ws, tw = _tree_workspace(model)
+    ws = model._workspace
+    tw = getattr(ws, "augmented", None)
+    if tw is None:
+        ws, tw = _tree_workspace(model)
     z = _as_absolute(model, z, "z")
     zd = _as_absolute(model, zd, "zd")
     tau = tw.no_tau if tau is None else as_vector(model, tau, "tau")
