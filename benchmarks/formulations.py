@@ -97,7 +97,7 @@ def memory(build, n):
     for route in ("recursive", "augmented_tree"):
         model = build(n)
         q, qd, z, zd = state(model)
-        model._workspace = None
+        model._workspace = None  # each route's first call creates its own workspace (state() made the recursive one)
         tracemalloc.start()
         if route == "recursive":
             out = rm.forward_dynamics(model, q, qd)
@@ -106,7 +106,7 @@ def memory(build, n):
         else:
             zdd, lam = augmented.forward_dynamics(model, z, zd)
             _, peak = tracemalloc.get_traced_memory()
-            tree = workspace(model).augmented
+            tree = model._augmented_workspace
             arrays = (model.body_int, model.body_real, z, zd, tree.factor, tree.row_start, zdd, lam)
         tracemalloc.stop()
         report[route] = {"touched_bytes": int(sum(a.nbytes for a in arrays)), "first_call_peak_bytes": int(peak)}

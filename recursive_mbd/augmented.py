@@ -363,7 +363,7 @@ def applied_forces(model, z, zd, tau=None, t=0.0, powers=None):
         forces += ws.wrench
         joint_forces += ws.jforce
         if powers is not None:
-            powers += ws.element_energy[1:]
+            powers += model._workspace.element_energy[1:]
     return forces.reshape(-1) + joint_jacobian(model, z).T @ joint_forces
 
 
@@ -380,6 +380,7 @@ class _TreeWorkspace:
         self.stab = np.zeros(2)  # alpha, beta
         self.power = np.zeros(1)
         self.no_tau = np.zeros(0)
+        self.no_wrench = np.zeros((0, 3))
         self.q = np.zeros(nq)  # joint coordinates for the force elements
         self.qd = np.zeros(nq)
         self.loop_rows = model.nconstraints
@@ -392,10 +393,14 @@ class _TreeWorkspace:
 
 
 def _tree_workspace(model):
-    ws = workspace(model)  # compiles the model
-    if getattr(ws, "augmented", None) is None:
-        ws.augmented = _TreeWorkspace(model)
-    return ws, ws.augmented
+    """The tree solver's workspace of the model, created on first use (compiles the model). It is kept apart from
+    the recursive route's Workspace, which a model without force elements never needs here (at 1e6 bodies that
+    is 216 MB not allocated)."""
+    tw = getattr(model, "_augmented_workspace", None)
+    if tw is None:
+        model._require_compiled()
+        tw = model._augmented_workspace = _TreeWorkspace(model)
+    return tw
 
 
 def _as_absolute(model, x, what):
@@ -443,15 +448,15 @@ def _driver_rows(model, z, zd, t, drivers, alpha, beta, aux_body, aux_coef, aux_
 
 def _tree_forward_dynamics(model, z, zd, tau, t, alpha, beta, powers, drivers):
     """forward_dynamics(..., solver="tree"): the compiled O(N) route (``_kernels.augmented``)."""
-    ws = model._workspace
-    tw = getattr(ws, "augmented", None)
+    tw = getattr(model, "_augmented_workspace", None)
     if tw is None:
-        ws, tw = _tree_workspace(model)
+        tw = _tree_workspace(model)
     z = _as_absolute(model, z, "z")
     zd = _as_absolute(model, zd, "zd")
     tau = tw.no_tau if tau is None else as_vector(model, tau, "tau")
-    wrench, joint_forces = ws.no_wrench, tau
+    wrench, joint_forces = tw.no_wrench, tau
     if model.elem_int.shape[0]:
+        ws = workspace(model)  # the shared element evaluation works on the recursive route's workspace
         kernels.joint_coordinates(model.body_int, model.body_real, z, zd, tw.q, tw.qd)
         _element_loads(model, ws, tw.q, tw.qd, float(t))
         wrench = ws.wrench
@@ -490,7 +495,7 @@ def _tree_forward_dynamics(model, z, zd, tau, t, alpha, beta, powers, drivers):
         powers[0] = 0.0
         if model.elem_int.shape[0]:
             powers[1] = float(tau @ tw.qd) if tau.size else 0.0
-            powers += ws.element_energy[1:]
+            powers += model._workspace.element_energy[1:]
         else:
             powers[1] = tw.power[0]
     return zdd, lam
