@@ -1,6 +1,7 @@
 """The augmented formulation's compiled tree solver (solver="tree") against the dense KKT solve, the recursive
 route, its joint reactions, and bad input."""
 
+import inspect
 import warnings
 
 import numpy as np
@@ -40,7 +41,7 @@ def test_tree_solver_equals_dense_and_recursive_on_random_trees_with_a_loop(inde
     z, zd = augmented.absolute_from_joint(model, q, qd)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", rm.RedundantConstraintWarning)  # a locked tree: its loop is redundant
-        zdd, lam = augmented.forward_dynamics(model, z, zd, tau)
+        zdd, lam = augmented.forward_dynamics(model, z, zd, tau, solver="tree")
         rec = rm.loop_dynamics(model, q, qd, tau)
     tree_rows = lam.size - model.nconstraints
     if rec.rank == model.nconstraints:  # the dense LU needs independent rows
@@ -104,7 +105,7 @@ def test_chains_and_binary_trees_follow_the_recursive_route(build, n):
     rng = np.random.default_rng(n)
     q, qd, tau = rng.uniform(-1, 1, n), rng.normal(size=n), rng.normal(size=n)
     z, zd = augmented.absolute_from_joint(model, q, qd)
-    zdd, lam = augmented.forward_dynamics(model, z, zd, tau)
+    zdd, lam = augmented.forward_dynamics(model, z, zd, tau, solver="tree")
     assert zdd.shape == (n, 3) and lam.shape == (2 * n,)
     assert rel_err(augmented.joint_accelerations(model, z, zd, zdd), rm.forward_dynamics(model, q, qd, tau)) < 1e-9
     zdd_sparse, lam_sparse = augmented.forward_dynamics(model, z, zd, tau, solver="sparse")
@@ -120,7 +121,7 @@ def test_point_mass_on_a_prismatic_joint_regularised_pivot():
     q, qd, _ = rm.loops.project(model, q, rng.normal(size=model.nq))
     tau = rng.normal(size=model.nq)
     z, zd = augmented.absolute_from_joint(model, q, qd)
-    zdd, lam = augmented.forward_dynamics(model, z, zd, tau)
+    zdd, lam = augmented.forward_dynamics(model, z, zd, tau, solver="tree")
     zdd_dense, lam_dense = augmented.forward_dynamics(model, z, zd, tau, solver="dense")
     assert rel_err(zdd, zdd_dense) < 1e-9 and rel_err(lam, lam_dense) < 1e-9
     assert rel_err(augmented.joint_accelerations(model, z, zd, zdd), rm.loop_dynamics(model, q, qd, tau).qdd) < 1e-9
@@ -139,10 +140,10 @@ def test_duplicated_loop_gives_minimum_norm_multipliers():
     q, qd, _ = rm.loops.project(single, q0, np.array([1.5, 0.0, 0.0]))
     z, zd = augmented.absolute_from_joint(double, q, qd)
     with pytest.warns(rm.RedundantConstraintWarning, match="rank 2 of 4"):
-        zdd, lam = augmented.forward_dynamics(double, z, zd)
+        zdd, lam = augmented.forward_dynamics(double, z, zd, solver="tree")
     with pytest.warns(rm.RedundantConstraintWarning):
         rec = rm.loop_dynamics(double, q, qd)
-    zdd_single, lam_single = augmented.forward_dynamics(single, z, zd)
+    zdd_single, lam_single = augmented.forward_dynamics(single, z, zd, solver="tree")
     assert rel_err(zdd, zdd_single) < 1e-9
     assert rel_err(lam[-4:], rec.multipliers) < 1e-9
     np.testing.assert_allclose(lam[-4:], np.tile(lam_single[-2:] / 2.0, 2), rtol=1e-9)
@@ -169,7 +170,7 @@ def test_baumgarte_elements_drivers_and_powers_equal_the_sparse_solver():
         z, zd = augmented.absolute_from_joint(mdl, q + 1e-3, qd)  # off the loop: Baumgarte's terms act
         tau = rng.normal(size=mdl.nq)
         p_tree, p_sparse = np.zeros(2), np.zeros(2)
-        zdd, lam = augmented.forward_dynamics(mdl, z, zd, tau, powers=p_tree, **options)
+        zdd, lam = augmented.forward_dynamics(mdl, z, zd, tau, solver="tree", powers=p_tree, **options)
         zdd_s, lam_s = augmented.forward_dynamics(mdl, z, zd, tau, solver="sparse", powers=p_sparse, **options)
         assert rel_err(zdd, zdd_s) < 1e-9 and rel_err(lam, lam_s) < 1e-9
         np.testing.assert_allclose(p_tree, p_sparse, rtol=1e-12, atol=1e-12)
@@ -199,5 +200,6 @@ def test_bad_inputs_are_refused_before_the_kernel():
     np.testing.assert_array_equal(augmented.forward_dynamics(model, z.astype(np.float32).astype(object),
                                                              zd)[0],
                                   augmented.forward_dynamics(model, z.astype(np.float32), zd)[0])
+    assert inspect.signature(augmented.forward_dynamics).parameters["solver"].default == "tree"
     with pytest.raises(ValueError, match="expected 'tree', 'sparse' or 'dense'"):
         augmented.forward_dynamics(model, z, zd, solver="magic")
