@@ -1,6 +1,6 @@
-"""Wall time per simulated second at matched accuracy: recursive, mass matrix, augmented sparse and dense.
+"""Wall time per simulated second at matched accuracy: recursive, mass matrix, augmented tree, sparse, dense.
 
-    python3 benchmarks/matched_accuracy.py [--sizes 2 10 50] [--target 1e-6] [--t-end 1]
+    python3 benchmarks/matched_accuracy.py [--sizes 2 10 50] [--target 1e-6] [--t-end 1] [--routes NAME ...]
 
 serial_chain(N) released from a bent state; the reference is the recursive route with dop853 at rtol 1e-13.
 Each formulation runs Dormand-Prince 5(4) (the recursive one in numba, the others through scipy's RK45 or the
@@ -51,8 +51,8 @@ def run_augmented(solver):
     return run
 
 
-ROUTES = {"recursive": run_recursive, "mass_matrix": run_mass_matrix, "augmented_sparse": run_augmented("sparse"),
-          "augmented_dense": run_augmented("dense")}
+ROUTES = {"recursive": run_recursive, "mass_matrix": run_mass_matrix, "augmented_tree": run_augmented("tree"),
+          "augmented_sparse": run_augmented("sparse"), "augmented_dense": run_augmented("dense")}
 
 
 def matched(run, model, q0, t_end, reference, target):
@@ -67,7 +67,8 @@ def matched(run, model, q0, t_end, reference, target):
     return None, None, None
 
 
-def main(sizes, target, t_end):
+def main(sizes, target, t_end, routes):
+    routes = {name: ROUTES[name] for name in ["recursive", *routes] if name in ROUTES}
     rows, records = [], []
     for n in sizes:
         model = rm.chains.serial_chain(n)
@@ -77,19 +78,19 @@ def main(sizes, target, t_end):
         run_recursive(model, q0, t_end, 1e-3)  # compile
         row = [n]
         record = {"n": n}
-        for name, run in ROUTES.items():
+        for name, run in routes.items():
             rtol, wall, error = matched(run, model, q0, t_end, reference, target)
             record[name] = {"rtol": rtol, "wall_per_simulated_s": None if wall is None else wall / t_end,
                             "error": error}
             row.append("-" if wall is None else f"{wall / t_end:.3g} s (rtol {rtol:.0e})")
         base = record["recursive"]["wall_per_simulated_s"]
-        for name in list(ROUTES)[1:]:
+        for name in list(routes)[1:]:
             other = record[name]["wall_per_simulated_s"]
             row.append("-" if other is None or base is None else f"{other / base:.0f}x")
         rows.append(row)
         records.append(record)
     print(f"wall time per simulated second, final q within {target:g} rad of the reference (t_end = {t_end:g} s)")
-    names = list(ROUTES)
+    names = list(routes)
     print_table(["N", *names, *[f"{name} / recursive" for name in names[1:]]], rows)
     print(f"wrote {write_json('matched_accuracy', {'target': target, 't_end': t_end, 'records': records})}")
 
@@ -99,5 +100,7 @@ if __name__ == "__main__":
     parser.add_argument("--sizes", type=int, nargs="+", default=[2, 10, 50])
     parser.add_argument("--target", type=float, default=1e-6)
     parser.add_argument("--t-end", type=float, default=1.0)
+    parser.add_argument("--routes", nargs="+", default=list(ROUTES)[1:], choices=list(ROUTES)[1:],
+                        help="compared with the recursive route")
     args = parser.parse_args()
-    main(args.sizes, args.target, args.t_end)
+    main(args.sizes, args.target, args.t_end, args.routes)

@@ -15,7 +15,9 @@ stabilisation (15)-(17):
     [M   C_z^T] [z'']   [Q                                ]
     [C_z   0  ] [lam] = [gamma - 2 alpha C' - beta^2 C     ],   C_z z'' = gamma,
 
-with a sparse factorisation (scipy.sparse.linalg.splu) or densely. ``Q`` holds gravity, the model's force
+by default with the compiled tree-ordered elimination of ``recursive_mbd._kernels.augmented`` (O(N), loops and
+drivers as auxiliary rows by a Schur complement), or for comparison with a general sparse factorisation
+(scipy.sparse.linalg.splu) or densely. ``Q`` holds gravity, the model's force
 elements (the same shared evaluation as every formulation) and the joint forces tau mapped by the joint-coordinate
 Jacobian, so the same inputs give the same motion in both formulations.
 """
@@ -29,11 +31,16 @@ import scipy.sparse
 import scipy.sparse.linalg
 
 from . import _checks, joints
+from ._kernels import augmented as kernels
 from ._kernels import layout as L
 from ._kernels import loops as loop_kernels
-from .dynamics import _com_state, _element_loads, as_vector, workspace
+from .dynamics import _com_state, _element_loads, as_vector, raise_status, workspace
 from .errors import ModelError, StateError
-from .loops import FILTER_RCOND
+from .loops import FILTER_RCOND, RedundantConstraintWarning
+
+# relative singular-value cut-off of the auxiliary (loop, driver) multiplier solve of the tree solver, as the
+# recursive loop layer's: below it a row counts as redundant and the multipliers are the minimum-norm ones
+RCOND = 1e-10
 
 
 def _absolute(model, z, what):
@@ -378,11 +385,145 @@ def applied_forces(model, z, zd, tau=None, t=0.0, powers=None):
         forces += ws.wrench
         joint_forces += ws.jforce
         if powers is not None:
-            powers += ws.element_energy[1:]
+            powers += model._workspace.element_energy[1:]
     return forces.reshape(-1) + joint_jacobian(model, z).T @ joint_forces
 
 
-def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver="sparse", powers=None, drivers=()):
+class _TreeWorkspace:
+    """Arrays of the tree solver of one model (``_kernels.augmented``), allocated once and reused."""
+
+    def __init__(self, model):
+        n, nq = model.nbodies, model.nq
+        counts = np.array(kernels.ROWS_PER_JOINT, dtype=np.int64)[model.joint_type]
+        self.row_start = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)  # joint rows of body i
+        self.tree_rows = int(self.row_start[-1])
+        self.factor = np.zeros((n, kernels.F_WIDTH))
+        self.scratch = np.zeros((4, 3))
+        self.stab = np.zeros(2)  # alpha, beta
+        self.power = np.zeros(1)
+        self.no_tau = np.zeros(0)
+        self.no_wrench = np.zeros((0, 3))
+        self.q = np.zeros(nq)  # joint coordinates for the force elements
+        self.qd = np.zeros(nq)
+        self.loop_rows = model.nconstraints
+        self.aux = self._aux_arrays(n, self.loop_rows) if self.loop_rows else None
+
+    def _aux_arrays(self, n, k):
+        """(bodies (k, 2), coefficients (k, 6), right-hand side (k,), residual (k,), xb, xj, schur, info)."""
+        return (np.full((k, 2), -1, dtype=np.int64), np.zeros((k, 6)), np.zeros(k), np.zeros(k), np.zeros((n, 3)),
+                np.zeros(self.tree_rows), np.zeros((k, k)), np.zeros(1, dtype=np.int64))
+
+
+def _tree_workspace(model):
+    """The tree solver's workspace of the model, created on first use (compiles the model). It is kept apart from
+    the recursive route's Workspace, which a model without force elements never needs here (at 1e6 bodies that
+    is 216 MB not allocated)."""
+    tw = getattr(model, "_augmented_workspace", None)
+    if tw is None:
+        model._require_compiled()
+        tw = model._augmented_workspace = _TreeWorkspace(model)
+    return tw
+
+
+def _as_absolute(model, x, what):
+    """``x`` as a C-contiguous float64 (nbodies, 3) array (from (nbodies, 3) or (3 nbodies,)), or a StateError /
+    TypeError naming ``what``."""
+    n = model.nbodies
+    if x.__class__ is np.ndarray and x.dtype == np.float64 and x.shape == (n, 3) and x.flags.c_contiguous:
+        return x
+    try:
+        arr = np.ascontiguousarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be an array of {n} x 3 numbers, got {type(x).__name__}") from None
+    if arr.shape not in ((n, 3), (3 * n,)):
+        raise StateError(f"{what} must have shape ({n}, 3) for this model (nbodies = {n}), got shape {arr.shape}")
+    return arr.reshape(n, 3)
+
+
+def _raise_tree(model, status):
+    kind, index = L.decode_status(status)
+    if kind in (L.STATUS_NONFINITE_Q, L.STATUS_NONFINITE_QD):
+        what = "z" if kind == L.STATUS_NONFINITE_Q else "zd"
+        raise StateError(f"{what} of body {model.body_names[index]!r} (index {index}) is not finite")
+    if kind == L.STATUS_LOOP_DEGENERATE:
+        raise StateError(f"loop {model.loop_names[index]!r} (index {index}): the two points of the distance loop "
+                         "coincide, so its direction is undefined")
+    raise_status(model, status)
+
+
+def _driver_rows(model, z, zd, t, drivers, alpha, beta, aux_body, aux_coef, aux_rhs, aux_res):
+    """Rows q_k(z) - f(t) = 0 of the drivers as auxiliary rows (Python: drivers are few and rare)."""
+    coords = [k for k, _ in drivers]
+    values = np.array([evaluate(t) for _, evaluate in drivers], dtype=float).reshape(-1, 3)
+    q, qd = joint_from_absolute(model, z, zd)
+    bias = joint_accelerations(model, z, zd, np.zeros_like(z))  # q'' at z'' = 0
+    rows = joint_jacobian(model, z)[coords].toarray()
+    owner = np.searchsorted(model.joint_q_index, coords, side="right") - 1  # the body whose joint has q_k
+    for r, (k, body) in enumerate(zip(coords, owner, strict=True)):
+        parent = model.body_parent[body]
+        aux_body[r] = body, parent
+        aux_coef[r, :3] = rows[r, 3 * body:3 * body + 3]
+        aux_coef[r, 3:] = rows[r, 3 * parent:3 * parent + 3] if parent >= 0 else 0.0
+        aux_res[r] = q[k] - values[r, 0]
+        aux_rhs[r] = values[r, 2] - bias[k] - 2.0 * alpha * (qd[k] - values[r, 1]) - beta**2 * aux_res[r]
+
+
+def _tree_forward_dynamics(model, z, zd, tau, t, alpha, beta, powers, drivers):
+    """forward_dynamics(..., solver="tree"): the compiled O(N) route (``_kernels.augmented``)."""
+    tw = getattr(model, "_augmented_workspace", None)
+    if tw is None:
+        tw = _tree_workspace(model)
+    z = _as_absolute(model, z, "z")
+    zd = _as_absolute(model, zd, "zd")
+    tau = tw.no_tau if tau is None else as_vector(model, tau, "tau")
+    wrench, joint_forces = tw.no_wrench, tau
+    if model.elem_int.shape[0]:
+        ws = workspace(model)  # the shared element evaluation works on the recursive route's workspace
+        kernels.joint_coordinates(model.body_int, model.body_real, z, zd, tw.q, tw.qd)
+        _element_loads(model, ws, tw.q, tw.qd, float(t))
+        wrench = ws.wrench
+        joint_forces = ws.jforce + tau if tau.size else ws.jforce
+    tw.stab[0] = alpha
+    tw.stab[1] = beta
+    aux = tw.aux
+    if len(drivers):
+        aux = tw._aux_arrays(model.nbodies, tw.loop_rows + len(drivers))
+    k = 0 if aux is None else aux[0].shape[0]
+    n = z.shape[0]
+    zdd = np.empty((n, 3))
+    lam = np.empty(tw.tree_rows + k)
+    status = kernels.factor_and_solve(model.body_int, model.body_real, model.gravity, tw.row_start, z, zd,
+                                      joint_forces, wrench, tw.stab, tw.factor, tw.scratch, zdd, lam, tw.power)
+    if status:
+        _raise_tree(model, status)
+    if k:
+        aux_body, aux_coef, aux_rhs, aux_res, xb, xj, schur, info = aux
+        if tw.loop_rows:
+            status = kernels.loop_rows(model.loop_int, model.loop_real, z, zd, tw.stab, aux_body, aux_coef, aux_rhs,
+                                       aux_res)
+            if status:
+                _raise_tree(model, status)
+        if len(drivers):
+            m = tw.loop_rows
+            _driver_rows(model, z, zd, t, drivers, alpha, beta, aux_body[m:], aux_coef[m:], aux_rhs[m:],
+                         aux_res[m:])
+        kernels.add_auxiliary_rows(model.body_int, model.body_real, tw.row_start, tw.factor, aux_body, aux_coef,
+                                   aux_rhs, RCOND, zdd, lam, xb, xj, schur, info)
+        if info[0] < k:
+            warnings.warn(f"the loop and driver equations are redundant or singular at this state: rank {info[0]} "
+                          f"of {k}; the multipliers are the minimum-norm ones", RedundantConstraintWarning,
+                          stacklevel=3)
+    if powers is not None:
+        powers[0] = 0.0
+        if model.elem_int.shape[0]:
+            powers[1] = float(tau @ tw.qd) if tau.size else 0.0
+            powers += model._workspace.element_energy[1:]
+        else:
+            powers[1] = tw.power[0]
+    return zdd, lam
+
+
+def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver="tree", powers=None, drivers=()):
     """Absolute accelerations and multipliers from the KKT system (seed 000 eqs. 10, 13, 15-17).
 
     Parameters
@@ -393,21 +534,29 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
         Joint forces, as in the recursive formulation.
     alpha, beta : float
         Baumgarte parameters: the acceleration constraint becomes C'' + 2 alpha C' + beta^2 C = 0.
-    solver : {"sparse", "dense", "filtered"}
-        LU of the KKT matrix, sparse or dense (a singular one, from redundant or degenerate constraints, is a
-        ModelError), or "filtered": the Schur complement C M^-1 C^T solved by the regularised minimum-norm solve of
-        the loop layer (``_kernels.loops.filtered_solve``), dense, for mechanisms that pass singular positions or
-        hold redundant constraints.
+    solver : {"tree", "sparse", "dense", "filtered"}
+        "tree" (default): the compiled tree-ordered block elimination (Baraff 1996), O(N) time and memory, with
+        loops and drivers as auxiliary rows by a Schur complement, O(k N) for k such rows; redundant loop or driver
+        rows give the minimum-norm multipliers and a ``RedundantConstraintWarning`` (the tree joints themselves
+        are never redundant). "sparse": scipy's sparse LU of the assembled KKT matrix; "dense": dense LU. Both
+        raise ModelError on a singular (redundant) system. "filtered": the Schur complement C M^-1 C^T solved by
+        the regularised minimum-norm solve of the loop layer (``_kernels.loops.filtered_solve``), dense, for
+        mechanisms that pass singular positions (the default of ``simulate`` for models with loops).
+    powers : ndarray (2,), optional
+        Receives the power dissipated by the dampers and the power of tau and the applied forces [W].
 
     Returns
     -------
     zdd : ndarray, shape (nbodies, 3)
     lam : ndarray, shape (m,)
-        Multipliers; -C_z^T lam are the constraint forces on the absolute coordinates.
+        Multipliers: the joints' rows body by body, then the loops', then the drivers'; -C_z^T lam are the
+        constraint forces on the absolute coordinates.
     """
+    t, alpha, beta = _options(t, alpha, beta)
+    if solver == "tree":
+        return _tree_forward_dynamics(model, z, zd, tau, t, alpha, beta, powers, drivers)
     z = _absolute(model, z, "z")
     zd = _absolute(model, zd, "zd")
-    t, alpha, beta = _options(t, alpha, beta)
     residual, cz, rate, gamma = constraints(model, z, zd, t, drivers)
     rhs_c = gamma - 2.0 * alpha * rate - beta * beta * residual  # beta * beta: inf on overflow, caught below
     q_force = applied_forces(model, z, zd, tau, t, powers)
@@ -418,7 +567,7 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
     rhs = np.concatenate((q_force, rhs_c))
     singular = ModelError(f"the augmented system is singular at this state: the {m} constraint equations on "
                           f"{3 * model.nbodies} coordinates are redundant or degenerate (the recursive route "
-                          "handles redundant loops: rm.loop_dynamics)")
+                          "handles redundant loops: rm.loop_dynamics, and so does solver='tree')")
     if solver == "sparse":
         try:
             factor = scipy.sparse.linalg.splu(kkt)
@@ -434,7 +583,7 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
         pivots = np.abs(np.diag(lu))
         solution = scipy.linalg.lu_solve((lu, piv), rhs, check_finite=False)
     else:
-        raise ValueError(f"unknown solver {solver!r}; expected 'sparse', 'dense' or 'filtered'")
+        raise ValueError(f"unknown solver {solver!r}; expected 'tree', 'sparse', 'dense' or 'filtered'")
     # LU with pivoting leaves a round-off-sized pivot for every dependent equation
     if pivots.size and not pivots.min() > 1e-11 * pivots.max():
         raise singular
@@ -541,7 +690,7 @@ def joint_constraint_forces(model, z, zd, lam):
     return forces
 
 
-def state_derivative(model, t, y, tau=None, alpha=0.0, beta=0.0, solver="sparse", drivers=()):
+def state_derivative(model, t, y, tau=None, alpha=0.0, beta=0.0, solver="tree", drivers=()):
     """y' for y = (z, zd, W_dissipated, W_applied) flattened, shape (6 nbodies + 2,), or (z, zd) without the
     work terms (6 nbodies,): hand it to scipy.integrate.solve_ivp. ``tau``: None, (nq,), or tau(t) / tau(t, q, qd).
     """
@@ -656,7 +805,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     ``events`` as ``rm.simulate`` (adaptive methods: located on the dense output by brentq). ``stabilization``:
     "baumgarte" (alpha, beta; 0, 0 is none), "projection" (onto C = 0 and C' = 0 after every accepted step) or
     "none". ``solver`` as ``forward_dynamics``; default "filtered" for a model with loops and at most
-    ``DENSE_ROWS`` constraint rows (it passes singular positions and redundant loops), else "sparse". Returns a
+    ``DENSE_ROWS`` constraint rows (it passes singular positions and redundant loops), else "tree". Returns a
     SimulationResult with q, qd recovered from z, zd, plus ``z``, ``zd`` and ``constraint_drift`` (max |C| at each
     sample). A user function that fails, ``max_steps``, ``max_wall_time`` and Ctrl-C stop the run as in
     ``rm.simulate``, keeping the samples so far.
@@ -695,7 +844,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     workspace(model)  # compiles the model
     if solver is None:  # the regularised solve through rank drops, where it is affordable
         solver = "filtered" if model.nconstraints and _row_starts(model)[-1] + model.nconstraints <= DENSE_ROWS \
-            else "sparse"
+            else "tree"
     t0, t_end = check_time_span(t0, t_end)
     if method == "rk4":
         if not (float(dt) > 0.0 and np.isfinite(float(dt))):

@@ -442,7 +442,7 @@ def _bench(args, out):
     from .dynamics import forward_dynamics  # noqa: PLC0415
 
     print("forward dynamics per evaluation on serial chains [us] (median of repeats)", file=out)
-    print(f"{'N':>6} {'recursive':>10} {'mass matrix':>12} {'augmented sparse':>17}", file=out)
+    print(f"{'N':>6} {'recursive':>10} {'mass matrix':>12} {'augmented tree':>17}", file=out)
     for n in args.sizes:
         model = chains.serial_chain(n)
         q, qd = np.full(n, 0.1), np.zeros(n)

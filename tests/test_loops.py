@@ -183,10 +183,16 @@ def test_redundant_loops_warn_and_still_solve():
     with pytest.warns(rm.RedundantConstraintWarning, match="redundant at q0"):
         res = rm.simulate(model, q, qd, 1.0, rtol=1e-10, atol=1e-12)
     assert res.constraint_drift.max() < 1e-10 and np.all(np.isfinite(res.q))
-    # the augmented KKT matrix is singular with redundant constraints: a clear error there
+    # the assembled augmented KKT matrix is singular with redundant constraints: a clear error from the general
+    # factorisations; the tree solver gives the minimum-norm multipliers, as the recursive layer does
     z, zd = rm.augmented.absolute_from_joint(model, q, qd)
-    with pytest.raises(rm.ModelError, match="singular"):
-        rm.augmented.forward_dynamics(model, z, zd)
+    for solver in ("sparse", "dense"):
+        with pytest.raises(rm.ModelError, match="singular"):
+            rm.augmented.forward_dynamics(model, z, zd, solver=solver)
+    with pytest.warns(rm.RedundantConstraintWarning, match="rank 3 of 4"):
+        zdd, lam = rm.augmented.forward_dynamics(model, z, zd)
+    assert rel_err(rm.augmented.joint_accelerations(model, z, zd, zdd), rec.qdd) < 1e-9
+    assert rel_err(lam[-model.nconstraints:], rec.multipliers) < 1e-9
 
 
 def test_loop_input_errors():
