@@ -22,6 +22,7 @@ elements (the same shared evaluation as every formulation) and the joint forces 
 Jacobian, so the same inputs give the same motion in both formulations.
 """
 
+import math
 import warnings
 
 import numpy as np
@@ -418,6 +419,7 @@ def _tree_workspace(model):
     """The tree solver's workspace of the model, created on first use (compiles the model). It is kept apart from
     the recursive route's Workspace, which a model without force elements never needs here (at 1e6 bodies that
     is 216 MB not allocated)."""
+    _checks.require_model(model)
     tw = getattr(model, "_augmented_workspace", None)
     if tw is None:
         model._require_compiled()
@@ -432,11 +434,14 @@ def _as_absolute(model, x, what):
     if x.__class__ is np.ndarray and x.dtype == np.float64 and x.shape == (n, 3) and x.flags.c_contiguous:
         return x
     try:
+        if np.iscomplexobj(x):
+            raise TypeError
         arr = np.ascontiguousarray(x, dtype=np.float64)
     except (TypeError, ValueError):
         raise TypeError(f"{what} must be an array of {n} x 3 numbers, got {type(x).__name__}") from None
     if arr.shape not in ((n, 3), (3 * n,)):
-        raise StateError(f"{what} must have shape ({n}, 3) for this model (nbodies = {n}), got shape {arr.shape}")
+        raise StateError(f"{what} must have shape ({n}, 3) or ({3 * n},) for this model (nbodies = {n}), got shape "
+                         f"{arr.shape}")
     return arr.reshape(n, 3)
 
 
@@ -470,6 +475,7 @@ def _driver_rows(model, z, zd, t, drivers, alpha, beta, aux_body, aux_coef, aux_
 
 def _tree_forward_dynamics(model, z, zd, tau, t, alpha, beta, powers, drivers):
     """forward_dynamics(..., solver="tree"): the compiled O(N) route (``_kernels.augmented``)."""
+    _checks.require_model(model)
     tw = getattr(model, "_augmented_workspace", None)
     if tw is None:
         tw = _tree_workspace(model)
@@ -513,6 +519,9 @@ def _tree_forward_dynamics(model, z, zd, tau, t, alpha, beta, powers, drivers):
             warnings.warn(f"the loop and driver equations are redundant or singular at this state: rank {info[0]} "
                           f"of {k}; the multipliers are the minimum-norm ones", RedundantConstraintWarning,
                           stacklevel=3)
+    if not math.isfinite(zdd.sum() + lam.sum()):  # one reduction: a NaN or inf anywhere makes the sum non-finite
+        _checks.check_finite_result(zdd, "zdd")
+        _checks.check_finite_result(lam, "lam")
     if powers is not None:
         powers[0] = 0.0
         if model.elem_int.shape[0]:

@@ -201,5 +201,5 @@ def test_bad_inputs_are_refused_before_the_kernel():
                                                              zd)[0],
                                   augmented.forward_dynamics(model, z.astype(np.float32), zd)[0])
     assert inspect.signature(augmented.forward_dynamics).parameters["solver"].default == "tree"
-    with pytest.raises(ValueError, match="expected 'tree', 'sparse' or 'dense'"):
+    with pytest.raises(ValueError, match="expected 'tree', 'sparse', 'dense' or 'filtered'"):
         augmented.forward_dynamics(model, z, zd, solver="magic")

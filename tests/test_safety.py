@@ -267,7 +267,7 @@ def test_augmented_arrays_are_checked(four_bar):
     z, zd = rm.augmented.absolute_from_joint(model, rm.assemble(model, q0), np.zeros(model.nq))
     with pytest.raises(rm.StateError, match=r"zd must have shape \(3, 3\) or \(9,\)"):
         rm.augmented.forward_dynamics(model, z, zd[:2])
-    with pytest.raises(rm.StateError, match=r"z\[1, 2\] is not finite"):
+    with pytest.raises(rm.StateError, match=r"z\[1, 2\] is not finite|z of body 'coupler' \(index 1\) is not finite"):
         bad = z.copy()
         bad[1, 2] = np.inf
         rm.augmented.forward_dynamics(model, bad, zd)
