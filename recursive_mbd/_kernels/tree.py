@@ -64,6 +64,7 @@ from .layout import (
     U1,
     UU,
 )
+from .trig import sincos
 
 # FMA contraction only: the kernels rely on NaN comparisons (singularity and finiteness checks), which the
 # 'nnan'/'ninf' fast-math flags would let LLVM delete. IEEE division (error_model="numpy"): a kernel never raises,
@@ -156,8 +157,7 @@ def kinematics_pass(body_int, body_real, q, qd, ws, every_row):
         # compose the parent's rotation with the relative one: the trig sees the small relative angle, not the
         # absolute angle that grows along a chain (full range reduction would cost a third of this pass)
         th = th_p + phi
-        c_phi = math.cos(phi)
-        s_phi = math.sin(phi)
+        s_phi, c_phi = sincos(phi)  # inline: scheduled beside the chain, unlike two opaque libm calls
         c = cp * c_phi - sp * s_phi
         s = sp * c_phi + cp * s_phi
         dx = cp * dlx - sp * dly
@@ -456,8 +456,10 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, w
                 _add_row(ws, p, a, b, t02, d, t12, t22, f0, f1, m0)
 
     # pass 3, base to tip: joint accelerations (eq. 3.23) and body accelerations (eq. 3.19a); the previous body's
-    # acceleration is carried in registers for its child
+    # acceleration is carried in registers for its child. Every entry of qdd also goes into probe (x * 0 is 0 for
+    # finite x, NaN otherwise): one add off the chain instead of a second sweep over qdd for overflow.
     a0 = a1 = a2 = 0.0
+    probe = 0.0
     for i in range(n):
         p = body_int[i, PARENT]
         nd = body_int[i, NDOF]
@@ -481,6 +483,7 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, w
         if nd == 1 and has_drivers and driven[i]:
             g2 = 1.0 if body_int[i, JTYPE] == REVOLUTE else 0.0
             acc = qdd[k]
+            probe += acc * 0.0
             a0 += ws[i, GX] * acc
             a1 += ws[i, GX + 1] * acc
             a2 += g2 * acc
@@ -493,6 +496,7 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, w
             g2 = 1.0 if body_int[i, JTYPE] == REVOLUTE else 0.0
             acc = ws[i, DINV] * (ws[i, UU] - (ws[i, U1] * b0 + ws[i, U1 + 1] * b1 + ws[i, U1 + 2] * b2))
             qdd[k] = acc
+            probe += acc * 0.0
             a0 += ws[i, GX] * acc
             a1 += ws[i, GX + 1] * acc
             a2 += g2 * acc
@@ -503,13 +507,16 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, w
             for col in range(3):
                 acc = ws[i, PDINV + 3 * col] * r0 + ws[i, PDINV + 3 * col + 1] * r1 + ws[i, PDINV + 3 * col + 2] * r2
                 qdd[k + col] = acc
+                probe += acc * 0.0
                 a0 += ws[i, PG + col] * acc
                 a1 += ws[i, PG + 3 + col] * acc
                 a2 += ws[i, PG + 6 + col] * acc
         ws[i, ACC] = a0
         ws[i, ACC + 1] = a1
         ws[i, ACC + 2] = a2
-    return check_output(qdd)
+    if not math.isfinite(probe):
+        return check_output(qdd)  # names the first non-finite entry, as before
+    return STATUS_OK
 
 
 @njit
@@ -688,3 +695,25 @@ def energy(body_int, body_real, gravity, q, qd, ws, com, out):
     if not math.isfinite(potential):
         return STATUS_OVERFLOW | (1 << 4)
     return STATUS_OK
+
+
+@njit
+def forward_dynamics_tree(body_int, body_real, gravity, q, qd, tau, ws, qdd):
+    """``forward_dynamics`` of a plain tree (no wrench, no driven joint) with 8 arguments instead of 11.
+
+    The short path of ``recursive_mbd.compiled``: numba's dispatch costs grow with the argument count. The empty
+    wrench, driven and drive arrays are views of the arguments (no allocation). The lengths of q, qd, tau and qdd
+    are checked here against nq (the last body's first coordinate plus its count, bodies being in joint order):
+    status -1, -2, -3, -4 names the first one of them that is not (nq,).
+    """
+    n = body_int.shape[0]
+    nq = body_int[n - 1, QIDX] + body_int[n - 1, NDOF]
+    if q.shape[0] != nq:
+        return -1
+    if qd.shape[0] != nq:
+        return -2
+    if tau.shape[0] != nq:
+        return -3
+    if qdd.shape[0] != nq:
+        return -4
+    return forward_dynamics(body_int, body_real, gravity, q, qd, tau, ws[:0, :3], body_int[:0, 0], ws, qdd, qdd[:0])
