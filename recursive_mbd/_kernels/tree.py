@@ -64,7 +64,7 @@ from .layout import (
     U1,
     UU,
 )
-from .trig import sincos
+from .trig import sincos_array
 
 # FMA contraction only: the kernels rely on NaN comparisons (singularity and finiteness checks), which the
 # 'nnan'/'ninf' fast-math flags would let LLVM delete. IEEE division (error_model="numpy"): a kernel never raises,
@@ -107,6 +107,18 @@ def kinematics_pass(body_int, body_real, q, qd, ws, every_row):
     The orientation (cos, sin, omega) of body i - 1 is carried in registers to its child i; it is stored in the
     workspace row only for bodies with other children, or for every body when ``every_row`` is True.
     """
+    # the relative angles' sines and cosines first, in one branch-free vectorised loop (they are off the
+    # recursion's chain); the main loop reads them from the CS/SN columns before it stores the absolute ones there
+    for i in range(body_int.shape[0]):
+        jt = body_int[i, JTYPE]
+        k = body_int[i, QIDX]
+        phi = body_real[i, ANGLE]
+        if jt == REVOLUTE:
+            phi += q[k]
+        elif jt == PLANAR:
+            phi += q[k + 2]
+        ws[i, TH] = phi
+    sincos_array(ws[:, TH], ws[:, SN], ws[:, CS])
     c = 1.0  # orientation of the previous body
     s = 0.0
     th = 0.0
@@ -157,7 +169,8 @@ def kinematics_pass(body_int, body_real, q, qd, ws, every_row):
         # compose the parent's rotation with the relative one: the trig sees the small relative angle, not the
         # absolute angle that grows along a chain (full range reduction would cost a third of this pass)
         th = th_p + phi
-        s_phi, c_phi = sincos(phi)  # inline: scheduled beside the chain, unlike two opaque libm calls
+        s_phi = ws[i, SN]
+        c_phi = ws[i, CS]
         c = cp * c_phi - sp * s_phi
         s = sp * c_phi + cp * s_phi
         dx = cp * dlx - sp * dly
