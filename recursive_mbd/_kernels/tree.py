@@ -31,7 +31,6 @@ from .layout import (
     AXX,
     COX,
     CS,
-    DINV,
     FIRST_ROW_CHILD,
     FLAGS,
     GX,
@@ -426,19 +425,23 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, w
                 return STATUS_SINGULAR | (i << 4)
             dinv = 1.0 / dd
             uu = tau[body_int[i, QIDX]] + gx * f0 + gy * f1 + g2 * f2
-            ws[i, U1 + 0] = u0
-            ws[i, U1 + 1] = u1
-            ws[i, U1 + 2] = u2
-            ws[i, DINV] = dinv
-            ws[i, UU] = uu
-            # M^ - U U^T / D and Q^ - M^ H - U u / D
-            a -= u0 * u0 * dinv
-            b -= u0 * u1 * dinv
-            c -= u0 * u2 * dinv
-            d -= u1 * u1 * dinv
-            e -= u1 * u2 * dinv
-            f -= u2 * u2 * dinv
+            # the gain U / D and u / D: pass 3 needs only these (qdd = u/D - (U/D)^T B a_P), one store fewer and
+            # no multiply by 1 / D left for it
+            k0 = u0 * dinv
+            k1 = u1 * dinv
+            k2 = u2 * dinv
             w = uu * dinv
+            ws[i, U1 + 0] = k0
+            ws[i, U1 + 1] = k1
+            ws[i, U1 + 2] = k2
+            ws[i, UU] = w
+            # M^ - U U^T / D and Q^ - M^ H - U u / D
+            a -= u0 * k0
+            b -= u0 * k1
+            c -= u0 * k2
+            d -= u1 * k1
+            e -= u1 * k2
+            f -= u2 * k2
             f0 -= u0 * w
             f1 -= u1 * w
             f2 -= u2 * w
@@ -507,7 +510,7 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, w
             drive[k] = ws[i, GX] * m0 + ws[i, GX + 1] * m1 + g2 * m2 - tau[k]
         elif nd == 1:
             g2 = 1.0 if body_int[i, JTYPE] == REVOLUTE else 0.0
-            acc = ws[i, DINV] * (ws[i, UU] - (ws[i, U1] * b0 + ws[i, U1 + 1] * b1 + ws[i, U1 + 2] * b2))
+            acc = ws[i, UU] - (ws[i, U1] * b0 + ws[i, U1 + 1] * b1 + ws[i, U1 + 2] * b2)
             qdd[k] = acc
             probe += acc * 0.0
             a0 += ws[i, GX] * acc
