@@ -25,7 +25,7 @@ from _common import median_time, print_table, write_json
 
 import recursive_mbd as rm
 from recursive_mbd._kernels import tree
-from recursive_mbd._kernels.trig import sincos
+from recursive_mbd._kernels.trig import sincos_array
 from recursive_mbd.dynamics import workspace
 
 
@@ -135,14 +135,14 @@ def interleaved(funcs, rounds=7, min_time=0.02):
 
 
 @numba.njit(cache=True, fastmath={"contract"})
-def floor_kinematics(q, out):
+def floor_kinematics(q, out, sin_q, cos_q):
     """Pass 1's dependency chain: each body's orientation (c, s) is its parent's rotated by the relative angle,
-    whose sine and cosine (off the chain) come from the same inline sincos; one store per body."""
+    whose sine and cosine (off the chain) come first from the kernels' vectorised sincos; one store per body."""
+    sincos_array(q, sin_q, cos_q)
     c = 1.0
     s = 0.0
     for i in range(q.shape[0]):
-        s_phi, c_phi = sincos(q[i])
-        c, s = c * c_phi - s * s_phi, s * c_phi + c * s_phi
+        c, s = c * cos_q[i] - s * sin_q[i], s * cos_q[i] + c * sin_q[i]
         out[i] = c
     return s
 
@@ -167,14 +167,14 @@ def floor_and_passes(n):
     model = rm.chains.serial_chain(n)
     q, qd = chain_state(n)
     out = np.empty(n)
-    scratch = np.empty(n)
+    scratch, sin_q, cos_q = np.empty(n), np.empty(n), np.empty(n)
     ws = workspace(model)
     args = (model.body_int, model.body_real, model.gravity, q, qd, ws.zeros, ws.no_wrench, ws.no_driven, ws.ws, out,
             ws.no_drive)
     return interleaved({
         "kernel": lambda: tree.forward_dynamics(*args),
         "pass1": lambda: tree.kinematics_pass(model.body_int, model.body_real, q, qd, ws.ws, False),
-        "floor1": lambda: floor_kinematics(q, scratch),
+        "floor1": lambda: floor_kinematics(q, scratch, sin_q, cos_q),
         "floor23": lambda: floor_condense_accelerate(q, scratch),
     }, rounds=7, min_time=0.05)
 
