@@ -252,12 +252,14 @@ def small_model_calls(n):
     tau = np.zeros(n)
     out = np.empty(n)
     fd = rm.compiled_forward_dynamics(model)
+    fd_specialized = rm.compiled_forward_dynamics(model, specialize=True)
     ws = workspace(model)
     args = (model.body_int, model.body_real, model.gravity, q, qd, ws.zeros, ws.no_wrench, ws.no_driven, ws.ws, out,
             ws.no_drive)
     funcs = {"forward_dynamics": lambda: rm.forward_dynamics(model, q, qd, out=out),
              "compiled": lambda: fd(q, qd, tau, out=out),
              "compiled (allocating)": lambda: fd(q, qd),
+             "compiled specialize=True": lambda: fd_specialized(q, qd, tau, out=out),
              "kernel only": lambda: tree.forward_dynamics(*args)}
     try:
         pin, pin_model = pinocchio_chain(n)

@@ -17,7 +17,7 @@ from .analysis import (
     modes,
     static_equilibrium,
 )
-from .compiled import CompiledForwardDynamics, compiled_forward_dynamics
+from .compiled import compiled_forward_dynamics
 from .dynamics import (
     bias_forces,
     element_forces,
@@ -37,7 +37,7 @@ from .model import Model
 __version__ = "0.1.0"
 
 __all__ = [
-    "METHODS", "Mechanism", "Model", "CompiledForwardDynamics", "compiled_forward_dynamics",
+    "METHODS", "Mechanism", "Model", "compiled_forward_dynamics",
     "analysis", "assemble", "joint_reactions", "kinematic_analysis", "linearize", "modes",
     "static_equilibrium", "ModelError", "SimulationError", "SimulationResult", "StateError", "augmented",
     "bias_forces", "chains", "element_forces", "energy", "forward_dynamics", "forward_kinematics",

@@ -16,7 +16,7 @@ def test_equals_forward_dynamics_on_chains(n):
     model = rm.chains.serial_chain(n)
     fd = rm.compiled_forward_dynamics(model)
     q, qd, tau = _state(n)
-    assert fd._kernel is not None or n == 1  # the short path (a 1-body model's arrays type as C: full route)
+    assert fd.short_path or n == 1  # the short path (a 1-body model's arrays type as C: full route)
     np.testing.assert_array_equal(fd(q, qd, tau), rm.forward_dynamics(model, q, qd, tau))
     np.testing.assert_array_equal(fd(q, qd), rm.forward_dynamics(model, q, qd))
     out = np.empty(n)
@@ -72,6 +72,25 @@ def test_models_with_elements_use_the_full_route():
     model.add_joint_spring_damper("link1", stiffness=3.0, damping=0.2)
     fd = rm.compiled_forward_dynamics(model)
     q, qd, tau = _state(2)
-    assert fd._kernel is None
+    assert not fd.short_path
     np.testing.assert_array_equal(fd(q, qd, tau), rm.forward_dynamics(model, q, qd, tau))
     assert not np.array_equal(fd(q, qd, tau), rm.forward_dynamics(rm.chains.serial_chain(2), q, qd, tau))
+
+
+def test_specialized_kernel_equals_forward_dynamics_and_raises_its_errors():
+    model = rm.Model()
+    a = model.add_body(parent="ground", joint="planar", child_point=(0, 0.3), mass=2.0, inertia=0.1)
+    model.add_body(parent=a, joint="revolute", parent_point=(0.1, 0), child_point=(0, 0.2), mass=1.0, inertia=0.05)
+    model.add_body(parent=a, joint="prismatic", parent_point=(0, -0.1), axis=(1, 0), mass=0.5, inertia=0.01)
+    fd = rm.compiled_forward_dynamics(model, specialize=True)
+    assert fd.short_path
+    q, qd, tau = _state(model.nq, seed=5)
+    np.testing.assert_array_equal(fd(q, qd, tau), rm.forward_dynamics(model, q, qd, tau))
+    np.testing.assert_array_equal(fd(q, qd), rm.forward_dynamics(model, q, qd))
+    np.testing.assert_array_equal(fd(list(q), qd, None), rm.forward_dynamics(model, q, qd))
+    with pytest.raises(rm.StateError, match="qd must have shape"):
+        fd(q, np.zeros(2))
+    bad = qd.copy()
+    bad[2] = np.inf
+    with pytest.raises(rm.StateError, match=r"qd\[2\] is not finite"):
+        fd(q, bad)
