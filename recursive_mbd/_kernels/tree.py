@@ -78,6 +78,16 @@ SINGULAR_RTOL = 1e-12
 @njit
 def check_finite(q, qd, tau):
     """Return a status naming the first non-finite entry of q, qd or tau (index = coordinate)."""
+    # a branch-free OR over all entries (it vectorises); the loops below that find the entry run only if it is set
+    bad = False
+    for k in range(q.shape[0]):
+        bad |= not math.isfinite(q[k])
+    for k in range(qd.shape[0]):
+        bad |= not math.isfinite(qd[k])
+    for k in range(tau.shape[0]):
+        bad |= not math.isfinite(tau[k])
+    if not bad:
+        return STATUS_OK
     for k in range(q.shape[0]):
         if not math.isfinite(q[k]):
             return STATUS_NONFINITE_Q | (k << 4)
