@@ -36,16 +36,17 @@ _LAZY_NAMES = {
     "LoopSolution": "loops", "RedundantConstraintWarning": "loops", "loop_dynamics": "loops",
     "Mechanism": "mechanism",
     "Model": "model",
+    "compiled_forward_dynamics": "compiled",
 }
 
 # Every public name (tests/test_imports.py checks that it matches the two tables above).
 __all__ = [
-    "analysis", "assemble", "augmented", "bias_forces", "chains", "element_forces", "energy",
-    "forward_dynamics", "forward_kinematics", "inverse_dynamics", "io", "joint_reactions", "joints",
+    "analysis", "assemble", "augmented", "bias_forces", "chains", "compiled_forward_dynamics", "element_forces",
+    "energy", "forward_dynamics", "forward_kinematics", "inverse_dynamics", "io", "joint_reactions", "joints",
     "kinematic_analysis", "linearize", "loop_dynamics", "loops", "LoopSolution", "mass_matrix", "Mechanism",
-    "METHODS", "Model", "ModelError", "models", "ResultFileError", "modes", "plot", "point_kinematics",
-    "RedundantConstraintWarning", "simulate", "SimulationError", "SimulationResult", "StateError",
-    "static_equilibrium", "studies",
+    "METHODS", "Model", "ModelError", "models", "modes", "plot", "point_kinematics",
+    "RedundantConstraintWarning", "ResultFileError", "simulate", "SimulationError", "SimulationResult",
+    "StateError", "static_equilibrium", "studies",
 ]
 
 

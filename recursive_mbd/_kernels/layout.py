@@ -44,10 +44,10 @@ HX = 2  # H, the velocity-product acceleration (3.19b); its angular component is
 GX = 4  # linear part of G of a 1-dof joint (2 columns; the angular part is 1 for revolute, 0 for prismatic);
 #         for planar joints the linear part of the rotational column
 TH = 6  # absolute angle theta
-DINV = 7  # 1 / (G^T M^ G) of a 1-dof joint (pass 2)
+DINV = 7  # unused by forward_dynamics since U1 and UU hold the gains divided by D = G^T M^ G
 # written by pass 2, read by pass 3 -- joint elimination (eq. 3.23) and accelerations (eq. 3.19a)
-U1 = 8  # U = M^ G of a 1-dof joint (3 columns)
-UU = 11  # u = tau + G^T (Q^ - M^ H) of a 1-dof joint
+U1 = 8  # U / D = M^ G / (G^T M^ G) of a 1-dof joint (3 columns)
+UU = 11  # u / D, u = tau + G^T (Q^ - M^ H), of a 1-dof joint
 ACC = 12  # acceleration of the centre of mass and angular acceleration (3 columns)
 # orientation and condensed mass and force, read by children that are not the next body (and by kernels that ask
 # for every body's orientation)

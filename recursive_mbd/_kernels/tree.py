@@ -31,7 +31,6 @@ from .layout import (
     AXX,
     COX,
     CS,
-    DINV,
     FIRST_ROW_CHILD,
     FLAGS,
     GX,
@@ -64,6 +63,7 @@ from .layout import (
     U1,
     UU,
 )
+from .trig import sincos_array
 
 # FMA contraction only: the kernels rely on NaN comparisons (singularity and finiteness checks), which the
 # 'nnan'/'ninf' fast-math flags would let LLVM delete. IEEE division (error_model="numpy"): a kernel never raises,
@@ -78,6 +78,16 @@ SINGULAR_RTOL = 1e-12
 @njit
 def check_finite(q, qd, tau):
     """Return a status naming the first non-finite entry of q, qd or tau (index = coordinate)."""
+    # a branch-free OR over all entries (it vectorises); the loops below that find the entry run only if it is set
+    bad = False
+    for k in range(q.shape[0]):
+        bad |= not math.isfinite(q[k])
+    for k in range(qd.shape[0]):
+        bad |= not math.isfinite(qd[k])
+    for k in range(tau.shape[0]):
+        bad |= not math.isfinite(tau[k])
+    if not bad:
+        return STATUS_OK
     for k in range(q.shape[0]):
         if not math.isfinite(q[k]):
             return STATUS_NONFINITE_Q | (k << 4)
@@ -106,6 +116,18 @@ def kinematics_pass(body_int, body_real, q, qd, ws, every_row):
     The orientation (cos, sin, omega) of body i - 1 is carried in registers to its child i; it is stored in the
     workspace row only for bodies with other children, or for every body when ``every_row`` is True.
     """
+    # the relative angles' sines and cosines first, in one branch-free vectorised loop (they are off the
+    # recursion's chain); the main loop reads them from the CS/SN columns before it stores the absolute ones there
+    for i in range(body_int.shape[0]):
+        jt = body_int[i, JTYPE]
+        k = body_int[i, QIDX]
+        phi = body_real[i, ANGLE]
+        if jt == REVOLUTE:
+            phi += q[k]
+        elif jt == PLANAR:
+            phi += q[k + 2]
+        ws[i, TH] = phi
+    sincos_array(ws[:, TH], ws[:, SN], ws[:, CS])
     c = 1.0  # orientation of the previous body
     s = 0.0
     th = 0.0
@@ -156,8 +178,8 @@ def kinematics_pass(body_int, body_real, q, qd, ws, every_row):
         # compose the parent's rotation with the relative one: the trig sees the small relative angle, not the
         # absolute angle that grows along a chain (full range reduction would cost a third of this pass)
         th = th_p + phi
-        c_phi = math.cos(phi)
-        s_phi = math.sin(phi)
+        s_phi = ws[i, SN]
+        c_phi = ws[i, CS]
         c = cp * c_phi - sp * s_phi
         s = sp * c_phi + cp * s_phi
         dx = cp * dlx - sp * dly
@@ -413,19 +435,23 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, w
                 return STATUS_SINGULAR | (i << 4)
             dinv = 1.0 / dd
             uu = tau[body_int[i, QIDX]] + gx * f0 + gy * f1 + g2 * f2
-            ws[i, U1 + 0] = u0
-            ws[i, U1 + 1] = u1
-            ws[i, U1 + 2] = u2
-            ws[i, DINV] = dinv
-            ws[i, UU] = uu
-            # M^ - U U^T / D and Q^ - M^ H - U u / D
-            a -= u0 * u0 * dinv
-            b -= u0 * u1 * dinv
-            c -= u0 * u2 * dinv
-            d -= u1 * u1 * dinv
-            e -= u1 * u2 * dinv
-            f -= u2 * u2 * dinv
+            # the gain U / D and u / D: pass 3 needs only these (qdd = u/D - (U/D)^T B a_P), one store fewer and
+            # no multiply by 1 / D left for it
+            k0 = u0 * dinv
+            k1 = u1 * dinv
+            k2 = u2 * dinv
             w = uu * dinv
+            ws[i, U1 + 0] = k0
+            ws[i, U1 + 1] = k1
+            ws[i, U1 + 2] = k2
+            ws[i, UU] = w
+            # M^ - U U^T / D and Q^ - M^ H - U u / D
+            a -= u0 * k0
+            b -= u0 * k1
+            c -= u0 * k2
+            d -= u1 * k1
+            e -= u1 * k2
+            f -= u2 * k2
             f0 -= u0 * w
             f1 -= u1 * w
             f2 -= u2 * w
@@ -456,8 +482,10 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, w
                 _add_row(ws, p, a, b, t02, d, t12, t22, f0, f1, m0)
 
     # pass 3, base to tip: joint accelerations (eq. 3.23) and body accelerations (eq. 3.19a); the previous body's
-    # acceleration is carried in registers for its child
+    # acceleration is carried in registers for its child. Every entry of qdd also goes into probe (x * 0 is 0 for
+    # finite x, NaN otherwise): one add off the chain instead of a second sweep over qdd for overflow.
     a0 = a1 = a2 = 0.0
+    probe = 0.0
     for i in range(n):
         p = body_int[i, PARENT]
         nd = body_int[i, NDOF]
@@ -481,6 +509,7 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, w
         if nd == 1 and has_drivers and driven[i]:
             g2 = 1.0 if body_int[i, JTYPE] == REVOLUTE else 0.0
             acc = qdd[k]
+            probe += acc * 0.0
             a0 += ws[i, GX] * acc
             a1 += ws[i, GX + 1] * acc
             a2 += g2 * acc
@@ -491,8 +520,9 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, w
             drive[k] = ws[i, GX] * m0 + ws[i, GX + 1] * m1 + g2 * m2 - tau[k]
         elif nd == 1:
             g2 = 1.0 if body_int[i, JTYPE] == REVOLUTE else 0.0
-            acc = ws[i, DINV] * (ws[i, UU] - (ws[i, U1] * b0 + ws[i, U1 + 1] * b1 + ws[i, U1 + 2] * b2))
+            acc = ws[i, UU] - (ws[i, U1] * b0 + ws[i, U1 + 1] * b1 + ws[i, U1 + 2] * b2)
             qdd[k] = acc
+            probe += acc * 0.0
             a0 += ws[i, GX] * acc
             a1 += ws[i, GX + 1] * acc
             a2 += g2 * acc
@@ -503,13 +533,16 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, w
             for col in range(3):
                 acc = ws[i, PDINV + 3 * col] * r0 + ws[i, PDINV + 3 * col + 1] * r1 + ws[i, PDINV + 3 * col + 2] * r2
                 qdd[k + col] = acc
+                probe += acc * 0.0
                 a0 += ws[i, PG + col] * acc
                 a1 += ws[i, PG + 3 + col] * acc
                 a2 += ws[i, PG + 6 + col] * acc
         ws[i, ACC] = a0
         ws[i, ACC + 1] = a1
         ws[i, ACC + 2] = a2
-    return check_output(qdd)
+    if not math.isfinite(probe):
+        return check_output(qdd)  # names the first non-finite entry, as before
+    return STATUS_OK
 
 
 @njit
@@ -688,3 +721,25 @@ def energy(body_int, body_real, gravity, q, qd, ws, com, out):
     if not math.isfinite(potential):
         return STATUS_OVERFLOW | (1 << 4)
     return STATUS_OK
+
+
+@njit
+def forward_dynamics_tree(body_int, body_real, gravity, q, qd, tau, ws, qdd):
+    """``forward_dynamics`` of a plain tree (no wrench, no driven joint) with 8 arguments instead of 11.
+
+    The short path of ``recursive_mbd.compiled``: numba's dispatch costs grow with the argument count. The empty
+    wrench, driven and drive arrays are views of the arguments (no allocation). The lengths of q, qd, tau and qdd
+    are checked here against nq (the last body's first coordinate plus its count, bodies being in joint order):
+    status -1, -2, -3, -4 names the first one of them that is not (nq,).
+    """
+    n = body_int.shape[0]
+    nq = body_int[n - 1, QIDX] + body_int[n - 1, NDOF]
+    if q.shape[0] != nq:
+        return -1
+    if qd.shape[0] != nq:
+        return -2
+    if tau.shape[0] != nq:
+        return -3
+    if qdd.shape[0] != nq:
+        return -4
+    return forward_dynamics(body_int, body_real, gravity, q, qd, tau, ws[:0, :3], body_int[:0, 0], ws, qdd, qdd[:0])

@@ -1,0 +1,96 @@
+"""rm.compiled_forward_dynamics: the pre-bound short path equals rm.forward_dynamics and raises its errors."""
+
+import numpy as np
+import pytest
+
+import recursive_mbd as rm
+
+
+def _state(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.uniform(-0.5, 0.5, n), rng.normal(size=n), rng.normal(size=n)
+
+
+@pytest.mark.parametrize("n", [1, 2, 10, 57])
+def test_equals_forward_dynamics_on_chains(n):
+    model = rm.chains.serial_chain(n)
+    fd = rm.compiled_forward_dynamics(model)
+    q, qd, tau = _state(n)
+    assert fd.short_path or n == 1  # the short path (a 1-body model's arrays type as C: full route)
+    np.testing.assert_array_equal(fd(q, qd, tau), rm.forward_dynamics(model, q, qd, tau))
+    np.testing.assert_array_equal(fd(q, qd), rm.forward_dynamics(model, q, qd))
+    out = np.empty(n)
+    assert fd(q, qd, tau, out=out) is out
+    np.testing.assert_array_equal(out, rm.forward_dynamics(model, q, qd, tau))
+    # lists, float32, strided views: converted by the full checks
+    np.testing.assert_allclose(fd(list(q), qd.astype(np.float32), np.repeat(tau, 2)[::2]),
+                               rm.forward_dynamics(model, list(q), qd.astype(np.float32), tau), rtol=1e-15)
+
+
+def test_mixed_tree_with_prismatic_fixed_and_planar_joints():
+    model = rm.Model()
+    a = model.add_body(parent="ground", joint="planar", child_point=(0, 0.3), mass=2.0, inertia=0.1)
+    b = model.add_body(parent=a, joint="revolute", parent_point=(0.1, 0), child_point=(0, 0.2), mass=1.0,
+                       inertia=0.05)
+    model.add_body(parent=a, joint="prismatic", parent_point=(0, -0.1), axis=(1, 0), mass=0.5, inertia=0.01)
+    model.add_body(parent=b, joint="fixed", parent_point=(0, -0.2), mass=0.3, inertia=0.02)
+    q, qd, tau = _state(model.nq, seed=4)
+    fd = rm.compiled_forward_dynamics(model)
+    np.testing.assert_array_equal(fd(q, qd, tau), rm.forward_dynamics(model, q, qd, tau))
+
+
+def test_errors_name_the_argument_like_forward_dynamics():
+    model = rm.chains.serial_chain(3)
+    fd = rm.compiled_forward_dynamics(model)
+    q, qd, tau = _state(3)
+    with pytest.raises(rm.StateError, match="q must have shape"):
+        fd(np.zeros(4), qd)
+    with pytest.raises(rm.StateError, match="qd must have shape"):
+        fd(q, np.zeros(2))
+    with pytest.raises(rm.StateError, match="tau must have shape"):
+        fd(q, qd, np.zeros(5))
+    with pytest.raises(rm.StateError, match="out must have shape"):
+        fd(q, qd, out=np.empty(2))
+    with pytest.raises(TypeError, match="out must have dtype float64"):
+        fd(q, qd, out=np.empty(3, dtype=np.float32))
+    read_only = np.empty(3)
+    read_only.flags.writeable = False
+    with pytest.raises(rm.StateError, match="out is read-only"):
+        fd(q, qd, out=read_only)
+    bad = q.copy()
+    bad[1] = np.nan
+    with pytest.raises(rm.StateError, match=r"q\[1\] is not finite"):
+        fd(bad, qd)
+    with pytest.raises(rm.StateError, match="overflow"):
+        fd(q, np.full(3, 1e200))
+    with pytest.raises(TypeError):
+        rm.compiled_forward_dynamics(None)
+
+
+def test_models_with_elements_use_the_full_route():
+    model = rm.chains.serial_chain(2)
+    model.add_joint_spring_damper("link1", stiffness=3.0, damping=0.2)
+    fd = rm.compiled_forward_dynamics(model)
+    q, qd, tau = _state(2)
+    assert not fd.short_path
+    np.testing.assert_array_equal(fd(q, qd, tau), rm.forward_dynamics(model, q, qd, tau))
+    assert not np.array_equal(fd(q, qd, tau), rm.forward_dynamics(rm.chains.serial_chain(2), q, qd, tau))
+
+
+def test_specialized_kernel_equals_forward_dynamics_and_raises_its_errors():
+    model = rm.Model()
+    a = model.add_body(parent="ground", joint="planar", child_point=(0, 0.3), mass=2.0, inertia=0.1)
+    model.add_body(parent=a, joint="revolute", parent_point=(0.1, 0), child_point=(0, 0.2), mass=1.0, inertia=0.05)
+    model.add_body(parent=a, joint="prismatic", parent_point=(0, -0.1), axis=(1, 0), mass=0.5, inertia=0.01)
+    fd = rm.compiled_forward_dynamics(model, specialize=True)
+    assert fd.short_path
+    q, qd, tau = _state(model.nq, seed=5)
+    np.testing.assert_array_equal(fd(q, qd, tau), rm.forward_dynamics(model, q, qd, tau))
+    np.testing.assert_array_equal(fd(q, qd), rm.forward_dynamics(model, q, qd))
+    np.testing.assert_array_equal(fd(list(q), qd, None), rm.forward_dynamics(model, q, qd))
+    with pytest.raises(rm.StateError, match="qd must have shape"):
+        fd(q, np.zeros(2))
+    bad = qd.copy()
+    bad[2] = np.inf
+    with pytest.raises(rm.StateError, match=r"qd\[2\] is not finite"):
+        fd(q, bad)
