@@ -8,7 +8,7 @@ Quick start::
     res = rm.simulate(chain, q0, qd0, t_end=2.0)
 """
 
-from . import analysis, augmented, chains, io, joints, loops, models, plot, studies
+from . import analysis, augmented, chains, implicit, io, joints, loops, models, plot, studies
 from .analysis import (
     assemble,
     joint_reactions,
@@ -28,6 +28,7 @@ from .dynamics import (
     point_kinematics,
 )
 from .errors import ModelError, ResultFileError, SimulationError, StateError
+from .implicit import solve_effective
 from .integrate import METHODS, SimulationResult, simulate
 from .loops import LoopSolution, RedundantConstraintWarning, loop_dynamics
 from .mechanism import Mechanism
@@ -42,5 +43,6 @@ __all__ = [
     "augmented",
     "bias_forces", "chains", "element_forces", "energy", "forward_dynamics", "forward_kinematics",
     "inverse_dynamics", "joints", "LoopSolution", "loop_dynamics", "loops", "mass_matrix", "models",
-    "io", "plot", "point_kinematics", "RedundantConstraintWarning", "simulate", "studies",
+    "implicit", "io", "plot", "point_kinematics", "RedundantConstraintWarning", "simulate",
+    "solve_effective", "studies",
 ]

@@ -18,7 +18,8 @@ of the new step depend linearly on them (dq = c_stiff dqdd, dqd = c_damp dqdd), 
       K_b = F_b . e_b + sum over children k of b of F_k . d_k
 
   (F_k = sum of m_i g over the subtree of k, its weight; e_b = c_b - joint point of b; d_k = joint point of k - c_b:
-  the subtree of b hangs on e_b, that of k on d_k; e.g. a hanging pendulum has K = m g L > 0). With theta = T q (T: the rotation rows of the joint Jacobian J),
+  the subtree of b hangs on e_b, that of k on d_k; e.g. a hanging pendulum has K = m g L > 0). With theta = T q
+  (T: the rotation rows of the joint Jacobian J),
   K_gravity = T^T diag(K_b) T = J^T diag(0, 0, K_b) J. Prismatic and planar joints: their slides add the
   rotation-slide cross terms F_k . R'(theta_b) a_k, which are omitted (lagged).
 * Joint spring-dampers (tau = -k (q - rest) - c qdot): k enters K and c enters C on their joint's diagonal, exact.
@@ -49,7 +50,6 @@ step. The time loop is a Python loop around the O(N) compiled kernels.
 
 import numpy as np
 
-from . import dynamics
 from ._kernels import implicit as kernels
 from ._kernels import layout as L
 from .dynamics import as_vector, raise_status, workspace
@@ -178,3 +178,132 @@ def generalized_alpha_coefficients(rho_inf):
     gamma = 0.5 + alpha_f - alpha_m
     beta = 0.25 * (gamma + 0.5) ** 2
     return alpha_m, alpha_f, gamma, beta
+
+
+def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, tau=None, rho_inf=0.9,
+                               newton_tol=1e-12, max_newton=20, max_steps=10_000_000):
+    """Generalised-alpha run of a tree model (called by ``rm.simulate(method="generalized_alpha")``).
+
+    Fixed step ``dt`` (the last one shortened to land on t_end); Newton on the new accelerations with the matrix
+    of ``solve_effective`` (c_mass = 1, c_damp = h gamma (1 - alpha_f) / (1 - alpha_m), c_stiff = h^2 beta
+    (1 - alpha_f) / (1 - alpha_m)), converged when the position correction c_stiff max|dqdd| <= ``newton_tol``
+    [rad or m]. ``tau``: None or a constant (nq,) array. The result has ``newton_iterations`` (total) besides
+    the usual fields; ``nfev`` counts residual (inverse-dynamics) evaluations. A step whose Newton iteration
+    does not converge in ``max_newton`` iterations raises SimulationError with the samples so far.
+    """
+    from .integrate import SimulationResult, check_time_span, fixed_step_count  # noqa: PLC0415
+
+    workspace(model)
+    if model.nloops:
+        raise ModelError("method 'generalized_alpha' supports trees only (no closed loops) in this version")
+    alpha_m, alpha_f, gamma, beta = generalized_alpha_coefficients(rho_inf)
+    newton_tol = float(newton_tol)
+    if not (newton_tol > 0.0 and np.isfinite(newton_tol)):
+        raise ValueError(f"newton_tol must be finite and > 0, got {newton_tol}")
+    max_newton = int(max_newton)
+    if max_newton < 1:
+        raise ValueError(f"max_newton must be >= 1, got {max_newton}")
+    t0, t_end = check_time_span(t0, t_end)
+    dt = float(dt)
+    if not (dt > 0.0 and np.isfinite(dt)):
+        raise ValueError(f"dt must be finite and > 0, got {dt}")
+    nsteps = fixed_step_count(t0, t_end, dt, max_steps)
+    every = int(every)
+    if every < 1:
+        raise ValueError(f"every must be >= 1, got {every}")
+    nq = model.nq
+    if tau is None:
+        tau = np.zeros(nq)
+    elif callable(tau):
+        raise TypeError("method 'generalized_alpha' takes a constant tau (an array of nq numbers) in this version")
+    else:
+        tau = as_vector(model, tau, "tau").copy()
+        if not np.all(np.isfinite(tau)):
+            raise StateError(f"tau[{int(np.flatnonzero(~np.isfinite(tau))[0])}] is not finite")
+    q = as_vector(model, q0, "q0").copy()
+    qd = as_vector(model, qd0, "qd0").copy()
+    from .dynamics import element_forces, forward_dynamics, inverse_dynamics  # noqa: PLC0415
+
+    has_elements = model.elem_int.shape[0] > 0
+    qdd = forward_dynamics(model, q, qd, tau, t=t0).copy()
+    acc = qdd.copy()  # the algorithmic acceleration a
+    nout = nsteps // every + 2
+    ts = np.empty(nout)
+    qs = np.empty((nout, nq))
+    qds = np.empty((nout, nq))
+    work = np.zeros((nout, 2))
+    ts[0], qs[0], qds[0] = t0, q, qd
+    stored = 1
+    dissipated = applied = 0.0
+    power = None
+    if has_elements:
+        loads = element_forces(model, q, qd, t0)
+        power = (loads["dissipation"], loads["power"])
+    nfev = 1
+    iterations = 0
+    t = t0
+    x = np.empty(nq)
+    for step in range(1, nsteps + 1):
+        t_new = t_end if step == nsteps else t0 + step * dt
+        h = t_new - t
+        c_damp = h * gamma * (1.0 - alpha_f) / (1.0 - alpha_m)
+        c_stiff = h * h * beta * (1.0 - alpha_f) / (1.0 - alpha_m)
+        q_pred = q + h * qd + h * h * (0.5 - beta) * acc
+        qd_pred = qd + h * (1.0 - gamma) * acc
+        qdd_new = qdd.copy()
+        converged = False
+        for _ in range(max_newton):
+            acc_new = ((1.0 - alpha_f) * qdd_new + alpha_f * qdd - alpha_m * acc) / (1.0 - alpha_m)
+            q_new = q_pred + h * h * beta * acc_new
+            qd_new = qd_pred + h * gamma * acc_new
+            try:
+                residual = inverse_dynamics(model, q_new, qd_new, qdd_new, t=t_new) - tau
+                nfev += 1
+                solve_effective(model, q_new, qd_new, 1.0, c_damp, c_stiff, residual, out=x)
+            except (ValueError, ArithmeticError) as err:
+                raise _failure(model, f"generalized_alpha: the Newton iteration failed at t = {t_new:.9g} s: "
+                                      f"{err}", t_new, ts, qs, qds, work, stored, nfev, step - 1,
+                               iterations) from err
+            iterations += 1
+            qdd_new -= x
+            correction = c_stiff * float(np.max(np.abs(x)))
+            if not np.isfinite(correction):
+                break
+            if correction <= newton_tol:
+                converged = True
+                break
+        if not converged:
+            raise _failure(model, f"generalized_alpha: Newton did not converge at t = {t_new:.9g} s (step {step}, "
+                                  f"dt = {h:g} s): after {max_newton} iterations the position correction is "
+                                  f"{correction:.3g} > newton_tol = {newton_tol:g} and the residual max |M qdd - Q| "
+                                  f"is {float(np.max(np.abs(residual))):.3g}; reduce dt", t_new, ts, qs, qds, work,
+                           stored, nfev, step - 1, iterations)
+        acc_new = ((1.0 - alpha_f) * qdd_new + alpha_f * qdd - alpha_m * acc) / (1.0 - alpha_m)
+        q_new = q_pred + h * h * beta * acc_new
+        qd_new = qd_pred + h * gamma * acc_new
+        applied += float(tau @ (q_new - q))  # exact for a constant tau
+        if has_elements:  # trapezoidal rule on the element powers (second order, like the scheme)
+            loads = element_forces(model, q_new, qd_new, t_new)
+            dissipated += 0.5 * h * (power[0] + loads["dissipation"])
+            applied += 0.5 * h * (power[1] + loads["power"])
+            power = (loads["dissipation"], loads["power"])
+        q, qd, qdd, acc, t = q_new, qd_new, qdd_new, acc_new, t_new
+        if step % every == 0 or step == nsteps:
+            ts[stored], qs[stored], qds[stored] = t, q, qd
+            work[stored] = dissipated, applied
+            stored += 1
+    result = SimulationResult(model, ts[:stored].copy(), qs[:stored].copy(), qds[:stored].copy(),
+                              work[:stored].copy(), "generalized_alpha", nfev, nsteps, 0)
+    result.newton_iterations = iterations
+    return result
+
+
+def _failure(model, message, t, ts, qs, qds, work, stored, nfev, nsteps, iterations):
+    """A SimulationError at time t keeping the samples so far."""
+    from .integrate import SimulationResult  # noqa: PLC0415
+
+    result = SimulationResult(model, ts[:stored].copy(), qs[:stored].copy(), qds[:stored].copy(),
+                              work[:stored].copy(), "generalized_alpha", nfev, nsteps, 0)
+    result.newton_iterations = iterations
+    result.status = "failed"
+    return SimulationError(message, t, result)
