@@ -56,6 +56,9 @@ from .dynamics import as_vector, raise_status, workspace
 from .errors import ModelError, SimulationError, StateError
 
 
+_ROUNDOFF = 16.0 * np.finfo(float).eps
+
+
 class _Scratch:
     """The solve's scratch arrays of one model (n = nbodies), allocated once."""
 
@@ -187,7 +190,7 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, tau=No
     Fixed step ``dt`` (the last one shortened to land on t_end); Newton on the new accelerations with the matrix
     of ``solve_effective`` (c_mass = 1, c_damp = h gamma (1 - alpha_f) / (1 - alpha_m), c_stiff = h^2 beta
     (1 - alpha_f) / (1 - alpha_m)), converged when the position correction c_stiff max|dqdd| <= ``newton_tol``
-    [rad or m]. ``tau``: None or a constant (nq,) array. The result has ``newton_iterations`` (total) besides
+    [rad or m] plus the round-off of the position update (16 eps max(|q + h qd + ...|, |h^2 beta a+|)). ``tau``: None or a constant (nq,) array. The result has ``newton_iterations`` (total) besides
     the usual fields; ``nfev`` counts residual (inverse-dynamics) evaluations. A step whose Newton iteration
     does not converge in ``max_newton`` iterations raises SimulationError with the samples so far.
     """
@@ -269,7 +272,9 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, tau=No
             correction = c_stiff * float(np.max(np.abs(x)))
             if not np.isfinite(correction):
                 break
-            if correction <= newton_tol:
+            # floor: the round-off of q_pred + h^2 beta a+ (two large terms that cancel when h omega >> 1)
+            floor = _ROUNDOFF * max(float(np.max(np.abs(q_pred))), h * h * beta * float(np.max(np.abs(acc_new))))
+            if correction <= newton_tol + floor:
                 converged = True
                 break
         if not converged:
