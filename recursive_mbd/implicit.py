@@ -55,7 +55,6 @@ from ._kernels import layout as L
 from .dynamics import as_vector, raise_status, workspace
 from .errors import ModelError, SimulationError, StateError
 
-
 _ROUNDOFF = 16.0 * np.finfo(float).eps
 
 
@@ -190,15 +189,19 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, tau=No
     Fixed step ``dt`` (the last one shortened to land on t_end); Newton on the new accelerations with the matrix
     of ``solve_effective`` (c_mass = 1, c_damp = h gamma (1 - alpha_f) / (1 - alpha_m), c_stiff = h^2 beta
     (1 - alpha_f) / (1 - alpha_m)), converged when the position correction c_stiff max|dqdd| <= ``newton_tol``
-    [rad or m] plus the round-off of the position update (16 eps max(|q + h qd + ...|, |h^2 beta a+|)). ``tau``: None or a constant (nq,) array. The result has ``newton_iterations`` (total) besides
-    the usual fields; ``nfev`` counts residual (inverse-dynamics) evaluations. A step whose Newton iteration
-    does not converge in ``max_newton`` iterations raises SimulationError with the samples so far.
+    [rad or m] plus the round-off of the position update (16 eps max(|q + h qd + ...|, |h^2 beta a+|)).
+    ``tau``: None or a constant (nq,) array. The work terms are integrated by the trapezoidal rule (second
+    order, like the scheme). The result has ``newton_iterations`` (total) besides the usual fields;
+    ``nfev`` counts residual (inverse-dynamics) evaluations. A step whose Newton iteration does not
+    converge in ``max_newton`` iterations raises SimulationError with the samples so far.
     """
     from .integrate import SimulationResult, check_time_span, fixed_step_count  # noqa: PLC0415
 
     workspace(model)
     if model.nloops:
         raise ModelError("method 'generalized_alpha' supports trees only (no closed loops) in this version")
+    if model.nq == 0:
+        raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
     alpha_m, alpha_f, gamma, beta = generalized_alpha_coefficients(rho_inf)
     newton_tol = float(newton_tol)
     if not (newton_tol > 0.0 and np.isfinite(newton_tol)):

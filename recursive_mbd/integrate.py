@@ -998,9 +998,22 @@ def _generalized_alpha(model, q0, qd0, t0, t_end, dt, every, tau, drivers, event
         raise ValueError(f"method 'generalized_alpha' does not support {', '.join(unsupported)} yet")
     if dt is None:
         raise ValueError("method 'generalized_alpha' is fixed-step: give dt")
-    return implicit.simulate_generalized_alpha(
-        model, q0, qd0, t0, t_end, dt, every=every, tau=tau, rho_inf=0.9 if rho_inf is None else rho_inf,
-        newton_tol=1e-12 if newton_tol is None else newton_tol, max_steps=max_steps)
+    options = {"every": every, "tau": tau, "rho_inf": 0.9 if rho_inf is None else rho_inf,
+               "newton_tol": 1e-12 if newton_tol is None else newton_tol, "max_steps": max_steps}
+    try:
+        result = implicit.simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, **options)
+    except SimulationError as err:
+        err.result._evaluator = _evaluator(model, tau)
+        raise
+    result._evaluator = _evaluator(model, tau)  # for result.qdd(), element_forces(), driving_forces()
+    return result
+
+
+def _evaluator(model, tau):
+    """The (callback, key, system, inputs) that re-evaluate a run's dynamics at its samples."""
+    inputs = _Inputs(model, tau, None)
+    callback, key = inputs.callback()
+    return callback, key, build_system(model, inputs, "none", 0.0, 0.0), inputs
 
 
 # the keyword arguments of simulate (and the augmented formulation's own), for "did you mean" suggestions
