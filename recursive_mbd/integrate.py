@@ -837,7 +837,7 @@ def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval,
 def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t0=0.0, dt=None, t_eval=None,
              every=1, max_step=np.inf, first_step=None, max_steps=10_000_000, tau=None, drivers=None,
              events=None, midpoint_tol=1e-13, progress=None, formulation="recursive", stabilization=None,
-             alpha=0.0, beta=0.0, max_wall_time=None, **augmented_options):
+             alpha=0.0, beta=0.0, max_wall_time=None, rho_inf=None, newton_tol=None, **augmented_options):
     """Integrate M(q) qdd + h(q, qd) = tau + Q_elements from (q0, qd0) at t0 to t_end.
 
     Parameters
@@ -852,6 +852,10 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         (q, qd)) and 4th-order dense output. "dop853": adaptive Dormand-Prince 8(5,3), for tight tolerances
         (no dense output: use ``every``). "rk4": classic fixed-step Runge-Kutta with step ``dt``.
         "implicit_midpoint": fixed step ``dt``, symmetric, bounded energy error on long conservative runs.
+        "generalized_alpha": fixed step ``dt``, Chung-Hulbert generalised-alpha with numerical damping set by
+        ``rho_inf`` in [0, 1] (default 0.9; 1 = none), Newton with an O(N) matrix (``recursive_mbd.implicit``),
+        converged to ``newton_tol`` (default 1e-12) [rad or m]; trees only, tau None or constant, no drivers,
+        events, t_eval, max_wall_time or progress yet (a Python loop around O(N) kernels).
         "scipy:NAME": scipy's solve_ivp method NAME (RK45, DOP853, Radau, BDF, LSODA, ...) on the same
         right-hand side (one Python call per evaluation). For stiff problems (stiff damped springs) use
         "scipy:Radau" or "scipy:BDF": they get the Jacobian from ``integrators.rhs_jacobian`` (2 nf
@@ -935,6 +939,11 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
                                   max_wall_time=max_wall_time, **augmented_options)
     if formulation != "recursive":
         raise ValueError(f"formulation must be 'recursive' or 'augmented', got {formulation!r}")
+    if method == "generalized_alpha":
+        return _generalized_alpha(model, q0, qd0, t0, t_end, dt, every, tau, drivers, events, t_eval, progress,
+                                  max_wall_time, max_steps, rho_inf, newton_tol)
+    if rho_inf is not None or newton_tol is not None:
+        raise ValueError(f"rho_inf and newton_tol are options of method 'generalized_alpha', not {method!r}")
     scipy_method = method[6:] if isinstance(method, str) and method.startswith("scipy:") else None
     if scipy_method is None and method not in METHODS:
         raise ValueError(f"unknown method {method!r}; expected one of {sorted(METHODS)} or 'scipy:NAME'")
@@ -979,6 +988,37 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     return _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd0, t0, t_end, rtol, atol, dt,
                      t_eval, every, max_step, first_step, max_steps, midpoint_tol, event_functions, progress,
                      max_wall_time)
+
+
+def _generalized_alpha(model, q0, qd0, t0, t_end, dt, every, tau, drivers, events, t_eval, progress, max_wall_time,
+                       max_steps, rho_inf, newton_tol):
+    """Dispatch to ``implicit.simulate_generalized_alpha``, refusing the options it does not support yet."""
+    from . import implicit  # noqa: PLC0415
+
+    unsupported = [name for name, value in (("drivers", drivers), ("events", events), ("t_eval", t_eval),
+                                            ("max_wall_time", max_wall_time)) if value is not None]
+    if progress:
+        unsupported.append("progress")
+    if unsupported:
+        raise ValueError(f"method 'generalized_alpha' does not support {', '.join(unsupported)} yet")
+    if dt is None:
+        raise ValueError("method 'generalized_alpha' is fixed-step: give dt")
+    options = {"every": every, "tau": tau, "rho_inf": 0.9 if rho_inf is None else rho_inf,
+               "newton_tol": 1e-12 if newton_tol is None else newton_tol, "max_steps": max_steps}
+    try:
+        result = implicit.simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, **options)
+    except SimulationError as err:
+        err.result._evaluator = _evaluator(model, tau)
+        raise
+    result._evaluator = _evaluator(model, tau)  # for result.qdd(), element_forces(), driving_forces()
+    return result
+
+
+def _evaluator(model, tau):
+    """The (callback, key, system, inputs) that re-evaluate a run's dynamics at its samples."""
+    inputs = _Inputs(model, tau, None)
+    callback, key = inputs.callback()
+    return callback, key, build_system(model, inputs, "none", 0.0, 0.0), inputs
 
 
 # the keyword arguments of simulate (and the augmented formulation's own), for "did you mean" suggestions
