@@ -144,3 +144,15 @@ def run_options(*, rtol, atol, every, max_step, first_step, max_steps, alpha, be
             integer(max_steps, "max_steps", low=1), real(alpha, "alpha"), real(beta, "beta"),
             None if t_eval is None else finite_array(t_eval, "t_eval", (None,)),
             real(midpoint_tol, "midpoint_tol", low=0.0, strict=True))
+
+
+def driver_value(name, evaluate, t):
+    """(f, f', f'') of the driver of body ``name`` at t, or a StateError that names the driver and the time when
+    it raises (the user's exception chained) or returns non-finite values."""
+    try:
+        value = evaluate(t)
+    except Exception as err:  # noqa: BLE001 - say which driver failed and when
+        raise StateError(f"driver of body {name!r} raised at t = {t:g}: {err!r}") from err
+    if not all(math.isfinite(v) for v in value):
+        raise StateError(f"driver of body {name!r}: non-finite value at t = {t:g}: {value}")
+    return value

@@ -22,6 +22,7 @@ elements (the same shared evaluation as every formulation) and the joint forces 
 Jacobian, so the same inputs give the same motion in both formulations.
 """
 
+import functools
 import math
 import warnings
 
@@ -786,21 +787,6 @@ def project(model, z, zd, tol=1e-13, max_iter=20, t=0.0, drivers=()):
     return z, zd
 
 
-def _checked_driver(name, evaluate):
-    """A driver's (f, f', f'') that names the driver when it raises or returns non-finite values."""
-
-    def checked(t):
-        try:
-            value = evaluate(t)
-        except Exception as err:  # noqa: BLE001 - say which driver failed and when
-            raise StateError(f"driver of body {name!r} raised at t = {t:g}: {err!r}") from err
-        if not all(np.isfinite(v) for v in value):
-            raise StateError(f"driver of body {name!r}: non-finite value at t = {t:g}: {value}")
-        return value
-
-    return checked
-
-
 def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t0=0.0, dt=None, t_eval=None,
              tau=None, drivers=None, events=None, alpha=0.0, beta=0.0, stabilization="baumgarte", solver=None,
              max_steps=10_000_000, max_wall_time=None):
@@ -862,7 +848,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     q0 = as_vector(model, q0, "q0").copy()
     qd0 = as_vector(model, qd0, "qd0").copy()
     tau = tau if (tau is None or callable(tau)) else as_vector(model, tau, "tau")
-    driven = [(coord, _checked_driver(name, evaluate))
+    driven = [(coord, functools.partial(_checks.driver_value, name, evaluate))
               for coord, name, evaluate in _Inputs(model, None, drivers).drivers]
     for coord, evaluate in driven:
         q0[coord], qd0[coord] = evaluate(t0)[:2]

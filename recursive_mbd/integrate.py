@@ -276,12 +276,7 @@ class _Inputs:
         """Fill u at time t; driver values also go into q and qd before tau(t, q, qd) sees them."""
         element_inputs(self.model, t, u)
         for j, (coord, name, evaluate) in enumerate(self.drivers):
-            try:
-                value = evaluate(t)
-            except Exception as err:  # noqa: BLE001 - say which driver failed and when
-                raise StateError(f"driver of body {name!r} raised at t = {t:g}: {err!r}") from err
-            if not all(math.isfinite(v) for v in value):
-                raise StateError(f"driver of body {name!r}: non-finite value at t = {t:g}: {value}")
+            value = _checks.driver_value(name, evaluate, t)
             slot = self.driver_offset + 3 * j
             u[slot:slot + 3] = value
             q[coord], qd[coord] = value[0], value[1]
