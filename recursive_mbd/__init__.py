@@ -8,7 +8,7 @@ Quick start::
     res = rm.simulate(chain, q0, qd0, t_end=2.0)
 """
 
-from . import analysis, augmented, chains, io, joints, loops, models, plot, studies
+from . import analysis, augmented, batch, chains, io, joints, loops, models, plot, studies
 from .analysis import (
     assemble,
     joint_reactions,
@@ -27,6 +27,7 @@ from .dynamics import (
     mass_matrix,
     point_kinematics,
 )
+from .ensemble import EnsembleResult, simulate_many
 from .errors import ModelError, SimulationError, StateError
 from .integrate import METHODS, SimulationResult, simulate
 from .loops import LoopSolution, RedundantConstraintWarning, loop_dynamics
@@ -37,7 +38,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "METHODS", "Mechanism", "Model",
-    "analysis", "assemble", "joint_reactions", "kinematic_analysis", "linearize", "modes",
+    "analysis", "assemble", "batch", "EnsembleResult", "simulate_many",
+    "joint_reactions", "kinematic_analysis", "linearize", "modes",
     "static_equilibrium", "ModelError", "SimulationError", "SimulationResult", "StateError", "augmented",
     "bias_forces", "chains", "element_forces", "energy", "forward_dynamics", "forward_kinematics",
     "inverse_dynamics", "joints", "LoopSolution", "loop_dynamics", "loops", "mass_matrix", "models",
