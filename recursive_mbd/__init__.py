@@ -33,12 +33,13 @@ from .integrate import METHODS, SimulationResult, simulate
 from .loops import LoopSolution, RedundantConstraintWarning, loop_dynamics
 from .mechanism import Mechanism
 from .model import Model
+from .sweeps import sweep
 
 __version__ = "0.1.0"
 
 __all__ = [
     "METHODS", "Mechanism", "Model",
-    "analysis", "assemble", "batch", "EnsembleResult", "simulate_many",
+    "analysis", "assemble", "batch", "EnsembleResult", "simulate_many", "sweep",
     "joint_reactions", "kinematic_analysis", "linearize", "modes",
     "static_equilibrium", "ModelError", "SimulationError", "SimulationResult", "StateError", "augmented",
     "bias_forces", "chains", "element_forces", "energy", "forward_dynamics", "forward_kinematics",

@@ -161,3 +161,12 @@ def test_save_and_load_round_trip(tmp_path):
     for name in ("t", "q", "qd", "applied_work", "t_stop", "nsamples", "nfev", "t_event"):
         assert np.array_equal(getattr(back, name), getattr(ens, name), equal_nan=True), name
     assert list(back.status) == list(ens.status) and back.reasons == ens.reasons
+
+
+def test_to_xarray_names_the_dimensions():
+    Q0, QD0 = _starts(2, 7)
+    ens = rm.simulate_many(double_pendulum(), Q0, QD0, 0.2, "rk4", dt=0.01)
+    data = ens.to_xarray()
+    assert data["q"].dims == ("member", "time", "coordinate") and data["q"].shape == ens.q.shape
+    assert np.array_equal(data["q"].values, ens.q) and np.array_equal(data["time"].values, ens.t)
+    assert list(data["status"].values) == ["finished", "finished"]
