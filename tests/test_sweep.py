@@ -42,6 +42,15 @@ def test_local_cluster_of_two_processes_gives_the_serial_numbers_in_grid_order()
         swept = rm.sweep(first_frequency, grid, client=client, chunk=2)
         with pytest.raises(RuntimeError, match=r"grid item 1 \(0\) raised ValueError"):
             rm.sweep(first_frequency, [2, 0, 3], client=client, chunk=1)
+        # the studies fan out through rm.sweep with client=
+        frequencies = rm.studies.frequency_study([2, 4, 8], k=2, client=client)
+        catenary = rm.studies.catenary_study([4, 6, 8], span=0.6, client=client)
+        falls = rm.studies.folded_chain_study([6, 8], gap=0.1, rtol=1e-8, atol=1e-10, samples=50, client=client)
+    assert np.array_equal(frequencies["omega"], rm.studies.frequency_study([2, 4, 8], k=2)["omega"])
+    assert np.array_equal(catenary["sag"], rm.studies.catenary_study([4, 6, 8], span=0.6)["sag"])
+    serial_falls = rm.studies.folded_chain_study([6, 8], gap=0.1, rtol=1e-8, atol=1e-10, samples=50)
+    assert [f["fall_time"] for f in falls] == [f["fall_time"] for f in serial_falls]
+    assert np.array_equal(falls[1]["speed"], serial_falls[1]["speed"])
     assert swept == serial  # the same numbers, bit for bit, in grid order
     assert serial[0] < serial[1] < serial[2]  # a stiffer spring raises the first frequency
 
