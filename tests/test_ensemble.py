@@ -23,13 +23,14 @@ def _starts(k, seed=0):
     return rng.uniform(-2.5, 2.5, (k, 2)), rng.normal(size=(k, 2))
 
 
-def test_rk4_members_equal_simulate_bit_for_bit():
+@pytest.mark.parametrize("method", ["rk4", "implicit_midpoint"])
+def test_fixed_step_members_equal_simulate_bit_for_bit(method):
     model = double_pendulum()
     Q0, QD0 = _starts(5)
-    ens = rm.simulate_many(model, Q0, QD0, 1.0, "rk4", dt=0.01, every=3)
+    ens = rm.simulate_many(model, Q0, QD0, 1.0, method, dt=0.01, every=3)
     assert ens.q.shape == (5, ens.t.size, 2) and ens.qd.shape == ens.q.shape
     for m in range(5):
-        ref = rm.simulate(model, Q0[m], QD0[m], 1.0, "rk4", dt=0.01, every=3)
+        ref = rm.simulate(model, Q0[m], QD0[m], 1.0, method, dt=0.01, every=3)
         assert np.array_equal(ens.t, ref.t)
         assert np.array_equal(ens.q[m], ref.q) and np.array_equal(ens.qd[m], ref.qd)
         assert np.array_equal(ens.applied_work[m], ref.applied_work)
