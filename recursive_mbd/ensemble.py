@@ -42,7 +42,7 @@ from ._kernels import layout as L
 from .batch import as_rows
 from .dynamics import as_vector, raise_status, workspace
 from .errors import ModelError, StateError
-from .integrate import DOPRI5, FIXED_STEP, RK4, TABLEAUS, _compiled_tau_adapter, _Inputs, build_system
+from .integrate import DOPRI5, FIXED_STEP, RK4, TABLEAUS, _compiled_tau_adapter, _Inputs, _positive, build_system
 
 __all__ = ["EnsembleResult", "PARAMETERS", "simulate_many"]
 
@@ -443,6 +443,9 @@ def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12,
         if times.size == 0 or np.any(np.diff(times) < 0) or times[0] < t0 or times[-1] > t_end:
             raise ValueError(f"t_eval must be a non-empty sorted array within [t0, t_end] = [{t0}, {t_end}]")
         times = np.unique(np.concatenate(([t0], times, [t_end])))
+        rtol, atol = _positive(rtol, "rtol"), _positive(atol, "atol")
+        first_step = 0.0 if first_step is None else _positive(first_step, "first_step")
+        max_step = _positive(max_step, "max_step") if np.isfinite(max_step) else np.inf
         if events is not None:
             events_fn = _compiled_event_adapter(events, nq)
             directions = np.array([float(getattr(events, "direction", 0.0))])
@@ -453,7 +456,7 @@ def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12,
         tab = DOPRI5
         _adaptive_many(*shared, np.zeros((threads, tab.C.size, n)), np.empty((threads, times.size + 1)),
                        np.empty((threads, times.size + 1, n)), Y0, t0, t_end, float(rtol), float(atol),
-                       0.0 if first_step is None else float(first_step), float(max_step), int(max_steps), times,
+                       first_step, max_step, int(max_steps), times,
                        tab.A, tab.B, tab.C, tab.E, np.empty(0), tab.order, tab.DENSE, events_fn, directions, terminal,
                        Y, status, t_stop, count, stats, event)
     reasons = [_reason(model, int(s), max_steps) for s in status]
