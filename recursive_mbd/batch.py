@@ -30,31 +30,36 @@ _parallel = numba.njit(cache=True, parallel=True, nogil=True, error_model="numpy
 
 
 # ---- kernels --------------------------------------------------------------------------------------------------------
-# Workspaces are (nthreads, width, nbodies) C arrays: ws_all[tid].T is the (nbodies, width) column-major array the
-# tree kernels take (the same type as the single-state Workspace.ws), so the very same compiled code runs per row.
+# Per-thread scratch is one C array per field, (nthreads, rows + padding, ...): thread tid uses [tid, :rows], and the
+# padding keeps two threads' blocks off a shared cache line (false sharing cost more than the second thread gave).
+# ws_all[tid, :width].T is the (nbodies, width) column-major array the tree kernels take (the same type as the
+# single-state Workspace.ws), so the very same compiled code runs per row.
 
 @_parallel
-def _forward_dynamics_many(body_int, body_real, gravity, elem_int, elem_real, u, Q, QD, TAU, ws_all, com_all,
+def _forward_dynamics_many(body_int, body_real, gravity, elem_int, elem_real, u, Q, QD, TAU, width, ws_all, com_all,
                            wrench_all, jforce_all, energy_all, per_element_all, tau_all, no_wrench, no_driven,
                            no_drive, QDD, status):
     """QDD[m] = forward dynamics at (Q[m], QD[m], TAU[m]) (+ element loads), status[m] its kernel status."""
-    has_elements = elem_int.shape[0] > 0
+    nb = body_int.shape[0]
+    ne = elem_int.shape[0]
+    nq = Q.shape[1]
     for m in numba.prange(Q.shape[0]):
         tid = numba.get_thread_id()
-        ws = ws_all[tid].T
+        ws = ws_all[tid, :width].T
         q = Q[m]
         qd = QD[m]
         tau = TAU[m]
         wrench = no_wrench
-        if has_elements:
-            wrench = wrench_all[tid]
-            jforce = jforce_all[tid]
+        if ne > 0:
+            wrench = wrench_all[tid, :nb]
+            jforce = jforce_all[tid, :nq]
             st = element_kernels.element_forces(body_int, body_real, elem_int, elem_real, u, q, qd, ws,
-                                                com_all[tid], wrench, jforce, energy_all[tid], per_element_all[tid])
+                                                com_all[tid, :nb], wrench, jforce, energy_all[tid, :3],
+                                                per_element_all[tid, :ne])
             if st != L.STATUS_OK:
                 status[m] = st
                 continue
-            tau = tau_all[tid]
+            tau = tau_all[tid, :nq]
             for j in range(tau.shape[0]):
                 tau[j] = TAU[m, j] + jforce[j]
         status[m] = tree.forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, no_driven, ws, QDD[m],
@@ -62,21 +67,25 @@ def _forward_dynamics_many(body_int, body_real, gravity, elem_int, elem_real, u,
 
 
 @_parallel
-def _inverse_dynamics_many(body_int, body_real, gravity, elem_int, elem_real, u, Q, QD, QDD, ws_all, com_all,
+def _inverse_dynamics_many(body_int, body_real, gravity, elem_int, elem_real, u, Q, QD, QDD, width, ws_all, com_all,
                            wrench_all, jforce_all, energy_all, per_element_all, no_wrench, TAU, status):
     """TAU[m] = inverse dynamics at (Q[m], QD[m], QDD[m]) less the element joint forces, status[m]."""
-    has_elements = elem_int.shape[0] > 0
+    nb = body_int.shape[0]
+    ne = elem_int.shape[0]
+    has_elements = ne > 0
+    nq = Q.shape[1]
     for m in numba.prange(Q.shape[0]):
         tid = numba.get_thread_id()
-        ws = ws_all[tid].T
+        ws = ws_all[tid, :width].T
         q = Q[m]
         qd = QD[m]
         wrench = no_wrench
-        jforce = jforce_all[tid]
+        jforce = jforce_all[tid, :nq]
         if has_elements:
-            wrench = wrench_all[tid]
+            wrench = wrench_all[tid, :nb]
             st = element_kernels.element_forces(body_int, body_real, elem_int, elem_real, u, q, qd, ws,
-                                                com_all[tid], wrench, jforce, energy_all[tid], per_element_all[tid])
+                                                com_all[tid, :nb], wrench, jforce, energy_all[tid, :3],
+                                                per_element_all[tid, :ne])
             if st != L.STATUS_OK:
                 status[m] = st
                 continue
@@ -88,20 +97,23 @@ def _inverse_dynamics_many(body_int, body_real, gravity, elem_int, elem_real, u,
 
 
 @_parallel
-def _energy_many(body_int, body_real, gravity, elem_int, elem_real, u, Q, QD, ws_all, com_all, wrench_all,
+def _energy_many(body_int, body_real, gravity, elem_int, elem_real, u, Q, QD, width, ws_all, com_all, wrench_all,
                  jforce_all, energy_all, per_element_all, pair_all, E, status):
     """E[m] = (kinetic, potential incl. springs) at (Q[m], QD[m]), status[m]."""
-    has_elements = elem_int.shape[0] > 0
+    nb = body_int.shape[0]
+    ne = elem_int.shape[0]
+    nq = Q.shape[1]
     for m in numba.prange(Q.shape[0]):
         tid = numba.get_thread_id()
-        ws = ws_all[tid].T
-        pair = pair_all[tid]
-        st = tree.energy(body_int, body_real, gravity, Q[m], QD[m], ws, com_all[tid], pair)
-        if st == L.STATUS_OK and has_elements:
-            energy_out = energy_all[tid]
+        ws = ws_all[tid, :width].T
+        pair = pair_all[tid, :2]
+        com = com_all[tid, :nb]
+        st = tree.energy(body_int, body_real, gravity, Q[m], QD[m], ws, com, pair)
+        if st == L.STATUS_OK and ne > 0:
+            energy_out = energy_all[tid, :3]
             st = element_kernels.element_forces(body_int, body_real, elem_int, elem_real, u, Q[m], QD[m], ws,
-                                                com_all[tid], wrench_all[tid], jforce_all[tid], energy_out,
-                                                per_element_all[tid])
+                                                com, wrench_all[tid, :nb], jforce_all[tid, :nq], energy_out,
+                                                per_element_all[tid, :ne])
             E[m, 0] = pair[0]
             E[m, 1] = pair[1] + energy_out[0]
         else:
@@ -112,23 +124,34 @@ def _energy_many(body_int, body_real, gravity, elem_int, elem_real, u, Q, QD, ws
 
 # ---- per-thread workspaces ----------------------------------------------------------------------------------------
 
+CACHE_LINE_DOUBLES = 16  # 128 bytes: a cache line, or two where the prefetcher pairs them
+
+
+def per_thread(nthreads, rows, *rest):
+    """Zeros of shape (nthreads, rows + padding, *rest): thread t uses [t, :rows]; the padding (at least 128 bytes)
+    keeps the blocks of two threads off a shared cache line."""
+    row = max(1, int(np.prod(rest, dtype=np.int64)))
+    pad = -(-CACHE_LINE_DOUBLES // row)
+    return np.zeros((nthreads, rows + pad, *rest))
+
+
 class ThreadWorkspaces:
-    """Scratch arrays of one model for ``nthreads`` threads, indexed by ``numba.get_thread_id()``."""
+    """Scratch arrays of one model for ``nthreads`` threads, indexed by ``numba.get_thread_id()`` (see per_thread)."""
 
     def __init__(self, model, nthreads):
         n = model.nbodies
         nq = model.nq
         ne = model.elem_int.shape[0]
-        width = L.W_PLANAR if model.has_planar else L.W_TREE
+        self.width = L.W_PLANAR if model.has_planar else L.W_TREE
         self.nthreads = nthreads
-        self.ws = np.zeros((nthreads, width, n))  # ws[t].T: thread t's (n, width) column-major workspace
-        self.com = np.zeros((nthreads, n, 4))
-        self.wrench = np.zeros((nthreads, n, 3))
-        self.jforce = np.zeros((nthreads, nq))
-        self.element_energy = np.zeros((nthreads, 3))
-        self.per_element = np.zeros((nthreads, ne, 3))
-        self.tau = np.zeros((nthreads, nq))
-        self.pair = np.zeros((nthreads, 2))
+        self.ws = per_thread(nthreads, self.width, n)  # ws[t, :width].T: thread t's (n, width) column-major block
+        self.com = per_thread(nthreads, n, 4)
+        self.wrench = per_thread(nthreads, n, 3)
+        self.jforce = per_thread(nthreads, nq)
+        self.element_energy = per_thread(nthreads, 3)
+        self.per_element = per_thread(nthreads, ne, 3)
+        self.tau = per_thread(nthreads, nq)
+        self.pair = per_thread(nthreads, 2)
         self.u = np.zeros(model.n_element_inputs)
         self.no_wrench = np.zeros((0, 3))
         self.no_driven = np.zeros(0, dtype=np.uint8)
@@ -230,7 +253,7 @@ def forward_dynamics(model, Q, QD, TAU=None, *, t=0.0):
     status = np.zeros(k, dtype=np.int64)
     with _Borrowed(model) as ws:
         _forward_dynamics_many(model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real,
-                               _inputs(model, ws, t), Q, QD, TAU, ws.ws, ws.com, ws.wrench, ws.jforce,
+                               _inputs(model, ws, t), Q, QD, TAU, ws.width, ws.ws, ws.com, ws.wrench, ws.jforce,
                                ws.element_energy, ws.per_element, ws.tau, ws.no_wrench, ws.no_driven, ws.no_drive,
                                QDD, status)
     _check(model, status, ("Q", "QD", "TAU"))
@@ -251,7 +274,7 @@ def inverse_dynamics(model, Q, QD, QDD, *, t=0.0):
     status = np.zeros(k, dtype=np.int64)
     with _Borrowed(model) as ws:
         _inverse_dynamics_many(model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real,
-                               _inputs(model, ws, t), Q, QD, QDD, ws.ws, ws.com, ws.wrench, ws.jforce,
+                               _inputs(model, ws, t), Q, QD, QDD, ws.width, ws.ws, ws.com, ws.wrench, ws.jforce,
                                ws.element_energy, ws.per_element, ws.no_wrench, TAU, status)
     _check(model, status, ("Q", "QD", "QDD"))
     return TAU
@@ -271,7 +294,7 @@ def energy(model, Q, QD, *, t=0.0):
     status = np.zeros(k, dtype=np.int64)
     with _Borrowed(model) as ws:
         _energy_many(model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real,
-                     _inputs(model, ws, t), Q, QD, ws.ws, ws.com, ws.wrench, ws.jforce, ws.element_energy,
+                     _inputs(model, ws, t), Q, QD, ws.width, ws.ws, ws.com, ws.wrench, ws.jforce, ws.element_energy,
                      ws.per_element, ws.pair, E, status)
     _check(model, status, ("Q", "QD", "QD"))
     return E

@@ -39,7 +39,7 @@ from numba.core.registry import CPUDispatcher
 
 from ._kernels import integrators
 from ._kernels import layout as L
-from .batch import as_rows
+from .batch import as_rows, per_thread
 from .dynamics import as_vector, raise_status, workspace
 from .errors import ModelError, StateError
 from .integrate import DOPRI5, FIXED_STEP, RK4, TABLEAUS, _compiled_tau_adapter, _Inputs, _positive, build_system
@@ -68,27 +68,32 @@ STATUS_NAMES = {L.STATUS_OK: "finished", L.STATUS_EVENT: "event"}
 # ---- kernels --------------------------------------------------------------------------------------------------------
 
 @numba.njit(cache=True)
-def _member_system(m, tid, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord, driven, TAU_CONST,
-                   offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER, QDD, DRIVE):
-    """The system tuple of ``integrators.system_rhs`` (field list there) for member m on thread tid."""
+def _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord, driven,
+                   TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER, QDD, DRIVE):
+    """The system tuple of ``integrators.system_rhs`` (field list there) for member m on thread tid.
+
+    Per-thread scratch is padded (``batch.per_thread``): thread tid's block is [tid, :rows], with the row counts
+    dims = (nq, nbodies, nelements, wrench rows, inputs, workspace width).
+    """
+    nq, nb, ne, nw, nu, width = dims[0], dims[1], dims[2], dims[3], dims[4], dims[5]
     return (body_int, BODY_REAL[m].T, GRAVITY[m], elem_int, ELEM_REAL[m].T, free, drv_coord, driven, TAU_CONST[m],
-            offsets, U[tid], Qs[tid], QDs[tid], TAUs[tid], WS[tid].T, COM[tid], WRENCH[tid], JFORCE[tid], EEN[tid],
-            PER[tid], QDD[tid], DRIVE[tid], loops)
+            offsets, U[tid, :nu], Qs[tid, :nq], QDs[tid, :nq], TAUs[tid, :nq], WS[tid, :width].T, COM[tid, :nb],
+            WRENCH[tid, :nw], JFORCE[tid, :nq], EEN[tid, :3], PER[tid, :ne], QDD[tid, :nq], DRIVE[tid, :nq], loops)
 
 
 @_parallel
-def _fixed_many(inputs, key, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord, driven, TAU_CONST,
-                offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER, QDD, DRIVE, K, T_BUF, Y_BUF,
-                Y0, t0, t_end, dt, every, a, b, c, midpoint, tol, max_iter, Y, status, t_fail, count, stats):
+def _fixed_many(inputs, key, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord, driven,
+                TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER, QDD, DRIVE, K, T_BUF,
+                Y_BUF, Y0, t0, t_end, dt, every, a, b, c, midpoint, tol, max_iter, Y, status, t_fail, count, stats):
     """Each member's fixed-step time loop (``integrators.integrate_fixed``): samples into Y (k, nt, n)."""
     for m in numba.prange(Y0.shape[0]):
         tid = numba.get_thread_id()
-        system = _member_system(m, tid, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord, driven,
-                                TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER, QDD,
-                                DRIVE)
+        system = _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord,
+                                driven, TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN,
+                                PER, QDD, DRIVE)
         st, tf, cnt, t_out, y_out, nfev, nsteps = integrators.integrate_fixed(
-            inputs, key, system, Y0[m], t0, t_end, dt, every, a, b, c, midpoint, tol, max_iter, K[tid], T_BUF[tid],
-            Y_BUF[tid])
+            inputs, key, system, Y0[m], t0, t_end, dt, every, a, b, c, midpoint, tol, max_iter, K[tid, :c.shape[0]],
+            T_BUF[tid, :Y.shape[1]], Y_BUF[tid, :Y.shape[1]])
         cnt = min(cnt, Y.shape[1])
         Y[m, :cnt] = y_out[:cnt]
         Y[m, cnt:] = np.nan
@@ -100,7 +105,7 @@ def _fixed_many(inputs, key, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, 
 
 
 @_parallel
-def _adaptive_many(inputs, key, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord, driven,
+def _adaptive_many(inputs, key, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord, driven,
                    TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER, QDD, DRIVE, K, T_BUF,
                    Y_BUF, Y0, t0, t_end, rtol, atol, first_step, max_step, max_steps, t_eval, a, b, c, e, e3, order,
                    dense, events, directions, terminal, Y, status, t_fail, count, stats, EVENT):
@@ -111,13 +116,14 @@ def _adaptive_many(inputs, key, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REA
     """
     for m in numba.prange(Y0.shape[0]):
         tid = numba.get_thread_id()
-        system = _member_system(m, tid, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord, driven,
-                                TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER, QDD,
-                                DRIVE)
+        system = _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord,
+                                driven, TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN,
+                                PER, QDD, DRIVE)
         (st, tf, cnt, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t,
          ev_y) = integrators.integrate_adaptive(
             inputs, key, system, Y0[m], t0, t_end, rtol, atol, first_step, max_step, max_steps, t_eval, 1, a, b, c,
-            e, e3, order, dense, K[tid], T_BUF[tid], Y_BUF[tid], events, 0, directions, terminal, np.empty(4),
+            e, e3, order, dense, K[tid, :c.shape[0]], T_BUF[tid, :Y.shape[1] + 1], Y_BUF[tid, :Y.shape[1] + 1], events,
+            0, directions, terminal, np.empty(4),
             np.empty((4, Y0.shape[1] + 1)))
         if st == L.STATUS_EVENT:
             cnt -= 1  # the stop state is the event's, kept in EVENT
@@ -414,17 +420,30 @@ def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12,
     Y0[:, nq:2 * nq] = QD0
     threads = numba.config.NUMBA_NUM_THREADS
     nb, ne = model.nbodies, model.elem_int.shape[0]
-    width = system[14].shape[1]
-    scratch = (np.zeros((threads, inputs.size)), np.zeros((threads, nq)), np.zeros((threads, nq)),
-               np.zeros((threads, nq)), np.zeros((threads, width, nb)), np.zeros((threads, nb, 4)),
-               np.zeros((threads, system[16].shape[0], 3)), np.zeros((threads, nq)), np.zeros((threads, 3)),
-               np.zeros((threads, ne, 3)), np.zeros((threads, nq)), np.zeros((threads, nq)))
+    width, nw = system[14].shape[1], system[16].shape[0]
+    dims = np.array([nq, nb, ne, nw, inputs.size, width], dtype=np.int64)
+    scratch = (per_thread(threads, inputs.size), per_thread(threads, nq), per_thread(threads, nq),
+               per_thread(threads, nq), per_thread(threads, width, nb), per_thread(threads, nb, 4),
+               per_thread(threads, nw, 3), per_thread(threads, nq), per_thread(threads, 3), per_thread(threads, ne, 3),
+               per_thread(threads, nq), per_thread(threads, nq))
     if tau_function is not None:  # a first evaluation in Python: a wrong shape is reported here, not in a thread
         value = np.asarray(tau_function(t0) if inputs.tau_arity == 1 else tau_function(t0, Q0[0], QD0[0]))
         if value.shape != (nq,):
             raise StateError(f"tau function must return shape ({nq},), got {value.shape}")
-    shared = (callback, 0, model.body_int, body_real, gravity, model.elem_int, elem_real, system[5], system[6],
+    shared = (callback, 0, dims, model.body_int, body_real, gravity, model.elem_int, elem_real, system[5], system[6],
               system[7], tau_const, system[9], system[22], *scratch)
+    # members differ in cost (adaptive steps, early failures, terminal events): hand them out in small chunks
+    chunk_size = numba.set_parallel_chunksize(max(1, k // (32 * threads)))
+    try:
+        return _run(model, method, fixed, shared, threads, Y0, k, n, nq, t0, t_end, dt, every, t_eval, rtol, atol,
+                    first_step, max_step, max_steps, events)
+    finally:
+        numba.set_parallel_chunksize(chunk_size)
+
+
+def _run(model, method, fixed, shared, threads, Y0, k, n, nq, t0, t_end, dt, every, t_eval, rtol, atol, first_step,
+         max_step, max_steps, events):
+    """Validate the time arguments, run the ensemble kernel, collect the result."""
     status = np.zeros(k, dtype=np.int64)
     t_stop = np.zeros(k)
     count = np.zeros(k, dtype=np.int64)
@@ -435,8 +454,8 @@ def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12,
         midpoint = method == "implicit_midpoint"
         tableau = RK4 if midpoint else TABLEAUS[method]
         Y = np.empty((k, times.size, n))
-        _fixed_many(*shared, np.zeros((threads, tableau.C.size, n)), np.empty((threads, times.size)),
-                    np.empty((threads, times.size, n)), Y0, t0, t_end, float(dt), int(every), tableau.A, tableau.B,
+        _fixed_many(*shared, per_thread(threads, tableau.C.size, n), per_thread(threads, times.size),
+                    per_thread(threads, times.size, n), Y0, t0, t_end, float(dt), int(every), tableau.A, tableau.B,
                     tableau.C, midpoint, 1e-13, 50, Y, status, t_stop, count, stats)
     else:
         times = np.linspace(t0, t_end, 101) if t_eval is None else np.asarray(t_eval, dtype=float).ravel()
@@ -454,8 +473,8 @@ def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12,
             events_fn, directions, terminal = integrators.no_inputs, np.zeros(0), np.zeros(0, dtype=np.uint8)
         Y = np.empty((k, times.size, n))
         tab = DOPRI5
-        _adaptive_many(*shared, np.zeros((threads, tab.C.size, n)), np.empty((threads, times.size + 1)),
-                       np.empty((threads, times.size + 1, n)), Y0, t0, t_end, float(rtol), float(atol),
+        _adaptive_many(*shared, per_thread(threads, tab.C.size, n), per_thread(threads, times.size + 1),
+                       per_thread(threads, times.size + 1, n), Y0, t0, t_end, float(rtol), float(atol),
                        first_step, max_step, int(max_steps), times,
                        tab.A, tab.B, tab.C, tab.E, np.empty(0), tab.order, tab.DENSE, events_fn, directions, terminal,
                        Y, status, t_stop, count, stats, event)
