@@ -11,10 +11,13 @@
 3. Against mujoco.rollout (when mujoco is installed): the same chains (N = 2 and 50 uniform rods, contacts and
    constraints off), RK4 with the same step, every state stored by both, both on all threads; the final states
    are compared as a check that both integrate the same system.
-Every time is the median of 3 runs; compilation is done before timing. Writes benchmarks/results/ensembles.json.
+Every time is the median of 3 runs (wall and process CPU time, with the load average: on a shared machine the
+wall-time speed-up measures the load, the CPU times the parallel overhead); compilation is done before timing.
+Writes benchmarks/results/ensembles.json.
 """
 
 import argparse
+import os
 import sys
 import time
 
@@ -27,13 +30,15 @@ import recursive_mbd as rm
 ENDS_ONLY = 10**9  # store t0 and t_end only
 
 
-def _median(func, repeats=3):
-    samples = []
+def _median(func, repeats=3, cpu=False):
+    """Median wall time of ``repeats`` calls [s]; with cpu=True also the median process CPU time (all threads)."""
+    walls, cpus = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         func()
-        samples.append(time.perf_counter() - start)
-    return float(np.median(samples))
+        walls.append(time.perf_counter() - start)
+        cpus.append(time.process_time() - start_cpu)
+    return (float(np.median(walls)), float(np.median(cpus))) if cpu else float(np.median(walls))
 
 
 def _starts(k, n, seed=0):
@@ -53,7 +58,7 @@ def _ensemble_time(model, Q0, QD0, t_end, dt, threads, every=ENDS_ONLY):
         ens = rm.simulate_many(model, Q0, QD0, t_end, "rk4", dt=dt, every=every)  # compiles outside the timing
         if ens.failed.size:
             raise RuntimeError(f"{ens.failed.size} members failed: {ens.reasons[ens.failed[0]]}")
-        return _median(lambda: rm.simulate_many(model, Q0, QD0, t_end, "rk4", dt=dt, every=every))
+        return _median(lambda: rm.simulate_many(model, Q0, QD0, t_end, "rk4", dt=dt, every=every), cpu=True)
     finally:
         numba.set_num_threads(previous)
 
@@ -63,12 +68,18 @@ def speedup(k, t_end=1.0, dt=0.01, loop_members=500):
     Q0, QD0 = _starts(k, 2)
     steps = round(t_end / dt)
     threads = numba.config.NUMBA_NUM_THREADS
-    serial = _ensemble_time(model, Q0, QD0, t_end, dt, 1)
-    parallel = _ensemble_time(model, Q0, QD0, t_end, dt, threads)
+    load = os.getloadavg()[0]
+    serial, serial_cpu = _ensemble_time(model, Q0, QD0, t_end, dt, 1)
+    parallel, parallel_cpu = _ensemble_time(model, Q0, QD0, t_end, dt, threads)
     rm.simulate(model, Q0[0], QD0[0], 2 * dt, "rk4", dt=dt)
     loop = _median(lambda: [rm.simulate(model, Q0[m], QD0[m], t_end, "rk4", dt=dt, every=ENDS_ONLY)
                             for m in range(loop_members)]) * k / loop_members
+    # on a loaded machine the wall-time speed-up shows the load; the CPU times show the parallel overhead: with
+    # idle cores the speed-up would be about threads * serial_cpu / parallel_cpu
     return dict(k=k, steps=steps, threads=threads, serial_s=serial, parallel_s=parallel, speedup=serial / parallel,
+                serial_cpu_s=serial_cpu, parallel_cpu_s=parallel_cpu,
+                idle_speedup_estimate=threads * serial_cpu / parallel_cpu,
+                load_average_before=load, load_average_after=os.getloadavg()[0],
                 python_loop_s_extrapolated=loop, loop_members_timed=loop_members,
                 parallel_member_steps_per_s=k * steps / parallel)
 
@@ -83,9 +94,11 @@ def scaling(sizes, ks, steps=100):
         for k in ks[n]:
             Q0, QD0 = _starts(k, n, 1)
             Q0, QD0 = amplitude * Q0, amplitude * QD0
-            serial = _ensemble_time(model, Q0, QD0, t_end, dt, 1)
-            parallel = _ensemble_time(model, Q0, QD0, t_end, dt, threads)
+            serial, serial_cpu = _ensemble_time(model, Q0, QD0, t_end, dt, 1)
+            parallel, parallel_cpu = _ensemble_time(model, Q0, QD0, t_end, dt, threads)
             records.append(dict(n=n, k=k, steps=steps, dt=dt, serial_s=serial, parallel_s=parallel,
+                                serial_cpu_s=serial_cpu, parallel_cpu_s=parallel_cpu,
+                                load_average=os.getloadavg()[0],
                                 serial_member_steps_per_s=k * steps / serial,
                                 parallel_member_steps_per_s=k * steps / parallel, speedup=serial / parallel))
             print(f"  N = {n}, k = {k}: {serial:.2f} s / {parallel:.2f} s", file=sys.stderr, flush=True)
@@ -141,7 +154,7 @@ def against_mujoco(sizes, k, steps):
         run_mujoco()
         mj_time = _median(run_mujoco)
         model = rm.chains.serial_chain(n)
-        ours = _ensemble_time(model, Q0, QD0, steps * dt, dt, threads, every=1)
+        ours = _ensemble_time(model, Q0, QD0, steps * dt, dt, threads, every=1)[0]
         final = rm.simulate_many(model, Q0[:20], QD0[:20], steps * dt, "rk4", dt=dt, every=ENDS_ONLY).q[:, -1]
         mj_final = out[:20, -1, 1:1 + n]  # state = (time, qpos, qvel)
         records.append(dict(n=n, k=k, steps=steps, dt=dt, threads=threads, mujoco_s=mj_time, ours_s=ours,
@@ -158,17 +171,21 @@ def main():
     parser.add_argument("--no-mujoco", action="store_true")
     args = parser.parse_args()
     k_big = 1000 if args.quick else 10_000
-    ks = {2: (100, 1000, k_big), 10: (100, 1000, k_big), 100: (100, 1000)} if not args.quick else \
+    ks = {2: (100, 1000, k_big), 10: (100, 1000), 100: (100, 300)} if not args.quick else \
         {2: (100, 1000), 10: (100, 1000), 100: (100,)}
     head = speedup(k_big, loop_members=100 if args.quick else 500)
     print(f"double pendulum, {head['k']} members x {head['steps']} RK4 steps: serial {head['serial_s']:.2f} s, "
-          f"parallel ({head['threads']} threads) {head['parallel_s']:.2f} s: speed-up {head['speedup']:.2f}x; "
+          f"parallel ({head['threads']} threads) {head['parallel_s']:.2f} s: speed-up {head['speedup']:.2f}x "
+          f"(load average {head['load_average_before']:.1f}); CPU time serial {head['serial_cpu_s']:.2f} s, parallel "
+          f"{head['parallel_cpu_s']:.2f} s: on idle cores about {head['idle_speedup_estimate']:.2f}x; "
           f"a Python loop of rm.simulate: {head['python_loop_s_extrapolated']:.1f} s "
           f"(extrapolated from {head['loop_members_timed']} members)")
     records = scaling(sorted(ks), ks)
-    print_table(["N", "k", "steps", "serial s", "parallel s", "speed-up", "member-steps/s (parallel)"],
+    print_table(["N", "k", "steps", "serial s", "parallel s", "speed-up", "CPU s serial/parallel",
+                 "member-steps/s (parallel)", "load"],
                 [[r["n"], r["k"], r["steps"], f"{r['serial_s']:.3f}", f"{r['parallel_s']:.3f}",
-                  f"{r['speedup']:.2f}", f"{r['parallel_member_steps_per_s']:,.0f}"] for r in records])
+                  f"{r['speedup']:.2f}", f"{r['serial_cpu_s']:.2f} / {r['parallel_cpu_s']:.2f}",
+                  f"{r['parallel_member_steps_per_s']:,.0f}", f"{r['load_average']:.1f}"] for r in records])
     mujoco_records = None
     if not args.no_mujoco:
         mujoco_records = against_mujoco((2, 50), 200 if args.quick else 1000, 200)
