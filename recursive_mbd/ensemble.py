@@ -48,7 +48,7 @@ __all__ = ["EnsembleResult", "PARAMETERS", "simulate_many"]
 
 _parallel = numba.njit(cache=True, parallel=True, nogil=True, error_model="numpy")
 
-# name -> (columns of body_real / elem_real it sets, per-member shape after k, which table)
+# the parameter kinds that can vary per member -> the shapes they take (the table in the module docstring)
 PARAMETERS = {
     "mass": "(k, nbodies) or per body (k,)",
     "inertia": "(k, nbodies) or per body (k,)",
