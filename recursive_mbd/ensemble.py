@@ -32,6 +32,8 @@ or tau functions written in Python (they need the GIL); a numba-compiled ``tau(t
 """
 
 import math
+import threading
+import time
 
 import numba
 import numpy as np
@@ -42,7 +44,17 @@ from ._kernels import layout as L
 from .batch import as_rows, per_thread
 from .dynamics import as_vector, raise_status, workspace
 from .errors import ModelError, StateError
-from .integrate import DOPRI5, FIXED_STEP, RK4, TABLEAUS, _compiled_tau_adapter, _Inputs, _positive, build_system
+from .integrate import (
+    DOPRI5,
+    FIXED_STEP,
+    RK4,
+    TABLEAUS,
+    _compiled_tau_adapter,
+    _Inputs,
+    _positive,
+    build_system,
+    fixed_step_count,
+)
 
 __all__ = ["EnsembleResult", "PARAMETERS", "simulate_many"]
 
@@ -62,10 +74,30 @@ PARAMETERS = {
     "torque": "per element (k,)",
 }
 
-STATUS_NAMES = {L.STATUS_OK: "finished", L.STATUS_EVENT: "event"}
+STATUS_NAMES = {L.STATUS_OK: "finished", L.STATUS_EVENT: "event", L.STATUS_INTERRUPTED: "interrupted",
+                L.STATUS_TIME_LIMIT: "time_limit"}
+_WAIT_INTERVAL = 0.05  # [s] how often the waiting thread checks the wall-clock limit
 
 
 # ---- kernels --------------------------------------------------------------------------------------------------------
+# No Python runs inside the parallel loop, so the members' time loops poll this compiled monitor instead of
+# integrate.py's bridge to _RunControl: each thread has a row CONTROL[tid] = (evaluation count of the next poll,
+# count at this poll, stop status, padding). The Python thread that waits for the kernel writes the stop status
+# (STATUS_INTERRUPTED on Ctrl-C, STATUS_TIME_LIMIT at max_wall_time) into every row; each member returns it at its
+# next poll, and a member started after that returns it before its first step.
+_POLL_EVALUATIONS = 256.0  # right-hand-side evaluations between polls (a call costs a few ns)
+_STOP = 2  # column of the stop status in CONTROL
+# a compiled event function returned a non-finite value (integrate.py's INPUT_* reasons: 0, 1, 2 are tau's)
+_EVENT_NONFINITE = 3
+_EVENT_FAILED = L.STATUS_INPUT_FAILED | (_EVENT_NONFINITE << 4)
+
+
+@numba.cfunc(integrators.CALLBACK, cache=True)
+def _stop_monitor(key, t, y, _, control):
+    """The monitor of every member: the stop status the waiting thread wrote (0: run on)."""
+    control[0] = control[1] + _POLL_EVALUATIONS
+    return np.int64(control[_STOP])
+
 
 @numba.njit(cache=True)
 def _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord, driven,
@@ -84,16 +116,21 @@ def _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_RE
 @_parallel
 def _fixed_many(inputs, key, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord, driven,
                 TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER, QDD, DRIVE, K, T_BUF,
-                Y_BUF, Y0, t0, t_end, dt, every, a, b, c, midpoint, tol, max_iter, Y, status, t_fail, count, stats):
-    """Each member's fixed-step time loop (``integrators.integrate_fixed``): samples into Y (k, nt, n)."""
+                Y_BUF, monitor, CONTROL, Y0, t0, t_end, dt, nsteps_total, every, a, b, c, midpoint, tol, max_iter, Y,
+                status, t_fail, count, stats):
+    """Each member's fixed-step time loop (``integrators.integrate_fixed``, ``nsteps_total`` steps): samples into
+    Y (k, nt, n). ``monitor`` (``_stop_monitor``) is polled with CONTROL[tid], the row of thread tid."""
     for m in numba.prange(Y0.shape[0]):
         tid = numba.get_thread_id()
         system = _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord,
                                 driven, TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN,
                                 PER, QDD, DRIVE)
+        control = CONTROL[tid]
+        control[0] = 0.0  # poll before the first step: a member started after a stop request does not run
+        control[1] = 0.0
         st, tf, cnt, t_out, y_out, nfev, nsteps = integrators.integrate_fixed(
-            inputs, key, system, Y0[m], t0, t_end, dt, every, a, b, c, midpoint, tol, max_iter, K[tid, :c.shape[0]],
-            T_BUF[tid, :Y.shape[1]], Y_BUF[tid, :Y.shape[1]])
+            inputs, key, system, Y0[m], t0, t_end, dt, nsteps_total, every, a, b, c, midpoint, tol, max_iter,
+            K[tid, :c.shape[0]], T_BUF[tid, :Y.shape[1]], Y_BUF[tid, :Y.shape[1]], monitor, 0, control)
         cnt = min(cnt, Y.shape[1])
         Y[m, :cnt] = y_out[:cnt]
         Y[m, cnt:] = np.nan
@@ -107,8 +144,8 @@ def _fixed_many(inputs, key, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_
 @_parallel
 def _adaptive_many(inputs, key, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord, driven,
                    TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER, QDD, DRIVE, K, T_BUF,
-                   Y_BUF, Y0, t0, t_end, rtol, atol, first_step, max_step, max_steps, t_eval, a, b, c, e, e3, order,
-                   dense, events, directions, terminal, Y, status, t_fail, count, stats, EVENT):
+                   Y_BUF, monitor, CONTROL, Y0, t0, t_end, rtol, atol, first_step, max_step, max_steps, t_eval, a, b, c,
+                   e, e3, order, dense, events, directions, terminal, Y, status, t_fail, count, stats, EVENT):
     """Each member's adaptive time loop (``integrators.integrate_adaptive``) with output at t_eval.
 
     EVENT[m] = (time, state...) of the member's first event, NaN without one; a terminal event's state is not a
@@ -119,12 +156,14 @@ def _adaptive_many(inputs, key, dims, body_int, BODY_REAL, GRAVITY, elem_int, EL
         system = _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord,
                                 driven, TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN,
                                 PER, QDD, DRIVE)
+        control = CONTROL[tid]
+        control[0] = 0.0
+        control[1] = 0.0
         (st, tf, cnt, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t,
          ev_y) = integrators.integrate_adaptive(
             inputs, key, system, Y0[m], t0, t_end, rtol, atol, first_step, max_step, max_steps, t_eval, 1, a, b, c,
             e, e3, order, dense, K[tid, :c.shape[0]], T_BUF[tid, :Y.shape[1] + 1], Y_BUF[tid, :Y.shape[1] + 1], events,
-            0, directions, terminal, np.empty(4),
-            np.empty((4, Y0.shape[1] + 1)))
+            0, directions, terminal, np.empty(4), np.empty((4, Y0.shape[1] + 1)), monitor, 0, control)
         if st == L.STATUS_EVENT:
             cnt -= 1  # the stop state is the event's, kept in EVENT
         cnt = min(cnt, Y.shape[1])
@@ -146,12 +185,17 @@ _EVENT_ADAPTERS = {}
 
 
 def _compiled_event_adapter(function, nq):
-    """A compiled event callback: values[0] = function(t, q, qd) on the integrated state y = (q, qd, work)."""
+    """A compiled event callback: values[0] = function(t, q, qd) on the integrated state y = (q, qd, work); a
+    non-finite value stops the member (``_EVENT_FAILED``)."""
     key = (function, nq)
     if key not in _EVENT_ADAPTERS:
         @numba.cfunc(integrators.CALLBACK)
         def adapter(key, t, y, _, values):
-            values[0] = function(t, y[:nq], y[nq:2 * nq])
+            value = function(t, y[:nq], y[nq:2 * nq])
+            if not math.isfinite(value):
+                return _EVENT_FAILED
+            values[0] = value
+            return L.STATUS_OK
         _EVENT_ADAPTERS[key] = adapter
     return _EVENT_ADAPTERS[key]
 
@@ -325,9 +369,9 @@ class EnsembleResult:
 
 # ---- simulate_many --------------------------------------------------------------------------------------------------
 
-def _fixed_grid(t0, t_end, dt, every):
-    """The sample times of ``integrators.integrate_fixed``: t0, every ``every``-th step, t_end."""
-    nsteps = int(math.ceil((t_end - t0) / dt - 1e-9))
+def _fixed_grid(t0, t_end, dt, nsteps, every):
+    """The sample times of ``integrators.integrate_fixed`` taking ``nsteps`` steps: t0, every ``every``-th step,
+    t_end."""
     times = [t0]
     for step in range(nsteps):
         if (step + 1) % every == 0 or step == nsteps - 1:
@@ -349,7 +393,8 @@ def _tau_table(model, tau, k):
 
 
 def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t0=0.0, dt=None, t_eval=None,
-                  every=1, max_step=np.inf, first_step=None, max_steps=10_000_000, tau=None, params=None, events=None):
+                  every=1, max_step=np.inf, first_step=None, max_steps=10_000_000, tau=None, params=None, events=None,
+                  max_wall_time=None):
     """Integrate k members of one model at once, in parallel: member m starts from (Q0[m], QD0[m]).
 
     Parameters
@@ -432,31 +477,67 @@ def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12,
             raise StateError(f"tau function must return shape ({nq},), got {value.shape}")
     shared = (callback, 0, dims, model.body_int, body_real, gravity, model.elem_int, elem_real, system[5], system[6],
               system[7], tau_const, system[9], system[22], *scratch)
-    # members differ in cost (adaptive steps, early failures, terminal events): hand them out in small chunks
-    chunk_size = numba.set_parallel_chunksize(max(1, k // (32 * threads)))
-    try:
-        return _run(model, method, fixed, shared, threads, Y0, k, n, nq, t0, t_end, dt, every, t_eval, rtol, atol,
-                    first_step, max_step, max_steps, events)
-    finally:
-        numba.set_parallel_chunksize(chunk_size)
+    if max_wall_time is not None:
+        max_wall_time = _positive(max_wall_time, "max_wall_time")
+    return _run(model, method, fixed, shared, threads, Y0, k, n, nq, t0, t_end, dt, every, t_eval, rtol, atol,
+                first_step, max_step, max_steps, events, max_wall_time, getattr(inputs, "tau_name", "tau"))
+
+
+def _wait_for(kernel, args, control, chunk_size, max_wall_time):
+    """Run ``kernel(*args)`` on a helper thread (the kernels release the GIL) while this thread waits, so that Ctrl-C
+    and the wall-clock limit reach the members: they are written into control[:, _STOP] (``_stop_monitor``).
+    Returns True when Ctrl-C was pressed."""
+    failure = []
+
+    def work():
+        previous = numba.set_parallel_chunksize(chunk_size)  # a per-thread setting: set it on the kernel's thread
+        try:
+            kernel(*args)
+        except BaseException as err:  # noqa: BLE001 - handed to the waiting thread, which raises it
+            failure.append(err)
+        finally:
+            numba.set_parallel_chunksize(previous)
+
+    deadline = None if max_wall_time is None else time.perf_counter() + max_wall_time
+    interrupted = False
+    worker = threading.Thread(target=work, name="simulate_many", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        try:
+            worker.join(_WAIT_INTERVAL)
+        except KeyboardInterrupt:
+            interrupted = True
+            control[:, _STOP] = L.STATUS_INTERRUPTED
+            continue
+        if deadline is not None and not interrupted and time.perf_counter() > deadline:
+            control[:, _STOP] = L.STATUS_TIME_LIMIT
+    if failure:
+        raise failure[0]
+    return interrupted
 
 
 def _run(model, method, fixed, shared, threads, Y0, k, n, nq, t0, t_end, dt, every, t_eval, rtol, atol, first_step,
-         max_step, max_steps, events):
+         max_step, max_steps, events, max_wall_time, tau_name):
     """Validate the time arguments, run the ensemble kernel, collect the result."""
     status = np.zeros(k, dtype=np.int64)
     t_stop = np.zeros(k)
     count = np.zeros(k, dtype=np.int64)
     stats = np.zeros((k, 3), dtype=np.int64)
     event = np.full((k, 1 + n), np.nan)
+    control = per_thread(threads, 3)  # CONTROL: one polling row per thread (``_stop_monitor``)
+    # members differ in cost (adaptive steps, early failures, terminal events): hand them out in small chunks
+    chunk_size = max(1, k // (32 * threads))
     if fixed:
-        times = _fixed_grid(t0, t_end, float(dt), int(every))
+        dt = float(dt)
+        nsteps_total = fixed_step_count(t0, t_end, dt, max_steps)
+        times = _fixed_grid(t0, t_end, dt, nsteps_total, int(every))
         midpoint = method == "implicit_midpoint"
         tableau = RK4 if midpoint else TABLEAUS[method]
         Y = np.empty((k, times.size, n))
-        _fixed_many(*shared, per_thread(threads, tableau.C.size, n), per_thread(threads, times.size),
-                    per_thread(threads, times.size, n), Y0, t0, t_end, float(dt), int(every), tableau.A, tableau.B,
-                    tableau.C, midpoint, 1e-13, 50, Y, status, t_stop, count, stats)
+        args = (*shared, per_thread(threads, tableau.C.size, n), per_thread(threads, times.size),
+                per_thread(threads, times.size, n), _stop_monitor, control, Y0, t0, t_end, dt, nsteps_total,
+                int(every), tableau.A, tableau.B, tableau.C, midpoint, 1e-13, 50, Y, status, t_stop, count, stats)
+        interrupted = _wait_for(_fixed_many, args, control, chunk_size, max_wall_time)
     else:
         times = np.linspace(t0, t_end, 101) if t_eval is None else np.asarray(t_eval, dtype=float).ravel()
         if times.size == 0 or np.any(np.diff(times) < 0) or times[0] < t0 or times[-1] > t_end:
@@ -473,22 +554,29 @@ def _run(model, method, fixed, shared, threads, Y0, k, n, nq, t0, t_end, dt, eve
             events_fn, directions, terminal = integrators.no_inputs, np.zeros(0), np.zeros(0, dtype=np.uint8)
         Y = np.empty((k, times.size, n))
         tab = DOPRI5
-        _adaptive_many(*shared, per_thread(threads, tab.C.size, n), per_thread(threads, times.size + 1),
-                       per_thread(threads, times.size + 1, n), Y0, t0, t_end, float(rtol), float(atol),
-                       first_step, max_step, int(max_steps), times,
-                       tab.A, tab.B, tab.C, tab.E, np.empty(0), tab.order, tab.DENSE, events_fn, directions, terminal,
-                       Y, status, t_stop, count, stats, event)
-    reasons = [_reason(model, int(s), max_steps) for s in status]
+        args = (*shared, per_thread(threads, tab.C.size, n), per_thread(threads, times.size + 1),
+                per_thread(threads, times.size + 1, n), _stop_monitor, control, Y0, t0, t_end, float(rtol),
+                float(atol), first_step, max_step, int(max_steps), times, tab.A, tab.B, tab.C, tab.E, np.empty(0),
+                tab.order, tab.DENSE, events_fn, directions, terminal, Y, status, t_stop, count, stats, event)
+        interrupted = _wait_for(_adaptive_many, args, control, chunk_size, max_wall_time)
+    reasons = [_reason(model, int(s), max_steps, max_wall_time, tau_name) for s in status]
     event_state = np.full((k, 1 + 2 * nq), np.nan)
     event_state[:, 0] = event[:, 0]
     event_state[:, 1:] = event[:, 1:1 + 2 * nq]
-    return EnsembleResult(times, Y[:, :, :nq], Y[:, :, nq:2 * nq], Y[:, :, 2 * nq:], status, t_stop, count, stats,
-                          event_state, method, reasons)
+    result = EnsembleResult(times, Y[:, :, :nq], Y[:, :, nq:2 * nq], Y[:, :, 2 * nq:], status, t_stop, count, stats,
+                            event_state, method, reasons)
+    if interrupted:
+        stopped = int(np.sum(result.status == "interrupted"))
+        interrupt = KeyboardInterrupt(f"simulate_many interrupted: {stopped} of {k} members stopped early; the "
+                                      "samples so far are kept in .result")
+        interrupt.result = result
+        raise interrupt
+    return result
 
 
-def _reason(model, status, max_steps):
-    """Why a member stopped, in words ('' for a finished run)."""
-    kind, _ = L.decode_status(status)
+def _reason(model, status, max_steps, max_wall_time=None, tau_name="tau"):
+    """Why a member stopped, in words ('' for a finished run or a terminal event)."""
+    kind, index = L.decode_status(status)
     if kind in (L.STATUS_OK, L.STATUS_EVENT):
         return ""
     reasons = {
@@ -496,11 +584,20 @@ def _reason(model, status, max_steps):
         L.STATUS_MAX_STEPS: f"more than max_steps = {max_steps} steps",
         L.STATUS_NONFINITE_STATE: "the state became non-finite (blow-up; try a smaller dt)",
         L.STATUS_NO_CONVERGENCE: "the implicit iteration did not converge",
+        L.STATUS_INTERRUPTED: "interrupted (Ctrl-C)",
+        L.STATUS_TIME_LIMIT: f"the wall-clock limit max_wall_time = {max_wall_time} s was reached",
     }
     if kind in reasons:
         return reasons[kind]
-    try:
-        raise_status(model, status)
-    except (ModelError, StateError) as err:
-        return str(err)
-    return f"status {status}"  # pragma: no cover - raise_status always raises
+    if kind == L.STATUS_INPUT_FAILED:
+        return {L.INPUT_NONFINITE: f"the compiled tau function {tau_name} returned a non-finite value",
+                L.INPUT_SHAPE: f"the compiled tau function {tau_name} returned the wrong number of values",
+                _EVENT_NONFINITE: "the compiled event function returned a non-finite value",
+                }.get(index, f"a compiled user function failed (reason {index})")
+    if kind in (L.STATUS_NONFINITE_Q, L.STATUS_NONFINITE_QD, L.STATUS_NONFINITE_TAU, L.STATUS_OVERFLOW,
+                L.STATUS_SINGULAR):
+        try:
+            raise_status(model, status)
+        except (ModelError, StateError) as err:
+            return str(err)
+    return f"kernel status {status} (kind {kind}, index {index})"  # not expected without loops
