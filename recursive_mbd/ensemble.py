@@ -108,7 +108,7 @@ def _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_RE
     dims = (nq, nbodies, nelements, wrench rows, inputs, workspace width).
     """
     nq, nb, ne, nw, nu, width = dims[0], dims[1], dims[2], dims[3], dims[4], dims[5]
-    return (body_int, BODY_REAL[m].T, GRAVITY[m], elem_int, ELEM_REAL[m].T, free, drv_coord, driven, TAU_CONST[m],
+    return (body_int, BODY_REAL[m].T, GRAVITY[m], elem_int, ELEM_REAL[m], free, drv_coord, driven, TAU_CONST[m],
             offsets, U[tid, :nu], Qs[tid, :nq], QDs[tid, :nq], TAUs[tid, :nq], WS[tid, :width].T, COM[tid, :nb],
             WRENCH[tid, :nw], JFORCE[tid, :nq], EEN[tid, :3], PER[tid, :ne], QDD[tid, :nq], DRIVE[tid, :nq], loops)
 
@@ -235,9 +235,15 @@ def _element(model, target, name, kinds):
 
 
 def member_arrays(model, params, k):
-    """Per-member packed model arrays (body_real, gravity, elem_real) with ``params`` applied; see the table."""
+    """Per-member packed model arrays (body_real, gravity, elem_real) with ``params`` applied; see the table.
+
+    Member m's arrays are body_real[m].T, gravity[m] and elem_real[m], read-only: in the kernels they have the
+    numba types of ``rm.simulate``'s arrays of a model with 2 bodies or more and at most one element, so the members
+    call the very compiled time loop that ``rm.simulate`` compiles (a different layout or a writeable array would
+    compile, and cache, the whole chain of kernels under it a second time: measured 40 s of CPU with an empty cache).
+    elem_real is row-major: a few numbers per element, read once per evaluation."""
     body_real = np.repeat(np.ascontiguousarray(model.body_real.T)[None], k, axis=0)  # (k, N_REAL, nbodies)
-    elem_real = np.repeat(np.ascontiguousarray(model.elem_real.T)[None], k, axis=0)  # (k, N_EREAL, nelements)
+    elem_real = np.repeat(np.ascontiguousarray(model.elem_real)[None], k, axis=0)  # (k, nelements, N_EREAL)
     gravity = np.repeat(np.asarray(model.gravity, dtype=float)[None], k, axis=0)
     n = model.nbodies
     for name, value in (params or {}).items():
@@ -273,13 +279,15 @@ def member_arrays(model, params, k):
             e = _element(model, target, name, ("spring_damper", "joint_spring_damper"))
             arr = _member_values(value, k, (), name)
             column = {"stiffness": L.EK, "damping": L.EC, "rest": L.EREST}[kind]
-            elem_real[:, column, e] = arr if kind == "rest" else _nonnegative(arr, name)
+            elem_real[:, e, column] = arr if kind == "rest" else _nonnegative(arr, name)
         elif kind == "force":
             e = _element(model, target, name, ("force",))
-            elem_real[:, L.EPBX:L.EPBX + 2, e] = _member_values(value, k, (2,), name)
+            elem_real[:, e, L.EPBX:L.EPBX + 2] = _member_values(value, k, (2,), name)
         else:  # torque
             e = _element(model, target, name, ("torque",))
-            elem_real[:, L.EPBX, e] = _member_values(value, k, (), name)
+            elem_real[:, e, L.EPBX] = _member_values(value, k, (), name)
+    for arr in (body_real, gravity, elem_real):
+        arr.flags.writeable = False
     return body_real, gravity, elem_real
 
 
