@@ -496,6 +496,7 @@ def _wait_for(kernel, args, control, chunk_size, max_wall_time):
     and the wall-clock limit reach the members: they are written into control[:, _STOP] (``_stop_monitor``).
     Returns True when Ctrl-C was pressed."""
     failure = []
+    done = threading.Event()  # not Thread.join: a join interrupted by Ctrl-C can report a running thread as ended
 
     def work():
         previous = numba.set_parallel_chunksize(chunk_size)  # a per-thread setting: set it on the kernel's thread
@@ -505,20 +506,22 @@ def _wait_for(kernel, args, control, chunk_size, max_wall_time):
             failure.append(err)
         finally:
             numba.set_parallel_chunksize(previous)
+            done.set()
 
     deadline = None if max_wall_time is None else time.perf_counter() + max_wall_time
     interrupted = False
     worker = threading.Thread(target=work, name="simulate_many", daemon=True)
     worker.start()
-    while worker.is_alive():
+    while not done.is_set():
         try:
-            worker.join(_WAIT_INTERVAL)
+            done.wait(_WAIT_INTERVAL)
         except KeyboardInterrupt:
             interrupted = True
             control[:, _STOP] = L.STATUS_INTERRUPTED
             continue
         if deadline is not None and not interrupted and time.perf_counter() > deadline:
             control[:, _STOP] = L.STATUS_TIME_LIMIT
+    worker.join()
     if failure:
         raise failure[0]
     return interrupted

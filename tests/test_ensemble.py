@@ -1,5 +1,9 @@
 """rm.simulate_many: every member equals rm.simulate of the same member; failures stay with their member."""
 
+import _thread
+import threading
+import time
+
 import numba
 import numpy as np
 import pytest
@@ -128,6 +132,68 @@ def test_a_member_that_blows_up_keeps_its_samples_and_leaves_the_others_alone():
     assert np.all(np.isnan(ens.q[1, ens.nsamples[1]:]))
     alone = rm.simulate_many(double_pendulum(), Q0[[0, 2]], QD0[[0, 2]], 1.0, "rk4", dt=0.01)
     assert np.array_equal(ens.q[[0, 2]], alone.q)
+
+
+@numba.njit(cache=True)
+def _tau_fails_past_one_radian(t, q, qd):
+    tau = np.zeros(2)
+    if abs(q[0]) > 1.0:
+        tau[0] = np.nan
+    return tau
+
+
+def test_compiled_tau_returning_nan_stops_its_member_where_simulate_does():
+    model = double_pendulum()
+    Q0 = np.array([[0.2, 0.0], [0.9, 0.0], [-0.3, 0.1]])
+    QD0 = np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 0.0]])  # member 1 swings past 1 rad; the others stay below
+    for method, options in (("rk4", {"dt": 0.01}), ("dopri5", {"t_eval": np.linspace(0.0, 1.0, 101)})):
+        ens = rm.simulate_many(model, Q0, QD0, 1.0, method, tau=_tau_fails_past_one_radian, **options)
+        assert list(ens.status) == ["finished", "failed", "finished"], method
+        assert "_tau_fails_past_one_radian" in ens.reasons[1] and "non-finite" in ens.reasons[1]
+        with pytest.raises(rm.SimulationError, match="returned a non-finite value") as info:
+            rm.simulate(model, Q0[1], QD0[1], 1.0, method, tau=_tau_fails_past_one_radian, **options)
+        ref = info.value.result
+        assert 0.0 < ens.t_stop[1] == info.value.t < 1.0 and ens.nsamples[1] == ref.t.size
+        assert np.array_equal(ens.q[1, :ens.nsamples[1]], ref.q)
+        assert np.all(np.isnan(ens.q[1, ens.nsamples[1]:]))
+        for m in (0, 2):
+            assert np.array_equal(ens.q[m], rm.simulate(model, Q0[m], QD0[m], 1.0, method,
+                                                        tau=_tau_fails_past_one_radian, **options).q)
+
+
+def _check_stopped(ens, status, t_end):
+    """Every member stopped early with ``status``, its samples so far finite and NaN after them."""
+    assert set(ens.status) == {status}
+    for m in range(ens.q.shape[0]):
+        assert 1 <= ens.nsamples[m] < ens.t.size and ens.t_stop[m] < t_end
+        assert np.all(np.isfinite(ens.q[m, :ens.nsamples[m]])) and np.all(np.isnan(ens.q[m, ens.nsamples[m]:]))
+
+
+def test_max_wall_time_stops_running_members_with_their_samples():
+    Q0, QD0 = _starts(3, 8)
+    started = time.perf_counter()
+    ens = rm.simulate_many(double_pendulum(), Q0, QD0, 1e4, "rk4", dt=1e-3, every=100_000, max_wall_time=0.2)
+    assert time.perf_counter() - started < 5.0  # unlimited: about 40 s per member
+    _check_stopped(ens, "time_limit", 1e4)
+    assert all("max_wall_time = 0.2 s" in reason for reason in ens.reasons)
+    with pytest.raises(ValueError, match="max_wall_time"):
+        rm.simulate_many(double_pendulum(), Q0, QD0, 1.0, max_wall_time=0.0)
+
+
+def test_ctrl_c_stops_the_members_and_raises_with_their_samples():
+    Q0, QD0 = _starts(3, 9)
+    model = double_pendulum()
+    rm.simulate_many(model, Q0, QD0, 0.01, rtol=1e-13)  # compiled before the clock starts
+    timer = threading.Timer(0.3, _thread.interrupt_main)  # as Ctrl-C: SIGINT's handler in the main thread
+    timer.start()
+    started = time.perf_counter()
+    try:
+        with pytest.raises(KeyboardInterrupt, match="3 of 3 members stopped early") as info:
+            rm.simulate_many(model, Q0, QD0, 1e4, rtol=1e-13)
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - started < 5.0
+    _check_stopped(info.value.result, "interrupted", 1e4)
 
 
 def test_bad_input_names_member_and_argument_before_any_work():
