@@ -3,8 +3,15 @@
 ``simulate_many`` runs every member's whole time loop in compiled code: the members are spread over numba's
 threads (``prange``), each thread with its own workspace, and each member calls the very time loop of
 ``rm.simulate`` (``_kernels.integrators.integrate_fixed`` / ``integrate_adaptive``) on its own copy of the
-packed model arrays. A member that fails (blows up, singular dynamics, too many steps) keeps its samples up to
-the failure and its status; the others run on.
+packed model arrays. A member that fails (blows up, singular dynamics, too many steps, a compiled tau or event
+function returning a non-finite value) keeps its samples up to the failure and its status; the others run on.
+
+Ctrl-C and ``max_wall_time`` reach the running members: the calling thread waits while the kernel runs on a helper
+thread, and writes the stop request into a per-thread control row that every member's time loop polls (a compiled
+monitor, every 256 right-hand-side evaluations). Running members stop at their next poll, members not yet started
+stop before their first step; all keep their samples so far. Ctrl-C then raises ``KeyboardInterrupt`` with the
+``EnsembleResult`` in ``.result`` (members "interrupted"); the time limit returns the result (members
+"time_limit").
 
 What can vary per member without recompiling (``params``; k = number of members):
 
@@ -305,9 +312,11 @@ class EnsembleResult:
     dissipated_work, applied_work : ndarray, shape (k, nt)
         As in ``SimulationResult``.
     status : ndarray of str, shape (k,)
-        "finished", "event" (a terminal event ended the member at ``t_event``) or "failed".
+        "finished", "event" (a terminal event ended the member at ``t_event``), "failed" (why: ``reasons[m]``),
+        "time_limit" (``max_wall_time``) or "interrupted" (Ctrl-C).
     t_stop : ndarray, shape (k,)
-        t_end, the event time, or the time of failure [s].
+        t_end, the event time, or the time at which the member failed or stopped [s] (``SimulationError.t`` of
+        ``rm.simulate`` on the same member).
     nsamples : ndarray of int, shape (k,)
         Valid samples per member (the first ``nsamples[m]`` of the grid).
     t_event : ndarray, shape (k,)
@@ -370,9 +379,11 @@ class EnsembleResult:
             attrs={"method": self.method})
 
     def __repr__(self):
-        counts = {s: int(np.sum(self.status == s)) for s in ("finished", "event", "failed")}
+        counts = {s: int(np.sum(self.status == s)) for s in ("finished", "event", "failed", "time_limit",
+                                                              "interrupted")}
+        stopped = "".join(f", {counts[s]} {s}" for s in ("time_limit", "interrupted") if counts[s])
         return (f"<EnsembleResult {self.method}: {self.q.shape[0]} members x {self.t.size} samples, "
-                f"{counts['finished']} finished, {counts['event']} events, {counts['failed']} failed>")
+                f"{counts['finished']} finished, {counts['event']} events, {counts['failed']} failed{stopped}>")
 
 
 # ---- simulate_many --------------------------------------------------------------------------------------------------
@@ -420,6 +431,8 @@ def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12,
         Joint forces: the same for all, one row per member, or ``tau(t)`` / ``tau(t, q, qd)`` compiled with numba.
     params : dict, optional
         Per-member model parameters, name -> (k, ...) array (table in ``recursive_mbd.ensemble``).
+    max_wall_time : float, optional
+        Wall-clock limit [s]: members still running then stop with status "time_limit" and their samples so far.
     events : numba-compiled function, optional
         ``g(t, q, qd) -> float`` (dopri5): each member's first zero crossing is located on the dense output and
         recorded in ``t_event``, ``q_event``, ``qd_event``; ``g.terminal = True`` ends the member there, and
@@ -430,7 +443,7 @@ def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12,
     EnsembleResult
         Member m equals ``rm.simulate`` of the same member to round-off (the same compiled loop runs). A member
         that fails is marked "failed" with its time and reason (``reasons[m]``) and keeps its samples so far; the
-        others run on.
+        others run on. Ctrl-C raises ``KeyboardInterrupt`` with the result so far in ``.result``.
     """
     workspace(model)
     if model.loop_int.shape[0]:
