@@ -511,8 +511,11 @@ def _wait_for(kernel, args, control, chunk_size, max_wall_time):
     failure = []
     done = threading.Event()  # not Thread.join: a join interrupted by Ctrl-C can report a running thread as ended
 
+    nthreads = numba.get_num_threads()  # the caller's numba.set_num_threads, a per-thread setting like the chunk size
+
     def work():
-        previous = numba.set_parallel_chunksize(chunk_size)  # a per-thread setting: set it on the kernel's thread
+        numba.set_num_threads(nthreads)
+        previous = numba.set_parallel_chunksize(chunk_size)
         try:
             kernel(*args)
         except BaseException as err:  # noqa: BLE001 - handed to the waiting thread, which raises it
