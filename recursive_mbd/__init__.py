@@ -23,7 +23,8 @@ from .errors import ModelError, ResultFileError, SimulationError, StateError
 __version__ = "0.1.0"
 
 # Submodules reachable as attributes (``rm.chains``, ``rm.io``, ...), imported on first access.
-_SUBMODULES = ("analysis", "augmented", "chains", "implicit", "io", "joints", "loops", "models", "plot", "studies")
+_SUBMODULES = ("analysis", "augmented", "batch", "chains", "implicit", "io", "joints", "loops", "models", "plot",
+               "studies")
 
 # Public names and the submodule that defines each, imported on first access.
 _LAZY_NAMES = {
@@ -38,16 +39,19 @@ _LAZY_NAMES = {
     "Model": "model",
     "solve_effective": "implicit",
     "compiled_forward_dynamics": "compiled",
+    "EnsembleResult": "ensemble", "simulate_many": "ensemble",
+    "sweep": "sweeps",
 }
 
 # Every public name (tests/test_imports.py checks that it matches the two tables above).
 __all__ = [
-    "analysis", "assemble", "augmented", "bias_forces", "chains", "compiled_forward_dynamics", "element_forces",
-    "energy", "forward_dynamics", "forward_kinematics", "implicit", "inverse_dynamics", "io", "joint_reactions",
-    "joints", "kinematic_analysis", "linearize", "loop_dynamics", "loops", "LoopSolution", "mass_matrix",
-    "Mechanism", "METHODS", "Model", "ModelError", "models", "modes", "plot", "point_kinematics",
-    "RedundantConstraintWarning", "ResultFileError", "simulate", "SimulationError", "SimulationResult",
-    "solve_effective", "StateError", "static_equilibrium", "studies",
+    "analysis", "assemble", "augmented", "batch", "bias_forces", "chains", "compiled_forward_dynamics",
+    "element_forces", "energy", "EnsembleResult", "forward_dynamics", "forward_kinematics", "implicit",
+    "inverse_dynamics", "io", "joint_reactions", "joints", "kinematic_analysis", "linearize", "loop_dynamics",
+    "loops", "LoopSolution", "mass_matrix", "Mechanism", "METHODS", "Model", "ModelError", "models", "modes",
+    "plot", "point_kinematics", "RedundantConstraintWarning", "ResultFileError", "simulate", "simulate_many",
+    "SimulationError", "SimulationResult", "solve_effective", "StateError", "static_equilibrium", "studies",
+    "sweep",
 ]
 
 

@@ -10,6 +10,7 @@ draws the plots, benchmarks/chain_studies.py records their cost.
 - ``tip_whip``: a chain released from the horizontal, the tip speed and what the integrator pays for it.
 """
 
+import itertools
 import math
 import numbers
 import time
@@ -26,6 +27,16 @@ from .analysis import _load_stiffness, joint_reactions, modes, point_motion, sta
 from .dynamics import point_kinematics, workspace
 from .errors import ModelError
 from .integrate import simulate
+from .sweeps import sweep
+
+
+def _map(function, grid, client):
+    """function over the keyword grid (a dict of sequences, product), in a loop or with ``rm.sweep`` on Dask."""
+    if client is None or client is False:
+        names = list(grid)
+        return [function(**dict(zip(names, combo, strict=True))) for combo in
+                itertools.product(*grid.values())]
+    return sweep(function, grid, client=None if client is True else client)
 
 
 def _positive(value, what):
@@ -141,25 +152,34 @@ def chain_modes(model, k):
     return omega, _orient_modes(shapes)
 
 
-def frequency_study(ns, k=3, kind="rods", length=1.0, gravity=9.81):
+_BUILDERS = {"rods": chains.serial_chain, "beads": chains.bead_chain}
+
+
+def _chain_frequencies(n, k, kind, length, gravity):
+    """(the n-link chain's lowest min(k, n) frequencies, seconds taken): one row of ``frequency_study``."""
+    start = time.perf_counter()
+    omega = chain_modes(_BUILDERS[kind](int(n), length=length, mass=1.0, gravity=gravity), min(k, int(n)))[0]
+    return omega, time.perf_counter() - start
+
+
+def frequency_study(ns, k=3, kind="rods", length=1.0, gravity=9.81, client=None):
     """Convergence of the n-link chain's lowest k frequencies to the continuum's.
 
     kind: "rods" (``chains.serial_chain``) or "beads" (``chains.bead_chain``). Returns a dict with ``n``, ``omega``
     (len(ns), k), ``continuum`` (k,), ``error`` (signed relative error), and per mode the fitted ``order`` p and
-    ``constant`` C of |error| = C n^-p over the larger half of ns, and ``seconds`` per n.
+    ``constant`` C of |error| = C n^-p over the larger half of ns, and ``seconds`` per n. With ``client`` (a
+    ``distributed.Client``, a scheduler address, or True for a LocalCluster) the n run on Dask (``rm.sweep``).
     """
-    build = {"rods": chains.serial_chain, "beads": chains.bead_chain}.get(kind)
-    if build is None:
+    if kind not in _BUILDERS:
         raise ValueError(f"kind must be 'rods' or 'beads', got {kind!r}")
     ns = np.array([_links(n) for n in ns])
     exact = continuum_frequencies(k, length, gravity)
     omega = np.full((ns.size, k), np.nan)
     seconds = np.zeros(ns.size)
-    for row, n in enumerate(ns):
-        start = time.perf_counter()
-        count = min(k, n)
-        omega[row, :count] = chain_modes(build(int(n), length=length, mass=1.0, gravity=gravity), count)[0]
-        seconds[row] = time.perf_counter() - start
+    grid = {"n": [int(n) for n in ns], "k": [k], "kind": [kind], "length": [length], "gravity": [gravity]}
+    for row, (values, elapsed) in enumerate(_map(_chain_frequencies, grid, client)):
+        omega[row, :values.size] = values
+        seconds[row] = elapsed
     error = omega / exact - 1.0
     order, constant = np.full(k, np.nan), np.full(k, np.nan)
     tail = ns >= np.median(ns)
@@ -229,11 +249,12 @@ def discrete_catenary(n, span, length=1.0, mass=1.0, gravity=9.81):
             "equilibrium": eq}
 
 
-def catenary_study(ns, span, length=1.0, mass=1.0, gravity=9.81):
+def catenary_study(ns, span, length=1.0, mass=1.0, gravity=9.81, client=None):
     """Sag, horizontal tension and support reaction of the discrete catenary against the continuous one, with the
-    fitted order of the sag error in the link length."""
+    fitted order of the sag error in the link length. ``client`` as in ``frequency_study``."""
     exact = continuous_catenary(span, length, mass, gravity)
-    rows = [discrete_catenary(n, span, length, mass, gravity) for n in ns]
+    grid = {"n": list(ns), "span": [span], "length": [length], "mass": [mass], "gravity": [gravity]}
+    rows = _map(discrete_catenary, grid, client)
     sag = np.array([r["sag"] for r in rows])
     tension = np.array([r["horizontal_tension"] for r in rows])
     reaction = np.array([r["vertical_reaction"] for r in rows])
@@ -299,6 +320,23 @@ def folded_chain_fall(n, gap=None, length=1.0, mass=1.0, gravity=9.81, rtol=1e-1
             "free_fall_time": free_fall, "energy_conserving_time": energy_conserving_fall_time(length, gravity),
             "max_speed": float(np.abs(velocity).max()),
             "energy_error": float(np.abs(energy - energy[0]).max() / (mass * gravity * length))}
+
+
+def _fall_summary(n, **options):
+    summary = folded_chain_fall(n, **options)
+    del summary["result"]  # the run holds compiled callbacks, which do not travel between processes
+    return summary
+
+
+def folded_chain_study(ns, gap=None, length=1.0, mass=1.0, gravity=9.81, rtol=1e-10, atol=1e-12, samples=400,
+                       method="dopri5", client=None):
+    """``folded_chain_fall`` for each n in ``ns``: a list of its dicts without the run itself (``result``).
+
+    ``client`` as in ``frequency_study``: with Dask the n run in parallel processes or on a cluster.
+    """
+    grid = {"n": list(ns), "gap": [gap], "length": [length], "mass": [mass], "gravity": [gravity], "rtol": [rtol],
+            "atol": [atol], "samples": [samples], "method": [method]}
+    return _map(_fall_summary, grid, client)
 
 
 # ---- the tip whip ---------------------------------------------------------------------------------------------------

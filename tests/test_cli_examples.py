@@ -50,6 +50,7 @@ def test_examples_run(tmp_path):
 
 def test_examples_are_all_listed():
     assert len(EXAMPLES) >= 8 and set(PLOTTING_EXAMPLES) <= set(EXAMPLES)
+    assert {"flip_map.py", "stiffness_sweep.py"} <= set(EXAMPLES)  # the ensemble examples get the --help test
 
 
 @pytest.mark.parametrize("script", EXAMPLES)

@@ -1,0 +1,96 @@
+"""rm.batch: many states in one parallel call, equal bit for bit to the single-state functions."""
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from conftest import TREE_SPECS, build
+
+import recursive_mbd as rm
+
+
+def _states(model, k, seed):
+    rng = np.random.default_rng(seed)
+    nq = model.nq
+    return rng.uniform(-np.pi, np.pi, (k, nq)), rng.normal(size=(k, nq)), 5.0 * rng.normal(size=(k, nq))
+
+
+def _elements_tree(spec):
+    """A random tree with a spring-damper, a joint spring-damper, a constant force and a torque on it."""
+    model = rm.Model(gravity=(0.3, -9.81))
+    for i, body in enumerate(spec):
+        model.add_body(name=f"b{i}", **body)
+    last = len(spec) - 1
+    model.add_spring_damper(last, (0.1, 0.2), "ground", (1.0, -0.5), stiffness=30.0, damping=0.7, rest_length=0.4)
+    movable = next(i for i, b in enumerate(spec) if b["joint"] in ("revolute", "prismatic"))
+    model.add_joint_spring_damper(movable, stiffness=4.0, damping=0.3, rest=0.2)
+    model.add_force(0, (0.2, 0.1), (1.5, -2.0), frame="body")
+    model.add_torque(last, 0.8)
+    return model.compile()
+
+
+@pytest.mark.parametrize("index", range(0, 200, 10))
+def test_batched_functions_equal_single_state_bit_for_bit_on_random_trees(index):
+    spec = TREE_SPECS[index]
+    for model in (build(spec), _elements_tree(spec)) if any(
+            b["joint"] in ("revolute", "prismatic") for b in spec) else (build(spec),):
+        if model.nq == 0:
+            continue
+        Q, QD, TAU = _states(model, 9, index)
+        QDD = rm.batch.forward_dynamics(model, Q, QD, TAU, t=0.3)
+        TAU_back = rm.batch.inverse_dynamics(model, Q, QD, QDD, t=0.3)
+        E = rm.batch.energy(model, Q, QD)
+        for m in range(Q.shape[0]):
+            assert np.array_equal(QDD[m], rm.forward_dynamics(model, Q[m], QD[m], TAU[m], t=0.3))
+            assert np.array_equal(TAU_back[m], rm.inverse_dynamics(model, Q[m], QD[m], QDD[m], t=0.3))
+            assert np.array_equal(E[m], rm.energy(model, Q[m], QD[m]))
+        # and the identity itself: ID undoes FD
+        assert np.allclose(TAU_back, TAU, rtol=1e-9, atol=1e-9 * np.abs(TAU).max())
+
+
+def test_default_tau_is_zero_and_the_output_is_fresh():
+    model = rm.chains.serial_chain(5)
+    Q, QD, _ = _states(model, 4, 1)
+    QDD = rm.batch.forward_dynamics(model, Q, QD)
+    assert np.array_equal(QDD, rm.batch.forward_dynamics(model, Q, QD, np.zeros_like(Q)))
+    assert QDD.shape == (4, 5) and not np.shares_memory(QDD, Q)
+    assert rm.batch.forward_dynamics(model, Q[:0], QD[:0]).shape == (0, 5)
+
+
+def test_python_threads_share_the_work_and_get_the_same_numbers():
+    model = rm.chains.serial_chain(20)
+    Q, QD, TAU = _states(model, 400, 2)
+    whole = rm.batch.forward_dynamics(model, Q, QD, TAU)
+    chunks = [slice(i, i + 50) for i in range(0, 400, 50)]
+    with ThreadPoolExecutor(4) as pool:
+        parts = list(pool.map(lambda s: rm.batch.forward_dynamics(model, Q[s], QD[s], TAU[s]), chunks))
+    assert np.array_equal(np.concatenate(parts), whole)
+
+
+def test_bad_input_names_the_member_and_argument():
+    model = rm.chains.serial_chain(3)
+    Q, QD, TAU = _states(model, 5, 3)
+    with pytest.raises(rm.StateError, match=r"Q must have shape \(k, 3\)"):
+        rm.batch.forward_dynamics(model, Q[:, :2], QD)
+    with pytest.raises(rm.StateError, match="QD has 4 rows"):
+        rm.batch.forward_dynamics(model, Q, QD[:4])
+    bad = QD.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(rm.StateError, match=r"member 3: QD\[3, 1\] is not finite"):
+        rm.batch.forward_dynamics(model, Q, bad)
+    bad = TAU.copy()
+    bad[2, 0] = np.inf
+    with pytest.raises(rm.StateError, match=r"member 2: TAU\[2, 0\]"):
+        rm.batch.forward_dynamics(model, Q, QD, bad)
+    with pytest.raises(rm.StateError, match=r"member 4: QDD\[4, 2\]"):
+        rm.batch.inverse_dynamics(model, Q, QD, np.where(np.arange(15).reshape(5, 3) == 14, np.nan, 0.0))
+    with pytest.raises(TypeError, match="Q must be an array"):
+        rm.batch.energy(model, [["a", "b", "c"]], QD[:1])
+
+
+def test_closed_loops_are_refused_clearly():
+    model = rm.models.four_bar()
+    model = model[0] if isinstance(model, tuple) else model
+    Q = np.zeros((2, model.nq))
+    with pytest.raises(rm.ModelError, match="closed loops"):
+        rm.batch.forward_dynamics(model, Q, Q)

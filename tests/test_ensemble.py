@@ -1,0 +1,239 @@
+"""rm.simulate_many: every member equals rm.simulate of the same member; failures stay with their member."""
+
+import _thread
+import threading
+import time
+
+import numba
+import numpy as np
+import pytest
+
+import recursive_mbd as rm
+from recursive_mbd.ensemble import EnsembleResult
+
+
+def double_pendulum(mass2=0.5, gravity=9.81, length2=0.5):
+    """Two uniform rods (the serial_chain(2) geometry), the second of mass ``mass2`` and length ``length2``."""
+    model = rm.Model(gravity=(0.0, -gravity))
+    model.add_body("ground", parent_point=(0, 0), child_point=(0, 0.25), mass=0.5, inertia=0.5 * 0.25 / 12,
+                   name="arm1")
+    model.add_body("arm1", parent_point=(0, -0.25), child_point=(0, length2 / 2), mass=mass2,
+                   inertia=0.5 * 0.25 / 12, name="arm2")
+    return model.compile()
+
+
+def _starts(k, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.uniform(-2.5, 2.5, (k, 2)), rng.normal(size=(k, 2))
+
+
+@pytest.mark.parametrize("method", ["rk4", "implicit_midpoint"])
+def test_fixed_step_members_equal_simulate_bit_for_bit(method):
+    model = double_pendulum()
+    Q0, QD0 = _starts(5)
+    ens = rm.simulate_many(model, Q0, QD0, 1.0, method, dt=0.01, every=3)
+    assert ens.q.shape == (5, ens.t.size, 2) and ens.qd.shape == ens.q.shape
+    for m in range(5):
+        ref = rm.simulate(model, Q0[m], QD0[m], 1.0, method, dt=0.01, every=3)
+        assert np.array_equal(ens.t, ref.t)
+        assert np.array_equal(ens.q[m], ref.q) and np.array_equal(ens.qd[m], ref.qd)
+        assert np.array_equal(ens.applied_work[m], ref.applied_work)
+    assert list(ens.status) == ["finished"] * 5 and np.all(ens.t_stop == 1.0)
+
+
+def test_parameters_vary_per_member_as_if_each_had_its_own_model():
+    Q0, QD0 = _starts(4, 1)
+    masses = np.array([0.5, 0.2, 1.3, 2.0])
+    gravities = np.array([[0.0, -9.81], [0.5, -3.0], [0.0, -20.0], [-1.0, -9.81]])
+    points = np.array([[0.0, 0.25], [0.0, 0.1], [0.05, 0.4], [0.0, 0.3]])  # arm2's joint point: its length
+    te = np.linspace(0.0, 1.5, 16)
+    ens = rm.simulate_many(double_pendulum(), Q0, QD0, 1.5, t_eval=te, rtol=1e-10, atol=1e-12,
+                           params={"mass:arm2": masses, "gravity": gravities, "child_point:arm2": points})
+    for m in range(4):
+        model = rm.Model(gravity=gravities[m])
+        model.add_body("ground", parent_point=(0, 0), child_point=(0, 0.25), mass=0.5, inertia=0.5 * 0.25 / 12,
+                       name="arm1")
+        model.add_body("arm1", parent_point=(0, -0.25), child_point=points[m], mass=masses[m],
+                       inertia=0.5 * 0.25 / 12, name="arm2")
+        ref = rm.simulate(model.compile(), Q0[m], QD0[m], 1.5, t_eval=te, rtol=1e-10, atol=1e-12)
+        assert np.array_equal(ens.t, ref.t)
+        assert np.allclose(ens.q[m], ref.q, rtol=0, atol=1e-13) and np.allclose(ens.qd[m], ref.qd, rtol=0, atol=1e-12)
+        assert ens.nfev[m] == ref.nfev
+
+
+def test_element_parameters_and_per_member_tau():
+    Q0, QD0 = _starts(3, 2)
+    stiffness, damping = np.array([10.0, 50.0, 0.0]), np.array([1.0, 0.0, 3.0])
+    tau = np.array([[0.0, 0.0], [5.0, -1.0], [-2.0, 0.5]])
+    ens = rm.simulate_many(rm.models.two_squares()[0], Q0, QD0, 0.5, "rk4", dt=1e-3, tau=tau,
+                           params={"stiffness:spring_damper": stiffness, "damping:spring_damper": damping})
+    for m in range(3):
+        model = rm.models.two_squares(k=stiffness[m], c=damping[m])[0]
+        ref = rm.simulate(model, Q0[m], QD0[m], 0.5, "rk4", dt=1e-3, tau=tau[m])
+        assert np.array_equal(ens.q[m], ref.q) and np.array_equal(ens.dissipated_work[m], ref.dissipated_work)
+
+
+@numba.njit(cache=True)
+def _pd_controller(t, q, qd):
+    return -4.0 * q - 0.5 * qd + np.sin(t)
+
+
+def test_compiled_tau_function_runs_in_every_member():
+    model = double_pendulum()
+    Q0, QD0 = _starts(3, 3)
+    ens = rm.simulate_many(model, Q0, QD0, 0.8, "rk4", dt=0.01, tau=_pd_controller)
+    for m in range(3):
+        ref = rm.simulate(model, Q0[m], QD0[m], 0.8, "rk4", dt=0.01, tau=_pd_controller)
+        assert np.array_equal(ens.q[m], ref.q)
+    with pytest.raises(TypeError, match="numba-compiled"):
+        rm.simulate_many(model, Q0, QD0, 0.8, "rk4", dt=0.01, tau=lambda t: np.zeros(2))
+
+
+@numba.njit(cache=True)
+def _arm_flips(t, q, qd):
+    return min(np.pi - abs(q[0]), np.pi - abs(q[0] + q[1]))
+
+
+_arm_flips.terminal = True
+_arm_flips.direction = -1.0
+
+
+def test_terminal_compiled_event_ends_each_member_where_simulate_does():
+    model = double_pendulum()
+    Q0 = np.array([[2.8, 0.3], [0.2, 0.1], [-2.9, 2.0]])
+    QD0 = np.array([[3.0, 0.0], [0.0, 0.0], [-2.0, 1.0]])
+    te = np.linspace(0.0, 3.0, 31)
+    ens = rm.simulate_many(model, Q0, QD0, 3.0, t_eval=te, events=_arm_flips)
+    for m in range(3):
+        ref = rm.simulate(model, Q0[m], QD0[m], 3.0, t_eval=te, events=_arm_flips)
+        if ref.status == "event":
+            assert ens.status[m] == "event"
+            assert ens.t_event[m] == ref.t_events[0][0] and ens.t_stop[m] == ref.t_events[0][0]
+            assert np.array_equal(ens.q_event[m], ref.q_events[0][0])
+            assert np.array_equal(ens.q[m, :ens.nsamples[m]], ref.q[:-1])  # the stop state is the event's
+            assert np.all(np.isnan(ens.q[m, ens.nsamples[m]:]))
+        else:
+            assert ens.status[m] == "finished" and np.isnan(ens.t_event[m])
+            assert np.array_equal(ens.q[m], ref.q)
+    assert set(ens.status) == {"event", "finished"}
+
+
+def test_a_member_that_blows_up_keeps_its_samples_and_leaves_the_others_alone():
+    Q0, QD0 = _starts(3, 4)
+    gravities = np.array([[0.0, -9.81], [0.0, -4e6], [0.0, -9.81]])  # member 1: rk4 unstable at this dt
+    ens = rm.simulate_many(double_pendulum(), Q0, QD0, 1.0, "rk4", dt=0.01, params={"gravity": gravities})
+    assert list(ens.status) == ["finished", "failed", "finished"] and list(ens.failed) == [1]
+    assert "non-finite" in ens.reasons[1]
+    with pytest.raises(rm.SimulationError) as info:
+        rm.simulate(double_pendulum(gravity=4e6), Q0[1], QD0[1], 1.0, "rk4", dt=0.01)
+    ref = info.value.result
+    assert 1 < ens.nsamples[1] == ref.t.size < ens.t.size and ens.t_stop[1] == info.value.t
+    assert np.array_equal(ens.q[1, :ens.nsamples[1]], ref.q)
+    assert np.all(np.isnan(ens.q[1, ens.nsamples[1]:]))
+    alone = rm.simulate_many(double_pendulum(), Q0[[0, 2]], QD0[[0, 2]], 1.0, "rk4", dt=0.01)
+    assert np.array_equal(ens.q[[0, 2]], alone.q)
+
+
+@numba.njit(cache=True)
+def _tau_fails_past_one_radian(t, q, qd):
+    tau = np.zeros(2)
+    if abs(q[0]) > 1.0:
+        tau[0] = np.nan
+    return tau
+
+
+def test_compiled_tau_returning_nan_stops_its_member_where_simulate_does():
+    model = double_pendulum()
+    Q0 = np.array([[0.2, 0.0], [0.9, 0.0], [-0.3, 0.1]])
+    QD0 = np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 0.0]])  # member 1 swings past 1 rad; the others stay below
+    for method, options in (("rk4", {"dt": 0.01}), ("dopri5", {"t_eval": np.linspace(0.0, 1.0, 101)})):
+        ens = rm.simulate_many(model, Q0, QD0, 1.0, method, tau=_tau_fails_past_one_radian, **options)
+        assert list(ens.status) == ["finished", "failed", "finished"], method
+        assert "_tau_fails_past_one_radian" in ens.reasons[1] and "non-finite" in ens.reasons[1]
+        with pytest.raises(rm.SimulationError, match="returned a non-finite value") as info:
+            rm.simulate(model, Q0[1], QD0[1], 1.0, method, tau=_tau_fails_past_one_radian, **options)
+        ref = info.value.result
+        assert 0.0 < ens.t_stop[1] == info.value.t < 1.0 and ens.nsamples[1] == ref.t.size
+        assert np.array_equal(ens.q[1, :ens.nsamples[1]], ref.q)
+        assert np.all(np.isnan(ens.q[1, ens.nsamples[1]:]))
+        for m in (0, 2):
+            assert np.array_equal(ens.q[m], rm.simulate(model, Q0[m], QD0[m], 1.0, method,
+                                                        tau=_tau_fails_past_one_radian, **options).q)
+
+
+def _check_stopped(ens, status, t_end):
+    """Every member stopped early with ``status``, its samples so far finite and NaN after them."""
+    assert set(ens.status) == {status}
+    for m in range(ens.q.shape[0]):
+        assert 1 <= ens.nsamples[m] < ens.t.size and ens.t_stop[m] < t_end
+        assert np.all(np.isfinite(ens.q[m, :ens.nsamples[m]])) and np.all(np.isnan(ens.q[m, ens.nsamples[m]:]))
+
+
+def test_max_wall_time_stops_running_members_with_their_samples():
+    Q0, QD0 = _starts(3, 8)
+    started = time.perf_counter()
+    ens = rm.simulate_many(double_pendulum(), Q0, QD0, 1e4, "rk4", dt=1e-3, every=100_000, max_wall_time=0.2)
+    assert time.perf_counter() - started < 5.0  # unlimited: about 40 s per member
+    _check_stopped(ens, "time_limit", 1e4)
+    assert all("max_wall_time = 0.2 s" in reason for reason in ens.reasons)
+    with pytest.raises(ValueError, match="max_wall_time"):
+        rm.simulate_many(double_pendulum(), Q0, QD0, 1.0, max_wall_time=0.0)
+
+
+def test_ctrl_c_stops_the_members_and_raises_with_their_samples():
+    Q0, QD0 = _starts(3, 9)
+    model = double_pendulum()
+    rm.simulate_many(model, Q0, QD0, 0.01, rtol=1e-13)  # compiled before the clock starts
+    timer = threading.Timer(0.3, _thread.interrupt_main)  # as Ctrl-C: SIGINT's handler in the main thread
+    timer.start()
+    started = time.perf_counter()
+    try:
+        with pytest.raises(KeyboardInterrupt, match="3 of 3 members stopped early") as info:
+            rm.simulate_many(model, Q0, QD0, 1e4, rtol=1e-13)
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - started < 5.0
+    _check_stopped(info.value.result, "interrupted", 1e4)
+
+
+def test_bad_input_names_member_and_argument_before_any_work():
+    model = double_pendulum()
+    Q0, QD0 = _starts(4, 5)
+    with pytest.raises(rm.StateError, match="QD0 has 3 rows"):
+        rm.simulate_many(model, Q0, QD0[:3], 1.0)
+    bad = Q0.copy()
+    bad[2, 1] = np.nan
+    with pytest.raises(rm.StateError, match=r"member 2: Q0\[2, 1\] is not finite"):
+        rm.simulate_many(model, bad, QD0, 1.0)
+    with pytest.raises(rm.ModelError, match="'angle' cannot vary"):
+        rm.simulate_many(model, Q0, QD0, 1.0, params={"angle:arm2": np.zeros(4)})
+    with pytest.raises(rm.StateError, match=r"member 3: params\['mass:arm1'\] is not finite"):
+        rm.simulate_many(model, Q0, QD0, 1.0, params={"mass:arm1": [1.0, 1.0, 1.0, np.inf]})
+    with pytest.raises(rm.StateError, match=r"member 1: params\['inertia'\] must be >= 0"):
+        rm.simulate_many(model, Q0, QD0, 1.0, params={"inertia": [[1, 1], [1, -1], [1, 1], [1, 1]]})
+    with pytest.raises(rm.StateError, match=r"params\['gravity'\] must have shape \(4, 2\)"):
+        rm.simulate_many(model, Q0, QD0, 1.0, params={"gravity": np.zeros((3, 2))})
+    with pytest.raises(rm.ModelError, match="no element"):
+        rm.simulate_many(model, Q0, QD0, 1.0, params={"stiffness:spring": np.ones(4)})
+    with pytest.raises(ValueError, match="give a finite dt"):
+        rm.simulate_many(model, Q0, QD0, 1.0, "rk4")
+
+
+def test_save_and_load_round_trip(tmp_path):
+    Q0, QD0 = _starts(3, 6)
+    gravities = np.array([[0.0, -9.81], [0.0, -4e6], [0.0, -9.81]])
+    ens = rm.simulate_many(double_pendulum(), Q0, QD0, 0.5, "rk4", dt=0.01, params={"gravity": gravities})
+    ens.save(tmp_path / "ens.npz")
+    back = EnsembleResult.load(tmp_path / "ens.npz")
+    for name in ("t", "q", "qd", "applied_work", "t_stop", "nsamples", "nfev", "t_event"):
+        assert np.array_equal(getattr(back, name), getattr(ens, name), equal_nan=True), name
+    assert list(back.status) == list(ens.status) and back.reasons == ens.reasons
+
+
+def test_to_xarray_names_the_dimensions():
+    Q0, QD0 = _starts(2, 7)
+    ens = rm.simulate_many(double_pendulum(), Q0, QD0, 0.2, "rk4", dt=0.01)
+    data = ens.to_xarray()
+    assert data["q"].dims == ("member", "time", "coordinate") and data["q"].shape == ens.q.shape
+    assert np.array_equal(data["q"].values, ens.q) and np.array_equal(data["time"].values, ens.t)
+    assert list(data["status"].values) == ["finished", "finished"]
