@@ -56,6 +56,7 @@ from .dynamics import as_vector, raise_status, workspace
 from .errors import ModelError, SimulationError, StateError
 
 _ROUNDOFF = 16.0 * np.finfo(float).eps
+_STALL = 100.0  # a Newton correction below _STALL * newton_tol that stops contracting is the round-off floor
 
 
 class _Scratch:
@@ -189,7 +190,8 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, tau=No
     Fixed step ``dt`` (the last one shortened to land on t_end); Newton on the new accelerations with the matrix
     of ``solve_effective`` (c_mass = 1, c_damp = h gamma (1 - alpha_f) / (1 - alpha_m), c_stiff = h^2 beta
     (1 - alpha_f) / (1 - alpha_m)), converged when the position correction c_stiff max|dqdd| <= ``newton_tol``
-    [rad or m] plus the round-off of the position update (16 eps max(|q + h qd + ...|, |h^2 beta a+|)).
+    [rad or m] plus the round-off of the position update (16 eps max(|q + h qd + ...|, |h^2 beta a+|)), or when a
+    correction below 100 ``newton_tol`` no longer contracts (the round-off floor of the residual on long chains).
     ``tau``: None or a constant (nq,) array. The work terms are integrated by the trapezoidal rule (second
     order, like the scheme). The result has ``newton_iterations`` (total) besides the usual fields;
     ``nfev`` counts residual (inverse-dynamics) evaluations. A step whose Newton iteration does not
@@ -258,6 +260,7 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, tau=No
         qd_pred = qd + h * (1.0 - gamma) * acc
         qdd_new = qdd.copy()
         converged = False
+        previous = np.inf
         for _ in range(max_newton):
             acc_new = ((1.0 - alpha_f) * qdd_new + alpha_f * qdd - alpha_m * acc) / (1.0 - alpha_m)
             q_new = q_pred + h * h * beta * acc_new
@@ -277,9 +280,12 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, tau=No
                 break
             # floor: the round-off of q_pred + h^2 beta a+ (two large terms that cancel when h omega >> 1)
             floor = _ROUNDOFF * max(float(np.max(np.abs(q_pred))), h * h * beta * float(np.max(np.abs(acc_new))))
-            if correction <= newton_tol + floor:
+            # converged; or stalled at the round-off of the residual (sums over up to N bodies) just above the
+            # tolerance: the correction no longer contracts, so further iterations cannot improve the step
+            if correction <= newton_tol + floor or (correction <= _STALL * newton_tol and correction > 0.5 * previous):
                 converged = True
                 break
+            previous = correction
         if not converged:
             raise _failure(model, f"generalized_alpha: Newton did not converge at t = {t_new:.9g} s (step {step}, "
                                   f"dt = {h:g} s): after {max_newton} iterations the position correction is "
