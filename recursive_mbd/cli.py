@@ -321,7 +321,7 @@ _INFO_LIST = 20  # models with more bodies get a summary: counts by joint type, 
 
 
 def _info(args, out):
-    spec = io.load(args.file)
+    spec = io.load(args.file, check=False)  # describes the file; `rmbd run` checks the dynamics (faster start)
     model = spec.model
     print(f"{args.file}: {model.name or 'model'}: {model.nbodies} bodies, {model.nq} joint coordinates, "
           f"{model.nloops} loops ({model.nconstraints} equations), {model.nq - model.nconstraints} degrees of freedom "

@@ -33,6 +33,7 @@ from numba.core.registry import CPUDispatcher
 from . import _checks
 from ._kernels import integrators
 from ._kernels import layout as L
+from ._method_names import FIXED_STEP, METHODS
 from .dynamics import as_vector, element_inputs, energy, forward_kinematics, raise_status, workspace
 from .errors import ModelError, ResultFileError, SimulationError, StateError
 
@@ -104,8 +105,8 @@ def _dop853():
 
 DOP853 = _dop853()
 TABLEAUS = {t.name: t for t in (DOPRI5, DOP853, RK4)}
-METHODS = (*TABLEAUS, "implicit_midpoint")  # and "scipy:NAME"; the midpoint rule: integrators._midpoint_step
-FIXED_STEP = ("rk4", "implicit_midpoint")
+# METHODS, FIXED_STEP (_method_names): the tableaus above and the midpoint rule (integrators._midpoint_step)
+assert METHODS == (*TABLEAUS, "implicit_midpoint"), "_method_names.METHODS must name the tableaus"
 IMPLICIT_SCIPY = ("Radau", "BDF", "LSODA")  # given the structured Jacobian of integrators.rhs_jacobian
 
 

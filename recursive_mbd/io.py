@@ -55,6 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from . import chains, joints
+from ._method_names import FIXED_STEP, METHODS
 from .errors import ModelError
 from .mechanism import Mechanism
 from .model import GROUND, Model
@@ -162,8 +163,8 @@ class _Reader:
             self.fail(where, str(err))
 
 
-def loads(text, source="<string>"):
-    """A ``ModelFile`` from TOML text (module docstring)."""
+def loads(text, source="<string>", *, check=True):
+    """A ``ModelFile`` from TOML text (module docstring); ``check`` as ``Model.compile``."""
     reader = _Reader(source)
     try:
         data = tomllib.loads(text)
@@ -179,7 +180,7 @@ def loads(text, source="<string>"):
     build = {"tree": _tree, "mechanism": _mechanism, "chain": _chain}[form]
     model, placement_q0 = build(reader, data, gravity, name, head)
     try:
-        model.compile()
+        model.compile(check=check)
     except ModelError as err:
         reader.fail("model", str(err))
     initial = reader.table(data, "initial", "initial")
@@ -198,9 +199,10 @@ def loads(text, source="<string>"):
     return ModelFile(model, q0, qd0, drivers, analysis, source, reader.defaults)
 
 
-def load(path):
+def load(path, *, check=True):
     """A ``ModelFile`` from a TOML file, or from a seed-002 deck (``recursive_mbd.deck``: a .deck file, or text
-    whose first command is TITL)."""
+    whose first command is TITL). ``check=False`` skips the dynamics check of ``Model.compile`` (faster; for
+    describing a file)."""
     path = Path(path)
     if path.exists() and not path.is_file():  # a FIFO would block the read, a directory fails obscurely
         raise FileFormatError(f"{path}: not a regular file")
@@ -215,7 +217,7 @@ def load(path):
         from .deck import loads_deck  # noqa: PLC0415  (the deck reader builds on this module)
 
         return loads_deck(text, str(path))
-    return loads(text, str(path))
+    return loads(text, str(path), check=check)
 
 
 _ELEMENT_KEYS = {
@@ -419,8 +421,6 @@ def _analysis(reader, data):
         out["count"] = reader.default("analysis", "count", 5)
     if kind != "dynamics":
         return out
-    from .integrate import FIXED_STEP, METHODS  # noqa: PLC0415  (numba: not for `rmbd info` / `--help`)
-
     method = reader.string(table, "method", "analysis", "dopri5")
     scipy_name = method[6:] if method.startswith("scipy:") else None
     if (method not in METHODS) if scipy_name is None else (scipy_name not in SCIPY_METHODS):

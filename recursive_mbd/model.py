@@ -512,11 +512,13 @@ class Model:
 
     # ---- compiling -----------------------------------------------------------------------------------------------
 
-    def compile(self):
+    def compile(self, check=True):
         """Freeze the model into packed arrays; check that every joint's articulated inertia is regular.
 
         Idempotent. Raises ModelError naming the body whose subtree cannot be accelerated (for example a massless
-        tip body, or a point mass on its own hinge). Returns the model.
+        tip body, or a point mass on its own hinge). Returns the model. ``check=False`` skips that check (it runs
+        forward dynamics, so it loads the compiled kernels): for tools that only describe a model, such as
+        ``rmbd info``; the dynamics kernels still refuse a singular joint when they meet one.
         """
         if self._compiled:
             return self
@@ -573,7 +575,8 @@ class Model:
         self._nq = nq
         self._compiled = True
         self._workspace = None
-        self._check_regular()
+        if check:
+            self._check_regular()
         return self
 
     def _pack_elements(self):
