@@ -435,7 +435,7 @@ def _as_absolute(model, x, what):
     if x.__class__ is np.ndarray and x.dtype == np.float64 and x.shape == (n, 3) and x.flags.c_contiguous:
         return x
     try:
-        if np.iscomplexobj(x):
+        if np.asarray(x).dtype.kind in "cSUV":  # complex would lose its imaginary part, strings would be parsed
             raise TypeError
         arr = np.ascontiguousarray(x, dtype=np.float64)
     except (TypeError, ValueError):

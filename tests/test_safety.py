@@ -273,6 +273,9 @@ def test_augmented_arrays_are_checked(four_bar):
         rm.augmented.forward_dynamics(model, bad, zd)
     with pytest.raises(TypeError, match="t must be a real number"):
         rm.augmented.forward_dynamics(model, z, zd, t="now")
+    for bad_kind in (z.astype(str), z + 1e-3j):  # strings would be parsed, complex would lose its imaginary part
+        with pytest.raises(TypeError, match="z must be an array of 3 x 3 numbers"):
+            rm.augmented.forward_dynamics(model, bad_kind, zd)
     with pytest.raises(rm.StateError, match="y must have"):
         rm.augmented.state_derivative(model, 0.0, np.zeros(5))
 
