@@ -3,10 +3,11 @@
     python3 benchmarks/matched_accuracy.py [--sizes 2 10 50] [--target 1e-6] [--t-end 1] [--routes NAME ...]
 
 serial_chain(N) released from a bent state; the reference is the recursive route with dop853 at rtol 1e-13.
-Each formulation runs Dormand-Prince 5(4) (the recursive one in numba, the others through scipy's RK45 or the
-augmented driver) from rtol 1e-3 down by decades, atol = rtol / 100; the loosest tolerance whose final q is
-within ``target`` (max norm, radians) of the reference is kept, and its wall time divided by t_end is reported.
-Writes benchmarks/results/matched_accuracy.json.
+Each formulation runs Dormand-Prince 5(4): the recursive one and the augmented tree route in rm.simulate's
+compiled time loop (augmented_tree projecting after every step, augmented_tree_none not stabilised), mass
+matrix and augmented sparse / dense through scipy's RK45 on Python right-hand sides; from rtol 1e-3 down by
+decades, atol = rtol / 100, the loosest tolerance whose final q is within ``target`` (max norm, radians) of the
+reference is kept, and its wall time divided by t_end is reported. Writes benchmarks/results/matched_accuracy.json.
 """
 
 import os
@@ -42,17 +43,32 @@ def run_mass_matrix(model, q0, t_end, rtol):
     return sol.y[:n, -1]
 
 
-def run_augmented(solver):
+def run_augmented_tree(stabilization):
+    """rm.simulate's compiled augmented time loop (tree solver), projecting after every step or not at all."""
     def run(model, q0, t_end, rtol):
         res = rm.simulate(model, q0, np.zeros(model.nq), t_end, rtol=rtol, atol=rtol / 100, formulation="augmented",
-                          stabilization="projection", solver=solver)
+                          stabilization=stabilization)
         return res.q[-1]
 
     return run
 
 
-ROUTES = {"recursive": run_recursive, "mass_matrix": run_mass_matrix, "augmented_tree": run_augmented("tree"),
-          "augmented_sparse": run_augmented("sparse"), "augmented_dense": run_augmented("dense")}
+def run_augmented_python(solver):
+    """scipy's RK45 on augmented.state_derivative with a Python KKT solve (no stabilisation): for comparison."""
+    def run(model, q0, t_end, rtol):
+        z0, zd0 = rm.augmented.absolute_from_joint(model, q0, np.zeros(model.nq))
+        n = model.nbodies
+        sol = solve_ivp(lambda t, y: rm.augmented.state_derivative(model, t, y, solver=solver), (0.0, t_end),
+                        np.concatenate((z0.ravel(), zd0.ravel())), method="RK45", rtol=rtol, atol=rtol / 100)
+        z, zd = sol.y[:3 * n, -1].reshape(n, 3), sol.y[3 * n:, -1].reshape(n, 3)
+        return rm.augmented.joint_from_absolute(model, z, zd)[0]
+
+    return run
+
+
+ROUTES = {"recursive": run_recursive, "mass_matrix": run_mass_matrix,
+          "augmented_tree": run_augmented_tree("projection"), "augmented_tree_none": run_augmented_tree("none"),
+          "augmented_sparse": run_augmented_python("sparse"), "augmented_dense": run_augmented_python("dense")}
 
 
 def matched(run, model, q0, t_end, reference, target):

@@ -20,9 +20,9 @@ _REAL_KINDS = "biuf"  # bool, signed, unsigned, float
 
 def require_model(model, what="model"):
     """``model`` itself, or a TypeError naming ``what`` unless it is a ``recursive_mbd.Model``."""
-    from .model import Model  # noqa: PLC0415  (the model module imports the dynamics, which import this one)
-
-    if not isinstance(model, Model):
+    # recognised by its class (or a base class) recursive_mbd.model.Model, not imported: model.py builds on this
+    # module, which stays free of import circles
+    if not any(cls.__name__ == "Model" and cls.__module__ == "recursive_mbd.model" for cls in type(model).__mro__):
         hint = " (call its .build() to get a Model)" if type(model).__name__ == "Mechanism" else ""
         raise TypeError(f"{what} must be a recursive_mbd.Model, got {type(model).__name__}{hint}")
     return model
@@ -156,3 +156,19 @@ def driver_value(name, evaluate, t):
     if not all(math.isfinite(v) for v in value):
         raise StateError(f"driver of body {name!r}: non-finite value at t = {t:g}: {value}")
     return value
+
+
+def arity(function, what):
+    """1 or 3: whether ``function`` (a user's tau) takes (t) or (t, q, qd); a TypeError naming ``what`` otherwise.
+    A numba-compiled function is inspected through its Python function."""
+    import inspect  # noqa: PLC0415
+
+    target = getattr(function, "py_func", function)
+    try:
+        params = [p for p in inspect.signature(target).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return 3
+    if len(params) not in (1, 3):
+        raise TypeError(f"{what} must take (t) or (t, q, qd), got a function of {len(params)} arguments")
+    return len(params)

@@ -28,7 +28,6 @@ import warnings
 
 import numpy as np
 import scipy.linalg
-import scipy.optimize
 import scipy.sparse
 import scipy.sparse.linalg
 
@@ -713,7 +712,7 @@ def state_derivative(model, t, y, tau=None, alpha=0.0, beta=0.0, solver="tree", 
     if callable(tau):
         name = getattr(tau, "__name__", "tau")
         try:
-            value = tau(t, *joint_from_absolute(model, z, zd)) if _arity(tau) == 3 else tau(t)
+            value = tau(t, *joint_from_absolute(model, z, zd)) if _checks.arity(tau, "tau") == 3 else tau(t)
             tau = np.asarray(value, dtype=float).reshape(-1)
         except Exception as err:  # noqa: BLE001 - say when the user's function failed
             raise StateError(f"tau function {name!r} raised at t = {t:g}: {err!r}") from err
@@ -728,16 +727,7 @@ def state_derivative(model, t, y, tau=None, alpha=0.0, beta=0.0, solver="tree", 
     return np.concatenate((y[3 * n:6 * n], zdd.reshape(-1), powers[:y.size - 6 * n]))
 
 
-def _arity(function):
-    from .integrate import _arity as arity  # noqa: PLC0415
-
-    return arity(function, "tau")
-
-
-_SOLVERS = {"dopri5": "RK45", "dop853": "DOP853"}
-
-
-def _warn_redundant(model, z, zd, t, drivers):
+def _warn_redundant(model, z, zd, t, drivers, stacklevel=4):
     """Warn once, before a run, when the constraints (joints, loops, drivers) are redundant at its start; the
     regularised solve then gives the minimum-norm multipliers, as the recursive route does."""
     from .loops import RedundantConstraintWarning  # noqa: PLC0415
@@ -750,7 +740,7 @@ def _warn_redundant(model, z, zd, t, drivers):
     if rank < rows:
         warnings.warn(f"the constraint equations are redundant at the start: rank {rank} of {rows} (joints, loops "
                       "and drivers); the multipliers are the minimum-norm ones", RedundantConstraintWarning,
-                      stacklevel=4)
+                      stacklevel=stacklevel)
 
 
 def project(model, z, zd, tol=1e-13, max_iter=20, t=0.0, drivers=()):
@@ -787,213 +777,96 @@ def project(model, z, zd, tol=1e-13, max_iter=20, t=0.0, drivers=()):
     return z, zd
 
 
-def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t0=0.0, dt=None, t_eval=None,
-             tau=None, drivers=None, events=None, alpha=0.0, beta=0.0, stabilization="baumgarte", solver=None,
-             max_steps=10_000_000, max_wall_time=None):
-    """Integrate the augmented equations from joint coordinates (q0, qd0); see ``rm.simulate(formulation=...)``.
+class TimeLoop:
+    """The augmented formulation's pieces for the generic time loops of ``rm.simulate(formulation="augmented")``:
+    the compiled system (``_kernels.augmented_system``: right-hand side, projection), the initial state and the
+    map from the integrated states back to joint coordinates, absolute coordinates and the constraint drift.
 
-    The state is the absolute coordinates (z, zd) of every centre of mass and the dissipated and applied work.
-    Methods: "dopri5" and "dop853" (scipy's RK45 and DOP853, the same Dormand-Prince pairs as the recursive
-    route's), "scipy:NAME", and "rk4" with fixed step ``dt`` (the same tableau). ``t_eval``: output times, by the
-    solver's dense output (adaptive methods). ``tau``: None, (nq,), tau(t) or tau(t, q, qd). ``drivers`` as
-    ``rm.simulate``: each a rheonomic constraint q_k(z) = f(t) (its multiplier is minus its joint force).
-    ``events`` as ``rm.simulate`` (adaptive methods: located on the dense output by brentq). ``stabilization``:
-    "baumgarte" (alpha, beta; 0, 0 is none), "projection" (onto C = 0 and C' = 0 after every accepted step) or
-    "none". ``solver`` as ``forward_dynamics``; default "filtered" for a model with loops and at most
-    ``DENSE_ROWS`` constraint rows (it passes singular positions and redundant loops), else "tree". Returns a
-    SimulationResult with q, qd recovered from z, zd, plus ``z``, ``zd`` and ``constraint_drift`` (max |C| at each
-    sample). A user function that fails, ``max_steps``, ``max_wall_time`` and Ctrl-C stop the run as in
-    ``rm.simulate``, keeping the samples so far.
+    ``inputs`` is the run's input layout (``integrate._Inputs``: constant tau, the slots of tau and the drivers in
+    the input vector, the driven coordinates); ``stabilization``: "baumgarte" (alpha, beta), "projection" (onto
+    C = 0 and C' = 0 after every accepted step, tolerance ``projection_tol``) or "none". The KKT solves are the
+    tree solver's, loops and drivers as auxiliary rows with minimum-norm multipliers where they are redundant.
     """
-    from scipy import integrate  # noqa: PLC0415
 
-    from .errors import SimulationError  # noqa: PLC0415
-    from .integrate import (  # noqa: PLC0415
-        TABLEAUS,
-        SimulationResult,
-        _RunControl,
-        check_time_span,
-        fixed_step_count,
-    )
+    name = "augmented"
 
-    rtol, atol, _, _, _, max_steps, alpha, beta, t_eval, _ = _checks.run_options(
-        rtol=rtol, atol=atol, every=1, max_step=np.inf, first_step=None, max_steps=max_steps, alpha=alpha, beta=beta,
-        t_eval=t_eval, midpoint_tol=1.0)
-    t0, t_end = _checks.real(t0, "t0"), _checks.real(t_end, "t_end")
-    if not isinstance(method, str):
-        raise TypeError(f"method must be a string, got {type(method).__name__}")
-    name = method[6:] if method.startswith("scipy:") else _SOLVERS.get(method)
-    if name is None and method != "rk4":
-        raise ValueError(f"the augmented formulation integrates with dopri5, dop853, rk4 or scipy:NAME, not "
-                         f"{method!r}")
-    if (method == "rk4") != (dt is not None):
-        raise ValueError("rk4 needs dt; the adaptive methods take rtol and atol, not dt")
-    if method == "rk4" and t_eval is not None:
-        raise ValueError("t_eval needs an adaptive method with dense output")
-    if stabilization not in ("baumgarte", "projection", "none"):
-        raise ValueError(f"stabilization must be 'baumgarte', 'projection' or 'none', got {stabilization!r}")
-    if stabilization != "baumgarte":
-        alpha = beta = 0.0
-    from .integrate import _Events, _Inputs  # noqa: PLC0415  (drivers and events are specified as there)
+    def __init__(self, model, inputs, stabilization="baumgarte", alpha=0.0, beta=0.0, projection_tol=1e-13):
+        from ._kernels.augmented_system import AugmentedSystem  # noqa: PLC0415  (numba only to run)
 
-    workspace(model)  # compiles the model
-    if solver is None:  # the regularised solve through rank drops, where it is affordable
-        solver = "filtered" if model.nconstraints and _row_starts(model)[-1] + model.nconstraints <= DENSE_ROWS \
-            else "tree"
-    t0, t_end = check_time_span(t0, t_end)
-    if method == "rk4":
-        if not (float(dt) > 0.0 and np.isfinite(float(dt))):
-            raise ValueError(f"dt must be finite and > 0, got {dt}")
-        count = fixed_step_count(t0, t_end, float(dt), max_steps)
-    q0 = as_vector(model, q0, "q0").copy()
-    qd0 = as_vector(model, qd0, "qd0").copy()
-    tau = tau if (tau is None or callable(tau)) else as_vector(model, tau, "tau")
-    driven = [(coord, functools.partial(_checks.driver_value, name, evaluate))
-              for coord, name, evaluate in _Inputs(model, None, drivers).drivers]
-    for coord, evaluate in driven:
-        q0[coord], qd0[coord] = evaluate(t0)[:2]
-    functions = _Events(model, events, _Inputs(model, None, None), (None,) * 6).functions
-    if functions and method == "rk4":
-        raise ValueError("events need an adaptive method with dense output (dopri5, dop853 or scipy:NAME)")
-    z0, zd0 = absolute_from_joint(model, q0, qd0)
-    n = model.nbodies
-    _warn_redundant(model, z0, zd0, t0, driven)
-    evaluations = [0]
+        ws = workspace(model)  # compiles the model; the element evaluation uses its arrays
+        n, nq = model.nbodies, model.nq
+        counts = np.array(kernels.ROWS_PER_JOINT, dtype=np.int64)[model.joint_type]
+        row_start = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        coords = np.asarray(inputs.driven_coords, dtype=np.int64)
+        # the body whose joint holds coordinate k: the last body whose first coordinate is <= k
+        drv_body = (np.searchsorted(model.joint_q_index, coords, side="right") - 1).astype(np.int64)
+        k = model.nconstraints + coords.size
+        has_elements = model.elem_int.shape[0] > 0
+        if stabilization != "baumgarte":
+            alpha = beta = 0.0
+        joint_state = has_elements or inputs.size > 0
+        self.model = model
+        self.inputs = inputs
+        self.system = AugmentedSystem(
+            model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real, model.loop_int,
+            model.loop_real, inputs.tau_const, np.array([inputs.tau_offset, inputs.driver_offset], dtype=np.int64),
+            coords, drv_body, np.zeros(inputs.size), np.zeros(nq), np.zeros(nq), np.zeros(nq), ws.ws, ws.com,
+            np.zeros((n if has_elements else 0, 3)), np.zeros(nq), np.zeros(3), np.zeros((model.elem_int.shape[0], 3)),
+            np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3)), row_start, np.zeros((n, kernels.F_WIDTH)),
+            np.zeros((4, 3)), np.array([float(alpha), float(beta), 0.0, 0.0]), np.zeros(1),
+            np.zeros(int(row_start[-1]) + k), np.full((k, 2), -1, dtype=np.int64), np.zeros((k, 6)), np.zeros(k),
+            np.zeros(k), np.zeros((n, 3)), np.zeros(int(row_start[-1])), np.zeros((k, k)), np.zeros(1, dtype=np.int64),
+            np.array([1.0 if stabilization == "projection" else 0.0, projection_tol, 20.0, RCOND,
+                      1.0 if joint_state else 0.0]))
 
-    def fun(t, y):
-        evaluations[0] += 1
-        return state_derivative(model, t, y, tau, alpha, beta, solver, driven)
+    def initial_state(self, q0, qd0, t0, callback, key):
+        """y0 = (z0, zd0, 0, 0) from the joint state (driven coordinates at their drivers), projected onto the
+        constraints (the joints hold by construction; loops and drivers may need it); warns when the constraints
+        are redundant at the start."""
+        from ._kernels import augmented_system  # noqa: PLC0415
 
-    def projected(t, y):
-        z, zd = project(model, y[:3 * n], y[3 * n:6 * n], t=t, drivers=driven)
-        return np.concatenate((z.ravel(), zd.ravel(), y[6 * n:]))
+        q0, qd0 = q0.copy(), qd0.copy()
+        for coord, name, evaluate in self.inputs.drivers:
+            q0[coord], qd0[coord] = _checks.driver_value(name, evaluate, t0)[:2]
+        z0, zd0 = absolute_from_joint(self.model, q0, qd0)
+        driven = [(coord, functools.partial(_checks.driver_value, name, evaluate))
+                  for coord, name, evaluate in self.inputs.drivers]
+        _warn_redundant(self.model, z0, zd0, t0, driven, stacklevel=5)  # the caller of rm.simulate
+        y0 = np.concatenate((z0.ravel(), zd0.ravel(), [0.0, 0.0]))
+        system = self.system
+        settings = system.settings.copy()
+        system.settings[2] = 20.0
+        status = augmented_system.project_state(callback, key, system, t0, y0)
+        system.settings[:] = settings
+        if status:
+            _raise_tree(self.model, status)
+        return y0
 
-    def event_values(t, y):
-        q, qd = joint_from_absolute(model, y[:3 * n], y[3 * n:6 * n])
-        values = np.empty(len(functions))
-        for i, g in enumerate(functions):
-            name = getattr(g, "__name__", f"event{i}")
-            try:
-                values[i] = float(g(t, q, qd))
-            except Exception as err:  # noqa: BLE001 - say which event function failed and when
-                raise StateError(f"event function {name!r} raised at t = {t:g}: {err!r}") from err
-            if not np.isfinite(values[i]):
-                raise StateError(f"event function {name!r} returned {values[i]} at t = {t:g}")
-        return values
+    def joint_states(self, t, y):
+        """Joint coordinates and rates (nt, nq) of the integrated states y (nt, 6 nbodies + 2)."""
+        n, nq = self.model.nbodies, self.model.nq
+        y = np.atleast_2d(y)
+        q, qd = np.zeros((y.shape[0], nq)), np.zeros((y.shape[0], nq))
+        for row in range(y.shape[0]):
+            z = np.ascontiguousarray(y[row, :3 * n].reshape(n, 3))
+            zd = np.ascontiguousarray(y[row, 3 * n:6 * n].reshape(n, 3))
+            kernels.joint_coordinates(self.model.body_int, self.model.body_real, z, zd, q[row], qd[row])
+        return q, qd
 
-    hits = [[] for _ in functions]  # per event: (t, y)
-    old_values = event_values(t0, np.concatenate((z0.ravel(), zd0.ravel()))) if functions else None
+    def work(self, y):
+        return y[:, 6 * self.model.nbodies:]
 
-    # start on the constraints (the joints hold by construction; loops and drivers may need it), as rm.simulate
-    y0 = projected(t0, np.concatenate((z0.ravel(), zd0.ravel(), [0.0, 0.0])))
-    times, states = [float(t0)], [y0.copy()]
-    outputs = None if t_eval is None else np.unique(np.concatenate(([t0], np.asarray(t_eval, float), [t_end])))
-    steps, failure, cause, stop, t_now = 0, None, None, 0, float(t0)
-    control = _RunControl(max_wall_time)
-    try:
-        control.__enter__()
-        if method == "rk4":
-            tableau = TABLEAUS["rk4"]
-            y = y0
-            for step in range(count):
-                stop = control.status()
-                if stop:
-                    break
-                h = dt if step < count - 1 else t_end - t_now
-                k = []
-                for stage in range(tableau.C.size):
-                    k.append(fun(t_now + tableau.C[stage] * h,
-                                 y + h * sum(tableau.A[stage, j] * k[j] for j in range(stage))))
-                y = y + h * sum(b * kj for b, kj in zip(tableau.B, k, strict=True))
-                t_now = t_end if step == count - 1 else t0 + (step + 1) * dt
-                if not np.all(np.isfinite(y)):
-                    failure = "the state became non-finite (blow-up; try a smaller dt)"
-                    break
-                if stabilization == "projection":
-                    y = projected(t_now, y)
-                steps += 1
-                times.append(t_now)
-                states.append(y)
-        else:
-            ode = integrate.__dict__[name](fun, float(t0), y0, float(t_end), rtol=rtol, atol=atol)
-            if outputs is not None:
-                times, states, next_out = [], [], 0
-            while ode.status == "running":
-                stop = control.status()
-                if stop:
-                    break
-                y_old, t_old = ode.y.copy(), ode.t
-                message = ode.step()
-                steps += 1
-                t_now = ode.t
-                if ode.status == "failed" or steps > max_steps:
-                    failure = message or f"more than max_steps = {max_steps} steps"
-                    break
-                dense = ode.dense_output() if (outputs is not None or functions) else None
-                t_stop = None
-                if functions:
-                    new_values = event_values(ode.t, ode.y)
-                    for i, g in enumerate(functions):
-                        a, b = old_values[i], new_values[i]
-                        direction = getattr(g, "direction", 0.0)
-                        if (a < 0.0 <= b and direction >= 0) or (a > 0.0 >= b and direction <= 0):
-                            t_hit = scipy.optimize.brentq(lambda s, i=i, dense=dense: event_values(s, dense(s))[i],
-                                                          t_old, ode.t,
-                                                          xtol=4 * np.finfo(float).eps * max(1.0, abs(ode.t)))
-                            hits[i].append((t_hit, dense(t_hit)))
-                            if getattr(g, "terminal", False) and (t_stop is None or t_hit < t_stop):
-                                t_stop = t_hit
-                    old_values = new_values
-                if outputs is not None:
-                    last = ode.t if t_stop is None else t_stop
-                    while next_out < outputs.size and outputs[next_out] <= last:
-                        times.append(float(outputs[next_out]))
-                        states.append(y_old if outputs[next_out] == t_old else dense(outputs[next_out]))
-                        next_out += 1
-                if t_stop is not None:  # a terminal event ends the run there
-                    times.append(t_stop)
-                    states.append(dense(t_stop))
-                    t_now = t_stop
-                    break
-                if stabilization == "projection":
-                    ode.y = projected(ode.t, ode.y)
-                    if hasattr(ode, "f"):  # first-same-as-last solvers keep f(t, y): refresh it at the projection
-                        ode.f = fun(ode.t, ode.y)
-                if outputs is None:
-                    times.append(ode.t)
-                    states.append(ode.y.copy())
-    except (ModelError, StateError) as err:  # ours name the user function (tau, element, driver, event), the time
-        failure, cause = str(err), err.__cause__
-    finally:
-        control.__exit__()
-    if stop:
-        failure = "interrupted" if control.interrupted else (
-            f"the wall-clock limit max_wall_time = {max_wall_time:g} s was reached")
-    y = np.array(states)
-    zs, zds = y[:, :3 * n].reshape(-1, n, 3), y[:, 3 * n:6 * n].reshape(-1, n, 3)
-    pairs = [joint_from_absolute(model, z, zd) for z, zd in zip(zs, zds, strict=True)]
-    drift = np.array([np.abs(constraints(model, z, zd, t, driven)[0]).max(initial=0.0)
-                      for t, z, zd in zip(times, zs, zds, strict=True)])
-    result = SimulationResult(model, np.array(times), np.array([p[0] for p in pairs]),
-                              np.array([p[1] for p in pairs]), y[:, 6 * n:], f"augmented {method}", evaluations[0],
-                              steps, 0)
-    result.z, result.zd, result.constraint_drift = zs, zds, drift
-    for records in hits:
-        states_at = [joint_from_absolute(model, y[:3 * n], y[3 * n:6 * n]) for _, y in records]
-        result.t_events.append(np.array([t for t, _ in records]))
-        result.q_events.append(np.array([q for q, _ in states_at]).reshape(-1, model.nq))
-        result.qd_events.append(np.array([qd for _, qd in states_at]).reshape(-1, model.nq))
-    if any(getattr(g, "terminal", False) and records for g, records in zip(functions, hits, strict=True)):
-        result.status = "event"
-    if control.interrupted:
-        result.status = "interrupted"
-        interrupt = KeyboardInterrupt(f"augmented {method} interrupted at t = {t_now:.9g} s; {len(times)} samples "
-                                      f"up to t = {times[-1] if times else t0:.9g} s are kept in .result")
-        interrupt.result, interrupt.t = result, t_now
-        raise interrupt
-    if failure is not None:
-        result.status = "time_limit" if stop else "failed"
-        raise SimulationError(f"augmented {method} failed at t = {t_now:.9g} s: {failure}; {len(times)} samples "
-                              f"up to t = {times[-1] if times else t0:.9g} s are kept in .result", t_now,
-                              result) from cause
-    return result
+    def finish(self, result, y, callback, key):
+        """The absolute coordinates and the constraint drift max |C| (joints, loops, drivers) at every sample."""
+        from ._kernels import augmented_system  # noqa: PLC0415
+
+        n = self.model.nbodies
+        result.z = y[:, :3 * n].reshape(-1, n, 3)
+        result.zd = y[:, 3 * n:6 * n].reshape(-1, n, 3)
+        drift = np.zeros(y.shape[0])
+        out = np.zeros(1)
+        for row in range(y.shape[0]):
+            augmented_system.constraint_gap(callback, key, self.system, float(result.t[row]),
+                                            np.ascontiguousarray(y[row]), out)
+            drift[row] = out[0]
+        result.constraint_drift = drift

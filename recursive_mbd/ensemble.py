@@ -48,6 +48,7 @@ from numba.core.registry import CPUDispatcher
 
 from ._kernels import integrators
 from ._kernels import layout as L
+from ._kernels.recursive_system import RecursiveSystem
 from .batch import as_rows, per_thread
 from .dynamics import as_vector, raise_status, workspace
 from .errors import ModelError, StateError
@@ -109,15 +110,16 @@ def _stop_monitor(key, t, y, _, control):
 @numba.njit(cache=True)
 def _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord, driven,
                    TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER, QDD, DRIVE):
-    """The system tuple of ``integrators.system_rhs`` (field list there) for member m on thread tid.
+    """The RecursiveSystem (``_kernels.recursive_system``) of member m on thread tid.
 
     Per-thread scratch is padded (``batch.per_thread``): thread tid's block is [tid, :rows], with the row counts
     dims = (nq, nbodies, nelements, wrench rows, inputs, workspace width).
     """
     nq, nb, ne, nw, nu, width = dims[0], dims[1], dims[2], dims[3], dims[4], dims[5]
-    return (body_int, BODY_REAL[m].T, GRAVITY[m], elem_int, ELEM_REAL[m], free, drv_coord, driven, TAU_CONST[m],
-            offsets, U[tid, :nu], Qs[tid, :nq], QDs[tid, :nq], TAUs[tid, :nq], WS[tid, :width].T, COM[tid, :nb],
-            WRENCH[tid, :nw], JFORCE[tid, :nq], EEN[tid, :3], PER[tid, :ne], QDD[tid, :nq], DRIVE[tid, :nq], loops)
+    return RecursiveSystem(body_int, BODY_REAL[m].T, GRAVITY[m], elem_int, ELEM_REAL[m], free, drv_coord, driven,
+                           TAU_CONST[m], offsets, U[tid, :nu], Qs[tid, :nq], QDs[tid, :nq], TAUs[tid, :nq],
+                           WS[tid, :width].T, COM[tid, :nb], WRENCH[tid, :nw], JFORCE[tid, :nq], EEN[tid, :3],
+                           PER[tid, :ne], QDD[tid, :nq], DRIVE[tid, :nq], loops)
 
 
 @_parallel

@@ -33,6 +33,7 @@ from numba.core.registry import CPUDispatcher
 from . import _checks
 from ._kernels import integrators
 from ._kernels import layout as L
+from ._kernels.recursive_system import RecursiveSystem
 from ._method_names import FIXED_STEP, METHODS
 from .dynamics import as_vector, element_inputs, energy, forward_kinematics, raise_status, workspace
 from .errors import ModelError, ResultFileError, SimulationError, StateError
@@ -185,18 +186,6 @@ def _compiled_tau_adapter(function, arity):
     return _TAU_ADAPTERS[key]
 
 
-def _arity(function, what):
-    target = function.py_func if isinstance(function, CPUDispatcher) else function
-    try:
-        params = [p for p in inspect.signature(target).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        return 3
-    if len(params) not in (1, 3):
-        raise TypeError(f"{what} must take (t) or (t, q, qd), got a function of {len(params)} arguments")
-    return len(params)
-
-
 def _derivatives(function, step=1e-3):
     """f, f' and f'' of a scalar function of time, the derivatives by 4th-order central differences.
 
@@ -241,7 +230,7 @@ class _Inputs:
         if callable(tau):
             self.tau_function = tau
             self.tau_name = _function_name(tau)
-            self.tau_arity = _arity(tau, "tau")
+            self.tau_arity = _checks.arity(tau, "tau")
             self.tau_offset = offset
             offset += nq
         elif tau is not None:
@@ -309,7 +298,7 @@ class _Inputs:
 
 
 def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, projection_tol=1e-12):
-    """The tuple of arrays ``integrators.system_rhs`` reads (field list in that module)."""
+    """The RecursiveSystem the time loops integrate (fields in ``_kernels.recursive_system``)."""
     from .loops import FILTER_RCOND, POSITION_RCOND  # noqa: PLC0415  (loops imports dynamics, as this module does)
 
     ws = workspace(model)
@@ -323,11 +312,57 @@ def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, proje
              np.zeros(nq), stab, np.zeros(m), np.zeros(1, dtype=np.int64), np.zeros((m, free.size)),
              np.array([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0, POSITION_RCOND,
                        FILTER_RCOND]))
-    return (model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real, free,
+    return RecursiveSystem(model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real, free,
             inputs.driven_coords, inputs.driven, inputs.tau_const,
             np.array([inputs.tau_offset, inputs.driver_offset], dtype=np.int64), np.zeros(inputs.size),
             np.zeros(nq), np.zeros(nq), np.zeros(nq), ws.ws, ws.com, np.zeros((nb if has_elements else 0, 3)),
             np.zeros(nq), np.zeros(3), np.zeros((model.elem_int.shape[0], 3)), np.zeros(nq), np.zeros(nq), loops)
+
+
+class RecursiveTimeLoop:
+    """The recursive formulation's pieces for the generic time loops (``rm.simulate``): the compiled system
+    (``_kernels.recursive_system``: the tree, or the loop layer, with elements, inputs and drivers), the initial
+    state (q0, qd0 projected onto the loops) and the map from the integrated states y = (q_free, qd_free, work)
+    back to the full joint state."""
+
+    name = "recursive"
+
+    def __init__(self, model, inputs, stabilization="none", alpha=0.0, beta=0.0):
+        self.model = model
+        self.inputs = inputs
+        self.system = build_system(model, inputs, stabilization, float(alpha), float(beta))
+
+    def initial_state(self, q0, qd0, t0, callback, key):
+        if self.model.nloops:
+            q0, qd0 = _consistent_start(self.model, self.inputs, q0, qd0, t0)
+        free = self.system.free
+        return np.concatenate((q0[free], qd0[free], [0.0, 0.0]))
+
+    def joint_states(self, t, y):
+        """Full q, qd (nt, nq) of the integrated states y (nt, 2 nf + 2), driven coordinates from their drivers."""
+        free = self.system.free
+        nf = free.size
+        y = np.atleast_2d(y)
+        q = np.zeros((y.shape[0], self.model.nq))
+        qd = np.zeros((y.shape[0], self.model.nq))
+        q[:, free] = y[:, :nf]
+        qd[:, free] = y[:, nf:2 * nf]
+        for coord, _, evaluate in self.inputs.drivers:
+            values = np.array([evaluate(ti) for ti in np.atleast_1d(t)]).reshape(-1, 3)
+            q[:, coord] = values[:, 0]
+            qd[:, coord] = values[:, 1]
+        return q, qd
+
+    def work(self, y):
+        return y[:, 2 * self.system.free.size:]
+
+    def finish(self, result, y, callback, key):
+        """The evaluator of result.qdd() and the forces; the loops' drift max |phi| at every sample."""
+        result._evaluator = (callback, key, self.system, self.inputs)  # holds inputs: the bridge still reaches them
+        if self.model.nloops:
+            from .loops import constraints  # noqa: PLC0415
+
+            result.constraint_drift = np.array([np.abs(constraints(self.model, qi)[0]).max() for qi in result.q])
 
 
 def _function_name(function):
@@ -347,7 +382,7 @@ class _Events:
 
     failure = None  # (exception, t) of a call from compiled code that failed
 
-    def __init__(self, model, events, inputs, system):
+    def __init__(self, model, events, inputs, loop):
         events = [events] if callable(events) else list(events or ())
         for g in events:
             if not callable(g):
@@ -355,19 +390,15 @@ class _Events:
         self.functions = events
         self.model = model
         self.inputs = inputs
-        self.free = system[5]
+        self.loop = loop
         self.terminal = np.array([bool(getattr(g, "terminal", False)) for g in events], dtype=np.uint8)
         self.directions = np.array([float(getattr(g, "direction", 0.0)) for g in events])
         self.names = [getattr(g, "__name__", f"event{i}") for i, g in enumerate(events)]
 
     def state(self, t, y):
         """Full (q, qd) from the integrated state y (drivers evaluated at t)."""
-        nq, nf = self.model.nq, self.free.size
-        q, qd = np.zeros(nq), np.zeros(nq)
-        q[self.free], qd[self.free] = y[:nf], y[nf:2 * nf]
-        for coord, _, evaluate in self.inputs.drivers:
-            q[coord], qd[coord] = evaluate(t)[:2]
-        return q, qd
+        q, qd = self.loop.joint_states(np.array([t]), np.asarray(y)[None, :])
+        return q[0], qd[0]
 
     def __call__(self, t, y, _, out):
         q, qd = self.state(t, y)
@@ -893,8 +924,10 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         stderr is a terminal. With a bar the run is split into 100 compiled pieces (an adaptive method restarts
         its step size at each).
     formulation : {"recursive", "augmented"}
-        "augmented" integrates the absolute-coordinate formulation instead (``recursive_mbd.augmented.simulate``,
-        option ``solver``); the result has ``z``, ``zd`` besides q and qd.
+        "augmented" integrates the absolute-coordinate formulation instead (``augmented.TimeLoop``: the state
+        (z, zd) of every centre of mass, the tree solver of ``augmented.forward_dynamics``, loops and drivers as
+        auxiliary rows) in the same compiled time loops, with every method but generalized_alpha; the result
+        has ``z``, ``zd`` and ``constraint_drift`` besides q and qd.
     stabilization : {"projection", "baumgarte", "none"}, optional
         How loop constraints (and, in the augmented formulation, joint constraints) are kept: "projection" moves
         q and qd back onto phi = 0, phi' = 0 after every accepted step (numba methods; the default for a model
@@ -926,15 +959,10 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         alpha=alpha, beta=beta, t_eval=t_eval, midpoint_tol=midpoint_tol)
     t0, t_end = _checks.real(t0, "t0"), _checks.real(t_end, "t_end")
     max_wall_time = None if max_wall_time is None else _positive(max_wall_time, "max_wall_time")
-    if formulation == "augmented":
-        from . import augmented  # noqa: PLC0415
-
-        return augmented.simulate(model, q0, qd0, t_end, method, rtol, atol, t0=t0, dt=dt, t_eval=t_eval, tau=tau,
-                                  drivers=drivers, events=events, max_steps=max_steps,
-                                  stabilization=stabilization or "baumgarte", alpha=alpha, beta=beta,
-                                  max_wall_time=max_wall_time, **augmented_options)
-    if formulation != "recursive":
+    if formulation not in _FORMULATIONS:
         raise ValueError(f"formulation must be 'recursive' or 'augmented', got {formulation!r}")
+    if formulation != "recursive" and method == "generalized_alpha":
+        raise ValueError(f"method 'generalized_alpha' integrates the recursive formulation, not {formulation!r}")
     if method == "generalized_alpha":
         return _generalized_alpha(model, q0, qd0, t0, t_end, dt, every, tau, drivers, events, t_eval, progress,
                                   max_wall_time, max_steps, rho_inf, newton_tol)
@@ -973,17 +1001,29 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
 
     inputs = _Inputs(model, tau, drivers)
     callback, key = inputs.callback()
-    stabilization = _stabilization(model, stabilization, scipy_method)
-    if model.nloops:
-        q0, qd0 = _consistent_start(model, inputs, q0, qd0, t0)
-    system = build_system(model, inputs, stabilization, float(alpha), float(beta))
-    event_functions = _Events(model, events, inputs, system)
+    stabilization = _stabilization(model, stabilization, scipy_method, formulation)
+    loop = _FORMULATIONS[formulation](model, inputs, stabilization, float(alpha), float(beta), **augmented_options)
+    event_functions = _Events(model, events, inputs, loop)
     if event_functions.functions and scipy_method is None and (
             method not in TABLEAUS or TABLEAUS[method].DENSE is None):
         raise ValueError(f"events need a method with dense output (dopri5 or scipy:NAME), not {method!r}")
-    return _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd0, t0, t_end, rtol, atol, dt,
+    return _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0, t0, t_end, rtol, atol, dt,
                      t_eval, every, max_step, first_step, max_steps, midpoint_tol, event_functions, progress,
                      max_wall_time)
+
+
+def _augmented(model, inputs, stabilization, alpha, beta, solver=None):
+    """The augmented formulation's time-loop pieces (``augmented.TimeLoop``); its KKT solves are the tree
+    solver's (the other solvers of ``augmented.forward_dynamics`` are Python, for comparison)."""
+    from .augmented import TimeLoop  # noqa: PLC0415  (scipy.sparse only for this formulation)
+
+    if solver not in (None, "tree"):
+        raise ValueError(f"the augmented time loop solves with solver='tree' (compiled), not {solver!r}; "
+                         "augmented.forward_dynamics(..., solver=...) evaluates the others")
+    return TimeLoop(model, inputs, stabilization, alpha, beta)
+
+
+_FORMULATIONS = {"recursive": RecursiveTimeLoop, "augmented": _augmented}
 
 
 def _generalized_alpha(model, q0, qd0, t0, t_end, dt, every, tau, drivers, events, t_eval, progress, max_wall_time,
@@ -1069,12 +1109,14 @@ def fixed_step_count(t0, t_end, dt, max_steps):
     return max(1, math.ceil(ratio - 1e-9))  # the slack: a span that is a whole number of steps up to round-off
 
 
-def _stabilization(model, stabilization, scipy_method):
+def _stabilization(model, stabilization, scipy_method, formulation="recursive"):
+    if stabilization is None and formulation != "recursive":  # the joints are constraints too: alpha, beta
+        return "baumgarte"
     if stabilization is None:
         return "projection" if model.nloops and scipy_method is None else "none"
     if stabilization not in ("projection", "baumgarte", "none"):
         raise ValueError(f"stabilization must be 'projection', 'baumgarte' or 'none', got {stabilization!r}")
-    if stabilization == "projection" and scipy_method is not None and model.nloops:
+    if stabilization == "projection" and scipy_method is not None and (model.nloops or formulation != "recursive"):
         raise ValueError("projection runs inside the numba integrators; with scipy:NAME use 'baumgarte' or 'none'")
     return stabilization
 
@@ -1094,17 +1136,17 @@ def _consistent_start(model, inputs, q0, qd0, t0):
     rank = np.linalg.matrix_rank(constraints(model, q0)[2][:, free], tol=None)
     if rank < model.nconstraints:  # the run solves them by least squares, as loop_dynamics does
         warnings.warn(f"the loop equations are redundant at q0: rank {rank} of {model.nconstraints}; the "
-                      "multipliers are the minimum-norm ones", RedundantConstraintWarning, stacklevel=3)
+                      "multipliers are the minimum-norm ones", RedundantConstraintWarning, stacklevel=5)
     return q0, qd0
 
 
-def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd0, t0, t_end, rtol, atol, dt, t_eval,
+def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0, t0, t_end, rtol, atol, dt, t_eval,
               every, max_step, first_step, max_steps, midpoint_tol, events, progress, max_wall_time):
-    free = system[5]
+    system = loop.system
     if inputs.has_python or inputs.tau_function is not None:
         # a first evaluation in Python: a function that fails or returns the wrong shape is reported clearly here
         inputs(t0, q0.copy(), qd0.copy(), np.zeros(inputs.size))
-    y0 = np.concatenate((q0[free], qd0[free], [0.0, 0.0]))
+    y0 = loop.initial_state(q0, qd0, t0, callback, key)
     status = integrators.system_rhs(callback, key, system, t0, y0, np.empty_like(y0))
     if status:
         raise_status(model, status)
@@ -1139,8 +1181,8 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
             status, t_fail, t_out, y_out, nfev, nsteps, nrejected, event_records = _run_segments(
                 segment, y0, t0, t_end, t_eval_arr, dt if method in FIXED_STEP else None, progress)
 
-    result = _make_result(model, inputs, callback, key, system, np.array(t_out), np.array(y_out), method, nfev,
-                          nsteps, nrejected)
+    result = _make_result(model, loop, callback, key, np.array(t_out), np.array(y_out), method, nfev, nsteps,
+                          nrejected)
     for i in range(len(events.functions)):
         hits = [(t_ev, y_ev) for index, t_ev, y_ev in event_records if index == i]
         states = [events.state(t_ev, y_ev) for t_ev, y_ev in hits]
@@ -1158,11 +1200,11 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
         interrupt.t = t_fail
         raise interrupt
     if status != L.STATUS_OK:
-        _raise_failure(model, method, status, t_fail, result, max_steps, control, inputs, events, system)
+        _raise_failure(model, method, status, t_fail, result, max_steps, control, inputs, events, loop)
     return result
 
 
-def _raise_failure(model, method, status, t_fail, result, max_steps, control, inputs, events, system):
+def _raise_failure(model, method, status, t_fail, result, max_steps, control, inputs, events, loop):
     """The SimulationError (or the user's own BaseException) of a run that ended with ``status``."""
     kind, index = L.decode_status(status)
     cause = None
@@ -1189,7 +1231,8 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
         else:
             # our own StateError says which function (tau, element, driver, event) and when; chain the user's
             reason = str(failure) if isinstance(failure, StateError) else f"a user function raised {failure!r}"
-            cause = failure.__cause__ if (isinstance(failure, StateError) and failure.__cause__) else failure
+            # (our own StateError about a returned value has no cause: the message says it all)
+            cause = failure.__cause__ if isinstance(failure, StateError) else failure
     else:
         reasons = {
             L.STATUS_STEP_UNDERFLOW: "step size underflow (the solution blows up or the problem is too stiff)",
@@ -1210,10 +1253,11 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
                 reason = str(err)
             else:  # pragma: no cover - raise_status always raises
                 reason = f"status {status}"
-    if model.nloops and kind in (L.STATUS_STEP_UNDERFLOW, L.STATUS_LOOPS_OPEN):
+    free = getattr(loop.system, "free", None)  # the recursive formulation's free coordinates
+    if model.nloops and free is not None and kind in (L.STATUS_STEP_UNDERFLOW, L.STATUS_LOOPS_OPEN):
         from .loops import lock_diagnosis  # noqa: PLC0415  (a driven mechanism in a dead point)
 
-        lock = lock_diagnosis(model, result.q[-1], system[5])
+        lock = lock_diagnosis(model, result.q[-1], free)
         if lock is not None:
             reason = f"{lock} at t = {result.t[-1]:.9g} s; {reason}"
     raise SimulationError(f"{method} failed at t = {t_fail:.9g} s: {reason}; "
@@ -1326,24 +1370,11 @@ def _run_segments(run, y0, t0, t_end, t_eval, dt, progress, segments=100):
     return status, t_fail, np.concatenate(times), np.concatenate(states), nfev, nsteps, nrejected, records
 
 
-def _make_result(model, inputs, callback, key, system, t, y, method, nfev, nsteps, nrejected):
-    """Full q, qd (driven coordinates from their drivers) from the integrated samples."""
-    free = system[5]
-    nf = free.size
-    nq = model.nq
-    q = np.empty((t.size, nq))
-    qd = np.empty((t.size, nq))
-    q[:, free] = y[:, :nf]
-    qd[:, free] = y[:, nf:2 * nf]
-    for coord, _, evaluate in inputs.drivers:
-        values = np.array([evaluate(ti) for ti in t]).reshape(-1, 3)
-        q[:, coord] = values[:, 0]
-        qd[:, coord] = values[:, 1]
-    evaluator = (callback, key, system, inputs)  # holds inputs, so the bridge can still reach them
-    result = SimulationResult(model, t, q, qd, y[:, 2 * nf:], method, nfev, nsteps, nrejected, evaluator)
-    if model.nloops:
-        from .loops import constraints  # noqa: PLC0415
-
-        result.constraint_drift = np.array([np.abs(constraints(model, qi)[0]).max() for qi in q])
+def _make_result(model, loop, callback, key, t, y, method, nfev, nsteps, nrejected):
+    """The result of the integrated samples: the full joint state by the formulation's map, the work terms, and
+    what the formulation adds (``finish``)."""
+    q, qd = loop.joint_states(t, y)
+    name = method if loop.name == "recursive" else f"{loop.name} {method}"
+    result = SimulationResult(model, t, q, qd, loop.work(y), name, nfev, nsteps, nrejected)
+    loop.finish(result, y, callback, key)
     return result
-

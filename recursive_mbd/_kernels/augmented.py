@@ -327,6 +327,17 @@ def _back_substitute(body_int, row_start, fac, xb, xj):
 
 
 @njit
+def tree_residuals(body_int, body_real, row_start, z, zd, fac, scratch, res):
+    """The tree joints' residuals C (row order of ``factor_and_solve``) into res (tree rows); the joints' blocks
+    are written into fac again, unchanged where it holds the factor at the same z."""
+    no_tau = np.zeros(0)
+    for i in range(body_int.shape[0]):
+        m = _joint_rows(body_int, body_real, z, zd, no_tau, i, fac, scratch)
+        for r in range(m):
+            res[row_start[i] + r] = scratch[S_RES, r]
+
+
+@njit
 def tree_solve(body_int, row_start, fac, xb, xj):
     """Solve H x = b with the factor of ``factor_and_solve``: xb (nbodies, 3) and xj (tree rows) hold b on entry,
     x on return. O(N)."""

@@ -1,9 +1,13 @@
-"""Time loops in numba over the recursive forward dynamics with force elements, inputs and drivers.
+"""Time loops in numba: how a step is taken, for any formulation.
 
-The integrated state is y = (q_free, qd_free, W_dissipated, W_applied), shape (2 nf + 2,): the free joint
-coordinates and rates, and the work dissipated by the dampers and done by the applied forces (so that every run
-carries its own energy balance, E(t) + W_dissipated - W_applied = E(t0)). ``system_rhs`` is the one right-hand
-side; ``inputs(key, t, q, qd, u)`` is a numba-callable that fills the input vector u (time-varying element values,
+A time loop integrates the state y (1-d) of a ``system``, the NamedTuple of arrays of one formulation, through
+the three functions of ``formulation`` (its right-hand side, its projection and whether it projects); it knows
+no formulation by name, and numba compiles (and caches) it once per system type. Both formulations' states end
+with the work dissipated by the dampers and done by the applied forces (W_dissipated, W_applied), so every run
+carries its own energy balance, E(t) + W_dissipated - W_applied = E(t0): y = (q_free, qd_free, W) for the
+recursive one (``recursive_system``), y = (z, zd, W) for the augmented one (``augmented_system``).
+
+``inputs(key, t, q, qd, u)`` is a numba-callable that fills the input vector u (time-varying element values,
 tau as a function, drivers) and may be a compiled user function or a bridge to Python; it returns a status, so
 a user function that fails stops the run (STATUS_INPUT_FAILED; the bridge keeps the Python exception).
 ``monitor(key, t, y, y, control)``, called every ``control[0]`` evaluations, returns STATUS_INTERRUPTED or
@@ -20,7 +24,7 @@ import math
 import numba
 import numpy as np
 
-from .elements import element_forces
+from . import formulation
 from .layout import (
     STATUS_EVENT,
     STATUS_INPUT_FAILED,
@@ -33,20 +37,8 @@ from .layout import (
     STATUS_STEP_UNDERFLOW,
     STATUS_TIME_LIMIT,
 )
-from .loops import constrained_dynamics, project
-from .tree import forward_dynamics
 
 njit = numba.njit(cache=True, error_model="numpy")  # IEEE division: failures are status codes, never exceptions
-
-# system tuple fields (see recursive_mbd.integrate.build_system)
-#   0 body_int, 1 body_real, 2 gravity, 3 elem_int, 4 elem_real, 5 free (nf,) coordinate indices,
-#   6 drv_coord (nd,) driven coordinate indices, 7 driven (nbodies,) uint8 or (0,), 8 tau_const (nq,),
-#   9 offsets (2,) = (tau slot or -1, first driver slot), 10 u, 11 q, 12 qd, 13 tau, 14 ws, 15 com, 16 wrench,
-#   17 jforce, 18 element_energy (3,), 19 per_element, 20 qdd, 21 drive,
-#   22 loops: (loop_int, loop_real, acc, phi, phid, jac, gamma, weights, resp, resp_drive, zeros, stab, lam, info,
-#      jac_free (unused), settings (5,) = (project: on, tol, max_iter, its rcond; rcond of the dynamics' multiplier
-#      solve)); loop_int has no rows for a tree
-
 
 # Callbacks (inputs, events, monitor) are C callbacks of this one signature, so the time loops see them as a
 # first-class function type (FunctionType[CALLBACK]) whatever the function: a time loop is compiled and cached once,
@@ -79,106 +71,15 @@ def _poll(monitor, monitor_key, control, t, y, nfev):
 
 
 @njit
-def _load_state(inputs, key, system, t, y):
-    """q, qd (system[11], [12]) from the integrated state y and the drivers at t; fills the inputs u.
-
-    Returns the inputs' status (a failed user function)."""
-    free = system[5]
-    drv_coord = system[6]
-    offsets = system[9]
-    u = system[10]
-    q = system[11]
-    qd = system[12]
-    qdd = system[20]
-    nf = free.shape[0]
-    for j in range(nf):
-        q[free[j]] = y[j]
-        qd[free[j]] = y[nf + j]
-    status = inputs(key, t, q, qd, u)
-    if status != STATUS_OK:
-        return status
-    for j in range(drv_coord.shape[0]):  # prescribed motion q = f(t), with f' and f''
-        slot = offsets[1] + 3 * j
-        q[drv_coord[j]] = u[slot]
-        qd[drv_coord[j]] = u[slot + 1]
-        qdd[drv_coord[j]] = u[slot + 2]
-    return STATUS_OK
+def system_rhs(inputs, key, system, t, y, dy):
+    """dy = f(t, y) of the system's formulation (``formulation.rhs``); returns the status. Callable from Python."""
+    return formulation.rhs(inputs, key, system, t, y, dy)
 
 
 @njit
 def project_state(inputs, key, system, t, y):
-    """Project the free coordinates and rates in y onto the loop constraints (``loops.project``: mass-orthogonal,
-    driven joints held), in place. A gap above 1e3 times the projection tolerance left is STATUS_LOOPS_OPEN: no
-    closed configuration is near (a driven mechanism pushed past its lock)."""
-    loops = system[22]
-    free = system[5]
-    q = system[11]
-    qd = system[12]
-    status = _load_state(inputs, key, system, t, y)
-    if status != STATUS_OK:
-        return status
-    settings = loops[15]
-    status, _ = project(system[0], system[1], loops[0], loops[1], q, qd, system[7], system[14], system[15],
-                        loops[2], loops[3], loops[4], loops[5], loops[6], loops[7], loops[8], loops[9], loops[10],
-                        loops[11][2:4], settings[1], int(settings[2]), settings[3],
-                        settings[4], 1e3 * settings[1])
-    nf = free.shape[0]
-    for j in range(nf):
-        y[j] = q[free[j]]
-        y[nf + j] = qd[free[j]]
-    return status
-
-
-@njit
-def system_rhs(inputs, key, system, t, y, dy):
-    """dy = f(t, y); returns the forward-dynamics status."""
-    body_int = system[0]
-    free = system[5]
-    drv_coord = system[6]
-    tau_const = system[8]
-    offsets = system[9]
-    u = system[10]
-    q = system[11]
-    qd = system[12]
-    tau = system[13]
-    qdd = system[20]
-    drive = system[21]
-    nf = free.shape[0]
-    status = _load_state(inputs, key, system, t, y)
-    if status != STATUS_OK:
-        return status
-    power_tau = 0.0
-    for k in range(tau.shape[0]):
-        tau[k] = tau_const[k] + (u[offsets[0] + k] if offsets[0] >= 0 else 0.0)
-        power_tau += tau[k] * qd[k]
-    energy = system[18]
-    if system[3].shape[0] > 0:  # force elements: wrench (system[16]) has a row per body, else shape (0, 3)
-        status = element_forces(body_int, system[1], system[3], system[4], u, q, qd, system[14], system[15],
-                                system[16], system[17], energy, system[19])
-        if status != STATUS_OK:
-            return status
-        for k in range(tau.shape[0]):
-            tau[k] += system[17][k]
-    loops = system[22]
-    if loops[0].shape[0] > 0:
-        status = constrained_dynamics(body_int, system[1], system[2], loops[0], loops[1], q, qd, tau, system[16],
-                                      system[7], system[14], system[15], loops[2], qdd, drive, loops[3], loops[4],
-                                      loops[5], loops[6], loops[7], loops[8], loops[9], loops[10], loops[11],
-                                      loops[15][4], loops[12], loops[13])
-    else:
-        status = forward_dynamics(body_int, system[1], system[2], q, qd, tau, system[16], system[7], system[14],
-                                  qdd, drive)
-    if status != STATUS_OK:
-        return status
-    power_drive = 0.0
-    for j in range(drv_coord.shape[0]):
-        power_drive += drive[drv_coord[j]] * qd[drv_coord[j]]
-    for j in range(nf):
-        dy[j] = qd[free[j]]
-        dy[nf + j] = qdd[free[j]]
-    dy[2 * nf] = energy[1]
-    dy[2 * nf + 1] = power_tau + energy[2] + power_drive
-    return STATUS_OK
+    """y projected onto the system's constraints in place (``formulation.project``); returns the status."""
+    return formulation.project(inputs, key, system, t, y)
 
 
 @njit
@@ -447,7 +348,7 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
             y[j] = y_new[j]
             k[0, j] = k[s - 1, j]
         t = t_new
-        if system[22][15][0] != 0.0:  # projection onto the loop constraints; f at the projected state
+        if formulation.projects(system):  # projection onto the constraints; f at the projected state
             status = project_state(inputs, key, system, t, y)
             if status == STATUS_OK:
                 status = system_rhs(inputs, key, system, t, y, k[0])
@@ -555,7 +456,7 @@ def integrate_fixed(inputs, key, system, y0, t0, t_end, dt, nsteps_total, every,
                                                  control, nfev)
         nfev += evaluations
         t = t_end if step == nsteps_total - 1 else t0 + (step + 1) * dt
-        if status == STATUS_OK and system[22][15][0] != 0.0:  # projection onto the loop constraints
+        if status == STATUS_OK and formulation.projects(system):  # projection onto the constraints
             status = project_state(inputs, key, system, t, y)
         if status != STATUS_OK:
             return status, t - h, count, t_out, y_out, nfev, step
@@ -567,9 +468,9 @@ def integrate_fixed(inputs, key, system, y0, t0, t_end, dt, nsteps_total, every,
 
 @njit
 def rhs_jacobian(inputs, key, system, t, y, f0, ytmp, ftmp, jac):
-    """df/dy at (t, y) into jac (n, n), n = 2 nf + 2, with f0 = f(t, y) given.
+    """df/dy at (t, y) into jac (n, n), n = 2 nf + 2 (positions, rates, work), with f0 = f(t, y) given.
 
-    The structure is used: the q rows are exactly [0, I, 0]; nothing depends on the work columns; the remaining
+    The structure is used: the position rows are exactly [0, I, 0]; nothing depends on the work columns; the remaining
     2 nf columns are forward differences of the right-hand side (2 nf forward-dynamics evaluations, all in
     compiled code). Returns the status.
     """
