@@ -232,6 +232,7 @@ def _run(args, out):
         _require("tqdm", "--progress", "progress")
     spec = io.load(args.file)
     model, analysis = spec.model, spec.analysis
+    _refuse_spatial(args.file, model, "simulation and analyses (rmbd run)")
     if not analysis:
         raise InputError(f"{args.file}: no analysis to run: add an [analysis] table with its type (a deck: a TASK "
                          "line)")
@@ -317,12 +318,23 @@ def _labels_record(source, model):
             "loop_names": np.array(model.loop_names, dtype=str), "model_file": np.array(str(Path(source).resolve()))}
 
 
+def _refuse_spatial(source, model, what):
+    """A spatial model where only planar ones are handled yet: an input error saying so."""
+    if isinstance(model, io.Model3D):
+        raise InputError(f"{source}: a spatial model (model.dimension = 3): {what} of spatial models is not "
+                         "available yet; rmbd info describes the file, and the Python API (rm.forward_dynamics, "
+                         "rm.plot.snapshot3d, ...) takes the Model3D that rm.io.load returns")
+
+
 _INFO_LIST = 20  # models with more bodies get a summary: counts by joint type, the first and last few bodies
 
 
 def _info(args, out):
     spec = io.load(args.file, check=False)  # describes the file; `rmbd run` checks the dynamics (faster start)
     model = spec.model
+    if isinstance(model, io.Model3D):
+        _info_spatial(args, spec, out)
+        return
     print(f"{args.file}: {model.name or 'model'}: {model.nbodies} bodies, {model.nq} joint coordinates, "
           f"{model.nloops} loops ({model.nconstraints} equations), {model.nq - model.nconstraints} degrees of freedom "
           f"(where the loops are independent), total mass {model.total_mass():.6g} kg, gravity "
@@ -344,6 +356,33 @@ def _info(args, out):
                 "loops", out)
     names = model.element_names
     _print_list([f"  element {names[i]}" for i in _ends(len(names))], len(names), "elements", out)
+    print(f"  analysis: {spec.analysis or 'none'}", file=out)
+    shown = ", ".join(spec.defaults[:12]) + (f", and {len(spec.defaults) - 12} more" if len(spec.defaults) > 12 else "")
+    print(f"  defaults used (recursive_mbd.io format reference): {shown or 'none'}", file=out)
+
+
+def _info_spatial(args, spec, out):
+    """rmbd info on a spatial model file: bodies, joints, nq and nv, mass, gravity, each body's joint."""
+    model = spec.model
+    mass = sum(body["mass"] for body in model._bodies)
+    gravity = ", ".join(f"{g:g}" for g in model.gravity)
+    print(f"{args.file}: {model.name or 'model'}: spatial, {model.nbodies} bodies, nq = {model.nq} configuration "
+          f"coordinates, nv = {model.nv} velocities (degrees of freedom), total mass {mass:.6g} kg, gravity "
+          f"({gravity}) m/s^2", file=out)
+    names, counts = np.unique(model.joint_types, return_counts=True)
+    print("  joints: " + ", ".join(f"{count} {name}" for name, count in zip(names, counts, strict=True)), file=out)
+
+    def body_line(i):
+        body = model._bodies[i]
+        parent = body["parent"]
+        com = ", ".join(f"{c:g}" for c in body["com"])
+        moments = ", ".join(f"{m:.6g}" for m in np.linalg.eigvalsh(body["inertia"]))
+        span = model.q_slice(i)
+        return (f"  body {body['name']}: {model.joint_types[i]} joint to "
+                f"{'ground' if parent < 0 else model.names[parent]}, q[{span.start}:{span.stop}], mass "
+                f"{body['mass']:.6g} kg, principal moments ({moments}) kg m^2, com ({com}) m")
+
+    _print_list([body_line(i) for i in _ends(model.nbodies)], model.nbodies, "bodies", out)
     print(f"  analysis: {spec.analysis or 'none'}", file=out)
     shown = ", ".join(spec.defaults[:12]) + (f", and {len(spec.defaults) - 12} more" if len(spec.defaults) > 12 else "")
     print(f"  defaults used (recursive_mbd.io format reference): {shown or 'none'}", file=out)
@@ -393,6 +432,7 @@ def _result_model(args, data, out):
                   file=out)
         return None
     model = io.load(source).model
+    _refuse_spatial(source, model, "plotting results")
     if tuple(str(name) for name in data.get("body_names", ())) != model.body_names:
         if args.model:
             raise io.FileFormatError(f"{args.result}: its bodies are not those of {source}")
@@ -425,6 +465,7 @@ def _animate(args, out):
             raise InputError(f"{args.output}: writing .mp4 needs ffmpeg, which is not on PATH: install it (apt "
                              "install ffmpeg, brew install ffmpeg or conda install ffmpeg) or write a .gif")
     spec = io.load(args.file)
+    _refuse_spatial(args.file, spec.model, "animation")
     data = _load_result(args.result)
     if "t" not in data:
         raise io.FileFormatError(f"{args.result}: no time history to animate")

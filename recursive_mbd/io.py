@@ -77,10 +77,12 @@ from pathlib import Path
 import numpy as np
 
 from . import chains, joints
+from ._kernels import spatial_layout
 from ._method_names import FIXED_STEP, METHODS
 from .errors import ModelError
 from .mechanism import Mechanism
 from .model import GROUND, Model
+from .model3d import Model3D
 
 try:
     import tomllib
@@ -205,7 +207,7 @@ def loads(text, source="<string>", *, check=True):
     if isinstance(dimension, bool) or dimension not in (2, 3):
         reader.fail("model.dimension", f"expected 2 (planar) or 3 (spatial), got {dimension!r}")
     if dimension == 3:
-        return _spatial(reader, data, head, check)
+        return _spatial(reader, data, head)
     form = reader.string(head, "form", "model", "tree", ("tree", "mechanism", "chain"))
     gravity = reader.vector(head, "gravity", "model", 2, np.array([0.0, -9.81]))
     name = reader.string(head, "name", "model", None)
@@ -389,7 +391,7 @@ def _mechanism(reader, data, gravity, name, head):
     return model, q0
 
 
-SPATIAL_JOINTS = ("revolute", "prismatic", "cylindrical", "universal", "spherical", "planar", "free", "fixed")
+SPATIAL_JOINTS = tuple(spatial_layout.JOINT_CODES)
 _SPATIAL_AXIS = {"revolute": 1, "prismatic": 1, "cylindrical": 1, "universal": 2}  # joints with axes: how many
 _PLANAR_ONLY = {"chain": "the chain form", "joint": "[[joint]] tables (the mechanism form)", "loop": "closed loops",
                 "spring_damper": "spring-dampers", "joint_spring_damper": "joint spring-dampers",
@@ -426,16 +428,15 @@ def _spatial_rotation(reader, entry, where):
     """The joint frame's rotation: none (identity), a quaternion [w, x, y, z] or 3 rows of a rotation matrix."""
     value = entry.get("rotation")
     if value is None:
-        return reader.default(where, "rotation", None)
+        reader.defaults.append(f"{where}.rotation = identity")
+        return None
     if isinstance(value, list) and value and isinstance(value[0], list):
         return _rows(reader, entry, "rotation", where, 3, 3)
     return reader.vector(entry, "rotation", where, 4)
 
 
-def _spatial(reader, data, head, check):
+def _spatial(reader, data, head):
     """A ModelFile holding a Model3D (the spatial part of the module docstring)."""
-    from .model3d import Model3D  # noqa: PLC0415  (planar files never load the spatial builder)
-
     for key, what in _PLANAR_ONLY.items():
         if key in data:
             where = key if key == "chain" else f"{key}[0]"
@@ -467,6 +468,7 @@ def _spatial(reader, data, head, check):
                     com=reader.vector(entry, "com", where, 3, np.zeros(3)),
                     rotation=_spatial_rotation(reader, entry, where), axis=axis,
                     name=reader.string(entry, "name", where, None))
+    reader.call("model", model.compile)
     initial = reader.table(data, "initial", "initial")
     if "qd" in initial:
         reader.fail("initial.qd", f"a spatial model's velocities are v ({model.nv} numbers: a quaternion joint has "
@@ -630,8 +632,44 @@ def _table(name, items):
     return "\n".join(lines)
 
 
+def _analysis_table(analysis):
+    return "[analysis]\n" + "\n".join(f"{k} = {_value(v) if not isinstance(v, int) else v}"
+                                       for k, v in analysis.items())
+
+
+def _dumps_spatial(model, q0, v0, analysis):
+    """TOML text of a Model3D (module docstring: spatial models), every key explicit."""
+    def body_name(index):
+        return "ground" if index == GROUND else model.names[index]
+
+    parts = [f"[model]\ndimension = 3\nname = {_value(model.name or '')}\ngravity = {_value(model.gravity)}\n"
+             'form = "tree"']
+    for b in model._bodies:
+        joint = spatial_layout.JOINT_NAMES[b["jtype"]]
+        axes = _SPATIAL_AXIS.get(joint, 0)
+        parts.append(_table("body", [
+            ("name", b["name"]), ("parent", body_name(b["parent"])), ("joint", joint),
+            ("parent_point", b["parent_point"]), ("child_point", b["child_point"]), ("mass", b["mass"]),
+            ("inertia", b["inertia"]), ("com", b["com"]), ("rotation", b["rotation"]),
+            ("axis", b["a1"] if axes == 1 else ([b["a1"], b["a2"]] if axes == 2 else None))]))
+    initial = ["[initial]"]
+    if q0 is not None:
+        initial.append(f"q = {_value(q0)}")
+    if v0 is not None:
+        initial.append(f"v = {_value(v0)}")
+    if len(initial) > 1:
+        parts.append("\n".join(initial))
+    if analysis:
+        parts.append(_analysis_table(analysis))
+    return "\n\n".join(parts) + "\n"
+
+
 def dumps(model, q0=None, qd0=None, analysis=None):
-    """TOML text of a Model in the tree form (with its elements and loops), an initial state and an analysis."""
+    """TOML text of a Model in the tree form (with its elements and loops), an initial state and an analysis; of a
+    Model3D in the spatial form (``qd0`` is then its velocity v, nv numbers)."""
+    if isinstance(model, Model3D):
+        return _dumps_spatial(model, q0, qd0, analysis)
+
     def body_name(index):
         return "ground" if index == GROUND else model.body_names[index]
 
@@ -674,11 +712,10 @@ def dumps(model, q0=None, qd0=None, analysis=None):
             initial.append(f"qd = {_value(qd0)}")
         parts.append("\n".join(initial))
     if analysis:
-        parts.append("[analysis]\n" + "\n".join(f"{k} = {_value(v) if not isinstance(v, int) else v}"
-                                                for k, v in analysis.items()))
+        parts.append(_analysis_table(analysis))
     return "\n\n".join(parts) + "\n"
 
 
 def save(model, path, q0=None, qd0=None, analysis=None):
-    """Write ``dumps(model, q0, qd0, analysis)`` to ``path``."""
+    """Write ``dumps(model, q0, qd0, analysis)`` to ``path`` (a Model3D: ``qd0`` is its velocity v)."""
     Path(path).write_text(dumps(model, q0, qd0, analysis), encoding="utf-8")
