@@ -29,6 +29,7 @@ import numpy as np
 
 from . import joints
 from .dynamics import forward_kinematics
+from .model3d import Model3D
 
 # ---- labels -------------------------------------------------------------------------------------------------------
 
@@ -632,9 +633,79 @@ def _draw_many(model, qs, ax, colors, alphas, labels, outline=None):
 
 def draw(model, q, ax=None, outlines=None, color="C0", alpha=1.0, label=None):
     """Draw the mechanism at q (module docstring) on ``ax`` (a new figure if None), framed to its extent; returns
-    the figure. ``outlines``: an ``Outline`` of the model to reuse."""
+    the figure. ``outlines``: an ``Outline`` of the model to reuse. A spatial model (``Model3D``) is drawn by
+    ``snapshot3d`` (``ax`` must then be a 3D axes)."""
+    if isinstance(model, Model3D):
+        return snapshot3d(model, q, ax, color=color, alpha=alpha, label=label)
     fig, ax = _axes(ax)
     _draw_many(model, [np.asarray(q, dtype=float)], ax, [color], [alpha], [label], outlines)
+    if label:
+        ax.legend(fontsize=7)
+    return fig
+
+
+# ---- spatial models ------------------------------------------------------------------------------------------------
+
+def spatial_sticks(model, q):
+    """The stick figure of a spatial model at q, in ground coordinates [m]: a dict with
+
+    - ``segments`` (k, 2, 3): each body as bars from its joint point to its centre of mass and to the joint points
+      of its children (a body whose points all coincide has none);
+    - ``joints`` (nbodies, 3): each body's joint point (child_point placed), ``coms`` (nbodies, 3): the centres of
+      mass, ``ground`` (g, 3): the joint points of the bodies jointed to the ground (parent_point in the ground).
+    """
+    rotations, origins = forward_kinematics(model, q)
+    bodies = model._bodies
+
+    def place(i, point):
+        return origins[i] + rotations[i] @ point
+
+    joints_at = np.array([place(i, b["child_point"]) for i, b in enumerate(bodies)]).reshape(-1, 3)
+    coms = np.array([place(i, b["com"]) for i, b in enumerate(bodies)]).reshape(-1, 3)
+    segments = []
+    for i in range(len(bodies)):
+        ends = [coms[i]] + [place(i, child["parent_point"]) for child in bodies if child["parent"] == i]
+        segments += [(joints_at[i], end) for end in ends if np.linalg.norm(end - joints_at[i]) > 0.0]
+    ground = np.array([b["parent_point"] for b in bodies if b["parent"] < 0]).reshape(-1, 3)
+    return {"segments": np.array(segments).reshape(-1, 2, 3), "joints": joints_at, "coms": coms, "ground": ground}
+
+
+def snapshot3d(model, q, ax=None, color="C0", alpha=1.0, label=None):
+    """Draw a spatial model (``Model3D``) at configuration q (nq,) as a matplotlib 3D stick figure; returns the
+    figure.
+
+    Each body is drawn as bars from its joint point to its centre of mass and to its children's joints
+    (``spatial_sticks``), joints as open circles, centres of mass as dots (area growing with the mass), the
+    ground joints as black triangles; axes x, y, z [m] with equal scales, framed to the figure. ``ax``: a 3D axes
+    (``projection="3d"``) to draw on; None makes a new figure (``figure``: no backend selected).
+    """
+    if not isinstance(model, Model3D):
+        raise TypeError(f"snapshot3d draws a Model3D; got {type(model).__name__} (use draw for a planar Model)")
+    if ax is None:
+        fig, ax = figure(pyplot=None, subplot_kw={"projection": "3d"}, figsize=(6, 6))
+    else:
+        if getattr(ax, "name", None) != "3d":
+            raise TypeError("snapshot3d needs a 3D axes: fig.add_subplot(projection='3d')")
+        fig = ax.figure
+    from mpl_toolkits.mplot3d.art3d import Line3DCollection  # noqa: PLC0415
+
+    sticks = spatial_sticks(model, q)
+    if len(sticks["segments"]):
+        ax.add_collection3d(Line3DCollection(sticks["segments"], colors=color, alpha=alpha, linewidths=2.0,
+                                             label=label))
+    joints_at, coms = sticks["joints"], sticks["coms"]
+    ax.scatter(*joints_at.T, facecolors="white", edgecolors=color, alpha=alpha, s=25, depthshade=False)
+    masses = np.array([b["mass"] for b in model._bodies])
+    sizes = 10.0 + 60.0 * masses / max(float(masses.max()), 1e-300)
+    ax.scatter(*coms.T, color=color, alpha=alpha, s=sizes, depthshade=False)
+    if len(sticks["ground"]):
+        ax.scatter(*sticks["ground"].T, color="k", marker="^", s=40, depthshade=False)
+    everything = np.vstack([joints_at, coms, sticks["ground"], sticks["segments"].reshape(-1, 3)])
+    low, high = everything.min(axis=0), everything.max(axis=0)
+    centre, half = 0.5 * (low + high), 0.5 * max(float(np.max(high - low)), 1e-9) * 1.1
+    ax.set(xlim=(centre[0] - half, centre[0] + half), ylim=(centre[1] - half, centre[1] + half),
+           zlim=(centre[2] - half, centre[2] + half), xlabel="x [m]", ylabel="y [m]", zlabel="z [m]")
+    ax.set_box_aspect((1.0, 1.0, 1.0))
     if label:
         ax.legend(fontsize=7)
     return fig
