@@ -31,7 +31,7 @@ def link_constraints(q):
     a, b, top = gov.arm, gov.link, gov.pivot_height
     values, jac = np.zeros(2), np.zeros((2, 4))
     for i, phi in enumerate(q[1:3]):
-        root = np.sqrt(b * b - (a * np.sin(phi)) ** 2)
+        root = np.sqrt(b * b - a * a + (a * np.cos(phi)) ** 2)
         values[i] = (top - q[3]) - a * np.cos(phi) - root
         jac[i, 1 + i] = a * np.sin(phi) + a * a * np.sin(phi) * np.cos(phi) / root
         jac[i, 3] = -1.0

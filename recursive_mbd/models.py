@@ -124,10 +124,14 @@ class Governor:
     pivot_height: float
     g: float
 
+    def _link_height(self, phi):
+        """The link's vertical extent sqrt(b^2 - a^2 sin^2(phi)), written b^2 - a^2 + (a cos(phi))^2 so that it
+        stays accurate (a cos(phi) for a = b) as phi nears pi/2."""
+        return np.sqrt(self.link**2 - self.arm**2 + (self.arm * np.cos(phi)) ** 2)
+
     def sleeve_height(self, phi):
         """The sleeve's height on the spindle [m] (its joint coordinate) with both arms at phi [rad]."""
-        a, b = self.arm, self.link
-        return self.pivot_height - a * np.cos(phi) - np.sqrt(b * b - (a * np.sin(phi)) ** 2)
+        return self.pivot_height - self.arm * np.cos(phi) - self._link_height(phi)
 
     def q(self, phi, spindle_angle=0.0):
         """The tree's configuration (4,) with both arms at phi and the links closed."""
@@ -135,8 +139,7 @@ class Governor:
 
     def dq_dphi(self, phi):
         """d q / d phi (4,) along the symmetric motion (the loops closed)."""
-        a, b = self.arm, self.link
-        root = np.sqrt(b * b - (a * np.sin(phi)) ** 2)
+        a, root = self.arm, self._link_height(phi)
         return np.array([0.0, 1.0, 1.0, a * np.sin(phi) + a * a * np.sin(phi) * np.cos(phi) / root])
 
     def reduced_force(self, phi, omega):
@@ -162,9 +165,9 @@ class Governor:
 
     def speed(self, phi):
         """The closed form: the spindle rate omega [rad/s] at which phi [rad] is the steady angle."""
-        m, big_m, a, b, g = self.ball_mass, self.sleeve_mass, self.arm, self.link, self.g
+        m, big_m, a, g = self.ball_mass, self.sleeve_mass, self.arm, self.g
         c = np.cos(phi)
-        ratio = a * c / np.sqrt(b * b - (a * np.sin(phi)) ** 2)
+        ratio = a * c / self._link_height(phi)
         return np.sqrt(g * (2 * m + big_m * (1 + ratio)) / (2 * m * a * c))
 
     def sleeve_drop(self, omega):

@@ -19,6 +19,10 @@ children's joints, loops, spring-dampers), in its own frame:
   points; joint springs: a coil around a revolute joint, a zig-zag along a prismatic one; the ground: a hatched
   support under every ground joint and spring anchor.
 
+Spatial models (``Model3D``): ``snapshot3d`` (and ``draw``, which dispatches to it) draws a configuration as a
+matplotlib 3D stick figure (``spatial_sticks``: bars from each body's joint to its centre of mass and its
+children's joints), x / y / z [m] at equal scales.
+
 Library code never selects a matplotlib backend: when ``matplotlib.pyplot`` is already imported (the user works with
 pyplot) new figures come from it, otherwise from ``matplotlib.figure.Figure``, which needs no backend to be saved.
 """
@@ -649,8 +653,8 @@ def draw(model, q, ax=None, outlines=None, color="C0", alpha=1.0, label=None):
 def spatial_sticks(model, q):
     """The stick figure of a spatial model at q, in ground coordinates [m]: a dict with
 
-    - ``segments`` (k, 2, 3): each body as bars from its joint point to its centre of mass and to the joint points
-      of its children (a body whose points all coincide has none);
+    - ``segments`` (k, 2, 3): each body as bars from its joint point to its centre of mass and to the distinct
+      joint points of its children (a body whose points all coincide has none);
     - ``joints`` (nbodies, 3): each body's joint point (child_point placed), ``coms`` (nbodies, 3): the centres of
       mass, ``ground`` (g, 3): the joint points of the bodies jointed to the ground (parent_point in the ground).
     """
@@ -665,7 +669,8 @@ def spatial_sticks(model, q):
     segments = []
     for i in range(len(bodies)):
         ends = [coms[i]] + [place(i, child["parent_point"]) for child in bodies if child["parent"] == i]
-        segments += [(joints_at[i], end) for end in ends if np.linalg.norm(end - joints_at[i]) > 0.0]
+        distinct = np.unique(np.array(ends), axis=0)  # children jointed at one point share a bar
+        segments += [(joints_at[i], end) for end in distinct if np.linalg.norm(end - joints_at[i]) > 0.0]
     ground = np.array([b["parent_point"] for b in bodies if b["parent"] < 0]).reshape(-1, 3)
     return {"segments": np.array(segments).reshape(-1, 2, 3), "joints": joints_at, "coms": coms, "ground": ground}
 
