@@ -69,14 +69,21 @@ print("limitation: the links are closed by the symmetric configuration map (spat
       "the energy of the spinning tree is not simulated here")
 
 if args.plot:
-    fig, (left, right) = rm.plot.figure(1, 2, figsize=(10, 4.5), subplot_kw=None)
+    fig = rm.plot.figure(1, 1, figsize=(10, 4.5))[0]
+    fig.clear()
+    left = fig.add_subplot(1, 2, 1)
     omegas = np.array([r[0] for r in rows])
-    left.plot(omegas * 30 / np.pi, [r[2] for r in rows], "-", label="closed form")
-    left.plot(omegas * 30 / np.pi, [r[1] for r in rows], "o", label="Model3D (reduced force)")
+    dense = np.linspace(omegas[0], omegas[-1], 200)
+    left.plot(dense * 30 / np.pi, gov.sleeve_drop(dense), "-", label="closed form 2 g (m + M) / (m omega^2)")
+    left.plot(omegas * 30 / np.pi, [r[1] for r in rows], "o", label="Model3D (reduced force = 0)")
     left.set(xlabel="spindle speed [rpm]", ylabel="sleeve drop below the pivot [m]")
     left.legend()
-    right.remove()
-    ax3 = fig.add_subplot(1, 2, 2, projection="3d")
-    rm.plot.snapshot3d(model, gov.q(gov.steady_angle(omegas[2])), ax=ax3)
+    right = fig.add_subplot(1, 2, 2, projection="3d")
+    q = gov.q(gov.steady_angle(omegas[2]))
+    rm.plot.snapshot3d(model, q, ax=right)
+    sticks = rm.plot.spatial_sticks(model, q)
+    for ball in sticks["coms"][1:3]:  # the links (loops, not in the tree): dashed from each ball to the sleeve
+        right.plot(*np.array([ball, sticks["coms"][3]]).T, "k--", linewidth=1.0)
+    right.set_title(f"{omegas[2] * 30 / np.pi:.0f} rpm")
     fig.savefig(args.plot, dpi=90)
     print(f"wrote {args.plot}")
