@@ -151,6 +151,38 @@ class Governor:
         velocity = np.array([omega, 0.0, 0.0, 0.0])
         return -float(self.dq_dphi(phi) @ bias_forces(self.model, self.q(phi), velocity))
 
+    def _tangent_rate(self, phi):
+        """d^2 q / d phi^2 (4,): only the sleeve's entry is not zero (f' for f = a sin + a^2 sin cos / r,
+        r = sqrt(b^2 - a^2 sin^2), r' = -a^2 sin cos / r)."""
+        a, root = self.arm, self._link_height(phi)
+        sin, cos = np.sin(phi), np.cos(phi)
+        return np.array([0.0, 0.0, 0.0, a * cos + a * a * (cos * cos - sin * sin) / root
+                         + (a * a * sin * cos) ** 2 / root**3])
+
+    def arm_acceleration(self, phi, phi_rate, omega, damping=0.0):
+        """phi'' [rad/s^2] of the symmetric motion with the spindle held at omega [rad/s] and the links closed: the
+        tree's equations M vdot + h = tau projected on the tangent t = dq/dphi (the links' forces do no work along
+        it), with vdot = t phi'' + t' phi'^2 (the spindle's rate constant) and a damping torque -damping phi' [N m s]
+        on each arm's hinge:  (t^T M t) phi'' = -t^T (h + M t' phi'^2) - 2 damping phi'."""
+        from .dynamics import bias_forces, mass_matrix  # noqa: PLC0415
+
+        q, tangent = self.q(phi), self.dq_dphi(phi)
+        velocity = np.array([omega, 0.0, 0.0, 0.0]) + tangent * phi_rate
+        mass = mass_matrix(self.model, q)
+        force = tangent @ (bias_forces(self.model, q, velocity) + mass @ self._tangent_rate(phi) * phi_rate**2)
+        return float(-(force + 2 * damping * phi_rate) / (tangent @ mass @ tangent))
+
+    def jacobi_integral(self, phi, phi_rate, omega):
+        """The energy conserved by the undamped motion at a constant spindle rate omega (the Jacobi integral of the
+        spinning tree, a time-independent Lagrangian): T2 - T0 + V [J], with T2 the kinetic energy of the motion
+        relative to the spindle, T0 that of the rigid rotation at omega, V gravity's (``rm.energy``)."""
+        from .dynamics import energy  # noqa: PLC0415
+
+        q = self.q(phi)
+        relative = energy(self.model, q, self.dq_dphi(phi) * phi_rate)[0]
+        rigid, potential = energy(self.model, q, np.array([omega, 0.0, 0.0, 0.0]))
+        return relative - rigid + potential
+
     def steady_angle(self, omega, xtol=1e-15):
         """The arms' steady angle phi [rad] at spindle rate omega: the root of ``reduced_force`` in (0, phi_max),
         bracketed (brentq). ModelError when omega is below the speed at which the balls lift off."""

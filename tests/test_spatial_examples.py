@@ -77,6 +77,27 @@ def test_governor_dynamics_rest_at_the_steady_state():
     assert arm_acceleration(1.05 * omega) > 0.01 * omega**2 * np.sin(phi) * np.cos(phi)
 
 
+def test_governor_dynamics_keep_the_jacobi_integral_and_settle_to_the_steady_angle():
+    """The symmetric motion with the spindle held at omega (the tree's M and h projected on the links' tangent):
+    undamped it keeps the Jacobi integral T2 - T0 + V (from rm.energy, an independent quantity) to 1e-10
+    relative; with damping on the arms' hinges it settles to the closed-form steady angle."""
+    from scipy.integrate import solve_ivp  # noqa: PLC0415
+
+    gov = rm.models.centrifugal_governor()
+    omega = 20.0
+
+    def rhs(t, y, damping):
+        return [y[1], gov.arm_acceleration(y[0], y[1], omega, damping)]
+
+    free = solve_ivp(rhs, (0.0, 1.0), [1.0, 0.0], args=(0.0,), rtol=1e-12, atol=1e-12)
+    jacobi = np.array([gov.jacobi_integral(phi, rate, omega) for phi, rate in free.y.T])
+    assert np.ptp(free.y[0]) > 0.3  # it swings
+    assert np.abs(jacobi - jacobi[0]).max() < 1e-10 * abs(jacobi[0])
+    damped = solve_ivp(rhs, (0.0, 6.0), [1.0, 0.0], args=(1.0,), rtol=1e-11, atol=1e-13)
+    steady = np.arccos(gov.sleeve_drop(omega) / (2 * gov.arm))  # Porter: a cos(phi) = g (m + M) / (m omega^2)
+    assert abs(damped.y[0, -1] - steady) < 1e-8
+
+
 def steady_precession(tilt, spin, rate):
     """(q, v, expected vdot) of a top tilted about the ground x axis, precessing at ``rate`` about the vertical with
     the angular velocity component ``spin`` along its symmetry axis (body z)."""
