@@ -129,6 +129,35 @@ def static_equilibrium(model, q_guess, tau=None, *, tol=1e-10, max_iter=50, fixe
     return Equilibrium3D(q, g, k, eigenvalues, stable, iterations, holding)
 
 
+def modes(model, q_eq, k=None):
+    """Natural frequencies [rad/s] (ascending) and mode shapes (nv, k) of a spatial tree about the equilibrium
+    q_eq: K x = omega^2 M x with K the symmetric part of ``stiffness`` and M = ``rm.mass_matrix``; shapes are
+    velocity-space displacements (q = q_eq (+) shape), M-normalised. ModelError when K has a negative eigenvalue
+    (q_eq not a stable equilibrium; q_eq should be one, from ``static_equilibrium``)."""
+    import scipy.linalg  # noqa: PLC0415
+
+    from .dynamics import mass_matrix  # noqa: PLC0415
+
+    if not isinstance(model, Model3D):
+        raise TypeError(f"model must be a Model3D, got {type(model).__name__}")
+    q = _configuration(model, q_eq, "q_eq")
+    count = model.nv if k is None else _checks.integer(k, "k")
+    if not 1 <= count <= model.nv:
+        raise StateError(f"k must be between 1 and {model.nv}, got {count}")
+    k_matrix = stiffness(model, q)
+    k_matrix = 0.5 * (k_matrix + k_matrix.T)
+    try:
+        values, vectors = scipy.linalg.eigh(k_matrix, mass_matrix(model, q), subset_by_index=(0, count - 1))
+    except np.linalg.LinAlgError:
+        raise ModelError("modes: the mass matrix at q_eq is not positive definite (a body with no inertia about "
+                         "a joint axis: e.g. a point mass or a rod without torsional inertia on a spherical "
+                         "joint)") from None
+    if values[0] < -1e-9 * max(1.0, np.abs(values).max()):
+        raise ModelError(f"q_eq is not a stable equilibrium: the stiffness has a negative eigenvalue "
+                         f"{values[0]:.6g} (omega^2)")
+    return np.sqrt(np.maximum(values, 0.0)), vectors
+
+
 @dataclass
 class Equilibrium3D:
     """A static equilibrium of a spatial tree (``static_equilibrium``; fields as documented there)."""

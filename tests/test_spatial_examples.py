@@ -218,6 +218,37 @@ def test_static_equilibrium_planar_chain_rebuilt_in_space():
     assert eq.stable == reference.stable
 
 
+def test_modes_of_a_pendulum_on_a_universal_joint():
+    """A body hanging from a universal joint (axes ground x, then body y) swings at sqrt(m g l / I_x) and
+    sqrt(m g l / I_y), the moments about the pivot's axes (compound pendulum, two planes)."""
+    mass, length, ix, iy = 1.2, 0.5, 0.03, 0.05
+    model = rm.Model3D()
+    model.add_body(joint="universal", axis=((1.0, 0.0, 0.0), (0.0, 1.0, 0.0)), mass=mass,
+                   inertia=(ix, iy, 0.04, 0.0, 0.0, 0.0), com=(0.0, 0.0, -length))
+    eq = rm.static_equilibrium(model, [0.1, -0.2])
+    np.testing.assert_allclose(eq.q, 0.0, atol=1e-12)
+    omega, shapes = rm.modes(model, eq.q)
+    expected = np.sqrt(mass * 9.81 * length / (np.array([iy, ix]) + mass * length**2))
+    np.testing.assert_allclose(omega, expected, rtol=1e-8)
+    assert abs(shapes[1, 0]) > 0.99 * np.abs(shapes[:, 0]).sum()  # the slower mode swings about the y axis
+
+
+def test_modes_of_a_spatial_chain_equal_the_planar_chain_in_both_planes():
+    """A 3-link chain of spherical joints hanging in space: each planar chain frequency (rm.modes on
+    chains.serial_chain) twice (the two planes), plus the torsion modes of zero frequency about the vertical."""
+    n, rod, mass = 3, 0.4, 0.5
+    planar = rm.chains.serial_chain(n, length=n * rod, mass=n * mass)
+    planar_omega, _ = rm.modes(planar, np.zeros(n))
+    model = rm.Model3D()
+    inertia = mass * rod**2 / 12
+    for i in range(n):
+        model.add_body(parent=i - 1, joint="spherical", parent_point=(0.0, 0.0, -rod / 2 if i else 0.0),
+                       child_point=(0.0, 0.0, rod / 2), mass=mass, inertia=(inertia, inertia, 0.1 * inertia, 0, 0, 0))
+    omega, _ = rm.modes(model, model.neutral())
+    assert np.all(omega[:n] < 1e-3 * omega[n])  # the rods' torsion about the vertical: no restoring force
+    np.testing.assert_allclose(omega[n:], np.repeat(planar_omega, 2), rtol=1e-7)
+
+
 def test_static_equilibrium_of_a_spatial_tree_refuses_bad_input():
     model = rm.models.heavy_top()
     with pytest.raises(rm.StateError, match="q_guess"):
@@ -226,3 +257,7 @@ def test_static_equilibrium_of_a_spatial_tree_refuses_bad_input():
         rm.static_equilibrium(model, [1.0, 0.5, 0.0, 0.0])
     with pytest.raises(rm.StateError, match="tau"):
         rm.static_equilibrium(model, model.neutral(), np.zeros(4))
+    flat = rm.Model3D()
+    flat.add_body(joint="spherical", mass=1.0, inertia=(0.1, 0.1, 0.0, 0, 0, 0), com=(0.0, 0.0, -1.0))
+    with pytest.raises(rm.ModelError, match="mass matrix"):
+        rm.modes(flat, flat.neutral())
