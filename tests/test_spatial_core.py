@@ -257,8 +257,8 @@ def test_velocities_are_rates_of_the_poses(seed):
     minus, _ = rm.point_kinematics(model, rm.integrate_configuration(model, q, v, -step), v, 5, point)
     _close(velocity, (plus - minus) / (2 * step), 1e-8)
     # the potential energy from the poses: V = -sum m g . c
-    com = np.array([pos[i] + rot[i] @ b["com"] for i, b in enumerate(model._bodies)])
-    masses = np.array([b["mass"] for b in model._bodies])
+    com = pos + np.einsum("ijk,ik->ij", rot, model._table.column("com"))
+    masses = model._table.column("mass")
     _, potential = rm.energy(model, q, v)
     assert abs(potential + masses @ (com @ model.gravity)) <= 1e-12 * (abs(potential) + 1.0)
 
@@ -399,3 +399,37 @@ def test_point_mass_on_a_spherical_joint_is_singular():
     offset.add_body("ground", "spherical", mass=1.0, inertia=0.0, com=(0.0, 0.0, -1.0), name="bob")
     with pytest.raises(ModelError, match=r"body 'bob' \(index 0\)"):
         rm.forward_dynamics(offset, offset.neutral(), np.zeros(3))
+
+
+def test_add_bodies_matches_add_body():
+    rng = np.random.default_rng(7)
+    k = 6
+    parents = np.array([-1, 0, 1, 1, 3, 0])
+    kwargs = dict(parent_point=rng.normal(size=(k, 3)), child_point=rng.normal(size=(k, 3)),
+                  mass=rng.uniform(0.5, 2.0, size=k), inertia=np.array([random_inertia(rng) for _ in range(k)]),
+                  com=rng.normal(size=(k, 3)), rotation=np.array([random_rotation(rng) for _ in range(k)]))
+    for joint, axis in (("universal", rng.normal(size=(k, 2, 3))), ("revolute", rng.normal(size=(k, 3))),
+                        ("spherical", None)):
+        one, many = rm.Model3D(), rm.Model3D()
+        for i in range(k):
+            one.add_body(int(parents[i]), joint, axis=None if axis is None else axis[i],
+                         **{key: value[i] for key, value in kwargs.items()})
+        assert many.add_bodies(parents, joint, axis=axis, **kwargs).tolist() == list(range(k))
+        one.compile(), many.compile()
+        assert np.array_equal(one.body_int, many.body_int)
+        assert np.allclose(one.body_real, many.body_real, rtol=0, atol=1e-15)
+        assert one.names == many.names
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"mass": [1.0, -1.0, 1.0]}, r"body 'body1' \(index 1\): mass must be >= 0"),
+    ({"inertia": [1.0, 1.0, np.nan]}, r"body 'body2' \(index 2\): inertia must be finite"),
+    ({"inertia": [(1.0, 1.0, 1.0, 0, 0, 0), (1.0, 1.0, 3.0, 0, 0, 0), (1.0, 1.0, 1.0, 0, 0, 0)]},
+     r"body 'body1' \(index 1\): inertia violates the triangle inequality"),
+    ({"axis": [(0.0, 0.0, 1.0), (0.0, 0.0, 1.0), (0.0, 0.0, 0.0)]}, r"body 'body2' \(index 2\): axis must be a non-"),
+    ({"rotation": [(1.0, 0, 0, 0), (1.0, 0, 0, 0), (1.1, 0, 0, 0)]}, r"body 'body2' \(index 2\): rotation"),
+    ({"com": np.zeros((2, 3))}, r"add_bodies: com must be \(3,\) or \(3, 3\)"),
+])
+def test_add_bodies_errors_name_the_first_bad_body(kwargs, message):
+    with pytest.raises(ModelError, match=message):
+        rm.Model3D().add_bodies(np.array([-1, 0, 1]), "revolute", **kwargs)
