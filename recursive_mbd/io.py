@@ -644,14 +644,15 @@ def _dumps_spatial(model, q0, v0, analysis):
 
     parts = [f"[model]\ndimension = 3\nname = {_value(model.name or '')}\ngravity = {_value(model.gravity)}\n"
              'form = "tree"']
-    for b in model._bodies:
-        joint = spatial_layout.JOINT_NAMES[b["jtype"]]
+    column = model._table.column  # the builder's per-body columns (what add_body stored)
+    for i, (name, joint) in enumerate(zip(model.names, model.joint_types, strict=True)):
         axes = _SPATIAL_AXIS.get(joint, 0)
+        a1, a2 = column("a1")[i], column("a2")[i]
         parts.append(_table("body", [
-            ("name", b["name"]), ("parent", body_name(b["parent"])), ("joint", joint),
-            ("parent_point", b["parent_point"]), ("child_point", b["child_point"]), ("mass", b["mass"]),
-            ("inertia", b["inertia"]), ("com", b["com"]), ("rotation", b["rotation"]),
-            ("axis", b["a1"] if axes == 1 else ([b["a1"], b["a2"]] if axes == 2 else None))]))
+            ("name", name), ("parent", body_name(int(column("parent")[i]))), ("joint", joint),
+            ("parent_point", column("parent_point")[i]), ("child_point", column("child_point")[i]),
+            ("mass", column("mass")[i]), ("inertia", column("inertia")[i]), ("com", column("com")[i]),
+            ("rotation", column("rotation")[i]), ("axis", a1 if axes == 1 else ([a1, a2] if axes == 2 else None))]))
     initial = ["[initial]"]
     if q0 is not None:
         initial.append(f"q = {_value(q0)}")
