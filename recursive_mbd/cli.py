@@ -232,13 +232,15 @@ def _run(args, out):
         _require("tqdm", "--progress", "progress")
     spec = io.load(args.file)
     model, analysis = spec.model, spec.analysis
-    _refuse_spatial(args.file, model, "simulation and analyses (rmbd run)")
     if not analysis:
         raise InputError(f"{args.file}: no analysis to run: add an [analysis] table with its type (a deck: a TASK "
                          "line)")
     if Path(args.file).resolve() in (target.resolve(), Path(args.csv).resolve() if args.csv else None):
         raise InputError(f"{args.file}: the output would overwrite the model file")
     kind = analysis["type"]
+    if isinstance(model, io.Model3D):
+        _run_spatial(args, spec, target, out)
+        return
     _compile_notice()
     base = {"kind": np.array(kind), "body_names": np.array(model.body_names), "source": np.array(str(args.file))}
     base.update(_labels_record(args.file, model))
@@ -318,12 +320,38 @@ def _labels_record(source, model):
             "loop_names": np.array(model.loop_names, dtype=str), "model_file": np.array(str(Path(source).resolve()))}
 
 
+SPATIAL_ANALYSES = ("statics", "modes")  # what rmbd run does for spatial models so far
+
+
 def _refuse_spatial(source, model, what):
     """A spatial model where only planar ones are handled yet: an input error saying so."""
     if isinstance(model, io.Model3D):
         raise InputError(f"{source}: a spatial model (model.dimension = 3): {what} of spatial models is not "
-                         "available yet; rmbd info describes the file, and the Python API (rm.forward_dynamics, "
-                         "rm.plot.snapshot3d, ...) takes the Model3D that rm.io.load returns")
+                         f"available yet (rmbd run does {' and '.join(SPATIAL_ANALYSES)}; rmbd info describes the "
+                         "file, and the Python API takes the Model3D that rm.io.load returns)")
+
+
+def _run_spatial(args, spec, target, out):
+    """rmbd run on a spatial model file: static equilibrium or modes (simulation is not available yet)."""
+    model, kind = spec.model, spec.analysis["type"]
+    if kind not in SPATIAL_ANALYSES:
+        _refuse_spatial(args.file, model, f"the {kind} analysis (simulation)")
+    from .analysis import modes, static_equilibrium  # noqa: PLC0415
+
+    _compile_notice()
+    arrays = {"kind": np.array(kind), "dimension": np.array(3), "body_names": np.array(model.names),
+              "joint_types": np.array(model.joint_types), "body_parent": model.parents,
+              "source": np.array(str(args.file)), "model_file": np.array(str(Path(args.file).resolve()))}
+    eq = static_equilibrium(model, spec.q0)
+    arrays.update(q=eq.q, residual=eq.residual, stiffness=eq.stiffness, eigenvalues=eq.eigenvalues)
+    print(f"static equilibrium ({eq.method}, {eq.iterations} iterations, "
+          f"{'stable' if eq.stable else 'not stable'}): q = {eq.q}", file=out)
+    if kind == "modes":
+        omega, shapes = modes(model, eq.q, min(spec.analysis["count"], model.nv))
+        arrays.update(omega=omega, shapes=shapes)
+        print("natural frequencies [rad/s]: " + ", ".join(f"{w:.6g}" for w in omega), file=out)
+    written = _write_npz(target, arrays)
+    print(f"wrote {written.resolve()}", file=out)
 
 
 _INFO_LIST = 20  # models with more bodies get a summary: counts by joint type, the first and last few bodies
@@ -432,8 +460,7 @@ def _result_model(args, data, out):
                   file=out)
         return None
     model = io.load(source).model
-    _refuse_spatial(source, model, "plotting results")
-    if tuple(str(name) for name in data.get("body_names", ())) != model.body_names:
+    if tuple(str(name) for name in data.get("body_names", ())) != tuple(model.body_names):
         if args.model:
             raise io.FileFormatError(f"{args.result}: its bodies are not those of {source}")
         print(f"note: {source} no longer has this result's bodies: no drawing of the mechanism", file=out)
@@ -449,7 +476,13 @@ def _plot(args, out):
         raise io.FileFormatError(f"{args.result}: not a result of rmbd run (no kind and coordinates q)")
     from . import plot  # noqa: PLC0415
 
-    fig = plot.overview(data, _result_model(args, data, out), pyplot=False)
+    model = _result_model(args, data, out)
+    if isinstance(model, io.Model3D) or "dimension" in data:
+        if model is None:
+            raise io.FileFormatError(f"{args.result}: a spatial result needs its model to be drawn (give --model)")
+        fig = plot.spatial_overview(data, model)
+    else:
+        fig = plot.overview(data, model, pyplot=False)
     target = _result_path(args.result, args.output, ".png")
     fig.savefig(target, dpi=args.dpi)
     print(f"wrote {target}", file=out)

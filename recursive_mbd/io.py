@@ -61,7 +61,8 @@ Spatial models (``rm.Model3D``, docs/conventions.md "Spatial models") use the sa
                        norm is off 1 by more than 1e-6 is refused), v (nv numbers; default zeros): the velocity
                        coordinates of the spec (a quaternion joint has 4 coordinates but 3 velocities), so ``qd`` is
                        refused; ``ModelFile.qd0`` (alias ``v0``) holds v
-    [analysis]         as above; ``rmbd run`` refuses what spatial models cannot run yet (see ``rmbd run``)
+    [analysis]         as above; ``rmbd run`` runs "statics" and "modes" of a spatial model and refuses the others
+                       (simulation of spatial models is not available yet)
 
 Spatial files have no [chain], [[joint]], [[loop]], force elements or [[driver]] yet (each is refused, by name).
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from . import joints
 from .dynamics import forward_kinematics
-from .model3d import Model3D
+from .model3d import Model3D, integrate_configuration
 
 # ---- labels -------------------------------------------------------------------------------------------------------
 
@@ -718,6 +718,29 @@ def snapshot3d(model, q, ax=None, color="C0", alpha=1.0, label=None):
     ax.set_box_aspect((1.0, 1.0, 1.0))
     if label:
         ax.legend(fontsize=7)
+    return fig
+
+
+def spatial_overview(result, model, most=4, amplitude=0.3):
+    """The figure ``rmbd plot`` draws for a spatial model's result (a dict of the .npz ``rmbd run`` wrote): the
+    static equilibrium q as a 3D snapshot; for modes, one 3D panel per mode (at most ``most``): the equilibrium
+    (grey) and the configuration displaced along the mode, q (+) s shape, with s such that the largest velocity-
+    space component is ``amplitude`` [rad or m]."""
+    q = np.asarray(result["q"], dtype=float)
+    omega = np.asarray(result["omega"]) if "omega" in result else np.zeros(0)
+    count = min(most, omega.size)
+    fig, axes = figure(1, max(count, 1), pyplot=False, subplot_kw={"projection": "3d"},
+                       figsize=(5 * max(count, 1), 5), squeeze=False)
+    axes = axes[0]
+    if count == 0:
+        snapshot3d(model, q, axes[0], label="static equilibrium")
+        return fig
+    shapes = np.asarray(result["shapes"], dtype=float)
+    for k, ax in enumerate(axes):
+        shape = shapes[:, k] * amplitude / max(float(np.abs(shapes[:, k]).max()), 1e-300)
+        snapshot3d(model, q, ax, color="0.6", alpha=0.5)
+        snapshot3d(model, integrate_configuration(model, q, shape), ax, color=f"C{k % 10}")
+        ax.set_title(f"mode {k + 1}: {omega[k]:.4g} rad/s")
     return fig
 
 

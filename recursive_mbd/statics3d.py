@@ -108,7 +108,7 @@ def static_equilibrium(model, q_guess, tau=None, *, tol=1e-10, max_iter=50, fixe
         iterations += 1
         k_free = stiffness(model, q)[np.ix_(free, free)]
         delta = np.zeros(model.nv)
-        delta[free] = -np.linalg.lstsq(k_free, g[free], rcond=None)[0]
+        delta[free] = -np.linalg.lstsq(k_free, g[free], rcond=1e-9)[0]  # no step along free turns
         length, norm = 1.0, np.linalg.norm(g[free])
         while length > 1e-8:
             trial = integrate_configuration(model, q, length * delta)

@@ -188,6 +188,28 @@ def test_rmbd_info_describes_a_spatial_file(tmp_path):
     assert "1 bodies" in out and "nq = 4" in out and "nv = 3" in out and "1 spherical" in out
 
 
+def test_rmbd_run_and_plot_the_modes_of_a_spatial_file(tmp_path):
+    source = SPATIAL / "hanging_rods.toml"
+    result = tmp_path / "rods.npz"
+    code, out, err = run_cli(["run", str(source), "-o", str(result)], tmp_path)
+    assert code == 0, err
+    assert "static equilibrium" in out and "natural frequencies" in out
+    spec = rm.io.load(source)
+    with np.load(result) as data:
+        eq = rm.static_equilibrium(spec.model, spec.q0)
+        np.testing.assert_array_equal(data["q"], eq.q)
+        omega, _ = rm.modes(spec.model, eq.q, 4)
+        np.testing.assert_array_equal(data["omega"], omega)
+        assert str(data["kind"]) == "modes" and list(data["body_names"]) == ["rod1", "rod2"]
+    # hanging straight down, the rods swing in both planes at equal frequencies
+    np.testing.assert_allclose(rm.forward_kinematics(spec.model, eq.q)[0][:, 2, 2], 1.0, atol=1e-12)
+    assert omega[0] < 1e-5 * omega[1] and omega[1] == pytest.approx(omega[2], rel=1e-7)
+    picture = tmp_path / "rods.png"
+    code, out, err = run_cli(["plot", str(result), "-o", str(picture)], tmp_path)
+    assert code == 0, err
+    assert picture.stat().st_size > 10000
+
+
 def test_rmbd_run_refuses_a_spatial_file_with_a_clear_message(tmp_path):
     path = tmp_path / "top.toml"
     path.write_text((SPATIAL / "heavy_top.toml").read_text() + '\n[analysis]\ntype = "dynamics"\nt_end = 1.0\n')
