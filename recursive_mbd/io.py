@@ -80,7 +80,7 @@ import numpy as np
 from . import chains, joints
 from ._kernels import spatial_layout
 from ._method_names import FIXED_STEP, METHODS
-from .errors import ModelError
+from .errors import ModelError, StateError
 from .mechanism import Mechanism
 from .model import GROUND, Model
 from .model3d import Model3D
@@ -205,7 +205,7 @@ def loads(text, source="<string>", *, check=True):
     head = reader.table(data, "model", "model")
     reader.keys(head, ("name", "gravity", "form", "cut", "dimension"), "model")
     dimension = head.get("dimension", 2)
-    if isinstance(dimension, bool) or dimension not in (2, 3):
+    if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension not in (2, 3):
         reader.fail("model.dimension", f"expected 2 (planar) or 3 (spatial), got {dimension!r}")
     if dimension == 3:
         return _spatial(reader, data, head)
@@ -655,10 +655,13 @@ def _dumps_spatial(model, q0, v0, analysis):
             ("mass", column("mass")[i]), ("inertia", column("inertia")[i]), ("com", column("com")[i]),
             ("rotation", column("rotation")[i]), ("axis", a1 if axes == 1 else ([a1, a2] if axes == 2 else None))]))
     initial = ["[initial]"]
-    if q0 is not None:
-        initial.append(f"q = {_value(q0)}")
-    if v0 is not None:
-        initial.append(f"v = {_value(v0)}")
+    for key, what, given, size in (("q", "q0", q0, model.nq), ("v", "v0", v0, model.nv)):
+        if given is None:
+            continue
+        values = np.asarray(given, dtype=float)
+        if values.shape != (size,) or not np.all(np.isfinite(values)):
+            raise StateError(f"{what} must be {size} finite numbers for this model, got shape {values.shape}")
+        initial.append(f"{key} = {_value(values)}")
     if len(initial) > 1:
         parts.append("\n".join(initial))
     if analysis:

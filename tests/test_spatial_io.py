@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import recursive_mbd as rm
 from recursive_mbd import cli
@@ -121,6 +123,7 @@ v = [0.0, 1.0, 2.0, 3.0]
 MALFORMED = [
     ("dimension = 3", "dimension = 4", "model.dimension"),
     ("dimension = 3", "dimension = true", "model.dimension"),
+    ("dimension = 3", "dimension = 3.0", "model.dimension"),
     ('name = "arm"', 'name = "arm"\ngravity = [0.0, -9.81]', "model.gravity"),
     ('name = "arm"', 'name = "arm"\nform = "chain"', "model.form"),
     ("mass = 1.0", "", "body[0].mass: missing"),
@@ -217,3 +220,41 @@ def test_rmbd_run_refuses_a_spatial_file_with_a_clear_message(tmp_path):
     assert code == 1 and out == ""
     assert "top.toml" in err and "spatial" in err and "not available yet" in err, err
     assert not (tmp_path / "top.npz").exists()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_fuzzed_spatial_files_never_crash(tmp_path, data):
+    """Random edits of a valid spatial file (deleted lines, replaced values, inserted junk): rmbd info exits with 0
+    or 1 (an error naming the place), never an internal error."""
+    lines = GOOD.splitlines()
+    for _ in range(data.draw(st.integers(1, 3))):
+        index = data.draw(st.integers(0, len(lines) - 1))
+        action = data.draw(st.sampled_from(["delete", "value", "junk"]))
+        if action == "delete":
+            del lines[index]
+        elif action == "value" and "=" in lines[index]:
+            key = lines[index].split("=")[0]
+            value = data.draw(st.sampled_from(["-1", "0", "3", "1e308", "nan", "inf", '"x"', "[]", "[1, 2, 3]",
+                                               "[[1, 0, 0], [0, 1, 0], [0, 0, 1]]", "[[1, 2], [3]]", "true",
+                                               '"ground"', '"free"', '"universal"', "[0.0, 0.0, 0.0, 0.0]",
+                                               "[1.0, 0.0, 0.0, 0.0, 0.0, 0.0]", "{}"]))
+            lines[index] = f"{key}= {value}"
+        else:
+            lines.insert(index, data.draw(st.text(alphabet="[]=\"a1. \n", max_size=12)))
+        if not lines:
+            lines = [""]
+    path = tmp_path / "model.toml"
+    path.write_text("\n".join(lines))
+    code, _, err = run_cli(["info", str(path)], tmp_path)
+    assert code in (0, 1), err
+    assert "Traceback" not in err
+
+
+def test_save_refuses_states_of_the_wrong_size(tmp_path):
+    model = rm.models.heavy_top()
+    with pytest.raises(rm.StateError, match="q0"):
+        rm.io.save(model, tmp_path / "top.toml", np.zeros(3))
+    with pytest.raises(rm.StateError, match="v0"):
+        rm.io.save(model, tmp_path / "top.toml", model.neutral(), np.zeros(4))
+    assert not (tmp_path / "top.toml").exists()
