@@ -21,7 +21,8 @@ children's joints, loops, spring-dampers), in its own frame:
 
 Spatial models (``Model3D``): ``snapshot3d`` (and ``draw``, which dispatches to it) draws a configuration as a
 matplotlib 3D stick figure (``spatial_sticks``: bars from each body's joint to its centre of mass and its
-children's joints), x / y / z [m] at equal scales.
+children's joints), x / y / z [m] at equal scales; ``spatial_overview`` draws a spatial statics or modes result,
+``animate`` a spatial motion.
 
 Library code never selects a matplotlib backend: when ``matplotlib.pyplot`` is already imported (the user works with
 pyplot) new figures come from it, otherwise from ``matplotlib.figure.Figure``, which needs no backend to be saved.
@@ -978,13 +979,38 @@ def overview(result, model=None, pyplot=None):
     return fig
 
 
+def _animate3d(model, t, q, index, path, fps, dpi):
+    """``animate`` for a spatial model: each frame a ``snapshot3d``, the axes fixed to the extent of every frame."""
+    from matplotlib.animation import FFMpegWriter, FuncAnimation, PillowWriter  # noqa: PLC0415
+
+    fig, ax = figure(pyplot=False, subplot_kw={"projection": "3d"}, figsize=(6, 6))
+    sticks = [spatial_sticks(model, q[k]) for k in index]
+    points = np.vstack([np.vstack([s["joints"], s["coms"], s["ground"]]) for s in sticks])
+    low, high = points.min(axis=0), points.max(axis=0)
+    centre, half = 0.5 * (low + high), 0.55 * max(float(np.max(high - low)), 1e-9)
+
+    def frame(k):
+        ax.cla()
+        snapshot3d(model, q[index[k]], ax)
+        ax.set(xlim=(centre[0] - half, centre[0] + half), ylim=(centre[1] - half, centre[1] + half),
+               zlim=(centre[2] - half, centre[2] + half), title=f"t = {t[index[k]]:.3f} s")
+        return []
+
+    movie = FuncAnimation(fig, frame, frames=len(index), blit=False)
+    writer = PillowWriter(fps=fps) if str(path).endswith(".gif") else FFMpegWriter(fps=fps)
+    movie.save(path, writer=writer, dpi=dpi)
+    return path
+
+
 def animate(model, t, q, path, fps=25, frames=None, dpi=80):
     """Write an animation of the samples (t, q) to ``path`` (.gif with Pillow, .mp4 with ffmpeg), framed to the
-    extent of every frame."""
+    extent of every frame. A spatial model (``Model3D``) is animated as 3D snapshots (``snapshot3d``)."""
     _require_matplotlib()
     from matplotlib.animation import FFMpegWriter, FuncAnimation, PillowWriter  # noqa: PLC0415
 
     count = t.size if frames is None else min(frames, t.size)
+    if isinstance(model, Model3D):
+        return _animate3d(model, t, q, np.linspace(0, t.size - 1, count).round().astype(int), path, fps, dpi)
     index = np.linspace(0, t.size - 1, count).round().astype(int)
     fig, ax = figure(pyplot=False)
     outline = Outline(model)

@@ -152,6 +152,32 @@ def test_snapshot3d_draws_the_governor(tmp_path):
         rm.plot.snapshot3d(gov.model, q, ax=rm.plot.figure()[1])
 
 
+def test_animate_a_spatial_motion(tmp_path):
+    """rm.plot.animate on a Model3D: the precessing top (its closed-form motion, R(t) = Rz(Omega t) Rx(tilt)
+    Rz(psi' t)) to a .gif, one frame per sample."""
+    model = rm.models.heavy_top()
+    tilt, spin = 0.4, 150.0
+    rate = rm.models.heavy_top_precession(spin, tilt)[0]
+    t = np.linspace(0.0, 2 * np.pi / rate, 6)
+    relative = spin - rate * np.cos(tilt)
+
+    def quat(axis, angle):
+        return np.concatenate([[np.cos(angle / 2)], np.sin(angle / 2) * np.asarray(axis, dtype=float)])
+
+    def times(a, b):
+        return np.concatenate([[a[0] * b[0] - a[1:] @ b[1:]], a[0] * b[1:] + b[0] * a[1:] + np.cross(a[1:], b[1:])])
+
+    q = np.array([times(times(quat([0, 0, 1], rate * s), quat([1, 0, 0], tilt)), quat([0, 0, 1], relative * s))
+                  for s in t])
+    path = tmp_path / "top.gif"
+    rm.plot.animate(model, t, q, path, fps=5)
+    assert path.stat().st_size > 5000
+    from PIL import Image  # noqa: PLC0415  (matplotlib's gif writer needs Pillow)
+
+    with Image.open(path) as movie:
+        assert movie.n_frames == 6
+
+
 @pytest.mark.parametrize(("script", "marker"), [("governor.py", "max relative error of the sleeve drop"),
                                                 ("spinning_top.py", "max relative difference")])
 def test_spatial_example_scripts(script, marker, tmp_path):
