@@ -97,8 +97,13 @@ def static_equilibrium(model, q_guess, tau=None, *, tol=1e-10, max_iter=50, fixe
     def residual(config):
         return bias_forces(model, config, rest) - tau
 
-    # scale of the loads, so that tol is relative: gravity's generalised forces at the guess and tau
-    scale = max(float(np.abs(residual(q) + tau).max()), float(np.abs(tau).max()), 1e-300)
+    # scale of the loads, so that tol is relative: gravity's generalised forces at the guess, tau, and the weight
+    # times the model's size (so that a guess that is already an equilibrium does not set the scale to zero)
+    column = model._table.column  # the builder's per-body columns
+    points = np.concatenate([column(key) for key in ("parent_point", "child_point", "com")])
+    size = float(np.abs(points).max()) or 1.0
+    weight = float(column("mass").sum()) * float(np.linalg.norm(model.gravity))
+    scale = max(float(np.abs(residual(q) + tau).max()), float(np.abs(tau).max()), weight * size, 1e-300)
     g = residual(q)
     iterations = 0
     while np.abs(g[free]).max(initial=0.0) > tol * scale:

@@ -253,6 +253,8 @@ def test_modes_of_a_pendulum_on_a_universal_joint():
                    inertia=(ix, iy, 0.04, 0.0, 0.0, 0.0), com=(0.0, 0.0, -length))
     eq = rm.static_equilibrium(model, [0.1, -0.2])
     np.testing.assert_allclose(eq.q, 0.0, atol=1e-12)
+    again = rm.static_equilibrium(model, eq.q)  # from an equilibrium: no step
+    assert again.iterations == 0 and np.array_equal(again.q, eq.q)
     omega, shapes = rm.modes(model, eq.q)
     expected = np.sqrt(mass * 9.81 * length / (np.array([iy, ix]) + mass * length**2))
     np.testing.assert_allclose(omega, expected, rtol=1e-8)
