@@ -53,6 +53,16 @@ def _held(model, fixed):
     return np.unique(np.array(held, dtype=np.int64))
 
 
+def _where(model, g, free):
+    """Where the residual is largest: "v[3] (body 'sleeve', prismatic joint)"."""
+    index = int(free[np.argmax(np.abs(g[free]))])
+    for body, joint in enumerate(model.joint_types):
+        span = model.v_slice(body)
+        if span.start <= index < span.stop:
+            return f"v[{index}] (body {model.names[body]!r}, {joint} joint)"
+    return f"v[{index}]"
+
+
 def stiffness(model, q, step=_STEP):
     """K (nv, nv) = d(h(q, 0) - tau)/d delta at q (tau constant), delta the velocity-space displacement
     q (+) delta (central differences along ``integrate_configuration``)."""
@@ -109,7 +119,7 @@ def static_equilibrium(model, q_guess, tau=None, *, tol=1e-10, max_iter=50, fixe
     while np.abs(g[free]).max(initial=0.0) > tol * scale:
         if iterations >= max_iter:
             raise ModelError(f"no static equilibrium found: residual |g| = {np.abs(g[free]).max():.3g} (N or N m) "
-                             f"after {iterations} Newton iterations from q_guess")
+                             f"after {iterations} Newton iterations from q_guess, largest at {_where(model, g, free)}")
         iterations += 1
         k_free = stiffness(model, q)[np.ix_(free, free)]
         delta = np.zeros(model.nv)
@@ -123,7 +133,8 @@ def static_equilibrium(model, q_guess, tau=None, *, tol=1e-10, max_iter=50, fixe
             length *= 0.5
         else:
             raise ModelError(f"no static equilibrium found: Newton stalled at residual |g| = "
-                             f"{np.abs(g[free]).max():.3g} (N or N m) after {iterations} iterations")
+                             f"{np.abs(g[free]).max():.3g} (N or N m) after {iterations} iterations, largest at "
+                             f"{_where(model, g, free)}")
         q, g = trial, g_trial
     k = stiffness(model, q)
     k_free = k[np.ix_(free, free)]

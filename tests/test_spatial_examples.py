@@ -285,6 +285,8 @@ def test_static_equilibrium_of_a_spatial_tree_refuses_bad_input():
         rm.static_equilibrium(model, [1.0, 0.5, 0.0, 0.0])
     with pytest.raises(rm.StateError, match="tau"):
         rm.static_equilibrium(model, model.neutral(), np.zeros(4))
+    with pytest.raises(rm.ModelError, match=r"no static equilibrium found.*v\[3\] \(body 'sleeve', prismatic"):
+        rm.static_equilibrium(rm.models.centrifugal_governor().model, np.zeros(4))  # no links: the sleeve falls
     flat = rm.Model3D()
     flat.add_body(joint="spherical", mass=1.0, inertia=(0.1, 0.1, 0.0, 0, 0, 0), com=(0.0, 0.0, -1.0))
     with pytest.raises(rm.ModelError, match="mass matrix"):
