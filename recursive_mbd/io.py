@@ -43,8 +43,8 @@ lists every default the file relied on. Text is UTF-8; any unicode name is allow
                        kinematics: t_end required; samples (default 101)
                        statics: nothing more; modes: count (default 5)
 
-Spatial models (``rm.Model3D``, docs/conventions.md "Spatial models") use the same tables with ``dimension = 3`` in
-``[model]``; ``load`` then returns a ModelFile whose ``model`` is a Model3D::
+Spatial models (``rm.Model3D``; docs/conventions.md, "Spatial model files") use the same tables with
+``dimension = 3`` in ``[model]``; ``load`` then returns a ModelFile whose ``model`` is a Model3D::
 
     [model]            dimension = 3 (default 2: the planar format above), name (default none),
                        gravity = [gx, gy, gz] (default [0.0, 0.0, -9.81] m/s^2), form = "tree" (the only form)
@@ -59,7 +59,7 @@ Spatial models (``rm.Model3D``, docs/conventions.md "Spatial models") use the sa
                        [w, x, y, z] or a 3x3 rotation matrix as three rows)
     [initial]          q (nq numbers; default ``model.neutral()``: zeros and identity quaternions; a quaternion whose
                        norm is off 1 by more than 1e-6 is refused), v (nv numbers; default zeros): the velocity
-                       coordinates of the spec (a quaternion joint has 4 coordinates but 3 velocities), so ``qd`` is
+                       coordinates of ``Model3D`` (a quaternion joint has 4 coordinates but 3 velocities), so ``qd`` is
                        refused; ``ModelFile.qd0`` (alias ``v0``) holds v
     [analysis]         as above; ``rmbd run`` runs "statics" and "modes" of a spatial model and refuses the others
                        (simulation of spatial models is not available yet)
