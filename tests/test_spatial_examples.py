@@ -1,6 +1,7 @@
 """Spatial examples against their closed forms: seed 002's centrifugal governor (the sleeve height against the
 spindle speed) and the symmetric heavy top (the steady precession rate); the example scripts run; a 3D snapshot."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -178,8 +179,46 @@ def test_animate_a_spatial_motion(tmp_path):
         assert movie.n_frames == 6
 
 
+def load_example(name):
+    """An example script as a module (its command line runs only under __main__)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(ROOT / "examples"))
+    return module
+
+
+def test_whirling_rod_is_the_compound_conical_pendulum():
+    whirl = load_example("whirling_chain")
+    model, rod, m, transverse, axial = whirl.whirling_chain(1)
+    for omega in (5.0, 9.0):
+        theta = whirl.steady_whirl(model, omega, np.array([1.0]))
+        exact = np.arccos(m * 9.81 * rod / 2 / (omega**2 * (transverse + m * rod**2 / 4 - axial)))
+        assert abs(theta[0] - exact) < 1e-10
+
+
+def test_whirling_chain_steady_shapes_against_the_effective_potential():
+    """3 rods: above the first natural frequency the steady whirl makes the hand-differentiated effective potential
+    stationary (1e-10 of m g L) and the forward dynamics give zero accelerations; below it the chain hangs."""
+    whirl = load_example("whirling_chain")
+    model, rod, m, transverse, axial = whirl.whirling_chain(3)
+    first = rm.modes(model, model.neutral())[0][3]
+    theta = whirl.steady_whirl(model, 1.5 * first, np.array([0.8, 1.0, 1.2]))
+    assert np.all(np.abs(theta) > 0.3)
+    slope = whirl.potential_slope(theta, 1.5 * first, rod, m, transverse, axial)
+    assert np.abs(slope).max() < 1e-10 * 9.81
+    q, v = whirl.state(theta, 1.5 * first)
+    assert np.abs(rm.forward_dynamics(model, q, v)).max() < 1e-10 * first**2
+    hanging = whirl.steady_whirl(model, 0.9 * first, np.array([0.3, 0.4, 0.5]))
+    assert np.abs(hanging).max() < 1e-8
+
+
 @pytest.mark.parametrize(("script", "marker"), [("governor.py", "max relative error of the sleeve drop"),
-                                                ("spinning_top.py", "max relative difference")])
+                                                ("spinning_top.py", "max relative difference"),
+                                                ("whirling_chain.py", "max |dU/dtheta|")])
 def test_spatial_example_scripts(script, marker, tmp_path):
     args = ["--plot", str(tmp_path / "governor.png")] if script == "governor.py" else []
     out = subprocess.run([sys.executable, str(ROOT / "examples" / script), *args], capture_output=True, text=True,
