@@ -246,6 +246,20 @@ def test_static_equilibrium_pendulum_with_a_torque():
     assert abs(eq.q[0] - (np.pi - theta)) < 1e-10 and not eq.stable
 
 
+def test_static_equilibrium_holds_fixed_coordinates():
+    """Two rods hinged about x: the first held at a, the second hangs plumb (q2 = -a), and the support of the first
+    joint holds the moment of both weights, (m1 c1 + m2 L1) g sin(a)."""
+    a, m1, m2, c1, length1 = 0.6, 1.0, 2.0, 0.3, 0.5
+    model = rm.Model3D()
+    model.add_body(joint="revolute", axis=(1.0, 0.0, 0.0), mass=m1, inertia=0.01, com=(0.0, 0.0, -c1), name="upper")
+    model.add_body(parent="upper", joint="revolute", axis=(1.0, 0.0, 0.0), parent_point=(0.0, 0.0, -length1),
+                   mass=m2, inertia=0.02, com=(0.0, 0.0, -0.2), name="lower")
+    eq = rm.static_equilibrium(model, [a, 0.3], fixed=["upper"])
+    assert eq.q[0] == a and abs(eq.q[1] + a) < 1e-12
+    assert eq.holding[0] == pytest.approx((m1 * c1 + m2 * length1) * 9.81 * np.sin(a), rel=1e-12)
+    assert eq.holding[1] == 0.0 and eq.eigenvalues.size == 1 and eq.stable
+
+
 def test_static_equilibrium_spherical_pendulum_keeps_unit_quaternions():
     """A body on a spherical joint with a torque (tau_x, 0, 0) in its own frame: the upward vertical in body axes
     u = R^T e_z settles at (0, tau_x / (m g l), sqrt(1 - ...)) (c x R^T G + tau = 0 with c = (0, 0, -l)); the
