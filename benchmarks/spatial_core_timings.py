@@ -78,16 +78,23 @@ def main():
         peak_memory(args.memory)
         return
     rows = []
-    print(f"{'N':>8} {'joint':>10} {'FD per call':>14} {'per link':>10}")
-    for joint in ("spherical", "revolute"):
-        for n in args.sizes:
+    # the planar recursive FD of a serial chain of the same N, timed beside: on a loaded machine, the ratio is the
+    # figure to compare
+    print(f"{'N':>8} {'joint':>10} {'FD per call':>14} {'per link':>10} {'/ planar chain':>15}")
+    for n in args.sizes:
+        planar = rm.chains.serial_chain(n)
+        zeros, out = np.zeros(n), np.empty(n)
+        reference = median_time(lambda planar=planar, zeros=zeros, out=out:
+                                rm.forward_dynamics(planar, zeros, zeros, out=out), min_time=0.3)
+        for joint in ("spherical", "revolute"):
             model = chain(n, joint)
             q, v, tau = state(model)
             out = np.empty(model.nv)
             seconds = median_time(lambda model=model, q=q, v=v, tau=tau, out=out:
                                   rm.forward_dynamics(model, q, v, tau, out=out), min_time=0.5)
-            rows.append({"n": n, "joint": joint, "seconds": seconds})
-            print(f"{n:>8} {joint:>10} {seconds * 1e6:>11.2f} us {seconds / n * 1e9:>7.1f} ns")
+            rows.append({"n": n, "joint": joint, "seconds": seconds, "planar_chain_seconds": reference})
+            print(f"{n:>8} {joint:>10} {seconds * 1e6:>11.2f} us {seconds / n * 1e9:>7.1f} ns "
+                  f"{seconds / reference:>14.1f}x")
     result = subprocess.run([sys.executable, __file__, "--memory", str(args.memory_size)], capture_output=True,
                             text=True, check=True)
     peak, call, build = (float(x) for x in result.stdout.split())

@@ -433,3 +433,32 @@ def test_add_bodies_matches_add_body():
 def test_add_bodies_errors_name_the_first_bad_body(kwargs, message):
     with pytest.raises(ModelError, match=message):
         rm.Model3D().add_bodies(np.array([-1, 0, 1]), "revolute", **kwargs)
+
+
+def test_free_body_closed_forms():
+    """A free body falls at g (joint-frame coordinates R0^T g) and turns by Euler's equations
+    I omega' = -omega x I omega (principal axes, the joint at its centre of mass)."""
+    rng = np.random.default_rng(11)
+    gravity = np.array([0.3, -1.0, -9.81])
+    rotation = random_rotation(rng)
+    inertia = np.array([1.0, 2.0, 2.5])
+    model = rm.Model3D(gravity=gravity)
+    model.add_body(joint="free", mass=3.0, inertia=np.diag(inertia), com=(0.2, -0.1, 0.4), child_point=(0.2, -0.1, 0.4),
+                   parent_point=(1.0, 2.0, 3.0), rotation=rotation)
+    q, _ = random_state(rng, model)
+    omega = np.array([0.7, -1.1, 0.4])
+    vdot = rm.forward_dynamics(model, q, np.array([0.5, -0.2, 0.1, *omega]))
+    expected_omega = -np.cross(omega, inertia * omega) / inertia
+    _close(vdot[3:], expected_omega, 1e-14)
+    # the joint point is the centre of mass, whose position in the joint frame is t: t'' = R0^T g, spin or not
+    _close(vdot[:3], rm.model3d.quaternion_matrix(rotation).T @ gravity, 1e-14)
+
+
+def test_fixed_joints_only():
+    model = rm.Model3D()
+    model.add_body(joint="fixed", mass=1.0)
+    model.add_body(0, "fixed", mass=2.0, com=(0.0, 0.0, 1.0))
+    assert (model.nq, model.nv) == (0, 0)
+    assert rm.forward_dynamics(model, [], []).shape == (0,)
+    assert rm.mass_matrix(model, []).shape == (0, 0)
+    assert rm.energy(model, [], []) == (0.0, pytest.approx(2.0 * 9.81, rel=1e-15))
