@@ -32,6 +32,7 @@ from .dynamics import (
 )
 from .errors import ModelError, StateError
 from .loops import RCOND, constraints, forces_from_multipliers, loop_workspace
+from .model3d import Model3D
 
 
 def _vector(model, x, what):
@@ -82,7 +83,14 @@ def assemble(model, q_guess, fixed=(), *, tol=1e-12, max_iter=50):
     ModelError
         When the loops cannot close (lengths that do not fit, a coordinate held where the mechanism cannot
         reach): names the loop with the largest gap and its size.
+
+    A spatial tree (``Model3D``, no loops yet) returns q_guess with its quaternions normalised
+    (``recursive_mbd.statics3d.assemble``).
     """
+    if isinstance(model, Model3D):
+        from . import statics3d  # noqa: PLC0415
+
+        return statics3d.assemble(model, q_guess)
     q = _vector(model, q_guess, "q_guess")
     tol = _checks.real(tol, "tol", low=0.0)
     max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
@@ -426,7 +434,15 @@ def static_equilibrium(model, q_guess, tau=None, *, t=0.0, tol=1e-10, max_iter=5
     Returns
     -------
     Equilibrium
+
+    A spatial tree (``Model3D``, no loops yet): ``recursive_mbd.statics3d.static_equilibrium`` (Newton in the
+    velocity space under gravity and tau (nv,); ``t`` and ``prefer_stable`` do not apply), returning an
+    ``Equilibrium3D``.
     """
+    if isinstance(model, Model3D):
+        from . import statics3d  # noqa: PLC0415
+
+        return statics3d.static_equilibrium(model, q_guess, tau, tol=tol, max_iter=max_iter, fixed=fixed)
     q = _vector(model, q_guess, "q_guess")
     tau = np.zeros(model.nq) if tau is None else _vector(model, tau, "tau")
     t = _checks.real(t, "t")
@@ -679,7 +695,15 @@ def modes(model, q_eq, k=None, tau=None, *, t=0.0):
 
     Undamped: K v = omega^2 M v on the linearisation (generalised symmetric eigenproblem, scipy.linalg.eigh).
     Mode shapes are M-normalised. Raises ModelError if K has a negative eigenvalue (not a stable equilibrium).
+    A spatial tree (``Model3D``): ``recursive_mbd.statics3d.modes`` (gravity only; shapes (nv, k) in the velocity
+    space).
     """
+    if isinstance(model, Model3D):
+        from . import statics3d  # noqa: PLC0415
+
+        if tau is not None:
+            raise ModelError("modes of a spatial model: tau is not supported yet (gravity only)")
+        return statics3d.modes(model, q_eq, k)
     lin = linearize(model, q_eq, tau, t=t)
     n = lin.M.shape[0]
     k = n if k is None else _checks.integer(k, "k")

@@ -238,6 +238,9 @@ def _run(args, out):
     if Path(args.file).resolve() in (target.resolve(), Path(args.csv).resolve() if args.csv else None):
         raise InputError(f"{args.file}: the output would overwrite the model file")
     kind = analysis["type"]
+    if isinstance(model, io.Model3D):
+        _run_spatial(args, spec, target, out)
+        return
     _compile_notice()
     base = {"kind": np.array(kind), "body_names": np.array(model.body_names), "source": np.array(str(args.file))}
     base.update(_labels_record(args.file, model))
@@ -317,12 +320,49 @@ def _labels_record(source, model):
             "loop_names": np.array(model.loop_names, dtype=str), "model_file": np.array(str(Path(source).resolve()))}
 
 
+SPATIAL_ANALYSES = ("statics", "modes")  # what rmbd run does for spatial models so far
+
+
+def _refuse_spatial(source, model, what):
+    """A spatial model where only planar ones are handled yet: an input error saying so."""
+    if isinstance(model, io.Model3D):
+        raise InputError(f"{source}: a spatial model (model.dimension = 3): {what} of spatial models is not "
+                         f"available yet (rmbd run does {' and '.join(SPATIAL_ANALYSES)}; rmbd info describes the "
+                         "file, and the Python API takes the Model3D that rm.io.load returns)")
+
+
+def _run_spatial(args, spec, target, out):
+    """rmbd run on a spatial model file: static equilibrium or modes (simulation is not available yet)."""
+    model, kind = spec.model, spec.analysis["type"]
+    if kind not in SPATIAL_ANALYSES:
+        _refuse_spatial(args.file, model, f"the {kind} analysis (simulation)")
+    from .analysis import modes, static_equilibrium  # noqa: PLC0415
+
+    _compile_notice()
+    arrays = {"kind": np.array(kind), "dimension": np.array(3), "body_names": np.array(model.names),
+              "joint_types": np.array(model.joint_types), "body_parent": model.parents,
+              "source": np.array(str(args.file)), "model_file": np.array(str(Path(args.file).resolve()))}
+    eq = static_equilibrium(model, spec.q0)
+    arrays.update(q=eq.q, residual=eq.residual, stiffness=eq.stiffness, eigenvalues=eq.eigenvalues)
+    print(f"static equilibrium ({eq.method}, {eq.iterations} iterations, "
+          f"{'stable' if eq.stable else 'not stable'}): q = {eq.q}", file=out)
+    if kind == "modes":
+        omega, shapes = modes(model, eq.q, min(spec.analysis["count"], model.nv))
+        arrays.update(omega=omega, shapes=shapes)
+        print("natural frequencies [rad/s]: " + ", ".join(f"{w:.6g}" for w in omega), file=out)
+    written = _write_npz(target, arrays)
+    print(f"wrote {written.resolve()}", file=out)
+
+
 _INFO_LIST = 20  # models with more bodies get a summary: counts by joint type, the first and last few bodies
 
 
 def _info(args, out):
     spec = io.load(args.file, check=False)  # describes the file; `rmbd run` checks the dynamics (faster start)
     model = spec.model
+    if isinstance(model, io.Model3D):
+        _info_spatial(args, spec, out)
+        return
     print(f"{args.file}: {model.name or 'model'}: {model.nbodies} bodies, {model.nq} joint coordinates, "
           f"{model.nloops} loops ({model.nconstraints} equations), {model.nq - model.nconstraints} degrees of freedom "
           f"(where the loops are independent), total mass {model.total_mass():.6g} kg, gravity "
@@ -344,6 +384,33 @@ def _info(args, out):
                 "loops", out)
     names = model.element_names
     _print_list([f"  element {names[i]}" for i in _ends(len(names))], len(names), "elements", out)
+    print(f"  analysis: {spec.analysis or 'none'}", file=out)
+    shown = ", ".join(spec.defaults[:12]) + (f", and {len(spec.defaults) - 12} more" if len(spec.defaults) > 12 else "")
+    print(f"  defaults used (recursive_mbd.io format reference): {shown or 'none'}", file=out)
+
+
+def _info_spatial(args, spec, out):
+    """rmbd info on a spatial model file: bodies, joints, nq and nv, mass, gravity, each body's joint."""
+    model = spec.model
+    column = model._table.column  # the builder's per-body columns
+    mass = float(column("mass").sum())
+    gravity = ", ".join(f"{g:g}" for g in model.gravity)
+    print(f"{args.file}: {model.name or 'model'}: spatial, {model.nbodies} bodies, nq = {model.nq} configuration "
+          f"coordinates, nv = {model.nv} velocities (degrees of freedom), total mass {mass:.6g} kg, gravity "
+          f"({gravity}) m/s^2", file=out)
+    names, counts = np.unique(model.joint_types, return_counts=True)
+    print("  joints: " + ", ".join(f"{count} {name}" for name, count in zip(names, counts, strict=True)), file=out)
+
+    def body_line(i):
+        parent = int(column("parent")[i])
+        com = ", ".join(f"{c:g}" for c in column("com")[i])
+        moments = ", ".join(f"{m:.6g}" for m in np.linalg.eigvalsh(column("inertia")[i]))
+        span = model.q_slice(i)
+        return (f"  body {model.names[i]}: {model.joint_types[i]} joint to "
+                f"{'ground' if parent < 0 else model.names[parent]}, q[{span.start}:{span.stop}], mass "
+                f"{column('mass')[i]:.6g} kg, principal moments ({moments}) kg m^2, com ({com}) m")
+
+    _print_list([body_line(i) for i in _ends(model.nbodies)], model.nbodies, "bodies", out)
     print(f"  analysis: {spec.analysis or 'none'}", file=out)
     shown = ", ".join(spec.defaults[:12]) + (f", and {len(spec.defaults) - 12} more" if len(spec.defaults) > 12 else "")
     print(f"  defaults used (recursive_mbd.io format reference): {shown or 'none'}", file=out)
@@ -393,7 +460,7 @@ def _result_model(args, data, out):
                   file=out)
         return None
     model = io.load(source).model
-    if tuple(str(name) for name in data.get("body_names", ())) != model.body_names:
+    if tuple(str(name) for name in data.get("body_names", ())) != tuple(model.body_names):
         if args.model:
             raise io.FileFormatError(f"{args.result}: its bodies are not those of {source}")
         print(f"note: {source} no longer has this result's bodies: no drawing of the mechanism", file=out)
@@ -409,7 +476,13 @@ def _plot(args, out):
         raise io.FileFormatError(f"{args.result}: not a result of rmbd run (no kind and coordinates q)")
     from . import plot  # noqa: PLC0415
 
-    fig = plot.overview(data, _result_model(args, data, out), pyplot=False)
+    model = _result_model(args, data, out)
+    if isinstance(model, io.Model3D) or "dimension" in data:
+        if model is None:
+            raise io.FileFormatError(f"{args.result}: a spatial result needs its model to be drawn (give --model)")
+        fig = plot.spatial_overview(data, model)
+    else:
+        fig = plot.overview(data, model, pyplot=False)
     target = _result_path(args.result, args.output, ".png")
     fig.savefig(target, dpi=args.dpi)
     print(f"wrote {target}", file=out)
@@ -425,6 +498,7 @@ def _animate(args, out):
             raise InputError(f"{args.output}: writing .mp4 needs ffmpeg, which is not on PATH: install it (apt "
                              "install ffmpeg, brew install ffmpeg or conda install ffmpeg) or write a .gif")
     spec = io.load(args.file)
+    _refuse_spatial(args.file, spec.model, "animation")
     data = _load_result(args.result)
     if "t" not in data:
         raise io.FileFormatError(f"{args.result}: no time history to animate")

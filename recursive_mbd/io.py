@@ -43,6 +43,29 @@ lists every default the file relied on. Text is UTF-8; any unicode name is allow
                        kinematics: t_end required; samples (default 101)
                        statics: nothing more; modes: count (default 5)
 
+Spatial models (``rm.Model3D``; docs/conventions.md, "Spatial model files") use the same tables with
+``dimension = 3`` in ``[model]``; ``load`` then returns a ModelFile whose ``model`` is a Model3D::
+
+    [model]            dimension = 3 (default 2: the planar format above), name (default none),
+                       gravity = [gx, gy, gz] (default [0.0, 0.0, -9.81] m/s^2), form = "tree" (the only form)
+    [[body]]           parent ("ground" or a body name), joint ("revolute" | "prismatic" | "cylindrical" |
+                       "universal" | "spherical" | "planar" | "free" | "fixed"), mass, inertia: required;
+                       inertia (about the centre of mass, body axes, kg m^2) is a number s (s times the identity),
+                       its 6 entries [Ixx, Iyy, Izz, Ixy, Ixz, Iyz] (tensor entries) or the 3x3 matrix as three rows;
+                       axis: required for revolute, prismatic and cylindrical joints ([ax, ay, az] in the joint
+                       frame) and for universal joints (two axes [[a1], [a2]]), refused for the others;
+                       name (default "body<i>"), parent_point, child_point, com (default [0, 0, 0]), rotation of the
+                       joint frame relative to the parent frame (default none: the identity; a unit quaternion
+                       [w, x, y, z] or a 3x3 rotation matrix as three rows)
+    [initial]          q (nq numbers; default ``model.neutral()``: zeros and identity quaternions; a quaternion whose
+                       norm is off 1 by more than 1e-6 is refused), v (nv numbers; default zeros): the velocity
+                       coordinates of ``Model3D`` (a quaternion joint has 4 coordinates but 3 velocities), so ``qd`` is
+                       refused; ``ModelFile.qd0`` (alias ``v0``) holds v
+    [analysis]         as above; ``rmbd run`` runs "statics" and "modes" of a spatial model and refuses the others
+                       (simulation of spatial models is not available yet)
+
+Spatial files have no [chain], [[joint]], [[loop]], force elements or [[driver]] yet (each is refused, by name).
+
 Errors are ``FileFormatError`` naming the file, the table and entry (``body[3].mass``) and what is expected; a TOML
 syntax error keeps the parser's line and column. ``save`` writes any Model in the tree form, every key explicit,
 names escaped as TOML basic strings, and ``load`` reads it back unchanged.
@@ -55,10 +78,12 @@ from pathlib import Path
 import numpy as np
 
 from . import chains, joints
+from ._kernels import spatial_layout
 from ._method_names import FIXED_STEP, METHODS
-from .errors import ModelError
+from .errors import ModelError, StateError
 from .mechanism import Mechanism
 from .model import GROUND, Model
+from .model3d import Model3D
 
 try:
     import tomllib
@@ -87,6 +112,11 @@ class ModelFile:
     source: str = "<string>"
     defaults: list = field(default_factory=list)
     """The defaults the file relied on, as ``"body[0].com = [0.0, 0.0]"`` strings (the format reference)."""
+
+    @property
+    def v0(self):
+        """The initial velocity coordinates (``qd0``): for a spatial model its v, nv numbers (module docstring)."""
+        return self.qd0
 
 
 class _Reader:
@@ -173,7 +203,12 @@ def loads(text, source="<string>", *, check=True):
     reader.keys(data, ("model", "chain", "body", "joint", "loop", "spring_damper", "joint_spring_damper", "force",
                        "torque", "driver", "initial", "analysis"), "top level")
     head = reader.table(data, "model", "model")
-    reader.keys(head, ("name", "gravity", "form", "cut"), "model")
+    reader.keys(head, ("name", "gravity", "form", "cut", "dimension"), "model")
+    dimension = head.get("dimension", 2)
+    if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension not in (2, 3):
+        reader.fail("model.dimension", f"expected 2 (planar) or 3 (spatial), got {dimension!r}")
+    if dimension == 3:
+        return _spatial(reader, data, head)
     form = reader.string(head, "form", "model", "tree", ("tree", "mechanism", "chain"))
     gravity = reader.vector(head, "gravity", "model", 2, np.array([0.0, -9.81]))
     name = reader.string(head, "name", "model", None)
@@ -357,6 +392,117 @@ def _mechanism(reader, data, gravity, name, head):
     return model, q0
 
 
+SPATIAL_JOINTS = tuple(spatial_layout.JOINT_CODES)
+_SPATIAL_AXIS = {"revolute": 1, "prismatic": 1, "cylindrical": 1, "universal": 2}  # joints with axes: how many
+_PLANAR_ONLY = {"chain": "the chain form", "joint": "[[joint]] tables (the mechanism form)", "loop": "closed loops",
+                "spring_damper": "spring-dampers", "joint_spring_damper": "joint spring-dampers",
+                "force": "forces", "torque": "torques", "driver": "drivers"}
+QUATERNION_TOLERANCE = 1e-6  # |norm - 1| of an initial quaternion beyond which a file is refused (as rm.spatial)
+
+
+def _rows(reader, entry, key, where, rows, columns, default=_REQUIRED):
+    """A rows x columns matrix given as an array of ``rows`` arrays of ``columns`` finite numbers."""
+    if key not in entry:
+        if default is _REQUIRED:
+            reader.fail(f"{where}.{key}", f"missing; expected {rows} arrays of {columns} numbers")
+        return reader.default(where, key, default)
+    value = entry[key]
+    if not (isinstance(value, list) and len(value) == rows and all(isinstance(row, list) for row in value)):
+        reader.fail(f"{where}.{key}", f"expected {rows} arrays of {columns} numbers, got {value!r}")
+    return np.array([reader.vector({key: row}, key, where, columns) for row in value])
+
+
+def _spatial_inertia(reader, entry, where):
+    """A body's inertia entry: a number, its 6 entries or the 3x3 matrix (module docstring)."""
+    value = entry.get("inertia")
+    if value is None:
+        reader.fail(f"{where}.inertia", "missing; expected a number, 6 entries [Ixx, Iyy, Izz, Ixy, Ixz, Iyz] or "
+                    "3 rows of 3 numbers")
+    if isinstance(value, list) and value and isinstance(value[0], list):
+        return _rows(reader, entry, "inertia", where, 3, 3)
+    if isinstance(value, list):
+        return reader.vector(entry, "inertia", where, 6)
+    return reader.number(entry, "inertia", where)
+
+
+def _spatial_rotation(reader, entry, where):
+    """The joint frame's rotation: none (identity), a quaternion [w, x, y, z] or 3 rows of a rotation matrix."""
+    value = entry.get("rotation")
+    if value is None:
+        reader.defaults.append(f"{where}.rotation = identity")
+        return None
+    if isinstance(value, list) and value and isinstance(value[0], list):
+        return _rows(reader, entry, "rotation", where, 3, 3)
+    return reader.vector(entry, "rotation", where, 4)
+
+
+def _spatial(reader, data, head):
+    """A ModelFile holding a Model3D (the spatial part of the module docstring)."""
+    for key, what in _PLANAR_ONLY.items():
+        if key in data:
+            where = key if key == "chain" else f"{key}[0]"
+            reader.fail(where, f"spatial models (model.dimension = 3) have no {what} yet")
+    if "cut" in head:
+        reader.fail("model.cut", "cut names mechanism joints; spatial models have no mechanism form")
+    reader.string(head, "form", "model", "tree", ("tree",))
+    gravity = reader.vector(head, "gravity", "model", 3, np.array([0.0, 0.0, -9.81]))
+    name = reader.string(head, "name", "model", None)
+    model = reader.call("model", Model3D, gravity=gravity, name=name)
+    bodies = reader.entries(data, "body")
+    if not bodies:
+        reader.fail("body", "the model has no bodies ([[body]] tables)")
+    keys = ("name", "parent", "joint", "parent_point", "child_point", "mass", "inertia", "com", "rotation", "axis")
+    for i, entry in enumerate(bodies):
+        where = f"body[{i}]"
+        reader.keys(entry, keys, where)
+        joint = reader.string(entry, "joint", where, choices=SPATIAL_JOINTS)
+        axes = _SPATIAL_AXIS.get(joint, 0)
+        if axes == 0 and "axis" in entry:
+            reader.fail(f"{where}.axis", f"a {joint} joint has no axis" + (" (its plane is the joint frame's xy "
+                        "plane: set it with rotation)" if joint == "planar" else ""))
+        axis = reader.vector(entry, "axis", where, 3) if axes == 1 else (
+            _rows(reader, entry, "axis", where, 2, 3) if axes == 2 else None)
+        reader.call(where, model.add_body, parent=reader.string(entry, "parent", where), joint=joint,
+                    parent_point=reader.vector(entry, "parent_point", where, 3, np.zeros(3)),
+                    child_point=reader.vector(entry, "child_point", where, 3, np.zeros(3)),
+                    mass=reader.number(entry, "mass", where), inertia=_spatial_inertia(reader, entry, where),
+                    com=reader.vector(entry, "com", where, 3, np.zeros(3)),
+                    rotation=_spatial_rotation(reader, entry, where), axis=axis,
+                    name=reader.string(entry, "name", where, None))
+    reader.call("model", model.compile)
+    initial = reader.table(data, "initial", "initial")
+    if "qd" in initial:
+        reader.fail("initial.qd", f"a spatial model's velocities are v ({model.nv} numbers: a quaternion joint has "
+                    "3 velocities for its 4 coordinates); write v = [...]")
+    reader.keys(initial, ("q", "v"), "initial")
+    q0 = reader.vector(initial, "q", "initial", model.nq, None)
+    if q0 is None:
+        q0 = model.neutral()
+        reader.defaults.append(f"initial.q = neutral ({model.nq}: zeros, identity quaternions)")
+    else:
+        _check_quaternions(reader, model, q0)
+    v0 = reader.vector(initial, "v", "initial", model.nv, None)
+    if v0 is None:
+        v0 = np.zeros(model.nv)
+        reader.defaults.append(f"initial.v = zeros ({model.nv})")
+    analysis = _analysis(reader, data)
+    return ModelFile(model, q0, v0, {}, analysis, reader.source, reader.defaults)
+
+
+def _check_quaternions(reader, model, q0):
+    """Refuse an initial q whose spherical or free joint quaternion is not unit to QUATERNION_TOLERANCE."""
+    for body, joint in enumerate(model.joint_types):
+        if joint not in ("spherical", "free"):
+            continue
+        span = model.q_slice(body)
+        start = span.start + (3 if joint == "free" else 0)
+        norm = float(np.linalg.norm(q0[start:start + 4]))
+        if not abs(norm - 1.0) <= QUATERNION_TOLERANCE:
+            reader.fail(f"initial.q[{start}:{start + 4}]", f"the quaternion (w, x, y, z) of body "
+                        f"{model.names[body]!r} ({joint} joint) has norm {norm:.6g}; expected a unit quaternion "
+                        f"(to {QUATERNION_TOLERANCE:g})")
+
+
 def _drivers(reader, data, model):
     drivers = {}
     for i, entry in enumerate(reader.entries(data, "driver")):
@@ -487,8 +633,48 @@ def _table(name, items):
     return "\n".join(lines)
 
 
+def _analysis_table(analysis):
+    return "[analysis]\n" + "\n".join(f"{k} = {_value(v) if not isinstance(v, int) else v}"
+                                       for k, v in analysis.items())
+
+
+def _dumps_spatial(model, q0, v0, analysis):
+    """TOML text of a Model3D (module docstring: spatial models), every key explicit."""
+    def body_name(index):
+        return "ground" if index == GROUND else model.names[index]
+
+    parts = [f"[model]\ndimension = 3\nname = {_value(model.name or '')}\ngravity = {_value(model.gravity)}\n"
+             'form = "tree"']
+    column = model._table.column  # the builder's per-body columns (what add_body stored)
+    for i, (name, joint) in enumerate(zip(model.names, model.joint_types, strict=True)):
+        axes = _SPATIAL_AXIS.get(joint, 0)
+        a1, a2 = column("a1")[i], column("a2")[i]
+        parts.append(_table("body", [
+            ("name", name), ("parent", body_name(int(column("parent")[i]))), ("joint", joint),
+            ("parent_point", column("parent_point")[i]), ("child_point", column("child_point")[i]),
+            ("mass", column("mass")[i]), ("inertia", column("inertia")[i]), ("com", column("com")[i]),
+            ("rotation", column("rotation")[i]), ("axis", a1 if axes == 1 else ([a1, a2] if axes == 2 else None))]))
+    initial = ["[initial]"]
+    for key, what, given, size in (("q", "q0", q0, model.nq), ("v", "v0", v0, model.nv)):
+        if given is None:
+            continue
+        values = np.asarray(given, dtype=float)
+        if values.shape != (size,) or not np.all(np.isfinite(values)):
+            raise StateError(f"{what} must be {size} finite numbers for this model, got shape {values.shape}")
+        initial.append(f"{key} = {_value(values)}")
+    if len(initial) > 1:
+        parts.append("\n".join(initial))
+    if analysis:
+        parts.append(_analysis_table(analysis))
+    return "\n\n".join(parts) + "\n"
+
+
 def dumps(model, q0=None, qd0=None, analysis=None):
-    """TOML text of a Model in the tree form (with its elements and loops), an initial state and an analysis."""
+    """TOML text of a Model in the tree form (with its elements and loops), an initial state and an analysis; of a
+    Model3D in the spatial form (``qd0`` is then its velocity v, nv numbers)."""
+    if isinstance(model, Model3D):
+        return _dumps_spatial(model, q0, qd0, analysis)
+
     def body_name(index):
         return "ground" if index == GROUND else model.body_names[index]
 
@@ -531,11 +717,10 @@ def dumps(model, q0=None, qd0=None, analysis=None):
             initial.append(f"qd = {_value(qd0)}")
         parts.append("\n".join(initial))
     if analysis:
-        parts.append("[analysis]\n" + "\n".join(f"{k} = {_value(v) if not isinstance(v, int) else v}"
-                                                for k, v in analysis.items()))
+        parts.append(_analysis_table(analysis))
     return "\n\n".join(parts) + "\n"
 
 
 def save(model, path, q0=None, qd0=None, analysis=None):
-    """Write ``dumps(model, q0, qd0, analysis)`` to ``path``."""
+    """Write ``dumps(model, q0, qd0, analysis)`` to ``path`` (a Model3D: ``qd0`` is its velocity v)."""
     Path(path).write_text(dumps(model, q0, qd0, analysis), encoding="utf-8")

@@ -19,6 +19,11 @@ children's joints, loops, spring-dampers), in its own frame:
   points; joint springs: a coil around a revolute joint, a zig-zag along a prismatic one; the ground: a hatched
   support under every ground joint and spring anchor.
 
+Spatial models (``Model3D``): ``snapshot3d`` (and ``draw``, which dispatches to it) draws a configuration as a
+matplotlib 3D stick figure (``spatial_sticks``: bars from each body's joint to its centre of mass and its
+children's joints), x / y / z [m] at equal scales; ``spatial_overview`` draws a spatial statics or modes result,
+``animate`` a spatial motion.
+
 Library code never selects a matplotlib backend: when ``matplotlib.pyplot`` is already imported (the user works with
 pyplot) new figures come from it, otherwise from ``matplotlib.figure.Figure``, which needs no backend to be saved.
 """
@@ -29,6 +34,7 @@ import numpy as np
 
 from . import joints
 from .dynamics import forward_kinematics
+from .model3d import Model3D, integrate_configuration
 
 # ---- labels -------------------------------------------------------------------------------------------------------
 
@@ -632,11 +638,110 @@ def _draw_many(model, qs, ax, colors, alphas, labels, outline=None):
 
 def draw(model, q, ax=None, outlines=None, color="C0", alpha=1.0, label=None):
     """Draw the mechanism at q (module docstring) on ``ax`` (a new figure if None), framed to its extent; returns
-    the figure. ``outlines``: an ``Outline`` of the model to reuse."""
+    the figure. ``outlines``: an ``Outline`` of the model to reuse. A spatial model (``Model3D``) is drawn by
+    ``snapshot3d`` (``ax`` must then be a 3D axes)."""
+    if isinstance(model, Model3D):
+        return snapshot3d(model, q, ax, color=color, alpha=alpha, label=label)
     fig, ax = _axes(ax)
     _draw_many(model, [np.asarray(q, dtype=float)], ax, [color], [alpha], [label], outlines)
     if label:
         ax.legend(fontsize=7)
+    return fig
+
+
+# ---- spatial models ------------------------------------------------------------------------------------------------
+
+def spatial_sticks(model, q):
+    """The stick figure of a spatial model at q, in ground coordinates [m]: a dict with
+
+    - ``segments`` (k, 2, 3): each body as bars from its joint point to its centre of mass and to the distinct
+      joint points of its children (a body whose points all coincide has none);
+    - ``joints`` (nbodies, 3): each body's joint point (child_point placed), ``coms`` (nbodies, 3): the centres of
+      mass, ``ground`` (g, 3): the joint points of the bodies jointed to the ground (parent_point in the ground).
+    """
+    rotations, origins = forward_kinematics(model, q)
+    column = model._table.column  # the builder's per-body columns
+    parents = column("parent")
+
+    def place(index, points):  # body-frame points of the bodies ``index`` in ground coordinates
+        return origins[index] + np.einsum("kij,kj->ki", rotations[index], points)
+
+    every = np.arange(model.nbodies)
+    joints_at = place(every, column("child_point"))
+    coms = place(every, column("com"))
+    children = np.flatnonzero(parents >= 0)
+    child_joints = place(parents[children], column("parent_point")[children])
+    starts = np.concatenate([joints_at, joints_at[parents[children]]])
+    ends = np.concatenate([coms, child_joints])
+    # one bar per distinct (body, end point): children jointed at one point share a bar
+    keyed = np.unique(np.column_stack([np.concatenate([every, parents[children]]), starts, ends]), axis=0)
+    keep = np.linalg.norm(keyed[:, 4:7] - keyed[:, 1:4], axis=1) > 0.0
+    segments = np.stack([keyed[keep, 1:4], keyed[keep, 4:7]], axis=1)
+    ground = column("parent_point")[parents < 0]
+    return {"segments": segments.reshape(-1, 2, 3), "joints": joints_at, "coms": coms, "ground": ground}
+
+
+def snapshot3d(model, q, ax=None, color="C0", alpha=1.0, label=None):
+    """Draw a spatial model (``Model3D``) at configuration q (nq,) as a matplotlib 3D stick figure; returns the
+    figure.
+
+    Each body is drawn as bars from its joint point to its centre of mass and to its children's joints
+    (``spatial_sticks``), joints as open circles, centres of mass as dots (area growing with the mass), the
+    ground joints as black triangles; axes x, y, z [m] with equal scales, framed to the figure. ``ax``: a 3D axes
+    (``projection="3d"``) to draw on; None makes a new figure (``figure``: no backend selected).
+    """
+    if not isinstance(model, Model3D):
+        raise TypeError(f"snapshot3d draws a Model3D; got {type(model).__name__} (use draw for a planar Model)")
+    if ax is None:
+        fig, ax = figure(pyplot=None, subplot_kw={"projection": "3d"}, figsize=(6, 6))
+    else:
+        if getattr(ax, "name", None) != "3d":
+            raise TypeError("snapshot3d needs a 3D axes: fig.add_subplot(projection='3d')")
+        fig = ax.figure
+    from mpl_toolkits.mplot3d.art3d import Line3DCollection  # noqa: PLC0415
+
+    sticks = spatial_sticks(model, q)
+    if len(sticks["segments"]):
+        ax.add_collection3d(Line3DCollection(sticks["segments"], colors=color, alpha=alpha, linewidths=2.0,
+                                             label=label))
+    joints_at, coms = sticks["joints"], sticks["coms"]
+    ax.scatter(*joints_at.T, facecolors="white", edgecolors=color, alpha=alpha, s=25, depthshade=False)
+    masses = model._table.column("mass")
+    sizes = 10.0 + 60.0 * masses / max(float(masses.max()), 1e-300)
+    ax.scatter(*coms.T, color=color, alpha=alpha, s=sizes, depthshade=False)
+    if len(sticks["ground"]):
+        ax.scatter(*sticks["ground"].T, color="k", marker="^", s=40, depthshade=False)
+    everything = np.vstack([joints_at, coms, sticks["ground"], sticks["segments"].reshape(-1, 3)])
+    low, high = everything.min(axis=0), everything.max(axis=0)
+    centre, half = 0.5 * (low + high), 0.5 * max(float(np.max(high - low)), 1e-9) * 1.1
+    ax.set(xlim=(centre[0] - half, centre[0] + half), ylim=(centre[1] - half, centre[1] + half),
+           zlim=(centre[2] - half, centre[2] + half), xlabel="x [m]", ylabel="y [m]", zlabel="z [m]")
+    ax.set_box_aspect((1.0, 1.0, 1.0))
+    if label:
+        ax.legend(fontsize=7)
+    return fig
+
+
+def spatial_overview(result, model, most=4, amplitude=0.3):
+    """The figure ``rmbd plot`` draws for a spatial model's result (a dict of the .npz ``rmbd run`` wrote): the
+    static equilibrium q as a 3D snapshot; for modes, one 3D panel per mode (at most ``most``): the equilibrium
+    (grey) and the configuration displaced along the mode, q (+) s shape, with s such that the largest velocity-
+    space component is ``amplitude`` [rad or m]."""
+    q = np.asarray(result["q"], dtype=float)
+    omega = np.asarray(result["omega"]) if "omega" in result else np.zeros(0)
+    count = min(most, omega.size)
+    fig, axes = figure(1, max(count, 1), pyplot=False, subplot_kw={"projection": "3d"},
+                       figsize=(5 * max(count, 1), 5), squeeze=False)
+    axes = axes[0]
+    if count == 0:
+        snapshot3d(model, q, axes[0], label="static equilibrium")
+        return fig
+    shapes = np.asarray(result["shapes"], dtype=float)
+    for k, ax in enumerate(axes):
+        shape = shapes[:, k] * amplitude / max(float(np.abs(shapes[:, k]).max()), 1e-300)
+        snapshot3d(model, q, ax, color="0.6", alpha=0.5)
+        snapshot3d(model, integrate_configuration(model, q, shape), ax, color=f"C{k % 10}")
+        ax.set_title(f"mode {k + 1}: {omega[k]:.4g} rad/s")
     return fig
 
 
@@ -874,13 +979,38 @@ def overview(result, model=None, pyplot=None):
     return fig
 
 
+def _animate3d(model, t, q, index, path, fps, dpi):
+    """``animate`` for a spatial model: each frame a ``snapshot3d``, the axes fixed to the extent of every frame."""
+    from matplotlib.animation import FFMpegWriter, FuncAnimation, PillowWriter  # noqa: PLC0415
+
+    fig, ax = figure(pyplot=False, subplot_kw={"projection": "3d"}, figsize=(6, 6))
+    sticks = [spatial_sticks(model, q[k]) for k in index]
+    points = np.vstack([np.vstack([s["joints"], s["coms"], s["ground"]]) for s in sticks])
+    low, high = points.min(axis=0), points.max(axis=0)
+    centre, half = 0.5 * (low + high), 0.55 * max(float(np.max(high - low)), 1e-9)
+
+    def frame(k):
+        ax.cla()
+        snapshot3d(model, q[index[k]], ax)
+        ax.set(xlim=(centre[0] - half, centre[0] + half), ylim=(centre[1] - half, centre[1] + half),
+               zlim=(centre[2] - half, centre[2] + half), title=f"t = {t[index[k]]:.3f} s")
+        return []
+
+    movie = FuncAnimation(fig, frame, frames=len(index), blit=False)
+    writer = PillowWriter(fps=fps) if str(path).endswith(".gif") else FFMpegWriter(fps=fps)
+    movie.save(path, writer=writer, dpi=dpi)
+    return path
+
+
 def animate(model, t, q, path, fps=25, frames=None, dpi=80):
     """Write an animation of the samples (t, q) to ``path`` (.gif with Pillow, .mp4 with ffmpeg), framed to the
-    extent of every frame."""
+    extent of every frame. A spatial model (``Model3D``) is animated as 3D snapshots (``snapshot3d``)."""
     _require_matplotlib()
     from matplotlib.animation import FFMpegWriter, FuncAnimation, PillowWriter  # noqa: PLC0415
 
     count = t.size if frames is None else min(frames, t.size)
+    if isinstance(model, Model3D):
+        return _animate3d(model, t, q, np.linspace(0, t.size - 1, count).round().astype(int), path, fps, dpi)
     index = np.linspace(0, t.size - 1, count).round().astype(int)
     fig, ax = figure(pyplot=False)
     outline = Outline(model)

@@ -1,0 +1,192 @@
+"""Assembly and static equilibrium of spatial trees (``Model3D``; no loops yet), behind ``rm.assemble`` and
+``rm.static_equilibrium``.
+
+Static equilibrium under gravity and constant generalised forces tau (nv,): the configuration q where the
+generalised forces vanish, g(q) = h(q, 0) - tau = 0, with h = ``rm.bias_forces`` at rest (gravity only). Newton
+(seed 002's static analysis) steps in the velocity space, q <- q (+) delta (``integrate_configuration``), so the
+quaternions of spherical and free joints stay unit; the stiffness K = dg/ddelta comes from central differences along
+``integrate_configuration`` (it is the Hessian of the potential at an equilibrium of a conservative load), and
+stability is K positive definite on the free coordinates.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _checks
+from .dynamics import bias_forces
+from .errors import ModelError, StateError
+from .model3d import Model3D, integrate_configuration
+
+_STEP = 1e-6  # central-difference step along integrate_configuration [rad or m]: truncation ~1e-12, round-off ~1e-10
+
+
+def _configuration(model, q, what):
+    """A float copy of q (nq,) with its quaternions normalised (as the dynamics do: refused off by > 1e-6)."""
+    return integrate_configuration(model, _vector(model, q, model.nq, what), np.zeros(model.nv))
+
+
+def _vector(model, x, size, what):
+    arr = _checks.real_array(x, what)
+    if arr.shape != (size,):
+        raise StateError(f"{what} must have shape ({size},) for this model, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise StateError(f"{what}[{int(np.flatnonzero(~np.isfinite(arr))[0])}] is not finite")
+    return np.array(arr, dtype=np.float64)
+
+
+def assemble(model, q_guess):
+    """A spatial tree closes no loops: q_guess itself, its quaternions normalised (refused off by > 1e-6)."""
+    return _configuration(model, q_guess, "q_guess")
+
+
+def _held(model, fixed):
+    """Velocity indices held (body names or indices of v)."""
+    held = []
+    for item in fixed:
+        if isinstance(item, str):
+            span = model.v_slice(item)
+            held += list(range(span.start, span.stop))
+        else:
+            index = _checks.integer(item, "fixed", low=0, high=model.nv - 1)
+            held.append(index)
+    return np.unique(np.array(held, dtype=np.int64))
+
+
+def _where(model, g, free):
+    """Where the residual is largest: "v[3] (body 'sleeve', prismatic joint)"."""
+    index = int(free[np.argmax(np.abs(g[free]))])
+    for body, joint in enumerate(model.joint_types):
+        span = model.v_slice(body)
+        if span.start <= index < span.stop:
+            return f"v[{index}] (body {model.names[body]!r}, {joint} joint)"
+    return f"v[{index}]"
+
+
+def stiffness(model, q, step=_STEP):
+    """K (nv, nv) = d(h(q, 0) - tau)/d delta at q (tau constant), delta the velocity-space displacement
+    q (+) delta (central differences along ``integrate_configuration``)."""
+    q = _configuration(model, q, "q")
+    rest = np.zeros(model.nv)
+    columns = []
+    for k in range(model.nv):
+        delta = np.zeros(model.nv)
+        delta[k] = step
+        plus = bias_forces(model, integrate_configuration(model, q, delta), rest)
+        minus = bias_forces(model, integrate_configuration(model, q, -delta), rest)
+        columns.append((plus - minus) / (2 * step))
+    return np.column_stack(columns)
+
+
+def static_equilibrium(model, q_guess, tau=None, *, tol=1e-10, max_iter=50, fixed=()):
+    """Static equilibrium of a spatial tree (module docstring): Newton from ``q_guess`` with a backtracking line
+    search on |g|; ``fixed`` velocity indices or body names are held (their generalised forces are then the
+    support's, in ``Equilibrium.holding``).
+
+    Returns
+    -------
+    Equilibrium3D
+        q (nq,), residual g (nv,), stiffness K (nv, nv), eigenvalues of its symmetric part on the free
+        coordinates (ascending), stable, iterations, holding (nv,): tau plus what the held coordinates' supports add.
+
+    Raises
+    ------
+    ModelError
+        When Newton does not converge (the residual left is named).
+    """
+    if not isinstance(model, Model3D):
+        raise TypeError(f"model must be a Model3D, got {type(model).__name__}")
+    q = _configuration(model, q_guess, "q_guess")
+    tau = np.zeros(model.nv) if tau is None else _vector(model, tau, model.nv, "tau")
+    tol = _checks.real(tol, "tol", low=0.0, strict=True)
+    max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
+    held = _held(model, fixed)
+    free = np.setdiff1d(np.arange(model.nv), held)
+    rest = np.zeros(model.nv)
+
+    def residual(config):
+        return bias_forces(model, config, rest) - tau
+
+    # scale of the loads, so that tol is relative: gravity's generalised forces at the guess, tau, and the weight
+    # times the model's size (so that a guess that is already an equilibrium does not set the scale to zero)
+    column = model._table.column  # the builder's per-body columns
+    points = np.concatenate([column(key) for key in ("parent_point", "child_point", "com")])
+    size = float(np.abs(points).max()) or 1.0
+    weight = float(column("mass").sum()) * float(np.linalg.norm(model.gravity))
+    scale = max(float(np.abs(residual(q) + tau).max()), float(np.abs(tau).max()), weight * size, 1e-300)
+    g = residual(q)
+    iterations = 0
+    while np.abs(g[free]).max(initial=0.0) > tol * scale:
+        if iterations >= max_iter:
+            raise ModelError(f"no static equilibrium found: residual |g| = {np.abs(g[free]).max():.3g} (N or N m) "
+                             f"after {iterations} Newton iterations from q_guess, largest at {_where(model, g, free)}")
+        iterations += 1
+        k_free = stiffness(model, q)[np.ix_(free, free)]
+        delta = np.zeros(model.nv)
+        delta[free] = -np.linalg.lstsq(k_free, g[free], rcond=1e-9)[0]  # no step along free turns
+        length, norm = 1.0, np.linalg.norm(g[free])
+        while length > 1e-8:
+            trial = integrate_configuration(model, q, length * delta)
+            g_trial = residual(trial)
+            if np.linalg.norm(g_trial[free]) < norm:
+                break
+            length *= 0.5
+        else:
+            raise ModelError(f"no static equilibrium found: Newton stalled at residual |g| = "
+                             f"{np.abs(g[free]).max():.3g} (N or N m) after {iterations} iterations, largest at "
+                             f"{_where(model, g, free)}")
+        q, g = trial, g_trial
+    k = stiffness(model, q)
+    k_free = k[np.ix_(free, free)]
+    eigenvalues = np.linalg.eigvalsh(0.5 * (k_free + k_free.T))
+    holding = tau.copy()
+    holding[held] += g[held]
+    stable = bool(eigenvalues.size == 0 or eigenvalues[0] > 1e-8 * max(1.0, float(np.abs(eigenvalues).max())))
+    return Equilibrium3D(q, g, k, eigenvalues, stable, iterations, holding)
+
+
+def modes(model, q_eq, k=None):
+    """Natural frequencies [rad/s] (ascending) and mode shapes (nv, k) of a spatial tree about the equilibrium
+    q_eq: K x = omega^2 M x with K the symmetric part of ``stiffness`` and M = ``rm.mass_matrix``; shapes are
+    velocity-space displacements (q = q_eq (+) shape), M-normalised. ModelError when K has a negative eigenvalue
+    (q_eq not a stable equilibrium; q_eq should be one, from ``static_equilibrium``)."""
+    import scipy.linalg  # noqa: PLC0415
+
+    from .dynamics import mass_matrix  # noqa: PLC0415
+
+    if not isinstance(model, Model3D):
+        raise TypeError(f"model must be a Model3D, got {type(model).__name__}")
+    q = _configuration(model, q_eq, "q_eq")
+    count = model.nv if k is None else _checks.integer(k, "k")
+    if not 1 <= count <= model.nv:
+        raise StateError(f"k must be between 1 and {model.nv}, got {count}")
+    k_matrix = stiffness(model, q)
+    k_matrix = 0.5 * (k_matrix + k_matrix.T)
+    try:
+        values, vectors = scipy.linalg.eigh(k_matrix, mass_matrix(model, q), subset_by_index=(0, count - 1))
+    except np.linalg.LinAlgError:
+        raise ModelError("modes: the mass matrix at q_eq is not positive definite (a body with no inertia about "
+                         "a joint axis: e.g. a point mass or a rod without torsional inertia on a spherical "
+                         "joint)") from None
+    if values[0] < -1e-9 * max(1.0, np.abs(values).max()):
+        raise ModelError(f"q_eq is not a stable equilibrium: the stiffness has a negative eigenvalue "
+                         f"{values[0]:.6g} (omega^2)")
+    return np.sqrt(np.maximum(values, 0.0)), vectors
+
+
+@dataclass
+class Equilibrium3D:
+    """A static equilibrium of a spatial tree (``static_equilibrium``; fields as documented there)."""
+
+    q: np.ndarray
+    residual: np.ndarray
+    stiffness: np.ndarray
+    eigenvalues: np.ndarray
+    stable: bool
+    iterations: int
+    holding: np.ndarray
+    method: str = "newton"
+
+    def __repr__(self):
+        return (f"Equilibrium3D({'stable' if self.stable else 'not stable'}, {self.iterations} Newton iterations, "
+                f"max |residual| = {np.abs(self.residual).max(initial=0.0):.2e})")

@@ -1,0 +1,260 @@
+"""Spatial model files (``[model] dimension = 3``): reading, writing back unchanged, errors naming the place, and
+the command line on them."""
+
+import contextlib
+import io as std_io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import recursive_mbd as rm
+from recursive_mbd import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+SPATIAL = ROOT / "examples" / "models" / "spatial"
+
+
+def every_joint_model():
+    """A Model3D with every joint type, every inertia form, quaternion and matrix rotations, random axes."""
+    rng = np.random.default_rng(18)
+    model = rm.Model3D(gravity=(0.3, -1.0, -9.81), name='every "joint" \u00e9')
+    tensor = np.array([[2.0, 0.1, -0.2], [0.1, 1.5, 0.05], [-0.2, 0.05, 1.8]])
+    quat = rng.normal(size=4)
+    quat /= np.linalg.norm(quat)
+    angle = 0.7
+    matrix = np.array([[np.cos(angle), -np.sin(angle), 0.0], [np.sin(angle), np.cos(angle), 0.0], [0, 0, 1.0]])
+    parent = "ground"
+    for i, (joint, inertia, rotation) in enumerate((
+            ("revolute", 0.2, None), ("prismatic", (1.0, 2.0, 2.5, 0.1, 0.0, -0.1), quat),
+            ("cylindrical", tensor, matrix), ("universal", 0.3, None), ("spherical", tensor, quat),
+            ("planar", 0.1, matrix), ("free", (1.0, 1.0, 1.5, 0.0, 0.0, 0.0), None), ("fixed", 0.0, None))):
+        axis = None
+        if joint in ("revolute", "prismatic", "cylindrical"):
+            axis = rng.normal(size=3)
+        elif joint == "universal":
+            axis = (rng.normal(size=3), rng.normal(size=3))
+        parent = model.add_body(parent=parent, joint=joint, parent_point=rng.normal(size=3),
+                                child_point=rng.normal(size=3), mass=1.0 + i, inertia=inertia,
+                                com=rng.normal(size=3), rotation=rotation, axis=axis, name=f"b{i}-{joint}")
+    model.compile()
+    q0 = rm.integrate_configuration(model, model.neutral(), rng.normal(size=model.nv))
+    return model, q0, rng.normal(size=model.nv)
+
+
+def test_round_trip_keeps_every_number(tmp_path):
+    model, q0, v0 = every_joint_model()
+    path = tmp_path / "every.toml"
+    rm.io.save(model, path, q0, v0, analysis={"type": "statics"})
+    spec = rm.io.load(path)
+    again = spec.model
+    assert isinstance(again, rm.Model3D) and again.name == model.name and again.names == model.names
+    assert again.joint_types == model.joint_types and again.nq == model.nq and again.nv == model.nv
+    np.testing.assert_array_equal(again.parents, model.parents)
+    np.testing.assert_array_equal(again.gravity, model.gravity)
+    np.testing.assert_array_equal(again.body_int, model.body_int)
+    # the axes are normalised again on reading (an ulp at most); every other number comes back bit for bit
+    np.testing.assert_allclose(again.body_real, model.body_real, rtol=0, atol=4e-16)
+    for key in ("parent_point", "child_point", "mass", "inertia", "com", "rotation"):  # what add_body stored
+        np.testing.assert_array_equal(again._table.column(key), model._table.column(key), err_msg=key)
+    np.testing.assert_array_equal(spec.q0, q0)
+    np.testing.assert_array_equal(spec.v0, v0)
+    assert spec.analysis == {"type": "statics"} and spec.drivers == {}
+    twice = rm.io.loads(rm.io.dumps(again, spec.q0, spec.v0, spec.analysis))
+    np.testing.assert_allclose(twice.model.body_real, model.body_real, rtol=0, atol=4e-16)
+
+
+def test_example_files_build_the_reference_models():
+    top = rm.io.load(SPATIAL / "heavy_top.toml")
+    reference = rm.models.heavy_top()
+    reference.compile()
+    np.testing.assert_array_equal(top.model.body_real, reference.body_real)
+    assert top.model.names == ["top"] and top.model.nq == 4 and top.model.nv == 3
+    np.testing.assert_allclose(np.linalg.norm(top.q0), 1.0, rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(top.v0, [0.0, 0.0, 150.0])
+    assert "body[0].rotation = identity" in top.defaults
+    governor = rm.io.load(SPATIAL / "governor.toml")
+    reference = rm.models.centrifugal_governor().model
+    reference.compile()
+    np.testing.assert_array_equal(governor.model.body_real, reference.body_real)
+    np.testing.assert_array_equal(governor.model.body_int, reference.body_int)
+
+
+def test_defaults_of_a_minimal_file():
+    spec = rm.io.loads('[model]\ndimension = 3\n[[body]]\nparent = "ground"\njoint = "free"\nmass = 2.0\n'
+                       "inertia = 0.5\n")
+    model = spec.model
+    assert model.nq == 7 and model.nv == 6 and model.names == ["body0"]
+    np.testing.assert_array_equal(model.gravity, [0.0, 0.0, -9.81])
+    np.testing.assert_array_equal(spec.q0, [0, 0, 0, 1, 0, 0, 0])
+    np.testing.assert_array_equal(spec.v0, np.zeros(6))
+    assert any(d.startswith("initial.q = neutral") for d in spec.defaults)
+
+
+GOOD = """[model]
+dimension = 3
+name = "arm"
+
+[[body]]
+name = "base"
+parent = "ground"
+joint = "revolute"
+axis = [0.0, 0.0, 1.0]
+mass = 1.0
+inertia = [0.1, 0.1, 0.05, 0.0, 0.0, 0.0]
+
+[[body]]
+name = "ball"
+parent = "base"
+joint = "spherical"
+parent_point = [0.0, 0.0, 0.5]
+mass = 2.0
+inertia = 0.01
+com = [0.0, 0.0, -0.3]
+
+[initial]
+q = [0.1, 1.0, 0.0, 0.0, 0.0]
+v = [0.0, 1.0, 2.0, 3.0]
+"""
+
+# (replace this, with that, expected words in the message)
+MALFORMED = [
+    ("dimension = 3", "dimension = 4", "model.dimension"),
+    ("dimension = 3", "dimension = true", "model.dimension"),
+    ("dimension = 3", "dimension = 3.0", "model.dimension"),
+    ('name = "arm"', 'name = "arm"\ngravity = [0.0, -9.81]', "model.gravity"),
+    ('name = "arm"', 'name = "arm"\nform = "chain"', "model.form"),
+    ("mass = 1.0", "", "body[0].mass: missing"),
+    ("mass = 2.0", "mass = -2.0", "body[1]"),
+    ('joint = "spherical"', 'joint = "ball"', "body[1].joint"),
+    ("axis = [0.0, 0.0, 1.0]", "", "body[0].axis: missing"),
+    ("axis = [0.0, 0.0, 1.0]", "axis = [0.0, 0.0, 0.0]", "body[0]"),
+    ("axis = [0.0, 0.0, 1.0]", "axis = [0.0, 1.0]", "body[0].axis"),
+    ("inertia = 0.01", "inertia = 0.01\naxis = [1.0, 0.0, 0.0]", "body[1].axis: a spherical joint has no axis"),
+    ("inertia = [0.1, 0.1, 0.05, 0.0, 0.0, 0.0]", "inertia = [0.1, 0.1, 0.05]", "body[0].inertia"),
+    ("inertia = [0.1, 0.1, 0.05, 0.0, 0.0, 0.0]", "inertia = [0.1, 0.1, 0.5, 0.0, 0.0, 0.0]", "triangle"),
+    ("inertia = [0.1, 0.1, 0.05, 0.0, 0.0, 0.0]", "inertia = [[0.1, 0.0, 0.0], [0.0, 0.1, 0.0]]", "body[0].inertia"),
+    ("inertia = [0.1, 0.1, 0.05, 0.0, 0.0, 0.0]", "inertia = [[0.1, 0.2, 0.0], [0.0, 0.1, 0.0], [0.0, 0.0, 0.1]]",
+     "symmetric"),
+    ("inertia = 0.01", "inertia = 0.01\nrotation = [1.0, 1.0, 0.0, 0.0]", "body[1]"),
+    ("inertia = 0.01", "inertia = 0.01\nrotation = [[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]", "body[1].rotation"),
+    ("com = [0.0, 0.0, -0.3]", "com = [0.0, -0.3]", "body[1].com"),
+    ('parent = "base"', 'parent = "nobody"', "body[1]"),
+    ("q = [0.1, 1.0, 0.0, 0.0, 0.0]", "q = [0.1, 1.0, 0.0, 0.0]", "initial.q"),
+    ("q = [0.1, 1.0, 0.0, 0.0, 0.0]", "q = [0.1, 1.1, 0.0, 0.0, 0.0]", "initial.q[1:5]"),
+    ("q = [0.1, 1.0, 0.0, 0.0, 0.0]", "q = [0.1, 0.0, 0.0, 0.0, 0.0]", "'ball'"),
+    ("v = [0.0, 1.0, 2.0, 3.0]", "v = [0.0, 1.0, 2.0, 3.0, 4.0]", "initial.v"),
+    ("v = [0.0, 1.0, 2.0, 3.0]", "qd = [0.0, 1.0, 2.0, 3.0]", "initial.qd"),
+    ("[initial]", "[[loop]]\nkind = \"revolute\"\n\n[initial]", "loop[0]: spatial models"),
+    ("[initial]", "[[torque]]\nbody = \"base\"\ntorque = 1.0\n\n[initial]", "torque[0]: spatial models"),
+    ("[initial]", "[[driver]]\nbody = \"base\"\n\n[initial]", "driver[0]"),
+    ("[initial]", "[chain]\nn = 3\n\n[initial]", "chain"),
+    ('name = "arm"', 'name = "arm"\ncut = ["x"]', "model.cut"),
+    ("[initial]", "[analysis]\ntype = \"dance\"\n\n[initial]", "analysis.type"),
+]
+
+
+def run_cli(args, tmp_path):
+    err, out = std_io.StringIO(), std_io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = cli.main(args, out=out)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_the_good_file_loads():
+    spec = rm.io.loads(GOOD, "model.toml")
+    assert spec.model.nq == 5 and spec.model.nv == 4 and spec.model.joint_types == ["revolute", "spherical"]
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), MALFORMED, ids=range(len(MALFORMED)))
+def test_malformed_files_name_the_place(old, new, expected, tmp_path):
+    assert old in GOOD
+    path = tmp_path / "model.toml"
+    path.write_text(GOOD.replace(old, new, 1))
+    with pytest.raises(rm.io.FileFormatError) as info:
+        rm.io.load(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: ") and expected in message, message
+    code, _, err = run_cli(["info", str(path)], tmp_path)  # the command line: one line, exit code 1
+    assert code == 1 and err.startswith("rmbd: error: ") and err.count("\n") == 1 and expected in err, err
+
+
+def test_rmbd_info_describes_a_spatial_file(tmp_path):
+    code, out, err = run_cli(["info", str(SPATIAL / "governor.toml")], tmp_path)
+    assert code == 0, err
+    assert "4 bodies" in out and "nq = 4" in out and "nv = 4" in out and "spatial" in out
+    assert "1 prismatic, 3 revolute" in out and "body sleeve: prismatic joint to spindle" in out
+    code, out, err = run_cli(["info", str(SPATIAL / "heavy_top.toml")], tmp_path)
+    assert code == 0, err
+    assert "1 bodies" in out and "nq = 4" in out and "nv = 3" in out and "1 spherical" in out
+
+
+def test_rmbd_run_and_plot_the_modes_of_a_spatial_file(tmp_path):
+    source = SPATIAL / "hanging_rods.toml"
+    result = tmp_path / "rods.npz"
+    code, out, err = run_cli(["run", str(source), "-o", str(result)], tmp_path)
+    assert code == 0, err
+    assert "static equilibrium" in out and "natural frequencies" in out
+    spec = rm.io.load(source)
+    with np.load(result) as data:
+        eq = rm.static_equilibrium(spec.model, spec.q0)
+        np.testing.assert_array_equal(data["q"], eq.q)
+        omega, _ = rm.modes(spec.model, eq.q, 4)
+        np.testing.assert_array_equal(data["omega"], omega)
+        assert str(data["kind"]) == "modes" and list(data["body_names"]) == ["rod1", "rod2"]
+    # hanging straight down, the rods swing in both planes at equal frequencies
+    np.testing.assert_allclose(rm.forward_kinematics(spec.model, eq.q)[0][:, 2, 2], 1.0, atol=1e-12)
+    assert omega[0] < 1e-5 * omega[1] and omega[1] == pytest.approx(omega[2], rel=1e-7)
+    picture = tmp_path / "rods.png"
+    code, out, err = run_cli(["plot", str(result), "-o", str(picture)], tmp_path)
+    assert code == 0, err
+    assert picture.stat().st_size > 10000
+
+
+def test_rmbd_run_refuses_a_spatial_file_with_a_clear_message(tmp_path):
+    path = tmp_path / "top.toml"
+    path.write_text((SPATIAL / "heavy_top.toml").read_text() + '\n[analysis]\ntype = "dynamics"\nt_end = 1.0\n')
+    code, out, err = run_cli(["run", str(path), "-o", str(tmp_path / "top.npz")], tmp_path)
+    assert code == 1 and out == ""
+    assert "top.toml" in err and "spatial" in err and "not available yet" in err, err
+    assert not (tmp_path / "top.npz").exists()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_fuzzed_spatial_files_never_crash(tmp_path, data):
+    """Random edits of a valid spatial file (deleted lines, replaced values, inserted junk): rmbd info exits with 0
+    or 1 (an error naming the place), never an internal error."""
+    lines = GOOD.splitlines()
+    for _ in range(data.draw(st.integers(1, 3))):
+        index = data.draw(st.integers(0, len(lines) - 1))
+        action = data.draw(st.sampled_from(["delete", "value", "junk"]))
+        if action == "delete":
+            del lines[index]
+        elif action == "value" and "=" in lines[index]:
+            key = lines[index].split("=")[0]
+            value = data.draw(st.sampled_from(["-1", "0", "3", "1e308", "nan", "inf", '"x"', "[]", "[1, 2, 3]",
+                                               "[[1, 0, 0], [0, 1, 0], [0, 0, 1]]", "[[1, 2], [3]]", "true",
+                                               '"ground"', '"free"', '"universal"', "[0.0, 0.0, 0.0, 0.0]",
+                                               "[1.0, 0.0, 0.0, 0.0, 0.0, 0.0]", "{}"]))
+            lines[index] = f"{key}= {value}"
+        else:
+            lines.insert(index, data.draw(st.text(alphabet="[]=\"a1. \n", max_size=12)))
+        if not lines:
+            lines = [""]
+    path = tmp_path / "model.toml"
+    path.write_text("\n".join(lines))
+    code, _, err = run_cli(["info", str(path)], tmp_path)
+    assert code in (0, 1), err
+    assert "Traceback" not in err
+
+
+def test_save_refuses_states_of_the_wrong_size(tmp_path):
+    model = rm.models.heavy_top()
+    with pytest.raises(rm.StateError, match="q0"):
+        rm.io.save(model, tmp_path / "top.toml", np.zeros(3))
+    with pytest.raises(rm.StateError, match="v0"):
+        rm.io.save(model, tmp_path / "top.toml", model.neutral(), np.zeros(4))
+    assert not (tmp_path / "top.toml").exists()
