@@ -28,7 +28,7 @@ Bodies are given as the list of the keyword dictionaries passed to ``Model3D.add
 
 import numpy as np
 
-JOINT_SIZES = {  # joint: (nq, nv)
+JOINT_SIZES = {  # joint: (nq, nv); "fixed" last (random_spatial_tree relies on it)
     "revolute": (1, 1), "prismatic": (1, 1), "cylindrical": (2, 2), "universal": (2, 2),
     "spherical": (4, 3), "planar": (3, 3), "free": (7, 6), "fixed": (0, 0),
 }
@@ -319,3 +319,84 @@ class SpatialReference:
         centres = [p[i] + R[i] @ b["com"] for i, b in enumerate(self.bodies)]
         potential = -sum(b["mass"] * self.gravity @ c for b, c in zip(self.bodies, centres, strict=True))
         return 0.5 * v @ self.mass_matrix(q) @ v, float(potential)
+
+
+def planar_as_spatial(spec):
+    """The spec's mapping from planar add_body arguments to spatial ones (points in the xy plane, J about z)."""
+    bodies = []
+    for body in spec:
+        angle = body["angle"]
+        spatial = dict(parent=body["parent"], joint=body["joint"], mass=body["mass"],
+                       parent_point=(*body["parent_point"], 0.0), child_point=(*body["child_point"], 0.0),
+                       com=(*body["com"], 0.0), inertia=np.diag([body["inertia"]] * 3),
+                       rotation=axis_rotation((0.0, 0.0, 1.0), angle))
+        if body["joint"] == "prismatic":  # planar axis in the parent frame, spatial axis in the joint frame
+            spatial["axis"] = axis_rotation((0.0, 0.0, 1.0), angle).T @ np.array([*body["axis"], 0.0])
+        bodies.append(spatial)
+    return bodies
+
+
+def random_planar_spec(rng, nbodies):
+    """add_body arguments of a random planar tree (rm.Model): revolute, prismatic, fixed and planar joints (the
+    planar ones at angle 0, where the planar and spatial conventions for their (x, y) agree)."""
+    spec = []
+    for i in range(nbodies):
+        joint = ("revolute", "prismatic", "fixed", "planar")[int(rng.choice(4, p=(0.5, 0.2, 0.1, 0.2)))]
+        spec.append(dict(parent=int(rng.integers(-1, i)), joint=joint, parent_point=tuple(rng.uniform(-1, 1, 2)),
+                         child_point=tuple(rng.uniform(-1, 1, 2)), mass=float(rng.uniform(0.5, 2.0)),
+                         inertia=float(rng.uniform(0.05, 0.5)), com=tuple(rng.uniform(-0.5, 0.5, 2)),
+                         angle=0.0 if joint == "planar" else float(rng.uniform(-np.pi, np.pi)),
+                         axis=tuple(rng.normal(size=2)) if joint == "prismatic" else None))
+    return spec
+
+
+def random_rotation(rng):
+    """A uniformly random rotation matrix."""
+    quat = rng.normal(size=4)
+    return quaternion_matrix(quat / np.linalg.norm(quat))
+
+
+def random_inertia(rng):
+    """A full, physically valid inertia tensor (principal moments obey the triangle inequality)."""
+    moments = rng.uniform(0.3, 1.0, 3)
+    moments[2] = rng.uniform(abs(moments[0] - moments[1]) + 0.05, moments[0] + moments[1] - 0.05)
+    rot = random_rotation(rng)
+    return rot @ np.diag(moments) @ rot.T
+
+
+def random_spatial_tree(rng, nbodies):
+    """add_body arguments of a random spatial tree: every joint type, random axes and joint-frame rotations
+    (as matrices, quaternions or None), offsets, full inertia tensors given as 3x3, 6 entries or a scalar."""
+    joints = tuple(JOINT_SIZES)
+    bodies = []
+    for i in range(nbodies):
+        joint = joints[int(rng.integers(len(joints) - (i == 0)))]  # the first body moves: nv >= 1
+        inertia = random_inertia(rng)
+        form = int(rng.integers(3))
+        if form == 1:
+            inertia = np.array([inertia[0, 0], inertia[1, 1], inertia[2, 2], inertia[0, 1], inertia[0, 2],
+                                inertia[1, 2]])
+        elif form == 2:
+            inertia = float(rng.uniform(0.2, 1.0))
+        rotation = [None, random_rotation(rng), rng.normal(size=4)][int(rng.integers(3))]
+        if rotation is not None and rotation.shape == (4,):
+            rotation = rotation / np.linalg.norm(rotation)
+        body = dict(parent="ground" if i == 0 else int(rng.integers(-1, i)), joint=joint,
+                    parent_point=rng.uniform(-1, 1, 3), child_point=rng.uniform(-1, 1, 3),
+                    mass=float(rng.uniform(0.5, 2.0)), inertia=inertia, com=rng.uniform(-0.5, 0.5, 3),
+                    rotation=rotation, name=f"b{i}")
+        if joint == "universal":
+            first = rng.normal(size=3)
+            second = rng.normal(size=3)
+            second -= 0.5 * (second @ first) / (first @ first) * first  # well away from parallel
+            body["axis"] = (first, second)
+        elif joint in ("revolute", "prismatic", "cylindrical"):
+            body["axis"] = rng.normal(size=3) * rng.uniform(0.5, 2.0)
+        bodies.append(body)
+    return bodies
+
+
+def random_configuration(reference, rng):
+    """(q, v, tau): joint coordinates of scale 1 (unit quaternions), rates and forces of scale 1 and 3."""
+    q = reference.integrate(reference.neutral(), rng.normal(size=reference.nv))
+    return q, rng.normal(size=reference.nv), 3.0 * rng.normal(size=reference.nv)

@@ -8,24 +8,18 @@ against rm.forward_dynamics of the planar model (a separate implementation).
 
 import numpy as np
 import pytest
-from spatial_reference import SpatialReference, axis_rotation, quaternion_matrix
+from spatial_reference import (
+    SpatialReference,
+    axis_rotation,
+    planar_as_spatial,
+    random_inertia,
+    random_planar_spec,
+    random_rotation,
+)
 
 import recursive_mbd as rm
 
 G = 9.81
-
-
-def random_rotation(rng):
-    quat = rng.normal(size=4)
-    return quaternion_matrix(quat / np.linalg.norm(quat))
-
-
-def random_inertia(rng):
-    """A full, physically valid inertia tensor (principal moments obey the triangle inequality)."""
-    moments = rng.uniform(0.3, 1.0, 3)
-    moments[2] = rng.uniform(abs(moments[0] - moments[1]) + 0.05, moments[0] + moments[1] - 0.05)
-    rot = random_rotation(rng)
-    return rot @ np.diag(moments) @ rot.T
 
 
 def rel(a, b):
@@ -127,34 +121,12 @@ def test_planar_joint_body():
     assert rel(got, [0.0, -G, 1.4 / 0.7]) < 1e-12
 
 
-def planar_as_spatial(spec):
-    """The spec's mapping from planar add_body arguments to spatial ones (points in the xy plane, J about z)."""
-    bodies = []
-    for body in spec:
-        angle = body["angle"]
-        spatial = dict(parent=body["parent"], joint=body["joint"], mass=body["mass"],
-                       parent_point=(*body["parent_point"], 0.0), child_point=(*body["child_point"], 0.0),
-                       com=(*body["com"], 0.0), inertia=np.diag([body["inertia"]] * 3),
-                       rotation=axis_rotation((0.0, 0.0, 1.0), angle))
-        if body["joint"] == "prismatic":  # planar axis in the parent frame, spatial axis in the joint frame
-            spatial["axis"] = axis_rotation((0.0, 0.0, 1.0), angle).T @ np.array([*body["axis"], 0.0])
-        bodies.append(spatial)
-    return bodies
-
-
 @pytest.mark.parametrize("seed", range(6))
 def test_planar_trees_against_the_planar_route(seed):
     """Random planar trees (revolute, prismatic, fixed, planar joints with angle 0) through the reference and
     through rm's planar recursive formulation: M, h and forward dynamics to 1e-11."""
     rng = np.random.default_rng(100 + seed)
-    spec = []
-    for i in range(int(rng.integers(2, 7))):
-        joint = ("revolute", "prismatic", "fixed", "planar")[int(rng.choice(4, p=(0.5, 0.2, 0.1, 0.2)))]
-        spec.append(dict(parent=int(rng.integers(-1, i)), joint=joint, parent_point=tuple(rng.uniform(-1, 1, 2)),
-                         child_point=tuple(rng.uniform(-1, 1, 2)), mass=float(rng.uniform(0.5, 2.0)),
-                         inertia=float(rng.uniform(0.05, 0.5)), com=tuple(rng.uniform(-0.5, 0.5, 2)),
-                         angle=0.0 if joint == "planar" else float(rng.uniform(-np.pi, np.pi)),
-                         axis=tuple(rng.normal(size=2)) if joint == "prismatic" else None))
+    spec = random_planar_spec(rng, int(rng.integers(2, 7)))
     planar = rm.Model(gravity=(0.3, -G))
     for body in spec:
         planar.add_body(**body)
