@@ -257,7 +257,7 @@ def one_body(**changes):
     (dict(axis=(0.0, 0.0, 0.0)), "axis"),
     (dict(axis=(0.0, np.inf, 1.0)), "axis"),
     (dict(joint="prismatic", axis=(np.nan, 0.0, 1.0)), "axis"),
-    (dict(joint="universal", axis=((1, 0, 0), (2, 0, 0))), "axis"),  # parallel axes
+    (dict(joint="universal", axis=((1, 0, 0), (2, 0, 0))), "ax[ie]s"),  # parallel axes
     (dict(rotation=np.diag([1.0, 1.0, 1.1])), "rotation"),
     (dict(rotation=(1.0, 0.1, 0.0, 0.0)), "rotation"),  # quaternion off unit norm
 ])
