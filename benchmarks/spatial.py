@@ -1,0 +1,367 @@
+"""Spatial forward dynamics per call on chains, against Pinocchio ABA and MuJoCo mj_forward (issue 18).
+
+    python3 benchmarks/spatial.py [--max-n 1000000] [--quick] [--pinocchio-max-n 200] [--memory-gb 4]
+
+Two chains, N = 2 ... 1e6 links: spherical joints (nq = 4N, nv = 3N), and revolute joints about random axes (seeded)
+in the joint frames. Each link is a rod 0.1 m long along its body -z, hinged at its top to the bottom of the
+previous one, 0.1 kg, with a full inertia tensor (a rod's, turned by a random rotation) and its centre of mass
+slightly off the rod axis; gravity (0.3, -0.2, -9.81). The same parameters build the Pinocchio model (joint
+placements, ``pin.Inertia``) and the MuJoCo model (nested bodies, ``fullinertia``, ball / hinge joints).
+
+Before any timing, the accelerations of all three at the benchmark state are compared: they must agree to 1e-8
+relative (max |difference| / max |qdd|), else the script stops (a peer-library agreement check). Timings are medians
+of interleaved rounds (the three callables timed in turn, so machine load hits them alike): rm.forward_dynamics
+with a preallocated ``out``, pin.aba with its Data, mj_forward on its MjData.
+
+Memory: each library's peak resident set size in a fresh subprocess that imports it, builds the chain and makes one
+forward-dynamics call ("peak MB"), and the growth over the same process right after its imports ("+ MB").
+Pinocchio's Data grows like N^3 (spherical chain: 0.3 GB at N = 50, 1.8 GB at 100, 13.7 GB at 200): a Pinocchio
+row is measured only where the N^3 extrapolation from the previous measured size fits in --memory-gb, and timed
+only up to --pinocchio-max-n when the machine's available memory allows it. MuJoCo refuses bodies nested deeper
+than 1023: the refusal is caught and reported. Writes benchmarks/results/spatial.json.
+
+Pinocchio (``pip install pin``) and MuJoCo (``pip install mujoco``) are optional: rows are left empty without them.
+"""
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as benchmarks/forward_dynamics.py: one BLAS thread
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+from _common import print_table, write_json
+from forward_dynamics import interleaved
+
+import recursive_mbd as rm
+
+LINK = 0.1  # rod length [m]
+MASS = 0.1  # rod mass [kg]
+RADIUS = 0.01  # rod radius [m], for its axial moment of inertia
+GRAVITY = np.array([0.3, -0.2, -9.81])
+AGREEMENT = 1e-8
+KINDS = ("spherical", "revolute")
+
+
+# ---- the chain's parameters and state --------------------------------------------------------------------------
+
+def random_rotations(rng, n):
+    """n uniformly random rotation matrices (n, 3, 3) from normalised Gaussian quaternions (w, x, y, z)."""
+    quat = rng.normal(size=(n, 4))
+    quat /= np.linalg.norm(quat, axis=1)[:, None]
+    w, x, y, z = quat.T
+    return np.stack([np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+                     np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+                     np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)], 1)
+
+
+def chain_parameters(kind, n, seed=18):
+    """Per-link arrays: inertia (n, 3, 3) about the centre of mass, com (n, 3), axis (n, 3) (revolute only).
+
+    Rod frame at its centre, joint at (0, 0, LINK / 2) in the rod, the next rod hinged at (0, 0, -LINK / 2)."""
+    rng = np.random.default_rng(seed)
+    transverse = MASS * (LINK**2 / 12 + RADIUS**2 / 4)
+    moments = np.array([transverse, transverse, MASS * RADIUS**2 / 2])
+    turn = random_rotations(rng, n)
+    inertia = np.einsum("nij,j,nkj->nik", turn, moments, turn)
+    com = rng.uniform(-0.2, 0.2, (n, 3)) * np.array([RADIUS, RADIUS, LINK])
+    axis = rng.normal(size=(n, 3)) if kind == "revolute" else None
+    if axis is not None:
+        axis /= np.linalg.norm(axis, axis=1)[:, None]
+    return dict(kind=kind, n=n, inertia=inertia, com=com, axis=axis)
+
+
+def chain_state(params, seed=1):
+    """(q, v, tau) in recursive_mbd's layout: rotations of about 0.3 rad, rates of about 0.5 rad/s, small torques."""
+    rng = np.random.default_rng(seed)
+    n = params["n"]
+    if params["kind"] == "spherical":
+        rotvec = 0.3 * rng.normal(size=(n, 3)) / np.sqrt(3)
+        angle = np.linalg.norm(rotvec, axis=1)
+        quat = np.concatenate([np.cos(angle / 2)[:, None], np.sin(angle / 2)[:, None] * rotvec / angle[:, None]], 1)
+        nv = 3 * n
+        return quat.reshape(-1).copy(), 0.5 * rng.normal(size=nv), 0.01 * rng.normal(size=nv)
+    return 0.3 * rng.normal(size=n), 0.5 * rng.normal(size=n), 0.01 * rng.normal(size=n)
+
+
+def joint_offsets(i):
+    """(parent_point, child_point) of link i in its parent's and its own frame."""
+    return np.array([0.0, 0.0, 0.0 if i == 0 else -LINK / 2]), np.array([0.0, 0.0, LINK / 2])
+
+
+# ---- the three libraries' models -------------------------------------------------------------------------------
+
+def build_ours(params):
+    model = rm.Model3D(gravity=tuple(GRAVITY))
+    for i in range(params["n"]):
+        parent_point, child_point = joint_offsets(i)
+        model.add_body(parent="ground" if i == 0 else i - 1, joint=params["kind"], parent_point=parent_point,
+                       child_point=child_point, mass=MASS, inertia=params["inertia"][i], com=params["com"][i],
+                       axis=None if params["axis"] is None else params["axis"][i])
+    return model.compile()
+
+
+def build_pinocchio(params):
+    """Pinocchio joint frame i = our body frame i moved to the joint point (same axes): placement of joint i in
+    joint i - 1 is parent_point - child_point (of the parent), the inertia's centre of mass is com - child_point."""
+    import pinocchio as pin  # noqa: PLC0415
+
+    model = pin.Model()
+    model.gravity.linear = GRAVITY.copy()
+    parent = 0
+    for i in range(params["n"]):
+        parent_point, child_point = joint_offsets(i)
+        offset = parent_point - (joint_offsets(i - 1)[1] if i else 0.0)
+        joint = (pin.JointModelSpherical() if params["kind"] == "spherical"
+                 else pin.JointModelRevoluteUnaligned(params["axis"][i].copy()))
+        parent = model.addJoint(parent, joint, pin.SE3(np.eye(3), offset), f"j{i}")
+        model.appendBodyToJoint(parent, pin.Inertia(MASS, params["com"][i] - child_point, params["inertia"][i]),
+                                pin.SE3.Identity())
+    return model
+
+
+def pinocchio_q(params, q):
+    """Pinocchio's spherical configuration is (x, y, z, w) per joint."""
+    if params["kind"] != "spherical":
+        return q
+    return q.reshape(-1, 4)[:, [1, 2, 3, 0]].reshape(-1).copy()
+
+
+def xml_numbers(values):
+    """Space-separated shortest round-trip decimals (MuJoCo parses them back to the same doubles)."""
+    return " ".join(repr(float(x)) for x in np.ravel(values))
+
+
+def mujoco_xml(params):
+    """Nested bodies: MuJoCo body frame i = the Pinocchio joint frame i (joint anchor at the body origin)."""
+    body = ""
+    for i in range(params["n"] - 1, -1, -1):
+        parent_point, child_point = joint_offsets(i)
+        offset = parent_point - (joint_offsets(i - 1)[1] if i else 0.0)
+        inertia = params["inertia"][i]
+        full = xml_numbers([inertia[0, 0], inertia[1, 1], inertia[2, 2], inertia[0, 1], inertia[0, 2], inertia[1, 2]])
+        joint = ('<joint type="ball"/>' if params["kind"] == "spherical"
+                 else f'<joint type="hinge" axis="{xml_numbers(params["axis"][i])}"/>')
+        com = xml_numbers(params["com"][i] - child_point)
+        body = (f'<body pos="{xml_numbers(offset)}">{joint}<inertial pos="{com}" mass="{MASS!r}" '
+                f'fullinertia="{full}"/>{body}</body>')
+    return (f'<mujoco><compiler angle="radian"/><option gravity="{xml_numbers(GRAVITY)}"/>'
+            f"<worldbody>{body}</worldbody></mujoco>")
+
+
+def build_mujoco(params):
+    import mujoco  # noqa: PLC0415
+
+    return mujoco.MjModel.from_xml_string(mujoco_xml(params))
+
+
+# ---- timing and agreement --------------------------------------------------------------------------------------
+
+def peers_available():
+    found = {}
+    for name in ("pinocchio", "mujoco"):
+        try:
+            __import__(name)
+            found[name] = True
+        except ImportError:
+            found[name] = False
+    return found
+
+
+def available_memory_bytes():
+    with open("/proc/meminfo") as meminfo:
+        for line in meminfo:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def relative_difference(a, b):
+    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+
+
+def time_chain(params, use_pinocchio, use_mujoco, notes):
+    """Median seconds per call {library: s} and the peers' agreement {library: relative difference}."""
+    model = build_ours(params)
+    q, v, tau = chain_state(params)
+    out = np.empty(model.nv)
+    ours = rm.forward_dynamics(model, q, v, tau).copy()
+    funcs = {"recursive_mbd": lambda: rm.forward_dynamics(model, q, v, tau, out=out)}
+    agreement = {}
+    if use_pinocchio:
+        import pinocchio as pin  # noqa: PLC0415
+
+        pin_model = build_pinocchio(params)
+        pin_data = pin_model.createData()
+        q_pin = pinocchio_q(params, q)
+        agreement["pinocchio"] = relative_difference(pin.aba(pin_model, pin_data, q_pin, v, tau), ours)
+        funcs["pinocchio"] = lambda: pin.aba(pin_model, pin_data, q_pin, v, tau)
+    if use_mujoco:
+        import mujoco  # noqa: PLC0415
+
+        try:
+            mj_model = build_mujoco(params)
+        except ValueError as err:  # "body nesting depth" limit
+            notes.append(f"MuJoCo refused the {params['kind']} chain at N = {params['n']}: {str(err).splitlines()[0]}")
+        else:
+            mj_data = mujoco.MjData(mj_model)
+            mj_data.qpos[:], mj_data.qvel[:], mj_data.qfrc_applied[:] = q, v, tau
+            mujoco.mj_forward(mj_model, mj_data)
+            agreement["mujoco"] = relative_difference(mj_data.qacc.copy(), ours)
+            funcs["mujoco"] = lambda: mujoco.mj_forward(mj_model, mj_data)
+    bad = {name: d for name, d in agreement.items() if not d <= AGREEMENT}
+    if bad:
+        raise SystemExit(f"{params['kind']} chain, N = {params['n']}: accelerations disagree with recursive_mbd "
+                         f"beyond {AGREEMENT:g}: {bad}; no timing reported")
+    rounds = 7 if params["n"] <= 10_000 else 5
+    min_time = 0.02 if params["n"] <= 10_000 else 0.0
+    return interleaved(funcs, rounds=rounds, min_time=min_time), agreement
+
+
+# ---- memory in a subprocess ------------------------------------------------------------------------------------
+
+def memory_child(library, kind, n):
+    """Runs in a fresh interpreter: max RSS after imports, then after build + one call (bytes), printed as JSON."""
+    params = chain_parameters(kind, n)
+    q, v, tau = chain_state(params)
+    if library == "pinocchio":
+        import pinocchio as pin  # noqa: PLC0415
+    elif library == "mujoco":
+        import mujoco  # noqa: PLC0415
+    else:
+        rm.forward_dynamics(build_ours(chain_parameters(kind, 2)), *chain_state(chain_parameters(kind, 2)))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    start = time.perf_counter()
+    if library == "pinocchio":
+        model = build_pinocchio(params)
+        pin.aba(model, model.createData(), pinocchio_q(params, q), v, tau)
+    elif library == "mujoco":
+        model = build_mujoco(params)
+        data = mujoco.MjData(model)
+        data.qpos[:], data.qvel[:] = q, v
+        mujoco.mj_forward(model, data)
+    else:
+        rm.forward_dynamics(build_ours(params), q, v, tau)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps(dict(after_imports=before, peak=peak, build_and_call_s=time.perf_counter() - start)))
+
+
+def measure_memory(library, kind, n, limit_bytes):
+    """(peak bytes, growth bytes) of a subprocess, or None with the reason when it fails."""
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+
+    cmd = [sys.executable, __file__, "--memory-child", library, kind, str(n)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=cap, check=False)
+    if proc.returncode != 0:
+        return None, (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1][:120]
+    record = json.loads(proc.stdout.strip().splitlines()[-1])
+    return (record["peak"], record["peak"] - record["after_imports"]), None
+
+
+# ---- main ------------------------------------------------------------------------------------------------------
+
+def fmt_time(seconds, base=None):
+    if seconds is None:
+        return "-"
+    text = f"{seconds * 1e6:.1f}" if seconds < 1e-2 else f"{seconds * 1e3:.1f} ms"
+    return text if base is None else f"{text} ({seconds / base:.1f}x)"
+
+
+def fmt_memory(record):
+    if record is None:
+        return "-"
+    peak, growth = record
+    return f"{peak / 2**20:.0f} (+{growth / 2**20:.0f})"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--max-n", type=float, default=1e6)
+    parser.add_argument("--quick", action="store_true", help="N up to 1000 only")
+    parser.add_argument("--pinocchio-max-n", type=int, default=200,
+                        help="largest N timed with Pinocchio (its Data: 13.7 GB for the spherical chain at 200)")
+    parser.add_argument("--mujoco-max-n", type=int, default=2000)
+    parser.add_argument("--memory-gb", type=float, default=4.0,
+                        help="address-space cap of each memory subprocess; larger predicted rows are skipped")
+    parser.add_argument("--memory-child", nargs=3, metavar=("LIBRARY", "KIND", "N"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.memory_child:
+        library, kind, n = args.memory_child
+        memory_child(library, kind, int(n))
+        return
+    max_n = 1000 if args.quick else args.max_n
+    sizes = [n for n in (2, 10, 100, 200, 1000, 2000, 10_000, 100_000, 1_000_000) if n <= max_n]
+    have = peers_available()
+    notes = [f"not installed: {name}" for name, ok in have.items() if not ok]
+    records = []
+    for kind in KINDS:
+        rows = []
+        for n in sizes:
+            params = chain_parameters(kind, n)
+            nv = 3 * n if kind == "spherical" else n
+            # Pinocchio's Data at the largest N needs ~ (n / 100)^3 * 1.8 GB (spherical) or 1/27 of it (revolute)
+            pin_bytes = 1.8e9 * (n / 100) ** 3 * (1.0 if kind == "spherical" else 1 / 27)
+            use_pin = have["pinocchio"] and n <= args.pinocchio_max_n
+            if use_pin and pin_bytes > 0.6 * available_memory_bytes():
+                notes.append(f"Pinocchio not timed on the {kind} chain at N = {n}: its Data needs about "
+                             f"{pin_bytes / 1e9:.1f} GB, {available_memory_bytes() / 1e9:.1f} GB available")
+                use_pin = False
+            use_mj = have["mujoco"] and n <= args.mujoco_max_n
+            times, agreement = time_chain(params, use_pin, use_mj, notes)
+            memory = {}
+            for library in ("recursive_mbd", "pinocchio", "mujoco"):
+                if library != "recursive_mbd" and not have[library]:
+                    continue
+                if library == "pinocchio" and pin_bytes > args.memory_gb * 2**30:
+                    continue
+                if library == "mujoco" and n > args.mujoco_max_n:
+                    continue
+                record, failure = measure_memory(library, kind, n, int(args.memory_gb * 2**30))
+                memory[library] = record
+                if failure:
+                    notes.append(f"{library} memory run, {kind} chain, N = {n}: {failure}")
+            ours = times["recursive_mbd"]
+            records.append(dict(kind=kind, n=n, nv=nv, seconds=times, ns_per_link=ours / n * 1e9,
+                                agreement=agreement,
+                                memory_bytes={k: (None if r is None else {"peak": r[0], "growth": r[1]})
+                                              for k, r in memory.items()}))
+            rows.append([n, nv, fmt_time(ours), f"{ours / n * 1e9:.0f}",
+                         fmt_time(times.get("pinocchio"), ours), fmt_time(times.get("mujoco"), ours),
+                         " ".join(f"{k[:3]} {d:.0e}" for k, d in agreement.items()) or "-",
+                         fmt_memory(memory.get("recursive_mbd")), fmt_memory(memory.get("pinocchio")),
+                         fmt_memory(memory.get("mujoco"))])
+            print(f"  {kind} N = {n} done", file=sys.stderr)
+        print(f"forward dynamics per call, {kind} chain (us unless marked; medians of interleaved rounds; "
+              f"ratio = peer time / ours); memory: peak RSS MB of a fresh process (+ growth after imports)")
+        print_table(["N", "nv", "recursive_mbd", "ns/link", "pinocchio aba", "mujoco mj_forward",
+                     "agreement", "ours MB", "pinocchio MB", "mujoco MB"], rows)
+    summary = {}
+    by = {(r["kind"], r["n"]): r for r in records}
+    for kind in KINDS:
+        pin_200 = by.get((kind, 200), {}).get("seconds", {}).get("pinocchio")
+        if pin_200:
+            summary[f"speedup_vs_pinocchio_{kind}_n200"] = pin_200 / by[(kind, 200)]["seconds"]["recursive_mbd"]
+        if (kind, 1000) in by and (kind, 1_000_000) in by:
+            growth = by[(kind, 1_000_000)]["seconds"]["recursive_mbd"] / by[(kind, 1000)]["seconds"]["recursive_mbd"]
+            summary[f"growth_1e6_over_1e3_{kind}"] = growth
+        big = by.get((kind, 1_000_000), {}).get("memory_bytes", {}).get("recursive_mbd")
+        if big:
+            summary[f"peak_rss_bytes_1e6_{kind}"] = big["peak"]
+    for key, value in summary.items():
+        print(f"{key}: {value:.4g}" if "bytes" not in key else f"{key}: {value / 2**30:.3f} GiB")
+    for note in notes:
+        print("note:", note)
+    path = write_json("spatial", {"records": records, "summary": summary, "notes": notes,
+                                  "agreement_tolerance": AGREEMENT})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
