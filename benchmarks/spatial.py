@@ -8,17 +8,25 @@ previous one, 0.1 kg, with a full inertia tensor (a rod's, turned by a random ro
 slightly off the rod axis; gravity (0.3, -0.2, -9.81). The same parameters build the Pinocchio model (joint
 placements, ``pin.Inertia``) and the MuJoCo model (nested bodies, ``fullinertia``, ball / hinge joints).
 
-Before any timing, the accelerations of all three at the benchmark state are compared: they must agree to 1e-8
-relative (max |difference| / max |qdd|), else the script stops (a peer-library agreement check). Timings are medians
-of interleaved rounds (the three callables timed in turn, so machine load hits them alike): rm.forward_dynamics
-with a preallocated ``out``, pin.aba with its Data, mj_forward on its MjData.
+Before any timing, the accelerations of all three at the benchmark state are compared: a peer agrees when they
+agree to 1e-8 relative (max |difference| / max |qdd|) or, where cond(M) (~1e9 at N = 100 on the spherical chain)
+makes 1e-8 unreachable in double precision, when the peer's accelerations satisfy recursive_mbd's M qdd + h = tau
+(CRBA, RNEA) to a backward error of 1e-13 (round-off gives ~1e-15). A peer that fails both is timed but marked
+WRONG in the table and in a note (Pinocchio 4.1's ABA on the spherical chain beyond ~30 links); recursive_mbd
+failing its own CRBA/RNEA equations stops the script. Timings are medians of interleaved rounds (the callables
+timed in turn, so machine load hits them alike): rm.forward_dynamics with a preallocated ``out``, pin.aba with its
+Data, mj_forward on its MjData. Where no peer fits (N > 1023), recursive_mbd is timed in the memory subprocess
+(median of repeats), so that a 1e6-link chain is built once.
 
 Memory: each library's peak resident set size in a fresh subprocess that imports it, builds the chain and makes one
-forward-dynamics call ("peak MB"), and the growth over the same process right after its imports ("+ MB").
-Pinocchio's Data grows like N^3 (spherical chain: 0.3 GB at N = 50, 1.8 GB at 100, 13.7 GB at 200): a Pinocchio
-row is measured only where the N^3 extrapolation from the previous measured size fits in --memory-gb, and timed
-only up to --pinocchio-max-n when the machine's available memory allows it. MuJoCo refuses bodies nested deeper
-than 1023: the refusal is caught and reported. Writes benchmarks/results/spatial.json.
+forward-dynamics call ("MB": peak, and its growth over the same process right after its imports; for
+recursive_mbd this includes the Python builder's per-body objects), and recursive_mbd's forward-dynamics memory
+("FD MB": the packed model arrays, q, v, tau, and the tracemalloc peak of the first call, which allocates the
+workspace). Pinocchio's Data grows like N^3 (spherical chain: 0.3 GB at N = 50, 1.8 GB at 100, 13.7 GB at 200):
+a Pinocchio memory row is run only where 1.8 GB (N / 100)^3 fits in --memory-gb, and Pinocchio is timed up to
+--pinocchio-max-n where that fits in half the machine's available memory. MuJoCo refuses bodies nested deeper
+than 1023 (its XML parser earlier, so the model is built with MjSpec): the refusal at N = 1024 is caught and
+reported. Writes benchmarks/results/spatial.json (spatial_quick.json with --quick).
 
 Pinocchio (``pip install pin``) and MuJoCo (``pip install mujoco``) are optional: rows are left empty without them.
 """
@@ -34,9 +42,10 @@ import resource
 import subprocess
 import sys
 import time
+import tracemalloc
 
 import numpy as np
-from _common import print_table, write_json
+from _common import median_time, print_table, write_json
 from forward_dynamics import interleaved
 
 import recursive_mbd as rm
@@ -45,7 +54,8 @@ LINK = 0.1  # rod length [m]
 MASS = 0.1  # rod mass [kg]
 RADIUS = 0.01  # rod radius [m], for its axial moment of inertia
 GRAVITY = np.array([0.3, -0.2, -9.81])
-AGREEMENT = 1e-8
+AGREEMENT = 1e-8  # relative difference of the accelerations
+BACKWARD_AGREEMENT = 1e-13  # or backward error in our equations, where cond(M) ~ 1e9+ forbids 1e-8
 KINDS = ("spherical", "revolute")
 
 
@@ -155,10 +165,28 @@ def mujoco_xml(params):
             f"<worldbody>{body}</worldbody></mujoco>")
 
 
-def build_mujoco(params):
+def build_mujoco(params, xml=False):
+    """The MuJoCo model, built with MjSpec (no XML: its parser stops at a nesting depth below 1000), or from
+    ``mujoco_xml`` when ``xml``; both give the same model. MuJoCo itself refuses bodies deeper than 1023."""
     import mujoco  # noqa: PLC0415
 
-    return mujoco.MjModel.from_xml_string(mujoco_xml(params))
+    if xml:
+        return mujoco.MjModel.from_xml_string(mujoco_xml(params))
+    spec = mujoco.MjSpec()
+    spec.option.gravity = GRAVITY.copy()
+    body = spec.worldbody
+    for i in range(params["n"]):
+        parent_point, child_point = joint_offsets(i)
+        inertia = params["inertia"][i]
+        body = body.add_body(pos=parent_point - (joint_offsets(i - 1)[1] if i else 0.0), mass=MASS,
+                             ipos=params["com"][i] - child_point, explicitinertial=True,
+                             fullinertia=[inertia[0, 0], inertia[1, 1], inertia[2, 2], inertia[0, 1], inertia[0, 2],
+                                          inertia[1, 2]])
+        if params["kind"] == "spherical":
+            body.add_joint(type=mujoco.mjtJoint.mjJNT_BALL)
+        else:
+            body.add_joint(type=mujoco.mjtJoint.mjJNT_HINGE, axis=params["axis"][i].copy())
+    return spec.compile()
 
 
 # ---- timing and agreement --------------------------------------------------------------------------------------
@@ -183,51 +211,89 @@ def available_memory_bytes():
 
 
 def relative_difference(a, b):
+    """max |a - b| / max |b|."""
     return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
 
 
+def backward_error(M, h, tau, qdd):
+    """Normwise backward error of qdd in the equations M qdd + h = tau (recursive_mbd's CRBA and RNEA):
+    max |M qdd + h - tau| / (max |M| max |qdd| + max |tau - h|). Round-off gives ~1e-16 however ill-conditioned
+    M is; a different model or a lost digit gives much more."""
+    residual = M @ qdd + h - tau
+    return float(np.max(np.abs(residual)) / (np.max(np.abs(M)) * np.max(np.abs(qdd)) + np.max(np.abs(tau - h))))
+
+
+def check_agreement(model, q, v, tau, ours, peers):
+    """{library: (relative difference to ours, backward error in our equations)}, ours included (its own
+    backward error: articulated-body FD against CRBA + RNEA) and cond(M). A peer agrees when the accelerations
+    agree to AGREEMENT, or, where cond(M) makes that impossible in double precision, when its backward error
+    is at round-off level (below BACKWARD_AGREEMENT)."""
+    M = rm.mass_matrix(model, q)
+    h = rm.bias_forces(model, q, v)
+    report = {"recursive_mbd": (0.0, backward_error(M, h, tau, ours))}
+    for name, qdd in peers.items():
+        report[name] = (relative_difference(qdd, ours), backward_error(M, h, tau, qdd))
+    return report, float(np.linalg.cond(M))
+
+
+def agrees(record):
+    difference, backward = record
+    return difference <= AGREEMENT or backward <= BACKWARD_AGREEMENT
+
+
 def time_chain(params, use_pinocchio, use_mujoco, notes):
-    """Median seconds per call {library: s} and the peers' agreement {library: relative difference}."""
+    """Median seconds per call {library: s} (interleaved rounds), the agreement report and cond(M)."""
     model = build_ours(params)
     q, v, tau = chain_state(params)
     out = np.empty(model.nv)
     ours = rm.forward_dynamics(model, q, v, tau).copy()
     funcs = {"recursive_mbd": lambda: rm.forward_dynamics(model, q, v, tau, out=out)}
-    agreement = {}
+    peers = {}
     if use_pinocchio:
         import pinocchio as pin  # noqa: PLC0415
 
         pin_model = build_pinocchio(params)
         pin_data = pin_model.createData()
         q_pin = pinocchio_q(params, q)
-        agreement["pinocchio"] = relative_difference(pin.aba(pin_model, pin_data, q_pin, v, tau), ours)
+        peers["pinocchio"] = pin.aba(pin_model, pin_data, q_pin, v, tau).copy()
         funcs["pinocchio"] = lambda: pin.aba(pin_model, pin_data, q_pin, v, tau)
     if use_mujoco:
         import mujoco  # noqa: PLC0415
 
-        try:
-            mj_model = build_mujoco(params)
-        except ValueError as err:  # "body nesting depth" limit
-            notes.append(f"MuJoCo refused the {params['kind']} chain at N = {params['n']}: {str(err).splitlines()[0]}")
-        else:
-            mj_data = mujoco.MjData(mj_model)
-            mj_data.qpos[:], mj_data.qvel[:], mj_data.qfrc_applied[:] = q, v, tau
-            mujoco.mj_forward(mj_model, mj_data)
-            agreement["mujoco"] = relative_difference(mj_data.qacc.copy(), ours)
-            funcs["mujoco"] = lambda: mujoco.mj_forward(mj_model, mj_data)
-    bad = {name: d for name, d in agreement.items() if not d <= AGREEMENT}
-    if bad:
-        raise SystemExit(f"{params['kind']} chain, N = {params['n']}: accelerations disagree with recursive_mbd "
-                         f"beyond {AGREEMENT:g}: {bad}; no timing reported")
+        mj_model = build_mujoco(params)
+        mj_data = mujoco.MjData(mj_model)
+        mj_data.qpos[:], mj_data.qvel[:], mj_data.qfrc_applied[:] = q, v, tau
+        mujoco.mj_forward(mj_model, mj_data)
+        peers["mujoco"] = mj_data.qacc.copy()
+        funcs["mujoco"] = lambda: mujoco.mj_forward(mj_model, mj_data)
+    agreement, cond = check_agreement(model, q, v, tau, ours, peers) if peers else ({}, None)
+    for name, record in agreement.items():
+        if not agrees(record):
+            notes.append(f"{name} DISAGREES on the {params['kind']} chain at N = {params['n']}: relative difference "
+                         f"{record[0]:.1e}, backward error {record[1]:.1e} in recursive_mbd's M qdd + h = tau "
+                         f"(cond(M) = {cond:.1e}); its time is shown but its answer is wrong")
+    if not agrees(agreement.get("recursive_mbd", (0.0, 0.0))):
+        raise SystemExit(f"recursive_mbd's FD does not satisfy its own CRBA/RNEA equations: {agreement}")
     rounds = 7 if params["n"] <= 10_000 else 5
-    min_time = 0.02 if params["n"] <= 10_000 else 0.0
-    return interleaved(funcs, rounds=rounds, min_time=min_time), agreement
+    return interleaved(funcs, rounds=rounds, min_time=0.02), agreement, cond
 
 
-# ---- memory in a subprocess ------------------------------------------------------------------------------------
+def mujoco_depth_probe(kind, notes):
+    """MuJoCo's refusal of a chain one body deeper than its limit (1023), caught and reported."""
+    try:
+        build_mujoco(chain_parameters(kind, 1024))
+    except ValueError as err:
+        notes.append(f"MuJoCo refuses the {kind} chain at N = 1024: {str(err).splitlines()[0]}")
+    else:
+        notes.append(f"MuJoCo accepted the {kind} chain at N = 1024")
+
+
+# ---- memory (and large-N timing) in a subprocess ---------------------------------------------------------------
 
 def memory_child(library, kind, n):
-    """Runs in a fresh interpreter: max RSS after imports, then after build + one call (bytes), printed as JSON."""
+    """Runs in a fresh interpreter; prints JSON: max RSS after the imports and after build + one forward-dynamics
+    call (bytes). For recursive_mbd also the forward dynamics' own memory (packed model arrays, state, and the
+    tracemalloc peak of the first call, which allocates the workspace) and the median time per call."""
     params = chain_parameters(kind, n)
     q, v, tau = chain_state(params)
     if library == "pinocchio":
@@ -237,7 +303,7 @@ def memory_child(library, kind, n):
     else:
         rm.forward_dynamics(build_ours(chain_parameters(kind, 2)), *chain_state(chain_parameters(kind, 2)))
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    start = time.perf_counter()
+    record = {}
     if library == "pinocchio":
         model = build_pinocchio(params)
         pin.aba(model, model.createData(), pinocchio_q(params, q), v, tau)
@@ -247,13 +313,22 @@ def memory_child(library, kind, n):
         data.qpos[:], data.qvel[:] = q, v
         mujoco.mj_forward(model, data)
     else:
-        rm.forward_dynamics(build_ours(params), q, v, tau)
+        start = time.perf_counter()
+        model = build_ours(params)
+        record["build_s"] = time.perf_counter() - start
+        tracemalloc.start()
+        out = rm.forward_dynamics(model, q, v, tau)
+        _, call_peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        packed = model.body_int.nbytes + model.body_real.nbytes
+        record["fd_bytes"] = packed + q.nbytes + v.nbytes + tau.nbytes + call_peak
+        record["fd_s"] = median_time(lambda: rm.forward_dynamics(model, q, v, tau, out=out), min_time=0.5, repeats=5)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps(dict(after_imports=before, peak=peak, build_and_call_s=time.perf_counter() - start)))
+    print(json.dumps(dict(record, after_imports=before, peak=peak)))
 
 
 def measure_memory(library, kind, n, limit_bytes):
-    """(peak bytes, growth bytes) of a subprocess, or None with the reason when it fails."""
+    """The child's JSON record, or (None, reason) when it fails (e.g. over the address-space cap)."""
     def cap():
         resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
 
@@ -261,8 +336,7 @@ def measure_memory(library, kind, n, limit_bytes):
     proc = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=cap, check=False)
     if proc.returncode != 0:
         return None, (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1][:120]
-    record = json.loads(proc.stdout.strip().splitlines()[-1])
-    return (record["peak"], record["peak"] - record["after_imports"]), None
+    return json.loads(proc.stdout.strip().splitlines()[-1]), None
 
 
 # ---- main ------------------------------------------------------------------------------------------------------
@@ -275,19 +349,23 @@ def fmt_time(seconds, base=None):
 
 
 def fmt_memory(record):
-    if record is None:
+    if not record:
         return "-"
-    peak, growth = record
-    return f"{peak / 2**20:.0f} (+{growth / 2**20:.0f})"
+    return f"{record['peak'] / 2**20:.0f} (+{(record['peak'] - record['after_imports']) / 2**20:.0f})"
+
+
+def fmt_agreement(agreement):
+    return " ".join(f"{name[:3]} {d:.0e}/{b:.0e}{'' if agrees((d, b)) else ' WRONG'}"
+                    for name, (d, b) in agreement.items() if name != "recursive_mbd") or "-"
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-n", type=float, default=1e6)
     parser.add_argument("--quick", action="store_true", help="N up to 1000 only")
+    parser.add_argument("--min-n", type=float, default=2, help="smallest N (a partial run writes spatial_from<N>.json)")
     parser.add_argument("--pinocchio-max-n", type=int, default=200,
                         help="largest N timed with Pinocchio (its Data: 13.7 GB for the spherical chain at 200)")
-    parser.add_argument("--mujoco-max-n", type=int, default=2000)
     parser.add_argument("--memory-gb", type=float, default=4.0,
                         help="address-space cap of each memory subprocess; larger predicted rows are skipped")
     parser.add_argument("--memory-child", nargs=3, metavar=("LIBRARY", "KIND", "N"), help=argparse.SUPPRESS)
@@ -297,69 +375,79 @@ def main():
         memory_child(library, kind, int(n))
         return
     max_n = 1000 if args.quick else args.max_n
-    sizes = [n for n in (2, 10, 100, 200, 1000, 2000, 10_000, 100_000, 1_000_000) if n <= max_n]
+    sizes = [n for n in (2, 10, 100, 200, 1000, 10_000, 100_000, 1_000_000) if args.min_n <= n <= max_n]
     have = peers_available()
     notes = [f"not installed: {name}" for name, ok in have.items() if not ok]
+    cap = int(args.memory_gb * 2**30)
     records = []
     for kind in KINDS:
         rows = []
         for n in sizes:
             params = chain_parameters(kind, n)
             nv = 3 * n if kind == "spherical" else n
-            # Pinocchio's Data at the largest N needs ~ (n / 100)^3 * 1.8 GB (spherical) or 1/27 of it (revolute)
+            # Pinocchio's Data: ~ 1.8 GB (n / 100)^3 on the spherical chain (measured), 1/27 of it on the revolute
             pin_bytes = 1.8e9 * (n / 100) ** 3 * (1.0 if kind == "spherical" else 1 / 27)
             use_pin = have["pinocchio"] and n <= args.pinocchio_max_n
-            if use_pin and pin_bytes > 0.6 * available_memory_bytes():
+            if use_pin and pin_bytes > 0.5 * available_memory_bytes():
                 notes.append(f"Pinocchio not timed on the {kind} chain at N = {n}: its Data needs about "
                              f"{pin_bytes / 1e9:.1f} GB, {available_memory_bytes() / 1e9:.1f} GB available")
                 use_pin = False
-            use_mj = have["mujoco"] and n <= args.mujoco_max_n
-            times, agreement = time_chain(params, use_pin, use_mj, notes)
+            use_mj = have["mujoco"] and n <= 1023
             memory = {}
-            for library in ("recursive_mbd", "pinocchio", "mujoco"):
-                if library != "recursive_mbd" and not have[library]:
-                    continue
-                if library == "pinocchio" and pin_bytes > args.memory_gb * 2**30:
-                    continue
-                if library == "mujoco" and n > args.mujoco_max_n:
-                    continue
-                record, failure = measure_memory(library, kind, n, int(args.memory_gb * 2**30))
-                memory[library] = record
-                if failure:
-                    notes.append(f"{library} memory run, {kind} chain, N = {n}: {failure}")
+            ours_child, failure = measure_memory("recursive_mbd", kind, n, max(cap, 8 * 2**30))
+            if failure:
+                raise SystemExit(f"recursive_mbd memory run, {kind} chain, N = {n}: {failure}")
+            memory["recursive_mbd"] = ours_child
+            for library, wanted, predicted in (("pinocchio", have["pinocchio"], pin_bytes),
+                                               ("mujoco", use_mj, 0.0)):
+                if wanted and predicted <= cap:
+                    memory[library], failure = measure_memory(library, kind, n, cap)
+                    if failure:
+                        notes.append(f"{library} memory run, {kind} chain, N = {n}: {failure}")
+            if use_pin or use_mj:
+                times, agreement, cond = time_chain(params, use_pin, use_mj, notes)
+            else:  # no peer fits: the subprocess's median (the model is built once, there)
+                times, agreement, cond = {"recursive_mbd": ours_child["fd_s"]}, {}, None
             ours = times["recursive_mbd"]
             records.append(dict(kind=kind, n=n, nv=nv, seconds=times, ns_per_link=ours / n * 1e9,
-                                agreement=agreement,
-                                memory_bytes={k: (None if r is None else {"peak": r[0], "growth": r[1]})
-                                              for k, r in memory.items()}))
+                                agreement={k: {"relative_difference": d, "backward_error": b}
+                                           for k, (d, b) in agreement.items()},
+                                cond_M=cond, memory=memory))
             rows.append([n, nv, fmt_time(ours), f"{ours / n * 1e9:.0f}",
                          fmt_time(times.get("pinocchio"), ours), fmt_time(times.get("mujoco"), ours),
-                         " ".join(f"{k[:3]} {d:.0e}" for k, d in agreement.items()) or "-",
-                         fmt_memory(memory.get("recursive_mbd")), fmt_memory(memory.get("pinocchio")),
-                         fmt_memory(memory.get("mujoco"))])
+                         fmt_agreement(agreement), "-" if cond is None else f"{cond:.0e}",
+                         f"{ours_child['fd_bytes'] / 2**20:.1f}", fmt_memory(memory.get("recursive_mbd")),
+                         fmt_memory(memory.get("pinocchio")), fmt_memory(memory.get("mujoco"))])
             print(f"  {kind} N = {n} done", file=sys.stderr)
-        print(f"forward dynamics per call, {kind} chain (us unless marked; medians of interleaved rounds; "
-              f"ratio = peer time / ours); memory: peak RSS MB of a fresh process (+ growth after imports)")
-        print_table(["N", "nv", "recursive_mbd", "ns/link", "pinocchio aba", "mujoco mj_forward",
-                     "agreement", "ours MB", "pinocchio MB", "mujoco MB"], rows)
+        if have["mujoco"] and max_n >= 1000:
+            mujoco_depth_probe(kind, notes)
+        print(f"forward dynamics per call, {kind} chain: us unless marked (ratio = peer / ours), medians of "
+              f"interleaved rounds; agreement = relative difference / backward error in our equations; "
+              f"FD MB = packed model + state + the call's allocations; MB = peak RSS of a fresh process "
+              f"(+ growth after imports)")
+        print_table(["N", "nv", "recursive_mbd", "ns/link", "pinocchio aba", "mujoco mj_forward", "agreement",
+                     "cond(M)", "FD MB", "ours MB", "pinocchio MB", "mujoco MB"], rows)
     summary = {}
     by = {(r["kind"], r["n"]): r for r in records}
     for kind in KINDS:
-        pin_200 = by.get((kind, 200), {}).get("seconds", {}).get("pinocchio")
-        if pin_200:
-            summary[f"speedup_vs_pinocchio_{kind}_n200"] = pin_200 / by[(kind, 200)]["seconds"]["recursive_mbd"]
+        for n in (100, 200):
+            pin_time = by.get((kind, n), {}).get("seconds", {}).get("pinocchio")
+            if pin_time:
+                summary[f"speedup_vs_pinocchio_{kind}_n{n}"] = pin_time / by[(kind, n)]["seconds"]["recursive_mbd"]
         if (kind, 1000) in by and (kind, 1_000_000) in by:
             growth = by[(kind, 1_000_000)]["seconds"]["recursive_mbd"] / by[(kind, 1000)]["seconds"]["recursive_mbd"]
             summary[f"growth_1e6_over_1e3_{kind}"] = growth
-        big = by.get((kind, 1_000_000), {}).get("memory_bytes", {}).get("recursive_mbd")
-        if big:
-            summary[f"peak_rss_bytes_1e6_{kind}"] = big["peak"]
+        if (kind, 1_000_000) in by:
+            memory = by[(kind, 1_000_000)]["memory"]["recursive_mbd"]
+            summary[f"fd_bytes_1e6_{kind}"] = memory["fd_bytes"]
+            summary[f"peak_rss_bytes_1e6_{kind}"] = memory["peak"]
     for key, value in summary.items():
         print(f"{key}: {value:.4g}" if "bytes" not in key else f"{key}: {value / 2**30:.3f} GiB")
     for note in notes:
         print("note:", note)
-    path = write_json("spatial", {"records": records, "summary": summary, "notes": notes,
-                                  "agreement_tolerance": AGREEMENT})
+    name = "spatial" + ("_quick" if args.quick else "") + (f"_from{int(args.min_n)}" if args.min_n > 2 else "")
+    path = write_json(name, {"records": records, "summary": summary, "notes": notes,
+                                  "agreement_tolerance": AGREEMENT, "backward_error_tolerance": BACKWARD_AGREEMENT})
     print(f"wrote {path}")
 
 
