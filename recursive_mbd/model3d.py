@@ -130,8 +130,46 @@ def _inertia(value, what):
     return tensor
 
 
-def _skew(a):
-    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+def _quaternion_matrices(quats):
+    """Rotation matrices (k, 3, 3) of unit quaternions (k, 4) (w, x, y, z)."""
+    w, x, y, z = quats.T
+    return np.stack((np.stack((1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)), axis=-1),
+                     np.stack((2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)), axis=-1),
+                     np.stack((2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)), axis=-1)), axis=1)
+
+
+_FIELDS = {"parent": ((), np.int64), "jtype": ((), np.int64), "mass": ((), np.float64),
+           "inertia": ((3, 3), np.float64), "com": ((3,), np.float64), "parent_point": ((3,), np.float64),
+           "child_point": ((3,), np.float64), "rotation": ((3, 3), np.float64), "a1": ((3,), np.float64),
+           "a2": ((3,), np.float64)}
+
+
+class _BodyTable:
+    """The bodies of a Model3D as columns (numpy arrays that grow by doubling): a million-body chain costs a few
+    hundred bytes per body, not a Python record each."""
+
+    def __init__(self):
+        self.names = []
+        self.size = 0
+        self.data = {key: np.zeros((16, *shape), dtype=kind) for key, (shape, kind) in _FIELDS.items()}
+
+    def column(self, key):
+        """The field ``key`` of every body, a view (n, ...)."""
+        return self.data[key][:self.size]
+
+    def extend(self, names, columns):
+        """Append len(names) bodies; ``columns`` holds every field, broadcastable to (k, ...) (validated)."""
+        need = self.size + len(names)
+        if need > self.data["mass"].shape[0]:
+            capacity = max(need, 2 * self.data["mass"].shape[0])
+            for key, values in self.data.items():
+                grown = np.zeros((capacity, *values.shape[1:]), dtype=values.dtype)
+                grown[:self.size] = values[:self.size]
+                self.data[key] = grown
+        for key, values in columns.items():
+            self.data[key][self.size:need] = values
+        self.names.extend(names)
+        self.size = need
 
 
 class Model3D:
@@ -168,7 +206,7 @@ class Model3D:
     def __init__(self, gravity=(0.0, 0.0, -9.81), name=None):
         self.gravity = _vector3(gravity, "gravity")
         self.name = name
-        self._bodies = []
+        self._table = _BodyTable()
         self._names = {}
         self._compiled = False
         self._workspace3d = None
@@ -209,9 +247,9 @@ class Model3D:
             Unique body name; default ``"body<index>"``.
         """
         if self._compiled:
-            raise ModelError(f"cannot add body {name or len(self._bodies)!r}: the model was compiled (it is frozen "
+            raise ModelError(f"cannot add body {name or self._table.size!r}: the model was compiled (it is frozen "
                              "once a dynamics function has used it); build a new Model3D instead")
-        index = len(self._bodies)
+        index = self._table.size
         label = name if name is not None else f"body{index}"
         if not isinstance(label, str) or not label:
             raise TypeError(f"body name must be a non-empty string, got {name!r}")
@@ -258,10 +296,143 @@ class Model3D:
         elif axis is not None:
             raise ModelError(f"{where}: axis applies to revolute, prismatic, cylindrical and universal joints, "
                              f"not {joint!r}")
-        self._bodies.append(dict(name=label, parent=parent_index, jtype=jtype, parent_point=parent_point,
-                                 child_point=child_point, mass=mass, inertia=inertia, com=com, rotation=rotation,
-                                 a1=a1, a2=a2))
+        self._table.extend([label], dict(parent=parent_index, jtype=jtype, parent_point=parent_point,
+                                         child_point=child_point, mass=mass, inertia=inertia, com=com,
+                                         rotation=rotation, a1=a1, a2=a2))
         self._names[label] = index
+        return index
+
+    def add_bodies(self, parent, joint="revolute", parent_point=(0.0, 0.0, 0.0), child_point=(0.0, 0.0, 0.0),
+                   mass=1.0, inertia=0.0, com=(0.0, 0.0, 0.0), rotation=None, axis=None, names=None):
+        """Add k bodies at once (a vectorised ``add_body``, for very long chains); returns their indices (k,).
+
+        ``parent`` (k,) body indices (-1 for the ground), each below the body's own index; ``joint`` one joint type
+        for all; every other argument one value for all bodies or one per body: mass (k,), points (k, 3), inertia
+        as in ``add_body`` or (k,), (k, 6), (k, 3, 3), rotation (k, 3, 3) or (k, 4), axis (k, 3) (universal:
+        (2, 3) or (k, 2, 3)), ``names`` k strings (default ``"body<index>"``). The same checks as ``add_body``;
+        an error names the first bad body and the argument.
+        """
+        if self._compiled:
+            raise ModelError("cannot add bodies: the model was compiled (it is frozen); build a new Model3D instead")
+        parent = np.asarray(parent)
+        if parent.ndim != 1 or parent.size == 0 or not np.issubdtype(parent.dtype, np.integer):
+            raise ModelError(f"add_bodies: parent must be a non-empty 1-D array of body indices, got {parent!r:.60}")
+        k = parent.size
+        first = self._table.size
+        index = np.arange(first, first + k)
+        names = [f"body{i}" for i in index] if names is None else list(names)
+        if len(names) != k:
+            raise ModelError(f"add_bodies: {len(names)} names for {k} bodies")
+
+        def fail(mask, message):
+            bad = int(np.flatnonzero(mask)[0])
+            raise ModelError(f"body {names[bad]!r} (index {first + bad}): {message}")
+
+        def per_body(value, what, shape):
+            arr = _checks_real(value, f"add_bodies: {what}")
+            try:
+                arr = np.broadcast_to(arr, (k, *shape))
+            except ValueError:
+                raise ModelError(f"add_bodies: {what} must be {shape or 'one number'} or {(k, *shape)}, got shape "
+                                 f"{arr.shape}") from None
+            finite = np.isfinite(arr).reshape(k, -1).all(axis=1)
+            if not finite.all():
+                fail(~finite, f"{what} must be finite")
+            return arr
+
+        if not isinstance(joint, str) or joint.lower() not in SL.JOINT_CODES:
+            raise ModelError(f"add_bodies: unknown joint type {joint!r}; expected one of {sorted(SL.JOINT_CODES)}")
+        jtype = SL.JOINT_CODES[joint.lower()]
+        bad_parent = (parent < -1) | (parent >= index)
+        if bad_parent.any():
+            fail(bad_parent, "unknown parent index (a parent must be added before its child)")
+        mass = per_body(mass, "mass", ())
+        if np.any(mass < 0.0):
+            fail(mass < 0.0, "mass must be >= 0")
+        points = {key: per_body(value, key, (3,)) for key, value in
+                  (("parent_point", parent_point), ("child_point", child_point), ("com", com))}
+        inertia_arr = _checks_real(inertia, "add_bodies: inertia")
+        if inertia_arr.shape in ((), (6,), (3, 3)):
+            tensors = _inertia(inertia_arr, "add_bodies: inertia")
+        else:
+            if inertia_arr.shape == (k,):
+                tensors = inertia_arr[:, None, None] * np.eye(3)
+            elif inertia_arr.shape == (k, 6):
+                xx, yy, zz, xy, xz, yz = inertia_arr.T
+                tensors = np.stack((np.stack((xx, xy, xz), -1), np.stack((xy, yy, yz), -1),
+                                    np.stack((xz, yz, zz), -1)), axis=1)
+            elif inertia_arr.shape == (k, 3, 3):
+                tensors = inertia_arr
+            else:
+                raise ModelError(f"add_bodies: inertia must be one inertia or (k,), (k, 6), (k, 3, 3) for k = {k}, "
+                                 f"got shape {inertia_arr.shape}")
+            finite = np.isfinite(tensors).reshape(k, -1).all(axis=1)
+            if not finite.all():
+                fail(~finite, "inertia must be finite")
+            scale = np.maximum(np.abs(tensors).reshape(k, -1).max(axis=1), np.finfo(float).tiny)
+            asym = np.abs(tensors - np.swapaxes(tensors, 1, 2)).reshape(k, -1).max(axis=1) > 1e-12 * scale
+            if asym.any():
+                fail(asym, "inertia must be symmetric")
+            tensors = 0.5 * (tensors + np.swapaxes(tensors, 1, 2))
+            moments = np.linalg.eigvalsh(tensors)
+            tol = 1e-12 * np.abs(moments).max(axis=1)
+            if np.any(moments[:, 0] < -tol):
+                fail(moments[:, 0] < -tol, "inertia must be positive semidefinite")
+            bad = moments[:, 0] + moments[:, 1] < moments[:, 2] - 4 * tol
+            if bad.any():
+                fail(bad, "inertia violates the triangle inequality of principal moments (I1 + I2 >= I3)")
+        rotation_arr = None if rotation is None else _checks_real(rotation, "add_bodies: rotation")
+        if rotation_arr is None or rotation_arr.shape in ((3, 3), (4,)):
+            rotations = _rotation(rotation_arr, "add_bodies: rotation")
+        elif rotation_arr.shape == (k, 4):
+            norms = np.linalg.norm(rotation_arr, axis=1)
+            bad = ~(np.abs(norms - 1.0) <= _ROTATION_TOL)
+            if bad.any():
+                fail(bad, "rotation: a quaternion must be finite and have unit norm (to 1e-9)")
+            rotations = _quaternion_matrices(rotation_arr / norms[:, None])
+        elif rotation_arr.shape == (k, 3, 3):
+            error = np.abs(np.swapaxes(rotation_arr, 1, 2) @ rotation_arr - np.eye(3)).reshape(k, -1).max(axis=1)
+            bad = ~(error <= _ROTATION_TOL)
+            if bad.any():
+                fail(bad, "rotation is not orthonormal (to 1e-9) or not finite")
+            if np.any(np.linalg.det(rotation_arr) < 0.0):
+                fail(np.linalg.det(rotation_arr) < 0.0, "rotation is a reflection (det = -1), not a rotation")
+            rotations = rotation_arr
+        else:
+            raise ModelError(f"add_bodies: rotation must be None, (3, 3), (4,), ({k}, 3, 3) or ({k}, 4), got shape "
+                             f"{rotation_arr.shape}")
+        a1, a2 = np.array([0.0, 0.0, 1.0]), np.zeros(3)
+        if jtype in (SL.REVOLUTE, SL.PRISMATIC, SL.CYLINDRICAL, SL.UNIVERSAL):
+            if jtype == SL.UNIVERSAL:
+                default = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0))
+                axes = per_body(default if axis is None else axis, "axis", (2, 3))
+                a1, a2 = axes[:, 0], axes[:, 1]
+            else:
+                a1 = per_body((0.0, 0.0, 1.0) if axis is None else axis, "axis", (3,))
+            for label, a in (("axis", a1), ("axis a2", a2)):
+                if jtype != SL.UNIVERSAL and label == "axis a2":
+                    continue
+                norm = np.linalg.norm(a, axis=1)
+                if not np.all(norm > 0.0):
+                    fail(~(norm > 0.0), f"{label} must be a non-zero vector")
+            a1 = a1 / np.linalg.norm(a1, axis=1)[:, None]
+            if jtype == SL.UNIVERSAL:
+                a2 = a2 / np.linalg.norm(a2, axis=1)[:, None]
+                parallel = np.linalg.norm(np.cross(a1, a2), axis=1) < 1e-9
+                if parallel.any():
+                    fail(parallel, "the axes of a universal joint must not be parallel")
+        elif axis is not None:
+            raise ModelError(f"add_bodies: axis applies to revolute, prismatic, cylindrical and universal joints, "
+                             f"not {joint!r}")
+        seen = set(self._names) | {"ground"}
+        if len(set(names)) != k or not seen.isdisjoint(names) or not all(isinstance(x, str) and x for x in names):
+            for i, name in enumerate(names):
+                if not isinstance(name, str) or not name or name in seen:
+                    raise ModelError(f"body {name!r} (index {first + i}): duplicate, reserved or empty name")
+                seen.add(name)
+        self._table.extend(names, dict(parent=parent, jtype=jtype, mass=mass, inertia=tensors, rotation=rotations,
+                                       a1=a1, a2=a2, **points))
+        self._names.update(zip(names, index.tolist(), strict=True))
         return index
 
     def _resolve_parent(self, parent, where):
@@ -276,8 +447,8 @@ class Model3D:
         parent = int(parent)
         if parent == GROUND:
             return GROUND
-        if not 0 <= parent < len(self._bodies):
-            raise ModelError(f"{where}: unknown parent index {parent}; the model has {len(self._bodies)} bodies "
+        if not 0 <= parent < self._table.size:
+            raise ModelError(f"{where}: unknown parent index {parent}; the model has {self._table.size} bodies "
                              "and a parent must be added before its child")
         return parent
 
@@ -287,53 +458,49 @@ class Model3D:
         """Freeze the model and pack it into the kernels' arrays (``body_int``, ``body_real``); returns self."""
         if self._compiled:
             return self
-        if not self._bodies:
+        table = self._table
+        n = table.size
+        if not n:
             raise ModelError("the model has no bodies")
-        n = len(self._bodies)
-        body_int = np.zeros((n, SL.N_INT), dtype=np.int64)
+        jtype = table.column("jtype")
+        sizes = np.array([SL.JOINT_SIZES[code] for code in range(len(SL.JOINT_SIZES))], dtype=np.int64)
+        nqj, nvj = sizes[jtype, 0], sizes[jtype, 1]
+        qidx = np.concatenate(([0], np.cumsum(nqj)[:-1]))
+        vidx = np.concatenate(([0], np.cumsum(nvj)[:-1]))
+        body_int = np.column_stack((table.column("parent"), jtype, qidx, vidx, nqj, nvj)).astype(np.int64)
+        m, c = table.column("mass"), table.column("com")
+        # parallel axis theorem: the inertia about the body frame origin
+        origin = table.column("inertia") + m[:, None, None] * (
+            np.einsum("ij,ij->i", c, c)[:, None, None] * np.eye(3) - c[:, :, None] * c[:, None, :])
         body_real = np.zeros((n, SL.N_REAL))
-        nq = nv = 0
-        for i, body in enumerate(self._bodies):
-            jq, jv = SL.JOINT_SIZES[body["jtype"]]
-            body_int[i] = (body["parent"], body["jtype"], nq, nv, jq, jv)
-            nq += jq
-            nv += jv
-            m, c = body["mass"], body["com"]
-            body_real[i, SL.MASS] = m
-            body_real[i, SL.MCOM:SL.MCOM + 3] = m * c
-            # parallel axis theorem: inertia about the body frame origin
-            origin = body["inertia"] + m * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
-            body_real[i, SL.IO:SL.IO + 6] = (origin[0, 0], origin[1, 1], origin[2, 2], origin[0, 1], origin[0, 2],
-                                             origin[1, 2])
-            body_real[i, SL.R0:SL.R0 + 9] = body["rotation"].reshape(9)
-            body_real[i, SL.PP:SL.PP + 3] = body["parent_point"]
-            body_real[i, SL.CP:SL.CP + 3] = body["child_point"]
-            body_real[i, SL.A1:SL.A1 + 3] = body["a1"]
-            body_real[i, SL.A2:SL.A2 + 3] = body["a2"]
+        body_real[:, SL.MASS] = m
+        body_real[:, SL.MCOM:SL.MCOM + 3] = m[:, None] * c
+        body_real[:, SL.IO:SL.IO + 6] = np.column_stack((origin[:, 0, 0], origin[:, 1, 1], origin[:, 2, 2],
+                                                         origin[:, 0, 1], origin[:, 0, 2], origin[:, 1, 2]))
+        body_real[:, SL.R0:SL.R0 + 9] = table.column("rotation").reshape(n, 9)
+        body_real[:, SL.PP:SL.PP + 3] = table.column("parent_point")
+        body_real[:, SL.CP:SL.CP + 3] = table.column("child_point")
+        body_real[:, SL.A1:SL.A1 + 3] = table.column("a1")
+        body_real[:, SL.A2:SL.A2 + 3] = table.column("a2")
         body_int.flags.writeable = False
         body_real.flags.writeable = False
         self.body_int = body_int
         self.body_real = body_real
-        self._nq = nq
-        self._nv = nv
-        self._max_nv = max(1, int(body_int[:, SL.NVJ].max()))
-        quat = [(i, int(body_int[i, SL.QIDX]) + (3 if b["jtype"] == SL.FREE else 0),
-                 int(body_int[i, SL.VIDX]) + (3 if b["jtype"] == SL.FREE else 0))
-                for i, b in enumerate(self._bodies) if b["jtype"] in (SL.SPHERICAL, SL.FREE)]
-        self._quat_body = np.array([b for b, _, _ in quat], dtype=np.int64)
-        self._quat_q = np.array([k for _, k, _ in quat], dtype=np.int64)
-        self._quat_v = np.array([k for _, _, k in quat], dtype=np.int64)
-        euclid_q, euclid_v = [], []
-        for i, b in enumerate(self._bodies):
-            k, kv, jq = int(body_int[i, SL.QIDX]), int(body_int[i, SL.VIDX]), int(body_int[i, SL.NQJ])
-            if b["jtype"] == SL.FREE:
-                euclid_q += [k, k + 1, k + 2]
-                euclid_v += [kv, kv + 1, kv + 2]
-            elif b["jtype"] != SL.SPHERICAL:
-                euclid_q += list(range(k, k + jq))
-                euclid_v += list(range(kv, kv + jq))
-        self._euclid_q = np.array(euclid_q, dtype=np.int64)
-        self._euclid_v = np.array(euclid_v, dtype=np.int64)
+        self._nq = int(nqj.sum())
+        self._nv = int(nvj.sum())
+        self._max_nv = max(1, int(nvj.max()))
+        quaternion = (jtype == SL.SPHERICAL) | (jtype == SL.FREE)
+        shift = np.where(jtype[quaternion] == SL.FREE, 3, 0)
+        self._quat_body = np.flatnonzero(quaternion).astype(np.int64)
+        self._quat_q = (qidx[quaternion] + shift).astype(np.int64)
+        self._quat_v = (vidx[quaternion] + shift).astype(np.int64)
+        euclid_q = np.ones(self._nq, dtype=bool)
+        euclid_v = np.ones(self._nv, dtype=bool)
+        euclid_q[(self._quat_q[:, None] + np.arange(4)).ravel()] = False
+        euclid_v[(self._quat_v[:, None] + np.arange(3)).ravel()] = False
+        # a joint's Euclidean coordinates and rates correspond one to one, in the same order
+        self._euclid_q = np.flatnonzero(euclid_q)
+        self._euclid_v = np.flatnonzero(euclid_v)
         self.gravity = np.ascontiguousarray(self.gravity)
         self.gravity.flags.writeable = False
         self._compiled = True
@@ -349,7 +516,7 @@ class Model3D:
     @property
     def nbodies(self):
         """Number of bodies (the ground not counted)."""
-        return len(self._bodies)
+        return self._table.size
 
     @property
     def nq(self):
@@ -364,19 +531,19 @@ class Model3D:
     @property
     def names(self):
         """Body names in index order."""
-        return [b["name"] for b in self._bodies]
+        return list(self._table.names)
 
     body_names = names
 
     @property
     def parents(self):
         """Parent index of each body (-1: the ground), (nbodies,) int64."""
-        return np.array([b["parent"] for b in self._bodies], dtype=np.int64)
+        return self._table.column("parent").copy()
 
     @property
     def joint_types(self):
         """Joint type name of each body's joint to its parent."""
-        return [SL.JOINT_NAMES[b["jtype"]] for b in self._bodies]
+        return [SL.JOINT_NAMES[code] for code in self._table.column("jtype").tolist()]
 
     @property
     def compiled(self):
@@ -419,6 +586,17 @@ class Model3D:
 
 
 # ---- configuration maps ---------------------------------------------------------------------------------------------
+
+def _checks_real(value, what):
+    """``value`` as a float64 array; TypeError naming ``what`` unless it holds real numbers."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{what} must be real numbers: {err}") from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{what} must be real numbers, got {arr.dtype} values")
+    return arr.astype(np.float64)
+
 
 def _model3d(model):
     if not isinstance(model, Model3D):

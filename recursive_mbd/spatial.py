@@ -37,10 +37,7 @@ class Workspace3D:
         self.tmp = np.zeros(kernels.TMP_SIZE)
         self.zeros = np.zeros(model._nv)
         self.pair = np.zeros(2)
-        self.rot = np.zeros((n, 3, 3))
-        self.pos = np.zeros((n, 3))
-        self.omega = np.zeros((n, 3))
-        self.vel = np.zeros((n, 3))
+        self.rot = self.pos = self.omega = self.vel = None  # poses, allocated on first use (not by dynamics)
         self.checked_out = None  # the last ``out`` forward_dynamics checked (as dynamics.Workspace)
 
 
@@ -183,8 +180,14 @@ def mass_matrix(model, q):
     return out
 
 
+def _pose_arrays(ws, n):
+    if ws.rot is None:
+        ws.rot, ws.pos, ws.omega, ws.vel = np.zeros((n, 3, 3)), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3))
+    return ws
+
+
 def _poses(model, q, v):
-    ws = workspace(model)
+    ws = _pose_arrays(workspace(model), model.nbodies)
     q = _vector(q, model._nq, "q", "nq")
     v = ws.zeros if v is None else _vector(v, model._nv, "v", "nv")
     status = kernels.poses(model.body_int, model.body_real, q, v, ws.ws, ws.S, ws.tmp, ws.rot, ws.pos, ws.omega,
@@ -248,7 +251,7 @@ def point_kinematics(model, q, v, body, point=(0.0, 0.0, 0.0)):
 
 def energy(model, q, v, *, t=0.0):
     """Kinetic and gravitational potential energy (T, V) [J]; V = -sum m_i g . c_i (c_i the centres of mass)."""
-    ws = workspace(model)
+    ws = _pose_arrays(workspace(model), model.nbodies)
     _checks.real(t, "t")
     q, v = _state(model, q, v)
     status = kernels.energy(model.body_int, model.body_real, model.gravity, q, v, ws.ws, ws.S, ws.tmp, ws.rot, ws.pos,

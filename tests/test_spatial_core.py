@@ -257,8 +257,8 @@ def test_velocities_are_rates_of_the_poses(seed):
     minus, _ = rm.point_kinematics(model, rm.integrate_configuration(model, q, v, -step), v, 5, point)
     _close(velocity, (plus - minus) / (2 * step), 1e-8)
     # the potential energy from the poses: V = -sum m g . c
-    com = np.array([pos[i] + rot[i] @ b["com"] for i, b in enumerate(model._bodies)])
-    masses = np.array([b["mass"] for b in model._bodies])
+    com = pos + np.einsum("ijk,ik->ij", rot, model._table.column("com"))
+    masses = model._table.column("mass")
     _, potential = rm.energy(model, q, v)
     assert abs(potential + masses @ (com @ model.gravity)) <= 1e-12 * (abs(potential) + 1.0)
 
@@ -399,3 +399,66 @@ def test_point_mass_on_a_spherical_joint_is_singular():
     offset.add_body("ground", "spherical", mass=1.0, inertia=0.0, com=(0.0, 0.0, -1.0), name="bob")
     with pytest.raises(ModelError, match=r"body 'bob' \(index 0\)"):
         rm.forward_dynamics(offset, offset.neutral(), np.zeros(3))
+
+
+def test_add_bodies_matches_add_body():
+    rng = np.random.default_rng(7)
+    k = 6
+    parents = np.array([-1, 0, 1, 1, 3, 0])
+    kwargs = dict(parent_point=rng.normal(size=(k, 3)), child_point=rng.normal(size=(k, 3)),
+                  mass=rng.uniform(0.5, 2.0, size=k), inertia=np.array([random_inertia(rng) for _ in range(k)]),
+                  com=rng.normal(size=(k, 3)), rotation=np.array([random_rotation(rng) for _ in range(k)]))
+    for joint, axis in (("universal", rng.normal(size=(k, 2, 3))), ("revolute", rng.normal(size=(k, 3))),
+                        ("spherical", None)):
+        one, many = rm.Model3D(), rm.Model3D()
+        for i in range(k):
+            one.add_body(int(parents[i]), joint, axis=None if axis is None else axis[i],
+                         **{key: value[i] for key, value in kwargs.items()})
+        assert many.add_bodies(parents, joint, axis=axis, **kwargs).tolist() == list(range(k))
+        one.compile(), many.compile()
+        assert np.array_equal(one.body_int, many.body_int)
+        assert np.allclose(one.body_real, many.body_real, rtol=0, atol=1e-15)
+        assert one.names == many.names
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"mass": [1.0, -1.0, 1.0]}, r"body 'body1' \(index 1\): mass must be >= 0"),
+    ({"inertia": [1.0, 1.0, np.nan]}, r"body 'body2' \(index 2\): inertia must be finite"),
+    ({"inertia": [(1.0, 1.0, 1.0, 0, 0, 0), (1.0, 1.0, 3.0, 0, 0, 0), (1.0, 1.0, 1.0, 0, 0, 0)]},
+     r"body 'body1' \(index 1\): inertia violates the triangle inequality"),
+    ({"axis": [(0.0, 0.0, 1.0), (0.0, 0.0, 1.0), (0.0, 0.0, 0.0)]}, r"body 'body2' \(index 2\): axis must be a non-"),
+    ({"rotation": [(1.0, 0, 0, 0), (1.0, 0, 0, 0), (1.1, 0, 0, 0)]}, r"body 'body2' \(index 2\): rotation"),
+    ({"com": np.zeros((2, 3))}, r"add_bodies: com must be \(3,\) or \(3, 3\)"),
+])
+def test_add_bodies_errors_name_the_first_bad_body(kwargs, message):
+    with pytest.raises(ModelError, match=message):
+        rm.Model3D().add_bodies(np.array([-1, 0, 1]), "revolute", **kwargs)
+
+
+def test_free_body_closed_forms():
+    """A free body falls at g (joint-frame coordinates R0^T g) and turns by Euler's equations
+    I omega' = -omega x I omega (principal axes, the joint at its centre of mass)."""
+    rng = np.random.default_rng(11)
+    gravity = np.array([0.3, -1.0, -9.81])
+    rotation = random_rotation(rng)
+    inertia = np.array([1.0, 2.0, 2.5])
+    model = rm.Model3D(gravity=gravity)
+    model.add_body(joint="free", mass=3.0, inertia=np.diag(inertia), com=(0.2, -0.1, 0.4), child_point=(0.2, -0.1, 0.4),
+                   parent_point=(1.0, 2.0, 3.0), rotation=rotation)
+    q, _ = random_state(rng, model)
+    omega = np.array([0.7, -1.1, 0.4])
+    vdot = rm.forward_dynamics(model, q, np.array([0.5, -0.2, 0.1, *omega]))
+    expected_omega = -np.cross(omega, inertia * omega) / inertia
+    _close(vdot[3:], expected_omega, 1e-14)
+    # the joint point is the centre of mass, whose position in the joint frame is t: t'' = R0^T g, spin or not
+    _close(vdot[:3], rm.model3d.quaternion_matrix(rotation).T @ gravity, 1e-14)
+
+
+def test_fixed_joints_only():
+    model = rm.Model3D()
+    model.add_body(joint="fixed", mass=1.0)
+    model.add_body(0, "fixed", mass=2.0, com=(0.0, 0.0, 1.0))
+    assert (model.nq, model.nv) == (0, 0)
+    assert rm.forward_dynamics(model, [], []).shape == (0,)
+    assert rm.mass_matrix(model, []).shape == (0, 0)
+    assert rm.energy(model, [], []) == (0.0, pytest.approx(2.0 * 9.81, rel=1e-15))

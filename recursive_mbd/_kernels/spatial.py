@@ -475,18 +475,19 @@ def kinematics_pass(body_int, body_real, q, v, ws, S, tmp, with_velocity):
 
 
 @njit
-def _cholesky_solve(tmp, d, nvj, b):
-    """Solve L L^T x = tmp[b:b+nvj] in place, L the lower Cholesky factor in tmp[d:d+36] (stride 6)."""
+def _cholesky_solve(tmp, d, inv, nvj, b):
+    """Solve L L^T x = tmp[b:b+nvj] in place, L the lower Cholesky factor in tmp[d:d+36] (stride 6) and the
+    reciprocals of its diagonal in tmp[inv:inv+nvj]."""
     for r in range(nvj):
         acc = tmp[b + r]
         for k in range(r):
             acc -= tmp[d + 6 * r + k] * tmp[b + k]
-        tmp[b + r] = acc / tmp[d + 7 * r]
+        tmp[b + r] = acc * tmp[inv + r]
     for r in range(nvj - 1, -1, -1):
         acc = tmp[b + r]
         for k in range(r + 1, nvj):
             acc -= tmp[d + 6 * k + r] * tmp[b + k]
-        tmp[b + r] = acc / tmp[d + 7 * r]
+        tmp[b + r] = acc * tmp[inv + r]
 
 
 @njit
@@ -512,7 +513,8 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
         _cross_force(ws[i], WV, tmp, 0, ws[i], WP)
     # tip to base: U = I^A S, D = S^T U, u = tau - S^T p^A; condense onto the parent (seed 003 eq. 3.23)
     # tmp layout: U 0:36 (column-major, 6 per column), D/L 36:72 (stride 6), scale 72:78, rhs 78:84, Ia 84:120,
-    # pa 120:126, c-product 126:132, scratch for the transform 132:186
+    # pa 120:126, c-product 126:132, scratch for the transform 132:186, 1/L_kk 186:192, D^-1 192:228 (stride 6),
+    # sqrt(I^A_rr) 228:234
     for i in range(n - 1, -1, -1):
         nvj = body_int[i, NVJ]
         kv = body_int[i, VIDX]
@@ -522,14 +524,14 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
                 for c in range(6):
                     acc += ws[i, WI + 6 * r + c] * S[i, col, c]
                 tmp[6 * col + r] = acc
+        for r in range(6):
+            tmp[228 + r] = math.sqrt(abs(ws[i, WI + 7 * r]))
         for col in range(nvj):
+            # the scale of D_cc: (sum_r |S_rc| sqrt(I_rr))^2 >= S_c^T I^A S_c (Cauchy-Schwarz, I^A PSD)
             scale = 0.0
             for r in range(6):
-                row = 0.0
-                for c in range(6):
-                    row += abs(ws[i, WI + 6 * r + c]) * abs(S[i, col, c])
-                scale += abs(S[i, col, r]) * row
-            tmp[72 + col] = scale
+                scale += abs(S[i, col, r]) * tmp[228 + r]
+            tmp[72 + col] = scale * scale
             for row_ in range(nvj):
                 acc = 0.0
                 for r in range(6):
@@ -544,37 +546,45 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
                 return STATUS_SINGULAR | (i << 4)
             piv = math.sqrt(piv)
             tmp[36 + 7 * c] = piv
+            tmp[186 + c] = 1.0 / piv
             for r in range(c + 1, nvj):
                 acc = tmp[36 + 6 * r + c]
                 for k in range(c):
                     acc -= tmp[36 + 6 * r + k] * tmp[36 + 6 * c + k]
-                tmp[36 + 6 * r + c] = acc / piv
-        # uD = D^-1 (tau - S^T p^A)
+                tmp[36 + 6 * r + c] = acc * tmp[186 + c]
+        # D^-1 column by column, then uD = D^-1 (tau - S^T p^A) and UD = U D^-1
+        for col in range(nvj):
+            for r in range(nvj):
+                tmp[192 + 6 * col + r] = 0.0
+            tmp[192 + 7 * col] = 1.0
+            _cholesky_solve(tmp, 36, 186, nvj, 192 + 6 * col)
         for col in range(nvj):
             acc = tau[kv + col]
             for r in range(6):
                 acc -= S[i, col, r] * ws[i, WP + r]
             tmp[78 + col] = acc
-        _cholesky_solve(tmp, 36, nvj, 78)
         for col in range(nvj):
-            uD[i, col] = tmp[78 + col]
-        # UD = U D^-1, row by row (D symmetric)
-        for r in range(6):
-            for col in range(nvj):
-                tmp[78 + col] = tmp[6 * col + r]
-            _cholesky_solve(tmp, 36, nvj, 78)
-            for col in range(nvj):
-                UD[i, col, r] = tmp[78 + col]
+            acc = 0.0
+            for k in range(nvj):
+                acc += tmp[192 + 6 * col + k] * tmp[78 + k]
+            uD[i, col] = acc
+        for col in range(nvj):
+            for r in range(6):
+                acc = 0.0
+                for k in range(nvj):
+                    acc += tmp[6 * k + r] * tmp[192 + 6 * k + col]
+                UD[i, col, r] = acc
         p = body_int[i, PARENT]
         if p < 0:
             continue
         # I^a = I^A - U D^-1 U^T,  p^a = p^A + I^a c + U D^-1 u
         for r in range(6):
-            for c in range(6):
+            for c in range(r, 6):  # symmetric
                 acc = ws[i, WI + 6 * r + c]
                 for col in range(nvj):
                     acc -= UD[i, col, r] * tmp[6 * col + c]
                 tmp[84 + 6 * r + c] = acc
+                tmp[84 + 6 * c + r] = acc
         for r in range(6):
             acc = ws[i, WP + r]
             for c in range(6):
