@@ -108,12 +108,14 @@ def joint_offsets(i):
 # ---- the three libraries' models -------------------------------------------------------------------------------
 
 def build_ours(params):
+    """The chain through Model3D.add_bodies (the vectorised add_body: same checks, for very long chains)."""
+    n = params["n"]
     model = rm.Model3D(gravity=tuple(GRAVITY))
-    for i in range(params["n"]):
-        parent_point, child_point = joint_offsets(i)
-        model.add_body(parent="ground" if i == 0 else i - 1, joint=params["kind"], parent_point=parent_point,
-                       child_point=child_point, mass=MASS, inertia=params["inertia"][i], com=params["com"][i],
-                       axis=None if params["axis"] is None else params["axis"][i])
+    parent_points = np.zeros((n, 3))
+    parent_points[1:] = joint_offsets(1)[0]
+    model.add_bodies(np.arange(n) - 1, joint=params["kind"], parent_point=parent_points,
+                     child_point=joint_offsets(0)[1], mass=MASS, inertia=params["inertia"], com=params["com"],
+                     axis=params["axis"])
     return model.compile()
 
 
