@@ -56,6 +56,7 @@ from .dynamics import as_vector, raise_status, workspace
 from .errors import ModelError, SimulationError, StateError
 
 _ROUNDOFF = 16.0 * np.finfo(float).eps
+_NOT_DRIVEN = np.zeros(0, dtype=np.uint8)
 _STALL = 100.0  # a Newton correction below _STALL * newton_tol that stops contracting is the round-off floor
 
 
@@ -68,6 +69,8 @@ class _Scratch:
         self.ia = np.zeros((n, 3, 3))
         self.uu = np.zeros((n, 3, 3))
         self.dinv = np.zeros((n, 3, 3))
+        self.gcol = np.zeros((n, 3, 3))
+        self.rvec = np.zeros((n, 2))
         self.ub = np.zeros((n, 3))
         self.pa = np.zeros((n, 3))
         self.vel = np.zeros((n, 3))
@@ -144,9 +147,10 @@ def solve_effective(model, q, qd, c_mass, c_damp, c_stiff, rhs, *, t=0.0, out=No
               and out.flags.c_contiguous and out.flags.writeable):
         raise TypeError(f"out must be a writeable C-contiguous float64 array of shape ({model.nq},)")
     j_diag = c_stiff * scratch.j_stiff + c_damp * scratch.j_damp
-    status = kernels.effective_solve(model.body_int, model.body_real, model.gravity, q, ws.zeros, c_mass, c_stiff,
-                                     j_diag, rhs, ws.ws, scratch.ia, scratch.uu, scratch.dinv, scratch.ub,
-                                     scratch.pa, scratch.vel, scratch.fsub, scratch.kb, scratch.dmat, out)
+    status = kernels.effective_solve(model.body_int, model.body_real, model.gravity, q, ws.zeros, _NOT_DRIVEN,
+                                     c_mass, c_stiff, j_diag, rhs, ws.ws, scratch.ia, scratch.uu, scratch.dinv,
+                                     scratch.gcol, scratch.rvec, scratch.ub, scratch.pa, scratch.vel, scratch.fsub,
+                                     scratch.kb, scratch.dmat, out)
     if status:
         kind, index = L.decode_status(status)
         if kind == L.STATUS_SINGULAR:
