@@ -55,9 +55,7 @@ from ._kernels import layout as L
 from .dynamics import as_vector, raise_status, workspace
 from .errors import ModelError, SimulationError, StateError
 
-_ROUNDOFF = 16.0 * np.finfo(float).eps
 _NOT_DRIVEN = np.zeros(0, dtype=np.uint8)
-_STALL = 100.0  # a Newton correction below _STALL * newton_tol that stops contracting is the round-off floor
 
 
 class _Scratch:
@@ -187,141 +185,130 @@ def generalized_alpha_coefficients(rho_inf):
     return alpha_m, alpha_f, gamma, beta
 
 
-def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, tau=None, rho_inf=0.9,
-                               newton_tol=1e-12, max_newton=20, max_steps=10_000_000):
-    """Generalised-alpha run of a tree model (called by ``rm.simulate(method="generalized_alpha")``).
+def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval=None, tau=None, drivers=None,
+                               events=None, rho_inf=0.9, newton_tol=1e-12, max_newton=20, max_steps=10_000_000,
+                               progress=None, max_wall_time=None):
+    """Generalised-alpha run (called by ``rm.simulate(method="generalized_alpha")``; options as there).
 
-    Fixed step ``dt`` (the last one shortened to land on t_end); Newton on the new accelerations with the matrix
-    of ``solve_effective`` (c_mass = 1, c_damp = h gamma (1 - alpha_f) / (1 - alpha_m), c_stiff = h^2 beta
-    (1 - alpha_f) / (1 - alpha_m)), converged when the position correction c_stiff max|dqdd| <= ``newton_tol``
-    [rad or m] plus the round-off of the position update (16 eps max(|q + h qd + ...|, |h^2 beta a+|)), or when a
-    correction below 100 ``newton_tol`` no longer contracts (the round-off floor of the residual on long chains).
-    ``tau``: None or a constant (nq,) array. The work terms are integrated by the trapezoidal rule (second
-    order, like the scheme). The result has ``newton_iterations`` (total) besides the usual fields;
-    ``nfev`` counts residual (inverse-dynamics) evaluations. A step whose Newton iteration does not
+    Fixed step ``dt`` (the last one shortened to land on t_end), the whole time loop compiled
+    (``_kernels.implicit.integrate_generalized_alpha``). Newton on the new accelerations (and loop multipliers)
+    with the matrix of ``solve_effective`` (c_mass = 1, c_damp = h gamma (1 - alpha_f) / (1 - alpha_m),
+    c_stiff = h^2 beta (1 - alpha_f) / (1 - alpha_m)) factorised once per step, bordered by the loop Jacobian
+    (index 3); converged when the position correction c_stiff max|dqdd| <= ``newton_tol`` [rad or m] plus the
+    round-off of the position update, or when a correction below 100 ``newton_tol`` no longer contracts.
+    ``tau`` constant or a function, ``drivers``, ``events``, ``t_eval`` (cubic Hermite dense output), progress
+    and max_wall_time as for the other numba methods. The result has ``newton_iterations`` (total) besides the
+    usual fields; ``nfev`` counts residual (inverse-dynamics) evaluations. A step whose Newton iteration does not
     converge in ``max_newton`` iterations raises SimulationError with the samples so far.
     """
-    from .integrate import SimulationResult, check_time_span, fixed_step_count  # noqa: PLC0415
+    from . import integrate  # noqa: PLC0415  (the time-loop layer above this module's kernels)
+    from ._kernels import integrators  # noqa: PLC0415
 
     workspace(model)
-    if model.nloops:
-        raise ModelError("method 'generalized_alpha' supports trees only (no closed loops) in this version")
     if model.nq == 0:
         raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
-    alpha_m, alpha_f, gamma, beta = generalized_alpha_coefficients(rho_inf)
+    coefficients = np.array(generalized_alpha_coefficients(rho_inf))
     newton_tol = float(newton_tol)
     if not (newton_tol > 0.0 and np.isfinite(newton_tol)):
         raise ValueError(f"newton_tol must be finite and > 0, got {newton_tol}")
     max_newton = int(max_newton)
     if max_newton < 1:
         raise ValueError(f"max_newton must be >= 1, got {max_newton}")
-    t0, t_end = check_time_span(t0, t_end)
+    t0, t_end = integrate.check_time_span(t0, t_end)
+    if dt is None:
+        raise ValueError("method 'generalized_alpha' is fixed-step: give dt")
     dt = float(dt)
     if not (dt > 0.0 and np.isfinite(dt)):
         raise ValueError(f"dt must be finite and > 0, got {dt}")
-    nsteps = fixed_step_count(t0, t_end, dt, max_steps)
+    integrate.fixed_step_count(t0, t_end, dt, max_steps)
     every = int(every)
     if every < 1:
         raise ValueError(f"every must be >= 1, got {every}")
-    nq = model.nq
-    if tau is None:
-        tau = np.zeros(nq)
-    elif callable(tau):
-        raise TypeError("method 'generalized_alpha' takes a constant tau (an array of nq numbers) in this version")
+    q0 = as_vector(model, q0, "q0").copy()
+    qd0 = as_vector(model, qd0, "qd0").copy()
+    for vec, what in ((q0, "q0"), (qd0, "qd0")):
+        if not np.all(np.isfinite(vec)):
+            raise StateError(f"{what}[{int(np.flatnonzero(~np.isfinite(vec))[0])}] is not finite")
+    t_eval_arr = None
+    if t_eval is not None:
+        t_eval_arr = np.asarray(t_eval, dtype=float).ravel()
+        if (t_eval_arr.size == 0 or np.any(np.diff(t_eval_arr) < 0) or t_eval_arr[0] < t0
+                or t_eval_arr[-1] > t_end):
+            raise ValueError(f"t_eval must be a non-empty sorted array within [t0, t_end] = [{t0}, {t_end}]")
+        t_eval_arr = np.unique(np.concatenate(([t0], t_eval_arr, [t_end])))  # t0 and t_end always
+    inputs = integrate._Inputs(model, tau, drivers)
+    callback, key = inputs.callback()
+    if model.nloops:
+        q0, qd0 = integrate._consistent_start(model, inputs, q0, qd0, t0)
+    system = integrate.build_system(model, inputs, "none")  # index 3: Newton closes the loops at every step
+    event_functions = integrate._Events(model, events, inputs, system)
+    free = system[5]
+    nf = free.size
+    if inputs.has_python or inputs.tau_function is not None:
+        # a first evaluation in Python: a function that fails or returns the wrong shape is reported clearly here
+        inputs(t0, q0.copy(), qd0.copy(), np.zeros(inputs.size))
+    y0 = np.concatenate((q0[free], qd0[free], [0.0, 0.0]))
+    status = integrators.system_rhs(callback, key, system, t0, y0, np.empty_like(y0))
+    if status:
+        raise_status(model, status)
+    _, scratch = _scratch(model)
+    control = integrate._RunControl(max_wall_time)
+    monitor = (integrate._python_bridge, control.key, control.control)
+    if event_functions.functions:
+        events_fn, events_key = integrate._python_bridge, next(integrate._KEYS)
+        integrate._PYTHON_INPUTS[events_key] = event_functions
     else:
-        tau = as_vector(model, tau, "tau").copy()
-        if not np.all(np.isfinite(tau)):
-            raise StateError(f"tau[{int(np.flatnonzero(~np.isfinite(tau))[0])}] is not finite")
-    q = as_vector(model, q0, "q0").copy()
-    qd = as_vector(model, qd0, "qd0").copy()
-    from .dynamics import element_forces, forward_dynamics, inverse_dynamics  # noqa: PLC0415
+        events_fn, events_key = integrators.no_inputs, 0
+    carry = np.zeros(2 + 2 * nf + model.nconstraints + 1)
+    info = np.zeros(4)
+    totals = {"iterations": 0}
+    n = y0.size
 
-    has_elements = model.elem_int.shape[0] > 0
-    qdd = forward_dynamics(model, q, qd, tau, t=t0).copy()
-    acc = qdd.copy()  # the algorithmic acceleration a
-    nout = nsteps // every + 2
-    ts = np.empty(nout)
-    qs = np.empty((nout, nq))
-    qds = np.empty((nout, nq))
-    work = np.zeros((nout, 2))
-    ts[0], qs[0], qds[0] = t0, q, qd
-    stored = 1
-    dissipated = applied = 0.0
-    power = None
-    if has_elements:
-        loads = element_forces(model, q, qd, t0)
-        power = (loads["dissipation"], loads["power"])
-    nfev = 1
-    iterations = 0
-    t = t0
-    x = np.empty(nq)
-    for step in range(1, nsteps + 1):
-        t_new = t_end if step == nsteps else t0 + step * dt
-        h = t_new - t
-        c_damp = h * gamma * (1.0 - alpha_f) / (1.0 - alpha_m)
-        c_stiff = h * h * beta * (1.0 - alpha_f) / (1.0 - alpha_m)
-        q_pred = q + h * qd + h * h * (0.5 - beta) * acc
-        qd_pred = qd + h * (1.0 - gamma) * acc
-        qdd_new = qdd.copy()
-        converged = False
-        previous = np.inf
-        for _ in range(max_newton):
-            acc_new = ((1.0 - alpha_f) * qdd_new + alpha_f * qdd - alpha_m * acc) / (1.0 - alpha_m)
-            q_new = q_pred + h * h * beta * acc_new
-            qd_new = qd_pred + h * gamma * acc_new
-            try:
-                residual = inverse_dynamics(model, q_new, qd_new, qdd_new, t=t_new) - tau
-                nfev += 1
-                solve_effective(model, q_new, qd_new, 1.0, c_damp, c_stiff, residual, out=x)
-            except (ValueError, ArithmeticError) as err:
-                raise _failure(model, f"generalized_alpha: the Newton iteration failed at t = {t_new:.9g} s: "
-                                      f"{err}", t_new, ts, qs, qds, work, stored, nfev, step - 1,
-                               iterations) from err
-            iterations += 1
-            qdd_new -= x
-            correction = c_stiff * float(np.max(np.abs(x)))
-            if not np.isfinite(correction):
-                break
-            # floor: the round-off of q_pred + h^2 beta a+ (two large terms that cancel when h omega >> 1)
-            floor = _ROUNDOFF * max(float(np.max(np.abs(q_pred))), h * h * beta * float(np.max(np.abs(acc_new))))
-            # converged; or stalled at the round-off of the residual (sums over up to N bodies) just above the
-            # tolerance: the correction no longer contracts, so further iterations cannot improve the step
-            if correction <= newton_tol + floor or (correction <= _STALL * newton_tol and correction > 0.5 * previous):
-                converged = True
-                break
-            previous = correction
-        if not converged:
-            raise _failure(model, f"generalized_alpha: Newton did not converge at t = {t_new:.9g} s (step {step}, "
-                                  f"dt = {h:g} s): after {max_newton} iterations the position correction is "
-                                  f"{correction:.3g} > newton_tol = {newton_tol:g} and the residual max |M qdd - Q| "
-                                  f"is {float(np.max(np.abs(residual))):.3g}; reduce dt", t_new, ts, qs, qds, work,
-                           stored, nfev, step - 1, iterations)
-        acc_new = ((1.0 - alpha_f) * qdd_new + alpha_f * qdd - alpha_m * acc) / (1.0 - alpha_m)
-        q_new = q_pred + h * h * beta * acc_new
-        qd_new = qd_pred + h * gamma * acc_new
-        applied += float(tau @ (q_new - q))  # exact for a constant tau
-        if has_elements:  # trapezoidal rule on the element powers (second order, like the scheme)
-            loads = element_forces(model, q_new, qd_new, t_new)
-            dissipated += 0.5 * h * (power[0] + loads["dissipation"])
-            applied += 0.5 * h * (power[1] + loads["power"])
-            power = (loads["dissipation"], loads["power"])
-        q, qd, qdd, acc, t = q_new, qd_new, qdd_new, acc_new, t_new
-        if step % every == 0 or step == nsteps:
-            ts[stored], qs[stored], qds[stored] = t, q, qd
-            work[stored] = dissipated, applied
-            stored += 1
-    result = SimulationResult(model, ts[:stored].copy(), qs[:stored].copy(), qds[:stored].copy(),
-                              work[:stored].copy(), "generalized_alpha", nfev, nsteps, 0)
-    result.newton_iterations = iterations
+    def run(y_start, ta, tb, piece_eval):
+        control.restart()
+        (status, t_fail, count, t_out, y_out, nfev, nsteps, iterations, nev, ev_t,
+         ev_y) = kernels.integrate_generalized_alpha(
+            callback, key, system, y_start, carry, ta, tb, dt, integrate.fixed_step_count(ta, tb, dt, max_steps),
+            every, np.empty(0) if piece_eval is None else piece_eval, coefficients, newton_tol, max_newton,
+            scratch.j_stiff, scratch.j_damp, np.empty(1024), np.empty((1024, n)), events_fn, events_key,
+            event_functions.directions, event_functions.terminal, np.empty(16), np.empty((16, n + 1)), *monitor,
+            info)
+        totals["iterations"] += iterations
+        records = [(int(row[0]), t_ev, row[1:]) for t_ev, row in zip(ev_t[:nev], ev_y[:nev], strict=True)]
+        return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, 0, records
+
+    with control:
+        status, t_fail, t_out, y_out, nfev, nsteps, _, records = integrate._run_segments(
+            run, y0, t0, t_end, t_eval_arr, dt, progress)
+    result = integrate._make_result(model, inputs, callback, key, system, np.array(t_out), np.array(y_out),
+                                    "generalized_alpha", nfev, nsteps, 0)
+    result.newton_iterations = totals["iterations"]
+    for i in range(len(event_functions.functions)):
+        hits = [(t_ev, y_ev) for index, t_ev, y_ev in records if index == i]
+        states = [event_functions.state(t_ev, y_ev) for t_ev, y_ev in hits]
+        result.t_events.append(np.array([t_ev for t_ev, _ in hits]))
+        result.q_events.append(np.array([q for q, _ in states]).reshape(-1, model.nq))
+        result.qd_events.append(np.array([qd for _, qd in states]).reshape(-1, model.nq))
+    if status == L.STATUS_EVENT:
+        result.status = "event"
+        status = L.STATUS_OK
+    kind = L.decode_status(status)[0]
+    if control.interrupted or kind == L.STATUS_INTERRUPTED:
+        result.status = "interrupted"
+        interrupt = KeyboardInterrupt(f"generalized_alpha interrupted at t = {t_fail:.9g} s; {result.t.size} "
+                                      f"samples up to t = {result.t[-1]:.9g} s are kept in .result")
+        interrupt.result = result
+        interrupt.t = t_fail
+        raise interrupt
+    if kind == L.STATUS_NO_CONVERGENCE:
+        result.status = "failed"
+        correction, residual, step, _ = info
+        raise SimulationError(
+            f"generalized_alpha: Newton did not converge at t = {t_fail:.9g} s (step {int(step)}, dt = {dt:g} s): "
+            f"after {max_newton} iterations the position correction is {correction:.3g} > newton_tol = "
+            f"{newton_tol:g} and the residual max |M qdd - Q| is {residual:.3g}; reduce dt. {result.t.size} "
+            f"samples up to t = {result.t[-1]:.9g} s are kept in .result", t_fail, result)
+    if status != L.STATUS_OK:
+        integrate._raise_failure(model, "generalized_alpha", status, t_fail, result, max_steps, control, inputs,
+                                 event_functions, system)
     return result
-
-
-def _failure(model, message, t, ts, qs, qds, work, stored, nfev, nsteps, iterations):
-    """A SimulationError at time t keeping the samples so far."""
-    from .integrate import SimulationResult  # noqa: PLC0415
-
-    result = SimulationResult(model, ts[:stored].copy(), qs[:stored].copy(), qds[:stored].copy(),
-                              work[:stored].copy(), "generalized_alpha", nfev, nsteps, 0)
-    result.newton_iterations = iterations
-    result.status = "failed"
-    return SimulationError(message, t, result)

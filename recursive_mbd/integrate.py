@@ -988,33 +988,13 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
 
 def _generalized_alpha(model, q0, qd0, t0, t_end, dt, every, tau, drivers, events, t_eval, progress, max_wall_time,
                        max_steps, rho_inf, newton_tol):
-    """Dispatch to ``implicit.simulate_generalized_alpha``, refusing the options it does not support yet."""
+    """Dispatch to ``implicit.simulate_generalized_alpha`` (its compiled time loop)."""
     from . import implicit  # noqa: PLC0415
 
-    unsupported = [name for name, value in (("drivers", drivers), ("events", events), ("t_eval", t_eval),
-                                            ("max_wall_time", max_wall_time)) if value is not None]
-    if progress:
-        unsupported.append("progress")
-    if unsupported:
-        raise ValueError(f"method 'generalized_alpha' does not support {', '.join(unsupported)} yet")
-    if dt is None:
-        raise ValueError("method 'generalized_alpha' is fixed-step: give dt")
-    options = {"every": every, "tau": tau, "rho_inf": 0.9 if rho_inf is None else rho_inf,
-               "newton_tol": 1e-12 if newton_tol is None else newton_tol, "max_steps": max_steps}
-    try:
-        result = implicit.simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, **options)
-    except SimulationError as err:
-        err.result._evaluator = _evaluator(model, tau)
-        raise
-    result._evaluator = _evaluator(model, tau)  # for result.qdd(), element_forces(), driving_forces()
-    return result
-
-
-def _evaluator(model, tau):
-    """The (callback, key, system, inputs) that re-evaluate a run's dynamics at its samples."""
-    inputs = _Inputs(model, tau, None)
-    callback, key = inputs.callback()
-    return callback, key, build_system(model, inputs, "none", 0.0, 0.0), inputs
+    return implicit.simulate_generalized_alpha(
+        model, q0, qd0, t0, t_end, dt, every=every, t_eval=t_eval, tau=tau, drivers=drivers, events=events,
+        rho_inf=0.9 if rho_inf is None else rho_inf, newton_tol=1e-12 if newton_tol is None else newton_tol,
+        max_steps=max_steps, progress=progress, max_wall_time=max_wall_time)
 
 
 # the keyword arguments of simulate (and the augmented formulation's own), for "did you mean" suggestions

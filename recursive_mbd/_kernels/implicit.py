@@ -9,7 +9,10 @@ eliminated from its subtree (eq. 3.23 with the modified inertias); base to tip, 
 import math
 
 import numba
+import numpy as np
 
+from .elements import element_forces
+from .integrators import _fatal, _load_state, _poll, system_rhs
 from .layout import (
     COX,
     CS,
@@ -20,10 +23,13 @@ from .layout import (
     QIDX,
     RX,
     SN,
+    STATUS_EVENT,
+    STATUS_NO_CONVERGENCE,
     STATUS_OK,
     STATUS_SINGULAR,
 )
-from .tree import check_finite, kinematics_pass, motion_column
+from .loops import filtered_solve, loop_constraints
+from .tree import check_finite, inverse_dynamics, kinematics_pass, motion_column
 
 njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy")
 
@@ -247,3 +253,452 @@ def effective_solve(body_int, body_real, gravity, q, zero_qd, driven, c_mass, c_
         return status
     effective_apply(body_int, driven, uu, dinv, gcol, rvec, rhs, ub, pa, vel, x)
     return STATUS_OK
+
+
+# ---- the generalised-alpha time loop --------------------------------------------------------------------------------
+
+
+@njit
+def newton_residual(inputs, key, system, t, y, qdd_free, lam, tau_need, residual, powers):
+    """The residual of the dynamics at the state y = (q_free, qd_free, ...) with accelerations qdd_free (nf,) and
+    loop multipliers lam (m,):
+
+        residual[j] = (M qdd + h - tau - Q_elements + J^T lam)[free[j]]     (nf,)  [N m or N]
+
+    by one inverse-dynamics pass (O(N)) after the inputs (tau functions, time-varying elements, drivers: their
+    q, qd, qdd) and the force elements at (t, q, qd). With loops the loop residual phi, Jacobian J, ... are left in
+    the loop scratch of ``system`` (system[22]: phi in [3], J in [5]). powers = (dissipated by the dampers,
+    applied by tau, elements and drivers) [W] at this state. ``tau_need`` (nq,) is scratch. Returns the status.
+    """
+    body_int = system[0]
+    free = system[5]
+    drv_coord = system[6]
+    tau_const = system[8]
+    offsets = system[9]
+    u = system[10]
+    q = system[11]
+    qd = system[12]
+    tau = system[13]
+    qdd = system[20]
+    loops = system[22]
+    nf = free.shape[0]
+    status = _load_state(inputs, key, system, t, y)  # q, qd, u; qdd of the driven coordinates
+    if status != STATUS_OK:
+        return status
+    for j in range(nf):
+        qdd[free[j]] = qdd_free[j]
+    power_tau = 0.0
+    for k in range(tau.shape[0]):
+        tau[k] = tau_const[k] + (u[offsets[0] + k] if offsets[0] >= 0 else 0.0)
+        power_tau += tau[k] * qd[k]
+    energy = system[18]
+    energy[1] = 0.0
+    energy[2] = 0.0
+    if system[3].shape[0] > 0:
+        status = element_forces(body_int, system[1], system[3], system[4], u, q, qd, system[14], system[15],
+                                system[16], system[17], energy, system[19])
+        if status != STATUS_OK:
+            return status
+        for k in range(tau.shape[0]):
+            tau[k] += system[17][k]
+    status = inverse_dynamics(body_int, system[1], system[2], q, qd, qdd, system[16], system[14], tau_need)
+    if status != STATUS_OK:
+        return status
+    for k in range(tau.shape[0]):
+        tau_need[k] -= tau[k]
+    if loops[0].shape[0] > 0:
+        jac = loops[5]
+        status = loop_constraints(body_int, system[1], loops[0], loops[1], q, qd, system[14], system[15], loops[2],
+                                  loops[3], loops[4], jac, loops[6], loops[7])
+        if status != STATUS_OK:
+            return status
+        for r in range(lam.shape[0]):
+            for k in range(tau_need.shape[0]):
+                tau_need[k] += jac[r, k] * lam[r]
+    power_drive = 0.0  # the driver supplies what the equations at its coordinate lack
+    for j in range(drv_coord.shape[0]):
+        power_drive += tau_need[drv_coord[j]] * qd[drv_coord[j]]
+    for j in range(nf):
+        residual[j] = tau_need[free[j]]
+    powers[0] = energy[1]
+    powers[1] = power_tau + energy[2] + power_drive
+    return STATUS_OK
+
+
+@njit
+def _hermite(y0, y1, rate0, rate1, nf, h, theta, out):
+    """Cubic Hermite interpolation of q (from q, qd) and qd (from qd, qdd) at t + theta h; work terms linear.
+
+    Third-order accurate in the step, beyond the scheme's second order: the dense output adds no error of its own.
+    """
+    h00 = (1.0 + 2.0 * theta) * (1.0 - theta) ** 2
+    h10 = theta * (1.0 - theta) ** 2
+    h01 = theta * theta * (3.0 - 2.0 * theta)
+    h11 = theta * theta * (theta - 1.0)
+    for j in range(2 * nf):
+        out[j] = h00 * y0[j] + h * h10 * rate0[j] + h01 * y1[j] + h * h11 * rate1[j]
+    for j in range(2 * nf, y0.shape[0]):
+        out[j] = (1.0 - theta) * y0[j] + theta * y1[j]
+
+
+@njit
+def _locate(events, events_key, index, t, h, y0, y1, rate0, rate1, nf, g0, g1, ytmp, values):
+    """Root of event ``index`` in (t, t + h] on the Hermite interpolant, Illinois method; (status, theta)."""
+    lo = 0.0
+    hi = 1.0
+    g_lo = g0
+    g_hi = g1
+    side = 0
+    theta = 1.0
+    for _ in range(100):
+        theta = (lo * g_hi - hi * g_lo) / (g_hi - g_lo)
+        _hermite(y0, y1, rate0, rate1, nf, h, theta, ytmp)
+        status = events(events_key, t + theta * h, ytmp, ytmp, values)
+        if status != STATUS_OK:
+            return status, theta
+        g = values[index]
+        if g == 0.0 or not math.isfinite(g):
+            break
+        if (g > 0.0) == (g_hi > 0.0):
+            hi = theta
+            g_hi = g
+            if side == -1:
+                g_lo *= 0.5
+            side = -1
+        else:
+            lo = theta
+            g_lo = g
+            if side == 1:
+                g_hi *= 0.5
+            side = 1
+        if (hi - lo) * abs(h) <= 4.0 * 2.220446049250313e-16 * max(abs(t), abs(h)):
+            break
+    _hermite(y0, y1, rate0, rate1, nf, h, theta, ytmp)
+    return STATUS_OK, theta
+
+
+@njit
+def _store(t_out, y_out, count, t, y):
+    """Append (t, y) to the output buffers, doubling them when full; returns the (possibly new) buffers."""
+    if count == t_out.shape[0]:
+        t_new = np.empty(2 * count)
+        y_new = np.empty((2 * count, y.shape[0]))
+        t_new[:count] = t_out
+        y_new[:count] = y_out
+        t_out = t_new
+        y_out = y_new
+    t_out[count] = t
+    y_out[count] = y
+    return t_out, y_out
+
+
+@njit
+def loop_schur(body_int, driven, uu, dinv, gcol, rvec, jac, free, ub, pa, vel, xcol, resp, gram):
+    """The loop part of the Newton matrix [S J^T; J 0] (J: jac (m, nq) restricted to the free coordinates):
+    resp[r] = S^-1 J_r^T (m solves with the factors of ``effective_factor``), gram = J S^-1 J^T (m, m),
+    symmetrised. xcol (nq,) is scratch. O(N m + N m^2)."""
+    m = jac.shape[0]
+    for r in range(m):
+        effective_apply(body_int, driven, uu, dinv, gcol, rvec, jac[r], ub, pa, vel, xcol)
+        for j in range(free.shape[0]):
+            resp[r, j] = xcol[free[j]]
+    for r in range(m):
+        for s in range(r + 1):
+            g = 0.0
+            for j in range(free.shape[0]):
+                g += jac[r, free[j]] * resp[s, j] + jac[s, free[j]] * resp[r, j]
+            gram[r, s] = 0.5 * g
+            gram[s, r] = 0.5 * g
+
+
+@njit
+def newton_correction(body_int, driven, uu, dinv, gcol, rvec, free, residual, phi_scaled, jac, resp, gram, rcond,
+                      ub, pa, vel, xfull, rhs_full, dx, dlam, work_m):
+    """The Newton correction (dx (nf,), dlam (m,)) of [S J^T; J 0] [dx; dlam] = [residual; phi_scaled] by the
+    Schur complement: Y = S^-1 residual, (J S^-1 J^T) dlam = J Y - phi_scaled (``loops.filtered_solve``:
+    exact where the loops are independent, minimum-norm where redundant), dx = Y - (S^-1 J^T) dlam. Needs
+    ``loop_schur``'s resp and gram (m = 0: dx = S^-1 residual). Returns False if the small system is not finite."""
+    nf = free.shape[0]
+    for k in range(rhs_full.shape[0]):
+        rhs_full[k] = 0.0
+    for j in range(nf):
+        rhs_full[free[j]] = residual[j]
+    effective_apply(body_int, driven, uu, dinv, gcol, rvec, rhs_full, ub, pa, vel, xfull)
+    for j in range(nf):
+        dx[j] = xfull[free[j]]
+    m = dlam.shape[0]
+    if m == 0:
+        return True
+    for r in range(m):
+        acc = -phi_scaled[r]
+        for j in range(nf):
+            acc += jac[r, free[j]] * dx[j]
+        work_m[r] = acc
+    if filtered_solve(gram, work_m, rcond, dlam) < 0:
+        return False
+    for r in range(m):
+        for j in range(nf):
+            dx[j] -= resp[r, j] * dlam[r]
+    return True
+
+
+@njit
+def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, nsteps_total, every, t_eval,
+                                coefficients, newton_tol, max_newton, j_stiff, j_damp, t_out, y_out, events,
+                                events_key, directions, terminal, ev_t, ev_y, monitor, monitor_key, control, info):
+    """Generalised-alpha (Chung-Hulbert, Arnold-Bruls form; derivation in ``recursive_mbd.implicit``) from t0 to
+    t_end in ``nsteps_total`` steps of dt (the last one landing on t_end), the whole loop compiled.
+
+    State y = (q_free, qd_free, W_dissipated, W_applied) as in ``integrators``; ``carry`` (2 + 2 nf + m + 1) keeps
+    (powers (2), a (nf), qdd (nf), lam (m), started flag) from one call to the next (a progress bar's pieces): a
+    call with carry[-1] = 0 starts from qdd = f(t0, y0) and a = qdd. coefficients = (alpha_m, alpha_f, gamma,
+    beta). Each step: Newton on (qdd_free, lam) with the matrix [S J^T; J 0] factorised once at the step's first
+    iterate (modified Newton: the matrix's own lagged terms already make the contraction linear), the loop
+    residual phi scaled by 1 / c_stiff (index 3), converged when the position correction c_stiff max |dqdd| is
+    <= newton_tol + the round-off of the position update, or stalls below 100 newton_tol. Work terms by the
+    trapezoidal rule on the powers of the last residual evaluation (within newton_tol of the step's state).
+    Output at t_eval (cubic Hermite dense output) or every ``every``-th step; events located on the same
+    interpolant. info (4,) on a Newton failure = (last position correction, max |residual|, step, iterations).
+    Returns (status, t_fail, count, t_out, y_out, nfev, nsteps, newton_iterations, nev, ev_t, ev_y).
+    """
+    free = system[5]
+    nf = free.shape[0]
+    n = y0.shape[0]
+    nb = system[0].shape[0]
+    nq = system[11].shape[0]
+    body_int = system[0]
+    body_real = system[1]
+    loops = system[22]
+    driven = system[7]
+    ws = system[14]
+    jac = loops[5]
+    m = loops[3].shape[0]
+    rcond = loops[15][4]
+    alpha_m = coefficients[0]
+    alpha_f = coefficients[1]
+    gamma = coefficients[2]
+    beta = coefficients[3]
+    # factors and scratch, allocated once per run
+    ia = np.zeros((nb, 3, 3))
+    uu = np.zeros((nb, 3, 3))
+    dinv = np.zeros((nb, 3, 3))
+    gcol = np.zeros((nb, 3, 3))
+    rvec = np.zeros((nb, 2))
+    ub = np.zeros((nb, 3))
+    pa = np.zeros((nb, 3))
+    vel = np.zeros((nb, 3))
+    fsub = np.zeros((nb, 2))
+    kb = np.zeros(nb)
+    dmat = np.zeros((3, 3))
+    j_diag = np.zeros(nq)
+    tau_need = np.zeros(nq)
+    xfull = np.zeros(nq)
+    rhs_full = np.zeros(nq)
+    resp = np.zeros((m, nf))
+    gram = np.zeros((m, m))
+    work_m = np.zeros(m)
+    phi_scaled = np.zeros(m)
+    dlam = np.zeros(m)
+    lam = np.zeros(m)
+    residual = np.zeros(nf)
+    dx = np.zeros(nf)
+    acc = np.zeros(nf)
+    qdd = np.zeros(nf)
+    qdd_new = np.zeros(nf)
+    acc_new = np.zeros(nf)
+    q_pred = np.zeros(nf)
+    qd_pred = np.zeros(nf)
+    rate = np.zeros(n)  # (qd, qdd) at the step's start, for the dense output
+    rate_new = np.zeros(n)
+    powers = np.zeros(2)
+    powers_new = np.zeros(2)
+    y = y0.copy()
+    y_new = y0.copy()
+    ytmp = np.empty(n)
+    nfev = 0
+    iterations = 0
+    count = 0
+    t = t0
+    if carry[carry.shape[0] - 1] != 0.0:
+        powers[0] = carry[0]
+        powers[1] = carry[1]
+        for j in range(nf):
+            acc[j] = carry[2 + j]
+            qdd[j] = carry[2 + nf + j]
+        for r in range(m):
+            lam[r] = carry[2 + 2 * nf + r]
+    else:
+        status = system_rhs(inputs, key, system, t0, y, ytmp)  # qdd, lam, powers at the start
+        nfev += 1
+        if status != STATUS_OK:
+            return status, t, count, t_out, y_out, nfev, 0, iterations, 0, ev_t, ev_y
+        for j in range(nf):
+            qdd[j] = ytmp[nf + j]
+            acc[j] = qdd[j]
+        for r in range(m):
+            lam[r] = loops[12][r]
+        powers[0] = ytmp[2 * nf]
+        powers[1] = ytmp[2 * nf + 1]
+    use_eval = t_eval.shape[0] > 0
+    next_eval = 0
+    if use_eval:
+        while next_eval < t_eval.shape[0] and t_eval[next_eval] <= t0:
+            t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], y)
+            count += 1
+            next_eval += 1
+    else:
+        t_out, y_out = _store(t_out, y_out, count, t0, y)
+        count += 1
+    n_events = directions.shape[0]
+    ev_old = np.empty(n_events)
+    ev_new = np.empty(n_events)
+    ev_tmp = np.empty(n_events)
+    ev_row = np.empty(n + 1)
+    y_stop = np.empty(n)
+    nev = 0
+    if n_events > 0:
+        status = events(events_key, t, y, y, ev_old)
+        if status != STATUS_OK:
+            return status, t, count, t_out, y_out, nfev, 0, iterations, nev, ev_t, ev_y
+    scale = (1.0 - alpha_f) / (1.0 - alpha_m)
+    for step in range(nsteps_total):
+        t_new = t_end if step == nsteps_total - 1 else t0 + (step + 1) * dt
+        h = t_new - t
+        c_damp = h * gamma * scale
+        c_stiff = h * h * beta * scale
+        for j in range(nf):
+            q_pred[j] = y[j] + h * y[nf + j] + h * h * (0.5 - beta) * acc[j]
+            qd_pred[j] = y[nf + j] + h * (1.0 - gamma) * acc[j]
+            qdd_new[j] = qdd[j]
+        for k in range(nq):
+            j_diag[k] = c_stiff * j_stiff[k] + c_damp * j_damp[k]
+        converged = False
+        previous = np.inf
+        correction = np.inf
+        res_max = np.inf
+        for iteration in range(max_newton):
+            status = _poll(monitor, monitor_key, control, t, y, nfev)
+            if status != STATUS_OK:
+                return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+            acc_max = 0.0
+            pred_max = 0.0
+            for j in range(nf):
+                acc_new[j] = ((1.0 - alpha_f) * qdd_new[j] + alpha_f * qdd[j] - alpha_m * acc[j]) / (1.0 - alpha_m)
+                y_new[j] = q_pred[j] + h * h * beta * acc_new[j]
+                y_new[nf + j] = qd_pred[j] + h * gamma * acc_new[j]
+                acc_max = max(acc_max, abs(acc_new[j]))
+                pred_max = max(pred_max, abs(q_pred[j]))
+            status = newton_residual(inputs, key, system, t_new, y_new, qdd_new, lam, tau_need, residual,
+                                     powers_new)
+            nfev += 1
+            if status != STATUS_OK:
+                if _fatal(status):
+                    return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+                correction = np.inf  # a non-finite state: the iteration diverged
+                break
+            res_max = 0.0
+            for j in range(nf):
+                res_max = max(res_max, abs(residual[j]))
+            for r in range(m):
+                phi_scaled[r] = loops[3][r] / c_stiff
+            if iteration == 0:  # the Newton matrix at the step's first iterate
+                kinematics_pass(body_int, body_real, system[11], system[12], ws, True)
+                status = effective_factor(body_int, body_real, system[2], ws, driven, 1.0, c_stiff, j_diag, ia, uu,
+                                          dinv, gcol, rvec, fsub, kb, dmat)
+                if status != STATUS_OK:
+                    info[0] = np.inf
+                    info[1] = res_max
+                    info[2] = step + 1
+                    info[3] = iterations
+                    return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+                if m > 0:
+                    loop_schur(body_int, driven, uu, dinv, gcol, rvec, jac, free, ub, pa, vel, xfull, resp, gram)
+            ok = newton_correction(body_int, driven, uu, dinv, gcol, rvec, free, residual, phi_scaled, jac, resp,
+                                   gram, rcond, ub, pa, vel, xfull, rhs_full, dx, dlam, work_m)
+            iterations += 1
+            dx_max = 0.0
+            for j in range(nf):
+                qdd_new[j] -= dx[j]
+                dx_max = max(dx_max, abs(dx[j]))
+            for r in range(m):
+                lam[r] -= dlam[r]
+            correction = c_stiff * dx_max
+            if not (ok and math.isfinite(correction)):
+                correction = np.inf
+                break
+            # floor: the round-off of q_pred + h^2 beta a+ (two large terms that cancel when h omega >> 1)
+            floor = 16.0 * 2.220446049250313e-16 * max(pred_max, h * h * beta * acc_max)
+            # converged; or stalled at the round-off of the residual (sums over up to N bodies) just above the
+            # tolerance: the correction no longer contracts, so further iterations cannot improve the step
+            if correction <= newton_tol + floor or (correction <= 100.0 * newton_tol and correction > 0.5 * previous):
+                converged = True
+                break
+            previous = correction
+        if not converged:
+            info[0] = correction
+            info[1] = res_max
+            info[2] = step + 1
+            info[3] = iterations
+            return STATUS_NO_CONVERGENCE, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+        for j in range(nf):
+            acc_new[j] = ((1.0 - alpha_f) * qdd_new[j] + alpha_f * qdd[j] - alpha_m * acc[j]) / (1.0 - alpha_m)
+            y_new[j] = q_pred[j] + h * h * beta * acc_new[j]
+            y_new[nf + j] = qd_pred[j] + h * gamma * acc_new[j]
+            rate[j] = y[nf + j]
+            rate[nf + j] = qdd[j]
+            rate_new[j] = y_new[nf + j]
+            rate_new[nf + j] = qdd_new[j]
+        # work terms: trapezoidal rule on the powers (second order, like the scheme)
+        y_new[2 * nf] = y[2 * nf] + 0.5 * h * (powers[0] + powers_new[0])
+        y_new[2 * nf + 1] = y[2 * nf + 1] + 0.5 * h * (powers[1] + powers_new[1])
+        t_stop = np.inf
+        if n_events > 0:
+            status = events(events_key, t_new, y_new, y_new, ev_new)
+            if status != STATUS_OK:
+                return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+            for i in range(n_events):
+                g0 = ev_old[i]
+                g1 = ev_new[i]
+                if (g0 < 0.0 <= g1 and directions[i] >= 0.0) or (g0 > 0.0 >= g1 and directions[i] <= 0.0):
+                    status, theta = _locate(events, events_key, i, t, h, y, y_new, rate, rate_new, nf, g0, g1,
+                                            ytmp, ev_tmp)
+                    if status != STATUS_OK:
+                        return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+                    ev_row[0] = i
+                    ev_row[1:] = ytmp
+                    ev_t, ev_y = _store(ev_t, ev_y, nev, t + theta * h, ev_row)
+                    nev += 1
+                    if terminal[i] and t + theta * h < t_stop:
+                        t_stop = t + theta * h
+                        y_stop[:] = ytmp
+                ev_old[i] = g1
+        if use_eval:
+            while next_eval < t_eval.shape[0] and t_eval[next_eval] <= min(t_new, t_stop):
+                _hermite(y, y_new, rate, rate_new, nf, h, (t_eval[next_eval] - t) / h, ytmp)
+                t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], ytmp)
+                count += 1
+                next_eval += 1
+        if t_stop < np.inf:  # a terminal event: the run ends at it
+            t_out, y_out = _store(t_out, y_out, count, t_stop, y_stop)
+            count += 1
+            return STATUS_EVENT, t_stop, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
+        for j in range(n):
+            y[j] = y_new[j]
+        for j in range(nf):
+            acc[j] = acc_new[j]
+            qdd[j] = qdd_new[j]
+        powers[0] = powers_new[0]
+        powers[1] = powers_new[1]
+        t = t_new
+        if not use_eval and ((step + 1) % every == 0 or step == nsteps_total - 1):
+            t_out, y_out = _store(t_out, y_out, count, t, y)
+            count += 1
+    carry[0] = powers[0]
+    carry[1] = powers[1]
+    for j in range(nf):
+        carry[2 + j] = acc[j]
+        carry[2 + nf + j] = qdd[j]
+    for r in range(m):
+        carry[2 + 2 * nf + r] = lam[r]
+    carry[carry.shape[0] - 1] = 1.0
+    return STATUS_OK, t, count, t_out, y_out, nfev, nsteps_total, iterations, nev, ev_t, ev_y
