@@ -303,11 +303,16 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     if kind == L.STATUS_NO_CONVERGENCE:
         result.status = "failed"
         correction, residual, step, _ = info
+        if np.isfinite(correction):
+            why = (f"after {max_newton} iterations the position correction is {correction:.3g} > newton_tol = "
+                   f"{newton_tol:g} and the residual max |M qdd - Q| is {residual:.3g}; reduce dt")
+        else:
+            why = (f"the iteration diverged (residual max |M qdd - Q| {residual:.3g}): the step is too large, or no "
+                   "state at this time satisfies the equations (a driven mechanism past its lock, a singular "
+                   "position)")
         raise SimulationError(
             f"generalized_alpha: Newton did not converge at t = {t_fail:.9g} s (step {int(step)}, dt = {dt:g} s): "
-            f"after {max_newton} iterations the position correction is {correction:.3g} > newton_tol = "
-            f"{newton_tol:g} and the residual max |M qdd - Q| is {residual:.3g}; reduce dt. {result.t.size} "
-            f"samples up to t = {result.t[-1]:.9g} s are kept in .result", t_fail, result)
+            f"{why}. {result.t.size} samples up to t = {result.t[-1]:.9g} s are kept in .result", t_fail, result)
     if status != L.STATUS_OK:
         integrate._raise_failure(model, "generalized_alpha", status, t_fail, result, max_steps, control, inputs,
                                  event_functions, system)
