@@ -106,7 +106,7 @@ def _dop853():
 DOP853 = _dop853()
 TABLEAUS = {t.name: t for t in (DOPRI5, DOP853, RK4)}
 # METHODS, FIXED_STEP (_method_names): the tableaus above and the midpoint rule (integrators._midpoint_step)
-assert METHODS == (*TABLEAUS, "implicit_midpoint"), "_method_names.METHODS must name the tableaus"
+assert METHODS == (*TABLEAUS, "implicit_midpoint", "generalized_alpha"), "_method_names.METHODS must name the tableaus"
 IMPLICIT_SCIPY = ("Radau", "BDF", "LSODA")  # given the structured Jacobian of integrators.rhs_jacobian
 
 
@@ -848,17 +848,19 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         (q, qd)) and 4th-order dense output. "dop853": adaptive Dormand-Prince 8(5,3), for tight tolerances
         (no dense output: use ``every``). "rk4": classic fixed-step Runge-Kutta with step ``dt``.
         "implicit_midpoint": fixed step ``dt``, symmetric, bounded energy error on long conservative runs.
-        "generalized_alpha": fixed step ``dt``, Chung-Hulbert generalised-alpha with numerical damping set by
-        ``rho_inf`` in [0, 1] (default 0.9; 1 = none), Newton with an O(N) matrix (``recursive_mbd.implicit``),
-        converged to ``newton_tol`` (default 1e-12) [rad or m]; trees only, tau None or constant, no drivers,
-        events, t_eval, max_wall_time or progress yet (a Python loop around O(N) kernels).
+        "generalized_alpha": fixed step ``dt``, Chung-Hulbert generalised-alpha (second order, L-stable for
+        rho_inf < 1) with numerical damping set by ``rho_inf`` in [0, 1] (default 0.9; 1 = none, 0 = the highest
+        frequencies annihilated in one step), Newton with an O(N) matrix (``recursive_mbd.implicit``; closed
+        loops by its Schur complement, O(N m + m^3), index 3), converged to ``newton_tol`` (default 1e-12)
+        [rad or m]: for long chains and stiff springs, where explicit steps shrink like 1/N. t_eval and events
+        on its cubic Hermite dense output; everything else as for the other numba methods.
         "scipy:NAME": scipy's solve_ivp method NAME (RK45, DOP853, Radau, BDF, LSODA, ...) on the same
         right-hand side (one Python call per evaluation). For stiff problems (stiff damped springs) use
         "scipy:Radau" or "scipy:BDF": they get the Jacobian from ``integrators.rhs_jacobian`` (2 nf
         forward-dynamics evaluations in compiled code, structure exploited), evaluated only when their Newton
         iteration asks for it, not every step.
     t_eval : array_like, optional
-        Sorted output times in [t0, t_end] (dopri5 and scipy methods); t0 and t_end are added.
+        Sorted output times in [t0, t_end] (dopri5, generalized_alpha and scipy methods); t0 and t_end are added.
     every : int
         Without t_eval: store every ``every``-th step (t0 and t_end always stored).
     max_step, first_step : float, optional
@@ -882,10 +884,10 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         q_j = f(t); without derivatives they are taken by central differences. Driven coordinates leave the
         integrated state; ``result.driving_forces()`` gives the joint force each driver supplies.
     events : callable or list of callables, optional
-        Event functions ``g(t, q, qd) -> float`` (dopri5 and scipy methods). Each zero crossing is located on the
-        dense output and recorded in ``result.t_events`` / ``q_events`` / ``qd_events``. As in scipy, an
-        attribute ``g.terminal = True`` ends the run at the first crossing, and ``g.direction`` > 0 (< 0) counts
-        only rising (falling) crossings.
+        Event functions ``g(t, q, qd) -> float`` (dopri5, generalized_alpha and scipy methods). Each zero
+        crossing is located on the dense output and recorded in ``result.t_events`` / ``q_events`` /
+        ``qd_events``. As in scipy, an attribute ``g.terminal = True`` ends the run at the first crossing, and
+        ``g.direction`` > 0 (< 0) counts only rising (falling) crossings.
     midpoint_tol : float
         Convergence tolerance of the implicit midpoint iteration (relative change per component).
     progress : bool, optional
