@@ -263,6 +263,9 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     info = np.zeros(4)
     totals = {"iterations": 0}
     n = y0.size
+    steps = integrate.fixed_step_count(t0, t_end, dt, max_steps)
+    capacity = 2 + (t_eval_arr.size if t_eval_arr is not None else steps // every)  # a long chain's rows are big
+    capacity = max(2, min(capacity, 1024))
 
     def run(y_start, ta, tb, piece_eval):
         control.restart()
@@ -270,7 +273,7 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
          ev_y) = kernels.integrate_generalized_alpha(
             callback, key, system, y_start, carry, ta, tb, dt, integrate.fixed_step_count(ta, tb, dt, max_steps),
             every, np.empty(0) if piece_eval is None else piece_eval, coefficients, newton_tol, max_newton,
-            scratch.j_stiff, scratch.j_damp, np.empty(1024), np.empty((1024, n)), events_fn, events_key,
+            scratch.j_stiff, scratch.j_damp, np.empty(capacity), np.empty((capacity, n)), events_fn, events_key,
             event_functions.directions, event_functions.terminal, np.empty(16), np.empty((16, n + 1)), *monitor,
             info)
         totals["iterations"] += iterations
