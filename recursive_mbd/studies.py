@@ -380,8 +380,10 @@ def hanging_swing(n, amplitude=1e-3, t_end=1.0, method="generalized_alpha", *, d
 # ---- the tip whip ---------------------------------------------------------------------------------------------------
 
 def tip_whip(n, t_end=None, length=1.0, mass=1.0, gravity=9.81, method="dopri5", rtol=1e-8, atol=1e-10,
-             samples=2000):
+             samples=2000, dt=None, rho_inf=None):
     """A chain released from the horizontal: the tip speed over the first swing, and what it costs to integrate.
+
+    ``method`` with ``rtol``/``atol`` (adaptive) or ``dt`` (fixed-step; ``rho_inf`` for generalized_alpha).
 
     Returns a dict: ``t``, ``q`` (at most ``samples`` of the steps), ``tip_speed``, ``max_tip_speed`` and
     ``whip_time`` (when the tip speed peaks),
@@ -394,7 +396,10 @@ def tip_whip(n, t_end=None, length=1.0, mass=1.0, gravity=9.81, method="dopri5",
     q0 = np.zeros(n)
     q0[0] = 0.5 * np.pi
     start = time.perf_counter()
-    res = simulate(chain, q0, np.zeros(n), t_end, method=method, rtol=rtol, atol=atol, every=1)
+    options = {"dt": dt} if dt is not None else {"rtol": rtol, "atol": atol}
+    if rho_inf is not None:
+        options["rho_inf"] = rho_inf
+    res = simulate(chain, q0, np.zeros(n), t_end, method=method, every=1, **options)
     seconds = time.perf_counter() - start
     tip = np.array([point_kinematics(chain, q, qd, n - 1, (0.0, -0.5 * length / n))[1]
                     for q, qd in zip(res.q, res.qd, strict=True)])
