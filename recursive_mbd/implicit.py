@@ -260,7 +260,7 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     else:
         events_fn, events_key = integrators.no_inputs, 0
     carry = np.zeros(2 + 2 * nf + model.nconstraints + 1)
-    info = np.zeros(4)
+    info = np.zeros(5)
     totals = {"iterations": 0}
     n = y0.size
     steps = integrate.fixed_step_count(t0, t_end, dt, max_steps)
@@ -286,6 +286,7 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     result = integrate._make_result(model, inputs, callback, key, system, np.array(t_out), np.array(y_out),
                                     "generalized_alpha", nfev, nsteps, 0)
     result.newton_iterations = totals["iterations"]
+    result.factorizations = int(info[4])
     for i in range(len(event_functions.functions)):
         hits = [(t_ev, y_ev) for index, t_ev, y_ev in records if index == i]
         states = [event_functions.state(t_ev, y_ev) for t_ev, y_ev in hits]
@@ -305,7 +306,7 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
         raise interrupt
     if kind == L.STATUS_NO_CONVERGENCE:
         result.status = "failed"
-        correction, residual, step, _ = info
+        correction, residual, step = info[:3]
         if np.isfinite(correction):
             why = (f"after {max_newton} iterations the position correction is {correction:.3g} > newton_tol = "
                    f"{newton_tol:g} and the residual max |M qdd - Q| is {residual:.3g}; reduce dt")

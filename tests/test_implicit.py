@@ -266,7 +266,8 @@ def test_four_bar_converges_at_second_order_to_dop853():
         res = rm.simulate(model, q, qd, 1.0, method="generalized_alpha", dt=dt, rho_inf=0.8)
         errors.append(np.max(np.abs(res.q[-1] - ref)))
         assert res.constraint_drift.max() < 1e-10
-        assert res.newton_iterations <= 5 * res.nsteps  # lagged: velocity terms, lambda d2phi/dq2; measured 4.3
+        # lagged: velocity terms, lambda d2phi/dq2, and factors reused over steps; measured 5.5 at dt = 4e-3
+        assert res.newton_iterations <= 6 * res.nsteps
     assert all(abs(ratio - 4.0) < 0.3 for ratio in _orders(errors)), errors
     assert errors[-1] < 1e-4
 

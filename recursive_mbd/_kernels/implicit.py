@@ -35,6 +35,9 @@ njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy")
 
 # A joint block of the effective matrix is singular below this fraction of the norm of its entries' scale
 SINGULAR_RTOL = 1e-13
+# Newton corrections shrinking by less than this factor per iteration with factors of an earlier step: factorise
+# again at the current iterate
+SLOW_CONTRACTION = 0.05
 
 
 @njit
@@ -458,7 +461,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     <= newton_tol + the round-off of the position update, or stalls below 100 newton_tol. Work terms by the
     trapezoidal rule on the powers of the last residual evaluation (within newton_tol of the step's state).
     Output at t_eval (cubic Hermite dense output) or every ``every``-th step; events located on the same
-    interpolant. info (4,) on a Newton failure = (last position correction, max |residual|, step, iterations).
+    interpolant. info (5,): on a Newton failure (last position correction, max |residual|, step, iterations);
+    info[4] counts the factorisations (added to).
     Returns (status, t_fail, count, t_out, y_out, nfev, nsteps, newton_iterations, nev, ev_t, ev_y).
     """
     free = system[5]
@@ -561,6 +565,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         if status != STATUS_OK:
             return status, t, count, t_out, y_out, nfev, 0, iterations, nev, ev_t, ev_y
     scale = (1.0 - alpha_f) / (1.0 - alpha_m)
+    factored_h = -1.0  # the step of the factors in (ia, uu, dinv, gcol, rvec, resp, gram); -1: none
+    fresh = False
+    lam_old = np.zeros(m)
     for step in range(nsteps_total):
         t_new = t_end if step == nsteps_total - 1 else t0 + (step + 1) * dt
         h = t_new - t
@@ -570,70 +577,95 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
             q_pred[j] = y[j] + h * y[nf + j] + h * h * (0.5 - beta) * acc[j]
             qd_pred[j] = y[nf + j] + h * (1.0 - gamma) * acc[j]
             qdd_new[j] = qdd[j]
+        for r in range(m):
+            lam_old[r] = lam[r]
         for k in range(nq):
             j_diag[k] = c_stiff * j_stiff[k] + c_damp * j_damp[k]
         converged = False
-        previous = np.inf
         correction = np.inf
         res_max = np.inf
-        for iteration in range(max_newton):
-            status = _poll(monitor, monitor_key, control, t, y, nfev)
-            if status != STATUS_OK:
-                return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
-            acc_max = 0.0
-            pred_max = 0.0
-            for j in range(nf):
-                acc_new[j] = ((1.0 - alpha_f) * qdd_new[j] + alpha_f * qdd[j] - alpha_m * acc[j]) / (1.0 - alpha_m)
-                y_new[j] = q_pred[j] + h * h * beta * acc_new[j]
-                y_new[nf + j] = qd_pred[j] + h * gamma * acc_new[j]
-                acc_max = max(acc_max, abs(acc_new[j]))
-                pred_max = max(pred_max, abs(q_pred[j]))
-            status = newton_residual(inputs, key, system, t_new, y_new, qdd_new, lam, tau_need, residual,
-                                     powers_new)
-            nfev += 1
-            if status != STATUS_OK:
-                if _fatal(status):
-                    return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
-                correction = np.inf  # a non-finite state: the iteration diverged
-                break
-            res_max = 0.0
-            for j in range(nf):
-                res_max = max(res_max, abs(residual[j]))
-            for r in range(m):
-                phi_scaled[r] = loops[3][r] / c_stiff
-            if iteration == 0:  # the Newton matrix at the step's first iterate
-                kinematics_pass(body_int, body_real, system[11], system[12], ws, True)
-                status = effective_factor(body_int, body_real, system[2], ws, driven, 1.0, c_stiff, j_diag, ia, uu,
-                                          dinv, gcol, rvec, fsub, kb, dmat)
+        # attempt 0 reuses the factors of an earlier step (same h) while they contract fast; attempt 1, only when
+        # that failed, starts again from the predictor with factors made at the step's own iterate
+        for attempt in range(2):
+            if attempt == 1:
+                if fresh:
+                    break
+                factored_h = -1.0
+                for j in range(nf):
+                    qdd_new[j] = qdd[j]
+                for r in range(m):
+                    lam[r] = lam_old[r]
+            fresh = False
+            previous = np.inf
+            correction = np.inf
+            for _ in range(max_newton):
+                status = _poll(monitor, monitor_key, control, t, y, nfev)
                 if status != STATUS_OK:
-                    info[0] = np.inf
-                    info[1] = res_max
-                    info[2] = step + 1
-                    info[3] = iterations
-                    return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
-                if m > 0:
-                    loop_schur(body_int, driven, uu, dinv, gcol, rvec, jac, free, ub, pa, vel, xfull, resp, gram)
-            ok = newton_correction(body_int, driven, uu, dinv, gcol, rvec, free, residual, phi_scaled, jac, resp,
-                                   gram, rcond, ub, pa, vel, xfull, rhs_full, dx, dlam, work_m)
-            iterations += 1
-            dx_max = 0.0
-            for j in range(nf):
-                qdd_new[j] -= dx[j]
-                dx_max = max(dx_max, abs(dx[j]))
-            for r in range(m):
-                lam[r] -= dlam[r]
-            correction = c_stiff * dx_max
-            if not (ok and math.isfinite(correction)):
-                correction = np.inf
+                    return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+                acc_max = 0.0
+                pred_max = 0.0
+                for j in range(nf):
+                    acc_new[j] = ((1.0 - alpha_f) * qdd_new[j] + alpha_f * qdd[j] - alpha_m * acc[j]) / (1.0 - alpha_m)
+                    y_new[j] = q_pred[j] + h * h * beta * acc_new[j]
+                    y_new[nf + j] = qd_pred[j] + h * gamma * acc_new[j]
+                    acc_max = max(acc_max, abs(acc_new[j]))
+                    pred_max = max(pred_max, abs(q_pred[j]))
+                status = newton_residual(inputs, key, system, t_new, y_new, qdd_new, lam, tau_need, residual,
+                                         powers_new)
+                nfev += 1
+                if status != STATUS_OK:
+                    if _fatal(status):
+                        return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+                    correction = np.inf  # a non-finite state: the iteration diverged
+                    break
+                res_max = 0.0
+                for j in range(nf):
+                    res_max = max(res_max, abs(residual[j]))
+                for r in range(m):
+                    phi_scaled[r] = loops[3][r] / c_stiff
+                # (re)factorise at the current iterate: no factors for this h yet (steps t0 + k dt differ by
+                # round-off: the same step), or a slow contraction with factors of an earlier step (the state has
+                # moved on: make them again)
+                if abs(factored_h - h) > 1e-9 * h or (not fresh and correction > SLOW_CONTRACTION * previous):
+                    kinematics_pass(body_int, body_real, system[11], system[12], ws, True)
+                    status = effective_factor(body_int, body_real, system[2], ws, driven, 1.0, c_stiff, j_diag, ia,
+                                              uu, dinv, gcol, rvec, fsub, kb, dmat)
+                    if status != STATUS_OK:
+                        info[0] = np.inf
+                        info[1] = res_max
+                        info[2] = step + 1
+                        info[3] = iterations
+                        return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+                    if m > 0:
+                        loop_schur(body_int, driven, uu, dinv, gcol, rvec, jac, free, ub, pa, vel, xfull, resp,
+                                   gram)
+                    factored_h = h
+                    fresh = True
+                    info[4] += 1  # factorisations
+                previous = correction
+                ok = newton_correction(body_int, driven, uu, dinv, gcol, rvec, free, residual, phi_scaled, jac,
+                                       resp, gram, rcond, ub, pa, vel, xfull, rhs_full, dx, dlam, work_m)
+                iterations += 1
+                dx_max = 0.0
+                for j in range(nf):
+                    qdd_new[j] -= dx[j]
+                    dx_max = max(dx_max, abs(dx[j]))
+                for r in range(m):
+                    lam[r] -= dlam[r]
+                correction = c_stiff * dx_max
+                if not (ok and math.isfinite(correction)):
+                    correction = np.inf
+                    break
+                # floor: the round-off of q_pred + h^2 beta a+ (two large terms that cancel when h omega >> 1)
+                floor = 16.0 * 2.220446049250313e-16 * max(pred_max, h * h * beta * acc_max)
+                # converged; or, with factors of this step, stalled at the round-off of the residual (sums over up
+                # to N bodies) just above the tolerance: no longer contracting, more iterations cannot improve it
+                if correction <= newton_tol + floor or (fresh and correction <= 100.0 * newton_tol
+                                                        and correction > 0.5 * previous):
+                    converged = True
+                    break
+            if converged:
                 break
-            # floor: the round-off of q_pred + h^2 beta a+ (two large terms that cancel when h omega >> 1)
-            floor = 16.0 * 2.220446049250313e-16 * max(pred_max, h * h * beta * acc_max)
-            # converged; or stalled at the round-off of the residual (sums over up to N bodies) just above the
-            # tolerance: the correction no longer contracts, so further iterations cannot improve the step
-            if correction <= newton_tol + floor or (correction <= 100.0 * newton_tol and correction > 0.5 * previous):
-                converged = True
-                break
-            previous = correction
         if not converged:
             info[0] = correction
             info[1] = res_max
