@@ -106,7 +106,7 @@ def _dop853():
 DOP853 = _dop853()
 TABLEAUS = {t.name: t for t in (DOPRI5, DOP853, RK4)}
 # METHODS, FIXED_STEP (_method_names): the tableaus above and the midpoint rule (integrators._midpoint_step)
-assert METHODS == (*TABLEAUS, "implicit_midpoint"), "_method_names.METHODS must name the tableaus"
+assert METHODS == (*TABLEAUS, "implicit_midpoint", "bdf"), "_method_names.METHODS must name the tableaus"
 IMPLICIT_SCIPY = ("Radau", "BDF", "LSODA")  # given the structured Jacobian of integrators.rhs_jacobian
 
 
@@ -978,7 +978,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         q0, qd0 = _consistent_start(model, inputs, q0, qd0, t0)
     system = build_system(model, inputs, stabilization, float(alpha), float(beta))
     event_functions = _Events(model, events, inputs, system)
-    if event_functions.functions and scipy_method is None and (
+    if event_functions.functions and scipy_method is None and method != "bdf" and (
             method not in TABLEAUS or TABLEAUS[method].DENSE is None):
         raise ValueError(f"events need a method with dense output (dopri5 or scipy:NAME), not {method!r}")
     return _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd0, t0, t_end, rtol, atol, dt,
@@ -1141,6 +1141,8 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
 
     result = _make_result(model, inputs, callback, key, system, np.array(t_out), np.array(y_out), method, nfev,
                           nsteps, nrejected)
+    if method == "bdf":
+        result.newton_iterations = segment.newton_iterations
     for i in range(len(events.functions)):
         hits = [(t_ev, y_ev) for index, t_ev, y_ev in event_records if index == i]
         states = [events.state(t_ev, y_ev) for t_ev, y_ev in hits]
@@ -1199,7 +1201,7 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
                                      "stiff)",
         }
         if kind in reasons:
-            reason = reasons[kind]
+            reason = reasons[kind] + getattr(control, "detail", "")
         elif kind == L.STATUS_LOOPS_OPEN:
             reason = (f"after the step to this time the projection cannot close loop {model.loop_names[index]!r}: "
                       "no configuration of the free coordinates closes it")
@@ -1241,7 +1243,7 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
             return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, 0, []
 
         return run
-    tableau = TABLEAUS[method]
+    tableau = TABLEAUS.get(method)
     rtol = _positive(rtol, "rtol")
     atol = _positive(atol, "atol")
     max_step = _positive(max_step, "max_step") if np.isfinite(max_step) else np.inf
@@ -1251,6 +1253,11 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
         _PYTHON_INPUTS[events_key] = events
     else:
         events_fn, events_key = integrators.no_inputs, 0
+    if method == "bdf":
+        from .bdf import segment_runner  # noqa: PLC0415
+
+        return segment_runner(callback, key, system, rtol, atol, first, max_step, max_steps, every, events_fn,
+                              events_key, events, monitor, control)
     optional = [np.empty(0) if v is None else v for v in (tableau.E3, tableau.DENSE)]
 
     def run(y_start, ta, tb, t_eval):
