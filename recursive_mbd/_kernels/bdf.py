@@ -47,13 +47,16 @@ import numpy as np
 from .implicit import effective_solve
 from .integrators import _fatal, _poll, _store, system_rhs
 from .layout import (
+    NDOF,
+    PARENT,
+    QIDX,
     STATUS_EVENT,
     STATUS_MAX_STEPS,
     STATUS_NO_CONVERGENCE,
     STATUS_OK,
     STATUS_STEP_UNDERFLOW,
 )
-from .tree import inverse_dynamics
+from .tree import inverse_dynamics, motion_column
 
 njit = numba.njit(cache=True, error_model="numpy")
 
@@ -165,8 +168,39 @@ def _locate_event(events, events_key, index, t, t_new, D, order, h, g0, g1, ytmp
 
 
 @njit
-def _newton_direction(system, newton, c, nf, residual):
-    """Delta (into newton[16][free]) from S Delta = M r for the velocity-row residual r (nf,); returns a status.
+def _stiffness_product(body_int, ws, kb, j_stiff, x, omega_sub, out):
+    """out = K x for the stiffness the Newton matrix keeps: T^T diag(kb) T x + j_stiff x (``recursive_mbd.implicit``).
+
+    T x: the absolute rotations of the bodies (base to tip, the angular parts of the motion columns); T^T: the
+    sums over each joint's subtree (tip to base). ``omega_sub`` (n, >= 2) is scratch.
+    """
+    n = body_int.shape[0]
+    for i in range(n):
+        p = body_int[i, PARENT]
+        om = omega_sub[p, 0] if p >= 0 else 0.0
+        k = body_int[i, QIDX]
+        for col in range(body_int[i, NDOF]):
+            om += motion_column(body_int, ws, i, col)[2] * x[k + col]
+        omega_sub[i, 0] = om
+        omega_sub[i, 1] = 0.0
+    for i in range(n - 1, -1, -1):
+        omega_sub[i, 1] += kb[i] * omega_sub[i, 0]
+        k = body_int[i, QIDX]
+        for col in range(body_int[i, NDOF]):
+            out[k + col] = motion_column(body_int, ws, i, col)[2] * omega_sub[i, 1] + j_stiff[k + col] * x[k + col]
+        p = body_int[i, PARENT]
+        if p >= 0:
+            omega_sub[p, 1] += omega_sub[i, 1]
+
+
+@njit
+def _newton_direction(system, newton, c, nf, res_v, res_q, with_q):
+    """x (newton[16]) from S x = M r_v - c K r_q, S = M + c C + c^2 K; returns a status.
+
+    The Newton direction of the velocity unknowns (r_q = 0: the q rows hold exactly) and, with ``with_q``, the
+    velocity part of (I - c J)^-1 (r_q, r_v) (the filtered change of f of the starting step; its q part is
+    r_q + c x). K r_q uses the
+    gravity stiffness kb of the previous solve (a Newton iterate away).
 
     newton = (ia, uu, dinv, ub, pa, vel, fsub, kb, dmat, j_stiff, j_damp, lock, zero_gravity, zero_qd, full_r,
     m_r, x): the effective solve's scratch, the joint springs' stiffness and damping per coordinate, the lock
@@ -185,10 +219,16 @@ def _newton_direction(system, newton, c, nf, residual):
     for k in range(full_r.shape[0]):
         full_r[k] = 0.0
     for j in range(nf):
-        full_r[free[j]] = residual[j]
+        full_r[free[j]] = res_v[j]
     status = inverse_dynamics(system[0], system[1], newton[12], q, zero_qd, full_r, system[16][:0], ws, m_r)
     if status != STATUS_OK:
         return status
+    if with_q:
+        for j in range(nf):
+            full_r[free[j]] = res_q[j]
+        _stiffness_product(system[0], ws, newton[7], j_stiff, full_r, newton[5], x)
+        for j in range(nf):
+            m_r[free[j]] -= c * x[free[j]]
     for k in range(full_r.shape[0]):  # the joint diagonal: springs and dampers, locked drivers
         full_r[k] = c * c * j_stiff[k] + c * j_damp[k] + lock[k]
     return effective_solve(system[0], system[1], system[2], q, zero_qd, 1.0, c * c, full_r, m_r, ws, newton[0],
@@ -220,10 +260,10 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
     err = np.empty(n)
     ytmp = np.empty(n)
     residual = np.empty(nf)
-    r_mat = np.empty((MAX_ORDER + 1, MAX_ORDER + 1))
-    u_mat = np.empty((MAX_ORDER + 1, MAX_ORDER + 1))
-    ru = np.empty((MAX_ORDER + 1, MAX_ORDER + 1))
-    tmp = np.empty(MAX_ORDER + 1)
+    r_mat = np.empty((MAX_ORDER + 2, MAX_ORDER + 2))
+    u_mat = np.empty((MAX_ORDER + 2, MAX_ORDER + 2))
+    ru = np.empty((MAX_ORDER + 2, MAX_ORDER + 2))
+    tmp = np.empty(MAX_ORDER + 2)
     gammas = np.zeros(MAX_ORDER + 2)
     for k in range(1, MAX_ORDER + 2):
         gammas[k] = gammas[k - 1] + 1.0 / k
@@ -281,6 +321,13 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
             return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
         for j in range(n):
             err[j] = (err[j] - f[j]) / h0
+        # the change of f, filtered by (I - h0 J)^-1 (Shampine 1980; Hairer & Wanner IV.8 for Radau): a stiff
+        # component that the implicit step damps does not set the first step
+        status = _newton_direction(system, newton, h0, nf, err[nf:2 * nf], err[:nf], True)
+        if status == STATUS_OK:
+            for j in range(nf):
+                err[j] += h0 * x[free[j]]
+                err[nf + j] = x[free[j]]
         d2 = _rms_scaled(err, scale)
         dmax = max(d1, d2)
         h1 = max(1e-6, h0 * 1e-3) if dmax <= 1e-15 else math.sqrt(0.01 / dmax)
@@ -361,7 +408,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
                     res_max = max(res_max, abs(residual[j]))
                 for j in range(2 * nf, n):  # the work rows, explicit given q and v
                     d[j] = c * f[j] - psi[j]
-                status = _newton_direction(system, newton, c, nf, residual)
+                status = _newton_direction(system, newton, c, nf, residual, residual, False)
                 iterations += 1
                 info[INFO_SOLVES] += 1.0
                 if status != STATUS_OK:
