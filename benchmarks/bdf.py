@@ -6,7 +6,8 @@
 serial_chain(n) starts at rest in its first mode (studies.chain_modes), amplitude 1e-3 rad at the largest joint
 angle, so nonlinear effects are about 1e-6 relative. Each run is simulated with method="bdf" (the whole time loop
 compiled, _kernels/bdf.py) and sampled at ``samples`` times by its dense output; the error is max over samples and
-joints of |q - q0 cos(omega_1 t)| / max|q0|. "it/FD": the Newton iterations' cost per iteration (the run's wall
+joints of |q - q0 cos(omega_1 t)| / max|q0|. Wall and CPU time of the run are both given (the
+machine may be shared). "it/FD": the Newton iterations' cost per iteration (the run's wall
 time over its Newton iterations, filtered error estimates included) in forward-dynamics evaluations. The first,
 short run (compilation) is not timed. ``hanging_swing_bdf`` is the function other benchmark scripts call. Prints a
 table and writes benchmarks/results/bdf.json (or NAME.json). Peak RSS is that of the whole process.
@@ -35,16 +36,17 @@ def hanging_swing_bdf(n, t_end, rtol=1e-4, atol=1e-8, samples=41):
     zero = np.zeros(chain.nq)
     rm.simulate(chain, q0, zero, 1e-3, method="bdf", rtol=rtol, atol=atol)  # compile, warm up
     t_eval = np.linspace(0.0, t_end, samples)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     res = rm.simulate(chain, q0, zero, t_end, method="bdf", rtol=rtol, atol=atol, t_eval=t_eval)
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     fd_time = median_time(lambda: rm.forward_dynamics(chain, q0, zero), min_time=0.1, repeats=3)
     linear = np.cos(omega[0] * res.t)[:, None] * q0[None, :]
     error = float(np.max(np.abs(res.q - linear)) / np.max(np.abs(q0)))
     iterations = res.newton_iterations
     return {"n": n, "t_end": t_end, "rtol": rtol, "atol": atol, "omega_1": float(omega[0]), "steps": res.nsteps,
             "rejected": res.nrejected, "newton_per_step": iterations / res.nsteps, "rhs_evaluations": res.nfev,
-            "wall_s": wall, "wall_per_simulated_s": wall / t_end, "ms_per_newton_iteration": 1e3 * wall / iterations,
+            "wall_s": wall, "cpu_s": cpu, "wall_per_simulated_s": wall / t_end,
+            "ms_per_newton_iteration": 1e3 * wall / iterations,
             "forward_dynamics_ms": 1e3 * fd_time, "iteration_in_forward_dynamics": wall / iterations / fd_time,
             "max_rel_error": error, "chain_modes_s": modes_time,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}
@@ -65,9 +67,10 @@ def main():
         rows.append(hanging_swing_bdf(n, t_end, args.rtol, args.atol, args.samples))
         row = rows[-1]
         print(f"n = {n}: {row['wall_s']:.1f} s, error {row['max_rel_error']:.2e}", flush=True)
-    print_table(["n", "t_end [s]", "steps", "rejected", "Newton/step", "wall [s]", "ms/iteration", "it/FD",
+    print_table(["n", "t_end [s]", "steps", "rejected", "Newton/step", "wall [s]", "CPU [s]", "ms/iteration", "it/FD",
                  "max rel error", "peak RSS [MB]"],
                 [[r["n"], r["t_end"], r["steps"], r["rejected"], f"{r['newton_per_step']:.2f}", f"{r['wall_s']:.1f}",
+                  f"{r['cpu_s']:.1f}",
                   f"{r['ms_per_newton_iteration']:.2f}", f"{r['iteration_in_forward_dynamics']:.2f}",
                   f"{r['max_rel_error']:.2e}", f"{r['peak_rss_mb']:.0f}"] for r in rows])
     path = write_json(args.name, {"rows": rows, "amplitude": AMPLITUDE, "machine_loaded": True})

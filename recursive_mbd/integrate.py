@@ -852,13 +852,17 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         ``rho_inf`` in [0, 1] (default 0.9; 1 = none), Newton with an O(N) matrix (``recursive_mbd.implicit``),
         converged to ``newton_tol`` (default 1e-12) [rad or m]; trees only, tau None or constant, no drivers,
         events, t_eval, max_wall_time or progress yet (a Python loop around O(N) kernels).
+        "bdf": variable-step, variable-order BDF (orders 1-5, Shampine-Reichelt form) with error control by
+        ``rtol``/``atol``, dense output (t_eval, events) and Newton iterations of O(N) cost (the Newton matrix
+        M + c C + c^2 K solved by ``implicit.effective_solve``; ``recursive_mbd._kernels.bdf``), the whole loop
+        compiled; for stiff trees (stiff springs, long chains); trees only; ``result.newton_iterations``.
         "scipy:NAME": scipy's solve_ivp method NAME (RK45, DOP853, Radau, BDF, LSODA, ...) on the same
         right-hand side (one Python call per evaluation). For stiff problems (stiff damped springs) use
         "scipy:Radau" or "scipy:BDF": they get the Jacobian from ``integrators.rhs_jacobian`` (2 nf
         forward-dynamics evaluations in compiled code, structure exploited), evaluated only when their Newton
         iteration asks for it, not every step.
     t_eval : array_like, optional
-        Sorted output times in [t0, t_end] (dopri5 and scipy methods); t0 and t_end are added.
+        Sorted output times in [t0, t_end] (dopri5, bdf and scipy methods); t0 and t_end are added.
     every : int
         Without t_eval: store every ``every``-th step (t0 and t_end always stored).
     max_step, first_step : float, optional
@@ -882,7 +886,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         q_j = f(t); without derivatives they are taken by central differences. Driven coordinates leave the
         integrated state; ``result.driving_forces()`` gives the joint force each driver supplies.
     events : callable or list of callables, optional
-        Event functions ``g(t, q, qd) -> float`` (dopri5 and scipy methods). Each zero crossing is located on the
+        Event functions ``g(t, q, qd) -> float`` (dopri5, bdf and scipy methods). Each zero crossing is located on the
         dense output and recorded in ``result.t_events`` / ``q_events`` / ``qd_events``. As in scipy, an
         attribute ``g.terminal = True`` ends the run at the first crossing, and ``g.direction`` > 0 (< 0) counts
         only rising (falling) crossings.
