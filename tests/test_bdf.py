@@ -2,10 +2,14 @@
 
 import numpy as np
 import pytest
+from conftest import TREE_SPECS, build, random_state
+from test_implicit import _rotation_rows
 
 import recursive_mbd as rm
 from recursive_mbd import SimulationError, chains
 from recursive_mbd._kernels import bdf as kernels
+from recursive_mbd.dynamics import workspace
+from recursive_mbd.implicit import gravity_stiffness
 
 
 def test_rescaled_differences_resample_the_interpolating_polynomial():
@@ -144,3 +148,20 @@ def test_max_wall_time_stops_with_the_samples_so_far():
         rm.simulate(model, q0, np.zeros(200), 1e4, method="bdf", rtol=1e-10, atol=1e-12, max_wall_time=0.3)
     assert caught.value.result.status == "time_limit"
     assert caught.value.result.t.size >= 1
+
+
+@pytest.mark.parametrize("index", range(0, 200, 40))
+def test_stiffness_product_is_the_documented_matrix(index):
+    # K x = (T^T diag(K_b) T + diag(joint springs)) x on random trees (all joint types), T by the test's own rows
+    model = build(TREE_SPECS[index])
+    q = random_state(model, index)[0]
+    rng = np.random.default_rng(index)
+    j_stiff = rng.uniform(0.0, 10.0, model.nq)
+    x = rng.standard_normal(model.nq)
+    kb = gravity_stiffness(model, q)  # also leaves the kinematics of q in the workspace
+    out = np.empty(model.nq)
+    kernels._stiffness_product(model.body_int, workspace(model).ws, kb, j_stiff, x, np.empty((model.nbodies, 3)),
+                               out)
+    rows = _rotation_rows(model)
+    dense = rows.T @ np.diag(kb) @ rows + np.diag(j_stiff)
+    np.testing.assert_allclose(out, dense @ x, rtol=1e-12, atol=1e-12 * np.abs(dense).max() * np.abs(x).max())
