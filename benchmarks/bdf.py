@@ -76,8 +76,8 @@ def main():
     for n, t_end in zip(args.n, t_ends, strict=True):
         rows.append(hanging_swing_bdf(n, t_end, args.rtol, args.atol, args.samples, args.max_wall_time))
         row = rows[-1]
-        print(f"n = {n}: reached t = {row['t_reached']:.3g} s of {t_end:g} in {row['wall_s']:.1f} s wall ({row['cpu_s']:.1f} s CPU), "
-              f"{row['steps']} steps, error {row['max_rel_error']:.2e}", flush=True)
+        print(f"n = {n}: reached t = {row['t_reached']:.3g} s of {t_end:g} in {row['wall_s']:.1f} s wall "
+              f"({row['cpu_s']:.1f} s CPU), {row['steps']} steps, error {row['max_rel_error']:.2e}", flush=True)
     print_table(["n", "t_end [s]", "reached [s]", "steps", "rejected", "Newton/step", "wall [s]", "CPU [s]",
                  "ms/iteration", "it/FD",
                  "max rel error", "peak RSS [MB]"],
