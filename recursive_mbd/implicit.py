@@ -98,15 +98,20 @@ class _Scratch:
         self.fsub = np.zeros((n, 2))
         self.kb = np.zeros(n)
         self.dmat = np.zeros((3, 3))
-        self.j_stiff = np.zeros(model.nq)  # joint spring stiffness on each coordinate
-        self.j_damp = np.zeros(model.nq)
-        ei = model.elem_int
-        er = model.elem_real
-        for e in range(ei.shape[0]):
-            if ei[e, L.ETYPE] == L.JOINT_SPRING_DAMPER:
-                k = model.body_int[ei[e, L.EBODY_A], L.QIDX]
-                self.j_stiff[k] += er[e, L.EK]
-                self.j_damp[k] += er[e, L.EC]
+        self.j_stiff, self.j_damp = joint_spring_diagonals(model.body_int, model.elem_int, model.elem_real,
+                                                           model.nq)
+
+
+def joint_spring_diagonals(body_int, elem_int, elem_real, nq):
+    """(stiffness, damping), each shape (nq,): the joint spring-dampers' k and c summed on their coordinates."""
+    j_stiff = np.zeros(nq)
+    j_damp = np.zeros(nq)
+    for e in range(elem_int.shape[0]):
+        if elem_int[e, L.ETYPE] == L.JOINT_SPRING_DAMPER:
+            k = body_int[elem_int[e, L.EBODY_A], L.QIDX]
+            j_stiff[k] += elem_real[e, L.EK]
+            j_damp[k] += elem_real[e, L.EC]
+    return j_stiff, j_damp
 
 
 def _scratch(model):

@@ -106,7 +106,8 @@ def _dop853():
 DOP853 = _dop853()
 TABLEAUS = {t.name: t for t in (DOPRI5, DOP853, RK4)}
 # METHODS, FIXED_STEP (_method_names): the tableaus above and the midpoint rule (integrators._midpoint_step)
-assert METHODS == (*TABLEAUS, "implicit_midpoint", "generalized_alpha"), "_method_names.METHODS must name the tableaus"
+assert METHODS == (*TABLEAUS, "implicit_midpoint", "generalized_alpha", "bdf"), \
+    "_method_names.METHODS must name the tableaus"
 IMPLICIT_SCIPY = ("Radau", "BDF", "LSODA")  # given the structured Jacobian of integrators.rhs_jacobian
 
 
@@ -854,13 +855,18 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         loops by its Schur complement, O(N m + m^3), index 3), converged to ``newton_tol`` (default 1e-12)
         [rad or m]: for long chains and stiff springs, where explicit steps shrink like 1/N. t_eval and events
         on its cubic Hermite dense output; everything else as for the other numba methods.
+        "bdf": variable-step, variable-order BDF (orders 1-5, Shampine-Reichelt form) with error control by
+        ``rtol``/``atol``, dense output (t_eval, events) and Newton iterations of O(N) cost (the Newton matrix
+        M + c C + c^2 K solved by ``implicit.effective_solve``; ``recursive_mbd._kernels.bdf``), the whole loop
+        compiled; for stiff trees (stiff springs, long chains); trees only; ``result.newton_iterations``.
         "scipy:NAME": scipy's solve_ivp method NAME (RK45, DOP853, Radau, BDF, LSODA, ...) on the same
         right-hand side (one Python call per evaluation). For stiff problems (stiff damped springs) use
         "scipy:Radau" or "scipy:BDF": they get the Jacobian from ``integrators.rhs_jacobian`` (2 nf
         forward-dynamics evaluations in compiled code, structure exploited), evaluated only when their Newton
         iteration asks for it, not every step.
     t_eval : array_like, optional
-        Sorted output times in [t0, t_end] (dopri5, generalized_alpha and scipy methods); t0 and t_end are added.
+        Sorted output times in [t0, t_end] (dopri5, generalized_alpha, bdf and scipy methods); t0 and t_end
+        are added.
     every : int
         Without t_eval: store every ``every``-th step (t0 and t_end always stored).
     max_step, first_step : float, optional
@@ -884,8 +890,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         q_j = f(t); without derivatives they are taken by central differences. Driven coordinates leave the
         integrated state; ``result.driving_forces()`` gives the joint force each driver supplies.
     events : callable or list of callables, optional
-        Event functions ``g(t, q, qd) -> float`` (dopri5, generalized_alpha and scipy methods). Each zero
-        crossing is located on the dense output and recorded in ``result.t_events`` / ``q_events`` /
+        Event functions ``g(t, q, qd) -> float`` (dopri5, generalized_alpha, bdf and scipy methods). Each
+        zero crossing is located on the dense output and recorded in ``result.t_events`` / ``q_events`` /
         ``qd_events``. As in scipy, an attribute ``g.terminal = True`` ends the run at the first crossing, and
         ``g.direction`` > 0 (< 0) counts only rising (falling) crossings.
     midpoint_tol : float
@@ -980,7 +986,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         q0, qd0 = _consistent_start(model, inputs, q0, qd0, t0)
     system = build_system(model, inputs, stabilization, float(alpha), float(beta))
     event_functions = _Events(model, events, inputs, system)
-    if event_functions.functions and scipy_method is None and (
+    if event_functions.functions and scipy_method is None and method != "bdf" and (
             method not in TABLEAUS or TABLEAUS[method].DENSE is None):
         raise ValueError(f"events need a method with dense output (dopri5 or scipy:NAME), not {method!r}")
     return _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd0, t0, t_end, rtol, atol, dt,
@@ -1123,6 +1129,8 @@ def _simulate(model, method, scipy_method, inputs, callback, key, system, q0, qd
 
     result = _make_result(model, inputs, callback, key, system, np.array(t_out), np.array(y_out), method, nfev,
                           nsteps, nrejected)
+    if method == "bdf":
+        result.newton_iterations = segment.newton_iterations
     for i in range(len(events.functions)):
         hits = [(t_ev, y_ev) for index, t_ev, y_ev in event_records if index == i]
         states = [events.state(t_ev, y_ev) for t_ev, y_ev in hits]
@@ -1181,7 +1189,7 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
                                      "stiff)",
         }
         if kind in reasons:
-            reason = reasons[kind]
+            reason = reasons[kind] + getattr(control, "detail", "")
         elif kind == L.STATUS_LOOPS_OPEN:
             reason = (f"after the step to this time the projection cannot close loop {model.loop_names[index]!r}: "
                       "no configuration of the free coordinates closes it")
@@ -1223,7 +1231,7 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
             return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, 0, []
 
         return run
-    tableau = TABLEAUS[method]
+    tableau = TABLEAUS.get(method)
     rtol = _positive(rtol, "rtol")
     atol = _positive(atol, "atol")
     max_step = _positive(max_step, "max_step") if np.isfinite(max_step) else np.inf
@@ -1233,6 +1241,11 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
         _PYTHON_INPUTS[events_key] = events
     else:
         events_fn, events_key = integrators.no_inputs, 0
+    if method == "bdf":
+        from .bdf import segment_runner  # noqa: PLC0415
+
+        return segment_runner(callback, key, system, rtol, atol, first, max_step, max_steps, every, events_fn,
+                              events_key, events, monitor, control)
     optional = [np.empty(0) if v is None else v for v in (tableau.E3, tableau.DENSE)]
 
     def run(y_start, ta, tb, t_eval):

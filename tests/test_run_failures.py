@@ -22,7 +22,7 @@ from recursive_mbd import SimulationError, chains
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = [("dopri5", {}), ("dop853", {}), ("rk4", {"dt": 1e-3}), ("implicit_midpoint", {"dt": 1e-3}),
-           ("generalized_alpha", {"dt": 1e-3}), ("scipy:RK45", {}), ("scipy:Radau", {})]
+           ("generalized_alpha", {"dt": 1e-3}), ("scipy:RK45", {}), ("scipy:Radau", {}), ("bdf", {})]
 Q0 = np.array([0.3, -0.2])
 
 
@@ -74,7 +74,7 @@ def wrong_size_tau(t, q, qd):
     (wrong_size_tau, r"tau function must return 2 finite numbers .*shape \(3,\)"),
     (compiled_wrong_size_tau, "compiled tau function 'compiled_wrong_size_tau' returned the wrong number"),
 ])
-@pytest.mark.parametrize("method", ["dopri5", "rk4"])
+@pytest.mark.parametrize("method", ["dopri5", "rk4", "bdf"])
 def test_a_nan_or_wrong_shaped_tau_is_not_a_zero_torque(tau, match, method):
     options = {"dt": 1e-3} if method == "rk4" else {}
     with pytest.raises(SimulationError, match=match) as info:
