@@ -2,7 +2,7 @@
 
     python3 benchmarks/implicit.py [--n 100 1000 10000 100000] [--t-end 1.0] [--long 10000:10]
                                    [--explicit-budget 60] [--explicit-max-n 10000] [--whip-n 100 300]
-                                   [--million] [--name implicit]
+                                   [--million] [--name implicit] [--replot]
 
 Two problems, each case in its own process (its peak RSS is the child's ``ru_maxrss``; numba's cache is warmed by a
 short run first, timed apart as "warm-up"):
@@ -150,7 +150,7 @@ def _fmt(value, spec):
     return "-" if value is None or (isinstance(value, float) and not math.isfinite(value)) else format(value, spec)
 
 
-def plot(rows, path):
+def plot(rows, path, t_end=1.0):
     try:
         import matplotlib  # noqa: PLC0415 - optional extra
     except ImportError:
@@ -163,7 +163,8 @@ def plot(rows, path):
                                   strict=True):
         for method, marker in (("generalized_alpha", "o"), ("bdf", "D"), ("dopri5", "s"), ("dop853", "^")):
             points = sorted((r["n"], r["wall_per_simulated_s"], r["status"]) for r in rows
-                            if r["problem"] == problem and r["method"] == method and "wall_per_simulated_s" in r)
+                            if r["problem"] == problem and r["method"] == method and "wall_per_simulated_s" in r
+                            and (problem == "whip" or r["t_end"] == t_end))  # not the --long runs
             if not points:
                 continue
             ns, walls, statuses = zip(*points, strict=True)
@@ -194,7 +195,12 @@ def main():
     parser.add_argument("--whip-n", type=int, nargs="*", default=[100, 300])
     parser.add_argument("--million", action="store_true", help="add a generalized_alpha swing of 1e6 links")
     parser.add_argument("--name", default="implicit")
+    parser.add_argument("--replot", action="store_true", help="only redraw NAME.png from NAME.json")
     args = parser.parse_args()
+    if args.replot:
+        rows = json.loads((RESULTS / f"{args.name}.json").read_text())["rows"]
+        print(f"wrote {plot(rows, RESULTS / f'{args.name}.png', args.t_end)}")
+        return
     cases = []
     for n in args.n + ([1_000_000] if args.million else []):
         for method in args.methods:
@@ -242,7 +248,7 @@ def main():
     path = write_json(args.name, {"amplitude": AMPLITUDE, "target": TARGET, "load_before": load_before,
                                   "load_after": load_after, "rows": rows})
     print(f"wrote {path}")
-    picture = plot(rows, RESULTS / f"{args.name}.png")
+    picture = plot(rows, RESULTS / f"{args.name}.png", args.t_end)
     if picture:
         print(f"wrote {picture}")
 
