@@ -2,5 +2,5 @@
 and the command line check a method name before anything is compiled. ``integrate`` builds its tableaus for
 these names and checks that they agree."""
 
-METHODS = ("dopri5", "dop853", "rk4", "implicit_midpoint")  # and "scipy:NAME"
-FIXED_STEP = ("rk4", "implicit_midpoint")
+METHODS = ("dopri5", "dop853", "rk4", "implicit_midpoint", "generalized_alpha", "bdf")  # and "scipy:NAME"
+FIXED_STEP = ("rk4", "implicit_midpoint", "generalized_alpha")

@@ -42,10 +42,33 @@ Chung & Hulbert (1993) in the form of Arnold & Bruls (2007), fixed step h, with 
     (1 - alpha_m) a+ + alpha_m a = (1 - alpha_f) qdd+ + alpha_f qdd,      M(q+) qdd+ = Q(q+, qd+, t+).
 
 Unknown qdd+: dq+/dqdd+ = h^2 beta (1 - alpha_f) / (1 - alpha_m) = c_stiff, dqd+/dqdd+ = h gamma (1 - alpha_f) /
-(1 - alpha_m) = c_damp, c_mass = 1. The residual M qdd+ - Q is one inverse-dynamics pass (O(N)); each Newton
-iteration is one residual and one ``solve_effective``. Second order for every rho_inf; rho_inf = 1 is the
-trapezoidal (energy-conserving on linear systems) rule, rho_inf = 0 annihilates the highest frequencies in one
-step. The time loop is a Python loop around the O(N) compiled kernels.
+(1 - alpha_m) = c_damp, c_mass = 1. The residual M qdd+ - Q is one inverse-dynamics pass (O(N)). Second order for
+every rho_inf; rho_inf = 1 is the trapezoidal (energy-conserving on linear systems) rule, rho_inf = 0 annihilates
+the highest frequencies in one step.
+
+Time loop and cost
+------------------
+The whole loop is compiled (``_kernels.implicit.integrate_generalized_alpha``) on the time loops' system tuple
+and inputs callback (tau functions, time-varying elements, drivers; ``integrators``), with their monitor
+(Ctrl-C, max_wall_time), events and t_eval on a cubic Hermite interpolant of (q, qd) and (qd, qdd) at the step
+ends, and the work terms by the trapezoidal rule on the element, tau and driver powers. The Newton matrix is
+factorised (``effective_factor``: the tip-to-base elimination, about 1.5 forward dynamics) at the first iterate
+of a step and then reused, over later steps of the same size too, while the corrections shrink at least 20x per
+iteration; when they do not, it is factorised again at the current iterate (and a step that fails with reused
+factors is restarted with fresh ones). One Newton iteration is then one residual (inverse dynamics) and one
+``effective_apply`` (two sweeps, no kinematics): 1.8 - 2.2 forward-dynamics evaluations on the hanging swing
+(``benchmarks/implicit.py``), 2 iterations per step there.
+
+Closed loops (index 3)
+----------------------
+With loop equations phi(q) = 0 (m rows, Jacobian J) the unknowns are (qdd+, lambda) and the equations
+M qdd+ - Q + J^T lambda = 0 and phi(q+) / c_stiff = 0 (the position-level constraint scaled by 1 / c_stiff, as
+Arnold & Bruls and Chrono do, so that its Jacobian with respect to qdd+ is J). The Newton matrix is
+[S J^T; J 0] (the constraint forces' geometric stiffness lambda d2phi/dq2 lagged), solved by its Schur
+complement in O(N m + m^3): X = S^-1 J^T (m applies of the factors), G = J X; per iteration Y = S^-1 r_1,
+G dlambda = J Y - r_2 (``loops.filtered_solve``: minimum-norm where the loops are redundant), dqdd = Y - X dlambda.
+The velocities are not projected: J qd+ = O(dt^2), the loops stay closed at position level to the Newton
+tolerance. Driven joints are locked in S (their accelerations are prescribed, no unknowns).
 """
 
 import numpy as np
@@ -55,8 +78,7 @@ from ._kernels import layout as L
 from .dynamics import as_vector, raise_status, workspace
 from .errors import ModelError, SimulationError, StateError
 
-_ROUNDOFF = 16.0 * np.finfo(float).eps
-_STALL = 100.0  # a Newton correction below _STALL * newton_tol that stops contracting is the round-off floor
+_NOT_DRIVEN = np.zeros(0, dtype=np.uint8)
 
 
 class _Scratch:
@@ -68,21 +90,28 @@ class _Scratch:
         self.ia = np.zeros((n, 3, 3))
         self.uu = np.zeros((n, 3, 3))
         self.dinv = np.zeros((n, 3, 3))
+        self.gcol = np.zeros((n, 3, 3))
+        self.rvec = np.zeros((n, 2))
         self.ub = np.zeros((n, 3))
         self.pa = np.zeros((n, 3))
         self.vel = np.zeros((n, 3))
         self.fsub = np.zeros((n, 2))
         self.kb = np.zeros(n)
         self.dmat = np.zeros((3, 3))
-        self.j_stiff = np.zeros(model.nq)  # joint spring stiffness on each coordinate
-        self.j_damp = np.zeros(model.nq)
-        ei = model.elem_int
-        er = model.elem_real
-        for e in range(ei.shape[0]):
-            if ei[e, L.ETYPE] == L.JOINT_SPRING_DAMPER:
-                k = model.body_int[ei[e, L.EBODY_A], L.QIDX]
-                self.j_stiff[k] += er[e, L.EK]
-                self.j_damp[k] += er[e, L.EC]
+        self.j_stiff, self.j_damp = joint_spring_diagonals(model.body_int, model.elem_int, model.elem_real,
+                                                           model.nq)
+
+
+def joint_spring_diagonals(body_int, elem_int, elem_real, nq):
+    """(stiffness, damping), each shape (nq,): the joint spring-dampers' k and c summed on their coordinates."""
+    j_stiff = np.zeros(nq)
+    j_damp = np.zeros(nq)
+    for e in range(elem_int.shape[0]):
+        if elem_int[e, L.ETYPE] == L.JOINT_SPRING_DAMPER:
+            k = body_int[elem_int[e, L.EBODY_A], L.QIDX]
+            j_stiff[k] += elem_real[e, L.EK]
+            j_damp[k] += elem_real[e, L.EC]
+    return j_stiff, j_damp
 
 
 def _scratch(model):
@@ -144,9 +173,10 @@ def solve_effective(model, q, qd, c_mass, c_damp, c_stiff, rhs, *, t=0.0, out=No
               and out.flags.c_contiguous and out.flags.writeable):
         raise TypeError(f"out must be a writeable C-contiguous float64 array of shape ({model.nq},)")
     j_diag = c_stiff * scratch.j_stiff + c_damp * scratch.j_damp
-    status = kernels.effective_solve(model.body_int, model.body_real, model.gravity, q, ws.zeros, c_mass, c_stiff,
-                                     j_diag, rhs, ws.ws, scratch.ia, scratch.uu, scratch.dinv, scratch.ub,
-                                     scratch.pa, scratch.vel, scratch.fsub, scratch.kb, scratch.dmat, out)
+    status = kernels.effective_solve(model.body_int, model.body_real, model.gravity, q, ws.zeros, _NOT_DRIVEN,
+                                     c_mass, c_stiff, j_diag, rhs, ws.ws, scratch.ia, scratch.uu, scratch.dinv,
+                                     scratch.gcol, scratch.rvec, scratch.ub, scratch.pa, scratch.vel, scratch.fsub,
+                                     scratch.kb, scratch.dmat, out)
     if status:
         kind, index = L.decode_status(status)
         if kind == L.STATUS_SINGULAR:
@@ -183,141 +213,138 @@ def generalized_alpha_coefficients(rho_inf):
     return alpha_m, alpha_f, gamma, beta
 
 
-def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, tau=None, rho_inf=0.9,
-                               newton_tol=1e-12, max_newton=20, max_steps=10_000_000):
-    """Generalised-alpha run of a tree model (called by ``rm.simulate(method="generalized_alpha")``).
+def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval=None, tau=None, drivers=None,
+                               events=None, rho_inf=0.9, newton_tol=1e-12, max_newton=50, max_steps=10_000_000,
+                               progress=None, max_wall_time=None):
+    """Generalised-alpha run (called by ``rm.simulate(method="generalized_alpha")``; options as there).
 
-    Fixed step ``dt`` (the last one shortened to land on t_end); Newton on the new accelerations with the matrix
-    of ``solve_effective`` (c_mass = 1, c_damp = h gamma (1 - alpha_f) / (1 - alpha_m), c_stiff = h^2 beta
-    (1 - alpha_f) / (1 - alpha_m)), converged when the position correction c_stiff max|dqdd| <= ``newton_tol``
-    [rad or m] plus the round-off of the position update (16 eps max(|q + h qd + ...|, |h^2 beta a+|)), or when a
-    correction below 100 ``newton_tol`` no longer contracts (the round-off floor of the residual on long chains).
-    ``tau``: None or a constant (nq,) array. The work terms are integrated by the trapezoidal rule (second
-    order, like the scheme). The result has ``newton_iterations`` (total) besides the usual fields;
-    ``nfev`` counts residual (inverse-dynamics) evaluations. A step whose Newton iteration does not
+    Fixed step ``dt`` (the last one shortened to land on t_end), the whole time loop compiled
+    (``_kernels.implicit.integrate_generalized_alpha``). Newton on the new accelerations (and loop multipliers)
+    with the matrix of ``solve_effective`` (c_mass = 1, c_damp = h gamma (1 - alpha_f) / (1 - alpha_m),
+    c_stiff = h^2 beta (1 - alpha_f) / (1 - alpha_m)) factorised once per step, bordered by the loop Jacobian
+    (index 3); converged when the position correction c_stiff max|dqdd| <= ``newton_tol`` [rad or m] plus the
+    round-off of the position update, or when a correction below 100 ``newton_tol`` no longer contracts. At most
+    ``max_newton`` iterations a step (fast motion at the tip of a whip contracts at rates ~0.3: 10-20 iterations).
+    ``tau`` constant or a function, ``drivers``, ``events``, ``t_eval`` (cubic Hermite dense output), progress
+    and max_wall_time as for the other numba methods. The result has ``newton_iterations`` (total) besides the
+    usual fields; ``nfev`` counts residual (inverse-dynamics) evaluations. A step whose Newton iteration does not
     converge in ``max_newton`` iterations raises SimulationError with the samples so far.
     """
-    from .integrate import SimulationResult, check_time_span, fixed_step_count  # noqa: PLC0415
+    from . import integrate  # noqa: PLC0415  (the time-loop layer above this module's kernels)
+    from ._kernels import integrators  # noqa: PLC0415
 
     workspace(model)
-    if model.nloops:
-        raise ModelError("method 'generalized_alpha' supports trees only (no closed loops) in this version")
     if model.nq == 0:
         raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
-    alpha_m, alpha_f, gamma, beta = generalized_alpha_coefficients(rho_inf)
+    coefficients = np.array(generalized_alpha_coefficients(rho_inf))
     newton_tol = float(newton_tol)
     if not (newton_tol > 0.0 and np.isfinite(newton_tol)):
         raise ValueError(f"newton_tol must be finite and > 0, got {newton_tol}")
     max_newton = int(max_newton)
     if max_newton < 1:
         raise ValueError(f"max_newton must be >= 1, got {max_newton}")
-    t0, t_end = check_time_span(t0, t_end)
+    t0, t_end = integrate.check_time_span(t0, t_end)
+    if dt is None:
+        raise ValueError("method 'generalized_alpha' is fixed-step: give dt")
     dt = float(dt)
     if not (dt > 0.0 and np.isfinite(dt)):
         raise ValueError(f"dt must be finite and > 0, got {dt}")
-    nsteps = fixed_step_count(t0, t_end, dt, max_steps)
+    integrate.fixed_step_count(t0, t_end, dt, max_steps)
     every = int(every)
     if every < 1:
         raise ValueError(f"every must be >= 1, got {every}")
-    nq = model.nq
-    if tau is None:
-        tau = np.zeros(nq)
-    elif callable(tau):
-        raise TypeError("method 'generalized_alpha' takes a constant tau (an array of nq numbers) in this version")
+    q0 = as_vector(model, q0, "q0").copy()
+    qd0 = as_vector(model, qd0, "qd0").copy()
+    for vec, what in ((q0, "q0"), (qd0, "qd0")):
+        if not np.all(np.isfinite(vec)):
+            raise StateError(f"{what}[{int(np.flatnonzero(~np.isfinite(vec))[0])}] is not finite")
+    t_eval_arr = None
+    if t_eval is not None:
+        t_eval_arr = np.asarray(t_eval, dtype=float).ravel()
+        if (t_eval_arr.size == 0 or np.any(np.diff(t_eval_arr) < 0) or t_eval_arr[0] < t0
+                or t_eval_arr[-1] > t_end):
+            raise ValueError(f"t_eval must be a non-empty sorted array within [t0, t_end] = [{t0}, {t_end}]")
+        t_eval_arr = np.unique(np.concatenate(([t0], t_eval_arr, [t_end])))  # t0 and t_end always
+    inputs = integrate._Inputs(model, tau, drivers)
+    callback, key = inputs.callback()
+    loop = integrate.RecursiveTimeLoop(model, inputs, "none")  # index 3: Newton closes the loops at every step
+    system = loop.system
+    event_functions = integrate._Events(model, events, inputs, loop)
+    nf = system.free.size
+    if inputs.has_python or inputs.tau_function is not None:
+        # a first evaluation in Python: a function that fails or returns the wrong shape is reported clearly here
+        inputs(t0, q0.copy(), qd0.copy(), np.zeros(inputs.size))
+    y0 = loop.initial_state(q0, qd0, t0, callback, key)
+    status = integrators.system_rhs(callback, key, system, t0, y0, np.empty_like(y0))
+    if status:
+        raise_status(model, status)
+    _, scratch = _scratch(model)
+    control = integrate._RunControl(max_wall_time)
+    monitor = (integrate._python_bridge, control.key, control.control)
+    if event_functions.functions:
+        events_fn, events_key = integrate._python_bridge, next(integrate._KEYS)
+        integrate._PYTHON_INPUTS[events_key] = event_functions
     else:
-        tau = as_vector(model, tau, "tau").copy()
-        if not np.all(np.isfinite(tau)):
-            raise StateError(f"tau[{int(np.flatnonzero(~np.isfinite(tau))[0])}] is not finite")
-    q = as_vector(model, q0, "q0").copy()
-    qd = as_vector(model, qd0, "qd0").copy()
-    from .dynamics import element_forces, forward_dynamics, inverse_dynamics  # noqa: PLC0415
+        events_fn, events_key = integrators.no_inputs, 0
+    carry = np.zeros(2 + 2 * nf + model.nconstraints + 1)
+    info = np.zeros(5)
+    totals = {"iterations": 0}
+    n = y0.size
+    steps = integrate.fixed_step_count(t0, t_end, dt, max_steps)
+    capacity = 2 + (t_eval_arr.size if t_eval_arr is not None else steps // every)  # a long chain's rows are big
+    capacity = max(2, min(capacity, 1024))
 
-    has_elements = model.elem_int.shape[0] > 0
-    qdd = forward_dynamics(model, q, qd, tau, t=t0).copy()
-    acc = qdd.copy()  # the algorithmic acceleration a
-    nout = nsteps // every + 2
-    ts = np.empty(nout)
-    qs = np.empty((nout, nq))
-    qds = np.empty((nout, nq))
-    work = np.zeros((nout, 2))
-    ts[0], qs[0], qds[0] = t0, q, qd
-    stored = 1
-    dissipated = applied = 0.0
-    power = None
-    if has_elements:
-        loads = element_forces(model, q, qd, t0)
-        power = (loads["dissipation"], loads["power"])
-    nfev = 1
-    iterations = 0
-    t = t0
-    x = np.empty(nq)
-    for step in range(1, nsteps + 1):
-        t_new = t_end if step == nsteps else t0 + step * dt
-        h = t_new - t
-        c_damp = h * gamma * (1.0 - alpha_f) / (1.0 - alpha_m)
-        c_stiff = h * h * beta * (1.0 - alpha_f) / (1.0 - alpha_m)
-        q_pred = q + h * qd + h * h * (0.5 - beta) * acc
-        qd_pred = qd + h * (1.0 - gamma) * acc
-        qdd_new = qdd.copy()
-        converged = False
-        previous = np.inf
-        for _ in range(max_newton):
-            acc_new = ((1.0 - alpha_f) * qdd_new + alpha_f * qdd - alpha_m * acc) / (1.0 - alpha_m)
-            q_new = q_pred + h * h * beta * acc_new
-            qd_new = qd_pred + h * gamma * acc_new
-            try:
-                residual = inverse_dynamics(model, q_new, qd_new, qdd_new, t=t_new) - tau
-                nfev += 1
-                solve_effective(model, q_new, qd_new, 1.0, c_damp, c_stiff, residual, out=x)
-            except (ValueError, ArithmeticError) as err:
-                raise _failure(model, f"generalized_alpha: the Newton iteration failed at t = {t_new:.9g} s: "
-                                      f"{err}", t_new, ts, qs, qds, work, stored, nfev, step - 1,
-                               iterations) from err
-            iterations += 1
-            qdd_new -= x
-            correction = c_stiff * float(np.max(np.abs(x)))
-            if not np.isfinite(correction):
-                break
-            # floor: the round-off of q_pred + h^2 beta a+ (two large terms that cancel when h omega >> 1)
-            floor = _ROUNDOFF * max(float(np.max(np.abs(q_pred))), h * h * beta * float(np.max(np.abs(acc_new))))
-            # converged; or stalled at the round-off of the residual (sums over up to N bodies) just above the
-            # tolerance: the correction no longer contracts, so further iterations cannot improve the step
-            if correction <= newton_tol + floor or (correction <= _STALL * newton_tol and correction > 0.5 * previous):
-                converged = True
-                break
-            previous = correction
-        if not converged:
-            raise _failure(model, f"generalized_alpha: Newton did not converge at t = {t_new:.9g} s (step {step}, "
-                                  f"dt = {h:g} s): after {max_newton} iterations the position correction is "
-                                  f"{correction:.3g} > newton_tol = {newton_tol:g} and the residual max |M qdd - Q| "
-                                  f"is {float(np.max(np.abs(residual))):.3g}; reduce dt", t_new, ts, qs, qds, work,
-                           stored, nfev, step - 1, iterations)
-        acc_new = ((1.0 - alpha_f) * qdd_new + alpha_f * qdd - alpha_m * acc) / (1.0 - alpha_m)
-        q_new = q_pred + h * h * beta * acc_new
-        qd_new = qd_pred + h * gamma * acc_new
-        applied += float(tau @ (q_new - q))  # exact for a constant tau
-        if has_elements:  # trapezoidal rule on the element powers (second order, like the scheme)
-            loads = element_forces(model, q_new, qd_new, t_new)
-            dissipated += 0.5 * h * (power[0] + loads["dissipation"])
-            applied += 0.5 * h * (power[1] + loads["power"])
-            power = (loads["dissipation"], loads["power"])
-        q, qd, qdd, acc, t = q_new, qd_new, qdd_new, acc_new, t_new
-        if step % every == 0 or step == nsteps:
-            ts[stored], qs[stored], qds[stored] = t, q, qd
-            work[stored] = dissipated, applied
-            stored += 1
-    result = SimulationResult(model, ts[:stored].copy(), qs[:stored].copy(), qds[:stored].copy(),
-                              work[:stored].copy(), "generalized_alpha", nfev, nsteps, 0)
-    result.newton_iterations = iterations
+    def run(y_start, ta, tb, piece_eval):
+        control.restart()
+        (status, t_fail, count, t_out, y_out, nfev, nsteps, iterations, nev, ev_t,
+         ev_y) = kernels.integrate_generalized_alpha(
+            callback, key, system, y_start, carry, ta, tb, dt, integrate.fixed_step_count(ta, tb, dt, max_steps),
+            every, np.empty(0) if piece_eval is None else piece_eval, coefficients, newton_tol, max_newton,
+            scratch.j_stiff, scratch.j_damp, np.empty(capacity), np.empty((capacity, n)), events_fn, events_key,
+            event_functions.directions, event_functions.terminal, np.empty(16), np.empty((16, n + 1)), *monitor,
+            info)
+        totals["iterations"] += iterations
+        records = [(int(row[0]), t_ev, row[1:]) for t_ev, row in zip(ev_t[:nev], ev_y[:nev], strict=True)]
+        return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, 0, records
+
+    with control:
+        status, t_fail, t_out, y_out, nfev, nsteps, _, records = integrate._run_segments(
+            run, y0, t0, t_end, t_eval_arr, dt, progress)
+    result = integrate._make_result(model, loop, callback, key, np.array(t_out), np.array(y_out),
+                                    "generalized_alpha", nfev, nsteps, 0)
+    result.newton_iterations = totals["iterations"]
+    result.factorizations = int(info[4])
+    for i in range(len(event_functions.functions)):
+        hits = [(t_ev, y_ev) for index, t_ev, y_ev in records if index == i]
+        states = [event_functions.state(t_ev, y_ev) for t_ev, y_ev in hits]
+        result.t_events.append(np.array([t_ev for t_ev, _ in hits]))
+        result.q_events.append(np.array([q for q, _ in states]).reshape(-1, model.nq))
+        result.qd_events.append(np.array([qd for _, qd in states]).reshape(-1, model.nq))
+    if status == L.STATUS_EVENT:
+        result.status = "event"
+        status = L.STATUS_OK
+    kind = L.decode_status(status)[0]
+    if control.interrupted or kind == L.STATUS_INTERRUPTED:
+        result.status = "interrupted"
+        interrupt = KeyboardInterrupt(f"generalized_alpha interrupted at t = {t_fail:.9g} s; {result.t.size} "
+                                      f"samples up to t = {result.t[-1]:.9g} s are kept in .result")
+        interrupt.result = result
+        interrupt.t = t_fail
+        raise interrupt
+    if kind == L.STATUS_NO_CONVERGENCE:
+        result.status = "failed"
+        correction, residual, step = info[:3]
+        if np.isfinite(correction):
+            why = (f"after {max_newton} iterations the position correction is {correction:.3g} > newton_tol = "
+                   f"{newton_tol:g} and the residual max |M qdd - Q| is {residual:.3g}; reduce dt")
+        else:
+            why = (f"the iteration diverged (residual max |M qdd - Q| {residual:.3g}): the step is too large, or no "
+                   "state at this time satisfies the equations (a driven mechanism past its lock, a singular "
+                   "position)")
+        raise SimulationError(
+            f"generalized_alpha: Newton did not converge at t = {t_fail:.9g} s (step {int(step)}, dt = {dt:g} s): "
+            f"{why}. {result.t.size} samples up to t = {result.t[-1]:.9g} s are kept in .result", t_fail, result)
+    if status != L.STATUS_OK:
+        integrate._raise_failure(model, "generalized_alpha", status, t_fail, result, max_steps, control, inputs,
+                                 event_functions, loop)
     return result
-
-
-def _failure(model, message, t, ts, qs, qds, work, stored, nfev, nsteps, iterations):
-    """A SimulationError at time t keeping the samples so far."""
-    from .integrate import SimulationResult  # noqa: PLC0415
-
-    result = SimulationResult(model, ts[:stored].copy(), qs[:stored].copy(), qds[:stored].copy(),
-                              work[:stored].copy(), "generalized_alpha", nfev, nsteps, 0)
-    result.newton_iterations = iterations
-    result.status = "failed"
-    return SimulationError(message, t, result)

@@ -107,7 +107,8 @@ def _dop853():
 DOP853 = _dop853()
 TABLEAUS = {t.name: t for t in (DOPRI5, DOP853, RK4)}
 # METHODS, FIXED_STEP (_method_names): the tableaus above and the midpoint rule (integrators._midpoint_step)
-assert METHODS == (*TABLEAUS, "implicit_midpoint"), "_method_names.METHODS must name the tableaus"
+assert METHODS == (*TABLEAUS, "implicit_midpoint", "generalized_alpha", "bdf"), \
+    "_method_names.METHODS must name the tableaus"
 IMPLICIT_SCIPY = ("Radau", "BDF", "LSODA")  # given the structured Jacobian of integrators.rhs_jacobian
 
 
@@ -879,17 +880,24 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         (q, qd)) and 4th-order dense output. "dop853": adaptive Dormand-Prince 8(5,3), for tight tolerances
         (no dense output: use ``every``). "rk4": classic fixed-step Runge-Kutta with step ``dt``.
         "implicit_midpoint": fixed step ``dt``, symmetric, bounded energy error on long conservative runs.
-        "generalized_alpha": fixed step ``dt``, Chung-Hulbert generalised-alpha with numerical damping set by
-        ``rho_inf`` in [0, 1] (default 0.9; 1 = none), Newton with an O(N) matrix (``recursive_mbd.implicit``),
-        converged to ``newton_tol`` (default 1e-12) [rad or m]; trees only, tau None or constant, no drivers,
-        events, t_eval, max_wall_time or progress yet (a Python loop around O(N) kernels).
+        "generalized_alpha": fixed step ``dt``, Chung-Hulbert generalised-alpha (second order, L-stable for
+        rho_inf < 1) with numerical damping set by ``rho_inf`` in [0, 1] (default 0.9; 1 = none, 0 = the highest
+        frequencies annihilated in one step), Newton with an O(N) matrix (``recursive_mbd.implicit``; closed
+        loops by its Schur complement, O(N m + m^3), index 3), converged to ``newton_tol`` (default 1e-12)
+        [rad or m]: for long chains and stiff springs, where explicit steps shrink like 1/N. t_eval and events
+        on its cubic Hermite dense output; everything else as for the other numba methods.
+        "bdf": variable-step, variable-order BDF (orders 1-5, Shampine-Reichelt form) with error control by
+        ``rtol``/``atol``, dense output (t_eval, events) and Newton iterations of O(N) cost (the Newton matrix
+        M + c C + c^2 K solved by ``implicit.effective_solve``; ``recursive_mbd._kernels.bdf``), the whole loop
+        compiled; for stiff trees (stiff springs, long chains); trees only; ``result.newton_iterations``.
         "scipy:NAME": scipy's solve_ivp method NAME (RK45, DOP853, Radau, BDF, LSODA, ...) on the same
         right-hand side (one Python call per evaluation). For stiff problems (stiff damped springs) use
         "scipy:Radau" or "scipy:BDF": they get the Jacobian from ``integrators.rhs_jacobian`` (2 nf
         forward-dynamics evaluations in compiled code, structure exploited), evaluated only when their Newton
         iteration asks for it, not every step.
     t_eval : array_like, optional
-        Sorted output times in [t0, t_end] (dopri5 and scipy methods); t0 and t_end are added.
+        Sorted output times in [t0, t_end] (dopri5, generalized_alpha, bdf and scipy methods); t0 and t_end
+        are added.
     every : int
         Without t_eval: store every ``every``-th step (t0 and t_end always stored).
     max_step, first_step : float, optional
@@ -913,10 +921,10 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         q_j = f(t); without derivatives they are taken by central differences. Driven coordinates leave the
         integrated state; ``result.driving_forces()`` gives the joint force each driver supplies.
     events : callable or list of callables, optional
-        Event functions ``g(t, q, qd) -> float`` (dopri5 and scipy methods). Each zero crossing is located on the
-        dense output and recorded in ``result.t_events`` / ``q_events`` / ``qd_events``. As in scipy, an
-        attribute ``g.terminal = True`` ends the run at the first crossing, and ``g.direction`` > 0 (< 0) counts
-        only rising (falling) crossings.
+        Event functions ``g(t, q, qd) -> float`` (dopri5, generalized_alpha, bdf and scipy methods). Each
+        zero crossing is located on the dense output and recorded in ``result.t_events`` / ``q_events`` /
+        ``qd_events``. As in scipy, an attribute ``g.terminal = True`` ends the run at the first crossing, and
+        ``g.direction`` > 0 (< 0) counts only rising (falling) crossings.
     midpoint_tol : float
         Convergence tolerance of the implicit midpoint iteration (relative change per component).
     progress : bool, optional
@@ -1004,7 +1012,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     stabilization = _stabilization(model, stabilization, scipy_method, formulation)
     loop = _FORMULATIONS[formulation](model, inputs, stabilization, float(alpha), float(beta), **augmented_options)
     event_functions = _Events(model, events, inputs, loop)
-    if event_functions.functions and scipy_method is None and (
+    if event_functions.functions and scipy_method is None and method != "bdf" and (
             method not in TABLEAUS or TABLEAUS[method].DENSE is None):
         raise ValueError(f"events need a method with dense output (dopri5 or scipy:NAME), not {method!r}")
     return _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0, t0, t_end, rtol, atol, dt,
@@ -1028,33 +1036,13 @@ _FORMULATIONS = {"recursive": RecursiveTimeLoop, "augmented": _augmented}
 
 def _generalized_alpha(model, q0, qd0, t0, t_end, dt, every, tau, drivers, events, t_eval, progress, max_wall_time,
                        max_steps, rho_inf, newton_tol):
-    """Dispatch to ``implicit.simulate_generalized_alpha``, refusing the options it does not support yet."""
+    """Dispatch to ``implicit.simulate_generalized_alpha`` (its compiled time loop)."""
     from . import implicit  # noqa: PLC0415
 
-    unsupported = [name for name, value in (("drivers", drivers), ("events", events), ("t_eval", t_eval),
-                                            ("max_wall_time", max_wall_time)) if value is not None]
-    if progress:
-        unsupported.append("progress")
-    if unsupported:
-        raise ValueError(f"method 'generalized_alpha' does not support {', '.join(unsupported)} yet")
-    if dt is None:
-        raise ValueError("method 'generalized_alpha' is fixed-step: give dt")
-    options = {"every": every, "tau": tau, "rho_inf": 0.9 if rho_inf is None else rho_inf,
-               "newton_tol": 1e-12 if newton_tol is None else newton_tol, "max_steps": max_steps}
-    try:
-        result = implicit.simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, **options)
-    except SimulationError as err:
-        err.result._evaluator = _evaluator(model, tau)
-        raise
-    result._evaluator = _evaluator(model, tau)  # for result.qdd(), element_forces(), driving_forces()
-    return result
-
-
-def _evaluator(model, tau):
-    """The (callback, key, system, inputs) that re-evaluate a run's dynamics at its samples."""
-    inputs = _Inputs(model, tau, None)
-    callback, key = inputs.callback()
-    return callback, key, build_system(model, inputs, "none", 0.0, 0.0), inputs
+    return implicit.simulate_generalized_alpha(
+        model, q0, qd0, t0, t_end, dt, every=every, t_eval=t_eval, tau=tau, drivers=drivers, events=events,
+        rho_inf=0.9 if rho_inf is None else rho_inf, newton_tol=1e-12 if newton_tol is None else newton_tol,
+        max_steps=max_steps, progress=progress, max_wall_time=max_wall_time)
 
 
 # the keyword arguments of simulate (and the augmented formulation's own), for "did you mean" suggestions
@@ -1183,6 +1171,8 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
 
     result = _make_result(model, loop, callback, key, np.array(t_out), np.array(y_out), method, nfev, nsteps,
                           nrejected)
+    if method == "bdf":
+        result.newton_iterations = segment.newton_iterations
     for i in range(len(events.functions)):
         hits = [(t_ev, y_ev) for index, t_ev, y_ev in event_records if index == i]
         states = [events.state(t_ev, y_ev) for t_ev, y_ev in hits]
@@ -1242,7 +1232,7 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
                                      "stiff)",
         }
         if kind in reasons:
-            reason = reasons[kind]
+            reason = reasons[kind] + getattr(control, "detail", "")
         elif kind == L.STATUS_LOOPS_OPEN:
             reason = (f"after the step to this time the projection cannot close loop {model.loop_names[index]!r}: "
                       "no configuration of the free coordinates closes it")
@@ -1285,7 +1275,7 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
             return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, 0, []
 
         return run
-    tableau = TABLEAUS[method]
+    tableau = TABLEAUS.get(method)
     rtol = _positive(rtol, "rtol")
     atol = _positive(atol, "atol")
     max_step = _positive(max_step, "max_step") if np.isfinite(max_step) else np.inf
@@ -1295,6 +1285,11 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
         _PYTHON_INPUTS[events_key] = events
     else:
         events_fn, events_key = integrators.no_inputs, 0
+    if method == "bdf":
+        from .bdf import segment_runner  # noqa: PLC0415
+
+        return segment_runner(callback, key, system, rtol, atol, first, max_step, max_steps, every, events_fn,
+                              events_key, events, monitor, control)
     optional = [np.empty(0) if v is None else v for v in (tableau.E3, tableau.DENSE)]
 
     def run(y_start, ta, tb, t_eval):

@@ -22,7 +22,7 @@ from recursive_mbd import SimulationError, chains
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = [("dopri5", {}), ("dop853", {}), ("rk4", {"dt": 1e-3}), ("implicit_midpoint", {"dt": 1e-3}),
-           ("scipy:RK45", {}), ("scipy:Radau", {})]
+           ("generalized_alpha", {"dt": 1e-3}), ("scipy:RK45", {}), ("scipy:Radau", {}), ("bdf", {})]
 Q0 = np.array([0.3, -0.2])
 
 
@@ -74,7 +74,7 @@ def wrong_size_tau(t, q, qd):
     (wrong_size_tau, r"tau function must return 2 finite numbers .*shape \(3,\)"),
     (compiled_wrong_size_tau, "compiled tau function 'compiled_wrong_size_tau' returned the wrong number"),
 ])
-@pytest.mark.parametrize("method", ["dopri5", "rk4"])
+@pytest.mark.parametrize("method", ["dopri5", "rk4", "bdf"])
 def test_a_nan_or_wrong_shaped_tau_is_not_a_zero_torque(tau, match, method):
     options = {"dt": 1e-3} if method == "rk4" else {}
     with pytest.raises(SimulationError, match=match) as info:
@@ -146,7 +146,7 @@ def test_events_are_recorded_by_the_stepped_scipy_solvers_as_by_dopri5():
     ({"dt": 1e-3, "max_steps": 0}, r"max_steps must be an integer in \[1, 2\*\*62\]"),
     ({"dt": 1e-3, "max_steps": 2**70}, r"max_steps must be an integer in \[1, 2\*\*62\]"),
 ])
-@pytest.mark.parametrize("method", ["rk4", "implicit_midpoint"])
+@pytest.mark.parametrize("method", ["rk4", "implicit_midpoint", "generalized_alpha"])
 def test_fixed_step_counts_are_checked_before_running(method, options, match):
     start = time.perf_counter()
     with pytest.raises(ValueError, match=match):
@@ -154,7 +154,7 @@ def test_fixed_step_counts_are_checked_before_running(method, options, match):
     assert time.perf_counter() - start < 1.0
 
 
-@pytest.mark.parametrize("method", ["rk4", "implicit_midpoint"])
+@pytest.mark.parametrize("method", ["rk4", "implicit_midpoint", "generalized_alpha"])
 def test_a_dt_beyond_the_span_takes_one_step_to_t_end(method):
     res = rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 1e-3, method=method, dt=1e10)
     assert res.nsteps == 1

@@ -9,7 +9,11 @@ eliminated from its subtree (eq. 3.23 with the modified inertias); base to tip, 
 import math
 
 import numba
+import numpy as np
 
+from .elements import element_forces
+from .integrators import _fatal, _poll, system_rhs
+from .recursive_system import _load_state
 from .layout import (
     COX,
     CS,
@@ -20,15 +24,21 @@ from .layout import (
     QIDX,
     RX,
     SN,
+    STATUS_EVENT,
+    STATUS_NO_CONVERGENCE,
     STATUS_OK,
     STATUS_SINGULAR,
 )
-from .tree import check_finite, kinematics_pass, motion_column
+from .loops import filtered_solve, loop_constraints
+from .tree import check_finite, inverse_dynamics, kinematics_pass, motion_column
 
 njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy")
 
 # A joint block of the effective matrix is singular below this fraction of the norm of its entries' scale
 SINGULAR_RTOL = 1e-13
+# Newton corrections shrinking by less than this factor per iteration with factors of an earlier step: factorise
+# again at the current iterate
+SLOW_CONTRACTION = 0.05
 
 
 @njit
@@ -89,50 +99,57 @@ def _inverse_small(dmat, nd, out):
     return True
 
 
-@njit
-def effective_solve(body_int, body_real, gravity, q, zero_qd, c_mass, c_stiff, j_diag, rhs, ws,
-                    ia, uu, dinv, ub, pa, vel, fsub, kb, dmat, x):
-    """x from (c_mass M(q) + c_stiff T^T diag(K_i) T + diag(j_diag)) x = rhs in O(N); returns a status.
 
-    Scratch (n = nbodies): ia, uu, dinv (n, 3, 3); ub, pa, vel (n, 3); fsub (n, 2); kb (n,); dmat (3, 3).
-    ``ws`` is the model workspace (pass 1 writes every row). Status STATUS_SINGULAR | (body << 4) when a joint
-    block of the eliminated matrix is singular.
+@njit
+def _locked(driven, i):
+    """True when body i's joint is driven (its coordinate prescribed: no unknown of the Newton step)."""
+    return driven.shape[0] > 0 and driven[i] != 0
+
+
+@njit
+def effective_factor(body_int, body_real, gravity, ws, driven, c_mass, c_stiff, j_diag, ia, uu, dinv, gcol, rvec,
+                     fsub, kb, dmat):
+    """Tip-to-base elimination of S = c_mass M + c_stiff T^T diag(K_i) T + diag(j_diag) at the state in ``ws``.
+
+    ``ws`` must hold pass 1 with every row (``kinematics_pass(..., True)``). Writes the factors that
+    ``effective_apply`` needs and nothing else reads: uu (n, 3, 3) U = IA G, dinv (n, 3, 3) D^-1, gcol (n, 3, 3)
+    the columns of G (gcol[i, :, col]), rvec (n, 2) r of B; ia (n, 3, 3), fsub (n, 2), kb (n,), dmat (3, 3) are
+    scratch. Driven joints (``driven`` (nbodies,) uint8, or (0,)) are locked: their coordinates are no unknowns.
+    Returns STATUS_SINGULAR | (body << 4) when a joint block is singular.
     """
-    status = check_finite(q, zero_qd, rhs)
-    if status != STATUS_OK:
-        return status
     n = body_int.shape[0]
-    kinematics_pass(body_int, body_real, q, zero_qd, ws, True)
     geometric_stiffness(body_int, body_real, gravity, ws, fsub, kb)
     for i in range(n):
+        rvec[i, 0] = ws[i, RX]
+        rvec[i, 1] = ws[i, RX + 1]
         for a in range(3):
-            pa[i, a] = 0.0
             for b in range(3):
                 ia[i, a, b] = 0.0
-    # tip to base: eliminate each joint from its subtree
     for i in range(n - 1, -1, -1):
         m = c_mass * body_real[i, MASS]
         ia[i, 0, 0] += m
         ia[i, 1, 1] += m
         ia[i, 2, 2] += c_mass * body_real[i, INERTIA] + c_stiff * kb[i]
-        nd = body_int[i, NDOF]
+        nd = 0 if _locked(driven, i) else body_int[i, NDOF]
         k = body_int[i, QIDX]
-        for col in range(nd):  # U = IA G, u = rhs - G^T pA
+        for col in range(nd):  # U = IA G
             gx, gy, gt = motion_column(body_int, ws, i, col)
+            gcol[i, 0, col] = gx
+            gcol[i, 1, col] = gy
+            gcol[i, 2, col] = gt
             for a in range(3):
                 uu[i, a, col] = ia[i, a, 0] * gx + ia[i, a, 1] * gy + ia[i, a, 2] * gt
-            ub[i, col] = rhs[k + col] - (gx * pa[i, 0] + gy * pa[i, 1] + gt * pa[i, 2])
         for r in range(nd):  # D = G^T IA G + joint diagonal
-            gx, gy, gt = motion_column(body_int, ws, i, r)
             for col in range(nd):
-                dmat[r, col] = gx * uu[i, 0, col] + gy * uu[i, 1, col] + gt * uu[i, 2, col]
+                dmat[r, col] = gcol[i, 0, r] * uu[i, 0, col] + gcol[i, 1, r] * uu[i, 1, col] + gcol[i, 2, r] * uu[
+                    i, 2, col]
             dmat[r, r] += j_diag[k + r]
         if nd > 0 and not _inverse_small(dmat, nd, dinv[i]):
             return STATUS_SINGULAR | (i << 4)
         p = body_int[i, PARENT]
         if p < 0:
             continue
-        # articulated matrix Ia = IA - U D^-1 U^T and force pA + U D^-1 u, shifted to the parent by B^T . B
+        # articulated matrix Ia = IA - U D^-1 U^T, shifted to the parent by B^T . B
         for a in range(3):
             for b in range(3):
                 acc = ia[i, a, b]
@@ -140,19 +157,9 @@ def effective_solve(body_int, body_real, gravity, q, zero_qd, c_mass, c_stiff, j
                     for col in range(nd):
                         acc -= uu[i, a, r] * dinv[i, r, col] * uu[i, b, col]
                 dmat[a, b] = acc
-        fx = pa[i, 0]
-        fy = pa[i, 1]
-        ft = pa[i, 2]
-        for r in range(nd):
-            w = 0.0
-            for col in range(nd):
-                w += dinv[i, r, col] * ub[i, col]
-            fx += uu[i, 0, r] * w
-            fy += uu[i, 1, r] * w
-            ft += uu[i, 2, r] * w
-        rx = ws[i, RX]
-        ry = ws[i, RX + 1]
-        # B = [[1, 0, -ry], [0, 1, rx], [0, 0, 1]]: (B^T S B) and B^T f written out
+        rx = rvec[i, 0]
+        ry = rvec[i, 1]
+        # B = [[1, 0, -ry], [0, 1, rx], [0, 0, 1]]: B^T S B written out
         s00, s01, s02 = dmat[0, 0], dmat[0, 1], dmat[0, 2]
         s10, s11, s12 = dmat[1, 0], dmat[1, 1], dmat[1, 2]
         s20, s21, s22 = dmat[2, 0], dmat[2, 1], dmat[2, 2]
@@ -168,34 +175,563 @@ def effective_solve(body_int, body_real, gravity, q, zero_qd, c_mass, c_stiff, j
         ia[p, 2, 0] += -ry * s00 + rx * s10 + s20
         ia[p, 2, 1] += -ry * s01 + rx * s11 + s21
         ia[p, 2, 2] += -ry * c02 + rx * c12 + c22
-        pa[p, 0] += fx
-        pa[p, 1] += fy
-        pa[p, 2] += -ry * fx + rx * fy + ft
-    # base to tip: joint unknowns and body "velocities" v_i = B_i v_P + G_i x_i
+    return STATUS_OK
+
+
+@njit
+def effective_apply(body_int, driven, uu, dinv, gcol, rvec, rhs, ub, pa, vel, x):
+    """x = S^-1 rhs (nq,) with the factors of ``effective_factor``: two sweeps, no kinematics, O(N).
+
+    Scratch ub, pa, vel (n, 3). Entries of driven coordinates in rhs are ignored and x is zero there.
+    """
+    n = body_int.shape[0]
     for i in range(n):
+        pa[i, 0] = 0.0
+        pa[i, 1] = 0.0
+        pa[i, 2] = 0.0
+    for i in range(n - 1, -1, -1):  # tip to base: u = rhs - G^T pA, pA_parent += B^T (pA + U D^-1 u)
+        nd = 0 if _locked(driven, i) else body_int[i, NDOF]
+        k = body_int[i, QIDX]
+        fx = pa[i, 0]
+        fy = pa[i, 1]
+        ft = pa[i, 2]
+        for col in range(nd):
+            ub[i, col] = rhs[k + col] - (gcol[i, 0, col] * fx + gcol[i, 1, col] * fy + gcol[i, 2, col] * ft)
+        for r in range(nd):
+            w = 0.0
+            for col in range(nd):
+                w += dinv[i, r, col] * ub[i, col]
+            fx += uu[i, 0, r] * w
+            fy += uu[i, 1, r] * w
+            ft += uu[i, 2, r] * w
+        p = body_int[i, PARENT]
+        if p >= 0:
+            pa[p, 0] += fx
+            pa[p, 1] += fy
+            pa[p, 2] += -rvec[i, 1] * fx + rvec[i, 0] * fy + ft
+    for i in range(n):  # base to tip: x_i = D^-1 (u - U^T B v_P), v_i = B v_P + G x_i
         p = body_int[i, PARENT]
         bx = 0.0
         by = 0.0
         bt = 0.0
         if p >= 0:
             bt = vel[p, 2]
-            bx = vel[p, 0] - ws[i, RX + 1] * bt
-            by = vel[p, 1] + ws[i, RX] * bt
-        nd = body_int[i, NDOF]
+            bx = vel[p, 0] - rvec[i, 1] * bt
+            by = vel[p, 1] + rvec[i, 0] * bt
         k = body_int[i, QIDX]
-        for r in range(nd):
-            dmat[0, r] = ub[i, r] - (uu[i, 0, r] * bx + uu[i, 1, r] * by + uu[i, 2, r] * bt)
+        if _locked(driven, i):
+            x[k] = 0.0
+            nd = 0
+        else:
+            nd = body_int[i, NDOF]
         for r in range(nd):
             w = 0.0
             for col in range(nd):
-                w += dinv[i, r, col] * dmat[0, col]
+                w += dinv[i, r, col] * (ub[i, col] - (uu[i, 0, col] * bx + uu[i, 1, col] * by + uu[i, 2, col] * bt))
             x[k + r] = w
         for col in range(nd):
-            gx, gy, gt = motion_column(body_int, ws, i, col)
-            bx += gx * x[k + col]
-            by += gy * x[k + col]
-            bt += gt * x[k + col]
+            bx += gcol[i, 0, col] * x[k + col]
+            by += gcol[i, 1, col] * x[k + col]
+            bt += gcol[i, 2, col] * x[k + col]
         vel[i, 0] = bx
         vel[i, 1] = by
         vel[i, 2] = bt
+
+
+@njit
+def effective_solve(body_int, body_real, gravity, q, zero_qd, driven, c_mass, c_stiff, j_diag, rhs, ws,
+                    ia, uu, dinv, gcol, rvec, ub, pa, vel, fsub, kb, dmat, x):
+    """x from (c_mass M(q) + c_stiff T^T diag(K_i) T + diag(j_diag)) x = rhs in O(N); returns a status.
+
+    ``effective_factor`` at q, then ``effective_apply``. Scratch (n = nbodies): ia, uu, dinv, gcol (n, 3, 3);
+    ub, pa, vel (n, 3); rvec, fsub (n, 2); kb (n,); dmat (3, 3). ``ws`` is the model workspace. Status
+    STATUS_SINGULAR | (body << 4) when a joint block of the eliminated matrix is singular.
+    """
+    status = check_finite(q, zero_qd, rhs)
+    if status != STATUS_OK:
+        return status
+    kinematics_pass(body_int, body_real, q, zero_qd, ws, True)
+    status = effective_factor(body_int, body_real, gravity, ws, driven, c_mass, c_stiff, j_diag, ia, uu, dinv, gcol,
+                              rvec, fsub, kb, dmat)
+    if status != STATUS_OK:
+        return status
+    effective_apply(body_int, driven, uu, dinv, gcol, rvec, rhs, ub, pa, vel, x)
     return STATUS_OK
+
+
+# ---- the generalised-alpha time loop --------------------------------------------------------------------------------
+
+
+@njit
+def newton_residual(inputs, key, system, t, y, qdd_free, lam, tau_need, residual, powers):
+    """The residual of the dynamics at the state y = (q_free, qd_free, ...) with accelerations qdd_free (nf,) and
+    loop multipliers lam (m,):
+
+        residual[j] = (M qdd + h - tau - Q_elements + J^T lam)[free[j]]     (nf,)  [N m or N]
+
+    by one inverse-dynamics pass (O(N)) after the inputs (tau functions, time-varying elements, drivers: their
+    q, qd, qdd) and the force elements at (t, q, qd). With loops the loop residual phi, Jacobian J, ... are left in
+    the loop scratch of ``system`` (system[22]: phi in [3], J in [5]). powers = (dissipated by the dampers,
+    applied by tau, elements and drivers) [W] at this state. ``tau_need`` (nq,) is scratch. Returns the status.
+    """
+    body_int = system[0]
+    free = system[5]
+    drv_coord = system[6]
+    tau_const = system[8]
+    offsets = system[9]
+    u = system[10]
+    q = system[11]
+    qd = system[12]
+    tau = system[13]
+    qdd = system[20]
+    loops = system[22]
+    nf = free.shape[0]
+    status = _load_state(inputs, key, system, t, y)  # q, qd, u; qdd of the driven coordinates
+    if status != STATUS_OK:
+        return status
+    for j in range(nf):
+        qdd[free[j]] = qdd_free[j]
+    power_tau = 0.0
+    for k in range(tau.shape[0]):
+        tau[k] = tau_const[k] + (u[offsets[0] + k] if offsets[0] >= 0 else 0.0)
+        power_tau += tau[k] * qd[k]
+    energy = system[18]
+    energy[1] = 0.0
+    energy[2] = 0.0
+    if system[3].shape[0] > 0:
+        status = element_forces(body_int, system[1], system[3], system[4], u, q, qd, system[14], system[15],
+                                system[16], system[17], energy, system[19])
+        if status != STATUS_OK:
+            return status
+        for k in range(tau.shape[0]):
+            tau[k] += system[17][k]
+    status = inverse_dynamics(body_int, system[1], system[2], q, qd, qdd, system[16], system[14], tau_need)
+    if status != STATUS_OK:
+        return status
+    for k in range(tau.shape[0]):
+        tau_need[k] -= tau[k]
+    if loops[0].shape[0] > 0:
+        jac = loops[5]
+        status = loop_constraints(body_int, system[1], loops[0], loops[1], q, qd, system[14], system[15], loops[2],
+                                  loops[3], loops[4], jac, loops[6], loops[7])
+        if status != STATUS_OK:
+            return status
+        for r in range(lam.shape[0]):
+            for k in range(tau_need.shape[0]):
+                tau_need[k] += jac[r, k] * lam[r]
+    power_drive = 0.0  # the driver supplies what the equations at its coordinate lack
+    for j in range(drv_coord.shape[0]):
+        power_drive += tau_need[drv_coord[j]] * qd[drv_coord[j]]
+    for j in range(nf):
+        residual[j] = tau_need[free[j]]
+    powers[0] = energy[1]
+    powers[1] = power_tau + energy[2] + power_drive
+    return STATUS_OK
+
+
+@njit
+def _hermite(y0, y1, rate0, rate1, nf, h, theta, out):
+    """Cubic Hermite interpolation of q (from q, qd) and qd (from qd, qdd) at t + theta h; work terms linear.
+
+    Third-order accurate in the step, beyond the scheme's second order: the dense output adds no error of its own.
+    """
+    h00 = (1.0 + 2.0 * theta) * (1.0 - theta) ** 2
+    h10 = theta * (1.0 - theta) ** 2
+    h01 = theta * theta * (3.0 - 2.0 * theta)
+    h11 = theta * theta * (theta - 1.0)
+    for j in range(2 * nf):
+        out[j] = h00 * y0[j] + h * h10 * rate0[j] + h01 * y1[j] + h * h11 * rate1[j]
+    for j in range(2 * nf, y0.shape[0]):
+        out[j] = (1.0 - theta) * y0[j] + theta * y1[j]
+
+
+@njit
+def _locate(events, events_key, index, t, h, y0, y1, rate0, rate1, nf, g0, g1, ytmp, values):
+    """Root of event ``index`` in (t, t + h] on the Hermite interpolant, Illinois method; (status, theta)."""
+    lo = 0.0
+    hi = 1.0
+    g_lo = g0
+    g_hi = g1
+    side = 0
+    theta = 1.0
+    for _ in range(100):
+        theta = (lo * g_hi - hi * g_lo) / (g_hi - g_lo)
+        _hermite(y0, y1, rate0, rate1, nf, h, theta, ytmp)
+        status = events(events_key, t + theta * h, ytmp, ytmp, values)
+        if status != STATUS_OK:
+            return status, theta
+        g = values[index]
+        if g == 0.0 or not math.isfinite(g):
+            break
+        if (g > 0.0) == (g_hi > 0.0):
+            hi = theta
+            g_hi = g
+            if side == -1:
+                g_lo *= 0.5
+            side = -1
+        else:
+            lo = theta
+            g_lo = g
+            if side == 1:
+                g_hi *= 0.5
+            side = 1
+        if (hi - lo) * abs(h) <= 4.0 * 2.220446049250313e-16 * max(abs(t), abs(h)):
+            break
+    _hermite(y0, y1, rate0, rate1, nf, h, theta, ytmp)
+    return STATUS_OK, theta
+
+
+@njit
+def _store(t_out, y_out, count, t, y):
+    """Append (t, y) to the output buffers, doubling them when full; returns the (possibly new) buffers."""
+    if count == t_out.shape[0]:
+        t_new = np.empty(2 * count)
+        y_new = np.empty((2 * count, y.shape[0]))
+        t_new[:count] = t_out
+        y_new[:count] = y_out
+        t_out = t_new
+        y_out = y_new
+    t_out[count] = t
+    y_out[count] = y
+    return t_out, y_out
+
+
+@njit
+def loop_schur(body_int, driven, uu, dinv, gcol, rvec, jac, free, ub, pa, vel, xcol, resp, gram):
+    """The loop part of the Newton matrix [S J^T; J 0] (J: jac (m, nq) restricted to the free coordinates):
+    resp[r] = S^-1 J_r^T (m solves with the factors of ``effective_factor``), gram = J S^-1 J^T (m, m),
+    symmetrised. xcol (nq,) is scratch. O(N m + N m^2)."""
+    m = jac.shape[0]
+    for r in range(m):
+        effective_apply(body_int, driven, uu, dinv, gcol, rvec, jac[r], ub, pa, vel, xcol)
+        for j in range(free.shape[0]):
+            resp[r, j] = xcol[free[j]]
+    for r in range(m):
+        for s in range(r + 1):
+            g = 0.0
+            for j in range(free.shape[0]):
+                g += jac[r, free[j]] * resp[s, j] + jac[s, free[j]] * resp[r, j]
+            gram[r, s] = 0.5 * g
+            gram[s, r] = 0.5 * g
+
+
+@njit
+def newton_correction(body_int, driven, uu, dinv, gcol, rvec, free, residual, phi_scaled, jac, resp, gram, rcond,
+                      ub, pa, vel, xfull, rhs_full, dx, dlam, work_m):
+    """The Newton correction (dx (nf,), dlam (m,)) of [S J^T; J 0] [dx; dlam] = [residual; phi_scaled] by the
+    Schur complement: Y = S^-1 residual, (J S^-1 J^T) dlam = J Y - phi_scaled (``loops.filtered_solve``:
+    exact where the loops are independent, minimum-norm where redundant), dx = Y - (S^-1 J^T) dlam. Needs
+    ``loop_schur``'s resp and gram (m = 0: dx = S^-1 residual). Returns False if the small system is not finite."""
+    nf = free.shape[0]
+    for k in range(rhs_full.shape[0]):
+        rhs_full[k] = 0.0
+    for j in range(nf):
+        rhs_full[free[j]] = residual[j]
+    effective_apply(body_int, driven, uu, dinv, gcol, rvec, rhs_full, ub, pa, vel, xfull)
+    for j in range(nf):
+        dx[j] = xfull[free[j]]
+    m = dlam.shape[0]
+    if m == 0:
+        return True
+    for r in range(m):
+        acc = -phi_scaled[r]
+        for j in range(nf):
+            acc += jac[r, free[j]] * dx[j]
+        work_m[r] = acc
+    if filtered_solve(gram, work_m, rcond, dlam) < 0:
+        return False
+    for r in range(m):
+        for j in range(nf):
+            dx[j] -= resp[r, j] * dlam[r]
+    return True
+
+
+@njit
+def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, nsteps_total, every, t_eval,
+                                coefficients, newton_tol, max_newton, j_stiff, j_damp, t_out, y_out, events,
+                                events_key, directions, terminal, ev_t, ev_y, monitor, monitor_key, control, info):
+    """Generalised-alpha (Chung-Hulbert, Arnold-Bruls form; derivation in ``recursive_mbd.implicit``) from t0 to
+    t_end in ``nsteps_total`` steps of dt (the last one landing on t_end), the whole loop compiled.
+
+    State y = (q_free, qd_free, W_dissipated, W_applied) as in ``integrators``; ``carry`` (2 + 2 nf + m + 1) keeps
+    (powers (2), a (nf), qdd (nf), lam (m), started flag) from one call to the next (a progress bar's pieces): a
+    call with carry[-1] = 0 starts from qdd = f(t0, y0) and a = qdd. coefficients = (alpha_m, alpha_f, gamma,
+    beta). Each step: Newton on (qdd_free, lam) with the matrix [S J^T; J 0] factorised once at the step's first
+    iterate (modified Newton: the matrix's own lagged terms already make the contraction linear), the loop
+    residual phi scaled by 1 / c_stiff (index 3), converged when the position correction c_stiff max |dqdd| is
+    <= newton_tol + the round-off of the position update, or stalls below 100 newton_tol. Work terms by the
+    trapezoidal rule on the powers of the last residual evaluation (within newton_tol of the step's state).
+    Output at t_eval (cubic Hermite dense output) or every ``every``-th step; events located on the same
+    interpolant. info (5,): on a Newton failure (last position correction, max |residual|, step, iterations);
+    info[4] counts the factorisations (added to).
+    Returns (status, t_fail, count, t_out, y_out, nfev, nsteps, newton_iterations, nev, ev_t, ev_y).
+    """
+    free = system[5]
+    nf = free.shape[0]
+    n = y0.shape[0]
+    nb = system[0].shape[0]
+    nq = system[11].shape[0]
+    body_int = system[0]
+    body_real = system[1]
+    loops = system[22]
+    driven = system[7]
+    ws = system[14]
+    jac = loops[5]
+    m = loops[3].shape[0]
+    rcond = loops[15][4]
+    alpha_m = coefficients[0]
+    alpha_f = coefficients[1]
+    gamma = coefficients[2]
+    beta = coefficients[3]
+    # factors and scratch, allocated once per run
+    ia = np.zeros((nb, 3, 3))
+    uu = np.zeros((nb, 3, 3))
+    dinv = np.zeros((nb, 3, 3))
+    gcol = np.zeros((nb, 3, 3))
+    rvec = np.zeros((nb, 2))
+    ub = np.zeros((nb, 3))
+    pa = np.zeros((nb, 3))
+    vel = np.zeros((nb, 3))
+    fsub = np.zeros((nb, 2))
+    kb = np.zeros(nb)
+    dmat = np.zeros((3, 3))
+    j_diag = np.zeros(nq)
+    tau_need = np.zeros(nq)
+    xfull = np.zeros(nq)
+    rhs_full = np.zeros(nq)
+    resp = np.zeros((m, nf))
+    gram = np.zeros((m, m))
+    work_m = np.zeros(m)
+    phi_scaled = np.zeros(m)
+    dlam = np.zeros(m)
+    lam = np.zeros(m)
+    residual = np.zeros(nf)
+    dx = np.zeros(nf)
+    acc = np.zeros(nf)
+    qdd = np.zeros(nf)
+    qdd_new = np.zeros(nf)
+    acc_new = np.zeros(nf)
+    q_pred = np.zeros(nf)
+    qd_pred = np.zeros(nf)
+    rate = np.zeros(n)  # (qd, qdd) at the step's start, for the dense output
+    rate_new = np.zeros(n)
+    powers = np.zeros(2)
+    powers_new = np.zeros(2)
+    y = y0.copy()
+    y_new = y0.copy()
+    ytmp = np.empty(n)
+    nfev = 0
+    iterations = 0
+    count = 0
+    t = t0
+    if carry[carry.shape[0] - 1] != 0.0:
+        powers[0] = carry[0]
+        powers[1] = carry[1]
+        for j in range(nf):
+            acc[j] = carry[2 + j]
+            qdd[j] = carry[2 + nf + j]
+        for r in range(m):
+            lam[r] = carry[2 + 2 * nf + r]
+    else:
+        status = system_rhs(inputs, key, system, t0, y, ytmp)  # qdd, lam, powers at the start
+        nfev += 1
+        if status != STATUS_OK:
+            return status, t, count, t_out, y_out, nfev, 0, iterations, 0, ev_t, ev_y
+        for j in range(nf):
+            qdd[j] = ytmp[nf + j]
+            acc[j] = qdd[j]
+        for r in range(m):
+            lam[r] = loops[12][r]
+        powers[0] = ytmp[2 * nf]
+        powers[1] = ytmp[2 * nf + 1]
+    use_eval = t_eval.shape[0] > 0
+    next_eval = 0
+    if use_eval:
+        while next_eval < t_eval.shape[0] and t_eval[next_eval] <= t0:
+            t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], y)
+            count += 1
+            next_eval += 1
+    else:
+        t_out, y_out = _store(t_out, y_out, count, t0, y)
+        count += 1
+    n_events = directions.shape[0]
+    ev_old = np.empty(n_events)
+    ev_new = np.empty(n_events)
+    ev_tmp = np.empty(n_events)
+    ev_row = np.empty(n + 1)
+    y_stop = np.empty(n)
+    nev = 0
+    if n_events > 0:
+        status = events(events_key, t, y, y, ev_old)
+        if status != STATUS_OK:
+            return status, t, count, t_out, y_out, nfev, 0, iterations, nev, ev_t, ev_y
+    scale = (1.0 - alpha_f) / (1.0 - alpha_m)
+    factored_h = -1.0  # the step of the factors in (ia, uu, dinv, gcol, rvec, resp, gram); -1: none
+    fresh = False
+    lam_old = np.zeros(m)
+    for step in range(nsteps_total):
+        t_new = t_end if step == nsteps_total - 1 else t0 + (step + 1) * dt
+        h = t_new - t
+        c_damp = h * gamma * scale
+        c_stiff = h * h * beta * scale
+        for j in range(nf):
+            q_pred[j] = y[j] + h * y[nf + j] + h * h * (0.5 - beta) * acc[j]
+            qd_pred[j] = y[nf + j] + h * (1.0 - gamma) * acc[j]
+            qdd_new[j] = qdd[j]
+        for r in range(m):
+            lam_old[r] = lam[r]
+        for k in range(nq):
+            j_diag[k] = c_stiff * j_stiff[k] + c_damp * j_damp[k]
+        converged = False
+        correction = np.inf
+        res_max = np.inf
+        # attempt 0 reuses the factors of an earlier step (same h) while they contract fast; attempt 1, only when
+        # that failed, starts again from the predictor with factors made at the step's own iterate
+        for attempt in range(2):
+            if attempt == 1:
+                if fresh:
+                    break
+                factored_h = -1.0
+                for j in range(nf):
+                    qdd_new[j] = qdd[j]
+                for r in range(m):
+                    lam[r] = lam_old[r]
+            fresh = False
+            previous = np.inf
+            correction = np.inf
+            for _ in range(max_newton):
+                status = _poll(monitor, monitor_key, control, t, y, nfev)
+                if status != STATUS_OK:
+                    return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+                acc_max = 0.0
+                pred_max = 0.0
+                for j in range(nf):
+                    acc_new[j] = ((1.0 - alpha_f) * qdd_new[j] + alpha_f * qdd[j] - alpha_m * acc[j]) / (1.0 - alpha_m)
+                    y_new[j] = q_pred[j] + h * h * beta * acc_new[j]
+                    y_new[nf + j] = qd_pred[j] + h * gamma * acc_new[j]
+                    acc_max = max(acc_max, abs(acc_new[j]))
+                    pred_max = max(pred_max, abs(q_pred[j]))
+                status = newton_residual(inputs, key, system, t_new, y_new, qdd_new, lam, tau_need, residual,
+                                         powers_new)
+                nfev += 1
+                if status != STATUS_OK:
+                    if _fatal(status):
+                        return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+                    correction = np.inf  # a non-finite state: the iteration diverged
+                    break
+                res_max = 0.0
+                for j in range(nf):
+                    res_max = max(res_max, abs(residual[j]))
+                for r in range(m):
+                    phi_scaled[r] = loops[3][r] / c_stiff
+                # (re)factorise at the current iterate: no factors for this h yet (steps t0 + k dt differ by
+                # round-off: the same step), or a slow contraction with factors of an earlier step (the state has
+                # moved on: make them again)
+                if abs(factored_h - h) > 1e-9 * h or (not fresh and correction > SLOW_CONTRACTION * previous):
+                    kinematics_pass(body_int, body_real, system[11], system[12], ws, True)
+                    status = effective_factor(body_int, body_real, system[2], ws, driven, 1.0, c_stiff, j_diag, ia,
+                                              uu, dinv, gcol, rvec, fsub, kb, dmat)
+                    if status != STATUS_OK:
+                        info[0] = np.inf
+                        info[1] = res_max
+                        info[2] = step + 1
+                        info[3] = iterations
+                        return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+                    if m > 0:
+                        loop_schur(body_int, driven, uu, dinv, gcol, rvec, jac, free, ub, pa, vel, xfull, resp,
+                                   gram)
+                    factored_h = h
+                    fresh = True
+                    info[4] += 1  # factorisations
+                previous = correction
+                ok = newton_correction(body_int, driven, uu, dinv, gcol, rvec, free, residual, phi_scaled, jac,
+                                       resp, gram, rcond, ub, pa, vel, xfull, rhs_full, dx, dlam, work_m)
+                iterations += 1
+                dx_max = 0.0
+                for j in range(nf):
+                    qdd_new[j] -= dx[j]
+                    dx_max = max(dx_max, abs(dx[j]))
+                for r in range(m):
+                    lam[r] -= dlam[r]
+                correction = c_stiff * dx_max
+                if not (ok and math.isfinite(correction)):
+                    correction = np.inf
+                    break
+                # floor: the round-off of q_pred + h^2 beta a+ (two large terms that cancel when h omega >> 1)
+                floor = 16.0 * 2.220446049250313e-16 * max(pred_max, h * h * beta * acc_max)
+                # converged; or, with factors of this step, stalled at the round-off of the residual (sums over up
+                # to N bodies) just above the tolerance: no longer contracting, more iterations cannot improve it
+                if correction <= newton_tol + floor or (fresh and correction <= 100.0 * newton_tol
+                                                        and correction > 0.5 * previous):
+                    converged = True
+                    break
+            if converged:
+                break
+        if not converged:
+            info[0] = correction
+            info[1] = res_max
+            info[2] = step + 1
+            info[3] = iterations
+            return STATUS_NO_CONVERGENCE, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+        for j in range(nf):
+            acc_new[j] = ((1.0 - alpha_f) * qdd_new[j] + alpha_f * qdd[j] - alpha_m * acc[j]) / (1.0 - alpha_m)
+            y_new[j] = q_pred[j] + h * h * beta * acc_new[j]
+            y_new[nf + j] = qd_pred[j] + h * gamma * acc_new[j]
+            rate[j] = y[nf + j]
+            rate[nf + j] = qdd[j]
+            rate_new[j] = y_new[nf + j]
+            rate_new[nf + j] = qdd_new[j]
+        # work terms: trapezoidal rule on the powers (second order, like the scheme)
+        y_new[2 * nf] = y[2 * nf] + 0.5 * h * (powers[0] + powers_new[0])
+        y_new[2 * nf + 1] = y[2 * nf + 1] + 0.5 * h * (powers[1] + powers_new[1])
+        t_stop = np.inf
+        if n_events > 0:
+            status = events(events_key, t_new, y_new, y_new, ev_new)
+            if status != STATUS_OK:
+                return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+            for i in range(n_events):
+                g0 = ev_old[i]
+                g1 = ev_new[i]
+                if (g0 < 0.0 <= g1 and directions[i] >= 0.0) or (g0 > 0.0 >= g1 and directions[i] <= 0.0):
+                    status, theta = _locate(events, events_key, i, t, h, y, y_new, rate, rate_new, nf, g0, g1,
+                                            ytmp, ev_tmp)
+                    if status != STATUS_OK:
+                        return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+                    ev_row[0] = i
+                    ev_row[1:] = ytmp
+                    ev_t, ev_y = _store(ev_t, ev_y, nev, t + theta * h, ev_row)
+                    nev += 1
+                    if terminal[i] and t + theta * h < t_stop:
+                        t_stop = t + theta * h
+                        y_stop[:] = ytmp
+                ev_old[i] = g1
+        if use_eval:
+            while next_eval < t_eval.shape[0] and t_eval[next_eval] <= min(t_new, t_stop):
+                _hermite(y, y_new, rate, rate_new, nf, h, (t_eval[next_eval] - t) / h, ytmp)
+                t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], ytmp)
+                count += 1
+                next_eval += 1
+        if t_stop < np.inf:  # a terminal event: the run ends at it
+            t_out, y_out = _store(t_out, y_out, count, t_stop, y_stop)
+            count += 1
+            return STATUS_EVENT, t_stop, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
+        for j in range(n):
+            y[j] = y_new[j]
+        for j in range(nf):
+            acc[j] = acc_new[j]
+            qdd[j] = qdd_new[j]
+        powers[0] = powers_new[0]
+        powers[1] = powers_new[1]
+        t = t_new
+        if not use_eval and ((step + 1) % every == 0 or step == nsteps_total - 1):
+            t_out, y_out = _store(t_out, y_out, count, t, y)
+            count += 1
+    carry[0] = powers[0]
+    carry[1] = powers[1]
+    for j in range(nf):
+        carry[2 + j] = acc[j]
+        carry[2 + nf + j] = qdd[j]
+    for r in range(m):
+        carry[2 + 2 * nf + r] = lam[r]
+    carry[carry.shape[0] - 1] = 1.0
+    return STATUS_OK, t, count, t_out, y_out, nfev, nsteps_total, iterations, nev, ev_t, ev_y

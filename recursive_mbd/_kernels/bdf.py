@@ -1,0 +1,542 @@
+"""Variable-step, variable-order BDF (orders 1-5) time loop in numba, with an O(N) Newton matrix.
+
+The method is the quasi-constant step-size BDF of Shampine & Reichelt ("The MATLAB ODE Suite", SIAM J. Sci.
+Comput. 18, 1997; the algorithm of scipy's ``BDF`` with its NDF coefficients kappa set to 0, i.e. plain BDF): the
+solution is carried as the array D of its backward differences at constant step h, D[j] = nabla^j y_n. A step
+change by a factor r maps D[:k+1] by the matrix R(r) U (U = R(1)) that re-samples the interpolating polynomial on
+the new grid, so every formula below is the constant-step one:
+
+    y_pred = sum_{j=0..k} D[j],        psi = (1 / gamma_k) sum_{j=1..k} gamma_j D[j],   gamma_j = sum_{i<=j} 1/i,
+    y_new  = y_pred + d,               d + psi = c f(t_new, y_new),                       c = h / gamma_k,
+
+local error estimate d / (k + 1), RMS norm scaled by atol + rtol |y_new|; order k -> k +- 1 after k + 1 steps of
+equal size, from the estimates D[k] / k and D[k+2] / (k + 2) (the same norm). Dense output (``interpolate``) is
+the polynomial through y_new, y_n, ..., y_{n+1-k} the D array represents.
+
+Newton on the second-order structure
+------------------------------------
+y = (q, v, w) with q' = v, v' = a(q, v, t) (the forward dynamics of the free coordinates) and w' = P (the work
+rates). The q rows of the corrector, d_q + psi_q = c v_new, are linear: they are kept exactly, so q is eliminated,
+
+    q_new = q_pred + d_q,   d_q = c (v_pred + d_v) - psi_q,    dq_new / dd_v = c,
+
+and the unknowns are d_v. The v rows' residual is r = c a(q_new, v_new) - psi_v - d_v; with a = M^-1 Q and
+dQ/dq = -K, dQ/dv = -C, dr/dd_v = -(I + c M^-1 C + c^2 M^-1 K) = -M^-1 S, so each Newton iteration is
+
+    S Delta = M r,    S = c_mass M + c_damp C + c_stiff K  with  c_mass = 1, c_damp = c, c_stiff = c^2,
+    d_v += Delta,     d_q += c Delta,     d_w = c P(q, v) - psi_w  (the work rows are explicit given q and v),
+
+where M r is one inverse-dynamics pass (zero velocity and gravity) and S Delta = M r one
+``implicit.effective_solve`` (the articulated-body recursion on modified body inertias; the terms it keeps and
+those it lags -- velocity products, d(M a)/dq, elements between bodies, tau -- are listed in
+``recursive_mbd.implicit``). A lagged term only slows the contraction; the converged step is the BDF step. Driven
+coordinates are outside the state: their joints are locked in the solve (a joint diagonal of ``LOCK`` times an
+upper bound of the mass matrix's entries), which gives the free-coordinate block S_ff up to a relative 1e-9.
+Per iteration: one right-hand side (forward dynamics with elements and inputs), one inverse dynamics, one
+effective solve, all O(N). The iteration stops as in scipy's BDF: at most ``NEWTON_MAXITER`` iterations, converged
+when rate / (1 - rate) |Delta| < newton_tol (RMS norm scaled like the error), failed when it does not contract
+fast enough; a failure halves the step (the matrix is evaluated afresh at every iterate, so there is no stale
+Jacobian to refresh first).
+"""
+
+import math
+
+import numba
+import numpy as np
+
+from .implicit import effective_solve
+from .integrators import _fatal, _poll, _store, system_rhs
+from .layout import (
+    NDOF,
+    PARENT,
+    QIDX,
+    STATUS_EVENT,
+    STATUS_MAX_STEPS,
+    STATUS_NO_CONVERGENCE,
+    STATUS_OK,
+    STATUS_STEP_UNDERFLOW,
+)
+from .tree import inverse_dynamics, motion_column
+
+njit = numba.njit(cache=True, error_model="numpy")
+
+MAX_ORDER = 5
+NEWTON_MAXITER = 4
+MIN_FACTOR = 0.2  # bounds on the step-size change of one rejection / order change
+MAX_FACTOR = 10.0
+EPS = 2.220446049250313e-16
+
+# info array of a run (floats): Newton iterations, effective solves, and at a failure the step, Newton
+# correction (scaled RMS) and max |residual| of the velocity rows [m/s or rad/s] of its last iteration
+INFO_ITERATIONS = 0
+INFO_SOLVES = 1
+INFO_FAIL_STEP = 2
+INFO_FAIL_CORRECTION = 3
+INFO_FAIL_RESIDUAL = 4
+INFO_SIZE = 5
+
+
+@njit
+def _rescale_matrix(order, factor, out):
+    """R(factor) of Shampine & Reichelt into out[:order+1, :order+1]: R[i, j] = prod_{l=1..i} (l - 1 - factor j) / l
+    (R[0, :] = 1; R[i, 0] = 0 for i >= 1)."""
+    for j in range(order + 1):
+        out[0, j] = 1.0
+    for i in range(1, order + 1):
+        for j in range(order + 1):
+            out[i, j] = out[i - 1, j] * (i - 1 - factor * j) / i
+
+
+@njit
+def rescale_differences(D, order, factor, r_mat, u_mat, ru, tmp):
+    """Re-sample D[:order+1] (backward differences at step h) at step factor * h, in place: D <- (R U)^T D."""
+    _rescale_matrix(order, factor, r_mat)
+    _rescale_matrix(order, 1.0, u_mat)
+    for i in range(order + 1):
+        for j in range(order + 1):
+            acc = 0.0
+            for m in range(order + 1):
+                acc += r_mat[i, m] * u_mat[m, j]
+            ru[i, j] = acc
+    n = D.shape[1]
+    for col in range(n):
+        for j in range(order + 1):
+            acc = 0.0
+            for i in range(order + 1):
+                acc += ru[i, j] * D[i, col]
+            tmp[j] = acc
+        for j in range(order + 1):
+            D[j, col] = tmp[j]
+
+
+@njit
+def interpolate(D, order, t_new, h, t, out):
+    """The BDF interpolating polynomial at t into out: y(t) = D[0] + sum_{j=1..k} D[j] prod_{m<j} (t - t_new + m h)
+    / ((m + 1) h), exact at t_new - m h, m = 0..k."""
+    n = D.shape[1]
+    for col in range(n):
+        out[col] = D[0, col]
+    p = 1.0
+    for j in range(1, order + 1):
+        p *= (t - t_new + (j - 1) * h) / (j * h)
+        for col in range(n):
+            out[col] += p * D[j, col]
+
+
+@njit
+def _rms_scaled(x, scale):
+    acc = 0.0
+    for j in range(x.shape[0]):
+        acc += (x[j] / scale[j]) ** 2
+    return math.sqrt(acc / x.shape[0])
+
+
+@njit
+def _locate_event(events, events_key, index, t, t_new, D, order, h, g0, g1, ytmp, values):
+    """Root of event ``index`` in [t, t_new] on the BDF interpolant, by the Illinois method; (status, time)."""
+    lo = t
+    hi = t_new
+    g_lo = g0
+    g_hi = g1
+    side = 0
+    s = t_new
+    for _ in range(100):
+        s = (lo * g_hi - hi * g_lo) / (g_hi - g_lo)
+        interpolate(D, order, t_new, h, s, ytmp)
+        status = events(events_key, s, ytmp, ytmp, values)
+        if status != STATUS_OK:
+            return status, s
+        g = values[index]
+        if g == 0.0 or not math.isfinite(g):
+            break
+        if (g > 0.0) == (g_hi > 0.0):
+            hi = s
+            g_hi = g
+            if side == -1:
+                g_lo *= 0.5
+            side = -1
+        else:
+            lo = s
+            g_lo = g
+            if side == 1:
+                g_hi *= 0.5
+            side = 1
+        if hi - lo <= 4.0 * EPS * max(abs(t), abs(h)):
+            break
+    interpolate(D, order, t_new, h, s, ytmp)
+    return STATUS_OK, s
+
+
+@njit
+def _stiffness_product(body_int, ws, kb, j_stiff, x, omega_sub, out):
+    """out = K x for the stiffness the Newton matrix keeps: T^T diag(kb) T x + j_stiff x (``recursive_mbd.implicit``).
+
+    T x: the absolute rotations of the bodies (base to tip, the angular parts of the motion columns); T^T: the
+    sums over each joint's subtree (tip to base). ``omega_sub`` (n, >= 2) is scratch.
+    """
+    n = body_int.shape[0]
+    for i in range(n):
+        p = body_int[i, PARENT]
+        om = omega_sub[p, 0] if p >= 0 else 0.0
+        k = body_int[i, QIDX]
+        for col in range(body_int[i, NDOF]):
+            om += motion_column(body_int, ws, i, col)[2] * x[k + col]
+        omega_sub[i, 0] = om
+        omega_sub[i, 1] = 0.0
+    for i in range(n - 1, -1, -1):
+        omega_sub[i, 1] += kb[i] * omega_sub[i, 0]
+        k = body_int[i, QIDX]
+        for col in range(body_int[i, NDOF]):
+            out[k + col] = motion_column(body_int, ws, i, col)[2] * omega_sub[i, 1] + j_stiff[k + col] * x[k + col]
+        p = body_int[i, PARENT]
+        if p >= 0:
+            omega_sub[p, 1] += omega_sub[i, 1]
+
+
+@njit
+def _newton_direction(system, newton, c, nf, res_v, res_q, with_q):
+    """x (newton[16]) from S x = M r_v - c K r_q, S = M + c C + c^2 K; returns a status.
+
+    The Newton direction of the velocity unknowns (r_q = 0: the q rows hold exactly) and, with ``with_q``, the
+    velocity part of (I - c J)^-1 (r_q, r_v) (the filtered change of f of the starting step; its q part is
+    r_q + c x). K r_q uses the
+    gravity stiffness kb of the previous solve (a Newton iterate away).
+
+    newton = (ia, uu, dinv, ub, pa, vel, fsub, kb, dmat, j_stiff, j_damp, lock, zero_gravity, zero_qd, full_r,
+    m_r, x, gcol, rvec): the effective solve's scratch, the joint springs' stiffness and damping per coordinate,
+    the lock diagonal of the driven coordinates, and work vectors of nq.
+    """
+    free = system[5]
+    q = system[11]  # the iterate, loaded by the last system_rhs (drivers included)
+    ws = system[14]
+    j_stiff = newton[9]
+    j_damp = newton[10]
+    lock = newton[11]
+    zero_qd = newton[13]
+    full_r = newton[14]
+    m_r = newton[15]
+    x = newton[16]
+    for k in range(full_r.shape[0]):
+        full_r[k] = 0.0
+    for j in range(nf):
+        full_r[free[j]] = res_v[j]
+    status = inverse_dynamics(system[0], system[1], newton[12], q, zero_qd, full_r, system[16][:0], ws, m_r)
+    if status != STATUS_OK:
+        return status
+    if with_q:
+        for j in range(nf):
+            full_r[free[j]] = res_q[j]
+        _stiffness_product(system[0], ws, newton[7], j_stiff, full_r, newton[5], x)
+        for j in range(nf):
+            m_r[free[j]] -= c * x[free[j]]
+    for k in range(full_r.shape[0]):  # the joint diagonal: springs and dampers, locked drivers
+        full_r[k] = c * c * j_stiff[k] + c * j_damp[k] + lock[k]
+    # (the driven coordinates are locked by the diagonal above, so no driven mask: system[7][:0], empty)
+    return effective_solve(system[0], system[1], system[2], q, zero_qd, system[7][:0], 1.0, c * c, full_r, m_r, ws,
+                           newton[0], newton[1], newton[2], newton[17], newton[18], newton[3], newton[4], newton[5],
+                           newton[6], newton[7], newton[8], x)
+
+
+@njit
+def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_step, max_step, max_steps, t_eval,
+                  every, t_out, y_out, events, events_key, directions, terminal, ev_t, ev_y, monitor, monitor_key,
+                  control, info):
+    """BDF orders 1-5 from t0 to t_end on the state y = (q_free, qd_free, W_dissipated, W_applied) (module doc).
+
+    Output as ``integrators.integrate_adaptive``: at the times in ``t_eval`` by the interpolant when non-empty,
+    else every ``every``-th accepted step; t0 and t_end always; events located on the interpolant. ``info``
+    (INFO_SIZE,) receives the Newton statistics and, at a Newton failure at the smallest step, its size,
+    correction and residual. Returns (status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t,
+    ev_y); STATUS_NO_CONVERGENCE when Newton fails at a step below 10 eps |t|.
+    """
+    n = y0.shape[0]
+    nf = (n - 2) // 2
+    D = np.zeros((MAX_ORDER + 3, n))
+    y_pred = np.empty(n)
+    psi = np.empty(n)
+    d = np.empty(n)
+    y = np.empty(n)
+    f = np.empty(n)
+    scale = np.empty(n)
+    err = np.empty(n)
+    ytmp = np.empty(n)
+    residual = np.empty(nf)
+    r_mat = np.empty((MAX_ORDER + 2, MAX_ORDER + 2))
+    u_mat = np.empty((MAX_ORDER + 2, MAX_ORDER + 2))
+    ru = np.empty((MAX_ORDER + 2, MAX_ORDER + 2))
+    tmp = np.empty(MAX_ORDER + 2)
+    gammas = np.zeros(MAX_ORDER + 2)
+    for k in range(1, MAX_ORDER + 2):
+        gammas[k] = gammas[k - 1] + 1.0 / k
+    free = system[5]
+    x = newton[16]
+    newton_tol = max(10.0 * EPS / rtol, min(0.03, math.sqrt(rtol)))
+    for k in range(INFO_SIZE):
+        info[k] = 0.0
+
+    t = t0
+    nfev = 0
+    nsteps = 0
+    nrejected = 0
+    count = 0
+    nev = 0
+    use_eval = t_eval.shape[0] > 0
+    next_eval = 0
+    if use_eval:
+        while next_eval < t_eval.shape[0] and t_eval[next_eval] <= t0:
+            t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], y0)
+            count += 1
+            next_eval += 1
+    else:
+        t_out, y_out = _store(t_out, y_out, count, t0, y0)
+        count += 1
+    n_events = directions.shape[0]
+    ev_old = np.empty(n_events)
+    ev_new = np.empty(n_events)
+    ev_tmp = np.empty(n_events)
+    ev_row = np.empty(n + 1)
+    y_stop = np.empty(n)
+    if n_events > 0:
+        status = events(events_key, t, y0, y0, ev_old)
+        if status != STATUS_OK:
+            return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+
+    status = system_rhs(inputs, key, system, t, y0, f)
+    nfev += 1
+    if status != STATUS_OK:
+        return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+    span = t_end - t0
+    h = first_step
+    if h <= 0.0:  # Hairer's starting step for a first-order method (as integrators.integrate_adaptive)
+        for j in range(n):
+            scale[j] = atol + rtol * abs(y0[j])
+        d0 = _rms_scaled(y0, scale)
+        d1 = _rms_scaled(f, scale)
+        h0 = 1e-6 if (d0 < 1e-5 or d1 < 1e-5) else 0.01 * d0 / d1
+        h0 = min(max(h0, 1e-12 * span), span, max_step)
+        for j in range(n):
+            ytmp[j] = y0[j] + h0 * f[j]
+        status = system_rhs(inputs, key, system, t + h0, ytmp, err)
+        nfev += 1
+        if status != STATUS_OK:
+            return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+        for j in range(n):
+            err[j] = (err[j] - f[j]) / h0
+        # the change of f, filtered by (I - h0 J)^-1 (Shampine 1980; Hairer & Wanner IV.8 for Radau): a stiff
+        # component that the implicit step damps does not set the first step
+        status = _newton_direction(system, newton, h0, nf, err[nf:2 * nf], err[:nf], True)
+        if status == STATUS_OK:
+            for j in range(nf):
+                err[j] += h0 * x[free[j]]
+                err[nf + j] = x[free[j]]
+        d2 = _rms_scaled(err, scale)
+        dmax = max(d1, d2)
+        h1 = max(1e-6, h0 * 1e-3) if dmax <= 1e-15 else math.sqrt(0.01 / dmax)
+        h = min(100.0 * h0, h1)
+    h = min(h, max_step, span)
+    order = 1
+    n_equal_steps = 0
+    for j in range(n):
+        D[0, j] = y0[j]
+        D[1, j] = h * f[j]
+
+    while t < t_end:
+        if nsteps + nrejected >= max_steps:
+            return STATUS_MAX_STEPS, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+        status = _poll(monitor, monitor_key, control, t, D[0], nfev)
+        if status != STATUS_OK:
+            return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+        min_step = 10.0 * EPS * max(abs(t), 1e-300)
+        if h > max_step:
+            rescale_differences(D, order, max_step / h, r_mat, u_mat, ru, tmp)
+            h = max_step
+            n_equal_steps = 0
+        elif h < min_step:
+            rescale_differences(D, order, min_step / h, r_mat, u_mat, ru, tmp)
+            h = min_step
+            n_equal_steps = 0
+        newton_failed = False
+        accepted = False
+        t_new = t + h
+        while not accepted:
+            if h < min_step:
+                status = STATUS_NO_CONVERGENCE if newton_failed else STATUS_STEP_UNDERFLOW
+                return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+            t_new = t + h
+            if t_new >= t_end:  # land on t_end
+                t_new = t_end
+                rescale_differences(D, order, (t_new - t) / h, r_mat, u_mat, ru, tmp)
+                n_equal_steps = 0
+                h = t_new - t
+            if nsteps + nrejected >= max_steps:
+                return STATUS_MAX_STEPS, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+            c = h / gammas[order]
+            for j in range(n):
+                acc = 0.0
+                acc_psi = 0.0
+                for i in range(order + 1):
+                    acc += D[i, j]
+                    acc_psi += gammas[i] * D[i, j]  # gammas[0] = 0
+                y_pred[j] = acc
+                psi[j] = acc_psi / gammas[order]
+                scale[j] = atol + rtol * abs(acc)
+            # q eliminated: d_v = 0, d_q = c v_pred - psi_q (the q rows hold exactly from the start)
+            for j in range(nf):
+                d[nf + j] = 0.0
+                d[j] = c * y_pred[nf + j] - psi[j]
+            for j in range(2 * nf, n):
+                d[j] = 0.0
+            for j in range(n):
+                y[j] = y_pred[j] + d[j]
+            converged = False
+            norm_old = -1.0
+            correction = np.inf
+            res_max = np.inf
+            iterations = 0
+            for iteration in range(NEWTON_MAXITER):
+                status = _poll(monitor, monitor_key, control, t, D[0], nfev)
+                if status != STATUS_OK:
+                    return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+                status = system_rhs(inputs, key, system, t_new, y, f)
+                nfev += 1
+                if status != STATUS_OK:
+                    if _fatal(status):
+                        return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+                    break  # a non-finite iterate: the iteration diverged
+                res_max = 0.0
+                for j in range(nf):
+                    residual[j] = c * f[nf + j] - psi[nf + j] - d[nf + j]
+                    res_max = max(res_max, abs(residual[j]))
+                for j in range(2 * nf, n):  # the work rows, explicit given q and v
+                    d[j] = c * f[j] - psi[j]
+                status = _newton_direction(system, newton, c, nf, residual, residual, False)
+                iterations += 1
+                info[INFO_SOLVES] += 1.0
+                if status != STATUS_OK:
+                    if _fatal(status):
+                        return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+                    break
+                acc = 0.0
+                for j in range(nf):
+                    delta = x[free[j]]
+                    d[nf + j] += delta
+                    d[j] += c * delta
+                    acc += (c * delta / scale[j]) ** 2 + (delta / scale[nf + j]) ** 2
+                for j in range(n):
+                    y[j] = y_pred[j] + d[j]
+                correction = math.sqrt(acc / n)
+                if not math.isfinite(correction):
+                    break
+                if correction == 0.0:
+                    converged = True
+                    break
+                if norm_old > 0.0:
+                    rate = correction / norm_old
+                    if rate >= 1.0 or rate ** (NEWTON_MAXITER - iteration) / (1.0 - rate) * correction > newton_tol:
+                        break
+                    if rate / (1.0 - rate) * correction < newton_tol:
+                        converged = True
+                        break
+                norm_old = correction
+            info[INFO_ITERATIONS] += iterations
+            if not converged:
+                # the matrix is exact at every iterate already: only a smaller step helps
+                newton_failed = True
+                nrejected += 1
+                info[INFO_FAIL_STEP] = h
+                info[INFO_FAIL_CORRECTION] = correction
+                info[INFO_FAIL_RESIDUAL] = res_max / c
+                rescale_differences(D, order, 0.5, r_mat, u_mat, ru, tmp)
+                h *= 0.5
+                n_equal_steps = 0
+                continue
+            safety = 0.9 * (2 * NEWTON_MAXITER + 1) / (2 * NEWTON_MAXITER + iterations)
+            for j in range(n):
+                scale[j] = atol + rtol * abs(y[j])
+                err[j] = d[j] / (order + 1)
+            error_norm = _rms_scaled(err, scale)
+            if error_norm > 1.0:
+                nrejected += 1
+                factor = max(MIN_FACTOR, safety * error_norm ** (-1.0 / (order + 1)))
+                rescale_differences(D, order, factor, r_mat, u_mat, ru, tmp)
+                h *= factor
+                n_equal_steps = 0
+                continue
+            accepted = True
+
+        nsteps += 1
+        n_equal_steps += 1
+        for j in range(n):  # the new differences: nabla^{k+1} y_new = d, nabla^{k+2} y_new = d - (old nabla^{k+1})
+            D[order + 2, j] = d[j] - D[order + 1, j]
+            D[order + 1, j] = d[j]
+        for i in range(order, -1, -1):
+            for j in range(n):
+                D[i, j] += D[i + 1, j]
+        # outputs on the interpolant of this step (t, t_new]
+        t_stop = np.inf
+        if n_events > 0:
+            status = events(events_key, t_new, D[0], D[0], ev_new)
+            if status != STATUS_OK:
+                return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+            for i in range(n_events):
+                g0 = ev_old[i]
+                g1 = ev_new[i]
+                if (g0 < 0.0 <= g1 and directions[i] >= 0.0) or (g0 > 0.0 >= g1 and directions[i] <= 0.0):
+                    status, t_event = _locate_event(events, events_key, i, t, t_new, D, order, h, g0, g1, ytmp,
+                                                    ev_tmp)
+                    if status != STATUS_OK:
+                        return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+                    ev_row[0] = i
+                    ev_row[1:] = ytmp
+                    ev_t, ev_y = _store(ev_t, ev_y, nev, t_event, ev_row)
+                    nev += 1
+                    if terminal[i] and t_event < t_stop:
+                        t_stop = t_event
+                        y_stop[:] = ytmp
+                ev_old[i] = g1
+        if use_eval:
+            while next_eval < t_eval.shape[0] and t_eval[next_eval] <= min(t_new, t_stop):
+                if t_eval[next_eval] == t_new:
+                    ytmp[:] = D[0]
+                else:
+                    interpolate(D, order, t_new, h, t_eval[next_eval], ytmp)
+                t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], ytmp)
+                count += 1
+                next_eval += 1
+        if t_stop < np.inf:  # a terminal event ends the run at it
+            t_out, y_out = _store(t_out, y_out, count, t_stop, y_stop)
+            count += 1
+            return STATUS_EVENT, t_stop, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+        t = t_new
+        if not use_eval and (nsteps % every == 0 or t >= t_end):
+            t_out, y_out = _store(t_out, y_out, count, t, D[0])
+            count += 1
+        if n_equal_steps < order + 1:
+            continue
+        # order change (Shampine & Reichelt): the step factors that orders k - 1, k, k + 1 allow
+        for j in range(n):
+            scale[j] = atol + rtol * abs(D[0, j])
+        best = safety * error_norm ** (-1.0 / (order + 1)) if error_norm > 0.0 else np.inf
+        delta_order = 0
+        if order > 1:
+            for j in range(n):
+                err[j] = D[order, j] / order
+            norm_m = _rms_scaled(err, scale)
+            factor_m = safety * norm_m ** (-1.0 / order) if norm_m > 0.0 else np.inf
+            if factor_m > best:
+                best = factor_m
+                delta_order = -1
+        if order < MAX_ORDER:
+            for j in range(n):
+                err[j] = D[order + 2, j] / (order + 2)
+            norm_p = _rms_scaled(err, scale)
+            factor_p = safety * norm_p ** (-1.0 / (order + 2)) if norm_p > 0.0 else np.inf
+            if factor_p > best:
+                best = factor_p
+                delta_order = 1
+        order += delta_order
+        factor = min(MAX_FACTOR, best)
+        rescale_differences(D, order, factor, r_mat, u_mat, ru, tmp)
+        h *= factor
+        n_equal_steps = 0
+    return STATUS_OK, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y

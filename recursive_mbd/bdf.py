@@ -1,0 +1,85 @@
+"""``rm.simulate(method="bdf")``: variable-step, variable-order BDF with an O(N) Newton iteration (issue 15).
+
+The whole time loop runs in ``_kernels.bdf.integrate_bdf`` (the method, its Newton iteration on the second-order
+structure and the Newton matrix S = M + c C + c^2 K, c = h / gamma_k, are derived in that module's docstring);
+this module builds the Newton scratch arrays from the run's system tuple (``integrate.build_system``) and wraps the
+kernel as a segment runner of ``integrate._simulate``: the same inputs callback (tau functions, time-varying
+elements, drivers), events, t_eval and monitor (Ctrl-C, max_wall_time) as the explicit methods.
+
+Trees only in this version: a model with closed loops is refused (ModelError).
+"""
+
+import numpy as np
+
+from ._kernels import bdf as kernels
+from .errors import ModelError
+from .implicit import joint_spring_diagonals
+
+# joint diagonal that locks a driven coordinate in the Newton solve: its elimination then passes the articulated
+# inertia on unchanged (U D^-1 U^T ~ 1e-200 |U|^2) and its unknown is ~1e-200 times the residual, i.e. the solve is
+# that of the free coordinates' block S_ff
+LOCK = 1e200
+
+
+def newton_arrays(system):
+    """The scratch tuple ``_kernels.bdf._newton_direction`` takes, for the system tuple of a run."""
+    body_int, elem_int, elem_real = system[0], system[3], system[4]
+    nb = body_int.shape[0]
+    nq = system[8].shape[0]
+    j_stiff, j_damp = joint_spring_diagonals(body_int, elem_int, elem_real, nq)
+    lock = np.zeros(nq)
+    lock[system[6]] = LOCK  # the driven coordinates
+    return (np.zeros((nb, 3, 3)), np.zeros((nb, 3, 3)), np.zeros((nb, 3, 3)), np.zeros((nb, 3)), np.zeros((nb, 3)),
+            np.zeros((nb, 3)), np.zeros((nb, 2)), np.zeros(nb), np.zeros((3, 3)), j_stiff, j_damp, lock,
+            np.zeros(2), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros((nb, 3, 3)),
+            np.zeros((nb, 2)))
+
+
+class _Runner:
+    """One compiled BDF loop per call (y, ta, tb, t_eval) -> (status, t_fail, t, y, nfev, nsteps, nrejected,
+    events), as ``integrate._numba_segment_runner`` returns; keeps the Newton statistics over its calls."""
+
+    capacity = 1024
+
+    def __init__(self, callback, key, system, rtol, atol, first_step, max_step, max_steps, every, events_fn,
+                 events_key, events, monitor, control):
+        if system[22][0].shape[0] > 0:
+            raise ModelError("method 'bdf' supports trees only (no closed loops) in this version; use dopri5, "
+                             "dop853 or scipy:Radau for models with loops")
+        self.args = (callback, key, system, newton_arrays(system))
+        self.options = (float(rtol), float(atol), float(first_step), float(max_step), int(max_steps))
+        self.every = int(every)
+        self.events = (events_fn, events_key, events.directions, events.terminal)
+        self.monitor = monitor
+        self.control = control
+        self.info = np.zeros(kernels.INFO_SIZE)
+        self.newton_iterations = 0
+        self.solves = 0
+
+    def __call__(self, y_start, ta, tb, t_eval):
+        n = y_start.size
+        self.control.restart()
+        events_fn, events_key, directions, terminal = self.events
+        rtol, atol, first, max_step, max_steps = self.options
+        (status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y) = kernels.integrate_bdf(
+            *self.args, np.ascontiguousarray(y_start, dtype=float), float(ta), float(tb), rtol, atol, first,
+            max_step, max_steps, np.empty(0) if t_eval is None else np.ascontiguousarray(t_eval, dtype=float),
+            self.every, np.empty(self.capacity), np.empty((self.capacity, n)), events_fn, events_key, directions,
+            terminal, np.empty(16), np.empty((16, n + 1)), *self.monitor, self.info)
+        self.newton_iterations += int(self.info[kernels.INFO_ITERATIONS])
+        self.solves += int(self.info[kernels.INFO_SOLVES])
+        if status == kernels.STATUS_NO_CONVERGENCE:
+            self.control.detail = (
+                f": Newton did not converge at the smallest step h = {self.info[kernels.INFO_FAIL_STEP]:.3g} s "
+                f"(its last correction {self.info[kernels.INFO_FAIL_CORRECTION]:.3g} in units of the error "
+                f"tolerance; velocity residual max |c a - psi - d| / c = {self.info[kernels.INFO_FAIL_RESIDUAL]:.3g}"
+                " in units of qdd)")
+        records = [(int(row[0]), t_ev, row[1:]) for t_ev, row in zip(ev_t[:nev], ev_y[:nev], strict=True)]
+        return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, nrejected, records
+
+
+def segment_runner(callback, key, system, rtol, atol, first_step, max_step, max_steps, every, events_fn, events_key,
+                   events, monitor, control):
+    """The segment runner of ``integrate._simulate`` for method "bdf" (arguments as ``_numba_segment_runner``)."""
+    return _Runner(callback, key, system, rtol, atol, first_step, max_step, max_steps, every, events_fn, events_key,
+                   events, monitor, control)

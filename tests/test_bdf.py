@@ -1,0 +1,167 @@
+"""method="bdf": variable-step, variable-order BDF with the O(N) Newton matrix (recursive_mbd/_kernels/bdf.py)."""
+
+import numpy as np
+import pytest
+from conftest import TREE_SPECS, build, random_state
+from test_implicit import _rotation_rows
+
+import recursive_mbd as rm
+from recursive_mbd import SimulationError, chains
+from recursive_mbd._kernels import bdf as kernels
+from recursive_mbd.dynamics import workspace
+from recursive_mbd.implicit import gravity_stiffness
+
+
+def test_rescaled_differences_resample_the_interpolating_polynomial():
+    # D of a cubic at step h, re-sampled at step r h, must equal the differences of the cubic on the new grid
+    def differences(points):
+        rows = [points.copy()]
+        for _ in range(3):
+            rows.append(rows[-1][:-1] - rows[-1][1:])
+        return np.array([row[0] for row in rows])
+
+    def cubic(t):
+        return 1.0 + 2.0 * t - 0.5 * t ** 2 + 0.3 * t ** 3
+
+    h, ratio, t_n = 0.1, 0.37, 2.0
+    D = np.zeros((kernels.MAX_ORDER + 3, 1))
+    D[:4, 0] = differences(cubic(t_n - h * np.arange(4)))
+    scratch = [np.empty((kernels.MAX_ORDER + 2, kernels.MAX_ORDER + 2)) for _ in range(3)]
+    kernels.rescale_differences(D, 3, ratio, *scratch, np.empty(kernels.MAX_ORDER + 2))
+    np.testing.assert_allclose(D[:4, 0], differences(cubic(t_n - ratio * h * np.arange(4))), rtol=1e-12, atol=1e-14)
+    out = np.empty(1)
+    kernels.interpolate(D, 3, t_n, ratio * h, t_n - 0.123, out)  # and the interpolant reproduces the cubic
+    assert out[0] == pytest.approx(cubic(t_n - 0.123), rel=1e-13)
+
+
+def _double_pendulum():
+    return chains.serial_chain(2), np.array([1.0, 0.5]), np.zeros(2)
+
+
+def test_error_falls_with_rtol_on_a_double_pendulum():
+    model, q0, qd0 = _double_pendulum()
+    reference = rm.simulate(model, q0, qd0, 2.0, method="dop853", rtol=1e-12, atol=1e-14)
+    errors = []
+    for rtol in (1e-5, 1e-7, 1e-9):
+        res = rm.simulate(model, q0, qd0, 2.0, method="bdf", rtol=rtol, atol=1e-2 * rtol)
+        assert res.t[-1] == 2.0 and res.method == "bdf"
+        assert res.newton_iterations >= 2 * res.nsteps  # the convergence test needs two iterations
+        errors.append(np.max(np.abs(res.q[-1] - reference.q[-1])))
+    assert errors[0] > 10.0 * errors[1] > 100.0 * errors[2]
+    assert errors[2] < 1e-7
+
+
+def test_agrees_with_dop853_on_the_seed000_example():
+    # seed 000's two squares (a tree here: two pins and a spring-damper, no loop) with its energy balance
+    model, q0, qd0 = rm.models.two_squares(m=5.0, a=1.0, k=10.0, c=1.0, g=9.81)
+    times = np.linspace(0.0, 5.0, 51)
+    reference = rm.simulate(model, q0, qd0, 5.0, method="dop853", rtol=1e-10, atol=1e-12, every=1)
+    res = rm.simulate(model, q0, qd0, 5.0, method="bdf", rtol=1e-10, atol=1e-12, t_eval=times)
+    np.testing.assert_array_equal(res.t, times)
+    final = np.abs(res.q[-1] - reference.q[-1]).max()
+    assert final < 1e-8  # the requested 1e-10 relative per step, accumulated over about 2000 steps
+    assert res.dissipated_work[-1] == pytest.approx(reference.dissipated_work[-1], rel=1e-8)
+    assert np.abs(res.energy_balance()).max() < 1e-8 * 122.0  # E + W_damper - E(0), W_damper about 122 J
+    dense = rm.simulate(model, q0, qd0, 5.0, method="dopri5", rtol=1e-11, atol=1e-12, t_eval=times)
+    np.testing.assert_allclose(res.q, dense.q, atol=1e-8)  # the interpolant between steps
+
+
+def test_stiff_joint_spring_takes_no_more_steps_than_scipy_bdf():
+    model = chains.serial_chain(5)
+    model.add_joint_spring_damper("link3", 9.81e6, 1e4)  # 1e6 times m g L, overdamped (test_integrators)
+    q0 = np.full(5, 0.2)
+    q0[2] = 0.0
+    ours = rm.simulate(model, q0, np.zeros(5), 0.02, method="bdf", rtol=1e-6, atol=1e-8)
+    scipy_bdf = rm.simulate(model, q0, np.zeros(5), 0.02, method="scipy:BDF", rtol=1e-6, atol=1e-8)
+    explicit = rm.simulate(model, q0, np.zeros(5), 0.02, rtol=1e-10, atol=1e-12)
+    assert ours.nsteps <= scipy_bdf.nsteps
+    assert ours.nsteps * 100 < explicit.nsteps
+    np.testing.assert_allclose(ours.q[-1], explicit.q[-1], atol=1e-6)
+
+
+def test_events_and_t_eval_on_the_interpolant():
+    model = chains.serial_chain(1)
+
+    def upright_crossing(t, q, qd):
+        return q[0]
+
+    reference = rm.simulate(model, [0.5], [0.0], 3.0, method="dopri5", rtol=1e-12, atol=1e-13,
+                            events=upright_crossing)
+    res = rm.simulate(model, [0.5], [0.0], 3.0, method="bdf", rtol=1e-10, atol=1e-12, events=upright_crossing)
+    assert len(reference.t_events[0]) == len(res.t_events[0]) >= 2
+    np.testing.assert_allclose(res.t_events[0], reference.t_events[0], atol=1e-8)
+    assert np.abs(res.q_events[0]).max() < 1e-8
+
+    upright_crossing.terminal = True
+    stopped = rm.simulate(model, [0.5], [0.0], 3.0, method="bdf", rtol=1e-10, atol=1e-12, events=upright_crossing)
+    assert stopped.status == "event"
+    assert stopped.t[-1] == pytest.approx(reference.t_events[0][0], abs=1e-8)
+
+
+def test_tau_function_and_driver_match_dopri5():
+    model = chains.serial_chain(3)
+    model.add_joint_spring_damper("link2", 50.0, 0.5)
+
+    def tau(t, q, qd):
+        return np.array([0.0, 0.0, 0.2 * np.sin(3.0 * t)])
+
+    drivers = {"link1": lambda t: 0.3 * np.sin(2.0 * t)}
+    options = {"tau": tau, "drivers": drivers, "t_eval": np.linspace(0.0, 2.0, 11)}
+    ours = rm.simulate(model, np.zeros(3), np.zeros(3), 2.0, method="bdf", rtol=1e-9, atol=1e-11, **options)
+    reference = rm.simulate(model, np.zeros(3), np.zeros(3), 2.0, method="dopri5", rtol=1e-11, atol=1e-12,
+                            **options)
+    np.testing.assert_allclose(ours.q, reference.q, atol=1e-7)
+    np.testing.assert_allclose(ours.applied_work, reference.applied_work, atol=1e-7)
+    np.testing.assert_allclose(ours.driving_forces(), reference.driving_forces(), atol=1e-5)
+
+
+def test_newton_failure_at_the_smallest_step_keeps_the_samples():
+    # Coulomb friction far above the weight: the implicit equation has no solution once the pendulum sticks
+    model = chains.serial_chain(1)
+
+    def friction(t, q, qd):
+        return np.array([-100.0 * np.sign(qd[0])])
+
+    with pytest.raises(SimulationError, match=r"bdf failed at t = .*Newton did not converge at the smallest step") \
+            as caught:
+        rm.simulate(model, [0.3], [2.0], 1.0, method="bdf", rtol=1e-6, atol=1e-9, tau=friction)
+    err = caught.value
+    assert err.result.status == "failed"
+    assert err.result.t.size >= 2 and err.result.t[-1] <= err.t < 1.0
+    assert np.all(err.result.qd[:, 0] > -1e-9) and abs(err.result.qd[-1, 0]) < 1e-6  # it slid until it stuck
+
+
+def test_singular_model_and_loops_are_refused_clearly():
+    model = rm.Model()
+    model.add_body("ground", "revolute", parent_point=(0, 0), child_point=(0, 0.5), mass=0.0, inertia=0.0)
+    with pytest.raises((SimulationError, rm.ModelError), match="singular"):
+        rm.simulate(model, [0.1], [0.0], 1.0, method="bdf")
+    four_bar, q0 = rm.models.four_bar()
+    with pytest.raises(rm.ModelError, match="trees only"):
+        rm.simulate(four_bar, q0, np.zeros(3), 1.0, method="bdf")
+
+
+def test_max_wall_time_stops_with_the_samples_so_far():
+    model = chains.serial_chain(200)
+    q0 = np.full(200, 0.01)
+    with pytest.raises(SimulationError, match="max_wall_time") as caught:
+        rm.simulate(model, q0, np.zeros(200), 1e4, method="bdf", rtol=1e-10, atol=1e-12, max_wall_time=0.3)
+    assert caught.value.result.status == "time_limit"
+    assert caught.value.result.t.size >= 1
+
+
+@pytest.mark.parametrize("index", range(0, 200, 40))
+def test_stiffness_product_is_the_documented_matrix(index):
+    # K x = (T^T diag(K_b) T + diag(joint springs)) x on random trees (all joint types), T by the test's own rows
+    model = build(TREE_SPECS[index])
+    q = random_state(model, index)[0]
+    rng = np.random.default_rng(index)
+    j_stiff = rng.uniform(0.0, 10.0, model.nq)
+    x = rng.standard_normal(model.nq)
+    kb = gravity_stiffness(model, q)  # also leaves the kinematics of q in the workspace
+    out = np.empty(model.nq)
+    kernels._stiffness_product(model.body_int, workspace(model).ws, kb, j_stiff, x, np.empty((model.nbodies, 3)),
+                               out)
+    rows = _rotation_rows(model)
+    dense = rows.T @ np.diag(kb) @ rows + np.diag(j_stiff)
+    np.testing.assert_allclose(out, dense @ x, rtol=1e-12, atol=1e-12 * np.abs(dense).max() * np.abs(x).max())
