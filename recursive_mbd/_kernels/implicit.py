@@ -13,7 +13,6 @@ import numpy as np
 
 from .elements import element_forces
 from .integrators import _fatal, _poll, system_rhs
-from .recursive_system import _load_state
 from .layout import (
     COX,
     CS,
@@ -30,6 +29,7 @@ from .layout import (
     STATUS_SINGULAR,
 )
 from .loops import filtered_solve, loop_constraints
+from .recursive_system import _load_state
 from .tree import check_finite, inverse_dynamics, kinematics_pass, motion_column
 
 njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy")
