@@ -39,7 +39,9 @@ class _Runner:
     """One compiled BDF loop per call (y, ta, tb, t_eval) -> (status, t_fail, t, y, nfev, nsteps, nrejected,
     events), as ``integrate._numba_segment_runner`` returns; keeps the Newton statistics over its calls."""
 
-    capacity = 1024
+    # initial rows of the output buffers (they double when full): at most about 16 MB, so that a run of a
+    # million-coordinate state does not start with a 1024-row (16 GB) buffer
+    max_buffer_floats = 2**21
 
     def __init__(self, callback, key, system, rtol, atol, first_step, max_step, max_steps, every, events_fn,
                  events_key, events, monitor, control):
@@ -58,13 +60,14 @@ class _Runner:
 
     def __call__(self, y_start, ta, tb, t_eval):
         n = y_start.size
+        capacity = max(2, min(1024, self.max_buffer_floats // n))
         self.control.restart()
         events_fn, events_key, directions, terminal = self.events
         rtol, atol, first, max_step, max_steps = self.options
         (status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y) = kernels.integrate_bdf(
             *self.args, np.ascontiguousarray(y_start, dtype=float), float(ta), float(tb), rtol, atol, first,
             max_step, max_steps, np.empty(0) if t_eval is None else np.ascontiguousarray(t_eval, dtype=float),
-            self.every, np.empty(self.capacity), np.empty((self.capacity, n)), events_fn, events_key, directions,
+            self.every, np.empty(capacity), np.empty((capacity, n)), events_fn, events_key, directions,
             terminal, np.empty(16), np.empty((16, n + 1)), *self.monitor, self.info)
         self.newton_iterations += int(self.info[kernels.INFO_ITERATIONS])
         self.solves += int(self.info[kernels.INFO_SOLVES])

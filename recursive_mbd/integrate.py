@@ -889,7 +889,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         "bdf": variable-step, variable-order BDF (orders 1-5, Shampine-Reichelt form) with error control by
         ``rtol``/``atol``, dense output (t_eval, events) and Newton iterations of O(N) cost (the Newton matrix
         M + c C + c^2 K solved by ``implicit.effective_solve``; ``recursive_mbd._kernels.bdf``), the whole loop
-        compiled; for stiff trees (stiff springs, long chains); trees only; ``result.newton_iterations``.
+        compiled; for stiff trees (stiff springs and dampers; not yet long undamped chains, see that module); trees
+        only; ``result.newton_iterations``.
         "scipy:NAME": scipy's solve_ivp method NAME (RK45, DOP853, Radau, BDF, LSODA, ...) on the same
         right-hand side (one Python call per evaluation). For stiff problems (stiff damped springs) use
         "scipy:Radau" or "scipy:BDF": they get the Jacobian from ``integrators.rhs_jacobian`` (2 nf

@@ -37,6 +37,11 @@ effective solve, all O(N). The iteration stops as in scipy's BDF: at most ``NEWT
 when rate / (1 - rate) |Delta| < newton_tol (RMS norm scaled like the error), failed when it does not contract
 fast enough; a failure halves the step (the matrix is evaluated afresh at every iterate, so there is no stale
 Jacobian to refresh first).
+
+Limitation: BDF3-5 are not A-stable; on an undamped system with a wide band of frequencies (a long hanging chain)
+the modes with h omega near 1 grow from round-off by a few per cent per step until the error test cuts h, and the
+steps collapse (benchmarks/bdf.py: serial_chain(10_000) takes ~2.6e-5 s steps after a fraction of a second).
+Stability-limit detection (CVODE's STALD) or an order cap of 2 would be the remedy; neither is built yet.
 """
 
 import math
