@@ -970,8 +970,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     max_wall_time = None if max_wall_time is None else _positive(max_wall_time, "max_wall_time")
     if formulation not in _FORMULATIONS:
         raise ValueError(f"formulation must be 'recursive' or 'augmented', got {formulation!r}")
-    if formulation != "recursive" and method == "generalized_alpha":
-        raise ValueError(f"method 'generalized_alpha' integrates the recursive formulation, not {formulation!r}")
+    if formulation != "recursive" and method in ("generalized_alpha", "bdf"):
+        raise ValueError(f"method {method!r} integrates the recursive formulation (its Newton matrix is the joint-"
+                         f"space one), not {formulation!r}")
     if method == "generalized_alpha":
         return _generalized_alpha(model, q0, qd0, t0, t_end, dt, every, tau, drivers, events, t_eval, progress,
                                   max_wall_time, max_steps, rho_inf, newton_tol)

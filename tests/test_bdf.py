@@ -165,3 +165,10 @@ def test_stiffness_product_is_the_documented_matrix(index):
     rows = _rotation_rows(model)
     dense = rows.T @ np.diag(kb) @ rows + np.diag(j_stiff)
     np.testing.assert_allclose(out, dense @ x, rtol=1e-12, atol=1e-12 * np.abs(dense).max() * np.abs(x).max())
+
+
+@pytest.mark.parametrize("method", ["bdf", "generalized_alpha"])
+def test_the_implicit_methods_refuse_the_augmented_formulation_by_name(method):
+    chain = chains.serial_chain(3)
+    with pytest.raises(ValueError, match=f"method '{method}' integrates the recursive formulation"):
+        rm.simulate(chain, np.zeros(3), np.zeros(3), 0.1, method=method, dt=0.01, formulation="augmented")
