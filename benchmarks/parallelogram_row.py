@@ -10,7 +10,8 @@ of its 2n rows there) about twice per revolution. Per route, method and toleranc
 relative energy error, the largest crank-rate split max_k |qd_k - qd_0| over the samples (the accepted steps),
 |sin theta| at that sample (its distance to a change point), the largest crank-angle split, and the wall time.
 The issue asks for energy within 1e-6 relative and splits within 1e-6 rad/s. Writes
-benchmarks/results/parallelogram_row.json (the augmented route runs scipy's solvers in Python: minutes at 1e-12).
+benchmarks/results/parallelogram_row.json (parallelogram_row_ROUTE.json for one route). The augmented route runs
+scipy's solvers in Python: minutes per run at 1e-12.
 """
 
 import os
@@ -76,7 +77,8 @@ def main(n=5, t_end=20.0, routes=("recursive", "augmented"), methods=("dopri5", 
     print(f"\n{n} parallelogram(s) in a row, {t_end:g} s, projection (machine shared: wall times are indicative)")
     print_table(("route", "method", "tol", "max |dE/E|", "max split [rad/s]", "|sin th| there", "angle split",
                  "1e-6 met", "wall [s]"), rows)
-    path = write_json("parallelogram_row", {"n": n, "t_end": t_end, "runs": runs})
+    name = "parallelogram_row" + ("" if len(routes) > 1 else f"_{routes[0]}")
+    path = write_json(name, {"n": n, "t_end": t_end, "runs": runs})
     print(f"wrote {path}")
 
 
