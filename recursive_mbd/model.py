@@ -633,15 +633,13 @@ class Model:
 
     def _check_regular(self):
         """Run forward dynamics at q = 0 and at a random state: a singular joint is a model error."""
-        from ._kernels import tree  # noqa: PLC0415
-        from .dynamics import raise_status, workspace  # noqa: PLC0415  (dynamics imports this module)
+        from .dynamics import raise_status, tree_forward_dynamics, workspace  # noqa: PLC0415  (they import this)
 
         ws = workspace(self)
         rng = np.random.default_rng(0)
         qdd = np.zeros(self.nq)
         for q in (np.zeros(self.nq), rng.uniform(-math.pi, math.pi, self.nq)):
-            status = tree.forward_dynamics(self.body_int, self.body_real, self.gravity, q, ws.zeros, ws.zeros,
-                                           ws.no_wrench, ws.no_driven, ws.ws, qdd, ws.no_drive)
+            status = tree_forward_dynamics(self, ws, q, ws.zeros, ws.zeros, ws.no_wrench, qdd)
             try:
                 if status:
                     raise_status(self, status)
