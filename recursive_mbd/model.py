@@ -559,6 +559,8 @@ class Model:
             for child, row in zip(row_children.tolist(), rows.tolist(), strict=True):
                 highest[row] = child
             flags[list(highest.values())] |= L.FIRST_ROW_CHILD
+        if np.all(jtype == joints.REVOLUTE):
+            flags[0] |= L.ALL_REVOLUTE
         # column-major: every per-body field is a dense stream, which the recursive passes read at full memory
         # bandwidth (row-major rows cost 2.5x more at 1e6 bodies: benchmarks/forward_dynamics.py)
         body_int = np.asfortranarray(body_int)
