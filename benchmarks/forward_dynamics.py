@@ -8,6 +8,7 @@ benchmarks/results/forward_dynamics.json. Two tables measured in interleaved rou
 its floor (a replica of the recursion's dependency chains: pass 1's rotation composition with the angles' sines
 and cosines, pass 2's dependent division, pass 3's dependent multiply-add) at N = 1e4 ... 1e6, and the cost of a
 call from Python at N = 2 and 10: rm.forward_dynamics, rm.compiled_forward_dynamics, Pinocchio's aba, MuJoCo.
+Last, the rk4 time loop on serial_chain(100) over 1 s (dt = 1e-4) against its 40,000 forward-dynamics evaluations.
 Pinocchio (``pip install pin``) and MuJoCo (``pip install mujoco``) are timed on the same chain in the same run
 when importable; neither is a dependency.
 """
@@ -285,6 +286,31 @@ def small_model_calls(n):
     return interleaved(funcs, rounds=9, min_time=0.02)
 
 
+@numba.njit(cache=True)
+def _repeated_kernel(body_int, body_real, gravity, q, qd, tau, wrench, driven, ws, qdd, drive, count):
+    """``count`` forward-dynamics evaluations in compiled code: the kernel's share of a time loop."""
+    status = 0
+    for _ in range(count):
+        status |= tree.forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, ws, qdd, drive)
+    return status
+
+
+def rk4_second(n=100, dt=1e-4, rounds=5):
+    """Interleaved medians [s]: rm.simulate of serial_chain(n) over 1 s with rk4 (1 / dt steps, 4 evaluations each)
+    from q = 0.1 rad at every joint, and the same number of forward-dynamics evaluations alone in a compiled loop."""
+    model = rm.chains.serial_chain(n)
+    q0, qd0 = np.full(n, 0.1), np.zeros(n)
+    steps = round(1.0 / dt)
+    rm.simulate(model, q0, qd0, 10 * dt, method="rk4", dt=dt)  # compiled outside the timing
+    ws = workspace(model)
+    q, qd, out = q0.copy(), np.zeros(n), np.empty(n)
+    args = (model.body_int, model.body_real, model.gravity, q, qd, ws.zeros, ws.no_wrench, ws.no_driven, ws.ws, out,
+            ws.no_drive)
+    _repeated_kernel(*args, 1)
+    return interleaved({"simulate": lambda: rm.simulate(model, q0, qd0, 1.0, method="rk4", dt=dt, every=steps),
+                        "kernel only": lambda: _repeated_kernel(*args, 4 * steps)}, rounds=rounds, min_time=0.0)
+
+
 def import_and_first_call(cold):
     """Wall time of 'import recursive_mbd' and of the first forward_dynamics call, in a fresh interpreter."""
     code = ("import time; t0 = time.perf_counter(); import numpy as np; import recursive_mbd as rm; "
@@ -375,8 +401,12 @@ def main():
     names = list(calls[2])
     print("one call from Python, us (medians of 9 interleaved rounds)")
     print_table(["N", *names], [[n, *(f"{calls[n][k] * 1e6:.3f}" for k in names)] for n in calls])
+    rk4 = rk4_second()
+    print(f"rk4, serial_chain(100) over 1 s (dt = 1e-4, 10,000 steps, 40,000 evaluations; median of 5 interleaved "
+          f"rounds): {rk4['simulate']:.3f} s; the 40,000 forward-dynamics calls alone {rk4['kernel only']:.3f} s")
     summary["floor"] = floors
     summary["small_model_calls_s"] = {str(n): v for n, v in calls.items()}
+    summary["rk4_100_links_1s"] = rk4
     if args.floor_and_calls:
         path = write_json("forward_dynamics_floor_calls", {"summary": summary})
         print(f"wrote {path}")

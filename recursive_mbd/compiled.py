@@ -4,39 +4,20 @@
     qdd = fd(q, qd)                 # = rm.forward_dynamics(model, q, qd), same checks, same errors
     fd(q, qd, tau, out=qdd)         # no allocation
 
-``rm.forward_dynamics`` looks the model's workspace up, checks every argument and calls an 11-argument kernel on
-every call. The bound callable holds the model's arrays and workspace, calls an 8-argument kernel whose dispatcher
-accepts only C-contiguous writable float64 vectors (so numba's own type dispatch is the dtype, layout and
-writability check) and lets the kernel check the lengths and the finiteness of q, qd, tau and the result. Anything
-else (a list, float32, a strided view, a wrong length, NaN) falls back to the checks of ``rm.forward_dynamics`` and
-raises the same error. Models with force elements or loops are served by ``rm.forward_dynamics`` itself.
+``rm.forward_dynamics`` takes the same fixed-signature 8-argument kernel (``_kernels.entry``) on a plain tree,
+after looking the model's workspace up. The bound callable holds the model's arrays and workspace in a closure;
+the kernel's dispatcher accepts only C-contiguous writable float64 vectors (so numba's own type dispatch is the
+dtype, layout and writability check) and the kernel checks the lengths and the finiteness of q, qd, tau and the
+result. Anything else (a list, float32, a strided view, a wrong length, NaN) falls back to the checks of
+``rm.forward_dynamics`` and raises the same error. Models with force elements or loops are served by
+``rm.forward_dynamics`` itself.
 """
 
 import numba
 import numpy as np
 
 from . import dynamics
-from ._kernels import tree
-
-_VECTOR = numba.float64[::1]
-_BODY_INT = numba.types.Array(numba.int64, 2, "F", readonly=True)  # the frozen model's arrays
-_BODY_REAL = numba.types.Array(numba.float64, 2, "F", readonly=True)
-_GRAVITY = numba.types.Array(numba.float64, 1, "C", readonly=True)
-_WORK = numba.float64[::1, :]
-_kernel = None
-
-
-def _bound_kernel():
-    """``tree.forward_dynamics_tree`` compiled for exactly one signature (C-contiguous float64), no other."""
-    global _kernel  # noqa: PLW0603  (compiled on first use: import stays cheap)
-    if _kernel is None:
-        signature = numba.int64(_BODY_INT, _BODY_REAL, _GRAVITY, _VECTOR, _VECTOR, _VECTOR, _WORK, _VECTOR)
-        kernel = numba.njit(signature, cache=True, fastmath={"contract"}, error_model="numpy")(
-            tree.forward_dynamics_tree.py_func)
-        kernel.disable_compile()  # other types are a TypeError at dispatch, not a new specialisation
-        _kernel = kernel
-    return _kernel
-
+from ._kernels import entry, tree
 
 # specialize=True freezes the model's arrays into the machine code: only for small models (code size, compile time)
 SPECIALIZE_MAX_BODIES = 64
@@ -53,8 +34,8 @@ def _specialized_kernel(model):
     def kernel(q, qd, tau, ws, qdd):
         return inner(body_int, body_real, gravity, q, qd, tau, ws, qdd)
 
-    signature = numba.int64(_VECTOR, _VECTOR, _VECTOR, _WORK, _VECTOR)
-    compiled = numba.njit(signature, fastmath={"contract"}, error_model="numpy")(kernel)
+    signature = numba.int64(entry.VECTOR, entry.VECTOR, entry.VECTOR, entry.WORK, entry.VECTOR)
+    compiled = numba.njit(signature, **entry.OPTIONS)(kernel)
     compiled.disable_compile()
     return compiled
 
@@ -78,9 +59,7 @@ def compiled_forward_dynamics(model, specialize=False):
     nq = model.nq
     full_route = dynamics.forward_dynamics
     plain = model.loop_int.shape[0] == 0 and model.elem_int.shape[0] == 0
-    arrays_ok = (numba.typeof(model.body_int).key == _BODY_INT.key
-                 and numba.typeof(model.body_real).key == _BODY_REAL.key
-                 and numba.typeof(model.gravity).key == _GRAVITY.key and numba.typeof(ws.ws).key == _WORK.key)
+    arrays_ok = entry.accepts_model(model, ws.ws)
     if not (plain and arrays_ok):
         def fd(q, qd, tau=None, out=None):
             return full_route(model, q, qd, tau, out=out)
@@ -100,7 +79,7 @@ def compiled_forward_dynamics(model, specialize=False):
                 return full_route(model, q, qd, None if tau is zeros else tau, out=out)
             return qdd
     else:
-        kernel = _bound_kernel()
+        kernel = entry.forward_dynamics_tree_kernel()
         body_int, body_real, gravity, work = model.body_int, model.body_real, model.gravity, ws.ws
         zeros = np.zeros(nq)
         empty = np.empty

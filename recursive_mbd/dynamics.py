@@ -9,8 +9,8 @@ from numba.core.errors import TypingError
 
 from . import _checks
 from ._kernels import elements as element_kernels
+from ._kernels import entry, tree
 from ._kernels import layout as L
-from ._kernels import tree
 from .errors import ModelError, StateError
 from .model3d import Model3D
 
@@ -50,6 +50,9 @@ class Workspace:
         # the last ``out`` that forward_dynamics checked (held, so numpy refuses to resize it in place; its size can
         # then no longer change, and a change of its dimensions or flags makes numba refuse it, not overrun it)
         self.checked_out = None
+        # forward_dynamics' short path: (kernel, body_int, body_real, gravity, ws, zeros, nq) of a plain tree whose
+        # arrays the fixed-signature kernel takes; None until the first recursive call decides, False for none
+        self.short_fd = None
 
 
 def workspace(model):
@@ -185,12 +188,27 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
     """
     try:
         ws = model._workspace
-    except AttributeError:  # not a Model: a Model3D goes to the spatial formulation; workspace() names the rest
+        short = ws.short_fd
+    except AttributeError:  # not a Model (a Model3D goes to the spatial formulation), or no workspace yet: the
+        # full route below says what is wrong
         if isinstance(model, Model3D):
             return _spatial().forward_dynamics(model, q, qd, tau, out, t=t, method=method)
-        ws = None
+        ws = short = None
+    if short and method == "recursive" and (out is None or out is ws.checked_out):
+        # the short path (a plain tree): numba's dispatch of the fixed-signature kernel is the dtype, layout and
+        # writability check of q, qd, tau and out, the kernel checks their lengths and finiteness; anything it
+        # refuses (a list, float32, a strided view, a wrong length, NaN, a singular joint) takes the full route,
+        # which converts or raises the error naming it
+        kernel, body_int, body_real, gravity, work, zeros, nq = short
+        qdd = np.empty(nq) if out is None else out
+        try:
+            status = kernel(body_int, body_real, gravity, q, qd, zeros if tau is None else tau, work, qdd)
+        except TypeError:
+            status = -5
+        if not status:
+            return qdd
     if ws is None:
-        ws = workspace(model)
+        ws = workspace(model)  # TypeError unless a Model
     if out is not None and out is not ws.checked_out:  # a new buffer: check it once (about 0.3 us), then remember it
         ws.checked_out = _checks.output_buffer(out, (model._nq,))  # raises, naming what is wrong with out
     if method == "mass_matrix":  # the dense route has no kernel to find a NaN for it: refuse one here
@@ -209,9 +227,8 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
     if method == "recursive":
         qdd = np.empty(model._nq) if out is None else out
         try:
-            status = tree.forward_dynamics(model.body_int, model.body_real, model.gravity, q, qd, tau, wrench,
-                                           ws.no_driven, ws.ws, qdd, ws.no_drive)
-        except TypingError:  # out's dimensions or flags were changed in place after its check: say so
+            status = tree_forward_dynamics(model, ws, q, qd, tau, wrench, qdd)
+        except (TypingError, TypeError):  # out's dimensions or flags were changed in place after its check: say so
             if out is None:
                 raise
             ws.checked_out = None
@@ -236,6 +253,26 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
             return out
         return qdd
     raise StateError(f"unknown method {method!r}; expected 'recursive' or 'mass_matrix'")
+
+
+def tree_forward_dynamics(model, ws, q, qd, tau, wrench, qdd):
+    """The status of the recursive forward-dynamics kernel on checked arrays: the fixed-signature kernel of a plain
+    tree (``_kernels.entry``; one compiled kernel serves the short and the full route), the generic one otherwise."""
+    if ws.short_fd is None:
+        ws.short_fd = _short_route(model, ws)
+    if ws.short_fd and wrench is ws.no_wrench:
+        return ws.short_fd[0](model.body_int, model.body_real, model.gravity, q, qd, tau, ws.ws, qdd)
+    return tree.forward_dynamics(model.body_int, model.body_real, model.gravity, q, qd, tau, wrench, ws.no_driven,
+                                 ws.ws, qdd, ws.no_drive)
+
+
+def _short_route(model, ws):
+    """The fields of forward_dynamics' short path for this model (``Workspace.short_fd``), or False: models with
+    loops or force elements, and arrays the fixed-signature kernel does not take, keep the full route."""
+    if model.loop_int.shape[0] or model.elem_int.shape[0] or not entry.accepts_model(model, ws.ws):
+        return False
+    return (entry.forward_dynamics_tree_kernel(), model.body_int, model.body_real, model.gravity, ws.ws, ws.zeros,
+            model._nq)
 
 
 def _rnea(model, ws, q, qd, qdd, wrench):

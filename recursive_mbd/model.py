@@ -559,6 +559,8 @@ class Model:
             for child, row in zip(row_children.tolist(), rows.tolist(), strict=True):
                 highest[row] = child
             flags[list(highest.values())] |= L.FIRST_ROW_CHILD
+        if np.all(jtype == joints.REVOLUTE):
+            flags[0] |= L.ALL_REVOLUTE
         # column-major: every per-body field is a dense stream, which the recursive passes read at full memory
         # bandwidth (row-major rows cost 2.5x more at 1e6 bodies: benchmarks/forward_dynamics.py)
         body_int = np.asfortranarray(body_int)
@@ -633,15 +635,13 @@ class Model:
 
     def _check_regular(self):
         """Run forward dynamics at q = 0 and at a random state: a singular joint is a model error."""
-        from ._kernels import tree  # noqa: PLC0415
-        from .dynamics import raise_status, workspace  # noqa: PLC0415  (dynamics imports this module)
+        from .dynamics import raise_status, tree_forward_dynamics, workspace  # noqa: PLC0415  (they import this)
 
         ws = workspace(self)
         rng = np.random.default_rng(0)
         qdd = np.zeros(self.nq)
         for q in (np.zeros(self.nq), rng.uniform(-math.pi, math.pi, self.nq)):
-            status = tree.forward_dynamics(self.body_int, self.body_real, self.gravity, q, ws.zeros, ws.zeros,
-                                           ws.no_wrench, ws.no_driven, ws.ws, qdd, ws.no_drive)
+            status = tree_forward_dynamics(self, ws, q, ws.zeros, ws.zeros, ws.no_wrench, qdd)
             try:
                 if status:
                     raise_status(self, status)

@@ -94,3 +94,59 @@ def test_specialized_kernel_equals_forward_dynamics_and_raises_its_errors():
     bad[2] = np.inf
     with pytest.raises(rm.StateError, match=r"qd\[2\] is not finite"):
         fd(q, bad)
+
+
+def test_forward_dynamics_short_path_equals_the_generic_kernel_and_keeps_every_error():
+    """rm.forward_dynamics itself takes the fixed-signature kernel on a plain tree once a call has set it up; every
+    argument it refuses still gets the full route's error."""
+    from recursive_mbd._kernels import tree  # noqa: PLC0415
+    from recursive_mbd.dynamics import workspace  # noqa: PLC0415
+
+    model = rm.chains.serial_chain(4)
+    q, qd, tau = _state(4, seed=7)
+    first = rm.forward_dynamics(model, q, qd, tau)
+    ws = workspace(model)
+    assert ws.short_fd  # set up by the first call
+    generic = np.empty(4)
+    assert tree.forward_dynamics(model.body_int, model.body_real, model.gravity, q, qd, tau, ws.no_wrench,
+                                 ws.no_driven, ws.ws, generic, ws.no_drive) == 0
+    np.testing.assert_array_equal(first, generic)
+    np.testing.assert_array_equal(rm.forward_dynamics(model, q, qd, tau), generic)
+    np.testing.assert_array_equal(rm.forward_dynamics(model, list(q), tuple(qd), list(tau)), generic)
+    np.testing.assert_array_equal(rm.forward_dynamics(model, q.astype(np.float32), qd, tau),
+                                  rm.forward_dynamics(model, q.astype(np.float32).astype(float), qd, tau))
+    out = np.empty(4)
+    assert rm.forward_dynamics(model, q, qd, tau, out=out) is out
+    np.testing.assert_array_equal(out, generic)
+    with pytest.raises(rm.StateError, match=r"q must have shape \(4,\)"):
+        rm.forward_dynamics(model, np.zeros(5), qd)
+    with pytest.raises(rm.StateError, match=r"tau must have shape \(4,\)"):
+        rm.forward_dynamics(model, q, qd, np.zeros(3))
+    bad = qd.copy()
+    bad[3] = np.nan
+    with pytest.raises(rm.StateError, match=r"qd\[3\] is not finite"):
+        rm.forward_dynamics(model, q, bad)
+    with pytest.raises(rm.StateError, match="overflow"):
+        rm.forward_dynamics(model, q, np.full(4, 1e200))
+    with pytest.raises(TypeError, match="complex"):
+        rm.forward_dynamics(model, q + 0j, qd)
+    with pytest.raises(rm.StateError, match="out must have shape"):
+        rm.forward_dynamics(model, q, qd, out=np.empty(5))
+    with pytest.raises(TypeError, match="out must be a numpy float64 array"):
+        rm.forward_dynamics(model, q, qd, out=np.empty(4).view(np.ma.MaskedArray))
+    out.flags.writeable = False  # a checked buffer made read-only afterwards is refused, not written
+    with pytest.raises(rm.StateError, match="out is read-only"):
+        rm.forward_dynamics(model, q, qd, out=out)
+    with pytest.raises(rm.StateError, match="unknown method"):
+        rm.forward_dynamics(model, q, qd, method="nope")
+
+
+def test_forward_dynamics_short_path_is_not_taken_with_elements_or_loops():
+    springs = rm.chains.serial_chain(3)
+    springs.add_joint_spring_damper("link2", stiffness=2.0, damping=0.1)
+    q, qd, tau = _state(3, seed=8)
+    with_springs = rm.forward_dynamics(springs, q, qd, tau)
+    assert springs._workspace.short_fd is False
+    np.testing.assert_array_equal(rm.forward_dynamics(springs, q, qd, tau), with_springs)
+    plain = rm.chains.serial_chain(3)
+    assert not np.array_equal(rm.forward_dynamics(plain, q, qd, tau), with_springs)

@@ -94,11 +94,16 @@ def rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, first_stage, monitor,
         status = _poll(monitor, monitor_key, control, t, y, nfev + stage - first_stage)
         if status != STATUS_OK:
             return status
+        # ytmp = y + h sum_m a[stage, m] k[m]: the sum built row by row (each loop over j vectorises), adding in
+        # the same order as a sum per entry, so the result is the same to the bit
         for j in range(n):
-            acc = 0.0
-            for m in range(stage):
-                acc += a[stage, m] * k[m, j]
-            ytmp[j] = y[j] + h * acc
+            ytmp[j] = 0.0
+        for m in range(stage):
+            coefficient = a[stage, m]
+            for j in range(n):
+                ytmp[j] += coefficient * k[m, j]
+        for j in range(n):
+            ytmp[j] = y[j] + h * ytmp[j]
         status = system_rhs(inputs, key, system, t + c[stage] * h, ytmp, k[stage])
         if status != STATUS_OK:
             return status

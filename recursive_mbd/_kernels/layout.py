@@ -26,6 +26,8 @@ N_INT = 5
 NEXT_IS_CHILD = 1  # body i + 1 is a child of body i: its data pass between them in registers (serial chains)
 ROW_CHILDREN = 2  # some child other than body i + 1: orientation and condensed sums go through the workspace row
 FIRST_ROW_CHILD = 4  # the highest-index of its parent's row children: the first to condense onto the row (sets it)
+ALL_REVOLUTE = 8  # on body 0 only, a property of the model: every joint is revolute (so QIDX = body index), and
+#                   forward dynamics takes its specialised passes (no joint-type branches or loads per body)
 
 # ---- body_real: (nbodies, 12) float64 ---------------------------------------------------------------------------
 MASS = 0  # mass m [kg]

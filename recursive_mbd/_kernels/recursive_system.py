@@ -62,9 +62,14 @@ def _load_state(inputs, key, system, t, y):
     qd = system.qd
     qdd = system.qdd
     nf = free.shape[0]
-    for j in range(nf):
-        q[free[j]] = y[j]
-        qd[free[j]] = y[nf + j]
+    if nf == q.shape[0]:  # no driven joint: free is 0 .. nq - 1 (sorted), so plain copies, which vectorise
+        for j in range(nf):
+            q[j] = y[j]
+            qd[j] = y[nf + j]
+    else:
+        for j in range(nf):
+            q[free[j]] = y[j]
+            qd[free[j]] = y[nf + j]
     status = inputs(key, t, q, qd, u)
     if status != STATUS_OK:
         return status
@@ -118,10 +123,28 @@ def system_rhs(inputs, key, system, t, y, dy):
     status = _load_state(inputs, key, system, t, y)
     if status != STATUS_OK:
         return status
-    power_tau = 0.0
-    for k in range(tau.shape[0]):
-        tau[k] = tau_const[k] + (u[offsets[0] + k] if offsets[0] >= 0 else 0.0)
-        power_tau += tau[k] * qd[k]
+    nq = tau.shape[0]
+    tau_slot = offsets[0]
+    if tau_slot >= 0:
+        for k in range(nq):
+            tau[k] = tau_const[k] + u[tau_slot + k]
+    else:
+        for k in range(nq):
+            tau[k] = tau_const[k]
+    # tau . qd in four interleaved partial sums: four independent add chains instead of one (this sum was a
+    # dependent chain as long as the forward dynamics' own on small models)
+    p0 = p1 = p2 = p3 = 0.0
+    k = 0
+    while k + 4 <= nq:
+        p0 += tau[k] * qd[k]
+        p1 += tau[k + 1] * qd[k + 1]
+        p2 += tau[k + 2] * qd[k + 2]
+        p3 += tau[k + 3] * qd[k + 3]
+        k += 4
+    while k < nq:
+        p0 += tau[k] * qd[k]
+        k += 1
+    power_tau = (p0 + p1) + (p2 + p3)
     energy = system.element_energy
     if system.elem_int.shape[0] > 0:  # force elements: wrench (system.wrench) has a row per body, else shape (0, 3)
         status = element_forces(body_int, system.body_real, system.elem_int, system.elem_real, u, q, qd, system.ws,
@@ -144,9 +167,14 @@ def system_rhs(inputs, key, system, t, y, dy):
     power_drive = 0.0
     for j in range(drv_coord.shape[0]):
         power_drive += drive[drv_coord[j]] * qd[drv_coord[j]]
-    for j in range(nf):
-        dy[j] = qd[free[j]]
-        dy[nf + j] = qdd[free[j]]
+    if nf == q.shape[0]:  # no driven joint (see _load_state)
+        for j in range(nf):
+            dy[j] = qd[j]
+            dy[nf + j] = qdd[j]
+    else:
+        for j in range(nf):
+            dy[j] = qd[free[j]]
+            dy[nf + j] = qdd[free[j]]
     dy[2 * nf] = energy[1]
     dy[2 * nf + 1] = power_tau + energy[2] + power_drive
     return STATUS_OK

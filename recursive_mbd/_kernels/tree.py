@@ -27,6 +27,7 @@ import numba
 from ..joints import PLANAR, PRISMATIC, REVOLUTE
 from .layout import (
     ACC,
+    ALL_REVOLUTE,
     ANGLE,
     AXX,
     COX,
@@ -345,12 +346,196 @@ def _condense_planar(ws, i, tau, k):
 
 
 @njit
+def _kinematics_pass_revolute(body_int, body_real, q, qd, ws):
+    """``kinematics_pass`` of a model whose joints are all revolute (coordinate i is body i's): the same
+    arithmetic, without the joint-type loads and branches per body; G = (perp(e), 1) and H = -omega_P^2 d -
+    omega_i^2 e (eqs. 3.18-3.19); the relative angle is read back from the TH column it was written to."""
+    n = body_int.shape[0]
+    for i in range(n):
+        ws[i, TH] = body_real[i, ANGLE] + q[i]
+    sincos_array(ws[:, TH], ws[:, SN], ws[:, CS])
+    c = 1.0
+    s = 0.0
+    th = 0.0
+    om = 0.0
+    for i in range(n):
+        p = body_int[i, PARENT]
+        if p < 0:
+            th_p = 0.0
+            cp = 1.0
+            sp = 0.0
+            om_p = 0.0
+        elif p == i - 1:
+            th_p = th
+            cp = c
+            sp = s
+            om_p = om
+        else:
+            th_p = ws[p, TH]
+            cp = ws[p, CS]
+            sp = ws[p, SN]
+            om_p = ws[p, OM]
+        dlx = body_real[i, PPX]
+        dly = body_real[i, PPX + 1]
+        om = om_p + qd[i]
+        th = th_p + ws[i, TH]
+        s_phi = ws[i, SN]
+        c_phi = ws[i, CS]
+        c = cp * c_phi - sp * s_phi
+        s = sp * c_phi + cp * s_phi
+        dx = cp * dlx - sp * dly
+        dy = sp * dlx + cp * dly
+        colx = body_real[i, COX]
+        coly = body_real[i, COX + 1]
+        ex = c * colx - s * coly
+        ey = s * colx + c * coly
+        ws[i, RX] = dx + ex
+        ws[i, RX + 1] = dy + ey
+        ws[i, HX] = -om_p * om_p * dx - om * om * ex
+        ws[i, HX + 1] = -om_p * om_p * dy - om * om * ey
+        ws[i, GX] = -ey
+        ws[i, GX + 1] = ex
+        if body_int[i, FLAGS] & ROW_CHILDREN:  # the orientation only where a child other than i + 1 reads it
+            ws[i, TH] = th
+            ws[i, CS] = c
+            ws[i, SN] = s
+            ws[i, OM] = om
+
+
+@njit
+def _forward_dynamics_revolute(body_int, body_real, gravity, q, qd, tau, wrench, ws, qdd):
+    """``forward_dynamics`` of a model whose joints are all revolute and none driven (``ALL_REVOLUTE``): the same
+    arithmetic in the same order (results equal bit for bit), without the joint-type and dof loads and branches per
+    body. Chosen once per call from a flag of the model, so each pass is one straight path per body."""
+    n = body_int.shape[0]
+    has_wrench = wrench.shape[0] > 0
+    _kinematics_pass_revolute(body_int, body_real, q, qd, ws)
+
+    # pass 2, tip to base (eqs. 3.23, 3.24b); G = (gx, gy, 1)
+    ca = cb = cc = cd = ce = cf = cq0 = cq1 = cq2 = 0.0
+    for i in range(n - 1, -1, -1):
+        p = body_int[i, PARENT]
+        flags = body_int[i, FLAGS]
+        a = body_real[i, MASS]
+        b = 0.0
+        c = 0.0
+        d = a
+        e = 0.0
+        f = body_real[i, INERTIA]
+        q0 = a * gravity[0]
+        q1 = a * gravity[1]
+        q2 = 0.0
+        if has_wrench:
+            q0 += wrench[i, 0]
+            q1 += wrench[i, 1]
+            q2 += wrench[i, 2]
+        if flags & NEXT_IS_CHILD:
+            a += ca
+            b += cb
+            c += cc
+            d += cd
+            e += ce
+            f += cf
+            q0 += cq0
+            q1 += cq1
+            q2 += cq2
+        if flags & ROW_CHILDREN:
+            a += ws[i, IA + 0]
+            b += ws[i, IA + 1]
+            c += ws[i, IA + 2]
+            d += ws[i, IA + 3]
+            e += ws[i, IA + 4]
+            f += ws[i, IA + 5]
+            q0 += ws[i, QA + 0]
+            q1 += ws[i, QA + 1]
+            q2 += ws[i, QA + 2]
+        hx = ws[i, HX]
+        hy = ws[i, HX + 1]
+        f0 = q0 - (a * hx + b * hy)
+        f1 = q1 - (b * hx + d * hy)
+        f2 = q2 - (c * hx + e * hy)
+        gx = ws[i, GX]
+        gy = ws[i, GX + 1]
+        u0 = a * gx + b * gy + c
+        u1 = b * gx + d * gy + e
+        u2 = c * gx + e * gy + f
+        dd = gx * u0 + gy * u1 + u2
+        scale = (abs(a) + abs(d)) * (gx * gx + gy * gy) + abs(f)
+        if not (dd > SINGULAR_RTOL * scale):
+            return STATUS_SINGULAR | (i << 4)
+        dinv = 1.0 / dd
+        uu = tau[i] + gx * f0 + gy * f1 + f2
+        k0 = u0 * dinv
+        k1 = u1 * dinv
+        k2 = u2 * dinv
+        w = uu * dinv
+        ws[i, U1 + 0] = k0
+        ws[i, U1 + 1] = k1
+        ws[i, U1 + 2] = k2
+        ws[i, UU] = w
+        a -= u0 * k0
+        b -= u0 * k1
+        c -= u0 * k2
+        d -= u1 * k1
+        e -= u1 * k2
+        f -= u2 * k2
+        f0 -= u0 * w
+        f1 -= u1 * w
+        f2 -= u2 * w
+        if p >= 0:
+            rx = ws[i, RX]
+            ry = ws[i, RX + 1]
+            t02, t12, t22 = _shift_inertia(rx, ry, a, b, c, d, e, f)
+            m0 = f2 - ry * f0 + rx * f1
+            if p == i - 1:
+                ca, cb, cc, cd, ce, cf, cq0, cq1, cq2 = a, b, t02, d, t12, t22, f0, f1, m0
+            elif flags & FIRST_ROW_CHILD:
+                _store_row(ws, p, a, b, t02, d, t12, t22, f0, f1, m0)
+            else:
+                _add_row(ws, p, a, b, t02, d, t12, t22, f0, f1, m0)
+
+    # pass 3, base to tip (eqs. 3.23, 3.19a); overflow probe as in forward_dynamics
+    a0 = a1 = a2 = 0.0
+    probe = 0.0
+    for i in range(n):
+        p = body_int[i, PARENT]
+        if p < 0:
+            ap0 = ap1 = ap2 = 0.0
+        elif p == i - 1:
+            ap0 = a0
+            ap1 = a1
+            ap2 = a2
+        else:
+            ap0 = ws[p, ACC]
+            ap1 = ws[p, ACC + 1]
+            ap2 = ws[p, ACC + 2]
+        b0 = ap0 - ws[i, RX + 1] * ap2
+        b1 = ap1 + ws[i, RX] * ap2
+        acc = ws[i, UU] - (ws[i, U1] * b0 + ws[i, U1 + 1] * b1 + ws[i, U1 + 2] * ap2)
+        qdd[i] = acc
+        probe += acc * 0.0
+        a0 = b0 + ws[i, HX] + ws[i, GX] * acc
+        a1 = b1 + ws[i, HX + 1] + ws[i, GX + 1] * acc
+        a2 = ap2 + acc
+        if body_int[i, FLAGS] & ROW_CHILDREN:  # only a child other than i + 1 reads it from the row
+            ws[i, ACC] = a0
+            ws[i, ACC + 1] = a1
+            ws[i, ACC + 2] = a2
+    if not math.isfinite(probe):
+        return check_output(qdd)
+    return STATUS_OK
+
+
+@njit
 def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, ws, qdd, drive):
     """Recursive O(N) forward dynamics: qdd from M(q) qdd + h(q, qd) = tau + J^T wrench (seed 003, eqs. 3.18-3.24).
 
     Pass 1 (base to tip) joint kinematics; pass 2 (tip to base) eliminates each joint's acceleration (3.23) and
     condenses the body's mass and force onto its parent (3.24b); pass 3 (base to tip) recovers the joint and body
-    accelerations. ws[i, ACC:ACC+3] holds each body's centre-of-mass and angular acceleration on return.
+    accelerations. The body accelerations and orientations pass from body i to body i + 1 in registers: only bodies
+    with other children (ROW_CHILDREN) keep them in ws[i, ACC:ACC+3] and ws[i, TH/CS/SN/OM] (``kinematics_pass``).
+    A model whose joints are all revolute (flag ALL_REVOLUTE of body 0) without driven joints takes
+    ``_forward_dynamics_revolute``: the same arithmetic without the per-body joint-type branches.
 
     wrench (nbodies, 3): external force and moment at each centre of mass, or shape (0, 3) for none.
     driven (nbodies,): nonzero for a 1-dof joint whose acceleration is prescribed (in qdd on entry); such a joint
@@ -362,6 +547,8 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, w
     n = body_int.shape[0]
     has_wrench = wrench.shape[0] > 0
     has_drivers = driven.shape[0] > 0
+    if body_int[0, FLAGS] & ALL_REVOLUTE and not has_drivers:  # a property of the model: one branch per call
+        return _forward_dynamics_revolute(body_int, body_real, gravity, q, qd, tau, wrench, ws, qdd)
     kinematics_pass(body_int, body_real, q, qd, ws, False)
 
     # pass 2, tip to base: condense mass and force onto the parent (eqs. 3.23, 3.24b). The contribution of body
@@ -537,9 +724,10 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, w
                 a0 += ws[i, PG + col] * acc
                 a1 += ws[i, PG + 3 + col] * acc
                 a2 += ws[i, PG + 6 + col] * acc
-        ws[i, ACC] = a0
-        ws[i, ACC + 1] = a1
-        ws[i, ACC + 2] = a2
+        if body_int[i, FLAGS] & ROW_CHILDREN:  # only a child other than i + 1 reads it from the row
+            ws[i, ACC] = a0
+            ws[i, ACC + 1] = a1
+            ws[i, ACC + 2] = a2
     if not math.isfinite(probe):
         return check_output(qdd)  # names the first non-finite entry, as before
     return STATUS_OK
