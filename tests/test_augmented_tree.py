@@ -11,6 +11,8 @@ from conftest import TREE_SPECS, build, rel_err
 import recursive_mbd as rm
 from recursive_mbd import augmented, chains, joints
 
+pytestmark = pytest.mark.boundscheck  # also run under NUMBA_BOUNDSCHECK=1 in CI (.ci/run)
+
 
 def tree_with_a_loop(spec, seed):
     """The random tree ``spec`` with a distance loop from its last body to a ground point, at a consistent state

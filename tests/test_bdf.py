@@ -11,6 +11,8 @@ from recursive_mbd._kernels import bdf as kernels
 from recursive_mbd.dynamics import workspace
 from recursive_mbd.implicit import gravity_stiffness
 
+pytestmark = pytest.mark.boundscheck  # also run under NUMBA_BOUNDSCHECK=1 in CI (.ci/run)
+
 
 def test_rescaled_differences_resample_the_interpolating_polynomial():
     # D of a cubic at step h, re-sampled at step r h, must equal the differences of the cubic on the new grid

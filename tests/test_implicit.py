@@ -10,6 +10,8 @@ import recursive_mbd as rm
 from recursive_mbd.implicit import generalized_alpha_coefficients, simulate_generalized_alpha
 from recursive_mbd.joints import PLANAR, REVOLUTE
 
+pytestmark = pytest.mark.boundscheck  # also run under NUMBA_BOUNDSCHECK=1 in CI (.ci/run)
+
 
 def _rotation_rows(model):
     """T (nbodies, nq): d theta_b / d q, 1 for every rotational coordinate of b and its ancestors."""

@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 
 import recursive_mbd as rm
 
+pytestmark = pytest.mark.boundscheck  # also run under NUMBA_BOUNDSCHECK=1 in CI (.ci/run)
+
 PACKAGE = str(Path(rm.__file__).resolve().parent)
 PROMISED = (TypeError, rm.ModelError, rm.StateError, rm.SimulationError)
 
@@ -223,7 +225,6 @@ def assert_raised_here(err):
     assert ours, f"{type(err).__name__} leaked from {frame.filename}:{frame.lineno} ({frame.line}): {err}"
 
 
-@pytest.mark.boundscheck
 @pytest.mark.parametrize("function, kwargs, kinds", CASES)
 @settings(max_examples=60, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

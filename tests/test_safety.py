@@ -18,6 +18,8 @@ import pytest
 
 import recursive_mbd as rm
 
+pytestmark = pytest.mark.boundscheck  # also run under NUMBA_BOUNDSCHECK=1 in CI (.ci/run)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -312,7 +314,6 @@ def test_chain_mode_shapes_follow_the_sign_convention(n):
 
 # ---- NUMBA_BOUNDSCHECK -----------------------------------------------------------------------------------------------
 
-@pytest.mark.boundscheck
 def test_boundscheck_run_catches_an_out_of_range_kernel_access(tmp_path):
     """Under NUMBA_BOUNDSCHECK=1 (the second CI run) a kernel reading past an array raises IndexError; a kernel
     called directly with a too-short qdd proves the switch works, so an unchecked buffer in the suite would fail."""

@@ -8,6 +8,8 @@ import pytest
 import recursive_mbd as rm
 from recursive_mbd.errors import ModelError, StateError
 
+pytestmark = pytest.mark.boundscheck  # also run under NUMBA_BOUNDSCHECK=1 in CI (.ci/run)
+
 JOINTS = ("revolute", "prismatic", "cylindrical", "universal", "spherical", "planar", "free", "fixed")
 
 

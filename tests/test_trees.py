@@ -14,6 +14,8 @@ from conftest import (
 
 import recursive_mbd as rm
 
+pytestmark = pytest.mark.boundscheck  # also run under NUMBA_BOUNDSCHECK=1 in CI (.ci/run)
+
 SPECS = TREE_SPECS
 
 
