@@ -37,6 +37,7 @@ _LAZY_NAMES = {
     "LoopSolution": "loops", "RedundantConstraintWarning": "loops", "loop_dynamics": "loops",
     "Mechanism": "mechanism",
     "Model": "model",
+    "Model3D": "model3d", "difference": "model3d", "integrate_configuration": "model3d",
     "solve_effective": "implicit",
     "compiled_forward_dynamics": "compiled",
     "EnsembleResult": "ensemble", "simulate_many": "ensemble",
@@ -45,13 +46,13 @@ _LAZY_NAMES = {
 
 # Every public name (tests/test_imports.py checks that it matches the two tables above).
 __all__ = [
-    "analysis", "assemble", "augmented", "batch", "bias_forces", "chains", "compiled_forward_dynamics",
+    "analysis", "assemble", "augmented", "batch", "bias_forces", "chains", "compiled_forward_dynamics", "difference",
     "element_forces", "energy", "EnsembleResult", "forward_dynamics", "forward_kinematics", "implicit",
-    "inverse_dynamics", "io", "joint_reactions", "joints", "kinematic_analysis", "linearize", "loop_dynamics",
-    "loops", "LoopSolution", "mass_matrix", "Mechanism", "METHODS", "Model", "ModelError", "models", "modes",
-    "plot", "point_kinematics", "RedundantConstraintWarning", "ResultFileError", "simulate", "simulate_many",
-    "SimulationError", "SimulationResult", "solve_effective", "StateError", "static_equilibrium", "studies",
-    "sweep",
+    "integrate_configuration", "inverse_dynamics", "io", "joint_reactions", "joints", "kinematic_analysis",
+    "linearize", "loop_dynamics", "loops", "LoopSolution", "mass_matrix", "Mechanism", "METHODS", "Model", "Model3D",
+    "ModelError", "models", "modes", "plot", "point_kinematics", "RedundantConstraintWarning", "ResultFileError",
+    "simulate", "simulate_many", "SimulationError", "SimulationResult", "solve_effective", "StateError",
+    "static_equilibrium", "studies", "sweep",
 ]
 
 

@@ -12,8 +12,17 @@ from ._kernels import elements as element_kernels
 from ._kernels import layout as L
 from ._kernels import tree
 from .errors import ModelError, StateError
+from .model3d import Model3D
 
 _FLOAT = np.dtype(np.float64)
+_ORIGIN = (0.0, 0.0)  # point_kinematics' default point (a spatial model's default is its own (0, 0, 0))
+
+
+def _spatial():
+    """The spatial formulation, imported on first use (it does not import this module)."""
+    from . import spatial  # noqa: PLC0415  (lazy: planar users never load the spatial kernels)
+
+    return spatial
 
 
 class Workspace:
@@ -176,7 +185,9 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
     """
     try:
         ws = model._workspace
-    except AttributeError:  # not a Model: let workspace() say what it is
+    except AttributeError:  # not a Model: a Model3D goes to the spatial formulation; workspace() names the rest
+        if isinstance(model, Model3D):
+            return _spatial().forward_dynamics(model, q, qd, tau, out, t=t, method=method)
         ws = None
     if ws is None:
         ws = workspace(model)
@@ -240,8 +251,10 @@ def inverse_dynamics(model, q, qd, qdd, *, t=0.0):
 
     The forces the joints' actuators must supply for the accelerations qdd, given the model's force elements;
     ``inverse_dynamics(model, q, qd, forward_dynamics(model, q, qd, tau))`` returns tau. Shapes as
-    ``forward_dynamics``.
+    ``forward_dynamics``. A ``Model3D`` goes to ``recursive_mbd.spatial``.
     """
+    if isinstance(model, Model3D):
+        return _spatial().inverse_dynamics(model, q, qd, qdd, t=t)
     ws = workspace(model)
     q = as_vector(model, q, "q")
     qd = as_vector(model, qd, "qd")
@@ -253,7 +266,11 @@ def inverse_dynamics(model, q, qd, qdd, *, t=0.0):
 
 
 def mass_matrix(model, q):
-    """Joint-space mass matrix M(q), shape (nq, nq), symmetric positive definite, by composite rigid bodies."""
+    """Joint-space mass matrix M(q), shape (nq, nq), symmetric positive definite, by composite rigid bodies.
+
+    A ``Model3D``: (nv, nv), ``recursive_mbd.spatial.mass_matrix``."""
+    if isinstance(model, Model3D):
+        return _spatial().mass_matrix(model, q)
     ws = workspace(model)
     q = as_vector(model, q, "q")
     out = np.zeros((model._nq, model._nq))
@@ -266,8 +283,10 @@ def mass_matrix(model, q):
 def bias_forces(model, q, qd):
     """h(q, qd): velocity-product and gravity terms of M qdd + h = tau + Q_elements, shape (nq,).
 
-    The force elements are not part of h; ``element_forces`` gives them.
+    The force elements are not part of h; ``element_forces`` gives them. A ``Model3D``: (nv,), ``spatial``.
     """
+    if isinstance(model, Model3D):
+        return _spatial().bias_forces(model, q, qd)
     ws = workspace(model)
     return _rnea(model, ws, as_vector(model, q, "q"), as_vector(model, qd, "qd"), ws.zeros, ws.no_wrench)
 
@@ -276,8 +295,10 @@ def energy(model, q, qd, *, t=0.0):
     """Kinetic and potential energy (T, V) [J] at the state (q, qd).
 
     V is the gravitational potential -sum m_i g . c_i (zero with every centre of mass at the ground origin) plus
-    the potential energy of the model's springs.
+    the potential energy of the model's springs. A ``Model3D``: ``recursive_mbd.spatial.energy``.
     """
+    if isinstance(model, Model3D):
+        return _spatial().energy(model, q, qd, t=t)
     ws = workspace(model)
     q = as_vector(model, q, "q")
     qd = as_vector(model, qd, "qd")
@@ -312,7 +333,11 @@ def forward_kinematics(model, q, qd=None):
         (x, y, theta) of each body frame's origin in the ground frame [m, m, rad].
     vels : ndarray, shape (nbodies, 3)
         (xdot, ydot, thetadot) of each frame origin [m/s, m/s, rad/s]; zero if ``qd`` is None.
+
+    A ``Model3D`` returns (R, p) or, with velocities, (R, p, omega, velocity): ``spatial.forward_kinematics``.
     """
+    if isinstance(model, Model3D):
+        return _spatial().forward_kinematics(model, q, qd)
     com, theta, c, s, omega = _com_state(model, q, qd)
     lx, ly = model.body_com[:, 0], model.body_com[:, 1]
     offx, offy = c * lx - s * ly, s * lx + c * ly  # centre of mass relative to the frame origin, ground axes
@@ -321,7 +346,7 @@ def forward_kinematics(model, q, qd=None):
     return poses, vels
 
 
-def point_kinematics(model, q, qd, body, point=(0.0, 0.0)):
+def point_kinematics(model, q, qd, body, point=_ORIGIN):
     """Ground-frame position and velocity of point(s) fixed on a body.
 
     Parameters
@@ -334,7 +359,13 @@ def point_kinematics(model, q, qd, body, point=(0.0, 0.0)):
     Returns
     -------
     position, velocity : ndarray, shape like ``point``
+
+    A ``Model3D`` takes (3,) or (k, 3) points, default its body origin: ``spatial.point_kinematics``.
     """
+    if isinstance(model, Model3D):
+        if point is _ORIGIN:
+            return _spatial().point_kinematics(model, q, qd, body)
+        return _spatial().point_kinematics(model, q, qd, body, point)
     workspace(model)
     index = model.body_index(body)
     pts = _checks.real_array(point, "point")

@@ -1,0 +1,62 @@
+"""Joint codes and column layout of the packed arrays of a spatial model (``Model3D``) and of its workspace.
+
+numba-free (``Model3D`` imports it to pack a model without loading numba). numba bakes these constants into the
+cached machine code of ``_kernels.spatial``; after changing a number here, delete that folder's ``__pycache__``.
+
+Spatial vectors are 6-vectors in body coordinates, angular part first: a motion (omega; v) with v the velocity of
+the body frame's origin, a force (moment about the origin; force) (Featherstone, Rigid Body Dynamics Algorithms,
+2008, ch. 2).
+"""
+
+# ---- joint types: code, (nq, nv) ---------------------------------------------------------------------------------
+REVOLUTE = 0
+PRISMATIC = 1
+CYLINDRICAL = 2
+UNIVERSAL = 3
+SPHERICAL = 4
+PLANAR = 5
+FREE = 6
+FIXED = 7
+JOINT_CODES = {"revolute": REVOLUTE, "prismatic": PRISMATIC, "cylindrical": CYLINDRICAL, "universal": UNIVERSAL,
+               "spherical": SPHERICAL, "planar": PLANAR, "free": FREE, "fixed": FIXED}
+JOINT_NAMES = {code: name for name, code in JOINT_CODES.items()}
+JOINT_SIZES = {REVOLUTE: (1, 1), PRISMATIC: (1, 1), CYLINDRICAL: (2, 2), UNIVERSAL: (2, 2), SPHERICAL: (4, 3),
+               PLANAR: (3, 3), FREE: (7, 6), FIXED: (0, 0)}
+MAX_NV = 6
+
+# ---- body_int: (nbodies, 6) int64, C order -----------------------------------------------------------------------
+PARENT = 0  # parent body index, -1 for the ground; parents come before children
+JTYPE = 1  # joint type code (above)
+QIDX = 2  # index of the joint's first coordinate in q
+VIDX = 3  # index of the joint's first velocity in v
+NQJ = 4  # number of joint coordinates
+NVJ = 5  # number of joint velocities
+N_INT = 6
+
+# ---- body_real: (nbodies, 31) float64, C order -------------------------------------------------------------------
+MASS = 0  # mass m [kg]
+MCOM = 1  # first moment m c, c the centre of mass in the body frame [kg m] (3)
+IO = 4  # rotational inertia about the body frame's ORIGIN, body axes: xx, yy, zz, xy, xz, yz [kg m^2] (6)
+R0 = 10  # joint frame relative to the parent frame, row-major 3x3 rotation (joint-to-parent) (9)
+PP = 19  # parent point, parent frame [m] (3); ground: ground frame
+CP = 22  # child point, child frame [m] (3)
+A1 = 25  # first joint axis, unit, joint frame (3)
+A2 = 28  # second axis of a universal joint, unit (3)
+N_REAL = 31
+
+# ---- workspace ws: (nbodies, W) float64, C order (a pass reads a body's fields together) -------------------------
+WR = 0  # R = R0 R_j(q): child-to-parent rotation, row-major (9)
+WT = 9  # r: child frame origin in the parent frame (3)
+WV = 12  # spatial velocity of the body (6)
+WC = 18  # bias acceleration c = S' v_j + v x S v_j (6); overwritten by the acceleration a in the last pass
+WP = 24  # articulated bias force p^A (6); inverse dynamics: the body force f
+WI = 30  # articulated (composite) inertia, full 6x6 row-major (36)
+W_SPATIAL = 66
+# S: (nbodies, MAX_NV used, 6) the joint's motion subspace columns, child coordinates; UD: U D^-1 (same shape);
+# uD: D^-1 u (nbodies, MAX_NV used). Separate arrays, sized by the widest joint of the model.
+
+# A joint whose articulated inertia S^T I^A S has a Cholesky pivot below this fraction of its scale
+# (the same quadratic form with |I^A| and |S| entries) is singular: a point mass on a spherical joint, a massless tip.
+SINGULAR_RTOL = 1e-12
+# a quaternion farther than this from unit norm is refused (StateError); closer, it is normalised silently
+QUATERNION_TOL = 1e-6

@@ -1,0 +1,708 @@
+"""Spatial (3D) tree models: builder, validation, packing for the kernels, and the configuration maps.
+
+``Model3D`` describes a tree of rigid bodies in three dimensions joined by revolute, prismatic, cylindrical,
+universal, spherical, planar, free and fixed joints. Its configuration q (nq,) and velocity v (nv,) have different
+sizes (a quaternion has 4 coordinates and 3 rates), so ``integrate_configuration`` and ``difference`` map between
+them (as Pinocchio's ``integrate`` / ``difference`` do).
+
+This module loads neither numba nor scipy: building, packing and the configuration maps are numpy only.
+"""
+
+import numbers
+
+import numpy as np
+
+from ._kernels import spatial_layout as SL
+from .errors import ModelError, StateError
+
+GROUND = -1
+_ROTATION_TOL = 1e-9
+
+
+def _vector3(value, what):
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{what} must be 3 real numbers: {err}") from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{what} must be 3 real numbers, got {arr.dtype} values")
+    arr = arr.astype(np.float64)
+    if arr.shape != (3,):
+        raise ModelError(f"{what} must be 3 numbers (x, y, z), got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ModelError(f"{what} must be finite, got {arr.tolist()}")
+    return arr
+
+
+def _scalar(value, what):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{what} must be a real number, got {type(value).__name__} {value!r:.40}")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ModelError(f"{what} must be finite, got {value}")
+    return value
+
+
+def _unit(value, what):
+    arr = _vector3(value, what)
+    norm = float(np.linalg.norm(arr))
+    if norm == 0.0 or not np.isfinite(norm):
+        raise ModelError(f"{what} must be a non-zero vector, got {arr.tolist()}")
+    return arr / norm
+
+
+def quaternion_matrix(quat):
+    """Rotation matrix (3, 3) of a unit quaternion (w, x, y, z) (body-to-reference: columns are the body axes)."""
+    w, x, y, z = quat
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def axis_rotation(axis, angle):
+    """Rotation matrix (3, 3) by ``angle`` [rad] about the unit ``axis`` (right hand), Rodrigues' formula."""
+    a = np.asarray(axis, dtype=float)
+    c, s = np.cos(angle), np.sin(angle)
+    cross = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+    return c * np.eye(3) + s * cross + (1.0 - c) * np.outer(a, a)
+
+
+def _rotation(value, what):
+    """A 3x3 rotation matrix from None, a 3x3 matrix or a unit quaternion (w, x, y, z); ModelError otherwise."""
+    if value is None:
+        return np.eye(3)
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{what} must be a 3x3 rotation matrix or a quaternion (w, x, y, z): {err}") from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{what} must be a 3x3 rotation matrix or a quaternion (w, x, y, z), got {arr.dtype} values")
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise ModelError(f"{what} must be finite, got {arr.tolist()}")
+    if arr.shape == (4,):
+        norm = float(np.linalg.norm(arr))
+        if abs(norm - 1.0) > _ROTATION_TOL:
+            raise ModelError(f"{what}: a quaternion must have unit norm (to 1e-9), got norm {norm!r}")
+        return quaternion_matrix(arr / norm)
+    if arr.shape != (3, 3):
+        raise ModelError(f"{what} must be a 3x3 rotation matrix or a quaternion (w, x, y, z), got shape {arr.shape}")
+    error = float(np.max(np.abs(arr.T @ arr - np.eye(3))))
+    if error > _ROTATION_TOL:
+        raise ModelError(f"{what} is not orthonormal (|R^T R - I| = {error:.3g} > 1e-9)")
+    if np.linalg.det(arr) < 0.0:
+        raise ModelError(f"{what} is a reflection (det = -1), not a rotation")
+    return arr
+
+
+def _inertia(value, what):
+    """The 3x3 inertia tensor from a scalar, its 6 entries (Ixx, Iyy, Izz, Ixy, Ixz, Iyz) or a 3x3 matrix."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{what} must be a number, 6 numbers or a 3x3 matrix: {err}") from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{what} must be real numbers, got {arr.dtype} values")
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise ModelError(f"{what} must be finite, got {arr.tolist()}")
+    if arr.shape == ():
+        tensor = float(arr) * np.eye(3)
+    elif arr.shape == (6,):
+        xx, yy, zz, xy, xz, yz = arr
+        tensor = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+    elif arr.shape == (3, 3):
+        tensor = arr
+        scale = max(float(np.max(np.abs(arr))), np.finfo(float).tiny)
+        if float(np.max(np.abs(arr - arr.T))) > 1e-12 * scale:
+            raise ModelError(f"{what} must be symmetric, got {arr.tolist()}")
+        tensor = 0.5 * (arr + arr.T)
+    else:
+        raise ModelError(f"{what} must be a number, its 6 entries (Ixx, Iyy, Izz, Ixy, Ixz, Iyz) or a 3x3 matrix, "
+                         f"got shape {arr.shape}")
+    moments = np.linalg.eigvalsh(tensor)  # ascending
+    tol = 1e-12 * max(float(np.max(np.abs(moments))), 0.0)
+    if moments[0] < -tol:
+        raise ModelError(f"{what} must be positive semidefinite, its principal moments are {moments.tolist()}")
+    if moments[0] + moments[1] < moments[2] - 4 * tol:
+        raise ModelError(f"{what} violates the triangle inequality of principal moments (I1 + I2 >= I3): "
+                         f"{moments.tolist()} is no rigid body's inertia")
+    return tensor
+
+
+def _quaternion_matrices(quats):
+    """Rotation matrices (k, 3, 3) of unit quaternions (k, 4) (w, x, y, z)."""
+    w, x, y, z = quats.T
+    return np.stack((np.stack((1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)), axis=-1),
+                     np.stack((2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)), axis=-1),
+                     np.stack((2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)), axis=-1)), axis=1)
+
+
+_FIELDS = {"parent": ((), np.int64), "jtype": ((), np.int64), "mass": ((), np.float64),
+           "inertia": ((3, 3), np.float64), "com": ((3,), np.float64), "parent_point": ((3,), np.float64),
+           "child_point": ((3,), np.float64), "rotation": ((3, 3), np.float64), "a1": ((3,), np.float64),
+           "a2": ((3,), np.float64)}
+
+
+class _BodyTable:
+    """The bodies of a Model3D as columns (numpy arrays that grow by doubling): a million-body chain costs a few
+    hundred bytes per body, not a Python record each."""
+
+    def __init__(self):
+        self.names = []
+        self.size = 0
+        self.data = {key: np.zeros((16, *shape), dtype=kind) for key, (shape, kind) in _FIELDS.items()}
+
+    def column(self, key):
+        """The field ``key`` of every body, a view (n, ...)."""
+        return self.data[key][:self.size]
+
+    def extend(self, names, columns):
+        """Append len(names) bodies; ``columns`` holds every field, broadcastable to (k, ...) (validated)."""
+        need = self.size + len(names)
+        if need > self.data["mass"].shape[0]:
+            capacity = max(need, 2 * self.data["mass"].shape[0])
+            for key, values in self.data.items():
+                grown = np.zeros((capacity, *values.shape[1:]), dtype=values.dtype)
+                grown[:self.size] = values[:self.size]
+                self.data[key] = grown
+        for key, values in columns.items():
+            self.data[key][self.size:need] = values
+        self.names.extend(names)
+        self.size = need
+
+
+class Model3D:
+    """A tree of rigid bodies in three dimensions (the spatial counterpart of ``recursive_mbd.Model``).
+
+    A separate class rather than one ``Model`` with a dimension: a spatial model's configuration and velocity
+    sizes differ (nq != nv for spherical and free joints), its packed layout (full inertia tensors, joint frames,
+    axes, quaternions) is another, and its kernels are others; a shared class would put a dimension test on the
+    planar hot path and a 3D layout in every planar array. Both classes share the builder habits (parents by name or
+    index, ``add_body`` arguments, validation messages naming body and argument) and the public dynamics functions
+    (``rm.forward_dynamics`` etc. accept either).
+
+    Frames and conventions (``docs`` of issue 18): every body has a frame; R_i is its body-to-ground rotation and
+    p_i its origin in the ground. A joint frame J is the parent frame rotated by ``rotation`` with its origin at
+    ``parent_point``; then R_child = R_parent R0 R_j(q), p_child = p_J + R_parent R0 t_j(q) - R_child child_point.
+
+    ==============  ====  ====  ===========================  =====================================================
+    joint           nq    nv    q                            v
+    ==============  ====  ====  ===========================  =====================================================
+    revolute        1     1     angle about ``axis``         its rate
+    prismatic       1     1     slide along ``axis``         its rate
+    cylindrical     2     2     (angle, slide) on ``axis``   rates
+    universal       2     2     angles about (a1, a2)        rates (R_j = Rot(a1, alpha) Rot(a2, beta))
+    spherical       4     3     unit quaternion (w, x, y, z) relative angular velocity in the CHILD frame
+    planar          3     3     (x, y, angle) in the joint   rates (plane: the joint frame's xy plane)
+                                frame's xy plane
+    free            7     6     (x, y, z, w, qx, qy, qz)     (xdot, ydot, zdot) joint frame, omega child frame
+    fixed           0     0
+    ==============  ====  ====  ===========================  =====================================================
+
+    Gravity (3,) [m/s^2], default (0, 0, -9.81). The first dynamics call (or ``compile()``) freezes the model.
+    """
+
+    def __init__(self, gravity=(0.0, 0.0, -9.81), name=None):
+        self.gravity = _vector3(gravity, "gravity")
+        self.name = name
+        self._table = _BodyTable()
+        self._names = {}
+        self._compiled = False
+        self._workspace3d = None
+
+    # ---- building ------------------------------------------------------------------------------------------------
+
+    def add_body(self, parent="ground", joint="revolute", parent_point=(0.0, 0.0, 0.0),
+                 child_point=(0.0, 0.0, 0.0), mass=1.0, inertia=0.0, com=(0.0, 0.0, 0.0), rotation=None, axis=None,
+                 name=None):
+        """Add a body joined to ``parent``; return its index.
+
+        Parameters
+        ----------
+        parent : "ground" | -1 | int | str
+            The ground, a body index or a body name (added before this body).
+        joint : str
+            "revolute", "prismatic", "cylindrical", "universal", "spherical", "planar", "free" or "fixed".
+        parent_point : (3,) array_like
+            Joint location in the parent frame [m] (the ground frame for the ground).
+        child_point : (3,) array_like
+            Joint location in this body's frame [m].
+        mass : float
+            Mass [kg], >= 0.
+        inertia : float, (6,) or (3, 3) array_like
+            Inertia tensor about the centre of mass in body axes [kg m^2]: s (s times identity), its entries
+            (Ixx, Iyy, Izz, Ixy, Ixz, Iyz) (tensor entries, I = [[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]])
+            or the matrix. Symmetric, positive semidefinite, principal moments obeying the triangle inequality.
+            Default 0 (a point mass).
+        com : (3,) array_like
+            Centre of mass in the body frame [m].
+        rotation : None, (3, 3) or (4,) array_like
+            The joint frame relative to the parent frame at the joint (a rotation matrix, joint-to-parent, or a unit
+            quaternion (w, x, y, z)); None is the identity.
+        axis : (3,) array_like or pair of them, optional
+            Joint axis in the joint frame (normalised here), default (0, 0, 1); for "universal" the pair (a1, a2),
+            default ((1, 0, 0), (0, 1, 0)), not parallel. Only for revolute, prismatic, cylindrical, universal.
+        name : str, optional
+            Unique body name; default ``"body<index>"``.
+        """
+        if self._compiled:
+            raise ModelError(f"cannot add body {name or self._table.size!r}: the model was compiled (it is frozen "
+                             "once a dynamics function has used it); build a new Model3D instead")
+        index = self._table.size
+        label = name if name is not None else f"body{index}"
+        if not isinstance(label, str) or not label:
+            raise TypeError(f"body name must be a non-empty string, got {name!r}")
+        where = f"body {label!r} (index {index})"
+        if label == "ground":
+            raise ModelError(f"{where}: the name 'ground' is reserved for the fixed frame")
+        if label in self._names:
+            raise ModelError(f"{where}: duplicate body name, already used by body {self._names[label]}")
+        parent_index = self._resolve_parent(parent, where)
+        if not isinstance(joint, str):
+            raise TypeError(f"{where}: joint must be a string, got {type(joint).__name__}")
+        if joint.lower() not in SL.JOINT_CODES:
+            raise ModelError(f"{where}: unknown joint type {joint!r}; expected one of {sorted(SL.JOINT_CODES)}")
+        jtype = SL.JOINT_CODES[joint.lower()]
+
+        mass = _scalar(mass, f"{where}: mass")
+        if mass < 0.0:
+            raise ModelError(f"{where}: mass must be >= 0, got {mass}")
+        inertia = _inertia(inertia, f"{where}: inertia")
+        com = _vector3(com, f"{where}: com")
+        parent_point = _vector3(parent_point, f"{where}: parent_point")
+        child_point = _vector3(child_point, f"{where}: child_point")
+        rotation = _rotation(rotation, f"{where}: rotation")
+
+        a1 = np.array([0.0, 0.0, 1.0])
+        a2 = np.zeros(3)
+        if jtype == SL.UNIVERSAL:
+            if axis is None:
+                a1, a2 = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
+            else:
+                try:
+                    first, second = axis
+                except (TypeError, ValueError):
+                    raise ModelError(f"{where}: axis of a universal joint must be a pair of vectors (a1, a2), "
+                                     f"got {axis!r}") from None
+                a1 = _unit(first, f"{where}: axis a1")
+                a2 = _unit(second, f"{where}: axis a2")
+            if np.linalg.norm(np.cross(a1, a2)) < 1e-9:
+                raise ModelError(f"{where}: the axes of a universal joint must not be parallel, got "
+                                 f"{a1.tolist()} and {a2.tolist()}")
+        elif jtype in (SL.REVOLUTE, SL.PRISMATIC, SL.CYLINDRICAL):
+            if axis is not None:
+                a1 = _unit(axis, f"{where}: axis")
+        elif axis is not None:
+            raise ModelError(f"{where}: axis applies to revolute, prismatic, cylindrical and universal joints, "
+                             f"not {joint!r}")
+        self._table.extend([label], dict(parent=parent_index, jtype=jtype, parent_point=parent_point,
+                                         child_point=child_point, mass=mass, inertia=inertia, com=com,
+                                         rotation=rotation, a1=a1, a2=a2))
+        self._names[label] = index
+        return index
+
+    def add_bodies(self, parent, joint="revolute", parent_point=(0.0, 0.0, 0.0), child_point=(0.0, 0.0, 0.0),
+                   mass=1.0, inertia=0.0, com=(0.0, 0.0, 0.0), rotation=None, axis=None, names=None):
+        """Add k bodies at once (a vectorised ``add_body``, for very long chains); returns their indices (k,).
+
+        ``parent`` (k,) body indices (-1 for the ground), each below the body's own index; ``joint`` one joint type
+        for all; every other argument one value for all bodies or one per body: mass (k,), points (k, 3), inertia
+        as in ``add_body`` or (k,), (k, 6), (k, 3, 3), rotation (k, 3, 3) or (k, 4), axis (k, 3) (universal:
+        (2, 3) or (k, 2, 3)), ``names`` k strings (default ``"body<index>"``). The same checks as ``add_body``;
+        an error names the first bad body and the argument.
+        """
+        if self._compiled:
+            raise ModelError("cannot add bodies: the model was compiled (it is frozen); build a new Model3D instead")
+        parent = np.asarray(parent)
+        if parent.ndim != 1 or parent.size == 0 or not np.issubdtype(parent.dtype, np.integer):
+            raise ModelError(f"add_bodies: parent must be a non-empty 1-D array of body indices, got {parent!r:.60}")
+        k = parent.size
+        first = self._table.size
+        index = np.arange(first, first + k)
+        names = [f"body{i}" for i in index] if names is None else list(names)
+        if len(names) != k:
+            raise ModelError(f"add_bodies: {len(names)} names for {k} bodies")
+
+        def fail(mask, message):
+            bad = int(np.flatnonzero(mask)[0])
+            raise ModelError(f"body {names[bad]!r} (index {first + bad}): {message}")
+
+        def per_body(value, what, shape):
+            arr = _checks_real(value, f"add_bodies: {what}")
+            try:
+                arr = np.broadcast_to(arr, (k, *shape))
+            except ValueError:
+                raise ModelError(f"add_bodies: {what} must be {shape or 'one number'} or {(k, *shape)}, got shape "
+                                 f"{arr.shape}") from None
+            finite = np.isfinite(arr).reshape(k, -1).all(axis=1)
+            if not finite.all():
+                fail(~finite, f"{what} must be finite")
+            return arr
+
+        if not isinstance(joint, str) or joint.lower() not in SL.JOINT_CODES:
+            raise ModelError(f"add_bodies: unknown joint type {joint!r}; expected one of {sorted(SL.JOINT_CODES)}")
+        jtype = SL.JOINT_CODES[joint.lower()]
+        bad_parent = (parent < -1) | (parent >= index)
+        if bad_parent.any():
+            fail(bad_parent, "unknown parent index (a parent must be added before its child)")
+        mass = per_body(mass, "mass", ())
+        if np.any(mass < 0.0):
+            fail(mass < 0.0, "mass must be >= 0")
+        points = {key: per_body(value, key, (3,)) for key, value in
+                  (("parent_point", parent_point), ("child_point", child_point), ("com", com))}
+        inertia_arr = _checks_real(inertia, "add_bodies: inertia")
+        if inertia_arr.shape in ((), (6,), (3, 3)):
+            tensors = _inertia(inertia_arr, "add_bodies: inertia")
+        else:
+            if inertia_arr.shape == (k,):
+                tensors = inertia_arr[:, None, None] * np.eye(3)
+            elif inertia_arr.shape == (k, 6):
+                xx, yy, zz, xy, xz, yz = inertia_arr.T
+                tensors = np.stack((np.stack((xx, xy, xz), -1), np.stack((xy, yy, yz), -1),
+                                    np.stack((xz, yz, zz), -1)), axis=1)
+            elif inertia_arr.shape == (k, 3, 3):
+                tensors = inertia_arr
+            else:
+                raise ModelError(f"add_bodies: inertia must be one inertia or (k,), (k, 6), (k, 3, 3) for k = {k}, "
+                                 f"got shape {inertia_arr.shape}")
+            finite = np.isfinite(tensors).reshape(k, -1).all(axis=1)
+            if not finite.all():
+                fail(~finite, "inertia must be finite")
+            scale = np.maximum(np.abs(tensors).reshape(k, -1).max(axis=1), np.finfo(float).tiny)
+            asym = np.abs(tensors - np.swapaxes(tensors, 1, 2)).reshape(k, -1).max(axis=1) > 1e-12 * scale
+            if asym.any():
+                fail(asym, "inertia must be symmetric")
+            tensors = 0.5 * (tensors + np.swapaxes(tensors, 1, 2))
+            moments = np.linalg.eigvalsh(tensors)
+            tol = 1e-12 * np.abs(moments).max(axis=1)
+            if np.any(moments[:, 0] < -tol):
+                fail(moments[:, 0] < -tol, "inertia must be positive semidefinite")
+            bad = moments[:, 0] + moments[:, 1] < moments[:, 2] - 4 * tol
+            if bad.any():
+                fail(bad, "inertia violates the triangle inequality of principal moments (I1 + I2 >= I3)")
+        rotation_arr = None if rotation is None else _checks_real(rotation, "add_bodies: rotation")
+        if rotation_arr is None or rotation_arr.shape in ((3, 3), (4,)):
+            rotations = _rotation(rotation_arr, "add_bodies: rotation")
+        elif rotation_arr.shape == (k, 4):
+            norms = np.linalg.norm(rotation_arr, axis=1)
+            bad = ~(np.abs(norms - 1.0) <= _ROTATION_TOL)
+            if bad.any():
+                fail(bad, "rotation: a quaternion must be finite and have unit norm (to 1e-9)")
+            rotations = _quaternion_matrices(rotation_arr / norms[:, None])
+        elif rotation_arr.shape == (k, 3, 3):
+            error = np.abs(np.swapaxes(rotation_arr, 1, 2) @ rotation_arr - np.eye(3)).reshape(k, -1).max(axis=1)
+            bad = ~(error <= _ROTATION_TOL)
+            if bad.any():
+                fail(bad, "rotation is not orthonormal (to 1e-9) or not finite")
+            if np.any(np.linalg.det(rotation_arr) < 0.0):
+                fail(np.linalg.det(rotation_arr) < 0.0, "rotation is a reflection (det = -1), not a rotation")
+            rotations = rotation_arr
+        else:
+            raise ModelError(f"add_bodies: rotation must be None, (3, 3), (4,), ({k}, 3, 3) or ({k}, 4), got shape "
+                             f"{rotation_arr.shape}")
+        a1, a2 = np.array([0.0, 0.0, 1.0]), np.zeros(3)
+        if jtype in (SL.REVOLUTE, SL.PRISMATIC, SL.CYLINDRICAL, SL.UNIVERSAL):
+            if jtype == SL.UNIVERSAL:
+                default = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0))
+                axes = per_body(default if axis is None else axis, "axis", (2, 3))
+                a1, a2 = axes[:, 0], axes[:, 1]
+            else:
+                a1 = per_body((0.0, 0.0, 1.0) if axis is None else axis, "axis", (3,))
+            for label, a in (("axis", a1), ("axis a2", a2)):
+                if jtype != SL.UNIVERSAL and label == "axis a2":
+                    continue
+                norm = np.linalg.norm(a, axis=1)
+                if not np.all(norm > 0.0):
+                    fail(~(norm > 0.0), f"{label} must be a non-zero vector")
+            a1 = a1 / np.linalg.norm(a1, axis=1)[:, None]
+            if jtype == SL.UNIVERSAL:
+                a2 = a2 / np.linalg.norm(a2, axis=1)[:, None]
+                parallel = np.linalg.norm(np.cross(a1, a2), axis=1) < 1e-9
+                if parallel.any():
+                    fail(parallel, "the axes of a universal joint must not be parallel")
+        elif axis is not None:
+            raise ModelError(f"add_bodies: axis applies to revolute, prismatic, cylindrical and universal joints, "
+                             f"not {joint!r}")
+        seen = set(self._names) | {"ground"}
+        if len(set(names)) != k or not seen.isdisjoint(names) or not all(isinstance(x, str) and x for x in names):
+            for i, name in enumerate(names):
+                if not isinstance(name, str) or not name or name in seen:
+                    raise ModelError(f"body {name!r} (index {first + i}): duplicate, reserved or empty name")
+                seen.add(name)
+        self._table.extend(names, dict(parent=parent, jtype=jtype, mass=mass, inertia=tensors, rotation=rotations,
+                                       a1=a1, a2=a2, **points))
+        self._names.update(zip(names, index.tolist(), strict=True))
+        return index
+
+    def _resolve_parent(self, parent, where):
+        if isinstance(parent, str):
+            if parent == "ground":
+                return GROUND
+            if parent not in self._names:
+                raise ModelError(f"{where}: unknown parent {parent!r}; known bodies: {list(self._names)[:10]}")
+            return self._names[parent]
+        if isinstance(parent, (bool, np.bool_)) or not isinstance(parent, numbers.Integral):
+            raise TypeError(f"{where}: parent must be 'ground', -1, a body index or a body name, got {parent!r}")
+        parent = int(parent)
+        if parent == GROUND:
+            return GROUND
+        if not 0 <= parent < self._table.size:
+            raise ModelError(f"{where}: unknown parent index {parent}; the model has {self._table.size} bodies "
+                             "and a parent must be added before its child")
+        return parent
+
+    # ---- packing ---------------------------------------------------------------------------------------------------
+
+    def compile(self):
+        """Freeze the model and pack it into the kernels' arrays (``body_int``, ``body_real``); returns self."""
+        if self._compiled:
+            return self
+        table = self._table
+        n = table.size
+        if not n:
+            raise ModelError("the model has no bodies")
+        jtype = table.column("jtype")
+        sizes = np.array([SL.JOINT_SIZES[code] for code in range(len(SL.JOINT_SIZES))], dtype=np.int64)
+        nqj, nvj = sizes[jtype, 0], sizes[jtype, 1]
+        qidx = np.concatenate(([0], np.cumsum(nqj)[:-1]))
+        vidx = np.concatenate(([0], np.cumsum(nvj)[:-1]))
+        body_int = np.column_stack((table.column("parent"), jtype, qidx, vidx, nqj, nvj)).astype(np.int64)
+        m, c = table.column("mass"), table.column("com")
+        # parallel axis theorem: the inertia about the body frame origin
+        origin = table.column("inertia") + m[:, None, None] * (
+            np.einsum("ij,ij->i", c, c)[:, None, None] * np.eye(3) - c[:, :, None] * c[:, None, :])
+        body_real = np.zeros((n, SL.N_REAL))
+        body_real[:, SL.MASS] = m
+        body_real[:, SL.MCOM:SL.MCOM + 3] = m[:, None] * c
+        body_real[:, SL.IO:SL.IO + 6] = np.column_stack((origin[:, 0, 0], origin[:, 1, 1], origin[:, 2, 2],
+                                                         origin[:, 0, 1], origin[:, 0, 2], origin[:, 1, 2]))
+        body_real[:, SL.R0:SL.R0 + 9] = table.column("rotation").reshape(n, 9)
+        body_real[:, SL.PP:SL.PP + 3] = table.column("parent_point")
+        body_real[:, SL.CP:SL.CP + 3] = table.column("child_point")
+        body_real[:, SL.A1:SL.A1 + 3] = table.column("a1")
+        body_real[:, SL.A2:SL.A2 + 3] = table.column("a2")
+        body_int.flags.writeable = False
+        body_real.flags.writeable = False
+        self.body_int = body_int
+        self.body_real = body_real
+        self._nq = int(nqj.sum())
+        self._nv = int(nvj.sum())
+        self._max_nv = max(1, int(nvj.max()))
+        quaternion = (jtype == SL.SPHERICAL) | (jtype == SL.FREE)
+        shift = np.where(jtype[quaternion] == SL.FREE, 3, 0)
+        self._quat_body = np.flatnonzero(quaternion).astype(np.int64)
+        self._quat_q = (qidx[quaternion] + shift).astype(np.int64)
+        self._quat_v = (vidx[quaternion] + shift).astype(np.int64)
+        euclid_q = np.ones(self._nq, dtype=bool)
+        euclid_v = np.ones(self._nv, dtype=bool)
+        euclid_q[(self._quat_q[:, None] + np.arange(4)).ravel()] = False
+        euclid_v[(self._quat_v[:, None] + np.arange(3)).ravel()] = False
+        # a joint's Euclidean coordinates and rates correspond one to one, in the same order
+        self._euclid_q = np.flatnonzero(euclid_q)
+        self._euclid_v = np.flatnonzero(euclid_v)
+        self.gravity = np.ascontiguousarray(self.gravity)
+        self.gravity.flags.writeable = False
+        self._compiled = True
+        return self
+
+    def _require_compiled(self):
+        if not self._compiled:
+            self.compile()
+        return self
+
+    # ---- properties ----------------------------------------------------------------------------------------------
+
+    @property
+    def nbodies(self):
+        """Number of bodies (the ground not counted)."""
+        return self._table.size
+
+    @property
+    def nq(self):
+        """Size of the configuration q."""
+        return self._require_compiled()._nq
+
+    @property
+    def nv(self):
+        """Size of the velocity v (and of vdot, tau)."""
+        return self._require_compiled()._nv
+
+    @property
+    def names(self):
+        """Body names in index order."""
+        return list(self._table.names)
+
+    body_names = names
+
+    @property
+    def parents(self):
+        """Parent index of each body (-1: the ground), (nbodies,) int64."""
+        return self._table.column("parent").copy()
+
+    @property
+    def joint_types(self):
+        """Joint type name of each body's joint to its parent."""
+        return [SL.JOINT_NAMES[code] for code in self._table.column("jtype").tolist()]
+
+    @property
+    def compiled(self):
+        """True once the model is frozen (after ``compile()`` or the first dynamics call)."""
+        return self._compiled
+
+    def body_index(self, body):
+        """Index of a body given by name or index (negative indices count from the end)."""
+        if isinstance(body, str):
+            if body not in self._names:
+                raise ModelError(f"unknown body {body!r}")
+            return self._names[body]
+        if isinstance(body, (bool, np.bool_)) or not isinstance(body, numbers.Integral):
+            raise TypeError(f"body must be a name or an index, got {body!r}")
+        index = int(body)
+        if not -self.nbodies <= index < self.nbodies:
+            raise ModelError(f"body index {index} out of range for {self.nbodies} bodies")
+        return index % self.nbodies
+
+    def q_slice(self, body):
+        """Slice of q holding the coordinates of ``body``'s joint (name or index)."""
+        i = self.body_index(body)
+        row = self._require_compiled().body_int[i]
+        return slice(int(row[SL.QIDX]), int(row[SL.QIDX] + row[SL.NQJ]))
+
+    def v_slice(self, body):
+        """Slice of v (and vdot, tau) holding the rates of ``body``'s joint (name or index)."""
+        i = self.body_index(body)
+        row = self._require_compiled().body_int[i]
+        return slice(int(row[SL.VIDX]), int(row[SL.VIDX] + row[SL.NVJ]))
+
+    def neutral(self):
+        """The configuration (nq,) with every joint coordinate zero and every quaternion the identity."""
+        q = np.zeros(self._require_compiled()._nq)
+        q[self._quat_q] = 1.0
+        return q
+
+    def __repr__(self):
+        return f"Model3D({self.nbodies} bodies, nq={self.nq if self._compiled else '?'}, name={self.name!r})"
+
+
+# ---- configuration maps ---------------------------------------------------------------------------------------------
+
+def _checks_real(value, what):
+    """``value`` as a float64 array; TypeError naming ``what`` unless it holds real numbers."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{what} must be real numbers: {err}") from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{what} must be real numbers, got {arr.dtype} values")
+    return arr.astype(np.float64)
+
+
+def _model3d(model):
+    if not isinstance(model, Model3D):
+        raise TypeError(f"model must be a recursive_mbd.Model3D, got {type(model).__name__}")
+    return model._require_compiled()
+
+
+def _state_vector(x, n, what):
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{what} must be an array of real numbers: {err}") from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{what} must be an array of real numbers, got {arr.dtype} values")
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    if arr.shape != (n,):
+        raise StateError(f"{what} must have shape ({n},) for this model, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.flatnonzero(~np.isfinite(arr))[0])
+        raise StateError(f"{what}[{bad}] is not finite ({arr[bad]})")
+    return arr
+
+
+def _quaternions(model, q, what):
+    """The (k, 4) quaternions of q's spherical and free joints, normalised; StateError if one is off by > 1e-6."""
+    quats = q[model._quat_q[:, None] + np.arange(4)]
+    norms = np.sqrt(np.einsum("ij,ij->i", quats, quats))
+    bad = np.flatnonzero(np.abs(norms - 1.0) > SL.QUATERNION_TOL)
+    if bad.size:
+        b = int(bad[0])
+        body = int(model._quat_body[b])
+        raise StateError(f"{what}[{model._quat_q[b]}:{model._quat_q[b] + 4}], the quaternion of body "
+                         f"{model.names[body]!r} (index {body}), has norm {norms[b]!r}, not 1 (to 1e-6)")
+    return quats / norms[:, None]
+
+
+def _quat_multiply(a, b):
+    """Hamilton products of (k, 4) quaternion arrays (w, x, y, z)."""
+    aw, ax, ay, az = a.T
+    bw, bx, by, bz = b.T
+    return np.stack((aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw), axis=-1)
+
+
+def integrate_configuration(model, q, v, dt=1.0):
+    """q (+) v dt: the configuration reached from q moving at the constant velocity v for dt.
+
+    Euclidean coordinates (angles, slides, a free joint's position) add v dt; a quaternion becomes
+    quat (x) exp(omega dt / 2) (omega in the child frame: right multiplication), renormalised.
+
+    Parameters
+    ----------
+    model : Model3D
+    q : (nq,) array_like
+        Configuration; its quaternions must be unit to 1e-6 (they are normalised first).
+    v : (nv,) array_like
+        Velocity.
+    dt : float
+        Time step [s] (may be negative).
+
+    Returns
+    -------
+    q_new : ndarray (nq,)
+    """
+    model = _model3d(model)
+    q = _state_vector(q, model._nq, "q")
+    v = _state_vector(v, model._nv, "v")
+    if isinstance(dt, (bool, np.bool_)) or not isinstance(dt, numbers.Real) or not np.isfinite(dt):
+        raise TypeError(f"dt must be a finite real number, got {dt!r}")
+    dt = float(dt)
+    out = q.copy()
+    out[model._euclid_q] += v[model._euclid_v] * dt
+    if model._quat_q.size:
+        quats = _quaternions(model, q, "q")
+        half = v[model._quat_v[:, None] + np.arange(3)] * (0.5 * dt)
+        angle = np.linalg.norm(half, axis=1)
+        # sin(angle)/angle without 0/0: its series below 1e-4 (error < 1e-17)
+        small = angle < 1e-4
+        sinc = np.where(small, 1.0 - angle * angle / 6.0, np.sin(angle) / np.where(small, 1.0, angle))
+        step = np.column_stack((np.cos(angle), half * sinc[:, None]))
+        new = _quat_multiply(quats, step)
+        new /= np.linalg.norm(new, axis=1)[:, None]
+        out[model._quat_q[:, None] + np.arange(4)] = new
+    return out
+
+
+def difference(model, q0, q1):
+    """The velocity v (nv,) with ``integrate_configuration(model, q0, v) == q1`` (the log map, shortest rotation).
+
+    Euclidean coordinates subtract; a quaternion pair gives omega = 2 log(conj(quat0) (x) quat1) in the child frame,
+    taking the shorter of the two rotations (angle <= pi).
+    """
+    model = _model3d(model)
+    q0 = _state_vector(q0, model._nq, "q0")
+    q1 = _state_vector(q1, model._nq, "q1")
+    v = np.zeros(model._nv)
+    v[model._euclid_v] = q1[model._euclid_q] - q0[model._euclid_q]
+    if model._quat_q.size:
+        a = _quaternions(model, q0, "q0")
+        b = _quaternions(model, q1, "q1")
+        rel = _quat_multiply(a * np.array([1.0, -1.0, -1.0, -1.0]), b)
+        rel[rel[:, 0] < 0.0] *= -1.0  # q and -q are the same rotation: take the shorter way
+        s = np.linalg.norm(rel[:, 1:], axis=1)
+        w = rel[:, 0]
+        half = np.arctan2(s, w)  # half the rotation angle, in [0, pi/2]
+        small = s < 1e-8
+        factor = np.where(small, 2.0 / w, 2.0 * half / np.where(small, 1.0, s))
+        v[model._quat_v[:, None] + np.arange(3)] = rel[:, 1:] * factor[:, None]
+    return v

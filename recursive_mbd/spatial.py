@@ -1,0 +1,261 @@
+"""Public functions of the spatial (3D) formulation: validate, then call the kernels of ``_kernels.spatial``.
+
+``rm.forward_dynamics``, ``inverse_dynamics``, ``mass_matrix``, ``bias_forces``, ``energy``,
+``forward_kinematics`` and ``point_kinematics`` send a ``Model3D`` here. Equations of motion in the velocity
+coordinates v (nv,): M(q) vdot + h(q, v) = tau, tau conjugate to v (a torque about a revolute axis, a force along a
+prismatic one; a spherical joint's torque in the child frame; a free joint's force in the joint frame and torque in
+the child frame). q (nq,) holds the joint coordinates, quaternions (w, x, y, z) for spherical and free joints: a
+quaternion within 1e-6 of unit norm is normalised silently, one farther off is refused (StateError naming the body
+and the index in q).
+
+This module does not import ``dynamics`` (which imports it lazily to dispatch).
+"""
+
+import numpy as np
+from numba.core.errors import TypingError
+
+from . import _checks
+from ._kernels import layout as L
+from ._kernels import spatial as kernels
+from ._kernels import spatial_layout as SL
+from .errors import ModelError, StateError
+from .model3d import Model3D
+
+_FLOAT = np.dtype(np.float64)
+
+
+class Workspace3D:
+    """Scratch arrays of one spatial model, allocated once and reused by every kernel call."""
+
+    def __init__(self, model):
+        n = model.nbodies
+        width = model._max_nv
+        self.ws = np.zeros((n, SL.W_SPATIAL))
+        self.S = np.zeros((n, width, 6))
+        self.UD = np.zeros((n, width, 6))
+        self.uD = np.zeros((n, width))
+        self.tmp = np.zeros(kernels.TMP_SIZE)
+        self.zeros = np.zeros(model._nv)
+        self.pair = np.zeros(2)
+        self.rot = self.pos = self.omega = self.vel = None  # poses, allocated on first use (not by dynamics)
+        self.checked_out = None  # the last ``out`` forward_dynamics checked (as dynamics.Workspace)
+
+
+def workspace(model):
+    """The model's workspace, created on first use (freezes the model); TypeError unless ``model`` is a Model3D."""
+    if not isinstance(model, Model3D):
+        raise TypeError(f"model must be a recursive_mbd.Model3D, got {type(model).__name__}")
+    model._require_compiled()
+    if model._workspace3d is None:
+        model._workspace3d = Workspace3D(model)
+    return model._workspace3d
+
+
+def _vector(x, n, what, size_name):
+    """``x`` as a C-contiguous float64 (n,) array (fast path: already one), or TypeError / StateError naming it."""
+    if x.__class__ is np.ndarray and x.dtype is _FLOAT and x.shape == (n,) and x.flags.c_contiguous:
+        return x
+    arr = np.ascontiguousarray(_checks.real_array(x, what))
+    if arr.shape != (n,):
+        raise StateError(f"{what} must have shape ({n},) for this model ({size_name} = {n}), got shape {arr.shape}")
+    return arr
+
+
+def _raise(model, status, names, output="the result"):
+    """Turn a kernel status into the exception it stands for."""
+    if status < 0:
+        body = -status - 1
+        k = int(model.body_int[body, SL.QIDX]) + (3 if model.body_int[body, SL.JTYPE] == SL.FREE else 0)
+        raise StateError(f"{names[0]}[{k}:{k + 4}], the quaternion of body {model.names[body]!r} (index {body}), "
+                         f"is not of unit norm (to {SL.QUATERNION_TOL:g}); normalise it")
+    kind, index = L.decode_status(status)
+    if kind in (L.STATUS_NONFINITE_Q, L.STATUS_NONFINITE_QD, L.STATUS_NONFINITE_TAU):
+        raise StateError(f"{names[kind - L.STATUS_NONFINITE_Q]}[{index}] is not finite")
+    if kind == L.STATUS_OVERFLOW:
+        raise StateError(f"overflow: {output} (entry {index}) is not finite although {', '.join(names)} are: the "
+                         "inputs are too large for float64")
+    if kind == L.STATUS_SINGULAR:
+        raise ModelError(
+            f"body {model.names[index]!r} (index {index}): the articulated inertia of its joint is singular (the body "
+            "and its subtree have no mass or inertia that the joint can move, e.g. a point mass on a spherical joint "
+            "at its centre, or a massless tip body)")
+    raise RuntimeError(f"spatial kernel failed with status {status} (kind {kind}, index {index})")
+
+
+def _state(model, q, v):
+    return _vector(q, model._nq, "q", "nq"), _vector(v, model._nv, "v", "nv")
+
+
+def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursive"):
+    """Accelerations vdot (nv,) from M(q) vdot + h(q, v) = tau.
+
+    Parameters
+    ----------
+    model : Model3D
+    q : (nq,) array_like
+        Joint coordinates (quaternions (w, x, y, z) for spherical and free joints).
+    v : (nv,) array_like
+        Joint velocities.
+    tau : (nv,) array_like, optional
+        Generalised forces conjugate to v; default zero.
+    out : ndarray (nv,), optional
+        Where to write the result: a writable, C-contiguous float64 numpy array of exactly (nv,), else TypeError or
+        StateError (never converted, never overrun). Checked on first use and remembered.
+    t : float
+        Time [s] (spatial models have no time-dependent loads yet; checked only).
+    method : {"recursive", "mass_matrix"}
+        "recursive": the articulated-body algorithm, O(N) (default); "mass_matrix": M and h by the composite-rigid-
+        body and Newton-Euler algorithms, then a Cholesky solve, O(N^3) (a second route, for checks).
+    """
+    ws = model._workspace3d if model.__class__ is Model3D else None
+    if ws is None:
+        ws = workspace(model)
+    if out is not None and out is not ws.checked_out:
+        ws.checked_out = _checks.output_buffer(out, (model._nv,))
+    if t.__class__ is not float:
+        _checks.real(t, "t")
+    q, v = _state(model, q, v)
+    tau = ws.zeros if tau is None else _vector(tau, model._nv, "tau", "nv")
+    if method == "recursive":
+        vdot = np.empty(model._nv) if out is None else out
+        try:
+            status = kernels.forward_dynamics(model.body_int, model.body_real, model.gravity, q, v, tau, ws.ws, ws.S,
+                                              ws.UD, ws.uD, ws.tmp, vdot)
+        except TypingError:  # out's dimensions or flags were changed in place after its check: say so
+            if out is None:
+                raise
+            ws.checked_out = None
+            _checks.output_buffer(out, (model._nv,))
+            raise
+        if status:
+            _raise(model, status, ("q", "v", "tau"), output="vdot")
+        return vdot
+    if method == "mass_matrix":
+        import scipy.linalg  # noqa: PLC0415  (scipy only for this route)
+
+        _checks.finite_array(tau, "tau")
+        mass = mass_matrix(model, q)
+        rhs = tau - bias_forces(model, q, v)
+        try:
+            factor = scipy.linalg.cho_factor(mass, lower=True, check_finite=False)
+        except np.linalg.LinAlgError:
+            raise ModelError("the mass matrix is not positive definite at this q (a body or subtree without "
+                             "inertia along its joint)") from None
+        vdot = _checks.check_finite_result(scipy.linalg.cho_solve(factor, rhs, check_finite=False), "vdot")
+        if out is not None:
+            out[:] = vdot
+            return out
+        return vdot
+    raise StateError(f"unknown method {method!r}; expected 'recursive' or 'mass_matrix'")
+
+
+def inverse_dynamics(model, q, v, vdot, *, t=0.0):
+    """tau = M(q) vdot + h(q, v) (nv,) by the recursive Newton-Euler algorithm, O(N)."""
+    ws = workspace(model)
+    _checks.real(t, "t")
+    q, v = _state(model, q, v)
+    vdot = _vector(vdot, model._nv, "vdot", "nv")
+    tau = np.empty(model._nv)
+    status = kernels.inverse_dynamics(model.body_int, model.body_real, model.gravity, q, v, vdot, ws.ws, ws.S, ws.tmp,
+                                      tau)
+    if status:
+        _raise(model, status, ("q", "v", "vdot"), output="tau")
+    return tau
+
+
+def bias_forces(model, q, v):
+    """h(q, v) (nv,): the velocity-product and gravity terms of M vdot + h = tau."""
+    ws = workspace(model)
+    return inverse_dynamics(model, q, v, ws.zeros)
+
+
+def mass_matrix(model, q):
+    """M(q) (nv, nv), symmetric positive definite, by the composite-rigid-body algorithm."""
+    ws = workspace(model)
+    q = _vector(q, model._nq, "q", "nq")
+    out = np.zeros((model._nv, model._nv))
+    status = kernels.mass_matrix(model.body_int, model.body_real, q, ws.ws, ws.S, ws.tmp, out)
+    if status:
+        _raise(model, status, ("q",), output="M (row)")
+    return out
+
+
+def _pose_arrays(ws, n):
+    if ws.rot is None:
+        ws.rot, ws.pos, ws.omega, ws.vel = np.zeros((n, 3, 3)), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3))
+    return ws
+
+
+def _poses(model, q, v):
+    ws = _pose_arrays(workspace(model), model.nbodies)
+    q = _vector(q, model._nq, "q", "nq")
+    v = ws.zeros if v is None else _vector(v, model._nv, "v", "nv")
+    status = kernels.poses(model.body_int, model.body_real, q, v, ws.ws, ws.S, ws.tmp, ws.rot, ws.pos, ws.omega,
+                           ws.vel, True)
+    if status:
+        _raise(model, status, ("q", "v"))
+    return ws
+
+
+def forward_kinematics(model, q, v=None):
+    """Body frames in the ground frame.
+
+    Returns
+    -------
+    R : ndarray (nbodies, 3, 3)
+        Body-to-ground rotation of each body (its columns are the body axes in ground axes).
+    p : ndarray (nbodies, 3)
+        Origin of each body frame in the ground frame [m].
+    omega, velocity : ndarray (nbodies, 3), only if ``v`` is given
+        Angular velocity [rad/s] and velocity of the body frame origin [m/s], ground axes.
+    """
+    ws = _poses(model, q, v)
+    for value, what in ((ws.rot, "R"), (ws.pos, "p")):
+        _checks.check_finite_result(value, what)
+    if v is None:
+        return ws.rot.copy(), ws.pos.copy()
+    _checks.check_finite_result(ws.omega, "omega")
+    _checks.check_finite_result(ws.vel, "velocity")
+    return ws.rot.copy(), ws.pos.copy(), ws.omega.copy(), ws.vel.copy()
+
+
+def point_kinematics(model, q, v, body, point=(0.0, 0.0, 0.0)):
+    """Ground-frame position and velocity of point(s) fixed on a body.
+
+    Parameters
+    ----------
+    body : int or str
+        Body index or name.
+    point : (3,) or (k, 3) array_like
+        Point(s) in the body frame [m].
+
+    Returns
+    -------
+    position, velocity : ndarray, shaped like ``point`` [m, m/s]
+    """
+    workspace(model)
+    index = model.body_index(body)
+    pts = _checks.real_array(point, "point")
+    if pts.shape[-1:] != (3,) or pts.ndim > 2:
+        raise StateError(f"point must have shape (3,) or (k, 3), got {pts.shape}")
+    _checks.finite_array(pts, "point")
+    ws = _poses(model, q, v)
+    rot = ws.rot[index]
+    arm = pts @ rot.T  # the point relative to the body origin, ground axes
+    position = ws.pos[index] + arm
+    velocity = ws.vel[index] + np.cross(ws.omega[index], arm)
+    _checks.check_finite_result(position, "position")
+    _checks.check_finite_result(velocity, "velocity")
+    return position, velocity
+
+
+def energy(model, q, v, *, t=0.0):
+    """Kinetic and gravitational potential energy (T, V) [J]; V = -sum m_i g . c_i (c_i the centres of mass)."""
+    ws = _pose_arrays(workspace(model), model.nbodies)
+    _checks.real(t, "t")
+    q, v = _state(model, q, v)
+    status = kernels.energy(model.body_int, model.body_real, model.gravity, q, v, ws.ws, ws.S, ws.tmp, ws.rot, ws.pos,
+                            ws.omega, ws.vel, ws.pair)
+    if status:
+        _raise(model, status, ("q", "v"), output="the energy (0 kinetic, 1 potential)")
+    return float(ws.pair[0]), float(ws.pair[1])
