@@ -615,7 +615,10 @@ class SimulationResult:
     t : ndarray, shape (nt,)
         Sample times [s]; always holds t0 and t_end (unless the run failed, then up to the failure).
     q, qd : ndarray, shape (nt, nq)
-        Joint coordinates and rates at the samples (driven coordinates included).
+        Joint coordinates and rates at the samples (driven coordinates included). For a ``Model3D``: q (nt, nq)
+        the configurations (every quaternion unit norm) and qd (nt, nv) the joint VELOCITIES v (a spherical
+        joint's omega in the child frame), not dq/dt; ``qdd()``, ``driving_forces()``, ``element_forces()`` and
+        ``poses()`` are for planar models only (ValueError).
     dissipated_work, applied_work : ndarray, shape (nt,)
         Work [J] dissipated by the dampers and done by tau, the applied forces and torques and the drivers since
         t0, integrated with the motion: E(t) + dissipated_work - applied_work = E(t0).
@@ -651,7 +654,9 @@ class SimulationResult:
         self.q_events = []
         self.qd_events = []
 
-    def _require_model(self, what, inputs=True):
+    def _require_model(self, what, inputs=True, spatial=True):
+        if not spatial and isinstance(self.model, Model3D):
+            raise ValueError(f"{what} is not available for a Model3D's result yet (planar models only)")
         if self.model is None:
             raise ValueError(f"{what} needs the model: load the result with SimulationResult.load(path, model)")
         if inputs and self._evaluator is None:
@@ -673,12 +678,12 @@ class SimulationResult:
 
     def qdd(self):
         """Joint accelerations at every sample, shape (nt, nq) (prescribed ones for driven coordinates)."""
-        self._require_model("qdd()")
+        self._require_model("qdd()", spatial=False)
         return np.array([self._evaluate(i)[0][20].copy() for i in range(self.t.size)])
 
     def driving_forces(self):
         """Joint force of each driver at every sample, shape (nt, nq) (zero for free coordinates) [N m or N]."""
-        self._require_model("driving_forces()")
+        self._require_model("driving_forces()", spatial=False)
         system = self._evaluator[2]
         out = np.zeros((self.t.size, self.model.nq))
         for i in range(self.t.size):
@@ -688,7 +693,7 @@ class SimulationResult:
 
     def element_forces(self):
         """Per-element values at every sample, shape (nt, nelements, 3) (see ``rm.element_forces``)."""
-        self._require_model("element_forces()")
+        self._require_model("element_forces()", spatial=False)
         return np.array([self._evaluate(i)[0][19].copy() for i in range(self.t.size)])
 
     def energy(self):
@@ -705,7 +710,7 @@ class SimulationResult:
 
     def poses(self, body):
         """Pose (x, y, theta) of a body's frame at every sample, shape (nt, 3)."""
-        self._require_model("poses()", inputs=False)
+        self._require_model("poses()", inputs=False, spatial=False)
         index = self.model.body_index(body)
         return np.array([forward_kinematics(self.model, q)[0][index] for q in self.q])
 
@@ -740,7 +745,9 @@ class SimulationResult:
                 os.remove(partial)
 
     def _body_names(self):
-        return self.model.body_names if self.model is not None else getattr(self, "body_names", ())
+        if self.model is None:
+            return getattr(self, "body_names", ())
+        return self.model.names if isinstance(self.model, Model3D) else self.model.body_names
 
     @classmethod
     def load(cls, path, model=None):
@@ -786,13 +793,18 @@ class SimulationResult:
         if nt == 0 or np.any(np.diff(t) < 0.0):
             fail("entry 't' must be a non-empty, non-decreasing array of times")
         names = entry("body_names", "U", 1)
-        if model is not None and tuple(names) != model.body_names:
+        model_names = None if model is None else tuple(model.names if isinstance(model, Model3D)
+                                                       else model.body_names)
+        if model is not None and tuple(names) != model_names:
             fail(f"the result's bodies {tuple(names)[:5]}{'...' if len(names) > 5 else ''} do not match the "
-                 f"model's {model.body_names[:5]}{'...' if model.nbodies > 5 else ''}")
+                 f"model's {model_names[:5]}{'...' if model.nbodies > 5 else ''}")
         nq = model.nq if model is not None else None
         q = entry("q", "f", 2, (nt, nq))
         nq = q.shape[1]
-        qd = entry("qd", "f", 2, (nt, nq))
+        # a Model3D's qd holds v (nv columns); a planar model's qd has nq columns; without a model: as stored
+        nv = model.nv if isinstance(model, Model3D) else (nq if model is not None else None)
+        qd = entry("qd", "f", 2, (nt, nv))
+        nv = qd.shape[1]
         work = np.column_stack((entry("dissipated_work", "f", 1, (nt,)), entry("applied_work", "f", 1, (nt,))))
         method = str(entry("method", "U", 0))
         status = str(entry("status", "U", 0))
@@ -811,7 +823,7 @@ class SimulationResult:
             t_ev = entry(f"t_events_{i}", "f", 1)
             result.t_events.append(t_ev)
             result.q_events.append(entry(f"q_events_{i}", "f", 2, (t_ev.size, nq)))
-            result.qd_events.append(entry(f"qd_events_{i}", "f", 2, (t_ev.size, nq)))
+            result.qd_events.append(entry(f"qd_events_{i}", "f", 2, (t_ev.size, nv)))
         if "constraint_drift" in arrays:
             result.constraint_drift = entry("constraint_drift", "f", 1, (nt,))
         if ("z" in arrays) != ("zd" in arrays):
