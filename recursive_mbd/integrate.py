@@ -981,11 +981,20 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
              alpha=0.0, beta=0.0, max_wall_time=None, rho_inf=None, newton_tol=None, **augmented_options):
     """Integrate M(q) qdd + h(q, qd) = tau + Q_elements from (q0, qd0) at t0 to t_end.
 
+    A ``Model3D`` (spatial model) integrates M(q) vdot + h(q, v) = tau with the state (q (nq), v (nv)):
+    q' = v for Euclidean coordinates, quat' = 1/2 quat (x) (0, omega) for a quaternion (omega in the child frame),
+    vdot by the articulated-body algorithm (``_kernels.spatial_system``). Every quaternion is renormalised after
+    each accepted step of the numba methods (within a step, and in scipy's, the dynamics see it normalised), and
+    ``result.q`` holds unit quaternions; ``result.qd`` holds v (nt, nv). tau is (nv,) or tau(t) / tau(t, q, v);
+    q0's quaternions off unit norm by more than 1e-12 are normalised with a RuntimeWarning (zero: StateError).
+    Not for a Model3D yet: drivers, formulation, stabilization / alpha / beta, generalized_alpha (ValueError).
+
     Parameters
     ----------
-    model : Model
+    model : Model or Model3D
     q0, qd0 : array_like, shape (nq,)
-        Initial joint coordinates and rates (entries of driven coordinates are replaced by their drivers).
+        Initial joint coordinates and rates (entries of driven coordinates are replaced by their drivers); for a
+        Model3D q0 (nq,) and the velocities v0 (nv,).
     t_end : float
         Final time [s], > t0.
     method : str

@@ -8,8 +8,11 @@ import numpy as np
 import pytest
 
 import recursive_mbd as rm
+from recursive_mbd._kernels import integrators
+from recursive_mbd._kernels import layout as L
+from recursive_mbd._kernels.spatial_system import project_state, projects
 from recursive_mbd.errors import SimulationError, StateError
-from recursive_mbd.integrate import SimulationResult
+from recursive_mbd.integrate import SimulationResult, SpatialTimeLoop, _SpatialInputs
 from recursive_mbd.model3d import quaternion_matrix
 
 
@@ -194,3 +197,43 @@ def test_refusals_and_saved_results(tmp_path):
     back = SimulationResult.load(tmp_path / "spatial.npz", model)
     assert np.array_equal(back.q, res.q) and np.array_equal(back.qd, res.qd) and back.qd.shape[1] == 3
     assert np.array_equal(back.energy_balance(), res.energy_balance())
+
+
+def test_projection_renormalises_the_integrated_quaternions():
+    """The projection after every accepted step (the output map normalises as well, so test the kernel itself):
+    a quaternion of y off unit norm comes back unit, the rest of y untouched; a zero one is a non-finite state."""
+    model = rm.Model3D()
+    root = model.add_body(joint="revolute", inertia=1.0)
+    model.add_body(parent=root, joint="free", inertia=1.0)
+    system = SpatialTimeLoop(model, _SpatialInputs(model, None)).system
+    assert projects(system)
+    y = np.arange(1.0, model.nq + model.nv + 3)
+    before = y.copy()
+    assert project_state(integrators.no_inputs, 0, system, 0.0, y) == L.STATUS_OK
+    assert np.allclose(y[4:8], before[4:8] / np.linalg.norm(before[4:8]), rtol=1e-15, atol=0.0)
+    assert np.array_equal(np.delete(y, range(4, 8)), np.delete(before, range(4, 8)))
+    y[4:8] = 0.0
+    assert project_state(integrators.no_inputs, 0, system, 0.0, y) == L.STATUS_NONFINITE_STATE
+    planar_like = rm.Model3D()
+    planar_like.add_body(joint="revolute", inertia=1.0)
+    assert not projects(SpatialTimeLoop(planar_like, _SpatialInputs(planar_like, None)).system)
+
+
+def test_scipy_methods_and_events_on_a_spatial_model():
+    """scipy's solvers (Radau with the finite-difference Jacobian of integrators.rhs_jacobian) integrate the same
+    right-hand side: they agree with dop853; events see (q, v) of the model's sizes."""
+    model = _rigid_body("spherical", inertia=(0.1, 0.2, 0.3, 0, 0, 0), mass=1.0, gravity=(0.0, 0.0, -9.81),
+                        com=(0.0, 0.0, -0.5))
+    q0, v0 = model.neutral(), np.array([1.0, 2.0, 0.5])
+    reference = rm.simulate(model, q0, v0, 1.0, method="dop853", rtol=1e-12, atol=1e-12)
+    for method in ("scipy:DOP853", "scipy:Radau"):
+        res = rm.simulate(model, q0, v0, 1.0, method=method, rtol=1e-10, atol=1e-10)
+        assert np.abs(res.q[-1] - reference.q[-1]).max() < 1e-8
+        assert np.abs(np.linalg.norm(res.q[:, :4], axis=1) - 1.0).max() < 4e-16
+
+    def crossing(t, q, v):
+        return q[1]
+
+    res = rm.simulate(model, q0, v0, 1.0, events=crossing, rtol=1e-10, atol=1e-10)
+    assert res.t_events[0].size == 1 and res.q_events[0].shape == (1, 4) and res.qd_events[0].shape == (1, 3)
+    assert abs(res.q_events[0][0, 1]) < 1e-8
