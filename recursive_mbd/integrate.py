@@ -37,6 +37,7 @@ from ._kernels.recursive_system import RecursiveSystem
 from ._method_names import FIXED_STEP, METHODS
 from .dynamics import as_vector, element_inputs, energy, forward_kinematics, raise_status, workspace
 from .errors import ModelError, ResultFileError, SimulationError, StateError
+from .model3d import Model3D
 
 
 @dataclass(frozen=True)
@@ -219,9 +220,11 @@ class _Inputs:
     """
 
     failure = None
+    spatial = False  # a Model3D's inputs (``_SpatialInputs``): tau of size nv, no elements or drivers
 
     def __init__(self, model, tau, drivers):
         nq = model.nq
+        self.ntau = nq
         self.model = model
         self.tau_const = np.zeros(nq)
         self.tau_function = None
@@ -265,7 +268,8 @@ class _Inputs:
 
     def __call__(self, t, q, qd, u):
         """Fill u at time t; driver values also go into q and qd before tau(t, q, qd) sees them."""
-        element_inputs(self.model, t, u)
+        if not self.spatial:
+            element_inputs(self.model, t, u)
         for j, (coord, name, evaluate) in enumerate(self.drivers):
             value = _checks.driver_value(name, evaluate, t)
             slot = self.driver_offset + 3 * j
@@ -281,7 +285,7 @@ class _Inputs:
             except (TypeError, ValueError) as err:
                 raise StateError(f"tau function must return {self.model.nq} finite numbers ({self.tau_name} at "
                                  f"t = {t:g} returned {_short(value)})") from err
-            nq = self.model.nq
+            nq = self.ntau
             if value.shape != (nq,) or not np.all(np.isfinite(value)):
                 raise StateError(f"tau function must return {nq} finite numbers ({self.tau_name} at t = {t:g} "
                                  f"returned shape {value.shape}: {_short(value)})")
@@ -364,6 +368,104 @@ class RecursiveTimeLoop:
             from .loops import constraints  # noqa: PLC0415
 
             result.constraint_drift = np.array([np.abs(constraints(self.model, qi)[0]).max() for qi in result.q])
+
+
+class _SpatialInputs(_Inputs):
+    """The inputs of a run on a ``Model3D``: tau (nv,) constant, or a function tau(t) / tau(t, q, v) (q (nq,) with
+    unit quaternions, v (nv,)); u = [tau] when tau is a function. Spatial models have no force elements or drivers
+    yet."""
+
+    spatial = True
+
+    def __init__(self, model, tau):
+        nv = model.nv
+        self.model = model
+        self.ntau = nv
+        self.tau_const = np.zeros(nv)
+        self.tau_function = None
+        self.tau_arity = 0
+        self.tau_offset = -1
+        if callable(tau):
+            self.tau_function = tau
+            self.tau_name = _function_name(tau)
+            self.tau_arity = _checks.arity(tau, "tau")
+            self.tau_offset = 0
+        elif tau is not None:
+            arr = np.asarray(_checks.real_array(tau, "tau"), dtype=float)
+            if arr.shape != (nv,):
+                raise StateError(f"tau must have shape ({nv},) for this model (nv = {nv}), got shape {arr.shape}")
+            if not np.all(np.isfinite(arr)):
+                raise StateError(f"tau[{int(np.flatnonzero(~np.isfinite(arr))[0])}] is not finite")
+            self.tau_const = arr.copy()
+        self.driver_offset = nv if self.tau_function is not None else 0
+        self.drivers = []
+        self.driven = np.zeros(0, dtype=np.uint8)
+        self.driven_coords = np.zeros(0, dtype=np.int64)
+        self.size = self.driver_offset
+        self.has_python = self.tau_function is not None and not isinstance(self.tau_function, CPUDispatcher)
+
+
+class SpatialTimeLoop:
+    """The spatial formulation's pieces for the generic time loops (``rm.simulate`` on a ``Model3D``): the compiled
+    system (``_kernels.spatial_system``), the initial state y = (q0, v0, 0, 0) and the map back from the integrated
+    states: q with every quaternion renormalised (a dense-output sample between two projected steps may be off unit
+    by the local error), v as integrated."""
+
+    name = "recursive"
+
+    def __init__(self, model, inputs):
+        from . import spatial  # noqa: PLC0415  (spatial kernels only for spatial models)
+        from ._kernels.spatial_system import SpatialSystem  # noqa: PLC0415  (registers its overloads)
+
+        self.model = model
+        self.inputs = inputs
+        ws = spatial.workspace(model)
+        nq, nv = model.nq, model.nv
+        self.system = SpatialSystem(
+            model.body_int, model.body_real, model.gravity, model._euclid_q.astype(np.int64),
+            model._euclid_v.astype(np.int64), model._quat_q, model._quat_v, inputs.tau_const,
+            np.array([inputs.tau_offset], dtype=np.int64), np.zeros(inputs.size), np.zeros(nq), np.zeros(nv),
+            np.zeros(nv), np.zeros(nv), np.zeros_like(ws.ws), np.zeros_like(ws.S), np.zeros_like(ws.UD),
+            np.zeros_like(ws.uD), np.zeros_like(ws.tmp))
+
+    def initial_state(self, q0, qd0, t0, callback, key):
+        return np.concatenate((q0, qd0, [0.0, 0.0]))
+
+    def joint_states(self, t, y):
+        """q (nt, nq) with unit quaternions and v (nt, nv) of the integrated states y (nt, nq + nv + 2)."""
+        nq, nv = self.model.nq, self.model.nv
+        y = np.atleast_2d(y)
+        q = y[:, :nq].copy()
+        columns = self.model._quat_q[:, None] + np.arange(4)
+        if columns.size:
+            quats = q[:, columns]  # (nt, k, 4)
+            q[:, columns] = quats / np.linalg.norm(quats, axis=2)[:, :, None]
+        return q, y[:, nq:nq + nv].copy()
+
+    def work(self, y):
+        return y[:, self.model.nq + self.model.nv:]
+
+    def finish(self, result, y, callback, key):
+        result._evaluator = None
+
+
+def _spatial_start(model, q0, qd0):
+    """(q0, v0) of a run on a Model3D as float64 arrays: shapes (nq,), (nv,), finite; each quaternion off unit norm
+    by more than 1e-12 is normalised with a RuntimeWarning (one that is zero is a StateError naming body and index)."""
+    from .model3d import _state_vector  # noqa: PLC0415
+
+    q0 = _state_vector(q0, model.nq, "q0").copy()
+    qd0 = _state_vector(qd0, model.nv, "qd0").copy()
+    for start, body in zip(model._quat_q, model._quat_body, strict=True):
+        quat = q0[start:start + 4]
+        norm = float(np.linalg.norm(quat))
+        where = f"q0[{start}:{start + 4}], the quaternion of body {model.names[body]!r} (index {body}),"
+        if not norm > 0.0:
+            raise StateError(f"{where} is zero: not a rotation")
+        if abs(norm - 1.0) > 1e-12:
+            warnings.warn(f"{where} has norm {norm!r}; simulate normalises it", RuntimeWarning, stacklevel=3)
+            q0[start:start + 4] = quat / norm
+    return q0, qd0
 
 
 def _function_name(function):
@@ -514,7 +616,10 @@ class SimulationResult:
     t : ndarray, shape (nt,)
         Sample times [s]; always holds t0 and t_end (unless the run failed, then up to the failure).
     q, qd : ndarray, shape (nt, nq)
-        Joint coordinates and rates at the samples (driven coordinates included).
+        Joint coordinates and rates at the samples (driven coordinates included). For a ``Model3D``: q (nt, nq)
+        the configurations (every quaternion unit norm) and qd (nt, nv) the joint VELOCITIES v (a spherical
+        joint's omega in the child frame), not dq/dt; ``qdd()``, ``driving_forces()``, ``element_forces()`` and
+        ``poses()`` are for planar models only (ValueError).
     dissipated_work, applied_work : ndarray, shape (nt,)
         Work [J] dissipated by the dampers and done by tau, the applied forces and torques and the drivers since
         t0, integrated with the motion: E(t) + dissipated_work - applied_work = E(t0).
@@ -550,7 +655,9 @@ class SimulationResult:
         self.q_events = []
         self.qd_events = []
 
-    def _require_model(self, what, inputs=True):
+    def _require_model(self, what, inputs=True, spatial=True):
+        if not spatial and isinstance(self.model, Model3D):
+            raise ValueError(f"{what} is not available for a Model3D's result yet (planar models only)")
         if self.model is None:
             raise ValueError(f"{what} needs the model: load the result with SimulationResult.load(path, model)")
         if inputs and self._evaluator is None:
@@ -572,12 +679,12 @@ class SimulationResult:
 
     def qdd(self):
         """Joint accelerations at every sample, shape (nt, nq) (prescribed ones for driven coordinates)."""
-        self._require_model("qdd()")
+        self._require_model("qdd()", spatial=False)
         return np.array([self._evaluate(i)[0][20].copy() for i in range(self.t.size)])
 
     def driving_forces(self):
         """Joint force of each driver at every sample, shape (nt, nq) (zero for free coordinates) [N m or N]."""
-        self._require_model("driving_forces()")
+        self._require_model("driving_forces()", spatial=False)
         system = self._evaluator[2]
         out = np.zeros((self.t.size, self.model.nq))
         for i in range(self.t.size):
@@ -587,7 +694,7 @@ class SimulationResult:
 
     def element_forces(self):
         """Per-element values at every sample, shape (nt, nelements, 3) (see ``rm.element_forces``)."""
-        self._require_model("element_forces()")
+        self._require_model("element_forces()", spatial=False)
         return np.array([self._evaluate(i)[0][19].copy() for i in range(self.t.size)])
 
     def energy(self):
@@ -604,7 +711,7 @@ class SimulationResult:
 
     def poses(self, body):
         """Pose (x, y, theta) of a body's frame at every sample, shape (nt, 3)."""
-        self._require_model("poses()", inputs=False)
+        self._require_model("poses()", inputs=False, spatial=False)
         index = self.model.body_index(body)
         return np.array([forward_kinematics(self.model, q)[0][index] for q in self.q])
 
@@ -639,7 +746,9 @@ class SimulationResult:
                 os.remove(partial)
 
     def _body_names(self):
-        return self.model.body_names if self.model is not None else getattr(self, "body_names", ())
+        if self.model is None:
+            return getattr(self, "body_names", ())
+        return self.model.names if isinstance(self.model, Model3D) else self.model.body_names
 
     @classmethod
     def load(cls, path, model=None):
@@ -685,13 +794,18 @@ class SimulationResult:
         if nt == 0 or np.any(np.diff(t) < 0.0):
             fail("entry 't' must be a non-empty, non-decreasing array of times")
         names = entry("body_names", "U", 1)
-        if model is not None and tuple(names) != model.body_names:
+        model_names = None if model is None else tuple(model.names if isinstance(model, Model3D)
+                                                       else model.body_names)
+        if model is not None and tuple(names) != model_names:
             fail(f"the result's bodies {tuple(names)[:5]}{'...' if len(names) > 5 else ''} do not match the "
-                 f"model's {model.body_names[:5]}{'...' if model.nbodies > 5 else ''}")
+                 f"model's {model_names[:5]}{'...' if model.nbodies > 5 else ''}")
         nq = model.nq if model is not None else None
         q = entry("q", "f", 2, (nt, nq))
         nq = q.shape[1]
-        qd = entry("qd", "f", 2, (nt, nq))
+        # a Model3D's qd holds v (nv columns); a planar model's qd has nq columns; without a model: as stored
+        nv = model.nv if isinstance(model, Model3D) else (nq if model is not None else None)
+        qd = entry("qd", "f", 2, (nt, nv))
+        nv = qd.shape[1]
         work = np.column_stack((entry("dissipated_work", "f", 1, (nt,)), entry("applied_work", "f", 1, (nt,))))
         method = str(entry("method", "U", 0))
         status = str(entry("status", "U", 0))
@@ -710,7 +824,7 @@ class SimulationResult:
             t_ev = entry(f"t_events_{i}", "f", 1)
             result.t_events.append(t_ev)
             result.q_events.append(entry(f"q_events_{i}", "f", 2, (t_ev.size, nq)))
-            result.qd_events.append(entry(f"qd_events_{i}", "f", 2, (t_ev.size, nq)))
+            result.qd_events.append(entry(f"qd_events_{i}", "f", 2, (t_ev.size, nv)))
         if "constraint_drift" in arrays:
             result.constraint_drift = entry("constraint_drift", "f", 1, (nt,))
         if ("z" in arrays) != ("zd" in arrays):
@@ -868,11 +982,20 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
              alpha=0.0, beta=0.0, max_wall_time=None, rho_inf=None, newton_tol=None, **augmented_options):
     """Integrate M(q) qdd + h(q, qd) = tau + Q_elements from (q0, qd0) at t0 to t_end.
 
+    A ``Model3D`` (spatial model) integrates M(q) vdot + h(q, v) = tau with the state (q (nq), v (nv)):
+    q' = v for Euclidean coordinates, quat' = 1/2 quat (x) (0, omega) for a quaternion (omega in the child frame),
+    vdot by the articulated-body algorithm (``_kernels.spatial_system``). Every quaternion is renormalised after
+    each accepted step of the numba methods (within a step, and in scipy's, the dynamics see it normalised), and
+    ``result.q`` holds unit quaternions; ``result.qd`` holds v (nt, nv). tau is (nv,) or tau(t) / tau(t, q, v);
+    q0's quaternions off unit norm by more than 1e-12 are normalised with a RuntimeWarning (zero: StateError).
+    Not for a Model3D yet: drivers, formulation, stabilization / alpha / beta, generalized_alpha (ValueError).
+
     Parameters
     ----------
-    model : Model
+    model : Model or Model3D
     q0, qd0 : array_like, shape (nq,)
-        Initial joint coordinates and rates (entries of driven coordinates are replaced by their drivers).
+        Initial joint coordinates and rates (entries of driven coordinates are replaced by their drivers); for a
+        Model3D q0 (nq,) and the velocities v0 (nv,).
     t_end : float
         Final time [s], > t0.
     method : str
@@ -962,6 +1085,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         samples so far (``result.status`` "interrupted").
     """
     _check_options(augmented_options, formulation)
+    spatial = isinstance(model, Model3D)
+    if spatial:
+        _refuse_spatial_options(method, formulation, drivers, stabilization, alpha, beta)
     max_steps = _max_steps(max_steps)
     rtol, atol, every, max_step, first_step, max_steps, alpha, beta, t_eval, midpoint_tol = _checks.run_options(
         rtol=rtol, atol=atol, every=every, max_step=max_step, first_step=first_step, max_steps=max_steps,
@@ -983,11 +1109,16 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         raise ValueError(f"unknown method {method!r}; expected one of {sorted(METHODS)} or 'scipy:NAME'")
     if scipy_method is not None:
         _scipy_solver(scipy_method)
-    workspace(model)
-    if model.nq == 0:
-        raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
-    q0 = as_vector(model, q0, "q0").copy()
-    qd0 = as_vector(model, qd0, "qd0").copy()
+    if spatial:
+        if model.nv == 0:
+            raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
+        q0, qd0 = _spatial_start(model, q0, qd0)
+    else:
+        workspace(model)
+        if model.nq == 0:
+            raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
+        q0 = as_vector(model, q0, "q0").copy()
+        qd0 = as_vector(model, qd0, "qd0").copy()
     for vec, what in ((q0, "q0"), (qd0, "qd0")):
         if not np.all(np.isfinite(vec)):
             raise StateError(f"{what}[{int(np.flatnonzero(~np.isfinite(vec))[0])}] is not finite")
@@ -1009,10 +1140,16 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         raise ValueError(f"t_eval needs a method with dense output (dopri5 or scipy:NAME); {method} stores "
                          "every-th step (every=)")
 
-    inputs = _Inputs(model, tau, drivers)
-    callback, key = inputs.callback()
-    stabilization = _stabilization(model, stabilization, scipy_method, formulation)
-    loop = _FORMULATIONS[formulation](model, inputs, stabilization, float(alpha), float(beta), **augmented_options)
+    if spatial:
+        inputs = _SpatialInputs(model, tau)
+        callback, key = inputs.callback()
+        loop = SpatialTimeLoop(model, inputs)
+    else:
+        inputs = _Inputs(model, tau, drivers)
+        callback, key = inputs.callback()
+        stabilization = _stabilization(model, stabilization, scipy_method, formulation)
+        loop = _FORMULATIONS[formulation](model, inputs, stabilization, float(alpha), float(beta),
+                                          **augmented_options)
     event_functions = _Events(model, events, inputs, loop)
     if event_functions.functions and scipy_method is None and method != "bdf" and (
             method not in TABLEAUS or TABLEAUS[method].DENSE is None):
@@ -1020,6 +1157,21 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     return _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0, t0, t_end, rtol, atol, dt,
                      t_eval, every, max_step, first_step, max_steps, midpoint_tol, event_functions, progress,
                      max_wall_time)
+
+
+def _refuse_spatial_options(method, formulation, drivers, stabilization, alpha, beta):
+    """ValueError for an option of simulate that a spatial model (``Model3D``) does not take yet."""
+    if formulation != "recursive":
+        raise ValueError(f"a Model3D is integrated by the spatial recursive formulation; formulation={formulation!r} "
+                         "is for planar models")
+    if method == "generalized_alpha":
+        raise ValueError("method 'generalized_alpha' integrates planar models only; for a Model3D use dopri5, "
+                         "dop853, rk4, implicit_midpoint or scipy:NAME")
+    if drivers:
+        raise ValueError("drivers are not supported on a Model3D yet (prescribe the motion through tau)")
+    if stabilization not in (None, "none") or alpha or beta:
+        raise ValueError("stabilization, alpha and beta are for loop constraints; a Model3D has none (its "
+                         "quaternions are renormalised after every accepted step)")
 
 
 def _augmented(model, inputs, stabilization, alpha, beta, solver=None):
@@ -1139,7 +1291,7 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
     y0 = loop.initial_state(q0, qd0, t0, callback, key)
     status = integrators.system_rhs(callback, key, system, t0, y0, np.empty_like(y0))
     if status:
-        raise_status(model, status)
+        _raise_kernel_status(model, status)
 
     n = y0.size
     nrejected = 0
@@ -1179,8 +1331,8 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
         hits = [(t_ev, y_ev) for index, t_ev, y_ev in event_records if index == i]
         states = [events.state(t_ev, y_ev) for t_ev, y_ev in hits]
         result.t_events.append(np.array([t_ev for t_ev, _ in hits]))
-        result.q_events.append(np.array([q for q, _ in states]).reshape(-1, model.nq))
-        result.qd_events.append(np.array([qd for _, qd in states]).reshape(-1, model.nq))
+        result.q_events.append(np.array([q for q, _ in states]).reshape(-1, result.q.shape[1]))
+        result.qd_events.append(np.array([qd for _, qd in states]).reshape(-1, result.qd.shape[1]))
     if status == L.STATUS_EVENT:
         result.status = "event"
         status = L.STATUS_OK
@@ -1240,13 +1392,13 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
                       "no configuration of the free coordinates closes it")
         else:
             try:
-                raise_status(model, status)
+                _raise_kernel_status(model, status)
             except (ModelError, StateError) as err:
                 reason = str(err)
             else:  # pragma: no cover - raise_status always raises
                 reason = f"status {status}"
     free = getattr(loop.system, "free", None)  # the recursive formulation's free coordinates
-    if model.nloops and free is not None and kind in (L.STATUS_STEP_UNDERFLOW, L.STATUS_LOOPS_OPEN):
+    if free is not None and model.nloops and kind in (L.STATUS_STEP_UNDERFLOW, L.STATUS_LOOPS_OPEN):
         from .loops import lock_diagnosis  # noqa: PLC0415  (a driven mechanism in a dead point)
 
         lock = lock_diagnosis(model, result.q[-1], free)
@@ -1255,6 +1407,15 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
     raise SimulationError(f"{method} failed at t = {t_fail:.9g} s: {reason}; "
                           f"{result.t.size} samples up to t = {result.t[-1]:.9g} s are kept in .result",
                           t_fail, result) from cause
+
+
+def _raise_kernel_status(model, status):
+    """The exception of a kernel status: the planar route's, or the spatial one's (q, v, tau of a Model3D)."""
+    if isinstance(model, Model3D):
+        from .spatial import _raise  # noqa: PLC0415
+
+        _raise(model, status, ("q", "v", "tau"))
+    raise_status(model, status)
 
 
 def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, every, max_step, first_step,

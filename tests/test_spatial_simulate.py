@@ -1,0 +1,239 @@
+"""rm.simulate on spatial models (issue 18 item 3): closed forms of rigid-body motion, the work terms, unit
+quaternions in the result, bad input and failures with partial results."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import recursive_mbd as rm
+from recursive_mbd._kernels import integrators
+from recursive_mbd._kernels import layout as L
+from recursive_mbd._kernels.spatial_system import project_state, projects
+from recursive_mbd.errors import SimulationError, StateError
+from recursive_mbd.integrate import SimulationResult, SpatialTimeLoop, _SpatialInputs
+from recursive_mbd.model3d import quaternion_matrix
+
+
+def _rigid_body(joint, inertia=(1.0, 2.0, 3.0, 0.0, 0.0, 0.0), mass=2.0, gravity=(0.0, 0.0, 0.0), com=(0, 0, 0)):
+    model = rm.Model3D(gravity=gravity)
+    model.add_body(joint=joint, mass=mass, inertia=inertia, com=com, name="body")
+    return model
+
+
+def _rotations(model, q):
+    """Body-to-ground rotation of body 0 at every sample, from its quaternion (w, x, y, z) directly."""
+    start = int(model._quat_q[0])
+    return np.array([quaternion_matrix(row[start:start + 4]) for row in q])
+
+
+@pytest.mark.parametrize("joint", ["spherical", "free"])
+def test_torque_free_body_keeps_energy_and_momentum_and_flips(joint):
+    """Dzhanibekov: a spin about the intermediate principal axis, slightly perturbed, reverses again and again;
+    T = omega . I omega / 2 and the angular momentum R I omega (ground axes) stay constant to 1e-10 over 100 s."""
+    inertia = np.diag([1.0, 2.0, 3.0])
+    model = _rigid_body(joint)
+    spin = 2.0
+    omega0 = np.array([1e-3, spin, 1e-3])
+    q0 = model.neutral()
+    v0 = np.zeros(model.nv)
+    v0[-3:] = omega0
+    if joint == "free":
+        q0[:3] = (0.5, -1.0, 2.0)
+        v0[:3] = (0.3, 0.1, -0.2)  # drifts in a straight line: no force
+    res = rm.simulate(model, q0, v0, 100.0, method="dop853", rtol=1e-12, atol=1e-12, every=5)
+    omega = res.qd[:, -3:]
+    kinetic = 0.5 * np.einsum("ti,ij,tj->t", omega, inertia, omega)
+    momentum = np.einsum("tij,jk,tk->ti", _rotations(model, res.q), inertia, omega)
+    assert res.t[-1] == 100.0
+    assert np.abs(kinetic / kinetic[0] - 1.0).max() < 1e-10
+    assert np.linalg.norm(momentum - momentum[0], axis=1).max() < 1e-10 * np.linalg.norm(momentum[0])
+    rotational = res.energy()[0] - 0.5 * 2.0 * np.sum(res.qd[:, :3] ** 2, axis=1) * (joint == "free")
+    assert np.allclose(rotational, kinetic, rtol=1e-12, atol=0.0)  # rm.energy agrees with omega . I omega / 2
+    assert omega[:, 1].min() < -0.99 * spin and omega[:, 1].max() > 0.99 * spin  # the flip, and back
+    if joint == "free":
+        assert np.allclose(res.q[:, :3], q0[:3] + np.outer(res.t, v0[:3]), rtol=0.0, atol=1e-9)
+
+
+def test_conical_pendulum_of_a_rod_stays_on_its_cone():
+    """A uniform rod (length L, radius r) on a spherical joint at its end, turning steadily about the vertical at
+    angle alpha: Omega^2 (A - C) cos(alpha) = m g L / 2 (A, C its moments about the pivot, across and along it);
+    the rod's direction is (sin a cos Omega t, sin a sin Omega t, -cos a) at every sample."""
+    mass, length, radius, g, alpha = 1.5, 0.8, 0.02, 9.81, 0.6
+    across_com = mass * (3 * radius ** 2 + length ** 2) / 12
+    along = mass * radius ** 2 / 2
+    model = rm.Model3D(gravity=(0.0, 0.0, -g))
+    model.add_body(joint="spherical", mass=mass, inertia=(across_com, across_com, along, 0, 0, 0),
+                   com=(0.0, 0.0, -length / 2))
+    across = across_com + mass * (length / 2) ** 2
+    rate = math.sqrt(mass * g * length / (2 * (across - along) * math.cos(alpha)))
+    q0 = np.array([math.cos(alpha / 2), 0.0, -math.sin(alpha / 2), 0.0])  # Rot_y(-alpha): -z to (sin a, 0, -cos a)
+    v0 = rate * np.array([math.sin(alpha), 0.0, math.cos(alpha)])  # Omega z in the child frame
+    t_end = 4 * 2 * math.pi / rate
+    res = rm.simulate(model, q0, v0, t_end, method="dop853", rtol=1e-12, atol=1e-12)
+    direction = -_rotations(model, res.q)[:, :, 2]
+    expected = np.column_stack((math.sin(alpha) * np.cos(rate * res.t), math.sin(alpha) * np.sin(rate * res.t),
+                                np.full(res.t.size, -math.cos(alpha))))
+    assert np.abs(direction - expected).max() < 1e-9
+    # the same tilt with 1 % more rate leaves the cone: the closed form is what holds it there
+    res_off = rm.simulate(model, q0, 1.01 * v0, t_end, method="dop853", rtol=1e-12, atol=1e-12)
+    assert np.abs(-_rotations(model, res_off.q)[:, 2, 2] + math.cos(alpha)).max() > 1e-3
+
+
+def test_heavy_top_steady_precession_holds_its_nutation_angle():
+    """Symmetric top (moments A across, C along its axis at the centre of mass, which is l up the axis from the
+    pivot) at nutation angle theta from the upward vertical, spin omega3 about its axis: it precesses steadily at
+    phi' with m g l = phi' (C omega3 - A_pivot phi' cos theta) (Goldstein 5.7), the slow root."""
+    mass, arm, a_com, c_axis, g, theta, omega3 = 0.5, 0.04, 2e-4, 3e-4, 9.81, 0.5, 150.0
+    model = rm.Model3D(gravity=(0.0, 0.0, -g))
+    model.add_body(joint="spherical", mass=mass, inertia=(a_com, a_com, c_axis, 0, 0, 0), com=(0.0, 0.0, arm))
+    a_pivot = a_com + mass * arm ** 2
+    cos_t = math.cos(theta)
+    disc = (c_axis * omega3) ** 2 - 4 * a_pivot * cos_t * mass * g * arm
+    precession = (c_axis * omega3 - math.sqrt(disc)) / (2 * a_pivot * cos_t)
+    spin = omega3 - precession * cos_t  # psi', omega3 = psi' + phi' cos(theta)
+    q0 = np.array([math.cos(theta / 2), math.sin(theta / 2), 0.0, 0.0])  # Rot_x(theta)
+    v0 = np.array([0.0, precession * math.sin(theta), precession * cos_t + spin])  # phi' R^T z + psi' e3
+    t_end = 2 * 2 * math.pi / precession
+    res = rm.simulate(model, q0, v0, t_end, method="dop853", rtol=1e-12, atol=1e-12, every=4)
+    axis = _rotations(model, res.q)[:, :, 2]
+    assert np.abs(axis[:, 2] - cos_t).max() < 1e-9  # the nutation angle holds
+    azimuth = np.unwrap(np.arctan2(axis[:, 1], axis[:, 0]))  # starts at -pi/2: Rot_x(theta) z = (0, -s, c)
+    assert np.abs(azimuth - (-math.pi / 2 + precession * res.t)).max() < 1e-8
+
+
+def test_energy_balance_with_tau_functions():
+    """A spherical-revolute-free chain in gravity driven by tau(t, q, v) (damping and a time-varying torque)
+    and by tau(t): E(t) - E(t0) = applied work to 1e-9 of the work done, the applied work not small."""
+    model = rm.Model3D(gravity=(0.0, -3.0, -9.81))
+    root = model.add_body(joint="spherical", mass=1.0, inertia=(0.1, 0.2, 0.25, 0.01, -0.02, 0.03),
+                          com=(0.1, 0.0, -0.3))
+    arm = model.add_body(parent=root, joint="revolute", parent_point=(0.1, 0.0, -0.5), axis=(0.3, 1.0, 0.2),
+                         mass=0.7, inertia=(0.05, 0.04, 0.06, 0, 0, 0), com=(0.0, 0.0, -0.2))
+    model.add_body(parent=arm, joint="prismatic", parent_point=(0.0, 0.1, -0.3), axis=(1.0, 0.0, 1.0), mass=0.4,
+                   inertia=0.01)
+    q0 = model.neutral()
+    v0 = np.linspace(-1.0, 1.0, model.nv)
+
+    def controller(t, q, v):
+        assert abs(np.linalg.norm(q[:4]) - 1.0) < 1e-15  # the controller sees unit quaternions
+        return -0.3 * v + np.sin(3.0 * t) * np.arange(1.0, model.nv + 1)
+
+    def schedule(t):
+        return np.full(model.nv, 0.5 * math.cos(t))
+
+    for tau in (controller, schedule):
+        res = rm.simulate(model, q0, v0, 2.0, rtol=1e-11, atol=1e-11, tau=tau)
+        assert np.all(res.dissipated_work == 0.0)
+        assert np.abs(res.applied_work).max() > 0.1
+        assert np.abs(res.energy_balance()).max() < 1e-9 * np.abs(res.applied_work).max()
+
+
+def test_quaternions_in_the_result_are_unit_and_q0_is_checked():
+    model = _rigid_body("free", gravity=(0.0, 0.0, -9.81))
+    q0 = model.neutral()
+    v0 = np.array([1.0, 0.0, 5.0, 3.0, -7.0, 11.0])
+    t_eval = np.linspace(0.0, 1.0, 37)  # dense output between the projected steps
+    for method, options in (("dopri5", {"t_eval": t_eval, "rtol": 1e-6, "atol": 1e-6}), ("rk4", {"dt": 0.01}),
+                            ("implicit_midpoint", {"dt": 0.01})):
+        res = rm.simulate(model, q0, v0, 1.0, method=method, **options)
+        assert np.abs(np.linalg.norm(res.q[:, 3:7], axis=1) - 1.0).max() < 4e-16
+        assert res.q.shape == (res.t.size, 7) and res.qd.shape == (res.t.size, 6)
+    # free fall of the centre of mass at its origin, whatever the spin
+    assert np.allclose(res.q[-1, :3], [1.0, 0.0, 5.0 - 9.81 / 2], rtol=0.0, atol=1e-12)
+    off = q0.copy()
+    off[3:7] = (2.0, 0.0, 0.0, 0.0)
+    with pytest.warns(RuntimeWarning, match=r"q0\[3:7\], the quaternion of body 'body' \(index 0\).*norm 2\.0"):
+        res = rm.simulate(model, off, v0, 0.1)
+    assert np.allclose(res.q[0], q0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rm.simulate(model, q0 * (1 + 5e-13), v0, 0.01)  # within 1e-12: silent
+    off[3:7] = 0.0
+    with pytest.raises(StateError, match=r"q0\[3:7\], the quaternion of body 'body' \(index 0\), is zero"):
+        rm.simulate(model, off, v0, 0.1)
+    off[3:7] = (1.0, np.nan, 0.0, 0.0)
+    with pytest.raises(StateError, match=r"q0\[4\] is not finite"):
+        rm.simulate(model, off, v0, 0.1)
+    with pytest.raises(StateError, match=r"qd0 must have shape \(6,\)"):
+        rm.simulate(model, q0, np.zeros(7), 0.1)
+    with pytest.raises(StateError, match=r"tau must have shape \(6,\) for this model \(nv = 6\)"):
+        rm.simulate(model, q0, v0, 0.1, tau=np.zeros(7))
+
+
+def test_failure_keeps_the_samples_so_far():
+    model = _rigid_body("spherical", gravity=(0.0, 0.0, -9.81), com=(0.0, 0.0, -0.5))
+
+    def tau(t, q, v):
+        if t > 0.5:
+            raise RuntimeError("actuator lost")
+        return np.zeros(3)
+
+    with pytest.raises(SimulationError, match=r"failed at t = 0\.5.*actuator lost") as info:
+        rm.simulate(model, model.neutral(), np.array([1.0, 0.0, 0.0]), 2.0, tau=tau, rtol=1e-8, atol=1e-8)
+    result = info.value.result
+    assert result.status == "failed"
+    assert 0.0 < result.t[-1] <= 0.5 < info.value.t
+    assert result.q.shape == (result.t.size, 4) and np.all(np.isfinite(result.q))
+
+
+def test_refusals_and_saved_results(tmp_path):
+    model = _rigid_body("spherical", gravity=(0.0, 0.0, -9.81), com=(0.0, 0.0, -0.5))
+    q0, v0 = model.neutral(), np.array([1.0, 0.0, 0.5])
+    for options, message in (({"formulation": "augmented"}, "formulation='augmented' is for planar"),
+                             ({"method": "generalized_alpha", "dt": 0.01}, "planar models only"),
+                             ({"drivers": {0: math.sin}}, "drivers are not supported on a Model3D"),
+                             ({"stabilization": "projection"}, "a Model3D has none")):
+        with pytest.raises(ValueError, match=message):
+            rm.simulate(model, q0, v0, 0.1, **options)
+    res = rm.simulate(model, q0, v0, 0.5, tau=lambda t: np.ones(3))
+    for name in ("qdd", "driving_forces", "element_forces"):
+        with pytest.raises(ValueError, match=r"not available for a Model3D's result"):
+            getattr(res, name)()
+    with pytest.raises(ValueError, match=r"poses\(\) is not available for a Model3D's result"):
+        res.poses(0)
+    res.save(tmp_path / "spatial.npz")
+    back = SimulationResult.load(tmp_path / "spatial.npz", model)
+    assert np.array_equal(back.q, res.q) and np.array_equal(back.qd, res.qd) and back.qd.shape[1] == 3
+    assert np.array_equal(back.energy_balance(), res.energy_balance())
+
+
+def test_projection_renormalises_the_integrated_quaternions():
+    """The projection after every accepted step (the output map normalises as well, so test the kernel itself):
+    a quaternion of y off unit norm comes back unit, the rest of y untouched; a zero one is a non-finite state."""
+    model = rm.Model3D()
+    root = model.add_body(joint="revolute", inertia=1.0)
+    model.add_body(parent=root, joint="free", inertia=1.0)
+    system = SpatialTimeLoop(model, _SpatialInputs(model, None)).system
+    assert projects(system)
+    y = np.arange(1.0, model.nq + model.nv + 3)
+    before = y.copy()
+    assert project_state(integrators.no_inputs, 0, system, 0.0, y) == L.STATUS_OK
+    assert np.allclose(y[4:8], before[4:8] / np.linalg.norm(before[4:8]), rtol=1e-15, atol=0.0)
+    assert np.array_equal(np.delete(y, range(4, 8)), np.delete(before, range(4, 8)))
+    y[4:8] = 0.0
+    assert project_state(integrators.no_inputs, 0, system, 0.0, y) == L.STATUS_NONFINITE_STATE
+    planar_like = rm.Model3D()
+    planar_like.add_body(joint="revolute", inertia=1.0)
+    assert not projects(SpatialTimeLoop(planar_like, _SpatialInputs(planar_like, None)).system)
+
+
+def test_scipy_methods_and_events_on_a_spatial_model():
+    """scipy's solvers (Radau with the finite-difference Jacobian of integrators.rhs_jacobian) integrate the same
+    right-hand side: they agree with dop853; events see (q, v) of the model's sizes."""
+    model = _rigid_body("spherical", inertia=(0.1, 0.2, 0.3, 0, 0, 0), mass=1.0, gravity=(0.0, 0.0, -9.81),
+                        com=(0.0, 0.0, -0.5))
+    q0, v0 = model.neutral(), np.array([1.0, 2.0, 0.5])
+    reference = rm.simulate(model, q0, v0, 1.0, method="dop853", rtol=1e-12, atol=1e-12)
+    for method in ("scipy:DOP853", "scipy:Radau"):
+        res = rm.simulate(model, q0, v0, 1.0, method=method, rtol=1e-10, atol=1e-10)
+        assert np.abs(res.q[-1] - reference.q[-1]).max() < 1e-8
+        assert np.abs(np.linalg.norm(res.q[:, :4], axis=1) - 1.0).max() < 4e-16
+
+    def crossing(t, q, v):
+        return q[1]
+
+    res = rm.simulate(model, q0, v0, 1.0, events=crossing, rtol=1e-10, atol=1e-10)
+    assert res.t_events[0].size == 1 and res.q_events[0].shape == (1, 4) and res.qd_events[0].shape == (1, 3)
+    assert abs(res.q_events[0][0, 1]) < 1e-8
