@@ -2,6 +2,7 @@
 
     python3 benchmarks/formulations.py [--max-n 1000000] [--plot formulations.png] [--quick]
     python3 benchmarks/formulations.py --drift-only
+    python3 benchmarks/formulations.py --breakdown 100000
 
 On serial_chain(N) and on a binary tree of N rods, N = 2 ... 1e6, one run: median time per evaluation of
 
@@ -22,6 +23,38 @@ allocation peak of its first call by tracemalloc). Writes benchmarks/results/for
 (matplotlib), a log-log plot with the fitted slopes. ``--drift-only``: the position drift max |C| versus time of
 the augmented formulation on serial_chain(10) over 5 s with no stabilisation, Baumgarte (two parameter choices)
 and projection, to benchmarks/results/formulations_drift.json.
+
+Work per body, counted by hand from the kernels for a revolute body of a chain (no loads, no drivers; flops are
+additions and multiplications, negations and copies not counted):
+
+recursive (``_kernels.tree.forward_dynamics``, three passes over a column-major (N, 27) workspace)
+  pass 1 (``kinematics_pass``): theta = angle + q, then one vectorised sin/cos pass over all bodies
+  (``trig.sincos_array``); orientation 6, joint vector 6, centre-of-mass arm 6, slide velocity 6, r 2, H 16,
+  omega and theta 2: about 45 flops; writes TH, SN, CS, RX(2), HX(2), GX(2).
+  pass 2 (tip to base): gravity 2, the child's condensed sums carried in registers 9, Q^ - M^ H 12, U = M^ G 15,
+  D = G^T U 5, the singularity scale 7, one division, u 6, gains 4, M^ - U U^T / D 12, Q^ update 6, the shift to
+  the parent (eq. 3.24b) 16 + 4: about 100 flops; reads HX, GX, RX (6 fields), writes U1(3), UU.
+  pass 3 (base to tip): B a_P 4, + H 2, the joint acceleration 6, the body acceleration 6, the finiteness probe
+  2: about 20 flops; reads RX, HX, GX, U1, UU (10 fields), writes ACC(3), qdd.
+  Total about 165 flops, one vectorised sin/cos, one division; 16 workspace fields written once (128 B) and
+  read about 16 times (128 B), plus q, qd, qdd (24 B) and the model's rows (5 int64 + 11 float64, 128 B, read
+  in each pass): about 300 B of workspace and state traffic per body, of which a chain keeps the parent's data
+  in registers (NEXT_IS_CHILD) and a branched tree goes through the parent's row (ROW_CHILDREN).
+
+augmented tree (``_kernels.augmented.factor_and_solve``: one leaves-first pass, then ``_back_substitute``)
+  joint rows (``_joint_rows``): two scalar sin/cos pairs (theta of the body and of its parent: the parent's is
+  computed again for every child), arms 12, gap 6, gamma 10: about 35 flops;
+  body pivot D_i = M_i + children's sums 3 and its symmetric 3 x 3 inverse 33 (one division); loads 7, the
+  power tau . zd 12, the parent's load 3; joint pivot S = Jc D^-1 Jc^T 45, its right-hand side with Baumgarte's
+  terms 34, its 2 x 2 inverse 5 (three divisions); the parent's pivot gains Jp^T S^-1 Jp 54; forward elimination
+  (``_eliminate_joint``) 47; back substitution 45: about 325 flops, two scalar sin/cos pairs, four divisions.
+  Memory: one 37-float64 (296 B) factor record per body, written in the first pass and read back in the second
+  (about 250 B of it), the parent's record updated (its 6 sums), z, zd and the parent's (96 B), zdd written and
+  updated in both passes (48 B), lam (16 B), the model's rows: about 650 B per body.
+
+So the augmented tree does about 2x the flops, 2x the memory traffic and 2 scalar sin/cos pairs where the
+recursive pass has one vectorised pair per body (scalar sin/cos were 16 of the recursive pass's 41 ns per body
+before it vectorised them, issue 17): the ratio augmented-tree : recursive measured below is that work, not Python.
 """
 
 import os
@@ -31,13 +64,16 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", 
 
 import argparse  # noqa: E402
 import tracemalloc  # noqa: E402
+from functools import partial  # noqa: E402
 
 import numpy as np  # noqa: E402
-from _common import median_time, print_table, write_json  # noqa: E402
-from forward_dynamics import time_mujoco, time_pinocchio  # noqa: E402
+from _common import print_table, write_json  # noqa: E402
+from forward_dynamics import chain_state, interleaved, mujoco_chain, pinocchio_chain  # noqa: E402
 
 import recursive_mbd as rm  # noqa: E402
 from recursive_mbd import augmented  # noqa: E402
+from recursive_mbd._kernels import augmented as aug_kernels  # noqa: E402
+from recursive_mbd._kernels import tree  # noqa: E402
 from recursive_mbd.dynamics import workspace  # noqa: E402
 
 
@@ -54,6 +90,9 @@ def binary_tree(n):
 KEYS = ("recursive_s", "mass_matrix_s", "augmented_tree_s", "augmented_sparse_s", "augmented_dense_s",
         "pinocchio_s", "mujoco_s")
 LIMITS = {"mass_matrix_s": 2000, "augmented_sparse_s": 100_000, "augmented_dense_s": 300}
+# Pinocchio's Data of an N-joint chain holds dense per-joint matrices: 1.9 GB at N = 300 (measured, peak RSS), so
+# 200; MuJoCo's model and data of a 1000-deep chain do not fit in 8 GB of address space (measured), so 300
+PEER_LIMITS = {"pinocchio_s": 200, "mujoco_s": 300}
 
 
 def state(model):
@@ -63,11 +102,39 @@ def state(model):
     return q, qd, z, zd
 
 
+def peer_calls(n):
+    """Pinocchio's ``aba`` and MuJoCo's ``mj_forward`` on the same chain (forward_dynamics.py's builders), as
+    callables for the interleaved rounds; a peer that is not installed (or refuses N) is left out."""
+    calls = {}
+    q, qd = chain_state(n)
+    if n <= PEER_LIMITS["pinocchio_s"]:
+        try:
+            pin, pin_model = pinocchio_chain(n)
+        except ImportError:
+            pin = None
+        if pin is not None:
+            data, tau = pin_model.createData(), np.zeros(n)
+            calls["pinocchio_s"] = lambda: pin.aba(pin_model, data, q, qd, tau)
+    if n <= PEER_LIMITS["mujoco_s"]:
+        try:
+            import mujoco  # noqa: PLC0415 - optional
+
+            mj_model = mujoco_chain(n)
+        except (ImportError, ValueError):
+            mj_model = None
+        if mj_model is not None:
+            mj_data = mujoco.MjData(mj_model)
+            mj_data.qpos[:], mj_data.qvel[:] = q, qd
+            calls["mujoco_s"] = lambda: mujoco.mj_forward(mj_model, mj_data)
+    return calls
+
+
 def time_formulations(model, peers):
+    """{route: median seconds per evaluation}: every route that fits at this N timed in turn in each round
+    (``interleaved``), so that the machine's load hits them alike; fewer rounds at large N."""
     n = model.nbodies
     q, qd, z, zd = state(model)
     out = np.empty(model.nq)
-    budget = dict(min_time=0.3, repeats=5) if n < 100_000 else dict(min_time=0.1, repeats=3)
     calls = {
         "recursive_s": lambda: rm.forward_dynamics(model, q, qd, out=out),
         "mass_matrix_s": lambda: rm.forward_dynamics(model, q, qd, method="mass_matrix"),
@@ -76,17 +143,21 @@ def time_formulations(model, peers):
         "augmented_dense_s": lambda: augmented.forward_dynamics(model, z, zd, solver="dense"),
     }
     row = {"n": n}
+    timed = {}
     for key, call in calls.items():
         if n <= LIMITS.get(key, np.inf):
             try:
-                row[key] = median_time(call, **(budget if n >= 10 else dict(min_time=0.5, repeats=9)))
+                call()
             except rm.ModelError as err:  # the sparse LU's pivot test refuses long, light chains as singular
                 row[key[:-2] + "_refused"] = str(err)[:120]
                 print(f"  N = {n}: {key[:-2]} refused: {err}")
-    if peers and n <= 200 and (pin := time_pinocchio(n)[0]) is not None:
-        row["pinocchio_s"] = pin
-    if peers and n <= 300 and (mj := time_mujoco(n)) is not None:
-        row["mujoco_s"] = mj
+                continue
+            timed[key] = call
+    if peers:
+        timed.update(peer_calls(n))
+    rounds = 9 if n <= 1000 else 5 if n <= 100_000 else 3
+    row.update(interleaved(timed, rounds=rounds, min_time=0.02 if n <= 100_000 else 0.0))
+    row["rounds"] = rounds
     return row
 
 
@@ -130,6 +201,39 @@ def crossover(records, fast, slow):
     return None
 
 
+def breakdown(n, rounds=5):
+    """Where the augmented tree route's time goes at N bodies, chain and binary tree, next to the recursive route:
+    the joint rows alone (``tree_residuals``), the two-pass solve with a given factor (``tree_solve``), and the
+    whole ``factor_and_solve`` kernel, each called directly (no Python checks), interleaved medians."""
+    report = {}
+    for label, build in (("chain", rm.chains.serial_chain), ("binary tree", binary_tree)):
+        model = build(n)
+        q, qd, z, zd = state(model)
+        augmented.forward_dynamics(model, z, zd)  # creates the tree workspace and its factor at this z
+        tw = model._augmented_workspace
+        ws = workspace(model)
+        zdd, lam, res = np.empty((n, 3)), np.empty(tw.tree_rows), np.empty(tw.tree_rows)
+        xb, xj, qdd = np.ones((n, 3)), np.ones(tw.tree_rows), np.empty(n)
+        bi, br = model.body_int, model.body_real
+        calls = {
+            "recursive kernel": partial(tree.forward_dynamics, bi, br, model.gravity, q, qd, ws.zeros, ws.no_wrench,
+                                        ws.no_driven, ws.ws, qdd, ws.no_drive),
+            "aug. joint rows": partial(aug_kernels.tree_residuals, bi, br, tw.row_start, z, zd, tw.factor,
+                                       tw.scratch, res),
+            "aug. solve (factor given)": partial(aug_kernels.tree_solve, bi, tw.row_start, tw.factor, xb, xj),
+            "aug. factor_and_solve": partial(aug_kernels.factor_and_solve, bi, br, model.gravity, tw.row_start, z,
+                                             zd, tw.no_tau, tw.no_wrench, tw.stab, tw.factor, tw.scratch, zdd, lam,
+                                             tw.power),
+        }
+        times = interleaved(calls, rounds=rounds, min_time=0.05)
+        report[label] = times
+        print(f"\n{label}, N = {n}: ns per body (kernels called directly)")
+        print_table(["kernel", "ns/body", "/ recursive"],
+                    [[k, f"{v / n * 1e9:.0f}", f"{v / times['recursive kernel']:.2f}"] for k, v in times.items()])
+    print(f"wrote {write_json('formulations_breakdown', {'n': n, 'breakdown': report})}")
+    return report
+
+
 def drift_study(t_end=5.0):
     model = rm.chains.serial_chain(10)
     q0 = np.full(10, 0.2)
@@ -154,15 +258,24 @@ def main():
     parser.add_argument("--plot", metavar="FILE")
     parser.add_argument("--quick", action="store_true", help="N up to 1000")
     parser.add_argument("--drift-only", action="store_true", help="only the drift study of the augmented route")
+    parser.add_argument("--breakdown", type=float, metavar="N",
+                        help="only the kernel breakdown of the augmented tree route at N bodies")
     args = parser.parse_args()
     if args.drift_only:
         drift_study()
+        return
+    if args.breakdown:
+        breakdown(int(args.breakdown))
         return
     max_n = 1000 if args.quick else args.max_n
     sizes = [n for n in (2, 10, 100, 300, 1000, 10_000, 100_000, 1_000_000) if n <= max_n]
     results, summary = {}, {}
     for label, build in (("chain", rm.chains.serial_chain), ("binary tree", binary_tree)):
-        records = [time_formulations(build(n), peers=label == "chain") for n in sizes]
+        records = []
+        for n in sizes:
+            records.append(time_formulations(build(n), peers=label == "chain"))
+            print(f"  {label} N = {n}: " + ", ".join(f"{k[:-2]} {v * 1e6:.3g} us" for k, v in records[-1].items()
+                                                   if k.endswith("_s")), flush=True)
         results[label] = records
         rows = [[r["n"]] + [f"{r[k] * 1e6:.3g}" if k in r else "-" for k in KEYS] for r in records]
         print(f"\nforward dynamics per evaluation, {label} of N bodies [us]")

@@ -22,6 +22,9 @@ def require_model(model, what="model"):
     """``model`` itself, or a TypeError naming ``what`` unless it is a ``recursive_mbd.Model``."""
     # recognised by its class (or a base class) recursive_mbd.model.Model, not imported: model.py builds on this
     # module, which stays free of import circles
+    cls = model.__class__
+    if cls.__name__ == "Model" and cls.__module__ == "recursive_mbd.model":  # the common case, without the MRO walk
+        return model
     if not any(cls.__name__ == "Model" and cls.__module__ == "recursive_mbd.model" for cls in type(model).__mro__):
         hint = " (call its .build() to get a Model)" if type(model).__name__ == "Mechanism" else ""
         raise TypeError(f"{what} must be a recursive_mbd.Model, got {type(model).__name__}{hint}")
@@ -60,6 +63,8 @@ def finite_array(x, what, shape=None):
 def real(value, what, *, low=None, strict=False, allow_inf=False, allow_none=False):
     """``value`` as a float: a real number (not a bool or string), not NaN, finite unless ``allow_inf``, and
     > ``low`` (``strict``) or >= ``low``. TypeError or StateError naming ``what``."""
+    if value.__class__ is float and low is None and -math.inf < value < math.inf:
+        return value  # the common case (a finite plain float; NaN fails the test): no abstract-class checks
     if value is None and allow_none:
         return None
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):

@@ -17,9 +17,9 @@ from collections import namedtuple
 import numpy as np
 
 from . import _checks
+from ._evaluation import _rnea, as_vector, loaded_state, raise_status, tree_mass_matrix, workspace
 from ._kernels import layout as L
 from ._kernels import loops as kernels
-from .dynamics import as_vector, loaded_state, mass_matrix, raise_status, workspace
 from .errors import ModelError, StateError
 
 # relative singular-value cut-off of dense least-squares solves on J-sized matrices (the KKT check, analyses)
@@ -143,12 +143,10 @@ def loop_dynamics(model, q, qd, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method=
             _raise(model, status)
         lam, rank = lw.lam.copy(), int(lw.info[0])
     elif method == "mass_matrix":
-        from .dynamics import _rnea  # noqa: PLC0415
-
         phi, phid, jac, gamma = constraints(model, q, qd)  # also fills lw.weights
         rhs_q = tau - _rnea(model, ws, q, qd, ws.zeros, wrench)
         m, nq = jac.shape
-        kkt = np.block([[mass_matrix(model, q), jac.T], [jac, np.zeros((m, m))]])
+        kkt = np.block([[tree_mass_matrix(model, ws, q), jac.T], [jac, np.zeros((m, m))]])
         rhs = np.concatenate((rhs_q, gamma - 2.0 * alpha * phid - beta**2 * phi))
         solution, _, rank_kkt, _ = np.linalg.lstsq(kkt, rhs, rcond=RCOND)
         qdd, lam, rank = solution[:nq], solution[nq:], rank_kkt - nq

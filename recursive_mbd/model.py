@@ -635,7 +635,7 @@ class Model:
 
     def _check_regular(self):
         """Run forward dynamics at q = 0 and at a random state: a singular joint is a model error."""
-        from .dynamics import raise_status, tree_forward_dynamics, workspace  # noqa: PLC0415  (they import this)
+        from ._evaluation import raise_status, tree_forward_dynamics, workspace  # noqa: PLC0415  (they import this)
 
         ws = workspace(self)
         rng = np.random.default_rng(0)

@@ -67,11 +67,10 @@ def _graph():
 
 
 # circles left, outside the time loop / formulation split: the generalized-alpha and bdf loops (implicit.py,
-# bdf.py) reuse integrate's run machinery (inputs, events, results) while simulate dispatches to them;
-# dynamics.forward_dynamics hands a model with loops to the loop layer, which builds on dynamics; the deck format
-# and io read each other
+# bdf.py) reuse integrate's run machinery (inputs, events, results) while simulate dispatches to them; the deck
+# format and io read each other
 KNOWN = [{"recursive_mbd.bdf", "recursive_mbd.implicit", "recursive_mbd.integrate"},
-         {"recursive_mbd.dynamics", "recursive_mbd.loops"}, {"recursive_mbd.deck", "recursive_mbd.io"}]
+         {"recursive_mbd.deck", "recursive_mbd.io"}]
 
 
 def test_the_time_loops_and_the_formulations_are_in_no_import_circle():
@@ -79,7 +78,8 @@ def test_the_time_loops_and_the_formulations_are_in_no_import_circle():
     circles = _circles(graph)
     assert [c for c in circles if c not in KNOWN] == []
     # the augmented formulation and the kernels in none at all, and integrate only in the known one
-    layered = {"recursive_mbd.augmented", "recursive_mbd._checks", "recursive_mbd.model"}
+    layered = {"recursive_mbd.augmented", "recursive_mbd._checks", "recursive_mbd.model", "recursive_mbd.dynamics",
+               "recursive_mbd.loops", "recursive_mbd._evaluation"}
     layered |= {name for name in graph if name.startswith("recursive_mbd._kernels")}
     for component in circles:
         assert not component & layered, f"import circle {sorted(component)}"
@@ -95,6 +95,9 @@ def test_the_compiled_time_loops_know_no_formulation():
     for formulation in ("recursive_system", "augmented_system"):  # each implements the interface, not the loops
         assert "recursive_mbd._kernels.integrators" not in graph[f"recursive_mbd._kernels.{formulation}"]
     assert "recursive_mbd.integrate" not in graph["recursive_mbd.augmented"]
+    # the loop layer builds on the shared evaluation pieces, not on the public tree entry that dispatches to it
+    assert "recursive_mbd.dynamics" not in graph["recursive_mbd.loops"]
+    assert "recursive_mbd.loops" in graph["recursive_mbd.dynamics"]
 
 
 def test_the_time_loop_kernels_import_alone_in_a_fresh_interpreter():
