@@ -67,9 +67,11 @@ def _graph():
 
 
 # circles left, outside the time loop / formulation split: the generalized-alpha and bdf loops (implicit.py,
-# bdf.py) reuse integrate's run machinery (inputs, events, results) while simulate dispatches to them; dynamics.forward_dynamics hands a model with loops to
-# the loop layers (planar and spatial), which build on dynamics; the deck format and io read each other
-KNOWN = [{"recursive_mbd.bdf", "recursive_mbd.implicit", "recursive_mbd.integrate"}, {"recursive_mbd.dynamics", "recursive_mbd.loops", "recursive_mbd.spatial_loops"},
+# bdf.py) reuse integrate's run machinery (inputs, events, results) while simulate dispatches to them;
+# dynamics.forward_dynamics hands a model with loops to the loop layers (planar and spatial), which build on
+# dynamics; the deck format and io read each other
+KNOWN = [{"recursive_mbd.bdf", "recursive_mbd.implicit", "recursive_mbd.integrate"},
+         {"recursive_mbd.dynamics", "recursive_mbd.loops", "recursive_mbd.spatial_loops"},
          {"recursive_mbd.deck", "recursive_mbd.io"}]
 
 

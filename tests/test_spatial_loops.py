@@ -5,11 +5,11 @@ its links as real loops against its closed form)."""
 
 import numpy as np
 import pytest
+from test_spatial_core import random_tree
 
 import recursive_mbd as rm
 from recursive_mbd import spatial_loops
 from recursive_mbd.errors import ModelError, StateError
-from test_spatial_core import random_tree
 
 JOINTS = ("revolute", "spherical", "universal", "free", "cylindrical", "prismatic", "planar")
 
