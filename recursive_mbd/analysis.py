@@ -286,7 +286,14 @@ def kinematic_analysis(model, drivers, t, q_guess=None, *, tol=1e-12):
     Returns
     -------
     KinematicResult
+
+    A spatial model (``Model3D``): ``recursive_mbd.statics3d.kinematic_analysis`` (revolute or prismatic joints
+    driven; q (nt, nq), v and vdot (nt, nv)), returning a ``KinematicResult3D``.
     """
+    if isinstance(model, Model3D):
+        from . import statics3d  # noqa: PLC0415
+
+        return statics3d.kinematic_analysis(model, drivers, t, q_guess, tol=tol)
     from .integrate import _Inputs  # noqa: PLC0415  (the drivers' parsing and derivatives)
 
     times = np.atleast_1d(np.asarray(t, dtype=float))

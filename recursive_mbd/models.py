@@ -101,11 +101,11 @@ class Governor:
     The tree (bodies "spindle", "arm1", "arm2", "sleeve"; q = v = (spindle angle, arm1 angle, arm2 angle, sleeve
     height)) has the arms' angles phi from the downward spindle axis, arm1 swinging out along the spindle's +x axis
     and arm2 along -x, and the sleeve on a prismatic joint along z. The two links close two loops: real distance
-    loops with ``centrifugal_governor(closed=True)``; the tree alone keeps them as the configuration map
-    ``q(phi)`` of the symmetric motion (both arms at phi, the sleeve where the links put it) and its tangent ``dq_dphi``: the links are massless two-force
-    members, so they do no virtual work along that tangent, and the steady state in the rotating frame is the zero
-    of the reduced generalised force Q(phi) = -dq_dphi . h(q(phi), v) with v = (omega, 0, 0, 0) and h =
-    ``rm.bias_forces`` (gravity and the centrifugal terms of the spinning tree).
+    loops with ``centrifugal_governor(closed=True)``; the tree alone keeps them as the configuration map ``q(phi)``
+    of the symmetric motion (both arms at phi, the sleeve where the links put it) and its tangent ``dq_dphi``: the
+    links are massless two-force members, so they do no virtual work along that tangent, and the steady state in the
+    rotating frame is the zero of the reduced generalised force Q(phi) = -dq_dphi . h(q(phi), v) with v = (omega, 0,
+    0, 0) and h = ``rm.bias_forces`` (gravity and the centrifugal terms of the spinning tree).
 
     Closed form (virtual work in the rotating frame, point balls, massless arms and links; a ball's own spin adds a
     constant energy when its inertia is isotropic): with a = ``arm``, b = ``link``, the sleeve at

@@ -336,3 +336,121 @@ class Equilibrium3D:
     def __repr__(self):
         return (f"Equilibrium3D({'stable' if self.stable else 'not stable'}, {self.iterations} Newton iterations, "
                 f"max |residual| = {np.abs(self.residual).max(initial=0.0):.2e})")
+
+
+# ---- kinematic analysis ------------------------------------------------------------------------------------------
+
+def _driver(model, body, motion):
+    """(q index, v index, evaluate(t) -> (x, x', x'')) of a driver prescribing ``body``'s 1-dof joint."""
+    index = model.body_index(body)
+    if model.joint_types[index] not in ("revolute", "prismatic"):
+        raise ModelError(f"drivers: body {model.names[index]!r} (index {index}) has a {model.joint_types[index]} "
+                         "joint; a driver prescribes a revolute or prismatic joint's coordinate")
+    if callable(motion):
+        def evaluate(t, f=motion, h=1e-3):
+            # five-point central differences: truncation h^4 f^(5) / 30 (~1e-13 for smooth motions), round-off
+            # ~1e-13 / h^2 in the acceleration (documented in ``kinematic_analysis``)
+            values = [float(f(t + k * h)) for k in (-2, -1, 0, 1, 2)]
+            rate = (values[0] - 8 * values[1] + 8 * values[3] - values[4]) / (12 * h)
+            curve = (-values[0] + 16 * values[1] - 30 * values[2] + 16 * values[3] - values[4]) / (12 * h * h)
+            return values[2], rate, curve
+    else:
+        try:
+            f, df, ddf = motion
+        except (TypeError, ValueError):
+            raise TypeError(f"drivers[{body!r}] must be f(t) or a triple (f, f', f'') of callables") from None
+        if not (callable(f) and callable(df) and callable(ddf)):
+            raise TypeError(f"drivers[{body!r}] must be f(t) or a triple (f, f', f'') of callables")
+
+        def evaluate(t, f=f, df=df, ddf=ddf):
+            return float(f(t)), float(df(t)), float(ddf(t))
+    return model.q_slice(index).start, model.v_slice(index).start, evaluate
+
+
+def kinematic_analysis(model, drivers, t, q_guess=None, *, tol=1e-12):
+    """Positions, velocities, accelerations, driving forces and loop multipliers of a spatial model with loops
+    under prescribed joint motions (the spatial ``rm.kinematic_analysis``).
+
+    Parameters
+    ----------
+    drivers : dict
+        body (index or name) -> f(t), or (f, f', f'') for exact derivatives, prescribing that body's revolute or
+        prismatic joint coordinate [rad or m]; with f alone its derivatives come from five-point central
+        differences (step 1e-3 s: errors ~1e-10 in the acceleration for smooth motions). Together with the loops
+        they must take up every degree of freedom.
+    t : array_like (nt,)
+        Times [s], increasing; each solution starts from the previous one, predicted to the new time with its
+        velocity and acceleration along ``integrate_configuration`` (the first from ``q_guess``, default the
+        neutral configuration), then closed by ``assemble`` with the driven joints held.
+
+    Returns
+    -------
+    KinematicResult3D
+        q (nt, nq), v and vdot (nt, nv), driven (nd,) v indices, driving_forces (nt, nd) [N m or N] (the joint
+        forces of the drivers: M vdot + h = tau_drive - J^T lambda), multipliers (nt, m).
+    """
+    from .dynamics import inverse_dynamics  # noqa: PLC0415
+    from .spatial_loops import constraints  # noqa: PLC0415
+
+    if not isinstance(model, Model3D):
+        raise TypeError(f"model must be a Model3D, got {type(model).__name__}")
+    if not isinstance(drivers, dict) or not drivers:
+        raise TypeError("drivers must be a non-empty dict body -> f(t) or (f, f', f'')")
+    times = np.atleast_1d(_checks.real_array(t, "t")).astype(float)
+    if times.ndim != 1 or not np.all(np.isfinite(times)) or np.any(np.diff(times) <= 0):
+        raise StateError("t must be a 1-D array of finite, increasing times")
+    specs = [_driver(model, body, motion) for body, motion in drivers.items()]
+    driven = np.array([kv for _, kv, _ in specs], dtype=np.int64)
+    if np.unique(driven).size != driven.size:
+        raise ModelError("drivers: a joint is driven twice")
+    free = np.setdiff1d(np.arange(model.nv), driven)
+    q = model.neutral() if q_guess is None else _configuration(model, q_guess, "q_guess")
+    nt, m = times.size, model.nconstraints
+    out_q, out_v, out_a = np.zeros((nt, model.nq)), np.zeros((nt, model.nv)), np.zeros((nt, model.nv))
+    forces, lams = np.zeros((nt, driven.size)), np.zeros((nt, m))
+    v, a = np.zeros(model.nv), np.zeros(model.nv)
+    for n, time in enumerate(times):
+        if n > 0:  # continuation along the previous solution's velocity and acceleration
+            step = time - times[n - 1]
+            q = integrate_configuration(model, q, v * step + 0.5 * step * step * a)
+            v = v + step * a
+        for kq, kv, evaluate in specs:
+            q[kq], v[kv], a[kv] = evaluate(time)
+        try:
+            q = assemble(model, q, driven, tol=tol)
+        except ModelError as err:
+            raise ModelError(f"kinematic analysis at t = {time:g}: {err}") from None
+        if free.size:
+            _, _, jac, _ = constraints(model, q)
+            jac_free = jac[:, free]
+            rank = np.linalg.matrix_rank(jac_free)
+            if rank < free.size:
+                raise ModelError(f"kinematic analysis at t = {time:g}: the drivers and loops leave {free.size - rank} "
+                                 "degree(s) of freedom undetermined (or the mechanism is at a singular position)")
+            v[free] = np.linalg.lstsq(jac_free, -jac[:, driven] @ v[driven], rcond=None)[0]
+            _, _, jac, gamma = constraints(model, q, v)
+            a[free] = np.linalg.lstsq(jac_free, gamma - jac[:, driven] @ a[driven], rcond=None)[0]
+        needed = inverse_dynamics(model, q, v, a)  # = tau_drive - J^T lambda
+        lam = np.zeros(m)
+        if m:
+            _, _, jac, _ = constraints(model, q)
+            if free.size:
+                lam = np.linalg.lstsq(-jac[:, free].T, needed[free], rcond=1e-10)[0]
+            needed = needed + jac.T @ lam
+        out_q[n], out_v[n], out_a[n] = q, v, a
+        forces[n], lams[n] = needed[driven], lam
+    return KinematicResult3D(model, times, out_q, out_v, out_a, driven, forces, lams)
+
+
+@dataclass
+class KinematicResult3D:
+    """Kinematic analysis of a spatial model (``kinematic_analysis``; fields as documented there)."""
+
+    model: object
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    vdot: np.ndarray
+    driven: np.ndarray
+    driving_forces: np.ndarray
+    multipliers: np.ndarray
