@@ -301,6 +301,9 @@ def modes(model, q_eq, k=None):
 
     if not isinstance(model, Model3D):
         raise TypeError(f"model must be a Model3D, got {type(model).__name__}")
+    if model.nloops:
+        raise ModelError(f"modes: {model!r} has closed loops; the modes of spatial models with loops are not "
+                         "available yet (this function would ignore the loops)")
     q = _configuration(model, q_eq, "q_eq")
     count = model.nv if k is None else _checks.integer(k, "k")
     if not 1 <= count <= model.nv:

@@ -270,3 +270,28 @@ def test_kinematic_analysis_of_the_spatial_four_bar_equals_the_planar_one():
         free_ball = rm.Model3D()
         free_ball.add_body("ground", "spherical", mass=1.0, inertia=0.1, name="ball")
         rm.kinematic_analysis(free_ball, {"ball": crank}, times[:1])
+
+
+def test_governor_with_real_loops_moves_as_its_reduced_equation():
+    # the spindle held at omega (one more equation, vdot_spindle = 0) and the links as loops: the arms' acceleration
+    # equals the reduced (tangent-projected) equation of the tree, Governor.arm_acceleration, an independent route
+    governor = rm.models.centrifugal_governor(arm=0.2, link=0.25)
+    model = rm.models.centrifugal_governor(arm=0.2, link=0.25, closed=True).model
+    phi, rate, omega = 0.6, 1.7, 9.0
+    q = governor.q(phi)
+    v = np.array([omega, 0.0, 0.0, 0.0]) + governor.dq_dphi(phi) * rate
+    _, phid, jac, gamma = spatial_loops.constraints(model, q, v)
+    np.testing.assert_allclose(phid, 0.0, atol=1e-13)
+    held = np.vstack((jac, np.eye(4)[:1]))
+    kkt = np.block([[rm.mass_matrix(model, q), held.T], [held, np.zeros((3, 3))]])
+    vdot = np.linalg.solve(kkt, np.concatenate((-rm.bias_forces(model, q, v), gamma, [0.0])))[:4]
+    expected = governor.arm_acceleration(phi, rate, omega)
+    np.testing.assert_allclose(vdot[1:3], expected, rtol=1e-10)
+
+
+def test_functions_that_do_not_know_spatial_loops_refuse_a_looped_model(tmp_path):
+    governor = rm.models.centrifugal_governor(closed=True)
+    with pytest.raises(ModelError, match="closed loop.*link1, link2"):
+        rm.io.save(governor.model, tmp_path / "governor.toml")
+    with pytest.raises(ModelError, match="modes.*closed loops"):
+        rm.modes(governor.model, governor.q(0.5))
