@@ -88,6 +88,13 @@ def test_multiplier_layer_equals_the_dense_kkt_system(seed):
     np.testing.assert_allclose(rm.forward_dynamics(model, q, v, tau), solution.qdd, rtol=0, atol=0)
     dense = rm.forward_dynamics(model, q, v, tau, method="mass_matrix")
     np.testing.assert_allclose(dense, solution.qdd, rtol=0, atol=1e-10 * scale)
+    # Baumgarte's terms: J vdot = gamma - 2 alpha phi' - beta^2 phi on both routes
+    phi, phid = spatial_loops.constraints(model, q, v)[:2]
+    stabilised = spatial_loops.loop_dynamics(model, q, v, tau, alpha=2.0, beta=3.0)
+    np.testing.assert_allclose(stabilised.qdd, spatial_loops.loop_dynamics(
+        model, q, v, tau, alpha=2.0, beta=3.0, method="mass_matrix").qdd, rtol=0, atol=1e-10 * scale)
+    np.testing.assert_allclose(jac @ stabilised.qdd, gamma - 4.0 * phid - 9.0 * phi, rtol=0,
+                               atol=1e-10 * scale * np.abs(jac).max())
     # the accelerations meet the constraint, and the loop forces are the multipliers' generalised force
     np.testing.assert_allclose(jac @ solution.qdd, gamma, rtol=0, atol=1e-10 * scale * np.abs(jac).max())
     np.testing.assert_allclose(mass @ solution.qdd + rm.bias_forces(model, q, v), tau - jac.T @ solution.multipliers,
