@@ -18,13 +18,14 @@ import numpy as np
 from . import _checks
 from ._kernels import layout as L
 from ._kernels import spatial_loops as kernels
-from .errors import StateError
-from .loops import FILTER_RCOND, RCOND, LoopSolution, RedundantConstraintWarning, _warn_rank
-from .model3d import Model3D
+from ._kernels.loops import filtered_solve
+from .errors import ModelError, StateError
+from .loops import FILTER_RCOND, POSITION_RCOND, RCOND, LoopSolution, RedundantConstraintWarning, _warn_rank
+from .model3d import Model3D, integrate_configuration
 from .spatial import _raise as _raise_spatial
 from .spatial import _vector, bias_forces, mass_matrix, workspace
 
-__all__ = ["LoopSolution", "RedundantConstraintWarning", "constraints", "loop_dynamics"]
+__all__ = ["LoopSolution", "RedundantConstraintWarning", "constraints", "loop_dynamics", "project"]
 
 
 class LoopWorkspace3D:
@@ -148,3 +149,62 @@ def loop_dynamics(model, q, v, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method="
     _warn_rank(model, rank)
     return LoopSolution(vdot, lam, forces_from_multipliers(model, lam, lw.weights), rank)
 
+
+
+def _responses(model, ws, lw, q, jac):
+    """Y (m, nv) = (M^-1 J^T)^T and G = J M^-1 J^T (m, m), symmetrised, at q (m articulated-body passes)."""
+    status = kernels.constraint_responses(model.body_int, model.body_real, q, np.ascontiguousarray(jac), ws.ws, ws.S,
+                                          ws.UD, ws.uD, ws.tmp, ws.zeros, lw.no_gravity, lw.resp)
+    if status:
+        _raise(model, status, ("q",))
+    gram = jac @ lw.resp.T
+    return lw.resp.copy(), 0.5 * (gram + gram.T)
+
+
+def _filtered(model, gram, rhs, rcond):
+    out = np.zeros(rhs.size)
+    if filtered_solve(np.ascontiguousarray(gram), np.ascontiguousarray(rhs, dtype=float), rcond, out) < 0:
+        _raise(model, L.STATUS_NONFINITE_STATE, ("q", "v"))
+    return out
+
+
+def project(model, q, v, *, tol=1e-12, max_iter=20):
+    """The state nearest (q, v) in the kinetic-energy metric that closes every loop: (q, v) new arrays, and max
+    |phi| reached (the spatial ``recursive_mbd.loops.project``).
+
+    Positions: Gauss-Newton steps delta = -Y f(G) phi along ``integrate_configuration`` (quaternions stay unit), Y =
+    M^-1 J^T, G = J Y, f the filtered regularised inverse (``loops.POSITION_RCOND``), until the step and |phi| are
+    below ``tol`` or the step stops shrinking; velocities: one correction v -= Y f(G) (J v) (``FILTER_RCOND``), the
+    admissible velocity nearest v in the norm v^T M v (its kinetic energy changes only at second order in J v).
+    Raises ModelError naming the loop with the largest gap when |phi| stays above sqrt(tol).
+    """
+    if not isinstance(model, Model3D):
+        raise TypeError(f"model must be a recursive_mbd.Model3D, got {type(model).__name__}")
+    ws, lw = loop_workspace(model)
+    tol = _checks.real(tol, "tol", low=0.0, strict=True)
+    max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
+    q = integrate_configuration(model, _vector(q, model.nq, "q", "nq"), ws.zeros)  # a copy, quaternions normalised
+    v = _vector(v, model.nv, "v", "nv").copy()
+    last_step = np.inf
+    for _ in range(max_iter + 1):
+        phi, _, jac, _ = constraints(model, q)
+        size = float(np.abs(phi).max(initial=0.0))
+        if size == 0.0:
+            break
+        resp, gram = _responses(model, ws, lw, q, jac)
+        delta = -resp.T @ _filtered(model, gram, phi, POSITION_RCOND)
+        step = float(np.abs(delta).max())
+        if (size <= tol and step <= tol) or not step < 0.5 * last_step:  # converged, or round-off reached
+            break
+        last_step = step
+        q = integrate_configuration(model, q, delta)
+    phi, _, jac, _ = constraints(model, q)
+    worst = float(np.abs(phi).max(initial=0.0))
+    if not worst <= np.sqrt(tol):
+        row = int(np.argmax(np.abs(phi)))
+        k = int(np.searchsorted(model.loop_rows, row, side="right") - 1)
+        raise ModelError(f"the loops cannot be closed near this state: loop {model.loop_names[k]!r} stays open, "
+                         f"max |phi| = {worst:.3g} after {max_iter} Gauss-Newton steps")
+    resp, gram = _responses(model, ws, lw, q, jac)
+    v -= resp.T @ _filtered(model, gram, jac @ v, FILTER_RCOND)
+    return q, v, worst

@@ -302,3 +302,25 @@ def test_functions_that_do_not_know_spatial_loops_refuse_a_looped_model(tmp_path
         rm.io.save(governor.model, tmp_path / "governor.toml")
     with pytest.raises(ModelError, match="modes.*closed loops"):
         rm.modes(governor.model, governor.q(0.5))
+
+
+def test_projection_is_mass_orthogonal_and_closes_the_loops():
+    model, q, v = looped_tree(7)
+    closed = rm.assemble(model, q)
+    rng = np.random.default_rng(5)
+    q_off = rm.integrate_configuration(model, closed, 1e-3 * rng.normal(size=model.nv))
+    q_new, v_new, worst = spatial_loops.project(model, q_off, v)
+    _, phid, jac, _ = spatial_loops.constraints(model, q_new, v_new)
+    assert worst <= 1e-12
+    np.testing.assert_allclose(phid, 0.0, atol=1e-12 * np.abs(jac).max() * np.abs(v).max())
+    # M-orthogonal: the correction v - v_new is M^-1 J^T c, so it is M-orthogonal to every admissible motion
+    null = np.linalg.svd(jac)[2][jac.shape[0]:].T
+    mass = rm.mass_matrix(model, q_new)
+    np.testing.assert_allclose(null.T @ mass @ (v - v_new), 0.0, atol=1e-10 * np.abs(mass @ v).max())
+    # and the position step stayed small (the nearest closed configuration, not another branch)
+    assert np.abs(rm.difference(model, q_off, q_new)).max() < 1e-2
+    with pytest.raises(ModelError, match="loop 'loop0' stays open"):
+        far = rm.Model3D()
+        far.add_body("ground", "revolute", mass=1.0, inertia=0.1)
+        far.add_loop("distance", 0, (0.1, 0, 0), "ground", (5.0, 0, 0), length=1.0)
+        spatial_loops.project(far, far.neutral(), np.zeros(1))

@@ -243,6 +243,17 @@ def loop_constraints(body_int, body_real, loop_int, loop_real, q, v, ws, S, tmp,
 
 
 @njit
+def constraint_responses(body_int, body_real, q, jac, ws, S, UD, uD, tmp, zeros, no_gravity, resp):
+    """resp[r] = M^-1 J_r^T (m, nv): the accelerations that a unit multiplier of row r alone produces (no gravity,
+    no velocity), by m articulated-body passes. zeros (nv,), no_gravity (3,) zero. Returns the status."""
+    for r in range(jac.shape[0]):
+        status = forward_dynamics(body_int, body_real, no_gravity, q, zeros, jac[r], ws, S, UD, uD, tmp, resp[r])
+        if status != STATUS_OK:
+            return status
+    return STATUS_OK
+
+
+@njit
 def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, v, tau, ws, S, UD, uD, tmp, rot, pos,
                          omega, vel, acc, point, phi, phid, jac, gamma, weights, resp, zeros, no_gravity, stab, rcond,
                          lam, vdot, info):
@@ -259,11 +270,10 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, v
     status = forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp, vdot)
     if status != STATUS_OK:
         return status
+    status = constraint_responses(body_int, body_real, q, jac, ws, S, UD, uD, tmp, zeros, no_gravity, resp)
+    if status != STATUS_OK:
+        return status
     m = phi.shape[0]
-    for r in range(m):
-        status = forward_dynamics(body_int, body_real, no_gravity, q, zeros, jac[r], ws, S, UD, uD, tmp, resp[r])
-        if status != STATUS_OK:
-            return status
     nv = v.shape[0]
     gram = np.empty((m, m))
     rhs = np.empty(m)
