@@ -477,8 +477,8 @@ class Model3D:
         if not isinstance(kind, str) or kind.lower() not in SL.LOOP_CODES:
             raise ModelError(f"{where}: unknown loop kind {kind!r}; expected one of {sorted(SL.LOOP_CODES)}")
         code = SL.LOOP_CODES[kind.lower()]
-        a = self._resolve_parent(body_a, f"{where}: body_a")
-        b = self._resolve_parent(body_b, f"{where}: body_b")
+        a = self._loop_body(body_a, f"{where}: body_a")
+        b = self._loop_body(body_b, f"{where}: body_b")
         if a == b:
             raise ModelError(f"{where}: body_a and body_b are the same {'body' if a >= 0 else 'ground'}")
         real = np.zeros(SL.N_LOOP_REAL)
@@ -510,6 +510,15 @@ class Model3D:
         self._loop_names[label] = len(self._loops)
         self._loops.append((code, a, b, real))
         return len(self._loops) - 1
+
+    def _loop_body(self, body, where):
+        """A loop's body: "ground" | -1 | an index | a name of a body added before (ModelError naming it)."""
+        if isinstance(body, str) and body != "ground" and body not in self._names:
+            raise ModelError(f"{where}: unknown body {body!r}; known bodies: {list(self._names)[:10]}")
+        if isinstance(body, numbers.Integral) and not isinstance(body, (bool, np.bool_)) and body != GROUND:
+            if not 0 <= int(body) < self._table.size:
+                raise ModelError(f"{where}: unknown body index {int(body)}; the model has {self._table.size} bodies")
+        return self._resolve_parent(body, where)
 
     @property
     def nloops(self):

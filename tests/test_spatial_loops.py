@@ -228,7 +228,8 @@ def test_add_loop_refuses_bad_input_naming_the_loop():
                           (dict(kind="spherical", length=1.0), "distance loops only"),
                           (dict(kind="spherical", axis=(0, 0, 1)), "revolute loops only"),
                           (dict(kind="spherical", body_b="a"), "the same body"),
-                          (dict(kind="spherical", body_b="nobody"), "unknown")):
+                          (dict(kind="spherical", body_b="nobody"), "body_b: unknown body 'nobody'"),
+                          (dict(kind="spherical", body_b=3), "body_b: unknown body index 3")):
         args = dict(kind="spherical", body_a="a", point_a=(1.0, 0, 0), body_b="ground", name="L")
         args.update(kwargs)
         with pytest.raises(ModelError, match=f"loop 'L'.*{match}|{match}"):
