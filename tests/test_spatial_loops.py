@@ -325,3 +325,31 @@ def test_projection_is_mass_orthogonal_and_closes_the_loops():
         far.add_body("ground", "revolute", mass=1.0, inertia=0.1)
         far.add_loop("distance", 0, (0.1, 0, 0), "ground", (5.0, 0, 0), length=1.0)
         spatial_loops.project(far, far.neutral(), np.zeros(1))
+
+
+def test_kinematic_analysis_of_a_spatial_rssr_linkage_is_consistent_in_time():
+    # RSSR: a crank about the ground z axis, a rocker about a skew axis elsewhere, the coupler a distance loop
+    # (ball joints at both ends); the rocker's rate and acceleration from the loop equations must be the time
+    # derivatives of its angle (central differences of the analysis itself, an independent check of J and gamma)
+    model = rm.Model3D()
+    model.add_body("ground", "revolute", axis=(0, 0, 1), mass=1.0, inertia=(0.01, 0.01, 0.02, 0, 0, 0),
+                   com=(0.1, 0, 0), name="crank")
+    model.add_body("ground", "revolute", parent_point=(0.3, 0.5, 0.4), axis=(1.0, 0.2, 0.1), mass=1.0,
+                   inertia=(0.02, 0.01, 0.02, 0, 0, 0), com=(0, 0.2, 0), name="rocker")
+    model.add_loop("distance", "crank", (0.2, 0.0, 0.0), "rocker", (0.0, 0.35, 0.0), length=0.6, name="coupler")
+    crank = (lambda t: 0.3 + 1.5 * t + np.sin(t), lambda t: 1.5 + np.cos(t), lambda t: -np.sin(t))
+    h = 1e-4
+    times = np.array([0.4 - h, 0.4, 0.4 + h])
+    guess = rm.assemble(model, np.array([0.3, 0.4]), fixed=["crank"])
+    result = rm.kinematic_analysis(model, {"crank": crank}, times, guess)
+    np.testing.assert_allclose(spatial_loops.constraints(model, result.q[1])[0], 0.0, atol=1e-12)
+    rate = (result.q[2] - result.q[0]) / (2 * h)
+    curve = (result.q[2] - 2 * result.q[1] + result.q[0]) / h**2
+    np.testing.assert_allclose(result.v[1], rate, rtol=0, atol=1e-7 * np.abs(rate).max())
+    np.testing.assert_allclose(result.vdot[1], curve, rtol=0, atol=1e-5 * np.abs(curve).max())
+    np.testing.assert_allclose(result.v[1, 0], crank[1](0.4), rtol=1e-15)
+    # the driving torque balances the loop and inertia: tau_drive e_crank = M vdot + h + J^T lambda
+    needed = rm.inverse_dynamics(model, result.q[1], result.v[1], result.vdot[1])
+    jac = spatial_loops.constraints(model, result.q[1])[2]
+    np.testing.assert_allclose(needed + jac.T @ result.multipliers[1], [result.driving_forces[1, 0], 0.0], rtol=0,
+                               atol=1e-10 * np.abs(needed).max())
