@@ -1,15 +1,15 @@
 """Seed 002's centrifugal governor as a spatial model: the sleeve height against the spindle speed.
 
 A vertical spindle driven at omega, two fly-balls on arms hinged to the spindle, links from the balls to a sleeve
-that slides on the spindle (``rm.models.centrifugal_governor``; arms as long as the links: the Porter governor).
-The tree keeps the links as the symmetric motion's configuration map q(phi): for each omega the steady arm angle
-is the zero of the reduced generalised force (gravity and the centrifugal load from ``rm.bias_forces`` of the
-spinning tree, projected on dq/dphi), compared with the closed form 2 g (m + M) / (m omega^2) for the sleeve's
-depth below the pivot. The same governor with its links as real distance loops (``closed=True``) gives it again
-from ``rm.static_equilibrium`` with the spindle held at omega (``velocity=``), no configuration map involved. At each steady state the constrained dynamics
-(M, h of the tree, the two link constraints by Lagrange multipliers, the spindle speed held) give zero
-accelerations, and the symmetric motion released off it settles to it under damping (scipy's solve_ivp on the
-tree's equations projected on the links' tangent).
+that slides on the spindle (``rm.models.centrifugal_governor``; arms as long as the links: the Porter governor). The
+tree keeps the links as the symmetric motion's configuration map q(phi): for each omega the steady arm angle is the
+zero of the reduced generalised force (gravity and the centrifugal load from ``rm.bias_forces`` of the spinning
+tree, projected on dq/dphi), compared with the closed form 2 g (m + M) / (m omega^2) for the sleeve's depth below
+the pivot. The same governor with its links as real distance loops (``closed=True``) gives it again from
+``rm.static_equilibrium`` with the spindle held at omega (``velocity=``), no configuration map involved. At each
+steady state the constrained dynamics (M, h of the tree, the two link constraints by Lagrange multipliers, the
+spindle speed held) give zero accelerations, and the symmetric motion released off it settles to it under damping
+(scipy's solve_ivp on the tree's equations projected on the links' tangent).
 
     python3 examples/governor.py [--plot FILE]
 """
