@@ -1,14 +1,15 @@
 """Seed 002's centrifugal governor as a spatial model: the sleeve height against the spindle speed.
 
 A vertical spindle driven at omega, two fly-balls on arms hinged to the spindle, links from the balls to a sleeve
-that slides on the spindle (``rm.models.centrifugal_governor``; arms as long as the links: the Porter governor).
-Spatial closed loops are not built yet, so the links are kept as the symmetric motion's configuration map q(phi):
-for each omega the steady arm angle is the zero of the reduced generalised force (gravity and the centrifugal
-load from ``rm.bias_forces`` of the spinning tree, projected on dq/dphi), compared with the closed form
-2 g (m + M) / (m omega^2) for the sleeve's depth below the pivot. At each steady state the constrained dynamics
-(M, h of the tree, the two link constraints by Lagrange multipliers, the spindle speed held) give zero
-accelerations, and the symmetric motion released off it settles to it under damping (scipy's solve_ivp on the
-tree's equations projected on the links' tangent).
+that slides on the spindle (``rm.models.centrifugal_governor``; arms as long as the links: the Porter governor). The
+tree keeps the links as the symmetric motion's configuration map q(phi): for each omega the steady arm angle is the
+zero of the reduced generalised force (gravity and the centrifugal load from ``rm.bias_forces`` of the spinning
+tree, projected on dq/dphi), compared with the closed form 2 g (m + M) / (m omega^2) for the sleeve's depth below
+the pivot. The same governor with its links as real distance loops (``closed=True``) gives it again from
+``rm.static_equilibrium`` with the spindle held at omega (``velocity=``), no configuration map involved. At each
+steady state the constrained dynamics (M, h of the tree, the two link constraints by Lagrange multipliers, the
+spindle speed held) give zero accelerations, and the symmetric motion released off it settles to it under damping
+(scipy's solve_ivp on the tree's equations projected on the links' tangent).
 
     python3 examples/governor.py [--plot FILE]
 """
@@ -68,6 +69,18 @@ for omega in np.linspace(1.25 * lift_off, 4 * lift_off, 8):
 worst = max(abs(d - e) / e for _, d, e in rows)
 print(f"max relative error of the sleeve drop against 2 g (m + M) / (m omega^2): {worst:.2e}")
 
+# the links as real loops: static equilibrium in the frame turning with the spindle, continued from one speed to
+# the next (the first guess: arms at 0.6 rad, assembled by the loop layer)
+closed = rm.models.centrifugal_governor(ball_mass=1.0, sleeve_mass=2.0, arm=0.2, link=0.2, pivot_height=0.5,
+                                        closed=True).model
+guess, worst_loops = gov.q(0.6), 0.0
+for omega, _, exact in rows:
+    state = rm.static_equilibrium(closed, guess, fixed=["spindle"], velocity=np.array([omega, 0.0, 0.0, 0.0]))
+    worst_loops = max(worst_loops, abs(gov.pivot_height - state.q[3] - exact) / exact)
+    guess = state.q
+print(f"with the links as distance loops (rm.static_equilibrium, spindle held at omega): max relative error of the "
+      f"sleeve drop {worst_loops:.2e}")
+
 # dynamics settling to it: the symmetric motion (the tree's M and h on the links' tangent) from 0.15 rad below the
 # steady angle, with a damper on each arm's hinge; undamped, the Jacobi integral T2 - T0 + V is kept
 omega = rows[1][0]
@@ -85,8 +98,8 @@ print(f"dynamics at omega = {omega:.4f} rad/s: undamped, phi swings over {np.deg
       f"keeping the Jacobi integral (energy) to {np.ptp(jacobi) / abs(jacobi[0]):.1e} relative; with 1 N m s dampers "
       f"on the hinges it settles at phi = {np.degrees(damped.y[0, -1]):.8f} deg, steady "
       f"{np.degrees(steady):.8f} deg")
-print("limitation: the links are closed by the symmetric motion's configuration map (spatial loops are not built "
-      "yet), and the dynamics are integrated here with scipy, not rm.simulate")
+print("limitation: the dynamics use the symmetric motion's configuration map and are integrated here with scipy, "
+      "not rm.simulate (simulation of spatial models with loops is not available yet)")
 
 if args.plot:
     fig = rm.plot.figure(1, 1, figsize=(10, 4.5))[0]

@@ -24,7 +24,7 @@ __version__ = "0.1.0"
 
 # Submodules reachable as attributes (``rm.chains``, ``rm.io``, ...), imported on first access.
 _SUBMODULES = ("analysis", "augmented", "batch", "chains", "implicit", "io", "joints", "loops", "models", "plot",
-               "studies")
+               "spatial_loops", "studies")
 
 # Public names and the submodule that defines each, imported on first access.
 _LAZY_NAMES = {
@@ -51,8 +51,8 @@ __all__ = [
     "integrate_configuration", "inverse_dynamics", "io", "joint_reactions", "joints", "kinematic_analysis",
     "linearize", "loop_dynamics", "loops", "LoopSolution", "mass_matrix", "Mechanism", "METHODS", "Model", "Model3D",
     "ModelError", "models", "modes", "plot", "point_kinematics", "RedundantConstraintWarning", "ResultFileError",
-    "simulate", "simulate_many", "SimulationError", "SimulationResult", "solve_effective", "StateError",
-    "static_equilibrium", "studies", "sweep",
+    "simulate", "simulate_many", "SimulationError", "SimulationResult", "solve_effective", "spatial_loops",
+    "StateError", "static_equilibrium", "studies", "sweep",
 ]
 
 

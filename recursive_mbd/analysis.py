@@ -84,13 +84,14 @@ def assemble(model, q_guess, fixed=(), *, tol=1e-12, max_iter=50):
         When the loops cannot close (lengths that do not fit, a coordinate held where the mechanism cannot
         reach): names the loop with the largest gap and its size.
 
-    A spatial tree (``Model3D``, no loops yet) returns q_guess with its quaternions normalised
-    (``recursive_mbd.statics3d.assemble``).
+    A spatial model (``Model3D``): ``recursive_mbd.statics3d.assemble`` (Gauss-Newton along
+    ``integrate_configuration``; ``fixed``: velocity indices or body names; a tree returns q_guess with its
+    quaternions normalised).
     """
     if isinstance(model, Model3D):
         from . import statics3d  # noqa: PLC0415
 
-        return statics3d.assemble(model, q_guess)
+        return statics3d.assemble(model, q_guess, fixed, tol=tol, max_iter=max_iter)
     q = _vector(model, q_guess, "q_guess")
     tol = _checks.real(tol, "tol", low=0.0)
     max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
@@ -285,7 +286,14 @@ def kinematic_analysis(model, drivers, t, q_guess=None, *, tol=1e-12):
     Returns
     -------
     KinematicResult
+
+    A spatial model (``Model3D``): ``recursive_mbd.statics3d.kinematic_analysis`` (revolute or prismatic joints
+    driven; q (nt, nq), v and vdot (nt, nv)), returning a ``KinematicResult3D``.
     """
+    if isinstance(model, Model3D):
+        from . import statics3d  # noqa: PLC0415
+
+        return statics3d.kinematic_analysis(model, drivers, t, q_guess, tol=tol)
     from .integrate import _Inputs  # noqa: PLC0415  (the drivers' parsing and derivatives)
 
     times = np.atleast_1d(np.asarray(t, dtype=float))
@@ -421,7 +429,8 @@ def _conservative_potential(model, q, tau, t):
     return value
 
 
-def static_equilibrium(model, q_guess, tau=None, *, t=0.0, tol=1e-10, max_iter=50, fixed=(), prefer_stable=True):
+def static_equilibrium(model, q_guess, tau=None, *, t=0.0, tol=1e-10, max_iter=50, fixed=(), prefer_stable=True,
+                       velocity=None):
     """Static equilibrium under gravity, springs, constant loads and tau, loops included.
 
     Newton-Raphson (seed 002) on g(q, lambda) = 0, phi(q) = 0 with line search (stiffness from the loads, or by
@@ -435,14 +444,18 @@ def static_equilibrium(model, q_guess, tau=None, *, t=0.0, tol=1e-10, max_iter=5
     -------
     Equilibrium
 
-    A spatial tree (``Model3D``, no loops yet): ``recursive_mbd.statics3d.static_equilibrium`` (Newton in the
-    velocity space under gravity and tau (nv,); ``t`` and ``prefer_stable`` do not apply), returning an
-    ``Equilibrium3D``.
+    A spatial model (``Model3D``, loops included): ``recursive_mbd.statics3d.static_equilibrium`` (Newton in the
+    velocity space under gravity and tau (nv,), with the loop multipliers; ``velocity`` (nv,): the constant
+    velocity of a steady motion, e.g. a spindle held at a constant rate by ``fixed``; ``t`` and ``prefer_stable``
+    do not apply), returning an ``Equilibrium3D``. ``velocity`` applies to spatial models only.
     """
     if isinstance(model, Model3D):
         from . import statics3d  # noqa: PLC0415
 
-        return statics3d.static_equilibrium(model, q_guess, tau, tol=tol, max_iter=max_iter, fixed=fixed)
+        return statics3d.static_equilibrium(model, q_guess, tau, tol=tol, max_iter=max_iter, fixed=fixed,
+                                            velocity=velocity)
+    if velocity is not None:
+        raise TypeError("static_equilibrium: velocity applies to spatial models (Model3D) only")
     q = _vector(model, q_guess, "q_guess")
     tau = np.zeros(model.nq) if tau is None else _vector(model, tau, "tau")
     t = _checks.real(t, "t")

@@ -640,6 +640,10 @@ def _analysis_table(analysis):
 
 def _dumps_spatial(model, q0, v0, analysis):
     """TOML text of a Model3D (module docstring: spatial models), every key explicit."""
+    if model.nloops:  # spatial files have no [[loop]] yet: refuse rather than write the tree without its loops
+        raise ModelError(f"cannot save {model!r}: it has {model.nloops} closed loop(s) "
+                         f"({', '.join(model.loop_names)}), and spatial model files do not hold loops yet")
+
     def body_name(index):
         return "ground" if index == GROUND else model.names[index]
 

@@ -210,6 +210,8 @@ class Model3D:
         self._names = {}
         self._compiled = False
         self._workspace3d = None
+        self._loops = []
+        self._loop_names = {}
 
     # ---- building ------------------------------------------------------------------------------------------------
 
@@ -435,6 +437,104 @@ class Model3D:
         self._names.update(zip(names, index.tolist(), strict=True))
         return index
 
+    def add_loop(self, kind, body_a, point_a, body_b="ground", point_b=(0.0, 0.0, 0.0), axis=None, axis_b=None,
+                 length=None, name=None):
+        """Close a loop: a cut joint between a point of ``body_a`` and a point of ``body_b``; returns its index.
+
+        The tree's coordinates stay the generalised coordinates; the loop adds equations phi(q) = 0 enforced by
+        Lagrange multipliers (``recursive_mbd.spatial_loops``), as ``Model.add_loop`` does in the plane. Either
+        body may be "ground" (its point and axis are then in the ground frame); points are in their body's frame.
+
+        Parameters
+        ----------
+        kind : {"spherical", "revolute", "distance"}
+            "spherical": the points coincide (3 equations, ground axes); "revolute": they coincide and ``axis``
+            (fixed in body a) stays parallel to ``axis_b`` (fixed in body b) (5 equations: the two components of
+            body b's axis across body a's); "distance": |p_a - p_b| = ``length`` > 0, a massless link with ball
+            joints at both ends (1 equation).
+        body_a, body_b : "ground" | -1 | int | str
+            The two bodies (different).
+        point_a, point_b : (3,) array_like
+            The loop points in their bodies' frames [m].
+        axis, axis_b : (3,) array_like, revolute only
+            The hinge axis in body a's frame and in body b's frame (normalised here); ``axis_b`` defaults to
+            ``axis``. The revolute equations also hold with the axes antiparallel: assemble from a guess near
+            the intended branch.
+        length : float, distance only
+            The link length [m], > 0.
+        name : str, optional
+            Unique loop name; default ``"loop<index>"``.
+        """
+        label = name if name is not None else f"loop{len(self._loops)}"
+        where = f"loop {label!r}"
+        if self._compiled:
+            raise ModelError(f"cannot add {where}: the model was compiled (it is frozen once a dynamics function "
+                             "has used it); add loops before the first use")
+        if not isinstance(label, str) or not label:
+            raise TypeError(f"loop name must be a non-empty string, got {name!r}")
+        if label in self._loop_names:
+            raise ModelError(f"{where}: duplicate loop name")
+        if not isinstance(kind, str) or kind.lower() not in SL.LOOP_CODES:
+            raise ModelError(f"{where}: unknown loop kind {kind!r}; expected one of {sorted(SL.LOOP_CODES)}")
+        code = SL.LOOP_CODES[kind.lower()]
+        a = self._loop_body(body_a, f"{where}: body_a")
+        b = self._loop_body(body_b, f"{where}: body_b")
+        if a == b:
+            raise ModelError(f"{where}: body_a and body_b are the same {'body' if a >= 0 else 'ground'}")
+        real = np.zeros(SL.N_LOOP_REAL)
+        real[SL.LPA:SL.LPA + 3] = _vector3(point_a, f"{where}: point_a")
+        real[SL.LPB:SL.LPB + 3] = _vector3(point_b, f"{where}: point_b")
+        if code == SL.LOOP_REVOLUTE:
+            if axis is None:
+                raise ModelError(f"{where}: a revolute loop needs its axis (in body a's frame)")
+            axis_a = _unit(axis, f"{where}: axis")
+            axis_b = axis_a if axis_b is None else _unit(axis_b, f"{where}: axis_b")
+            # two unit vectors orthogonal to axis_a: the hinge keeps body b's axis off both
+            helper = np.eye(3)[int(np.argmin(np.abs(axis_a)))]
+            n1 = np.cross(axis_a, helper)
+            n1 /= np.linalg.norm(n1)
+            real[SL.LAXB:SL.LAXB + 3] = axis_b
+            real[SL.LN1:SL.LN1 + 3] = n1
+            real[SL.LN2:SL.LN2 + 3] = np.cross(axis_a, n1)
+        elif axis is not None or axis_b is not None:
+            raise ModelError(f"{where}: axis and axis_b apply to revolute loops only, not {kind!r}")
+        if code == SL.LOOP_DISTANCE:
+            if length is None:
+                raise ModelError(f"{where}: a distance loop needs its length")
+            length = _scalar(length, f"{where}: length")
+            if not length > 0.0:
+                raise ModelError(f"{where}: length must be > 0, got {length}")
+            real[SL.LLENGTH] = length
+        elif length is not None:
+            raise ModelError(f"{where}: length applies to distance loops only, not {kind!r}")
+        self._loop_names[label] = len(self._loops)
+        self._loops.append((code, a, b, real))
+        return len(self._loops) - 1
+
+    def _loop_body(self, body, where):
+        """A loop's body: "ground" | -1 | an index | a name of a body added before (ModelError naming it)."""
+        if isinstance(body, str) and body != "ground" and body not in self._names:
+            raise ModelError(f"{where}: unknown body {body!r}; known bodies: {list(self._names)[:10]}")
+        if isinstance(body, numbers.Integral) and not isinstance(body, (bool, np.bool_)) and body != GROUND:
+            if not 0 <= int(body) < self._table.size:
+                raise ModelError(f"{where}: unknown body index {int(body)}; the model has {self._table.size} bodies")
+        return self._resolve_parent(body, where)
+
+    @property
+    def nloops(self):
+        """Number of loops."""
+        return len(self._loops)
+
+    @property
+    def loop_names(self):
+        """Loop names in index order, a tuple."""
+        return tuple(self._loop_names)
+
+    @property
+    def nconstraints(self):
+        """Number of loop equations m (rows of phi and J)."""
+        return sum(SL.LOOP_ROWS[code] for code, *_ in self._loops)
+
     def _resolve_parent(self, parent, where):
         if isinstance(parent, str):
             if parent == "ground":
@@ -503,6 +603,17 @@ class Model3D:
         self._euclid_v = np.flatnonzero(euclid_v)
         self.gravity = np.ascontiguousarray(self.gravity)
         self.gravity.flags.writeable = False
+        rows = np.cumsum([0] + [SL.LOOP_ROWS[code] for code, *_ in self._loops]).astype(np.int64)
+        loop_int = np.zeros((len(self._loops), SL.N_LOOP_INT), dtype=np.int64)
+        loop_real = np.zeros((len(self._loops), SL.N_LOOP_REAL))
+        for k, (code, a, b, real) in enumerate(self._loops):
+            loop_int[k] = (code, a, b, rows[k])
+            loop_real[k] = real
+        for arr in (loop_int, loop_real, rows):
+            arr.flags.writeable = False
+        self.loop_int = loop_int  # (nloops, N_LOOP_INT): kind, body a, body b, first row
+        self.loop_real = loop_real  # (nloops, N_LOOP_REAL): points, revolute axes, distance length
+        self.loop_rows = rows  # (nloops + 1,): loop k owns rows loop_rows[k]:loop_rows[k + 1] of phi
         self._compiled = True
         return self
 

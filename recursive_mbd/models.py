@@ -100,12 +100,12 @@ class Governor:
 
     The tree (bodies "spindle", "arm1", "arm2", "sleeve"; q = v = (spindle angle, arm1 angle, arm2 angle, sleeve
     height)) has the arms' angles phi from the downward spindle axis, arm1 swinging out along the spindle's +x axis
-    and arm2 along -x, and the sleeve on a prismatic joint along z. The two links close two loops; spatial loops
-    are not built yet, so they are kept here as the configuration map ``q(phi)`` of the symmetric motion (both arms
-    at phi, the sleeve where the links put it) and its tangent ``dq_dphi``: the links are massless two-force
-    members, so they do no virtual work along that tangent, and the steady state in the rotating frame is the zero
-    of the reduced generalised force Q(phi) = -dq_dphi . h(q(phi), v) with v = (omega, 0, 0, 0) and h =
-    ``rm.bias_forces`` (gravity and the centrifugal terms of the spinning tree).
+    and arm2 along -x, and the sleeve on a prismatic joint along z. The two links close two loops: real distance
+    loops with ``centrifugal_governor(closed=True)``; the tree alone keeps them as the configuration map ``q(phi)``
+    of the symmetric motion (both arms at phi, the sleeve where the links put it) and its tangent ``dq_dphi``: the
+    links are massless two-force members, so they do no virtual work along that tangent, and the steady state in the
+    rotating frame is the zero of the reduced generalised force Q(phi) = -dq_dphi . h(q(phi), v) with v = (omega, 0,
+    0, 0) and h = ``rm.bias_forces`` (gravity and the centrifugal terms of the spinning tree).
 
     Closed form (virtual work in the rotating frame, point balls, massless arms and links; a ball's own spin adds a
     constant energy when its inertia is isotropic): with a = ``arm``, b = ``link``, the sleeve at
@@ -211,11 +211,15 @@ class Governor:
 
 
 def centrifugal_governor(ball_mass=1.0, sleeve_mass=2.0, arm=0.2, link=0.2, pivot_height=0.5, ball_radius=0.03,
-                         spindle_mass=0.5, g=9.81):
+                         spindle_mass=0.5, g=9.81, closed=False):
     """Seed 002's centrifugal governor as a ``Model3D`` tree (see ``Governor``; SI units: kg, m, m/s^2).
 
     The balls are uniform spheres of radius ``ball_radius`` at the arms' ends (their isotropic inertia leaves the
     steady state unchanged), the arms and links massless, the sleeve a thin ring about the spindle axis.
+    ``closed``: the two links become real loops, distance loops "link1", "link2" of length ``link`` from each
+    ball's centre to the sleeve's origin on the spindle axis (``Model3D.add_loop``; then ``rm.forward_dynamics``
+    and ``rm.static_equilibrium`` enforce them); default False keeps the tree, whose links live only in the
+    configuration map ``Governor.q``.
     """
     from .model3d import Model3D  # noqa: PLC0415  (planar users never load the spatial builder)
 
@@ -234,6 +238,10 @@ def centrifugal_governor(ball_mass=1.0, sleeve_mass=2.0, arm=0.2, link=0.2, pivo
     ring = sleeve_mass * 0.02**2
     model.add_body(parent="spindle", joint="prismatic", axis=(0.0, 0.0, 1.0), mass=sleeve_mass,
                    inertia=(0.6 * ring, 0.6 * ring, ring, 0.0, 0.0, 0.0), name="sleeve")
+    if closed:
+        for k in (1, 2):
+            model.add_loop("distance", f"arm{k}", (0.0, 0.0, -arm), "sleeve", (0.0, 0.0, 0.0), length=link,
+                           name=f"link{k}")
     return Governor(model, ball_mass, sleeve_mass, arm, link, pivot_height, g)
 
 

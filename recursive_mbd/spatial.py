@@ -110,6 +110,9 @@ def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursiv
     ws = model._workspace3d if model.__class__ is Model3D else None
     if ws is None:
         ws = workspace(model)
+    if model._loops:
+        raise ModelError(f"{model!r} has closed loops: this is the tree's forward dynamics, which ignores them; use "
+                         "rm.forward_dynamics or recursive_mbd.spatial_loops.loop_dynamics")
     if out is not None and out is not ws.checked_out:
         ws.checked_out = _checks.output_buffer(out, (model._nv,))
     if t.__class__ is not float:

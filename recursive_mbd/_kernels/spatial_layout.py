@@ -60,3 +60,23 @@ W_SPATIAL = 66
 SINGULAR_RTOL = 1e-12
 # a quaternion farther than this from unit norm is refused (StateError); closer, it is normalised silently
 QUATERNION_TOL = 1e-6
+
+# ---- loops (``Model3D.add_loop``): loop_int (nloops, 4) int64, loop_real (nloops, 16) float64 -------------------
+LOOP_SPHERICAL = 0  # the two points coincide: 3 equations (ground axes)
+LOOP_REVOLUTE = 1  # spherical + the axes of a and b parallel: 5 equations
+LOOP_DISTANCE = 2  # |p_a - p_b| = length: 1 equation
+LOOP_CODES = {"spherical": LOOP_SPHERICAL, "revolute": LOOP_REVOLUTE, "distance": LOOP_DISTANCE}
+LOOP_ROWS = {LOOP_SPHERICAL: 3, LOOP_REVOLUTE: 5, LOOP_DISTANCE: 1}
+LKIND = 0  # loop kind code
+LBODY_A = 1  # body a (-1: the ground)
+LBODY_B = 2  # body b (-1: the ground)
+LROW = 3  # first row of the loop's equations in phi
+N_LOOP_INT = 4
+LPA = 0  # point a in body a's frame (ground frame for the ground) [m] (3)
+LPB = 3  # point b in body b's frame [m] (3)
+LAXB = 6  # revolute: the axis fixed in body b, unit, b's frame (3)
+LN1 = 9  # revolute: two unit vectors fixed in body a, orthogonal to its axis and to each other, a's frame (3, 3)
+LN2 = 12
+LLENGTH = 15  # distance: the length [m]
+N_LOOP_REAL = 16
+N_WEIGHTS = 12  # a row's weights: on v(P_a), omega_a, v(P_b), omega_b (ground axes)

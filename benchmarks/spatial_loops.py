@@ -1,0 +1,84 @@
+"""Cost of constrained forward dynamics on a spatial model: an N-link chain of spherical joints with its tip tied
+to the ground by a spherical loop (m = 3), O(N m + m^3).
+
+    python3 benchmarks/spatial_loops.py [--sizes 100 1000 10000 100000]
+
+Per evaluation: the tree alone (``rm.spatial.forward_dynamics``, the articulated-body pass), the loop layer
+(constraint kernel + 1 + m articulated-body passes + the m x m filtered solve) through ``rm.forward_dynamics``,
+and the raw kernel without the Python wrapper. Prints a table and the growth factor per decade; writes
+benchmarks/results/spatial_loops.json.
+"""
+
+import os
+
+# One BLAS thread, set before numpy loads OpenBLAS (benchmarks/blas_threads.py). Set the variables to override.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse
+
+import numpy as np
+from _common import median_time, print_table, write_json
+
+import recursive_mbd as rm
+from recursive_mbd import spatial_loops
+from recursive_mbd._kernels import spatial_loops as kernels
+from recursive_mbd.loops import FILTER_RCOND
+
+
+def chain(n, tip_loop):
+    """n uniform rods (total length 1, mass 1) on spherical joints hanging from the ground origin."""
+    model = rm.Model3D()
+    length, mass = 1.0 / n, 1.0 / n
+    inertia = (mass * length**2 / 12, mass * length**2 / 12, mass * length**2 / 200, 0.0, 0.0, 0.0)
+    parents = np.arange(-1, n - 1)
+    model.add_bodies(parents, "spherical", parent_point=np.where(parents[:, None] < 0, 0.0, (0.0, 0.0, -length)),
+                     mass=mass, inertia=inertia, com=(0.0, 0.0, -length / 2))
+    if tip_loop is not None:
+        model.add_loop("spherical", n - 1, (0.0, 0.0, -length), "ground", tip_loop, name="tip")
+    return model
+
+
+def tied_chain(n):
+    """The chain at a bent configuration with its tip tied where it is; (model, tree, q, v) with the loops closed."""
+    rng = np.random.default_rng(n)
+    tree = chain(n, None)
+    q = rm.integrate_configuration(tree, tree.neutral(), rng.uniform(-0.5, 0.5, tree.nv) * 3.0 / n)
+    tip, _ = rm.point_kinematics(tree, q, np.zeros(tree.nv), n - 1, (0.0, 0.0, -1.0 / n))
+    model = chain(n, tip)
+    q, v, _ = spatial_loops.project(model, q, rng.normal(size=model.nv))
+    return model, tree, q, v
+
+
+def main(sizes=(100, 1000, 10_000, 100_000)):
+    rows, records = [], []
+    for n in sizes:
+        model, tree, q, v = tied_chain(n)
+        ws, lw = spatial_loops.loop_workspace(model)
+        vdot = np.zeros(model.nv)
+
+        def kernel(model=model, q=q, v=v, ws=ws, lw=lw, vdot=vdot):
+            kernels.constrained_dynamics(
+                model.body_int, model.body_real, model.gravity, model.loop_int, model.loop_real, q, v, ws.zeros,
+                ws.ws, ws.S, ws.UD, ws.uD, ws.tmp, lw.rot, lw.pos, lw.omega, lw.vel, lw.acc, lw.point, lw.phi,
+                lw.phid, lw.jac, lw.gamma, lw.weights, lw.resp, ws.zeros, lw.no_gravity, lw.stab, FILTER_RCOND,
+                lw.lam, vdot, lw.info)
+
+        t_tree = median_time(lambda tree=tree, q=q, v=v: rm.forward_dynamics(tree, q, v))
+        t_loop = median_time(lambda model=model, q=q, v=v: rm.forward_dynamics(model, q, v))
+        t_kernel = median_time(kernel)
+        records.append(dict(n=n, m=model.nconstraints, tree_s=t_tree, forward_dynamics_s=t_loop, kernel_s=t_kernel))
+        rows.append([n, f"{t_tree * 1e6:.0f}", f"{t_kernel * 1e6:.0f}", f"{t_loop * 1e6:.0f}",
+                     f"{t_kernel / t_tree:.2f}"])
+    print("a spherical loop (m = 3) on an N-link spherical chain: time per forward-dynamics evaluation [us]")
+    print_table(["N", "tree (ABA)", "loop kernel", "rm.forward_dynamics", "kernel / tree"], rows)
+    for a, b in zip(records, records[1:], strict=False):
+        print(f"N {a['n']} -> {b['n']}: kernel time x {b['kernel_s'] / a['kernel_s']:.1f}, "
+              f"forward_dynamics x {b['forward_dynamics_s'] / a['forward_dynamics_s']:.1f}")
+    print(f"wrote {write_json('spatial_loops', {'records': records})}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10_000, 100_000])
+    main(parser.parse_args().sizes)
