@@ -1087,7 +1087,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     _check_options(augmented_options, formulation)
     spatial = isinstance(model, Model3D)
     if spatial:
-        _refuse_spatial_options(method, formulation, drivers, stabilization, alpha, beta)
+        _refuse_spatial_options(model, method, formulation, drivers, stabilization, alpha, beta)
     max_steps = _max_steps(max_steps)
     rtol, atol, every, max_step, first_step, max_steps, alpha, beta, t_eval, midpoint_tol = _checks.run_options(
         rtol=rtol, atol=atol, every=every, max_step=max_step, first_step=first_step, max_steps=max_steps,
@@ -1159,13 +1159,16 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
                      max_wall_time)
 
 
-def _refuse_spatial_options(method, formulation, drivers, stabilization, alpha, beta):
-    """ValueError for an option of simulate that a spatial model (``Model3D``) does not take yet."""
+def _refuse_spatial_options(model, method, formulation, drivers, stabilization, alpha, beta):
+    """ValueError for a spatial model (``Model3D``) or an option of simulate that it does not take yet."""
+    if model.nloops:
+        raise ValueError(f"simulating a Model3D with closed loops is not available yet ({model.nloops} loop(s)); "
+                         "recursive_mbd.spatial_loops gives their forward dynamics, assembly and statics")
     if formulation != "recursive":
         raise ValueError(f"a Model3D is integrated by the spatial recursive formulation; formulation={formulation!r} "
                          "is for planar models")
-    if method == "generalized_alpha":
-        raise ValueError("method 'generalized_alpha' integrates planar models only; for a Model3D use dopri5, "
+    if method in ("generalized_alpha", "bdf"):
+        raise ValueError(f"method {method!r} integrates planar models only; for a Model3D use dopri5, "
                          "dop853, rk4, implicit_midpoint or scipy:NAME")
     if drivers:
         raise ValueError("drivers are not supported on a Model3D yet (prescribe the motion through tau)")
