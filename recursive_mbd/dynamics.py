@@ -96,10 +96,10 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
     except AttributeError:  # not a Model (a Model3D goes to the spatial formulation), or no workspace yet: the
         # full route below says what is wrong
         if isinstance(model, Model3D):
-            if model._loops:  # closed loops: the multiplier layer (it builds on this module, as loops does)
-                from .spatial_loops import loop_dynamics  # noqa: PLC0415
+            if model._loops:  # closed loops: the spatial multiplier layer, imported on first use
+                from . import spatial_loops  # noqa: PLC0415
 
-                vdot = loop_dynamics(model, q, qd, tau, t=t, method=method).qdd
+                vdot = spatial_loops.loop_dynamics(model, q, qd, tau, t=t, method=method).qdd
                 if out is not None:
                     _checks.output_buffer(out, (model.nv,))[:] = vdot
                     return out
