@@ -49,7 +49,7 @@ import math
 import numba
 import numpy as np
 
-from .implicit import effective_solve
+from .implicit import effective_factor, effective_solve, loop_schur, newton_correction, newton_residual
 from .integrators import _fatal, _poll, _store, system_rhs
 from .layout import (
     NDOF,
@@ -61,7 +61,8 @@ from .layout import (
     STATUS_OK,
     STATUS_STEP_UNDERFLOW,
 )
-from .tree import inverse_dynamics, motion_column
+from .loops import filtered_solve
+from .tree import inverse_dynamics, kinematics_pass, motion_column
 
 njit = numba.njit(cache=True, error_model="numpy")
 
@@ -69,6 +70,13 @@ MAX_ORDER = 5
 NEWTON_MAXITER = 4
 MIN_FACTOR = 0.2  # bounds on the step-size change of one rejection / order change
 MAX_FACTOR = 10.0
+# Newton with reused factors (CVODE, Hindmarsh et al. 2005): the contraction-rate estimate decays at most by
+# CRATE_DOWN per iteration; a correction above DIVERGENCE times the last one fails the iteration; stale factors
+# whose rate exceeds SLOW_CONTRACTION are made again at the current iterate
+CRATE_DOWN = 0.3
+DIVERGENCE = 2.0
+SLOW_CONTRACTION = 0.2
+ROUNDOFF = 1000.0 * 2.220446049250313e-16  # relative round-off floor of a Newton correction (N bodies, loops)
 EPS = 2.220446049250313e-16
 
 # info array of a run (floats): Newton iterations, effective solves, and at a failure the step, Newton
@@ -78,7 +86,8 @@ INFO_SOLVES = 1
 INFO_FAIL_STEP = 2
 INFO_FAIL_CORRECTION = 3
 INFO_FAIL_RESIDUAL = 4
-INFO_SIZE = 5
+INFO_FACTORIZATIONS = 5
+INFO_SIZE = 6
 
 
 @njit
@@ -243,7 +252,8 @@ def _newton_direction(system, newton, c, nf, res_v, res_q, with_q):
 
 
 @njit
-def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_step, max_step, max_steps, t_eval,
+def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_step, max_step, max_steps, max_order,
+                  t_eval,
                   every, t_out, y_out, events, events_key, directions, terminal, ev_t, ev_y, monitor, monitor_key,
                   control, info):
     """BDF orders 1-5 from t0 to t_end on the state y = (q_free, qd_free, W_dissipated, W_applied) (module doc).
@@ -275,6 +285,52 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
         gammas[k] = gammas[k - 1] + 1.0 / k
     free = system[5]
     x = newton[16]
+    j_stiff = newton[9]
+    j_damp = newton[10]
+    # the Newton matrix's factors (kept over the steps of one c = h / gamma_k) and the loop scratch
+    body_int = system[0]
+    body_real = system[1]
+    driven = system[7]
+    ws = system[14]
+    loops = system[22]
+    jac = loops[5]
+    m = loops[3].shape[0]
+    rcond = loops[15][4]
+    nb = body_int.shape[0]
+    nq = system[11].shape[0]
+    ia = np.zeros((nb, 3, 3))
+    uu = np.zeros((nb, 3, 3))
+    dinv = np.zeros((nb, 3, 3))
+    gcol = np.zeros((nb, 3, 3))
+    rvec = np.zeros((nb, 2))
+    ub = np.zeros((nb, 3))
+    pa = np.zeros((nb, 3))
+    vel = np.zeros((nb, 3))
+    fsub = np.zeros((nb, 2))
+    kb = np.zeros(nb)
+    dmat = np.zeros((3, 3))
+    j_diag = np.zeros(nq)
+    tau_need = np.zeros(nq)
+    xfull = np.zeros(nq)
+    rhs_full = np.zeros(nq)
+    resp = np.zeros((m, nf))
+    gram = np.zeros((m, m))
+    work_m = np.zeros(m)
+    phi_scaled = np.zeros(m)
+    dlam = np.zeros(m)
+    lam = np.zeros(m)
+    lam_start = np.zeros(m)
+    mu = np.zeros(m)
+    dmu = np.zeros(m)
+    gram_mu = np.zeros((m, m))
+    rhs_mu = np.zeros(m)
+    dx = np.zeros(nf)
+    qdd = np.zeros(nf)
+    powers = np.zeros(2)
+    factored_c = -1.0
+    fresh = False
+    refactor = False
+    crate = 1.0
     newton_tol = max(10.0 * EPS / rtol, min(0.03, math.sqrt(rtol)))
     for k in range(INFO_SIZE):
         info[k] = 0.0
@@ -310,6 +366,8 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
     nfev += 1
     if status != STATUS_OK:
         return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+    for r in range(m):  # the multipliers of the start, the first Newton iterate's
+        lam[r] = loops[12][r]
     span = t_end - t0
     h = first_step
     if h <= 0.0:  # Hairer's starting step for a first-order method (as integrators.integrate_adaptive)
@@ -393,64 +451,133 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
                 d[j] = 0.0
             for j in range(n):
                 y[j] = y_pred[j] + d[j]
+            for r in range(m):
+                lam_start[r] = lam[r]
             converged = False
-            norm_old = -1.0
             correction = np.inf
             res_max = np.inf
             iterations = 0
-            for iteration in range(NEWTON_MAXITER):
-                status = _poll(monitor, monitor_key, control, t, D[0], nfev)
-                if status != STATUS_OK:
-                    return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
-                status = system_rhs(inputs, key, system, t_new, y, f)
-                nfev += 1
-                if status != STATUS_OK:
-                    if _fatal(status):
-                        return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
-                    break  # a non-finite iterate: the iteration diverged
-                res_max = 0.0
-                for j in range(nf):
-                    residual[j] = c * f[nf + j] - psi[nf + j] - d[nf + j]
-                    res_max = max(res_max, abs(residual[j]))
-                for j in range(2 * nf, n):  # the work rows, explicit given q and v
-                    d[j] = c * f[j] - psi[j]
-                status = _newton_direction(system, newton, c, nf, residual, residual, False)
-                iterations += 1
-                info[INFO_SOLVES] += 1.0
-                if status != STATUS_OK:
-                    if _fatal(status):
-                        return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
-                    break
-                acc = 0.0
-                for j in range(nf):
-                    delta = x[free[j]]
-                    d[nf + j] += delta
-                    d[j] += c * delta
-                    acc += (c * delta / scale[j]) ** 2 + (delta / scale[nf + j]) ** 2
-                for j in range(n):
-                    y[j] = y_pred[j] + d[j]
-                correction = math.sqrt(acc / n)
-                if not math.isfinite(correction):
-                    break
-                if correction == 0.0:
-                    converged = True
-                    break
-                if norm_old > 0.0:
-                    rate = correction / norm_old
-                    if rate >= 1.0 or rate ** (NEWTON_MAXITER - iteration) / (1.0 - rate) * correction > newton_tol:
+            # attempt 0 reuses the factors of earlier steps (same c) while Newton contracts; attempt 1, only when
+            # that failed with stale factors, starts again from the predictor with factors of this step's iterate
+            for attempt in range(2):
+                if attempt == 1:
+                    if fresh:
                         break
-                    if rate / (1.0 - rate) * correction < newton_tol:
+                    factored_c = -1.0
+                    for j in range(nf):
+                        d[nf + j] = 0.0
+                        d[j] = c * y_pred[nf + j] - psi[j]
+                    for j in range(n):
+                        y[j] = y_pred[j] + d[j]
+                    for r in range(m):
+                        lam[r] = lam_start[r]
+                for r in range(m):  # GGL's multiplier of the q rows: zero at the predictor
+                    mu[r] = 0.0
+                fresh = False
+                previous = np.inf
+                correction = np.inf
+                for iteration in range(NEWTON_MAXITER):
+                    status = _poll(monitor, monitor_key, control, t, D[0], nfev)
+                    if status != STATUS_OK:
+                        return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+                    for j in range(nf):  # the iterate's accelerations: d_v + psi_v = c qdd
+                        qdd[j] = (psi[nf + j] + d[nf + j]) / c
+                    status = newton_residual(inputs, key, system, t_new, y, qdd, lam, tau_need, residual, powers)
+                    nfev += 1
+                    if status != STATUS_OK:
+                        if _fatal(status):
+                            return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+                        correction = np.inf
+                        break  # a non-finite iterate: the iteration diverged
+                    res_max = 0.0
+                    for j in range(nf):
+                        res_max = max(res_max, abs(residual[j]))
+                    d[2 * nf] = c * powers[0] - psi[2 * nf]  # the work rows, explicit given q and v
+                    d[2 * nf + 1] = c * powers[1] - psi[2 * nf + 1]
+                    for r in range(m):  # GGL: J v_new = 0 scaled so that its Jacobian in qdd is J (module doc)
+                        phi_scaled[r] = loops[4][r] / c
+                    if factored_c != c or refactor:
+                        for k in range(nq):
+                            j_diag[k] = c * c * j_stiff[k] + c * j_damp[k]
+                        kinematics_pass(body_int, body_real, system[11], system[12], ws, True)
+                        status = effective_factor(body_int, body_real, system[2], ws, driven, 1.0, c * c, j_diag,
+                                                  ia, uu, dinv, gcol, rvec, fsub, kb, dmat)
+                        if status != STATUS_OK:
+                            info[INFO_FAIL_STEP] = h
+                            info[INFO_FAIL_RESIDUAL] = res_max
+                            return status, t_new, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+                        if m > 0:
+                            loop_schur(body_int, driven, uu, dinv, gcol, rvec, jac, free, ub, pa, vel, xfull,
+                                       resp, gram)
+                            for r in range(m):  # J_f J_f^T, the matrix of GGL's mu
+                                for r2 in range(m):
+                                    g = 0.0
+                                    for j in range(nf):
+                                        g += jac[r, free[j]] * jac[r2, free[j]]
+                                    gram_mu[r, r2] = g
+                        factored_c = c
+                        fresh = True
+                        refactor = False
+                        crate = 1.0
+                        info[INFO_FACTORIZATIONS] += 1.0
+                    ok = newton_correction(body_int, driven, uu, dinv, gcol, rvec, free, residual, phi_scaled, jac,
+                                           resp, gram, rcond, ub, pa, vel, xfull, rhs_full, dx, dlam, work_m)
+                    iterations += 1
+                    info[INFO_SOLVES] += 1.0
+                    if m > 0:  # GGL: (J J^T) dmu = c J dx - phi / c
+                        for r in range(m):
+                            g = -loops[3][r] / c
+                            for j in range(nf):
+                                g += c * jac[r, free[j]] * dx[j]
+                            rhs_mu[r] = g
+                        if filtered_solve(gram_mu, rhs_mu, rcond, dmu) < 0:
+                            ok = False
+                        for r in range(m):
+                            mu[r] -= dmu[r]
+                    acc = 0.0
+                    for j in range(nf):  # qdd -= dx, mu -= dmu: d_v -= c dx, d_q -= c^2 dx - c J^T dmu
+                        change_q = -c * c * dx[j]
+                        for r in range(m):
+                            change_q += c * jac[r, free[j]] * dmu[r]
+                        d[nf + j] -= c * dx[j]
+                        d[j] += change_q
+                        acc += (change_q / scale[j]) ** 2 + (c * dx[j] / scale[nf + j]) ** 2
+                    for r in range(m):
+                        lam[r] -= dlam[r]
+                    for j in range(n):
+                        y[j] = y_pred[j] + d[j]
+                    correction = math.sqrt(acc / n)
+                    if not (ok and math.isfinite(correction)):
+                        correction = np.inf
+                        break
+                    # CVODE's convergence test: the contraction rate carried over the steps that share the factors
+                    if iteration > 0:
+                        crate = max(CRATE_DOWN * crate, correction / previous)
+                    if correction * min(1.0, crate) <= newton_tol:
                         converged = True
                         break
-                norm_old = correction
+                    # with factors of this iterate, stalled at the round-off of the residuals (sums over the
+                    # bodies and loops; 1000 eps relative, far below the error tolerance): more cannot help
+                    if fresh and iteration > 0 and correction > 0.5 * previous and correction <= ROUNDOFF / rtol:
+                        converged = True
+                        break
+                    if iteration > 0 and correction > DIVERGENCE * previous:
+                        break
+                    if not fresh and iteration > 0 and crate > SLOW_CONTRACTION:
+                        refactor = True  # stale factors contract slowly: make them at the next iterate
+                    previous = correction
+                if converged:
+                    break
             info[INFO_ITERATIONS] += iterations
             if not converged:
-                # the matrix is exact at every iterate already: only a smaller step helps
+                # the factors are of this step's iterate already: only a smaller step helps
                 newton_failed = True
                 nrejected += 1
                 info[INFO_FAIL_STEP] = h
                 info[INFO_FAIL_CORRECTION] = correction
-                info[INFO_FAIL_RESIDUAL] = res_max / c
+                info[INFO_FAIL_RESIDUAL] = res_max
+                for r in range(m):
+                    lam[r] = lam_start[r]
                 rescale_differences(D, order, 0.5, r_mat, u_mat, ru, tmp)
                 h *= 0.5
                 n_equal_steps = 0
@@ -462,6 +589,8 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
             error_norm = _rms_scaled(err, scale)
             if error_norm > 1.0:
                 nrejected += 1
+                for r in range(m):
+                    lam[r] = lam_start[r]
                 factor = max(MIN_FACTOR, safety * error_norm ** (-1.0 / (order + 1)))
                 rescale_differences(D, order, factor, r_mat, u_mat, ru, tmp)
                 h *= factor
@@ -531,7 +660,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
             if factor_m > best:
                 best = factor_m
                 delta_order = -1
-        if order < MAX_ORDER:
+        if order < max_order:
             for j in range(n):
                 err[j] = D[order + 2, j] / (order + 2)
             norm_p = _rms_scaled(err, scale)
