@@ -6,7 +6,7 @@ this module builds the Newton scratch arrays from the run's system tuple (``inte
 kernel as a segment runner of ``integrate._simulate``: the same inputs callback (tau functions, time-varying
 elements, drivers), events, t_eval and monitor (Ctrl-C, max_wall_time) as the explicit methods.
 
-Trees only in this version: a model with closed loops is refused (ModelError).
+Closed loops in the stabilised index-2 (GGL) form, by the Schur complement of ``_kernels.implicit.loop_schur``.
 """
 
 import numpy as np

@@ -889,11 +889,11 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         on its cubic Hermite dense output; everything else as for the other numba methods.
         "bdf": variable-step, variable-order BDF (orders 1-5, Shampine-Reichelt form) with error control by
         ``rtol``/``atol``, dense output (t_eval, events) and Newton iterations of O(N) cost (the Newton matrix
-        M + c C + c^2 K solved by ``implicit.effective_solve``; ``recursive_mbd._kernels.bdf``), the whole loop
-        compiled; for stiff trees (stiff springs and dampers; not yet long undamped chains, see that module); trees
-        only; ``result.newton_iterations``. ``max_order`` (1..5, default 5) caps the order: BDF3-5 are not
-        A-stable, and on a long undamped chain its unexcited high modes grow at orders 3-5 until the steps
-        collapse: give max_order=2 there (A-stable; ``benchmarks/bdf.py``).
+        M + c C + c^2 K factorised by ``implicit.effective_factor`` and reused across steps;
+        ``recursive_mbd._kernels.bdf``), the whole loop compiled; closed loops in the index-2 (GGL) form;
+        ``result.newton_iterations``, ``result.newton_factorizations``. ``max_order`` (1..5, default 5) caps the
+        order: BDF3-5 are not A-stable, and on a long undamped chain its unexcited high modes grow at orders 3-5
+        until the steps collapse: give max_order=2 there (A-stable; ``benchmarks/bdf.py``).
         "scipy:NAME": scipy's solve_ivp method NAME (RK45, DOP853, Radau, BDF, LSODA, ...) on the same
         right-hand side (one Python call per evaluation). For stiff problems (stiff damped springs) use
         "scipy:Radau" or "scipy:BDF": they get the Jacobian from ``integrators.rhs_jacobian`` (2 nf
@@ -1191,6 +1191,7 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
                           nrejected)
     if method == "bdf":
         result.newton_iterations = segment.newton_iterations
+        result.newton_factorizations = segment.factorizations
     for i in range(len(events.functions)):
         hits = [(t_ev, y_ev) for index, t_ev, y_ev in event_records if index == i]
         states = [events.state(t_ev, y_ev) for t_ev, y_ev in hits]

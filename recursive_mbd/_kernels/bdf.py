@@ -17,31 +17,59 @@ Newton on the second-order structure
 ------------------------------------
 y = (q, v, w) with q' = v, v' = a(q, v, t) (the forward dynamics of the free coordinates) and w' = P (the work
 rates). The q rows of the corrector, d_q + psi_q = c v_new, are linear: they are kept exactly, so q is eliminated,
+and the unknowns are the accelerations qdd = (psi_v + d_v) / c of the new step:
 
-    q_new = q_pred + d_q,   d_q = c (v_pred + d_v) - psi_q,    dq_new / dd_v = c,
+    v_new = v_pred + d_v,   q_new = q_pred + d_q,   d_q = c v_new - psi_q,   dv_new / dqdd = c,  dq_new / dqdd = c^2.
 
-and the unknowns are d_v. The v rows' residual is r = c a(q_new, v_new) - psi_v - d_v; with a = M^-1 Q and
-dQ/dq = -K, dQ/dv = -C, dr/dd_v = -(I + c M^-1 C + c^2 M^-1 K) = -M^-1 S, so each Newton iteration is
+The v rows d_v + psi_v = c a(q_new, v_new) are M(q_new) qdd - Q(q_new, v_new, t_new) = 0: their residual R is one
+inverse-dynamics pass (``implicit.newton_residual``, O(N), no forward dynamics), and dR/dqdd = M + c C + c^2 K = S,
+the matrix of ``recursive_mbd.implicit`` with c_mass = 1, c_damp = c, c_stiff = c^2 (the terms it keeps exactly
+and those it lags -- velocity products, d(M a)/dq, elements between bodies, tau -- are listed there; a lagged term
+only slows the contraction, the converged step is the BDF step). Each iteration: qdd -= S^-1 R, i.e.
+d_v -= c dx, d_q -= c^2 dx; the work rows d_w = c P - psi_w are explicit given q and v.
 
-    S Delta = M r,    S = c_mass M + c_damp C + c_stiff K  with  c_mass = 1, c_damp = c, c_stiff = c^2,
-    d_v += Delta,     d_q += c Delta,     d_w = c P(q, v) - psi_w  (the work rows are explicit given q and v),
+Modified Newton as in CVODE (Hindmarsh et al., ACM TOMS 31, 2005): S is factorised (``effective_factor``, about
+1.5 forward dynamics) at the first iterate of a step whose c = h / gamma_k differs from that of the factors, and
+reused over the following steps of the same c (the quasi-constant step of Shampine & Reichelt changes h only every
+k + 1 steps); one iteration is then one residual and one ``effective_apply`` (two sweeps): about 2.4 forward-
+dynamics evaluations (benchmarks/bdf.py). Convergence: the correction (RMS, scaled like the error) times
+min(1, rate) <= newton_tol, the contraction rate carried over the steps that share the factors (decaying at most
+by CRATE_DOWN per iteration; measured with these factors at least once), so a step with good factors converges
+in one iteration; the iteration fails, as in scipy's BDF, when a rate is >= 1 or too slow to reach newton_tol in
+the iterations left; stale factors contracting slower than SLOW_CONTRACTION are made again at the
+current iterate, and a step that fails with stale factors is retried from the predictor with fresh ones before h
+is halved. With factors of the iterate a correction stalled at the residuals' round-off (ROUNDOFF / rtol in
+units of the tolerance, far below it) is accepted. Driven coordinates are outside the state: their joints are
+locked in S (``effective_factor``'s driven mask).
 
-where M r is one inverse-dynamics pass (zero velocity and gravity) and S Delta = M r one
-``implicit.effective_solve`` (the articulated-body recursion on modified body inertias; the terms it keeps and
-those it lags -- velocity products, d(M a)/dq, elements between bodies, tau -- are listed in
-``recursive_mbd.implicit``). A lagged term only slows the contraction; the converged step is the BDF step. Driven
-coordinates are outside the state: their joints are locked in the solve (a joint diagonal of ``LOCK`` times an
-upper bound of the mass matrix's entries), which gives the free-coordinate block S_ff up to a relative 1e-9.
-Per iteration: one right-hand side (forward dynamics with elements and inputs), one inverse dynamics, one
-effective solve, all O(N). The iteration stops as in scipy's BDF: at most ``NEWTON_MAXITER`` iterations, converged
-when rate / (1 - rate) |Delta| < newton_tol (RMS norm scaled like the error), failed when it does not contract
-fast enough; a failure halves the step (the matrix is evaluated afresh at every iterate, so there is no stale
-Jacobian to refresh first).
+Closed loops: GGL (index 2)
+---------------------------
+The index-3 form (phi(q_new) = 0 only) gives velocities that satisfy J v = 0 only to O(h^k): their BDF error
+estimate is then O(h^k), not O(h^(k+1)), and the step control collapses (measured on the four-bar). The
+stabilised index-2 form of Gear, Gupta & Leimkuhler (1985) imposes both phi(q) = 0 and J(q) v = 0 and adds a
+multiplier mu to the q rows, q' = v - J^T mu (mu = 0 on the exact solution), so that both constraints can hold:
 
-Limitation: BDF3-5 are not A-stable; on an undamped system with a wide band of frequencies (a long hanging chain)
-the modes with h omega near 1 grow from round-off by a few per cent per step until the error test cuts h, and the
-steps collapse (benchmarks/bdf.py: serial_chain(10_000) takes ~2.6e-5 s steps after a fraction of a second).
-Stability-limit detection (CVODE's STALD) or an order cap of 2 would be the remedy; neither is built yet.
+    d_q + psi_q = c (v_new - J^T mu),   M qdd - Q + J^T lambda = 0,   phi(q_new) = 0,   J v_new = 0.
+
+Unknowns (qdd, lambda, mu); with dq_new = c^2 dqdd - c J^T dmu, dv_new = c dqdd, the rows scaled by (1, 1/c^2,
+1/c) and the terms lambda d2phi/dq2, d(J v)/dq and dQ/dq J^T dmu lagged, the Newton matrix is
+
+    [ S   J^T   0          ] [dqdd  ]   [ R           ]
+    [ J   0     -J J^T / c ] [dlam  ] = [ phi / c^2   ]
+    [ J   0     0          ] [dmu   ]   [ J v / c     ]
+
+Rows 1 and 3 are the loop system of generalized_alpha, [S J^T; J 0] (dqdd, dlam) = (R, J v / c), solved by its
+Schur complement (``loop_schur`` once per factorisation, ``newton_correction`` per iteration: O(N m + m^3)); row 2
+then gives (J J^T) dmu = c J dqdd - phi / c (``loops.filtered_solve``, J J^T over the free coordinates formed at
+each factorisation). The update is qdd -= dqdd, lambda -= dlam, mu -= dmu (mu starts at 0 each step; lambda at
+the last step's value), d_q -= c^2 dqdd - c J^T dmu. The loops then hold at position and velocity level to the
+Newton tolerance at every step, and q, v carry ordinary BDF error estimates.
+
+Stability on long undamped chains: BDF3-5 are not A-stable; on an undamped system with a wide band of
+frequencies (a long hanging chain) the modes with h omega near their stability boundary grow from round-off by
+a few per cent per step until the error test cuts h, and the steps collapse (serial_chain(1000) over 2 s: 26,574
+steps at orders up to 5, 421 at max_order=2). ``max_order`` (simulate's option) caps the order; BDF1-2 are
+A-stable. An automatic detection (CVODE's STALD) is not built.
 """
 
 import math
@@ -71,10 +99,8 @@ NEWTON_MAXITER = 4
 MIN_FACTOR = 0.2  # bounds on the step-size change of one rejection / order change
 MAX_FACTOR = 10.0
 # Newton with reused factors (CVODE, Hindmarsh et al. 2005): the contraction-rate estimate decays at most by
-# CRATE_DOWN per iteration; a correction above DIVERGENCE times the last one fails the iteration; stale factors
-# whose rate exceeds SLOW_CONTRACTION are made again at the current iterate
+# CRATE_DOWN per iteration; stale factors whose rate exceeds SLOW_CONTRACTION are made again at the current iterate
 CRATE_DOWN = 0.3
-DIVERGENCE = 2.0
 SLOW_CONTRACTION = 0.2
 ROUNDOFF = 1000.0 * 2.220446049250313e-16  # relative round-off floor of a Newton correction (N bodies, loops)
 EPS = 2.220446049250313e-16
@@ -331,6 +357,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
     fresh = False
     refactor = False
     crate = 1.0
+    rate_known = False
     newton_tol = max(10.0 * EPS / rtol, min(0.03, math.sqrt(rtol)))
     for k in range(INFO_SIZE):
         info[k] = 0.0
@@ -519,6 +546,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
                         fresh = True
                         refactor = False
                         crate = 1.0
+                        rate_known = False
                         info[INFO_FACTORIZATIONS] += 1.0
                     ok = newton_correction(body_int, driven, uu, dinv, gcol, rvec, free, residual, phi_scaled, jac,
                                            resp, gram, rcond, ub, pa, vel, xfull, rhs_full, dx, dlam, work_m)
@@ -552,16 +580,24 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
                         break
                     # CVODE's convergence test: the contraction rate carried over the steps that share the factors
                     if iteration > 0:
-                        crate = max(CRATE_DOWN * crate, correction / previous)
-                    if correction * min(1.0, crate) <= newton_tol:
+                        rate = correction / previous
+                        crate = max(CRATE_DOWN * crate, rate)
+                        rate_known = True
+                        # scipy's test: no contraction, or not within the iterations left
+                        if rate >= 1.0 or rate ** (NEWTON_MAXITER - iteration) / (1.0 - rate) * correction > \
+                                newton_tol:
+                            if not fresh:
+                                refactor = True
+                            break
+                    # (a first iteration converges only on a rate measured with these factors: at a tiny step every
+                    # correction is tiny, also where the equations have no solution)
+                    if rate_known and correction * min(1.0, crate) <= newton_tol:
                         converged = True
                         break
                     # with factors of this iterate, stalled at the round-off of the residuals (sums over the
                     # bodies and loops; 1000 eps relative, far below the error tolerance): more cannot help
                     if fresh and iteration > 0 and correction > 0.5 * previous and correction <= ROUNDOFF / rtol:
                         converged = True
-                        break
-                    if iteration > 0 and correction > DIVERGENCE * previous:
                         break
                     if not fresh and iteration > 0 and crate > SLOW_CONTRACTION:
                         refactor = True  # stale factors contract slowly: make them at the next iterate
