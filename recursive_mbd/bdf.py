@@ -6,13 +6,12 @@ this module builds the Newton scratch arrays from the run's system tuple (``inte
 kernel as a segment runner of ``integrate._simulate``: the same inputs callback (tau functions, time-varying
 elements, drivers), events, t_eval and monitor (Ctrl-C, max_wall_time) as the explicit methods.
 
-Trees only in this version: a model with closed loops is refused (ModelError).
+Closed loops in the stabilised index-2 (GGL) form, by the Schur complement of ``_kernels.implicit.loop_schur``.
 """
 
 import numpy as np
 
 from ._kernels import bdf as kernels
-from .errors import ModelError
 from .implicit import joint_spring_diagonals
 
 # joint diagonal that locks a driven coordinate in the Newton solve: its elimination then passes the articulated
@@ -43,13 +42,11 @@ class _Runner:
     # million-coordinate state does not start with a 1024-row (16 GB) buffer
     max_buffer_floats = 2**21
 
-    def __init__(self, callback, key, system, rtol, atol, first_step, max_step, max_steps, every, events_fn,
-                 events_key, events, monitor, control):
-        if system[22][0].shape[0] > 0:
-            raise ModelError("method 'bdf' supports trees only (no closed loops) in this version; use dopri5, "
-                             "dop853 or scipy:Radau for models with loops")
+    def __init__(self, callback, key, system, rtol, atol, first_step, max_step, max_steps, max_order, every,
+                 events_fn, events_key, events, monitor, control):
         self.args = (callback, key, system, newton_arrays(system))
-        self.options = (float(rtol), float(atol), float(first_step), float(max_step), int(max_steps))
+        self.options = (float(rtol), float(atol), float(first_step), float(max_step), int(max_steps),
+                        int(max_order))
         self.every = int(every)
         self.events = (events_fn, events_key, events.directions, events.terminal)
         self.monitor = monitor
@@ -57,32 +54,36 @@ class _Runner:
         self.info = np.zeros(kernels.INFO_SIZE)
         self.newton_iterations = 0
         self.solves = 0
+        self.factorizations = 0
 
     def __call__(self, y_start, ta, tb, t_eval):
         n = y_start.size
         capacity = max(2, min(1024, self.max_buffer_floats // n))
         self.control.restart()
         events_fn, events_key, directions, terminal = self.events
-        rtol, atol, first, max_step, max_steps = self.options
+        rtol, atol, first, max_step, max_steps, max_order = self.options
         (status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y) = kernels.integrate_bdf(
             *self.args, np.ascontiguousarray(y_start, dtype=float), float(ta), float(tb), rtol, atol, first,
-            max_step, max_steps, np.empty(0) if t_eval is None else np.ascontiguousarray(t_eval, dtype=float),
-            self.every, np.empty(capacity), np.empty((capacity, n)), events_fn, events_key, directions,
-            terminal, np.empty(16), np.empty((16, n + 1)), *self.monitor, self.info)
+            max_step, max_steps, max_order,
+            np.empty(0) if t_eval is None else np.ascontiguousarray(t_eval, dtype=float), self.every,
+            np.empty(capacity), np.empty((capacity, n)), events_fn, events_key, directions, terminal,
+            np.empty(16), np.empty((16, n + 1)), *self.monitor, self.info)
         self.newton_iterations += int(self.info[kernels.INFO_ITERATIONS])
         self.solves += int(self.info[kernels.INFO_SOLVES])
+        self.factorizations += int(self.info[kernels.INFO_FACTORIZATIONS])
         if status == kernels.STATUS_NO_CONVERGENCE:
             self.control.detail = (
                 f": Newton did not converge at the smallest step h = {self.info[kernels.INFO_FAIL_STEP]:.3g} s "
                 f"(its last correction {self.info[kernels.INFO_FAIL_CORRECTION]:.3g} in units of the error "
-                f"tolerance; velocity residual max |c a - psi - d| / c = {self.info[kernels.INFO_FAIL_RESIDUAL]:.3g}"
-                " in units of qdd)")
+                f"tolerance; residual of the equations of motion max |M qdd - Q| = "
+                f"{self.info[kernels.INFO_FAIL_RESIDUAL]:.3g} N m or N)")
         records = [(int(row[0]), t_ev, row[1:]) for t_ev, row in zip(ev_t[:nev], ev_y[:nev], strict=True)]
         return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, nrejected, records
 
 
-def segment_runner(callback, key, system, rtol, atol, first_step, max_step, max_steps, every, events_fn, events_key,
-                   events, monitor, control):
-    """The segment runner of ``integrate._simulate`` for method "bdf" (arguments as ``_numba_segment_runner``)."""
-    return _Runner(callback, key, system, rtol, atol, first_step, max_step, max_steps, every, events_fn, events_key,
-                   events, monitor, control)
+def segment_runner(callback, key, system, rtol, atol, first_step, max_step, max_steps, max_order, every, events_fn,
+                   events_key, events, monitor, control):
+    """The segment runner of ``integrate._simulate`` for method "bdf" (arguments as ``_numba_segment_runner``;
+    ``max_order`` in 1..5, the highest BDF order the run may use)."""
+    return _Runner(callback, key, system, rtol, atol, first_step, max_step, max_steps, max_order, every, events_fn,
+                   events_key, events, monitor, control)

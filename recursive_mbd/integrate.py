@@ -979,7 +979,8 @@ def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval,
 def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t0=0.0, dt=None, t_eval=None,
              every=1, max_step=np.inf, first_step=None, max_steps=10_000_000, tau=None, drivers=None,
              events=None, midpoint_tol=1e-13, progress=None, formulation="recursive", stabilization=None,
-             alpha=0.0, beta=0.0, max_wall_time=None, rho_inf=None, newton_tol=None, **augmented_options):
+             alpha=0.0, beta=0.0, max_wall_time=None, rho_inf=None, newton_tol=None, max_order=None,
+             **augmented_options):
     """Integrate M(q) qdd + h(q, qd) = tau + Q_elements from (q0, qd0) at t0 to t_end.
 
     A ``Model3D`` (spatial model) integrates M(q) vdot + h(q, v) = tau with the state (q (nq), v (nv)):
@@ -1011,9 +1012,11 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         on its cubic Hermite dense output; everything else as for the other numba methods.
         "bdf": variable-step, variable-order BDF (orders 1-5, Shampine-Reichelt form) with error control by
         ``rtol``/``atol``, dense output (t_eval, events) and Newton iterations of O(N) cost (the Newton matrix
-        M + c C + c^2 K solved by ``implicit.effective_solve``; ``recursive_mbd._kernels.bdf``), the whole loop
-        compiled; for stiff trees (stiff springs and dampers; not yet long undamped chains, see that module); trees
-        only; ``result.newton_iterations``.
+        M + c C + c^2 K factorised by ``implicit.effective_factor`` and reused across steps;
+        ``recursive_mbd._kernels.bdf``), the whole loop compiled; closed loops in the index-2 (GGL) form;
+        ``result.newton_iterations``, ``result.newton_factorizations``. ``max_order`` (1..5, default 5) caps the
+        order: BDF3-5 are not A-stable, and on a long undamped chain its unexcited high modes grow at orders 3-5
+        until the steps collapse: give max_order=2 there (A-stable; ``benchmarks/bdf.py``).
         "scipy:NAME": scipy's solve_ivp method NAME (RK45, DOP853, Radau, BDF, LSODA, ...) on the same
         right-hand side (one Python call per evaluation). For stiff problems (stiff damped springs) use
         "scipy:Radau" or "scipy:BDF": they get the Jacobian from ``integrators.rhs_jacobian`` (2 nf
@@ -1100,6 +1103,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         raise ValueError(f"method {method!r} integrates the recursive formulation (its Newton matrix is the joint-"
                          f"space one), not {formulation!r}")
     if method == "generalized_alpha":
+        if max_order is not None:
+            raise ValueError("max_order is an option of method 'bdf', not 'generalized_alpha'")
         return _generalized_alpha(model, q0, qd0, t0, t_end, dt, every, tau, drivers, events, t_eval, progress,
                                   max_wall_time, max_steps, rho_inf, newton_tol)
     if rho_inf is not None or newton_tol is not None:
@@ -1156,7 +1161,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         raise ValueError(f"events need a method with dense output (dopri5 or scipy:NAME), not {method!r}")
     return _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0, t0, t_end, rtol, atol, dt,
                      t_eval, every, max_step, first_step, max_steps, midpoint_tol, event_functions, progress,
-                     max_wall_time)
+                     max_wall_time, _max_order(method, max_order))
 
 
 def _refuse_spatial_options(model, method, formulation, drivers, stabilization, alpha, beta):
@@ -1189,6 +1194,17 @@ def _augmented(model, inputs, stabilization, alpha, beta, solver=None):
 
 
 _FORMULATIONS = {"recursive": RecursiveTimeLoop, "augmented": _augmented}
+
+
+def _max_order(method, max_order):
+    """The checked ``max_order`` of method "bdf" (default 5); refused for any other method."""
+    if max_order is None:
+        return 5
+    if method != "bdf":
+        raise ValueError(f"max_order is an option of method 'bdf', not {method!r}")
+    if isinstance(max_order, bool) or not isinstance(max_order, (int, np.integer)) or not 1 <= max_order <= 5:
+        raise ValueError(f"max_order must be an integer in 1..5 (the BDF orders), got {max_order!r}")
+    return int(max_order)
 
 
 def _generalized_alpha(model, q0, qd0, t0, t_end, dt, every, tau, drivers, events, t_eval, progress, max_wall_time,
@@ -1286,7 +1302,7 @@ def _consistent_start(model, inputs, q0, qd0, t0):
 
 
 def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0, t0, t_end, rtol, atol, dt, t_eval,
-              every, max_step, first_step, max_steps, midpoint_tol, events, progress, max_wall_time):
+              every, max_step, first_step, max_steps, midpoint_tol, events, progress, max_wall_time, max_order=5):
     system = loop.system
     if inputs.has_python or inputs.tau_function is not None:
         # a first evaluation in Python: a function that fails or returns the wrong shape is reported clearly here
@@ -1321,7 +1337,7 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
             t_out, y_out = t_out[keep], y_out[keep]
     else:
         segment = _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, every, max_step,
-                                        first_step, max_steps, midpoint_tol, events, control)
+                                        first_step, max_steps, midpoint_tol, events, control, max_order)
         with control:
             status, t_fail, t_out, y_out, nfev, nsteps, nrejected, event_records = _run_segments(
                 segment, y0, t0, t_end, t_eval_arr, dt if method in FIXED_STEP else None, progress)
@@ -1330,6 +1346,7 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
                           nrejected)
     if method == "bdf":
         result.newton_iterations = segment.newton_iterations
+        result.newton_factorizations = segment.factorizations
     for i in range(len(events.functions)):
         hits = [(t_ev, y_ev) for index, t_ev, y_ev in event_records if index == i]
         states = [events.state(t_ev, y_ev) for t_ev, y_ev in hits]
@@ -1422,7 +1439,7 @@ def _raise_kernel_status(model, status):
 
 
 def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, every, max_step, first_step,
-                          max_steps, midpoint_tol, events, control):
+                          max_steps, midpoint_tol, events, control, max_order=5):
     """A function (y, ta, tb, t_eval) -> (status, t_fail, t, y, nfev, nsteps, nrejected, events) running one
     compiled time loop from ta to tb, polling ``control`` (a _RunControl)."""
     capacity = 1024
@@ -1454,8 +1471,8 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
     if method == "bdf":
         from .bdf import segment_runner  # noqa: PLC0415
 
-        return segment_runner(callback, key, system, rtol, atol, first, max_step, max_steps, every, events_fn,
-                              events_key, events, monitor, control)
+        return segment_runner(callback, key, system, rtol, atol, first, max_step, max_steps, max_order, every,
+                              events_fn, events_key, events, monitor, control)
     optional = [np.empty(0) if v is None else v for v in (tableau.E3, tableau.DENSE)]
 
     def run(y_start, ta, tb, t_eval):

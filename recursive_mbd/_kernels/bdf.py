@@ -17,31 +17,59 @@ Newton on the second-order structure
 ------------------------------------
 y = (q, v, w) with q' = v, v' = a(q, v, t) (the forward dynamics of the free coordinates) and w' = P (the work
 rates). The q rows of the corrector, d_q + psi_q = c v_new, are linear: they are kept exactly, so q is eliminated,
+and the unknowns are the accelerations qdd = (psi_v + d_v) / c of the new step:
 
-    q_new = q_pred + d_q,   d_q = c (v_pred + d_v) - psi_q,    dq_new / dd_v = c,
+    v_new = v_pred + d_v,   q_new = q_pred + d_q,   d_q = c v_new - psi_q,   dv_new / dqdd = c,  dq_new / dqdd = c^2.
 
-and the unknowns are d_v. The v rows' residual is r = c a(q_new, v_new) - psi_v - d_v; with a = M^-1 Q and
-dQ/dq = -K, dQ/dv = -C, dr/dd_v = -(I + c M^-1 C + c^2 M^-1 K) = -M^-1 S, so each Newton iteration is
+The v rows d_v + psi_v = c a(q_new, v_new) are M(q_new) qdd - Q(q_new, v_new, t_new) = 0: their residual R is one
+inverse-dynamics pass (``implicit.newton_residual``, O(N), no forward dynamics), and dR/dqdd = M + c C + c^2 K = S,
+the matrix of ``recursive_mbd.implicit`` with c_mass = 1, c_damp = c, c_stiff = c^2 (the terms it keeps exactly
+and those it lags -- velocity products, d(M a)/dq, elements between bodies, tau -- are listed there; a lagged term
+only slows the contraction, the converged step is the BDF step). Each iteration: qdd -= S^-1 R, i.e.
+d_v -= c dx, d_q -= c^2 dx; the work rows d_w = c P - psi_w are explicit given q and v.
 
-    S Delta = M r,    S = c_mass M + c_damp C + c_stiff K  with  c_mass = 1, c_damp = c, c_stiff = c^2,
-    d_v += Delta,     d_q += c Delta,     d_w = c P(q, v) - psi_w  (the work rows are explicit given q and v),
+Modified Newton as in CVODE (Hindmarsh et al., ACM TOMS 31, 2005): S is factorised (``effective_factor``, about
+1.5 forward dynamics) at the first iterate of a step whose c = h / gamma_k differs from that of the factors, and
+reused over the following steps of the same c (the quasi-constant step of Shampine & Reichelt changes h only every
+k + 1 steps); one iteration is then one residual and one ``effective_apply`` (two sweeps): about 2.4 forward-
+dynamics evaluations (benchmarks/bdf.py). Convergence: the correction (RMS, scaled like the error) times
+min(1, rate) <= newton_tol, the contraction rate carried over the steps that share the factors (decaying at most
+by CRATE_DOWN per iteration; measured with these factors at least once), so a step with good factors converges
+in one iteration; the iteration fails, as in scipy's BDF, when a rate is >= 1 or too slow to reach newton_tol in
+the iterations left; stale factors contracting slower than SLOW_CONTRACTION are made again at the
+current iterate, and a step that fails with stale factors is retried from the predictor with fresh ones before h
+is halved. With factors of the iterate a correction stalled at the residuals' round-off (ROUNDOFF / rtol in
+units of the tolerance, far below it) is accepted. Driven coordinates are outside the state: their joints are
+locked in S (``effective_factor``'s driven mask).
 
-where M r is one inverse-dynamics pass (zero velocity and gravity) and S Delta = M r one
-``implicit.effective_solve`` (the articulated-body recursion on modified body inertias; the terms it keeps and
-those it lags -- velocity products, d(M a)/dq, elements between bodies, tau -- are listed in
-``recursive_mbd.implicit``). A lagged term only slows the contraction; the converged step is the BDF step. Driven
-coordinates are outside the state: their joints are locked in the solve (a joint diagonal of ``LOCK`` times an
-upper bound of the mass matrix's entries), which gives the free-coordinate block S_ff up to a relative 1e-9.
-Per iteration: one right-hand side (forward dynamics with elements and inputs), one inverse dynamics, one
-effective solve, all O(N). The iteration stops as in scipy's BDF: at most ``NEWTON_MAXITER`` iterations, converged
-when rate / (1 - rate) |Delta| < newton_tol (RMS norm scaled like the error), failed when it does not contract
-fast enough; a failure halves the step (the matrix is evaluated afresh at every iterate, so there is no stale
-Jacobian to refresh first).
+Closed loops: GGL (index 2)
+---------------------------
+The index-3 form (phi(q_new) = 0 only) gives velocities that satisfy J v = 0 only to O(h^k): their BDF error
+estimate is then O(h^k), not O(h^(k+1)), and the step control collapses (measured on the four-bar). The
+stabilised index-2 form of Gear, Gupta & Leimkuhler (1985) imposes both phi(q) = 0 and J(q) v = 0 and adds a
+multiplier mu to the q rows, q' = v - J^T mu (mu = 0 on the exact solution), so that both constraints can hold:
 
-Limitation: BDF3-5 are not A-stable; on an undamped system with a wide band of frequencies (a long hanging chain)
-the modes with h omega near 1 grow from round-off by a few per cent per step until the error test cuts h, and the
-steps collapse (benchmarks/bdf.py: serial_chain(10_000) takes ~2.6e-5 s steps after a fraction of a second).
-Stability-limit detection (CVODE's STALD) or an order cap of 2 would be the remedy; neither is built yet.
+    d_q + psi_q = c (v_new - J^T mu),   M qdd - Q + J^T lambda = 0,   phi(q_new) = 0,   J v_new = 0.
+
+Unknowns (qdd, lambda, mu); with dq_new = c^2 dqdd - c J^T dmu, dv_new = c dqdd, the rows scaled by (1, 1/c^2,
+1/c) and the terms lambda d2phi/dq2, d(J v)/dq and dQ/dq J^T dmu lagged, the Newton matrix is
+
+    [ S   J^T   0          ] [dqdd  ]   [ R           ]
+    [ J   0     -J J^T / c ] [dlam  ] = [ phi / c^2   ]
+    [ J   0     0          ] [dmu   ]   [ J v / c     ]
+
+Rows 1 and 3 are the loop system of generalized_alpha, [S J^T; J 0] (dqdd, dlam) = (R, J v / c), solved by its
+Schur complement (``loop_schur`` once per factorisation, ``newton_correction`` per iteration: O(N m + m^3)); row 2
+then gives (J J^T) dmu = c J dqdd - phi / c (``loops.filtered_solve``, J J^T over the free coordinates formed at
+each factorisation). The update is qdd -= dqdd, lambda -= dlam, mu -= dmu (mu starts at 0 each step; lambda at
+the last step's value), d_q -= c^2 dqdd - c J^T dmu. The loops then hold at position and velocity level to the
+Newton tolerance at every step, and q, v carry ordinary BDF error estimates.
+
+Stability on long undamped chains: BDF3-5 are not A-stable; on an undamped system with a wide band of
+frequencies (a long hanging chain) the modes with h omega near their stability boundary grow from round-off by
+a few per cent per step until the error test cuts h, and the steps collapse (serial_chain(1000) over 2 s: 26,574
+steps at orders up to 5, 421 at max_order=2). ``max_order`` (simulate's option) caps the order; BDF1-2 are
+A-stable. An automatic detection (CVODE's STALD) is not built.
 """
 
 import math
@@ -49,7 +77,7 @@ import math
 import numba
 import numpy as np
 
-from .implicit import effective_solve
+from .implicit import effective_factor, effective_solve, loop_schur, newton_correction, newton_residual
 from .integrators import _fatal, _poll, _store, system_rhs
 from .layout import (
     NDOF,
@@ -61,7 +89,8 @@ from .layout import (
     STATUS_OK,
     STATUS_STEP_UNDERFLOW,
 )
-from .tree import inverse_dynamics, motion_column
+from .loops import filtered_solve
+from .tree import inverse_dynamics, kinematics_pass, motion_column
 
 njit = numba.njit(cache=True, error_model="numpy")
 
@@ -69,6 +98,11 @@ MAX_ORDER = 5
 NEWTON_MAXITER = 4
 MIN_FACTOR = 0.2  # bounds on the step-size change of one rejection / order change
 MAX_FACTOR = 10.0
+# Newton with reused factors (CVODE, Hindmarsh et al. 2005): the contraction-rate estimate decays at most by
+# CRATE_DOWN per iteration; stale factors whose rate exceeds SLOW_CONTRACTION are made again at the current iterate
+CRATE_DOWN = 0.3
+SLOW_CONTRACTION = 0.2
+ROUNDOFF = 1000.0 * 2.220446049250313e-16  # relative round-off floor of a Newton correction (N bodies, loops)
 EPS = 2.220446049250313e-16
 
 # info array of a run (floats): Newton iterations, effective solves, and at a failure the step, Newton
@@ -78,7 +112,8 @@ INFO_SOLVES = 1
 INFO_FAIL_STEP = 2
 INFO_FAIL_CORRECTION = 3
 INFO_FAIL_RESIDUAL = 4
-INFO_SIZE = 5
+INFO_FACTORIZATIONS = 5
+INFO_SIZE = 6
 
 
 @njit
@@ -243,7 +278,8 @@ def _newton_direction(system, newton, c, nf, res_v, res_q, with_q):
 
 
 @njit
-def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_step, max_step, max_steps, t_eval,
+def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_step, max_step, max_steps, max_order,
+                  t_eval,
                   every, t_out, y_out, events, events_key, directions, terminal, ev_t, ev_y, monitor, monitor_key,
                   control, info):
     """BDF orders 1-5 from t0 to t_end on the state y = (q_free, qd_free, W_dissipated, W_applied) (module doc).
@@ -275,6 +311,53 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
         gammas[k] = gammas[k - 1] + 1.0 / k
     free = system[5]
     x = newton[16]
+    j_stiff = newton[9]
+    j_damp = newton[10]
+    # the Newton matrix's factors (kept over the steps of one c = h / gamma_k) and the loop scratch
+    body_int = system[0]
+    body_real = system[1]
+    driven = system[7]
+    ws = system[14]
+    loops = system[22]
+    jac = loops[5]
+    m = loops[3].shape[0]
+    rcond = loops[15][4]
+    nb = body_int.shape[0]
+    nq = system[11].shape[0]
+    ia = np.zeros((nb, 3, 3))
+    uu = np.zeros((nb, 3, 3))
+    dinv = np.zeros((nb, 3, 3))
+    gcol = np.zeros((nb, 3, 3))
+    rvec = np.zeros((nb, 2))
+    ub = np.zeros((nb, 3))
+    pa = np.zeros((nb, 3))
+    vel = np.zeros((nb, 3))
+    fsub = np.zeros((nb, 2))
+    kb = np.zeros(nb)
+    dmat = np.zeros((3, 3))
+    j_diag = np.zeros(nq)
+    tau_need = np.zeros(nq)
+    xfull = np.zeros(nq)
+    rhs_full = np.zeros(nq)
+    resp = np.zeros((m, nf))
+    gram = np.zeros((m, m))
+    work_m = np.zeros(m)
+    phi_scaled = np.zeros(m)
+    dlam = np.zeros(m)
+    lam = np.zeros(m)
+    lam_start = np.zeros(m)
+    mu = np.zeros(m)
+    dmu = np.zeros(m)
+    gram_mu = np.zeros((m, m))
+    rhs_mu = np.zeros(m)
+    dx = np.zeros(nf)
+    qdd = np.zeros(nf)
+    powers = np.zeros(2)
+    factored_c = -1.0
+    fresh = False
+    refactor = False
+    crate = 1.0
+    rate_known = False
     newton_tol = max(10.0 * EPS / rtol, min(0.03, math.sqrt(rtol)))
     for k in range(INFO_SIZE):
         info[k] = 0.0
@@ -310,6 +393,8 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
     nfev += 1
     if status != STATUS_OK:
         return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+    for r in range(m):  # the multipliers of the start, the first Newton iterate's
+        lam[r] = loops[12][r]
     span = t_end - t0
     h = first_step
     if h <= 0.0:  # Hairer's starting step for a first-order method (as integrators.integrate_adaptive)
@@ -393,64 +478,142 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
                 d[j] = 0.0
             for j in range(n):
                 y[j] = y_pred[j] + d[j]
+            for r in range(m):
+                lam_start[r] = lam[r]
             converged = False
-            norm_old = -1.0
             correction = np.inf
             res_max = np.inf
             iterations = 0
-            for iteration in range(NEWTON_MAXITER):
-                status = _poll(monitor, monitor_key, control, t, D[0], nfev)
-                if status != STATUS_OK:
-                    return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
-                status = system_rhs(inputs, key, system, t_new, y, f)
-                nfev += 1
-                if status != STATUS_OK:
-                    if _fatal(status):
-                        return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
-                    break  # a non-finite iterate: the iteration diverged
-                res_max = 0.0
-                for j in range(nf):
-                    residual[j] = c * f[nf + j] - psi[nf + j] - d[nf + j]
-                    res_max = max(res_max, abs(residual[j]))
-                for j in range(2 * nf, n):  # the work rows, explicit given q and v
-                    d[j] = c * f[j] - psi[j]
-                status = _newton_direction(system, newton, c, nf, residual, residual, False)
-                iterations += 1
-                info[INFO_SOLVES] += 1.0
-                if status != STATUS_OK:
-                    if _fatal(status):
-                        return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
-                    break
-                acc = 0.0
-                for j in range(nf):
-                    delta = x[free[j]]
-                    d[nf + j] += delta
-                    d[j] += c * delta
-                    acc += (c * delta / scale[j]) ** 2 + (delta / scale[nf + j]) ** 2
-                for j in range(n):
-                    y[j] = y_pred[j] + d[j]
-                correction = math.sqrt(acc / n)
-                if not math.isfinite(correction):
-                    break
-                if correction == 0.0:
-                    converged = True
-                    break
-                if norm_old > 0.0:
-                    rate = correction / norm_old
-                    if rate >= 1.0 or rate ** (NEWTON_MAXITER - iteration) / (1.0 - rate) * correction > newton_tol:
+            # attempt 0 reuses the factors of earlier steps (same c) while Newton contracts; attempt 1, only when
+            # that failed with stale factors, starts again from the predictor with factors of this step's iterate
+            for attempt in range(2):
+                if attempt == 1:
+                    if fresh:
                         break
-                    if rate / (1.0 - rate) * correction < newton_tol:
+                    factored_c = -1.0
+                    for j in range(nf):
+                        d[nf + j] = 0.0
+                        d[j] = c * y_pred[nf + j] - psi[j]
+                    for j in range(n):
+                        y[j] = y_pred[j] + d[j]
+                    for r in range(m):
+                        lam[r] = lam_start[r]
+                for r in range(m):  # GGL's multiplier of the q rows: zero at the predictor
+                    mu[r] = 0.0
+                fresh = False
+                previous = np.inf
+                correction = np.inf
+                for iteration in range(NEWTON_MAXITER):
+                    status = _poll(monitor, monitor_key, control, t, D[0], nfev)
+                    if status != STATUS_OK:
+                        return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+                    for j in range(nf):  # the iterate's accelerations: d_v + psi_v = c qdd
+                        qdd[j] = (psi[nf + j] + d[nf + j]) / c
+                    status = newton_residual(inputs, key, system, t_new, y, qdd, lam, tau_need, residual, powers)
+                    nfev += 1
+                    if status != STATUS_OK:
+                        if _fatal(status):
+                            return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+                        correction = np.inf
+                        break  # a non-finite iterate: the iteration diverged
+                    res_max = 0.0
+                    for j in range(nf):
+                        res_max = max(res_max, abs(residual[j]))
+                    d[2 * nf] = c * powers[0] - psi[2 * nf]  # the work rows, explicit given q and v
+                    d[2 * nf + 1] = c * powers[1] - psi[2 * nf + 1]
+                    for r in range(m):  # GGL: J v_new = 0 scaled so that its Jacobian in qdd is J (module doc)
+                        phi_scaled[r] = loops[4][r] / c
+                    if factored_c != c or refactor:
+                        for k in range(nq):
+                            j_diag[k] = c * c * j_stiff[k] + c * j_damp[k]
+                        kinematics_pass(body_int, body_real, system[11], system[12], ws, True)
+                        status = effective_factor(body_int, body_real, system[2], ws, driven, 1.0, c * c, j_diag,
+                                                  ia, uu, dinv, gcol, rvec, fsub, kb, dmat)
+                        if status != STATUS_OK:
+                            info[INFO_FAIL_STEP] = h
+                            info[INFO_FAIL_RESIDUAL] = res_max
+                            return status, t_new, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+                        if m > 0:
+                            loop_schur(body_int, driven, uu, dinv, gcol, rvec, jac, free, ub, pa, vel, xfull,
+                                       resp, gram)
+                            for r in range(m):  # J_f J_f^T, the matrix of GGL's mu
+                                for r2 in range(m):
+                                    g = 0.0
+                                    for j in range(nf):
+                                        g += jac[r, free[j]] * jac[r2, free[j]]
+                                    gram_mu[r, r2] = g
+                        factored_c = c
+                        fresh = True
+                        refactor = False
+                        crate = 1.0
+                        rate_known = False
+                        info[INFO_FACTORIZATIONS] += 1.0
+                    ok = newton_correction(body_int, driven, uu, dinv, gcol, rvec, free, residual, phi_scaled, jac,
+                                           resp, gram, rcond, ub, pa, vel, xfull, rhs_full, dx, dlam, work_m)
+                    iterations += 1
+                    info[INFO_SOLVES] += 1.0
+                    if m > 0:  # GGL: (J J^T) dmu = c J dx - phi / c
+                        for r in range(m):
+                            g = -loops[3][r] / c
+                            for j in range(nf):
+                                g += c * jac[r, free[j]] * dx[j]
+                            rhs_mu[r] = g
+                        if filtered_solve(gram_mu, rhs_mu, rcond, dmu) < 0:
+                            ok = False
+                        for r in range(m):
+                            mu[r] -= dmu[r]
+                    acc = 0.0
+                    for j in range(nf):  # qdd -= dx, mu -= dmu: d_v -= c dx, d_q -= c^2 dx - c J^T dmu
+                        change_q = -c * c * dx[j]
+                        for r in range(m):
+                            change_q += c * jac[r, free[j]] * dmu[r]
+                        d[nf + j] -= c * dx[j]
+                        d[j] += change_q
+                        acc += (change_q / scale[j]) ** 2 + (c * dx[j] / scale[nf + j]) ** 2
+                    for r in range(m):
+                        lam[r] -= dlam[r]
+                    for j in range(n):
+                        y[j] = y_pred[j] + d[j]
+                    correction = math.sqrt(acc / n)
+                    if not (ok and math.isfinite(correction)):
+                        correction = np.inf
+                        break
+                    # CVODE's convergence test: the contraction rate carried over the steps that share the factors
+                    if iteration > 0:
+                        rate = correction / previous
+                        crate = max(CRATE_DOWN * crate, rate)
+                        rate_known = True
+                        # scipy's test: no contraction, or not within the iterations left
+                        if rate >= 1.0 or rate ** (NEWTON_MAXITER - iteration) / (1.0 - rate) * correction > \
+                                newton_tol:
+                            if not fresh:
+                                refactor = True
+                            break
+                    # (a first iteration converges only on a rate measured with these factors: at a tiny step every
+                    # correction is tiny, also where the equations have no solution)
+                    if rate_known and correction * min(1.0, crate) <= newton_tol:
                         converged = True
                         break
-                norm_old = correction
+                    # with factors of this iterate, stalled at the round-off of the residuals (sums over the
+                    # bodies and loops; 1000 eps relative, far below the error tolerance): more cannot help
+                    if fresh and iteration > 0 and correction > 0.5 * previous and correction <= ROUNDOFF / rtol:
+                        converged = True
+                        break
+                    if not fresh and iteration > 0 and crate > SLOW_CONTRACTION:
+                        refactor = True  # stale factors contract slowly: make them at the next iterate
+                    previous = correction
+                if converged:
+                    break
             info[INFO_ITERATIONS] += iterations
             if not converged:
-                # the matrix is exact at every iterate already: only a smaller step helps
+                # the factors are of this step's iterate already: only a smaller step helps
                 newton_failed = True
                 nrejected += 1
                 info[INFO_FAIL_STEP] = h
                 info[INFO_FAIL_CORRECTION] = correction
-                info[INFO_FAIL_RESIDUAL] = res_max / c
+                info[INFO_FAIL_RESIDUAL] = res_max
+                for r in range(m):
+                    lam[r] = lam_start[r]
                 rescale_differences(D, order, 0.5, r_mat, u_mat, ru, tmp)
                 h *= 0.5
                 n_equal_steps = 0
@@ -462,6 +625,8 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
             error_norm = _rms_scaled(err, scale)
             if error_norm > 1.0:
                 nrejected += 1
+                for r in range(m):
+                    lam[r] = lam_start[r]
                 factor = max(MIN_FACTOR, safety * error_norm ** (-1.0 / (order + 1)))
                 rescale_differences(D, order, factor, r_mat, u_mat, ru, tmp)
                 h *= factor
@@ -531,7 +696,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
             if factor_m > best:
                 best = factor_m
                 delta_order = -1
-        if order < MAX_ORDER:
+        if order < max_order:
             for j in range(n):
                 err[j] = D[order + 2, j] / (order + 2)
             norm_p = _rms_scaled(err, scale)
