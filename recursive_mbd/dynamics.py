@@ -23,6 +23,7 @@ from ._evaluation import (  # noqa: F401  (Workspace, element_inputs, loaded_sta
 from ._kernels import layout as L
 from ._kernels import tree
 from .errors import ModelError, StateError
+from .loops import loop_dynamics
 from .model3d import Model3D
 
 _ORIGIN = (0.0, 0.0)  # point_kinematics' default point (a spatial model's default is its own (0, 0, 0))
