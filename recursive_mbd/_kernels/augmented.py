@@ -71,7 +71,6 @@ from .layout import (
     STATUS_OK,
     STATUS_SINGULAR,
 )
-from .trig import sincos
 
 njit = numba.njit(cache=True, error_model="numpy")
 # helpers of the per-body loops are inlined and take (array, row, column offset) rather than views: a view or an
@@ -106,7 +105,8 @@ def _joint_rows(body_int, body_real, z, zd, tau, i, fac, scratch):
     p = body_int[i, PARENT]
     th = z[i, 2]
     om = zd[i, 2]
-    s, c = sincos(th)  # inlined (trig.py): libm's opaque calls were the larger part of this function's time
+    c = math.cos(th)
+    s = math.sin(th)
     cox = -body_real[i, COX]
     coy = -body_real[i, COX + 1]
     acx = c * cox - s * coy  # arm A_c s_c from the child's centre of mass to the joint point
@@ -120,7 +120,8 @@ def _joint_rows(body_int, body_real, z, zd, tau, i, fac, scratch):
         vpy = zd[p, 1]
     else:
         thp = omp = cpx = cpy = vpx = vpy = 0.0
-    sp, cp = sincos(thp)
+    cp = math.cos(thp)
+    sp = math.sin(thp)
     ppx = body_real[i, PPX]
     ppy = body_real[i, PPX + 1]
     apx = cp * ppx - sp * ppy  # arm A_p s_p from the parent's centre of mass (ground: origin) to the joint point
