@@ -78,7 +78,7 @@ import numba
 import numpy as np
 
 from .implicit import effective_factor, effective_solve, loop_schur, newton_correction, newton_residual
-from .integrators import _fatal, _poll, _store, system_rhs
+from .integrators import _fatal, _poll, _store, illinois_update, system_rhs
 from .layout import (
     NDOF,
     PARENT,
@@ -189,18 +189,7 @@ def _locate_event(events, events_key, index, t, t_new, D, order, h, g0, g1, ytmp
         g = values[index]
         if g == 0.0 or not math.isfinite(g):
             break
-        if (g > 0.0) == (g_hi > 0.0):
-            hi = s
-            g_hi = g
-            if side == -1:
-                g_lo *= 0.5
-            side = -1
-        else:
-            lo = s
-            g_lo = g
-            if side == 1:
-                g_hi *= 0.5
-            side = 1
+        lo, hi, g_lo, g_hi, side = illinois_update(s, g, lo, hi, g_lo, g_hi, side)
         if hi - lo <= 4.0 * EPS * max(abs(t), abs(h)):
             break
     interpolate(D, order, t_new, h, s, ytmp)

@@ -12,7 +12,7 @@ import numba
 import numpy as np
 
 from .elements import element_forces
-from .integrators import _fatal, _poll, system_rhs
+from .integrators import _fatal, _poll, illinois_update, system_rhs
 from .layout import (
     COX,
     CS,
@@ -363,18 +363,7 @@ def _locate(events, events_key, index, t, h, y0, y1, rate0, rate1, nf, g0, g1, y
         g = values[index]
         if g == 0.0 or not math.isfinite(g):
             break
-        if (g > 0.0) == (g_hi > 0.0):
-            hi = theta
-            g_hi = g
-            if side == -1:
-                g_lo *= 0.5
-            side = -1
-        else:
-            lo = theta
-            g_lo = g
-            if side == 1:
-                g_hi *= 0.5
-            side = 1
+        lo, hi, g_lo, g_hi, side = illinois_update(theta, g, lo, hi, g_lo, g_hi, side)
         if (hi - lo) * abs(h) <= 4.0 * 2.220446049250313e-16 * max(abs(t), abs(h)):
             break
     _hermite(y0, y1, rate0, rate1, nf, h, theta, ytmp)

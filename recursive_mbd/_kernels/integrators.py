@@ -149,6 +149,22 @@ def _rms_norm(x, scale):
 
 
 @njit
+def illinois_update(x, g, lo, hi, g_lo, g_hi, side):
+    """One Illinois (modified regula falsi) update of the bracket [lo, hi] of a sign change, g_lo and g_hi the
+    function's values at its ends, given its value g at the new point x inside it: x replaces the end with g's sign,
+    and the other end's value is halved when the same end moved twice in a row (``side``: -1 hi, 1 lo, 0 none), so
+    the iteration converges superlinearly. Returns (lo, hi, g_lo, g_hi, side). Shared by every time loop's event
+    location; each evaluates g on its own interpolant."""
+    if (g > 0.0) == (g_hi > 0.0):
+        if side == -1:
+            g_lo *= 0.5
+        return lo, x, g_lo, g, -1
+    if side == 1:
+        g_hi *= 0.5
+    return x, hi, g, g_hi, 1
+
+
+@njit
 def _locate_event(events, events_key, index, t, h, y, y_new, k, dense, g0, g1, ytmp, values):
     """Root of event ``index`` between t and t + h on the dense output, by the Illinois method.
 
@@ -168,18 +184,7 @@ def _locate_event(events, events_key, index, t, h, y, y_new, k, dense, g0, g1, y
         g = values[index]
         if g == 0.0 or not math.isfinite(g):
             break
-        if (g > 0.0) == (g_hi > 0.0):
-            hi = theta
-            g_hi = g
-            if side == -1:
-                g_lo *= 0.5
-            side = -1
-        else:
-            lo = theta
-            g_lo = g
-            if side == 1:
-                g_hi *= 0.5
-            side = 1
+        lo, hi, g_lo, g_hi, side = illinois_update(theta, g, lo, hi, g_lo, g_hi, side)
         if (hi - lo) * abs(h) <= 4.0 * 2.220446049250313e-16 * max(abs(t), abs(h)):
             break
     _dense(y, y_new, k, h, dense, theta, ytmp)
