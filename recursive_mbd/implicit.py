@@ -230,7 +230,7 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     usual fields; ``nfev`` counts residual (inverse-dynamics) evaluations. A step whose Newton iteration does not
     converge in ``max_newton`` iterations raises SimulationError with the samples so far.
     """
-    from . import integrate  # noqa: PLC0415  (the time-loop layer above this module's kernels)
+    from . import _runs  # noqa: PLC0415  (the run machinery: inputs, events, monitor, result; numba callbacks)
     from ._kernels import integrators  # noqa: PLC0415
 
     workspace(model)
@@ -243,13 +243,13 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     max_newton = int(max_newton)
     if max_newton < 1:
         raise ValueError(f"max_newton must be >= 1, got {max_newton}")
-    t0, t_end = integrate.check_time_span(t0, t_end)
+    t0, t_end = _runs.check_time_span(t0, t_end)
     if dt is None:
         raise ValueError("method 'generalized_alpha' is fixed-step: give dt")
     dt = float(dt)
     if not (dt > 0.0 and np.isfinite(dt)):
         raise ValueError(f"dt must be finite and > 0, got {dt}")
-    integrate.fixed_step_count(t0, t_end, dt, max_steps)
+    _runs.fixed_step_count(t0, t_end, dt, max_steps)
     every = int(every)
     if every < 1:
         raise ValueError(f"every must be >= 1, got {every}")
@@ -265,11 +265,11 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
                 or t_eval_arr[-1] > t_end):
             raise ValueError(f"t_eval must be a non-empty sorted array within [t0, t_end] = [{t0}, {t_end}]")
         t_eval_arr = np.unique(np.concatenate(([t0], t_eval_arr, [t_end])))  # t0 and t_end always
-    inputs = integrate._Inputs(model, tau, drivers)
+    inputs = _runs._Inputs(model, tau, drivers)
     callback, key = inputs.callback()
-    loop = integrate.RecursiveTimeLoop(model, inputs, "none")  # index 3: Newton closes the loops at every step
+    loop = _runs.RecursiveTimeLoop(model, inputs, "none")  # index 3: Newton closes the loops at every step
     system = loop.system
-    event_functions = integrate._Events(model, events, inputs, loop)
+    event_functions = _runs._Events(model, events, inputs, loop)
     nf = system.free.size
     if inputs.has_python or inputs.tau_function is not None:
         # a first evaluation in Python: a function that fails or returns the wrong shape is reported clearly here
@@ -279,18 +279,18 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     if status:
         raise_status(model, status)
     _, scratch = _scratch(model)
-    control = integrate._RunControl(max_wall_time)
-    monitor = (integrate._python_bridge, control.key, control.control)
+    control = _runs._RunControl(max_wall_time)
+    monitor = (_runs._python_bridge, control.key, control.control)
     if event_functions.functions:
-        events_fn, events_key = integrate._python_bridge, next(integrate._KEYS)
-        integrate._PYTHON_INPUTS[events_key] = event_functions
+        events_fn, events_key = _runs._python_bridge, next(_runs._KEYS)
+        _runs._PYTHON_INPUTS[events_key] = event_functions
     else:
         events_fn, events_key = integrators.no_inputs, 0
     carry = np.zeros(2 + 2 * nf + model.nconstraints + 1)
     info = np.zeros(5)
     totals = {"iterations": 0}
     n = y0.size
-    steps = integrate.fixed_step_count(t0, t_end, dt, max_steps)
+    steps = _runs.fixed_step_count(t0, t_end, dt, max_steps)
     capacity = 2 + (t_eval_arr.size if t_eval_arr is not None else steps // every)  # a long chain's rows are big
     capacity = max(2, min(capacity, 1024))
 
@@ -298,7 +298,7 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
         control.restart()
         (status, t_fail, count, t_out, y_out, nfev, nsteps, iterations, nev, ev_t,
          ev_y) = kernels.integrate_generalized_alpha(
-            callback, key, system, y_start, carry, ta, tb, dt, integrate.fixed_step_count(ta, tb, dt, max_steps),
+            callback, key, system, y_start, carry, ta, tb, dt, _runs.fixed_step_count(ta, tb, dt, max_steps),
             every, np.empty(0) if piece_eval is None else piece_eval, coefficients, newton_tol, max_newton,
             scratch.j_stiff, scratch.j_damp, np.empty(capacity), np.empty((capacity, n)), events_fn, events_key,
             event_functions.directions, event_functions.terminal, np.empty(16), np.empty((16, n + 1)), *monitor,
@@ -308,9 +308,9 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
         return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, 0, records
 
     with control:
-        status, t_fail, t_out, y_out, nfev, nsteps, _, records = integrate._run_segments(
+        status, t_fail, t_out, y_out, nfev, nsteps, _, records = _runs._run_segments(
             run, y0, t0, t_end, t_eval_arr, dt, progress)
-    result = integrate._make_result(model, loop, callback, key, np.array(t_out), np.array(y_out),
+    result = _runs._make_result(model, loop, callback, key, np.array(t_out), np.array(y_out),
                                     "generalized_alpha", nfev, nsteps, 0)
     result.newton_iterations = totals["iterations"]
     result.factorizations = int(info[4])
@@ -345,6 +345,6 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
             f"generalized_alpha: Newton did not converge at t = {t_fail:.9g} s (step {int(step)}, dt = {dt:g} s): "
             f"{why}. {result.t.size} samples up to t = {result.t[-1]:.9g} s are kept in .result", t_fail, result)
     if status != L.STATUS_OK:
-        integrate._raise_failure(model, "generalized_alpha", status, t_fail, result, max_steps, control, inputs,
+        _runs._raise_failure(model, "generalized_alpha", status, t_fail, result, max_steps, control, inputs,
                                  event_functions, loop)
     return result
