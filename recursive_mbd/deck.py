@@ -35,8 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._model_file import FileFormatError, ModelFile
 from .errors import ModelError
-from .io import FileFormatError, ModelFile
 from .mechanism import Mechanism
 
 _FIELDS = {"TITL": 1, "PRIN": 1, "TASK": 6, "BODY": 4, "POIN": 5, "PROP": 3, "GFOR": 4, "REST": 3, "RCON": 3,

@@ -72,7 +72,6 @@ names escaped as TOML basic strings, and ``load`` reads it back unchanged.
 """
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -80,6 +79,7 @@ import numpy as np
 from . import chains, joints
 from ._kernels import spatial_layout
 from ._method_names import FIXED_STEP, METHODS
+from ._model_file import FileFormatError, ModelFile
 from .errors import ModelError, StateError
 from .mechanism import Mechanism
 from .model import GROUND, Model
@@ -94,29 +94,6 @@ ANALYSES = ("dynamics", "statics", "kinematics", "modes")
 SCIPY_METHODS = ("RK23", "RK45", "DOP853", "Radau", "BDF", "LSODA")  # scipy.integrate.solve_ivp's
 MAX_FIXED_STEPS = 10_000_000  # simulate's default max_steps: a fixed-step analysis asking for more is refused
 _REQUIRED = object()
-
-
-class FileFormatError(ModelError):
-    """A model file that cannot be read: the message names the file, the entry and what is expected."""
-
-
-@dataclass
-class ModelFile:
-    """What a model file describes: the model, its initial state, drivers and the analysis to run."""
-
-    model: Model
-    q0: np.ndarray
-    qd0: np.ndarray
-    drivers: dict = field(default_factory=dict)
-    analysis: dict = field(default_factory=dict)
-    source: str = "<string>"
-    defaults: list = field(default_factory=list)
-    """The defaults the file relied on, as ``"body[0].com = [0.0, 0.0]"`` strings (the format reference)."""
-
-    @property
-    def v0(self):
-        """The initial velocity coordinates (``qd0``): for a spatial model its v, nv numbers (module docstring)."""
-        return self.qd0
 
 
 class _Reader:
