@@ -59,26 +59,45 @@ factors is restarted with fresh ones). One Newton iteration is then one residual
 ``effective_apply`` (two sweeps, no kinematics): 1.8 - 2.2 forward-dynamics evaluations on the hanging swing
 (``benchmarks/implicit.py``), 2 iterations per step there.
 
-Closed loops (index 3)
-----------------------
-With loop equations phi(q) = 0 (m rows, Jacobian J) the unknowns are (qdd+, lambda) and the equations
-M qdd+ - Q + J^T lambda = 0 and phi(q+) / c_stiff = 0 (the position-level constraint scaled by 1 / c_stiff, as
-Arnold & Bruls and Chrono do, so that its Jacobian with respect to qdd+ is J). The Newton matrix is
-[S J^T; J 0] (the constraint forces' geometric stiffness lambda d2phi/dq2 lagged), solved by its Schur
-complement in O(N m + m^3): X = S^-1 J^T (m applies of the factors), G = J X; per iteration Y = S^-1 r_1,
-G dlambda = J Y - r_2 (``loops.filtered_solve``: minimum-norm where the loops are redundant), dqdd = Y - X dlambda.
-The velocities are not projected: J qd+ = O(dt^2), the loops stay closed at position level to the Newton
-tolerance. Driven joints are locked in S (their accelerations are prescribed, no unknowns).
+Closed loops (stabilised index 2)
+---------------------------------
+With loop equations phi(q) = 0 (m rows, Jacobian J) the step is the stabilised index-2 generalised-alpha scheme
+of Arnold & Bruls (2007; the GGL form): the position update gets a correction along the constraint normals,
+q+ = q + h qd + h^2 (1/2 - beta) a + h^2 beta a+ + J_f^T nu, and both levels are imposed at the new step:
+
+    M qdd+ - Q + J^T lambda = 0,     phi(q+) / c_stiff = 0,     J(q+) qd+ / c_damp = 0,
+
+unknowns (qdd+, lambda, nu), the rows scaled so that their derivatives with respect to qdd+ are J. (The plain
+index-3 form, phi(q+) = 0 alone, leaves J qd+ = O(dt^2) and is unstable at rho_inf = 1: on the four-bar it
+drifted to |J qd| = 6e-3 m/s at dt = 4e-3 and stopped at t = 3.35 s with rho_inf = 1; ``benchmarks/
+ga_loop_drift.py``.) The Newton matrix, with the derivatives of J (and lambda d2phi/dq2, and K J^T by nu)
+lagged, is
+
+    [S   J^T  0                  ]
+    [J   0    J_f J_f^T / c_stiff]
+    [J   0    0                  ]
+
+Its last row fixes J dqdd, so (dqdd, dlambda) is the bordered solve of [S J^T; J 0] with the velocity rows as
+right-hand side, by its Schur complement in O(N m + m^3): X = S^-1 J^T (m applies of the factors), G = J X; per
+iteration Y = S^-1 r_1, G dlambda = J Y - r_3, dqdd = Y - X dlambda; then (J_f J_f^T) dnu = phi - c_stiff r_3
+(both small solves by ``loops.filtered_solve``: minimum-norm where the loops are redundant). phi and J qd are
+then zero to the Newton tolerance at every step (measured 1.6e-13 m and 3e-10 m/s over 10 s of a four-bar) and
+q, qd converge at second order (error ratio 4.00 when dt halves), for every rho_inf. Driven joints are locked in
+S (their accelerations are prescribed, no unknowns); their prescribed rates enter J qd.
 """
 
 import numpy as np
 
+from . import _checks
 from ._kernels import implicit as kernels
 from ._kernels import layout as L
 from .dynamics import as_vector, raise_status, workspace
 from .errors import ModelError, SimulationError, StateError
+from .loops import constraints
 
 _NOT_DRIVEN = np.zeros(0, dtype=np.uint8)
+# solve_effective: eigenvalues of the loop rows' Schur complement below this fraction of the largest are redundant
+REDUNDANT_RCOND = 1e-10
 
 
 class _Scratch:
@@ -132,15 +151,17 @@ def _coefficient(value, what):
     return value
 
 
-def solve_effective(model, q, qd, c_mass, c_damp, c_stiff, rhs, *, t=0.0, out=None):
-    """x from (c_mass M + c_damp C + c_stiff K) x = rhs in O(N) time and memory, never forming an nq x nq matrix.
+def solve_effective(model, q, qd, c_mass, c_damp, c_stiff, rhs, *, t=0.0, out=None, loop_rhs=None,
+                    multipliers=False):
+    """x from (c_mass M + c_damp C + c_stiff K) x = rhs in O(N) time and memory, never forming an nq x nq matrix;
+    on a model with closed loops, the bordered solve of the Newton matrix of the constrained step.
 
     Parameters
     ----------
     model : Model
-        A tree (closed loops are not supported here yet: ModelError).
+        A tree, or a tree with closed loops (m loop equations phi(q) = 0, Jacobian J (m, nq)).
     q, qd : array_like, shape (nq,)
-        The state where M, C and K are taken (qd only enters lagged terms and is accepted for the interface).
+        The state where M, C, K and J are taken (qd only enters lagged terms and is accepted for the interface).
     c_mass, c_damp, c_stiff : float
         Coefficients [1], [s], [s^2] (an implicit step's dqdd/dqdd, dqd/dqdd, dq/dqdd).
     rhs : array_like, shape (nq,)
@@ -148,25 +169,49 @@ def solve_effective(model, q, qd, c_mass, c_damp, c_stiff, rhs, *, t=0.0, out=No
         Time (unused: the time-varying loads are lagged).
     out : ndarray (nq,), optional
         Where to write x.
+    loop_rhs : array_like, shape (m,), optional
+        With loops: the right-hand side c of the loop rows (default zeros).
+    multipliers : bool
+        Also return the multipliers lambda (m,) of the loop rows (empty for a tree).
 
     Returns
     -------
     x : ndarray, shape (nq,)
+        Tree: S x = rhs with S = c_mass M + c_damp C + c_stiff K. With loops: the solution of
 
-    The matrix is the one documented in ``recursive_mbd.implicit``: M exact; K the gravity geometric stiffness
+            [S  J^T] [x     ]   [rhs]
+            [J  0  ] [lambda] = [c  ],
+
+        by the Schur complement on the loop rows (``_kernels.implicit.loop_schur``: m applies of the factors of
+        S, then the m x m system J S^-1 J^T by its eigenvalues, which may be negative (S may be indefinite):
+        minimum-norm where the loops are redundant, eigenvalues below 1e-10 of the largest),
+        O(N m + m^3). J is the loop Jacobian at q (``loops.constraints``), whether or not q closes
+        the loops.
+    (x, lambda) when ``multipliers`` is True.
+
+    The matrix S is the one documented in ``recursive_mbd.implicit``: M exact; K the gravity geometric stiffness
     T^T diag(K_b) T (exact for revolute/fixed joints, slide-rotation cross terms of prismatic/planar joints
-    omitted) plus the joint springs' stiffness; C the joint dampers' damping; velocity-product terms and elements
-    between bodies omitted. Raises ModelError naming the body whose joint block is singular.
+    omitted) plus the joint springs' stiffness; C the joint dampers' damping; velocity-product terms, elements
+    between bodies and the loop forces' geometric stiffness lambda d2phi/dq2 omitted. Raises ModelError naming
+    the body whose joint block of S is singular.
     """
     ws, scratch = _scratch(model)
-    if model.nloops:
-        raise ModelError("solve_effective: models with closed loops are not supported yet (trees only)")
     q = as_vector(model, q, "q")
     as_vector(model, qd, "qd")
     rhs = as_vector(model, rhs, "rhs")
     c_mass = _coefficient(c_mass, "c_mass")
     c_damp = _coefficient(c_damp, "c_damp")
     c_stiff = _coefficient(c_stiff, "c_stiff")
+    m = model.nconstraints
+    if loop_rhs is not None:
+        if not m:
+            raise ModelError("solve_effective: loop_rhs is for models with closed loops; this model has none")
+        loop_rhs = np.ascontiguousarray(_checks.real_array(loop_rhs, "loop_rhs"), dtype=float)
+        if loop_rhs.shape != (m,):
+            raise StateError(f"loop_rhs must have shape ({m},) (one entry per loop equation), got shape "
+                             f"{loop_rhs.shape}")
+        if not np.all(np.isfinite(loop_rhs)):
+            raise StateError(f"loop_rhs[{int(np.flatnonzero(~np.isfinite(loop_rhs))[0])}] is not finite")
     if out is None:
         out = np.empty(model.nq)
     elif not (isinstance(out, np.ndarray) and out.dtype == np.float64 and out.shape == (model.nq,)
@@ -184,7 +229,30 @@ def solve_effective(model, q, qd, c_mass, c_damp, c_stiff, rhs, *, t=0.0, out=No
                              f"{model.body_names[index]!r} (index {index}) for c_mass = {c_mass:g}, "
                              f"c_damp = {c_damp:g}, c_stiff = {c_stiff:g}")
         raise_status(model, status, ("q", "qd", "rhs"))
-    return out
+    lam = np.zeros(m)
+    if m:
+        # out = S^-1 rhs; the factors of S stay in the scratch: resp = S^-1 J^T, gram = J S^-1 J^T, then
+        # gram lambda = J S^-1 rhs - c and x = S^-1 rhs - resp^T lambda
+        jac = np.ascontiguousarray(constraints(model, q)[2])
+        resp = np.zeros((m, model.nq))
+        gram = np.zeros((m, m))
+        kernels.loop_schur(model.body_int, _NOT_DRIVEN, scratch.uu, scratch.dinv, scratch.gcol, scratch.rvec, jac,
+                           np.arange(model.nq, dtype=np.int64), scratch.ub, scratch.pa, scratch.vel,
+                           np.zeros(model.nq), resp, gram)
+        schur_rhs = jac @ out - (0.0 if loop_rhs is None else loop_rhs)
+        if not (np.all(np.isfinite(gram)) and np.all(np.isfinite(schur_rhs))):
+            raise StateError("solve_effective: the loop rows' Schur complement J S^-1 J^T is not finite (an "
+                             "overflow: check q, rhs and the coefficients)")
+        # S may be indefinite (c_stiff times a negative gravity stiffness: a body above its joint), and then so is
+        # J S^-1 J^T: a pseudo-inverse by its eigenvalues, |s| below REDUNDANT_RCOND max |s| taken as redundant
+        # rows (a null direction of J^T: no effect on x, lambda minimum-norm); not ``loops.filtered_solve``,
+        # whose smooth filter (made for Runge-Kutta stages) assumes s >= 0 and perturbs s within 1e-4 of the
+        # largest by (mu / s)^2
+        values, vectors = np.linalg.eigh(gram)
+        keep = np.abs(values) > REDUNDANT_RCOND * np.abs(values).max()
+        lam = vectors[:, keep] @ ((vectors[:, keep].T @ schur_rhs) / values[keep])
+        out -= resp.T @ lam
+    return (out, lam) if multipliers else out
 
 
 def gravity_stiffness(model, q):
@@ -222,7 +290,8 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     (``_kernels.implicit.integrate_generalized_alpha``). Newton on the new accelerations (and loop multipliers)
     with the matrix of ``solve_effective`` (c_mass = 1, c_damp = h gamma (1 - alpha_f) / (1 - alpha_m),
     c_stiff = h^2 beta (1 - alpha_f) / (1 - alpha_m)) factorised once per step, bordered by the loop Jacobian
-    (index 3); converged when the position correction c_stiff max|dqdd| <= ``newton_tol`` [rad or m] plus the
+    (stabilised index 2); converged when the position correction max(c_stiff max|dqdd|, max|J^T dnu|) <=
+    ``newton_tol`` [rad or m] plus the
     round-off of the position update, or when a correction below 100 ``newton_tol`` no longer contracts. At most
     ``max_newton`` iterations a step (fast motion at the tip of a whip contracts at rates ~0.3: 10-20 iterations).
     ``tau`` constant or a function, ``drivers``, ``events``, ``t_eval`` (cubic Hermite dense output), progress
@@ -267,7 +336,7 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
         t_eval_arr = np.unique(np.concatenate(([t0], t_eval_arr, [t_end])))  # t0 and t_end always
     inputs = _runs._Inputs(model, tau, drivers)
     callback, key = inputs.callback()
-    loop = _runs.RecursiveTimeLoop(model, inputs, "none")  # index 3: Newton closes the loops at every step
+    loop = _runs.RecursiveTimeLoop(model, inputs, "none")  # Newton closes the loops at every step
     system = loop.system
     event_functions = _runs._Events(model, events, inputs, loop)
     nf = system.free.size

@@ -391,7 +391,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         "generalized_alpha": fixed step ``dt``, Chung-Hulbert generalised-alpha (second order, L-stable for
         rho_inf < 1) with numerical damping set by ``rho_inf`` in [0, 1] (default 0.9; 1 = none, 0 = the highest
         frequencies annihilated in one step), Newton with an O(N) matrix (``recursive_mbd.implicit``; closed
-        loops by its Schur complement, O(N m + m^3), index 3), converged to ``newton_tol`` (default 1e-12)
+        loops by its Schur complement, O(N m + m^3), stabilised index 2), converged to ``newton_tol`` (default 1e-12)
         [rad or m]: for long chains and stiff springs, where explicit steps shrink like 1/N. t_eval and events
         on its cubic Hermite dense output; everything else as for the other numba methods.
         "bdf": variable-step, variable-order BDF (orders 1-5, Shampine-Reichelt form) with error control by

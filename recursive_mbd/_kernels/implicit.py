@@ -436,6 +436,34 @@ def newton_correction(body_int, driven, uu, dinv, gcol, rvec, free, residual, ph
 
 
 @njit
+def position_correction(jac, free, phi, rate_scaled, c_stiff, rcond, gram_pos, work_m, dnu, xfull):
+    """The stabilised index-2 position unknowns' Newton correction: with q+ = (GA update) + J_f^T nu, the rows
+    phi(q+) / c_stiff = 0 have the derivatives J (by qdd+) and J_f J_f^T / c_stiff (by nu); the velocity rows
+    already fixed J dqdd = rate_scaled (``newton_correction``), so (J_f J_f^T) dnu = phi - c_stiff rate_scaled
+    (``loops.filtered_solve``: minimum-norm where the rows are redundant). Writes dnu (m,) and xfull (nq,) =
+    J^T dnu on the free columns (zero elsewhere); gram_pos (m, m), work_m (m,) scratch. O(N m^2). Returns False
+    if the small system is not finite."""
+    m = dnu.shape[0]
+    nf = free.shape[0]
+    for r in range(m):
+        work_m[r] = phi[r] - c_stiff * rate_scaled[r]
+        for s in range(r + 1):
+            g = 0.0
+            for j in range(nf):
+                g += jac[r, free[j]] * jac[s, free[j]]
+            gram_pos[r, s] = g
+            gram_pos[s, r] = g
+    if filtered_solve(gram_pos, work_m, rcond, dnu) < 0:
+        return False
+    for k in range(xfull.shape[0]):
+        xfull[k] = 0.0
+    for r in range(m):
+        for j in range(nf):
+            xfull[free[j]] += jac[r, free[j]] * dnu[r]
+    return True
+
+
+@njit
 def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, nsteps_total, every, t_eval,
                                 coefficients, newton_tol, max_newton, j_stiff, j_damp, t_out, y_out, events,
                                 events_key, directions, terminal, ev_t, ev_y, monitor, monitor_key, control, info):
@@ -445,10 +473,12 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     State y = (q_free, qd_free, W_dissipated, W_applied) as in ``integrators``; ``carry`` (2 + 2 nf + m + 1) keeps
     (powers (2), a (nf), qdd (nf), lam (m), started flag) from one call to the next (a progress bar's pieces): a
     call with carry[-1] = 0 starts from qdd = f(t0, y0) and a = qdd. coefficients = (alpha_m, alpha_f, gamma,
-    beta). Each step: Newton on (qdd_free, lam) with the matrix [S J^T; J 0] factorised once at the step's first
-    iterate (modified Newton: the matrix's own lagged terms already make the contraction linear), the loop
-    residual phi scaled by 1 / c_stiff (index 3), converged when the position correction c_stiff max |dqdd| is
-    <= newton_tol + the round-off of the position update, or stalls below 100 newton_tol. Work terms by the
+    beta). Each step: Newton on (qdd_free, lam, nu) with the matrix S factorised once at the step's first
+    iterate (modified Newton: the matrix's own lagged terms already make the contraction linear), bordered by the
+    loop rows in the stabilised index-2 form (J qd+ / c_damp by ``newton_correction``, phi / c_stiff by
+    ``position_correction``; ``recursive_mbd.implicit``), converged when the position correction
+    max(c_stiff max |dqdd|, max |J^T dnu|) is <= newton_tol + the round-off of the position update, or stalls
+    below 100 newton_tol. Work terms by the
     trapezoidal rule on the powers of the last residual evaluation (within newton_tol of the step's state).
     Output at t_eval (cubic Hermite dense output) or every ``every``-th step; events located on the same
     interpolant. info (5,): on a Newton failure (last position correction, max |residual|, step, iterations);
@@ -491,8 +521,11 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     resp = np.zeros((m, nf))
     gram = np.zeros((m, m))
     work_m = np.zeros(m)
-    phi_scaled = np.zeros(m)
+    rate_scaled = np.zeros(m)
     dlam = np.zeros(m)
+    dnu = np.zeros(m)
+    gram_pos = np.zeros((m, m))
+    shift = np.zeros(nf)  # J_f^T nu: the position correction of the stabilised index-2 form
     lam = np.zeros(m)
     residual = np.zeros(nf)
     dx = np.zeros(nf)
@@ -567,6 +600,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
             q_pred[j] = y[j] + h * y[nf + j] + h * h * (0.5 - beta) * acc[j]
             qd_pred[j] = y[nf + j] + h * (1.0 - gamma) * acc[j]
             qdd_new[j] = qdd[j]
+            shift[j] = 0.0
         for r in range(m):
             lam_old[r] = lam[r]
         for k in range(nq):
@@ -583,6 +617,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 factored_h = -1.0
                 for j in range(nf):
                     qdd_new[j] = qdd[j]
+                    shift[j] = 0.0
                 for r in range(m):
                     lam[r] = lam_old[r]
             fresh = False
@@ -596,7 +631,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 pred_max = 0.0
                 for j in range(nf):
                     acc_new[j] = ((1.0 - alpha_f) * qdd_new[j] + alpha_f * qdd[j] - alpha_m * acc[j]) / (1.0 - alpha_m)
-                    y_new[j] = q_pred[j] + h * h * beta * acc_new[j]
+                    y_new[j] = q_pred[j] + h * h * beta * acc_new[j] + shift[j]
                     y_new[nf + j] = qd_pred[j] + h * gamma * acc_new[j]
                     acc_max = max(acc_max, abs(acc_new[j]))
                     pred_max = max(pred_max, abs(q_pred[j]))
@@ -611,8 +646,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 res_max = 0.0
                 for j in range(nf):
                     res_max = max(res_max, abs(residual[j]))
-                for r in range(m):
-                    phi_scaled[r] = loops[3][r] / c_stiff
+                for r in range(m):  # the velocity rows J qd+ (loops[4]) scaled by 1 / c_damp: d/dqdd+ = J
+                    rate_scaled[r] = loops[4][r] / c_damp
                 # (re)factorise at the current iterate: no factors for this h yet (steps t0 + k dt differ by
                 # round-off: the same step), or a slow contraction with factors of an earlier step (the state has
                 # moved on: make them again)
@@ -633,8 +668,11 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                     fresh = True
                     info[4] += 1  # factorisations
                 previous = correction
-                ok = newton_correction(body_int, driven, uu, dinv, gcol, rvec, free, residual, phi_scaled, jac,
+                ok = newton_correction(body_int, driven, uu, dinv, gcol, rvec, free, residual, rate_scaled, jac,
                                        resp, gram, rcond, ub, pa, vel, xfull, rhs_full, dx, dlam, work_m)
+                if ok and m > 0:
+                    ok = position_correction(jac, free, loops[3], rate_scaled, c_stiff, rcond, gram_pos, work_m,
+                                             dnu, xfull)
                 iterations += 1
                 dx_max = 0.0
                 for j in range(nf):
@@ -643,6 +681,10 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 for r in range(m):
                     lam[r] -= dlam[r]
                 correction = c_stiff * dx_max
+                if m > 0:  # shift -= J_f^T dnu (in xfull from position_correction), a position correction too
+                    for j in range(nf):
+                        shift[j] -= xfull[free[j]]
+                        correction = max(correction, abs(xfull[free[j]]))
                 if not (ok and math.isfinite(correction)):
                     correction = np.inf
                     break
@@ -664,7 +706,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
             return STATUS_NO_CONVERGENCE, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
         for j in range(nf):
             acc_new[j] = ((1.0 - alpha_f) * qdd_new[j] + alpha_f * qdd[j] - alpha_m * acc[j]) / (1.0 - alpha_m)
-            y_new[j] = q_pred[j] + h * h * beta * acc_new[j]
+            y_new[j] = q_pred[j] + h * h * beta * acc_new[j] + shift[j]
             y_new[nf + j] = qd_pred[j] + h * gamma * acc_new[j]
             rate[j] = y[nf + j]
             rate[nf + j] = qdd[j]
