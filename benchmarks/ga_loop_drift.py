@@ -5,7 +5,8 @@
 The four-bar of ``rm.models.four_bar`` started at crank rate 2 rad/s (consistent state by ``loops.project``),
 integrated over ``t_end`` seconds at each dt with rho_inf = 0.8 and 1.0. At every step: max |phi(q)| [m] and
 max |J(q) qd| [m/s] from ``loops.constraints`` (independent of the integrator), and the crank angle error against
-dop853 at rtol 1e-12 at t_end. Prints a table; writes benchmarks/results/ga_loop_drift.json.
+dop853 at rtol 1e-12 at t_end; then the convergence order (errors of q and qd at t = 1 s as dt halves). Prints
+the tables; writes benchmarks/results/ga_loop_drift.json.
 """
 
 import argparse
@@ -49,8 +50,27 @@ def main(t_end=10.0, dts=(4e-3, 2e-3, 1e-3)):
     print(f"four-bar, crank rate 2 rad/s, {t_end:g} s (dop853 rtol 1e-12 reference)")
     print_table(["rho_inf", "dt", "max|phi| [m]", "max|J qd| [m/s]", "|J qd| at end", "q error at end",
                  "Newton/step", "wall [s]"], rows)
-    path = write_json("ga_loop_drift", {"t_end": t_end, "runs": records})
+    order = convergence_order(model, q, qd)
+    path = write_json("ga_loop_drift", {"t_end": t_end, "runs": records, "order_at_1s": order})
     print(f"wrote {path}")
+
+
+def convergence_order(model, q, qd, t_end=1.0, dts=(4e-3, 2e-3, 1e-3, 5e-4)):
+    """Max |q - q_ref| and |qd - qd_ref| at t_end against dop853 (rtol 1e-12) and their ratios as dt halves."""
+    ref = rm.simulate(model, q, qd, t_end, method="dop853", rtol=1e-12, atol=1e-13)
+    rows, out = [], {}
+    for rho_inf in (0.8, 1.0):
+        errors = []
+        for dt in dts:
+            res = rm.simulate(model, q, qd, t_end, method="generalized_alpha", dt=dt, rho_inf=rho_inf)
+            errors.append((float(np.abs(res.q[-1] - ref.q[-1]).max()), float(np.abs(res.qd[-1] - ref.qd[-1]).max())))
+        out[str(rho_inf)] = {"dt": list(dts), "errors_q_qd": errors}
+        for k, dt in enumerate(dts):
+            ratio = "" if k == 0 else f"{errors[k - 1][0] / errors[k][0]:.2f} / {errors[k - 1][1] / errors[k][1]:.2f}"
+            rows.append([rho_inf, f"{dt:g}", f"{errors[k][0]:.3e}", f"{errors[k][1]:.3e}", ratio])
+    print(f"\norder: error at t = {t_end:g} s against dop853")
+    print_table(["rho_inf", "dt", "q error", "qd error", "ratio q / qd"], rows)
+    return out
 
 
 if __name__ == "__main__":
