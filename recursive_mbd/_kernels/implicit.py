@@ -478,8 +478,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     loop rows in the stabilised index-2 form (J qd+ / c_damp by ``newton_correction``, phi / c_stiff by
     ``position_correction``; ``recursive_mbd.implicit``), converged when the position correction
     max(c_stiff max |dqdd|, max |J^T dnu|) is <= newton_tol + the round-off of the position update, or stalls
-    below 100 newton_tol. Work terms by the
-    trapezoidal rule on the powers of the last residual evaluation (within newton_tol of the step's state).
+    below 100 newton_tol. Work terms by the trapezoidal rule on the powers of the last residual evaluation
+    (within newton_tol of the step's state).
     Output at t_eval (cubic Hermite dense output) or every ``every``-th step; events located on the same
     interpolant. info (5,): on a Newton failure (last position correction, max |residual|, step, iterations);
     info[4] counts the factorisations (added to).
