@@ -63,6 +63,22 @@ class ElementWorkspace3D:
         self.loaded = np.zeros(nv)  # tau + Q
 
 
+def element_system(model):
+    """The force elements' part of a time loop's ``SpatialSystem`` (``_kernels.spatial_system``): (elem_int,
+    elem_real, then fresh scratch as ``ElementWorkspace3D``'s: ws, S, tmp, rot, pos, omega, vel, wrench, Q, energy,
+    per_element); a model without elements gets empty scratch."""
+    ew = ElementWorkspace3D(model) if model._elements else None
+
+    def scratch(name, shape):
+        return np.zeros(shape) if ew is None else getattr(ew, name)
+
+    width = model._max_nv
+    return (model.elem_int, model.elem_real, scratch("ws", (0, SL.W_SPATIAL)), scratch("S", (0, width, 6)),
+            scratch("tmp", (0,)), scratch("rot", (0, 3, 3)), scratch("pos", (0, 3)), scratch("omega", (0, 3)),
+            scratch("vel", (0, 3)), scratch("wrench", (0, 6)), scratch("forces", (0,)), scratch("energy", (3,)),
+            scratch("per_element", (0, 3)))
+
+
 def _element_loads(model, q, v, t):
     """Evaluate the model's force elements at checked (q, v) and time t; returns their workspace (Q in ``forces``)."""
     ew = model._element_workspace
