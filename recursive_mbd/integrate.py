@@ -434,9 +434,10 @@ class SpatialTimeLoop:
         self.system = SpatialSystem(
             model.body_int, model.body_real, model.gravity, model._euclid_q.astype(np.int64),
             model._euclid_v.astype(np.int64), model._quat_q, model._quat_v, inputs.tau_const,
-            np.array([inputs.tau_offset], dtype=np.int64), np.zeros(inputs.size), np.zeros(nq), np.zeros(nv),
+            np.array([inputs.tau_offset], dtype=np.int64), np.zeros(inputs.size), spatial.element_system(model),
+            np.zeros(nq), np.zeros(nv),
             np.zeros(nv), np.zeros(nv), np.zeros_like(ws.ws), np.zeros_like(ws.S), np.zeros_like(ws.UD),
-            np.zeros_like(ws.uD), np.zeros_like(ws.tmp), spatial.element_system(model))
+            np.zeros_like(ws.uD), np.zeros_like(ws.tmp))
 
     def initial_state(self, q0, qd0, t0, callback, key):
         return np.concatenate((q0, qd0, [0.0, 0.0]))

@@ -35,10 +35,10 @@ SpatialSystem = namedtuple("SpatialSystem", [
     "tau_const",  # (nv,) constant generalised forces
     "tau_offset",  # (1,) int64: slot of tau in u, -1 when tau is constant
     "u",  # (ninputs,) the input vector the input callback fills
-    "q", "v", "tau", "vdot",  # (nq,), (nv,), (nv,), (nv,) scratch of one evaluation
-    "ws", "S", "UD", "uD", "tmp",  # the articulated-body workspace (spatial.Workspace3D)
     "elements",  # (elem_int, elem_real, ws, S, tmp, rot, pos, omega, vel, wrench, Q, energy, per_element): the
     # force elements and their own scratch (``spatial.element_system``; ``_kernels.spatial_elements``)
+    "q", "v", "tau", "vdot",  # (nq,), (nv,), (nv,), (nv,) scratch of one evaluation
+    "ws", "S", "UD", "uD", "tmp",  # the articulated-body workspace (spatial.Workspace3D)
 ])
 
 
