@@ -708,7 +708,8 @@ class SimulationResult:
         if isinstance(self.model, Model3D):  # its elements' functions of time are the model's: no run inputs needed
             self._require_model("element_forces()", inputs=False)
             return np.array([element_forces(self.model, q, v, t=t)["per_element"]
-                             for t, q, v in zip(self.t, self.q, self.qd, strict=True)]).reshape(self.t.size, -1, 3)
+                             for t, q, v in zip(self.t, self.q, self.qd, strict=True)]).reshape(
+                                 self.t.size, self.model.nelements, 3)
         self._require_model("element_forces()", spatial=False)
         return np.array([self._evaluate(i)[0][19].copy() for i in range(self.t.size)])
 
