@@ -440,7 +440,7 @@ def kinematic_analysis(model, drivers, t, q_guess=None, *, tol=1e-12):
             v[free] = np.linalg.lstsq(jac_free, -jac[:, driven] @ v[driven], rcond=None)[0]
             _, _, jac, gamma = constraints(model, q, v)
             a[free] = np.linalg.lstsq(jac_free, gamma - jac[:, driven] @ a[driven], rcond=None)[0]
-        needed = inverse_dynamics(model, q, v, a)  # = tau_drive - J^T lambda
+        needed = inverse_dynamics(model, q, v, a, t=time)  # = tau_drive - J^T lambda (elements at this time)
         lam = np.zeros(m)
         if m:
             _, _, jac, _ = constraints(model, q)

@@ -317,6 +317,19 @@ def test_a_spherical_joint_spring_balances_a_torque_about_its_rest():
     assert equilibrium.stable
 
 
+def test_kinematic_analysis_drives_against_the_elements_at_each_time():
+    """A driven hinge about z (theta = t^2 / 2) with a joint spring and a torque T(t) = t about z: the driving
+    torque is J theta'' + k theta - t."""
+    inertia, k = 0.3, 2.0
+    model = rm.Model3D(gravity=(0.0, 0.0, 0.0))
+    model.add_body("ground", "revolute", mass=1.0, inertia=(0.1, 0.2, inertia, 0.0, 0.0, 0.0), name="crank")
+    model.add_joint_spring_damper("crank", k)
+    model.add_torque("crank", lambda t: (0.0, 0.0, t))
+    times = np.linspace(0.0, 2.0, 5)
+    result = rm.kinematic_analysis(model, {"crank": (lambda t: 0.5 * t * t, lambda t: t, lambda t: 1.0)}, times)
+    assert np.abs(result.driving_forces[:, 0] - (inertia + k * 0.5 * times**2 - times)).max() < 1e-12
+
+
 def test_loops_with_elements_match_the_dense_route_and_the_elements_as_tau():
     rng = np.random.default_rng(5)
     model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
