@@ -201,6 +201,8 @@ class Model3D:
     ==============  ====  ====  ===========================  =====================================================
 
     Gravity (3,) [m/s^2], default (0, 0, -9.81). The first dynamics call (or ``compile()``) freezes the model.
+    Force elements (``add_spring_damper``, ``add_joint_spring_damper``, ``add_force``, ``add_torque``) act in
+    addition to tau in every dynamics function, as the planar model's do (``_kernels.spatial_elements``).
     """
 
     def __init__(self, gravity=(0.0, 0.0, -9.81), name=None):
