@@ -32,7 +32,15 @@ from . import _checks
 from ._kernels import integrators
 from ._kernels import layout as L
 from ._kernels.recursive_system import RecursiveSystem
-from .dynamics import as_vector, element_inputs, energy, forward_kinematics, raise_status, workspace
+from .dynamics import (
+    as_vector,
+    element_forces,
+    element_inputs,
+    energy,
+    forward_kinematics,
+    raise_status,
+    workspace,
+)
 from .errors import ModelError, ResultFileError, SimulationError, StateError
 from .model3d import Model3D
 
@@ -143,7 +151,7 @@ class _Inputs:
     """
 
     failure = None
-    spatial = False  # a Model3D's inputs (``_SpatialInputs``): tau of size nv, no elements or drivers
+    spatial = False  # a Model3D's inputs (``_SpatialInputs``): tau of size nv, no drivers
 
     def __init__(self, model, tau, drivers):
         nq = model.nq
@@ -191,8 +199,7 @@ class _Inputs:
 
     def __call__(self, t, q, qd, u):
         """Fill u at time t; driver values also go into q and qd before tau(t, q, qd) sees them."""
-        if not self.spatial:
-            element_inputs(self.model, t, u)
+        element_inputs(self.model, t, u)
         for j, (coord, name, evaluate) in enumerate(self.drivers):
             value = _checks.driver_value(name, evaluate, t)
             slot = self.driver_offset + 3 * j
@@ -443,8 +450,8 @@ class SimulationResult:
     q, qd : ndarray, shape (nt, nq)
         Joint coordinates and rates at the samples (driven coordinates included). For a ``Model3D``: q (nt, nq)
         the configurations (every quaternion unit norm) and qd (nt, nv) the joint VELOCITIES v (a spherical
-        joint's omega in the child frame), not dq/dt; ``qdd()``, ``driving_forces()``, ``element_forces()`` and
-        ``poses()`` are for planar models only (ValueError).
+        joint's omega in the child frame), not dq/dt; ``qdd()``, ``driving_forces()`` and ``poses()`` are for
+        planar models only (ValueError).
     dissipated_work, applied_work : ndarray, shape (nt,)
         Work [J] dissipated by the dampers and done by tau, the applied forces and torques and the drivers since
         t0, integrated with the motion: E(t) + dissipated_work - applied_work = E(t0).
@@ -519,6 +526,11 @@ class SimulationResult:
 
     def element_forces(self):
         """Per-element values at every sample, shape (nt, nelements, 3) (see ``rm.element_forces``)."""
+        if isinstance(self.model, Model3D):  # its elements' functions of time are the model's: no run inputs needed
+            self._require_model("element_forces()", inputs=False)
+            return np.array([element_forces(self.model, q, v, t=t)["per_element"]
+                             for t, q, v in zip(self.t, self.q, self.qd, strict=True)]).reshape(
+                                 self.t.size, self.model.nelements, 3)
         self._require_model("element_forces()", spatial=False)
         return np.array([self._evaluate(i)[0][19].copy() for i in range(self.t.size)])
 

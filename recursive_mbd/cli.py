@@ -411,6 +411,9 @@ def _info_spatial(args, spec, out):
                 f"{column('mass')[i]:.6g} kg, principal moments ({moments}) kg m^2, com ({com}) m")
 
     _print_list([body_line(i) for i in _ends(model.nbodies)], model.nbodies, "bodies", out)
+    elements = model._elements
+    _print_list([f"  element {elements[i]['name']}: {elements[i]['kind']}" for i in _ends(len(elements))],
+                len(elements), "elements", out)
     print(f"  analysis: {spec.analysis or 'none'}", file=out)
     shown = ", ".join(spec.defaults[:12]) + (f", and {len(spec.defaults) - 12} more" if len(spec.defaults) > 12 else "")
     print(f"  defaults used (recursive_mbd.io format reference): {shown or 'none'}", file=out)

@@ -48,7 +48,12 @@ def element_forces(model, q, qd, t=0.0):
         (joint force, q - rest, qdot), force (Fx, Fy, 0) in ground axes, torque (torque, 0, 0);
         ``potential`` [J] of the springs, ``dissipation`` [W] of the dampers (>= 0), ``power`` [W] of the applied
         forces and torques.
+
+    A ``Model3D`` returns its generalised forces Q (nv,) (``generalized_forces``) in place of the wrench and joint
+    forces: ``recursive_mbd.spatial.element_forces``.
     """
+    if isinstance(model, Model3D):
+        return _spatial().element_forces(model, q, qd, t)
     ws = workspace(model)
     q = as_vector(model, q, "q")
     qd = as_vector(model, qd, "qd")

@@ -128,8 +128,8 @@ IMPLICIT_SCIPY = ("Radau", "BDF", "LSODA")  # given the structured Jacobian of i
 
 class _SpatialInputs(_Inputs):
     """The inputs of a run on a ``Model3D``: tau (nv,) constant, or a function tau(t) / tau(t, q, v) (q (nq,) with
-    unit quaternions, v (nv,)); u = [tau] when tau is a function. Spatial models have no force elements or drivers
-    yet."""
+    unit quaternions, v (nv,)); u = [the model's element slots (its forces and torques that are functions of time) |
+    tau when tau is a function]. Spatial models have no drivers yet."""
 
     spatial = True
 
@@ -141,11 +141,13 @@ class _SpatialInputs(_Inputs):
         self.tau_function = None
         self.tau_arity = 0
         self.tau_offset = -1
+        offset = model.n_element_inputs
         if callable(tau):
             self.tau_function = tau
             self.tau_name = _function_name(tau)
             self.tau_arity = _checks.arity(tau, "tau")
-            self.tau_offset = 0
+            self.tau_offset = offset
+            offset += nv
         elif tau is not None:
             arr = np.asarray(_checks.real_array(tau, "tau"), dtype=float)
             if arr.shape != (nv,):
@@ -153,12 +155,13 @@ class _SpatialInputs(_Inputs):
             if not np.all(np.isfinite(arr)):
                 raise StateError(f"tau[{int(np.flatnonzero(~np.isfinite(arr))[0])}] is not finite")
             self.tau_const = arr.copy()
-        self.driver_offset = nv if self.tau_function is not None else 0
+        self.driver_offset = offset
         self.drivers = []
         self.driven = np.zeros(0, dtype=np.uint8)
         self.driven_coords = np.zeros(0, dtype=np.int64)
-        self.size = self.driver_offset
-        self.has_python = self.tau_function is not None and not isinstance(self.tau_function, CPUDispatcher)
+        self.size = offset
+        self.has_python = bool(model.element_functions) or (
+            self.tau_function is not None and not isinstance(self.tau_function, CPUDispatcher))
 
 
 class SpatialTimeLoop:
@@ -180,7 +183,8 @@ class SpatialTimeLoop:
         self.system = SpatialSystem(
             model.body_int, model.body_real, model.gravity, model._euclid_q.astype(np.int64),
             model._euclid_v.astype(np.int64), model._quat_q, model._quat_v, inputs.tau_const,
-            np.array([inputs.tau_offset], dtype=np.int64), np.zeros(inputs.size), np.zeros(nq), np.zeros(nv),
+            np.array([inputs.tau_offset], dtype=np.int64), np.zeros(inputs.size), spatial.element_system(model),
+            np.zeros(nq), np.zeros(nv),
             np.zeros(nv), np.zeros(nv), np.zeros_like(ws.ws), np.zeros_like(ws.S), np.zeros_like(ws.UD),
             np.zeros_like(ws.uD), np.zeros_like(ws.tmp))
 

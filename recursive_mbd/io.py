@@ -61,10 +61,18 @@ Spatial models (``rm.Model3D``; docs/conventions.md, "Spatial model files") use 
                        norm is off 1 by more than 1e-6 is refused), v (nv numbers; default zeros): the velocity
                        coordinates of ``Model3D`` (a quaternion joint has 4 coordinates but 3 velocities), so ``qd`` is
                        refused; ``ModelFile.qd0`` (alias ``v0``) holds v
+    [[spring_damper]]  body_a, point_a, body_b, point_b ([x, y, z]), stiffness, rest_length: required; damping,
+                       preload (tension at the free length [N]) (default 0); name
+    [[joint_spring_damper]]  body, stiffness: required; damping (default 0), rest (default the joint's zero; a
+                       spherical joint's: the identity): numbers, or one per joint coordinate for cylindrical,
+                       universal and planar joints; a spherical joint's rest is a unit quaternion [w, x, y, z]; name
+    [[force]]          body, force = [Fx, Fy, Fz]: required; point (default [0, 0, 0]), frame ("ground" | "body",
+                       default "ground"); name
+    [[torque]]         body, torque = [Tx, Ty, Tz]: required; frame ("ground" | "body", default "ground"); name
     [analysis]         as above; ``rmbd run`` runs "statics" and "modes" of a spatial model and refuses the others
                        (simulation of spatial models is not available yet)
 
-Spatial files have no [chain], [[joint]], [[loop]], force elements or [[driver]] yet (each is refused, by name).
+Spatial files have no [chain], [[joint]], [[loop]] or [[driver]] yet (each is refused, by name).
 
 Errors are ``FileFormatError`` naming the file, the table and entry (``body[3].mass``) and what is expected; a TOML
 syntax error keeps the parser's line and column. ``save`` writes any Model in the tree form, every key explicit,
@@ -372,8 +380,14 @@ def _mechanism(reader, data, gravity, name, head):
 SPATIAL_JOINTS = tuple(spatial_layout.JOINT_CODES)
 _SPATIAL_AXIS = {"revolute": 1, "prismatic": 1, "cylindrical": 1, "universal": 2}  # joints with axes: how many
 _PLANAR_ONLY = {"chain": "the chain form", "joint": "[[joint]] tables (the mechanism form)", "loop": "closed loops",
-                "spring_damper": "spring-dampers", "joint_spring_damper": "joint spring-dampers",
-                "force": "forces", "torque": "torques", "driver": "drivers"}
+                "driver": "drivers"}
+_SPATIAL_ELEMENT_KEYS = {
+    "spring_damper": ("body_a", "point_a", "body_b", "point_b", "stiffness", "damping", "rest_length", "preload",
+                      "name"),
+    "joint_spring_damper": ("body", "stiffness", "damping", "rest", "name"),
+    "force": ("body", "point", "force", "frame", "name"),
+    "torque": ("body", "torque", "frame", "name"),
+}
 QUATERNION_TOLERANCE = 1e-6  # |norm - 1| of an initial quaternion beyond which a file is refused (as rm.spatial)
 
 
@@ -446,6 +460,7 @@ def _spatial(reader, data, head):
                     com=reader.vector(entry, "com", where, 3, np.zeros(3)),
                     rotation=_spatial_rotation(reader, entry, where), axis=axis,
                     name=reader.string(entry, "name", where, None))
+    _spatial_elements(reader, data, model)
     reader.call("model", model.compile)
     initial = reader.table(data, "initial", "initial")
     if "qd" in initial:
@@ -464,6 +479,47 @@ def _spatial(reader, data, head):
         reader.defaults.append(f"initial.v = zeros ({model.nv})")
     analysis = _analysis(reader, data)
     return ModelFile(model, q0, v0, {}, analysis, reader.source, reader.defaults)
+
+
+def _numbers(reader, entry, key, where, default=_REQUIRED):
+    """A number, or an array of numbers (a joint spring-damper's per-coordinate values)."""
+    if isinstance(entry.get(key), list):
+        return reader.vector(entry, key, where)
+    return reader.number(entry, key, where, default)
+
+
+def _spatial_elements(reader, data, model):
+    """The force elements of a spatial file (module docstring), added to ``model`` in file order by kind."""
+    for kind, keys in _SPATIAL_ELEMENT_KEYS.items():
+        for i, entry in enumerate(reader.entries(data, kind)):
+            where = f"{kind}[{i}]"
+            reader.keys(entry, keys, where)
+            name = reader.string(entry, "name", where, None)
+            if kind == "spring_damper":
+                reader.call(where, model.add_spring_damper, body_a=reader.string(entry, "body_a", where),
+                            point_a=reader.vector(entry, "point_a", where, 3),
+                            body_b=reader.string(entry, "body_b", where),
+                            point_b=reader.vector(entry, "point_b", where, 3),
+                            stiffness=reader.number(entry, "stiffness", where),
+                            damping=reader.number(entry, "damping", where, 0.0),
+                            rest_length=reader.number(entry, "rest_length", where),
+                            preload=reader.number(entry, "preload", where, 0.0), name=name)
+            elif kind == "joint_spring_damper":
+                rest = _numbers(reader, entry, "rest", where, None)
+                if rest is None:
+                    reader.defaults.append(f"{where}.rest = the joint's zero")
+                reader.call(where, model.add_joint_spring_damper, body=reader.string(entry, "body", where),
+                            stiffness=_numbers(reader, entry, "stiffness", where),
+                            damping=_numbers(reader, entry, "damping", where, 0.0), rest=rest, name=name)
+            else:
+                frame = reader.string(entry, "frame", where, "ground", ("ground", "body"))
+                if kind == "force":
+                    reader.call(where, model.add_force, body=reader.string(entry, "body", where),
+                                point=reader.vector(entry, "point", where, 3, np.zeros(3)),
+                                force=reader.vector(entry, "force", where, 3), frame=frame, name=name)
+                else:
+                    reader.call(where, model.add_torque, body=reader.string(entry, "body", where),
+                                torque=reader.vector(entry, "torque", where, 3), frame=frame, name=name)
 
 
 def _check_quaternions(reader, model, q0):
@@ -635,6 +691,23 @@ def _dumps_spatial(model, q0, v0, analysis):
             ("parent_point", column("parent_point")[i]), ("child_point", column("child_point")[i]),
             ("mass", column("mass")[i]), ("inertia", column("inertia")[i]), ("com", column("com")[i]),
             ("rotation", column("rotation")[i]), ("axis", a1 if axes == 1 else ([a1, a2] if axes == 2 else None))]))
+    for el in model._elements:
+        if callable(el.get("value")):
+            raise FileFormatError(f"element {el['name']!r}: a function of time cannot be written to a file")
+        kind = el["kind"]
+        if kind == "spring_damper":
+            items = [("body_a", body_name(el["body_a"])), ("point_a", el["point_a"]),
+                     ("body_b", body_name(el["body_b"])), ("point_b", el["point_b"]), ("stiffness", el["stiffness"]),
+                     ("damping", el["damping"]), ("rest_length", el["rest"]), ("preload", el["preload"])]
+        elif kind == "joint_spring_damper":
+            items = [("body", body_name(el["body_a"]))] + [
+                (key, el[key][0] if el[key].size == 1 else el[key]) for key in ("stiffness", "damping", "rest")]
+        elif kind == "force":
+            items = [("body", body_name(el["body_a"])), ("point", el["point_a"]), ("force", el["value"]),
+                     ("frame", el["frame"])]
+        else:
+            items = [("body", body_name(el["body_a"])), ("torque", el["value"]), ("frame", el["frame"])]
+        parts.append(_table(kind, [("name", el["name"]), *items]))
     initial = ["[initial]"]
     for key, what, given, size in (("q", "q0", q0, model.nq), ("v", "v0", v0, model.nv)):
         if given is None:

@@ -201,6 +201,8 @@ class Model3D:
     ==============  ====  ====  ===========================  =====================================================
 
     Gravity (3,) [m/s^2], default (0, 0, -9.81). The first dynamics call (or ``compile()``) freezes the model.
+    Force elements (``add_spring_damper``, ``add_joint_spring_damper``, ``add_force``, ``add_torque``) act in
+    addition to tau in every dynamics function, as the planar model's do (``_kernels.spatial_elements``).
     """
 
     def __init__(self, gravity=(0.0, 0.0, -9.81), name=None):
@@ -210,8 +212,11 @@ class Model3D:
         self._names = {}
         self._compiled = False
         self._workspace3d = None
+        self._element_workspace = None
         self._loops = []
         self._loop_names = {}
+        self._elements = []  # force elements (dicts of their validated arguments), in the order added
+        self._element_names = {}
 
     # ---- building ------------------------------------------------------------------------------------------------
 
@@ -511,6 +516,227 @@ class Model3D:
         self._loops.append((code, a, b, real))
         return len(self._loops) - 1
 
+    # ---- force elements --------------------------------------------------------------------------------------------
+
+    def _element_body(self, body, where, allow_ground=False):
+        """An element's body: a name or index of a body added before, or (``allow_ground``) "ground" / -1."""
+        ground = (isinstance(body, str) and body == "ground") or (
+            isinstance(body, numbers.Integral) and not isinstance(body, (bool, np.bool_)) and int(body) == GROUND)
+        if ground:
+            if allow_ground:
+                return GROUND
+            raise ModelError(f"{where}: must be a body, not the ground")
+        try:
+            return self.body_index(body)
+        except (ModelError, TypeError) as err:
+            raise type(err)(f"{where}: {err}") from None
+
+    def _element_label(self, kind, name):
+        label = name if name is not None else f"{kind}{len(self._elements)}"
+        if not isinstance(label, str) or not label:
+            raise TypeError(f"element name must be a non-empty string, got {name!r}")
+        where = f"{kind} {label!r}"
+        if self._compiled:
+            raise ModelError(f"cannot add {where}: the model was compiled (it is frozen once a dynamics function "
+                             "has used it); add elements before the first use")
+        if label in self._element_names:
+            raise ModelError(f"{where}: duplicate element name")
+        return label, where
+
+    def _add_element(self, kind, label, **data):
+        self._element_names[label] = len(self._elements)
+        self._elements.append(dict(kind=kind, name=label, **data))
+        return len(self._elements) - 1
+
+    @staticmethod
+    def _nonnegative(value, what):
+        value = _scalar(value, what)
+        if value < 0.0:
+            raise ModelError(f"{what} must be >= 0, got {value}")
+        return value
+
+    def add_spring_damper(self, body_a, point_a, body_b, point_b, stiffness, damping=0.0, rest_length=0.0,
+                          preload=0.0, name=None):
+        """A linear spring and damper between a point of ``body_a`` and a point of ``body_b``; returns its index.
+
+        As ``Model.add_spring_damper`` in three dimensions. Either body may be "ground" (its point is then in the
+        ground frame); points are in their body's frame [m]. With d = p_b - p_a, L = |d| and u = d / L, the tension
+        f = preload + k (L - L0) + c dL/dt pulls point a by +f u and point b by -f u; its potential energy is
+        preload L + k (L - L0)^2 / 2 (``rm.energy``), its damper dissipates c (dL/dt)^2. At L = 0 the direction is
+        undefined: as in seed 000 the damper acts on the whole relative velocity, F_b = -c (v_b - v_a), and the
+        spring and preload not at all.
+
+        Parameters
+        ----------
+        body_a, body_b : "ground" | -1 | int | str
+            The two bodies (different).
+        point_a, point_b : (3,) array_like
+            The attachment points in their bodies' frames [m].
+        stiffness : float
+            k [N/m], >= 0.
+        damping : float
+            c [N s/m], >= 0.
+        rest_length : float
+            Free length L0 [m], >= 0.
+        preload : float
+            Tension at the free length [N] (any sign: negative pushes), e.g. a gas spring's force.
+        name : str, optional
+            Unique element name; default ``"spring_damper<index>"``.
+        """
+        label, where = self._element_label("spring_damper", name)
+        a = self._element_body(body_a, f"{where}: body_a", allow_ground=True)
+        b = self._element_body(body_b, f"{where}: body_b", allow_ground=True)
+        if a == b:
+            raise ModelError(f"{where}: body_a and body_b are the same {'body' if a >= 0 else 'ground'}")
+        return self._add_element(
+            "spring_damper", label, body_a=a, point_a=_vector3(point_a, f"{where}: point_a"), body_b=b,
+            point_b=_vector3(point_b, f"{where}: point_b"),
+            stiffness=self._nonnegative(stiffness, f"{where}: stiffness"),
+            damping=self._nonnegative(damping, f"{where}: damping"),
+            rest=self._nonnegative(rest_length, f"{where}: rest_length"),
+            preload=_scalar(preload, f"{where}: preload"))
+
+    def add_joint_spring_damper(self, body, stiffness, damping=0.0, rest=None, name=None):
+        """A spring and damper on the coordinates of ``body``'s joint to its parent; returns its index.
+
+        Revolute, prismatic, cylindrical, universal and planar joints: on each coordinate d of the joint,
+        tau_d = -k_d (q_d - rest_d) - c_d v_d (torsional [N m/rad, N m s/rad] on angles, linear [N/m, N s/m] on
+        slides); ``stiffness``, ``damping`` and ``rest`` are one number for every coordinate or one per coordinate
+        (in the joint's q order: cylindrical (angle, slide), planar (x, y, angle)).
+
+        Spherical joints: one isotropic rotational spring-damper on the rotation vector phi of the relative
+        quaternion rest^-1 (x) quat (the shorter rotation, |phi| <= pi): potential k |phi|^2 / 2 and
+        tau = -k phi - c omega (child frame; -k phi is exactly the generalised force of that potential). The
+        spring force flips direction where the joint passes a half turn from ``rest`` (its potential is continuous
+        there). ``stiffness`` and ``damping`` are numbers, ``rest`` a unit quaternion (w, x, y, z) (default the
+        identity).
+
+        Free and fixed joints take none (ModelError): join the body by point-to-point spring-dampers instead.
+        """
+        label, where = self._element_label("joint_spring_damper", name)
+        index = self._element_body(body, f"{where}: body")
+        jtype = int(self._table.column("jtype")[index])
+        joint = SL.JOINT_NAMES[jtype]
+        if jtype in (SL.FREE, SL.FIXED):
+            raise ModelError(f"{where}: body {self.names[index]!r} has a {joint} joint; joint springs need a "
+                             "revolute, prismatic, cylindrical, universal, planar or spherical joint")
+        if jtype == SL.SPHERICAL:
+            k = self._nonnegative(stiffness, f"{where}: stiffness")
+            c = self._nonnegative(damping, f"{where}: damping")
+            quat = np.array([1.0, 0.0, 0.0, 0.0])
+            if rest is not None:
+                quat = _checks_real(rest, f"{where}: rest")
+                if quat.shape != (4,) or not np.all(np.isfinite(quat)):
+                    raise ModelError(f"{where}: rest of a spherical joint must be a unit quaternion (w, x, y, z), got "
+                                     f"{quat.tolist()}")
+                norm = float(np.linalg.norm(quat))
+                if abs(norm - 1.0) > _ROTATION_TOL:
+                    raise ModelError(f"{where}: rest must be a unit quaternion (to 1e-9), got norm {norm!r}")
+                quat = quat / norm
+            return self._add_element("joint_spring_damper", label, body_a=index, stiffness=np.array([k]),
+                                     damping=np.array([c]), rest=quat)
+        ndof = SL.JOINT_SIZES[jtype][1]
+
+        def per_dof(value, what, nonnegative):
+            arr = _checks_real(0.0 if value is None else value, f"{where}: {what}")
+            if arr.shape not in ((), (ndof,)):
+                raise ModelError(f"{where}: {what} must be one number or {ndof} (one per coordinate of the {joint} "
+                                 f"joint of body {self.names[index]!r}), got shape {arr.shape}")
+            arr = np.broadcast_to(arr, (ndof,)).astype(np.float64)
+            if not np.all(np.isfinite(arr)):
+                raise ModelError(f"{where}: {what} must be finite, got {arr.tolist()}")
+            if nonnegative and np.any(arr < 0.0):
+                raise ModelError(f"{where}: {what} must be >= 0, got {arr.tolist()}")
+            return arr
+
+        return self._add_element("joint_spring_damper", label, body_a=index,
+                                 stiffness=per_dof(stiffness, "stiffness", True),
+                                 damping=per_dof(damping, "damping", True), rest=per_dof(rest, "rest", False))
+
+    def _applied(self, kind, body, value, frame, where):
+        index = self._element_body(body, f"{where}: body")
+        if frame not in ("ground", "body"):
+            raise ModelError(f"{where}: frame must be 'ground' or 'body', got {frame!r}")
+        return index, value if callable(value) else _vector3(value, f"{where}: {kind}")
+
+    def add_force(self, body, point, force, frame="ground", name=None):
+        """A force applied at a point of a body; returns its index.
+
+        Parameters
+        ----------
+        body : int or str
+            The body (not the ground).
+        point : (3,) array_like
+            Point of application in the body frame [m].
+        force : (3,) array_like or callable
+            (Fx, Fy, Fz) [N], constant, or a function of time ``force(t) -> (3,)`` (evaluated at every call of the
+            dynamics and every stage of ``rm.simulate``).
+        frame : {"ground", "body"}
+            Axes the components are given in ("body": the force turns with the body, a follower force).
+        """
+        label, where = self._element_label("force", name)
+        index, value = self._applied("force", body, force, frame, where)
+        return self._add_element("force", label, body_a=index, point_a=_vector3(point, f"{where}: point"),
+                                 value=value, frame=frame)
+
+    def add_torque(self, body, torque, frame="ground", name=None):
+        """A pure torque (Tx, Ty, Tz) [N m] on a body, in ground or body axes (``frame``): constant, or a function
+        ``torque(t) -> (3,)``; returns its index."""
+        label, where = self._element_label("torque", name)
+        index, value = self._applied("torque", body, torque, frame, where)
+        return self._add_element("torque", label, body_a=index, value=value, frame=frame)
+
+    @property
+    def element_names(self):
+        """Force element names in index order, a tuple."""
+        return tuple(self._element_names)
+
+    @property
+    def nelements(self):
+        """Number of force elements."""
+        return len(self._elements)
+
+    def _pack_elements(self):
+        """Elements into elem_int / elem_real (``spatial_layout``, "force elements"); the functions of time get
+        3 slots each of the input vector u: ``element_functions`` (slot, width, function, name)."""
+        ne = len(self._elements)
+        elem_int = np.full((ne, SL.N_EINT), -1, dtype=np.int64)
+        elem_real = np.zeros((ne, SL.N_EREAL))
+        functions = []
+        slot = 0
+        codes = {name: code for code, name in SL.ELEM_NAMES.items()}
+        for e, el in enumerate(self._elements):
+            kind = el["kind"]
+            elem_int[e, SL.ETYPE] = codes[kind]
+            elem_int[e, SL.EBODY_A] = el["body_a"]
+            elem_int[e, SL.EFRAME] = 1 if el.get("frame") == "body" else 0
+            row = elem_real[e]
+            if kind == "spring_damper":
+                elem_int[e, SL.EBODY_B] = el["body_b"]
+                row[SL.EPA:SL.EPA + 3] = el["point_a"]
+                row[SL.EPB:SL.EPB + 3] = el["point_b"]
+                row[[SL.EK, SL.EC, SL.EREST, SL.EPRELOAD]] = el["stiffness"], el["damping"], el["rest"], el["preload"]
+            elif kind == "joint_spring_damper":
+                nk = el["stiffness"].size
+                row[SL.EJK:SL.EJK + nk] = el["stiffness"]
+                row[SL.EJC:SL.EJC + nk] = el["damping"]
+                row[SL.EJREST:SL.EJREST + el["rest"].size] = el["rest"]
+            else:
+                if kind == "force":
+                    row[SL.EPOINT:SL.EPOINT + 3] = el["point_a"]
+                if callable(el["value"]):
+                    elem_int[e, SL.ESLOT] = slot
+                    functions.append((slot, 3, el["value"], el["name"]))
+                    slot += 3
+                else:
+                    row[SL.EVALUE:SL.EVALUE + 3] = el["value"]
+        for arr in (elem_int, elem_real):
+            arr.flags.writeable = False
+        self.elem_int = elem_int
+        self.elem_real = elem_real
+        self.n_element_inputs = slot
+        self.element_functions = tuple(functions)
+
     def _loop_body(self, body, where):
         """A loop's body: "ground" | -1 | an index | a name of a body added before (ModelError naming it)."""
         if isinstance(body, str) and body != "ground" and body not in self._names:
@@ -614,6 +840,7 @@ class Model3D:
         self.loop_int = loop_int  # (nloops, N_LOOP_INT): kind, body a, body b, first row
         self.loop_real = loop_real  # (nloops, N_LOOP_REAL): points, revolute axes, distance length
         self.loop_rows = rows  # (nloops + 1,): loop k owns rows loop_rows[k]:loop_rows[k + 1] of phi
+        self._pack_elements()
         self._compiled = True
         return self
 

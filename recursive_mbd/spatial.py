@@ -15,8 +15,10 @@ import numpy as np
 from numba.core.errors import TypingError
 
 from . import _checks
+from ._evaluation import element_inputs
 from ._kernels import layout as L
 from ._kernels import spatial as kernels
+from ._kernels import spatial_elements as element_kernels
 from ._kernels import spatial_layout as SL
 from .errors import ModelError, StateError
 from .model3d import Model3D
@@ -39,6 +41,89 @@ class Workspace3D:
         self.pair = np.zeros(2)
         self.rot = self.pos = self.omega = self.vel = None  # poses, allocated on first use (not by dynamics)
         self.checked_out = None  # the last ``out`` forward_dynamics checked (as dynamics.Workspace)
+
+
+class ElementWorkspace3D:
+    """Scratch arrays of the force elements of one spatial model (``Model3D.add_spring_damper`` and the others),
+    allocated once, on the first evaluation; apart from ``Workspace3D`` so that the dynamics kernels' workspace is
+    the same with and without elements."""
+
+    def __init__(self, model):
+        n, nv, ne = model.nbodies, model._nv, len(model._elements)
+        self.ws = np.zeros((n, SL.W_SPATIAL))
+        self.S = np.zeros((n, model._max_nv, 6))
+        self.tmp = np.zeros(kernels.TMP_SIZE)
+        self.rot, self.pos, self.omega, self.vel = np.zeros((n, 3, 3)), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros(
+            (n, 3))
+        self.wrench = np.zeros((n, 6))
+        self.forces = np.zeros(nv)  # Q (nv,)
+        self.energy = np.zeros(3)  # spring potential, dissipated power, applied power
+        self.per_element = np.zeros((ne, 3))
+        self.u = np.zeros(model.n_element_inputs)  # values of the elements' functions of time
+        self.loaded = np.zeros(nv)  # tau + Q
+
+
+def element_system(model):
+    """The force elements' part of a time loop's ``SpatialSystem`` (``_kernels.spatial_system``): (elem_int,
+    elem_real, then fresh scratch as ``ElementWorkspace3D``'s: ws, S, tmp, rot, pos, omega, vel, wrench, Q, energy,
+    per_element); a model without elements gets empty scratch."""
+    ew = ElementWorkspace3D(model) if model._elements else None
+
+    def scratch(name, shape):
+        return np.zeros(shape) if ew is None else getattr(ew, name)
+
+    width = model._max_nv
+    return (model.elem_int, model.elem_real, scratch("ws", (0, SL.W_SPATIAL)), scratch("S", (0, width, 6)),
+            scratch("tmp", (0,)), scratch("rot", (0, 3, 3)), scratch("pos", (0, 3)), scratch("omega", (0, 3)),
+            scratch("vel", (0, 3)), scratch("wrench", (0, 6)), scratch("forces", (0,)), scratch("energy", (3,)),
+            scratch("per_element", (0, 3)))
+
+
+def _element_loads(model, q, v, t):
+    """Evaluate the model's force elements at checked (q, v) and time t; returns their workspace (Q in ``forces``)."""
+    ew = model._element_workspace
+    if ew is None:
+        ew = model._element_workspace = ElementWorkspace3D(model)
+    element_inputs(model, t, ew.u)
+    status = element_kernels.element_forces(model.body_int, model.body_real, model.elem_int, model.elem_real, ew.u, q,
+                                            v, ew.ws, ew.S, ew.tmp, ew.rot, ew.pos, ew.omega, ew.vel, ew.wrench,
+                                            ew.forces, ew.energy, ew.per_element)
+    if status:
+        _raise(model, status, ("q", "v"), output="the element forces")
+    return ew
+
+
+def _loaded(model, q, v, tau, t):
+    """tau + Q_elements(q, v, t) (a workspace array), or tau itself for a model without force elements."""
+    if not model._elements:
+        return tau
+    ew = _element_loads(model, q, v, t)
+    np.add(tau, ew.forces, out=ew.loaded)
+    return ew.loaded
+
+
+def element_forces(model, q, v, t=0.0):
+    """Loads of a spatial model's force elements at the state (q, v) and time t (``rm.element_forces``).
+
+    Returns
+    -------
+    dict with
+        ``generalized_forces`` (nv,): Q, conjugate to v (M vdot + h = tau + Q), from an O(N) tip-to-base pass of
+        the element wrenches projected on the joints' motion subspaces (``_kernels.spatial_elements``);
+        ``per_element`` (nelements, 3): spring-damper (tension [N], length [m], length rate [m/s]), joint
+        spring-damper (its generalised force on each of the joint's velocities, up to 3), force and torque (the
+        vector in ground axes); ``potential`` [J] of the springs, ``dissipation`` [W] of the dampers (>= 0),
+        ``power`` [W] of the applied forces and torques.
+    """
+    workspace(model)
+    t = _checks.real(t, "t")
+    q, v = _state(model, q, v)
+    if not model._elements:
+        return {"generalized_forces": np.zeros(model._nv), "per_element": np.zeros((0, 3)), "potential": 0.0,
+                "dissipation": 0.0, "power": 0.0}
+    ew = _element_loads(model, q, v, t)
+    return {"generalized_forces": ew.forces.copy(), "per_element": ew.per_element.copy(),
+            "potential": float(ew.energy[0]), "dissipation": float(ew.energy[1]), "power": float(ew.energy[2])}
 
 
 def workspace(model):
@@ -87,7 +172,7 @@ def _state(model, q, v):
 
 
 def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursive"):
-    """Accelerations vdot (nv,) from M(q) vdot + h(q, v) = tau.
+    """Accelerations vdot (nv,) from M(q) vdot + h(q, v) = tau + Q_elements(q, v, t).
 
     Parameters
     ----------
@@ -102,7 +187,7 @@ def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursiv
         Where to write the result: a writable, C-contiguous float64 numpy array of exactly (nv,), else TypeError or
         StateError (never converted, never overrun). Checked on first use and remembered.
     t : float
-        Time [s] (spatial models have no time-dependent loads yet; checked only).
+        Time [s], for force elements that are functions of time.
     method : {"recursive", "mass_matrix"}
         "recursive": the articulated-body algorithm, O(N) (default); "mass_matrix": M and h by the composite-rigid-
         body and Newton-Euler algorithms, then a Cholesky solve, O(N^3) (a second route, for checks).
@@ -116,9 +201,11 @@ def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursiv
     if out is not None and out is not ws.checked_out:
         ws.checked_out = _checks.output_buffer(out, (model._nv,))
     if t.__class__ is not float:
-        _checks.real(t, "t")
+        t = _checks.real(t, "t")
     q, v = _state(model, q, v)
     tau = ws.zeros if tau is None else _vector(tau, model._nv, "tau", "nv")
+    if model._elements:  # the force elements act in addition to tau
+        tau = _loaded(model, q, v, tau, t)
     if method == "recursive":
         vdot = np.empty(model._nv) if out is None else out
         try:
@@ -153,9 +240,10 @@ def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursiv
 
 
 def inverse_dynamics(model, q, v, vdot, *, t=0.0):
-    """tau = M(q) vdot + h(q, v) (nv,) by the recursive Newton-Euler algorithm, O(N)."""
+    """tau = M(q) vdot + h(q, v) - Q_elements(q, v, t) (nv,) by the recursive Newton-Euler algorithm, O(N): the
+    generalised forces the joints must supply for vdot, given the model's force elements."""
     ws = workspace(model)
-    _checks.real(t, "t")
+    t = _checks.real(t, "t")
     q, v = _state(model, q, v)
     vdot = _vector(vdot, model._nv, "vdot", "nv")
     tau = np.empty(model._nv)
@@ -163,13 +251,22 @@ def inverse_dynamics(model, q, v, vdot, *, t=0.0):
                                       tau)
     if status:
         _raise(model, status, ("q", "v", "vdot"), output="tau")
+    if model._elements:
+        tau -= _element_loads(model, q, v, t).forces
     return tau
 
 
 def bias_forces(model, q, v):
-    """h(q, v) (nv,): the velocity-product and gravity terms of M vdot + h = tau."""
+    """h(q, v) (nv,): the velocity-product and gravity terms of M vdot + h = tau + Q_elements (the force elements
+    are not part of h: ``element_forces``)."""
     ws = workspace(model)
-    return inverse_dynamics(model, q, v, ws.zeros)
+    q, v = _state(model, q, v)
+    tau = np.empty(model._nv)
+    status = kernels.inverse_dynamics(model.body_int, model.body_real, model.gravity, q, v, ws.zeros, ws.ws, ws.S,
+                                      ws.tmp, tau)
+    if status:
+        _raise(model, status, ("q", "v"), output="h")
+    return tau
 
 
 def mass_matrix(model, q):
@@ -253,12 +350,16 @@ def point_kinematics(model, q, v, body, point=(0.0, 0.0, 0.0)):
 
 
 def energy(model, q, v, *, t=0.0):
-    """Kinetic and gravitational potential energy (T, V) [J]; V = -sum m_i g . c_i (c_i the centres of mass)."""
+    """Kinetic and potential energy (T, V) [J]: V = -sum m_i g . c_i (c_i the centres of mass) plus the potential
+    energy of the springs (``Model3D.add_spring_damper``, ``add_joint_spring_damper``)."""
     ws = _pose_arrays(workspace(model), model.nbodies)
-    _checks.real(t, "t")
+    t = _checks.real(t, "t")
     q, v = _state(model, q, v)
     status = kernels.energy(model.body_int, model.body_real, model.gravity, q, v, ws.ws, ws.S, ws.tmp, ws.rot, ws.pos,
                             ws.omega, ws.vel, ws.pair)
     if status:
         _raise(model, status, ("q", "v"), output="the energy (0 kinetic, 1 potential)")
+    if model._elements:
+        potential = float(ws.pair[1]) + float(_element_loads(model, q, v, t).energy[0])
+        return float(ws.pair[0]), _checks.check_finite_result(potential, "the potential energy (gravity and springs)")
     return float(ws.pair[0]), float(ws.pair[1])

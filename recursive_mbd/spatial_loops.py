@@ -22,8 +22,8 @@ from ._kernels.loops import filtered_solve
 from .errors import ModelError, StateError
 from .loops import FILTER_RCOND, POSITION_RCOND, RCOND, LoopSolution, RedundantConstraintWarning, _warn_rank
 from .model3d import Model3D, integrate_configuration
+from .spatial import _loaded, _vector, bias_forces, mass_matrix, workspace
 from .spatial import _raise as _raise_spatial
-from .spatial import _vector, bias_forces, mass_matrix, workspace
 
 __all__ = ["LoopSolution", "RedundantConstraintWarning", "constraints", "loop_dynamics", "project"]
 
@@ -120,10 +120,10 @@ def loop_dynamics(model, q, v, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method="
     if not isinstance(model, Model3D):
         raise TypeError(f"model must be a recursive_mbd.Model3D, got {type(model).__name__}")
     ws, lw = loop_workspace(model)
-    _checks.real(t, "t")
+    t = _checks.real(t, "t")
     q = _vector(q, model.nq, "q", "nq")
     v = _vector(v, model.nv, "v", "nv")
-    tau = ws.zeros if tau is None else _vector(tau, model.nv, "tau", "nv")
+    tau = _loaded(model, q, v, ws.zeros if tau is None else _vector(tau, model.nv, "tau", "nv"), t)  # + elements
     alpha = _checks.real(alpha, "alpha")
     beta = _checks.real(beta, "beta")
     if method == "recursive":

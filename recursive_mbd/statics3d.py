@@ -1,8 +1,9 @@
 """Assembly and static equilibrium of spatial models (``Model3D``, closed loops included), behind ``rm.assemble``
 and ``rm.static_equilibrium``.
 
-Static equilibrium under gravity and constant generalised forces tau (nv,): the configuration q where the
-generalised forces vanish, g(q) = h(q, 0) - tau = 0, with h = ``rm.bias_forces`` at rest (gravity only). Newton
+Static equilibrium under gravity, the force elements and constant generalised forces tau (nv,): the configuration q
+where the generalised forces vanish, g(q) = h(q, 0) - Q(q, 0) - tau = 0, with h = ``rm.bias_forces`` at rest (gravity
+only) and Q the elements' generalised forces (springs, preloads, applied forces; ``rm.element_forces``). Newton
 (seed 002's static analysis) steps in the velocity space, q <- q (+) delta (``integrate_configuration``), so the
 quaternions of spherical and free joints stay unit; the stiffness K = dg/ddelta comes from central differences along
 ``integrate_configuration`` (it is the Hessian of the potential at an equilibrium of a conservative load), and
@@ -10,9 +11,9 @@ stability is K positive definite on the free coordinates.
 
 With loops (``Model3D.add_loop``; ``recursive_mbd.spatial_loops``): assembly is Gauss-Newton on phi(q) = 0 with
 minimum-norm steps in the velocity space over the free coordinates, q <- q (+) delta; static equilibrium is Newton
-on g(q, lambda) = h(q, v) - tau + J(q)^T lambda = 0, phi(q) = 0 (the loops' sign convention, M vdot + h = tau -
-J^T lambda) with the KKT matrix [[K, J^T], [J, 0]], K = dg/ddelta at fixed lambda by central differences (the
-Hessian of the Lagrangian), and stability is K positive definite on the motions the loops allow (J delta = 0).
+on g(q, lambda) = h(q, v) - Q(q, v) - tau + J(q)^T lambda = 0, phi(q) = 0 (the loops' sign convention, M vdot + h =
+tau + Q - J^T lambda) with the KKT matrix [[K, J^T], [J, 0]], K = dg/ddelta at fixed lambda by central differences
+(the Hessian of the Lagrangian), and stability is K positive definite on the motions the loops allow (J delta = 0).
 A constant velocity ``velocity`` (a spindle driven at a constant rate) makes it the relative equilibrium of that
 steady motion: h(q, v) then holds the centrifugal terms, and K is the stiffness in the frame turning with it
 (gyroscopic terms left out).
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _checks
-from .dynamics import bias_forces
+from .dynamics import inverse_dynamics
 from .errors import ModelError, StateError
 from .model3d import Model3D, integrate_configuration
 
@@ -123,17 +124,23 @@ def _where(model, g, free):
     return f"v[{index}]"
 
 
+def _forces(model, q, v):
+    """h(q, v) - Q_elements(q, v) (nv,): the generalised forces that hold q at the velocity v without acceleration
+    (gravity, velocity products, the force elements)."""
+    return inverse_dynamics(model, q, v, np.zeros(model.nv))
+
+
 def stiffness(model, q, step=_STEP, velocity=None):
-    """K (nv, nv) = d(h(q, v) - tau)/d delta at q (tau and v constant; v = ``velocity``, default zero), delta the
-    velocity-space displacement q (+) delta (central differences along ``integrate_configuration``)."""
+    """K (nv, nv) = d(h(q, v) - Q(q, v) - tau)/d delta at q (tau and v constant; v = ``velocity``, default zero),
+    delta the velocity-space displacement q (+) delta (central differences along ``integrate_configuration``)."""
     q = _configuration(model, q, "q")
     rest = np.zeros(model.nv) if velocity is None else velocity
     columns = []
     for k in range(model.nv):
         delta = np.zeros(model.nv)
         delta[k] = step
-        plus = bias_forces(model, integrate_configuration(model, q, delta), rest)
-        minus = bias_forces(model, integrate_configuration(model, q, -delta), rest)
+        plus = _forces(model, integrate_configuration(model, q, delta), rest)
+        minus = _forces(model, integrate_configuration(model, q, -delta), rest)
         columns.append((plus - minus) / (2 * step))
     return np.column_stack(columns)
 
@@ -172,7 +179,7 @@ def static_equilibrium(model, q_guess, tau=None, *, tol=1e-10, max_iter=50, fixe
         return _loop_equilibrium(model, q, tau, tol, max_iter, fixed, held, free, rest)
 
     def residual(config):
-        return bias_forces(model, config, rest) - tau
+        return _forces(model, config, rest) - tau
 
     # scale of the loads, so that tol is relative: gravity's generalised forces at the guess, tau, and the weight
     # times the model's size (so that a guess that is already an equilibrium does not set the scale to zero)
@@ -221,9 +228,9 @@ def _loop_equilibrium(model, q, tau, tol, max_iter, fixed, held, free, velocity)
     size = _size(model)
 
     def forces(config, lam):
-        """g (nv,) = h(q, v) - tau + J^T lambda, phi (m,), J (m, nv)."""
+        """g (nv,) = h(q, v) - Q(q, v) - tau + J^T lambda, phi (m,), J (m, nv)."""
         phi, _, jac, _ = constraints(model, config)
-        return bias_forces(model, config, velocity) - tau + jac.T @ lam, phi, jac
+        return _forces(model, config, velocity) - tau + jac.T @ lam, phi, jac
 
     def hessian(config, lam):
         """K (nv, nv) = dg/ddelta at fixed lambda, central differences along integrate_configuration."""
@@ -433,7 +440,7 @@ def kinematic_analysis(model, drivers, t, q_guess=None, *, tol=1e-12):
             v[free] = np.linalg.lstsq(jac_free, -jac[:, driven] @ v[driven], rcond=None)[0]
             _, _, jac, gamma = constraints(model, q, v)
             a[free] = np.linalg.lstsq(jac_free, gamma - jac[:, driven] @ a[driven], rcond=None)[0]
-        needed = inverse_dynamics(model, q, v, a)  # = tau_drive - J^T lambda
+        needed = inverse_dynamics(model, q, v, a, t=time)  # = tau_drive - J^T lambda (elements at this time)
         lam = np.zeros(m)
         if m:
             _, _, jac, _ = constraints(model, q)

@@ -193,9 +193,10 @@ def test_refusals_and_saved_results(tmp_path):
     with pytest.raises(ValueError, match="closed loops is not available yet"):  # never integrated as a tree
         rm.simulate(looped, q0, v0, 0.1)
     res = rm.simulate(model, q0, v0, 0.5, tau=lambda t: np.ones(3))
-    for name in ("qdd", "driving_forces", "element_forces"):
+    for name in ("qdd", "driving_forces"):
         with pytest.raises(ValueError, match=r"not available for a Model3D's result"):
             getattr(res, name)()
+    assert res.element_forces().shape == (res.t.size, 0, 3)  # the model has no elements
     with pytest.raises(ValueError, match=r"poses\(\) is not available for a Model3D's result"):
         res.poses(0)
     res.save(tmp_path / "spatial.npz")

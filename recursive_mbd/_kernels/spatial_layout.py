@@ -80,3 +80,33 @@ LN2 = 12
 LLENGTH = 15  # distance: the length [m]
 N_LOOP_REAL = 16
 N_WEIGHTS = 12  # a row's weights: on v(P_a), omega_a, v(P_b), omega_b (ground axes)
+
+# ---- force elements (``Model3D.add_spring_damper`` etc.; ``_kernels.spatial_elements``) -------------------------
+# elem_int (nelements, 5) int64, elem_real (nelements, 10) float64
+ELEM_SPRING_DAMPER = 0  # point-to-point spring-damper between two bodies (or a body and the ground)
+ELEM_JOINT_SPRING_DAMPER = 1  # spring-damper on the coordinates of a body's joint
+ELEM_FORCE = 2  # a force at a point of a body
+ELEM_TORQUE = 3  # a pure torque on a body
+ELEM_NAMES = {ELEM_SPRING_DAMPER: "spring_damper", ELEM_JOINT_SPRING_DAMPER: "joint_spring_damper",
+              ELEM_FORCE: "force", ELEM_TORQUE: "torque"}
+ETYPE = 0  # element type code (above)
+EBODY_A = 1  # body a (-1: the ground); the body of a joint element, force or torque
+EBODY_B = 2  # body b of a spring-damper (-1: the ground); -1 otherwise
+EFRAME = 3  # force, torque: 0 ground axes, 1 body axes
+ESLOT = 4  # force, torque: first slot of its time-varying value in the input vector u (3 slots), -1 if constant
+N_EINT = 5
+# spring-damper
+EPA = 0  # point a in body a's frame (ground frame for the ground) [m] (3)
+EPB = 3  # point b in body b's frame [m] (3)
+EK = 6  # stiffness k [N/m]
+EC = 7  # damping c [N s/m]
+EREST = 8  # free length L0 [m]
+EPRELOAD = 9  # preload: tension at the free length [N]
+# joint spring-damper: per joint velocity d (Euclidean joints) or the one rotational spring of a spherical joint
+EJK = 0  # stiffness per dof (3) [N m/rad or N/m]; spherical: EJK[0]
+EJC = 3  # damping per dof (3); spherical: EJC[0]
+EJREST = 6  # rest coordinate per dof (3); spherical: the rest quaternion (w, x, y, z) (4)
+# force, torque
+EPOINT = 0  # force: point of application in the body frame [m] (3)
+EVALUE = 3  # the constant force [N] or torque [N m] (3), in the axes EFRAME says
+N_EREAL = 10

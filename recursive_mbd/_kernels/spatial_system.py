@@ -6,7 +6,9 @@ y = (q (nq), v (nv), W_dissipated, W_applied), shape (nq + nv + 2,): configurati
 (nq != nv with quaternions). Its derivative: Euclidean coordinates (angles, slides, a free joint's position) have
 q' = v; a quaternion (w, x, y, z) has quat' = 1/2 quat (x) (0, omega), omega the joint's angular velocity in the
 CHILD frame (right multiplication, as ``rm.integrate_configuration``); v' = the articulated-body forward dynamics
-(``spatial.forward_dynamics``, Featherstone 2008 table 7.1). The projection renormalises every quaternion after
+(``spatial.forward_dynamics``, Featherstone 2008 table 7.1) under tau plus the force elements' generalised forces
+(``_kernels.spatial_elements``); W_dissipated integrates the dampers' power, W_applied that of tau and of the applied
+forces and torques. The projection renormalises every quaternion after
 each accepted step (the exact flow keeps |quat| = 1; a Runge-Kutta step drifts by its truncation error), so a
 time loop never builds up a norm drift; within a step (stages, trial and rejected steps) the dynamics and the
 inputs see each quaternion normalised. ``recursive_mbd.integrate`` builds the system.
@@ -22,6 +24,7 @@ from numba.extending import overload
 from . import formulation
 from .layout import STATUS_NONFINITE_STATE, STATUS_OK
 from .spatial import forward_dynamics
+from .spatial_elements import element_forces
 
 njit = numba.njit(cache=True, error_model="numpy")
 
@@ -32,6 +35,8 @@ SpatialSystem = namedtuple("SpatialSystem", [
     "tau_const",  # (nv,) constant generalised forces
     "tau_offset",  # (1,) int64: slot of tau in u, -1 when tau is constant
     "u",  # (ninputs,) the input vector the input callback fills
+    "elements",  # (elem_int, elem_real, ws, S, tmp, rot, pos, omega, vel, wrench, Q, energy, per_element): the
+    # force elements and their own scratch (``spatial.element_system``; ``_kernels.spatial_elements``)
     "q", "v", "tau", "vdot",  # (nq,), (nv,), (nv,), (nv,) scratch of one evaluation
     "ws", "S", "UD", "uD", "tmp",  # the articulated-body workspace (spatial.Workspace3D)
 ])
@@ -81,6 +86,17 @@ def system_rhs(inputs, key, system, t, y, dy):
     for k in range(nv):
         tau[k] = system.tau_const[k] + (system.u[offset + k] if offset >= 0 else 0.0)
         power += tau[k] * v[k]
+    (elem_int, elem_real, ews, eS, etmp, rot, pos, omega, vel, wrench, forces, energy, per_element) = system.elements
+    dissipated = 0.0
+    if elem_int.shape[0] > 0:  # the force elements act in addition to tau
+        status = element_forces(system.body_int, system.body_real, elem_int, elem_real, system.u, q, v, ews, eS, etmp,
+                                rot, pos, omega, vel, wrench, forces, energy, per_element)
+        if status != STATUS_OK:
+            return status
+        for k in range(nv):
+            tau[k] += forces[k]
+        dissipated = energy[1]
+        power += energy[2]
     status = forward_dynamics(system.body_int, system.body_real, system.gravity, q, v, tau, system.ws, system.S,
                               system.UD, system.uD, system.tmp, vdot)
     if status != STATUS_OK:
@@ -103,7 +119,7 @@ def system_rhs(inputs, key, system, t, y, dy):
         dy[a + 3] = 0.5 * (w * oz + x * oy - yq * ox)
     for k in range(nv):
         dy[nq + k] = vdot[k]
-    dy[nq + nv] = 0.0  # no dampers on spatial models yet
+    dy[nq + nv] = dissipated
     dy[nq + nv + 1] = power
     return STATUS_OK
 
