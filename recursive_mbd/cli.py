@@ -392,8 +392,7 @@ def _info(args, out):
 def _info_spatial(args, spec, out):
     """rmbd info on a spatial model file: bodies, joints, nq and nv, mass, gravity, each body's joint."""
     model = spec.model
-    column = model._table.column  # the builder's per-body columns
-    mass = float(column("mass").sum())
+    mass = model.total_mass()
     gravity = ", ".join(f"{g:g}" for g in model.gravity)
     print(f"{args.file}: {model.name or 'model'}: spatial, {model.nbodies} bodies, nq = {model.nq} configuration "
           f"coordinates, nv = {model.nv} velocities (degrees of freedom), total mass {mass:.6g} kg, gravity "
@@ -402,13 +401,13 @@ def _info_spatial(args, spec, out):
     print("  joints: " + ", ".join(f"{count} {name}" for name, count in zip(names, counts, strict=True)), file=out)
 
     def body_line(i):
-        parent = int(column("parent")[i])
-        com = ", ".join(f"{c:g}" for c in column("com")[i])
-        moments = ", ".join(f"{m:.6g}" for m in np.linalg.eigvalsh(column("inertia")[i]))
+        parent = int(model.body_parent[i])
+        com = ", ".join(f"{c:g}" for c in model.body_com[i])
+        moments = ", ".join(f"{m:.6g}" for m in np.linalg.eigvalsh(model.body_inertia[i]))
         span = model.q_slice(i)
         return (f"  body {model.names[i]}: {model.joint_types[i]} joint to "
                 f"{'ground' if parent < 0 else model.names[parent]}, q[{span.start}:{span.stop}], mass "
-                f"{column('mass')[i]:.6g} kg, principal moments ({moments}) kg m^2, com ({com}) m")
+                f"{model.body_mass[i]:.6g} kg, principal moments ({moments}) kg m^2, com ({com}) m")
 
     _print_list([body_line(i) for i in _ends(model.nbodies)], model.nbodies, "bodies", out)
     print(f"  analysis: {spec.analysis or 'none'}", file=out)

@@ -649,15 +649,12 @@ def _dumps_spatial(model, q0, v0, analysis):
 
     parts = [f"[model]\ndimension = 3\nname = {_value(model.name or '')}\ngravity = {_value(model.gravity)}\n"
              'form = "tree"']
-    column = model._table.column  # the builder's per-body columns (what add_body stored)
-    for i, (name, joint) in enumerate(zip(model.names, model.joint_types, strict=True)):
-        axes = _SPATIAL_AXIS.get(joint, 0)
-        a1, a2 = column("a1")[i], column("a2")[i]
+    for i in range(model.nbodies):
+        body = model.body(i)  # what add_body stored
         parts.append(_table("body", [
-            ("name", name), ("parent", body_name(int(column("parent")[i]))), ("joint", joint),
-            ("parent_point", column("parent_point")[i]), ("child_point", column("child_point")[i]),
-            ("mass", column("mass")[i]), ("inertia", column("inertia")[i]), ("com", column("com")[i]),
-            ("rotation", column("rotation")[i]), ("axis", a1 if axes == 1 else ([a1, a2] if axes == 2 else None))]))
+            ("name", body["name"]), ("parent", body_name(body["parent"])), ("joint", body["joint"]),
+            *((key, body[key]) for key in ("parent_point", "child_point", "mass", "inertia", "com", "rotation",
+                                           "axis"))]))
     initial = ["[initial]"]
     for key, what, given, size in (("q", "q0", q0, model.nq), ("v", "v0", v0, model.nv)):
         if given is None:

@@ -656,6 +656,71 @@ class Model3D:
         """Joint type name of each body's joint to its parent."""
         return [SL.JOINT_NAMES[code] for code in self._table.column("jtype").tolist()]
 
+    # ---- read-only per-body views (as the planar Model's body_mass, body_com, ...; no compile needed) ----------------
+
+    def _column(self, key):
+        view = self._table.column(key).view()
+        view.flags.writeable = False
+        return view
+
+    @property
+    def body_parent(self):
+        """Parent index of each body, -1 for the ground, (nbodies,) int64 (read-only view)."""
+        return self._column("parent")
+
+    @property
+    def body_mass(self):
+        """Mass of each body [kg], (nbodies,) (read-only view)."""
+        return self._column("mass")
+
+    @property
+    def body_inertia(self):
+        """Inertia tensor of each body about its centre of mass, body axes [kg m^2], (nbodies, 3, 3) (read-only)."""
+        return self._column("inertia")
+
+    @property
+    def body_com(self):
+        """Centre of mass of each body in its frame [m], (nbodies, 3) (read-only view)."""
+        return self._column("com")
+
+    @property
+    def joint_parent_point(self):
+        """Each body's joint location in its parent's frame (the ground frame for the ground) [m], (nbodies, 3)."""
+        return self._column("parent_point")
+
+    @property
+    def joint_child_point(self):
+        """Each body's joint location in its own frame [m], (nbodies, 3) (read-only view)."""
+        return self._column("child_point")
+
+    @property
+    def joint_rotation(self):
+        """Each joint frame relative to the parent frame, joint-to-parent rotations (nbodies, 3, 3) (read-only)."""
+        return self._column("rotation")
+
+    def body(self, body):
+        """The description of one body (name or index) as ``add_body`` stored it, a dict of copies: name, parent
+        (index, -1 for the ground), joint (type name), parent_point, child_point, mass, inertia (3, 3), com,
+        rotation (3, 3), axis (the unit axis (3,) of a revolute, prismatic or cylindrical joint, the pair (2, 3) of
+        a universal one, None for the others)."""
+        i = self.body_index(body)
+        column = self._table.column
+        joint = SL.JOINT_NAMES[int(column("jtype")[i])]
+        if joint in ("revolute", "prismatic", "cylindrical"):
+            axis = column("a1")[i].copy()
+        elif joint == "universal":
+            axis = np.array([column("a1")[i], column("a2")[i]])
+        else:
+            axis = None
+        return {"name": self._table.names[i], "parent": int(column("parent")[i]), "joint": joint,
+                "parent_point": column("parent_point")[i].copy(), "child_point": column("child_point")[i].copy(),
+                "mass": float(column("mass")[i]), "inertia": column("inertia")[i].copy(),
+                "com": column("com")[i].copy(), "rotation": column("rotation")[i].copy(), "axis": axis}
+
+    def total_mass(self):
+        """Sum of the body masses [kg]."""
+        return float(self._table.column("mass").sum())
+
     @property
     def compiled(self):
         """True once the model is frozen (after ``compile()`` or the first dynamics call)."""

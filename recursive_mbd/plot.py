@@ -660,24 +660,23 @@ def spatial_sticks(model, q):
       mass, ``ground`` (g, 3): the joint points of the bodies jointed to the ground (parent_point in the ground).
     """
     rotations, origins = forward_kinematics(model, q)
-    column = model._table.column  # the builder's per-body columns
-    parents = column("parent")
+    parents = model.body_parent
 
     def place(index, points):  # body-frame points of the bodies ``index`` in ground coordinates
         return origins[index] + np.einsum("kij,kj->ki", rotations[index], points)
 
     every = np.arange(model.nbodies)
-    joints_at = place(every, column("child_point"))
-    coms = place(every, column("com"))
+    joints_at = place(every, model.joint_child_point)
+    coms = place(every, model.body_com)
     children = np.flatnonzero(parents >= 0)
-    child_joints = place(parents[children], column("parent_point")[children])
+    child_joints = place(parents[children], model.joint_parent_point[children])
     starts = np.concatenate([joints_at, joints_at[parents[children]]])
     ends = np.concatenate([coms, child_joints])
     # one bar per distinct (body, end point): children jointed at one point share a bar
     keyed = np.unique(np.column_stack([np.concatenate([every, parents[children]]), starts, ends]), axis=0)
     keep = np.linalg.norm(keyed[:, 4:7] - keyed[:, 1:4], axis=1) > 0.0
     segments = np.stack([keyed[keep, 1:4], keyed[keep, 4:7]], axis=1)
-    ground = column("parent_point")[parents < 0]
+    ground = model.joint_parent_point[parents < 0]
     return {"segments": segments.reshape(-1, 2, 3), "joints": joints_at, "coms": coms, "ground": ground}
 
 
@@ -706,7 +705,7 @@ def snapshot3d(model, q, ax=None, color="C0", alpha=1.0, label=None):
                                              label=label))
     joints_at, coms = sticks["joints"], sticks["coms"]
     ax.scatter(*joints_at.T, facecolors="white", edgecolors=color, alpha=alpha, s=25, depthshade=False)
-    masses = model._table.column("mass")
+    masses = model.body_mass
     sizes = 10.0 + 60.0 * masses / max(float(masses.max()), 1e-300)
     ax.scatter(*coms.T, color=color, alpha=alpha, s=sizes, depthshade=False)
     if len(sticks["ground"]):
