@@ -16,6 +16,7 @@ from ._kernels import spatial_layout as SL
 from .errors import ModelError, StateError
 
 GROUND = -1
+_LOOP_NAMES = {code: name for name, code in SL.LOOP_CODES.items()}
 _ROTATION_TOL = 1e-9
 
 
@@ -482,6 +483,7 @@ class Model3D:
         if a == b:
             raise ModelError(f"{where}: body_a and body_b are the same {'body' if a >= 0 else 'ground'}")
         real = np.zeros(SL.N_LOOP_REAL)
+        axis_a = None
         real[SL.LPA:SL.LPA + 3] = _vector3(point_a, f"{where}: point_a")
         real[SL.LPB:SL.LPB + 3] = _vector3(point_b, f"{where}: point_b")
         if code == SL.LOOP_REVOLUTE:
@@ -508,7 +510,7 @@ class Model3D:
         elif length is not None:
             raise ModelError(f"{where}: length applies to distance loops only, not {kind!r}")
         self._loop_names[label] = len(self._loops)
-        self._loops.append((code, a, b, real))
+        self._loops.append((code, a, b, real, axis_a))  # axis_a: the hinge axis as given (normalised), for loop()
         return len(self._loops) - 1
 
     def _loop_body(self, body, where):
@@ -519,6 +521,28 @@ class Model3D:
             if not 0 <= int(body) < self._table.size:
                 raise ModelError(f"{where}: unknown body index {int(body)}; the model has {self._table.size} bodies")
         return self._resolve_parent(body, where)
+
+    def loop(self, loop):
+        """The description of one loop (name or index) as ``add_loop`` stored it, a dict of copies: name, kind,
+        body_a, body_b (indices, -1 for the ground), point_a, point_b, and axis, axis_b (unit, revolute loops;
+        else None), length (distance loops; else None)."""
+        if isinstance(loop, str):
+            if loop not in self._loop_names:
+                raise ModelError(f"unknown loop {loop!r}; known loops: {list(self._loop_names)[:10]}")
+            k = self._loop_names[loop]
+        elif isinstance(loop, (bool, np.bool_)) or not isinstance(loop, numbers.Integral):
+            raise TypeError(f"loop must be a name or an index, got {loop!r}")
+        elif not -len(self._loops) <= int(loop) < len(self._loops):
+            raise ModelError(f"loop index {int(loop)} out of range for {len(self._loops)} loops")
+        else:
+            k = int(loop) % len(self._loops)
+        code, a, b, real, axis_a = self._loops[k]
+        revolute = code == SL.LOOP_REVOLUTE
+        return {"name": self.loop_names[k], "kind": _LOOP_NAMES[code], "body_a": a,
+                "point_a": real[SL.LPA:SL.LPA + 3].copy(), "body_b": b, "point_b": real[SL.LPB:SL.LPB + 3].copy(),
+                "axis": axis_a.copy() if revolute else None,
+                "axis_b": real[SL.LAXB:SL.LAXB + 3].copy() if revolute else None,
+                "length": float(real[SL.LLENGTH]) if code == SL.LOOP_DISTANCE else None}
 
     @property
     def nloops(self):
@@ -606,7 +630,7 @@ class Model3D:
         rows = np.cumsum([0] + [SL.LOOP_ROWS[code] for code, *_ in self._loops]).astype(np.int64)
         loop_int = np.zeros((len(self._loops), SL.N_LOOP_INT), dtype=np.int64)
         loop_real = np.zeros((len(self._loops), SL.N_LOOP_REAL))
-        for k, (code, a, b, real) in enumerate(self._loops):
+        for k, (code, a, b, real, _) in enumerate(self._loops):
             loop_int[k] = (code, a, b, rows[k])
             loop_real[k] = real
         for arr in (loop_int, loop_real, rows):

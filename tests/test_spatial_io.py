@@ -3,6 +3,7 @@ the command line on them."""
 
 import contextlib
 import io as std_io
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -119,6 +120,14 @@ q = [0.1, 1.0, 0.0, 0.0, 0.0]
 v = [0.0, 1.0, 2.0, 3.0]
 """
 
+
+
+def _loop(kind="distance", a="ball", extra="length = 0.5"):
+    """A [[loop]] table from body ``a`` to the ground, then the [initial] table it was inserted before."""
+    return (f'[[loop]]\nkind = "{kind}"\nbody_a = "{a}"\npoint_a = [0.0, 0.0, -0.3]\nbody_b = "ground"\n'
+            f"point_b = [0.0, 0.3, 0.2]\n{extra}\n\n[initial]")
+
+
 # (replace this, with that, expected words in the message)
 MALFORMED = [
     ("dimension = 3", "dimension = 4", "model.dimension"),
@@ -147,7 +156,15 @@ MALFORMED = [
     ("q = [0.1, 1.0, 0.0, 0.0, 0.0]", "q = [0.1, 0.0, 0.0, 0.0, 0.0]", "'ball'"),
     ("v = [0.0, 1.0, 2.0, 3.0]", "v = [0.0, 1.0, 2.0, 3.0, 4.0]", "initial.v"),
     ("v = [0.0, 1.0, 2.0, 3.0]", "qd = [0.0, 1.0, 2.0, 3.0]", "initial.qd"),
-    ("[initial]", "[[loop]]\nkind = \"revolute\"\n\n[initial]", "loop[0]: spatial models"),
+    ("[initial]", '[[loop]]\nkind = "revolute"\n\n[initial]', "loop[0].body_a: missing"),
+    ("[initial]", _loop(kind="hinge"), "loop[0].kind"),
+    ("[initial]", _loop(extra=""), "loop[0].length: missing"),
+    ("[initial]", _loop(kind="spherical"), "loop[0].length: a spherical loop has no length"),
+    ("[initial]", _loop(kind="revolute", extra=""), "loop[0].axis: missing"),
+    ("[initial]", _loop(kind="revolute", extra="axis = [0.0, 0.0, 1.0]\naxis_b = [0.0, 0.0]"), "loop[0].axis_b"),
+    ("[initial]", _loop(extra="length = -0.5"), "loop[0]: loop 'loop0': length must be > 0"),
+    ("[initial]", _loop(a="nobody"), "unknown body 'nobody'"),
+    ("[initial]", _loop(extra="length = 0.5\naxis = [0, 0, 1.0]"), "loop[0].axis: a distance loop has no axis"),
     ("[initial]", "[[torque]]\nbody = \"base\"\ntorque = 1.0\n\n[initial]", "torque[0]: spatial models"),
     ("[initial]", "[[driver]]\nbody = \"base\"\n\n[initial]", "driver[0]"),
     ("[initial]", "[chain]\nn = 3\n\n[initial]", "chain"),
@@ -258,3 +275,58 @@ def test_save_refuses_states_of_the_wrong_size(tmp_path):
     with pytest.raises(rm.StateError, match="v0"):
         rm.io.save(model, tmp_path / "top.toml", model.neutral(), np.zeros(4))
     assert not (tmp_path / "top.toml").exists()
+
+
+def test_loops_round_trip_and_keep_the_dynamics(tmp_path):
+    from test_spatial_loops import looped_tree  # noqa: PLC0415  (every loop kind on a random tree)
+
+    governor = rm.models.centrifugal_governor(closed=True)
+    tree, q_tree, v_tree = looped_tree(3)
+    q_governor = governor.q(0.6)
+    v_governor = np.array([9.0, 0.4, 0.4, governor.dq_dphi(0.6)[3] * 0.4])
+    for model, q0, v0 in ((governor.model, q_governor, v_governor), (tree, q_tree, v_tree)):
+        path = tmp_path / "looped.toml"
+        rm.io.save(model, path, q0, v0)
+        again = rm.io.load(path).model
+        assert again.loop_names == model.loop_names and again.nconstraints == model.nconstraints
+        for k in range(model.nloops):  # what add_loop stored; an axis to an ulp (normalised again on reading)
+            given, read = model.loop(k), again.loop(k)
+            assert read.keys() == given.keys()
+            for key, value in given.items():
+                if key in ("axis", "axis_b") and value is not None:
+                    np.testing.assert_allclose(read[key], value, rtol=0, atol=4e-16, err_msg=key)
+                elif isinstance(value, np.ndarray):
+                    np.testing.assert_array_equal(read[key], value, err_msg=key)
+                else:
+                    assert read[key] == value, key
+        np.testing.assert_array_equal(again.loop_int, model.loop_int)
+        np.testing.assert_allclose(again.loop_real, model.loop_real, rtol=0, atol=4e-16)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", rm.RedundantConstraintWarning)
+            expected = rm.forward_dynamics(model, q0, v0)
+            np.testing.assert_allclose(rm.forward_dynamics(again, q0, v0), expected, rtol=0,
+                                       atol=1e-12 * np.abs(expected).max())
+    with pytest.raises(rm.ModelError, match="unknown loop 'link3'"):
+        governor.model.loop("link3")
+
+
+def test_model3d_describes_its_bodies_through_public_views():
+    model, _, _ = every_joint_model()
+    assert model.total_mass() == pytest.approx(sum(1.0 + i for i in range(8)))
+    for i, joint in enumerate(model.joint_types):
+        body = model.body(i)
+        assert body["name"] == model.names[i] and body["joint"] == joint and body["parent"] == i - 1
+        np.testing.assert_array_equal(body["com"], model.body_com[i])
+        np.testing.assert_array_equal(body["inertia"], model.body_inertia[i])
+        np.testing.assert_array_equal(body["parent_point"], model.joint_parent_point[i])
+        np.testing.assert_array_equal(body["child_point"], model.joint_child_point[i])
+        np.testing.assert_array_equal(body["rotation"], model.joint_rotation[i])
+        assert body["mass"] == model.body_mass[i]
+        expected = {"revolute": (3,), "prismatic": (3,), "cylindrical": (3,), "universal": (2, 3)}.get(joint)
+        assert (body["axis"] is None) if expected is None else body["axis"].shape == expected
+        assert body["mass"] == model.body_real[i, 0]  # the kernels' packed mass
+    with pytest.raises(ValueError, match="read-only"):
+        model.body_mass[0] = 5.0
+    body = model.body("b4-spherical")
+    body["com"][:] = 0.0  # a copy
+    assert np.abs(model.body_com[4]).max() > 0
