@@ -721,11 +721,76 @@ def snapshot3d(model, q, ax=None, color="C0", alpha=1.0, label=None):
     return fig
 
 
+_QUATERNION = tuple((f"quaternion {c}", "-") for c in "wxyz")
+_OMEGA = tuple((f"omega {c}", "rad/s") for c in "xyz")  # a quaternion joint's rates: omega in the child frame
+_SPATIAL_COORDINATES = {  # joint type: (name, unit) of each entry of its q, and of its v
+    "revolute": ((("angle", "rad"),), (("rate", "rad/s"),)),
+    "prismatic": ((("slide", "m"),), (("speed", "m/s"),)),
+    "cylindrical": ((("angle", "rad"), ("slide", "m")), (("rate", "rad/s"), ("speed", "m/s"))),
+    "universal": ((("angle 1", "rad"), ("angle 2", "rad")), (("rate 1", "rad/s"), ("rate 2", "rad/s"))),
+    "spherical": (_QUATERNION, _OMEGA),
+    "planar": ((("x", "m"), ("y", "m"), ("angle", "rad")), (("x rate", "m/s"), ("y rate", "m/s"), ("rate", "rad/s"))),
+    "free": ((("x", "m"), ("y", "m"), ("z", "m"), *_QUATERNION),
+             (("x rate", "m/s"), ("y rate", "m/s"), ("z rate", "m/s"), *_OMEGA)),
+    "fixed": ((), ())}
+
+
+def spatial_coordinate_labels(model, kind="q"):
+    """Labels of a spatial model's configuration q (nq,), or with kind "v" of its velocity v (nv,):
+    "<body> <coordinate> [<unit>]" ("arm1 angle [rad]", "top quaternion w [-]", "top omega x [rad/s]"), in order."""
+    column = {"q": 0, "v": 1}[kind]
+    return [f"{name} {what} [{unit}]" for name, joint in zip(model.names, model.joint_types, strict=True)
+            for what, unit in _SPATIAL_COORDINATES[joint][column]]
+
+
+def spatial_snapshots(model, t, q, times, ax):
+    """The spatial model at the samples (t (nt,), q (nt, nq)) nearest ``times`` on the 3D axes ``ax``, fading from
+    light to dark, framed so that every snapshot fits (equal scales)."""
+    index = [int(np.argmin(np.abs(np.asarray(t) - ti))) for ti in times]
+    count = len(index)
+    points = []
+    for k, i in enumerate(index):
+        snapshot3d(model, q[i], ax, color=f"C{k % 10}", alpha=0.4 + 0.6 * (k + 1) / count, label=f"t = {t[i]:.3g} s")
+        sticks = spatial_sticks(model, q[i])
+        points.append(np.vstack([sticks["joints"], sticks["coms"], sticks["ground"]]))
+    points = np.vstack(points)
+    low, high = points.min(axis=0), points.max(axis=0)
+    centre, half = 0.5 * (low + high), 0.55 * max(float(np.max(high - low)), 1e-9)
+    ax.set(xlim=(centre[0] - half, centre[0] + half), ylim=(centre[1] - half, centre[1] + half),
+           zlim=(centre[2] - half, centre[2] + half))
+    return ax.figure
+
+
+def _spatial_dynamics(result, model):
+    """``spatial_overview`` of a dynamics result: 3D snapshots at four times, then q, the energy (balance) and the
+    loop drift against time."""
+    from matplotlib.figure import Figure  # noqa: PLC0415
+
+    t, q = np.asarray(result["t"], dtype=float), np.asarray(result["q"], dtype=float)
+    panels = ["q", *(key for key in ("energy", "drift") if key in result)]
+    fig = Figure(figsize=(8, 6 + 2.8 * len(panels)))
+    grid = fig.add_gridspec(1 + len(panels), 1, height_ratios=[2.2] + [1.0] * len(panels))
+    spatial_snapshots(model, t, q, np.linspace(t[0], t[-1], 4), fig.add_subplot(grid[0], projection="3d"))
+    for row, panel in enumerate(panels, start=1):
+        ax = fig.add_subplot(grid[row])
+        if panel == "q":
+            time_series(t, q, spatial_coordinate_labels(model), ax, "joint coordinate")
+        elif panel == "energy":
+            energy(t, result["energy"], ax, result.get("dissipated_work"), result.get("applied_work"))
+        else:
+            drift(t, result["drift"], ax)
+    fig.tight_layout()
+    return fig
+
+
 def spatial_overview(result, model, most=4, amplitude=0.3):
-    """The figure ``rmbd plot`` draws for a spatial model's result (a dict of the .npz ``rmbd run`` wrote): the
-    static equilibrium q as a 3D snapshot; for modes, one 3D panel per mode (at most ``most``): the equilibrium
-    (grey) and the configuration displaced along the mode, q (+) s shape, with s such that the largest velocity-
-    space component is ``amplitude`` [rad or m]."""
+    """The figure ``rmbd plot`` draws for a spatial model's result (a dict of the .npz ``rmbd run`` wrote): for
+    dynamics, 3D snapshots at four times over the coordinates, the energy (balance) and the loop drift against time;
+    otherwise the static equilibrium q as a 3D snapshot, and for modes one 3D panel per mode (at most ``most``): the
+    equilibrium (grey) and the configuration displaced along the mode, q (+) s shape, with s such that the largest
+    velocity-space component is ``amplitude`` [rad or m]."""
+    if "t" in result:
+        return _spatial_dynamics(result, model)
     q = np.asarray(result["q"], dtype=float)
     omega = np.asarray(result["omega"]) if "omega" in result else np.zeros(0)
     count = min(most, omega.size)
