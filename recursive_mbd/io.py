@@ -66,8 +66,8 @@ Spatial models (``rm.Model3D``; docs/conventions.md, "Spatial model files") use 
                        norm is off 1 by more than 1e-6 is refused), v (nv numbers; default zeros): the velocity
                        coordinates of ``Model3D`` (a quaternion joint has 4 coordinates but 3 velocities), so ``qd`` is
                        refused; ``ModelFile.qd0`` (alias ``v0``) holds v
-    [analysis]         as above; ``rmbd run`` runs "statics" and "modes" of a spatial model and refuses the others
-                       (simulation of spatial models is not available yet)
+    [analysis]         as above; ``rmbd run`` runs "dynamics" (``rm.simulate`` of the Model3D, its loops included),
+                       "statics" and "modes" of a spatial model and refuses "kinematics" (no drivers in spatial files)
 
 Spatial files have no [chain], [[joint]], force elements or [[driver]] yet (each is refused, by name).
 

@@ -21,8 +21,8 @@ children's joints, loops, spring-dampers), in its own frame:
 
 Spatial models (``Model3D``): ``snapshot3d`` (and ``draw``, which dispatches to it) draws a configuration as a
 matplotlib 3D stick figure (``spatial_sticks``: bars from each body's joint to its centre of mass and its
-children's joints), x / y / z [m] at equal scales; ``spatial_overview`` draws a spatial statics or modes result,
-``animate`` a spatial motion.
+children's joints, loops dashed), x / y / z [m] at equal scales; ``spatial_overview`` draws a spatial dynamics,
+statics or modes result, ``animate`` a spatial motion.
 
 Library code never selects a matplotlib backend: when ``matplotlib.pyplot`` is already imported (the user works with
 pyplot) new figures come from it, otherwise from ``matplotlib.figure.Figure``, which needs no backend to be saved.
@@ -657,7 +657,8 @@ def spatial_sticks(model, q):
     - ``segments`` (k, 2, 3): each body as bars from its joint point to its centre of mass and to the distinct
       joint points of its children (a body whose points all coincide has none);
     - ``joints`` (nbodies, 3): each body's joint point (child_point placed), ``coms`` (nbodies, 3): the centres of
-      mass, ``ground`` (g, 3): the joint points of the bodies jointed to the ground (parent_point in the ground).
+      mass, ``ground`` (g, 3): the joint points of the bodies jointed to the ground (parent_point in the ground);
+    - ``loops`` (nloops, 2, 3): each loop's two points (``Model3D.add_loop``; the ground's in the ground frame).
     """
     rotations, origins = forward_kinematics(model, q)
     parents = model.body_parent
@@ -677,7 +678,13 @@ def spatial_sticks(model, q):
     keep = np.linalg.norm(keyed[:, 4:7] - keyed[:, 1:4], axis=1) > 0.0
     segments = np.stack([keyed[keep, 1:4], keyed[keep, 4:7]], axis=1)
     ground = model.joint_parent_point[parents < 0]
-    return {"segments": segments.reshape(-1, 2, 3), "joints": joints_at, "coms": coms, "ground": ground}
+    loops = np.zeros((model.nloops, 2, 3))
+    for k in range(model.nloops):
+        loop = model.loop(k)
+        for end, (body, point) in enumerate(((loop["body_a"], loop["point_a"]), (loop["body_b"], loop["point_b"]))):
+            loops[k, end] = point if body < 0 else origins[body] + rotations[body] @ point
+    return {"segments": segments.reshape(-1, 2, 3), "joints": joints_at, "coms": coms, "ground": ground,
+            "loops": loops}
 
 
 def snapshot3d(model, q, ax=None, color="C0", alpha=1.0, label=None):
@@ -703,6 +710,9 @@ def snapshot3d(model, q, ax=None, color="C0", alpha=1.0, label=None):
     if len(sticks["segments"]):
         ax.add_collection3d(Line3DCollection(sticks["segments"], colors=color, alpha=alpha, linewidths=2.0,
                                              label=label))
+    if len(sticks["loops"]):  # the loops: dashed, from point a to point b (a point for a closed spherical loop)
+        ax.add_collection3d(Line3DCollection(sticks["loops"], colors=color, alpha=alpha, linewidths=1.2,
+                                             linestyles="--"))
     joints_at, coms = sticks["joints"], sticks["coms"]
     ax.scatter(*joints_at.T, facecolors="white", edgecolors=color, alpha=alpha, s=25, depthshade=False)
     masses = model.body_mass
@@ -710,7 +720,8 @@ def snapshot3d(model, q, ax=None, color="C0", alpha=1.0, label=None):
     ax.scatter(*coms.T, color=color, alpha=alpha, s=sizes, depthshade=False)
     if len(sticks["ground"]):
         ax.scatter(*sticks["ground"].T, color="k", marker="^", s=40, depthshade=False)
-    everything = np.vstack([joints_at, coms, sticks["ground"], sticks["segments"].reshape(-1, 3)])
+    everything = np.vstack([joints_at, coms, sticks["ground"], sticks["segments"].reshape(-1, 3),
+                            sticks["loops"].reshape(-1, 3)])
     low, high = everything.min(axis=0), everything.max(axis=0)
     centre, half = 0.5 * (low + high), 0.5 * max(float(np.max(high - low)), 1e-9) * 1.1
     ax.set(xlim=(centre[0] - half, centre[0] + half), ylim=(centre[1] - half, centre[1] + half),
@@ -752,7 +763,7 @@ def spatial_snapshots(model, t, q, times, ax):
     for k, i in enumerate(index):
         snapshot3d(model, q[i], ax, color=f"C{k % 10}", alpha=0.4 + 0.6 * (k + 1) / count, label=f"t = {t[i]:.3g} s")
         sticks = spatial_sticks(model, q[i])
-        points.append(np.vstack([sticks["joints"], sticks["coms"], sticks["ground"]]))
+        points.append(np.vstack([sticks["joints"], sticks["coms"], sticks["ground"], sticks["loops"].reshape(-1, 3)]))
     points = np.vstack(points)
     low, high = points.min(axis=0), points.max(axis=0)
     centre, half = 0.5 * (low + high), 0.55 * max(float(np.max(high - low)), 1e-9)
@@ -1049,7 +1060,7 @@ def _animate3d(model, t, q, index, path, fps, dpi):
 
     fig, ax = figure(pyplot=False, subplot_kw={"projection": "3d"}, figsize=(6, 6))
     sticks = [spatial_sticks(model, q[k]) for k in index]
-    points = np.vstack([np.vstack([s["joints"], s["coms"], s["ground"]]) for s in sticks])
+    points = np.vstack([np.vstack([s["joints"], s["coms"], s["ground"], s["loops"].reshape(-1, 3)]) for s in sticks])
     low, high = points.min(axis=0), points.max(axis=0)
     centre, half = 0.5 * (low + high), 0.55 * max(float(np.max(high - low)), 1e-9)
 

@@ -231,13 +231,57 @@ def test_rmbd_run_and_plot_the_modes_of_a_spatial_file(tmp_path):
     assert picture.stat().st_size > 10000
 
 
-def test_rmbd_run_refuses_a_spatial_file_with_a_clear_message(tmp_path):
+def test_rmbd_run_refuses_the_kinematics_of_a_spatial_file_with_a_clear_message(tmp_path):
     path = tmp_path / "top.toml"
-    path.write_text((SPATIAL / "heavy_top.toml").read_text() + '\n[analysis]\ntype = "dynamics"\nt_end = 1.0\n')
+    path.write_text((SPATIAL / "heavy_top.toml").read_text() + '\n[analysis]\ntype = "kinematics"\nt_end = 1.0\n')
     code, out, err = run_cli(["run", str(path), "-o", str(tmp_path / "top.npz")], tmp_path)
     assert code == 1 and out == ""
-    assert "top.toml" in err and "spatial" in err and "not available yet" in err, err
+    assert "top.toml" in err and "spatial" in err and "kinematics" in err and "not available yet" in err, err
     assert not (tmp_path / "top.npz").exists()
+
+
+def test_rmbd_run_plot_and_animate_the_dynamics_of_a_spatial_file_with_loops(tmp_path):
+    source = SPATIAL / "governor.toml"
+    result, table = tmp_path / "governor.npz", tmp_path / "governor.csv"
+    code, out, err = run_cli(["run", str(source), "-o", str(result), "--csv", str(table)], tmp_path)
+    assert code == 0, err
+    spec = rm.io.load(source)
+    times = np.linspace(0.0, 2.0, 201)
+    expected = rm.simulate(spec.model, spec.q0, spec.v0, 2.0, rtol=1e-10, atol=1e-12, t_eval=times)
+    with np.load(result) as data:
+        assert str(data["kind"]) == "dynamics" and int(data["dimension"]) == 3
+        assert list(data["loop_names"]) == ["link1", "link2"]
+        np.testing.assert_array_equal(data["t"], times)
+        np.testing.assert_array_equal(data["q"], expected.q)
+        np.testing.assert_array_equal(data["qd"], expected.qd)  # v: nv columns
+        np.testing.assert_array_equal(data["drift"], expected.constraint_drift)
+        assert data["drift"].max() < 1e-11
+        np.testing.assert_allclose(data["energy"], data["energy"][0], rtol=1e-9)
+    header = table.read_text().splitlines()[0]
+    assert header.startswith("t [s],spindle angle [rad],arm1 angle [rad]") and "sleeve speed [m/s]" in header
+    picture = tmp_path / "governor.png"
+    code, _, err = run_cli(["plot", str(result), "-o", str(picture)], tmp_path)
+    assert code == 0, err
+    assert picture.stat().st_size > 10000
+    movie = tmp_path / "governor.gif"
+    code, _, err = run_cli(["animate", str(source), str(result), "-o", str(movie), "--frames", "4"], tmp_path)
+    assert code == 0, err
+    assert movie.read_bytes()[:6] in (b"GIF87a", b"GIF89a")
+
+
+def test_rmbd_run_simulates_a_spatial_file_with_quaternions(tmp_path):
+    path = tmp_path / "top.toml"
+    path.write_text((SPATIAL / "heavy_top.toml").read_text()
+                    + '\n[analysis]\ntype = "dynamics"\nt_end = 0.2\nsamples = 11\n')
+    code, _, err = run_cli(["run", str(path), "-o", str(tmp_path / "top.npz"), "--csv", str(tmp_path / "top.csv")],
+                           tmp_path)
+    assert code == 0, err
+    with np.load(tmp_path / "top.npz") as data:
+        assert data["q"].shape == (11, 4) and data["qd"].shape == (11, 3) and "drift" not in data
+        np.testing.assert_allclose(np.linalg.norm(data["q"], axis=1), 1.0, rtol=0, atol=1e-15)
+    assert (tmp_path / "top.csv").read_text().splitlines()[0] == (
+        "t [s],top quaternion w [-],top quaternion x [-],top quaternion y [-],top quaternion z [-],"
+        "top omega x [rad/s],top omega y [rad/s],top omega z [rad/s]")
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
