@@ -416,7 +416,6 @@ class SpatialTimeLoop:
 
     def __init__(self, model, inputs, stabilization="none", alpha=0.0, beta=0.0, projection_tol=1e-12):
         from . import spatial  # noqa: PLC0415  (spatial kernels only for spatial models)
-        from ._kernels.spatial import TMP_SIZE  # noqa: PLC0415
         from ._kernels.spatial_system import SpatialSystem  # noqa: PLC0415  (registers its overloads)
         from .loops import FILTER_RCOND, POSITION_RCOND  # noqa: PLC0415
 
@@ -437,7 +436,7 @@ class SpatialTimeLoop:
             model._euclid_v.astype(np.int64), model._quat_q, model._quat_v, inputs.tau_const,
             np.array([inputs.tau_offset], dtype=np.int64), np.zeros(inputs.size), np.zeros(nq), np.zeros(nv),
             np.zeros(nv), np.zeros(nv), np.zeros_like(ws.ws), np.zeros_like(ws.S), np.zeros_like(ws.UD),
-            np.zeros_like(ws.uD), np.zeros(TMP_SIZE), loops)
+            np.zeros_like(ws.uD), np.zeros_like(ws.tmp), loops)
 
     def initial_state(self, q0, qd0, t0, callback, key):
         if self.model.nloops:
