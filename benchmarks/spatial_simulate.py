@@ -2,7 +2,9 @@
 
 Each figure is measured in a subprocess with its own NUMBA_CACHE_DIR: "cold" compiles everything that run needs
 (the spatial kernels, the SpatialSystem overloads, the generic time loop for that system type), "warm" is a second
-process reading that cache. Also the cost per right-hand-side evaluation of a 20-link spherical chain (dopri5).
+process reading that cache. Also the cost per right-hand-side evaluation (dopri5, the run's time over its
+evaluations: steps, projections and output included) of a 20-link spherical chain, and of seed 002's centrifugal
+governor as an open tree and with its two links as loops (the multiplier layer, projection after every step).
 
     python3 benchmarks/spatial_simulate.py
 """
@@ -30,7 +32,14 @@ q0 = rm.integrate_configuration(chain, chain.neutral(), 0.3 * np.random.default_
 rm.simulate(chain, q0, np.zeros(chain.nv), 0.01)
 d = time.perf_counter(); res = rm.simulate(chain, q0, np.zeros(chain.nv), 2.0, rtol=1e-8, atol=1e-8)
 e = time.perf_counter()
-print(a - t, b - a, c - b, (e - d) / res.nfev)
+gov = rm.models.centrifugal_governor(closed=True)
+v0 = np.array([8.0, 0.0, 0.0, 0.0]) + 0.5 * gov.dq_dphi(0.6)
+times = []
+for model in (rm.models.centrifugal_governor().model, gov.model):
+    rm.simulate(model, gov.q(0.6), v0, 0.01)
+    f = time.perf_counter(); run = rm.simulate(model, gov.q(0.6), v0, 2.0, rtol=1e-10, atol=1e-12)
+    times.append((time.perf_counter() - f) / run.nfev)
+print(a - t, b - a, c - b, (e - d) / res.nfev, *times)
 """
 
 
@@ -44,10 +53,11 @@ def main():
     with tempfile.TemporaryDirectory() as cache:
         cold = run(cache)
         warm = run(cache)
-    names = ("first forward_dynamics", "first simulate dopri5", "first simulate rk4", "per evaluation, 20 links")
-    print(f"{'':28s} {'cold cache [s]':>15s} {'warm cache [s]':>15s}")
+    names = ("first forward_dynamics", "first simulate dopri5", "first simulate rk4", "per evaluation, 20 links",
+             "per evaluation, governor tree", "per evaluation, governor loops")
+    print(f"{'':32s} {'cold cache [s]':>15s} {'warm cache [s]':>15s}")
     for name, c, w in zip(names, cold, warm, strict=True):
-        print(f"{name:28s} {c:15.4g} {w:15.4g}")
+        print(f"{name:32s} {c:15.4g} {w:15.4g}")
     path = write_json("spatial_simulate", {"cold": dict(zip(names, cold, strict=True)),
                                            "warm": dict(zip(names, warm, strict=True))})
     print(f"wrote {path}")

@@ -785,7 +785,7 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
 def _raise_kernel_status(model, status):
     """The exception of a kernel status: the planar route's, or the spatial one's (q, v, tau of a Model3D)."""
     if isinstance(model, Model3D):
-        from .spatial import _raise  # noqa: PLC0415
+        from .spatial_loops import _raise  # noqa: PLC0415  (the tree's statuses, and the loops')
 
         _raise(model, status, ("q", "v", "tau"))
     raise_status(model, status)

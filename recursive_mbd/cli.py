@@ -219,7 +219,6 @@ def _simulate_options(analysis, max_time):
 def _run(args, out):
     """rmbd run FILE: the analysis the file names; results to .npz (and CSV)."""
     from .analysis import kinematic_analysis, modes, static_equilibrium  # noqa: PLC0415
-    from .integrate import simulate  # noqa: PLC0415
 
     target = _result_path(args.file, args.output)
     _check_output(target, args.force)
@@ -246,35 +245,7 @@ def _run(args, out):
     base.update(_labels_record(args.file, model))
     arrays = dict(base)
     if kind == "dynamics":
-        t_end, samples, method = analysis["t_end"], analysis["samples"], analysis["method"]
-        options = _simulate_options(analysis, args.max_time)
-        fixed = "dt" in analysis
-        every = max(1, int(round(t_end / analysis["dt"] / samples))) if fixed else 1
-        t_eval = None if fixed else np.linspace(0.0, t_end, samples)
-        if method == "dop853":  # no dense output: store every step
-            t_eval = None
-        start = time.perf_counter()
-        warm_options = {k: v for k, v in options.items() if k != "max_wall_time"}
-        warm_end = min(t_end, 2 * analysis["dt"]) if fixed else min(t_end, 1e-6 * max(t_end, 1.0))
-        try:  # compile (or load from the cache) outside the timed run
-            simulate(model, spec.q0, spec.qd0, warm_end, method=method, drivers=spec.drivers or None,
-                     progress=False, **warm_options)
-            ready = time.perf_counter() - start
-            start = time.perf_counter()
-            res = simulate(model, spec.q0, spec.qd0, t_end, method=method, drivers=spec.drivers or None,
-                           t_eval=t_eval, progress=args.progress, every=every, **options)
-        except (SimulationError, KeyboardInterrupt) as err:
-            where = _save_partial(target, base, err)
-            if isinstance(err, KeyboardInterrupt):
-                raise KeyboardInterrupt(f"interrupted; {where}") from None
-            t_fail = getattr(err, "t", None)
-            at = f" at t = {t_fail:.6g} s" if t_fail is not None else ""
-            raise InputError(f"{args.file}: the simulation failed{at}: {_short(err, 160)}; {where}") from None
-        wall = time.perf_counter() - start
-        arrays.update(_dynamics_arrays(res))
-        arrays["status"] = np.array("finished")
-        print(f"{res}; energy balance max |.| = {np.abs(arrays['energy_balance']).max():.2e} J; kernels ready in "
-              f"{ready:.2f} s, run {wall:.3f} s", file=out)
+        arrays.update(_run_dynamics(args, spec, base, target, out))
     elif kind == "statics":
         eq = static_equilibrium(model, spec.q0)
         arrays.update(q=eq.q, joint_reactions=eq.reactions.joint, loop_forces=eq.reactions.loops,
@@ -294,6 +265,11 @@ def _run(args, out):
         omega, shapes = modes(model, eq.q, min(analysis["count"], model.nq - model.nconstraints))
         arrays.update(q=eq.q, omega=omega, shapes=shapes)
         print("natural frequencies [rad/s]: " + ", ".join(f"{w:.6g}" for w in omega), file=out)
+    _write_results(args, model, target, arrays, out)
+
+
+def _write_results(args, model, target, arrays, out):
+    """The .npz of a run, and the CSV of t, q, qd (a spatial model's v) when asked for and the run has samples."""
     written = _write_npz(target, arrays)
     print(f"wrote {written.resolve()}", file=out)
     if args.csv and "t" in arrays:
@@ -302,14 +278,55 @@ def _run(args, out):
         print(f"wrote {Path(args.csv).resolve()}", file=out)
 
 
-def _csv_header(model):
-    """The CSV header of t, q, qd: names and units ("t [s]", "crank angle [rad]", ..., "crank rate [rad/s]"),
-    quoted where a body name holds a comma or a quote."""
-    from .plot import coordinate_labels  # noqa: PLC0415  (labels only: no matplotlib)
+def _run_dynamics(args, spec, base, target, out):
+    """The dynamics analysis of a model file (planar or spatial): the simulation's arrays for the .npz; a failed or
+    interrupted run saves its samples so far next to ``target`` and raises."""
+    from .integrate import simulate  # noqa: PLC0415
 
+    model, analysis = spec.model, spec.analysis
+    t_end, samples, method = analysis["t_end"], analysis["samples"], analysis["method"]
+    options = _simulate_options(analysis, args.max_time)
+    fixed = "dt" in analysis
+    every = max(1, int(round(t_end / analysis["dt"] / samples))) if fixed else 1
+    t_eval = None if fixed else np.linspace(0.0, t_end, samples)
+    if method == "dop853":  # no dense output: store every step
+        t_eval = None
+    start = time.perf_counter()
+    warm_options = {k: v for k, v in options.items() if k != "max_wall_time"}
+    warm_end = min(t_end, 2 * analysis["dt"]) if fixed else min(t_end, 1e-6 * max(t_end, 1.0))
+    try:  # compile (or load from the cache) outside the timed run
+        simulate(model, spec.q0, spec.qd0, warm_end, method=method, drivers=spec.drivers or None,
+                 progress=False, **warm_options)
+        ready = time.perf_counter() - start
+        start = time.perf_counter()
+        res = simulate(model, spec.q0, spec.qd0, t_end, method=method, drivers=spec.drivers or None,
+                       t_eval=t_eval, progress=args.progress, every=every, **options)
+    except (SimulationError, KeyboardInterrupt) as err:
+        where = _save_partial(target, base, err)
+        if isinstance(err, KeyboardInterrupt):
+            raise KeyboardInterrupt(f"interrupted; {where}") from None
+        t_fail = getattr(err, "t", None)
+        at = f" at t = {t_fail:.6g} s" if t_fail is not None else ""
+        raise InputError(f"{args.file}: the simulation failed{at}: {_short(err, 160)}; {where}") from None
+    wall = time.perf_counter() - start
+    arrays = _dynamics_arrays(res)
+    arrays["status"] = np.array("finished")
+    print(f"{res}; energy balance max |.| = {np.abs(arrays['energy_balance']).max():.2e} J; kernels ready in "
+          f"{ready:.2f} s, run {wall:.3f} s", file=out)
+    return arrays
+
+
+def _csv_header(model):
+    """The CSV header of t, q, qd: names and units ("t [s]", "crank angle [rad]", ..., "crank rate [rad/s]"; a
+    spatial model's q and v), quoted where a body name holds a comma or a quote."""
+    from .plot import coordinate_labels, spatial_coordinate_labels  # noqa: PLC0415  (labels only: no matplotlib)
+
+    if isinstance(model, io.Model3D):
+        labels = [*spatial_coordinate_labels(model, "q"), *spatial_coordinate_labels(model, "v")]
+    else:
+        labels = [*coordinate_labels(model, "q"), *coordinate_labels(model, "qd")]
     buffer = std_io.StringIO()
-    csv.writer(buffer, lineterminator="").writerow(["t [s]", *coordinate_labels(model, "q"),
-                                                    *coordinate_labels(model, "qd")])
+    csv.writer(buffer, lineterminator="").writerow(["t [s]", *labels])
     return buffer.getvalue()
 
 
@@ -320,7 +337,7 @@ def _labels_record(source, model):
             "loop_names": np.array(model.loop_names, dtype=str), "model_file": np.array(str(Path(source).resolve()))}
 
 
-SPATIAL_ANALYSES = ("statics", "modes")  # what rmbd run does for spatial models so far
+SPATIAL_ANALYSES = ("dynamics", "statics", "modes")  # what rmbd run does for spatial models so far
 
 
 def _refuse_spatial(source, model, what):
@@ -332,16 +349,23 @@ def _refuse_spatial(source, model, what):
 
 
 def _run_spatial(args, spec, target, out):
-    """rmbd run on a spatial model file: static equilibrium or modes (simulation is not available yet)."""
+    """rmbd run on a spatial model file: dynamics (q, v = qd, energy, work and loop drift at the samples), static
+    equilibrium or modes; the kinematic analysis (it needs drivers, which spatial files do not hold) is refused."""
     model, kind = spec.model, spec.analysis["type"]
     if kind not in SPATIAL_ANALYSES:
-        _refuse_spatial(args.file, model, f"the {kind} analysis (simulation)")
+        _refuse_spatial(args.file, model, f"the {kind} analysis")
     from .analysis import modes, static_equilibrium  # noqa: PLC0415
 
     _compile_notice()
-    arrays = {"kind": np.array(kind), "dimension": np.array(3), "body_names": np.array(model.names),
-              "joint_types": np.array(model.joint_types), "body_parent": model.parents,
-              "source": np.array(str(args.file)), "model_file": np.array(str(Path(args.file).resolve()))}
+    base = {"kind": np.array(kind), "dimension": np.array(3), "body_names": np.array(model.names),
+            "joint_types": np.array(model.joint_types), "body_parent": model.body_parent,
+            "loop_names": np.array(model.loop_names, dtype=str), "source": np.array(str(args.file)),
+            "model_file": np.array(str(Path(args.file).resolve()))}
+    arrays = dict(base)
+    if kind == "dynamics":
+        arrays.update(_run_dynamics(args, spec, base, target, out))
+        _write_results(args, model, target, arrays, out)
+        return
     eq = static_equilibrium(model, spec.q0)
     arrays.update(q=eq.q, residual=eq.residual, stiffness=eq.stiffness, eigenvalues=eq.eigenvalues)
     print(f"static equilibrium ({eq.method}, {eq.iterations} iterations, "
@@ -392,8 +416,7 @@ def _info(args, out):
 def _info_spatial(args, spec, out):
     """rmbd info on a spatial model file: bodies, joints, nq and nv, mass, gravity, each body's joint."""
     model = spec.model
-    column = model._table.column  # the builder's per-body columns
-    mass = float(column("mass").sum())
+    mass = model.total_mass()
     gravity = ", ".join(f"{g:g}" for g in model.gravity)
     print(f"{args.file}: {model.name or 'model'}: spatial, {model.nbodies} bodies, nq = {model.nq} configuration "
           f"coordinates, nv = {model.nv} velocities (degrees of freedom), total mass {mass:.6g} kg, gravity "
@@ -402,13 +425,13 @@ def _info_spatial(args, spec, out):
     print("  joints: " + ", ".join(f"{count} {name}" for name, count in zip(names, counts, strict=True)), file=out)
 
     def body_line(i):
-        parent = int(column("parent")[i])
-        com = ", ".join(f"{c:g}" for c in column("com")[i])
-        moments = ", ".join(f"{m:.6g}" for m in np.linalg.eigvalsh(column("inertia")[i]))
+        parent = int(model.body_parent[i])
+        com = ", ".join(f"{c:g}" for c in model.body_com[i])
+        moments = ", ".join(f"{m:.6g}" for m in np.linalg.eigvalsh(model.body_inertia[i]))
         span = model.q_slice(i)
         return (f"  body {model.names[i]}: {model.joint_types[i]} joint to "
                 f"{'ground' if parent < 0 else model.names[parent]}, q[{span.start}:{span.stop}], mass "
-                f"{column('mass')[i]:.6g} kg, principal moments ({moments}) kg m^2, com ({com}) m")
+                f"{model.body_mass[i]:.6g} kg, principal moments ({moments}) kg m^2, com ({com}) m")
 
     _print_list([body_line(i) for i in _ends(model.nbodies)], model.nbodies, "bodies", out)
     elements = model._elements
@@ -501,7 +524,6 @@ def _animate(args, out):
             raise InputError(f"{args.output}: writing .mp4 needs ffmpeg, which is not on PATH: install it (apt "
                              "install ffmpeg, brew install ffmpeg or conda install ffmpeg) or write a .gif")
     spec = io.load(args.file)
-    _refuse_spatial(args.file, spec.model, "animation")
     data = _load_result(args.result)
     if "t" not in data:
         raise io.FileFormatError(f"{args.result}: no time history to animate")

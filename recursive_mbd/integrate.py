@@ -166,29 +166,41 @@ class _SpatialInputs(_Inputs):
 
 class SpatialTimeLoop:
     """The spatial formulation's pieces for the generic time loops (``rm.simulate`` on a ``Model3D``): the compiled
-    system (``_kernels.spatial_system``), the initial state y = (q0, v0, 0, 0) and the map back from the integrated
-    states: q with every quaternion renormalised (a dense-output sample between two projected steps may be off unit
-    by the local error), v as integrated."""
+    system (``_kernels.spatial_system``: the tree, or the loop layer on top of it), the initial state
+    y = (q0, v0, 0, 0) (projected onto the loops) and the map back from the integrated states: q with every
+    quaternion renormalised (a dense-output sample between two projected steps may be off unit by the local error),
+    v as integrated."""
 
     name = "recursive"
 
-    def __init__(self, model, inputs):
+    def __init__(self, model, inputs, stabilization="none", alpha=0.0, beta=0.0, projection_tol=1e-12):
         from . import spatial  # noqa: PLC0415  (spatial kernels only for spatial models)
         from ._kernels.spatial_system import SpatialSystem  # noqa: PLC0415  (registers its overloads)
+        from .loops import FILTER_RCOND, POSITION_RCOND  # noqa: PLC0415
 
         self.model = model
         self.inputs = inputs
         ws = spatial.workspace(model)
-        nq, nv = model.nq, model.nv
+        nq, nv, nb, m = model.nq, model.nv, model.nbodies, model.nconstraints
+        stab = np.array([alpha, beta]) if stabilization == "baumgarte" else np.zeros(2)
+        loops = (model.loop_int, model.loop_real, np.zeros((nb, 3, 3)), np.zeros((nb, 3)), np.zeros((nb, 3)),
+                 np.zeros((nb, 3)), np.zeros((nb, 6)), np.zeros(40), np.zeros(m), np.zeros(m), np.zeros((m, nv)),
+                 np.zeros(m), np.zeros((m, 12)), np.zeros((m, nv)), np.zeros(nv), np.zeros(3), stab, np.zeros(m),
+                 np.zeros(1, dtype=np.int64),
+                 np.array([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0,
+                           POSITION_RCOND, FILTER_RCOND]),
+                 np.zeros(m), np.zeros((m, m)), np.zeros(nv))
         self.system = SpatialSystem(
             model.body_int, model.body_real, model.gravity, model._euclid_q.astype(np.int64),
             model._euclid_v.astype(np.int64), model._quat_q, model._quat_v, inputs.tau_const,
             np.array([inputs.tau_offset], dtype=np.int64), np.zeros(inputs.size), spatial.element_system(model),
             np.zeros(nq), np.zeros(nv),
             np.zeros(nv), np.zeros(nv), np.zeros_like(ws.ws), np.zeros_like(ws.S), np.zeros_like(ws.UD),
-            np.zeros_like(ws.uD), np.zeros_like(ws.tmp))
+            np.zeros_like(ws.uD), np.zeros_like(ws.tmp), loops)
 
     def initial_state(self, q0, qd0, t0, callback, key):
+        if self.model.nloops:
+            q0, qd0 = _consistent_start_spatial(self.model, q0, qd0)
         return np.concatenate((q0, qd0, [0.0, 0.0]))
 
     def joint_states(self, t, y):
@@ -206,7 +218,33 @@ class SpatialTimeLoop:
         return y[:, self.model.nq + self.model.nv:]
 
     def finish(self, result, y, callback, key):
+        """The loops' drift max |phi| at every sample (models with loops)."""
         result._evaluator = None
+        if self.model.nloops:
+            from .spatial_loops import constraints  # noqa: PLC0415
+
+            result.constraint_drift = np.array([np.abs(constraints(self.model, qi)[0]).max() for qi in result.q])
+
+
+def _consistent_start_spatial(model, q0, v0):
+    """(q0, v0) of a Model3D projected onto its loops (``spatial_loops.project``); a gap above 1e-6 is an error,
+    redundant loop equations at q0 a RedundantConstraintWarning."""
+    from .loops import RedundantConstraintWarning  # noqa: PLC0415
+    from .spatial_loops import constraints, project  # noqa: PLC0415
+
+    phi, _, jac, _ = constraints(model, q0)
+    gap = float(np.abs(phi).max())
+    if gap > 1e-6:
+        row = int(np.argmax(np.abs(phi)))
+        k = int(np.searchsorted(model.loop_rows, row, side="right") - 1)
+        raise StateError(f"q0 does not close the loops (max |phi| = {gap:.3g}, loop {model.loop_names[k]!r}); find "
+                         "a consistent q0 with rm.assemble(model, q0)")
+    q0, v0, _ = project(model, q0, v0)
+    rank = np.linalg.matrix_rank(constraints(model, q0)[2], tol=None)
+    if rank < model.nconstraints:  # the run solves them by least squares, as loop_dynamics does
+        warnings.warn(f"the loop equations are redundant at q0: rank {rank} of {model.nconstraints}; the "
+                      "multipliers are the minimum-norm ones", RedundantConstraintWarning, stacklevel=5)
+    return q0, v0
 
 
 def _spatial_start(model, q0, qd0):
@@ -377,7 +415,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     each accepted step of the numba methods (within a step, and in scipy's, the dynamics see it normalised), and
     ``result.q`` holds unit quaternions; ``result.qd`` holds v (nt, nv). tau is (nv,) or tau(t) / tau(t, q, v);
     q0's quaternions off unit norm by more than 1e-12 are normalised with a RuntimeWarning (zero: StateError).
-    Not for a Model3D yet: drivers, formulation, stabilization / alpha / beta, generalized_alpha (ValueError).
+    With loops (``Model3D.add_loop``) vdot comes from the multiplier layer (``spatial_loops``) and stabilization
+    works as for a planar model (the projection steps along ``integrate_configuration``; see ``stabilization``).
+    Not for a Model3D yet: drivers, formulation, generalized_alpha, bdf (ValueError).
 
     Parameters
     ----------
@@ -536,7 +576,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     if spatial:
         inputs = _SpatialInputs(model, tau)
         callback, key = inputs.callback()
-        loop = SpatialTimeLoop(model, inputs)
+        stabilization = _stabilization(model, stabilization, scipy_method)
+        loop = SpatialTimeLoop(model, inputs, stabilization, float(alpha), float(beta))
     else:
         inputs = _Inputs(model, tau, drivers)
         callback, key = inputs.callback()
@@ -554,9 +595,6 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
 
 def _refuse_spatial_options(model, method, formulation, drivers, stabilization, alpha, beta):
     """ValueError for a spatial model (``Model3D``) or an option of simulate that it does not take yet."""
-    if model.nloops:
-        raise ValueError(f"simulating a Model3D with closed loops is not available yet ({model.nloops} loop(s)); "
-                         "recursive_mbd.spatial_loops gives their forward dynamics, assembly and statics")
     if formulation != "recursive":
         raise ValueError(f"a Model3D is integrated by the spatial recursive formulation; formulation={formulation!r} "
                          "is for planar models")
@@ -565,8 +603,8 @@ def _refuse_spatial_options(model, method, formulation, drivers, stabilization, 
                          "dop853, rk4, implicit_midpoint or scipy:NAME")
     if drivers:
         raise ValueError("drivers are not supported on a Model3D yet (prescribe the motion through tau)")
-    if stabilization not in (None, "none") or alpha or beta:
-        raise ValueError("stabilization, alpha and beta are for loop constraints; a Model3D has none (its "
+    if not model.nloops and (stabilization not in (None, "none") or alpha or beta):
+        raise ValueError("stabilization, alpha and beta are for loop constraints; this Model3D has none (its "
                          "quaternions are renormalised after every accepted step)")
 
 

@@ -57,6 +57,11 @@ Spatial models (``rm.Model3D``; docs/conventions.md, "Spatial model files") use 
                        name (default "body<i>"), parent_point, child_point, com (default [0, 0, 0]), rotation of the
                        joint frame relative to the parent frame (default none: the identity; a unit quaternion
                        [w, x, y, z] or a 3x3 rotation matrix as three rows)
+    [[loop]]           closed loops (``Model3D.add_loop``): kind ("spherical" | "revolute" | "distance"), body_a,
+                       point_a, body_b, point_b (body names or "ground"; points [x, y, z] in their body's frame):
+                       required; axis (revolute: required, in body_a's frame), axis_b (revolute: optional, default
+                       axis, in body_b's frame), length (distance: required), name (default "loop<k>"); a key
+                       that the kind does not take is refused
     [initial]          q (nq numbers; default ``model.neutral()``: zeros and identity quaternions; a quaternion whose
                        norm is off 1 by more than 1e-6 is refused), v (nv numbers; default zeros): the velocity
                        coordinates of ``Model3D`` (a quaternion joint has 4 coordinates but 3 velocities), so ``qd`` is
@@ -69,10 +74,11 @@ Spatial models (``rm.Model3D``; docs/conventions.md, "Spatial model files") use 
     [[force]]          body, force = [Fx, Fy, Fz]: required; point (default [0, 0, 0]), frame ("ground" | "body",
                        default "ground"); name
     [[torque]]         body, torque = [Tx, Ty, Tz]: required; frame ("ground" | "body", default "ground"); name
-    [analysis]         as above; ``rmbd run`` runs "statics" and "modes" of a spatial model and refuses the others
-                       (simulation of spatial models is not available yet)
+    [analysis]         as above; ``rmbd run`` runs "dynamics" (``rm.simulate`` of the Model3D, its loops and force
+                       elements included), "statics" and "modes" of a spatial model and refuses "kinematics" (no
+                       drivers in spatial files)
 
-Spatial files have no [chain], [[joint]], [[loop]] or [[driver]] yet (each is refused, by name).
+Spatial files have no [chain], [[joint]] or [[driver]] yet (each is refused, by name).
 
 Errors are ``FileFormatError`` naming the file, the table and entry (``body[3].mass``) and what is expected; a TOML
 syntax error keeps the parser's line and column. ``save`` writes any Model in the tree form, every key explicit,
@@ -379,8 +385,7 @@ def _mechanism(reader, data, gravity, name, head):
 
 SPATIAL_JOINTS = tuple(spatial_layout.JOINT_CODES)
 _SPATIAL_AXIS = {"revolute": 1, "prismatic": 1, "cylindrical": 1, "universal": 2}  # joints with axes: how many
-_PLANAR_ONLY = {"chain": "the chain form", "joint": "[[joint]] tables (the mechanism form)", "loop": "closed loops",
-                "driver": "drivers"}
+_PLANAR_ONLY = {"chain": "the chain form", "joint": "[[joint]] tables (the mechanism form)", "driver": "drivers"}
 _SPATIAL_ELEMENT_KEYS = {
     "spring_damper": ("body_a", "point_a", "body_b", "point_b", "stiffness", "damping", "rest_length", "preload",
                       "name"),
@@ -461,6 +466,7 @@ def _spatial(reader, data, head):
                     rotation=_spatial_rotation(reader, entry, where), axis=axis,
                     name=reader.string(entry, "name", where, None))
     _spatial_elements(reader, data, model)
+    _spatial_loops(reader, data, model)
     reader.call("model", model.compile)
     initial = reader.table(data, "initial", "initial")
     if "qd" in initial:
@@ -520,6 +526,26 @@ def _spatial_elements(reader, data, model):
                 else:
                     reader.call(where, model.add_torque, body=reader.string(entry, "body", where),
                                 torque=reader.vector(entry, "torque", where, 3), frame=frame, name=name)
+
+
+def _spatial_loops(reader, data, model):
+    """The [[loop]] tables of a spatial file (``Model3D.add_loop``; module docstring)."""
+    for i, entry in enumerate(reader.entries(data, "loop")):
+        where = f"loop[{i}]"
+        reader.keys(entry, ("kind", "body_a", "point_a", "body_b", "point_b", "axis", "axis_b", "length", "name"),
+                    where)
+        kind = reader.string(entry, "kind", where, choices=tuple(spatial_layout.LOOP_CODES))
+        for key, needed in (("axis", kind == "revolute"), ("axis_b", kind == "revolute"),
+                            ("length", kind == "distance")):
+            if key in entry and not needed:
+                reader.fail(f"{where}.{key}", f"a {kind} loop has no {key}")
+        reader.call(where, model.add_loop, kind=kind,
+                    body_a=reader.string(entry, "body_a", where), point_a=reader.vector(entry, "point_a", where, 3),
+                    body_b=reader.string(entry, "body_b", where), point_b=reader.vector(entry, "point_b", where, 3),
+                    axis=reader.vector(entry, "axis", where, 3, _REQUIRED if kind == "revolute" else None),
+                    axis_b=reader.vector(entry, "axis_b", where, 3, None),
+                    length=reader.number(entry, "length", where, _REQUIRED if kind == "distance" else None),
+                    name=reader.string(entry, "name", where, None))
 
 
 def _check_quaternions(reader, model, q0):
@@ -673,24 +699,17 @@ def _analysis_table(analysis):
 
 def _dumps_spatial(model, q0, v0, analysis):
     """TOML text of a Model3D (module docstring: spatial models), every key explicit."""
-    if model.nloops:  # spatial files have no [[loop]] yet: refuse rather than write the tree without its loops
-        raise ModelError(f"cannot save {model!r}: it has {model.nloops} closed loop(s) "
-                         f"({', '.join(model.loop_names)}), and spatial model files do not hold loops yet")
-
     def body_name(index):
         return "ground" if index == GROUND else model.names[index]
 
     parts = [f"[model]\ndimension = 3\nname = {_value(model.name or '')}\ngravity = {_value(model.gravity)}\n"
              'form = "tree"']
-    column = model._table.column  # the builder's per-body columns (what add_body stored)
-    for i, (name, joint) in enumerate(zip(model.names, model.joint_types, strict=True)):
-        axes = _SPATIAL_AXIS.get(joint, 0)
-        a1, a2 = column("a1")[i], column("a2")[i]
+    for i in range(model.nbodies):
+        body = model.body(i)  # what add_body stored
         parts.append(_table("body", [
-            ("name", name), ("parent", body_name(int(column("parent")[i]))), ("joint", joint),
-            ("parent_point", column("parent_point")[i]), ("child_point", column("child_point")[i]),
-            ("mass", column("mass")[i]), ("inertia", column("inertia")[i]), ("com", column("com")[i]),
-            ("rotation", column("rotation")[i]), ("axis", a1 if axes == 1 else ([a1, a2] if axes == 2 else None))]))
+            ("name", body["name"]), ("parent", body_name(body["parent"])), ("joint", body["joint"]),
+            *((key, body[key]) for key in ("parent_point", "child_point", "mass", "inertia", "com", "rotation",
+                                           "axis"))]))
     for el in model._elements:
         if callable(el.get("value")):
             raise FileFormatError(f"element {el['name']!r}: a function of time cannot be written to a file")
@@ -708,6 +727,12 @@ def _dumps_spatial(model, q0, v0, analysis):
         else:
             items = [("body", body_name(el["body_a"])), ("torque", el["value"]), ("frame", el["frame"])]
         parts.append(_table(kind, [("name", el["name"]), *items]))
+    for k in range(model.nloops):
+        loop = model.loop(k)  # what add_loop stored
+        parts.append(_table("loop", [
+            ("name", loop["name"]), ("kind", loop["kind"]), ("body_a", body_name(loop["body_a"])),
+            ("point_a", loop["point_a"]), ("body_b", body_name(loop["body_b"])), ("point_b", loop["point_b"]),
+            *((key, loop[key]) for key in ("axis", "axis_b", "length"))]))
     initial = ["[initial]"]
     for key, what, given, size in (("q", "q0", q0, model.nq), ("v", "v0", v0, model.nv)):
         if given is None:

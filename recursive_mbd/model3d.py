@@ -16,6 +16,7 @@ from ._kernels import spatial_layout as SL
 from .errors import ModelError, StateError
 
 GROUND = -1
+_LOOP_NAMES = {code: name for name, code in SL.LOOP_CODES.items()}
 _ROTATION_TOL = 1e-9
 
 
@@ -487,6 +488,7 @@ class Model3D:
         if a == b:
             raise ModelError(f"{where}: body_a and body_b are the same {'body' if a >= 0 else 'ground'}")
         real = np.zeros(SL.N_LOOP_REAL)
+        axis_a = None
         real[SL.LPA:SL.LPA + 3] = _vector3(point_a, f"{where}: point_a")
         real[SL.LPB:SL.LPB + 3] = _vector3(point_b, f"{where}: point_b")
         if code == SL.LOOP_REVOLUTE:
@@ -513,7 +515,7 @@ class Model3D:
         elif length is not None:
             raise ModelError(f"{where}: length applies to distance loops only, not {kind!r}")
         self._loop_names[label] = len(self._loops)
-        self._loops.append((code, a, b, real))
+        self._loops.append((code, a, b, real, axis_a))  # axis_a: the hinge axis as given (normalised), for loop()
         return len(self._loops) - 1
 
     # ---- force elements --------------------------------------------------------------------------------------------
@@ -746,6 +748,28 @@ class Model3D:
                 raise ModelError(f"{where}: unknown body index {int(body)}; the model has {self._table.size} bodies")
         return self._resolve_parent(body, where)
 
+    def loop(self, loop):
+        """The description of one loop (name or index) as ``add_loop`` stored it, a dict of copies: name, kind,
+        body_a, body_b (indices, -1 for the ground), point_a, point_b, and axis, axis_b (unit, revolute loops;
+        else None), length (distance loops; else None)."""
+        if isinstance(loop, str):
+            if loop not in self._loop_names:
+                raise ModelError(f"unknown loop {loop!r}; known loops: {list(self._loop_names)[:10]}")
+            k = self._loop_names[loop]
+        elif isinstance(loop, (bool, np.bool_)) or not isinstance(loop, numbers.Integral):
+            raise TypeError(f"loop must be a name or an index, got {loop!r}")
+        elif not -len(self._loops) <= int(loop) < len(self._loops):
+            raise ModelError(f"loop index {int(loop)} out of range for {len(self._loops)} loops")
+        else:
+            k = int(loop) % len(self._loops)
+        code, a, b, real, axis_a = self._loops[k]
+        revolute = code == SL.LOOP_REVOLUTE
+        return {"name": self.loop_names[k], "kind": _LOOP_NAMES[code], "body_a": a,
+                "point_a": real[SL.LPA:SL.LPA + 3].copy(), "body_b": b, "point_b": real[SL.LPB:SL.LPB + 3].copy(),
+                "axis": axis_a.copy() if revolute else None,
+                "axis_b": real[SL.LAXB:SL.LAXB + 3].copy() if revolute else None,
+                "length": float(real[SL.LLENGTH]) if code == SL.LOOP_DISTANCE else None}
+
     @property
     def nloops(self):
         """Number of loops."""
@@ -832,7 +856,7 @@ class Model3D:
         rows = np.cumsum([0] + [SL.LOOP_ROWS[code] for code, *_ in self._loops]).astype(np.int64)
         loop_int = np.zeros((len(self._loops), SL.N_LOOP_INT), dtype=np.int64)
         loop_real = np.zeros((len(self._loops), SL.N_LOOP_REAL))
-        for k, (code, a, b, real) in enumerate(self._loops):
+        for k, (code, a, b, real, _) in enumerate(self._loops):
             loop_int[k] = (code, a, b, rows[k])
             loop_real[k] = real
         for arr in (loop_int, loop_real, rows):
@@ -882,6 +906,71 @@ class Model3D:
     def joint_types(self):
         """Joint type name of each body's joint to its parent."""
         return [SL.JOINT_NAMES[code] for code in self._table.column("jtype").tolist()]
+
+    # ---- read-only per-body views (as the planar Model's body_mass, body_com, ...; no compile needed) ----------------
+
+    def _column(self, key):
+        view = self._table.column(key).view()
+        view.flags.writeable = False
+        return view
+
+    @property
+    def body_parent(self):
+        """Parent index of each body, -1 for the ground, (nbodies,) int64 (read-only view)."""
+        return self._column("parent")
+
+    @property
+    def body_mass(self):
+        """Mass of each body [kg], (nbodies,) (read-only view)."""
+        return self._column("mass")
+
+    @property
+    def body_inertia(self):
+        """Inertia tensor of each body about its centre of mass, body axes [kg m^2], (nbodies, 3, 3) (read-only)."""
+        return self._column("inertia")
+
+    @property
+    def body_com(self):
+        """Centre of mass of each body in its frame [m], (nbodies, 3) (read-only view)."""
+        return self._column("com")
+
+    @property
+    def joint_parent_point(self):
+        """Each body's joint location in its parent's frame (the ground frame for the ground) [m], (nbodies, 3)."""
+        return self._column("parent_point")
+
+    @property
+    def joint_child_point(self):
+        """Each body's joint location in its own frame [m], (nbodies, 3) (read-only view)."""
+        return self._column("child_point")
+
+    @property
+    def joint_rotation(self):
+        """Each joint frame relative to the parent frame, joint-to-parent rotations (nbodies, 3, 3) (read-only)."""
+        return self._column("rotation")
+
+    def body(self, body):
+        """The description of one body (name or index) as ``add_body`` stored it, a dict of copies: name, parent
+        (index, -1 for the ground), joint (type name), parent_point, child_point, mass, inertia (3, 3), com,
+        rotation (3, 3), axis (the unit axis (3,) of a revolute, prismatic or cylindrical joint, the pair (2, 3) of
+        a universal one, None for the others)."""
+        i = self.body_index(body)
+        column = self._table.column
+        joint = SL.JOINT_NAMES[int(column("jtype")[i])]
+        if joint in ("revolute", "prismatic", "cylindrical"):
+            axis = column("a1")[i].copy()
+        elif joint == "universal":
+            axis = np.array([column("a1")[i], column("a2")[i]])
+        else:
+            axis = None
+        return {"name": self._table.names[i], "parent": int(column("parent")[i]), "joint": joint,
+                "parent_point": column("parent_point")[i].copy(), "child_point": column("child_point")[i].copy(),
+                "mass": float(column("mass")[i]), "inertia": column("inertia")[i].copy(),
+                "com": column("com")[i].copy(), "rotation": column("rotation")[i].copy(), "axis": axis}
+
+    def total_mass(self):
+        """Sum of the body masses [kg]."""
+        return float(self._table.column("mass").sum())
 
     @property
     def compiled(self):

@@ -54,9 +54,8 @@ def _loop_gap(model, phi):
 
 def _size(model):
     """A length scale of the model [m]: its largest point coordinate (1 for a model of points at the origin)."""
-    column = model._table.column  # the builder's per-body columns
-    points = np.concatenate([column(key) for key in ("parent_point", "child_point", "com")]
-                            + [model.loop_real[:, :6].reshape(-1, 3)])
+    points = np.concatenate([model.joint_parent_point, model.joint_child_point, model.body_com,
+                             model.loop_real[:, :6].reshape(-1, 3)])
     return float(np.abs(points).max()) or 1.0
 
 
@@ -183,10 +182,9 @@ def static_equilibrium(model, q_guess, tau=None, *, tol=1e-10, max_iter=50, fixe
 
     # scale of the loads, so that tol is relative: gravity's generalised forces at the guess, tau, and the weight
     # times the model's size (so that a guess that is already an equilibrium does not set the scale to zero)
-    column = model._table.column  # the builder's per-body columns
-    points = np.concatenate([column(key) for key in ("parent_point", "child_point", "com")])
+    points = np.concatenate([model.joint_parent_point, model.joint_child_point, model.body_com])
     size = float(np.abs(points).max()) or 1.0
-    weight = float(column("mass").sum()) * float(np.linalg.norm(model.gravity))
+    weight = model.total_mass() * float(np.linalg.norm(model.gravity))
     scale = max(float(np.abs(residual(q) + tau).max()), float(np.abs(tau).max()), weight * size, 1e-300)
     g = residual(q)
     iterations = 0
@@ -246,7 +244,7 @@ def _loop_equilibrium(model, q, tau, tol, max_iter, fixed, held, free, velocity)
     g0, phi, jac = forces(q, np.zeros(m))
     # the multipliers that balance the loads best at the assembled guess
     lam = np.linalg.lstsq(jac[:, free].T, -g0[free], rcond=1e-10)[0]
-    weight = float(model._table.column("mass").sum()) * float(np.linalg.norm(model.gravity))
+    weight = model.total_mass() * float(np.linalg.norm(model.gravity))
     scale = max(float(np.abs(g0).max()), float(np.abs(tau).max()), weight * size, 1e-300)
     g, phi, jac = forces(q, lam)
 

@@ -3,6 +3,7 @@ the command line on them."""
 
 import contextlib
 import io as std_io
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -76,10 +77,11 @@ def test_example_files_build_the_reference_models():
     np.testing.assert_array_equal(top.v0, [0.0, 0.0, 150.0])
     assert "body[0].rotation = identity" in top.defaults
     governor = rm.io.load(SPATIAL / "governor.toml")
-    reference = rm.models.centrifugal_governor().model
+    reference = rm.models.centrifugal_governor(closed=True).model
     reference.compile()
-    np.testing.assert_array_equal(governor.model.body_real, reference.body_real)
-    np.testing.assert_array_equal(governor.model.body_int, reference.body_int)
+    for key in ("body_real", "body_int", "loop_int", "loop_real"):  # the links are its loops
+        np.testing.assert_array_equal(getattr(governor.model, key), getattr(reference, key), err_msg=key)
+    assert governor.model.loop_names == ("link1", "link2")
 
 
 def test_defaults_of_a_minimal_file():
@@ -119,6 +121,14 @@ q = [0.1, 1.0, 0.0, 0.0, 0.0]
 v = [0.0, 1.0, 2.0, 3.0]
 """
 
+
+
+def _loop(kind="distance", a="ball", extra="length = 0.5"):
+    """A [[loop]] table from body ``a`` to the ground, then the [initial] table it was inserted before."""
+    return (f'[[loop]]\nkind = "{kind}"\nbody_a = "{a}"\npoint_a = [0.0, 0.0, -0.3]\nbody_b = "ground"\n'
+            f"point_b = [0.0, 0.3, 0.2]\n{extra}\n\n[initial]")
+
+
 # (replace this, with that, expected words in the message)
 MALFORMED = [
     ("dimension = 3", "dimension = 4", "model.dimension"),
@@ -147,7 +157,15 @@ MALFORMED = [
     ("q = [0.1, 1.0, 0.0, 0.0, 0.0]", "q = [0.1, 0.0, 0.0, 0.0, 0.0]", "'ball'"),
     ("v = [0.0, 1.0, 2.0, 3.0]", "v = [0.0, 1.0, 2.0, 3.0, 4.0]", "initial.v"),
     ("v = [0.0, 1.0, 2.0, 3.0]", "qd = [0.0, 1.0, 2.0, 3.0]", "initial.qd"),
-    ("[initial]", "[[loop]]\nkind = \"revolute\"\n\n[initial]", "loop[0]: spatial models"),
+    ("[initial]", '[[loop]]\nkind = "revolute"\n\n[initial]', "loop[0].body_a: missing"),
+    ("[initial]", _loop(kind="hinge"), "loop[0].kind"),
+    ("[initial]", _loop(extra=""), "loop[0].length: missing"),
+    ("[initial]", _loop(kind="spherical"), "loop[0].length: a spherical loop has no length"),
+    ("[initial]", _loop(kind="revolute", extra=""), "loop[0].axis: missing"),
+    ("[initial]", _loop(kind="revolute", extra="axis = [0.0, 0.0, 1.0]\naxis_b = [0.0, 0.0]"), "loop[0].axis_b"),
+    ("[initial]", _loop(extra="length = -0.5"), "loop[0]: loop 'loop0': length must be > 0"),
+    ("[initial]", _loop(a="nobody"), "unknown body 'nobody'"),
+    ("[initial]", _loop(extra="length = 0.5\naxis = [0, 0, 1.0]"), "loop[0].axis: a distance loop has no axis"),
     ("[initial]", "[[torque]]\nbody = \"base\"\ntorque = 1.0\n\n[initial]",
      "torque[0].torque: expected an array of 3 numbers"),
     ("[initial]", "[[driver]]\nbody = \"base\"\n\n[initial]", "driver[0]"),
@@ -214,13 +232,57 @@ def test_rmbd_run_and_plot_the_modes_of_a_spatial_file(tmp_path):
     assert picture.stat().st_size > 10000
 
 
-def test_rmbd_run_refuses_a_spatial_file_with_a_clear_message(tmp_path):
+def test_rmbd_run_refuses_the_kinematics_of_a_spatial_file_with_a_clear_message(tmp_path):
     path = tmp_path / "top.toml"
-    path.write_text((SPATIAL / "heavy_top.toml").read_text() + '\n[analysis]\ntype = "dynamics"\nt_end = 1.0\n')
+    path.write_text((SPATIAL / "heavy_top.toml").read_text() + '\n[analysis]\ntype = "kinematics"\nt_end = 1.0\n')
     code, out, err = run_cli(["run", str(path), "-o", str(tmp_path / "top.npz")], tmp_path)
     assert code == 1 and out == ""
-    assert "top.toml" in err and "spatial" in err and "not available yet" in err, err
+    assert "top.toml" in err and "spatial" in err and "kinematics" in err and "not available yet" in err, err
     assert not (tmp_path / "top.npz").exists()
+
+
+def test_rmbd_run_plot_and_animate_the_dynamics_of_a_spatial_file_with_loops(tmp_path):
+    source = SPATIAL / "governor.toml"
+    result, table = tmp_path / "governor.npz", tmp_path / "governor.csv"
+    code, out, err = run_cli(["run", str(source), "-o", str(result), "--csv", str(table)], tmp_path)
+    assert code == 0, err
+    spec = rm.io.load(source)
+    times = np.linspace(0.0, 2.0, 201)
+    expected = rm.simulate(spec.model, spec.q0, spec.v0, 2.0, rtol=1e-10, atol=1e-12, t_eval=times)
+    with np.load(result) as data:
+        assert str(data["kind"]) == "dynamics" and int(data["dimension"]) == 3
+        assert list(data["loop_names"]) == ["link1", "link2"]
+        np.testing.assert_array_equal(data["t"], times)
+        np.testing.assert_array_equal(data["q"], expected.q)
+        np.testing.assert_array_equal(data["qd"], expected.qd)  # v: nv columns
+        np.testing.assert_array_equal(data["drift"], expected.constraint_drift)
+        assert data["drift"].max() < 1e-11
+        np.testing.assert_allclose(data["energy"], data["energy"][0], rtol=1e-9)
+    header = table.read_text().splitlines()[0]
+    assert header.startswith("t [s],spindle angle [rad],arm1 angle [rad]") and "sleeve speed [m/s]" in header
+    picture = tmp_path / "governor.png"
+    code, _, err = run_cli(["plot", str(result), "-o", str(picture)], tmp_path)
+    assert code == 0, err
+    assert picture.stat().st_size > 10000
+    movie = tmp_path / "governor.gif"
+    code, _, err = run_cli(["animate", str(source), str(result), "-o", str(movie), "--frames", "4"], tmp_path)
+    assert code == 0, err
+    assert movie.read_bytes()[:6] in (b"GIF87a", b"GIF89a")
+
+
+def test_rmbd_run_simulates_a_spatial_file_with_quaternions(tmp_path):
+    path = tmp_path / "top.toml"
+    path.write_text((SPATIAL / "heavy_top.toml").read_text()
+                    + '\n[analysis]\ntype = "dynamics"\nt_end = 0.2\nsamples = 11\n')
+    code, _, err = run_cli(["run", str(path), "-o", str(tmp_path / "top.npz"), "--csv", str(tmp_path / "top.csv")],
+                           tmp_path)
+    assert code == 0, err
+    with np.load(tmp_path / "top.npz") as data:
+        assert data["q"].shape == (11, 4) and data["qd"].shape == (11, 3) and "drift" not in data
+        np.testing.assert_allclose(np.linalg.norm(data["q"], axis=1), 1.0, rtol=0, atol=1e-15)
+    assert (tmp_path / "top.csv").read_text().splitlines()[0] == (
+        "t [s],top quaternion w [-],top quaternion x [-],top quaternion y [-],top quaternion z [-],"
+        "top omega x [rad/s],top omega y [rad/s],top omega z [rad/s]")
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -259,3 +321,58 @@ def test_save_refuses_states_of_the_wrong_size(tmp_path):
     with pytest.raises(rm.StateError, match="v0"):
         rm.io.save(model, tmp_path / "top.toml", model.neutral(), np.zeros(4))
     assert not (tmp_path / "top.toml").exists()
+
+
+def test_loops_round_trip_and_keep_the_dynamics(tmp_path):
+    from test_spatial_loops import looped_tree  # noqa: PLC0415  (every loop kind on a random tree)
+
+    governor = rm.models.centrifugal_governor(closed=True)
+    tree, q_tree, v_tree = looped_tree(3)
+    q_governor = governor.q(0.6)
+    v_governor = np.array([9.0, 0.4, 0.4, governor.dq_dphi(0.6)[3] * 0.4])
+    for model, q0, v0 in ((governor.model, q_governor, v_governor), (tree, q_tree, v_tree)):
+        path = tmp_path / "looped.toml"
+        rm.io.save(model, path, q0, v0)
+        again = rm.io.load(path).model
+        assert again.loop_names == model.loop_names and again.nconstraints == model.nconstraints
+        for k in range(model.nloops):  # what add_loop stored; an axis to an ulp (normalised again on reading)
+            given, read = model.loop(k), again.loop(k)
+            assert read.keys() == given.keys()
+            for key, value in given.items():
+                if key in ("axis", "axis_b") and value is not None:
+                    np.testing.assert_allclose(read[key], value, rtol=0, atol=4e-16, err_msg=key)
+                elif isinstance(value, np.ndarray):
+                    np.testing.assert_array_equal(read[key], value, err_msg=key)
+                else:
+                    assert read[key] == value, key
+        np.testing.assert_array_equal(again.loop_int, model.loop_int)
+        np.testing.assert_allclose(again.loop_real, model.loop_real, rtol=0, atol=4e-16)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", rm.RedundantConstraintWarning)
+            expected = rm.forward_dynamics(model, q0, v0)
+            np.testing.assert_allclose(rm.forward_dynamics(again, q0, v0), expected, rtol=0,
+                                       atol=1e-12 * np.abs(expected).max())
+    with pytest.raises(rm.ModelError, match="unknown loop 'link3'"):
+        governor.model.loop("link3")
+
+
+def test_model3d_describes_its_bodies_through_public_views():
+    model, _, _ = every_joint_model()
+    assert model.total_mass() == pytest.approx(sum(1.0 + i for i in range(8)))
+    for i, joint in enumerate(model.joint_types):
+        body = model.body(i)
+        assert body["name"] == model.names[i] and body["joint"] == joint and body["parent"] == i - 1
+        np.testing.assert_array_equal(body["com"], model.body_com[i])
+        np.testing.assert_array_equal(body["inertia"], model.body_inertia[i])
+        np.testing.assert_array_equal(body["parent_point"], model.joint_parent_point[i])
+        np.testing.assert_array_equal(body["child_point"], model.joint_child_point[i])
+        np.testing.assert_array_equal(body["rotation"], model.joint_rotation[i])
+        assert body["mass"] == model.body_mass[i]
+        expected = {"revolute": (3,), "prismatic": (3,), "cylindrical": (3,), "universal": (2, 3)}.get(joint)
+        assert (body["axis"] is None) if expected is None else body["axis"].shape == expected
+        assert body["mass"] == model.body_real[i, 0]  # the kernels' packed mass
+    with pytest.raises(ValueError, match="read-only"):
+        model.body_mass[0] = 5.0
+    body = model.body("b4-spherical")
+    body["com"][:] = 0.0  # a copy
+    assert np.abs(model.body_com[4]).max() > 0

@@ -12,19 +12,29 @@ forces and torques. The projection renormalises every quaternion after
 each accepted step (the exact flow keeps |quat| = 1; a Runge-Kutta step drifts by its truncation error), so a
 time loop never builds up a norm drift; within a step (stages, trial and rejected steps) the dynamics and the
 inputs see each quaternion normalised. ``recursive_mbd.integrate`` builds the system.
+
+With closed loops (``Model3D.add_loop``) v' is the multiplier layer's (``spatial_loops.constrained_dynamics``:
+M vdot + h = tau - J^T lambda, J vdot = gamma - 2 alpha phi' - beta^2 phi), and with stabilization "projection"
+the projection also moves (q, v) back onto phi = 0, J v = 0 after each accepted step (``project_loops``: the
+mass-orthogonal Gauss-Newton projection of the planar layer, ``_kernels.loops.project``, with the position steps
+taken along ``integrate_configuration`` so that quaternions stay unit).
 """
 
 import math
 from collections import namedtuple
 
 import numba
+import numpy as np
 from numba.core import types
 from numba.extending import overload
 
 from . import formulation
-from .layout import STATUS_NONFINITE_STATE, STATUS_OK
+from .layout import STATUS_LOOPS_OPEN, STATUS_NONFINITE_STATE, STATUS_OK
+from .loops import filtered_solve, gram_matrix
 from .spatial import forward_dynamics
 from .spatial_elements import element_forces
+from .spatial_layout import LROW
+from .spatial_loops import constrained_dynamics, constraint_responses, loop_constraints
 
 njit = numba.njit(cache=True, error_model="numpy")
 
@@ -39,7 +49,17 @@ SpatialSystem = namedtuple("SpatialSystem", [
     # force elements and their own scratch (``spatial.element_system``; ``_kernels.spatial_elements``)
     "q", "v", "tau", "vdot",  # (nq,), (nv,), (nv,), (nv,) scratch of one evaluation
     "ws", "S", "UD", "uD", "tmp",  # the articulated-body workspace (spatial.Workspace3D)
+    # loops (``LOOP_*`` below name the entries): the packed loops (no rows for a tree), the loop layer's scratch
+    # (spatial_loops.LoopWorkspace3D), Baumgarte's (alpha, beta), and settings (5,) = (project: on, tol, max_iter,
+    # its rcond; rcond of the dynamics' multiplier solve)
+    "loops",
 ])
+
+# entries of SpatialSystem.loops
+LOOP_INT, LOOP_REAL, LOOP_ROT, LOOP_POS, LOOP_OMEGA, LOOP_VEL, LOOP_ACC, LOOP_POINT = range(8)
+LOOP_PHI, LOOP_PHID, LOOP_JAC, LOOP_GAMMA, LOOP_WEIGHTS, LOOP_RESP = range(8, 14)
+LOOP_ZEROS, LOOP_NO_GRAVITY, LOOP_STAB, LOOP_LAM, LOOP_INFO, LOOP_SETTINGS = range(14, 20)
+LOOP_COEF, LOOP_GRAM, LOOP_DELTA = range(20, 23)
 
 
 def _is_spatial(system):
@@ -47,8 +67,9 @@ def _is_spatial(system):
 
 
 @njit
-def project_state(inputs, key, system, t, y):
-    """Renormalise every quaternion of y in place; a zero or non-finite one is STATUS_NONFINITE_STATE."""
+def normalise_quaternions(system, y):
+    """Renormalise every quaternion of y (its first nq entries are q) in place; a zero or non-finite one is
+    STATUS_NONFINITE_STATE."""
     quat_q = system.quat_q
     for j in range(quat_q.shape[0]):
         a = quat_q[j]
@@ -58,6 +79,160 @@ def project_state(inputs, key, system, t, y):
         for c in range(4):
             y[a + c] /= norm
     return STATUS_OK
+
+
+@njit
+def integrate_configuration(system, q, delta):
+    """q = q (+) delta in place (``rm.integrate_configuration`` with dt = 1): Euclidean coordinates add their entry
+    of delta (nv,); a quaternion becomes quat (x) exp(omega / 2) (omega in the child frame), renormalised."""
+    euclid_q = system.euclid_q
+    euclid_v = system.euclid_v
+    for k in range(euclid_q.shape[0]):
+        q[euclid_q[k]] += delta[euclid_v[k]]
+    quat_q = system.quat_q
+    quat_v = system.quat_v
+    for j in range(quat_q.shape[0]):
+        a = quat_q[j]
+        b = quat_v[j]
+        hx = 0.5 * delta[b]
+        hy = 0.5 * delta[b + 1]
+        hz = 0.5 * delta[b + 2]
+        angle = math.sqrt(hx * hx + hy * hy + hz * hz)
+        # sin(angle) / angle without 0 / 0: its series below 1e-4 (error < 1e-17)
+        sinc = 1.0 - angle * angle / 6.0 if angle < 1e-4 else math.sin(angle) / angle
+        c = math.cos(angle)
+        sx = hx * sinc
+        sy = hy * sinc
+        sz = hz * sinc
+        w, x, yq, z = q[a], q[a + 1], q[a + 2], q[a + 3]
+        nw = w * c - x * sx - yq * sy - z * sz
+        nx = w * sx + x * c + yq * sz - z * sy
+        ny = w * sy - x * sz + yq * c + z * sx
+        nz = w * sz + x * sy - yq * sx + z * c
+        norm = math.sqrt(nw * nw + nx * nx + ny * ny + nz * nz)
+        q[a] = nw / norm
+        q[a + 1] = nx / norm
+        q[a + 2] = ny / norm
+        q[a + 3] = nz / norm
+
+
+@njit
+def project_loops(system, q, v):
+    """Mass-orthogonal projection of q (nq,), then v (nv,), onto the loop constraints, in place; returns the status.
+
+    The planar layer's projection (``_kernels.loops.project``, where the argument for the kinetic-energy metric is
+    made) in the velocity coordinates: Gauss-Newton steps delta = -Y f(G) phi (nv,), Y = M^-1 J^T
+    (``spatial_loops.constraint_responses``), G = J Y (``filtered_solve``), applied as q (+) delta so that quaternions
+    stay unit, until max |delta| and max |phi| are below tol or the step stops shrinking (round-off); then
+    v -= Y f(G) (J v). STATUS_LOOPS_OPEN (index: the loop with the largest gap) when max |phi| stays above 1e3 tol.
+    """
+    loops = system.loops
+    loop_int = loops[LOOP_INT]
+    phi = loops[LOOP_PHI]
+    phid = loops[LOOP_PHID]
+    jac = loops[LOOP_JAC]
+    resp = loops[LOOP_RESP]
+    coef = loops[LOOP_COEF]
+    gram = loops[LOOP_GRAM]
+    delta = loops[LOOP_DELTA]
+    settings = loops[LOOP_SETTINGS]
+    tol = settings[1]
+    max_iter = int(settings[2])
+    m = phi.shape[0]
+    nv = v.shape[0]
+    last_step = np.inf
+    for _ in range(max_iter + 1):
+        status = _constraints(system, q, v)
+        if status != STATUS_OK:
+            return status
+        size = 0.0
+        for r in range(m):
+            size = max(size, abs(phi[r]))
+        if size == 0.0:
+            break
+        status = _responses(system, q)
+        if status != STATUS_OK:
+            return status
+        gram_matrix(jac, resp, gram)
+        if filtered_solve(gram, phi, settings[3], coef) < 0:
+            return STATUS_NONFINITE_STATE
+        step = 0.0
+        for k in range(nv):
+            d = 0.0
+            for r in range(m):
+                d -= resp[r, k] * coef[r]
+            delta[k] = d
+            step = max(step, abs(d))
+        if (size <= tol and step <= tol) or not step < 0.5 * last_step:  # converged, or round-off reached
+            break
+        last_step = step
+        integrate_configuration(system, q, delta)
+    status = _constraints(system, q, v)
+    if status != STATUS_OK:
+        return status
+    worst = 0.0
+    worst_row = 0
+    for r in range(m):
+        if abs(phi[r]) > worst:
+            worst = abs(phi[r])
+            worst_row = r
+    if not worst <= 1e3 * tol:  # no closed configuration near: the loop with the largest gap
+        lp = 0
+        while lp + 1 < loop_int.shape[0] and loop_int[lp + 1, LROW] <= worst_row:
+            lp += 1
+        return STATUS_LOOPS_OPEN | (lp << 4)
+    status = _responses(system, q)
+    if status != STATUS_OK:
+        return status
+    gram_matrix(jac, resp, gram)
+    if filtered_solve(gram, phid, settings[4], coef) < 0:
+        return STATUS_NONFINITE_STATE
+    for k in range(nv):
+        for r in range(m):
+            v[k] -= resp[r, k] * coef[r]
+    return STATUS_OK
+
+
+@njit
+def _constraints(system, q, v):
+    """phi, J v, J, gamma and the row weights of the loops at (q, v) into system.loops (the loop layer's kernel)."""
+    loops = system.loops
+    return loop_constraints(system.body_int, system.body_real, loops[LOOP_INT], loops[LOOP_REAL], q, v, system.ws,
+                            system.S, system.tmp, loops[LOOP_ROT], loops[LOOP_POS], loops[LOOP_OMEGA],
+                            loops[LOOP_VEL], loops[LOOP_ACC], loops[LOOP_POINT], loops[LOOP_PHI], loops[LOOP_PHID],
+                            loops[LOOP_JAC], loops[LOOP_GAMMA], loops[LOOP_WEIGHTS])
+
+
+@njit
+def _responses(system, q):
+    """Y = (M^-1 J^T)^T (m, nv) at q into system.loops (the loop layer's kernel)."""
+    loops = system.loops
+    return constraint_responses(system.body_int, system.body_real, q, loops[LOOP_JAC], system.ws, system.S,
+                                system.UD, system.uD, system.tmp, loops[LOOP_ZEROS], loops[LOOP_NO_GRAVITY],
+                                loops[LOOP_RESP])
+
+
+@njit
+def project_state(inputs, key, system, t, y):
+    """Renormalise every quaternion of y in place (a zero or non-finite one is STATUS_NONFINITE_STATE); with
+    loops and stabilization "projection", then project (q, v) onto the loops (``project_loops``)."""
+    status = normalise_quaternions(system, y)
+    if status != STATUS_OK or system.loops[LOOP_SETTINGS][0] == 0.0:
+        return status
+    q = system.q
+    v = system.v
+    nq = q.shape[0]
+    nv = v.shape[0]
+    for k in range(nq):
+        q[k] = y[k]
+    for k in range(nv):
+        v[k] = y[nq + k]
+    status = project_loops(system, q, v)
+    for k in range(nq):
+        y[k] = q[k]
+    for k in range(nv):
+        y[nq + k] = v[k]
+    return status
 
 
 @njit
@@ -75,7 +250,7 @@ def system_rhs(inputs, key, system, t, y, dy):
         v[k] = y[nq + k]
     # the rotation of a quaternion off unit norm (a trial step, a rejected one) is that of its normalised value:
     # f extends off the unit sphere so that any stage is defined, and the inputs and the kernel see unit ones
-    status = project_state(inputs, key, system, t, q)
+    status = normalise_quaternions(system, q)
     if status != STATUS_OK:
         return status
     status = inputs(key, t, q, v, system.u)
@@ -97,8 +272,18 @@ def system_rhs(inputs, key, system, t, y, dy):
             tau[k] += forces[k]
         dissipated = energy[1]
         power += energy[2]
-    status = forward_dynamics(system.body_int, system.body_real, system.gravity, q, v, tau, system.ws, system.S,
-                              system.UD, system.uD, system.tmp, vdot)
+    loops = system.loops
+    if loops[LOOP_INT].shape[0] > 0:
+        status = constrained_dynamics(
+            system.body_int, system.body_real, system.gravity, loops[LOOP_INT], loops[LOOP_REAL], q, v, tau,
+            system.ws, system.S, system.UD, system.uD, system.tmp, loops[LOOP_ROT], loops[LOOP_POS],
+            loops[LOOP_OMEGA], loops[LOOP_VEL], loops[LOOP_ACC], loops[LOOP_POINT], loops[LOOP_PHI],
+            loops[LOOP_PHID], loops[LOOP_JAC], loops[LOOP_GAMMA], loops[LOOP_WEIGHTS], loops[LOOP_RESP],
+            loops[LOOP_ZEROS], loops[LOOP_NO_GRAVITY], loops[LOOP_STAB], loops[LOOP_SETTINGS][4], loops[LOOP_LAM],
+            vdot, loops[LOOP_INFO])
+    else:
+        status = forward_dynamics(system.body_int, system.body_real, system.gravity, q, v, tau, system.ws, system.S,
+                                  system.UD, system.uD, system.tmp, vdot)
     if status != STATUS_OK:
         return status
     euclid_q = system.euclid_q
@@ -126,8 +311,9 @@ def system_rhs(inputs, key, system, t, y, dy):
 
 @njit
 def projects(system):
-    """True when the model has quaternions (spherical or free joints) to renormalise after every accepted step."""
-    return system.quat_q.shape[0] > 0
+    """True when the model has quaternions (spherical or free joints) to renormalise after every accepted step, or
+    loops to project onto (stabilization "projection")."""
+    return system.quat_q.shape[0] > 0 or system.loops[LOOP_SETTINGS][0] != 0.0
 
 
 @overload(formulation.rhs, jit_options={"cache": True})
