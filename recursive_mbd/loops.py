@@ -36,6 +36,10 @@ FILTER_RCOND = 1e-8
 # parallelograms); the velocity step keeps FILTER_RCOND, where the tangent, eps / sigma_min(J)^2, is reliable
 POSITION_RCOND = 1e-12
 
+# the change-point treatment of the time loops (``_kernels.loops.branch_normals``) is off in the public
+# single-state functions: they have no motion to tell the branch from
+_NO_BRANCH = (0.0, 0.0, 0.0)
+
 LoopSolution = namedtuple("LoopSolution", "qdd multipliers forces rank")
 LoopSolution.__doc__ = """Constrained forward dynamics of a model with loops.
 
@@ -138,7 +142,7 @@ def loop_dynamics(model, q, qd, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method=
         status = kernels.constrained_dynamics(
             model.body_int, model.body_real, model.gravity, model.loop_int, model.loop_real, q, qd, tau, wrench,
             ws.no_driven, ws.ws, ws.com, lw.acc, qdd, ws.no_drive, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
-            lw.resp, lw.no_resp_drive, ws.zeros, lw.stab, FILTER_RCOND, lw.lam, lw.info)
+            lw.resp, lw.no_resp_drive, ws.zeros, lw.stab, FILTER_RCOND, lw.lam, lw.info, _NO_BRANCH)
         if status:
             _raise(model, status)
         lam, rank = lw.lam.copy(), int(lw.info[0])
@@ -197,7 +201,7 @@ def project(model, q, qd, *, free=None, tol=1e-12, max_iter=20):
     status, worst = kernels.project(model.body_int, model.body_real, model.loop_int, model.loop_real, q, qd,
                                     driven, ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
                                     lw.resp, resp_drive, ws.zeros, np.zeros(2), tol, int(max_iter),
-                                    POSITION_RCOND, FILTER_RCOND, np.sqrt(tol))
+                                    POSITION_RCOND, FILTER_RCOND, np.sqrt(tol), _NO_BRANCH)
     kind, index = L.decode_status(status)
     if kind == L.STATUS_LOOPS_OPEN:
         raise ModelError(f"the loops cannot be closed near this state: loop {model.loop_names[index]!r} stays open, "

@@ -51,13 +51,19 @@ def test_parallelogram_through_change_points_recursive(method, tol):
     check_parallelogram_run(res, 1)
 
 
-@pytest.mark.parametrize(("method", "tol"), [("dopri5", 1e-8), ("dop853", 1e-10), ("dop853", 1e-12)])
+@pytest.mark.parametrize(("method", "tol"), [("dopri5", 1e-10), ("dop853", 1e-10), ("dop853", 1e-12)])
 def test_five_parallelograms_through_change_points(method, tol):
-    """Energy holds to 1e-6; the crank rates split by up to 6e-5 rad/s at samples within ~1e-4 rad of a change
-    point (round-off in the branch tangent there), so this row is held to 1e-4 rad/s, not 1e-6."""
+    """The row of five over 20 s: energy within 1e-6 and crank rates within 1e-6 rad/s (issue 12). Near a change
+    point the cranks need loop forces ~ 1 / distance (their moments stay finite); the filtered multiplier solve
+    dropped them and the cranks split by up to 6e-5 rad/s there. The branch's normal space from displaced points
+    (``_kernels.loops.branch_normals``) keeps them. benchmarks/parallelogram_row.py runs the full grid."""
     model, q0, qd0 = parallelograms(5)
     res = rm.simulate(model, q0, qd0, 20.0, method=method, rtol=tol, atol=tol)
-    check_parallelogram_run(res, 5, rate_tol=1e-4)
+    check_parallelogram_run(res, 5)
+    rates = res.qd[:, :6]
+    near = np.abs(np.sin(res.q[:, 0])) < 2e-2  # samples near a change point, where the split was
+    assert near.sum() >= 5
+    assert np.abs(rates[near] - rates[near, :1]).max() < 1e-6
 
 
 @pytest.mark.parametrize(("method", "tol", "t_end"), [("dop853", 1e-8, 20.0), ("dopri5", 1e-10, 2.5),
