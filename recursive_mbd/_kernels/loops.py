@@ -324,6 +324,53 @@ def _strong_rank(body_int, body_real, q, jac, ws, resp, no_resp_drive, no_driven
 
 
 @njit
+def branch_basis(rows, rank, qd, speed, step, normals, curvature):
+    """The branch's normal space at a point from orthonormal bases rows[c, :rank] (npts, >= rank, ncols) of the
+    normal spaces at the points displaced by BRANCH_OFFSETS[c] * step along qd / speed (``branch_normals``; any
+    coordinates): normals[:rank] an orthonormal basis of the eigenvectors of the extrapolated projector sum_c
+    BRANCH_WEIGHTS[c] Q_c^T Q_c, curvature[:rank] = -N (dP/dt) qd with dP/dt = speed sum_c BRANCH_SLOPES[c]
+    Q_c^T Q_c / step. Works in the span of the rows (an SVD of the stacked (npts rank, ncols) matrix)."""
+    npts = BRANCH_OFFSETS.shape[0]
+    nq = qd.shape[0]
+    # the weighted sum of the projectors Q_c^T Q_c: in the span of all rows, B = [Q_c] = U S V^T
+    stacked = np.empty((npts * rank, nq))
+    for j in range(npts):
+        stacked[j * rank:(j + 1) * rank] = rows[j, :rank]
+    left, values, vt = np.linalg.svd(stacked, full_matrices=False)
+    width = values.shape[0]
+    reduced = np.zeros((width, width))
+    for a in range(width):
+        for b in range(width):
+            v = 0.0
+            for i in range(npts * rank):
+                v += BRANCH_WEIGHTS[i // rank] * left[i, a] * left[i, b]
+            reduced[a, b] = values[a] * values[b] * v
+    _, vectors = np.linalg.eigh(reduced)
+    for t in range(rank):
+        e = width - 1 - t
+        for k in range(nq):
+            v = 0.0
+            for a in range(width):
+                v += vectors[a, e] * vt[a, k]
+            normals[t, k] = v
+    # (dP/dsigma) qd = sum_c s_c Q_c^T (Q_c qd) / step
+    slope = np.zeros(nq)
+    for j in range(npts):
+        for t in range(rank):
+            c = 0.0
+            for k in range(nq):
+                c += rows[j, t, k] * qd[k]
+            c *= BRANCH_SLOPES[j] / step
+            for k in range(nq):
+                slope[k] += c * rows[j, t, k]
+    for t in range(rank):
+        c = 0.0
+        for k in range(nq):
+            c += normals[t, k] * slope[k]
+        curvature[t] = -c * speed
+
+
+@njit
 def branch_normals(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac, gamma, weights,
                    resp, zeros, no_gravity, tol, rcond_position, zone, normals, curvature):
     """The normal space of the branch that the motion follows through a change point: (status, r), r its
@@ -395,42 +442,7 @@ def branch_normals(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc
             break
     if rank <= 0:
         return STATUS_OK, 0
-    # the weighted sum of the projectors Q_c^T Q_c: in the span of all rows, B = [Q_c] = U S V^T
-    stacked = np.empty((npts * rank, nq))
-    for j in range(npts):
-        stacked[j * rank:(j + 1) * rank] = rows[j, :rank]
-    left, values, vt = np.linalg.svd(stacked, full_matrices=False)
-    width = values.shape[0]
-    reduced = np.zeros((width, width))
-    for a in range(width):
-        for b in range(width):
-            v = 0.0
-            for i in range(npts * rank):
-                v += BRANCH_WEIGHTS[i // rank] * left[i, a] * left[i, b]
-            reduced[a, b] = values[a] * values[b] * v
-    _, vectors = np.linalg.eigh(reduced)
-    for t in range(rank):
-        e = width - 1 - t
-        for k in range(nq):
-            v = 0.0
-            for a in range(width):
-                v += vectors[a, e] * vt[a, k]
-            normals[t, k] = v
-    # (dP/dsigma) qd = sum_c s_c Q_c^T (Q_c qd) / step
-    slope = np.zeros(nq)
-    for j in range(npts):
-        for t in range(rank):
-            c = 0.0
-            for k in range(nq):
-                c += rows[j, t, k] * qd[k]
-            c *= BRANCH_SLOPES[j] / step
-            for k in range(nq):
-                slope[k] += c * rows[j, t, k]
-    for t in range(rank):
-        c = 0.0
-        for k in range(nq):
-            c += normals[t, k] * slope[k]
-        curvature[t] = -c * speed
+    branch_basis(rows, rank, qd, speed, step, normals, curvature)
     return STATUS_OK, rank
 
 
