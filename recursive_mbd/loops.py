@@ -29,7 +29,10 @@ RCOND = 1e-10
 # Chosen on the parallelogram through its change points (tests/test_singular.py): 1e-10 .. 1e-14 let round-off
 # in the position (an error eps / sigma_min(J)^2 in the branch tangent) and in the multipliers reach the
 # velocities near the change point (crank rates split by 1e-6 .. 1e-2 rad/s), 1e-8 keeps them below 4e-7;
-# directions with s >> mu are solved to a relative (mu / s)^2.
+# directions with s >> mu are solved to a relative (mu / s)^2. The time loops do not rely on it near change points:
+# there (s <= 1e-6 max s, ``_kernels.loops.BRANCH_ZONE``) they solve on the branch's normal space instead, which
+# keeps the weak rows' forces that a row of parallelograms needs (the filter dropped them: crank rates split by
+# 6e-5 rad/s).
 FILTER_RCOND = 1e-8
 # the same for the position steps of the projection: phi is known to round-off, so the branch is closed down to
 # 1e-6 of the largest singular value of J (1e-8 left position errors of 2e-9 near the change points of a row of

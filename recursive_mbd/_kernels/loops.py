@@ -14,6 +14,10 @@ Each equation is written as weights on the motion of the two bodies: row r reads
     phi'_r = w_a . (v(P_a), omega_a) + w_b . (v(P_b), omega_b),
 so J follows from the point Jacobians along the two paths to the root, and the loop force on body a is
 -sum_r lambda_r w_a (force at P_a, moment), on body b -sum_r lambda_r w_b (force at P_b, moment).
+
+Near a change point (J losing rank) the time loops replace J by the normal space of the branch the motion
+follows, taken from points displaced along it (``branch_normals``): the regularised solve alone drops the weak
+rows there, and a row of parallelograms needs loop forces ~ 1 / distance in them (their moments stay finite).
 """
 
 import math
