@@ -483,7 +483,9 @@ def _branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, t
     rhs = np.empty(rank)
     mu = np.empty(rank)
     alpha = stab[0]
-    for t in range(rank):  # Baumgarte's velocity term on the branch rows; their positions are closed
+    # Baumgarte's velocity term on the branch rows; no position term: the loops' residual phi is no residual of
+    # the branch near its change point (the projection, or the closed displaced points, keep positions on it)
+    for t in range(rank):
         a = 0.0
         v = 0.0
         for k in range(nq):
