@@ -29,12 +29,19 @@ RCOND = 1e-10
 # Chosen on the parallelogram through its change points (tests/test_singular.py): 1e-10 .. 1e-14 let round-off
 # in the position (an error eps / sigma_min(J)^2 in the branch tangent) and in the multipliers reach the
 # velocities near the change point (crank rates split by 1e-6 .. 1e-2 rad/s), 1e-8 keeps them below 4e-7;
-# directions with s >> mu are solved to a relative (mu / s)^2.
+# directions with s >> mu are solved to a relative (mu / s)^2. The time loops do not rely on it near change points:
+# there (s <= 1e-6 max s, ``_kernels.loops.BRANCH_ZONE``) they solve on the branch's normal space instead, which
+# keeps the weak rows' forces that a row of parallelograms needs (the filter dropped them: crank rates split by
+# 6e-5 rad/s).
 FILTER_RCOND = 1e-8
 # the same for the position steps of the projection: phi is known to round-off, so the branch is closed down to
 # 1e-6 of the largest singular value of J (1e-8 left position errors of 2e-9 near the change points of a row of
 # parallelograms); the velocity step keeps FILTER_RCOND, where the tangent, eps / sigma_min(J)^2, is reliable
 POSITION_RCOND = 1e-12
+
+# the change-point treatment of the time loops (``_kernels.loops.branch_normals``) is off in the public
+# single-state functions: they have no motion to tell the branch from
+_NO_BRANCH = (0.0, 0.0, 0.0)
 
 LoopSolution = namedtuple("LoopSolution", "qdd multipliers forces rank")
 LoopSolution.__doc__ = """Constrained forward dynamics of a model with loops.
@@ -138,7 +145,7 @@ def loop_dynamics(model, q, qd, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method=
         status = kernels.constrained_dynamics(
             model.body_int, model.body_real, model.gravity, model.loop_int, model.loop_real, q, qd, tau, wrench,
             ws.no_driven, ws.ws, ws.com, lw.acc, qdd, ws.no_drive, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
-            lw.resp, lw.no_resp_drive, ws.zeros, lw.stab, FILTER_RCOND, lw.lam, lw.info)
+            lw.resp, lw.no_resp_drive, ws.zeros, lw.stab, FILTER_RCOND, lw.lam, lw.info, _NO_BRANCH)
         if status:
             _raise(model, status)
         lam, rank = lw.lam.copy(), int(lw.info[0])
@@ -197,7 +204,7 @@ def project(model, q, qd, *, free=None, tol=1e-12, max_iter=20):
     status, worst = kernels.project(model.body_int, model.body_real, model.loop_int, model.loop_real, q, qd,
                                     driven, ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
                                     lw.resp, resp_drive, ws.zeros, np.zeros(2), tol, int(max_iter),
-                                    POSITION_RCOND, FILTER_RCOND, np.sqrt(tol))
+                                    POSITION_RCOND, FILTER_RCOND, np.sqrt(tol), _NO_BRANCH)
     kind, index = L.decode_status(status)
     if kind == L.STATUS_LOOPS_OPEN:
         raise ModelError(f"the loops cannot be closed near this state: loop {model.loop_names[index]!r} stays open, "

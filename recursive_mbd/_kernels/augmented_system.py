@@ -15,6 +15,7 @@ import math
 from collections import namedtuple
 
 import numba
+import numpy as np
 from numba.core import types
 from numba.extending import overload
 
@@ -31,9 +32,19 @@ from .augmented import (
     tree_solve,
 )
 from .elements import element_forces
-from .layout import ANGLE, AXX, COX, JTYPE, PARENT, PPX, STATUS_OK
+from .layout import ANGLE, AXX, COX, JTYPE, PARENT, PPX, STATUS_NONFINITE_STATE, STATUS_OK
+from .loops import BRANCH_OFFSETS, BRANCH_STEP, REDUNDANT, branch_basis, filtered_solve
 
 njit = numba.njit(cache=True, error_model="numpy")
+
+# Projected runs follow the branch through change points (``loops.branch_normals``, here in absolute
+# coordinates): eigenvalues of the loop rows' Schur complement E H^-1 E^T in (REDUNDANT, BRANCH_ZONE] of the
+# largest mark the zone. The hard rank cut-off of the auxiliary solve (RCOND = 1e-10 of the scale) lies inside it,
+# and below 1e-6 the displaced points need not go as far as in the recursive layer (whose filter reaches 1e-6).
+BRANCH_ZONE = 1e-8
+# relative cut-off of the solves on the branch rows' Schur complement N H^-1 N^T: the joints' directions in N
+# give round-off eigenvalues there (the tree solve holds them), the loops' are well conditioned
+BRANCH_SOLVE_RCOND = 1e-10
 
 AugmentedSystem = namedtuple("AugmentedSystem", [
     "body_int", "body_real", "gravity",  # the packed model (model.py)
@@ -196,6 +207,12 @@ def system_rhs(inputs, key, system, t, y, dy):
         add_auxiliary_rows(system.body_int, system.body_real, system.row_start, system.factor, system.aux_body,
                            system.aux_coef, system.aux_rhs, system.settings[3], zdd, lam, system.xb, system.xj,
                            system.schur, system.info)
+        if _follows_branches(system):
+            strong, weak = _schur_counts(system.schur)
+            if weak > 0:
+                status = _branch_dynamics(system, strong)
+                if status != STATUS_OK:
+                    return status
     n = zdd.shape[0]
     for i in range(n):
         for col in range(3):
@@ -284,16 +301,10 @@ def _factor_at(system):
 
 
 @njit
-def project_state(inputs, key, system, t, y):
-    """Project y onto C(z) = 0 (joints, loops, drivers at t) and C_z zd = 0 in place (``recursive_mbd.augmented
-    .project``): Gauss-Newton steps dz = -M^-1 C_z^T (C_z M^-1 C_z^T)^+ C until the step and |C| are below the
-    tolerance or the steps stop contracting (a singular position), then the velocity correction. Returns the
-    status."""
-    status = _load_state(inputs, key, system, t, y)
-    if status != STATUS_OK:
-        return status
+def _close_positions(system):
+    """The Gauss-Newton steps of ``project_state`` on system.z in place, the factor left at the final z; returns
+    the status."""
     z = system.z
-    zd = system.zd
     zdd = system.zdd
     n = z.shape[0]
     tol = system.settings[1]
@@ -317,10 +328,294 @@ def project_state(inputs, key, system, t, y):
                 z[i, col] += zdd[i, col]
         stale = True
     if stale:
-        status = _factor_at(system)
-        if status != STATUS_OK:
-            return status
+        return _factor_at(system)
+    return STATUS_OK
+
+
+@njit
+def _follows_branches(system):
+    """True when the change-point treatment applies: a projected run with loops and no driver."""
+    k = system.aux_body.shape[0]
+    return system.settings[0] != 0.0 and k > 0 and system.drv_coord.shape[0] == 0
+
+
+@njit
+def _schur_counts(schur):
+    """(strong, weak): the eigenvalues of the symmetric Schur complement above BRANCH_ZONE of the largest, and
+    those in (REDUNDANT, BRANCH_ZONE] of it (a change point near)."""
+    for r in range(schur.shape[0]):
+        for c in range(schur.shape[1]):
+            if not math.isfinite(schur[r, c]):
+                return 0, 0
+    values = np.linalg.eigvalsh(schur)
+    top = values[-1]
+    strong = 0
+    weak = 0
+    if not top > 0.0:
+        return 0, 0
+    for v in values:
+        if v > BRANCH_ZONE * top:
+            strong += 1
+        elif v > REDUNDANT * top:
+            weak += 1
+    return strong, weak
+
+
+@njit
+def _dense_jacobian(system, out):
+    """out (tree rows + k, 3 nbodies) = C_z, the joints' rows and the auxiliary rows, at the factored z."""
+    body_int = system.body_int
+    factor = system.factor
+    row_start = system.row_start
+    n = system.z.shape[0]
+    mt = row_start[n]
+    out[:, :] = 0.0
+    for i in range(n):
+        p = body_int[i, PARENT]
+        for r in range(row_start[i + 1] - row_start[i]):
+            for col in range(3):
+                out[row_start[i] + r, 3 * i + col] = factor[i, F_JC + 3 * r + col]
+                if p >= 0:
+                    out[row_start[i] + r, 3 * p + col] = factor[i, F_JP + 3 * r + col]
+    for r in range(system.aux_body.shape[0]):
+        for side in range(2):
+            body = system.aux_body[r, side]
+            if body >= 0:
+                for col in range(3):
+                    out[mt + r, 3 * body + col] += system.aux_coef[r, 3 * side + col]
+
+
+@njit
+def _branch_normals(system, strong_here, normals, curvature):
+    """(status, R): the normal space (R rows, orthonormal, 3 nbodies columns) of the branch that (z, zd) follows
+    through a change point, and curvature[:R] = -N (dP/dt) zd, as ``loops.branch_normals`` does in joint
+    coordinates, here from the whole constraint Jacobian C_z (joints and loops) at the points z + c d zd / |zd|
+    closed by ``_close_positions``; R = 0 when no branch can be told. system.z and zd are restored, the factor
+    and the auxiliary rows are left at a displaced point. Allocates (only in the zone)."""
+    z = system.z
+    zd = system.zd
+    n = z.shape[0]
+    mt = system.row_start[n]
+    k = system.aux_body.shape[0]
+    tol = system.settings[1]
+    start = z.copy()
+    rates = zd.copy().reshape(3 * n)
+    speed = 0.0
+    for j in range(3 * n):
+        speed += rates[j] * rates[j]
+    speed = math.sqrt(speed)
+    if not speed > 0.0:
+        return STATUS_OK, 0
+    npts = BRANCH_OFFSETS.shape[0]
+    rows = np.zeros((npts, mt + k, 3 * n))
+    dense = np.empty((mt + k, 3 * n))
+    rank = -1
+    step = BRANCH_STEP
+    status = STATUS_OK
+    for attempt in range(3):
+        step = BRANCH_STEP * 3.0**attempt
+        rank = -1
+        for j in range(npts):
+            for i in range(n):
+                for col in range(3):
+                    z[i, col] = start[i, col] + BRANCH_OFFSETS[j] * step * rates[3 * i + col] / speed
+            status = _close_positions(system)
+            if status != STATUS_OK:
+                rank = -1
+                break
+            gap = 0.0
+            for r in range(mt):
+                gap = max(gap, abs(system.xj[r]))
+            for r in range(k):
+                gap = max(gap, abs(system.aux_res[r]))
+            if not gap <= 1e3 * tol:
+                rank = -1
+                break
+            add_auxiliary_rows(system.body_int, system.body_real, system.row_start, system.factor, system.aux_body,
+                               system.aux_coef, system.aux_rhs, system.settings[3], system.zdd, system.lam,
+                               system.xb, system.xj, system.schur, system.info)
+            strong, weak = _schur_counts(system.schur)
+            if weak > 0 or strong <= strong_here or (j > 0 and mt + strong != rank):
+                rank = -1
+                break
+            rank = mt + strong
+            _dense_jacobian(system, dense)
+            _, _, vt = np.linalg.svd(dense, full_matrices=False)
+            rows[j, :rank] = vt[:rank]
+        if rank > 0 or status != STATUS_OK:
+            break
+    z[:, :] = start
+    if status != STATUS_OK or rank <= 0:
+        return status, 0
+    branch_basis(rows, rank, rates, speed, step, normals, curvature)
+    return STATUS_OK, rank
+
+
+@njit
+def _branch_responses(system, normals, rank, resp, tree_resp):
+    """resp[r] = the tree-constrained response H^-1 N_r^T (z part, (3 nbodies,)) of each branch row and
+    tree_resp[r] its joint multipliers, by tree solves with the factor at z; returns the Schur complement
+    N H^-1 N^T (rank, rank)."""
+    n = system.z.shape[0]
+    mt = system.row_start[n]
+    xb = system.xb
+    xj = system.xj
+    for r in range(rank):
+        for i in range(n):
+            for col in range(3):
+                xb[i, col] = normals[r, 3 * i + col]
+        xj[:] = 0.0
+        tree_solve(system.body_int, system.row_start, system.factor, xb, xj)
+        for i in range(n):
+            for col in range(3):
+                resp[r, 3 * i + col] = xb[i, col]
+        for c in range(mt):
+            tree_resp[r, c] = xj[c]
+    schur = np.empty((rank, rank))
+    for r in range(rank):
+        for c in range(r + 1):
+            v = 0.0
+            for j in range(3 * n):
+                v += 0.5 * (normals[r, j] * resp[c, j] + normals[c, j] * resp[r, j])
+            schur[r, c] = v
+            schur[c, r] = v
+    return schur
+
+
+@njit
+def _branch_velocity(system, strong_here):
+    """The velocity correction of ``project_state`` near a change point, into system.zdd: the mass-orthogonal
+    projection of zd onto the tangent of the branch it follows (``_branch_normals``): first onto the joints'
+    constraints (a tree solve), then along H^-1 N^T onto N zd = 0 (the tree-constrained responses keep the
+    joints). Leaves the ordinary correction where no branch can be told. Returns the status."""
+    z = system.z
+    zd = system.zd
+    zdd = system.zdd
+    n = z.shape[0]
+    mt = system.row_start[n]
+    k = system.aux_body.shape[0]
+    normals = np.zeros((mt + k, 3 * n))
+    curvature = np.zeros(mt + k)
+    status, rank = _branch_normals(system, strong_here, normals, curvature)
+    if status != STATUS_OK:
+        return status
+    status = _factor_at(system)
+    if status != STATUS_OK:
+        return status
+    if rank == 0:
+        _correction(system, True)
+        return STATUS_OK
+    body_int = system.body_int
+    factor = system.factor
+    lam = system.lam
+    for i in range(n):  # the joints' rows: lam = -C_z zd, then the tree solve's correction
+        p = body_int[i, PARENT]
+        for r in range(system.row_start[i + 1] - system.row_start[i]):
+            v = (factor[i, F_JC + 3 * r] * zd[i, 0] + factor[i, F_JC + 3 * r + 1] * zd[i, 1]
+                 + factor[i, F_JC + 3 * r + 2] * zd[i, 2])
+            if p >= 0:
+                v += (factor[i, F_JP + 3 * r] * zd[p, 0] + factor[i, F_JP + 3 * r + 1] * zd[p, 1]
+                      + factor[i, F_JP + 3 * r + 2] * zd[p, 2])
+            lam[system.row_start[i] + r] = -v
+    zdd[:, :] = 0.0
+    tree_solve(body_int, system.row_start, factor, zdd, lam[:mt])
+    resp = np.empty((rank, 3 * n))
+    tree_resp = np.empty((rank, mt))
+    schur = _branch_responses(system, normals, rank, resp, tree_resp)
+    rate = np.empty(rank)
+    for r in range(rank):
+        v = 0.0
+        for i in range(n):
+            for col in range(3):
+                v += normals[r, 3 * i + col] * (zd[i, col] + zdd[i, col])
+        rate[r] = v
+    coef = np.empty(rank)
+    if filtered_solve(schur, rate, BRANCH_SOLVE_RCOND, coef) < 0:
+        return STATUS_NONFINITE_STATE
+    for r in range(rank):
+        for i in range(n):
+            for col in range(3):
+                zdd[i, col] -= coef[r] * resp[r, 3 * i + col]
+    return STATUS_OK
+
+
+@njit
+def _branch_dynamics(system, strong_here):
+    """zdd (and the joints' multipliers) on the branch through a change point, as ``loops.constrained_dynamics``
+    does: the tree solution zdd0 at z (system.tau, system.wrench), then the correction -H^-1 N^T mu with
+    (N H^-1 N^T) mu = N zdd0 - c (``_branch_normals``; the tree-constrained responses keep the joints' rows).
+    Where no branch can be told the filtered solution stays. Returns the status."""
+    z = system.z
+    n = z.shape[0]
+    mt = system.row_start[n]
+    k = system.aux_body.shape[0]
+    saved_zdd = system.zdd.copy()
+    saved_lam = system.lam.copy()
+    saved_power = system.power[0]
+    normals = np.zeros((mt + k, 3 * n))
+    curvature = np.zeros(mt + k)
+    status, rank = _branch_normals(system, strong_here, normals, curvature)
+    if status != STATUS_OK:
+        return status
+    if rank == 0:
+        system.zdd[:, :] = saved_zdd
+        system.lam[:] = saved_lam
+        system.power[0] = saved_power
+        return STATUS_OK
+    zdd = system.zdd
+    lam = system.lam
+    status = factor_and_solve(system.body_int, system.body_real, system.gravity, system.row_start, z, system.zd,
+                              system.tau, system.wrench, system.stab, system.factor, system.scratch, zdd, lam,
+                              system.power)
+    if status != STATUS_OK:
+        return status
+    for r in range(k):  # the loop rows' multipliers: the filtered ones (not used by the time loop)
+        lam[mt + r] = saved_lam[mt + r]
+    resp = np.empty((rank, 3 * n))
+    tree_resp = np.empty((rank, mt))
+    schur = _branch_responses(system, normals, rank, resp, tree_resp)
+    rhs = np.empty(rank)
+    for r in range(rank):
+        v = 0.0
+        for i in range(n):
+            for col in range(3):
+                v += normals[r, 3 * i + col] * zdd[i, col]
+        rhs[r] = v - curvature[r]
+    mu = np.empty(rank)
+    if filtered_solve(schur, rhs, BRANCH_SOLVE_RCOND, mu) < 0:
+        return STATUS_NONFINITE_STATE
+    for r in range(rank):
+        for i in range(n):
+            for col in range(3):
+                zdd[i, col] -= mu[r] * resp[r, 3 * i + col]
+        for c in range(mt):
+            lam[c] -= mu[r] * tree_resp[r, c]
+    return STATUS_OK
+
+
+@njit
+def project_state(inputs, key, system, t, y):
+    """Project y onto C(z) = 0 (joints, loops, drivers at t) and C_z zd = 0 in place (``recursive_mbd.augmented
+    .project``): Gauss-Newton steps dz = -M^-1 C_z^T (C_z M^-1 C_z^T)^+ C until the step and |C| are below the
+    tolerance or the steps stop contracting (a singular position), then the velocity correction. Returns the
+    status."""
+    status = _load_state(inputs, key, system, t, y)
+    if status != STATUS_OK:
+        return status
+    z = system.z
+    zd = system.zd
+    zdd = system.zdd
+    n = z.shape[0]
+    status = _close_positions(system)
+    if status != STATUS_OK:
+        return status
     _correction(system, True)
+    if _follows_branches(system):
+        strong, weak = _schur_counts(system.schur)
+        if weak > 0:
+            status = _branch_velocity(system, strong)
+            if status != STATUS_OK:
+                return status
     for i in range(n):
         for col in range(3):
             zd[i, col] += zdd[i, col]

@@ -14,6 +14,10 @@ Each equation is written as weights on the motion of the two bodies: row r reads
     phi'_r = w_a . (v(P_a), omega_a) + w_b . (v(P_b), omega_b),
 so J follows from the point Jacobians along the two paths to the root, and the loop force on body a is
 -sum_r lambda_r w_a (force at P_a, moment), on body b -sum_r lambda_r w_b (force at P_b, moment).
+
+Near a change point (J losing rank) the time loops replace J by the normal space of the branch the motion
+follows, taken from points displaced along it (``branch_normals``): the regularised solve alone drops the weak
+rows there, and a row of parallelograms needs loop forces ~ 1 / distance in them (their moments stay finite).
 """
 
 import math
@@ -51,6 +55,22 @@ from .layout import (
 from .tree import com_kinematics, forward_dynamics, motion_column
 
 njit = numba.njit(cache=True, error_model="numpy")
+
+# Eigenvalues s of J M^-1 J^T below REDUNDANT * max(s) are round-off: redundant loop equations (or a position
+# within ~1e-7 of a change point, where the branch cannot be told from J any more).
+REDUNDANT = 1e-14
+# Eigenvalues in (REDUNDANT, BRANCH_ZONE] * max(s) are weak: a loop Jacobian near a change point (sigma_min(J) /
+# sigma_max(J) below ~1e-3), where the time loops take the branch's normal space from displaced points
+# (``branch_normals``). It lies outside the multiplier filter (FILTER_RCOND = 1e-8 of recursive_mbd.loops), so
+# the filter acts only inside the zone, where the branch rows replace it.
+BRANCH_ZONE = 1e-6
+# the first displacement d [q units] of ``branch_normals``, tripled (up to twice) until the displaced points
+# are outside the zone; the points sit at q + c d v, c in BRANCH_OFFSETS, with weights of the projector
+# (extrapolated to q: error O(d^4)) and of its derivative along the branch (times 1 / d: error O(d^4))
+BRANCH_STEP = 1e-2
+BRANCH_OFFSETS = np.array([1.0, -1.0, 2.0, -2.0])
+BRANCH_WEIGHTS = np.array([2.0 / 3.0, 2.0 / 3.0, -1.0 / 6.0, -1.0 / 6.0])
+BRANCH_SLOPES = np.array([8.0 / 12.0, -8.0 / 12.0, -1.0 / 12.0, 1.0 / 12.0])
 
 
 @njit
@@ -227,6 +247,13 @@ def gram_matrix(jac, resp, gram):
 
 @njit
 def filtered_solve(gram, rhs, rcond, out):
+    """out = f(G) rhs (``filtered_solve_weak``, which documents it); returns the numerical rank of G, or -1."""
+    rank, _ = filtered_solve_weak(gram, rhs, rcond, out, 0.0)
+    return rank
+
+
+@njit
+def filtered_solve_weak(gram, rhs, rcond, out, zone):
     """out = f(G) rhs for the symmetric positive semi-definite G = J M^-1 J^T: a regularised minimum-norm solve.
 
     With G = U diag(s) U^T, f(s) = s / (s^2 + mu^2) and mu = rcond * max(s): directions with s >> mu are solved
@@ -234,7 +261,9 @@ def filtered_solve(gram, rhs, rcond, out):
     bounded by |rhs| / (2 mu). f(G) is a smooth (analytic) function of G, so the solution is a smooth function of
     the state: no rank decision that a Runge-Kutta step could see flip between its stages (a hard singular-value
     cut-off does, and then the step's error estimate is meaningless near a singular position). Returns the
-    number of s > mu, the numerical rank of G, or -1 (out left NaN) when G or rhs is not finite (an overflow).
+    number of s > mu, the numerical rank of G, or -1 (out left NaN) when G or rhs is not finite (an overflow),
+    and the number of weak eigenvalues, REDUNDANT * max(s) < s <= zone * max(s) (``branch_normals``: a loop
+    Jacobian near a change point; none for zone = 0).
     """
     m = rhs.shape[0]
     finite = True
@@ -245,21 +274,24 @@ def filtered_solve(gram, rhs, rcond, out):
             finite = finite and math.isfinite(gram[r, k])
     if not finite:
         out[:] = np.nan
-        return -1
+        return -1, 0
     if m == 0:
-        return 0
+        return 0, 0
     values, vectors = np.linalg.eigh(gram)
     top = 0.0
     for r in range(m):
         top = max(top, values[r])
     if not top > 0.0:  # no constraint acts at all (J = 0)
-        return 0
+        return 0, 0
     mu = rcond * top
     rank = 0
+    weak = 0
     for r in range(m):
         s = values[r]
         if s > mu:
             rank += 1
+        if REDUNDANT * top < s <= zone * top:
+            weak += 1
         if not s > 0.0:  # round-off below zero: a null direction
             continue
         proj = 0.0
@@ -268,19 +300,239 @@ def filtered_solve(gram, rhs, rcond, out):
         proj *= s / (s * s + mu * mu)
         for k in range(m):
             out[k] += proj * vectors[k, r]
-    return rank
+    return rank, weak
+
+
+@njit
+def _strong_rank(body_int, body_real, q, jac, ws, resp, no_resp_drive, no_driven, zeros, no_gravity, gram, zone):
+    """(number of eigenvalues s > zone * max(s) of J M^-1 J^T at q, number in (REDUNDANT, zone] * max(s)) for
+    the jac of q, or (-1, 0) on a failed pass."""
+    if constraint_responses(body_int, body_real, q, jac, no_driven, ws, resp, no_resp_drive, zeros,
+                            no_gravity) != STATUS_OK:
+        return -1, 0
+    gram_matrix(jac, resp, gram)
+    for r in range(gram.shape[0]):
+        for k in range(gram.shape[0]):
+            if not math.isfinite(gram[r, k]):
+                return -1, 0
+    values = np.linalg.eigvalsh(gram)
+    top = values[-1]
+    strong = 0
+    weak = 0
+    for r in range(values.shape[0]):
+        if values[r] > zone * top:
+            strong += 1
+        elif values[r] > REDUNDANT * top:
+            weak += 1
+    return strong, weak
+
+
+@njit
+def branch_basis(rows, rank, qd, speed, step, normals, curvature):
+    """The branch's normal space at a point from orthonormal bases rows[c, :rank] (npts, >= rank, ncols) of the
+    normal spaces at the points displaced by BRANCH_OFFSETS[c] * step along qd / speed (``branch_normals``; any
+    coordinates): normals[:rank] an orthonormal basis of the eigenvectors of the extrapolated projector sum_c
+    BRANCH_WEIGHTS[c] Q_c^T Q_c, curvature[:rank] = -N (dP/dt) qd with dP/dt = speed sum_c BRANCH_SLOPES[c]
+    Q_c^T Q_c / step. Works in the span of the rows (an SVD of the stacked (npts rank, ncols) matrix)."""
+    npts = BRANCH_OFFSETS.shape[0]
+    nq = qd.shape[0]
+    # the weighted sum of the projectors Q_c^T Q_c: in the span of all rows, B = [Q_c] = U S V^T
+    stacked = np.empty((npts * rank, nq))
+    for j in range(npts):
+        stacked[j * rank:(j + 1) * rank] = rows[j, :rank]
+    left, values, vt = np.linalg.svd(stacked, full_matrices=False)
+    width = values.shape[0]
+    reduced = np.zeros((width, width))
+    for a in range(width):
+        for b in range(width):
+            v = 0.0
+            for i in range(npts * rank):
+                v += BRANCH_WEIGHTS[i // rank] * left[i, a] * left[i, b]
+            reduced[a, b] = values[a] * values[b] * v
+    _, vectors = np.linalg.eigh(reduced)
+    for t in range(rank):
+        e = width - 1 - t
+        for k in range(nq):
+            v = 0.0
+            for a in range(width):
+                v += vectors[a, e] * vt[a, k]
+            normals[t, k] = v
+    # (dP/dsigma) qd = sum_c s_c Q_c^T (Q_c qd) / step
+    slope = np.zeros(nq)
+    for j in range(npts):
+        for t in range(rank):
+            c = 0.0
+            for k in range(nq):
+                c += rows[j, t, k] * qd[k]
+            c *= BRANCH_SLOPES[j] / step
+            for k in range(nq):
+                slope[k] += c * rows[j, t, k]
+    for t in range(rank):
+        c = 0.0
+        for k in range(nq):
+            c += normals[t, k] * slope[k]
+        curvature[t] = -c * speed
+
+
+@njit
+def branch_normals(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac, gamma, weights,
+                   resp, zeros, no_gravity, tol, rcond_position, zone, normals, curvature):
+    """The normal space of the branch that the motion follows through a change point: (status, r), r its
+    dimension (0: not near a change point, or it cannot be told), its orthonormal basis in normals[:r] (r, nq)
+    and curvature[:r] = -N (dP/dt) qd, so that N qdd = curvature[:r] is the branch's acceleration constraint.
+
+    Near a change point J(q) loses rank (its smallest singular values go to zero like the distance to it) and
+    neither J nor J M^-1 J^T at q can say which of the branches crossing there the motion is on; a J-at-q
+    tangent has a round-off error eps / sigma_min(J), and the regularised multiplier solve drops the weak rows
+    altogether (then the motion coasts across the zone, its weak constraint forces missing: a row of
+    parallelograms needs forces ~ 1 / distance there, whose moments stay finite). The branch itself is smooth:
+    its normal space N (the row space of J at regular points, projector P = N^T N) is a smooth function of the
+    position along it. So P at q comes from points q + c d v (v = qd / |qd|, c = +-1, +-2) each closed onto
+    the loops by Gauss-Newton (``close_loops``) and outside the zone (their J has the full, higher, rank r):
+    P(q) = sum w_c P(c) with the weights of BRANCH_WEIGHTS (exact to O(d^4)), N its r dominant eigenvectors,
+    and dP/dsigma = sum s_c P(c) / d (BRANCH_SLOPES, O(d^4)); along the branch P qd = 0, so
+    N qdd = -N (dP/dsigma) qd |qd|. Allocates (it runs only in the zone). ws, com, jac ... are left at a
+    displaced point.
+    """
+    m = phi.shape[0]
+    nq = q.shape[0]
+    speed = 0.0
+    for k in range(nq):
+        speed += qd[k] * qd[k]
+    speed = math.sqrt(speed)
+    if not speed > 0.0 or m == 0:
+        return STATUS_OK, 0
+    no_driven = np.zeros(0, dtype=np.uint8)
+    no_resp_drive = np.zeros((m, 0))
+    gram = np.empty((m, m))
+    status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac, gamma,
+                              weights)
+    if status != STATUS_OK:
+        return status, 0
+    rank_q, _ = _strong_rank(body_int, body_real, q, jac, ws, resp, no_resp_drive, no_driven, zeros, no_gravity,
+                             gram, zone)
+    if rank_q < 0:
+        return STATUS_OK, 0
+    npts = BRANCH_OFFSETS.shape[0]
+    rows = np.zeros((npts, m, nq))
+    shifted = np.empty(nq)
+    rank = -1
+    for attempt in range(3):
+        step = BRANCH_STEP * 3.0**attempt
+        rank = -1
+        for j in range(npts):
+            for k in range(nq):
+                shifted[k] = q[k] + BRANCH_OFFSETS[j] * step * qd[k] / speed
+            status, gap = close_loops(body_int, body_real, loop_int, loop_real, shifted, qd, no_driven, ws, com, acc,
+                                      phi, phid, jac, gamma, weights, resp, no_resp_drive, zeros, no_gravity, tol,
+                                      20, rcond_position)
+            if status != STATUS_OK or not gap <= 1e3 * tol:
+                rank = -1
+                break
+            status = loop_constraints(body_int, body_real, loop_int, loop_real, shifted, qd, ws, com, acc, phi,
+                                      phid, jac, gamma, weights)
+            if status != STATUS_OK:
+                rank = -1
+                break
+            strong, weak = _strong_rank(body_int, body_real, shifted, jac, ws, resp, no_resp_drive, no_driven,
+                                        zeros, no_gravity, gram, zone)
+            if weak > 0 or strong <= rank_q or (j > 0 and strong != rank):
+                rank = -1
+                break
+            rank = strong
+            _, _, vt = np.linalg.svd(jac, full_matrices=False)  # J's row space: its first r right vectors
+            rows[j, :rank] = vt[:rank]
+        if rank > 0:
+            break
+    if rank <= 0:
+        return STATUS_OK, 0
+    branch_basis(rows, rank, qd, speed, step, normals, curvature)
+    return STATUS_OK, rank
+
+
+@njit
+def _branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, tau, wrench, ws, com, acc, qdd, phi,
+                     phid, jac, gamma, weights, resp, zeros, stab, rcond, lam, branch):
+    """qdd (and lam) on the branch through a change point (``constrained_dynamics``, ``branch_normals``); returns
+    (status, done): done False when no branch could be told (the caller goes on with the filtered solve)."""
+    m = phi.shape[0]
+    nq = q.shape[0]
+    normals = np.zeros((m, nq))
+    curvature = np.zeros(m)
+    status, rank = branch_normals(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
+                                  gamma, weights, resp, zeros, stab[2:4], branch[1], branch[2], branch[0], normals,
+                                  curvature)
+    # restore the state at q (the branch search left ws, jac, ... at a displaced point)
+    restored = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
+                                gamma, weights)
+    if status == STATUS_OK:
+        status = restored
+    if status != STATUS_OK or rank == 0:
+        return status, False
+    no_drive = np.zeros(0)
+    no_driven = np.zeros(0, dtype=np.uint8)
+    status = forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, no_driven, ws, qdd, no_drive)
+    if status != STATUS_OK:
+        return status, True
+    rows = normals[:rank]
+    status = constraint_responses(body_int, body_real, q, rows, no_driven, ws, resp[:rank], np.zeros((rank, 0)),
+                                  zeros, stab[2:4])
+    if status != STATUS_OK:
+        return status, True
+    gram = np.empty((rank, rank))
+    rhs = np.empty(rank)
+    mu = np.empty(rank)
+    alpha = stab[0]
+    # Baumgarte's velocity term on the branch rows; no position term: the loops' residual phi is no residual of
+    # the branch near its change point (the projection, or the closed displaced points, keep positions on it)
+    for t in range(rank):
+        a = 0.0
+        v = 0.0
+        for k in range(nq):
+            a += rows[t, k] * qdd[k]
+            v += rows[t, k] * qd[k]
+        rhs[t] = a - (curvature[t] - 2.0 * alpha * v)
+    gram_matrix(rows, resp[:rank], gram)
+    if filtered_solve(gram, rhs, REDUNDANT, mu) < 0:
+        return STATUS_NONFINITE_STATE, True
+    force = np.zeros(nq)  # the generalised constraint force N^T mu, then the loop multipliers that give it
+    for t in range(rank):
+        for k in range(nq):
+            qdd[k] -= mu[t] * resp[t, k]
+            force[k] += mu[t] * rows[t, k]
+    normal = np.empty((m, m))
+    fit = np.empty(m)
+    for r in range(m):
+        v = 0.0
+        for k in range(nq):
+            v += jac[r, k] * force[k]
+        fit[r] = v
+        for s in range(r + 1):
+            v = 0.0
+            for k in range(nq):
+                v += jac[r, k] * jac[s, k]
+            normal[r, s] = v
+            normal[s, r] = v
+    if filtered_solve(normal, fit, rcond, lam) < 0:
+        return STATUS_NONFINITE_STATE, True
+    return STATUS_OK, True
 
 
 @njit
 def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, tau, wrench, driven, ws, com,
                          acc, qdd, drive, phi, phid, jac, gamma, weights, resp, resp_drive, zeros, stab, rcond,
-                         lam, info):
+                         lam, info, branch):
     """Constrained forward dynamics (module docstring): qdd, drive (with driven joints), multipliers lam (m,).
 
     resp (m, nq) and resp_drive (m, nq or 0) are scratch for the responses; zeros (nq,) a zero vector; stab =
     (alpha, beta, 0-gravity x, 0-gravity y) with entries 2, 3 zero; rcond the relative cut-off of the regularised
     multiplier solve (``filtered_solve``). info[0] returns the numerical rank of J M^-1 J^T (< m: redundant or
-    singular loops). Returns the status.
+    singular loops). branch = (zone, tol, rcond_position), a tuple; zone 0: off. With it, and no driven joint, a
+    state near a change point (eigenvalues of J M^-1 J^T in (REDUNDANT, zone] of the largest) is solved on the
+    branch the motion follows: M qdd + h = tau - N^T mu, N qdd = c with the branch's normal space N and c from
+    ``branch_normals`` (whose position closures use tol, rcond_position), a well-conditioned solve; lam then
+    holds the loop multipliers that best produce the same generalised force, J^T lam ~ N^T mu (filtered: they
+    grow like 1 / distance to the change point). Returns the status.
     """
     status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
                               gamma, weights)
@@ -305,9 +557,16 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, q
             acc_r += jac[r, k] * qdd[k]
         rhs[r] = acc_r - (gamma[r] - 2.0 * alpha * phid[r] - beta * beta * phi[r])
     gram_matrix(jac, resp, gram)
-    info[0] = filtered_solve(gram, rhs, rcond, lam)
+    zone = 0.0 if has_drivers else branch[0]
+    info[0], weak = filtered_solve_weak(gram, rhs, rcond, lam, zone)
     if info[0] < 0:
         return STATUS_NONFINITE_STATE
+    if weak > 0:
+        status, done = _branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, tau, wrench, ws,
+                                        com, acc, qdd, phi, phid, jac, gamma, weights, resp, zeros, stab, rcond, lam,
+                                        branch)
+        if status != STATUS_OK or done:
+            return status
     for r in range(m):
         for k in range(nq):
             qdd[k] -= lam[r] * resp[r, k]
@@ -318,28 +577,10 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, q
 
 
 @njit
-def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, acc, phi, phid, jac, gamma, weights,
-            resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position, rcond, gap_tol):
-    """Mass-orthogonal projection of q, then qd, onto the loop constraints; driven joints (``driven``) stay put.
-
-    Positions: Gauss-Newton with the steps dq = -Y f(G) phi, Y = M^-1 J^T (``constraint_responses``), G = J Y
-    (``filtered_solve``): the smallest step in the kinetic-energy metric dq^T M dq that closes the linearised
-    loops. It stops when the step has reached max |dq| <= tol and max |phi| <= tol, or stops shrinking (round-off).
-    The step, not |phi|, measures the distance to the constraint manifold: near a singular position (a loop
-    Jacobian losing rank) |phi| <= tol still allows a distance |phi| / sigma_min(J) to the branch, and with it
-    velocities off the branch's tangent by that over the distance to the singular point.
-    Velocities: qd -= Y f(G) (J qd), exact in one step. ``rcond_position`` and ``rcond`` are the cut-offs of
-    ``filtered_solve`` for the position and the velocity steps. Returns (status, max |phi| at the end); the status is
-    STATUS_LOOPS_OPEN (index: the loop with the largest gap) when max |phi| stays above ``gap_tol``.
-
-    Why M-orthogonal (energy): write qd = v + w with J v = 0 and w = Y c in the range of M^-1 J^T. Then
-    v^T M w = (J v)^T c = 0, so the projected velocity v has T(v) = T(qd) - w^T M w / 2: the kinetic energy
-    changes only at second order in the velocity drift J qd (w^T M w = (J qd)^T G^+ (J qd)), and v is the
-    admissible velocity nearest to qd in the kinetic-energy norm. A Euclidean (minimum-norm) correction is not
-    M-orthogonal to the admissible velocities: it changes T at first order in the drift, qd^T M dqd != 0. The
-    position step moves along M^-1 J^T, the directions of the constraint forces, in which the exact motion has no
-    velocity component; its effect on the energy is first order in phi, which is the integrator's local error.
-    """
+def close_loops(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, acc, phi, phid, jac, gamma, weights,
+                resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position):
+    """The Gauss-Newton position steps of ``project`` on q in place; returns (status, max |phi| at the last
+    evaluation). Leaves ws, jac, resp of an iterate, not necessarily of the final q."""
     m = phi.shape[0]
     nq = q.shape[0]
     coef = np.empty(m)
@@ -378,6 +619,44 @@ def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, ac
         for k in range(nq):
             for r in range(m):
                 q[k] -= resp[r, k] * coef[r]
+    return STATUS_OK, worst
+
+
+@njit
+def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, acc, phi, phid, jac, gamma, weights,
+            resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position, rcond, gap_tol, branch):
+    """Mass-orthogonal projection of q, then qd, onto the loop constraints; driven joints (``driven``) stay put.
+
+    Positions: Gauss-Newton with the steps dq = -Y f(G) phi, Y = M^-1 J^T (``constraint_responses``), G = J Y
+    (``filtered_solve``): the smallest step in the kinetic-energy metric dq^T M dq that closes the linearised
+    loops. It stops when the step has reached max |dq| <= tol and max |phi| <= tol, or stops shrinking (round-off).
+    The step, not |phi|, measures the distance to the constraint manifold: near a singular position (a loop
+    Jacobian losing rank) |phi| <= tol still allows a distance |phi| / sigma_min(J) to the branch, and with it
+    velocities off the branch's tangent by that over the distance to the singular point.
+    Velocities: qd -= Y f(G) (J qd), exact in one step. ``rcond_position`` and ``rcond`` are the cut-offs of
+    ``filtered_solve`` for the position and the velocity steps. ``branch`` = (zone, ...), a tuple (zone 0: off); with
+    it, and no held joint, near a change point (``constrained_dynamics``) the velocities are projected onto the
+    tangent of the branch that qd follows, qd -= Y_N (N Y_N)^-1 N qd with its normal space N from
+    ``branch_normals`` (Y_N = M^-1 N^T: still M-orthogonal), instead of the filtered J at q, which no longer
+    enforces the weak rows there. Returns (status, max |phi| at the end); the status is
+    STATUS_LOOPS_OPEN (index: the loop with the largest gap) when max |phi| stays above ``gap_tol``.
+
+    Why M-orthogonal (energy): write qd = v + w with J v = 0 and w = Y c in the range of M^-1 J^T. Then
+    v^T M w = (J v)^T c = 0, so the projected velocity v has T(v) = T(qd) - w^T M w / 2: the kinetic energy
+    changes only at second order in the velocity drift J qd (w^T M w = (J qd)^T G^+ (J qd)), and v is the
+    admissible velocity nearest to qd in the kinetic-energy norm. A Euclidean (minimum-norm) correction is not
+    M-orthogonal to the admissible velocities: it changes T at first order in the drift, qd^T M dqd != 0. The
+    position step moves along M^-1 J^T, the directions of the constraint forces, in which the exact motion has no
+    velocity component; its effect on the energy is first order in phi, which is the integrator's local error.
+    """
+    m = phi.shape[0]
+    nq = q.shape[0]
+    coef = np.empty(m)
+    gram = np.empty((m, m))
+    status, worst = close_loops(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, acc, phi, phid, jac,
+                                gamma, weights, resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position)
+    if status != STATUS_OK:
+        return status, worst
     status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
                               gamma, weights)
     if status != STATUS_OK:
@@ -397,8 +676,49 @@ def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, ac
     if status != STATUS_OK:
         return status, worst
     gram_matrix(jac, resp, gram)
-    if filtered_solve(gram, phid, rcond, coef) < 0:
+    zone = branch[0] if driven.shape[0] == 0 else 0.0
+    rank, weak = filtered_solve_weak(gram, phid, rcond, coef, zone)
+    if rank < 0:
         return STATUS_NONFINITE_STATE, worst
+    if weak > 0:
+        normals = np.zeros((m, nq))
+        curvature = np.zeros(m)
+        status, rank = branch_normals(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
+                                      gamma, weights, resp, zeros, no_gravity, tol, rcond_position, zone, normals,
+                                      curvature)
+        if status != STATUS_OK:
+            return status, worst
+        status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
+                                  gamma, weights)
+        if status != STATUS_OK:
+            return status, worst
+        if rank > 0:
+            rows = normals[:rank]
+            status = constraint_responses(body_int, body_real, q, rows, driven, ws, resp[:rank], resp_drive[:rank],
+                                          zeros, no_gravity)
+            if status != STATUS_OK:
+                return status, worst
+            gram_rows = np.empty((rank, rank))
+            gram_matrix(rows, resp[:rank], gram_rows)
+            rate = np.empty(rank)
+            for t in range(rank):
+                v = 0.0
+                for k in range(nq):
+                    v += rows[t, k] * qd[k]
+                rate[t] = v
+            if filtered_solve(gram_rows, rate, REDUNDANT, coef[:rank]) < 0:
+                return STATUS_NONFINITE_STATE, worst
+            for k in range(nq):
+                for t in range(rank):
+                    qd[k] -= resp[t, k] * coef[t]
+            return STATUS_OK, worst
+        # no branch could be told: the filtered solve at q, again (the search moved the workspace)
+        status = constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity)
+        if status != STATUS_OK:
+            return status, worst
+        gram_matrix(jac, resp, gram)
+        if filtered_solve(gram, phid, rcond, coef) < 0:
+            return STATUS_NONFINITE_STATE, worst
     for k in range(nq):
         for r in range(m):
             qd[k] -= resp[r, k] * coef[r]

@@ -17,7 +17,7 @@ from numba.extending import overload
 from . import formulation
 from .elements import element_forces
 from .layout import STATUS_OK
-from .loops import constrained_dynamics, project
+from .loops import BRANCH_ZONE, constrained_dynamics, project
 from .tree import forward_dynamics
 
 njit = numba.njit(cache=True, error_model="numpy")
@@ -82,6 +82,13 @@ def _load_state(inputs, key, system, t, y):
 
 
 @njit
+def _branch(settings):
+    """(zone, tol, rcond_position) of the change-point treatment (``loops.branch_normals``): the time loops
+    follow the branch of the motion through change points."""
+    return (BRANCH_ZONE, settings[1], settings[3])
+
+
+@njit
 def project_state(inputs, key, system, t, y):
     """Project the free coordinates and rates in y onto the loop constraints (``loops.project``: mass-orthogonal,
     driven joints held), in place. A gap above 1e3 times the projection tolerance left is STATUS_LOOPS_OPEN: no
@@ -97,7 +104,7 @@ def project_state(inputs, key, system, t, y):
     status, _ = project(system.body_int, system.body_real, loops[0], loops[1], q, qd, system.driven, system.ws,
                         system.com, loops[2], loops[3], loops[4], loops[5], loops[6], loops[7], loops[8], loops[9],
                         loops[10], loops[11][2:4], settings[1], int(settings[2]), settings[3], settings[4],
-                        1e3 * settings[1])
+                        1e3 * settings[1], _branch(settings))
     nf = free.shape[0]
     for j in range(nf):
         y[j] = q[free[j]]
@@ -158,7 +165,7 @@ def system_rhs(inputs, key, system, t, y, dy):
         status = constrained_dynamics(body_int, system.body_real, system.gravity, loops[0], loops[1], q, qd, tau,
                                       system.wrench, system.driven, system.ws, system.com, loops[2], qdd, drive,
                                       loops[3], loops[4], loops[5], loops[6], loops[7], loops[8], loops[9], loops[10],
-                                      loops[11], loops[15][4], loops[12], loops[13])
+                                      loops[11], loops[15][4], loops[12], loops[13], _branch(loops[15]))
     else:
         status = forward_dynamics(body_int, system.body_real, system.gravity, q, qd, tau, system.wrench,
                                   system.driven, system.ws, qdd, drive)
