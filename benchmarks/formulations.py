@@ -41,20 +41,30 @@ recursive (``_kernels.tree.forward_dynamics``, three passes over a column-major 
   in each pass): about 300 B of workspace and state traffic per body, of which a chain keeps the parent's data
   in registers (NEXT_IS_CHILD) and a branched tree goes through the parent's row (ROW_CHILDREN).
 
-augmented tree (``_kernels.augmented.factor_and_solve``: one leaves-first pass, then ``_back_substitute``)
-  joint rows (``_joint_rows``): two scalar sin/cos pairs (theta of the body and of its parent: the parent's is
-  computed again for every child), arms 12, gap 6, gamma 10: about 35 flops;
-  body pivot D_i = M_i + children's sums 3 and its symmetric 3 x 3 inverse 33 (one division); loads 7, the
-  power tau . zd 12, the parent's load 3; joint pivot S = Jc D^-1 Jc^T 45, its right-hand side with Baumgarte's
-  terms 34, its 2 x 2 inverse 5 (three divisions); the parent's pivot gains Jp^T S^-1 Jp 54; forward elimination
-  (``_eliminate_joint``) 47; back substitution 45: about 325 flops, two scalar sin/cos pairs, four divisions.
-  Memory: one 37-float64 (296 B) factor record per body, written in the first pass and read back in the second
-  (about 250 B of it), the parent's record updated (its 6 sums), z, zd and the parent's (96 B), zdd written and
-  updated in both passes (48 B), lam (16 B), the model's rows: about 650 B per body.
+augmented tree (``_kernels.augmented.factor_and_solve``: a clearing pass, one leaves-first pass with the revolute
+step written out, then ``_back_substitute``)
+  clearing pass: the body's sin/cos by libm once (F_COS, F_SIN; LLVM fuses the pair into one sincos call), its 6
+  pivot sums and zdd cleared.
+  leaves-first step: arms 12 (the parent's sin/cos read from its record, not recomputed per child), residual 6,
+  gamma 10; body pivot D_i = M_i + children's sums 3 and its symmetric 3 x 3 inverse by cofactors 32 (one
+  division); loads, tau and its power 12; joint pivot S = Jc D^-1 Jc^T 18 (Jc's 0 and -1 entries skipped), its
+  right-hand side with Baumgarte's terms C' 10 and 12, its 2 x 2 inverse 5 (three divisions); forward elimination
+  21; the parent's pivot gains Jp^T S^-1 Jp 16 and its load S^-1 x_j 12: about 170 flops.
+  back substitution (roots first): Jp x_p - x_j 6, S^-1 6, x_i - Jc^T x_j 6, D^-1 15: about 33 flops.
+  Total about 200 flops, one libm sin/cos pair, four divisions. Memory: one 39-float64 (312 B) factor record per
+  body: the clearing pass writes 8 of its fields (64 B), the leaves-first step reads 8 and writes 22 (Jc, Jp for
+  the other readers of the factor, D^-1, S^-1, w) and updates 6 of the parent's record; the back substitution reads
+  14 (112 B); z, zd and the parent's (96 B, the parent's from cache), zdd written and updated in both passes
+  (48 B), lam (16 B twice), the model's rows (8 of them, 64 B, in each pass): about 550 B per body of data, in
+  five 64-byte lines of the record per pass where N is out of cache.
 
-So the augmented tree does about 2x the flops, 2x the memory traffic and 2 scalar sin/cos pairs where the
-recursive pass has one vectorised pair per body (scalar sin/cos were 16 of the recursive pass's 41 ns per body
-before it vectorised them, issue 17): the ratio augmented-tree : recursive measured below is that work, not Python.
+So the augmented tree does about 1.2x the flops, 3 more divisions, a scalar libm sin/cos pair where the recursive
+pass has a vectorised one (the inlined trig.sincos would change sin/cos at the ulp level, which moves a
+parallelogram's crank-rate split through its change points past issue 12's bound: tests/test_singular.py), and
+about 2x the memory traffic: the ratio augmented-tree : recursive measured below is that work, not Python.
+(An earlier version of the kernel handed arrays to inlined helpers in the per-body loops; numba's reference
+counting of those arrays, an atomic increment and decrement per array per body, cost more than the arithmetic:
+130 against 48 ns per body at N = 1e4, compiled with and without NRT.)
 """
 
 import os
@@ -203,8 +213,8 @@ def crossover(records, fast, slow):
 
 def breakdown(n, rounds=5):
     """Where the augmented tree route's time goes at N bodies, chain and binary tree, next to the recursive route:
-    the joint rows alone (``tree_residuals``), the two-pass solve with a given factor (``tree_solve``), and the
-    whole ``factor_and_solve`` kernel, each called directly (no Python checks), interleaved medians."""
+    the two-pass solve with a given factor (``tree_solve``), the whole ``factor_and_solve`` kernel, each called
+    directly (no Python checks), and both public calls (the recursive one into ``out``), interleaved medians."""
     report = {}
     for label, build in (("chain", rm.chains.serial_chain), ("binary tree", binary_tree)):
         model = build(n)
@@ -212,18 +222,18 @@ def breakdown(n, rounds=5):
         augmented.forward_dynamics(model, z, zd)  # creates the tree workspace and its factor at this z
         tw = model._augmented_workspace
         ws = workspace(model)
-        zdd, lam, res = np.empty((n, 3)), np.empty(tw.tree_rows), np.empty(tw.tree_rows)
+        zdd, lam = np.empty((n, 3)), np.empty(tw.tree_rows)
         xb, xj, qdd = np.ones((n, 3)), np.ones(tw.tree_rows), np.empty(n)
         bi, br = model.body_int, model.body_real
         calls = {
             "recursive kernel": partial(tree.forward_dynamics, bi, br, model.gravity, q, qd, ws.zeros, ws.no_wrench,
                                         ws.no_driven, ws.ws, qdd, ws.no_drive),
-            "aug. joint rows": partial(aug_kernels.tree_residuals, bi, br, tw.row_start, z, zd, tw.factor,
-                                       tw.scratch, res),
             "aug. solve (factor given)": partial(aug_kernels.tree_solve, bi, tw.row_start, tw.factor, xb, xj),
             "aug. factor_and_solve": partial(aug_kernels.factor_and_solve, bi, br, model.gravity, tw.row_start, z,
                                              zd, tw.no_tau, tw.no_wrench, tw.stab, tw.factor, tw.scratch, zdd, lam,
                                              tw.power),
+            "recursive public (out=)": partial(rm.forward_dynamics, model, q, qd, out=qdd),
+            "aug. tree public": partial(augmented.forward_dynamics, model, z, zd),
         }
         times = interleaved(calls, rounds=rounds, min_time=0.05)
         report[label] = times
