@@ -17,7 +17,8 @@ On serial_chain(N) and on a binary tree of N rods, N = 2 ... 1e6, one run: media
   forward_dynamics.py).
 
 Prints the tables, fitted log-log slopes (N >= 1000, and 1e3 .. 1e6 for the O(N) routes), the crossover N of each
-pair, the ratio augmented-tree : recursive at 1e3, 1e5, 1e6, the call overhead at N = 2, and the memory of one
+pair, the ratio augmented-tree : recursive at 1e3, 1e5, 1e6, the call overhead at N = 2 (also as CPU time, which a
+loaded machine does not inflate), and the memory of one
 evaluation at the largest N (the model's packed arrays, state, workspace and outputs each route touches, and the
 allocation peak of its first call by tracemalloc). Writes benchmarks/results/formulations.json and, with --plot
 (matplotlib), a log-log plot with the fitted slopes. ``--drift-only``: the position drift max |C| versus time of
@@ -73,6 +74,7 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", 
     os.environ[_variable] = "1"  # before numpy is imported: BLAS reads these once, at load time
 
 import argparse  # noqa: E402
+import time  # noqa: E402
 import tracemalloc  # noqa: E402
 from functools import partial  # noqa: E402
 
@@ -244,6 +246,33 @@ def breakdown(n, rounds=5):
     return report
 
 
+def call_overhead(rounds=15, calls=20000):
+    """The public call at N = 2 (serial_chain(2)), recursive (into ``out``) against augmented tree: medians over
+    interleaved rounds of ``calls`` calls each, of the wall time and of the thread's CPU time (time.thread_time).
+    On a shared machine the wall time includes the time the process waits for a core; the CPU time is what the
+    call costs."""
+    model = rm.chains.serial_chain(2)
+    q, qd, z, zd = state(model)
+    out = np.empty(model.nq)
+    augmented.forward_dynamics(model, z, zd)  # the tree workspace (and the short path) exist from here
+    funcs = {"recursive": lambda: rm.forward_dynamics(model, q, qd, out=out),
+             "augmented_tree": lambda: augmented.forward_dynamics(model, z, zd)}
+    samples = {name: [] for name in funcs}
+    for _ in range(rounds):
+        for name, func in funcs.items():
+            cpu, wall = time.thread_time(), time.perf_counter()
+            for _ in range(calls):
+                func()
+            samples[name].append(((time.perf_counter() - wall) / calls, (time.thread_time() - cpu) / calls))
+    report = {}
+    for name, values in samples.items():
+        wall, cpu = np.median(np.array(values), axis=0)
+        report[name] = {"wall_s": float(wall), "cpu_s": float(cpu)}
+        print(f"  call at N = 2, {name}: {wall * 1e6:.2f} us wall, {cpu * 1e6:.2f} us CPU (medians of {rounds} "
+              f"interleaved rounds of {calls} calls)")
+    return report
+
+
 def drift_study(t_end=5.0):
     model = rm.chains.serial_chain(10)
     q0 = np.full(10, 0.2)
@@ -330,6 +359,7 @@ def main():
               f"{tree['touched_bytes'] / sizes[-1]:.0f} B/body augmented tree (ratio "
               f"{tree['touched_bytes'] / rec['touched_bytes']:.2f}); first-call allocation peak "
               f"{rec['first_call_peak_bytes'] / 2**20:.1f} MiB vs {tree['first_call_peak_bytes'] / 2**20:.1f} MiB")
+    summary["call_overhead_n2"] = call_overhead()
     print(f"wrote {write_json('formulations', {'timings': results, 'summary': summary, 'blas_threads': 1})}")
     if args.plot:
         import matplotlib  # noqa: PLC0415 - optional extra
