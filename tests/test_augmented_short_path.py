@@ -131,3 +131,26 @@ def test_models_with_loops_or_elements_keep_the_full_route():
         z, zd = augmented.absolute_from_joint(model, q, np.zeros(model.nq))
         augmented.forward_dynamics(model, z, zd)
         assert model._augmented_workspace.short is False
+
+
+def test_a_massless_revolute_body_leaves_the_revolute_step_for_the_regularised_one():
+    """A massless, inertia-free middle rod: its body pivot is singular (only its child's two joint rows reach it),
+    so the kernel's written-out revolute step hands it to the general step, which regularises it; the result equals
+    the dense KKT solve and the recursive route."""
+    model = rm.Model()
+    model.add_body("ground", "revolute", (0, 0), (0, 0.5), mass=1.0, inertia=0.1)
+    model.add_body(0, "revolute", (0, -0.5), (0, 0.5), mass=0.0, inertia=0.0)
+    model.add_body(1, "revolute", (0, -0.5), (0, 0.5), mass=1.0, inertia=0.1)
+    model.compile()
+    rng = np.random.default_rng(3)
+    q, qd, tau = rng.normal(size=3), rng.normal(size=3), rng.normal(size=3)
+    z, zd = augmented.absolute_from_joint(model, q, qd)
+    for _ in range(2):  # the full route, then the short path
+        zdd, lam = augmented.forward_dynamics(model, z, zd, tau)
+        zdd_dense, lam_dense = augmented.forward_dynamics(model, z, zd, tau, solver="dense")
+        np.testing.assert_allclose(zdd, zdd_dense, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(lam, lam_dense, rtol=1e-12, atol=1e-12)
+    weights = model._augmented_workspace.factor[:, augmented.kernels.F_W]
+    assert weights[1] > 0.0 and weights[0] == weights[2] == 0.0  # only the massless body was regularised
+    qdd = augmented.joint_accelerations(model, z, zd, zdd)
+    np.testing.assert_allclose(qdd, rm.forward_dynamics(model, q, qd, tau), rtol=1e-9, atol=1e-9)
