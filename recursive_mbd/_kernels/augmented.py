@@ -46,6 +46,8 @@ from .layout import (
     ANGLE,
     AXX,
     COX,
+    FIRST_ROW_CHILD,
+    FLAGS,
     INERTIA,
     JTYPE,
     LANGLE,
@@ -61,9 +63,11 @@ from .layout import (
     LPBX,
     LROW,
     MASS,
+    NEXT_IS_CHILD,
     PARENT,
     PPX,
     QIDX,
+    ROW_CHILDREN,
     STATUS_LOOP_DEGENERATE,
     STATUS_NONFINITE_Q,
     STATUS_NONFINITE_QD,
@@ -413,25 +417,34 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
     gx = gravity[0]
     gy = gravity[1]
     has_wrench = wrench.shape[0] > 0
-    for i in range(n):
-        for col in range(6):
-            fac[i, F_ACC + col] = 0.0
-        zdd[i, 0] = 0.0
-        zdd[i, 1] = 0.0
-        zdd[i, 2] = 0.0
-        th = z[i, 2]  # once per body, not again for every child (NaN for a non-finite theta: refused below)
-        fac[i, F_COS] = math.cos(th)
-        fac[i, F_SIN] = math.sin(th)
     for k in range(tau.shape[0]):
         if not math.isfinite(tau[k]):
             return STATUS_NONFINITE_TAU | (k << 4)
     tau_power = 0.0
     for i in range(n - 1, -1, -1):
+        p = body_int[i, PARENT]
+        # a body's record (its pivot sums, zdd, sin/cos: once per body, not again for every child) is set up by its
+        # first child to come, the highest-index one (the model's flags), or by itself if it has none: no sweep
+        # over the records before this pass (NaN for a non-finite theta: refused at that body's step)
+        flags = body_int[i, FLAGS]
+        leaf = not flags & (NEXT_IS_CHILD | ROW_CHILDREN)
+        first_child = p >= 0 and (flags & FIRST_ROW_CHILD or (p == i - 1 and not body_int[p, FLAGS] & ROW_CHILDREN))
+        for side in range(2):  # written out, not a helper: see the revolute step below
+            if side == 0 and not leaf or side == 1 and not first_child:
+                continue
+            b = i if side == 0 else p
+            for col in range(6):
+                fac[b, F_ACC + col] = 0.0
+            zdd[b, 0] = 0.0
+            zdd[b, 1] = 0.0
+            zdd[b, 2] = 0.0
+            th = z[b, 2]
+            fac[b, F_COS] = math.cos(th)  # libm; LLVM fuses the pair
+            fac[b, F_SIN] = math.sin(th)
         if not (math.isfinite(z[i, 0]) and math.isfinite(z[i, 1]) and math.isfinite(z[i, 2])):
             return STATUS_NONFINITE_Q | (i << 4)
         if not (math.isfinite(zd[i, 0]) and math.isfinite(zd[i, 1]) and math.isfinite(zd[i, 2])):
             return STATUS_NONFINITE_QD | (i << 4)
-        p = body_int[i, PARENT]
         if body_int[i, JTYPE] == REVOLUTE:
             # the revolute step, written out here rather than in an inlined helper: numba counts the references to
             # every array handed to a helper, inlined or not, and those atomic updates cost more than all the
