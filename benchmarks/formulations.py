@@ -168,9 +168,34 @@ def time_formulations(model, peers):
     if peers:
         timed.update(peer_calls(n))
     rounds = 9 if n <= 1000 else 5 if n <= 100_000 else 3
-    row.update(interleaved(timed, rounds=rounds, min_time=0.02 if n <= 100_000 else 0.0))
+    wall, cpu = interleaved_wall_and_cpu(timed, rounds=rounds, min_time=0.02 if n <= 100_000 else 0.0)
+    row.update(wall)
+    row.update({key[:-2] + "_cpu_s": value for key, value in cpu.items()})
     row["rounds"] = rounds
     return row
+
+
+def interleaved_wall_and_cpu(funcs, rounds, min_time):
+    """({name: median wall seconds per call}, {name: median CPU seconds per call}): as forward_dynamics.interleaved
+    (each callable timed in turn in each round), with the thread's CPU time (time.thread_time) beside the wall time.
+    On a shared machine the wall time includes the time the process waits for a core; the CPU time does not (it
+    does include memory stalls), so its ratios and slopes are the ones a loaded machine does not distort."""
+    counts = {}
+    for name, func in funcs.items():
+        func()
+        start = time.perf_counter()
+        func()
+        counts[name] = max(1, int(min_time / max(time.perf_counter() - start, 1e-9)))
+    samples = {name: [] for name in funcs}
+    for _ in range(rounds):
+        for name, func in funcs.items():
+            number = counts[name]
+            cpu, wall = time.thread_time(), time.perf_counter()
+            for _ in range(number):
+                func()
+            samples[name].append(((time.perf_counter() - wall) / number, (time.thread_time() - cpu) / number))
+    medians = {name: np.median(np.array(values), axis=0) for name, values in samples.items()}
+    return ({name: float(m[0]) for name, m in medians.items()}, {name: float(m[1]) for name, m in medians.items()})
 
 
 def memory(build, n):
@@ -320,8 +345,17 @@ def main():
         print(f"\nforward dynamics per evaluation, {label} of N bodies [us]")
         print_table(["N", "recursive", "mass matrix", "aug. tree", "aug. sparse", "aug. dense", "pinocchio ABA",
                      "mujoco"], rows)
+        cpu_rows = [[r["n"]] + [f"{r[k[:-2] + '_cpu_s'] * 1e6:.3g}" if k[:-2] + "_cpu_s" in r else "-" for k in KEYS]
+                    for r in records]
+        print("\nthe same, thread CPU time per evaluation [us] (what a loaded machine does not inflate)")
+        print_table(["N", "recursive", "mass matrix", "aug. tree", "aug. sparse", "aug. dense", "pinocchio ABA",
+                     "mujoco"], cpu_rows)
         info = summary.setdefault(label, {})
-        for key in KEYS:
+        for key in ("recursive_cpu_s", "augmented_tree_cpu_s"):
+            slope = fitted_slope(records, key, 1000, 1_000_000)
+            if slope is not None:
+                info[f"slope_1e3_1e6_{key[:-2]}"] = slope
+                print(f"  slope of log CPU time over log N, 1e3 .. 1e6: {key[:-6]} {slope:.2f}")
             slope = fitted_slope(records, key)
             if slope is not None:
                 info[f"slope_{key[:-2]}"] = slope
@@ -347,9 +381,12 @@ def main():
             if n in by_n:
                 ratio = by_n[n]["augmented_tree_s"] / by_n[n]["recursive_s"]
                 info[f"ratio_tree_to_recursive_{n}"] = ratio
+                ratio_cpu = by_n[n]["augmented_tree_cpu_s"] / by_n[n]["recursive_cpu_s"]
+                info[f"ratio_tree_to_recursive_cpu_{n}"] = ratio_cpu
                 print(f"  N = {n}: augmented tree / recursive = {ratio:.2f} "
                       f"({by_n[n]['augmented_tree_s'] / n * 1e9:.0f} vs {by_n[n]['recursive_s'] / n * 1e9:.0f} "
-                      f"ns per body)")
+                      f"ns per body); CPU time {ratio_cpu:.2f} ({by_n[n]['augmented_tree_cpu_s'] / n * 1e9:.0f} vs "
+                      f"{by_n[n]['recursive_cpu_s'] / n * 1e9:.0f} ns per body)")
         if 2 in by_n:
             print(f"  call overhead at N = 2: recursive {by_n[2]['recursive_s'] * 1e6:.2f} us, augmented tree "
                   f"{by_n[2]['augmented_tree_s'] * 1e6:.2f} us")
