@@ -42,10 +42,10 @@ recursive (``_kernels.tree.forward_dynamics``, three passes over a column-major 
   in each pass): about 300 B of workspace and state traffic per body, of which a chain keeps the parent's data
   in registers (NEXT_IS_CHILD) and a branched tree goes through the parent's row (ROW_CHILDREN).
 
-augmented tree (``_kernels.augmented.factor_and_solve``: a clearing pass, one leaves-first pass with the revolute
-step written out, then ``_back_substitute``)
-  clearing pass: the body's sin/cos by libm once (F_COS, F_SIN; LLVM fuses the pair into one sincos call), its 6
-  pivot sums and zdd cleared.
+augmented tree (``_kernels.augmented.factor_and_solve``: one leaves-first pass with the revolute step written out,
+then ``_back_substitute``)
+  set-up: a body's libm sin/cos (once, into F_COS, F_SIN; LLVM fuses the pair into one sincos call), its 6 pivot
+  sums and zdd cleared, by its first child to come or by itself if a leaf (no sweep before the pass).
   leaves-first step: arms 12 (the parent's sin/cos read from its record, not recomputed per child), residual 6,
   gamma 10; body pivot D_i = M_i + children's sums 3 and its symmetric 3 x 3 inverse by cofactors 32 (one
   division); loads, tau and its power 12; joint pivot S = Jc D^-1 Jc^T 18 (Jc's 0 and -1 entries skipped), its
@@ -53,11 +53,11 @@ step written out, then ``_back_substitute``)
   21; the parent's pivot gains Jp^T S^-1 Jp 16 and its load S^-1 x_j 12: about 170 flops.
   back substitution (roots first): Jp x_p - x_j 6, S^-1 6, x_i - Jc^T x_j 6, D^-1 15: about 33 flops.
   Total about 200 flops, one libm sin/cos pair, four divisions. Memory: one 39-float64 (312 B) factor record per
-  body: the clearing pass writes 8 of its fields (64 B), the leaves-first step reads 8 and writes 22 (Jc, Jp for
+  body: the set-up writes 8 of its fields (64 B), the leaves-first step reads 8 and writes 22 (Jc, Jp for
   the other readers of the factor, D^-1, S^-1, w) and updates 6 of the parent's record; the back substitution reads
   14 (112 B); z, zd and the parent's (96 B, the parent's from cache), zdd written and updated in both passes
   (48 B), lam (16 B twice), the model's rows (8 of them, 64 B, in each pass): about 550 B per body of data, in
-  five 64-byte lines of the record per pass where N is out of cache.
+  the five 64-byte lines of the record in each pass where N is out of cache.
 
 So the augmented tree does about 1.2x the flops, 3 more divisions, a scalar libm sin/cos pair where the recursive
 pass has a vectorised one (the inlined trig.sincos would change sin/cos at the ulp level, which moves a
