@@ -8,7 +8,8 @@ compilation disabled: its dispatch is the dtype, layout and writability check of
 TypeError, never a new specialisation), and the kernel checks the shapes, the finiteness of the inputs
 (``factor_and_solve``) and of the results. A nonzero status sends the caller to the full route, which converts
 what it can and raises the error that names the argument, body or entry. (``_kernels.entry`` holds the recursive
-route's counterpart.)
+route's counterpart.) numba's cache keys this kernel on this file only: after editing ``augmented.factor_and_solve``
+in a checkout, touch this file (or clear its ``__pycache__``), or the cached kernel keeps the old code.
 """
 
 import math
