@@ -17,7 +17,8 @@ On serial_chain(N) and on a binary tree of N rods, N = 2 ... 1e6, one run: media
   forward_dynamics.py).
 
 Prints the tables, fitted log-log slopes (N >= 1000, and 1e3 .. 1e6 for the O(N) routes), the crossover N of each
-pair, the ratio augmented-tree : recursive at 1e3, 1e5, 1e6, the call overhead at N = 2, and the memory of one
+pair, the ratio augmented-tree : recursive at 1e3, 1e5, 1e6, the call overhead at N = 2 (also as CPU time, which a
+loaded machine does not inflate), and the memory of one
 evaluation at the largest N (the model's packed arrays, state, workspace and outputs each route touches, and the
 allocation peak of its first call by tracemalloc). Writes benchmarks/results/formulations.json and, with --plot
 (matplotlib), a log-log plot with the fitted slopes. ``--drift-only``: the position drift max |C| versus time of
@@ -41,20 +42,30 @@ recursive (``_kernels.tree.forward_dynamics``, three passes over a column-major 
   in each pass): about 300 B of workspace and state traffic per body, of which a chain keeps the parent's data
   in registers (NEXT_IS_CHILD) and a branched tree goes through the parent's row (ROW_CHILDREN).
 
-augmented tree (``_kernels.augmented.factor_and_solve``: one leaves-first pass, then ``_back_substitute``)
-  joint rows (``_joint_rows``): two scalar sin/cos pairs (theta of the body and of its parent: the parent's is
-  computed again for every child), arms 12, gap 6, gamma 10: about 35 flops;
-  body pivot D_i = M_i + children's sums 3 and its symmetric 3 x 3 inverse 33 (one division); loads 7, the
-  power tau . zd 12, the parent's load 3; joint pivot S = Jc D^-1 Jc^T 45, its right-hand side with Baumgarte's
-  terms 34, its 2 x 2 inverse 5 (three divisions); the parent's pivot gains Jp^T S^-1 Jp 54; forward elimination
-  (``_eliminate_joint``) 47; back substitution 45: about 325 flops, two scalar sin/cos pairs, four divisions.
-  Memory: one 37-float64 (296 B) factor record per body, written in the first pass and read back in the second
-  (about 250 B of it), the parent's record updated (its 6 sums), z, zd and the parent's (96 B), zdd written and
-  updated in both passes (48 B), lam (16 B), the model's rows: about 650 B per body.
+augmented tree (``_kernels.augmented.factor_and_solve``: one leaves-first pass with the revolute step written out,
+then ``_back_substitute``)
+  set-up: a body's libm sin/cos (once, into F_COS, F_SIN; LLVM fuses the pair into one sincos call), its 6 pivot
+  sums and zdd cleared, by its first child to come or by itself if a leaf (no sweep before the pass).
+  leaves-first step: arms 12 (the parent's sin/cos read from its record, not recomputed per child), residual 6,
+  gamma 10; body pivot D_i = M_i + children's sums 3 and its symmetric 3 x 3 inverse by cofactors 32 (one
+  division); loads, tau and its power 12; joint pivot S = Jc D^-1 Jc^T 18 (Jc's 0 and -1 entries skipped), its
+  right-hand side with Baumgarte's terms C' 10 and 12, its 2 x 2 inverse 5 (three divisions); forward elimination
+  21; the parent's pivot gains Jp^T S^-1 Jp 16 and its load S^-1 x_j 12: about 170 flops.
+  back substitution (roots first): Jp x_p - x_j 6, S^-1 6, x_i - Jc^T x_j 6, D^-1 15: about 33 flops.
+  Total about 200 flops, one libm sin/cos pair, four divisions. Memory: one 39-float64 (312 B) factor record per
+  body: the set-up writes 8 of its fields (64 B), the leaves-first step reads 8 and writes 22 (Jc, Jp for
+  the other readers of the factor, D^-1, S^-1, w) and updates 6 of the parent's record; the back substitution reads
+  14 (112 B); z, zd and the parent's (96 B, the parent's from cache), zdd written and updated in both passes
+  (48 B), lam (16 B twice), the model's rows (8 of them, 64 B, in each pass): about 550 B per body of data, in
+  the five 64-byte lines of the record in each pass where N is out of cache.
 
-So the augmented tree does about 2x the flops, 2x the memory traffic and 2 scalar sin/cos pairs where the
-recursive pass has one vectorised pair per body (scalar sin/cos were 16 of the recursive pass's 41 ns per body
-before it vectorised them, issue 17): the ratio augmented-tree : recursive measured below is that work, not Python.
+So the augmented tree does about 1.2x the flops, 3 more divisions, a scalar libm sin/cos pair where the recursive
+pass has a vectorised one (the inlined trig.sincos would change sin/cos at the ulp level, which moves a
+parallelogram's crank-rate split through its change points past issue 12's bound: tests/test_singular.py), and
+about 2x the memory traffic: the ratio augmented-tree : recursive measured below is that work, not Python.
+(An earlier version of the kernel handed arrays to inlined helpers in the per-body loops; numba's reference
+counting of those arrays, an atomic increment and decrement per array per body, cost more than the arithmetic:
+130 against 48 ns per body at N = 1e4, compiled with and without NRT.)
 """
 
 import os
@@ -63,6 +74,7 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", 
     os.environ[_variable] = "1"  # before numpy is imported: BLAS reads these once, at load time
 
 import argparse  # noqa: E402
+import time  # noqa: E402
 import tracemalloc  # noqa: E402
 from functools import partial  # noqa: E402
 
@@ -156,9 +168,34 @@ def time_formulations(model, peers):
     if peers:
         timed.update(peer_calls(n))
     rounds = 9 if n <= 1000 else 5 if n <= 100_000 else 3
-    row.update(interleaved(timed, rounds=rounds, min_time=0.02 if n <= 100_000 else 0.0))
+    wall, cpu = interleaved_wall_and_cpu(timed, rounds=rounds, min_time=0.02 if n <= 100_000 else 0.0)
+    row.update(wall)
+    row.update({key[:-2] + "_cpu_s": value for key, value in cpu.items()})
     row["rounds"] = rounds
     return row
+
+
+def interleaved_wall_and_cpu(funcs, rounds, min_time):
+    """({name: median wall seconds per call}, {name: median CPU seconds per call}): as forward_dynamics.interleaved
+    (each callable timed in turn in each round), with the thread's CPU time (time.thread_time) beside the wall time.
+    On a shared machine the wall time includes the time the process waits for a core; the CPU time does not (it
+    does include memory stalls), so its ratios and slopes are the ones a loaded machine does not distort."""
+    counts = {}
+    for name, func in funcs.items():
+        func()
+        start = time.perf_counter()
+        func()
+        counts[name] = max(1, int(min_time / max(time.perf_counter() - start, 1e-9)))
+    samples = {name: [] for name in funcs}
+    for _ in range(rounds):
+        for name, func in funcs.items():
+            number = counts[name]
+            cpu, wall = time.thread_time(), time.perf_counter()
+            for _ in range(number):
+                func()
+            samples[name].append(((time.perf_counter() - wall) / number, (time.thread_time() - cpu) / number))
+    medians = {name: np.median(np.array(values), axis=0) for name, values in samples.items()}
+    return ({name: float(m[0]) for name, m in medians.items()}, {name: float(m[1]) for name, m in medians.items()})
 
 
 def memory(build, n):
@@ -203,8 +240,8 @@ def crossover(records, fast, slow):
 
 def breakdown(n, rounds=5):
     """Where the augmented tree route's time goes at N bodies, chain and binary tree, next to the recursive route:
-    the joint rows alone (``tree_residuals``), the two-pass solve with a given factor (``tree_solve``), and the
-    whole ``factor_and_solve`` kernel, each called directly (no Python checks), interleaved medians."""
+    the two-pass solve with a given factor (``tree_solve``), the whole ``factor_and_solve`` kernel, each called
+    directly (no Python checks), and both public calls (the recursive one into ``out``), interleaved medians."""
     report = {}
     for label, build in (("chain", rm.chains.serial_chain), ("binary tree", binary_tree)):
         model = build(n)
@@ -212,18 +249,18 @@ def breakdown(n, rounds=5):
         augmented.forward_dynamics(model, z, zd)  # creates the tree workspace and its factor at this z
         tw = model._augmented_workspace
         ws = workspace(model)
-        zdd, lam, res = np.empty((n, 3)), np.empty(tw.tree_rows), np.empty(tw.tree_rows)
+        zdd, lam = np.empty((n, 3)), np.empty(tw.tree_rows)
         xb, xj, qdd = np.ones((n, 3)), np.ones(tw.tree_rows), np.empty(n)
         bi, br = model.body_int, model.body_real
         calls = {
             "recursive kernel": partial(tree.forward_dynamics, bi, br, model.gravity, q, qd, ws.zeros, ws.no_wrench,
                                         ws.no_driven, ws.ws, qdd, ws.no_drive),
-            "aug. joint rows": partial(aug_kernels.tree_residuals, bi, br, tw.row_start, z, zd, tw.factor,
-                                       tw.scratch, res),
             "aug. solve (factor given)": partial(aug_kernels.tree_solve, bi, tw.row_start, tw.factor, xb, xj),
             "aug. factor_and_solve": partial(aug_kernels.factor_and_solve, bi, br, model.gravity, tw.row_start, z,
                                              zd, tw.no_tau, tw.no_wrench, tw.stab, tw.factor, tw.scratch, zdd, lam,
                                              tw.power),
+            "recursive public (out=)": partial(rm.forward_dynamics, model, q, qd, out=qdd),
+            "aug. tree public": partial(augmented.forward_dynamics, model, z, zd),
         }
         times = interleaved(calls, rounds=rounds, min_time=0.05)
         report[label] = times
@@ -231,6 +268,33 @@ def breakdown(n, rounds=5):
         print_table(["kernel", "ns/body", "/ recursive"],
                     [[k, f"{v / n * 1e9:.0f}", f"{v / times['recursive kernel']:.2f}"] for k, v in times.items()])
     print(f"wrote {write_json('formulations_breakdown', {'n': n, 'breakdown': report})}")
+    return report
+
+
+def call_overhead(rounds=15, calls=20000):
+    """The public call at N = 2 (serial_chain(2)), recursive (into ``out``) against augmented tree: medians over
+    interleaved rounds of ``calls`` calls each, of the wall time and of the thread's CPU time (time.thread_time).
+    On a shared machine the wall time includes the time the process waits for a core; the CPU time is what the
+    call costs."""
+    model = rm.chains.serial_chain(2)
+    q, qd, z, zd = state(model)
+    out = np.empty(model.nq)
+    augmented.forward_dynamics(model, z, zd)  # the tree workspace (and the short path) exist from here
+    funcs = {"recursive": lambda: rm.forward_dynamics(model, q, qd, out=out),
+             "augmented_tree": lambda: augmented.forward_dynamics(model, z, zd)}
+    samples = {name: [] for name in funcs}
+    for _ in range(rounds):
+        for name, func in funcs.items():
+            cpu, wall = time.thread_time(), time.perf_counter()
+            for _ in range(calls):
+                func()
+            samples[name].append(((time.perf_counter() - wall) / calls, (time.thread_time() - cpu) / calls))
+    report = {}
+    for name, values in samples.items():
+        wall, cpu = np.median(np.array(values), axis=0)
+        report[name] = {"wall_s": float(wall), "cpu_s": float(cpu)}
+        print(f"  call at N = 2, {name}: {wall * 1e6:.2f} us wall, {cpu * 1e6:.2f} us CPU (medians of {rounds} "
+              f"interleaved rounds of {calls} calls)")
     return report
 
 
@@ -281,8 +345,17 @@ def main():
         print(f"\nforward dynamics per evaluation, {label} of N bodies [us]")
         print_table(["N", "recursive", "mass matrix", "aug. tree", "aug. sparse", "aug. dense", "pinocchio ABA",
                      "mujoco"], rows)
+        cpu_rows = [[r["n"]] + [f"{r[k[:-2] + '_cpu_s'] * 1e6:.3g}" if k[:-2] + "_cpu_s" in r else "-" for k in KEYS]
+                    for r in records]
+        print("\nthe same, thread CPU time per evaluation [us] (what a loaded machine does not inflate)")
+        print_table(["N", "recursive", "mass matrix", "aug. tree", "aug. sparse", "aug. dense", "pinocchio ABA",
+                     "mujoco"], cpu_rows)
         info = summary.setdefault(label, {})
-        for key in KEYS:
+        for key in ("recursive_cpu_s", "augmented_tree_cpu_s"):
+            slope = fitted_slope(records, key, 1000, 1_000_000)
+            if slope is not None:
+                info[f"slope_1e3_1e6_{key[:-2]}"] = slope
+                print(f"  slope of log CPU time over log N, 1e3 .. 1e6: {key[:-6]} {slope:.2f}")
             slope = fitted_slope(records, key)
             if slope is not None:
                 info[f"slope_{key[:-2]}"] = slope
@@ -308,9 +381,12 @@ def main():
             if n in by_n:
                 ratio = by_n[n]["augmented_tree_s"] / by_n[n]["recursive_s"]
                 info[f"ratio_tree_to_recursive_{n}"] = ratio
+                ratio_cpu = by_n[n]["augmented_tree_cpu_s"] / by_n[n]["recursive_cpu_s"]
+                info[f"ratio_tree_to_recursive_cpu_{n}"] = ratio_cpu
                 print(f"  N = {n}: augmented tree / recursive = {ratio:.2f} "
                       f"({by_n[n]['augmented_tree_s'] / n * 1e9:.0f} vs {by_n[n]['recursive_s'] / n * 1e9:.0f} "
-                      f"ns per body)")
+                      f"ns per body); CPU time {ratio_cpu:.2f} ({by_n[n]['augmented_tree_cpu_s'] / n * 1e9:.0f} vs "
+                      f"{by_n[n]['recursive_cpu_s'] / n * 1e9:.0f} ns per body)")
         if 2 in by_n:
             print(f"  call overhead at N = 2: recursive {by_n[2]['recursive_s'] * 1e6:.2f} us, augmented tree "
                   f"{by_n[2]['augmented_tree_s'] * 1e6:.2f} us")
@@ -320,6 +396,7 @@ def main():
               f"{tree['touched_bytes'] / sizes[-1]:.0f} B/body augmented tree (ratio "
               f"{tree['touched_bytes'] / rec['touched_bytes']:.2f}); first-call allocation peak "
               f"{rec['first_call_peak_bytes'] / 2**20:.1f} MiB vs {tree['first_call_peak_bytes'] / 2**20:.1f} MiB")
+    summary["call_overhead_n2"] = call_overhead()
     print(f"wrote {write_json('formulations', {'timings': results, 'summary': summary, 'blas_threads': 1})}")
     if args.plot:
         import matplotlib  # noqa: PLC0415 - optional extra

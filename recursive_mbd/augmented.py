@@ -33,6 +33,7 @@ import scipy.sparse.linalg
 
 from . import _checks, joints
 from ._kernels import augmented as kernels
+from ._kernels import augmented_entry as entry
 from ._kernels import layout as L
 from ._kernels import loops as loop_kernels
 from .dynamics import _com_state, _element_loads, as_vector, raise_status, workspace
@@ -398,7 +399,9 @@ class _TreeWorkspace:
         counts = np.array(kernels.ROWS_PER_JOINT, dtype=np.int64)[model.joint_type]
         self.row_start = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)  # joint rows of body i
         self.tree_rows = int(self.row_start[-1])
-        self.factor = np.zeros((n, kernels.F_WIDTH))
+        # the factor (n, F_WIDTH), a view of the first n rows of the short path's array (``augmented_entry``)
+        self.factor_buffer = entry.factor_buffer(model)
+        self.factor = self.factor_buffer[:n, :kernels.F_WIDTH]
         self.scratch = np.zeros((4, 3))
         self.stab = np.zeros(2)  # alpha, beta
         self.power = np.zeros(1)
@@ -408,6 +411,16 @@ class _TreeWorkspace:
         self.qd = np.zeros(nq)
         self.loop_rows = model.nconstraints
         self.aux = self._aux_arrays(n, self.loop_rows) if self.loop_rows else None
+        self.short = self._short_route(model)
+
+    def _short_route(self, model):
+        """forward_dynamics' short path (``_kernels.augmented_entry``): (kernel, body_int, body_real, row_start,
+        factor buffer, no_tau, tree rows, (nq,)) of a model without loops or force elements whose arrays the
+        fixed-signature kernel takes, else False."""
+        if model.loop_int.shape[0] or model.elem_int.shape[0] or not entry.accepts_model(model):
+            return False
+        return (entry.forward_dynamics_kernel(), model.body_int, model.body_real, self.row_start, self.factor_buffer,
+                self.no_tau, self.tree_rows, (model.nq,))
 
     def _aux_arrays(self, n, k):
         """(bodies (k, 2), coefficients (k, 6), right-hand side (k,), residual (k,), xb, xj, schur, info)."""
@@ -561,6 +574,26 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
         Multipliers: the joints' rows body by body, then the loops', then the drivers'; -C_z^T lam are the
         constraint forces on the absolute coordinates.
     """
+    try:
+        short = model._augmented_workspace.short
+    except AttributeError:  # not a Model, or no tree workspace yet: the full route says what is wrong or makes it
+        short = None
+    if (short and solver == "tree" and powers is None and drivers.__class__ is tuple and not drivers
+            and alpha.__class__ is float and alpha == 0.0 and beta.__class__ is float and beta == 0.0
+            and t.__class__ is float and -math.inf < t < math.inf
+            and (tau is None or (tau.__class__ is np.ndarray and tau.shape == short[7]))):
+        # the short path: numba's dispatch of the fixed-signature kernel checks the dtype, layout and writability of
+        # z, zd and tau, the kernel their shapes and finiteness and the results'; anything it refuses (a list, a
+        # (3 nbodies,) vector, float32, a NaN, a singular pivot) takes the full route, which converts or raises
+        kernel, body_int, body_real, row_start, factor, no_tau, rows, _ = short
+        zdd = np.empty((body_int.shape[0], 3))
+        lam = np.empty(rows)
+        try:
+            status = kernel(body_int, body_real, row_start, z, zd, no_tau if tau is None else tau, factor, zdd, lam)
+        except TypeError:
+            status = entry.BAD_SHAPE
+        if not status:
+            return zdd, lam
     t, alpha, beta = _options(t, alpha, beta)
     if solver == "tree":
         return _tree_forward_dynamics(model, z, zd, tau, t, alpha, beta, powers, drivers)

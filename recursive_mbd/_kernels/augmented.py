@@ -46,6 +46,8 @@ from .layout import (
     ANGLE,
     AXX,
     COX,
+    FIRST_ROW_CHILD,
+    FLAGS,
     INERTIA,
     JTYPE,
     LANGLE,
@@ -61,9 +63,11 @@ from .layout import (
     LPBX,
     LROW,
     MASS,
+    NEXT_IS_CHILD,
     PARENT,
     PPX,
     QIDX,
+    ROW_CHILDREN,
     STATUS_LOOP_DEGENERATE,
     STATUS_NONFINITE_Q,
     STATUS_NONFINITE_QD,
@@ -87,7 +91,9 @@ F_DINV = 18  # D_i^-1 of the body pivot, symmetric (00, 01, 02, 11, 12, 22)
 F_SINV = 24  # S_i^-1 of the joint pivot, symmetric (00, 01, 02, 11, 12, 22); m = 2 uses 00, 01, 11
 F_ACC = 30  # children's sum of Jp^T S^-1 Jp, symmetric (00, 01, 02, 11, 12, 22): D_i minus M_i
 F_W = 36  # w of a regularised pivot (0: none; module docstring)
-F_WIDTH = 37
+F_COS = 37  # cos and sin of the body's angle theta, computed once per body per evaluation (libm)
+F_SIN = 38
+F_WIDTH = 39
 
 # ---- scratch: (4, 3) float64 --------------------------------------------------------------------------------------
 S_RES = 0  # the joint's residual C (m)
@@ -229,20 +235,31 @@ def _sym_inverse(a00, a01, a02, a11, a12, a22, m, fac, i, at, tol=1e-13):
         fac[i, at + 1] = -a01 / det
         fac[i, at + 3] = a00 / det
         return True
+    ok, e00, e01, e02, e11, e12, e22 = _sym3_inverse(a00, a01, a02, a11, a12, a22, tol)
+    if not ok:
+        return False
+    fac[i, at + 0] = e00
+    fac[i, at + 1] = e01
+    fac[i, at + 2] = e02
+    fac[i, at + 3] = e11
+    fac[i, at + 4] = e12
+    fac[i, at + 5] = e22
+    return True
+
+
+@inline
+def _sym3_inverse(a00, a01, a02, a11, a12, a22, tol):
+    """(ok, the upper entries 00, 01, 02, 11, 12, 22 of the inverse) of a symmetric 3 x 3 matrix by cofactors; ok is
+    False when it is not numerically positive definite (``_sym_inverse``)."""
     c00 = a11 * a22 - a12 * a12
     c01 = a02 * a12 - a01 * a22
     c02 = a01 * a12 - a02 * a11
     det = a00 * c00 + a01 * c01 + a02 * c02
     if not det > tol * a00 * a11 * a22:
-        return False
+        return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
     inv = 1.0 / det
-    fac[i, at + 0] = c00 * inv
-    fac[i, at + 1] = c01 * inv
-    fac[i, at + 2] = c02 * inv
-    fac[i, at + 3] = (a00 * a22 - a02 * a02) * inv
-    fac[i, at + 4] = (a01 * a02 - a00 * a12) * inv
-    fac[i, at + 5] = (a00 * a11 - a01 * a01) * inv
-    return True
+    return (True, c00 * inv, c01 * inv, c02 * inv, (a00 * a22 - a02 * a02) * inv, (a01 * a02 - a00 * a12) * inv,
+            (a00 * a11 - a01 * a01) * inv)
 
 
 @inline
@@ -251,11 +268,6 @@ def _sym_get(fac, i, at, r, c):
     if r > c:
         r, c = c, r
     return fac[i, at + r * 3 - (r * (r - 1)) // 2 + c - r]
-
-
-@inline
-def _rows(body_int, i):
-    return ROWS_PER_JOINT[body_int[i, JTYPE]]
 
 
 @inline
@@ -288,39 +300,63 @@ def _eliminate_joint(body_int, row_start, fac, i, m, xb, xj):
 @njit
 def _back_substitute(body_int, row_start, fac, xb, xj):
     """Roots first: x_j = S^-1 (Jp x_p - x_j), x_i = D_i^-1 (x_i - Jc^T x_j) (a regularised pivot: x_j loses
-    w Jp x_p afterwards). In place on xb (n, 3), xj (rows)."""
+    w Jp x_p afterwards). In place on xb (n, 3), xj (rows). A revolute body with a regular pivot takes the same
+    operations less the products by the blocks' constant 0 and +-1 entries, written out (no helpers with array
+    arguments, whose reference counting costs more than the arithmetic: ``factor_and_solve``)."""
     for i in range(body_int.shape[0]):
-        m = _rows(body_int, i)
         p = body_int[i, PARENT]
         r0 = row_start[i]
         b0 = xb[i, 0]
         b1 = xb[i, 1]
         b2 = xb[i, 2]
-        if m > 0:
-            t0 = t1 = t2 = 0.0  # Jp x_p - x_j
-            for r in range(m):
-                v = -xj[r0 + r]
-                if p >= 0:
-                    v += (fac[i, F_JP + 3 * r] * xb[p, 0] + fac[i, F_JP + 3 * r + 1] * xb[p, 1]
-                          + fac[i, F_JP + 3 * r + 2] * xb[p, 2])
-                if r == 0:
-                    t0 = v
-                elif r == 1:
-                    t1 = v
-                else:
-                    t2 = v
-            w = fac[i, F_W]
-            for r in range(m):
-                lam = _sym_get(fac, i, F_SINV, r, 0) * t0 + _sym_get(fac, i, F_SINV, r, 1) * t1
-                if m == 3:
-                    lam += _sym_get(fac, i, F_SINV, r, 2) * t2
-                b0 -= fac[i, F_JC + 3 * r] * lam
-                b1 -= fac[i, F_JC + 3 * r + 1] * lam
-                b2 -= fac[i, F_JC + 3 * r + 2] * lam
-                if w != 0.0 and p >= 0:
-                    lam -= w * (fac[i, F_JP + 3 * r] * xb[p, 0] + fac[i, F_JP + 3 * r + 1] * xb[p, 1]
-                                + fac[i, F_JP + 3 * r + 2] * xb[p, 2])
-                xj[r0 + r] = lam
+        if body_int[i, JTYPE] == REVOLUTE and fac[i, F_W] == 0.0:
+            acy = fac[i, F_JC + 2]  # Jc = [[-1, 0, acy], [0, -1, nacx]], Jp = [[1, 0, napy], [0, 1, apx]]
+            nacx = fac[i, F_JC + 5]
+            napy = fac[i, F_JP + 2]
+            apx = fac[i, F_JP + 5]
+            t0 = -xj[r0]  # Jp x_p - x_j
+            t1 = -xj[r0 + 1]
+            if p >= 0:
+                t0 += xb[p, 0] + napy * xb[p, 2]
+                t1 += xb[p, 1] + apx * xb[p, 2]
+            f00 = fac[i, F_SINV + 0]
+            f01 = fac[i, F_SINV + 1]
+            f11 = fac[i, F_SINV + 3]
+            lam0 = f00 * t0 + f01 * t1
+            lam1 = f01 * t0 + f11 * t1
+            b0 += lam0  # x_i - Jc^T x_j
+            b2 -= acy * lam0
+            b1 += lam1
+            b2 -= nacx * lam1
+            xj[r0] = lam0
+            xj[r0 + 1] = lam1
+        else:
+            m = ROWS_PER_JOINT[body_int[i, JTYPE]]
+            if m > 0:
+                t0 = t1 = t2 = 0.0  # Jp x_p - x_j
+                for r in range(m):
+                    v = -xj[r0 + r]
+                    if p >= 0:
+                        v += (fac[i, F_JP + 3 * r] * xb[p, 0] + fac[i, F_JP + 3 * r + 1] * xb[p, 1]
+                              + fac[i, F_JP + 3 * r + 2] * xb[p, 2])
+                    if r == 0:
+                        t0 = v
+                    elif r == 1:
+                        t1 = v
+                    else:
+                        t2 = v
+                w = fac[i, F_W]
+                for r in range(m):
+                    lam = _sym_get(fac, i, F_SINV, r, 0) * t0 + _sym_get(fac, i, F_SINV, r, 1) * t1
+                    if m == 3:
+                        lam += _sym_get(fac, i, F_SINV, r, 2) * t2
+                    b0 -= fac[i, F_JC + 3 * r] * lam
+                    b1 -= fac[i, F_JC + 3 * r + 1] * lam
+                    b2 -= fac[i, F_JC + 3 * r + 2] * lam
+                    if w != 0.0 and p >= 0:
+                        lam -= w * (fac[i, F_JP + 3 * r] * xb[p, 0] + fac[i, F_JP + 3 * r + 1] * xb[p, 1]
+                                    + fac[i, F_JP + 3 * r + 2] * xb[p, 2])
+                    xj[r0 + r] = lam
         xb[i, 0] = fac[i, F_DINV + 0] * b0 + fac[i, F_DINV + 1] * b1 + fac[i, F_DINV + 2] * b2
         xb[i, 1] = fac[i, F_DINV + 1] * b0 + fac[i, F_DINV + 3] * b1 + fac[i, F_DINV + 4] * b2
         xb[i, 2] = fac[i, F_DINV + 2] * b0 + fac[i, F_DINV + 4] * b1 + fac[i, F_DINV + 5] * b2
@@ -342,9 +378,29 @@ def tree_solve(body_int, row_start, fac, xb, xj):
     """Solve H x = b with the factor of ``factor_and_solve``: xb (nbodies, 3) and xj (tree rows) hold b on entry,
     x on return. O(N)."""
     for i in range(body_int.shape[0] - 1, -1, -1):
-        m = _rows(body_int, i)
-        if m > 0:
-            _eliminate_joint(body_int, row_start, fac, i, m, xb, xj)
+        if body_int[i, JTYPE] == REVOLUTE and fac[i, F_W] == 0.0:
+            # _eliminate_joint written out for a revolute body (as in ``_back_substitute``): the same operations
+            # less the products by the blocks' constant 0 and +-1 entries
+            y0 = fac[i, F_DINV + 0] * xb[i, 0] + fac[i, F_DINV + 1] * xb[i, 1] + fac[i, F_DINV + 2] * xb[i, 2]
+            y1 = fac[i, F_DINV + 1] * xb[i, 0] + fac[i, F_DINV + 3] * xb[i, 1] + fac[i, F_DINV + 4] * xb[i, 2]
+            y2 = fac[i, F_DINV + 2] * xb[i, 0] + fac[i, F_DINV + 4] * xb[i, 1] + fac[i, F_DINV + 5] * xb[i, 2]
+            r0 = row_start[i]
+            x0 = xj[r0] - (-y0 + fac[i, F_JC + 2] * y2)
+            x1 = xj[r0 + 1] - (-y1 + fac[i, F_JC + 5] * y2)
+            xj[r0] = x0
+            xj[r0 + 1] = x1
+            p = body_int[i, PARENT]
+            if p >= 0:
+                v0 = fac[i, F_SINV + 0] * x0 + fac[i, F_SINV + 1] * x1
+                v1 = fac[i, F_SINV + 1] * x0 + fac[i, F_SINV + 3] * x1
+                xb[p, 0] += v0
+                xb[p, 2] += fac[i, F_JP + 2] * v0
+                xb[p, 1] += v1
+                xb[p, 2] += fac[i, F_JP + 5] * v1
+        else:
+            m = ROWS_PER_JOINT[body_int[i, JTYPE]]
+            if m > 0:
+                _eliminate_joint(body_int, row_start, fac, i, m, xb, xj)
     _back_substitute(body_int, row_start, fac, xb, xj)
 
 
@@ -361,22 +417,165 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
     gx = gravity[0]
     gy = gravity[1]
     has_wrench = wrench.shape[0] > 0
-    for i in range(n):
-        for col in range(6):
-            fac[i, F_ACC + col] = 0.0
-        zdd[i, 0] = 0.0
-        zdd[i, 1] = 0.0
-        zdd[i, 2] = 0.0
     for k in range(tau.shape[0]):
         if not math.isfinite(tau[k]):
             return STATUS_NONFINITE_TAU | (k << 4)
     tau_power = 0.0
     for i in range(n - 1, -1, -1):
+        p = body_int[i, PARENT]
+        # a body's record (its pivot sums, zdd, sin/cos: once per body, not again for every child) is set up by its
+        # first child to come, the highest-index one (the model's flags), or by itself if it has none: no sweep
+        # over the records before this pass (NaN for a non-finite theta: refused at that body's step)
+        flags = body_int[i, FLAGS]
+        leaf = not flags & (NEXT_IS_CHILD | ROW_CHILDREN)
+        first_child = p >= 0 and (flags & FIRST_ROW_CHILD or (p == i - 1 and not body_int[p, FLAGS] & ROW_CHILDREN))
+        for side in range(2):  # written out, not a helper: see the revolute step below
+            if side == 0 and not leaf or side == 1 and not first_child:
+                continue
+            b = i if side == 0 else p
+            for col in range(6):
+                fac[b, F_ACC + col] = 0.0
+            zdd[b, 0] = 0.0
+            zdd[b, 1] = 0.0
+            zdd[b, 2] = 0.0
+            th = z[b, 2]
+            fac[b, F_COS] = math.cos(th)  # libm; LLVM fuses the pair
+            fac[b, F_SIN] = math.sin(th)
         if not (math.isfinite(z[i, 0]) and math.isfinite(z[i, 1]) and math.isfinite(z[i, 2])):
             return STATUS_NONFINITE_Q | (i << 4)
         if not (math.isfinite(zd[i, 0]) and math.isfinite(zd[i, 1]) and math.isfinite(zd[i, 2])):
             return STATUS_NONFINITE_QD | (i << 4)
-        p = body_int[i, PARENT]
+        if body_int[i, JTYPE] == REVOLUTE:
+            # the revolute step, written out here rather than in an inlined helper: numba counts the references to
+            # every array handed to a helper, inlined or not, and those atomic updates cost more than all the
+            # arithmetic (130 -> 48 ns per body, measured). The same floating-point operations as the general step
+            # below (``_joint_rows`` and the rest of the loop), in the same order, less the products by the
+            # constant entries 0 and +-1 of the revolute blocks Jc = [[-1, 0, a_cy], [0, -1, -a_cx]] and
+            # Jp = [[1, 0, -a_py], [0, 1, a_px]], which change no value (x * 1 and x + 0 * y are x; at most the sign
+            # of a zero differs), and with the sin/cos of the body and of its parent read from F_COS, F_SIN (once
+            # per body) instead of computed again for every child. The blocks are still written into the factor
+            # for its other readers (``tree_solve``, the projection).
+            cos_i = fac[i, F_COS]
+            sin_i = fac[i, F_SIN]
+            om = zd[i, 2]
+            cox = -body_real[i, COX]
+            coy = -body_real[i, COX + 1]
+            acx = cos_i * cox - sin_i * coy  # arm A_c s_c from the child's centre of mass to the joint point
+            acy = sin_i * cox + cos_i * coy
+            if p >= 0:
+                omp = zd[p, 2]
+                cpx = z[p, 0]
+                cpy = z[p, 1]
+                cp = fac[p, F_COS]
+                sp = fac[p, F_SIN]
+            else:
+                omp = cpx = cpy = 0.0
+                cp = 1.0  # cos and sin of the ground's angle 0, as math.cos(0.0), math.sin(0.0)
+                sp = 0.0
+            ppx = body_real[i, PPX]
+            ppy = body_real[i, PPX + 1]
+            apx = cp * ppx - sp * ppy  # arm A_p s_p from the parent's centre of mass (ground: origin)
+            apy = sp * ppx + cp * ppy
+            res0 = -(z[i, 0] + acx - cpx - apx)  # C = P_p - P_c (eq. 8)
+            res1 = -(z[i, 1] + acy - cpy - apy)
+            gam0 = apx * omp * omp - acx * om * om
+            gam1 = apy * omp * omp - acy * om * om
+            fac[i, F_JC + 0] = -1.0
+            fac[i, F_JC + 1] = 0.0
+            fac[i, F_JC + 2] = acy
+            fac[i, F_JC + 3] = 0.0
+            fac[i, F_JC + 4] = -1.0
+            fac[i, F_JC + 5] = -acx
+            fac[i, F_JP + 0] = 1.0
+            fac[i, F_JP + 1] = 0.0
+            fac[i, F_JP + 2] = -apy
+            fac[i, F_JP + 3] = 0.0
+            fac[i, F_JP + 4] = 1.0
+            fac[i, F_JP + 5] = apx
+            # body pivot D_i = M_i + children's Jp^T S^-1 Jp
+            mass = body_real[i, MASS]
+            ok, e00, e01, e02, e11, e12, e22 = _sym3_inverse(
+                mass + fac[i, F_ACC + 0], fac[i, F_ACC + 1], fac[i, F_ACC + 2], mass + fac[i, F_ACC + 3],
+                fac[i, F_ACC + 4], body_real[i, INERTIA] + fac[i, F_ACC + 5], 1e-8)
+            if ok:
+                fac[i, F_DINV + 0] = e00
+                fac[i, F_DINV + 1] = e01
+                fac[i, F_DINV + 2] = e02
+                fac[i, F_DINV + 3] = e11
+                fac[i, F_DINV + 4] = e12
+                fac[i, F_DINV + 5] = e22
+                fac[i, F_W] = 0.0
+                # right-hand side Q_i: gravity, the element wrench, tau (a moment on the child, minus it on
+                # the parent)
+                torque = tau[body_int[i, QIDX]] if tau.shape[0] > 0 else 0.0
+                zdd[i, 0] += mass * gx + 0.0
+                zdd[i, 1] += mass * gy + 0.0
+                zdd[i, 2] += torque
+                if wrench.shape[0] > 0:
+                    zdd[i, 0] += wrench[i, 0]
+                    zdd[i, 1] += wrench[i, 1]
+                    zdd[i, 2] += wrench[i, 2]
+                tau_power += torque * zd[i, 2]
+                if p >= 0:
+                    zdd[p, 2] -= torque
+                    tau_power += -torque * zd[p, 2]
+                # joint pivot S = Jc D^-1 Jc^T (2 x 2) and its right-hand side gamma - 2 alpha C' - beta^2 C
+                y0 = -e00 + e02 * acy  # D^-1 Jc_0^T
+                y1 = -e01 + e12 * acy
+                y2 = -e02 + e22 * acy
+                s00 = -y0 + acy * y2
+                s01 = -y1 - acx * y2
+                y0 = -e01 - e02 * acx  # D^-1 Jc_1^T
+                y1 = -e11 - e12 * acx
+                y2 = -e12 - e22 * acx
+                s11 = -y1 - acx * y2
+                rate0 = -zd[i, 0] + acy * zd[i, 2]  # C' = Jc z_i' + Jp z_p'
+                rate1 = -zd[i, 1] - acx * zd[i, 2]
+                if p >= 0:
+                    rate0 += zd[p, 0] - apy * zd[p, 2]
+                    rate1 += zd[p, 1] + apx * zd[p, 2]
+                r0 = row_start[i]
+                x0 = gam0 - 2.0 * alpha * rate0 - beta * beta * res0
+                x1 = gam1 - 2.0 * alpha * rate1 - beta * beta * res1
+                det = s00 * s11 - s01 * s01
+                if not det > 1e-13 * s00 * s11:
+                    return STATUS_SINGULAR | (i << 4)
+                f00 = s11 / det  # S^-1
+                f01 = -s01 / det
+                f11 = s00 / det
+                fac[i, F_SINV + 0] = f00
+                fac[i, F_SINV + 1] = f01
+                fac[i, F_SINV + 3] = f11
+                # forward elimination: x_j -= Jc D^-1 x_i, then x_p += Jp^T S^-1 x_j
+                b0 = zdd[i, 0]
+                b1 = zdd[i, 1]
+                b2 = zdd[i, 2]
+                y0 = e00 * b0 + e01 * b1 + e02 * b2
+                y1 = e01 * b0 + e11 * b1 + e12 * b2
+                y2 = e02 * b0 + e12 * b1 + e22 * b2
+                x0 -= -y0 + acy * y2
+                x1 -= -y1 - acx * y2
+                lam[r0] = x0
+                lam[r0 + 1] = x1
+                if p >= 0:
+                    # the parent's pivot gains Jp^T S^-1 Jp, a row of Jp at a time
+                    u2 = -(f00 * apy) + f01 * apx  # row 0 of S^-1 Jp is (f00, f01, u2)
+                    fac[p, F_ACC + 0] += f00
+                    fac[p, F_ACC + 1] += f01
+                    fac[p, F_ACC + 2] += u2
+                    fac[p, F_ACC + 5] += -apy * u2
+                    u2 = -(f01 * apy) + f11 * apx  # row 1: (f01, f11, u2)
+                    fac[p, F_ACC + 3] += f11
+                    fac[p, F_ACC + 4] += u2
+                    fac[p, F_ACC + 5] += apx * u2
+                    v0 = f00 * x0 + f01 * x1  # S^-1 x_j
+                    v1 = f01 * x0 + f11 * x1
+                    zdd[p, 0] += v0
+                    zdd[p, 2] += -apy * v0
+                    zdd[p, 1] += v1
+                    zdd[p, 2] += apx * v1
+                continue
+            # a singular body pivot: the general step below regularises it
         m = _joint_rows(body_int, body_real, z, zd, tau, i, fac, scratch)
         # body pivot D_i = M_i + children's Jp^T S^-1 Jp, and the right-hand side Q_i (gravity, elements, tau)
         mass = body_real[i, MASS]
