@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 
 from ._kernels import bdf as kernels
+from ._kernels.integrators import output_rows
 from .implicit import joint_spring_diagonals
 
 # joint diagonal that locks a driven coordinate in the Newton solve: its elimination then passes the articulated
@@ -41,10 +42,6 @@ class _Runner:
     """One compiled BDF loop per call (y, ta, tb, t_eval) -> (status, t_fail, t, y, nfev, nsteps, nrejected,
     events), as ``integrate._numba_segment_runner`` returns; keeps the Newton statistics over its calls."""
 
-    # initial rows of the output buffers (they double when full): at most about 16 MB, so that a run of a
-    # million-coordinate state does not start with a 1024-row (16 GB) buffer
-    max_buffer_floats = 2**21
-
     def __init__(self, callback, key, system, rtol, atol, first_step, max_step, max_steps, max_order, every,
                  events_fn, events_key, events, monitor, control):
         self.args = (callback, key, system, newton_arrays(system))
@@ -62,7 +59,7 @@ class _Runner:
 
     def __call__(self, y_start, ta, tb, t_eval):
         n = y_start.size
-        capacity = max(2, min(1024, self.max_buffer_floats // n))
+        capacity = output_rows(n, t_eval)  # (at most ~16 MB unless t_eval asks for more; they double when full)
         self.control.restart()
         events_fn, events_key, directions, terminal = self.events
         rtol, atol, first, max_step, max_steps, max_order = self.options

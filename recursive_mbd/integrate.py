@@ -1444,7 +1444,6 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
                           max_steps, midpoint_tol, events, control, max_order=5):
     """A function (y, ta, tb, t_eval) -> (status, t_fail, t, y, nfev, nsteps, nrejected, events) running one
     compiled time loop from ta to tb, polling ``control`` (a _RunControl)."""
-    capacity = 1024
     monitor = (_python_bridge, control.key, control.control)
     if method in FIXED_STEP:
         dt = _positive(dt, "dt")
@@ -1453,6 +1452,7 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
 
         def run(y_start, ta, tb, _):
             control.restart()
+            capacity = integrators.output_rows(n)
             status, t_fail, count, t_out, y_out, nfev, nsteps = integrators.integrate_fixed(
                 callback, key, system, y_start, ta, tb, dt, fixed_step_count(ta, tb, dt, max_steps), every,
                 tableau.A, tableau.B, tableau.C, midpoint, float(midpoint_tol), 50, np.zeros((tableau.C.size, n)),
@@ -1479,6 +1479,7 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
 
     def run(y_start, ta, tb, t_eval):
         control.restart()
+        capacity = integrators.output_rows(n, t_eval)
         (status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t,
          ev_y) = integrators.integrate_adaptive(
             callback, key, system, y_start, ta, tb, rtol, atol, first, max_step, int(max_steps),
