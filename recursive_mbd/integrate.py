@@ -1017,8 +1017,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         ``result.newton_iterations``, ``result.newton_factorizations``. ``max_order`` (1..5, default 5) caps the
         order: BDF3-5 are not A-stable, and on a long undamped chain its unexcited high modes grow at orders 3-5
         until the steps sit at their stability limit; the run detects that limit (a RuntimeWarning says when)
-        and goes on at orders 1-2 (A-stable), but max_order=2 from the start saves the steps spent before it
-        (``benchmarks/bdf.py``).
+        and goes on at orders 1-2 (A-stable), but give max_order=2 there from the start: the steps spent
+        before the detection and after it are many (serial_chain(10_000) over 10 s: 10,953 against 1,401;
+        ``benchmarks/bdf.py``).
         "scipy:NAME": scipy's solve_ivp method NAME (RK45, DOP853, Radau, BDF, LSODA, ...) on the same
         right-hand side (one Python call per evaluation). For stiff problems (stiff damped springs) use
         "scipy:Radau" or "scipy:BDF": they get the Jacobian from ``integrators.rhs_jacobian`` (2 nf
