@@ -9,9 +9,13 @@ elements, drivers), events, t_eval and monitor (Ctrl-C, max_wall_time) as the ex
 Closed loops in the stabilised index-2 (GGL) form, by the Schur complement of ``_kernels.implicit.loop_schur``.
 """
 
+import math
+import warnings
+
 import numpy as np
 
 from ._kernels import bdf as kernels
+from ._kernels.integrators import output_rows
 from .implicit import joint_spring_diagonals
 
 # joint diagonal that locks a driven coordinate in the Newton solve: its elimination then passes the articulated
@@ -38,10 +42,6 @@ class _Runner:
     """One compiled BDF loop per call (y, ta, tb, t_eval) -> (status, t_fail, t, y, nfev, nsteps, nrejected,
     events), as ``integrate._numba_segment_runner`` returns; keeps the Newton statistics over its calls."""
 
-    # initial rows of the output buffers (they double when full): at most about 16 MB, so that a run of a
-    # million-coordinate state does not start with a 1024-row (16 GB) buffer
-    max_buffer_floats = 2**21
-
     def __init__(self, callback, key, system, rtol, atol, first_step, max_step, max_steps, max_order, every,
                  events_fn, events_key, events, monitor, control):
         self.args = (callback, key, system, newton_arrays(system))
@@ -55,10 +55,11 @@ class _Runner:
         self.newton_iterations = 0
         self.solves = 0
         self.factorizations = 0
+        self.order_limited_at = None  # the time the stability limit of orders 3-5 was found (first segment)
 
     def __call__(self, y_start, ta, tb, t_eval):
         n = y_start.size
-        capacity = max(2, min(1024, self.max_buffer_floats // n))
+        capacity = output_rows(n, t_eval)  # (at most ~16 MB unless t_eval asks for more; they double when full)
         self.control.restart()
         events_fn, events_key, directions, terminal = self.events
         rtol, atol, first, max_step, max_steps, max_order = self.options
@@ -71,6 +72,17 @@ class _Runner:
         self.newton_iterations += int(self.info[kernels.INFO_ITERATIONS])
         self.solves += int(self.info[kernels.INFO_SOLVES])
         self.factorizations += int(self.info[kernels.INFO_FACTORIZATIONS])
+        limited_at = float(self.info[kernels.INFO_ORDER_LIMITED_AT])
+        if not math.isnan(limited_at) and self.order_limited_at is None:
+            self.order_limited_at = limited_at
+            self.options = (*self.options[:5], min(max_order, 2))  # the later segments of a progress bar too
+            warnings.warn(
+                f"bdf: orders 3-5 reached their stability limit at t = {limited_at:.6g} s (an oscillatory root "
+                f"|r| = {self.info[kernels.INFO_ORDER_LIMITED_ROOT]:.3f} at "
+                f"{self.info[kernels.INFO_ORDER_LIMITED_ANGLE]:.2f} rad per step dominated the error estimates: a "
+                "lightly damped mode the steps do not resolve); the run went on at orders 1-2 (A-stable). On such "
+                "models (long undamped chains) pass max_order=2 to skip the steps spent finding the limit.",
+                RuntimeWarning, stacklevel=5)  # simulate's caller (simulate, _simulate, _run_segments)
         if status == kernels.STATUS_NO_CONVERGENCE:
             self.control.detail = (
                 f": Newton did not converge at the smallest step h = {self.info[kernels.INFO_FAIL_STEP]:.3g} s "

@@ -444,7 +444,10 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         ``recursive_mbd._kernels.bdf``), the whole loop compiled; closed loops in the index-2 (GGL) form;
         ``result.newton_iterations``, ``result.newton_factorizations``. ``max_order`` (1..5, default 5) caps the
         order: BDF3-5 are not A-stable, and on a long undamped chain its unexcited high modes grow at orders 3-5
-        until the steps collapse: give max_order=2 there (A-stable; ``benchmarks/bdf.py``).
+        until the steps sit at their stability limit; the run detects that limit (a RuntimeWarning says when)
+        and goes on at orders 1-2 (A-stable), but give max_order=2 there from the start: the steps spent
+        before the detection and after it are many (serial_chain(10_000) over 10 s: 10,953 against 1,401;
+        ``benchmarks/bdf.py``).
         "scipy:NAME": scipy's solve_ivp method NAME (RK45, DOP853, Radau, BDF, LSODA, ...) on the same
         right-hand side (one Python call per evaluation). For stiff problems (stiff damped springs) use
         "scipy:Radau" or "scipy:BDF": they get the Jacobian from ``integrators.rhs_jacobian`` (2 nf
@@ -756,7 +759,6 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
                           max_steps, midpoint_tol, events, control, max_order=5):
     """A function (y, ta, tb, t_eval) -> (status, t_fail, t, y, nfev, nsteps, nrejected, events) running one
     compiled time loop from ta to tb, polling ``control`` (a _RunControl)."""
-    capacity = 1024
     monitor = (_python_bridge, control.key, control.control)
     if method in FIXED_STEP:
         dt = _positive(dt, "dt")
@@ -765,6 +767,7 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
 
         def run(y_start, ta, tb, _):
             control.restart()
+            capacity = integrators.output_rows(n)
             status, t_fail, count, t_out, y_out, nfev, nsteps = integrators.integrate_fixed(
                 callback, key, system, y_start, ta, tb, dt, fixed_step_count(ta, tb, dt, max_steps), every,
                 tableau.A, tableau.B, tableau.C, midpoint, float(midpoint_tol), 50, np.zeros((tableau.C.size, n)),
@@ -791,6 +794,7 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
 
     def run(y_start, ta, tb, t_eval):
         control.restart()
+        capacity = integrators.output_rows(n, t_eval)
         (status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t,
          ev_y) = integrators.integrate_adaptive(
             callback, key, system, y_start, ta, tb, rtol, atol, first, max_step, int(max_steps),

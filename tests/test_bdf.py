@@ -1,5 +1,7 @@
 """method="bdf": variable-step, variable-order BDF with the O(N) Newton matrix (recursive_mbd/_kernels/bdf.py)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from conftest import TREE_SPECS, build, random_state
@@ -214,3 +216,33 @@ def test_max_order_caps_the_order():
             rm.simulate(model, q0, qd0, 1.0, method="bdf", max_order=bad)
     with pytest.raises(ValueError, match="max_order is an option of method 'bdf'"):
         rm.simulate(model, q0, qd0, 1.0, method="dopri5", max_order=2)
+
+
+def test_stability_limit_on_an_undamped_chain_is_found_and_the_order_capped():
+    # serial_chain(100) swinging in its first mode, no damping: BDF3-5 are unstable on the unexcited high modes
+    # (h omega near their stability boundary); the steps collapse to that limit unless it is detected (main:
+    # 3,740 steps, error 1e-6). Found, the run goes on at orders 1-2 with max_order=2's step count, says so in a
+    # warning, and keeps the linear solution to the accuracy of max_order=2.
+    chain = chains.serial_chain(100)
+    omega, shapes = rm.studies.chain_modes(chain, 1)
+    q0 = 1e-3 * shapes[:, 0] / np.abs(shapes[:, 0]).max()
+    times = np.linspace(0.0, 2.0, 21)
+    options = {"method": "bdf", "rtol": 1e-7, "atol": 1e-10, "t_eval": times}
+    with pytest.warns(RuntimeWarning, match=r"orders 3-5 reached their stability limit at t = .* max_order=2"):
+        found = rm.simulate(chain, q0, np.zeros(100), 2.0, **options)
+    capped = rm.simulate(chain, q0, np.zeros(100), 2.0, max_order=2, **options)
+    assert found.nsteps < 2.5 * capped.nsteps
+    linear = np.cos(omega[0] * times)[:, None] * q0
+    assert np.abs(found.q - linear).max() < 1e-3 * 1e-3  # 1e-3 relative, as max_order=2 (the error 1e-6 nonlinear)
+    assert np.abs(capped.q - linear).max() < 1e-3 * 1e-3
+
+
+def test_no_stability_limit_is_found_on_a_resolved_motion():
+    # the double pendulum at large amplitude keeps its orders 3-5 (the detection needs a root that predicts
+    # three runs of corrections in a row, to 2 %): the step counts of main
+    model, q0, qd0 = _double_pendulum()
+    for rtol, most_steps in ((1e-5, 300), (1e-8, 900)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            res = rm.simulate(model, q0, qd0, 2.0, method="bdf", rtol=rtol, atol=1e-2 * rtol)
+        assert res.nsteps <= most_steps

@@ -6,6 +6,7 @@ from scipy.integrate import solve_ivp
 
 import recursive_mbd as rm
 from recursive_mbd import SimulationError, chains
+from recursive_mbd._kernels import integrators
 from recursive_mbd.integrate import TABLEAUS
 
 
@@ -129,3 +130,22 @@ def test_too_many_steps_keeps_the_result():
 def test_bad_options_are_refused(kwargs, match):
     with pytest.raises(ValueError, match=match):
         rm.simulate(chains.serial_chain(2), [0.1, 0.0], [0.0, 0.0], 1.0, **kwargs)
+
+
+def test_output_buffers_start_small_and_grow_to_the_same_result(monkeypatch):
+    # a long chain's state is large (1024 rows of a 1e5-link state: 1.6 GB): the time loops start their output
+    # buffers at OUTPUT_START_FLOATS (or the t_eval samples) and double them when full; the output is the same
+    assert integrators.output_rows(200_002) == 10 and integrators.output_rows(4) == 1024
+    assert integrators.output_rows(200_002, np.linspace(0.0, 1.0, 41)) == 43
+    model = chains.serial_chain(3)
+    q0 = np.array([0.4, -0.2, 0.1])
+    runs = [("dopri5", {"every": 1}), ("rk4", {"dt": 1e-3}), ("bdf", {"every": 1}),
+            ("dopri5", {"t_eval": np.linspace(0.0, 1.0, 7)})]
+    default = [rm.simulate(model, q0, np.zeros(3), 1.0, method=m, rtol=1e-8, atol=1e-10, **kw) for m, kw in runs]
+    monkeypatch.setattr(integrators, "OUTPUT_START_FLOATS", 1)  # two rows: the buffers double again and again
+    for (method, options), reference in zip(runs, default, strict=True):
+        small = rm.simulate(model, q0, np.zeros(3), 1.0, method=method, rtol=1e-8, atol=1e-10, **options)
+        assert small.t.size == reference.t.size > 5
+        np.testing.assert_array_equal(small.t, reference.t)
+        np.testing.assert_array_equal(small.q, reference.q)
+        np.testing.assert_array_equal(small.qd, reference.qd)

@@ -110,6 +110,20 @@ def rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, first_stage, monitor,
     return STATUS_OK
 
 
+# the output buffers of the time loops start at most this many floats (16 MB) and double when full (``_store``)
+OUTPUT_START_FLOATS = 2**21
+
+
+def output_rows(n, t_eval=None):
+    """Initial rows of the output buffers of a time loop on a state of n floats: one per t_eval sample (+2: t_end,
+    a terminal event) when given, else 1024 rows or OUTPUT_START_FLOATS / n if fewer (a long chain's state is
+    large: 1024 rows of a 1e5-link state are 1.6 GB); ``_store`` doubles them when full, so the output is the
+    same whatever the start (a plain Python function: the policy of the callers that allocate the buffers)."""
+    if t_eval is not None and len(t_eval) > 0:
+        return len(t_eval) + 2
+    return max(2, min(1024, OUTPUT_START_FLOATS // max(n, 1)))
+
+
 @njit
 def _store(t_out, y_out, count, t, y):
     """Append (t, y) to the output buffers, doubling them when full; returns the (possibly new) buffers."""
