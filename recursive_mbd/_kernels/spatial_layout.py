@@ -50,8 +50,13 @@ WT = 9  # r: child frame origin in the parent frame (3)
 WV = 12  # spatial velocity of the body (6)
 WC = 18  # bias acceleration c = S' v_j + v x S v_j (6); overwritten by the acceleration a in the last pass
 WP = 24  # articulated bias force p^A (6); inverse dynamics: the body force f
-WI = 30  # articulated (composite) inertia, full 6x6 row-major (36)
-W_SPATIAL = 66
+WI = 30  # articulated (composite) inertia [[A, B], [B^T, C]] packed: A sym, B row-major, C sym (21 numbers)
+W_SPATIAL = 51
+# packed symmetric 6x6 inertia: offsets in its 21 numbers (a symmetric 3x3 block as xx, yy, zz, xy, xz, yz)
+PA = 0  # the angular block A (6)
+PB = 6  # the coupling block B, row-major (9)
+PC = 15  # the linear block C (6)
+N_PACKED = 21
 # S: (nbodies, MAX_NV used, 6) the joint's motion subspace columns, child coordinates; UD: U D^-1 (same shape);
 # uD: D^-1 u (nbodies, MAX_NV used). Separate arrays, sized by the widest joint of the model.
 
