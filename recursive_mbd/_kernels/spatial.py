@@ -469,7 +469,122 @@ def _inertia_transform_add(ws, i, rx, ry, rz, src, s, dst, d):
 def kinematics_pass(body_int, body_real, q, v, ws, S, tmp, with_velocity):
     """Base to tip: R, r (ws WR, WT), S, and with ``with_velocity`` the body velocity (WV) and bias acceleration
     c = S' vj + v x S vj (WC). Returns STATUS_OK or -(body + 1) for a quaternion off unit norm."""
+    return _kinematics(body_int, body_real, q, v, ws, S, tmp, with_velocity, True)
+
+
+@njit
+def _spherical_kinematics(body_real, q, v, i, k, kv, p, ws, with_velocity):
+    """``_kinematics`` for a spherical joint, in registers (S = (e_c; cp x e_c) is not stored). Returns False for a
+    quaternion off unit norm."""
+    w = q[k]
+    x = q[k + 1]
+    y = q[k + 2]
+    z = q[k + 3]
+    norm2 = w * w + x * x + y * y + z * z
+    norm = math.sqrt(norm2)
+    if not abs(norm - 1.0) <= QUATERNION_TOL:
+        return False
+    # R_j of the normalised quaternion: the products scaled by 2 / |q|^2
+    s = 2.0 / norm2
+    xx = s * x * x
+    yy = s * y * y
+    zz = s * z * z
+    xy = s * x * y
+    xz = s * x * z
+    yz = s * y * z
+    wx = s * w * x
+    wy = s * w * y
+    wz = s * w * z
+    j00 = 1.0 - (yy + zz)
+    j01 = xy - wz
+    j02 = xz + wy
+    j10 = xy + wz
+    j11 = 1.0 - (xx + zz)
+    j12 = yz - wx
+    j20 = xz - wy
+    j21 = yz + wx
+    j22 = 1.0 - (xx + yy)
+    wsi = ws[i]
+    cpx = body_real[i, CP]
+    cpy = body_real[i, CP + 1]
+    cpz = body_real[i, CP + 2]
+    # R = R0 R_j, r = pp - R cp
+    for r in range(3):
+        a0 = body_real[i, R0 + 3 * r]
+        a1 = body_real[i, R0 + 3 * r + 1]
+        a2 = body_real[i, R0 + 3 * r + 2]
+        m0 = a0 * j00 + a1 * j10 + a2 * j20
+        m1 = a0 * j01 + a1 * j11 + a2 * j21
+        m2 = a0 * j02 + a1 * j12 + a2 * j22
+        wsi[WR + 3 * r] = m0
+        wsi[WR + 3 * r + 1] = m1
+        wsi[WR + 3 * r + 2] = m2
+        wsi[WT + r] = body_real[i, PP + r] - (m0 * cpx + m1 * cpy + m2 * cpz)
+    if not with_velocity:
+        return True
+    # joint velocity (wJ; cp x wJ), body velocity X v_P + that, bias acceleration c = v x vJ
+    jx = v[kv]
+    jy = v[kv + 1]
+    jz = v[kv + 2]
+    lx = cpy * jz - cpz * jy
+    ly = cpz * jx - cpx * jz
+    lz = cpx * jy - cpy * jx
+    if p < 0:
+        ox = jx
+        oy = jy
+        oz = jz
+        ux = lx
+        uy = ly
+        uz = lz
+    else:
+        P = ws[p]
+        pwx = P[WV]
+        pwy = P[WV + 1]
+        pwz = P[WV + 2]
+        rx = wsi[WT]
+        ry = wsi[WT + 1]
+        rz = wsi[WT + 2]
+        px = P[WV + 3] + pwy * rz - pwz * ry
+        py = P[WV + 4] + pwz * rx - pwx * rz
+        pz = P[WV + 5] + pwx * ry - pwy * rx
+        ox = wsi[WR] * pwx + wsi[WR + 3] * pwy + wsi[WR + 6] * pwz + jx
+        oy = wsi[WR + 1] * pwx + wsi[WR + 4] * pwy + wsi[WR + 7] * pwz + jy
+        oz = wsi[WR + 2] * pwx + wsi[WR + 5] * pwy + wsi[WR + 8] * pwz + jz
+        ux = wsi[WR] * px + wsi[WR + 3] * py + wsi[WR + 6] * pz + lx
+        uy = wsi[WR + 1] * px + wsi[WR + 4] * py + wsi[WR + 7] * pz + ly
+        uz = wsi[WR + 2] * px + wsi[WR + 5] * py + wsi[WR + 8] * pz + lz
+    wsi[WV] = ox
+    wsi[WV + 1] = oy
+    wsi[WV + 2] = oz
+    wsi[WV + 3] = ux
+    wsi[WV + 4] = uy
+    wsi[WV + 5] = uz
+    wsi[WC] = oy * jz - oz * jy
+    wsi[WC + 1] = oz * jx - ox * jz
+    wsi[WC + 2] = ox * jy - oy * jx
+    wsi[WC + 3] = oy * lz - oz * ly + uy * jz - uz * jy
+    wsi[WC + 4] = oz * lx - ox * lz + uz * jx - ux * jz
+    wsi[WC + 5] = ox * ly - oy * lx + ux * jy - uy * jx
+    return True
+
+
+@njit
+def _kinematics(body_int, body_real, q, v, ws, S, tmp, with_velocity, spherical_S):
+    """``kinematics_pass``; with ``spherical_S`` False the columns S of spherical joints are not written (the
+    articulated-body algorithm does not read them)."""
     for i in range(body_int.shape[0]):
+        if body_int[i, JTYPE] == SPHERICAL:
+            if not _spherical_kinematics(body_real, q, v, i, body_int[i, QIDX], body_int[i, VIDX],
+                                         body_int[i, PARENT], ws, with_velocity):
+                return -(i + 1)
+            if spherical_S:
+                cpx = body_real[i, CP]
+                cpy = body_real[i, CP + 1]
+                cpz = body_real[i, CP + 2]
+                _column(S, i, 0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, cpx, cpy, cpz)
+                _column(S, i, 1, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, cpx, cpy, cpz)
+                _column(S, i, 2, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, cpx, cpy, cpz)
+            continue
         if not joint_kinematics(body_int, body_real, q, i, S, tmp):
             return -(i + 1)
         # R = R0 R_j,  r = pp + R0 t - R cp
@@ -668,34 +783,32 @@ def _spherical_condense(body_int, body_real, tau, i, ws, UD, uD):
     j20 = b20 - g20
     j21 = b21 - g21
     j22 = b22 - g22
-    # Cholesky D = L L^T, a pivot below its scale: singular articulated inertia
+    # D = L E L^T (L unit lower, E diagonal: the squared Cholesky pivots, without square roots); a pivot below its
+    # scale: singular articulated inertia
     if not d00 > SINGULAR_RTOL * scale0 * scale0:
         return STATUS_SINGULAR | (i << 4)
-    l00 = math.sqrt(d00)
-    l10 = d01 / l00
-    l20 = d02 / l00
-    piv = d11 - l10 * l10
+    ie0 = 1.0 / d00
+    l10 = d01 * ie0
+    l20 = d02 * ie0
+    piv = d11 - l10 * d01
     if not piv > SINGULAR_RTOL * scale1 * scale1:
         return STATUS_SINGULAR | (i << 4)
-    l11 = math.sqrt(piv)
-    l21 = (d12 - l20 * l10) / l11
-    piv = d22 - l20 * l20 - l21 * l21
+    ie1 = 1.0 / piv
+    l21 = (d12 - l20 * d01) * ie1
+    piv = d22 - l20 * d02 - l21 * l21 * piv
     if not piv > SINGULAR_RTOL * scale2 * scale2:
         return STATUS_SINGULAR | (i << 4)
-    l22 = math.sqrt(piv)
-    # D^-1 = L^-T L^-1, M = L^-1 lower triangular
-    m00 = 1.0 / l00
-    m11 = 1.0 / l11
-    m22 = 1.0 / l22
-    m10 = -l10 * m00 * m11
-    m21 = -l21 * m11 * m22
-    m20 = -(l20 * m00 + l21 * m10) * m22
-    i00 = m00 * m00 + m10 * m10 + m20 * m20
-    i01 = m10 * m11 + m20 * m21
-    i02 = m20 * m22
-    i11 = m11 * m11 + m21 * m21
-    i12 = m21 * m22
-    i22 = m22 * m22
+    ie2 = 1.0 / piv
+    # D^-1 = N^T E^-1 N, N = L^-1 = [[1, 0, 0], [-l10, 1, 0], [l21 l10 - l20, -l21, 1]]
+    n10 = -l10
+    n21 = -l21
+    n20 = l21 * l10 - l20
+    i22 = ie2
+    i12 = n21 * ie2
+    i02 = n20 * ie2
+    i11 = ie1 + n21 * i12
+    i01 = n10 * ie1 + n20 * i12
+    i00 = ie0 + n10 * n10 * ie1 + n20 * i02
     # K = D^-1 B_J
     k00 = i00 * j00 + i01 * j10 + i02 * j20
     k01 = i00 * j01 + i01 * j11 + i02 * j21
@@ -850,7 +963,7 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
     status = check_finite(q, v, tau)
     if status:
         return status
-    status = kinematics_pass(body_int, body_real, q, v, ws, S, tmp, True)
+    status = _kinematics(body_int, body_real, q, v, ws, S, tmp, True, False)
     if status:
         return status
     n = body_int.shape[0]
