@@ -58,9 +58,11 @@ from .spatial_layout import (
     VIDX,
     WC,
     WI,
+    WK,
     WP,
     WR,
     WT,
+    WU,
     WV,
 )
 from .tree import check_finite, check_output
@@ -700,15 +702,16 @@ def _cholesky_solve(tmp, d, inv, nvj, b):
 
 
 @njit
-def _spherical_condense(body_int, body_real, tau, i, ws, UD, uD):
+def _spherical_condense(body_int, body_real, tau, i, ws):
     """The tip-to-base step of the articulated-body algorithm for a spherical joint, in registers.
 
     About the joint point J (at cp in the child frame) the motion subspace is S = [1; 0], so with the articulated
     inertia moved there, I^A_J = [[A_J, B_J], [B_J^T, C]] (A_J = A + B[cp] + (B[cp])^T - [cp]C[cp], B_J = B - [cp]C,
     Featherstone 2008 eq. 2.66 with r = -cp): U = [A_J; B_J^T], D = A_J, and the condensed inertia
     I^a = I^A_J - U D^-1 U^T is [[0, 0], [0, C - B_J^T D^-1 B_J]], the bias force p^a = (tau; f + C^a c_J +
-    B_J^T D^-1 u) (its moment is the joint torque). Only a 3x3 block goes to the parent. Stores K = D^-1 B_J in
-    UD[i, 0:3, 0:3] and D^-1 u in uD[i, 0:3] for ``_spherical_accelerate``. Returns a status.
+    B_J^T D^-1 u) (its moment is the joint torque). Only a 3x3 block goes to the parent. Stores K = D^-1 B_J
+    (row-major) at ws[i, WK] and D^-1 u at ws[i, WU] (the slots of body i's articulated inertia, read no more) for
+    ``_spherical_accelerate``. Returns a status.
     """
     cpx = body_real[i, CP]
     cpy = body_real[i, CP + 1]
@@ -819,15 +822,15 @@ def _spherical_condense(body_int, body_real, tau, i, ws, UD, uD):
     k20 = i02 * j00 + i12 * j10 + i22 * j20
     k21 = i02 * j01 + i12 * j11 + i22 * j21
     k22 = i02 * j02 + i12 * j12 + i22 * j22
-    UD[i, 0, 0] = k00
-    UD[i, 0, 1] = k01
-    UD[i, 0, 2] = k02
-    UD[i, 1, 0] = k10
-    UD[i, 1, 1] = k11
-    UD[i, 1, 2] = k12
-    UD[i, 2, 0] = k20
-    UD[i, 2, 1] = k21
-    UD[i, 2, 2] = k22
+    w[WK] = k00
+    w[WK + 1] = k01
+    w[WK + 2] = k02
+    w[WK + 3] = k10
+    w[WK + 4] = k11
+    w[WK + 5] = k12
+    w[WK + 6] = k20
+    w[WK + 7] = k21
+    w[WK + 8] = k22
     # u = tau - S_J^T p^A_J, the moment of p^A about J: n_O - cp x f
     kv = body_int[i, VIDX]
     fx = w[WP + 3]
@@ -842,9 +845,9 @@ def _spherical_condense(body_int, body_real, tau, i, ws, UD, uD):
     ox = i00 * ux + i01 * uy + i02 * uz
     oy = i01 * ux + i11 * uy + i12 * uz
     oz = i02 * ux + i12 * uy + i22 * uz
-    uD[i, 0] = ox
-    uD[i, 1] = oy
-    uD[i, 2] = oz
+    w[WU] = ox
+    w[WU + 1] = oy
+    w[WU + 2] = oz
     p = body_int[i, PARENT]
     if p < 0:
         return STATUS_OK
@@ -926,22 +929,23 @@ def _spherical_condense(body_int, body_real, tau, i, ws, UD, uD):
 
 
 @njit
-def _spherical_accelerate(body_real, i, kv, UD, uD, a, out):
+def _spherical_accelerate(body_real, i, kv, ws, a, out):
     """The base-to-tip step for a spherical joint: a[0:6] holds a' = X a_P + c (body i's coordinates) and becomes
     a = a' + S vdot; vdot = D^-1 (u - U^T a') = D^-1 u - a'_w - K a'_J (``_spherical_condense``), with
     a'_J = a'_v - cp x a'_w the linear part of a' at the joint point."""
     cpx = body_real[i, CP]
     cpy = body_real[i, CP + 1]
     cpz = body_real[i, CP + 2]
+    w = ws[i]
     wx = a[0]
     wy = a[1]
     wz = a[2]
     jx = a[3] - (cpy * wz - cpz * wy)
     jy = a[4] - (cpz * wx - cpx * wz)
     jz = a[5] - (cpx * wy - cpy * wx)
-    dx = uD[i, 0] - wx - (UD[i, 0, 0] * jx + UD[i, 0, 1] * jy + UD[i, 0, 2] * jz)
-    dy = uD[i, 1] - wy - (UD[i, 1, 0] * jx + UD[i, 1, 1] * jy + UD[i, 1, 2] * jz)
-    dz = uD[i, 2] - wz - (UD[i, 2, 0] * jx + UD[i, 2, 1] * jy + UD[i, 2, 2] * jz)
+    dx = w[WU] - wx - (w[WK] * jx + w[WK + 1] * jy + w[WK + 2] * jz)
+    dy = w[WU + 1] - wy - (w[WK + 3] * jx + w[WK + 4] * jy + w[WK + 5] * jz)
+    dz = w[WU + 2] - wz - (w[WK + 6] * jx + w[WK + 7] * jy + w[WK + 8] * jz)
     out[kv] = dx
     out[kv + 1] = dy
     out[kv + 2] = dz
@@ -958,7 +962,9 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
     """vdot = FD(q, v, tau) by the articulated-body algorithm (Featherstone 2008, table 7.1), O(N).
 
     Shapes: q (nq,), v, tau, out (nv,); ws (nbodies, W_SPATIAL), S and UD (nbodies, max_nv, 6), uD (nbodies,
-    max_nv), tmp (TMP_SIZE,). Returns a status (module docstring).
+    max_nv), tmp (TMP_SIZE,). Spherical joints read and write none of S, UD, uD (their S is constant, their
+    condensation is kept in ws): for a model of spherical joints only, S, UD and uD may have 0 rows.
+    Returns a status (module docstring).
     """
     status = check_finite(q, v, tau)
     if status:
@@ -980,7 +986,7 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
     # 234:270, I^a packed 270:291. Spherical joints: _spherical_condense (in registers).
     for i in range(n - 1, -1, -1):
         if body_int[i, JTYPE] == SPHERICAL:
-            status = _spherical_condense(body_int, body_real, tau, i, ws, UD, uD)
+            status = _spherical_condense(body_int, body_real, tau, i, ws)
             if status:
                 return status
             continue
@@ -1082,7 +1088,7 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
         for m in range(6):
             tmp[m] += ws[i, WC + m]
         if body_int[i, JTYPE] == SPHERICAL:
-            _spherical_accelerate(body_real, i, kv, UD, uD, tmp, out)
+            _spherical_accelerate(body_real, i, kv, ws, tmp, out)
             for m in range(6):
                 ws[i, WC + m] = tmp[m]
             continue
