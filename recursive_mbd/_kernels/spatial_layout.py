@@ -62,7 +62,9 @@ PB = 6  # the coupling block B, row-major (9)
 PC = 15  # the linear block C (6)
 N_PACKED = 21
 # S: (nbodies, MAX_NV used, 6) the joint's motion subspace columns, child coordinates; UD: U D^-1 (same shape);
-# uD: D^-1 u (nbodies, MAX_NV used). Separate arrays, sized by the widest joint of the model.
+# uD: D^-1 u (nbodies, MAX_NV used). Separate arrays, sized by the widest joint of the model. Forward dynamics
+# reads none of them for a spherical joint (constant S, condensation kept in ws at WK, WU): for a model of
+# spherical joints only it is given them with 0 rows (``spatial.Workspace3D``).
 
 # A joint whose articulated inertia S^T I^A S has a Cholesky pivot below this fraction of its scale
 # (the same quadratic form with |I^A| and |S| entries) is singular: a point mass on a spherical joint, a massless tip.
