@@ -684,6 +684,39 @@ def _kinematics(body_int, body_real, q, v, ws, S, tmp, with_velocity, spherical_
 
 
 @njit
+def _body_bias_force(body_real, i, ws):
+    """ws[i, WP:WP+6] = v x* I_i v (v = ws[i, WV:WV+6]): ``_inertia_times`` then ``_cross_force`` on the row."""
+    mass = body_real[i, MASS]
+    hx = body_real[i, MCOM]
+    hy = body_real[i, MCOM + 1]
+    hz = body_real[i, MCOM + 2]
+    wx = ws[i, WV]
+    wy = ws[i, WV + 1]
+    wz = ws[i, WV + 2]
+    ux = ws[i, WV + 3]
+    uy = ws[i, WV + 4]
+    uz = ws[i, WV + 5]
+    ixx = body_real[i, IO]
+    iyy = body_real[i, IO + 1]
+    izz = body_real[i, IO + 2]
+    ixy = body_real[i, IO + 3]
+    ixz = body_real[i, IO + 4]
+    iyz = body_real[i, IO + 5]
+    nx = ixx * wx + ixy * wy + ixz * wz + hy * uz - hz * uy
+    ny = ixy * wx + iyy * wy + iyz * wz + hz * ux - hx * uz
+    nz = ixz * wx + iyz * wy + izz * wz + hx * uy - hy * ux
+    fx = mass * ux + wy * hz - wz * hy
+    fy = mass * uy + wz * hx - wx * hz
+    fz = mass * uz + wx * hy - wy * hx
+    ws[i, WP] = wy * nz - wz * ny + uy * fz - uz * fy
+    ws[i, WP + 1] = wz * nx - wx * nz + uz * fx - ux * fz
+    ws[i, WP + 2] = wx * ny - wy * nx + ux * fy - uy * fx
+    ws[i, WP + 3] = wy * fz - wz * fy
+    ws[i, WP + 4] = wz * fx - wx * fz
+    ws[i, WP + 5] = wx * fy - wy * fx
+
+
+@njit
 def _cholesky_solve(tmp, d, inv, nvj, b):
     """Solve L L^T x = tmp[b:b+nvj] in place, L the lower Cholesky factor in tmp[d:d+36] (stride 6) and the
     reciprocals of its diagonal in tmp[inv:inv+nvj]."""
@@ -971,10 +1004,7 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
     # articulated inertia and bias force of each body alone: I_i and v x* I_i v
     for i in range(n):
         _body_inertia(body_real, i, ws, i)
-        _inertia_times(body_real, i, ws[i], WV, tmp, 0)
-        for m in range(6):
-            ws[i, WP + m] = 0.0
-        _cross_force(ws[i], WV, tmp, 0, ws[i], WP)
+        _body_bias_force(body_real, i, ws)
     # tip to base: U = I^A S, D = S^T U, u = tau - S^T p^A; condense onto the parent (seed 003 eq. 3.23)
     # tmp layout: U 0:36 (column-major, 6 per column), D/L 36:72 (stride 6), scale 72:78, rhs 78:84, Ia 84:120,
     # pa 120:126, c-product 126:132, 1/L_kk 186:192, D^-1 192:228 (stride 6), sqrt(I^A_rr) 228:234, I^A unpacked
