@@ -717,6 +717,45 @@ def _body_bias_force(body_real, i, ws):
 
 
 @njit
+def _spherical_accelerate_from_parent(body_real, i, p, kv, ws, out):
+    """``_spherical_accelerate`` for a body with a parent body, on the workspace rows: a' = X a_P + c, then
+    vdot and a = a' + S vdot into ws[i, WC:WC+6]."""
+    pwx = ws[p, WC]
+    pwy = ws[p, WC + 1]
+    pwz = ws[p, WC + 2]
+    rx = ws[i, WT]
+    ry = ws[i, WT + 1]
+    rz = ws[i, WT + 2]
+    lx = ws[p, WC + 3] + pwy * rz - pwz * ry
+    ly = ws[p, WC + 4] + pwz * rx - pwx * rz
+    lz = ws[p, WC + 5] + pwx * ry - pwy * rx
+    wx = ws[i, WR] * pwx + ws[i, WR + 3] * pwy + ws[i, WR + 6] * pwz + ws[i, WC]
+    wy = ws[i, WR + 1] * pwx + ws[i, WR + 4] * pwy + ws[i, WR + 7] * pwz + ws[i, WC + 1]
+    wz = ws[i, WR + 2] * pwx + ws[i, WR + 5] * pwy + ws[i, WR + 8] * pwz + ws[i, WC + 2]
+    vx = ws[i, WR] * lx + ws[i, WR + 3] * ly + ws[i, WR + 6] * lz + ws[i, WC + 3]
+    vy = ws[i, WR + 1] * lx + ws[i, WR + 4] * ly + ws[i, WR + 7] * lz + ws[i, WC + 4]
+    vz = ws[i, WR + 2] * lx + ws[i, WR + 5] * ly + ws[i, WR + 8] * lz + ws[i, WC + 5]
+    cpx = body_real[i, CP]
+    cpy = body_real[i, CP + 1]
+    cpz = body_real[i, CP + 2]
+    jx = vx - (cpy * wz - cpz * wy)
+    jy = vy - (cpz * wx - cpx * wz)
+    jz = vz - (cpx * wy - cpy * wx)
+    dx = ws[i, WU] - wx - (ws[i, WK] * jx + ws[i, WK + 1] * jy + ws[i, WK + 2] * jz)
+    dy = ws[i, WU + 1] - wy - (ws[i, WK + 3] * jx + ws[i, WK + 4] * jy + ws[i, WK + 5] * jz)
+    dz = ws[i, WU + 2] - wz - (ws[i, WK + 6] * jx + ws[i, WK + 7] * jy + ws[i, WK + 8] * jz)
+    out[kv] = dx
+    out[kv + 1] = dy
+    out[kv + 2] = dz
+    ws[i, WC] = wx + dx
+    ws[i, WC + 1] = wy + dy
+    ws[i, WC + 2] = wz + dz
+    ws[i, WC + 3] = vx + cpy * dz - cpz * dy
+    ws[i, WC + 4] = vy + cpz * dx - cpx * dz
+    ws[i, WC + 5] = vz + cpx * dy - cpy * dx
+
+
+@njit
 def _cholesky_solve(tmp, d, inv, nvj, b):
     """Solve L L^T x = tmp[b:b+nvj] in place, L the lower Cholesky factor in tmp[d:d+36] (stride 6) and the
     reciprocals of its diagonal in tmp[inv:inv+nvj]."""
@@ -1100,6 +1139,9 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
         p = body_int[i, PARENT]
         nvj = body_int[i, NVJ]
         kv = body_int[i, VIDX]
+        if p >= 0 and body_int[i, JTYPE] == SPHERICAL:
+            _spherical_accelerate_from_parent(body_real, i, p, kv, ws, out)
+            continue
         if p < 0:
             tmp[126] = 0.0
             tmp[127] = 0.0
