@@ -12,8 +12,8 @@ from recursive_mbd.errors import ModelError
 
 def random_inertia(rng):
     """A full inertia tensor about the centre of mass: a random rotation of random principal moments."""
-    moments = rng.uniform(0.5, 1.5, size=3)
-    moments[2] = min(moments[2], moments[0] + moments[1])
+    moments = np.sort(rng.uniform(0.5, 1.5, size=3))
+    moments[2] = min(moments[2], moments[0] + moments[1])  # the triangle inequality
     axes, _ = np.linalg.qr(rng.normal(size=(3, 3)))
     return axes @ np.diag(moments) @ axes.T
 
@@ -100,3 +100,23 @@ def test_default_names_are_generated_and_checked():
         model.add_bodies(np.array([0]), names=["body0"])
     model.add_body(parent="body3", name="body04")  # not a default spelling: a name of its own
     assert model.body_index("body04") == 4 and model.names[4] == "body04"
+
+
+@pytest.mark.parametrize("joints", [["spherical"] * 6, ["spherical", "revolute", "free", "spherical", "universal",
+                                                        "prismatic", "planar", "cylindrical", "spherical"]])
+def test_unit_force_responses_reuse_the_forward_dynamics_factorisation(joints):
+    """M^-1 tau_r for several tau_r on the factorisation a forward-dynamics call at (q, v, tau, gravity) left:
+    against a dense solve with the composite-rigid-body M (the factorisation depends on q only)."""
+    from recursive_mbd._kernels import spatial as kernels  # noqa: PLC0415
+
+    rng = np.random.default_rng(len(joints))
+    model = random_tree(rng, joints)
+    q, v, tau = random_state(rng, model)
+    rows = rng.normal(size=(4, model.nv))
+    work = spatial.workspace(model)
+    rm.forward_dynamics(model, q, v, tau)  # factorises at q (with velocity, gravity and tau: none of it stays)
+    resp = np.full((4, model.nv), np.nan)
+    S = work.S if work.fd_S.shape[0] == 0 else work.fd_S
+    kernels.unit_force_responses(model.body_int, model.body_real, rows, work.ws, S, work.UD, work.uD, work.tmp, resp)
+    expected = np.linalg.solve(rm.mass_matrix(model, q), rows.T).T
+    assert np.max(np.abs(resp - expected)) <= 1e-10 * np.max(np.abs(expected))

@@ -57,6 +57,7 @@ from .spatial_layout import (
     UNIVERSAL,
     VIDX,
     WC,
+    WD,
     WI,
     WK,
     WP,
@@ -917,6 +918,13 @@ def _spherical_condense(body_int, body_real, tau, i, ws):
     ws[i, WU] = ox
     ws[i, WU + 1] = oy
     ws[i, WU + 2] = oz
+    # D^-1 for the unit-force solves of the loop layer (``unit_force_responses``)
+    ws[i, WD] = i00
+    ws[i, WD + 1] = i11
+    ws[i, WD + 2] = i22
+    ws[i, WD + 3] = i01
+    ws[i, WD + 4] = i02
+    ws[i, WD + 5] = i12
     p = body_int[i, PARENT]
     if p < 0:
         return STATUS_OK
@@ -1031,7 +1039,9 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
     Shapes: q (nq,), v, tau, out (nv,); ws (nbodies, W_SPATIAL), S and UD (nbodies, max_nv, 6), uD (nbodies,
     max_nv), tmp (TMP_SIZE,). Spherical joints read and write none of S, UD, uD (their S is constant, their
     condensation is kept in ws): for a model of spherical joints only, S, UD and uD may have 0 rows.
-    Returns a status (module docstring).
+    Returns a status (module docstring). Leaves in the workspace the factorisation that depends on q only (every
+    joint's D^-1, a spherical joint's K, the other joints' U D^-1 and S; ``spatial_layout`` WK, WD) for
+    ``unit_force_responses``.
     """
     status = check_finite(q, v, tau)
     if status:
@@ -1097,6 +1107,11 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
                 tmp[192 + 6 * col + r] = 0.0
             tmp[192 + 7 * col] = 1.0
             _cholesky_solve(tmp, 36, 186, nvj, 192 + 6 * col)
+        # D^-1 (lower triangle) in body i's articulated-inertia slots, read no more by this call (unpacked above)
+        # and reused by ``unit_force_responses``
+        for r in range(nvj):
+            for c in range(r + 1):
+                ws[i, WI + (r * (r + 1)) // 2 + c] = tmp[192 + 6 * c + r]
         for col in range(nvj):
             acc = tau[kv + col]
             for r in range(6):
@@ -1169,6 +1184,117 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
         for m in range(6):
             ws[i, WC + m] = tmp[m]
     return check_output(out)
+
+
+@njit
+def _spherical_unit_condense(body_int, body_real, tau, i, ws):
+    """The tip-to-base step of ``unit_force_responses`` for a spherical joint: u = tau - (moment of p^A about J),
+    D^-1 u into ws[i, WU] (for ``_spherical_accelerate``), and p^a = (tau; f + B_J^T D^-1 u) at the joint point
+    (``_spherical_condense`` with c = 0; B_J^T D^-1 u = K^T u as D^-1 is symmetric) added to the parent's p^A."""
+    cpx = body_real[i, CP]
+    cpy = body_real[i, CP + 1]
+    cpz = body_real[i, CP + 2]
+    kv = body_int[i, VIDX]
+    fx = ws[i, WP + 3]
+    fy = ws[i, WP + 4]
+    fz = ws[i, WP + 5]
+    tx = tau[kv]
+    ty = tau[kv + 1]
+    tz = tau[kv + 2]
+    ux = tx - ws[i, WP] + cpy * fz - cpz * fy
+    uy = ty - ws[i, WP + 1] + cpz * fx - cpx * fz
+    uz = tz - ws[i, WP + 2] + cpx * fy - cpy * fx
+    ws[i, WU] = ws[i, WD] * ux + ws[i, WD + 3] * uy + ws[i, WD + 4] * uz
+    ws[i, WU + 1] = ws[i, WD + 3] * ux + ws[i, WD + 1] * uy + ws[i, WD + 5] * uz
+    ws[i, WU + 2] = ws[i, WD + 4] * ux + ws[i, WD + 5] * uy + ws[i, WD + 2] * uz
+    p = body_int[i, PARENT]
+    if p < 0:
+        return
+    fx += ws[i, WK] * ux + ws[i, WK + 3] * uy + ws[i, WK + 6] * uz
+    fy += ws[i, WK + 1] * ux + ws[i, WK + 4] * uy + ws[i, WK + 7] * uz
+    fz += ws[i, WK + 2] * ux + ws[i, WK + 5] * uy + ws[i, WK + 8] * uz
+    # to the parent: (R n + r x R f; R f), n = tau the moment about J, r = pp the joint point in the parent frame
+    gx = ws[i, WR] * fx + ws[i, WR + 1] * fy + ws[i, WR + 2] * fz
+    gy = ws[i, WR + 3] * fx + ws[i, WR + 4] * fy + ws[i, WR + 5] * fz
+    gz = ws[i, WR + 6] * fx + ws[i, WR + 7] * fy + ws[i, WR + 8] * fz
+    rx = body_real[i, PP]
+    ry = body_real[i, PP + 1]
+    rz = body_real[i, PP + 2]
+    ws[p, WP] += ws[i, WR] * tx + ws[i, WR + 1] * ty + ws[i, WR + 2] * tz + ry * gz - rz * gy
+    ws[p, WP + 1] += ws[i, WR + 3] * tx + ws[i, WR + 4] * ty + ws[i, WR + 5] * tz + rz * gx - rx * gz
+    ws[p, WP + 2] += ws[i, WR + 6] * tx + ws[i, WR + 7] * ty + ws[i, WR + 8] * tz + rx * gy - ry * gx
+    ws[p, WP + 3] += gx
+    ws[p, WP + 4] += gy
+    ws[p, WP + 5] += gz
+
+
+@njit
+def unit_force_responses(body_int, body_real, jac, ws, S, UD, uD, tmp, resp):
+    """resp[r] = M^-1 jac[r] (m, nv) for every row r of jac (m, nv), on the factorisation that the last
+    ``forward_dynamics`` call at the same q left in ws, S, UD (its docstring): O(N) per row, no inertia formed.
+
+    M^-1 tau is the articulated-body algorithm at zero velocity without gravity: the bias forces and c vanish, and
+    I^A, U D^-1, D^-1, K depend on q only, so only the force pass (tip to base: u = tau - S^T p^A, p^a = p^A +
+    U D^-1 u to the parent) and the acceleration pass (base to tip from a_ground = 0: vdot = D^-1 u - (U D^-1)^T
+    a', a = a' + S vdot) run again (Featherstone 2008, table 7.1; the loop layer's m responses, as the planar
+    layer reuses its factorisation). Overwrites the p^A, acceleration and D^-1 u entries of ws and uD.
+    """
+    n = body_int.shape[0]
+    for row in range(jac.shape[0]):
+        tau = jac[row]
+        out = resp[row]
+        for i in range(n):
+            for m in range(6):
+                ws[i, WP + m] = 0.0
+        for i in range(n - 1, -1, -1):
+            if body_int[i, JTYPE] == SPHERICAL:
+                _spherical_unit_condense(body_int, body_real, tau, i, ws)
+                continue
+            nvj = body_int[i, NVJ]
+            kv = body_int[i, VIDX]
+            for col in range(nvj):
+                acc = tau[kv + col]
+                for m in range(6):
+                    acc -= S[i, col, m] * ws[i, WP + m]
+                tmp[78 + col] = acc
+            # uD = D^-1 u, D^-1 symmetric with its lower triangle stored (spatial_layout)
+            for col in range(nvj):
+                acc = 0.0
+                for k in range(nvj):
+                    if k <= col:
+                        acc += ws[i, WI + (col * (col + 1)) // 2 + k] * tmp[78 + k]
+                    else:
+                        acc += ws[i, WI + (k * (k + 1)) // 2 + col] * tmp[78 + k]
+                uD[i, col] = acc
+            p = body_int[i, PARENT]
+            if p < 0:
+                continue
+            for m in range(6):
+                acc = ws[i, WP + m]
+                for col in range(nvj):
+                    acc += UD[i, col, m] * tmp[78 + col]
+                tmp[120 + m] = acc
+            _force_to_parent_add(ws, i, tmp, 120, ws[p], WP)
+        for i in range(n):
+            p = body_int[i, PARENT]
+            kv = body_int[i, VIDX]
+            if p < 0:
+                for m in range(6):
+                    tmp[m] = 0.0
+            else:
+                _motion_to_child(ws, i, ws[p], WC, tmp, 0)
+            if body_int[i, JTYPE] == SPHERICAL:
+                _spherical_accelerate(body_real, i, kv, ws, tmp, out)
+            else:
+                for col in range(body_int[i, NVJ]):
+                    acc = uD[i, col]
+                    for m in range(6):
+                        acc -= UD[i, col, m] * tmp[m]
+                    out[kv + col] = acc
+                    for m in range(6):
+                        tmp[m] += S[i, col, m] * acc
+            for m in range(6):
+                ws[i, WC + m] = tmp[m]
 
 
 @njit

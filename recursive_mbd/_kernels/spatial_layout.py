@@ -53,9 +53,12 @@ WP = 24  # articulated bias force p^A (6); inverse dynamics: the body force f
 WI = 30  # articulated (composite) inertia [[A, B], [B^T, C]] packed: A sym, B row-major, C sym (21 numbers)
 W_SPATIAL = 51
 # forward dynamics, a spherical joint once condensed (its articulated inertia is read no more): K = D^-1 B_J
-# (row-major, 9) and D^-1 u (3) in its slots (``_kernels.spatial._spherical_condense``)
+# (row-major, 9), D^-1 u (3) and D^-1 (symmetric: xx, yy, zz, xy, xz, yz) in its slots
+# (``_kernels.spatial._spherical_condense``); any other joint: D^-1 (nv_j x nv_j, its lower triangle row by row,
+# entry (r, c), c <= r, at WI + r (r + 1) / 2 + c). What ``_kernels.spatial.unit_force_responses`` reuses.
 WK = WI
 WU = WI + 9
+WD = WI + 12
 # packed symmetric 6x6 inertia: offsets in its 21 numbers (a symmetric 3x3 block as xx, yy, zz, xy, xz, yz)
 PA = 0  # the angular block A (6)
 PB = 6  # the coupling block B, row-major (9)
