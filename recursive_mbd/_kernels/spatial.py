@@ -1039,9 +1039,9 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
     Shapes: q (nq,), v, tau, out (nv,); ws (nbodies, W_SPATIAL), S and UD (nbodies, max_nv, 6), uD (nbodies,
     max_nv), tmp (TMP_SIZE,). Spherical joints read and write none of S, UD, uD (their S is constant, their
     condensation is kept in ws): for a model of spherical joints only, S, UD and uD may have 0 rows.
-    Returns a status (module docstring). Leaves in the workspace the factorisation that depends on q only (every
-    joint's D^-1, a spherical joint's K, the other joints' U D^-1 and S; ``spatial_layout`` WK, WD) for
-    ``unit_force_responses``.
+    Returns a status (module docstring). Leaves in the workspace what depends on q only, for
+    ``unit_force_responses``: a spherical joint's K and D^-1 (``spatial_layout`` WK, WD), the other joints'
+    articulated inertia I^A (WI), U D^-1 and S.
     """
     status = check_finite(q, v, tau)
     if status:
@@ -1107,11 +1107,6 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
                 tmp[192 + 6 * col + r] = 0.0
             tmp[192 + 7 * col] = 1.0
             _cholesky_solve(tmp, 36, 186, nvj, 192 + 6 * col)
-        # D^-1 (lower triangle) in body i's articulated-inertia slots, read no more by this call (unpacked above)
-        # and reused by ``unit_force_responses``
-        for r in range(nvj):
-            for c in range(r + 1):
-                ws[i, WI + (r * (r + 1)) // 2 + c] = tmp[192 + 6 * c + r]
         for col in range(nvj):
             acc = tau[kv + col]
             for r in range(6):
@@ -1231,7 +1226,8 @@ def _spherical_unit_condense(body_int, body_real, tau, i, ws):
 @njit
 def unit_force_responses(body_int, body_real, jac, ws, S, UD, uD, tmp, resp):
     """resp[r] = M^-1 jac[r] (m, nv) for every row r of jac (m, nv), on the factorisation that the last
-    ``forward_dynamics`` call at the same q left in ws, S, UD (its docstring): O(N) per row, no inertia formed.
+    ``forward_dynamics`` call at the same q left in ws, S, UD (its docstring): O(N) per row, no inertia formed
+    (a non-spherical joint's D = S^T I^A S is factorised again, nv_j x nv_j).
 
     M^-1 tau is the articulated-body algorithm at zero velocity without gravity: the bias forces and c vanish, and
     I^A, U D^-1, D^-1, K depend on q only, so only the force pass (tip to base: u = tau - S^T p^A, p^a = p^A +
@@ -1252,27 +1248,49 @@ def unit_force_responses(body_int, body_real, jac, ws, S, UD, uD, tmp, resp):
                 continue
             nvj = body_int[i, NVJ]
             kv = body_int[i, VIDX]
+            # D = S^T I^A S again from the I^A forward dynamics left in WI (not stored there: the forward-dynamics-
+            # only path keeps its stores), its Cholesky factor (tmp layout of forward_dynamics), uD = D^-1 u
+            _unpack_inertia(ws[i], WI, tmp, 234)
+            for col in range(nvj):
+                for r in range(6):
+                    acc = 0.0
+                    for c in range(6):
+                        acc += tmp[234 + 6 * r + c] * S[i, col, c]
+                    tmp[6 * col + r] = acc
+            for col in range(nvj):
+                for row_ in range(nvj):
+                    acc = 0.0
+                    for r in range(6):
+                        acc += S[i, row_, r] * tmp[6 * col + r]
+                    tmp[36 + 6 * row_ + col] = acc
+            for c in range(nvj):
+                piv = tmp[36 + 7 * c]
+                for k in range(c):
+                    piv -= tmp[36 + 6 * c + k] * tmp[36 + 6 * c + k]
+                piv = math.sqrt(piv)  # > 0: forward_dynamics checked the same pivots at this q
+                tmp[36 + 7 * c] = piv
+                tmp[186 + c] = 1.0 / piv
+                for r in range(c + 1, nvj):
+                    acc = tmp[36 + 6 * r + c]
+                    for k in range(c):
+                        acc -= tmp[36 + 6 * r + k] * tmp[36 + 6 * c + k]
+                    tmp[36 + 6 * r + c] = acc * tmp[186 + c]
             for col in range(nvj):
                 acc = tau[kv + col]
                 for m in range(6):
                     acc -= S[i, col, m] * ws[i, WP + m]
                 tmp[78 + col] = acc
-            # uD = D^-1 u, D^-1 symmetric with its lower triangle stored (spatial_layout)
+            _cholesky_solve(tmp, 36, 186, nvj, 78)
             for col in range(nvj):
-                acc = 0.0
-                for k in range(nvj):
-                    if k <= col:
-                        acc += ws[i, WI + (col * (col + 1)) // 2 + k] * tmp[78 + k]
-                    else:
-                        acc += ws[i, WI + (k * (k + 1)) // 2 + col] * tmp[78 + k]
-                uD[i, col] = acc
+                uD[i, col] = tmp[78 + col]
             p = body_int[i, PARENT]
             if p < 0:
                 continue
+            # p^a = p^A + U D^-1 u
             for m in range(6):
                 acc = ws[i, WP + m]
                 for col in range(nvj):
-                    acc += UD[i, col, m] * tmp[78 + col]
+                    acc += tmp[6 * col + m] * tmp[78 + col]
                 tmp[120 + m] = acc
             _force_to_parent_add(ws, i, tmp, 120, ws[p], WP)
         for i in range(n):

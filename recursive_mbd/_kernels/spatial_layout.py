@@ -54,8 +54,8 @@ WI = 30  # articulated (composite) inertia [[A, B], [B^T, C]] packed: A sym, B r
 W_SPATIAL = 51
 # forward dynamics, a spherical joint once condensed (its articulated inertia is read no more): K = D^-1 B_J
 # (row-major, 9), D^-1 u (3) and D^-1 (symmetric: xx, yy, zz, xy, xz, yz) in its slots
-# (``_kernels.spatial._spherical_condense``); any other joint: D^-1 (nv_j x nv_j, its lower triangle row by row,
-# entry (r, c), c <= r, at WI + r (r + 1) / 2 + c). What ``_kernels.spatial.unit_force_responses`` reuses.
+# (``_kernels.spatial._spherical_condense``; ``_kernels.spatial.unit_force_responses`` reuses them). Any other
+# joint keeps its articulated inertia I^A in WI after forward dynamics.
 WK = WI
 WU = WI + 9
 WD = WI + 12
