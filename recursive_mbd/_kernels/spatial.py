@@ -23,6 +23,12 @@ All kernels are pure functions of arrays: the packed model (``body_int``, ``body
 a workspace (``ws``, ``S``, ``UD``, ``uD``, ``tmp``, allocated once per model) and preallocated outputs. They
 return a status: 0, a ``layout`` status (``kind | index << 4``), or -(body + 1) for a quaternion whose norm is off
 by more than ``QUATERNION_TOL`` (an in-tolerance quaternion is normalised on the fly; q is never written).
+
+numba's cache checks a kernel's own source file only: a cached caller in another module (``spatial_loops``,
+``spatial_system``) keeps the machine code of these kernels it was compiled with, and one process that loads an
+old caller beside new kernels can mix the two (seen: ``unit_force_responses`` of one version on the workspace that
+``forward_dynamics`` of another left, wrong loop responses). When the workspace contract between these kernels
+changes, clear the callers' ``__pycache__`` (CI starts from an empty cache).
 """
 
 import math
