@@ -23,6 +23,9 @@ from . import formulation
 from .layout import STATUS_NONFINITE_STATE, STATUS_OK
 from .spatial import forward_dynamics
 
+# The cached machine code of these kernels embeds ``spatial.forward_dynamics`` as it was when they were compiled,
+# and numba checks only this file's stamp: when the articulated-body workspace contract changes (sperf18: spherical
+# joints fill no S, UD, uD rows), this file must change too or its __pycache__ be cleared (_kernels/spatial).
 njit = numba.njit(cache=True, error_model="numpy")
 
 SpatialSystem = namedtuple("SpatialSystem", [
