@@ -4,8 +4,11 @@ to the ground by a spherical loop (m = 3), O(N m + m^3).
     python3 benchmarks/spatial_loops.py [--sizes 100 1000 10000 100000]
 
 Per evaluation: the tree alone (``rm.spatial.forward_dynamics``, the articulated-body pass), the loop layer
-(constraint kernel + 1 + m articulated-body passes + the m x m filtered solve) through ``rm.forward_dynamics``,
-and the raw kernel without the Python wrapper. Prints a table and the growth factor per decade; writes
+(constraint kernel + 1 articulated-body pass + m force-only passes on its factorisation + the m x m filtered
+solve) through ``rm.forward_dynamics``, and the raw kernel without the Python wrapper. Then the responses
+M^-1 J^T alone, two ways timed in interleaved rounds: m full articulated-body passes (no gravity, no velocity,
+tau = J_r: how the loop layer solved them before) against ``unit_force_responses`` on the factorisation of the
+pass that gives vdot (how it solves them now). Prints tables and the growth factor per decade; writes
 benchmarks/results/spatial_loops.json.
 """
 
@@ -19,9 +22,11 @@ import argparse
 
 import numpy as np
 from _common import median_time, print_table, write_json
+from forward_dynamics import interleaved
 
 import recursive_mbd as rm
 from recursive_mbd import spatial_loops
+from recursive_mbd._kernels import spatial as spatial_kernels
 from recursive_mbd._kernels import spatial_loops as kernels
 from recursive_mbd.loops import FILTER_RCOND
 
@@ -51,7 +56,7 @@ def tied_chain(n):
 
 
 def main(sizes=(100, 1000, 10_000, 100_000)):
-    rows, records = [], []
+    rows, records, response_rows = [], [], []
     for n in sizes:
         model, tree, q, v = tied_chain(n)
         ws, lw = spatial_loops.loop_workspace(model)
@@ -67,11 +72,35 @@ def main(sizes=(100, 1000, 10_000, 100_000)):
         t_tree = median_time(lambda tree=tree, q=q, v=v: rm.forward_dynamics(tree, q, v))
         t_loop = median_time(lambda model=model, q=q, v=v: rm.forward_dynamics(model, q, v))
         t_kernel = median_time(kernel)
-        records.append(dict(n=n, m=model.nconstraints, tree_s=t_tree, forward_dynamics_s=t_loop, kernel_s=t_kernel))
+        kernel()  # jac at q in lw.jac
+        jac, resp = lw.jac, lw.resp
+        args = (model.body_int, model.body_real)
+        scratch = (ws.ws, ws.S, ws.UD, ws.uD, ws.tmp)
+
+        def full_passes(q=q, ws=ws, lw=lw, jac=jac, resp=resp, args=args, scratch=scratch):
+            for r in range(jac.shape[0]):
+                spatial_kernels.forward_dynamics(*args, lw.no_gravity, q, ws.zeros, jac[r], *scratch, resp[r])
+
+        def reused(jac=jac, resp=resp, args=args, scratch=scratch):
+            spatial_kernels.unit_force_responses(*args, jac, *scratch, resp)
+
+        full_passes()  # also leaves the factorisation at q that ``reused`` needs (no call below changes it)
+        expected = resp.copy()
+        reused()
+        agreement = float(np.max(np.abs(resp - expected)) / np.max(np.abs(expected)))
+        responses = interleaved({"full": full_passes, "reused": reused})
+        records.append(dict(n=n, m=model.nconstraints, tree_s=t_tree, forward_dynamics_s=t_loop, kernel_s=t_kernel,
+                            responses_full_passes_s=responses["full"], responses_reused_s=responses["reused"],
+                            responses_relative_difference=agreement))
+        response_rows.append([n, f"{responses['full'] * 1e6:.0f}", f"{responses['reused'] * 1e6:.0f}",
+                              f"{responses['full'] / responses['reused']:.2f}", f"{agreement:.0e}"])
         rows.append([n, f"{t_tree * 1e6:.0f}", f"{t_kernel * 1e6:.0f}", f"{t_loop * 1e6:.0f}",
                      f"{t_kernel / t_tree:.2f}"])
     print("a spherical loop (m = 3) on an N-link spherical chain: time per forward-dynamics evaluation [us]")
     print_table(["N", "tree (ABA)", "loop kernel", "rm.forward_dynamics", "kernel / tree"], rows)
+    print("the responses M^-1 J^T (m = 3) [us], interleaved rounds: m full ABA passes against "
+          "unit_force_responses on the factorisation of the pass that gave vdot")
+    print_table(["N", "m full passes", "unit_force_responses", "ratio", "rel. difference"], response_rows)
     for a, b in zip(records, records[1:], strict=False):
         print(f"N {a['n']} -> {b['n']}: kernel time x {b['kernel_s'] / a['kernel_s']:.1f}, "
               f"forward_dynamics x {b['forward_dynamics_s'] / a['forward_dynamics_s']:.1f}")

@@ -145,12 +145,36 @@ _FIELDS = {"parent": ((), np.int64), "jtype": ((), np.int64), "mass": ((), np.fl
            "a2": ((3,), np.float64)}
 
 
+def _default_number(label):
+    """k if ``label`` is "body<k>" as a default name is spelled (decimal, no sign, no leading zero), else None."""
+    if not isinstance(label, str) or not label.startswith("body"):
+        return None
+    digits = label[4:]
+    if not digits.isdigit() or not digits.isascii() or (len(digits) > 1 and digits[0] == "0"):
+        return None
+    return int(digits)
+
+
+class _DefaultNames:
+    """The default names "body<index>" of k bodies from ``first``, made only when one is read (an error message)."""
+
+    def __init__(self, first, k):
+        self.first = first
+        self.k = k
+
+    def __len__(self):
+        return self.k
+
+    def __getitem__(self, i):
+        return f"body{self.first + i}"
+
+
 class _BodyTable:
     """The bodies of a Model3D as columns (numpy arrays that grow by doubling): a million-body chain costs a few
-    hundred bytes per body, not a Python record each."""
+    hundred bytes per body, not a Python record each. Names are not stored here (``Model3D`` keeps the explicit
+    ones and generates the default ``"body<index>"`` on demand)."""
 
     def __init__(self):
-        self.names = []
         self.size = 0
         self.data = {key: np.zeros((16, *shape), dtype=kind) for key, (shape, kind) in _FIELDS.items()}
 
@@ -158,9 +182,9 @@ class _BodyTable:
         """The field ``key`` of every body, a view (n, ...)."""
         return self.data[key][:self.size]
 
-    def extend(self, names, columns):
-        """Append len(names) bodies; ``columns`` holds every field, broadcastable to (k, ...) (validated)."""
-        need = self.size + len(names)
+    def extend(self, count, columns):
+        """Append ``count`` bodies; ``columns`` holds every field, broadcastable to (count, ...) (validated)."""
+        need = self.size + count
         if need > self.data["mass"].shape[0]:
             capacity = max(need, 2 * self.data["mass"].shape[0])
             for key, values in self.data.items():
@@ -169,7 +193,6 @@ class _BodyTable:
                 self.data[key] = grown
         for key, values in columns.items():
             self.data[key][self.size:need] = values
-        self.names.extend(names)
         self.size = need
 
 
@@ -210,7 +233,8 @@ class Model3D:
         self.gravity = _vector3(gravity, "gravity")
         self.name = name
         self._table = _BodyTable()
-        self._names = {}
+        self._names = {}  # explicit names -> index (a default name "body<index>" is not stored)
+        self._explicit = {}  # index -> explicit name
         self._compiled = False
         self._workspace3d = None
         self._element_workspace = None
@@ -264,8 +288,8 @@ class Model3D:
         where = f"body {label!r} (index {index})"
         if label == "ground":
             raise ModelError(f"{where}: the name 'ground' is reserved for the fixed frame")
-        if label in self._names:
-            raise ModelError(f"{where}: duplicate body name, already used by body {self._names[label]}")
+        if self._lookup(label) is not None:
+            raise ModelError(f"{where}: duplicate body name, already used by body {self._lookup(label)}")
         parent_index = self._resolve_parent(parent, where)
         if not isinstance(joint, str):
             raise TypeError(f"{where}: joint must be a string, got {type(joint).__name__}")
@@ -304,10 +328,12 @@ class Model3D:
         elif axis is not None:
             raise ModelError(f"{where}: axis applies to revolute, prismatic, cylindrical and universal joints, "
                              f"not {joint!r}")
-        self._table.extend([label], dict(parent=parent_index, jtype=jtype, parent_point=parent_point,
+        self._table.extend(1, dict(parent=parent_index, jtype=jtype, parent_point=parent_point,
                                          child_point=child_point, mass=mass, inertia=inertia, com=com,
                                          rotation=rotation, a1=a1, a2=a2))
-        self._names[label] = index
+        if name is not None:
+            self._names[label] = index
+            self._explicit[index] = label
         return index
 
     def add_bodies(self, parent, joint="revolute", parent_point=(0.0, 0.0, 0.0), child_point=(0.0, 0.0, 0.0),
@@ -328,7 +354,8 @@ class Model3D:
         k = parent.size
         first = self._table.size
         index = np.arange(first, first + k)
-        names = [f"body{i}" for i in index] if names is None else list(names)
+        explicit = names is not None
+        names = _DefaultNames(first, k) if names is None else list(names)
         if len(names) != k:
             raise ModelError(f"add_bodies: {len(names)} names for {k} bodies")
 
@@ -432,15 +459,25 @@ class Model3D:
         elif axis is not None:
             raise ModelError(f"add_bodies: axis applies to revolute, prismatic, cylindrical and universal joints, "
                              f"not {joint!r}")
-        seen = set(self._names) | {"ground"}
-        if len(set(names)) != k or not seen.isdisjoint(names) or not all(isinstance(x, str) and x for x in names):
-            for i, name in enumerate(names):
-                if not isinstance(name, str) or not name or name in seen:
-                    raise ModelError(f"body {name!r} (index {first + i}): duplicate, reserved or empty name")
-                seen.add(name)
-        self._table.extend(names, dict(parent=parent, jtype=jtype, mass=mass, inertia=tensors, rotation=rotations,
+        if explicit:
+            seen = set(self._names) | {"ground"}
+            if (len(set(names)) != k or not seen.isdisjoint(names) or not all(isinstance(x, str) and x for x in names)
+                    or any(self._default_index(x) is not None for x in names)):
+                for i, name in enumerate(names):
+                    if (not isinstance(name, str) or not name or name in seen
+                            or self._default_index(name) is not None):
+                        raise ModelError(f"body {name!r} (index {first + i}): duplicate, reserved or empty name")
+                    seen.add(name)
+        else:  # default names: none may be an earlier body's explicit name
+            for name, owner in self._names.items():
+                taken = _default_number(name)
+                if taken is not None and first <= taken < first + k:
+                    raise ModelError(f"body {name!r} (index {taken}): duplicate name, already used by body {owner}")
+        self._table.extend(k, dict(parent=parent, jtype=jtype, mass=mass, inertia=tensors, rotation=rotations,
                                        a1=a1, a2=a2, **points))
-        self._names.update(zip(names, index.tolist(), strict=True))
+        if explicit:
+            self._names.update(zip(names, index.tolist(), strict=True))
+            self._explicit.update(zip(index.tolist(), names, strict=True))
         return index
 
     def add_loop(self, kind, body_a, point_a, body_b="ground", point_b=(0.0, 0.0, 0.0), axis=None, axis_b=None,
@@ -741,8 +778,8 @@ class Model3D:
 
     def _loop_body(self, body, where):
         """A loop's body: "ground" | -1 | an index | a name of a body added before (ModelError naming it)."""
-        if isinstance(body, str) and body != "ground" and body not in self._names:
-            raise ModelError(f"{where}: unknown body {body!r}; known bodies: {list(self._names)[:10]}")
+        if isinstance(body, str) and body != "ground" and self._lookup(body) is None:
+            raise ModelError(f"{where}: unknown body {body!r}; known bodies: {list(self.names)[:10]}")
         if isinstance(body, numbers.Integral) and not isinstance(body, (bool, np.bool_)) and body != GROUND:
             if not 0 <= int(body) < self._table.size:
                 raise ModelError(f"{where}: unknown body index {int(body)}; the model has {self._table.size} bodies")
@@ -785,13 +822,26 @@ class Model3D:
         """Number of loop equations m (rows of phi and J)."""
         return sum(SL.LOOP_ROWS[code] for code, *_ in self._loops)
 
+    def _default_index(self, label):
+        """The index of the body whose default name is ``label`` (it was given none), else None."""
+        k = _default_number(label)
+        if k is None or k >= self._table.size or k in self._explicit:
+            return None
+        return k
+
+    def _lookup(self, label):
+        """The index of the body named ``label`` (explicitly or by default), else None."""
+        index = self._names.get(label)
+        return index if index is not None else self._default_index(label)
+
     def _resolve_parent(self, parent, where):
         if isinstance(parent, str):
             if parent == "ground":
                 return GROUND
-            if parent not in self._names:
-                raise ModelError(f"{where}: unknown parent {parent!r}; known bodies: {list(self._names)[:10]}")
-            return self._names[parent]
+            index = self._lookup(parent)
+            if index is None:
+                raise ModelError(f"{where}: unknown parent {parent!r}; known bodies: {self.names[:10]}")
+            return index
         if isinstance(parent, (bool, np.bool_)) or not isinstance(parent, numbers.Integral):
             raise TypeError(f"{where}: parent must be 'ground', -1, a body index or a body name, got {parent!r}")
         parent = int(parent)
@@ -892,8 +942,9 @@ class Model3D:
 
     @property
     def names(self):
-        """Body names in index order."""
-        return list(self._table.names)
+        """Body names in index order (a body added without a name is ``"body<index>"``, generated here)."""
+        explicit = self._explicit
+        return [explicit.get(i, f"body{i}") for i in range(self._table.size)]
 
     body_names = names
 
@@ -980,9 +1031,10 @@ class Model3D:
     def body_index(self, body):
         """Index of a body given by name or index (negative indices count from the end)."""
         if isinstance(body, str):
-            if body not in self._names:
+            index = self._lookup(body)
+            if index is None:
                 raise ModelError(f"unknown body {body!r}")
-            return self._names[body]
+            return index
         if isinstance(body, (bool, np.bool_)) or not isinstance(body, numbers.Integral):
             raise TypeError(f"body must be a name or an index, got {body!r}")
         index = int(body)

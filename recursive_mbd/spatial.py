@@ -27,20 +27,46 @@ _FLOAT = np.dtype(np.float64)
 
 
 class Workspace3D:
-    """Scratch arrays of one spatial model, allocated once and reused by every kernel call."""
+    """Scratch arrays of one spatial model, allocated once and reused by every kernel call.
+
+    Forward dynamics of a model whose joints are all spherical needs only ``ws`` (51 floats a body) and ``tmp``:
+    the articulated-body algorithm keeps their constant motion subspaces implicit and their condensation in
+    ``ws``, so ``fd_S``, ``UD`` and ``uD`` have 0 rows there, and ``S`` (read by the other kernels) is allocated
+    on first use.
+    """
 
     def __init__(self, model):
         n = model.nbodies
-        width = model._max_nv
+        self._n = n
+        self._width = model._max_nv
+        rows = n if bool(np.any(model.body_int[:, SL.JTYPE] != SL.SPHERICAL)) else 0
         self.ws = np.zeros((n, SL.W_SPATIAL))
-        self.S = np.zeros((n, width, 6))
-        self.UD = np.zeros((n, width, 6))
-        self.uD = np.zeros((n, width))
+        self._S = None
+        self.fd_S = np.zeros((rows, self._width, 6))  # the S that forward dynamics reads
+        if rows:
+            self._S = self.fd_S
+        self.UD = np.zeros((rows, self._width, 6))
+        self.uD = np.zeros((rows, self._width))
         self.tmp = np.zeros(kernels.TMP_SIZE)
-        self.zeros = np.zeros(model._nv)
+        self._zeros = None
+        self._nv = model._nv
         self.pair = np.zeros(2)
         self.rot = self.pos = self.omega = self.vel = None  # poses, allocated on first use (not by dynamics)
         self.checked_out = None  # the last ``out`` forward_dynamics checked (as dynamics.Workspace)
+
+    @property
+    def S(self):
+        """Motion subspaces (nbodies, max_nv, 6) of every joint, written by ``kinematics_pass`` (first use)."""
+        if self._S is None:
+            self._S = np.zeros((self._n, self._width, 6))
+        return self._S
+
+    @property
+    def zeros(self):
+        """A zero vector (nv,) (the default tau, vdot), allocated on first use."""
+        if self._zeros is None:
+            self._zeros = np.zeros(self._nv)
+        return self._zeros
 
 
 class ElementWorkspace3D:
@@ -209,8 +235,8 @@ def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursiv
     if method == "recursive":
         vdot = np.empty(model._nv) if out is None else out
         try:
-            status = kernels.forward_dynamics(model.body_int, model.body_real, model.gravity, q, v, tau, ws.ws, ws.S,
-                                              ws.UD, ws.uD, ws.tmp, vdot)
+            status = kernels.forward_dynamics(model.body_int, model.body_real, model.gravity, q, v, tau, ws.ws,
+                                              ws.fd_S, ws.UD, ws.uD, ws.tmp, vdot)
         except TypingError:  # out's dimensions or flags were changed in place after its check: say so
             if out is None:
                 raise

@@ -152,7 +152,8 @@ def loop_dynamics(model, q, v, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method="
 
 
 def _responses(model, ws, lw, q, jac):
-    """Y (m, nv) = (M^-1 J^T)^T and G = J M^-1 J^T (m, m), symmetrised, at q (m articulated-body passes)."""
+    """Y (m, nv) = (M^-1 J^T)^T and G = J M^-1 J^T (m, m), symmetrised, at q (one articulated-body pass, then
+    ``unit_force_responses`` on its factorisation)."""
     status = kernels.constraint_responses(model.body_int, model.body_real, q, np.ascontiguousarray(jac), ws.ws, ws.S,
                                           ws.UD, ws.uD, ws.tmp, ws.zeros, lw.no_gravity, lw.resp)
     if status:

@@ -50,10 +50,24 @@ WT = 9  # r: child frame origin in the parent frame (3)
 WV = 12  # spatial velocity of the body (6)
 WC = 18  # bias acceleration c = S' v_j + v x S v_j (6); overwritten by the acceleration a in the last pass
 WP = 24  # articulated bias force p^A (6); inverse dynamics: the body force f
-WI = 30  # articulated (composite) inertia, full 6x6 row-major (36)
-W_SPATIAL = 66
+WI = 30  # articulated (composite) inertia [[A, B], [B^T, C]] packed: A sym, B row-major, C sym (21 numbers)
+W_SPATIAL = 51
+# forward dynamics, a spherical joint once condensed (its articulated inertia is read no more): K = D^-1 B_J
+# (row-major, 9), D^-1 u (3) and D^-1 (symmetric: xx, yy, zz, xy, xz, yz) in its slots
+# (``_kernels.spatial._spherical_condense``; ``_kernels.spatial.unit_force_responses`` reuses them). Any other
+# joint keeps its articulated inertia I^A in WI after forward dynamics.
+WK = WI
+WU = WI + 9
+WD = WI + 12
+# packed symmetric 6x6 inertia: offsets in its 21 numbers (a symmetric 3x3 block as xx, yy, zz, xy, xz, yz)
+PA = 0  # the angular block A (6)
+PB = 6  # the coupling block B, row-major (9)
+PC = 15  # the linear block C (6)
+N_PACKED = 21
 # S: (nbodies, MAX_NV used, 6) the joint's motion subspace columns, child coordinates; UD: U D^-1 (same shape);
-# uD: D^-1 u (nbodies, MAX_NV used). Separate arrays, sized by the widest joint of the model.
+# uD: D^-1 u (nbodies, MAX_NV used). Separate arrays, sized by the widest joint of the model. Forward dynamics
+# reads none of them for a spherical joint (constant S, condensation kept in ws at WK, WU): for a model of
+# spherical joints only it is given them with 0 rows (``spatial.Workspace3D``).
 
 # A joint whose articulated inertia S^T I^A S has a Cholesky pivot below this fraction of its scale
 # (the same quadratic form with |I^A| and |S| entries) is singular: a point mass on a spherical joint, a massless tip.

@@ -21,9 +21,10 @@ Constrained forward dynamics (the sign convention of the planar layer, ``recursi
 
     M vdot + h = tau - J^T lambda,      J vdot = gamma - 2 alpha phi' - beta^2 phi
 
-solved in O(N m + m^3): vdot0 by the articulated-body pass, the responses Y = M^-1 J^T by m more passes (no
-gravity, no velocity), then (J Y) lambda = J vdot0 - rhs by the filtered regularised solve of the planar layer
-(``_kernels.loops.filtered_solve``), vdot = vdot0 - Y lambda. The loop force on body a is -sum_r lambda_r w_a,r
+solved in O(N m + m^3): vdot0 by the articulated-body pass, the responses Y = M^-1 J^T by m force-only passes
+on its factorisation (``spatial.unit_force_responses``: no gravity, no velocity, no inertia formed again), then
+(J Y) lambda = J vdot0 - rhs by the filtered regularised solve of the planar layer (``_kernels.loops.filtered_solve``),
+vdot = vdot0 - Y lambda. The loop force on body a is -sum_r lambda_r w_a,r
 (force at P_a, moment), on body b -sum_r lambda_r w_b,r.
 """
 
@@ -34,7 +35,7 @@ import numpy as np
 
 from .layout import STATUS_LOOP_DEGENERATE, STATUS_NONFINITE_STATE, STATUS_OK
 from .loops import filtered_solve, gram_matrix
-from .spatial import _motion_to_child, forward_dynamics, poses
+from .spatial import _motion_to_child, forward_dynamics, poses, unit_force_responses
 from .spatial_layout import (
     LAXB,
     LBODY_A,
@@ -245,11 +246,15 @@ def loop_constraints(body_int, body_real, loop_int, loop_real, q, v, ws, S, tmp,
 @njit
 def constraint_responses(body_int, body_real, q, jac, ws, S, UD, uD, tmp, zeros, no_gravity, resp):
     """resp[r] = M^-1 J_r^T (m, nv): the accelerations that a unit multiplier of row r alone produces (no gravity,
-    no velocity), by m articulated-body passes. zeros (nv,), no_gravity (3,) zero. Returns the status."""
-    for r in range(jac.shape[0]):
-        status = forward_dynamics(body_int, body_real, no_gravity, q, zeros, jac[r], ws, S, UD, uD, tmp, resp[r])
-        if status != STATUS_OK:
-            return status
+    no velocity): one articulated-body pass for row 0 (it factorises at q), then the force and acceleration passes
+    of ``unit_force_responses`` on that factorisation for the others. zeros (nv,), no_gravity (3,) zero. S must
+    hold every joint's subspace (``spatial.Workspace3D.S``). Returns the status."""
+    if jac.shape[0] == 0:
+        return STATUS_OK
+    status = forward_dynamics(body_int, body_real, no_gravity, q, zeros, jac[0], ws, S, UD, uD, tmp, resp[0])
+    if status != STATUS_OK:
+        return status
+    unit_force_responses(body_int, body_real, jac[1:], ws, S, UD, uD, tmp, resp[1:])
     return STATUS_OK
 
 
@@ -259,7 +264,8 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, v
                          lam, vdot, info):
     """Constrained forward dynamics (module docstring): vdot (nv,) and the multipliers lam (m,).
 
-    resp (m, nv) is scratch for the responses M^-1 J_r^T; zeros (nv,) a zero vector, no_gravity (3,) zeros;
+    resp (m, nv) is scratch for the responses M^-1 J_r^T; zeros (nv,), no_gravity (3,) (unused since the
+    responses reuse the factorisation of the forward-dynamics pass; kept so that the signature stays);
     stab = (alpha, beta) Baumgarte's rates [1/s]; rcond the relative cut-off of ``filtered_solve``. info[0]
     returns the numerical rank of J M^-1 J^T (< m: redundant or singular loops). Returns the status.
     """
@@ -270,9 +276,8 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, v
     status = forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp, vdot)
     if status != STATUS_OK:
         return status
-    status = constraint_responses(body_int, body_real, q, jac, ws, S, UD, uD, tmp, zeros, no_gravity, resp)
-    if status != STATUS_OK:
-        return status
+    # the responses on the factorisation just made at q (two O(N) force passes per row)
+    unit_force_responses(body_int, body_real, jac, ws, S, UD, uD, tmp, resp)
     m = phi.shape[0]
     nv = v.shape[0]
     gram = np.empty((m, m))

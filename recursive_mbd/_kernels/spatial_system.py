@@ -36,6 +36,9 @@ from .spatial_elements import element_forces
 from .spatial_layout import LROW
 from .spatial_loops import constrained_dynamics, constraint_responses, loop_constraints
 
+# The cached machine code of these kernels embeds ``spatial.forward_dynamics`` as it was when they were compiled,
+# and numba checks only this file's stamp: when the articulated-body workspace contract changes (sperf18: spherical
+# joints fill no S, UD, uD rows), this file must change too or its __pycache__ be cleared (_kernels/spatial).
 njit = numba.njit(cache=True, error_model="numpy")
 
 SpatialSystem = namedtuple("SpatialSystem", [

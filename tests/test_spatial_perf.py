@@ -1,0 +1,122 @@
+"""The spatial forward dynamics' fast paths and lean memory (issue 18, speed and memory): spherical joints condensed
+in registers about the joint point, their condensation kept in the workspace rows, default body names generated on
+demand. Checked against the O(N^3) route (mass matrix by CRBA, bias by RNEA, Cholesky solve) and ID(FD(tau))."""
+
+import numpy as np
+import pytest
+
+import recursive_mbd as rm
+from recursive_mbd import spatial
+from recursive_mbd.errors import ModelError
+
+
+def random_inertia(rng):
+    """A full inertia tensor about the centre of mass: a random rotation of random principal moments."""
+    moments = np.sort(rng.uniform(0.5, 1.5, size=3))
+    moments[2] = min(moments[2], moments[0] + moments[1])  # the triangle inequality
+    axes, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    return axes @ np.diag(moments) @ axes.T
+
+
+def random_tree(rng, joints):
+    """A tree (random parents) of the given joints with random frames, offsets, inertias and axes."""
+    model = rm.Model3D(gravity=rng.normal(size=3))
+    for i, joint in enumerate(joints):
+        rotation = rng.normal(size=4)
+        model.add_body(parent=int(rng.integers(-1, i)), joint=joint, parent_point=rng.normal(size=3),
+                       child_point=rng.normal(size=3), mass=rng.uniform(0.5, 2.0), inertia=random_inertia(rng),
+                       com=rng.normal(size=3), rotation=rotation / np.linalg.norm(rotation),
+                       axis=rng.normal(size=3) if joint in ("revolute", "prismatic") else None)
+    return model
+
+
+def random_state(rng, model):
+    q = rm.integrate_configuration(model, model.neutral(), rng.normal(size=model.nv))
+    return q, rng.normal(size=model.nv), rng.normal(size=model.nv)
+
+
+def check_forward_dynamics(model, q, v, tau):
+    vdot = rm.forward_dynamics(model, q, v, tau)
+    reference = rm.forward_dynamics(model, q, v, tau, method="mass_matrix")
+    assert np.max(np.abs(vdot - reference)) <= 1e-9 * np.max(np.abs(reference))
+    back = rm.inverse_dynamics(model, q, v, vdot)
+    assert np.max(np.abs(back - tau)) <= 1e-10 * max(1.0, np.max(np.abs(tau)))
+    return vdot
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_all_spherical_tree_forward_dynamics_keeps_no_subspace_arrays(seed):
+    rng = np.random.default_rng(seed)
+    model = random_tree(rng, ["spherical"] * 7)
+    q, v, tau = random_state(rng, model)
+    vdot = rm.forward_dynamics(model, q, v, tau)
+    work = spatial.workspace(model)
+    # the ABA of spherical joints reads no S, U D^-1, D^-1 u arrays: they have no rows
+    assert work.fd_S.shape[0] == 0 and work.UD.shape[0] == 0 and work.uD.shape[0] == 0
+    assert work._S is None
+    assert np.array_equal(check_forward_dynamics(model, q, v, tau), vdot)
+    assert work.S.shape == (7, 3, 6)  # allocated by the other kernels on first use
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_spherical_joints_among_other_joints(seed):
+    rng = np.random.default_rng(100 + seed)
+    joints = ["spherical", "revolute", "spherical", "prismatic", "free", "spherical", "universal", "spherical"]
+    model = random_tree(rng, joints)
+    q, v, tau = random_state(rng, model)
+    check_forward_dynamics(model, q, v, tau)
+    assert spatial.workspace(model).UD.shape[0] == model.nbodies
+
+
+def test_spherical_chain_matches_the_mass_matrix_route_when_long():
+    rng = np.random.default_rng(7)
+    model = rm.Model3D()
+    n = 40
+    parent_points = np.zeros((n, 3))
+    parent_points[1:, 2] = -0.1
+    model.add_bodies(np.arange(n) - 1, "spherical", parent_point=parent_points, child_point=(0.0, 0.0, 0.05),
+                     mass=0.1, inertia=(1e-4, 2e-4, 1.5e-4, 1e-5, 0.0, 0.0), com=(0.01, 0.0, 0.0))
+    q, v, tau = random_state(rng, model)
+    vdot = rm.forward_dynamics(model, q, v, tau)
+    mass = rm.mass_matrix(model, q)
+    residual = mass @ vdot + rm.bias_forces(model, q, v) - tau
+    assert np.max(np.abs(residual)) <= 1e-12 * np.max(np.abs(mass)) * np.max(np.abs(vdot))
+
+
+def test_default_names_are_generated_and_checked():
+    model = rm.Model3D()
+    model.add_body()
+    model.add_body(parent="body0", name="body5")
+    model.add_bodies(np.array([1, 2]))
+    assert model.names == ["body0", "body5", "body2", "body3"]
+    assert model.body_index("body3") == 3 and model.body_index("body5") == 1
+    with pytest.raises(ModelError, match="unknown body 'body1'"):
+        model.body_index("body1")  # body 1 is named body5
+    with pytest.raises(ModelError, match=r"body 'body5' \(index 5\): duplicate name"):
+        model.add_bodies(np.array([0, 0, 0]))
+    with pytest.raises(ModelError, match=r"body 'body2' \(index 4\): duplicate body name"):
+        model.add_body(name="body2")
+    with pytest.raises(ModelError, match=r"body 'body0' \(index 4\): duplicate"):
+        model.add_bodies(np.array([0]), names=["body0"])
+    model.add_body(parent="body3", name="body04")  # not a default spelling: a name of its own
+    assert model.body_index("body04") == 4 and model.names[4] == "body04"
+
+
+@pytest.mark.parametrize("joints", [["spherical"] * 6, ["spherical", "revolute", "free", "spherical", "universal",
+                                                        "prismatic", "planar", "cylindrical", "spherical"]])
+def test_unit_force_responses_reuse_the_forward_dynamics_factorisation(joints):
+    """M^-1 tau_r for several tau_r on the factorisation a forward-dynamics call at (q, v, tau, gravity) left:
+    against a dense solve with the composite-rigid-body M (the factorisation depends on q only)."""
+    from recursive_mbd._kernels import spatial as kernels  # noqa: PLC0415
+
+    rng = np.random.default_rng(len(joints))
+    model = random_tree(rng, joints)
+    q, v, tau = random_state(rng, model)
+    rows = rng.normal(size=(4, model.nv))
+    work = spatial.workspace(model)
+    rm.forward_dynamics(model, q, v, tau)  # factorises at q (with velocity, gravity and tau: none of it stays)
+    resp = np.full((4, model.nv), np.nan)
+    S = work.S if work.fd_S.shape[0] == 0 else work.fd_S
+    kernels.unit_force_responses(model.body_int, model.body_real, rows, work.ws, S, work.UD, work.uD, work.tmp, resp)
+    expected = np.linalg.solve(rm.mass_matrix(model, q), rows.T).T
+    assert np.max(np.abs(resp - expected)) <= 1e-10 * np.max(np.abs(expected))
