@@ -104,7 +104,7 @@ def rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, first_stage, monitor,
                 ytmp[j] += coefficient * k[m, j]
         for j in range(n):
             ytmp[j] = y[j] + h * ytmp[j]
-        status = system_rhs(inputs, key, system, t + c[stage] * h, ytmp, k[stage])
+        status = formulation.rhs(inputs, key, system, t + c[stage] * h, ytmp, k[stage])
         if status != STATUS_OK:
             return status
     return STATUS_OK
@@ -382,19 +382,25 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
 def _explicit_step(inputs, key, system, t, y, h, a, b, c, k, ytmp, monitor, monitor_key, control, nfev):
     """One explicit RK step of the tableau (a, b, c), y updated in place; returns (status, evaluations)."""
     s = c.shape[0]
-    status = system_rhs(inputs, key, system, t, y, k[0])
+    status = formulation.rhs(inputs, key, system, t, y, k[0])
     if status == STATUS_OK:
         status = rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, 1, monitor, monitor_key, control, nfev + 1)
     if status != STATUS_OK:  # a non-finite stage: the solution blew up in this step
         return (status if _fatal(status) else STATUS_NONFINITE_STATE), s
-    finite = True
-    for j in range(y.shape[0]):
-        acc = 0.0
-        for m in range(s):
-            acc += b[m] * k[m, j]
-        y[j] += h * acc
-        finite = finite and math.isfinite(y[j])
-    return (STATUS_OK if finite else STATUS_NONFINITE_STATE), s
+    # y += h sum_m b[m] k[m]: the sum built row by row in ytmp (each loop over j vectorises), adding in the same
+    # order as a sum per entry, so the result is the same to the bit; finiteness as a branch-free OR
+    n = y.shape[0]
+    for j in range(n):
+        ytmp[j] = 0.0
+    for m in range(s):
+        coefficient = b[m]
+        for j in range(n):
+            ytmp[j] += coefficient * k[m, j]
+    bad = False
+    for j in range(n):
+        y[j] += h * ytmp[j]
+        bad |= not math.isfinite(y[j])
+    return (STATUS_NONFINITE_STATE if bad else STATUS_OK), s
 
 
 @njit
@@ -419,7 +425,7 @@ def _midpoint_step(inputs, key, system, t, y, h, tol, max_iter, k, ytmp, monitor
             return status, iteration + 1
         for j in range(n):
             ytmp[j] = 0.5 * (y[j] + y_new[j])
-        status = system_rhs(inputs, key, system, t + 0.5 * h, ytmp, f)
+        status = formulation.rhs(inputs, key, system, t + 0.5 * h, ytmp, f)
         if status != STATUS_OK:  # a diverging iteration runs into inf/NaN: it did not converge
             return (status if _fatal(status) else STATUS_NO_CONVERGENCE), iteration + 2
         change = 0.0

@@ -50,17 +50,14 @@ def _is_recursive(system):
 
 
 @njit
-def _load_state(inputs, key, system, t, y):
-    """q, qd (system.q, system.qd) from the integrated state y and the drivers at t; fills the inputs u.
+def _load_joint_state(inputs, key, t, y, free, drv_coord, offsets, u, q, qd, qdd):
+    """q, qd from the integrated state y and the drivers at t (qdd of the driven coordinates too); fills the
+    inputs u. Returns the inputs' status (a failed user function).
 
-    Returns the inputs' status (a failed user function)."""
-    free = system.free
-    drv_coord = system.drv_coord
-    offsets = system.offsets
-    u = system.u
-    q = system.q
-    qd = system.qd
-    qdd = system.qdd
+    Takes the arrays it uses, not the system: numba increments and decrements the reference count of every array
+    of a tuple argument on entry to and exit from each compiled function (two atomic operations each, about 80 for
+    the recursive system), which cost as much as the forward dynamics of a 100-body chain when paid at every level
+    of every evaluation."""
     nf = free.shape[0]
     if nf == q.shape[0]:  # no driven joint: free is 0 .. nq - 1 (sorted), so plain copies, which vectorise
         for j in range(nf):
@@ -79,6 +76,13 @@ def _load_state(inputs, key, system, t, y):
         qd[drv_coord[j]] = u[slot + 1]
         qdd[drv_coord[j]] = u[slot + 2]
     return STATUS_OK
+
+
+@njit
+def _load_state(inputs, key, system, t, y):
+    """``_load_joint_state`` of the system's arrays (system.q, system.qd, system.qdd, system.u)."""
+    return _load_joint_state(inputs, key, t, y, system.free, system.drv_coord, system.offsets, system.u, system.q,
+                             system.qd, system.qdd)
 
 
 @njit
@@ -120,7 +124,7 @@ def system_rhs(inputs, key, system, t, y, dy):
     qdd = system.qdd
     drive = system.drive
     nf = free.shape[0]
-    status = _load_state(inputs, key, system, t, y)
+    status = _load_joint_state(inputs, key, t, y, free, drv_coord, offsets, u, q, qd, qdd)
     if status != STATUS_OK:
         return status
     nq = tau.shape[0]
@@ -189,7 +193,8 @@ def projects(system):
 @overload(formulation.rhs, jit_options={"cache": True})
 def _rhs(inputs, key, system, t, y, dy):
     if _is_recursive(system):
-        return lambda inputs, key, system, t, y, dy: system_rhs(inputs, key, system, t, y, dy)  # noqa: PLW0108
+        # the function itself, not a lambda calling it: one compiled level (and its reference counts) fewer
+        return system_rhs.py_func
     return None
 
 
