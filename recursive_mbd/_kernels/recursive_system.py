@@ -20,7 +20,10 @@ from .layout import STATUS_OK
 from .loops import constrained_dynamics, project
 from .tree import forward_dynamics
 
-njit = numba.njit(cache=True, error_model="numpy")
+# No reference counting, as the tree kernels (tree.NJIT_OPTIONS): these functions allocate nothing and return no
+# array, and the system's ~40 arrays would otherwise be counted up and down on entry to and exit from each of them
+_OPTIONS = dict(cache=True, error_model="numpy", _nrt=False)
+njit = numba.njit(**_OPTIONS)
 
 RecursiveSystem = namedtuple("RecursiveSystem", [
     "body_int", "body_real", "gravity",  # the packed model (model.py)
@@ -190,7 +193,7 @@ def projects(system):
     return system.loops[15][0] != 0.0
 
 
-@overload(formulation.rhs, jit_options={"cache": True})
+@overload(formulation.rhs, jit_options=_OPTIONS)
 def _rhs(inputs, key, system, t, y, dy):
     if _is_recursive(system):
         # the function itself, not a lambda calling it: one compiled level (and its reference counts) fewer
@@ -198,14 +201,14 @@ def _rhs(inputs, key, system, t, y, dy):
     return None
 
 
-@overload(formulation.project, jit_options={"cache": True})
+@overload(formulation.project, jit_options=_OPTIONS)
 def _project(inputs, key, system, t, y):
     if _is_recursive(system):
         return lambda inputs, key, system, t, y: project_state(inputs, key, system, t, y)  # noqa: PLW0108
     return None
 
 
-@overload(formulation.projects, jit_options={"cache": True})
+@overload(formulation.projects, jit_options=_OPTIONS)
 def _projects(system):
     if _is_recursive(system):
         return lambda system: projects(system)  # noqa: PLW0108
