@@ -39,6 +39,11 @@ from .layout import (
 )
 
 njit = numba.njit(cache=True, error_model="numpy")  # IEEE division: failures are status codes, never exceptions
+# The helpers a step runs (stages, steps, polls, interpolation) allocate nothing and return no array: compiled without
+# numba's reference counting, as the kernels (tree.NJIT_OPTIONS), they do not count each of the system's ~40 arrays
+# up and down on every entry and exit (which cost more than a third of an rk4 run of a 100-body chain). The drivers
+# (integrate_adaptive, integrate_fixed) allocate their buffers and keep it; so do the functions callable from Python.
+step_njit = numba.njit(cache=True, error_model="numpy", _nrt=False)
 
 # Callbacks (inputs, events, monitor) are C callbacks of this one signature, so the time loops see them as a
 # first-class function type (FunctionType[CALLBACK]) whatever the function: a time loop is compiled and cached once,
@@ -54,14 +59,14 @@ def no_inputs(key, t, q, qd, u):
     return STATUS_OK
 
 
-@njit
+@step_njit
 def _fatal(status):
     """True for a status that ends a run at once: never a reason to retry with a smaller step."""
     kind = status & 15
     return kind in (STATUS_SINGULAR, STATUS_INPUT_FAILED, STATUS_INTERRUPTED, STATUS_TIME_LIMIT)
 
 
-@njit
+@step_njit
 def _poll(monitor, monitor_key, control, t, y, nfev):
     """Call the monitor when the evaluation count reaches control[0] (it sets the next count); returns its status."""
     if nfev < control[0]:
@@ -82,7 +87,7 @@ def project_state(inputs, key, system, t, y):
     return formulation.project(inputs, key, system, t, y)
 
 
-@njit
+@step_njit
 def rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, first_stage, monitor, monitor_key, control, nfev):
     """Stages first_stage .. s-1 of an explicit RK step into k (s, n); k[0] must hold f(t, y) when first_stage = 1.
 
@@ -125,7 +130,7 @@ def _store(t_out, y_out, count, t, y):
     return t_out, y_out
 
 
-@njit
+@step_njit
 def _dense(y, y_new, k, h, dense, theta, out):
     """dopri5's 4th-order continuous extension at t + theta h into out (Hairer, Norsett & Wanner, II.6)."""
     s = k.shape[0]
@@ -140,7 +145,7 @@ def _dense(y, y_new, k, h, dense, theta, out):
         out[j] = y[j] + theta * (r2 + (1.0 - theta) * (r3 + theta * (r4 + (1.0 - theta) * r5)))
 
 
-@njit
+@step_njit
 def _rms_norm(x, scale):
     acc = 0.0
     for j in range(x.shape[0]):
@@ -148,7 +153,7 @@ def _rms_norm(x, scale):
     return math.sqrt(acc / x.shape[0])
 
 
-@njit
+@step_njit
 def illinois_update(x, g, lo, hi, g_lo, g_hi, side):
     """One Illinois (modified regula falsi) update of the bracket [lo, hi] of a sign change, g_lo and g_hi the
     function's values at its ends, given its value g at the new point x inside it: x replaces the end with g's sign,
@@ -164,7 +169,7 @@ def illinois_update(x, g, lo, hi, g_lo, g_hi, side):
     return x, hi, g, g_hi, 1
 
 
-@njit
+@step_njit
 def _locate_event(events, events_key, index, t, h, y, y_new, k, dense, g0, g1, ytmp, values):
     """Root of event ``index`` between t and t + h on the dense output, by the Illinois method.
 
@@ -378,7 +383,7 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
     return STATUS_OK, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
 
 
-@njit
+@step_njit
 def _explicit_step(inputs, key, system, t, y, h, a, b, c, k, ytmp, monitor, monitor_key, control, nfev):
     """One explicit RK step of the tableau (a, b, c), y updated in place; returns (status, evaluations)."""
     s = c.shape[0]
@@ -403,7 +408,7 @@ def _explicit_step(inputs, key, system, t, y, h, a, b, c, k, ytmp, monitor, moni
     return (STATUS_NONFINITE_STATE if bad else STATUS_OK), s
 
 
-@njit
+@step_njit
 def _midpoint_step(inputs, key, system, t, y, h, tol, max_iter, k, ytmp, monitor, monitor_key, control, nfev):
     """One implicit midpoint step y1 = y + h f(t + h/2, (y + y1) / 2) by fixed-point iteration, in place.
 
