@@ -699,8 +699,10 @@ def _analysis_table(analysis):
 
 def _dumps_spatial(model, q0, v0, analysis):
     """TOML text of a Model3D (module docstring: spatial models), every key explicit."""
+    names = model.names  # generated once (default names are made on demand)
+
     def body_name(index):
-        return "ground" if index == GROUND else model.names[index]
+        return "ground" if index == GROUND else names[index]
 
     parts = [f"[model]\ndimension = 3\nname = {_value(model.name or '')}\ngravity = {_value(model.gravity)}\n"
              'form = "tree"']

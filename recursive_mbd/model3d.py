@@ -1014,7 +1014,7 @@ class Model3D:
             axis = np.array([column("a1")[i], column("a2")[i]])
         else:
             axis = None
-        return {"name": self._table.names[i], "parent": int(column("parent")[i]), "joint": joint,
+        return {"name": self._explicit.get(i, f"body{i}"), "parent": int(column("parent")[i]), "joint": joint,
                 "parent_point": column("parent_point")[i].copy(), "child_point": column("child_point")[i].copy(),
                 "mass": float(column("mass")[i]), "inertia": column("inertia")[i].copy(),
                 "com": column("com")[i].copy(), "rotation": column("rotation")[i].copy(), "axis": axis}

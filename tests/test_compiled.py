@@ -150,3 +150,44 @@ def test_forward_dynamics_short_path_is_not_taken_with_elements_or_loops():
     np.testing.assert_array_equal(rm.forward_dynamics(springs, q, qd, tau), with_springs)
     plain = rm.chains.serial_chain(3)
     assert not np.array_equal(rm.forward_dynamics(plain, q, qd, tau), with_springs)
+
+
+def test_kernels_without_reference_counting_leak_nothing():
+    """The kernels compiled without numba's reference counting (tree.NJIT_OPTIONS, _nrt=False) and the time loops
+    that call them allocate and free the same number of arrays: after warm-up calls, a batch of short-path calls,
+    forward_dynamics calls and an rk4 run leave numba's allocation counters balanced (NRT statistics are switched
+    on at start-up only, hence the subprocess)."""
+    import os  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    code = """
+import gc
+import numpy as np
+from numba.core.runtime import rtsys
+import recursive_mbd as rm
+model = rm.chains.serial_chain(5)
+fd = rm.compiled_forward_dynamics(model)
+q, qd = np.full(5, 0.2), np.zeros(5)
+def work():
+    for _ in range(200):
+        fd(q, qd)
+        rm.forward_dynamics(model, q, qd)
+    res = rm.simulate(model, q, qd, 0.01, method="rk4", dt=1e-3)
+    assert res.q.shape == (11, 5)
+work()
+gc.collect()
+before = rtsys.get_allocation_stats()
+work()
+gc.collect()
+after = rtsys.get_allocation_stats()
+print(after.alloc - before.alloc, after.free - before.free, after.mi_alloc - before.mi_alloc,
+      after.mi_free - before.mi_free)
+"""
+    env = dict(os.environ, NUMBA_NRT_STATS="1")
+    out = subprocess.run([sys.executable, "-c", code], check=False, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    alloc, free, mi_alloc, mi_free = (int(x) for x in out.stdout.split())
+    assert alloc > 0 and mi_alloc > 0  # the run allocated (its output buffers), so the counters are live
+    assert (alloc, mi_alloc) == (free, mi_free)

@@ -17,7 +17,7 @@ BODY_INT = numba.types.Array(numba.int64, 2, "F", readonly=True)  # the frozen m
 BODY_REAL = numba.types.Array(numba.float64, 2, "F", readonly=True)
 GRAVITY = numba.types.Array(numba.float64, 1, "C", readonly=True)
 WORK = numba.float64[::1, :]
-OPTIONS = dict(fastmath={"contract"}, error_model="numpy")  # those of the kernels (tree.njit)
+OPTIONS = dict(fastmath={"contract"}, error_model="numpy", _nrt=False)  # those of the kernels (tree.NJIT_OPTIONS)
 _kernel = None
 
 

@@ -39,6 +39,11 @@ from .layout import (
 )
 
 njit = numba.njit(cache=True, error_model="numpy")  # IEEE division: failures are status codes, never exceptions
+# The helpers a step runs (stages, steps, polls, interpolation) allocate nothing and return no array: compiled without
+# numba's reference counting, as the kernels (tree.NJIT_OPTIONS), they do not count each of the system's ~40 arrays
+# up and down on every entry and exit (which cost more than a third of an rk4 run of a 100-body chain). The drivers
+# (integrate_adaptive, integrate_fixed) allocate their buffers and keep it; so do the functions callable from Python.
+step_njit = numba.njit(cache=True, error_model="numpy", _nrt=False)
 
 # Callbacks (inputs, events, monitor) are C callbacks of this one signature, so the time loops see them as a
 # first-class function type (FunctionType[CALLBACK]) whatever the function: a time loop is compiled and cached once,
@@ -54,14 +59,14 @@ def no_inputs(key, t, q, qd, u):
     return STATUS_OK
 
 
-@njit
+@step_njit
 def _fatal(status):
     """True for a status that ends a run at once: never a reason to retry with a smaller step."""
     kind = status & 15
     return kind in (STATUS_SINGULAR, STATUS_INPUT_FAILED, STATUS_INTERRUPTED, STATUS_TIME_LIMIT)
 
 
-@njit
+@step_njit
 def _poll(monitor, monitor_key, control, t, y, nfev):
     """Call the monitor when the evaluation count reaches control[0] (it sets the next count); returns its status."""
     if nfev < control[0]:
@@ -82,7 +87,7 @@ def project_state(inputs, key, system, t, y):
     return formulation.project(inputs, key, system, t, y)
 
 
-@njit
+@step_njit
 def rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, first_stage, monitor, monitor_key, control, nfev):
     """Stages first_stage .. s-1 of an explicit RK step into k (s, n); k[0] must hold f(t, y) when first_stage = 1.
 
@@ -104,7 +109,7 @@ def rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, first_stage, monitor,
                 ytmp[j] += coefficient * k[m, j]
         for j in range(n):
             ytmp[j] = y[j] + h * ytmp[j]
-        status = system_rhs(inputs, key, system, t + c[stage] * h, ytmp, k[stage])
+        status = formulation.rhs(inputs, key, system, t + c[stage] * h, ytmp, k[stage])
         if status != STATUS_OK:
             return status
     return STATUS_OK
@@ -139,7 +144,7 @@ def _store(t_out, y_out, count, t, y):
     return t_out, y_out
 
 
-@njit
+@step_njit
 def _dense(y, y_new, k, h, dense, theta, out):
     """dopri5's 4th-order continuous extension at t + theta h into out (Hairer, Norsett & Wanner, II.6)."""
     s = k.shape[0]
@@ -154,7 +159,7 @@ def _dense(y, y_new, k, h, dense, theta, out):
         out[j] = y[j] + theta * (r2 + (1.0 - theta) * (r3 + theta * (r4 + (1.0 - theta) * r5)))
 
 
-@njit
+@step_njit
 def _rms_norm(x, scale):
     acc = 0.0
     for j in range(x.shape[0]):
@@ -162,7 +167,7 @@ def _rms_norm(x, scale):
     return math.sqrt(acc / x.shape[0])
 
 
-@njit
+@step_njit
 def illinois_update(x, g, lo, hi, g_lo, g_hi, side):
     """One Illinois (modified regula falsi) update of the bracket [lo, hi] of a sign change, g_lo and g_hi the
     function's values at its ends, given its value g at the new point x inside it: x replaces the end with g's sign,
@@ -178,7 +183,7 @@ def illinois_update(x, g, lo, hi, g_lo, g_hi, side):
     return x, hi, g, g_hi, 1
 
 
-@njit
+@step_njit
 def _locate_event(events, events_key, index, t, h, y, y_new, k, dense, g0, g1, ytmp, values):
     """Root of event ``index`` between t and t + h on the dense output, by the Illinois method.
 
@@ -392,26 +397,32 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
     return STATUS_OK, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
 
 
-@njit
+@step_njit
 def _explicit_step(inputs, key, system, t, y, h, a, b, c, k, ytmp, monitor, monitor_key, control, nfev):
     """One explicit RK step of the tableau (a, b, c), y updated in place; returns (status, evaluations)."""
     s = c.shape[0]
-    status = system_rhs(inputs, key, system, t, y, k[0])
+    status = formulation.rhs(inputs, key, system, t, y, k[0])
     if status == STATUS_OK:
         status = rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, 1, monitor, monitor_key, control, nfev + 1)
     if status != STATUS_OK:  # a non-finite stage: the solution blew up in this step
         return (status if _fatal(status) else STATUS_NONFINITE_STATE), s
-    finite = True
-    for j in range(y.shape[0]):
-        acc = 0.0
-        for m in range(s):
-            acc += b[m] * k[m, j]
-        y[j] += h * acc
-        finite = finite and math.isfinite(y[j])
-    return (STATUS_OK if finite else STATUS_NONFINITE_STATE), s
+    # y += h sum_m b[m] k[m]: the sum built row by row in ytmp (each loop over j vectorises), adding in the same
+    # order as a sum per entry, so the result is the same to the bit; finiteness as a branch-free OR
+    n = y.shape[0]
+    for j in range(n):
+        ytmp[j] = 0.0
+    for m in range(s):
+        coefficient = b[m]
+        for j in range(n):
+            ytmp[j] += coefficient * k[m, j]
+    bad = False
+    for j in range(n):
+        y[j] += h * ytmp[j]
+        bad |= not math.isfinite(y[j])
+    return (STATUS_NONFINITE_STATE if bad else STATUS_OK), s
 
 
-@njit
+@step_njit
 def _midpoint_step(inputs, key, system, t, y, h, tol, max_iter, k, ytmp, monitor, monitor_key, control, nfev):
     """One implicit midpoint step y1 = y + h f(t + h/2, (y + y1) / 2) by fixed-point iteration, in place.
 
@@ -433,7 +444,7 @@ def _midpoint_step(inputs, key, system, t, y, h, tol, max_iter, k, ytmp, monitor
             return status, iteration + 1
         for j in range(n):
             ytmp[j] = 0.5 * (y[j] + y_new[j])
-        status = system_rhs(inputs, key, system, t + 0.5 * h, ytmp, f)
+        status = formulation.rhs(inputs, key, system, t + 0.5 * h, ytmp, f)
         if status != STATUS_OK:  # a diverging iteration runs into inf/NaN: it did not converge
             return (status if _fatal(status) else STATUS_NO_CONVERGENCE), iteration + 2
         change = 0.0

@@ -20,7 +20,10 @@ from .layout import STATUS_OK
 from .loops import BRANCH_ZONE, constrained_dynamics, project
 from .tree import forward_dynamics
 
-njit = numba.njit(cache=True, error_model="numpy")
+# No reference counting, as the tree kernels (tree.NJIT_OPTIONS): these functions allocate nothing and return no
+# array, and the system's ~40 arrays would otherwise be counted up and down on entry to and exit from each of them
+_OPTIONS = dict(cache=True, error_model="numpy", _nrt=False)
+njit = numba.njit(**_OPTIONS)
 
 RecursiveSystem = namedtuple("RecursiveSystem", [
     "body_int", "body_real", "gravity",  # the packed model (model.py)
@@ -50,17 +53,14 @@ def _is_recursive(system):
 
 
 @njit
-def _load_state(inputs, key, system, t, y):
-    """q, qd (system.q, system.qd) from the integrated state y and the drivers at t; fills the inputs u.
+def _load_joint_state(inputs, key, t, y, free, drv_coord, offsets, u, q, qd, qdd):
+    """q, qd from the integrated state y and the drivers at t (qdd of the driven coordinates too); fills the
+    inputs u. Returns the inputs' status (a failed user function).
 
-    Returns the inputs' status (a failed user function)."""
-    free = system.free
-    drv_coord = system.drv_coord
-    offsets = system.offsets
-    u = system.u
-    q = system.q
-    qd = system.qd
-    qdd = system.qdd
+    Takes the arrays it uses, not the system: numba increments and decrements the reference count of every array
+    of a tuple argument on entry to and exit from each compiled function (two atomic operations each, about 80 for
+    the recursive system), which cost as much as the forward dynamics of a 100-body chain when paid at every level
+    of every evaluation."""
     nf = free.shape[0]
     if nf == q.shape[0]:  # no driven joint: free is 0 .. nq - 1 (sorted), so plain copies, which vectorise
         for j in range(nf):
@@ -86,6 +86,13 @@ def _branch(settings):
     """(zone, tol, rcond_position) of the change-point treatment (``loops.branch_normals``): the time loops
     follow the branch of the motion through change points."""
     return (BRANCH_ZONE, settings[1], settings[3])
+
+
+@njit
+def _load_state(inputs, key, system, t, y):
+    """``_load_joint_state`` of the system's arrays (system.q, system.qd, system.qdd, system.u)."""
+    return _load_joint_state(inputs, key, t, y, system.free, system.drv_coord, system.offsets, system.u, system.q,
+                             system.qd, system.qdd)
 
 
 @njit
@@ -127,7 +134,7 @@ def system_rhs(inputs, key, system, t, y, dy):
     qdd = system.qdd
     drive = system.drive
     nf = free.shape[0]
-    status = _load_state(inputs, key, system, t, y)
+    status = _load_joint_state(inputs, key, t, y, free, drv_coord, offsets, u, q, qd, qdd)
     if status != STATUS_OK:
         return status
     nq = tau.shape[0]
@@ -193,21 +200,22 @@ def projects(system):
     return system.loops[15][0] != 0.0
 
 
-@overload(formulation.rhs, jit_options={"cache": True})
+@overload(formulation.rhs, jit_options=_OPTIONS)
 def _rhs(inputs, key, system, t, y, dy):
     if _is_recursive(system):
-        return lambda inputs, key, system, t, y, dy: system_rhs(inputs, key, system, t, y, dy)  # noqa: PLW0108
+        # the function itself, not a lambda calling it: one compiled level (and its reference counts) fewer
+        return system_rhs.py_func
     return None
 
 
-@overload(formulation.project, jit_options={"cache": True})
+@overload(formulation.project, jit_options=_OPTIONS)
 def _project(inputs, key, system, t, y):
     if _is_recursive(system):
         return lambda inputs, key, system, t, y: project_state(inputs, key, system, t, y)  # noqa: PLW0108
     return None
 
 
-@overload(formulation.projects, jit_options={"cache": True})
+@overload(formulation.projects, jit_options=_OPTIONS)
 def _projects(system):
     if _is_recursive(system):
         return lambda system: projects(system)  # noqa: PLW0108

@@ -68,8 +68,13 @@ from .trig import sincos_array
 
 # FMA contraction only: the kernels rely on NaN comparisons (singularity and finiteness checks), which the
 # 'nnan'/'ninf' fast-math flags would let LLVM delete. IEEE division (error_model="numpy"): a kernel never raises,
-# it reports through its status code.
-njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy")
+# it reports through its status code. No reference counting (_nrt=False): these kernels allocate nothing and return
+# no array, they only read and write arrays that their caller holds for the duration of the call, so numba's
+# atomic increments and decrements of every array argument on entry to and exit from each kernel (and the
+# allocation of a reference-count record per array at a call from Python) are pure overhead; they cost more than
+# the arithmetic of a 2-body model and a quarter of a time loop's evaluation of a 100-body chain.
+NJIT_OPTIONS = dict(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=False)
+njit = numba.njit(**NJIT_OPTIONS)
 
 # A joint whose articulated inertia G^T M^ G is below this fraction of its scale is singular (a massless tip body,
 # a point mass on its own hinge, ...). The scale is the same quadratic form with |M^| entries.

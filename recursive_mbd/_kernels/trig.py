@@ -18,7 +18,8 @@ import math
 
 import numba
 
-_OPTIONS = dict(cache=True, fastmath={"contract"}, error_model="numpy")
+# no reference counting, as tree.NJIT_OPTIONS: nothing here allocates or returns an array
+_OPTIONS = dict(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=False)
 njit = numba.njit(**_OPTIONS)
 inline_njit = numba.njit(inline="always", **_OPTIONS)  # inlined at numba IR level into the caller
 
