@@ -76,10 +76,10 @@ from .layout import (
     STATUS_SINGULAR,
 )
 
-njit = numba.njit(cache=True, error_model="numpy")
+njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 # helpers of the per-body loops are inlined and take (array, row, column offset) rather than views: a view or an
 # out-of-line call with array arguments adds reference counting: with them the evaluation was 6x slower (measured)
-inline = numba.njit(cache=True, error_model="numpy", inline="always")
+inline = numba.njit(cache=True, error_model="numpy", inline="always", _nrt=True)
 
 ROWS_PER_JOINT = (2, 2, 3, 0)  # constraint rows of a revolute, prismatic, fixed, planar joint (joints.* codes)
 

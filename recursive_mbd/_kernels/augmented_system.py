@@ -35,7 +35,7 @@ from .elements import element_forces
 from .layout import ANGLE, AXX, COX, JTYPE, PARENT, PPX, STATUS_NONFINITE_STATE, STATUS_OK
 from .loops import BRANCH_OFFSETS, BRANCH_STEP, REDUNDANT, branch_basis, filtered_solve
 
-njit = numba.njit(cache=True, error_model="numpy")
+njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 
 # Projected runs follow the branch through change points (``loops.branch_normals``, here in absolute
 # coordinates): eigenvalues of the loop rows' Schur complement E H^-1 E^T in (REDUNDANT, BRANCH_ZONE] of the
@@ -645,21 +645,21 @@ def projects(system):
     return system.settings[0] != 0.0
 
 
-@overload(formulation.rhs, jit_options={"cache": True})
+@overload(formulation.rhs, jit_options={"cache": True, "_nrt": True})
 def _rhs(inputs, key, system, t, y, dy):
     if _is_augmented(system):
         return lambda inputs, key, system, t, y, dy: system_rhs(inputs, key, system, t, y, dy)  # noqa: PLW0108
     return None
 
 
-@overload(formulation.project, jit_options={"cache": True})
+@overload(formulation.project, jit_options={"cache": True, "_nrt": True})
 def _project(inputs, key, system, t, y):
     if _is_augmented(system):
         return lambda inputs, key, system, t, y: project_state(inputs, key, system, t, y)  # noqa: PLW0108
     return None
 
 
-@overload(formulation.projects, jit_options={"cache": True})
+@overload(formulation.projects, jit_options={"cache": True, "_nrt": True})
 def _projects(system):
     if _is_augmented(system):
         return lambda system: projects(system)  # noqa: PLW0108

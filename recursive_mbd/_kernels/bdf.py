@@ -109,7 +109,7 @@ from .layout import (
 from .loops import filtered_solve
 from .tree import inverse_dynamics, kinematics_pass, motion_column
 
-njit = numba.njit(cache=True, error_model="numpy")
+njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 
 MAX_ORDER = 5
 NEWTON_MAXITER = 4

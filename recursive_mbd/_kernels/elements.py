@@ -32,7 +32,7 @@ from .layout import (
 )
 from .tree import com_kinematics
 
-njit = numba.njit(cache=True, error_model="numpy")
+njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 
 
 @njit

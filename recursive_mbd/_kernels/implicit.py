@@ -32,7 +32,7 @@ from .loops import filtered_solve, loop_constraints
 from .recursive_system import _load_state
 from .tree import check_finite, inverse_dynamics, kinematics_pass, motion_column
 
-njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy")
+njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=True)
 
 # A joint block of the effective matrix is singular below this fraction of the norm of its entries' scale
 SINGULAR_RTOL = 1e-13

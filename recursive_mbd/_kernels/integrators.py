@@ -38,11 +38,15 @@ from .layout import (
     STATUS_TIME_LIMIT,
 )
 
-njit = numba.njit(cache=True, error_model="numpy")  # IEEE division: failures are status codes, never exceptions
+# IEEE division: failures are status codes, never exceptions
+njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 # The helpers a step runs (stages, steps, polls, interpolation) allocate nothing and return no array: compiled without
 # numba's reference counting, as the kernels (tree.NJIT_OPTIONS), they do not count each of the system's ~40 arrays
 # up and down on every entry and exit (which cost more than a third of an rk4 run of a 100-body chain). The drivers
 # (integrate_adaptive, integrate_fixed) allocate their buffers and keep it; so do the functions callable from Python.
+# numba compiles a callee that does not set _nrt with its caller's setting, so every kernel module whose functions
+# allocate (loops, elements, the augmented and spatial systems, ...) declares _nrt=True explicitly: a formulation's
+# rhs reached from these helpers keeps its reference counting.
 step_njit = numba.njit(cache=True, error_model="numpy", _nrt=False)
 
 # Callbacks (inputs, events, monitor) are C callbacks of this one signature, so the time loops see them as a

@@ -54,7 +54,7 @@ from .layout import (
 )
 from .tree import com_kinematics, forward_dynamics, motion_column
 
-njit = numba.njit(cache=True, error_model="numpy")
+njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 
 # Eigenvalues s of J M^-1 J^T below REDUNDANT * max(s) are round-off: redundant loop equations (or a position
 # within ~1e-7 of a change point, where the branch cannot be told from J any more).

@@ -75,7 +75,7 @@ from .spatial_layout import (
 from .tree import check_finite, check_output
 
 # as in _kernels.tree: FMA contraction only (the NaN tests must survive), IEEE division, statuses instead of raising
-njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy")
+njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=True)
 
 TMP_SIZE = 320  # scratch floats a kernel call needs (tmp)
 

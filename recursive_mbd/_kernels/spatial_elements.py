@@ -61,7 +61,7 @@ from .spatial_layout import (
 )
 from .tree import check_output
 
-njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy")
+njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=True)
 
 
 @njit

@@ -55,7 +55,7 @@ from .spatial_layout import (
     WV,
 )
 
-njit = numba.njit(cache=True, error_model="numpy")
+njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 
 
 @njit

@@ -39,7 +39,7 @@ from .spatial_loops import constrained_dynamics, constraint_responses, loop_cons
 # The cached machine code of these kernels embeds ``spatial.forward_dynamics`` as it was when they were compiled,
 # and numba checks only this file's stamp: when the articulated-body workspace contract changes (sperf18: spherical
 # joints fill no S, UD, uD rows), this file must change too or its __pycache__ be cleared (_kernels/spatial).
-njit = numba.njit(cache=True, error_model="numpy")
+njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 
 SpatialSystem = namedtuple("SpatialSystem", [
     "body_int", "body_real", "gravity",  # the packed Model3D (model3d.py)
@@ -319,21 +319,21 @@ def projects(system):
     return system.quat_q.shape[0] > 0 or system.loops[LOOP_SETTINGS][0] != 0.0
 
 
-@overload(formulation.rhs, jit_options={"cache": True})
+@overload(formulation.rhs, jit_options={"cache": True, "_nrt": True})
 def _rhs(inputs, key, system, t, y, dy):
     if _is_spatial(system):
         return lambda inputs, key, system, t, y, dy: system_rhs(inputs, key, system, t, y, dy)  # noqa: PLW0108
     return None
 
 
-@overload(formulation.project, jit_options={"cache": True})
+@overload(formulation.project, jit_options={"cache": True, "_nrt": True})
 def _project(inputs, key, system, t, y):
     if _is_spatial(system):
         return lambda inputs, key, system, t, y: project_state(inputs, key, system, t, y)  # noqa: PLW0108
     return None
 
 
-@overload(formulation.projects, jit_options={"cache": True})
+@overload(formulation.projects, jit_options={"cache": True, "_nrt": True})
 def _projects(system):
     if _is_spatial(system):
         return lambda system: projects(system)  # noqa: PLW0108
