@@ -444,10 +444,10 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         ``recursive_mbd._kernels.bdf``), the whole loop compiled; closed loops in the index-2 (GGL) form;
         ``result.newton_iterations``, ``result.newton_factorizations``. ``max_order`` (1..5, default 5) caps the
         order: BDF3-5 are not A-stable, and on a long undamped chain its unexcited high modes grow at orders 3-5
-        until the steps sit at their stability limit; the run detects that limit (a RuntimeWarning says when)
-        and goes on at orders 1-2 (A-stable), but give max_order=2 there from the start: the steps spent
-        before the detection and after it are many (serial_chain(10_000) over 10 s: 10,953 against 1,401;
-        ``benchmarks/bdf.py``).
+        until the steps sit at their stability limit; the run detects that limit (a RuntimeWarning says when,
+        and ``result.order_limited_at`` holds that time [s], None when no limit was found) and goes on at orders
+        1-2 (A-stable), but give max_order=2 there from the start: the steps spent before the detection and
+        after it are many (serial_chain(10_000) over 10 s: 10,953 against 1,401; ``benchmarks/bdf.py``).
         "scipy:NAME": scipy's solve_ivp method NAME (RK45, DOP853, Radau, BDF, LSODA, ...) on the same
         right-hand side (one Python call per evaluation). For stiff problems (stiff damped springs) use
         "scipy:Radau" or "scipy:BDF": they get the Jacobian from ``integrators.rhs_jacobian`` (2 nf
@@ -734,6 +734,7 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
     if method == "bdf":
         result.newton_iterations = segment.newton_iterations
         result.newton_factorizations = segment.factorizations
+        result.order_limited_at = segment.order_limited_at  # [s] or None: when the orders were capped at 2
     for i in range(len(events.functions)):
         hits = [(t_ev, y_ev) for index, t_ev, y_ev in event_records if index == i]
         states = [events.state(t_ev, y_ev) for t_ev, y_ev in hits]
