@@ -190,12 +190,16 @@ class SpatialTimeLoop:
                  np.array([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0,
                            POSITION_RCOND, FILTER_RCOND]),
                  np.zeros(m), np.zeros((m, m)), np.zeros(nv))
+        # the S the kernels read: forward dynamics reads the non-spherical joints' rows only (``fd_S``, 0 rows for
+        # an all-spherical model); the loop kernels read every joint's subspace. Sized here, not by ``ws.S``, whose
+        # first use would allocate the full array in the model's workspace as well.
+        motion_subspaces = np.zeros((nb, model._max_nv, 6)) if m else np.zeros_like(ws.fd_S)
         self.system = SpatialSystem(
             model.body_int, model.body_real, model.gravity, model._euclid_q.astype(np.int64),
             model._euclid_v.astype(np.int64), model._quat_q, model._quat_v, inputs.tau_const,
             np.array([inputs.tau_offset], dtype=np.int64), np.zeros(inputs.size), spatial.element_system(model),
             np.zeros(nq), np.zeros(nv),
-            np.zeros(nv), np.zeros(nv), np.zeros_like(ws.ws), np.zeros_like(ws.S), np.zeros_like(ws.UD),
+            np.zeros(nv), np.zeros(nv), np.zeros_like(ws.ws), motion_subspaces, np.zeros_like(ws.UD),
             np.zeros_like(ws.uD), np.zeros_like(ws.tmp), loops)
 
     def initial_state(self, q0, qd0, t0, callback, key):
