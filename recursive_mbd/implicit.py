@@ -360,8 +360,10 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     totals = {"iterations": 0}
     n = y0.size
     steps = _runs.fixed_step_count(t0, t_end, dt, max_steps)
-    capacity = 2 + (t_eval_arr.size if t_eval_arr is not None else steps // every)  # a long chain's rows are big
-    capacity = max(2, min(capacity, 1024))
+    # the output buffers start at the samples the run can store (t0, every-th step, t_end) or the shared policy's
+    # rows (at most ~16 MB: 1024 rows of a 1e5-link state would be 1.6 GB), whichever is fewer; _store doubles them
+    capacity = min(2 + steps // every, integrators.output_rows(n)) if t_eval_arr is None \
+        else integrators.output_rows(n, t_eval_arr)
 
     def run(y_start, ta, tb, piece_eval):
         control.restart()

@@ -190,12 +190,16 @@ class SpatialTimeLoop:
                  np.array([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0,
                            POSITION_RCOND, FILTER_RCOND]),
                  np.zeros(m), np.zeros((m, m)), np.zeros(nv))
+        # the S the kernels read: forward dynamics reads the non-spherical joints' rows only (``fd_S``, 0 rows for
+        # an all-spherical model); the loop kernels read every joint's subspace. Sized here, not by ``ws.S``, whose
+        # first use would allocate the full array in the model's workspace as well.
+        motion_subspaces = np.zeros((nb, model._max_nv, 6)) if m else np.zeros_like(ws.fd_S)
         self.system = SpatialSystem(
             model.body_int, model.body_real, model.gravity, model._euclid_q.astype(np.int64),
             model._euclid_v.astype(np.int64), model._quat_q, model._quat_v, inputs.tau_const,
             np.array([inputs.tau_offset], dtype=np.int64), np.zeros(inputs.size), spatial.element_system(model),
             np.zeros(nq), np.zeros(nv),
-            np.zeros(nv), np.zeros(nv), np.zeros_like(ws.ws), np.zeros_like(ws.S), np.zeros_like(ws.UD),
+            np.zeros(nv), np.zeros(nv), np.zeros_like(ws.ws), motion_subspaces, np.zeros_like(ws.UD),
             np.zeros_like(ws.uD), np.zeros_like(ws.tmp), loops)
 
     def initial_state(self, q0, qd0, t0, callback, key):
@@ -444,10 +448,10 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         ``recursive_mbd._kernels.bdf``), the whole loop compiled; closed loops in the index-2 (GGL) form;
         ``result.newton_iterations``, ``result.newton_factorizations``. ``max_order`` (1..5, default 5) caps the
         order: BDF3-5 are not A-stable, and on a long undamped chain its unexcited high modes grow at orders 3-5
-        until the steps sit at their stability limit; the run detects that limit (a RuntimeWarning says when)
-        and goes on at orders 1-2 (A-stable), but give max_order=2 there from the start: the steps spent
-        before the detection and after it are many (serial_chain(10_000) over 10 s: 10,953 against 1,401;
-        ``benchmarks/bdf.py``).
+        until the steps sit at their stability limit; the run detects that limit (a RuntimeWarning says when,
+        and ``result.order_limited_at`` holds that time [s], None when no limit was found) and goes on at orders
+        1-2 (A-stable), but give max_order=2 there from the start: the steps spent before the detection and
+        after it are many (serial_chain(10_000) over 10 s: 10,953 against 1,401; ``benchmarks/bdf.py``).
         "scipy:NAME": scipy's solve_ivp method NAME (RK45, DOP853, Radau, BDF, LSODA, ...) on the same
         right-hand side (one Python call per evaluation). For stiff problems (stiff damped springs) use
         "scipy:Radau" or "scipy:BDF": they get the Jacobian from ``integrators.rhs_jacobian`` (2 nf
@@ -734,6 +738,7 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
     if method == "bdf":
         result.newton_iterations = segment.newton_iterations
         result.newton_factorizations = segment.factorizations
+        result.order_limited_at = segment.order_limited_at  # [s] or None: when the orders were capped at 2
     for i in range(len(events.functions)):
         hits = [(t_ev, y_ev) for index, t_ev, y_ev in event_records if index == i]
         states = [events.state(t_ev, y_ev) for t_ev, y_ev in hits]

@@ -1,5 +1,6 @@
 """method="bdf": variable-step, variable-order BDF with the O(N) Newton matrix (recursive_mbd/_kernels/bdf.py)."""
 
+import re
 import warnings
 
 import numpy as np
@@ -228,9 +229,16 @@ def test_stability_limit_on_an_undamped_chain_is_found_and_the_order_capped():
     q0 = 1e-3 * shapes[:, 0] / np.abs(shapes[:, 0]).max()
     times = np.linspace(0.0, 2.0, 21)
     options = {"method": "bdf", "rtol": 1e-7, "atol": 1e-10, "t_eval": times}
-    with pytest.warns(RuntimeWarning, match=r"orders 3-5 reached their stability limit at t = .* max_order=2"):
+    limit = r"orders 3-5 reached their stability limit at t = .* max_order=2"
+    with pytest.warns(RuntimeWarning, match=limit) as caught:
         found = rm.simulate(chain, q0, np.zeros(100), 2.0, **options)
     capped = rm.simulate(chain, q0, np.zeros(100), 2.0, max_order=2, **options)
+    # the result says when, as the warning does (to its 6 digits), inside the run; no limit at max_order=2
+    message = next(str(w.message) for w in caught if re.search(limit, str(w.message)))
+    warned_at = float(re.search(r"stability limit at t = (\S+) s", message).group(1))
+    assert 0.0 < found.order_limited_at < 2.0
+    assert found.order_limited_at == pytest.approx(warned_at, rel=1e-5)
+    assert capped.order_limited_at is None
     assert found.nsteps < 2.5 * capped.nsteps
     linear = np.cos(omega[0] * times)[:, None] * q0
     assert np.abs(found.q - linear).max() < 1e-3 * 1e-3  # 1e-3 relative, as max_order=2 (the error 1e-6 nonlinear)
@@ -246,3 +254,4 @@ def test_no_stability_limit_is_found_on_a_resolved_motion():
             warnings.simplefilter("error")
             res = rm.simulate(model, q0, qd0, 2.0, method="bdf", rtol=rtol, atol=1e-2 * rtol)
         assert res.nsteps <= most_steps
+        assert res.order_limited_at is None

@@ -239,3 +239,15 @@ def test_scipy_methods_and_events_on_a_spatial_model():
     res = rm.simulate(model, q0, v0, 1.0, events=crossing, rtol=1e-10, atol=1e-10)
     assert res.t_events[0].size == 1 and res.q_events[0].shape == (1, 4) and res.qd_events[0].shape == (1, 3)
     assert abs(res.q_events[0][0, 1]) < 1e-8
+
+
+def test_time_loop_of_an_all_spherical_chain_allocates_no_motion_subspaces():
+    # forward dynamics reads no S rows of spherical joints: without loops the time loop's S has 0 rows, and building
+    # the loop does not allocate the model's workspace S (read by energy, poses and the loop kernels) either
+    n = 6
+    chain = rm.Model3D()
+    chain.add_bodies(np.arange(-1, n - 1), "spherical", parent_point=np.tile([0.0, 0.0, -0.1], (n, 1)), mass=0.5,
+                     inertia=(1e-2, 2e-2, 3e-2, 0.0, 0.0, 0.0), com=(0.0, 0.0, -0.05))
+    loop = SpatialTimeLoop(chain, _SpatialInputs(chain, None))
+    assert loop.system.S.shape == (0, 3, 6)
+    assert rm.spatial.workspace(chain)._S is None
