@@ -14,7 +14,8 @@ from recursive_mbd._kernels import bdf as kernels
 from recursive_mbd.dynamics import workspace
 from recursive_mbd.implicit import gravity_stiffness
 
-pytestmark = pytest.mark.boundscheck  # also run under NUMBA_BOUNDSCHECK=1 in CI (.ci/run)
+# Under NUMBA_BOUNDSCHECK=1 in CI (.ci/run) only the tests marked `boundscheck` below: each bdf time loop
+# specialisation compiles for about a minute there, and the whole module would take CI past its budget.
 
 
 def test_rescaled_differences_resample_the_interpolating_polynomial():
@@ -43,6 +44,7 @@ def _double_pendulum():
     return chains.serial_chain(2), np.array([1.0, 0.5]), np.zeros(2)
 
 
+@pytest.mark.boundscheck
 def test_error_falls_with_rtol_on_a_double_pendulum():
     model, q0, qd0 = _double_pendulum()
     reference = rm.simulate(model, q0, qd0, 2.0, method="dop853", rtol=1e-12, atol=1e-14)
@@ -152,6 +154,7 @@ def test_max_wall_time_stops_with_the_samples_so_far():
     assert caught.value.result.t.size >= 1
 
 
+@pytest.mark.boundscheck
 @pytest.mark.parametrize("index", range(0, 200, 40))
 def test_stiffness_product_is_the_documented_matrix(index):
     # K x = (T^T diag(K_b) T + diag(joint springs)) x on random trees (all joint types), T by the test's own rows

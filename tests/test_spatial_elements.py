@@ -21,7 +21,8 @@ from recursive_mbd import cli
 from recursive_mbd.errors import ModelError, StateError
 from recursive_mbd.io import FileFormatError
 
-pytestmark = pytest.mark.boundscheck  # also run under NUMBA_BOUNDSCHECK=1 in CI (.ci/run)
+# Under NUMBA_BOUNDSCHECK=1 in CI (.ci/run) only the kernel-level tests marked `boundscheck` below (the element
+# kernel and forward dynamics): compiling the spatial time loops once more there would take CI past its budget.
 
 EUCLIDEAN = ("revolute", "prismatic", "cylindrical", "universal", "planar")
 
@@ -73,6 +74,7 @@ def _small_state(model, rng, scale=0.5):
 
 # ---- generalised forces against independent references ---------------------------------------------------------
 
+@pytest.mark.boundscheck
 @pytest.mark.parametrize("seed", range(4))
 def test_spring_forces_are_minus_the_gradient_of_their_potential(seed):
     """Q_k = -dV/d delta_k along q (+) delta e_k (5-point central differences, h = 1e-3: error ~1e-12), for
@@ -96,6 +98,7 @@ def test_spring_forces_are_minus_the_gradient_of_their_potential(seed):
     assert rel(forces, -gradient) < 1e-11  # measured: 7e-13
 
 
+@pytest.mark.boundscheck
 @pytest.mark.parametrize("seed", range(6))
 def test_element_forces_equal_their_virtual_power_by_the_reference_jacobians(seed):
     """Q = sum J_point^T F + J_omega^T T, every force computed from the reference's point positions and velocities
@@ -219,6 +222,7 @@ def test_planar_models_with_elements_rebuilt_as_spatial_give_the_planar_accelera
             1.0, abs(rm.energy(planar, q, qd)[1]))
 
 
+@pytest.mark.boundscheck
 def test_dynamics_identities_with_elements():
     """ID(FD(tau)) = tau with the elements; FD by the mass-matrix route agrees; forward dynamics moves by exactly
     M^-1 Q when the elements are added (Q from element_forces)."""
