@@ -14,7 +14,7 @@ from recursive_mbd._kernels import bdf as kernels
 from recursive_mbd.dynamics import workspace
 from recursive_mbd.implicit import gravity_stiffness
 
-# Under NUMBA_BOUNDSCHECK=1 in CI (.ci/run) only the tests marked `boundscheck` below: each bdf time loop
+# Under NUMBA_BOUNDSCHECK=1 in CI (.ci/run) only the kernel test marked `boundscheck` below: each bdf time loop
 # specialisation compiles for about a minute there, and the whole module would take CI past its budget.
 
 
@@ -44,7 +44,6 @@ def _double_pendulum():
     return chains.serial_chain(2), np.array([1.0, 0.5]), np.zeros(2)
 
 
-@pytest.mark.boundscheck
 def test_error_falls_with_rtol_on_a_double_pendulum():
     model, q0, qd0 = _double_pendulum()
     reference = rm.simulate(model, q0, qd0, 2.0, method="dop853", rtol=1e-12, atol=1e-14)

@@ -10,7 +10,8 @@ import recursive_mbd as rm
 from recursive_mbd.implicit import generalized_alpha_coefficients, simulate_generalized_alpha
 from recursive_mbd.joints import PLANAR, REVOLUTE
 
-pytestmark = pytest.mark.boundscheck  # also run under NUMBA_BOUNDSCHECK=1 in CI (.ci/run)
+# Under NUMBA_BOUNDSCHECK=1 in CI (.ci/run) only the tests marked `boundscheck` below: the Newton-matrix kernels (each
+# generalized-alpha loop specialisation compiles for about a minute there).
 
 
 def _rotation_rows(model):
@@ -94,6 +95,7 @@ def _dense_effective(spec, model, q, qd, c_mass, c_damp, c_stiff):
     return c_mass * rm.mass_matrix(model, q) + c_damp * damp + c_stiff * stiff
 
 
+@pytest.mark.boundscheck
 def test_solve_effective_equals_dense_solve_of_the_documented_matrix():
     """200 random trees (all joint types, joint spring-dampers): x equals the dense solve to 1e-9 relative."""
     rng = np.random.default_rng(15)
@@ -109,6 +111,7 @@ def test_solve_effective_equals_dense_solve_of_the_documented_matrix():
     assert worst < 1e-9, worst  # measured 1e-12 .. 1e-11
 
 
+@pytest.mark.boundscheck
 def test_solve_effective_with_loops_equals_the_dense_bordered_solve():
     """200 random trees with joint spring-dampers and two distance loops (m = 2): x and the multipliers equal the dense
     solve of [S J^T; J 0] [x; lambda] = [rhs; c] (S as documented, J from loops.constraints) to 1e-9 relative;
@@ -158,6 +161,7 @@ def _revolute_only(spec):
     return out
 
 
+@pytest.mark.boundscheck
 def test_gravity_stiffness_is_the_hessian_of_the_potential_on_revolute_trees():
     """On revolute/fixed trees T^T diag(K_b) T is exactly d h / d q at qd = 0 (Richardson central differences)."""
     worst = 0.0

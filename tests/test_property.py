@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 import recursive_mbd as rm
 
-pytestmark = pytest.mark.boundscheck  # also run under NUMBA_BOUNDSCHECK=1 in CI (.ci/run)
+# Not in the NUMBA_BOUNDSCHECK run of CI (.ci/run): it calls every public function, so it would compile nearly
+# every kernel a second time there; test_safety checks the buffers and indices that reach the kernels under it.
 
 PACKAGE = str(Path(rm.__file__).resolve().parent)
 PROMISED = (TypeError, rm.ModelError, rm.StateError, rm.SimulationError)

@@ -222,7 +222,6 @@ def test_planar_models_with_elements_rebuilt_as_spatial_give_the_planar_accelera
             1.0, abs(rm.energy(planar, q, qd)[1]))
 
 
-@pytest.mark.boundscheck
 def test_dynamics_identities_with_elements():
     """ID(FD(tau)) = tau with the elements; FD by the mass-matrix route agrees; forward dynamics moves by exactly
     M^-1 Q when the elements are added (Q from element_forces)."""
