@@ -12,7 +12,7 @@ import numba
 import numpy as np
 
 from .elements import element_forces
-from .integrators import _fatal, _poll, illinois_update, system_rhs
+from .integrators import _fatal, _poll, _store, illinois_update, system_rhs
 from .layout import (
     COX,
     CS,
@@ -368,21 +368,6 @@ def _locate(events, events_key, index, t, h, y0, y1, rate0, rate1, nf, g0, g1, y
             break
     _hermite(y0, y1, rate0, rate1, nf, h, theta, ytmp)
     return STATUS_OK, theta
-
-
-@njit
-def _store(t_out, y_out, count, t, y):
-    """Append (t, y) to the output buffers, doubling them when full; returns the (possibly new) buffers."""
-    if count == t_out.shape[0]:
-        t_new = np.empty(2 * count)
-        y_new = np.empty((2 * count, y.shape[0]))
-        t_new[:count] = t_out
-        y_new[:count] = y_out
-        t_out = t_new
-        y_out = y_new
-    t_out[count] = t
-    y_out[count] = y
-    return t_out, y_out
 
 
 @njit
