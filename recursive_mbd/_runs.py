@@ -467,6 +467,11 @@ class SimulationResult:
         Absolute coordinates and rates of the centres of mass (augmented formulation only).
     t_events, q_events, qd_events : list of ndarray
         Per event function: the times of its zero crossings (nev,) and the states there (nev, nq).
+    newton_iterations, newton_factorizations : int
+        Methods "generalized_alpha" and "bdf" only: Newton iterations and factorisations of the Newton matrix, in
+        total.
+    order_limited_at : float or None
+        Method "bdf" only: the time [s] at which the stability limit detection capped the order at 2 (None: never).
     """
 
     def __init__(self, model, t, q, qd, work, method, nfev, nsteps, nrejected, evaluator=None):

@@ -295,9 +295,10 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     round-off of the position update, or when a correction below 100 ``newton_tol`` no longer contracts. At most
     ``max_newton`` iterations a step (fast motion at the tip of a whip contracts at rates ~0.3: 10-20 iterations).
     ``tau`` constant or a function, ``drivers``, ``events``, ``t_eval`` (cubic Hermite dense output), progress
-    and max_wall_time as for the other numba methods. The result has ``newton_iterations`` (total) besides the
-    usual fields; ``nfev`` counts residual (inverse-dynamics) evaluations. A step whose Newton iteration does not
-    converge in ``max_newton`` iterations raises SimulationError with the samples so far.
+    and max_wall_time as for the other numba methods. The result has ``newton_iterations`` and
+    ``newton_factorizations`` (totals) besides the usual fields; ``nfev`` counts residual (inverse-dynamics)
+    evaluations. A step whose Newton iteration does not converge in ``max_newton`` iterations raises
+    SimulationError with the samples so far.
     """
     from . import _runs  # noqa: PLC0415  (the run machinery: inputs, events, monitor, result; numba callbacks)
     from ._kernels import integrators  # noqa: PLC0415
@@ -384,7 +385,7 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     result = _runs._make_result(model, loop, callback, key, np.array(t_out), np.array(y_out),
                                     "generalized_alpha", nfev, nsteps, 0)
     result.newton_iterations = totals["iterations"]
-    result.factorizations = int(info[4])
+    result.newton_factorizations = int(info[4])
     for i in range(len(event_functions.functions)):
         hits = [(t_ev, y_ev) for index, t_ev, y_ev in records if index == i]
         states = [event_functions.state(t_ev, y_ev) for t_ev, y_ev in hits]
