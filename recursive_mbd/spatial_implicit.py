@@ -1,0 +1,143 @@
+"""Generalised-alpha on spatial models (``Model3D``): the Lie-group scheme with an O(N) Newton matrix (issue 18).
+
+Scheme
+------
+Arnold & Bruls (2007, "Convergence of the generalized-alpha scheme for constrained mechanical systems"; the
+Lie-group form of Bruls & Cardona 2010): the configuration q (nq) lives on R^ne x S^3 x ... (unit quaternions of
+the spherical and free joints), the velocity v (nv) in the tangent space (a quaternion's omega in its child frame,
+as ``rm.integrate_configuration``). With the coefficients of ``implicit.generalized_alpha_coefficients``, a step h:
+
+    (1 - alpha_m) a+ + alpha_m a = (1 - alpha_f) vdot+ + alpha_f vdot,
+    v+ = v + h (1 - gamma) a + h gamma a+,
+    q+ = q (+) (h v + h^2 (1/2 - beta) a + h^2 beta a+),
+    M(q+) vdot+ + h(q+, v+) = tau(t+, q+, v+) + Q_elements(t+, q+, v+),
+
+where (+) is ``integrate_configuration`` (a quaternion times exp(delta / 2)): quaternions stay unit by
+construction, never renormalised by hand. The unknown is vdot+ (nv); the residual M vdot+ + h - tau - Q is one
+recursive Newton-Euler pass (``_kernels.spatial.inverse_dynamics``) after the element loads, O(N). Second order
+for every rho_inf in [0, 1] (Arnold & Bruls; measured in ``tests/test_spatial_implicit.py``).
+
+Newton matrix
+-------------
+With dq+ = c_stiff dvdot+ (in the tangent space), dv+ = c_damp dvdot+, c_stiff = h^2 beta (1 - alpha_f) /
+(1 - alpha_m), c_damp = h gamma (1 - alpha_f) / (1 - alpha_m), the exact Newton matrix is
+M + c_damp C + c_stiff K (C = -dQ/dv, K = -dQ/dq plus d(M vdot)/dq). The loop uses
+
+    S = M(q) + diag(c_stiff k_j + c_damp c_j),
+
+M exact (at the iterate where it is factorised), and the joint spring-dampers' stiffness k_j and damping c_j on
+their joint's velocities: exact for the Euclidean joints (revolute, prismatic, cylindrical, universal, planar);
+for a spherical joint's spring, -k phi with phi the rotation vector from the rest orientation, k I is its tangent
+stiffness at the rest orientation (the exact one is k J_r^-1(phi), J_r^-1 = I + [phi]/2 + O(phi^2)), the damper's
+c I is exact. S has the form of a joint-space mass matrix with a joint diagonal added to each D_i = S_i^T I^A_i S_i
+(as rotor inertias or armatures): the articulated-body elimination factors it in O(N) and two sweeps apply its
+inverse (``_kernels.spatial_implicit.effective_factor``, ``effective_apply``); no nv x nv matrix is formed.
+
+Lagged (omitted from S; they change the Newton contraction rate, never the converged step): gravity's geometric
+stiffness, point-to-point spring-dampers, forces and torques, the velocity-product terms (Coriolis, gyroscopic)
+in C and K, d(M vdot)/dq, the spherical spring's J_r^-1 - I, tau's dependence on (q, v), and the tangent map of
+(+) (dexp of the increment: I + O(h |v|)). The iteration is therefore linearly convergent; its contraction factor
+is measured at every iteration (``result.newton_contraction``: the geometric mean of the ratios of successive
+position corrections above 1e3 newton_tol, and ``result.newton_contraction_max``). On the hanging chains of
+``benchmarks/spatial_simulate.py`` the lagged gravity stiffness dominates: the factor grows like
+h^2 g / L_link, so dt must resolve the chain's stiffest pendulum frequency for fast convergence (the planar loop
+has gravity's geometric stiffness in S and does not need that; a spatial version is future work). A step that
+does not converge in max_newton iterations raises SimulationError (time, cause, the samples so far in .result).
+
+The factors are made at the first iterate of a step and reused, over later steps too, while the corrections
+shrink at least 20x per iteration (as the planar loop, ``recursive_mbd.implicit``). Output at ``t_eval`` and
+events use a cubic Hermite interpolant of (q, q') and (v, vdot) at the step ends (quaternions renormalised in the
+result). Closed loops (``Model3D.add_loop``) are refused for this method.
+"""
+
+import numpy as np
+
+from . import _runs
+from ._kernels import spatial_layout as SL
+from .errors import ModelError
+from .implicit import finish_run, run_options
+
+
+def joint_spring_diagonals(model):
+    """(stiffness, damping), each shape (nv,): the joint spring-dampers' k and c on their joint's velocities (a
+    spherical joint's one k and c on its three)."""
+    j_stiff = np.zeros(model.nv)
+    j_damp = np.zeros(model.nv)
+    for e in range(model.elem_int.shape[0]):
+        if model.elem_int[e, SL.ETYPE] != SL.ELEM_JOINT_SPRING_DAMPER:
+            continue
+        body = model.elem_int[e, SL.EBODY_A]
+        kv = model.body_int[body, SL.VIDX]
+        nvj = model.body_int[body, SL.NVJ]
+        spherical = model.body_int[body, SL.JTYPE] == SL.SPHERICAL
+        for d in range(nvj):
+            j_stiff[kv + d] += model.elem_real[e, SL.EJK + (0 if spherical else d)]
+            j_damp[kv + d] += model.elem_real[e, SL.EJC + (0 if spherical else d)]
+    return j_stiff, j_damp
+
+
+def simulate_generalized_alpha(model, inputs, loop, q0, qd0, t0, t_end, dt, *, every=1, t_eval=None, events=None,
+                               rho_inf=0.9, newton_tol=1e-12, max_newton=50, max_steps=10_000_000, progress=None,
+                               max_wall_time=None):
+    """Generalised-alpha run on a Model3D (called by ``rm.simulate(model3d, method="generalized_alpha")``).
+
+    ``inputs`` (the spatial run inputs: tau constant or a function, element input slots) and ``loop``
+    (``SpatialTimeLoop``) come from ``integrate.simulate``; q0 (nq,) with unit quaternions and qd0 (nv,) checked
+    there. Options as for the planar method (``implicit.simulate_generalized_alpha``); the result has
+    ``newton_iterations``, ``factorizations``, ``newton_contraction`` and ``newton_contraction_max`` (module
+    docstring); ``nfev`` counts residual (inverse-dynamics) evaluations. Raises SimulationError with the samples so
+    far when a step's Newton iteration does not converge in ``max_newton`` iterations.
+    """
+    from ._kernels import integrators  # noqa: PLC0415
+    from ._kernels import spatial_implicit as kernels  # noqa: PLC0415
+
+    if model.nloops:
+        raise ModelError(f"method 'generalized_alpha' does not take closed loops on a Model3D yet (this model has "
+                         f"{model.nloops}: {', '.join(repr(n) for n in model.loop_names)}); use dopri5 or dop853")
+    coefficients, newton_tol, max_newton, t0, t_end, dt, every, t_eval_arr = run_options(
+        rho_inf, newton_tol, max_newton, t0, t_end, dt, max_steps, every, t_eval)
+    callback, key = inputs.callback()
+    system = loop.system
+    event_functions = _runs._Events(model, events, inputs, loop)
+    if inputs.has_python or inputs.tau_function is not None:
+        # a first evaluation in Python: a function that fails or returns the wrong shape is reported clearly here
+        inputs(t0, q0.copy(), qd0.copy(), np.zeros(inputs.size))
+    y0 = loop.initial_state(q0, qd0, t0, callback, key)
+    j_stiff, j_damp = joint_spring_diagonals(model)
+    control = _runs._RunControl(max_wall_time)
+    monitor = (_runs._python_bridge, control.key, control.control)
+    if event_functions.functions:
+        events_fn, events_key = _runs._python_bridge, next(_runs._KEYS)
+        _runs._PYTHON_INPUTS[events_key] = event_functions
+    else:
+        events_fn, events_key = integrators.no_inputs, 0
+    carry = np.zeros(2 + 2 * model.nv + 1)
+    info = np.zeros(8)
+    totals = {"iterations": 0}
+    n = y0.size
+    steps = _runs.fixed_step_count(t0, t_end, dt, max_steps)
+    capacity = min(2 + steps // every, integrators.output_rows(n)) if t_eval_arr is None \
+        else integrators.output_rows(n, t_eval_arr)
+
+    def run(y_start, ta, tb, piece_eval):
+        control.restart()
+        (status, t_fail, count, t_out, y_out, nfev, nsteps, iterations, nev, ev_t,
+         ev_y) = kernels.integrate_generalized_alpha(
+            callback, key, system, y_start, carry, ta, tb, dt, _runs.fixed_step_count(ta, tb, dt, max_steps),
+            every, np.empty(0) if piece_eval is None else piece_eval, coefficients, newton_tol, max_newton,
+            j_stiff, j_damp, np.empty(capacity), np.empty((capacity, n)), events_fn, events_key,
+            event_functions.directions, event_functions.terminal, np.empty(16), np.empty((16, n + 1)), *monitor,
+            info)
+        totals["iterations"] += iterations
+        records = [(int(row[0]), t_ev, row[1:]) for t_ev, row in zip(ev_t[:nev], ev_y[:nev], strict=True)]
+        return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, 0, records
+
+    with control:
+        status, t_fail, t_out, y_out, nfev, nsteps, _, records = _runs._run_segments(
+            run, y0, t0, t_end, t_eval_arr, dt, progress)
+    result = finish_run(model, loop, callback, key, inputs, event_functions, control, t_out, y_out, nfev, nsteps,
+                        records, status, t_fail, info, totals["iterations"], dt, newton_tol, max_newton, max_steps,
+                        "M vdot + h - Q")
+    result.newton_contraction = float(np.exp(info[5] / info[6])) if info[6] else 0.0
+    result.newton_contraction_max = float(info[7])
+    return result
