@@ -158,13 +158,17 @@ def effective_apply(body_int, ws, S, UD, dinv, rhs, tmp, ud, out):
                 tmp[m] = 0.0
         else:
             _motion_to_child(ws, i, ws[p], WC, tmp, 0)
-        for col in range(body_int[i, NVJ]):
+        nvj = body_int[i, NVJ]
+        # every x from a' first: with the joint diagonal (U D^-1)^T S is no longer the identity, so a' must not
+        # take a column's S x before the next column's x is formed (the forward-dynamics kernel may interleave)
+        for col in range(nvj):
             acc = ud[i, col]
             for m in range(6):
                 acc -= UD[i, col, m] * tmp[m]
             out[kv + col] = acc
+        for col in range(nvj):
             for m in range(6):
-                tmp[m] += S[i, col, m] * acc
+                tmp[m] += S[i, col, m] * out[kv + col]
         for m in range(6):
             ws[i, WC + m] = tmp[m]
 
