@@ -28,10 +28,24 @@ def _ball_chain(n, rod=0.5, mass=1.0, gravity=(0.0, 0.0, -9.81)):
     return model
 
 
+def _factor_and_solve(model, q, c_stiff, diagonal, rhs):
+    """(status, x) of effective_factor at q and effective_apply on rhs, with fresh scratch."""
+    nb, max_nv = model.nbodies, max(1, int(model.body_int[:, 5].max()))
+    ws, tmp = np.zeros((nb, W_SPATIAL)), np.zeros(spatial_kernels.TMP_SIZE)
+    s, ud = np.zeros((nb, max_nv, 6)), np.zeros((nb, max_nv, 6))
+    dinv, scratch, x = np.zeros((nb, max_nv, max_nv)), np.zeros((nb, max_nv)), np.zeros(model.nv)
+    status = spatial_implicit.effective_factor(model.body_int, model.body_real, model.gravity, q, np.zeros(model.nv),
+                                               ws, s, tmp, c_stiff, diagonal, ud, dinv, np.zeros((nb, 3, 3)),
+                                               np.zeros((nb, 3)), np.zeros((nb, 6)))
+    if status == 0:
+        spatial_implicit.effective_apply(model.body_int, ws, s, ud, dinv, rhs, tmp, scratch, x)
+    return status, x
+
+
 def test_newton_matrix_equals_mass_matrix_plus_joint_diagonal_on_random_trees():
-    """effective_factor + effective_apply solve (M + diag(d)) x = r: the dense M of rm.mass_matrix, every joint
-    type, random axes and full inertias, 1e-10 relative; a negative diagonal that makes a joint block indefinite
-    is reported as singular at that body."""
+    """effective_factor + effective_apply (c_stiff = 0) solve (M + diag(d)) x = r: the dense M of rm.mass_matrix,
+    every joint type, random axes and full inertias, 1e-10 relative; a negative diagonal that makes a joint block
+    indefinite is reported as singular at that body."""
     for seed in range(20):
         rng = np.random.default_rng(1850 + seed)
         model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
@@ -40,26 +54,49 @@ def test_newton_matrix_equals_mass_matrix_plus_joint_diagonal_on_random_trees():
         q = rm.integrate_configuration(model, model.neutral(), rng.normal(size=model.nv))
         diagonal = rng.uniform(0.0, 3.0, model.nv)
         rhs = rng.normal(size=model.nv)
-        nb, max_nv = model.nbodies, max(1, int(model.body_int[:, 5].max()))
-        ws, tmp = np.zeros((nb, W_SPATIAL)), np.zeros(spatial_kernels.TMP_SIZE)
-        s, ud = np.zeros((nb, max_nv, 6)), np.zeros((nb, max_nv, 6))
-        dinv, scratch, x = np.zeros((nb, max_nv, max_nv)), np.zeros((nb, max_nv)), np.zeros(model.nv)
-        status = spatial_implicit.effective_factor(model.body_int, model.body_real, q, np.zeros(model.nv), ws, s,
-                                                   tmp, diagonal, ud, dinv)
+        status, x = _factor_and_solve(model, q, 0.0, diagonal, rhs)
         assert status == 0
-        spatial_implicit.effective_apply(model.body_int, ws, s, ud, dinv, rhs, tmp, scratch, x)
-        dense = rm.mass_matrix(model, q) + np.diag(diagonal)
-        expected = np.linalg.solve(dense, rhs)
+        expected = np.linalg.solve(rm.mass_matrix(model, q) + np.diag(diagonal), rhs)
         assert np.abs(x - expected).max() <= 1e-10 * np.abs(expected).max(), seed
     model = _ball_chain(2)
     diagonal = np.zeros(model.nv)
     diagonal[4] = -1e3  # the second joint's D is indefinite
-    nb = model.nbodies
-    status = spatial_implicit.effective_factor(
-        model.body_int, model.body_real, model.neutral(), np.zeros(model.nv), np.zeros((nb, W_SPATIAL)),
-        np.zeros((nb, 3, 6)), np.zeros(spatial_kernels.TMP_SIZE), diagonal, np.zeros((nb, 3, 6)),
-        np.zeros((nb, 3, 3)))
-    assert status == (4 | (1 << 4))  # STATUS_SINGULAR at body 1
+    assert _factor_and_solve(model, model.neutral(), 0.0, diagonal, np.ones(6))[0] == (4 | (1 << 4))  # SINGULAR, 1
+
+
+def test_gravity_geometric_stiffness_against_finite_differences():
+    """On a hanging chain at rest straight down (each subtree's weight in line with its lever: the Hessian of the
+    potential is the same in every chart there), M + c K with K the per-body gravity stiffness equals M + c dg/dq,
+    g(q) = ID(q, 0, 0) the gravity load differentiated (central differences along integrate_configuration) on
+    spherical, universal and revolute joints with unequal links and masses, to 1e-7 relative."""
+    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
+    joints = ("spherical", "universal", "revolute", "spherical")
+    for i, joint in enumerate(joints):
+        length = 0.3 + 0.2 * i
+        axis = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0)) if joint == "universal" else (0.6, 0.8, 0.0)
+        model.add_body(parent=i - 1, joint=joint, parent_point=(0.0, 0.0, -(length - 0.2) if i else 0.0),
+                       mass=1.0 + 0.5 * i, inertia=(0.05, 0.06, 0.02, 0.0, 0.0, 0.0), com=(0.0, 0.0, -length / 2),
+                       axis=None if joint == "spherical" else axis)
+    q = model.neutral()
+    step = 1e-5
+    stiffness = np.zeros((model.nv, model.nv))
+    for k in range(model.nv):
+        delta = np.zeros(model.nv)
+        delta[k] = step
+        plus = rm.inverse_dynamics(model, rm.integrate_configuration(model, q, delta), np.zeros(model.nv),
+                                   np.zeros(model.nv))
+        minus = rm.inverse_dynamics(model, rm.integrate_configuration(model, q, -delta), np.zeros(model.nv),
+                                    np.zeros(model.nv))
+        stiffness[:, k] = (plus - minus) / (2.0 * step)
+    assert np.abs(stiffness - stiffness.T).max() < 1e-7 * np.abs(stiffness).max()
+    c_stiff = 0.01
+    rhs = np.random.default_rng(5).normal(size=model.nv)
+    status, x = _factor_and_solve(model, q, c_stiff, np.zeros(model.nv), rhs)
+    assert status == 0
+    expected = np.linalg.solve(rm.mass_matrix(model, q) + c_stiff * stiffness, rhs)
+    without = np.linalg.solve(rm.mass_matrix(model, q), rhs)
+    assert np.abs(x - expected).max() <= 1e-7 * np.abs(expected).max()
+    assert np.abs(without - expected).max() > 1e-3 * np.abs(expected).max()  # the stiffness matters here
 
 
 @pytest.fixture(scope="module")
@@ -180,13 +217,14 @@ def test_tau_function_elements_t_eval_events_and_work_terms():
 
 
 def test_newton_failure_raises_with_the_samples_so_far():
-    """A 1 cm pendulum stepped at dt = 0.1 s: gravity's stiffness, lagged in the Newton matrix, is h^2 g / L ~ 100
-    times its mass term, and the iteration diverges at the first step: SimulationError naming the time and the
-    cause, the t0 sample kept in .result."""
-    model = _ball_chain(1, rod=0.01)
-    q0 = rm.integrate_configuration(model, model.neutral(), [0.5, 0.0, 0.0])
+    """An asymmetric body spinning at 100 rad/s stepped at dt = 0.1 s: the gyroscopic terms, lagged in the Newton
+    matrix, are c_damp |C| ~ 10 times its inertia, and the iteration diverges at the first step: SimulationError
+    naming the time and the cause, the t0 sample kept in .result."""
+    model = rm.Model3D(gravity=(0.0, 0.0, 0.0))
+    model.add_body(joint="spherical", mass=1.0, inertia=(1.0, 2.0, 2.5, 0.0, 0.0, 0.0))
     with pytest.raises(SimulationError, match=r"generalized_alpha: Newton did not converge at t = 0\.1 s") as info:
-        rm.simulate(model, q0, np.zeros(3), 1.0, method="generalized_alpha", dt=0.1, tau=lambda t: np.zeros(3))
+        rm.simulate(model, model.neutral(), np.array([1.0, 100.0, 1.0]), 1.0, method="generalized_alpha", dt=0.1,
+                    tau=lambda t: np.zeros(3))
     assert info.value.result.status == "failed" and info.value.result.t.tolist() == [0.0]
     assert info.value.t == pytest.approx(0.1)
 

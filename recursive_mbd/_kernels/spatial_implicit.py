@@ -24,20 +24,94 @@ from .spatial import (
     _inertia_transform_add,
     _motion_to_child,
     _pack_inertia,
+    _rotate_symmetric,
     _unpack_inertia,
     inverse_dynamics,
     kinematics_pass,
 )
 from .spatial_elements import element_forces
-from .spatial_layout import NVJ, PARENT, VIDX, WC, WI, WP, WT
+from .spatial_layout import CP, MASS, MCOM, NVJ, PA, PARENT, PP, VIDX, WC, WI, WP, WR, WT
 from .spatial_system import configuration_rate, integrate_configuration, system_rhs
 
 njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 
 
 @njit
-def effective_factor(body_int, body_real, q, zeros, ws, S, tmp, j_diag, UD, dinv):
-    """Factor S = M(q) + diag(j_diag) by the articulated-body elimination, tip to base, O(N); returns a status.
+def _add_stiffness_term(kw, i, fx, fy, fz, rx, ry, rz):
+    """kw[i] += (F . r) 1 - (F r^T + r F^T) / 2 (symmetric, packed xx, yy, zz, xy, xz, yz): the Hessian of
+    -F . exp([delta]) r in delta at 0, the potential of a constant force F on a lever r turned by delta."""
+    fr = fx * rx + fy * ry + fz * rz
+    kw[i, 0] += fr - fx * rx
+    kw[i, 1] += fr - fy * ry
+    kw[i, 2] += fr - fz * rz
+    kw[i, 3] -= 0.5 * (fx * ry + rx * fy)
+    kw[i, 4] -= 0.5 * (fx * rz + rx * fz)
+    kw[i, 5] -= 0.5 * (fy * rz + ry * fz)
+
+
+@njit
+def geometric_stiffness(body_int, body_real, gravity, ws, rot, fsub, kw):
+    """Gravity geometric stiffness K_b of every body on its absolute rotation, body axes, packed symmetric (xx, yy,
+    zz, xy, xz, yz) into kw (nbodies, 6) [N m / rad]; derivation in ``recursive_mbd.spatial_implicit``.
+
+    Needs R of every body in ws (a kinematics pass). rot (nbodies, 3, 3) receives the body-to-ground rotations,
+    fsub (nbodies, 3) the subtree weights F_b = sum of m g over the subtree of b. K_b (ground axes) = the terms
+    (F . r) 1 - (F r^T + r F^T) / 2 of (F_b, e_b = c_b - joint point of b) and of (F_k, d_k = joint point of k -
+    c_b) for every child k; then R_b^T K_b R_b.
+    """
+    n = body_int.shape[0]
+    for i in range(n):
+        p = body_int[i, PARENT]
+        for a in range(3):
+            for b in range(3):
+                if p < 0:
+                    rot[i, a, b] = ws[i, WR + 3 * a + b]
+                else:
+                    rot[i, a, b] = (rot[p, a, 0] * ws[i, WR + b] + rot[p, a, 1] * ws[i, WR + 3 + b]
+                                    + rot[p, a, 2] * ws[i, WR + 6 + b])
+        for a in range(3):
+            fsub[i, a] = body_real[i, MASS] * gravity[a]
+        for e in range(6):
+            kw[i, e] = 0.0
+    for i in range(n - 1, -1, -1):
+        m = body_real[i, MASS]
+        inv_m = 1.0 / m if m > 0.0 else 0.0  # a massless body: any reference point, used consistently
+        ex = inv_m * body_real[i, MCOM] - body_real[i, CP]
+        ey = inv_m * body_real[i, MCOM + 1] - body_real[i, CP + 1]
+        ez = inv_m * body_real[i, MCOM + 2] - body_real[i, CP + 2]
+        _add_stiffness_term(kw, i, fsub[i, 0], fsub[i, 1], fsub[i, 2],
+                            rot[i, 0, 0] * ex + rot[i, 0, 1] * ey + rot[i, 0, 2] * ez,
+                            rot[i, 1, 0] * ex + rot[i, 1, 1] * ey + rot[i, 1, 2] * ez,
+                            rot[i, 2, 0] * ex + rot[i, 2, 1] * ey + rot[i, 2, 2] * ez)
+        p = body_int[i, PARENT]
+        if p < 0:
+            continue
+        m = body_real[p, MASS]
+        inv_m = 1.0 / m if m > 0.0 else 0.0
+        dx = body_real[i, PP] - inv_m * body_real[p, MCOM]
+        dy = body_real[i, PP + 1] - inv_m * body_real[p, MCOM + 1]
+        dz = body_real[i, PP + 2] - inv_m * body_real[p, MCOM + 2]
+        _add_stiffness_term(kw, p, fsub[i, 0], fsub[i, 1], fsub[i, 2],
+                            rot[p, 0, 0] * dx + rot[p, 0, 1] * dy + rot[p, 0, 2] * dz,
+                            rot[p, 1, 0] * dx + rot[p, 1, 1] * dy + rot[p, 1, 2] * dz,
+                            rot[p, 2, 0] * dx + rot[p, 2, 1] * dy + rot[p, 2, 2] * dz)
+        for a in range(3):
+            fsub[p, a] += fsub[i, a]
+    for i in range(n):  # to body axes: R^T K R
+        r = rot[i]
+        (kw[i, 0], kw[i, 1], kw[i, 2], kw[i, 3], kw[i, 4], kw[i, 5]) = _rotate_symmetric(
+            r[0, 0], r[1, 0], r[2, 0], r[0, 1], r[1, 1], r[2, 1], r[0, 2], r[1, 2], r[2, 2],
+            kw[i, 0], kw[i, 1], kw[i, 2], kw[i, 3], kw[i, 4], kw[i, 5])
+
+
+@njit
+def effective_factor(body_int, body_real, gravity, q, zeros, ws, S, tmp, c_stiff, j_diag, UD, dinv, rot, fsub, kw):
+    """Factor S = M(q) + c_stiff K_gravity + diag(j_diag) by the articulated-body elimination, tip to base, O(N);
+    returns a status.
+
+    K_gravity = sum over bodies of T_b^T K_b T_b (T_b: the body's angular velocity rows, K_b of
+    ``geometric_stiffness``, which rot (nbodies, 3, 3), fsub (nbodies, 3), kw (nbodies, 6) are scratch of): the
+    angular block of each body's inertia gains c_stiff K_b (skipped when c_stiff is 0).
 
     Fills ws (nbodies, W_SPATIAL: R, r, the articulated inertias), S (nbodies, max_nv, 6: every joint's motion
     subspace), UD = U D^-1 (nbodies, max_nv, 6) and dinv = D^-1 (nbodies, max_nv, max_nv) with
@@ -51,6 +125,11 @@ def effective_factor(body_int, body_real, q, zeros, ws, S, tmp, j_diag, UD, dinv
     n = body_int.shape[0]
     for i in range(n):
         _body_inertia(body_real, i, ws, i)
+    if c_stiff != 0.0:
+        geometric_stiffness(body_int, body_real, gravity, ws, rot, fsub, kw)
+        for i in range(n):
+            for e in range(6):
+                ws[i, WI + PA + e] += c_stiff * kw[i, e]
     for i in range(n - 1, -1, -1):
         nvj = body_int[i, NVJ]
         kv = body_int[i, VIDX]
@@ -222,7 +301,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     Each step: unknown vdot+ (nv); a+ from (1 - alpha_m) a+ + alpha_m a = (1 - alpha_f) vdot+ + alpha_f vdot,
     v+ = v + h (1 - gamma) a + h gamma a+, q+ = q (+) (h v + h^2 (1/2 - beta) a + h^2 beta a+)
     (``spatial_system.integrate_configuration``: unit quaternions by construction); residual = inverse dynamics
-    minus tau and the element loads at (t+, q+, v+); Newton with S = M + diag(c_stiff j_stiff + c_damp j_damp)
+    minus tau and the element loads at (t+, q+, v+); Newton with S = M + c_stiff K_gravity + diag(c_stiff j_stiff +
+    c_damp j_damp)
     factorised at an iterate and reused while the corrections shrink >= 20x per iteration (as the planar loop).
     carry (2 + 2 nv + 1): (powers, a, vdot, started). info (8,): on a Newton failure (last position correction,
     max |residual|, step, iterations); info[4] factorisations (added to); info[5], info[6]: the sum of
@@ -251,6 +331,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     dinv = np.zeros((nb, max_nv, max_nv))
     ud = np.zeros((nb, max_nv))
     tmp_f = np.zeros_like(system.tmp)
+    rot = np.zeros((nb, 3, 3))
+    fsub = np.zeros((nb, 3))
+    kw = np.zeros((nb, 6))
     zeros = np.zeros(nv)
     j_diag = np.zeros(nv)
     residual = np.zeros(nv)
@@ -365,8 +448,13 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 for j in range(nv):
                     res_max = max(res_max, abs(residual[j]))
                 if abs(factored_h - h) > 1e-9 * h or (not fresh and correction > SLOW_CONTRACTION * previous):
-                    status = effective_factor(body_int, body_real, q_new, zeros, ws_f, s_f, tmp_f, j_diag, ud_f,
-                                              dinv)
+                    status = effective_factor(body_int, body_real, system.gravity, q_new, zeros, ws_f, s_f, tmp_f,
+                                              c_stiff, j_diag, ud_f, dinv, rot, fsub, kw)
+                    if (status & 15) == STATUS_SINGULAR:
+                        # gravity's stiffness is negative where a subtree hangs above its joint (a top, an arm
+                        # swung up): M + c_stiff K may be indefinite for a large step; then lag it too
+                        status = effective_factor(body_int, body_real, system.gravity, q_new, zeros, ws_f, s_f,
+                                                  tmp_f, 0.0, j_diag, ud_f, dinv, rot, fsub, kw)
                     if status != STATUS_OK:
                         info[0] = np.inf
                         info[1] = res_max
