@@ -441,7 +441,12 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         frequencies annihilated in one step), Newton with an O(N) matrix (``recursive_mbd.implicit``; closed
         loops by its Schur complement, O(N m + m^3), stabilised index 2), converged to ``newton_tol`` (default 1e-12)
         [rad or m]: for long chains and stiff springs, where explicit steps shrink like 1/N. t_eval and events
-        on its cubic Hermite dense output; everything else as for the other numba methods.
+        on its cubic Hermite dense output; everything else as for the other numba methods. On a Model3D: the
+        Lie-group form (q+ = q (+) increment, unit quaternions by construction), Newton on vdot with the O(N)
+        matrix M + c K_gravity + joint spring-damper terms (``recursive_mbd.spatial_implicit``: what is exact,
+        what is lagged, where Newton needs smaller steps); tau, force elements, t_eval, events, work terms,
+        progress, max_wall_time; ``result.newton_contraction`` measures the linear convergence; not with
+        closed loops.
         "bdf": variable-step, variable-order BDF (orders 1-5, Shampine-Reichelt form) with error control by
         ``rtol``/``atol``, dense output (t_eval, events) and Newton iterations of O(N) cost (the Newton matrix
         M + c C + c^2 K factorised by ``implicit.effective_factor`` and reused across steps;
