@@ -306,35 +306,13 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     workspace(model)
     if model.nq == 0:
         raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
-    coefficients = np.array(generalized_alpha_coefficients(rho_inf))
-    newton_tol = float(newton_tol)
-    if not (newton_tol > 0.0 and np.isfinite(newton_tol)):
-        raise ValueError(f"newton_tol must be finite and > 0, got {newton_tol}")
-    max_newton = int(max_newton)
-    if max_newton < 1:
-        raise ValueError(f"max_newton must be >= 1, got {max_newton}")
-    t0, t_end = _runs.check_time_span(t0, t_end)
-    if dt is None:
-        raise ValueError("method 'generalized_alpha' is fixed-step: give dt")
-    dt = float(dt)
-    if not (dt > 0.0 and np.isfinite(dt)):
-        raise ValueError(f"dt must be finite and > 0, got {dt}")
-    _runs.fixed_step_count(t0, t_end, dt, max_steps)
-    every = int(every)
-    if every < 1:
-        raise ValueError(f"every must be >= 1, got {every}")
+    coefficients, newton_tol, max_newton, t0, t_end, dt, every, t_eval_arr = run_options(
+        rho_inf, newton_tol, max_newton, t0, t_end, dt, max_steps, every, t_eval)
     q0 = as_vector(model, q0, "q0").copy()
     qd0 = as_vector(model, qd0, "qd0").copy()
     for vec, what in ((q0, "q0"), (qd0, "qd0")):
         if not np.all(np.isfinite(vec)):
             raise StateError(f"{what}[{int(np.flatnonzero(~np.isfinite(vec))[0])}] is not finite")
-    t_eval_arr = None
-    if t_eval is not None:
-        t_eval_arr = np.asarray(t_eval, dtype=float).ravel()
-        if (t_eval_arr.size == 0 or np.any(np.diff(t_eval_arr) < 0) or t_eval_arr[0] < t0
-                or t_eval_arr[-1] > t_end):
-            raise ValueError(f"t_eval must be a non-empty sorted array within [t0, t_end] = [{t0}, {t_end}]")
-        t_eval_arr = np.unique(np.concatenate(([t0], t_eval_arr, [t_end])))  # t0 and t_end always
     inputs = _runs._Inputs(model, tau, drivers)
     callback, key = inputs.callback()
     loop = _runs.RecursiveTimeLoop(model, inputs, "none")  # Newton closes the loops at every step
@@ -382,16 +360,60 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     with control:
         status, t_fail, t_out, y_out, nfev, nsteps, _, records = _runs._run_segments(
             run, y0, t0, t_end, t_eval_arr, dt, progress)
-    result = _runs._make_result(model, loop, callback, key, np.array(t_out), np.array(y_out),
-                                    "generalized_alpha", nfev, nsteps, 0)
-    result.newton_iterations = totals["iterations"]
+    return finish_run(model, loop, callback, key, inputs, event_functions, control, t_out, y_out, nfev, nsteps,
+                      records, status, t_fail, info, totals["iterations"], dt, newton_tol, max_newton, max_steps,
+                      "M qdd - Q")
+
+
+def run_options(rho_inf, newton_tol, max_newton, t0, t_end, dt, max_steps, every, t_eval):
+    """The checked options of a generalised-alpha run: (coefficients (4,), newton_tol, max_newton, t0, t_end, dt,
+    every, t_eval (with t0 and t_end) or None); ValueError naming the option otherwise."""
+    from . import _runs  # noqa: PLC0415
+
+    coefficients = np.array(generalized_alpha_coefficients(rho_inf))
+    newton_tol = float(newton_tol)
+    if not (newton_tol > 0.0 and np.isfinite(newton_tol)):
+        raise ValueError(f"newton_tol must be finite and > 0, got {newton_tol}")
+    max_newton = int(max_newton)
+    if max_newton < 1:
+        raise ValueError(f"max_newton must be >= 1, got {max_newton}")
+    t0, t_end = _runs.check_time_span(t0, t_end)
+    if dt is None:
+        raise ValueError("method 'generalized_alpha' is fixed-step: give dt")
+    dt = float(dt)
+    if not (dt > 0.0 and np.isfinite(dt)):
+        raise ValueError(f"dt must be finite and > 0, got {dt}")
+    _runs.fixed_step_count(t0, t_end, dt, max_steps)
+    every = int(every)
+    if every < 1:
+        raise ValueError(f"every must be >= 1, got {every}")
+    t_eval_arr = None
+    if t_eval is not None:
+        t_eval_arr = np.asarray(t_eval, dtype=float).ravel()
+        if (t_eval_arr.size == 0 or np.any(np.diff(t_eval_arr) < 0) or t_eval_arr[0] < t0
+                or t_eval_arr[-1] > t_end):
+            raise ValueError(f"t_eval must be a non-empty sorted array within [t0, t_end] = [{t0}, {t_end}]")
+        t_eval_arr = np.unique(np.concatenate(([t0], t_eval_arr, [t_end])))  # t0 and t_end always
+    return coefficients, newton_tol, max_newton, t0, t_end, dt, every, t_eval_arr
+
+
+def finish_run(model, loop, callback, key, inputs, event_functions, control, t_out, y_out, nfev, nsteps, records,
+               status, t_fail, info, iterations, dt, newton_tol, max_newton, max_steps, residual_name):
+    """The result of a generalised-alpha run (planar or spatial loop), with ``newton_iterations`` and
+    ``newton_factorizations``, its events; KeyboardInterrupt, or SimulationError with the samples so far in
+    .result, for a run that did not end well."""
+    from . import _runs  # noqa: PLC0415
+
+    result = _runs._make_result(model, loop, callback, key, np.array(t_out), np.array(y_out), "generalized_alpha",
+                                nfev, nsteps, 0)
+    result.newton_iterations = iterations
     result.newton_factorizations = int(info[4])
     for i in range(len(event_functions.functions)):
         hits = [(t_ev, y_ev) for index, t_ev, y_ev in records if index == i]
         states = [event_functions.state(t_ev, y_ev) for t_ev, y_ev in hits]
         result.t_events.append(np.array([t_ev for t_ev, _ in hits]))
         result.q_events.append(np.array([q for q, _ in states]).reshape(-1, model.nq))
-        result.qd_events.append(np.array([qd for _, qd in states]).reshape(-1, model.nq))
+        result.qd_events.append(np.array([qd for _, qd in states]).reshape(-1, result.qd.shape[1]))
     if status == L.STATUS_EVENT:
         result.status = "event"
         status = L.STATUS_OK
@@ -408,15 +430,15 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
         correction, residual, step = info[:3]
         if np.isfinite(correction):
             why = (f"after {max_newton} iterations the position correction is {correction:.3g} > newton_tol = "
-                   f"{newton_tol:g} and the residual max |M qdd - Q| is {residual:.3g}; reduce dt")
+                   f"{newton_tol:g} and the residual max |{residual_name}| is {residual:.3g}; reduce dt")
         else:
-            why = (f"the iteration diverged (residual max |M qdd - Q| {residual:.3g}): the step is too large, or no "
-                   "state at this time satisfies the equations (a driven mechanism past its lock, a singular "
+            why = (f"the iteration diverged (residual max |{residual_name}| {residual:.3g}): the step is too large, "
+                   "or no state at this time satisfies the equations (a driven mechanism past its lock, a singular "
                    "position)")
         raise SimulationError(
             f"generalized_alpha: Newton did not converge at t = {t_fail:.9g} s (step {int(step)}, dt = {dt:g} s): "
             f"{why}. {result.t.size} samples up to t = {result.t[-1]:.9g} s are kept in .result", t_fail, result)
     if status != L.STATUS_OK:
         _runs._raise_failure(model, "generalized_alpha", status, t_fail, result, max_steps, control, inputs,
-                                 event_functions, loop)
+                             event_functions, loop)
     return result

@@ -421,7 +421,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     q0's quaternions off unit norm by more than 1e-12 are normalised with a RuntimeWarning (zero: StateError).
     With loops (``Model3D.add_loop``) vdot comes from the multiplier layer (``spatial_loops``) and stabilization
     works as for a planar model (the projection steps along ``integrate_configuration``; see ``stabilization``).
-    Not for a Model3D yet: drivers, formulation, generalized_alpha, bdf (ValueError).
+    Not for a Model3D yet: drivers, formulation, bdf, generalized_alpha with closed loops (ValueError).
 
     Parameters
     ----------
@@ -441,7 +441,12 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         frequencies annihilated in one step), Newton with an O(N) matrix (``recursive_mbd.implicit``; closed
         loops by its Schur complement, O(N m + m^3), stabilised index 2), converged to ``newton_tol`` (default 1e-12)
         [rad or m]: for long chains and stiff springs, where explicit steps shrink like 1/N. t_eval and events
-        on its cubic Hermite dense output; everything else as for the other numba methods.
+        on its cubic Hermite dense output; everything else as for the other numba methods. On a Model3D: the
+        Lie-group form (q+ = q (+) increment, unit quaternions by construction), Newton on vdot with the O(N)
+        matrix M + c K_gravity + joint spring-damper terms (``recursive_mbd.spatial_implicit``: what is exact,
+        what is lagged, where Newton needs smaller steps); tau, force elements, t_eval, events, work terms,
+        progress, max_wall_time; ``result.newton_contraction`` measures the linear convergence; not with
+        closed loops.
         "bdf": variable-step, variable-order BDF (orders 1-5, Shampine-Reichelt form) with error control by
         ``rtol``/``atol``, dense output (t_eval, events) and Newton iterations of O(N) cost (the Newton matrix
         M + c C + c^2 K factorised by ``implicit.effective_factor`` and reused across steps;
@@ -540,6 +545,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     if method == "generalized_alpha":
         if max_order is not None:
             raise ValueError("max_order is an option of method 'bdf', not 'generalized_alpha'")
+        if spatial:
+            return _generalized_alpha_spatial(model, q0, qd0, t0, t_end, dt, every, tau, events, t_eval, progress,
+                                              max_wall_time, max_steps, rho_inf, newton_tol)
         return _generalized_alpha(model, q0, qd0, t0, t_end, dt, every, tau, drivers, events, t_eval, progress,
                                   max_wall_time, max_steps, rho_inf, newton_tol)
     if rho_inf is not None or newton_tol is not None:
@@ -605,8 +613,8 @@ def _refuse_spatial_options(model, method, formulation, drivers, stabilization, 
     if formulation != "recursive":
         raise ValueError(f"a Model3D is integrated by the spatial recursive formulation; formulation={formulation!r} "
                          "is for planar models")
-    if method in ("generalized_alpha", "bdf"):
-        raise ValueError(f"method {method!r} integrates planar models only; for a Model3D use dopri5, "
+    if method == "bdf":
+        raise ValueError("method 'bdf' integrates planar models only; for a Model3D use generalized_alpha, dopri5, "
                          "dop853, rk4, implicit_midpoint or scipy:NAME")
     if drivers:
         raise ValueError("drivers are not supported on a Model3D yet (prescribe the motion through tau)")
@@ -647,6 +655,25 @@ def _generalized_alpha(model, q0, qd0, t0, t_end, dt, every, tau, drivers, event
 
     return implicit.simulate_generalized_alpha(
         model, q0, qd0, t0, t_end, dt, every=every, t_eval=t_eval, tau=tau, drivers=drivers, events=events,
+        rho_inf=0.9 if rho_inf is None else rho_inf, newton_tol=1e-12 if newton_tol is None else newton_tol,
+        max_steps=max_steps, progress=progress, max_wall_time=max_wall_time)
+
+
+def _generalized_alpha_spatial(model, q0, qd0, t0, t_end, dt, every, tau, events, t_eval, progress, max_wall_time,
+                               max_steps, rho_inf, newton_tol):
+    """Dispatch a Model3D to ``spatial_implicit.simulate_generalized_alpha`` (its compiled time loop)."""
+    from . import spatial_implicit  # noqa: PLC0415
+
+    if model.nv == 0:
+        raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
+    q0, qd0 = _spatial_start(model, q0, qd0)
+    for vec, what in ((q0, "q0"), (qd0, "qd0")):
+        if not np.all(np.isfinite(vec)):
+            raise StateError(f"{what}[{int(np.flatnonzero(~np.isfinite(vec))[0])}] is not finite")
+    inputs = _SpatialInputs(model, tau)
+    loop = SpatialTimeLoop(model, inputs)
+    return spatial_implicit.simulate_generalized_alpha(
+        model, inputs, loop, q0, qd0, t0, t_end, dt, every=every, t_eval=t_eval, events=events,
         rho_inf=0.9 if rho_inf is None else rho_inf, newton_tol=1e-12 if newton_tol is None else newton_tol,
         max_steps=max_steps, progress=progress, max_wall_time=max_wall_time)
 

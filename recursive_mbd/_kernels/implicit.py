@@ -335,19 +335,32 @@ def _hermite(y0, y1, rate0, rate1, nf, h, theta, out):
 
     Third-order accurate in the step, beyond the scheme's second order: the dense output adds no error of its own.
     """
+    _hermite_span(y0, y1, rate0, rate1, 2 * nf, h, theta, out)
+
+
+@njit
+def _hermite_span(y0, y1, rate0, rate1, nsmooth, h, theta, out):
+    """``_hermite`` on the first ``nsmooth`` entries of y (their rates in rate0, rate1), the rest linear (the work
+    terms): the spatial loop's y = (q (nq), v (nv), W, W) has nsmooth = nq + nv."""
     h00 = (1.0 + 2.0 * theta) * (1.0 - theta) ** 2
     h10 = theta * (1.0 - theta) ** 2
     h01 = theta * theta * (3.0 - 2.0 * theta)
     h11 = theta * theta * (theta - 1.0)
-    for j in range(2 * nf):
+    for j in range(nsmooth):
         out[j] = h00 * y0[j] + h * h10 * rate0[j] + h01 * y1[j] + h * h11 * rate1[j]
-    for j in range(2 * nf, y0.shape[0]):
+    for j in range(nsmooth, y0.shape[0]):
         out[j] = (1.0 - theta) * y0[j] + theta * y1[j]
 
 
 @njit
 def _locate(events, events_key, index, t, h, y0, y1, rate0, rate1, nf, g0, g1, ytmp, values):
     """Root of event ``index`` in (t, t + h] on the Hermite interpolant, Illinois method; (status, theta)."""
+    return _locate_span(events, events_key, index, t, h, y0, y1, rate0, rate1, 2 * nf, g0, g1, ytmp, values)
+
+
+@njit
+def _locate_span(events, events_key, index, t, h, y0, y1, rate0, rate1, nsmooth, g0, g1, ytmp, values):
+    """``_locate`` on the interpolant of ``_hermite_span`` (its first nsmooth entries cubic)."""
     lo = 0.0
     hi = 1.0
     g_lo = g0
@@ -356,7 +369,7 @@ def _locate(events, events_key, index, t, h, y0, y1, rate0, rate1, nf, g0, g1, y
     theta = 1.0
     for _ in range(100):
         theta = (lo * g_hi - hi * g_lo) / (g_hi - g_lo)
-        _hermite(y0, y1, rate0, rate1, nf, h, theta, ytmp)
+        _hermite_span(y0, y1, rate0, rate1, nsmooth, h, theta, ytmp)
         status = events(events_key, t + theta * h, ytmp, ytmp, values)
         if status != STATUS_OK:
             return status, theta
@@ -366,7 +379,7 @@ def _locate(events, events_key, index, t, h, y0, y1, rate0, rate1, nf, g0, g1, y
         lo, hi, g_lo, g_hi, side = illinois_update(theta, g, lo, hi, g_lo, g_hi, side)
         if (hi - lo) * abs(h) <= 4.0 * 2.220446049250313e-16 * max(abs(t), abs(h)):
             break
-    _hermite(y0, y1, rate0, rate1, nf, h, theta, ytmp)
+    _hermite_span(y0, y1, rate0, rate1, nsmooth, h, theta, ytmp)
     return STATUS_OK, theta
 
 

@@ -289,6 +289,18 @@ def system_rhs(inputs, key, system, t, y, dy):
                                   system.UD, system.uD, system.tmp, vdot)
     if status != STATUS_OK:
         return status
+    configuration_rate(system, y, v, dy)
+    for k in range(nv):
+        dy[nq + k] = vdot[k]
+    dy[nq + nv] = dissipated
+    dy[nq + nv + 1] = power
+    return STATUS_OK
+
+
+@njit
+def configuration_rate(system, y, v, dy):
+    """dy[:nq] = q' of the configuration y[:nq] at the velocities v (nv,): Euclidean coordinates q' = v, a
+    quaternion quat' = 1/2 quat (x) (0, omega)."""
     euclid_q = system.euclid_q
     euclid_v = system.euclid_v
     for k in range(euclid_q.shape[0]):
@@ -305,11 +317,6 @@ def system_rhs(inputs, key, system, t, y, dy):
         dy[a + 1] = 0.5 * (w * ox + yq * oz - z * oy)
         dy[a + 2] = 0.5 * (w * oy - x * oz + z * ox)
         dy[a + 3] = 0.5 * (w * oz + x * oy - yq * ox)
-    for k in range(nv):
-        dy[nq + k] = vdot[k]
-    dy[nq + nv] = dissipated
-    dy[nq + nv + 1] = power
-    return STATUS_OK
 
 
 @njit
