@@ -52,17 +52,24 @@ then ``_back_substitute``)
   right-hand side with Baumgarte's terms C' 10 and 12, its 2 x 2 inverse 5 (three divisions); forward elimination
   21; the parent's pivot gains Jp^T S^-1 Jp 16 and its load S^-1 x_j 12: about 170 flops.
   back substitution (roots first): Jp x_p - x_j 6, S^-1 6, x_i - Jc^T x_j 6, D^-1 15: about 33 flops.
-  Total about 200 flops, one libm sin/cos pair, four divisions. Memory: one 39-float64 (312 B) factor record per
-  body: the set-up writes 8 of its fields (64 B), the leaves-first step reads 8 and writes 22 (Jc, Jp for
-  the other readers of the factor, D^-1, S^-1, w) and updates 6 of the parent's record; the back substitution reads
-  14 (112 B); z, zd and the parent's (96 B, the parent's from cache), zdd written and updated in both passes
-  (48 B), lam (16 B twice), the model's rows (8 of them, 64 B, in each pass): about 550 B per body of data, in
-  the five 64-byte lines of the record in each pass where N is out of cache.
+  Total about 200 flops, one libm sin/cos pair, four divisions. Memory: one 40-float64 (320 B) factor record per
+  body, its rows aligned to 64 bytes so that it is five whole cache lines, ordered by use: line 0 holds D^-1 (the
+  children's pivot sums accumulate in its slots until the body's step) and the body's sin/cos, line 1 w, S^-1 and
+  the four varying entries of a revolute joint's blocks (the whole blocks Jc, Jp, lines 2 .. 4, are written only
+  for the other joints, and by ``tree_residuals`` for the projection). A revolute body with a regular pivot
+  touches lines 0 and 1 only: the set-up writes 8 fields of line 0 (64 B), the leaves-first step reads 8 and
+  writes 14 and updates 6 of the parent's line 0; the back substitution reads 14 (112 B); z, zd and the parent's
+  (96 B), zdd written and updated in both passes (48 B), lam (16 B twice), the model's rows (8 of them, 64 B, in
+  each pass): about 500 B per body of data. Where N is out of cache the record moves about 450 B per body (its two
+  lines read and written back, the parent's line 0 read and written back once per parent, the two lines read again
+  by the back substitution); before this layout (39 fields, rows 16-byte aligned, the whole blocks written every
+  time) it moved about 1.2 kB (about 6 lines read and written back, 2 of the parent's, 5 read again).
 
 So the augmented tree does about 1.2x the flops, 3 more divisions, a scalar libm sin/cos pair where the recursive
 pass has a vectorised one (the inlined trig.sincos would change sin/cos at the ulp level, which moves a
 parallelogram's crank-rate split through its change points past issue 12's bound: tests/test_singular.py), and
-about 2x the memory traffic: the ratio augmented-tree : recursive measured below is that work, not Python.
+about 1.7x the data per body (500 against 300 B): the ratio augmented-tree : recursive measured below is that
+work, not Python.
 (An earlier version of the kernel handed arrays to inlined helpers in the per-body loops; numba's reference
 counting of those arrays, an atomic increment and decrement per array per body, cost more than the arithmetic:
 130 against 48 ns per body at N = 1e4, compiled with and without NRT.)

@@ -845,7 +845,7 @@ class TimeLoop:
             model.loop_real, inputs.tau_const, np.array([inputs.tau_offset, inputs.driver_offset], dtype=np.int64),
             coords, drv_body, np.zeros(inputs.size), np.zeros(nq), np.zeros(nq), np.zeros(nq), ws.ws, ws.com,
             np.zeros((n if has_elements else 0, 3)), np.zeros(nq), np.zeros(3), np.zeros((model.elem_int.shape[0], 3)),
-            np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3)), row_start, np.zeros((n, kernels.F_WIDTH)),
+            np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3)), row_start, kernels.aligned_factor(n),
             np.zeros((4, 3)), np.array([float(alpha), float(beta), 0.0, 0.0]), np.zeros(1),
             np.zeros(int(row_start[-1]) + k), np.full((k, 2), -1, dtype=np.int64), np.zeros((k, 6)), np.zeros(k),
             np.zeros(k), np.zeros((n, 3)), np.zeros(int(row_start[-1])), np.zeros((k, k)), np.zeros(1, dtype=np.int64),

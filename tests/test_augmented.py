@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from conftest import TREE_SPECS, random_state, rel_err
+from conftest import TREE_SPECS, build, random_state, rel_err
 from scipy.integrate import solve_ivp
 
 import recursive_mbd as rm
@@ -245,3 +245,39 @@ def test_augmented_drivers_and_events_follow_the_recursive_route():
     crossing.terminal = True
     stopped = rm.simulate(chain, [0.5, 0.0], [0.0, 0.0], 3.0, events=crossing, formulation="augmented")
     assert stopped.status == "event" and abs(stopped.t[-1] - runs[0].t_events[0][0]) < 1e-7
+
+
+@pytest.mark.parametrize("case", ["chain", "random_tree", "slider_crank"])
+def test_factor_rows_are_cache_lines_and_tree_residuals_complete_the_blocks(case):
+    """The factor's rows start on 64-byte boundaries (its record layout is by cache line), and after
+    ``tree_residuals`` at the factored z every joint's blocks Jc, Jp equal C_z of ``augmented.constraints`` and its
+    residuals C, with the factor's pivots (lines 0 and 1, where a revolute body's blocks are kept) unchanged: the
+    projection reads whole blocks, which ``factor_and_solve`` leaves out for a revolute body with a regular pivot."""
+    kernels = augmented.kernels
+    if case == "slider_crank":  # a prismatic joint and a regularised pivot (the piston's J = 0)
+        model, q0 = rm.models.slider_crank()
+        q = rm.assemble(model, q0)
+    else:
+        model = chains.serial_chain(37) if case == "chain" else build(TREE_SPECS[3])
+        q = np.random.default_rng(5).uniform(-1.0, 1.0, model.nq)
+    z, zd = augmented.absolute_from_joint(model, q, np.random.default_rng(6).normal(size=model.nq))
+    augmented.forward_dynamics(model, z, zd)
+    tw = model._augmented_workspace
+    for factor in (tw.factor, tw.factor_buffer, kernels.aligned_factor(model.nbodies)):
+        assert factor.flags.c_contiguous and factor.ctypes.data % 64 == 0 and factor.strides[0] % 64 == 0
+    pivots = tw.factor[:, :kernels.F_JC].copy()
+    rows = tw.tree_rows
+    residuals = np.full(rows, np.nan)
+    kernels.tree_residuals(model.body_int, model.body_real, tw.row_start, z, zd, tw.factor, np.zeros((4, 3)),
+                           residuals)
+    assert np.array_equal(tw.factor[:, :kernels.F_JC], pivots)
+    c, cz, _, _ = augmented.constraints(model, z, zd)
+    dense = np.zeros((rows, 3 * model.nbodies))
+    for i, parent in enumerate(model.body_int[:, kernels.PARENT]):
+        for r in range(tw.row_start[i + 1] - tw.row_start[i]):
+            dense[tw.row_start[i] + r, 3 * i:3 * i + 3] = tw.factor[i, kernels.F_JC + 3 * r:kernels.F_JC + 3 * r + 3]
+            if parent >= 0:
+                dense[tw.row_start[i] + r, 3 * parent:3 * parent + 3] = tw.factor[
+                    i, kernels.F_JP + 3 * r:kernels.F_JP + 3 * r + 3]
+    assert np.abs(dense - cz.toarray()[:rows]).max() < 1e-12
+    assert np.abs(residuals - c[:rows]).max() < 1e-12

@@ -83,23 +83,43 @@ inline = numba.njit(cache=True, error_model="numpy", inline="always", _nrt=True)
 
 ROWS_PER_JOINT = (2, 2, 3, 0)  # constraint rows of a revolute, prismatic, fixed, planar joint (joints.* codes)
 
-# ---- factor: (nbodies, F_WIDTH) float64, row-major: one body's factor is one contiguous 296-byte record, read
-# once per pass (every pass uses all of it, so rows beat columns here) -------------------------------------------
-F_JC = 0  # child block Jc (3 x 3, row-major; rows >= m unused)
-F_JP = 9  # parent block Jp (3 x 3, row-major)
-F_DINV = 18  # D_i^-1 of the body pivot, symmetric (00, 01, 02, 11, 12, 22)
-F_SINV = 24  # S_i^-1 of the joint pivot, symmetric (00, 01, 02, 11, 12, 22); m = 2 uses 00, 01, 11
-F_ACC = 30  # children's sum of Jp^T S^-1 Jp, symmetric (00, 01, 02, 11, 12, 22): D_i minus M_i
-F_W = 36  # w of a regularised pivot (0: none; module docstring)
-F_COS = 37  # cos and sin of the body's angle theta, computed once per body per evaluation (libm)
-F_SIN = 38
-F_WIDTH = 39
+# ---- factor: (nbodies, F_WIDTH) float64, row-major, rows aligned to 64 bytes (``aligned_factor``): one body's
+# record is five cache lines, ordered by who reads what, so that at large N (out of cache) each pass moves the lines
+# it needs and no others. A revolute body with a regular pivot (the common case, the written-out step) touches
+# lines 0 and 1 only, in both passes; its parent's update in the leaves-first pass touches line 0 only.
+# line 0: the body pivot, and the sin/cos its children read
+F_DINV = 0  # D_i^-1 of the body pivot, symmetric (00, 01, 02, 11, 12, 22); in the leaves-first pass, until body i
+F_ACC = F_DINV  # is reached, the children's sum of Jp^T S^-1 Jp (D_i minus M_i) accumulates in the same slots
+F_COS = 6  # cos and sin of the body's angle theta, computed once per body per evaluation (libm)
+F_SIN = 7
+# line 1: the joint pivot, and the four arms of a revolute joint (its blocks' only entries that vary)
+F_W = 8  # w of a regularised pivot (0: none; module docstring)
+F_SINV = 9  # S_i^-1 of the joint pivot, symmetric (00, 01, 02, 11, 12, 22); m = 2 uses 00, 01, 11
+# a revolute body with w = 0: Jc = [[-1, 0, acy], [0, -1, -acx]], Jp = [[1, 0, -apy], [0, 1, apx]], the varying
+# entries in S^-1's slots that m = 2 leaves free (02, 12, 22) and the line's last slot; its F_JC, F_JP are not
+# written by ``factor_and_solve`` (``tree_residuals`` writes them for the readers of whole blocks)
+F_REV_JC0 = F_SINV + 2  # Jc[0, 2] = acy
+F_REV_JC1 = F_SINV + 4  # Jc[1, 2] = -acx
+F_REV_JP0 = F_SINV + 5  # Jp[0, 2] = -apy
+F_REV_JP1 = 15  # Jp[1, 2] = apx
+# lines 2 .. 4: the joint's blocks, row-major
+F_JC = 16  # child block Jc (3 x 3, row-major; rows >= m unused)
+F_JP = 25  # parent block Jp (3 x 3, row-major)
+F_WIDTH = 40  # 320 bytes: five whole lines
 
 # ---- scratch: (4, 3) float64 --------------------------------------------------------------------------------------
 S_RES = 0  # the joint's residual C (m)
 S_GAM = 1  # its gamma (m)
 S_FC = 2  # generalised force of the joint's tau on the child (3)
 S_FP = 3  # ... on the parent (3)
+
+
+def aligned_factor(rows):
+    """A zeroed C-contiguous (rows, F_WIDTH) float64 array whose rows start on 64-byte boundaries (the cache lines
+    of the record layout above; numpy aligns only to 16 bytes)."""
+    flat = np.zeros(rows * F_WIDTH + 8)
+    start = (-flat.ctypes.data % 64) // 8
+    return flat[start:start + rows * F_WIDTH].reshape(rows, F_WIDTH)
 
 
 @inline
@@ -310,10 +330,10 @@ def _back_substitute(body_int, row_start, fac, xb, xj):
         b1 = xb[i, 1]
         b2 = xb[i, 2]
         if body_int[i, JTYPE] == REVOLUTE and fac[i, F_W] == 0.0:
-            acy = fac[i, F_JC + 2]  # Jc = [[-1, 0, acy], [0, -1, nacx]], Jp = [[1, 0, napy], [0, 1, apx]]
-            nacx = fac[i, F_JC + 5]
-            napy = fac[i, F_JP + 2]
-            apx = fac[i, F_JP + 5]
+            acy = fac[i, F_REV_JC0]  # Jc = [[-1, 0, acy], [0, -1, nacx]], Jp = [[1, 0, napy], [0, 1, apx]]
+            nacx = fac[i, F_REV_JC1]
+            napy = fac[i, F_REV_JP0]
+            apx = fac[i, F_REV_JP1]
             t0 = -xj[r0]  # Jp x_p - x_j
             t1 = -xj[r0 + 1]
             if p >= 0:
@@ -364,8 +384,9 @@ def _back_substitute(body_int, row_start, fac, xb, xj):
 
 @njit
 def tree_residuals(body_int, body_real, row_start, z, zd, fac, scratch, res):
-    """The tree joints' residuals C (row order of ``factor_and_solve``) into res (tree rows); the joints' blocks
-    are written into fac again, unchanged where it holds the factor at the same z."""
+    """The tree joints' residuals C (row order of ``factor_and_solve``) into res (tree rows), and the joints' whole
+    blocks Jc, Jp into fac[:, F_JC:F_JP + 9] (``factor_and_solve`` stores only the varying entries of a revolute
+    body's blocks): after ``factor_and_solve`` at the same z, fac is the factor with every block complete."""
     no_tau = np.zeros(0)
     for i in range(body_int.shape[0]):
         m = _joint_rows(body_int, body_real, z, zd, no_tau, i, fac, scratch)
@@ -385,8 +406,8 @@ def tree_solve(body_int, row_start, fac, xb, xj):
             y1 = fac[i, F_DINV + 1] * xb[i, 0] + fac[i, F_DINV + 3] * xb[i, 1] + fac[i, F_DINV + 4] * xb[i, 2]
             y2 = fac[i, F_DINV + 2] * xb[i, 0] + fac[i, F_DINV + 4] * xb[i, 1] + fac[i, F_DINV + 5] * xb[i, 2]
             r0 = row_start[i]
-            x0 = xj[r0] - (-y0 + fac[i, F_JC + 2] * y2)
-            x1 = xj[r0 + 1] - (-y1 + fac[i, F_JC + 5] * y2)
+            x0 = xj[r0] - (-y0 + fac[i, F_REV_JC0] * y2)
+            x1 = xj[r0 + 1] - (-y1 + fac[i, F_REV_JC1] * y2)
             xj[r0] = x0
             xj[r0 + 1] = x1
             p = body_int[i, PARENT]
@@ -394,9 +415,9 @@ def tree_solve(body_int, row_start, fac, xb, xj):
                 v0 = fac[i, F_SINV + 0] * x0 + fac[i, F_SINV + 1] * x1
                 v1 = fac[i, F_SINV + 1] * x0 + fac[i, F_SINV + 3] * x1
                 xb[p, 0] += v0
-                xb[p, 2] += fac[i, F_JP + 2] * v0
+                xb[p, 2] += fac[i, F_REV_JP0] * v0
                 xb[p, 1] += v1
-                xb[p, 2] += fac[i, F_JP + 5] * v1
+                xb[p, 2] += fac[i, F_REV_JP1] * v1
         else:
             m = ROWS_PER_JOINT[body_int[i, JTYPE]]
             if m > 0:
@@ -453,8 +474,10 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
             # constant entries 0 and +-1 of the revolute blocks Jc = [[-1, 0, a_cy], [0, -1, -a_cx]] and
             # Jp = [[1, 0, -a_py], [0, 1, a_px]], which change no value (x * 1 and x + 0 * y are x; at most the sign
             # of a zero differs), and with the sin/cos of the body and of its parent read from F_COS, F_SIN (once
-            # per body) instead of computed again for every child. The blocks are still written into the factor
-            # for its other readers (``tree_solve``, the projection).
+            # per body) instead of computed again for every child. Only the blocks' four varying entries are
+            # stored (F_REV_*, line 1 of the record, for ``tree_solve`` and ``_back_substitute``): writing the
+            # whole blocks moved two more cache lines per body at large N; the projection's readers of whole
+            # blocks get them from ``tree_residuals``.
             cos_i = fac[i, F_COS]
             sin_i = fac[i, F_SIN]
             om = zd[i, 2]
@@ -480,18 +503,6 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
             res1 = -(z[i, 1] + acy - cpy - apy)
             gam0 = apx * omp * omp - acx * om * om
             gam1 = apy * omp * omp - acy * om * om
-            fac[i, F_JC + 0] = -1.0
-            fac[i, F_JC + 1] = 0.0
-            fac[i, F_JC + 2] = acy
-            fac[i, F_JC + 3] = 0.0
-            fac[i, F_JC + 4] = -1.0
-            fac[i, F_JC + 5] = -acx
-            fac[i, F_JP + 0] = 1.0
-            fac[i, F_JP + 1] = 0.0
-            fac[i, F_JP + 2] = -apy
-            fac[i, F_JP + 3] = 0.0
-            fac[i, F_JP + 4] = 1.0
-            fac[i, F_JP + 5] = apx
             # body pivot D_i = M_i + children's Jp^T S^-1 Jp
             mass = body_real[i, MASS]
             ok, e00, e01, e02, e11, e12, e22 = _sym3_inverse(
@@ -546,6 +557,10 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
                 fac[i, F_SINV + 0] = f00
                 fac[i, F_SINV + 1] = f01
                 fac[i, F_SINV + 3] = f11
+                fac[i, F_REV_JC0] = acy  # the blocks' varying entries, in the record's line 1 (layout above)
+                fac[i, F_REV_JC1] = -acx
+                fac[i, F_REV_JP0] = -apy
+                fac[i, F_REV_JP1] = apx
                 # forward elimination: x_j -= Jc D^-1 x_i, then x_p += Jp^T S^-1 x_j
                 b0 = zdd[i, 0]
                 b1 = zdd[i, 1]

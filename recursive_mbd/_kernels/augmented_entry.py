@@ -15,9 +15,8 @@ in a checkout, touch this file (or clear its ``__pycache__``), or the cached ker
 import math
 
 import numba
-import numpy as np
 
-from .augmented import F_WIDTH, factor_and_solve
+from .augmented import F_WIDTH, aligned_factor, factor_and_solve
 from .layout import NDOF, QIDX
 
 VECTOR = numba.float64[::1]  # tau, lam: C-contiguous writable float64
@@ -33,7 +32,7 @@ SMALL_SCRATCH = 0  # factor_and_solve's scratch (4, 3), row-major
 SMALL_STAB = 12  # (alpha, beta) = (0, 0): the short path has no Baumgarte terms
 SMALL_POWER = 14  # the power of tau (1,)
 SMALL_GRAVITY = 15  # the model's gravity (2,), copied when the workspace is made (a compiled model is frozen)
-SMALL_SIZE = 17
+SMALL_SIZE = 17  # <= F_WIDTH
 
 # statuses of the shape and result checks (factor_and_solve's own statuses are positive)
 BAD_SHAPE = -1
@@ -75,7 +74,7 @@ def forward_dynamics_tree(body_int, body_real, row_start, z, zd, tau, factor, zd
 def factor_buffer(model):
     """The (nbodies + 1, F_WIDTH) array whose rows 0 .. nbodies - 1 are the tree solver's factor and whose last row
     the short path's per-call scalars, gravity filled in."""
-    buffer = np.zeros((model.nbodies + 1, max(F_WIDTH, SMALL_SIZE)))
+    buffer = aligned_factor(model.nbodies + 1)  # F_WIDTH >= SMALL_SIZE
     buffer[model.nbodies, SMALL_GRAVITY:SMALL_SIZE] = model.gravity
     return buffer
 
