@@ -82,7 +82,10 @@ def test_stiff_joint_spring_takes_no_more_steps_than_scipy_bdf():
     explicit = rm.simulate(model, q0, np.zeros(5), 0.02, rtol=1e-10, atol=1e-12)
     assert ours.nsteps <= scipy_bdf.nsteps
     assert ours.nsteps * 100 < explicit.nsteps
-    np.testing.assert_allclose(ours.q[-1], explicit.q[-1], atol=1e-6)
+    # the end state to the requested tolerance (measured: 2.2 tolerances at most, on qd of link1; scipy:Radau
+    # takes 17 steps here and bdf does not match that: benchmarks/bdf_stiff.py)
+    for ends, reference in ((ours.q[-1], explicit.q[-1]), (ours.qd[-1], explicit.qd[-1])):
+        assert np.all(np.abs(ends - reference) < 5.0 * (1e-8 + 1e-6 * np.abs(reference)))
 
 
 def test_events_and_t_eval_on_the_interpolant():
