@@ -456,7 +456,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         until the steps sit at their stability limit; the run detects that limit (a RuntimeWarning says when,
         and ``result.order_limited_at`` holds that time [s], None when no limit was found) and goes on at orders
         1-2 (A-stable), but give max_order=2 there from the start: the steps spent before the detection and
-        after it are many (serial_chain(10_000) over 10 s: 10,953 against 1,401; ``benchmarks/bdf.py``).
+        after it are many (serial_chain(10_000) over 10 s: 10,249 against 1,401; ``benchmarks/bdf.py``).
         "scipy:NAME": scipy's solve_ivp method NAME (RK45, DOP853, Radau, BDF, LSODA, ...) on the same
         right-hand side (one Python call per evaluation). For stiff problems (stiff damped springs) use
         "scipy:Radau" or "scipy:BDF": they get the Jacobian from ``integrators.rhs_jacobian`` (2 nf

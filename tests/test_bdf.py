@@ -82,7 +82,10 @@ def test_stiff_joint_spring_takes_no_more_steps_than_scipy_bdf():
     explicit = rm.simulate(model, q0, np.zeros(5), 0.02, rtol=1e-10, atol=1e-12)
     assert ours.nsteps <= scipy_bdf.nsteps
     assert ours.nsteps * 100 < explicit.nsteps
-    np.testing.assert_allclose(ours.q[-1], explicit.q[-1], atol=1e-6)
+    # the end state to the requested tolerance (measured: 2.2 tolerances at most, on qd of link1; scipy:Radau
+    # takes 17 steps here and bdf does not match that: benchmarks/bdf_stiff.py)
+    for ends, reference in ((ours.q[-1], explicit.q[-1]), (ours.qd[-1], explicit.qd[-1])):
+        assert np.all(np.abs(ends - reference) < 5.0 * (1e-8 + 1e-6 * np.abs(reference)))
 
 
 def test_events_and_t_eval_on_the_interpolant():
@@ -223,9 +226,10 @@ def test_max_order_caps_the_order():
 
 def test_stability_limit_on_an_undamped_chain_is_found_and_the_order_capped():
     # serial_chain(100) swinging in its first mode, no damping: BDF3-5 are unstable on the unexcited high modes
-    # (h omega near their stability boundary); the steps collapse to that limit unless it is detected (main:
-    # 3,740 steps, error 1e-6). Found, the run goes on at orders 1-2 with max_order=2's step count, says so in a
-    # warning, and keeps the linear solution to the accuracy of max_order=2.
+    # (h omega near their stability boundary); the steps collapse to that limit unless it is detected (without
+    # detection 3,740 steps, error 1e-6; with a 2 % misfit test 1,348 steps, found at 0.39 s; at 5 % 890, found
+    # at 0.19 s). Found, the run goes on at orders 1-2 near max_order=2's step count (619), says so in a warning,
+    # and keeps the linear solution to the accuracy of max_order=2.
     chain = chains.serial_chain(100)
     omega, shapes = rm.studies.chain_modes(chain, 1)
     q0 = 1e-3 * shapes[:, 0] / np.abs(shapes[:, 0]).max()
@@ -241,7 +245,7 @@ def test_stability_limit_on_an_undamped_chain_is_found_and_the_order_capped():
     assert 0.0 < found.order_limited_at < 2.0
     assert found.order_limited_at == pytest.approx(warned_at, rel=1e-5)
     assert capped.order_limited_at is None
-    assert found.nsteps < 2.5 * capped.nsteps
+    assert found.nsteps < 1.6 * capped.nsteps
     linear = np.cos(omega[0] * times)[:, None] * q0
     assert np.abs(found.q - linear).max() < 1e-3 * 1e-3  # 1e-3 relative, as max_order=2 (the error 1e-6 nonlinear)
     assert np.abs(capped.q - linear).max() < 1e-3 * 1e-3
@@ -249,7 +253,7 @@ def test_stability_limit_on_an_undamped_chain_is_found_and_the_order_capped():
 
 def test_no_stability_limit_is_found_on_a_resolved_motion():
     # the double pendulum at large amplitude keeps its orders 3-5 (the detection needs a root that predicts
-    # three runs of corrections in a row, to 2 %): the step counts of main
+    # three runs of corrections in a row, to 5 %): the step counts of main
     model, q0, qd0 = _double_pendulum()
     for rtol, most_steps in ((1e-5, 300), (1e-8, 900)):
         with warnings.catch_warnings():

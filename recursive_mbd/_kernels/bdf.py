@@ -76,17 +76,23 @@ when one mode dominates, successive corrections d_n (the (k+1)-th differences at
 two-term recurrence d_n = a d_{n-1} + b d_{n-2} of its pair of roots r^2 = a r + b. After each step of a run of
 equal steps at order >= 3, (a, b) is fitted to the last three corrections (least squares in the error norm,
 ``_correction_fit``) and the fit of the previous step is tested on this one; a pair that predicts the new
-correction to STALD_MISFIT (2 %), with complex roots |r| > STALD_GROWTH (0.9) at an angle above STALD_ANGLE
+correction to STALD_MISFIT (5 %), with complex roots |r| > STALD_GROWTH (0.9) at an angle above STALD_ANGLE
 (0.2 rad per step, i.e. a mode the step does not resolve), is an unresolved oscillatory root at the stability
 boundary. A smooth resolved motion gives nearly collinear corrections (no pair is fitted) and one at a small
 angle. When STALD_RUNS (3) runs of equal steps in a row had one, the order is capped at 2 for the rest of the
 run (A-stable: BDF2 damps those modes) and ``info`` records when (``recursive_mbd.bdf`` warns). Any order
 choice is safe for the accuracy (the error test holds at every order); the detection only decides the cost.
-Measured (rtol 1e-7, first-mode swing over 2 s): serial_chain(100) 3,740 -> 1,348 steps (619 at max_order=2),
-serial_chain(1000) 26,574 -> 2,590 (421); the double pendulum at 1 rad keeps its step counts (no detection).
+Measured (rtol 1e-7, first-mode swing over 2 s): serial_chain(100) 3,740 -> 890 steps (619 at max_order=2),
+serial_chain(1000) 26,574 -> 1,928 (421), serial_chain(10_000) 6,316 (289); no detection on resolved motions
+(double pendulum at 0.3, 1 and 2 rad, triple pendulum, serial_chain(5) falling from the horizontal, seed 000's
+two squares, each at rtol 1e-4, 1e-6, 1e-8, 1e-10). STALD_MISFIT: at the limit most fits of serial_chain(1000)
+have misfits of 1.4 - 8 %; a 2 % test finds the limit later (0.7545 s instead of 0.727 s there: 2,590 steps;
+serial_chain(100) 1,348, serial_chain(10_000) 6,977), and a 10 % test caps the double pendulum at 1 rad and
+rtol 1e-5 (284 -> 833 steps).
 The limit is found only once the steps have collapsed onto it, and the run recovers slowly at order 2 from the
-high-mode content grown meanwhile: serial_chain(10_000) over 10 s takes 10,953 steps (limit found at 1.22 s)
-against 1,401 with max_order=2 from the start. On long undamped chains give ``max_order=2``.
+high-mode content grown meanwhile: serial_chain(10_000) over 10 s takes 10,249 steps (limit found at 1.2205 s;
+10,953 with the 2 % test) against 1,401 with max_order=2 from the start. On long undamped chains give
+``max_order=2``.
 """
 
 import math
@@ -127,7 +133,7 @@ EPS = 2.220446049250313e-16
 # within COLLINEAR (sin^2 of their angle) of collinear are a resolved smooth motion: no root is fitted
 STALD_GROWTH = 0.9
 STALD_ANGLE = 0.2
-STALD_MISFIT = 0.02
+STALD_MISFIT = 0.05
 STALD_RUNS = 3
 COLLINEAR = 1e-2
 
