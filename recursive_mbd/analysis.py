@@ -708,15 +708,13 @@ def modes(model, q_eq, k=None, tau=None, *, t=0.0):
 
     Undamped: K v = omega^2 M v on the linearisation (generalised symmetric eigenproblem, scipy.linalg.eigh).
     Mode shapes are M-normalised. Raises ModelError if K has a negative eigenvalue (not a stable equilibrium).
-    A spatial tree (``Model3D``): ``recursive_mbd.statics3d.modes`` (gravity only; shapes (nv, k) in the velocity
-    space).
+    A spatial model (``Model3D``, closed loops included): ``recursive_mbd.statics3d.modes`` (tau (nv,); shapes
+    (nv, k) in the velocity space, with loops on the motions the loops allow).
     """
     if isinstance(model, Model3D):
         from . import statics3d  # noqa: PLC0415
 
-        if tau is not None:
-            raise ModelError("modes of a spatial model: tau is not supported yet (gravity only)")
-        return statics3d.modes(model, q_eq, k)
+        return statics3d.modes(model, q_eq, k, tau)
     lin = linearize(model, q_eq, tau, t=t)
     n = lin.M.shape[0]
     k = n if k is None else _checks.integer(k, "k")

@@ -337,7 +337,7 @@ def _labels_record(source, model):
             "loop_names": np.array(model.loop_names, dtype=str), "model_file": np.array(str(Path(source).resolve()))}
 
 
-SPATIAL_ANALYSES = ("dynamics", "statics", "modes")  # what rmbd run does for spatial models so far
+SPATIAL_ANALYSES = ("dynamics", "statics", "modes", "kinematics")  # what rmbd run does for spatial models
 
 
 def _refuse_spatial(source, model, what):
@@ -350,11 +350,17 @@ def _refuse_spatial(source, model, what):
 
 def _run_spatial(args, spec, target, out):
     """rmbd run on a spatial model file: dynamics (q, v = qd, energy, work and loop drift at the samples), static
-    equilibrium or modes; the kinematic analysis (it needs drivers, which spatial files do not hold) is refused."""
+    equilibrium, modes, or the kinematic analysis under the file's drivers (t, q, v, vdot, driving forces, loop
+    multipliers)."""
     model, kind = spec.model, spec.analysis["type"]
     if kind not in SPATIAL_ANALYSES:
         _refuse_spatial(args.file, model, f"the {kind} analysis")
-    from .analysis import modes, static_equilibrium  # noqa: PLC0415
+    if kind == "dynamics" and spec.drivers:
+        raise InputError(f"{args.file}: driver[0]: the dynamics of a spatial model take no drivers yet (rm.simulate "
+                         "of a Model3D); drivers apply to the kinematics analysis")
+    if kind == "kinematics" and not spec.drivers:
+        raise InputError(f"{args.file}: analysis.type: a kinematics analysis needs drivers ([[driver]] tables)")
+    from .analysis import kinematic_analysis, modes, static_equilibrium  # noqa: PLC0415
 
     _compile_notice()
     base = {"kind": np.array(kind), "dimension": np.array(3), "body_names": np.array(model.names),
@@ -365,6 +371,16 @@ def _run_spatial(args, spec, target, out):
     if kind == "dynamics":
         arrays.update(_run_dynamics(args, spec, base, target, out))
         _write_results(args, model, target, arrays, out)
+        return
+    if kind == "kinematics":
+        t_end = spec.analysis["t_end"]
+        kin = kinematic_analysis(model, spec.drivers, np.linspace(0.0, t_end, spec.analysis["samples"]), spec.q0)
+        arrays.update(t=kin.t, q=kin.q, v=kin.v, vdot=kin.vdot, driving_forces=kin.driving_forces,
+                      multipliers=kin.multipliers, driven=kin.driven)
+        print(f"kinematic analysis: {kin.t.size} times up to {t_end:g} s; driving forces "
+              f"{np.abs(kin.driving_forces).max(initial=0.0):.6g} (max |.|)", file=out)
+        written = _write_npz(target, arrays)
+        print(f"wrote {written.resolve()}", file=out)
         return
     eq = static_equilibrium(model, spec.q0)
     arrays.update(q=eq.q, residual=eq.residual, stiffness=eq.stiffness, eigenvalues=eq.eigenvalues)
@@ -437,9 +453,27 @@ def _info_spatial(args, spec, out):
     elements = model._elements
     _print_list([f"  element {elements[i]['name']}: {elements[i]['kind']}" for i in _ends(len(elements))],
                 len(elements), "elements", out)
+    _print_list([f"  loop {model.loop_names[i]}: {model.loop(i)['kind']}" for i in _ends(model.nloops)],
+                model.nloops, "loops", out)
+    drivers = list(spec.drivers.items())
+    _print_list([f"  driver of {drivers[i][0]}: {_driver_text(drivers[i][1])}" for i in _ends(len(drivers))],
+                len(drivers), "drivers", out)
     print(f"  analysis: {spec.analysis or 'none'}", file=out)
     shown = ", ".join(spec.defaults[:12]) + (f", and {len(spec.defaults) - 12} more" if len(spec.defaults) > 12 else "")
     print(f"  defaults used (recursive_mbd.io format reference): {shown or 'none'}", file=out)
+
+
+def _driver_text(motion):
+    """A driver read from a file, in words: "polynomial q = 0.1 + 2 t" or "harmonic q = 0 + 0.5 sin(3 t + 0)"."""
+    table = getattr(motion, "table", None)
+    if table is None:
+        return "a function of time"
+    if table["kind"] == "polynomial":
+        terms = [f"{c:g}" + ("" if k == 0 else " t" if k == 1 else f" t^{k}")
+                 for k, c in enumerate(table["coefficients"])]
+        return "polynomial q = " + " + ".join(terms)
+    return (f"harmonic q = {table['offset']:g} + {table['amplitude']:g} sin({table['frequency']:g} t + "
+            f"{table['phase']:g})")
 
 
 def _ends(count, keep=3):

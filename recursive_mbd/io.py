@@ -74,15 +74,20 @@ Spatial models (``rm.Model3D``; docs/conventions.md, "Spatial model files") use 
     [[force]]          body, force = [Fx, Fy, Fz]: required; point (default [0, 0, 0]), frame ("ground" | "body",
                        default "ground"); name
     [[torque]]         body, torque = [Tx, Ty, Tz]: required; frame ("ground" | "body", default "ground"); name
+    [[driver]]         as above (body, kind: required; the same keys), for revolute and prismatic joints only (the
+                       joints ``rm.kinematic_analysis`` of a Model3D drives; another joint is refused, naming the
+                       entry): q of that joint = the polynomial or harmonic of t
     [analysis]         as above; ``rmbd run`` runs "dynamics" (``rm.simulate`` of the Model3D, its loops and force
-                       elements included), "statics" and "modes" of a spatial model and refuses "kinematics" (no
-                       drivers in spatial files)
+                       elements included; it takes no drivers yet, so a file with drivers is refused), "statics",
+                       "modes" and "kinematics" (``rm.kinematic_analysis`` with the file's drivers) of a spatial
+                       model
 
-Spatial files have no [chain], [[joint]] or [[driver]] yet (each is refused, by name).
+Spatial files have no [chain] or [[joint]] tables (each is refused, by name).
 
 Errors are ``FileFormatError`` naming the file, the table and entry (``body[3].mass``) and what is expected; a TOML
 syntax error keeps the parser's line and column. ``save`` writes any Model in the tree form, every key explicit,
-names escaped as TOML basic strings, and ``load`` reads it back unchanged.
+names escaped as TOML basic strings, and ``load`` reads it back unchanged (drivers too, given as ``save(...,
+drivers=spec.drivers)``).
 """
 
 import math
@@ -220,7 +225,7 @@ def loads(text, source="<string>", *, check=True):
     if qd0 is None:
         qd0 = np.zeros(model.nq)
         reader.defaults.append(f"initial.qd = zeros ({model.nq})")
-    drivers = _drivers(reader, data, model)
+    drivers = _drivers(reader, data, lambda body: body in model.body_names)
     analysis = _analysis(reader, data)
     return ModelFile(model, q0, qd0, drivers, analysis, source, reader.defaults)
 
@@ -385,7 +390,7 @@ def _mechanism(reader, data, gravity, name, head):
 
 SPATIAL_JOINTS = tuple(spatial_layout.JOINT_CODES)
 _SPATIAL_AXIS = {"revolute": 1, "prismatic": 1, "cylindrical": 1, "universal": 2}  # joints with axes: how many
-_PLANAR_ONLY = {"chain": "the chain form", "joint": "[[joint]] tables (the mechanism form)", "driver": "drivers"}
+_PLANAR_ONLY = {"chain": "the chain form", "joint": "[[joint]] tables (the mechanism form)"}
 _SPATIAL_ELEMENT_KEYS = {
     "spring_damper": ("body_a", "point_a", "body_b", "point_b", "stiffness", "damping", "rest_length", "preload",
                       "name"),
@@ -483,8 +488,28 @@ def _spatial(reader, data, head):
     if v0 is None:
         v0 = np.zeros(model.nv)
         reader.defaults.append(f"initial.v = zeros ({model.nv})")
+    drivers = _drivers(reader, data, lambda body: _spatial_body(model, body) is not None,
+                       lambda body: _spatial_driven(model, body))
     analysis = _analysis(reader, data)
-    return ModelFile(model, q0, v0, {}, analysis, reader.source, reader.defaults)
+    return ModelFile(model, q0, v0, drivers, analysis, reader.source, reader.defaults)
+
+
+def _spatial_body(model, name):
+    """The index of the body ``name`` of a Model3D, or None."""
+    try:
+        return model.body_index(name)
+    except (ModelError, TypeError, IndexError):
+        return None
+
+
+def _spatial_driven(model, name):
+    """Why the joint of body ``name`` cannot be driven (a driver prescribes one revolute or prismatic joint
+    coordinate, as ``rm.kinematic_analysis`` of a Model3D), or None."""
+    joint = model.joint_types[_spatial_body(model, name)]
+    if joint in ("revolute", "prismatic"):
+        return None
+    return (f"body {name!r} has a {joint} joint; a driver of a spatial model prescribes a revolute or prismatic "
+            "joint's coordinate")
 
 
 def _numbers(reader, entry, key, where, default=_REQUIRED):
@@ -562,30 +587,51 @@ def _check_quaternions(reader, model, q0):
                         f"(to {QUATERNION_TOLERANCE:g})")
 
 
-def _drivers(reader, data, model):
+class DriverMotion(tuple):
+    """A driver read from a file: the triple (f, f', f'') of callables of t [s] that ``rm.kinematic_analysis``
+    takes, with ``table``, the [[driver]] entry it came from (body, kind and its keys), which ``dumps`` writes back."""
+
+    def __new__(cls, functions, table):
+        motion = super().__new__(cls, functions)
+        motion.table = dict(table)
+        return motion
+
+
+_DRIVER_KEYS = {"polynomial": ("body", "kind", "coefficients"),
+                "harmonic": ("body", "kind", "offset", "amplitude", "frequency", "phase")}
+
+
+def _drivers(reader, data, known, joint_of=None):
+    """The [[driver]] tables: body name -> ``DriverMotion``. ``known(name)``: whether the model has that body;
+    ``joint_of(name)``, if given: the message refusing that body's joint as driven, or None (spatial models drive
+    revolute and prismatic joints only)."""
     drivers = {}
     for i, entry in enumerate(reader.entries(data, "driver")):
         where = f"driver[{i}]"
-        kind = reader.string(entry, "kind", where, choices=("polynomial", "harmonic"))
+        kind = reader.string(entry, "kind", where, choices=tuple(_DRIVER_KEYS))
         body = reader.string(entry, "body", where)
-        if body not in model.body_names:
+        if not known(body):
             reader.fail(f"{where}.body", f"unknown body {body!r}")
         if body in drivers:
             reader.fail(f"{where}.body", f"body {body!r} has a driver already")
+        refusal = joint_of(body) if joint_of is not None else None
+        if refusal:
+            reader.fail(f"{where}.body", refusal)
+        reader.keys(entry, _DRIVER_KEYS[kind], where)
         if kind == "polynomial":
-            reader.keys(entry, ("body", "kind", "coefficients"), where)
             coefficients = reader.vector(entry, "coefficients", where)
             if coefficients.size == 0:
                 reader.fail(f"{where}.coefficients", "expected at least one coefficient")
             poly = np.polynomial.Polynomial(coefficients)
-            drivers[body] = (poly, poly.deriv(1), poly.deriv(2))
+            table = {"body": body, "kind": kind, "coefficients": coefficients.tolist()}
+            drivers[body] = DriverMotion((poly, poly.deriv(1), poly.deriv(2)), table)
         else:
-            reader.keys(entry, ("body", "kind", "offset", "amplitude", "frequency", "phase"), where)
             c, a, w, p = (reader.number(entry, key, where, default) for key, default in
                           (("offset", 0.0), ("amplitude", _REQUIRED), ("frequency", _REQUIRED), ("phase", 0.0)))
-            drivers[body] = (lambda t, c=c, a=a, w=w, p=p: c + a * math.sin(w * t + p),
-                             lambda t, a=a, w=w, p=p: a * w * math.cos(w * t + p),
-                             lambda t, a=a, w=w, p=p: -a * w * w * math.sin(w * t + p))
+            table = {"body": body, "kind": kind, "offset": c, "amplitude": a, "frequency": w, "phase": p}
+            drivers[body] = DriverMotion((lambda t, c=c, a=a, w=w, p=p: c + a * math.sin(w * t + p),
+                                          lambda t, a=a, w=w, p=p: a * w * math.cos(w * t + p),
+                                          lambda t, a=a, w=w, p=p: -a * w * w * math.sin(w * t + p)), table)
     return drivers
 
 
@@ -692,12 +738,36 @@ def _table(name, items):
     return "\n".join(lines)
 
 
+def _driver_tables(model, drivers):
+    """The [[driver]] tables of ``drivers`` (body -> a ``DriverMotion`` read from a file, or its table as a dict:
+    kind "polynomial" with coefficients, or "harmonic" with amplitude, frequency, offset, phase)."""
+    parts = []
+    for body, motion in (drivers or {}).items():
+        table = getattr(motion, "table", motion)
+        if not isinstance(table, dict):
+            raise FileFormatError(f"driver of body {body!r}: a function cannot be written to a file; give it as read "
+                                  "from a file or as a table {'kind': 'polynomial', 'coefficients': [...]} or "
+                                  "{'kind': 'harmonic', 'amplitude': ..., 'frequency': ...}")
+        kind = table.get("kind")
+        if kind not in _DRIVER_KEYS:
+            raise FileFormatError(f"driver of body {body!r}: kind must be one of {list(_DRIVER_KEYS)}, got {kind!r}")
+        unknown = set(table) - set(_DRIVER_KEYS[kind])
+        if unknown:
+            raise FileFormatError(f"driver of body {body!r}: unknown key(s) {sorted(unknown)} for kind {kind!r}; "
+                                  f"expected {list(_DRIVER_KEYS[kind])}")
+        name = body if isinstance(body, str) else (model.body_names if isinstance(model, Model) else
+                                                   model.names)[body]
+        parts.append(_table("driver", [("body", name), ("kind", kind),
+                                       *((key, table.get(key)) for key in _DRIVER_KEYS[kind][2:])]))
+    return parts
+
+
 def _analysis_table(analysis):
     return "[analysis]\n" + "\n".join(f"{k} = {_value(v) if not isinstance(v, int) else v}"
                                        for k, v in analysis.items())
 
 
-def _dumps_spatial(model, q0, v0, analysis):
+def _dumps_spatial(model, q0, v0, analysis, drivers):
     """TOML text of a Model3D (module docstring: spatial models), every key explicit."""
     names = model.names  # generated once (default names are made on demand)
 
@@ -745,16 +815,18 @@ def _dumps_spatial(model, q0, v0, analysis):
         initial.append(f"{key} = {_value(values)}")
     if len(initial) > 1:
         parts.append("\n".join(initial))
+    parts += _driver_tables(model, drivers)
     if analysis:
         parts.append(_analysis_table(analysis))
     return "\n\n".join(parts) + "\n"
 
 
-def dumps(model, q0=None, qd0=None, analysis=None):
-    """TOML text of a Model in the tree form (with its elements and loops), an initial state and an analysis; of a
-    Model3D in the spatial form (``qd0`` is then its velocity v, nv numbers)."""
+def dumps(model, q0=None, qd0=None, analysis=None, drivers=None):
+    """TOML text of a Model in the tree form (with its elements and loops), an initial state, drivers and an
+    analysis; of a Model3D in the spatial form (``qd0`` is then its velocity v, nv numbers). ``drivers``: body ->
+    a driver as ``load`` read it (``ModelFile.drivers``) or its [[driver]] table as a dict (format reference)."""
     if isinstance(model, Model3D):
-        return _dumps_spatial(model, q0, qd0, analysis)
+        return _dumps_spatial(model, q0, qd0, analysis, drivers)
 
     def body_name(index):
         return "ground" if index == GROUND else model.body_names[index]
@@ -797,11 +869,12 @@ def dumps(model, q0=None, qd0=None, analysis=None):
         if qd0 is not None:
             initial.append(f"qd = {_value(qd0)}")
         parts.append("\n".join(initial))
+    parts += _driver_tables(model, drivers)
     if analysis:
         parts.append(_analysis_table(analysis))
     return "\n\n".join(parts) + "\n"
 
 
-def save(model, path, q0=None, qd0=None, analysis=None):
-    """Write ``dumps(model, q0, qd0, analysis)`` to ``path`` (a Model3D: ``qd0`` is its velocity v)."""
-    Path(path).write_text(dumps(model, q0, qd0, analysis), encoding="utf-8")
+def save(model, path, q0=None, qd0=None, analysis=None, drivers=None):
+    """Write ``dumps(model, q0, qd0, analysis, drivers)`` to ``path`` (a Model3D: ``qd0`` is its velocity v)."""
+    Path(path).write_text(dumps(model, q0, qd0, analysis, drivers), encoding="utf-8")

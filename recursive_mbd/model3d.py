@@ -145,6 +145,68 @@ _FIELDS = {"parent": ((), np.int64), "jtype": ((), np.int64), "mass": ((), np.fl
            "a2": ((3,), np.float64)}
 
 
+_COMPILE_BLOCK = 65536  # bodies per block of compile's inertia arithmetic (bounded temporaries)
+
+
+_TRIM_BODIES = 100_000  # models this large hand the memory compile freed back to the system
+
+
+def _release_freed_memory():
+    """Hand freed heap memory back to the operating system (glibc's ``malloc_trim``; elsewhere nothing).
+
+    glibc serves arrays below its adaptive mmap threshold (up to 32 MB) from its heap and keeps the pages of freed
+    ones there: the table columns that compile releases (24 MB each at 1e6 bodies) would stay resident through the
+    forward dynamics that follows (measured 120 MB at 1e6 bodies; benchmarks/spatial_memory.py)."""
+    try:
+        import ctypes  # noqa: PLC0415
+        import ctypes.util  # noqa: PLC0415
+
+        name = ctypes.util.find_library("c")
+        if name:
+            trim = getattr(ctypes.CDLL(name), "malloc_trim", None)
+            if trim is not None:
+                trim(0)
+    except OSError:
+        pass
+
+
+def _checked_inertias(tensors, fail):
+    """(k, 3, 3) inertia tensors checked as ``add_body`` checks one (finite, symmetric to 1e-12 relative, positive
+    semidefinite, the triangle inequality) and symmetrised: a new array. The checks run in blocks of
+    ``_COMPILE_BLOCK`` tensors so that a million-body chain makes no (k, 3, 3) temporaries beyond the result;
+    ``fail(mask, message)`` reports the first bad one."""
+    k = tensors.shape[0]
+    out = np.empty((k, 3, 3))
+    for start in range(0, k, _COMPILE_BLOCK):
+        block = slice(start, min(start + _COMPILE_BLOCK, k))
+        part = tensors[block]
+
+        def refuse(bad, message, block=block):
+            mask = np.zeros(k, dtype=bool)
+            mask[block] = bad
+            fail(mask, message)
+
+        finite = np.isfinite(part).reshape(part.shape[0], -1).all(axis=1)
+        if not finite.all():
+            refuse(~finite, "inertia must be finite")
+        scale = np.maximum(np.abs(part).reshape(part.shape[0], -1).max(axis=1), np.finfo(float).tiny)
+        transpose = np.swapaxes(part, 1, 2)
+        asym = np.abs(part - transpose).reshape(part.shape[0], -1).max(axis=1) > 1e-12 * scale
+        if asym.any():
+            refuse(asym, "inertia must be symmetric")
+        symmetric = out[block]
+        np.add(part, transpose, out=symmetric)
+        symmetric *= 0.5
+        moments = np.linalg.eigvalsh(symmetric)
+        tol = 1e-12 * np.abs(moments).max(axis=1)
+        if np.any(moments[:, 0] < -tol):
+            refuse(moments[:, 0] < -tol, "inertia must be positive semidefinite")
+        bad = moments[:, 0] + moments[:, 1] < moments[:, 2] - 4 * tol
+        if bad.any():
+            refuse(bad, "inertia violates the triangle inequality of principal moments (I1 + I2 >= I3)")
+    return out
+
+
 def _default_number(label):
     """k if ``label`` is "body<k>" as a default name is spelled (decimal, no sign, no leading zero), else None."""
     if not isinstance(label, str) or not label.startswith("body"):
@@ -194,6 +256,18 @@ class _BodyTable:
         for key, values in columns.items():
             self.data[key][self.size:need] = values
         self.size = need
+
+    def share(self, views):
+        """Replace columns by ``views`` (n, ...) of the same values (a compiled model's packed arrays), releasing
+        their own arrays; the other columns are trimmed to the n bodies."""
+        for key, values in self.data.items():
+            view = views.get(key)
+            if view is None:
+                self.data[key] = values[:self.size] if values.shape[0] == self.size else values[:self.size].copy()
+                continue
+            if view.shape != values[:self.size].shape or not np.array_equal(view, values[:self.size]):
+                raise RuntimeError(f"body table: the packed column {key!r} does not hold the table's values")
+            self.data[key] = view
 
 
 class Model3D:
@@ -401,21 +475,7 @@ class Model3D:
             else:
                 raise ModelError(f"add_bodies: inertia must be one inertia or (k,), (k, 6), (k, 3, 3) for k = {k}, "
                                  f"got shape {inertia_arr.shape}")
-            finite = np.isfinite(tensors).reshape(k, -1).all(axis=1)
-            if not finite.all():
-                fail(~finite, "inertia must be finite")
-            scale = np.maximum(np.abs(tensors).reshape(k, -1).max(axis=1), np.finfo(float).tiny)
-            asym = np.abs(tensors - np.swapaxes(tensors, 1, 2)).reshape(k, -1).max(axis=1) > 1e-12 * scale
-            if asym.any():
-                fail(asym, "inertia must be symmetric")
-            tensors = 0.5 * (tensors + np.swapaxes(tensors, 1, 2))
-            moments = np.linalg.eigvalsh(tensors)
-            tol = 1e-12 * np.abs(moments).max(axis=1)
-            if np.any(moments[:, 0] < -tol):
-                fail(moments[:, 0] < -tol, "inertia must be positive semidefinite")
-            bad = moments[:, 0] + moments[:, 1] < moments[:, 2] - 4 * tol
-            if bad.any():
-                fail(bad, "inertia violates the triangle inequality of principal moments (I1 + I2 >= I3)")
+            tensors = _checked_inertias(tensors, fail)
         rotation_arr = None if rotation is None else _checks_real(rotation, "add_bodies: rotation")
         if rotation_arr is None or rotation_arr.shape in ((3, 3), (4,)):
             rotations = _rotation(rotation_arr, "add_bodies: rotation")
@@ -864,19 +924,30 @@ class Model3D:
             raise ModelError("the model has no bodies")
         jtype = table.column("jtype")
         sizes = np.array([SL.JOINT_SIZES[code] for code in range(len(SL.JOINT_SIZES))], dtype=np.int64)
-        nqj, nvj = sizes[jtype, 0], sizes[jtype, 1]
-        qidx = np.concatenate(([0], np.cumsum(nqj)[:-1]))
-        vidx = np.concatenate(([0], np.cumsum(nvj)[:-1]))
-        body_int = np.column_stack((table.column("parent"), jtype, qidx, vidx, nqj, nvj)).astype(np.int64)
-        m, c = table.column("mass"), table.column("com")
-        # parallel axis theorem: the inertia about the body frame origin
-        origin = table.column("inertia") + m[:, None, None] * (
-            np.einsum("ij,ij->i", c, c)[:, None, None] * np.eye(3) - c[:, :, None] * c[:, None, :])
+        # the packed arrays are filled column by column and the inertias in blocks, so that compiling a 1e6-body
+        # chain adds no (n, 3, 3) temporaries to the packed arrays themselves (benchmarks/spatial_memory.py)
+        body_int = np.empty((n, SL.N_INT), dtype=np.int64)
+        body_int[:, SL.PARENT] = table.column("parent")
+        body_int[:, SL.JTYPE] = jtype
+        nqj, nvj = body_int[:, SL.NQJ], body_int[:, SL.NVJ]
+        nqj[:] = sizes[jtype, 0]
+        nvj[:] = sizes[jtype, 1]
+        qidx, vidx = body_int[:, SL.QIDX], body_int[:, SL.VIDX]
+        qidx[0] = vidx[0] = 0
+        np.cumsum(nqj[:-1], out=qidx[1:])
+        np.cumsum(nvj[:-1], out=vidx[1:])
         body_real = np.zeros((n, SL.N_REAL))
+        m, c, inertia = table.column("mass"), table.column("com"), table.column("inertia")
         body_real[:, SL.MASS] = m
-        body_real[:, SL.MCOM:SL.MCOM + 3] = m[:, None] * c
-        body_real[:, SL.IO:SL.IO + 6] = np.column_stack((origin[:, 0, 0], origin[:, 1, 1], origin[:, 2, 2],
-                                                         origin[:, 0, 1], origin[:, 0, 2], origin[:, 1, 2]))
+        np.multiply(m[:, None], c, out=body_real[:, SL.MCOM:SL.MCOM + 3])
+        for start in range(0, n, _COMPILE_BLOCK):
+            block = slice(start, min(start + _COMPILE_BLOCK, n))
+            mb, cb = m[block], c[block]
+            # parallel axis theorem: the inertia about the body frame origin
+            origin = inertia[block] + mb[:, None, None] * (
+                np.einsum("ij,ij->i", cb, cb)[:, None, None] * np.eye(3) - cb[:, :, None] * cb[:, None, :])
+            body_real[block, SL.IO:SL.IO + 6] = np.column_stack((origin[:, 0, 0], origin[:, 1, 1], origin[:, 2, 2],
+                                                                 origin[:, 0, 1], origin[:, 0, 2], origin[:, 1, 2]))
         body_real[:, SL.R0:SL.R0 + 9] = table.column("rotation").reshape(n, 9)
         body_real[:, SL.PP:SL.PP + 3] = table.column("parent_point")
         body_real[:, SL.CP:SL.CP + 3] = table.column("child_point")
@@ -915,6 +986,15 @@ class Model3D:
         self.loop_real = loop_real  # (nloops, N_LOOP_REAL): points, revolute axes, distance length
         self.loop_rows = rows  # (nloops + 1,): loop k owns rows loop_rows[k]:loop_rows[k + 1] of phi
         self._pack_elements()
+        # the table's columns that the packed arrays hold unchanged become views of them (read-only: the model is
+        # frozen), so that a compiled model keeps one copy of them; com and inertia (about the centre of mass, as
+        # given) stay, the packed arrays hold m c and the inertia about the origin
+        table.share({"parent": body_int[:, SL.PARENT], "jtype": body_int[:, SL.JTYPE], "mass": body_real[:, SL.MASS],
+                     "rotation": body_real[:, SL.R0:SL.R0 + 9].reshape(n, 3, 3),
+                     "parent_point": body_real[:, SL.PP:SL.PP + 3], "child_point": body_real[:, SL.CP:SL.CP + 3],
+                     "a1": body_real[:, SL.A1:SL.A1 + 3], "a2": body_real[:, SL.A2:SL.A2 + 3]})
+        if n >= _TRIM_BODIES:
+            _release_freed_memory()
         self._compiled = True
         return self
 

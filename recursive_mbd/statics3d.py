@@ -129,6 +129,34 @@ def _forces(model, q, v):
     return inverse_dynamics(model, q, v, np.zeros(model.nv))
 
 
+def _lagrangian_stiffness(model, q, lam, velocity):
+    """K (nv, nv) = d(h(q, v) - Q(q, v) + J(q)^T lambda)/d delta at q with lambda and v = ``velocity`` fixed, delta
+    the velocity-space displacement q (+) delta (central differences along ``integrate_configuration``): the Hessian
+    of the Lagrangian V + lambda . phi at an equilibrium (there g + J^T lambda = 0, so the derivative of the map
+    delta -> q (+) delta adds nothing at second order)."""
+    from .spatial_loops import constraints  # noqa: PLC0415  (the loop layer builds on dynamics)
+
+    def forces(config):
+        return _forces(model, config, velocity) + constraints(model, config)[2].T @ lam
+
+    columns = []
+    for k in range(model.nv):
+        delta = np.zeros(model.nv)
+        delta[k] = _STEP
+        plus = forces(integrate_configuration(model, q, delta))
+        minus = forces(integrate_configuration(model, q, -delta))
+        columns.append((plus - minus) / (2 * _STEP))
+    return np.column_stack(columns)
+
+
+def _null_basis(jac):
+    """An orthonormal basis (ncols, ncols - rank) of the null space of ``jac`` (SVD, rank to 1e-10 relative): the
+    velocity-space motions the loops allow."""
+    _, singular, right = np.linalg.svd(jac)
+    rank = int(np.sum(singular > 1e-10 * max(1.0, singular.max(initial=0.0))))
+    return right[rank:].T
+
+
 def stiffness(model, q, step=_STEP, velocity=None):
     """K (nv, nv) = d(h(q, v) - Q(q, v) - tau)/d delta at q (tau and v constant; v = ``velocity``, default zero),
     delta the velocity-space displacement q (+) delta (central differences along ``integrate_configuration``)."""
@@ -231,15 +259,7 @@ def _loop_equilibrium(model, q, tau, tol, max_iter, fixed, held, free, velocity)
         return _forces(model, config, velocity) - tau + jac.T @ lam, phi, jac
 
     def hessian(config, lam):
-        """K (nv, nv) = dg/ddelta at fixed lambda, central differences along integrate_configuration."""
-        columns = []
-        for k in range(model.nv):
-            delta = np.zeros(model.nv)
-            delta[k] = _STEP
-            plus = forces(integrate_configuration(model, config, delta), lam)[0]
-            minus = forces(integrate_configuration(model, config, -delta), lam)[0]
-            columns.append((plus - minus) / (2 * _STEP))
-        return np.column_stack(columns)
+        return _lagrangian_stiffness(model, config, lam, velocity)
 
     g0, phi, jac = forces(q, np.zeros(m))
     # the multipliers that balance the loads best at the assembled guess
@@ -283,10 +303,7 @@ def _loop_equilibrium(model, q, tau, tol, max_iter, fixed, held, free, velocity)
                          f"largest at {_loop_gap(model, jac @ velocity)}")
     k = hessian(q, lam)
     k_free = k[np.ix_(free, free)]
-    # the free motions the loops allow: the null space of J on the free coordinates
-    _, singular, right = np.linalg.svd(jac[:, free])
-    rank = int(np.sum(singular > 1e-10 * max(1.0, singular.max(initial=0.0))))
-    basis = right[rank:].T
+    basis = _null_basis(jac[:, free])  # the free motions the loops allow
     reduced = basis.T @ (0.5 * (k_free + k_free.T)) @ basis
     eigenvalues = np.linalg.eigvalsh(reduced) if basis.size else np.zeros(0)
     holding = tau.copy()
@@ -295,28 +312,67 @@ def _loop_equilibrium(model, q, tau, tol, max_iter, fixed, held, free, velocity)
     return Equilibrium3D(q, g, k, eigenvalues, stable, iterations, holding, multipliers=lam)
 
 
-def modes(model, q_eq, k=None):
-    """Natural frequencies [rad/s] (ascending) and mode shapes (nv, k) of a spatial tree about the equilibrium
-    q_eq: K x = omega^2 M x with K the symmetric part of ``stiffness`` and M = ``rm.mass_matrix``; shapes are
-    velocity-space displacements (q = q_eq (+) shape), M-normalised. ModelError when K has a negative eigenvalue
-    (q_eq not a stable equilibrium; q_eq should be one, from ``static_equilibrium``)."""
+def modes(model, q_eq, k=None, tau=None):
+    """Natural frequencies [rad/s] (ascending) and mode shapes (nv, k) of a spatial model about the equilibrium
+    q_eq under gravity, the force elements and constant generalised forces ``tau`` (nv,), default zero.
+
+    A tree: K x = omega^2 M x with K the symmetric part of ``stiffness`` and M = ``rm.mass_matrix``. With loops:
+    the multipliers lambda that hold q_eq (least squares on g(q_eq) + J^T lambda = 0), K the Hessian of the
+    Lagrangian (``_lagrangian_stiffness``), and both K and M projected onto the motions the loops allow, x = N y
+    with N an orthonormal basis of the null space of J (m, nv) at q_eq: N^T K N y = omega^2 N^T M N y (as the planar
+    ``rm.modes`` restricts its linearisation). Shapes are velocity-space displacements (q = q_eq (+) shape),
+    M-normalised (x^T M x = 1), and with loops they satisfy J x = 0. Generalised symmetric eigenproblem
+    (scipy.linalg.eigh).
+
+    Raises
+    ------
+    ModelError
+        q_eq is not an equilibrium the loops close (|phi| or the residual after the multipliers above 1e-6 of the
+        model's size or loads: assemble it and find it with ``static_equilibrium``), K has a negative eigenvalue
+        (not a stable equilibrium), or the mass matrix is singular on the allowed motions.
+    """
     import scipy.linalg  # noqa: PLC0415
 
     from .dynamics import mass_matrix  # noqa: PLC0415
 
     if not isinstance(model, Model3D):
         raise TypeError(f"model must be a Model3D, got {type(model).__name__}")
-    if model.nloops:
-        raise ModelError(f"modes: {model!r} has closed loops; the modes of spatial models with loops are not "
-                         "available yet (this function would ignore the loops)")
     q = _configuration(model, q_eq, "q_eq")
-    count = model.nv if k is None else _checks.integer(k, "k")
-    if not 1 <= count <= model.nv:
-        raise StateError(f"k must be between 1 and {model.nv}, got {count}")
-    k_matrix = stiffness(model, q)
-    k_matrix = 0.5 * (k_matrix + k_matrix.T)
+    tau = np.zeros(model.nv) if tau is None else _vector(model, tau, model.nv, "tau")
+    rest = np.zeros(model.nv)
+    if model.nloops:
+        from .spatial_loops import constraints  # noqa: PLC0415  (the loop layer builds on dynamics)
+
+        phi, _, jac, _ = constraints(model, q)
+        if np.abs(phi).max() > 1e-6 * _size(model):
+            raise ModelError(f"modes: q_eq does not close the loops: {_loop_gap(model, phi)} is open by "
+                             f"{np.abs(phi).max():.3g} (m or rad); assemble it (rm.assemble, rm.static_equilibrium)")
+        g = _forces(model, q, rest) - tau
+        lam = np.linalg.lstsq(-jac.T, g, rcond=1e-10)[0]  # the multipliers that hold q_eq
+        left = g + jac.T @ lam
+        weight = model.total_mass() * float(np.linalg.norm(model.gravity))
+        scale = max(float(np.abs(g).max()), float(np.abs(tau).max()), weight * _size(model), 1e-300)
+        if np.abs(left).max() > 1e-6 * scale:
+            free = np.arange(model.nv)
+            raise ModelError(f"modes: q_eq is not an equilibrium: residual |g + J^T lambda| = "
+                             f"{np.abs(left).max():.3g} (N or N m), largest at {_where(model, left, free)}; find it "
+                             "with rm.static_equilibrium")
+        k_matrix = _lagrangian_stiffness(model, q, lam, rest)
+        basis = _null_basis(jac)
+    else:
+        k_matrix = stiffness(model, q)
+        basis = np.eye(model.nv)
+    size = basis.shape[1]
+    if size == 0:
+        raise ModelError("modes: the loops leave the model no motion (J has full column rank at q_eq)")
+    count = size if k is None else _checks.integer(k, "k")
+    if not 1 <= count <= size:
+        raise StateError(f"k must be between 1 and {size} (the motions the loops allow), got {count}")
+    k_matrix = basis.T @ (0.5 * (k_matrix + k_matrix.T)) @ basis
+    mass = basis.T @ mass_matrix(model, q) @ basis
     try:
-        values, vectors = scipy.linalg.eigh(k_matrix, mass_matrix(model, q), subset_by_index=(0, count - 1))
+        values, vectors = scipy.linalg.eigh(0.5 * (k_matrix + k_matrix.T), 0.5 * (mass + mass.T),
+                                            subset_by_index=(0, count - 1))
     except np.linalg.LinAlgError:
         raise ModelError("modes: the mass matrix at q_eq is not positive definite (a body with no inertia about "
                          "a joint axis: e.g. a point mass or a rod without torsional inertia on a spherical "
@@ -324,7 +380,7 @@ def modes(model, q_eq, k=None):
     if values[0] < -1e-9 * max(1.0, np.abs(values).max()):
         raise ModelError(f"q_eq is not a stable equilibrium: the stiffness has a negative eigenvalue "
                          f"{values[0]:.6g} (omega^2)")
-    return np.sqrt(np.maximum(values, 0.0)), vectors
+    return np.sqrt(np.maximum(values, 0.0)), basis @ vectors
 
 
 @dataclass

@@ -232,12 +232,12 @@ def test_rmbd_run_and_plot_the_modes_of_a_spatial_file(tmp_path):
     assert picture.stat().st_size > 10000
 
 
-def test_rmbd_run_refuses_the_kinematics_of_a_spatial_file_with_a_clear_message(tmp_path):
+def test_rmbd_run_refuses_the_kinematics_of_a_spatial_file_without_drivers(tmp_path):
     path = tmp_path / "top.toml"
     path.write_text((SPATIAL / "heavy_top.toml").read_text() + '\n[analysis]\ntype = "kinematics"\nt_end = 1.0\n')
     code, out, err = run_cli(["run", str(path), "-o", str(tmp_path / "top.npz")], tmp_path)
     assert code == 1 and out == ""
-    assert "top.toml" in err and "spatial" in err and "kinematics" in err and "not available yet" in err, err
+    assert "top.toml" in err and "kinematics" in err and "needs drivers" in err and "[[driver]]" in err, err
     assert not (tmp_path / "top.npz").exists()
 
 
@@ -376,3 +376,91 @@ def test_model3d_describes_its_bodies_through_public_views():
     body = model.body("b4-spherical")
     body["com"][:] = 0.0  # a copy
     assert np.abs(model.body_com[4]).max() > 0
+
+
+# ---- drivers in spatial files ------------------------------------------------------------------------------------
+
+RSSR = SPATIAL / "rssr.toml"
+
+
+def test_rmbd_run_does_the_kinematics_of_a_spatial_file_as_the_python_call(tmp_path):
+    """The RSSR example's kinematic analysis from the file (its harmonic crank driver) equals rm.kinematic_analysis
+    called with the driver written out by hand; rmbd info lists the loop and the driver."""
+    result = tmp_path / "rssr.npz"
+    code, out, err = run_cli(["run", str(RSSR), "-o", str(result)], tmp_path)
+    assert code == 0, err
+    assert "kinematic analysis: 51 times" in out
+    spec = rm.io.load(RSSR)
+    crank = (lambda t: 0.3 + 0.2 * np.sin(3.0 * t), lambda t: 0.6 * np.cos(3.0 * t),
+             lambda t: -1.8 * np.sin(3.0 * t))
+    reference = rm.kinematic_analysis(spec.model, {"crank": crank}, np.linspace(0.0, 1.0, 51), [0.3, -3.5])
+    with np.load(result) as data:
+        assert str(data["kind"]) == "kinematics" and data["driven"].tolist() == [0]
+        for key in ("t", "q", "v", "vdot", "driving_forces", "multipliers"):
+            expected = getattr(reference, key)
+            np.testing.assert_allclose(data[key], expected, rtol=0, atol=1e-12 * max(1.0, np.abs(expected).max()))
+    code, out, err = run_cli(["info", str(RSSR)], tmp_path)
+    assert code == 0, err
+    assert "loop coupler: distance" in out and "driver of crank: harmonic q = 0.3 + 0.2 sin(3 t + 0)" in out
+
+
+def test_spatial_drivers_round_trip_through_save(tmp_path):
+    text = RSSR.read_text().replace('kind = "harmonic"\noffset = 0.3\namplitude = 0.2\nfrequency = 3.0',
+                                    'kind = "polynomial"\ncoefficients = [0.3, 1.5, -0.25]')
+    spec = rm.io.loads(text, "rssr.toml")
+    assert spec.drivers["crank"].table == {"body": "crank", "kind": "polynomial", "coefficients": [0.3, 1.5, -0.25]}
+    path = tmp_path / "again.toml"
+    rm.io.save(spec.model, path, spec.q0, spec.v0, spec.analysis, drivers=spec.drivers)
+    again = rm.io.load(path)
+    assert list(again.drivers) == ["crank"] and again.analysis == spec.analysis
+    np.testing.assert_array_equal(again.drivers["crank"].table["coefficients"], [0.3, 1.5, -0.25])
+    for f, g in zip(spec.drivers["crank"], again.drivers["crank"], strict=True):
+        assert f(0.7) == g(0.7)
+    times = np.linspace(0.0, 0.5, 6)
+    first = rm.kinematic_analysis(spec.model, spec.drivers, times, spec.q0)
+    second = rm.kinematic_analysis(again.model, again.drivers, times, again.q0)
+    # the same to round-off (the axis is written normalised and normalised again on reading)
+    np.testing.assert_allclose(second.q, first.q, rtol=1e-14)
+    np.testing.assert_allclose(second.driving_forces, first.driving_forces, rtol=1e-12)
+    # a harmonic driver given as its table, and one that is a bare function (not writable)
+    table = {"kind": "harmonic", "amplitude": 0.5, "frequency": 2.0, "offset": 0.1, "phase": 0.2}
+    written = rm.io.loads(rm.io.dumps(spec.model, drivers={"rocker": table}), "x.toml")
+    assert written.drivers["rocker"].table == {"body": "rocker", **table}
+    with pytest.raises(rm.io.FileFormatError, match="driver of body 'crank': a function cannot be written"):
+        rm.io.dumps(spec.model, drivers={"crank": lambda t: t})
+
+
+BAD_DRIVERS = [  # (replace this in rssr.toml, with that, expected words in the message)
+    ('body = "crank"\nkind = "harmonic"', 'body = "rod"\nkind = "harmonic"', "driver[0].body: unknown body 'rod'"),
+    ('kind = "harmonic"', 'kind = "spline"', "driver[0].kind"),
+    ("amplitude = 0.2\n", "", "driver[0].amplitude: missing"),
+    ("amplitude = 0.2", "amplitude = 0.2\ncoefficients = [1.0]", "driver[0]: unknown key"),
+    ('kind = "harmonic"', 'kind = "polynomial"', "driver[0]: unknown key"),
+    ('[[driver]]\nbody = "crank"', '[[driver]]\nbody = "rocker"\nkind = "harmonic"\namplitude = 1.0\n'
+     'frequency = 1.0\n\n[[driver]]\nbody = "rocker"', "driver[1].body: body 'rocker' has a driver already"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), BAD_DRIVERS, ids=range(len(BAD_DRIVERS)))
+def test_bad_spatial_driver_entries_name_the_entry(old, new, expected, tmp_path):
+    text = RSSR.read_text()
+    assert old in text
+    path = tmp_path / "rssr.toml"
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(rm.io.FileFormatError) as info:
+        rm.io.load(path)
+    assert str(info.value).startswith(f"{path}: ") and expected in str(info.value), str(info.value)
+
+
+def test_a_spatial_driver_of_a_joint_that_cannot_be_driven_is_refused(tmp_path):
+    path = tmp_path / "rods.toml"
+    path.write_text((SPATIAL / "hanging_rods.toml").read_text()
+                    + '\n[[driver]]\nbody = "rod1"\nkind = "polynomial"\ncoefficients = [0.0, 1.0]\n')
+    with pytest.raises(rm.io.FileFormatError, match="driver\\[0\\].body: body 'rod1' has a spherical joint; a "
+                       "driver of a spatial model prescribes a revolute or prismatic"):
+        rm.io.load(path)
+    # drivers with a dynamics analysis: rm.simulate of a Model3D takes none, so rmbd run refuses before computing
+    dynamics = tmp_path / "rssr.toml"
+    dynamics.write_text(RSSR.read_text().replace('type = "kinematics"', 'type = "dynamics"'))
+    code, out, err = run_cli(["run", str(dynamics), "-o", str(tmp_path / "r.npz")], tmp_path)
+    assert code == 1 and "driver[0]" in err and "take no drivers" in err, err

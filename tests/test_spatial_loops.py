@@ -297,12 +297,6 @@ def test_governor_with_real_loops_moves_as_its_reduced_equation():
     np.testing.assert_allclose(vdot[1:3], expected, rtol=1e-10)
 
 
-def test_functions_that_do_not_know_spatial_loops_refuse_a_looped_model():
-    governor = rm.models.centrifugal_governor(closed=True)
-    with pytest.raises(ModelError, match="modes.*closed loops"):
-        rm.modes(governor.model, governor.q(0.5))
-
-
 def test_projection_is_mass_orthogonal_and_closes_the_loops():
     model, q, v = looped_tree(7)
     closed = rm.assemble(model, q)
@@ -351,3 +345,42 @@ def test_kinematic_analysis_of_a_spatial_rssr_linkage_is_consistent_in_time():
     jac = spatial_loops.constraints(model, result.q[1])[2]
     np.testing.assert_allclose(needed + jac.T @ result.multipliers[1], [result.driving_forces[1, 0], 0.0], rtol=0,
                                atol=1e-10 * np.abs(needed).max())
+
+
+def _rotated_four_bar(rotation):
+    """``_four_bar_spatial`` with its plane turned by ``rotation`` (3, 3) and gravity with it: the same mechanism,
+    the same joint coordinates, its axes no longer along z."""
+    model = rm.Model3D(gravity=rotation @ np.array([0.0, -9.81, 0.0]))
+    for name, parent, length, point in (("crank", "ground", CRANK, (0.0, 0.0, 0.0)),
+                                        ("coupler", "crank", COUPLER, (CRANK, 0.0, 0.0)),
+                                        ("rocker", "ground", ROCKER, (BASE, 0.0, 0.0))):
+        grounded = parent == "ground"
+        model.add_body(parent, "revolute", parent_point=rotation @ point if grounded else point,
+                       rotation=rotation if grounded else None, mass=1.0 + length,
+                       inertia=(0.05, 0.07, 0.1 * length, 0.0, 0.0, 0.0), com=(length / 2, 0.02, 0.0), name=name)
+    model.add_loop("revolute", "coupler", (COUPLER, 0.0, 0.0), "rocker", (ROCKER, 0.0, 0.0), axis=(0, 0, 1))
+    return model
+
+
+def test_modes_of_the_spatial_four_bar_equal_the_planar_route():
+    """rm.modes on a spatial model with a loop (gravity and a joint spring): the planar four-bar's frequency and
+    shape (the planar route's exact stiffness), built with its axes along z and with its plane turned in space."""
+    planar = _four_bar_planar()
+    planar.add_joint_spring_damper("crank", 3.0, rest=0.4)
+    equilibrium = rm.static_equilibrium(planar, np.array([-1.2, 0.9, -1.9]))
+    omega, shape = rm.modes(planar, equilibrium.q)
+    turn = rm.model3d.axis_rotation(np.array((1.0, 2.0, -0.5)) / np.sqrt(5.25), 0.7)
+    for spatial in (_four_bar_spatial(), _rotated_four_bar(turn)):
+        spatial.add_joint_spring_damper("crank", 3.0, rest=0.4)
+        omega3, shape3 = rm.modes(spatial, equilibrium.q)
+        assert shape3.shape == (3, 1)
+        np.testing.assert_allclose(omega3, omega, rtol=1e-9)  # central differences: ~1e-10
+        np.testing.assert_allclose(shape3 * np.sign(shape3[0] * shape[0]), shape, rtol=0, atol=1e-8)
+        _, _, jac, _ = spatial_loops.constraints(spatial, equilibrium.q)
+        np.testing.assert_allclose(jac @ shape3, 0.0, atol=1e-12)
+    # a configuration the loop closes but that is no equilibrium, and one the loop does not close
+    q_off = rm.assemble(planar, equilibrium.q + [0.3, 0.0, 0.0], fixed=[0])
+    with pytest.raises(ModelError, match="not an equilibrium.*body 'c"):
+        rm.modes(spatial, q_off)
+    with pytest.raises(ModelError, match="does not close the loops.*loop 'loop0'"):
+        rm.modes(spatial, equilibrium.q + [0.3, 0.0, 0.0])
