@@ -535,43 +535,35 @@ def _forward_dynamics_revolute(body_int, body_real, gravity, q, qd, tau, wrench,
 
 @njit
 def _kinematics_pass_serial(body_real, q, qd, ws):
-    """``_kinematics_pass_revolute`` of a serial chain (``SERIAL_REVOLUTE``: the parent of body i is i - 1): the
-    same arithmetic with the parent's orientation always in registers, no parent or flag loads, no orientation
-    stored. The relative angles' sines and cosines come from one vectorised loop that reads the offsets and q
-    (no angle column written: a pass over memory fewer at 1e6 bodies)."""
+    """Pass 1 of a serial chain (``SERIAL_REVOLUTE``: the parent of body i is i - 1), base to tip: each body's
+    orientation (cos, sin) and angular velocity into ws[:, CS], ws[:, SN], ws[:, OM], the parent's carried in
+    registers (the composition of ``_kinematics_pass_revolute``). The relative angles' sines and cosines come first
+    from one vectorised loop over offset + q (no angle column written). The joint geometry r, G, H is left to pass 2
+    (``_forward_dynamics_serial``), whose dependency chain leaves the issue slots it needs idle: this pass is then
+    only its own chain. Returns a probe: NaN if some q[i] or qd[i] is not finite, else 0."""
     n = body_real.shape[0]
     sincos_of_sum_array(body_real[:, ANGLE], q, ws[:, SN], ws[:, CS])
-    c = 1.0
+    c = 1.0  # the ground's orientation and angular velocity
     s = 0.0
     om = 0.0
+    probe = 0.0
     for i in range(n):
-        if i == 0:  # the ground: at rest, axes of the ground frame
-            cp = 1.0
-            sp = 0.0
-            om_p = 0.0
-        else:
-            cp = c
-            sp = s
-            om_p = om
-        dlx = body_real[i, PPX]
-        dly = body_real[i, PPX + 1]
-        om = om_p + qd[i]
         s_phi = ws[i, SN]
         c_phi = ws[i, CS]
-        c = cp * c_phi - sp * s_phi
-        s = sp * c_phi + cp * s_phi
-        dx = cp * dlx - sp * dly
-        dy = sp * dlx + cp * dly
-        colx = body_real[i, COX]
-        coly = body_real[i, COX + 1]
-        ex = c * colx - s * coly
-        ey = s * colx + c * coly
-        ws[i, RX] = dx + ex
-        ws[i, RX + 1] = dy + ey
-        ws[i, HX] = -om_p * om_p * dx - om * om * ex
-        ws[i, HX + 1] = -om_p * om_p * dy - om * om * ey
-        ws[i, GX] = -ey
-        ws[i, GX + 1] = ex
+        probe += s_phi * qd[i] * 0.0  # NaN if q[i] (hence s_phi) or qd[i] is not finite, else 0
+        om = om + qd[i]
+        c, s = c * c_phi - s * s_phi, s * c_phi + c * s_phi
+        ws[i, CS] = c
+        ws[i, SN] = s
+        ws[i, OM] = om
+    return probe
+
+
+@njit
+def _input_status_or(q, qd, tau, status):
+    """The status naming the first non-finite entry of q, qd or tau, or ``status`` if they are all finite."""
+    first = check_finite(q, qd, tau)
+    return status if first == STATUS_OK else first
 
 
 @njit
@@ -579,14 +571,57 @@ def _forward_dynamics_serial(body_real, gravity, q, qd, tau, wrench, ws, qdd):
     """``_forward_dynamics_revolute`` of a serial chain (flag SERIAL_REVOLUTE): the same arithmetic in the same
     order (results equal bit for bit), with every parent's and child's data in registers, so no pass loads a
     parent index or a flag or branches on them per body (a quarter of what passes 2 and 3 did beyond their
-    dependency chains); the body accelerations and orientations are not stored (no other child reads them)."""
+    dependency chains); the body accelerations are not stored (no other child reads them). Pass 1 leaves every
+    body's orientation in ws[:, CS], ws[:, SN], ws[:, OM]; pass 2 computes the joint geometry, off its chain.
+
+    The finiteness of q, qd and tau is checked on the way, not by a sweep of its own before (at 1e6 bodies that
+    sweep is a read of all three from memory): the passes add x * 0 of every input entry into a probe, off the
+    dependency chains, and an exit (a singular joint, a non-finite probe) first asks ``check_finite`` for the entry
+    to name. The statuses are those of ``forward_dynamics``; only qdd and ws are written before a failure is seen.
+    """
     n = body_real.shape[0]
     has_wrench = wrench.shape[0] > 0
-    _kinematics_pass_serial(body_real, q, qd, ws)
+    probe = _kinematics_pass_serial(body_real, q, qd, ws)
 
-    # pass 2, tip to base (eqs. 3.23, 3.24b); G = (gx, gy, 1); the child's condensed mass and force in registers
+    # pass 2, tip to base (eqs. 3.23, 3.24b); G = (gx, gy, 1); the child's condensed mass and force in registers.
+    # First the joint geometry (eqs. 3.18-3.19) from the orientations of body i (carried from the previous step) and
+    # of its parent i - 1, in the arithmetic of _kinematics_pass_revolute, stored for pass 3.
     ca = cb = cc = cd = ce = cf = cq0 = cq1 = cq2 = 0.0
+    c_i = ws[n - 1, CS]
+    s_i = ws[n - 1, SN]
+    om_i = ws[n - 1, OM]
     for i in range(n - 1, -1, -1):
+        if i > 0:
+            cp = ws[i - 1, CS]
+            sp = ws[i - 1, SN]
+            om_p = ws[i - 1, OM]
+        else:  # the ground
+            cp = 1.0
+            sp = 0.0
+            om_p = 0.0
+        dlx = body_real[i, PPX]
+        dly = body_real[i, PPX + 1]
+        dx = cp * dlx - sp * dly
+        dy = sp * dlx + cp * dly
+        colx = body_real[i, COX]
+        coly = body_real[i, COX + 1]
+        ex = c_i * colx - s_i * coly
+        ey = s_i * colx + c_i * coly
+        rx = dx + ex
+        ry = dy + ey
+        hx = -om_p * om_p * dx - om_i * om_i * ex
+        hy = -om_p * om_p * dy - om_i * om_i * ey
+        gx = 0.0 - ey  # not -ey: LLVM would fold that negation into the products below, rounding them otherwise
+        gy = ex
+        ws[i, RX] = rx
+        ws[i, RX + 1] = ry
+        ws[i, HX] = hx
+        ws[i, HX + 1] = hy
+        ws[i, GX] = gx
+        ws[i, GX + 1] = gy
+        c_i = cp
+        s_i = sp
+        om_i = om_p
         a = body_real[i, MASS]
         b = 0.0
         c = 0.0
@@ -610,22 +645,19 @@ def _forward_dynamics_serial(body_real, gravity, q, qd, tau, wrench, ws, qdd):
             q0 += cq0
             q1 += cq1
             q2 += cq2
-        hx = ws[i, HX]
-        hy = ws[i, HX + 1]
         f0 = q0 - (a * hx + b * hy)
         f1 = q1 - (b * hx + d * hy)
         f2 = q2 - (c * hx + e * hy)
-        gx = ws[i, GX]
-        gy = ws[i, GX + 1]
         u0 = a * gx + b * gy + c
         u1 = b * gx + d * gy + e
         u2 = c * gx + e * gy + f
         dd = gx * u0 + gy * u1 + u2
         scale = (abs(a) + abs(d)) * (gx * gx + gy * gy) + abs(f)
-        if not (dd > SINGULAR_RTOL * scale):
-            return STATUS_SINGULAR | (i << 4)
+        if not (dd > SINGULAR_RTOL * scale):  # or NaN, from a non-finite input
+            return _input_status_or(q, qd, tau, STATUS_SINGULAR | (i << 4))
         dinv = 1.0 / dd
         uu = tau[i] + gx * f0 + gy * f1 + f2
+        probe += tau[i] * 0.0
         k0 = u0 * dinv
         k1 = u1 * dinv
         k2 = u2 * dinv
@@ -643,8 +675,6 @@ def _forward_dynamics_serial(body_real, gravity, q, qd, tau, wrench, ws, qdd):
         f0 -= u0 * w
         f1 -= u1 * w
         f2 -= u2 * w
-        rx = ws[i, RX]
-        ry = ws[i, RX + 1]
         ct02, ct12, ct22 = _shift_inertia(rx, ry, a, b, c, d, e, f)
         ca, cb, cc, cd, ce, cf = a, b, ct02, d, ct12, ct22
         cq0, cq1, cq2 = f0, f1, f2 - ry * f0 + rx * f1
@@ -652,7 +682,6 @@ def _forward_dynamics_serial(body_real, gravity, q, qd, tau, wrench, ws, qdd):
     # pass 3, base to tip (eqs. 3.23, 3.19a); the parent's acceleration in registers; overflow probe as in
     # forward_dynamics
     a0 = a1 = a2 = 0.0
-    probe = 0.0
     for i in range(n):
         b0 = a0 - ws[i, RX + 1] * a2
         b1 = a1 + ws[i, RX] * a2
@@ -662,8 +691,8 @@ def _forward_dynamics_serial(body_real, gravity, q, qd, tau, wrench, ws, qdd):
         a0 = b0 + ws[i, HX] + ws[i, GX] * acc
         a1 = b1 + ws[i, HX + 1] + ws[i, GX + 1] * acc
         a2 = a2 + acc
-    if not math.isfinite(probe):
-        return check_output(qdd)
+    if not math.isfinite(probe):  # a non-finite input (named first) or output
+        return _input_status_or(q, qd, tau, check_output(qdd))
     return STATUS_OK
 
 
@@ -683,14 +712,14 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, w
     driven (nbodies,): nonzero for a 1-dof joint whose acceleration is prescribed (in qdd on entry); such a joint
     is not eliminated, and drive[k] returns the joint force its driver must add to tau[k]. Shape (0,) for none.
     """
+    has_drivers = driven.shape[0] > 0
+    if body_int[0, FLAGS] & SERIAL_REVOLUTE and not has_drivers:  # properties of the model: a branch per call
+        return _forward_dynamics_serial(body_real, gravity, q, qd, tau, wrench, ws, qdd)  # checks q, qd, tau itself
     status = check_finite(q, qd, tau)
     if status != STATUS_OK:
         return status
     n = body_int.shape[0]
     has_wrench = wrench.shape[0] > 0
-    has_drivers = driven.shape[0] > 0
-    if body_int[0, FLAGS] & SERIAL_REVOLUTE and not has_drivers:  # properties of the model: a branch per call
-        return _forward_dynamics_serial(body_real, gravity, q, qd, tau, wrench, ws, qdd)
     if body_int[0, FLAGS] & ALL_REVOLUTE and not has_drivers:
         return _forward_dynamics_revolute(body_int, body_real, gravity, q, qd, tau, wrench, ws, qdd)
     kinematics_pass(body_int, body_real, q, qd, ws, False)
