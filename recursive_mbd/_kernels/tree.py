@@ -572,7 +572,13 @@ def _forward_dynamics_serial(body_real, gravity, q, qd, tau, wrench, ws, qdd):
     order (results equal bit for bit), with every parent's and child's data in registers, so no pass loads a
     parent index or a flag or branches on them per body (a quarter of what passes 2 and 3 did beyond their
     dependency chains); the body accelerations are not stored (no other child reads them). Pass 1 leaves every
-    body's orientation in ws[:, CS], ws[:, SN], ws[:, OM]; pass 2 computes the joint geometry, off its chain.
+    body's orientation in ws[:, CS], ws[:, SN], ws[:, OM]; passes 2 and 3 compute the joint geometry from them, off
+    their dependency chains, so the workspace holds per body only those 3 and the gains U1, UU (4) that pass 2
+    leaves for pass 3 (ws[:, RX], HX and GX are not written). Counted per body, the passes read 208 bytes and
+    write 80 (q, qd, tau, 7 model fields, the relative sin/cos, 7 workspace fields; qdd) where the revolute-tree
+    passes with their finiteness sweep read 312 and write 112 (an angle column, parent and flag loads in every
+    pass, the geometry stored by pass 1 and read by passes 2 and 3): the difference is most of what a chain of
+    1e6 bodies, out of cache, paid beyond one of 1e4.
 
     The finiteness of q, qd and tau is checked on the way, not by a sweep of its own before (at 1e6 bodies that
     sweep is a read of all three from memory): the passes add x * 0 of every input entry into a probe, off the
@@ -585,7 +591,8 @@ def _forward_dynamics_serial(body_real, gravity, q, qd, tau, wrench, ws, qdd):
 
     # pass 2, tip to base (eqs. 3.23, 3.24b); G = (gx, gy, 1); the child's condensed mass and force in registers.
     # First the joint geometry (eqs. 3.18-3.19) from the orientations of body i (carried from the previous step) and
-    # of its parent i - 1, in the arithmetic of _kinematics_pass_revolute, stored for pass 3.
+    # of its parent i - 1, in the arithmetic of _kinematics_pass_revolute. Not stored: pass 3 computes it again
+    # (recomputing costs its short chain nothing; storing and loading cost 6 streams of memory per body)
     ca = cb = cc = cd = ce = cf = cq0 = cq1 = cq2 = 0.0
     c_i = ws[n - 1, CS]
     s_i = ws[n - 1, SN]
@@ -613,12 +620,6 @@ def _forward_dynamics_serial(body_real, gravity, q, qd, tau, wrench, ws, qdd):
         hy = -om_p * om_p * dy - om_i * om_i * ey
         gx = 0.0 - ey  # not -ey: LLVM would fold that negation into the products below, rounding them otherwise
         gy = ex
-        ws[i, RX] = rx
-        ws[i, RX + 1] = ry
-        ws[i, HX] = hx
-        ws[i, HX + 1] = hy
-        ws[i, GX] = gx
-        ws[i, GX + 1] = gy
         c_i = cp
         s_i = sp
         om_i = om_p
@@ -682,14 +683,38 @@ def _forward_dynamics_serial(body_real, gravity, q, qd, tau, wrench, ws, qdd):
     # pass 3, base to tip (eqs. 3.23, 3.19a); the parent's acceleration in registers; overflow probe as in
     # forward_dynamics
     a0 = a1 = a2 = 0.0
+    cp = 1.0  # the ground
+    sp = 0.0
+    om_p = 0.0
     for i in range(n):
-        b0 = a0 - ws[i, RX + 1] * a2
-        b1 = a1 + ws[i, RX] * a2
+        # the joint geometry again, as in pass 2 (bit for bit: the same expressions of the same values)
+        c_i = ws[i, CS]
+        s_i = ws[i, SN]
+        om_i = ws[i, OM]
+        dlx = body_real[i, PPX]
+        dly = body_real[i, PPX + 1]
+        dx = cp * dlx - sp * dly
+        dy = sp * dlx + cp * dly
+        colx = body_real[i, COX]
+        coly = body_real[i, COX + 1]
+        ex = c_i * colx - s_i * coly
+        ey = s_i * colx + c_i * coly
+        rx = dx + ex
+        ry = dy + ey
+        hx = -om_p * om_p * dx - om_i * om_i * ex
+        hy = -om_p * om_p * dy - om_i * om_i * ey
+        gx = 0.0 - ey
+        gy = ex
+        cp = c_i
+        sp = s_i
+        om_p = om_i
+        b0 = a0 - ry * a2  # B a_P
+        b1 = a1 + rx * a2
         acc = ws[i, UU] - (ws[i, U1] * b0 + ws[i, U1 + 1] * b1 + ws[i, U1 + 2] * a2)
         qdd[i] = acc
         probe += acc * 0.0
-        a0 = b0 + ws[i, HX] + ws[i, GX] * acc
-        a1 = b1 + ws[i, HX + 1] + ws[i, GX + 1] * acc
+        a0 = b0 + hx + gx * acc
+        a1 = b1 + hy + gy * acc
         a2 = a2 + acc
     if not math.isfinite(probe):  # a non-finite input (named first) or output
         return _input_status_or(q, qd, tau, check_output(qdd))
