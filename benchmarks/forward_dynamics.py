@@ -240,7 +240,10 @@ def floor_and_passes(n):
     ws = workspace(model)
     args = (model.body_int, model.body_real, model.gravity, q, qd, ws.zeros, ws.no_wrench, ws.no_driven, ws.ws, out,
             ws.no_drive)
-    tree.forward_dynamics(*args)  # pass 1's geometry, for the replica of passes 2 and 3
+    tree.forward_dynamics(*args)
+    # the joint geometry (r, H, G) that the replica of passes 2 and 3 loads: the serial kernel recomputes it in each
+    # pass and stores none, so it comes from the general pass 1
+    tree.kinematics_pass(model.body_int, model.body_real, q, qd, ws.ws, False)
     geometry = np.asfortranarray(ws.ws[:, [L.RX, L.RX + 1, L.HX, L.HX + 1, L.GX, L.GX + 1]])
     mass = np.ascontiguousarray(model.body_real[:, L.MASS])
     inertia = np.ascontiguousarray(model.body_real[:, L.INERTIA])
