@@ -177,7 +177,7 @@ def test_all_revolute_kernel_equals_the_general_passes_bit_for_bit(seed):
     the orientations of pass 1 in the workspace, bit for bit those of the general pass 1)."""
     from recursive_mbd._kernels import layout as L  # noqa: PLC0415
     from recursive_mbd._kernels import tree  # noqa: PLC0415
-    from recursive_mbd.dynamics import workspace  # noqa: PLC0415
+    from recursive_mbd.dynamics import _com_state, workspace  # noqa: PLC0415
 
     rng = np.random.default_rng(seed)
     spec = [dict(body, joint="revolute", axis=None) for body in random_tree_spec(rng, int(rng.integers(1, 30)))]
@@ -198,9 +198,9 @@ def test_all_revolute_kernel_equals_the_general_passes_bit_for_bit(seed):
         ws = workspace(model)
         q, qd, tau = random_state(model, seed)
         q[::3] *= 1e6  # relative angles beyond the inline range reduction (libm's) too
-        # the serial route keeps the orientations in the workspace (pass 1 of every row) and not the geometry
-        orientation = np.zeros_like(ws.ws, order="F")
-        assert tree.kinematics_pass(general, model.body_real, q, qd, orientation, True) is None
+        # the serial route keeps the orientations in the workspace (pass 1 of every row) and not the geometry;
+        # those of the general pass 1 (through com_kinematics, which forward_kinematics compiles anyway)
+        _, _, cos_theta, sin_theta, omega = _com_state(model, q, qd)
         for wrench in (ws.no_wrench, rng.normal(size=(model.nbodies, 3))):
             results = []
             for body_int in (model.body_int, general, revolute_tree):
@@ -211,8 +211,8 @@ def test_all_revolute_kernel_equals_the_general_passes_bit_for_bit(seed):
                 assert status == 0
                 results.append((qdd, ws.ws[:, [L.U1, L.U1 + 1, L.U1 + 2, L.UU]].copy()))
                 if serial and body_int is model.body_int:
-                    columns = [L.CS, L.SN, L.OM]
-                    np.testing.assert_array_equal(ws.ws[:, columns], orientation[:, columns])
+                    np.testing.assert_array_equal(ws.ws[:, [L.CS, L.SN, L.OM]],
+                                                  np.column_stack([cos_theta, sin_theta, omega]))
             for other in results[1:]:
                 np.testing.assert_array_equal(results[0][0], other[0])
                 np.testing.assert_array_equal(results[0][1], other[1])
