@@ -220,3 +220,41 @@ def test_all_revolute_kernel_equals_the_general_passes_bit_for_bit(seed):
             if wrench is ws.no_wrench:
                 reference = rm.forward_dynamics(model, q, qd, tau, method="mass_matrix")
                 assert rel_err(results[0][0], reference) < 1e-9
+
+
+def test_serial_route_reports_the_statuses_of_the_general_passes():
+    """The serial route checks q, qd and tau by probes inside its passes, not by a sweep before them: every bad
+    input must still be named as the general passes name it (the first non-finite entry of q, then qd, then tau),
+    and an overflow likewise."""
+    from recursive_mbd._kernels import layout as L  # noqa: PLC0415
+    from recursive_mbd._kernels import tree  # noqa: PLC0415
+    from recursive_mbd.dynamics import workspace  # noqa: PLC0415
+
+    model = rm.chains.serial_chain(7).compile()
+    assert model.body_int[0, L.FLAGS] & L.SERIAL_REVOLUTE
+    general = np.array(model.body_int, order="F")
+    general[0, L.FLAGS] &= ~(L.ALL_REVOLUTE | L.SERIAL_REVOLUTE)
+    ws = workspace(model)
+    q, qd, tau = random_state(model, 7)
+    cases = []
+    for which in range(3):
+        for index, value in ((0, np.nan), (3, np.inf), (6, -np.inf)):
+            state = [q.copy(), qd.copy(), tau.copy()]
+            state[which][index] = value
+            state[which][(index + 4) % 7] = np.nan  # a second bad entry: the first is named
+            cases.append(state)
+    cases.append([np.where(np.arange(7) == 5, np.nan, q), qd, np.where(np.arange(7) == 0, np.nan, tau)])  # q first
+    cases.append([q, np.full(7, 1e200), tau])  # finite inputs, overflowing rates
+    statuses = []
+    for state in cases:
+        found = []
+        for body_int in (model.body_int, general):
+            qdd = np.empty(7)
+            found.append(tree.forward_dynamics(body_int, model.body_real, model.gravity, *state, ws.no_wrench,
+                                               ws.no_driven, ws.ws, qdd, ws.no_drive))
+        assert found[0] == found[1] != 0, (state, found)
+        statuses.append(found[0])
+    kinds = {L.decode_status(status)[0] for status in statuses}
+    assert kinds == {L.STATUS_NONFINITE_Q, L.STATUS_NONFINITE_QD, L.STATUS_NONFINITE_TAU, L.STATUS_OVERFLOW}
+    with pytest.raises(rm.StateError, match=r"tau\[3\] is not finite"):
+        rm.forward_dynamics(model, q, qd, np.where(np.arange(7) == 3, np.inf, tau))
