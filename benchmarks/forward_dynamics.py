@@ -1,6 +1,6 @@
 """Time per forward-dynamics call on serial chains: recursive O(N) vs mass matrix, and peers when installed.
 
-    python3 benchmarks/forward_dynamics.py [--max-n 1000000] [--quick]
+    python3 benchmarks/forward_dynamics.py [--max-n 1000000] [--quick] [--floor-and-calls] [--clock thread]
 
 Prints a table (median of repeats, ns per body), the Python-call overhead at small N, the growth ratio
 t(1e5)/t(1e3), workspace memory per body, cold and warm import plus first call, and writes
@@ -123,22 +123,28 @@ def time_mujoco(n):
     return median_time(lambda: mujoco.mj_forward(model, data))
 
 
+# the clock of the interleaved tables: wall time (the default), or with --clock thread this thread's CPU time, which
+# leaves out the time other processes hold the core (on a loaded machine; cache and memory contention remain)
+CLOCK = {"wall": time.perf_counter, "thread": time.thread_time}
+clock = CLOCK["wall"]
+
+
 def interleaved(funcs, rounds=7, min_time=0.02):
     """{name: median seconds per call}, the callables timed in turn in each round (load hits them alike)."""
     counts = {}
     for name, func in funcs.items():
         func()
-        start = time.perf_counter()
+        start = clock()
         func()
-        counts[name] = max(1, int(min_time / max(time.perf_counter() - start, 1e-9)))
+        counts[name] = max(1, int(min_time / max(clock() - start, 1e-9)))
     samples = {name: [] for name in funcs}
     for _ in range(rounds):
         for name, func in funcs.items():
             number = counts[name]
-            start = time.perf_counter()
+            start = clock()
             for _ in range(number):
                 func()
-            samples[name].append((time.perf_counter() - start) / number)
+            samples[name].append((clock() - start) / number)
     return {name: float(np.median(v)) for name, v in samples.items()}
 
 
@@ -234,7 +240,10 @@ def floor_and_passes(n):
     ws = workspace(model)
     args = (model.body_int, model.body_real, model.gravity, q, qd, ws.zeros, ws.no_wrench, ws.no_driven, ws.ws, out,
             ws.no_drive)
-    tree.forward_dynamics(*args)  # pass 1's geometry, for the replica of passes 2 and 3
+    tree.forward_dynamics(*args)
+    # the joint geometry (r, H, G) that the replica of passes 2 and 3 loads: the serial kernel recomputes it in each
+    # pass and stores none, so it comes from the general pass 1
+    tree.kinematics_pass(model.body_int, model.body_real, q, qd, ws.ws, False)
     geometry = np.asfortranarray(ws.ws[:, [L.RX, L.RX + 1, L.HX, L.HX + 1, L.GX, L.GX + 1]])
     mass = np.ascontiguousarray(model.body_real[:, L.MASS])
     inertia = np.ascontiguousarray(model.body_real[:, L.INERTIA])
@@ -246,7 +255,8 @@ def floor_and_passes(n):
         "kernel": lambda: tree.forward_dynamics(*args),
         "floor23full": lambda: floor_condense_accelerate_full(mass, inertia, model.gravity[1], ws.zeros, geometry,
                                                               gains, replica),
-        "pass1": lambda: tree.kinematics_pass(model.body_int, model.body_real, q, qd, ws.ws, False),
+        # the kernel's own pass 1 on a serial chain (flag SERIAL_REVOLUTE)
+        "pass1": lambda: tree._kinematics_pass_serial(model.body_real, q, qd, ws.ws),
         "floor1": lambda: floor_kinematics(q, scratch, sin_q, cos_q),
         "floor23": lambda: floor_condense_accelerate(q, scratch),
     }, rounds=7, min_time=0.05)
@@ -351,7 +361,12 @@ def main():
     parser.add_argument("--quick", action="store_true", help="N up to 1e4 only")
     parser.add_argument("--floor-and-calls", action="store_true",
                         help="only the floor table and the small-model calls (skips the main table and imports)")
+    parser.add_argument("--clock", choices=sorted(CLOCK), default="wall",
+                        help="clock of the interleaved tables (floor, calls, rk4): 'thread' counts this thread's CPU "
+                             "time only, for a loaded machine")
     args = parser.parse_args()
+    global clock  # noqa: PLW0603  (the interleaved tables' clock, chosen once)
+    clock = CLOCK[args.clock]
     max_n = 1e4 if args.quick else args.max_n
     sizes = [n for n in (2, 10, 100, 200, 1000, 2000, 10_000, 100_000, 1_000_000) if n <= max_n]
     if args.floor_and_calls:
@@ -405,6 +420,7 @@ def main():
     print(f"rk4, serial_chain(100) over 1 s (dt = 1e-4, 10,000 steps, 40,000 evaluations; median of 5 interleaved "
           f"rounds): {rk4['simulate']:.3f} s; the 40,000 forward-dynamics calls alone {rk4['kernel only']:.3f} s")
     summary["floor"] = floors
+    summary["clock"] = args.clock
     summary["small_model_calls_s"] = {str(n): v for n, v in calls.items()}
     summary["rk4_100_links_1s"] = rk4
     if args.floor_and_calls:

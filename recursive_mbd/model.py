@@ -561,6 +561,8 @@ class Model:
             flags[list(highest.values())] |= L.FIRST_ROW_CHILD
         if np.all(jtype == joints.REVOLUTE):
             flags[0] |= L.ALL_REVOLUTE
+            if np.array_equal(parent, np.arange(n) - 1):
+                flags[0] |= L.SERIAL_REVOLUTE
         # column-major: every per-body field is a dense stream, which the recursive passes read at full memory
         # bandwidth (row-major rows cost 2.5x more at 1e6 bodies: benchmarks/forward_dynamics.py)
         body_int = np.asfortranarray(body_int)

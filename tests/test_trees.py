@@ -170,37 +170,91 @@ def test_bias_forces_equal_lagrange_equations_from_mass_matrix_and_potential(mod
 
 @pytest.mark.parametrize("seed", range(6))
 def test_all_revolute_kernel_equals_the_general_passes_bit_for_bit(seed):
-    """Models whose joints are all revolute take the specialised passes (flag ALL_REVOLUTE on body 0); with the flag
-    cleared the same arrays take the general passes: qdd and the condensed quantities agree bit for bit, with and
-    without an external wrench, on random trees and on a serial chain."""
+    """Models whose joints are all revolute take the specialised passes (flag ALL_REVOLUTE on body 0), serial chains
+    among them their own (flag SERIAL_REVOLUTE); with the flags cleared the same arrays take the general passes:
+    qdd and the condensed gains agree bit for bit over the three routes, with and without an external wrench, on
+    random trees, on a serial chain of identical rods and on serial chains of random bodies (whose route leaves
+    the orientations of pass 1 in the workspace, bit for bit those of the general pass 1)."""
+    from recursive_mbd._kernels import layout as L  # noqa: PLC0415
+    from recursive_mbd._kernels import tree  # noqa: PLC0415
+    from recursive_mbd.dynamics import _com_state, workspace  # noqa: PLC0415
+
+    rng = np.random.default_rng(seed)
+    spec = [dict(body, joint="revolute", axis=None) for body in random_tree_spec(rng, int(rng.integers(1, 30)))]
+    chain_spec = [dict(body, joint="revolute", axis=None, parent=i - 1, angle=float(rng.uniform(-4.0, 4.0)))
+                  for i, body in enumerate(random_tree_spec(rng, int(rng.integers(2, 40))))]
+    models = [build(spec), rm.chains.serial_chain(int(rng.integers(2, 40))).compile(), build(chain_spec)]
+    mixed = build(TREE_SPECS[seed])
+    assert not mixed.body_int[0, L.FLAGS] & (L.ALL_REVOLUTE | L.SERIAL_REVOLUTE)
+    for model in models:
+        assert model.body_int[0, L.FLAGS] & L.ALL_REVOLUTE
+        serial = np.array_equal(model.body_int[:, L.PARENT], np.arange(model.nbodies) - 1)
+        assert bool(model.body_int[0, L.FLAGS] & L.SERIAL_REVOLUTE) == serial
+        assert not np.any(model.body_int[1:, L.FLAGS] & (L.ALL_REVOLUTE | L.SERIAL_REVOLUTE))
+        general = np.array(model.body_int, order="F")
+        general[0, L.FLAGS] &= ~(L.ALL_REVOLUTE | L.SERIAL_REVOLUTE)
+        revolute_tree = np.array(model.body_int, order="F")
+        revolute_tree[0, L.FLAGS] &= ~L.SERIAL_REVOLUTE
+        ws = workspace(model)
+        q, qd, tau = random_state(model, seed)
+        q[::3] *= 1e6  # relative angles beyond the inline range reduction (libm's) too
+        # the serial route keeps the orientations in the workspace (pass 1 of every row) and not the geometry;
+        # those of the general pass 1 (through com_kinematics, which forward_kinematics compiles anyway)
+        _, _, cos_theta, sin_theta, omega = _com_state(model, q, qd)
+        for wrench in (ws.no_wrench, rng.normal(size=(model.nbodies, 3))):
+            results = []
+            for body_int in (model.body_int, general, revolute_tree):
+                qdd = np.empty(model.nq)
+                ws.ws[:] = np.nan
+                status = tree.forward_dynamics(body_int, model.body_real, model.gravity, q, qd, tau, wrench,
+                                               ws.no_driven, ws.ws, qdd, ws.no_drive)
+                assert status == 0
+                results.append((qdd, ws.ws[:, [L.U1, L.U1 + 1, L.U1 + 2, L.UU]].copy()))
+                if serial and body_int is model.body_int:
+                    np.testing.assert_array_equal(ws.ws[:, [L.CS, L.SN, L.OM]],
+                                                  np.column_stack([cos_theta, sin_theta, omega]))
+            for other in results[1:]:
+                np.testing.assert_array_equal(results[0][0], other[0])
+                np.testing.assert_array_equal(results[0][1], other[1])
+            # and all are the dynamics: M qdd + h = tau + J^T wrench, checked through the mass-matrix route
+            if wrench is ws.no_wrench:
+                reference = rm.forward_dynamics(model, q, qd, tau, method="mass_matrix")
+                assert rel_err(results[0][0], reference) < 1e-9
+
+
+def test_serial_route_reports_the_statuses_of_the_general_passes():
+    """The serial route checks q, qd and tau by probes inside its passes, not by a sweep before them: every bad
+    input must still be named as the general passes name it (the first non-finite entry of q, then qd, then tau),
+    and an overflow likewise."""
     from recursive_mbd._kernels import layout as L  # noqa: PLC0415
     from recursive_mbd._kernels import tree  # noqa: PLC0415
     from recursive_mbd.dynamics import workspace  # noqa: PLC0415
 
-    rng = np.random.default_rng(seed)
-    spec = [dict(body, joint="revolute", axis=None) for body in random_tree_spec(rng, int(rng.integers(1, 30)))]
-    models = [build(spec), rm.chains.serial_chain(int(rng.integers(2, 40))).compile()]
-    mixed = build(TREE_SPECS[seed])
-    assert not mixed.body_int[0, L.FLAGS] & L.ALL_REVOLUTE
-    for model in models:
-        assert model.body_int[0, L.FLAGS] & L.ALL_REVOLUTE
-        assert not np.any(model.body_int[1:, L.FLAGS] & L.ALL_REVOLUTE)
-        general = np.array(model.body_int, order="F")
-        general[0, L.FLAGS] &= ~L.ALL_REVOLUTE
-        ws = workspace(model)
-        q, qd, tau = random_state(model, seed)
-        for wrench in (ws.no_wrench, rng.normal(size=(model.nbodies, 3))):
-            results = []
-            for body_int in (model.body_int, general):
-                qdd = np.empty(model.nq)
-                status = tree.forward_dynamics(body_int, model.body_real, model.gravity, q, qd, tau, wrench,
-                                               ws.no_driven, ws.ws, qdd, ws.no_drive)
-                assert status == 0
-                results.append((qdd, ws.ws[:, [L.RX, L.RX + 1, L.HX, L.HX + 1, L.GX, L.GX + 1, L.U1, L.U1 + 1,
-                                               L.U1 + 2, L.UU]].copy()))
-            np.testing.assert_array_equal(results[0][0], results[1][0])
-            np.testing.assert_array_equal(results[0][1], results[1][1])
-            # and both are the dynamics: M qdd + h = tau + J^T wrench, checked through the mass-matrix route
-            if wrench is ws.no_wrench:
-                reference = rm.forward_dynamics(model, q, qd, tau, method="mass_matrix")
-                assert rel_err(results[0][0], reference) < 1e-9
+    model = rm.chains.serial_chain(7).compile()
+    assert model.body_int[0, L.FLAGS] & L.SERIAL_REVOLUTE
+    general = np.array(model.body_int, order="F")
+    general[0, L.FLAGS] &= ~(L.ALL_REVOLUTE | L.SERIAL_REVOLUTE)
+    ws = workspace(model)
+    q, qd, tau = random_state(model, 7)
+    cases = []
+    for which in range(3):
+        for index, value in ((0, np.nan), (3, np.inf), (6, -np.inf)):
+            state = [q.copy(), qd.copy(), tau.copy()]
+            state[which][index] = value
+            state[which][(index + 4) % 7] = np.nan  # a second bad entry: the first is named
+            cases.append(state)
+    cases.append([np.where(np.arange(7) == 5, np.nan, q), qd, np.where(np.arange(7) == 0, np.nan, tau)])  # q first
+    cases.append([q, np.full(7, 1e200), tau])  # finite inputs, overflowing rates
+    statuses = []
+    for state in cases:
+        found = []
+        for body_int in (model.body_int, general):
+            qdd = np.empty(7)
+            found.append(tree.forward_dynamics(body_int, model.body_real, model.gravity, *state, ws.no_wrench,
+                                               ws.no_driven, ws.ws, qdd, ws.no_drive))
+        assert found[0] == found[1] != 0, (state, found)
+        statuses.append(found[0])
+    kinds = {L.decode_status(status)[0] for status in statuses}
+    assert kinds == {L.STATUS_NONFINITE_Q, L.STATUS_NONFINITE_QD, L.STATUS_NONFINITE_TAU, L.STATUS_OVERFLOW}
+    with pytest.raises(rm.StateError, match=r"tau\[3\] is not finite"):
+        rm.forward_dynamics(model, q, qd, np.where(np.arange(7) == 3, np.inf, tau))

@@ -95,3 +95,20 @@ def test_non_finite_arguments_give_nan_like_libm():
     trig.sincos_array(x, s, c)
     assert np.isnan(s[:3]).all() and np.isnan(c[:3]).all()
     assert s[3] == pytest.approx(math.sin(1.0), rel=1e-16, abs=0)
+
+
+def test_sincos_of_sum_equals_sincos_array_of_the_sum_bit_for_bit():
+    # the serial-chain pass takes sin and cos of offset + q without storing the sum: the values must be those of
+    # sincos_array on the stored sum, over every reduction branch (out of range: libm; NaN and inf: NaN)
+    x = _arguments(100_000, seed=5)
+    offset = np.random.default_rng(5).uniform(-np.pi, np.pi, x.shape[0])
+    q = x - offset
+    q[:3] = (np.nan, np.inf, -np.inf)
+    total = offset + q
+    s, c = np.empty_like(x), np.empty_like(x)
+    ref_s, ref_c = np.empty_like(x), np.empty_like(x)
+    trig.sincos_of_sum_array(offset, q, s, c)
+    trig.sincos_array(total, ref_s, ref_c)
+    assert np.array_equal(s, ref_s, equal_nan=True) and np.array_equal(c, ref_c, equal_nan=True)
+    assert np.isnan(s[:3]).all() and np.isnan(c[:3]).all()
+    assert np.any(np.abs(total) > trig.REDUCTION_LIMIT)  # the libm branch was taken

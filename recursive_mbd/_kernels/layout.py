@@ -28,6 +28,8 @@ ROW_CHILDREN = 2  # some child other than body i + 1: orientation and condensed 
 FIRST_ROW_CHILD = 4  # the highest-index of its parent's row children: the first to condense onto the row (sets it)
 ALL_REVOLUTE = 8  # on body 0 only, a property of the model: every joint is revolute (so QIDX = body index), and
 #                   forward dynamics takes its specialised passes (no joint-type branches or loads per body)
+SERIAL_REVOLUTE = 16  # on body 0 only, a property of the model: ALL_REVOLUTE and the parent of body i is i - 1 (a
+#                       serial chain): forward dynamics takes passes with no parent or flag loads per body
 
 # ---- body_real: (nbodies, 12) float64 ---------------------------------------------------------------------------
 MASS = 0  # mass m [kg]

@@ -53,6 +53,7 @@ from .layout import (
     QIDX,
     ROW_CHILDREN,
     RX,
+    SERIAL_REVOLUTE,
     SN,
     STATUS_NONFINITE_Q,
     STATUS_NONFINITE_QD,
@@ -64,7 +65,7 @@ from .layout import (
     U1,
     UU,
 )
-from .trig import sincos_array
+from .trig import sincos_array, sincos_of_sum_array
 
 # FMA contraction only: the kernels rely on NaN comparisons (singularity and finiteness checks), which the
 # 'nnan'/'ninf' fast-math flags would let LLVM delete. IEEE division (error_model="numpy"): a kernel never raises,
@@ -531,6 +532,195 @@ def _forward_dynamics_revolute(body_int, body_real, gravity, q, qd, tau, wrench,
     return STATUS_OK
 
 
+
+@njit
+def _kinematics_pass_serial(body_real, q, qd, ws):
+    """Pass 1 of a serial chain (``SERIAL_REVOLUTE``: the parent of body i is i - 1), base to tip: each body's
+    orientation (cos, sin) and angular velocity into ws[:, CS], ws[:, SN], ws[:, OM], the parent's carried in
+    registers (the composition of ``_kinematics_pass_revolute``). The relative angles' sines and cosines come first
+    from one vectorised loop over offset + q (no angle column written). The joint geometry r, G, H is left to pass 2
+    (``_forward_dynamics_serial``), whose dependency chain leaves the issue slots it needs idle: this pass is then
+    only its own chain. Returns a probe: NaN if some q[i] or qd[i] is not finite, else 0."""
+    n = body_real.shape[0]
+    sincos_of_sum_array(body_real[:, ANGLE], q, ws[:, SN], ws[:, CS])
+    c = 1.0  # the ground's orientation and angular velocity
+    s = 0.0
+    om = 0.0
+    probe = 0.0
+    for i in range(n):
+        s_phi = ws[i, SN]
+        c_phi = ws[i, CS]
+        probe += s_phi * qd[i] * 0.0  # NaN if q[i] (hence s_phi) or qd[i] is not finite, else 0
+        om = om + qd[i]
+        c, s = c * c_phi - s * s_phi, s * c_phi + c * s_phi
+        ws[i, CS] = c
+        ws[i, SN] = s
+        ws[i, OM] = om
+    return probe
+
+
+@njit
+def _input_status_or(q, qd, tau, status):
+    """The status naming the first non-finite entry of q, qd or tau, or ``status`` if they are all finite."""
+    first = check_finite(q, qd, tau)
+    return status if first == STATUS_OK else first
+
+
+@njit
+def _forward_dynamics_serial(body_real, gravity, q, qd, tau, wrench, ws, qdd):
+    """``_forward_dynamics_revolute`` of a serial chain (flag SERIAL_REVOLUTE): the same arithmetic in the same
+    order (results equal bit for bit), with every parent's and child's data in registers, so no pass loads a
+    parent index or a flag or branches on them per body (a quarter of what passes 2 and 3 did beyond their
+    dependency chains); the body accelerations are not stored (no other child reads them). Pass 1 leaves every
+    body's orientation in ws[:, CS], ws[:, SN], ws[:, OM]; passes 2 and 3 compute the joint geometry from them, off
+    their dependency chains, so the workspace holds per body only those 3 and the gains U1, UU (4) that pass 2
+    leaves for pass 3 (ws[:, RX], HX and GX are not written). Counted per body, the passes read 208 bytes and
+    write 80 (q, qd, tau, 7 model fields, the relative sin/cos, 7 workspace fields; qdd) where the revolute-tree
+    passes with their finiteness sweep read 312 and write 112 (an angle column, parent and flag loads in every
+    pass, the geometry stored by pass 1 and read by passes 2 and 3): the difference is most of what a chain of
+    1e6 bodies, out of cache, paid beyond one of 1e4.
+
+    The finiteness of q, qd and tau is checked on the way, not by a sweep of its own before (at 1e6 bodies that
+    sweep is a read of all three from memory): the passes add x * 0 of every input entry into a probe, off the
+    dependency chains, and an exit (a singular joint, a non-finite probe) first asks ``check_finite`` for the entry
+    to name. The statuses are those of ``forward_dynamics``; only qdd and ws are written before a failure is seen.
+    """
+    n = body_real.shape[0]
+    has_wrench = wrench.shape[0] > 0
+    probe = _kinematics_pass_serial(body_real, q, qd, ws)
+
+    # pass 2, tip to base (eqs. 3.23, 3.24b); G = (gx, gy, 1); the child's condensed mass and force in registers.
+    # First the joint geometry (eqs. 3.18-3.19) from the orientations of body i (carried from the previous step) and
+    # of its parent i - 1, in the arithmetic of _kinematics_pass_revolute. Not stored: pass 3 computes it again
+    # (recomputing costs its short chain nothing; storing and loading cost 6 streams of memory per body)
+    ca = cb = cc = cd = ce = cf = cq0 = cq1 = cq2 = 0.0
+    c_i = ws[n - 1, CS]
+    s_i = ws[n - 1, SN]
+    om_i = ws[n - 1, OM]
+    for i in range(n - 1, -1, -1):
+        if i > 0:
+            cp = ws[i - 1, CS]
+            sp = ws[i - 1, SN]
+            om_p = ws[i - 1, OM]
+        else:  # the ground
+            cp = 1.0
+            sp = 0.0
+            om_p = 0.0
+        dlx = body_real[i, PPX]
+        dly = body_real[i, PPX + 1]
+        dx = cp * dlx - sp * dly
+        dy = sp * dlx + cp * dly
+        colx = body_real[i, COX]
+        coly = body_real[i, COX + 1]
+        ex = c_i * colx - s_i * coly
+        ey = s_i * colx + c_i * coly
+        rx = dx + ex
+        ry = dy + ey
+        hx = -om_p * om_p * dx - om_i * om_i * ex
+        hy = -om_p * om_p * dy - om_i * om_i * ey
+        gx = 0.0 - ey  # not -ey: LLVM would fold that negation into the products below, rounding them otherwise
+        gy = ex
+        c_i = cp
+        s_i = sp
+        om_i = om_p
+        a = body_real[i, MASS]
+        b = 0.0
+        c = 0.0
+        d = a
+        e = 0.0
+        f = body_real[i, INERTIA]
+        q0 = a * gravity[0]
+        q1 = a * gravity[1]
+        q2 = 0.0
+        if has_wrench:
+            q0 += wrench[i, 0]
+            q1 += wrench[i, 1]
+            q2 += wrench[i, 2]
+        if i < n - 1:  # the tip has no child
+            a += ca
+            b += cb
+            c += cc
+            d += cd
+            e += ce
+            f += cf
+            q0 += cq0
+            q1 += cq1
+            q2 += cq2
+        f0 = q0 - (a * hx + b * hy)
+        f1 = q1 - (b * hx + d * hy)
+        f2 = q2 - (c * hx + e * hy)
+        u0 = a * gx + b * gy + c
+        u1 = b * gx + d * gy + e
+        u2 = c * gx + e * gy + f
+        dd = gx * u0 + gy * u1 + u2
+        scale = (abs(a) + abs(d)) * (gx * gx + gy * gy) + abs(f)
+        if not (dd > SINGULAR_RTOL * scale):  # or NaN, from a non-finite input
+            return _input_status_or(q, qd, tau, STATUS_SINGULAR | (i << 4))
+        dinv = 1.0 / dd
+        uu = tau[i] + gx * f0 + gy * f1 + f2
+        probe += tau[i] * 0.0
+        k0 = u0 * dinv
+        k1 = u1 * dinv
+        k2 = u2 * dinv
+        w = uu * dinv
+        ws[i, U1 + 0] = k0
+        ws[i, U1 + 1] = k1
+        ws[i, U1 + 2] = k2
+        ws[i, UU] = w
+        a -= u0 * k0
+        b -= u0 * k1
+        c -= u0 * k2
+        d -= u1 * k1
+        e -= u1 * k2
+        f -= u2 * k2
+        f0 -= u0 * w
+        f1 -= u1 * w
+        f2 -= u2 * w
+        ct02, ct12, ct22 = _shift_inertia(rx, ry, a, b, c, d, e, f)
+        ca, cb, cc, cd, ce, cf = a, b, ct02, d, ct12, ct22
+        cq0, cq1, cq2 = f0, f1, f2 - ry * f0 + rx * f1
+
+    # pass 3, base to tip (eqs. 3.23, 3.19a); the parent's acceleration in registers; overflow probe as in
+    # forward_dynamics
+    a0 = a1 = a2 = 0.0
+    cp = 1.0  # the ground
+    sp = 0.0
+    om_p = 0.0
+    for i in range(n):
+        # the joint geometry again, as in pass 2 (bit for bit: the same expressions of the same values)
+        c_i = ws[i, CS]
+        s_i = ws[i, SN]
+        om_i = ws[i, OM]
+        dlx = body_real[i, PPX]
+        dly = body_real[i, PPX + 1]
+        dx = cp * dlx - sp * dly
+        dy = sp * dlx + cp * dly
+        colx = body_real[i, COX]
+        coly = body_real[i, COX + 1]
+        ex = c_i * colx - s_i * coly
+        ey = s_i * colx + c_i * coly
+        rx = dx + ex
+        ry = dy + ey
+        hx = -om_p * om_p * dx - om_i * om_i * ex
+        hy = -om_p * om_p * dy - om_i * om_i * ey
+        gx = 0.0 - ey
+        gy = ex
+        cp = c_i
+        sp = s_i
+        om_p = om_i
+        b0 = a0 - ry * a2  # B a_P
+        b1 = a1 + rx * a2
+        acc = ws[i, UU] - (ws[i, U1] * b0 + ws[i, U1 + 1] * b1 + ws[i, U1 + 2] * a2)
+        qdd[i] = acc
+        probe += acc * 0.0
+        a0 = b0 + hx + gx * acc
+        a1 = b1 + hy + gy * acc
+        a2 = a2 + acc
+    if not math.isfinite(probe):  # a non-finite input (named first) or output
+        return _input_status_or(q, qd, tau, check_output(qdd))
+    return STATUS_OK
+
+
 @njit
 def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, ws, qdd, drive):
     """Recursive O(N) forward dynamics: qdd from M(q) qdd + h(q, qd) = tau + J^T wrench (seed 003, eqs. 3.18-3.24).
@@ -540,19 +730,22 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, w
     accelerations. The body accelerations and orientations pass from body i to body i + 1 in registers: only bodies
     with other children (ROW_CHILDREN) keep them in ws[i, ACC:ACC+3] and ws[i, TH/CS/SN/OM] (``kinematics_pass``).
     A model whose joints are all revolute (flag ALL_REVOLUTE of body 0) without driven joints takes
-    ``_forward_dynamics_revolute``: the same arithmetic without the per-body joint-type branches.
+    ``_forward_dynamics_revolute``: the same arithmetic without the per-body joint-type branches; a serial chain of
+    them (flag SERIAL_REVOLUTE) ``_forward_dynamics_serial``, without parent or flag loads either.
 
     wrench (nbodies, 3): external force and moment at each centre of mass, or shape (0, 3) for none.
     driven (nbodies,): nonzero for a 1-dof joint whose acceleration is prescribed (in qdd on entry); such a joint
     is not eliminated, and drive[k] returns the joint force its driver must add to tau[k]. Shape (0,) for none.
     """
+    has_drivers = driven.shape[0] > 0
+    if body_int[0, FLAGS] & SERIAL_REVOLUTE and not has_drivers:  # properties of the model: a branch per call
+        return _forward_dynamics_serial(body_real, gravity, q, qd, tau, wrench, ws, qdd)  # checks q, qd, tau itself
     status = check_finite(q, qd, tau)
     if status != STATUS_OK:
         return status
     n = body_int.shape[0]
     has_wrench = wrench.shape[0] > 0
-    has_drivers = driven.shape[0] > 0
-    if body_int[0, FLAGS] & ALL_REVOLUTE and not has_drivers:  # a property of the model: one branch per call
+    if body_int[0, FLAGS] & ALL_REVOLUTE and not has_drivers:
         return _forward_dynamics_revolute(body_int, body_real, gravity, q, qd, tau, wrench, ws, qdd)
     kinematics_pass(body_int, body_real, q, qd, ws, False)
 

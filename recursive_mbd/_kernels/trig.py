@@ -105,3 +105,23 @@ def sincos_array(x, s, c):
             if not (abs(x[k]) <= REDUCTION_LIMIT):
                 s[k] = math.sin(x[k])
                 c[k] = math.cos(x[k])
+
+
+@njit
+def sincos_of_sum_array(x, y, s, c):
+    """s[k], c[k] = sin(x[k] + y[k]), cos(x[k] + y[k]) for 1-D float64 arrays of one length: ``sincos_array`` of
+    the sum without storing the sum (one stream fewer to memory for a kernel whose angles are offset + q).
+
+    Bit for bit the values ``sincos_array`` gives for an array holding x + y.
+    """
+    out_of_range = False
+    for k in range(x.shape[0]):
+        xk = x[k] + y[k]
+        s[k], c[k] = _reduced_sincos(xk)
+        out_of_range |= not (abs(xk) <= REDUCTION_LIMIT)
+    if out_of_range:
+        for k in range(x.shape[0]):
+            xk = x[k] + y[k]
+            if not (abs(xk) <= REDUCTION_LIMIT):
+                s[k] = math.sin(xk)
+                c[k] = math.cos(xk)
