@@ -626,8 +626,10 @@ class Model:
                     slot += 1
                 else:
                     elem_real[e, L.EPBX] = el["value"]
-        elem_int = np.asfortranarray(elem_int)
-        elem_real = np.asfortranarray(elem_real)
+        # row-major (as allocated) whatever the count, as the ensembles' per-member elem_real: a few numbers per
+        # element, read once per evaluation. Column-major arrays of 0 or 1 element are also row-major (numpy flags
+        # them both, numba types them C), so models with 2 or more elements had another numba type, and every kernel
+        # and time loop taking them compiled twice.
         elem_int.setflags(write=False)
         elem_real.setflags(write=False)
         self.elem_int = elem_int

@@ -195,6 +195,8 @@ def test_all_revolute_kernel_equals_the_general_passes_bit_for_bit(seed):
         general[0, L.FLAGS] &= ~(L.ALL_REVOLUTE | L.SERIAL_REVOLUTE)
         revolute_tree = np.array(model.body_int, order="F")
         revolute_tree[0, L.FLAGS] &= ~L.SERIAL_REVOLUTE
+        for copy in (general, revolute_tree):  # read-only as the model's own: one compiled specialisation serves all
+            copy.setflags(write=False)
         ws = workspace(model)
         q, qd, tau = random_state(model, seed)
         q[::3] *= 1e6  # relative angles beyond the inline range reduction (libm's) too
@@ -234,6 +236,7 @@ def test_serial_route_reports_the_statuses_of_the_general_passes():
     assert model.body_int[0, L.FLAGS] & L.SERIAL_REVOLUTE
     general = np.array(model.body_int, order="F")
     general[0, L.FLAGS] &= ~(L.ALL_REVOLUTE | L.SERIAL_REVOLUTE)
+    general.setflags(write=False)
     ws = workspace(model)
     q, qd, tau = random_state(model, 7)
     cases = []

@@ -196,7 +196,7 @@ def _locate_event(events, events_key, index, t, h, y, y_new, k, dense, g0, g1, y
     hi = 1.0
     g_lo = g0
     g_hi = g1
-    side = 0
+    side = np.int64(0)
     theta = 1.0
     for _ in range(100):
         theta = (lo * g_hi - hi * g_lo) / (g_hi - g_lo)
@@ -243,10 +243,10 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
     scale = np.empty(n)
     err_vec = np.empty(n)
     t = t0
-    nfev = 0
+    nfev = np.int64(0)  # not the literal 0: a callee taking it would compile once more for Literal[int](0)
     nsteps = 0
     nrejected = 0
-    count = 0
+    count = np.int64(0)
     use_eval = t_eval.shape[0] > 0
     next_eval = 0
     if use_eval:
@@ -264,7 +264,7 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
     ev_tmp = np.empty(n_events)
     ev_row = np.empty(n + 1)
     y_stop = np.empty(n)
-    nev = 0
+    nev = np.int64(0)
     if n_events > 0:
         status = events(events_key, t, y, y, ev_old)
         if status != STATUS_OK:
@@ -478,8 +478,8 @@ def integrate_fixed(inputs, key, system, y0, t0, t_end, dt, nsteps_total, every,
     y = y0.copy()
     ytmp = np.empty(n)
     t = t0
-    nfev = 0
-    count = 0
+    nfev = np.int64(0)  # not the literal 0 (see integrate_adaptive)
+    count = np.int64(0)
     t_out, y_out = _store(t_out, y_out, count, t0, y)
     count += 1
     for step in range(nsteps_total):

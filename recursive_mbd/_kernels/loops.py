@@ -416,28 +416,28 @@ def branch_normals(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc
     npts = BRANCH_OFFSETS.shape[0]
     rows = np.zeros((npts, m, nq))
     shifted = np.empty(nq)
-    rank = -1
+    rank = np.int64(-1)  # int64, not Literal[int](-1): branch_basis compiles once
     for attempt in range(3):
         step = BRANCH_STEP * 3.0**attempt
-        rank = -1
+        rank = np.int64(-1)
         for j in range(npts):
             for k in range(nq):
                 shifted[k] = q[k] + BRANCH_OFFSETS[j] * step * qd[k] / speed
             status, gap = close_loops(body_int, body_real, loop_int, loop_real, shifted, qd, no_driven, ws, com, acc,
                                       phi, phid, jac, gamma, weights, resp, no_resp_drive, zeros, no_gravity, tol,
-                                      20, rcond_position)
+                                      np.int64(20), rcond_position)  # int64, not Literal[int](20): one compile
             if status != STATUS_OK or not gap <= 1e3 * tol:
-                rank = -1
+                rank = np.int64(-1)
                 break
             status = loop_constraints(body_int, body_real, loop_int, loop_real, shifted, qd, ws, com, acc, phi,
                                       phid, jac, gamma, weights)
             if status != STATUS_OK:
-                rank = -1
+                rank = np.int64(-1)
                 break
             strong, weak = _strong_rank(body_int, body_real, shifted, jac, ws, resp, no_resp_drive, no_driven,
                                         zeros, no_gravity, gram, zone)
             if weak > 0 or strong <= rank_q or (j > 0 and strong != rank):
-                rank = -1
+                rank = np.int64(-1)
                 break
             rank = strong
             _, _, vt = np.linalg.svd(jac, full_matrices=False)  # J's row space: its first r right vectors

@@ -1128,4 +1128,8 @@ def forward_dynamics_tree(body_int, body_real, gravity, q, qd, tau, ws, qdd):
         return -3
     if qdd.shape[0] != nq:
         return -4
-    return forward_dynamics(body_int, body_real, gravity, q, qd, tau, ws[:0, :3], body_int[:0, 0], ws, qdd, qdd[:0])
+    # the empty views typed as the arrays every other caller passes (wrench (0, 3) and driven (0,) uint8, both C):
+    # one compiled specialisation of forward_dynamics serves this path too (ws[:0, :3] would be an 'A' array)
+    empty = qdd[:0]
+    no_wrench, no_driven = empty.reshape((0, 3)), empty.view(numba.uint8)
+    return forward_dynamics(body_int, body_real, gravity, q, qd, tau, no_wrench, no_driven, ws, qdd, empty)
