@@ -29,11 +29,16 @@ from .model3d import Model3D
 _ORIGIN = (0.0, 0.0)  # point_kinematics' default point (a spatial model's default is its own (0, 0, 0))
 
 
+_spatial_module = []  # the spatial formulation once imported (an import statement per call costs ~0.2 us)
+
+
 def _spatial():
     """The spatial formulation, imported on first use (it does not import this module)."""
-    from . import spatial  # noqa: PLC0415  (lazy: planar users never load the spatial kernels)
+    if not _spatial_module:
+        from . import spatial  # noqa: PLC0415  (lazy: planar users never load the spatial kernels)
 
-    return spatial
+        _spatial_module.append(spatial)
+    return _spatial_module[0]
 
 
 def element_forces(model, q, qd, t=0.0):
@@ -96,6 +101,9 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
     evaluation ``element_forces``. A model with loops returns the constrained accelerations
     (``recursive_mbd.loops.loop_dynamics``, which also gives the multipliers and loop forces).
     """
+    if model.__class__ is Model3D and not model._loops:  # a spatial tree, straight to its formulation: the
+        # planar lookups below would raise and catch an AttributeError first, about 1 us a call
+        return _spatial().forward_dynamics(model, q, qd, tau, out, t=t, method=method)
     try:
         ws = model._workspace
         short = ws.short_fd
