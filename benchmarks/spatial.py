@@ -1,6 +1,7 @@
 """Spatial forward dynamics per call on chains, against Pinocchio ABA and MuJoCo mj_forward (issue 18).
 
     python3 benchmarks/spatial.py [--max-n 1000000] [--quick] [--pinocchio-max-n 200] [--memory-gb 4]
+                                  [--min-n 2] [--pinocchio-memory-share 0.5]
 
 Two chains, N = 2 ... 1e6 links: spherical joints (nq = 4N, nv = 3N), and revolute joints about random axes (seeded)
 in the joint frames. Each link is a rod 0.1 m long along its body -z, hinged at its top to the bottom of the
@@ -24,9 +25,9 @@ recursive_mbd this includes the Python builder's per-body objects), and recursiv
 ("FD MB": the packed model arrays, q, v, tau, and the tracemalloc peak of the first call, which allocates the
 workspace). Pinocchio's Data grows like N^3 (spherical chain: 0.3 GB at N = 50, 1.8 GB at 100, 13.7 GB at 200):
 a Pinocchio memory row is run only where 1.8 GB (N / 100)^3 fits in --memory-gb, and Pinocchio is timed up to
---pinocchio-max-n where that fits in half the machine's available memory. MuJoCo refuses bodies nested deeper
-than 1023 (its XML parser earlier, so the model is built with MjSpec): the refusal at N = 1024 is caught and
-reported. Writes benchmarks/results/spatial.json (spatial_quick.json with --quick).
+--pinocchio-max-n where that fits in --pinocchio-memory-share (default half) of the available memory. MuJoCo
+refuses bodies nested deeper than 1023 (its XML parser earlier, so the model is built with MjSpec): the refusal at
+N = 1024 is caught and reported. Writes benchmarks/results/spatial.json (spatial_quick.json with --quick).
 
 Pinocchio (``pip install pin``) and MuJoCo (``pip install mujoco``) are optional: rows are left empty without them.
 """
@@ -368,6 +369,9 @@ def main():
     parser.add_argument("--min-n", type=float, default=2, help="smallest N (a partial run writes spatial_from<N>.json)")
     parser.add_argument("--pinocchio-max-n", type=int, default=200,
                         help="largest N timed with Pinocchio (its Data: 13.7 GB for the spherical chain at 200)")
+    parser.add_argument("--pinocchio-memory-share", type=float, default=0.5,
+                        help="share of the available memory Pinocchio's predicted Data may take for it to be timed "
+                             "(0.9 times N = 200 on a quiet 24 GB machine)")
     parser.add_argument("--memory-gb", type=float, default=4.0,
                         help="address-space cap of each memory subprocess; larger predicted rows are skipped")
     parser.add_argument("--memory-child", nargs=3, metavar=("LIBRARY", "KIND", "N"), help=argparse.SUPPRESS)
@@ -390,7 +394,7 @@ def main():
             # Pinocchio's Data: ~ 1.8 GB (n / 100)^3 on the spherical chain (measured), 1/27 of it on the revolute
             pin_bytes = 1.8e9 * (n / 100) ** 3 * (1.0 if kind == "spherical" else 1 / 27)
             use_pin = have["pinocchio"] and n <= args.pinocchio_max_n
-            if use_pin and pin_bytes > 0.5 * available_memory_bytes():
+            if use_pin and pin_bytes > args.pinocchio_memory_share * available_memory_bytes():
                 notes.append(f"Pinocchio not timed on the {kind} chain at N = {n}: its Data needs about "
                              f"{pin_bytes / 1e9:.1f} GB, {available_memory_bytes() / 1e9:.1f} GB available")
                 use_pin = False
