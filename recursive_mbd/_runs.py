@@ -467,6 +467,10 @@ class SimulationResult:
         Absolute coordinates and rates of the centres of mass (augmented formulation only).
     t_events, q_events, qd_events : list of ndarray
         Per event function: the times of its zero crossings (nev,) and the states there (nev, nq).
+    multipliers : ndarray, shape (nt, m), or None
+        Method "generalized_alpha" on a model with closed loops: the Lagrange multipliers lambda of the m loop
+        equations at the samples (M qdd + h = tau + Q - J^T lambda, the sign of ``loop_dynamics``), those of the
+        converged step at step ends, linear in time between them at t_eval points and events. None otherwise.
     newton_iterations, newton_factorizations : int
         Methods "generalized_alpha" and "bdf" only: Newton iterations and factorisations of the Newton matrix, in
         total.
@@ -488,6 +492,7 @@ class SimulationResult:
         self._evaluator = evaluator  # (callback, key, system, inputs) of the run, to evaluate its dynamics again
         self.status = "finished"
         self.constraint_drift = None  # max |phi| per sample, for models with loops
+        self.multipliers = None  # (nt, m): generalized_alpha's loop multipliers at the samples
         self.t_events = []  # per event function: times of its zero crossings, and the state there
         self.q_events = []
         self.qd_events = []

@@ -398,14 +398,18 @@ def run_options(rho_inf, newton_tol, max_newton, t0, t_end, dt, max_steps, every
 
 
 def finish_run(model, loop, callback, key, inputs, event_functions, control, t_out, y_out, nfev, nsteps, records,
-               status, t_fail, info, iterations, dt, newton_tol, max_newton, max_steps, residual_name):
+               status, t_fail, info, iterations, dt, newton_tol, max_newton, max_steps, residual_name,
+               multipliers=None):
     """The result of a generalised-alpha run (planar or spatial loop), with ``newton_iterations`` and
-    ``newton_factorizations``, its events; KeyboardInterrupt, or SimulationError with the samples so far in
-    .result, for a run that did not end well."""
+    ``newton_factorizations``, its events, and ``multipliers`` (nt, m) when given (the loops' lambda at the
+    samples); KeyboardInterrupt, or SimulationError with the samples so far in .result, for a run that did not
+    end well."""
     from . import _runs  # noqa: PLC0415
 
     result = _runs._make_result(model, loop, callback, key, np.array(t_out), np.array(y_out), "generalized_alpha",
                                 nfev, nsteps, 0)
+    if multipliers is not None:
+        result.multipliers = np.array(multipliers)
     result.newton_iterations = iterations
     result.newton_factorizations = int(info[4])
     for i in range(len(event_functions.functions)):

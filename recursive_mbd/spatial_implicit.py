@@ -86,7 +86,6 @@ import numpy as np
 
 from . import _runs
 from ._kernels import spatial_layout as SL
-from .errors import ModelError
 from .implicit import finish_run, run_options
 
 
@@ -123,9 +122,6 @@ def simulate_generalized_alpha(model, inputs, loop, q0, qd0, t0, t_end, dt, *, e
     from ._kernels import integrators  # noqa: PLC0415
     from ._kernels import spatial_implicit as kernels  # noqa: PLC0415
 
-    if model.nloops:
-        raise ModelError(f"method 'generalized_alpha' does not take closed loops on a Model3D yet (this model has "
-                         f"{model.nloops}: {', '.join(repr(n) for n in model.loop_names)}); use dopri5 or dop853")
     coefficients, newton_tol, max_newton, t0, t_end, dt, every, t_eval_arr = run_options(
         rho_inf, newton_tol, max_newton, t0, t_end, dt, max_steps, every, t_eval)
     callback, key = inputs.callback()
@@ -143,7 +139,8 @@ def simulate_generalized_alpha(model, inputs, loop, q0, qd0, t0, t_end, dt, *, e
         _runs._PYTHON_INPUTS[events_key] = event_functions
     else:
         events_fn, events_key = integrators.no_inputs, 0
-    carry = np.zeros(2 + 2 * model.nv + 1)
+    m = model.nconstraints
+    carry = np.zeros(2 + 2 * model.nv + m + 1)
     info = np.zeros(8)
     totals = {"iterations": 0}
     n = y0.size
@@ -152,12 +149,14 @@ def simulate_generalized_alpha(model, inputs, loop, q0, qd0, t0, t_end, dt, *, e
         else integrators.output_rows(n, t_eval_arr)
 
     def run(y_start, ta, tb, piece_eval):
+        # the kernel's output rows are (y, lambda): a later piece starts from the state part of the last one
         control.restart()
         (status, t_fail, count, t_out, y_out, nfev, nsteps, iterations, nev, ev_t,
          ev_y) = kernels.integrate_generalized_alpha(
-            callback, key, system, y_start, carry, ta, tb, dt, _runs.fixed_step_count(ta, tb, dt, max_steps),
-            every, np.empty(0) if piece_eval is None else piece_eval, coefficients, newton_tol, max_newton,
-            j_stiff, j_damp, np.empty(capacity), np.empty((capacity, n)), events_fn, events_key,
+            callback, key, system, np.ascontiguousarray(y_start[:n]), carry, ta, tb, dt,
+            _runs.fixed_step_count(ta, tb, dt, max_steps), every, np.empty(0) if piece_eval is None else piece_eval,
+            coefficients, newton_tol, max_newton, j_stiff, j_damp, np.empty(capacity), np.empty((capacity, n + m)),
+            events_fn, events_key,
             event_functions.directions, event_functions.terminal, np.empty(16), np.empty((16, n + 1)), *monitor,
             info)
         totals["iterations"] += iterations
@@ -167,9 +166,10 @@ def simulate_generalized_alpha(model, inputs, loop, q0, qd0, t0, t_end, dt, *, e
     with control:
         status, t_fail, t_out, y_out, nfev, nsteps, _, records = _runs._run_segments(
             run, y0, t0, t_end, t_eval_arr, dt, progress)
-    result = finish_run(model, loop, callback, key, inputs, event_functions, control, t_out, y_out, nfev, nsteps,
-                        records, status, t_fail, info, totals["iterations"], dt, newton_tol, max_newton, max_steps,
-                        "M vdot + h - Q")
+    result = finish_run(model, loop, callback, key, inputs, event_functions, control, t_out, y_out[:, :n], nfev,
+                        nsteps, records, status, t_fail, info, totals["iterations"], dt, newton_tol, max_newton,
+                        max_steps, "M vdot + h - Q + J^T lambda" if m else "M vdot + h - Q",
+                        multipliers=y_out[:, n:] if m else None)
     result.newton_contraction = float(np.exp(info[5] / info[6])) if info[6] else 0.0
     result.newton_contraction_max = float(info[7])
     return result

@@ -417,6 +417,17 @@ def newton_correction(body_int, driven, uu, dinv, gcol, rvec, free, residual, ph
     effective_apply(body_int, driven, uu, dinv, gcol, rvec, rhs_full, ub, pa, vel, xfull)
     for j in range(nf):
         dx[j] = xfull[free[j]]
+    return schur_correction(free, jac, resp, gram, rcond, phi_scaled, dx, dlam, work_m)
+
+
+@njit
+def schur_correction(free, jac, resp, gram, rcond, phi_scaled, dx, dlam, work_m):
+    """The loop rows' part of the bordered solve [S J^T; J 0] [dx; dlam] = [residual; phi_scaled], whatever S is
+    (the planar or the spatial factors): on entry dx (nf,) = S^-1 residual, resp (m, nf) = S^-1 J^T and gram =
+    J S^-1 J^T; then (J S^-1 J^T) dlam = J dx - phi_scaled (``loops.filtered_solve``: exact where the loops are
+    independent, minimum-norm where redundant) and dx -= (S^-1 J^T) dlam. J is jac (m, nq) on the columns
+    ``free`` (nf,). work_m (m,) scratch. O(N m + m^3). Returns False if the small system is not finite."""
+    nf = free.shape[0]
     m = dlam.shape[0]
     if m == 0:
         return True

@@ -13,9 +13,10 @@ import math
 import numba
 import numpy as np
 
-from .implicit import SLOW_CONTRACTION, _hermite_span, _locate_span
+from .implicit import SLOW_CONTRACTION, _hermite_span, _locate_span, position_correction, schur_correction
 from .integrators import _fatal, _poll, _store
 from .layout import STATUS_EVENT, STATUS_NO_CONVERGENCE, STATUS_OK, STATUS_SINGULAR
+from .loops import gram_matrix
 from .spatial import (
     SINGULAR_RTOL,
     _body_inertia,
@@ -31,7 +32,17 @@ from .spatial import (
 )
 from .spatial_elements import element_forces
 from .spatial_layout import CP, MASS, MCOM, NVJ, PA, PARENT, PP, VIDX, WC, WI, WP, WR, WT
-from .spatial_system import configuration_rate, integrate_configuration, system_rhs
+from .spatial_system import (
+    LOOP_JAC,
+    LOOP_LAM,
+    LOOP_PHI,
+    LOOP_PHID,
+    LOOP_SETTINGS,
+    _constraints,
+    configuration_rate,
+    integrate_configuration,
+    system_rhs,
+)
 
 njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 
@@ -299,15 +310,19 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     (``_kernels.implicit.integrate_generalized_alpha``) on the state y = (q (nq), v (nv), W_dissipated, W_applied).
 
     Each step: unknown vdot+ (nv); a+ from (1 - alpha_m) a+ + alpha_m a = (1 - alpha_f) vdot+ + alpha_f vdot,
-    v+ = v + h (1 - gamma) a + h gamma a+, q+ = q (+) (h v + h^2 (1/2 - beta) a + h^2 beta a+)
-    (``spatial_system.integrate_configuration``: unit quaternions by construction); residual = inverse dynamics
-    minus tau and the element loads at (t+, q+, v+); Newton with S = M + c_stiff K_gravity + diag(c_stiff j_stiff +
-    c_damp j_damp)
-    factorised at an iterate and reused while the corrections shrink >= 20x per iteration (as the planar loop).
-    carry (2 + 2 nv + 1): (powers, a, vdot, started). info (8,): on a Newton failure (last position correction,
-    max |residual|, step, iterations); info[4] factorisations (added to); info[5], info[6]: the sum of
-    log(correction ratio) and the number of ratios measured (corrections above 1e3 newton_tol: the contraction
-    factor before round-off); info[7] the largest ratio.
+    v+ = v + h (1 - gamma) a + h gamma a+, q+ = q (+) (h v + h^2 (1/2 - beta) a + h^2 beta a+ + J^T nu)
+    (``spatial_system.integrate_configuration``: unit quaternions by construction; nu only with loops);
+    residual = inverse dynamics minus tau and the element loads at (t+, q+, v+), plus J^T lambda with loops;
+    Newton with S = M + c_stiff K_gravity + diag(c_stiff j_stiff + c_damp j_damp) factorised at an iterate and
+    reused while the corrections shrink >= 20x per iteration (as the planar loop). With the m loop equations of
+    ``system.loops`` (``recursive_mbd.spatial_implicit``: stabilised index 2) the correction is bordered by the
+    rows J v+ / c_damp (``implicit.schur_correction`` on the responses S^-1 J^T, m applies of the factors) and
+    phi(q+) / c_stiff (``implicit.position_correction``), O(N m + m^3) an iteration.
+    carry (2 + 2 nv + m + 1): (powers, a, vdot, lambda, started). y_out rows (n + m): the state y, then the
+    multipliers lambda at that sample (linear in time between step ends at t_eval points and events). info (8,):
+    on a Newton failure (last position correction, max |residual|, step, iterations); info[4] factorisations
+    (added to); info[5], info[6]: the sum of log(correction ratio) and the number of ratios measured (corrections
+    above 1e3 newton_tol: the contraction factor before round-off); info[7] the largest ratio.
     Returns (status, t_fail, count, t_out, y_out, nfev, nsteps, newton_iterations, nev, ev_t, ev_y).
     """
     body_int = system.body_int
@@ -321,6 +336,12 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     alpha_f = coefficients[1]
     gamma = coefficients[2]
     beta = coefficients[3]
+    loops = system.loops
+    phi = loops[LOOP_PHI]
+    phid = loops[LOOP_PHID]  # J v at the last residual's state
+    jac = loops[LOOP_JAC]
+    m = phi.shape[0]
+    rcond = loops[LOOP_SETTINGS][4]
     max_nv = 1
     for i in range(nb):
         max_nv = max(max_nv, body_int[i, NVJ])
@@ -345,6 +366,19 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     delta = np.zeros(nv)
     q_new = np.zeros(nq)
     v_new = np.zeros(nv)
+    # the loop rows (m = 0 for a tree): every velocity is an unknown (no drivers on a Model3D)
+    free = np.arange(nv)
+    resp = np.zeros((m, nv))  # S^-1 J^T at the factors' iterate
+    gram = np.zeros((m, m))
+    gram_pos = np.zeros((m, m))
+    work_m = np.zeros(m)
+    rate_scaled = np.zeros(m)
+    dlam = np.zeros(m)
+    dnu = np.zeros(m)
+    lam = np.zeros(m)
+    lam_old = np.zeros(m)
+    shift = np.zeros(nv)  # J^T nu: the position correction of the stabilised index-2 form, in the tangent space
+    xfull = np.zeros(nv)
     rate = np.zeros(n)  # (q', v') at the step's start, for the dense output
     rate_new = np.zeros(n)
     powers = np.zeros(2)
@@ -352,6 +386,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     y = y0.copy()
     y_new = y0.copy()
     ytmp = np.empty(n)
+    row = np.empty(n + m)  # an output row: the state, then the multipliers
     nfev = 0
     iterations = 0
     count = 0
@@ -362,14 +397,18 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         for j in range(nv):
             acc[j] = carry[2 + j]
             vdot[j] = carry[2 + nv + j]
+        for r in range(m):
+            lam[r] = carry[2 + 2 * nv + r]
     else:
-        status = system_rhs(inputs, key, system, t0, y, ytmp)  # vdot, powers at the start
+        status = system_rhs(inputs, key, system, t0, y, ytmp)  # vdot, lambda, powers at the start
         nfev += 1
         if status != STATUS_OK:
             return status, t, count, t_out, y_out, nfev, 0, iterations, 0, ev_t, ev_y
         for j in range(nv):
             vdot[j] = ytmp[nq + j]
             acc[j] = vdot[j]
+        for r in range(m):
+            lam[r] = loops[LOOP_LAM][r]
         powers[0] = ytmp[nq + nv]
         powers[1] = ytmp[nq + nv + 1]
     configuration_rate(system, y, y[nq:nq + nv], rate)
@@ -377,13 +416,14 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         rate[nq + j] = vdot[j]
     use_eval = t_eval.shape[0] > 0
     next_eval = 0
+    _output_row(y, lam, lam, 1.0, row)
     if use_eval:
         while next_eval < t_eval.shape[0] and t_eval[next_eval] <= t0:
-            t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], y)
+            t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row)
             count += 1
             next_eval += 1
     else:
-        t_out, y_out = _store(t_out, y_out, count, t0, y)
+        t_out, y_out = _store(t_out, y_out, count, t0, row)
         count += 1
     n_events = directions.shape[0]
     ev_old = np.empty(n_events)
@@ -391,13 +431,14 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     ev_tmp = np.empty(n_events)
     ev_row = np.empty(n + 1)
     y_stop = np.empty(n)
+    theta_stop = 1.0
     nev = 0
     if n_events > 0:
         status = events(events_key, t, y, y, ev_old)
         if status != STATUS_OK:
             return status, t, count, t_out, y_out, nfev, 0, iterations, nev, ev_t, ev_y
     scale = (1.0 - alpha_f) / (1.0 - alpha_m)
-    factored_h = -1.0  # the step of the factors; -1: none
+    factored_h = -1.0  # the step of the factors (and of resp, gram); -1: none
     fresh = False
     for step in range(nsteps_total):
         t_new = t_end if step == nsteps_total - 1 else t0 + (step + 1) * dt
@@ -407,6 +448,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         for j in range(nv):
             vdot_new[j] = vdot[j]
             j_diag[j] = c_stiff * j_stiff[j] + c_damp * j_damp[j]
+            shift[j] = 0.0
+        for r in range(m):
+            lam_old[r] = lam[r]
         converged = False
         correction = np.inf
         res_max = np.inf
@@ -417,6 +461,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 factored_h = -1.0
                 for j in range(nv):
                     vdot_new[j] = vdot[j]
+                    shift[j] = 0.0
+                for r in range(m):
+                    lam[r] = lam_old[r]
             fresh = False
             previous = np.inf
             correction = np.inf
@@ -428,7 +475,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 for j in range(nv):
                     acc_new[j] = ((1.0 - alpha_f) * vdot_new[j] + alpha_f * vdot[j] - alpha_m * acc[j]) / (
                         1.0 - alpha_m)
-                    delta[j] = h * y[nq + j] + h * h * ((0.5 - beta) * acc[j] + beta * acc_new[j])
+                    delta[j] = h * y[nq + j] + h * h * ((0.5 - beta) * acc[j] + beta * acc_new[j]) + shift[j]
                     v_new[j] = y[nq + j] + h * ((1.0 - gamma) * acc[j] + gamma * acc_new[j])
                     acc_max = max(acc_max, abs(acc_new[j]))
                 pred_max = 0.0
@@ -438,6 +485,13 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 integrate_configuration(system, q_new, delta)
                 status = spatial_residual(inputs, key, system, t_new, q_new, v_new, vdot_new, s_r, residual,
                                           powers_new)
+                if status == STATUS_OK and m > 0:
+                    # phi(q+), J v+ and J at (q+, v+); the residual gains J^T lambda (M vdot + h = Q - J^T lambda)
+                    status = _constraints(system, q_new, v_new)
+                    for r in range(m):
+                        for j in range(nv):
+                            residual[j] += jac[r, j] * lam[r]
+                        rate_scaled[r] = phid[r] / c_damp  # the velocity rows J v+ / c_damp: d/dvdot+ = J
                 nfev += 1
                 if status != STATUS_OK:
                     if _fatal(status):
@@ -461,6 +515,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                         info[2] = step + 1
                         info[3] = iterations
                         return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+                    for r in range(m):  # the loop rows' responses S^-1 J_r^T and J S^-1 J^T: m applies
+                        effective_apply(body_int, ws_f, s_f, ud_f, dinv, jac[r], tmp_f, ud, resp[r])
+                    gram_matrix(jac, resp, gram)
                     factored_h = h
                     fresh = True
                     info[4] += 1
@@ -468,13 +525,25 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 else:
                     previous = correction
                 effective_apply(body_int, ws_f, s_f, ud_f, dinv, residual, tmp_f, ud, dx)
+                ok = True
+                if m > 0:
+                    ok = schur_correction(free, jac, resp, gram, rcond, rate_scaled, dx, dlam, work_m)
+                    if ok:
+                        ok = position_correction(jac, free, phi, rate_scaled, c_stiff, rcond, gram_pos, work_m, dnu,
+                                                 xfull)
                 iterations += 1
                 dx_max = 0.0
                 for j in range(nv):
                     vdot_new[j] -= dx[j]
                     dx_max = max(dx_max, abs(dx[j]))
                 correction = c_stiff * dx_max
-                if not math.isfinite(correction):
+                if m > 0:  # lambda -= dlam; shift -= J^T dnu (in xfull), a position correction too
+                    for r in range(m):
+                        lam[r] -= dlam[r]
+                    for j in range(nv):
+                        shift[j] -= xfull[j]
+                        correction = max(correction, abs(xfull[j]))
+                if not (ok and math.isfinite(correction)):
                     correction = np.inf
                     break
                 if previous < np.inf and previous > 1e3 * newton_tol and correction > 0.0:
@@ -496,10 +565,10 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
             info[2] = step + 1
             info[3] = iterations
             return STATUS_NO_CONVERGENCE, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
-        # the converged step's state, from the final vdot+
+        # the converged step's state, from the final vdot+ (and the final shift)
         for j in range(nv):
             acc_new[j] = ((1.0 - alpha_f) * vdot_new[j] + alpha_f * vdot[j] - alpha_m * acc[j]) / (1.0 - alpha_m)
-            delta[j] = h * y[nq + j] + h * h * ((0.5 - beta) * acc[j] + beta * acc_new[j])
+            delta[j] = h * y[nq + j] + h * h * ((0.5 - beta) * acc[j] + beta * acc_new[j]) + shift[j]
             y_new[nq + j] = y[nq + j] + h * ((1.0 - gamma) * acc[j] + gamma * acc_new[j])
         for k in range(nq):
             y_new[k] = y[k]
@@ -529,16 +598,20 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                     nev += 1
                     if terminal[i] and t + theta * h < t_stop:
                         t_stop = t + theta * h
+                        theta_stop = theta
                         y_stop[:] = ytmp
                 ev_old[i] = g1
         if use_eval:
             while next_eval < t_eval.shape[0] and t_eval[next_eval] <= min(t_new, t_stop):
-                _hermite_span(y, y_new, rate, rate_new, nsmooth, h, (t_eval[next_eval] - t) / h, ytmp)
-                t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], ytmp)
+                theta = (t_eval[next_eval] - t) / h
+                _hermite_span(y, y_new, rate, rate_new, nsmooth, h, theta, ytmp)
+                _output_row(ytmp, lam_old, lam, theta, row)
+                t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row)
                 count += 1
                 next_eval += 1
         if t_stop < np.inf:  # a terminal event: the run ends at it
-            t_out, y_out = _store(t_out, y_out, count, t_stop, y_stop)
+            _output_row(y_stop, lam_old, lam, theta_stop, row)
+            t_out, y_out = _store(t_out, y_out, count, t_stop, row)
             count += 1
             return STATUS_EVENT, t_stop, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
         for j in range(n):
@@ -551,12 +624,25 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         powers[1] = powers_new[1]
         t = t_new
         if not use_eval and ((step + 1) % every == 0 or step == nsteps_total - 1):
-            t_out, y_out = _store(t_out, y_out, count, t, y)
+            _output_row(y, lam, lam, 1.0, row)
+            t_out, y_out = _store(t_out, y_out, count, t, row)
             count += 1
     carry[0] = powers[0]
     carry[1] = powers[1]
     for j in range(nv):
         carry[2 + j] = acc[j]
         carry[2 + nv + j] = vdot[j]
+    for r in range(m):
+        carry[2 + 2 * nv + r] = lam[r]
     carry[carry.shape[0] - 1] = 1.0
     return STATUS_OK, t, count, t_out, y_out, nfev, nsteps_total, iterations, nev, ev_t, ev_y
+
+
+@njit
+def _output_row(y, lam_start, lam_end, theta, row):
+    """row = (y, lambda at theta in [0, 1] of the step: linear between the step's ends) for the output buffers."""
+    n = y.shape[0]
+    for j in range(n):
+        row[j] = y[j]
+    for r in range(lam_end.shape[0]):
+        row[n + r] = (1.0 - theta) * lam_start[r] + theta * lam_end[r]
