@@ -334,7 +334,8 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
         _runs._PYTHON_INPUTS[events_key] = event_functions
     else:
         events_fn, events_key = integrators.no_inputs, 0
-    carry = np.zeros(2 + 2 * nf + model.nconstraints + 1)
+    m = model.nconstraints
+    carry = np.zeros(2 + 2 * nf + m + 1)
     info = np.zeros(5)
     totals = {"iterations": 0}
     n = y0.size
@@ -345,12 +346,14 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
         else integrators.output_rows(n, t_eval_arr)
 
     def run(y_start, ta, tb, piece_eval):
+        # the kernel's output rows are (y, lambda): a later piece starts from the state part of the last one
         control.restart()
         (status, t_fail, count, t_out, y_out, nfev, nsteps, iterations, nev, ev_t,
          ev_y) = kernels.integrate_generalized_alpha(
-            callback, key, system, y_start, carry, ta, tb, dt, _runs.fixed_step_count(ta, tb, dt, max_steps),
-            every, np.empty(0) if piece_eval is None else piece_eval, coefficients, newton_tol, max_newton,
-            scratch.j_stiff, scratch.j_damp, np.empty(capacity), np.empty((capacity, n)), events_fn, events_key,
+            callback, key, system, np.ascontiguousarray(y_start[:n]), carry, ta, tb, dt,
+            _runs.fixed_step_count(ta, tb, dt, max_steps), every, np.empty(0) if piece_eval is None else piece_eval,
+            coefficients, newton_tol, max_newton, scratch.j_stiff, scratch.j_damp, np.empty(capacity),
+            np.empty((capacity, n + m)), events_fn, events_key,
             event_functions.directions, event_functions.terminal, np.empty(16), np.empty((16, n + 1)), *monitor,
             info)
         totals["iterations"] += iterations
@@ -360,9 +363,10 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     with control:
         status, t_fail, t_out, y_out, nfev, nsteps, _, records = _runs._run_segments(
             run, y0, t0, t_end, t_eval_arr, dt, progress)
-    return finish_run(model, loop, callback, key, inputs, event_functions, control, t_out, y_out, nfev, nsteps,
-                      records, status, t_fail, info, totals["iterations"], dt, newton_tol, max_newton, max_steps,
-                      "M qdd - Q")
+    return finish_run(model, loop, callback, key, inputs, event_functions, control, t_out, y_out[:, :n], nfev,
+                      nsteps, records, status, t_fail, info, totals["iterations"], dt, newton_tol, max_newton,
+                      max_steps, "M qdd - Q + J^T lambda" if m else "M qdd - Q",
+                      multipliers=y_out[:, n:] if m else None)
 
 
 def run_options(rho_inf, newton_tol, max_newton, t0, t_end, dt, max_steps, every, t_eval):

@@ -353,6 +353,16 @@ def _hermite_span(y0, y1, rate0, rate1, nsmooth, h, theta, out):
 
 
 @njit
+def _output_row(y, lam_start, lam_end, theta, row):
+    """row = (y, lambda at theta in [0, 1] of the step: linear between the step's ends) for the output buffers."""
+    n = y.shape[0]
+    for j in range(n):
+        row[j] = y[j]
+    for r in range(lam_end.shape[0]):
+        row[n + r] = (1.0 - theta) * lam_start[r] + theta * lam_end[r]
+
+
+@njit
 def _locate(events, events_key, index, t, h, y0, y1, rate0, rate1, nf, g0, g1, ytmp, values):
     """Root of event ``index`` in (t, t + h] on the Hermite interpolant, Illinois method; (status, theta)."""
     return _locate_span(events, events_key, index, t, h, y0, y1, rate0, rate1, 2 * nf, g0, g1, ytmp, values)
@@ -479,7 +489,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     """Generalised-alpha (Chung-Hulbert, Arnold-Bruls form; derivation in ``recursive_mbd.implicit``) from t0 to
     t_end in ``nsteps_total`` steps of dt (the last one landing on t_end), the whole loop compiled.
 
-    State y = (q_free, qd_free, W_dissipated, W_applied) as in ``integrators``; ``carry`` (2 + 2 nf + m + 1) keeps
+    State y = (q_free, qd_free, W_dissipated, W_applied) as in ``integrators``; y_out rows (n + m) are y and the
+    loop multipliers lambda at the sample (linear in time between step ends at t_eval points and events);
+    ``carry`` (2 + 2 nf + m + 1) keeps
     (powers (2), a (nf), qdd (nf), lam (m), started flag) from one call to the next (a progress bar's pieces): a
     call with carry[-1] = 0 starts from qdd = f(t0, y0) and a = qdd. coefficients = (alpha_m, alpha_f, gamma,
     beta). Each step: Newton on (qdd_free, lam, nu) with the matrix S factorised once at the step's first
@@ -551,6 +563,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     y = y0.copy()
     y_new = y0.copy()
     ytmp = np.empty(n)
+    row = np.empty(n + m)  # an output row: the state, then the multipliers
     nfev = 0
     iterations = 0
     count = 0
@@ -577,13 +590,14 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         powers[1] = ytmp[2 * nf + 1]
     use_eval = t_eval.shape[0] > 0
     next_eval = 0
+    _output_row(y, lam, lam, 1.0, row)
     if use_eval:
         while next_eval < t_eval.shape[0] and t_eval[next_eval] <= t0:
-            t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], y)
+            t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row)
             count += 1
             next_eval += 1
     else:
-        t_out, y_out = _store(t_out, y_out, count, t0, y)
+        t_out, y_out = _store(t_out, y_out, count, t0, row)
         count += 1
     n_events = directions.shape[0]
     ev_old = np.empty(n_events)
@@ -591,6 +605,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     ev_tmp = np.empty(n_events)
     ev_row = np.empty(n + 1)
     y_stop = np.empty(n)
+    theta_stop = 1.0
     nev = 0
     if n_events > 0:
         status = events(events_key, t, y, y, ev_old)
@@ -743,16 +758,20 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                     nev += 1
                     if terminal[i] and t + theta * h < t_stop:
                         t_stop = t + theta * h
+                        theta_stop = theta
                         y_stop[:] = ytmp
                 ev_old[i] = g1
         if use_eval:
             while next_eval < t_eval.shape[0] and t_eval[next_eval] <= min(t_new, t_stop):
-                _hermite(y, y_new, rate, rate_new, nf, h, (t_eval[next_eval] - t) / h, ytmp)
-                t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], ytmp)
+                theta = (t_eval[next_eval] - t) / h
+                _hermite(y, y_new, rate, rate_new, nf, h, theta, ytmp)
+                _output_row(ytmp, lam_old, lam, theta, row)
+                t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row)
                 count += 1
                 next_eval += 1
         if t_stop < np.inf:  # a terminal event: the run ends at it
-            t_out, y_out = _store(t_out, y_out, count, t_stop, y_stop)
+            _output_row(y_stop, lam_old, lam, theta_stop, row)
+            t_out, y_out = _store(t_out, y_out, count, t_stop, row)
             count += 1
             return STATUS_EVENT, t_stop, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
         for j in range(n):
@@ -764,7 +783,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         powers[1] = powers_new[1]
         t = t_new
         if not use_eval and ((step + 1) % every == 0 or step == nsteps_total - 1):
-            t_out, y_out = _store(t_out, y_out, count, t, y)
+            _output_row(y, lam, lam, 1.0, row)
+            t_out, y_out = _store(t_out, y_out, count, t, row)
             count += 1
     carry[0] = powers[0]
     carry[1] = powers[1]

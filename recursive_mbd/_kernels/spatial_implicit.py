@@ -13,7 +13,14 @@ import math
 import numba
 import numpy as np
 
-from .implicit import SLOW_CONTRACTION, _hermite_span, _locate_span, position_correction, schur_correction
+from .implicit import (
+    SLOW_CONTRACTION,
+    _hermite_span,
+    _locate_span,
+    _output_row,
+    position_correction,
+    schur_correction,
+)
 from .integrators import _fatal, _poll, _store
 from .layout import STATUS_EVENT, STATUS_NO_CONVERGENCE, STATUS_OK, STATUS_SINGULAR
 from .loops import gram_matrix
@@ -637,12 +644,3 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     carry[carry.shape[0] - 1] = 1.0
     return STATUS_OK, t, count, t_out, y_out, nfev, nsteps_total, iterations, nev, ev_t, ev_y
 
-
-@njit
-def _output_row(y, lam_start, lam_end, theta, row):
-    """row = (y, lambda at theta in [0, 1] of the step: linear between the step's ends) for the output buffers."""
-    n = y.shape[0]
-    for j in range(n):
-        row[j] = y[j]
-    for r in range(lam_end.shape[0]):
-        row[n + r] = (1.0 - theta) * lam_start[r] + theta * lam_end[r]
