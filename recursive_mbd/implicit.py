@@ -296,9 +296,10 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     ``max_newton`` iterations a step (fast motion at the tip of a whip contracts at rates ~0.3: 10-20 iterations).
     ``tau`` constant or a function, ``drivers``, ``events``, ``t_eval`` (cubic Hermite dense output), progress
     and max_wall_time as for the other numba methods. The result has ``newton_iterations`` and
-    ``newton_factorizations`` (totals) besides the usual fields; ``nfev`` counts residual (inverse-dynamics)
-    evaluations. A step whose Newton iteration does not converge in ``max_newton`` iterations raises
-    SimulationError with the samples so far.
+    ``newton_factorizations`` (totals) besides the usual fields, and with loops ``multipliers`` (nt, m): lambda
+    of the converged step at the samples (linear in time between step ends at t_eval points and events);
+    ``nfev`` counts residual (inverse-dynamics) evaluations. A step whose Newton iteration does not converge in
+    ``max_newton`` iterations raises SimulationError with the samples so far.
     """
     from . import _runs  # noqa: PLC0415  (the run machinery: inputs, events, monitor, result; numba callbacks)
     from ._kernels import integrators  # noqa: PLC0415

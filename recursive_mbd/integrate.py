@@ -429,7 +429,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     q0's quaternions off unit norm by more than 1e-12 are normalised with a RuntimeWarning (zero: StateError).
     With loops (``Model3D.add_loop``) vdot comes from the multiplier layer (``spatial_loops``) and stabilization
     works as for a planar model (the projection steps along ``integrate_configuration``; see ``stabilization``).
-    Not for a Model3D yet: drivers, formulation, bdf, generalized_alpha with closed loops (ValueError).
+    Not for a Model3D yet: drivers, formulation, bdf (ValueError).
 
     Parameters
     ----------
@@ -453,8 +453,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         Lie-group form (q+ = q (+) increment, unit quaternions by construction), Newton on vdot with the O(N)
         matrix M + c K_gravity + joint spring-damper terms (``recursive_mbd.spatial_implicit``: what is exact,
         what is lagged, where Newton needs smaller steps); tau, force elements, t_eval, events, work terms,
-        progress, max_wall_time; ``result.newton_contraction`` measures the linear convergence; not with
-        closed loops.
+        progress, max_wall_time; ``result.newton_contraction`` measures the linear convergence; closed loops
+        as in the plane (stabilised index 2, the Schur complement on the articulated-body factors). With loops
+        ``result.multipliers`` (nt, m) holds the multipliers lambda at the samples (both models).
         "bdf": variable-step, variable-order BDF (orders 1-5, Shampine-Reichelt form) with error control by
         ``rtol``/``atol``, dense output (t_eval, events) and Newton iterations of O(N) cost (the Newton matrix
         M + c C + c^2 K factorised by ``implicit.effective_factor`` and reused across steps;

@@ -79,7 +79,44 @@ SimulationError (time, cause, the samples so far in .result).
 The factors are made at the first iterate of a step and reused, over later steps too, while the corrections
 shrink at least 20x per iteration (as the planar loop, ``recursive_mbd.implicit``). Output at ``t_eval`` and
 events use a cubic Hermite interpolant of (q, q') and (v, vdot) at the step ends (quaternions renormalised in the
-result). Closed loops (``Model3D.add_loop``) are refused for this method.
+result).
+
+Closed loops (stabilised index 2)
+---------------------------------
+With the loop equations phi(q) = 0 of ``Model3D.add_loop`` (m rows; J = dphi/dv (m, nv) in the velocity
+coordinates, ``recursive_mbd.spatial_loops``) the step is the planar method's stabilised index-2 (GGL) form
+(``recursive_mbd.implicit``, Arnold & Bruls 2007) carried to the group: the increment gains a correction along
+the constraint normals, in the tangent space,
+
+    q+ = q (+) (h v + h^2 (1/2 - beta) a + h^2 beta a+ + J^T nu),
+    M vdot+ + h - tau - Q + J^T lambda = 0,     phi(q+) / c_stiff = 0,     J(q+) v+ / c_damp = 0,
+
+unknowns (vdot+, lambda, nu), the multipliers with the sign of ``spatial_loops`` (M vdot + h = tau - J^T
+lambda). phi at the new step is imposed through ``integrate_configuration``, so quaternions stay unit. The
+derivative of phi(q (+) delta) by delta is J(q+) dexp(delta) = J(q+) (1 + O(|delta|)): taken as J, as the tree's
+tangent map is. The Newton matrix is then the planar one,
+
+    [S   J^T  0             ]
+    [J   0    J J^T / c_stiff]
+    [J   0    0             ]
+
+and is solved the same way, by the same kernels: X = S^-1 J^T by m applies of the articulated-body factors
+(``_kernels.spatial_implicit.effective_apply``, O(N) each) at the iterate where S is factorised, G = J X (m, m);
+per iteration Y = S^-1 r_1, G dlambda = J Y - r_3, dvdot = Y - X dlambda (``_kernels.implicit.schur_correction``),
+then (J J^T) dnu = phi - c_stiff r_3 (``_kernels.implicit.position_correction``); both small systems by the
+filtered minimum-norm solve of the loop layer, so redundant rows (a planar mechanism built spatially: its
+out-of-plane rows hold identically, J has zero rows there) get zero multipliers. One iteration costs a residual
+(one Newton-Euler pass, the loop rows phi, J v, J: O(N m) up the loop paths), one apply and O(N m + m^3) for the
+rows; a factorisation m applies more. No nv x nv matrix is formed.
+
+Lagged with loops, besides the tree's terms above: the loop forces' geometric stiffness lambda . d2phi/dq2
+(lambda times the constraint Hessian), the derivative of J in the velocity rows (J' v+) and in J^T lambda, K J^T
+nu, the tangent map dexp of the increment on nu, and X, G taken at the factorisation's iterate while they are
+reused (over steps too, as S). The contraction factor is reported as for trees (``result.newton_contraction``,
+the position correction there being max(c_stiff max |dvdot|, max |J^T dnu|)). phi and J v are then zero to the
+Newton tolerance at every step (``tests/test_spatial_implicit.py``). ``result.multipliers`` (nt, m): lambda of
+the converged step at the step ends (linear in time between them at t_eval points and events), at t0 that of the
+constrained dynamics at the start projected onto the loops; the same field as the planar method's.
 """
 
 import numpy as np
@@ -116,8 +153,9 @@ def simulate_generalized_alpha(model, inputs, loop, q0, qd0, t0, t_end, dt, *, e
     (``SpatialTimeLoop``) come from ``integrate.simulate``; q0 (nq,) with unit quaternions and qd0 (nv,) checked
     there. Options as for the planar method (``implicit.simulate_generalized_alpha``); the result has
     ``newton_iterations``, ``newton_factorizations``, ``newton_contraction`` and ``newton_contraction_max`` (module
-    docstring); ``nfev`` counts residual (inverse-dynamics) evaluations. Raises SimulationError with the samples so
-    far when a step's Newton iteration does not converge in ``max_newton`` iterations.
+    docstring), and ``multipliers`` (nt, m) on a model with loops; ``nfev`` counts residual (inverse-dynamics)
+    evaluations. Raises SimulationError with the samples so far when a step's Newton iteration does not converge
+    in ``max_newton`` iterations.
     """
     from ._kernels import integrators  # noqa: PLC0415
     from ._kernels import spatial_implicit as kernels  # noqa: PLC0415
