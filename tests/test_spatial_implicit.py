@@ -228,9 +228,3 @@ def test_newton_failure_raises_with_the_samples_so_far():
     assert info.value.result.status == "failed" and info.value.result.t.tolist() == [0.0]
     assert info.value.t == pytest.approx(0.1)
 
-
-def test_closed_loops_are_refused():
-    model = _ball_chain(2)
-    model.add_loop("spherical", 1, (0.0, 0.0, -0.5), "ground", (0.0, 0.0, -1.0))
-    with pytest.raises(ValueError, match=r"does not take closed loops on a Model3D yet"):
-        rm.simulate(model, model.neutral(), np.zeros(model.nv), 0.1, method="generalized_alpha", dt=0.01)
