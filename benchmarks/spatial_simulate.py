@@ -18,6 +18,12 @@ terms of ``recursive_mbd.spatial_implicit``).
 Steps, Newton iterations per step, wall time (warm: compiled before timing).
 
     python3 benchmarks/spatial_simulate.py implicit [N ...]     (default 100 1000)
+
+The same with closed loops (issue 18 item 3 with issue 15's loops): the chain's tip tied to two ground points
+beside it by massless distance links (two distance loops, m = 2, closed at the start), so that generalized_alpha
+runs its stabilised index-2 loop rows and dopri5 / dop853 the multiplier layer with projection:
+
+    python3 benchmarks/spatial_simulate.py loops [N ...]        (default 10 100 1000)
 """
 
 import os
@@ -74,9 +80,10 @@ def main():
     print(f"wrote {path}")
 
 
-def hanging_chain(n, amplitude=1e-3):
+def hanging_chain(n, amplitude=1e-3, tied=False):
     """(model, q0, v0): n spherical links hanging from the ground, tilted ``amplitude`` [rad] about x, the top link
-    turning about y at amplitude * 5/3 rad/s."""
+    turning about y at amplitude * 5/3 rad/s; ``tied``: the tip also held by two distance links of 0.3 m to ground
+    points beside it along x and y (two distance loops closed at q0; simulate projects v0 onto them)."""
     import numpy as np  # noqa: PLC0415
 
     import recursive_mbd as rm  # noqa: PLC0415
@@ -92,10 +99,16 @@ def hanging_chain(n, amplitude=1e-3):
     delta[0] = amplitude
     v0 = np.zeros(model.nv)
     v0[1] = amplitude * 5.0 / 3.0
-    return model, rm.integrate_configuration(model, model.neutral(), delta), v0
+    q0 = rm.integrate_configuration(model, model.neutral(), delta)
+    if tied:
+        tip, _ = rm.point_kinematics(model, q0, np.zeros(model.nv), n - 1, (0.0, 0.0, -rod))
+        for k, side in enumerate(((0.3, 0.0, 0.0), (0.0, 0.3, 0.0))):
+            model.add_loop("distance", n - 1, (0.0, 0.0, -rod), "ground", tip + np.array(side), length=0.3,
+                           name=f"tie{k}")
+    return model, q0, v0
 
 
-def implicit_rows(sizes=(100, 1000), t_end=1.0, amplitude=1e-3, relative=1e-3):
+def implicit_rows(sizes=(100, 1000), t_end=1.0, amplitude=1e-3, relative=1e-3, tied=False):
     import time  # noqa: PLC0415
 
     import numpy as np  # noqa: PLC0415
@@ -108,7 +121,7 @@ def implicit_rows(sizes=(100, 1000), t_end=1.0, amplitude=1e-3, relative=1e-3):
     target = relative * amplitude  # [m]: the chain is 1 m long
     rows, records = [], []
     for n in sizes:
-        model, q0, v0 = hanging_chain(n, amplitude)
+        model, q0, v0 = hanging_chain(n, amplitude, tied)
         for method, options in (("dopri5", {"rtol": 1e-6, "atol": 1e-6}), ("generalized_alpha", {"dt": 1e-4})):
             rm.simulate(model, q0, v0, 2e-4, method=method, **options)  # compile
         start = time.perf_counter()
@@ -142,13 +155,16 @@ def implicit_rows(sizes=(100, 1000), t_end=1.0, amplitude=1e-3, relative=1e-3):
                 print(f"N = {n}, {method}: Newton did not converge at {[o.get('dt') for o, _ in failures]}")
         records.append(record)
     print_table(("N", "method", "steps", "Newton/step", "error [m]", "wall [s]"), rows)
-    path = write_json("spatial_simulate_implicit", {"t_end": t_end, "amplitude_rad": amplitude,
-                                                    "target_error_m": target, "rows": records})
+    path = write_json("spatial_simulate_implicit_loops" if tied else "spatial_simulate_implicit",
+                      {"t_end": t_end, "amplitude_rad": amplitude, "target_error_m": target,
+                       "loops": "tip tied by two 0.3 m distance links" if tied else None, "rows": records})
     print(f"wrote {path}")
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "implicit":
         implicit_rows(tuple(int(a) for a in sys.argv[2:]) or (100, 1000))
+    elif len(sys.argv) > 1 and sys.argv[1] == "loops":
+        implicit_rows(tuple(int(a) for a in sys.argv[2:]) or (10, 100, 1000), tied=True)
     else:
         main()

@@ -563,8 +563,8 @@ class SimulationResult:
         return np.array([forward_kinematics(self.model, q)[0][index] for q in self.q])
 
     def save(self, path):
-        """Write every field (samples, work, status, statistics, events, constraint drift, augmented z and zd) to
-        ``path``, exactly that name (an .npz archive whatever the suffix; no suffix is added).
+        """Write every field (samples, work, status, statistics, events, constraint drift, multipliers, augmented z
+        and zd) to ``path``, exactly that name (an .npz archive whatever the suffix; no suffix is added).
 
         The file is written beside the target and renamed onto it, so an interrupted save never leaves a
         truncated result. ``SimulationResult.load`` reads it back.
@@ -580,7 +580,7 @@ class SimulationResult:
         }
         for i, (t_ev, q_ev, qd_ev) in enumerate(zip(self.t_events, self.q_events, self.qd_events, strict=True)):
             arrays[f"t_events_{i}"], arrays[f"q_events_{i}"], arrays[f"qd_events_{i}"] = t_ev, q_ev, qd_ev
-        for name in ("constraint_drift", "z", "zd"):
+        for name in ("constraint_drift", "multipliers", "z", "zd"):
             if getattr(self, name, None) is not None:
                 arrays[name] = getattr(self, name)
         partial = f"{path}.partial"
@@ -674,6 +674,8 @@ class SimulationResult:
             result.qd_events.append(entry(f"qd_events_{i}", "f", 2, (t_ev.size, nv)))
         if "constraint_drift" in arrays:
             result.constraint_drift = entry("constraint_drift", "f", 1, (nt,))
+        if "multipliers" in arrays:
+            result.multipliers = entry("multipliers", "f", 2, (nt, None))
         if ("z" in arrays) != ("zd" in arrays):
             fail("entries 'z' and 'zd' come together")
         if "z" in arrays:

@@ -100,9 +100,10 @@ def test_rssr_converges_at_second_order_to_dop853_with_its_multipliers():
     assert errors[-1] < 1e-3
 
 
-def test_progress_pieces_carry_the_multipliers_and_t_eval_interpolates_them():
+def test_progress_pieces_carry_the_multipliers_and_t_eval_interpolates_them(tmp_path):
     """A run split into progress pieces carries (a, vdot, lambda, powers) over: the samples and multipliers equal
-    one piece's to the Newton tolerance; at t_eval points between steps lambda is linear between the step ends."""
+    one piece's to the Newton tolerance; at t_eval points between steps lambda is linear between the step ends;
+    the multipliers survive SimulationResult.save / load."""
     model, q0 = _rssr()
     v0 = np.array([3.0, 0.0, 0.0, 0.0, 0.0])  # the crank's rate, projected onto J v = 0 by simulate
     whole = rm.simulate(model, q0, v0, 0.2, method="generalized_alpha", dt=1e-3)
@@ -116,14 +117,16 @@ def test_progress_pieces_carry_the_multipliers_and_t_eval_interpolates_them():
     np.testing.assert_allclose(between.multipliers[1], 0.7 * whole.multipliers[50] + 0.3 * whole.multipliers[51],
                                rtol=1e-9)
     np.testing.assert_allclose(between.multipliers[[0, 2, 3]], whole.multipliers[[0, 100, 200]], rtol=1e-9)
+    between.save(tmp_path / "run.npz")
+    assert np.array_equal(rm.SimulationResult.load(tmp_path / "run.npz", model).multipliers, between.multipliers)
 
 
 def test_a_step_too_large_for_the_spinning_linkage_raises_with_the_samples_so_far():
     """The RSSR crank started at 30 rad/s (28 after the projection onto J v = 0) stepped at dt = 0.03 s (h omega
     ~ 1): the lagged loop-force stiffness (lambda d2phi/dq2, centripetal: ~ omega^2) and velocity terms outgrow
     the Newton matrix and the iteration diverges at t = 0.15 s: SimulationError naming the time and the cause;
-    the 5 samples before it are kept, the loop closed at each of them (to the Newton tolerance's order). (At dt = 0.01 s the same run converges,
-    12.8 iterations a step.)"""
+    the 5 samples before it are kept, the loop closed at each of them (to the Newton tolerance's order). (At
+    dt = 0.01 s the same run converges, 12.8 iterations a step.)"""
     model, q0 = _rssr()
     with pytest.raises(SimulationError, match=r"generalized_alpha: Newton did not converge at t = 0\.15 s .*"
                                               r"(diverged|correction)") as info:
