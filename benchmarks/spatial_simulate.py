@@ -90,18 +90,24 @@ def hanging_chain(n, amplitude=1e-3, tied=False):
 
     rod, mass = 1.0 / n, 1.0 / n
     inertia = mass * rod**2 / 12
-    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
-    points = np.tile([0.0, 0.0, -rod], (n, 1))
-    points[0] = 0.0  # the first joint at the ground's origin
-    model.add_bodies(np.arange(-1, n - 1), "spherical", parent_point=points, mass=mass,
-                     inertia=(inertia, inertia, 0.1 * inertia, 0.0, 0.0, 0.0), com=(0.0, 0.0, -rod / 2))
+
+    def tree():
+        model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
+        points = np.tile([0.0, 0.0, -rod], (n, 1))
+        points[0] = 0.0  # the first joint at the ground's origin
+        model.add_bodies(np.arange(-1, n - 1), "spherical", parent_point=points, mass=mass,
+                         inertia=(inertia, inertia, 0.1 * inertia, 0.0, 0.0, 0.0), com=(0.0, 0.0, -rod / 2))
+        return model
+
+    model = tree()
     delta = np.zeros(model.nv)
     delta[0] = amplitude
     v0 = np.zeros(model.nv)
     v0[1] = amplitude * 5.0 / 3.0
     q0 = rm.integrate_configuration(model, model.neutral(), delta)
-    if tied:
+    if tied:  # the tip where the tree puts it at q0 (a model is frozen once used: the loops go on a fresh one)
         tip, _ = rm.point_kinematics(model, q0, np.zeros(model.nv), n - 1, (0.0, 0.0, -rod))
+        model = tree()
         for k, side in enumerate(((0.3, 0.0, 0.0), (0.0, 0.3, 0.0))):
             model.add_loop("distance", n - 1, (0.0, 0.0, -rod), "ground", tip + np.array(side), length=0.3,
                            name=f"tie{k}")

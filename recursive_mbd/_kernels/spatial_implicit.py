@@ -5,7 +5,9 @@ the tip-to-base pass of the articulated-body algorithm (Featherstone 2008, table
 joint diagonal added to every joint's D_i = S_i^T I^A_i S_i (as a rotor inertia or armature would be), so that
 ``effective_apply`` gives x = (M + diag(j_diag))^-1 rhs by the force and acceleration passes, O(N) each. Every
 joint, spherical ones too, takes the general path (S stored): the spherical register path of ``_kernels.spatial``
-keeps no D_i to add to.
+keeps no D_i to add to. With closed loops the time loop borders these factors by the loop rows through the planar
+loop's kernels (``_kernels.implicit.schur_correction``, ``position_correction``): m applies per factorisation give
+S^-1 J^T, no nv x nv matrix.
 """
 
 import math
