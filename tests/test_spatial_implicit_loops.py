@@ -67,7 +67,8 @@ def test_four_bar_built_spatially_gives_the_planar_steps_and_multipliers():
         assert np.abs(in_plane[:, 2]).max() < 1e-9 * scale and np.abs(result.multipliers[:, 3:]).max() < 1e-9 * scale
         phi, rate = _loop_levels(model, result)
         assert phi < 1e-12 and rate < 1e-9, (phi, rate)  # measured 1.3e-14 m, 1e-13 m/s
-        assert result.newton_iterations == reference.newton_iterations  # the same iterates
+        # the same iterates (equal counts measured; round-off may move a correction across the tolerance)
+        assert abs(result.newton_iterations - reference.newton_iterations) <= 0.01 * reference.newton_iterations
 
 
 def test_rssr_converges_at_second_order_to_dop853_with_its_multipliers():
