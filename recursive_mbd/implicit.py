@@ -438,8 +438,12 @@ def finish_run(model, loop, callback, key, inputs, event_functions, control, t_o
         result.status = "failed"
         correction, residual, step = info[:3]
         if np.isfinite(correction):
+            # with loops, a correction that stalls may also mean that no closed configuration is near: a loop
+            # locked at a singular position (its Jacobian rank-deficient there), where a smaller dt does not help
+            locked = (", or the loops are locked (no closed configuration near this one: a singular position)"
+                      if model.nloops else "")
             why = (f"after {max_newton} iterations the position correction is {correction:.3g} > newton_tol = "
-                   f"{newton_tol:g} and the residual max |{residual_name}| is {residual:.3g}; reduce dt")
+                   f"{newton_tol:g} and the residual max |{residual_name}| is {residual:.3g}; reduce dt{locked}")
         else:
             why = (f"the iteration diverged (residual max |{residual_name}| {residual:.3g}): the step is too large, "
                    "or no state at this time satisfies the equations (a driven mechanism past its lock, a singular "

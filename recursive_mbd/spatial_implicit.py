@@ -116,7 +116,11 @@ reused (over steps too, as S). The contraction factor is reported as for trees (
 the position correction there being max(c_stiff max |dvdot|, max |J^T dnu|)). phi and J v are then zero to the
 Newton tolerance at every step (``tests/test_spatial_implicit.py``). ``result.multipliers`` (nt, m): lambda of
 the converged step at the step ends (linear in time between them at t_eval points and events), at t0 that of the
-constrained dynamics at the start projected onto the loops; the same field as the planar method's.
+constrained dynamics at the start projected onto the loops; the same field as the planar method's. A loop
+locked at a singular position (closed only where J loses rank: two links stretched straight to a tied tip) leaves
+the position rows unsolvable: the correction stalls and the run stops with SimulationError naming the time and
+the locked loops (the samples so far in .result); so does a step too large for fast motion (h omega ~ 1: the
+lagged loop-force stiffness grows like omega^2), where a smaller dt helps.
 """
 
 import numpy as np
