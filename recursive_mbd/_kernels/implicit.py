@@ -16,12 +16,14 @@ from .integrators import _fatal, _poll, _store, illinois_update, system_rhs
 from .layout import (
     COX,
     CS,
+    FLAGS,
     INERTIA,
     MASS,
     NDOF,
     PARENT,
     QIDX,
     RX,
+    SERIAL_REVOLUTE,
     SN,
     STATUS_EVENT,
     STATUS_NO_CONVERGENCE,
@@ -30,7 +32,7 @@ from .layout import (
 )
 from .loops import filtered_solve, loop_constraints
 from .recursive_system import _load_state
-from .tree import check_finite, inverse_dynamics, kinematics_pass, motion_column
+from .tree import check_finite, inverse_dynamics, inverse_dynamics_serial, kinematics_pass, motion_column
 
 njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=True)
 
@@ -179,12 +181,47 @@ def effective_factor(body_int, body_real, gravity, ws, driven, c_mass, c_stiff, 
 
 
 @njit
+def _effective_apply_serial(uu, dinv, gcol, rvec, rhs, ub, x):
+    """``effective_apply`` on a serial revolute chain (flag SERIAL_REVOLUTE: the parent of body i is i - 1, q_i is
+    its joint's coordinate) without driven joints: the same arithmetic in the same order, the child's condensed
+    force (tip to base) and the parent's velocity (base to tip) carried in registers instead of the pa and vel rows
+    (no store and reload through memory on the sweeps' dependency chains, no parent, flag or joint-type loads)."""
+    n = uu.shape[0]
+    fx = 0.0  # B^T (pA + U D^-1 u) of the child, carried to its parent
+    fy = 0.0
+    ft = 0.0
+    for i in range(n - 1, -1, -1):  # tip to base: u = rhs - G^T pA, pA_parent = B^T (pA + U D^-1 u)
+        u = rhs[i] - (gcol[i, 0, 0] * fx + gcol[i, 1, 0] * fy + ft)  # G = (gx, gy, 1)
+        ub[i, 0] = u
+        w = dinv[i, 0, 0] * u
+        fx += uu[i, 0, 0] * w
+        fy += uu[i, 1, 0] * w
+        ft += uu[i, 2, 0] * w
+        ft = -rvec[i, 1] * fx + rvec[i, 0] * fy + ft
+    vx = 0.0  # v of the parent (the ground's: zero)
+    vy = 0.0
+    vt = 0.0
+    for i in range(n):  # base to tip: x_i = D^-1 (u - U^T B v_P), v_i = B v_P + G x_i
+        bx = vx - rvec[i, 1] * vt
+        by = vy + rvec[i, 0] * vt
+        xi = dinv[i, 0, 0] * (ub[i, 0] - (uu[i, 0, 0] * bx + uu[i, 1, 0] * by + uu[i, 2, 0] * vt))
+        x[i] = xi
+        vx = bx + gcol[i, 0, 0] * xi
+        vy = by + gcol[i, 1, 0] * xi
+        vt = vt + xi
+
+
+@njit
 def effective_apply(body_int, driven, uu, dinv, gcol, rvec, rhs, ub, pa, vel, x):
     """x = S^-1 rhs (nq,) with the factors of ``effective_factor``: two sweeps, no kinematics, O(N).
 
-    Scratch ub, pa, vel (n, 3). Entries of driven coordinates in rhs are ignored and x is zero there.
+    Scratch ub, pa, vel (n, 3). Entries of driven coordinates in rhs are ignored and x is zero there. A serial
+    revolute chain without driven joints takes ``_effective_apply_serial`` (pa, vel not written).
     """
     n = body_int.shape[0]
+    if n > 0 and driven.shape[0] == 0 and body_int[0, FLAGS] & SERIAL_REVOLUTE:
+        _effective_apply_serial(uu, dinv, gcol, rvec, rhs, ub, x)
+        return
     for i in range(n):
         pa[i, 0] = 0.0
         pa[i, 1] = 0.0
@@ -305,7 +342,11 @@ def newton_residual(inputs, key, system, t, y, qdd_free, lam, tau_need, residual
             return status
         for k in range(tau.shape[0]):
             tau[k] += system[17][k]
-    status = inverse_dynamics(body_int, system[1], system[2], q, qd, qdd, system[16], system[14], tau_need)
+    if loops[0].shape[0] == 0 and body_int.shape[0] > 0 and body_int[0, FLAGS] & SERIAL_REVOLUTE:
+        # a serial chain: two register passes (the loops would read the kinematics columns this leaves out)
+        status = inverse_dynamics_serial(system[1], system[2], q, qd, qdd, system[16], system[14], tau_need)
+    else:
+        status = inverse_dynamics(body_int, system[1], system[2], q, qd, qdd, system[16], system[14], tau_need)
     if status != STATUS_OK:
         return status
     for k in range(tau.shape[0]):
