@@ -187,13 +187,14 @@ def test_gravity_stiffness_is_the_hessian_of_the_potential_on_revolute_trees():
 
 
 def test_serial_chain_residual_and_correction_passes_equal_the_tree_kernels():
-    """The register passes of a serial revolute chain (inverse_dynamics_serial: the bdf / generalized-alpha
-    residual; effective_apply's serial sweeps) give the generic tree kernels' results bit for bit, with and
-    without element wrenches, and the same statuses for a non-finite input."""
+    """The register passes of a serial revolute chain give the generic tree kernels' results: the residual's
+    (inverse_dynamics_serial) and the correction's (effective_apply's serial sweeps) bit for bit, with and without
+    element wrenches, the factorisation's to round-off; the same statuses for a non-finite input and a singular
+    joint."""
     from recursive_mbd._evaluation import workspace  # noqa: PLC0415
     from recursive_mbd._kernels import implicit as kernels  # noqa: PLC0415
     from recursive_mbd._kernels import tree  # noqa: PLC0415
-    from recursive_mbd._kernels.layout import FLAGS, SERIAL_REVOLUTE  # noqa: PLC0415
+    from recursive_mbd._kernels.layout import FLAGS, SERIAL_REVOLUTE, STATUS_SINGULAR  # noqa: PLC0415
 
     rng = np.random.default_rng(7)
     no_driven = np.zeros(0, dtype=np.uint8)
@@ -217,17 +218,31 @@ def test_serial_chain_residual_and_correction_passes_equal_the_tree_kernels():
             assert expected != 0
             assert tree.inverse_dynamics_serial(body_real, gravity, q, qd, qdd, wrench, ws, tau) == expected
             bad[n // 2] = saved
-        factors = [np.zeros((n, 3, 3)) for _ in range(4)]  # ia, uu, dinv, gcol
-        rvec, fsub, kb, dmat = np.zeros((n, 2)), np.zeros((n, 2)), np.zeros(n), np.zeros((3, 3))
+        # the factors (uu, dinv, gcol, rvec, kb: what effective_apply and the bdf loop read) to round-off (the fused
+        # pass contracts its products into fused multiply-adds where the tree kernel stored them first), and the
+        # serial sweeps on the same factors bit for bit
         tree.kinematics_pass(body_int, body_real, q, qd, ws, True)
-        assert kernels.effective_factor(body_int, body_real, gravity, ws, no_driven, 1.0, 0.3, rng.uniform(0, 1, n),
-                                        *factors, rvec, fsub, kb, dmat) == 0
+        j_diag = rng.uniform(0.0, 1.0, n)
         rhs = rng.normal(size=n)
+        results = []
+        for model_int in (body_int, generic):
+            ia, uu, dinv, gcol = (np.zeros((n, 3, 3)) for _ in range(4))
+            rvec, kb, x = np.zeros((n, 2)), np.zeros(n), np.zeros(n)
+            assert kernels.effective_factor(model_int, body_real, gravity, ws, no_driven, 1.0, 0.3, j_diag, ia, uu,
+                                            dinv, gcol, rvec, np.zeros((n, 2)), kb, np.zeros((3, 3))) == 0
+            results.append((uu, dinv, gcol, rvec, kb))
+        for serial_part, generic_part in zip(*results, strict=True):
+            assert rel_err(serial_part, generic_part) < 1e-13
         x, x_generic = np.zeros(n), np.zeros(n)
         for model_int, out in ((body_int, x), (generic, x_generic)):
-            kernels.effective_apply(model_int, no_driven, *factors[1:], rvec, rhs, np.zeros((n, 3)),
-                                    np.zeros((n, 3)), np.zeros((n, 3)), out)
+            kernels.effective_apply(model_int, no_driven, *results[1][:4], rhs, np.zeros((n, 3)), np.zeros((n, 3)),
+                                    np.zeros((n, 3)), out)
         assert np.array_equal(x, x_generic)
+        statuses = [kernels.effective_factor(model_int, body_real, gravity, ws, no_driven, 0.0, 0.0, np.zeros(n),
+                                             *(np.zeros((n, 3, 3)) for _ in range(4)), np.zeros((n, 2)),
+                                             np.zeros((n, 2)), np.zeros(n), np.zeros((3, 3)))
+                    for model_int in (body_int, generic)]  # S = 0: the tip's joint is the first singular one
+        assert statuses == [STATUS_SINGULAR | ((n - 1) << 4)] * 2
 
 
 def test_solve_effective_errors():
