@@ -204,6 +204,29 @@ def rescale_differences(D, order, factor, r_mat, u_mat, ru, tmp):
 
 
 @njit
+def predict(D, order, gammas, atol, rtol, y_pred, psi, scale):
+    """The predictor of a step: y_pred = sum_{j<=k} D[j], psi = (1 / gamma_k) sum_{j<=k} gamma_j D[j] and the
+    error scale atol + rtol |y_pred| (module doc), k = order.
+
+    Row by row along D (each loop vectorises; summed over the rows in the same order as entry by entry, so the
+    same bits): entry by entry, with the order + 1 rows n apart, it was 0.4 forward-dynamics evaluations of
+    serial_chain(1e5) per step."""
+    n = D.shape[1]
+    for j in range(n):
+        y_pred[j] = 0.0
+        psi[j] = 0.0
+    for i in range(order + 1):
+        g = gammas[i]  # gammas[0] = 0
+        for j in range(n):
+            y_pred[j] += D[i, j]
+            psi[j] += g * D[i, j]
+    g = gammas[order]
+    for j in range(n):
+        psi[j] = psi[j] / g
+        scale[j] = atol + rtol * abs(y_pred[j])
+
+
+@njit
 def interpolate(D, order, t_new, h, t, out):
     """The BDF interpolating polynomial at t into out: y(t) = D[0] + sum_{j=1..k} D[j] prod_{m<j} (t - t_new + m h)
     / ((m + 1) h), exact at t_new - m h, m = 0..k."""
@@ -548,15 +571,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
             if nsteps + nrejected >= max_steps:
                 return STATUS_MAX_STEPS, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
             c = h / gammas[order]
-            for j in range(n):
-                acc = 0.0
-                acc_psi = 0.0
-                for i in range(order + 1):
-                    acc += D[i, j]
-                    acc_psi += gammas[i] * D[i, j]  # gammas[0] = 0
-                y_pred[j] = acc
-                psi[j] = acc_psi / gammas[order]
-                scale[j] = atol + rtol * abs(acc)
+            predict(D, order, gammas, atol, rtol, y_pred, psi, scale)
             # q eliminated: d_v = 0, d_q = c v_pred - psi_q (the q rows hold exactly from the start)
             for j in range(nf):
                 d[nf + j] = 0.0
