@@ -1,7 +1,7 @@
 """The cost of one bdf Newton iteration in forward-dynamics evaluations (issue 15), and what a step costs beside it.
 
-    python3 benchmarks/bdf_iteration.py [--n 1000 10000 100000] [--rounds 15] [--block 0.03] [--t-end 0.5 0.5 0.2]
-                                        [--name bdf_iteration]
+    python3 benchmarks/bdf_iteration.py [--n 1000 10000 100000] [--rounds 15] [--block 0.03] [--t-end 2 2 0.2]
+                                        [--run-repeats 3] [--name bdf_iteration]
 
 Definition. One Newton iteration of ``_kernels.bdf.integrate_bdf`` (tree, no loops) is the body of its iteration
 loop: the accelerations of the iterate, the residual M qdd - Q by one inverse-dynamics pass
@@ -11,18 +11,20 @@ once whatever its iterations (predictor, error estimate and norm, the difference
 order selection, dense output, events, STALD: "per-step overhead") and the factorisation (``kinematics_pass`` +
 ``effective_factor``, made when c = h / gamma_k changes or the contraction is slow).
 
-Method. On serial_chain(n) in its first mode (the hanging swing of benchmarks/bdf.py, a state a quarter period in),
+Method. On serial_chain(n) in its first mode (the hanging swing of benchmarks/bdf.py, a state an eighth of a period in),
 compiled blocks repeat one piece ~``block`` seconds each: the forward dynamics as an explicit method pays it
 (``integrators.system_rhs``: state load and the serial-chain forward-dynamics kernel), the bare forward-dynamics
 kernel, one Newton iteration (the iteration body above, the kernels of the time loop called as it calls them:
 repeated, it is Newton converging at the state), the residual alone, the correction alone, and one factorisation.
 The blocks run interleaved, ``rounds`` times, timed by CPU time (``time.process_time``; the machine may be
 shared); every figure is the median over rounds of the ratio to the forward-dynamics block of the same round.
-Then one whole ``simulate(method="bdf", max_order=2)`` run of ``t_end`` (CPU time) is split: iterations x
-iteration + factorisations x factorisation, the rest per accepted step (the per-step overhead) in forward
-dynamics, and the whole run per iteration as benchmarks/bdf.py counts it ("run/it").
-Same for ``generalized_alpha`` (``integrate_generalized_alpha`` shares the residual and correction; its
-iteration body differs only in its O(N) vector updates): the run's CPU time per Newton iteration.
+Then whole ``simulate(method="bdf", max_order=2)`` runs of ``t_end`` (median CPU time of ``run_repeats``) are
+split: iterations x iteration + factorisations x factorisation, the rest per accepted step (the per-step overhead,
+with the run's start and its Python wrapping) in forward dynamics, and the whole run per iteration as
+benchmarks/bdf.py counts it ("run/it"). This split is noisier than the blocks (a run's arrays share the caches with
+whatever else the machine runs). Same for ``generalized_alpha`` at dt = (period of mode 1) / 200, which shares the
+residual and correction (its iteration body differs only in its O(N) vector updates): its run's CPU time per
+Newton iteration, with and without its factorisations.
 Prints a table and writes benchmarks/results/NAME.json.
 """
 
@@ -199,27 +201,30 @@ def measure(bench, rounds, block):
             {name: float(np.median(np.array(v) / rhs)) for name, v in times.items()})
 
 
-def whole_run(bench, t_end, method, rtol=1e-7, atol=1e-10):
-    """CPU time and counts of one run of the hanging swing from q0 at rest."""
+def whole_run(bench, t_end, method, repeats=1, rtol=1e-7, atol=1e-10):
+    """Median CPU time of ``repeats`` runs of the hanging swing from q0 at rest, and the last run's result."""
     zero = np.zeros(bench.chain.nq)
     t_eval = np.linspace(0.0, t_end, 41)
-    start = time.process_time()
-    if method == "bdf":
-        res = rm.simulate(bench.chain, bench.q0, zero, t_end, method="bdf", rtol=rtol, atol=atol, t_eval=t_eval,
-                          max_order=2)
-    else:
-        dt = 2.0 * np.pi / bench.omega[0] / 200.0
-        res = rm.simulate(bench.chain, bench.q0, zero, t_end, method="generalized_alpha", dt=dt, every=10**9)
-    cpu = time.process_time() - start
-    return cpu, res
+    times = []
+    for _ in range(repeats):
+        start = time.process_time()
+        if method == "bdf":
+            res = rm.simulate(bench.chain, bench.q0, zero, t_end, method="bdf", rtol=rtol, atol=atol, t_eval=t_eval,
+                              max_order=2)
+        else:
+            dt = 2.0 * np.pi / bench.omega[0] / 200.0
+            res = rm.simulate(bench.chain, bench.q0, zero, t_end, method="generalized_alpha", dt=dt, every=10**9)
+        times.append(time.process_time() - start)
+    return float(np.median(times)), res
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, nargs="+", default=[1000, 10_000, 100_000])
-    parser.add_argument("--t-end", type=float, nargs="+", default=[0.5, 0.5, 0.2], help="one per n (or one)")
+    parser.add_argument("--t-end", type=float, nargs="+", default=[2.0, 2.0, 0.2], help="one per n (or one)")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--block", type=float, default=0.03, help="seconds per timed block")
+    parser.add_argument("--run-repeats", type=int, default=3, help="whole runs per method (median CPU time)")
     parser.add_argument("--name", default="bdf_iteration")
     args = parser.parse_args()
     t_ends = args.t_end if len(args.t_end) == len(args.n) else [args.t_end[0]] * len(args.n)
@@ -231,10 +236,10 @@ def main():
     for n, t_end in zip(args.n, t_ends, strict=True):
         bench = IterationBench(n)
         cpu, ratio = measure(bench, args.rounds, args.block)
-        run_cpu, res = whole_run(bench, t_end, "bdf")
+        run_cpu, res = whole_run(bench, t_end, "bdf", args.run_repeats)
         iterations, factorizations, steps = res.newton_iterations, res.newton_factorizations, res.nsteps
         overhead = run_cpu - iterations * cpu["iteration"] - factorizations * cpu["factor"]
-        ga_cpu, ga = whole_run(bench, t_end, "generalized_alpha")
+        ga_cpu, ga = whole_run(bench, t_end, "generalized_alpha", args.run_repeats)
         ga_iterations = ga.newton_iterations
         ga_rest = ga_cpu - ga.newton_factorizations * cpu["factor"]
         rows.append({"n": n, "rhs_us": 1e6 * cpu["rhs"], "cpu_s": cpu, "in_rhs": ratio,
