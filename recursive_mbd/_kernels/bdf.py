@@ -34,7 +34,7 @@ registers, 2.7 - 3.8 through the tree kernels) at the first iterate of a step wh
 that of the factors, and reused over the following steps of the same c (the quasi-constant step of Shampine &
 Reichelt changes h only every k + 1 steps); one iteration is then one residual and one ``effective_apply`` (two
 sweeps) and the O(N) updates: 1.1 - 1.3 forward-dynamics evaluations on serial_chain(1e3 .. 1e5), 1.9 - 2.2
-through the tree kernels; a whole run costs 1.6 - 2.2 per iteration with its factorisations and per-step work
+through the tree kernels; a whole run costs 1.5 - 1.9 per iteration with its factorisations and per-step work
 (benchmarks/bdf_iteration.py, which defines and splits these).
 Convergence: the correction (RMS, scaled like the error) times min(1, rate) <= newton_tol, the contraction rate
 carried over the steps that share the factors (decaying at most by CRATE_DOWN per iteration; measured with these
