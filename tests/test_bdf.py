@@ -40,6 +40,20 @@ def test_rescaled_differences_resample_the_interpolating_polynomial():
     assert out[0] == pytest.approx(cubic(t_n - 0.123), rel=1e-13)
 
 
+def test_predictor_sums_the_differences():
+    # y_pred = sum_{j<=k} D[j], psi = sum_{j<=k} gamma_j D[j] / gamma_k, scale = atol + rtol |y_pred|, entry by entry
+    rng = np.random.default_rng(3)
+    D = rng.normal(size=(kernels.MAX_ORDER + 3, 37))
+    gammas = np.concatenate(([0.0], np.cumsum(1.0 / np.arange(1, kernels.MAX_ORDER + 2))))
+    for order in range(1, kernels.MAX_ORDER + 1):
+        y_pred, psi, scale = np.empty(37), np.empty(37), np.empty(37)
+        kernels.predict(D, order, gammas, 1e-9, 1e-6, y_pred, psi, scale)
+        expected = D[:order + 1].sum(axis=0)
+        np.testing.assert_allclose(y_pred, expected, rtol=1e-14, atol=1e-15)
+        np.testing.assert_allclose(psi, gammas[:order + 1] @ D[:order + 1] / gammas[order], rtol=1e-14, atol=1e-15)
+        np.testing.assert_allclose(scale, 1e-9 + 1e-6 * np.abs(y_pred), rtol=1e-15)
+
+
 def _double_pendulum():
     return chains.serial_chain(2), np.array([1.0, 0.5]), np.zeros(2)
 

@@ -186,6 +186,65 @@ def test_gravity_stiffness_is_the_hessian_of_the_potential_on_revolute_trees():
     assert worst < 1e-8, worst
 
 
+def test_serial_chain_residual_and_correction_passes_equal_the_tree_kernels():
+    """The register passes of a serial revolute chain give the generic tree kernels' results: the residual's
+    (inverse_dynamics_serial) and the correction's (effective_apply's serial sweeps) bit for bit, with and without
+    element wrenches, the factorisation's to round-off; the same statuses for a non-finite input and a singular
+    joint."""
+    from recursive_mbd._evaluation import workspace  # noqa: PLC0415
+    from recursive_mbd._kernels import implicit as kernels  # noqa: PLC0415
+    from recursive_mbd._kernels import tree  # noqa: PLC0415
+    from recursive_mbd._kernels.layout import FLAGS, SERIAL_REVOLUTE, STATUS_SINGULAR  # noqa: PLC0415
+
+    rng = np.random.default_rng(7)
+    no_driven = np.zeros(0, dtype=np.uint8)
+    for n in (1, 2, 9, 40):
+        chain = rm.chains.serial_chain(n).compile()
+        body_int, body_real, gravity, ws = chain.body_int, chain.body_real, chain.gravity, workspace(chain).ws
+        generic = body_int.copy(order="F")  # the same chain without the serial flag: the tree passes
+        generic[0, FLAGS] &= ~SERIAL_REVOLUTE
+        generic.setflags(write=False)
+        assert body_int[0, FLAGS] & SERIAL_REVOLUTE
+        q, qd, qdd = rng.normal(size=(3, n))
+        for wrench in (np.zeros((0, 3)), rng.normal(size=(n, 3))):
+            tau, tau_serial = np.zeros(n), np.zeros(n)
+            assert tree.inverse_dynamics(body_int, body_real, gravity, q, qd, qdd, wrench, ws, tau) == 0
+            assert tree.inverse_dynamics_serial(body_real, gravity, q, qd, qdd, wrench, ws, tau_serial) == 0
+            assert np.array_equal(tau_serial, tau)
+        for bad in (q, qd, qdd):  # the entry named, as inverse_dynamics names it
+            saved = bad[n // 2]
+            bad[n // 2] = np.nan
+            expected = tree.inverse_dynamics(body_int, body_real, gravity, q, qd, qdd, wrench, ws, tau)
+            assert expected != 0
+            assert tree.inverse_dynamics_serial(body_real, gravity, q, qd, qdd, wrench, ws, tau) == expected
+            bad[n // 2] = saved
+        # the factors (uu, dinv, gcol, rvec, kb: what effective_apply and the bdf loop read) to round-off (the fused
+        # pass contracts its products into fused multiply-adds where the tree kernel stored them first), and the
+        # serial sweeps on the same factors bit for bit
+        tree.kinematics_pass(body_int, body_real, q, qd, ws, True)
+        j_diag = rng.uniform(0.0, 1.0, n)
+        rhs = rng.normal(size=n)
+        results = []
+        for model_int in (body_int, generic):
+            ia, uu, dinv, gcol = (np.zeros((n, 3, 3)) for _ in range(4))
+            rvec, kb, x = np.zeros((n, 2)), np.zeros(n), np.zeros(n)
+            assert kernels.effective_factor(model_int, body_real, gravity, ws, no_driven, 1.0, 0.3, j_diag, ia, uu,
+                                            dinv, gcol, rvec, np.zeros((n, 2)), kb, np.zeros((3, 3))) == 0
+            results.append((uu, dinv, gcol, rvec, kb))
+        for serial_part, generic_part in zip(*results, strict=True):
+            assert rel_err(serial_part, generic_part) < 1e-13
+        x, x_generic = np.zeros(n), np.zeros(n)
+        for model_int, out in ((body_int, x), (generic, x_generic)):
+            kernels.effective_apply(model_int, no_driven, *results[1][:4], rhs, np.zeros((n, 3)), np.zeros((n, 3)),
+                                    np.zeros((n, 3)), out)
+        assert np.array_equal(x, x_generic)
+        statuses = [kernels.effective_factor(model_int, body_real, gravity, ws, no_driven, 0.0, 0.0, np.zeros(n),
+                                             *(np.zeros((n, 3, 3)) for _ in range(4)), np.zeros((n, 2)),
+                                             np.zeros((n, 2)), np.zeros(n), np.zeros((3, 3)))
+                    for model_int in (body_int, generic)]  # S = 0: the tip's joint is the first singular one
+        assert statuses == [STATUS_SINGULAR | ((n - 1) << 4)] * 2
+
+
 def test_solve_effective_errors():
     model = build(TREE_SPECS[3])
     q, qd, _ = random_state(model, 3)

@@ -28,13 +28,17 @@ and those it lags -- velocity products, d(M a)/dq, elements between bodies, tau 
 only slows the contraction, the converged step is the BDF step). Each iteration: qdd -= S^-1 R, i.e.
 d_v -= c dx, d_q -= c^2 dx; the work rows d_w = c P - psi_w are explicit given q and v.
 
-Modified Newton as in CVODE (Hindmarsh et al., ACM TOMS 31, 2005): S is factorised (``effective_factor``, about
-1.5 forward dynamics) at the first iterate of a step whose c = h / gamma_k differs from that of the factors, and
-reused over the following steps of the same c (the quasi-constant step of Shampine & Reichelt changes h only every
-k + 1 steps); one iteration is then one residual and one ``effective_apply`` (two sweeps): about 2.4 forward-
-dynamics evaluations (benchmarks/bdf.py). Convergence: the correction (RMS, scaled like the error) times
-min(1, rate) <= newton_tol, the contraction rate carried over the steps that share the factors (decaying at most
-by CRATE_DOWN per iteration; measured with these factors at least once), so a step with good factors converges
+Modified Newton as in CVODE (Hindmarsh et al., ACM TOMS 31, 2005): S is factorised (``kinematics_pass`` and
+``effective_factor``: 0.8 forward-dynamics evaluations on a serial chain, whose passes carry their data in
+registers, 2.7 - 3.8 through the tree kernels) at the first iterate of a step whose c = h / gamma_k differs from
+that of the factors, and reused over the following steps of the same c (the quasi-constant step of Shampine &
+Reichelt changes h only every k + 1 steps); one iteration is then one residual and one ``effective_apply`` (two
+sweeps) and the O(N) updates: 1.1 - 1.3 forward-dynamics evaluations on serial_chain(1e3 .. 1e5), 1.9 - 2.2
+through the tree kernels; a whole run costs 1.5 - 1.9 per iteration with its factorisations and per-step work
+(benchmarks/bdf_iteration.py, which defines and splits these).
+Convergence: the correction (RMS, scaled like the error) times min(1, rate) <= newton_tol, the contraction rate
+carried over the steps that share the factors (decaying at most by CRATE_DOWN per iteration; measured with these
+factors at least once), so a step with good factors converges
 in one iteration; the iteration fails, as in scipy's BDF, when a rate is >= 1 or too slow to reach newton_tol in
 the iterations left; stale factors contracting slower than SLOW_CONTRACTION are made again at the
 current iterate, and a step that fails with stale factors is retried from the predictor with fresh ones before h
@@ -127,6 +131,7 @@ CRATE_DOWN = 0.3
 SLOW_CONTRACTION = 0.2
 ROUNDOFF = 1000.0 * 2.220446049250313e-16  # relative round-off floor of a Newton correction (N bodies, loops)
 EPS = 2.220446049250313e-16
+RESCALE_BLOCK = 64  # columns of D re-sampled per block (``rescale_differences``): 64 x 7 floats stay in L1
 # stability limit detection: the dominant root of three successive corrections (``_dominant_root``) counts as an
 # unresolved oscillatory root at the stability boundary when |r| > STALD_GROWTH at an angle > STALD_ANGLE [rad per
 # step] and it explains the corrections to STALD_MISFIT (relative RMS residual); corrections whose earlier two are
@@ -164,7 +169,13 @@ def _rescale_matrix(order, factor, out):
 
 @njit
 def rescale_differences(D, order, factor, r_mat, u_mat, ru, tmp):
-    """Re-sample D[:order+1] (backward differences at step h) at step factor * h, in place: D <- (R U)^T D."""
+    """Re-sample D[:order+1] (backward differences at step h) at step factor * h, in place: D <- (R U)^T D.
+
+    ``tmp`` (>= order + 1 floats) is scratch; the new rows are formed in blocks of tmp.size // (order + 1) columns
+    (``integrate_bdf`` gives RESCALE_BLOCK columns of every order), row by row so that each inner loop runs along
+    the rows of D and vectorises (column by column, with D's order + 1 rows n apart, this was 0.85 forward-dynamics
+    evaluations of serial_chain(1e5)). Each entry is summed over i in the same order as before: the same bits.
+    """
     _rescale_matrix(order, factor, r_mat)
     _rescale_matrix(order, 1.0, u_mat)
     for i in range(order + 1):
@@ -174,14 +185,45 @@ def rescale_differences(D, order, factor, r_mat, u_mat, ru, tmp):
                 acc += r_mat[i, m] * u_mat[m, j]
             ru[i, j] = acc
     n = D.shape[1]
-    for col in range(n):
-        for j in range(order + 1):
-            acc = 0.0
-            for i in range(order + 1):
-                acc += ru[i, j] * D[i, col]
-            tmp[j] = acc
-        for j in range(order + 1):
-            D[j, col] = tmp[j]
+    rows = order + 1
+    block = max(1, tmp.shape[0] // rows)
+    for start in range(0, n, block):
+        width = min(block, n - start)
+        for j in range(rows):  # tmp[j] = sum_i ru[i, j] D[i] on this block, i ascending
+            base = j * width
+            for col in range(width):
+                tmp[base + col] = 0.0
+            for i in range(rows):
+                coefficient = ru[i, j]
+                for col in range(width):
+                    tmp[base + col] += coefficient * D[i, start + col]
+        for j in range(rows):
+            base = j * width
+            for col in range(width):
+                D[j, start + col] = tmp[base + col]
+
+
+@njit
+def predict(D, order, gammas, atol, rtol, y_pred, psi, scale):
+    """The predictor of a step: y_pred = sum_{j<=k} D[j], psi = (1 / gamma_k) sum_{j<=k} gamma_j D[j] and the
+    error scale atol + rtol |y_pred| (module doc), k = order.
+
+    Row by row along D (each loop vectorises; summed over the rows in the same order as entry by entry, so the
+    same bits): entry by entry, with the order + 1 rows n apart, it was 0.4 forward-dynamics evaluations of
+    serial_chain(1e5) per step."""
+    n = D.shape[1]
+    for j in range(n):
+        y_pred[j] = 0.0
+        psi[j] = 0.0
+    for i in range(order + 1):
+        g = gammas[i]  # gammas[0] = 0
+        for j in range(n):
+            y_pred[j] += D[i, j]
+            psi[j] += g * D[i, j]
+    g = gammas[order]
+    for j in range(n):
+        psi[j] = psi[j] / g
+        scale[j] = atol + rtol * abs(y_pred[j])
 
 
 @njit
@@ -365,7 +407,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
     r_mat = np.empty((MAX_ORDER + 2, MAX_ORDER + 2))
     u_mat = np.empty((MAX_ORDER + 2, MAX_ORDER + 2))
     ru = np.empty((MAX_ORDER + 2, MAX_ORDER + 2))
-    tmp = np.empty(MAX_ORDER + 2)
+    tmp = np.empty((MAX_ORDER + 2) * RESCALE_BLOCK)
     gammas = np.zeros(MAX_ORDER + 2)
     for k in range(1, MAX_ORDER + 2):
         gammas[k] = gammas[k - 1] + 1.0 / k
@@ -529,15 +571,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
             if nsteps + nrejected >= max_steps:
                 return STATUS_MAX_STEPS, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
             c = h / gammas[order]
-            for j in range(n):
-                acc = 0.0
-                acc_psi = 0.0
-                for i in range(order + 1):
-                    acc += D[i, j]
-                    acc_psi += gammas[i] * D[i, j]  # gammas[0] = 0
-                y_pred[j] = acc
-                psi[j] = acc_psi / gammas[order]
-                scale[j] = atol + rtol * abs(acc)
+            predict(D, order, gammas, atol, rtol, y_pred, psi, scale)
             # q eliminated: d_v = 0, d_q = c v_pred - psi_q (the q rows hold exactly from the start)
             for j in range(nf):
                 d[nf + j] = 0.0

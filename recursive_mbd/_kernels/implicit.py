@@ -16,12 +16,15 @@ from .integrators import _fatal, _poll, _store, illinois_update, system_rhs
 from .layout import (
     COX,
     CS,
+    FLAGS,
+    GX,
     INERTIA,
     MASS,
     NDOF,
     PARENT,
     QIDX,
     RX,
+    SERIAL_REVOLUTE,
     SN,
     STATUS_EVENT,
     STATUS_NO_CONVERGENCE,
@@ -30,7 +33,7 @@ from .layout import (
 )
 from .loops import filtered_solve, loop_constraints
 from .recursive_system import _load_state
-from .tree import check_finite, inverse_dynamics, kinematics_pass, motion_column
+from .tree import check_finite, inverse_dynamics, inverse_dynamics_serial, kinematics_pass, motion_column
 
 njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=True)
 
@@ -107,6 +110,89 @@ def _locked(driven, i):
 
 
 @njit
+def _effective_factor_serial(body_real, gravity, ws, c_mass, c_stiff, j_diag, uu, dinv, gcol, rvec, kb):
+    """``effective_factor`` on a serial revolute chain without driven joints (flag SERIAL_REVOLUTE): one tip-to-base
+    pass instead of three (geometric_stiffness's, its initialisation's and the elimination's), the child's
+    subtree weight, gravity-stiffness term and shifted articulated inertia (all 9 entries, as the tree kernel
+    forms them) carried in registers rather than added into the parent's rows; the same arithmetic in the same
+    order. Writes uu[:, :, 0], dinv[:, 0, 0], gcol[:, :, 0], rvec and kb; returns the status."""
+    n = body_real.shape[0]
+    wx = 0.0  # the child's subtree weight, its stiffness term F . d, its B^T Ia B (row-major 3x3)
+    wy = 0.0
+    k_child = 0.0
+    s00 = s01 = s02 = s10 = s11 = s12 = s20 = s21 = s22 = 0.0
+    for i in range(n - 1, -1, -1):
+        c = ws[i, CS]
+        s = ws[i, SN]
+        rx = ws[i, RX]
+        ry = ws[i, RX + 1]
+        gx = ws[i, GX]
+        gy = ws[i, GX + 1]
+        rvec[i, 0] = rx
+        rvec[i, 1] = ry
+        # geometric_stiffness: the subtree's weight acts through e_i, the children's through d_k
+        m_i = body_real[i, MASS]
+        fx = m_i * gravity[0] + wx
+        fy = m_i * gravity[1] + wy
+        ex = c * body_real[i, COX] - s * body_real[i, COX + 1]
+        ey = s * body_real[i, COX] + c * body_real[i, COX + 1]
+        k_i = k_child + (fx * ex + fy * ey)
+        kb[i] = k_i
+        k_child = fx * (rx - ex) + fy * (ry - ey)
+        wx = fx
+        wy = fy
+        # IA = (the child's shifted Ia) + M_i, then U = IA G, D = G^T U + joint diagonal (G = (gx, gy, 1))
+        m = c_mass * m_i
+        a00 = s00 + m
+        a01 = s01
+        a02 = s02
+        a10 = s10
+        a11 = s11 + m
+        a12 = s12
+        a20 = s20
+        a21 = s21
+        a22 = s22 + (c_mass * body_real[i, INERTIA] + c_stiff * k_i)
+        gcol[i, 0, 0] = gx
+        gcol[i, 1, 0] = gy
+        gcol[i, 2, 0] = 1.0
+        u0 = a00 * gx + a01 * gy + a02 * 1.0
+        u1 = a10 * gx + a11 * gy + a12 * 1.0
+        u2 = a20 * gx + a21 * gy + a22 * 1.0
+        uu[i, 0, 0] = u0
+        uu[i, 1, 0] = u1
+        uu[i, 2, 0] = u2
+        d = gx * u0 + gy * u1 + 1.0 * u2
+        d += j_diag[i]
+        if d == 0.0 or not math.isfinite(d):
+            return STATUS_SINGULAR | (i << 4)
+        d_inv = 1.0 / d
+        dinv[i, 0, 0] = d_inv
+        # articulated Ia = IA - U D^-1 U^T, shifted to the parent by B^T . B
+        t00 = a00 - u0 * d_inv * u0
+        t01 = a01 - u0 * d_inv * u1
+        t02 = a02 - u0 * d_inv * u2
+        t10 = a10 - u1 * d_inv * u0
+        t11 = a11 - u1 * d_inv * u1
+        t12 = a12 - u1 * d_inv * u2
+        t20 = a20 - u2 * d_inv * u0
+        t21 = a21 - u2 * d_inv * u1
+        t22 = a22 - u2 * d_inv * u2
+        c02 = -ry * t00 + rx * t01 + t02
+        c12 = -ry * t10 + rx * t11 + t12
+        c22 = -ry * t20 + rx * t21 + t22
+        s00 = t00
+        s01 = t01
+        s10 = t10
+        s11 = t11
+        s02 = c02
+        s12 = c12
+        s20 = -ry * t00 + rx * t10 + t20
+        s21 = -ry * t01 + rx * t11 + t21
+        s22 = -ry * c02 + rx * c12 + c22
+    return STATUS_OK
+
+
+@njit
 def effective_factor(body_int, body_real, gravity, ws, driven, c_mass, c_stiff, j_diag, ia, uu, dinv, gcol, rvec,
                      fsub, kb, dmat):
     """Tip-to-base elimination of S = c_mass M + c_stiff T^T diag(K_i) T + diag(j_diag) at the state in ``ws``.
@@ -115,9 +201,12 @@ def effective_factor(body_int, body_real, gravity, ws, driven, c_mass, c_stiff, 
     ``effective_apply`` needs and nothing else reads: uu (n, 3, 3) U = IA G, dinv (n, 3, 3) D^-1, gcol (n, 3, 3)
     the columns of G (gcol[i, :, col]), rvec (n, 2) r of B; ia (n, 3, 3), fsub (n, 2), kb (n,), dmat (3, 3) are
     scratch. Driven joints (``driven`` (nbodies,) uint8, or (0,)) are locked: their coordinates are no unknowns.
+    A serial revolute chain without driven joints takes ``_effective_factor_serial`` (ia, fsub, dmat unused).
     Returns STATUS_SINGULAR | (body << 4) when a joint block is singular.
     """
     n = body_int.shape[0]
+    if n > 0 and driven.shape[0] == 0 and body_int[0, FLAGS] & SERIAL_REVOLUTE:
+        return _effective_factor_serial(body_real, gravity, ws, c_mass, c_stiff, j_diag, uu, dinv, gcol, rvec, kb)
     geometric_stiffness(body_int, body_real, gravity, ws, fsub, kb)
     for i in range(n):
         rvec[i, 0] = ws[i, RX]
@@ -179,12 +268,47 @@ def effective_factor(body_int, body_real, gravity, ws, driven, c_mass, c_stiff, 
 
 
 @njit
+def _effective_apply_serial(uu, dinv, gcol, rvec, rhs, ub, x):
+    """``effective_apply`` on a serial revolute chain (flag SERIAL_REVOLUTE: the parent of body i is i - 1, q_i is
+    its joint's coordinate) without driven joints: the same arithmetic in the same order, the child's condensed
+    force (tip to base) and the parent's velocity (base to tip) carried in registers instead of the pa and vel rows
+    (no store and reload through memory on the sweeps' dependency chains, no parent, flag or joint-type loads)."""
+    n = uu.shape[0]
+    fx = 0.0  # B^T (pA + U D^-1 u) of the child, carried to its parent
+    fy = 0.0
+    ft = 0.0
+    for i in range(n - 1, -1, -1):  # tip to base: u = rhs - G^T pA, pA_parent = B^T (pA + U D^-1 u)
+        u = rhs[i] - (gcol[i, 0, 0] * fx + gcol[i, 1, 0] * fy + ft)  # G = (gx, gy, 1)
+        ub[i, 0] = u
+        w = dinv[i, 0, 0] * u
+        fx += uu[i, 0, 0] * w
+        fy += uu[i, 1, 0] * w
+        ft += uu[i, 2, 0] * w
+        ft = -rvec[i, 1] * fx + rvec[i, 0] * fy + ft
+    vx = 0.0  # v of the parent (the ground's: zero)
+    vy = 0.0
+    vt = 0.0
+    for i in range(n):  # base to tip: x_i = D^-1 (u - U^T B v_P), v_i = B v_P + G x_i
+        bx = vx - rvec[i, 1] * vt
+        by = vy + rvec[i, 0] * vt
+        xi = dinv[i, 0, 0] * (ub[i, 0] - (uu[i, 0, 0] * bx + uu[i, 1, 0] * by + uu[i, 2, 0] * vt))
+        x[i] = xi
+        vx = bx + gcol[i, 0, 0] * xi
+        vy = by + gcol[i, 1, 0] * xi
+        vt = vt + xi
+
+
+@njit
 def effective_apply(body_int, driven, uu, dinv, gcol, rvec, rhs, ub, pa, vel, x):
     """x = S^-1 rhs (nq,) with the factors of ``effective_factor``: two sweeps, no kinematics, O(N).
 
-    Scratch ub, pa, vel (n, 3). Entries of driven coordinates in rhs are ignored and x is zero there.
+    Scratch ub, pa, vel (n, 3). Entries of driven coordinates in rhs are ignored and x is zero there. A serial
+    revolute chain without driven joints takes ``_effective_apply_serial`` (pa, vel not written).
     """
     n = body_int.shape[0]
+    if n > 0 and driven.shape[0] == 0 and body_int[0, FLAGS] & SERIAL_REVOLUTE:
+        _effective_apply_serial(uu, dinv, gcol, rvec, rhs, ub, x)
+        return
     for i in range(n):
         pa[i, 0] = 0.0
         pa[i, 1] = 0.0
@@ -305,7 +429,11 @@ def newton_residual(inputs, key, system, t, y, qdd_free, lam, tau_need, residual
             return status
         for k in range(tau.shape[0]):
             tau[k] += system[17][k]
-    status = inverse_dynamics(body_int, system[1], system[2], q, qd, qdd, system[16], system[14], tau_need)
+    if loops[0].shape[0] == 0 and body_int.shape[0] > 0 and body_int[0, FLAGS] & SERIAL_REVOLUTE:
+        # a serial chain: two register passes (the loops would read the kinematics columns this leaves out)
+        status = inverse_dynamics_serial(system[1], system[2], q, qd, qdd, system[16], system[14], tau_need)
+    else:
+        status = inverse_dynamics(body_int, system[1], system[2], q, qd, qdd, system[16], system[14], tau_need)
     if status != STATUS_OK:
         return status
     for k in range(tau.shape[0]):

@@ -989,6 +989,103 @@ def inverse_dynamics(body_int, body_real, gravity, q, qd, qdd, wrench, ws, tau):
 
 
 @njit
+def inverse_dynamics_serial(body_real, gravity, q, qd, qdd, wrench, ws, tau):
+    """``inverse_dynamics`` of a serial revolute chain (flag SERIAL_REVOLUTE of body 0: the parent of body i is
+    i - 1 and q_i its joint's angle): tau = M(q) qdd + h(q, qd) - J^T wrench in two passes, the parent's (base to
+    tip) and the child's (tip to base) data in registers, as ``_forward_dynamics_serial`` does.
+
+    Base to tip: each body's orientation, joint geometry (eqs. 3.18-3.19, the arithmetic of
+    ``_kinematics_pass_revolute``), acceleration (3.19a) and the force it needs, f_i = M_i a_i - Q_i, stored in
+    ws[:, QA:QA+3] beside its orientation in ws[:, CS], ws[:, SN]. Tip to base: F_i = f_i + B_{i+1}^T F_{i+1} and
+    tau_i = G_i^T F_i (3.21), the geometry of body i computed again from the two orientations (cheaper than
+    storing and loading it). Per body it reads q, qd, qdd, 6 model fields and writes 5 workspace fields and tau:
+    no finiteness sweep (a probe x * 0 of every input rides along; ``check_finite`` names the entry when it is
+    NaN), no angle, r, G, H or acceleration columns, no parent or flag loads. The statuses are
+    ``inverse_dynamics``'s; ws[:, QA:QA+3] holds f_i (not F_i) on return and no other workspace column is kept.
+    """
+    n = body_real.shape[0]
+    has_wrench = wrench.shape[0] > 0
+    sincos_of_sum_array(body_real[:, ANGLE], q, ws[:, SN], ws[:, CS])
+    c = 1.0  # the parent's orientation, angular velocity and acceleration (the ground's first)
+    s = 0.0
+    om = 0.0
+    a0 = a1 = a2 = 0.0
+    probe = 0.0
+    for i in range(n):
+        s_phi = ws[i, SN]
+        c_phi = ws[i, CS]
+        acc = qdd[i]
+        probe += s_phi * qd[i] * 0.0 + acc * 0.0  # NaN if q[i], qd[i] or qdd[i] is not finite, else 0
+        cp = c
+        sp = s
+        om_p = om
+        om = om_p + qd[i]
+        c = cp * c_phi - sp * s_phi
+        s = sp * c_phi + cp * s_phi
+        dlx = body_real[i, PPX]
+        dly = body_real[i, PPX + 1]
+        dx = cp * dlx - sp * dly
+        dy = sp * dlx + cp * dly
+        colx = body_real[i, COX]
+        coly = body_real[i, COX + 1]
+        ex = c * colx - s * coly
+        ey = s * colx + c * coly
+        rx = dx + ex
+        ry = dy + ey
+        hx = -om_p * om_p * dx - om * om * ex
+        hy = -om_p * om_p * dy - om * om * ey
+        a0 = a0 - ry * a2 + hx - ey * acc  # B a_P + H + G qdd, G = (-ey, ex, 1)
+        a1 = a1 + rx * a2 + hy + ex * acc
+        a2 = a2 + acc
+        m = body_real[i, MASS]
+        f0 = m * (a0 - gravity[0])
+        f1 = m * (a1 - gravity[1])
+        f2 = body_real[i, INERTIA] * a2
+        if has_wrench:
+            f0 -= wrench[i, 0]
+            f1 -= wrench[i, 1]
+            f2 -= wrench[i, 2]
+        ws[i, CS] = c
+        ws[i, SN] = s
+        ws[i, QA] = f0
+        ws[i, QA + 1] = f1
+        ws[i, QA + 2] = f2
+    # tip to base: F_i = f_i + B_{i+1}^T F_{i+1}, the child's shifted force in registers
+    g0 = g1 = g2 = 0.0
+    c_i = ws[n - 1, CS] if n > 0 else 1.0
+    s_i = ws[n - 1, SN] if n > 0 else 0.0
+    for i in range(n - 1, -1, -1):
+        if i > 0:
+            cp = ws[i - 1, CS]
+            sp = ws[i - 1, SN]
+        else:  # the ground
+            cp = 1.0
+            sp = 0.0
+        dlx = body_real[i, PPX]
+        dly = body_real[i, PPX + 1]
+        colx = body_real[i, COX]
+        coly = body_real[i, COX + 1]
+        ex = c_i * colx - s_i * coly
+        ey = s_i * colx + c_i * coly
+        rx = cp * dlx - sp * dly + ex
+        ry = sp * dlx + cp * dly + ey
+        c_i = cp
+        s_i = sp
+        f0 = ws[i, QA] + g0
+        f1 = ws[i, QA + 1] + g1
+        f2 = ws[i, QA + 2] + g2
+        t = -ey * f0 + ex * f1 + f2
+        tau[i] = t
+        probe += t * 0.0
+        g0 = f0
+        g1 = f1
+        g2 = f2 - ry * f0 + rx * f1
+    if not math.isfinite(probe):  # a non-finite input (named first) or output
+        return _input_status_or(q, qd, qdd, check_output(tau))
+    return STATUS_OK
+
+
+@njit
 def mass_matrix(body_int, body_real, q, zero_qd, ws, out):
     """Composite-rigid-body mass matrix M(q) into ``out`` (nq, nq); O(N d) for tree depth d.
 
