@@ -19,6 +19,7 @@ from ._evaluation import element_inputs
 from ._kernels import layout as L
 from ._kernels import spatial as kernels
 from ._kernels import spatial_elements as element_kernels
+from ._kernels import spatial_entry
 from ._kernels import spatial_layout as SL
 from .errors import ModelError, StateError
 from .model3d import Model3D
@@ -38,16 +39,25 @@ class Workspace3D:
     def __init__(self, model):
         n = model.nbodies
         self._n = n
-        self._width = model._max_nv
+        width = self._width = model._max_nv
         rows = n if bool(np.any(model.body_int[:, SL.JTYPE] != SL.SPHERICAL)) else 0
-        self.ws = np.zeros((n, SL.W_SPATIAL))
+        # one buffer, the arrays its views (``_kernels.spatial_entry.forward_dynamics_packed`` takes it whole)
+        size = rows * width * 6
+        start = n * SL.W_SPATIAL + kernels.TMP_SIZE
+        self.buffer = np.zeros(start + 2 * size + rows * width)
+        self.ws = self.buffer[:n * SL.W_SPATIAL].reshape(n, SL.W_SPATIAL)
+        self.tmp = self.buffer[n * SL.W_SPATIAL:start]
         self._S = None
-        self.fd_S = np.zeros((rows, self._width, 6))  # the S that forward dynamics reads
+        self.fd_S = self.buffer[start:start + size].reshape(rows, width, 6)  # the S that forward dynamics reads
         if rows:
             self._S = self.fd_S
-        self.UD = np.zeros((rows, self._width, 6))
-        self.uD = np.zeros((rows, self._width))
-        self.tmp = np.zeros(kernels.TMP_SIZE)
+        self.UD = self.buffer[start + size:start + 2 * size].reshape(rows, width, 6)
+        self.uD = self.buffer[start + 2 * size:].reshape(rows, width)
+        # forward_dynamics' short path: (fixed-signature kernel, body_int, body_real, gravity, buffer), or None
+        # (loops, force elements, or arrays of other types: the full route)
+        self.short_fd = None
+        if not model._loops and not model._elements and spatial_entry.accepts_model(model):
+            self.short_fd = (spatial_entry.kernel(), model.body_int, model.body_real, model.gravity, self.buffer)
         self._zeros = None
         self._nv = model._nv
         self.pair = np.zeros(2)
