@@ -131,6 +131,18 @@ def _inertia(value, what):
     return tensor
 
 
+def _packed_inertia(tensors):
+    """(..., 6) entries (xx, yy, zz, xy, xz, yz) of symmetric (..., 3, 3) tensors."""
+    return np.stack((tensors[..., 0, 0], tensors[..., 1, 1], tensors[..., 2, 2], tensors[..., 0, 1],
+                     tensors[..., 0, 2], tensors[..., 1, 2]), axis=-1)
+
+
+def _full_inertia(packed):
+    """(..., 3, 3) symmetric tensors from their (..., 6) entries (xx, yy, zz, xy, xz, yz)."""
+    xx, yy, zz, xy, xz, yz = np.moveaxis(packed, -1, 0)
+    return np.stack((np.stack((xx, xy, xz), -1), np.stack((xy, yy, yz), -1), np.stack((xz, yz, zz), -1)), axis=-2)
+
+
 def _quaternion_matrices(quats):
     """Rotation matrices (k, 3, 3) of unit quaternions (k, 4) (w, x, y, z)."""
     w, x, y, z = quats.T
@@ -139,13 +151,16 @@ def _quaternion_matrices(quats):
                      np.stack((2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)), axis=-1)), axis=1)
 
 
+# the inertia about the centre of mass is kept as its 6 entries (xx, yy, zz, xy, xz, yz): the tensors are exactly
+# symmetric once checked (``_inertia``, ``_checked_inertias`` symmetrise them), so no value is lost (24 bytes a body
+# less than (3, 3): 24 MB for a 1e6-body chain, benchmarks/spatial_memory.py)
 _FIELDS = {"parent": ((), np.int64), "jtype": ((), np.int64), "mass": ((), np.float64),
-           "inertia": ((3, 3), np.float64), "com": ((3,), np.float64), "parent_point": ((3,), np.float64),
+           "inertia": ((6,), np.float64), "com": ((3,), np.float64), "parent_point": ((3,), np.float64),
            "child_point": ((3,), np.float64), "rotation": ((3, 3), np.float64), "a1": ((3,), np.float64),
            "a2": ((3,), np.float64)}
 
 
-_COMPILE_BLOCK = 65536  # bodies per block of compile's inertia arithmetic (bounded temporaries)
+_COMPILE_BLOCK = 65536  # bodies per block of add_bodies' inertia checks and compile's inertia arithmetic
 
 
 _TRIM_BODIES = 100_000  # models this large hand the memory compile freed back to the system
@@ -172,11 +187,12 @@ def _release_freed_memory():
 
 def _checked_inertias(tensors, fail):
     """(k, 3, 3) inertia tensors checked as ``add_body`` checks one (finite, symmetric to 1e-12 relative, positive
-    semidefinite, the triangle inequality) and symmetrised: a new array. The checks run in blocks of
+    semidefinite, the triangle inequality) and symmetrised: a new (k, 6) array of their entries (xx, yy, zz, xy,
+    xz, yz; ``_packed_inertia``). The checks run in blocks of
     ``_COMPILE_BLOCK`` tensors so that a million-body chain makes no (k, 3, 3) temporaries beyond the result;
     ``fail(mask, message)`` reports the first bad one."""
     k = tensors.shape[0]
-    out = np.empty((k, 3, 3))
+    out = np.empty((k, 6))
     for start in range(0, k, _COMPILE_BLOCK):
         block = slice(start, min(start + _COMPILE_BLOCK, k))
         part = tensors[block]
@@ -194,9 +210,9 @@ def _checked_inertias(tensors, fail):
         asym = np.abs(part - transpose).reshape(part.shape[0], -1).max(axis=1) > 1e-12 * scale
         if asym.any():
             refuse(asym, "inertia must be symmetric")
-        symmetric = out[block]
-        np.add(part, transpose, out=symmetric)
+        symmetric = part + transpose
         symmetric *= 0.5
+        out[block] = _packed_inertia(symmetric)
         moments = np.linalg.eigvalsh(symmetric)
         tol = 1e-12 * np.abs(moments).max(axis=1)
         if np.any(moments[:, 0] < -tol):
@@ -403,7 +419,7 @@ class Model3D:
             raise ModelError(f"{where}: axis applies to revolute, prismatic, cylindrical and universal joints, "
                              f"not {joint!r}")
         self._table.extend(1, dict(parent=parent_index, jtype=jtype, parent_point=parent_point,
-                                         child_point=child_point, mass=mass, inertia=inertia, com=com,
+                                         child_point=child_point, mass=mass, inertia=_packed_inertia(inertia), com=com,
                                          rotation=rotation, a1=a1, a2=a2))
         if name is not None:
             self._names[label] = index
@@ -462,7 +478,7 @@ class Model3D:
                   (("parent_point", parent_point), ("child_point", child_point), ("com", com))}
         inertia_arr = _checks_real(inertia, "add_bodies: inertia")
         if inertia_arr.shape in ((), (6,), (3, 3)):
-            tensors = _inertia(inertia_arr, "add_bodies: inertia")
+            tensors = _packed_inertia(_inertia(inertia_arr, "add_bodies: inertia"))
         else:
             if inertia_arr.shape == (k,):
                 tensors = inertia_arr[:, None, None] * np.eye(3)
@@ -944,7 +960,7 @@ class Model3D:
             block = slice(start, min(start + _COMPILE_BLOCK, n))
             mb, cb = m[block], c[block]
             # parallel axis theorem: the inertia about the body frame origin
-            origin = inertia[block] + mb[:, None, None] * (
+            origin = _full_inertia(inertia[block]) + mb[:, None, None] * (
                 np.einsum("ij,ij->i", cb, cb)[:, None, None] * np.eye(3) - cb[:, :, None] * cb[:, None, :])
             body_real[block, SL.IO:SL.IO + 6] = np.column_stack((origin[:, 0, 0], origin[:, 1, 1], origin[:, 2, 2],
                                                                  origin[:, 0, 1], origin[:, 0, 2], origin[:, 1, 2]))
@@ -960,18 +976,7 @@ class Model3D:
         self._nq = int(nqj.sum())
         self._nv = int(nvj.sum())
         self._max_nv = max(1, int(nvj.max()))
-        quaternion = (jtype == SL.SPHERICAL) | (jtype == SL.FREE)
-        shift = np.where(jtype[quaternion] == SL.FREE, 3, 0)
-        self._quat_body = np.flatnonzero(quaternion).astype(np.int64)
-        self._quat_q = (qidx[quaternion] + shift).astype(np.int64)
-        self._quat_v = (vidx[quaternion] + shift).astype(np.int64)
-        euclid_q = np.ones(self._nq, dtype=bool)
-        euclid_v = np.ones(self._nv, dtype=bool)
-        euclid_q[(self._quat_q[:, None] + np.arange(4)).ravel()] = False
-        euclid_v[(self._quat_v[:, None] + np.arange(3)).ravel()] = False
-        # a joint's Euclidean coordinates and rates correspond one to one, in the same order
-        self._euclid_q = np.flatnonzero(euclid_q)
-        self._euclid_v = np.flatnonzero(euclid_v)
+        self._coordinate_maps = None  # _quat_body, ... (below), made on first use: forward dynamics needs none
         self.gravity = np.ascontiguousarray(self.gravity)
         self.gravity.flags.writeable = False
         rows = np.cumsum([0] + [SL.LOOP_ROWS[code] for code, *_ in self._loops]).astype(np.int64)
@@ -997,6 +1002,32 @@ class Model3D:
             _release_freed_memory()
         self._compiled = True
         return self
+
+    def _coordinates(self):
+        """(quat_body, quat_q, quat_v, euclid_q, euclid_v) of the compiled model, made on first use (a 1e6-body
+        spherical chain's are 24 MB that its forward dynamics does not read): the bodies whose joint has a
+        quaternion (spherical, free), the index of each quaternion in q and of its angular rates in v, and the
+        indices in q and in v of the Euclidean coordinates (a joint's Euclidean coordinates and rates correspond
+        one to one, in the same order)."""
+        if self._coordinate_maps is None:
+            jtype = self.body_int[:, SL.JTYPE]
+            quaternion = (jtype == SL.SPHERICAL) | (jtype == SL.FREE)
+            shift = np.where(jtype[quaternion] == SL.FREE, 3, 0)
+            quat_body = np.flatnonzero(quaternion).astype(np.int64)
+            quat_q = (self.body_int[quaternion, SL.QIDX] + shift).astype(np.int64)
+            quat_v = (self.body_int[quaternion, SL.VIDX] + shift).astype(np.int64)
+            euclid_q = np.ones(self._nq, dtype=bool)
+            euclid_v = np.ones(self._nv, dtype=bool)
+            euclid_q[(quat_q[:, None] + np.arange(4)).ravel()] = False
+            euclid_v[(quat_v[:, None] + np.arange(3)).ravel()] = False
+            self._coordinate_maps = (quat_body, quat_q, quat_v, np.flatnonzero(euclid_q), np.flatnonzero(euclid_v))
+        return self._coordinate_maps
+
+    _quat_body = property(lambda self: self._coordinates()[0])
+    _quat_q = property(lambda self: self._coordinates()[1])
+    _quat_v = property(lambda self: self._coordinates()[2])
+    _euclid_q = property(lambda self: self._coordinates()[3])
+    _euclid_v = property(lambda self: self._coordinates()[4])
 
     def _require_compiled(self):
         if not self._compiled:
@@ -1057,8 +1088,11 @@ class Model3D:
 
     @property
     def body_inertia(self):
-        """Inertia tensor of each body about its centre of mass, body axes [kg m^2], (nbodies, 3, 3) (read-only)."""
-        return self._column("inertia")
+        """Inertia tensor of each body about its centre of mass, body axes [kg m^2], (nbodies, 3, 3) (read-only;
+        made from the 6 entries the model keeps)."""
+        tensors = _full_inertia(self._table.column("inertia"))
+        tensors.flags.writeable = False
+        return tensors
 
     @property
     def body_com(self):
@@ -1096,7 +1130,7 @@ class Model3D:
             axis = None
         return {"name": self._explicit.get(i, f"body{i}"), "parent": int(column("parent")[i]), "joint": joint,
                 "parent_point": column("parent_point")[i].copy(), "child_point": column("child_point")[i].copy(),
-                "mass": float(column("mass")[i]), "inertia": column("inertia")[i].copy(),
+                "mass": float(column("mass")[i]), "inertia": _full_inertia(column("inertia")[i]),
                 "com": column("com")[i].copy(), "rotation": column("rotation")[i].copy(), "axis": axis}
 
     def total_mass(self):

@@ -30,7 +30,7 @@ _FLOAT = np.dtype(np.float64)
 class Workspace3D:
     """Scratch arrays of one spatial model, allocated once and reused by every kernel call.
 
-    Forward dynamics of a model whose joints are all spherical needs only ``ws`` (51 floats a body) and ``tmp``:
+    Forward dynamics of a model whose joints are all spherical needs only ``ws`` (45 floats a body) and ``tmp``:
     the articulated-body algorithm keeps their constant motion subspaces implicit and their condensation in
     ``ws``, so ``fd_S``, ``UD`` and ``uD`` have 0 rows there, and ``S`` (read by the other kernels) is allocated
     on first use.

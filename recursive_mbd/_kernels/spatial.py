@@ -1180,10 +1180,10 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
     if status:
         return status
     n = body_int.shape[0]
-    # articulated inertia and bias force of each body alone: I_i and v x* I_i v
+    # articulated inertia and bias force of each body alone: v x* I_i v, then I_i (over v_i: ``spatial_layout`` WV)
     for i in range(n):
-        _body_inertia(body_real, i, ws, i)
         _body_bias_force(body_real, i, ws)
+        _body_inertia(body_real, i, ws, i)
     # tip to base: U = I^A S, D = S^T U, u = tau - S^T p^A; condense onto the parent (seed 003 eq. 3.23)
     # tmp layout: U 0:36 (column-major, 6 per column), D/L 36:72 (stride 6), scale 72:78, rhs 78:84, Ia 84:120,
     # pa 120:126, c-product 126:132, 1/L_kk 186:192, D^-1 192:228 (stride 6), sqrt(I^A_rr) 228:234, I^A unpacked
