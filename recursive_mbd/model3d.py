@@ -160,7 +160,7 @@ _FIELDS = {"parent": ((), np.int64), "jtype": ((), np.int64), "mass": ((), np.fl
            "a2": ((3,), np.float64)}
 
 
-_COMPILE_BLOCK = 65536  # bodies per block of add_bodies' inertia checks and compile's inertia arithmetic
+_COMPILE_BLOCK = 65536  # bodies per block of add_bodies' inertia checks (bounded temporaries)
 
 
 _TRIM_BODIES = 100_000  # models this large hand the memory compile freed back to the system
@@ -940,8 +940,8 @@ class Model3D:
             raise ModelError("the model has no bodies")
         jtype = table.column("jtype")
         sizes = np.array([SL.JOINT_SIZES[code] for code in range(len(SL.JOINT_SIZES))], dtype=np.int64)
-        # the packed arrays are filled column by column and the inertias in blocks, so that compiling a 1e6-body
-        # chain adds no (n, 3, 3) temporaries to the packed arrays themselves (benchmarks/spatial_memory.py)
+        # the packed arrays are filled column by column, so that compiling a 1e6-body chain adds no (n, ...)
+        # temporaries to the packed arrays themselves (benchmarks/spatial_memory.py)
         body_int = np.empty((n, SL.N_INT), dtype=np.int64)
         body_int[:, SL.PARENT] = table.column("parent")
         body_int[:, SL.JTYPE] = jtype
@@ -953,17 +953,10 @@ class Model3D:
         np.cumsum(nqj[:-1], out=qidx[1:])
         np.cumsum(nvj[:-1], out=vidx[1:])
         body_real = np.zeros((n, SL.N_REAL))
-        m, c, inertia = table.column("mass"), table.column("com"), table.column("inertia")
+        m, c = table.column("mass"), table.column("com")
         body_real[:, SL.MASS] = m
         np.multiply(m[:, None], c, out=body_real[:, SL.MCOM:SL.MCOM + 3])
-        for start in range(0, n, _COMPILE_BLOCK):
-            block = slice(start, min(start + _COMPILE_BLOCK, n))
-            mb, cb = m[block], c[block]
-            # parallel axis theorem: the inertia about the body frame origin
-            origin = _full_inertia(inertia[block]) + mb[:, None, None] * (
-                np.einsum("ij,ij->i", cb, cb)[:, None, None] * np.eye(3) - cb[:, :, None] * cb[:, None, :])
-            body_real[block, SL.IO:SL.IO + 6] = np.column_stack((origin[:, 0, 0], origin[:, 1, 1], origin[:, 2, 2],
-                                                                 origin[:, 0, 1], origin[:, 0, 2], origin[:, 1, 2]))
+        body_real[:, SL.IC:SL.IC + 6] = table.column("inertia")  # about the centre of mass, as given
         body_real[:, SL.R0:SL.R0 + 9] = table.column("rotation").reshape(n, 9)
         body_real[:, SL.PP:SL.PP + 3] = table.column("parent_point")
         body_real[:, SL.CP:SL.CP + 3] = table.column("child_point")
@@ -992,9 +985,9 @@ class Model3D:
         self.loop_rows = rows  # (nloops + 1,): loop k owns rows loop_rows[k]:loop_rows[k + 1] of phi
         self._pack_elements()
         # the table's columns that the packed arrays hold unchanged become views of them (read-only: the model is
-        # frozen), so that a compiled model keeps one copy of them; com and inertia (about the centre of mass, as
-        # given) stay, the packed arrays hold m c and the inertia about the origin
+        # frozen), so that a compiled model keeps one copy of them; com stays (the packed arrays hold m c)
         table.share({"parent": body_int[:, SL.PARENT], "jtype": body_int[:, SL.JTYPE], "mass": body_real[:, SL.MASS],
+                     "inertia": body_real[:, SL.IC:SL.IC + 6],
                      "rotation": body_real[:, SL.R0:SL.R0 + 9].reshape(n, 3, 3),
                      "parent_point": body_real[:, SL.PP:SL.PP + 3], "child_point": body_real[:, SL.CP:SL.CP + 3],
                      "a1": body_real[:, SL.A1:SL.A1 + 3], "a2": body_real[:, SL.A2:SL.A2 + 3]})

@@ -42,7 +42,7 @@ from .spatial_layout import (
     CP,
     CYLINDRICAL,
     FREE,
-    IO,
+    IC,
     JTYPE,
     MASS,
     MCOM,
@@ -249,6 +249,21 @@ def _force_to_parent_add(ws, i, f, o, dst, d):
 
 
 @njit
+def _origin_inertia(body_real, i):
+    """The rotational inertia of body i about its frame's origin, body axes (xx, yy, zz, xy, xz, yz): the parallel
+    axis theorem on the packed inertia about the centre of mass, I_O = I_C + m (|c|^2 1 - c c^T) =
+    I_C + (|h|^2 1 - h h^T) / m with h = m c (MCOM); a massless body has h = 0 and I_O = I_C."""
+    mass = body_real[i, MASS]
+    hx = body_real[i, MCOM]
+    hy = body_real[i, MCOM + 1]
+    hz = body_real[i, MCOM + 2]
+    inv = 1.0 / mass if mass > 0.0 else 0.0
+    return (body_real[i, IC] + (hy * hy + hz * hz) * inv, body_real[i, IC + 1] + (hx * hx + hz * hz) * inv,
+            body_real[i, IC + 2] + (hx * hx + hy * hy) * inv, body_real[i, IC + 3] - hx * hy * inv,
+            body_real[i, IC + 4] - hx * hz * inv, body_real[i, IC + 5] - hy * hz * inv)
+
+
+@njit
 def _inertia_times(body_real, i, m, o, out, d):
     """out[d:d+6] = I_i m[o:o+6]: the body's spatial inertia about its origin times a motion (its momentum)."""
     mass = body_real[i, MASS]
@@ -261,12 +276,7 @@ def _inertia_times(body_real, i, m, o, out, d):
     vx = m[o + 3]
     vy = m[o + 4]
     vz = m[o + 5]
-    ixx = body_real[i, IO]
-    iyy = body_real[i, IO + 1]
-    izz = body_real[i, IO + 2]
-    ixy = body_real[i, IO + 3]
-    ixz = body_real[i, IO + 4]
-    iyz = body_real[i, IO + 5]
+    ixx, iyy, izz, ixy, ixz, iyz = _origin_inertia(body_real, i)
     # angular momentum about O: I_O omega + h x v_O; linear: m v_O + omega x h  (h = m c)
     out[d] = ixx * wx + ixy * wy + ixz * wz + hy * vz - hz * vy
     out[d + 1] = ixy * wx + iyy * wy + iyz * wz + hz * vx - hx * vz
@@ -302,11 +312,20 @@ def _cross_force(v, o, f, fo, out, d):
 @njit
 def _body_inertia(body_real, i, ws, j):
     """ws[j, WI:WI+21] = the spatial inertia of body i about its origin, packed: [[I_O, [h]x], [[h]x^T, m 1]]."""
-    for e in range(6):
-        ws[j, WI + PA + e] = body_real[i, IO + e]
-    hx = body_real[i, MCOM]
-    hy = body_real[i, MCOM + 1]
-    hz = body_real[i, MCOM + 2]
+    ixx, iyy, izz, ixy, ixz, iyz = _origin_inertia(body_real, i)
+    _store_inertia(ws, j, body_real[i, MASS], body_real[i, MCOM], body_real[i, MCOM + 1], body_real[i, MCOM + 2], ixx,
+                   iyy, izz, ixy, ixz, iyz)
+
+
+@njit
+def _store_inertia(ws, j, m, hx, hy, hz, ixx, iyy, izz, ixy, ixz, iyz):
+    """ws[j, WI:WI+21] = [[I_O, [h]x], [[h]x^T, m 1]] packed, from m, h = m c and I_O (xx, yy, zz, xy, xz, yz)."""
+    ws[j, WI + PA] = ixx
+    ws[j, WI + PA + 1] = iyy
+    ws[j, WI + PA + 2] = izz
+    ws[j, WI + PA + 3] = ixy
+    ws[j, WI + PA + 4] = ixz
+    ws[j, WI + PA + 5] = iyz
     b = WI + PB
     ws[j, b] = 0.0
     ws[j, b + 1] = -hz
@@ -317,7 +336,6 @@ def _body_inertia(body_real, i, ws, j):
     ws[j, b + 6] = -hy
     ws[j, b + 7] = hx
     ws[j, b + 8] = 0.0
-    m = body_real[i, MASS]
     ws[j, WI + PC] = m
     ws[j, WI + PC + 1] = m
     ws[j, WI + PC + 2] = m
@@ -691,8 +709,10 @@ def _kinematics(body_int, body_real, q, v, ws, S, tmp, with_velocity, spherical_
 
 
 @njit
-def _body_bias_force(body_real, i, ws):
-    """ws[i, WP:WP+6] = v x* I_i v (v = ws[i, WV:WV+6]): ``_inertia_times`` then ``_cross_force`` on the row."""
+def _body_bias_force_and_inertia(body_real, i, ws):
+    """ws[i, WP:WP+6] = v x* I_i v (v = ws[i, WV:WV+6]: ``_inertia_times`` then ``_cross_force`` on the row), then
+    ws[i, WI:WI+21] = I_i as ``_body_inertia`` writes it, over v (``spatial_layout`` WV): the inertia about the
+    origin (``_origin_inertia``) made once for both."""
     mass = body_real[i, MASS]
     hx = body_real[i, MCOM]
     hy = body_real[i, MCOM + 1]
@@ -703,12 +723,7 @@ def _body_bias_force(body_real, i, ws):
     ux = ws[i, WV + 3]
     uy = ws[i, WV + 4]
     uz = ws[i, WV + 5]
-    ixx = body_real[i, IO]
-    iyy = body_real[i, IO + 1]
-    izz = body_real[i, IO + 2]
-    ixy = body_real[i, IO + 3]
-    ixz = body_real[i, IO + 4]
-    iyz = body_real[i, IO + 5]
+    ixx, iyy, izz, ixy, ixz, iyz = _origin_inertia(body_real, i)
     nx = ixx * wx + ixy * wy + ixz * wz + hy * uz - hz * uy
     ny = ixy * wx + iyy * wy + iyz * wz + hz * ux - hx * uz
     nz = ixz * wx + iyz * wy + izz * wz + hx * uy - hy * ux
@@ -721,6 +736,7 @@ def _body_bias_force(body_real, i, ws):
     ws[i, WP + 3] = wy * fz - wz * fy
     ws[i, WP + 4] = wz * fx - wx * fz
     ws[i, WP + 5] = wx * fy - wy * fx
+    _store_inertia(ws, i, mass, hx, hy, hz, ixx, iyy, izz, ixy, ixz, iyz)
 
 
 @njit
@@ -1182,8 +1198,7 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
     n = body_int.shape[0]
     # articulated inertia and bias force of each body alone: v x* I_i v, then I_i (over v_i: ``spatial_layout`` WV)
     for i in range(n):
-        _body_bias_force(body_real, i, ws)
-        _body_inertia(body_real, i, ws, i)
+        _body_bias_force_and_inertia(body_real, i, ws)
     # tip to base: U = I^A S, D = S^T U, u = tau - S^T p^A; condense onto the parent (seed 003 eq. 3.23)
     # tmp layout: U 0:36 (column-major, 6 per column), D/L 36:72 (stride 6), scale 72:78, rhs 78:84, Ia 84:120,
     # pa 120:126, c-product 126:132, 1/L_kk 186:192, D^-1 192:228 (stride 6), sqrt(I^A_rr) 228:234, I^A unpacked

@@ -36,7 +36,9 @@ N_INT = 6
 # ---- body_real: (nbodies, 31) float64, C order -------------------------------------------------------------------
 MASS = 0  # mass m [kg]
 MCOM = 1  # first moment m c, c the centre of mass in the body frame [kg m] (3)
-IO = 4  # rotational inertia about the body frame's ORIGIN, body axes: xx, yy, zz, xy, xz, yz [kg m^2] (6)
+IC = 4  # rotational inertia about the CENTRE OF MASS as given, body axes: xx, yy, zz, xy, xz, yz [kg m^2] (6)
+# (the kernels add m (|c|^2 1 - c c^T) for the inertia about the origin, ``_kernels.spatial._origin_inertia``;
+# ``Model3D.body_inertia`` is a view of these columns, not a second copy: 48 MB less for a 1e6-body chain)
 R0 = 10  # joint frame relative to the parent frame, row-major 3x3 rotation (joint-to-parent) (9)
 PP = 19  # parent point, parent frame [m] (3); ground: ground frame
 CP = 22  # child point, child frame [m] (3)
