@@ -395,16 +395,18 @@ def test_short_path_refusals_take_the_full_route(ball_chain):
     """Once the workspace exists, rm.forward_dynamics on a spatial tree calls the fixed-signature kernel
     (``_kernels.spatial_entry``): whatever its dispatch or its length check refuses gets the full route's answer or
     error, and what it accepts gets the full route's answer bit for bit."""
+    from recursive_mbd import spatial  # noqa: PLC0415  (imported lazily by rm.forward_dynamics)
+
     q, v, tau = ball_chain.neutral(), np.array([0.1, 0.2, 0.3, 0.4]), np.array([0.5, -0.2, 0.1, 0.3])
     q[1:5] = [0.9, 0.1, -0.3, 0.2]
     q[1:5] /= np.linalg.norm(q[1:5])
-    full = rm.spatial.forward_dynamics(ball_chain, q, v, tau)  # the full route (no short path there)
+    full = spatial.forward_dynamics(ball_chain, q, v, tau)  # the full route (no short path there)
     assert ball_chain._workspace3d.short_fd is not None
     np.testing.assert_array_equal(rm.forward_dynamics(ball_chain, q, v, tau), full)
-    np.testing.assert_array_equal(rm.forward_dynamics(ball_chain, q, v), rm.spatial.forward_dynamics(ball_chain, q, v))
+    np.testing.assert_array_equal(rm.forward_dynamics(ball_chain, q, v), spatial.forward_dynamics(ball_chain, q, v))
     for q_like in (list(q), np.repeat(q, 2)[::2]):  # converted by the full route
         np.testing.assert_array_equal(rm.forward_dynamics(ball_chain, q_like, v, tau),
-                                      rm.spatial.forward_dynamics(ball_chain, q_like, v, tau))
+                                      spatial.forward_dynamics(ball_chain, q_like, v, tau))
     np.testing.assert_array_equal(rm.forward_dynamics(ball_chain, q, v, tau, t=1), full)  # an int time
     with pytest.raises(TypeError, match="t must be"):
         rm.forward_dynamics(ball_chain, q, v, tau, t="now")
