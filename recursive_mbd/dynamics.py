@@ -105,7 +105,7 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
         # planar lookups below would raise and catch an AttributeError first, about 1 us a call
         work = model._workspace3d
         short = None if work is None else work.short_fd
-        if (short is not None and method == "recursive" and (out is None or out is work.checked_out)
+        if (short and method == "recursive" and (out is None or out is work.checked_out)
                 and t.__class__ is float):
             # the short path, as the planar one below: the fixed-signature kernel's dispatch checks the dtype, layout
             # and writability of q, qd, tau and out, the kernel their lengths and finiteness; anything it refuses

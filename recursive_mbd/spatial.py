@@ -53,11 +53,10 @@ class Workspace3D:
             self._S = self.fd_S
         self.UD = self.buffer[start + size:start + 2 * size].reshape(rows, width, 6)
         self.uD = self.buffer[start + 2 * size:].reshape(rows, width)
-        # forward_dynamics' short path: (fixed-signature kernel, body_int, body_real, gravity, buffer), or None
-        # (loops, force elements, or arrays of other types: the full route)
+        # rm.forward_dynamics' short path: (fixed-signature kernel, body_int, body_real, gravity, buffer); None until
+        # the first recursive forward dynamics (the kernel is compiled or loaded then, not for other functions),
+        # False for the full route (loops, force elements, or arrays of other types)
         self.short_fd = None
-        if not model._loops and not model._elements and spatial_entry.accepts_model(model):
-            self.short_fd = (spatial_entry.kernel(), model.body_int, model.body_real, model.gravity, self.buffer)
         self._zeros = None
         self._nv = model._nv
         self.pair = np.zeros(2)
@@ -172,6 +171,13 @@ def workspace(model):
     return model._workspace3d
 
 
+def _short_route(model, ws):
+    """The fields of rm.forward_dynamics' short path for this model (``Workspace3D.short_fd``), or False."""
+    if model._loops or model._elements or not spatial_entry.accepts_model(model):
+        return False
+    return (spatial_entry.kernel(), model.body_int, model.body_real, model.gravity, ws.buffer)
+
+
 def _vector(x, n, what, size_name):
     """``x`` as a C-contiguous float64 (n,) array (fast path: already one), or TypeError / StateError naming it."""
     if x.__class__ is np.ndarray and x.dtype is _FLOAT and x.shape == (n,) and x.flags.c_contiguous:
@@ -255,6 +261,8 @@ def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursiv
             raise
         if status:
             _raise(model, status, ("q", "v", "tau"), output="vdot")
+        if ws.short_fd is None:
+            ws.short_fd = _short_route(model, ws)
         return vdot
     if method == "mass_matrix":
         import scipy.linalg  # noqa: PLC0415  (scipy only for this route)

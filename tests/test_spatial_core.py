@@ -401,7 +401,7 @@ def test_short_path_refusals_take_the_full_route(ball_chain):
     q[1:5] = [0.9, 0.1, -0.3, 0.2]
     q[1:5] /= np.linalg.norm(q[1:5])
     full = spatial.forward_dynamics(ball_chain, q, v, tau)  # the full route (no short path there)
-    assert ball_chain._workspace3d.short_fd is not None
+    assert ball_chain._workspace3d.short_fd  # set by the first recursive forward dynamics
     np.testing.assert_array_equal(rm.forward_dynamics(ball_chain, q, v, tau), full)
     np.testing.assert_array_equal(rm.forward_dynamics(ball_chain, q, v), spatial.forward_dynamics(ball_chain, q, v))
     for q_like in (list(q), np.repeat(q, 2)[::2]):  # converted by the full route
