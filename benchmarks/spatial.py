@@ -1,7 +1,7 @@
 """Spatial forward dynamics per call on chains, against Pinocchio ABA and MuJoCo mj_forward (issue 18).
 
     python3 benchmarks/spatial.py [--max-n 1000000] [--quick] [--pinocchio-max-n 200] [--memory-gb 4]
-                                  [--min-n 2] [--pinocchio-memory-share 0.5]
+                                  [--min-n 2] [--pinocchio-memory-share 0.5] [--clock thread]
 
 Two chains, N = 2 ... 1e6 links: spherical joints (nq = 4N, nv = 3N), and revolute joints about random axes (seeded)
 in the joint frames. Each link is a rod 0.1 m long along its body -z, hinged at its top to the bottom of the
@@ -45,9 +45,10 @@ import sys
 import time
 import tracemalloc
 
+import forward_dynamics
 import numpy as np
 from _common import median_time, print_table, write_json
-from forward_dynamics import interleaved
+from forward_dynamics import CLOCK, interleaved
 
 import recursive_mbd as rm
 
@@ -374,8 +375,12 @@ def main():
                              "(0.9 times N = 200 on a quiet 24 GB machine)")
     parser.add_argument("--memory-gb", type=float, default=4.0,
                         help="address-space cap of each memory subprocess; larger predicted rows are skipped")
+    parser.add_argument("--clock", choices=sorted(CLOCK), default="wall",
+                        help="clock of the interleaved rounds: 'thread' counts this thread's CPU time only (a loaded "
+                             "machine's other processes left out), as benchmarks/forward_dynamics.py --clock")
     parser.add_argument("--memory-child", nargs=3, metavar=("LIBRARY", "KIND", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    forward_dynamics.clock = CLOCK[args.clock]  # the clock interleaved() reads
     if args.memory_child:
         library, kind, n = args.memory_child
         memory_child(library, kind, int(n))
@@ -428,7 +433,8 @@ def main():
         if have["mujoco"] and max_n >= 1000:
             mujoco_depth_probe(kind, notes)
         print(f"forward dynamics per call, {kind} chain: us unless marked (ratio = peer / ours), medians of "
-              f"interleaved rounds; agreement = relative difference / backward error in our equations; "
+              f"interleaved rounds ({args.clock} clock); agreement = relative difference / backward error in our "
+              f"equations; "
               f"FD MB = packed model + state + the call's allocations; MB = peak RSS of a fresh process "
               f"(+ growth after imports)")
         print_table(["N", "nv", "recursive_mbd", "ns/link", "pinocchio aba", "mujoco mj_forward", "agreement",
@@ -452,7 +458,7 @@ def main():
     for note in notes:
         print("note:", note)
     name = "spatial" + ("_quick" if args.quick else "") + (f"_from{int(args.min_n)}" if args.min_n > 2 else "")
-    path = write_json(name, {"records": records, "summary": summary, "notes": notes,
+    path = write_json(name, {"records": records, "summary": summary, "notes": notes, "clock": args.clock,
                                   "agreement_tolerance": AGREEMENT, "backward_error_tolerance": BACKWARD_AGREEMENT})
     print(f"wrote {path}")
 

@@ -103,6 +103,22 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
     """
     if model.__class__ is Model3D and not model._loops:  # a spatial tree, straight to its formulation: the
         # planar lookups below would raise and catch an AttributeError first, about 1 us a call
+        work = model._workspace3d
+        short = None if work is None else work.short_fd
+        if (short and method == "recursive" and (out is None or out is work.checked_out)
+                and t.__class__ is float):
+            # the short path, as the planar one below: the fixed-signature kernel's dispatch checks the dtype, layout
+            # and writability of q, qd, tau and out, the kernel their lengths and finiteness; anything it refuses
+            # takes the full route, which converts or raises the error naming it
+            kernel, body_int, body_real, gravity, buffer = short
+            vdot = np.empty(model._nv) if out is None else out
+            try:
+                status = kernel(body_int, body_real, gravity, q, qd, work.zeros if tau is None else tau, buffer, vdot)
+            except TypeError:  # refused at dispatch: out is checked again (changed in place since its check?)
+                work.checked_out = None
+                status = -1
+            if not status:
+                return vdot
         return _spatial().forward_dynamics(model, q, qd, tau, out, t=t, method=method)
     try:
         ws = model._workspace

@@ -131,6 +131,18 @@ def _inertia(value, what):
     return tensor
 
 
+def _packed_inertia(tensors):
+    """(..., 6) entries (xx, yy, zz, xy, xz, yz) of symmetric (..., 3, 3) tensors."""
+    return np.stack((tensors[..., 0, 0], tensors[..., 1, 1], tensors[..., 2, 2], tensors[..., 0, 1],
+                     tensors[..., 0, 2], tensors[..., 1, 2]), axis=-1)
+
+
+def _full_inertia(packed):
+    """(..., 3, 3) symmetric tensors from their (..., 6) entries (xx, yy, zz, xy, xz, yz)."""
+    xx, yy, zz, xy, xz, yz = np.moveaxis(packed, -1, 0)
+    return np.stack((np.stack((xx, xy, xz), -1), np.stack((xy, yy, yz), -1), np.stack((xz, yz, zz), -1)), axis=-2)
+
+
 def _quaternion_matrices(quats):
     """Rotation matrices (k, 3, 3) of unit quaternions (k, 4) (w, x, y, z)."""
     w, x, y, z = quats.T
@@ -139,13 +151,16 @@ def _quaternion_matrices(quats):
                      np.stack((2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)), axis=-1)), axis=1)
 
 
+# the inertia about the centre of mass is kept as its 6 entries (xx, yy, zz, xy, xz, yz): the tensors are exactly
+# symmetric once checked (``_inertia``, ``_checked_inertias`` symmetrise them), so no value is lost (24 bytes a body
+# less than (3, 3): 24 MB for a 1e6-body chain, benchmarks/spatial_memory.py)
 _FIELDS = {"parent": ((), np.int64), "jtype": ((), np.int64), "mass": ((), np.float64),
-           "inertia": ((3, 3), np.float64), "com": ((3,), np.float64), "parent_point": ((3,), np.float64),
+           "inertia": ((6,), np.float64), "com": ((3,), np.float64), "parent_point": ((3,), np.float64),
            "child_point": ((3,), np.float64), "rotation": ((3, 3), np.float64), "a1": ((3,), np.float64),
            "a2": ((3,), np.float64)}
 
 
-_COMPILE_BLOCK = 65536  # bodies per block of compile's inertia arithmetic (bounded temporaries)
+_COMPILE_BLOCK = 65536  # bodies per block of add_bodies' inertia checks (bounded temporaries)
 
 
 _TRIM_BODIES = 100_000  # models this large hand the memory compile freed back to the system
@@ -172,11 +187,12 @@ def _release_freed_memory():
 
 def _checked_inertias(tensors, fail):
     """(k, 3, 3) inertia tensors checked as ``add_body`` checks one (finite, symmetric to 1e-12 relative, positive
-    semidefinite, the triangle inequality) and symmetrised: a new array. The checks run in blocks of
+    semidefinite, the triangle inequality) and symmetrised: a new (k, 6) array of their entries (xx, yy, zz, xy,
+    xz, yz; ``_packed_inertia``). The checks run in blocks of
     ``_COMPILE_BLOCK`` tensors so that a million-body chain makes no (k, 3, 3) temporaries beyond the result;
     ``fail(mask, message)`` reports the first bad one."""
     k = tensors.shape[0]
-    out = np.empty((k, 3, 3))
+    out = np.empty((k, 6))
     for start in range(0, k, _COMPILE_BLOCK):
         block = slice(start, min(start + _COMPILE_BLOCK, k))
         part = tensors[block]
@@ -194,9 +210,9 @@ def _checked_inertias(tensors, fail):
         asym = np.abs(part - transpose).reshape(part.shape[0], -1).max(axis=1) > 1e-12 * scale
         if asym.any():
             refuse(asym, "inertia must be symmetric")
-        symmetric = out[block]
-        np.add(part, transpose, out=symmetric)
+        symmetric = part + transpose
         symmetric *= 0.5
+        out[block] = _packed_inertia(symmetric)
         moments = np.linalg.eigvalsh(symmetric)
         tol = 1e-12 * np.abs(moments).max(axis=1)
         if np.any(moments[:, 0] < -tol):
@@ -403,7 +419,7 @@ class Model3D:
             raise ModelError(f"{where}: axis applies to revolute, prismatic, cylindrical and universal joints, "
                              f"not {joint!r}")
         self._table.extend(1, dict(parent=parent_index, jtype=jtype, parent_point=parent_point,
-                                         child_point=child_point, mass=mass, inertia=inertia, com=com,
+                                         child_point=child_point, mass=mass, inertia=_packed_inertia(inertia), com=com,
                                          rotation=rotation, a1=a1, a2=a2))
         if name is not None:
             self._names[label] = index
@@ -462,7 +478,7 @@ class Model3D:
                   (("parent_point", parent_point), ("child_point", child_point), ("com", com))}
         inertia_arr = _checks_real(inertia, "add_bodies: inertia")
         if inertia_arr.shape in ((), (6,), (3, 3)):
-            tensors = _inertia(inertia_arr, "add_bodies: inertia")
+            tensors = _packed_inertia(_inertia(inertia_arr, "add_bodies: inertia"))
         else:
             if inertia_arr.shape == (k,):
                 tensors = inertia_arr[:, None, None] * np.eye(3)
@@ -924,8 +940,8 @@ class Model3D:
             raise ModelError("the model has no bodies")
         jtype = table.column("jtype")
         sizes = np.array([SL.JOINT_SIZES[code] for code in range(len(SL.JOINT_SIZES))], dtype=np.int64)
-        # the packed arrays are filled column by column and the inertias in blocks, so that compiling a 1e6-body
-        # chain adds no (n, 3, 3) temporaries to the packed arrays themselves (benchmarks/spatial_memory.py)
+        # the packed arrays are filled column by column, so that compiling a 1e6-body chain adds no (n, ...)
+        # temporaries to the packed arrays themselves (benchmarks/spatial_memory.py)
         body_int = np.empty((n, SL.N_INT), dtype=np.int64)
         body_int[:, SL.PARENT] = table.column("parent")
         body_int[:, SL.JTYPE] = jtype
@@ -937,17 +953,10 @@ class Model3D:
         np.cumsum(nqj[:-1], out=qidx[1:])
         np.cumsum(nvj[:-1], out=vidx[1:])
         body_real = np.zeros((n, SL.N_REAL))
-        m, c, inertia = table.column("mass"), table.column("com"), table.column("inertia")
+        m, c = table.column("mass"), table.column("com")
         body_real[:, SL.MASS] = m
         np.multiply(m[:, None], c, out=body_real[:, SL.MCOM:SL.MCOM + 3])
-        for start in range(0, n, _COMPILE_BLOCK):
-            block = slice(start, min(start + _COMPILE_BLOCK, n))
-            mb, cb = m[block], c[block]
-            # parallel axis theorem: the inertia about the body frame origin
-            origin = inertia[block] + mb[:, None, None] * (
-                np.einsum("ij,ij->i", cb, cb)[:, None, None] * np.eye(3) - cb[:, :, None] * cb[:, None, :])
-            body_real[block, SL.IO:SL.IO + 6] = np.column_stack((origin[:, 0, 0], origin[:, 1, 1], origin[:, 2, 2],
-                                                                 origin[:, 0, 1], origin[:, 0, 2], origin[:, 1, 2]))
+        body_real[:, SL.IC:SL.IC + 6] = table.column("inertia")  # about the centre of mass, as given
         body_real[:, SL.R0:SL.R0 + 9] = table.column("rotation").reshape(n, 9)
         body_real[:, SL.PP:SL.PP + 3] = table.column("parent_point")
         body_real[:, SL.CP:SL.CP + 3] = table.column("child_point")
@@ -960,18 +969,7 @@ class Model3D:
         self._nq = int(nqj.sum())
         self._nv = int(nvj.sum())
         self._max_nv = max(1, int(nvj.max()))
-        quaternion = (jtype == SL.SPHERICAL) | (jtype == SL.FREE)
-        shift = np.where(jtype[quaternion] == SL.FREE, 3, 0)
-        self._quat_body = np.flatnonzero(quaternion).astype(np.int64)
-        self._quat_q = (qidx[quaternion] + shift).astype(np.int64)
-        self._quat_v = (vidx[quaternion] + shift).astype(np.int64)
-        euclid_q = np.ones(self._nq, dtype=bool)
-        euclid_v = np.ones(self._nv, dtype=bool)
-        euclid_q[(self._quat_q[:, None] + np.arange(4)).ravel()] = False
-        euclid_v[(self._quat_v[:, None] + np.arange(3)).ravel()] = False
-        # a joint's Euclidean coordinates and rates correspond one to one, in the same order
-        self._euclid_q = np.flatnonzero(euclid_q)
-        self._euclid_v = np.flatnonzero(euclid_v)
+        self._coordinate_maps = None  # _quat_body, ... (below), made on first use: forward dynamics needs none
         self.gravity = np.ascontiguousarray(self.gravity)
         self.gravity.flags.writeable = False
         rows = np.cumsum([0] + [SL.LOOP_ROWS[code] for code, *_ in self._loops]).astype(np.int64)
@@ -987,9 +985,9 @@ class Model3D:
         self.loop_rows = rows  # (nloops + 1,): loop k owns rows loop_rows[k]:loop_rows[k + 1] of phi
         self._pack_elements()
         # the table's columns that the packed arrays hold unchanged become views of them (read-only: the model is
-        # frozen), so that a compiled model keeps one copy of them; com and inertia (about the centre of mass, as
-        # given) stay, the packed arrays hold m c and the inertia about the origin
+        # frozen), so that a compiled model keeps one copy of them; com stays (the packed arrays hold m c)
         table.share({"parent": body_int[:, SL.PARENT], "jtype": body_int[:, SL.JTYPE], "mass": body_real[:, SL.MASS],
+                     "inertia": body_real[:, SL.IC:SL.IC + 6],
                      "rotation": body_real[:, SL.R0:SL.R0 + 9].reshape(n, 3, 3),
                      "parent_point": body_real[:, SL.PP:SL.PP + 3], "child_point": body_real[:, SL.CP:SL.CP + 3],
                      "a1": body_real[:, SL.A1:SL.A1 + 3], "a2": body_real[:, SL.A2:SL.A2 + 3]})
@@ -997,6 +995,32 @@ class Model3D:
             _release_freed_memory()
         self._compiled = True
         return self
+
+    def _coordinates(self):
+        """(quat_body, quat_q, quat_v, euclid_q, euclid_v) of the compiled model, made on first use (a 1e6-body
+        spherical chain's are 24 MB that its forward dynamics does not read): the bodies whose joint has a
+        quaternion (spherical, free), the index of each quaternion in q and of its angular rates in v, and the
+        indices in q and in v of the Euclidean coordinates (a joint's Euclidean coordinates and rates correspond
+        one to one, in the same order)."""
+        if self._coordinate_maps is None:
+            jtype = self.body_int[:, SL.JTYPE]
+            quaternion = (jtype == SL.SPHERICAL) | (jtype == SL.FREE)
+            shift = np.where(jtype[quaternion] == SL.FREE, 3, 0)
+            quat_body = np.flatnonzero(quaternion).astype(np.int64)
+            quat_q = (self.body_int[quaternion, SL.QIDX] + shift).astype(np.int64)
+            quat_v = (self.body_int[quaternion, SL.VIDX] + shift).astype(np.int64)
+            euclid_q = np.ones(self._nq, dtype=bool)
+            euclid_v = np.ones(self._nv, dtype=bool)
+            euclid_q[(quat_q[:, None] + np.arange(4)).ravel()] = False
+            euclid_v[(quat_v[:, None] + np.arange(3)).ravel()] = False
+            self._coordinate_maps = (quat_body, quat_q, quat_v, np.flatnonzero(euclid_q), np.flatnonzero(euclid_v))
+        return self._coordinate_maps
+
+    _quat_body = property(lambda self: self._coordinates()[0])
+    _quat_q = property(lambda self: self._coordinates()[1])
+    _quat_v = property(lambda self: self._coordinates()[2])
+    _euclid_q = property(lambda self: self._coordinates()[3])
+    _euclid_v = property(lambda self: self._coordinates()[4])
 
     def _require_compiled(self):
         if not self._compiled:
@@ -1057,8 +1081,11 @@ class Model3D:
 
     @property
     def body_inertia(self):
-        """Inertia tensor of each body about its centre of mass, body axes [kg m^2], (nbodies, 3, 3) (read-only)."""
-        return self._column("inertia")
+        """Inertia tensor of each body about its centre of mass, body axes [kg m^2], (nbodies, 3, 3) (read-only;
+        made from the 6 entries the model keeps)."""
+        tensors = _full_inertia(self._table.column("inertia"))
+        tensors.flags.writeable = False
+        return tensors
 
     @property
     def body_com(self):
@@ -1096,7 +1123,7 @@ class Model3D:
             axis = None
         return {"name": self._explicit.get(i, f"body{i}"), "parent": int(column("parent")[i]), "joint": joint,
                 "parent_point": column("parent_point")[i].copy(), "child_point": column("child_point")[i].copy(),
-                "mass": float(column("mass")[i]), "inertia": column("inertia")[i].copy(),
+                "mass": float(column("mass")[i]), "inertia": _full_inertia(column("inertia")[i]),
                 "com": column("com")[i].copy(), "rotation": column("rotation")[i].copy(), "axis": axis}
 
     def total_mass(self):

@@ -19,6 +19,7 @@ from ._evaluation import element_inputs
 from ._kernels import layout as L
 from ._kernels import spatial as kernels
 from ._kernels import spatial_elements as element_kernels
+from ._kernels import spatial_entry
 from ._kernels import spatial_layout as SL
 from .errors import ModelError, StateError
 from .model3d import Model3D
@@ -29,7 +30,7 @@ _FLOAT = np.dtype(np.float64)
 class Workspace3D:
     """Scratch arrays of one spatial model, allocated once and reused by every kernel call.
 
-    Forward dynamics of a model whose joints are all spherical needs only ``ws`` (51 floats a body) and ``tmp``:
+    Forward dynamics of a model whose joints are all spherical needs only ``ws`` (45 floats a body) and ``tmp``:
     the articulated-body algorithm keeps their constant motion subspaces implicit and their condensation in
     ``ws``, so ``fd_S``, ``UD`` and ``uD`` have 0 rows there, and ``S`` (read by the other kernels) is allocated
     on first use.
@@ -38,16 +39,24 @@ class Workspace3D:
     def __init__(self, model):
         n = model.nbodies
         self._n = n
-        self._width = model._max_nv
+        width = self._width = model._max_nv
         rows = n if bool(np.any(model.body_int[:, SL.JTYPE] != SL.SPHERICAL)) else 0
-        self.ws = np.zeros((n, SL.W_SPATIAL))
+        # one buffer, the arrays its views (``_kernels.spatial_entry.forward_dynamics_packed`` takes it whole)
+        size = rows * width * 6
+        start = n * SL.W_SPATIAL + kernels.TMP_SIZE
+        self.buffer = np.zeros(start + 2 * size + rows * width)
+        self.ws = self.buffer[:n * SL.W_SPATIAL].reshape(n, SL.W_SPATIAL)
+        self.tmp = self.buffer[n * SL.W_SPATIAL:start]
         self._S = None
-        self.fd_S = np.zeros((rows, self._width, 6))  # the S that forward dynamics reads
+        self.fd_S = self.buffer[start:start + size].reshape(rows, width, 6)  # the S that forward dynamics reads
         if rows:
             self._S = self.fd_S
-        self.UD = np.zeros((rows, self._width, 6))
-        self.uD = np.zeros((rows, self._width))
-        self.tmp = np.zeros(kernels.TMP_SIZE)
+        self.UD = self.buffer[start + size:start + 2 * size].reshape(rows, width, 6)
+        self.uD = self.buffer[start + 2 * size:].reshape(rows, width)
+        # rm.forward_dynamics' short path: (fixed-signature kernel, body_int, body_real, gravity, buffer); None until
+        # the first recursive forward dynamics (the kernel is compiled or loaded then, not for other functions),
+        # False for the full route (loops, force elements, or arrays of other types)
+        self.short_fd = None
         self._zeros = None
         self._nv = model._nv
         self.pair = np.zeros(2)
@@ -162,6 +171,13 @@ def workspace(model):
     return model._workspace3d
 
 
+def _short_route(model, ws):
+    """The fields of rm.forward_dynamics' short path for this model (``Workspace3D.short_fd``), or False."""
+    if model._loops or model._elements or not spatial_entry.accepts_model(model):
+        return False
+    return (spatial_entry.kernel(), model.body_int, model.body_real, model.gravity, ws.buffer)
+
+
 def _vector(x, n, what, size_name):
     """``x`` as a C-contiguous float64 (n,) array (fast path: already one), or TypeError / StateError naming it."""
     if x.__class__ is np.ndarray and x.dtype is _FLOAT and x.shape == (n,) and x.flags.c_contiguous:
@@ -245,6 +261,8 @@ def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursiv
             raise
         if status:
             _raise(model, status, ("q", "v", "tau"), output="vdot")
+        if ws.short_fd is None:
+            ws.short_fd = _short_route(model, ws)
         return vdot
     if method == "mass_matrix":
         import scipy.linalg  # noqa: PLC0415  (scipy only for this route)

@@ -391,6 +391,45 @@ def test_out_buffer(ball_chain):
         rm.forward_dynamics(ball_chain, q, v, out=[0.0] * 4)
 
 
+def test_short_path_refusals_take_the_full_route(ball_chain):
+    """Once the workspace exists, rm.forward_dynamics on a spatial tree calls the fixed-signature kernel
+    (``_kernels.spatial_entry``): whatever its dispatch or its length check refuses gets the full route's answer or
+    error, and what it accepts gets the full route's answer bit for bit."""
+    from recursive_mbd import spatial  # noqa: PLC0415  (imported lazily by rm.forward_dynamics)
+
+    q, v, tau = ball_chain.neutral(), np.array([0.1, 0.2, 0.3, 0.4]), np.array([0.5, -0.2, 0.1, 0.3])
+    q[1:5] = [0.9, 0.1, -0.3, 0.2]
+    q[1:5] /= np.linalg.norm(q[1:5])
+    full = spatial.forward_dynamics(ball_chain, q, v, tau)  # the full route (no short path there)
+    assert ball_chain._workspace3d.short_fd  # set by the first recursive forward dynamics
+    np.testing.assert_array_equal(rm.forward_dynamics(ball_chain, q, v, tau), full)
+    np.testing.assert_array_equal(rm.forward_dynamics(ball_chain, q, v), spatial.forward_dynamics(ball_chain, q, v))
+    for q_like in (list(q), np.repeat(q, 2)[::2]):  # converted by the full route
+        np.testing.assert_array_equal(rm.forward_dynamics(ball_chain, q_like, v, tau),
+                                      spatial.forward_dynamics(ball_chain, q_like, v, tau))
+    np.testing.assert_array_equal(rm.forward_dynamics(ball_chain, q, v, tau, t=1), full)  # an int time
+    with pytest.raises(TypeError, match="t must be"):
+        rm.forward_dynamics(ball_chain, q, v, tau, t="now")
+    with pytest.raises(StateError, match=r"q must have shape \(5,\)"):
+        rm.forward_dynamics(ball_chain, np.zeros(4), v, tau)
+    with pytest.raises(StateError, match=r"v must have shape \(4,\)"):
+        rm.forward_dynamics(ball_chain, q, np.zeros(5), tau)
+    with pytest.raises(StateError, match=r"tau must have shape \(4,\)"):
+        rm.forward_dynamics(ball_chain, q, v, np.zeros(3))
+    with pytest.raises(StateError, match=r"tau\[1\] is not finite"):
+        rm.forward_dynamics(ball_chain, q, v, np.array([0.0, np.nan, 0.0, 0.0]))
+    off = q.copy()
+    off[1:5] *= 1.01
+    with pytest.raises(StateError, match=r"q\[1:5\], the quaternion of body 'ball'"):
+        rm.forward_dynamics(ball_chain, off, v, tau)
+    out = np.empty(4)
+    assert rm.forward_dynamics(ball_chain, q, v, tau, out=out) is out  # checked once, then the short path
+    np.testing.assert_array_equal(rm.forward_dynamics(ball_chain, q, v, tau, out=out), full)
+    out.flags.writeable = False  # changed in place after its check: the dispatch refuses it, the full route says so
+    with pytest.raises(StateError, match="read-only"):
+        rm.forward_dynamics(ball_chain, q, v, tau, out=out)
+
+
 def test_point_mass_on_a_spherical_joint_is_singular():
     model = rm.Model3D()
     model.add_body(joint="revolute", inertia=0.1, name="arm")

@@ -42,7 +42,7 @@ from .spatial_layout import (
     CP,
     CYLINDRICAL,
     FREE,
-    IO,
+    IC,
     JTYPE,
     MASS,
     MCOM,
@@ -75,7 +75,7 @@ from .spatial_layout import (
 from .tree import check_finite, check_output
 
 # as in _kernels.tree: FMA contraction only (the NaN tests must survive), IEEE division, statuses instead of raising
-njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=True)
+njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=False)
 
 TMP_SIZE = 320  # scratch floats a kernel call needs (tmp)
 
@@ -249,6 +249,21 @@ def _force_to_parent_add(ws, i, f, o, dst, d):
 
 
 @njit
+def _origin_inertia(body_real, i):
+    """The rotational inertia of body i about its frame's origin, body axes (xx, yy, zz, xy, xz, yz): the parallel
+    axis theorem on the packed inertia about the centre of mass, I_O = I_C + m (|c|^2 1 - c c^T) =
+    I_C + (|h|^2 1 - h h^T) / m with h = m c (MCOM); a massless body has h = 0 and I_O = I_C."""
+    mass = body_real[i, MASS]
+    hx = body_real[i, MCOM]
+    hy = body_real[i, MCOM + 1]
+    hz = body_real[i, MCOM + 2]
+    inv = 1.0 / mass if mass > 0.0 else 0.0
+    return (body_real[i, IC] + (hy * hy + hz * hz) * inv, body_real[i, IC + 1] + (hx * hx + hz * hz) * inv,
+            body_real[i, IC + 2] + (hx * hx + hy * hy) * inv, body_real[i, IC + 3] - hx * hy * inv,
+            body_real[i, IC + 4] - hx * hz * inv, body_real[i, IC + 5] - hy * hz * inv)
+
+
+@njit
 def _inertia_times(body_real, i, m, o, out, d):
     """out[d:d+6] = I_i m[o:o+6]: the body's spatial inertia about its origin times a motion (its momentum)."""
     mass = body_real[i, MASS]
@@ -261,12 +276,7 @@ def _inertia_times(body_real, i, m, o, out, d):
     vx = m[o + 3]
     vy = m[o + 4]
     vz = m[o + 5]
-    ixx = body_real[i, IO]
-    iyy = body_real[i, IO + 1]
-    izz = body_real[i, IO + 2]
-    ixy = body_real[i, IO + 3]
-    ixz = body_real[i, IO + 4]
-    iyz = body_real[i, IO + 5]
+    ixx, iyy, izz, ixy, ixz, iyz = _origin_inertia(body_real, i)
     # angular momentum about O: I_O omega + h x v_O; linear: m v_O + omega x h  (h = m c)
     out[d] = ixx * wx + ixy * wy + ixz * wz + hy * vz - hz * vy
     out[d + 1] = ixy * wx + iyy * wy + iyz * wz + hz * vx - hx * vz
@@ -302,11 +312,20 @@ def _cross_force(v, o, f, fo, out, d):
 @njit
 def _body_inertia(body_real, i, ws, j):
     """ws[j, WI:WI+21] = the spatial inertia of body i about its origin, packed: [[I_O, [h]x], [[h]x^T, m 1]]."""
-    for e in range(6):
-        ws[j, WI + PA + e] = body_real[i, IO + e]
-    hx = body_real[i, MCOM]
-    hy = body_real[i, MCOM + 1]
-    hz = body_real[i, MCOM + 2]
+    ixx, iyy, izz, ixy, ixz, iyz = _origin_inertia(body_real, i)
+    _store_inertia(ws, j, body_real[i, MASS], body_real[i, MCOM], body_real[i, MCOM + 1], body_real[i, MCOM + 2], ixx,
+                   iyy, izz, ixy, ixz, iyz)
+
+
+@njit
+def _store_inertia(ws, j, m, hx, hy, hz, ixx, iyy, izz, ixy, ixz, iyz):
+    """ws[j, WI:WI+21] = [[I_O, [h]x], [[h]x^T, m 1]] packed, from m, h = m c and I_O (xx, yy, zz, xy, xz, yz)."""
+    ws[j, WI + PA] = ixx
+    ws[j, WI + PA + 1] = iyy
+    ws[j, WI + PA + 2] = izz
+    ws[j, WI + PA + 3] = ixy
+    ws[j, WI + PA + 4] = ixz
+    ws[j, WI + PA + 5] = iyz
     b = WI + PB
     ws[j, b] = 0.0
     ws[j, b + 1] = -hz
@@ -317,7 +336,6 @@ def _body_inertia(body_real, i, ws, j):
     ws[j, b + 6] = -hy
     ws[j, b + 7] = hx
     ws[j, b + 8] = 0.0
-    m = body_real[i, MASS]
     ws[j, WI + PC] = m
     ws[j, WI + PC + 1] = m
     ws[j, WI + PC + 2] = m
@@ -691,8 +709,10 @@ def _kinematics(body_int, body_real, q, v, ws, S, tmp, with_velocity, spherical_
 
 
 @njit
-def _body_bias_force(body_real, i, ws):
-    """ws[i, WP:WP+6] = v x* I_i v (v = ws[i, WV:WV+6]): ``_inertia_times`` then ``_cross_force`` on the row."""
+def _body_bias_force_and_inertia(body_real, i, ws):
+    """ws[i, WP:WP+6] = v x* I_i v (v = ws[i, WV:WV+6]: ``_inertia_times`` then ``_cross_force`` on the row), then
+    ws[i, WI:WI+21] = I_i as ``_body_inertia`` writes it, over v (``spatial_layout`` WV): the inertia about the
+    origin (``_origin_inertia``) made once for both."""
     mass = body_real[i, MASS]
     hx = body_real[i, MCOM]
     hy = body_real[i, MCOM + 1]
@@ -703,12 +723,7 @@ def _body_bias_force(body_real, i, ws):
     ux = ws[i, WV + 3]
     uy = ws[i, WV + 4]
     uz = ws[i, WV + 5]
-    ixx = body_real[i, IO]
-    iyy = body_real[i, IO + 1]
-    izz = body_real[i, IO + 2]
-    ixy = body_real[i, IO + 3]
-    ixz = body_real[i, IO + 4]
-    iyz = body_real[i, IO + 5]
+    ixx, iyy, izz, ixy, ixz, iyz = _origin_inertia(body_real, i)
     nx = ixx * wx + ixy * wy + ixz * wz + hy * uz - hz * uy
     ny = ixy * wx + iyy * wy + iyz * wz + hz * ux - hx * uz
     nz = ixz * wx + iyz * wy + izz * wz + hx * uy - hy * ux
@@ -721,6 +736,7 @@ def _body_bias_force(body_real, i, ws):
     ws[i, WP + 3] = wy * fz - wz * fy
     ws[i, WP + 4] = wz * fx - wx * fz
     ws[i, WP + 5] = wx * fy - wy * fx
+    _store_inertia(ws, i, mass, hx, hy, hz, ixx, iyy, izz, ixy, ixz, iyz)
 
 
 @njit
@@ -1039,6 +1055,130 @@ def _spherical_accelerate(body_real, i, kv, ws, a, out):
 
 
 @njit
+def _general_condense(body_int, body_real, tau, i, ws, S, UD, uD, tmp):
+    """The tip-to-base step of ``forward_dynamics`` for a joint other than spherical (tmp layout there): U = I^A S,
+    D = S^T U, its Cholesky factor, U D^-1 and D^-1 u, then the condensed inertia and bias force added to the
+    parent's. A function of its own so that the driver's loops stay small (registers for the spherical path).
+    Returns a status."""
+    nvj = body_int[i, NVJ]
+    kv = body_int[i, VIDX]
+    _unpack_inertia(ws[i], WI, tmp, 234)
+    for col in range(nvj):
+        for r in range(6):
+            acc = 0.0
+            for c in range(6):
+                acc += tmp[234 + 6 * r + c] * S[i, col, c]
+            tmp[6 * col + r] = acc
+    for r in range(6):
+        tmp[228 + r] = math.sqrt(abs(tmp[234 + 7 * r]))
+    for col in range(nvj):
+        # the scale of D_cc: (sum_r |S_rc| sqrt(I_rr))^2 >= S_c^T I^A S_c (Cauchy-Schwarz, I^A PSD)
+        scale = 0.0
+        for r in range(6):
+            scale += abs(S[i, col, r]) * tmp[228 + r]
+        tmp[72 + col] = scale * scale
+        for row_ in range(nvj):
+            acc = 0.0
+            for r in range(6):
+                acc += S[i, row_, r] * tmp[6 * col + r]
+            tmp[36 + 6 * row_ + col] = acc
+    # Cholesky of D in place (lower), a pivot below its scale: singular articulated inertia
+    for c in range(nvj):
+        piv = tmp[36 + 7 * c]
+        for k in range(c):
+            piv -= tmp[36 + 6 * c + k] * tmp[36 + 6 * c + k]
+        if not piv > SINGULAR_RTOL * tmp[72 + c]:
+            return STATUS_SINGULAR | (i << 4)
+        piv = math.sqrt(piv)
+        tmp[36 + 7 * c] = piv
+        tmp[186 + c] = 1.0 / piv
+        for r in range(c + 1, nvj):
+            acc = tmp[36 + 6 * r + c]
+            for k in range(c):
+                acc -= tmp[36 + 6 * r + k] * tmp[36 + 6 * c + k]
+            tmp[36 + 6 * r + c] = acc * tmp[186 + c]
+    # D^-1 column by column, then uD = D^-1 (tau - S^T p^A) and UD = U D^-1
+    for col in range(nvj):
+        for r in range(nvj):
+            tmp[192 + 6 * col + r] = 0.0
+        tmp[192 + 7 * col] = 1.0
+        _cholesky_solve(tmp, 36, 186, nvj, 192 + 6 * col)
+    for col in range(nvj):
+        acc = tau[kv + col]
+        for r in range(6):
+            acc -= S[i, col, r] * ws[i, WP + r]
+        tmp[78 + col] = acc
+    for col in range(nvj):
+        acc = 0.0
+        for k in range(nvj):
+            acc += tmp[192 + 6 * col + k] * tmp[78 + k]
+        uD[i, col] = acc
+    for col in range(nvj):
+        for r in range(6):
+            acc = 0.0
+            for k in range(nvj):
+                acc += tmp[6 * k + r] * tmp[192 + 6 * k + col]
+            UD[i, col, r] = acc
+    p = body_int[i, PARENT]
+    if p < 0:
+        return STATUS_OK
+    # I^a = I^A - U D^-1 U^T,  p^a = p^A + I^a c + U D^-1 u
+    for r in range(6):
+        for c in range(r, 6):  # symmetric
+            acc = tmp[234 + 6 * r + c]
+            for col in range(nvj):
+                acc -= UD[i, col, r] * tmp[6 * col + c]
+            tmp[84 + 6 * r + c] = acc
+            tmp[84 + 6 * c + r] = acc
+    for r in range(6):
+        acc = ws[i, WP + r]
+        for c in range(6):
+            acc += tmp[84 + 6 * r + c] * ws[i, WC + c]
+        for col in range(nvj):
+            acc += tmp[6 * col + r] * uD[i, col]
+        tmp[120 + r] = acc
+    _pack_inertia(tmp, 84, tmp, 270)
+    _inertia_transform_add(ws, i, ws[i, WT], ws[i, WT + 1], ws[i, WT + 2], tmp, 270, ws[p], WI)
+    _force_to_parent_add(ws, i, tmp, 120, ws[p], WP)
+    return STATUS_OK
+
+
+@njit
+def _general_accelerate(body_int, body_real, gravity, i, ws, S, UD, uD, tmp, out):
+    """The base-to-tip step of ``forward_dynamics`` for body i unless it is a spherical joint's child of a body:
+    a' = X a_P + c (a_ground = (0; -g)), vdot = D^-1 u - (U D^-1)^T a', a = a' + S vdot into ws[i, WC:WC+6]."""
+    p = body_int[i, PARENT]
+    nvj = body_int[i, NVJ]
+    kv = body_int[i, VIDX]
+    if p < 0:
+        tmp[126] = 0.0
+        tmp[127] = 0.0
+        tmp[128] = 0.0
+        tmp[129] = -gravity[0]
+        tmp[130] = -gravity[1]
+        tmp[131] = -gravity[2]
+        _motion_to_child(ws, i, tmp, 126, tmp, 0)
+    else:
+        _motion_to_child(ws, i, ws[p], WC, tmp, 0)
+    for m in range(6):
+        tmp[m] += ws[i, WC + m]
+    if body_int[i, JTYPE] == SPHERICAL:
+        _spherical_accelerate(body_real, i, kv, ws, tmp, out)
+        for m in range(6):
+            ws[i, WC + m] = tmp[m]
+        return
+    for col in range(nvj):
+        acc = uD[i, col]
+        for m in range(6):
+            acc -= UD[i, col, m] * tmp[m]
+        out[kv + col] = acc
+        for m in range(6):
+            tmp[m] += S[i, col, m] * acc
+    for m in range(6):
+        ws[i, WC + m] = tmp[m]
+
+
+@njit
 def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp, out):
     """vdot = FD(q, v, tau) by the articulated-body algorithm (Featherstone 2008, table 7.1), O(N).
 
@@ -1056,10 +1196,9 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
     if status:
         return status
     n = body_int.shape[0]
-    # articulated inertia and bias force of each body alone: I_i and v x* I_i v
+    # articulated inertia and bias force of each body alone: v x* I_i v, then I_i (over v_i: ``spatial_layout`` WV)
     for i in range(n):
-        _body_inertia(body_real, i, ws, i)
-        _body_bias_force(body_real, i, ws)
+        _body_bias_force_and_inertia(body_real, i, ws)
     # tip to base: U = I^A S, D = S^T U, u = tau - S^T p^A; condense onto the parent (seed 003 eq. 3.23)
     # tmp layout: U 0:36 (column-major, 6 per column), D/L 36:72 (stride 6), scale 72:78, rhs 78:84, Ia 84:120,
     # pa 120:126, c-product 126:132, 1/L_kk 186:192, D^-1 192:228 (stride 6), sqrt(I^A_rr) 228:234, I^A unpacked
@@ -1070,120 +1209,16 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
             if status:
                 return status
             continue
-        nvj = body_int[i, NVJ]
-        kv = body_int[i, VIDX]
-        _unpack_inertia(ws[i], WI, tmp, 234)
-        for col in range(nvj):
-            for r in range(6):
-                acc = 0.0
-                for c in range(6):
-                    acc += tmp[234 + 6 * r + c] * S[i, col, c]
-                tmp[6 * col + r] = acc
-        for r in range(6):
-            tmp[228 + r] = math.sqrt(abs(tmp[234 + 7 * r]))
-        for col in range(nvj):
-            # the scale of D_cc: (sum_r |S_rc| sqrt(I_rr))^2 >= S_c^T I^A S_c (Cauchy-Schwarz, I^A PSD)
-            scale = 0.0
-            for r in range(6):
-                scale += abs(S[i, col, r]) * tmp[228 + r]
-            tmp[72 + col] = scale * scale
-            for row_ in range(nvj):
-                acc = 0.0
-                for r in range(6):
-                    acc += S[i, row_, r] * tmp[6 * col + r]
-                tmp[36 + 6 * row_ + col] = acc
-        # Cholesky of D in place (lower), a pivot below its scale: singular articulated inertia
-        for c in range(nvj):
-            piv = tmp[36 + 7 * c]
-            for k in range(c):
-                piv -= tmp[36 + 6 * c + k] * tmp[36 + 6 * c + k]
-            if not piv > SINGULAR_RTOL * tmp[72 + c]:
-                return STATUS_SINGULAR | (i << 4)
-            piv = math.sqrt(piv)
-            tmp[36 + 7 * c] = piv
-            tmp[186 + c] = 1.0 / piv
-            for r in range(c + 1, nvj):
-                acc = tmp[36 + 6 * r + c]
-                for k in range(c):
-                    acc -= tmp[36 + 6 * r + k] * tmp[36 + 6 * c + k]
-                tmp[36 + 6 * r + c] = acc * tmp[186 + c]
-        # D^-1 column by column, then uD = D^-1 (tau - S^T p^A) and UD = U D^-1
-        for col in range(nvj):
-            for r in range(nvj):
-                tmp[192 + 6 * col + r] = 0.0
-            tmp[192 + 7 * col] = 1.0
-            _cholesky_solve(tmp, 36, 186, nvj, 192 + 6 * col)
-        for col in range(nvj):
-            acc = tau[kv + col]
-            for r in range(6):
-                acc -= S[i, col, r] * ws[i, WP + r]
-            tmp[78 + col] = acc
-        for col in range(nvj):
-            acc = 0.0
-            for k in range(nvj):
-                acc += tmp[192 + 6 * col + k] * tmp[78 + k]
-            uD[i, col] = acc
-        for col in range(nvj):
-            for r in range(6):
-                acc = 0.0
-                for k in range(nvj):
-                    acc += tmp[6 * k + r] * tmp[192 + 6 * k + col]
-                UD[i, col, r] = acc
-        p = body_int[i, PARENT]
-        if p < 0:
-            continue
-        # I^a = I^A - U D^-1 U^T,  p^a = p^A + I^a c + U D^-1 u
-        for r in range(6):
-            for c in range(r, 6):  # symmetric
-                acc = tmp[234 + 6 * r + c]
-                for col in range(nvj):
-                    acc -= UD[i, col, r] * tmp[6 * col + c]
-                tmp[84 + 6 * r + c] = acc
-                tmp[84 + 6 * c + r] = acc
-        for r in range(6):
-            acc = ws[i, WP + r]
-            for c in range(6):
-                acc += tmp[84 + 6 * r + c] * ws[i, WC + c]
-            for col in range(nvj):
-                acc += tmp[6 * col + r] * uD[i, col]
-            tmp[120 + r] = acc
-        _pack_inertia(tmp, 84, tmp, 270)
-        _inertia_transform_add(ws, i, ws[i, WT], ws[i, WT + 1], ws[i, WT + 2], tmp, 270, ws[p], WI)
-        _force_to_parent_add(ws, i, tmp, 120, ws[p], WP)
+        status = _general_condense(body_int, body_real, tau, i, ws, S, UD, uD, tmp)
+        if status:
+            return status
     # base to tip: a' = X a_P + c, vdot = D^-1 u - (U D^-1)^T a', a = a' + S vdot; the ground's a is (0; -g)
     for i in range(n):
         p = body_int[i, PARENT]
-        nvj = body_int[i, NVJ]
-        kv = body_int[i, VIDX]
         if p >= 0 and body_int[i, JTYPE] == SPHERICAL:
-            _spherical_accelerate_from_parent(body_real, i, p, kv, ws, out)
-            continue
-        if p < 0:
-            tmp[126] = 0.0
-            tmp[127] = 0.0
-            tmp[128] = 0.0
-            tmp[129] = -gravity[0]
-            tmp[130] = -gravity[1]
-            tmp[131] = -gravity[2]
-            _motion_to_child(ws, i, tmp, 126, tmp, 0)
+            _spherical_accelerate_from_parent(body_real, i, p, body_int[i, VIDX], ws, out)
         else:
-            _motion_to_child(ws, i, ws[p], WC, tmp, 0)
-        for m in range(6):
-            tmp[m] += ws[i, WC + m]
-        if body_int[i, JTYPE] == SPHERICAL:
-            _spherical_accelerate(body_real, i, kv, ws, tmp, out)
-            for m in range(6):
-                ws[i, WC + m] = tmp[m]
-            continue
-        for col in range(nvj):
-            acc = uD[i, col]
-            for m in range(6):
-                acc -= UD[i, col, m] * tmp[m]
-            out[kv + col] = acc
-            for m in range(6):
-                tmp[m] += S[i, col, m] * acc
-        for m in range(6):
-            ws[i, WC + m] = tmp[m]
+            _general_accelerate(body_int, body_real, gravity, i, ws, S, UD, uD, tmp, out)
     return check_output(out)
 
 

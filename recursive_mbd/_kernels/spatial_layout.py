@@ -36,7 +36,9 @@ N_INT = 6
 # ---- body_real: (nbodies, 31) float64, C order -------------------------------------------------------------------
 MASS = 0  # mass m [kg]
 MCOM = 1  # first moment m c, c the centre of mass in the body frame [kg m] (3)
-IO = 4  # rotational inertia about the body frame's ORIGIN, body axes: xx, yy, zz, xy, xz, yz [kg m^2] (6)
+IC = 4  # rotational inertia about the CENTRE OF MASS as given, body axes: xx, yy, zz, xy, xz, yz [kg m^2] (6)
+# (the kernels add m (|c|^2 1 - c c^T) for the inertia about the origin, ``_kernels.spatial._origin_inertia``;
+# ``Model3D.body_inertia`` is a view of these columns, not a second copy: 48 MB less for a 1e6-body chain)
 R0 = 10  # joint frame relative to the parent frame, row-major 3x3 rotation (joint-to-parent) (9)
 PP = 19  # parent point, parent frame [m] (3); ground: ground frame
 CP = 22  # child point, child frame [m] (3)
@@ -47,11 +49,15 @@ N_REAL = 31
 # ---- workspace ws: (nbodies, W) float64, C order (a pass reads a body's fields together) -------------------------
 WR = 0  # R = R0 R_j(q): child-to-parent rotation, row-major (9)
 WT = 9  # r: child frame origin in the parent frame (3)
-WV = 12  # spatial velocity of the body (6)
-WC = 18  # bias acceleration c = S' v_j + v x S v_j (6); overwritten by the acceleration a in the last pass
-WP = 24  # articulated bias force p^A (6); inverse dynamics: the body force f
-WI = 30  # articulated (composite) inertia [[A, B], [B^T, C]] packed: A sym, B row-major, C sym (21 numbers)
-W_SPATIAL = 51
+WC = 12  # bias acceleration c = S' v_j + v x S v_j (6); overwritten by the acceleration a in the last pass
+WP = 18  # articulated bias force p^A (6); inverse dynamics: the body force f
+WI = 24  # articulated (composite) inertia [[A, B], [B^T, C]] packed: A sym, B row-major, C sym (21 numbers)
+# spatial velocity of the body (6), in the last 6 of WI's slots: no kernel needs a body's velocity and its inertia
+# at once (forward dynamics reads v_i for the bias force before it writes I_i there, its children having read v_i
+# in the kinematics pass; the mass matrix and the implicit factorisation use no velocity; inverse dynamics, energy,
+# poses and the loops' point kinematics no inertia): 6 floats a body less (48 MB for a 1e6-body chain)
+WV = WI + 15
+W_SPATIAL = 45
 # forward dynamics, a spherical joint once condensed (its articulated inertia is read no more): K = D^-1 B_J
 # (row-major, 9), D^-1 u (3) and D^-1 (symmetric: xx, yy, zz, xy, xz, yz) in its slots
 # (``_kernels.spatial._spherical_condense``; ``_kernels.spatial.unit_force_responses`` reuses them). Any other
