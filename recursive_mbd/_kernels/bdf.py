@@ -42,6 +42,16 @@ is halved. With factors of the iterate a correction stalled at the residuals' ro
 units of the tolerance, far below it) is accepted. Driven coordinates are outside the state: their joints are
 locked in S (``effective_factor``'s driven mask).
 
+One loop, several systems
+-------------------------
+Everything above that is not the Newton iteration's algebra (the differences, step and order control, STALD
+below, dense output, events, work terms, the modified-Newton strategy and its convergence test) is
+``integrate_bdf``'s; the system-specific pieces (the corrector's start with the q rows held exactly, the
+residual, the factorisation of S, one correction, the filtered change of the starting step, the accepted step's
+projection) are hooks overloaded per system type and inlined into the loop (``newton_workspace`` and the
+functions after it). The planar recursive system's are below; a spatial tree's (quaternion rows, the spatial
+articulated-body factorisation, unit quaternions after each accepted step) are in ``spatial_bdf``.
+
 Closed loops: GGL (index 2)
 ---------------------------
 The index-3 form (phi(q_new) = 0 only) gives velocities that satisfy J v = 0 only to O(h^k): their BDF error
@@ -588,7 +598,9 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
                   t_eval,
                   every, t_out, y_out, events, events_key, directions, terminal, ev_t, ev_y, monitor, monitor_key,
                   control, info):
-    """BDF orders 1-5 from t0 to t_end on the state y = (q_free, qd_free, W_dissipated, W_applied) (module doc).
+    """BDF orders 1-5 from t0 to t_end on the state y = (q_free, qd_free, W_dissipated, W_applied) of a planar
+    system (module doc), or y = (q (nq), v (nv), W_dissipated, W_applied) of a spatial tree (``spatial_bdf``): the
+    Newton pieces are the system's (the hooks above), the rest is shared.
 
     Output as ``integrators.integrate_adaptive``: at the times in ``t_eval`` by the interpolant when non-empty,
     else every ``every``-th accepted step; t0 and t_end always; events located on the interpolant. ``info``
