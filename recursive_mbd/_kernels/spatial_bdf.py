@@ -5,7 +5,7 @@ One BDF time loop serves the planar and the spatial models: ``bdf.integrate_bdf`
 backward differences, STALD, dense output, events, work terms) calls the hooks declared in ``_kernels.bdf``
 (``newton_workspace``, ``corrector_predict``, ``corrector_residual``, ``newton_factor``, ``newton_update``,
 ``filtered_change``, ``accept_step``); this module registers their implementations for ``SpatialSystem`` with
-``numba.extending.overload`` (inlined into the loop), reusing the spatial generalised-alpha kernels
+``numba.extending.overload`` (compiled without reference counting, ``bdf.HOOK_OPTIONS``), reusing the spatial generalised-alpha kernels
 (``_kernels.spatial_implicit``: the RNEA residual and the O(N) factorisation of its Newton matrix).
 
 State and equations
@@ -70,6 +70,7 @@ from numba.core import types
 from numba.extending import overload
 
 from .bdf import (
+    HOOK_OPTIONS,
     accept_step,
     corrector_predict,
     corrector_residual,
@@ -119,7 +120,7 @@ def _spatial_newton_workspace(system, newton):
     return impl
 
 
-@overload(corrector_predict, inline="always")
+@overload(corrector_predict, jit_options=HOOK_OPTIONS)
 def _spatial_corrector_predict(system, work, c, y_pred, psi, d, y):
     if not _is_spatial(system):
         return None
@@ -142,7 +143,7 @@ def _spatial_corrector_predict(system, work, c, y_pred, psi, d, y):
     return impl
 
 
-@overload(corrector_residual, inline="always")
+@overload(corrector_residual, jit_options=HOOK_OPTIONS)
 def _spatial_corrector_residual(inputs, key, system, work, t_new, c, psi, d, y):
     if not _is_spatial(system):
         return None
@@ -175,7 +176,7 @@ def _spatial_corrector_residual(inputs, key, system, work, t_new, c, psi, d, y):
     return impl
 
 
-@overload(newton_factor, inline="always")
+@overload(newton_factor, jit_options=HOOK_OPTIONS)
 def _spatial_newton_factor(system, work, c):
     if not _is_spatial(system):
         return None
@@ -206,7 +207,7 @@ def _factor(system, work, c, q):
     return status
 
 
-@overload(newton_update, inline="always")
+@overload(newton_update, jit_options=HOOK_OPTIONS)
 def _spatial_newton_update(system, work, c, y_pred, psi, d, y, scale):
     if not _is_spatial(system):
         return None
@@ -279,7 +280,7 @@ def _spatial_filtered_change(system, work, h, y0, err):
     return impl
 
 
-@overload(accept_step, inline="always")
+@overload(accept_step, jit_options=HOOK_OPTIONS)
 def _spatial_accept_step(system, work, y_pred, d, y):
     if not _is_spatial(system):
         return None
