@@ -5,8 +5,9 @@ One BDF time loop serves the planar and the spatial models: ``bdf.integrate_bdf`
 backward differences, STALD, dense output, events, work terms) calls the hooks declared in ``_kernels.bdf``
 (``newton_workspace``, ``corrector_predict``, ``corrector_residual``, ``newton_factor``, ``newton_update``,
 ``filtered_change``, ``accept_step``); this module registers their implementations for ``SpatialSystem`` with
-``numba.extending.overload`` (compiled without reference counting, ``bdf.HOOK_OPTIONS``), reusing the spatial generalised-alpha kernels
-(``_kernels.spatial_implicit``: the RNEA residual and the O(N) factorisation of its Newton matrix).
+``numba.extending.overload`` (compiled without reference counting, ``bdf.HOOK_OPTIONS``), reusing the spatial
+generalised-alpha kernels (``_kernels.spatial_implicit``: the RNEA residual and the O(N) factorisation of its
+Newton matrix).
 
 State and equations
 -------------------
