@@ -86,6 +86,8 @@ from .spatial_implicit import effective_apply, effective_factor, spatial_residua
 from .spatial_layout import NVJ
 from .spatial_system import SpatialSystem, configuration_rate, normalise_quaternions
 
+# The cached machine code of ``bdf.integrate_bdf`` embeds the hooks below as they were when it was compiled, and
+# numba checks only bdf.py's stamp: after editing this file, clear _kernels/__pycache__ (or touch bdf.py).
 njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 
 
