@@ -357,7 +357,9 @@ def _newton_direction(system, newton, c, nf, res_v, res_q, with_q):
 # allocate nothing and are compiled without reference counting (HOOK_OPTIONS): the system's and the workspace's
 # arrays are read from their tuples at every call, and with reference counting each read costs an atomic increment
 # and decrement (measured: +2.4 us per iteration on a double pendulum, 3.9 -> 6.3, when they were inlined into the
-# loop instead). The two hooks called once per run (the workspace, the starting step's filter) are inlined.
+# loop instead). As calls they cost about 0.2 us per iteration over the former single-function loop on a double
+# pendulum (1.74 -> 1.97 us, 400,000 iterations, loaded machine), nothing measurable from 100 bodies on. The two
+# hooks called once per run (the workspace, the starting step's filter) are inlined.
 HOOK_OPTIONS = {"cache": True, "error_model": "numpy", "_nrt": False}
 
 
