@@ -7,6 +7,10 @@ kernel as a segment runner of ``integrate._simulate``: the same inputs callback 
 elements, drivers), events, t_eval and monitor (Ctrl-C, max_wall_time) as the explicit methods.
 
 Closed loops in the stabilised index-2 (GGL) form, by the Schur complement of ``_kernels.implicit.loop_schur``.
+
+Spatial trees (``Model3D`` without loops) run in the same compiled loop: their Newton pieces (quaternion rows,
+the articulated-body factorisation of the spatial Newton matrix, unit quaternions after every accepted step) are
+derived in ``_kernels.spatial_bdf``; ``spatial_newton_arrays`` builds what they take.
 """
 
 import math
@@ -38,13 +42,23 @@ def newton_arrays(system):
             np.zeros((nb, 2)))
 
 
+def spatial_newton_arrays(model):
+    """The ``newton`` tuple of a run on a spatial tree: (j_stiff, j_damp), each (nv,), the joint spring-dampers'
+    stiffness and damping on their joint's velocities. Registers the spatial Newton pieces (``_kernels.spatial_bdf``)
+    with the compiled loop."""
+    from ._kernels import spatial_bdf  # noqa: F401, PLC0415  (registers the SpatialSystem overloads)
+    from .spatial_implicit import joint_spring_diagonals as spatial_diagonals  # noqa: PLC0415
+
+    return spatial_diagonals(model)
+
+
 class _Runner:
     """One compiled BDF loop per call (y, ta, tb, t_eval) -> (status, t_fail, t, y, nfev, nsteps, nrejected,
     events), as ``integrate._numba_segment_runner`` returns; keeps the Newton statistics over its calls."""
 
     def __init__(self, callback, key, system, rtol, atol, first_step, max_step, max_steps, max_order, every,
-                 events_fn, events_key, events, monitor, control):
-        self.args = (callback, key, system, newton_arrays(system))
+                 events_fn, events_key, events, monitor, control, newton=None):
+        self.args = (callback, key, system, newton_arrays(system) if newton is None else newton)
         self.options = (float(rtol), float(atol), float(first_step), float(max_step), int(max_steps),
                         int(max_order))
         self.every = int(every)
@@ -94,8 +108,9 @@ class _Runner:
 
 
 def segment_runner(callback, key, system, rtol, atol, first_step, max_step, max_steps, max_order, every, events_fn,
-                   events_key, events, monitor, control):
+                   events_key, events, monitor, control, newton=None):
     """The segment runner of ``integrate._simulate`` for method "bdf" (arguments as ``_numba_segment_runner``;
-    ``max_order`` in 1..5, the highest BDF order the run may use)."""
+    ``max_order`` in 1..5, the highest BDF order the run may use; ``newton`` the Newton tuple of the system, by
+    default the planar one of ``newton_arrays``, ``spatial_newton_arrays`` for a spatial tree)."""
     return _Runner(callback, key, system, rtol, atol, first_step, max_step, max_steps, max_order, every, events_fn,
-                   events_key, events, monitor, control)
+                   events_key, events, monitor, control, newton)

@@ -429,7 +429,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     q0's quaternions off unit norm by more than 1e-12 are normalised with a RuntimeWarning (zero: StateError).
     With loops (``Model3D.add_loop``) vdot comes from the multiplier layer (``spatial_loops``) and stabilization
     works as for a planar model (the projection steps along ``integrate_configuration``; see ``stabilization``).
-    Not for a Model3D yet: drivers, formulation, bdf (ValueError).
+    Not for a Model3D yet: drivers, formulation, bdf with closed loops (ValueError).
 
     Parameters
     ----------
@@ -465,7 +465,11 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         until the steps sit at their stability limit; the run detects that limit (a RuntimeWarning says when,
         and ``result.order_limited_at`` holds that time [s], None when no limit was found) and goes on at orders
         1-2 (A-stable), but give max_order=2 there from the start: the steps spent before the detection and
-        after it are many (serial_chain(10_000) over 10 s: 10,249 against 1,401; ``benchmarks/bdf.py``).
+        after it are many (serial_chain(10_000) over 10 s: 10,249 against 1,401; ``benchmarks/bdf.py``). On a
+        Model3D (trees; not with closed loops): the same loop on (q, v) with quaternions in R^4, Newton on vdot
+        with the spatial O(N) matrix of generalized_alpha, quaternions renormalised after every accepted step
+        (``recursive_mbd._kernels.spatial_bdf``: the design, the lagged terms); tau, force elements, t_eval,
+        events, work terms, progress, max_wall_time, max_steps as the explicit methods.
         "scipy:NAME": scipy's solve_ivp method NAME (RK45, DOP853, Radau, BDF, LSODA, ...) on the same
         right-hand side (one Python call per evaluation). For stiff problems (stiff damped springs) use
         "scipy:Radau" or "scipy:BDF": they get the Jacobian from ``integrators.rhs_jacobian`` (2 nf
@@ -622,9 +626,9 @@ def _refuse_spatial_options(model, method, formulation, drivers, stabilization, 
     if formulation != "recursive":
         raise ValueError(f"a Model3D is integrated by the spatial recursive formulation; formulation={formulation!r} "
                          "is for planar models")
-    if method == "bdf":
-        raise ValueError("method 'bdf' integrates planar models only; for a Model3D use generalized_alpha, dopri5, "
-                         "dop853, rk4, implicit_midpoint or scipy:NAME")
+    if method == "bdf" and model.nloops:
+        raise ValueError(f"method 'bdf' does not take closed loops on a Model3D yet (this model has {model.nloops}: "
+                         f"{', '.join(repr(n) for n in model.loop_names)}); use dopri5 or dop853")
     if drivers:
         raise ValueError("drivers are not supported on a Model3D yet (prescribe the motion through tau)")
     if not model.nloops and (stabilization not in (None, "none") or alpha or beta):
@@ -763,8 +767,13 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
             keep = np.unique(np.r_[0:t_out.size:every, t_out.size - 1])
             t_out, y_out = t_out[keep], y_out[keep]
     else:
+        newton = None
+        if method == "bdf" and isinstance(model, Model3D):
+            from .bdf import spatial_newton_arrays  # noqa: PLC0415
+
+            newton = spatial_newton_arrays(model)
         segment = _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, every, max_step,
-                                        first_step, max_steps, midpoint_tol, events, control, max_order)
+                                        first_step, max_steps, midpoint_tol, events, control, max_order, newton)
         with control:
             status, t_fail, t_out, y_out, nfev, nsteps, nrejected, event_records = _run_segments(
                 segment, y0, t0, t_end, t_eval_arr, dt if method in FIXED_STEP else None, progress)
@@ -797,7 +806,7 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
 
 
 def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, every, max_step, first_step,
-                          max_steps, midpoint_tol, events, control, max_order=5):
+                          max_steps, midpoint_tol, events, control, max_order=5, newton=None):
     """A function (y, ta, tb, t_eval) -> (status, t_fail, t, y, nfev, nsteps, nrejected, events) running one
     compiled time loop from ta to tb, polling ``control`` (a _RunControl)."""
     monitor = (_python_bridge, control.key, control.control)
@@ -830,7 +839,7 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
         from .bdf import segment_runner  # noqa: PLC0415
 
         return segment_runner(callback, key, system, rtol, atol, first, max_step, max_steps, max_order, every,
-                              events_fn, events_key, events, monitor, control)
+                              events_fn, events_key, events, monitor, control, newton)
     optional = [np.empty(0) if v is None else v for v in (tableau.E3, tableau.DENSE)]
 
     def run(y_start, ta, tb, t_eval):

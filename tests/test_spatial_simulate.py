@@ -182,7 +182,6 @@ def test_refusals_and_saved_results(tmp_path):
     model = _rigid_body("spherical", gravity=(0.0, 0.0, -9.81), com=(0.0, 0.0, -0.5))
     q0, v0 = model.neutral(), np.array([1.0, 0.0, 0.5])
     for options, message in (({"formulation": "augmented"}, "formulation='augmented' is for planar"),
-                             ({"method": "bdf"}, "'bdf' integrates planar models only"),
                              ({"drivers": {0: math.sin}}, "drivers are not supported on a Model3D"),
                              ({"stabilization": "projection"}, "this Model3D has none")):
         with pytest.raises(ValueError, match=message):
