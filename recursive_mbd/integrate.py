@@ -520,7 +520,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         How loop constraints (and, in the augmented formulation, joint constraints) are kept: "projection" moves
         q and qd back onto phi = 0, phi' = 0 after every accepted step (numba methods; the default for a model
         with loops); "baumgarte" adds 2 alpha phi' + beta^2 phi to the acceleration constraint (``alpha``,
-        ``beta`` [1/s]; the augmented default, with 0, 0); "none". A model with loops starts from (q0, qd0)
+        ``beta`` [1/s]; the augmented default, with 0, 0); "none". Not options of generalized_alpha and bdf
+        (ValueError): their Newton rows hold phi = 0 and J qd = 0. A model with loops starts from (q0, qd0)
         projected onto the constraints (a gap above 1e-6 is an error: use ``rm.assemble``); its result has
         ``constraint_drift``, max |phi| at each sample.
 
@@ -541,6 +542,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         samples so far (``result.status`` "interrupted").
     """
     _check_options(augmented_options, formulation)
+    if method in ("generalized_alpha", "bdf") and (stabilization is not None or alpha or beta):
+        raise ValueError(f"stabilization, alpha and beta are not options of method {method!r}: it holds loop "
+                         "constraints at position and velocity level in its Newton rows (stabilised index 2)")
     spatial = isinstance(model, Model3D)
     if spatial:
         _refuse_spatial_options(model, method, formulation, drivers, stabilization, alpha, beta)

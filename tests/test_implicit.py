@@ -525,3 +525,13 @@ def test_progress_pieces_continue_the_run():
     np.testing.assert_allclose(pieces.t, whole.t, rtol=0, atol=1e-15)  # piece starts t0 + k dt: round-off
     np.testing.assert_allclose(pieces.q, whole.q, rtol=0, atol=1e-8)
     np.testing.assert_allclose(pieces.dissipated_work, whole.dissipated_work, rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("method, options", [("generalized_alpha", {"dt": 1e-3}), ("bdf", {})])
+@pytest.mark.parametrize("stabilization", [{"stabilization": "projection"},
+                                           {"stabilization": "baumgarte", "alpha": 5.0}, {"beta": 5.0}])
+def test_implicit_methods_refuse_stabilization_options(method, options, stabilization):
+    """The implicit methods hold the loops by their own rows: a stabilization the run would ignore is an error."""
+    model, q0 = rm.models.four_bar()
+    with pytest.raises(ValueError, match=f"not options of method '{method}'"):
+        rm.simulate(model, q0, np.zeros(3), 0.01, method=method, **options, **stabilization)
