@@ -30,17 +30,18 @@ _FLOAT = np.dtype(np.float64)
 class Workspace3D:
     """Scratch arrays of one spatial model, allocated once and reused by every kernel call.
 
-    Forward dynamics of a model whose joints are all spherical needs only ``ws`` (45 floats a body) and ``tmp``:
-    the articulated-body algorithm keeps their constant motion subspaces implicit and their condensation in
-    ``ws``, so ``fd_S``, ``UD`` and ``uD`` have 0 rows there, and ``S`` (read by the other kernels) is allocated
-    on first use.
+    Forward dynamics of a model whose joints are all spherical or revolute needs only ``ws`` (45 floats a body) and
+    ``tmp``: the articulated-body algorithm forms their motion subspaces from the model and keeps their
+    condensation in ``ws``, so ``fd_S``, ``UD`` and ``uD`` have 0 rows there, and ``S`` (read by the other
+    kernels) is allocated on first use.
     """
 
     def __init__(self, model):
         n = model.nbodies
         self._n = n
         width = self._width = model._max_nv
-        rows = n if bool(np.any(model.body_int[:, SL.JTYPE] != SL.SPHERICAL)) else 0
+        jtype = model.body_int[:, SL.JTYPE]
+        rows = n if bool(np.any((jtype != SL.SPHERICAL) & (jtype != SL.REVOLUTE))) else 0
         # one buffer, the arrays its views (``_kernels.spatial_entry.forward_dynamics_packed`` takes it whole)
         size = rows * width * 6
         start = n * SL.W_SPATIAL + kernels.TMP_SIZE

@@ -64,12 +64,14 @@ from .spatial_layout import (
     VIDX,
     WC,
     WD,
+    WDINV,
     WI,
     WK,
     WP,
     WR,
     WT,
     WU,
+    WUD,
     WV,
 )
 from .tree import check_finite, check_output
@@ -131,6 +133,19 @@ def _column(S, i, col, wx, wy, wz, lx, ly, lz, cpx, cpy, cpz):
     S[i, col, 3] = lx + cpy * wz - cpz * wy
     S[i, col, 4] = ly + cpz * wx - cpx * wz
     S[i, col, 5] = lz + cpx * wy - cpy * wx
+
+
+@njit
+def _revolute_column(body_real, i):
+    """A revolute joint's motion subspace S = (a; cp x a), child coordinates (``_column`` with l = 0), as six
+    numbers: forward dynamics forms it where it is needed instead of storing it (48 bytes a body)."""
+    ax = body_real[i, A1]
+    ay = body_real[i, A1 + 1]
+    az = body_real[i, A1 + 2]
+    cpx = body_real[i, CP]
+    cpy = body_real[i, CP + 1]
+    cpz = body_real[i, CP + 2]
+    return ax, ay, az, cpy * az - cpz * ay, cpz * ax - cpx * az, cpx * ay - cpy * ax
 
 
 @njit
@@ -595,9 +610,10 @@ def _spherical_kinematics(body_real, q, v, i, k, kv, p, ws, with_velocity):
 
 @njit
 def _kinematics(body_int, body_real, q, v, ws, S, tmp, with_velocity, spherical_S):
-    """``kinematics_pass``; with ``spherical_S`` False the columns S of spherical joints are not written (the
-    articulated-body algorithm does not read them)."""
+    """``kinematics_pass``; with ``spherical_S`` False the columns S of spherical and revolute joints are not
+    written (the articulated-body algorithm forms them from the axis and the child point, ``_revolute_column``)."""
     for i in range(body_int.shape[0]):
+        revolute_implicit = not spherical_S and body_int[i, JTYPE] == REVOLUTE
         if body_int[i, JTYPE] == SPHERICAL:
             if not _spherical_kinematics(body_real, q, v, i, body_int[i, QIDX], body_int[i, VIDX],
                                          body_int[i, PARENT], ws, with_velocity):
@@ -610,7 +626,14 @@ def _kinematics(body_int, body_real, q, v, ws, S, tmp, with_velocity, spherical_
                 _column(S, i, 1, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, cpx, cpy, cpz)
                 _column(S, i, 2, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, cpx, cpy, cpz)
             continue
-        if not joint_kinematics(body_int, body_real, q, i, S, tmp):
+        if revolute_implicit:
+            # joint_kinematics' revolute branch without writing S
+            for m in range(9, 12):
+                tmp[m] = 0.0
+            k = body_int[i, QIDX]
+            _axis_rotation(body_real[i, A1], body_real[i, A1 + 1], body_real[i, A1 + 2], math.cos(q[k]),
+                           math.sin(q[k]), tmp, 0)
+        elif not joint_kinematics(body_int, body_real, q, i, S, tmp):
             return -(i + 1)
         # R = R0 R_j,  r = pp + R0 t - R cp
         for r in range(3):
@@ -629,11 +652,21 @@ def _kinematics(body_int, body_real, q, v, ws, S, tmp, with_velocity, spherical_
         kv = body_int[i, VIDX]
         nvj = body_int[i, NVJ]
         # joint velocity vJ = S vj in tmp[12:18]
-        for m in range(6):
-            acc = 0.0
-            for col in range(nvj):
-                acc += S[i, col, m] * v[kv + col]
-            tmp[12 + m] = acc
+        if revolute_implicit:
+            s0, s1, s2, s3, s4, s5 = _revolute_column(body_real, i)
+            rate = v[kv]
+            tmp[12] = s0 * rate
+            tmp[13] = s1 * rate
+            tmp[14] = s2 * rate
+            tmp[15] = s3 * rate
+            tmp[16] = s4 * rate
+            tmp[17] = s5 * rate
+        else:
+            for m in range(6):
+                acc = 0.0
+                for col in range(nvj):
+                    acc += S[i, col, m] * v[kv + col]
+                tmp[12 + m] = acc
         if p < 0:
             for m in range(6):
                 ws[i, WV + m] = tmp[12 + m]
@@ -1144,6 +1177,69 @@ def _general_condense(body_int, body_real, tau, i, ws, S, UD, uD, tmp):
 
 
 @njit
+def _revolute_condense(body_int, body_real, tau, i, ws, tmp):
+    """``_general_condense`` for a revolute joint, its one column s = (a; cp x a) formed in registers
+    (``_revolute_column``): U = I^A s, D = s^T U (a scalar), then U D^-1, D^-1 and D^-1 u in the workspace row
+    (``spatial_layout`` WUD, WDINV, WU, over I^A: read no more) and I^a = I^A - U D^-1 U^T, p^a = p^A + I^a c +
+    U D^-1 u added to the parent's. Stores nothing in S, UD, uD. Returns a status."""
+    kv = body_int[i, VIDX]
+    s0, s1, s2, s3, s4, s5 = _revolute_column(body_real, i)
+    _unpack_inertia(ws[i], WI, tmp, 234)
+    for r in range(6):
+        o = 234 + 6 * r
+        tmp[r] = tmp[o] * s0 + tmp[o + 1] * s1 + tmp[o + 2] * s2 + tmp[o + 3] * s3 + tmp[o + 4] * s4 + tmp[o + 5] * s5
+    # the scale of D: (sum_r |s_r| sqrt(I_rr))^2 >= s^T I^A s (Cauchy-Schwarz, I^A PSD), as _general_condense
+    scale = (abs(s0) * math.sqrt(abs(tmp[234])) + abs(s1) * math.sqrt(abs(tmp[241]))
+             + abs(s2) * math.sqrt(abs(tmp[248])) + abs(s3) * math.sqrt(abs(tmp[255]))
+             + abs(s4) * math.sqrt(abs(tmp[262])) + abs(s5) * math.sqrt(abs(tmp[269])))
+    d = s0 * tmp[0] + s1 * tmp[1] + s2 * tmp[2] + s3 * tmp[3] + s4 * tmp[4] + s5 * tmp[5]
+    if not d > SINGULAR_RTOL * scale * scale:
+        return STATUS_SINGULAR | (i << 4)
+    dinv = 1.0 / d
+    u = tau[kv] - (s0 * ws[i, WP] + s1 * ws[i, WP + 1] + s2 * ws[i, WP + 2] + s3 * ws[i, WP + 3]
+                   + s4 * ws[i, WP + 4] + s5 * ws[i, WP + 5])
+    ud = dinv * u
+    for r in range(6):
+        ws[i, WUD + r] = tmp[r] * dinv
+    ws[i, WDINV] = dinv
+    ws[i, WU] = ud
+    p = body_int[i, PARENT]
+    if p < 0:
+        return STATUS_OK
+    for r in range(6):
+        for c in range(r, 6):  # symmetric
+            acc = tmp[234 + 6 * r + c] - ws[i, WUD + r] * tmp[c]
+            tmp[84 + 6 * r + c] = acc
+            tmp[84 + 6 * c + r] = acc
+    for r in range(6):
+        acc = ws[i, WP + r]
+        for c in range(6):
+            acc += tmp[84 + 6 * r + c] * ws[i, WC + c]
+        tmp[120 + r] = acc + tmp[r] * ud
+    _pack_inertia(tmp, 84, tmp, 270)
+    _inertia_transform_add(ws, i, ws[i, WT], ws[i, WT + 1], ws[i, WT + 2], tmp, 270, ws[p], WI)
+    _force_to_parent_add(ws, i, tmp, 120, ws[p], WP)
+    return STATUS_OK
+
+
+@njit
+def _revolute_accelerate(body_real, i, kv, ws, a, out):
+    """The base-to-tip step for a revolute joint: a[0:6] holds a' = X a_P + c and becomes a = a' + s vdot,
+    vdot = D^-1 u - (U D^-1)^T a' (``_revolute_condense``'s WU, WUD)."""
+    s0, s1, s2, s3, s4, s5 = _revolute_column(body_real, i)
+    acc = ws[i, WU]
+    for m in range(6):
+        acc -= ws[i, WUD + m] * a[m]
+    out[kv] = acc
+    a[0] += s0 * acc
+    a[1] += s1 * acc
+    a[2] += s2 * acc
+    a[3] += s3 * acc
+    a[4] += s4 * acc
+    a[5] += s5 * acc
+
+
+@njit
 def _general_accelerate(body_int, body_real, gravity, i, ws, S, UD, uD, tmp, out):
     """The base-to-tip step of ``forward_dynamics`` for body i unless it is a spherical joint's child of a body:
     a' = X a_P + c (a_ground = (0; -g)), vdot = D^-1 u - (U D^-1)^T a', a = a' + S vdot into ws[i, WC:WC+6]."""
@@ -1167,6 +1263,11 @@ def _general_accelerate(body_int, body_real, gravity, i, ws, S, UD, uD, tmp, out
         for m in range(6):
             ws[i, WC + m] = tmp[m]
         return
+    if body_int[i, JTYPE] == REVOLUTE:
+        _revolute_accelerate(body_real, i, kv, ws, tmp, out)
+        for m in range(6):
+            ws[i, WC + m] = tmp[m]
+        return
     for col in range(nvj):
         acc = uD[i, col]
         for m in range(6):
@@ -1183,11 +1284,12 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
     """vdot = FD(q, v, tau) by the articulated-body algorithm (Featherstone 2008, table 7.1), O(N).
 
     Shapes: q (nq,), v, tau, out (nv,); ws (nbodies, W_SPATIAL), S and UD (nbodies, max_nv, 6), uD (nbodies,
-    max_nv), tmp (TMP_SIZE,). Spherical joints read and write none of S, UD, uD (their S is constant, their
-    condensation is kept in ws): for a model of spherical joints only, S, UD and uD may have 0 rows.
+    max_nv), tmp (TMP_SIZE,). Spherical and revolute joints read and write none of S, UD, uD (their S is formed
+    from the model, their condensation is kept in ws): for a model of such joints only, S, UD and uD may have 0
+    rows.
     Returns a status (module docstring). Leaves in the workspace what depends on q only, for
-    ``unit_force_responses``: a spherical joint's K and D^-1 (``spatial_layout`` WK, WD), the other joints'
-    articulated inertia I^A (WI), U D^-1 and S.
+    ``unit_force_responses``: a spherical joint's K and D^-1 (``spatial_layout`` WK, WD), a revolute joint's
+    U D^-1 and D^-1 (WUD, WDINV), the other joints' articulated inertia I^A (WI), U D^-1 and S.
     """
     status = check_finite(q, v, tau)
     if status:
@@ -1206,6 +1308,11 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
     for i in range(n - 1, -1, -1):
         if body_int[i, JTYPE] == SPHERICAL:
             status = _spherical_condense(body_int, body_real, tau, i, ws)
+            if status:
+                return status
+            continue
+        if body_int[i, JTYPE] == REVOLUTE:
+            status = _revolute_condense(body_int, body_real, tau, i, ws, tmp)
             if status:
                 return status
             continue
@@ -1265,6 +1372,22 @@ def _spherical_unit_condense(body_int, body_real, tau, i, ws):
 
 
 @njit
+def _revolute_unit_condense(body_int, body_real, tau, i, ws, tmp):
+    """The tip-to-base step of ``unit_force_responses`` for a revolute joint: u = tau - s^T p^A, D^-1 u into
+    ws[i, WU] (for ``_revolute_accelerate``), p^a = p^A + U D^-1 u added to the parent's p^A."""
+    s0, s1, s2, s3, s4, s5 = _revolute_column(body_real, i)
+    u = tau[body_int[i, VIDX]] - (s0 * ws[i, WP] + s1 * ws[i, WP + 1] + s2 * ws[i, WP + 2] + s3 * ws[i, WP + 3]
+                                  + s4 * ws[i, WP + 4] + s5 * ws[i, WP + 5])
+    ws[i, WU] = ws[i, WDINV] * u
+    p = body_int[i, PARENT]
+    if p < 0:
+        return
+    for m in range(6):
+        tmp[120 + m] = ws[i, WP + m] + ws[i, WUD + m] * u
+    _force_to_parent_add(ws, i, tmp, 120, ws[p], WP)
+
+
+@njit
 def unit_force_responses(body_int, body_real, jac, ws, S, UD, uD, tmp, resp):
     """resp[r] = M^-1 jac[r] (m, nv) for every row r of jac (m, nv), on the factorisation that the last
     ``forward_dynamics`` call at the same q left in ws, S, UD (its docstring): O(N) per row, no inertia formed
@@ -1286,6 +1409,9 @@ def unit_force_responses(body_int, body_real, jac, ws, S, UD, uD, tmp, resp):
         for i in range(n - 1, -1, -1):
             if body_int[i, JTYPE] == SPHERICAL:
                 _spherical_unit_condense(body_int, body_real, tau, i, ws)
+                continue
+            if body_int[i, JTYPE] == REVOLUTE:
+                _revolute_unit_condense(body_int, body_real, tau, i, ws, tmp)
                 continue
             nvj = body_int[i, NVJ]
             kv = body_int[i, VIDX]
@@ -1344,6 +1470,8 @@ def unit_force_responses(body_int, body_real, jac, ws, S, UD, uD, tmp, resp):
                 _motion_to_child(ws, i, ws[p], WC, tmp, 0)
             if body_int[i, JTYPE] == SPHERICAL:
                 _spherical_accelerate(body_real, i, kv, ws, tmp, out)
+            elif body_int[i, JTYPE] == REVOLUTE:
+                _revolute_accelerate(body_real, i, kv, ws, tmp, out)
             else:
                 for col in range(body_int[i, NVJ]):
                     acc = uD[i, col]

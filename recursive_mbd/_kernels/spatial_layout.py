@@ -61,10 +61,14 @@ W_SPATIAL = 45
 # forward dynamics, a spherical joint once condensed (its articulated inertia is read no more): K = D^-1 B_J
 # (row-major, 9), D^-1 u (3) and D^-1 (symmetric: xx, yy, zz, xy, xz, yz) in its slots
 # (``_kernels.spatial._spherical_condense``; ``_kernels.spatial.unit_force_responses`` reuses them). Any other
-# joint keeps its articulated inertia I^A in WI after forward dynamics.
+# joint but a revolute one (below) keeps its articulated inertia I^A in WI after forward dynamics.
 WK = WI
 WU = WI + 9
 WD = WI + 12
+# forward dynamics, a revolute joint once condensed (``_kernels.spatial._revolute_condense``): U D^-1 (6) and D^-1
+# (1) in its slots, D^-1 u at WU (its S = (a; cp x a) is formed from A1 and CP where needed, not stored)
+WUD = WI
+WDINV = WI + 6
 # packed symmetric 6x6 inertia: offsets in its 21 numbers (a symmetric 3x3 block as xx, yy, zz, xy, xz, yz)
 PA = 0  # the angular block A (6)
 PB = 6  # the coupling block B, row-major (9)
@@ -72,8 +76,8 @@ PC = 15  # the linear block C (6)
 N_PACKED = 21
 # S: (nbodies, MAX_NV used, 6) the joint's motion subspace columns, child coordinates; UD: U D^-1 (same shape);
 # uD: D^-1 u (nbodies, MAX_NV used). Separate arrays, sized by the widest joint of the model. Forward dynamics
-# reads none of them for a spherical joint (constant S, condensation kept in ws at WK, WU): for a model of
-# spherical joints only it is given them with 0 rows (``spatial.Workspace3D``).
+# reads none of them for a spherical or a revolute joint (S formed from the model, condensation kept in ws at WK,
+# WU or WUD, WU): for a model of such joints only it is given them with 0 rows (``spatial.Workspace3D``).
 
 # A joint whose articulated inertia S^T I^A S has a Cholesky pivot below this fraction of its scale
 # (the same quadratic form with |I^A| and |S| entries) is singular: a point mass on a spherical joint, a massless tip.

@@ -38,7 +38,8 @@ from .spatial_loops import constrained_dynamics, constraint_responses, loop_cons
 
 # The cached machine code of these kernels embeds ``spatial.forward_dynamics`` as it was when they were compiled,
 # and numba checks only this file's stamp: when the articulated-body workspace contract changes (sperf18: spherical
-# joints fill no S, UD, uD rows), this file must change too or its __pycache__ be cleared (_kernels/spatial).
+# joints fill no S, UD, uD rows; s18mem: nor do revolute joints), this file must change too or its __pycache__ be
+# cleared (_kernels/spatial).
 njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 
 SpatialSystem = namedtuple("SpatialSystem", [
