@@ -193,9 +193,9 @@ class SpatialTimeLoop:
                  np.array([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0,
                            POSITION_RCOND, FILTER_RCOND]),
                  np.zeros(m), np.zeros((m, m)), np.zeros(nv))
-        # the S the kernels read: forward dynamics reads the non-spherical joints' rows only (``fd_S``, 0 rows for
-        # an all-spherical model); the loop kernels read every joint's subspace. Sized here, not by ``ws.S``, whose
-        # first use would allocate the full array in the model's workspace as well.
+        # the S the kernels read: forward dynamics reads the rows of joints neither spherical nor revolute only
+        # (``fd_S``, 0 rows for a model of those); the loop kernels read every joint's subspace. Sized here, not by
+        # ``ws.S``, whose first use would allocate the full array in the model's workspace as well.
         motion_subspaces = np.zeros((nb, model._max_nv, 6)) if m else np.zeros_like(ws.fd_S)
         self.system = SpatialSystem(
             model.body_int, model.body_real, model.gravity, model._euclid_q.astype(np.int64),

@@ -58,6 +58,19 @@ def test_all_spherical_tree_forward_dynamics_keeps_no_subspace_arrays(seed):
     assert work.S.shape == (7, 3, 6)  # allocated by the other kernels on first use
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_revolute_and_spherical_tree_forward_dynamics_keeps_no_subspace_arrays(seed):
+    rng = np.random.default_rng(50 + seed)
+    model = random_tree(rng, ["revolute", "spherical", "revolute", "revolute", "spherical", "revolute", "revolute"])
+    q, v, tau = random_state(rng, model)
+    vdot = rm.forward_dynamics(model, q, v, tau)
+    work = spatial.workspace(model)
+    # revolute joints too: S = (a; cp x a) formed from the model, U D^-1, D^-1, D^-1 u kept in the workspace row
+    assert work.fd_S.shape[0] == 0 and work.UD.shape[0] == 0 and work.uD.shape[0] == 0
+    assert work._S is None
+    assert np.array_equal(check_forward_dynamics(model, q, v, tau), vdot)
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_spherical_joints_among_other_joints(seed):
     rng = np.random.default_rng(100 + seed)
@@ -102,8 +115,9 @@ def test_default_names_are_generated_and_checked():
     assert model.body_index("body04") == 4 and model.names[4] == "body04"
 
 
-@pytest.mark.parametrize("joints", [["spherical"] * 6, ["spherical", "revolute", "free", "spherical", "universal",
-                                                        "prismatic", "planar", "cylindrical", "spherical"]])
+@pytest.mark.parametrize("joints", [["spherical"] * 6, ["revolute", "spherical", "revolute", "revolute"],
+                                    ["spherical", "revolute", "free", "spherical", "universal", "prismatic", "planar",
+                                     "cylindrical", "spherical"]])
 def test_unit_force_responses_reuse_the_forward_dynamics_factorisation(joints):
     """M^-1 tau_r for several tau_r on the factorisation a forward-dynamics call at (q, v, tau, gravity) left:
     against a dense solve with the composite-rigid-body M (the factorisation depends on q only)."""
