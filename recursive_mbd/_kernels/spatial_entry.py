@@ -20,6 +20,9 @@ BODY_REAL_C = numba.types.Array(numba.float64, 2, "C", readonly=True)
 SIZE_MISMATCH = -(1 << 40)  # status: q, v, tau or out has the wrong length (the full route says which)
 _kernel = []
 
+# numba's cache checks this file's stamp only: it changes with the workspace contract of ``spatial`` (s18mem:
+# revolute joints, as spherical ones, fill no S, UD, uD rows), so that no cached caller keeps the old kernels.
+
 
 def forward_dynamics_packed(body_int, body_real, gravity, q, v, tau, buffer, out):
     """``spatial.forward_dynamics`` with its workspace packed in ``buffer`` (1-D float64): ws (nbodies,

@@ -55,6 +55,9 @@ from .spatial_layout import (
     WV,
 )
 
+# numba's cache checks this file's stamp only: it changes with the workspace contract of ``spatial`` (s18mem:
+# revolute joints, as spherical ones, fill no S, UD, uD rows), so that no cached caller keeps the old kernels.
+
 njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 
 
