@@ -429,7 +429,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     q0's quaternions off unit norm by more than 1e-12 are normalised with a RuntimeWarning (zero: StateError).
     With loops (``Model3D.add_loop``) vdot comes from the multiplier layer (``spatial_loops``) and stabilization
     works as for a planar model (the projection steps along ``integrate_configuration``; see ``stabilization``).
-    Not for a Model3D yet: drivers, formulation, bdf with closed loops (ValueError).
+    Not for a Model3D yet: drivers, formulation (ValueError).
 
     Parameters
     ----------
@@ -630,9 +630,6 @@ def _refuse_spatial_options(model, method, formulation, drivers, stabilization, 
     if formulation != "recursive":
         raise ValueError(f"a Model3D is integrated by the spatial recursive formulation; formulation={formulation!r} "
                          "is for planar models")
-    if method == "bdf" and model.nloops:
-        raise ValueError(f"method 'bdf' does not take closed loops on a Model3D yet (this model has {model.nloops}: "
-                         f"{', '.join(repr(n) for n in model.loop_names)}); use dopri5 or dop853")
     if drivers:
         raise ValueError("drivers are not supported on a Model3D yet (prescribe the motion through tau)")
     if not model.nloops and (stabilization not in (None, "none") or alpha or beta):
