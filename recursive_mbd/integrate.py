@@ -466,8 +466,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         and ``result.order_limited_at`` holds that time [s], None when no limit was found) and goes on at orders
         1-2 (A-stable), but give max_order=2 there from the start: the steps spent before the detection and
         after it are many (serial_chain(10_000) over 10 s: 10,249 against 1,401; ``benchmarks/bdf.py``). On a
-        Model3D (trees; not with closed loops): the same loop on (q, v) with quaternions in R^4, Newton on vdot
-        with the spatial O(N) matrix of generalized_alpha, quaternions renormalised after every accepted step
+        Model3D: the same loop on (q, v) with quaternions in R^4, Newton on vdot with the spatial O(N) matrix of
+        generalized_alpha (closed loops in the GGL form, bordered as generalized_alpha's), quaternions
+        renormalised after every accepted step
         (``recursive_mbd._kernels.spatial_bdf``: the design, the lagged terms); tau, force elements, t_eval,
         events, work terms, progress, max_wall_time, max_steps as the explicit methods.
         "scipy:NAME": scipy's solve_ivp method NAME (RK45, DOP853, Radau, BDF, LSODA, ...) on the same
