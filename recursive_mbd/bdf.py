@@ -8,9 +8,10 @@ elements, drivers), events, t_eval and monitor (Ctrl-C, max_wall_time) as the ex
 
 Closed loops in the stabilised index-2 (GGL) form, by the Schur complement of ``_kernels.implicit.loop_schur``.
 
-Spatial trees (``Model3D`` without loops) run in the same compiled loop: their Newton pieces (quaternion rows,
-the articulated-body factorisation of the spatial Newton matrix, unit quaternions after every accepted step) are
-derived in ``_kernels.spatial_bdf``; ``spatial_newton_arrays`` builds what they take.
+Spatial models (``Model3D``, closed loops included) run in the same compiled loop: their Newton pieces
+(quaternion rows, the articulated-body factorisation of the spatial Newton matrix bordered by the loop rows, unit
+quaternions after every accepted step) are derived in ``_kernels.spatial_bdf``; ``spatial_newton_arrays`` builds
+what they take.
 """
 
 import math
@@ -43,7 +44,7 @@ def newton_arrays(system):
 
 
 def spatial_newton_arrays(model):
-    """The ``newton`` tuple of a run on a spatial tree: (j_stiff, j_damp), each (nv,), the joint spring-dampers'
+    """The ``newton`` tuple of a run on a spatial model: (j_stiff, j_damp), each (nv,), the joint spring-dampers'
     stiffness and damping on their joint's velocities. Registers the spatial Newton pieces (``_kernels.spatial_bdf``)
     with the compiled loop."""
     from ._kernels import spatial_bdf  # noqa: F401, PLC0415  (registers the SpatialSystem overloads)

@@ -429,7 +429,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     q0's quaternions off unit norm by more than 1e-12 are normalised with a RuntimeWarning (zero: StateError).
     With loops (``Model3D.add_loop``) vdot comes from the multiplier layer (``spatial_loops``) and stabilization
     works as for a planar model (the projection steps along ``integrate_configuration``; see ``stabilization``).
-    Not for a Model3D yet: drivers, formulation, bdf with closed loops (ValueError).
+    Not for a Model3D yet: drivers, formulation (ValueError).
 
     Parameters
     ----------
@@ -466,8 +466,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         and ``result.order_limited_at`` holds that time [s], None when no limit was found) and goes on at orders
         1-2 (A-stable), but give max_order=2 there from the start: the steps spent before the detection and
         after it are many (serial_chain(10_000) over 10 s: 10,249 against 1,401; ``benchmarks/bdf.py``). On a
-        Model3D (trees; not with closed loops): the same loop on (q, v) with quaternions in R^4, Newton on vdot
-        with the spatial O(N) matrix of generalized_alpha, quaternions renormalised after every accepted step
+        Model3D: the same loop on (q, v) with quaternions in R^4, Newton on vdot with the spatial O(N) matrix of
+        generalized_alpha (closed loops in the GGL form, bordered as generalized_alpha's), quaternions
+        renormalised after every accepted step
         (``recursive_mbd._kernels.spatial_bdf``: the design, the lagged terms); tau, force elements, t_eval,
         events, work terms, progress, max_wall_time, max_steps as the explicit methods.
         "scipy:NAME": scipy's solve_ivp method NAME (RK45, DOP853, Radau, BDF, LSODA, ...) on the same
@@ -630,9 +631,6 @@ def _refuse_spatial_options(model, method, formulation, drivers, stabilization, 
     if formulation != "recursive":
         raise ValueError(f"a Model3D is integrated by the spatial recursive formulation; formulation={formulation!r} "
                          "is for planar models")
-    if method == "bdf" and model.nloops:
-        raise ValueError(f"method 'bdf' does not take closed loops on a Model3D yet (this model has {model.nloops}: "
-                         f"{', '.join(repr(n) for n in model.loop_names)}); use dopri5 or dop853")
     if drivers:
         raise ValueError("drivers are not supported on a Model3D yet (prescribe the motion through tau)")
     if not model.nloops and (stabilization not in (None, "none") or alpha or beta):

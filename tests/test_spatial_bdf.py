@@ -3,11 +3,18 @@ spherical, revolute and prismatic joints, the planar bdf's steps on a planar cha
 body's invariants, unit quaternions, a stiff joint spring, the run's options (tau functions, elements, t_eval,
 events, work terms, progress, max_steps) and a Newton failure with its partial result.
 
+Closed loops (GGL, ``_kernels.spatial_bdf``): the planar four-bar built spatially follows the planar bdf's
+trajectory, and an RSSR linkage closed by a ball joint converges to dop853 as rtol falls, with phi and J v at the
+Newton tolerance at every sample.
+
 Compile cost: two specialisations of the shared BDF loop for the spatial system (no inputs and no events; a
-Python tau with events)."""
+Python tau with events; a model with loops has the same system types as a tree), the planar one with loops
+(``test_bdf.py`` compiles it) and dop853's spatial one (``test_spatial_implicit_loops.py``)."""
 
 import numpy as np
 import pytest
+from test_spatial_implicit_loops import _loop_levels, _rssr
+from test_spatial_loops import _four_bar_planar, _four_bar_spatial
 
 import recursive_mbd as rm
 from recursive_mbd.errors import SimulationError
@@ -184,16 +191,56 @@ def test_newton_failure_at_the_smallest_step_keeps_the_samples():
     assert np.all(err.result.qd[:, 0] > -1e-9) and abs(err.result.qd[-1, 0]) < 1e-6  # it slid until it stuck
 
 
-def test_max_steps_and_closed_loops_are_refused_by_name():
+def test_max_steps_is_refused_with_the_samples_so_far():
     model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
     model.add_body(joint="spherical", mass=1.0, inertia=(0.02, 0.03, 0.01, 0.0, 0.0, 0.0), com=(0.0, 0.0, -0.5))
     with pytest.raises(SimulationError, match="max_steps") as caught:
         rm.simulate(model, model.neutral(), np.array([1.0, 0.0, 0.5]), 10.0, method="bdf", max_steps=20)
     assert caught.value.result.t.size >= 2
-    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
-    model.add_body(joint="spherical", mass=1.0, inertia=(0.02, 0.03, 0.01, 0.0, 0.0, 0.0), com=(0.0, 0.0, -0.5))
-    model.add_body(parent=0, joint="spherical", parent_point=(0.0, 0.0, -0.5), mass=1.0,
-                   inertia=(0.02, 0.03, 0.01, 0.0, 0.0, 0.0), com=(0.0, 0.0, -0.25))
-    model.add_loop("spherical", 1, (0.0, 0.0, -0.5), "ground", (0.0, 0.0, -1.0))
-    with pytest.raises(ValueError, match=r"method 'bdf' does not take closed loops on a Model3D yet"):
-        rm.simulate(model, model.neutral(), np.zeros(model.nv), 0.1, method="bdf")
+
+
+def test_four_bar_built_spatially_follows_the_planar_bdf_with_its_loop_closed():
+    """The planar four-bar and its spatial twin (revolute loop, 5 equations, three identically satisfied by a
+    planar motion: zero minimum-norm multipliers) from the same first step: the same steps and Newton iterations
+    (measured: equal counts), and the same trajectory at t_eval to a small multiple of the tolerance (the two
+    Newton matrices lag different terms, so the converged steps differ below the Newton tolerance; measured
+    4e-11 rad, 5e-10 rad/s at rtol 1e-8, 1050 steps). At the t_eval samples (the interpolant's, between steps)
+    the loop rows hold to 1e-2 rtol (measured |phi| 2e-11 m, |J v| 6e-10 m/s)."""
+    planar, spatial = _four_bar_planar(), _four_bar_spatial()
+    q0 = rm.assemble(planar, np.array([0.9, -0.7, 1.6]), fixed=[0])
+    _, _, jac, _ = rm.loops.constraints(planar, q0)
+    qd0 = np.linalg.svd(jac)[2][-1] * 2.5  # the mechanism's one motion
+    t_eval = np.linspace(0.0, 2.0, 41)
+    options = {"method": "bdf", "rtol": 1e-8, "atol": 1e-10, "first_step": 1e-4, "t_eval": t_eval}
+    reference = rm.simulate(planar, q0, qd0, 2.0, **options)
+    with pytest.warns(rm.RedundantConstraintWarning, match="rank 2 of 5"):
+        result = rm.simulate(spatial, q0, qd0, 2.0, **options)
+    assert np.ptp(reference.q[:, 0]) > 1.0
+    assert result.nsteps == reference.nsteps and result.newton_iterations == reference.newton_iterations
+    np.testing.assert_allclose(result.q, reference.q, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(result.qd, reference.qd, rtol=0, atol=1e-8)
+    phi, rate = _loop_levels(spatial, result)  # at t_eval: the interpolant's, not the steps'
+    assert phi < 1e-2 * options["rtol"] and rate < 1e-1 * options["rtol"], (phi, rate)
+
+
+def test_rssr_loop_converges_to_dop853_as_rtol_falls_with_the_loop_closed_at_every_sample():
+    """RSSR with a ball-joint loop from a random admissible velocity for 1 s, against dop853 (rtol 1e-12, the
+    explicit route's multiplier layer with projection): the error at t = 1 s (tangent-space difference and v)
+    falls by more than 30 each time rtol = atol falls 100-fold (measured 2.6e-3, 3.1e-5, 5.3e-7 at rtol 1e-5,
+    1e-7, 1e-9) and phi, J v are below the Newton tolerance at every step (measured |phi| 8e-10, 5e-13, 1e-15 m;
+    |J v| 8e-8, 2.5e-10, 3e-14 m/s)."""
+    model, q0 = _rssr()
+    v0 = 2.0 * np.random.default_rng(3).normal(size=model.nv)  # projected onto J v = 0 by simulate
+    reference = rm.simulate(model, q0, v0, 1.0, method="dop853", rtol=1e-12, atol=1e-12)
+    errors = []
+    for rtol in (1e-5, 1e-7, 1e-9):
+        result = rm.simulate(model, q0, v0, 1.0, method="bdf", rtol=rtol, atol=rtol)
+        assert result.t[-1] == 1.0
+        errors.append(max(np.abs(rm.difference(model, reference.q[-1], result.q[-1])).max(),
+                          np.abs(result.qd[-1] - reference.qd[-1]).max()))
+        phi, rate = _loop_levels(model, result)
+        # the Newton tolerance sqrt(rtol) in units of the error tolerance (``_kernels.bdf``)
+        assert phi < np.sqrt(rtol) * rtol and rate < 100.0 * np.sqrt(rtol) * rtol, (rtol, phi, rate)
+    ratios = np.array(errors[:-1]) / np.array(errors[1:])
+    assert np.all(ratios > 30.0), (errors, ratios)
+    assert errors[-1] < 1e-6

@@ -60,7 +60,29 @@ Starting step: Hairer's estimate with the change of f filtered by (I - h0 J)^-1 
 block by the Newton matrix at h0 (M r_v by a Newton-Euler pass at zero velocity and gravity) and its q block from
 q' = G v; the stiffness term K r_q of the planar filter is lagged here.
 
-Closed loops (``Model3D.add_loop``) are refused for this method (``integrate``).
+Closed loops: GGL (index 2)
+---------------------------
+With the m loop equations phi(q) = 0 of ``Model3D.add_loop`` (J = dphi/dv (m, nv) in the velocity coordinates,
+``_kernels.spatial_loops``) the corrector is the planar one's stabilised index-2 form (``_kernels.bdf``, Gear,
+Gupta & Leimkuhler 1985) with the multiplier mu acting in the tangent space, q' = G(q) (v - J^T mu):
+
+    d_q + psi_q = c G(q_new) (v_new - J^T mu),   M vdot + h - tau - Q + J^T lambda = 0,
+    phi(q_new) = 0,   J(q_new) v_new = 0,
+
+unknowns (vdot, lambda, mu), multipliers with the sign of ``spatial_loops``. With dq_new = c^2 dvdot - c J^T dmu
+(tangent increments; d(phi(q (+) delta))/d delta taken as J, as the spatial generalised-alpha does) the Newton
+matrix is the planar one, solved the same way by the same kernels: at each factorisation the m responses
+S^-1 J_r^T (``spatial_implicit.effective_apply`` on the articulated-body factors), J S^-1 J^T
+(``loops.gram_matrix``) and J J^T; per iteration dvdot, dlambda by ``implicit.schur_correction`` on the rows
+J v / c, then (J J^T) dmu = c J dvdot - phi / c (``loops.filtered_solve``). O(N m + m^3) an iteration after
+O(N m^2) per factorisation; no nv x nv matrix. The q rows are held as on a tree, G at the iterate's q, the mu
+part accumulated over the iterations as the planar update does (mu and that accumulation restart at zero at
+every attempt of a step). Lagged with loops, besides the tree's terms: lambda . d2phi/dq2, J' in the velocity
+rows and in J^T lambda, K J^T dmu, dexp on the increment, and S^-1 J^T, J S^-1 J^T, J J^T at the factorisation's
+iterate while the factors are reused. phi(q_new) and J(q_new) v_new are then zero to the Newton tolerance at
+every accepted step (the quaternions' renormalisation of ``accept_step`` moves q by the radial part of the local
+error only). The starting step's filter (``filtered_change``) ignores the loops (it only sizes the first step).
+The multipliers lambda stay inside the loop (the planar bdf does not report them either).
 """
 
 import math
@@ -80,11 +102,23 @@ from .bdf import (
     newton_update,
     newton_workspace,
 )
+from .implicit import schur_correction
 from .layout import STATUS_NONFINITE_STATE, STATUS_OK, STATUS_SINGULAR
+from .loops import filtered_solve, gram_matrix
 from .spatial import inverse_dynamics
 from .spatial_implicit import effective_apply, effective_factor, spatial_residual
 from .spatial_layout import NVJ
-from .spatial_system import SpatialSystem, configuration_rate, normalise_quaternions
+from .spatial_system import (
+    LOOP_JAC,
+    LOOP_LAM,
+    LOOP_PHI,
+    LOOP_PHID,
+    LOOP_SETTINGS,
+    SpatialSystem,
+    _constraints,
+    configuration_rate,
+    normalise_quaternions,
+)
 
 # The cached machine code of ``bdf.integrate_bdf`` embeds the hooks below as they were when it was compiled, and
 # numba checks only bdf.py's stamp: after editing this file, clear _kernels/__pycache__ (or touch bdf.py).
@@ -95,10 +129,12 @@ def _is_spatial(system):
     return isinstance(system, types.BaseNamedTuple) and system.instance_class is SpatialSystem
 
 
-# entries of the spatial Newton workspace (after lam, lam_start, mu: empty, a tree has no loops, and ``newton`` =
-# (j_stiff, j_damp), the joint spring-dampers' stiffness and damping per velocity, built by ``recursive_mbd.bdf``)
+# entries of the spatial Newton workspace (after lam, lam_start, mu (m,): the loops' multipliers, empty on a tree,
+# and ``newton`` = (j_stiff, j_damp), the joint spring-dampers' stiffness and damping per velocity, built by
+# ``recursive_mbd.bdf``); from W_RESP on the loop rows' (module doc, "Closed loops")
 (W_WS, W_S, W_S_RESIDUAL, W_UD, W_DINV, W_UDV, W_TMP, W_ROT, W_FSUB, W_KW, W_ZEROS, W_DIAG, W_RESIDUAL, W_DX,
- W_VDOT, W_POWERS, W_Q, W_V, W_RATE, W_NO_GRAVITY) = range(4, 24)
+ W_VDOT, W_POWERS, W_Q, W_V, W_RATE, W_NO_GRAVITY, W_RESP, W_GRAM, W_GRAM_MU, W_RATE_SCALED, W_DLAM, W_DMU,
+ W_WORK_M, W_TANGENT, W_SHIFT, W_FREE) = range(4, 34)
 
 
 @overload(newton_workspace, inline="always")
@@ -114,12 +150,17 @@ def _spatial_newton_workspace(system, newton):
         max_nv = 1
         for i in range(nb):
             max_nv = max(max_nv, body_int[i, NVJ])
-        return (np.zeros(0), np.zeros(0), np.zeros(0), newton,
+        m = system.loops[LOOP_PHI].shape[0]
+        lam = np.zeros(m)
+        for r in range(m):  # the multipliers of the start (the first evaluation's), the first Newton iterate's
+            lam[r] = system.loops[LOOP_LAM][r]
+        return (lam, np.zeros(m), np.zeros(m), newton,
                 np.zeros_like(system.ws), np.zeros((nb, max_nv, 6)), np.zeros((nb, max_nv, 6)),
                 np.zeros((nb, max_nv, 6)), np.zeros((nb, max_nv, max_nv)), np.zeros((nb, max_nv)),
                 np.zeros_like(system.tmp), np.zeros((nb, 3, 3)), np.zeros((nb, 3)), np.zeros((nb, 6)), np.zeros(nv),
                 np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(2), np.zeros(nq), np.zeros(nv),
-                np.zeros(nq), np.zeros(3))
+                np.zeros(nq), np.zeros(3), np.zeros((m, nv)), np.zeros((m, m)), np.zeros((m, m)), np.zeros(m),
+                np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(nv), np.zeros(nq), np.arange(nv))
     return impl
 
 
@@ -137,8 +178,10 @@ def _spatial_corrector_predict(system, work, c, y_pred, psi, d, y):
         for j in range(nv):
             v[j] = y_pred[nq + j]
         configuration_rate(system, y_pred, v, rate)  # q' = G(q_pred) v_pred
+        shift = work[W_SHIFT]
         for k in range(nq):
             d[k] = c * rate[k] - psi[k]
+            shift[k] = 0.0  # GGL's c G J^T mu, accumulated over the iterations: mu = 0 at the predictor
         for j in range(nq, n):
             d[j] = 0.0
         for j in range(n):
@@ -170,6 +213,21 @@ def _spatial_corrector_residual(inputs, key, system, work, t_new, c, psi, d, y):
         status = spatial_residual(inputs, key, system, t_new, q, v, vdot, work[W_S_RESIDUAL], residual, powers)
         if status != STATUS_OK:
             return status, np.inf
+        loops = system.loops
+        m = loops[LOOP_PHI].shape[0]
+        if m > 0:
+            # phi, J v and J at the iterate; the residual gains J^T lambda (M vdot + h = Q - J^T lambda), and
+            # J v_new = 0 is scaled by 1 / c so that its derivative by vdot is J (module doc)
+            status = _constraints(system, q, v)
+            if status != STATUS_OK:
+                return status, np.inf
+            jac = loops[LOOP_JAC]
+            lam = work[0]
+            rate_scaled = work[W_RATE_SCALED]
+            for r in range(m):
+                for j in range(nv):
+                    residual[j] += jac[r, j] * lam[r]
+                rate_scaled[r] = loops[LOOP_PHID][r] / c
         res_max = 0.0
         for j in range(nv):
             res_max = max(res_max, abs(residual[j]))
@@ -185,7 +243,27 @@ def _spatial_newton_factor(system, work, c):
         return None
 
     def impl(system, work, c):
-        return _factor(system, work, c, work[W_Q])
+        status = _factor(system, work, c, work[W_Q])
+        loops = system.loops
+        jac = loops[LOOP_JAC]
+        m = jac.shape[0]
+        if status != STATUS_OK or m == 0:
+            return status
+        # the loop rows at the factors' iterate: S^-1 J_r^T (m applies), J S^-1 J^T and GGL's J J^T
+        resp = work[W_RESP]
+        gram_mu = work[W_GRAM_MU]
+        for r in range(m):
+            effective_apply(system.body_int, work[W_WS], work[W_S], work[W_UD], work[W_DINV], jac[r], work[W_TMP],
+                            work[W_UDV], resp[r])
+        gram_matrix(jac, resp, work[W_GRAM])
+        for r in range(m):
+            for s in range(r + 1):
+                g = 0.0
+                for j in range(jac.shape[1]):
+                    g += jac[r, j] * jac[s, j]
+                gram_mu[r, s] = g
+                gram_mu[s, r] = g
+        return STATUS_OK
     return impl
 
 
@@ -224,20 +302,56 @@ def _spatial_newton_update(system, work, c, y_pred, psi, d, y, scale):
         rate = work[W_RATE]
         effective_apply(system.body_int, work[W_WS], work[W_S], work[W_UD], work[W_DINV], work[W_RESIDUAL],
                         work[W_TMP], work[W_UDV], dx)
+        ok = True
+        loops = system.loops
+        jac = loops[LOOP_JAC]
+        m = jac.shape[0]
+        shift = work[W_SHIFT]
+        if m > 0:
+            phi = loops[LOOP_PHI]
+            rcond = loops[LOOP_SETTINGS][4]
+            lam = work[0]
+            mu = work[2]
+            dlam = work[W_DLAM]
+            dmu = work[W_DMU]
+            work_m = work[W_WORK_M]
+            tangent = work[W_TANGENT]
+            # [S J^T; J 0] (dx, dlam) = (residual, J v / c) by the Schur complement
+            ok = schur_correction(work[W_FREE], jac, work[W_RESP], work[W_GRAM], rcond, work[W_RATE_SCALED],
+                                  dx, dlam, work_m)
+            for r in range(m):  # GGL: (J J^T) dmu = c J dx - phi / c
+                g = -phi[r] / c
+                for j in range(nv):
+                    g += c * jac[r, j] * dx[j]
+                work_m[r] = g
+            if filtered_solve(work[W_GRAM_MU], work_m, rcond, dmu) < 0:
+                ok = False
+            for j in range(nv):
+                g = 0.0
+                for r in range(m):
+                    g += jac[r, j] * dmu[r]
+                tangent[j] = g
+            for r in range(m):
+                mu[r] -= dmu[r]
+                lam[r] -= dlam[r]
+            configuration_rate(system, y, tangent, rate)  # mu -= dmu: c G J^T mu -= c G J^T dmu
+            for k in range(nq):
+                shift[k] -= c * rate[k]
         acc = 0.0
         for j in range(nv):  # vdot -= dx: d_v -= c dx
             d[nq + j] -= c * dx[j]
             v[j] = y_pred[nq + j] + d[nq + j]
             acc += (c * dx[j] / scale[nq + j]) ** 2
-        # the q rows held exactly at the new velocities, G at this iterate's q (its change with q lagged)
+        # the q rows held exactly at the new velocities, G at this iterate's q (its change with q lagged), less
+        # GGL's accumulated c G J^T mu
         configuration_rate(system, y, v, rate)
         for k in range(nq):
-            d_q = c * rate[k] - psi[k]
+            d_q = c * rate[k] - psi[k] - shift[k]
             acc += ((d_q - d[k]) / scale[k]) ** 2
             d[k] = d_q
         for j in range(n):
             y[j] = y_pred[j] + d[j]
-        return True, acc
+        return ok, acc
     return impl
 
 
