@@ -704,6 +704,25 @@ def check_time_span(t0, t_end):
     return t0, t_end
 
 
+def event_callback(events):
+    """(callback, key) through which a compiled time loop evaluates the run's event functions (``_Events``): the
+    Python bridge with the events registered under a fresh key, or the no-op input callback when there are none."""
+    if not events.functions:
+        return integrators.no_inputs, 0
+    key = next(_KEYS)
+    _PYTHON_INPUTS[key] = events
+    return _python_bridge, key
+
+
+def fixed_step_capacity(steps, every, n, t_eval):
+    """Rows a fixed-step loop's output buffers start with: the samples the run can store (t0, every-th step, t_end)
+    or the shared policy's rows (at most ~16 MB: 1024 rows of a 1e5-link state would be 1.6 GB), whichever is fewer;
+    with t_eval, the policy's rows for it. The compiled ``_store`` doubles a full buffer."""
+    if t_eval is None:
+        return min(2 + steps // every, integrators.output_rows(n))
+    return integrators.output_rows(n, t_eval)
+
+
 def fixed_step_count(t0, t_end, dt, max_steps):
     """Number of steps of dt from t0 to t_end: rounded up, at least one (a dt beyond the span takes one step of
     t_end - t0); a ValueError when it exceeds max_steps, before anything runs."""

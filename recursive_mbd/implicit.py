@@ -330,21 +330,14 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     _, scratch = _scratch(model)
     control = _runs._RunControl(max_wall_time)
     monitor = (_runs._python_bridge, control.key, control.control)
-    if event_functions.functions:
-        events_fn, events_key = _runs._python_bridge, next(_runs._KEYS)
-        _runs._PYTHON_INPUTS[events_key] = event_functions
-    else:
-        events_fn, events_key = integrators.no_inputs, 0
+    events_fn, events_key = _runs.event_callback(event_functions)
     m = model.nconstraints
     carry = np.zeros(2 + 2 * nf + m + 1)
     info = np.zeros(5)
     totals = {"iterations": 0}
     n = y0.size
     steps = _runs.fixed_step_count(t0, t_end, dt, max_steps)
-    # the output buffers start at the samples the run can store (t0, every-th step, t_end) or the shared policy's
-    # rows (at most ~16 MB: 1024 rows of a 1e5-link state would be 1.6 GB), whichever is fewer; _store doubles them
-    capacity = min(2 + steps // every, integrators.output_rows(n)) if t_eval_arr is None \
-        else integrators.output_rows(n, t_eval_arr)
+    capacity = _runs.fixed_step_capacity(steps, every, n, t_eval_arr)
 
     def run(y_start, ta, tb, piece_eval):
         # the kernel's output rows are (y, lambda): a later piece starts from the state part of the last one

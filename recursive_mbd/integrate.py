@@ -29,8 +29,6 @@ from ._kernels import integrators
 from ._kernels import layout as L
 from ._method_names import FIXED_STEP, METHODS
 from ._runs import (  # the run machinery shared with implicit (generalized_alpha); below both
-    _KEYS,
-    _PYTHON_INPUTS,
     RecursiveTimeLoop,
     SimulationResult,  # noqa: F401 - rm.SimulationResult
     _compiled_tau_adapter,  # noqa: F401 - ensemble
@@ -45,6 +43,7 @@ from ._runs import (  # the run machinery shared with implicit (generalized_alph
     _RunControl,
     build_system,  # noqa: F401 - ensemble
     check_time_span,
+    event_callback,
     fixed_step_count,
     read_npz,  # noqa: F401 - tests, users
 )
@@ -832,11 +831,7 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
     atol = _positive(atol, "atol")
     max_step = _positive(max_step, "max_step") if np.isfinite(max_step) else np.inf
     first = 0.0 if first_step is None else _positive(first_step, "first_step")
-    if events.functions:
-        events_fn, events_key = _python_bridge, next(_KEYS)
-        _PYTHON_INPUTS[events_key] = events
-    else:
-        events_fn, events_key = integrators.no_inputs, 0
+    events_fn, events_key = event_callback(events)
     if method == "bdf":
         from .bdf import segment_runner  # noqa: PLC0415
 

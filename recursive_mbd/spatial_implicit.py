@@ -170,7 +170,6 @@ def simulate_generalized_alpha(model, inputs, loop, q0, qd0, t0, t_end, dt, *, e
     evaluations. Raises SimulationError with the samples so far when a step's Newton iteration does not converge
     in ``max_newton`` iterations.
     """
-    from ._kernels import integrators  # noqa: PLC0415
     from ._kernels import spatial_implicit as kernels  # noqa: PLC0415
 
     coefficients, newton_tol, max_newton, t0, t_end, dt, every, t_eval_arr = run_options(
@@ -185,19 +184,14 @@ def simulate_generalized_alpha(model, inputs, loop, q0, qd0, t0, t_end, dt, *, e
     j_stiff, j_damp = joint_spring_diagonals(model)
     control = _runs._RunControl(max_wall_time)
     monitor = (_runs._python_bridge, control.key, control.control)
-    if event_functions.functions:
-        events_fn, events_key = _runs._python_bridge, next(_runs._KEYS)
-        _runs._PYTHON_INPUTS[events_key] = event_functions
-    else:
-        events_fn, events_key = integrators.no_inputs, 0
+    events_fn, events_key = _runs.event_callback(event_functions)
     m = model.nconstraints
     carry = np.zeros(2 + 2 * model.nv + m + 1)
     info = np.zeros(8)
     totals = {"iterations": 0}
     n = y0.size
     steps = _runs.fixed_step_count(t0, t_end, dt, max_steps)
-    capacity = min(2 + steps // every, integrators.output_rows(n)) if t_eval_arr is None \
-        else integrators.output_rows(n, t_eval_arr)
+    capacity = _runs.fixed_step_capacity(steps, every, n, t_eval_arr)
 
     def run(y_start, ta, tb, piece_eval):
         # the kernel's output rows are (y, lambda): a later piece starts from the state part of the last one
