@@ -812,6 +812,28 @@ def _spherical_accelerate_from_parent(body_real, i, p, kv, ws, out):
 
 
 @njit
+def _cholesky_factor(tmp, d, inv, scale, nvj, i):
+    """L L^T of the joint block D in tmp[d:d+36] (stride 6, lower triangle), in place, and the reciprocals of L's
+    diagonal into tmp[inv:inv+nvj]; STATUS_SINGULAR of body i when a pivot is not above SINGULAR_RTOL times its
+    scale in tmp[scale:scale+nvj] (a singular articulated inertia), else STATUS_OK."""
+    for c in range(nvj):
+        piv = tmp[d + 7 * c]
+        for k in range(c):
+            piv -= tmp[d + 6 * c + k] * tmp[d + 6 * c + k]
+        if not piv > SINGULAR_RTOL * tmp[scale + c]:
+            return STATUS_SINGULAR | (i << 4)
+        piv = math.sqrt(piv)
+        tmp[d + 7 * c] = piv
+        tmp[inv + c] = 1.0 / piv
+        for r in range(c + 1, nvj):
+            acc = tmp[d + 6 * r + c]
+            for k in range(c):
+                acc -= tmp[d + 6 * r + k] * tmp[d + 6 * c + k]
+            tmp[d + 6 * r + c] = acc * tmp[inv + c]
+    return STATUS_OK
+
+
+@njit
 def _cholesky_solve(tmp, d, inv, nvj, b):
     """Solve L L^T x = tmp[b:b+nvj] in place, L the lower Cholesky factor in tmp[d:d+36] (stride 6) and the
     reciprocals of its diagonal in tmp[inv:inv+nvj]."""
@@ -1115,21 +1137,9 @@ def _general_condense(body_int, body_real, tau, i, ws, S, UD, uD, tmp):
             for r in range(6):
                 acc += S[i, row_, r] * tmp[6 * col + r]
             tmp[36 + 6 * row_ + col] = acc
-    # Cholesky of D in place (lower), a pivot below its scale: singular articulated inertia
-    for c in range(nvj):
-        piv = tmp[36 + 7 * c]
-        for k in range(c):
-            piv -= tmp[36 + 6 * c + k] * tmp[36 + 6 * c + k]
-        if not piv > SINGULAR_RTOL * tmp[72 + c]:
-            return STATUS_SINGULAR | (i << 4)
-        piv = math.sqrt(piv)
-        tmp[36 + 7 * c] = piv
-        tmp[186 + c] = 1.0 / piv
-        for r in range(c + 1, nvj):
-            acc = tmp[36 + 6 * r + c]
-            for k in range(c):
-                acc -= tmp[36 + 6 * r + k] * tmp[36 + 6 * c + k]
-            tmp[36 + 6 * r + c] = acc * tmp[186 + c]
+    status = _cholesky_factor(tmp, 36, 186, 72, nvj, i)  # a pivot below its scale: singular articulated inertia
+    if status:
+        return status
     # D^-1 column by column, then uD = D^-1 (tau - S^T p^A) and UD = U D^-1
     for col in range(nvj):
         for r in range(nvj):

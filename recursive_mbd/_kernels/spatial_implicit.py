@@ -27,8 +27,8 @@ from .integrators import _fatal, _poll, _store
 from .layout import STATUS_EVENT, STATUS_NO_CONVERGENCE, STATUS_OK, STATUS_SINGULAR
 from .loops import gram_matrix
 from .spatial import (
-    SINGULAR_RTOL,
     _body_inertia,
+    _cholesky_factor,
     _cholesky_solve,
     _force_to_parent_add,
     _inertia_transform_add,
@@ -173,20 +173,9 @@ def effective_factor(body_int, body_real, gravity, q, zeros, ws, S, tmp, c_stiff
                     acc += S[i, row, r] * tmp[6 * col + r]
                 tmp[36 + 6 * row + col] = acc
             tmp[36 + 7 * col] += j_diag[kv + col]
-        for c in range(nvj):  # Cholesky of D in place
-            piv = tmp[36 + 7 * c]
-            for k in range(c):
-                piv -= tmp[36 + 6 * c + k] * tmp[36 + 6 * c + k]
-            if not piv > SINGULAR_RTOL * tmp[72 + c]:
-                return STATUS_SINGULAR | (i << 4)
-            piv = math.sqrt(piv)
-            tmp[36 + 7 * c] = piv
-            tmp[186 + c] = 1.0 / piv
-            for r in range(c + 1, nvj):
-                acc = tmp[36 + 6 * r + c]
-                for k in range(c):
-                    acc -= tmp[36 + 6 * r + k] * tmp[36 + 6 * c + k]
-                tmp[36 + 6 * r + c] = acc * tmp[186 + c]
+        status = _cholesky_factor(tmp, 36, 186, 72, nvj, i)  # Cholesky of D in place
+        if status:
+            return status
         for col in range(nvj):  # D^-1 column by column
             for r in range(nvj):
                 tmp[192 + 6 * col + r] = 0.0
