@@ -298,6 +298,8 @@ class RecursiveTimeLoop:
             from .loops import constraints  # noqa: PLC0415
 
             result.constraint_drift = np.array([np.abs(constraints(self.model, qi)[0]).max() for qi in result.q])
+            if result.multipliers is None:
+                result.multipliers = sampled_multipliers(result, lambda i: result._evaluate(i)[0].loops[12])
 
 
 def _function_name(function):
@@ -468,9 +470,14 @@ class SimulationResult:
     t_events, q_events, qd_events : list of ndarray
         Per event function: the times of its zero crossings (nev,) and the states there (nev, nq).
     multipliers : ndarray, shape (nt, m), or None
-        Method "generalized_alpha" on a model with closed loops: the Lagrange multipliers lambda of the m loop
-        equations at the samples (M qdd + h = tau + Q - J^T lambda, the sign of ``loop_dynamics``), those of the
-        converged step at step ends, linear in time between them at t_eval points and events. None otherwise.
+        A model with closed loops, recursive formulation: the Lagrange multipliers lambda of the m loop equations
+        at the samples (M qdd + h = tau + Q - J^T lambda, the sign and units of ``loop_dynamics``; forces [N] and
+        torques [N m] by loop equation). Method "generalized_alpha": those of its converged step at step ends,
+        linear in time between them at t_eval points and events. Every other method: the constrained dynamics'
+        at each sample's state and inputs (``loop_dynamics`` with the run's tau, elements and drivers at t; with
+        stabilization "baumgarte" including its terms), evaluated once the run ends. None for a tree, the
+        augmented formulation, or when the dynamics could not be evaluated at a sample (a RuntimeWarning says
+        where).
     newton_iterations, newton_factorizations : int
         Methods "generalized_alpha" and "bdf" only: Newton iterations and factorisations of the Newton matrix, in
         total.
@@ -492,7 +499,7 @@ class SimulationResult:
         self._evaluator = evaluator  # (callback, key, system, inputs) of the run, to evaluate its dynamics again
         self.status = "finished"
         self.constraint_drift = None  # max |phi| per sample, for models with loops
-        self.multipliers = None  # (nt, m): generalized_alpha's loop multipliers at the samples
+        self.multipliers = None  # (nt, m): the loop multipliers at the samples
         self.t_events = []  # per event function: times of its zero crossings, and the state there
         self.q_events = []
         self.qd_events = []
@@ -509,15 +516,9 @@ class SimulationResult:
         """Run the right-hand side at sample ``index``: qdd, driving forces and element loads land in the system."""
         callback, key, system, inputs = self._evaluator
         free = system[5]
-        nf = free.size
         y = np.concatenate((self.q[index, free], self.qd[index, free], [0.0, 0.0]))
-        status = integrators.system_rhs(callback, key, system, float(self.t[index]), y, np.empty_like(y))
-        if L.decode_status(status)[0] == L.STATUS_INPUT_FAILED and inputs.failure is not None:
-            failure, inputs.failure = inputs.failure[0], None
-            raise failure
-        if status:
-            raise_status(self.model, status)
-        return system, nf
+        evaluate_system(self.model, callback, key, system, inputs, float(self.t[index]), y)
+        return system, free.size
 
     def qdd(self):
         """Joint accelerations at every sample, shape (nt, nq) (prescribed ones for driven coordinates)."""
@@ -880,11 +881,41 @@ def _run_segments(run, y0, t0, t_end, t_eval, dt, progress, segments=100):
     return status, t_fail, np.concatenate(times), np.concatenate(states), nfev, nsteps, nrejected, records
 
 
-def _make_result(model, loop, callback, key, t, y, method, nfev, nsteps, nrejected):
+def _make_result(model, loop, callback, key, t, y, method, nfev, nsteps, nrejected, multipliers=None):
     """The result of the integrated samples: the full joint state by the formulation's map, the work terms, and
-    what the formulation adds (``finish``)."""
+    what the formulation adds (``finish``); ``multipliers`` (nt, m): the loops' lambda a method computed at the
+    samples itself (generalized_alpha), else ``finish`` evaluates them."""
     q, qd = loop.joint_states(t, y)
     name = method if loop.name == "recursive" else f"{loop.name} {method}"
     result = SimulationResult(model, t, q, qd, loop.work(y), name, nfev, nsteps, nrejected)
+    result.multipliers = multipliers
     loop.finish(result, y, callback, key)
     return result
+
+
+def evaluate_system(model, callback, key, system, inputs, t, y):
+    """Run a system's right-hand side once at (t, y) (its accelerations, multipliers, element loads land in the
+    system's arrays); a user function that fails raises its own exception, a kernel status its error."""
+    status = integrators.system_rhs(callback, key, system, t, y, np.empty_like(y))
+    if L.decode_status(status)[0] == L.STATUS_INPUT_FAILED and inputs.failure is not None:
+        failure, inputs.failure = inputs.failure[0], None
+        raise failure
+    if status:
+        _raise_kernel_status(model, status)
+
+
+def sampled_multipliers(result, lam_at):
+    """The loop multipliers at every sample of ``result``, (nt, m): ``lam_at(i)`` evaluates the run's dynamics at
+    sample i and returns the system's lambda. When the dynamics cannot be evaluated at a sample (a user function
+    that fails there, a state the loop layer refuses), None and a RuntimeWarning saying where and why: the
+    samples themselves stand, and a run that failed still raises its own error."""
+    rows = []
+    for i in range(result.t.size):
+        try:
+            rows.append(np.array(lam_at(i), dtype=float))
+        except Exception as error:  # noqa: BLE001 - any user function's exception: reported, the run's samples kept
+            warnings.warn(f"result.multipliers not available: the dynamics could not be evaluated at sample {i} "
+                          f"(t = {result.t[i]:.9g} s): {type(error).__name__}: {error}", RuntimeWarning,
+                          stacklevel=2)
+            return None
+    return np.array(rows).reshape(result.t.size, -1)

@@ -290,9 +290,11 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     (``_kernels.implicit.integrate_generalized_alpha``). Newton on the new accelerations (and loop multipliers)
     with the matrix of ``solve_effective`` (c_mass = 1, c_damp = h gamma (1 - alpha_f) / (1 - alpha_m),
     c_stiff = h^2 beta (1 - alpha_f) / (1 - alpha_m)) factorised once per step, bordered by the loop Jacobian
-    (stabilised index 2); converged when the position correction max(c_stiff max|dqdd|, max|J^T dnu|) <=
-    ``newton_tol`` [rad or m] plus the
-    round-off of the position update, or when a correction below 100 ``newton_tol`` no longer contracts. At most
+    (stabilised index 2); converged when the correction of the new state max(c_stiff max|dqdd|, c_damp
+    max|dqdd|, max|J^T dnu|) (positions [rad or m] and velocities [rad/s or m/s]) <= ``newton_tol`` plus the
+    round-off of the update, or when a correction below 100 ``newton_tol`` no longer contracts. (The velocities
+    count: an error left in them carries on as a position error growing with t, and at small steps, where c_damp
+    >> c_stiff, it decided the accuracy: the four-bar's errors grew as dt fell below 2.5e-4.) At most
     ``max_newton`` iterations a step (fast motion at the tip of a whip contracts at rates ~0.3: 10-20 iterations).
     ``tau`` constant or a function, ``drivers``, ``events``, ``t_eval`` (cubic Hermite dense output), progress
     and max_wall_time as for the other numba methods. The result has ``newton_iterations`` and
@@ -405,9 +407,7 @@ def finish_run(model, loop, callback, key, inputs, event_functions, control, t_o
     from . import _runs  # noqa: PLC0415
 
     result = _runs._make_result(model, loop, callback, key, np.array(t_out), np.array(y_out), "generalized_alpha",
-                                nfev, nsteps, 0)
-    if multipliers is not None:
-        result.multipliers = np.array(multipliers)
+                                nfev, nsteps, 0, None if multipliers is None else np.array(multipliers))
     result.newton_iterations = iterations
     result.newton_factorizations = int(info[4])
     for i in range(len(event_functions.functions)):
@@ -435,7 +435,7 @@ def finish_run(model, loop, callback, key, inputs, event_functions, control, t_o
             # locked at a singular position (its Jacobian rank-deficient there), where a smaller dt does not help
             locked = (", or the loops are locked (no closed configuration near this one: a singular position)"
                       if model.nloops else "")
-            why = (f"after {max_newton} iterations the position correction is {correction:.3g} > newton_tol = "
+            why = (f"after {max_newton} iterations the correction of the state is {correction:.3g} > newton_tol = "
                    f"{newton_tol:g} and the residual max |{residual_name}| is {residual:.3g}; reduce dt{locked}")
         else:
             why = (f"the iteration diverged (residual max |{residual_name}| {residual:.3g}): the step is too large, "

@@ -43,9 +43,11 @@ from ._runs import (  # the run machinery shared with implicit (generalized_alph
     _RunControl,
     build_system,  # noqa: F401 - ensemble
     check_time_span,
+    evaluate_system,
     event_callback,
     fixed_step_count,
     read_npz,  # noqa: F401 - tests, users
+    sampled_multipliers,
 )
 from .dynamics import as_vector, workspace
 from .errors import StateError
@@ -224,12 +226,21 @@ class SpatialTimeLoop:
         return y[:, self.model.nq + self.model.nv:]
 
     def finish(self, result, y, callback, key):
-        """The loops' drift max |phi| at every sample (models with loops)."""
+        """The loops' drift max |phi| and, unless the method gave them, their multipliers at every sample (models
+        with loops)."""
         result._evaluator = None
         if self.model.nloops:
+            from ._kernels.spatial_system import LOOP_LAM  # noqa: PLC0415
             from .spatial_loops import constraints  # noqa: PLC0415
 
             result.constraint_drift = np.array([np.abs(constraints(self.model, qi)[0]).max() for qi in result.q])
+            if result.multipliers is None:
+                def lam_at(i):
+                    state = np.concatenate((result.q[i], result.qd[i], [0.0, 0.0]))
+                    evaluate_system(self.model, callback, key, self.system, self.inputs, float(result.t[i]), state)
+                    return self.system.loops[LOOP_LAM]
+
+                result.multipliers = sampled_multipliers(result, lam_at)
 
 
 def _consistent_start_spatial(model, q0, v0):
@@ -443,18 +454,18 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         (q, qd)) and 4th-order dense output. "dop853": adaptive Dormand-Prince 8(5,3), for tight tolerances
         (no dense output: use ``every``). "rk4": classic fixed-step Runge-Kutta with step ``dt``.
         "implicit_midpoint": fixed step ``dt``, symmetric, bounded energy error on long conservative runs.
-        "generalized_alpha": fixed step ``dt``, Chung-Hulbert generalised-alpha (second order, L-stable for
-        rho_inf < 1) with numerical damping set by ``rho_inf`` in [0, 1] (default 0.9; 1 = none, 0 = the highest
-        frequencies annihilated in one step), Newton with an O(N) matrix (``recursive_mbd.implicit``; closed
-        loops by its Schur complement, O(N m + m^3), stabilised index 2), converged to ``newton_tol`` (default 1e-12)
-        [rad or m]: for long chains and stiff springs, where explicit steps shrink like 1/N. t_eval and events
-        on its cubic Hermite dense output; everything else as for the other numba methods. On a Model3D: the
-        Lie-group form (q+ = q (+) increment, unit quaternions by construction), Newton on vdot with the O(N)
-        matrix M + c K_gravity + joint spring-damper terms (``recursive_mbd.spatial_implicit``: what is exact,
-        what is lagged, where Newton needs smaller steps); tau, force elements, t_eval, events, work terms,
-        progress, max_wall_time; ``result.newton_contraction`` measures the linear convergence; closed loops
-        as in the plane (stabilised index 2, the Schur complement on the articulated-body factors). With loops
-        ``result.multipliers`` (nt, m) holds the multipliers lambda at the samples (both models).
+        "generalized_alpha": fixed step ``dt``, Chung-Hulbert generalised-alpha (second order, L-stable for rho_inf < 1)
+        with numerical damping set by ``rho_inf`` in [0, 1] (default 0.9; 1 = none, 0 = the highest frequencies
+        annihilated in one step), Newton with an O(N) matrix (``recursive_mbd.implicit``; closed loops by its Schur
+        complement, O(N m + m^3), stabilised index 2), converged to ``newton_tol`` (default 1e-12) [rad or m on
+        positions, rad/s or m/s on velocities]: for long chains and stiff springs, where explicit steps shrink like 1/N.
+        t_eval and events on its cubic Hermite dense output; everything else as for the other numba methods. On a
+        Model3D: the Lie-group form (q+ = q (+) increment, unit quaternions by construction), Newton on vdot with the
+        O(N) matrix M + c K_gravity + joint spring-damper terms (``recursive_mbd.spatial_implicit``: what is exact, what
+        is lagged, where Newton needs smaller steps); tau, force elements, t_eval, events, work terms, progress,
+        max_wall_time; ``result.newton_contraction`` measures the linear convergence; closed loops as in the plane
+        (stabilised index 2, the Schur complement on the articulated-body factors). With loops ``result.multipliers``
+        (nt, m) holds the multipliers lambda at the samples (both models).
         "bdf": variable-step, variable-order BDF (orders 1-5, Shampine-Reichelt form) with error control by
         ``rtol``/``atol``, dense output (t_eval, events) and Newton iterations of O(N) cost (the Newton matrix
         M + c C + c^2 K factorised by ``implicit.effective_factor`` and reused across steps;

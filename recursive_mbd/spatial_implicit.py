@@ -65,16 +65,15 @@ O(N) and two sweeps apply its inverse (``_kernels.spatial_implicit.effective_fac
 nv x nv matrix is formed.
 
 Lagged (omitted from S; they change the Newton contraction rate, never the converged step): point-to-point
-spring-dampers, forces and torques, the velocity-product terms (Coriolis, gyroscopic) in C and K, d(M vdot)/dq,
-the spherical spring's J_r^-1 - 1, tau's dependence on (q, v), the rest of gravity's stiffness above, and the
-tangent map of (+) (dexp of the increment: 1 + O(h |v|)). The iteration is therefore linearly convergent; its
-contraction factor is measured at every iteration (``result.newton_contraction``: the geometric mean of the
-ratios of successive position corrections above 1e3 newton_tol, with factors kept from an earlier step
-included, and ``result.newton_contraction_max``). The velocity-product terms dominate on fast rotation: their
-ratio to M is about c_damp |omega|, so a body spinning at omega needs h |omega| well below 1 for a fast
-contraction (measured 0.03-0.06 on the spatial double pendulum of the tests at dt = 2.5e-3 - 1e-2, 5-8
-iterations a step at newton_tol = 1e-12). A step that does not converge in max_newton iterations raises
-SimulationError (time, cause, the samples so far in .result).
+spring-dampers, forces and torques, the velocity-product terms (Coriolis, gyroscopic) in C and K, d(M vdot)/dq, the
+spherical spring's J_r^-1 - 1, tau's dependence on (q, v), the rest of gravity's stiffness above, and the tangent map of
+(+) (dexp of the increment: 1 + O(h |v|)). The iteration is therefore linearly convergent; its contraction factor is
+measured at every iteration (``result.newton_contraction``: the geometric mean of the ratios of successive corrections
+of the state (positions and velocities) above 1e3 newton_tol, with factors kept from an earlier step included, and
+``result.newton_contraction_max``). The velocity-product terms dominate on fast rotation: their ratio to M is about
+c_damp |omega|, so a body spinning at omega needs h |omega| well below 1 for a fast contraction (measured 0.03-0.06 on
+the spatial double pendulum of the tests at dt = 2.5e-3 - 1e-2, 5-8 iterations a step at newton_tol = 1e-12). A step
+that does not converge in max_newton iterations raises SimulationError (time, cause, the samples so far in .result).
 
 The factors are made at the first iterate of a step and reused, over later steps too, while the corrections
 shrink at least 20x per iteration (as the planar loop, ``recursive_mbd.implicit``). Output at ``t_eval`` and
@@ -113,7 +112,7 @@ Lagged with loops, besides the tree's terms above: the loop forces' geometric st
 (lambda times the constraint Hessian), the derivative of J in the velocity rows (J' v+) and in J^T lambda, K J^T
 nu, the tangent map dexp of the increment on nu, and X, G taken at the factorisation's iterate while they are
 reused (over steps too, as S). The contraction factor is reported as for trees (``result.newton_contraction``,
-the position correction there being max(c_stiff max |dvdot|, max |J^T dnu|): 0.02-0.03 on the RSSR linkage of
+the correction there being max(c_stiff max |dvdot|, c_damp max |dvdot|, max |J^T dnu|): 0.02-0.03 on the RSSR linkage of
 the tests, 4.6-6.1 iterations a step). phi and J v are then zero to the Newton tolerance at every step (RSSR:
 |phi| <= 3e-14 m, |J v| <= 7e-11 m/s at dt = 1e-3; ``tests/test_spatial_implicit_loops.py``), and the state and
 the multipliers converge at second order (error ratios 4.04, 4.02 when dt halves). ``result.multipliers`` (nt,

@@ -281,8 +281,9 @@ def test_generalized_alpha_is_second_order(rho_inf):
     for dt in (4e-3, 2e-3, 1e-3):
         res = rm.simulate(model, q0, qd0, 2.0, method="generalized_alpha", dt=dt, rho_inf=rho_inf)
         errors.append(np.max(np.abs(res.q[-1] - ref)))
-        # lagged Coriolis terms: a linear contraction, measured 3.3 - 5 iterations per step at newton_tol 1e-12
-        assert res.newton_iterations <= 6 * res.nsteps
+        # lagged Coriolis terms: a linear contraction, measured 6.4 - 7.5 iterations per step at newton_tol 1e-12
+        # on the positions and velocities
+        assert res.newton_iterations <= 8 * res.nsteps
     for coarse, fine in zip(errors, errors[1:], strict=False):
         assert abs(coarse / fine - 4.0) < 0.3, errors
 
@@ -395,10 +396,28 @@ def test_four_bar_converges_at_second_order_to_dop853():
         res = rm.simulate(model, q, qd, 1.0, method="generalized_alpha", dt=dt, rho_inf=0.8)
         errors.append(np.max(np.abs(res.q[-1] - ref)))
         assert res.constraint_drift.max() < 1e-10
-        # lagged: velocity terms, lambda d2phi/dq2, and factors reused over steps; measured 5.5 at dt = 4e-3
-        assert res.newton_iterations <= 6 * res.nsteps
+        # lagged: velocity terms, lambda d2phi/dq2, and factors reused over steps; measured 7.1 at dt = 4e-3
+        assert res.newton_iterations <= 8 * res.nsteps
     assert all(abs(ratio - 4.0) < 0.3 for ratio in _orders(errors)), errors
     assert errors[-1] < 1e-4
+
+
+def test_small_steps_keep_second_order_in_the_state_and_the_multipliers():
+    """Down to dt = 6.25e-5 (16,000 steps a second) the errors in q and in the loop multipliers still fall 4x when
+    dt halves (measured 4.0 and 4.0): Newton stops on the correction of the velocities as well as the positions.
+    (Stopping on the positions alone, c_stiff |dqdd| <= newton_tol, left velocity errors up to newton_tol / (beta
+    h) a step that add up over the run: the errors grew as dt fell below 2.5e-4, 1.2e-7 -> 8.5e-6 rad in q.)"""
+    model, q0 = rm.models.four_bar()
+    samples = np.linspace(0.0, 1.0, 11)
+    reference = rm.simulate(model, q0, np.zeros(3), 1.0, method="dopri5", rtol=1e-12, atol=1e-14, t_eval=samples)
+    q_errors, lam_errors = [], []
+    for dt in (2.5e-4, 1.25e-4, 6.25e-5):
+        res = rm.simulate(model, q0, np.zeros(3), 1.0, method="generalized_alpha", dt=dt, t_eval=samples)
+        q_errors.append(np.abs(res.q - reference.q).max())
+        lam_errors.append(np.abs(res.multipliers - reference.multipliers).max())
+    assert all(abs(ratio - 4.0) < 0.3 for ratio in _orders(q_errors)), q_errors
+    assert all(abs(ratio - 4.0) < 0.3 for ratio in _orders(lam_errors)), lam_errors
+    assert q_errors[-1] < 3e-8 and lam_errors[-1] < 2e-6 * np.abs(reference.multipliers).max()
 
 
 def test_four_bar_velocities_stay_on_the_loop_constraint_over_ten_seconds():
@@ -503,14 +522,14 @@ def test_newton_failure_names_time_and_correction_at_a_locked_loop():
 def test_hanging_swing_matches_the_linear_first_mode():
     """studies.hanging_swing: 40 links in their first mode (1e-3 rad) over 2 s; at dt = 2e-3 (rho_inf = 1) the
     phase error omega t (omega dt)^2 / 12 = 1.1e-4 dominates (measured max relative error 1.2e-4); at dt = 1e-3
-    it falls 4x. Newton: 2 iterations per step (target <= 4) with the factors of the first step reused
+    it falls 4x. Newton: 2.4 iterations per step (target <= 4) with the factors of the first step reused
     throughout. dop853 (rtol 1e-10) sees only the nonlinearity, about amplitude^2."""
     coarse = rm.studies.hanging_swing(40, 1e-3, 2.0, dt=2e-3, rho_inf=1.0)
     fine = rm.studies.hanging_swing(40, 1e-3, 2.0, dt=1e-3, rho_inf=1.0)
     exact = rm.studies.hanging_swing(40, 1e-3, 2.0, method="dop853", rtol=1e-10, atol=1e-13)
     assert 3e-5 < coarse["max_rel_error"] < 3e-4 and exact["max_rel_error"] < 1e-5
     assert 3.5 < coarse["max_rel_error"] / fine["max_rel_error"] < 4.5
-    assert coarse["newton_iterations"] <= 2 * coarse["nsteps"] + 2 and exact["newton_iterations"] is None
+    assert coarse["newton_iterations"] <= 2.5 * coarse["nsteps"] and exact["newton_iterations"] is None
     assert coarse["omega_1"] == pytest.approx(rm.studies.continuum_frequencies(1)[0], rel=0.01)
 
 

@@ -625,12 +625,12 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     beta). Each step: Newton on (qdd_free, lam, nu) with the matrix S factorised once at the step's first
     iterate (modified Newton: the matrix's own lagged terms already make the contraction linear), bordered by the
     loop rows in the stabilised index-2 form (J qd+ / c_damp by ``newton_correction``, phi / c_stiff by
-    ``position_correction``; ``recursive_mbd.implicit``), converged when the position correction
-    max(c_stiff max |dqdd|, max |J^T dnu|) is <= newton_tol + the round-off of the position update, or stalls
-    below 100 newton_tol. Work terms by the trapezoidal rule on the powers of the last residual evaluation
-    (within newton_tol of the step's state).
+    ``position_correction``; ``recursive_mbd.implicit``), converged when the correction of the new state
+    max(c_stiff max |dqdd|, c_damp max |dqdd|, max |J^T dnu|) (positions and velocities) is <= newton_tol + the
+    round-off of the update, or stalls below 100 newton_tol. Work terms by the trapezoidal rule on the powers of
+    the last residual evaluation (within newton_tol of the step's state).
     Output at t_eval (cubic Hermite dense output) or every ``every``-th step; events located on the same
-    interpolant. info (5,): on a Newton failure (last position correction, max |residual|, step, iterations);
+    interpolant. info (5,): on a Newton failure (last correction of the state, max |residual|, step, iterations);
     info[4] counts the factorisations (added to).
     Returns (status, t_fail, count, t_out, y_out, nfev, nsteps, newton_iterations, nev, ev_t, ev_y).
     """
@@ -786,7 +786,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                     y_new[j] = q_pred[j] + h * h * beta * acc_new[j] + shift[j]
                     y_new[nf + j] = qd_pred[j] + h * gamma * acc_new[j]
                     acc_max = max(acc_max, abs(acc_new[j]))
-                    pred_max = max(pred_max, abs(q_pred[j]))
+                    pred_max = max(pred_max, abs(q_pred[j]), abs(qd_pred[j]))
                 status = newton_residual(inputs, key, system, t_new, y_new, qdd_new, lam, tau_need, residual,
                                          powers_new)
                 nfev += 1
@@ -832,7 +832,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                     dx_max = max(dx_max, abs(dx[j]))
                 for r in range(m):
                     lam[r] -= dlam[r]
-                correction = c_stiff * dx_max
+                # the change of q+ and of qd+ (a velocity left off by d carries on as a position error growing like
+                # d t: at small steps, where c_damp >> c_stiff, the velocity test decides)
+                correction = max(c_stiff, c_damp) * dx_max
                 if m > 0:  # shift -= J_f^T dnu (in xfull from position_correction), a position correction too
                     for j in range(nf):
                         shift[j] -= xfull[free[j]]
@@ -840,8 +842,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 if not (ok and math.isfinite(correction)):
                     correction = np.inf
                     break
-                # floor: the round-off of q_pred + h^2 beta a+ (two large terms that cancel when h omega >> 1)
-                floor = 16.0 * 2.220446049250313e-16 * max(pred_max, h * h * beta * acc_max)
+                # floor: the round-off of q_pred + h^2 beta a+ and qd_pred + h gamma a+ (large terms that cancel
+                # when h omega >> 1)
+                floor = 16.0 * 2.220446049250313e-16 * max(pred_max, h * max(h * beta, gamma) * acc_max)
                 # converged; or, with factors of this step, stalled at the round-off of the residual (sums over up
                 # to N bodies) just above the tolerance: no longer contracting, more iterations cannot improve it
                 if correction <= newton_tol + floor or (fresh and correction <= 100.0 * newton_tol

@@ -318,7 +318,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     phi(q+) / c_stiff (``implicit.position_correction``), O(N m + m^3) an iteration.
     carry (2 + 2 nv + m + 1): (powers, a, vdot, lambda, started). y_out rows (n + m): the state y, then the
     multipliers lambda at that sample (linear in time between step ends at t_eval points and events). info (8,):
-    on a Newton failure (last position correction, max |residual|, step, iterations); info[4] factorisations
+    on a Newton failure (last correction of the state, max |residual|, step, iterations); info[4] factorisations
     (added to); info[5], info[6]: the sum of log(correction ratio) and the number of ratios measured (corrections
     above 1e3 newton_tol: the contraction factor before round-off); info[7] the largest ratio.
     Returns (status, t_fail, count, t_out, y_out, nfev, nsteps, newton_iterations, nev, ev_t, ev_y).
@@ -480,6 +480,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 for k in range(nq):
                     q_new[k] = y[k]
                     pred_max = max(pred_max, abs(y[k]))
+                for j in range(nv):
+                    pred_max = max(pred_max, abs(y[nq + j]))
                 integrate_configuration(system, q_new, delta)
                 status = spatial_residual(inputs, key, system, t_new, q_new, v_new, vdot_new, s_r, residual,
                                           powers_new)
@@ -534,7 +536,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 for j in range(nv):
                     vdot_new[j] -= dx[j]
                     dx_max = max(dx_max, abs(dx[j]))
-                correction = c_stiff * dx_max
+                # the change of q+ and of v+ (a velocity left off carries on as a position error growing with t: at
+                # small steps, where c_damp >> c_stiff, the velocity test decides)
+                correction = max(c_stiff, c_damp) * dx_max
                 if m > 0:  # lambda -= dlam; shift -= J^T dnu (in xfull), a position correction too
                     for r in range(m):
                         lam[r] -= dlam[r]
@@ -549,8 +553,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                     info[5] += math.log(ratio)
                     info[6] += 1.0
                     info[7] = max(info[7], ratio)
-                # floor: the round-off of the position update (q of order pred_max, h^2 beta a+)
-                floor = 16.0 * 2.220446049250313e-16 * max(pred_max, h * h * beta * acc_max)
+                # floor: the round-off of the update (q, v of order pred_max, h^2 beta a+, h gamma a+)
+                floor = 16.0 * 2.220446049250313e-16 * max(pred_max, h * max(h * beta, gamma) * acc_max)
                 if correction <= newton_tol + floor or (fresh and correction <= 100.0 * newton_tol
                                                         and correction > 0.5 * previous):
                     converged = True
