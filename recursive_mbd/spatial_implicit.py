@@ -71,8 +71,9 @@ spherical spring's J_r^-1 - 1, tau's dependence on (q, v), the rest of gravity's
 measured at every iteration (``result.newton_contraction``: the geometric mean of the ratios of successive corrections
 of the state (positions and velocities) above 1e3 newton_tol, with factors kept from an earlier step included, and
 ``result.newton_contraction_max``). The velocity-product terms dominate on fast rotation: their ratio to M is about
-c_damp |omega|, so a body spinning at omega needs h |omega| well below 1 for a fast contraction (measured 0.03-0.06 on
-the spatial double pendulum of the tests at dt = 2.5e-3 - 1e-2, 5-8 iterations a step at newton_tol = 1e-12). A step
+c_damp |omega|, so a body spinning at omega needs h |omega| well below 1 for a fast contraction (measured 0.02-0.05 on
+the spatial double pendulum of the tests at dt = 2.5e-3 - 1e-2, 6.6-9.7 iterations a step with positions and
+velocities to newton_tol = 1e-12). A step
 that does not converge in max_newton iterations raises SimulationError (time, cause, the samples so far in .result).
 
 The factors are made at the first iterate of a step and reused, over later steps too, while the corrections
@@ -112,8 +113,8 @@ Lagged with loops, besides the tree's terms above: the loop forces' geometric st
 (lambda times the constraint Hessian), the derivative of J in the velocity rows (J' v+) and in J^T lambda, K J^T
 nu, the tangent map dexp of the increment on nu, and X, G taken at the factorisation's iterate while they are
 reused (over steps too, as S). The contraction factor is reported as for trees (``result.newton_contraction``,
-the correction there being max(c_stiff max |dvdot|, c_damp max |dvdot|, max |J^T dnu|): 0.02-0.03 on the RSSR linkage of
-the tests, 4.6-6.1 iterations a step). phi and J v are then zero to the Newton tolerance at every step (RSSR:
+the correction there being max(c_stiff max |dvdot|, c_damp max |dvdot|, max |J^T dnu|): 0.02-0.03 on the RSSR
+linkage of the tests, 6.5-7.7 iterations a step). phi and J v are then zero to the Newton tolerance at every step (RSSR:
 |phi| <= 3e-14 m, |J v| <= 7e-11 m/s at dt = 1e-3; ``tests/test_spatial_implicit_loops.py``), and the state and
 the multipliers converge at second order (error ratios 4.04, 4.02 when dt halves). ``result.multipliers`` (nt,
 m): lambda of the converged step at the step ends (linear in time between them at t_eval points and events), at

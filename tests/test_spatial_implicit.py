@@ -120,9 +120,10 @@ def test_second_order_against_dop853(double_pendulum, rho_inf):
         assert res.t[-1] == 1.0 and res.nsteps == round(1.0 / dt)
         errors.append(max(np.abs(rm.difference(model, reference.q[-1], res.q[-1])).max(),
                           np.abs(res.qd[-1] - reference.qd[-1]).max()))
-        # lagged velocity-product terms: corrections shrink ~0.05x per iteration (~1 / (c_damp |C|)), 6-8 a step
+        # lagged velocity-product terms: corrections shrink 0.02-0.05x per iteration (~1 / (c_damp |C|)), 6.6-9.7
+        # a step (positions and velocities to newton_tol)
         assert 0.0 < res.newton_contraction < 0.2
-        assert res.newton_iterations <= 10 * res.nsteps
+        assert res.newton_iterations <= 11 * res.nsteps
     ratios = np.array(errors[:-1]) / np.array(errors[1:])
     assert np.all(np.abs(ratios - 4.0) < 0.3), (errors, ratios)
 

@@ -845,25 +845,28 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
                     if not (ok and math.isfinite(correction)):
                         correction = np.inf
                         break
+                    # with factors of this iterate, stalled at the round-off of the residuals (sums over the
+                    # bodies and loops; 1000 eps relative, far below the error tolerance): more cannot help. Tested
+                    # before the rate: at round-off the rate is noise, >= 1 as often as not (a redundant loop's
+                    # rows at rtol 1e-10 failed such steps down to h ~ 1e-15 s)
+                    if fresh and iteration > 0 and correction > 0.5 * previous and correction <= ROUNDOFF / rtol:
+                        converged = True
+                        break
                     # CVODE's convergence test: the contraction rate carried over the steps that share the factors
                     if iteration > 0:
                         rate = correction / previous
                         crate = max(CRATE_DOWN * crate, rate)
                         rate_known = True
-                        # scipy's test: no contraction, or not within the iterations left
+                        # scipy's test: no contraction, or not within the iterations left (before the convergence
+                        # test, unlike CVODE: at a tiny step every correction is tiny, also where the equations have
+                        # no solution, and only the rate tells)
                         if rate >= 1.0 or rate ** (NEWTON_MAXITER - iteration) / (1.0 - rate) * correction > \
                                 newton_tol:
                             if not fresh:
                                 refactor = True
                             break
-                    # (a first iteration converges only on a rate measured with these factors: at a tiny step every
-                    # correction is tiny, also where the equations have no solution)
+                    # (a first iteration converges only on a rate measured with these factors)
                     if rate_known and correction * min(1.0, crate) <= newton_tol:
-                        converged = True
-                        break
-                    # with factors of this iterate, stalled at the round-off of the residuals (sums over the
-                    # bodies and loops; 1000 eps relative, far below the error tolerance): more cannot help
-                    if fresh and iteration > 0 and correction > 0.5 * previous and correction <= ROUNDOFF / rtol:
                         converged = True
                         break
                     if not fresh and iteration > 0 and crate > SLOW_CONTRACTION:
