@@ -49,8 +49,8 @@ M + c_damp C + c_stiff K (C = -dQ/dv, K = -dQ/dq plus d(M vdot)/dq). The loop us
   N = 100 does not converge at dt = 1e-3 s; even at 1e-3 rad, N = 1000 converges only from dt = 6.25e-4 s
   (slender links: the coupling turns each link about its own axis, where its inertia is small). Still, on that
   small 3D swing (``python3 benchmarks/spatial_simulate.py implicit``, 1 s, error 1e-3 of the amplitude)
-  it ran 6x (N = 100: 0.056 s against 0.35 s) and 7x (N = 1000: 3.9 s against 27.8 s) faster than dopri5 at
-  matched accuracy, 3.3-4 Newton iterations a step (loaded 2-core machine). Large swings of long chains need
+  it ran 3.7x (N = 100: 0.024 s against 0.089 s) and 4.7x (N = 1000: 1.8 s against 8.5 s) faster than dopri5 at
+  matched accuracy, 5.1-5.2 Newton iterations a step (quiet 2-core machine). Large swings of long chains need
   the coupling in S (future work) or an explicit method.
   Where M + c_stiff K is not positive definite (subtrees above their joints with a large step) the
   factorisation falls back to S without K.
@@ -126,9 +126,9 @@ lagged loop-force stiffness grows like omega^2), where a smaller dt helps.
 
 Measured (``python3 benchmarks/spatial_simulate.py loops``: the small 3D swing of the hanging chain above, its tip
 also tied by two 0.3 m distance links to ground points beside it (m = 2), 1 s, each method at its cheapest
-setting reaching 1e-3 of the amplitude against dop853; loaded 2-core machine): N = 10: 0.018 s against dopri5's
-0.030 s; N = 100: 0.25 s against 1.32 s (5x); N = 1000: 5.6 s against 53.6 s (9.5x); 3.0, 3.8 and 4.4 Newton
-iterations a step, contraction factor 0.011-0.013. As for the tree, N = 1000 converges only from dt = 6.25e-4 s
+setting reaching 1e-3 of the amplitude against dop853; quiet 2-core machine): N = 10: 0.005 s against dopri5's
+0.004 s; N = 100: 0.075 s against 0.24 s (3.2x); N = 1000: 3.1 s against 24.4 s (7.9x); 3.9, 5.0 and 6.1 Newton
+iterations a step. As for the tree, N = 1000 converges only from dt = 6.25e-4 s
 (the lagged gravity coupling above), not at 1.25e-3 s and larger.
 """
 
