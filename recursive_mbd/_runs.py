@@ -298,7 +298,7 @@ class RecursiveTimeLoop:
             from .loops import constraints  # noqa: PLC0415
 
             result.constraint_drift = np.array([np.abs(constraints(self.model, qi)[0]).max() for qi in result.q])
-            if result.multipliers is None:
+            if result.multipliers is None:  # the loop layer's lambda (m,): loops[12], constrained_dynamics' lam
                 result.multipliers = sampled_multipliers(result, lambda i: result._evaluate(i)[0].loops[12])
 
 
