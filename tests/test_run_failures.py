@@ -314,3 +314,16 @@ def test_a_run_in_another_thread_keeps_the_signal_handlers_and_its_limits():
     worker.join(10.0)
     assert outcome == {"status": "time_limit"}
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.parametrize("progress", [False, True])
+def test_output_that_cannot_grow_says_why_and_what_to_do(progress):
+    """A compiled loop whose output buffers cannot double (a long run of a long chain keeping every step) raises
+    MemoryError naming the sample size and every= / t_eval, with or without progress pieces."""
+    from recursive_mbd._runs import _run_segments  # noqa: PLC0415
+
+    def run(y, ta, tb, t_eval):
+        raise MemoryError("Allocation failed (probably too large).")
+
+    with pytest.raises(MemoryError, match=r"20002 floats, 0\.16 MB.*every=K.*t_eval.*samples of this run are lost"):
+        _run_segments(run, np.zeros(20_002), 0.0, 1.0, None, None, progress)
