@@ -257,8 +257,9 @@ def main():
             base = by["generalized_alpha"]["wall_per_simulated_s"]
             speedups.append([n] + [_fmt(by[m]["wall_per_simulated_s"] / base, ".3g") if m in by else "-"
                                    for m in ("dopri5", "dop853", "bdf")])
-    print("speed-up of generalized_alpha on the swing (wall per simulated second of the other / its own):")
-    print_table(["N", "over dopri5", "over dop853", "over bdf"], speedups)
+    if speedups:
+        print("speed-up of generalized_alpha on the swing (wall per simulated second of the other / its own):")
+        print_table(["N", "over dopri5", "over dop853", "over bdf"], speedups)
     path = write_json(args.name, {"amplitude": AMPLITUDE, "target": TARGET, "load_before": load_before,
                                   "load_after": load_after, "rows": rows})
     print(f"wrote {path}")
