@@ -15,7 +15,8 @@ short run first, timed apart as "warm-up"):
   matters: quoted). Explicit runs get ``--explicit-budget`` seconds (max_wall_time); one that runs out is quoted
   as the wall time per simulated second it had reached ("extrapolated"). ``bdf`` runs at the largest rtol of
   1e-5 ... 1e-8 (atol 1e-4 rtol) that reaches the target, sampled at 101 times (its row quotes that rtol; the
-  last one tried when none reaches it).
+  last one tried when none reaches it, "stalled" when its steps collapsed before the first sample; the JSON keeps
+  every try).
 * tip whip (``studies.tip_whip``): the chain released from the horizontal over its first swing (t_end = 2.4
   sqrt(L/g)), error = relative error of the peak tip speed against dop853 at rtol 1e-10 (same N); the whip is
   fast motion that every method must resolve: generalized_alpha at dt = 1e-4 (rho_inf = 0.9), dopri5 at rtol
@@ -82,6 +83,7 @@ def swing_case(n, method, t_end, budget):
         # stability-limit detection changes the orders), sampled at 101 times (every step of a long chain would
         # be GBs); the explicit methods at their fixed rtol
         tries = [dict(options, rtol=r, atol=1e-4 * r) for r in BDF_RTOLS] if method == "bdf" else [options]
+        row["attempts"] = []  # (rtol, status, t reached, max rel error, wall) of each try
         for attempt in tries:
             extra = {"t_eval": np.linspace(0.0, t_end, 101)} if method == "bdf" else {}
             start = time.perf_counter()
@@ -95,10 +97,11 @@ def swing_case(n, method, t_end, budget):
             error = max(float(np.max(np.abs(q - math.cos(omega[0] * t) * q0)))
                         for t, q in zip(res.t, res.q, strict=True))
             row.update(attempt)
-            row.update({"status": status if status == "finished" else "extrapolated", "t_reached": reached,
-                        "wall_s": wall, "wall_per_simulated_s": wall / max(reached, 1e-300),
-                        "max_rel_error": error / AMPLITUDE, "steps": res.nsteps, "nfev": res.nfev,
-                        "omega_1": float(omega[0])})
+            row.update({"status": status if status == "finished" else "extrapolated" if reached > 0 else "stalled",
+                        "t_reached": reached, "wall_s": wall, "wall_per_simulated_s": wall / reached if reached > 0
+                        else math.inf, "max_rel_error": error / AMPLITUDE if reached > 0 else math.nan,
+                        "steps": res.nsteps, "nfev": res.nfev, "omega_1": float(omega[0])})
+            row["attempts"].append((attempt["rtol"], row["status"], reached, row["max_rel_error"], wall))
             if error / AMPLITUDE <= TARGET or status != "finished":
                 break
     else:
@@ -233,6 +236,9 @@ def main():
     for case in cases:
         row = run_child(case)
         rows.append(row)
+        for rtol, status, reached, error, wall in row.get("attempts", [])[:-1]:
+            print(f"  {row['problem']} N={row['n']} {row['method']} rtol={rtol:g}: {status} to t = {reached:.3g} s, "
+                  f"error {error:.2e} > target, {wall:.2f} s")
         print(f"  {row['problem']} N={row['n']} {row['method']}: {row.get('status')} "
               f"{_fmt(row.get('wall_s'), '.2f')} s, error {_fmt(row.get('max_rel_error'), '.2e')}, "
               f"RSS {_fmt(row.get('peak_rss_mb'), '.0f')} MB, load {os.getloadavg()[0]:.1f}", flush=True)
