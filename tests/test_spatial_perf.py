@@ -44,31 +44,21 @@ def check_forward_dynamics(model, q, v, tau):
     return vdot
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_all_spherical_tree_forward_dynamics_keeps_no_subspace_arrays(seed):
+@pytest.mark.parametrize(("joints", "seed"), [(["spherical"] * 7, seed) for seed in range(5)] + [
+    (["revolute", "spherical", "revolute", "revolute", "spherical", "revolute", "revolute"], 50 + seed)
+    for seed in range(3)])
+def test_spherical_and_revolute_tree_forward_dynamics_keeps_no_subspace_arrays(joints, seed):
+    """The ABA of spherical and revolute joints reads no S, U D^-1, D^-1 u arrays (a revolute S = (a; cp x a) is
+    formed from the model, its U D^-1, D^-1, D^-1 u kept in the workspace row): they have no rows."""
     rng = np.random.default_rng(seed)
-    model = random_tree(rng, ["spherical"] * 7)
+    model = random_tree(rng, joints)
     q, v, tau = random_state(rng, model)
     vdot = rm.forward_dynamics(model, q, v, tau)
     work = spatial.workspace(model)
-    # the ABA of spherical joints reads no S, U D^-1, D^-1 u arrays: they have no rows
     assert work.fd_S.shape[0] == 0 and work.UD.shape[0] == 0 and work.uD.shape[0] == 0
     assert work._S is None
     assert np.array_equal(check_forward_dynamics(model, q, v, tau), vdot)
     assert work.S.shape == (7, 3, 6)  # allocated by the other kernels on first use
-
-
-@pytest.mark.parametrize("seed", range(3))
-def test_revolute_and_spherical_tree_forward_dynamics_keeps_no_subspace_arrays(seed):
-    rng = np.random.default_rng(50 + seed)
-    model = random_tree(rng, ["revolute", "spherical", "revolute", "revolute", "spherical", "revolute", "revolute"])
-    q, v, tau = random_state(rng, model)
-    vdot = rm.forward_dynamics(model, q, v, tau)
-    work = spatial.workspace(model)
-    # revolute joints too: S = (a; cp x a) formed from the model, U D^-1, D^-1, D^-1 u kept in the workspace row
-    assert work.fd_S.shape[0] == 0 and work.UD.shape[0] == 0 and work.uD.shape[0] == 0
-    assert work._S is None
-    assert np.array_equal(check_forward_dynamics(model, q, v, tau), vdot)
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -78,6 +78,9 @@ from .tree import check_finite, check_output
 
 # as in _kernels.tree: FMA contraction only (the NaN tests must survive), IEEE division, statuses instead of raising
 njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=False)
+# steps of the forward-dynamics passes shared by several kernels: inlined in numba's IR (as separate functions
+# LLVM left them out of line and the revolute chain's pass was 15 % slower)
+inline_njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=False, inline="always")
 
 TMP_SIZE = 320  # scratch floats a kernel call needs (tmp)
 
@@ -1249,13 +1252,10 @@ def _revolute_accelerate(body_real, i, kv, ws, a, out):
     a[5] += s5 * acc
 
 
-@njit
-def _general_accelerate(body_int, body_real, gravity, i, ws, S, UD, uD, tmp, out):
-    """The base-to-tip step of ``forward_dynamics`` for body i unless it is a spherical joint's child of a body:
-    a' = X a_P + c (a_ground = (0; -g)), vdot = D^-1 u - (U D^-1)^T a', a = a' + S vdot into ws[i, WC:WC+6]."""
-    p = body_int[i, PARENT]
-    nvj = body_int[i, NVJ]
-    kv = body_int[i, VIDX]
+@inline_njit
+def _parent_acceleration(gravity, i, p, ws, tmp):
+    """X a_P into tmp[0:6]: the parent's acceleration (ws[p, WC:WC+6]) in body i's frame, the ground's (0; -g)
+    for p < 0 (tmp[126:132] scratch)."""
     if p < 0:
         tmp[126] = 0.0
         tmp[127] = 0.0
@@ -1266,27 +1266,37 @@ def _general_accelerate(body_int, body_real, gravity, i, ws, S, UD, uD, tmp, out
         _motion_to_child(ws, i, tmp, 126, tmp, 0)
     else:
         _motion_to_child(ws, i, ws[p], WC, tmp, 0)
-    for m in range(6):
-        tmp[m] += ws[i, WC + m]
+
+
+@inline_njit
+def _joint_accelerate(body_int, body_real, i, ws, S, UD, uD, tmp, out):
+    """With a' in tmp[0:6]: vdot = D^-1 u - (U D^-1)^T a' of body i's joint into out (spherical, revolute: their
+    condensation in ws; other joints: UD, uD), a = a' + S vdot into tmp[0:6] and ws[i, WC:WC+6]."""
+    kv = body_int[i, VIDX]
     if body_int[i, JTYPE] == SPHERICAL:
         _spherical_accelerate(body_real, i, kv, ws, tmp, out)
-        for m in range(6):
-            ws[i, WC + m] = tmp[m]
-        return
-    if body_int[i, JTYPE] == REVOLUTE:
+    elif body_int[i, JTYPE] == REVOLUTE:
         _revolute_accelerate(body_real, i, kv, ws, tmp, out)
-        for m in range(6):
-            ws[i, WC + m] = tmp[m]
-        return
-    for col in range(nvj):
-        acc = uD[i, col]
-        for m in range(6):
-            acc -= UD[i, col, m] * tmp[m]
-        out[kv + col] = acc
-        for m in range(6):
-            tmp[m] += S[i, col, m] * acc
+    else:
+        for col in range(body_int[i, NVJ]):
+            acc = uD[i, col]
+            for m in range(6):
+                acc -= UD[i, col, m] * tmp[m]
+            out[kv + col] = acc
+            for m in range(6):
+                tmp[m] += S[i, col, m] * acc
     for m in range(6):
         ws[i, WC + m] = tmp[m]
+
+
+@njit
+def _general_accelerate(body_int, body_real, gravity, i, ws, S, UD, uD, tmp, out):
+    """The base-to-tip step of ``forward_dynamics`` for body i unless it is a spherical joint's child of a body:
+    a' = X a_P + c (a_ground = (0; -g)), vdot = D^-1 u - (U D^-1)^T a', a = a' + S vdot into ws[i, WC:WC+6]."""
+    _parent_acceleration(gravity, i, body_int[i, PARENT], ws, tmp)
+    for m in range(6):
+        tmp[m] += ws[i, WC + m]
+    _joint_accelerate(body_int, body_real, i, ws, S, UD, uD, tmp, out)
 
 
 @njit
@@ -1472,26 +1482,12 @@ def unit_force_responses(body_int, body_real, jac, ws, S, UD, uD, tmp, resp):
             _force_to_parent_add(ws, i, tmp, 120, ws[p], WP)
         for i in range(n):
             p = body_int[i, PARENT]
-            kv = body_int[i, VIDX]
             if p < 0:
                 for m in range(6):
                     tmp[m] = 0.0
             else:
                 _motion_to_child(ws, i, ws[p], WC, tmp, 0)
-            if body_int[i, JTYPE] == SPHERICAL:
-                _spherical_accelerate(body_real, i, kv, ws, tmp, out)
-            elif body_int[i, JTYPE] == REVOLUTE:
-                _revolute_accelerate(body_real, i, kv, ws, tmp, out)
-            else:
-                for col in range(body_int[i, NVJ]):
-                    acc = uD[i, col]
-                    for m in range(6):
-                        acc -= UD[i, col, m] * tmp[m]
-                    out[kv + col] = acc
-                    for m in range(6):
-                        tmp[m] += S[i, col, m] * acc
-            for m in range(6):
-                ws[i, WC + m] = tmp[m]
+            _joint_accelerate(body_int, body_real, i, ws, S, UD, uD, tmp, out)
 
 
 @njit
@@ -1505,19 +1501,9 @@ def inverse_dynamics(body_int, body_real, gravity, q, v, vdot, ws, S, tmp, out):
         return status
     n = body_int.shape[0]
     for i in range(n):
-        p = body_int[i, PARENT]
         nvj = body_int[i, NVJ]
         kv = body_int[i, VIDX]
-        if p < 0:
-            tmp[126] = 0.0
-            tmp[127] = 0.0
-            tmp[128] = 0.0
-            tmp[129] = -gravity[0]
-            tmp[130] = -gravity[1]
-            tmp[131] = -gravity[2]
-            _motion_to_child(ws, i, tmp, 126, tmp, 0)
-        else:
-            _motion_to_child(ws, i, ws[p], WC, tmp, 0)
+        _parent_acceleration(gravity, i, body_int[i, PARENT], ws, tmp)
         for m in range(6):
             acc = tmp[m] + ws[i, WC + m]
             for col in range(nvj):
