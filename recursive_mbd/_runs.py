@@ -298,8 +298,11 @@ class RecursiveTimeLoop:
             from .loops import constraints  # noqa: PLC0415
 
             result.constraint_drift = np.array([np.abs(constraints(self.model, qi)[0]).max() for qi in result.q])
-            if result.multipliers is None:  # the loop layer's lambda (m,): loops[12], constrained_dynamics' lam
-                result.multipliers = sampled_multipliers(result, lambda i: result._evaluate(i)[0].loops[12])
+
+    def multiplier_probe(self, result, y, i):
+        """(state, lam): the state at which the dynamics give sample i's loop multipliers, and the array (m,)
+        their evaluation fills (the loop layer's lam, loops[12])."""
+        return y[i], self.system.loops[12]
 
 
 def _function_name(function):
@@ -470,14 +473,14 @@ class SimulationResult:
     t_events, q_events, qd_events : list of ndarray
         Per event function: the times of its zero crossings (nev,) and the states there (nev, nq).
     multipliers : ndarray, shape (nt, m), or None
-        A model with closed loops, recursive formulation: the Lagrange multipliers lambda of the m loop equations
+        A model with closed loops: the Lagrange multipliers lambda of the m loop equations
         at the samples (M qdd + h = tau + Q - J^T lambda, the sign and units of ``loop_dynamics``; forces [N] and
         torques [N m] by loop equation). Method "generalized_alpha": those of its converged step at step ends,
         linear in time between them at t_eval points and events. Every other method: the constrained dynamics'
         at each sample's state and inputs (``loop_dynamics`` with the run's tau, elements and drivers at t; with
-        stabilization "baumgarte" including its terms), evaluated once the run ends. None for a tree, the
-        augmented formulation, or when the dynamics could not be evaluated at a sample (a RuntimeWarning says
-        where).
+        stabilization "baumgarte" including its terms), evaluated once the run ends; formulation "augmented":
+        the loops' rows of its KKT multipliers at each sample's (z, zd) (the same lambda). None for a tree, or
+        when the dynamics could not be evaluated at a sample (a RuntimeWarning says where).
     newton_iterations, newton_factorizations : int
         Methods "generalized_alpha" and "bdf" only: Newton iterations and factorisations of the Newton matrix, in
         total.
@@ -905,12 +908,20 @@ def _run_segments(run, y0, t0, t_end, t_eval, dt, progress, segments=100):
 def _make_result(model, loop, callback, key, t, y, method, nfev, nsteps, nrejected, multipliers=None):
     """The result of the integrated samples: the full joint state by the formulation's map, the work terms, and
     what the formulation adds (``finish``); ``multipliers`` (nt, m): the loops' lambda a method computed at the
-    samples itself (generalized_alpha), else ``finish`` evaluates them."""
+    samples itself (generalized_alpha), else those of the formulation's dynamics at each sample
+    (``loop.multiplier_probe``), for a model with loops."""
     q, qd = loop.joint_states(t, y)
     name = method if loop.name == "recursive" else f"{loop.name} {method}"
     result = SimulationResult(model, t, q, qd, loop.work(y), name, nfev, nsteps, nrejected)
-    result.multipliers = multipliers
     loop.finish(result, y, callback, key)
+    if multipliers is None and model.nloops:  # the loops' lambda of the run's dynamics at each sample
+        def lam_at(i):
+            state, lam = loop.multiplier_probe(result, y, i)
+            evaluate_system(model, callback, key, loop.system, loop.inputs, float(t[i]), state)
+            return lam
+
+        multipliers = sampled_multipliers(result, lam_at)
+    result.multipliers = multipliers
     return result
 
 

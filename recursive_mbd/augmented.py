@@ -903,3 +903,10 @@ class TimeLoop:
                                             np.ascontiguousarray(y[row]), out)
             drift[row] = out[0]
         result.constraint_drift = drift
+
+    def multiplier_probe(self, result, y, i):
+        """(state, lam): sample i's integrated (z, zd) and the loops' rows of the KKT multipliers (m,) that the
+        dynamics there fill (lam holds the joints' rows, the loops', the drivers'; the loops' equal the recursive
+        loop layer's lambda)."""
+        first = int(self.system.row_start[-1])
+        return np.ascontiguousarray(y[i]), self.system.lam[first:first + self.model.nconstraints]

@@ -43,12 +43,10 @@ from ._runs import (  # the run machinery shared with implicit (generalized_alph
     _RunControl,
     build_system,  # noqa: F401 - ensemble
     check_time_span,
-    evaluate_system,
     event_callback,
     fixed_step_count,
     read_npz,  # noqa: F401 - tests, users
-    sampled_multipliers,
-)
+    )
 from .dynamics import as_vector, workspace
 from .errors import StateError
 from .model3d import Model3D
@@ -226,21 +224,19 @@ class SpatialTimeLoop:
         return y[:, self.model.nq + self.model.nv:]
 
     def finish(self, result, y, callback, key):
-        """The loops' drift max |phi| and, unless the method gave them, their multipliers at every sample (models
-        with loops)."""
+        """The loops' drift max |phi| at every sample (models with loops)."""
         result._evaluator = None
         if self.model.nloops:
-            from ._kernels.spatial_system import LOOP_LAM  # noqa: PLC0415
             from .spatial_loops import constraints  # noqa: PLC0415
 
             result.constraint_drift = np.array([np.abs(constraints(self.model, qi)[0]).max() for qi in result.q])
-            if result.multipliers is None:
-                def lam_at(i):
-                    state = np.concatenate((result.q[i], result.qd[i], [0.0, 0.0]))
-                    evaluate_system(self.model, callback, key, self.system, self.inputs, float(result.t[i]), state)
-                    return self.system.loops[LOOP_LAM]
 
-                result.multipliers = sampled_multipliers(result, lam_at)
+    def multiplier_probe(self, result, y, i):
+        """(state, lam): sample i's reported (q, v) (unit quaternions) and the loop layer's lam (m,) that the
+        dynamics there fill."""
+        from ._kernels.spatial_system import LOOP_LAM  # noqa: PLC0415
+
+        return np.concatenate((result.q[i], result.qd[i], [0.0, 0.0])), self.system.loops[LOOP_LAM]
 
 
 def _consistent_start_spatial(model, q0, v0):
