@@ -551,6 +551,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         raises or returns non-finite values or the wrong shape (the exception chained as ``__cause__``), or
         ``max_wall_time``; its ``result`` holds the samples up to the last accepted step (``result.status``
         "failed" or "time_limit") and ``t`` the time of failure.
+    StateError
+        Before the run, on invalid inputs, including a tau function, a driver or a time-varying element that
+        already fails at t0 (each is called once there; the exception chained as ``__cause__``): no samples.
     KeyboardInterrupt
         On Ctrl-C (SIGINT, in the main thread) during the run, within milliseconds; its ``result`` holds the
         samples so far (``result.status`` "interrupted").
