@@ -13,6 +13,13 @@ short run (compilation) is not timed. ``hanging_swing_bdf`` is the function othe
 table and writes benchmarks/results/bdf.json (or NAME.json). Peak RSS is that of the whole process.
 """
 
+import os
+
+# One BLAS thread, set before numpy loads OpenBLAS: its thread pool makes small dense solves up to 10x
+# slower on a busy machine (benchmarks/blas_threads.py). Set the variables yourself to override.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import argparse
 import resource
 import time

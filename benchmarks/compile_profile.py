@@ -12,8 +12,14 @@ many signatures each compiled and the signatures) and writes every event, with t
 benchmarks/results/compile_profile.json (or $COMPILE_PROFILE_JSON).
 """
 
-import json
 import os
+
+# One BLAS thread, set before numpy loads OpenBLAS: its thread pool makes small dense solves up to 10x
+# slower on a busy machine (benchmarks/blas_threads.py). Set the variables yourself to override.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import json
 import time
 from collections import defaultdict
 from pathlib import Path

@@ -10,8 +10,14 @@ times the loads. Wall and process CPU time per stage; on a shared machine the CP
 Writes benchmarks/results/ensemble_compile.json.
 """
 
-import json
 import os
+
+# One BLAS thread, set before numpy loads OpenBLAS: its thread pool makes small dense solves up to 10x
+# slower on a busy machine (benchmarks/blas_threads.py). Set the variables yourself to override.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import json
 import subprocess
 import sys
 import tempfile

@@ -9,6 +9,13 @@ dop853 at rtol 1e-12 at t_end; then the convergence order (errors of q and qd at
 the tables; writes benchmarks/results/ga_loop_drift.json.
 """
 
+import os
+
+# One BLAS thread, set before numpy loads OpenBLAS: its thread pool makes small dense solves up to 10x
+# slower on a busy machine (benchmarks/blas_threads.py). Set the variables yourself to override.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import argparse
 import time
 

@@ -10,6 +10,13 @@ velocities is within newton_tol (1e-12); with the position test alone the errors
 session 8). Prints the table; writes benchmarks/results/ga_small_steps.json.
 """
 
+import os
+
+# One BLAS thread, set before numpy loads OpenBLAS: its thread pool makes small dense solves up to 10x
+# slower on a busy machine (benchmarks/blas_threads.py). Set the variables yourself to override.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import argparse
 
 import numpy as np

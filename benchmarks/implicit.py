@@ -28,10 +28,16 @@ benchmarks/results/NAME.json and a log-log plot NAME.png (matplotlib, Agg; skipp
 this runs on may be shared: the load average is recorded with the results.
 """
 
+import os
+
+# One BLAS thread, set before numpy loads OpenBLAS: its thread pool makes small dense solves up to 10x
+# slower on a busy machine (benchmarks/blas_threads.py). Set the variables yourself to override.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import argparse
 import json
 import math
-import os
 import resource
 import subprocess
 import sys

@@ -6,6 +6,13 @@ writing a PNG (matplotlib's rendering of N bars).
 Prints a table; writes benchmarks/results/plot_drawing.json. Needs matplotlib (the extra ``plot``).
 """
 
+import os
+
+# One BLAS thread, set before numpy loads OpenBLAS: its thread pool makes small dense solves up to 10x
+# slower on a busy machine (benchmarks/blas_threads.py). Set the variables yourself to override.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import argparse
 import tempfile
 import time

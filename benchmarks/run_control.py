@@ -10,8 +10,14 @@ Ctrl-C: a child process runs a long rk4 simulation, receives SIGINT, and reports
 it. Writes benchmarks/results/<name>.json.
 """
 
-import argparse
 import os
+
+# One BLAS thread, set before numpy loads OpenBLAS: its thread pool makes small dense solves up to 10x
+# slower on a busy machine (benchmarks/blas_threads.py). Set the variables yourself to override.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse
 import signal
 import subprocess
 import sys

@@ -7,8 +7,14 @@ The full comparison against Pinocchio and MuJoCo is benchmarks/spatial.py; this 
     python3 benchmarks/spatial_core_timings.py --memory N # (internal) peak memory of one FD call at N links
 """
 
-import argparse
 import os
+
+# One BLAS thread, set before numpy loads OpenBLAS: its thread pool makes small dense solves up to 10x
+# slower on a busy machine (benchmarks/blas_threads.py). Set the variables yourself to override.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse
 import resource
 import subprocess
 import sys

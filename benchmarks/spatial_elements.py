@@ -15,8 +15,14 @@ relative to the largest kinetic energy.
     python3 benchmarks/spatial_elements.py [--max-links 100000]
 """
 
-import argparse
 import os
+
+# One BLAS thread, set before numpy loads OpenBLAS: its thread pool makes small dense solves up to 10x
+# slower on a busy machine (benchmarks/blas_threads.py). Set the variables yourself to override.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse
 import sys
 
 import numpy as np

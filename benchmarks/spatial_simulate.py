@@ -28,6 +28,12 @@ runs its stabilised index-2 loop rows and dopri5 / dop853 the multiplier layer w
 """
 
 import os
+
+# One BLAS thread, set before numpy loads OpenBLAS: its thread pool makes small dense solves up to 10x
+# slower on a busy machine (benchmarks/blas_threads.py). Set the variables yourself to override.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import subprocess
 import sys
 import tempfile

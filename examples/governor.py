@@ -99,7 +99,8 @@ print(f"dynamics at omega = {omega:.4f} rad/s: undamped, phi swings over {np.deg
       f"on the hinges it settles at phi = {np.degrees(damped.y[0, -1]):.8f} deg, steady "
       f"{np.degrees(steady):.8f} deg")
 print("limitation: the dynamics use the symmetric motion's configuration map and are integrated here with scipy, "
-      "not rm.simulate (simulation of spatial models with loops is not available yet)")
+      "not rm.simulate: it integrates the governor with its links as loops (examples/models/spatial/governor.toml), "
+      "but takes no drivers on spatial models yet, so it cannot hold the spindle at omega")
 
 if args.plot:
     fig = rm.plot.figure(1, 1, figsize=(10, 4.5))[0]

@@ -287,6 +287,13 @@ def forward_kinematics(model, q, qd=None):
     offx, offy = c * lx - s * ly, s * lx + c * ly  # centre of mass relative to the frame origin, ground axes
     poses = np.column_stack((com[:, 0] - offx, com[:, 1] - offy, theta))
     vels = np.column_stack((com[:, 2] + omega * offy, com[:, 3] - omega * offx, omega))
+    # The kernel checks the centres of mass only; the angles (sums of joint angles) and the frame origins' terms
+    # can overflow on their own (q near 1e308 without qd).
+    for what, values in (("pose", poses), ("velocity", vels)):
+        rows = np.flatnonzero(~np.isfinite(values).all(axis=1))
+        if rows.size:
+            raise StateError(f"overflow: the {what} of body {model.body(int(rows[0]))['name']!r} (entry "
+                             f"{int(rows[0])}) is not finite although q, qd are: the inputs are too large for float64")
     return poses, vels
 
 

@@ -41,9 +41,11 @@ or tau functions written in Python (they need the GIL); a numba-compiled ``tau(t
 import math
 import threading
 import time
+import warnings
 
 import numba
 import numpy as np
+from numba.core.errors import NumbaExperimentalFeatureWarning
 from numba.core.registry import CPUDispatcher
 
 from ._kernels import integrators
@@ -528,18 +530,23 @@ def _wait_for(kernel, args, control, chunk_size, max_wall_time):
 
     deadline = None if max_wall_time is None else time.perf_counter() + max_wall_time
     interrupted = False
-    worker = threading.Thread(target=work, name="simulate_many", daemon=True)
-    worker.start()
-    while not done.is_set():
-        try:
-            done.wait(_WAIT_INTERVAL)
-        except KeyboardInterrupt:
-            interrupted = True
-            control[:, _STOP] = L.STATUS_INTERRUPTED
-            continue
-        if deadline is not None and not interrupted and time.perf_counter() > deadline:
-            control[:, _STOP] = L.STATUS_TIME_LIMIT
-    worker.join()
+    # A kernel's first compilation (the event and tau adapters are first-class functions) made numba print
+    # "First-class function type feature is experimental" twice into the user's output; it says nothing about the
+    # run. The filter is held here, in the waiting thread, for the whole run: the warning filters are global.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=NumbaExperimentalFeatureWarning)
+        worker = threading.Thread(target=work, name="simulate_many", daemon=True)
+        worker.start()
+        while not done.is_set():
+            try:
+                done.wait(_WAIT_INTERVAL)
+            except KeyboardInterrupt:
+                interrupted = True
+                control[:, _STOP] = L.STATUS_INTERRUPTED
+                continue
+            if deadline is not None and not interrupted and time.perf_counter() > deadline:
+                control[:, _STOP] = L.STATUS_TIME_LIMIT
+        worker.join()
     if failure:
         raise failure[0]
     return interrupted

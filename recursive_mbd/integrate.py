@@ -122,6 +122,9 @@ TABLEAUS = {t.name: t for t in (DOPRI5, DOP853, RK4)}
 # METHODS, FIXED_STEP (_method_names): the tableaus above and the midpoint rule (integrators._midpoint_step)
 assert METHODS == (*TABLEAUS, "implicit_midpoint", "generalized_alpha", "bdf"), \
     "_method_names.METHODS must name the tableaus"
+# The methods whose runs interpolate between steps (t_eval, events), besides scipy's: the tableaus with a continuous
+# extension, generalized_alpha (cubic Hermite, implicit.py) and bdf (its interpolating polynomial, bdf.py).
+DENSE_OUTPUT = (*(name for name, tableau in TABLEAUS.items() if tableau.DENSE is not None), "generalized_alpha", "bdf")
 IMPLICIT_SCIPY = ("Radau", "BDF", "LSODA")  # given the structured Jacobian of integrators.rhs_jacobian
 
 
@@ -544,6 +547,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         raises or returns non-finite values or the wrong shape (the exception chained as ``__cause__``), or
         ``max_wall_time``; its ``result`` holds the samples up to the last accepted step (``result.status``
         "failed" or "time_limit") and ``t`` the time of failure.
+    StateError
+        Before the run, on invalid inputs, including a tau function, a driver or a time-varying element that
+        already fails at t0 (each is called once there; the exception chained as ``__cause__``): no samples.
     KeyboardInterrupt
         On Ctrl-C (SIGINT, in the main thread) during the run, within milliseconds; its ``result`` holds the
         samples so far (``result.status`` "interrupted").
@@ -609,8 +615,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         raise ValueError(f"max_step = {float(max_step):g} s needs more than max_steps = {max_steps} steps from "
                          f"t0 = {t0:g} to t_end = {t_end:g} s: raise max_step or max_steps")
     if t_eval is not None and (fixed or (method in TABLEAUS and TABLEAUS[method].DENSE is None)):
-        raise ValueError(f"t_eval needs a method with dense output (dopri5 or scipy:NAME); {method} stores "
-                         "every-th step (every=)")
+        raise ValueError(f"t_eval needs a method with dense output ({', '.join(DENSE_OUTPUT)} or scipy:NAME); "
+                         f"{method} stores every-th step (every=)")
 
     if spatial:
         inputs = _SpatialInputs(model, tau)
@@ -626,7 +632,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     event_functions = _Events(model, events, inputs, loop)
     if event_functions.functions and scipy_method is None and method != "bdf" and (
             method not in TABLEAUS or TABLEAUS[method].DENSE is None):
-        raise ValueError(f"events need a method with dense output (dopri5 or scipy:NAME), not {method!r}")
+        raise ValueError(f"events need a method with dense output ({', '.join(DENSE_OUTPUT)} or scipy:NAME), "
+                         f"not {method!r}")
     return _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0, t0, t_end, rtol, atol, dt,
                      t_eval, every, max_step, first_step, max_steps, midpoint_tol, event_functions, progress,
                      max_wall_time, _max_order(method, max_order))

@@ -3,12 +3,15 @@
 import _thread
 import threading
 import time
+import warnings
 
 import numba
 import numpy as np
 import pytest
+from numba.core.errors import NumbaExperimentalFeatureWarning
 
 import recursive_mbd as rm
+from recursive_mbd import ensemble
 from recursive_mbd.ensemble import EnsembleResult
 
 
@@ -194,6 +197,22 @@ def test_ctrl_c_stops_the_members_and_raises_with_their_samples():
         timer.cancel()
     assert time.perf_counter() - started < 5.0
     _check_stopped(info.value.result, "interrupted", 1e4)
+
+
+def test_numba_experimental_feature_warning_of_a_first_compilation_stays_out_of_the_output():
+    """A first simulate_many on an empty cache printed numba's "First-class function type feature is experimental"
+    twice (examples/stiffness_sweep.py); the run's other warnings still reach the caller. A stand-in kernel warns
+    as numba's compilation does, on the worker thread, without compiling anything."""
+    def kernel():
+        warnings.warn("First-class function type feature is experimental", NumbaExperimentalFeatureWarning,
+                      stacklevel=1)
+        warnings.warn("a warning of the run itself", RuntimeWarning, stacklevel=1)
+
+    control = np.zeros((1, 4))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert ensemble._wait_for(kernel, (), control, 1, None) is False
+    assert [type(w.message) for w in caught] == [RuntimeWarning]
 
 
 def test_bad_input_names_member_and_argument_before_any_work():

@@ -249,3 +249,19 @@ def test_progress_bar_pieces_reproduce_the_one_piece_run():
     np.testing.assert_array_equal(adaptive.t, times)
     np.testing.assert_allclose(adaptive.q, reference.q, atol=1e-8)
     np.testing.assert_allclose(adaptive.dissipated_work, reference.dissipated_work, atol=1e-8)
+
+
+def test_dense_output_refusals_name_every_method_that_has_it():
+    """t_eval and events refused for dop853 and rk4 name all the methods that take them, bdf and
+    generalized_alpha included (the messages named only dopri5 and scipy), and each method named does take them."""
+    model = chains.serial_chain(1, length=1.0, mass=1.0)
+    with pytest.raises(ValueError, match="dense output") as refused_t_eval:
+        rm.simulate(model, [0.5], [0.0], 0.2, method="dop853", t_eval=[0.1])
+    with pytest.raises(ValueError, match="events need a method with dense output") as refused_events:
+        rm.simulate(model, [0.5], [0.0], 0.2, method="rk4", dt=0.01, events=_pendulum_crossing)
+    # each on a model the suite already runs that method on with events (no new numba specialisation)
+    for method, n, options in (("dopri5", 1, {}), ("generalized_alpha", 2, {"dt": 0.01}), ("bdf", 1, {})):
+        assert method in str(refused_t_eval.value) and method in str(refused_events.value)
+        res = rm.simulate(chains.serial_chain(n), [0.5] * n, [0.0] * n, 0.2, method=method, t_eval=[0.1],
+                          events=_pendulum_crossing, **options)
+        assert res.status == "finished" and np.array_equal(res.t, [0.0, 0.1, 0.2])

@@ -139,9 +139,10 @@ def test_point_motion_checks_every_row_and_the_point(chain):
 # ---- item 7: overflow and NaN ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("call", ["forward_dynamics", "forward_dynamics_mm", "inverse_dynamics", "energy",
-                                  "joint_reactions", "forward_kinematics"])
+                                  "joint_reactions", "forward_kinematics", "forward_kinematics_angles"])
 def test_overflow_from_finite_inputs_is_an_error(chain, call):
-    """qd = 1e155: qd^2 overflows to inf and the old code returned NaN accelerations, energies and reactions."""
+    """qd = 1e155: qd^2 overflows to inf and the old code returned NaN accelerations, energies and reactions; q =
+    1e308 without qd: the absolute angles overflow and forward_kinematics returned them as inf (session 9)."""
     q, qd = np.zeros(3), np.full(3, 1e155)
     calls = {
         "forward_dynamics": lambda: rm.forward_dynamics(chain, q, qd),
@@ -150,6 +151,7 @@ def test_overflow_from_finite_inputs_is_an_error(chain, call):
         "energy": lambda: rm.energy(chain, q, qd),
         "joint_reactions": lambda: rm.joint_reactions(chain, q, qd, np.zeros(3)),
         "forward_kinematics": lambda: rm.forward_kinematics(chain, q, np.full(3, 1e308)),
+        "forward_kinematics_angles": lambda: rm.forward_kinematics(chain, np.full(3, 1e308)),
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
