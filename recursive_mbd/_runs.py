@@ -911,10 +911,12 @@ def _output_full_reason(control, result):
     budget = control.output_budget
     # generalized_alpha's samples carry the loops' multipliers; the other methods evaluate them after the run
     lam = " and the loop multipliers" if "generalized_alpha" in result.method and result.multipliers is not None else ""
-    return (f"its samples reached the run's output budget of {8e-6 * budget:.4g} MB (by default "
-            f"{OUTPUT_MEMORY_FRACTION:g} of the memory available when the run started), each sample keeping "
-            f"{floats} floats ({8e-6 * floats:.4g} MB: the time, the state{lam}), and every accepted step is a sample "
-            "unless told otherwise: pass every=K (every K-th step) or t_eval (those times) to keep fewer")
+    # the advice first: the command line shows the first 160 characters of the message
+    return (f"its samples would outgrow the run's output budget of {8e-6 * budget:.4g} MB: pass every=K (every K-th "
+            f"step) or t_eval (those times) to keep fewer (each sample keeps {floats} floats, "
+            f"{8e-6 * floats:.4g} MB: the time, the state{lam}; every accepted step is a sample unless told "
+            f"otherwise; the budget is by default {OUTPUT_MEMORY_FRACTION:g} of the memory available when the run "
+            "starts)")
 
 
 def _memory_error(error, n, budget):

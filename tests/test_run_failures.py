@@ -357,8 +357,8 @@ def _stops_at_its_output_budget(monkeypatch, model, q0, qd0, method, options, pr
     full = run()
     assert full.t.size > ROWS + 1
     monkeypatch.setattr(_runs, "output_budget", lambda: float(ROWS * width))
-    with pytest.raises(SimulationError, match=rf"failed at t = .*output budget of {8e-6 * ROWS * width:.4g} MB.*"
-                       rf"each sample keeping {width} floats.*every=K.*t_eval.*{ROWS} samples up to t = ") as info:
+    with pytest.raises(SimulationError, match=rf"failed at t = .*output budget of {8e-6 * ROWS * width:.4g} MB: "
+                       rf"pass every=K.*t_eval.*each sample keeps {width} floats.*{ROWS} samples up to t = ") as info:
         run()
     result = info.value.result
     assert result.status == "failed"
@@ -385,3 +385,27 @@ def test_a_spatial_run_that_outgrows_its_output_budget_stops_with_its_samples(mo
     width = 1 + model.nq + model.nv + 2
     _stops_at_its_output_budget(monkeypatch, model, model.neutral(), np.array([1.0, 0.0, 0.0]), method, options,
                                 False, width)
+
+
+def test_events_that_outgrow_the_output_budget_stop_the_run_with_the_events_so_far(monkeypatch):
+    """The event buffers count in the budget: 16 rows of (t, index, state) to start with; a 17th crossing that does
+    not fit ends the run there, the first 16 kept as in a run without the limit."""
+    model = chains.serial_chain(2)
+
+    def crossing(t, q, qd):
+        return q[0]
+
+    def run():
+        return rm.simulate(model, Q0, np.zeros(2), 20.0, events=crossing, t_eval=[20.0], rtol=1e-6, atol=1e-8)
+
+    full = run()
+    assert full.t_events[0].size > 17
+    n = 2 * model.nq + 2
+    monkeypatch.setattr(_runs, "output_budget", lambda: float(16 * (n + 2) + 4 * (n + 1)))
+    with pytest.raises(SimulationError, match="output budget") as info:
+        run()
+    result = info.value.result
+    assert info.value.t == full.t_events[0][16]
+    np.testing.assert_array_equal(result.t, [0.0])
+    np.testing.assert_array_equal(result.t_events[0], full.t_events[0][:16])
+    np.testing.assert_array_equal(result.q_events[0], full.q_events[0][:16])
