@@ -378,7 +378,8 @@ def test_a_run_that_outgrows_its_output_budget_stops_with_its_samples(monkeypatc
 
 
 @pytest.mark.parametrize(("method", "options"), [("dopri5", {"rtol": 1e-10, "atol": 1e-12}),
-                                                 ("generalized_alpha", {"dt": 1e-2})])
+                                                 ("generalized_alpha", {"dt": 1e-2}),
+                                                 ("bdf", {"rtol": 1e-10, "atol": 1e-12})])
 def test_a_spatial_run_that_outgrows_its_output_budget_stops_with_its_samples(monkeypatch, method, options):
     model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
     model.add_body(joint="spherical", mass=2.0, inertia=(1.0, 2.0, 3.0, 0.0, 0.0, 0.0), com=(0.0, 0.0, -0.5))
