@@ -6,8 +6,9 @@ this module and not each other: the inputs of a run (``_Inputs``: time-varying e
 reaching the compiled loops through one callback), the recursive formulation's system and state map
 (``build_system``, ``RecursiveTimeLoop``), event functions (``_Events``), the monitor that stops a run on Ctrl-C or
 its wall-clock limit (``_RunControl``), the time-span checks, the split of a run into pieces for a progress bar
-(``_run_segments``), the result (``SimulationResult``, ``_make_result``) and the error of a run that failed
-(``_raise_failure``).
+(``_run_segments``), the output budget of a run (``output_budget``: what its samples may take, so that a run that
+would outgrow memory stops with its samples kept), the result (``SimulationResult``, ``_make_result``) and the
+error of a run that failed (``_raise_failure``).
 
 A user function that fails stops the run: the bridge keeps its exception and the compiled loop returns a status,
 so the run raises SimulationError from it with the samples so far.
@@ -360,6 +361,9 @@ class _RunControl:
     is restored afterwards. Python runs a signal handler only between bytecodes, so the flag is set at the next
     poll, which enters Python: polls are spaced to about ``POLL_INTERVAL`` seconds of work, from the evaluation
     rate the previous polls measured (the spacing at most quadruples from one poll to the next).
+
+    It also holds the run's output budget (``output_budget``, taken when the run starts: floats that the compiled
+    loops' output buffers may hold) and the floats of one sample (``sample_floats``, set by ``_run_segments``).
     """
 
     POLL_INTERVAL = 2e-3  # [s]
@@ -376,6 +380,8 @@ class _RunControl:
         self._previous_handler = None
         self.key = next(_KEYS)
         _PYTHON_INPUTS[self.key] = self
+        self.output_budget = output_budget()
+        self.sample_floats = 0
 
     def __enter__(self):
         if (threading.current_thread() is threading.main_thread()
@@ -718,13 +724,22 @@ def event_callback(events):
     return _python_bridge, key
 
 
-def fixed_step_capacity(steps, every, n, t_eval):
-    """Rows a fixed-step loop's output buffers start with: the samples the run can store (t0, every-th step, t_end)
-    or the shared policy's rows (at most ~16 MB: 1024 rows of a 1e5-link state would be 1.6 GB), whichever is fewer;
-    with t_eval, the policy's rows for it. The compiled ``_store`` doubles a full buffer."""
+def fixed_step_capacity(steps, every, n, t_eval, budget=math.inf):
+    """Rows of n floats a fixed-step loop's output buffers start with: the samples the run can store (t0, every-th
+    step, t_end) or the shared policy's rows (at most ~16 MB: 1024 rows of a 1e5-link state would be 1.6 GB, and
+    what the output ``budget`` holds), whichever is fewer; with t_eval, the policy's rows for it. The compiled
+    ``_store`` doubles a full buffer, up to the budget."""
     if t_eval is None:
-        return min(2 + steps // every, integrators.output_rows(n))
-    return integrators.output_rows(n, t_eval)
+        return min(2 + steps // every, integrators.output_rows(n, None, budget))
+    return integrators.output_rows(n, t_eval, budget)
+
+
+def event_buffers(events, n):
+    """(ev_t, ev_y, floats) of a compiled loop on a state of n floats: 16 rows of (index, state) to start with
+    when the run has event functions (``_store`` doubles them), none without; floats: what they hold, which the
+    output budget counts."""
+    rows = 16 if events.functions else 0
+    return np.empty(rows), np.empty((rows, n + 1)), rows * (n + 2)
 
 
 def fixed_step_count(t0, t_end, dt, max_steps):
@@ -793,7 +808,9 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
             L.STATUS_NO_CONVERGENCE: "the implicit iteration did not converge (the step is too large or the problem "
                                      "stiff)",
         }
-        if kind in reasons:
+        if status == L.STATUS_OUTPUT_FULL:
+            reason = _output_full_reason(control, result)
+        elif kind in reasons:
             reason = reasons[kind] + getattr(control, "detail", "")
         elif kind == L.STATUS_LOOPS_OPEN:
             reason = (f"after the step to this time the projection cannot close loop {model.loop_names[index]!r}: "
@@ -841,36 +858,101 @@ def _progress_bar(enabled, t0, t_end):
     return tqdm(total=t_end - t0, unit="s", unit_scale=True, desc="simulate", leave=False)
 
 
-def _clear_memory_error(run, n):
-    """``run`` whose MemoryError (its output buffers, doubled when full, could not grow) says why and what to do.
+# ---- the output budget: a long run that would outgrow memory stops with its samples ------------------------------
 
-    The compiled loops keep the whole state at every sample, every accepted step by default: a long run of a long
-    chain outgrows memory (serial_chain(10_000), bdf at rtol 1e-8: ~1e5 steps of 160 kB). The allocation fails
-    inside compiled code, whose buffers are then lost, so the samples cannot be kept; the error says so."""
+OUTPUT_MEMORY_FRACTION = 0.25  # of the memory available when a run starts: its output buffers' budget
 
-    def guarded(*args):
+
+def available_memory():
+    """Bytes of memory available to this process now, or None where it cannot be read.
+
+    Linux: MemAvailable of /proc/meminfo (free memory plus the page cache the kernel can reclaim), less where a
+    cgroup v2 limit (/sys/fs/cgroup/memory.max minus memory.current: a container's) leaves less; elsewhere the
+    free physical pages (os.sysconf SC_AVPHYS_PAGES x SC_PAGE_SIZE) where the platform has them."""
+    available = None
+    try:
+        with open("/proc/meminfo") as file:
+            for line in file:
+                if line.startswith("MemAvailable:"):
+                    available = int(line.split()[1]) * 1024  # kB
+                    break
+    except (OSError, ValueError, IndexError):
+        available = None
+    if available is None:
         try:
-            return run(*args)
-        except MemoryError as error:
-            raise MemoryError(
-                f"the run's output could not grow: each sample keeps the state ({n} floats, {8e-6 * n:.3g} MB) and "
-                "every accepted step is a sample unless every= or t_eval= say otherwise; pass every=K (every K-th "
-                "step) or t_eval (those times) to keep fewer. The samples of this run are lost (the allocation "
-                "failed inside the compiled loop)") from error
+            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, ValueError, OSError):
+            return None
+    try:
+        with open("/sys/fs/cgroup/memory.max") as file:
+            limit = file.read().strip()
+        with open("/sys/fs/cgroup/memory.current") as file:
+            used = int(file.read().strip())
+        if limit != "max":
+            available = min(available, max(0, int(limit) - used))
+    except (OSError, ValueError):
+        pass
+    return available if available > 0 else None
 
-    return guarded
+
+def output_budget():
+    """The output budget of a run that starts now [floats of 8 bytes]: OUTPUT_MEMORY_FRACTION (a quarter) of the
+    memory available (``available_memory``), math.inf (no limit) where that cannot be read.
+
+    A quarter, because a run's samples take about three times their size at the end: the compiled loop's buffers
+    (which double when full: up to twice the samples while they grow), their copy in the result and its q and qd.
+    The compiled loops stop a run whose samples (and events) would outgrow it with STATUS_OUTPUT_FULL, its samples
+    so far kept (``integrators._store``), instead of failing an allocation inside compiled code (which loses every
+    sample) or overcommitting memory that the process is killed for when it touches it."""
+    available = available_memory()
+    return math.inf if available is None else OUTPUT_MEMORY_FRACTION * available / 8.0
 
 
-def _run_segments(run, y0, t0, t_end, t_eval, dt, progress, segments=100):
+def _output_full_reason(control, result):
+    """Why a run stopped with STATUS_OUTPUT_FULL (its samples would outgrow the output budget), and what to do."""
+    floats = control.sample_floats
+    budget = control.output_budget
+    # generalized_alpha's samples carry the loops' multipliers; the other methods evaluate them after the run
+    lam = " and the loop multipliers" if "generalized_alpha" in result.method and result.multipliers is not None else ""
+    # the advice first: the command line shows the first 160 characters of the message
+    return (f"its samples would outgrow the run's output budget of {8e-6 * budget:.4g} MB: pass every=K (every K-th "
+            f"step) or t_eval (those times) to keep fewer (each sample keeps {floats} floats, "
+            f"{8e-6 * floats:.4g} MB: the time, the state{lam}; every accepted step is a sample unless told "
+            f"otherwise; the budget is by default {OUTPUT_MEMORY_FRACTION:g} of the memory available when the run "
+            "starts)")
+
+
+def _memory_error(error, n, budget):
+    """The MemoryError of a compiled loop whose allocation failed below the output budget (memory taken by others
+    meanwhile, or none readable: ``output_budget``): says what happened and what to do."""
+    limit = (f"below the run's output budget ({8e-6 * budget:.4g} MB: memory taken meanwhile?)" if budget < math.inf
+             else "(no output budget: the available memory could not be read)")
+    return MemoryError(
+        f"the run's output could not grow: each sample keeps the state ({n} floats, {8e-6 * n:.3g} MB) and every "
+        "accepted step is a sample unless every= or t_eval= say otherwise; pass every=K (every K-th step) or t_eval "
+        f"(those times) to keep fewer. Memory ran out {limit} inside the compiled loop, so the samples of this run "
+        "are lost")
+
+
+def _run_segments(run, y0, t0, t_end, t_eval, dt, progress, control=None, segments=100):
     """Run the compiled loop in one piece, or, with a progress bar, in ``segments`` consecutive pieces.
 
-    Pieces of a fixed-step method end on its dt grid, so the steps are the same as in one piece; an adaptive
-    method restarts its step-size estimate at each piece. Samples, statistics and events are concatenated.
+    ``run(y, ta, tb, t_eval, budget)``: one compiled loop whose output buffers (and event buffers) hold at most
+    ``budget`` floats; the pieces share the run's budget (``control.output_budget``, ``output_budget`` without a
+    control), each getting what the samples kept before it leave. Pieces of a fixed-step method end on its dt grid,
+    so the steps are the same as in one piece; an adaptive method restarts its step-size estimate at each piece.
+    Samples, statistics and events are concatenated.
     """
-    run = _clear_memory_error(run, y0.size)
+    budget = output_budget() if control is None else control.output_budget
     bar = _progress_bar(progress, t0, t_end)
     if bar is None:
-        return run(y0, t0, t_end, t_eval)
+        try:
+            outcome = run(y0, t0, t_end, t_eval, budget)
+        except MemoryError as error:
+            raise _memory_error(error, y0.size, budget) from error
+        if control is not None:
+            control.sample_floats = outcome[3].shape[1] + 1
+        return outcome
     if dt is not None:
         total = math.ceil((t_end - t0) / dt - 1e-9)
         per = max(1, math.ceil(total / segments))
@@ -879,13 +961,22 @@ def _run_segments(run, y0, t0, t_end, t_eval, dt, progress, segments=100):
         bounds = list(np.linspace(t0, t_end, segments + 1))
     times, states, records = [], [], []
     nfev = nsteps = nrejected = 0
+    kept = 0.0  # floats of the samples and events kept so far, times included
+    row = 0  # floats of a sample, time included (known after the first piece)
     status, t_fail, y = L.STATUS_OK, t_end, y0
     try:
         for i, (ta, tb) in enumerate(itertools.pairwise(bounds)):
             piece_eval = None
             if t_eval is not None:  # the piece's ends too: its last state starts the next piece
                 piece_eval = np.unique(np.concatenate(([ta], t_eval[(t_eval > ta) & (t_eval < tb)], [tb])))
-            status, t_fail, t_piece, y_piece, f, st, rj, ev = run(y, ta, tb, piece_eval)
+            try:  # a later piece's first sample is the joint one, dropped below: room for it too
+                status, t_fail, t_piece, y_piece, f, st, rj, ev = run(y, ta, tb, piece_eval,
+                                                                      budget - kept + (row if i > 0 else 0))
+            except MemoryError as error:
+                raise _memory_error(error, y0.size, budget) from error
+            row = y_piece.shape[1] + 1
+            if control is not None:
+                control.sample_floats = row
             keep = np.ones(t_piece.size, dtype=bool)
             if t_eval is not None:
                 keep &= np.isin(t_piece, t_eval) | (status != L.STATUS_OK)  # a run's last sample always stays
@@ -893,6 +984,7 @@ def _run_segments(run, y0, t0, t_end, t_eval, dt, progress, segments=100):
                 keep &= t_piece != ta  # the joint sample, once
             times.append(t_piece[keep])
             states.append(y_piece[keep])
+            kept += states[-1].size + times[-1].size + sum(event.size + 2 for _, _, event in ev)
             records += ev
             nfev, nsteps, nrejected = nfev + f, nsteps + st, nrejected + rj
             if t_piece.size:

@@ -21,6 +21,7 @@ import numpy as np
 
 from ._kernels import bdf as kernels
 from ._kernels.integrators import output_rows
+from ._runs import event_buffers
 from .implicit import joint_spring_diagonals
 
 # joint diagonal that locks a driven coordinate in the Newton solve: its elimination then passes the articulated
@@ -54,7 +55,7 @@ def spatial_newton_arrays(model):
 
 
 class _Runner:
-    """One compiled BDF loop per call (y, ta, tb, t_eval) -> (status, t_fail, t, y, nfev, nsteps, nrejected,
+    """One compiled BDF loop per call (y, ta, tb, t_eval, budget) -> (status, t_fail, t, y, nfev, nsteps, nrejected,
     events), as ``integrate._numba_segment_runner`` returns; keeps the Newton statistics over its calls."""
 
     def __init__(self, callback, key, system, rtol, atol, first_step, max_step, max_steps, max_order, every,
@@ -64,6 +65,7 @@ class _Runner:
                         int(max_order))
         self.every = int(every)
         self.events = (events_fn, events_key, events.directions, events.terminal)
+        self.event_functions = events
         self.monitor = monitor
         self.control = control
         self.info = np.zeros(kernels.INFO_SIZE)
@@ -72,9 +74,11 @@ class _Runner:
         self.factorizations = 0
         self.order_limited_at = None  # the time the stability limit of orders 3-5 was found (first segment)
 
-    def __call__(self, y_start, ta, tb, t_eval):
+    def __call__(self, y_start, ta, tb, t_eval, budget):
         n = y_start.size
-        capacity = output_rows(n, t_eval)  # (at most ~16 MB unless t_eval asks for more; they double when full)
+        ev_t, ev_y, ev_floats = event_buffers(self.event_functions, n)
+        # at most ~16 MB unless t_eval asks for more, and within the budget; they double when full, up to it
+        capacity = output_rows(n, t_eval, budget - ev_floats)
         self.control.restart()
         events_fn, events_key, directions, terminal = self.events
         rtol, atol, first, max_step, max_steps, max_order = self.options
@@ -82,8 +86,8 @@ class _Runner:
             *self.args, np.ascontiguousarray(y_start, dtype=float), float(ta), float(tb), rtol, atol, first,
             max_step, max_steps, max_order,
             np.empty(0) if t_eval is None else np.ascontiguousarray(t_eval, dtype=float), self.every,
-            np.empty(capacity), np.empty((capacity, n)), events_fn, events_key, directions, terminal,
-            np.empty(16), np.empty((16, n + 1)), *self.monitor, self.info)
+            np.empty(capacity), np.empty((capacity, n)), float(budget), events_fn, events_key, directions, terminal,
+            ev_t, ev_y, *self.monitor, self.info)
         self.newton_iterations += int(self.info[kernels.INFO_ITERATIONS])
         self.solves += int(self.info[kernels.INFO_SOLVES])
         self.factorizations += int(self.info[kernels.INFO_FACTORIZATIONS])

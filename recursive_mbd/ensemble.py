@@ -141,7 +141,7 @@ def _fixed_many(inputs, key, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_
         control[1] = 0.0
         st, tf, cnt, t_out, y_out, nfev, nsteps = integrators.integrate_fixed(
             inputs, key, system, Y0[m], t0, t_end, dt, nsteps_total, every, a, b, c, midpoint, tol, max_iter,
-            K[tid, :c.shape[0]], T_BUF[tid, :Y.shape[1]], Y_BUF[tid, :Y.shape[1]], monitor, 0, control)
+            K[tid, :c.shape[0]], T_BUF[tid, :Y.shape[1]], Y_BUF[tid, :Y.shape[1]], np.inf, monitor, 0, control)
         cnt = min(cnt, Y.shape[1])
         Y[m, :cnt] = y_out[:cnt]
         Y[m, cnt:] = np.nan
@@ -173,8 +173,8 @@ def _adaptive_many(inputs, key, dims, body_int, BODY_REAL, GRAVITY, elem_int, EL
         (st, tf, cnt, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t,
          ev_y) = integrators.integrate_adaptive(
             inputs, key, system, Y0[m], t0, t_end, rtol, atol, first_step, max_step, max_steps, t_eval, 1, a, b, c,
-            e, e3, order, dense, K[tid, :c.shape[0]], T_BUF[tid, :Y.shape[1] + 1], Y_BUF[tid, :Y.shape[1] + 1], events,
-            0, directions, terminal, np.empty(4), np.empty((4, Y0.shape[1] + 1)), monitor, 0, control)
+            e, e3, order, dense, K[tid, :c.shape[0]], T_BUF[tid, :Y.shape[1] + 1], Y_BUF[tid, :Y.shape[1] + 1],
+            np.inf, events, 0, directions, terminal, np.empty(4), np.empty((4, Y0.shape[1] + 1)), monitor, 0, control)
         if st == L.STATUS_EVENT:
             cnt -= 1  # the stop state is the event's, kept in EVENT
         cnt = min(cnt, Y.shape[1])

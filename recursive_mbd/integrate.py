@@ -43,6 +43,7 @@ from ._runs import (  # the run machinery shared with implicit (generalized_alph
     _RunControl,
     build_system,  # noqa: F401 - ensemble
     check_time_span,
+    event_buffers,
     event_callback,
     fixed_step_count,
     read_npz,  # noqa: F401 - tests, users
@@ -489,7 +490,11 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         Sorted output times in [t0, t_end] (dopri5, generalized_alpha, bdf and scipy methods); t0 and t_end
         are added.
     every : int
-        Without t_eval: store every ``every``-th step (t0 and t_end always stored).
+        Without t_eval: store every ``every``-th step (t0 and t_end always stored). Every sample keeps the whole
+        state (serial_chain(10_000): 160 kB), and the samples of a numba method may take at most its output
+        budget, a quarter of the memory available when the run starts (``_runs.output_budget``: MemAvailable of
+        /proc/meminfo, or a container's cgroup limit if lower; no limit where neither can be read): a run that
+        would outgrow it stops with SimulationError, its samples so far kept. Pass every=K or t_eval for fewer.
     max_step, first_step : float, optional
         Bounds on the adaptive step [s]; first_step defaults to Hairer's estimate.
     dt : float
@@ -544,9 +549,10 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     SimulationError
         On a blow-up (non-finite state, step size underflow), too many steps, an implicit iteration that does not
         converge, singular dynamics, a user function (tau, a time-varying element, a driver, an event) that
-        raises or returns non-finite values or the wrong shape (the exception chained as ``__cause__``), or
-        ``max_wall_time``; its ``result`` holds the samples up to the last accepted step (``result.status``
-        "failed" or "time_limit") and ``t`` the time of failure.
+        raises or returns non-finite values or the wrong shape (the exception chained as ``__cause__``),
+        ``max_wall_time``, or samples that would outgrow the output budget (see ``every``); its ``result`` holds
+        the samples up to the last accepted step, or the last that fitted in the budget (``result.status``
+        "failed" or "time_limit") and ``t`` the time of failure (of the first sample that did not fit).
     StateError
         Before the run, on invalid inputs, including a tau function, a driver or a time-varying element that
         already fails at t0 (each is called once there; the exception chained as ``__cause__``): no samples.
@@ -791,7 +797,7 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
                                         first_step, max_steps, midpoint_tol, events, control, max_order, newton)
         with control:
             status, t_fail, t_out, y_out, nfev, nsteps, nrejected, event_records = _run_segments(
-                segment, y0, t0, t_end, t_eval_arr, dt if method in FIXED_STEP else None, progress)
+                segment, y0, t0, t_end, t_eval_arr, dt if method in FIXED_STEP else None, progress, control)
 
     result = _make_result(model, loop, callback, key, np.array(t_out), np.array(y_out), method, nfev, nsteps,
                           nrejected)
@@ -822,21 +828,22 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
 
 def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, every, max_step, first_step,
                           max_steps, midpoint_tol, events, control, max_order=5, newton=None):
-    """A function (y, ta, tb, t_eval) -> (status, t_fail, t, y, nfev, nsteps, nrejected, events) running one
-    compiled time loop from ta to tb, polling ``control`` (a _RunControl)."""
+    """A function (y, ta, tb, t_eval, budget) -> (status, t_fail, t, y, nfev, nsteps, nrejected, events) running
+    one compiled time loop from ta to tb, polling ``control`` (a _RunControl), its output buffers (and event
+    buffers) holding at most ``budget`` floats (``_run_segments``)."""
     monitor = (_python_bridge, control.key, control.control)
     if method in FIXED_STEP:
         dt = _positive(dt, "dt")
         midpoint = method == "implicit_midpoint"
         tableau = RK4 if midpoint else TABLEAUS[method]  # the midpoint rule uses 2 rows of k, no tableau
 
-        def run(y_start, ta, tb, _):
+        def run(y_start, ta, tb, _, budget):
             control.restart()
-            capacity = integrators.output_rows(n)
+            capacity = integrators.output_rows(n, None, budget)
             status, t_fail, count, t_out, y_out, nfev, nsteps = integrators.integrate_fixed(
                 callback, key, system, y_start, ta, tb, dt, fixed_step_count(ta, tb, dt, max_steps), every,
                 tableau.A, tableau.B, tableau.C, midpoint, float(midpoint_tol), 50, np.zeros((tableau.C.size, n)),
-                np.empty(capacity), np.empty((capacity, n)), *monitor)
+                np.empty(capacity), np.empty((capacity, n)), float(budget), *monitor)
             return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, 0, []
 
         return run
@@ -853,16 +860,17 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
                               events_fn, events_key, events, monitor, control, newton)
     optional = [np.empty(0) if v is None else v for v in (tableau.E3, tableau.DENSE)]
 
-    def run(y_start, ta, tb, t_eval):
+    def run(y_start, ta, tb, t_eval, budget):
         control.restart()
-        capacity = integrators.output_rows(n, t_eval)
+        ev_t, ev_y, ev_floats = event_buffers(events, n)
+        capacity = integrators.output_rows(n, t_eval, budget - ev_floats)
         (status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t,
          ev_y) = integrators.integrate_adaptive(
             callback, key, system, y_start, ta, tb, rtol, atol, first, max_step, int(max_steps),
             np.empty(0) if t_eval is None else t_eval, every, tableau.A, tableau.B, tableau.C, tableau.E,
             optional[0], tableau.order, optional[1], np.zeros((tableau.C.size, n)), np.empty(capacity),
-            np.empty((capacity, n)), events_fn, events_key, events.directions, events.terminal, np.empty(16),
-            np.empty((16, n + 1)), *monitor)
+            np.empty((capacity, n)), float(budget), events_fn, events_key, events.directions, events.terminal, ev_t,
+            ev_y, *monitor)
         records = [(int(row[0]), t_ev, row[1:]) for t_ev, row in zip(ev_t[:nev], ev_y[:nev], strict=True)]
         return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, nrejected, records
 

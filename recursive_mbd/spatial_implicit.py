@@ -191,26 +191,26 @@ def simulate_generalized_alpha(model, inputs, loop, q0, qd0, t0, t_end, dt, *, e
     totals = {"iterations": 0}
     n = y0.size
     steps = _runs.fixed_step_count(t0, t_end, dt, max_steps)
-    capacity = _runs.fixed_step_capacity(steps, every, n, t_eval_arr)
 
-    def run(y_start, ta, tb, piece_eval):
+    def run(y_start, ta, tb, piece_eval, budget):
         # the kernel's output rows are (y, lambda): a later piece starts from the state part of the last one
         control.restart()
+        ev_t, ev_y, ev_floats = _runs.event_buffers(event_functions, n)
+        capacity = _runs.fixed_step_capacity(steps, every, n + m, t_eval_arr, budget - ev_floats)
         (status, t_fail, count, t_out, y_out, nfev, nsteps, iterations, nev, ev_t,
          ev_y) = kernels.integrate_generalized_alpha(
             callback, key, system, np.ascontiguousarray(y_start[:n]), carry, ta, tb, dt,
             _runs.fixed_step_count(ta, tb, dt, max_steps), every, np.empty(0) if piece_eval is None else piece_eval,
             coefficients, newton_tol, max_newton, j_stiff, j_damp, np.empty(capacity), np.empty((capacity, n + m)),
-            events_fn, events_key,
-            event_functions.directions, event_functions.terminal, np.empty(16), np.empty((16, n + 1)), *monitor,
-            info)
+            float(budget), events_fn, events_key, event_functions.directions, event_functions.terminal, ev_t, ev_y,
+            *monitor, info)
         totals["iterations"] += iterations
         records = [(int(row[0]), t_ev, row[1:]) for t_ev, row in zip(ev_t[:nev], ev_y[:nev], strict=True)]
         return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, 0, records
 
     with control:
         status, t_fail, t_out, y_out, nfev, nsteps, _, records = _runs._run_segments(
-            run, y0, t0, t_end, t_eval_arr, dt, progress)
+            run, y0, t0, t_end, t_eval_arr, dt, progress, control)
     result = finish_run(model, loop, callback, key, inputs, event_functions, control, t_out, y_out[:, :n], nfev,
                         nsteps, records, status, t_fail, info, totals["iterations"], dt, newton_tol, max_newton,
                         max_steps, "M vdot + h - Q + J^T lambda" if m else "M vdot + h - Q",

@@ -12,13 +12,14 @@ import textwrap
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numba
 import numpy as np
 import pytest
 
 import recursive_mbd as rm
-from recursive_mbd import SimulationError, chains
+from recursive_mbd import SimulationError, _runs, chains
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = [("dopri5", {}), ("dop853", {}), ("rk4", {"dt": 1e-3}), ("implicit_midpoint", {"dt": 1e-3}),
@@ -318,12 +319,94 @@ def test_a_run_in_another_thread_keeps_the_signal_handlers_and_its_limits():
 
 @pytest.mark.parametrize("progress", [False, True])
 def test_output_that_cannot_grow_says_why_and_what_to_do(progress):
-    """A compiled loop whose output buffers cannot double (a long run of a long chain keeping every step) raises
-    MemoryError naming the sample size and every= / t_eval, with or without progress pieces."""
+    """A compiled loop whose output buffers cannot double below the output budget (memory taken by others during
+    the run) raises MemoryError naming the sample size, the budget and every= / t_eval, with or without progress
+    pieces."""
     from recursive_mbd._runs import _run_segments  # noqa: PLC0415
 
-    def run(y, ta, tb, t_eval):
+    def run(y, ta, tb, t_eval, budget):
         raise MemoryError("Allocation failed (probably too large).")
 
-    with pytest.raises(MemoryError, match=r"20002 floats, 0\.16 MB.*every=K.*t_eval.*samples of this run are lost"):
-        _run_segments(run, np.zeros(20_002), 0.0, 1.0, None, None, progress)
+    with pytest.raises(MemoryError, match=r"20002 floats, 0\.16 MB.*every=K.*t_eval.*below the run's output budget "
+                       r"\(2\.4 MB: memory taken meanwhile\?\).*samples of this run are lost"):
+        _run_segments(run, np.zeros(20_002), 0.0, 1.0, None, None, progress, SimpleNamespace(output_budget=3e5))
+
+
+def test_the_default_output_budget_is_a_quarter_of_the_available_memory():
+    available = _runs.available_memory()
+    with open("/proc/meminfo") as file:  # the machines the suite runs on are Linux
+        meminfo = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in file}
+    assert 0 < available <= meminfo["MemAvailable"] + 2**30  # (it changes from one read to the next)
+    budget = _runs.output_budget()
+    assert 0 < budget <= 0.25 * (meminfo["MemAvailable"] + 2**30) / 8 and np.isfinite(budget)
+
+
+ROWS = 7  # the samples a budget of ROWS samples' floats keeps
+BUDGETED = [("dopri5", {}, False), ("rk4", {"dt": 1e-3}, True), ("generalized_alpha", {"dt": 1e-3}, False),
+            ("bdf", {}, False)]
+
+
+def _stops_at_its_output_budget(monkeypatch, model, q0, qd0, method, options, progress, width):
+    """A run whose output budget holds ROWS samples of ``width`` floats (the time included) stops with
+    SimulationError when the next sample does not fit, keeping exactly the first ROWS samples of a run without
+    the limit, bit for bit; returns the error."""
+    def run():
+        return rm.simulate(model, q0, qd0, 0.3, method=method, progress=progress,
+                           **{"rtol": 1e-6, "atol": 1e-8, **options})
+
+    full = run()
+    assert full.t.size > ROWS + 1
+    monkeypatch.setattr(_runs, "output_budget", lambda: float(ROWS * width))
+    with pytest.raises(SimulationError, match=rf"failed at t = .*output budget of {8e-6 * ROWS * width:.4g} MB: "
+                       rf"pass every=K.*t_eval.*each sample keeps {width} floats.*{ROWS} samples up to t = ") as info:
+        run()
+    result = info.value.result
+    assert result.status == "failed"
+    assert info.value.t == full.t[ROWS]  # the time of the first sample that did not fit
+    assert result.t.size == ROWS
+    for name in ("t", "q", "qd", "dissipated_work", "applied_work"):
+        np.testing.assert_array_equal(getattr(result, name), getattr(full, name)[:ROWS], err_msg=name)
+    return info.value
+
+
+@pytest.mark.parametrize(("method", "options", "progress"), BUDGETED)
+def test_a_run_that_outgrows_its_output_budget_stops_with_its_samples(monkeypatch, method, options, progress):
+    """rk4 with progress=True: the pieces of a progress bar share the budget."""
+    model = chains.serial_chain(2)
+    width = 1 + 2 * model.nq + 2  # t, q, qd, the work terms
+    _stops_at_its_output_budget(monkeypatch, model, Q0, np.zeros(2), method, options, progress, width)
+
+
+@pytest.mark.parametrize(("method", "options"), [("dopri5", {"rtol": 1e-10, "atol": 1e-12}),
+                                                 ("generalized_alpha", {"dt": 1e-2}),
+                                                 ("bdf", {"rtol": 1e-10, "atol": 1e-12})])
+def test_a_spatial_run_that_outgrows_its_output_budget_stops_with_its_samples(monkeypatch, method, options):
+    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
+    model.add_body(joint="spherical", mass=2.0, inertia=(1.0, 2.0, 3.0, 0.0, 0.0, 0.0), com=(0.0, 0.0, -0.5))
+    width = 1 + model.nq + model.nv + 2
+    _stops_at_its_output_budget(monkeypatch, model, model.neutral(), np.array([1.0, 0.0, 0.0]), method, options,
+                                False, width)
+
+
+def test_events_that_outgrow_the_output_budget_stop_the_run_with_the_events_so_far(monkeypatch):
+    """The event buffers count in the budget: 16 rows of (t, index, state) to start with; a 17th crossing that does
+    not fit ends the run there, the first 16 kept as in a run without the limit."""
+    model = chains.serial_chain(2)
+
+    def crossing(t, q, qd):
+        return q[0]
+
+    def run():
+        return rm.simulate(model, Q0, np.zeros(2), 20.0, events=crossing, t_eval=[20.0], rtol=1e-6, atol=1e-8)
+
+    full = run()
+    assert full.t_events[0].size > 17
+    n = 2 * model.nq + 2
+    monkeypatch.setattr(_runs, "output_budget", lambda: float(16 * (n + 2) + 4 * (n + 1)))
+    with pytest.raises(SimulationError, match="output budget") as info:
+        run()
+    result = info.value.result
+    assert info.value.t == full.t_events[0][16]
+    np.testing.assert_array_equal(result.t, [0.0])
+    np.testing.assert_array_equal(result.t_events[0], full.t_events[0][:16])
+    np.testing.assert_array_equal(result.q_events[0], full.q_events[0][:16])

@@ -117,7 +117,7 @@ from numba.core import types
 from numba.extending import overload
 
 from .implicit import effective_factor, effective_solve, loop_schur, newton_correction, newton_residual
-from .integrators import _fatal, _poll, _store, illinois_update, system_rhs
+from .integrators import _fatal, _left, _poll, _store, illinois_update, system_rhs
 from .layout import (
     NDOF,
     PARENT,
@@ -126,6 +126,7 @@ from .layout import (
     STATUS_MAX_STEPS,
     STATUS_NO_CONVERGENCE,
     STATUS_OK,
+    STATUS_OUTPUT_FULL,
     STATUS_STEP_UNDERFLOW,
 )
 from .loops import filtered_solve
@@ -645,14 +646,16 @@ def _planar_accept_step(system, work, y_pred, d, y):
 @njit
 def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_step, max_step, max_steps, max_order,
                   t_eval,
-                  every, t_out, y_out, events, events_key, directions, terminal, ev_t, ev_y, monitor, monitor_key,
-                  control, info):
+                  every, t_out, y_out, output_budget, events, events_key, directions, terminal, ev_t, ev_y, monitor,
+                  monitor_key, control, info):
     """BDF orders 1-5 from t0 to t_end on the state y = (q_free, qd_free, W_dissipated, W_applied) of a planar
     system (module doc), or y = (q (nq), v (nv), W_dissipated, W_applied) of a spatial tree (``spatial_bdf``): the
     Newton pieces are the system's (the hooks above), the rest is shared.
 
     Output as ``integrators.integrate_adaptive``: at the times in ``t_eval`` by the interpolant when non-empty,
-    else every ``every``-th accepted step; t0 and t_end always; events located on the interpolant. ``info``
+    else every ``every``-th accepted step; t0 and t_end always; events located on the interpolant. The buffers grow
+    to at most ``output_budget`` floats in all (``integrators._store``): a sample or event that does not fit ends
+    the run with STATUS_OUTPUT_FULL, t_fail its time. ``info``
     (INFO_SIZE,) receives the Newton statistics and, at a Newton failure at the smallest step, its size,
     correction and residual. Returns (status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t,
     ev_y); STATUS_NO_CONVERGENCE when Newton fails at a step below 10 eps |t|.
@@ -699,13 +702,19 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
     nev = 0
     use_eval = t_eval.shape[0] > 0
     next_eval = 0
+    room = _left(output_budget, ev_t, ev_y)
     if use_eval:
         while next_eval < t_eval.shape[0] and t_eval[next_eval] <= t0:
-            t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], y0)
+            stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], y0, room)
+            if not stored:
+                return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, nsteps, nrejected, nev,
+                        ev_t, ev_y)
             count += 1
             next_eval += 1
     else:
-        t_out, y_out = _store(t_out, y_out, count, t0, y0)
+        stored, t_out, y_out = _store(t_out, y_out, count, t0, y0, room)
+        if not stored:
+            return STATUS_OUTPUT_FULL, t0, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
         count += 1
     n_events = directions.shape[0]
     ev_old = np.empty(n_events)
@@ -945,7 +954,10 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
                         return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
                     ev_row[0] = i
                     ev_row[1:] = ytmp
-                    ev_t, ev_y = _store(ev_t, ev_y, nev, t_event, ev_row)
+                    stored, ev_t, ev_y = _store(ev_t, ev_y, nev, t_event, ev_row, _left(output_budget, t_out, y_out))
+                    if not stored:
+                        return (STATUS_OUTPUT_FULL, t_event, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t,
+                                ev_y)
                     nev += 1
                     if terminal[i] and t_event < t_stop:
                         t_stop = t_event
@@ -957,16 +969,24 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
                     ytmp[:] = D[0]
                 else:
                     interpolate(D, order, t_new, h, t_eval[next_eval], ytmp)
-                t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], ytmp)
+                stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], ytmp,
+                                              _left(output_budget, ev_t, ev_y))
+                if not stored:
+                    return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, nsteps, nrejected, nev,
+                            ev_t, ev_y)
                 count += 1
                 next_eval += 1
         if t_stop < np.inf:  # a terminal event ends the run at it
-            t_out, y_out = _store(t_out, y_out, count, t_stop, y_stop)
+            stored, t_out, y_out = _store(t_out, y_out, count, t_stop, y_stop, _left(output_budget, ev_t, ev_y))
+            if not stored:
+                return STATUS_OUTPUT_FULL, t_stop, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
             count += 1
             return STATUS_EVENT, t_stop, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
         t = t_new
         if not use_eval and (nsteps % every == 0 or t >= t_end):
-            t_out, y_out = _store(t_out, y_out, count, t, D[0])
+            stored, t_out, y_out = _store(t_out, y_out, count, t, D[0], _left(output_budget, ev_t, ev_y))
+            if not stored:
+                return STATUS_OUTPUT_FULL, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
             count += 1
         if n_equal_steps < order + 1:
             continue

@@ -12,7 +12,7 @@ import numba
 import numpy as np
 
 from .elements import element_forces
-from .integrators import _fatal, _poll, _store, illinois_update, system_rhs
+from .integrators import _fatal, _left, _poll, _store, illinois_update, system_rhs
 from .layout import (
     COX,
     CS,
@@ -29,6 +29,7 @@ from .layout import (
     STATUS_EVENT,
     STATUS_NO_CONVERGENCE,
     STATUS_OK,
+    STATUS_OUTPUT_FULL,
     STATUS_SINGULAR,
 )
 from .loops import filtered_solve, loop_constraints
@@ -612,8 +613,9 @@ def position_correction(jac, free, phi, rate_scaled, c_stiff, rcond, gram_pos, w
 
 @njit
 def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, nsteps_total, every, t_eval,
-                                coefficients, newton_tol, max_newton, j_stiff, j_damp, t_out, y_out, events,
-                                events_key, directions, terminal, ev_t, ev_y, monitor, monitor_key, control, info):
+                                coefficients, newton_tol, max_newton, j_stiff, j_damp, t_out, y_out, output_budget,
+                                events, events_key, directions, terminal, ev_t, ev_y, monitor, monitor_key, control,
+                                info):
     """Generalised-alpha (Chung-Hulbert, Arnold-Bruls form; derivation in ``recursive_mbd.implicit``) from t0 to
     t_end in ``nsteps_total`` steps of dt (the last one landing on t_end), the whole loop compiled.
 
@@ -630,8 +632,10 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     round-off of the update, or stalls below 100 newton_tol. Work terms by the trapezoidal rule on the powers of
     the last residual evaluation (within newton_tol of the step's state).
     Output at t_eval (cubic Hermite dense output) or every ``every``-th step; events located on the same
-    interpolant. info (5,): on a Newton failure (last correction of the state, max |residual|, step, iterations);
-    info[4] counts the factorisations (added to).
+    interpolant; the buffers grow to at most ``output_budget`` floats with the events' (``integrators._store``): a
+    sample or event that does not fit ends the run with STATUS_OUTPUT_FULL, t_fail its time. info (5,): on a
+    Newton failure (last correction of the state, max |residual|, step, iterations); info[4] counts the
+    factorisations (added to).
     Returns (status, t_fail, count, t_out, y_out, nfev, nsteps, newton_iterations, nev, ev_t, ev_y).
     """
     free = system[5]
@@ -719,13 +723,19 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     use_eval = t_eval.shape[0] > 0
     next_eval = 0
     _output_row(y, lam, lam, 1.0, row)
+    room = _left(output_budget, ev_t, ev_y)
     if use_eval:
         while next_eval < t_eval.shape[0] and t_eval[next_eval] <= t0:
-            t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row)
+            stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row, room)
+            if not stored:
+                return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, 0, iterations, 0, ev_t,
+                        ev_y)
             count += 1
             next_eval += 1
     else:
-        t_out, y_out = _store(t_out, y_out, count, t0, row)
+        stored, t_out, y_out = _store(t_out, y_out, count, t0, row, room)
+        if not stored:
+            return STATUS_OUTPUT_FULL, t0, count, t_out, y_out, nfev, 0, iterations, 0, ev_t, ev_y
         count += 1
     n_events = directions.shape[0]
     ev_old = np.empty(n_events)
@@ -885,7 +895,11 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                         return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
                     ev_row[0] = i
                     ev_row[1:] = ytmp
-                    ev_t, ev_y = _store(ev_t, ev_y, nev, t + theta * h, ev_row)
+                    stored, ev_t, ev_y = _store(ev_t, ev_y, nev, t + theta * h, ev_row,
+                                                _left(output_budget, t_out, y_out))
+                    if not stored:
+                        return (STATUS_OUTPUT_FULL, t + theta * h, count, t_out, y_out, nfev, step + 1, iterations,
+                                nev, ev_t, ev_y)
                     nev += 1
                     if terminal[i] and t + theta * h < t_stop:
                         t_stop = t + theta * h
@@ -897,12 +911,18 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 theta = (t_eval[next_eval] - t) / h
                 _hermite(y, y_new, rate, rate_new, nf, h, theta, ytmp)
                 _output_row(ytmp, lam_old, lam, theta, row)
-                t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row)
+                stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row,
+                                              _left(output_budget, ev_t, ev_y))
+                if not stored:
+                    return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, step + 1, iterations,
+                            nev, ev_t, ev_y)
                 count += 1
                 next_eval += 1
         if t_stop < np.inf:  # a terminal event: the run ends at it
             _output_row(y_stop, lam_old, lam, theta_stop, row)
-            t_out, y_out = _store(t_out, y_out, count, t_stop, row)
+            stored, t_out, y_out = _store(t_out, y_out, count, t_stop, row, _left(output_budget, ev_t, ev_y))
+            if not stored:
+                return STATUS_OUTPUT_FULL, t_stop, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
             count += 1
             return STATUS_EVENT, t_stop, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
         for j in range(n):
@@ -915,7 +935,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         t = t_new
         if not use_eval and ((step + 1) % every == 0 or step == nsteps_total - 1):
             _output_row(y, lam, lam, 1.0, row)
-            t_out, y_out = _store(t_out, y_out, count, t, row)
+            stored, t_out, y_out = _store(t_out, y_out, count, t, row, _left(output_budget, ev_t, ev_y))
+            if not stored:
+                return STATUS_OUTPUT_FULL, t, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
             count += 1
     carry[0] = powers[0]
     carry[1] = powers[1]

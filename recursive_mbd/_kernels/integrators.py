@@ -16,7 +16,8 @@ STATUS_TIME_LIMIT to stop a run (Ctrl-C, max_wall_time) and sets the evaluation 
 A Runge-Kutta method is its tableau (A, B, C and, for embedded pairs, the error weights E = B - B_hat);
 ``rk_stages`` is the one generic stage loop, shared by the adaptive driver (``integrate_adaptive``) and the
 fixed-step driver (``integrate_fixed``). Each driver runs its whole time loop in compiled code and returns a
-status (``layout``), so a failure keeps the samples so far.
+status (``layout``), so a failure keeps the samples so far; so does a run whose samples would outgrow its output
+budget (``_store``: STATUS_OUTPUT_FULL), which every time loop (these, generalised-alpha, BDF) is given.
 """
 
 import math
@@ -33,6 +34,7 @@ from .layout import (
     STATUS_NO_CONVERGENCE,
     STATUS_NONFINITE_STATE,
     STATUS_OK,
+    STATUS_OUTPUT_FULL,
     STATUS_SINGULAR,
     STATUS_STEP_UNDERFLOW,
     STATUS_TIME_LIMIT,
@@ -123,29 +125,57 @@ def rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, first_stage, monitor,
 OUTPUT_START_FLOATS = 2**21
 
 
-def output_rows(n, t_eval=None):
-    """Initial rows of the output buffers of a time loop on a state of n floats: one per t_eval sample (+2: t_end,
-    a terminal event) when given, else 1024 rows or OUTPUT_START_FLOATS / n if fewer (a long chain's state is
-    large: 1024 rows of a 1e5-link state are 1.6 GB); ``_store`` doubles them when full, so the output is the
+def output_rows(n, t_eval=None, budget=math.inf):
+    """Initial rows of the output buffers of a time loop whose samples are n floats wide: one per t_eval sample
+    (+2: t_end, a terminal event) when given, else 1024 rows or OUTPUT_START_FLOATS / n if fewer (a long chain's
+    state is large: 1024 rows of a 1e5-link state are 1.6 GB); at most the rows the output ``budget`` holds
+    (floats, t included: ``_store``), and at least one. ``_store`` doubles them when full, so the output is the
     same whatever the start (a plain Python function: the policy of the callers that allocate the buffers)."""
     if t_eval is not None and len(t_eval) > 0:
-        return len(t_eval) + 2
-    return max(2, min(1024, OUTPUT_START_FLOATS // max(n, 1)))
+        rows = len(t_eval) + 2
+    else:
+        rows = max(2, min(1024, OUTPUT_START_FLOATS // max(n, 1)))
+    return max(1, min(rows, budget_rows(budget, n)))
+
+
+def budget_rows(budget, n):
+    """Rows of n floats (and their time) that ``budget`` floats hold: floor(budget / (n + 1)); a huge number for an
+    unlimited (infinite) budget. A plain Python function, the same rule as ``_store``'s."""
+    return 2**62 if budget >= 2.0**62 else int(budget // (n + 1))
 
 
 @njit
-def _store(t_out, y_out, count, t, y):
-    """Append (t, y) to the output buffers, doubling them when full; returns the (possibly new) buffers."""
-    if count == t_out.shape[0]:
-        t_new = np.empty(2 * count)
-        y_new = np.empty((2 * count, y.shape[0]))
-        t_new[:count] = t_out
-        y_new[:count] = y_out
+def _store(t_out, y_out, count, t, y, budget):
+    """Append (t, y) to the output buffers at row ``count``; returns (stored, t_out, y_out).
+
+    Full buffers double (to one row from none) but to at most ``budget`` floats for both together (t_out's and
+    y_out's: rows of y.shape[0] + 1 floats; ``math.inf``: no limit). Full at the budget, nothing is written (numba
+    does not bounds-check) and ``stored`` is False: the time loop ends the run with STATUS_OUTPUT_FULL, its samples
+    so far kept. The budget is what keeps a long run of a long chain from outgrowing memory (an allocation that
+    fails in compiled code loses every sample; one that overcommits gets the process killed when touched).
+    """
+    if count >= t_out.shape[0]:
+        rows = max(2 * count, 1)
+        fit = budget / (y.shape[0] + 1)  # float: an infinite budget fits any number of rows
+        if rows > fit:
+            rows = int(fit)  # the budget's whole rows, fewer than 2 count
+        if rows <= count:
+            return False, t_out, y_out
+        t_new = np.empty(rows)
+        y_new = np.empty((rows, y.shape[0]))
+        t_new[:count] = t_out[:count]
+        y_new[:count] = y_out[:count]
         t_out = t_new
         y_out = y_new
     t_out[count] = t
     y_out[count] = y
-    return t_out, y_out
+    return True, t_out, y_out
+
+
+@step_njit
+def _left(budget, t_buffer, y_buffer):
+    """The output budget (floats) less what the buffers (t_buffer, y_buffer) hold: the room of the other pair."""
+    return budget - t_buffer.shape[0] - t_buffer.shape[0] * y_buffer.shape[1]
 
 
 @step_njit
@@ -216,8 +246,8 @@ def _locate_event(events, events_key, index, t, h, y, y_new, k, dense, g0, g1, y
 
 @njit
 def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_step, max_step, max_steps, t_eval,
-                       every, a, b, c, e, e3, order, dense, k, t_out, y_out, events, events_key, directions,
-                       terminal, ev_t, ev_y, monitor, monitor_key, control):
+                       every, a, b, c, e, e3, order, dense, k, t_out, y_out, output_budget, events, events_key,
+                       directions, terminal, ev_t, ev_y, monitor, monitor_key, control):
     """Adaptive embedded RK (FSAL: the last stage is f at the new state) from t0 to t_end.
 
     Error control per Hairer, Norsett & Wanner (1993), II.4: RMS norm of the local error estimate h sum e_j k_j
@@ -232,7 +262,9 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
     output and recorded in (ev_t, ev_y) with the event's index in ev_y[:, 0]; a ``terminal`` one ends the run
     there with STATUS_EVENT. ``monitor`` is polled before each step once nfev reaches control[0] (``_poll``);
     a user function's failure, an interrupt and the time limit end the run at the last accepted step. At most
-    ``max_steps`` steps, accepted and rejected. Returns (status, t_fail, count, t_out, y_out, nfev, nsteps,
+    ``max_steps`` steps, accepted and rejected. The buffers (t_out, y_out) and (ev_t, ev_y) grow (``_store``) to
+    at most ``output_budget`` floats in all (math.inf: no limit); a sample or event that does not fit ends the run
+    with STATUS_OUTPUT_FULL, t_fail its time. Returns (status, t_fail, count, t_out, y_out, nfev, nsteps,
     nrejected, nev, ev_t, ev_y).
     """
     n = y0.shape[0]
@@ -249,13 +281,19 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
     count = np.int64(0)
     use_eval = t_eval.shape[0] > 0
     next_eval = 0
+    room = _left(output_budget, ev_t, ev_y)
     if use_eval:
         while next_eval < t_eval.shape[0] and t_eval[next_eval] <= t0:
-            t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], y)
+            stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], y, room)
+            if not stored:
+                return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, nsteps, nrejected, 0, ev_t,
+                        ev_y)
             count += 1
             next_eval += 1
     else:
-        t_out, y_out = _store(t_out, y_out, count, t0, y)
+        stored, t_out, y_out = _store(t_out, y_out, count, t0, y, room)
+        if not stored:
+            return STATUS_OUTPUT_FULL, t0, count, t_out, y_out, nfev, nsteps, nrejected, 0, ev_t, ev_y
         count += 1
 
     n_events = directions.shape[0]
@@ -361,7 +399,11 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
                         return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
                     ev_row[0] = i
                     ev_row[1:] = ytmp
-                    ev_t, ev_y = _store(ev_t, ev_y, nev, t + theta * h, ev_row)
+                    stored, ev_t, ev_y = _store(ev_t, ev_y, nev, t + theta * h, ev_row,
+                                                _left(output_budget, t_out, y_out))
+                    if not stored:
+                        return (STATUS_OUTPUT_FULL, t + theta * h, count, t_out, y_out, nfev, nsteps, nrejected, nev,
+                                ev_t, ev_y)
                     nev += 1
                     if terminal[i] and t + theta * h < t_stop:
                         t_stop = t + theta * h
@@ -370,11 +412,17 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
         if use_eval:
             while next_eval < t_eval.shape[0] and t_eval[next_eval] <= min(t_new, t_stop):
                 _dense(y, y_new, k, h, dense, (t_eval[next_eval] - t) / h, ytmp)
-                t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], ytmp)
+                stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], ytmp,
+                                              _left(output_budget, ev_t, ev_y))
+                if not stored:
+                    return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, nsteps, nrejected, nev,
+                            ev_t, ev_y)
                 count += 1
                 next_eval += 1
         if t_stop < np.inf:  # a terminal event: end the run at it
-            t_out, y_out = _store(t_out, y_out, count, t_stop, y_stop)
+            stored, t_out, y_out = _store(t_out, y_out, count, t_stop, y_stop, _left(output_budget, ev_t, ev_y))
+            if not stored:
+                return STATUS_OUTPUT_FULL, t_stop, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
             count += 1
             return STATUS_EVENT, t_stop, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
         for j in range(n):
@@ -390,7 +438,9 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
                 return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
         steps_since_output += 1
         if not use_eval and (steps_since_output >= every or t >= t_end):
-            t_out, y_out = _store(t_out, y_out, count, t, y)
+            stored, t_out, y_out = _store(t_out, y_out, count, t, y, _left(output_budget, ev_t, ev_y))
+            if not stored:
+                return STATUS_OUTPUT_FULL, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
             count += 1
             steps_since_output = 0
         fac = 10.0 if err == 0.0 else min(10.0, max(0.2, 0.9 * err ** (-1.0 / order)))
@@ -467,12 +517,14 @@ def _midpoint_step(inputs, key, system, t, y, h, tol, max_iter, k, ytmp, monitor
 
 @njit
 def integrate_fixed(inputs, key, system, y0, t0, t_end, dt, nsteps_total, every, a, b, c, midpoint, tol, max_iter,
-                    k, t_out, y_out, monitor, monitor_key, control):
+                    k, t_out, y_out, output_budget, monitor, monitor_key, control):
     """``nsteps_total`` >= 1 steps of dt from t0 to t_end (the last one shortened or lengthened to land on t_end;
     the caller counts them): the explicit RK tableau (a, b, c), or the implicit midpoint rule when ``midpoint``
     (iteration tolerance tol, at most max_iter). ``monitor`` is polled as in ``integrate_adaptive``.
 
-    Stores t0, every ``every``-th step and t_end. Returns (status, t_fail, count, t_out, y_out, nfev, nsteps).
+    Stores t0, every ``every``-th step and t_end, in buffers that grow to at most ``output_budget`` floats
+    (``_store``): a sample that does not fit ends the run with STATUS_OUTPUT_FULL, t_fail its time.
+    Returns (status, t_fail, count, t_out, y_out, nfev, nsteps).
     """
     n = y0.shape[0]
     y = y0.copy()
@@ -480,7 +532,9 @@ def integrate_fixed(inputs, key, system, y0, t0, t_end, dt, nsteps_total, every,
     t = t0
     nfev = np.int64(0)  # not the literal 0 (see integrate_adaptive)
     count = np.int64(0)
-    t_out, y_out = _store(t_out, y_out, count, t0, y)
+    stored, t_out, y_out = _store(t_out, y_out, count, t0, y, output_budget)
+    if not stored:
+        return STATUS_OUTPUT_FULL, t0, count, t_out, y_out, nfev, 0
     count += 1
     for step in range(nsteps_total):
         status = _poll(monitor, monitor_key, control, t, y, nfev)
@@ -500,7 +554,9 @@ def integrate_fixed(inputs, key, system, y0, t0, t_end, dt, nsteps_total, every,
         if status != STATUS_OK:
             return status, t - h, count, t_out, y_out, nfev, step
         if (step + 1) % every == 0 or step == nsteps_total - 1:
-            t_out, y_out = _store(t_out, y_out, count, t, y)
+            stored, t_out, y_out = _store(t_out, y_out, count, t, y, output_budget)
+            if not stored:
+                return STATUS_OUTPUT_FULL, t, count, t_out, y_out, nfev, step + 1
             count += 1
     return STATUS_OK, t, count, t_out, y_out, nfev, nsteps_total
 

@@ -76,7 +76,10 @@ STATUS_NONFINITE_TAU = 3
 STATUS_SINGULAR = 4  # articulated inertia of a joint singular; index = body
 STATUS_LOOP_DEGENERATE = 5  # a distance loop whose two points coincide (no direction); index = loop
 STATUS_STEP_UNDERFLOW = 6
-STATUS_MAX_STEPS = 7
+STATUS_MAX_STEPS = 7  # the run reached a limit of its size; index: LIMIT_STEPS (max_steps) or LIMIT_OUTPUT
+LIMIT_STEPS = 0  # more steps than max_steps
+LIMIT_OUTPUT = 1  # the output buffers are full at the run's output budget (``integrators._store``)
+STATUS_OUTPUT_FULL = STATUS_MAX_STEPS | (LIMIT_OUTPUT << 4)
 STATUS_NONFINITE_STATE = 8
 STATUS_NO_CONVERGENCE = 9  # an implicit step's iteration did not converge
 STATUS_EVENT = 10  # not a failure: a terminal event stopped the run

@@ -23,8 +23,8 @@ from .implicit import (
     position_correction,
     schur_correction,
 )
-from .integrators import _fatal, _poll, _store
-from .layout import STATUS_EVENT, STATUS_NO_CONVERGENCE, STATUS_OK, STATUS_SINGULAR
+from .integrators import _fatal, _left, _poll, _store
+from .layout import STATUS_EVENT, STATUS_NO_CONVERGENCE, STATUS_OK, STATUS_OUTPUT_FULL, STATUS_SINGULAR
 from .loops import gram_matrix
 from .spatial import (
     _body_inertia,
@@ -301,8 +301,9 @@ def spatial_residual(inputs, key, system, t, q, v, vdot, S, tau_need, powers):
 
 @njit
 def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, nsteps_total, every, t_eval,
-                                coefficients, newton_tol, max_newton, j_stiff, j_damp, t_out, y_out, events,
-                                events_key, directions, terminal, ev_t, ev_y, monitor, monitor_key, control, info):
+                                coefficients, newton_tol, max_newton, j_stiff, j_damp, t_out, y_out, output_budget,
+                                events, events_key, directions, terminal, ev_t, ev_y, monitor, monitor_key, control,
+                                info):
     """Lie-group generalised-alpha (Arnold & Bruls 2007) on a spatial system from t0 to t_end in ``nsteps_total``
     steps of dt (the last one landing on t_end), the whole loop compiled; the planar loop's conventions
     (``_kernels.implicit.integrate_generalized_alpha``) on the state y = (q (nq), v (nv), W_dissipated, W_applied).
@@ -317,7 +318,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     rows J v+ / c_damp (``implicit.schur_correction`` on the responses S^-1 J^T, m applies of the factors) and
     phi(q+) / c_stiff (``implicit.position_correction``), O(N m + m^3) an iteration.
     carry (2 + 2 nv + m + 1): (powers, a, vdot, lambda, started). y_out rows (n + m): the state y, then the
-    multipliers lambda at that sample (linear in time between step ends at t_eval points and events). info (8,):
+    multipliers lambda at that sample (linear in time between step ends at t_eval points and events), the buffers
+    growing to at most ``output_budget`` floats with the events' (STATUS_OUTPUT_FULL beyond). info (8,):
     on a Newton failure (last correction of the state, max |residual|, step, iterations); info[4] factorisations
     (added to); info[5], info[6]: the sum of log(correction ratio) and the number of ratios measured (corrections
     above 1e3 newton_tol: the contraction factor before round-off); info[7] the largest ratio.
@@ -415,13 +417,19 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     use_eval = t_eval.shape[0] > 0
     next_eval = 0
     _output_row(y, lam, lam, 1.0, row)
+    room = _left(output_budget, ev_t, ev_y)
     if use_eval:
         while next_eval < t_eval.shape[0] and t_eval[next_eval] <= t0:
-            t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row)
+            stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row, room)
+            if not stored:
+                return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, 0, iterations, 0, ev_t,
+                        ev_y)
             count += 1
             next_eval += 1
     else:
-        t_out, y_out = _store(t_out, y_out, count, t0, row)
+        stored, t_out, y_out = _store(t_out, y_out, count, t0, row, room)
+        if not stored:
+            return STATUS_OUTPUT_FULL, t0, count, t_out, y_out, nfev, 0, iterations, 0, ev_t, ev_y
         count += 1
     n_events = directions.shape[0]
     ev_old = np.empty(n_events)
@@ -596,7 +604,11 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                         return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
                     ev_row[0] = i
                     ev_row[1:] = ytmp
-                    ev_t, ev_y = _store(ev_t, ev_y, nev, t + theta * h, ev_row)
+                    stored, ev_t, ev_y = _store(ev_t, ev_y, nev, t + theta * h, ev_row,
+                                                _left(output_budget, t_out, y_out))
+                    if not stored:
+                        return (STATUS_OUTPUT_FULL, t + theta * h, count, t_out, y_out, nfev, step + 1, iterations,
+                                nev, ev_t, ev_y)
                     nev += 1
                     if terminal[i] and t + theta * h < t_stop:
                         t_stop = t + theta * h
@@ -608,12 +620,18 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 theta = (t_eval[next_eval] - t) / h
                 _hermite_span(y, y_new, rate, rate_new, nsmooth, h, theta, ytmp)
                 _output_row(ytmp, lam_old, lam, theta, row)
-                t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row)
+                stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row,
+                                              _left(output_budget, ev_t, ev_y))
+                if not stored:
+                    return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, step + 1, iterations,
+                            nev, ev_t, ev_y)
                 count += 1
                 next_eval += 1
         if t_stop < np.inf:  # a terminal event: the run ends at it
             _output_row(y_stop, lam_old, lam, theta_stop, row)
-            t_out, y_out = _store(t_out, y_out, count, t_stop, row)
+            stored, t_out, y_out = _store(t_out, y_out, count, t_stop, row, _left(output_budget, ev_t, ev_y))
+            if not stored:
+                return STATUS_OUTPUT_FULL, t_stop, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
             count += 1
             return STATUS_EVENT, t_stop, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
         for j in range(n):
@@ -627,7 +645,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         t = t_new
         if not use_eval and ((step + 1) % every == 0 or step == nsteps_total - 1):
             _output_row(y, lam, lam, 1.0, row)
-            t_out, y_out = _store(t_out, y_out, count, t, row)
+            stored, t_out, y_out = _store(t_out, y_out, count, t, row, _left(output_budget, ev_t, ev_y))
+            if not stored:
+                return STATUS_OUTPUT_FULL, t, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
             count += 1
     carry[0] = powers[0]
     carry[1] = powers[1]
