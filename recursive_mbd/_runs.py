@@ -1004,7 +1004,8 @@ def _make_result(model, loop, callback, key, t, y, method, nfev, nsteps, nreject
     (``loop.multiplier_probe``), for a model with loops."""
     q, qd = loop.joint_states(t, y)
     name = method if loop.name == "recursive" else f"{loop.name} {method}"
-    result = SimulationResult(model, t, q, qd, loop.work(y), name, nfev, nsteps, nrejected)
+    # the work columns copied: views would keep the whole integrated y (the size of q and qd) alive with the result
+    result = SimulationResult(model, t, q, qd, np.array(loop.work(y)), name, nfev, nsteps, nrejected)
     loop.finish(result, y, callback, key)
     if multipliers is None and model.nloops:  # the loops' lambda of the run's dynamics at each sample
         def lam_at(i):

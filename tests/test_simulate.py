@@ -34,6 +34,9 @@ def test_chain_energy_is_conserved_over_ten_seconds():
     total = kinetic + potential
     assert np.max(np.abs(total - total[0])) <= 1e-8 * 1.0 * 9.81 * 1.0
     assert np.max(kinetic) > 1.0  # it really moved
+    # the result holds its own arrays: no view keeps the integrated states (q, qd, work) alive beside q and qd
+    for array in (res.q, res.qd, res.dissipated_work, res.applied_work):
+        assert array.base is None or array.base.size <= 2 * res.t.size
 
 
 def test_rk4_is_fourth_order_on_a_double_pendulum():
