@@ -313,11 +313,20 @@ class _StopRhs(Exception):
     """A right-hand side evaluation failed inside a scipy solver (its status is in the run's failures)."""
 
 
-def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval, max_step, first_step, events,
-               max_steps, control):
+class _OutputFull(Exception):
+    """A sample (or event) of a scipy run at time ``t`` does not fit in the run's output budget."""
+
+    def __init__(self, t):
+        super().__init__(t)
+        self.t = t
+
+
+def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval, every, max_step, first_step,
+               events, max_steps, control):
     """scipy's solver ``method`` stepped from Python on the compiled right-hand side, so that a failure keeps the
-    samples so far. Output, events and statistics as the compiled adaptive loop: returns (status, t_fail, t, y,
-    nfev, nsteps, event records)."""
+    samples so far. Output (t_eval, else every ``every``-th step and the last), events and statistics as the
+    compiled adaptive loop, and its output budget (``control.output_budget``: a sample or event that does not fit
+    ends the run with STATUS_OUTPUT_FULL): returns (status, t_fail, t, y, nfev, nsteps, event records)."""
     from scipy.optimize import brentq  # noqa: PLC0415
 
     dy = np.empty_like(y0)
@@ -355,19 +364,24 @@ def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval,
         return values.copy()
 
     times, states, records = [], [], []
+    rows = integrators.budget_rows(control.output_budget, y0.size)  # the samples and events the budget holds
+    control.sample_floats = y0.size + 1
+
+    def keep(t, y):
+        if len(times) + len(records) >= rows:
+            raise _OutputFull(t)
+        times.append(t)
+        states.append(y)
+
     outputs = t_eval
     next_output = 0
-    if outputs is None:
-        times.append(t0)
-        states.append(y0.copy())
-    else:  # t_eval holds t0
-        times.append(outputs[0])
-        states.append(y0.copy())
-        next_output = 1
+    skipped = None  # (t, y) of the last accepted step when it is not a sample (every > 1): the run's last is one
     nsteps = 0
     solver = None
     status, t_fail = L.STATUS_OK, t0
     try:
+        keep(t0, y0.copy())  # t_eval holds t0
+        next_output = 0 if outputs is None else 1
         g_old = event_values(t0, y0) if n_events else None
         solver = _scipy_solver(method)(rhs, t0, y0, t_end, **options)
         while solver.status == "running":
@@ -395,6 +409,8 @@ def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval,
                             lambda s, i=i, dense=dense: event_values(s, dense(s))[i], t_old, solver.t,
                             xtol=4 * np.finfo(float).eps * max(1.0, abs(solver.t)))
                         y_hit = solver.y.copy() if t_hit == solver.t else dense(t_hit)
+                        if len(times) + len(records) >= rows:
+                            raise _OutputFull(float(t_hit))
                         records.append((i, float(t_hit), y_hit))
                         if events.terminal[i] and (t_stop is None or t_hit < t_stop):
                             t_stop = float(t_hit)
@@ -403,23 +419,31 @@ def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval,
                 last = solver.t if t_stop is None else t_stop
                 while next_output < outputs.size and outputs[next_output] <= last:
                     t_out = outputs[next_output]
-                    times.append(t_out)
-                    states.append(solver.y.copy() if t_out == solver.t else dense(t_out))
+                    keep(t_out, solver.y.copy() if t_out == solver.t else dense(t_out))
                     next_output += 1
             if t_stop is not None:  # a terminal event ends the run there
+                skipped = None
                 if times[-1] != t_stop:
-                    times.append(t_stop)
-                    states.append(dense(t_stop))
+                    keep(t_stop, dense(t_stop))
                 status, t_fail = L.STATUS_EVENT, t_stop
                 break
             if outputs is None:
-                times.append(solver.t)
-                states.append(solver.y.copy())
+                skipped = None if nsteps % every == 0 else (solver.t, solver.y.copy())
+                if skipped is None:
+                    keep(solver.t, solver.y.copy())
+    except _OutputFull as full:
+        status, t_fail, skipped = L.STATUS_OUTPUT_FULL, full.t, None
     except _StopRhs:
         status, t_fail = failure[0]
     except Exception as exc:  # noqa: BLE001 - an event function that failed: kept for the wrapper, as the bridge does
         status, t_fail = L.STATUS_INPUT_FAILED, (solver.t if solver is not None else t0)
         events.failure = (exc, t_fail)
+    if skipped is not None:  # the last accepted step is always a sample, if it fits
+        try:
+            keep(*skipped)
+        except _OutputFull:
+            if status == L.STATUS_OK:
+                status, t_fail = L.STATUS_OUTPUT_FULL, skipped[0]
     nfev = solver.nfev if solver is not None else 0
     return status, t_fail, np.array(times), np.array(states).reshape(-1, y0.size), nfev, nsteps, records
 
@@ -491,7 +515,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         are added.
     every : int
         Without t_eval: store every ``every``-th step (t0 and t_end always stored). Every sample keeps the whole
-        state (serial_chain(10_000): 160 kB), and the samples of a numba method may take at most its output
+        state (serial_chain(10_000): 160 kB), and the samples of a run (every method) may take at most its output
         budget, a quarter of the memory available when the run starts (``_runs.output_budget``: MemAvailable of
         /proc/meminfo, or a container's cgroup limit if lower; no limit where neither can be read): a run that
         would outgrow it stops with SimulationError, its samples so far kept. Pass every=K or t_eval for fewer.
@@ -782,11 +806,8 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
         atol = _positive(atol, "atol")
         with control:
             status, t_fail, t_out, y_out, nfev, nsteps, event_records = _scipy_run(
-                scipy_method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval_arr,
+                scipy_method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval_arr, every,
                 max_step if np.isfinite(max_step) else np.inf, first_step, events, max_steps, control)
-        if t_eval_arr is None and every > 1:
-            keep = np.unique(np.r_[0:t_out.size:every, t_out.size - 1])
-            t_out, y_out = t_out[keep], y_out[keep]
     else:
         newton = None
         if method == "bdf" and isinstance(model, Model3D):

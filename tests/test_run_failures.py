@@ -343,7 +343,7 @@ def test_the_default_output_budget_is_a_quarter_of_the_available_memory():
 
 ROWS = 7  # the samples a budget of ROWS samples' floats keeps
 BUDGETED = [("dopri5", {}, False), ("rk4", {"dt": 1e-3}, True), ("generalized_alpha", {"dt": 1e-3}, False),
-            ("bdf", {}, False)]
+            ("bdf", {}, False), ("scipy:RK45", {}, False)]
 
 
 def _stops_at_its_output_budget(monkeypatch, model, q0, qd0, method, options, progress, width):
