@@ -47,7 +47,7 @@ from ._runs import (  # the run machinery shared with implicit (generalized_alph
     event_callback,
     fixed_step_count,
     read_npz,  # noqa: F401 - tests, users
-    )
+)
 from .dynamics import as_vector, workspace
 from .errors import StateError
 from .model3d import Model3D
@@ -367,9 +367,12 @@ def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval,
     rows = integrators.budget_rows(control.output_budget, y0.size)  # the samples and events the budget holds
     control.sample_floats = y0.size + 1
 
-    def keep(t, y):
+    def make_room(t):  # for one more sample or event at time t
         if len(times) + len(records) >= rows:
             raise _OutputFull(t)
+
+    def keep(t, y):
+        make_room(t)
         times.append(t)
         states.append(y)
 
@@ -409,8 +412,7 @@ def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval,
                             lambda s, i=i, dense=dense: event_values(s, dense(s))[i], t_old, solver.t,
                             xtol=4 * np.finfo(float).eps * max(1.0, abs(solver.t)))
                         y_hit = solver.y.copy() if t_hit == solver.t else dense(t_hit)
-                        if len(times) + len(records) >= rows:
-                            raise _OutputFull(float(t_hit))
+                        make_room(float(t_hit))
                         records.append((i, float(t_hit), y_hit))
                         if events.terminal[i] and (t_stop is None or t_hit < t_stop):
                             t_stop = float(t_hit)
@@ -428,9 +430,11 @@ def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval,
                 status, t_fail = L.STATUS_EVENT, t_stop
                 break
             if outputs is None:
-                skipped = None if nsteps % every == 0 else (solver.t, solver.y.copy())
-                if skipped is None:
+                if nsteps % every == 0:
+                    skipped = None
                     keep(solver.t, solver.y.copy())
+                else:
+                    skipped = (solver.t, solver.y.copy())
     except _OutputFull as full:
         status, t_fail, skipped = L.STATUS_OUTPUT_FULL, full.t, None
     except _StopRhs:

@@ -142,7 +142,7 @@ def test_point_motion_checks_every_row_and_the_point(chain):
                                   "joint_reactions", "forward_kinematics", "forward_kinematics_angles"])
 def test_overflow_from_finite_inputs_is_an_error(chain, call):
     """qd = 1e155: qd^2 overflows to inf and the old code returned NaN accelerations, energies and reactions; q =
-    1e308 without qd: the absolute angles overflow and forward_kinematics returned them as inf (session 9)."""
+    1e308 without qd: the absolute angles overflow and forward_kinematics returned them as inf."""
     q, qd = np.zeros(3), np.full(3, 1e155)
     calls = {
         "forward_dynamics": lambda: rm.forward_dynamics(chain, q, qd),
