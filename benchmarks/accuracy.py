@@ -18,7 +18,7 @@ import numpy as np
 from _common import print_table, write_json
 
 import recursive_mbd as rm
-from recursive_mbd import chains
+from recursive_mbd.model import chains
 
 
 def main(sizes=(2, 10, 20, 40, 100, 200, 500, 1000), states=5):

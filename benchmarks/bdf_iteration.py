@@ -43,12 +43,12 @@ import numpy as np
 from _common import print_table, write_json
 
 import recursive_mbd as rm
-from recursive_mbd import studies
-from recursive_mbd._kernels.implicit import effective_factor, newton_correction, newton_residual
-from recursive_mbd._kernels.integrators import system_rhs
-from recursive_mbd._kernels.tree import forward_dynamics, kinematics_pass
-from recursive_mbd._runs import RecursiveTimeLoop, _Inputs
-from recursive_mbd.implicit import joint_spring_diagonals
+from recursive_mbd._kernels.planar.implicit import effective_factor, newton_correction, newton_residual
+from recursive_mbd._kernels.planar.tree import forward_dynamics, kinematics_pass
+from recursive_mbd._kernels.timeloops.integrators import system_rhs
+from recursive_mbd.analysis import studies
+from recursive_mbd.integrate.implicit import joint_spring_diagonals
+from recursive_mbd.integrate.runs import RecursiveTimeLoop, _Inputs
 
 AMPLITUDE = 1e-3  # [rad], as benchmarks/bdf.py
 njit = numba.njit(cache=True, error_model="numpy")

@@ -28,7 +28,7 @@ import numpy as np
 from _common import print_table, write_json
 
 import recursive_mbd as rm
-from recursive_mbd import studies
+from recursive_mbd.analysis import studies
 
 
 def timed(function, *args, **kwargs):

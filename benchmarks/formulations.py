@@ -90,10 +90,10 @@ from _common import print_table, write_json  # noqa: E402
 from forward_dynamics import chain_state, interleaved, mujoco_chain, pinocchio_chain  # noqa: E402
 
 import recursive_mbd as rm  # noqa: E402
-from recursive_mbd import augmented  # noqa: E402
-from recursive_mbd._kernels import augmented as aug_kernels  # noqa: E402
-from recursive_mbd._kernels import tree  # noqa: E402
-from recursive_mbd.dynamics import workspace  # noqa: E402
+from recursive_mbd._kernels.augmented import tree as aug_kernels  # noqa: E402
+from recursive_mbd._kernels.planar import tree  # noqa: E402
+from recursive_mbd.dynamics import augmented  # noqa: E402
+from recursive_mbd.model.workspace import workspace  # noqa: E402
 
 
 def binary_tree(n):

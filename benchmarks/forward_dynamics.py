@@ -32,9 +32,9 @@ from _common import median_time, print_table, write_json
 
 import recursive_mbd as rm
 from recursive_mbd._kernels import layout as L
-from recursive_mbd._kernels import tree
+from recursive_mbd._kernels.planar import tree
 from recursive_mbd._kernels.trig import sincos_array
-from recursive_mbd.dynamics import workspace
+from recursive_mbd.model.workspace import workspace
 
 
 def chain_state(n, seed=0):

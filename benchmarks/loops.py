@@ -21,8 +21,8 @@ import numpy as np
 from _common import median_time, print_table, write_json
 
 import recursive_mbd as rm
-from recursive_mbd._kernels import loops as kernels
-from recursive_mbd.loops import FILTER_RCOND, loop_workspace
+from recursive_mbd._kernels.planar import loops as kernels
+from recursive_mbd.dynamics.loops import FILTER_RCOND, loop_workspace
 
 
 def pinned_chain(n):

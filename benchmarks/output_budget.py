@@ -29,7 +29,8 @@ def child(method, n, budget_mb, t_end):
     import numpy as np  # noqa: PLC0415
 
     import recursive_mbd as rm  # noqa: PLC0415
-    from recursive_mbd import _runs, chains  # noqa: PLC0415
+    from recursive_mbd.integrate import runs as _runs  # noqa: PLC0415
+    from recursive_mbd.model import chains  # noqa: PLC0415
 
     model = chains.serial_chain(n)
     q0 = np.zeros(n)

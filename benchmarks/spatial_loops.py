@@ -25,10 +25,10 @@ from _common import median_time, print_table, write_json
 from forward_dynamics import interleaved
 
 import recursive_mbd as rm
-from recursive_mbd import spatial_loops
-from recursive_mbd._kernels import spatial as spatial_kernels
-from recursive_mbd._kernels import spatial_loops as kernels
-from recursive_mbd.loops import FILTER_RCOND
+from recursive_mbd._kernels.spatial import loops as kernels
+from recursive_mbd._kernels.spatial import tree as spatial_kernels
+from recursive_mbd.dynamics import spatial_loops
+from recursive_mbd.dynamics.loops import FILTER_RCOND
 
 
 def chain(n, tip_loop):

@@ -14,8 +14,8 @@ plane, issue 15's hanging swing in 3D) over 1 s: the error is the largest body-o
 against dop853 at rtol = atol = 1e-12; each method at its cheapest setting reaching 1e-3 of the amplitude
 (1e-6 m): dopri5 at the largest rtol = atol = 10^-k, generalized_alpha (rho_inf = 0.8, newton_tol = 1e-10) at
 the largest dt = 1e-2 / 2^k at which Newton converges (large tilts are not converged at large steps: the lagged
-terms of ``recursive_mbd.spatial_implicit``), bdf (orders up to 5, and max_order=2: A-stable, for an undamped
-chain's unresolved high modes, ``recursive_mbd._kernels.bdf``) at the largest rtol = atol = 10^-k.
+terms of ``recursive_mbd.integrate.spatial_implicit``), bdf (orders up to 5, and max_order=2: A-stable, for an undamped
+chain's unresolved high modes, ``recursive_mbd._kernels.planar.bdf``) at the largest rtol = atol = 10^-k.
 Steps, Newton iterations per step, wall time (warm: compiled before timing).
 
     python3 benchmarks/spatial_simulate.py implicit [N ...]     (default 100 1000)

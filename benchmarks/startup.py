@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "models" / "double_pendulum.toml"
 FIRST_CALL = ("import numpy as np, recursive_mbd as rm; m = rm.chains.serial_chain(10); "
               "rm.forward_dynamics(m, np.zeros(10), np.zeros(10))")
-HEAVY = ("numba", "scipy", "scipy.sparse", "matplotlib", "tqdm", "recursive_mbd.io", "recursive_mbd.cli")
+HEAVY = ("numba", "scipy", "scipy.sparse", "matplotlib", "tqdm", "recursive_mbd.files.io", "recursive_mbd.cli")
 
 
 def environment():

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from _options import parse, parser
 
-from recursive_mbd import studies
+from recursive_mbd.analysis import studies
 
 arg_parser = parser(__doc__, plot="DIR")
 arg_parser.add_argument("--quick", action="store_true", help="smaller n (a few seconds)")

@@ -15,7 +15,7 @@ import numpy as np
 from _options import parse, parser
 
 import recursive_mbd as rm
-from recursive_mbd import augmented
+from recursive_mbd.dynamics import augmented
 
 arg_parser = parser(__doc__, plot="FILE")
 arg_parser.add_argument("n", type=int, nargs="?", default=None, help="links (default 10; 4 with --quick)")

@@ -22,26 +22,25 @@ from .errors import ModelError, ResultFileError, SimulationError, StateError
 
 __version__ = "0.1.0"
 
-# Submodules reachable as attributes (``rm.chains``, ``rm.io``, ...), imported on first access.
-_SUBMODULES = ("analysis", "augmented", "batch", "chains", "implicit", "io", "joints", "loops", "models", "plot",
-               "spatial_loops", "studies")
+# Submodules reachable as attributes (``rm.chains``, ``rm.io``, ...) and where each lives, imported on first access.
+_SUBMODULES = {"analysis": "analysis", "augmented": "dynamics.augmented", "batch": "dynamics.batch", "chains": "model.chains", "implicit": "integrate.implicit", "io": "files.io", "joints": "model.joints", "loops": "dynamics.loops", "models": "analysis.models", "plot": "plot", "spatial_loops": "dynamics.spatial_loops", "studies": "analysis.studies"}
 
 # Public names and the submodule that defines each, imported on first access.
 _LAZY_NAMES = {
-    "assemble": "analysis", "joint_reactions": "analysis", "kinematic_analysis": "analysis",
-    "linearize": "analysis", "modes": "analysis", "static_equilibrium": "analysis",
-    "bias_forces": "dynamics", "element_forces": "dynamics", "energy": "dynamics", "forward_dynamics": "dynamics",
-    "forward_kinematics": "dynamics", "inverse_dynamics": "dynamics", "mass_matrix": "dynamics",
-    "point_kinematics": "dynamics",
-    "METHODS": "integrate", "SimulationResult": "integrate", "simulate": "integrate",
-    "LoopSolution": "loops", "RedundantConstraintWarning": "loops", "loop_dynamics": "loops",
-    "Mechanism": "mechanism",
-    "Model": "model",
-    "Model3D": "model3d", "difference": "model3d", "integrate_configuration": "model3d",
-    "solve_effective": "implicit",
-    "compiled_forward_dynamics": "compiled",
-    "EnsembleResult": "ensemble", "simulate_many": "ensemble",
-    "sweep": "sweeps",
+    "assemble": "analysis.analyses", "joint_reactions": "analysis.analyses", "kinematic_analysis": "analysis.analyses",
+    "linearize": "analysis.analyses", "modes": "analysis.analyses", "static_equilibrium": "analysis.analyses",
+    "bias_forces": "dynamics.calls", "element_forces": "dynamics.calls", "energy": "dynamics.calls", "forward_dynamics": "dynamics.calls",
+    "forward_kinematics": "dynamics.calls", "inverse_dynamics": "dynamics.calls", "mass_matrix": "dynamics.calls",
+    "point_kinematics": "dynamics.calls",
+    "METHODS": "integrate.simulate", "SimulationResult": "integrate.runs", "simulate": "integrate.simulate",
+    "LoopSolution": "dynamics.loops", "RedundantConstraintWarning": "dynamics.loops", "loop_dynamics": "dynamics.loops",
+    "Mechanism": "analysis.mechanism",
+    "Model": "model.planar",
+    "Model3D": "model.spatial", "difference": "model.spatial", "integrate_configuration": "model.spatial",
+    "solve_effective": "integrate.implicit",
+    "compiled_forward_dynamics": "dynamics.compiled",
+    "EnsembleResult": "integrate.ensemble", "simulate_many": "integrate.ensemble",
+    "sweep": "integrate.sweeps",
 }
 
 # Every public name (tests/test_imports.py checks that it matches the two tables above).
@@ -61,7 +60,7 @@ def __getattr__(name):
     if name in _LAZY_NAMES:
         value = getattr(importlib.import_module(f".{_LAZY_NAMES[name]}", __name__), name)
     elif name in _SUBMODULES:
-        value = importlib.import_module(f".{name}", __name__)
+        value = importlib.import_module(f".{_SUBMODULES[name]}", __name__)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value  # later accesses skip this function

@@ -20,12 +20,12 @@ _REAL_KINDS = "biuf"  # bool, signed, unsigned, float
 
 def require_model(model, what="model"):
     """``model`` itself, or a TypeError naming ``what`` unless it is a ``recursive_mbd.Model``."""
-    # recognised by its class (or a base class) recursive_mbd.model.Model, not imported: model.py builds on this
+    # recognised by its class (or a base class) recursive_mbd.model.planar.Model, not imported: model.py builds on this
     # module, which stays free of import circles
     cls = model.__class__
-    if cls.__name__ == "Model" and cls.__module__ == "recursive_mbd.model":  # the common case, without the MRO walk
+    if cls.__name__ == "Model" and cls.__module__ == "recursive_mbd.model.planar":  # the common case, without the MRO walk
         return model
-    if not any(cls.__name__ == "Model" and cls.__module__ == "recursive_mbd.model" for cls in type(model).__mro__):
+    if not any(cls.__name__ == "Model" and cls.__module__ == "recursive_mbd.model.planar" for cls in type(model).__mro__):
         hint = " (call its .build() to get a Model)" if type(model).__name__ == "Mechanism" else ""
         raise TypeError(f"{what} must be a recursive_mbd.Model, got {type(model).__name__}{hint}")
     return model

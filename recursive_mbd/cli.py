@@ -2,7 +2,7 @@
 
 With no arguments it runs the built-in demo: a double pendulum and a 1000-link chain released from the horizontal,
 reporting what was simulated, the energy error and the speed. ``rmbd run FILE`` runs the analysis a model file
-(``recursive_mbd.io``) names, ``info``, ``plot``, ``animate`` and ``bench`` do what their ``--help`` says. Exit
+(``recursive_mbd.files.io``) names, ``info``, ``plot``, ``animate`` and ``bench`` do what their ``--help`` says. Exit
 codes: 0 ok, 1 an error in the input or the environment (a one-line message naming the place, at most
 ``MESSAGE_LIMIT`` characters; a missing optional package says how to install it), 2 an internal error (a bug:
 ``--debug``, before or after the subcommand, shows its traceback), 130 interrupted (Ctrl-C).
@@ -25,9 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, chains, io
-from . import joints as rm_joints
+from . import __version__
 from .errors import ModelError, SimulationError, StateError
+from .files import io
+from .model import chains
+from .model import joints as rm_joints
 
 # The dynamics, analyses and time loops (numba, scipy) are imported inside the commands that use them, so that
 # `rmbd --help` and `rmbd info` start in a fraction of a second.
@@ -58,7 +60,7 @@ def kernel_cache_empty():
     Reads where numba keeps the cache of the adaptive time loop (honours NUMBA_CACHE_DIR); False when that cannot
     be told, so the notice is at worst missing, never wrong."""
     try:
-        from ._kernels import integrators  # noqa: PLC0415
+        from ._kernels.timeloops import integrators  # noqa: PLC0415
 
         index = integrators.integrate_adaptive._cache._cache_file._index_path
     except (AttributeError, ImportError):
@@ -85,7 +87,7 @@ def _require(module, purpose, extra):
 
 
 def _run_case(label, model, q0, t_end, rtol, atol, samples, out):
-    from .integrate import simulate  # noqa: PLC0415  (numba: only for the commands that simulate)
+    from .integrate.simulate import simulate  # noqa: PLC0415  (numba: only for the commands that simulate)
 
     nq = model.nq
     qd0 = np.zeros(nq)
@@ -218,7 +220,7 @@ def _simulate_options(analysis, max_time):
 
 def _run(args, out):
     """rmbd run FILE: the analysis the file names; results to .npz (and CSV)."""
-    from .analysis import kinematic_analysis, modes, static_equilibrium  # noqa: PLC0415
+    from .analysis.analyses import kinematic_analysis, modes, static_equilibrium  # noqa: PLC0415
 
     target = _result_path(args.file, args.output)
     _check_output(target, args.force)
@@ -281,7 +283,7 @@ def _write_results(args, model, target, arrays, out):
 def _run_dynamics(args, spec, base, target, out):
     """The dynamics analysis of a model file (planar or spatial): the simulation's arrays for the .npz; a failed or
     interrupted run saves its samples so far next to ``target`` and raises."""
-    from .integrate import simulate  # noqa: PLC0415
+    from .integrate.simulate import simulate  # noqa: PLC0415
 
     model, analysis = spec.model, spec.analysis
     t_end, samples, method = analysis["t_end"], analysis["samples"], analysis["method"]
@@ -360,7 +362,7 @@ def _run_spatial(args, spec, target, out):
                          "of a Model3D); drivers apply to the kinematics analysis")
     if kind == "kinematics" and not spec.drivers:
         raise InputError(f"{args.file}: analysis.type: a kinematics analysis needs drivers ([[driver]] tables)")
-    from .analysis import kinematic_analysis, modes, static_equilibrium  # noqa: PLC0415
+    from .analysis.analyses import kinematic_analysis, modes, static_equilibrium  # noqa: PLC0415
 
     _compile_notice()
     base = {"kind": np.array(kind), "dimension": np.array(3), "body_names": np.array(model.names),
@@ -426,7 +428,7 @@ def _info(args, out):
     _print_list([f"  element {names[i]}" for i in _ends(len(names))], len(names), "elements", out)
     print(f"  analysis: {spec.analysis or 'none'}", file=out)
     shown = ", ".join(spec.defaults[:12]) + (f", and {len(spec.defaults) - 12} more" if len(spec.defaults) > 12 else "")
-    print(f"  defaults used (recursive_mbd.io format reference): {shown or 'none'}", file=out)
+    print(f"  defaults used (recursive_mbd.files.io format reference): {shown or 'none'}", file=out)
 
 
 def _info_spatial(args, spec, out):
@@ -460,7 +462,7 @@ def _info_spatial(args, spec, out):
                 len(drivers), "drivers", out)
     print(f"  analysis: {spec.analysis or 'none'}", file=out)
     shown = ", ".join(spec.defaults[:12]) + (f", and {len(spec.defaults) - 12} more" if len(spec.defaults) > 12 else "")
-    print(f"  defaults used (recursive_mbd.io format reference): {shown or 'none'}", file=out)
+    print(f"  defaults used (recursive_mbd.files.io format reference): {shown or 'none'}", file=out)
 
 
 def _driver_text(motion):
@@ -571,8 +573,8 @@ def _animate(args, out):
 
 
 def _bench(args, out):
-    from . import augmented  # noqa: PLC0415
-    from .dynamics import forward_dynamics  # noqa: PLC0415
+    from .dynamics import augmented  # noqa: PLC0415
+    from .dynamics.calls import forward_dynamics  # noqa: PLC0415
 
     print("forward dynamics per evaluation on serial chains [us] (median of repeats)", file=out)
     print(f"{'N':>6} {'recursive':>10} {'mass matrix':>12} {'augmented tree':>17}", file=out)
@@ -623,7 +625,7 @@ def main(argv=None, out=None):
     p_demo.add_argument("--links", type=int, default=1000, help="links of the long chain (default 1000)")
     p_demo.add_argument("--t-end", type=float, default=0.5, help="simulated time of the long chain [s]")
     p_run = sub.add_parser("run", parents=[common], help="run the analysis a model file names; results to .npz")
-    p_run.add_argument("file", help="model file (.toml or .deck; see recursive_mbd.io)")
+    p_run.add_argument("file", help="model file (.toml or .deck; see recursive_mbd.files.io)")
     p_run.add_argument("-o", "--output", help="result file (default: <file stem>.npz here)")
     p_run.add_argument("--csv", help="also write t, q, qd as CSV")
     p_run.add_argument("--force", action="store_true", help="overwrite existing result files")

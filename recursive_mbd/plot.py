@@ -32,9 +32,9 @@ import sys
 
 import numpy as np
 
-from . import joints
-from .dynamics import forward_kinematics
-from .model3d import Model3D, integrate_configuration
+from .dynamics.calls import forward_kinematics
+from .model import joints
+from .model.spatial import Model3D, integrate_configuration
 
 # ---- labels -------------------------------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ import scipy.optimize
 from conftest import rel_err
 
 import recursive_mbd as rm
-from recursive_mbd import analysis
+from recursive_mbd.analysis import analyses as analysis
 
 
 def compound_pendulum(mass=2.0, inertia=0.1, d=0.4):

@@ -6,10 +6,13 @@ from conftest import TREE_SPECS, build, random_state, rel_err
 from scipy.integrate import solve_ivp
 
 import recursive_mbd as rm
-from recursive_mbd import augmented, chains, integrate, joints
-from recursive_mbd._kernels import augmented_system, integrators
 from recursive_mbd._kernels import layout as L
-from recursive_mbd.dynamics import workspace
+from recursive_mbd._kernels.augmented import system as augmented_system
+from recursive_mbd._kernels.timeloops import integrators
+from recursive_mbd.dynamics import augmented
+from recursive_mbd.integrate import simulate as integrate
+from recursive_mbd.model import chains, joints
+from recursive_mbd.model.workspace import workspace
 
 SPECS = TREE_SPECS
 

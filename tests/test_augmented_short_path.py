@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 import recursive_mbd as rm
-from recursive_mbd import augmented, chains
-from recursive_mbd._kernels import augmented_entry
+from recursive_mbd._kernels.augmented import entry as augmented_entry
+from recursive_mbd.dynamics import augmented
+from recursive_mbd.model import chains
 
 pytestmark = pytest.mark.boundscheck  # also run under NUMBA_BOUNDSCHECK=1 in CI (.ci/run)
 

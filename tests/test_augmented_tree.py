@@ -9,7 +9,8 @@ import pytest
 from conftest import TREE_SPECS, build, rel_err
 
 import recursive_mbd as rm
-from recursive_mbd import augmented, chains, joints
+from recursive_mbd.dynamics import augmented
+from recursive_mbd.model import chains, joints
 
 pytestmark = pytest.mark.boundscheck  # also run under NUMBA_BOUNDSCHECK=1 in CI (.ci/run)
 

@@ -9,10 +9,11 @@ from conftest import TREE_SPECS, build, random_state
 from test_implicit import _rotation_rows
 
 import recursive_mbd as rm
-from recursive_mbd import SimulationError, chains
-from recursive_mbd._kernels import bdf as kernels
-from recursive_mbd.dynamics import workspace
-from recursive_mbd.implicit import gravity_stiffness
+from recursive_mbd import SimulationError
+from recursive_mbd._kernels.planar import bdf as kernels
+from recursive_mbd.integrate.implicit import gravity_stiffness
+from recursive_mbd.model import chains
+from recursive_mbd.model.workspace import workspace
 
 # Under NUMBA_BOUNDSCHECK=1 in CI (.ci/run) only the kernel test marked `boundscheck` below: each bdf time loop
 # specialisation compiles for about a minute there, and the whole module would take CI past its budget.

@@ -5,7 +5,7 @@ import pytest
 from conftest import rel_err
 
 import recursive_mbd as rm
-from recursive_mbd import chains
+from recursive_mbd.model import chains
 
 G = 9.81
 

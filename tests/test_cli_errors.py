@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import recursive_mbd as rm
-from recursive_mbd import cli, integrate
+from recursive_mbd import cli
+from recursive_mbd.integrate import simulate as integrate
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "examples" / "models"

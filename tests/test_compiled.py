@@ -99,8 +99,8 @@ def test_specialized_kernel_equals_forward_dynamics_and_raises_its_errors():
 def test_forward_dynamics_short_path_equals_the_generic_kernel_and_keeps_every_error():
     """rm.forward_dynamics itself takes the fixed-signature kernel on a plain tree once a call has set it up; every
     argument it refuses still gets the full route's error."""
-    from recursive_mbd._kernels import tree  # noqa: PLC0415
-    from recursive_mbd.dynamics import workspace  # noqa: PLC0415
+    from recursive_mbd._kernels.planar import tree  # noqa: PLC0415
+    from recursive_mbd.model.workspace import workspace  # noqa: PLC0415
 
     model = rm.chains.serial_chain(4)
     q, qd, tau = _state(4, seed=7)

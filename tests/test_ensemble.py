@@ -11,8 +11,8 @@ import pytest
 from numba.core.errors import NumbaExperimentalFeatureWarning
 
 import recursive_mbd as rm
-from recursive_mbd import ensemble
-from recursive_mbd.ensemble import EnsembleResult
+from recursive_mbd.integrate import ensemble
+from recursive_mbd.integrate.ensemble import EnsembleResult
 
 
 def double_pendulum(mass2=0.5, gravity=9.81, length2=0.5):

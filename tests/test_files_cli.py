@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import recursive_mbd as rm
 from recursive_mbd import cli
-from recursive_mbd.analysis import point_motion
+from recursive_mbd.analysis.analyses import point_motion
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "examples" / "models"

@@ -1,4 +1,4 @@
-"""The O(N) Newton matrix solve (solve_effective) and the generalised-alpha integrator (recursive_mbd.implicit)."""
+"""The O(N) Newton matrix solve (solve_effective) and the generalised-alpha integrator (recursive_mbd.integrate.implicit)."""
 
 import itertools
 
@@ -7,8 +7,8 @@ import pytest
 from conftest import TREE_SPECS, build, random_state, rel_err
 
 import recursive_mbd as rm
-from recursive_mbd.implicit import generalized_alpha_coefficients, simulate_generalized_alpha
-from recursive_mbd.joints import PLANAR, REVOLUTE
+from recursive_mbd.integrate.implicit import generalized_alpha_coefficients, simulate_generalized_alpha
+from recursive_mbd.model.joints import PLANAR, REVOLUTE
 
 # Under NUMBA_BOUNDSCHECK=1 in CI (.ci/run) only the tests marked `boundscheck` below: the Newton-matrix kernels (each
 # generalized-alpha loop specialisation compiles for about a minute there).
@@ -191,10 +191,10 @@ def test_serial_chain_residual_and_correction_passes_equal_the_tree_kernels():
     (inverse_dynamics_serial) and the correction's (effective_apply's serial sweeps) bit for bit, with and without
     element wrenches, the factorisation's to round-off; the same statuses for a non-finite input and a singular
     joint."""
-    from recursive_mbd._evaluation import workspace  # noqa: PLC0415
-    from recursive_mbd._kernels import implicit as kernels  # noqa: PLC0415
-    from recursive_mbd._kernels import tree  # noqa: PLC0415
     from recursive_mbd._kernels.layout import FLAGS, SERIAL_REVOLUTE, STATUS_SINGULAR  # noqa: PLC0415
+    from recursive_mbd._kernels.planar import implicit as kernels  # noqa: PLC0415
+    from recursive_mbd._kernels.planar import tree  # noqa: PLC0415
+    from recursive_mbd.model.workspace import workspace  # noqa: PLC0415
 
     rng = np.random.default_rng(7)
     no_driven = np.zeros(0, dtype=np.uint8)

@@ -10,7 +10,7 @@ import pytest
 import recursive_mbd as rm
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("numpy", "numba", "scipy", "scipy.sparse", "matplotlib", "tqdm", "recursive_mbd.io", "recursive_mbd.cli")
+HEAVY = ("numpy", "numba", "scipy", "scipy.sparse", "matplotlib", "tqdm", "recursive_mbd.files.io", "recursive_mbd.cli")
 
 
 def _python(code, **env):
@@ -41,7 +41,7 @@ def test_every_public_name_resolves(name):
     assert value is getattr(rm, name)
     assert name in dir(rm)
     if name in rm._SUBMODULES:
-        assert value.__name__ == f"recursive_mbd.{name}"
+        assert value.__name__ == f"recursive_mbd.{rm._SUBMODULES[name]}"
     else:
         assert getattr(value, "__name__", name) == name or name == "METHODS"
 
@@ -54,8 +54,8 @@ def test_public_tables_match_all():
 
 def test_lazy_names_are_the_defining_objects():
     from recursive_mbd import Model, simulate  # noqa: PLC0415  (from-import goes through __getattr__)
-    from recursive_mbd.integrate import simulate as defined_simulate  # noqa: PLC0415
-    from recursive_mbd.model import Model as DefinedModel  # noqa: PLC0415
+    from recursive_mbd.integrate.simulate import simulate as defined_simulate  # noqa: PLC0415
+    from recursive_mbd.model.planar import Model as DefinedModel  # noqa: PLC0415
 
     assert simulate is defined_simulate and Model is DefinedModel
     assert rm.chains.serial_chain(2).nq == 2

@@ -6,7 +6,8 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import recursive_mbd as rm
-from recursive_mbd import ModelError, SimulationError, StateError, chains
+from recursive_mbd import ModelError, SimulationError, StateError
+from recursive_mbd.model import chains
 
 
 def test_seed000_energy_balance_and_two_integrators_agree():

@@ -1,5 +1,6 @@
-"""The layers call downward only (DESIGN.md, "Architecture"): no import circles, and the time loops know no
-formulation by name. Imports are read from the source (module level and inside functions alike)."""
+"""The layers import downward only (docs/conventions.md, "Layout"): no import circles, no import from a lower layer
+to a higher one, a bounded number of import floors, and time loops that know no formulation by name. Imports are
+read from the source (module level and inside functions alike)."""
 
 import ast
 import subprocess
@@ -66,41 +67,100 @@ def _graph():
     return {name: _imports(name, path, modules) for name, path in modules.items()}
 
 
+# The layers, bottom to top: a module may import its own layer and the layers below it, never one above.
+LAYERS = (
+    ("recursive_mbd.errors", "recursive_mbd._checks"),  # the foundation: exceptions and argument checks
+    ("recursive_mbd._kernels",),  # numba kernels: pure functions of arrays
+    ("recursive_mbd.model",),  # builders: planar and spatial models, chains, joint types
+    ("recursive_mbd.dynamics",),  # per-call functions, loop layers, the augmented formulation, batch calls
+    ("recursive_mbd.integrate",),  # simulate, the run machinery, implicit and bdf front ends, ensembles, sweeps
+    ("recursive_mbd.analysis",),  # assembly, kinematics, statics, modes, mechanisms, reference models, studies
+    ("recursive_mbd.files",),  # model files, decks, result files
+    ("recursive_mbd.plot", "recursive_mbd.cli", "recursive_mbd.__main__"),  # pictures and the command line
+)
+# Inside the kernels: the shared layouts below the formulations, the compiled time loops beside them.
+KERNEL_LAYERS = (
+    ("recursive_mbd._kernels.layout", "recursive_mbd._kernels.trig", "recursive_mbd._kernels.joint_types"),
+    ("recursive_mbd._kernels.timeloops", "recursive_mbd._kernels.planar"),
+    ("recursive_mbd._kernels.spatial", "recursive_mbd._kernels.augmented"),
+)
+MAX_FLOORS = 10  # the longest chain of imports, kernels to command line
 
 
-def test_the_time_loops_and_the_formulations_are_in_no_import_circle():
+def _layer(name, layers):
+    for level, prefixes in enumerate(layers):
+        if any(name == p or name.startswith(p + ".") for p in prefixes):
+            return level
+    return None
+
+
+def _floors(graph):
+    """The floor of each module: 1 + the highest floor among the modules it imports."""
+    floors = {}
+
+    def floor(name):
+        if name not in floors:
+            floors[name] = 1 + max((floor(m) for m in graph[name]), default=0)
+        return floors[name]
+
+    for name in graph:
+        floor(name)
+    return floors
+
+
+def test_no_import_circles():
+    assert _circles(_graph()) == []
+
+
+def test_every_module_has_a_layer_and_imports_only_its_own_and_lower_ones():
     graph = _graph()
-    circles = _circles(graph)
-    assert circles == []
-    # the formulations, the kernels and the time loops (integrate dispatches down to implicit and bdf, which share
-    # the run machinery of _runs below all three) in none at all
-    layered = {"recursive_mbd.augmented", "recursive_mbd._checks", "recursive_mbd.model", "recursive_mbd.dynamics",
-               "recursive_mbd.loops", "recursive_mbd._evaluation", "recursive_mbd.integrate",
-               "recursive_mbd.implicit", "recursive_mbd.bdf", "recursive_mbd._runs"}
-    layered |= {name for name in graph if name.startswith("recursive_mbd._kernels")}
-    for component in circles:
-        assert not component & layered, f"import circle {sorted(component)}"
-    for method_module in ("recursive_mbd.implicit", "recursive_mbd.bdf", "recursive_mbd._runs"):
-        assert "recursive_mbd.integrate" not in graph[method_module], f"{method_module} imports integrate"
+    for layers in (LAYERS, KERNEL_LAYERS):
+        for name, imported in graph.items():
+            level = _layer(name, layers)
+            if layers is LAYERS:
+                assert level is not None or name == "recursive_mbd", f"{name} belongs to no layer"
+            if level is None:
+                continue
+            for other in imported:
+                other_level = _layer(other, layers)
+                assert other_level is None or other_level <= level, f"{name} imports {other}, a higher layer"
+
+
+def test_at_least_four_layers_are_subpackages_besides_the_kernels():
+    packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")} - {"_kernels"}
+    assert len(packages) >= 4, packages
+
+
+def test_the_import_floors_from_the_kernels_to_the_command_line_are_few():
+    floors = _floors(_graph())
+    highest = max(floors.values())
+    chain = max(floors, key=floors.get)
+    assert highest <= MAX_FLOORS, f"{highest} import floors (up to {chain})"
+
+
+def test_the_method_front_ends_build_on_the_run_machinery_not_on_simulate():
+    graph = _graph()
+    for method_module in ("implicit", "spatial_implicit", "bdf", "runs"):
+        assert "recursive_mbd.integrate.simulate" not in graph[f"recursive_mbd.integrate.{method_module}"]
 
 
 def test_the_compiled_time_loops_know_no_formulation():
     graph = _graph()
-    assert graph["recursive_mbd._kernels.integrators"] == {"recursive_mbd._kernels.formulation",
-                                                           "recursive_mbd._kernels.layout"}
-    assert graph["recursive_mbd._kernels.formulation"] == set()
-    for formulation in ("recursive_system", "augmented_system"):  # each implements the interface, not the loops
-        assert "recursive_mbd._kernels.integrators" not in graph[f"recursive_mbd._kernels.{formulation}"]
-    assert "recursive_mbd.integrate" not in graph["recursive_mbd.augmented"]
+    assert graph["recursive_mbd._kernels.timeloops.integrators"] == {"recursive_mbd._kernels.timeloops.formulation",
+                                                                     "recursive_mbd._kernels.layout"}
+    assert graph["recursive_mbd._kernels.timeloops.formulation"] == set()
+    for formulation in ("planar", "spatial", "augmented"):  # each implements the interface, not the loops
+        assert "recursive_mbd._kernels.timeloops.integrators" not in graph[f"recursive_mbd._kernels.{formulation}.system"]
+    assert not any(m.startswith("recursive_mbd.integrate") for m in graph["recursive_mbd.dynamics.augmented"])
     # the loop layer builds on the shared evaluation pieces, not on the public tree entry that dispatches to it
-    assert "recursive_mbd.dynamics" not in graph["recursive_mbd.loops"]
-    assert "recursive_mbd.loops" in graph["recursive_mbd.dynamics"]
+    assert "recursive_mbd.dynamics.calls" not in graph["recursive_mbd.dynamics.loops"]
+    assert "recursive_mbd.dynamics.loops" in graph["recursive_mbd.dynamics.calls"]
 
 
 def test_the_time_loop_kernels_import_alone_in_a_fresh_interpreter():
-    code = ("import sys\nimport recursive_mbd._kernels.integrators\n"
+    code = ("import sys\nimport recursive_mbd._kernels.timeloops.integrators\n"
             "print(*sorted(m for m in sys.modules if m.startswith('recursive_mbd.') and m != 'recursive_mbd.errors'))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
                             env={"PYTHONPATH": str(ROOT), "PATH": ""}).stdout.split()
-    assert loaded == ["recursive_mbd._kernels", "recursive_mbd._kernels.formulation",
-                      "recursive_mbd._kernels.integrators", "recursive_mbd._kernels.layout"]
+    assert loaded == ["recursive_mbd._kernels", "recursive_mbd._kernels.layout", "recursive_mbd._kernels.timeloops",
+                      "recursive_mbd._kernels.timeloops.formulation", "recursive_mbd._kernels.timeloops.integrators"]

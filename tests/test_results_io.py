@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 import recursive_mbd as rm
-from recursive_mbd import ResultFileError, SimulationError, SimulationResult, chains
-from recursive_mbd.integrate import read_npz
+from recursive_mbd import ResultFileError, SimulationError, SimulationResult
+from recursive_mbd.integrate.runs import read_npz
+from recursive_mbd.model import chains
 
 
 def falling(t, q, qd):

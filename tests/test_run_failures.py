@@ -19,7 +19,9 @@ import numpy as np
 import pytest
 
 import recursive_mbd as rm
-from recursive_mbd import SimulationError, _runs, chains
+from recursive_mbd import SimulationError
+from recursive_mbd.integrate import runs as _runs
+from recursive_mbd.model import chains
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = [("dopri5", {}), ("dop853", {}), ("rk4", {"dt": 1e-3}), ("implicit_midpoint", {"dt": 1e-3}),
@@ -322,7 +324,7 @@ def test_output_that_cannot_grow_says_why_and_what_to_do(progress):
     """A compiled loop whose output buffers cannot double below the output budget (memory taken by others during
     the run) raises MemoryError naming the sample size, the budget and every= / t_eval, with or without progress
     pieces."""
-    from recursive_mbd._runs import _run_segments  # noqa: PLC0415
+    from recursive_mbd.integrate.runs import _run_segments  # noqa: PLC0415
 
     def run(y, ta, tb, t_eval, budget):
         raise MemoryError("Allocation failed (probably too large).")

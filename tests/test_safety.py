@@ -324,7 +324,7 @@ def test_boundscheck_run_catches_an_out_of_range_kernel_access(tmp_path):
     code = f"""
         import numpy as np
         from recursive_mbd._kernels import layout
-        from recursive_mbd._kernels.loops import body_accelerations
+        from recursive_mbd._kernels.planar.loops import body_accelerations
         body_int = np.load({str(tmp_path / "body_int.npy")!r})
         try:
             body_accelerations(body_int, np.zeros((3, layout.W_TREE), order="F"), np.zeros(1), np.zeros((3, 3)))

@@ -5,9 +5,10 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import recursive_mbd as rm
-from recursive_mbd import SimulationError, chains
-from recursive_mbd._kernels import integrators
-from recursive_mbd.integrate import TABLEAUS
+from recursive_mbd import SimulationError
+from recursive_mbd._kernels.timeloops import integrators
+from recursive_mbd.integrate.simulate import TABLEAUS
+from recursive_mbd.model import chains
 
 
 @pytest.mark.parametrize("name", sorted(TABLEAUS))

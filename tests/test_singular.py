@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import recursive_mbd as rm
-from recursive_mbd.models import _rod
+from recursive_mbd.analysis.models import _rod
 
 G = 9.81
 

@@ -18,8 +18,8 @@ from test_spatial_loops import _four_bar_planar, _four_bar_spatial
 
 import recursive_mbd as rm
 from recursive_mbd.errors import SimulationError
-from recursive_mbd.integrate import SpatialTimeLoop
-from recursive_mbd.model3d import quaternion_matrix
+from recursive_mbd.integrate.simulate import SpatialTimeLoop
+from recursive_mbd.model.spatial import quaternion_matrix
 
 
 def _mixed_tree():

@@ -395,7 +395,7 @@ def test_short_path_refusals_take_the_full_route(ball_chain):
     """Once the workspace exists, rm.forward_dynamics on a spatial tree calls the fixed-signature kernel
     (``_kernels.spatial_entry``): whatever its dispatch or its length check refuses gets the full route's answer or
     error, and what it accepts gets the full route's answer bit for bit."""
-    from recursive_mbd import spatial  # noqa: PLC0415  (imported lazily by rm.forward_dynamics)
+    from recursive_mbd.dynamics import spatial  # noqa: PLC0415  (imported lazily by rm.forward_dynamics)
 
     q, v, tau = ball_chain.neutral(), np.array([0.1, 0.2, 0.3, 0.4]), np.array([0.5, -0.2, 0.1, 0.3])
     q[1:5] = [0.9, 0.1, -0.3, 0.2]

@@ -19,7 +19,7 @@ from spatial_reference import (
 import recursive_mbd as rm
 from recursive_mbd import cli
 from recursive_mbd.errors import ModelError, StateError
-from recursive_mbd.io import FileFormatError
+from recursive_mbd.files.io import FileFormatError
 
 # Under NUMBA_BOUNDSCHECK=1 in CI (.ci/run) only the kernel-level tests marked `boundscheck` below (the element
 # kernel and forward dynamics): compiling the spatial time loops once more there would take CI past its budget.

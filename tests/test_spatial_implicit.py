@@ -10,11 +10,11 @@ import pytest
 from spatial_reference import random_spatial_tree
 
 import recursive_mbd as rm
-from recursive_mbd._kernels import spatial as spatial_kernels
-from recursive_mbd._kernels import spatial_implicit
-from recursive_mbd._kernels.spatial_layout import W_SPATIAL
+from recursive_mbd._kernels.spatial import implicit as spatial_implicit
+from recursive_mbd._kernels.spatial import tree as spatial_kernels
+from recursive_mbd._kernels.spatial.layout import W_SPATIAL
 from recursive_mbd.errors import SimulationError
-from recursive_mbd.integrate import SpatialTimeLoop
+from recursive_mbd.integrate.simulate import SpatialTimeLoop
 
 
 def _ball_chain(n, rod=0.5, mass=1.0, gravity=(0.0, 0.0, -9.81)):

@@ -14,7 +14,7 @@ import pytest
 from test_spatial_loops import _four_bar_planar, _four_bar_spatial, _rotated_four_bar
 
 import recursive_mbd as rm
-from recursive_mbd import spatial_loops
+from recursive_mbd.dynamics import spatial_loops
 from recursive_mbd.errors import SimulationError
 
 

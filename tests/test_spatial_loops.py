@@ -8,7 +8,7 @@ import pytest
 from test_spatial_core import random_tree
 
 import recursive_mbd as rm
-from recursive_mbd import spatial_loops
+from recursive_mbd.dynamics import spatial_loops
 from recursive_mbd.errors import ModelError, StateError
 
 JOINTS = ("revolute", "spherical", "universal", "free", "cylindrical", "prismatic", "planar")

@@ -10,7 +10,7 @@ from scipy.integrate import solve_ivp
 from test_spatial_loops import _four_bar_planar, _four_bar_spatial
 
 import recursive_mbd as rm
-from recursive_mbd import spatial_loops
+from recursive_mbd.dynamics import spatial_loops
 from recursive_mbd.errors import StateError
 
 

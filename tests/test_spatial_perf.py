@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import recursive_mbd as rm
-from recursive_mbd import spatial
+from recursive_mbd.dynamics import spatial
 from recursive_mbd.errors import ModelError
 
 
@@ -111,7 +111,7 @@ def test_default_names_are_generated_and_checked():
 def test_unit_force_responses_reuse_the_forward_dynamics_factorisation(joints):
     """M^-1 tau_r for several tau_r on the factorisation a forward-dynamics call at (q, v, tau, gravity) left:
     against a dense solve with the composite-rigid-body M (the factorisation depends on q only)."""
-    from recursive_mbd._kernels import spatial as kernels  # noqa: PLC0415
+    from recursive_mbd._kernels.spatial import tree as kernels  # noqa: PLC0415
 
     rng = np.random.default_rng(len(joints))
     model = random_tree(rng, joints)

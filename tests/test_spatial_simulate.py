@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 
 import recursive_mbd as rm
-from recursive_mbd._kernels import integrators
 from recursive_mbd._kernels import layout as L
-from recursive_mbd._kernels.spatial_system import project_state, projects
+from recursive_mbd._kernels.spatial.system import project_state, projects
+from recursive_mbd._kernels.timeloops import integrators
 from recursive_mbd.errors import SimulationError, StateError
-from recursive_mbd.integrate import SimulationResult, SpatialTimeLoop, _SpatialInputs
-from recursive_mbd.model3d import quaternion_matrix
+from recursive_mbd.integrate.runs import SimulationResult
+from recursive_mbd.integrate.simulate import SpatialTimeLoop, _SpatialInputs
+from recursive_mbd.model.spatial import quaternion_matrix
 
 
 def _rigid_body(joint, inertia=(1.0, 2.0, 3.0, 0.0, 0.0, 0.0), mass=2.0, gravity=(0.0, 0.0, 0.0), com=(0, 0, 0)):

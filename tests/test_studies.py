@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import recursive_mbd as rm
-from recursive_mbd import studies
+from recursive_mbd.analysis import studies
 
 BESSEL_J0_ZEROS = (2.404825557695773, 5.520078110286311, 8.653727912911013)  # Abramowitz & Stegun, table 9.5
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import recursive_mbd as rm
-from recursive_mbd.sweeps import grid_items, run_chunk
+from recursive_mbd.integrate.sweeps import grid_items, run_chunk
 
 
 def first_frequency(n, stiffness=0.0):

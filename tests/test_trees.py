@@ -186,8 +186,9 @@ def test_all_revolute_kernel_equals_the_general_passes_bit_for_bit(seed):
     random trees, on a serial chain of identical rods and on serial chains of random bodies (whose route leaves
     the orientations of pass 1 in the workspace, bit for bit those of the general pass 1)."""
     from recursive_mbd._kernels import layout as L  # noqa: PLC0415
-    from recursive_mbd._kernels import tree  # noqa: PLC0415
-    from recursive_mbd.dynamics import _com_state, workspace  # noqa: PLC0415
+    from recursive_mbd._kernels.planar import tree  # noqa: PLC0415
+    from recursive_mbd.dynamics.calls import _com_state  # noqa: PLC0415
+    from recursive_mbd.model.workspace import workspace  # noqa: PLC0415
 
     rng = np.random.default_rng(seed)
     spec = [dict(body, joint="revolute", axis=None) for body in random_tree_spec(rng, int(rng.integers(1, 30)))]
@@ -238,8 +239,8 @@ def test_serial_route_reports_the_statuses_of_the_general_passes():
     input must still be named as the general passes name it (the first non-finite entry of q, then qd, then tau),
     and an overflow likewise."""
     from recursive_mbd._kernels import layout as L  # noqa: PLC0415
-    from recursive_mbd._kernels import tree  # noqa: PLC0415
-    from recursive_mbd.dynamics import workspace  # noqa: PLC0415
+    from recursive_mbd._kernels.planar import tree  # noqa: PLC0415
+    from recursive_mbd.model.workspace import workspace  # noqa: PLC0415
 
     model = rm.chains.serial_chain(7).compile()
     assert model.body_int[0, L.FLAGS] & L.SERIAL_REVOLUTE

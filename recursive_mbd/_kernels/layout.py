@@ -18,7 +18,7 @@ Status codes returned by kernels: 0 is success; otherwise ``kind | (index << 4)`
 
 # ---- body_int: (nbodies, 5) int64 -------------------------------------------------------------------------------
 PARENT = 0  # parent body index, -1 for the ground; parents come before children
-JTYPE = 1  # joint type code (recursive_mbd.joints)
+JTYPE = 1  # joint type code (recursive_mbd.model.joints)
 QIDX = 2  # index of the joint's first coordinate in q
 NDOF = 3  # number of joint coordinates (0, 1 or 3)
 FLAGS = 4  # bit set below: lets the passes carry a parent's data in registers and skip initialisation sweeps

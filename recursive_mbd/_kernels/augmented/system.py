@@ -1,0 +1,666 @@
+"""The augmented absolute-coordinate formulation (seed 000) as a time loop's system.
+
+``AugmentedSystem`` holds the model's packed arrays, the run's inputs and the tree solver's preallocated
+workspace (``augmented``); the functions below implement the interface of ``formulation`` for it. The integrated
+state is y = (z, zd, W_dissipated, W_applied), shape (6 nbodies + 2,): the absolute coordinates (x, y, theta) of
+every centre of mass and their rates, row by row, then the work terms. Each evaluation assembles the joints' rows
+and solves the KKT system of seed 000 eqs. 10, 13 (Baumgarte's terms, eqs. 15-17) by the tree-ordered elimination
+(``augmented.factor_and_solve``); loops and drivers (q_k(z) = f(t), a rheonomic row) close it as auxiliary rows
+(``augmented.add_auxiliary_rows``). The projection (seed 000's alternative to Baumgarte) takes mass-orthogonal
+Gauss-Newton steps onto C(z) = 0 and then removes C_z zd, each a solve with the same factor.
+``recursive_mbd.dynamics.augmented`` builds the system.
+"""
+
+import math
+from collections import namedtuple
+
+import numba
+import numpy as np
+from numba.core import types
+from numba.extending import overload
+
+from ..joint_types import PRISMATIC
+from ..layout import ANGLE, AXX, COX, JTYPE, PARENT, PPX, STATUS_NONFINITE_STATE, STATUS_OK
+from ..planar.elements import element_forces
+from ..planar.loops import BRANCH_OFFSETS, BRANCH_STEP, REDUNDANT, branch_basis, filtered_solve
+from ..timeloops import formulation
+from .tree import (
+    F_JC,
+    F_JP,
+    add_auxiliary_rows,
+    factor_and_solve,
+    joint_coordinates,
+    loop_rows,
+    tree_residuals,
+    tree_solve,
+)
+
+njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
+
+# Projected runs follow the branch through change points (``loops.branch_normals``, here in absolute
+# coordinates): eigenvalues of the loop rows' Schur complement E H^-1 E^T in (REDUNDANT, BRANCH_ZONE] of the
+# largest mark the zone. The hard rank cut-off of the auxiliary solve (RCOND = 1e-10 of the scale) lies inside it,
+# and below 1e-6 the displaced points need not go as far as in the recursive layer (whose filter reaches 1e-6).
+BRANCH_ZONE = 1e-8
+# relative cut-off of the solves on the branch rows' Schur complement N H^-1 N^T: the joints' directions in N
+# give round-off eigenvalues there (the tree solve holds them), the loops' are well conditioned
+BRANCH_SOLVE_RCOND = 1e-10
+
+AugmentedSystem = namedtuple("AugmentedSystem", [
+    "body_int", "body_real", "gravity",  # the packed model (model.py)
+    "elem_int", "elem_real",  # force elements
+    "loop_int", "loop_real",  # loops
+    "tau_const",  # (nq,) constant joint forces
+    "offsets",  # (2,) int64: slot of tau in u (-1: tau is constant), first driver slot (f, f', f'' per driver)
+    "drv_coord", "drv_body",  # (nd,) int64: the driven coordinates and the bodies whose joints hold them
+    "u",  # (ninputs,) the input vector the input callback fills
+    "q", "qd", "tau",  # (nq,) joint coordinates and rates recovered from (z, zd), joint forces of an evaluation
+    "ws", "com", "wrench", "jforce", "element_energy", "per_element",  # the shared element evaluation's arrays
+    "z", "zd", "zdd",  # (nbodies, 3) the absolute state of an evaluation and its accelerations
+    "row_start",  # (nbodies + 1,) int64: first tree row of each body's joint
+    "factor", "scratch", "stab", "power",  # the tree solver's workspace; stab (4,) = (alpha, beta, 0, 0)
+    "lam",  # (tree rows + k,) multipliers: the joints', the loops', the drivers'
+    # auxiliary rows (k = loop rows + drivers): bodies (k, 2), coefficients (k, 6), right-hand side, residual,
+    # and the scratch of add_auxiliary_rows: xb (nbodies, 3), xj (tree rows), schur (k, k), info (1,)
+    "aux_body", "aux_coef", "aux_rhs", "aux_res", "xb", "xj", "schur", "info",
+    # settings (5,) = (project: on, tol, max_iter, rcond of the auxiliary solve, joint state needed: 1/0)
+    "settings",
+])
+
+
+def _is_augmented(system):
+    return isinstance(system, types.BaseNamedTuple) and system.instance_class is AugmentedSystem
+
+
+@njit
+def driver_rows(body_int, body_real, z, zd, drv_coord, drv_body, u, first_slot, stab, aux_body, aux_coef, aux_rhs,
+                aux_res):
+    """Row q_k(z) - f(t) = 0 of each driver (f, f', f'' in u from ``first_slot`` on) as auxiliary rows: the
+    coefficients are d q_k / d z on the joint's child and parent (as ``recursive_mbd.dynamics.augmented.joint_jacobian``),
+    aux_rhs = f'' - (q_k'' at z'' = 0) - 2 alpha (q_k' - f') - beta^2 (q_k - f), aux_res = q_k - f."""
+    alpha = stab[0]
+    beta = stab[1]
+    for j in range(drv_coord.shape[0]):
+        i = drv_body[j]
+        p = body_int[i, PARENT]
+        slot = first_slot + 3 * j
+        f = u[slot]
+        f_rate = u[slot + 1]
+        f_acc = u[slot + 2]
+        thp = z[p, 2] if p >= 0 else 0.0
+        omp = zd[p, 2] if p >= 0 else 0.0
+        aux_body[j, 0] = i
+        aux_body[j, 1] = p
+        if body_int[i, JTYPE] != PRISMATIC:  # revolute: q = theta_c - theta_p - angle
+            value = z[i, 2] - thp - body_real[i, ANGLE]
+            rate = zd[i, 2] - omp
+            bias = 0.0
+            for col in range(6):
+                aux_coef[j, col] = 0.0
+            aux_coef[j, 2] = 1.0
+            aux_coef[j, 5] = -1.0
+        else:  # prismatic: q = u . D, D = P_c - P_p, u the axis in ground axes
+            th = z[i, 2]
+            om = zd[i, 2]
+            c = math.cos(th)
+            s = math.sin(th)
+            cox = -body_real[i, COX]
+            coy = -body_real[i, COX + 1]
+            acx = c * cox - s * coy
+            acy = s * cox + c * coy
+            cp = math.cos(thp)
+            sp = math.sin(thp)
+            apx = cp * body_real[i, PPX] - sp * body_real[i, PPX + 1]
+            apy = sp * body_real[i, PPX] + cp * body_real[i, PPX + 1]
+            cpx = z[p, 0] if p >= 0 else 0.0
+            cpy = z[p, 1] if p >= 0 else 0.0
+            vpx = zd[p, 0] if p >= 0 else 0.0
+            vpy = zd[p, 1] if p >= 0 else 0.0
+            gx = z[i, 0] + acx - cpx - apx
+            gy = z[i, 1] + acy - cpy - apy
+            rx = zd[i, 0] - om * acy - vpx + omp * apy  # D'
+            ry = zd[i, 1] + om * acx - vpy - omp * apx
+            ux = cp * body_real[i, AXX] - sp * body_real[i, AXX + 1]
+            uy = sp * body_real[i, AXX] + cp * body_real[i, AXX + 1]
+            value = ux * gx + uy * gy
+            rate = ux * rx + uy * ry + omp * (-uy * gx + ux * gy)
+            curve_x = -acx * om * om + apx * omp * omp  # D'' at z'' = 0
+            curve_y = -acy * om * om + apy * omp * omp
+            bias = -omp * omp * value + 2.0 * omp * (-uy * rx + ux * ry) + ux * curve_x + uy * curve_y
+            aux_coef[j, 0] = ux
+            aux_coef[j, 1] = uy
+            aux_coef[j, 2] = -ux * acy + uy * acx  # u . perp(arm_c)
+            aux_coef[j, 3] = -ux
+            aux_coef[j, 4] = -uy
+            aux_coef[j, 5] = (-uy * gx + ux * gy) - (-ux * apy + uy * apx)  # perp(u) . D - u . perp(arm_p)
+        aux_res[j] = value - f
+        aux_rhs[j] = f_acc - bias - 2.0 * alpha * (rate - f_rate) - beta * beta * aux_res[j]
+
+
+@njit
+def _load_state(inputs, key, system, t, y):
+    """(z, zd) from y, the joint state recovered from them where the inputs or elements need it, and the inputs
+    at t. Returns the inputs' status."""
+    z = system.z
+    zd = system.zd
+    n = z.shape[0]
+    for i in range(n):
+        for col in range(3):
+            z[i, col] = y[3 * i + col]
+            zd[i, col] = y[3 * n + 3 * i + col]
+    if system.settings[4] != 0.0:
+        joint_coordinates(system.body_int, system.body_real, z, zd, system.q, system.qd)
+    return inputs(key, t, system.q, system.qd, system.u)
+
+
+@njit
+def _auxiliary_rows(system, stab):
+    """The loops' and the drivers' rows at system.z, system.zd into the auxiliary arrays; returns the status."""
+    nl = system.loop_int.shape[0]
+    status = STATUS_OK
+    k_loops = system.aux_body.shape[0] - system.drv_coord.shape[0]
+    if nl > 0:
+        status = loop_rows(system.loop_int, system.loop_real, system.z, system.zd, stab, system.aux_body[:k_loops],
+                           system.aux_coef[:k_loops], system.aux_rhs[:k_loops], system.aux_res[:k_loops])
+    if system.drv_coord.shape[0] > 0:
+        driver_rows(system.body_int, system.body_real, system.z, system.zd, system.drv_coord, system.drv_body,
+                    system.u, system.offsets[1], stab, system.aux_body[k_loops:], system.aux_coef[k_loops:],
+                    system.aux_rhs[k_loops:], system.aux_res[k_loops:])
+    return status
+
+
+@njit
+def system_rhs(inputs, key, system, t, y, dy):
+    """dy = f(t, y): (zd, zdd, dissipated power, applied power); returns the status."""
+    status = _load_state(inputs, key, system, t, y)
+    if status != STATUS_OK:
+        return status
+    tau = system.tau
+    u = system.u
+    offsets = system.offsets
+    qd = system.qd
+    power_tau = 0.0
+    for k in range(tau.shape[0]):
+        tau[k] = system.tau_const[k] + (u[offsets[0] + k] if offsets[0] >= 0 else 0.0)
+        power_tau += tau[k] * qd[k]
+    energy = system.element_energy
+    has_elements = system.elem_int.shape[0] > 0
+    if has_elements:
+        status = element_forces(system.body_int, system.body_real, system.elem_int, system.elem_real, u, system.q,
+                                qd, system.ws, system.com, system.wrench, system.jforce, energy, system.per_element)
+        if status != STATUS_OK:
+            return status
+        for k in range(tau.shape[0]):
+            tau[k] += system.jforce[k]
+    zdd = system.zdd
+    lam = system.lam
+    status = factor_and_solve(system.body_int, system.body_real, system.gravity, system.row_start, system.z,
+                              system.zd, tau, system.wrench, system.stab, system.factor, system.scratch, zdd, lam,
+                              system.power)
+    if status != STATUS_OK:
+        return status
+    k_aux = system.aux_body.shape[0]
+    if k_aux > 0:
+        status = _auxiliary_rows(system, system.stab)
+        if status != STATUS_OK:
+            return status
+        add_auxiliary_rows(system.body_int, system.body_real, system.row_start, system.factor, system.aux_body,
+                           system.aux_coef, system.aux_rhs, system.settings[3], zdd, lam, system.xb, system.xj,
+                           system.schur, system.info)
+        if _follows_branches(system):
+            strong, weak = _schur_counts(system.schur)
+            if weak > 0:
+                status = _branch_dynamics(system, strong)
+                if status != STATUS_OK:
+                    return status
+    n = zdd.shape[0]
+    for i in range(n):
+        for col in range(3):
+            dy[3 * i + col] = system.zd[i, col]
+            dy[3 * n + 3 * i + col] = zdd[i, col]
+    power_drive = 0.0  # a driver's multiplier is minus its joint force: its power is -lambda f'
+    nd = system.drv_coord.shape[0]
+    first = lam.shape[0] - nd
+    for j in range(nd):
+        power_drive -= lam[first + j] * u[offsets[1] + 3 * j + 1]
+    if not system.settings[4] != 0.0:  # no joint state: tau is constant zero or its power came from the solver
+        power_tau = system.power[0]
+    dy[6 * n] = energy[1] if has_elements else 0.0
+    dy[6 * n + 1] = power_tau + (energy[2] if has_elements else 0.0) + power_drive
+    return STATUS_OK
+
+
+@njit
+def _correction(system, rates):
+    """The mass-orthogonal correction -M^-1 C_z^T (C_z M^-1 C_z^T)^+ r into system.zdd, for r the constraints'
+    residuals (rates False) or their rates C_z zd - (0, f') (rates True; f' the drivers' rates), with the factor
+    at system.z: the KKT system with the right-hand side (0, -r). Returns max |r|."""
+    body_int = system.body_int
+    factor = system.factor
+    row_start = system.row_start
+    zdd = system.zdd
+    lam = system.lam
+    zd = system.zd
+    n = zdd.shape[0]
+    mt = row_start[n]
+    gap = 0.0
+    zdd[:, :] = 0.0
+    if rates:
+        for i in range(n):
+            p = body_int[i, PARENT]
+            for r in range(row_start[i + 1] - row_start[i]):
+                v = (factor[i, F_JC + 3 * r] * zd[i, 0] + factor[i, F_JC + 3 * r + 1] * zd[i, 1]
+                     + factor[i, F_JC + 3 * r + 2] * zd[i, 2])
+                if p >= 0:
+                    v += (factor[i, F_JP + 3 * r] * zd[p, 0] + factor[i, F_JP + 3 * r + 1] * zd[p, 1]
+                          + factor[i, F_JP + 3 * r + 2] * zd[p, 2])
+                lam[row_start[i] + r] = -v
+                gap = max(gap, abs(v))
+    else:
+        for r in range(mt):
+            lam[r] = -system.xj[r]
+            gap = max(gap, abs(system.xj[r]))
+    tree_solve(body_int, row_start, factor, zdd, lam[:mt])
+    k = system.aux_body.shape[0]
+    if k > 0:
+        k_loops = k - system.drv_coord.shape[0]
+        for r in range(k):
+            if rates:  # E zd, minus f' for a driver's row q_k' = f'
+                v = 0.0
+                for side in range(2):
+                    body = system.aux_body[r, side]
+                    if body >= 0:
+                        for col in range(3):
+                            v += system.aux_coef[r, 3 * side + col] * zd[body, col]
+                if r >= k_loops:
+                    v -= system.u[system.offsets[1] + 3 * (r - k_loops) + 1]
+            else:
+                v = system.aux_res[r]
+            system.aux_rhs[r] = -v
+            gap = max(gap, abs(v))
+        add_auxiliary_rows(body_int, system.body_real, row_start, factor, system.aux_body, system.aux_coef,
+                           system.aux_rhs, system.settings[3], zdd, lam, system.xb, system.xj, system.schur,
+                           system.info)
+    return gap
+
+
+@njit
+def _factor_at(system):
+    """Factor the KKT matrix at system.z (rows of the joints, the loops, the drivers), the tree residuals into
+    system.xj; returns the status."""
+    status = factor_and_solve(system.body_int, system.body_real, system.gravity, system.row_start, system.z,
+                              system.zd, system.tau[:0], system.wrench[:0], system.stab[2:4], system.factor,
+                              system.scratch, system.zdd, system.lam, system.power)
+    if status != STATUS_OK:
+        return status
+    tree_residuals(system.body_int, system.body_real, system.row_start, system.z, system.zd, system.factor,
+                   system.scratch, system.xj)
+    if system.aux_body.shape[0] > 0:
+        return _auxiliary_rows(system, system.stab[2:4])
+    return STATUS_OK
+
+
+@njit
+def _close_positions(system):
+    """The Gauss-Newton steps of ``project_state`` on system.z in place, the factor left at the final z; returns
+    the status."""
+    z = system.z
+    zdd = system.zdd
+    n = z.shape[0]
+    tol = system.settings[1]
+    last_step = math.inf
+    stale = True
+    for _ in range(int(system.settings[2])):
+        status = _factor_at(system)
+        stale = False
+        if status != STATUS_OK:
+            return status
+        gap = _correction(system, False)
+        size = 0.0
+        for i in range(n):
+            for col in range(3):
+                size = max(size, abs(zdd[i, col]))
+        if (gap <= tol and size <= tol) or not size < 0.5 * last_step:
+            break
+        last_step = size
+        for i in range(n):
+            for col in range(3):
+                z[i, col] += zdd[i, col]
+        stale = True
+    if stale:
+        return _factor_at(system)
+    return STATUS_OK
+
+
+@njit
+def _follows_branches(system):
+    """True when the change-point treatment applies: a projected run with loops and no driver."""
+    k = system.aux_body.shape[0]
+    return system.settings[0] != 0.0 and k > 0 and system.drv_coord.shape[0] == 0
+
+
+@njit
+def _schur_counts(schur):
+    """(strong, weak): the eigenvalues of the symmetric Schur complement above BRANCH_ZONE of the largest, and
+    those in (REDUNDANT, BRANCH_ZONE] of it (a change point near)."""
+    for r in range(schur.shape[0]):
+        for c in range(schur.shape[1]):
+            if not math.isfinite(schur[r, c]):
+                return 0, 0
+    values = np.linalg.eigvalsh(schur)
+    top = values[-1]
+    strong = 0
+    weak = 0
+    if not top > 0.0:
+        return 0, 0
+    for v in values:
+        if v > BRANCH_ZONE * top:
+            strong += 1
+        elif v > REDUNDANT * top:
+            weak += 1
+    return strong, weak
+
+
+@njit
+def _dense_jacobian(system, out):
+    """out (tree rows + k, 3 nbodies) = C_z, the joints' rows and the auxiliary rows, at the factored z."""
+    body_int = system.body_int
+    factor = system.factor
+    row_start = system.row_start
+    n = system.z.shape[0]
+    mt = row_start[n]
+    out[:, :] = 0.0
+    for i in range(n):
+        p = body_int[i, PARENT]
+        for r in range(row_start[i + 1] - row_start[i]):
+            for col in range(3):
+                out[row_start[i] + r, 3 * i + col] = factor[i, F_JC + 3 * r + col]
+                if p >= 0:
+                    out[row_start[i] + r, 3 * p + col] = factor[i, F_JP + 3 * r + col]
+    for r in range(system.aux_body.shape[0]):
+        for side in range(2):
+            body = system.aux_body[r, side]
+            if body >= 0:
+                for col in range(3):
+                    out[mt + r, 3 * body + col] += system.aux_coef[r, 3 * side + col]
+
+
+@njit
+def _branch_normals(system, strong_here, normals, curvature):
+    """(status, R): the normal space (R rows, orthonormal, 3 nbodies columns) of the branch that (z, zd) follows
+    through a change point, and curvature[:R] = -N (dP/dt) zd, as ``loops.branch_normals`` does in joint
+    coordinates, here from the whole constraint Jacobian C_z (joints and loops) at the points z + c d zd / |zd|
+    closed by ``_close_positions``; R = 0 when no branch can be told. system.z and zd are restored, the factor
+    and the auxiliary rows are left at a displaced point. Allocates (only in the zone)."""
+    z = system.z
+    zd = system.zd
+    n = z.shape[0]
+    mt = system.row_start[n]
+    k = system.aux_body.shape[0]
+    tol = system.settings[1]
+    start = z.copy()
+    rates = zd.copy().reshape(3 * n)
+    speed = 0.0
+    for j in range(3 * n):
+        speed += rates[j] * rates[j]
+    speed = math.sqrt(speed)
+    if not speed > 0.0:
+        return STATUS_OK, 0
+    npts = BRANCH_OFFSETS.shape[0]
+    rows = np.zeros((npts, mt + k, 3 * n))
+    dense = np.empty((mt + k, 3 * n))
+    rank = -1
+    step = BRANCH_STEP
+    status = STATUS_OK
+    for attempt in range(3):
+        step = BRANCH_STEP * 3.0**attempt
+        rank = -1
+        for j in range(npts):
+            for i in range(n):
+                for col in range(3):
+                    z[i, col] = start[i, col] + BRANCH_OFFSETS[j] * step * rates[3 * i + col] / speed
+            status = _close_positions(system)
+            if status != STATUS_OK:
+                rank = -1
+                break
+            gap = 0.0
+            for r in range(mt):
+                gap = max(gap, abs(system.xj[r]))
+            for r in range(k):
+                gap = max(gap, abs(system.aux_res[r]))
+            if not gap <= 1e3 * tol:
+                rank = -1
+                break
+            add_auxiliary_rows(system.body_int, system.body_real, system.row_start, system.factor, system.aux_body,
+                               system.aux_coef, system.aux_rhs, system.settings[3], system.zdd, system.lam,
+                               system.xb, system.xj, system.schur, system.info)
+            strong, weak = _schur_counts(system.schur)
+            if weak > 0 or strong <= strong_here or (j > 0 and mt + strong != rank):
+                rank = -1
+                break
+            rank = mt + strong
+            _dense_jacobian(system, dense)
+            _, _, vt = np.linalg.svd(dense, full_matrices=False)
+            rows[j, :rank] = vt[:rank]
+        if rank > 0 or status != STATUS_OK:
+            break
+    z[:, :] = start
+    if status != STATUS_OK or rank <= 0:
+        return status, 0
+    branch_basis(rows, rank, rates, speed, step, normals, curvature)
+    return STATUS_OK, rank
+
+
+@njit
+def _branch_responses(system, normals, rank, resp, tree_resp):
+    """resp[r] = the tree-constrained response H^-1 N_r^T (z part, (3 nbodies,)) of each branch row and
+    tree_resp[r] its joint multipliers, by tree solves with the factor at z; returns the Schur complement
+    N H^-1 N^T (rank, rank)."""
+    n = system.z.shape[0]
+    mt = system.row_start[n]
+    xb = system.xb
+    xj = system.xj
+    for r in range(rank):
+        for i in range(n):
+            for col in range(3):
+                xb[i, col] = normals[r, 3 * i + col]
+        xj[:] = 0.0
+        tree_solve(system.body_int, system.row_start, system.factor, xb, xj)
+        for i in range(n):
+            for col in range(3):
+                resp[r, 3 * i + col] = xb[i, col]
+        for c in range(mt):
+            tree_resp[r, c] = xj[c]
+    schur = np.empty((rank, rank))
+    for r in range(rank):
+        for c in range(r + 1):
+            v = 0.0
+            for j in range(3 * n):
+                v += 0.5 * (normals[r, j] * resp[c, j] + normals[c, j] * resp[r, j])
+            schur[r, c] = v
+            schur[c, r] = v
+    return schur
+
+
+@njit
+def _branch_velocity(system, strong_here):
+    """The velocity correction of ``project_state`` near a change point, into system.zdd: the mass-orthogonal
+    projection of zd onto the tangent of the branch it follows (``_branch_normals``): first onto the joints'
+    constraints (a tree solve), then along H^-1 N^T onto N zd = 0 (the tree-constrained responses keep the
+    joints). Leaves the ordinary correction where no branch can be told. Returns the status."""
+    z = system.z
+    zd = system.zd
+    zdd = system.zdd
+    n = z.shape[0]
+    mt = system.row_start[n]
+    k = system.aux_body.shape[0]
+    normals = np.zeros((mt + k, 3 * n))
+    curvature = np.zeros(mt + k)
+    status, rank = _branch_normals(system, strong_here, normals, curvature)
+    if status != STATUS_OK:
+        return status
+    status = _factor_at(system)
+    if status != STATUS_OK:
+        return status
+    if rank == 0:
+        _correction(system, True)
+        return STATUS_OK
+    body_int = system.body_int
+    factor = system.factor
+    lam = system.lam
+    for i in range(n):  # the joints' rows: lam = -C_z zd, then the tree solve's correction
+        p = body_int[i, PARENT]
+        for r in range(system.row_start[i + 1] - system.row_start[i]):
+            v = (factor[i, F_JC + 3 * r] * zd[i, 0] + factor[i, F_JC + 3 * r + 1] * zd[i, 1]
+                 + factor[i, F_JC + 3 * r + 2] * zd[i, 2])
+            if p >= 0:
+                v += (factor[i, F_JP + 3 * r] * zd[p, 0] + factor[i, F_JP + 3 * r + 1] * zd[p, 1]
+                      + factor[i, F_JP + 3 * r + 2] * zd[p, 2])
+            lam[system.row_start[i] + r] = -v
+    zdd[:, :] = 0.0
+    tree_solve(body_int, system.row_start, factor, zdd, lam[:mt])
+    resp = np.empty((rank, 3 * n))
+    tree_resp = np.empty((rank, mt))
+    schur = _branch_responses(system, normals, rank, resp, tree_resp)
+    rate = np.empty(rank)
+    for r in range(rank):
+        v = 0.0
+        for i in range(n):
+            for col in range(3):
+                v += normals[r, 3 * i + col] * (zd[i, col] + zdd[i, col])
+        rate[r] = v
+    coef = np.empty(rank)
+    if filtered_solve(schur, rate, BRANCH_SOLVE_RCOND, coef) < 0:
+        return STATUS_NONFINITE_STATE
+    for r in range(rank):
+        for i in range(n):
+            for col in range(3):
+                zdd[i, col] -= coef[r] * resp[r, 3 * i + col]
+    return STATUS_OK
+
+
+@njit
+def _branch_dynamics(system, strong_here):
+    """zdd (and the joints' multipliers) on the branch through a change point, as ``loops.constrained_dynamics``
+    does: the tree solution zdd0 at z (system.tau, system.wrench), then the correction -H^-1 N^T mu with
+    (N H^-1 N^T) mu = N zdd0 - c (``_branch_normals``; the tree-constrained responses keep the joints' rows).
+    Where no branch can be told the filtered solution stays. Returns the status."""
+    z = system.z
+    n = z.shape[0]
+    mt = system.row_start[n]
+    k = system.aux_body.shape[0]
+    saved_zdd = system.zdd.copy()
+    saved_lam = system.lam.copy()
+    saved_power = system.power[0]
+    normals = np.zeros((mt + k, 3 * n))
+    curvature = np.zeros(mt + k)
+    status, rank = _branch_normals(system, strong_here, normals, curvature)
+    if status != STATUS_OK:
+        return status
+    if rank == 0:
+        system.zdd[:, :] = saved_zdd
+        system.lam[:] = saved_lam
+        system.power[0] = saved_power
+        return STATUS_OK
+    zdd = system.zdd
+    lam = system.lam
+    status = factor_and_solve(system.body_int, system.body_real, system.gravity, system.row_start, z, system.zd,
+                              system.tau, system.wrench, system.stab, system.factor, system.scratch, zdd, lam,
+                              system.power)
+    if status != STATUS_OK:
+        return status
+    for r in range(k):  # the loop rows' multipliers: the filtered ones (not used by the time loop)
+        lam[mt + r] = saved_lam[mt + r]
+    resp = np.empty((rank, 3 * n))
+    tree_resp = np.empty((rank, mt))
+    schur = _branch_responses(system, normals, rank, resp, tree_resp)
+    rhs = np.empty(rank)
+    for r in range(rank):
+        v = 0.0
+        for i in range(n):
+            for col in range(3):
+                v += normals[r, 3 * i + col] * zdd[i, col]
+        rhs[r] = v - curvature[r]
+    mu = np.empty(rank)
+    if filtered_solve(schur, rhs, BRANCH_SOLVE_RCOND, mu) < 0:
+        return STATUS_NONFINITE_STATE
+    for r in range(rank):
+        for i in range(n):
+            for col in range(3):
+                zdd[i, col] -= mu[r] * resp[r, 3 * i + col]
+        for c in range(mt):
+            lam[c] -= mu[r] * tree_resp[r, c]
+    return STATUS_OK
+
+
+@njit
+def project_state(inputs, key, system, t, y):
+    """Project y onto C(z) = 0 (joints, loops, drivers at t) and C_z zd = 0 in place (``recursive_mbd.dynamics.augmented
+    .project``): Gauss-Newton steps dz = -M^-1 C_z^T (C_z M^-1 C_z^T)^+ C until the step and |C| are below the
+    tolerance or the steps stop contracting (a singular position), then the velocity correction. Returns the
+    status."""
+    status = _load_state(inputs, key, system, t, y)
+    if status != STATUS_OK:
+        return status
+    z = system.z
+    zd = system.zd
+    zdd = system.zdd
+    n = z.shape[0]
+    status = _close_positions(system)
+    if status != STATUS_OK:
+        return status
+    _correction(system, True)
+    if _follows_branches(system):
+        strong, weak = _schur_counts(system.schur)
+        if weak > 0:
+            status = _branch_velocity(system, strong)
+            if status != STATUS_OK:
+                return status
+    for i in range(n):
+        for col in range(3):
+            zd[i, col] += zdd[i, col]
+            y[3 * i + col] = z[i, col]
+            y[3 * n + 3 * i + col] = zd[i, col]
+    return STATUS_OK
+
+
+@njit
+def constraint_gap(inputs, key, system, t, y, out):
+    """out[0] = max |C| of the joints', loops' and drivers' constraints at (t, y); returns the status."""
+    status = _load_state(inputs, key, system, t, y)
+    if status == STATUS_OK:
+        status = _factor_at(system)
+    gap = 0.0
+    for r in range(system.row_start[-1]):
+        gap = max(gap, abs(system.xj[r]))
+    for r in range(system.aux_res.shape[0]):
+        gap = max(gap, abs(system.aux_res[r]))
+    out[0] = gap
+    return status
+
+
+@njit
+def projects(system):
+    """True when the run projects onto the constraints (stabilization "projection")."""
+    return system.settings[0] != 0.0
+
+
+@overload(formulation.rhs, jit_options={"cache": True, "_nrt": True})
+def _rhs(inputs, key, system, t, y, dy):
+    if _is_augmented(system):
+        return lambda inputs, key, system, t, y, dy: system_rhs(inputs, key, system, t, y, dy)  # noqa: PLW0108
+    return None
+
+
+@overload(formulation.project, jit_options={"cache": True, "_nrt": True})
+def _project(inputs, key, system, t, y):
+    if _is_augmented(system):
+        return lambda inputs, key, system, t, y: project_state(inputs, key, system, t, y)  # noqa: PLW0108
+    return None
+
+
+@overload(formulation.projects, jit_options={"cache": True, "_nrt": True})
+def _projects(system):
+    if _is_augmented(system):
+        return lambda system: projects(system)  # noqa: PLW0108
+    return None

@@ -1,0 +1,950 @@
+"""O(N) solve of the Newton matrix of an implicit step in joint coordinates (derivation: ``recursive_mbd.integrate.implicit``).
+
+``effective_solve`` solves (J^T diag(A_i) J + diag(j_diag)) x = rhs, where J maps joint rates to the body
+velocities (v_i = B_i v_P + G_i qdot_i, seed 003 eq. 3.18), A_i = diag(c_m m_i, c_m m_i, c_m J_i + c_k K_i) with
+K_i the gravity geometric stiffness of body i, by an articulated-body recursion: tip to base, every joint is
+eliminated from its subtree (eq. 3.23 with the modified inertias); base to tip, the joint unknowns follow.
+"""
+
+import math
+
+import numba
+import numpy as np
+
+from ..layout import (
+    COX,
+    CS,
+    FLAGS,
+    GX,
+    INERTIA,
+    MASS,
+    NDOF,
+    PARENT,
+    QIDX,
+    RX,
+    SERIAL_REVOLUTE,
+    SN,
+    STATUS_EVENT,
+    STATUS_NO_CONVERGENCE,
+    STATUS_OK,
+    STATUS_OUTPUT_FULL,
+    STATUS_SINGULAR,
+)
+from ..timeloops.integrators import _fatal, _left, _poll, _store, illinois_update, system_rhs
+from .elements import element_forces
+from .loops import filtered_solve, loop_constraints
+from .system import _load_state
+from .tree import check_finite, inverse_dynamics, inverse_dynamics_serial, kinematics_pass, motion_column
+
+njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=True)
+
+# A joint block of the effective matrix is singular below this fraction of the norm of its entries' scale
+SINGULAR_RTOL = 1e-13
+# Newton corrections shrinking by less than this factor per iteration with factors of an earlier step: factorise
+# again at the current iterate
+SLOW_CONTRACTION = 0.05
+
+
+@njit
+def geometric_stiffness(body_int, body_real, gravity, ws, fsub, kb):
+    """Gravity geometric stiffness K_i [N m / rad] of every body (on its absolute angle) into ``kb``.
+
+    Needs pass 1 with every row (CS, SN, RX). K_i = f_i . e_i + sum over children k of F_k . d_k, with f_i = m_i g,
+    F_k the weight of the subtree of k, e_i = c_i - (joint point of i), d_k = (joint point of k) - c_i.
+    ``fsub`` (n, 2) receives the subtree weights.
+    """
+    n = body_int.shape[0]
+    for i in range(n):
+        fsub[i, 0] = body_real[i, MASS] * gravity[0]
+        fsub[i, 1] = body_real[i, MASS] * gravity[1]
+        kb[i] = 0.0
+    for i in range(n - 1, -1, -1):
+        c = ws[i, CS]
+        s = ws[i, SN]
+        ex = c * body_real[i, COX] - s * body_real[i, COX + 1]
+        ey = s * body_real[i, COX] + c * body_real[i, COX + 1]
+        kb[i] += fsub[i, 0] * ex + fsub[i, 1] * ey  # the whole subtree's weight acts through e_i
+        p = body_int[i, PARENT]
+        if p >= 0:
+            dx = ws[i, RX] - ex
+            dy = ws[i, RX + 1] - ey
+            kb[p] += fsub[i, 0] * dx + fsub[i, 1] * dy
+            fsub[p, 0] += fsub[i, 0]
+            fsub[p, 1] += fsub[i, 1]
+
+
+@njit
+def _inverse_small(dmat, nd, out):
+    """Inverse of the leading nd x nd block of ``dmat`` into ``out``; returns False if it is singular."""
+    if nd == 1:
+        if dmat[0, 0] == 0.0 or not math.isfinite(dmat[0, 0]):
+            return False
+        out[0, 0] = 1.0 / dmat[0, 0]
+        return True
+    a, b, c = dmat[0, 0], dmat[0, 1], dmat[0, 2]
+    d, e, f = dmat[1, 0], dmat[1, 1], dmat[1, 2]
+    g, h, k = dmat[2, 0], dmat[2, 1], dmat[2, 2]
+    c00 = e * k - f * h
+    c01 = -(d * k - f * g)
+    c02 = d * h - e * g
+    det = a * c00 + b * c01 + c * c02
+    scale = abs(a * c00) + abs(b * c01) + abs(c * c02)
+    if not (abs(det) > SINGULAR_RTOL * scale):
+        return False
+    out[0, 0] = c00 / det
+    out[1, 0] = c01 / det
+    out[2, 0] = c02 / det
+    out[0, 1] = -(b * k - c * h) / det
+    out[1, 1] = (a * k - c * g) / det
+    out[2, 1] = -(a * h - b * g) / det
+    out[0, 2] = (b * f - c * e) / det
+    out[1, 2] = -(a * f - c * d) / det
+    out[2, 2] = (a * e - b * d) / det
+    return True
+
+
+
+@njit
+def _locked(driven, i):
+    """True when body i's joint is driven (its coordinate prescribed: no unknown of the Newton step)."""
+    return driven.shape[0] > 0 and driven[i] != 0
+
+
+@njit
+def _effective_factor_serial(body_real, gravity, ws, c_mass, c_stiff, j_diag, uu, dinv, gcol, rvec, kb):
+    """``effective_factor`` on a serial revolute chain without driven joints (flag SERIAL_REVOLUTE): one tip-to-base
+    pass instead of three (geometric_stiffness's, its initialisation's and the elimination's), the child's
+    subtree weight, gravity-stiffness term and shifted articulated inertia (all 9 entries, as the tree kernel
+    forms them) carried in registers rather than added into the parent's rows; the same arithmetic in the same
+    order. Writes uu[:, :, 0], dinv[:, 0, 0], gcol[:, :, 0], rvec and kb; returns the status."""
+    n = body_real.shape[0]
+    wx = 0.0  # the child's subtree weight, its stiffness term F . d, its B^T Ia B (row-major 3x3)
+    wy = 0.0
+    k_child = 0.0
+    s00 = s01 = s02 = s10 = s11 = s12 = s20 = s21 = s22 = 0.0
+    for i in range(n - 1, -1, -1):
+        c = ws[i, CS]
+        s = ws[i, SN]
+        rx = ws[i, RX]
+        ry = ws[i, RX + 1]
+        gx = ws[i, GX]
+        gy = ws[i, GX + 1]
+        rvec[i, 0] = rx
+        rvec[i, 1] = ry
+        # geometric_stiffness: the subtree's weight acts through e_i, the children's through d_k
+        m_i = body_real[i, MASS]
+        fx = m_i * gravity[0] + wx
+        fy = m_i * gravity[1] + wy
+        ex = c * body_real[i, COX] - s * body_real[i, COX + 1]
+        ey = s * body_real[i, COX] + c * body_real[i, COX + 1]
+        k_i = k_child + (fx * ex + fy * ey)
+        kb[i] = k_i
+        k_child = fx * (rx - ex) + fy * (ry - ey)
+        wx = fx
+        wy = fy
+        # IA = (the child's shifted Ia) + M_i, then U = IA G, D = G^T U + joint diagonal (G = (gx, gy, 1))
+        m = c_mass * m_i
+        a00 = s00 + m
+        a01 = s01
+        a02 = s02
+        a10 = s10
+        a11 = s11 + m
+        a12 = s12
+        a20 = s20
+        a21 = s21
+        a22 = s22 + (c_mass * body_real[i, INERTIA] + c_stiff * k_i)
+        gcol[i, 0, 0] = gx
+        gcol[i, 1, 0] = gy
+        gcol[i, 2, 0] = 1.0
+        u0 = a00 * gx + a01 * gy + a02 * 1.0
+        u1 = a10 * gx + a11 * gy + a12 * 1.0
+        u2 = a20 * gx + a21 * gy + a22 * 1.0
+        uu[i, 0, 0] = u0
+        uu[i, 1, 0] = u1
+        uu[i, 2, 0] = u2
+        d = gx * u0 + gy * u1 + 1.0 * u2
+        d += j_diag[i]
+        if d == 0.0 or not math.isfinite(d):
+            return STATUS_SINGULAR | (i << 4)
+        d_inv = 1.0 / d
+        dinv[i, 0, 0] = d_inv
+        # articulated Ia = IA - U D^-1 U^T, shifted to the parent by B^T . B
+        t00 = a00 - u0 * d_inv * u0
+        t01 = a01 - u0 * d_inv * u1
+        t02 = a02 - u0 * d_inv * u2
+        t10 = a10 - u1 * d_inv * u0
+        t11 = a11 - u1 * d_inv * u1
+        t12 = a12 - u1 * d_inv * u2
+        t20 = a20 - u2 * d_inv * u0
+        t21 = a21 - u2 * d_inv * u1
+        t22 = a22 - u2 * d_inv * u2
+        c02 = -ry * t00 + rx * t01 + t02
+        c12 = -ry * t10 + rx * t11 + t12
+        c22 = -ry * t20 + rx * t21 + t22
+        s00 = t00
+        s01 = t01
+        s10 = t10
+        s11 = t11
+        s02 = c02
+        s12 = c12
+        s20 = -ry * t00 + rx * t10 + t20
+        s21 = -ry * t01 + rx * t11 + t21
+        s22 = -ry * c02 + rx * c12 + c22
+    return STATUS_OK
+
+
+@njit
+def effective_factor(body_int, body_real, gravity, ws, driven, c_mass, c_stiff, j_diag, ia, uu, dinv, gcol, rvec,
+                     fsub, kb, dmat):
+    """Tip-to-base elimination of S = c_mass M + c_stiff T^T diag(K_i) T + diag(j_diag) at the state in ``ws``.
+
+    ``ws`` must hold pass 1 with every row (``kinematics_pass(..., True)``). Writes the factors that
+    ``effective_apply`` needs and nothing else reads: uu (n, 3, 3) U = IA G, dinv (n, 3, 3) D^-1, gcol (n, 3, 3)
+    the columns of G (gcol[i, :, col]), rvec (n, 2) r of B; ia (n, 3, 3), fsub (n, 2), kb (n,), dmat (3, 3) are
+    scratch. Driven joints (``driven`` (nbodies,) uint8, or (0,)) are locked: their coordinates are no unknowns.
+    A serial revolute chain without driven joints takes ``_effective_factor_serial`` (ia, fsub, dmat unused).
+    Returns STATUS_SINGULAR | (body << 4) when a joint block is singular.
+    """
+    n = body_int.shape[0]
+    if n > 0 and driven.shape[0] == 0 and body_int[0, FLAGS] & SERIAL_REVOLUTE:
+        return _effective_factor_serial(body_real, gravity, ws, c_mass, c_stiff, j_diag, uu, dinv, gcol, rvec, kb)
+    geometric_stiffness(body_int, body_real, gravity, ws, fsub, kb)
+    for i in range(n):
+        rvec[i, 0] = ws[i, RX]
+        rvec[i, 1] = ws[i, RX + 1]
+        for a in range(3):
+            for b in range(3):
+                ia[i, a, b] = 0.0
+    for i in range(n - 1, -1, -1):
+        m = c_mass * body_real[i, MASS]
+        ia[i, 0, 0] += m
+        ia[i, 1, 1] += m
+        ia[i, 2, 2] += c_mass * body_real[i, INERTIA] + c_stiff * kb[i]
+        nd = 0 if _locked(driven, i) else body_int[i, NDOF]
+        k = body_int[i, QIDX]
+        for col in range(nd):  # U = IA G
+            gx, gy, gt = motion_column(body_int, ws, i, col)
+            gcol[i, 0, col] = gx
+            gcol[i, 1, col] = gy
+            gcol[i, 2, col] = gt
+            for a in range(3):
+                uu[i, a, col] = ia[i, a, 0] * gx + ia[i, a, 1] * gy + ia[i, a, 2] * gt
+        for r in range(nd):  # D = G^T IA G + joint diagonal
+            for col in range(nd):
+                dmat[r, col] = gcol[i, 0, r] * uu[i, 0, col] + gcol[i, 1, r] * uu[i, 1, col] + gcol[i, 2, r] * uu[
+                    i, 2, col]
+            dmat[r, r] += j_diag[k + r]
+        if nd > 0 and not _inverse_small(dmat, nd, dinv[i]):
+            return STATUS_SINGULAR | (i << 4)
+        p = body_int[i, PARENT]
+        if p < 0:
+            continue
+        # articulated matrix Ia = IA - U D^-1 U^T, shifted to the parent by B^T . B
+        for a in range(3):
+            for b in range(3):
+                acc = ia[i, a, b]
+                for r in range(nd):
+                    for col in range(nd):
+                        acc -= uu[i, a, r] * dinv[i, r, col] * uu[i, b, col]
+                dmat[a, b] = acc
+        rx = rvec[i, 0]
+        ry = rvec[i, 1]
+        # B = [[1, 0, -ry], [0, 1, rx], [0, 0, 1]]: B^T S B written out
+        s00, s01, s02 = dmat[0, 0], dmat[0, 1], dmat[0, 2]
+        s10, s11, s12 = dmat[1, 0], dmat[1, 1], dmat[1, 2]
+        s20, s21, s22 = dmat[2, 0], dmat[2, 1], dmat[2, 2]
+        c02 = -ry * s00 + rx * s01 + s02  # (S B)[:, 2]
+        c12 = -ry * s10 + rx * s11 + s12
+        c22 = -ry * s20 + rx * s21 + s22
+        ia[p, 0, 0] += s00
+        ia[p, 0, 1] += s01
+        ia[p, 1, 0] += s10
+        ia[p, 1, 1] += s11
+        ia[p, 0, 2] += c02
+        ia[p, 1, 2] += c12
+        ia[p, 2, 0] += -ry * s00 + rx * s10 + s20
+        ia[p, 2, 1] += -ry * s01 + rx * s11 + s21
+        ia[p, 2, 2] += -ry * c02 + rx * c12 + c22
+    return STATUS_OK
+
+
+@njit
+def _effective_apply_serial(uu, dinv, gcol, rvec, rhs, ub, x):
+    """``effective_apply`` on a serial revolute chain (flag SERIAL_REVOLUTE: the parent of body i is i - 1, q_i is
+    its joint's coordinate) without driven joints: the same arithmetic in the same order, the child's condensed
+    force (tip to base) and the parent's velocity (base to tip) carried in registers instead of the pa and vel rows
+    (no store and reload through memory on the sweeps' dependency chains, no parent, flag or joint-type loads)."""
+    n = uu.shape[0]
+    fx = 0.0  # B^T (pA + U D^-1 u) of the child, carried to its parent
+    fy = 0.0
+    ft = 0.0
+    for i in range(n - 1, -1, -1):  # tip to base: u = rhs - G^T pA, pA_parent = B^T (pA + U D^-1 u)
+        u = rhs[i] - (gcol[i, 0, 0] * fx + gcol[i, 1, 0] * fy + ft)  # G = (gx, gy, 1)
+        ub[i, 0] = u
+        w = dinv[i, 0, 0] * u
+        fx += uu[i, 0, 0] * w
+        fy += uu[i, 1, 0] * w
+        ft += uu[i, 2, 0] * w
+        ft = -rvec[i, 1] * fx + rvec[i, 0] * fy + ft
+    vx = 0.0  # v of the parent (the ground's: zero)
+    vy = 0.0
+    vt = 0.0
+    for i in range(n):  # base to tip: x_i = D^-1 (u - U^T B v_P), v_i = B v_P + G x_i
+        bx = vx - rvec[i, 1] * vt
+        by = vy + rvec[i, 0] * vt
+        xi = dinv[i, 0, 0] * (ub[i, 0] - (uu[i, 0, 0] * bx + uu[i, 1, 0] * by + uu[i, 2, 0] * vt))
+        x[i] = xi
+        vx = bx + gcol[i, 0, 0] * xi
+        vy = by + gcol[i, 1, 0] * xi
+        vt = vt + xi
+
+
+@njit
+def effective_apply(body_int, driven, uu, dinv, gcol, rvec, rhs, ub, pa, vel, x):
+    """x = S^-1 rhs (nq,) with the factors of ``effective_factor``: two sweeps, no kinematics, O(N).
+
+    Scratch ub, pa, vel (n, 3). Entries of driven coordinates in rhs are ignored and x is zero there. A serial
+    revolute chain without driven joints takes ``_effective_apply_serial`` (pa, vel not written).
+    """
+    n = body_int.shape[0]
+    if n > 0 and driven.shape[0] == 0 and body_int[0, FLAGS] & SERIAL_REVOLUTE:
+        _effective_apply_serial(uu, dinv, gcol, rvec, rhs, ub, x)
+        return
+    for i in range(n):
+        pa[i, 0] = 0.0
+        pa[i, 1] = 0.0
+        pa[i, 2] = 0.0
+    for i in range(n - 1, -1, -1):  # tip to base: u = rhs - G^T pA, pA_parent += B^T (pA + U D^-1 u)
+        nd = 0 if _locked(driven, i) else body_int[i, NDOF]
+        k = body_int[i, QIDX]
+        fx = pa[i, 0]
+        fy = pa[i, 1]
+        ft = pa[i, 2]
+        for col in range(nd):
+            ub[i, col] = rhs[k + col] - (gcol[i, 0, col] * fx + gcol[i, 1, col] * fy + gcol[i, 2, col] * ft)
+        for r in range(nd):
+            w = 0.0
+            for col in range(nd):
+                w += dinv[i, r, col] * ub[i, col]
+            fx += uu[i, 0, r] * w
+            fy += uu[i, 1, r] * w
+            ft += uu[i, 2, r] * w
+        p = body_int[i, PARENT]
+        if p >= 0:
+            pa[p, 0] += fx
+            pa[p, 1] += fy
+            pa[p, 2] += -rvec[i, 1] * fx + rvec[i, 0] * fy + ft
+    for i in range(n):  # base to tip: x_i = D^-1 (u - U^T B v_P), v_i = B v_P + G x_i
+        p = body_int[i, PARENT]
+        bx = 0.0
+        by = 0.0
+        bt = 0.0
+        if p >= 0:
+            bt = vel[p, 2]
+            bx = vel[p, 0] - rvec[i, 1] * bt
+            by = vel[p, 1] + rvec[i, 0] * bt
+        k = body_int[i, QIDX]
+        if _locked(driven, i):
+            x[k] = 0.0
+            nd = 0
+        else:
+            nd = body_int[i, NDOF]
+        for r in range(nd):
+            w = 0.0
+            for col in range(nd):
+                w += dinv[i, r, col] * (ub[i, col] - (uu[i, 0, col] * bx + uu[i, 1, col] * by + uu[i, 2, col] * bt))
+            x[k + r] = w
+        for col in range(nd):
+            bx += gcol[i, 0, col] * x[k + col]
+            by += gcol[i, 1, col] * x[k + col]
+            bt += gcol[i, 2, col] * x[k + col]
+        vel[i, 0] = bx
+        vel[i, 1] = by
+        vel[i, 2] = bt
+
+
+@njit
+def effective_solve(body_int, body_real, gravity, q, zero_qd, driven, c_mass, c_stiff, j_diag, rhs, ws,
+                    ia, uu, dinv, gcol, rvec, ub, pa, vel, fsub, kb, dmat, x):
+    """x from (c_mass M(q) + c_stiff T^T diag(K_i) T + diag(j_diag)) x = rhs in O(N); returns a status.
+
+    ``effective_factor`` at q, then ``effective_apply``. Scratch (n = nbodies): ia, uu, dinv, gcol (n, 3, 3);
+    ub, pa, vel (n, 3); rvec, fsub (n, 2); kb (n,); dmat (3, 3). ``ws`` is the model workspace. Status
+    STATUS_SINGULAR | (body << 4) when a joint block of the eliminated matrix is singular.
+    """
+    status = check_finite(q, zero_qd, rhs)
+    if status != STATUS_OK:
+        return status
+    kinematics_pass(body_int, body_real, q, zero_qd, ws, True)
+    status = effective_factor(body_int, body_real, gravity, ws, driven, c_mass, c_stiff, j_diag, ia, uu, dinv, gcol,
+                              rvec, fsub, kb, dmat)
+    if status != STATUS_OK:
+        return status
+    effective_apply(body_int, driven, uu, dinv, gcol, rvec, rhs, ub, pa, vel, x)
+    return STATUS_OK
+
+
+# ---- the generalised-alpha time loop --------------------------------------------------------------------------------
+
+
+@njit
+def newton_residual(inputs, key, system, t, y, qdd_free, lam, tau_need, residual, powers):
+    """The residual of the dynamics at the state y = (q_free, qd_free, ...) with accelerations qdd_free (nf,) and
+    loop multipliers lam (m,):
+
+        residual[j] = (M qdd + h - tau - Q_elements + J^T lam)[free[j]]     (nf,)  [N m or N]
+
+    by one inverse-dynamics pass (O(N)) after the inputs (tau functions, time-varying elements, drivers: their
+    q, qd, qdd) and the force elements at (t, q, qd). With loops the loop residual phi, Jacobian J, ... are left in
+    the loop scratch of ``system`` (system[22]: phi in [3], J in [5]). powers = (dissipated by the dampers,
+    applied by tau, elements and drivers) [W] at this state. ``tau_need`` (nq,) is scratch. Returns the status.
+    """
+    body_int = system[0]
+    free = system[5]
+    drv_coord = system[6]
+    tau_const = system[8]
+    offsets = system[9]
+    u = system[10]
+    q = system[11]
+    qd = system[12]
+    tau = system[13]
+    qdd = system[20]
+    loops = system[22]
+    nf = free.shape[0]
+    status = _load_state(inputs, key, system, t, y)  # q, qd, u; qdd of the driven coordinates
+    if status != STATUS_OK:
+        return status
+    for j in range(nf):
+        qdd[free[j]] = qdd_free[j]
+    power_tau = 0.0
+    for k in range(tau.shape[0]):
+        tau[k] = tau_const[k] + (u[offsets[0] + k] if offsets[0] >= 0 else 0.0)
+        power_tau += tau[k] * qd[k]
+    energy = system[18]
+    energy[1] = 0.0
+    energy[2] = 0.0
+    if system[3].shape[0] > 0:
+        status = element_forces(body_int, system[1], system[3], system[4], u, q, qd, system[14], system[15],
+                                system[16], system[17], energy, system[19])
+        if status != STATUS_OK:
+            return status
+        for k in range(tau.shape[0]):
+            tau[k] += system[17][k]
+    if loops[0].shape[0] == 0 and body_int.shape[0] > 0 and body_int[0, FLAGS] & SERIAL_REVOLUTE:
+        # a serial chain: two register passes (the loops would read the kinematics columns this leaves out)
+        status = inverse_dynamics_serial(system[1], system[2], q, qd, qdd, system[16], system[14], tau_need)
+    else:
+        status = inverse_dynamics(body_int, system[1], system[2], q, qd, qdd, system[16], system[14], tau_need)
+    if status != STATUS_OK:
+        return status
+    for k in range(tau.shape[0]):
+        tau_need[k] -= tau[k]
+    if loops[0].shape[0] > 0:
+        jac = loops[5]
+        status = loop_constraints(body_int, system[1], loops[0], loops[1], q, qd, system[14], system[15], loops[2],
+                                  loops[3], loops[4], jac, loops[6], loops[7])
+        if status != STATUS_OK:
+            return status
+        for r in range(lam.shape[0]):
+            for k in range(tau_need.shape[0]):
+                tau_need[k] += jac[r, k] * lam[r]
+    power_drive = 0.0  # the driver supplies what the equations at its coordinate lack
+    for j in range(drv_coord.shape[0]):
+        power_drive += tau_need[drv_coord[j]] * qd[drv_coord[j]]
+    for j in range(nf):
+        residual[j] = tau_need[free[j]]
+    powers[0] = energy[1]
+    powers[1] = power_tau + energy[2] + power_drive
+    return STATUS_OK
+
+
+@njit
+def _hermite(y0, y1, rate0, rate1, nf, h, theta, out):
+    """Cubic Hermite interpolation of q (from q, qd) and qd (from qd, qdd) at t + theta h; work terms linear.
+
+    Third-order accurate in the step, beyond the scheme's second order: the dense output adds no error of its own.
+    """
+    _hermite_span(y0, y1, rate0, rate1, 2 * nf, h, theta, out)
+
+
+@njit
+def _hermite_span(y0, y1, rate0, rate1, nsmooth, h, theta, out):
+    """``_hermite`` on the first ``nsmooth`` entries of y (their rates in rate0, rate1), the rest linear (the work
+    terms): the spatial loop's y = (q (nq), v (nv), W, W) has nsmooth = nq + nv."""
+    h00 = (1.0 + 2.0 * theta) * (1.0 - theta) ** 2
+    h10 = theta * (1.0 - theta) ** 2
+    h01 = theta * theta * (3.0 - 2.0 * theta)
+    h11 = theta * theta * (theta - 1.0)
+    for j in range(nsmooth):
+        out[j] = h00 * y0[j] + h * h10 * rate0[j] + h01 * y1[j] + h * h11 * rate1[j]
+    for j in range(nsmooth, y0.shape[0]):
+        out[j] = (1.0 - theta) * y0[j] + theta * y1[j]
+
+
+@njit
+def _output_row(y, lam_start, lam_end, theta, row):
+    """row = (y, lambda at theta in [0, 1] of the step: linear between the step's ends) for the output buffers."""
+    n = y.shape[0]
+    for j in range(n):
+        row[j] = y[j]
+    for r in range(lam_end.shape[0]):
+        row[n + r] = (1.0 - theta) * lam_start[r] + theta * lam_end[r]
+
+
+@njit
+def _locate(events, events_key, index, t, h, y0, y1, rate0, rate1, nf, g0, g1, ytmp, values):
+    """Root of event ``index`` in (t, t + h] on the Hermite interpolant, Illinois method; (status, theta)."""
+    return _locate_span(events, events_key, index, t, h, y0, y1, rate0, rate1, 2 * nf, g0, g1, ytmp, values)
+
+
+@njit
+def _locate_span(events, events_key, index, t, h, y0, y1, rate0, rate1, nsmooth, g0, g1, ytmp, values):
+    """``_locate`` on the interpolant of ``_hermite_span`` (its first nsmooth entries cubic)."""
+    lo = 0.0
+    hi = 1.0
+    g_lo = g0
+    g_hi = g1
+    side = 0
+    theta = 1.0
+    for _ in range(100):
+        theta = (lo * g_hi - hi * g_lo) / (g_hi - g_lo)
+        _hermite_span(y0, y1, rate0, rate1, nsmooth, h, theta, ytmp)
+        status = events(events_key, t + theta * h, ytmp, ytmp, values)
+        if status != STATUS_OK:
+            return status, theta
+        g = values[index]
+        if g == 0.0 or not math.isfinite(g):
+            break
+        lo, hi, g_lo, g_hi, side = illinois_update(theta, g, lo, hi, g_lo, g_hi, side)
+        if (hi - lo) * abs(h) <= 4.0 * 2.220446049250313e-16 * max(abs(t), abs(h)):
+            break
+    _hermite_span(y0, y1, rate0, rate1, nsmooth, h, theta, ytmp)
+    return STATUS_OK, theta
+
+
+@njit
+def loop_schur(body_int, driven, uu, dinv, gcol, rvec, jac, free, ub, pa, vel, xcol, resp, gram):
+    """The loop part of the Newton matrix [S J^T; J 0] (J: jac (m, nq) restricted to the free coordinates):
+    resp[r] = S^-1 J_r^T (m solves with the factors of ``effective_factor``), gram = J S^-1 J^T (m, m),
+    symmetrised. xcol (nq,) is scratch. O(N m + N m^2)."""
+    m = jac.shape[0]
+    for r in range(m):
+        effective_apply(body_int, driven, uu, dinv, gcol, rvec, jac[r], ub, pa, vel, xcol)
+        for j in range(free.shape[0]):
+            resp[r, j] = xcol[free[j]]
+    for r in range(m):
+        for s in range(r + 1):
+            g = 0.0
+            for j in range(free.shape[0]):
+                g += jac[r, free[j]] * resp[s, j] + jac[s, free[j]] * resp[r, j]
+            gram[r, s] = 0.5 * g
+            gram[s, r] = 0.5 * g
+
+
+@njit
+def newton_correction(body_int, driven, uu, dinv, gcol, rvec, free, residual, phi_scaled, jac, resp, gram, rcond,
+                      ub, pa, vel, xfull, rhs_full, dx, dlam, work_m):
+    """The Newton correction (dx (nf,), dlam (m,)) of [S J^T; J 0] [dx; dlam] = [residual; phi_scaled] by the
+    Schur complement: Y = S^-1 residual, (J S^-1 J^T) dlam = J Y - phi_scaled (``loops.filtered_solve``:
+    exact where the loops are independent, minimum-norm where redundant), dx = Y - (S^-1 J^T) dlam. Needs
+    ``loop_schur``'s resp and gram (m = 0: dx = S^-1 residual). Returns False if the small system is not finite."""
+    nf = free.shape[0]
+    for k in range(rhs_full.shape[0]):
+        rhs_full[k] = 0.0
+    for j in range(nf):
+        rhs_full[free[j]] = residual[j]
+    effective_apply(body_int, driven, uu, dinv, gcol, rvec, rhs_full, ub, pa, vel, xfull)
+    for j in range(nf):
+        dx[j] = xfull[free[j]]
+    return schur_correction(free, jac, resp, gram, rcond, phi_scaled, dx, dlam, work_m)
+
+
+@njit
+def schur_correction(free, jac, resp, gram, rcond, phi_scaled, dx, dlam, work_m):
+    """The loop rows' part of the bordered solve [S J^T; J 0] [dx; dlam] = [residual; phi_scaled], whatever S is
+    (the planar or the spatial factors): on entry dx (nf,) = S^-1 residual, resp (m, nf) = S^-1 J^T and gram =
+    J S^-1 J^T; then (J S^-1 J^T) dlam = J dx - phi_scaled (``loops.filtered_solve``: exact where the loops are
+    independent, minimum-norm where redundant) and dx -= (S^-1 J^T) dlam. J is jac (m, nq) on the columns
+    ``free`` (nf,). work_m (m,) scratch. O(N m + m^3). Returns False if the small system is not finite."""
+    nf = free.shape[0]
+    m = dlam.shape[0]
+    if m == 0:
+        return True
+    for r in range(m):
+        acc = -phi_scaled[r]
+        for j in range(nf):
+            acc += jac[r, free[j]] * dx[j]
+        work_m[r] = acc
+    if filtered_solve(gram, work_m, rcond, dlam) < 0:
+        return False
+    for r in range(m):
+        for j in range(nf):
+            dx[j] -= resp[r, j] * dlam[r]
+    return True
+
+
+@njit
+def position_correction(jac, free, phi, rate_scaled, c_stiff, rcond, gram_pos, work_m, dnu, xfull):
+    """The stabilised index-2 position unknowns' Newton correction: with q+ = (GA update) + J_f^T nu, the rows
+    phi(q+) / c_stiff = 0 have the derivatives J (by qdd+) and J_f J_f^T / c_stiff (by nu); the velocity rows
+    already fixed J dqdd = rate_scaled (``newton_correction``), so (J_f J_f^T) dnu = phi - c_stiff rate_scaled
+    (``loops.filtered_solve``: minimum-norm where the rows are redundant). Writes dnu (m,) and xfull (nq,) =
+    J^T dnu on the free columns (zero elsewhere); gram_pos (m, m), work_m (m,) scratch. O(N m^2). Returns False
+    if the small system is not finite."""
+    m = dnu.shape[0]
+    nf = free.shape[0]
+    for r in range(m):
+        work_m[r] = phi[r] - c_stiff * rate_scaled[r]
+        for s in range(r + 1):
+            g = 0.0
+            for j in range(nf):
+                g += jac[r, free[j]] * jac[s, free[j]]
+            gram_pos[r, s] = g
+            gram_pos[s, r] = g
+    if filtered_solve(gram_pos, work_m, rcond, dnu) < 0:
+        return False
+    for k in range(xfull.shape[0]):
+        xfull[k] = 0.0
+    for r in range(m):
+        for j in range(nf):
+            xfull[free[j]] += jac[r, free[j]] * dnu[r]
+    return True
+
+
+@njit
+def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, nsteps_total, every, t_eval,
+                                coefficients, newton_tol, max_newton, j_stiff, j_damp, t_out, y_out, output_budget,
+                                events, events_key, directions, terminal, ev_t, ev_y, monitor, monitor_key, control,
+                                info):
+    """Generalised-alpha (Chung-Hulbert, Arnold-Bruls form; derivation in ``recursive_mbd.integrate.implicit``) from t0 to
+    t_end in ``nsteps_total`` steps of dt (the last one landing on t_end), the whole loop compiled.
+
+    State y = (q_free, qd_free, W_dissipated, W_applied) as in ``integrators``; y_out rows (n + m) are y and the
+    loop multipliers lambda at the sample (linear in time between step ends at t_eval points and events);
+    ``carry`` (2 + 2 nf + m + 1) keeps
+    (powers (2), a (nf), qdd (nf), lam (m), started flag) from one call to the next (a progress bar's pieces): a
+    call with carry[-1] = 0 starts from qdd = f(t0, y0) and a = qdd. coefficients = (alpha_m, alpha_f, gamma,
+    beta). Each step: Newton on (qdd_free, lam, nu) with the matrix S factorised once at the step's first
+    iterate (modified Newton: the matrix's own lagged terms already make the contraction linear), bordered by the
+    loop rows in the stabilised index-2 form (J qd+ / c_damp by ``newton_correction``, phi / c_stiff by
+    ``position_correction``; ``recursive_mbd.integrate.implicit``), converged when the correction of the new state
+    max(c_stiff max |dqdd|, c_damp max |dqdd|, max |J^T dnu|) (positions and velocities) is <= newton_tol + the
+    round-off of the update, or stalls below 100 newton_tol. Work terms by the trapezoidal rule on the powers of
+    the last residual evaluation (within newton_tol of the step's state).
+    Output at t_eval (cubic Hermite dense output) or every ``every``-th step; events located on the same
+    interpolant; the buffers grow to at most ``output_budget`` floats with the events' (``integrators._store``): a
+    sample or event that does not fit ends the run with STATUS_OUTPUT_FULL, t_fail its time. info (5,): on a
+    Newton failure (last correction of the state, max |residual|, step, iterations); info[4] counts the
+    factorisations (added to).
+    Returns (status, t_fail, count, t_out, y_out, nfev, nsteps, newton_iterations, nev, ev_t, ev_y).
+    """
+    free = system[5]
+    nf = free.shape[0]
+    n = y0.shape[0]
+    nb = system[0].shape[0]
+    nq = system[11].shape[0]
+    body_int = system[0]
+    body_real = system[1]
+    loops = system[22]
+    driven = system[7]
+    ws = system[14]
+    jac = loops[5]
+    m = loops[3].shape[0]
+    rcond = loops[15][4]
+    alpha_m = coefficients[0]
+    alpha_f = coefficients[1]
+    gamma = coefficients[2]
+    beta = coefficients[3]
+    # factors and scratch, allocated once per run
+    ia = np.zeros((nb, 3, 3))
+    uu = np.zeros((nb, 3, 3))
+    dinv = np.zeros((nb, 3, 3))
+    gcol = np.zeros((nb, 3, 3))
+    rvec = np.zeros((nb, 2))
+    ub = np.zeros((nb, 3))
+    pa = np.zeros((nb, 3))
+    vel = np.zeros((nb, 3))
+    fsub = np.zeros((nb, 2))
+    kb = np.zeros(nb)
+    dmat = np.zeros((3, 3))
+    j_diag = np.zeros(nq)
+    tau_need = np.zeros(nq)
+    xfull = np.zeros(nq)
+    rhs_full = np.zeros(nq)
+    resp = np.zeros((m, nf))
+    gram = np.zeros((m, m))
+    work_m = np.zeros(m)
+    rate_scaled = np.zeros(m)
+    dlam = np.zeros(m)
+    dnu = np.zeros(m)
+    gram_pos = np.zeros((m, m))
+    shift = np.zeros(nf)  # J_f^T nu: the position correction of the stabilised index-2 form
+    lam = np.zeros(m)
+    residual = np.zeros(nf)
+    dx = np.zeros(nf)
+    acc = np.zeros(nf)
+    qdd = np.zeros(nf)
+    qdd_new = np.zeros(nf)
+    acc_new = np.zeros(nf)
+    q_pred = np.zeros(nf)
+    qd_pred = np.zeros(nf)
+    rate = np.zeros(n)  # (qd, qdd) at the step's start, for the dense output
+    rate_new = np.zeros(n)
+    powers = np.zeros(2)
+    powers_new = np.zeros(2)
+    y = y0.copy()
+    y_new = y0.copy()
+    ytmp = np.empty(n)
+    row = np.empty(n + m)  # an output row: the state, then the multipliers
+    nfev = 0
+    iterations = 0
+    count = 0
+    t = t0
+    if carry[carry.shape[0] - 1] != 0.0:
+        powers[0] = carry[0]
+        powers[1] = carry[1]
+        for j in range(nf):
+            acc[j] = carry[2 + j]
+            qdd[j] = carry[2 + nf + j]
+        for r in range(m):
+            lam[r] = carry[2 + 2 * nf + r]
+    else:
+        status = system_rhs(inputs, key, system, t0, y, ytmp)  # qdd, lam, powers at the start
+        nfev += 1
+        if status != STATUS_OK:
+            return status, t, count, t_out, y_out, nfev, 0, iterations, 0, ev_t, ev_y
+        for j in range(nf):
+            qdd[j] = ytmp[nf + j]
+            acc[j] = qdd[j]
+        for r in range(m):
+            lam[r] = loops[12][r]
+        powers[0] = ytmp[2 * nf]
+        powers[1] = ytmp[2 * nf + 1]
+    use_eval = t_eval.shape[0] > 0
+    next_eval = 0
+    _output_row(y, lam, lam, 1.0, row)
+    room = _left(output_budget, ev_t, ev_y)
+    if use_eval:
+        while next_eval < t_eval.shape[0] and t_eval[next_eval] <= t0:
+            stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row, room)
+            if not stored:
+                return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, 0, iterations, 0, ev_t,
+                        ev_y)
+            count += 1
+            next_eval += 1
+    else:
+        stored, t_out, y_out = _store(t_out, y_out, count, t0, row, room)
+        if not stored:
+            return STATUS_OUTPUT_FULL, t0, count, t_out, y_out, nfev, 0, iterations, 0, ev_t, ev_y
+        count += 1
+    n_events = directions.shape[0]
+    ev_old = np.empty(n_events)
+    ev_new = np.empty(n_events)
+    ev_tmp = np.empty(n_events)
+    ev_row = np.empty(n + 1)
+    y_stop = np.empty(n)
+    theta_stop = 1.0
+    nev = 0
+    if n_events > 0:
+        status = events(events_key, t, y, y, ev_old)
+        if status != STATUS_OK:
+            return status, t, count, t_out, y_out, nfev, 0, iterations, nev, ev_t, ev_y
+    scale = (1.0 - alpha_f) / (1.0 - alpha_m)
+    factored_h = -1.0  # the step of the factors in (ia, uu, dinv, gcol, rvec, resp, gram); -1: none
+    fresh = False
+    lam_old = np.zeros(m)
+    for step in range(nsteps_total):
+        t_new = t_end if step == nsteps_total - 1 else t0 + (step + 1) * dt
+        h = t_new - t
+        c_damp = h * gamma * scale
+        c_stiff = h * h * beta * scale
+        for j in range(nf):
+            q_pred[j] = y[j] + h * y[nf + j] + h * h * (0.5 - beta) * acc[j]
+            qd_pred[j] = y[nf + j] + h * (1.0 - gamma) * acc[j]
+            qdd_new[j] = qdd[j]
+            shift[j] = 0.0
+        for r in range(m):
+            lam_old[r] = lam[r]
+        for k in range(nq):
+            j_diag[k] = c_stiff * j_stiff[k] + c_damp * j_damp[k]
+        converged = False
+        correction = np.inf
+        res_max = np.inf
+        # attempt 0 reuses the factors of an earlier step (same h) while they contract fast; attempt 1, only when
+        # that failed, starts again from the predictor with factors made at the step's own iterate
+        for attempt in range(2):
+            if attempt == 1:
+                if fresh:
+                    break
+                factored_h = -1.0
+                for j in range(nf):
+                    qdd_new[j] = qdd[j]
+                    shift[j] = 0.0
+                for r in range(m):
+                    lam[r] = lam_old[r]
+            fresh = False
+            previous = np.inf
+            correction = np.inf
+            for _ in range(max_newton):
+                status = _poll(monitor, monitor_key, control, t, y, nfev)
+                if status != STATUS_OK:
+                    return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+                acc_max = 0.0
+                pred_max = 0.0
+                for j in range(nf):
+                    acc_new[j] = ((1.0 - alpha_f) * qdd_new[j] + alpha_f * qdd[j] - alpha_m * acc[j]) / (1.0 - alpha_m)
+                    y_new[j] = q_pred[j] + h * h * beta * acc_new[j] + shift[j]
+                    y_new[nf + j] = qd_pred[j] + h * gamma * acc_new[j]
+                    acc_max = max(acc_max, abs(acc_new[j]))
+                    pred_max = max(pred_max, abs(q_pred[j]), abs(qd_pred[j]))
+                status = newton_residual(inputs, key, system, t_new, y_new, qdd_new, lam, tau_need, residual,
+                                         powers_new)
+                nfev += 1
+                if status != STATUS_OK:
+                    if _fatal(status):
+                        return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+                    correction = np.inf  # a non-finite state: the iteration diverged
+                    break
+                res_max = 0.0
+                for j in range(nf):
+                    res_max = max(res_max, abs(residual[j]))
+                for r in range(m):  # the velocity rows J qd+ (loops[4]) scaled by 1 / c_damp: d/dqdd+ = J
+                    rate_scaled[r] = loops[4][r] / c_damp
+                # (re)factorise at the current iterate: no factors for this h yet (steps t0 + k dt differ by
+                # round-off: the same step), or a slow contraction with factors of an earlier step (the state has
+                # moved on: make them again)
+                if abs(factored_h - h) > 1e-9 * h or (not fresh and correction > SLOW_CONTRACTION * previous):
+                    kinematics_pass(body_int, body_real, system[11], system[12], ws, True)
+                    status = effective_factor(body_int, body_real, system[2], ws, driven, 1.0, c_stiff, j_diag, ia,
+                                              uu, dinv, gcol, rvec, fsub, kb, dmat)
+                    if status != STATUS_OK:
+                        info[0] = np.inf
+                        info[1] = res_max
+                        info[2] = step + 1
+                        info[3] = iterations
+                        return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+                    if m > 0:
+                        loop_schur(body_int, driven, uu, dinv, gcol, rvec, jac, free, ub, pa, vel, xfull, resp,
+                                   gram)
+                    factored_h = h
+                    fresh = True
+                    info[4] += 1  # factorisations
+                previous = correction
+                ok = newton_correction(body_int, driven, uu, dinv, gcol, rvec, free, residual, rate_scaled, jac,
+                                       resp, gram, rcond, ub, pa, vel, xfull, rhs_full, dx, dlam, work_m)
+                if ok and m > 0:
+                    ok = position_correction(jac, free, loops[3], rate_scaled, c_stiff, rcond, gram_pos, work_m,
+                                             dnu, xfull)
+                iterations += 1
+                dx_max = 0.0
+                for j in range(nf):
+                    qdd_new[j] -= dx[j]
+                    dx_max = max(dx_max, abs(dx[j]))
+                for r in range(m):
+                    lam[r] -= dlam[r]
+                # the change of q+ and of qd+ (a velocity left off by d carries on as a position error growing like
+                # d t: at small steps, where c_damp >> c_stiff, the velocity test decides)
+                correction = max(c_stiff, c_damp) * dx_max
+                if m > 0:  # shift -= J_f^T dnu (in xfull from position_correction), a position correction too
+                    for j in range(nf):
+                        shift[j] -= xfull[free[j]]
+                        correction = max(correction, abs(xfull[free[j]]))
+                if not (ok and math.isfinite(correction)):
+                    correction = np.inf
+                    break
+                # floor: the round-off of q_pred + h^2 beta a+ and qd_pred + h gamma a+ (large terms that cancel
+                # when h omega >> 1)
+                floor = 16.0 * 2.220446049250313e-16 * max(pred_max, h * max(h * beta, gamma) * acc_max)
+                # converged; or, with factors of this step, stalled at the round-off of the residual (sums over up
+                # to N bodies) just above the tolerance: no longer contracting, more iterations cannot improve it
+                if correction <= newton_tol + floor or (fresh and correction <= 100.0 * newton_tol
+                                                        and correction > 0.5 * previous):
+                    converged = True
+                    break
+            if converged:
+                break
+        if not converged:
+            info[0] = correction
+            info[1] = res_max
+            info[2] = step + 1
+            info[3] = iterations
+            return STATUS_NO_CONVERGENCE, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+        for j in range(nf):
+            acc_new[j] = ((1.0 - alpha_f) * qdd_new[j] + alpha_f * qdd[j] - alpha_m * acc[j]) / (1.0 - alpha_m)
+            y_new[j] = q_pred[j] + h * h * beta * acc_new[j] + shift[j]
+            y_new[nf + j] = qd_pred[j] + h * gamma * acc_new[j]
+            rate[j] = y[nf + j]
+            rate[nf + j] = qdd[j]
+            rate_new[j] = y_new[nf + j]
+            rate_new[nf + j] = qdd_new[j]
+        # work terms: trapezoidal rule on the powers (second order, like the scheme)
+        y_new[2 * nf] = y[2 * nf] + 0.5 * h * (powers[0] + powers_new[0])
+        y_new[2 * nf + 1] = y[2 * nf + 1] + 0.5 * h * (powers[1] + powers_new[1])
+        t_stop = np.inf
+        if n_events > 0:
+            status = events(events_key, t_new, y_new, y_new, ev_new)
+            if status != STATUS_OK:
+                return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+            for i in range(n_events):
+                g0 = ev_old[i]
+                g1 = ev_new[i]
+                if (g0 < 0.0 <= g1 and directions[i] >= 0.0) or (g0 > 0.0 >= g1 and directions[i] <= 0.0):
+                    status, theta = _locate(events, events_key, i, t, h, y, y_new, rate, rate_new, nf, g0, g1,
+                                            ytmp, ev_tmp)
+                    if status != STATUS_OK:
+                        return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+                    ev_row[0] = i
+                    ev_row[1:] = ytmp
+                    stored, ev_t, ev_y = _store(ev_t, ev_y, nev, t + theta * h, ev_row,
+                                                _left(output_budget, t_out, y_out))
+                    if not stored:
+                        return (STATUS_OUTPUT_FULL, t + theta * h, count, t_out, y_out, nfev, step + 1, iterations,
+                                nev, ev_t, ev_y)
+                    nev += 1
+                    if terminal[i] and t + theta * h < t_stop:
+                        t_stop = t + theta * h
+                        theta_stop = theta
+                        y_stop[:] = ytmp
+                ev_old[i] = g1
+        if use_eval:
+            while next_eval < t_eval.shape[0] and t_eval[next_eval] <= min(t_new, t_stop):
+                theta = (t_eval[next_eval] - t) / h
+                _hermite(y, y_new, rate, rate_new, nf, h, theta, ytmp)
+                _output_row(ytmp, lam_old, lam, theta, row)
+                stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row,
+                                              _left(output_budget, ev_t, ev_y))
+                if not stored:
+                    return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, step + 1, iterations,
+                            nev, ev_t, ev_y)
+                count += 1
+                next_eval += 1
+        if t_stop < np.inf:  # a terminal event: the run ends at it
+            _output_row(y_stop, lam_old, lam, theta_stop, row)
+            stored, t_out, y_out = _store(t_out, y_out, count, t_stop, row, _left(output_budget, ev_t, ev_y))
+            if not stored:
+                return STATUS_OUTPUT_FULL, t_stop, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
+            count += 1
+            return STATUS_EVENT, t_stop, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
+        for j in range(n):
+            y[j] = y_new[j]
+        for j in range(nf):
+            acc[j] = acc_new[j]
+            qdd[j] = qdd_new[j]
+        powers[0] = powers_new[0]
+        powers[1] = powers_new[1]
+        t = t_new
+        if not use_eval and ((step + 1) % every == 0 or step == nsteps_total - 1):
+            _output_row(y, lam, lam, 1.0, row)
+            stored, t_out, y_out = _store(t_out, y_out, count, t, row, _left(output_budget, ev_t, ev_y))
+            if not stored:
+                return STATUS_OUTPUT_FULL, t, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
+            count += 1
+    carry[0] = powers[0]
+    carry[1] = powers[1]
+    for j in range(nf):
+        carry[2 + j] = acc[j]
+        carry[2 + nf + j] = qdd[j]
+    for r in range(m):
+        carry[2 + 2 * nf + r] = lam[r]
+    carry[carry.shape[0] - 1] = 1.0
+    return STATUS_OK, t, count, t_out, y_out, nfev, nsteps_total, iterations, nev, ev_t, ev_y

@@ -1,0 +1,725 @@
+"""Closed loops on top of the tree: cut-joint constraints and the Lagrange-multiplier layer (seeds 003, 004).
+
+Each loop closes a cut joint between a point on body a and a point on body b (either may be the ground) with
+equations phi(q) = 0 (``layout.LOOP_*``). With J the constraint Jacobian (m, nq) and gamma = -J' qd the part of
+phi'' that does not depend on qdd, the constrained equations of motion are
+
+    M qdd + h = tau + drive - J^T lambda,      J qdd = gamma - 2 alpha phi' - beta^2 phi   (Baumgarte; 0, 0: none)
+
+solved in O(N m + m^3) without an N x N matrix: qdd0 from the recursive pass, the responses Y = M^-1 J^T from m
+further recursive passes (no gravity, no velocity), then the small system (J Y) lambda = J qdd0 - rhs by a
+rank-revealing least-squares solve (redundant loops give the minimum-norm multipliers), qdd = qdd0 - Y lambda.
+
+Each equation is written as weights on the motion of the two bodies: row r reads
+    phi'_r = w_a . (v(P_a), omega_a) + w_b . (v(P_b), omega_b),
+so J follows from the point Jacobians along the two paths to the root, and the loop force on body a is
+-sum_r lambda_r w_a (force at P_a, moment), on body b -sum_r lambda_r w_b (force at P_b, moment).
+
+Near a change point (J losing rank) the time loops replace J by the normal space of the branch the motion
+follows, taken from points displaced along it (``branch_normals``): the regularised solve alone drops the weak
+rows there, and a row of parallelograms needs loop forces ~ 1 / distance in them (their moments stay finite).
+"""
+
+import math
+
+import numba
+import numpy as np
+
+from ..layout import (
+    CS,
+    HX,
+    LANGLE,
+    LAXX,
+    LBODY_A,
+    LBODY_B,
+    LKIND,
+    LLENGTH,
+    LOOP_FIXED,
+    LOOP_PRISMATIC,
+    LOOP_REVOLUTE,
+    LPAX,
+    LPBX,
+    LROW,
+    NDOF,
+    OM,
+    PARENT,
+    QIDX,
+    RX,
+    SN,
+    STATUS_LOOP_DEGENERATE,
+    STATUS_LOOPS_OPEN,
+    STATUS_NONFINITE_STATE,
+    STATUS_OK,
+    TH,
+)
+from .tree import com_kinematics, forward_dynamics, motion_column
+
+njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
+
+# Eigenvalues s of J M^-1 J^T below REDUNDANT * max(s) are round-off: redundant loop equations (or a position
+# within ~1e-7 of a change point, where the branch cannot be told from J any more).
+REDUNDANT = 1e-14
+# Eigenvalues in (REDUNDANT, BRANCH_ZONE] * max(s) are weak: a loop Jacobian near a change point (sigma_min(J) /
+# sigma_max(J) below ~1e-3), where the time loops take the branch's normal space from displaced points
+# (``branch_normals``). It lies outside the multiplier filter (FILTER_RCOND = 1e-8 of recursive_mbd.dynamics.loops), so
+# the filter acts only inside the zone, where the branch rows replace it.
+BRANCH_ZONE = 1e-6
+# the first displacement d [q units] of ``branch_normals``, tripled (up to twice) until the displaced points
+# are outside the zone; the points sit at q + c d v, c in BRANCH_OFFSETS, with weights of the projector
+# (extrapolated to q: error O(d^4)) and of its derivative along the branch (times 1 / d: error O(d^4))
+BRANCH_STEP = 1e-2
+BRANCH_OFFSETS = np.array([1.0, -1.0, 2.0, -2.0])
+BRANCH_WEIGHTS = np.array([2.0 / 3.0, 2.0 / 3.0, -1.0 / 6.0, -1.0 / 6.0])
+BRANCH_SLOPES = np.array([8.0 / 12.0, -8.0 / 12.0, -1.0 / 12.0, 1.0 / 12.0])
+
+
+@njit
+def body_accelerations(body_int, ws, qdd, acc):
+    """acc[i] = (ax, ay, alpha) of every centre of mass for the joint accelerations qdd (eq. 3.19a), from the
+    pass-1 quantities in ws; qdd of shape (0,) gives the velocity-product part alone (qdd = 0)."""
+    use_qdd = qdd.shape[0] > 0
+    for i in range(body_int.shape[0]):
+        p = body_int[i, PARENT]
+        if p >= 0:
+            a0 = acc[p, 0]
+            a1 = acc[p, 1]
+            a2 = acc[p, 2]
+        else:
+            a0 = a1 = a2 = 0.0
+        ax = a0 - a2 * ws[i, RX + 1] + ws[i, HX]
+        ay = a1 + a2 * ws[i, RX] + ws[i, HX + 1]
+        if use_qdd:
+            k = body_int[i, QIDX]
+            for col in range(body_int[i, NDOF]):
+                gx, gy, g2 = motion_column(body_int, ws, i, col)
+                ax += gx * qdd[k + col]
+                ay += gy * qdd[k + col]
+                a2 += g2 * qdd[k + col]
+        acc[i, 0] = ax
+        acc[i, 1] = ay
+        acc[i, 2] = a2
+
+
+@njit
+def _point_state(ws, com, acc, body, sx, sy):
+    """Position, velocity, velocity-product acceleration of the point s (relative to the centre of mass, body
+    frame) of ``body``, its angle and angular velocity; the ground (body -1) holds s fixed."""
+    if body < 0:
+        return sx, sy, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    c = ws[body, CS]
+    s = ws[body, SN]
+    om = ws[body, OM]
+    rx = c * sx - s * sy
+    ry = s * sx + c * sy
+    px = com[body, 0] + rx
+    py = com[body, 1] + ry
+    vx = com[body, 2] - om * ry
+    vy = com[body, 3] + om * rx
+    ax = acc[body, 0] - om * om * rx
+    ay = acc[body, 1] - om * om * ry
+    return px, py, vx, vy, ax, ay, ws[body, TH], om
+
+
+@njit
+def _add_point_jacobian(body_int, ws, com, body, px, py, wx, wy, wt, row):
+    """row += w . d(v(P), omega)/d qdot for the point P = (px, py) of ``body``: one pass up its path to the root."""
+    i = body
+    while i >= 0:
+        k = body_int[i, QIDX]
+        cx = com[i, 0]
+        cy = com[i, 1]
+        for col in range(body_int[i, NDOF]):
+            gx, gy, g2 = motion_column(body_int, ws, i, col)
+            row[k + col] += wx * (gx - g2 * (py - cy)) + wy * (gy + g2 * (px - cx)) + wt * g2
+        i = body_int[i, PARENT]
+
+
+@njit
+def _wrap(angle):
+    return math.atan2(math.sin(angle), math.cos(angle))
+
+
+@njit
+def loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac, gamma,
+                     weights):
+    """Residual phi (m,), its rate phi' = J qd, Jacobian J (m, nq), gamma = -J' qd (m,) of every loop, and the
+    row weights (m, 6) = (w_a, w_b) that map multipliers to loop forces. Leaves every body's orientation in ws
+    and its centre-of-mass state in com. Returns the status."""
+    status = com_kinematics(body_int, body_real, q, qd, ws, com)
+    if status != STATUS_OK:
+        return status
+    body_accelerations(body_int, ws, qd[:0], acc)
+    jac[:, :] = 0.0
+    for lp in range(loop_int.shape[0]):
+        kind = loop_int[lp, LKIND]
+        a = loop_int[lp, LBODY_A]
+        b = loop_int[lp, LBODY_B]
+        r0 = loop_int[lp, LROW]
+        pax, pay, vax, vay, aax, aay, tha, oma = _point_state(ws, com, acc, a, loop_real[lp, LPAX],
+                                                              loop_real[lp, LPAX + 1])
+        pbx, pby, vbx, vby, abx, aby, thb, omb = _point_state(ws, com, acc, b, loop_real[lp, LPBX],
+                                                              loop_real[lp, LPBX + 1])
+        dx = pax - pbx
+        dy = pay - pby
+        ddx = vax - vbx
+        ddy = vay - vby
+        bias_x = aax - abx  # phi'' at qdd = 0 of the point-difference rows
+        bias_y = aay - aby
+        nrows = 0
+        if kind in (LOOP_REVOLUTE, LOOP_FIXED):
+            weights[r0, :] = (1.0, 0.0, 0.0, -1.0, 0.0, 0.0)
+            weights[r0 + 1, :] = (0.0, 1.0, 0.0, 0.0, -1.0, 0.0)
+            phi[r0] = dx
+            phi[r0 + 1] = dy
+            gamma[r0] = -bias_x
+            gamma[r0 + 1] = -bias_y
+            nrows = 2
+        elif kind == LOOP_PRISMATIC:  # n . d = 0 with n the axis normal turning with body b
+            cb = math.cos(thb) if b >= 0 else 1.0
+            sb = math.sin(thb) if b >= 0 else 0.0
+            ux = cb * loop_real[lp, LAXX] - sb * loop_real[lp, LAXX + 1]
+            uy = sb * loop_real[lp, LAXX] + cb * loop_real[lp, LAXX + 1]
+            nx = -uy
+            ny = ux
+            along = -ny * dx + nx * dy  # perp(n) . d: the moment arm of the normal force about P_b
+            weights[r0, :] = (nx, ny, 0.0, -nx, -ny, along)
+            phi[r0] = nx * dx + ny * dy
+            gamma[r0] = -(nx * bias_x + ny * bias_y - omb * omb * phi[r0] + 2.0 * omb * (-ny * ddx + nx * ddy))
+            nrows = 1
+        else:  # LOOP_DISTANCE
+            length = math.sqrt(dx * dx + dy * dy)
+            if not length > 0.0:
+                return STATUS_LOOP_DEGENERATE | (lp << 4)
+            ex = dx / length
+            ey = dy / length
+            rate = ex * ddx + ey * ddy
+            weights[r0, :] = (ex, ey, 0.0, -ex, -ey, 0.0)
+            phi[r0] = length - loop_real[lp, LLENGTH]
+            gamma[r0] = -(ex * bias_x + ey * bias_y + (ddx * ddx + ddy * ddy - rate * rate) / length)
+            nrows = 1
+        if kind in (LOOP_PRISMATIC, LOOP_FIXED):  # the relative angle row
+            r = r0 + nrows
+            weights[r, :] = (0.0, 0.0, 1.0, 0.0, 0.0, -1.0)
+            phi[r] = _wrap(tha - thb - loop_real[lp, LANGLE])
+            gamma[r] = 0.0
+            nrows += 1
+        for r in range(r0, r0 + nrows):
+            w = weights[r]
+            phid[r] = w[0] * vax + w[1] * vay + w[2] * oma + w[3] * vbx + w[4] * vby + w[5] * omb
+            if a >= 0:
+                _add_point_jacobian(body_int, ws, com, a, pax, pay, w[0], w[1], w[2], jac[r])
+            if b >= 0:
+                _add_point_jacobian(body_int, ws, com, b, pbx, pby, w[3], w[4], w[5], jac[r])
+    return STATUS_OK
+
+
+@njit
+def constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity):
+    """resp[r] = M^-1 J_r^T (m, nq): the joint accelerations that a unit multiplier of row r alone produces (no
+    gravity, no velocity), by m recursive passes; driven joints (``driven``) are held (their entries stay zero,
+    resp_drive[r] the force holding them), so resp[r] = M_ff^-1 J_r,f^T on the free coordinates. Returns the
+    status."""
+    has_drivers = driven.shape[0] > 0
+    for r in range(jac.shape[0]):
+        if has_drivers:  # the responses hold the driven joints still: their accelerations are prescribed
+            for i in range(body_int.shape[0]):
+                if driven[i]:
+                    resp[r, body_int[i, QIDX]] = 0.0
+        status = forward_dynamics(body_int, body_real, no_gravity, q, zeros, jac[r], resp[:0],
+                                  driven, ws, resp[r], resp_drive[r] if has_drivers else resp_drive[0, :0])
+        if status != STATUS_OK:
+            return status
+    return STATUS_OK
+
+
+@njit
+def gram_matrix(jac, resp, gram):
+    """gram = J M^-1 J^T (m, m) from the responses, symmetrised (it is symmetric positive semi-definite)."""
+    m = jac.shape[0]
+    for r in range(m):
+        for s in range(r + 1):
+            g = 0.0
+            for k in range(jac.shape[1]):
+                g += jac[r, k] * resp[s, k] + jac[s, k] * resp[r, k]
+            gram[r, s] = 0.5 * g
+            gram[s, r] = 0.5 * g
+
+
+@njit
+def filtered_solve(gram, rhs, rcond, out):
+    """out = f(G) rhs (``filtered_solve_weak``, which documents it); returns the numerical rank of G, or -1."""
+    rank, _ = filtered_solve_weak(gram, rhs, rcond, out, 0.0)
+    return rank
+
+
+@njit
+def filtered_solve_weak(gram, rhs, rcond, out, zone):
+    """out = f(G) rhs for the symmetric positive semi-definite G = J M^-1 J^T: a regularised minimum-norm solve.
+
+    With G = U diag(s) U^T, f(s) = s / (s^2 + mu^2) and mu = rcond * max(s): directions with s >> mu are solved
+    exactly (relative error (mu / s)^2), those with s << mu are dropped smoothly, and every component of out is
+    bounded by |rhs| / (2 mu). f(G) is a smooth (analytic) function of G, so the solution is a smooth function of
+    the state: no rank decision that a Runge-Kutta step could see flip between its stages (a hard singular-value
+    cut-off does, and then the step's error estimate is meaningless near a singular position). Returns the
+    number of s > mu, the numerical rank of G, or -1 (out left NaN) when G or rhs is not finite (an overflow),
+    and the number of weak eigenvalues, REDUNDANT * max(s) < s <= zone * max(s) (``branch_normals``: a loop
+    Jacobian near a change point; none for zone = 0).
+    """
+    m = rhs.shape[0]
+    finite = True
+    for r in range(m):
+        out[r] = 0.0
+        finite = finite and math.isfinite(rhs[r])
+        for k in range(m):
+            finite = finite and math.isfinite(gram[r, k])
+    if not finite:
+        out[:] = np.nan
+        return -1, 0
+    if m == 0:
+        return 0, 0
+    values, vectors = np.linalg.eigh(gram)
+    top = 0.0
+    for r in range(m):
+        top = max(top, values[r])
+    if not top > 0.0:  # no constraint acts at all (J = 0)
+        return 0, 0
+    mu = rcond * top
+    rank = 0
+    weak = 0
+    for r in range(m):
+        s = values[r]
+        if s > mu:
+            rank += 1
+        if REDUNDANT * top < s <= zone * top:
+            weak += 1
+        if not s > 0.0:  # round-off below zero: a null direction
+            continue
+        proj = 0.0
+        for k in range(m):
+            proj += vectors[k, r] * rhs[k]
+        proj *= s / (s * s + mu * mu)
+        for k in range(m):
+            out[k] += proj * vectors[k, r]
+    return rank, weak
+
+
+@njit
+def _strong_rank(body_int, body_real, q, jac, ws, resp, no_resp_drive, no_driven, zeros, no_gravity, gram, zone):
+    """(number of eigenvalues s > zone * max(s) of J M^-1 J^T at q, number in (REDUNDANT, zone] * max(s)) for
+    the jac of q, or (-1, 0) on a failed pass."""
+    if constraint_responses(body_int, body_real, q, jac, no_driven, ws, resp, no_resp_drive, zeros,
+                            no_gravity) != STATUS_OK:
+        return -1, 0
+    gram_matrix(jac, resp, gram)
+    for r in range(gram.shape[0]):
+        for k in range(gram.shape[0]):
+            if not math.isfinite(gram[r, k]):
+                return -1, 0
+    values = np.linalg.eigvalsh(gram)
+    top = values[-1]
+    strong = 0
+    weak = 0
+    for r in range(values.shape[0]):
+        if values[r] > zone * top:
+            strong += 1
+        elif values[r] > REDUNDANT * top:
+            weak += 1
+    return strong, weak
+
+
+@njit
+def branch_basis(rows, rank, qd, speed, step, normals, curvature):
+    """The branch's normal space at a point from orthonormal bases rows[c, :rank] (npts, >= rank, ncols) of the
+    normal spaces at the points displaced by BRANCH_OFFSETS[c] * step along qd / speed (``branch_normals``; any
+    coordinates): normals[:rank] an orthonormal basis of the eigenvectors of the extrapolated projector sum_c
+    BRANCH_WEIGHTS[c] Q_c^T Q_c, curvature[:rank] = -N (dP/dt) qd with dP/dt = speed sum_c BRANCH_SLOPES[c]
+    Q_c^T Q_c / step. Works in the span of the rows (an SVD of the stacked (npts rank, ncols) matrix)."""
+    npts = BRANCH_OFFSETS.shape[0]
+    nq = qd.shape[0]
+    # the weighted sum of the projectors Q_c^T Q_c: in the span of all rows, B = [Q_c] = U S V^T
+    stacked = np.empty((npts * rank, nq))
+    for j in range(npts):
+        stacked[j * rank:(j + 1) * rank] = rows[j, :rank]
+    left, values, vt = np.linalg.svd(stacked, full_matrices=False)
+    width = values.shape[0]
+    reduced = np.zeros((width, width))
+    for a in range(width):
+        for b in range(width):
+            v = 0.0
+            for i in range(npts * rank):
+                v += BRANCH_WEIGHTS[i // rank] * left[i, a] * left[i, b]
+            reduced[a, b] = values[a] * values[b] * v
+    _, vectors = np.linalg.eigh(reduced)
+    for t in range(rank):
+        e = width - 1 - t
+        for k in range(nq):
+            v = 0.0
+            for a in range(width):
+                v += vectors[a, e] * vt[a, k]
+            normals[t, k] = v
+    # (dP/dsigma) qd = sum_c s_c Q_c^T (Q_c qd) / step
+    slope = np.zeros(nq)
+    for j in range(npts):
+        for t in range(rank):
+            c = 0.0
+            for k in range(nq):
+                c += rows[j, t, k] * qd[k]
+            c *= BRANCH_SLOPES[j] / step
+            for k in range(nq):
+                slope[k] += c * rows[j, t, k]
+    for t in range(rank):
+        c = 0.0
+        for k in range(nq):
+            c += normals[t, k] * slope[k]
+        curvature[t] = -c * speed
+
+
+@njit
+def branch_normals(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac, gamma, weights,
+                   resp, zeros, no_gravity, tol, rcond_position, zone, normals, curvature):
+    """The normal space of the branch that the motion follows through a change point: (status, r), r its
+    dimension (0: not near a change point, or it cannot be told), its orthonormal basis in normals[:r] (r, nq)
+    and curvature[:r] = -N (dP/dt) qd, so that N qdd = curvature[:r] is the branch's acceleration constraint.
+
+    Near a change point J(q) loses rank (its smallest singular values go to zero like the distance to it) and
+    neither J nor J M^-1 J^T at q can say which of the branches crossing there the motion is on; a J-at-q
+    tangent has a round-off error eps / sigma_min(J), and the regularised multiplier solve drops the weak rows
+    altogether (then the motion coasts across the zone, its weak constraint forces missing: a row of
+    parallelograms needs forces ~ 1 / distance there, whose moments stay finite). The branch itself is smooth:
+    its normal space N (the row space of J at regular points, projector P = N^T N) is a smooth function of the
+    position along it. So P at q comes from points q + c d v (v = qd / |qd|, c = +-1, +-2) each closed onto
+    the loops by Gauss-Newton (``close_loops``) and outside the zone (their J has the full, higher, rank r):
+    P(q) = sum w_c P(c) with the weights of BRANCH_WEIGHTS (exact to O(d^4)), N its r dominant eigenvectors,
+    and dP/dsigma = sum s_c P(c) / d (BRANCH_SLOPES, O(d^4)); along the branch P qd = 0, so
+    N qdd = -N (dP/dsigma) qd |qd|. Allocates (it runs only in the zone). ws, com, jac ... are left at a
+    displaced point.
+    """
+    m = phi.shape[0]
+    nq = q.shape[0]
+    speed = 0.0
+    for k in range(nq):
+        speed += qd[k] * qd[k]
+    speed = math.sqrt(speed)
+    if not speed > 0.0 or m == 0:
+        return STATUS_OK, 0
+    no_driven = np.zeros(0, dtype=np.uint8)
+    no_resp_drive = np.zeros((m, 0))
+    gram = np.empty((m, m))
+    status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac, gamma,
+                              weights)
+    if status != STATUS_OK:
+        return status, 0
+    rank_q, _ = _strong_rank(body_int, body_real, q, jac, ws, resp, no_resp_drive, no_driven, zeros, no_gravity,
+                             gram, zone)
+    if rank_q < 0:
+        return STATUS_OK, 0
+    npts = BRANCH_OFFSETS.shape[0]
+    rows = np.zeros((npts, m, nq))
+    shifted = np.empty(nq)
+    rank = np.int64(-1)  # int64, not Literal[int](-1): branch_basis compiles once
+    for attempt in range(3):
+        step = BRANCH_STEP * 3.0**attempt
+        rank = np.int64(-1)
+        for j in range(npts):
+            for k in range(nq):
+                shifted[k] = q[k] + BRANCH_OFFSETS[j] * step * qd[k] / speed
+            status, gap = close_loops(body_int, body_real, loop_int, loop_real, shifted, qd, no_driven, ws, com, acc,
+                                      phi, phid, jac, gamma, weights, resp, no_resp_drive, zeros, no_gravity, tol,
+                                      np.int64(20), rcond_position)  # int64, not Literal[int](20): one compile
+            if status != STATUS_OK or not gap <= 1e3 * tol:
+                rank = np.int64(-1)
+                break
+            status = loop_constraints(body_int, body_real, loop_int, loop_real, shifted, qd, ws, com, acc, phi,
+                                      phid, jac, gamma, weights)
+            if status != STATUS_OK:
+                rank = np.int64(-1)
+                break
+            strong, weak = _strong_rank(body_int, body_real, shifted, jac, ws, resp, no_resp_drive, no_driven,
+                                        zeros, no_gravity, gram, zone)
+            if weak > 0 or strong <= rank_q or (j > 0 and strong != rank):
+                rank = np.int64(-1)
+                break
+            rank = strong
+            _, _, vt = np.linalg.svd(jac, full_matrices=False)  # J's row space: its first r right vectors
+            rows[j, :rank] = vt[:rank]
+        if rank > 0:
+            break
+    if rank <= 0:
+        return STATUS_OK, 0
+    branch_basis(rows, rank, qd, speed, step, normals, curvature)
+    return STATUS_OK, rank
+
+
+@njit
+def _branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, tau, wrench, ws, com, acc, qdd, phi,
+                     phid, jac, gamma, weights, resp, zeros, stab, rcond, lam, branch):
+    """qdd (and lam) on the branch through a change point (``constrained_dynamics``, ``branch_normals``); returns
+    (status, done): done False when no branch could be told (the caller goes on with the filtered solve)."""
+    m = phi.shape[0]
+    nq = q.shape[0]
+    normals = np.zeros((m, nq))
+    curvature = np.zeros(m)
+    status, rank = branch_normals(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
+                                  gamma, weights, resp, zeros, stab[2:4], branch[1], branch[2], branch[0], normals,
+                                  curvature)
+    # restore the state at q (the branch search left ws, jac, ... at a displaced point)
+    restored = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
+                                gamma, weights)
+    if status == STATUS_OK:
+        status = restored
+    if status != STATUS_OK or rank == 0:
+        return status, False
+    no_drive = np.zeros(0)
+    no_driven = np.zeros(0, dtype=np.uint8)
+    status = forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, no_driven, ws, qdd, no_drive)
+    if status != STATUS_OK:
+        return status, True
+    rows = normals[:rank]
+    status = constraint_responses(body_int, body_real, q, rows, no_driven, ws, resp[:rank], np.zeros((rank, 0)),
+                                  zeros, stab[2:4])
+    if status != STATUS_OK:
+        return status, True
+    gram = np.empty((rank, rank))
+    rhs = np.empty(rank)
+    mu = np.empty(rank)
+    alpha = stab[0]
+    # Baumgarte's velocity term on the branch rows; no position term: the loops' residual phi is no residual of
+    # the branch near its change point (the projection, or the closed displaced points, keep positions on it)
+    for t in range(rank):
+        a = 0.0
+        v = 0.0
+        for k in range(nq):
+            a += rows[t, k] * qdd[k]
+            v += rows[t, k] * qd[k]
+        rhs[t] = a - (curvature[t] - 2.0 * alpha * v)
+    gram_matrix(rows, resp[:rank], gram)
+    if filtered_solve(gram, rhs, REDUNDANT, mu) < 0:
+        return STATUS_NONFINITE_STATE, True
+    force = np.zeros(nq)  # the generalised constraint force N^T mu, then the loop multipliers that give it
+    for t in range(rank):
+        for k in range(nq):
+            qdd[k] -= mu[t] * resp[t, k]
+            force[k] += mu[t] * rows[t, k]
+    normal = np.empty((m, m))
+    fit = np.empty(m)
+    for r in range(m):
+        v = 0.0
+        for k in range(nq):
+            v += jac[r, k] * force[k]
+        fit[r] = v
+        for s in range(r + 1):
+            v = 0.0
+            for k in range(nq):
+                v += jac[r, k] * jac[s, k]
+            normal[r, s] = v
+            normal[s, r] = v
+    if filtered_solve(normal, fit, rcond, lam) < 0:
+        return STATUS_NONFINITE_STATE, True
+    return STATUS_OK, True
+
+
+@njit
+def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, tau, wrench, driven, ws, com,
+                         acc, qdd, drive, phi, phid, jac, gamma, weights, resp, resp_drive, zeros, stab, rcond,
+                         lam, info, branch):
+    """Constrained forward dynamics (module docstring): qdd, drive (with driven joints), multipliers lam (m,).
+
+    resp (m, nq) and resp_drive (m, nq or 0) are scratch for the responses; zeros (nq,) a zero vector; stab =
+    (alpha, beta, 0-gravity x, 0-gravity y) with entries 2, 3 zero; rcond the relative cut-off of the regularised
+    multiplier solve (``filtered_solve``). info[0] returns the numerical rank of J M^-1 J^T (< m: redundant or
+    singular loops). branch = (zone, tol, rcond_position), a tuple; zone 0: off. With it, and no driven joint, a
+    state near a change point (eigenvalues of J M^-1 J^T in (REDUNDANT, zone] of the largest) is solved on the
+    branch the motion follows: M qdd + h = tau - N^T mu, N qdd = c with the branch's normal space N and c from
+    ``branch_normals`` (whose position closures use tol, rcond_position), a well-conditioned solve; lam then
+    holds the loop multipliers that best produce the same generalised force, J^T lam ~ N^T mu (filtered: they
+    grow like 1 / distance to the change point). Returns the status.
+    """
+    status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
+                              gamma, weights)
+    if status != STATUS_OK:
+        return status
+    status = forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, ws, qdd, drive)
+    if status != STATUS_OK:
+        return status
+    status = constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, stab[2:4])
+    if status != STATUS_OK:
+        return status
+    m = phi.shape[0]
+    nq = q.shape[0]
+    has_drivers = driven.shape[0] > 0
+    gram = np.empty((m, m))
+    rhs = np.empty(m)
+    alpha = stab[0]
+    beta = stab[1]
+    for r in range(m):
+        acc_r = 0.0
+        for k in range(nq):
+            acc_r += jac[r, k] * qdd[k]
+        rhs[r] = acc_r - (gamma[r] - 2.0 * alpha * phid[r] - beta * beta * phi[r])
+    gram_matrix(jac, resp, gram)
+    zone = 0.0 if has_drivers else branch[0]
+    info[0], weak = filtered_solve_weak(gram, rhs, rcond, lam, zone)
+    if info[0] < 0:
+        return STATUS_NONFINITE_STATE
+    if weak > 0:
+        status, done = _branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, tau, wrench, ws,
+                                        com, acc, qdd, phi, phid, jac, gamma, weights, resp, zeros, stab, rcond, lam,
+                                        branch)
+        if status != STATUS_OK or done:
+            return status
+    for r in range(m):
+        for k in range(nq):
+            qdd[k] -= lam[r] * resp[r, k]
+        if has_drivers:
+            for k in range(nq):
+                drive[k] -= lam[r] * resp_drive[r, k]
+    return STATUS_OK
+
+
+@njit
+def close_loops(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, acc, phi, phid, jac, gamma, weights,
+                resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position):
+    """The Gauss-Newton position steps of ``project`` on q in place; returns (status, max |phi| at the last
+    evaluation). Leaves ws, jac, resp of an iterate, not necessarily of the final q."""
+    m = phi.shape[0]
+    nq = q.shape[0]
+    coef = np.empty(m)
+    gram = np.empty((m, m))
+    worst = np.inf
+    last_step = np.inf
+    for _ in range(max_iter + 1):
+        status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
+                                  gamma, weights)
+        if status != STATUS_OK:
+            return status, worst
+        size = 0.0
+        for r in range(m):
+            size = max(size, abs(phi[r]))
+        worst = size
+        if size == 0.0:
+            break
+        status = constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros,
+                                      no_gravity)
+        if status != STATUS_OK:
+            return status, worst
+        gram_matrix(jac, resp, gram)
+        if filtered_solve(gram, phi, rcond_position, coef) < 0:
+            return STATUS_NONFINITE_STATE, worst
+        step = 0.0
+        for k in range(nq):
+            dq = 0.0
+            for r in range(m):
+                dq += resp[r, k] * coef[r]
+            step = max(step, abs(dq))
+        if size <= tol and step <= tol:
+            break
+        if not step < 0.5 * last_step:  # round-off reached (or no progress): keep the last iterate
+            break
+        last_step = step
+        for k in range(nq):
+            for r in range(m):
+                q[k] -= resp[r, k] * coef[r]
+    return STATUS_OK, worst
+
+
+@njit
+def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, acc, phi, phid, jac, gamma, weights,
+            resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position, rcond, gap_tol, branch):
+    """Mass-orthogonal projection of q, then qd, onto the loop constraints; driven joints (``driven``) stay put.
+
+    Positions: Gauss-Newton with the steps dq = -Y f(G) phi, Y = M^-1 J^T (``constraint_responses``), G = J Y
+    (``filtered_solve``): the smallest step in the kinetic-energy metric dq^T M dq that closes the linearised
+    loops. It stops when the step has reached max |dq| <= tol and max |phi| <= tol, or stops shrinking (round-off).
+    The step, not |phi|, measures the distance to the constraint manifold: near a singular position (a loop
+    Jacobian losing rank) |phi| <= tol still allows a distance |phi| / sigma_min(J) to the branch, and with it
+    velocities off the branch's tangent by that over the distance to the singular point.
+    Velocities: qd -= Y f(G) (J qd), exact in one step. ``rcond_position`` and ``rcond`` are the cut-offs of
+    ``filtered_solve`` for the position and the velocity steps. ``branch`` = (zone, ...), a tuple (zone 0: off); with
+    it, and no held joint, near a change point (``constrained_dynamics``) the velocities are projected onto the
+    tangent of the branch that qd follows, qd -= Y_N (N Y_N)^-1 N qd with its normal space N from
+    ``branch_normals`` (Y_N = M^-1 N^T: still M-orthogonal), instead of the filtered J at q, which no longer
+    enforces the weak rows there. Returns (status, max |phi| at the end); the status is
+    STATUS_LOOPS_OPEN (index: the loop with the largest gap) when max |phi| stays above ``gap_tol``.
+
+    Why M-orthogonal (energy): write qd = v + w with J v = 0 and w = Y c in the range of M^-1 J^T. Then
+    v^T M w = (J v)^T c = 0, so the projected velocity v has T(v) = T(qd) - w^T M w / 2: the kinetic energy
+    changes only at second order in the velocity drift J qd (w^T M w = (J qd)^T G^+ (J qd)), and v is the
+    admissible velocity nearest to qd in the kinetic-energy norm. A Euclidean (minimum-norm) correction is not
+    M-orthogonal to the admissible velocities: it changes T at first order in the drift, qd^T M dqd != 0. The
+    position step moves along M^-1 J^T, the directions of the constraint forces, in which the exact motion has no
+    velocity component; its effect on the energy is first order in phi, which is the integrator's local error.
+    """
+    m = phi.shape[0]
+    nq = q.shape[0]
+    coef = np.empty(m)
+    gram = np.empty((m, m))
+    status, worst = close_loops(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, acc, phi, phid, jac,
+                                gamma, weights, resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position)
+    if status != STATUS_OK:
+        return status, worst
+    status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
+                              gamma, weights)
+    if status != STATUS_OK:
+        return status, worst
+    worst = 0.0
+    worst_row = 0
+    for r in range(m):
+        if abs(phi[r]) > worst:
+            worst = abs(phi[r])
+            worst_row = r
+    if not worst <= gap_tol:  # no closed configuration near: the loop with the largest gap
+        lp = 0
+        while lp + 1 < loop_int.shape[0] and loop_int[lp + 1, LROW] <= worst_row:
+            lp += 1
+        return STATUS_LOOPS_OPEN | (lp << 4), worst
+    status = constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity)
+    if status != STATUS_OK:
+        return status, worst
+    gram_matrix(jac, resp, gram)
+    zone = branch[0] if driven.shape[0] == 0 else 0.0
+    rank, weak = filtered_solve_weak(gram, phid, rcond, coef, zone)
+    if rank < 0:
+        return STATUS_NONFINITE_STATE, worst
+    if weak > 0:
+        normals = np.zeros((m, nq))
+        curvature = np.zeros(m)
+        status, rank = branch_normals(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
+                                      gamma, weights, resp, zeros, no_gravity, tol, rcond_position, zone, normals,
+                                      curvature)
+        if status != STATUS_OK:
+            return status, worst
+        status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
+                                  gamma, weights)
+        if status != STATUS_OK:
+            return status, worst
+        if rank > 0:
+            rows = normals[:rank]
+            status = constraint_responses(body_int, body_real, q, rows, driven, ws, resp[:rank], resp_drive[:rank],
+                                          zeros, no_gravity)
+            if status != STATUS_OK:
+                return status, worst
+            gram_rows = np.empty((rank, rank))
+            gram_matrix(rows, resp[:rank], gram_rows)
+            rate = np.empty(rank)
+            for t in range(rank):
+                v = 0.0
+                for k in range(nq):
+                    v += rows[t, k] * qd[k]
+                rate[t] = v
+            if filtered_solve(gram_rows, rate, REDUNDANT, coef[:rank]) < 0:
+                return STATUS_NONFINITE_STATE, worst
+            for k in range(nq):
+                for t in range(rank):
+                    qd[k] -= resp[t, k] * coef[t]
+            return STATUS_OK, worst
+        # no branch could be told: the filtered solve at q, again (the search moved the workspace)
+        status = constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity)
+        if status != STATUS_OK:
+            return status, worst
+        gram_matrix(jac, resp, gram)
+        if filtered_solve(gram, phid, rcond, coef) < 0:
+            return STATUS_NONFINITE_STATE, worst
+    for k in range(nq):
+        for r in range(m):
+            qd[k] -= resp[r, k] * coef[r]
+    return STATUS_OK, worst

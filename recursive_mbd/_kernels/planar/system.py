@@ -1,0 +1,222 @@
+"""The recursive formulation (tree, and the loop layer on top of it) as a time loop's system.
+
+``RecursiveSystem`` holds the model's packed arrays, the run's inputs and the preallocated workspace; the
+functions below implement the interface of ``formulation`` for it: the integrated state is
+y = (q_free, qd_free, W_dissipated, W_applied), shape (2 nf + 2,), the free joint coordinates and rates (driven
+coordinates follow their drivers) and the work terms. The equations are the recursive forward dynamics
+(``tree.forward_dynamics``, seed 003) or, with loops, the multiplier layer (``loops.constrained_dynamics``),
+with the force elements of ``elements.element_forces``. ``recursive_mbd.integrate.simulate`` builds the system.
+"""
+
+from collections import namedtuple
+
+import numba
+from numba.core import types
+from numba.extending import overload
+
+from ..layout import STATUS_OK
+from ..timeloops import formulation
+from .elements import element_forces
+from .loops import BRANCH_ZONE, constrained_dynamics, project
+from .tree import forward_dynamics
+
+# No reference counting, as the tree kernels (tree.NJIT_OPTIONS): these functions allocate nothing and return no
+# array, and the system's ~40 arrays would otherwise be counted up and down on entry to and exit from each of them
+_OPTIONS = dict(cache=True, error_model="numpy", _nrt=False)
+njit = numba.njit(**_OPTIONS)
+
+RecursiveSystem = namedtuple("RecursiveSystem", [
+    "body_int", "body_real", "gravity",  # the packed model (model.py)
+    "elem_int", "elem_real",  # force elements
+    "free",  # (nf,) int64: the integrated (free) coordinates
+    "drv_coord",  # (nd,) int64: the driven coordinates
+    "driven",  # (nbodies,) uint8 flags of driven joints, or (0,)
+    "tau_const",  # (nq,) constant joint forces
+    "offsets",  # (2,) int64: slot of tau in u (-1: tau is constant), first driver slot (f, f', f'' per driver)
+    "u",  # (ninputs,) the input vector the input callback fills
+    "q", "qd", "tau",  # (nq,) scratch: the full joint state and the joint forces of an evaluation
+    "ws", "com",  # the recursive route's workspace (dynamics.workspace)
+    "wrench",  # (nbodies, 3) element wrenches, or (0, 3) without elements
+    "jforce",  # (nq,) element joint forces
+    "element_energy",  # (3,) element energy, dissipated power, applied power
+    "per_element",  # (nelements, 3)
+    "qdd", "drive",  # (nq,) accelerations, driving forces of the driven coordinates
+    # loops: (loop_int, loop_real, acc, phi, phid, jac, gamma, weights, resp, resp_drive, zeros, stab, lam, info,
+    # jac_free (unused), settings (5,) = (project: on, tol, max_iter, its rcond; rcond of the dynamics' multiplier
+    # solve)); loop_int has no rows for a tree
+    "loops",
+])
+
+
+def _is_recursive(system):
+    return isinstance(system, types.BaseNamedTuple) and system.instance_class is RecursiveSystem
+
+
+@njit
+def _load_joint_state(inputs, key, t, y, free, drv_coord, offsets, u, q, qd, qdd):
+    """q, qd from the integrated state y and the drivers at t (qdd of the driven coordinates too); fills the
+    inputs u. Returns the inputs' status (a failed user function).
+
+    Takes the arrays it uses, not the system: numba increments and decrements the reference count of every array
+    of a tuple argument on entry to and exit from each compiled function (two atomic operations each, about 80 for
+    the recursive system), which cost as much as the forward dynamics of a 100-body chain when paid at every level
+    of every evaluation."""
+    nf = free.shape[0]
+    if nf == q.shape[0]:  # no driven joint: free is 0 .. nq - 1 (sorted), so plain copies, which vectorise
+        for j in range(nf):
+            q[j] = y[j]
+            qd[j] = y[nf + j]
+    else:
+        for j in range(nf):
+            q[free[j]] = y[j]
+            qd[free[j]] = y[nf + j]
+    status = inputs(key, t, q, qd, u)
+    if status != STATUS_OK:
+        return status
+    for j in range(drv_coord.shape[0]):  # prescribed motion q = f(t), with f' and f''
+        slot = offsets[1] + 3 * j
+        q[drv_coord[j]] = u[slot]
+        qd[drv_coord[j]] = u[slot + 1]
+        qdd[drv_coord[j]] = u[slot + 2]
+    return STATUS_OK
+
+
+@njit
+def _branch(settings):
+    """(zone, tol, rcond_position) of the change-point treatment (``loops.branch_normals``): the time loops
+    follow the branch of the motion through change points."""
+    return (BRANCH_ZONE, settings[1], settings[3])
+
+
+@njit
+def _load_state(inputs, key, system, t, y):
+    """``_load_joint_state`` of the system's arrays (system.q, system.qd, system.qdd, system.u)."""
+    return _load_joint_state(inputs, key, t, y, system.free, system.drv_coord, system.offsets, system.u, system.q,
+                             system.qd, system.qdd)
+
+
+@njit
+def project_state(inputs, key, system, t, y):
+    """Project the free coordinates and rates in y onto the loop constraints (``loops.project``: mass-orthogonal,
+    driven joints held), in place. A gap above 1e3 times the projection tolerance left is STATUS_LOOPS_OPEN: no
+    closed configuration is near (a driven mechanism pushed past its lock)."""
+    loops = system.loops
+    free = system.free
+    q = system.q
+    qd = system.qd
+    status = _load_state(inputs, key, system, t, y)
+    if status != STATUS_OK:
+        return status
+    settings = loops[15]
+    status, _ = project(system.body_int, system.body_real, loops[0], loops[1], q, qd, system.driven, system.ws,
+                        system.com, loops[2], loops[3], loops[4], loops[5], loops[6], loops[7], loops[8], loops[9],
+                        loops[10], loops[11][2:4], settings[1], int(settings[2]), settings[3], settings[4],
+                        1e3 * settings[1], _branch(settings))
+    nf = free.shape[0]
+    for j in range(nf):
+        y[j] = q[free[j]]
+        y[nf + j] = qd[free[j]]
+    return status
+
+
+@njit
+def system_rhs(inputs, key, system, t, y, dy):
+    """dy = f(t, y); returns the forward-dynamics status."""
+    body_int = system.body_int
+    free = system.free
+    drv_coord = system.drv_coord
+    tau_const = system.tau_const
+    offsets = system.offsets
+    u = system.u
+    q = system.q
+    qd = system.qd
+    tau = system.tau
+    qdd = system.qdd
+    drive = system.drive
+    nf = free.shape[0]
+    status = _load_joint_state(inputs, key, t, y, free, drv_coord, offsets, u, q, qd, qdd)
+    if status != STATUS_OK:
+        return status
+    nq = tau.shape[0]
+    tau_slot = offsets[0]
+    if tau_slot >= 0:
+        for k in range(nq):
+            tau[k] = tau_const[k] + u[tau_slot + k]
+    else:
+        for k in range(nq):
+            tau[k] = tau_const[k]
+    # tau . qd in four interleaved partial sums: four independent add chains instead of one (this sum was a
+    # dependent chain as long as the forward dynamics' own on small models)
+    p0 = p1 = p2 = p3 = 0.0
+    k = 0
+    while k + 4 <= nq:
+        p0 += tau[k] * qd[k]
+        p1 += tau[k + 1] * qd[k + 1]
+        p2 += tau[k + 2] * qd[k + 2]
+        p3 += tau[k + 3] * qd[k + 3]
+        k += 4
+    while k < nq:
+        p0 += tau[k] * qd[k]
+        k += 1
+    power_tau = (p0 + p1) + (p2 + p3)
+    energy = system.element_energy
+    if system.elem_int.shape[0] > 0:  # force elements: wrench (system.wrench) has a row per body, else shape (0, 3)
+        status = element_forces(body_int, system.body_real, system.elem_int, system.elem_real, u, q, qd, system.ws,
+                                system.com, system.wrench, system.jforce, energy, system.per_element)
+        if status != STATUS_OK:
+            return status
+        for k in range(tau.shape[0]):
+            tau[k] += system.jforce[k]
+    loops = system.loops
+    if loops[0].shape[0] > 0:
+        status = constrained_dynamics(body_int, system.body_real, system.gravity, loops[0], loops[1], q, qd, tau,
+                                      system.wrench, system.driven, system.ws, system.com, loops[2], qdd, drive,
+                                      loops[3], loops[4], loops[5], loops[6], loops[7], loops[8], loops[9], loops[10],
+                                      loops[11], loops[15][4], loops[12], loops[13], _branch(loops[15]))
+    else:
+        status = forward_dynamics(body_int, system.body_real, system.gravity, q, qd, tau, system.wrench,
+                                  system.driven, system.ws, qdd, drive)
+    if status != STATUS_OK:
+        return status
+    power_drive = 0.0
+    for j in range(drv_coord.shape[0]):
+        power_drive += drive[drv_coord[j]] * qd[drv_coord[j]]
+    if nf == q.shape[0]:  # no driven joint (see _load_state)
+        for j in range(nf):
+            dy[j] = qd[j]
+            dy[nf + j] = qdd[j]
+    else:
+        for j in range(nf):
+            dy[j] = qd[free[j]]
+            dy[nf + j] = qdd[free[j]]
+    dy[2 * nf] = energy[1]
+    dy[2 * nf + 1] = power_tau + energy[2] + power_drive
+    return STATUS_OK
+
+
+@njit
+def projects(system):
+    """True when the run projects onto the loop constraints (stabilization "projection" and loops)."""
+    return system.loops[15][0] != 0.0
+
+
+@overload(formulation.rhs, jit_options=_OPTIONS)
+def _rhs(inputs, key, system, t, y, dy):
+    if _is_recursive(system):
+        # the function itself, not a lambda calling it: one compiled level (and its reference counts) fewer
+        return system_rhs.py_func
+    return None
+
+
+@overload(formulation.project, jit_options=_OPTIONS)
+def _project(inputs, key, system, t, y):
+    if _is_recursive(system):
+        return lambda inputs, key, system, t, y: project_state(inputs, key, system, t, y)  # noqa: PLW0108
+    return None
+
+
+@overload(formulation.projects, jit_options=_OPTIONS)
+def _projects(system):
+    if _is_recursive(system):
+        return lambda system: projects(system)  # noqa: PLW0108
+    return None

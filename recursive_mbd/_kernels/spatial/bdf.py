@@ -1,0 +1,415 @@
+"""method="bdf" on a spatial tree (``Model3D``): the Newton pieces of ``_kernels.bdf.integrate_bdf`` for the
+spatial system (issue 18).
+
+One BDF time loop serves the planar and the spatial models: ``bdf.integrate_bdf`` (step and order control, the
+backward differences, STALD, dense output, events, work terms) calls the hooks declared in ``_kernels.bdf``
+(``newton_workspace``, ``corrector_predict``, ``corrector_residual``, ``newton_factor``, ``newton_update``,
+``filtered_change``, ``accept_step``); this module registers their implementations for ``SpatialSystem`` with
+``numba.extending.overload`` (compiled without reference counting, ``bdf.HOOK_OPTIONS``), reusing the spatial
+generalised-alpha kernels (``_kernels.spatial_implicit``: the RNEA residual and the O(N) factorisation of its
+Newton matrix).
+
+State and equations
+-------------------
+The state is the explicit spatial loops' y = (q (nq), v (nv), W_dissipated, W_applied) (``spatial_system``), with
+each quaternion in R^4, and BDF integrates the same right-hand side f: q' = G(q) v (G per joint: the identity for
+Euclidean coordinates, quat' = 1/2 quat (x) (0, omega) for a quaternion, at the quaternion as it is), v' = the
+forward dynamics at the normalised q. Carrying (q, v) in their own coordinates keeps the BDF machinery (backward
+differences, interpolation, error norm) a vector one; a Lie-group BDF (local charts per step) would need the
+history re-expressed in the chart of every new step, for the same order of accuracy.
+
+Newton on the second-order structure (the planar derivation of ``_kernels.bdf``, in velocity coordinates): the
+unknowns are the accelerations vdot of the new step, v_new = v_pred + d_v with d_v = c vdot - psi_v, and the q rows
+are kept exactly,
+
+    d_q = c G(q_new) v_new - psi_q,      q_new = q_pred + d_q,
+
+by evaluating them at every iteration with G at the current iterate's q (so a converged step satisfies the BDF
+corrector of every row; for Euclidean coordinates d_q changes by -c^2 dx exactly as on a planar model). The v rows
+are M(q_new) vdot + h(q_new, v_new) - tau - Q_elements = 0: their residual is one recursive Newton-Euler pass
+(``spatial_implicit.spatial_residual``) at the normalised q_new. With dv_new = c dvdot and dq_new = c^2 G dvdot (a
+quaternion turned by the tangent increment c^2 dvdot, to first order), dR/dvdot = M + c C + c^2 K: the Newton matrix
+of spatial generalised-alpha with c_mass = 1, c_damp = c, c_stiff = c^2,
+
+    S = M(q) + c^2 sum_b T_b^T K_b T_b + diag(c^2 k_j + c c_j),
+
+factorised by the articulated-body elimination and applied by two sweeps (``spatial_implicit.effective_factor`` /
+``effective_apply``; no nv x nv matrix), with the same fallback to S without gravity's stiffness where
+M + c^2 K is not positive definite. Exact and lagged terms are those listed in ``recursive_mbd.integrate.spatial_implicit``
+(velocity products, point-to-point elements, forces and torques, d(M vdot)/dq, tau's dependence on (q, v), the
+spherical spring's J_r^-1 - 1, gravity's parent-child coupling); lagged in addition: the dependence of the
+quaternion rows on q through G (d(quat (x) (0, omega))/d quat, of relative size c |omega| / 2 per iteration, as the
+gyroscopic terms already lagged), which the G at the previous iterate carries. A lagged term only slows the
+contraction; the converged step is the BDF step. The modified-Newton strategy (factors reused over the steps of
+one c, CVODE's rate test, refactorisation of slow stale factors) is the shared loop's.
+
+Unit quaternions
+----------------
+After a step passes its error test, its quaternions are renormalised and the corrections d of their rows set to
+y_new - y_pred, so that the backward differences (the history of every later step, the interpolant) hold the
+projected values (a projected BDF, Eich 1993, "Convergence results for a coordinate projection method applied to
+mechanical systems with algebraic constraints", SIAM J. Numer. Anal. 30): the norm drift does not build up over
+the steps. The error estimate is taken before the projection, from the corrector's own d: the exact flow keeps
+|quat| = 1, so the corrector's drift off the unit sphere is part of the local error that the estimate measures
+and the test bounds, and the projection moves y_new by that radial part only (never more than the accepted error).
+Renormalising inside the corrector instead would hide that drift from the estimate and break the identity
+d_q = c G v_new - psi_q the Newton iteration keeps. Dense output between steps may be off unit by the local error:
+the result's q is renormalised (``integrate.SpatialTimeLoop.joint_states``), as for the explicit methods.
+
+Starting step: Hairer's estimate with the change of f filtered by (I - h0 J)^-1 as on planar models, J's velocity
+block by the Newton matrix at h0 (M r_v by a Newton-Euler pass at zero velocity and gravity) and its q block from
+q' = G v; the stiffness term K r_q of the planar filter is lagged here.
+
+Closed loops: GGL (index 2)
+---------------------------
+With the m loop equations phi(q) = 0 of ``Model3D.add_loop`` (J = dphi/dv (m, nv) in the velocity coordinates,
+``_kernels.spatial_loops``) the corrector is the planar one's stabilised index-2 form (``_kernels.bdf``, Gear,
+Gupta & Leimkuhler 1985) with the multiplier mu acting in the tangent space, q' = G(q) (v - J^T mu):
+
+    d_q + psi_q = c G(q_new) (v_new - J^T mu),   M vdot + h - tau - Q + J^T lambda = 0,
+    phi(q_new) = 0,   J(q_new) v_new = 0,
+
+unknowns (vdot, lambda, mu), multipliers with the sign of ``spatial_loops``. With dq_new = c^2 dvdot - c J^T dmu
+(tangent increments; d(phi(q (+) delta))/d delta taken as J, as the spatial generalised-alpha does) the Newton
+matrix is the planar one, solved the same way by the same kernels: at each factorisation the m responses
+S^-1 J_r^T (``spatial_implicit.effective_apply`` on the articulated-body factors), J S^-1 J^T
+(``loops.gram_matrix``) and J J^T; per iteration dvdot, dlambda by ``implicit.schur_correction`` on the rows
+J v / c, then (J J^T) dmu = c J dvdot - phi / c (``loops.filtered_solve``). O(N m + m^3) an iteration after
+O(N m^2) per factorisation; no nv x nv matrix. The q rows are held as on a tree, G at the iterate's q, the mu
+part accumulated over the iterations as the planar update does (mu and that accumulation restart at zero at
+every attempt of a step). Lagged with loops, besides the tree's terms: lambda . d2phi/dq2, J' in the velocity
+rows and in J^T lambda, K J^T dmu, dexp on the increment, and S^-1 J^T, J S^-1 J^T, J J^T at the factorisation's
+iterate while the factors are reused. phi(q_new) and J(q_new) v_new are then zero to the Newton tolerance at
+every accepted step (the quaternions' renormalisation of ``accept_step`` moves q by the radial part of the local
+error only). The starting step's filter (``filtered_change``) ignores the loops (it only sizes the first step).
+The multipliers lambda stay inside the loop (the planar bdf does not report them either).
+"""
+
+import math
+
+import numba
+import numpy as np
+from numba.core import types
+from numba.extending import overload
+
+from ..layout import STATUS_NONFINITE_STATE, STATUS_OK, STATUS_SINGULAR
+from ..planar.bdf import (
+    HOOK_OPTIONS,
+    accept_step,
+    corrector_predict,
+    corrector_residual,
+    filtered_change,
+    newton_factor,
+    newton_update,
+    newton_workspace,
+)
+from ..planar.implicit import schur_correction
+from ..planar.loops import filtered_solve, gram_matrix
+from .implicit import effective_apply, effective_factor, spatial_residual
+from .layout import NVJ
+from .system import (
+    LOOP_JAC,
+    LOOP_LAM,
+    LOOP_PHI,
+    LOOP_PHID,
+    LOOP_SETTINGS,
+    SpatialSystem,
+    _constraints,
+    configuration_rate,
+    normalise_quaternions,
+)
+from .tree import inverse_dynamics
+
+# The cached machine code of ``bdf.integrate_bdf`` embeds the hooks below as they were when it was compiled, and
+# numba checks only bdf.py's stamp: after editing this file, clear _kernels/__pycache__ (or touch bdf.py).
+njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
+
+
+def _is_spatial(system):
+    return isinstance(system, types.BaseNamedTuple) and system.instance_class is SpatialSystem
+
+
+# entries of the spatial Newton workspace (after lam, lam_start, mu (m,): the loops' multipliers, empty on a tree,
+# and ``newton`` = (j_stiff, j_damp), the joint spring-dampers' stiffness and damping per velocity, built by
+# ``recursive_mbd.integrate.bdf``); from W_RESP on the loop rows' (module doc, "Closed loops")
+(W_WS, W_S, W_S_RESIDUAL, W_UD, W_DINV, W_UDV, W_TMP, W_ROT, W_FSUB, W_KW, W_ZEROS, W_DIAG, W_RESIDUAL, W_DX,
+ W_VDOT, W_POWERS, W_Q, W_V, W_RATE, W_NO_GRAVITY, W_RESP, W_GRAM, W_GRAM_MU, W_RATE_SCALED, W_DLAM, W_DMU,
+ W_WORK_M, W_TANGENT, W_SHIFT, W_FREE) = range(4, 34)
+
+
+@overload(newton_workspace, inline="always")
+def _spatial_newton_workspace(system, newton):
+    if not _is_spatial(system):
+        return None
+
+    def impl(system, newton):
+        body_int = system.body_int
+        nb = body_int.shape[0]
+        nq = system.q.shape[0]
+        nv = system.v.shape[0]
+        max_nv = 1
+        for i in range(nb):
+            max_nv = max(max_nv, body_int[i, NVJ])
+        m = system.loops[LOOP_PHI].shape[0]
+        lam = np.zeros(m)
+        for r in range(m):  # the multipliers of the start (the first evaluation's), the first Newton iterate's
+            lam[r] = system.loops[LOOP_LAM][r]
+        return (lam, np.zeros(m), np.zeros(m), newton,
+                np.zeros_like(system.ws), np.zeros((nb, max_nv, 6)), np.zeros((nb, max_nv, 6)),
+                np.zeros((nb, max_nv, 6)), np.zeros((nb, max_nv, max_nv)), np.zeros((nb, max_nv)),
+                np.zeros_like(system.tmp), np.zeros((nb, 3, 3)), np.zeros((nb, 3)), np.zeros((nb, 6)), np.zeros(nv),
+                np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(2), np.zeros(nq), np.zeros(nv),
+                np.zeros(nq), np.zeros(3), np.zeros((m, nv)), np.zeros((m, m)), np.zeros((m, m)), np.zeros(m),
+                np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(nv), np.zeros(nq), np.arange(nv))
+    return impl
+
+
+@overload(corrector_predict, jit_options=HOOK_OPTIONS)
+def _spatial_corrector_predict(system, work, c, y_pred, psi, d, y):
+    if not _is_spatial(system):
+        return None
+
+    def impl(system, work, c, y_pred, psi, d, y):
+        nq = system.q.shape[0]
+        nv = system.v.shape[0]
+        n = y.shape[0]
+        v = work[W_V]
+        rate = work[W_RATE]
+        for j in range(nv):
+            v[j] = y_pred[nq + j]
+        configuration_rate(system, y_pred, v, rate)  # q' = G(q_pred) v_pred
+        shift = work[W_SHIFT]
+        for k in range(nq):
+            d[k] = c * rate[k] - psi[k]
+            shift[k] = 0.0  # GGL's c G J^T mu, accumulated over the iterations: mu = 0 at the predictor
+        for j in range(nq, n):
+            d[j] = 0.0
+        for j in range(n):
+            y[j] = y_pred[j] + d[j]
+    return impl
+
+
+@overload(corrector_residual, jit_options=HOOK_OPTIONS)
+def _spatial_corrector_residual(inputs, key, system, work, t_new, c, psi, d, y):
+    if not _is_spatial(system):
+        return None
+
+    def impl(inputs, key, system, work, t_new, c, psi, d, y):
+        nq = system.q.shape[0]
+        nv = system.v.shape[0]
+        q = work[W_Q]
+        v = work[W_V]
+        vdot = work[W_VDOT]
+        residual = work[W_RESIDUAL]
+        powers = work[W_POWERS]
+        for j in range(nv):  # the iterate's accelerations: d_v + psi_v = c vdot
+            vdot[j] = (psi[nq + j] + d[nq + j]) / c
+            v[j] = y[nq + j]
+        for k in range(nq):
+            q[k] = y[k]
+        status = normalise_quaternions(system, q)  # the dynamics at unit quaternions, as the explicit loops' f
+        if status != STATUS_OK:
+            return status, np.inf
+        status = spatial_residual(inputs, key, system, t_new, q, v, vdot, work[W_S_RESIDUAL], residual, powers)
+        if status != STATUS_OK:
+            return status, np.inf
+        loops = system.loops
+        m = loops[LOOP_PHI].shape[0]
+        if m > 0:
+            # phi, J v and J at the iterate; the residual gains J^T lambda (M vdot + h = Q - J^T lambda), and
+            # J v_new = 0 is scaled by 1 / c so that its derivative by vdot is J (module doc)
+            status = _constraints(system, q, v)
+            if status != STATUS_OK:
+                return status, np.inf
+            jac = loops[LOOP_JAC]
+            lam = work[0]
+            rate_scaled = work[W_RATE_SCALED]
+            for r in range(m):
+                for j in range(nv):
+                    residual[j] += jac[r, j] * lam[r]
+                rate_scaled[r] = loops[LOOP_PHID][r] / c
+        res_max = 0.0
+        for j in range(nv):
+            res_max = max(res_max, abs(residual[j]))
+        d[nq + nv] = c * powers[0] - psi[nq + nv]  # the work rows, explicit given q and v
+        d[nq + nv + 1] = c * powers[1] - psi[nq + nv + 1]
+        return STATUS_OK, res_max
+    return impl
+
+
+@overload(newton_factor, jit_options=HOOK_OPTIONS)
+def _spatial_newton_factor(system, work, c):
+    if not _is_spatial(system):
+        return None
+
+    def impl(system, work, c):
+        status = _factor(system, work, c, work[W_Q])
+        loops = system.loops
+        jac = loops[LOOP_JAC]
+        m = jac.shape[0]
+        if status != STATUS_OK or m == 0:
+            return status
+        # the loop rows at the factors' iterate: S^-1 J_r^T (m applies), J S^-1 J^T and GGL's J J^T
+        resp = work[W_RESP]
+        gram_mu = work[W_GRAM_MU]
+        for r in range(m):
+            effective_apply(system.body_int, work[W_WS], work[W_S], work[W_UD], work[W_DINV], jac[r], work[W_TMP],
+                            work[W_UDV], resp[r])
+        gram_matrix(jac, resp, work[W_GRAM])
+        for r in range(m):
+            for s in range(r + 1):
+                g = 0.0
+                for j in range(jac.shape[1]):
+                    g += jac[r, j] * jac[s, j]
+                gram_mu[r, s] = g
+                gram_mu[s, r] = g
+        return STATUS_OK
+    return impl
+
+
+@njit
+def _factor(system, work, c, q):
+    """Factor the Newton matrix at q (unit quaternions) for c; returns the status."""
+    newton = work[3]
+    j_stiff = newton[0]
+    j_damp = newton[1]
+    j_diag = work[W_DIAG]
+    for j in range(j_diag.shape[0]):
+        j_diag[j] = c * c * j_stiff[j] + c * j_damp[j]
+    status = effective_factor(system.body_int, system.body_real, system.gravity, q, work[W_ZEROS], work[W_WS],
+                              work[W_S], work[W_TMP], c * c, j_diag, work[W_UD], work[W_DINV], work[W_ROT],
+                              work[W_FSUB], work[W_KW])
+    if (status & 15) == STATUS_SINGULAR:
+        # gravity's stiffness is negative where a subtree hangs above its joint: M + c^2 K may be indefinite for
+        # a large step; then it is lagged too (as generalized_alpha)
+        status = effective_factor(system.body_int, system.body_real, system.gravity, q, work[W_ZEROS], work[W_WS],
+                                  work[W_S], work[W_TMP], 0.0, j_diag, work[W_UD], work[W_DINV], work[W_ROT],
+                                  work[W_FSUB], work[W_KW])
+    return status
+
+
+@overload(newton_update, jit_options=HOOK_OPTIONS)
+def _spatial_newton_update(system, work, c, y_pred, psi, d, y, scale):
+    if not _is_spatial(system):
+        return None
+
+    def impl(system, work, c, y_pred, psi, d, y, scale):
+        nq = system.q.shape[0]
+        nv = system.v.shape[0]
+        n = y.shape[0]
+        dx = work[W_DX]
+        v = work[W_V]
+        rate = work[W_RATE]
+        effective_apply(system.body_int, work[W_WS], work[W_S], work[W_UD], work[W_DINV], work[W_RESIDUAL],
+                        work[W_TMP], work[W_UDV], dx)
+        ok = True
+        loops = system.loops
+        jac = loops[LOOP_JAC]
+        m = jac.shape[0]
+        shift = work[W_SHIFT]
+        if m > 0:
+            phi = loops[LOOP_PHI]
+            rcond = loops[LOOP_SETTINGS][4]
+            lam = work[0]
+            mu = work[2]
+            dlam = work[W_DLAM]
+            dmu = work[W_DMU]
+            work_m = work[W_WORK_M]
+            tangent = work[W_TANGENT]
+            # [S J^T; J 0] (dx, dlam) = (residual, J v / c) by the Schur complement
+            ok = schur_correction(work[W_FREE], jac, work[W_RESP], work[W_GRAM], rcond, work[W_RATE_SCALED],
+                                  dx, dlam, work_m)
+            for r in range(m):  # GGL: (J J^T) dmu = c J dx - phi / c
+                g = -phi[r] / c
+                for j in range(nv):
+                    g += c * jac[r, j] * dx[j]
+                work_m[r] = g
+            if filtered_solve(work[W_GRAM_MU], work_m, rcond, dmu) < 0:
+                ok = False
+            for j in range(nv):
+                g = 0.0
+                for r in range(m):
+                    g += jac[r, j] * dmu[r]
+                tangent[j] = g
+            for r in range(m):
+                mu[r] -= dmu[r]
+                lam[r] -= dlam[r]
+            configuration_rate(system, y, tangent, rate)  # mu -= dmu: c G J^T mu -= c G J^T dmu
+            for k in range(nq):
+                shift[k] -= c * rate[k]
+        acc = 0.0
+        for j in range(nv):  # vdot -= dx: d_v -= c dx
+            d[nq + j] -= c * dx[j]
+            v[j] = y_pred[nq + j] + d[nq + j]
+            acc += (c * dx[j] / scale[nq + j]) ** 2
+        # the q rows held exactly at the new velocities, G at this iterate's q (its change with q lagged), less
+        # GGL's accumulated c G J^T mu
+        configuration_rate(system, y, v, rate)
+        for k in range(nq):
+            d_q = c * rate[k] - psi[k] - shift[k]
+            acc += ((d_q - d[k]) / scale[k]) ** 2
+            d[k] = d_q
+        for j in range(n):
+            y[j] = y_pred[j] + d[j]
+        return ok, acc
+    return impl
+
+
+@overload(filtered_change, inline="always")
+def _spatial_filtered_change(system, work, h, y0, err):
+    if not _is_spatial(system):
+        return None
+
+    def impl(system, work, h, y0, err):
+        nq = system.q.shape[0]
+        nv = system.v.shape[0]
+        q = work[W_Q]
+        vdot = work[W_VDOT]
+        residual = work[W_RESIDUAL]
+        dx = work[W_DX]
+        rate = work[W_RATE]
+        for k in range(nq):
+            q[k] = y0[k]
+        status = normalise_quaternions(system, q)
+        if status != STATUS_OK:
+            return status
+        for j in range(nv):
+            vdot[j] = err[nq + j]
+        # M r_v: Newton-Euler at zero velocity without gravity
+        status = inverse_dynamics(system.body_int, system.body_real, work[W_NO_GRAVITY], q, work[W_ZEROS], vdot,
+                                  system.ws, work[W_S_RESIDUAL], system.tmp, residual)
+        if status != STATUS_OK:
+            return status
+        status = _factor(system, work, h, q)
+        if status != STATUS_OK:
+            return status
+        effective_apply(system.body_int, work[W_WS], work[W_S], work[W_UD], work[W_DINV], residual, work[W_TMP],
+                        work[W_UDV], dx)
+        for j in range(nv):
+            if not math.isfinite(dx[j]):
+                return STATUS_NONFINITE_STATE  # err unchanged: the unfiltered change sets the step
+        configuration_rate(system, q, dx, rate)
+        for k in range(nq):
+            err[k] += h * rate[k]
+        for j in range(nv):
+            err[nq + j] = dx[j]
+        return STATUS_OK
+    return impl
+
+
+@overload(accept_step, jit_options=HOOK_OPTIONS)
+def _spatial_accept_step(system, work, y_pred, d, y):
+    if not _is_spatial(system):
+        return None
+
+    def impl(system, work, y_pred, d, y):
+        status = normalise_quaternions(system, y)
+        if status != STATUS_OK:
+            return status
+        quat_q = system.quat_q
+        for j in range(quat_q.shape[0]):
+            a = quat_q[j]
+            for k in range(a, a + 4):
+                d[k] = y[k] - y_pred[k]
+        return STATUS_OK
+    return impl

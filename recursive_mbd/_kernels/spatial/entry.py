@@ -1,0 +1,69 @@
+"""The short path of a spatial forward-dynamics call from Python: one kernel compiled for exactly one signature.
+
+numba's dispatch of a call from Python costs about 35 ns per argument (measured: 12 arrays 0.55 us, 8 arrays
+0.41 us), so ``forward_dynamics_packed`` takes the workspace of ``spatial.forward_dynamics`` (ws, S, UD, uD, tmp)
+as one float64 buffer (``spatial.Workspace3D.buffer``, its arrays being views of it) and makes the views again
+inside: 8 arguments instead of 12. It is compiled for one signature with compilation disabled (``kernel()``): a
+wrong dtype, layout or a read-only q, v, tau or out is a TypeError at dispatch (never a new specialisation), and
+the lengths are checked here. The views have the types every other caller passes, so the one compiled
+specialisation of ``spatial.forward_dynamics`` serves this path too.
+"""
+
+import numba
+
+from ..planar.entry import GRAVITY, OPTIONS, VECTOR
+from .layout import NQJ, NVJ, QIDX, VIDX, W_SPATIAL
+from .tree import TMP_SIZE, forward_dynamics
+
+BODY_INT = numba.types.Array(numba.int64, 2, "C", readonly=True)  # the frozen model's arrays
+BODY_REAL_C = numba.types.Array(numba.float64, 2, "C", readonly=True)
+SIZE_MISMATCH = -(1 << 40)  # status: q, v, tau or out has the wrong length (the full route says which)
+_kernel = []
+
+# numba's cache checks this file's stamp only: it changes with the workspace contract of ``spatial`` (s18mem:
+# revolute joints, as spherical ones, fill no S, UD, uD rows), so that no cached caller keeps the old kernels.
+
+
+def forward_dynamics_packed(body_int, body_real, gravity, q, v, tau, buffer, out):
+    """``spatial.forward_dynamics`` with its workspace packed in ``buffer`` (1-D float64): ws (nbodies,
+    W_SPATIAL), tmp (TMP_SIZE,), then S and UD (rows, width, 6) and uD (rows, width), rows 0 or nbodies
+    (``spatial.Workspace3D``). Compiled by ``kernel()``.
+
+    Returns SIZE_MISMATCH unless q is (nq,) and v, tau, out are (nv,) (nq, nv: the last body's first index plus its
+    count, the bodies being in coordinate order), else the status of ``spatial.forward_dynamics``.
+    """
+    n = body_int.shape[0]
+    if q.shape[0] != body_int[n - 1, QIDX] + body_int[n - 1, NQJ]:
+        return SIZE_MISMATCH
+    nv = body_int[n - 1, VIDX] + body_int[n - 1, NVJ]
+    if v.shape[0] != nv or tau.shape[0] != nv or out.shape[0] != nv:
+        return SIZE_MISMATCH
+    start = n * W_SPATIAL
+    rest = buffer.shape[0] - start - TMP_SIZE
+    rows = n if rest > 0 else 0
+    width = rest // (13 * n) if rest > 0 else 1  # S, UD: 6 floats a column each, uD: 1
+    ws = buffer[:start].reshape((n, W_SPATIAL))
+    tmp = buffer[start:start + TMP_SIZE]
+    start += TMP_SIZE
+    size = rows * width * 6
+    S = buffer[start:start + size].reshape((rows, width, 6))
+    UD = buffer[start + size:start + 2 * size].reshape((rows, width, 6))
+    uD = buffer[start + 2 * size:start + 2 * size + rows * width].reshape((rows, width))
+    return forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp, out)
+
+
+def kernel():
+    """``forward_dynamics_packed`` compiled for exactly (BODY_INT, BODY_REAL_C, GRAVITY, VECTOR x 5) on first use
+    (loaded from numba's cache after the first process), no other signature."""
+    if not _kernel:
+        signature = numba.int64(BODY_INT, BODY_REAL_C, GRAVITY, VECTOR, VECTOR, VECTOR, VECTOR, VECTOR)
+        compiled = numba.njit(signature, cache=True, **OPTIONS)(forward_dynamics_packed)
+        compiled.disable_compile()  # other types are a TypeError at dispatch, not a new specialisation
+        _kernel.append(compiled)
+    return _kernel[0]
+
+
+def accepts_model(model):
+    """True if the model's packed arrays have the types of the fixed signature."""
+    return (numba.typeof(model.body_int).key == BODY_INT.key and numba.typeof(model.body_real).key == BODY_REAL_C.key
+            and numba.typeof(model.gravity).key == GRAVITY.key)

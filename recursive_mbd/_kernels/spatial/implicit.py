@@ -1,0 +1,661 @@
+"""Generalised-alpha on a spatial model (``Model3D``): the Newton matrix's O(N) factorisation and the compiled loop.
+
+Derivation and the list of exact and lagged terms: ``recursive_mbd.integrate.spatial_implicit``. ``effective_factor`` runs
+the tip-to-base pass of the articulated-body algorithm (Featherstone 2008, table 7.1) on the inertias alone, with a
+joint diagonal added to every joint's D_i = S_i^T I^A_i S_i (as a rotor inertia or armature would be), so that
+``effective_apply`` gives x = (M + diag(j_diag))^-1 rhs by the force and acceleration passes, O(N) each. Every
+joint, spherical ones too, takes the general path (S stored): the spherical register path of ``_kernels.spatial``
+keeps no D_i to add to. With closed loops the time loop borders these factors by the loop rows through the planar
+loop's kernels (``_kernels.implicit.schur_correction``, ``position_correction``): m applies per factorisation give
+S^-1 J^T, no nv x nv matrix.
+"""
+
+import math
+
+import numba
+import numpy as np
+
+from ..layout import STATUS_EVENT, STATUS_NO_CONVERGENCE, STATUS_OK, STATUS_OUTPUT_FULL, STATUS_SINGULAR
+from ..planar.implicit import (
+    SLOW_CONTRACTION,
+    _hermite_span,
+    _locate_span,
+    _output_row,
+    position_correction,
+    schur_correction,
+)
+from ..planar.loops import gram_matrix
+from ..timeloops.integrators import _fatal, _left, _poll, _store
+from .elements import element_forces
+from .layout import CP, MASS, MCOM, NVJ, PA, PARENT, PP, VIDX, WC, WI, WP, WR, WT
+from .system import (
+    LOOP_JAC,
+    LOOP_LAM,
+    LOOP_PHI,
+    LOOP_PHID,
+    LOOP_SETTINGS,
+    _constraints,
+    configuration_rate,
+    integrate_configuration,
+    system_rhs,
+)
+from .tree import (
+    _body_inertia,
+    _cholesky_factor,
+    _cholesky_solve,
+    _force_to_parent_add,
+    _inertia_transform_add,
+    _motion_to_child,
+    _pack_inertia,
+    _rotate_symmetric,
+    _unpack_inertia,
+    inverse_dynamics,
+    kinematics_pass,
+)
+
+njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
+
+
+@njit
+def _add_stiffness_term(kw, i, fx, fy, fz, rx, ry, rz):
+    """kw[i] += (F . r) 1 - (F r^T + r F^T) / 2 (symmetric, packed xx, yy, zz, xy, xz, yz): the Hessian of
+    -F . exp([delta]) r in delta at 0, the potential of a constant force F on a lever r turned by delta."""
+    fr = fx * rx + fy * ry + fz * rz
+    kw[i, 0] += fr - fx * rx
+    kw[i, 1] += fr - fy * ry
+    kw[i, 2] += fr - fz * rz
+    kw[i, 3] -= 0.5 * (fx * ry + rx * fy)
+    kw[i, 4] -= 0.5 * (fx * rz + rx * fz)
+    kw[i, 5] -= 0.5 * (fy * rz + ry * fz)
+
+
+@njit
+def geometric_stiffness(body_int, body_real, gravity, ws, rot, fsub, kw):
+    """Gravity geometric stiffness K_b of every body on its absolute rotation, body axes, packed symmetric (xx, yy,
+    zz, xy, xz, yz) into kw (nbodies, 6) [N m / rad]; derivation in ``recursive_mbd.integrate.spatial_implicit``.
+
+    Needs R of every body in ws (a kinematics pass). rot (nbodies, 3, 3) receives the body-to-ground rotations,
+    fsub (nbodies, 3) the subtree weights F_b = sum of m g over the subtree of b. K_b (ground axes) = the terms
+    (F . r) 1 - (F r^T + r F^T) / 2 of (F_b, e_b = c_b - joint point of b) and of (F_k, d_k = joint point of k -
+    c_b) for every child k; then R_b^T K_b R_b.
+    """
+    n = body_int.shape[0]
+    for i in range(n):
+        p = body_int[i, PARENT]
+        for a in range(3):
+            for b in range(3):
+                if p < 0:
+                    rot[i, a, b] = ws[i, WR + 3 * a + b]
+                else:
+                    rot[i, a, b] = (rot[p, a, 0] * ws[i, WR + b] + rot[p, a, 1] * ws[i, WR + 3 + b]
+                                    + rot[p, a, 2] * ws[i, WR + 6 + b])
+        for a in range(3):
+            fsub[i, a] = body_real[i, MASS] * gravity[a]
+        for e in range(6):
+            kw[i, e] = 0.0
+    for i in range(n - 1, -1, -1):
+        m = body_real[i, MASS]
+        inv_m = 1.0 / m if m > 0.0 else 0.0  # a massless body: any reference point, used consistently
+        ex = inv_m * body_real[i, MCOM] - body_real[i, CP]
+        ey = inv_m * body_real[i, MCOM + 1] - body_real[i, CP + 1]
+        ez = inv_m * body_real[i, MCOM + 2] - body_real[i, CP + 2]
+        _add_stiffness_term(kw, i, fsub[i, 0], fsub[i, 1], fsub[i, 2],
+                            rot[i, 0, 0] * ex + rot[i, 0, 1] * ey + rot[i, 0, 2] * ez,
+                            rot[i, 1, 0] * ex + rot[i, 1, 1] * ey + rot[i, 1, 2] * ez,
+                            rot[i, 2, 0] * ex + rot[i, 2, 1] * ey + rot[i, 2, 2] * ez)
+        p = body_int[i, PARENT]
+        if p < 0:
+            continue
+        m = body_real[p, MASS]
+        inv_m = 1.0 / m if m > 0.0 else 0.0
+        dx = body_real[i, PP] - inv_m * body_real[p, MCOM]
+        dy = body_real[i, PP + 1] - inv_m * body_real[p, MCOM + 1]
+        dz = body_real[i, PP + 2] - inv_m * body_real[p, MCOM + 2]
+        _add_stiffness_term(kw, p, fsub[i, 0], fsub[i, 1], fsub[i, 2],
+                            rot[p, 0, 0] * dx + rot[p, 0, 1] * dy + rot[p, 0, 2] * dz,
+                            rot[p, 1, 0] * dx + rot[p, 1, 1] * dy + rot[p, 1, 2] * dz,
+                            rot[p, 2, 0] * dx + rot[p, 2, 1] * dy + rot[p, 2, 2] * dz)
+        for a in range(3):
+            fsub[p, a] += fsub[i, a]
+    for i in range(n):  # to body axes: R^T K R
+        r = rot[i]
+        (kw[i, 0], kw[i, 1], kw[i, 2], kw[i, 3], kw[i, 4], kw[i, 5]) = _rotate_symmetric(
+            r[0, 0], r[1, 0], r[2, 0], r[0, 1], r[1, 1], r[2, 1], r[0, 2], r[1, 2], r[2, 2],
+            kw[i, 0], kw[i, 1], kw[i, 2], kw[i, 3], kw[i, 4], kw[i, 5])
+
+
+@njit
+def effective_factor(body_int, body_real, gravity, q, zeros, ws, S, tmp, c_stiff, j_diag, UD, dinv, rot, fsub, kw):
+    """Factor S = M(q) + c_stiff K_gravity + diag(j_diag) by the articulated-body elimination, tip to base, O(N);
+    returns a status.
+
+    K_gravity = sum over bodies of T_b^T K_b T_b (T_b: the body's angular velocity rows, K_b of
+    ``geometric_stiffness``, which rot (nbodies, 3, 3), fsub (nbodies, 3), kw (nbodies, 6) are scratch of): the
+    angular block of each body's inertia gains c_stiff K_b (skipped when c_stiff is 0).
+
+    Fills ws (nbodies, W_SPATIAL: R, r, the articulated inertias), S (nbodies, max_nv, 6: every joint's motion
+    subspace), UD = U D^-1 (nbodies, max_nv, 6) and dinv = D^-1 (nbodies, max_nv, max_nv) with
+    D_i = S_i^T I^A_i S_i + diag(j_diag[joint i's velocities]). ``zeros`` (nv,) zero velocities, tmp (TMP_SIZE,)
+    scratch (the layout of ``spatial.forward_dynamics``). STATUS_SINGULAR | (body << 4) for a D_i that is not
+    positive definite (a Cholesky pivot below SINGULAR_RTOL of its scale).
+    """
+    status = kinematics_pass(body_int, body_real, q, zeros, ws, S, tmp, False)
+    if status:
+        return status
+    n = body_int.shape[0]
+    for i in range(n):
+        _body_inertia(body_real, i, ws, i)
+    if c_stiff != 0.0:
+        geometric_stiffness(body_int, body_real, gravity, ws, rot, fsub, kw)
+        for i in range(n):
+            for e in range(6):
+                ws[i, WI + PA + e] += c_stiff * kw[i, e]
+    for i in range(n - 1, -1, -1):
+        nvj = body_int[i, NVJ]
+        kv = body_int[i, VIDX]
+        _unpack_inertia(ws[i], WI, tmp, 234)
+        for col in range(nvj):  # U = I^A S (tmp[0:36], 6 per column)
+            for r in range(6):
+                acc = 0.0
+                for c in range(6):
+                    acc += tmp[234 + 6 * r + c] * S[i, col, c]
+                tmp[6 * col + r] = acc
+        for r in range(6):
+            tmp[228 + r] = math.sqrt(abs(tmp[234 + 7 * r]))
+        for col in range(nvj):  # D = S^T U + diag(j_diag) (tmp[36:72], stride 6), pivot scales in tmp[72:78]
+            scale = 0.0
+            for r in range(6):
+                scale += abs(S[i, col, r]) * tmp[228 + r]
+            tmp[72 + col] = scale * scale + abs(j_diag[kv + col])
+            for row in range(nvj):
+                acc = 0.0
+                for r in range(6):
+                    acc += S[i, row, r] * tmp[6 * col + r]
+                tmp[36 + 6 * row + col] = acc
+            tmp[36 + 7 * col] += j_diag[kv + col]
+        status = _cholesky_factor(tmp, 36, 186, 72, nvj, i)  # Cholesky of D in place
+        if status:
+            return status
+        for col in range(nvj):  # D^-1 column by column
+            for r in range(nvj):
+                tmp[192 + 6 * col + r] = 0.0
+            tmp[192 + 7 * col] = 1.0
+            _cholesky_solve(tmp, 36, 186, nvj, 192 + 6 * col)
+            for r in range(nvj):
+                dinv[i, r, col] = tmp[192 + 6 * col + r]
+        for col in range(nvj):  # UD = U D^-1
+            for r in range(6):
+                acc = 0.0
+                for k in range(nvj):
+                    acc += tmp[6 * k + r] * dinv[i, k, col]
+                UD[i, col, r] = acc
+        p = body_int[i, PARENT]
+        if p < 0:
+            continue
+        for r in range(6):  # I^a = I^A - U D^-1 U^T to the parent
+            for c in range(r, 6):
+                acc = tmp[234 + 6 * r + c]
+                for col in range(nvj):
+                    acc -= UD[i, col, r] * tmp[6 * col + c]
+                tmp[84 + 6 * r + c] = acc
+                tmp[84 + 6 * c + r] = acc
+        _pack_inertia(tmp, 84, tmp, 270)
+        _inertia_transform_add(ws, i, ws[i, WT], ws[i, WT + 1], ws[i, WT + 2], tmp, 270, ws[p], WI)
+    return STATUS_OK
+
+
+@njit
+def effective_apply(body_int, ws, S, UD, dinv, rhs, tmp, ud, out):
+    """out = (M + diag(j_diag))^-1 rhs (nv,) with the factors of ``effective_factor``: two sweeps, O(N).
+
+    The articulated-body algorithm at zero velocity without gravity (the bias terms vanish): tip to base
+    u = rhs - S^T p^A, p^a = p^A + U D^-1 u to the parent; base to tip from a_ground = 0, x = D^-1 u - (U D^-1)^T a',
+    a = a' + S x. Overwrites the p^A and acceleration entries of ws; ud (nbodies, max_nv) scratch.
+    """
+    n = body_int.shape[0]
+    for i in range(n):
+        for m in range(6):
+            ws[i, WP + m] = 0.0
+    for i in range(n - 1, -1, -1):
+        nvj = body_int[i, NVJ]
+        kv = body_int[i, VIDX]
+        for col in range(nvj):
+            acc = rhs[kv + col]
+            for m in range(6):
+                acc -= S[i, col, m] * ws[i, WP + m]
+            tmp[78 + col] = acc
+        for r in range(nvj):
+            acc = 0.0
+            for col in range(nvj):
+                acc += dinv[i, r, col] * tmp[78 + col]
+            ud[i, r] = acc
+        p = body_int[i, PARENT]
+        if p < 0:
+            continue
+        for m in range(6):  # U D^-1 u
+            acc = ws[i, WP + m]
+            for col in range(nvj):
+                acc += UD[i, col, m] * tmp[78 + col]
+            tmp[120 + m] = acc
+        _force_to_parent_add(ws, i, tmp, 120, ws[p], WP)
+    for i in range(n):
+        p = body_int[i, PARENT]
+        kv = body_int[i, VIDX]
+        if p < 0:
+            for m in range(6):
+                tmp[m] = 0.0
+        else:
+            _motion_to_child(ws, i, ws[p], WC, tmp, 0)
+        nvj = body_int[i, NVJ]
+        # every x from a' first: with the joint diagonal (U D^-1)^T S is no longer the identity, so a' must not
+        # take a column's S x before the next column's x is formed (the forward-dynamics kernel may interleave)
+        for col in range(nvj):
+            acc = ud[i, col]
+            for m in range(6):
+                acc -= UD[i, col, m] * tmp[m]
+            out[kv + col] = acc
+        for col in range(nvj):
+            for m in range(6):
+                tmp[m] += S[i, col, m] * out[kv + col]
+        for m in range(6):
+            ws[i, WC + m] = tmp[m]
+
+
+@njit
+def spatial_residual(inputs, key, system, t, q, v, vdot, S, tau_need, powers):
+    """residual = M(q) vdot + h(q, v) - tau - Q_elements (nv,) into ``tau_need`` by one Newton-Euler pass, after the
+    inputs (tau functions, time-varying element loads) and the force elements at (t, q, v); q must hold unit
+    quaternions. powers = (dissipated by the dampers, applied by tau and the forces and torques) [W]. S (nbodies,
+    max_nv, 6) scratch for the kinematics. Returns the status."""
+    status = inputs(key, t, q, v, system.u)
+    if status != STATUS_OK:
+        return status
+    tau = system.tau
+    nv = v.shape[0]
+    offset = system.tau_offset[0]
+    power = 0.0
+    for k in range(nv):
+        tau[k] = system.tau_const[k] + (system.u[offset + k] if offset >= 0 else 0.0)
+        power += tau[k] * v[k]
+    (elem_int, elem_real, ews, eS, etmp, rot, pos, omega, vel, wrench, forces, energy, per_element) = system.elements
+    dissipated = 0.0
+    if elem_int.shape[0] > 0:
+        status = element_forces(system.body_int, system.body_real, elem_int, elem_real, system.u, q, v, ews, eS, etmp,
+                                rot, pos, omega, vel, wrench, forces, energy, per_element)
+        if status != STATUS_OK:
+            return status
+        for k in range(nv):
+            tau[k] += forces[k]
+        dissipated = energy[1]
+        power += energy[2]
+    status = inverse_dynamics(system.body_int, system.body_real, system.gravity, q, v, vdot, system.ws, S,
+                              system.tmp, tau_need)
+    if status != STATUS_OK:
+        return status
+    for k in range(nv):
+        tau_need[k] -= tau[k]
+    powers[0] = dissipated
+    powers[1] = power
+    return STATUS_OK
+
+
+@njit
+def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, nsteps_total, every, t_eval,
+                                coefficients, newton_tol, max_newton, j_stiff, j_damp, t_out, y_out, output_budget,
+                                events, events_key, directions, terminal, ev_t, ev_y, monitor, monitor_key, control,
+                                info):
+    """Lie-group generalised-alpha (Arnold & Bruls 2007) on a spatial system from t0 to t_end in ``nsteps_total``
+    steps of dt (the last one landing on t_end), the whole loop compiled; the planar loop's conventions
+    (``_kernels.implicit.integrate_generalized_alpha``) on the state y = (q (nq), v (nv), W_dissipated, W_applied).
+
+    Each step: unknown vdot+ (nv); a+ from (1 - alpha_m) a+ + alpha_m a = (1 - alpha_f) vdot+ + alpha_f vdot,
+    v+ = v + h (1 - gamma) a + h gamma a+, q+ = q (+) (h v + h^2 (1/2 - beta) a + h^2 beta a+ + J^T nu)
+    (``spatial_system.integrate_configuration``: unit quaternions by construction; nu only with loops);
+    residual = inverse dynamics minus tau and the element loads at (t+, q+, v+), plus J^T lambda with loops;
+    Newton with S = M + c_stiff K_gravity + diag(c_stiff j_stiff + c_damp j_damp) factorised at an iterate and
+    reused while the corrections shrink >= 20x per iteration (as the planar loop). With the m loop equations of
+    ``system.loops`` (``recursive_mbd.integrate.spatial_implicit``: stabilised index 2) the correction is bordered by the
+    rows J v+ / c_damp (``implicit.schur_correction`` on the responses S^-1 J^T, m applies of the factors) and
+    phi(q+) / c_stiff (``implicit.position_correction``), O(N m + m^3) an iteration.
+    carry (2 + 2 nv + m + 1): (powers, a, vdot, lambda, started). y_out rows (n + m): the state y, then the
+    multipliers lambda at that sample (linear in time between step ends at t_eval points and events), the buffers
+    growing to at most ``output_budget`` floats with the events' (STATUS_OUTPUT_FULL beyond). info (8,):
+    on a Newton failure (last correction of the state, max |residual|, step, iterations); info[4] factorisations
+    (added to); info[5], info[6]: the sum of log(correction ratio) and the number of ratios measured (corrections
+    above 1e3 newton_tol: the contraction factor before round-off); info[7] the largest ratio.
+    Returns (status, t_fail, count, t_out, y_out, nfev, nsteps, newton_iterations, nev, ev_t, ev_y).
+    """
+    body_int = system.body_int
+    body_real = system.body_real
+    nb = body_int.shape[0]
+    nq = system.q.shape[0]
+    nv = system.v.shape[0]
+    n = y0.shape[0]
+    nsmooth = nq + nv
+    alpha_m = coefficients[0]
+    alpha_f = coefficients[1]
+    gamma = coefficients[2]
+    beta = coefficients[3]
+    loops = system.loops
+    phi = loops[LOOP_PHI]
+    phid = loops[LOOP_PHID]  # J v at the last residual's state
+    jac = loops[LOOP_JAC]
+    m = phi.shape[0]
+    rcond = loops[LOOP_SETTINGS][4]
+    max_nv = 1
+    for i in range(nb):
+        max_nv = max(max_nv, body_int[i, NVJ])
+    ws_f = np.zeros_like(system.ws)  # the factors' kinematics, apart from the residual's
+    s_f = np.zeros((nb, max_nv, 6))
+    s_r = np.zeros((nb, max_nv, 6))
+    ud_f = np.zeros((nb, max_nv, 6))
+    dinv = np.zeros((nb, max_nv, max_nv))
+    ud = np.zeros((nb, max_nv))
+    tmp_f = np.zeros_like(system.tmp)
+    rot = np.zeros((nb, 3, 3))
+    fsub = np.zeros((nb, 3))
+    kw = np.zeros((nb, 6))
+    zeros = np.zeros(nv)
+    j_diag = np.zeros(nv)
+    residual = np.zeros(nv)
+    dx = np.zeros(nv)
+    acc = np.zeros(nv)
+    vdot = np.zeros(nv)
+    vdot_new = np.zeros(nv)
+    acc_new = np.zeros(nv)
+    delta = np.zeros(nv)
+    q_new = np.zeros(nq)
+    v_new = np.zeros(nv)
+    # the loop rows (m = 0 for a tree): every velocity is an unknown (no drivers on a Model3D)
+    free = np.arange(nv)
+    resp = np.zeros((m, nv))  # S^-1 J^T at the factors' iterate
+    gram = np.zeros((m, m))
+    gram_pos = np.zeros((m, m))
+    work_m = np.zeros(m)
+    rate_scaled = np.zeros(m)
+    dlam = np.zeros(m)
+    dnu = np.zeros(m)
+    lam = np.zeros(m)
+    lam_old = np.zeros(m)
+    shift = np.zeros(nv)  # J^T nu: the position correction of the stabilised index-2 form, in the tangent space
+    xfull = np.zeros(nv)
+    rate = np.zeros(n)  # (q', v') at the step's start, for the dense output
+    rate_new = np.zeros(n)
+    powers = np.zeros(2)
+    powers_new = np.zeros(2)
+    y = y0.copy()
+    y_new = y0.copy()
+    ytmp = np.empty(n)
+    row = np.empty(n + m)  # an output row: the state, then the multipliers
+    nfev = 0
+    iterations = 0
+    count = 0
+    t = t0
+    if carry[carry.shape[0] - 1] != 0.0:
+        powers[0] = carry[0]
+        powers[1] = carry[1]
+        for j in range(nv):
+            acc[j] = carry[2 + j]
+            vdot[j] = carry[2 + nv + j]
+        for r in range(m):
+            lam[r] = carry[2 + 2 * nv + r]
+    else:
+        status = system_rhs(inputs, key, system, t0, y, ytmp)  # vdot, lambda, powers at the start
+        nfev += 1
+        if status != STATUS_OK:
+            return status, t, count, t_out, y_out, nfev, 0, iterations, 0, ev_t, ev_y
+        for j in range(nv):
+            vdot[j] = ytmp[nq + j]
+            acc[j] = vdot[j]
+        for r in range(m):
+            lam[r] = loops[LOOP_LAM][r]
+        powers[0] = ytmp[nq + nv]
+        powers[1] = ytmp[nq + nv + 1]
+    configuration_rate(system, y, y[nq:nq + nv], rate)
+    for j in range(nv):
+        rate[nq + j] = vdot[j]
+    use_eval = t_eval.shape[0] > 0
+    next_eval = 0
+    _output_row(y, lam, lam, 1.0, row)
+    room = _left(output_budget, ev_t, ev_y)
+    if use_eval:
+        while next_eval < t_eval.shape[0] and t_eval[next_eval] <= t0:
+            stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row, room)
+            if not stored:
+                return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, 0, iterations, 0, ev_t,
+                        ev_y)
+            count += 1
+            next_eval += 1
+    else:
+        stored, t_out, y_out = _store(t_out, y_out, count, t0, row, room)
+        if not stored:
+            return STATUS_OUTPUT_FULL, t0, count, t_out, y_out, nfev, 0, iterations, 0, ev_t, ev_y
+        count += 1
+    n_events = directions.shape[0]
+    ev_old = np.empty(n_events)
+    ev_new = np.empty(n_events)
+    ev_tmp = np.empty(n_events)
+    ev_row = np.empty(n + 1)
+    y_stop = np.empty(n)
+    theta_stop = 1.0
+    nev = 0
+    if n_events > 0:
+        status = events(events_key, t, y, y, ev_old)
+        if status != STATUS_OK:
+            return status, t, count, t_out, y_out, nfev, 0, iterations, nev, ev_t, ev_y
+    scale = (1.0 - alpha_f) / (1.0 - alpha_m)
+    factored_h = -1.0  # the step of the factors (and of resp, gram); -1: none
+    fresh = False
+    for step in range(nsteps_total):
+        t_new = t_end if step == nsteps_total - 1 else t0 + (step + 1) * dt
+        h = t_new - t
+        c_damp = h * gamma * scale
+        c_stiff = h * h * beta * scale
+        for j in range(nv):
+            vdot_new[j] = vdot[j]
+            j_diag[j] = c_stiff * j_stiff[j] + c_damp * j_damp[j]
+            shift[j] = 0.0
+        for r in range(m):
+            lam_old[r] = lam[r]
+        converged = False
+        correction = np.inf
+        res_max = np.inf
+        for attempt in range(2):
+            if attempt == 1:  # the reused factors failed: again from the predictor with factors of this step
+                if fresh:
+                    break
+                factored_h = -1.0
+                for j in range(nv):
+                    vdot_new[j] = vdot[j]
+                    shift[j] = 0.0
+                for r in range(m):
+                    lam[r] = lam_old[r]
+            fresh = False
+            previous = np.inf
+            correction = np.inf
+            for _ in range(max_newton):
+                status = _poll(monitor, monitor_key, control, t, y, nfev)
+                if status != STATUS_OK:
+                    return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+                acc_max = 0.0
+                for j in range(nv):
+                    acc_new[j] = ((1.0 - alpha_f) * vdot_new[j] + alpha_f * vdot[j] - alpha_m * acc[j]) / (
+                        1.0 - alpha_m)
+                    delta[j] = h * y[nq + j] + h * h * ((0.5 - beta) * acc[j] + beta * acc_new[j]) + shift[j]
+                    v_new[j] = y[nq + j] + h * ((1.0 - gamma) * acc[j] + gamma * acc_new[j])
+                    acc_max = max(acc_max, abs(acc_new[j]))
+                pred_max = 0.0
+                for k in range(nq):
+                    q_new[k] = y[k]
+                    pred_max = max(pred_max, abs(y[k]))
+                for j in range(nv):
+                    pred_max = max(pred_max, abs(y[nq + j]))
+                integrate_configuration(system, q_new, delta)
+                status = spatial_residual(inputs, key, system, t_new, q_new, v_new, vdot_new, s_r, residual,
+                                          powers_new)
+                if status == STATUS_OK and m > 0:
+                    # phi(q+), J v+ and J at (q+, v+); the residual gains J^T lambda (M vdot + h = Q - J^T lambda)
+                    status = _constraints(system, q_new, v_new)
+                    for r in range(m):
+                        for j in range(nv):
+                            residual[j] += jac[r, j] * lam[r]
+                        rate_scaled[r] = phid[r] / c_damp  # the velocity rows J v+ / c_damp: d/dvdot+ = J
+                nfev += 1
+                if status != STATUS_OK:
+                    if _fatal(status):
+                        return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+                    correction = np.inf  # a non-finite state: the iteration diverged
+                    break
+                res_max = 0.0
+                for j in range(nv):
+                    res_max = max(res_max, abs(residual[j]))
+                if abs(factored_h - h) > 1e-9 * h or (not fresh and correction > SLOW_CONTRACTION * previous):
+                    status = effective_factor(body_int, body_real, system.gravity, q_new, zeros, ws_f, s_f, tmp_f,
+                                              c_stiff, j_diag, ud_f, dinv, rot, fsub, kw)
+                    if (status & 15) == STATUS_SINGULAR:
+                        # gravity's stiffness is negative where a subtree hangs above its joint (a top, an arm
+                        # swung up): M + c_stiff K may be indefinite for a large step; then lag it too
+                        status = effective_factor(body_int, body_real, system.gravity, q_new, zeros, ws_f, s_f,
+                                                  tmp_f, 0.0, j_diag, ud_f, dinv, rot, fsub, kw)
+                    if status != STATUS_OK:
+                        info[0] = np.inf
+                        info[1] = res_max
+                        info[2] = step + 1
+                        info[3] = iterations
+                        return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+                    for r in range(m):  # the loop rows' responses S^-1 J_r^T and J S^-1 J^T: m applies
+                        effective_apply(body_int, ws_f, s_f, ud_f, dinv, jac[r], tmp_f, ud, resp[r])
+                    gram_matrix(jac, resp, gram)
+                    factored_h = h
+                    fresh = True
+                    info[4] += 1
+                    previous = np.inf
+                else:
+                    previous = correction
+                effective_apply(body_int, ws_f, s_f, ud_f, dinv, residual, tmp_f, ud, dx)
+                ok = True
+                if m > 0:
+                    ok = schur_correction(free, jac, resp, gram, rcond, rate_scaled, dx, dlam, work_m)
+                    if ok:
+                        ok = position_correction(jac, free, phi, rate_scaled, c_stiff, rcond, gram_pos, work_m, dnu,
+                                                 xfull)
+                iterations += 1
+                dx_max = 0.0
+                for j in range(nv):
+                    vdot_new[j] -= dx[j]
+                    dx_max = max(dx_max, abs(dx[j]))
+                # the change of q+ and of v+ (a velocity left off carries on as a position error growing with t: at
+                # small steps, where c_damp >> c_stiff, the velocity test decides)
+                correction = max(c_stiff, c_damp) * dx_max
+                if m > 0:  # lambda -= dlam; shift -= J^T dnu (in xfull), a position correction too
+                    for r in range(m):
+                        lam[r] -= dlam[r]
+                    for j in range(nv):
+                        shift[j] -= xfull[j]
+                        correction = max(correction, abs(xfull[j]))
+                if not (ok and math.isfinite(correction)):
+                    correction = np.inf
+                    break
+                if previous < np.inf and previous > 1e3 * newton_tol and correction > 0.0:
+                    ratio = correction / previous
+                    info[5] += math.log(ratio)
+                    info[6] += 1.0
+                    info[7] = max(info[7], ratio)
+                # floor: the round-off of the update (q, v of order pred_max, h^2 beta a+, h gamma a+)
+                floor = 16.0 * 2.220446049250313e-16 * max(pred_max, h * max(h * beta, gamma) * acc_max)
+                if correction <= newton_tol + floor or (fresh and correction <= 100.0 * newton_tol
+                                                        and correction > 0.5 * previous):
+                    converged = True
+                    break
+            if converged:
+                break
+        if not converged:
+            info[0] = correction
+            info[1] = res_max
+            info[2] = step + 1
+            info[3] = iterations
+            return STATUS_NO_CONVERGENCE, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+        # the converged step's state, from the final vdot+ (and the final shift)
+        for j in range(nv):
+            acc_new[j] = ((1.0 - alpha_f) * vdot_new[j] + alpha_f * vdot[j] - alpha_m * acc[j]) / (1.0 - alpha_m)
+            delta[j] = h * y[nq + j] + h * h * ((0.5 - beta) * acc[j] + beta * acc_new[j]) + shift[j]
+            y_new[nq + j] = y[nq + j] + h * ((1.0 - gamma) * acc[j] + gamma * acc_new[j])
+        for k in range(nq):
+            y_new[k] = y[k]
+        integrate_configuration(system, y_new[:nq], delta)
+        configuration_rate(system, y_new, y_new[nq:nq + nv], rate_new)
+        for j in range(nv):
+            rate_new[nq + j] = vdot_new[j]
+        # work terms: trapezoidal rule on the powers (second order, like the scheme)
+        y_new[nsmooth] = y[nsmooth] + 0.5 * h * (powers[0] + powers_new[0])
+        y_new[nsmooth + 1] = y[nsmooth + 1] + 0.5 * h * (powers[1] + powers_new[1])
+        t_stop = np.inf
+        if n_events > 0:
+            status = events(events_key, t_new, y_new, y_new, ev_new)
+            if status != STATUS_OK:
+                return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+            for i in range(n_events):
+                g0 = ev_old[i]
+                g1 = ev_new[i]
+                if (g0 < 0.0 <= g1 and directions[i] >= 0.0) or (g0 > 0.0 >= g1 and directions[i] <= 0.0):
+                    status, theta = _locate_span(events, events_key, i, t, h, y, y_new, rate, rate_new, nsmooth, g0,
+                                                 g1, ytmp, ev_tmp)
+                    if status != STATUS_OK:
+                        return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+                    ev_row[0] = i
+                    ev_row[1:] = ytmp
+                    stored, ev_t, ev_y = _store(ev_t, ev_y, nev, t + theta * h, ev_row,
+                                                _left(output_budget, t_out, y_out))
+                    if not stored:
+                        return (STATUS_OUTPUT_FULL, t + theta * h, count, t_out, y_out, nfev, step + 1, iterations,
+                                nev, ev_t, ev_y)
+                    nev += 1
+                    if terminal[i] and t + theta * h < t_stop:
+                        t_stop = t + theta * h
+                        theta_stop = theta
+                        y_stop[:] = ytmp
+                ev_old[i] = g1
+        if use_eval:
+            while next_eval < t_eval.shape[0] and t_eval[next_eval] <= min(t_new, t_stop):
+                theta = (t_eval[next_eval] - t) / h
+                _hermite_span(y, y_new, rate, rate_new, nsmooth, h, theta, ytmp)
+                _output_row(ytmp, lam_old, lam, theta, row)
+                stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row,
+                                              _left(output_budget, ev_t, ev_y))
+                if not stored:
+                    return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, step + 1, iterations,
+                            nev, ev_t, ev_y)
+                count += 1
+                next_eval += 1
+        if t_stop < np.inf:  # a terminal event: the run ends at it
+            _output_row(y_stop, lam_old, lam, theta_stop, row)
+            stored, t_out, y_out = _store(t_out, y_out, count, t_stop, row, _left(output_budget, ev_t, ev_y))
+            if not stored:
+                return STATUS_OUTPUT_FULL, t_stop, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
+            count += 1
+            return STATUS_EVENT, t_stop, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
+        for j in range(n):
+            y[j] = y_new[j]
+            rate[j] = rate_new[j]
+        for j in range(nv):
+            acc[j] = acc_new[j]
+            vdot[j] = vdot_new[j]
+        powers[0] = powers_new[0]
+        powers[1] = powers_new[1]
+        t = t_new
+        if not use_eval and ((step + 1) % every == 0 or step == nsteps_total - 1):
+            _output_row(y, lam, lam, 1.0, row)
+            stored, t_out, y_out = _store(t_out, y_out, count, t, row, _left(output_budget, ev_t, ev_y))
+            if not stored:
+                return STATUS_OUTPUT_FULL, t, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
+            count += 1
+    carry[0] = powers[0]
+    carry[1] = powers[1]
+    for j in range(nv):
+        carry[2 + j] = acc[j]
+        carry[2 + nv + j] = vdot[j]
+    for r in range(m):
+        carry[2 + 2 * nv + r] = lam[r]
+    carry[carry.shape[0] - 1] = 1.0
+    return STATUS_OK, t, count, t_out, y_out, nfev, nsteps_total, iterations, nev, ev_t, ev_y
+

@@ -1,0 +1,348 @@
+"""The spatial (3D) recursive formulation as a time loop's system.
+
+``SpatialSystem`` holds a ``Model3D``'s packed arrays, the run's inputs and the articulated-body workspace; the
+functions below implement the interface of ``formulation`` for it. The integrated state is
+y = (q (nq), v (nv), W_dissipated, W_applied), shape (nq + nv + 2,): configuration and velocity are kept apart
+(nq != nv with quaternions). Its derivative: Euclidean coordinates (angles, slides, a free joint's position) have
+q' = v; a quaternion (w, x, y, z) has quat' = 1/2 quat (x) (0, omega), omega the joint's angular velocity in the
+CHILD frame (right multiplication, as ``rm.integrate_configuration``); v' = the articulated-body forward dynamics
+(``spatial.forward_dynamics``, Featherstone 2008 table 7.1) under tau plus the force elements' generalised forces
+(``_kernels.spatial_elements``); W_dissipated integrates the dampers' power, W_applied that of tau and of the applied
+forces and torques. The projection renormalises every quaternion after
+each accepted step (the exact flow keeps |quat| = 1; a Runge-Kutta step drifts by its truncation error), so a
+time loop never builds up a norm drift; within a step (stages, trial and rejected steps) the dynamics and the
+inputs see each quaternion normalised. ``recursive_mbd.integrate.simulate`` builds the system.
+
+With closed loops (``Model3D.add_loop``) v' is the multiplier layer's (``spatial_loops.constrained_dynamics``:
+M vdot + h = tau - J^T lambda, J vdot = gamma - 2 alpha phi' - beta^2 phi), and with stabilization "projection"
+the projection also moves (q, v) back onto phi = 0, J v = 0 after each accepted step (``project_loops``: the
+mass-orthogonal Gauss-Newton projection of the planar layer, ``_kernels.loops.project``, with the position steps
+taken along ``integrate_configuration`` so that quaternions stay unit).
+"""
+
+import math
+from collections import namedtuple
+
+import numba
+import numpy as np
+from numba.core import types
+from numba.extending import overload
+
+from ..layout import STATUS_LOOPS_OPEN, STATUS_NONFINITE_STATE, STATUS_OK
+from ..planar.loops import filtered_solve, gram_matrix
+from ..timeloops import formulation
+from .elements import element_forces
+from .layout import LROW
+from .loops import constrained_dynamics, constraint_responses, loop_constraints
+from .tree import forward_dynamics
+
+# The cached machine code of these kernels embeds ``spatial.forward_dynamics`` as it was when they were compiled,
+# and numba checks only this file's stamp: when the articulated-body workspace contract changes (sperf18: spherical
+# joints fill no S, UD, uD rows; s18mem: nor do revolute joints), this file must change too or its __pycache__ be
+# cleared (_kernels/spatial).
+njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
+
+SpatialSystem = namedtuple("SpatialSystem", [
+    "body_int", "body_real", "gravity",  # the packed Model3D (model3d.py)
+    "euclid_q", "euclid_v",  # (ne,) int64: the Euclidean coordinates in q and their rates in v (q' = v)
+    "quat_q", "quat_v",  # (nk,) int64: first index of each quaternion in q and of its omega (3) in v
+    "tau_const",  # (nv,) constant generalised forces
+    "tau_offset",  # (1,) int64: slot of tau in u, -1 when tau is constant
+    "u",  # (ninputs,) the input vector the input callback fills
+    "elements",  # (elem_int, elem_real, ws, S, tmp, rot, pos, omega, vel, wrench, Q, energy, per_element): the
+    # force elements and their own scratch (``spatial.element_system``; ``_kernels.spatial_elements``)
+    "q", "v", "tau", "vdot",  # (nq,), (nv,), (nv,), (nv,) scratch of one evaluation
+    "ws", "S", "UD", "uD", "tmp",  # the articulated-body workspace (spatial.Workspace3D)
+    # loops (``LOOP_*`` below name the entries): the packed loops (no rows for a tree), the loop layer's scratch
+    # (spatial_loops.LoopWorkspace3D), Baumgarte's (alpha, beta), and settings (5,) = (project: on, tol, max_iter,
+    # its rcond; rcond of the dynamics' multiplier solve)
+    "loops",
+])
+
+# entries of SpatialSystem.loops
+LOOP_INT, LOOP_REAL, LOOP_ROT, LOOP_POS, LOOP_OMEGA, LOOP_VEL, LOOP_ACC, LOOP_POINT = range(8)
+LOOP_PHI, LOOP_PHID, LOOP_JAC, LOOP_GAMMA, LOOP_WEIGHTS, LOOP_RESP = range(8, 14)
+LOOP_ZEROS, LOOP_NO_GRAVITY, LOOP_STAB, LOOP_LAM, LOOP_INFO, LOOP_SETTINGS = range(14, 20)
+LOOP_COEF, LOOP_GRAM, LOOP_DELTA = range(20, 23)
+
+
+def _is_spatial(system):
+    return isinstance(system, types.BaseNamedTuple) and system.instance_class is SpatialSystem
+
+
+@njit
+def normalise_quaternions(system, y):
+    """Renormalise every quaternion of y (its first nq entries are q) in place; a zero or non-finite one is
+    STATUS_NONFINITE_STATE."""
+    quat_q = system.quat_q
+    for j in range(quat_q.shape[0]):
+        a = quat_q[j]
+        norm = math.sqrt(y[a] * y[a] + y[a + 1] * y[a + 1] + y[a + 2] * y[a + 2] + y[a + 3] * y[a + 3])
+        if not (norm > 0.0 and math.isfinite(norm)):
+            return STATUS_NONFINITE_STATE
+        for c in range(4):
+            y[a + c] /= norm
+    return STATUS_OK
+
+
+@njit
+def integrate_configuration(system, q, delta):
+    """q = q (+) delta in place (``rm.integrate_configuration`` with dt = 1): Euclidean coordinates add their entry
+    of delta (nv,); a quaternion becomes quat (x) exp(omega / 2) (omega in the child frame), renormalised."""
+    euclid_q = system.euclid_q
+    euclid_v = system.euclid_v
+    for k in range(euclid_q.shape[0]):
+        q[euclid_q[k]] += delta[euclid_v[k]]
+    quat_q = system.quat_q
+    quat_v = system.quat_v
+    for j in range(quat_q.shape[0]):
+        a = quat_q[j]
+        b = quat_v[j]
+        hx = 0.5 * delta[b]
+        hy = 0.5 * delta[b + 1]
+        hz = 0.5 * delta[b + 2]
+        angle = math.sqrt(hx * hx + hy * hy + hz * hz)
+        # sin(angle) / angle without 0 / 0: its series below 1e-4 (error < 1e-17)
+        sinc = 1.0 - angle * angle / 6.0 if angle < 1e-4 else math.sin(angle) / angle
+        c = math.cos(angle)
+        sx = hx * sinc
+        sy = hy * sinc
+        sz = hz * sinc
+        w, x, yq, z = q[a], q[a + 1], q[a + 2], q[a + 3]
+        nw = w * c - x * sx - yq * sy - z * sz
+        nx = w * sx + x * c + yq * sz - z * sy
+        ny = w * sy - x * sz + yq * c + z * sx
+        nz = w * sz + x * sy - yq * sx + z * c
+        norm = math.sqrt(nw * nw + nx * nx + ny * ny + nz * nz)
+        q[a] = nw / norm
+        q[a + 1] = nx / norm
+        q[a + 2] = ny / norm
+        q[a + 3] = nz / norm
+
+
+@njit
+def project_loops(system, q, v):
+    """Mass-orthogonal projection of q (nq,), then v (nv,), onto the loop constraints, in place; returns the status.
+
+    The planar layer's projection (``_kernels.loops.project``, where the argument for the kinetic-energy metric is
+    made) in the velocity coordinates: Gauss-Newton steps delta = -Y f(G) phi (nv,), Y = M^-1 J^T
+    (``spatial_loops.constraint_responses``), G = J Y (``filtered_solve``), applied as q (+) delta so that quaternions
+    stay unit, until max |delta| and max |phi| are below tol or the step stops shrinking (round-off); then
+    v -= Y f(G) (J v). STATUS_LOOPS_OPEN (index: the loop with the largest gap) when max |phi| stays above 1e3 tol.
+    """
+    loops = system.loops
+    loop_int = loops[LOOP_INT]
+    phi = loops[LOOP_PHI]
+    phid = loops[LOOP_PHID]
+    jac = loops[LOOP_JAC]
+    resp = loops[LOOP_RESP]
+    coef = loops[LOOP_COEF]
+    gram = loops[LOOP_GRAM]
+    delta = loops[LOOP_DELTA]
+    settings = loops[LOOP_SETTINGS]
+    tol = settings[1]
+    max_iter = int(settings[2])
+    m = phi.shape[0]
+    nv = v.shape[0]
+    last_step = np.inf
+    for _ in range(max_iter + 1):
+        status = _constraints(system, q, v)
+        if status != STATUS_OK:
+            return status
+        size = 0.0
+        for r in range(m):
+            size = max(size, abs(phi[r]))
+        if size == 0.0:
+            break
+        status = _responses(system, q)
+        if status != STATUS_OK:
+            return status
+        gram_matrix(jac, resp, gram)
+        if filtered_solve(gram, phi, settings[3], coef) < 0:
+            return STATUS_NONFINITE_STATE
+        step = 0.0
+        for k in range(nv):
+            d = 0.0
+            for r in range(m):
+                d -= resp[r, k] * coef[r]
+            delta[k] = d
+            step = max(step, abs(d))
+        if (size <= tol and step <= tol) or not step < 0.5 * last_step:  # converged, or round-off reached
+            break
+        last_step = step
+        integrate_configuration(system, q, delta)
+    status = _constraints(system, q, v)
+    if status != STATUS_OK:
+        return status
+    worst = 0.0
+    worst_row = 0
+    for r in range(m):
+        if abs(phi[r]) > worst:
+            worst = abs(phi[r])
+            worst_row = r
+    if not worst <= 1e3 * tol:  # no closed configuration near: the loop with the largest gap
+        lp = 0
+        while lp + 1 < loop_int.shape[0] and loop_int[lp + 1, LROW] <= worst_row:
+            lp += 1
+        return STATUS_LOOPS_OPEN | (lp << 4)
+    status = _responses(system, q)
+    if status != STATUS_OK:
+        return status
+    gram_matrix(jac, resp, gram)
+    if filtered_solve(gram, phid, settings[4], coef) < 0:
+        return STATUS_NONFINITE_STATE
+    for k in range(nv):
+        for r in range(m):
+            v[k] -= resp[r, k] * coef[r]
+    return STATUS_OK
+
+
+@njit
+def _constraints(system, q, v):
+    """phi, J v, J, gamma and the row weights of the loops at (q, v) into system.loops (the loop layer's kernel)."""
+    loops = system.loops
+    return loop_constraints(system.body_int, system.body_real, loops[LOOP_INT], loops[LOOP_REAL], q, v, system.ws,
+                            system.S, system.tmp, loops[LOOP_ROT], loops[LOOP_POS], loops[LOOP_OMEGA],
+                            loops[LOOP_VEL], loops[LOOP_ACC], loops[LOOP_POINT], loops[LOOP_PHI], loops[LOOP_PHID],
+                            loops[LOOP_JAC], loops[LOOP_GAMMA], loops[LOOP_WEIGHTS])
+
+
+@njit
+def _responses(system, q):
+    """Y = (M^-1 J^T)^T (m, nv) at q into system.loops (the loop layer's kernel)."""
+    loops = system.loops
+    return constraint_responses(system.body_int, system.body_real, q, loops[LOOP_JAC], system.ws, system.S,
+                                system.UD, system.uD, system.tmp, loops[LOOP_ZEROS], loops[LOOP_NO_GRAVITY],
+                                loops[LOOP_RESP])
+
+
+@njit
+def project_state(inputs, key, system, t, y):
+    """Renormalise every quaternion of y in place (a zero or non-finite one is STATUS_NONFINITE_STATE); with
+    loops and stabilization "projection", then project (q, v) onto the loops (``project_loops``)."""
+    status = normalise_quaternions(system, y)
+    if status != STATUS_OK or system.loops[LOOP_SETTINGS][0] == 0.0:
+        return status
+    q = system.q
+    v = system.v
+    nq = q.shape[0]
+    nv = v.shape[0]
+    for k in range(nq):
+        q[k] = y[k]
+    for k in range(nv):
+        v[k] = y[nq + k]
+    status = project_loops(system, q, v)
+    for k in range(nq):
+        y[k] = q[k]
+    for k in range(nv):
+        y[nq + k] = v[k]
+    return status
+
+
+@njit
+def system_rhs(inputs, key, system, t, y, dy):
+    """dy = (q', v', dissipated power, applied power) at (t, y); returns the status (the inputs', the kernel's)."""
+    q = system.q
+    v = system.v
+    tau = system.tau
+    vdot = system.vdot
+    nq = q.shape[0]
+    nv = v.shape[0]
+    for k in range(nq):
+        q[k] = y[k]
+    for k in range(nv):
+        v[k] = y[nq + k]
+    # the rotation of a quaternion off unit norm (a trial step, a rejected one) is that of its normalised value:
+    # f extends off the unit sphere so that any stage is defined, and the inputs and the kernel see unit ones
+    status = normalise_quaternions(system, q)
+    if status != STATUS_OK:
+        return status
+    status = inputs(key, t, q, v, system.u)
+    if status != STATUS_OK:
+        return status
+    offset = system.tau_offset[0]
+    power = 0.0
+    for k in range(nv):
+        tau[k] = system.tau_const[k] + (system.u[offset + k] if offset >= 0 else 0.0)
+        power += tau[k] * v[k]
+    (elem_int, elem_real, ews, eS, etmp, rot, pos, omega, vel, wrench, forces, energy, per_element) = system.elements
+    dissipated = 0.0
+    if elem_int.shape[0] > 0:  # the force elements act in addition to tau
+        status = element_forces(system.body_int, system.body_real, elem_int, elem_real, system.u, q, v, ews, eS, etmp,
+                                rot, pos, omega, vel, wrench, forces, energy, per_element)
+        if status != STATUS_OK:
+            return status
+        for k in range(nv):
+            tau[k] += forces[k]
+        dissipated = energy[1]
+        power += energy[2]
+    loops = system.loops
+    if loops[LOOP_INT].shape[0] > 0:
+        status = constrained_dynamics(
+            system.body_int, system.body_real, system.gravity, loops[LOOP_INT], loops[LOOP_REAL], q, v, tau,
+            system.ws, system.S, system.UD, system.uD, system.tmp, loops[LOOP_ROT], loops[LOOP_POS],
+            loops[LOOP_OMEGA], loops[LOOP_VEL], loops[LOOP_ACC], loops[LOOP_POINT], loops[LOOP_PHI],
+            loops[LOOP_PHID], loops[LOOP_JAC], loops[LOOP_GAMMA], loops[LOOP_WEIGHTS], loops[LOOP_RESP],
+            loops[LOOP_ZEROS], loops[LOOP_NO_GRAVITY], loops[LOOP_STAB], loops[LOOP_SETTINGS][4], loops[LOOP_LAM],
+            vdot, loops[LOOP_INFO])
+    else:
+        status = forward_dynamics(system.body_int, system.body_real, system.gravity, q, v, tau, system.ws, system.S,
+                                  system.UD, system.uD, system.tmp, vdot)
+    if status != STATUS_OK:
+        return status
+    configuration_rate(system, y, v, dy)
+    for k in range(nv):
+        dy[nq + k] = vdot[k]
+    dy[nq + nv] = dissipated
+    dy[nq + nv + 1] = power
+    return STATUS_OK
+
+
+@njit
+def configuration_rate(system, y, v, dy):
+    """dy[:nq] = q' of the configuration y[:nq] at the velocities v (nv,): Euclidean coordinates q' = v, a
+    quaternion quat' = 1/2 quat (x) (0, omega)."""
+    euclid_q = system.euclid_q
+    euclid_v = system.euclid_v
+    for k in range(euclid_q.shape[0]):
+        dy[euclid_q[k]] = v[euclid_v[k]]
+    quat_q = system.quat_q
+    quat_v = system.quat_v
+    for j in range(quat_q.shape[0]):
+        a = quat_q[j]
+        b = quat_v[j]
+        w, x, yq, z = y[a], y[a + 1], y[a + 2], y[a + 3]
+        ox, oy, oz = v[b], v[b + 1], v[b + 2]
+        # quat' = 1/2 quat (x) (0, omega): the Hamilton product with a pure quaternion on the right
+        dy[a] = -0.5 * (x * ox + yq * oy + z * oz)
+        dy[a + 1] = 0.5 * (w * ox + yq * oz - z * oy)
+        dy[a + 2] = 0.5 * (w * oy - x * oz + z * ox)
+        dy[a + 3] = 0.5 * (w * oz + x * oy - yq * ox)
+
+
+@njit
+def projects(system):
+    """True when the model has quaternions (spherical or free joints) to renormalise after every accepted step, or
+    loops to project onto (stabilization "projection")."""
+    return system.quat_q.shape[0] > 0 or system.loops[LOOP_SETTINGS][0] != 0.0
+
+
+@overload(formulation.rhs, jit_options={"cache": True, "_nrt": True})
+def _rhs(inputs, key, system, t, y, dy):
+    if _is_spatial(system):
+        return lambda inputs, key, system, t, y, dy: system_rhs(inputs, key, system, t, y, dy)  # noqa: PLW0108
+    return None
+
+
+@overload(formulation.project, jit_options={"cache": True, "_nrt": True})
+def _project(inputs, key, system, t, y):
+    if _is_spatial(system):
+        return lambda inputs, key, system, t, y: project_state(inputs, key, system, t, y)  # noqa: PLW0108
+    return None
+
+
+@overload(formulation.projects, jit_options={"cache": True, "_nrt": True})
+def _projects(system):
+    if _is_spatial(system):
+        return lambda system: projects(system)  # noqa: PLW0108
+    return None

@@ -1,0 +1,520 @@
+"""Assembly and static equilibrium of spatial models (``Model3D``, closed loops included), behind ``rm.assemble``
+and ``rm.static_equilibrium``.
+
+Static equilibrium under gravity, the force elements and constant generalised forces tau (nv,): the configuration q
+where the generalised forces vanish, g(q) = h(q, 0) - Q(q, 0) - tau = 0, with h = ``rm.bias_forces`` at rest (gravity
+only) and Q the elements' generalised forces (springs, preloads, applied forces; ``rm.element_forces``). Newton
+(seed 002's static analysis) steps in the velocity space, q <- q (+) delta (``integrate_configuration``), so the
+quaternions of spherical and free joints stay unit; the stiffness K = dg/ddelta comes from central differences along
+``integrate_configuration`` (it is the Hessian of the potential at an equilibrium of a conservative load), and
+stability is K positive definite on the free coordinates.
+
+With loops (``Model3D.add_loop``; ``recursive_mbd.dynamics.spatial_loops``): assembly is Gauss-Newton on phi(q) = 0 with
+minimum-norm steps in the velocity space over the free coordinates, q <- q (+) delta; static equilibrium is Newton
+on g(q, lambda) = h(q, v) - Q(q, v) - tau + J(q)^T lambda = 0, phi(q) = 0 (the loops' sign convention, M vdot + h =
+tau + Q - J^T lambda) with the KKT matrix [[K, J^T], [J, 0]], K = dg/ddelta at fixed lambda by central differences
+(the Hessian of the Lagrangian), and stability is K positive definite on the motions the loops allow (J delta = 0).
+A constant velocity ``velocity`` (a spindle driven at a constant rate) makes it the relative equilibrium of that
+steady motion: h(q, v) then holds the centrifugal terms, and K is the stiffness in the frame turning with it
+(gyroscopic terms left out).
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import _checks
+from ..dynamics.calls import inverse_dynamics
+from ..errors import ModelError, StateError
+from ..model.spatial import Model3D, integrate_configuration
+
+_STEP = 1e-6  # central-difference step along integrate_configuration [rad or m]: truncation ~1e-12, round-off ~1e-10
+
+
+def _configuration(model, q, what):
+    """A float copy of q (nq,) with its quaternions normalised (as the dynamics do: refused off by > 1e-6)."""
+    return integrate_configuration(model, _vector(model, q, model.nq, what), np.zeros(model.nv))
+
+
+def _vector(model, x, size, what):
+    arr = _checks.real_array(x, what)
+    if arr.shape != (size,):
+        raise StateError(f"{what} must have shape ({size},) for this model, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise StateError(f"{what}[{int(np.flatnonzero(~np.isfinite(arr))[0])}] is not finite")
+    return np.array(arr, dtype=np.float64)
+
+
+def _loop_gap(model, phi):
+    """The loop with the largest |phi|: "loop 'name' (index k)"."""
+    row = int(np.argmax(np.abs(phi)))
+    k = int(np.searchsorted(model.loop_rows, row, side="right") - 1)
+    return f"loop {model.loop_names[k]!r} (index {k})"
+
+
+def _size(model):
+    """A length scale of the model [m]: its largest point coordinate (1 for a model of points at the origin)."""
+    points = np.concatenate([model.joint_parent_point, model.joint_child_point, model.body_com,
+                             model.loop_real[:, :6].reshape(-1, 3)])
+    return float(np.abs(points).max()) or 1.0
+
+
+def assemble(model, q_guess, fixed=(), *, tol=1e-12, max_iter=50):
+    """Coordinates that close every loop near ``q_guess``, keeping the joints in ``fixed`` (velocity indices or body
+    names): Gauss-Newton on phi(q) = 0 with minimum-norm steps delta on the free velocity coordinates, q <- q (+)
+    delta (quaternions stay unit), and a backtracking line search on |phi|. A tree returns q_guess with its
+    quaternions normalised (refused off by > 1e-6).
+
+    Raises ModelError naming the loop with the largest gap when |phi| does not fall below ``tol`` times the model's
+    size (lengths that do not fit, a held joint that the loops cannot follow)."""
+    from ..dynamics.spatial_loops import constraints  # noqa: PLC0415  (the loop layer builds on dynamics)
+
+    if not isinstance(model, Model3D):
+        raise TypeError(f"model must be a Model3D, got {type(model).__name__}")
+    q = _configuration(model, q_guess, "q_guess")
+    tol = _checks.real(tol, "tol", low=0.0, strict=True)
+    max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
+    if not model.nloops:
+        return q
+    free = np.setdiff1d(np.arange(model.nv), _held(model, fixed))
+    limit = tol * _size(model)
+    phi, _, jac, _ = constraints(model, q)
+    for _ in range(max_iter):
+        if np.abs(phi).max() <= limit:
+            return q
+        delta = np.zeros(model.nv)
+        delta[free] = -np.linalg.lstsq(jac[:, free], phi, rcond=1e-10)[0]
+        length, norm = 1.0, np.linalg.norm(phi)
+        while length > 1e-6:
+            trial = integrate_configuration(model, q, length * delta)
+            phi_trial, _, jac_trial, _ = constraints(model, trial)
+            if np.linalg.norm(phi_trial) < norm:
+                break
+            length *= 0.5
+        else:
+            break  # no descent: round-off reached, or no closed configuration near
+        q, phi, jac = trial, phi_trial, jac_trial
+    if np.abs(phi).max() <= limit:
+        return q
+    raise ModelError(f"the loops cannot be closed near q_guess: {_loop_gap(model, phi)} stays open, max |phi| = "
+                     f"{np.abs(phi).max():.3g} (m or rad) after Gauss-Newton from q_guess")
+
+
+def _held(model, fixed):
+    """Velocity indices held (body names or indices of v)."""
+    held = []
+    for item in fixed:
+        if isinstance(item, str):
+            span = model.v_slice(item)
+            held += list(range(span.start, span.stop))
+        else:
+            index = _checks.integer(item, "fixed", low=0, high=model.nv - 1)
+            held.append(index)
+    return np.unique(np.array(held, dtype=np.int64))
+
+
+def _where(model, g, free):
+    """Where the residual is largest: "v[3] (body 'sleeve', prismatic joint)"."""
+    index = int(free[np.argmax(np.abs(g[free]))])
+    for body, joint in enumerate(model.joint_types):
+        span = model.v_slice(body)
+        if span.start <= index < span.stop:
+            return f"v[{index}] (body {model.names[body]!r}, {joint} joint)"
+    return f"v[{index}]"
+
+
+def _forces(model, q, v):
+    """h(q, v) - Q_elements(q, v) (nv,): the generalised forces that hold q at the velocity v without acceleration
+    (gravity, velocity products, the force elements)."""
+    return inverse_dynamics(model, q, v, np.zeros(model.nv))
+
+
+def _lagrangian_stiffness(model, q, lam, velocity):
+    """K (nv, nv) = d(h(q, v) - Q(q, v) + J(q)^T lambda)/d delta at q with lambda and v = ``velocity`` fixed, delta
+    the velocity-space displacement q (+) delta (central differences along ``integrate_configuration``): the Hessian
+    of the Lagrangian V + lambda . phi at an equilibrium (there g + J^T lambda = 0, so the derivative of the map
+    delta -> q (+) delta adds nothing at second order)."""
+    from ..dynamics.spatial_loops import constraints  # noqa: PLC0415  (the loop layer builds on dynamics)
+
+    def forces(config):
+        return _forces(model, config, velocity) + constraints(model, config)[2].T @ lam
+
+    columns = []
+    for k in range(model.nv):
+        delta = np.zeros(model.nv)
+        delta[k] = _STEP
+        plus = forces(integrate_configuration(model, q, delta))
+        minus = forces(integrate_configuration(model, q, -delta))
+        columns.append((plus - minus) / (2 * _STEP))
+    return np.column_stack(columns)
+
+
+def _null_basis(jac):
+    """An orthonormal basis (ncols, ncols - rank) of the null space of ``jac`` (SVD, rank to 1e-10 relative): the
+    velocity-space motions the loops allow."""
+    _, singular, right = np.linalg.svd(jac)
+    rank = int(np.sum(singular > 1e-10 * max(1.0, singular.max(initial=0.0))))
+    return right[rank:].T
+
+
+def stiffness(model, q, step=_STEP, velocity=None):
+    """K (nv, nv) = d(h(q, v) - Q(q, v) - tau)/d delta at q (tau and v constant; v = ``velocity``, default zero),
+    delta the velocity-space displacement q (+) delta (central differences along ``integrate_configuration``)."""
+    q = _configuration(model, q, "q")
+    rest = np.zeros(model.nv) if velocity is None else velocity
+    columns = []
+    for k in range(model.nv):
+        delta = np.zeros(model.nv)
+        delta[k] = step
+        plus = _forces(model, integrate_configuration(model, q, delta), rest)
+        minus = _forces(model, integrate_configuration(model, q, -delta), rest)
+        columns.append((plus - minus) / (2 * step))
+    return np.column_stack(columns)
+
+
+def static_equilibrium(model, q_guess, tau=None, *, tol=1e-10, max_iter=50, fixed=(), velocity=None):
+    """Static equilibrium of a spatial model (module docstring): Newton from ``q_guess`` with a backtracking line
+    search on |g|; ``fixed`` velocity indices or body names are held (their generalised forces are then the
+    support's, in ``Equilibrium.holding``). ``velocity`` (nv,), default zero: the constant velocity of a steady
+    motion (e.g. a spindle held at a constant rate by ``fixed``), whose relative equilibrium is sought; with loops
+    it must be one the loops allow (J v = 0 at the result, else ModelError). A model with loops is assembled first
+    (``assemble`` with the same ``fixed``), and its multipliers are returned.
+
+    Returns
+    -------
+    Equilibrium3D
+        q (nq,), residual g (nv,), stiffness K (nv, nv), eigenvalues of its symmetric part on the free
+        coordinates (ascending; with loops, on the free motions the loops allow), stable, iterations, holding (nv,):
+        tau plus what the held coordinates' supports add; multipliers (m,) of the loops (loop forces as in
+        ``spatial_loops.loop_dynamics``).
+
+    Raises
+    ------
+    ModelError
+        When Newton does not converge (the residual left is named).
+    """
+    if not isinstance(model, Model3D):
+        raise TypeError(f"model must be a Model3D, got {type(model).__name__}")
+    q = _configuration(model, q_guess, "q_guess")
+    tau = np.zeros(model.nv) if tau is None else _vector(model, tau, model.nv, "tau")
+    tol = _checks.real(tol, "tol", low=0.0, strict=True)
+    max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
+    held = _held(model, fixed)
+    free = np.setdiff1d(np.arange(model.nv), held)
+    rest = np.zeros(model.nv) if velocity is None else _vector(model, velocity, model.nv, "velocity")
+    if model.nloops:
+        return _loop_equilibrium(model, q, tau, tol, max_iter, fixed, held, free, rest)
+
+    def residual(config):
+        return _forces(model, config, rest) - tau
+
+    # scale of the loads, so that tol is relative: gravity's generalised forces at the guess, tau, and the weight
+    # times the model's size (so that a guess that is already an equilibrium does not set the scale to zero)
+    points = np.concatenate([model.joint_parent_point, model.joint_child_point, model.body_com])
+    size = float(np.abs(points).max()) or 1.0
+    weight = model.total_mass() * float(np.linalg.norm(model.gravity))
+    scale = max(float(np.abs(residual(q) + tau).max()), float(np.abs(tau).max()), weight * size, 1e-300)
+    g = residual(q)
+    iterations = 0
+    while np.abs(g[free]).max(initial=0.0) > tol * scale:
+        if iterations >= max_iter:
+            raise ModelError(f"no static equilibrium found: residual |g| = {np.abs(g[free]).max():.3g} (N or N m) "
+                             f"after {iterations} Newton iterations from q_guess, largest at {_where(model, g, free)}")
+        iterations += 1
+        k_free = stiffness(model, q, velocity=rest)[np.ix_(free, free)]
+        delta = np.zeros(model.nv)
+        delta[free] = -np.linalg.lstsq(k_free, g[free], rcond=1e-9)[0]  # no step along free turns
+        length, norm = 1.0, np.linalg.norm(g[free])
+        while length > 1e-8:
+            trial = integrate_configuration(model, q, length * delta)
+            g_trial = residual(trial)
+            if np.linalg.norm(g_trial[free]) < norm:
+                break
+            length *= 0.5
+        else:
+            raise ModelError(f"no static equilibrium found: Newton stalled at residual |g| = "
+                             f"{np.abs(g[free]).max():.3g} (N or N m) after {iterations} iterations, largest at "
+                             f"{_where(model, g, free)}")
+        q, g = trial, g_trial
+    k = stiffness(model, q, velocity=rest)
+    k_free = k[np.ix_(free, free)]
+    eigenvalues = np.linalg.eigvalsh(0.5 * (k_free + k_free.T))
+    holding = tau.copy()
+    holding[held] += g[held]
+    stable = bool(eigenvalues.size == 0 or eigenvalues[0] > 1e-8 * max(1.0, float(np.abs(eigenvalues).max())))
+    return Equilibrium3D(q, g, k, eigenvalues, stable, iterations, holding)
+
+
+def _loop_equilibrium(model, q, tau, tol, max_iter, fixed, held, free, velocity):
+    """``static_equilibrium`` of a model with loops (module docstring): Newton on (delta, lambda)."""
+    from ..dynamics.spatial_loops import constraints  # noqa: PLC0415  (the loop layer builds on dynamics)
+
+    q = assemble(model, q, fixed)
+    m = model.nconstraints
+    size = _size(model)
+
+    def forces(config, lam):
+        """g (nv,) = h(q, v) - Q(q, v) - tau + J^T lambda, phi (m,), J (m, nv)."""
+        phi, _, jac, _ = constraints(model, config)
+        return _forces(model, config, velocity) - tau + jac.T @ lam, phi, jac
+
+    def hessian(config, lam):
+        return _lagrangian_stiffness(model, config, lam, velocity)
+
+    g0, phi, jac = forces(q, np.zeros(m))
+    # the multipliers that balance the loads best at the assembled guess
+    lam = np.linalg.lstsq(jac[:, free].T, -g0[free], rcond=1e-10)[0]
+    weight = model.total_mass() * float(np.linalg.norm(model.gravity))
+    scale = max(float(np.abs(g0).max()), float(np.abs(tau).max()), weight * size, 1e-300)
+    g, phi, jac = forces(q, lam)
+
+    def merit(g, phi):
+        return np.linalg.norm(np.concatenate((g[free] / scale, phi / size)))
+
+    iterations = 0
+    while not (np.abs(g[free]).max(initial=0.0) <= tol * scale and np.abs(phi).max() <= 1e-12 * size):
+        if iterations >= max_iter:
+            raise ModelError(f"no static equilibrium found: residual |g| = {np.abs(g[free]).max():.3g} (N or N m), "
+                             f"largest at {_where(model, g, free)}, max |phi| = {np.abs(phi).max():.3g} at "
+                             f"{_loop_gap(model, phi)}, after {iterations} Newton iterations")
+        iterations += 1
+        k_free = hessian(q, lam)[np.ix_(free, free)]
+        jac_free = jac[:, free]
+        kkt = np.block([[k_free, jac_free.T], [jac_free, np.zeros((m, m))]])
+        step = np.linalg.lstsq(kkt, -np.concatenate((g[free], phi)), rcond=1e-12)[0]
+        delta = np.zeros(model.nv)
+        delta[free] = step[:free.size]
+        length, norm = 1.0, merit(g, phi)
+        while length > 1e-8:
+            trial = integrate_configuration(model, q, length * delta)
+            lam_trial = lam + length * step[free.size:]
+            g_trial, phi_trial, jac_trial = forces(trial, lam_trial)
+            if merit(g_trial, phi_trial) < norm:
+                break
+            length *= 0.5
+        else:
+            raise ModelError(f"no static equilibrium found: Newton stalled at residual |g| = "
+                             f"{np.abs(g[free]).max():.3g} (N or N m), largest at {_where(model, g, free)}, max |phi| "
+                             f"= {np.abs(phi).max():.3g}, after {iterations} iterations")
+        q, lam, g, phi, jac = trial, lam_trial, g_trial, phi_trial, jac_trial
+    drift = np.abs(jac @ velocity).max(initial=0.0)
+    if drift > 1e-9 * max(1.0, float(np.abs(jac).max()) * float(np.abs(velocity).max(initial=0.0))):
+        raise ModelError(f"velocity is not a motion the loops allow: |J v| = {drift:.3g} at the equilibrium, "
+                         f"largest at {_loop_gap(model, jac @ velocity)}")
+    k = hessian(q, lam)
+    k_free = k[np.ix_(free, free)]
+    basis = _null_basis(jac[:, free])  # the free motions the loops allow
+    reduced = basis.T @ (0.5 * (k_free + k_free.T)) @ basis
+    eigenvalues = np.linalg.eigvalsh(reduced) if basis.size else np.zeros(0)
+    holding = tau.copy()
+    holding[held] += g[held]
+    stable = bool(eigenvalues.size == 0 or eigenvalues[0] > 1e-8 * max(1.0, float(np.abs(eigenvalues).max())))
+    return Equilibrium3D(q, g, k, eigenvalues, stable, iterations, holding, multipliers=lam)
+
+
+def modes(model, q_eq, k=None, tau=None):
+    """Natural frequencies [rad/s] (ascending) and mode shapes (nv, k) of a spatial model about the equilibrium
+    q_eq under gravity, the force elements and constant generalised forces ``tau`` (nv,), default zero.
+
+    A tree: K x = omega^2 M x with K the symmetric part of ``stiffness`` and M = ``rm.mass_matrix``. With loops:
+    the multipliers lambda that hold q_eq (least squares on g(q_eq) + J^T lambda = 0), K the Hessian of the
+    Lagrangian (``_lagrangian_stiffness``), and both K and M projected onto the motions the loops allow, x = N y
+    with N an orthonormal basis of the null space of J (m, nv) at q_eq: N^T K N y = omega^2 N^T M N y (as the planar
+    ``rm.modes`` restricts its linearisation). Shapes are velocity-space displacements (q = q_eq (+) shape),
+    M-normalised (x^T M x = 1), and with loops they satisfy J x = 0. Generalised symmetric eigenproblem
+    (scipy.linalg.eigh).
+
+    Raises
+    ------
+    ModelError
+        q_eq is not an equilibrium the loops close (|phi| or the residual after the multipliers above 1e-6 of the
+        model's size or loads: assemble it and find it with ``static_equilibrium``), K has a negative eigenvalue
+        (not a stable equilibrium), or the mass matrix is singular on the allowed motions.
+    """
+    import scipy.linalg  # noqa: PLC0415
+
+    from ..dynamics.calls import mass_matrix  # noqa: PLC0415
+
+    if not isinstance(model, Model3D):
+        raise TypeError(f"model must be a Model3D, got {type(model).__name__}")
+    q = _configuration(model, q_eq, "q_eq")
+    tau = np.zeros(model.nv) if tau is None else _vector(model, tau, model.nv, "tau")
+    rest = np.zeros(model.nv)
+    if model.nloops:
+        from ..dynamics.spatial_loops import constraints  # noqa: PLC0415  (the loop layer builds on dynamics)
+
+        phi, _, jac, _ = constraints(model, q)
+        if np.abs(phi).max() > 1e-6 * _size(model):
+            raise ModelError(f"modes: q_eq does not close the loops: {_loop_gap(model, phi)} is open by "
+                             f"{np.abs(phi).max():.3g} (m or rad); assemble it (rm.assemble, rm.static_equilibrium)")
+        g = _forces(model, q, rest) - tau
+        lam = np.linalg.lstsq(-jac.T, g, rcond=1e-10)[0]  # the multipliers that hold q_eq
+        left = g + jac.T @ lam
+        weight = model.total_mass() * float(np.linalg.norm(model.gravity))
+        scale = max(float(np.abs(g).max()), float(np.abs(tau).max()), weight * _size(model), 1e-300)
+        if np.abs(left).max() > 1e-6 * scale:
+            free = np.arange(model.nv)
+            raise ModelError(f"modes: q_eq is not an equilibrium: residual |g + J^T lambda| = "
+                             f"{np.abs(left).max():.3g} (N or N m), largest at {_where(model, left, free)}; find it "
+                             "with rm.static_equilibrium")
+        k_matrix = _lagrangian_stiffness(model, q, lam, rest)
+        basis = _null_basis(jac)
+    else:
+        k_matrix = stiffness(model, q)
+        basis = np.eye(model.nv)
+    size = basis.shape[1]
+    if size == 0:
+        raise ModelError("modes: the loops leave the model no motion (J has full column rank at q_eq)")
+    count = size if k is None else _checks.integer(k, "k")
+    if not 1 <= count <= size:
+        raise StateError(f"k must be between 1 and {size} (the motions the loops allow), got {count}")
+    k_matrix = basis.T @ (0.5 * (k_matrix + k_matrix.T)) @ basis
+    mass = basis.T @ mass_matrix(model, q) @ basis
+    try:
+        values, vectors = scipy.linalg.eigh(0.5 * (k_matrix + k_matrix.T), 0.5 * (mass + mass.T),
+                                            subset_by_index=(0, count - 1))
+    except np.linalg.LinAlgError:
+        raise ModelError("modes: the mass matrix at q_eq is not positive definite (a body with no inertia about "
+                         "a joint axis: e.g. a point mass or a rod without torsional inertia on a spherical "
+                         "joint)") from None
+    if values[0] < -1e-9 * max(1.0, np.abs(values).max()):
+        raise ModelError(f"q_eq is not a stable equilibrium: the stiffness has a negative eigenvalue "
+                         f"{values[0]:.6g} (omega^2)")
+    return np.sqrt(np.maximum(values, 0.0)), basis @ vectors
+
+
+@dataclass
+class Equilibrium3D:
+    """A static equilibrium of a spatial tree (``static_equilibrium``; fields as documented there)."""
+
+    q: np.ndarray
+    residual: np.ndarray
+    stiffness: np.ndarray
+    eigenvalues: np.ndarray
+    stable: bool
+    iterations: int
+    holding: np.ndarray
+    method: str = "newton"
+    multipliers: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def __repr__(self):
+        return (f"Equilibrium3D({'stable' if self.stable else 'not stable'}, {self.iterations} Newton iterations, "
+                f"max |residual| = {np.abs(self.residual).max(initial=0.0):.2e})")
+
+
+# ---- kinematic analysis ------------------------------------------------------------------------------------------
+
+def _driver(model, body, motion):
+    """(q index, v index, evaluate(t) -> (x, x', x'')) of a driver prescribing ``body``'s 1-dof joint."""
+    index = model.body_index(body)
+    if model.joint_types[index] not in ("revolute", "prismatic"):
+        raise ModelError(f"drivers: body {model.names[index]!r} (index {index}) has a {model.joint_types[index]} "
+                         "joint; a driver prescribes a revolute or prismatic joint's coordinate")
+    if callable(motion):
+        def evaluate(t, f=motion, h=1e-3):
+            # five-point central differences: truncation h^4 f^(5) / 30 (~1e-13 for smooth motions), round-off
+            # ~1e-13 / h^2 in the acceleration (documented in ``kinematic_analysis``)
+            values = [float(f(t + k * h)) for k in (-2, -1, 0, 1, 2)]
+            rate = (values[0] - 8 * values[1] + 8 * values[3] - values[4]) / (12 * h)
+            curve = (-values[0] + 16 * values[1] - 30 * values[2] + 16 * values[3] - values[4]) / (12 * h * h)
+            return values[2], rate, curve
+    else:
+        try:
+            f, df, ddf = motion
+        except (TypeError, ValueError):
+            raise TypeError(f"drivers[{body!r}] must be f(t) or a triple (f, f', f'') of callables") from None
+        if not (callable(f) and callable(df) and callable(ddf)):
+            raise TypeError(f"drivers[{body!r}] must be f(t) or a triple (f, f', f'') of callables")
+
+        def evaluate(t, f=f, df=df, ddf=ddf):
+            return float(f(t)), float(df(t)), float(ddf(t))
+    return model.q_slice(index).start, model.v_slice(index).start, evaluate
+
+
+def kinematic_analysis(model, drivers, t, q_guess=None, *, tol=1e-12):
+    """Positions, velocities, accelerations, driving forces and loop multipliers of a spatial model with loops
+    under prescribed joint motions (the spatial ``rm.kinematic_analysis``).
+
+    Parameters
+    ----------
+    drivers : dict
+        body (index or name) -> f(t), or (f, f', f'') for exact derivatives, prescribing that body's revolute or
+        prismatic joint coordinate [rad or m]; with f alone its derivatives come from five-point central
+        differences (step 1e-3 s: errors ~1e-10 in the acceleration for smooth motions). Together with the loops
+        they must take up every degree of freedom.
+    t : array_like (nt,)
+        Times [s], increasing; each solution starts from the previous one, predicted to the new time with its
+        velocity and acceleration along ``integrate_configuration`` (the first from ``q_guess``, default the
+        neutral configuration), then closed by ``assemble`` with the driven joints held.
+
+    Returns
+    -------
+    KinematicResult3D
+        q (nt, nq), v and vdot (nt, nv), driven (nd,) v indices, driving_forces (nt, nd) [N m or N] (the joint
+        forces of the drivers: M vdot + h = tau_drive - J^T lambda), multipliers (nt, m).
+    """
+    from ..dynamics.calls import inverse_dynamics  # noqa: PLC0415
+    from ..dynamics.spatial_loops import constraints  # noqa: PLC0415
+
+    if not isinstance(model, Model3D):
+        raise TypeError(f"model must be a Model3D, got {type(model).__name__}")
+    if not isinstance(drivers, dict) or not drivers:
+        raise TypeError("drivers must be a non-empty dict body -> f(t) or (f, f', f'')")
+    times = np.atleast_1d(_checks.real_array(t, "t")).astype(float)
+    if times.ndim != 1 or not np.all(np.isfinite(times)) or np.any(np.diff(times) <= 0):
+        raise StateError("t must be a 1-D array of finite, increasing times")
+    specs = [_driver(model, body, motion) for body, motion in drivers.items()]
+    driven = np.array([kv for _, kv, _ in specs], dtype=np.int64)
+    if np.unique(driven).size != driven.size:
+        raise ModelError("drivers: a joint is driven twice")
+    free = np.setdiff1d(np.arange(model.nv), driven)
+    q = model.neutral() if q_guess is None else _configuration(model, q_guess, "q_guess")
+    nt, m = times.size, model.nconstraints
+    out_q, out_v, out_a = np.zeros((nt, model.nq)), np.zeros((nt, model.nv)), np.zeros((nt, model.nv))
+    forces, lams = np.zeros((nt, driven.size)), np.zeros((nt, m))
+    v, a = np.zeros(model.nv), np.zeros(model.nv)
+    for n, time in enumerate(times):
+        if n > 0:  # continuation along the previous solution's velocity and acceleration
+            step = time - times[n - 1]
+            q = integrate_configuration(model, q, v * step + 0.5 * step * step * a)
+            v = v + step * a
+        for kq, kv, evaluate in specs:
+            q[kq], v[kv], a[kv] = evaluate(time)
+        try:
+            q = assemble(model, q, driven, tol=tol)
+        except ModelError as err:
+            raise ModelError(f"kinematic analysis at t = {time:g}: {err}") from None
+        if free.size:
+            _, _, jac, _ = constraints(model, q)
+            jac_free = jac[:, free]
+            rank = np.linalg.matrix_rank(jac_free)
+            if rank < free.size:
+                raise ModelError(f"kinematic analysis at t = {time:g}: the drivers and loops leave {free.size - rank} "
+                                 "degree(s) of freedom undetermined (or the mechanism is at a singular position)")
+            v[free] = np.linalg.lstsq(jac_free, -jac[:, driven] @ v[driven], rcond=None)[0]
+            _, _, jac, gamma = constraints(model, q, v)
+            a[free] = np.linalg.lstsq(jac_free, gamma - jac[:, driven] @ a[driven], rcond=None)[0]
+        needed = inverse_dynamics(model, q, v, a, t=time)  # = tau_drive - J^T lambda (elements at this time)
+        lam = np.zeros(m)
+        if m:
+            _, _, jac, _ = constraints(model, q)
+            if free.size:
+                lam = np.linalg.lstsq(-jac[:, free].T, needed[free], rcond=1e-10)[0]
+            needed = needed + jac.T @ lam
+        out_q[n], out_v[n], out_a[n] = q, v, a
+        forces[n], lams[n] = needed[driven], lam
+    return KinematicResult3D(model, times, out_q, out_v, out_a, driven, forces, lams)
+
+
+@dataclass
+class KinematicResult3D:
+    """Kinematic analysis of a spatial model (``kinematic_analysis``; fields as documented there)."""
+
+    model: object
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    vdot: np.ndarray
+    driven: np.ndarray
+    driving_forces: np.ndarray
+    multipliers: np.ndarray

@@ -1,0 +1,422 @@
+"""The n-link rigid pendulum against the continuous hanging chain (seed 001's study), from 10 to 1e6 links.
+
+Each study is a function returning arrays and a small report (a dict); examples/chain_studies.py runs them and
+draws the plots, benchmarks/chain_studies.py records their cost.
+
+- small oscillations: ``continuum_frequencies`` (omega_k = (j_0,k / 2) sqrt(g / L), Bessel zeros) against the
+  n-link chain's (``chain_modes``, an O(N)-per-iteration Lanczos solve) in ``frequency_study``;
+- ``continuous_catenary`` against ``discrete_catenary`` (a chain pinned at both ends) in ``catenary_study``;
+- ``folded_chain_fall``: a chain hanging from two supports a small gap apart, one end released;
+- ``tip_whip``: a chain released from the horizontal, the tip speed and what the integrator pays for it.
+"""
+
+import itertools
+import math
+import numbers
+import time
+
+import numpy as np
+import scipy.integrate
+import scipy.optimize
+import scipy.sparse.linalg
+import scipy.special
+
+from .. import _checks
+from .._kernels.planar import tree
+from ..dynamics.calls import point_kinematics
+from ..errors import ModelError
+from ..integrate.simulate import simulate
+from ..integrate.sweeps import sweep
+from ..model import chains
+from ..model.workspace import workspace
+from .analyses import _load_stiffness, joint_reactions, modes, point_motion, static_equilibrium
+
+
+def _map(function, grid, client):
+    """function over the keyword grid (a dict of sequences, product), in a loop or with ``rm.sweep`` on Dask."""
+    if client is None or client is False:
+        names = list(grid)
+        return [function(**dict(zip(names, combo, strict=True))) for combo in
+                itertools.product(*grid.values())]
+    return sweep(function, grid, client=None if client is True else client)
+
+
+def _positive(value, what):
+    value = _checks.real(value, what, allow_inf=True)  # TypeError for a string; inf and NaN refused below
+    if not (math.isfinite(value) and value > 0.0):
+        raise ModelError(f"{what} must be finite and > 0, got {value}")
+    return value
+
+
+def _links(n):
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (numbers.Integral, numbers.Real)):
+        raise TypeError(f"the number of links must be an integer >= 1, got {type(n).__name__} {n!r:.40}")
+    if not (math.isfinite(n) and int(n) == n and n >= 1):
+        raise ModelError(f"the number of links must be an integer >= 1, got {n!r}")
+    return int(n)
+
+
+def chain_points(q, length=1.0):
+    """Joint positions of a ``serial_chain`` / ``bead_chain`` of total ``length`` from its coordinates q (..., n):
+    (..., n + 1, 2), the support first and the free end last."""
+    theta = np.cumsum(np.asarray(q, dtype=float), axis=-1)
+    link = length / theta.shape[-1]
+    steps = np.stack((link * np.sin(theta), -link * np.cos(theta)), axis=-1)
+    zero = np.zeros((*theta.shape[:-1], 1, 2))
+    return np.concatenate((zero, np.cumsum(steps, axis=-2)), axis=-2)
+
+
+# ---- small oscillations -------------------------------------------------------------------------------------------
+
+def continuum_frequencies(k, length=1.0, gravity=9.81):
+    """The first k natural frequencies [rad/s] of a continuous uniform chain hanging from one end:
+    omega_k = (j_0,k / 2) sqrt(g / L), j_0,k the zeros of the Bessel function J_0."""
+    k = _checks.integer(k, "k", low=1, high=10**6)
+    return 0.5 * scipy.special.jn_zeros(0, k) * math.sqrt(_positive(gravity, "gravity") / _positive(length, "length"))
+
+
+def continuum_mode_shape(k, depth, length=1.0):
+    """Lateral displacement of mode k (1-based) at ``depth`` below the suspension point: J_0(j_0,k sqrt(1 - depth/L))
+    (the free end, depth = L, has amplitude 1)."""
+    zero = scipy.special.jn_zeros(0, _checks.integer(k, "k", low=1, high=10**6))[-1]
+    length = _positive(length, "length")
+    return scipy.special.j0(zero * np.sqrt(np.clip(1.0 - np.asarray(depth) / length, 0.0, 1.0)))
+
+
+def _orient_modes(shapes):
+    """Flip each mode shape (column) in place to the sign convention of ``chain_modes``; returns shapes."""
+    n = shapes.shape[0]
+    weights = np.arange(n, 0, -1, dtype=float)  # sum_j theta_j = sum_j (n - j) q_j, theta the absolute angles
+    for j in range(shapes.shape[1]):
+        v = shapes[:, j]
+        tip = weights @ v
+        if abs(tip) <= 1e-8 * np.linalg.norm(weights) * np.linalg.norm(v):  # no clear free-end displacement
+            tip = v[int(np.argmax(np.abs(v)))]
+        if tip < 0.0:
+            v *= -1.0
+    return shapes
+
+
+def chain_modes(model, k):
+    """Lowest k frequencies [rad/s] and M-normalised mode shapes (nq, k) of a serial revolute chain hanging at rest.
+
+    Deterministic: the Lanczos iteration starts from a fixed vector, and each mode shape has the sign that makes
+    the sum of the absolute link angles, sum_j theta_j = sum_j (n - j + 1) q_j (for equal links proportional to
+    the free end's lateral displacement), positive; should that vanish, its largest-magnitude entry is positive.
+    So the same model gives the same bits in every process.
+
+    At rest the stiffness is K_ij = kappa_max(i,j) (``analysis._load_stiffness``) = L diag(delta) L^T with L the
+    upper triangle of ones, so K^-1 costs O(N); M v costs one Newton-Euler pass (no gravity, no velocity). The
+    generalised problem M v = mu K v, mu = 1 / omega^2, is solved for its largest mu by scipy's Lanczos (eigsh):
+    O(N) per iteration, no N x N matrix. Small chains (N <= 3 k + 10) go through the dense ``rm.modes``.
+    """
+    workspace(model)  # compiles the model, or a TypeError for what is not a Model
+    n = model.nq
+    k = _checks.integer(k, "k", low=1)
+    if k > n:
+        raise ModelError(f"k = {k} modes asked of a chain with {n} coordinates")
+    if n <= 3 * k + 10:
+        omega, shapes = modes(model, np.zeros(n), k)
+        return omega, _orient_modes(shapes)
+    if model.elem_int.shape[0] or model.nloops or np.any(model.body_parent != np.arange(n) - 1):
+        raise ModelError("chain_modes needs a serial revolute chain without elements or loops; use rm.modes")
+    kappa = _load_stiffness(model, np.zeros(n), np.zeros(0))
+    delta = kappa - np.append(kappa[1:], 0.0)
+    if not np.all(delta > 0.0):
+        raise ModelError("the chain is not hanging stably at q = 0 (its stiffness is not positive definite)")
+    ws = workspace(model)
+    zero_g = np.zeros(2)
+    out = np.zeros(n)
+
+    def mass_times(v):
+        tree.inverse_dynamics(model.body_int, model.body_real, zero_g, ws.zeros, ws.zeros, np.ascontiguousarray(v),
+                              ws.no_wrench, ws.ws, out)
+        return out.copy()
+
+    def stiffness_times(v):  # L diag(delta) L^T v: (L^T v)_d = sum_{i <= d} v_i, (L w)_i = sum_{d >= i} w_d
+        return np.cumsum((delta * np.cumsum(v))[::-1])[::-1]
+
+    def stiffness_solve(b):
+        w = b - np.append(b[1:], 0.0)  # L^-1 b
+        c = w / delta
+        return c - np.concatenate(([0.0], c[:-1]))  # L^-T c
+
+    op = scipy.sparse.linalg.LinearOperator
+    values, vectors = scipy.sparse.linalg.eigsh(op((n, n), matvec=mass_times, dtype=float), k=k,
+                                                M=op((n, n), matvec=stiffness_times, dtype=float),
+                                                Minv=op((n, n), matvec=stiffness_solve, dtype=float), which="LA",
+                                                v0=np.random.default_rng(0).standard_normal(n))  # no random start
+    order = np.argsort(values)[::-1]
+    omega = 1.0 / np.sqrt(values[order])
+    shapes = vectors[:, order]
+    for j in range(k):  # M-normalise
+        shapes[:, j] /= math.sqrt(shapes[:, j] @ mass_times(shapes[:, j]))
+    return omega, _orient_modes(shapes)
+
+
+_BUILDERS = {"rods": chains.serial_chain, "beads": chains.bead_chain}
+
+
+def _chain_frequencies(n, k, kind, length, gravity):
+    """(the n-link chain's lowest min(k, n) frequencies, seconds taken): one row of ``frequency_study``."""
+    start = time.perf_counter()
+    omega = chain_modes(_BUILDERS[kind](int(n), length=length, mass=1.0, gravity=gravity), min(k, int(n)))[0]
+    return omega, time.perf_counter() - start
+
+
+def frequency_study(ns, k=3, kind="rods", length=1.0, gravity=9.81, client=None):
+    """Convergence of the n-link chain's lowest k frequencies to the continuum's.
+
+    kind: "rods" (``chains.serial_chain``) or "beads" (``chains.bead_chain``). Returns a dict with ``n``, ``omega``
+    (len(ns), k), ``continuum`` (k,), ``error`` (signed relative error), and per mode the fitted ``order`` p and
+    ``constant`` C of |error| = C n^-p over the larger half of ns, and ``seconds`` per n. With ``client`` (a
+    ``distributed.Client``, a scheduler address, or True for a LocalCluster) the n run on Dask (``rm.sweep``).
+    """
+    if kind not in _BUILDERS:
+        raise ValueError(f"kind must be 'rods' or 'beads', got {kind!r}")
+    ns = np.array([_links(n) for n in ns])
+    exact = continuum_frequencies(k, length, gravity)
+    omega = np.full((ns.size, k), np.nan)
+    seconds = np.zeros(ns.size)
+    grid = {"n": [int(n) for n in ns], "k": [k], "kind": [kind], "length": [length], "gravity": [gravity]}
+    for row, (values, elapsed) in enumerate(_map(_chain_frequencies, grid, client)):
+        omega[row, :values.size] = values
+        seconds[row] = elapsed
+    error = omega / exact - 1.0
+    order, constant = np.full(k, np.nan), np.full(k, np.nan)
+    tail = ns >= np.median(ns)
+    for j in range(k):
+        use = tail & np.isfinite(error[:, j]) & (np.abs(error[:, j]) > 0)
+        if use.sum() >= 2:
+            slope, intercept = np.polyfit(np.log(ns[use]), np.log(np.abs(error[use, j])), 1)
+            order[j], constant[j] = -slope, math.exp(intercept)
+    return {"kind": kind, "n": ns, "omega": omega, "continuum": exact, "error": error, "order": order,
+            "constant": constant, "seconds": seconds}
+
+
+# ---- catenary ------------------------------------------------------------------------------------------------------
+
+def continuous_catenary(span, length, mass=1.0, gravity=9.81):
+    """The uniform catenary y = a cosh(x / a) hanging between two supports at one height.
+
+    Returns a dict: ``a`` [m] (2 a sinh(span / 2a) = length), ``sag`` [m], ``horizontal_tension`` H = w a,
+    ``vertical_reaction`` = weight / 2 per support, ``support_tension`` [N] (w = m g / length).
+    """
+    span, length = _positive(span, "span"), _positive(length, "length")
+    if not span < length:
+        raise ModelError(f"the span {span} must be shorter than the chain ({length})")
+    ratio = length / span
+    u = scipy.optimize.brentq(lambda u: math.sinh(u) / u - ratio, 1e-12, 700.0, xtol=1e-15, rtol=1e-15)
+    a = span / (2.0 * u)
+    w = mass * gravity / length
+    vertical = 0.5 * mass * gravity
+    return {"a": a, "sag": a * (math.cosh(u) - 1.0), "horizontal_tension": w * a, "vertical_reaction": vertical,
+            "support_tension": math.hypot(w * a, vertical)}
+
+
+def pinned_chain(n, span, length=1.0, mass=1.0, gravity=9.81):
+    """``serial_chain(n)`` with its free end pinned to the ground at (span, 0): a revolute loop."""
+    span, length = _positive(span, "span"), _positive(length, "length")
+    if not span < length:
+        raise ModelError(f"the gap/span {span} m must be shorter than the chain ({length} m)")
+    model = chains.serial_chain(_links(n), length=length, mass=mass, gravity=gravity)
+    model.add_loop("revolute", n - 1, (0.0, -0.5 * length / n), "ground", (span, 0.0), name="second support")
+    return model
+
+
+def _catenary_guess(n, span, length):
+    """Joint angles of n rods laid on the continuous catenary (slope atan(s / a) at arc length s from the bottom)."""
+    a = continuous_catenary(span, length)["a"]
+    s = -0.5 * length + (np.arange(n) + 0.5) * length / n
+    theta = np.arctan(s / a) + 0.5 * np.pi  # rod direction (sin theta, -cos theta) = (cos phi, sin phi)
+    return np.diff(theta, prepend=0.0)
+
+
+def discrete_catenary(n, span, length=1.0, mass=1.0, gravity=9.81):
+    """Static equilibrium of n rods pinned at (0, 0) and (span, 0) (``rm.static_equilibrium``).
+
+    Returns a dict: ``model``, ``q``, ``sag`` (depth of the lowest joint or rod centre), ``horizontal_tension``
+    and ``vertical_reaction`` (at the first support), ``slopes`` tan(phi_k) of the rods, ``equilibrium``.
+    """
+    model = pinned_chain(n, span, length, mass, gravity)
+    eq = static_equilibrium(model, _catenary_guess(n, span, length))
+    theta = np.cumsum(eq.q)
+    phi = theta - 0.5 * np.pi
+    link = length / n
+    joints_y = np.concatenate(([0.0], np.cumsum(link * np.sin(phi))))
+    centres_y = 0.5 * (joints_y[1:] + joints_y[:-1])
+    support = eq.reactions.joint[0]
+    return {"model": model, "q": eq.q, "sag": -min(joints_y.min(), centres_y.min()),
+            "horizontal_tension": abs(support[0]), "vertical_reaction": support[1], "slopes": np.tan(phi),
+            "equilibrium": eq}
+
+
+def catenary_study(ns, span, length=1.0, mass=1.0, gravity=9.81, client=None):
+    """Sag, horizontal tension and support reaction of the discrete catenary against the continuous one, with the
+    fitted order of the sag error in the link length. ``client`` as in ``frequency_study``."""
+    exact = continuous_catenary(span, length, mass, gravity)
+    grid = {"n": list(ns), "span": [span], "length": [length], "mass": [mass], "gravity": [gravity]}
+    rows = _map(discrete_catenary, grid, client)
+    sag = np.array([r["sag"] for r in rows])
+    tension = np.array([r["horizontal_tension"] for r in rows])
+    reaction = np.array([r["vertical_reaction"] for r in rows])
+    links = length / np.asarray(ns, dtype=float)
+    error = sag - exact["sag"]
+    order = float(np.polyfit(np.log(links[-3:]), np.log(np.abs(error[-3:])), 1)[0]) if len(ns) >= 3 else np.nan
+    return {"n": np.asarray(ns), "sag": sag, "horizontal_tension": tension, "vertical_reaction": reaction,
+            "sag_error": error, "tension_error": tension - exact["horizontal_tension"], "sag_order": order,
+            "continuous": exact}
+
+
+# ---- the falling folded chain -------------------------------------------------------------------------------------
+
+def energy_conserving_speed(x, length, gravity=9.81):
+    """Free-end speed of a folded chain of total length L after falling x, if no energy is lost:
+    v^2 = g x (2L - x) / (L - x)."""
+    x = np.asarray(x, dtype=float)
+    return np.sqrt(gravity * x * (2.0 * length - x) / (length - x))
+
+
+def energy_conserving_fall_time(length, gravity=9.81):
+    """Time for the free end to fall the whole length L by ``energy_conserving_speed`` (shorter than free fall)."""
+    value, _ = scipy.integrate.quad(lambda x: 1.0 / energy_conserving_speed(x, length, gravity), 0.0, length,
+                                    limit=200)
+    return value
+
+
+def folded_chain_fall(n, gap=None, length=1.0, mass=1.0, gravity=9.81, rtol=1e-10, atol=1e-12, samples=400,
+                      method="dopri5"):
+    """The classic falling folded chain: n rods hanging from supports at (0, 0) and (gap, 0), settled to static
+    equilibrium; then the second support is removed and the free end falls until the chain snaps taut.
+
+    Returns a dict with the run (``result``), the free end's ``t``, ``x`` (fall distance), ``speed``,
+    ``acceleration`` (vertical, from the dynamics), the ``support_force`` (nt, 2) at the remaining support,
+    ``fall_time`` (first time the free end stops falling), ``free_fall_time`` sqrt(2L/g),
+    ``energy_conserving_time``, ``max_speed`` and ``energy_error`` (max |E - E0| / (m g L)).
+    """
+    n = _links(n)
+    gap = length / n if gap is None else _positive(gap, "gap")
+    if not gap < length:
+        raise ModelError(f"the gap {gap} m must be shorter than the chain ({length} m)")
+    settled = discrete_catenary(n, gap, length, mass, gravity)
+    chain = chains.serial_chain(n, length=length, mass=mass, gravity=gravity)
+    tip = (0.0, -0.5 * length / n)
+
+    def taut(t, q, qd):  # the free end's vertical velocity turns from falling to rising
+        return point_kinematics(chain, q, qd, n - 1, tip)[1][1]
+
+    taut.terminal = True
+    taut.direction = 1.0
+    free_fall = math.sqrt(2.0 * length / gravity)
+    res = simulate(chain, settled["q"], np.zeros(n), 3.0 * free_fall, method=method, rtol=rtol, atol=atol,
+                   t_eval=np.linspace(0.0, 3.0 * free_fall, samples), events=taut)
+    qdd = res.qdd()
+    position, velocity, acceleration = point_motion(chain, res.q, res.qd, qdd, n - 1, tip)
+    height, speed, accel = position[:, 1], -velocity[:, 1], acceleration[:, 1]
+    support = np.array([joint_reactions(chain, q, qd, a).joint[0, :2] for q, qd, a in zip(res.q, res.qd, qdd,
+                                                                                           strict=True)])
+    kinetic, potential = res.energy()
+    energy = kinetic + potential
+    return {"result": res, "t": res.t, "x": -height, "speed": speed, "acceleration": accel,
+            "support_force": support, "fall_time": res.t_events[0][0] if res.t_events[0].size else np.nan,
+            "free_fall_time": free_fall, "energy_conserving_time": energy_conserving_fall_time(length, gravity),
+            "max_speed": float(np.abs(velocity).max()),
+            "energy_error": float(np.abs(energy - energy[0]).max() / (mass * gravity * length))}
+
+
+def _fall_summary(n, **options):
+    summary = folded_chain_fall(n, **options)
+    del summary["result"]  # the run holds compiled callbacks, which do not travel between processes
+    return summary
+
+
+def folded_chain_study(ns, gap=None, length=1.0, mass=1.0, gravity=9.81, rtol=1e-10, atol=1e-12, samples=400,
+                       method="dopri5", client=None):
+    """``folded_chain_fall`` for each n in ``ns``: a list of its dicts without the run itself (``result``).
+
+    ``client`` as in ``frequency_study``: with Dask the n run in parallel processes or on a cluster.
+    """
+    grid = {"n": list(ns), "gap": [gap], "length": [length], "mass": [mass], "gravity": [gravity], "rtol": [rtol],
+            "atol": [atol], "samples": [samples], "method": [method]}
+    return _map(_fall_summary, grid, client)
+
+
+# ---- the hanging swing -----------------------------------------------------------------------------------------------
+
+def hanging_swing(n, amplitude=1e-3, t_end=1.0, method="generalized_alpha", *, dt=None, rtol=1e-9, atol=1e-12,
+                  rho_inf=None, every=1, length=1.0, mass=1.0, gravity=9.81):
+    """A hanging chain swinging in its first mode, against the linear solution q0 cos(omega_1 t).
+
+    ``serial_chain(n)`` starts at rest in its first mode (``chain_modes``) with the largest joint angle equal to
+    ``amplitude`` [rad] (nonlinear effects relative to the swing are about amplitude^2), and is integrated to
+    ``t_end`` [s] with ``method``: a fixed-step one takes ``dt`` (and ``rho_inf`` for generalized_alpha), an
+    adaptive one ``rtol``/``atol``. Samples: every ``every``-th step (keep the memory of long chains in check:
+    a sample holds 2 n numbers).
+
+    Returns a dict: ``max_rel_error`` = max over samples and joints of |q - q0 cos(omega_1 t)| / max|q0|,
+    ``seconds`` (wall time of the run alone, without the modes), ``modes_seconds``, ``omega_1`` [rad/s],
+    ``nsteps``, ``nfev``, ``newton_iterations`` (generalized_alpha; else None), ``t`` and ``q0``.
+    """
+    n = _links(n)
+    amplitude = _positive(amplitude, "amplitude")
+    t_end = _positive(t_end, "t_end")
+    chain = chains.serial_chain(n, length=length, mass=mass, gravity=gravity)
+    start = time.perf_counter()
+    omega, shapes = chain_modes(chain, 1)
+    modes_seconds = time.perf_counter() - start
+    q0 = amplitude * shapes[:, 0] / np.max(np.abs(shapes[:, 0]))
+    options = {"dt": dt} if dt is not None else {"rtol": rtol, "atol": atol}
+    if rho_inf is not None:
+        options["rho_inf"] = rho_inf
+    start = time.perf_counter()
+    res = simulate(chain, q0, np.zeros(n), t_end, method=method, every=every, **options)
+    seconds = time.perf_counter() - start
+    worst = 0.0
+    for t, q in zip(res.t, res.q, strict=True):  # row by row: no second (samples, n) array
+        worst = max(worst, float(np.max(np.abs(q - math.cos(omega[0] * t) * q0))))
+    return {"max_rel_error": worst / amplitude, "seconds": seconds, "modes_seconds": modes_seconds,
+            "omega_1": float(omega[0]), "nsteps": res.nsteps, "nfev": res.nfev,
+            "newton_iterations": getattr(res, "newton_iterations", None), "t": res.t, "q0": q0}
+
+
+# ---- the tip whip ---------------------------------------------------------------------------------------------------
+
+def tip_whip(n, t_end=None, length=1.0, mass=1.0, gravity=9.81, method="dopri5", rtol=1e-8, atol=1e-10,
+             samples=2000, dt=None, rho_inf=None):
+    """A chain released from the horizontal: the tip speed over the first swing, and what it costs to integrate.
+
+    ``method`` with ``rtol``/``atol`` (adaptive) or ``dt`` (fixed-step; ``rho_inf`` for generalized_alpha).
+
+    Returns a dict: ``t``, ``q`` (at most ``samples`` of the steps), ``tip_speed``, ``max_tip_speed`` and
+    ``whip_time`` (when the tip speed peaks),
+    ``free_fall_speed`` sqrt(2 g L) for scale, ``energy_error`` (relative to m g L), the integrator's ``nsteps``,
+    ``nrejected``, ``nfev``, ``whip_step`` (the step size at the whip) and the wall ``seconds``.
+    """
+    n = _links(n)
+    t_end = 1.2 * math.sqrt(length / gravity) * 2.0 if t_end is None else _positive(t_end, "t_end")
+    chain = chains.serial_chain(n, length=length, mass=mass, gravity=gravity)
+    q0 = np.zeros(n)
+    q0[0] = 0.5 * np.pi
+    start = time.perf_counter()
+    options = {"dt": dt} if dt is not None else {"rtol": rtol, "atol": atol}
+    if rho_inf is not None:
+        options["rho_inf"] = rho_inf
+    res = simulate(chain, q0, np.zeros(n), t_end, method=method, every=1, **options)
+    seconds = time.perf_counter() - start
+    tip = np.array([point_kinematics(chain, q, qd, n - 1, (0.0, -0.5 * length / n))[1]
+                    for q, qd in zip(res.q, res.qd, strict=True)])
+    speed = np.hypot(tip[:, 0], tip[:, 1])
+    peak = int(np.argmax(speed))
+    kinetic, potential = res.energy()
+    energy = kinetic + potential
+    keep = np.unique(np.linspace(0, res.t.size - 1, min(samples, res.t.size)).astype(int))
+    return {"t": res.t[keep], "q": res.q[keep], "tip_speed": speed[keep], "max_tip_speed": float(speed[peak]),
+            "whip_time": float(res.t[peak]), "free_fall_speed": math.sqrt(2.0 * gravity * length),
+            "energy_error": float(np.abs(energy - energy[0]).max() / (mass * gravity * length)),
+            "nsteps": res.nsteps, "nrejected": res.nrejected, "nfev": res.nfev,
+            "whip_step": float(res.t[min(peak + 1, res.t.size - 1)] - res.t[max(peak - 1, 0)]) / 2, "seconds": seconds}
+
+
+__all__ = ["catenary_study", "chain_modes", "chain_points", "continuous_catenary", "continuum_frequencies",
+           "continuum_mode_shape", "discrete_catenary", "energy_conserving_fall_time", "energy_conserving_speed",
+           "folded_chain_fall", "frequency_study", "hanging_swing", "pinned_chain", "tip_whip"]

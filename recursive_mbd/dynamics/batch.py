@@ -1,0 +1,301 @@
+"""Batched evaluation: the dynamics of one model at many states in one compiled, multi-threaded call.
+
+Every function takes states as rows, ``Q`` and ``QD`` of shape (k, nq), and returns rows: row m is what the
+single-state function of ``recursive_mbd.dynamics.calls`` returns for row m, bit for bit (the same kernels run in the
+same order, once per row). The rows are spread over numba's threads (``prange``) with one workspace per thread;
+the kernels release the GIL (``nogil``), so Python threads can share the work as well.
+
+    QDD = rm.batch.forward_dynamics(model, Q, QD, TAU)      # (k, nq)
+    TAU = rm.batch.inverse_dynamics(model, Q, QD, QDD)      # (k, nq)
+    E = rm.batch.energy(model, Q, QD)                       # (k, 2): kinetic, potential [J]
+
+The model's force elements act as in the single-state functions, all rows at the same time ``t``. Models with
+closed loops are not batched (their constrained dynamics, ``rm.loops.loop_dynamics``, is one state at a time).
+"""
+
+import threading
+
+import numba
+import numpy as np
+
+from .._kernels import layout as L
+from .._kernels.planar import elements as element_kernels
+from .._kernels.planar import tree
+from ..errors import ModelError, StateError
+from ..model.workspace import raise_status, workspace
+from ._evaluation import element_inputs
+
+__all__ = ["energy", "forward_dynamics", "inverse_dynamics"]
+
+_parallel = numba.njit(cache=True, parallel=True, nogil=True, error_model="numpy")
+
+
+# ---- kernels --------------------------------------------------------------------------------------------------------
+# Per-thread scratch is one C array per field, (nthreads, rows + padding, ...): thread tid uses [tid, :rows], and the
+# padding keeps two threads' blocks off a shared cache line (false sharing cost more than the second thread gave).
+# ws_all[tid, :width].T is the (nbodies, width) column-major array the tree kernels take (the same type as the
+# single-state Workspace.ws), so the very same compiled code runs per row.
+
+@_parallel
+def _forward_dynamics_many(body_int, body_real, gravity, elem_int, elem_real, u, Q, QD, TAU, width, ws_all, com_all,
+                           wrench_all, jforce_all, energy_all, per_element_all, tau_all, no_wrench, no_driven,
+                           no_drive, QDD, status):
+    """QDD[m] = forward dynamics at (Q[m], QD[m], TAU[m]) (+ element loads), status[m] its kernel status."""
+    nb = body_int.shape[0]
+    ne = elem_int.shape[0]
+    nq = Q.shape[1]
+    for m in numba.prange(Q.shape[0]):
+        tid = numba.get_thread_id()
+        ws = ws_all[tid, :width].T
+        q = Q[m]
+        qd = QD[m]
+        tau = TAU[m]
+        wrench = no_wrench
+        if ne > 0:
+            wrench = wrench_all[tid, :nb]
+            jforce = jforce_all[tid, :nq]
+            st = element_kernels.element_forces(body_int, body_real, elem_int, elem_real, u, q, qd, ws,
+                                                com_all[tid, :nb], wrench, jforce, energy_all[tid, :3],
+                                                per_element_all[tid, :ne])
+            if st != L.STATUS_OK:
+                status[m] = st
+                continue
+            tau = tau_all[tid, :nq]
+            for j in range(tau.shape[0]):
+                tau[j] = TAU[m, j] + jforce[j]
+        status[m] = tree.forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, no_driven, ws, QDD[m],
+                                          no_drive)
+
+
+@_parallel
+def _inverse_dynamics_many(body_int, body_real, gravity, elem_int, elem_real, u, Q, QD, QDD, width, ws_all, com_all,
+                           wrench_all, jforce_all, energy_all, per_element_all, no_wrench, TAU, status):
+    """TAU[m] = inverse dynamics at (Q[m], QD[m], QDD[m]) less the element joint forces, status[m]."""
+    nb = body_int.shape[0]
+    ne = elem_int.shape[0]
+    has_elements = ne > 0
+    nq = Q.shape[1]
+    for m in numba.prange(Q.shape[0]):
+        tid = numba.get_thread_id()
+        ws = ws_all[tid, :width].T
+        q = Q[m]
+        qd = QD[m]
+        wrench = no_wrench
+        jforce = jforce_all[tid, :nq]
+        if has_elements:
+            wrench = wrench_all[tid, :nb]
+            st = element_kernels.element_forces(body_int, body_real, elem_int, elem_real, u, q, qd, ws,
+                                                com_all[tid, :nb], wrench, jforce, energy_all[tid, :3],
+                                                per_element_all[tid, :ne])
+            if st != L.STATUS_OK:
+                status[m] = st
+                continue
+        tau = TAU[m]
+        status[m] = tree.inverse_dynamics(body_int, body_real, gravity, q, qd, QDD[m], wrench, ws, tau)
+        if has_elements:
+            for j in range(tau.shape[0]):
+                tau[j] = tau[j] - jforce[j]
+
+
+@_parallel
+def _energy_many(body_int, body_real, gravity, elem_int, elem_real, u, Q, QD, width, ws_all, com_all, wrench_all,
+                 jforce_all, energy_all, per_element_all, pair_all, E, status):
+    """E[m] = (kinetic, potential incl. springs) at (Q[m], QD[m]), status[m]."""
+    nb = body_int.shape[0]
+    ne = elem_int.shape[0]
+    nq = Q.shape[1]
+    for m in numba.prange(Q.shape[0]):
+        tid = numba.get_thread_id()
+        ws = ws_all[tid, :width].T
+        pair = pair_all[tid, :2]
+        com = com_all[tid, :nb]
+        st = tree.energy(body_int, body_real, gravity, Q[m], QD[m], ws, com, pair)
+        if st == L.STATUS_OK and ne > 0:
+            energy_out = energy_all[tid, :3]
+            st = element_kernels.element_forces(body_int, body_real, elem_int, elem_real, u, Q[m], QD[m], ws,
+                                                com, wrench_all[tid, :nb], jforce_all[tid, :nq], energy_out,
+                                                per_element_all[tid, :ne])
+            E[m, 0] = pair[0]
+            E[m, 1] = pair[1] + energy_out[0]
+        else:
+            E[m, 0] = pair[0]
+            E[m, 1] = pair[1]
+        status[m] = st
+
+
+# ---- per-thread workspaces ----------------------------------------------------------------------------------------
+
+CACHE_LINE_DOUBLES = 16  # 128 bytes: a cache line, or two where the prefetcher pairs them
+
+
+def per_thread(nthreads, rows, *rest):
+    """Zeros of shape (nthreads, rows + padding, *rest): thread t uses [t, :rows]; the padding (at least 128 bytes)
+    keeps the blocks of two threads off a shared cache line."""
+    row = max(1, int(np.prod(rest, dtype=np.int64)))
+    pad = -(-CACHE_LINE_DOUBLES // row)
+    return np.zeros((nthreads, rows + pad, *rest))
+
+
+class ThreadWorkspaces:
+    """Scratch arrays of one model for ``nthreads`` threads, indexed by ``numba.get_thread_id()`` (see per_thread)."""
+
+    def __init__(self, model, nthreads):
+        n = model.nbodies
+        nq = model.nq
+        ne = model.elem_int.shape[0]
+        self.width = L.W_PLANAR if model.has_planar else L.W_TREE
+        self.nthreads = nthreads
+        self.ws = per_thread(nthreads, self.width, n)  # ws[t, :width].T: thread t's (n, width) column-major block
+        self.com = per_thread(nthreads, n, 4)
+        self.wrench = per_thread(nthreads, n, 3)
+        self.jforce = per_thread(nthreads, nq)
+        self.element_energy = per_thread(nthreads, 3)
+        self.per_element = per_thread(nthreads, ne, 3)
+        self.tau = per_thread(nthreads, nq)
+        self.pair = per_thread(nthreads, 2)
+        self.u = np.zeros(model.n_element_inputs)
+        self.no_wrench = np.zeros((0, 3))
+        self.no_driven = np.zeros(0, dtype=np.uint8)
+        self.no_drive = np.zeros(0)
+
+
+_POOL_LOCK = threading.Lock()
+
+
+class _Borrowed:
+    """A ThreadWorkspaces taken from the model's pool for one call (so concurrent Python threads never share one)."""
+
+    def __init__(self, model):
+        self.model = model
+        self.nthreads = numba.config.NUMBA_NUM_THREADS  # get_thread_id() < this, whatever set_num_threads says
+        with _POOL_LOCK:
+            pool = model.__dict__.setdefault("_batch_pool", [])
+            self.workspaces = pool.pop() if pool else None
+        if self.workspaces is None or self.workspaces.nthreads != self.nthreads:
+            self.workspaces = ThreadWorkspaces(model, self.nthreads)
+
+    def __enter__(self):
+        return self.workspaces
+
+    def __exit__(self, *exc):
+        with _POOL_LOCK:
+            self.model.__dict__["_batch_pool"].append(self.workspaces)
+
+
+# ---- validation ---------------------------------------------------------------------------------------------------
+
+def _prepare(model):
+    workspace(model)  # compiles the model
+    if model.loop_int.shape[0]:
+        raise ModelError("rm.batch does not handle closed loops: evaluate rm.loops.loop_dynamics state by state")
+    return model
+
+
+def as_rows(model, X, what, k=None):
+    """``X`` as a C-contiguous float64 (k, nq) array of finite numbers, or an error naming the member (row)."""
+    nq = model.nq
+    try:
+        arr = np.ascontiguousarray(X, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be an array of shape (k, {nq}) of numbers, got {type(X).__name__}") from None
+    if arr.ndim != 2 or arr.shape[1] != nq:
+        raise StateError(f"{what} must have shape (k, {nq}) for this model (one state per row, nq = {nq}), "
+                         f"got shape {arr.shape}")
+    if k is not None and arr.shape[0] != k:
+        raise StateError(f"{what} has {arr.shape[0]} rows but the first state array has {k}: one row per member")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        row, col = (int(v) for v in np.argwhere(bad)[0])
+        raise StateError(f"member {row}: {what}[{row}, {col}] is not finite ({arr[row, col]})")
+    return arr
+
+
+def _inputs(model, ws, t):
+    if model.n_element_inputs:
+        element_inputs(model, float(t), ws.u)
+    return ws.u
+
+
+def _check(model, status, names):
+    failed = np.flatnonzero(status)
+    if failed.size:
+        member = int(failed[0])
+        try:
+            raise_status(model, int(status[member]), names)
+        except (ModelError, StateError) as err:
+            raise type(err)(f"member {member}: {err}") from None
+
+
+# ---- public functions ---------------------------------------------------------------------------------------------
+
+def forward_dynamics(model, Q, QD, TAU=None, *, t=0.0):
+    """Joint accelerations of many states, row by row: ``QDD[m] = rm.forward_dynamics(model, Q[m], QD[m], TAU[m])``.
+
+    Parameters
+    ----------
+    Q, QD : array_like, shape (k, nq)
+        Joint coordinates and rates, one state (member) per row.
+    TAU : array_like, shape (k, nq), optional
+        Generalised joint forces per row; default zero.
+    t : float
+        Time [s] of the model's time-varying force elements (the same for every row).
+
+    Returns
+    -------
+    QDD : ndarray, shape (k, nq)
+        Equal bit for bit to the single-state ``rm.forward_dynamics`` of each row (recursive method).
+    """
+    _prepare(model)
+    Q = as_rows(model, Q, "Q")
+    k = Q.shape[0]
+    QD = as_rows(model, QD, "QD", k)
+    TAU = np.zeros_like(Q) if TAU is None else as_rows(model, TAU, "TAU", k)
+    QDD = np.empty_like(Q)
+    status = np.zeros(k, dtype=np.int64)
+    with _Borrowed(model) as ws:
+        _forward_dynamics_many(model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real,
+                               _inputs(model, ws, t), Q, QD, TAU, ws.width, ws.ws, ws.com, ws.wrench, ws.jforce,
+                               ws.element_energy, ws.per_element, ws.tau, ws.no_wrench, ws.no_driven, ws.no_drive,
+                               QDD, status)
+    _check(model, status, ("Q", "QD", "TAU"))
+    return QDD
+
+
+def inverse_dynamics(model, Q, QD, QDD, *, t=0.0):
+    """Joint forces of many states, row by row: ``TAU[m] = rm.inverse_dynamics(model, Q[m], QD[m], QDD[m])``.
+
+    Q, QD, QDD of shape (k, nq); returns TAU (k, nq), equal bit for bit to the single-state function per row.
+    """
+    _prepare(model)
+    Q = as_rows(model, Q, "Q")
+    k = Q.shape[0]
+    QD = as_rows(model, QD, "QD", k)
+    QDD = as_rows(model, QDD, "QDD", k)
+    TAU = np.empty_like(Q)
+    status = np.zeros(k, dtype=np.int64)
+    with _Borrowed(model) as ws:
+        _inverse_dynamics_many(model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real,
+                               _inputs(model, ws, t), Q, QD, QDD, ws.width, ws.ws, ws.com, ws.wrench, ws.jforce,
+                               ws.element_energy, ws.per_element, ws.no_wrench, TAU, status)
+    _check(model, status, ("Q", "QD", "QDD"))
+    return TAU
+
+
+def energy(model, Q, QD, *, t=0.0):
+    """Kinetic and potential energy of many states: ``E[m] = rm.energy(model, Q[m], QD[m])``, shape (k, 2) [J].
+
+    Column 0 is the kinetic energy, column 1 the potential (gravity and springs), bit for bit as the single-state
+    function.
+    """
+    _prepare(model)
+    Q = as_rows(model, Q, "Q")
+    k = Q.shape[0]
+    QD = as_rows(model, QD, "QD", k)
+    E = np.empty((k, 2))
+    status = np.zeros(k, dtype=np.int64)
+    with _Borrowed(model) as ws:
+        _energy_many(model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real,
+                     _inputs(model, ws, t), Q, QD, ws.width, ws.ws, ws.com, ws.wrench, ws.jforce, ws.element_energy,
+                     ws.per_element, ws.pair, E, status)
+    _check(model, status, ("Q", "QD", "QD"))
+    return E

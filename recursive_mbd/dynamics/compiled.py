@@ -1,0 +1,101 @@
+"""A forward-dynamics callable bound to one model, for callers that evaluate it millions of times.
+
+    fd = rm.compiled_forward_dynamics(model)
+    qdd = fd(q, qd)                 # = rm.forward_dynamics(model, q, qd), same checks, same errors
+    fd(q, qd, tau, out=qdd)         # no allocation
+
+``rm.forward_dynamics`` takes the same fixed-signature 8-argument kernel (``_kernels.entry``) on a plain tree,
+after looking the model's workspace up. The bound callable holds the model's arrays and workspace in a closure;
+the kernel's dispatcher accepts only C-contiguous writable float64 vectors (so numba's own type dispatch is the
+dtype, layout and writability check) and the kernel checks the lengths and the finiteness of q, qd, tau and the
+result. Anything else (a list, float32, a strided view, a wrong length, NaN) falls back to the checks of
+``rm.forward_dynamics`` and raises the same error. Models with force elements or loops are served by
+``rm.forward_dynamics`` itself.
+"""
+
+import numba
+import numpy as np
+
+from .._kernels.planar import entry, tree
+from . import calls as dynamics
+
+# specialize=True freezes the model's arrays into the machine code: only for small models (code size, compile time)
+SPECIALIZE_MAX_BODIES = 64
+
+
+def _specialized_kernel(model):
+    """A 5-argument kernel (q, qd, tau, ws, qdd) with this model's arrays compiled in as constants (about 4 s of
+    compilation, not cached: numba caches no closures), for one signature only."""
+    body_int = np.ascontiguousarray(model.body_int)
+    body_real = np.ascontiguousarray(model.body_real)
+    gravity = np.ascontiguousarray(model.gravity)
+    inner = tree.forward_dynamics_tree
+
+    def kernel(q, qd, tau, ws, qdd):
+        return inner(body_int, body_real, gravity, q, qd, tau, ws, qdd)
+
+    signature = numba.int64(entry.VECTOR, entry.VECTOR, entry.VECTOR, entry.WORK, entry.VECTOR)
+    compiled = numba.njit(signature, **entry.OPTIONS)(kernel)
+    compiled.disable_compile()
+    return compiled
+
+
+def compiled_forward_dynamics(model, specialize=False):
+    """A callable ``fd(q, qd, tau=None, out=None) -> qdd`` equal to ``rm.forward_dynamics(model, ...)``.
+
+    The short path for small models called many times: the model's arrays and workspace are bound once (in a
+    closure: no attribute look-ups per call), and arguments that are already C-contiguous writable float64 (nq,)
+    arrays are checked by the kernel's dispatch and the kernel itself at no extra cost. Anything else gets the full
+    checks and errors of ``rm.forward_dynamics``. Models with force elements or loops are accepted and served by
+    ``rm.forward_dynamics``. Arguments, units, shapes and errors as ``rm.forward_dynamics`` (method "recursive",
+    t = 0). The workspace is the model's own, so calls on one model do not run concurrently (the kernels hold the
+    GIL). The callable has attributes ``model``, ``nq`` and ``short_path`` (False when it defers every call).
+
+    ``specialize=True`` (plain trees of at most SPECIALIZE_MAX_BODIES bodies) compiles a kernel for this one model
+    with its arrays as constants, so a call passes 5 arrays instead of 8: the fastest call at N = 2, bought with
+    about 4 s of compilation per model (in every process: it cannot be cached) and a workspace of its own.
+    """
+    ws = dynamics.workspace(model)  # TypeError unless a Model; compiles it
+    nq = model.nq
+    full_route = dynamics.forward_dynamics
+    plain = model.loop_int.shape[0] == 0 and model.elem_int.shape[0] == 0
+    arrays_ok = entry.accepts_model(model, ws.ws)
+    if not (plain and arrays_ok):
+        def fd(q, qd, tau=None, out=None):
+            return full_route(model, q, qd, tau, out=out)
+    elif specialize and model.nbodies <= SPECIALIZE_MAX_BODIES:
+        kernel = _specialized_kernel(model)
+        work = np.zeros_like(ws.ws, order="F")
+        zeros = np.zeros(nq)
+        empty = np.empty
+
+        def fd(q, qd, tau=zeros, out=None):
+            qdd = empty(nq) if out is None else out
+            try:
+                status = kernel(q, qd, tau, work, qdd)
+            except TypeError:  # not C-contiguous writable float64 vectors (or tau=None): the full checks convert them
+                return full_route(model, q, qd, None if tau is zeros else tau, out=out)
+            if status:  # a wrong length, NaN, a singular joint or overflow: the full route raises the error naming it
+                return full_route(model, q, qd, None if tau is zeros else tau, out=out)
+            return qdd
+    else:
+        kernel = entry.forward_dynamics_tree_kernel()
+        body_int, body_real, gravity, work = model.body_int, model.body_real, model.gravity, ws.ws
+        zeros = np.zeros(nq)
+        empty = np.empty
+
+        def fd(q, qd, tau=zeros, out=None):
+            qdd = empty(nq) if out is None else out
+            try:
+                status = kernel(body_int, body_real, gravity, q, qd, tau, work, qdd)
+            except TypeError:  # not C-contiguous writable float64 vectors (or tau=None): the full checks convert them
+                return full_route(model, q, qd, None if tau is zeros else tau, out=out)
+            if status:  # a wrong length, NaN, a singular joint or overflow: the full route raises the error naming it
+                return full_route(model, q, qd, None if tau is zeros else tau, out=out)
+            return qdd
+
+    fd.model = model
+    fd.nq = nq
+    fd.short_path = plain and arrays_ok
+    fd.__doc__ = f"forward dynamics of a model with {model.nbodies} bodies, nq = {nq}: fd(q, qd, tau=None, out=None)"
+    return fd

@@ -1,0 +1,236 @@
+"""Closed loops: cut-joint constraints and the Lagrange-multiplier layer on top of the recursive tree.
+
+A loop (``Model.add_loop``) adds equations phi(q) = 0 between two bodies. With J = dphi/dq (m, nq) the constrained
+equations of motion are
+
+    M(q) qdd + h(q, qd) = tau + Q_elements - J^T lambda,        J qdd = gamma = -J' qd,
+
+and ``lambda`` (m,) are the multipliers: the loop force on body a is -sum_r lambda_r w_a,r at its point P_a,
+on body b -sum_r lambda_r w_b,r at P_b (``_kernels.loops``). For a revolute loop lambda is the force that body b
+exerts on body a, negated per axis: F_a = -(lambda_0, lambda_1). ``loop_dynamics`` solves the recursive way in
+O(N m + m^3); ``forward_dynamics(..., method="mass_matrix")`` solves the dense KKT system as an independent check.
+"""
+
+import warnings
+from collections import namedtuple
+
+import numpy as np
+
+from .. import _checks
+from .._kernels import layout as L
+from .._kernels.planar import loops as kernels
+from ..errors import ModelError, StateError
+from ..model.workspace import raise_status, workspace
+from ._evaluation import _rnea, as_vector, loaded_state, tree_mass_matrix
+
+# relative singular-value cut-off of dense least-squares solves on J-sized matrices (the KKT check, analyses)
+RCOND = 1e-10
+# relative cut-off mu / max(s) of the regularised multiplier solves (``_kernels.loops.filtered_solve``) on the
+# eigenvalues s of J M^-1 J^T: below it a direction of the loop equations counts as redundant (or singular).
+# Chosen on the parallelogram through its change points (tests/test_singular.py): 1e-10 .. 1e-14 let round-off
+# in the position (an error eps / sigma_min(J)^2 in the branch tangent) and in the multipliers reach the
+# velocities near the change point (crank rates split by 1e-6 .. 1e-2 rad/s), 1e-8 keeps them below 4e-7;
+# directions with s >> mu are solved to a relative (mu / s)^2. The time loops do not rely on it near change points:
+# there (s <= 1e-6 max s, ``_kernels.loops.BRANCH_ZONE``) they solve on the branch's normal space instead, which
+# keeps the weak rows' forces that a row of parallelograms needs (the filter dropped them: crank rates split by
+# 6e-5 rad/s).
+FILTER_RCOND = 1e-8
+# the same for the position steps of the projection: phi is known to round-off, so the branch is closed down to
+# 1e-6 of the largest singular value of J (1e-8 left position errors of 2e-9 near the change points of a row of
+# parallelograms); the velocity step keeps FILTER_RCOND, where the tangent, eps / sigma_min(J)^2, is reliable
+POSITION_RCOND = 1e-12
+
+# the change-point treatment of the time loops (``_kernels.loops.branch_normals``) is off in the public
+# single-state functions: they have no motion to tell the branch from
+_NO_BRANCH = (0.0, 0.0, 0.0)
+
+LoopSolution = namedtuple("LoopSolution", "qdd multipliers forces rank")
+LoopSolution.__doc__ = """Constrained forward dynamics of a model with loops.
+
+qdd (nq,) joint accelerations; multipliers (m,) Lagrange multipliers lambda; forces (nloops, 2, 3) the loop force
+(Fx, Fy [N], moment [N m]) on body a at its loop point and on body b at its loop point, ground axes; rank of
+J M^-1 J^T (< m when loop equations are redundant or singular at this state)."""
+
+
+class LoopWorkspace:
+    """Scratch arrays of the loop layer of one model (allocated once, reused)."""
+
+    def __init__(self, model):
+        m = model.nconstraints
+        nq = model.nq
+        n = model.nbodies
+        self.acc = np.zeros((n, 3))
+        self.phi = np.zeros(m)
+        self.phid = np.zeros(m)
+        self.jac = np.zeros((m, nq))
+        self.gamma = np.zeros(m)
+        self.weights = np.zeros((m, 6))
+        self.resp = np.zeros((m, nq))
+        self.no_resp_drive = np.zeros((m, 0))
+        self.stab = np.zeros(4)  # alpha, beta, and the zero gravity of the response passes
+        self.lam = np.zeros(m)
+        self.info = np.zeros(1, dtype=np.int64)
+
+
+def loop_workspace(model):
+    ws = workspace(model)
+    if getattr(ws, "loops", None) is None:
+        ws.loops = LoopWorkspace(model)
+    return ws, ws.loops
+
+
+def _raise(model, status):
+    kind, index = L.decode_status(status)
+    if kind == L.STATUS_LOOP_DEGENERATE:
+        raise StateError(f"loop {model.loop_names[index]!r} (index {index}): the two points of the distance loop "
+                         "coincide, so its direction is undefined")
+    if kind == L.STATUS_NONFINITE_STATE:
+        raise StateError("the multiplier solve of the loops overflowed: J M^-1 J^T or its right-hand side is not "
+                         "finite at this state (q, qd or tau too large)")
+    raise_status(model, status)
+
+
+def constraints(model, q, qd=None):
+    """Loop residual and its derivatives at (q, qd).
+
+    Returns
+    -------
+    phi (m,), phi_dot (m,) = J qd, J (m, nq), gamma (m,) = -J' qd: the acceleration constraint is J qdd = gamma.
+    Rows in loop order; a loop's equations (``Model.add_loop``): revolute (x, y of p_a - p_b), prismatic (normal
+    offset, angle), fixed (x, y, angle), distance (|p_a - p_b| - length) [m or rad].
+    """
+    ws, lw = loop_workspace(model)
+    q = as_vector(model, q, "q")
+    qd = ws.zeros if qd is None else as_vector(model, qd, "qd")
+    status = kernels.loop_constraints(model.body_int, model.body_real, model.loop_int, model.loop_real, q, qd, ws.ws,
+                                      ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights)
+    if status:
+        _raise(model, status)
+    return lw.phi.copy(), lw.phid.copy(), lw.jac.copy(), lw.gamma.copy()
+
+
+def forces_from_multipliers(model, lam, weights):
+    """Loop forces (nloops, 2, 3) on bodies a and b from multipliers and the row weights of the kernel."""
+    forces = np.zeros((model.nloops, 2, 3))
+    for k in range(model.nloops):
+        block = slice(model.loop_rows[k], model.loop_rows[k + 1])
+        forces[k, 0] = -lam[block] @ weights[block, :3]
+        forces[k, 1] = -lam[block] @ weights[block, 3:]
+    return forces
+
+
+def _warn_rank(model, rank):
+    m = model.nconstraints
+    if rank < m:
+        warnings.warn(f"the loop equations are redundant or singular at this state: rank {rank} of {m}; the "
+                      "multipliers are the minimum-norm ones", RedundantConstraintWarning, stacklevel=3)
+
+
+class RedundantConstraintWarning(UserWarning):
+    """Loop equations that are not independent (a redundant loop, or a singular configuration)."""
+
+
+def loop_dynamics(model, q, qd, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method="recursive"):
+    """Constrained forward dynamics with the loop multipliers and forces: a ``LoopSolution``.
+
+    Parameters as ``rm.forward_dynamics``; ``alpha``, ``beta`` [1/s] add Baumgarte's terms to the acceleration
+    constraint, J qdd = gamma - 2 alpha phi' - beta^2 phi. ``method``: "recursive" (O(N m + m^3), module
+    docstring) or "mass_matrix" (dense KKT system with M from the composite-rigid-body pass, O(N^3)). Redundant
+    or singular loop equations give the minimum-norm multipliers and a ``RedundantConstraintWarning``.
+    """
+    ws, lw = loop_workspace(model)
+    q, qd, tau, wrench = loaded_state(model, ws, q, qd, tau, t)
+    lw.stab[:2] = alpha, beta
+    if method == "recursive":
+        qdd = np.zeros(model.nq)
+        status = kernels.constrained_dynamics(
+            model.body_int, model.body_real, model.gravity, model.loop_int, model.loop_real, q, qd, tau, wrench,
+            ws.no_driven, ws.ws, ws.com, lw.acc, qdd, ws.no_drive, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
+            lw.resp, lw.no_resp_drive, ws.zeros, lw.stab, FILTER_RCOND, lw.lam, lw.info, _NO_BRANCH)
+        if status:
+            _raise(model, status)
+        lam, rank = lw.lam.copy(), int(lw.info[0])
+    elif method == "mass_matrix":
+        phi, phid, jac, gamma = constraints(model, q, qd)  # also fills lw.weights
+        rhs_q = tau - _rnea(model, ws, q, qd, ws.zeros, wrench)
+        m, nq = jac.shape
+        kkt = np.block([[tree_mass_matrix(model, ws, q), jac.T], [jac, np.zeros((m, m))]])
+        rhs = np.concatenate((rhs_q, gamma - 2.0 * alpha * phid - beta**2 * phi))
+        solution, _, rank_kkt, _ = np.linalg.lstsq(kkt, rhs, rcond=RCOND)
+        qdd, lam, rank = solution[:nq], solution[nq:], rank_kkt - nq
+    else:
+        raise ValueError(f"unknown method {method!r}; expected 'recursive' or 'mass_matrix'")
+    _warn_rank(model, rank)
+    return LoopSolution(qdd, lam, forces_from_multipliers(model, lam, lw.weights), rank)
+
+
+def _held_joints(model, free):
+    """The per-body mask of joints held still by a projection that may change only the coordinates ``free``."""
+    if free is None:
+        return np.zeros(0, dtype=np.uint8)
+    values = _checks.index_array(free, model.nq, "free")
+    held = np.ones(model.nq, dtype=bool)
+    held[values] = False
+    mask = np.zeros(model.nbodies, dtype=np.uint8)
+    for k in np.flatnonzero(held):
+        body = int(np.searchsorted(model.joint_q_index, k, side="right") - 1)
+        while model.joint_ndof[body] == 0:  # fixed joints own no coordinate: step back to the joint that does
+            body -= 1
+        if model.joint_ndof[body] != 1:
+            raise ModelError(f"free: coordinate {k} belongs to the {model.joint_ndof[body]}-dof joint of body "
+                             f"{model.body_names[body]!r}; a projection can hold only 1-dof joints (leave all of "
+                             "its coordinates free)")
+        mask[body] = 1
+    return mask if mask.any() else np.zeros(0, dtype=np.uint8)
+
+
+def project(model, q, qd, *, free=None, tol=1e-12, max_iter=20):
+    """The state nearest (q, qd) in the kinetic-energy metric that closes every loop: (q, qd) copies, and max
+    |phi| reached.
+
+    Mass-orthogonal projection (``_kernels.loops.project``, where its effect on the energy is derived):
+    positions by Gauss-Newton with the steps dq = -M^-1 J^T (J M^-1 J^T)^+ phi until the step and |phi| are
+    below ``tol``, velocities by one correction qd -= M^-1 J^T (J M^-1 J^T)^+ J qd, with a regularised
+    minimum-norm solve (redundant loops and singular positions are fine). Only the coordinates in ``free``
+    (default all) change; the others must be whole 1-dof joints, held as drivers hold them. Raises ModelError
+    when the loops cannot be closed from here (max |phi| stays above ``sqrt(tol)``).
+    """
+    ws, lw = loop_workspace(model)
+    q = as_vector(model, q, "q").copy()
+    qd = as_vector(model, qd, "qd").copy()
+    tol = _checks.real(tol, "tol", low=0.0, strict=True)
+    max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
+    driven = _held_joints(model, free)
+    resp_drive = np.zeros((model.nconstraints, model.nq if driven.size else 0))
+    status, worst = kernels.project(model.body_int, model.body_real, model.loop_int, model.loop_real, q, qd,
+                                    driven, ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
+                                    lw.resp, resp_drive, ws.zeros, np.zeros(2), tol, int(max_iter),
+                                    POSITION_RCOND, FILTER_RCOND, np.sqrt(tol), _NO_BRANCH)
+    kind, index = L.decode_status(status)
+    if kind == L.STATUS_LOOPS_OPEN:
+        raise ModelError(f"the loops cannot be closed near this state: loop {model.loop_names[index]!r} stays open, "
+                         f"max |phi| = {worst:.3g} after {max_iter} Gauss-Newton steps")
+    if status:
+        _raise(model, status)
+    return q, qd, worst
+
+
+def lock_diagnosis(model, q, free=None, threshold=1e-3):
+    """Why a driven mechanism cannot move on at q, or None: a sentence naming the loop whose equations lose rank
+    on the free coordinates (the drivers push the mechanism into a dead point, where J_f, the loop Jacobian
+    restricted to the coordinates the drivers leave free, is singular: its smallest singular value is below
+    ``threshold`` times its largest)."""
+    _, _, jac, _ = constraints(model, q)
+    jac = jac if free is None else jac[:, np.asarray(free, dtype=np.int64)]
+    if jac.size == 0:
+        return None
+    left, values, _ = np.linalg.svd(jac)
+    rank_needed = min(jac.shape)
+    smallest = values[rank_needed - 1] if values.size >= rank_needed else 0.0
+    if not smallest < threshold * values[0]:
+        return None
+    row = int(np.argmax(np.abs(left[:, rank_needed - 1])))
+    lp = int(np.searchsorted(model.loop_rows, row, side="right") - 1)
+    return (f"the mechanism locks: loop {model.loop_names[lp]!r} (index {lp}) and the drivers leave no motion, the "
+            f"loop Jacobian on the free coordinates is singular there (smallest singular value {smallest:.3g} of "
+            f"{values[0]:.3g})")

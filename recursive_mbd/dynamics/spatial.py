@@ -1,0 +1,410 @@
+"""Public functions of the spatial (3D) formulation: validate, then call the kernels of ``_kernels.spatial``.
+
+``rm.forward_dynamics``, ``inverse_dynamics``, ``mass_matrix``, ``bias_forces``, ``energy``,
+``forward_kinematics`` and ``point_kinematics`` send a ``Model3D`` here. Equations of motion in the velocity
+coordinates v (nv,): M(q) vdot + h(q, v) = tau, tau conjugate to v (a torque about a revolute axis, a force along a
+prismatic one; a spherical joint's torque in the child frame; a free joint's force in the joint frame and torque in
+the child frame). q (nq,) holds the joint coordinates, quaternions (w, x, y, z) for spherical and free joints: a
+quaternion within 1e-6 of unit norm is normalised silently, one farther off is refused (StateError naming the body
+and the index in q).
+
+This module does not import ``dynamics`` (which imports it lazily to dispatch).
+"""
+
+import numpy as np
+from numba.core.errors import TypingError
+
+from .. import _checks
+from .._kernels import layout as L
+from .._kernels.spatial import elements as element_kernels
+from .._kernels.spatial import entry as spatial_entry
+from .._kernels.spatial import layout as SL
+from .._kernels.spatial import tree as kernels
+from ..errors import ModelError, StateError
+from ..model.spatial import Model3D
+from ._evaluation import element_inputs
+
+_FLOAT = np.dtype(np.float64)
+
+
+class Workspace3D:
+    """Scratch arrays of one spatial model, allocated once and reused by every kernel call.
+
+    Forward dynamics of a model whose joints are all spherical or revolute needs only ``ws`` (45 floats a body) and
+    ``tmp``: the articulated-body algorithm forms their motion subspaces from the model and keeps their
+    condensation in ``ws``, so ``fd_S``, ``UD`` and ``uD`` have 0 rows there, and ``S`` (read by the other
+    kernels) is allocated on first use.
+    """
+
+    def __init__(self, model):
+        n = model.nbodies
+        self._n = n
+        width = self._width = model._max_nv
+        jtype = model.body_int[:, SL.JTYPE]
+        rows = n if bool(np.any((jtype != SL.SPHERICAL) & (jtype != SL.REVOLUTE))) else 0
+        # one buffer, the arrays its views (``_kernels.spatial_entry.forward_dynamics_packed`` takes it whole)
+        size = rows * width * 6
+        start = n * SL.W_SPATIAL + kernels.TMP_SIZE
+        self.buffer = np.zeros(start + 2 * size + rows * width)
+        self.ws = self.buffer[:n * SL.W_SPATIAL].reshape(n, SL.W_SPATIAL)
+        self.tmp = self.buffer[n * SL.W_SPATIAL:start]
+        self._S = None
+        self.fd_S = self.buffer[start:start + size].reshape(rows, width, 6)  # the S that forward dynamics reads
+        if rows:
+            self._S = self.fd_S
+        self.UD = self.buffer[start + size:start + 2 * size].reshape(rows, width, 6)
+        self.uD = self.buffer[start + 2 * size:].reshape(rows, width)
+        # rm.forward_dynamics' short path: (fixed-signature kernel, body_int, body_real, gravity, buffer); None until
+        # the first recursive forward dynamics (the kernel is compiled or loaded then, not for other functions),
+        # False for the full route (loops, force elements, or arrays of other types)
+        self.short_fd = None
+        self._zeros = None
+        self._nv = model._nv
+        self.pair = np.zeros(2)
+        self.rot = self.pos = self.omega = self.vel = None  # poses, allocated on first use (not by dynamics)
+        self.checked_out = None  # the last ``out`` forward_dynamics checked (as dynamics.Workspace)
+
+    @property
+    def S(self):
+        """Motion subspaces (nbodies, max_nv, 6) of every joint, written by ``kinematics_pass`` (first use)."""
+        if self._S is None:
+            self._S = np.zeros((self._n, self._width, 6))
+        return self._S
+
+    @property
+    def zeros(self):
+        """A zero vector (nv,) (the default tau, vdot), allocated on first use."""
+        if self._zeros is None:
+            self._zeros = np.zeros(self._nv)
+        return self._zeros
+
+
+class ElementWorkspace3D:
+    """Scratch arrays of the force elements of one spatial model (``Model3D.add_spring_damper`` and the others),
+    allocated once, on the first evaluation; apart from ``Workspace3D`` so that the dynamics kernels' workspace is
+    the same with and without elements."""
+
+    def __init__(self, model):
+        n, nv, ne = model.nbodies, model._nv, len(model._elements)
+        self.ws = np.zeros((n, SL.W_SPATIAL))
+        self.S = np.zeros((n, model._max_nv, 6))
+        self.tmp = np.zeros(kernels.TMP_SIZE)
+        self.rot, self.pos, self.omega, self.vel = np.zeros((n, 3, 3)), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros(
+            (n, 3))
+        self.wrench = np.zeros((n, 6))
+        self.forces = np.zeros(nv)  # Q (nv,)
+        self.energy = np.zeros(3)  # spring potential, dissipated power, applied power
+        self.per_element = np.zeros((ne, 3))
+        self.u = np.zeros(model.n_element_inputs)  # values of the elements' functions of time
+        self.loaded = np.zeros(nv)  # tau + Q
+
+
+def element_system(model):
+    """The force elements' part of a time loop's ``SpatialSystem`` (``_kernels.spatial_system``): (elem_int,
+    elem_real, then fresh scratch as ``ElementWorkspace3D``'s: ws, S, tmp, rot, pos, omega, vel, wrench, Q, energy,
+    per_element); a model without elements gets empty scratch."""
+    ew = ElementWorkspace3D(model) if model._elements else None
+
+    def scratch(name, shape):
+        return np.zeros(shape) if ew is None else getattr(ew, name)
+
+    width = model._max_nv
+    return (model.elem_int, model.elem_real, scratch("ws", (0, SL.W_SPATIAL)), scratch("S", (0, width, 6)),
+            scratch("tmp", (0,)), scratch("rot", (0, 3, 3)), scratch("pos", (0, 3)), scratch("omega", (0, 3)),
+            scratch("vel", (0, 3)), scratch("wrench", (0, 6)), scratch("forces", (0,)), scratch("energy", (3,)),
+            scratch("per_element", (0, 3)))
+
+
+def _element_loads(model, q, v, t):
+    """Evaluate the model's force elements at checked (q, v) and time t; returns their workspace (Q in ``forces``)."""
+    ew = model._element_workspace
+    if ew is None:
+        ew = model._element_workspace = ElementWorkspace3D(model)
+    element_inputs(model, t, ew.u)
+    status = element_kernels.element_forces(model.body_int, model.body_real, model.elem_int, model.elem_real, ew.u, q,
+                                            v, ew.ws, ew.S, ew.tmp, ew.rot, ew.pos, ew.omega, ew.vel, ew.wrench,
+                                            ew.forces, ew.energy, ew.per_element)
+    if status:
+        _raise(model, status, ("q", "v"), output="the element forces")
+    return ew
+
+
+def _loaded(model, q, v, tau, t):
+    """tau + Q_elements(q, v, t) (a workspace array), or tau itself for a model without force elements."""
+    if not model._elements:
+        return tau
+    ew = _element_loads(model, q, v, t)
+    np.add(tau, ew.forces, out=ew.loaded)
+    return ew.loaded
+
+
+def element_forces(model, q, v, t=0.0):
+    """Loads of a spatial model's force elements at the state (q, v) and time t (``rm.element_forces``).
+
+    Returns
+    -------
+    dict with
+        ``generalized_forces`` (nv,): Q, conjugate to v (M vdot + h = tau + Q), from an O(N) tip-to-base pass of
+        the element wrenches projected on the joints' motion subspaces (``_kernels.spatial_elements``);
+        ``per_element`` (nelements, 3): spring-damper (tension [N], length [m], length rate [m/s]), joint
+        spring-damper (its generalised force on each of the joint's velocities, up to 3), force and torque (the
+        vector in ground axes); ``potential`` [J] of the springs, ``dissipation`` [W] of the dampers (>= 0),
+        ``power`` [W] of the applied forces and torques.
+    """
+    workspace(model)
+    t = _checks.real(t, "t")
+    q, v = _state(model, q, v)
+    if not model._elements:
+        return {"generalized_forces": np.zeros(model._nv), "per_element": np.zeros((0, 3)), "potential": 0.0,
+                "dissipation": 0.0, "power": 0.0}
+    ew = _element_loads(model, q, v, t)
+    return {"generalized_forces": ew.forces.copy(), "per_element": ew.per_element.copy(),
+            "potential": float(ew.energy[0]), "dissipation": float(ew.energy[1]), "power": float(ew.energy[2])}
+
+
+def workspace(model):
+    """The model's workspace, created on first use (freezes the model); TypeError unless ``model`` is a Model3D."""
+    if not isinstance(model, Model3D):
+        raise TypeError(f"model must be a recursive_mbd.Model3D, got {type(model).__name__}")
+    model._require_compiled()
+    if model._workspace3d is None:
+        model._workspace3d = Workspace3D(model)
+    return model._workspace3d
+
+
+def _short_route(model, ws):
+    """The fields of rm.forward_dynamics' short path for this model (``Workspace3D.short_fd``), or False."""
+    if model._loops or model._elements or not spatial_entry.accepts_model(model):
+        return False
+    return (spatial_entry.kernel(), model.body_int, model.body_real, model.gravity, ws.buffer)
+
+
+def _vector(x, n, what, size_name):
+    """``x`` as a C-contiguous float64 (n,) array (fast path: already one), or TypeError / StateError naming it."""
+    if x.__class__ is np.ndarray and x.dtype is _FLOAT and x.shape == (n,) and x.flags.c_contiguous:
+        return x
+    arr = np.ascontiguousarray(_checks.real_array(x, what))
+    if arr.shape != (n,):
+        raise StateError(f"{what} must have shape ({n},) for this model ({size_name} = {n}), got shape {arr.shape}")
+    return arr
+
+
+def _raise(model, status, names, output="the result"):
+    """Turn a kernel status into the exception it stands for."""
+    if status < 0:
+        body = -status - 1
+        k = int(model.body_int[body, SL.QIDX]) + (3 if model.body_int[body, SL.JTYPE] == SL.FREE else 0)
+        raise StateError(f"{names[0]}[{k}:{k + 4}], the quaternion of body {model.names[body]!r} (index {body}), "
+                         f"is not of unit norm (to {SL.QUATERNION_TOL:g}); normalise it")
+    kind, index = L.decode_status(status)
+    if kind in (L.STATUS_NONFINITE_Q, L.STATUS_NONFINITE_QD, L.STATUS_NONFINITE_TAU):
+        raise StateError(f"{names[kind - L.STATUS_NONFINITE_Q]}[{index}] is not finite")
+    if kind == L.STATUS_OVERFLOW:
+        raise StateError(f"overflow: {output} (entry {index}) is not finite although {', '.join(names)} are: the "
+                         "inputs are too large for float64")
+    if kind == L.STATUS_SINGULAR:
+        raise ModelError(
+            f"body {model.names[index]!r} (index {index}): the articulated inertia of its joint is singular (the body "
+            "and its subtree have no mass or inertia that the joint can move, e.g. a point mass on a spherical joint "
+            "at its centre, or a massless tip body)")
+    raise RuntimeError(f"spatial kernel failed with status {status} (kind {kind}, index {index})")
+
+
+def _state(model, q, v):
+    return _vector(q, model._nq, "q", "nq"), _vector(v, model._nv, "v", "nv")
+
+
+def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursive"):
+    """Accelerations vdot (nv,) from M(q) vdot + h(q, v) = tau + Q_elements(q, v, t).
+
+    Parameters
+    ----------
+    model : Model3D
+    q : (nq,) array_like
+        Joint coordinates (quaternions (w, x, y, z) for spherical and free joints).
+    v : (nv,) array_like
+        Joint velocities.
+    tau : (nv,) array_like, optional
+        Generalised forces conjugate to v; default zero.
+    out : ndarray (nv,), optional
+        Where to write the result: a writable, C-contiguous float64 numpy array of exactly (nv,), else TypeError or
+        StateError (never converted, never overrun). Checked on first use and remembered.
+    t : float
+        Time [s], for force elements that are functions of time.
+    method : {"recursive", "mass_matrix"}
+        "recursive": the articulated-body algorithm, O(N) (default); "mass_matrix": M and h by the composite-rigid-
+        body and Newton-Euler algorithms, then a Cholesky solve, O(N^3) (a second route, for checks).
+    """
+    ws = model._workspace3d if model.__class__ is Model3D else None
+    if ws is None:
+        ws = workspace(model)
+    if model._loops:
+        raise ModelError(f"{model!r} has closed loops: this is the tree's forward dynamics, which ignores them; use "
+                         "rm.forward_dynamics or recursive_mbd.dynamics.spatial_loops.loop_dynamics")
+    if out is not None and out is not ws.checked_out:
+        ws.checked_out = _checks.output_buffer(out, (model._nv,))
+    if t.__class__ is not float:
+        t = _checks.real(t, "t")
+    q, v = _state(model, q, v)
+    tau = ws.zeros if tau is None else _vector(tau, model._nv, "tau", "nv")
+    if model._elements:  # the force elements act in addition to tau
+        tau = _loaded(model, q, v, tau, t)
+    if method == "recursive":
+        vdot = np.empty(model._nv) if out is None else out
+        try:
+            status = kernels.forward_dynamics(model.body_int, model.body_real, model.gravity, q, v, tau, ws.ws,
+                                              ws.fd_S, ws.UD, ws.uD, ws.tmp, vdot)
+        except TypingError:  # out's dimensions or flags were changed in place after its check: say so
+            if out is None:
+                raise
+            ws.checked_out = None
+            _checks.output_buffer(out, (model._nv,))
+            raise
+        if status:
+            _raise(model, status, ("q", "v", "tau"), output="vdot")
+        if ws.short_fd is None:
+            ws.short_fd = _short_route(model, ws)
+        return vdot
+    if method == "mass_matrix":
+        import scipy.linalg  # noqa: PLC0415  (scipy only for this route)
+
+        _checks.finite_array(tau, "tau")
+        mass = mass_matrix(model, q)
+        rhs = tau - bias_forces(model, q, v)
+        try:
+            factor = scipy.linalg.cho_factor(mass, lower=True, check_finite=False)
+        except np.linalg.LinAlgError:
+            raise ModelError("the mass matrix is not positive definite at this q (a body or subtree without "
+                             "inertia along its joint)") from None
+        vdot = _checks.check_finite_result(scipy.linalg.cho_solve(factor, rhs, check_finite=False), "vdot")
+        if out is not None:
+            out[:] = vdot
+            return out
+        return vdot
+    raise StateError(f"unknown method {method!r}; expected 'recursive' or 'mass_matrix'")
+
+
+def inverse_dynamics(model, q, v, vdot, *, t=0.0):
+    """tau = M(q) vdot + h(q, v) - Q_elements(q, v, t) (nv,) by the recursive Newton-Euler algorithm, O(N): the
+    generalised forces the joints must supply for vdot, given the model's force elements."""
+    ws = workspace(model)
+    t = _checks.real(t, "t")
+    q, v = _state(model, q, v)
+    vdot = _vector(vdot, model._nv, "vdot", "nv")
+    tau = np.empty(model._nv)
+    status = kernels.inverse_dynamics(model.body_int, model.body_real, model.gravity, q, v, vdot, ws.ws, ws.S, ws.tmp,
+                                      tau)
+    if status:
+        _raise(model, status, ("q", "v", "vdot"), output="tau")
+    if model._elements:
+        tau -= _element_loads(model, q, v, t).forces
+    return tau
+
+
+def bias_forces(model, q, v):
+    """h(q, v) (nv,): the velocity-product and gravity terms of M vdot + h = tau + Q_elements (the force elements
+    are not part of h: ``element_forces``)."""
+    ws = workspace(model)
+    q, v = _state(model, q, v)
+    tau = np.empty(model._nv)
+    status = kernels.inverse_dynamics(model.body_int, model.body_real, model.gravity, q, v, ws.zeros, ws.ws, ws.S,
+                                      ws.tmp, tau)
+    if status:
+        _raise(model, status, ("q", "v"), output="h")
+    return tau
+
+
+def mass_matrix(model, q):
+    """M(q) (nv, nv), symmetric positive definite, by the composite-rigid-body algorithm."""
+    ws = workspace(model)
+    q = _vector(q, model._nq, "q", "nq")
+    out = np.zeros((model._nv, model._nv))
+    status = kernels.mass_matrix(model.body_int, model.body_real, q, ws.ws, ws.S, ws.tmp, out)
+    if status:
+        _raise(model, status, ("q",), output="M (row)")
+    return out
+
+
+def _pose_arrays(ws, n):
+    if ws.rot is None:
+        ws.rot, ws.pos, ws.omega, ws.vel = np.zeros((n, 3, 3)), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3))
+    return ws
+
+
+def _poses(model, q, v):
+    ws = _pose_arrays(workspace(model), model.nbodies)
+    q = _vector(q, model._nq, "q", "nq")
+    v = ws.zeros if v is None else _vector(v, model._nv, "v", "nv")
+    status = kernels.poses(model.body_int, model.body_real, q, v, ws.ws, ws.S, ws.tmp, ws.rot, ws.pos, ws.omega,
+                           ws.vel, True)
+    if status:
+        _raise(model, status, ("q", "v"))
+    return ws
+
+
+def forward_kinematics(model, q, v=None):
+    """Body frames in the ground frame.
+
+    Returns
+    -------
+    R : ndarray (nbodies, 3, 3)
+        Body-to-ground rotation of each body (its columns are the body axes in ground axes).
+    p : ndarray (nbodies, 3)
+        Origin of each body frame in the ground frame [m].
+    omega, velocity : ndarray (nbodies, 3), only if ``v`` is given
+        Angular velocity [rad/s] and velocity of the body frame origin [m/s], ground axes.
+    """
+    ws = _poses(model, q, v)
+    for value, what in ((ws.rot, "R"), (ws.pos, "p")):
+        _checks.check_finite_result(value, what)
+    if v is None:
+        return ws.rot.copy(), ws.pos.copy()
+    _checks.check_finite_result(ws.omega, "omega")
+    _checks.check_finite_result(ws.vel, "velocity")
+    return ws.rot.copy(), ws.pos.copy(), ws.omega.copy(), ws.vel.copy()
+
+
+def point_kinematics(model, q, v, body, point=(0.0, 0.0, 0.0)):
+    """Ground-frame position and velocity of point(s) fixed on a body.
+
+    Parameters
+    ----------
+    body : int or str
+        Body index or name.
+    point : (3,) or (k, 3) array_like
+        Point(s) in the body frame [m].
+
+    Returns
+    -------
+    position, velocity : ndarray, shaped like ``point`` [m, m/s]
+    """
+    workspace(model)
+    index = model.body_index(body)
+    pts = _checks.real_array(point, "point")
+    if pts.shape[-1:] != (3,) or pts.ndim > 2:
+        raise StateError(f"point must have shape (3,) or (k, 3), got {pts.shape}")
+    _checks.finite_array(pts, "point")
+    ws = _poses(model, q, v)
+    rot = ws.rot[index]
+    arm = pts @ rot.T  # the point relative to the body origin, ground axes
+    position = ws.pos[index] + arm
+    velocity = ws.vel[index] + np.cross(ws.omega[index], arm)
+    _checks.check_finite_result(position, "position")
+    _checks.check_finite_result(velocity, "velocity")
+    return position, velocity
+
+
+def energy(model, q, v, *, t=0.0):
+    """Kinetic and potential energy (T, V) [J]: V = -sum m_i g . c_i (c_i the centres of mass) plus the potential
+    energy of the springs (``Model3D.add_spring_damper``, ``add_joint_spring_damper``)."""
+    ws = _pose_arrays(workspace(model), model.nbodies)
+    t = _checks.real(t, "t")
+    q, v = _state(model, q, v)
+    status = kernels.energy(model.body_int, model.body_real, model.gravity, q, v, ws.ws, ws.S, ws.tmp, ws.rot, ws.pos,
+                            ws.omega, ws.vel, ws.pair)
+    if status:
+        _raise(model, status, ("q", "v"), output="the energy (0 kinetic, 1 potential)")
+    if model._elements:
+        potential = float(ws.pair[1]) + float(_element_loads(model, q, v, t).energy[0])
+        return float(ws.pair[0]), _checks.check_finite_result(potential, "the potential energy (gravity and springs)")
+    return float(ws.pair[0]), float(ws.pair[1])

@@ -1,0 +1,211 @@
+"""Closed loops on spatial models (``Model3D.add_loop``): constraint equations and the multiplier layer.
+
+The spatial counterpart of ``recursive_mbd.dynamics.loops``, with the same sign convention: with J = dphi/dv (m, nv), the
+Jacobian in the velocity coordinates v (a quaternion joint's three rates, not its four entries), the constrained
+equations of motion are
+
+    M(q) vdot + h(q, v) = tau - J^T lambda,        J vdot = gamma = -J' v,
+
+and ``lambda`` (m,) are the multipliers: the loop force on body a is -sum_r lambda_r w_a,r at its point P_a (force,
+moment; ground axes), on body b -sum_r lambda_r w_b,r at P_b (``_kernels.spatial_loops``). For a spherical loop
+F_a = -lambda[0:3], the force that body b exerts on body a. ``loop_dynamics`` solves the recursive way (O(N m +
+m^3)) with the filtered regularised multiplier solve of the planar layer (``loops.FILTER_RCOND``);
+``method="mass_matrix"`` solves the dense KKT system as an independent check.
+"""
+
+import numpy as np
+
+from .. import _checks
+from .._kernels import layout as L
+from .._kernels.planar.loops import filtered_solve
+from .._kernels.spatial import loops as kernels
+from ..errors import ModelError, StateError
+from ..model.spatial import Model3D, integrate_configuration
+from .loops import FILTER_RCOND, POSITION_RCOND, RCOND, LoopSolution, RedundantConstraintWarning, _warn_rank
+from .spatial import _loaded, _vector, bias_forces, mass_matrix, workspace
+from .spatial import _raise as _raise_spatial
+
+__all__ = ["LoopSolution", "RedundantConstraintWarning", "constraints", "loop_dynamics", "project"]
+
+
+class LoopWorkspace3D:
+    """Scratch arrays of the loop layer of one spatial model (allocated once, reused)."""
+
+    def __init__(self, model):
+        m, nv, n = model.nconstraints, model.nv, model.nbodies
+        self.rot = np.zeros((n, 3, 3))
+        self.pos = np.zeros((n, 3))
+        self.omega = np.zeros((n, 3))
+        self.vel = np.zeros((n, 3))
+        self.acc = np.zeros((n, 6))
+        self.point = np.zeros(40)
+        self.phi = np.zeros(m)
+        self.phid = np.zeros(m)
+        self.jac = np.zeros((m, nv))
+        self.gamma = np.zeros(m)
+        self.weights = np.zeros((m, 12))
+        self.resp = np.zeros((m, nv))
+        self.no_gravity = np.zeros(3)
+        self.stab = np.zeros(2)
+        self.lam = np.zeros(m)
+        self.info = np.zeros(1, dtype=np.int64)
+
+
+def loop_workspace(model):
+    """(the spatial workspace, the loop workspace) of ``model``; TypeError unless it is a Model3D."""
+    ws = workspace(model)
+    if getattr(ws, "loops", None) is None:
+        ws.loops = LoopWorkspace3D(model)
+    return ws, ws.loops
+
+
+def _raise(model, status, names):
+    if status > 0:
+        kind, index = L.decode_status(status)
+        if kind == L.STATUS_LOOP_DEGENERATE:
+            raise StateError(f"loop {model.loop_names[index]!r} (index {index}): the two points of the distance loop "
+                             "coincide, so its direction is undefined")
+        if kind == L.STATUS_NONFINITE_STATE:
+            raise StateError("the multiplier solve of the loops overflowed: J M^-1 J^T or its right-hand side is not "
+                             "finite at this state (q, v or tau too large)")
+    _raise_spatial(model, status, names)
+
+
+def constraints(model, q, v=None):
+    """Loop residual and its derivatives at (q, v) of a spatial model.
+
+    Returns
+    -------
+    phi (m,), phi_dot (m,) = J v, J (m, nv), gamma (m,) = -J' v: the acceleration constraint is J vdot = gamma.
+    Rows in loop order (``Model3D.add_loop``): spherical (x, y, z of p_a - p_b, ground axes [m]), revolute (those,
+    then the components of body b's axis along two directions fixed in body a across its axis), distance
+    (|p_a - p_b| - length [m]).
+    """
+    ws, lw = loop_workspace(model)
+    q = _vector(q, model.nq, "q", "nq")
+    v = ws.zeros if v is None else _vector(v, model.nv, "v", "nv")
+    status = kernels.loop_constraints(model.body_int, model.body_real, model.loop_int, model.loop_real, q, v, ws.ws,
+                                      ws.S, ws.tmp, lw.rot, lw.pos, lw.omega, lw.vel, lw.acc, lw.point, lw.phi,
+                                      lw.phid, lw.jac, lw.gamma, lw.weights)
+    if status:
+        _raise(model, status, ("q", "v"))
+    return lw.phi.copy(), lw.phid.copy(), lw.jac.copy(), lw.gamma.copy()
+
+
+def forces_from_multipliers(model, lam, weights):
+    """Loop forces (nloops, 2, 6) on bodies a and b, (force at the loop point [N], moment [N m]), ground axes."""
+    forces = np.zeros((model.nloops, 2, 6))
+    for k in range(model.nloops):
+        block = slice(model.loop_rows[k], model.loop_rows[k + 1])
+        forces[k, 0] = -lam[block] @ weights[block, :6]
+        forces[k, 1] = -lam[block] @ weights[block, 6:]
+    return forces
+
+
+def loop_dynamics(model, q, v, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method="recursive"):
+    """Constrained forward dynamics of a spatial model with loops: a ``LoopSolution``.
+
+    Parameters as ``rm.forward_dynamics``; ``alpha``, ``beta`` [1/s] add Baumgarte's terms to the acceleration
+    constraint, J vdot = gamma - 2 alpha phi' - beta^2 phi. ``method``: "recursive" (articulated-body passes and the
+    filtered regularised multiplier solve, module docstring) or "mass_matrix" (the dense KKT system with M from the
+    composite-rigid-body pass and h from Newton-Euler, O(N^3)). Redundant or singular loop equations give the
+    minimum-norm multipliers and a ``RedundantConstraintWarning``.
+
+    Returns
+    -------
+    LoopSolution
+        qdd: vdot (nv,); multipliers (m,); forces (nloops, 2, 6): on body a and on body b, (force at its loop point,
+        moment), ground axes; rank of J M^-1 J^T.
+    """
+    if not isinstance(model, Model3D):
+        raise TypeError(f"model must be a recursive_mbd.Model3D, got {type(model).__name__}")
+    ws, lw = loop_workspace(model)
+    t = _checks.real(t, "t")
+    q = _vector(q, model.nq, "q", "nq")
+    v = _vector(v, model.nv, "v", "nv")
+    tau = _loaded(model, q, v, ws.zeros if tau is None else _vector(tau, model.nv, "tau", "nv"), t)  # + elements
+    alpha = _checks.real(alpha, "alpha")
+    beta = _checks.real(beta, "beta")
+    if method == "recursive":
+        vdot = np.zeros(model.nv)
+        lw.stab[:] = alpha, beta
+        status = kernels.constrained_dynamics(
+            model.body_int, model.body_real, model.gravity, model.loop_int, model.loop_real, q, v, tau, ws.ws, ws.S,
+            ws.UD, ws.uD, ws.tmp, lw.rot, lw.pos, lw.omega, lw.vel, lw.acc, lw.point, lw.phi, lw.phid, lw.jac,
+            lw.gamma, lw.weights, lw.resp, ws.zeros, lw.no_gravity, lw.stab, FILTER_RCOND, lw.lam, vdot, lw.info)
+        if status:
+            _raise(model, status, ("q", "v", "tau"))
+        lam, rank = lw.lam.copy(), int(lw.info[0])
+    elif method == "mass_matrix":
+        phi, phid, jac, gamma = constraints(model, q, v)  # also fills lw.weights
+        m, nv = jac.shape
+        kkt = np.block([[mass_matrix(model, q), jac.T], [jac, np.zeros((m, m))]])
+        rhs = np.concatenate((tau - bias_forces(model, q, v), gamma - 2.0 * alpha * phid - beta**2 * phi))
+        solution, _, rank_kkt, _ = np.linalg.lstsq(kkt, rhs, rcond=RCOND)
+        vdot, lam, rank = solution[:nv], solution[nv:], rank_kkt - nv
+    else:
+        raise StateError(f"unknown method {method!r}; expected 'recursive' or 'mass_matrix'")
+    _checks.check_finite_result(vdot, "vdot")
+    _warn_rank(model, rank)
+    return LoopSolution(vdot, lam, forces_from_multipliers(model, lam, lw.weights), rank)
+
+
+
+def _responses(model, ws, lw, q, jac):
+    """Y (m, nv) = (M^-1 J^T)^T and G = J M^-1 J^T (m, m), symmetrised, at q (one articulated-body pass, then
+    ``unit_force_responses`` on its factorisation)."""
+    status = kernels.constraint_responses(model.body_int, model.body_real, q, np.ascontiguousarray(jac), ws.ws, ws.S,
+                                          ws.UD, ws.uD, ws.tmp, ws.zeros, lw.no_gravity, lw.resp)
+    if status:
+        _raise(model, status, ("q",))
+    gram = jac @ lw.resp.T
+    return lw.resp.copy(), 0.5 * (gram + gram.T)
+
+
+def _filtered(model, gram, rhs, rcond):
+    out = np.zeros(rhs.size)
+    if filtered_solve(np.ascontiguousarray(gram), np.ascontiguousarray(rhs, dtype=float), rcond, out) < 0:
+        _raise(model, L.STATUS_NONFINITE_STATE, ("q", "v"))
+    return out
+
+
+def project(model, q, v, *, tol=1e-12, max_iter=20):
+    """The state nearest (q, v) in the kinetic-energy metric that closes every loop: (q, v) new arrays, and max
+    |phi| reached (the spatial ``recursive_mbd.dynamics.loops.project``).
+
+    Positions: Gauss-Newton steps delta = -Y f(G) phi along ``integrate_configuration`` (quaternions stay unit), Y =
+    M^-1 J^T, G = J Y, f the filtered regularised inverse (``loops.POSITION_RCOND``), until the step and |phi| are
+    below ``tol`` or the step stops shrinking; velocities: one correction v -= Y f(G) (J v) (``FILTER_RCOND``), the
+    admissible velocity nearest v in the norm v^T M v (its kinetic energy changes only at second order in J v).
+    Raises ModelError naming the loop with the largest gap when |phi| stays above sqrt(tol).
+    """
+    if not isinstance(model, Model3D):
+        raise TypeError(f"model must be a recursive_mbd.Model3D, got {type(model).__name__}")
+    ws, lw = loop_workspace(model)
+    tol = _checks.real(tol, "tol", low=0.0, strict=True)
+    max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
+    q = integrate_configuration(model, _vector(q, model.nq, "q", "nq"), ws.zeros)  # a copy, quaternions normalised
+    v = _vector(v, model.nv, "v", "nv").copy()
+    last_step = np.inf
+    for _ in range(max_iter + 1):
+        phi, _, jac, _ = constraints(model, q)
+        size = float(np.abs(phi).max(initial=0.0))
+        if size == 0.0:
+            break
+        resp, gram = _responses(model, ws, lw, q, jac)
+        delta = -resp.T @ _filtered(model, gram, phi, POSITION_RCOND)
+        step = float(np.abs(delta).max())
+        if (size <= tol and step <= tol) or not step < 0.5 * last_step:  # converged, or round-off reached
+            break
+        last_step = step
+        q = integrate_configuration(model, q, delta)
+    phi, _, jac, _ = constraints(model, q)
+    worst = float(np.abs(phi).max(initial=0.0))
+    if not worst <= np.sqrt(tol):
+        row = int(np.argmax(np.abs(phi)))
+        k = int(np.searchsorted(model.loop_rows, row, side="right") - 1)
+        raise ModelError(f"the loops cannot be closed near this state: loop {model.loop_names[k]!r} stays open, "
+                         f"max |phi| = {worst:.3g} after {max_iter} Gauss-Newton steps")
+    resp, gram = _responses(model, ws, lw, q, jac)
+    v -= resp.T @ _filtered(model, gram, jac @ v, FILTER_RCOND)
+    return q, v, worst

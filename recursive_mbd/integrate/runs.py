@@ -1,0 +1,1040 @@
+"""What every run of a planar or spatial time loop shares, below the method drivers.
+
+``integrate`` (``simulate``: the explicit, midpoint and scipy methods, bdf through its segment runner) and
+``implicit`` (the generalised-alpha run) both build a run from these pieces, so that the method modules import
+this module and not each other: the inputs of a run (``_Inputs``: time-varying elements, tau functions, drivers,
+reaching the compiled loops through one callback), the recursive formulation's system and state map
+(``build_system``, ``RecursiveTimeLoop``), event functions (``_Events``), the monitor that stops a run on Ctrl-C or
+its wall-clock limit (``_RunControl``), the time-span checks, the split of a run into pieces for a progress bar
+(``_run_segments``), the output budget of a run (``output_budget``: what its samples may take, so that a run that
+would outgrow memory stops with its samples kept), the result (``SimulationResult``, ``_make_result``) and the
+error of a run that failed (``_raise_failure``).
+
+A user function that fails stops the run: the bridge keeps its exception and the compiled loop returns a status,
+so the run raises SimulationError from it with the samples so far.
+"""
+
+import itertools
+import math
+import os
+import signal
+import sys
+import threading
+import time
+import warnings
+import weakref
+from io import BytesIO
+
+import numba
+import numpy as np
+from numba.core.registry import CPUDispatcher
+
+from .. import _checks
+from .._kernels import layout as L
+from .._kernels.planar.system import RecursiveSystem
+from .._kernels.timeloops import integrators
+from ..dynamics._evaluation import element_inputs
+from ..dynamics.calls import as_vector, element_forces, energy, forward_kinematics
+from ..errors import ModelError, ResultFileError, SimulationError, StateError
+from ..model.spatial import Model3D
+from ..model.workspace import raise_status, workspace
+
+# ---- inputs: time-varying elements, tau as a function, drivers --------------------------------------------------
+
+# key -> _Inputs of a run, called from compiled code through the bridge; weak, so a run's inputs live exactly as
+# long as the run and its result
+_PYTHON_INPUTS = weakref.WeakValueDictionary()
+_KEYS = itertools.count(1)
+
+
+def _call_python_inputs(key, t, q, qd, u):
+    """Run the Python callback registered under ``key``; returns its status (None: STATUS_OK).
+
+    An exception cannot cross compiled code (numba would print it as "Exception ignored" and go on): it is kept
+    on the callback's ``failure``, with the time, and the run stops with STATUS_INPUT_FAILED.
+    """
+    target = _PYTHON_INPUTS.get(key)
+    if target is None:  # pragma: no cover - the run holds its callbacks alive
+        return L.STATUS_INPUT_FAILED
+    try:
+        return int(target(t, q, qd, u) or 0)
+    except BaseException as exc:  # noqa: BLE001 - every exception, KeyboardInterrupt included, ends the run
+        target.failure = (exc, float(t))
+        return L.STATUS_INPUT_FAILED
+
+
+@numba.njit(cache=True)
+def _call_python(key, t, q, qd, u):
+    with numba.objmode(status="int64"):
+        status = _call_python_inputs(key, t, q, qd, u)
+    return status
+
+
+@numba.cfunc(integrators.CALLBACK)  # not cached: numba cannot reload a C callback that enters object mode
+def _python_bridge(key, t, q, qd, u):
+    """Callback that leaves compiled code to run the Python callable registered under ``key``."""
+    return _call_python(key, t, q, qd, u)
+
+
+_NONFINITE_INPUT = L.STATUS_INPUT_FAILED | (L.INPUT_NONFINITE << 4)
+_WRONG_SHAPE_INPUT = L.STATUS_INPUT_FAILED | (L.INPUT_SHAPE << 4)
+
+
+_TAU_ADAPTERS = {}
+
+
+def _compiled_tau_adapter(function, arity):
+    """A compiled input callback calling the compiled ``function`` (tau(t) or tau(t, q, qd)) into u[:nq]."""
+    key = (function, arity)
+    if key not in _TAU_ADAPTERS:
+        # u is tau alone here (no other inputs); a wrong size or a non-finite value stops the run
+        if arity == 1:
+            @numba.cfunc(integrators.CALLBACK)
+            def adapter(key, t, q, qd, u):
+                value = function(t)
+                if value.shape[0] != u.shape[0]:
+                    return _WRONG_SHAPE_INPUT
+                for k in range(u.shape[0]):
+                    if not math.isfinite(value[k]):
+                        return _NONFINITE_INPUT
+                    u[k] = value[k]
+                return L.STATUS_OK
+        else:
+            @numba.cfunc(integrators.CALLBACK)
+            def adapter(key, t, q, qd, u):
+                value = function(t, q, qd)
+                if value.shape[0] != u.shape[0]:
+                    return _WRONG_SHAPE_INPUT
+                for k in range(u.shape[0]):
+                    if not math.isfinite(value[k]):
+                        return _NONFINITE_INPUT
+                    u[k] = value[k]
+                return L.STATUS_OK
+        _TAU_ADAPTERS[key] = adapter
+    return _TAU_ADAPTERS[key]
+
+
+def _derivatives(function, step=1e-3):
+    """f, f' and f'' of a scalar function of time, the derivatives by 4th-order central differences.
+
+    With step 1e-3 the truncation error is about 3e-14 |f^(5)| for f' and 1e-14 |f^(6)| for f''; round-off
+    about 3e-13 |f| and 1e-9 |f|: give the derivatives explicitly where that is not enough.
+    """
+
+    def evaluate(t):
+        fm2, fm1, f0, fp1, fp2 = (float(function(t + k * step)) for k in (-2, -1, 0, 1, 2))
+        first = (fm2 - 8.0 * fm1 + 8.0 * fp1 - fp2) / (12.0 * step)
+        second = (-fm2 + 16.0 * fm1 - 30.0 * f0 + 16.0 * fp1 - fp2) / (12.0 * step * step)
+        return f0, first, second
+
+    return evaluate
+
+
+def _given_derivatives(f, f_dot, f_ddot):
+    def evaluate(t):
+        return float(f(t)), float(f_dot(t)), float(f_ddot(t))
+
+    return evaluate
+
+
+class _Inputs:
+    """Everything time-varying of one run, laid out in the input vector u:
+
+    [model element slots | tau (nq) if tau is a function | f, f', f'' of each driver].
+
+    ``failure`` keeps (exception, t) of a call from compiled code that failed (``_call_python_inputs``).
+    """
+
+    failure = None
+    spatial = False  # a Model3D's inputs (``_SpatialInputs``): tau of size nv, no drivers
+
+    def __init__(self, model, tau, drivers):
+        nq = model.nq
+        self.ntau = nq
+        self.model = model
+        self.tau_const = np.zeros(nq)
+        self.tau_function = None
+        self.tau_arity = 0
+        offset = model.n_element_inputs
+        self.tau_offset = -1
+        if callable(tau):
+            self.tau_function = tau
+            self.tau_name = _function_name(tau)
+            self.tau_arity = _checks.arity(tau, "tau")
+            self.tau_offset = offset
+            offset += nq
+        elif tau is not None:
+            self.tau_const = as_vector(model, tau, "tau").copy()
+            if not np.all(np.isfinite(self.tau_const)):
+                raise StateError(f"tau[{int(np.flatnonzero(~np.isfinite(self.tau_const))[0])}] is not finite")
+        self.driver_offset = offset
+        self.drivers = []  # (coordinate, body name, evaluate(t) -> (f, f', f''))
+        driven = np.zeros(model.nbodies, dtype=np.uint8)
+        for body, spec in (drivers or {}).items():
+            index = model.body_index(body)
+            name = model.body_names[index]
+            if model.joint_ndof[index] != 1:
+                raise ModelError(f"driver of body {name!r}: only revolute and prismatic joints can be driven")
+            if driven[index]:
+                raise ModelError(f"driver of body {name!r}: given twice")
+            driven[index] = 1
+            if callable(spec):
+                evaluate = _derivatives(spec)
+            elif isinstance(spec, (tuple, list)) and len(spec) == 3 and all(callable(f) for f in spec):
+                evaluate = _given_derivatives(*spec)
+            else:
+                raise TypeError(f"driver of body {name!r}: give f(t) or a tuple (f, f', f'') of functions")
+            self.drivers.append((int(model.joint_q_index[index]), name, evaluate))
+        self.drivers.sort()
+        self.driven = driven if self.drivers else np.zeros(0, dtype=np.uint8)
+        self.driven_coords = np.array([c for c, _, _ in self.drivers], dtype=np.int64)
+        self.size = offset + 3 * len(self.drivers)
+        self.has_python = bool(model.element_functions or self.drivers) or (
+            self.tau_function is not None and not isinstance(self.tau_function, CPUDispatcher))
+
+    def __call__(self, t, q, qd, u):
+        """Fill u at time t; driver values also go into q and qd before tau(t, q, qd) sees them."""
+        element_inputs(self.model, t, u)
+        for j, (coord, name, evaluate) in enumerate(self.drivers):
+            value = _checks.driver_value(name, evaluate, t)
+            slot = self.driver_offset + 3 * j
+            u[slot:slot + 3] = value
+            q[coord], qd[coord] = value[0], value[1]
+        if self.tau_function is not None:
+            try:
+                value = self.tau_function(t) if self.tau_arity == 1 else self.tau_function(t, q, qd)
+            except Exception as err:  # noqa: BLE001
+                raise StateError(f"tau function {self.tau_name} raised at t = {t:g}: {err!r}") from err
+            try:
+                value = np.asarray(value, dtype=float).reshape(-1)
+            except (TypeError, ValueError) as err:
+                raise StateError(f"tau function must return {self.model.nq} finite numbers ({self.tau_name} at "
+                                 f"t = {t:g} returned {_short(value)})") from err
+            nq = self.ntau
+            if value.shape != (nq,) or not np.all(np.isfinite(value)):
+                raise StateError(f"tau function must return {nq} finite numbers ({self.tau_name} at t = {t:g} "
+                                 f"returned shape {value.shape}: {_short(value)})")
+            u[self.tau_offset:self.tau_offset + nq] = value
+
+    def callback(self):
+        """(numba callable, key) for the compiled time loop."""
+        if not self.has_python and self.tau_function is None:
+            return integrators.no_inputs, 0
+        if not self.has_python:
+            return _compiled_tau_adapter(self.tau_function, self.tau_arity), 0
+        key = next(_KEYS)
+        _PYTHON_INPUTS[key] = self
+        return _python_bridge, key
+
+
+def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, projection_tol=1e-12):
+    """The RecursiveSystem the time loops integrate (fields in ``_kernels.recursive_system``)."""
+    from ..dynamics.loops import FILTER_RCOND, POSITION_RCOND  # noqa: PLC0415  (loops imports dynamics, as this module does)
+
+    ws = workspace(model)
+    nq, nb = model.nq, model.nbodies
+    free = np.setdiff1d(np.arange(nq), inputs.driven_coords).astype(np.int64)
+    has_elements = model.elem_int.shape[0] > 0
+    m = model.nconstraints
+    stab = np.array([alpha, beta, 0.0, 0.0]) if stabilization == "baumgarte" else np.zeros(4)
+    loops = (model.loop_int, model.loop_real, np.zeros((nb, 3)), np.zeros(m), np.zeros(m), np.zeros((m, nq)),
+             np.zeros(m), np.zeros((m, 6)), np.zeros((m, nq)), np.zeros((m, nq if inputs.drivers else 0)),
+             np.zeros(nq), stab, np.zeros(m), np.zeros(1, dtype=np.int64), np.zeros((m, free.size)),
+             np.array([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0, POSITION_RCOND,
+                       FILTER_RCOND]))
+    return RecursiveSystem(model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real, free,
+            inputs.driven_coords, inputs.driven, inputs.tau_const,
+            np.array([inputs.tau_offset, inputs.driver_offset], dtype=np.int64), np.zeros(inputs.size),
+            np.zeros(nq), np.zeros(nq), np.zeros(nq), ws.ws, ws.com, np.zeros((nb if has_elements else 0, 3)),
+            np.zeros(nq), np.zeros(3), np.zeros((model.elem_int.shape[0], 3)), np.zeros(nq), np.zeros(nq), loops)
+
+
+class RecursiveTimeLoop:
+    """The recursive formulation's pieces for the generic time loops (``rm.simulate``): the compiled system
+    (``_kernels.recursive_system``: the tree, or the loop layer, with elements, inputs and drivers), the initial
+    state (q0, qd0 projected onto the loops) and the map from the integrated states y = (q_free, qd_free, work)
+    back to the full joint state."""
+
+    name = "recursive"
+
+    def __init__(self, model, inputs, stabilization="none", alpha=0.0, beta=0.0):
+        self.model = model
+        self.inputs = inputs
+        self.system = build_system(model, inputs, stabilization, float(alpha), float(beta))
+
+    def initial_state(self, q0, qd0, t0, callback, key):
+        if self.model.nloops:
+            q0, qd0 = _consistent_start(self.model, self.inputs, q0, qd0, t0)
+        free = self.system.free
+        return np.concatenate((q0[free], qd0[free], [0.0, 0.0]))
+
+    def joint_states(self, t, y):
+        """Full q, qd (nt, nq) of the integrated states y (nt, 2 nf + 2), driven coordinates from their drivers."""
+        free = self.system.free
+        nf = free.size
+        y = np.atleast_2d(y)
+        q = np.zeros((y.shape[0], self.model.nq))
+        qd = np.zeros((y.shape[0], self.model.nq))
+        q[:, free] = y[:, :nf]
+        qd[:, free] = y[:, nf:2 * nf]
+        for coord, _, evaluate in self.inputs.drivers:
+            values = np.array([evaluate(ti) for ti in np.atleast_1d(t)]).reshape(-1, 3)
+            q[:, coord] = values[:, 0]
+            qd[:, coord] = values[:, 1]
+        return q, qd
+
+    def work(self, y):
+        return y[:, 2 * self.system.free.size:]
+
+    def finish(self, result, y, callback, key):
+        """The evaluator of result.qdd() and the forces; the loops' drift max |phi| at every sample."""
+        result._evaluator = (callback, key, self.system, self.inputs)  # holds inputs: the bridge still reaches them
+        if self.model.nloops:
+            from ..dynamics.loops import constraints  # noqa: PLC0415
+
+            result.constraint_drift = np.array([np.abs(constraints(self.model, qi)[0]).max() for qi in result.q])
+
+    def multiplier_probe(self, result, y, i):
+        """(state, lam): the state at which the dynamics give sample i's loop multipliers, and the array (m,)
+        their evaluation fills (the loop layer's lam, loops[12])."""
+        return y[i], self.system.loops[12]
+
+
+def _function_name(function):
+    """How messages name a user function: its __name__ in quotes, or its repr."""
+    name = getattr(function, "__name__", None)
+    return repr(name) if isinstance(name, str) else repr(function)[:60]
+
+
+def _short(value, limit=80):
+    """A value for a message, cut to ``limit`` characters (a 1000-element array must not fill the screen)."""
+    text = np.array2string(value, threshold=6) if isinstance(value, np.ndarray) else repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+class _Events:
+    """Event functions g(t, q, qd) -> float of one run, evaluated on the integrated state y."""
+
+    failure = None  # (exception, t) of a call from compiled code that failed
+
+    def __init__(self, model, events, inputs, loop):
+        events = [events] if callable(events) else list(events or ())
+        for g in events:
+            if not callable(g):
+                raise TypeError(f"events must be functions g(t, q, qd), got {g!r}")
+        self.functions = events
+        self.model = model
+        self.inputs = inputs
+        self.loop = loop
+        self.terminal = np.array([bool(getattr(g, "terminal", False)) for g in events], dtype=np.uint8)
+        self.directions = np.array([float(getattr(g, "direction", 0.0)) for g in events])
+        self.names = [getattr(g, "__name__", f"event{i}") for i, g in enumerate(events)]
+
+    def state(self, t, y):
+        """Full (q, qd) from the integrated state y (drivers evaluated at t)."""
+        q, qd = self.loop.joint_states(np.array([t]), np.asarray(y)[None, :])
+        return q[0], qd[0]
+
+    def __call__(self, t, y, _, out):
+        q, qd = self.state(t, y)
+        for i, g in enumerate(self.functions):
+            try:
+                value = float(g(t, q, qd))
+            except Exception as err:  # noqa: BLE001 - say which event function failed and when
+                raise StateError(f"event function {self.names[i]!r} raised at t = {t:g}: {err!r}") from err
+            if not math.isfinite(value):
+                raise StateError(f"event function {self.names[i]!r} returned {value} at t = {t:g}")
+            out[i] = value
+
+
+class _RunControl:
+    """Stops a run on Ctrl-C or at its wall-clock limit; the compiled loops poll it (``integrators._poll``).
+
+    While the run lasts, a SIGINT handler that only raises a flag replaces Python's default one (main thread only,
+    and only where the default handler is installed: a program's own handler is left alone); the previous handler
+    is restored afterwards. Python runs a signal handler only between bytecodes, so the flag is set at the next
+    poll, which enters Python: polls are spaced to about ``POLL_INTERVAL`` seconds of work, from the evaluation
+    rate the previous polls measured (the spacing at most quadruples from one poll to the next).
+
+    It also holds the run's output budget (``output_budget``, taken when the run starts: floats that the compiled
+    loops' output buffers may hold) and the floats of one sample (``sample_floats``, set by ``_run_segments``).
+    """
+
+    POLL_INTERVAL = 2e-3  # [s]
+    failure = None
+
+    def __init__(self, max_wall_time=None):
+        self.started = time.perf_counter()
+        self.deadline = None if max_wall_time is None else self.started + max_wall_time
+        self.max_wall_time = max_wall_time
+        self.interrupted = False
+        self.control = np.array([1.0, 0.0])  # (evaluation count of the next poll, count at this poll)
+        self._last_poll = (self.started, 0.0)
+        self._batch = 1.0
+        self._previous_handler = None
+        self.key = next(_KEYS)
+        _PYTHON_INPUTS[self.key] = self
+        self.output_budget = output_budget()
+        self.sample_floats = 0
+
+    def __enter__(self):
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            self._previous_handler = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc_info):
+        if self._previous_handler is not None:
+            signal.signal(signal.SIGINT, self._previous_handler)
+            self._previous_handler = None
+
+    def _on_sigint(self, signum, frame):
+        self.interrupted = True
+
+    def restart(self):
+        """Before each compiled loop (a progress bar runs several): its evaluation count starts at 0."""
+        self.control[:] = (1.0, 0.0)
+        self._last_poll = (time.perf_counter(), 0.0)
+
+    def status(self):
+        """STATUS_INTERRUPTED, STATUS_TIME_LIMIT or STATUS_OK (for time loops in Python)."""
+        if self.interrupted:
+            return L.STATUS_INTERRUPTED
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            return L.STATUS_TIME_LIMIT
+        return L.STATUS_OK
+
+    def __call__(self, t, y, _, control):
+        """The monitor callback: the status, and control[0] set to the evaluation count of the next poll."""
+        now = time.perf_counter()
+        last_time, last_count = self._last_poll
+        evaluations = control[1] - last_count
+        if now > last_time and evaluations > 0:
+            wanted = evaluations * self.POLL_INTERVAL / (now - last_time)
+            self._batch = max(1.0, min(wanted, 4.0 * self._batch))
+        control[0] = control[1] + self._batch
+        self._last_poll = (now, control[1])
+        return self.status()
+
+
+# ---- result -------------------------------------------------------------------------------------------------------
+
+_RESULT_FORMAT = "recursive_mbd.SimulationResult"  # the marker of files SimulationResult.save writes
+_RESULT_VERSION = 1
+_RESULT_STATUSES = ("finished", "event", "failed", "interrupted", "time_limit")
+
+def read_npz(path, writer="`rmbd run`"):
+    """All arrays of an .npz result file as a dict, read without pickles.
+
+    Raises ResultFileError (a ValueError) naming the file when it is not a regular file, not an .npz archive
+    ("not a result file (expected the .npz that <writer> writes)"), or corrupted or truncated (zip, header and
+    CRC errors alike); OSError when it cannot be opened. Never blocks on a FIFO.
+    """
+    path = os.fspath(path)
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise ResultFileError(f"{path}: not a regular file (expected the .npz that {writer} writes)")
+    with open(path, "rb") as file:
+        raw = file.read()
+    if not raw.startswith(b"PK"):
+        raise ResultFileError(f"{path}: not a result file (expected the .npz that {writer} writes)")
+    try:
+        with np.load(BytesIO(raw), allow_pickle=False) as data:
+            return {key: data[key] for key in data.files}
+    except Exception as err:  # noqa: BLE001 - zip, npy header and CRC errors alike: one error naming the file
+        raise ResultFileError(f"{path}: corrupted or truncated result file ({type(err).__name__}: "
+                              f"{str(err)[:120]})") from None
+
+
+class SimulationResult:
+    """Samples of a simulated trajectory.
+
+    Attributes
+    ----------
+    t : ndarray, shape (nt,)
+        Sample times [s]; always holds t0 and t_end (unless the run failed, then up to the failure).
+    q, qd : ndarray, shape (nt, nq)
+        Joint coordinates and rates at the samples (driven coordinates included). For a ``Model3D``: q (nt, nq)
+        the configurations (every quaternion unit norm) and qd (nt, nv) the joint VELOCITIES v (a spherical
+        joint's omega in the child frame), not dq/dt; ``qdd()``, ``driving_forces()`` and ``poses()`` are for
+        planar models only (ValueError).
+    dissipated_work, applied_work : ndarray, shape (nt,)
+        Work [J] dissipated by the dampers and done by tau, the applied forces and torques and the drivers since
+        t0, integrated with the motion: E(t) + dissipated_work - applied_work = E(t0).
+    method : str
+    nfev, nsteps, nrejected : int
+        Right-hand-side (forward-dynamics) evaluations, accepted and rejected steps.
+    status : str
+        "finished"; "event" when a terminal event ended the run (at t[-1]); on the ``result`` of an exception:
+        "failed" (SimulationError), "time_limit" (max_wall_time reached), "interrupted" (KeyboardInterrupt).
+    constraint_drift : ndarray, shape (nt,), or None
+        max |phi| of the loop constraints at each sample (models with loops, and the augmented formulation).
+    z, zd : ndarray, shape (nt, nbodies, 3)
+        Absolute coordinates and rates of the centres of mass (augmented formulation only).
+    t_events, q_events, qd_events : list of ndarray
+        Per event function: the times of its zero crossings (nev,) and the states there (nev, nq).
+    multipliers : ndarray, shape (nt, m), or None
+        A model with closed loops: the Lagrange multipliers lambda of the m loop equations
+        at the samples (M qdd + h = tau + Q - J^T lambda, the sign and units of ``loop_dynamics``; forces [N] and
+        torques [N m] by loop equation). Method "generalized_alpha": those of its converged step at step ends,
+        linear in time between them at t_eval points and events. Every other method: the constrained dynamics'
+        at each sample's state and inputs (``loop_dynamics`` with the run's tau, elements and drivers at t; with
+        stabilization "baumgarte" including its terms), evaluated once the run ends; formulation "augmented":
+        the loops' rows of its KKT multipliers at each sample's (z, zd) (the same lambda). None for a tree, or
+        when the dynamics could not be evaluated at a sample (a RuntimeWarning says where).
+    newton_iterations, newton_factorizations : int
+        Methods "generalized_alpha" and "bdf" only: Newton iterations and factorisations of the Newton matrix, in
+        total.
+    order_limited_at : float or None
+        Method "bdf" only: the time [s] at which the stability limit detection capped the order at 2 (None: never).
+    """
+
+    def __init__(self, model, t, q, qd, work, method, nfev, nsteps, nrejected, evaluator=None):
+        self.model = model
+        self.t = t
+        self.q = q
+        self.qd = qd
+        self.dissipated_work = work[:, 0]
+        self.applied_work = work[:, 1]
+        self.method = method
+        self.nfev = int(nfev)
+        self.nsteps = int(nsteps)
+        self.nrejected = int(nrejected)
+        self._evaluator = evaluator  # (callback, key, system, inputs) of the run, to evaluate its dynamics again
+        self.status = "finished"
+        self.constraint_drift = None  # max |phi| per sample, for models with loops
+        self.multipliers = None  # (nt, m): the loop multipliers at the samples
+        self.t_events = []  # per event function: times of its zero crossings, and the state there
+        self.q_events = []
+        self.qd_events = []
+
+    def _require_model(self, what, inputs=True, spatial=True):
+        if not spatial and isinstance(self.model, Model3D):
+            raise ValueError(f"{what} is not available for a Model3D's result yet (planar models only)")
+        if self.model is None:
+            raise ValueError(f"{what} needs the model: load the result with SimulationResult.load(path, model)")
+        if inputs and self._evaluator is None:
+            raise ValueError(f"{what} needs the inputs of the run (tau, drivers); this result was loaded from a file")
+
+    def _evaluate(self, index):
+        """Run the right-hand side at sample ``index``: qdd, driving forces and element loads land in the system."""
+        callback, key, system, inputs = self._evaluator
+        free = system[5]
+        y = np.concatenate((self.q[index, free], self.qd[index, free], [0.0, 0.0]))
+        evaluate_system(self.model, callback, key, system, inputs, float(self.t[index]), y)
+        return system, free.size
+
+    def qdd(self):
+        """Joint accelerations at every sample, shape (nt, nq) (prescribed ones for driven coordinates)."""
+        self._require_model("qdd()", spatial=False)
+        return np.array([self._evaluate(i)[0][20].copy() for i in range(self.t.size)])
+
+    def driving_forces(self):
+        """Joint force of each driver at every sample, shape (nt, nq) (zero for free coordinates) [N m or N]."""
+        self._require_model("driving_forces()", spatial=False)
+        system = self._evaluator[2]
+        out = np.zeros((self.t.size, self.model.nq))
+        for i in range(self.t.size):
+            self._evaluate(i)
+            out[i, system[6]] = system[21][system[6]]
+        return out
+
+    def element_forces(self):
+        """Per-element values at every sample, shape (nt, nelements, 3) (see ``rm.element_forces``)."""
+        if isinstance(self.model, Model3D):  # its elements' functions of time are the model's: no run inputs needed
+            self._require_model("element_forces()", inputs=False)
+            return np.array([element_forces(self.model, q, v, t=t)["per_element"]
+                             for t, q, v in zip(self.t, self.q, self.qd, strict=True)]).reshape(
+                                 self.t.size, self.model.nelements, 3)
+        self._require_model("element_forces()", spatial=False)
+        return np.array([self._evaluate(i)[0][19].copy() for i in range(self.t.size)])
+
+    def energy(self):
+        """Kinetic and potential energy (gravity and springs) at every sample: (T, V), each shape (nt,) [J]."""
+        self._require_model("energy()", inputs=False)
+        pairs = np.array([energy(self.model, q, qd, t=t) for t, q, qd in zip(self.t, self.q, self.qd, strict=True)])
+        return pairs.reshape(-1, 2)[:, 0], pairs.reshape(-1, 2)[:, 1]
+
+    def energy_balance(self):
+        """E(t) + dissipated work - applied work - E(t0) at every sample [J]: zero up to the integration error."""
+        kinetic, potential = self.energy()
+        total = kinetic + potential
+        return total + self.dissipated_work - self.applied_work - total[0]
+
+    def poses(self, body):
+        """Pose (x, y, theta) of a body's frame at every sample, shape (nt, 3)."""
+        self._require_model("poses()", inputs=False, spatial=False)
+        index = self.model.body_index(body)
+        return np.array([forward_kinematics(self.model, q)[0][index] for q in self.q])
+
+    def save(self, path):
+        """Write every field (samples, work, status, statistics, events, constraint drift, multipliers, augmented z
+        and zd) to ``path``, exactly that name (an .npz archive whatever the suffix; no suffix is added).
+
+        The file is written beside the target and renamed onto it, so an interrupted save never leaves a
+        truncated result. ``SimulationResult.load`` reads it back.
+        """
+        path = os.fspath(path)
+        arrays = {
+            "format": np.array(_RESULT_FORMAT), "version": np.array(_RESULT_VERSION, dtype=np.int64),
+            "t": self.t, "q": self.q, "qd": self.qd, "dissipated_work": self.dissipated_work,
+            "applied_work": self.applied_work, "method": np.array(self.method), "status": np.array(self.status),
+            "stats": np.array([self.nfev, self.nsteps, self.nrejected], dtype=np.int64),
+            "body_names": np.array(self._body_names(), dtype=str),
+            "n_events": np.array(len(self.t_events), dtype=np.int64),
+        }
+        for i, (t_ev, q_ev, qd_ev) in enumerate(zip(self.t_events, self.q_events, self.qd_events, strict=True)):
+            arrays[f"t_events_{i}"], arrays[f"q_events_{i}"], arrays[f"qd_events_{i}"] = t_ev, q_ev, qd_ev
+        for name in ("constraint_drift", "multipliers", "z", "zd"):
+            if getattr(self, name, None) is not None:
+                arrays[name] = getattr(self, name)
+        partial = f"{path}.partial"
+        try:
+            with open(partial, "wb") as file:  # a file object: np.savez would append .npz to a name without it
+                np.savez(file, **arrays)
+            os.replace(partial, path)
+        finally:
+            if os.path.exists(partial):
+                os.remove(partial)
+
+    def _body_names(self):
+        if self.model is None:
+            return getattr(self, "body_names", ())
+        return self.model.names if isinstance(self.model, Model3D) else self.model.body_names
+
+    @classmethod
+    def load(cls, path, model=None):
+        """Read a result written by ``save``; pass the model to use energy() and poses() (not qdd() and forces).
+
+        Raises ResultFileError (a ValueError) naming the file when it is not a result file, is corrupted or
+        truncated, or does not fit ``model`` (bodies, coordinates); OSError when it cannot be opened.
+        """
+        path = os.fspath(path)
+        return cls._from_arrays(path, read_npz(path, "SimulationResult.save or `rmbd run`"), model)
+
+    @classmethod
+    def _from_arrays(cls, path, arrays, model):
+        def fail(what):
+            raise ResultFileError(f"{path}: {what}")
+
+        if "format" not in arrays:
+            if "t" in arrays and "kind" in arrays:
+                fail("a file of `rmbd run`, not of SimulationResult.save: read it with numpy.load")
+            fail("not a result file of SimulationResult.save (no 'format' entry)")
+        if arrays["format"].shape != () or str(arrays["format"]) != _RESULT_FORMAT:
+            fail("not a result file of SimulationResult.save (wrong 'format' entry)")
+        version = arrays.get("version")
+        if version is None or version.shape != () or version.dtype.kind != "i" or int(version) != _RESULT_VERSION:
+            fail(f"result file version {version}, this library reads version {_RESULT_VERSION}")
+
+        def entry(name, kind, ndim, shape=None):
+            if name not in arrays:
+                fail(f"entry {name!r} is missing")
+            value = arrays[name]
+            if value.dtype.kind != kind or value.ndim != ndim:
+                fail(f"entry {name!r} has dtype {value.dtype} and {value.ndim} dimensions, expected kind {kind!r} "
+                     f"and {ndim}")
+            if shape is not None and any(want is not None and got != want
+                                         for got, want in zip(value.shape, shape, strict=True)):
+                fail(f"entry {name!r} has shape {value.shape}, expected {tuple(shape)}")
+            if kind == "f" and not np.all(np.isfinite(value)):
+                fail(f"entry {name!r} holds non-finite values")
+            return value
+
+        t = entry("t", "f", 1)
+        nt = t.size
+        if nt == 0 or np.any(np.diff(t) < 0.0):
+            fail("entry 't' must be a non-empty, non-decreasing array of times")
+        names = entry("body_names", "U", 1)
+        model_names = None if model is None else tuple(model.names if isinstance(model, Model3D)
+                                                       else model.body_names)
+        if model is not None and tuple(names) != model_names:
+            fail(f"the result's bodies {tuple(names)[:5]}{'...' if len(names) > 5 else ''} do not match the "
+                 f"model's {model_names[:5]}{'...' if model.nbodies > 5 else ''}")
+        nq = model.nq if model is not None else None
+        q = entry("q", "f", 2, (nt, nq))
+        nq = q.shape[1]
+        # a Model3D's qd holds v (nv columns); a planar model's qd has nq columns; without a model: as stored
+        nv = model.nv if isinstance(model, Model3D) else (nq if model is not None else None)
+        qd = entry("qd", "f", 2, (nt, nv))
+        nv = qd.shape[1]
+        work = np.column_stack((entry("dissipated_work", "f", 1, (nt,)), entry("applied_work", "f", 1, (nt,))))
+        method = str(entry("method", "U", 0))
+        status = str(entry("status", "U", 0))
+        if status not in _RESULT_STATUSES:
+            fail(f"entry 'status' is {status!r}, expected one of {_RESULT_STATUSES}")
+        stats = entry("stats", "i", 1, (3,))
+        if np.any(stats < 0):
+            fail("entry 'stats' (evaluations, steps, rejected steps) holds negative counts")
+        result = cls(model, t, q, qd, work, method, *(int(v) for v in stats))
+        result.status = status
+        result.body_names = tuple(str(name) for name in names)
+        n_events = int(entry("n_events", "i", 0))
+        if not 0 <= n_events <= len(arrays):
+            fail(f"entry 'n_events' is {n_events}")
+        for i in range(n_events):
+            t_ev = entry(f"t_events_{i}", "f", 1)
+            result.t_events.append(t_ev)
+            result.q_events.append(entry(f"q_events_{i}", "f", 2, (t_ev.size, nq)))
+            result.qd_events.append(entry(f"qd_events_{i}", "f", 2, (t_ev.size, nv)))
+        if "constraint_drift" in arrays:
+            result.constraint_drift = entry("constraint_drift", "f", 1, (nt,))
+        if "multipliers" in arrays:
+            result.multipliers = entry("multipliers", "f", 2, (nt, None))
+        if ("z" in arrays) != ("zd" in arrays):
+            fail("entries 'z' and 'zd' come together")
+        if "z" in arrays:
+            nbodies = len(names)
+            result.z = entry("z", "f", 3, (nt, nbodies, 3))
+            result.zd = entry("zd", "f", 3, (nt, nbodies, 3))
+        return result
+
+    def __repr__(self):
+        return (f"<SimulationResult {self.method}: {self.t.size} samples, t = {self.t[0]:g} .. {self.t[-1]:g} s, "
+                f"{self.nsteps} steps ({self.nrejected} rejected), {self.nfev} evaluations>")
+
+
+_MAX_TIME = 1e15  # [s]: beyond, float64 resolves times to worse than 0.1 s
+
+
+def check_time_span(t0, t_end):
+    """(t0, t_end) as floats, finite, t0 < t_end and within +-1e15 s (beyond, float64 times are coarser than
+    0.1 s); otherwise a ValueError naming them."""
+    t0, t_end = float(t0), float(t_end)
+    if not (np.isfinite(t0) and np.isfinite(t_end) and t_end > t0):
+        raise ValueError(f"need finite t0 < t_end, got t0 = {t0}, t_end = {t_end}")
+    if max(abs(t0), abs(t_end)) > _MAX_TIME:
+        raise ValueError(f"t0 = {t0:g}, t_end = {t_end:g} s: times beyond {_MAX_TIME:g} s are not supported (float64 "
+                         "resolves them to worse than 0.1 s; a run that long cannot finish)")
+    return t0, t_end
+
+
+def event_callback(events):
+    """(callback, key) through which a compiled time loop evaluates the run's event functions (``_Events``): the
+    Python bridge with the events registered under a fresh key, or the no-op input callback when there are none."""
+    if not events.functions:
+        return integrators.no_inputs, 0
+    key = next(_KEYS)
+    _PYTHON_INPUTS[key] = events
+    return _python_bridge, key
+
+
+def fixed_step_capacity(steps, every, n, t_eval, budget=math.inf):
+    """Rows of n floats a fixed-step loop's output buffers start with: the samples the run can store (t0, every-th
+    step, t_end) or the shared policy's rows (at most ~16 MB: 1024 rows of a 1e5-link state would be 1.6 GB, and
+    what the output ``budget`` holds), whichever is fewer; with t_eval, the policy's rows for it. The compiled
+    ``_store`` doubles a full buffer, up to the budget."""
+    if t_eval is None:
+        return min(2 + steps // every, integrators.output_rows(n, None, budget))
+    return integrators.output_rows(n, t_eval, budget)
+
+
+def event_buffers(events, n):
+    """(ev_t, ev_y, floats) of a compiled loop on a state of n floats: 16 rows of (index, state) to start with
+    when the run has event functions (``_store`` doubles them), none without; floats: what they hold, which the
+    output budget counts."""
+    rows = 16 if events.functions else 0
+    return np.empty(rows), np.empty((rows, n + 1)), rows * (n + 2)
+
+
+def fixed_step_count(t0, t_end, dt, max_steps):
+    """Number of steps of dt from t0 to t_end: rounded up, at least one (a dt beyond the span takes one step of
+    t_end - t0); a ValueError when it exceeds max_steps, before anything runs."""
+    ratio = (t_end - t0) / dt
+    if not ratio <= max_steps:
+        raise ValueError(f"dt = {dt:g} s needs {ratio:.3g} steps from t0 = {t0:g} to t_end = {t_end:g} s, more "
+                         f"than max_steps = {max_steps}: raise dt or max_steps")
+    return max(1, math.ceil(ratio - 1e-9))  # the slack: a span that is a whole number of steps up to round-off
+
+
+def _consistent_start(model, inputs, q0, qd0, t0):
+    """(q0, qd0) projected onto the loop constraints (drivers applied first); a large gap is an error."""
+    from ..dynamics.loops import RedundantConstraintWarning, constraints, project  # noqa: PLC0415
+
+    q0, qd0 = q0.copy(), qd0.copy()
+    inputs(t0, q0, qd0, np.zeros(inputs.size))
+    gap = np.abs(constraints(model, q0)[0]).max()
+    if gap > 1e-6:
+        raise StateError(f"q0 does not close the loops (max |phi| = {gap:.3g}); find a consistent q0 with "
+                         "rm.assemble(model, q0)")
+    free = np.setdiff1d(np.arange(model.nq), inputs.driven_coords)
+    q0, qd0, _ = project(model, q0, qd0, free=free)
+    rank = np.linalg.matrix_rank(constraints(model, q0)[2][:, free], tol=None)
+    if rank < model.nconstraints:  # the run solves them by least squares, as loop_dynamics does
+        warnings.warn(f"the loop equations are redundant at q0: rank {rank} of {model.nconstraints}; the "
+                      "multipliers are the minimum-norm ones", RedundantConstraintWarning, stacklevel=5)
+    return q0, qd0
+
+
+def _raise_failure(model, method, status, t_fail, result, max_steps, control, inputs, events, loop):
+    """The SimulationError (or the user's own BaseException) of a run that ended with ``status``."""
+    kind, index = L.decode_status(status)
+    cause = None
+    result.status = "failed"
+    if kind == L.STATUS_TIME_LIMIT:
+        result.status = "time_limit"
+        reason = (f"the wall-clock limit max_wall_time = {control.max_wall_time:g} s was reached "
+                  f"({time.perf_counter() - control.started:.3g} s)")
+    elif kind == L.STATUS_INPUT_FAILED:
+        failure, t_failure = inputs.failure or events.failure or (None, t_fail)
+        inputs.failure = events.failure = None
+        t_fail = t_failure
+        if index == L.INPUT_NONFINITE:
+            reason = f"the compiled tau function {inputs.tau_name} returned a non-finite value"
+        elif index == L.INPUT_SHAPE:
+            reason = f"the compiled tau function {inputs.tau_name} returned the wrong number of values"
+        elif failure is None:  # pragma: no cover - the bridge keeps every failure
+            reason = "a user function failed"
+        elif not isinstance(failure, Exception):  # KeyboardInterrupt, SystemExit from a user function: pass it on
+            if isinstance(failure, KeyboardInterrupt):
+                result.status = "interrupted"
+            failure.result = result
+            raise failure
+        else:
+            # our own StateError says which function (tau, element, driver, event) and when; chain the user's
+            reason = str(failure) if isinstance(failure, StateError) else f"a user function raised {failure!r}"
+            # (our own StateError about a returned value has no cause: the message says it all)
+            cause = failure.__cause__ if isinstance(failure, StateError) else failure
+    else:
+        reasons = {
+            L.STATUS_STEP_UNDERFLOW: "step size underflow (the solution blows up or the problem is too stiff)",
+            L.STATUS_MAX_STEPS: f"more than max_steps = {max_steps} steps",
+            L.STATUS_NONFINITE_STATE: "the state became non-finite in the step from there (blow-up; try a smaller dt)",
+            L.STATUS_NO_CONVERGENCE: "the implicit iteration did not converge (the step is too large or the problem "
+                                     "stiff)",
+        }
+        if status == L.STATUS_OUTPUT_FULL:
+            reason = _output_full_reason(control, result)
+        elif kind in reasons:
+            reason = reasons[kind] + getattr(control, "detail", "")
+        elif kind == L.STATUS_LOOPS_OPEN:
+            reason = (f"after the step to this time the projection cannot close loop {model.loop_names[index]!r}: "
+                      "no configuration of the free coordinates closes it")
+        else:
+            try:
+                _raise_kernel_status(model, status)
+            except (ModelError, StateError) as err:
+                reason = str(err)
+            else:  # pragma: no cover - raise_status always raises
+                reason = f"status {status}"
+    free = getattr(loop.system, "free", None)  # the recursive formulation's free coordinates
+    if free is not None and model.nloops and kind in (L.STATUS_STEP_UNDERFLOW, L.STATUS_LOOPS_OPEN):
+        from ..dynamics.loops import lock_diagnosis  # noqa: PLC0415  (a driven mechanism in a dead point)
+
+        lock = lock_diagnosis(model, result.q[-1], free)
+        if lock is not None:
+            reason = f"{lock} at t = {result.t[-1]:.9g} s; {reason}"
+    raise SimulationError(f"{method} failed at t = {t_fail:.9g} s: {reason}; "
+                          f"{result.t.size} samples up to t = {result.t[-1]:.9g} s are kept in .result",
+                          t_fail, result) from cause
+
+
+def _raise_kernel_status(model, status):
+    """The exception of a kernel status: the planar route's, or the spatial one's (q, v, tau of a Model3D)."""
+    if isinstance(model, Model3D):
+        from ..dynamics.spatial_loops import _raise  # noqa: PLC0415  (the tree's statuses, and the loops')
+
+        _raise(model, status, ("q", "v", "tau"))
+    raise_status(model, status)
+
+
+def _progress_bar(enabled, t0, t_end):
+    """A tqdm bar over simulated time, or None: off unless asked for or stderr is a terminal."""
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    if not enabled:
+        return None
+    try:
+        from tqdm.auto import tqdm  # noqa: PLC0415 - optional extra
+    except ImportError:
+        warnings.warn("progress=True needs tqdm (pip install 'recursive-mbd[progress]'); running without a bar",
+                      stacklevel=4)
+        return None
+    return tqdm(total=t_end - t0, unit="s", unit_scale=True, desc="simulate", leave=False)
+
+
+# ---- the output budget: a long run that would outgrow memory stops with its samples ------------------------------
+
+OUTPUT_MEMORY_FRACTION = 0.25  # of the memory available when a run starts: its output buffers' budget
+
+
+def available_memory():
+    """Bytes of memory available to this process now, or None where it cannot be read.
+
+    Linux: MemAvailable of /proc/meminfo (free memory plus the page cache the kernel can reclaim), less where a
+    cgroup v2 limit (/sys/fs/cgroup/memory.max minus memory.current: a container's) leaves less; elsewhere the
+    free physical pages (os.sysconf SC_AVPHYS_PAGES x SC_PAGE_SIZE) where the platform has them."""
+    available = None
+    try:
+        with open("/proc/meminfo") as file:
+            for line in file:
+                if line.startswith("MemAvailable:"):
+                    available = int(line.split()[1]) * 1024  # kB
+                    break
+    except (OSError, ValueError, IndexError):
+        available = None
+    if available is None:
+        try:
+            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, ValueError, OSError):
+            return None
+    try:
+        with open("/sys/fs/cgroup/memory.max") as file:
+            limit = file.read().strip()
+        with open("/sys/fs/cgroup/memory.current") as file:
+            used = int(file.read().strip())
+        if limit != "max":
+            available = min(available, max(0, int(limit) - used))
+    except (OSError, ValueError):
+        pass
+    return available if available > 0 else None
+
+
+def output_budget():
+    """The output budget of a run that starts now [floats of 8 bytes]: OUTPUT_MEMORY_FRACTION (a quarter) of the
+    memory available (``available_memory``), math.inf (no limit) where that cannot be read.
+
+    A quarter, because a run's samples take about three times their size at the end: the compiled loop's buffers
+    (which double when full: up to twice the samples while they grow), their copy in the result and its q and qd.
+    The compiled loops stop a run whose samples (and events) would outgrow it with STATUS_OUTPUT_FULL, its samples
+    so far kept (``integrators._store``), instead of failing an allocation inside compiled code (which loses every
+    sample) or overcommitting memory that the process is killed for when it touches it."""
+    available = available_memory()
+    return math.inf if available is None else OUTPUT_MEMORY_FRACTION * available / 8.0
+
+
+def _output_full_reason(control, result):
+    """Why a run stopped with STATUS_OUTPUT_FULL (its samples would outgrow the output budget), and what to do."""
+    floats = control.sample_floats
+    budget = control.output_budget
+    # generalized_alpha's samples carry the loops' multipliers; the other methods evaluate them after the run
+    lam = " and the loop multipliers" if "generalized_alpha" in result.method and result.multipliers is not None else ""
+    # the advice first: the command line shows the first 160 characters of the message
+    return (f"its samples would outgrow the run's output budget of {8e-6 * budget:.4g} MB: pass every=K (every K-th "
+            f"step) or t_eval (those times) to keep fewer (each sample keeps {floats} floats, "
+            f"{8e-6 * floats:.4g} MB: the time, the state{lam}; every accepted step is a sample unless told "
+            f"otherwise; the budget is by default {OUTPUT_MEMORY_FRACTION:g} of the memory available when the run "
+            "starts)")
+
+
+def _memory_error(error, n, budget):
+    """The MemoryError of a compiled loop whose allocation failed below the output budget (memory taken by others
+    meanwhile, or none readable: ``output_budget``): says what happened and what to do."""
+    limit = (f"below the run's output budget ({8e-6 * budget:.4g} MB: memory taken meanwhile?)" if budget < math.inf
+             else "(no output budget: the available memory could not be read)")
+    return MemoryError(
+        f"the run's output could not grow: each sample keeps the state ({n} floats, {8e-6 * n:.3g} MB) and every "
+        "accepted step is a sample unless every= or t_eval= say otherwise; pass every=K (every K-th step) or t_eval "
+        f"(those times) to keep fewer. Memory ran out {limit} inside the compiled loop, so the samples of this run "
+        "are lost")
+
+
+def _run_segments(run, y0, t0, t_end, t_eval, dt, progress, control=None, segments=100):
+    """Run the compiled loop in one piece, or, with a progress bar, in ``segments`` consecutive pieces.
+
+    ``run(y, ta, tb, t_eval, budget)``: one compiled loop whose output buffers (and event buffers) hold at most
+    ``budget`` floats; the pieces share the run's budget (``control.output_budget``, ``output_budget`` without a
+    control), each getting what the samples kept before it leave. Pieces of a fixed-step method end on its dt grid,
+    so the steps are the same as in one piece; an adaptive method restarts its step-size estimate at each piece.
+    Samples, statistics and events are concatenated.
+    """
+    budget = output_budget() if control is None else control.output_budget
+    bar = _progress_bar(progress, t0, t_end)
+    if bar is None:
+        try:
+            outcome = run(y0, t0, t_end, t_eval, budget)
+        except MemoryError as error:
+            raise _memory_error(error, y0.size, budget) from error
+        if control is not None:
+            control.sample_floats = outcome[3].shape[1] + 1
+        return outcome
+    if dt is not None:
+        total = math.ceil((t_end - t0) / dt - 1e-9)
+        per = max(1, math.ceil(total / segments))
+        bounds = [t0 + m * dt for m in range(0, total, per)] + [t_end]
+    else:
+        bounds = list(np.linspace(t0, t_end, segments + 1))
+    times, states, records = [], [], []
+    nfev = nsteps = nrejected = 0
+    kept = 0.0  # floats of the samples and events kept so far, times included
+    row = 0  # floats of a sample, time included (known after the first piece)
+    status, t_fail, y = L.STATUS_OK, t_end, y0
+    try:
+        for i, (ta, tb) in enumerate(itertools.pairwise(bounds)):
+            piece_eval = None
+            if t_eval is not None:  # the piece's ends too: its last state starts the next piece
+                piece_eval = np.unique(np.concatenate(([ta], t_eval[(t_eval > ta) & (t_eval < tb)], [tb])))
+            try:  # a later piece's first sample is the joint one, dropped below: room for it too
+                status, t_fail, t_piece, y_piece, f, st, rj, ev = run(y, ta, tb, piece_eval,
+                                                                      budget - kept + (row if i > 0 else 0))
+            except MemoryError as error:
+                raise _memory_error(error, y0.size, budget) from error
+            row = y_piece.shape[1] + 1
+            if control is not None:
+                control.sample_floats = row
+            keep = np.ones(t_piece.size, dtype=bool)
+            if t_eval is not None:
+                keep &= np.isin(t_piece, t_eval) | (status != L.STATUS_OK)  # a run's last sample always stays
+            if i > 0:
+                keep &= t_piece != ta  # the joint sample, once
+            times.append(t_piece[keep])
+            states.append(y_piece[keep])
+            kept += states[-1].size + times[-1].size + sum(event.size + 2 for _, _, event in ev)
+            records += ev
+            nfev, nsteps, nrejected = nfev + f, nsteps + st, nrejected + rj
+            if t_piece.size:
+                bar.update(float(t_piece[-1]) - bar.n)
+            if status != L.STATUS_OK or t_piece.size == 0 or t_piece[-1] != tb:
+                break
+            y = y_piece[-1]
+    finally:
+        bar.close()
+    return status, t_fail, np.concatenate(times), np.concatenate(states), nfev, nsteps, nrejected, records
+
+
+def _make_result(model, loop, callback, key, t, y, method, nfev, nsteps, nrejected, multipliers=None):
+    """The result of the integrated samples: the full joint state by the formulation's map, the work terms, and
+    what the formulation adds (``finish``); ``multipliers`` (nt, m): the loops' lambda a method computed at the
+    samples itself (generalized_alpha), else those of the formulation's dynamics at each sample
+    (``loop.multiplier_probe``), for a model with loops."""
+    q, qd = loop.joint_states(t, y)
+    name = method if loop.name == "recursive" else f"{loop.name} {method}"
+    # the work columns copied: views would keep the whole integrated y (the size of q and qd) alive with the result
+    result = SimulationResult(model, t, q, qd, np.array(loop.work(y)), name, nfev, nsteps, nrejected)
+    loop.finish(result, y, callback, key)
+    if multipliers is None and model.nloops:  # the loops' lambda of the run's dynamics at each sample
+        def lam_at(i):
+            state, lam = loop.multiplier_probe(result, y, i)
+            evaluate_system(model, callback, key, loop.system, loop.inputs, float(t[i]), state)
+            return lam
+
+        multipliers = sampled_multipliers(result, lam_at)
+    result.multipliers = multipliers
+    return result
+
+
+def evaluate_system(model, callback, key, system, inputs, t, y):
+    """Run a system's right-hand side once at (t, y) (its accelerations, multipliers, element loads land in the
+    system's arrays); a user function that fails raises its own exception, a kernel status its error."""
+    status = integrators.system_rhs(callback, key, system, t, y, np.empty_like(y))
+    if L.decode_status(status)[0] == L.STATUS_INPUT_FAILED and inputs.failure is not None:
+        failure, inputs.failure = inputs.failure[0], None
+        raise failure
+    if status:
+        _raise_kernel_status(model, status)
+
+
+def sampled_multipliers(result, lam_at):
+    """The loop multipliers at every sample of ``result``, (nt, m): ``lam_at(i)`` evaluates the run's dynamics at
+    sample i and returns the system's lambda. When the dynamics cannot be evaluated at a sample (a user function
+    that fails there, a state the loop layer refuses), None and a RuntimeWarning saying where and why: the
+    samples themselves stand, and a run that failed still raises its own error."""
+    rows = []
+    for i in range(result.t.size):
+        try:
+            rows.append(np.array(lam_at(i), dtype=float))
+        except Exception as error:  # noqa: BLE001 - any user function's exception: reported, the run's samples kept
+            warnings.warn(f"result.multipliers not available: the dynamics could not be evaluated at sample {i} "
+                          f"(t = {result.t[i]:.9g} s): {type(error).__name__}: {error}", RuntimeWarning,
+                          stacklevel=2)
+            return None
+    return np.array(rows).reshape(result.t.size, -1)

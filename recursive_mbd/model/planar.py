@@ -1,0 +1,747 @@
+"""Model builder: bodies joined in a tree, compiled once into frozen arrays that every formulation takes.
+
+Conventions (docs/conventions.md): SI units, ground x right / y up, angles counter-clockwise in radians. A body's
+frame has a pose (x, y, theta) in the ground frame; its inertia is the mass ``mass``, the centre of mass ``com``
+(body frame) and the rotational inertia ``inertia`` about the centre of mass. The joint to the parent is placed by
+``parent_point`` (parent frame) and ``child_point`` (child frame), which coincide at zero joint coordinate, and the
+angle offset ``angle`` (see ``recursive_mbd.model.joints``).
+"""
+
+import math
+import numbers
+
+import numpy as np
+
+from .. import _checks
+from .._kernels import layout as L
+from ..errors import ModelError
+from . import joints
+
+GROUND = -1
+LOOP_KINDS = {"revolute": L.LOOP_REVOLUTE, "prismatic": L.LOOP_PRISMATIC, "fixed": L.LOOP_FIXED,
+              "distance": L.LOOP_DISTANCE}
+
+
+def _finite_scalar(value, what):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{what} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ModelError(f"{what} must be finite, got {value}")
+    return value
+
+
+def _point(value, what):
+    try:
+        arr = _checks.real_array(value, what)
+    except TypeError:
+        raise TypeError(f"{what} must be a pair of real numbers (x, y), got {value!r:.60}") from None
+    if arr.shape != (2,):
+        raise ModelError(f"{what} must be a pair of numbers (x, y), got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ModelError(f"{what} must be finite, got {arr.tolist()}")
+    return arr
+
+
+_VECTOR_FIELDS = ("parent_point", "child_point", "com", "axis")
+_SCALAR_FIELDS = {"parent": np.int64, "jtype": np.int64, "mass": np.float64, "inertia": np.float64,
+                  "angle": np.float64}
+
+
+class _BodyTable:
+    """The bodies of a Model as columns (numpy arrays that grow by doubling), so that a million-body chain costs
+    tens of bytes per body, not a Python record each. Indexing gives a body as a dict (copies of its fields)."""
+
+    def __init__(self):
+        self.names = []
+        self._size = 0
+        self._data = {key: np.zeros(16, dtype=kind) for key, kind in _SCALAR_FIELDS.items()}
+        self._data.update({key: np.zeros((16, 2)) for key in _VECTOR_FIELDS})
+
+    def __len__(self):
+        return self._size
+
+    def column(self, key):
+        """The field ``key`` of every body, (n,) or (n, 2), a view."""
+        return self._data[key][:self._size]
+
+    def __getitem__(self, index):
+        if not -self._size <= index < self._size:
+            raise IndexError(index)
+        index %= self._size
+        body = {"name": self.names[index]}
+        for key, values in self._data.items():
+            value = values[index]
+            body[key] = value.copy() if key in _VECTOR_FIELDS else value.item()
+        return body
+
+    def __iter__(self):
+        return (self[i] for i in range(self._size))
+
+    def extend(self, names, **columns):
+        """Append len(names) bodies; ``columns`` holds every field as an array (validated by the caller)."""
+        count = len(names)
+        need = self._size + count
+        if need > self._data["mass"].shape[0]:
+            capacity = max(need, 2 * self._data["mass"].shape[0])
+            for key, values in self._data.items():
+                grown = np.zeros((capacity, *values.shape[1:]), dtype=values.dtype)
+                grown[:self._size] = values[:self._size]
+                self._data[key] = grown
+        for key, values in columns.items():
+            self._data[key][self._size:need] = values
+        self.names.extend(names)
+        self._size = need
+
+    def append(self, body):
+        self.extend([body["name"]], **{key: [body[key]] for key in self._data})
+
+
+def _unit_axis(axis, where):
+    """A prismatic axis normalised (default (1, 0)); a zero axis is a ModelError."""
+    axis = np.array([1.0, 0.0]) if axis is None else _point(axis, f"{where}: axis")
+    norm = float(np.hypot(axis[0], axis[1]))
+    if not norm > 1e-12:
+        raise ModelError(f"{where}: prismatic axis must be non-zero, got {axis.tolist()}")
+    return axis / norm
+
+
+class Model:
+    """A planar multibody tree, built body by body, then compiled into frozen arrays.
+
+    Parameters
+    ----------
+    gravity : (2,) array_like
+        Gravitational acceleration in the ground frame [m/s^2]; default (0, -9.81).
+    name : str, optional
+        A label for messages.
+
+    Notes
+    -----
+    Bodies are numbered in the order they are added, and a parent must exist before its child, so parents always
+    come before children. The first call of any dynamics function (or ``compile()``) freezes the model: it then
+    exposes read-only per-body arrays (``body_parent``, ``body_mass``, ``joint_type``, ...) and cannot grow.
+    """
+
+    def __init__(self, gravity=(0.0, -9.81), name=None):
+        self.gravity = _point(gravity, "gravity")
+        self.name = name
+        self._bodies = _BodyTable()
+        self._names = {}
+        self._elements = []  # force elements, in the order added
+        self._element_names = {}
+        self._loops = []  # loop-closing constraints of cut joints, in the order added
+        self._loop_names = {}
+        self._compiled = False
+        self._workspace = None
+
+    # ---- building ------------------------------------------------------------------------------------------------
+
+    def add_body(self, parent="ground", joint="revolute", parent_point=(0.0, 0.0), child_point=(0.0, 0.0),
+                 mass=1.0, inertia=0.0, com=(0.0, 0.0), angle=0.0, axis=None, name=None):
+        """Add a body joined to ``parent``; return its index.
+
+        Parameters
+        ----------
+        parent : "ground" | -1 | int | str
+            The ground, a body index or a body name.
+        joint : {"revolute", "prismatic", "fixed", "planar"}
+            Joint to the parent; its coordinates are appended to q (``recursive_mbd.model.joints``).
+        parent_point : (2,) array_like
+            Joint location in the parent frame [m] (ground frame for the ground).
+        child_point : (2,) array_like
+            Joint location in the child (this body's) frame [m].
+        mass : float
+            Mass [kg], >= 0.
+        inertia : float
+            Rotational inertia about the centre of mass [kg m^2], >= 0. Default 0 (a point mass).
+        com : (2,) array_like
+            Centre of mass in the body frame [m].
+        angle : float
+            Child frame angle relative to the parent frame at zero joint coordinate [rad].
+        axis : (2,) array_like, optional
+            Prismatic sliding direction in the parent frame (normalised here); default (1, 0). Only for
+            prismatic joints.
+        name : str, optional
+            Unique body name; default ``"body<index>"``.
+        """
+        if self._compiled:
+            raise ModelError(
+                f"cannot add body {name or len(self._bodies)!r}: the model was compiled (its arrays are frozen "
+                "once a dynamics function has used it); build a new Model instead")
+        index = len(self._bodies)
+        label = name if name is not None else f"body{index}"
+        if not isinstance(label, str) or not label:
+            raise TypeError(f"body name must be a non-empty string, got {name!r}")
+        where = f"body {label!r} (index {index})"
+        if label == "ground":
+            raise ModelError(f"{where}: the name 'ground' is reserved for the fixed frame")
+        if label in self._names:
+            raise ModelError(f"{where}: duplicate body name, already used by body {self._names[label]}")
+
+        parent_index = self._resolve_parent(parent, where)
+        if not isinstance(joint, str):
+            raise TypeError(f"{where}: joint must be a string, got {type(joint).__name__}")
+        if joint.lower() not in joints.JOINT_CODES:
+            raise ModelError(f"{where}: unknown joint type {joint!r}; expected one of {sorted(joints.JOINT_CODES)}")
+        jtype = joints.JOINT_CODES[joint.lower()]
+
+        mass = _finite_scalar(mass, f"{where}: mass")
+        if mass < 0.0:
+            raise ModelError(f"{where}: mass must be >= 0, got {mass}")
+        inertia = _finite_scalar(inertia, f"{where}: inertia")
+        if inertia < 0.0:
+            raise ModelError(f"{where}: inertia must be >= 0, got {inertia}")
+        angle = _finite_scalar(angle, f"{where}: angle")
+        parent_point = _point(parent_point, f"{where}: parent_point")
+        child_point = _point(child_point, f"{where}: child_point")
+        com = _point(com, f"{where}: com")
+
+        if jtype == joints.PRISMATIC:
+            axis = _unit_axis(axis, where)
+        elif axis is not None:
+            raise ModelError(f"{where}: axis applies to prismatic joints only, not {joint!r}")
+        else:
+            axis = np.zeros(2)
+
+        self._bodies.append(dict(name=label, parent=parent_index, jtype=jtype, parent_point=parent_point,
+                                 child_point=child_point, mass=mass, inertia=inertia, com=com, angle=angle,
+                                 axis=axis))
+        self._names[label] = index
+        return index
+
+    def add_bodies(self, parent, joint="revolute", parent_point=(0.0, 0.0), child_point=(0.0, 0.0), mass=1.0,
+                   inertia=0.0, com=(0.0, 0.0), angle=0.0, axis=None, names=None):
+        """Add k bodies at once (vectorised ``add_body``, for very long chains); returns their indices.
+
+        Every argument is one value for all k bodies or one per body: ``parent`` (k,) indices (-1 for the ground,
+        each smaller than the body's own index), ``joint`` a joint type name (one for all), points (2,) or (k, 2),
+        ``names`` k strings (default ``"body<index>"``). The same checks as ``add_body``, naming the first bad body.
+        """
+        if self._compiled:
+            raise ModelError("cannot add bodies: the model was compiled (its arrays are frozen); build a new Model")
+        parent = np.asarray(parent)
+        if parent.ndim != 1 or parent.size == 0 or not np.issubdtype(parent.dtype, np.integer):
+            raise ModelError(f"add_bodies: parent must be a non-empty 1-D array of body indices, got {parent!r}")
+        k = parent.size
+        first = len(self._bodies)
+        index = np.arange(first, first + k)
+        names = [f"body{i}" for i in index] if names is None else list(names)
+        if len(names) != k:
+            raise ModelError(f"add_bodies: {len(names)} names for {k} bodies")
+        for i, name in enumerate(names):
+            if not isinstance(name, str) or not name:
+                raise TypeError(f"add_bodies: names[{i}] (body index {first + i}) must be a non-empty string, "
+                                f"got {name!r:.40}")
+
+        def fail(mask, message):
+            bad = int(np.flatnonzero(mask)[0])
+            raise ModelError(f"body {names[bad]!r} (index {first + bad}): {message}")
+
+        if not isinstance(joint, str) or joint.lower() not in joints.JOINT_CODES:
+            raise ModelError(f"add_bodies: unknown joint type {joint!r}; expected one of {sorted(joints.JOINT_CODES)}")
+        jtype = joints.JOINT_CODES[joint.lower()]
+        bad_parent = (parent < -1) | (parent >= index)
+        if bad_parent.any():
+            fail(bad_parent, "unknown parent index (a parent must be added before its child)")
+        scalars = {}
+        for key, value in (("mass", mass), ("inertia", inertia), ("angle", angle)):
+            try:
+                scalars[key] = np.broadcast_to(_checks.real_array(value, f"add_bodies: {key}"), (k,))
+            except ValueError:
+                raise ModelError(f"add_bodies: {key} must be one number or {k} numbers") from None
+            if not np.all(np.isfinite(scalars[key])):
+                fail(~np.isfinite(scalars[key]), f"{key} must be finite")
+        for key in ("mass", "inertia"):
+            if np.any(scalars[key] < 0):
+                fail(scalars[key] < 0, f"{key} must be >= 0, got {scalars[key][scalars[key] < 0][0]}")
+        vectors = {}
+        for key, value in (("parent_point", parent_point), ("child_point", child_point), ("com", com)):
+            try:
+                vectors[key] = np.broadcast_to(_checks.real_array(value, f"add_bodies: {key}"), (k, 2))
+            except ValueError:
+                raise ModelError(f"add_bodies: {key} must be (2,) or ({k}, 2)") from None
+            if not np.all(np.isfinite(vectors[key])):
+                fail(~np.all(np.isfinite(vectors[key]), axis=1), f"{key} must be finite")
+        if jtype == joints.PRISMATIC:
+            try:
+                axes = np.broadcast_to(_checks.real_array((1.0, 0.0) if axis is None else axis, "add_bodies: axis"),
+                                       (k, 2))
+            except ValueError:
+                raise ModelError(f"add_bodies: axis must be (2,) or ({k}, 2)") from None
+            norm = np.hypot(axes[:, 0], axes[:, 1])
+            if not np.all(norm > 1e-12):
+                fail(~(norm > 1e-12), "prismatic axis must be non-zero")
+            vectors["axis"] = axes / norm[:, None]
+        elif axis is not None:
+            raise ModelError(f"add_bodies: axis applies to prismatic joints only, not {joint!r}")
+        else:
+            vectors["axis"] = np.zeros((k, 2))
+        if len(set(names)) != k or any(name in self._names or name == "ground" for name in names):
+            seen = set(self._names) | {"ground"}
+            for i, name in enumerate(names):
+                if not isinstance(name, str) or not name or name in seen:
+                    raise ModelError(f"body {name!r} (index {first + i}): duplicate, reserved or empty name")
+                seen.add(name)
+        self._bodies.extend(names, parent=parent, jtype=np.full(k, jtype), **scalars, **vectors)
+        self._names.update(zip(names, index.tolist(), strict=True))
+        return index
+
+    def _resolve_parent(self, parent, where):
+        if isinstance(parent, str):
+            if parent == "ground":
+                return GROUND
+            if parent not in self._names:
+                raise ModelError(f"{where}: unknown parent {parent!r}; known bodies: {list(self._names)[:10]}")
+            return self._names[parent]
+        if isinstance(parent, (bool, np.bool_)) or not isinstance(parent, numbers.Integral):
+            raise TypeError(f"{where}: parent must be 'ground', -1, a body index or a body name, got {parent!r}")
+        parent = int(parent)
+        if parent == GROUND:
+            return GROUND
+        if not 0 <= parent < len(self._bodies):
+            raise ModelError(f"{where}: unknown parent index {parent}; the model has {len(self._bodies)} bodies "
+                             "and a parent must be added before its child")
+        return parent
+
+    # ---- force elements -------------------------------------------------------------------------------------------
+
+    def _element_body(self, body, where, allow_ground=False):
+        if allow_ground and (body == "ground" or (isinstance(body, numbers.Integral) and not isinstance(body, bool)
+                                                  and int(body) == GROUND)):
+            return GROUND
+        try:
+            return self.body_index(body)
+        except (ModelError, TypeError) as err:
+            raise type(err)(f"{where}: {err}") from None
+
+    def _add_element(self, kind, name, **data):
+        if self._compiled:
+            raise ModelError(f"cannot add {kind} {name!r}: the model was compiled (it is frozen once a dynamics "
+                             "function has used it); add elements before the first use")
+        label = name if name is not None else f"{kind}{len(self._elements)}"
+        if not isinstance(label, str) or not label:
+            raise TypeError(f"element name must be a non-empty string, got {name!r}")
+        if label in self._element_names:
+            raise ModelError(f"{kind} {label!r}: duplicate element name")
+        self._element_names[label] = len(self._elements)
+        self._elements.append(dict(kind=kind, name=label, **data))
+        return len(self._elements) - 1
+
+    def _element_label(self, kind, name):
+        return f"{kind} {name or f'{kind}{len(self._elements)}'!r}"
+
+    def add_spring_damper(self, body_a, point_a, body_b, point_b, stiffness, damping=0.0, rest_length=0.0,
+                          name=None):
+        """A linear spring and damper between a point on ``body_a`` and a point on ``body_b``; returns its index.
+
+        Either body may be "ground" (the point is then in the ground frame); points are in their body's frame [m].
+        With d = p_b - p_a, L = |d| and u = d / L, the tension f = k (L - L0) + c dL/dt pulls p_a by +f u and p_b
+        by -f u (seed 000, its direction normalised). At L = 0 the direction is undefined and, as in the seed, the
+        damper acts on the whole relative velocity, F_b = -c (v_b - v_a), and the spring (if L0 = 0) not at all.
+
+        Parameters
+        ----------
+        stiffness : float
+            k [N/m], >= 0.
+        damping : float
+            c [N s/m], >= 0.
+        rest_length : float
+            L0 [m], >= 0.
+        """
+        where = self._element_label("spring_damper", name)
+        a = self._element_body(body_a, f"{where}: body_a", allow_ground=True)
+        b = self._element_body(body_b, f"{where}: body_b", allow_ground=True)
+        if a == b:
+            raise ModelError(f"{where}: body_a and body_b are the same body")
+        point_a = _point(point_a, f"{where}: point_a")
+        point_b = _point(point_b, f"{where}: point_b")
+        k = self._nonnegative(stiffness, f"{where}: stiffness")
+        c = self._nonnegative(damping, f"{where}: damping")
+        rest = self._nonnegative(rest_length, f"{where}: rest_length")
+        return self._add_element("spring_damper", name, body_a=a, point_a=point_a, body_b=b, point_b=point_b,
+                                 stiffness=k, damping=c, rest=rest)
+
+    def add_joint_spring_damper(self, body, stiffness, damping=0.0, rest=0.0, name=None):
+        """A spring and damper on ``body``'s parent joint: tau = -k (q - rest) - c qdot; returns its index.
+
+        Torsional [N m/rad, N m s/rad] on a revolute joint, linear [N/m, N s/m] on a prismatic one.
+        """
+        where = self._element_label("joint_spring_damper", name)
+        index = self._element_body(body, f"{where}: body")
+        jtype = self._bodies[index]["jtype"]
+        if joints.JOINT_DOF[jtype] != 1:
+            raise ModelError(f"{where}: body {self._bodies[index]['name']!r} has a {joints.JOINT_NAMES[jtype]} "
+                             "joint; joint springs need a revolute or prismatic joint")
+        k = self._nonnegative(stiffness, f"{where}: stiffness")
+        c = self._nonnegative(damping, f"{where}: damping")
+        rest = _finite_scalar(rest, f"{where}: rest")
+        return self._add_element("joint_spring_damper", name, body_a=index, stiffness=k, damping=c, rest=rest)
+
+    def add_force(self, body, point, force, frame="ground", name=None):
+        """A force applied at a point of a body; returns its index.
+
+        Parameters
+        ----------
+        point : (2,) array_like
+            Point of application in the body frame [m].
+        force : (2,) array_like or callable
+            (Fx, Fy) [N], constant, or a function of time ``force(t) -> (2,)``.
+        frame : {"ground", "body"}
+            Axes the components are given in ("body": the force turns with the body).
+        """
+        where = self._element_label("force", name)
+        index = self._element_body(body, f"{where}: body")
+        point = _point(point, f"{where}: point")
+        if frame not in ("ground", "body"):
+            raise ModelError(f"{where}: frame must be 'ground' or 'body', got {frame!r}")
+        value = force if callable(force) else _point(force, f"{where}: force")
+        return self._add_element("force", name, body_a=index, point_a=point, value=value, frame=frame)
+
+    def add_torque(self, body, torque, name=None):
+        """A pure torque [N m] on a body (counter-clockwise positive): constant, or a function ``torque(t)``."""
+        where = self._element_label("torque", name)
+        index = self._element_body(body, f"{where}: body")
+        value = torque if callable(torque) else _finite_scalar(torque, f"{where}: torque")
+        return self._add_element("torque", name, body_a=index, value=value)
+
+    # ---- closed loops ---------------------------------------------------------------------------------------------
+
+    def add_loop(self, kind, body_a, point_a, body_b="ground", point_b=(0.0, 0.0), axis=None, angle=0.0,
+                 length=None, name=None):
+        """Close a loop: a cut joint between a point of ``body_a`` and a point of ``body_b``; returns its index.
+
+        The tree's coordinates stay the generalised coordinates; the loop adds constraint equations phi(q) = 0
+        enforced by Lagrange multipliers (``recursive_mbd.dynamics.loops``). Either body may be "ground" (its point is then
+        in the ground frame); points are in their body's frame [m].
+
+        Parameters
+        ----------
+        kind : {"revolute", "prismatic", "fixed", "distance"}
+            "revolute": the points coincide (2 equations); "prismatic": point a stays on the line through point
+            b along ``axis`` (body b's frame), and theta_a - theta_b = ``angle`` (2); "fixed": the points coincide
+            and theta_a - theta_b = ``angle`` (3); "distance": |p_a - p_b| = ``length`` > 0, a massless link (1).
+        """
+        where = f"loop {name or f'loop{len(self._loops)}'!r}"
+        if self._compiled:
+            raise ModelError(f"cannot add {where}: the model was compiled (it is frozen once a dynamics function "
+                             "has used it); add loops before the first use")
+        label = name if name is not None else f"loop{len(self._loops)}"
+        if not isinstance(label, str) or not label:
+            raise TypeError(f"loop name must be a non-empty string, got {name!r}")
+        if label in self._loop_names:
+            raise ModelError(f"{where}: duplicate loop name")
+        if not isinstance(kind, str) or kind.lower() not in LOOP_KINDS:
+            raise ModelError(f"{where}: unknown loop kind {kind!r}; expected one of {sorted(LOOP_KINDS)}")
+        kind = kind.lower()
+        a = self._element_body(body_a, f"{where}: body_a", allow_ground=True)
+        b = self._element_body(body_b, f"{where}: body_b", allow_ground=True)
+        if a == b:
+            raise ModelError(f"{where}: body_a and body_b are the same {'body' if a >= 0 else 'ground'}")
+        point_a = _point(point_a, f"{where}: point_a")
+        point_b = _point(point_b, f"{where}: point_b")
+        angle = _finite_scalar(angle, f"{where}: angle")
+        if kind == "prismatic":
+            axis = _unit_axis(axis, where)
+        elif axis is not None:
+            raise ModelError(f"{where}: axis applies to prismatic loops only, not {kind!r}")
+        else:
+            axis = np.zeros(2)
+        if kind == "distance":
+            if length is None:
+                raise ModelError(f"{where}: a distance loop needs its length")
+            length = _finite_scalar(length, f"{where}: length")
+            if not length > 0.0:
+                raise ModelError(f"{where}: length must be > 0, got {length}")
+        elif length is not None:
+            raise ModelError(f"{where}: length applies to distance loops only, not {kind!r}")
+        else:
+            length = 0.0
+        self._loop_names[label] = len(self._loops)
+        self._loops.append(dict(kind=kind, name=label, body_a=a, point_a=point_a, body_b=b, point_b=point_b,
+                                axis=axis, angle=angle, length=length))
+        return len(self._loops) - 1
+
+    @property
+    def loop_names(self):
+        """Loop names in index order, a tuple."""
+        return tuple(lp["name"] for lp in self._loops)
+
+    @property
+    def nloops(self):
+        """Number of loops."""
+        return len(self._loops)
+
+    @property
+    def nconstraints(self):
+        """Number of loop equations m (``rm.loops.constraints`` rows)."""
+        return sum(L.LOOP_ROWS[LOOP_KINDS[lp["kind"]]] for lp in self._loops)
+
+    def _pack_loops(self):
+        """Loops into loop_int / loop_real (_kernels.layout), points relative to the centres of mass."""
+        nl = len(self._loops)
+        loop_int = np.zeros((nl, L.N_LINT), dtype=np.int64)
+        loop_real = np.zeros((nl, L.N_LREAL))
+        row = 0
+        for k, lp in enumerate(self._loops):
+            code = LOOP_KINDS[lp["kind"]]
+            loop_int[k] = (code, lp["body_a"], lp["body_b"], row)
+            row += L.LOOP_ROWS[code]
+            for column, body, point in ((L.LPAX, lp["body_a"], lp["point_a"]), (L.LPBX, lp["body_b"], lp["point_b"])):
+                loop_real[k, column:column + 2] = point if body == GROUND else point - self._bodies[body]["com"]
+            loop_real[k, L.LAXX:L.LAXX + 2] = lp["axis"]
+            loop_real[k, L.LANGLE] = lp["angle"]
+            loop_real[k, L.LLENGTH] = lp["length"]
+        rows = np.append(loop_int[:, L.LROW], row)
+        for arr in (loop_int, loop_real, rows):
+            arr.setflags(write=False)
+        self.loop_int = loop_int
+        self.loop_real = loop_real
+        self.loop_rows = rows  # loop k owns constraint rows loop_rows[k] .. loop_rows[k + 1] - 1
+
+    @staticmethod
+    def _nonnegative(value, what):
+        value = _finite_scalar(value, what)
+        if value < 0.0:
+            raise ModelError(f"{what} must be >= 0, got {value}")
+        return value
+
+    @property
+    def element_names(self):
+        """Force element names in index order, a tuple."""
+        return tuple(e["name"] for e in self._elements)
+
+    # ---- compiling -----------------------------------------------------------------------------------------------
+
+    def compile(self, check=True):
+        """Freeze the model into packed arrays; check that every joint's articulated inertia is regular.
+
+        Idempotent. Raises ModelError naming the body whose subtree cannot be accelerated (for example a massless
+        tip body, or a point mass on its own hinge). Returns the model. ``check=False`` skips that check (it runs
+        forward dynamics, so it loads the compiled kernels): for tools that only describe a model, such as
+        ``rmbd info``; the dynamics kernels still refuse a singular joint when they meet one.
+        """
+        if self._compiled:
+            return self
+        n = len(self._bodies)
+        if n == 0:
+            raise ModelError("the model has no bodies")
+        table = self._bodies
+        parent, jtype = table.column("parent"), table.column("jtype")
+        ndof = np.array([joints.JOINT_DOF[code] for code in range(4)])[jtype]
+        com = table.column("com")
+        parent_com = np.where((parent >= 0)[:, None], com[np.maximum(parent, 0)], 0.0)
+        body_int = np.zeros((n, L.N_INT), dtype=np.int64)
+        body_real = np.zeros((n, L.N_REAL), dtype=np.float64)
+        body_int[:, L.PARENT] = parent
+        body_int[:, L.JTYPE] = jtype
+        body_int[:, L.QIDX] = np.cumsum(ndof) - ndof
+        body_int[:, L.NDOF] = ndof
+        nq = int(ndof.sum())
+        body_real[:, L.MASS] = table.column("mass")
+        body_real[:, L.INERTIA] = table.column("inertia")
+        body_real[:, L.COMX:L.COMX + 2] = com
+        body_real[:, L.ANGLE] = table.column("angle")
+        body_real[:, L.PPX:L.PPX + 2] = table.column("parent_point") - parent_com
+        body_real[:, L.COX:L.COX + 2] = com - table.column("child_point")
+        body_real[:, L.AXX:L.AXX + 2] = table.column("axis")
+        # flags, tip to base as the condensation runs: the next body is the child (carried in registers), or
+        # children come through the parent's workspace row
+        flags = body_int[:, L.FLAGS]
+        has_parent = parent >= 0
+        chained = has_parent & (parent == np.arange(n) - 1)
+        flags[parent[chained]] |= L.NEXT_IS_CHILD
+        row_children = np.flatnonzero(has_parent & ~chained)
+        if row_children.size:
+            rows = parent[row_children]
+            flags[rows] |= L.ROW_CHILDREN
+            # the highest-index row child of each parent condenses first
+            highest = {}
+            for child, row in zip(row_children.tolist(), rows.tolist(), strict=True):
+                highest[row] = child
+            flags[list(highest.values())] |= L.FIRST_ROW_CHILD
+        if np.all(jtype == joints.REVOLUTE):
+            flags[0] |= L.ALL_REVOLUTE
+            if np.array_equal(parent, np.arange(n) - 1):
+                flags[0] |= L.SERIAL_REVOLUTE
+        # column-major: every per-body field is a dense stream, which the recursive passes read at full memory
+        # bandwidth (row-major rows cost 2.5x more at 1e6 bodies: benchmarks/forward_dynamics.py)
+        body_int = np.asfortranarray(body_int)
+        body_real = np.asfortranarray(body_real)
+        body_int.setflags(write=False)
+        body_real.setflags(write=False)
+        self.gravity.setflags(write=False)
+        self.body_int = body_int
+        self.body_real = body_real
+        self._pack_elements()
+        self._pack_loops()
+        self._child_points = table.column("child_point").copy()
+        self.has_planar = bool(np.any(body_int[:, L.JTYPE] == joints.PLANAR))
+        self._nq = nq
+        self._compiled = True
+        self._workspace = None
+        if check:
+            self._check_regular()
+        return self
+
+    def _pack_elements(self):
+        """Elements into elem_int / elem_real (_kernels.layout); time functions get slots of the input vector u."""
+        ne = len(self._elements)
+        elem_int = np.full((ne, L.N_EINT), -1, dtype=np.int64)
+        elem_real = np.zeros((ne, L.N_EREAL))
+        functions = []  # (slot, width, function, element name) of the time-varying elements
+        slot = 0
+        coms = self._bodies.column("com")
+
+        def relative(body, point):  # a point relative to the centre of mass (the ground's is its origin)
+            return point if body == GROUND else point - coms[body]
+
+        for e, el in enumerate(self._elements):
+            kind = el["kind"]
+            elem_int[e, L.EFRAME] = 0
+            elem_int[e, L.EBODY_A] = el["body_a"]
+            if kind == "spring_damper":
+                elem_int[e, L.ETYPE] = L.SPRING_DAMPER
+                elem_int[e, L.EBODY_B] = el["body_b"]
+                elem_real[e, L.EPAX:L.EPAX + 2] = relative(el["body_a"], el["point_a"])
+                elem_real[e, L.EPBX:L.EPBX + 2] = relative(el["body_b"], el["point_b"])
+                elem_real[e, [L.EK, L.EC, L.EREST]] = el["stiffness"], el["damping"], el["rest"]
+            elif kind == "joint_spring_damper":
+                elem_int[e, L.ETYPE] = L.JOINT_SPRING_DAMPER
+                elem_real[e, [L.EK, L.EC, L.EREST]] = el["stiffness"], el["damping"], el["rest"]
+            elif kind == "force":
+                elem_int[e, L.ETYPE] = L.POINT_FORCE
+                elem_int[e, L.EFRAME] = 1 if el["frame"] == "body" else 0
+                elem_real[e, L.EPAX:L.EPAX + 2] = relative(el["body_a"], el["point_a"])
+                if callable(el["value"]):
+                    elem_int[e, L.ESLOT] = slot
+                    functions.append((slot, 2, el["value"], el["name"]))
+                    slot += 2
+                else:
+                    elem_real[e, L.EPBX:L.EPBX + 2] = el["value"]
+            else:  # torque
+                elem_int[e, L.ETYPE] = L.BODY_TORQUE
+                if callable(el["value"]):
+                    elem_int[e, L.ESLOT] = slot
+                    functions.append((slot, 1, el["value"], el["name"]))
+                    slot += 1
+                else:
+                    elem_real[e, L.EPBX] = el["value"]
+        # row-major (as allocated) whatever the count, as the ensembles' per-member elem_real: a few numbers per
+        # element, read once per evaluation. Column-major arrays of 0 or 1 element are also row-major (numpy flags
+        # them both, numba types them C), so models with 2 or more elements had another numba type, and every kernel
+        # and time loop taking them compiled twice.
+        elem_int.setflags(write=False)
+        elem_real.setflags(write=False)
+        self.elem_int = elem_int
+        self.elem_real = elem_real
+        self.n_element_inputs = slot
+        self.element_functions = tuple(functions)
+
+    def _check_regular(self):
+        """Run forward dynamics at q = 0 and at a random state: a singular joint is a model error."""
+        from .workspace import raise_status, tree_forward_dynamics, workspace  # noqa: PLC0415  (it imports this)
+
+        ws = workspace(self)
+        rng = np.random.default_rng(0)
+        qdd = np.zeros(self.nq)
+        for q in (np.zeros(self.nq), rng.uniform(-math.pi, math.pi, self.nq)):
+            status = tree_forward_dynamics(self, ws, q, ws.zeros, ws.zeros, ws.no_wrench, qdd)
+            try:
+                if status:
+                    raise_status(self, status)
+            except ModelError as err:
+                raise ModelError(f"invalid model: {err}") from None
+
+    @property
+    def compiled(self):
+        """True once the model is frozen."""
+        return self._compiled
+
+    @property
+    def nq(self):
+        """Number of generalised coordinates (joint coordinates in body order)."""
+        if self._compiled:
+            return self._nq
+        return int(sum(joints.JOINT_DOF[code] * count for code, count in
+                       enumerate(np.bincount(self._bodies.column("jtype"), minlength=4))))
+
+    @property
+    def body_names(self):
+        """Body names in index order, a tuple."""
+        return tuple(self._bodies.names)
+
+    @property
+    def nbodies(self):
+        """Number of bodies (the ground not counted)."""
+        return len(self._bodies)
+
+    def _require_compiled(self):
+        if not self._compiled:
+            self.compile()
+        return self
+
+    def body_index(self, body):
+        """Index of a body given by name or index (negative indices count from the end)."""
+        if isinstance(body, str):
+            if body not in self._names:
+                raise ModelError(f"unknown body {body!r}")
+            return self._names[body]
+        if isinstance(body, (bool, np.bool_)) or not isinstance(body, numbers.Integral):
+            raise TypeError(f"body must be a name or an index, got {body!r}")
+        index = int(body)
+        if not -self.nbodies <= index < self.nbodies:
+            raise ModelError(f"body index {index} out of range for {self.nbodies} bodies")
+        return index % self.nbodies
+
+    # ---- read-only per-body views (after compile) ---------------------------------------------------------------
+
+    @property
+    def body_parent(self):
+        """Parent index of each body, -1 for the ground, (nbodies,)."""
+        return self._require_compiled().body_int[:, L.PARENT]
+
+    @property
+    def joint_type(self):
+        """Joint type code of each body's parent joint (recursive_mbd.model.joints), (nbodies,)."""
+        return self._require_compiled().body_int[:, L.JTYPE]
+
+    @property
+    def joint_q_index(self):
+        """Index in q of each joint's first coordinate, (nbodies,)."""
+        return self._require_compiled().body_int[:, L.QIDX]
+
+    @property
+    def joint_ndof(self):
+        """Number of coordinates of each joint, (nbodies,)."""
+        return self._require_compiled().body_int[:, L.NDOF]
+
+    @property
+    def body_mass(self):
+        """Mass of each body [kg], (nbodies,)."""
+        return self._require_compiled().body_real[:, L.MASS]
+
+    @property
+    def body_inertia(self):
+        """Rotational inertia of each body about its centre of mass [kg m^2], (nbodies,)."""
+        return self._require_compiled().body_real[:, L.INERTIA]
+
+    @property
+    def body_com(self):
+        """Centre of mass of each body in its frame [m], (nbodies, 2)."""
+        return self._require_compiled().body_real[:, L.COMX:L.COMX + 2]
+
+    def body(self, body):
+        """The description of one body as given to ``add_body`` (a copy)."""
+        b = dict(self._bodies[self.body_index(body)])
+        b["joint"] = joints.JOINT_NAMES[b.pop("jtype")]
+        return b
+
+    def total_mass(self):
+        """Sum of the body masses [kg]."""
+        return float(self._bodies.column("mass").sum())
+
+    def __repr__(self):
+        state = f"nq={self.nq}" if self._compiled else "not compiled"
+        label = f" {self.name!r}" if self.name else ""
+        return f"<Model{label}: {self.nbodies} bodies, {state}>"

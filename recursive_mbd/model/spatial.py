@@ -1,0 +1,1294 @@
+"""Spatial (3D) tree models: builder, validation, packing for the kernels, and the configuration maps.
+
+``Model3D`` describes a tree of rigid bodies in three dimensions joined by revolute, prismatic, cylindrical,
+universal, spherical, planar, free and fixed joints. Its configuration q (nq,) and velocity v (nv,) have different
+sizes (a quaternion has 4 coordinates and 3 rates), so ``integrate_configuration`` and ``difference`` map between
+them (as Pinocchio's ``integrate`` / ``difference`` do).
+
+This module loads neither numba nor scipy: building, packing and the configuration maps are numpy only.
+"""
+
+import numbers
+
+import numpy as np
+
+from .._kernels.spatial import layout as SL
+from ..errors import ModelError, StateError
+
+GROUND = -1
+_LOOP_NAMES = {code: name for name, code in SL.LOOP_CODES.items()}
+_ROTATION_TOL = 1e-9
+
+
+def _vector3(value, what):
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{what} must be 3 real numbers: {err}") from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{what} must be 3 real numbers, got {arr.dtype} values")
+    arr = arr.astype(np.float64)
+    if arr.shape != (3,):
+        raise ModelError(f"{what} must be 3 numbers (x, y, z), got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ModelError(f"{what} must be finite, got {arr.tolist()}")
+    return arr
+
+
+def _scalar(value, what):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{what} must be a real number, got {type(value).__name__} {value!r:.40}")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ModelError(f"{what} must be finite, got {value}")
+    return value
+
+
+def _unit(value, what):
+    arr = _vector3(value, what)
+    norm = float(np.linalg.norm(arr))
+    if norm == 0.0 or not np.isfinite(norm):
+        raise ModelError(f"{what} must be a non-zero vector, got {arr.tolist()}")
+    return arr / norm
+
+
+def quaternion_matrix(quat):
+    """Rotation matrix (3, 3) of a unit quaternion (w, x, y, z) (body-to-reference: columns are the body axes)."""
+    w, x, y, z = quat
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def axis_rotation(axis, angle):
+    """Rotation matrix (3, 3) by ``angle`` [rad] about the unit ``axis`` (right hand), Rodrigues' formula."""
+    a = np.asarray(axis, dtype=float)
+    c, s = np.cos(angle), np.sin(angle)
+    cross = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+    return c * np.eye(3) + s * cross + (1.0 - c) * np.outer(a, a)
+
+
+def _rotation(value, what):
+    """A 3x3 rotation matrix from None, a 3x3 matrix or a unit quaternion (w, x, y, z); ModelError otherwise."""
+    if value is None:
+        return np.eye(3)
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{what} must be a 3x3 rotation matrix or a quaternion (w, x, y, z): {err}") from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{what} must be a 3x3 rotation matrix or a quaternion (w, x, y, z), got {arr.dtype} values")
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise ModelError(f"{what} must be finite, got {arr.tolist()}")
+    if arr.shape == (4,):
+        norm = float(np.linalg.norm(arr))
+        if abs(norm - 1.0) > _ROTATION_TOL:
+            raise ModelError(f"{what}: a quaternion must have unit norm (to 1e-9), got norm {norm!r}")
+        return quaternion_matrix(arr / norm)
+    if arr.shape != (3, 3):
+        raise ModelError(f"{what} must be a 3x3 rotation matrix or a quaternion (w, x, y, z), got shape {arr.shape}")
+    error = float(np.max(np.abs(arr.T @ arr - np.eye(3))))
+    if error > _ROTATION_TOL:
+        raise ModelError(f"{what} is not orthonormal (|R^T R - I| = {error:.3g} > 1e-9)")
+    if np.linalg.det(arr) < 0.0:
+        raise ModelError(f"{what} is a reflection (det = -1), not a rotation")
+    return arr
+
+
+def _inertia(value, what):
+    """The 3x3 inertia tensor from a scalar, its 6 entries (Ixx, Iyy, Izz, Ixy, Ixz, Iyz) or a 3x3 matrix."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{what} must be a number, 6 numbers or a 3x3 matrix: {err}") from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{what} must be real numbers, got {arr.dtype} values")
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise ModelError(f"{what} must be finite, got {arr.tolist()}")
+    if arr.shape == ():
+        tensor = float(arr) * np.eye(3)
+    elif arr.shape == (6,):
+        xx, yy, zz, xy, xz, yz = arr
+        tensor = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+    elif arr.shape == (3, 3):
+        tensor = arr
+        scale = max(float(np.max(np.abs(arr))), np.finfo(float).tiny)
+        if float(np.max(np.abs(arr - arr.T))) > 1e-12 * scale:
+            raise ModelError(f"{what} must be symmetric, got {arr.tolist()}")
+        tensor = 0.5 * (arr + arr.T)
+    else:
+        raise ModelError(f"{what} must be a number, its 6 entries (Ixx, Iyy, Izz, Ixy, Ixz, Iyz) or a 3x3 matrix, "
+                         f"got shape {arr.shape}")
+    moments = np.linalg.eigvalsh(tensor)  # ascending
+    tol = 1e-12 * max(float(np.max(np.abs(moments))), 0.0)
+    if moments[0] < -tol:
+        raise ModelError(f"{what} must be positive semidefinite, its principal moments are {moments.tolist()}")
+    if moments[0] + moments[1] < moments[2] - 4 * tol:
+        raise ModelError(f"{what} violates the triangle inequality of principal moments (I1 + I2 >= I3): "
+                         f"{moments.tolist()} is no rigid body's inertia")
+    return tensor
+
+
+def _packed_inertia(tensors):
+    """(..., 6) entries (xx, yy, zz, xy, xz, yz) of symmetric (..., 3, 3) tensors."""
+    return np.stack((tensors[..., 0, 0], tensors[..., 1, 1], tensors[..., 2, 2], tensors[..., 0, 1],
+                     tensors[..., 0, 2], tensors[..., 1, 2]), axis=-1)
+
+
+def _full_inertia(packed):
+    """(..., 3, 3) symmetric tensors from their (..., 6) entries (xx, yy, zz, xy, xz, yz)."""
+    xx, yy, zz, xy, xz, yz = np.moveaxis(packed, -1, 0)
+    return np.stack((np.stack((xx, xy, xz), -1), np.stack((xy, yy, yz), -1), np.stack((xz, yz, zz), -1)), axis=-2)
+
+
+def _quaternion_matrices(quats):
+    """Rotation matrices (k, 3, 3) of unit quaternions (k, 4) (w, x, y, z)."""
+    w, x, y, z = quats.T
+    return np.stack((np.stack((1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)), axis=-1),
+                     np.stack((2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)), axis=-1),
+                     np.stack((2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)), axis=-1)), axis=1)
+
+
+# the inertia about the centre of mass is kept as its 6 entries (xx, yy, zz, xy, xz, yz): the tensors are exactly
+# symmetric once checked (``_inertia``, ``_checked_inertias`` symmetrise them), so no value is lost (24 bytes a body
+# less than (3, 3): 24 MB for a 1e6-body chain, benchmarks/spatial_memory.py)
+_FIELDS = {"parent": ((), np.int64), "jtype": ((), np.int64), "mass": ((), np.float64),
+           "inertia": ((6,), np.float64), "com": ((3,), np.float64), "parent_point": ((3,), np.float64),
+           "child_point": ((3,), np.float64), "rotation": ((3, 3), np.float64), "a1": ((3,), np.float64),
+           "a2": ((3,), np.float64)}
+
+
+_COMPILE_BLOCK = 65536  # bodies per block of add_bodies' inertia checks (bounded temporaries)
+
+
+_TRIM_BODIES = 100_000  # models this large hand the memory compile freed back to the system
+
+
+def _release_freed_memory():
+    """Hand freed heap memory back to the operating system (glibc's ``malloc_trim``; elsewhere nothing).
+
+    glibc serves arrays below its adaptive mmap threshold (up to 32 MB) from its heap and keeps the pages of freed
+    ones there: the table columns that compile releases (24 MB each at 1e6 bodies) would stay resident through the
+    forward dynamics that follows (measured 120 MB at 1e6 bodies; benchmarks/spatial_memory.py)."""
+    try:
+        import ctypes  # noqa: PLC0415
+        import ctypes.util  # noqa: PLC0415
+
+        name = ctypes.util.find_library("c")
+        if name:
+            trim = getattr(ctypes.CDLL(name), "malloc_trim", None)
+            if trim is not None:
+                trim(0)
+    except OSError:
+        pass
+
+
+def _checked_inertias(tensors, fail):
+    """(k, 3, 3) inertia tensors checked as ``add_body`` checks one (finite, symmetric to 1e-12 relative, positive
+    semidefinite, the triangle inequality) and symmetrised: a new (k, 6) array of their entries (xx, yy, zz, xy,
+    xz, yz; ``_packed_inertia``). The checks run in blocks of
+    ``_COMPILE_BLOCK`` tensors so that a million-body chain makes no (k, 3, 3) temporaries beyond the result;
+    ``fail(mask, message)`` reports the first bad one."""
+    k = tensors.shape[0]
+    out = np.empty((k, 6))
+    for start in range(0, k, _COMPILE_BLOCK):
+        block = slice(start, min(start + _COMPILE_BLOCK, k))
+        part = tensors[block]
+
+        def refuse(bad, message, block=block):
+            mask = np.zeros(k, dtype=bool)
+            mask[block] = bad
+            fail(mask, message)
+
+        finite = np.isfinite(part).reshape(part.shape[0], -1).all(axis=1)
+        if not finite.all():
+            refuse(~finite, "inertia must be finite")
+        scale = np.maximum(np.abs(part).reshape(part.shape[0], -1).max(axis=1), np.finfo(float).tiny)
+        transpose = np.swapaxes(part, 1, 2)
+        asym = np.abs(part - transpose).reshape(part.shape[0], -1).max(axis=1) > 1e-12 * scale
+        if asym.any():
+            refuse(asym, "inertia must be symmetric")
+        symmetric = part + transpose
+        symmetric *= 0.5
+        out[block] = _packed_inertia(symmetric)
+        moments = np.linalg.eigvalsh(symmetric)
+        tol = 1e-12 * np.abs(moments).max(axis=1)
+        if np.any(moments[:, 0] < -tol):
+            refuse(moments[:, 0] < -tol, "inertia must be positive semidefinite")
+        bad = moments[:, 0] + moments[:, 1] < moments[:, 2] - 4 * tol
+        if bad.any():
+            refuse(bad, "inertia violates the triangle inequality of principal moments (I1 + I2 >= I3)")
+    return out
+
+
+def _default_number(label):
+    """k if ``label`` is "body<k>" as a default name is spelled (decimal, no sign, no leading zero), else None."""
+    if not isinstance(label, str) or not label.startswith("body"):
+        return None
+    digits = label[4:]
+    if not digits.isdigit() or not digits.isascii() or (len(digits) > 1 and digits[0] == "0"):
+        return None
+    return int(digits)
+
+
+class _DefaultNames:
+    """The default names "body<index>" of k bodies from ``first``, made only when one is read (an error message)."""
+
+    def __init__(self, first, k):
+        self.first = first
+        self.k = k
+
+    def __len__(self):
+        return self.k
+
+    def __getitem__(self, i):
+        return f"body{self.first + i}"
+
+
+class _BodyTable:
+    """The bodies of a Model3D as columns (numpy arrays that grow by doubling): a million-body chain costs a few
+    hundred bytes per body, not a Python record each. Names are not stored here (``Model3D`` keeps the explicit
+    ones and generates the default ``"body<index>"`` on demand)."""
+
+    def __init__(self):
+        self.size = 0
+        self.data = {key: np.zeros((16, *shape), dtype=kind) for key, (shape, kind) in _FIELDS.items()}
+
+    def column(self, key):
+        """The field ``key`` of every body, a view (n, ...)."""
+        return self.data[key][:self.size]
+
+    def extend(self, count, columns):
+        """Append ``count`` bodies; ``columns`` holds every field, broadcastable to (count, ...) (validated)."""
+        need = self.size + count
+        if need > self.data["mass"].shape[0]:
+            capacity = max(need, 2 * self.data["mass"].shape[0])
+            for key, values in self.data.items():
+                grown = np.zeros((capacity, *values.shape[1:]), dtype=values.dtype)
+                grown[:self.size] = values[:self.size]
+                self.data[key] = grown
+        for key, values in columns.items():
+            self.data[key][self.size:need] = values
+        self.size = need
+
+    def share(self, views):
+        """Replace columns by ``views`` (n, ...) of the same values (a compiled model's packed arrays), releasing
+        their own arrays; the other columns are trimmed to the n bodies."""
+        for key, values in self.data.items():
+            view = views.get(key)
+            if view is None:
+                self.data[key] = values[:self.size] if values.shape[0] == self.size else values[:self.size].copy()
+                continue
+            if view.shape != values[:self.size].shape or not np.array_equal(view, values[:self.size]):
+                raise RuntimeError(f"body table: the packed column {key!r} does not hold the table's values")
+            self.data[key] = view
+
+
+class Model3D:
+    """A tree of rigid bodies in three dimensions (the spatial counterpart of ``recursive_mbd.Model``).
+
+    A separate class rather than one ``Model`` with a dimension: a spatial model's configuration and velocity
+    sizes differ (nq != nv for spherical and free joints), its packed layout (full inertia tensors, joint frames,
+    axes, quaternions) is another, and its kernels are others; a shared class would put a dimension test on the
+    planar hot path and a 3D layout in every planar array. Both classes share the builder habits (parents by name or
+    index, ``add_body`` arguments, validation messages naming body and argument) and the public dynamics functions
+    (``rm.forward_dynamics`` etc. accept either).
+
+    Frames and conventions (``docs`` of issue 18): every body has a frame; R_i is its body-to-ground rotation and
+    p_i its origin in the ground. A joint frame J is the parent frame rotated by ``rotation`` with its origin at
+    ``parent_point``; then R_child = R_parent R0 R_j(q), p_child = p_J + R_parent R0 t_j(q) - R_child child_point.
+
+    ==============  ====  ====  ===========================  =====================================================
+    joint           nq    nv    q                            v
+    ==============  ====  ====  ===========================  =====================================================
+    revolute        1     1     angle about ``axis``         its rate
+    prismatic       1     1     slide along ``axis``         its rate
+    cylindrical     2     2     (angle, slide) on ``axis``   rates
+    universal       2     2     angles about (a1, a2)        rates (R_j = Rot(a1, alpha) Rot(a2, beta))
+    spherical       4     3     unit quaternion (w, x, y, z) relative angular velocity in the CHILD frame
+    planar          3     3     (x, y, angle) in the joint   rates (plane: the joint frame's xy plane)
+                                frame's xy plane
+    free            7     6     (x, y, z, w, qx, qy, qz)     (xdot, ydot, zdot) joint frame, omega child frame
+    fixed           0     0
+    ==============  ====  ====  ===========================  =====================================================
+
+    Gravity (3,) [m/s^2], default (0, 0, -9.81). The first dynamics call (or ``compile()``) freezes the model.
+    Force elements (``add_spring_damper``, ``add_joint_spring_damper``, ``add_force``, ``add_torque``) act in
+    addition to tau in every dynamics function, as the planar model's do (``_kernels.spatial_elements``).
+    """
+
+    def __init__(self, gravity=(0.0, 0.0, -9.81), name=None):
+        self.gravity = _vector3(gravity, "gravity")
+        self.name = name
+        self._table = _BodyTable()
+        self._names = {}  # explicit names -> index (a default name "body<index>" is not stored)
+        self._explicit = {}  # index -> explicit name
+        self._compiled = False
+        self._workspace3d = None
+        self._element_workspace = None
+        self._loops = []
+        self._loop_names = {}
+        self._elements = []  # force elements (dicts of their validated arguments), in the order added
+        self._element_names = {}
+
+    # ---- building ------------------------------------------------------------------------------------------------
+
+    def add_body(self, parent="ground", joint="revolute", parent_point=(0.0, 0.0, 0.0),
+                 child_point=(0.0, 0.0, 0.0), mass=1.0, inertia=0.0, com=(0.0, 0.0, 0.0), rotation=None, axis=None,
+                 name=None):
+        """Add a body joined to ``parent``; return its index.
+
+        Parameters
+        ----------
+        parent : "ground" | -1 | int | str
+            The ground, a body index or a body name (added before this body).
+        joint : str
+            "revolute", "prismatic", "cylindrical", "universal", "spherical", "planar", "free" or "fixed".
+        parent_point : (3,) array_like
+            Joint location in the parent frame [m] (the ground frame for the ground).
+        child_point : (3,) array_like
+            Joint location in this body's frame [m].
+        mass : float
+            Mass [kg], >= 0.
+        inertia : float, (6,) or (3, 3) array_like
+            Inertia tensor about the centre of mass in body axes [kg m^2]: s (s times identity), its entries
+            (Ixx, Iyy, Izz, Ixy, Ixz, Iyz) (tensor entries, I = [[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]])
+            or the matrix. Symmetric, positive semidefinite, principal moments obeying the triangle inequality.
+            Default 0 (a point mass).
+        com : (3,) array_like
+            Centre of mass in the body frame [m].
+        rotation : None, (3, 3) or (4,) array_like
+            The joint frame relative to the parent frame at the joint (a rotation matrix, joint-to-parent, or a unit
+            quaternion (w, x, y, z)); None is the identity.
+        axis : (3,) array_like or pair of them, optional
+            Joint axis in the joint frame (normalised here), default (0, 0, 1); for "universal" the pair (a1, a2),
+            default ((1, 0, 0), (0, 1, 0)), not parallel. Only for revolute, prismatic, cylindrical, universal.
+        name : str, optional
+            Unique body name; default ``"body<index>"``.
+        """
+        if self._compiled:
+            raise ModelError(f"cannot add body {name or self._table.size!r}: the model was compiled (it is frozen "
+                             "once a dynamics function has used it); build a new Model3D instead")
+        index = self._table.size
+        label = name if name is not None else f"body{index}"
+        if not isinstance(label, str) or not label:
+            raise TypeError(f"body name must be a non-empty string, got {name!r}")
+        where = f"body {label!r} (index {index})"
+        if label == "ground":
+            raise ModelError(f"{where}: the name 'ground' is reserved for the fixed frame")
+        if self._lookup(label) is not None:
+            raise ModelError(f"{where}: duplicate body name, already used by body {self._lookup(label)}")
+        parent_index = self._resolve_parent(parent, where)
+        if not isinstance(joint, str):
+            raise TypeError(f"{where}: joint must be a string, got {type(joint).__name__}")
+        if joint.lower() not in SL.JOINT_CODES:
+            raise ModelError(f"{where}: unknown joint type {joint!r}; expected one of {sorted(SL.JOINT_CODES)}")
+        jtype = SL.JOINT_CODES[joint.lower()]
+
+        mass = _scalar(mass, f"{where}: mass")
+        if mass < 0.0:
+            raise ModelError(f"{where}: mass must be >= 0, got {mass}")
+        inertia = _inertia(inertia, f"{where}: inertia")
+        com = _vector3(com, f"{where}: com")
+        parent_point = _vector3(parent_point, f"{where}: parent_point")
+        child_point = _vector3(child_point, f"{where}: child_point")
+        rotation = _rotation(rotation, f"{where}: rotation")
+
+        a1 = np.array([0.0, 0.0, 1.0])
+        a2 = np.zeros(3)
+        if jtype == SL.UNIVERSAL:
+            if axis is None:
+                a1, a2 = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
+            else:
+                try:
+                    first, second = axis
+                except (TypeError, ValueError):
+                    raise ModelError(f"{where}: axis of a universal joint must be a pair of vectors (a1, a2), "
+                                     f"got {axis!r}") from None
+                a1 = _unit(first, f"{where}: axis a1")
+                a2 = _unit(second, f"{where}: axis a2")
+            if np.linalg.norm(np.cross(a1, a2)) < 1e-9:
+                raise ModelError(f"{where}: the axes of a universal joint must not be parallel, got "
+                                 f"{a1.tolist()} and {a2.tolist()}")
+        elif jtype in (SL.REVOLUTE, SL.PRISMATIC, SL.CYLINDRICAL):
+            if axis is not None:
+                a1 = _unit(axis, f"{where}: axis")
+        elif axis is not None:
+            raise ModelError(f"{where}: axis applies to revolute, prismatic, cylindrical and universal joints, "
+                             f"not {joint!r}")
+        self._table.extend(1, dict(parent=parent_index, jtype=jtype, parent_point=parent_point,
+                                         child_point=child_point, mass=mass, inertia=_packed_inertia(inertia), com=com,
+                                         rotation=rotation, a1=a1, a2=a2))
+        if name is not None:
+            self._names[label] = index
+            self._explicit[index] = label
+        return index
+
+    def add_bodies(self, parent, joint="revolute", parent_point=(0.0, 0.0, 0.0), child_point=(0.0, 0.0, 0.0),
+                   mass=1.0, inertia=0.0, com=(0.0, 0.0, 0.0), rotation=None, axis=None, names=None):
+        """Add k bodies at once (a vectorised ``add_body``, for very long chains); returns their indices (k,).
+
+        ``parent`` (k,) body indices (-1 for the ground), each below the body's own index; ``joint`` one joint type
+        for all; every other argument one value for all bodies or one per body: mass (k,), points (k, 3), inertia
+        as in ``add_body`` or (k,), (k, 6), (k, 3, 3), rotation (k, 3, 3) or (k, 4), axis (k, 3) (universal:
+        (2, 3) or (k, 2, 3)), ``names`` k strings (default ``"body<index>"``). The same checks as ``add_body``;
+        an error names the first bad body and the argument.
+        """
+        if self._compiled:
+            raise ModelError("cannot add bodies: the model was compiled (it is frozen); build a new Model3D instead")
+        parent = np.asarray(parent)
+        if parent.ndim != 1 or parent.size == 0 or not np.issubdtype(parent.dtype, np.integer):
+            raise ModelError(f"add_bodies: parent must be a non-empty 1-D array of body indices, got {parent!r:.60}")
+        k = parent.size
+        first = self._table.size
+        index = np.arange(first, first + k)
+        explicit = names is not None
+        names = _DefaultNames(first, k) if names is None else list(names)
+        if len(names) != k:
+            raise ModelError(f"add_bodies: {len(names)} names for {k} bodies")
+
+        def fail(mask, message):
+            bad = int(np.flatnonzero(mask)[0])
+            raise ModelError(f"body {names[bad]!r} (index {first + bad}): {message}")
+
+        def per_body(value, what, shape):
+            arr = _checks_real(value, f"add_bodies: {what}")
+            try:
+                arr = np.broadcast_to(arr, (k, *shape))
+            except ValueError:
+                raise ModelError(f"add_bodies: {what} must be {shape or 'one number'} or {(k, *shape)}, got shape "
+                                 f"{arr.shape}") from None
+            finite = np.isfinite(arr).reshape(k, -1).all(axis=1)
+            if not finite.all():
+                fail(~finite, f"{what} must be finite")
+            return arr
+
+        if not isinstance(joint, str) or joint.lower() not in SL.JOINT_CODES:
+            raise ModelError(f"add_bodies: unknown joint type {joint!r}; expected one of {sorted(SL.JOINT_CODES)}")
+        jtype = SL.JOINT_CODES[joint.lower()]
+        bad_parent = (parent < -1) | (parent >= index)
+        if bad_parent.any():
+            fail(bad_parent, "unknown parent index (a parent must be added before its child)")
+        mass = per_body(mass, "mass", ())
+        if np.any(mass < 0.0):
+            fail(mass < 0.0, "mass must be >= 0")
+        points = {key: per_body(value, key, (3,)) for key, value in
+                  (("parent_point", parent_point), ("child_point", child_point), ("com", com))}
+        inertia_arr = _checks_real(inertia, "add_bodies: inertia")
+        if inertia_arr.shape in ((), (6,), (3, 3)):
+            tensors = _packed_inertia(_inertia(inertia_arr, "add_bodies: inertia"))
+        else:
+            if inertia_arr.shape == (k,):
+                tensors = inertia_arr[:, None, None] * np.eye(3)
+            elif inertia_arr.shape == (k, 6):
+                xx, yy, zz, xy, xz, yz = inertia_arr.T
+                tensors = np.stack((np.stack((xx, xy, xz), -1), np.stack((xy, yy, yz), -1),
+                                    np.stack((xz, yz, zz), -1)), axis=1)
+            elif inertia_arr.shape == (k, 3, 3):
+                tensors = inertia_arr
+            else:
+                raise ModelError(f"add_bodies: inertia must be one inertia or (k,), (k, 6), (k, 3, 3) for k = {k}, "
+                                 f"got shape {inertia_arr.shape}")
+            tensors = _checked_inertias(tensors, fail)
+        rotation_arr = None if rotation is None else _checks_real(rotation, "add_bodies: rotation")
+        if rotation_arr is None or rotation_arr.shape in ((3, 3), (4,)):
+            rotations = _rotation(rotation_arr, "add_bodies: rotation")
+        elif rotation_arr.shape == (k, 4):
+            norms = np.linalg.norm(rotation_arr, axis=1)
+            bad = ~(np.abs(norms - 1.0) <= _ROTATION_TOL)
+            if bad.any():
+                fail(bad, "rotation: a quaternion must be finite and have unit norm (to 1e-9)")
+            rotations = _quaternion_matrices(rotation_arr / norms[:, None])
+        elif rotation_arr.shape == (k, 3, 3):
+            error = np.abs(np.swapaxes(rotation_arr, 1, 2) @ rotation_arr - np.eye(3)).reshape(k, -1).max(axis=1)
+            bad = ~(error <= _ROTATION_TOL)
+            if bad.any():
+                fail(bad, "rotation is not orthonormal (to 1e-9) or not finite")
+            if np.any(np.linalg.det(rotation_arr) < 0.0):
+                fail(np.linalg.det(rotation_arr) < 0.0, "rotation is a reflection (det = -1), not a rotation")
+            rotations = rotation_arr
+        else:
+            raise ModelError(f"add_bodies: rotation must be None, (3, 3), (4,), ({k}, 3, 3) or ({k}, 4), got shape "
+                             f"{rotation_arr.shape}")
+        a1, a2 = np.array([0.0, 0.0, 1.0]), np.zeros(3)
+        if jtype in (SL.REVOLUTE, SL.PRISMATIC, SL.CYLINDRICAL, SL.UNIVERSAL):
+            if jtype == SL.UNIVERSAL:
+                default = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0))
+                axes = per_body(default if axis is None else axis, "axis", (2, 3))
+                a1, a2 = axes[:, 0], axes[:, 1]
+            else:
+                a1 = per_body((0.0, 0.0, 1.0) if axis is None else axis, "axis", (3,))
+            for label, a in (("axis", a1), ("axis a2", a2)):
+                if jtype != SL.UNIVERSAL and label == "axis a2":
+                    continue
+                norm = np.linalg.norm(a, axis=1)
+                if not np.all(norm > 0.0):
+                    fail(~(norm > 0.0), f"{label} must be a non-zero vector")
+            a1 = a1 / np.linalg.norm(a1, axis=1)[:, None]
+            if jtype == SL.UNIVERSAL:
+                a2 = a2 / np.linalg.norm(a2, axis=1)[:, None]
+                parallel = np.linalg.norm(np.cross(a1, a2), axis=1) < 1e-9
+                if parallel.any():
+                    fail(parallel, "the axes of a universal joint must not be parallel")
+        elif axis is not None:
+            raise ModelError(f"add_bodies: axis applies to revolute, prismatic, cylindrical and universal joints, "
+                             f"not {joint!r}")
+        if explicit:
+            seen = set(self._names) | {"ground"}
+            if (len(set(names)) != k or not seen.isdisjoint(names) or not all(isinstance(x, str) and x for x in names)
+                    or any(self._default_index(x) is not None for x in names)):
+                for i, name in enumerate(names):
+                    if (not isinstance(name, str) or not name or name in seen
+                            or self._default_index(name) is not None):
+                        raise ModelError(f"body {name!r} (index {first + i}): duplicate, reserved or empty name")
+                    seen.add(name)
+        else:  # default names: none may be an earlier body's explicit name
+            for name, owner in self._names.items():
+                taken = _default_number(name)
+                if taken is not None and first <= taken < first + k:
+                    raise ModelError(f"body {name!r} (index {taken}): duplicate name, already used by body {owner}")
+        self._table.extend(k, dict(parent=parent, jtype=jtype, mass=mass, inertia=tensors, rotation=rotations,
+                                       a1=a1, a2=a2, **points))
+        if explicit:
+            self._names.update(zip(names, index.tolist(), strict=True))
+            self._explicit.update(zip(index.tolist(), names, strict=True))
+        return index
+
+    def add_loop(self, kind, body_a, point_a, body_b="ground", point_b=(0.0, 0.0, 0.0), axis=None, axis_b=None,
+                 length=None, name=None):
+        """Close a loop: a cut joint between a point of ``body_a`` and a point of ``body_b``; returns its index.
+
+        The tree's coordinates stay the generalised coordinates; the loop adds equations phi(q) = 0 enforced by
+        Lagrange multipliers (``recursive_mbd.dynamics.spatial_loops``), as ``Model.add_loop`` does in the plane. Either
+        body may be "ground" (its point and axis are then in the ground frame); points are in their body's frame.
+
+        Parameters
+        ----------
+        kind : {"spherical", "revolute", "distance"}
+            "spherical": the points coincide (3 equations, ground axes); "revolute": they coincide and ``axis``
+            (fixed in body a) stays parallel to ``axis_b`` (fixed in body b) (5 equations: the two components of
+            body b's axis across body a's); "distance": |p_a - p_b| = ``length`` > 0, a massless link with ball
+            joints at both ends (1 equation).
+        body_a, body_b : "ground" | -1 | int | str
+            The two bodies (different).
+        point_a, point_b : (3,) array_like
+            The loop points in their bodies' frames [m].
+        axis, axis_b : (3,) array_like, revolute only
+            The hinge axis in body a's frame and in body b's frame (normalised here); ``axis_b`` defaults to
+            ``axis``. The revolute equations also hold with the axes antiparallel: assemble from a guess near
+            the intended branch.
+        length : float, distance only
+            The link length [m], > 0.
+        name : str, optional
+            Unique loop name; default ``"loop<index>"``.
+        """
+        label = name if name is not None else f"loop{len(self._loops)}"
+        where = f"loop {label!r}"
+        if self._compiled:
+            raise ModelError(f"cannot add {where}: the model was compiled (it is frozen once a dynamics function "
+                             "has used it); add loops before the first use")
+        if not isinstance(label, str) or not label:
+            raise TypeError(f"loop name must be a non-empty string, got {name!r}")
+        if label in self._loop_names:
+            raise ModelError(f"{where}: duplicate loop name")
+        if not isinstance(kind, str) or kind.lower() not in SL.LOOP_CODES:
+            raise ModelError(f"{where}: unknown loop kind {kind!r}; expected one of {sorted(SL.LOOP_CODES)}")
+        code = SL.LOOP_CODES[kind.lower()]
+        a = self._loop_body(body_a, f"{where}: body_a")
+        b = self._loop_body(body_b, f"{where}: body_b")
+        if a == b:
+            raise ModelError(f"{where}: body_a and body_b are the same {'body' if a >= 0 else 'ground'}")
+        real = np.zeros(SL.N_LOOP_REAL)
+        axis_a = None
+        real[SL.LPA:SL.LPA + 3] = _vector3(point_a, f"{where}: point_a")
+        real[SL.LPB:SL.LPB + 3] = _vector3(point_b, f"{where}: point_b")
+        if code == SL.LOOP_REVOLUTE:
+            if axis is None:
+                raise ModelError(f"{where}: a revolute loop needs its axis (in body a's frame)")
+            axis_a = _unit(axis, f"{where}: axis")
+            axis_b = axis_a if axis_b is None else _unit(axis_b, f"{where}: axis_b")
+            # two unit vectors orthogonal to axis_a: the hinge keeps body b's axis off both
+            helper = np.eye(3)[int(np.argmin(np.abs(axis_a)))]
+            n1 = np.cross(axis_a, helper)
+            n1 /= np.linalg.norm(n1)
+            real[SL.LAXB:SL.LAXB + 3] = axis_b
+            real[SL.LN1:SL.LN1 + 3] = n1
+            real[SL.LN2:SL.LN2 + 3] = np.cross(axis_a, n1)
+        elif axis is not None or axis_b is not None:
+            raise ModelError(f"{where}: axis and axis_b apply to revolute loops only, not {kind!r}")
+        if code == SL.LOOP_DISTANCE:
+            if length is None:
+                raise ModelError(f"{where}: a distance loop needs its length")
+            length = _scalar(length, f"{where}: length")
+            if not length > 0.0:
+                raise ModelError(f"{where}: length must be > 0, got {length}")
+            real[SL.LLENGTH] = length
+        elif length is not None:
+            raise ModelError(f"{where}: length applies to distance loops only, not {kind!r}")
+        self._loop_names[label] = len(self._loops)
+        self._loops.append((code, a, b, real, axis_a))  # axis_a: the hinge axis as given (normalised), for loop()
+        return len(self._loops) - 1
+
+    # ---- force elements --------------------------------------------------------------------------------------------
+
+    def _element_body(self, body, where, allow_ground=False):
+        """An element's body: a name or index of a body added before, or (``allow_ground``) "ground" / -1."""
+        ground = (isinstance(body, str) and body == "ground") or (
+            isinstance(body, numbers.Integral) and not isinstance(body, (bool, np.bool_)) and int(body) == GROUND)
+        if ground:
+            if allow_ground:
+                return GROUND
+            raise ModelError(f"{where}: must be a body, not the ground")
+        try:
+            return self.body_index(body)
+        except (ModelError, TypeError) as err:
+            raise type(err)(f"{where}: {err}") from None
+
+    def _element_label(self, kind, name):
+        label = name if name is not None else f"{kind}{len(self._elements)}"
+        if not isinstance(label, str) or not label:
+            raise TypeError(f"element name must be a non-empty string, got {name!r}")
+        where = f"{kind} {label!r}"
+        if self._compiled:
+            raise ModelError(f"cannot add {where}: the model was compiled (it is frozen once a dynamics function "
+                             "has used it); add elements before the first use")
+        if label in self._element_names:
+            raise ModelError(f"{where}: duplicate element name")
+        return label, where
+
+    def _add_element(self, kind, label, **data):
+        self._element_names[label] = len(self._elements)
+        self._elements.append(dict(kind=kind, name=label, **data))
+        return len(self._elements) - 1
+
+    @staticmethod
+    def _nonnegative(value, what):
+        value = _scalar(value, what)
+        if value < 0.0:
+            raise ModelError(f"{what} must be >= 0, got {value}")
+        return value
+
+    def add_spring_damper(self, body_a, point_a, body_b, point_b, stiffness, damping=0.0, rest_length=0.0,
+                          preload=0.0, name=None):
+        """A linear spring and damper between a point of ``body_a`` and a point of ``body_b``; returns its index.
+
+        As ``Model.add_spring_damper`` in three dimensions. Either body may be "ground" (its point is then in the
+        ground frame); points are in their body's frame [m]. With d = p_b - p_a, L = |d| and u = d / L, the tension
+        f = preload + k (L - L0) + c dL/dt pulls point a by +f u and point b by -f u; its potential energy is
+        preload L + k (L - L0)^2 / 2 (``rm.energy``), its damper dissipates c (dL/dt)^2. At L = 0 the direction is
+        undefined: as in seed 000 the damper acts on the whole relative velocity, F_b = -c (v_b - v_a), and the
+        spring and preload not at all.
+
+        Parameters
+        ----------
+        body_a, body_b : "ground" | -1 | int | str
+            The two bodies (different).
+        point_a, point_b : (3,) array_like
+            The attachment points in their bodies' frames [m].
+        stiffness : float
+            k [N/m], >= 0.
+        damping : float
+            c [N s/m], >= 0.
+        rest_length : float
+            Free length L0 [m], >= 0.
+        preload : float
+            Tension at the free length [N] (any sign: negative pushes), e.g. a gas spring's force.
+        name : str, optional
+            Unique element name; default ``"spring_damper<index>"``.
+        """
+        label, where = self._element_label("spring_damper", name)
+        a = self._element_body(body_a, f"{where}: body_a", allow_ground=True)
+        b = self._element_body(body_b, f"{where}: body_b", allow_ground=True)
+        if a == b:
+            raise ModelError(f"{where}: body_a and body_b are the same {'body' if a >= 0 else 'ground'}")
+        return self._add_element(
+            "spring_damper", label, body_a=a, point_a=_vector3(point_a, f"{where}: point_a"), body_b=b,
+            point_b=_vector3(point_b, f"{where}: point_b"),
+            stiffness=self._nonnegative(stiffness, f"{where}: stiffness"),
+            damping=self._nonnegative(damping, f"{where}: damping"),
+            rest=self._nonnegative(rest_length, f"{where}: rest_length"),
+            preload=_scalar(preload, f"{where}: preload"))
+
+    def add_joint_spring_damper(self, body, stiffness, damping=0.0, rest=None, name=None):
+        """A spring and damper on the coordinates of ``body``'s joint to its parent; returns its index.
+
+        Revolute, prismatic, cylindrical, universal and planar joints: on each coordinate d of the joint,
+        tau_d = -k_d (q_d - rest_d) - c_d v_d (torsional [N m/rad, N m s/rad] on angles, linear [N/m, N s/m] on
+        slides); ``stiffness``, ``damping`` and ``rest`` are one number for every coordinate or one per coordinate
+        (in the joint's q order: cylindrical (angle, slide), planar (x, y, angle)).
+
+        Spherical joints: one isotropic rotational spring-damper on the rotation vector phi of the relative
+        quaternion rest^-1 (x) quat (the shorter rotation, |phi| <= pi): potential k |phi|^2 / 2 and
+        tau = -k phi - c omega (child frame; -k phi is exactly the generalised force of that potential). The
+        spring force flips direction where the joint passes a half turn from ``rest`` (its potential is continuous
+        there). ``stiffness`` and ``damping`` are numbers, ``rest`` a unit quaternion (w, x, y, z) (default the
+        identity).
+
+        Free and fixed joints take none (ModelError): join the body by point-to-point spring-dampers instead.
+        """
+        label, where = self._element_label("joint_spring_damper", name)
+        index = self._element_body(body, f"{where}: body")
+        jtype = int(self._table.column("jtype")[index])
+        joint = SL.JOINT_NAMES[jtype]
+        if jtype in (SL.FREE, SL.FIXED):
+            raise ModelError(f"{where}: body {self.names[index]!r} has a {joint} joint; joint springs need a "
+                             "revolute, prismatic, cylindrical, universal, planar or spherical joint")
+        if jtype == SL.SPHERICAL:
+            k = self._nonnegative(stiffness, f"{where}: stiffness")
+            c = self._nonnegative(damping, f"{where}: damping")
+            quat = np.array([1.0, 0.0, 0.0, 0.0])
+            if rest is not None:
+                quat = _checks_real(rest, f"{where}: rest")
+                if quat.shape != (4,) or not np.all(np.isfinite(quat)):
+                    raise ModelError(f"{where}: rest of a spherical joint must be a unit quaternion (w, x, y, z), got "
+                                     f"{quat.tolist()}")
+                norm = float(np.linalg.norm(quat))
+                if abs(norm - 1.0) > _ROTATION_TOL:
+                    raise ModelError(f"{where}: rest must be a unit quaternion (to 1e-9), got norm {norm!r}")
+                quat = quat / norm
+            return self._add_element("joint_spring_damper", label, body_a=index, stiffness=np.array([k]),
+                                     damping=np.array([c]), rest=quat)
+        ndof = SL.JOINT_SIZES[jtype][1]
+
+        def per_dof(value, what, nonnegative):
+            arr = _checks_real(0.0 if value is None else value, f"{where}: {what}")
+            if arr.shape not in ((), (ndof,)):
+                raise ModelError(f"{where}: {what} must be one number or {ndof} (one per coordinate of the {joint} "
+                                 f"joint of body {self.names[index]!r}), got shape {arr.shape}")
+            arr = np.broadcast_to(arr, (ndof,)).astype(np.float64)
+            if not np.all(np.isfinite(arr)):
+                raise ModelError(f"{where}: {what} must be finite, got {arr.tolist()}")
+            if nonnegative and np.any(arr < 0.0):
+                raise ModelError(f"{where}: {what} must be >= 0, got {arr.tolist()}")
+            return arr
+
+        return self._add_element("joint_spring_damper", label, body_a=index,
+                                 stiffness=per_dof(stiffness, "stiffness", True),
+                                 damping=per_dof(damping, "damping", True), rest=per_dof(rest, "rest", False))
+
+    def _applied(self, kind, body, value, frame, where):
+        index = self._element_body(body, f"{where}: body")
+        if frame not in ("ground", "body"):
+            raise ModelError(f"{where}: frame must be 'ground' or 'body', got {frame!r}")
+        return index, value if callable(value) else _vector3(value, f"{where}: {kind}")
+
+    def add_force(self, body, point, force, frame="ground", name=None):
+        """A force applied at a point of a body; returns its index.
+
+        Parameters
+        ----------
+        body : int or str
+            The body (not the ground).
+        point : (3,) array_like
+            Point of application in the body frame [m].
+        force : (3,) array_like or callable
+            (Fx, Fy, Fz) [N], constant, or a function of time ``force(t) -> (3,)`` (evaluated at every call of the
+            dynamics and every stage of ``rm.simulate``).
+        frame : {"ground", "body"}
+            Axes the components are given in ("body": the force turns with the body, a follower force).
+        """
+        label, where = self._element_label("force", name)
+        index, value = self._applied("force", body, force, frame, where)
+        return self._add_element("force", label, body_a=index, point_a=_vector3(point, f"{where}: point"),
+                                 value=value, frame=frame)
+
+    def add_torque(self, body, torque, frame="ground", name=None):
+        """A pure torque (Tx, Ty, Tz) [N m] on a body, in ground or body axes (``frame``): constant, or a function
+        ``torque(t) -> (3,)``; returns its index."""
+        label, where = self._element_label("torque", name)
+        index, value = self._applied("torque", body, torque, frame, where)
+        return self._add_element("torque", label, body_a=index, value=value, frame=frame)
+
+    @property
+    def element_names(self):
+        """Force element names in index order, a tuple."""
+        return tuple(self._element_names)
+
+    @property
+    def nelements(self):
+        """Number of force elements."""
+        return len(self._elements)
+
+    def _pack_elements(self):
+        """Elements into elem_int / elem_real (``spatial_layout``, "force elements"); the functions of time get
+        3 slots each of the input vector u: ``element_functions`` (slot, width, function, name)."""
+        ne = len(self._elements)
+        elem_int = np.full((ne, SL.N_EINT), -1, dtype=np.int64)
+        elem_real = np.zeros((ne, SL.N_EREAL))
+        functions = []
+        slot = 0
+        codes = {name: code for code, name in SL.ELEM_NAMES.items()}
+        for e, el in enumerate(self._elements):
+            kind = el["kind"]
+            elem_int[e, SL.ETYPE] = codes[kind]
+            elem_int[e, SL.EBODY_A] = el["body_a"]
+            elem_int[e, SL.EFRAME] = 1 if el.get("frame") == "body" else 0
+            row = elem_real[e]
+            if kind == "spring_damper":
+                elem_int[e, SL.EBODY_B] = el["body_b"]
+                row[SL.EPA:SL.EPA + 3] = el["point_a"]
+                row[SL.EPB:SL.EPB + 3] = el["point_b"]
+                row[[SL.EK, SL.EC, SL.EREST, SL.EPRELOAD]] = el["stiffness"], el["damping"], el["rest"], el["preload"]
+            elif kind == "joint_spring_damper":
+                nk = el["stiffness"].size
+                row[SL.EJK:SL.EJK + nk] = el["stiffness"]
+                row[SL.EJC:SL.EJC + nk] = el["damping"]
+                row[SL.EJREST:SL.EJREST + el["rest"].size] = el["rest"]
+            else:
+                if kind == "force":
+                    row[SL.EPOINT:SL.EPOINT + 3] = el["point_a"]
+                if callable(el["value"]):
+                    elem_int[e, SL.ESLOT] = slot
+                    functions.append((slot, 3, el["value"], el["name"]))
+                    slot += 3
+                else:
+                    row[SL.EVALUE:SL.EVALUE + 3] = el["value"]
+        for arr in (elem_int, elem_real):
+            arr.flags.writeable = False
+        self.elem_int = elem_int
+        self.elem_real = elem_real
+        self.n_element_inputs = slot
+        self.element_functions = tuple(functions)
+
+    def _loop_body(self, body, where):
+        """A loop's body: "ground" | -1 | an index | a name of a body added before (ModelError naming it)."""
+        if isinstance(body, str) and body != "ground" and self._lookup(body) is None:
+            raise ModelError(f"{where}: unknown body {body!r}; known bodies: {list(self.names)[:10]}")
+        if isinstance(body, numbers.Integral) and not isinstance(body, (bool, np.bool_)) and body != GROUND:
+            if not 0 <= int(body) < self._table.size:
+                raise ModelError(f"{where}: unknown body index {int(body)}; the model has {self._table.size} bodies")
+        return self._resolve_parent(body, where)
+
+    def loop(self, loop):
+        """The description of one loop (name or index) as ``add_loop`` stored it, a dict of copies: name, kind,
+        body_a, body_b (indices, -1 for the ground), point_a, point_b, and axis, axis_b (unit, revolute loops;
+        else None), length (distance loops; else None)."""
+        if isinstance(loop, str):
+            if loop not in self._loop_names:
+                raise ModelError(f"unknown loop {loop!r}; known loops: {list(self._loop_names)[:10]}")
+            k = self._loop_names[loop]
+        elif isinstance(loop, (bool, np.bool_)) or not isinstance(loop, numbers.Integral):
+            raise TypeError(f"loop must be a name or an index, got {loop!r}")
+        elif not -len(self._loops) <= int(loop) < len(self._loops):
+            raise ModelError(f"loop index {int(loop)} out of range for {len(self._loops)} loops")
+        else:
+            k = int(loop) % len(self._loops)
+        code, a, b, real, axis_a = self._loops[k]
+        revolute = code == SL.LOOP_REVOLUTE
+        return {"name": self.loop_names[k], "kind": _LOOP_NAMES[code], "body_a": a,
+                "point_a": real[SL.LPA:SL.LPA + 3].copy(), "body_b": b, "point_b": real[SL.LPB:SL.LPB + 3].copy(),
+                "axis": axis_a.copy() if revolute else None,
+                "axis_b": real[SL.LAXB:SL.LAXB + 3].copy() if revolute else None,
+                "length": float(real[SL.LLENGTH]) if code == SL.LOOP_DISTANCE else None}
+
+    @property
+    def nloops(self):
+        """Number of loops."""
+        return len(self._loops)
+
+    @property
+    def loop_names(self):
+        """Loop names in index order, a tuple."""
+        return tuple(self._loop_names)
+
+    @property
+    def nconstraints(self):
+        """Number of loop equations m (rows of phi and J)."""
+        return sum(SL.LOOP_ROWS[code] for code, *_ in self._loops)
+
+    def _default_index(self, label):
+        """The index of the body whose default name is ``label`` (it was given none), else None."""
+        k = _default_number(label)
+        if k is None or k >= self._table.size or k in self._explicit:
+            return None
+        return k
+
+    def _lookup(self, label):
+        """The index of the body named ``label`` (explicitly or by default), else None."""
+        index = self._names.get(label)
+        return index if index is not None else self._default_index(label)
+
+    def _resolve_parent(self, parent, where):
+        if isinstance(parent, str):
+            if parent == "ground":
+                return GROUND
+            index = self._lookup(parent)
+            if index is None:
+                raise ModelError(f"{where}: unknown parent {parent!r}; known bodies: {self.names[:10]}")
+            return index
+        if isinstance(parent, (bool, np.bool_)) or not isinstance(parent, numbers.Integral):
+            raise TypeError(f"{where}: parent must be 'ground', -1, a body index or a body name, got {parent!r}")
+        parent = int(parent)
+        if parent == GROUND:
+            return GROUND
+        if not 0 <= parent < self._table.size:
+            raise ModelError(f"{where}: unknown parent index {parent}; the model has {self._table.size} bodies "
+                             "and a parent must be added before its child")
+        return parent
+
+    # ---- packing ---------------------------------------------------------------------------------------------------
+
+    def compile(self):
+        """Freeze the model and pack it into the kernels' arrays (``body_int``, ``body_real``); returns self."""
+        if self._compiled:
+            return self
+        table = self._table
+        n = table.size
+        if not n:
+            raise ModelError("the model has no bodies")
+        jtype = table.column("jtype")
+        sizes = np.array([SL.JOINT_SIZES[code] for code in range(len(SL.JOINT_SIZES))], dtype=np.int64)
+        # the packed arrays are filled column by column, so that compiling a 1e6-body chain adds no (n, ...)
+        # temporaries to the packed arrays themselves (benchmarks/spatial_memory.py)
+        body_int = np.empty((n, SL.N_INT), dtype=np.int64)
+        body_int[:, SL.PARENT] = table.column("parent")
+        body_int[:, SL.JTYPE] = jtype
+        nqj, nvj = body_int[:, SL.NQJ], body_int[:, SL.NVJ]
+        nqj[:] = sizes[jtype, 0]
+        nvj[:] = sizes[jtype, 1]
+        qidx, vidx = body_int[:, SL.QIDX], body_int[:, SL.VIDX]
+        qidx[0] = vidx[0] = 0
+        np.cumsum(nqj[:-1], out=qidx[1:])
+        np.cumsum(nvj[:-1], out=vidx[1:])
+        body_real = np.zeros((n, SL.N_REAL))
+        m, c = table.column("mass"), table.column("com")
+        body_real[:, SL.MASS] = m
+        np.multiply(m[:, None], c, out=body_real[:, SL.MCOM:SL.MCOM + 3])
+        body_real[:, SL.IC:SL.IC + 6] = table.column("inertia")  # about the centre of mass, as given
+        body_real[:, SL.R0:SL.R0 + 9] = table.column("rotation").reshape(n, 9)
+        body_real[:, SL.PP:SL.PP + 3] = table.column("parent_point")
+        body_real[:, SL.CP:SL.CP + 3] = table.column("child_point")
+        body_real[:, SL.A1:SL.A1 + 3] = table.column("a1")
+        body_real[:, SL.A2:SL.A2 + 3] = table.column("a2")
+        body_int.flags.writeable = False
+        body_real.flags.writeable = False
+        self.body_int = body_int
+        self.body_real = body_real
+        self._nq = int(nqj.sum())
+        self._nv = int(nvj.sum())
+        self._max_nv = max(1, int(nvj.max()))
+        self._coordinate_maps = None  # _quat_body, ... (below), made on first use: forward dynamics needs none
+        self.gravity = np.ascontiguousarray(self.gravity)
+        self.gravity.flags.writeable = False
+        rows = np.cumsum([0] + [SL.LOOP_ROWS[code] for code, *_ in self._loops]).astype(np.int64)
+        loop_int = np.zeros((len(self._loops), SL.N_LOOP_INT), dtype=np.int64)
+        loop_real = np.zeros((len(self._loops), SL.N_LOOP_REAL))
+        for k, (code, a, b, real, _) in enumerate(self._loops):
+            loop_int[k] = (code, a, b, rows[k])
+            loop_real[k] = real
+        for arr in (loop_int, loop_real, rows):
+            arr.flags.writeable = False
+        self.loop_int = loop_int  # (nloops, N_LOOP_INT): kind, body a, body b, first row
+        self.loop_real = loop_real  # (nloops, N_LOOP_REAL): points, revolute axes, distance length
+        self.loop_rows = rows  # (nloops + 1,): loop k owns rows loop_rows[k]:loop_rows[k + 1] of phi
+        self._pack_elements()
+        # the table's columns that the packed arrays hold unchanged become views of them (read-only: the model is
+        # frozen), so that a compiled model keeps one copy of them; com stays (the packed arrays hold m c)
+        table.share({"parent": body_int[:, SL.PARENT], "jtype": body_int[:, SL.JTYPE], "mass": body_real[:, SL.MASS],
+                     "inertia": body_real[:, SL.IC:SL.IC + 6],
+                     "rotation": body_real[:, SL.R0:SL.R0 + 9].reshape(n, 3, 3),
+                     "parent_point": body_real[:, SL.PP:SL.PP + 3], "child_point": body_real[:, SL.CP:SL.CP + 3],
+                     "a1": body_real[:, SL.A1:SL.A1 + 3], "a2": body_real[:, SL.A2:SL.A2 + 3]})
+        if n >= _TRIM_BODIES:
+            _release_freed_memory()
+        self._compiled = True
+        return self
+
+    def _coordinates(self):
+        """(quat_body, quat_q, quat_v, euclid_q, euclid_v) of the compiled model, made on first use (a 1e6-body
+        spherical chain's are 24 MB that its forward dynamics does not read): the bodies whose joint has a
+        quaternion (spherical, free), the index of each quaternion in q and of its angular rates in v, and the
+        indices in q and in v of the Euclidean coordinates (a joint's Euclidean coordinates and rates correspond
+        one to one, in the same order)."""
+        if self._coordinate_maps is None:
+            jtype = self.body_int[:, SL.JTYPE]
+            quaternion = (jtype == SL.SPHERICAL) | (jtype == SL.FREE)
+            shift = np.where(jtype[quaternion] == SL.FREE, 3, 0)
+            quat_body = np.flatnonzero(quaternion).astype(np.int64)
+            quat_q = (self.body_int[quaternion, SL.QIDX] + shift).astype(np.int64)
+            quat_v = (self.body_int[quaternion, SL.VIDX] + shift).astype(np.int64)
+            euclid_q = np.ones(self._nq, dtype=bool)
+            euclid_v = np.ones(self._nv, dtype=bool)
+            euclid_q[(quat_q[:, None] + np.arange(4)).ravel()] = False
+            euclid_v[(quat_v[:, None] + np.arange(3)).ravel()] = False
+            self._coordinate_maps = (quat_body, quat_q, quat_v, np.flatnonzero(euclid_q), np.flatnonzero(euclid_v))
+        return self._coordinate_maps
+
+    _quat_body = property(lambda self: self._coordinates()[0])
+    _quat_q = property(lambda self: self._coordinates()[1])
+    _quat_v = property(lambda self: self._coordinates()[2])
+    _euclid_q = property(lambda self: self._coordinates()[3])
+    _euclid_v = property(lambda self: self._coordinates()[4])
+
+    def _require_compiled(self):
+        if not self._compiled:
+            self.compile()
+        return self
+
+    # ---- properties ----------------------------------------------------------------------------------------------
+
+    @property
+    def nbodies(self):
+        """Number of bodies (the ground not counted)."""
+        return self._table.size
+
+    @property
+    def nq(self):
+        """Size of the configuration q."""
+        return self._require_compiled()._nq
+
+    @property
+    def nv(self):
+        """Size of the velocity v (and of vdot, tau)."""
+        return self._require_compiled()._nv
+
+    @property
+    def names(self):
+        """Body names in index order (a body added without a name is ``"body<index>"``, generated here)."""
+        explicit = self._explicit
+        return [explicit.get(i, f"body{i}") for i in range(self._table.size)]
+
+    body_names = names
+
+    @property
+    def parents(self):
+        """Parent index of each body (-1: the ground), (nbodies,) int64."""
+        return self._table.column("parent").copy()
+
+    @property
+    def joint_types(self):
+        """Joint type name of each body's joint to its parent."""
+        return [SL.JOINT_NAMES[code] for code in self._table.column("jtype").tolist()]
+
+    # ---- read-only per-body views (as the planar Model's body_mass, body_com, ...; no compile needed) ----------------
+
+    def _column(self, key):
+        view = self._table.column(key).view()
+        view.flags.writeable = False
+        return view
+
+    @property
+    def body_parent(self):
+        """Parent index of each body, -1 for the ground, (nbodies,) int64 (read-only view)."""
+        return self._column("parent")
+
+    @property
+    def body_mass(self):
+        """Mass of each body [kg], (nbodies,) (read-only view)."""
+        return self._column("mass")
+
+    @property
+    def body_inertia(self):
+        """Inertia tensor of each body about its centre of mass, body axes [kg m^2], (nbodies, 3, 3) (read-only;
+        made from the 6 entries the model keeps)."""
+        tensors = _full_inertia(self._table.column("inertia"))
+        tensors.flags.writeable = False
+        return tensors
+
+    @property
+    def body_com(self):
+        """Centre of mass of each body in its frame [m], (nbodies, 3) (read-only view)."""
+        return self._column("com")
+
+    @property
+    def joint_parent_point(self):
+        """Each body's joint location in its parent's frame (the ground frame for the ground) [m], (nbodies, 3)."""
+        return self._column("parent_point")
+
+    @property
+    def joint_child_point(self):
+        """Each body's joint location in its own frame [m], (nbodies, 3) (read-only view)."""
+        return self._column("child_point")
+
+    @property
+    def joint_rotation(self):
+        """Each joint frame relative to the parent frame, joint-to-parent rotations (nbodies, 3, 3) (read-only)."""
+        return self._column("rotation")
+
+    def body(self, body):
+        """The description of one body (name or index) as ``add_body`` stored it, a dict of copies: name, parent
+        (index, -1 for the ground), joint (type name), parent_point, child_point, mass, inertia (3, 3), com,
+        rotation (3, 3), axis (the unit axis (3,) of a revolute, prismatic or cylindrical joint, the pair (2, 3) of
+        a universal one, None for the others)."""
+        i = self.body_index(body)
+        column = self._table.column
+        joint = SL.JOINT_NAMES[int(column("jtype")[i])]
+        if joint in ("revolute", "prismatic", "cylindrical"):
+            axis = column("a1")[i].copy()
+        elif joint == "universal":
+            axis = np.array([column("a1")[i], column("a2")[i]])
+        else:
+            axis = None
+        return {"name": self._explicit.get(i, f"body{i}"), "parent": int(column("parent")[i]), "joint": joint,
+                "parent_point": column("parent_point")[i].copy(), "child_point": column("child_point")[i].copy(),
+                "mass": float(column("mass")[i]), "inertia": _full_inertia(column("inertia")[i]),
+                "com": column("com")[i].copy(), "rotation": column("rotation")[i].copy(), "axis": axis}
+
+    def total_mass(self):
+        """Sum of the body masses [kg]."""
+        return float(self._table.column("mass").sum())
+
+    @property
+    def compiled(self):
+        """True once the model is frozen (after ``compile()`` or the first dynamics call)."""
+        return self._compiled
+
+    def body_index(self, body):
+        """Index of a body given by name or index (negative indices count from the end)."""
+        if isinstance(body, str):
+            index = self._lookup(body)
+            if index is None:
+                raise ModelError(f"unknown body {body!r}")
+            return index
+        if isinstance(body, (bool, np.bool_)) or not isinstance(body, numbers.Integral):
+            raise TypeError(f"body must be a name or an index, got {body!r}")
+        index = int(body)
+        if not -self.nbodies <= index < self.nbodies:
+            raise ModelError(f"body index {index} out of range for {self.nbodies} bodies")
+        return index % self.nbodies
+
+    def q_slice(self, body):
+        """Slice of q holding the coordinates of ``body``'s joint (name or index)."""
+        i = self.body_index(body)
+        row = self._require_compiled().body_int[i]
+        return slice(int(row[SL.QIDX]), int(row[SL.QIDX] + row[SL.NQJ]))
+
+    def v_slice(self, body):
+        """Slice of v (and vdot, tau) holding the rates of ``body``'s joint (name or index)."""
+        i = self.body_index(body)
+        row = self._require_compiled().body_int[i]
+        return slice(int(row[SL.VIDX]), int(row[SL.VIDX] + row[SL.NVJ]))
+
+    def neutral(self):
+        """The configuration (nq,) with every joint coordinate zero and every quaternion the identity."""
+        q = np.zeros(self._require_compiled()._nq)
+        q[self._quat_q] = 1.0
+        return q
+
+    def __repr__(self):
+        return f"Model3D({self.nbodies} bodies, nq={self.nq if self._compiled else '?'}, name={self.name!r})"
+
+
+# ---- configuration maps ---------------------------------------------------------------------------------------------
+
+def _checks_real(value, what):
+    """``value`` as a float64 array; TypeError naming ``what`` unless it holds real numbers."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{what} must be real numbers: {err}") from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{what} must be real numbers, got {arr.dtype} values")
+    return arr.astype(np.float64)
+
+
+def _model3d(model):
+    if not isinstance(model, Model3D):
+        raise TypeError(f"model must be a recursive_mbd.Model3D, got {type(model).__name__}")
+    return model._require_compiled()
+
+
+def _state_vector(x, n, what):
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{what} must be an array of real numbers: {err}") from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{what} must be an array of real numbers, got {arr.dtype} values")
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    if arr.shape != (n,):
+        raise StateError(f"{what} must have shape ({n},) for this model, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.flatnonzero(~np.isfinite(arr))[0])
+        raise StateError(f"{what}[{bad}] is not finite ({arr[bad]})")
+    return arr
+
+
+def _quaternions(model, q, what):
+    """The (k, 4) quaternions of q's spherical and free joints, normalised; StateError if one is off by > 1e-6."""
+    quats = q[model._quat_q[:, None] + np.arange(4)]
+    norms = np.sqrt(np.einsum("ij,ij->i", quats, quats))
+    bad = np.flatnonzero(np.abs(norms - 1.0) > SL.QUATERNION_TOL)
+    if bad.size:
+        b = int(bad[0])
+        body = int(model._quat_body[b])
+        raise StateError(f"{what}[{model._quat_q[b]}:{model._quat_q[b] + 4}], the quaternion of body "
+                         f"{model.names[body]!r} (index {body}), has norm {norms[b]!r}, not 1 (to 1e-6)")
+    return quats / norms[:, None]
+
+
+def _quat_multiply(a, b):
+    """Hamilton products of (k, 4) quaternion arrays (w, x, y, z)."""
+    aw, ax, ay, az = a.T
+    bw, bx, by, bz = b.T
+    return np.stack((aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw), axis=-1)
+
+
+def integrate_configuration(model, q, v, dt=1.0):
+    """q (+) v dt: the configuration reached from q moving at the constant velocity v for dt.
+
+    Euclidean coordinates (angles, slides, a free joint's position) add v dt; a quaternion becomes
+    quat (x) exp(omega dt / 2) (omega in the child frame: right multiplication), renormalised.
+
+    Parameters
+    ----------
+    model : Model3D
+    q : (nq,) array_like
+        Configuration; its quaternions must be unit to 1e-6 (they are normalised first).
+    v : (nv,) array_like
+        Velocity.
+    dt : float
+        Time step [s] (may be negative).
+
+    Returns
+    -------
+    q_new : ndarray (nq,)
+    """
+    model = _model3d(model)
+    q = _state_vector(q, model._nq, "q")
+    v = _state_vector(v, model._nv, "v")
+    if isinstance(dt, (bool, np.bool_)) or not isinstance(dt, numbers.Real) or not np.isfinite(dt):
+        raise TypeError(f"dt must be a finite real number, got {dt!r}")
+    dt = float(dt)
+    out = q.copy()
+    out[model._euclid_q] += v[model._euclid_v] * dt
+    if model._quat_q.size:
+        quats = _quaternions(model, q, "q")
+        half = v[model._quat_v[:, None] + np.arange(3)] * (0.5 * dt)
+        angle = np.linalg.norm(half, axis=1)
+        # sin(angle)/angle without 0/0: its series below 1e-4 (error < 1e-17)
+        small = angle < 1e-4
+        sinc = np.where(small, 1.0 - angle * angle / 6.0, np.sin(angle) / np.where(small, 1.0, angle))
+        step = np.column_stack((np.cos(angle), half * sinc[:, None]))
+        new = _quat_multiply(quats, step)
+        new /= np.linalg.norm(new, axis=1)[:, None]
+        out[model._quat_q[:, None] + np.arange(4)] = new
+    return out
+
+
+def difference(model, q0, q1):
+    """The velocity v (nv,) with ``integrate_configuration(model, q0, v) == q1`` (the log map, shortest rotation).
+
+    Euclidean coordinates subtract; a quaternion pair gives omega = 2 log(conj(quat0) (x) quat1) in the child frame,
+    taking the shorter of the two rotations (angle <= pi).
+    """
+    model = _model3d(model)
+    q0 = _state_vector(q0, model._nq, "q0")
+    q1 = _state_vector(q1, model._nq, "q1")
+    v = np.zeros(model._nv)
+    v[model._euclid_v] = q1[model._euclid_q] - q0[model._euclid_q]
+    if model._quat_q.size:
+        a = _quaternions(model, q0, "q0")
+        b = _quaternions(model, q1, "q1")
+        rel = _quat_multiply(a * np.array([1.0, -1.0, -1.0, -1.0]), b)
+        rel[rel[:, 0] < 0.0] *= -1.0  # q and -q are the same rotation: take the shorter way
+        s = np.linalg.norm(rel[:, 1:], axis=1)
+        w = rel[:, 0]
+        half = np.arctan2(s, w)  # half the rotation angle, in [0, pi/2]
+        small = s < 1e-8
+        factor = np.where(small, 2.0 / w, 2.0 * half / np.where(small, 1.0, s))
+        v[model._quat_v[:, None] + np.arange(3)] = rel[:, 1:] * factor[:, None]
+    return v

@@ -1,0 +1,87 @@
+"""The workspace of a planar model (its Data object: scratch arrays allocated once, reused by every kernel call),
+the statuses of the tree kernels turned into errors, and the forward-dynamics call on checked arrays. Beside the
+builder, below the dynamics: ``Model.compile`` checks a new model's joints with it, and every dynamics layer
+evaluates through it."""
+
+import numpy as np
+
+from .. import _checks
+from .._kernels import layout as L
+from .._kernels.planar import entry, tree
+from ..errors import ModelError, StateError
+
+
+class Workspace:
+    """Scratch arrays of one model, allocated once and reused by every kernel call.
+
+    The kernels hold the GIL, so concurrent calls on one model from several threads run one after another.
+    """
+
+    def __init__(self, model):
+        n = model.nbodies
+        width = L.W_PLANAR if model.has_planar else L.W_TREE
+        self.ws = np.zeros((n, width), order="F")  # per-body fields (_kernels.layout), column-major
+        self.zeros = np.zeros(model.nq)  # a zero qd / tau / qdd
+        self.com = np.zeros((n, 4))  # centre-of-mass position and velocity
+        self.pair = np.zeros(2)  # (kinetic, potential)
+        ne = model.elem_int.shape[0]
+        self.wrench = np.zeros((n, 3))  # element force and moment at each centre of mass
+        self.jforce = np.zeros(model.nq)  # element generalised joint forces
+        self.element_energy = np.zeros(3)  # spring potential, dissipated power, applied power
+        self.per_element = np.zeros((ne, 3))
+        self.u = np.zeros(model.n_element_inputs)  # values of the time-varying elements
+        self.no_wrench = np.zeros((0, 3))
+        self.no_driven = np.zeros(0, dtype=np.uint8)
+        self.no_drive = np.zeros(0)
+        # the last ``out`` that forward_dynamics checked (held, so numpy refuses to resize it in place; its size can
+        # then no longer change, and a change of its dimensions or flags makes numba refuse it, not overrun it)
+        self.checked_out = None
+        # forward_dynamics' short path: (kernel, body_int, body_real, gravity, ws, zeros, nq) of a plain tree whose
+        # arrays the fixed-signature kernel takes; None until the first recursive call decides, False for none
+        self.short_fd = None
+
+
+def workspace(model):
+    """The model's workspace, created on first use (compiles the model); TypeError unless ``model`` is a Model."""
+    _checks.require_model(model)
+    model._require_compiled()
+    if model._workspace is None:
+        model._workspace = Workspace(model)
+    return model._workspace
+
+
+def raise_status(model, status, names=("q", "qd", "tau"), output="the result"):
+    """Turn a kernel status into the exception it stands for (``output`` names the kernel's result)."""
+    kind, index = L.decode_status(status)
+    if kind in (L.STATUS_NONFINITE_Q, L.STATUS_NONFINITE_QD, L.STATUS_NONFINITE_TAU):
+        what = names[kind - L.STATUS_NONFINITE_Q]
+        raise StateError(f"{what}[{index}] is not finite")
+    if kind == L.STATUS_OVERFLOW:
+        raise StateError(f"overflow: {output} (entry {index}) is not finite although {', '.join(names)} are: the "
+                         "inputs are too large for float64 (e.g. rates near 1e155, whose squares overflow)")
+    if kind == L.STATUS_SINGULAR:
+        raise ModelError(
+            f"body {model.body_names[index]!r} (index {index}): the articulated inertia of its joint is singular "
+            "(the body and its subtree have no mass or inertia that the joint can move, e.g. a massless tip body "
+            "or a point mass on its own hinge)")
+    raise RuntimeError(f"kernel failed with status {status} (kind {kind}, index {index})")
+
+
+def tree_forward_dynamics(model, ws, q, qd, tau, wrench, qdd):
+    """The status of the recursive forward-dynamics kernel on checked arrays: the fixed-signature kernel of a plain
+    tree (``_kernels.entry``; one compiled kernel serves the short and the full route), the generic one otherwise."""
+    if ws.short_fd is None:
+        ws.short_fd = _short_route(model, ws)
+    if ws.short_fd and wrench is ws.no_wrench:
+        return ws.short_fd[0](model.body_int, model.body_real, model.gravity, q, qd, tau, ws.ws, qdd)
+    return tree.forward_dynamics(model.body_int, model.body_real, model.gravity, q, qd, tau, wrench, ws.no_driven,
+                                 ws.ws, qdd, ws.no_drive)
+
+
+def _short_route(model, ws):
+    """The fields of forward_dynamics' short path for this model (``Workspace.short_fd``), or False: models with
+    loops or force elements, and arrays the fixed-signature kernel does not take, keep the full route."""
+    if model.loop_int.shape[0] or model.elem_int.shape[0] or not entry.accepts_model(model, ws.ws):
+        return False
+    return (entry.forward_dynamics_tree_kernel(), model.body_int, model.body_real, model.gravity, ws.ws, ws.zeros,
+            model._nq)
