@@ -351,6 +351,12 @@ def _condense_planar(ws, i, tau, k):
     return True
 
 
+# ---- specialised passes, kept for speed (benchmarks/forward_dynamics.py): ``_kinematics_pass_revolute`` and
+# ``_forward_dynamics_revolute`` mirror the general ``kinematics_pass`` and ``forward_dynamics`` (all joints revolute),
+# ``_kinematics_pass_serial`` and ``_forward_dynamics_serial`` mirror them again for a serial chain, and
+# ``inverse_dynamics_serial`` mirrors ``inverse_dynamics``: the same arithmetic in the same order (bit for bit),
+# written out without the general passes' loads and branches. Their repetition is deliberate: change a pass and
+# its mirrors together.
 @njit
 def _kinematics_pass_revolute(body_int, body_real, q, qd, ws):
     """``kinematics_pass`` of a model whose joints are all revolute (coordinate i is body i's): the same
@@ -1210,8 +1216,8 @@ def energy(body_int, body_real, gravity, q, qd, ws, com, out):
 def forward_dynamics_tree(body_int, body_real, gravity, q, qd, tau, ws, qdd):
     """``forward_dynamics`` of a plain tree (no wrench, no driven joint) with 8 arguments instead of 11.
 
-    The short path of ``recursive_mbd.dynamics.compiled``: numba's dispatch costs grow with the argument count. The empty
-    wrench, driven and drive arrays are views of the arguments (no allocation). The lengths of q, qd, tau and qdd
+    The short path of ``recursive_mbd.dynamics.compiled``: numba's dispatch costs grow with the argument count. The
+    empty wrench, driven and drive arrays are views of the arguments (no allocation). The lengths of q, qd, tau and qdd
     are checked here against nq (the last body's first coordinate plus its count, bodies being in joint order):
     status -1, -2, -3, -4 names the first one of them that is not (nq,).
     """
