@@ -529,6 +529,12 @@ def kinematics_pass(body_int, body_real, q, v, ws, S, tmp, with_velocity):
     return _kinematics(body_int, body_real, q, v, ws, S, tmp, with_velocity, True)
 
 
+# ---- specialised joint steps, kept for speed (benchmarks/spatial_core_timings.py): ``_spherical_kinematics``,
+# ``_body_bias_force_and_inertia``, ``_spherical_condense`` / ``_revolute_condense``, ``_spherical_unit_condense`` /
+# ``_revolute_unit_condense`` and ``_spherical_accelerate*`` / ``_revolute_accelerate`` mirror the general steps
+# (``_kinematics``, ``_inertia_times`` with ``_cross_force`` and ``_body_inertia``, ``_general_condense``, the general
+# branch of ``unit_force_responses``, ``_joint_accelerate``) in registers, with the joint's subspace known, and
+# ``_spherical_condense`` writes ``_inertia_transform_add``'s arithmetic out again: their repetition is deliberate.
 @njit
 def _spherical_kinematics(body_real, q, v, i, k, kv, p, ws, with_velocity):
     """``_kinematics`` for a spherical joint, in registers (S = (e_c; cp x e_c) is not stored). Returns False for a
