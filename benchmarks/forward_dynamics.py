@@ -180,7 +180,9 @@ def floor_condense_accelerate(q, out):
 def floor_condense_accelerate_full(mass, inertia, gravity_y, tau, geometry, gains, qdd):
     """Passes 2 and 3 of a serial revolute chain with only their arithmetic and the loads and stores they need:
     geometry columns (rx, ry, hx, hy, gx, gy) from pass 1, gains (U/D, u/D) stored by pass 2 for pass 3, qdd. No
-    joint-type or parent lookups, no branches, no body accelerations kept. Its time is the recursion's floor."""
+    joint-type or parent lookups, no branches, no body accelerations kept. Its time is the recursion's floor.
+    A replica on purpose, not a call of the kernel: the kernel's passes are written out in one function (there is no
+    piece of them to call), and the floor is what remains without the kernel's loads and branches."""
     ca = cb = cc = cd = ce = cf = cq0 = cq1 = cq2 = 0.0
     for i in range(mass.shape[0] - 1, -1, -1):
         rx, ry, hx, hy, gx, gy = (geometry[i, 0], geometry[i, 1], geometry[i, 2], geometry[i, 3], geometry[i, 4],

@@ -14,13 +14,12 @@ Gauss-Newton steps onto C(z) = 0 and then removes C_z zd, each a solve with the 
 import math
 from collections import namedtuple
 
-import numba
 import numpy as np
 from numba.core import types
 from numba.extending import overload
 
 from ..joint_types import PRISMATIC
-from ..layout import ANGLE, AXX, COX, JTYPE, PARENT, PPX, STATUS_NONFINITE_STATE, STATUS_OK
+from ..layout import ANGLE, JTYPE, PARENT, STATUS_NONFINITE_STATE, STATUS_OK
 from ..planar.elements import element_forces
 from ..planar.loops import BRANCH_OFFSETS, BRANCH_STEP, REDUNDANT, branch_basis, filtered_solve
 from ..timeloops import formulation
@@ -30,12 +29,13 @@ from .tree import (
     add_auxiliary_rows,
     factor_and_solve,
     joint_coordinates,
+    joint_gap,
     loop_rows,
+    njit,  # the augmented kernels' compile options, as in tree.py
+    prismatic_coordinate,
     tree_residuals,
     tree_solve,
 )
-
-njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 
 # Projected runs follow the branch through change points (``loops.branch_normals``, here in absolute
 # coordinates): eigenvalues of the loop rows' Schur complement E H^-1 E^T in (REDUNDANT, BRANCH_ZONE] of the
@@ -76,8 +76,9 @@ def _is_augmented(system):
 def driver_rows(body_int, body_real, z, zd, drv_coord, drv_body, u, first_slot, stab, aux_body, aux_coef, aux_rhs,
                 aux_res):
     """Row q_k(z) - f(t) = 0 of each driver (f, f', f'' in u from ``first_slot`` on) as auxiliary rows: the
-    coefficients are d q_k / d z on the joint's child and parent (as ``recursive_mbd.dynamics.augmented.joint_jacobian``),
-    aux_rhs = f'' - (q_k'' at z'' = 0) - 2 alpha (q_k' - f') - beta^2 (q_k - f), aux_res = q_k - f."""
+    coefficients are d q_k / d z on the joint's child and parent (as
+    ``recursive_mbd.dynamics.augmented.joint_jacobian``), aux_rhs = f'' - (q_k'' at z'' = 0) - 2 alpha (q_k' - f')
+    - beta^2 (q_k - f), aux_res = q_k - f."""
     alpha = stab[0]
     beta = stab[1]
     for j in range(drv_coord.shape[0]):
@@ -100,30 +101,8 @@ def driver_rows(body_int, body_real, z, zd, drv_coord, drv_body, u, first_slot, 
             aux_coef[j, 2] = 1.0
             aux_coef[j, 5] = -1.0
         else:  # prismatic: q = u . D, D = P_c - P_p, u the axis in ground axes
-            th = z[i, 2]
-            om = zd[i, 2]
-            c = math.cos(th)
-            s = math.sin(th)
-            cox = -body_real[i, COX]
-            coy = -body_real[i, COX + 1]
-            acx = c * cox - s * coy
-            acy = s * cox + c * coy
-            cp = math.cos(thp)
-            sp = math.sin(thp)
-            apx = cp * body_real[i, PPX] - sp * body_real[i, PPX + 1]
-            apy = sp * body_real[i, PPX] + cp * body_real[i, PPX + 1]
-            cpx = z[p, 0] if p >= 0 else 0.0
-            cpy = z[p, 1] if p >= 0 else 0.0
-            vpx = zd[p, 0] if p >= 0 else 0.0
-            vpy = zd[p, 1] if p >= 0 else 0.0
-            gx = z[i, 0] + acx - cpx - apx
-            gy = z[i, 1] + acy - cpy - apy
-            rx = zd[i, 0] - om * acy - vpx + omp * apy  # D'
-            ry = zd[i, 1] + om * acx - vpy - omp * apx
-            ux = cp * body_real[i, AXX] - sp * body_real[i, AXX + 1]
-            uy = sp * body_real[i, AXX] + cp * body_real[i, AXX + 1]
-            value = ux * gx + uy * gy
-            rate = ux * rx + uy * ry + omp * (-uy * gx + ux * gy)
+            _, om, acx, acy, cp, sp, apx, apy, gx, gy, rx, ry = joint_gap(body_real, z, zd, i, p, thp, omp)
+            ux, uy, value, rate = prismatic_coordinate(body_real, i, cp, sp, gx, gy, rx, ry, omp)
             curve_x = -acx * om * om + apx * omp * omp  # D'' at z'' = 0
             curve_y = -acy * om * om + apy * omp * omp
             bias = -omp * omp * value + 2.0 * omp * (-uy * rx + ux * ry) + ux * curve_x + uy * curve_y
@@ -135,6 +114,16 @@ def driver_rows(body_int, body_real, z, zd, drv_coord, drv_body, u, first_slot, 
             aux_coef[j, 5] = (-uy * gx + ux * gy) - (-ux * apy + uy * apx)  # perp(u) . D - u . perp(arm_p)
         aux_res[j] = value - f
         aux_rhs[j] = f_acc - bias - 2.0 * alpha * (rate - f_rate) - beta * beta * aux_res[j]
+
+
+@njit
+def _pack_rows(first, second, out):
+    """out[:6 nbodies] = (first, second) row by row, the layout of the state y = (z, zd) (``_load_state``)."""
+    n = first.shape[0]
+    for i in range(n):
+        for col in range(3):
+            out[3 * i + col] = first[i, col]
+            out[3 * n + 3 * i + col] = second[i, col]
 
 
 @njit
@@ -207,17 +196,13 @@ def system_rhs(inputs, key, system, t, y, dy):
         add_auxiliary_rows(system.body_int, system.body_real, system.row_start, system.factor, system.aux_body,
                            system.aux_coef, system.aux_rhs, system.settings[3], zdd, lam, system.xb, system.xj,
                            system.schur, system.info)
-        if _follows_branches(system):
-            strong, weak = _schur_counts(system.schur)
-            if weak > 0:
-                status = _branch_dynamics(system, strong)
-                if status != STATUS_OK:
-                    return status
+        near, strong = _near_change_point(system)
+        if near:
+            status = _branch_dynamics(system, strong)
+            if status != STATUS_OK:
+                return status
     n = zdd.shape[0]
-    for i in range(n):
-        for col in range(3):
-            dy[3 * i + col] = system.zd[i, col]
-            dy[3 * n + 3 * i + col] = zdd[i, col]
+    _pack_rows(system.zd, zdd, dy)
     power_drive = 0.0  # a driver's multiplier is minus its joint force: its power is -lambda f'
     nd = system.drv_coord.shape[0]
     first = lam.shape[0] - nd
@@ -231,36 +216,42 @@ def system_rhs(inputs, key, system, t, y, dy):
 
 
 @njit
+def _joint_rates(body_int, row_start, factor, zd, lam):
+    """lam[:tree rows] = -C_z zd, the joints' rows of the factor (their blocks complete: ``tree_residuals``) times
+    zd (nbodies, 3); returns max |C_z zd|."""
+    gap = 0.0
+    for i in range(body_int.shape[0]):
+        p = body_int[i, PARENT]
+        for r in range(row_start[i + 1] - row_start[i]):
+            v = (factor[i, F_JC + 3 * r] * zd[i, 0] + factor[i, F_JC + 3 * r + 1] * zd[i, 1]
+                 + factor[i, F_JC + 3 * r + 2] * zd[i, 2])
+            if p >= 0:
+                v += (factor[i, F_JP + 3 * r] * zd[p, 0] + factor[i, F_JP + 3 * r + 1] * zd[p, 1]
+                      + factor[i, F_JP + 3 * r + 2] * zd[p, 2])
+            lam[row_start[i] + r] = -v
+            gap = max(gap, abs(v))
+    return gap
+
+
+@njit
 def _correction(system, rates):
     """The mass-orthogonal correction -M^-1 C_z^T (C_z M^-1 C_z^T)^+ r into system.zdd, for r the constraints'
     residuals (rates False) or their rates C_z zd - (0, f') (rates True; f' the drivers' rates), with the factor
     at system.z: the KKT system with the right-hand side (0, -r). Returns max |r|."""
-    body_int = system.body_int
-    factor = system.factor
     row_start = system.row_start
     zdd = system.zdd
     lam = system.lam
     zd = system.zd
-    n = zdd.shape[0]
-    mt = row_start[n]
+    mt = row_start[zdd.shape[0]]
     gap = 0.0
     zdd[:, :] = 0.0
     if rates:
-        for i in range(n):
-            p = body_int[i, PARENT]
-            for r in range(row_start[i + 1] - row_start[i]):
-                v = (factor[i, F_JC + 3 * r] * zd[i, 0] + factor[i, F_JC + 3 * r + 1] * zd[i, 1]
-                     + factor[i, F_JC + 3 * r + 2] * zd[i, 2])
-                if p >= 0:
-                    v += (factor[i, F_JP + 3 * r] * zd[p, 0] + factor[i, F_JP + 3 * r + 1] * zd[p, 1]
-                          + factor[i, F_JP + 3 * r + 2] * zd[p, 2])
-                lam[row_start[i] + r] = -v
-                gap = max(gap, abs(v))
+        gap = _joint_rates(system.body_int, row_start, system.factor, zd, lam)
     else:
         for r in range(mt):
             lam[r] = -system.xj[r]
             gap = max(gap, abs(system.xj[r]))
-    tree_solve(body_int, row_start, factor, zdd, lam[:mt])
+    tree_solve(system.body_int, row_start, system.factor, zdd, lam[:mt])
     k = system.aux_body.shape[0]
     if k > 0:
         k_loops = k - system.drv_coord.shape[0]
@@ -278,9 +269,9 @@ def _correction(system, rates):
                 v = system.aux_res[r]
             system.aux_rhs[r] = -v
             gap = max(gap, abs(v))
-        add_auxiliary_rows(body_int, system.body_real, row_start, factor, system.aux_body, system.aux_coef,
-                           system.aux_rhs, system.settings[3], zdd, lam, system.xb, system.xj, system.schur,
-                           system.info)
+        add_auxiliary_rows(system.body_int, system.body_real, row_start, system.factor, system.aux_body,
+                           system.aux_coef, system.aux_rhs, system.settings[3], zdd, lam, system.xb, system.xj,
+                           system.schur, system.info)
     return gap
 
 
@@ -333,10 +324,15 @@ def _close_positions(system):
 
 
 @njit
-def _follows_branches(system):
-    """True when the change-point treatment applies: a projected run with loops and no driver."""
+def _near_change_point(system):
+    """(near, strong) after an auxiliary solve (system.schur): near is True where the change-point treatment
+    applies (a projected run with loops and no driver) and the Schur complement has weak eigenvalues (a change
+    point near, ``_schur_counts``), strong the number of its eigenvalues above BRANCH_ZONE."""
     k = system.aux_body.shape[0]
-    return system.settings[0] != 0.0 and k > 0 and system.drv_coord.shape[0] == 0
+    if system.settings[0] != 0.0 and k > 0 and system.drv_coord.shape[0] == 0:
+        strong, weak = _schur_counts(system.schur)
+        return weak > 0, strong
+    return False, 0
 
 
 @njit
@@ -386,18 +382,21 @@ def _dense_jacobian(system, out):
 
 
 @njit
-def _branch_normals(system, strong_here, normals, curvature):
-    """(status, R): the normal space (R rows, orthonormal, 3 nbodies columns) of the branch that (z, zd) follows
-    through a change point, and curvature[:R] = -N (dP/dt) zd, as ``loops.branch_normals`` does in joint
-    coordinates, here from the whole constraint Jacobian C_z (joints and loops) at the points z + c d zd / |zd|
-    closed by ``_close_positions``; R = 0 when no branch can be told. system.z and zd are restored, the factor
-    and the auxiliary rows are left at a displaced point. Allocates (only in the zone)."""
+def _branch_normals(system, strong_here):
+    """(status, R, normals, curvature): the normal space (normals[:R], orthonormal rows of 3 nbodies columns) of
+    the branch that (z, zd) follows through a change point, and curvature[:R] = -N (dP/dt) zd, as
+    ``loops.branch_normals`` does in joint coordinates, here from the whole constraint Jacobian C_z (joints and
+    loops) at the points z + c d zd / |zd| closed by ``_close_positions``; R = 0 when no branch can be told.
+    system.z and zd are restored, the factor and the auxiliary rows are left at a displaced point. Allocates (only
+    in the zone): normals (tree rows + k, 3 nbodies) and curvature (tree rows + k,)."""
     z = system.z
     zd = system.zd
     n = z.shape[0]
     mt = system.row_start[n]
     k = system.aux_body.shape[0]
     tol = system.settings[1]
+    normals = np.zeros((mt + k, 3 * n))
+    curvature = np.zeros(mt + k)
     start = z.copy()
     rates = zd.copy().reshape(3 * n)
     speed = 0.0
@@ -405,7 +404,7 @@ def _branch_normals(system, strong_here, normals, curvature):
         speed += rates[j] * rates[j]
     speed = math.sqrt(speed)
     if not speed > 0.0:
-        return STATUS_OK, 0
+        return STATUS_OK, 0, normals, curvature
     npts = BRANCH_OFFSETS.shape[0]
     rows = np.zeros((npts, mt + k, 3 * n))
     dense = np.empty((mt + k, 3 * n))
@@ -446,9 +445,9 @@ def _branch_normals(system, strong_here, normals, curvature):
             break
     z[:, :] = start
     if status != STATUS_OK or rank <= 0:
-        return status, 0
+        return status, 0, normals, curvature
     branch_basis(rows, rank, rates, speed, step, normals, curvature)
-    return STATUS_OK, rank
+    return STATUS_OK, rank, normals, curvature
 
 
 @njit
@@ -483,20 +482,39 @@ def _branch_responses(system, normals, rank, resp, tree_resp):
 
 
 @njit
+def _branch_correction(system, normals, rank, rhs, lam_rows):
+    """system.zdd -= H^-1 N^T mu with (N H^-1 N^T) mu = rhs (the filtered solve; N = normals[:rank]), and the first
+    lam_rows joint multipliers likewise: the tree-constrained correction onto the branch of ``_branch_velocity``
+    (lam_rows 0) and ``_branch_dynamics`` (all tree rows). Returns the status."""
+    zdd = system.zdd
+    lam = system.lam
+    n = zdd.shape[0]
+    resp = np.empty((rank, 3 * n))
+    tree_resp = np.empty((rank, system.row_start[n]))
+    schur = _branch_responses(system, normals, rank, resp, tree_resp)
+    mu = np.empty(rank)
+    if filtered_solve(schur, rhs, BRANCH_SOLVE_RCOND, mu) < 0:
+        return STATUS_NONFINITE_STATE
+    for r in range(rank):
+        for i in range(n):
+            for col in range(3):
+                zdd[i, col] -= mu[r] * resp[r, 3 * i + col]
+        for c in range(lam_rows):
+            lam[c] -= mu[r] * tree_resp[r, c]
+    return STATUS_OK
+
+
+@njit
 def _branch_velocity(system, strong_here):
     """The velocity correction of ``project_state`` near a change point, into system.zdd: the mass-orthogonal
     projection of zd onto the tangent of the branch it follows (``_branch_normals``): first onto the joints'
     constraints (a tree solve), then along H^-1 N^T onto N zd = 0 (the tree-constrained responses keep the
     joints). Leaves the ordinary correction where no branch can be told. Returns the status."""
-    z = system.z
     zd = system.zd
     zdd = system.zdd
-    n = z.shape[0]
+    n = zd.shape[0]
     mt = system.row_start[n]
-    k = system.aux_body.shape[0]
-    normals = np.zeros((mt + k, 3 * n))
-    curvature = np.zeros(mt + k)
-    status, rank = _branch_normals(system, strong_here, normals, curvature)
+    status, rank, normals, _ = _branch_normals(system, strong_here)
     if status != STATUS_OK:
         return status
     status = _factor_at(system)
@@ -505,23 +523,11 @@ def _branch_velocity(system, strong_here):
     if rank == 0:
         _correction(system, True)
         return STATUS_OK
-    body_int = system.body_int
-    factor = system.factor
     lam = system.lam
-    for i in range(n):  # the joints' rows: lam = -C_z zd, then the tree solve's correction
-        p = body_int[i, PARENT]
-        for r in range(system.row_start[i + 1] - system.row_start[i]):
-            v = (factor[i, F_JC + 3 * r] * zd[i, 0] + factor[i, F_JC + 3 * r + 1] * zd[i, 1]
-                 + factor[i, F_JC + 3 * r + 2] * zd[i, 2])
-            if p >= 0:
-                v += (factor[i, F_JP + 3 * r] * zd[p, 0] + factor[i, F_JP + 3 * r + 1] * zd[p, 1]
-                      + factor[i, F_JP + 3 * r + 2] * zd[p, 2])
-            lam[system.row_start[i] + r] = -v
+    # the joints' rows: lam = -C_z zd, then the tree solve's correction
+    _joint_rates(system.body_int, system.row_start, system.factor, zd, lam)
     zdd[:, :] = 0.0
-    tree_solve(body_int, system.row_start, factor, zdd, lam[:mt])
-    resp = np.empty((rank, 3 * n))
-    tree_resp = np.empty((rank, mt))
-    schur = _branch_responses(system, normals, rank, resp, tree_resp)
+    tree_solve(system.body_int, system.row_start, system.factor, zdd, lam[:mt])
     rate = np.empty(rank)
     for r in range(rank):
         v = 0.0
@@ -529,14 +535,7 @@ def _branch_velocity(system, strong_here):
             for col in range(3):
                 v += normals[r, 3 * i + col] * (zd[i, col] + zdd[i, col])
         rate[r] = v
-    coef = np.empty(rank)
-    if filtered_solve(schur, rate, BRANCH_SOLVE_RCOND, coef) < 0:
-        return STATUS_NONFINITE_STATE
-    for r in range(rank):
-        for i in range(n):
-            for col in range(3):
-                zdd[i, col] -= coef[r] * resp[r, 3 * i + col]
-    return STATUS_OK
+    return _branch_correction(system, normals, rank, rate, np.int64(0))  # int64: one compile
 
 
 @njit
@@ -552,9 +551,7 @@ def _branch_dynamics(system, strong_here):
     saved_zdd = system.zdd.copy()
     saved_lam = system.lam.copy()
     saved_power = system.power[0]
-    normals = np.zeros((mt + k, 3 * n))
-    curvature = np.zeros(mt + k)
-    status, rank = _branch_normals(system, strong_here, normals, curvature)
+    status, rank, normals, curvature = _branch_normals(system, strong_here)
     if status != STATUS_OK:
         return status
     if rank == 0:
@@ -571,9 +568,6 @@ def _branch_dynamics(system, strong_here):
         return status
     for r in range(k):  # the loop rows' multipliers: the filtered ones (not used by the time loop)
         lam[mt + r] = saved_lam[mt + r]
-    resp = np.empty((rank, 3 * n))
-    tree_resp = np.empty((rank, mt))
-    schur = _branch_responses(system, normals, rank, resp, tree_resp)
     rhs = np.empty(rank)
     for r in range(rank):
         v = 0.0
@@ -581,16 +575,7 @@ def _branch_dynamics(system, strong_here):
             for col in range(3):
                 v += normals[r, 3 * i + col] * zdd[i, col]
         rhs[r] = v - curvature[r]
-    mu = np.empty(rank)
-    if filtered_solve(schur, rhs, BRANCH_SOLVE_RCOND, mu) < 0:
-        return STATUS_NONFINITE_STATE
-    for r in range(rank):
-        for i in range(n):
-            for col in range(3):
-                zdd[i, col] -= mu[r] * resp[r, 3 * i + col]
-        for c in range(mt):
-            lam[c] -= mu[r] * tree_resp[r, c]
-    return STATUS_OK
+    return _branch_correction(system, normals, rank, rhs, mt)
 
 
 @njit
@@ -602,25 +587,20 @@ def project_state(inputs, key, system, t, y):
     status = _load_state(inputs, key, system, t, y)
     if status != STATUS_OK:
         return status
-    z = system.z
-    zd = system.zd
-    zdd = system.zdd
-    n = z.shape[0]
     status = _close_positions(system)
     if status != STATUS_OK:
         return status
     _correction(system, True)
-    if _follows_branches(system):
-        strong, weak = _schur_counts(system.schur)
-        if weak > 0:
-            status = _branch_velocity(system, strong)
-            if status != STATUS_OK:
-                return status
-    for i in range(n):
+    near, strong = _near_change_point(system)
+    if near:
+        status = _branch_velocity(system, strong)
+        if status != STATUS_OK:
+            return status
+    zd = system.zd
+    for i in range(zd.shape[0]):
         for col in range(3):
-            zd[i, col] += zdd[i, col]
-            y[3 * i + col] = z[i, col]
-            y[3 * n + 3 * i + col] = zd[i, col]
+            zd[i, col] += system.zdd[i, col]
+    _pack_rows(system.z, zd, y)
     return STATUS_OK
 
 

@@ -50,15 +50,9 @@ from ..layout import (
     FLAGS,
     INERTIA,
     JTYPE,
-    LANGLE,
-    LAXX,
     LBODY_A,
     LBODY_B,
     LKIND,
-    LLENGTH,
-    LOOP_FIXED,
-    LOOP_PRISMATIC,
-    LOOP_REVOLUTE,
     LPAX,
     LPBX,
     LROW,
@@ -75,6 +69,7 @@ from ..layout import (
     STATUS_OK,
     STATUS_SINGULAR,
 )
+from ..planar.loops import loop_equations
 
 njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 # helpers of the per-body loops are inlined and take (array, row, column offset) rather than views: a view or an
@@ -123,6 +118,44 @@ def aligned_factor(rows):
 
 
 @inline
+def _rotated(c, s, x, y):
+    """The vector (x, y) of a frame at the angle whose cosine and sine are (c, s), in ground axes."""
+    return c * x - s * y, s * x + c * y
+
+
+@inline
+def joint_gap(body_real, z, zd, i, p, thp, omp):
+    """The geometry of body i's joint at (z, zd), p its parent (-1: the ground) at the angle thp, turning at omp:
+    (th, om, acx, acy, cp, sp, apx, apy, gx, gy, rx, ry) with th, om the child's angle and rate, (acx, acy) the arm
+    A_c s_c from the child's centre of mass to the joint point, (cp, sp) the cosine and sine of thp, (apx, apy) the
+    arm A_p s_p from the parent's centre of mass (the ground's origin), (gx, gy) the gap D = P_c - P_p and (rx, ry)
+    its rate D'."""
+    th = z[i, 2]
+    om = zd[i, 2]
+    acx, acy = _rotated(math.cos(th), math.sin(th), -body_real[i, COX], -body_real[i, COX + 1])
+    cp = math.cos(thp)
+    sp = math.sin(thp)
+    apx, apy = _rotated(cp, sp, body_real[i, PPX], body_real[i, PPX + 1])
+    cpx = z[p, 0] if p >= 0 else 0.0
+    cpy = z[p, 1] if p >= 0 else 0.0
+    vpx = zd[p, 0] if p >= 0 else 0.0
+    vpy = zd[p, 1] if p >= 0 else 0.0
+    gx = z[i, 0] + acx - cpx - apx
+    gy = z[i, 1] + acy - cpy - apy
+    rx = zd[i, 0] - om * acy - vpx + omp * apy
+    ry = zd[i, 1] + om * acx - vpy - omp * apx
+    return th, om, acx, acy, cp, sp, apx, apy, gx, gy, rx, ry
+
+
+@inline
+def prismatic_coordinate(body_real, i, cp, sp, gx, gy, rx, ry, omp):
+    """(ux, uy, q, q') of body i's prismatic joint from ``joint_gap``: its axis u in ground axes, q = u . D and
+    q' = u . D' + omega_p perp(u) . D."""
+    ux, uy = _rotated(cp, sp, body_real[i, AXX], body_real[i, AXX + 1])
+    return ux, uy, ux * gx + uy * gy, ux * rx + uy * ry + omp * (-uy * gx + ux * gy)
+
+
+@inline
 def _joint_rows(body_int, body_real, z, zd, tau, i, fac, scratch):
     """Constraint rows of body i's joint at (z, zd): Jc, Jp into fac[i], residual and gamma into scratch, and the
     generalised forces of the joint's tau (d q / d z transposed, tau of shape (0,): none) on the child and the
@@ -131,12 +164,8 @@ def _joint_rows(body_int, body_real, z, zd, tau, i, fac, scratch):
     p = body_int[i, PARENT]
     th = z[i, 2]
     om = zd[i, 2]
-    c = math.cos(th)
-    s = math.sin(th)
-    cox = -body_real[i, COX]
-    coy = -body_real[i, COX + 1]
-    acx = c * cox - s * coy  # arm A_c s_c from the child's centre of mass to the joint point
-    acy = s * cox + c * coy
+    # arm A_c s_c from the child's centre of mass to the joint point
+    acx, acy = _rotated(math.cos(th), math.sin(th), -body_real[i, COX], -body_real[i, COX + 1])
     if p >= 0:
         thp = z[p, 2]
         omp = zd[p, 2]
@@ -148,10 +177,8 @@ def _joint_rows(body_int, body_real, z, zd, tau, i, fac, scratch):
         thp = omp = cpx = cpy = vpx = vpy = 0.0
     cp = math.cos(thp)
     sp = math.sin(thp)
-    ppx = body_real[i, PPX]
-    ppy = body_real[i, PPX + 1]
-    apx = cp * ppx - sp * ppy  # arm A_p s_p from the parent's centre of mass (ground: origin) to the joint point
-    apy = sp * ppx + cp * ppy
+    # arm A_p s_p from the parent's centre of mass (ground: origin) to the joint point
+    apx, apy = _rotated(cp, sp, body_real[i, PPX], body_real[i, PPX + 1])
     gx = z[i, 0] + acx - cpx - apx  # gap D = P_c - P_p
     gy = z[i, 1] + acy - cpy - apy
     # element indexing, no array views: a view per body costs more than the whole row computation here
@@ -183,10 +210,7 @@ def _joint_rows(body_int, body_real, z, zd, tau, i, fac, scratch):
             scratch[S_FC, 2] = tau[k]
             scratch[S_FP, 2] = -tau[k]
     elif jt == PRISMATIC:  # n_p . (P_c - P_p) = 0 (eq. 9), n_p = perp(u), u the axis in ground axes
-        ax = body_real[i, AXX]
-        ay = body_real[i, AXX + 1]
-        ux = cp * ax - sp * ay
-        uy = sp * ax + cp * ay
+        ux, uy = _rotated(cp, sp, body_real[i, AXX], body_real[i, AXX + 1])
         nx = -uy
         ny = ux
         rate_x = zd[i, 0] - om * acy - vpx + omp * apy  # D' = (c_c' + om perp(arm_c)) - (c_p' + om_p perp(arm_p))
@@ -716,7 +740,8 @@ def loop_rows(loop_int, loop_real, z, zd, stab, aux_body, aux_coef, aux_rhs, aux
     """The loops' rows in absolute coordinates (as ``recursive_mbd.dynamics.augmented._loop_rows``) as auxiliary rows:
     row r acts on bodies aux_body[r] = (a, b) (-1: the ground) with coefficients aux_coef[r] = (on a (3), on b
     (3)); aux_rhs[r] = gamma - 2 alpha C' - beta^2 C, aux_res[r] = C. A row w_a . (P_a', theta_a') +
-    w_b . (P_b', theta_b') has coefficients (w_x, w_y, w_theta + w . perp(A s)) on each body. Returns the status."""
+    w_b . (P_b', theta_b') has coefficients (w_x, w_y, w_theta + w . perp(A s)) on each body; the rows' w, C and
+    gamma are the recursive loop layer's (``loop_equations``). Returns the status."""
     alpha = stab[0]
     beta = stab[1]
     for lp in range(loop_int.shape[0]):
@@ -728,69 +753,10 @@ def loop_rows(loop_int, loop_real, z, zd, stab, aux_body, aux_coef, aux_rhs, aux
                                                                       loop_real[lp, LPAX + 1])
         rbx, rby, pbx, pby, vbx, vby, abx, aby, thb, omb = _loop_point(z, zd, b, loop_real[lp, LPBX],
                                                                       loop_real[lp, LPBX + 1])
-        dx = pax - pbx
-        dy = pay - pby
-        ddx = vax - vbx
-        ddy = vay - vby
-        bx = aax - abx
-        by = aay - aby
-        nrows = 0
-        if kind in (LOOP_REVOLUTE, LOOP_FIXED):
-            for axis in range(2):
-                w = aux_coef[r0 + axis]
-                w[:] = 0.0
-                w[axis] = 1.0
-                w[3 + axis] = -1.0
-            aux_res[r0] = dx
-            aux_res[r0 + 1] = dy
-            aux_rhs[r0] = -bx
-            aux_rhs[r0 + 1] = -by
-            nrows = 2
-        elif kind == LOOP_PRISMATIC:
-            cb = math.cos(thb) if b >= 0 else 1.0
-            sb = math.sin(thb) if b >= 0 else 0.0
-            ux = cb * loop_real[lp, LAXX] - sb * loop_real[lp, LAXX + 1]
-            uy = sb * loop_real[lp, LAXX] + cb * loop_real[lp, LAXX + 1]
-            nx = -uy
-            ny = ux
-            offset = nx * dx + ny * dy
-            w = aux_coef[r0]
-            w[0] = nx
-            w[1] = ny
-            w[2] = 0.0
-            w[3] = -nx
-            w[4] = -ny
-            w[5] = -ny * dx + nx * dy  # perp(n) . d
-            aux_res[r0] = offset
-            aux_rhs[r0] = -(nx * bx + ny * by - omb * omb * offset + 2.0 * omb * (-ny * ddx + nx * ddy))
-            nrows = 1
-        else:  # LOOP_DISTANCE
-            length = math.sqrt(dx * dx + dy * dy)
-            if not length > 0.0:
-                return STATUS_LOOP_DEGENERATE | (lp << 4)
-            ex = dx / length
-            ey = dy / length
-            rate = ex * ddx + ey * ddy
-            w = aux_coef[r0]
-            w[0] = ex
-            w[1] = ey
-            w[2] = 0.0
-            w[3] = -ex
-            w[4] = -ey
-            w[5] = 0.0
-            aux_res[r0] = length - loop_real[lp, LLENGTH]
-            aux_rhs[r0] = -(ex * bx + ey * by + (ddx * ddx + ddy * ddy - rate * rate) / length)
-            nrows = 1
-        if kind in (LOOP_PRISMATIC, LOOP_FIXED):
-            r = r0 + nrows
-            w = aux_coef[r]
-            w[:] = 0.0
-            w[2] = 1.0
-            w[5] = -1.0
-            rel = tha - thb - loop_real[lp, LANGLE]
-            aux_res[r] = math.atan2(math.sin(rel), math.cos(rel))
-            aux_rhs[r] = 0.0
-            nrows += 1
+        nrows = loop_equations(loop_real, lp, kind, b, r0, (pax, pay, vax, vay, aax, aay, tha, oma),
+                               (pbx, pby, vbx, vby, abx, aby, thb, omb), aux_coef, aux_res, aux_rhs)
+        if nrows == 0:
+            return STATUS_LOOP_DEGENERATE | (lp << 4)
         for r in range(r0, r0 + nrows):
             w = aux_coef[r]
             aux_body[r, 0] = a
@@ -914,31 +880,11 @@ def joint_coordinates(body_int, body_real, z, zd, q, qd):
             q[k] = z[i, 2] - thp - body_real[i, ANGLE]
             qd[k] = zd[i, 2] - omp
             continue
-        th = z[i, 2]
-        om = zd[i, 2]
-        c = math.cos(th)
-        s = math.sin(th)
-        cox = -body_real[i, COX]
-        coy = -body_real[i, COX + 1]
-        acx = c * cox - s * coy
-        acy = s * cox + c * coy
-        cp = math.cos(thp)
-        sp = math.sin(thp)
-        apx = cp * body_real[i, PPX] - sp * body_real[i, PPX + 1]
-        apy = sp * body_real[i, PPX] + cp * body_real[i, PPX + 1]
-        cpx = z[p, 0] if p >= 0 else 0.0
-        cpy = z[p, 1] if p >= 0 else 0.0
-        vpx = zd[p, 0] if p >= 0 else 0.0
-        vpy = zd[p, 1] if p >= 0 else 0.0
-        gx = z[i, 0] + acx - cpx - apx
-        gy = z[i, 1] + acy - cpy - apy
-        rx = zd[i, 0] - om * acy - vpx + omp * apy
-        ry = zd[i, 1] + om * acx - vpy - omp * apx
+        th, om, _, _, cp, sp, _, _, gx, gy, rx, ry = joint_gap(body_real, z, zd, i, p, thp, omp)
         if jt == PRISMATIC:  # q = u . D, q' = u . D' + omega_p perp(u) . D
-            ux = cp * body_real[i, AXX] - sp * body_real[i, AXX + 1]
-            uy = sp * body_real[i, AXX] + cp * body_real[i, AXX + 1]
-            q[k] = ux * gx + uy * gy
-            qd[k] = ux * rx + uy * ry + omp * (-uy * gx + ux * gy)
+            _, _, value, rate = prismatic_coordinate(body_real, i, cp, sp, gx, gy, rx, ry, omp)
+            q[k] = value
+            qd[k] = rate
         else:  # planar: (x, y) = A_p^T D, (x, y)' = A_p^T (D' - omega_p perp(D))
             q[k] = cp * gx + sp * gy
             q[k + 1] = -sp * gx + cp * gy

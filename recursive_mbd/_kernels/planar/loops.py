@@ -140,6 +140,63 @@ def _wrap(angle):
 
 
 @njit
+def loop_equations(loop_real, lp, kind, b, r0, point_a, point_b, weights, phi, gamma):
+    """Rows r0 .. of loop lp (of ``kind``, body b its second body, -1 the ground) from the state of its two points,
+    each (px, py, vx, vy, ax, ay, theta, omega): position, velocity and velocity-product acceleration of the point,
+    its body's angle and angular velocity (ground axes; any coordinates' z'' = 0 or qdd = 0). Writes the row
+    weights (w_a, w_b) into weights[r] (6,), the residual phi[r] and gamma[r] (phi'' at zero accelerations, with
+    the sign of the right-hand side: -phi''). Returns the number of rows, 0 for a distance loop whose points
+    coincide (degenerate). Shared by the recursive loop layer and the augmented formulation."""
+    pax, pay, vax, vay, aax, aay, tha, _ = point_a
+    pbx, pby, vbx, vby, abx, aby, thb, omb = point_b
+    dx = pax - pbx
+    dy = pay - pby
+    ddx = vax - vbx
+    ddy = vay - vby
+    bias_x = aax - abx  # phi'' at qdd = 0 of the point-difference rows
+    bias_y = aay - aby
+    nrows = 0
+    if kind in (LOOP_REVOLUTE, LOOP_FIXED):
+        weights[r0, :] = (1.0, 0.0, 0.0, -1.0, 0.0, 0.0)
+        weights[r0 + 1, :] = (0.0, 1.0, 0.0, 0.0, -1.0, 0.0)
+        phi[r0] = dx
+        phi[r0 + 1] = dy
+        gamma[r0] = -bias_x
+        gamma[r0 + 1] = -bias_y
+        nrows = 2
+    elif kind == LOOP_PRISMATIC:  # n . d = 0 with n the axis normal turning with body b
+        cb = math.cos(thb) if b >= 0 else 1.0
+        sb = math.sin(thb) if b >= 0 else 0.0
+        ux = cb * loop_real[lp, LAXX] - sb * loop_real[lp, LAXX + 1]
+        uy = sb * loop_real[lp, LAXX] + cb * loop_real[lp, LAXX + 1]
+        nx = -uy
+        ny = ux
+        along = -ny * dx + nx * dy  # perp(n) . d: the moment arm of the normal force about P_b
+        weights[r0, :] = (nx, ny, 0.0, -nx, -ny, along)
+        phi[r0] = nx * dx + ny * dy
+        gamma[r0] = -(nx * bias_x + ny * bias_y - omb * omb * phi[r0] + 2.0 * omb * (-ny * ddx + nx * ddy))
+        nrows = 1
+    else:  # LOOP_DISTANCE
+        length = math.sqrt(dx * dx + dy * dy)
+        if not length > 0.0:
+            return 0
+        ex = dx / length
+        ey = dy / length
+        rate = ex * ddx + ey * ddy
+        weights[r0, :] = (ex, ey, 0.0, -ex, -ey, 0.0)
+        phi[r0] = length - loop_real[lp, LLENGTH]
+        gamma[r0] = -(ex * bias_x + ey * bias_y + (ddx * ddx + ddy * ddy - rate * rate) / length)
+        nrows = 1
+    if kind in (LOOP_PRISMATIC, LOOP_FIXED):  # the relative angle row
+        r = r0 + nrows
+        weights[r, :] = (0.0, 0.0, 1.0, 0.0, 0.0, -1.0)
+        phi[r] = _wrap(tha - thb - loop_real[lp, LANGLE])
+        gamma[r] = 0.0
+        nrows += 1
+    return nrows
+
+
+@njit
 def loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac, gamma,
                      weights):
     """Residual phi (m,), its rate phi' = J qd, Jacobian J (m, nq), gamma = -J' qd (m,) of every loop, and the
@@ -159,50 +216,10 @@ def loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, a
                                                               loop_real[lp, LPAX + 1])
         pbx, pby, vbx, vby, abx, aby, thb, omb = _point_state(ws, com, acc, b, loop_real[lp, LPBX],
                                                               loop_real[lp, LPBX + 1])
-        dx = pax - pbx
-        dy = pay - pby
-        ddx = vax - vbx
-        ddy = vay - vby
-        bias_x = aax - abx  # phi'' at qdd = 0 of the point-difference rows
-        bias_y = aay - aby
-        nrows = 0
-        if kind in (LOOP_REVOLUTE, LOOP_FIXED):
-            weights[r0, :] = (1.0, 0.0, 0.0, -1.0, 0.0, 0.0)
-            weights[r0 + 1, :] = (0.0, 1.0, 0.0, 0.0, -1.0, 0.0)
-            phi[r0] = dx
-            phi[r0 + 1] = dy
-            gamma[r0] = -bias_x
-            gamma[r0 + 1] = -bias_y
-            nrows = 2
-        elif kind == LOOP_PRISMATIC:  # n . d = 0 with n the axis normal turning with body b
-            cb = math.cos(thb) if b >= 0 else 1.0
-            sb = math.sin(thb) if b >= 0 else 0.0
-            ux = cb * loop_real[lp, LAXX] - sb * loop_real[lp, LAXX + 1]
-            uy = sb * loop_real[lp, LAXX] + cb * loop_real[lp, LAXX + 1]
-            nx = -uy
-            ny = ux
-            along = -ny * dx + nx * dy  # perp(n) . d: the moment arm of the normal force about P_b
-            weights[r0, :] = (nx, ny, 0.0, -nx, -ny, along)
-            phi[r0] = nx * dx + ny * dy
-            gamma[r0] = -(nx * bias_x + ny * bias_y - omb * omb * phi[r0] + 2.0 * omb * (-ny * ddx + nx * ddy))
-            nrows = 1
-        else:  # LOOP_DISTANCE
-            length = math.sqrt(dx * dx + dy * dy)
-            if not length > 0.0:
-                return STATUS_LOOP_DEGENERATE | (lp << 4)
-            ex = dx / length
-            ey = dy / length
-            rate = ex * ddx + ey * ddy
-            weights[r0, :] = (ex, ey, 0.0, -ex, -ey, 0.0)
-            phi[r0] = length - loop_real[lp, LLENGTH]
-            gamma[r0] = -(ex * bias_x + ey * bias_y + (ddx * ddx + ddy * ddy - rate * rate) / length)
-            nrows = 1
-        if kind in (LOOP_PRISMATIC, LOOP_FIXED):  # the relative angle row
-            r = r0 + nrows
-            weights[r, :] = (0.0, 0.0, 1.0, 0.0, 0.0, -1.0)
-            phi[r] = _wrap(tha - thb - loop_real[lp, LANGLE])
-            gamma[r] = 0.0
-            nrows += 1
+        nrows = loop_equations(loop_real, lp, kind, b, r0, (pax, pay, vax, vay, aax, aay, tha, oma),
+                               (pbx, pby, vbx, vby, abx, aby, thb, omb), weights, phi, gamma)
+        if nrows == 0:
+            return STATUS_LOOP_DEGENERATE | (lp << 4)
         for r in range(r0, r0 + nrows):
             w = weights[r]
             phid[r] = w[0] * vax + w[1] * vay + w[2] * oma + w[3] * vbx + w[4] * vby + w[5] * omb
@@ -243,6 +260,30 @@ def gram_matrix(jac, resp, gram):
                 g += jac[r, k] * resp[s, k] + jac[s, k] * resp[r, k]
             gram[r, s] = 0.5 * g
             gram[s, r] = 0.5 * g
+
+
+@njit
+def multiplier_rhs(jac, acc, gamma, phid, phi, stab, rhs):
+    """rhs = J acc - (gamma - 2 alpha phi' - beta^2 phi) (m,), stab = (alpha, beta, ...): the right-hand side of the
+    multipliers' system (J Y) lambda = rhs for the unconstrained accelerations acc (Baumgarte's terms; 0, 0: none).
+    Shared by the planar and the spatial loop layers."""
+    alpha = stab[0]
+    beta = stab[1]
+    for r in range(jac.shape[0]):
+        acc_r = 0.0
+        for k in range(jac.shape[1]):
+            acc_r += jac[r, k] * acc[k]
+        rhs[r] = acc_r - (gamma[r] - 2.0 * alpha * phid[r] - beta * beta * phi[r])
+
+
+@njit
+def matrix_times(mat, vec, out):
+    """out = mat vec (rows,), each row's sum taken in column order (bit for bit the written-out loops it replaces)."""
+    for r in range(mat.shape[0]):
+        v = 0.0
+        for k in range(mat.shape[1]):
+            v += mat[r, k] * vec[k]
+        out[r] = v
 
 
 @njit
@@ -451,22 +492,34 @@ def branch_normals(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc
 
 
 @njit
+def _branch_at(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac, gamma, weights, resp,
+               zeros, no_gravity, tol, rcond_position, zone):
+    """(status, r, normals, curvature): ``branch_normals`` at q into normals (m, nq) and curvature (m,) allocated
+    here, then the loop state (ws, com, acc, phi, phid, jac, gamma, weights) restored at q, where the branch search
+    left it at a displaced point. The status is the search's where it failed, else the restoration's."""
+    m = phi.shape[0]
+    normals = np.zeros((m, q.shape[0]))
+    curvature = np.zeros(m)
+    status, rank = branch_normals(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
+                                  gamma, weights, resp, zeros, no_gravity, tol, rcond_position, zone, normals,
+                                  curvature)
+    restored = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
+                                gamma, weights)
+    if status == STATUS_OK:
+        status = restored
+    return status, rank, normals, curvature
+
+
+@njit
 def _branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, tau, wrench, ws, com, acc, qdd, phi,
                      phid, jac, gamma, weights, resp, zeros, stab, rcond, lam, branch):
     """qdd (and lam) on the branch through a change point (``constrained_dynamics``, ``branch_normals``); returns
     (status, done): done False when no branch could be told (the caller goes on with the filtered solve)."""
     m = phi.shape[0]
     nq = q.shape[0]
-    normals = np.zeros((m, nq))
-    curvature = np.zeros(m)
-    status, rank = branch_normals(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
-                                  gamma, weights, resp, zeros, stab[2:4], branch[1], branch[2], branch[0], normals,
-                                  curvature)
-    # restore the state at q (the branch search left ws, jac, ... at a displaced point)
-    restored = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
-                                gamma, weights)
-    if status == STATUS_OK:
-        status = restored
+    status, rank, normals, curvature = _branch_at(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi,
+                                                  phid, jac, gamma, weights, resp, zeros, stab[2:4], branch[1],
+                                                  branch[2], branch[0])
     if status != STATUS_OK or rank == 0:
         return status, False
     no_drive = np.zeros(0)
@@ -481,17 +534,15 @@ def _branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, t
         return status, True
     gram = np.empty((rank, rank))
     rhs = np.empty(rank)
+    rate = np.empty(rank)
     mu = np.empty(rank)
     alpha = stab[0]
     # Baumgarte's velocity term on the branch rows; no position term: the loops' residual phi is no residual of
     # the branch near its change point (the projection, or the closed displaced points, keep positions on it)
+    matrix_times(rows, qdd, rhs)
+    matrix_times(rows, qd, rate)
     for t in range(rank):
-        a = 0.0
-        v = 0.0
-        for k in range(nq):
-            a += rows[t, k] * qdd[k]
-            v += rows[t, k] * qd[k]
-        rhs[t] = a - (curvature[t] - 2.0 * alpha * v)
+        rhs[t] = rhs[t] - (curvature[t] - 2.0 * alpha * rate[t])
     gram_matrix(rows, resp[:rank], gram)
     if filtered_solve(gram, rhs, REDUNDANT, mu) < 0:
         return STATUS_NONFINITE_STATE, True
@@ -502,11 +553,8 @@ def _branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, t
             force[k] += mu[t] * rows[t, k]
     normal = np.empty((m, m))
     fit = np.empty(m)
+    matrix_times(jac, force, fit)
     for r in range(m):
-        v = 0.0
-        for k in range(nq):
-            v += jac[r, k] * force[k]
-        fit[r] = v
         for s in range(r + 1):
             v = 0.0
             for k in range(nq):
@@ -549,13 +597,7 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, q
     has_drivers = driven.shape[0] > 0
     gram = np.empty((m, m))
     rhs = np.empty(m)
-    alpha = stab[0]
-    beta = stab[1]
-    for r in range(m):
-        acc_r = 0.0
-        for k in range(nq):
-            acc_r += jac[r, k] * qdd[k]
-        rhs[r] = acc_r - (gamma[r] - 2.0 * alpha * phid[r] - beta * beta * phi[r])
+    multiplier_rhs(jac, qdd, gamma, phid, phi, stab, rhs)
     gram_matrix(jac, resp, gram)
     zone = 0.0 if has_drivers else branch[0]
     info[0], weak = filtered_solve_weak(gram, rhs, rcond, lam, zone)
@@ -681,15 +723,9 @@ def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, ac
     if rank < 0:
         return STATUS_NONFINITE_STATE, worst
     if weak > 0:
-        normals = np.zeros((m, nq))
-        curvature = np.zeros(m)
-        status, rank = branch_normals(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
-                                      gamma, weights, resp, zeros, no_gravity, tol, rcond_position, zone, normals,
-                                      curvature)
-        if status != STATUS_OK:
-            return status, worst
-        status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
-                                  gamma, weights)
+        status, rank, normals, _ = _branch_at(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi,
+                                              phid, jac, gamma, weights, resp, zeros, no_gravity, tol, rcond_position,
+                                              zone)
         if status != STATUS_OK:
             return status, worst
         if rank > 0:
@@ -701,11 +737,7 @@ def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, ac
             gram_rows = np.empty((rank, rank))
             gram_matrix(rows, resp[:rank], gram_rows)
             rate = np.empty(rank)
-            for t in range(rank):
-                v = 0.0
-                for k in range(nq):
-                    v += rows[t, k] * qd[k]
-                rate[t] = v
+            matrix_times(rows, qd, rate)
             if filtered_solve(gram_rows, rate, REDUNDANT, coef[:rank]) < 0:
                 return STATUS_NONFINITE_STATE, worst
             for k in range(nq):

@@ -249,6 +249,12 @@ def _store_row(ws, i, a, b, c, d, e, f, f0, f1, f2):
 
 
 @njit
+def _inertia_row(ws, i):
+    """The symmetric 3x3 (a..f) in ws[i, IA:IA+6] (``_store_row``)."""
+    return ws[i, IA + 0], ws[i, IA + 1], ws[i, IA + 2], ws[i, IA + 3], ws[i, IA + 4], ws[i, IA + 5]
+
+
+@njit
 def _shift_inertia(rx, ry, a, b, c, d, e, f):
     """The entries (02, 12, 22) of B^T M B for the symmetric M = (a, b, c, d, e, f) and B of r = (rx, ry)
     (eq. 3.24b); its 00, 01 and 11 entries are M's own."""
@@ -287,12 +293,7 @@ def _condense_planar(ws, i, tau, k):
     M^ - U D^-1 U^T and Q^ - M^ H - U D^-1 u, and U, D^-1, u are stored for the acceleration pass.
     """
     # full symmetric M^ from its 6 stored entries
-    a = ws[i, IA + 0]
-    b = ws[i, IA + 1]
-    c = ws[i, IA + 2]
-    d = ws[i, IA + 3]
-    e = ws[i, IA + 4]
-    f = ws[i, IA + 5]
+    a, b, c, d, e, f = _inertia_row(ws, i)
     for col in range(3):
         g0 = ws[i, PG + col]
         g1 = ws[i, PG + 3 + col]
@@ -351,6 +352,12 @@ def _condense_planar(ws, i, tau, k):
     return True
 
 
+# ---- specialised passes, kept for speed (benchmarks/forward_dynamics.py): ``_kinematics_pass_revolute`` and
+# ``_forward_dynamics_revolute`` mirror the general ``kinematics_pass`` and ``forward_dynamics`` (all joints revolute),
+# ``_kinematics_pass_serial`` and ``_forward_dynamics_serial`` mirror them again for a serial chain, and
+# ``inverse_dynamics_serial`` mirrors ``inverse_dynamics``: the same arithmetic in the same order (bit for bit),
+# written out without the general passes' loads and branches. Their repetition is deliberate: change a pass and
+# its mirrors together.
 @njit
 def _kinematics_pass_revolute(body_int, body_real, q, qd, ws):
     """``kinematics_pass`` of a model whose joints are all revolute (coordinate i is body i's): the same
@@ -1114,12 +1121,7 @@ def mass_matrix(body_int, body_real, q, zero_qd, ws, out):
             t02, t12, t22 = _shift_inertia(ws[i, RX], ws[i, RX + 1], a, b, c, d, e, f)
             _add_row(ws, p, a, b, t02, d, t12, t22, 0.0, 0.0, 0.0)  # the force columns are unused here
     for i in range(n):
-        a = ws[i, IA + 0]
-        b = ws[i, IA + 1]
-        c = ws[i, IA + 2]
-        d = ws[i, IA + 3]
-        e = ws[i, IA + 4]
-        f = ws[i, IA + 5]
+        a, b, c, d, e, f = _inertia_row(ws, i)
         ki = body_int[i, QIDX]
         for col in range(body_int[i, NDOF]):
             gx, gy, g2 = motion_column(body_int, ws, i, col)
@@ -1210,8 +1212,8 @@ def energy(body_int, body_real, gravity, q, qd, ws, com, out):
 def forward_dynamics_tree(body_int, body_real, gravity, q, qd, tau, ws, qdd):
     """``forward_dynamics`` of a plain tree (no wrench, no driven joint) with 8 arguments instead of 11.
 
-    The short path of ``recursive_mbd.dynamics.compiled``: numba's dispatch costs grow with the argument count. The empty
-    wrench, driven and drive arrays are views of the arguments (no allocation). The lengths of q, qd, tau and qdd
+    The short path of ``recursive_mbd.dynamics.compiled``: numba's dispatch costs grow with the argument count. The
+    empty wrench, driven and drive arrays are views of the arguments (no allocation). The lengths of q, qd, tau and qdd
     are checked here against nq (the last body's first coordinate plus its count, bodies being in joint order):
     status -1, -2, -3, -4 names the first one of them that is not (nq,).
     """

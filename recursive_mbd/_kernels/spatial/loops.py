@@ -34,7 +34,7 @@ import numba
 import numpy as np
 
 from ..layout import STATUS_LOOP_DEGENERATE, STATUS_NONFINITE_STATE, STATUS_OK
-from ..planar.loops import filtered_solve, gram_matrix
+from ..planar.loops import filtered_solve, gram_matrix, multiplier_rhs
 from .layout import (
     LAXB,
     LBODY_A,
@@ -53,7 +53,7 @@ from .layout import (
     WC,
     WV,
 )
-from .tree import _motion_to_child, forward_dynamics, poses, unit_force_responses
+from .tree import _motion_to_child, forward_dynamics, motion_at, poses, unit_force_responses
 
 # numba's cache checks this file's stamp only: it changes with the workspace contract of ``spatial`` (s18mem:
 # revolute joints, as spherical ones, fill no S, UD, uD rows), so that no cached caller keeps the old kernels.
@@ -92,19 +92,12 @@ def _point_state(ws, rot, pos, acc, body, point, o, out):
     sx = point[o]
     sy = point[o + 1]
     sz = point[o + 2]
-    wx = ws[body, WV]
-    wy = ws[body, WV + 1]
-    wz = ws[body, WV + 2]
     # body axes: v_s = u + w x s, a_s = a_O + alpha x s + w x v_s
-    vx = ws[body, WV + 3] + wy * sz - wz * sy
-    vy = ws[body, WV + 4] + wz * sx - wx * sz
-    vz = ws[body, WV + 5] + wx * sy - wy * sx
-    ax_ = acc[body, 0]
-    ay_ = acc[body, 1]
-    az_ = acc[body, 2]
-    lx = acc[body, 3] + ay_ * sz - az_ * sy + wy * vz - wz * vy
-    ly = acc[body, 4] + az_ * sx - ax_ * sz + wz * vx - wx * vz
-    lz = acc[body, 5] + ax_ * sy - ay_ * sx + wx * vy - wy * vx
+    wx, wy, wz, vx, vy, vz = motion_at(ws[body], WV, sx, sy, sz)
+    ax_, ay_, az_, lx, ly, lz = motion_at(acc[body], 0, sx, sy, sz)
+    lx = lx + wy * vz - wz * vy
+    ly = ly + wz * vx - wx * vz
+    lz = lz + wx * vy - wy * vx
     for r in range(3):
         out[r] = pos[body, r] + rot[body, r, 0] * sx + rot[body, r, 1] * sy + rot[body, r, 2] * sz
         out[3 + r] = rot[body, r, 0] * vx + rot[body, r, 1] * vy + rot[body, r, 2] * vz
@@ -285,13 +278,7 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, v
     nv = v.shape[0]
     gram = np.empty((m, m))
     rhs = np.empty(m)
-    alpha = stab[0]
-    beta = stab[1]
-    for r in range(m):
-        acc_r = 0.0
-        for k in range(nv):
-            acc_r += jac[r, k] * vdot[k]
-        rhs[r] = acc_r - (gamma[r] - 2.0 * alpha * phid[r] - beta * beta * phi[r])
+    multiplier_rhs(jac, vdot, gamma, phid, phi, stab, rhs)
     gram_matrix(jac, resp, gram)
     info[0] = filtered_solve(gram, rhs, rcond, lam)
     if info[0] < 0:

@@ -138,16 +138,18 @@ def _column(S, i, col, wx, wy, wz, lx, ly, lz, cpx, cpy, cpz):
     S[i, col, 5] = lz + cpx * wy - cpy * wx
 
 
+@inline_njit
+def _joint_axis(body_real, i):
+    """(ax, ay, az, cpx, cpy, cpz): body i's joint axis a (joint frame) and the child point cp."""
+    return (body_real[i, A1], body_real[i, A1 + 1], body_real[i, A1 + 2], body_real[i, CP], body_real[i, CP + 1],
+            body_real[i, CP + 2])
+
+
 @njit
 def _revolute_column(body_real, i):
     """A revolute joint's motion subspace S = (a; cp x a), child coordinates (``_column`` with l = 0), as six
     numbers: forward dynamics forms it where it is needed instead of storing it (48 bytes a body)."""
-    ax = body_real[i, A1]
-    ay = body_real[i, A1 + 1]
-    az = body_real[i, A1 + 2]
-    cpx = body_real[i, CP]
-    cpy = body_real[i, CP + 1]
-    cpz = body_real[i, CP + 2]
+    ax, ay, az, cpx, cpy, cpz = _joint_axis(body_real, i)
     return ax, ay, az, cpy * az - cpz * ay, cpz * ax - cpx * az, cpx * ay - cpy * ax
 
 
@@ -164,12 +166,7 @@ def joint_kinematics(body_int, body_real, q, i, S, tmp):
     tmp[0] = 1.0
     tmp[4] = 1.0
     tmp[8] = 1.0
-    ax = body_real[i, A1]
-    ay = body_real[i, A1 + 1]
-    az = body_real[i, A1 + 2]
-    cpx = body_real[i, CP]
-    cpy = body_real[i, CP + 1]
-    cpz = body_real[i, CP + 2]
+    ax, ay, az, cpx, cpy, cpz = _joint_axis(body_real, i)
     if jt == REVOLUTE:
         _axis_rotation(ax, ay, az, math.cos(q[k]), math.sin(q[k]), tmp, 0)
         _column(S, i, 0, ax, ay, az, 0.0, 0.0, 0.0, cpx, cpy, cpz)
@@ -229,18 +226,20 @@ def joint_kinematics(body_int, body_real, q, i, S, tmp):
     return True
 
 
+@inline_njit
+def motion_at(m, o, rx, ry, rz):
+    """(wx, wy, wz, lx, ly, lz): the angular part w of the motion m[o:o+6] = (w; u) and its linear part at the
+    point r (the same axes), u + w x r. Inlined: its arithmetic takes the caller's compile options."""
+    wx = m[o]
+    wy = m[o + 1]
+    wz = m[o + 2]
+    return wx, wy, wz, m[o + 3] + wy * rz - wz * ry, m[o + 4] + wz * rx - wx * rz, m[o + 5] + wx * ry - wy * rx
+
+
 @njit
 def _motion_to_child(ws, i, src, s, tmp, o):
     """tmp[o:o+6] = X_i m, m = src[s:s+6] a motion in the parent's coordinates."""
-    wx = src[s]
-    wy = src[s + 1]
-    wz = src[s + 2]
-    rx = ws[i, WT]
-    ry = ws[i, WT + 1]
-    rz = ws[i, WT + 2]
-    lx = src[s + 3] + wy * rz - wz * ry
-    ly = src[s + 4] + wz * rx - wx * rz
-    lz = src[s + 5] + wx * ry - wy * rx
+    wx, wy, wz, lx, ly, lz = motion_at(src, s, ws[i, WT], ws[i, WT + 1], ws[i, WT + 2])
     for m in range(3):
         tmp[o + m] = ws[i, WR + m] * wx + ws[i, WR + 3 + m] * wy + ws[i, WR + 6 + m] * wz
         tmp[o + 3 + m] = ws[i, WR + m] * lx + ws[i, WR + 3 + m] * ly + ws[i, WR + 6 + m] * lz
@@ -377,6 +376,19 @@ def _unpack_inertia(src, s, out, o):
     for r in range(3):
         for c in range(3):
             out[o + 6 * r + 3 + c] = out[o + 6 * (3 + c) + r] = src[s + PB + 3 * r + c]
+
+
+@inline_njit
+def _inertia_times_subspace(ws, i, S, nvj, tmp):
+    """U = I S into tmp[0:6 nvj] (6 per column) for the inertia stored in ws[i, WI:] (unpacked into tmp[234:270])
+    and the nvj columns of body i's motion subspace S[i]: the first product of D = S^T I S."""
+    _unpack_inertia(ws[i], WI, tmp, 234)
+    for col in range(nvj):
+        for r in range(6):
+            acc = 0.0
+            for c in range(6):
+                acc += tmp[234 + 6 * r + c] * S[i, col, c]
+            tmp[6 * col + r] = acc
 
 
 @njit
@@ -517,6 +529,12 @@ def kinematics_pass(body_int, body_real, q, v, ws, S, tmp, with_velocity):
     return _kinematics(body_int, body_real, q, v, ws, S, tmp, with_velocity, True)
 
 
+# ---- specialised joint steps, kept for speed (benchmarks/spatial_core_timings.py): ``_spherical_kinematics``,
+# ``_body_bias_force_and_inertia``, ``_spherical_condense`` / ``_revolute_condense``, ``_spherical_unit_condense`` /
+# ``_revolute_unit_condense`` and ``_spherical_accelerate*`` / ``_revolute_accelerate`` mirror the general steps
+# (``_kinematics``, ``_inertia_times`` with ``_cross_force`` and ``_body_inertia``, ``_general_condense``, the general
+# branch of ``unit_force_responses``, ``_joint_accelerate``) in registers, with the joint's subspace known, and
+# ``_spherical_condense`` writes ``_inertia_transform_add``'s arithmetic out again: their repetition is deliberate.
 @njit
 def _spherical_kinematics(body_real, q, v, i, k, kv, p, ws, with_velocity):
     """``_kinematics`` for a spherical joint, in registers (S = (e_c; cp x e_c) is not stored). Returns False for a
@@ -581,15 +599,7 @@ def _spherical_kinematics(body_real, q, v, i, k, kv, p, ws, with_velocity):
         uy = ly
         uz = lz
     else:
-        pwx = ws[p, WV]
-        pwy = ws[p, WV + 1]
-        pwz = ws[p, WV + 2]
-        rx = ws[i, WT]
-        ry = ws[i, WT + 1]
-        rz = ws[i, WT + 2]
-        px = ws[p, WV + 3] + pwy * rz - pwz * ry
-        py = ws[p, WV + 4] + pwz * rx - pwx * rz
-        pz = ws[p, WV + 5] + pwx * ry - pwy * rx
+        pwx, pwy, pwz, px, py, pz = motion_at(ws[p], WV, ws[i, WT], ws[i, WT + 1], ws[i, WT + 2])
         ox = ws[i, WR] * pwx + ws[i, WR + 3] * pwy + ws[i, WR + 6] * pwz + jx
         oy = ws[i, WR + 1] * pwx + ws[i, WR + 4] * pwy + ws[i, WR + 7] * pwz + jy
         oz = ws[i, WR + 2] * pwx + ws[i, WR + 5] * pwy + ws[i, WR + 8] * pwz + jz
@@ -779,15 +789,7 @@ def _body_bias_force_and_inertia(body_real, i, ws):
 def _spherical_accelerate_from_parent(body_real, i, p, kv, ws, out):
     """``_spherical_accelerate`` for a body with a parent body, on the workspace rows: a' = X a_P + c, then
     vdot and a = a' + S vdot into ws[i, WC:WC+6]."""
-    pwx = ws[p, WC]
-    pwy = ws[p, WC + 1]
-    pwz = ws[p, WC + 2]
-    rx = ws[i, WT]
-    ry = ws[i, WT + 1]
-    rz = ws[i, WT + 2]
-    lx = ws[p, WC + 3] + pwy * rz - pwz * ry
-    ly = ws[p, WC + 4] + pwz * rx - pwx * rz
-    lz = ws[p, WC + 5] + pwx * ry - pwy * rx
+    pwx, pwy, pwz, lx, ly, lz = motion_at(ws[p], WC, ws[i, WT], ws[i, WT + 1], ws[i, WT + 2])
     wx = ws[i, WR] * pwx + ws[i, WR + 3] * pwy + ws[i, WR + 6] * pwz + ws[i, WC]
     wy = ws[i, WR + 1] * pwx + ws[i, WR + 4] * pwy + ws[i, WR + 7] * pwz + ws[i, WC + 1]
     wz = ws[i, WR + 2] * pwx + ws[i, WR + 5] * pwy + ws[i, WR + 8] * pwz + ws[i, WC + 2]
@@ -1120,13 +1122,7 @@ def _general_condense(body_int, body_real, tau, i, ws, S, UD, uD, tmp):
     Returns a status."""
     nvj = body_int[i, NVJ]
     kv = body_int[i, VIDX]
-    _unpack_inertia(ws[i], WI, tmp, 234)
-    for col in range(nvj):
-        for r in range(6):
-            acc = 0.0
-            for c in range(6):
-                acc += tmp[234 + 6 * r + c] * S[i, col, c]
-            tmp[6 * col + r] = acc
+    _inertia_times_subspace(ws, i, S, nvj, tmp)
     for r in range(6):
         tmp[228 + r] = math.sqrt(abs(tmp[234 + 7 * r]))
     for col in range(nvj):
@@ -1437,13 +1433,7 @@ def unit_force_responses(body_int, body_real, jac, ws, S, UD, uD, tmp, resp):
             kv = body_int[i, VIDX]
             # D = S^T I^A S again from the I^A forward dynamics left in WI (not stored there: the forward-dynamics-
             # only path keeps its stores), its Cholesky factor (tmp layout of forward_dynamics), uD = D^-1 u
-            _unpack_inertia(ws[i], WI, tmp, 234)
-            for col in range(nvj):
-                for r in range(6):
-                    acc = 0.0
-                    for c in range(6):
-                        acc += tmp[234 + 6 * r + c] * S[i, col, c]
-                    tmp[6 * col + r] = acc
+            _inertia_times_subspace(ws, i, S, nvj, tmp)
             for col in range(nvj):
                 for row_ in range(nvj):
                     acc = 0.0
@@ -1550,13 +1540,7 @@ def mass_matrix(body_int, body_real, q, ws, S, tmp, out):
     for i in range(n):
         nvj = body_int[i, NVJ]
         kv = body_int[i, VIDX]
-        _unpack_inertia(ws[i], WI, tmp, 234)
-        for col in range(nvj):
-            for r in range(6):
-                acc = 0.0
-                for c in range(6):
-                    acc += tmp[234 + 6 * r + c] * S[i, col, c]
-                tmp[6 * col + r] = acc
+        _inertia_times_subspace(ws, i, S, nvj, tmp)
         for row in range(nvj):
             for col in range(nvj):
                 acc = 0.0
