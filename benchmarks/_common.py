@@ -1,5 +1,7 @@
-"""Shared helpers of the benchmark scripts: timing by median of repeats, JSON output, a table printer."""
+"""Shared helpers of the benchmark scripts: the command line, timing by median of repeats, JSON output, a table
+printer and the growth per size step."""
 
+import argparse
 import json
 import os
 import platform
@@ -9,6 +11,22 @@ from pathlib import Path
 import numpy as np
 
 RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def command_line(doc, name=None):
+    """An ArgumentParser described by the first line of the script's docstring ``doc``; with ``name``, the option
+    --name (default ``name``) of the results file benchmarks/results/NAME.json."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    if name is not None:
+        parser.add_argument("--name", default=name, help="results file benchmarks/results/NAME.json")
+    return parser
+
+
+def sizes_from_command_line(doc, default):
+    """The sizes N of a scaling benchmark from its option --sizes N [N ...] (default ``default``)."""
+    parser = command_line(doc)
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(default))
+    return parser.parse_args().sizes
 
 
 def median_time(func, min_time=0.2, repeats=7):
@@ -45,3 +63,10 @@ def print_table(headers, rows):
     print("  ".join(str(h).rjust(w) for h, w in zip(headers, widths, strict=True)))
     for row in rows:
         print("  ".join(str(c).rjust(w) for c, w in zip(row, widths, strict=True)))
+
+
+def print_growth(records, columns):
+    """One line per step between consecutive ``records`` (dicts with the size "n"): how much each timing grew,
+    ``columns`` the pairs (label, record key)."""
+    for a, b in zip(records, records[1:], strict=False):
+        print(f"N {a['n']} -> {b['n']}: " + ", ".join(f"{label} x {b[key] / a[key]:.1f}" for label, key in columns))

@@ -15,10 +15,8 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import argparse
-
 import numpy as np
-from _common import median_time, print_table, write_json
+from _common import median_time, print_growth, print_table, sizes_from_command_line, write_json
 
 import recursive_mbd as rm
 from recursive_mbd._kernels.planar import loops as kernels
@@ -59,13 +57,9 @@ def main(sizes=(1000, 10_000, 100_000)):
                      f"{t_kernel / t_tree:.2f}"])
     print("one loop (m = 2) on an N-link chain: time per forward-dynamics evaluation [us]")
     print_table(["N", "tree", "loop kernel", "rm.loop_dynamics", "kernel / tree"], rows)
-    for a, b in zip(records, records[1:], strict=False):
-        print(f"N {a['n']} -> {b['n']}: kernel time x {b['kernel_s'] / a['kernel_s']:.1f}, "
-              f"loop_dynamics x {b['loop_dynamics_s'] / a['loop_dynamics_s']:.1f}")
+    print_growth(records, (("kernel time", "kernel_s"), ("loop_dynamics", "loop_dynamics_s")))
     print(f"wrote {write_json('loops', {'records': records})}")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
-    main(parser.parse_args().sizes)
+    main(sizes_from_command_line(__doc__, [1000, 10_000, 100_000]))

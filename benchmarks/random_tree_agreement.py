@@ -15,13 +15,12 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import argparse
 import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
-from _common import print_table, write_json
+from _common import command_line, print_table, write_json
 
 import recursive_mbd as rm
 
@@ -67,10 +66,9 @@ def compare(kind, model, q0, qd0, t_end, samples, joints):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_line(__doc__, "random_tree_agreement")
     parser.add_argument("--planar", type=int, default=14)
     parser.add_argument("--spatial", type=int, default=16)
-    parser.add_argument("--name", default="random_tree_agreement")
     args = parser.parse_args()
     warnings.simplefilter("ignore", RuntimeWarning)
     rng = np.random.default_rng(7)

@@ -14,11 +14,10 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import argparse
 import gc
 
 import numpy as np
-from _common import print_table, write_json
+from _common import command_line, print_table, write_json
 
 import recursive_mbd as rm
 
@@ -29,10 +28,9 @@ def resident_mb():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_line(__doc__, "result_memory")
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--t-end", type=float, default=0.03)
-    parser.add_argument("--name", default="result_memory")
     args = parser.parse_args()
     model = rm.chains.serial_chain(args.n)
     q0 = np.zeros(args.n)

@@ -32,6 +32,9 @@ from _common import median_time, print_table, write_json  # noqa: E402
 
 import recursive_mbd as rm  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+from _helpers import spring_linkage  # noqa: E402
+
 
 def chain(n, elements):
     model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
@@ -48,24 +51,14 @@ def chain(n, elements):
 
 
 def three_bodies(damping, loads=False):
-    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
-    model.add_body("ground", "spherical", child_point=(0.0, 0.0, 0.4), mass=1.2,
-                   inertia=(0.05, 0.07, 0.09, 0.01, 0.0, 0.0), com=(0.02, 0.0, 0.0), name="arm")
-    model.add_body("arm", "universal", parent_point=(0.0, 0.0, -0.4), child_point=(0.0, 0.0, 0.3), mass=0.8,
-                   inertia=0.02, name="link", axis=((1.0, 0.0, 0.0), (0.0, 1.0, 0.2)))
-    model.add_body("link", "prismatic", parent_point=(0.0, 0.0, -0.3), axis=(0.0, 0.3, 1.0), mass=0.5,
-                   inertia=0.01, name="slider")
-    model.add_spring_damper("ground", (0.5, 0.0, 0.2), "link", (0.05, 0.0, 0.0), 40.0, damping, rest_length=0.3,
-                            preload=2.0)
-    model.add_spring_damper("arm", (0.1, 0.1, 0.0), "slider", (0.0, 0.0, 0.0), 25.0, damping, rest_length=0.2)
-    model.add_joint_spring_damper("arm", 3.0, damping, rest=(np.cos(0.2), np.sin(0.2), 0.0, 0.0))
-    model.add_joint_spring_damper("link", (2.0, 1.0), (damping, damping), rest=(0.1, -0.2))
-    model.add_joint_spring_damper("slider", 30.0, damping, rest=-0.1)
-    if loads:
+    """The spring linkage of the tests (spherical, universal and prismatic joints), the arm's joint spring at rest
+    when turned 0.4 rad about x; with ``loads``, a follower force on the slider and a torque(t) on the arm."""
+
+    def add_loads(model):
         model.add_force("slider", (0.0, 0.1, 0.0), (0.0, 1.0, 0.5), frame="body")
         model.add_torque("arm", lambda t: (0.3 * np.sin(3 * t), 0.0, 0.2))
-    q0 = rm.integrate_configuration(model, model.neutral(), (0.3, -0.2, 0.5, 0.2, 0.1, 0.05))
-    return model, q0, np.array([0.5, -0.4, 1.0, 0.3, -0.6, 0.2])
+
+    return spring_linkage(damping, (np.cos(0.2), np.sin(0.2), 0.0, 0.0), add_loads if loads else None)
 
 
 def accuracy():

@@ -18,10 +18,8 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import argparse
-
 import numpy as np
-from _common import median_time, print_table, write_json
+from _common import median_time, print_growth, print_table, sizes_from_command_line, write_json
 from forward_dynamics import interleaved
 
 import recursive_mbd as rm
@@ -101,13 +99,9 @@ def main(sizes=(100, 1000, 10_000, 100_000)):
     print("the responses M^-1 J^T (m = 3) [us], interleaved rounds: m full ABA passes against "
           "unit_force_responses on the factorisation of the pass that gave vdot")
     print_table(["N", "m full passes", "unit_force_responses", "ratio", "rel. difference"], response_rows)
-    for a, b in zip(records, records[1:], strict=False):
-        print(f"N {a['n']} -> {b['n']}: kernel time x {b['kernel_s'] / a['kernel_s']:.1f}, "
-              f"forward_dynamics x {b['forward_dynamics_s'] / a['forward_dynamics_s']:.1f}")
+    print_growth(records, (("kernel time", "kernel_s"), ("forward_dynamics", "forward_dynamics_s")))
     print(f"wrote {write_json('spatial_loops', {'records': records})}")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10_000, 100_000])
-    main(parser.parse_args().sizes)
+    main(sizes_from_command_line(__doc__, [100, 1000, 10_000, 100_000]))

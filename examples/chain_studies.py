@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 
 import numpy as np
-from _options import parse, parser
+from _options import parse, parser, pyplot
 
 from recursive_mbd.analysis import studies
 
@@ -70,11 +70,7 @@ for n in whip_ns:
           f"{whip['whip_step']:.1e} s, {whip['seconds']:.2f} s wall, energy error {whip['energy_error']:.1e}")
 
 if args.plot:
-    import matplotlib  # noqa: PLC0415 - optional extra
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
+    plt = pyplot()
     out = Path(args.plot)
     out.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(6, 4.5))

@@ -15,6 +15,7 @@ import time
 
 import numba
 import numpy as np
+from _options import pyplot
 
 import recursive_mbd as rm
 
@@ -81,12 +82,7 @@ def main():
           "of them flipped (must be 0)")
 
     if args.plot:
-        import matplotlib  # noqa: PLC0415 - optional extra
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt  # noqa: PLC0415
-
-        fig, ax = plt.subplots(figsize=(6, 5))
+        fig, ax = pyplot().subplots(figsize=(6, 5))
         image = ax.imshow(np.log10(times).T, origin="lower", extent=(angles[0], angles[-1], angles[0], angles[-1]),
                           cmap="viridis", interpolation="nearest")
         fig.colorbar(image, ax=ax, label="log10(flip time / s)")

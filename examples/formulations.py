@@ -12,7 +12,7 @@ compiled tree-ordered KKT solve); --quick runs serial_chain(4) for 0.2 s at rtol
 import time
 
 import numpy as np
-from _options import parse, parser
+from _options import parse, parser, pyplot
 
 import recursive_mbd as rm
 from recursive_mbd.dynamics import augmented
@@ -51,12 +51,7 @@ for label, options in (("none", dict(stabilization="none")), ("Baumgarte 10, 10"
           f"drift max |C| {res.constraint_drift.max():.1e}")
 
 if args.plot:
-    import matplotlib  # noqa: PLC0415 - optional extra
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = pyplot().subplots(figsize=(7, 4))
     for label, res in runs.items():
         ax.semilogy(res.t, np.maximum(res.constraint_drift, 1e-17), label=label)
     ax.set(xlabel="t [s]", ylabel="max |C| [m, rad]", title=f"augmented serial_chain({args.n}): constraint drift")

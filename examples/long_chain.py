@@ -6,15 +6,11 @@
 import time
 
 import numpy as np
-from _options import parse, parser
+from _options import links_and_time
 
 import recursive_mbd as rm
 
-arg_parser = parser(__doc__)
-arg_parser.add_argument("n", type=int, nargs="?", default=2000, help="links (default 2000)")
-arg_parser.add_argument("t_end", type=float, nargs="?", default=0.2, help="simulated time [s] (default 0.2)")
-args = parse(arg_parser)
-n, t_end = args.n, args.t_end
+n, t_end = links_and_time(__doc__, 2000, 0.2)
 chain = rm.chains.serial_chain(n, length=1.0, mass=1.0)
 q0 = np.zeros(n)
 q0[0] = np.pi / 2

@@ -7,15 +7,11 @@ equilibrium decays; the whole-chain swing is damped only weakly by joint dampers
 
 import numpy as np
 import scipy.optimize
-from _options import parse, parser
+from _options import links_and_time
 
 import recursive_mbd as rm
 
-arg_parser = parser(__doc__)
-arg_parser.add_argument("n", type=int, nargs="?", default=50, help="links (default 50)")
-arg_parser.add_argument("t_end", type=float, nargs="?", default=20.0, help="simulated swing [s] (default 20)")
-args = parse(arg_parser)
-n, t_end = args.n, args.t_end
+n, t_end = links_and_time(__doc__, 50, 20.0, time_help="simulated swing [s]")
 length, mass, span = 10.0, 5.0, 6.0
 chain = rm.chains.serial_chain(n, length=length, mass=mass)
 link = length / n

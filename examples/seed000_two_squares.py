@@ -7,7 +7,7 @@ Prints the body poses at the end and the energy balance: the energy lost equals 
 """
 
 import numpy as np
-from _options import parse, parser
+from _options import parse, parser, pyplot
 
 import recursive_mbd as rm
 
@@ -30,12 +30,7 @@ for name in model.body_names:
     print(f"{name} at t = 5 s: x = {x:+.6f} m, y = {y:+.6f} m, theta = {theta:+.6f} rad")
 
 if args.plot:
-    import matplotlib  # noqa: PLC0415 - optional extra
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
+    fig, (ax1, ax2) = pyplot().subplots(2, 1, figsize=(7, 6), sharex=True)
     for name in model.body_names:
         pose = res.poses(name)
         ax1.plot(res.t, pose[:, 0], label=f"x of {name}")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _helpers import ARM_AND_SLIDER_TABLES
 
 import recursive_mbd as rm
 from recursive_mbd import cli
@@ -17,35 +18,11 @@ from recursive_mbd.integrate import simulate as integrate
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "examples" / "models"
 
-TREE = """
+TREE = f"""
 [model]
 name = "arm and slider"
 
-[[body]]
-name = "arm"
-parent = "ground"
-joint = "revolute"
-child_point = [0.0, 0.5]
-mass = 1.0
-inertia = 0.1
-
-[[body]]
-name = "slider"
-parent = "arm"
-joint = "prismatic"
-parent_point = [0.0, -0.5]
-axis = [0.0, -1.0]
-mass = 0.5
-inertia = 0.01
-
-[[spring_damper]]
-body_a = "slider"
-point_a = [0.0, 0.0]
-body_b = "ground"
-point_b = [1.0, -1.0]
-stiffness = 5.0
-rest_length = 0.0
-
+{ARM_AND_SLIDER_TABLES}
 [[loop]]
 kind = "distance"
 body_a = "slider"
@@ -329,11 +306,16 @@ def test_a_fifo_as_model_or_output_is_refused_without_blocking(tmp_path):
         assert done.returncode == 1 and words in done.stderr, done.stderr
 
 
-def test_a_failed_run_names_file_and_time_and_saves_the_samples(tmp_path, monkeypatch):
+def tree_file_and_run(tmp_path, t_end):
+    """TREE written to tmp_path/model.toml and a real run of it to t_end (for a stand-in simulate to return)."""
     path = tmp_path / "model.toml"
     path.write_text(TREE)
     spec = rm.io.load(path)
-    partial = rm.simulate(spec.model, spec.q0, spec.qd0, 0.004, drivers=spec.drivers)
+    return path, rm.simulate(spec.model, spec.q0, spec.qd0, t_end, drivers=spec.drivers)
+
+
+def test_a_failed_run_names_file_and_time_and_saves_the_samples(tmp_path, monkeypatch):
+    path, partial = tree_file_and_run(tmp_path, 0.004)
     calls = []
 
     def failing(model, q0, qd0, t_end, **options):
@@ -357,10 +339,7 @@ def test_a_failed_run_names_file_and_time_and_saves_the_samples(tmp_path, monkey
 
 
 def test_max_time_is_passed_to_simulate_as_max_wall_time(tmp_path, monkeypatch):
-    path = tmp_path / "model.toml"
-    path.write_text(TREE)
-    spec = rm.io.load(path)
-    finished = rm.simulate(spec.model, spec.q0, spec.qd0, 0.01, drivers=spec.drivers)
+    path, finished = tree_file_and_run(tmp_path, 0.01)
     seen = []
 
     def accepting(model, q0, qd0, t_end, method="dopri5", *, max_wall_time=None, **options):

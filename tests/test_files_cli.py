@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _helpers import ARM_AND_SLIDER_TABLES, fuzzed
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -139,36 +140,12 @@ def test_cli_runs_info_plot_and_animate(tmp_path):
     assert bad.returncode == 1 and "missing.toml" in bad.stderr and "Traceback" not in bad.stderr
 
 
-GOOD_TREE = """
+GOOD_TREE = f"""
 [model]
 name = "pendulum"
 gravity = [0.0, -9.81]
 
-[[body]]
-name = "arm"
-parent = "ground"
-joint = "revolute"
-child_point = [0.0, 0.5]
-mass = 1.0
-inertia = 0.1
-
-[[body]]
-name = "slider"
-parent = "arm"
-joint = "prismatic"
-parent_point = [0.0, -0.5]
-axis = [0.0, -1.0]
-mass = 0.5
-inertia = 0.01
-
-[[spring_damper]]
-body_a = "slider"
-point_a = [0.0, 0.0]
-body_b = "ground"
-point_b = [1.0, -1.0]
-stiffness = 5.0
-rest_length = 0.0
-
+{ARM_AND_SLIDER_TABLES}
 [initial]
 q = [0.3, 0.1]
 
@@ -256,22 +233,9 @@ def test_mechanism_file_errors(tmp_path):
 @given(st.data())
 def test_fuzzed_files_never_crash(tmp_path, data):
     """Random edits of a valid file (deleted lines, replaced values, inserted junk) give exit code 0 or 1."""
-    lines = GOOD_TREE.splitlines()
-    for _ in range(data.draw(st.integers(1, 3))):
-        index = data.draw(st.integers(0, len(lines) - 1))
-        action = data.draw(st.sampled_from(["delete", "value", "junk"]))
-        if action == "delete":
-            del lines[index]
-        elif action == "value" and "=" in lines[index]:
-            key = lines[index].split("=")[0]
-            value = data.draw(st.sampled_from(["-1", "0", "1e308", "nan", "inf", '"x"', "[]", "[1, 2, 3]", "true",
-                                               '"ground"', '"revolute"', "[0.0, 0.0]", "{}"]))
-            lines[index] = f"{key}= {value}"
-        else:
-            lines.insert(index, data.draw(st.text(alphabet="[]=\"a1. \n", max_size=12)))
-        if not lines:
-            lines = [""]
-    code, err = run_cli("\n".join(lines), tmp_path)
+    text = fuzzed(data, GOOD_TREE, ["-1", "0", "1e308", "nan", "inf", '"x"', "[]", "[1, 2, 3]", "true", '"ground"',
+                                    '"revolute"', "[0.0, 0.0]", "{}"])
+    code, err = run_cli(text, tmp_path)
     assert code in (0, 1), err
     assert "Traceback" not in err
 

@@ -4,6 +4,7 @@ conservation over long runs, redundant loops, and bad input."""
 
 import numpy as np
 import pytest
+from _helpers import three_parallel_cranks
 from conftest import TREE_SPECS, build, rel_err
 
 import recursive_mbd as rm
@@ -164,16 +165,8 @@ def test_energy_fallback_finds_the_newton_equilibrium():
 
 def test_redundant_loops_warn_and_still_solve():
     """Three equal parallel cranks joined by one coupler: 4 loop equations of rank 3."""
-    model = rm.Model()
-    model.add_body("ground", "revolute", (0, 0), (0, 0.5), mass=1, inertia=0.1, name="crank1")
-    model.add_body("crank1", "revolute", (0, -0.5), (-1, 0), mass=2, inertia=0.5, name="coupler")
-    model.add_body("ground", "revolute", (1, 0), (0, 0.5), mass=1, inertia=0.1, name="crank2")
-    model.add_body("ground", "revolute", (2, 0), (0, 0.5), mass=1, inertia=0.1, name="crank3")
-    model.add_loop("revolute", "coupler", (0, 0), "crank2", (0, -0.5))
-    model.add_loop("revolute", "coupler", (1, 0), "crank3", (0, -0.5))
-    q = np.array([0.4, -0.4, 0.4, 0.4])
+    model, q, qd = three_parallel_cranks()
     assert np.abs(rm.loops.constraints(model, q)[0]).max() < 1e-15
-    qd = np.array([1.0, -1.0, 1.0, 1.0])
     with pytest.warns(rm.RedundantConstraintWarning, match="rank 3 of 4"):
         rec = rm.loop_dynamics(model, q, qd)
     with pytest.warns(rm.RedundantConstraintWarning):

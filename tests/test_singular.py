@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _helpers import three_parallel_cranks
 
 import recursive_mbd as rm
 from recursive_mbd.analysis.models import _rod
@@ -66,19 +67,27 @@ def test_five_parallelograms_through_change_points(method, tol):
     assert np.abs(rates[near] - rates[near, :1]).max() < 1e-6
 
 
-@pytest.mark.parametrize(("method", "tol", "t_end"), [("dop853", 1e-8, 20.0), ("dopri5", 1e-10, 2.5),
-                                                       ("dop853", 1e-12, 2.5)])
-def test_parallelogram_through_change_points_augmented(method, tol, t_end):
-    """The absolute-coordinate route with projection (it raised at the first collinear passage, t = 0.708 s)."""
-    model, q0, qd0 = parallelograms(1)
+def simulate_augmented_row(n, method, tol, t_end):
+    """The row of n through the absolute-coordinate route with projection to t_end: it gets there, with the energy
+    within 1e-6 relative and every crank at the first crank's rate (1e-6 rad/s) and angle (1e-7 rad)."""
+    model, q0, qd0 = parallelograms(n)
     res = rm.simulate(model, q0, qd0, t_end, method=method, rtol=tol, atol=tol, formulation="augmented",
                       stabilization="projection")
     assert res.t[-1] == t_end
     kinetic, potential = res.energy()
     total = kinetic + potential
     assert np.abs(total / total[0] - 1.0).max() < 1e-6
-    assert np.abs(res.qd[:, 1] - res.qd[:, 0]).max() < 1e-6
-    assert np.abs(res.q[:, 1] - res.q[:, 0]).max() < 1e-7
+    cranks = slice(0, n + 1)
+    assert np.abs(res.qd[:, cranks] - res.qd[:, :1]).max() < 1e-6
+    assert np.abs(res.q[:, cranks] - res.q[:, :1]).max() < 1e-7
+    return res
+
+
+@pytest.mark.parametrize(("method", "tol", "t_end"), [("dop853", 1e-8, 20.0), ("dopri5", 1e-10, 2.5),
+                                                       ("dop853", 1e-12, 2.5)])
+def test_parallelogram_through_change_points_augmented(method, tol, t_end):
+    """The absolute-coordinate route with projection (it raised at the first collinear passage, t = 0.708 s)."""
+    res = simulate_augmented_row(1, method, tol, t_end)
     assert abs(res.q[-1, 0] - np.pi / 2) > np.pi  # past the first change points (theta = pi at t = 0.708 s)
 
 
@@ -90,17 +99,7 @@ def test_five_parallelograms_augmented(method, tol, t_end):
     rad/s at samples within ~2e-4 rad of a change point before the projection and the dynamics followed the
     branch there (``_kernels.augmented_system._branch_normals``); benchmarks/parallelogram_row.py measures the
     full 20 s grid."""
-    n = 5
-    model, q0, qd0 = parallelograms(n)
-    res = rm.simulate(model, q0, qd0, t_end, method=method, rtol=tol, atol=tol, formulation="augmented",
-                      stabilization="projection")
-    assert res.t[-1] == t_end
-    kinetic, potential = res.energy()
-    total = kinetic + potential
-    assert np.abs(total / total[0] - 1.0).max() < 1e-6
-    cranks = slice(0, n + 1)
-    assert np.abs(res.qd[:, cranks] - res.qd[:, :1]).max() < 1e-6
-    assert np.abs(res.q[:, cranks] - res.q[:, :1]).max() < 1e-7
+    res = simulate_augmented_row(5, method, tol, t_end)
     assert res.constraint_drift.max() < 1e-9
     assert abs(res.q[-1, 0] - np.pi / 2) > np.pi / 2  # past the first change point (theta = pi at t = 0.719 s)
 
@@ -154,15 +153,7 @@ def test_triple_rocker_driven_into_its_lock(method):
 def test_redundant_loops_warn_once_in_both_formulations():
     """Three parallel cranks on one coupler: 4 loop equations of rank 3. One warning per run, and the augmented
     route (which raised: singular KKT) runs and follows the recursive one."""
-    model = rm.Model()
-    model.add_body("ground", "revolute", (0, 0), (0, 0.5), mass=1, inertia=0.1, name="crank1")
-    model.add_body("crank1", "revolute", (0, -0.5), (-1, 0), mass=2, inertia=0.5, name="coupler")
-    model.add_body("ground", "revolute", (1, 0), (0, 0.5), mass=1, inertia=0.1, name="crank2")
-    model.add_body("ground", "revolute", (2, 0), (0, 0.5), mass=1, inertia=0.1, name="crank3")
-    model.add_loop("revolute", "coupler", (0, 0), "crank2", (0, -0.5))
-    model.add_loop("revolute", "coupler", (1, 0), "crank3", (0, -0.5))
-    q = np.array([0.4, -0.4, 0.4, 0.4])
-    qd = np.array([1.0, -1.0, 1.0, 1.0])
+    model, q, qd = three_parallel_cranks()
     runs = {}
     for formulation in ("recursive", "augmented"):
         with warnings.catch_warnings(record=True) as caught:

@@ -7,12 +7,12 @@ import re
 import numpy as np
 import pytest
 import scipy.linalg
+from _helpers import random_planar_case
 from spatial_reference import (
     SpatialReference,
     axis_rotation,
     planar_as_spatial,
     random_configuration,
-    random_planar_spec,
     random_spatial_tree,
 )
 
@@ -104,15 +104,9 @@ def test_random_trees_identities(chunk):
 def test_planar_models_built_as_spatial_ones(seed):
     """The spec's mapping (axes along z, J -> diag(J, J, J), points and gravity in z = 0) gives the planar
     route's mass matrix, forward and inverse dynamics, energy and kinematics to 1e-12."""
-    rng = np.random.default_rng(500 + seed)
-    spec = random_planar_spec(rng, int(rng.integers(2, 9)))
-    planar = rm.Model(gravity=(0.3, -G))
-    for body in spec:
-        planar.add_body(**body)
-    planar = planar.compile()
+    spec, planar, q, v, tau = random_planar_case(500 + seed, 9)
     spatial = build(planar_as_spatial(spec), gravity=(0.3, -G, 0.0))
     assert spatial.nq == spatial.nv == planar.nq
-    q, v, tau = rng.normal(size=planar.nq), rng.normal(size=planar.nq), rng.normal(size=planar.nq)
     assert rel(rm.mass_matrix(spatial, q), rm.mass_matrix(planar, q)) < 1e-12
     assert rel(rm.forward_dynamics(spatial, q, v, tau), rm.forward_dynamics(planar, q, v, tau)) < 1e-12
     assert rel(rm.inverse_dynamics(spatial, q, v, tau), rm.inverse_dynamics(planar, q, v, tau)) < 1e-12

@@ -13,6 +13,7 @@ Python tau with events; a model with loops has the same system types as a tree),
 
 import numpy as np
 import pytest
+from _helpers import planar_chain_and_its_spatial_twin, spherical_pendulum_with_elements
 from test_spatial_implicit_loops import _loop_levels, _rssr
 from test_spatial_loops import _four_bar_planar, _four_bar_spatial
 
@@ -74,13 +75,7 @@ def test_planar_chain_built_as_spatial_takes_the_planar_bdf_steps():
     pieces converge to the same BDF steps (same state layout, same error norm), so the runs take the same steps
     and agree to round-off (measured over 2 s, 581 steps at rtol 1e-6: 8e-14 in q, 8e-13 in v, 7e-12 s in the
     step times)."""
-    planar = rm.chains.serial_chain(3, length=1.5, mass=2.0)
-    model = rm.Model3D(gravity=(0.0, -9.81, 0.0))
-    rod, mass = 0.5, 2.0 / 3
-    for i in range(3):
-        model.add_body(parent=i - 1, joint="revolute", parent_point=(0.0, -rod / 2 if i else 0.0, 0.0),
-                       child_point=(0.0, rod / 2, 0.0), mass=mass, inertia=mass * rod**2 / 12)
-    q0, qd0 = np.array([1.0, -0.5, 0.3]), np.array([0.0, 1.0, -2.0])
+    planar, model, q0, qd0 = planar_chain_and_its_spatial_twin()
     a = rm.simulate(planar, q0, qd0, 2.0, method="bdf", rtol=1e-6, atol=1e-6)
     b = rm.simulate(model, q0, qd0, 2.0, method="bdf", rtol=1e-6, atol=1e-6)
     assert a.nsteps == b.nsteps and a.t.shape == b.t.shape
@@ -135,23 +130,7 @@ def test_tau_function_elements_t_eval_events_work_terms_and_progress():
     function, sampled at t_eval with progress bar segments: samples and events (omega_x crossing zero) agree with
     dopri5 at rtol 1e-12 to 1e-7, the work terms close the energy balance to 1e-7 J; a terminal event ends the
     run at its time."""
-    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
-    model.add_body(joint="spherical", mass=1.0, inertia=(0.02, 0.03, 0.01, 0.0, 0.0, 0.0), com=(0.0, 0.0, -0.5))
-    model.add_spring_damper("ground", (0.3, 0.0, -0.5), 0, (0.0, 0.0, -0.5), stiffness=20.0, damping=0.5,
-                            rest_length=0.2)
-    model.add_joint_spring_damper(0, stiffness=0.0, damping=0.05)
-    q0 = rm.integrate_configuration(model, model.neutral(), [0.4, -0.3, 0.0])
-    v0 = np.array([0.0, 0.5, 1.0])
-
-    def tau(t):
-        return np.array([0.0, 0.0, 0.2 * np.sin(3.0 * t)])
-
-    def crossing(t, q, v):
-        return v[0]
-
-    t_eval = np.linspace(0.0, 2.0, 41)
-    reference = rm.simulate(model, q0, v0, 2.0, method="dopri5", rtol=1e-12, atol=1e-12, tau=tau, t_eval=t_eval,
-                            events=crossing)
+    model, q0, v0, tau, crossing, t_eval, reference = spherical_pendulum_with_elements()
     res = rm.simulate(model, q0, v0, 2.0, method="bdf", rtol=1e-10, atol=1e-10, tau=tau, t_eval=t_eval,
                       events=crossing, progress=True)
     assert np.array_equal(res.t, reference.t)

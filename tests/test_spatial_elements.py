@@ -8,6 +8,7 @@ import io
 
 import numpy as np
 import pytest
+from _helpers import spring_linkage
 from spatial_reference import (
     SpatialReference,
     axis_rotation,
@@ -244,26 +245,8 @@ def test_dynamics_identities_with_elements():
 # ---- time integration ---------------------------------------------------------------------------------------------
 
 def _spring_model(damping, more=None):
-    """A spherical pendulum, a universal-jointed link and a slider on it, hung by springs (preloads, a spherical
-    joint spring with a rest quaternion); ``more(model)`` adds elements."""
-    rng = np.random.default_rng(3)
-    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
-    model.add_body("ground", "spherical", child_point=(0.0, 0.0, 0.4), mass=1.2, inertia=(0.05, 0.07, 0.09, 0.01,
-                   0.0, 0.0), com=(0.02, 0.0, 0.0), name="arm")
-    model.add_body("arm", "universal", parent_point=(0.0, 0.0, -0.4), child_point=(0.0, 0.0, 0.3), mass=0.8,
-                   inertia=0.02, name="link", axis=((1.0, 0.0, 0.0), (0.0, 1.0, 0.2)))
-    model.add_body("link", "prismatic", parent_point=(0.0, 0.0, -0.3), axis=(0.0, 0.3, 1.0), mass=0.5,
-                   inertia=0.01, name="slider")
-    model.add_spring_damper("ground", (0.5, 0.0, 0.2), "link", (0.05, 0.0, 0.0), 40.0, damping, rest_length=0.3,
-                            preload=2.0)
-    model.add_spring_damper("arm", (0.1, 0.1, 0.0), "slider", (0.0, 0.0, 0.0), 25.0, damping, rest_length=0.2)
-    model.add_joint_spring_damper("arm", 3.0, damping, rest=_rest_quaternion(rng))
-    model.add_joint_spring_damper("link", (2.0, 1.0), (damping, damping), rest=(0.1, -0.2))
-    model.add_joint_spring_damper("slider", 30.0, damping, rest=-0.1)
-    if more is not None:
-        more(model)
-    q0 = rm.integrate_configuration(model, model.neutral(), (0.3, -0.2, 0.5, 0.2, 0.1, 0.05))
-    return model, q0, np.array([0.5, -0.4, 1.0, 0.3, -0.6, 0.2])
+    """The spring linkage (tests/_helpers.py) with a seeded random rest quaternion of the arm's joint spring."""
+    return spring_linkage(damping, _rest_quaternion(np.random.default_rng(3)), more)
 
 
 def test_energy_is_conserved_with_springs_only():

@@ -7,6 +7,7 @@ Compile cost: two specialisations of the spatial loop (no inputs and no events; 
 
 import numpy as np
 import pytest
+from _helpers import planar_chain_and_its_spatial_twin, spherical_pendulum_with_elements
 from spatial_reference import random_spatial_tree
 
 import recursive_mbd as rm
@@ -132,13 +133,7 @@ def test_planar_chain_built_as_spatial_follows_the_planar_trajectory():
     """serial_chain(3) rebuilt with revolute axes along z and gravity along -y: the spatial loop (Newton matrix M
     + joint terms, gravity stiffness lagged) and the planar one (gravity stiffness in its matrix) converge to the
     same steps, so the trajectories agree to the Newton tolerance's order (1e-9 over 2 s, 200 steps)."""
-    planar = rm.chains.serial_chain(3, length=1.5, mass=2.0)
-    model = rm.Model3D(gravity=(0.0, -9.81, 0.0))
-    rod, mass = 0.5, 2.0 / 3
-    for i in range(3):
-        model.add_body(parent=i - 1, joint="revolute", parent_point=(0.0, -rod / 2 if i else 0.0, 0.0),
-                       child_point=(0.0, rod / 2, 0.0), mass=mass, inertia=mass * rod**2 / 12)
-    q0, qd0 = np.array([1.0, -0.5, 0.3]), np.array([0.0, 1.0, -2.0])
+    planar, model, q0, qd0 = planar_chain_and_its_spatial_twin()
     a = rm.simulate(planar, q0, qd0, 2.0, method="generalized_alpha", dt=0.01, rho_inf=0.8)
     b = rm.simulate(model, q0, qd0, 2.0, method="generalized_alpha", dt=0.01, rho_inf=0.8)
     assert a.t.shape == b.t.shape
@@ -188,23 +183,7 @@ def test_tau_function_elements_t_eval_events_and_work_terms():
     """A spherical pendulum with a point spring-damper to the ground, a damper on its joint and a tau(t)
     function: t_eval samples and the event (the pendulum's omega_x crossing zero) agree with dop853 to the
     scheme's second order (dt = 2e-3: 1e-4), and the work terms close the energy balance to 1e-5 J."""
-    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
-    model.add_body(joint="spherical", mass=1.0, inertia=(0.02, 0.03, 0.01, 0.0, 0.0, 0.0), com=(0.0, 0.0, -0.5))
-    model.add_spring_damper("ground", (0.3, 0.0, -0.5), 0, (0.0, 0.0, -0.5), stiffness=20.0, damping=0.5,
-                            rest_length=0.2)
-    model.add_joint_spring_damper(0, stiffness=0.0, damping=0.05)
-    q0 = rm.integrate_configuration(model, model.neutral(), [0.4, -0.3, 0.0])
-    v0 = np.array([0.0, 0.5, 1.0])
-
-    def tau(t):
-        return np.array([0.0, 0.0, 0.2 * np.sin(3.0 * t)])
-
-    def crossing(t, q, v):
-        return v[0]
-
-    t_eval = np.linspace(0.0, 2.0, 41)
-    reference = rm.simulate(model, q0, v0, 2.0, method="dopri5", rtol=1e-12, atol=1e-12, tau=tau, t_eval=t_eval,
-                            events=crossing)
+    model, q0, v0, tau, crossing, t_eval, reference = spherical_pendulum_with_elements()
     res = rm.simulate(model, q0, v0, 2.0, method="generalized_alpha", dt=2e-3, tau=tau, t_eval=t_eval,
                       events=crossing)
     assert np.array_equal(res.t, reference.t)

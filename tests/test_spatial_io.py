@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _helpers import fuzzed
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -290,25 +291,11 @@ def test_rmbd_run_simulates_a_spatial_file_with_quaternions(tmp_path):
 def test_fuzzed_spatial_files_never_crash(tmp_path, data):
     """Random edits of a valid spatial file (deleted lines, replaced values, inserted junk): rmbd info exits with 0
     or 1 (an error naming the place), never an internal error."""
-    lines = GOOD.splitlines()
-    for _ in range(data.draw(st.integers(1, 3))):
-        index = data.draw(st.integers(0, len(lines) - 1))
-        action = data.draw(st.sampled_from(["delete", "value", "junk"]))
-        if action == "delete":
-            del lines[index]
-        elif action == "value" and "=" in lines[index]:
-            key = lines[index].split("=")[0]
-            value = data.draw(st.sampled_from(["-1", "0", "3", "1e308", "nan", "inf", '"x"', "[]", "[1, 2, 3]",
-                                               "[[1, 0, 0], [0, 1, 0], [0, 0, 1]]", "[[1, 2], [3]]", "true",
-                                               '"ground"', '"free"', '"universal"', "[0.0, 0.0, 0.0, 0.0]",
-                                               "[1.0, 0.0, 0.0, 0.0, 0.0, 0.0]", "{}"]))
-            lines[index] = f"{key}= {value}"
-        else:
-            lines.insert(index, data.draw(st.text(alphabet="[]=\"a1. \n", max_size=12)))
-        if not lines:
-            lines = [""]
+    text = fuzzed(data, GOOD, ["-1", "0", "3", "1e308", "nan", "inf", '"x"', "[]", "[1, 2, 3]",
+                               "[[1, 0, 0], [0, 1, 0], [0, 0, 1]]", "[[1, 2], [3]]", "true", '"ground"', '"free"',
+                               '"universal"', "[0.0, 0.0, 0.0, 0.0]", "[1.0, 0.0, 0.0, 0.0, 0.0, 0.0]", "{}"])
     path = tmp_path / "model.toml"
-    path.write_text("\n".join(lines))
+    path.write_text(text)
     code, _, err = run_cli(["info", str(path)], tmp_path)
     assert code in (0, 1), err
     assert "Traceback" not in err

@@ -8,12 +8,12 @@ against rm.forward_dynamics of the planar model (a separate implementation).
 
 import numpy as np
 import pytest
+from _helpers import random_planar_case
 from spatial_reference import (
     SpatialReference,
     axis_rotation,
     planar_as_spatial,
     random_inertia,
-    random_planar_spec,
     random_rotation,
 )
 
@@ -125,15 +125,9 @@ def test_planar_joint_body():
 def test_planar_trees_against_the_planar_route(seed):
     """Random planar trees (revolute, prismatic, fixed, planar joints with angle 0) through the reference and
     through rm's planar recursive formulation: M, h and forward dynamics to 1e-11."""
-    rng = np.random.default_rng(100 + seed)
-    spec = random_planar_spec(rng, int(rng.integers(2, 7)))
-    planar = rm.Model(gravity=(0.3, -G))
-    for body in spec:
-        planar.add_body(**body)
-    planar = planar.compile()
+    spec, planar, q, v, tau = random_planar_case(100 + seed, 7)
     ref = SpatialReference(planar_as_spatial(spec), gravity=(0.3, -G, 0.0))
     assert ref.nv == planar.nq
-    q, v, tau = rng.normal(size=planar.nq), rng.normal(size=planar.nq), rng.normal(size=planar.nq)
     assert rel(ref.mass_matrix(q), rm.mass_matrix(planar, q)) < 1e-11
     assert rel(ref.bias_forces(q, v), rm.bias_forces(planar, q, v)) < 1e-11
     assert rel(ref.forward_dynamics(q, v, tau), rm.forward_dynamics(planar, q, v, tau)) < 1e-11

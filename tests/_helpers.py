@@ -1,0 +1,142 @@
+"""Test cases shared by several test files: model-file texts and their fuzzing, and small models with the states
+or runs the tests compare (each written once here, used as they were written in each test)."""
+
+import numpy as np
+from hypothesis import strategies as st
+from spatial_reference import random_planar_spec
+
+import recursive_mbd as rm
+
+# The arm-and-slider tree of the planar model-file tests (tests/test_cli_errors.py, tests/test_files_cli.py): an arm
+# hinged to the ground, a slider on it, a spring from the slider to the ground. Its [[body]] and [[spring_damper]]
+# tables; each file adds its own [model], [[loop]], [initial] and [analysis] tables.
+ARM_AND_SLIDER_TABLES = """[[body]]
+name = "arm"
+parent = "ground"
+joint = "revolute"
+child_point = [0.0, 0.5]
+mass = 1.0
+inertia = 0.1
+
+[[body]]
+name = "slider"
+parent = "arm"
+joint = "prismatic"
+parent_point = [0.0, -0.5]
+axis = [0.0, -1.0]
+mass = 0.5
+inertia = 0.01
+
+[[spring_damper]]
+body_a = "slider"
+point_a = [0.0, 0.0]
+body_b = "ground"
+point_b = [1.0, -1.0]
+stiffness = 5.0
+rest_length = 0.0
+"""
+
+
+def fuzzed(data, text, values):
+    """``text`` after 1 to 3 random edits drawn from the hypothesis ``data``: a line deleted, the value of a
+    ``key = value`` line replaced by one of ``values``, or a line of junk inserted."""
+    lines = text.splitlines()
+    for _ in range(data.draw(st.integers(1, 3))):
+        index = data.draw(st.integers(0, len(lines) - 1))
+        action = data.draw(st.sampled_from(["delete", "value", "junk"]))
+        if action == "delete":
+            del lines[index]
+        elif action == "value" and "=" in lines[index]:
+            key = lines[index].split("=")[0]
+            value = data.draw(st.sampled_from(values))
+            lines[index] = f"{key}= {value}"
+        else:
+            lines.insert(index, data.draw(st.text(alphabet="[]=\"a1. \n", max_size=12)))
+        if not lines:
+            lines = [""]
+    return "\n".join(lines)
+
+
+def three_parallel_cranks():
+    """Three equal parallel cranks joined by one coupler (4 loop equations of rank 3), with a state on the
+    constraints: (model, q, qd)."""
+    model = rm.Model()
+    model.add_body("ground", "revolute", (0, 0), (0, 0.5), mass=1, inertia=0.1, name="crank1")
+    model.add_body("crank1", "revolute", (0, -0.5), (-1, 0), mass=2, inertia=0.5, name="coupler")
+    model.add_body("ground", "revolute", (1, 0), (0, 0.5), mass=1, inertia=0.1, name="crank2")
+    model.add_body("ground", "revolute", (2, 0), (0, 0.5), mass=1, inertia=0.1, name="crank3")
+    model.add_loop("revolute", "coupler", (0, 0), "crank2", (0, -0.5))
+    model.add_loop("revolute", "coupler", (1, 0), "crank3", (0, -0.5))
+    return model, np.array([0.4, -0.4, 0.4, 0.4]), np.array([1.0, -1.0, 1.0, 1.0])
+
+
+def spherical_pendulum_with_elements():
+    """A spherical pendulum with a point spring-damper to the ground, a damper on its joint and a tau(t) function,
+    its event (omega_x crossing zero) and its dopri5 reference to 2 s at rtol = atol = 1e-12, sampled at t_eval (41
+    points) with the event: (model, q0, v0, tau, crossing, t_eval, reference)."""
+    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
+    model.add_body(joint="spherical", mass=1.0, inertia=(0.02, 0.03, 0.01, 0.0, 0.0, 0.0), com=(0.0, 0.0, -0.5))
+    model.add_spring_damper("ground", (0.3, 0.0, -0.5), 0, (0.0, 0.0, -0.5), stiffness=20.0, damping=0.5,
+                            rest_length=0.2)
+    model.add_joint_spring_damper(0, stiffness=0.0, damping=0.05)
+    q0 = rm.integrate_configuration(model, model.neutral(), [0.4, -0.3, 0.0])
+    v0 = np.array([0.0, 0.5, 1.0])
+
+    def tau(t):
+        return np.array([0.0, 0.0, 0.2 * np.sin(3.0 * t)])
+
+    def crossing(t, q, v):
+        return v[0]
+
+    t_eval = np.linspace(0.0, 2.0, 41)
+    reference = rm.simulate(model, q0, v0, 2.0, method="dopri5", rtol=1e-12, atol=1e-12, tau=tau, t_eval=t_eval,
+                            events=crossing)
+    return model, q0, v0, tau, crossing, t_eval, reference
+
+
+def spring_linkage(damping, arm_rest, more=None):
+    """A spherical pendulum ("arm"), a universal-jointed link and a slider on it, hung by springs (preloads, a
+    spherical joint spring with the rest quaternion ``arm_rest``), every damper ``damping``; ``more(model)`` adds
+    elements. (model, q0, v0). Also the accuracy model of benchmarks/spatial_elements.py."""
+    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
+    model.add_body("ground", "spherical", child_point=(0.0, 0.0, 0.4), mass=1.2, inertia=(0.05, 0.07, 0.09, 0.01,
+                   0.0, 0.0), com=(0.02, 0.0, 0.0), name="arm")
+    model.add_body("arm", "universal", parent_point=(0.0, 0.0, -0.4), child_point=(0.0, 0.0, 0.3), mass=0.8,
+                   inertia=0.02, name="link", axis=((1.0, 0.0, 0.0), (0.0, 1.0, 0.2)))
+    model.add_body("link", "prismatic", parent_point=(0.0, 0.0, -0.3), axis=(0.0, 0.3, 1.0), mass=0.5,
+                   inertia=0.01, name="slider")
+    model.add_spring_damper("ground", (0.5, 0.0, 0.2), "link", (0.05, 0.0, 0.0), 40.0, damping, rest_length=0.3,
+                            preload=2.0)
+    model.add_spring_damper("arm", (0.1, 0.1, 0.0), "slider", (0.0, 0.0, 0.0), 25.0, damping, rest_length=0.2)
+    model.add_joint_spring_damper("arm", 3.0, damping, rest=arm_rest)
+    model.add_joint_spring_damper("link", (2.0, 1.0), (damping, damping), rest=(0.1, -0.2))
+    model.add_joint_spring_damper("slider", 30.0, damping, rest=-0.1)
+    if more is not None:
+        more(model)
+    q0 = rm.integrate_configuration(model, model.neutral(), (0.3, -0.2, 0.5, 0.2, 0.1, 0.05))
+    return model, q0, np.array([0.5, -0.4, 1.0, 0.3, -0.6, 0.2])
+
+
+def planar_chain_and_its_spatial_twin():
+    """serial_chain(3, length=1.5, mass=2.0) and the same chain built as a Model3D (revolute axes along z, gravity
+    along -y), with a start state: (planar, spatial, q0, qd0)."""
+    planar = rm.chains.serial_chain(3, length=1.5, mass=2.0)
+    model = rm.Model3D(gravity=(0.0, -9.81, 0.0))
+    rod, mass = 0.5, 2.0 / 3
+    for i in range(3):
+        model.add_body(parent=i - 1, joint="revolute", parent_point=(0.0, -rod / 2 if i else 0.0, 0.0),
+                       child_point=(0.0, rod / 2, 0.0), mass=mass, inertia=mass * rod**2 / 12)
+    return planar, model, np.array([1.0, -0.5, 0.3]), np.array([0.0, 1.0, -2.0])
+
+
+def random_planar_case(seed, max_bodies):
+    """A random planar tree from ``seed`` (random_planar_spec, 2 to max_bodies - 1 bodies) and a random state, in
+    this order from one generator: (spec, its compiled rm.Model at gravity (0.3, -9.81), q, v, tau)."""
+    rng = np.random.default_rng(seed)
+    spec = random_planar_spec(rng, int(rng.integers(2, max_bodies)))
+    planar = rm.Model(gravity=(0.3, -9.81))
+    for body in spec:
+        planar.add_body(**body)
+    planar = planar.compile()
+    q, v, tau = rng.normal(size=planar.nq), rng.normal(size=planar.nq), rng.normal(size=planar.nq)
+    return spec, planar, q, v, tau
