@@ -2,6 +2,7 @@
 
     python3 benchmarks/bitwise_runs.py record OUT.npz        # run every case, save every resulting array
     python3 benchmarks/bitwise_runs.py compare A.npz B.npz   # per key: identical / max abs diff; exit 1 on any change
+    python3 benchmarks/bitwise_runs.py record OUT.npz --only simulate3d/ calls/   # the cases named so only
 
 For checking that a change which should not change any number (moving the package's internal files, renaming
 private helpers) does not: record before, record after, compare. Only public names are used (``rm.X``,
@@ -10,12 +11,17 @@ private helpers) does not: record before, record after, compare. Only public nam
 script runs unchanged on both trees. Which tree it imports is printed first: run it with ``PYTHONPATH=TREE`` from
 that tree to record another checkout than the installed one.
 
-What is recorded (small models, short runs: a few minutes with an empty numba cache on the 2-core machine):
+What is recorded (small models, short runs: 8 s wall, 7 s CPU with a warm numba cache on the 2-core machine, 25 s
+wall at load average 6;
+with an empty cache the compilation of every kernel the cases reach dominates: 31 min wall, 11 min CPU at load
+average 5 to 8, most of it the first run of each family: planar and spatial dopri5, the augmented time loop, the
+ensembles, generalized_alpha and bdf; ``--only`` runs a part):
 
 - ``rm.simulate`` with every method of ``rm.METHODS`` and scipy's RK45 and Radau on planar models (a serial
-  chain with tau functions, seed 000's two squares with its spring-damper, a four-bar with its loop, a tree of
-  every joint type with every force element), with t_eval and events where the method takes them, drivers, the
-  loop stabilisations, the augmented formulation (Baumgarte and projection); on spatial models (the heavy top,
+  chain with constant, time and controller tau, Python and numba-compiled; seed 000's two squares with its
+  spring-damper; a four-bar with its loop; a branched tree of every planar joint type with elements; a chain with
+  every force element), with t_eval and events (one terminal) where the method takes them, drivers, the loop
+  stabilisations, the augmented formulation (Baumgarte and projection); on spatial models (the heavy top,
   the closed centrifugal governor, a spatial four-bar, a tree of every spatial joint with elements) with
   dopri5, dop853, rk4, implicit_midpoint, generalized_alpha, bdf and scipy:RK45. Every numeric attribute of
   each result (t, q, qd, work, multipliers, drift, z, zd, events, step and Newton counters) and what its
@@ -30,6 +36,14 @@ What is recorded (small models, short runs: a few minutes with an empty numba ca
 
 Every case runs on its own: one that raises is reported with its traceback and the others go on; ``record`` then
 exits with status 1. Wall times (the studies' ``seconds``) are left out: they are not results.
+
+Compare records taken in the same numba cache state: both in processes that compiled the kernels (an empty cache,
+e.g. ``NUMBA_CACHE_DIR=$(mktemp -d)``), or both in processes that loaded them from the cache (record twice, keep
+the second). The two are not bit-identical everywhere: on the old tree (8b4aeac) the spatial tree's
+generalized_alpha and bdf runs (``simulate3d/spatial_tree/{generalized_alpha,bdf}``, 16 keys) differ by up to
+1.3e-13 (the Newton contraction estimate by 5e-10) between a process that compiled the kernels and one that loaded
+them; every other key is identical, and each state on its own repeats to the bit. A moved package compiles afresh
+on its first run (new file paths, new cache entries).
 """
 
 import os
@@ -74,7 +88,7 @@ def flatten(prefix, value, out, depth=0):
     """Store every number, array and string in ``value`` under keys beginning with ``prefix``."""
     if depth > MAX_DEPTH:
         raise RecursionError(f"{prefix}: nested deeper than {MAX_DEPTH}")
-    if value is None or callable(value) and not isinstance(value, np.ndarray):
+    if value is None or (callable(value) and not isinstance(value, np.ndarray)):
         return
     if isinstance(value, (rm.Model, rm.Model3D)):
         return
@@ -108,19 +122,21 @@ def flatten(prefix, value, out, depth=0):
         raise TypeError(f"{prefix}: cannot record a {type(value).__name__}")
 
 
-def run_record(res, planar=True, drivers=False):
-    """A SimulationResult's attributes and what its methods compute from them."""
-    record = {"result": res, "energy": res.energy(), "energy_balance": res.energy_balance(),
-              "element_forces": res.element_forces()}
-    if planar:
-        record["qdd"] = res.qdd()
-    if drivers:
-        record["driving_forces"] = res.driving_forces()
+def run_record(res, planar=True, drivers=False, inputs=True):
+    """A SimulationResult's attributes and what its methods compute from them (``inputs``: the methods that
+    evaluate the run's dynamics again, which an augmented-formulation run does not offer)."""
+    record = {"result": res, "energy": res.energy(), "energy_balance": res.energy_balance()}
+    if inputs:
+        record["element_forces"] = res.element_forces()
+        if planar:
+            record["qdd"] = res.qdd()
+        if drivers:
+            record["driving_forces"] = res.driving_forces()
     return record
 
 
 def simulate(model, q0, qd0, t_end, method, **options):
-    """rm.simulate with the warnings of redundant loop rows and order limits kept quiet (they are expected)."""
+    """rm.simulate with the RedundantConstraintWarning of the spatial loops kept quiet (it is expected)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", rm.RedundantConstraintWarning)
         return rm.simulate(model, q0, qd0, t_end, method, **options)
@@ -164,10 +180,6 @@ def joint_tree():
     return model
 
 
-def four_bar():
-    return rm.models.four_bar()
-
-
 def heavy_top_state():
     tilt, spin = 0.3, 150.0
     q0 = np.array([math.cos(tilt / 2), math.sin(tilt / 2), 0.0, 0.0])
@@ -188,8 +200,9 @@ def spatial_four_bar():
     for name, parent, length, point in (("crank", "ground", crank, (0.0, 0.0, 0.0)),
                                         ("coupler", "crank", coupler, (crank, 0.0, 0.0)),
                                         ("rocker", "ground", rocker, (base, 0.0, 0.0))):
-        model.add_body(parent, "revolute", parent_point=point, mass=1.0 + length,
-                       inertia=(0.05, 0.07, 0.1 * length, 0.0, 0.0, 0.0), com=(length / 2, 0.02, 0.0), name=name)
+        inertia = (0.05 + 0.05 * length, 0.07 + 0.05 * length, 0.1 * length, 0.0, 0.0, 0.0)
+        model.add_body(parent, "revolute", parent_point=point, mass=1.0 + length, inertia=inertia,
+                       com=(length / 2, 0.02, 0.0), name=name)
     model.add_loop("distance", "coupler", (coupler, 0.0, 0.0), "rocker", (0.0, 0.0, 0.0), length=rocker)
     q0 = rm.assemble(model, np.array([0.9, -0.5, 1.4]), fixed=["crank"])
     return model, q0
@@ -198,7 +211,7 @@ def spatial_four_bar():
 def spatial_tree():
     """A spatial tree with every joint type and every spatial force element (one a function of time)."""
     model = rm.Model3D(gravity=(0.0, 0.0, -9.81), name="spatial tree")
-    model.add_body("ground", "spherical", mass=1.0, inertia=(0.02, 0.03, 0.01, 0.001, 0.0, 0.0),
+    model.add_body("ground", "spherical", mass=1.0, inertia=(0.03, 0.03, 0.02, 0.001, 0.0, 0.0),
                    com=(0.0, 0.0, -0.3), name="ball")
     model.add_body("ball", "revolute", parent_point=(0.0, 0.0, -0.6), axis=(1.0, 0.2, 0.0), mass=0.7,
                    inertia=(0.01, 0.01, 0.004, 0.0, 0.0, 0.0), com=(0.0, 0.0, -0.2), name="hinge")
@@ -210,7 +223,8 @@ def spatial_tree():
                    inertia=0.001, com=(0.05, 0.0, 0.0), name="sleeve")
     model.add_body("ground", "free", parent_point=(1.0, 0.0, 0.0), mass=0.8,
                    inertia=(0.01, 0.02, 0.015, 0.0, 0.001, 0.0), name="flyer")
-    model.add_body("slide", "fixed", parent_point=(0.05, 0.0, 0.0), rotation=(0.9, 0.1, 0.3, 0.2), mass=0.2,
+    tilt = np.array([0.9, 0.1, 0.3, 0.2])
+    model.add_body("slide", "fixed", parent_point=(0.05, 0.0, 0.0), rotation=tilt / np.linalg.norm(tilt), mass=0.2,
                    inertia=0.0005, com=(0.02, 0.0, 0.0), name="tag")
     model.add_body("ground", "planar", parent_point=(-1.0, 0.0, 0.5), mass=0.6, inertia=0.01, name="skate")
     model.add_spring_damper("flyer", (0.05, 0.0, 0.0), "slide", (0.0, 0.0, 0.0), stiffness=30.0, damping=0.5,
@@ -235,12 +249,12 @@ def random_state(model, seed, planar=True):
     return q, rng.uniform(-1, 1, model.nv), rng.uniform(-1, 1, model.nv), rng.uniform(-1, 1, model.nv)
 
 
-@numba.njit(cache=False)
+@numba.njit
 def njit_tau(t, q, qd):
     return -0.3 * qd + 0.1 * np.sin(2.0 * t)
 
 
-@numba.njit(cache=False)
+@numba.njit
 def njit_flip(t, q, qd):
     return q[0] - 0.5
 
@@ -258,6 +272,14 @@ def event_rising(t, q, qd):
 
 
 event_rising.direction = 1.0
+
+
+def event_stop(t, q, qd):
+    return q[0] - 0.9
+
+
+event_stop.terminal = True
+event_stop.direction = -1.0
 
 EVENT_METHODS = ("dopri5", "generalized_alpha", "bdf", "scipy:RK45", "scipy:Radau")  # t_eval and events
 ALL_METHODS = (*rm.METHODS, "scipy:RK45", "scipy:Radau")
@@ -282,7 +304,7 @@ def _planar_runs():
     models = {
         "chain3": (chain3, lambda m: (np.array([np.pi / 2, 0.1, -0.2]), np.zeros(3))),
         "two_squares": (lambda: rm.models.two_squares()[0], lambda m: (np.zeros(2), np.zeros(2))),
-        "four_bar": (four_bar, lambda m: (rm.models.four_bar()[1], np.zeros(3))),
+        "four_bar": (lambda: rm.models.four_bar()[0], lambda m: (rm.models.four_bar()[1], np.array([1.0, 0.0, 0.0]))),
         "joint_tree": (joint_tree, lambda m: (np.array([0.4, 0.05, -0.3, 0.1, 0.05, 0.2]), np.zeros(6))),
         "element_chain": (element_chain, lambda m: (np.array([0.3, -0.2, 0.1]), np.array([0.0, 0.5, 0.0]))),
     }
@@ -299,7 +321,8 @@ def _planar_runs():
                                       "implicit_midpoint": lambda t: np.array([np.sin(t), 0.0, 0.0]),
                                       "scipy:RK45": python_tau, "scipy:Radau": njit_tau}[method]
                 if method in EVENT_METHODS:
-                    options["events"] = [event_q1, event_rising] if model_name != "four_bar" else event_rising
+                    options["events"] = {"four_bar": event_rising, "chain3": [event_q1, event_rising, event_stop]}.get(
+                        model_name, [event_q1, event_rising])
                 if method == "bdf" and model_name == "joint_tree":
                     options["max_order"] = 2
                 if method == "generalized_alpha" and model_name == "two_squares":
@@ -366,11 +389,11 @@ def _augmented_runs():
                     options["events"] = event_rising
                 res = simulate(model, q0, qd0, 0.3, method, formulation="augmented", stabilization=stabilization,
                                **extra, **options)
-                out[f"{name}/{method}/{stabilization}"] = run_record(res)
+                out[f"{name}/{method}/{stabilization}"] = run_record(res, inputs=False)
     model = element_chain()
     res = simulate(model, np.zeros(3), np.zeros(3), 0.3, "dopri5", formulation="augmented", tau=python_tau,
                    drivers={"link2": np.sin}, t_eval=np.linspace(0, 0.3, 7))
-    out["element_chain/dopri5/drivers_tau"] = run_record(res, drivers=True)
+    out["element_chain/dopri5/drivers_tau"] = run_record(res, inputs=False)
     return out
 
 
@@ -392,18 +415,17 @@ SPATIAL_METHODS = ("dopri5", "dop853", "rk4", "implicit_midpoint", "generalized_
 
 
 def _spatial_runs():
-    builds = {"heavy_top": (heavy_top_state, 0.2), "governor_closed": (lambda: governor_state()[1:], 0.2),
+    def governor():
+        gov, q0, v0 = governor_state()
+        return gov.model, q0, v0
+
+    builds = {"heavy_top": (heavy_top_state, 0.2), "governor_closed": (governor, 0.2),
               "spatial_tree": (spatial_tree, 0.2), "spatial_four_bar": (
                   lambda: spatial_four_bar() + (np.zeros(3),), 0.3)}
     for name, (build, t_end) in builds.items():
         for method in SPATIAL_METHODS:
             def run(build=build, t_end=t_end, method=method, name=name):
-                made = build()
-                if name == "governor_closed":
-                    gov, q0, v0 = governor_state()
-                    model = gov.model
-                else:
-                    model, q0, v0 = made
+                model, q0, v0 = build()
                 adaptive = {"rtol": 1e-7, "atol": 1e-9}
                 options = method_options(method, t_end, adaptive=adaptive)
                 if method == "generalized_alpha" and name == "heavy_top":
@@ -496,11 +518,10 @@ def _loop_calls():
 @case("calls/compiled_forward_dynamics")
 def _compiled_calls():
     out = {}
-    for name, build in (("chain3", chain3), ("element_chain", element_chain), ("four_bar", four_bar),
+    for name, build in (("chain3", chain3), ("element_chain", element_chain),
+                        ("four_bar", lambda: rm.models.four_bar()[0]),
                         ("chain2_specialized", lambda: rm.chains.serial_chain(2))):
         model = build()
-        if isinstance(model, tuple):
-            model = model[0]
         fd = rm.compiled_forward_dynamics(model, specialize=name.endswith("specialized"))
         q, qd, tau, _ = random_state(model, 21)
         buffer = np.zeros(model.nq)
@@ -580,8 +601,8 @@ def _chain_calls():
         "bead_chain_fd": rm.forward_dynamics(beads, theta[:4], theta_dot[:4]),
         "bead_chain_mass": beads.body_mass, "rod_chain_inertia": rods.body_inertia,
         "heavy_top_precession": rm.models.heavy_top_precession(150.0, 0.3),
-        "governor": {"speed": gov.speed(0.5), "steady_angle": gov.steady_angle(12.0),
-                     "sleeve_drop": gov.sleeve_drop(12.0),
+        "governor": {"speed": gov.speed(0.5), "steady_angle": gov.steady_angle(15.0),
+                     "sleeve_drop": gov.sleeve_drop(15.0),
                      "q": gov.q(0.5, 0.2), "dq_dphi": gov.dq_dphi(0.5), "sleeve_height": gov.sleeve_height(0.5),
                      "reduced_force": gov.reduced_force(0.5, 10.0),
                      "arm_acceleration": gov.arm_acceleration(0.5, 0.3, 10.0, damping=0.1),
@@ -646,7 +667,6 @@ def _spatial_loop_calls():
             "loop_dynamics": rm.spatial_loops.loop_dynamics(model, q, v, tau),
             "loop_dynamics_baumgarte": rm.spatial_loops.loop_dynamics(model, q, v, tau, alpha=2.0, beta=3.0),
             "loop_dynamics_mass_matrix": rm.spatial_loops.loop_dynamics(model, q, v, tau, method="mass_matrix"),
-            "rm_loop_dynamics": rm.loop_dynamics(model, q, v, tau),
             "fd": rm.forward_dynamics(model, q, v, tau),
             "constraints": rm.spatial_loops.constraints(model, q, v),
             "project": rm.spatial_loops.project(model, rm.integrate_configuration(model, q, 1e-3 * v), v),
@@ -722,18 +742,16 @@ def _spatial_analysis():
     omega = 1.5 * gov.speed(0.0)
     steady = rm.static_equilibrium(gov.model, gov.q(0.6), fixed=["spindle"], velocity=np.array([omega, 0, 0, 0]))
     four, q_four = spatial_four_bar()
-    eq_four = rm.static_equilibrium(four, q_four)
+    eq_four = rm.static_equilibrium(four, rm.assemble(four, np.array([-1.2, 0.5, -1.0]), fixed=["crank"]))
     tree = rm.Model3D(name="hanging pair")
     tree.add_body("ground", "spherical", mass=1.0, inertia=(0.02, 0.02, 0.01, 0, 0, 0), com=(0, 0, -0.3), name="a")
     tree.add_body("a", "universal", parent_point=(0, 0, -0.6), mass=0.5, inertia=(0.01, 0.01, 0.004, 0, 0, 0),
                   com=(0, 0, -0.2), name="b")
     guess = rm.integrate_configuration(tree, tree.neutral(), np.array([0.1, -0.1, 0.05, 0.1, 0.1]))
     eq_tree = rm.static_equilibrium(tree, guess)
-    t = np.linspace(0.0, 0.5, 6)
-    kin = rm.kinematic_analysis(four, {"crank": lambda t: 0.9 + 0.5 * t}, t, q_four)
     return {"governor_steady": steady, "four_bar_equilibrium": eq_four, "four_bar_modes": rm.modes(four, eq_four.q),
             "four_bar_assemble": rm.assemble(four, q_four + 0.03, fixed=["crank"]),
-            "tree_equilibrium": eq_tree, "tree_modes": rm.modes(tree, eq_tree.q, 3), "four_bar_kinematics": kin}
+            "tree_equilibrium": eq_tree, "tree_modes": rm.modes(tree, eq_tree.q, 3)}  # kinematics: files/spatial/
 
 
 @case("ensemble")
@@ -838,12 +856,13 @@ _file_cases()
 
 # ---- record and compare ---------------------------------------------------------------------------------------------
 
-def record(path):
+def record(path, only=()):
     print(f"recursive_mbd from {Path(rm.__file__).resolve().parent}")
     print(f"numba {numba.__version__}, numpy {np.__version__}, {numba.config.NUMBA_NUM_THREADS} numba threads")
     arrays, failed = {}, []
     start = time.perf_counter()
-    for name, function in CASES:
+    cases = [(name, function) for name, function in CASES if not only or name.startswith(tuple(only))]
+    for name, function in cases:
         began = time.perf_counter()
         try:
             found = {}
@@ -859,7 +878,7 @@ def record(path):
         print(f"{time.perf_counter() - began:7.2f} s  {len(found):5d} keys  {name}", flush=True)
     arrays["meta/failed_cases"] = np.array(failed, dtype=str)
     np.savez(path, **arrays)
-    print(f"{len(CASES) - len(failed)} of {len(CASES)} cases, {len(arrays)} keys written to {path} in "
+    print(f"{len(cases) - len(failed)} of {len(cases)} cases, {len(arrays)} keys written to {path} in "
           f"{time.perf_counter() - start:.1f} s")
     if failed:
         print(f"FAILED ({len(failed)}): {', '.join(failed)}", file=sys.stderr)
@@ -880,6 +899,8 @@ def difference(a, b):
         diff = np.where(both_nan, 0.0, diff)
         worst = float(np.nanmax(diff)) if diff.size else 0.0
         changed = int(np.count_nonzero((diff != 0) | (np.isnan(diff) & ~both_nan)))
+        if not changed and not nan_mismatch:
+            return "DIFFERENT in the bits only: equal values (signed zeros or NaN payloads)"
         return f"DIFFERENT max abs diff {worst:.3e} ({changed} of {a.size} entries; NaN mismatches {nan_mismatch})"
     if a.dtype.kind in "iub":
         return f"DIFFERENT max abs diff {np.abs(a.astype(float) - b.astype(float)).max():.3e}"
@@ -908,12 +929,14 @@ def main(argv=None):
     sub = parser.add_subparsers(dest="command", required=True)
     rec = sub.add_parser("record", help="run every case and save the arrays")
     rec.add_argument("out", help="output .npz file")
+    rec.add_argument("--only", nargs="+", default=(), metavar="PREFIX",
+                     help="run only the cases whose names begin with one of these (for trying a case out)")
     cmp_ = sub.add_parser("compare", help="compare two records key by key")
     cmp_.add_argument("a")
     cmp_.add_argument("b")
     args = parser.parse_args(argv)
     if args.command == "record":
-        return record(args.out)
+        return record(args.out, args.only)
     return compare(args.a, args.b)
 
 
