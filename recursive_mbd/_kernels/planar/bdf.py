@@ -23,9 +23,9 @@ and the unknowns are the accelerations qdd = (psi_v + d_v) / c of the new step:
 
 The v rows d_v + psi_v = c a(q_new, v_new) are M(q_new) qdd - Q(q_new, v_new, t_new) = 0: their residual R is one
 inverse-dynamics pass (``implicit.newton_residual``, O(N), no forward dynamics), and dR/dqdd = M + c C + c^2 K = S,
-the matrix of ``recursive_mbd.integrate.implicit`` with c_mass = 1, c_damp = c, c_stiff = c^2 (the terms it keeps exactly
-and those it lags -- velocity products, d(M a)/dq, elements between bodies, tau -- are listed there; a lagged term
-only slows the contraction, the converged step is the BDF step). Each iteration: qdd -= S^-1 R, i.e.
+the matrix of ``recursive_mbd.integrate.implicit`` with c_mass = 1, c_damp = c, c_stiff = c^2 (the terms it keeps
+exactly and those it lags -- velocity products, d(M a)/dq, elements between bodies, tau -- are listed there; a lagged
+term only slows the contraction, the converged step is the BDF step). Each iteration: qdd -= S^-1 R, i.e.
 d_v -= c dx, d_q -= c^2 dx; the work rows d_w = c P - psi_w are explicit given q and v.
 
 Modified Newton as in CVODE (Hindmarsh et al., ACM TOMS 31, 2005): S is factorised (``kinematics_pass`` and
@@ -53,8 +53,9 @@ below, dense output, events, work terms, the modified-Newton strategy and its co
 ``integrate_bdf``'s; the system-specific pieces (the corrector's start with the q rows held exactly, the
 residual, the factorisation of S, one correction, the filtered change of the starting step, the accepted step's
 projection) are hooks overloaded per system type and inlined into the loop (``newton_workspace`` and the
-functions after it). The planar recursive system's are below; a spatial tree's (quaternion rows, the spatial
-articulated-body factorisation, unit quaternions after each accepted step) are in ``spatial_bdf``.
+functions after it, declared in ``timeloops.newton``). The planar recursive system's are below; a spatial tree's
+(quaternion rows, the spatial articulated-body factorisation, unit quaternions after each accepted step) are in
+``spatial.bdf``.
 
 Closed loops: GGL (index 2)
 ---------------------------
@@ -128,6 +129,16 @@ from ..layout import (
     STATUS_STEP_UNDERFLOW,
 )
 from ..timeloops.integrators import _fatal, _left, _poll, _store, illinois_update, system_rhs
+from ..timeloops.newton import (
+    HOOK_OPTIONS,
+    accept_step,
+    corrector_predict,
+    corrector_residual,
+    filtered_change,
+    newton_factor,
+    newton_update,
+    newton_workspace,
+)
 from .implicit import effective_factor, effective_solve, loop_schur, newton_correction, newton_residual
 from .loops import filtered_solve
 from .system import RecursiveSystem
@@ -325,7 +336,8 @@ def _locate_event(events, events_key, index, t, t_new, D, order, h, g0, g1, ytmp
 
 @njit
 def _stiffness_product(body_int, ws, kb, j_stiff, x, omega_sub, out):
-    """out = K x for the stiffness the Newton matrix keeps: T^T diag(kb) T x + j_stiff x (``recursive_mbd.integrate.implicit``).
+    """out = K x for the stiffness the Newton matrix keeps: T^T diag(kb) T x + j_stiff x
+    (``recursive_mbd.integrate.implicit``).
 
     T x: the absolute rotations of the bodies (base to tip, the angular parts of the motion columns); T^T: the
     sums over each joint's subtree (tip to base). ``omega_sub`` (n, >= 2) is scratch.
@@ -391,60 +403,6 @@ def _newton_direction(system, newton, c, nf, res_v, res_q, with_q):
     return effective_solve(system[0], system[1], system[2], q, zero_qd, system[7][:0], 1.0, c * c, full_r, m_r, ws,
                            newton[0], newton[1], newton[2], newton[17], newton[18], newton[3], newton[4], newton[5],
                            newton[6], newton[7], newton[8], x)
-
-
-# The time loop's interface to the system it integrates (the Newton iteration on the second-order structure): a
-# stub per hook, each system registering its implementation with ``numba.extending.overload`` (as the formulations
-# do for ``formulation``); the planar recursive system's implementations follow, the spatial tree's are in
-# ``spatial_bdf``. Every hook returns its status (``layout``) where it can fail. The hooks of every Newton iteration
-# allocate nothing and are compiled without reference counting (HOOK_OPTIONS): the system's and the workspace's
-# arrays are read from their tuples at every call, and with reference counting each read costs an atomic increment
-# and decrement (measured: +2.4 us per iteration on a double pendulum, 3.9 -> 6.3, when they were inlined into the
-# loop instead). As calls they cost about 0.2 us per iteration over the former single-function loop on a double
-# pendulum (1.74 -> 1.97 us, 400,000 iterations, loaded machine), nothing measurable from 100 bodies on. The two
-# hooks called once per run (the workspace, the starting step's filter) are inlined.
-HOOK_OPTIONS = {"cache": True, "error_model": "numpy", "_nrt": False}
-
-
-def newton_workspace(system, newton):
-    """The run's Newton scratch: a tuple whose entries 0-2 are the loop multipliers (lam (m,) at its value at the
-    start, lam_start (m,), GGL's mu (m,); m = 0 for a tree) that the time loop saves and restores over a step's
-    attempts; the rest is the system's own. ``newton`` is the tuple the Python side built for the run."""
-    raise NotImplementedError(f"no system registered a BDF Newton workspace for {type(system).__name__}")
-
-
-def corrector_predict(system, work, c, y_pred, psi, d, y):
-    """The corrector's start: d with the q rows held exactly at the predicted velocities (d_v = 0), y = y_pred + d."""
-    raise NotImplementedError(f"no system registered corrector_predict for {type(system).__name__}")
-
-
-def corrector_residual(inputs, key, system, work, t_new, c, psi, d, y):
-    """The residual of the velocity rows at the iterate y (one inverse-dynamics pass) and the work rows of d;
-    returns (status, max |residual|)."""
-    raise NotImplementedError(f"no system registered corrector_residual for {type(system).__name__}")
-
-
-def newton_factor(system, work, c):
-    """Factor the Newton matrix S = M + c C + c^2 K at the iterate of the last residual; returns the status."""
-    raise NotImplementedError(f"no system registered newton_factor for {type(system).__name__}")
-
-
-def newton_update(system, work, c, y_pred, psi, d, y, scale):
-    """One Newton correction with the factors: updates d and y = y_pred + d; returns (ok, sum over the q and v
-    rows of (change / scale)^2)."""
-    raise NotImplementedError(f"no system registered newton_update for {type(system).__name__}")
-
-
-def filtered_change(system, work, h, y0, err):
-    """err <- (I - h J)^-1 err (J the system's Jacobian as the Newton matrix keeps it), for the starting step;
-    returns the status (err unchanged unless STATUS_OK)."""
-    raise NotImplementedError(f"no system registered filtered_change for {type(system).__name__}")
-
-
-def accept_step(system, work, y_pred, d, y):
-    """An accepted step's state, after its error test: y (and d = y - y_pred) moved onto the system's manifold
-    (unit quaternions), in place; returns the status."""
-    raise NotImplementedError(f"no system registered accept_step for {type(system).__name__}")
 
 
 def _is_recursive(system):
@@ -649,8 +607,8 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
                   every, t_out, y_out, output_budget, events, events_key, directions, terminal, ev_t, ev_y, monitor,
                   monitor_key, control, info):
     """BDF orders 1-5 from t0 to t_end on the state y = (q_free, qd_free, W_dissipated, W_applied) of a planar
-    system (module doc), or y = (q (nq), v (nv), W_dissipated, W_applied) of a spatial tree (``spatial_bdf``): the
-    Newton pieces are the system's (the hooks above), the rest is shared.
+    system (module doc), or y = (q (nq), v (nv), W_dissipated, W_applied) of a spatial tree (``spatial.bdf``): the
+    Newton pieces are the system's (the hooks of ``timeloops.newton``), the rest is shared.
 
     Output as ``integrators.integrate_adaptive``: at the times in ``t_eval`` by the interpolant when non-empty,
     else every ``every``-th accepted step; t0 and t_end always; events located on the interpolant. The buffers grow

@@ -1,11 +1,12 @@
-"""method="bdf" on a spatial tree (``Model3D``): the Newton pieces of ``_kernels.bdf.integrate_bdf`` for the
+"""method="bdf" on a spatial tree (``Model3D``): the Newton pieces of ``planar.bdf.integrate_bdf`` for the
 spatial system (issue 18).
 
-One BDF time loop serves the planar and the spatial models: ``bdf.integrate_bdf`` (step and order control, the
-backward differences, STALD, dense output, events, work terms) calls the hooks declared in ``_kernels.bdf``
-(``newton_workspace``, ``corrector_predict``, ``corrector_residual``, ``newton_factor``, ``newton_update``,
-``filtered_change``, ``accept_step``); this module registers their implementations for ``SpatialSystem`` with
-``numba.extending.overload`` (compiled without reference counting, ``bdf.HOOK_OPTIONS``), reusing the spatial
+One BDF time loop serves the planar and the spatial models: ``planar.bdf.integrate_bdf`` (step and order control,
+the backward differences, STALD, dense output, events, work terms) calls the hooks declared in
+``timeloops.newton`` (``newton_workspace``, ``corrector_predict``, ``corrector_residual``, ``newton_factor``,
+``newton_update``, ``filtered_change``, ``accept_step``); this module registers their implementations for
+``SpatialSystem`` with ``numba.extending.overload`` (compiled without reference counting, ``HOOK_OPTIONS``),
+reusing the spatial
 generalised-alpha kernels (``_kernels.spatial_implicit``: the RNEA residual and the O(N) factorisation of its
 Newton matrix).
 
@@ -35,11 +36,12 @@ of spatial generalised-alpha with c_mass = 1, c_damp = c, c_stiff = c^2,
 
 factorised by the articulated-body elimination and applied by two sweeps (``spatial_implicit.effective_factor`` /
 ``effective_apply``; no nv x nv matrix), with the same fallback to S without gravity's stiffness where
-M + c^2 K is not positive definite. Exact and lagged terms are those listed in ``recursive_mbd.integrate.spatial_implicit``
-(velocity products, point-to-point elements, forces and torques, d(M vdot)/dq, tau's dependence on (q, v), the
-spherical spring's J_r^-1 - 1, gravity's parent-child coupling); lagged in addition: the dependence of the
-quaternion rows on q through G (d(quat (x) (0, omega))/d quat, of relative size c |omega| / 2 per iteration, as the
-gyroscopic terms already lagged), which the G at the previous iterate carries. A lagged term only slows the
+M + c^2 K is not positive definite. Exact and lagged terms are those listed in
+``recursive_mbd.integrate.spatial_implicit`` (velocity products, point-to-point elements, forces and torques,
+d(M vdot)/dq, tau's dependence on (q, v), the spherical spring's J_r^-1 - 1, gravity's parent-child coupling);
+lagged in addition: the dependence of the quaternion rows on q through G (d(quat (x) (0, omega))/d quat, of
+relative size c |omega| / 2 per iteration, as the gyroscopic terms already lagged), which the G at the previous
+iterate carries. A lagged term only slows the
 contraction; the converged step is the BDF step. The modified-Newton strategy (factors reused over the steps of
 one c, CVODE's rate test, refactorisation of slow stale factors) is the shared loop's.
 
@@ -93,7 +95,8 @@ from numba.core import types
 from numba.extending import overload
 
 from ..layout import STATUS_NONFINITE_STATE, STATUS_OK, STATUS_SINGULAR
-from ..planar.bdf import (
+from ..planar.loops import filtered_solve, gram_matrix
+from ..timeloops.newton import (
     HOOK_OPTIONS,
     accept_step,
     corrector_predict,
@@ -102,9 +105,8 @@ from ..planar.bdf import (
     newton_factor,
     newton_update,
     newton_workspace,
+    schur_correction,
 )
-from ..planar.implicit import schur_correction
-from ..planar.loops import filtered_solve, gram_matrix
 from .implicit import effective_apply, effective_factor, spatial_residual
 from .layout import NVJ
 from .system import (
@@ -120,8 +122,9 @@ from .system import (
 )
 from .tree import inverse_dynamics
 
-# The cached machine code of ``bdf.integrate_bdf`` embeds the hooks below as they were when it was compiled, and
-# numba checks only bdf.py's stamp: after editing this file, clear _kernels/__pycache__ (or touch bdf.py).
+# The cached machine code of ``planar.bdf.integrate_bdf`` embeds the hooks below as they were when it was compiled,
+# and numba checks only that file's stamp: after editing this file, clear _kernels/planar/__pycache__ (or touch
+# planar/bdf.py).
 njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 
 

@@ -1,13 +1,13 @@
 """Generalised-alpha on a spatial model (``Model3D``): the Newton matrix's O(N) factorisation and the compiled loop.
 
-Derivation and the list of exact and lagged terms: ``recursive_mbd.integrate.spatial_implicit``. ``effective_factor`` runs
-the tip-to-base pass of the articulated-body algorithm (Featherstone 2008, table 7.1) on the inertias alone, with a
-joint diagonal added to every joint's D_i = S_i^T I^A_i S_i (as a rotor inertia or armature would be), so that
-``effective_apply`` gives x = (M + diag(j_diag))^-1 rhs by the force and acceleration passes, O(N) each. Every
-joint, spherical ones too, takes the general path (S stored): the spherical register path of ``_kernels.spatial``
-keeps no D_i to add to. With closed loops the time loop borders these factors by the loop rows through the planar
-loop's kernels (``_kernels.implicit.schur_correction``, ``position_correction``): m applies per factorisation give
-S^-1 J^T, no nv x nv matrix.
+Derivation and the list of exact and lagged terms: ``recursive_mbd.integrate.spatial_implicit``.
+``effective_factor`` runs the tip-to-base pass of the articulated-body algorithm (Featherstone 2008, table 7.1) on
+the inertias alone, with a joint diagonal added to every joint's D_i = S_i^T I^A_i S_i (as a rotor inertia or
+armature would be), so that ``effective_apply`` gives x = (M + diag(j_diag))^-1 rhs by the force and acceleration
+passes, O(N) each. Every joint, spherical ones too, takes the general path (S stored): the spherical register path
+of ``_kernels.spatial`` keeps no D_i to add to. With closed loops the time loop borders these factors by the loop
+rows through the kernels it shares with the planar loop (``timeloops.newton.schur_correction``,
+``position_correction``): m applies per factorisation give S^-1 J^T, no nv x nv matrix.
 """
 
 import math
@@ -16,16 +16,19 @@ import numba
 import numpy as np
 
 from ..layout import STATUS_EVENT, STATUS_NO_CONVERGENCE, STATUS_OK, STATUS_OUTPUT_FULL, STATUS_SINGULAR
-from ..planar.implicit import (
-    SLOW_CONTRACTION,
-    _hermite_span,
-    _locate_span,
-    _output_row,
-    position_correction,
-    schur_correction,
-)
 from ..planar.loops import gram_matrix
 from ..timeloops.integrators import _fatal, _left, _poll, _store
+from ..timeloops.newton import (
+    hermite_span,
+    load_carry,
+    locate_span,
+    output_row,
+    position_correction,
+    record_failure,
+    refactor_due,
+    save_carry,
+    schur_correction,
+)
 from .elements import element_forces
 from .layout import CP, MASS, MCOM, NVJ, PA, PARENT, PP, VIDX, WC, WI, WP, WR, WT
 from .system import (
@@ -314,9 +317,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     residual = inverse dynamics minus tau and the element loads at (t+, q+, v+), plus J^T lambda with loops;
     Newton with S = M + c_stiff K_gravity + diag(c_stiff j_stiff + c_damp j_damp) factorised at an iterate and
     reused while the corrections shrink >= 20x per iteration (as the planar loop). With the m loop equations of
-    ``system.loops`` (``recursive_mbd.integrate.spatial_implicit``: stabilised index 2) the correction is bordered by the
-    rows J v+ / c_damp (``implicit.schur_correction`` on the responses S^-1 J^T, m applies of the factors) and
-    phi(q+) / c_stiff (``implicit.position_correction``), O(N m + m^3) an iteration.
+    ``system.loops`` (``recursive_mbd.integrate.spatial_implicit``: stabilised index 2) the correction is bordered
+    by the rows J v+ / c_damp (``newton.schur_correction`` on the responses S^-1 J^T, m applies of the factors) and
+    phi(q+) / c_stiff (``newton.position_correction``), O(N m + m^3) an iteration.
     carry (2 + 2 nv + m + 1): (powers, a, vdot, lambda, started). y_out rows (n + m): the state y, then the
     multipliers lambda at that sample (linear in time between step ends at t_eval points and events), the buffers
     growing to at most ``output_budget`` floats with the events' (STATUS_OUTPUT_FULL beyond). info (8,):
@@ -391,15 +394,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     iterations = 0
     count = 0
     t = t0
-    if carry[carry.shape[0] - 1] != 0.0:
-        powers[0] = carry[0]
-        powers[1] = carry[1]
-        for j in range(nv):
-            acc[j] = carry[2 + j]
-            vdot[j] = carry[2 + nv + j]
-        for r in range(m):
-            lam[r] = carry[2 + 2 * nv + r]
-    else:
+    if not load_carry(carry, powers, acc, vdot, lam):
         status = system_rhs(inputs, key, system, t0, y, ytmp)  # vdot, lambda, powers at the start
         nfev += 1
         if status != STATUS_OK:
@@ -416,7 +411,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         rate[nq + j] = vdot[j]
     use_eval = t_eval.shape[0] > 0
     next_eval = 0
-    _output_row(y, lam, lam, 1.0, row)
+    output_row(y, lam, lam, 1.0, row)
     room = _left(output_budget, ev_t, ev_y)
     if use_eval:
         while next_eval < t_eval.shape[0] and t_eval[next_eval] <= t0:
@@ -509,7 +504,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 res_max = 0.0
                 for j in range(nv):
                     res_max = max(res_max, abs(residual[j]))
-                if abs(factored_h - h) > 1e-9 * h or (not fresh and correction > SLOW_CONTRACTION * previous):
+                if refactor_due(factored_h, h, fresh, correction, previous):
                     status = effective_factor(body_int, body_real, system.gravity, q_new, zeros, ws_f, s_f, tmp_f,
                                               c_stiff, j_diag, ud_f, dinv, rot, fsub, kw)
                     if (status & 15) == STATUS_SINGULAR:
@@ -518,10 +513,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                         status = effective_factor(body_int, body_real, system.gravity, q_new, zeros, ws_f, s_f,
                                                   tmp_f, 0.0, j_diag, ud_f, dinv, rot, fsub, kw)
                     if status != STATUS_OK:
-                        info[0] = np.inf
-                        info[1] = res_max
-                        info[2] = step + 1
-                        info[3] = iterations
+                        record_failure(info, np.inf, res_max, step, iterations)
                         return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
                     for r in range(m):  # the loop rows' responses S^-1 J_r^T and J S^-1 J^T: m applies
                         effective_apply(body_int, ws_f, s_f, ud_f, dinv, jac[r], tmp_f, ud, resp[r])
@@ -570,10 +562,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
             if converged:
                 break
         if not converged:
-            info[0] = correction
-            info[1] = res_max
-            info[2] = step + 1
-            info[3] = iterations
+            record_failure(info, correction, res_max, step, iterations)
             return STATUS_NO_CONVERGENCE, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
         # the converged step's state, from the final vdot+ (and the final shift)
         for j in range(nv):
@@ -598,8 +587,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 g0 = ev_old[i]
                 g1 = ev_new[i]
                 if (g0 < 0.0 <= g1 and directions[i] >= 0.0) or (g0 > 0.0 >= g1 and directions[i] <= 0.0):
-                    status, theta = _locate_span(events, events_key, i, t, h, y, y_new, rate, rate_new, nsmooth, g0,
-                                                 g1, ytmp, ev_tmp)
+                    status, theta = locate_span(events, events_key, i, t, h, y, y_new, rate, rate_new, nsmooth, g0,
+                                                g1, ytmp, ev_tmp)
                     if status != STATUS_OK:
                         return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
                     ev_row[0] = i
@@ -618,8 +607,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         if use_eval:
             while next_eval < t_eval.shape[0] and t_eval[next_eval] <= min(t_new, t_stop):
                 theta = (t_eval[next_eval] - t) / h
-                _hermite_span(y, y_new, rate, rate_new, nsmooth, h, theta, ytmp)
-                _output_row(ytmp, lam_old, lam, theta, row)
+                hermite_span(y, y_new, rate, rate_new, nsmooth, h, theta, ytmp)
+                output_row(ytmp, lam_old, lam, theta, row)
                 stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row,
                                               _left(output_budget, ev_t, ev_y))
                 if not stored:
@@ -628,7 +617,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 count += 1
                 next_eval += 1
         if t_stop < np.inf:  # a terminal event: the run ends at it
-            _output_row(y_stop, lam_old, lam, theta_stop, row)
+            output_row(y_stop, lam_old, lam, theta_stop, row)
             stored, t_out, y_out = _store(t_out, y_out, count, t_stop, row, _left(output_budget, ev_t, ev_y))
             if not stored:
                 return STATUS_OUTPUT_FULL, t_stop, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
@@ -644,18 +633,11 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         powers[1] = powers_new[1]
         t = t_new
         if not use_eval and ((step + 1) % every == 0 or step == nsteps_total - 1):
-            _output_row(y, lam, lam, 1.0, row)
+            output_row(y, lam, lam, 1.0, row)
             stored, t_out, y_out = _store(t_out, y_out, count, t, row, _left(output_budget, ev_t, ev_y))
             if not stored:
                 return STATUS_OUTPUT_FULL, t, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
             count += 1
-    carry[0] = powers[0]
-    carry[1] = powers[1]
-    for j in range(nv):
-        carry[2 + j] = acc[j]
-        carry[2 + nv + j] = vdot[j]
-    for r in range(m):
-        carry[2 + 2 * nv + r] = lam[r]
-    carry[carry.shape[0] - 1] = 1.0
+    save_carry(carry, powers, acc, vdot, lam)
     return STATUS_OK, t, count, t_out, y_out, nfev, nsteps_total, iterations, nev, ev_t, ev_y
 
