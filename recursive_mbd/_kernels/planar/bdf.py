@@ -111,6 +111,7 @@ high-mode content grown meanwhile: serial_chain(10_000) over 10 s takes 10,249 s
 """
 
 import math
+from collections import namedtuple
 
 import numba
 import numpy as np
@@ -121,14 +122,26 @@ from ..layout import (
     NDOF,
     PARENT,
     QIDX,
-    STATUS_EVENT,
     STATUS_MAX_STEPS,
     STATUS_NO_CONVERGENCE,
     STATUS_OK,
     STATUS_OUTPUT_FULL,
     STATUS_STEP_UNDERFLOW,
 )
-from ..timeloops.integrators import _fatal, _left, _poll, _store, illinois_update, system_rhs
+from ..timeloops.integrators import (
+    _fatal,
+    _left,
+    _poll,
+    _rms_norm,
+    _starting_trial,
+    _store,
+    illinois_step,
+    open_outputs,
+    register_interpolant,
+    state_stop_row,
+    step_outputs,
+    system_rhs,
+)
 from ..timeloops.newton import (
     HOOK_OPTIONS,
     accept_step,
@@ -266,14 +279,6 @@ def interpolate(D, order, t_new, h, t, out):
 
 
 @njit
-def _rms_scaled(x, scale):
-    acc = 0.0
-    for j in range(x.shape[0]):
-        acc += (x[j] / scale[j]) ** 2
-    return math.sqrt(acc / x.shape[0])
-
-
-@njit
 def _correction_fit(D, d, order, scale, a, b):
     """Fit of the last three corrections d_n, d_{n-1}, d_{n-2} of one step size and order (d_{n-1} = D[order+1],
     d_{n-2} = D[order+1] - D[order+2] before the step's update), in the error norm: d_n = a d_{n-1} + b d_{n-2}.
@@ -321,17 +326,37 @@ def _locate_event(events, events_key, index, t, t_new, D, order, h, g0, g1, ytmp
     for _ in range(100):
         s = (lo * g_hi - hi * g_lo) / (g_hi - g_lo)
         interpolate(D, order, t_new, h, s, ytmp)
-        status = events(events_key, s, ytmp, ytmp, values)
+        status, settled, lo, hi, g_lo, g_hi, side = illinois_step(events, events_key, index, s, s, ytmp, values, lo,
+                                                                  hi, g_lo, g_hi, side)
         if status != STATUS_OK:
             return status, s
-        g = values[index]
-        if g == 0.0 or not math.isfinite(g):
-            break
-        lo, hi, g_lo, g_hi, side = illinois_update(s, g, lo, hi, g_lo, g_hi, side)
-        if hi - lo <= 4.0 * EPS * max(abs(t), abs(h)):
+        if settled or hi - lo <= 4.0 * EPS * max(abs(t), abs(h)):
             break
     interpolate(D, order, t_new, h, s, ytmp)
     return STATUS_OK, s
+
+
+# the interpolant of the step to t_new for the output bookkeeping of ``integrators`` (``step_outputs``):
+# ``interpolate`` on the differences D of that step at its order; the output rows are the state
+BDFDense = namedtuple("BDFDense", ["D", "order", "t_new"])
+
+
+def _bdf_locate_root(dense, events, events_key, index, t, h, g0, g1, ytmp, values):
+    status, t_event = _locate_event(events, events_key, index, t, dense.t_new, dense.D, dense.order, h, g0, g1, ytmp,
+                                    values)
+    return status, t_event, 1.0  # (no place in the step: the row at a terminal event is the state)
+
+
+def _bdf_sample_row(dense, t, h, t_sample, ytmp):
+    if t_sample == dense.t_new:
+        ytmp[:] = dense.D[0]
+    else:
+        interpolate(dense.D, dense.order, dense.t_new, h, t_sample, ytmp)
+    return ytmp
+
+
+register_interpolant(BDFDense, _bdf_locate_root, _bdf_sample_row, state_stop_row,
+                     {"cache": True, "error_model": "numpy", "_nrt": True})
 
 
 @njit
@@ -659,31 +684,11 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
     count = 0
     nev = 0
     use_eval = t_eval.shape[0] > 0
-    next_eval = 0
-    room = _left(output_budget, ev_t, ev_y)
-    if use_eval:
-        while next_eval < t_eval.shape[0] and t_eval[next_eval] <= t0:
-            stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], y0, room)
-            if not stored:
-                return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, nsteps, nrejected, nev,
-                        ev_t, ev_y)
-            count += 1
-            next_eval += 1
-    else:
-        stored, t_out, y_out = _store(t_out, y_out, count, t0, y0, room)
-        if not stored:
-            return STATUS_OUTPUT_FULL, t0, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
-        count += 1
-    n_events = directions.shape[0]
-    ev_old = np.empty(n_events)
-    ev_new = np.empty(n_events)
-    ev_tmp = np.empty(n_events)
-    ev_row = np.empty(n + 1)
-    y_stop = np.empty(n)
-    if n_events > 0:
-        status = events(events_key, t, y0, y0, ev_old)
-        if status != STATUS_OK:
-            return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+    status, t_fail, count, next_eval, t_out, y_out, ev = open_outputs(t_out, y_out, t_eval, t0, y0, y0, events,
+                                                                      events_key, directions, ev_t, ev_y,
+                                                                      output_budget)
+    if status != STATUS_OK:
+        return status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
 
     status = system_rhs(inputs, key, system, t, y0, f)
     nfev += 1
@@ -698,14 +703,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
     span = t_end - t0
     h = first_step
     if h <= 0.0:  # Hairer's starting step for a first-order method (as integrators.integrate_adaptive)
-        for j in range(n):
-            scale[j] = atol + rtol * abs(y0[j])
-        d0 = _rms_scaled(y0, scale)
-        d1 = _rms_scaled(f, scale)
-        h0 = 1e-6 if (d0 < 1e-5 or d1 < 1e-5) else 0.01 * d0 / d1
-        h0 = min(max(h0, 1e-12 * span), span, max_step)
-        for j in range(n):
-            ytmp[j] = y0[j] + h0 * f[j]
+        h0, d1 = _starting_trial(y0, f, atol, rtol, span, max_step, scale, ytmp)
         status = system_rhs(inputs, key, system, t + h0, ytmp, err)
         nfev += 1
         if status != STATUS_OK:
@@ -715,7 +713,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
         # the change of f, filtered by (I - h0 J)^-1 (Shampine 1980; Hairer & Wanner IV.8 for Radau): a stiff
         # component that the implicit step damps does not set the first step
         filtered_change(system, work, h0, y0, err)
-        d2 = _rms_scaled(err, scale)
+        d2 = _rms_norm(err, scale)
         dmax = max(d1, d2)
         h1 = max(1e-6, h0 * 1e-3) if dmax <= 1e-15 else math.sqrt(0.01 / dmax)
         h = min(100.0 * h0, h1)
@@ -859,7 +857,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
             for j in range(n):
                 scale[j] = atol + rtol * abs(y[j])
                 err[j] = d[j] / (order + 1)
-            error_norm = _rms_scaled(err, scale)
+            error_norm = _rms_norm(err, scale)
             if error_norm > 1.0:
                 nrejected += 1
                 for r in range(m):
@@ -897,49 +895,11 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
             for j in range(n):
                 D[i, j] += D[i + 1, j]
         # outputs on the interpolant of this step (t, t_new]
-        t_stop = np.inf
-        if n_events > 0:
-            status = events(events_key, t_new, D[0], D[0], ev_new)
-            if status != STATUS_OK:
-                return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
-            for i in range(n_events):
-                g0 = ev_old[i]
-                g1 = ev_new[i]
-                if (g0 < 0.0 <= g1 and directions[i] >= 0.0) or (g0 > 0.0 >= g1 and directions[i] <= 0.0):
-                    status, t_event = _locate_event(events, events_key, i, t, t_new, D, order, h, g0, g1, ytmp,
-                                                    ev_tmp)
-                    if status != STATUS_OK:
-                        return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
-                    ev_row[0] = i
-                    ev_row[1:] = ytmp
-                    stored, ev_t, ev_y = _store(ev_t, ev_y, nev, t_event, ev_row, _left(output_budget, t_out, y_out))
-                    if not stored:
-                        return (STATUS_OUTPUT_FULL, t_event, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t,
-                                ev_y)
-                    nev += 1
-                    if terminal[i] and t_event < t_stop:
-                        t_stop = t_event
-                        y_stop[:] = ytmp
-                ev_old[i] = g1
-        if use_eval:
-            while next_eval < t_eval.shape[0] and t_eval[next_eval] <= min(t_new, t_stop):
-                if t_eval[next_eval] == t_new:
-                    ytmp[:] = D[0]
-                else:
-                    interpolate(D, order, t_new, h, t_eval[next_eval], ytmp)
-                stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], ytmp,
-                                              _left(output_budget, ev_t, ev_y))
-                if not stored:
-                    return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, nsteps, nrejected, nev,
-                            ev_t, ev_y)
-                count += 1
-                next_eval += 1
-        if t_stop < np.inf:  # a terminal event ends the run at it
-            stored, t_out, y_out = _store(t_out, y_out, count, t_stop, y_stop, _left(output_budget, ev_t, ev_y))
-            if not stored:
-                return STATUS_OUTPUT_FULL, t_stop, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
-            count += 1
-            return STATUS_EVENT, t_stop, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+        status, t_fail, _, count, next_eval, nev, t_out, y_out, ev_t, ev_y = step_outputs(
+            BDFDense(D, order, t_new), t, h, t_new, D[0], events, events_key, directions, terminal, ev, ytmp, t_eval,
+            next_eval, t_out, y_out, count, ev_t, ev_y, nev, output_budget)
+        if status != STATUS_OK:  # a failed event function, a full buffer, a terminal event
+            return status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
         t = t_new
         if not use_eval and (nsteps % every == 0 or t >= t_end):
             stored, t_out, y_out = _store(t_out, y_out, count, t, D[0], _left(output_budget, ev_t, ev_y))
@@ -969,7 +929,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
         if order > 1:
             for j in range(n):
                 err[j] = D[order, j] / order
-            norm_m = _rms_scaled(err, scale)
+            norm_m = _rms_norm(err, scale)
             factor_m = safety * norm_m ** (-1.0 / order) if norm_m > 0.0 else np.inf
             if factor_m > best:
                 best = factor_m
@@ -977,7 +937,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
         if order < order_cap:
             for j in range(n):
                 err[j] = D[order + 2, j] / (order + 2)
-            norm_p = _rms_scaled(err, scale)
+            norm_p = _rms_norm(err, scale)
             factor_p = safety * norm_p ** (-1.0 / (order + 2)) if norm_p > 0.0 else np.inf
             if factor_p > best:
                 best = factor_p

@@ -26,24 +26,12 @@ from ..layout import (
     RX,
     SERIAL_REVOLUTE,
     SN,
-    STATUS_EVENT,
     STATUS_NO_CONVERGENCE,
     STATUS_OK,
     STATUS_OUTPUT_FULL,
     STATUS_SINGULAR,
 )
-from ..timeloops.integrators import _fatal, _left, _poll, _store, system_rhs
-from ..timeloops.newton import (
-    hermite_span,
-    load_carry,
-    locate_span,
-    output_row,
-    position_correction,
-    record_failure,
-    refactor_due,
-    save_carry,
-    schur_correction,
-)
+from ..timeloops import integrators, newton
 from .elements import element_forces
 from .loops import loop_constraints
 from .system import _load_state
@@ -502,7 +490,7 @@ def newton_correction(body_int, driven, uu, dinv, gcol, rvec, free, residual, ph
     effective_apply(body_int, driven, uu, dinv, gcol, rvec, rhs_full, ub, pa, vel, xfull)
     for j in range(nf):
         dx[j] = xfull[free[j]]
-    return schur_correction(free, jac, resp, gram, rcond, phi_scaled, dx, dlam, work_m)
+    return newton.schur_correction(free, jac, resp, gram, rcond, phi_scaled, dx, dlam, work_m)
 
 
 @njit
@@ -582,20 +570,14 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     acc_new = np.zeros(nf)
     q_pred = np.zeros(nf)
     qd_pred = np.zeros(nf)
-    rate = np.zeros(n)  # (qd, qdd) at the step's start, for the dense output
-    rate_new = np.zeros(n)
-    powers = np.zeros(2)
-    powers_new = np.zeros(2)
-    y = y0.copy()
-    y_new = y0.copy()
-    ytmp = np.empty(n)
-    row = np.empty(n + m)  # an output row: the state, then the multipliers
+    # the state, its rates (qd, qdd) at the step's ends for the dense output, the work rates, an output row
+    y, y_new, rate, rate_new, powers, powers_new, ytmp, row = newton.run_state(y0, m)
     nfev = 0
     iterations = 0
     count = 0
     t = t0
-    if not load_carry(carry, powers, acc, qdd, lam):
-        status = system_rhs(inputs, key, system, t0, y, ytmp)  # qdd, lam, powers at the start
+    if not newton.load_carry(carry, powers, acc, qdd, lam):
+        status = integrators.system_rhs(inputs, key, system, t0, y, ytmp)  # qdd, lam, powers at the start
         nfev += 1
         if status != STATUS_OK:
             return status, t, count, t_out, y_out, nfev, 0, iterations, 0, ev_t, ev_y
@@ -607,34 +589,12 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         powers[0] = ytmp[2 * nf]
         powers[1] = ytmp[2 * nf + 1]
     use_eval = t_eval.shape[0] > 0
-    next_eval = 0
-    output_row(y, lam, lam, 1.0, row)
-    room = _left(output_budget, ev_t, ev_y)
-    if use_eval:
-        while next_eval < t_eval.shape[0] and t_eval[next_eval] <= t0:
-            stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row, room)
-            if not stored:
-                return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, 0, iterations, 0, ev_t,
-                        ev_y)
-            count += 1
-            next_eval += 1
-    else:
-        stored, t_out, y_out = _store(t_out, y_out, count, t0, row, room)
-        if not stored:
-            return STATUS_OUTPUT_FULL, t0, count, t_out, y_out, nfev, 0, iterations, 0, ev_t, ev_y
-        count += 1
-    n_events = directions.shape[0]
-    ev_old = np.empty(n_events)
-    ev_new = np.empty(n_events)
-    ev_tmp = np.empty(n_events)
-    ev_row = np.empty(n + 1)
-    y_stop = np.empty(n)
-    theta_stop = 1.0
+    newton.output_row(y, lam, lam, 1.0, row)
     nev = 0
-    if n_events > 0:
-        status = events(events_key, t, y, y, ev_old)
-        if status != STATUS_OK:
-            return status, t, count, t_out, y_out, nfev, 0, iterations, nev, ev_t, ev_y
+    status, t_fail, count, next_eval, t_out, y_out, ev = integrators.open_outputs(
+        t_out, y_out, t_eval, t0, row, y, events, events_key, directions, ev_t, ev_y, output_budget)
+    if status != STATUS_OK:
+        return status, t_fail, count, t_out, y_out, nfev, 0, iterations, nev, ev_t, ev_y
     scale = (1.0 - alpha_f) / (1.0 - alpha_m)
     factored_h = -1.0  # the step of the factors in (ia, uu, dinv, gcol, rvec, resp, gram); -1: none
     fresh = False
@@ -663,16 +623,12 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 if fresh:
                     break
                 factored_h = -1.0
-                for j in range(nf):
-                    qdd_new[j] = qdd[j]
-                    shift[j] = 0.0
-                for r in range(m):
-                    lam[r] = lam_old[r]
+                newton.restart_attempt(qdd_new, qdd, shift, lam, lam_old)
             fresh = False
             previous = np.inf
             correction = np.inf
             for _ in range(max_newton):
-                status = _poll(monitor, monitor_key, control, t, y, nfev)
+                status = integrators._poll(monitor, monitor_key, control, t, y, nfev)
                 if status != STATUS_OK:
                     return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
                 acc_max = 0.0
@@ -687,7 +643,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                                          powers_new)
                 nfev += 1
                 if status != STATUS_OK:
-                    if _fatal(status):
+                    if integrators._fatal(status):
                         return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
                     correction = np.inf  # a non-finite state: the iteration diverged
                     break
@@ -699,12 +655,12 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 # (re)factorise at the current iterate: no factors for this h yet (steps t0 + k dt differ by
                 # round-off: the same step), or a slow contraction with factors of an earlier step (the state has
                 # moved on: make them again)
-                if refactor_due(factored_h, h, fresh, correction, previous):
+                if newton.refactor_due(factored_h, h, fresh, correction, previous):
                     kinematics_pass(body_int, body_real, system[11], system[12], ws, True)
                     status = effective_factor(body_int, body_real, system[2], ws, driven, 1.0, c_stiff, j_diag, ia,
                                               uu, dinv, gcol, rvec, fsub, kb, dmat)
                     if status != STATUS_OK:
-                        record_failure(info, np.inf, res_max, step, iterations)
+                        newton.record_failure(info, np.inf, res_max, step, iterations)
                         return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
                     if m > 0:
                         loop_schur(body_int, driven, uu, dinv, gcol, rvec, jac, free, ub, pa, vel, xfull, resp,
@@ -716,7 +672,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 ok = newton_correction(body_int, driven, uu, dinv, gcol, rvec, free, residual, rate_scaled, jac,
                                        resp, gram, rcond, ub, pa, vel, xfull, rhs_full, dx, dlam, work_m)
                 if ok and m > 0:
-                    ok = position_correction(jac, free, loops[3], rate_scaled, c_stiff, rcond, gram_pos, work_m,
+                    ok = newton.position_correction(jac, free, loops[3], rate_scaled, c_stiff, rcond, gram_pos, work_m,
                                              dnu, xfull)
                 iterations += 1
                 dx_max = 0.0
@@ -747,7 +703,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
             if converged:
                 break
         if not converged:
-            record_failure(info, correction, res_max, step, iterations)
+            newton.record_failure(info, correction, res_max, step, iterations)
             return STATUS_NO_CONVERGENCE, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
         for j in range(nf):
             acc_new[j] = ((1.0 - alpha_f) * qdd_new[j] + alpha_f * qdd[j] - alpha_m * acc[j]) / (1.0 - alpha_m)
@@ -760,51 +716,13 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         # work terms: trapezoidal rule on the powers (second order, like the scheme)
         y_new[2 * nf] = y[2 * nf] + 0.5 * h * (powers[0] + powers_new[0])
         y_new[2 * nf + 1] = y[2 * nf + 1] + 0.5 * h * (powers[1] + powers_new[1])
-        t_stop = np.inf
-        if n_events > 0:
-            status = events(events_key, t_new, y_new, y_new, ev_new)
-            if status != STATUS_OK:
-                return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
-            for i in range(n_events):
-                g0 = ev_old[i]
-                g1 = ev_new[i]
-                if (g0 < 0.0 <= g1 and directions[i] >= 0.0) or (g0 > 0.0 >= g1 and directions[i] <= 0.0):
-                    status, theta = locate_span(events, events_key, i, t, h, y, y_new, rate, rate_new, 2 * nf, g0,
-                                                g1, ytmp, ev_tmp)
-                    if status != STATUS_OK:
-                        return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
-                    ev_row[0] = i
-                    ev_row[1:] = ytmp
-                    stored, ev_t, ev_y = _store(ev_t, ev_y, nev, t + theta * h, ev_row,
-                                                _left(output_budget, t_out, y_out))
-                    if not stored:
-                        return (STATUS_OUTPUT_FULL, t + theta * h, count, t_out, y_out, nfev, step + 1, iterations,
-                                nev, ev_t, ev_y)
-                    nev += 1
-                    if terminal[i] and t + theta * h < t_stop:
-                        t_stop = t + theta * h
-                        theta_stop = theta
-                        y_stop[:] = ytmp
-                ev_old[i] = g1
-        if use_eval:
-            while next_eval < t_eval.shape[0] and t_eval[next_eval] <= min(t_new, t_stop):
-                theta = (t_eval[next_eval] - t) / h
-                hermite_span(y, y_new, rate, rate_new, 2 * nf, h, theta, ytmp)
-                output_row(ytmp, lam_old, lam, theta, row)
-                stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row,
-                                              _left(output_budget, ev_t, ev_y))
-                if not stored:
-                    return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, step + 1, iterations,
-                            nev, ev_t, ev_y)
-                count += 1
-                next_eval += 1
-        if t_stop < np.inf:  # a terminal event: the run ends at it
-            output_row(y_stop, lam_old, lam, theta_stop, row)
-            stored, t_out, y_out = _store(t_out, y_out, count, t_stop, row, _left(output_budget, ev_t, ev_y))
-            if not stored:
-                return STATUS_OUTPUT_FULL, t_stop, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
-            count += 1
-            return STATUS_EVENT, t_stop, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
+        interpolant = newton.PlanarHermite(y, y_new, rate, rate_new, 2 * nf, lam_old, lam, row)
+        status, t_fail, stepped, count, next_eval, nev, t_out, y_out, ev_t, ev_y = integrators.step_outputs(
+            interpolant, t, h, t_new, y_new, events, events_key, directions, terminal, ev, ytmp, t_eval, next_eval,
+            t_out, y_out, count, ev_t, ev_y, nev, output_budget)
+        if status != STATUS_OK:  # a failed event function (the step not taken), a full buffer, a terminal event
+            done = step + 1 if stepped else step
+            return status, t_fail, count, t_out, y_out, nfev, done, iterations, nev, ev_t, ev_y
         for j in range(n):
             y[j] = y_new[j]
         for j in range(nf):
@@ -814,10 +732,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         powers[1] = powers_new[1]
         t = t_new
         if not use_eval and ((step + 1) % every == 0 or step == nsteps_total - 1):
-            output_row(y, lam, lam, 1.0, row)
-            stored, t_out, y_out = _store(t_out, y_out, count, t, row, _left(output_budget, ev_t, ev_y))
+            stored, count, t_out, y_out = newton.store_row(t_out, y_out, count, t, y, lam, row,
+                                                           integrators._left(output_budget, ev_t, ev_y))
             if not stored:
                 return STATUS_OUTPUT_FULL, t, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
-            count += 1
-    save_carry(carry, powers, acc, qdd, lam)
+    newton.save_carry(carry, powers, acc, qdd, lam)
     return STATUS_OK, t, count, t_out, y_out, nfev, nsteps_total, iterations, nev, ev_t, ev_y

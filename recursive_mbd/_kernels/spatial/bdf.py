@@ -96,17 +96,7 @@ from numba.extending import overload
 
 from ..layout import STATUS_NONFINITE_STATE, STATUS_OK, STATUS_SINGULAR
 from ..planar.loops import filtered_solve, gram_matrix
-from ..timeloops.newton import (
-    HOOK_OPTIONS,
-    accept_step,
-    corrector_predict,
-    corrector_residual,
-    filtered_change,
-    newton_factor,
-    newton_update,
-    newton_workspace,
-    schur_correction,
-)
+from ..timeloops import newton
 from .implicit import effective_apply, effective_factor, spatial_residual
 from .layout import NVJ
 from .system import (
@@ -140,7 +130,7 @@ def _is_spatial(system):
  W_WORK_M, W_TANGENT, W_SHIFT, W_FREE) = range(4, 34)
 
 
-@overload(newton_workspace, inline="always")
+@overload(newton.newton_workspace, inline="always")
 def _spatial_newton_workspace(system, newton):
     if not _is_spatial(system):
         return None
@@ -167,7 +157,7 @@ def _spatial_newton_workspace(system, newton):
     return impl
 
 
-@overload(corrector_predict, jit_options=HOOK_OPTIONS)
+@overload(newton.corrector_predict, jit_options=newton.HOOK_OPTIONS)
 def _spatial_corrector_predict(system, work, c, y_pred, psi, d, y):
     if not _is_spatial(system):
         return None
@@ -192,7 +182,7 @@ def _spatial_corrector_predict(system, work, c, y_pred, psi, d, y):
     return impl
 
 
-@overload(corrector_residual, jit_options=HOOK_OPTIONS)
+@overload(newton.corrector_residual, jit_options=newton.HOOK_OPTIONS)
 def _spatial_corrector_residual(inputs, key, system, work, t_new, c, psi, d, y):
     if not _is_spatial(system):
         return None
@@ -240,7 +230,7 @@ def _spatial_corrector_residual(inputs, key, system, work, t_new, c, psi, d, y):
     return impl
 
 
-@overload(newton_factor, jit_options=HOOK_OPTIONS)
+@overload(newton.newton_factor, jit_options=newton.HOOK_OPTIONS)
 def _spatial_newton_factor(system, work, c):
     if not _is_spatial(system):
         return None
@@ -291,7 +281,7 @@ def _factor(system, work, c, q):
     return status
 
 
-@overload(newton_update, jit_options=HOOK_OPTIONS)
+@overload(newton.newton_update, jit_options=newton.HOOK_OPTIONS)
 def _spatial_newton_update(system, work, c, y_pred, psi, d, y, scale):
     if not _is_spatial(system):
         return None
@@ -320,7 +310,7 @@ def _spatial_newton_update(system, work, c, y_pred, psi, d, y, scale):
             work_m = work[W_WORK_M]
             tangent = work[W_TANGENT]
             # [S J^T; J 0] (dx, dlam) = (residual, J v / c) by the Schur complement
-            ok = schur_correction(work[W_FREE], jac, work[W_RESP], work[W_GRAM], rcond, work[W_RATE_SCALED],
+            ok = newton.schur_correction(work[W_FREE], jac, work[W_RESP], work[W_GRAM], rcond, work[W_RATE_SCALED],
                                   dx, dlam, work_m)
             for r in range(m):  # GGL: (J J^T) dmu = c J dx - phi / c
                 g = -phi[r] / c
@@ -358,7 +348,7 @@ def _spatial_newton_update(system, work, c, y_pred, psi, d, y, scale):
     return impl
 
 
-@overload(filtered_change, inline="always")
+@overload(newton.filtered_change, inline="always")
 def _spatial_filtered_change(system, work, h, y0, err):
     if not _is_spatial(system):
         return None
@@ -400,7 +390,7 @@ def _spatial_filtered_change(system, work, h, y0, err):
     return impl
 
 
-@overload(accept_step, jit_options=HOOK_OPTIONS)
+@overload(newton.accept_step, jit_options=newton.HOOK_OPTIONS)
 def _spatial_accept_step(system, work, y_pred, d, y):
     if not _is_spatial(system):
         return None

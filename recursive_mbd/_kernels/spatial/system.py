@@ -217,6 +217,44 @@ def _responses(system, q):
 
 
 @njit
+def _load_coordinates(system, y):
+    """system.q, system.v = the configuration and the velocities of the state y (q (nq), v (nv), ...)."""
+    q = system.q
+    v = system.v
+    nq = q.shape[0]
+    for k in range(nq):
+        q[k] = y[k]
+    for k in range(v.shape[0]):
+        v[k] = y[nq + k]
+
+
+@njit
+def applied_forces(system, q, v):
+    """system.tau = the constant joint forces, tau's input (in system.u, filled by the inputs callback before) and
+    the force elements' generalised forces at (q, v) (nv,); returns (status, the power dissipated by the dampers,
+    the power applied by tau and the elements' forces and torques) [W]."""
+    tau = system.tau
+    nv = v.shape[0]
+    offset = system.tau_offset[0]
+    power = 0.0
+    for k in range(nv):
+        tau[k] = system.tau_const[k] + (system.u[offset + k] if offset >= 0 else 0.0)
+        power += tau[k] * v[k]
+    (elem_int, elem_real, ews, eS, etmp, rot, pos, omega, vel, wrench, forces, energy, per_element) = system.elements
+    dissipated = 0.0
+    if elem_int.shape[0] > 0:  # the force elements act in addition to tau
+        status = element_forces(system.body_int, system.body_real, elem_int, elem_real, system.u, q, v, ews, eS, etmp,
+                                rot, pos, omega, vel, wrench, forces, energy, per_element)
+        if status != STATUS_OK:
+            return status, dissipated, power
+        for k in range(nv):
+            tau[k] += forces[k]
+        dissipated = energy[1]
+        power += energy[2]
+    return STATUS_OK, dissipated, power
+
+
+@njit
 def project_state(inputs, key, system, t, y):
     """Renormalise every quaternion of y in place (a zero or non-finite one is STATUS_NONFINITE_STATE); with
     loops and stabilization "projection", then project (q, v) onto the loops (``project_loops``)."""
@@ -226,15 +264,11 @@ def project_state(inputs, key, system, t, y):
     q = system.q
     v = system.v
     nq = q.shape[0]
-    nv = v.shape[0]
-    for k in range(nq):
-        q[k] = y[k]
-    for k in range(nv):
-        v[k] = y[nq + k]
+    _load_coordinates(system, y)
     status = project_loops(system, q, v)
     for k in range(nq):
         y[k] = q[k]
-    for k in range(nv):
+    for k in range(v.shape[0]):
         y[nq + k] = v[k]
     return status
 
@@ -248,10 +282,7 @@ def system_rhs(inputs, key, system, t, y, dy):
     vdot = system.vdot
     nq = q.shape[0]
     nv = v.shape[0]
-    for k in range(nq):
-        q[k] = y[k]
-    for k in range(nv):
-        v[k] = y[nq + k]
+    _load_coordinates(system, y)
     # the rotation of a quaternion off unit norm (a trial step, a rejected one) is that of its normalised value:
     # f extends off the unit sphere so that any stage is defined, and the inputs and the kernel see unit ones
     status = normalise_quaternions(system, q)
@@ -260,22 +291,9 @@ def system_rhs(inputs, key, system, t, y, dy):
     status = inputs(key, t, q, v, system.u)
     if status != STATUS_OK:
         return status
-    offset = system.tau_offset[0]
-    power = 0.0
-    for k in range(nv):
-        tau[k] = system.tau_const[k] + (system.u[offset + k] if offset >= 0 else 0.0)
-        power += tau[k] * v[k]
-    (elem_int, elem_real, ews, eS, etmp, rot, pos, omega, vel, wrench, forces, energy, per_element) = system.elements
-    dissipated = 0.0
-    if elem_int.shape[0] > 0:  # the force elements act in addition to tau
-        status = element_forces(system.body_int, system.body_real, elem_int, elem_real, system.u, q, v, ews, eS, etmp,
-                                rot, pos, omega, vel, wrench, forces, energy, per_element)
-        if status != STATUS_OK:
-            return status
-        for k in range(nv):
-            tau[k] += forces[k]
-        dissipated = energy[1]
-        power += energy[2]
+    status, dissipated, power = applied_forces(system, q, v)
+    if status != STATUS_OK:
+        return status
     loops = system.loops
     if loops[LOOP_INT].shape[0] > 0:
         status = constrained_dynamics(

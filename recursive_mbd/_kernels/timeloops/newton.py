@@ -13,13 +13,14 @@ The dense output, the output rows and the bordered correction are compiled as th
 generalised-alpha module (floating-point contraction allowed, ``njit`` below), so both loops keep the same bits.
 """
 
-import math
+from collections import namedtuple
 
 import numba
+import numpy as np
 
 from ..layout import STATUS_OK
 from ..planar.loops import filtered_solve
-from .integrators import illinois_update
+from .integrators import _store, illinois_step, register_interpolant
 
 # the options of the planar generalised-alpha kernels (``planar.implicit``), which both loops' results were made with
 njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=True)
@@ -69,17 +70,47 @@ def locate_span(events, events_key, index, t, h, y0, y1, rate0, rate1, nsmooth, 
     for _ in range(100):
         theta = (lo * g_hi - hi * g_lo) / (g_hi - g_lo)
         hermite_span(y0, y1, rate0, rate1, nsmooth, h, theta, ytmp)
-        status = events(events_key, t + theta * h, ytmp, ytmp, values)
+        # (t + theta h here, with this module's contraction: the event times the planar loop always had)
+        status, settled, lo, hi, g_lo, g_hi, side = illinois_step(events, events_key, index, t + theta * h, theta,
+                                                                  ytmp, values, lo, hi, g_lo, g_hi, side)
         if status != STATUS_OK:
             return status, theta
-        g = values[index]
-        if g == 0.0 or not math.isfinite(g):
-            break
-        lo, hi, g_lo, g_hi, side = illinois_update(theta, g, lo, hi, g_lo, g_hi, side)
-        if (hi - lo) * abs(h) <= 4.0 * 2.220446049250313e-16 * max(abs(t), abs(h)):
+        if settled or (hi - lo) * abs(h) <= 4.0 * 2.220446049250313e-16 * max(abs(t), abs(h)):
             break
     hermite_span(y0, y1, rate0, rate1, nsmooth, h, theta, ytmp)
     return STATUS_OK, theta
+
+
+# a generalised-alpha step's interpolant for the output bookkeeping of ``integrators`` (``step_outputs``):
+# ``hermite_span`` from (y0, rate0) to (y1, rate1), its first nsmooth entries cubic; output rows (``output_row``,
+# into ``row``) carry the multipliers, linear from lam_start to lam_end. One class per loop, the same functions: an
+# event's time t + theta h is rounded as each loop was compiled, the planar one with floating-point contraction
+# (``planar.implicit``'s options), the spatial one without.
+PlanarHermite = namedtuple("PlanarHermite", ["y0", "y1", "rate0", "rate1", "nsmooth", "lam_start", "lam_end", "row"])
+SpatialHermite = namedtuple("SpatialHermite", PlanarHermite._fields)
+
+
+def _hermite_locate_root(dense, events, events_key, index, t, h, g0, g1, ytmp, values):
+    status, theta = locate_span(events, events_key, index, t, h, dense.y0, dense.y1, dense.rate0, dense.rate1,
+                                dense.nsmooth, g0, g1, ytmp, values)
+    return status, t + theta * h, theta
+
+
+def _hermite_sample_row(dense, t, h, t_sample, ytmp):
+    theta = (t_sample - t) / h
+    hermite_span(dense.y0, dense.y1, dense.rate0, dense.rate1, dense.nsmooth, h, theta, ytmp)
+    output_row(ytmp, dense.lam_start, dense.lam_end, theta, dense.row)
+    return dense.row
+
+
+def _hermite_stop_row(dense, y_stop, theta_stop):
+    output_row(y_stop, dense.lam_start, dense.lam_end, theta_stop, dense.row)
+    return dense.row
+
+
+for _cls, _options in ((PlanarHermite, {"fastmath": {"contract"}}), (SpatialHermite, {})):
+    register_interpolant(_cls, _hermite_locate_root, _hermite_sample_row, _hermite_stop_row,
+                         {"cache": True, "error_model": "numpy", "_nrt": True, **_options})
 
 
 @njit
@@ -133,6 +164,35 @@ def position_correction(jac, free, phi, rate_scaled, c_stiff, rcond, gram_pos, w
             xfull[free[j]] += jac[r, free[j]] * dnu[r]
     return True
 
+
+
+@njit
+def run_state(y0, m):
+    """The state arrays of a generalised-alpha run from y0 (n,) with m loop multipliers: (y, y_new) copies of y0,
+    (rate, rate_new) the state's rates at the step's ends for the dense output (n,), (powers, powers_new) the work
+    rates there (2,), ytmp (n,) and an output row (n + m: the state, then the multipliers)."""
+    n = y0.shape[0]
+    return y0.copy(), y0.copy(), np.zeros(n), np.zeros(n), np.zeros(2), np.zeros(2), np.empty(n), np.empty(n + m)
+
+
+@njit
+def restart_attempt(accel_new, accel, shift, lam, lam_start):
+    """A step's Newton iteration started again from the predictor (its second attempt, with factors of its own
+    iterate): the accelerations of the step's start, no position shift (J^T nu), the multipliers of its start."""
+    for j in range(accel.shape[0]):
+        accel_new[j] = accel[j]
+        shift[j] = 0.0
+    for r in range(lam.shape[0]):
+        lam[r] = lam_start[r]
+
+
+@njit
+def store_row(t_out, y_out, count, t, y, lam, row, budget):
+    """The output row (state y, multipliers lam) at t, a step's end, into the buffers (``integrators._store``,
+    ``budget`` floats of room); returns (stored, count, t_out, y_out)."""
+    output_row(y, lam, lam, 1.0, row)
+    stored, t_out, y_out = _store(t_out, y_out, count, t, row, budget)
+    return stored, count + 1 if stored else count, t_out, y_out
 
 
 @njit
