@@ -1,16 +1,20 @@
 """The Newton and output bookkeeping that the implicit time loops of both formulations share.
 
 Generalised-alpha runs as one compiled loop per formulation (``planar.implicit``, ``spatial.implicit``: their
-states, residuals and Newton matrices differ); what the two loops do alike is here, once: the cubic Hermite dense
-output and its event location, the output rows with the loop multipliers, the closed loops' bordered Newton
-correction (``schur_correction``, ``position_correction``: whatever factors S are), the modified-Newton
-bookkeeping (when to factorise again, the failure record, the carry from one call to the next). BDF is one loop
-for every system (``planar.bdf.integrate_bdf``); the interface it calls, the Newton hooks that each system
+states, residuals, Newton matrices and compilation options differ); what the two loops do alike is here, once: the
+cubic Hermite dense output and its event location, registered as the loops' interpolants (``PlanarHermite``,
+``SpatialHermite``) for the output and event bookkeeping of ``integrators`` (``open_outputs``, ``step_outputs``),
+the output rows with the loop multipliers, the closed loops' bordered Newton correction (``schur_correction``,
+``position_correction``: whatever factors S are), and the modified-Newton bookkeeping (the run's state arrays,
+when to factorise again, a step's second attempt, the failure record, the carry from one call to the next). BDF is
+one loop for every system (``planar.bdf.integrate_bdf``); the interface it calls, the Newton hooks that each system
 registers (``planar.bdf`` and ``spatial.bdf``), is declared here, so that the planar and the spatial kernels import
 this module and not each other.
 
 The dense output, the output rows and the bordered correction are compiled as they were inside the planar
 generalised-alpha module (floating-point contraction allowed, ``njit`` below), so both loops keep the same bits.
+Their event location (``locate_span``) stays apart from the explicit loops' (``integrators._locate_event``) for
+that reason: the same iteration (``integrators.illinois_step``) compiled with and without contraction.
 """
 
 from collections import namedtuple
