@@ -240,7 +240,9 @@ def illinois_step(events, events_key, index, t_trial, x, ytmp, values, lo, hi, g
 def _locate_event(events, events_key, index, t, h, y, y_new, k, dense, g0, g1, ytmp, values):
     """Root of event ``index`` between t and t + h on the dense output, by the Illinois method.
 
-    Returns (status of the event functions, theta in [0, 1])."""
+    Returns (status of the event functions, theta in [0, 1]). The generalised-alpha loops' ``newton.locate_span``
+    is the same iteration on their Hermite output, kept apart because it is compiled with floating-point
+    contraction (the trial point and t + theta h round differently): one copy per compilation, the same bits."""
     lo = 0.0
     hi = 1.0
     g_lo = g0
