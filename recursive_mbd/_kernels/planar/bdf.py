@@ -23,9 +23,9 @@ and the unknowns are the accelerations qdd = (psi_v + d_v) / c of the new step:
 
 The v rows d_v + psi_v = c a(q_new, v_new) are M(q_new) qdd - Q(q_new, v_new, t_new) = 0: their residual R is one
 inverse-dynamics pass (``implicit.newton_residual``, O(N), no forward dynamics), and dR/dqdd = M + c C + c^2 K = S,
-the matrix of ``recursive_mbd.integrate.implicit`` with c_mass = 1, c_damp = c, c_stiff = c^2 (the terms it keeps exactly
-and those it lags -- velocity products, d(M a)/dq, elements between bodies, tau -- are listed there; a lagged term
-only slows the contraction, the converged step is the BDF step). Each iteration: qdd -= S^-1 R, i.e.
+the matrix of ``recursive_mbd.integrate.implicit`` with c_mass = 1, c_damp = c, c_stiff = c^2 (the terms it keeps
+exactly and those it lags -- velocity products, d(M a)/dq, elements between bodies, tau -- are listed there; a lagged
+term only slows the contraction, the converged step is the BDF step). Each iteration: qdd -= S^-1 R, i.e.
 d_v -= c dx, d_q -= c^2 dx; the work rows d_w = c P - psi_w are explicit given q and v.
 
 Modified Newton as in CVODE (Hindmarsh et al., ACM TOMS 31, 2005): S is factorised (``kinematics_pass`` and
@@ -53,8 +53,9 @@ below, dense output, events, work terms, the modified-Newton strategy and its co
 ``integrate_bdf``'s; the system-specific pieces (the corrector's start with the q rows held exactly, the
 residual, the factorisation of S, one correction, the filtered change of the starting step, the accepted step's
 projection) are hooks overloaded per system type and inlined into the loop (``newton_workspace`` and the
-functions after it). The planar recursive system's are below; a spatial tree's (quaternion rows, the spatial
-articulated-body factorisation, unit quaternions after each accepted step) are in ``spatial_bdf``.
+functions after it, declared in ``timeloops.newton``). The planar recursive system's are below; a spatial tree's
+(quaternion rows, the spatial articulated-body factorisation, unit quaternions after each accepted step) are in
+``spatial.bdf``.
 
 Closed loops: GGL (index 2)
 ---------------------------
@@ -110,6 +111,7 @@ high-mode content grown meanwhile: serial_chain(10_000) over 10 s takes 10,249 s
 """
 
 import math
+from collections import namedtuple
 
 import numba
 import numpy as np
@@ -120,14 +122,36 @@ from ..layout import (
     NDOF,
     PARENT,
     QIDX,
-    STATUS_EVENT,
     STATUS_MAX_STEPS,
     STATUS_NO_CONVERGENCE,
     STATUS_OK,
     STATUS_OUTPUT_FULL,
     STATUS_STEP_UNDERFLOW,
 )
-from ..timeloops.integrators import _fatal, _left, _poll, _store, illinois_update, system_rhs
+from ..timeloops.integrators import (
+    _fatal,
+    _left,
+    _poll,
+    _rms_norm,
+    _starting_trial,
+    _store,
+    illinois_step,
+    open_outputs,
+    register_interpolant,
+    state_stop_row,
+    step_outputs,
+    system_rhs,
+)
+from ..timeloops.newton import (
+    HOOK_OPTIONS,
+    accept_step,
+    corrector_predict,
+    corrector_residual,
+    filtered_change,
+    newton_factor,
+    newton_update,
+    newton_workspace,
+)
 from .implicit import effective_factor, effective_solve, loop_schur, newton_correction, newton_residual
 from .loops import filtered_solve
 from .system import RecursiveSystem
@@ -255,14 +279,6 @@ def interpolate(D, order, t_new, h, t, out):
 
 
 @njit
-def _rms_scaled(x, scale):
-    acc = 0.0
-    for j in range(x.shape[0]):
-        acc += (x[j] / scale[j]) ** 2
-    return math.sqrt(acc / x.shape[0])
-
-
-@njit
 def _correction_fit(D, d, order, scale, a, b):
     """Fit of the last three corrections d_n, d_{n-1}, d_{n-2} of one step size and order (d_{n-1} = D[order+1],
     d_{n-2} = D[order+1] - D[order+2] before the step's update), in the error norm: d_n = a d_{n-1} + b d_{n-2}.
@@ -310,22 +326,43 @@ def _locate_event(events, events_key, index, t, t_new, D, order, h, g0, g1, ytmp
     for _ in range(100):
         s = (lo * g_hi - hi * g_lo) / (g_hi - g_lo)
         interpolate(D, order, t_new, h, s, ytmp)
-        status = events(events_key, s, ytmp, ytmp, values)
+        status, settled, lo, hi, g_lo, g_hi, side = illinois_step(events, events_key, index, s, s, ytmp, values, lo,
+                                                                  hi, g_lo, g_hi, side)
         if status != STATUS_OK:
             return status, s
-        g = values[index]
-        if g == 0.0 or not math.isfinite(g):
-            break
-        lo, hi, g_lo, g_hi, side = illinois_update(s, g, lo, hi, g_lo, g_hi, side)
-        if hi - lo <= 4.0 * EPS * max(abs(t), abs(h)):
+        if settled or hi - lo <= 4.0 * EPS * max(abs(t), abs(h)):
             break
     interpolate(D, order, t_new, h, s, ytmp)
     return STATUS_OK, s
 
 
+# the interpolant of the step to t_new for the output bookkeeping of ``integrators`` (``step_outputs``):
+# ``interpolate`` on the differences D of that step at its order; the output rows are the state
+BDFDense = namedtuple("BDFDense", ["D", "order", "t_new"])
+
+
+def _bdf_locate_root(dense, events, events_key, index, t, h, g0, g1, ytmp, values):
+    status, t_event = _locate_event(events, events_key, index, t, dense.t_new, dense.D, dense.order, h, g0, g1, ytmp,
+                                    values)
+    return status, t_event, 1.0  # (no place in the step: the row at a terminal event is the state)
+
+
+def _bdf_sample_row(dense, t, h, t_sample, ytmp):
+    if t_sample == dense.t_new:
+        ytmp[:] = dense.D[0]
+    else:
+        interpolate(dense.D, dense.order, dense.t_new, h, t_sample, ytmp)
+    return ytmp
+
+
+register_interpolant(BDFDense, _bdf_locate_root, _bdf_sample_row, state_stop_row,
+                     {"cache": True, "error_model": "numpy", "_nrt": True})
+
+
 @njit
 def _stiffness_product(body_int, ws, kb, j_stiff, x, omega_sub, out):
-    """out = K x for the stiffness the Newton matrix keeps: T^T diag(kb) T x + j_stiff x (``recursive_mbd.integrate.implicit``).
+    """out = K x for the stiffness the Newton matrix keeps: T^T diag(kb) T x + j_stiff x
+    (``recursive_mbd.integrate.implicit``).
 
     T x: the absolute rotations of the bodies (base to tip, the angular parts of the motion columns); T^T: the
     sums over each joint's subtree (tip to base). ``omega_sub`` (n, >= 2) is scratch.
@@ -391,60 +428,6 @@ def _newton_direction(system, newton, c, nf, res_v, res_q, with_q):
     return effective_solve(system[0], system[1], system[2], q, zero_qd, system[7][:0], 1.0, c * c, full_r, m_r, ws,
                            newton[0], newton[1], newton[2], newton[17], newton[18], newton[3], newton[4], newton[5],
                            newton[6], newton[7], newton[8], x)
-
-
-# The time loop's interface to the system it integrates (the Newton iteration on the second-order structure): a
-# stub per hook, each system registering its implementation with ``numba.extending.overload`` (as the formulations
-# do for ``formulation``); the planar recursive system's implementations follow, the spatial tree's are in
-# ``spatial_bdf``. Every hook returns its status (``layout``) where it can fail. The hooks of every Newton iteration
-# allocate nothing and are compiled without reference counting (HOOK_OPTIONS): the system's and the workspace's
-# arrays are read from their tuples at every call, and with reference counting each read costs an atomic increment
-# and decrement (measured: +2.4 us per iteration on a double pendulum, 3.9 -> 6.3, when they were inlined into the
-# loop instead). As calls they cost about 0.2 us per iteration over the former single-function loop on a double
-# pendulum (1.74 -> 1.97 us, 400,000 iterations, loaded machine), nothing measurable from 100 bodies on. The two
-# hooks called once per run (the workspace, the starting step's filter) are inlined.
-HOOK_OPTIONS = {"cache": True, "error_model": "numpy", "_nrt": False}
-
-
-def newton_workspace(system, newton):
-    """The run's Newton scratch: a tuple whose entries 0-2 are the loop multipliers (lam (m,) at its value at the
-    start, lam_start (m,), GGL's mu (m,); m = 0 for a tree) that the time loop saves and restores over a step's
-    attempts; the rest is the system's own. ``newton`` is the tuple the Python side built for the run."""
-    raise NotImplementedError(f"no system registered a BDF Newton workspace for {type(system).__name__}")
-
-
-def corrector_predict(system, work, c, y_pred, psi, d, y):
-    """The corrector's start: d with the q rows held exactly at the predicted velocities (d_v = 0), y = y_pred + d."""
-    raise NotImplementedError(f"no system registered corrector_predict for {type(system).__name__}")
-
-
-def corrector_residual(inputs, key, system, work, t_new, c, psi, d, y):
-    """The residual of the velocity rows at the iterate y (one inverse-dynamics pass) and the work rows of d;
-    returns (status, max |residual|)."""
-    raise NotImplementedError(f"no system registered corrector_residual for {type(system).__name__}")
-
-
-def newton_factor(system, work, c):
-    """Factor the Newton matrix S = M + c C + c^2 K at the iterate of the last residual; returns the status."""
-    raise NotImplementedError(f"no system registered newton_factor for {type(system).__name__}")
-
-
-def newton_update(system, work, c, y_pred, psi, d, y, scale):
-    """One Newton correction with the factors: updates d and y = y_pred + d; returns (ok, sum over the q and v
-    rows of (change / scale)^2)."""
-    raise NotImplementedError(f"no system registered newton_update for {type(system).__name__}")
-
-
-def filtered_change(system, work, h, y0, err):
-    """err <- (I - h J)^-1 err (J the system's Jacobian as the Newton matrix keeps it), for the starting step;
-    returns the status (err unchanged unless STATUS_OK)."""
-    raise NotImplementedError(f"no system registered filtered_change for {type(system).__name__}")
-
-
-def accept_step(system, work, y_pred, d, y):
-    """An accepted step's state, after its error test: y (and d = y - y_pred) moved onto the system's manifold
-    (unit quaternions), in place; returns the status."""
-    raise NotImplementedError(f"no system registered accept_step for {type(system).__name__}")
 
 
 def _is_recursive(system):
@@ -649,8 +632,8 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
                   every, t_out, y_out, output_budget, events, events_key, directions, terminal, ev_t, ev_y, monitor,
                   monitor_key, control, info):
     """BDF orders 1-5 from t0 to t_end on the state y = (q_free, qd_free, W_dissipated, W_applied) of a planar
-    system (module doc), or y = (q (nq), v (nv), W_dissipated, W_applied) of a spatial tree (``spatial_bdf``): the
-    Newton pieces are the system's (the hooks above), the rest is shared.
+    system (module doc), or y = (q (nq), v (nv), W_dissipated, W_applied) of a spatial tree (``spatial.bdf``): the
+    Newton pieces are the system's (the hooks of ``timeloops.newton``), the rest is shared.
 
     Output as ``integrators.integrate_adaptive``: at the times in ``t_eval`` by the interpolant when non-empty,
     else every ``every``-th accepted step; t0 and t_end always; events located on the interpolant. The buffers grow
@@ -701,31 +684,11 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
     count = 0
     nev = 0
     use_eval = t_eval.shape[0] > 0
-    next_eval = 0
-    room = _left(output_budget, ev_t, ev_y)
-    if use_eval:
-        while next_eval < t_eval.shape[0] and t_eval[next_eval] <= t0:
-            stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], y0, room)
-            if not stored:
-                return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, nsteps, nrejected, nev,
-                        ev_t, ev_y)
-            count += 1
-            next_eval += 1
-    else:
-        stored, t_out, y_out = _store(t_out, y_out, count, t0, y0, room)
-        if not stored:
-            return STATUS_OUTPUT_FULL, t0, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
-        count += 1
-    n_events = directions.shape[0]
-    ev_old = np.empty(n_events)
-    ev_new = np.empty(n_events)
-    ev_tmp = np.empty(n_events)
-    ev_row = np.empty(n + 1)
-    y_stop = np.empty(n)
-    if n_events > 0:
-        status = events(events_key, t, y0, y0, ev_old)
-        if status != STATUS_OK:
-            return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+    status, t_fail, count, next_eval, t_out, y_out, ev = open_outputs(t_out, y_out, t_eval, t0, y0, y0, events,
+                                                                      events_key, directions, ev_t, ev_y,
+                                                                      output_budget)
+    if status != STATUS_OK:
+        return status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
 
     status = system_rhs(inputs, key, system, t, y0, f)
     nfev += 1
@@ -740,14 +703,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
     span = t_end - t0
     h = first_step
     if h <= 0.0:  # Hairer's starting step for a first-order method (as integrators.integrate_adaptive)
-        for j in range(n):
-            scale[j] = atol + rtol * abs(y0[j])
-        d0 = _rms_scaled(y0, scale)
-        d1 = _rms_scaled(f, scale)
-        h0 = 1e-6 if (d0 < 1e-5 or d1 < 1e-5) else 0.01 * d0 / d1
-        h0 = min(max(h0, 1e-12 * span), span, max_step)
-        for j in range(n):
-            ytmp[j] = y0[j] + h0 * f[j]
+        h0, d1 = _starting_trial(y0, f, atol, rtol, span, max_step, scale, ytmp)
         status = system_rhs(inputs, key, system, t + h0, ytmp, err)
         nfev += 1
         if status != STATUS_OK:
@@ -757,7 +713,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
         # the change of f, filtered by (I - h0 J)^-1 (Shampine 1980; Hairer & Wanner IV.8 for Radau): a stiff
         # component that the implicit step damps does not set the first step
         filtered_change(system, work, h0, y0, err)
-        d2 = _rms_scaled(err, scale)
+        d2 = _rms_norm(err, scale)
         dmax = max(d1, d2)
         h1 = max(1e-6, h0 * 1e-3) if dmax <= 1e-15 else math.sqrt(0.01 / dmax)
         h = min(100.0 * h0, h1)
@@ -901,7 +857,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
             for j in range(n):
                 scale[j] = atol + rtol * abs(y[j])
                 err[j] = d[j] / (order + 1)
-            error_norm = _rms_scaled(err, scale)
+            error_norm = _rms_norm(err, scale)
             if error_norm > 1.0:
                 nrejected += 1
                 for r in range(m):
@@ -939,49 +895,11 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
             for j in range(n):
                 D[i, j] += D[i + 1, j]
         # outputs on the interpolant of this step (t, t_new]
-        t_stop = np.inf
-        if n_events > 0:
-            status = events(events_key, t_new, D[0], D[0], ev_new)
-            if status != STATUS_OK:
-                return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
-            for i in range(n_events):
-                g0 = ev_old[i]
-                g1 = ev_new[i]
-                if (g0 < 0.0 <= g1 and directions[i] >= 0.0) or (g0 > 0.0 >= g1 and directions[i] <= 0.0):
-                    status, t_event = _locate_event(events, events_key, i, t, t_new, D, order, h, g0, g1, ytmp,
-                                                    ev_tmp)
-                    if status != STATUS_OK:
-                        return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
-                    ev_row[0] = i
-                    ev_row[1:] = ytmp
-                    stored, ev_t, ev_y = _store(ev_t, ev_y, nev, t_event, ev_row, _left(output_budget, t_out, y_out))
-                    if not stored:
-                        return (STATUS_OUTPUT_FULL, t_event, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t,
-                                ev_y)
-                    nev += 1
-                    if terminal[i] and t_event < t_stop:
-                        t_stop = t_event
-                        y_stop[:] = ytmp
-                ev_old[i] = g1
-        if use_eval:
-            while next_eval < t_eval.shape[0] and t_eval[next_eval] <= min(t_new, t_stop):
-                if t_eval[next_eval] == t_new:
-                    ytmp[:] = D[0]
-                else:
-                    interpolate(D, order, t_new, h, t_eval[next_eval], ytmp)
-                stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], ytmp,
-                                              _left(output_budget, ev_t, ev_y))
-                if not stored:
-                    return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, nsteps, nrejected, nev,
-                            ev_t, ev_y)
-                count += 1
-                next_eval += 1
-        if t_stop < np.inf:  # a terminal event ends the run at it
-            stored, t_out, y_out = _store(t_out, y_out, count, t_stop, y_stop, _left(output_budget, ev_t, ev_y))
-            if not stored:
-                return STATUS_OUTPUT_FULL, t_stop, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
-            count += 1
-            return STATUS_EVENT, t_stop, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+        status, t_fail, _, count, next_eval, nev, t_out, y_out, ev_t, ev_y = step_outputs(
+            BDFDense(D, order, t_new), t, h, t_new, D[0], events, events_key, directions, terminal, ev, ytmp, t_eval,
+            next_eval, t_out, y_out, count, ev_t, ev_y, nev, output_budget)
+        if status != STATUS_OK:  # a failed event function, a full buffer, a terminal event
+            return status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
         t = t_new
         if not use_eval and (nsteps % every == 0 or t >= t_end):
             stored, t_out, y_out = _store(t_out, y_out, count, t, D[0], _left(output_budget, ev_t, ev_y))
@@ -1011,7 +929,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
         if order > 1:
             for j in range(n):
                 err[j] = D[order, j] / order
-            norm_m = _rms_scaled(err, scale)
+            norm_m = _rms_norm(err, scale)
             factor_m = safety * norm_m ** (-1.0 / order) if norm_m > 0.0 else np.inf
             if factor_m > best:
                 best = factor_m
@@ -1019,7 +937,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
         if order < order_cap:
             for j in range(n):
                 err[j] = D[order + 2, j] / (order + 2)
-            norm_p = _rms_scaled(err, scale)
+            norm_p = _rms_norm(err, scale)
             factor_p = safety * norm_p ** (-1.0 / (order + 2)) if norm_p > 0.0 else np.inf
             if factor_p > best:
                 best = factor_p

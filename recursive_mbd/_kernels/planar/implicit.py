@@ -1,4 +1,6 @@
-"""O(N) solve of the Newton matrix of an implicit step in joint coordinates (derivation: ``recursive_mbd.integrate.implicit``).
+"""O(N) solve of the Newton matrix of an implicit step in joint coordinates (derivation:
+``recursive_mbd.integrate.implicit``), and the planar generalised-alpha time loop (its bookkeeping shared with the
+spatial loop's: ``timeloops.newton``).
 
 ``effective_solve`` solves (J^T diag(A_i) J + diag(j_diag)) x = rhs, where J maps joint rates to the body
 velocities (v_i = B_i v_P + G_i qdot_i, seed 003 eq. 3.18), A_i = diag(c_m m_i, c_m m_i, c_m J_i + c_k K_i) with
@@ -24,15 +26,14 @@ from ..layout import (
     RX,
     SERIAL_REVOLUTE,
     SN,
-    STATUS_EVENT,
     STATUS_NO_CONVERGENCE,
     STATUS_OK,
     STATUS_OUTPUT_FULL,
     STATUS_SINGULAR,
 )
-from ..timeloops.integrators import _fatal, _left, _poll, _store, illinois_update, system_rhs
+from ..timeloops import integrators, newton
 from .elements import element_forces
-from .loops import filtered_solve, loop_constraints
+from .loops import loop_constraints
 from .system import _load_state
 from .tree import check_finite, inverse_dynamics, inverse_dynamics_serial, kinematics_pass, motion_column
 
@@ -40,9 +41,6 @@ njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=T
 
 # A joint block of the effective matrix is singular below this fraction of the norm of its entries' scale
 SINGULAR_RTOL = 1e-13
-# Newton corrections shrinking by less than this factor per iteration with factors of an earlier step: factorise
-# again at the current iterate
-SLOW_CONTRACTION = 0.05
 
 
 @njit
@@ -459,70 +457,6 @@ def newton_residual(inputs, key, system, t, y, qdd_free, lam, tau_need, residual
 
 
 @njit
-def _hermite(y0, y1, rate0, rate1, nf, h, theta, out):
-    """Cubic Hermite interpolation of q (from q, qd) and qd (from qd, qdd) at t + theta h; work terms linear.
-
-    Third-order accurate in the step, beyond the scheme's second order: the dense output adds no error of its own.
-    """
-    _hermite_span(y0, y1, rate0, rate1, 2 * nf, h, theta, out)
-
-
-@njit
-def _hermite_span(y0, y1, rate0, rate1, nsmooth, h, theta, out):
-    """``_hermite`` on the first ``nsmooth`` entries of y (their rates in rate0, rate1), the rest linear (the work
-    terms): the spatial loop's y = (q (nq), v (nv), W, W) has nsmooth = nq + nv."""
-    h00 = (1.0 + 2.0 * theta) * (1.0 - theta) ** 2
-    h10 = theta * (1.0 - theta) ** 2
-    h01 = theta * theta * (3.0 - 2.0 * theta)
-    h11 = theta * theta * (theta - 1.0)
-    for j in range(nsmooth):
-        out[j] = h00 * y0[j] + h * h10 * rate0[j] + h01 * y1[j] + h * h11 * rate1[j]
-    for j in range(nsmooth, y0.shape[0]):
-        out[j] = (1.0 - theta) * y0[j] + theta * y1[j]
-
-
-@njit
-def _output_row(y, lam_start, lam_end, theta, row):
-    """row = (y, lambda at theta in [0, 1] of the step: linear between the step's ends) for the output buffers."""
-    n = y.shape[0]
-    for j in range(n):
-        row[j] = y[j]
-    for r in range(lam_end.shape[0]):
-        row[n + r] = (1.0 - theta) * lam_start[r] + theta * lam_end[r]
-
-
-@njit
-def _locate(events, events_key, index, t, h, y0, y1, rate0, rate1, nf, g0, g1, ytmp, values):
-    """Root of event ``index`` in (t, t + h] on the Hermite interpolant, Illinois method; (status, theta)."""
-    return _locate_span(events, events_key, index, t, h, y0, y1, rate0, rate1, 2 * nf, g0, g1, ytmp, values)
-
-
-@njit
-def _locate_span(events, events_key, index, t, h, y0, y1, rate0, rate1, nsmooth, g0, g1, ytmp, values):
-    """``_locate`` on the interpolant of ``_hermite_span`` (its first nsmooth entries cubic)."""
-    lo = 0.0
-    hi = 1.0
-    g_lo = g0
-    g_hi = g1
-    side = 0
-    theta = 1.0
-    for _ in range(100):
-        theta = (lo * g_hi - hi * g_lo) / (g_hi - g_lo)
-        _hermite_span(y0, y1, rate0, rate1, nsmooth, h, theta, ytmp)
-        status = events(events_key, t + theta * h, ytmp, ytmp, values)
-        if status != STATUS_OK:
-            return status, theta
-        g = values[index]
-        if g == 0.0 or not math.isfinite(g):
-            break
-        lo, hi, g_lo, g_hi, side = illinois_update(theta, g, lo, hi, g_lo, g_hi, side)
-        if (hi - lo) * abs(h) <= 4.0 * 2.220446049250313e-16 * max(abs(t), abs(h)):
-            break
-    _hermite_span(y0, y1, rate0, rate1, nsmooth, h, theta, ytmp)
-    return STATUS_OK, theta
-
-
-@njit
 def loop_schur(body_int, driven, uu, dinv, gcol, rvec, jac, free, ub, pa, vel, xcol, resp, gram):
     """The loop part of the Newton matrix [S J^T; J 0] (J: jac (m, nq) restricted to the free coordinates):
     resp[r] = S^-1 J_r^T (m solves with the factors of ``effective_factor``), gram = J S^-1 J^T (m, m),
@@ -556,59 +490,7 @@ def newton_correction(body_int, driven, uu, dinv, gcol, rvec, free, residual, ph
     effective_apply(body_int, driven, uu, dinv, gcol, rvec, rhs_full, ub, pa, vel, xfull)
     for j in range(nf):
         dx[j] = xfull[free[j]]
-    return schur_correction(free, jac, resp, gram, rcond, phi_scaled, dx, dlam, work_m)
-
-
-@njit
-def schur_correction(free, jac, resp, gram, rcond, phi_scaled, dx, dlam, work_m):
-    """The loop rows' part of the bordered solve [S J^T; J 0] [dx; dlam] = [residual; phi_scaled], whatever S is
-    (the planar or the spatial factors): on entry dx (nf,) = S^-1 residual, resp (m, nf) = S^-1 J^T and gram =
-    J S^-1 J^T; then (J S^-1 J^T) dlam = J dx - phi_scaled (``loops.filtered_solve``: exact where the loops are
-    independent, minimum-norm where redundant) and dx -= (S^-1 J^T) dlam. J is jac (m, nq) on the columns
-    ``free`` (nf,). work_m (m,) scratch. O(N m + m^3). Returns False if the small system is not finite."""
-    nf = free.shape[0]
-    m = dlam.shape[0]
-    if m == 0:
-        return True
-    for r in range(m):
-        acc = -phi_scaled[r]
-        for j in range(nf):
-            acc += jac[r, free[j]] * dx[j]
-        work_m[r] = acc
-    if filtered_solve(gram, work_m, rcond, dlam) < 0:
-        return False
-    for r in range(m):
-        for j in range(nf):
-            dx[j] -= resp[r, j] * dlam[r]
-    return True
-
-
-@njit
-def position_correction(jac, free, phi, rate_scaled, c_stiff, rcond, gram_pos, work_m, dnu, xfull):
-    """The stabilised index-2 position unknowns' Newton correction: with q+ = (GA update) + J_f^T nu, the rows
-    phi(q+) / c_stiff = 0 have the derivatives J (by qdd+) and J_f J_f^T / c_stiff (by nu); the velocity rows
-    already fixed J dqdd = rate_scaled (``newton_correction``), so (J_f J_f^T) dnu = phi - c_stiff rate_scaled
-    (``loops.filtered_solve``: minimum-norm where the rows are redundant). Writes dnu (m,) and xfull (nq,) =
-    J^T dnu on the free columns (zero elsewhere); gram_pos (m, m), work_m (m,) scratch. O(N m^2). Returns False
-    if the small system is not finite."""
-    m = dnu.shape[0]
-    nf = free.shape[0]
-    for r in range(m):
-        work_m[r] = phi[r] - c_stiff * rate_scaled[r]
-        for s in range(r + 1):
-            g = 0.0
-            for j in range(nf):
-                g += jac[r, free[j]] * jac[s, free[j]]
-            gram_pos[r, s] = g
-            gram_pos[s, r] = g
-    if filtered_solve(gram_pos, work_m, rcond, dnu) < 0:
-        return False
-    for k in range(xfull.shape[0]):
-        xfull[k] = 0.0
-    for r in range(m):
-        for j in range(nf):
-            xfull[free[j]] += jac[r, free[j]] * dnu[r]
-    return True
+    return newton.schur_correction(free, jac, resp, gram, rcond, phi_scaled, dx, dlam, work_m)
 
 
 @njit
@@ -616,8 +498,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                                 coefficients, newton_tol, max_newton, j_stiff, j_damp, t_out, y_out, output_budget,
                                 events, events_key, directions, terminal, ev_t, ev_y, monitor, monitor_key, control,
                                 info):
-    """Generalised-alpha (Chung-Hulbert, Arnold-Bruls form; derivation in ``recursive_mbd.integrate.implicit``) from t0 to
-    t_end in ``nsteps_total`` steps of dt (the last one landing on t_end), the whole loop compiled.
+    """Generalised-alpha (Chung-Hulbert, Arnold-Bruls form; derivation in ``recursive_mbd.integrate.implicit``) from
+    t0 to t_end in ``nsteps_total`` steps of dt (the last one landing on t_end), the whole loop compiled.
 
     State y = (q_free, qd_free, W_dissipated, W_applied) as in ``integrators``; y_out rows (n + m) are y and the
     loop multipliers lambda at the sample (linear in time between step ends at t_eval points and events);
@@ -688,28 +570,14 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     acc_new = np.zeros(nf)
     q_pred = np.zeros(nf)
     qd_pred = np.zeros(nf)
-    rate = np.zeros(n)  # (qd, qdd) at the step's start, for the dense output
-    rate_new = np.zeros(n)
-    powers = np.zeros(2)
-    powers_new = np.zeros(2)
-    y = y0.copy()
-    y_new = y0.copy()
-    ytmp = np.empty(n)
-    row = np.empty(n + m)  # an output row: the state, then the multipliers
+    # the state, its rates (qd, qdd) at the step's ends for the dense output, the work rates, an output row
+    y, y_new, rate, rate_new, powers, powers_new, ytmp, row = newton.run_state(y0, m)
     nfev = 0
     iterations = 0
     count = 0
     t = t0
-    if carry[carry.shape[0] - 1] != 0.0:
-        powers[0] = carry[0]
-        powers[1] = carry[1]
-        for j in range(nf):
-            acc[j] = carry[2 + j]
-            qdd[j] = carry[2 + nf + j]
-        for r in range(m):
-            lam[r] = carry[2 + 2 * nf + r]
-    else:
-        status = system_rhs(inputs, key, system, t0, y, ytmp)  # qdd, lam, powers at the start
+    if not newton.load_carry(carry, powers, acc, qdd, lam):
+        status = integrators.system_rhs(inputs, key, system, t0, y, ytmp)  # qdd, lam, powers at the start
         nfev += 1
         if status != STATUS_OK:
             return status, t, count, t_out, y_out, nfev, 0, iterations, 0, ev_t, ev_y
@@ -721,34 +589,12 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         powers[0] = ytmp[2 * nf]
         powers[1] = ytmp[2 * nf + 1]
     use_eval = t_eval.shape[0] > 0
-    next_eval = 0
-    _output_row(y, lam, lam, 1.0, row)
-    room = _left(output_budget, ev_t, ev_y)
-    if use_eval:
-        while next_eval < t_eval.shape[0] and t_eval[next_eval] <= t0:
-            stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row, room)
-            if not stored:
-                return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, 0, iterations, 0, ev_t,
-                        ev_y)
-            count += 1
-            next_eval += 1
-    else:
-        stored, t_out, y_out = _store(t_out, y_out, count, t0, row, room)
-        if not stored:
-            return STATUS_OUTPUT_FULL, t0, count, t_out, y_out, nfev, 0, iterations, 0, ev_t, ev_y
-        count += 1
-    n_events = directions.shape[0]
-    ev_old = np.empty(n_events)
-    ev_new = np.empty(n_events)
-    ev_tmp = np.empty(n_events)
-    ev_row = np.empty(n + 1)
-    y_stop = np.empty(n)
-    theta_stop = 1.0
+    newton.output_row(y, lam, lam, 1.0, row)
     nev = 0
-    if n_events > 0:
-        status = events(events_key, t, y, y, ev_old)
-        if status != STATUS_OK:
-            return status, t, count, t_out, y_out, nfev, 0, iterations, nev, ev_t, ev_y
+    status, t_fail, count, next_eval, t_out, y_out, ev = integrators.open_outputs(
+        t_out, y_out, t_eval, t0, row, y, events, events_key, directions, ev_t, ev_y, output_budget)
+    if status != STATUS_OK:
+        return status, t_fail, count, t_out, y_out, nfev, 0, iterations, nev, ev_t, ev_y
     scale = (1.0 - alpha_f) / (1.0 - alpha_m)
     factored_h = -1.0  # the step of the factors in (ia, uu, dinv, gcol, rvec, resp, gram); -1: none
     fresh = False
@@ -777,16 +623,12 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 if fresh:
                     break
                 factored_h = -1.0
-                for j in range(nf):
-                    qdd_new[j] = qdd[j]
-                    shift[j] = 0.0
-                for r in range(m):
-                    lam[r] = lam_old[r]
+                newton.restart_attempt(qdd_new, qdd, shift, lam, lam_old)
             fresh = False
             previous = np.inf
             correction = np.inf
             for _ in range(max_newton):
-                status = _poll(monitor, monitor_key, control, t, y, nfev)
+                status = integrators._poll(monitor, monitor_key, control, t, y, nfev)
                 if status != STATUS_OK:
                     return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
                 acc_max = 0.0
@@ -801,7 +643,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                                          powers_new)
                 nfev += 1
                 if status != STATUS_OK:
-                    if _fatal(status):
+                    if integrators._fatal(status):
                         return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
                     correction = np.inf  # a non-finite state: the iteration diverged
                     break
@@ -813,15 +655,12 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 # (re)factorise at the current iterate: no factors for this h yet (steps t0 + k dt differ by
                 # round-off: the same step), or a slow contraction with factors of an earlier step (the state has
                 # moved on: make them again)
-                if abs(factored_h - h) > 1e-9 * h or (not fresh and correction > SLOW_CONTRACTION * previous):
+                if newton.refactor_due(factored_h, h, fresh, correction, previous):
                     kinematics_pass(body_int, body_real, system[11], system[12], ws, True)
                     status = effective_factor(body_int, body_real, system[2], ws, driven, 1.0, c_stiff, j_diag, ia,
                                               uu, dinv, gcol, rvec, fsub, kb, dmat)
                     if status != STATUS_OK:
-                        info[0] = np.inf
-                        info[1] = res_max
-                        info[2] = step + 1
-                        info[3] = iterations
+                        newton.record_failure(info, np.inf, res_max, step, iterations)
                         return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
                     if m > 0:
                         loop_schur(body_int, driven, uu, dinv, gcol, rvec, jac, free, ub, pa, vel, xfull, resp,
@@ -833,7 +672,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 ok = newton_correction(body_int, driven, uu, dinv, gcol, rvec, free, residual, rate_scaled, jac,
                                        resp, gram, rcond, ub, pa, vel, xfull, rhs_full, dx, dlam, work_m)
                 if ok and m > 0:
-                    ok = position_correction(jac, free, loops[3], rate_scaled, c_stiff, rcond, gram_pos, work_m,
+                    ok = newton.position_correction(jac, free, loops[3], rate_scaled, c_stiff, rcond, gram_pos, work_m,
                                              dnu, xfull)
                 iterations += 1
                 dx_max = 0.0
@@ -864,10 +703,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
             if converged:
                 break
         if not converged:
-            info[0] = correction
-            info[1] = res_max
-            info[2] = step + 1
-            info[3] = iterations
+            newton.record_failure(info, correction, res_max, step, iterations)
             return STATUS_NO_CONVERGENCE, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
         for j in range(nf):
             acc_new[j] = ((1.0 - alpha_f) * qdd_new[j] + alpha_f * qdd[j] - alpha_m * acc[j]) / (1.0 - alpha_m)
@@ -880,51 +716,13 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         # work terms: trapezoidal rule on the powers (second order, like the scheme)
         y_new[2 * nf] = y[2 * nf] + 0.5 * h * (powers[0] + powers_new[0])
         y_new[2 * nf + 1] = y[2 * nf + 1] + 0.5 * h * (powers[1] + powers_new[1])
-        t_stop = np.inf
-        if n_events > 0:
-            status = events(events_key, t_new, y_new, y_new, ev_new)
-            if status != STATUS_OK:
-                return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
-            for i in range(n_events):
-                g0 = ev_old[i]
-                g1 = ev_new[i]
-                if (g0 < 0.0 <= g1 and directions[i] >= 0.0) or (g0 > 0.0 >= g1 and directions[i] <= 0.0):
-                    status, theta = _locate(events, events_key, i, t, h, y, y_new, rate, rate_new, nf, g0, g1,
-                                            ytmp, ev_tmp)
-                    if status != STATUS_OK:
-                        return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
-                    ev_row[0] = i
-                    ev_row[1:] = ytmp
-                    stored, ev_t, ev_y = _store(ev_t, ev_y, nev, t + theta * h, ev_row,
-                                                _left(output_budget, t_out, y_out))
-                    if not stored:
-                        return (STATUS_OUTPUT_FULL, t + theta * h, count, t_out, y_out, nfev, step + 1, iterations,
-                                nev, ev_t, ev_y)
-                    nev += 1
-                    if terminal[i] and t + theta * h < t_stop:
-                        t_stop = t + theta * h
-                        theta_stop = theta
-                        y_stop[:] = ytmp
-                ev_old[i] = g1
-        if use_eval:
-            while next_eval < t_eval.shape[0] and t_eval[next_eval] <= min(t_new, t_stop):
-                theta = (t_eval[next_eval] - t) / h
-                _hermite(y, y_new, rate, rate_new, nf, h, theta, ytmp)
-                _output_row(ytmp, lam_old, lam, theta, row)
-                stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row,
-                                              _left(output_budget, ev_t, ev_y))
-                if not stored:
-                    return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, step + 1, iterations,
-                            nev, ev_t, ev_y)
-                count += 1
-                next_eval += 1
-        if t_stop < np.inf:  # a terminal event: the run ends at it
-            _output_row(y_stop, lam_old, lam, theta_stop, row)
-            stored, t_out, y_out = _store(t_out, y_out, count, t_stop, row, _left(output_budget, ev_t, ev_y))
-            if not stored:
-                return STATUS_OUTPUT_FULL, t_stop, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
-            count += 1
-            return STATUS_EVENT, t_stop, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
+        interpolant = newton.PlanarHermite(y, y_new, rate, rate_new, 2 * nf, lam_old, lam, row)
+        status, t_fail, stepped, count, next_eval, nev, t_out, y_out, ev_t, ev_y = integrators.step_outputs(
+            interpolant, t, h, t_new, y_new, events, events_key, directions, terminal, ev, ytmp, t_eval, next_eval,
+            t_out, y_out, count, ev_t, ev_y, nev, output_budget)
+        if status != STATUS_OK:  # a failed event function (the step not taken), a full buffer, a terminal event
+            done = step + 1 if stepped else step
+            return status, t_fail, count, t_out, y_out, nfev, done, iterations, nev, ev_t, ev_y
         for j in range(n):
             y[j] = y_new[j]
         for j in range(nf):
@@ -934,17 +732,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         powers[1] = powers_new[1]
         t = t_new
         if not use_eval and ((step + 1) % every == 0 or step == nsteps_total - 1):
-            _output_row(y, lam, lam, 1.0, row)
-            stored, t_out, y_out = _store(t_out, y_out, count, t, row, _left(output_budget, ev_t, ev_y))
+            stored, count, t_out, y_out = newton.store_row(t_out, y_out, count, t, y, lam, row,
+                                                           integrators._left(output_budget, ev_t, ev_y))
             if not stored:
                 return STATUS_OUTPUT_FULL, t, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
-            count += 1
-    carry[0] = powers[0]
-    carry[1] = powers[1]
-    for j in range(nf):
-        carry[2 + j] = acc[j]
-        carry[2 + nf + j] = qdd[j]
-    for r in range(m):
-        carry[2 + 2 * nf + r] = lam[r]
-    carry[carry.shape[0] - 1] = 1.0
+    newton.save_carry(carry, powers, acc, qdd, lam)
     return STATUS_OK, t, count, t_out, y_out, nfev, nsteps_total, iterations, nev, ev_t, ev_y

@@ -1,11 +1,12 @@
-"""method="bdf" on a spatial tree (``Model3D``): the Newton pieces of ``_kernels.bdf.integrate_bdf`` for the
+"""method="bdf" on a spatial tree (``Model3D``): the Newton pieces of ``planar.bdf.integrate_bdf`` for the
 spatial system (issue 18).
 
-One BDF time loop serves the planar and the spatial models: ``bdf.integrate_bdf`` (step and order control, the
-backward differences, STALD, dense output, events, work terms) calls the hooks declared in ``_kernels.bdf``
-(``newton_workspace``, ``corrector_predict``, ``corrector_residual``, ``newton_factor``, ``newton_update``,
-``filtered_change``, ``accept_step``); this module registers their implementations for ``SpatialSystem`` with
-``numba.extending.overload`` (compiled without reference counting, ``bdf.HOOK_OPTIONS``), reusing the spatial
+One BDF time loop serves the planar and the spatial models: ``planar.bdf.integrate_bdf`` (step and order control,
+the backward differences, STALD, dense output, events, work terms) calls the hooks declared in
+``timeloops.newton`` (``newton_workspace``, ``corrector_predict``, ``corrector_residual``, ``newton_factor``,
+``newton_update``, ``filtered_change``, ``accept_step``); this module registers their implementations for
+``SpatialSystem`` with ``numba.extending.overload`` (compiled without reference counting, ``HOOK_OPTIONS``),
+reusing the spatial
 generalised-alpha kernels (``_kernels.spatial_implicit``: the RNEA residual and the O(N) factorisation of its
 Newton matrix).
 
@@ -35,11 +36,12 @@ of spatial generalised-alpha with c_mass = 1, c_damp = c, c_stiff = c^2,
 
 factorised by the articulated-body elimination and applied by two sweeps (``spatial_implicit.effective_factor`` /
 ``effective_apply``; no nv x nv matrix), with the same fallback to S without gravity's stiffness where
-M + c^2 K is not positive definite. Exact and lagged terms are those listed in ``recursive_mbd.integrate.spatial_implicit``
-(velocity products, point-to-point elements, forces and torques, d(M vdot)/dq, tau's dependence on (q, v), the
-spherical spring's J_r^-1 - 1, gravity's parent-child coupling); lagged in addition: the dependence of the
-quaternion rows on q through G (d(quat (x) (0, omega))/d quat, of relative size c |omega| / 2 per iteration, as the
-gyroscopic terms already lagged), which the G at the previous iterate carries. A lagged term only slows the
+M + c^2 K is not positive definite. Exact and lagged terms are those listed in
+``recursive_mbd.integrate.spatial_implicit`` (velocity products, point-to-point elements, forces and torques,
+d(M vdot)/dq, tau's dependence on (q, v), the spherical spring's J_r^-1 - 1, gravity's parent-child coupling);
+lagged in addition: the dependence of the quaternion rows on q through G (d(quat (x) (0, omega))/d quat, of
+relative size c |omega| / 2 per iteration, as the gyroscopic terms already lagged), which the G at the previous
+iterate carries. A lagged term only slows the
 contraction; the converged step is the BDF step. The modified-Newton strategy (factors reused over the steps of
 one c, CVODE's rate test, refactorisation of slow stale factors) is the shared loop's.
 
@@ -93,18 +95,8 @@ from numba.core import types
 from numba.extending import overload
 
 from ..layout import STATUS_NONFINITE_STATE, STATUS_OK, STATUS_SINGULAR
-from ..planar.bdf import (
-    HOOK_OPTIONS,
-    accept_step,
-    corrector_predict,
-    corrector_residual,
-    filtered_change,
-    newton_factor,
-    newton_update,
-    newton_workspace,
-)
-from ..planar.implicit import schur_correction
 from ..planar.loops import filtered_solve, gram_matrix
+from ..timeloops import newton
 from .implicit import effective_apply, effective_factor, spatial_residual
 from .layout import NVJ
 from .system import (
@@ -120,8 +112,9 @@ from .system import (
 )
 from .tree import inverse_dynamics
 
-# The cached machine code of ``bdf.integrate_bdf`` embeds the hooks below as they were when it was compiled, and
-# numba checks only bdf.py's stamp: after editing this file, clear _kernels/__pycache__ (or touch bdf.py).
+# The cached machine code of ``planar.bdf.integrate_bdf`` embeds the hooks below as they were when it was compiled,
+# and numba checks only that file's stamp: after editing this file, clear _kernels/planar/__pycache__ (or touch
+# planar/bdf.py).
 njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 
 
@@ -137,7 +130,7 @@ def _is_spatial(system):
  W_WORK_M, W_TANGENT, W_SHIFT, W_FREE) = range(4, 34)
 
 
-@overload(newton_workspace, inline="always")
+@overload(newton.newton_workspace, inline="always")
 def _spatial_newton_workspace(system, newton):
     if not _is_spatial(system):
         return None
@@ -164,7 +157,7 @@ def _spatial_newton_workspace(system, newton):
     return impl
 
 
-@overload(corrector_predict, jit_options=HOOK_OPTIONS)
+@overload(newton.corrector_predict, jit_options=newton.HOOK_OPTIONS)
 def _spatial_corrector_predict(system, work, c, y_pred, psi, d, y):
     if not _is_spatial(system):
         return None
@@ -189,7 +182,7 @@ def _spatial_corrector_predict(system, work, c, y_pred, psi, d, y):
     return impl
 
 
-@overload(corrector_residual, jit_options=HOOK_OPTIONS)
+@overload(newton.corrector_residual, jit_options=newton.HOOK_OPTIONS)
 def _spatial_corrector_residual(inputs, key, system, work, t_new, c, psi, d, y):
     if not _is_spatial(system):
         return None
@@ -237,7 +230,7 @@ def _spatial_corrector_residual(inputs, key, system, work, t_new, c, psi, d, y):
     return impl
 
 
-@overload(newton_factor, jit_options=HOOK_OPTIONS)
+@overload(newton.newton_factor, jit_options=newton.HOOK_OPTIONS)
 def _spatial_newton_factor(system, work, c):
     if not _is_spatial(system):
         return None
@@ -288,7 +281,7 @@ def _factor(system, work, c, q):
     return status
 
 
-@overload(newton_update, jit_options=HOOK_OPTIONS)
+@overload(newton.newton_update, jit_options=newton.HOOK_OPTIONS)
 def _spatial_newton_update(system, work, c, y_pred, psi, d, y, scale):
     if not _is_spatial(system):
         return None
@@ -317,7 +310,7 @@ def _spatial_newton_update(system, work, c, y_pred, psi, d, y, scale):
             work_m = work[W_WORK_M]
             tangent = work[W_TANGENT]
             # [S J^T; J 0] (dx, dlam) = (residual, J v / c) by the Schur complement
-            ok = schur_correction(work[W_FREE], jac, work[W_RESP], work[W_GRAM], rcond, work[W_RATE_SCALED],
+            ok = newton.schur_correction(work[W_FREE], jac, work[W_RESP], work[W_GRAM], rcond, work[W_RATE_SCALED],
                                   dx, dlam, work_m)
             for r in range(m):  # GGL: (J J^T) dmu = c J dx - phi / c
                 g = -phi[r] / c
@@ -355,7 +348,7 @@ def _spatial_newton_update(system, work, c, y_pred, psi, d, y, scale):
     return impl
 
 
-@overload(filtered_change, inline="always")
+@overload(newton.filtered_change, inline="always")
 def _spatial_filtered_change(system, work, h, y0, err):
     if not _is_spatial(system):
         return None
@@ -397,7 +390,7 @@ def _spatial_filtered_change(system, work, h, y0, err):
     return impl
 
 
-@overload(accept_step, jit_options=HOOK_OPTIONS)
+@overload(newton.accept_step, jit_options=newton.HOOK_OPTIONS)
 def _spatial_accept_step(system, work, y_pred, d, y):
     if not _is_spatial(system):
         return None

@@ -1,13 +1,13 @@
 """Generalised-alpha on a spatial model (``Model3D``): the Newton matrix's O(N) factorisation and the compiled loop.
 
-Derivation and the list of exact and lagged terms: ``recursive_mbd.integrate.spatial_implicit``. ``effective_factor`` runs
-the tip-to-base pass of the articulated-body algorithm (Featherstone 2008, table 7.1) on the inertias alone, with a
-joint diagonal added to every joint's D_i = S_i^T I^A_i S_i (as a rotor inertia or armature would be), so that
-``effective_apply`` gives x = (M + diag(j_diag))^-1 rhs by the force and acceleration passes, O(N) each. Every
-joint, spherical ones too, takes the general path (S stored): the spherical register path of ``_kernels.spatial``
-keeps no D_i to add to. With closed loops the time loop borders these factors by the loop rows through the planar
-loop's kernels (``_kernels.implicit.schur_correction``, ``position_correction``): m applies per factorisation give
-S^-1 J^T, no nv x nv matrix.
+Derivation and the list of exact and lagged terms: ``recursive_mbd.integrate.spatial_implicit``.
+``effective_factor`` runs the tip-to-base pass of the articulated-body algorithm (Featherstone 2008, table 7.1) on
+the inertias alone, with a joint diagonal added to every joint's D_i = S_i^T I^A_i S_i (as a rotor inertia or
+armature would be), so that ``effective_apply`` gives x = (M + diag(j_diag))^-1 rhs by the force and acceleration
+passes, O(N) each. Every joint, spherical ones too, takes the general path (S stored): the spherical register path
+of ``_kernels.spatial`` keeps no D_i to add to. With closed loops the time loop borders these factors by the loop
+rows through the kernels it shares with the planar loop (``timeloops.newton.schur_correction``,
+``position_correction``): m applies per factorisation give S^-1 J^T, no nv x nv matrix.
 """
 
 import math
@@ -15,18 +15,9 @@ import math
 import numba
 import numpy as np
 
-from ..layout import STATUS_EVENT, STATUS_NO_CONVERGENCE, STATUS_OK, STATUS_OUTPUT_FULL, STATUS_SINGULAR
-from ..planar.implicit import (
-    SLOW_CONTRACTION,
-    _hermite_span,
-    _locate_span,
-    _output_row,
-    position_correction,
-    schur_correction,
-)
+from ..layout import STATUS_NO_CONVERGENCE, STATUS_OK, STATUS_OUTPUT_FULL, STATUS_SINGULAR
 from ..planar.loops import gram_matrix
-from ..timeloops.integrators import _fatal, _left, _poll, _store
-from .elements import element_forces
+from ..timeloops import integrators, newton
 from .layout import CP, MASS, MCOM, NVJ, PA, PARENT, PP, VIDX, WC, WI, WP, WR, WT
 from .system import (
     LOOP_JAC,
@@ -35,6 +26,7 @@ from .system import (
     LOOP_PHID,
     LOOP_SETTINGS,
     _constraints,
+    applied_forces,
     configuration_rate,
     integrate_configuration,
     system_rhs,
@@ -272,22 +264,9 @@ def spatial_residual(inputs, key, system, t, q, v, vdot, S, tau_need, powers):
         return status
     tau = system.tau
     nv = v.shape[0]
-    offset = system.tau_offset[0]
-    power = 0.0
-    for k in range(nv):
-        tau[k] = system.tau_const[k] + (system.u[offset + k] if offset >= 0 else 0.0)
-        power += tau[k] * v[k]
-    (elem_int, elem_real, ews, eS, etmp, rot, pos, omega, vel, wrench, forces, energy, per_element) = system.elements
-    dissipated = 0.0
-    if elem_int.shape[0] > 0:
-        status = element_forces(system.body_int, system.body_real, elem_int, elem_real, system.u, q, v, ews, eS, etmp,
-                                rot, pos, omega, vel, wrench, forces, energy, per_element)
-        if status != STATUS_OK:
-            return status
-        for k in range(nv):
-            tau[k] += forces[k]
-        dissipated = energy[1]
-        power += energy[2]
+    status, dissipated, power = applied_forces(system, q, v)
+    if status != STATUS_OK:
+        return status
     status = inverse_dynamics(system.body_int, system.body_real, system.gravity, q, v, vdot, system.ws, S,
                               system.tmp, tau_need)
     if status != STATUS_OK:
@@ -314,9 +293,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     residual = inverse dynamics minus tau and the element loads at (t+, q+, v+), plus J^T lambda with loops;
     Newton with S = M + c_stiff K_gravity + diag(c_stiff j_stiff + c_damp j_damp) factorised at an iterate and
     reused while the corrections shrink >= 20x per iteration (as the planar loop). With the m loop equations of
-    ``system.loops`` (``recursive_mbd.integrate.spatial_implicit``: stabilised index 2) the correction is bordered by the
-    rows J v+ / c_damp (``implicit.schur_correction`` on the responses S^-1 J^T, m applies of the factors) and
-    phi(q+) / c_stiff (``implicit.position_correction``), O(N m + m^3) an iteration.
+    ``system.loops`` (``recursive_mbd.integrate.spatial_implicit``: stabilised index 2) the correction is bordered
+    by the rows J v+ / c_damp (``newton.schur_correction`` on the responses S^-1 J^T, m applies of the factors) and
+    phi(q+) / c_stiff (``newton.position_correction``), O(N m + m^3) an iteration.
     carry (2 + 2 nv + m + 1): (powers, a, vdot, lambda, started). y_out rows (n + m): the state y, then the
     multipliers lambda at that sample (linear in time between step ends at t_eval points and events), the buffers
     growing to at most ``output_budget`` floats with the events' (STATUS_OUTPUT_FULL beyond). info (8,):
@@ -379,27 +358,13 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     lam_old = np.zeros(m)
     shift = np.zeros(nv)  # J^T nu: the position correction of the stabilised index-2 form, in the tangent space
     xfull = np.zeros(nv)
-    rate = np.zeros(n)  # (q', v') at the step's start, for the dense output
-    rate_new = np.zeros(n)
-    powers = np.zeros(2)
-    powers_new = np.zeros(2)
-    y = y0.copy()
-    y_new = y0.copy()
-    ytmp = np.empty(n)
-    row = np.empty(n + m)  # an output row: the state, then the multipliers
+    # the state, its rates (q', v') at the step's ends for the dense output, the work rates, an output row
+    y, y_new, rate, rate_new, powers, powers_new, ytmp, row = newton.run_state(y0, m)
     nfev = 0
     iterations = 0
     count = 0
     t = t0
-    if carry[carry.shape[0] - 1] != 0.0:
-        powers[0] = carry[0]
-        powers[1] = carry[1]
-        for j in range(nv):
-            acc[j] = carry[2 + j]
-            vdot[j] = carry[2 + nv + j]
-        for r in range(m):
-            lam[r] = carry[2 + 2 * nv + r]
-    else:
+    if not newton.load_carry(carry, powers, acc, vdot, lam):
         status = system_rhs(inputs, key, system, t0, y, ytmp)  # vdot, lambda, powers at the start
         nfev += 1
         if status != STATUS_OK:
@@ -415,34 +380,12 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     for j in range(nv):
         rate[nq + j] = vdot[j]
     use_eval = t_eval.shape[0] > 0
-    next_eval = 0
-    _output_row(y, lam, lam, 1.0, row)
-    room = _left(output_budget, ev_t, ev_y)
-    if use_eval:
-        while next_eval < t_eval.shape[0] and t_eval[next_eval] <= t0:
-            stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row, room)
-            if not stored:
-                return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, 0, iterations, 0, ev_t,
-                        ev_y)
-            count += 1
-            next_eval += 1
-    else:
-        stored, t_out, y_out = _store(t_out, y_out, count, t0, row, room)
-        if not stored:
-            return STATUS_OUTPUT_FULL, t0, count, t_out, y_out, nfev, 0, iterations, 0, ev_t, ev_y
-        count += 1
-    n_events = directions.shape[0]
-    ev_old = np.empty(n_events)
-    ev_new = np.empty(n_events)
-    ev_tmp = np.empty(n_events)
-    ev_row = np.empty(n + 1)
-    y_stop = np.empty(n)
-    theta_stop = 1.0
+    newton.output_row(y, lam, lam, 1.0, row)
     nev = 0
-    if n_events > 0:
-        status = events(events_key, t, y, y, ev_old)
-        if status != STATUS_OK:
-            return status, t, count, t_out, y_out, nfev, 0, iterations, nev, ev_t, ev_y
+    status, t_fail, count, next_eval, t_out, y_out, ev = integrators.open_outputs(
+        t_out, y_out, t_eval, t0, row, y, events, events_key, directions, ev_t, ev_y, output_budget)
+    if status != STATUS_OK:
+        return status, t_fail, count, t_out, y_out, nfev, 0, iterations, nev, ev_t, ev_y
     scale = (1.0 - alpha_f) / (1.0 - alpha_m)
     factored_h = -1.0  # the step of the factors (and of resp, gram); -1: none
     fresh = False
@@ -465,16 +408,12 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 if fresh:
                     break
                 factored_h = -1.0
-                for j in range(nv):
-                    vdot_new[j] = vdot[j]
-                    shift[j] = 0.0
-                for r in range(m):
-                    lam[r] = lam_old[r]
+                newton.restart_attempt(vdot_new, vdot, shift, lam, lam_old)
             fresh = False
             previous = np.inf
             correction = np.inf
             for _ in range(max_newton):
-                status = _poll(monitor, monitor_key, control, t, y, nfev)
+                status = integrators._poll(monitor, monitor_key, control, t, y, nfev)
                 if status != STATUS_OK:
                     return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
                 acc_max = 0.0
@@ -502,14 +441,14 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                         rate_scaled[r] = phid[r] / c_damp  # the velocity rows J v+ / c_damp: d/dvdot+ = J
                 nfev += 1
                 if status != STATUS_OK:
-                    if _fatal(status):
+                    if integrators._fatal(status):
                         return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
                     correction = np.inf  # a non-finite state: the iteration diverged
                     break
                 res_max = 0.0
                 for j in range(nv):
                     res_max = max(res_max, abs(residual[j]))
-                if abs(factored_h - h) > 1e-9 * h or (not fresh and correction > SLOW_CONTRACTION * previous):
+                if newton.refactor_due(factored_h, h, fresh, correction, previous):
                     status = effective_factor(body_int, body_real, system.gravity, q_new, zeros, ws_f, s_f, tmp_f,
                                               c_stiff, j_diag, ud_f, dinv, rot, fsub, kw)
                     if (status & 15) == STATUS_SINGULAR:
@@ -518,10 +457,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                         status = effective_factor(body_int, body_real, system.gravity, q_new, zeros, ws_f, s_f,
                                                   tmp_f, 0.0, j_diag, ud_f, dinv, rot, fsub, kw)
                     if status != STATUS_OK:
-                        info[0] = np.inf
-                        info[1] = res_max
-                        info[2] = step + 1
-                        info[3] = iterations
+                        newton.record_failure(info, np.inf, res_max, step, iterations)
                         return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
                     for r in range(m):  # the loop rows' responses S^-1 J_r^T and J S^-1 J^T: m applies
                         effective_apply(body_int, ws_f, s_f, ud_f, dinv, jac[r], tmp_f, ud, resp[r])
@@ -535,10 +471,10 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 effective_apply(body_int, ws_f, s_f, ud_f, dinv, residual, tmp_f, ud, dx)
                 ok = True
                 if m > 0:
-                    ok = schur_correction(free, jac, resp, gram, rcond, rate_scaled, dx, dlam, work_m)
+                    ok = newton.schur_correction(free, jac, resp, gram, rcond, rate_scaled, dx, dlam, work_m)
                     if ok:
-                        ok = position_correction(jac, free, phi, rate_scaled, c_stiff, rcond, gram_pos, work_m, dnu,
-                                                 xfull)
+                        ok = newton.position_correction(jac, free, phi, rate_scaled, c_stiff, rcond, gram_pos,
+                                                        work_m, dnu, xfull)
                 iterations += 1
                 dx_max = 0.0
                 for j in range(nv):
@@ -570,10 +506,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
             if converged:
                 break
         if not converged:
-            info[0] = correction
-            info[1] = res_max
-            info[2] = step + 1
-            info[3] = iterations
+            newton.record_failure(info, correction, res_max, step, iterations)
             return STATUS_NO_CONVERGENCE, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
         # the converged step's state, from the final vdot+ (and the final shift)
         for j in range(nv):
@@ -589,51 +522,13 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         # work terms: trapezoidal rule on the powers (second order, like the scheme)
         y_new[nsmooth] = y[nsmooth] + 0.5 * h * (powers[0] + powers_new[0])
         y_new[nsmooth + 1] = y[nsmooth + 1] + 0.5 * h * (powers[1] + powers_new[1])
-        t_stop = np.inf
-        if n_events > 0:
-            status = events(events_key, t_new, y_new, y_new, ev_new)
-            if status != STATUS_OK:
-                return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
-            for i in range(n_events):
-                g0 = ev_old[i]
-                g1 = ev_new[i]
-                if (g0 < 0.0 <= g1 and directions[i] >= 0.0) or (g0 > 0.0 >= g1 and directions[i] <= 0.0):
-                    status, theta = _locate_span(events, events_key, i, t, h, y, y_new, rate, rate_new, nsmooth, g0,
-                                                 g1, ytmp, ev_tmp)
-                    if status != STATUS_OK:
-                        return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
-                    ev_row[0] = i
-                    ev_row[1:] = ytmp
-                    stored, ev_t, ev_y = _store(ev_t, ev_y, nev, t + theta * h, ev_row,
-                                                _left(output_budget, t_out, y_out))
-                    if not stored:
-                        return (STATUS_OUTPUT_FULL, t + theta * h, count, t_out, y_out, nfev, step + 1, iterations,
-                                nev, ev_t, ev_y)
-                    nev += 1
-                    if terminal[i] and t + theta * h < t_stop:
-                        t_stop = t + theta * h
-                        theta_stop = theta
-                        y_stop[:] = ytmp
-                ev_old[i] = g1
-        if use_eval:
-            while next_eval < t_eval.shape[0] and t_eval[next_eval] <= min(t_new, t_stop):
-                theta = (t_eval[next_eval] - t) / h
-                _hermite_span(y, y_new, rate, rate_new, nsmooth, h, theta, ytmp)
-                _output_row(ytmp, lam_old, lam, theta, row)
-                stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row,
-                                              _left(output_budget, ev_t, ev_y))
-                if not stored:
-                    return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, step + 1, iterations,
-                            nev, ev_t, ev_y)
-                count += 1
-                next_eval += 1
-        if t_stop < np.inf:  # a terminal event: the run ends at it
-            _output_row(y_stop, lam_old, lam, theta_stop, row)
-            stored, t_out, y_out = _store(t_out, y_out, count, t_stop, row, _left(output_budget, ev_t, ev_y))
-            if not stored:
-                return STATUS_OUTPUT_FULL, t_stop, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
-            count += 1
-            return STATUS_EVENT, t_stop, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
+        interpolant = newton.SpatialHermite(y, y_new, rate, rate_new, nsmooth, lam_old, lam, row)
+        status, t_fail, stepped, count, next_eval, nev, t_out, y_out, ev_t, ev_y = integrators.step_outputs(
+            interpolant, t, h, t_new, y_new, events, events_key, directions, terminal, ev, ytmp, t_eval, next_eval,
+            t_out, y_out, count, ev_t, ev_y, nev, output_budget)
+        if status != STATUS_OK:  # a failed event function (the step not taken), a full buffer, a terminal event
+            done = step + 1 if stepped else step
+            return status, t_fail, count, t_out, y_out, nfev, done, iterations, nev, ev_t, ev_y
         for j in range(n):
             y[j] = y_new[j]
             rate[j] = rate_new[j]
@@ -644,18 +539,10 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         powers[1] = powers_new[1]
         t = t_new
         if not use_eval and ((step + 1) % every == 0 or step == nsteps_total - 1):
-            _output_row(y, lam, lam, 1.0, row)
-            stored, t_out, y_out = _store(t_out, y_out, count, t, row, _left(output_budget, ev_t, ev_y))
+            stored, count, t_out, y_out = newton.store_row(t_out, y_out, count, t, y, lam, row,
+                                                           integrators._left(output_budget, ev_t, ev_y))
             if not stored:
                 return STATUS_OUTPUT_FULL, t, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
-            count += 1
-    carry[0] = powers[0]
-    carry[1] = powers[1]
-    for j in range(nv):
-        carry[2 + j] = acc[j]
-        carry[2 + nv + j] = vdot[j]
-    for r in range(m):
-        carry[2 + 2 * nv + r] = lam[r]
-    carry[carry.shape[0] - 1] = 1.0
+    newton.save_carry(carry, powers, acc, vdot, lam)
     return STATUS_OK, t, count, t_out, y_out, nfev, nsteps_total, iterations, nev, ev_t, ev_y
 

@@ -134,10 +134,8 @@ def project_loops(system, q, v):
     loop_int = loops[LOOP_INT]
     phi = loops[LOOP_PHI]
     phid = loops[LOOP_PHID]
-    jac = loops[LOOP_JAC]
     resp = loops[LOOP_RESP]
     coef = loops[LOOP_COEF]
-    gram = loops[LOOP_GRAM]
     delta = loops[LOOP_DELTA]
     settings = loops[LOOP_SETTINGS]
     tol = settings[1]
@@ -154,12 +152,9 @@ def project_loops(system, q, v):
             size = max(size, abs(phi[r]))
         if size == 0.0:
             break
-        status = _responses(system, q)
+        status = _filtered_coefficients(system, q, phi, settings[3])
         if status != STATUS_OK:
             return status
-        gram_matrix(jac, resp, gram)
-        if filtered_solve(gram, phi, settings[3], coef) < 0:
-            return STATUS_NONFINITE_STATE
         step = 0.0
         for k in range(nv):
             d = 0.0
@@ -185,15 +180,27 @@ def project_loops(system, q, v):
         while lp + 1 < loop_int.shape[0] and loop_int[lp + 1, LROW] <= worst_row:
             lp += 1
         return STATUS_LOOPS_OPEN | (lp << 4)
-    status = _responses(system, q)
+    status = _filtered_coefficients(system, q, phid, settings[4])
     if status != STATUS_OK:
         return status
-    gram_matrix(jac, resp, gram)
-    if filtered_solve(gram, phid, settings[4], coef) < 0:
-        return STATUS_NONFINITE_STATE
     for k in range(nv):
         for r in range(m):
             v[k] -= resp[r, k] * coef[r]
+    return STATUS_OK
+
+
+@njit
+def _filtered_coefficients(system, q, rhs, rcond):
+    """The coefficients f(G) rhs of a projection step into system.loops (LOOP_COEF): Y = M^-1 J^T at q
+    (``_responses``), G = J Y (``gram_matrix``), ``filtered_solve`` with rcond; returns the status
+    (STATUS_NONFINITE_STATE when the small system is not finite)."""
+    loops = system.loops
+    status = _responses(system, q)
+    if status != STATUS_OK:
+        return status
+    gram_matrix(loops[LOOP_JAC], loops[LOOP_RESP], loops[LOOP_GRAM])
+    if filtered_solve(loops[LOOP_GRAM], rhs, rcond, loops[LOOP_COEF]) < 0:
+        return STATUS_NONFINITE_STATE
     return STATUS_OK
 
 
@@ -217,6 +224,32 @@ def _responses(system, q):
 
 
 @njit
+def applied_forces(system, q, v):
+    """system.tau = the constant joint forces, tau's input (in system.u, filled by the inputs callback before) and
+    the force elements' generalised forces at (q, v) (nv,); returns (status, the power dissipated by the dampers,
+    the power applied by tau and the elements' forces and torques) [W]."""
+    tau = system.tau
+    nv = v.shape[0]
+    offset = system.tau_offset[0]
+    power = 0.0
+    for k in range(nv):
+        tau[k] = system.tau_const[k] + (system.u[offset + k] if offset >= 0 else 0.0)
+        power += tau[k] * v[k]
+    (elem_int, elem_real, ews, eS, etmp, rot, pos, omega, vel, wrench, forces, energy, per_element) = system.elements
+    dissipated = 0.0
+    if elem_int.shape[0] > 0:  # the force elements act in addition to tau
+        status = element_forces(system.body_int, system.body_real, elem_int, elem_real, system.u, q, v, ews, eS, etmp,
+                                rot, pos, omega, vel, wrench, forces, energy, per_element)
+        if status != STATUS_OK:
+            return status, dissipated, power
+        for k in range(nv):
+            tau[k] += forces[k]
+        dissipated = energy[1]
+        power += energy[2]
+    return STATUS_OK, dissipated, power
+
+
+@njit
 def project_state(inputs, key, system, t, y):
     """Renormalise every quaternion of y in place (a zero or non-finite one is STATUS_NONFINITE_STATE); with
     loops and stabilization "projection", then project (q, v) onto the loops (``project_loops``)."""
@@ -226,16 +259,11 @@ def project_state(inputs, key, system, t, y):
     q = system.q
     v = system.v
     nq = q.shape[0]
-    nv = v.shape[0]
-    for k in range(nq):
-        q[k] = y[k]
-    for k in range(nv):
-        v[k] = y[nq + k]
+    q[:] = y[:nq]
+    v[:] = y[nq:nq + v.shape[0]]
     status = project_loops(system, q, v)
-    for k in range(nq):
-        y[k] = q[k]
-    for k in range(nv):
-        y[nq + k] = v[k]
+    y[:nq] = q
+    y[nq:nq + v.shape[0]] = v
     return status
 
 
@@ -248,10 +276,8 @@ def system_rhs(inputs, key, system, t, y, dy):
     vdot = system.vdot
     nq = q.shape[0]
     nv = v.shape[0]
-    for k in range(nq):
-        q[k] = y[k]
-    for k in range(nv):
-        v[k] = y[nq + k]
+    q[:] = y[:nq]
+    v[:] = y[nq:nq + nv]
     # the rotation of a quaternion off unit norm (a trial step, a rejected one) is that of its normalised value:
     # f extends off the unit sphere so that any stage is defined, and the inputs and the kernel see unit ones
     status = normalise_quaternions(system, q)
@@ -260,22 +286,9 @@ def system_rhs(inputs, key, system, t, y, dy):
     status = inputs(key, t, q, v, system.u)
     if status != STATUS_OK:
         return status
-    offset = system.tau_offset[0]
-    power = 0.0
-    for k in range(nv):
-        tau[k] = system.tau_const[k] + (system.u[offset + k] if offset >= 0 else 0.0)
-        power += tau[k] * v[k]
-    (elem_int, elem_real, ews, eS, etmp, rot, pos, omega, vel, wrench, forces, energy, per_element) = system.elements
-    dissipated = 0.0
-    if elem_int.shape[0] > 0:  # the force elements act in addition to tau
-        status = element_forces(system.body_int, system.body_real, elem_int, elem_real, system.u, q, v, ews, eS, etmp,
-                                rot, pos, omega, vel, wrench, forces, energy, per_element)
-        if status != STATUS_OK:
-            return status
-        for k in range(nv):
-            tau[k] += forces[k]
-        dissipated = energy[1]
-        power += energy[2]
+    status, dissipated, power = applied_forces(system, q, v)
+    if status != STATUS_OK:
+        return status
     loops = system.loops
     if loops[LOOP_INT].shape[0] > 0:
         status = constrained_dynamics(

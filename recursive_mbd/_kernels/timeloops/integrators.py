@@ -21,9 +21,12 @@ budget (``_store``: STATUS_OUTPUT_FULL), which every time loop (these, generalis
 """
 
 import math
+from collections import namedtuple
 
 import numba
 import numpy as np
+from numba.core import types
+from numba.extending import overload
 
 from ..layout import (
     STATUS_EVENT,
@@ -218,10 +221,28 @@ def illinois_update(x, g, lo, hi, g_lo, g_hi, side):
 
 
 @step_njit
+def illinois_step(events, events_key, index, t_trial, x, ytmp, values, lo, hi, g_lo, g_hi, side):
+    """One step of every time loop's event location: the event functions at the trial point (t_trial, ytmp) of the
+    loop's interpolant (x its coordinate in the bracket, theta or the time), then ``illinois_update`` with the
+    value of event ``index`` there. Returns (status of the event functions, settled, lo, hi, g_lo, g_hi, side):
+    settled when the status is not STATUS_OK or the value is zero or not finite (the root is x)."""
+    status = events(events_key, t_trial, ytmp, ytmp, values)
+    if status != STATUS_OK:
+        return status, True, lo, hi, g_lo, g_hi, side
+    g = values[index]
+    if g == 0.0 or not math.isfinite(g):
+        return STATUS_OK, True, lo, hi, g_lo, g_hi, side
+    lo, hi, g_lo, g_hi, side = illinois_update(x, g, lo, hi, g_lo, g_hi, side)
+    return STATUS_OK, False, lo, hi, g_lo, g_hi, side
+
+
+@step_njit
 def _locate_event(events, events_key, index, t, h, y, y_new, k, dense, g0, g1, ytmp, values):
     """Root of event ``index`` between t and t + h on the dense output, by the Illinois method.
 
-    Returns (status of the event functions, theta in [0, 1])."""
+    Returns (status of the event functions, theta in [0, 1]). The generalised-alpha loops' ``newton.locate_span``
+    is the same iteration on their Hermite output, kept apart because it is compiled with floating-point
+    contraction (the trial point and t + theta h round differently): one copy per compilation, the same bits."""
     lo = 0.0
     hi = 1.0
     g_lo = g0
@@ -231,17 +252,248 @@ def _locate_event(events, events_key, index, t, h, y, y_new, k, dense, g0, g1, y
     for _ in range(100):
         theta = (lo * g_hi - hi * g_lo) / (g_hi - g_lo)
         _dense(y, y_new, k, h, dense, theta, ytmp)
-        status = events(events_key, t + theta * h, ytmp, ytmp, values)
+        status, settled, lo, hi, g_lo, g_hi, side = illinois_step(events, events_key, index, t + theta * h, theta,
+                                                                  ytmp, values, lo, hi, g_lo, g_hi, side)
         if status != STATUS_OK:
             return status, theta
-        g = values[index]
-        if g == 0.0 or not math.isfinite(g):
-            break
-        lo, hi, g_lo, g_hi, side = illinois_update(theta, g, lo, hi, g_lo, g_hi, side)
-        if (hi - lo) * abs(h) <= 4.0 * 2.220446049250313e-16 * max(abs(t), abs(h)):
+        if settled or (hi - lo) * abs(h) <= 4.0 * 2.220446049250313e-16 * max(abs(t), abs(h)):
             break
     _dense(y, y_new, k, h, dense, theta, ytmp)
     return STATUS_OK, theta
+
+
+# ---- output and events: the bookkeeping every time loop does around its steps, each on its own interpolant ----------
+# A time loop describes the interpolant of its last step by a NamedTuple (``RKDense`` below, the generalised-alpha
+# loops' ``newton.PlanarHermite`` and ``newton.SpatialHermite``, BDF's ``planar.bdf.BDFDense``) and registers what
+# the three functions below do on it (``register_interpolant``), as a formulation does for ``formulation``;
+# ``open_outputs`` and ``step_outputs`` are then the same for every loop.
+
+
+def locate_root(dense, events, events_key, index, t, h, g0, g1, ytmp, values):
+    """Root of event ``index`` in (t, t + h] on the interpolant ``dense`` (its values g0, g1 at the ends), the state
+    there into ytmp; returns (status of the event functions, t_event, theta = its place in the step)."""
+    raise NotImplementedError(f"no time loop registered locate_root for {type(dense).__name__}")
+
+
+def sample_row(dense, t, h, t_sample, ytmp):
+    """The output row at t_sample in (t, t + h] on the interpolant ``dense`` (ytmp: scratch of a state); returns
+    the row to store (ytmp itself, or the loop's own row)."""
+    raise NotImplementedError(f"no time loop registered sample_row for {type(dense).__name__}")
+
+
+def stop_row(dense, y_stop, theta_stop):
+    """The output row at a terminal event, the state y_stop there at theta_stop of the step; returns the row."""
+    raise NotImplementedError(f"no time loop registered stop_row for {type(dense).__name__}")
+
+
+def register_interpolant(cls, locate, sample, stop, jit_options):
+    """Register the interpolant NamedTuple class ``cls`` of a time loop: ``locate``, ``sample`` and ``stop``, plain
+    functions with the arguments of ``locate_root``, ``sample_row`` and ``stop_row``, become their implementations
+    for it, compiled with ``jit_options`` (``numba.extending.overload``)."""
+
+    def matches(dense):
+        return isinstance(dense, types.BaseNamedTuple) and dense.instance_class is cls
+
+    @overload(locate_root, jit_options=jit_options)
+    def _locate_root(dense, events, events_key, index, t, h, g0, g1, ytmp, values):
+        return locate if matches(dense) else None
+
+    @overload(sample_row, jit_options=jit_options)
+    def _sample_row(dense, t, h, t_sample, ytmp):
+        return sample if matches(dense) else None
+
+    @overload(stop_row, jit_options=jit_options)
+    def _stop_row(dense, y_stop, theta_stop):
+        return stop if matches(dense) else None
+
+
+def state_stop_row(dense, y_stop, theta_stop):
+    """``stop_row`` of a loop whose output rows are its state: y_stop itself."""
+    return y_stop
+
+
+# the explicit Runge-Kutta step's interpolant: dopri5's continuous extension (``_dense``) of the step from y to y_new
+# with the stages k (s, n) and Hairer's coefficients ``dense``
+RKDense = namedtuple("RKDense", ["y", "y_new", "k", "dense"])
+
+
+def _rk_locate_root(dense, events, events_key, index, t, h, g0, g1, ytmp, values):
+    status, theta = _locate_event(events, events_key, index, t, h, dense.y, dense.y_new, dense.k, dense.dense, g0, g1,
+                                  ytmp, values)
+    return status, t + theta * h, theta
+
+
+def _rk_sample_row(dense, t, h, t_sample, ytmp):
+    _dense(dense.y, dense.y_new, dense.k, h, dense.dense, (t_sample - t) / h, ytmp)
+    return ytmp
+
+
+register_interpolant(RKDense, _rk_locate_root, _rk_sample_row, state_stop_row,
+                     {"cache": True, "error_model": "numpy", "_nrt": True})
+
+
+@njit
+def event_scratch(n_events, n):
+    """A run's event scratch for n_events event functions on a state of n floats: (ev_old, ev_new, ev_tmp) their
+    values at a step's start, its end and a trial point (n_events,), ev_row (n + 1,) an event's record (index,
+    state) and y_stop (n,) the state at a terminal event."""
+    return np.empty(n_events), np.empty(n_events), np.empty(n_events), np.empty(n + 1), np.empty(n)
+
+
+@njit
+def store_start(t_out, y_out, t_eval, t0, row, budget):
+    """The samples at a run's start: ``row`` (the start's output row) at every t_eval time <= t0 when t_eval is
+    non-empty, else at t0, into the output buffers (``_store``, ``budget`` floats of room). Returns (stored, t_fail,
+    count, next_eval, t_out, y_out): ``stored`` False when a sample did not fit (at t_fail), the samples stored and
+    the first t_eval index left."""
+    count = np.int64(0)
+    next_eval = np.int64(0)
+    if t_eval.shape[0] > 0:
+        while next_eval < t_eval.shape[0] and t_eval[next_eval] <= t0:
+            stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row, budget)
+            if not stored:
+                return False, t_eval[next_eval], count, next_eval, t_out, y_out
+            count += 1
+            next_eval += 1
+    else:
+        stored, t_out, y_out = _store(t_out, y_out, count, t0, row, budget)
+        if not stored:
+            return False, t0, count, next_eval, t_out, y_out
+        count += 1
+    return True, t0, count, next_eval, t_out, y_out
+
+
+@njit
+def scan_events(dense, events, events_key, t, h, t_new, y_new, ev_old, ev_new, directions, terminal, ytmp, ev_tmp,
+                ev_row, y_stop, ev_t, ev_y, nev, budget):
+    """The events of the step from t to t_new = t + h, whose end state is y_new: every sign change of an event
+    function between ev_old (its values at t) and its values at t_new (into ev_new) in its ``directions`` entry
+    (> 0 rising only, < 0 falling only, 0 both) is located on the interpolant ``dense`` (``locate_root``) and
+    recorded in (ev_t, ev_y) (rows: the event's index, the state; ``_store`` with ``budget`` floats of room); ev_old
+    becomes ev_new. Nothing without event functions.
+
+    Returns (status, t_fail, nev, ev_t, ev_y, t_stop, theta_stop): status STATUS_OK, an event function's failure
+    (t_fail = t) or STATUS_OUTPUT_FULL (t_fail the event's time); nev the events recorded in all; t_stop the
+    earliest ``terminal`` event of the step (inf: none), theta_stop its place in the step and y_stop its state.
+    """
+    t_stop = np.inf
+    theta_stop = 1.0
+    n_events = directions.shape[0]
+    if n_events == 0:
+        return STATUS_OK, t, nev, ev_t, ev_y, t_stop, theta_stop
+    status = events(events_key, t_new, y_new, y_new, ev_new)
+    if status != STATUS_OK:
+        return status, t, nev, ev_t, ev_y, t_stop, theta_stop
+    for i in range(n_events):
+        g0 = ev_old[i]
+        g1 = ev_new[i]
+        if (g0 < 0.0 <= g1 and directions[i] >= 0.0) or (g0 > 0.0 >= g1 and directions[i] <= 0.0):
+            status, t_event, theta = locate_root(dense, events, events_key, i, t, h, g0, g1, ytmp, ev_tmp)
+            if status != STATUS_OK:
+                return status, t, nev, ev_t, ev_y, t_stop, theta_stop
+            ev_row[0] = i
+            ev_row[1:] = ytmp
+            stored, ev_t, ev_y = _store(ev_t, ev_y, nev, t_event, ev_row, budget)
+            if not stored:
+                return STATUS_OUTPUT_FULL, t_event, nev, ev_t, ev_y, t_stop, theta_stop
+            nev += 1
+            if terminal[i] and t_event < t_stop:
+                t_stop = t_event
+                theta_stop = theta
+                y_stop[:] = ytmp
+        ev_old[i] = g1
+    return STATUS_OK, t, nev, ev_t, ev_y, t_stop, theta_stop
+
+
+@njit
+def store_samples(dense, t_eval, next_eval, t, h, t_upto, ytmp, t_out, y_out, count, budget):
+    """The samples at the t_eval times from index next_eval on up to t_upto, in the step from t (length h), on its
+    interpolant ``dense`` (``sample_row``), into the output buffers (``_store``, ``budget`` floats of room).
+    Returns (stored, t_fail, count, next_eval, t_out, y_out) as ``store_start``."""
+    while next_eval < t_eval.shape[0] and t_eval[next_eval] <= t_upto:
+        row = sample_row(dense, t, h, t_eval[next_eval], ytmp)
+        stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], row, budget)
+        if not stored:
+            return False, t_eval[next_eval], count, next_eval, t_out, y_out
+        count += 1
+        next_eval += 1
+    return True, t_upto, count, next_eval, t_out, y_out
+
+
+@njit
+def store_stop(dense, y_stop, theta_stop, t_stop, t_out, y_out, count, budget):
+    """The last sample of a run that a terminal event ends (``scan_events``: at t_stop, theta_stop of the step, the
+    state y_stop) into the output buffers; returns (status, count, t_out, y_out): STATUS_EVENT, or
+    STATUS_OUTPUT_FULL when it did not fit."""
+    stored, t_out, y_out = _store(t_out, y_out, count, t_stop, stop_row(dense, y_stop, theta_stop), budget)
+    if not stored:
+        return STATUS_OUTPUT_FULL, count, t_out, y_out
+    return STATUS_EVENT, count + 1, t_out, y_out
+
+
+@njit
+def open_outputs(t_out, y_out, t_eval, t0, row, y0, events, events_key, directions, ev_t, ev_y, output_budget):
+    """A run's start in its outputs: the samples at t0 (``store_start``, ``row`` the start's output row), the event
+    scratch (``event_scratch``) and the event functions' values at (t0, y0). Returns (status, t_fail, count,
+    next_eval, t_out, y_out, ev) with ev = (ev_old, ev_new, ev_tmp, ev_row, y_stop) for ``step_outputs``; status
+    STATUS_OUTPUT_FULL (a sample did not fit, at t_fail), an event function's failure (t_fail = t0) or STATUS_OK."""
+    stored, t_fail, count, next_eval, t_out, y_out = store_start(t_out, y_out, t_eval, t0, row,
+                                                                 _left(output_budget, ev_t, ev_y))
+    ev = event_scratch(directions.shape[0], y0.shape[0])
+    if not stored:
+        return STATUS_OUTPUT_FULL, t_fail, count, next_eval, t_out, y_out, ev
+    status = STATUS_OK
+    if directions.shape[0] > 0:
+        status = events(events_key, t0, y0, y0, ev[0])
+    return status, t0, count, next_eval, t_out, y_out, ev
+
+
+@njit
+def step_outputs(dense, t, h, t_new, y_new, events, events_key, directions, terminal, ev, ytmp, t_eval, next_eval,
+                 t_out, y_out, count, ev_t, ev_y, nev, output_budget):
+    """What a time loop records of its step from t to t_new = t + h (end state y_new), on the step's interpolant
+    ``dense``: the step's events (``scan_events``, ev the scratch of ``open_outputs``), its t_eval samples up to a
+    terminal event (``store_samples``), and at a terminal event the run's last sample (``store_stop``).
+
+    Returns (status, t_fail, stepped, count, next_eval, nev, t_out, y_out, ev_t, ev_y): STATUS_OK to go on, else
+    the status the run ends with at t_fail: an event function's failure (``stepped`` False: the step is not
+    counted as taken), STATUS_OUTPUT_FULL, or STATUS_EVENT at a terminal event.
+    """
+    ev_old, ev_new, ev_tmp, ev_row, y_stop = ev
+    status, t_fail, nev, ev_t, ev_y, t_stop, theta_stop = scan_events(
+        dense, events, events_key, t, h, t_new, y_new, ev_old, ev_new, directions, terminal, ytmp, ev_tmp, ev_row,
+        y_stop, ev_t, ev_y, nev, _left(output_budget, t_out, y_out))
+    if status != STATUS_OK:
+        return status, t_fail, status == STATUS_OUTPUT_FULL, count, next_eval, nev, t_out, y_out, ev_t, ev_y
+    if t_eval.shape[0] > 0:
+        stored, t_fail, count, next_eval, t_out, y_out = store_samples(
+            dense, t_eval, next_eval, t, h, min(t_new, t_stop), ytmp, t_out, y_out, count,
+            _left(output_budget, ev_t, ev_y))
+        if not stored:
+            return STATUS_OUTPUT_FULL, t_fail, True, count, next_eval, nev, t_out, y_out, ev_t, ev_y
+    if t_stop < np.inf:
+        status, count, t_out, y_out = store_stop(dense, y_stop, theta_stop, t_stop, t_out, y_out, count,
+                                                 _left(output_budget, ev_t, ev_y))
+        return status, t_stop, True, count, next_eval, nev, t_out, y_out, ev_t, ev_y
+    return STATUS_OK, t_new, True, count, next_eval, nev, t_out, y_out, ev_t, ev_y
+
+
+@step_njit
+def _starting_trial(y, f, atol, rtol, span, max_step, scale, ytmp):
+    """The first half of Hairer's starting step (Hairer, Norsett & Wanner I, II.4): the error scale atol + rtol |y|
+    into scale, d0 = |y| and d1 = |f| (RMS, scaled), the trial step h0 from them and the explicit Euler state
+    ytmp = y + h0 f, at which the caller evaluates f again (the change of f over h0 sets the step). Returns (h0, d1).
+    Shared by the adaptive Runge-Kutta driver and BDF."""
+    n = y.shape[0]
+    for j in range(n):
+        scale[j] = atol + rtol * abs(y[j])
+    d0 = _rms_norm(y, scale)
+    d1 = _rms_norm(f, scale)
+    h0 = 1e-6 if (d0 < 1e-5 or d1 < 1e-5) else 0.01 * d0 / d1
+    h0 = min(max(h0, 1e-12 * span), span, max_step)
+    for j in range(n):
+        ytmp[j] = y[j] + h0 * f[j]
+    return h0, d1
 
 
 @njit
@@ -278,35 +530,14 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
     nfev = np.int64(0)  # not the literal 0: a callee taking it would compile once more for Literal[int](0)
     nsteps = 0
     nrejected = 0
-    count = np.int64(0)
     use_eval = t_eval.shape[0] > 0
-    next_eval = 0
-    room = _left(output_budget, ev_t, ev_y)
-    if use_eval:
-        while next_eval < t_eval.shape[0] and t_eval[next_eval] <= t0:
-            stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], y, room)
-            if not stored:
-                return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, nsteps, nrejected, 0, ev_t,
-                        ev_y)
-            count += 1
-            next_eval += 1
-    else:
-        stored, t_out, y_out = _store(t_out, y_out, count, t0, y, room)
-        if not stored:
-            return STATUS_OUTPUT_FULL, t0, count, t_out, y_out, nfev, nsteps, nrejected, 0, ev_t, ev_y
-        count += 1
-
-    n_events = directions.shape[0]
-    ev_old = np.empty(n_events)
-    ev_new = np.empty(n_events)
-    ev_tmp = np.empty(n_events)
-    ev_row = np.empty(n + 1)
-    y_stop = np.empty(n)
     nev = np.int64(0)
-    if n_events > 0:
-        status = events(events_key, t, y, y, ev_old)
-        if status != STATUS_OK:
-            return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+    status, t_fail, count, next_eval, t_out, y_out, ev = open_outputs(t_out, y_out, t_eval, t0, y, y, events,
+                                                                      events_key, directions, ev_t, ev_y,
+                                                                      output_budget)
+    if status != STATUS_OK:
+        return status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+    interpolant = RKDense(y, y_new, k, dense)
 
     status = system_rhs(inputs, key, system, t, y, k[0])
     nfev += 1
@@ -316,14 +547,7 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
     span = t_end - t0
     h = first_step
     if h <= 0.0:  # Hairer's starting step: h0 from |y| / |f|, checked against the change of f over h0
-        for j in range(n):
-            scale[j] = atol + rtol * abs(y[j])
-        d0 = _rms_norm(y, scale)
-        d1 = _rms_norm(k[0], scale)
-        h0 = 1e-6 if (d0 < 1e-5 or d1 < 1e-5) else 0.01 * d0 / d1
-        h0 = min(max(h0, 1e-12 * span), span, max_step)
-        for j in range(n):
-            ytmp[j] = y[j] + h0 * k[0, j]
+        h0, d1 = _starting_trial(y, k[0], atol, rtol, span, max_step, scale, ytmp)
         status = system_rhs(inputs, key, system, t + h0, ytmp, k[1])
         nfev += 1
         if status != STATUS_OK:
@@ -384,47 +608,12 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
             continue
         nsteps += 1
         t_new = t_end if last else t + h
-        t_stop = np.inf
-        if n_events > 0:
-            status = events(events_key, t_new, y_new, y_new, ev_new)
-            if status != STATUS_OK:
-                return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
-            for i in range(n_events):
-                g0 = ev_old[i]
-                g1 = ev_new[i]
-                if (g0 < 0.0 <= g1 and directions[i] >= 0.0) or (g0 > 0.0 >= g1 and directions[i] <= 0.0):
-                    status, theta = _locate_event(events, events_key, i, t, h, y, y_new, k, dense, g0, g1, ytmp,
-                                                  ev_tmp)
-                    if status != STATUS_OK:
-                        return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
-                    ev_row[0] = i
-                    ev_row[1:] = ytmp
-                    stored, ev_t, ev_y = _store(ev_t, ev_y, nev, t + theta * h, ev_row,
-                                                _left(output_budget, t_out, y_out))
-                    if not stored:
-                        return (STATUS_OUTPUT_FULL, t + theta * h, count, t_out, y_out, nfev, nsteps, nrejected, nev,
-                                ev_t, ev_y)
-                    nev += 1
-                    if terminal[i] and t + theta * h < t_stop:
-                        t_stop = t + theta * h
-                        y_stop[:] = ytmp
-                ev_old[i] = g1
-        if use_eval:
-            while next_eval < t_eval.shape[0] and t_eval[next_eval] <= min(t_new, t_stop):
-                _dense(y, y_new, k, h, dense, (t_eval[next_eval] - t) / h, ytmp)
-                stored, t_out, y_out = _store(t_out, y_out, count, t_eval[next_eval], ytmp,
-                                              _left(output_budget, ev_t, ev_y))
-                if not stored:
-                    return (STATUS_OUTPUT_FULL, t_eval[next_eval], count, t_out, y_out, nfev, nsteps, nrejected, nev,
-                            ev_t, ev_y)
-                count += 1
-                next_eval += 1
-        if t_stop < np.inf:  # a terminal event: end the run at it
-            stored, t_out, y_out = _store(t_out, y_out, count, t_stop, y_stop, _left(output_budget, ev_t, ev_y))
-            if not stored:
-                return STATUS_OUTPUT_FULL, t_stop, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
-            count += 1
-            return STATUS_EVENT, t_stop, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
+        # events, t_eval samples, a terminal event's end of the run
+        status, t_fail, _, count, next_eval, nev, t_out, y_out, ev_t, ev_y = step_outputs(
+            interpolant, t, h, t_new, y_new, events, events_key, directions, terminal, ev, ytmp, t_eval, next_eval,
+            t_out, y_out, count, ev_t, ev_y, nev, output_budget)
+        if status != STATUS_OK:
+            return status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
         for j in range(n):
             y[j] = y_new[j]
             k[0, j] = k[s - 1, j]
