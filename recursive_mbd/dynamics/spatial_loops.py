@@ -1,8 +1,8 @@
 """Closed loops on spatial models (``Model3D.add_loop``): constraint equations and the multiplier layer.
 
-The spatial counterpart of ``recursive_mbd.dynamics.loops``, with the same sign convention: with J = dphi/dv (m, nv), the
-Jacobian in the velocity coordinates v (a quaternion joint's three rates, not its four entries), the constrained
-equations of motion are
+The spatial counterpart of ``recursive_mbd.dynamics.loops``, with the same sign convention: with J = dphi/dv
+(m, nv), the Jacobian in the velocity coordinates v (a quaternion joint's three rates, not its four entries), the
+constrained equations of motion are
 
     M(q) vdot + h(q, v) = tau - J^T lambda,        J vdot = gamma = -J' v,
 
@@ -21,8 +21,9 @@ from .._kernels.planar.loops import filtered_solve
 from .._kernels.spatial import loops as kernels
 from ..errors import ModelError, StateError
 from ..model.spatial import Model3D, integrate_configuration
+from ._evaluation import state_vector
 from .loops import FILTER_RCOND, POSITION_RCOND, RCOND, LoopSolution, RedundantConstraintWarning, _warn_rank
-from .spatial import _loaded, _vector, bias_forces, mass_matrix, workspace
+from .spatial import _loaded, bias_forces, mass_matrix, workspace
 from .spatial import _raise as _raise_spatial
 
 __all__ = ["LoopSolution", "RedundantConstraintWarning", "constraints", "loop_dynamics", "project"]
@@ -82,8 +83,8 @@ def constraints(model, q, v=None):
     (|p_a - p_b| - length [m]).
     """
     ws, lw = loop_workspace(model)
-    q = _vector(q, model.nq, "q", "nq")
-    v = ws.zeros if v is None else _vector(v, model.nv, "v", "nv")
+    q = state_vector(q, model.nq, "q", "nq")
+    v = ws.zeros if v is None else state_vector(v, model.nv, "v", "nv")
     status = kernels.loop_constraints(model.body_int, model.body_real, model.loop_int, model.loop_real, q, v, ws.ws,
                                       ws.S, ws.tmp, lw.rot, lw.pos, lw.omega, lw.vel, lw.acc, lw.point, lw.phi,
                                       lw.phid, lw.jac, lw.gamma, lw.weights)
@@ -121,9 +122,9 @@ def loop_dynamics(model, q, v, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method="
         raise TypeError(f"model must be a recursive_mbd.Model3D, got {type(model).__name__}")
     ws, lw = loop_workspace(model)
     t = _checks.real(t, "t")
-    q = _vector(q, model.nq, "q", "nq")
-    v = _vector(v, model.nv, "v", "nv")
-    tau = _loaded(model, q, v, ws.zeros if tau is None else _vector(tau, model.nv, "tau", "nv"), t)  # + elements
+    q = state_vector(q, model.nq, "q", "nq")
+    v = state_vector(v, model.nv, "v", "nv")
+    tau = _loaded(model, q, v, ws.zeros if tau is None else state_vector(tau, model.nv, "tau", "nv"), t)  # + elements
     alpha = _checks.real(alpha, "alpha")
     beta = _checks.real(beta, "beta")
     if method == "recursive":
@@ -184,8 +185,8 @@ def project(model, q, v, *, tol=1e-12, max_iter=20):
     ws, lw = loop_workspace(model)
     tol = _checks.real(tol, "tol", low=0.0, strict=True)
     max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
-    q = integrate_configuration(model, _vector(q, model.nq, "q", "nq"), ws.zeros)  # a copy, quaternions normalised
-    v = _vector(v, model.nv, "v", "nv").copy()
+    q = integrate_configuration(model, state_vector(q, model.nq, "q", "nq"), ws.zeros)  # a copy, quaternions normalised
+    v = state_vector(v, model.nv, "v", "nv").copy()
     last_step = np.inf
     for _ in range(max_iter + 1):
         phi, _, jac, _ = constraints(model, q)

@@ -412,8 +412,8 @@ class Model:
         """Close a loop: a cut joint between a point of ``body_a`` and a point of ``body_b``; returns its index.
 
         The tree's coordinates stay the generalised coordinates; the loop adds constraint equations phi(q) = 0
-        enforced by Lagrange multipliers (``recursive_mbd.dynamics.loops``). Either body may be "ground" (its point is then
-        in the ground frame); points are in their body's frame [m].
+        enforced by Lagrange multipliers (``recursive_mbd.dynamics.loops``). Either body may be "ground" (its point
+        is then in the ground frame); points are in their body's frame [m].
 
         Parameters
         ----------
