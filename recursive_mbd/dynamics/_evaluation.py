@@ -37,6 +37,17 @@ def as_vector(model, x, what):
     return state_vector(x, nq, what, "nq")
 
 
+def body_points(model, body, point, dim):
+    """(index of ``body``, ``point`` as a finite real array (dim,) or (k, dim)) for ``point_kinematics``; the errors
+    name the body or the point."""
+    index = model.body_index(body)
+    pts = _checks.real_array(point, "point")
+    if pts.shape[-1:] != (dim,) or pts.ndim > 2:
+        raise StateError(f"point must have shape ({dim},) or (k, {dim}), got {pts.shape}")
+    _checks.finite_array(pts, "point")
+    return index, pts
+
+
 def cholesky_solve(mass, rhs, what):
     """The solution x of mass x = rhs by Cholesky (the "mass_matrix" route of forward dynamics): ModelError if the
     mass matrix is not positive definite, StateError if x is not finite (``what`` names it)."""
@@ -48,6 +59,15 @@ def cholesky_solve(mass, rhs, what):
         raise ModelError("the mass matrix is not positive definite at this q (a body or subtree without "
                          "inertia along its joint)") from None
     return _checks.check_finite_result(scipy.linalg.cho_solve(factor, rhs, check_finite=False), what)
+
+
+def recheck_out(ws, out, shape):
+    """After a kernel refused the caller's buffer ``out`` (numba's TypingError or TypeError: its dimensions or flags
+    were changed in place after its check): forget that check and check it again, raising the error that says what
+    is wrong with it. Nothing for out None (the caller re-raises the kernel's error)."""
+    if out is not None:
+        ws.checked_out = None
+        _checks.output_buffer(out, shape)
 
 
 def into(out, result):

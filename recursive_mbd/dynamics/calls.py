@@ -17,9 +17,11 @@ from ._evaluation import (
     _element_loads,
     _rnea,
     as_vector,
+    body_points,
     cholesky_solve,
     into,
     loaded_state,
+    recheck_out,
     tree_mass_matrix,
     unknown_method,
 )
@@ -163,12 +165,9 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
         qdd = np.empty(model._nq) if out is None else out
         try:
             status = tree_forward_dynamics(model, ws, q, qd, tau, wrench, qdd)
-        except (TypingError, TypeError):  # out's dimensions or flags were changed in place after its check: say so
-            if out is None:
-                raise
-            ws.checked_out = None
-            _checks.output_buffer(out, (model._nq,))
-            raise
+        except (TypingError, TypeError) as err:  # out's dimensions or flags were changed in place after its check
+            recheck_out(ws, out, (model._nq,))
+            raise err
         if status:
             raise_status(model, status, output="qdd")
         return qdd
@@ -302,11 +301,7 @@ def point_kinematics(model, q, qd, body, point=_ORIGIN):
             return _spatial().point_kinematics(model, q, qd, body)
         return _spatial().point_kinematics(model, q, qd, body, point)
     workspace(model)
-    index = model.body_index(body)
-    pts = _checks.real_array(point, "point")
-    if pts.shape[-1:] != (2,) or pts.ndim > 2:
-        raise StateError(f"point must have shape (2,) or (k, 2), got {pts.shape}")
-    _checks.finite_array(pts, "point")
+    index, pts = body_points(model, body, point, 2)
     poses, vels = forward_kinematics(model, q, qd)
     x, y, theta = poses[index]
     vx, vy, omega = vels[index]

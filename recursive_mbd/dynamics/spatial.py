@@ -22,7 +22,7 @@ from .._kernels.spatial import tree as kernels
 from ..errors import ModelError, StateError
 from ..model.spatial import Model3D
 from ..model.workspace import raise_kernel_status
-from ._evaluation import cholesky_solve, element_inputs, into, state_vector, unknown_method
+from ._evaluation import body_points, cholesky_solve, element_inputs, into, recheck_out, state_vector, unknown_method
 
 
 class Workspace3D:
@@ -233,12 +233,9 @@ def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursiv
         try:
             status = kernels.forward_dynamics(model.body_int, model.body_real, model.gravity, q, v, tau, ws.ws,
                                               ws.fd_S, ws.UD, ws.uD, ws.tmp, vdot)
-        except TypingError:  # out's dimensions or flags were changed in place after its check: say so
-            if out is None:
-                raise
-            ws.checked_out = None
-            _checks.output_buffer(out, (model._nv,))
-            raise
+        except TypingError as err:  # out's dimensions or flags were changed in place after its check: say so
+            recheck_out(ws, out, (model._nv,))
+            raise err
         if status:
             _raise(model, status, ("q", "v", "tau"), output="vdot")
         if ws.short_fd is None:
@@ -347,11 +344,7 @@ def point_kinematics(model, q, v, body, point=(0.0, 0.0, 0.0)):
     position, velocity : ndarray, shaped like ``point`` [m, m/s]
     """
     workspace(model)
-    index = model.body_index(body)
-    pts = _checks.real_array(point, "point")
-    if pts.shape[-1:] != (3,) or pts.ndim > 2:
-        raise StateError(f"point must have shape (3,) or (k, 3), got {pts.shape}")
-    _checks.finite_array(pts, "point")
+    index, pts = body_points(model, body, point, 3)
     ws = _poses(model, q, v)
     rot = ws.rot[index]
     arm = pts @ rot.T  # the point relative to the body origin, ground axes
