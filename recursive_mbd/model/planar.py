@@ -16,6 +16,7 @@ from .._kernels import layout as L
 from ..errors import ModelError
 from . import _validation as V
 from . import joints
+from ._builder import TreeBuilder
 from ._validation import GROUND
 
 LOOP_KINDS = {"revolute": L.LOOP_REVOLUTE, "prismatic": L.LOOP_PRISMATIC, "fixed": L.LOOP_FIXED,
@@ -93,7 +94,7 @@ def _packed_column(array, column, doc):
     return property(lambda self: getattr(self._require_compiled(), array)[:, column], doc=doc)
 
 
-class Model:
+class Model(TreeBuilder):
     """A planar multibody tree, built body by body, then compiled into frozen arrays.
 
     Parameters
@@ -381,16 +382,6 @@ class Model:
         return len(self._loops) - 1
 
     @property
-    def loop_names(self):
-        """Loop names in index order, a tuple."""
-        return tuple(lp["name"] for lp in self._loops)
-
-    @property
-    def nloops(self):
-        """Number of loops."""
-        return len(self._loops)
-
-    @property
     def nconstraints(self):
         """Number of loop equations m (``rm.loops.constraints`` rows)."""
         return sum(L.LOOP_ROWS[LOOP_KINDS[lp["kind"]]] for lp in self._loops)
@@ -416,11 +407,6 @@ class Model:
         self.loop_int = loop_int
         self.loop_real = loop_real
         self.loop_rows = rows  # loop k owns constraint rows loop_rows[k] .. loop_rows[k + 1] - 1
-
-    @property
-    def element_names(self):
-        """Force element names in index order, a tuple."""
-        return tuple(e["name"] for e in self._elements)
 
     # ---- compiling -----------------------------------------------------------------------------------------------
 
@@ -565,11 +551,6 @@ class Model:
                 raise ModelError(f"invalid model: {err}") from None
 
     @property
-    def compiled(self):
-        """True once the model is frozen."""
-        return self._compiled
-
-    @property
     def nq(self):
         """Number of generalised coordinates (joint coordinates in body order)."""
         if self._compiled:
@@ -586,11 +567,6 @@ class Model:
     def nbodies(self):
         """Number of bodies (the ground not counted)."""
         return len(self._bodies)
-
-    def _require_compiled(self):
-        if not self._compiled:
-            self.compile()
-        return self
 
     def body_index(self, body):
         """Index of a body given by name or index (negative indices count from the end)."""

@@ -16,6 +16,7 @@ import numpy as np
 from .._kernels.spatial import layout as SL
 from ..errors import ModelError
 from . import _validation as V
+from ._builder import TreeBuilder
 from ._validation import GROUND
 from .spatial_fields import (
     _ROTATION_TOL,
@@ -44,7 +45,7 @@ def _table_column(key, doc):
     return property(lambda self: self._column(key), doc=doc)
 
 
-class Model3D:
+class Model3D(TreeBuilder):
     """A tree of rigid bodies in three dimensions (the spatial counterpart of ``recursive_mbd.Model``).
 
     A separate class rather than one ``Model`` with a dimension: a spatial model's configuration and velocity
@@ -505,16 +506,6 @@ class Model3D:
         index, value = self._applied("torque", body, torque, frame, where)
         return self._add_element("torque", label, body_a=index, value=value, frame=frame)
 
-    @property
-    def element_names(self):
-        """Force element names in index order, a tuple."""
-        return tuple(self._element_names)
-
-    @property
-    def nelements(self):
-        """Number of force elements."""
-        return len(self._elements)
-
     def _pack_elements(self):
         """Elements into elem_int / elem_real (``spatial_layout``, "force elements"); the functions of time get
         3 slots each of the input vector u: ``element_functions`` (slot, width, function, name)."""
@@ -586,16 +577,6 @@ class Model3D:
                 "axis": axis_a.copy() if revolute else None,
                 "axis_b": real[SL.LAXB:SL.LAXB + 3].copy() if revolute else None,
                 "length": float(real[SL.LLENGTH]) if code == SL.LOOP_DISTANCE else None}
-
-    @property
-    def nloops(self):
-        """Number of loops."""
-        return len(self._loops)
-
-    @property
-    def loop_names(self):
-        """Loop names in index order, a tuple."""
-        return tuple(self._loop_names)
 
     @property
     def nconstraints(self):
@@ -711,11 +692,6 @@ class Model3D:
     _euclid_q = property(lambda self: self._coordinates()[3])
     _euclid_v = property(lambda self: self._coordinates()[4])
 
-    def _require_compiled(self):
-        if not self._compiled:
-            self.compile()
-        return self
-
     # ---- properties ----------------------------------------------------------------------------------------------
 
     @property
@@ -800,11 +776,6 @@ class Model3D:
     def total_mass(self):
         """Sum of the body masses [kg]."""
         return float(self._table.column("mass").sum())
-
-    @property
-    def compiled(self):
-        """True once the model is frozen (after ``compile()`` or the first dynamics call)."""
-        return self._compiled
 
     def body_index(self, body):
         """Index of a body given by name or index (negative indices count from the end)."""
