@@ -36,7 +36,7 @@ _LAZY_NAMES = {
     "LoopSolution": "dynamics.loops", "RedundantConstraintWarning": "dynamics.loops", "loop_dynamics": "dynamics.loops",
     "Mechanism": "analysis.mechanism",
     "Model": "model.planar",
-    "Model3D": "model.spatial", "difference": "model.spatial", "integrate_configuration": "model.spatial",
+    "Model3D": "model.spatial", "difference": "model.configuration", "integrate_configuration": "model.configuration",
     "solve_effective": "integrate.implicit",
     "compiled_forward_dynamics": "dynamics.compiled",
     "EnsembleResult": "integrate.ensemble", "simulate_many": "integrate.ensemble",

@@ -8,25 +8,79 @@ import numpy as np
 from .. import _checks
 from .._kernels.planar import elements as element_kernels
 from .._kernels.planar import tree
-from ..errors import StateError
+from ..errors import ModelError, StateError
 from ..model.workspace import raise_status
 
 _FLOAT = np.dtype(np.float64)
 
 
-def as_vector(model, x, what):
-    """``x`` as a C-contiguous float64 (nq,) array, or a StateError/TypeError naming ``what``.
+def state_vector(x, n, what, size_name):
+    """``x`` as a C-contiguous float64 (n,) array, or a StateError/TypeError naming ``what`` (and the model's size
+    ``size_name``: "nq", "nv").
 
-    Fast path: an ndarray that is already float64, C-contiguous and (nq,) is returned as it is. Complex, string or
+    Fast path: an ndarray that is already float64, C-contiguous and (n,) is returned as it is. Complex, string or
     object input is a TypeError (a complex array would otherwise lose its imaginary part silently).
     """
+    if x.__class__ is np.ndarray and x.dtype is _FLOAT and x.shape == (n,) and x.flags.c_contiguous:
+        return x
+    arr = np.ascontiguousarray(_checks.real_array(x, what))
+    if arr.shape != (n,):
+        raise StateError(f"{what} must have shape ({n},) for this model ({size_name} = {n}), got shape {arr.shape}")
+    return arr
+
+
+def as_vector(model, x, what):
+    """``x`` as a C-contiguous float64 (nq,) array of a planar model (``state_vector``), fast path inline."""
     nq = model._nq
     if x.__class__ is np.ndarray and x.dtype is _FLOAT and x.shape == (nq,) and x.flags.c_contiguous:
         return x
-    arr = np.ascontiguousarray(_checks.real_array(x, what))
-    if arr.shape != (nq,):
-        raise StateError(f"{what} must have shape ({nq},) for this model (nq = {nq}), got shape {arr.shape}")
-    return arr
+    return state_vector(x, nq, what, "nq")
+
+
+def body_points(model, body, point, dim):
+    """(index of ``body``, ``point`` as a finite real array (dim,) or (k, dim)) for ``point_kinematics``; the errors
+    name the body or the point."""
+    index = model.body_index(body)
+    pts = _checks.real_array(point, "point")
+    if pts.shape[-1:] != (dim,) or pts.ndim > 2:
+        raise StateError(f"point must have shape ({dim},) or (k, {dim}), got {pts.shape}")
+    _checks.finite_array(pts, "point")
+    return index, pts
+
+
+def cholesky_solve(mass, rhs, what):
+    """The solution x of mass x = rhs by Cholesky (the "mass_matrix" route of forward dynamics): ModelError if the
+    mass matrix is not positive definite, StateError if x is not finite (``what`` names it)."""
+    import scipy.linalg  # noqa: PLC0415  (scipy only for this route: `rmbd info` starts faster)
+
+    try:
+        factor = scipy.linalg.cho_factor(mass, lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        raise ModelError("the mass matrix is not positive definite at this q (a body or subtree without "
+                         "inertia along its joint)") from None
+    return _checks.check_finite_result(scipy.linalg.cho_solve(factor, rhs, check_finite=False), what)
+
+
+def recheck_out(ws, out, shape):
+    """After a kernel refused the caller's buffer ``out`` (numba's TypingError or TypeError: its dimensions or flags
+    were changed in place after its check): forget that check and check it again, raising the error that says what
+    is wrong with it. Nothing for out None (the caller re-raises the kernel's error)."""
+    if out is not None:
+        ws.checked_out = None
+        _checks.output_buffer(out, shape)
+
+
+def into(out, result):
+    """``result`` copied into the caller's buffer ``out`` and ``out`` returned, or ``result`` if out is None."""
+    if out is not None:
+        out[:] = result
+        return out
+    return result
+
+
+def unknown_method(method):
+    """The StateError of a forward-dynamics ``method`` that is neither "recursive" nor "mass_matrix"."""
+    return StateError(f"unknown method {method!r}; expected 'recursive' or 'mass_matrix'")
 
 
 def element_inputs(model, t, u):

@@ -38,7 +38,8 @@ from .._kernels.augmented import tree as kernels
 from .._kernels.planar import loops as loop_kernels
 from ..errors import ModelError, StateError
 from ..model import joints
-from ..model.workspace import raise_status, workspace
+from ..model.workspace import workspace
+from .augmented_tree import _as_absolute, _raise_tree, _tree_workspace, joint_row_starts
 from .calls import _com_state, _element_loads, as_vector
 from .loops import FILTER_RCOND, RedundantConstraintWarning
 
@@ -170,16 +171,6 @@ class _Triplets:
             (np.concatenate(self.vals), (np.concatenate(self.rows), np.concatenate(self.cols))), shape=shape)
 
 
-_ROWS_PER_JOINT = np.array([2, 2, 3, 0])  # revolute, prismatic, fixed, planar (joints.* codes)
-
-
-def _row_starts(model):
-    """First constraint row of each body's joint; rows run body by body (revolute: x, y; prismatic: normal,
-    angle; fixed: x, y, angle)."""
-    counts = _ROWS_PER_JOINT[model.joint_type]
-    return np.concatenate(([0], np.cumsum(counts)))
-
-
 def constraints(model, z, zd, t=0.0, drivers=()):
     """Constraint residual C, Jacobian C_z, its rate C' and gamma of C_z z'' = gamma.
 
@@ -193,7 +184,7 @@ def constraints(model, z, zd, t=0.0, drivers=()):
     z = _absolute(model, z, "z")
     zd = _absolute(model, zd, "zd")
     g = _Geometry(model, z, zd)
-    starts = _row_starts(model)
+    starts = joint_row_starts(model)
     m = int(starts[-1])
     residual, gamma = np.zeros(m), np.zeros(m)
     entries = _Triplets()
@@ -391,84 +382,6 @@ def applied_forces(model, z, zd, tau=None, t=0.0, powers=None):
         if powers is not None:
             powers += model._workspace.element_energy[1:]
     return forces.reshape(-1) + joint_jacobian(model, z).T @ joint_forces
-
-
-class _TreeWorkspace:
-    """Arrays of the tree solver of one model (``_kernels.augmented``), allocated once and reused."""
-
-    def __init__(self, model):
-        n, nq = model.nbodies, model.nq
-        counts = np.array(kernels.ROWS_PER_JOINT, dtype=np.int64)[model.joint_type]
-        self.row_start = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)  # joint rows of body i
-        self.tree_rows = int(self.row_start[-1])
-        # the factor (n, F_WIDTH), a view of the first n rows of the short path's array (``augmented_entry``)
-        self.factor_buffer = entry.factor_buffer(model)
-        self.factor = self.factor_buffer[:n, :kernels.F_WIDTH]
-        self.scratch = np.zeros((4, 3))
-        self.stab = np.zeros(2)  # alpha, beta
-        self.power = np.zeros(1)
-        self.no_tau = np.zeros(0)
-        self.no_wrench = np.zeros((0, 3))
-        self.q = np.zeros(nq)  # joint coordinates for the force elements
-        self.qd = np.zeros(nq)
-        self.loop_rows = model.nconstraints
-        self.aux = self._aux_arrays(n, self.loop_rows) if self.loop_rows else None
-        self.short = self._short_route(model)
-
-    def _short_route(self, model):
-        """forward_dynamics' short path (``_kernels.augmented_entry``): (kernel, body_int, body_real, row_start,
-        factor buffer, no_tau, tree rows, (nq,)) of a model without loops or force elements whose arrays the
-        fixed-signature kernel takes, else False."""
-        if model.loop_int.shape[0] or model.elem_int.shape[0] or not entry.accepts_model(model):
-            return False
-        return (entry.forward_dynamics_kernel(), model.body_int, model.body_real, self.row_start, self.factor_buffer,
-                self.no_tau, self.tree_rows, (model.nq,))
-
-    def _aux_arrays(self, n, k):
-        """(bodies (k, 2), coefficients (k, 6), right-hand side (k,), residual (k,), xb, xj, schur, info)."""
-        return (np.full((k, 2), -1, dtype=np.int64), np.zeros((k, 6)), np.zeros(k), np.zeros(k), np.zeros((n, 3)),
-                np.zeros(self.tree_rows), np.zeros((k, k)), np.zeros(1, dtype=np.int64))
-
-
-def _tree_workspace(model):
-    """The tree solver's workspace of the model, created on first use (compiles the model). It is kept apart from
-    the recursive route's Workspace, which a model without force elements never needs here (at 1e6 bodies that
-    is 216 MB not allocated)."""
-    _checks.require_model(model)
-    tw = getattr(model, "_augmented_workspace", None)
-    if tw is None:
-        model._require_compiled()
-        tw = model._augmented_workspace = _TreeWorkspace(model)
-    return tw
-
-
-def _as_absolute(model, x, what):
-    """``x`` as a C-contiguous float64 (nbodies, 3) array (from (nbodies, 3) or (3 nbodies,)), or a StateError /
-    TypeError naming ``what``."""
-    n = model.nbodies
-    if x.__class__ is np.ndarray and x.dtype == np.float64 and x.shape == (n, 3) and x.flags.c_contiguous:
-        return x
-    try:
-        if np.asarray(x).dtype.kind in "cSUV":  # complex would lose its imaginary part, strings would be parsed
-            raise TypeError
-        arr = np.ascontiguousarray(x, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"{what} must be an array of {n} x 3 numbers, got {type(x).__name__}") from None
-    if arr.shape not in ((n, 3), (3 * n,)):
-        raise StateError(f"{what} must have shape ({n}, 3) or ({3 * n},) for this model (nbodies = {n}), got shape "
-                         f"{arr.shape}")
-    return arr.reshape(n, 3)
-
-
-def _raise_tree(model, status):
-    kind, index = L.decode_status(status)
-    if kind in (L.STATUS_NONFINITE_Q, L.STATUS_NONFINITE_QD):
-        what = "z" if kind == L.STATUS_NONFINITE_Q else "zd"
-        raise StateError(f"{what} of body {model.body_names[index]!r} (index {index}) is not finite")
-    if kind == L.STATUS_LOOP_DEGENERATE:
-        raise StateError(f"loop {model.loop_names[index]!r} (index {index}): the two points of the distance loop "
-                         "coincide, so its direction is undefined")
-    raise_status(model, status)
 
 
 def _driver_rows(model, z, zd, t, drivers, alpha, beta, aux_body, aux_coef, aux_rhs, aux_res):
@@ -725,7 +638,7 @@ def joint_constraint_forces(model, z, zd, lam):
     z = _absolute(model, z, "z")
     _, cz, _, _ = constraints(model, z, zd)
     lam = _checks.finite_array(lam, "lam", (cz.shape[0],))
-    starts = _row_starts(model)
+    starts = joint_row_starts(model)
     cz = cz.tocsr()
     forces = np.zeros((model.nbodies, 3))
     for i in range(model.nbodies):
@@ -830,8 +743,7 @@ class TimeLoop:
 
         ws = workspace(model)  # compiles the model; the element evaluation uses its arrays
         n, nq = model.nbodies, model.nq
-        counts = np.array(kernels.ROWS_PER_JOINT, dtype=np.int64)[model.joint_type]
-        row_start = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        row_start = joint_row_starts(model)
         coords = np.asarray(inputs.driven_coords, dtype=np.int64)
         # the body whose joint holds coordinate k: the last body whose first coordinate is <= k
         drv_body = (np.searchsorted(model.joint_q_index, coords, side="right") - 1).astype(np.int64)

@@ -34,7 +34,20 @@ _parallel = numba.njit(cache=True, parallel=True, nogil=True, error_model="numpy
 # Per-thread scratch is one C array per field, (nthreads, rows + padding, ...): thread tid uses [tid, :rows], and the
 # padding keeps two threads' blocks off a shared cache line (false sharing cost more than the second thread gave).
 # ws_all[tid, :width].T is the (nbodies, width) column-major array the tree kernels take (the same type as the
-# single-state Workspace.ws), so the very same compiled code runs per row.
+# single-state Workspace.ws), so the very same compiled code runs per row. The three kernels open alike (a thread's
+# scratch, a row's state): numba's prange wants each loop body in its kernel, and the element loads, the part they
+# share, are one helper (``_thread_element_loads``).
+
+@numba.njit(cache=True, nogil=True)
+def _thread_element_loads(body_int, body_real, elem_int, elem_real, u, q, qd, ws, tid, com_all, wrench_all,
+                          jforce_all, energy_all, per_element_all):
+    """The force elements' loads at (q, qd) into thread ``tid``'s blocks of the per-thread arrays (wrench, joint
+    forces, energy, per element; ``_kernels.planar.elements.element_forces``); returns its status."""
+    nb = body_int.shape[0]
+    return element_kernels.element_forces(body_int, body_real, elem_int, elem_real, u, q, qd, ws, com_all[tid, :nb],
+                                          wrench_all[tid, :nb], jforce_all[tid, :q.shape[0]], energy_all[tid, :3],
+                                          per_element_all[tid, :elem_int.shape[0]])
+
 
 @_parallel
 def _forward_dynamics_many(body_int, body_real, gravity, elem_int, elem_real, u, Q, QD, TAU, width, ws_all, com_all,
@@ -54,9 +67,8 @@ def _forward_dynamics_many(body_int, body_real, gravity, elem_int, elem_real, u,
         if ne > 0:
             wrench = wrench_all[tid, :nb]
             jforce = jforce_all[tid, :nq]
-            st = element_kernels.element_forces(body_int, body_real, elem_int, elem_real, u, q, qd, ws,
-                                                com_all[tid, :nb], wrench, jforce, energy_all[tid, :3],
-                                                per_element_all[tid, :ne])
+            st = _thread_element_loads(body_int, body_real, elem_int, elem_real, u, q, qd, ws, tid, com_all,
+                                       wrench_all, jforce_all, energy_all, per_element_all)
             if st != L.STATUS_OK:
                 status[m] = st
                 continue
@@ -84,9 +96,8 @@ def _inverse_dynamics_many(body_int, body_real, gravity, elem_int, elem_real, u,
         jforce = jforce_all[tid, :nq]
         if has_elements:
             wrench = wrench_all[tid, :nb]
-            st = element_kernels.element_forces(body_int, body_real, elem_int, elem_real, u, q, qd, ws,
-                                                com_all[tid, :nb], wrench, jforce, energy_all[tid, :3],
-                                                per_element_all[tid, :ne])
+            st = _thread_element_loads(body_int, body_real, elem_int, elem_real, u, q, qd, ws, tid, com_all,
+                                       wrench_all, jforce_all, energy_all, per_element_all)
             if st != L.STATUS_OK:
                 status[m] = st
                 continue
@@ -103,7 +114,6 @@ def _energy_many(body_int, body_real, gravity, elem_int, elem_real, u, Q, QD, wi
     """E[m] = (kinetic, potential incl. springs) at (Q[m], QD[m]), status[m]."""
     nb = body_int.shape[0]
     ne = elem_int.shape[0]
-    nq = Q.shape[1]
     for m in numba.prange(Q.shape[0]):
         tid = numba.get_thread_id()
         ws = ws_all[tid, :width].T
@@ -112,9 +122,8 @@ def _energy_many(body_int, body_real, gravity, elem_int, elem_real, u, Q, QD, wi
         st = tree.energy(body_int, body_real, gravity, Q[m], QD[m], ws, com, pair)
         if st == L.STATUS_OK and ne > 0:
             energy_out = energy_all[tid, :3]
-            st = element_kernels.element_forces(body_int, body_real, elem_int, elem_real, u, Q[m], QD[m], ws,
-                                                com, wrench_all[tid, :nb], jforce_all[tid, :nq], energy_out,
-                                                per_element_all[tid, :ne])
+            st = _thread_element_loads(body_int, body_real, elem_int, elem_real, u, Q[m], QD[m], ws, tid, com_all,
+                                       wrench_all, jforce_all, energy_all, per_element_all)
             E[m, 0] = pair[0]
             E[m, 1] = pair[1] + energy_out[0]
         else:

@@ -10,10 +10,21 @@ from numba.core.errors import TypingError
 from .. import _checks
 from .._kernels import layout as L
 from .._kernels.planar import tree
-from ..errors import ModelError, StateError
+from ..errors import StateError
 from ..model.spatial import Model3D
 from ..model.workspace import raise_status, tree_forward_dynamics, workspace
-from ._evaluation import _element_loads, _rnea, as_vector, loaded_state, tree_mass_matrix
+from ._evaluation import (
+    _element_loads,
+    _rnea,
+    as_vector,
+    body_points,
+    cholesky_solve,
+    into,
+    loaded_state,
+    recheck_out,
+    tree_mass_matrix,
+    unknown_method,
+)
 from .loops import loop_dynamics
 
 _ORIGIN = (0.0, 0.0)  # point_kinematics' default point (a spatial model's default is its own (0, 0, 0))
@@ -148,41 +159,23 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
             if x is not None:
                 _checks.finite_array(as_vector(model, x, what), what)
     if model.loop_int.shape[0]:
-        qdd = loop_dynamics(model, q, qd, tau, t=t, method=method).qdd
-        if out is not None:
-            out[:] = qdd
-            return out
-        return qdd
+        return into(out, loop_dynamics(model, q, qd, tau, t=t, method=method).qdd)
     q, qd, tau, wrench = loaded_state(model, ws, q, qd, tau, t)
     if method == "recursive":
         qdd = np.empty(model._nq) if out is None else out
         try:
             status = tree_forward_dynamics(model, ws, q, qd, tau, wrench, qdd)
-        except (TypingError, TypeError):  # out's dimensions or flags were changed in place after its check: say so
-            if out is None:
-                raise
-            ws.checked_out = None
-            _checks.output_buffer(out, (model._nq,))
-            raise
+        except (TypingError, TypeError) as err:  # out's dimensions or flags were changed in place after its check
+            recheck_out(ws, out, (model._nq,))
+            raise err
         if status:
             raise_status(model, status, output="qdd")
         return qdd
     if method == "mass_matrix":
-        import scipy.linalg  # noqa: PLC0415  (scipy only for this route: `rmbd info` starts faster)
-
         mass = mass_matrix(model, q)
         rhs = tau - _rnea(model, ws, q, qd, ws.zeros, wrench)
-        try:
-            factor = scipy.linalg.cho_factor(mass, lower=True, check_finite=False)
-        except np.linalg.LinAlgError:
-            raise ModelError("the mass matrix is not positive definite at this q (a body or subtree without "
-                             "inertia along its joint)") from None
-        qdd = _checks.check_finite_result(scipy.linalg.cho_solve(factor, rhs, check_finite=False), "qdd")
-        if out is not None:
-            out[:] = qdd
-            return out
-        return qdd
-    raise StateError(f"unknown method {method!r}; expected 'recursive' or 'mass_matrix'")
+        return into(out, cholesky_solve(mass, rhs, "qdd"))
+    raise unknown_method(method)
 
 
 def inverse_dynamics(model, q, qd, qdd, *, t=0.0):
@@ -308,11 +301,7 @@ def point_kinematics(model, q, qd, body, point=_ORIGIN):
             return _spatial().point_kinematics(model, q, qd, body)
         return _spatial().point_kinematics(model, q, qd, body, point)
     workspace(model)
-    index = model.body_index(body)
-    pts = _checks.real_array(point, "point")
-    if pts.shape[-1:] != (2,) or pts.ndim > 2:
-        raise StateError(f"point must have shape (2,) or (k, 2), got {pts.shape}")
-    _checks.finite_array(pts, "point")
+    index, pts = body_points(model, body, point, 2)
     poses, vels = forward_kinematics(model, q, qd)
     x, y, theta = poses[index]
     vx, vy, omega = vels[index]

@@ -52,41 +52,59 @@ qdd (nq,) joint accelerations; multipliers (m,) Lagrange multipliers lambda; for
 J M^-1 J^T (< m when loop equations are redundant or singular at this state)."""
 
 
-class LoopWorkspace:
-    """Scratch arrays of the loop layer of one model (allocated once, reused)."""
+class LoopArrays:
+    """The arrays of the multiplier layer that planar and spatial loops share, for m loop equations on n rates
+    (nq planar, nv spatial): phi, phi' (m,), J (m, n), gamma (m,), the row weights (m, 2 w) of the loop forces
+    (``forces_from_multipliers``), the responses (m, n), lambda (m,) and the rank (1,)."""
 
-    def __init__(self, model):
-        m = model.nconstraints
-        nq = model.nq
-        n = model.nbodies
-        self.acc = np.zeros((n, 3))
+    def __init__(self, m, n, weight_width):
         self.phi = np.zeros(m)
         self.phid = np.zeros(m)
-        self.jac = np.zeros((m, nq))
+        self.jac = np.zeros((m, n))
         self.gamma = np.zeros(m)
-        self.weights = np.zeros((m, 6))
-        self.resp = np.zeros((m, nq))
-        self.no_resp_drive = np.zeros((m, 0))
-        self.stab = np.zeros(4)  # alpha, beta, and the zero gravity of the response passes
+        self.weights = np.zeros((m, weight_width))
+        self.resp = np.zeros((m, n))
         self.lam = np.zeros(m)
         self.info = np.zeros(1, dtype=np.int64)
 
 
-def loop_workspace(model):
-    ws = workspace(model)
+class LoopWorkspace(LoopArrays):
+    """Scratch arrays of the loop layer of one model (allocated once, reused)."""
+
+    def __init__(self, model):
+        super().__init__(model.nconstraints, model.nq, 6)
+        self.acc = np.zeros((model.nbodies, 3))
+        self.no_resp_drive = np.zeros((model.nconstraints, 0))
+        self.stab = np.zeros(4)  # alpha, beta, and the zero gravity of the response passes
+
+
+def attach_loop_workspace(ws, model, make):
+    """(ws, its loop workspace): the latter made by ``make(model)`` on first use and kept on the model's workspace
+    ``ws`` (planar ``LoopWorkspace``, spatial ``LoopWorkspace3D``)."""
     if getattr(ws, "loops", None) is None:
-        ws.loops = LoopWorkspace(model)
+        ws.loops = make(model)
     return ws, ws.loops
 
 
-def _raise(model, status):
+def loop_workspace(model):
+    """(the planar workspace, the loop workspace) of ``model``; TypeError unless it is a Model."""
+    return attach_loop_workspace(workspace(model), model, LoopWorkspace)
+
+
+def raise_loop_status(model, status, rates):
+    """Raise the StateError of a loop-layer status of a planar or spatial model (a distance loop whose points
+    coincide, an overflowed multiplier solve; ``rates`` names the velocity, "qd" or "v"); other statuses return."""
     kind, index = L.decode_status(status)
     if kind == L.STATUS_LOOP_DEGENERATE:
         raise StateError(f"loop {model.loop_names[index]!r} (index {index}): the two points of the distance loop "
                          "coincide, so its direction is undefined")
     if kind == L.STATUS_NONFINITE_STATE:
         raise StateError("the multiplier solve of the loops overflowed: J M^-1 J^T or its right-hand side is not "
-                         "finite at this state (q, qd or tau too large)")
+                         f"finite at this state (q, {rates} or tau too large)")
+
+
+def _raise(model, status):
+    raise_loop_status(model, status, "qd")
     raise_status(model, status)
 
 
@@ -110,13 +128,25 @@ def constraints(model, q, qd=None):
 
 
 def forces_from_multipliers(model, lam, weights):
-    """Loop forces (nloops, 2, 3) on bodies a and b from multipliers and the row weights of the kernel."""
-    forces = np.zeros((model.nloops, 2, 3))
+    """Loop forces (nloops, 2, w) on bodies a and b from multipliers and the row weights (m, 2 w) of the kernel:
+    planar w = 3 (Fx, Fy, moment), spatial w = 6 (force at the loop point, moment), ground axes."""
+    width = weights.shape[1] // 2
+    forces = np.zeros((model.nloops, 2, width))
     for k in range(model.nloops):
         block = slice(model.loop_rows[k], model.loop_rows[k + 1])
-        forces[k, 0] = -lam[block] @ weights[block, :3]
-        forces[k, 1] = -lam[block] @ weights[block, 3:]
+        forces[k, 0] = -lam[block] @ weights[block, :width]
+        forces[k, 1] = -lam[block] @ weights[block, width:]
     return forces
+
+
+def kkt_solve(mass, jac, rhs_tree, phi, phid, gamma, alpha, beta):
+    """(accelerations, multipliers, rank of J M^-1 J^T) from the dense KKT system [[M, J^T], [J, 0]] with the tree's
+    right-hand side tau - h and the Baumgarte-stabilised acceleration constraint (the "mass_matrix" check)."""
+    m, n = jac.shape
+    kkt = np.block([[mass, jac.T], [jac, np.zeros((m, m))]])
+    rhs = np.concatenate((rhs_tree, gamma - 2.0 * alpha * phid - beta**2 * phi))
+    solution, _, rank_kkt, _ = np.linalg.lstsq(kkt, rhs, rcond=RCOND)
+    return solution[:n], solution[n:], rank_kkt - n
 
 
 def _warn_rank(model, rank):
@@ -153,11 +183,7 @@ def loop_dynamics(model, q, qd, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method=
     elif method == "mass_matrix":
         phi, phid, jac, gamma = constraints(model, q, qd)  # also fills lw.weights
         rhs_q = tau - _rnea(model, ws, q, qd, ws.zeros, wrench)
-        m, nq = jac.shape
-        kkt = np.block([[tree_mass_matrix(model, ws, q), jac.T], [jac, np.zeros((m, m))]])
-        rhs = np.concatenate((rhs_q, gamma - 2.0 * alpha * phid - beta**2 * phi))
-        solution, _, rank_kkt, _ = np.linalg.lstsq(kkt, rhs, rcond=RCOND)
-        qdd, lam, rank = solution[:nq], solution[nq:], rank_kkt - nq
+        qdd, lam, rank = kkt_solve(tree_mass_matrix(model, ws, q), jac, rhs_q, phi, phid, gamma, alpha, beta)
     else:
         raise ValueError(f"unknown method {method!r}; expected 'recursive' or 'mass_matrix'")
     _warn_rank(model, rank)

@@ -15,16 +15,14 @@ import numpy as np
 from numba.core.errors import TypingError
 
 from .. import _checks
-from .._kernels import layout as L
 from .._kernels.spatial import elements as element_kernels
 from .._kernels.spatial import entry as spatial_entry
 from .._kernels.spatial import layout as SL
 from .._kernels.spatial import tree as kernels
 from ..errors import ModelError, StateError
 from ..model.spatial import Model3D
-from ._evaluation import element_inputs
-
-_FLOAT = np.dtype(np.float64)
+from ..model.workspace import raise_kernel_status
+from ._evaluation import body_points, cholesky_solve, element_inputs, into, recheck_out, state_vector, unknown_method
 
 
 class Workspace3D:
@@ -179,16 +177,6 @@ def _short_route(model, ws):
     return (spatial_entry.kernel(), model.body_int, model.body_real, model.gravity, ws.buffer)
 
 
-def _vector(x, n, what, size_name):
-    """``x`` as a C-contiguous float64 (n,) array (fast path: already one), or TypeError / StateError naming it."""
-    if x.__class__ is np.ndarray and x.dtype is _FLOAT and x.shape == (n,) and x.flags.c_contiguous:
-        return x
-    arr = np.ascontiguousarray(_checks.real_array(x, what))
-    if arr.shape != (n,):
-        raise StateError(f"{what} must have shape ({n},) for this model ({size_name} = {n}), got shape {arr.shape}")
-    return arr
-
-
 def _raise(model, status, names, output="the result"):
     """Turn a kernel status into the exception it stands for."""
     if status < 0:
@@ -196,22 +184,13 @@ def _raise(model, status, names, output="the result"):
         k = int(model.body_int[body, SL.QIDX]) + (3 if model.body_int[body, SL.JTYPE] == SL.FREE else 0)
         raise StateError(f"{names[0]}[{k}:{k + 4}], the quaternion of body {model.names[body]!r} (index {body}), "
                          f"is not of unit norm (to {SL.QUATERNION_TOL:g}); normalise it")
-    kind, index = L.decode_status(status)
-    if kind in (L.STATUS_NONFINITE_Q, L.STATUS_NONFINITE_QD, L.STATUS_NONFINITE_TAU):
-        raise StateError(f"{names[kind - L.STATUS_NONFINITE_Q]}[{index}] is not finite")
-    if kind == L.STATUS_OVERFLOW:
-        raise StateError(f"overflow: {output} (entry {index}) is not finite although {', '.join(names)} are: the "
-                         "inputs are too large for float64")
-    if kind == L.STATUS_SINGULAR:
-        raise ModelError(
-            f"body {model.names[index]!r} (index {index}): the articulated inertia of its joint is singular (the body "
-            "and its subtree have no mass or inertia that the joint can move, e.g. a point mass on a spherical joint "
-            "at its centre, or a massless tip body)")
-    raise RuntimeError(f"spatial kernel failed with status {status} (kind {kind}, index {index})")
+    raise_kernel_status(model, status, names, output, overflow_note="",
+                        singular_example="a point mass on a spherical joint at its centre, or a massless tip body",
+                        kernel="spatial kernel")
 
 
 def _state(model, q, v):
-    return _vector(q, model._nq, "q", "nq"), _vector(v, model._nv, "v", "nv")
+    return state_vector(q, model._nq, "q", "nq"), state_vector(v, model._nv, "v", "nv")
 
 
 def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursive"):
@@ -246,7 +225,7 @@ def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursiv
     if t.__class__ is not float:
         t = _checks.real(t, "t")
     q, v = _state(model, q, v)
-    tau = ws.zeros if tau is None else _vector(tau, model._nv, "tau", "nv")
+    tau = ws.zeros if tau is None else state_vector(tau, model._nv, "tau", "nv")
     if model._elements:  # the force elements act in addition to tau
         tau = _loaded(model, q, v, tau, t)
     if method == "recursive":
@@ -254,34 +233,20 @@ def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursiv
         try:
             status = kernels.forward_dynamics(model.body_int, model.body_real, model.gravity, q, v, tau, ws.ws,
                                               ws.fd_S, ws.UD, ws.uD, ws.tmp, vdot)
-        except TypingError:  # out's dimensions or flags were changed in place after its check: say so
-            if out is None:
-                raise
-            ws.checked_out = None
-            _checks.output_buffer(out, (model._nv,))
-            raise
+        except TypingError as err:  # out's dimensions or flags were changed in place after its check: say so
+            recheck_out(ws, out, (model._nv,))
+            raise err
         if status:
             _raise(model, status, ("q", "v", "tau"), output="vdot")
         if ws.short_fd is None:
             ws.short_fd = _short_route(model, ws)
         return vdot
     if method == "mass_matrix":
-        import scipy.linalg  # noqa: PLC0415  (scipy only for this route)
-
         _checks.finite_array(tau, "tau")
         mass = mass_matrix(model, q)
         rhs = tau - bias_forces(model, q, v)
-        try:
-            factor = scipy.linalg.cho_factor(mass, lower=True, check_finite=False)
-        except np.linalg.LinAlgError:
-            raise ModelError("the mass matrix is not positive definite at this q (a body or subtree without "
-                             "inertia along its joint)") from None
-        vdot = _checks.check_finite_result(scipy.linalg.cho_solve(factor, rhs, check_finite=False), "vdot")
-        if out is not None:
-            out[:] = vdot
-            return out
-        return vdot
-    raise StateError(f"unknown method {method!r}; expected 'recursive' or 'mass_matrix'")
+        return into(out, cholesky_solve(mass, rhs, "vdot"))
+    raise unknown_method(method)
 
 
 def inverse_dynamics(model, q, v, vdot, *, t=0.0):
@@ -290,7 +255,7 @@ def inverse_dynamics(model, q, v, vdot, *, t=0.0):
     ws = workspace(model)
     t = _checks.real(t, "t")
     q, v = _state(model, q, v)
-    vdot = _vector(vdot, model._nv, "vdot", "nv")
+    vdot = state_vector(vdot, model._nv, "vdot", "nv")
     tau = np.empty(model._nv)
     status = kernels.inverse_dynamics(model.body_int, model.body_real, model.gravity, q, v, vdot, ws.ws, ws.S, ws.tmp,
                                       tau)
@@ -317,7 +282,7 @@ def bias_forces(model, q, v):
 def mass_matrix(model, q):
     """M(q) (nv, nv), symmetric positive definite, by the composite-rigid-body algorithm."""
     ws = workspace(model)
-    q = _vector(q, model._nq, "q", "nq")
+    q = state_vector(q, model._nq, "q", "nq")
     out = np.zeros((model._nv, model._nv))
     status = kernels.mass_matrix(model.body_int, model.body_real, q, ws.ws, ws.S, ws.tmp, out)
     if status:
@@ -333,8 +298,8 @@ def _pose_arrays(ws, n):
 
 def _poses(model, q, v):
     ws = _pose_arrays(workspace(model), model.nbodies)
-    q = _vector(q, model._nq, "q", "nq")
-    v = ws.zeros if v is None else _vector(v, model._nv, "v", "nv")
+    q = state_vector(q, model._nq, "q", "nq")
+    v = ws.zeros if v is None else state_vector(v, model._nv, "v", "nv")
     status = kernels.poses(model.body_int, model.body_real, q, v, ws.ws, ws.S, ws.tmp, ws.rot, ws.pos, ws.omega,
                            ws.vel, True)
     if status:
@@ -379,11 +344,7 @@ def point_kinematics(model, q, v, body, point=(0.0, 0.0, 0.0)):
     position, velocity : ndarray, shaped like ``point`` [m, m/s]
     """
     workspace(model)
-    index = model.body_index(body)
-    pts = _checks.real_array(point, "point")
-    if pts.shape[-1:] != (3,) or pts.ndim > 2:
-        raise StateError(f"point must have shape (3,) or (k, 3), got {pts.shape}")
-    _checks.finite_array(pts, "point")
+    index, pts = body_points(model, body, point, 3)
     ws = _poses(model, q, v)
     rot = ws.rot[index]
     arm = pts @ rot.T  # the point relative to the body origin, ground axes

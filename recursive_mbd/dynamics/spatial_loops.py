@@ -1,8 +1,8 @@
 """Closed loops on spatial models (``Model3D.add_loop``): constraint equations and the multiplier layer.
 
-The spatial counterpart of ``recursive_mbd.dynamics.loops``, with the same sign convention: with J = dphi/dv (m, nv), the
-Jacobian in the velocity coordinates v (a quaternion joint's three rates, not its four entries), the constrained
-equations of motion are
+The spatial counterpart of ``recursive_mbd.dynamics.loops``, with the same sign convention: with J = dphi/dv
+(m, nv), the Jacobian in the velocity coordinates v (a quaternion joint's three rates, not its four entries), the
+constrained equations of motion are
 
     M(q) vdot + h(q, v) = tau - J^T lambda,        J vdot = gamma = -J' v,
 
@@ -20,54 +20,51 @@ from .._kernels import layout as L
 from .._kernels.planar.loops import filtered_solve
 from .._kernels.spatial import loops as kernels
 from ..errors import ModelError, StateError
-from ..model.spatial import Model3D, integrate_configuration
-from .loops import FILTER_RCOND, POSITION_RCOND, RCOND, LoopSolution, RedundantConstraintWarning, _warn_rank
-from .spatial import _loaded, _vector, bias_forces, mass_matrix, workspace
+from ..model.configuration import integrate_configuration
+from ..model.spatial import Model3D
+from ._evaluation import state_vector
+from .loops import (
+    FILTER_RCOND,
+    POSITION_RCOND,
+    LoopArrays,
+    LoopSolution,
+    RedundantConstraintWarning,
+    _warn_rank,
+    attach_loop_workspace,
+    forces_from_multipliers,
+    kkt_solve,
+    raise_loop_status,
+)
+from .spatial import _loaded, bias_forces, mass_matrix, workspace
 from .spatial import _raise as _raise_spatial
 
 __all__ = ["LoopSolution", "RedundantConstraintWarning", "constraints", "loop_dynamics", "project"]
 
 
-class LoopWorkspace3D:
+class LoopWorkspace3D(LoopArrays):
     """Scratch arrays of the loop layer of one spatial model (allocated once, reused)."""
 
     def __init__(self, model):
-        m, nv, n = model.nconstraints, model.nv, model.nbodies
+        super().__init__(model.nconstraints, model.nv, 12)
+        n = model.nbodies
         self.rot = np.zeros((n, 3, 3))
         self.pos = np.zeros((n, 3))
         self.omega = np.zeros((n, 3))
         self.vel = np.zeros((n, 3))
         self.acc = np.zeros((n, 6))
         self.point = np.zeros(40)
-        self.phi = np.zeros(m)
-        self.phid = np.zeros(m)
-        self.jac = np.zeros((m, nv))
-        self.gamma = np.zeros(m)
-        self.weights = np.zeros((m, 12))
-        self.resp = np.zeros((m, nv))
         self.no_gravity = np.zeros(3)
         self.stab = np.zeros(2)
-        self.lam = np.zeros(m)
-        self.info = np.zeros(1, dtype=np.int64)
 
 
 def loop_workspace(model):
     """(the spatial workspace, the loop workspace) of ``model``; TypeError unless it is a Model3D."""
-    ws = workspace(model)
-    if getattr(ws, "loops", None) is None:
-        ws.loops = LoopWorkspace3D(model)
-    return ws, ws.loops
+    return attach_loop_workspace(workspace(model), model, LoopWorkspace3D)
 
 
 def _raise(model, status, names):
     if status > 0:
-        kind, index = L.decode_status(status)
-        if kind == L.STATUS_LOOP_DEGENERATE:
-            raise StateError(f"loop {model.loop_names[index]!r} (index {index}): the two points of the distance loop "
-                             "coincide, so its direction is undefined")
-        if kind == L.STATUS_NONFINITE_STATE:
-            raise StateError("the multiplier solve of the loops overflowed: J M^-1 J^T or its right-hand side is not "
-                             "finite at this state (q, v or tau too large)")
+        raise_loop_status(model, status, "v")
     _raise_spatial(model, status, names)
 
 
@@ -82,24 +79,14 @@ def constraints(model, q, v=None):
     (|p_a - p_b| - length [m]).
     """
     ws, lw = loop_workspace(model)
-    q = _vector(q, model.nq, "q", "nq")
-    v = ws.zeros if v is None else _vector(v, model.nv, "v", "nv")
+    q = state_vector(q, model.nq, "q", "nq")
+    v = ws.zeros if v is None else state_vector(v, model.nv, "v", "nv")
     status = kernels.loop_constraints(model.body_int, model.body_real, model.loop_int, model.loop_real, q, v, ws.ws,
                                       ws.S, ws.tmp, lw.rot, lw.pos, lw.omega, lw.vel, lw.acc, lw.point, lw.phi,
                                       lw.phid, lw.jac, lw.gamma, lw.weights)
     if status:
         _raise(model, status, ("q", "v"))
     return lw.phi.copy(), lw.phid.copy(), lw.jac.copy(), lw.gamma.copy()
-
-
-def forces_from_multipliers(model, lam, weights):
-    """Loop forces (nloops, 2, 6) on bodies a and b, (force at the loop point [N], moment [N m]), ground axes."""
-    forces = np.zeros((model.nloops, 2, 6))
-    for k in range(model.nloops):
-        block = slice(model.loop_rows[k], model.loop_rows[k + 1])
-        forces[k, 0] = -lam[block] @ weights[block, :6]
-        forces[k, 1] = -lam[block] @ weights[block, 6:]
-    return forces
 
 
 def loop_dynamics(model, q, v, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method="recursive"):
@@ -121,9 +108,9 @@ def loop_dynamics(model, q, v, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method="
         raise TypeError(f"model must be a recursive_mbd.Model3D, got {type(model).__name__}")
     ws, lw = loop_workspace(model)
     t = _checks.real(t, "t")
-    q = _vector(q, model.nq, "q", "nq")
-    v = _vector(v, model.nv, "v", "nv")
-    tau = _loaded(model, q, v, ws.zeros if tau is None else _vector(tau, model.nv, "tau", "nv"), t)  # + elements
+    q = state_vector(q, model.nq, "q", "nq")
+    v = state_vector(v, model.nv, "v", "nv")
+    tau = _loaded(model, q, v, ws.zeros if tau is None else state_vector(tau, model.nv, "tau", "nv"), t)  # + elements
     alpha = _checks.real(alpha, "alpha")
     beta = _checks.real(beta, "beta")
     if method == "recursive":
@@ -138,11 +125,8 @@ def loop_dynamics(model, q, v, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method="
         lam, rank = lw.lam.copy(), int(lw.info[0])
     elif method == "mass_matrix":
         phi, phid, jac, gamma = constraints(model, q, v)  # also fills lw.weights
-        m, nv = jac.shape
-        kkt = np.block([[mass_matrix(model, q), jac.T], [jac, np.zeros((m, m))]])
-        rhs = np.concatenate((tau - bias_forces(model, q, v), gamma - 2.0 * alpha * phid - beta**2 * phi))
-        solution, _, rank_kkt, _ = np.linalg.lstsq(kkt, rhs, rcond=RCOND)
-        vdot, lam, rank = solution[:nv], solution[nv:], rank_kkt - nv
+        vdot, lam, rank = kkt_solve(mass_matrix(model, q), jac, tau - bias_forces(model, q, v), phi, phid, gamma,
+                                    alpha, beta)
     else:
         raise StateError(f"unknown method {method!r}; expected 'recursive' or 'mass_matrix'")
     _checks.check_finite_result(vdot, "vdot")
@@ -184,8 +168,8 @@ def project(model, q, v, *, tol=1e-12, max_iter=20):
     ws, lw = loop_workspace(model)
     tol = _checks.real(tol, "tol", low=0.0, strict=True)
     max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
-    q = integrate_configuration(model, _vector(q, model.nq, "q", "nq"), ws.zeros)  # a copy, quaternions normalised
-    v = _vector(v, model.nv, "v", "nv").copy()
+    q = integrate_configuration(model, state_vector(q, model.nq, "q", "nq"), ws.zeros)  # a copy, quaternions normalised
+    v = state_vector(v, model.nv, "v", "nv").copy()
     last_step = np.inf
     for _ in range(max_iter + 1):
         phi, _, jac, _ = constraints(model, q)

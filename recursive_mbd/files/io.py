@@ -259,36 +259,50 @@ _ELEMENT_KEYS = {
 }
 
 
-def _elements(reader, data, target, allow_joint_springs):
-    for kind, keys in _ELEMENT_KEYS.items():
+def _element_entries(reader, data, element_keys, refused=None):
+    """(kind, where, entry, name) of every force-element table, in file order by kind, its keys checked; a kind in
+    ``refused`` (kind: why) is refused with that reason when the file has one."""
+    for kind, keys in element_keys.items():
         entries = reader.entries(data, kind)
-        if entries and kind == "joint_spring_damper" and not allow_joint_springs:
-            reader.fail(f"{kind}[0]", "joint spring-dampers belong to the tree form (model.form = 'tree')")
+        if entries and refused and kind in refused:
+            reader.fail(f"{kind}[0]", refused[kind])
         for i, entry in enumerate(entries):
             where = f"{kind}[{i}]"
             reader.keys(entry, keys, where)
-            name = reader.string(entry, "name", where, None)
-            if kind == "spring_damper":
-                reader.call(where, target.add_spring_damper, body_a=reader.string(entry, "body_a", where),
-                            point_a=reader.vector(entry, "point_a", where, 2),
-                            body_b=reader.string(entry, "body_b", where),
-                            point_b=reader.vector(entry, "point_b", where, 2),
-                            stiffness=reader.number(entry, "stiffness", where),
-                            damping=reader.number(entry, "damping", where, 0.0),
-                            rest_length=reader.number(entry, "rest_length", where), name=name)
-            elif kind == "force":
-                reader.call(where, target.add_force, body=reader.string(entry, "body", where),
-                            point=reader.vector(entry, "point", where, 2, np.zeros(2)),
-                            force=reader.vector(entry, "force", where, 2),
-                            frame=reader.string(entry, "frame", where, "ground", ("ground", "body")), name=name)
-            elif kind == "torque":
-                reader.call(where, target.add_torque, body=reader.string(entry, "body", where),
-                            torque=reader.number(entry, "torque", where), name=name)
-            else:
-                reader.call(where, target.add_joint_spring_damper, body=reader.string(entry, "body", where),
-                            stiffness=reader.number(entry, "stiffness", where),
-                            damping=reader.number(entry, "damping", where, 0.0),
-                            rest=reader.number(entry, "rest", where, 0.0), name=name)
+            yield kind, where, entry, reader.string(entry, "name", where, None)
+
+
+def _spring_damper(reader, entry, where, dimension):
+    """The arguments of ``add_spring_damper`` from a [[spring_damper]] table (points of ``dimension`` numbers), in
+    the order they are read and checked."""
+    return {"body_a": reader.string(entry, "body_a", where),
+            "point_a": reader.vector(entry, "point_a", where, dimension),
+            "body_b": reader.string(entry, "body_b", where),
+            "point_b": reader.vector(entry, "point_b", where, dimension),
+            "stiffness": reader.number(entry, "stiffness", where),
+            "damping": reader.number(entry, "damping", where, 0.0),
+            "rest_length": reader.number(entry, "rest_length", where)}
+
+
+def _elements(reader, data, target, allow_joint_springs):
+    refused = None if allow_joint_springs else {
+        "joint_spring_damper": "joint spring-dampers belong to the tree form (model.form = 'tree')"}
+    for kind, where, entry, name in _element_entries(reader, data, _ELEMENT_KEYS, refused):
+        if kind == "spring_damper":
+            reader.call(where, target.add_spring_damper, **_spring_damper(reader, entry, where, 2), name=name)
+        elif kind == "force":
+            reader.call(where, target.add_force, body=reader.string(entry, "body", where),
+                        point=reader.vector(entry, "point", where, 2, np.zeros(2)),
+                        force=reader.vector(entry, "force", where, 2),
+                        frame=reader.string(entry, "frame", where, "ground", ("ground", "body")), name=name)
+        elif kind == "torque":
+            reader.call(where, target.add_torque, body=reader.string(entry, "body", where),
+                        torque=reader.number(entry, "torque", where), name=name)
+        else:
+            reader.call(where, target.add_joint_spring_damper, body=reader.string(entry, "body", where),
+                        stiffness=reader.number(entry, "stiffness", where),
+                        damping=reader.number(entry, "damping", where, 0.0),
+                        rest=reader.number(entry, "rest", where, 0.0), name=name)
 
 
 def _chain(reader, data, gravity, name, head):
@@ -327,19 +341,26 @@ def _loops(reader, data, model):
                     name=reader.string(entry, "name", where, None))
 
 
+def _body_entries(reader, data, orientation, joint_types):
+    """(where, entry, joint) of every [[body]] table (ModelFileError if none), in file order, its keys checked (the
+    joint frame's ``orientation``: "angle" in the plane, "rotation" in space) and its joint type (one of
+    ``joint_types``) read."""
+    bodies = reader.entries(data, "body")
+    if not bodies:
+        reader.fail("body", "the model has no bodies ([[body]] tables)")
+    keys = ("name", "parent", "joint", "parent_point", "child_point", "mass", "inertia", "com", orientation, "axis")
+    for i, entry in enumerate(bodies):
+        where = f"body[{i}]"
+        reader.keys(entry, keys, where)
+        yield where, entry, reader.string(entry, "joint", where, choices=joint_types)
+
+
 def _tree(reader, data, gravity, name, head):
     if reader.entries(data, "joint"):
         reader.fail("joint[0]", "[[joint]] tables belong to the mechanism form (model.form = 'mechanism'); a tree "
                     "gives each body its parent and joint")
     model = Model(gravity=gravity, name=name)
-    bodies = reader.entries(data, "body")
-    if not bodies:
-        reader.fail("body", "the model has no bodies ([[body]] tables)")
-    keys = ("name", "parent", "joint", "parent_point", "child_point", "mass", "inertia", "com", "angle", "axis")
-    for i, entry in enumerate(bodies):
-        where = f"body[{i}]"
-        reader.keys(entry, keys, where)
-        joint = reader.string(entry, "joint", where, choices=tuple(joints.JOINT_CODES))
+    for where, entry, joint in _body_entries(reader, data, "angle", tuple(joints.JOINT_CODES)):
         reader.call(where, model.add_body, parent=reader.string(entry, "parent", where), joint=joint,
                     parent_point=reader.vector(entry, "parent_point", where, 2, np.zeros(2)),
                     child_point=reader.vector(entry, "child_point", where, 2, np.zeros(2)),
@@ -449,14 +470,7 @@ def _spatial(reader, data, head):
     gravity = reader.vector(head, "gravity", "model", 3, np.array([0.0, 0.0, -9.81]))
     name = reader.string(head, "name", "model", None)
     model = reader.call("model", Model3D, gravity=gravity, name=name)
-    bodies = reader.entries(data, "body")
-    if not bodies:
-        reader.fail("body", "the model has no bodies ([[body]] tables)")
-    keys = ("name", "parent", "joint", "parent_point", "child_point", "mass", "inertia", "com", "rotation", "axis")
-    for i, entry in enumerate(bodies):
-        where = f"body[{i}]"
-        reader.keys(entry, keys, where)
-        joint = reader.string(entry, "joint", where, choices=SPATIAL_JOINTS)
+    for where, entry, joint in _body_entries(reader, data, "rotation", SPATIAL_JOINTS):
         axes = _SPATIAL_AXIS.get(joint, 0)
         if axes == 0 and "axis" in entry:
             reader.fail(f"{where}.axis", f"a {joint} joint has no axis" + (" (its plane is the joint frame's xy "
@@ -521,36 +535,26 @@ def _numbers(reader, entry, key, where, default=_REQUIRED):
 
 def _spatial_elements(reader, data, model):
     """The force elements of a spatial file (module docstring), added to ``model`` in file order by kind."""
-    for kind, keys in _SPATIAL_ELEMENT_KEYS.items():
-        for i, entry in enumerate(reader.entries(data, kind)):
-            where = f"{kind}[{i}]"
-            reader.keys(entry, keys, where)
-            name = reader.string(entry, "name", where, None)
-            if kind == "spring_damper":
-                reader.call(where, model.add_spring_damper, body_a=reader.string(entry, "body_a", where),
-                            point_a=reader.vector(entry, "point_a", where, 3),
-                            body_b=reader.string(entry, "body_b", where),
-                            point_b=reader.vector(entry, "point_b", where, 3),
-                            stiffness=reader.number(entry, "stiffness", where),
-                            damping=reader.number(entry, "damping", where, 0.0),
-                            rest_length=reader.number(entry, "rest_length", where),
-                            preload=reader.number(entry, "preload", where, 0.0), name=name)
-            elif kind == "joint_spring_damper":
-                rest = _numbers(reader, entry, "rest", where, None)
-                if rest is None:
-                    reader.defaults.append(f"{where}.rest = the joint's zero")
-                reader.call(where, model.add_joint_spring_damper, body=reader.string(entry, "body", where),
-                            stiffness=_numbers(reader, entry, "stiffness", where),
-                            damping=_numbers(reader, entry, "damping", where, 0.0), rest=rest, name=name)
+    for kind, where, entry, name in _element_entries(reader, data, _SPATIAL_ELEMENT_KEYS):
+        if kind == "spring_damper":
+            reader.call(where, model.add_spring_damper, **_spring_damper(reader, entry, where, 3),
+                        preload=reader.number(entry, "preload", where, 0.0), name=name)
+        elif kind == "joint_spring_damper":
+            rest = _numbers(reader, entry, "rest", where, None)
+            if rest is None:
+                reader.defaults.append(f"{where}.rest = the joint's zero")
+            reader.call(where, model.add_joint_spring_damper, body=reader.string(entry, "body", where),
+                        stiffness=_numbers(reader, entry, "stiffness", where),
+                        damping=_numbers(reader, entry, "damping", where, 0.0), rest=rest, name=name)
+        else:
+            frame = reader.string(entry, "frame", where, "ground", ("ground", "body"))
+            if kind == "force":
+                reader.call(where, model.add_force, body=reader.string(entry, "body", where),
+                            point=reader.vector(entry, "point", where, 3, np.zeros(3)),
+                            force=reader.vector(entry, "force", where, 3), frame=frame, name=name)
             else:
-                frame = reader.string(entry, "frame", where, "ground", ("ground", "body"))
-                if kind == "force":
-                    reader.call(where, model.add_force, body=reader.string(entry, "body", where),
-                                point=reader.vector(entry, "point", where, 3, np.zeros(3)),
-                                force=reader.vector(entry, "force", where, 3), frame=frame, name=name)
-                else:
-                    reader.call(where, model.add_torque, body=reader.string(entry, "body", where),
-                                torque=reader.vector(entry, "torque", where, 3), frame=frame, name=name)
+                reader.call(where, model.add_torque, body=reader.string(entry, "body", where),
+                            torque=reader.vector(entry, "torque", where, 3), frame=frame, name=name)
 
 
 def _spatial_loops(reader, data, model):
@@ -767,6 +771,21 @@ def _analysis_table(analysis):
                                        for k, v in analysis.items())
 
 
+def _written_kind(el):
+    """The kind of a force element to be written; FileFormatError for a function of time (a file holds numbers)."""
+    if callable(el.get("value")):
+        raise FileFormatError(f"element {el['name']!r}: a function of time cannot be written to a file")
+    return el["kind"]
+
+
+def _spring_damper_items(el, body_name):
+    """The keys of a [[spring_damper]] table (the name apart) of a model's spring-damper ``el``, as the reader takes
+    them (``_spring_damper``); ``body_name(index)`` names its bodies."""
+    return [("body_a", body_name(el["body_a"])), ("point_a", el["point_a"]), ("body_b", body_name(el["body_b"])),
+            ("point_b", el["point_b"]), ("stiffness", el["stiffness"]), ("damping", el["damping"]),
+            ("rest_length", el["rest"])]
+
+
 def _dumps_spatial(model, q0, v0, analysis, drivers):
     """TOML text of a Model3D (module docstring: spatial models), every key explicit."""
     names = model.names  # generated once (default names are made on demand)
@@ -783,13 +802,9 @@ def _dumps_spatial(model, q0, v0, analysis, drivers):
             *((key, body[key]) for key in ("parent_point", "child_point", "mass", "inertia", "com", "rotation",
                                            "axis"))]))
     for el in model._elements:
-        if callable(el.get("value")):
-            raise FileFormatError(f"element {el['name']!r}: a function of time cannot be written to a file")
-        kind = el["kind"]
+        kind = _written_kind(el)
         if kind == "spring_damper":
-            items = [("body_a", body_name(el["body_a"])), ("point_a", el["point_a"]),
-                     ("body_b", body_name(el["body_b"])), ("point_b", el["point_b"]), ("stiffness", el["stiffness"]),
-                     ("damping", el["damping"]), ("rest_length", el["rest"]), ("preload", el["preload"])]
+            items = [*_spring_damper_items(el, body_name), ("preload", el["preload"])]
         elif kind == "joint_spring_damper":
             items = [("body", body_name(el["body_a"]))] + [
                 (key, el[key][0] if el[key].size == 1 else el[key]) for key in ("stiffness", "damping", "rest")]
@@ -846,13 +861,9 @@ def dumps(model, q0=None, qd0=None, analysis=None, drivers=None):
             ("axis", lp["axis"] if lp["kind"] == "prismatic" else None), ("angle", lp["angle"]),
             ("length", lp["length"] if lp["kind"] == "distance" else None)]))
     for el in model._elements:
-        if callable(el.get("value")):
-            raise FileFormatError(f"element {el['name']!r}: a function of time cannot be written to a file")
-        kind = el["kind"]
+        kind = _written_kind(el)
         if kind == "spring_damper":
-            items = [("body_a", body_name(el["body_a"])), ("point_a", el["point_a"]),
-                     ("body_b", body_name(el["body_b"])), ("point_b", el["point_b"]),
-                     ("stiffness", el["stiffness"]), ("damping", el["damping"]), ("rest_length", el["rest"])]
+            items = _spring_damper_items(el, body_name)
         elif kind == "joint_spring_damper":
             items = [("body", body_name(el["body_a"])), ("stiffness", el["stiffness"]), ("damping", el["damping"]),
                      ("rest", el["rest"])]

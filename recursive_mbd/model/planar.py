@@ -8,27 +8,19 @@ angle offset ``angle`` (see ``recursive_mbd.model.joints``).
 """
 
 import math
-import numbers
 
 import numpy as np
 
 from .. import _checks
 from .._kernels import layout as L
 from ..errors import ModelError
+from . import _validation as V
 from . import joints
+from ._builder import TreeBuilder
+from ._validation import GROUND
 
-GROUND = -1
 LOOP_KINDS = {"revolute": L.LOOP_REVOLUTE, "prismatic": L.LOOP_PRISMATIC, "fixed": L.LOOP_FIXED,
               "distance": L.LOOP_DISTANCE}
-
-
-def _finite_scalar(value, what):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{what} must be a real number, got {type(value).__name__}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ModelError(f"{what} must be finite, got {value}")
-    return value
 
 
 def _point(value, what):
@@ -80,18 +72,8 @@ class _BodyTable:
 
     def extend(self, names, **columns):
         """Append len(names) bodies; ``columns`` holds every field as an array (validated by the caller)."""
-        count = len(names)
-        need = self._size + count
-        if need > self._data["mass"].shape[0]:
-            capacity = max(need, 2 * self._data["mass"].shape[0])
-            for key, values in self._data.items():
-                grown = np.zeros((capacity, *values.shape[1:]), dtype=values.dtype)
-                grown[:self._size] = values[:self._size]
-                self._data[key] = grown
-        for key, values in columns.items():
-            self._data[key][self._size:need] = values
+        self._size = V.extend_columns(self._data, self._size, len(names), columns)
         self.names.extend(names)
-        self._size = need
 
     def append(self, body):
         self.extend([body["name"]], **{key: [body[key]] for key in self._data})
@@ -106,7 +88,13 @@ def _unit_axis(axis, where):
     return axis / norm
 
 
-class Model:
+def _packed_column(array, column, doc):
+    """A read-only per-body view of a compiled model (compiling it first): ``column`` (an index or a slice) of its
+    packed array ``array`` ("body_int" or "body_real"), documented by ``doc``."""
+    return property(lambda self: getattr(self._require_compiled(), array)[:, column], doc=doc)
+
+
+class Model(TreeBuilder):
     """A planar multibody tree, built body by body, then compiled into frozen arrays.
 
     Parameters
@@ -170,29 +158,12 @@ class Model:
                 f"cannot add body {name or len(self._bodies)!r}: the model was compiled (its arrays are frozen "
                 "once a dynamics function has used it); build a new Model instead")
         index = len(self._bodies)
-        label = name if name is not None else f"body{index}"
-        if not isinstance(label, str) or not label:
-            raise TypeError(f"body name must be a non-empty string, got {name!r}")
-        where = f"body {label!r} (index {index})"
-        if label == "ground":
-            raise ModelError(f"{where}: the name 'ground' is reserved for the fixed frame")
-        if label in self._names:
-            raise ModelError(f"{where}: duplicate body name, already used by body {self._names[label]}")
-
+        label, where = V.body_label(name, index, self._names.get)
         parent_index = self._resolve_parent(parent, where)
-        if not isinstance(joint, str):
-            raise TypeError(f"{where}: joint must be a string, got {type(joint).__name__}")
-        if joint.lower() not in joints.JOINT_CODES:
-            raise ModelError(f"{where}: unknown joint type {joint!r}; expected one of {sorted(joints.JOINT_CODES)}")
-        jtype = joints.JOINT_CODES[joint.lower()]
-
-        mass = _finite_scalar(mass, f"{where}: mass")
-        if mass < 0.0:
-            raise ModelError(f"{where}: mass must be >= 0, got {mass}")
-        inertia = _finite_scalar(inertia, f"{where}: inertia")
-        if inertia < 0.0:
-            raise ModelError(f"{where}: inertia must be >= 0, got {inertia}")
-        angle = _finite_scalar(angle, f"{where}: angle")
+        jtype = V.joint_code(joint, where, joints.JOINT_CODES)
+        mass = V.nonnegative(mass, f"{where}: mass")
+        inertia = V.nonnegative(inertia, f"{where}: inertia")
+        angle = V.finite_scalar(angle, f"{where}: angle")
         parent_point = _point(parent_point, f"{where}: parent_point")
         child_point = _point(child_point, f"{where}: child_point")
         com = _point(com, f"{where}: com")
@@ -220,9 +191,7 @@ class Model:
         """
         if self._compiled:
             raise ModelError("cannot add bodies: the model was compiled (its arrays are frozen); build a new Model")
-        parent = np.asarray(parent)
-        if parent.ndim != 1 or parent.size == 0 or not np.issubdtype(parent.dtype, np.integer):
-            raise ModelError(f"add_bodies: parent must be a non-empty 1-D array of body indices, got {parent!r}")
+        parent = V.batch_parents(parent)
         k = parent.size
         first = len(self._bodies)
         index = np.arange(first, first + k)
@@ -233,17 +202,8 @@ class Model:
             if not isinstance(name, str) or not name:
                 raise TypeError(f"add_bodies: names[{i}] (body index {first + i}) must be a non-empty string, "
                                 f"got {name!r:.40}")
-
-        def fail(mask, message):
-            bad = int(np.flatnonzero(mask)[0])
-            raise ModelError(f"body {names[bad]!r} (index {first + bad}): {message}")
-
-        if not isinstance(joint, str) or joint.lower() not in joints.JOINT_CODES:
-            raise ModelError(f"add_bodies: unknown joint type {joint!r}; expected one of {sorted(joints.JOINT_CODES)}")
-        jtype = joints.JOINT_CODES[joint.lower()]
-        bad_parent = (parent < -1) | (parent >= index)
-        if bad_parent.any():
-            fail(bad_parent, "unknown parent index (a parent must be added before its child)")
+        fail = V.batch_failure(names, first)
+        jtype = V.batch_joint_code(joint, joints.JOINT_CODES, parent, index, fail)
         scalars = {}
         for key, value in (("mass", mass), ("inertia", inertia), ("angle", angle)):
             try:
@@ -288,32 +248,19 @@ class Model:
         return index
 
     def _resolve_parent(self, parent, where):
-        if isinstance(parent, str):
-            if parent == "ground":
-                return GROUND
-            if parent not in self._names:
-                raise ModelError(f"{where}: unknown parent {parent!r}; known bodies: {list(self._names)[:10]}")
-            return self._names[parent]
-        if isinstance(parent, (bool, np.bool_)) or not isinstance(parent, numbers.Integral):
-            raise TypeError(f"{where}: parent must be 'ground', -1, a body index or a body name, got {parent!r}")
-        parent = int(parent)
-        if parent == GROUND:
-            return GROUND
-        if not 0 <= parent < len(self._bodies):
-            raise ModelError(f"{where}: unknown parent index {parent}; the model has {len(self._bodies)} bodies "
-                             "and a parent must be added before its child")
-        return parent
+        return V.resolve_parent(parent, where, self._names.get, len(self._bodies), lambda: list(self._names)[:10])
 
     # ---- force elements -------------------------------------------------------------------------------------------
 
     def _element_body(self, body, where, allow_ground=False):
-        if allow_ground and (body == "ground" or (isinstance(body, numbers.Integral) and not isinstance(body, bool)
-                                                  and int(body) == GROUND)):
+        """An element's body: a name or index of a body added before, or (``allow_ground``) "ground" / -1."""
+        if allow_ground and V.is_ground(body):
             return GROUND
-        try:
-            return self.body_index(body)
-        except (ModelError, TypeError) as err:
-            raise type(err)(f"{where}: {err}") from None
+        return V.prefixed_body_index(body, where, self.body_index)
+
+    def _either_body(self, body, where):
+        """An element's or loop's body: a body or the ground."""
+        return self._element_body(body, where, allow_ground=True)
 
     def _add_element(self, kind, name, **data):
         if self._compiled:
@@ -350,15 +297,11 @@ class Model:
             L0 [m], >= 0.
         """
         where = self._element_label("spring_damper", name)
-        a = self._element_body(body_a, f"{where}: body_a", allow_ground=True)
-        b = self._element_body(body_b, f"{where}: body_b", allow_ground=True)
-        if a == b:
-            raise ModelError(f"{where}: body_a and body_b are the same body")
-        point_a = _point(point_a, f"{where}: point_a")
-        point_b = _point(point_b, f"{where}: point_b")
-        k = self._nonnegative(stiffness, f"{where}: stiffness")
-        c = self._nonnegative(damping, f"{where}: damping")
-        rest = self._nonnegative(rest_length, f"{where}: rest_length")
+        a, point_a, b, point_b = V.two_ends(where, self._either_body, _point, body_a, point_a, body_b, point_b,
+                                            name_ground=False)
+        k = V.nonnegative(stiffness, f"{where}: stiffness")
+        c = V.nonnegative(damping, f"{where}: damping")
+        rest = V.nonnegative(rest_length, f"{where}: rest_length")
         return self._add_element("spring_damper", name, body_a=a, point_a=point_a, body_b=b, point_b=point_b,
                                  stiffness=k, damping=c, rest=rest)
 
@@ -373,9 +316,9 @@ class Model:
         if joints.JOINT_DOF[jtype] != 1:
             raise ModelError(f"{where}: body {self._bodies[index]['name']!r} has a {joints.JOINT_NAMES[jtype]} "
                              "joint; joint springs need a revolute or prismatic joint")
-        k = self._nonnegative(stiffness, f"{where}: stiffness")
-        c = self._nonnegative(damping, f"{where}: damping")
-        rest = _finite_scalar(rest, f"{where}: rest")
+        k = V.nonnegative(stiffness, f"{where}: stiffness")
+        c = V.nonnegative(damping, f"{where}: damping")
+        rest = V.finite_scalar(rest, f"{where}: rest")
         return self._add_element("joint_spring_damper", name, body_a=index, stiffness=k, damping=c, rest=rest)
 
     def add_force(self, body, point, force, frame="ground", name=None):
@@ -402,7 +345,7 @@ class Model:
         """A pure torque [N m] on a body (counter-clockwise positive): constant, or a function ``torque(t)``."""
         where = self._element_label("torque", name)
         index = self._element_body(body, f"{where}: body")
-        value = torque if callable(torque) else _finite_scalar(torque, f"{where}: torque")
+        value = torque if callable(torque) else V.finite_scalar(torque, f"{where}: torque")
         return self._add_element("torque", name, body_a=index, value=value)
 
     # ---- closed loops ---------------------------------------------------------------------------------------------
@@ -412,8 +355,8 @@ class Model:
         """Close a loop: a cut joint between a point of ``body_a`` and a point of ``body_b``; returns its index.
 
         The tree's coordinates stay the generalised coordinates; the loop adds constraint equations phi(q) = 0
-        enforced by Lagrange multipliers (``recursive_mbd.dynamics.loops``). Either body may be "ground" (its point is then
-        in the ground frame); points are in their body's frame [m].
+        enforced by Lagrange multipliers (``recursive_mbd.dynamics.loops``). Either body may be "ground" (its point
+        is then in the ground frame); points are in their body's frame [m].
 
         Parameters
         ----------
@@ -423,54 +366,20 @@ class Model:
             and theta_a - theta_b = ``angle`` (3); "distance": |p_a - p_b| = ``length`` > 0, a massless link (1).
         """
         where = f"loop {name or f'loop{len(self._loops)}'!r}"
-        if self._compiled:
-            raise ModelError(f"cannot add {where}: the model was compiled (it is frozen once a dynamics function "
-                             "has used it); add loops before the first use")
-        label = name if name is not None else f"loop{len(self._loops)}"
-        if not isinstance(label, str) or not label:
-            raise TypeError(f"loop name must be a non-empty string, got {name!r}")
-        if label in self._loop_names:
-            raise ModelError(f"{where}: duplicate loop name")
-        if not isinstance(kind, str) or kind.lower() not in LOOP_KINDS:
-            raise ModelError(f"{where}: unknown loop kind {kind!r}; expected one of {sorted(LOOP_KINDS)}")
-        kind = kind.lower()
-        a = self._element_body(body_a, f"{where}: body_a", allow_ground=True)
-        b = self._element_body(body_b, f"{where}: body_b", allow_ground=True)
-        if a == b:
-            raise ModelError(f"{where}: body_a and body_b are the same {'body' if a >= 0 else 'ground'}")
-        point_a = _point(point_a, f"{where}: point_a")
-        point_b = _point(point_b, f"{where}: point_b")
-        angle = _finite_scalar(angle, f"{where}: angle")
+        label, kind = V.loop_label(name, where, len(self._loops), self._compiled, self._loop_names, kind, LOOP_KINDS)
+        a, point_a, b, point_b = V.two_ends(where, self._either_body, _point, body_a, point_a, body_b, point_b)
+        angle = V.finite_scalar(angle, f"{where}: angle")
         if kind == "prismatic":
             axis = _unit_axis(axis, where)
         elif axis is not None:
             raise ModelError(f"{where}: axis applies to prismatic loops only, not {kind!r}")
         else:
             axis = np.zeros(2)
-        if kind == "distance":
-            if length is None:
-                raise ModelError(f"{where}: a distance loop needs its length")
-            length = _finite_scalar(length, f"{where}: length")
-            if not length > 0.0:
-                raise ModelError(f"{where}: length must be > 0, got {length}")
-        elif length is not None:
-            raise ModelError(f"{where}: length applies to distance loops only, not {kind!r}")
-        else:
-            length = 0.0
+        length = V.loop_length(length, kind == "distance", kind, where)
         self._loop_names[label] = len(self._loops)
         self._loops.append(dict(kind=kind, name=label, body_a=a, point_a=point_a, body_b=b, point_b=point_b,
                                 axis=axis, angle=angle, length=length))
         return len(self._loops) - 1
-
-    @property
-    def loop_names(self):
-        """Loop names in index order, a tuple."""
-        return tuple(lp["name"] for lp in self._loops)
-
-    @property
-    def nloops(self):
-        """Number of loops."""
-        return len(self._loops)
 
     @property
     def nconstraints(self):
@@ -498,18 +407,6 @@ class Model:
         self.loop_int = loop_int
         self.loop_real = loop_real
         self.loop_rows = rows  # loop k owns constraint rows loop_rows[k] .. loop_rows[k + 1] - 1
-
-    @staticmethod
-    def _nonnegative(value, what):
-        value = _finite_scalar(value, what)
-        if value < 0.0:
-            raise ModelError(f"{what} must be >= 0, got {value}")
-        return value
-
-    @property
-    def element_names(self):
-        """Force element names in index order, a tuple."""
-        return tuple(e["name"] for e in self._elements)
 
     # ---- compiling -----------------------------------------------------------------------------------------------
 
@@ -654,11 +551,6 @@ class Model:
                 raise ModelError(f"invalid model: {err}") from None
 
     @property
-    def compiled(self):
-        """True once the model is frozen."""
-        return self._compiled
-
-    @property
     def nq(self):
         """Number of generalised coordinates (joint coordinates in body order)."""
         if self._compiled:
@@ -676,60 +568,22 @@ class Model:
         """Number of bodies (the ground not counted)."""
         return len(self._bodies)
 
-    def _require_compiled(self):
-        if not self._compiled:
-            self.compile()
-        return self
-
     def body_index(self, body):
         """Index of a body given by name or index (negative indices count from the end)."""
-        if isinstance(body, str):
-            if body not in self._names:
-                raise ModelError(f"unknown body {body!r}")
-            return self._names[body]
-        if isinstance(body, (bool, np.bool_)) or not isinstance(body, numbers.Integral):
-            raise TypeError(f"body must be a name or an index, got {body!r}")
-        index = int(body)
-        if not -self.nbodies <= index < self.nbodies:
-            raise ModelError(f"body index {index} out of range for {self.nbodies} bodies")
-        return index % self.nbodies
+        return V.body_index(body, self._names.get, self.nbodies)
 
     # ---- read-only per-body views (after compile) ---------------------------------------------------------------
 
-    @property
-    def body_parent(self):
-        """Parent index of each body, -1 for the ground, (nbodies,)."""
-        return self._require_compiled().body_int[:, L.PARENT]
-
-    @property
-    def joint_type(self):
-        """Joint type code of each body's parent joint (recursive_mbd.model.joints), (nbodies,)."""
-        return self._require_compiled().body_int[:, L.JTYPE]
-
-    @property
-    def joint_q_index(self):
-        """Index in q of each joint's first coordinate, (nbodies,)."""
-        return self._require_compiled().body_int[:, L.QIDX]
-
-    @property
-    def joint_ndof(self):
-        """Number of coordinates of each joint, (nbodies,)."""
-        return self._require_compiled().body_int[:, L.NDOF]
-
-    @property
-    def body_mass(self):
-        """Mass of each body [kg], (nbodies,)."""
-        return self._require_compiled().body_real[:, L.MASS]
-
-    @property
-    def body_inertia(self):
-        """Rotational inertia of each body about its centre of mass [kg m^2], (nbodies,)."""
-        return self._require_compiled().body_real[:, L.INERTIA]
-
-    @property
-    def body_com(self):
-        """Centre of mass of each body in its frame [m], (nbodies, 2)."""
-        return self._require_compiled().body_real[:, L.COMX:L.COMX + 2]
+    body_parent = _packed_column("body_int", L.PARENT, "Parent index of each body, -1 for the ground, (nbodies,).")
+    joint_type = _packed_column("body_int", L.JTYPE, "Joint type code of each body's parent joint "
+                                "(recursive_mbd.model.joints), (nbodies,).")
+    joint_q_index = _packed_column("body_int", L.QIDX, "Index in q of each joint's first coordinate, (nbodies,).")
+    joint_ndof = _packed_column("body_int", L.NDOF, "Number of coordinates of each joint, (nbodies,).")
+    body_mass = _packed_column("body_real", L.MASS, "Mass of each body [kg], (nbodies,).")
+    body_inertia = _packed_column("body_real", L.INERTIA, "Rotational inertia of each body about its centre of mass "
+                                  "[kg m^2], (nbodies,).")
+    body_com = _packed_column("body_real", slice(L.COMX, L.COMX + 2), "Centre of mass of each body in its frame [m], "
+                              "(nbodies, 2).")
 
     def body(self, body):
         """The description of one body as given to ``add_body`` (a copy)."""

@@ -1,11 +1,12 @@
-"""Spatial (3D) tree models: builder, validation, packing for the kernels, and the configuration maps.
+"""Spatial (3D) tree models: the builder ``Model3D``, its validation and its packing for the kernels.
 
 ``Model3D`` describes a tree of rigid bodies in three dimensions joined by revolute, prismatic, cylindrical,
 universal, spherical, planar, free and fixed joints. Its configuration q (nq,) and velocity v (nv,) have different
-sizes (a quaternion has 4 coordinates and 3 rates), so ``integrate_configuration`` and ``difference`` map between
-them (as Pinocchio's ``integrate`` / ``difference`` do).
+sizes (a quaternion has 4 coordinates and 3 rates), so ``integrate_configuration`` and ``difference``
+(``recursive_mbd.model.configuration``) map between them (as Pinocchio's ``integrate`` / ``difference`` do). The
+fields of a body are checked by ``recursive_mbd.model.spatial_fields``.
 
-This module loads neither numba nor scipy: building, packing and the configuration maps are numpy only.
+This module loads neither numba nor scipy: building and packing are numpy only.
 """
 
 import numbers
@@ -13,280 +14,38 @@ import numbers
 import numpy as np
 
 from .._kernels.spatial import layout as SL
-from ..errors import ModelError, StateError
+from ..errors import ModelError
+from . import _validation as V
+from ._builder import TreeBuilder
+from ._validation import GROUND
+from .spatial_fields import (
+    _ROTATION_TOL,
+    _TRIM_BODIES,
+    _BodyTable,
+    _checked_inertias,
+    _checks_real,
+    _default_number,
+    _DefaultNames,
+    _full_inertia,
+    _inertia,
+    _packed_inertia,
+    _quaternion_matrices,
+    _release_freed_memory,
+    _rotation,
+    _unit,
+    _vector3,
+)
 
-GROUND = -1
 _LOOP_NAMES = {code: name for name, code in SL.LOOP_CODES.items()}
-_ROTATION_TOL = 1e-9
 
 
-def _vector3(value, what):
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"{what} must be 3 real numbers: {err}") from None
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{what} must be 3 real numbers, got {arr.dtype} values")
-    arr = arr.astype(np.float64)
-    if arr.shape != (3,):
-        raise ModelError(f"{what} must be 3 numbers (x, y, z), got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ModelError(f"{what} must be finite, got {arr.tolist()}")
-    return arr
+def _table_column(key, doc):
+    """A read-only per-body view of the field ``key`` of a Model3D's body table (no compile needed), documented by
+    ``doc``."""
+    return property(lambda self: self._column(key), doc=doc)
 
 
-def _scalar(value, what):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{what} must be a real number, got {type(value).__name__} {value!r:.40}")
-    value = float(value)
-    if not np.isfinite(value):
-        raise ModelError(f"{what} must be finite, got {value}")
-    return value
-
-
-def _unit(value, what):
-    arr = _vector3(value, what)
-    norm = float(np.linalg.norm(arr))
-    if norm == 0.0 or not np.isfinite(norm):
-        raise ModelError(f"{what} must be a non-zero vector, got {arr.tolist()}")
-    return arr / norm
-
-
-def quaternion_matrix(quat):
-    """Rotation matrix (3, 3) of a unit quaternion (w, x, y, z) (body-to-reference: columns are the body axes)."""
-    w, x, y, z = quat
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
-
-
-def axis_rotation(axis, angle):
-    """Rotation matrix (3, 3) by ``angle`` [rad] about the unit ``axis`` (right hand), Rodrigues' formula."""
-    a = np.asarray(axis, dtype=float)
-    c, s = np.cos(angle), np.sin(angle)
-    cross = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
-    return c * np.eye(3) + s * cross + (1.0 - c) * np.outer(a, a)
-
-
-def _rotation(value, what):
-    """A 3x3 rotation matrix from None, a 3x3 matrix or a unit quaternion (w, x, y, z); ModelError otherwise."""
-    if value is None:
-        return np.eye(3)
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"{what} must be a 3x3 rotation matrix or a quaternion (w, x, y, z): {err}") from None
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{what} must be a 3x3 rotation matrix or a quaternion (w, x, y, z), got {arr.dtype} values")
-    arr = arr.astype(np.float64)
-    if not np.all(np.isfinite(arr)):
-        raise ModelError(f"{what} must be finite, got {arr.tolist()}")
-    if arr.shape == (4,):
-        norm = float(np.linalg.norm(arr))
-        if abs(norm - 1.0) > _ROTATION_TOL:
-            raise ModelError(f"{what}: a quaternion must have unit norm (to 1e-9), got norm {norm!r}")
-        return quaternion_matrix(arr / norm)
-    if arr.shape != (3, 3):
-        raise ModelError(f"{what} must be a 3x3 rotation matrix or a quaternion (w, x, y, z), got shape {arr.shape}")
-    error = float(np.max(np.abs(arr.T @ arr - np.eye(3))))
-    if error > _ROTATION_TOL:
-        raise ModelError(f"{what} is not orthonormal (|R^T R - I| = {error:.3g} > 1e-9)")
-    if np.linalg.det(arr) < 0.0:
-        raise ModelError(f"{what} is a reflection (det = -1), not a rotation")
-    return arr
-
-
-def _inertia(value, what):
-    """The 3x3 inertia tensor from a scalar, its 6 entries (Ixx, Iyy, Izz, Ixy, Ixz, Iyz) or a 3x3 matrix."""
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"{what} must be a number, 6 numbers or a 3x3 matrix: {err}") from None
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{what} must be real numbers, got {arr.dtype} values")
-    arr = arr.astype(np.float64)
-    if not np.all(np.isfinite(arr)):
-        raise ModelError(f"{what} must be finite, got {arr.tolist()}")
-    if arr.shape == ():
-        tensor = float(arr) * np.eye(3)
-    elif arr.shape == (6,):
-        xx, yy, zz, xy, xz, yz = arr
-        tensor = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
-    elif arr.shape == (3, 3):
-        tensor = arr
-        scale = max(float(np.max(np.abs(arr))), np.finfo(float).tiny)
-        if float(np.max(np.abs(arr - arr.T))) > 1e-12 * scale:
-            raise ModelError(f"{what} must be symmetric, got {arr.tolist()}")
-        tensor = 0.5 * (arr + arr.T)
-    else:
-        raise ModelError(f"{what} must be a number, its 6 entries (Ixx, Iyy, Izz, Ixy, Ixz, Iyz) or a 3x3 matrix, "
-                         f"got shape {arr.shape}")
-    moments = np.linalg.eigvalsh(tensor)  # ascending
-    tol = 1e-12 * max(float(np.max(np.abs(moments))), 0.0)
-    if moments[0] < -tol:
-        raise ModelError(f"{what} must be positive semidefinite, its principal moments are {moments.tolist()}")
-    if moments[0] + moments[1] < moments[2] - 4 * tol:
-        raise ModelError(f"{what} violates the triangle inequality of principal moments (I1 + I2 >= I3): "
-                         f"{moments.tolist()} is no rigid body's inertia")
-    return tensor
-
-
-def _packed_inertia(tensors):
-    """(..., 6) entries (xx, yy, zz, xy, xz, yz) of symmetric (..., 3, 3) tensors."""
-    return np.stack((tensors[..., 0, 0], tensors[..., 1, 1], tensors[..., 2, 2], tensors[..., 0, 1],
-                     tensors[..., 0, 2], tensors[..., 1, 2]), axis=-1)
-
-
-def _full_inertia(packed):
-    """(..., 3, 3) symmetric tensors from their (..., 6) entries (xx, yy, zz, xy, xz, yz)."""
-    xx, yy, zz, xy, xz, yz = np.moveaxis(packed, -1, 0)
-    return np.stack((np.stack((xx, xy, xz), -1), np.stack((xy, yy, yz), -1), np.stack((xz, yz, zz), -1)), axis=-2)
-
-
-def _quaternion_matrices(quats):
-    """Rotation matrices (k, 3, 3) of unit quaternions (k, 4) (w, x, y, z)."""
-    w, x, y, z = quats.T
-    return np.stack((np.stack((1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)), axis=-1),
-                     np.stack((2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)), axis=-1),
-                     np.stack((2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)), axis=-1)), axis=1)
-
-
-# the inertia about the centre of mass is kept as its 6 entries (xx, yy, zz, xy, xz, yz): the tensors are exactly
-# symmetric once checked (``_inertia``, ``_checked_inertias`` symmetrise them), so no value is lost (24 bytes a body
-# less than (3, 3): 24 MB for a 1e6-body chain, benchmarks/spatial_memory.py)
-_FIELDS = {"parent": ((), np.int64), "jtype": ((), np.int64), "mass": ((), np.float64),
-           "inertia": ((6,), np.float64), "com": ((3,), np.float64), "parent_point": ((3,), np.float64),
-           "child_point": ((3,), np.float64), "rotation": ((3, 3), np.float64), "a1": ((3,), np.float64),
-           "a2": ((3,), np.float64)}
-
-
-_COMPILE_BLOCK = 65536  # bodies per block of add_bodies' inertia checks (bounded temporaries)
-
-
-_TRIM_BODIES = 100_000  # models this large hand the memory compile freed back to the system
-
-
-def _release_freed_memory():
-    """Hand freed heap memory back to the operating system (glibc's ``malloc_trim``; elsewhere nothing).
-
-    glibc serves arrays below its adaptive mmap threshold (up to 32 MB) from its heap and keeps the pages of freed
-    ones there: the table columns that compile releases (24 MB each at 1e6 bodies) would stay resident through the
-    forward dynamics that follows (measured 120 MB at 1e6 bodies; benchmarks/spatial_memory.py)."""
-    try:
-        import ctypes  # noqa: PLC0415
-        import ctypes.util  # noqa: PLC0415
-
-        name = ctypes.util.find_library("c")
-        if name:
-            trim = getattr(ctypes.CDLL(name), "malloc_trim", None)
-            if trim is not None:
-                trim(0)
-    except OSError:
-        pass
-
-
-def _checked_inertias(tensors, fail):
-    """(k, 3, 3) inertia tensors checked as ``add_body`` checks one (finite, symmetric to 1e-12 relative, positive
-    semidefinite, the triangle inequality) and symmetrised: a new (k, 6) array of their entries (xx, yy, zz, xy,
-    xz, yz; ``_packed_inertia``). The checks run in blocks of
-    ``_COMPILE_BLOCK`` tensors so that a million-body chain makes no (k, 3, 3) temporaries beyond the result;
-    ``fail(mask, message)`` reports the first bad one."""
-    k = tensors.shape[0]
-    out = np.empty((k, 6))
-    for start in range(0, k, _COMPILE_BLOCK):
-        block = slice(start, min(start + _COMPILE_BLOCK, k))
-        part = tensors[block]
-
-        def refuse(bad, message, block=block):
-            mask = np.zeros(k, dtype=bool)
-            mask[block] = bad
-            fail(mask, message)
-
-        finite = np.isfinite(part).reshape(part.shape[0], -1).all(axis=1)
-        if not finite.all():
-            refuse(~finite, "inertia must be finite")
-        scale = np.maximum(np.abs(part).reshape(part.shape[0], -1).max(axis=1), np.finfo(float).tiny)
-        transpose = np.swapaxes(part, 1, 2)
-        asym = np.abs(part - transpose).reshape(part.shape[0], -1).max(axis=1) > 1e-12 * scale
-        if asym.any():
-            refuse(asym, "inertia must be symmetric")
-        symmetric = part + transpose
-        symmetric *= 0.5
-        out[block] = _packed_inertia(symmetric)
-        moments = np.linalg.eigvalsh(symmetric)
-        tol = 1e-12 * np.abs(moments).max(axis=1)
-        if np.any(moments[:, 0] < -tol):
-            refuse(moments[:, 0] < -tol, "inertia must be positive semidefinite")
-        bad = moments[:, 0] + moments[:, 1] < moments[:, 2] - 4 * tol
-        if bad.any():
-            refuse(bad, "inertia violates the triangle inequality of principal moments (I1 + I2 >= I3)")
-    return out
-
-
-def _default_number(label):
-    """k if ``label`` is "body<k>" as a default name is spelled (decimal, no sign, no leading zero), else None."""
-    if not isinstance(label, str) or not label.startswith("body"):
-        return None
-    digits = label[4:]
-    if not digits.isdigit() or not digits.isascii() or (len(digits) > 1 and digits[0] == "0"):
-        return None
-    return int(digits)
-
-
-class _DefaultNames:
-    """The default names "body<index>" of k bodies from ``first``, made only when one is read (an error message)."""
-
-    def __init__(self, first, k):
-        self.first = first
-        self.k = k
-
-    def __len__(self):
-        return self.k
-
-    def __getitem__(self, i):
-        return f"body{self.first + i}"
-
-
-class _BodyTable:
-    """The bodies of a Model3D as columns (numpy arrays that grow by doubling): a million-body chain costs a few
-    hundred bytes per body, not a Python record each. Names are not stored here (``Model3D`` keeps the explicit
-    ones and generates the default ``"body<index>"`` on demand)."""
-
-    def __init__(self):
-        self.size = 0
-        self.data = {key: np.zeros((16, *shape), dtype=kind) for key, (shape, kind) in _FIELDS.items()}
-
-    def column(self, key):
-        """The field ``key`` of every body, a view (n, ...)."""
-        return self.data[key][:self.size]
-
-    def extend(self, count, columns):
-        """Append ``count`` bodies; ``columns`` holds every field, broadcastable to (count, ...) (validated)."""
-        need = self.size + count
-        if need > self.data["mass"].shape[0]:
-            capacity = max(need, 2 * self.data["mass"].shape[0])
-            for key, values in self.data.items():
-                grown = np.zeros((capacity, *values.shape[1:]), dtype=values.dtype)
-                grown[:self.size] = values[:self.size]
-                self.data[key] = grown
-        for key, values in columns.items():
-            self.data[key][self.size:need] = values
-        self.size = need
-
-    def share(self, views):
-        """Replace columns by ``views`` (n, ...) of the same values (a compiled model's packed arrays), releasing
-        their own arrays; the other columns are trimmed to the n bodies."""
-        for key, values in self.data.items():
-            view = views.get(key)
-            if view is None:
-                self.data[key] = values[:self.size] if values.shape[0] == self.size else values[:self.size].copy()
-                continue
-            if view.shape != values[:self.size].shape or not np.array_equal(view, values[:self.size]):
-                raise RuntimeError(f"body table: the packed column {key!r} does not hold the table's values")
-            self.data[key] = view
-
-
-class Model3D:
+class Model3D(TreeBuilder):
     """A tree of rigid bodies in three dimensions (the spatial counterpart of ``recursive_mbd.Model``).
 
     A separate class rather than one ``Model`` with a dimension: a spatial model's configuration and velocity
@@ -372,24 +131,10 @@ class Model3D:
             raise ModelError(f"cannot add body {name or self._table.size!r}: the model was compiled (it is frozen "
                              "once a dynamics function has used it); build a new Model3D instead")
         index = self._table.size
-        label = name if name is not None else f"body{index}"
-        if not isinstance(label, str) or not label:
-            raise TypeError(f"body name must be a non-empty string, got {name!r}")
-        where = f"body {label!r} (index {index})"
-        if label == "ground":
-            raise ModelError(f"{where}: the name 'ground' is reserved for the fixed frame")
-        if self._lookup(label) is not None:
-            raise ModelError(f"{where}: duplicate body name, already used by body {self._lookup(label)}")
+        label, where = V.body_label(name, index, self._lookup)
         parent_index = self._resolve_parent(parent, where)
-        if not isinstance(joint, str):
-            raise TypeError(f"{where}: joint must be a string, got {type(joint).__name__}")
-        if joint.lower() not in SL.JOINT_CODES:
-            raise ModelError(f"{where}: unknown joint type {joint!r}; expected one of {sorted(SL.JOINT_CODES)}")
-        jtype = SL.JOINT_CODES[joint.lower()]
-
-        mass = _scalar(mass, f"{where}: mass")
-        if mass < 0.0:
-            raise ModelError(f"{where}: mass must be >= 0, got {mass}")
+        jtype = V.joint_code(joint, where, SL.JOINT_CODES)
+        mass = V.nonnegative(mass, f"{where}: mass", echo=True)
         inertia = _inertia(inertia, f"{where}: inertia")
         com = _vector3(com, f"{where}: com")
         parent_point = _vector3(parent_point, f"{where}: parent_point")
@@ -438,9 +183,7 @@ class Model3D:
         """
         if self._compiled:
             raise ModelError("cannot add bodies: the model was compiled (it is frozen); build a new Model3D instead")
-        parent = np.asarray(parent)
-        if parent.ndim != 1 or parent.size == 0 or not np.issubdtype(parent.dtype, np.integer):
-            raise ModelError(f"add_bodies: parent must be a non-empty 1-D array of body indices, got {parent!r:.60}")
+        parent = V.batch_parents(parent, width=60)
         k = parent.size
         first = self._table.size
         index = np.arange(first, first + k)
@@ -449,9 +192,7 @@ class Model3D:
         if len(names) != k:
             raise ModelError(f"add_bodies: {len(names)} names for {k} bodies")
 
-        def fail(mask, message):
-            bad = int(np.flatnonzero(mask)[0])
-            raise ModelError(f"body {names[bad]!r} (index {first + bad}): {message}")
+        fail = V.batch_failure(names, first)
 
         def per_body(value, what, shape):
             arr = _checks_real(value, f"add_bodies: {what}")
@@ -465,12 +206,7 @@ class Model3D:
                 fail(~finite, f"{what} must be finite")
             return arr
 
-        if not isinstance(joint, str) or joint.lower() not in SL.JOINT_CODES:
-            raise ModelError(f"add_bodies: unknown joint type {joint!r}; expected one of {sorted(SL.JOINT_CODES)}")
-        jtype = SL.JOINT_CODES[joint.lower()]
-        bad_parent = (parent < -1) | (parent >= index)
-        if bad_parent.any():
-            fail(bad_parent, "unknown parent index (a parent must be added before its child)")
+        jtype = V.batch_joint_code(joint, SL.JOINT_CODES, parent, index, fail)
         mass = per_body(mass, "mass", ())
         if np.any(mass < 0.0):
             fail(mass < 0.0, "mass must be >= 0")
@@ -584,26 +320,15 @@ class Model3D:
         name : str, optional
             Unique loop name; default ``"loop<index>"``.
         """
-        label = name if name is not None else f"loop{len(self._loops)}"
-        where = f"loop {label!r}"
-        if self._compiled:
-            raise ModelError(f"cannot add {where}: the model was compiled (it is frozen once a dynamics function "
-                             "has used it); add loops before the first use")
-        if not isinstance(label, str) or not label:
-            raise TypeError(f"loop name must be a non-empty string, got {name!r}")
-        if label in self._loop_names:
-            raise ModelError(f"{where}: duplicate loop name")
-        if not isinstance(kind, str) or kind.lower() not in SL.LOOP_CODES:
-            raise ModelError(f"{where}: unknown loop kind {kind!r}; expected one of {sorted(SL.LOOP_CODES)}")
-        code = SL.LOOP_CODES[kind.lower()]
-        a = self._loop_body(body_a, f"{where}: body_a")
-        b = self._loop_body(body_b, f"{where}: body_b")
-        if a == b:
-            raise ModelError(f"{where}: body_a and body_b are the same {'body' if a >= 0 else 'ground'}")
+        where = f"loop {name if name is not None else f'loop{len(self._loops)}'!r}"
+        label, kind_name = V.loop_label(name, where, len(self._loops), self._compiled, self._loop_names, kind,
+                                        SL.LOOP_CODES)
+        code = SL.LOOP_CODES[kind_name]
+        a, point_a, b, point_b = V.two_ends(where, self._loop_body, _vector3, body_a, point_a, body_b, point_b)
         real = np.zeros(SL.N_LOOP_REAL)
         axis_a = None
-        real[SL.LPA:SL.LPA + 3] = _vector3(point_a, f"{where}: point_a")
-        real[SL.LPB:SL.LPB + 3] = _vector3(point_b, f"{where}: point_b")
+        real[SL.LPA:SL.LPA + 3] = point_a
+        real[SL.LPB:SL.LPB + 3] = point_b
         if code == SL.LOOP_REVOLUTE:
             if axis is None:
                 raise ModelError(f"{where}: a revolute loop needs its axis (in body a's frame)")
@@ -618,15 +343,7 @@ class Model3D:
             real[SL.LN2:SL.LN2 + 3] = np.cross(axis_a, n1)
         elif axis is not None or axis_b is not None:
             raise ModelError(f"{where}: axis and axis_b apply to revolute loops only, not {kind!r}")
-        if code == SL.LOOP_DISTANCE:
-            if length is None:
-                raise ModelError(f"{where}: a distance loop needs its length")
-            length = _scalar(length, f"{where}: length")
-            if not length > 0.0:
-                raise ModelError(f"{where}: length must be > 0, got {length}")
-            real[SL.LLENGTH] = length
-        elif length is not None:
-            raise ModelError(f"{where}: length applies to distance loops only, not {kind!r}")
+        real[SL.LLENGTH] = V.loop_length(length, code == SL.LOOP_DISTANCE, kind, where, echo=True)
         self._loop_names[label] = len(self._loops)
         self._loops.append((code, a, b, real, axis_a))  # axis_a: the hinge axis as given (normalised), for loop()
         return len(self._loops) - 1
@@ -635,16 +352,15 @@ class Model3D:
 
     def _element_body(self, body, where, allow_ground=False):
         """An element's body: a name or index of a body added before, or (``allow_ground``) "ground" / -1."""
-        ground = (isinstance(body, str) and body == "ground") or (
-            isinstance(body, numbers.Integral) and not isinstance(body, (bool, np.bool_)) and int(body) == GROUND)
-        if ground:
+        if V.is_ground(body):
             if allow_ground:
                 return GROUND
             raise ModelError(f"{where}: must be a body, not the ground")
-        try:
-            return self.body_index(body)
-        except (ModelError, TypeError) as err:
-            raise type(err)(f"{where}: {err}") from None
+        return V.prefixed_body_index(body, where, self.body_index)
+
+    def _either_body(self, body, where):
+        """An element's body: a body or the ground."""
+        return self._element_body(body, where, allow_ground=True)
 
     def _element_label(self, kind, name):
         label = name if name is not None else f"{kind}{len(self._elements)}"
@@ -662,13 +378,6 @@ class Model3D:
         self._element_names[label] = len(self._elements)
         self._elements.append(dict(kind=kind, name=label, **data))
         return len(self._elements) - 1
-
-    @staticmethod
-    def _nonnegative(value, what):
-        value = _scalar(value, what)
-        if value < 0.0:
-            raise ModelError(f"{what} must be >= 0, got {value}")
-        return value
 
     def add_spring_damper(self, body_a, point_a, body_b, point_b, stiffness, damping=0.0, rest_length=0.0,
                           preload=0.0, name=None):
@@ -699,17 +408,13 @@ class Model3D:
             Unique element name; default ``"spring_damper<index>"``.
         """
         label, where = self._element_label("spring_damper", name)
-        a = self._element_body(body_a, f"{where}: body_a", allow_ground=True)
-        b = self._element_body(body_b, f"{where}: body_b", allow_ground=True)
-        if a == b:
-            raise ModelError(f"{where}: body_a and body_b are the same {'body' if a >= 0 else 'ground'}")
+        a, point_a, b, point_b = V.two_ends(where, self._either_body, _vector3, body_a, point_a, body_b, point_b)
         return self._add_element(
-            "spring_damper", label, body_a=a, point_a=_vector3(point_a, f"{where}: point_a"), body_b=b,
-            point_b=_vector3(point_b, f"{where}: point_b"),
-            stiffness=self._nonnegative(stiffness, f"{where}: stiffness"),
-            damping=self._nonnegative(damping, f"{where}: damping"),
-            rest=self._nonnegative(rest_length, f"{where}: rest_length"),
-            preload=_scalar(preload, f"{where}: preload"))
+            "spring_damper", label, body_a=a, point_a=point_a, body_b=b, point_b=point_b,
+            stiffness=V.nonnegative(stiffness, f"{where}: stiffness", echo=True),
+            damping=V.nonnegative(damping, f"{where}: damping", echo=True),
+            rest=V.nonnegative(rest_length, f"{where}: rest_length", echo=True),
+            preload=V.finite_scalar(preload, f"{where}: preload", echo=True))
 
     def add_joint_spring_damper(self, body, stiffness, damping=0.0, rest=None, name=None):
         """A spring and damper on the coordinates of ``body``'s joint to its parent; returns its index.
@@ -736,8 +441,8 @@ class Model3D:
             raise ModelError(f"{where}: body {self.names[index]!r} has a {joint} joint; joint springs need a "
                              "revolute, prismatic, cylindrical, universal, planar or spherical joint")
         if jtype == SL.SPHERICAL:
-            k = self._nonnegative(stiffness, f"{where}: stiffness")
-            c = self._nonnegative(damping, f"{where}: damping")
+            k = V.nonnegative(stiffness, f"{where}: stiffness", echo=True)
+            c = V.nonnegative(damping, f"{where}: damping", echo=True)
             quat = np.array([1.0, 0.0, 0.0, 0.0])
             if rest is not None:
                 quat = _checks_real(rest, f"{where}: rest")
@@ -800,16 +505,6 @@ class Model3D:
         label, where = self._element_label("torque", name)
         index, value = self._applied("torque", body, torque, frame, where)
         return self._add_element("torque", label, body_a=index, value=value, frame=frame)
-
-    @property
-    def element_names(self):
-        """Force element names in index order, a tuple."""
-        return tuple(self._element_names)
-
-    @property
-    def nelements(self):
-        """Number of force elements."""
-        return len(self._elements)
 
     def _pack_elements(self):
         """Elements into elem_int / elem_real (``spatial_layout``, "force elements"); the functions of time get
@@ -884,16 +579,6 @@ class Model3D:
                 "length": float(real[SL.LLENGTH]) if code == SL.LOOP_DISTANCE else None}
 
     @property
-    def nloops(self):
-        """Number of loops."""
-        return len(self._loops)
-
-    @property
-    def loop_names(self):
-        """Loop names in index order, a tuple."""
-        return tuple(self._loop_names)
-
-    @property
     def nconstraints(self):
         """Number of loop equations m (rows of phi and J)."""
         return sum(SL.LOOP_ROWS[code] for code, *_ in self._loops)
@@ -911,22 +596,7 @@ class Model3D:
         return index if index is not None else self._default_index(label)
 
     def _resolve_parent(self, parent, where):
-        if isinstance(parent, str):
-            if parent == "ground":
-                return GROUND
-            index = self._lookup(parent)
-            if index is None:
-                raise ModelError(f"{where}: unknown parent {parent!r}; known bodies: {self.names[:10]}")
-            return index
-        if isinstance(parent, (bool, np.bool_)) or not isinstance(parent, numbers.Integral):
-            raise TypeError(f"{where}: parent must be 'ground', -1, a body index or a body name, got {parent!r}")
-        parent = int(parent)
-        if parent == GROUND:
-            return GROUND
-        if not 0 <= parent < self._table.size:
-            raise ModelError(f"{where}: unknown parent index {parent}; the model has {self._table.size} bodies "
-                             "and a parent must be added before its child")
-        return parent
+        return V.resolve_parent(parent, where, self._lookup, self._table.size, lambda: self.names[:10])
 
     # ---- packing ---------------------------------------------------------------------------------------------------
 
@@ -1022,11 +692,6 @@ class Model3D:
     _euclid_q = property(lambda self: self._coordinates()[3])
     _euclid_v = property(lambda self: self._coordinates()[4])
 
-    def _require_compiled(self):
-        if not self._compiled:
-            self.compile()
-        return self
-
     # ---- properties ----------------------------------------------------------------------------------------------
 
     @property
@@ -1069,15 +734,9 @@ class Model3D:
         view.flags.writeable = False
         return view
 
-    @property
-    def body_parent(self):
-        """Parent index of each body, -1 for the ground, (nbodies,) int64 (read-only view)."""
-        return self._column("parent")
-
-    @property
-    def body_mass(self):
-        """Mass of each body [kg], (nbodies,) (read-only view)."""
-        return self._column("mass")
+    body_parent = _table_column("parent", "Parent index of each body, -1 for the ground, (nbodies,) int64 "
+                                "(read-only view).")
+    body_mass = _table_column("mass", "Mass of each body [kg], (nbodies,) (read-only view).")
 
     @property
     def body_inertia(self):
@@ -1087,25 +746,13 @@ class Model3D:
         tensors.flags.writeable = False
         return tensors
 
-    @property
-    def body_com(self):
-        """Centre of mass of each body in its frame [m], (nbodies, 3) (read-only view)."""
-        return self._column("com")
-
-    @property
-    def joint_parent_point(self):
-        """Each body's joint location in its parent's frame (the ground frame for the ground) [m], (nbodies, 3)."""
-        return self._column("parent_point")
-
-    @property
-    def joint_child_point(self):
-        """Each body's joint location in its own frame [m], (nbodies, 3) (read-only view)."""
-        return self._column("child_point")
-
-    @property
-    def joint_rotation(self):
-        """Each joint frame relative to the parent frame, joint-to-parent rotations (nbodies, 3, 3) (read-only)."""
-        return self._column("rotation")
+    body_com = _table_column("com", "Centre of mass of each body in its frame [m], (nbodies, 3) (read-only view).")
+    joint_parent_point = _table_column("parent_point", "Each body's joint location in its parent's frame (the ground "
+                                       "frame for the ground) [m], (nbodies, 3).")
+    joint_child_point = _table_column("child_point", "Each body's joint location in its own frame [m], (nbodies, 3) "
+                                      "(read-only view).")
+    joint_rotation = _table_column("rotation", "Each joint frame relative to the parent frame, joint-to-parent "
+                                   "rotations (nbodies, 3, 3) (read-only).")
 
     def body(self, body):
         """The description of one body (name or index) as ``add_body`` stored it, a dict of copies: name, parent
@@ -1130,24 +777,9 @@ class Model3D:
         """Sum of the body masses [kg]."""
         return float(self._table.column("mass").sum())
 
-    @property
-    def compiled(self):
-        """True once the model is frozen (after ``compile()`` or the first dynamics call)."""
-        return self._compiled
-
     def body_index(self, body):
         """Index of a body given by name or index (negative indices count from the end)."""
-        if isinstance(body, str):
-            index = self._lookup(body)
-            if index is None:
-                raise ModelError(f"unknown body {body!r}")
-            return index
-        if isinstance(body, (bool, np.bool_)) or not isinstance(body, numbers.Integral):
-            raise TypeError(f"body must be a name or an index, got {body!r}")
-        index = int(body)
-        if not -self.nbodies <= index < self.nbodies:
-            raise ModelError(f"body index {index} out of range for {self.nbodies} bodies")
-        return index % self.nbodies
+        return V.body_index(body, self._lookup, self.nbodies)
 
     def q_slice(self, body):
         """Slice of q holding the coordinates of ``body``'s joint (name or index)."""
@@ -1170,125 +802,3 @@ class Model3D:
     def __repr__(self):
         return f"Model3D({self.nbodies} bodies, nq={self.nq if self._compiled else '?'}, name={self.name!r})"
 
-
-# ---- configuration maps ---------------------------------------------------------------------------------------------
-
-def _checks_real(value, what):
-    """``value`` as a float64 array; TypeError naming ``what`` unless it holds real numbers."""
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"{what} must be real numbers: {err}") from None
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{what} must be real numbers, got {arr.dtype} values")
-    return arr.astype(np.float64)
-
-
-def _model3d(model):
-    if not isinstance(model, Model3D):
-        raise TypeError(f"model must be a recursive_mbd.Model3D, got {type(model).__name__}")
-    return model._require_compiled()
-
-
-def _state_vector(x, n, what):
-    try:
-        arr = np.asarray(x)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"{what} must be an array of real numbers: {err}") from None
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{what} must be an array of real numbers, got {arr.dtype} values")
-    arr = np.ascontiguousarray(arr, dtype=np.float64)
-    if arr.shape != (n,):
-        raise StateError(f"{what} must have shape ({n},) for this model, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        bad = int(np.flatnonzero(~np.isfinite(arr))[0])
-        raise StateError(f"{what}[{bad}] is not finite ({arr[bad]})")
-    return arr
-
-
-def _quaternions(model, q, what):
-    """The (k, 4) quaternions of q's spherical and free joints, normalised; StateError if one is off by > 1e-6."""
-    quats = q[model._quat_q[:, None] + np.arange(4)]
-    norms = np.sqrt(np.einsum("ij,ij->i", quats, quats))
-    bad = np.flatnonzero(np.abs(norms - 1.0) > SL.QUATERNION_TOL)
-    if bad.size:
-        b = int(bad[0])
-        body = int(model._quat_body[b])
-        raise StateError(f"{what}[{model._quat_q[b]}:{model._quat_q[b] + 4}], the quaternion of body "
-                         f"{model.names[body]!r} (index {body}), has norm {norms[b]!r}, not 1 (to 1e-6)")
-    return quats / norms[:, None]
-
-
-def _quat_multiply(a, b):
-    """Hamilton products of (k, 4) quaternion arrays (w, x, y, z)."""
-    aw, ax, ay, az = a.T
-    bw, bx, by, bz = b.T
-    return np.stack((aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw), axis=-1)
-
-
-def integrate_configuration(model, q, v, dt=1.0):
-    """q (+) v dt: the configuration reached from q moving at the constant velocity v for dt.
-
-    Euclidean coordinates (angles, slides, a free joint's position) add v dt; a quaternion becomes
-    quat (x) exp(omega dt / 2) (omega in the child frame: right multiplication), renormalised.
-
-    Parameters
-    ----------
-    model : Model3D
-    q : (nq,) array_like
-        Configuration; its quaternions must be unit to 1e-6 (they are normalised first).
-    v : (nv,) array_like
-        Velocity.
-    dt : float
-        Time step [s] (may be negative).
-
-    Returns
-    -------
-    q_new : ndarray (nq,)
-    """
-    model = _model3d(model)
-    q = _state_vector(q, model._nq, "q")
-    v = _state_vector(v, model._nv, "v")
-    if isinstance(dt, (bool, np.bool_)) or not isinstance(dt, numbers.Real) or not np.isfinite(dt):
-        raise TypeError(f"dt must be a finite real number, got {dt!r}")
-    dt = float(dt)
-    out = q.copy()
-    out[model._euclid_q] += v[model._euclid_v] * dt
-    if model._quat_q.size:
-        quats = _quaternions(model, q, "q")
-        half = v[model._quat_v[:, None] + np.arange(3)] * (0.5 * dt)
-        angle = np.linalg.norm(half, axis=1)
-        # sin(angle)/angle without 0/0: its series below 1e-4 (error < 1e-17)
-        small = angle < 1e-4
-        sinc = np.where(small, 1.0 - angle * angle / 6.0, np.sin(angle) / np.where(small, 1.0, angle))
-        step = np.column_stack((np.cos(angle), half * sinc[:, None]))
-        new = _quat_multiply(quats, step)
-        new /= np.linalg.norm(new, axis=1)[:, None]
-        out[model._quat_q[:, None] + np.arange(4)] = new
-    return out
-
-
-def difference(model, q0, q1):
-    """The velocity v (nv,) with ``integrate_configuration(model, q0, v) == q1`` (the log map, shortest rotation).
-
-    Euclidean coordinates subtract; a quaternion pair gives omega = 2 log(conj(quat0) (x) quat1) in the child frame,
-    taking the shorter of the two rotations (angle <= pi).
-    """
-    model = _model3d(model)
-    q0 = _state_vector(q0, model._nq, "q0")
-    q1 = _state_vector(q1, model._nq, "q1")
-    v = np.zeros(model._nv)
-    v[model._euclid_v] = q1[model._euclid_q] - q0[model._euclid_q]
-    if model._quat_q.size:
-        a = _quaternions(model, q0, "q0")
-        b = _quaternions(model, q1, "q1")
-        rel = _quat_multiply(a * np.array([1.0, -1.0, -1.0, -1.0]), b)
-        rel[rel[:, 0] < 0.0] *= -1.0  # q and -q are the same rotation: take the shorter way
-        s = np.linalg.norm(rel[:, 1:], axis=1)
-        w = rel[:, 0]
-        half = np.arctan2(s, w)  # half the rotation angle, in [0, pi/2]
-        small = s < 1e-8
-        factor = np.where(small, 2.0 / w, 2.0 * half / np.where(small, 1.0, s))
-        v[model._quat_v[:, None] + np.arange(3)] = rel[:, 1:] * factor[:, None]
-    return v

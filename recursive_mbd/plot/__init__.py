@@ -1,0 +1,70 @@
+"""Plots and animation with matplotlib (the optional extra ``plot``): coordinates, energy balance, constraint drift,
+driving forces and joint reactions against time, drawings of the mechanism, mode shapes, and an animation written
+to .gif (Pillow) or .mp4 (ffmpeg).
+
+Every axis and legend names the body and the unit (``coordinate_labels``): "crank angle [rad]", "rod angle rel.
+crank [rad]" (a joint coordinate is relative to the parent body), "piston position [m]".
+
+Mechanism drawings (``draw``, ``snapshots``, ``mode_shapes``, ``animate``) are in x [m] / y [m] with equal aspect,
+framed to the extent of everything drawn. A body is drawn from the points where it is attached (its joint, its
+children's joints, loops, spring-dampers), in its own frame:
+
+- points on one line: a bar between the outermost two (a rod); two points diagonal in the body frame: the
+  rectangle they span (a block, e.g. seed 000's squares); three or more points not on a line: the plate they span;
+- a body attached at one point only: a bar from that point through the centre of mass, as long as the uniform rod of
+  the body's mass and inertia (the free end of a chain's last link), with a bob at the centre of mass when the
+  inertia is that of a point mass; a body whose only point is its centre of mass: a disc of its radius of gyration;
+- a body on a prismatic joint (tree or loop): a block along the sliding axis (a piston), in a guide;
+- revolute joints: small open circles; spring-dampers: a zig-zag (spring) beside a dashpot (damper) between their
+  points; joint springs: a coil around a revolute joint, a zig-zag along a prismatic one; the ground: a hatched
+  support under every ground joint and spring anchor.
+
+Spatial models (``Model3D``): ``snapshot3d`` (and ``draw``, which dispatches to it) draws a configuration as a
+matplotlib 3D stick figure (``spatial_sticks``: bars from each body's joint to its centre of mass and its
+children's joints, loops dashed), x / y / z [m] at equal scales; ``spatial_overview`` draws a spatial dynamics,
+statics or modes result, ``animate`` a spatial motion.
+
+Library code never selects a matplotlib backend: when ``matplotlib.pyplot`` is already imported (the user works with
+pyplot) new figures come from it, otherwise from ``matplotlib.figure.Figure``, which needs no backend to be saved.
+"""
+
+from .mechanism import (
+    Outline,
+    draw,
+    mode_shapes,
+    reaction_arrows,
+    reaction_bars,
+    snapshots,
+)
+from .overview import (
+    animate,
+    overview,
+)
+from .series import (
+    QUANTITY_KINDS,
+    coordinate_labels,
+    coordinate_names_units,
+    drift,
+    driving_forces,
+    energy,
+    figure,
+    joint_labels,
+    names_units,
+    reactions,
+    time_series,
+    trajectories,
+)
+from .spatial import (
+    snapshot3d,
+    spatial_coordinate_labels,
+    spatial_overview,
+    spatial_snapshots,
+    spatial_sticks,
+)
+
+__all__ = [
+    "animate", "coordinate_labels", "coordinate_names_units", "draw", "drift", "driving_forces", "energy", "figure",
+    "joint_labels", "mode_shapes", "names_units", "Outline", "overview", "QUANTITY_KINDS", "reaction_arrows",
+    "reaction_bars", "reactions", "snapshot3d", "snapshots", "spatial_coordinate_labels", "spatial_overview",
+    "spatial_snapshots", "spatial_sticks", "time_series", "trajectories",
+]

@@ -1,0 +1,184 @@
+"""Drawings of spatial models (``Model3D``): the stick figure (``spatial_sticks``, ``snapshot3d``), snapshots
+over time, coordinate labels, and the overview of a spatial result (``spatial_overview``)."""
+
+import numpy as np
+
+from ..dynamics.calls import forward_kinematics
+from ..model.configuration import integrate_configuration
+from ..model.spatial import Model3D
+from .series import _result_panel, figure, time_series
+
+# ---- spatial models ------------------------------------------------------------------------------------------------
+
+def spatial_sticks(model, q):
+    """The stick figure of a spatial model at q, in ground coordinates [m]: a dict with
+
+    - ``segments`` (k, 2, 3): each body as bars from its joint point to its centre of mass and to the distinct
+      joint points of its children (a body whose points all coincide has none);
+    - ``joints`` (nbodies, 3): each body's joint point (child_point placed), ``coms`` (nbodies, 3): the centres of
+      mass, ``ground`` (g, 3): the joint points of the bodies jointed to the ground (parent_point in the ground);
+    - ``loops`` (nloops, 2, 3): each loop's two points (``Model3D.add_loop``; the ground's in the ground frame).
+    """
+    rotations, origins = forward_kinematics(model, q)
+    parents = model.body_parent
+
+    def place(index, points):  # body-frame points of the bodies ``index`` in ground coordinates
+        return origins[index] + np.einsum("kij,kj->ki", rotations[index], points)
+
+    every = np.arange(model.nbodies)
+    joints_at = place(every, model.joint_child_point)
+    coms = place(every, model.body_com)
+    children = np.flatnonzero(parents >= 0)
+    child_joints = place(parents[children], model.joint_parent_point[children])
+    starts = np.concatenate([joints_at, joints_at[parents[children]]])
+    ends = np.concatenate([coms, child_joints])
+    # one bar per distinct (body, end point): children jointed at one point share a bar
+    keyed = np.unique(np.column_stack([np.concatenate([every, parents[children]]), starts, ends]), axis=0)
+    keep = np.linalg.norm(keyed[:, 4:7] - keyed[:, 1:4], axis=1) > 0.0
+    segments = np.stack([keyed[keep, 1:4], keyed[keep, 4:7]], axis=1)
+    ground = model.joint_parent_point[parents < 0]
+    loops = np.zeros((model.nloops, 2, 3))
+    for k in range(model.nloops):
+        loop = model.loop(k)
+        for end, (body, point) in enumerate(((loop["body_a"], loop["point_a"]), (loop["body_b"], loop["point_b"]))):
+            loops[k, end] = point if body < 0 else origins[body] + rotations[body] @ point
+    return {"segments": segments.reshape(-1, 2, 3), "joints": joints_at, "coms": coms, "ground": ground,
+            "loops": loops}
+
+
+def snapshot3d(model, q, ax=None, color="C0", alpha=1.0, label=None):
+    """Draw a spatial model (``Model3D``) at configuration q (nq,) as a matplotlib 3D stick figure; returns the
+    figure.
+
+    Each body is drawn as bars from its joint point to its centre of mass and to its children's joints
+    (``spatial_sticks``), joints as open circles, centres of mass as dots (area growing with the mass), the
+    ground joints as black triangles; axes x, y, z [m] with equal scales, framed to the figure. ``ax``: a 3D axes
+    (``projection="3d"``) to draw on; None makes a new figure (``figure``: no backend selected).
+    """
+    if not isinstance(model, Model3D):
+        raise TypeError(f"snapshot3d draws a Model3D; got {type(model).__name__} (use draw for a planar Model)")
+    if ax is None:
+        fig, ax = figure(pyplot=None, subplot_kw={"projection": "3d"}, figsize=(6, 6))
+    else:
+        if getattr(ax, "name", None) != "3d":
+            raise TypeError("snapshot3d needs a 3D axes: fig.add_subplot(projection='3d')")
+        fig = ax.figure
+    from mpl_toolkits.mplot3d.art3d import Line3DCollection  # noqa: PLC0415
+
+    sticks = spatial_sticks(model, q)
+    if len(sticks["segments"]):
+        ax.add_collection3d(Line3DCollection(sticks["segments"], colors=color, alpha=alpha, linewidths=2.0,
+                                             label=label))
+    if len(sticks["loops"]):  # the loops: dashed, from point a to point b (a point for a closed spherical loop)
+        ax.add_collection3d(Line3DCollection(sticks["loops"], colors=color, alpha=alpha, linewidths=1.2,
+                                             linestyles="--"))
+    joints_at, coms = sticks["joints"], sticks["coms"]
+    ax.scatter(*joints_at.T, facecolors="white", edgecolors=color, alpha=alpha, s=25, depthshade=False)
+    masses = model.body_mass
+    sizes = 10.0 + 60.0 * masses / max(float(masses.max()), 1e-300)
+    ax.scatter(*coms.T, color=color, alpha=alpha, s=sizes, depthshade=False)
+    if len(sticks["ground"]):
+        ax.scatter(*sticks["ground"].T, color="k", marker="^", s=40, depthshade=False)
+    everything = np.vstack([joints_at, coms, sticks["ground"], sticks["segments"].reshape(-1, 3),
+                            sticks["loops"].reshape(-1, 3)])
+    low, high = everything.min(axis=0), everything.max(axis=0)
+    centre, half = 0.5 * (low + high), 0.5 * max(float(np.max(high - low)), 1e-9) * 1.1
+    ax.set(xlim=(centre[0] - half, centre[0] + half), ylim=(centre[1] - half, centre[1] + half),
+           zlim=(centre[2] - half, centre[2] + half), xlabel="x [m]", ylabel="y [m]", zlabel="z [m]")
+    ax.set_box_aspect((1.0, 1.0, 1.0))
+    if label:
+        ax.legend(fontsize=7)
+    return fig
+
+
+_QUATERNION = tuple((f"quaternion {c}", "-") for c in "wxyz")
+_OMEGA = tuple((f"omega {c}", "rad/s") for c in "xyz")  # a quaternion joint's rates: omega in the child frame
+_SPATIAL_COORDINATES = {  # joint type: (name, unit) of each entry of its q, and of its v
+    "revolute": ((("angle", "rad"),), (("rate", "rad/s"),)),
+    "prismatic": ((("slide", "m"),), (("speed", "m/s"),)),
+    "cylindrical": ((("angle", "rad"), ("slide", "m")), (("rate", "rad/s"), ("speed", "m/s"))),
+    "universal": ((("angle 1", "rad"), ("angle 2", "rad")), (("rate 1", "rad/s"), ("rate 2", "rad/s"))),
+    "spherical": (_QUATERNION, _OMEGA),
+    "planar": ((("x", "m"), ("y", "m"), ("angle", "rad")), (("x rate", "m/s"), ("y rate", "m/s"), ("rate", "rad/s"))),
+    "free": ((("x", "m"), ("y", "m"), ("z", "m"), *_QUATERNION),
+             (("x rate", "m/s"), ("y rate", "m/s"), ("z rate", "m/s"), *_OMEGA)),
+    "fixed": ((), ())}
+
+
+def spatial_coordinate_labels(model, kind="q"):
+    """Labels of a spatial model's configuration q (nq,), or with kind "v" of its velocity v (nv,):
+    "<body> <coordinate> [<unit>]" ("arm1 angle [rad]", "top quaternion w [-]", "top omega x [rad/s]"), in order."""
+    column = {"q": 0, "v": 1}[kind]
+    return [f"{name} {what} [{unit}]" for name, joint in zip(model.names, model.joint_types, strict=True)
+            for what, unit in _SPATIAL_COORDINATES[joint][column]]
+
+
+def spatial_snapshots(model, t, q, times, ax):
+    """The spatial model at the samples (t (nt,), q (nt, nq)) nearest ``times`` on the 3D axes ``ax``, fading from
+    light to dark, framed so that every snapshot fits (equal scales)."""
+    index = [int(np.argmin(np.abs(np.asarray(t) - ti))) for ti in times]
+    count = len(index)
+    for k, i in enumerate(index):
+        snapshot3d(model, q[i], ax, color=f"C{k % 10}", alpha=0.4 + 0.6 * (k + 1) / count, label=f"t = {t[i]:.3g} s")
+    ax.set(**_cube_limits(model, [q[i] for i in index]))
+    return ax.figure
+
+
+def _cube_limits(model, qs):
+    """The x, y, z limits (``ax.set`` keywords) of a cube with equal scales around the stick figures of the spatial
+    model at the configurations ``qs`` (their joints, centres of mass, ground joints and loop points), 10% margin."""
+    points = []
+    for q in qs:
+        sticks = spatial_sticks(model, q)
+        points.append(np.vstack([sticks["joints"], sticks["coms"], sticks["ground"], sticks["loops"].reshape(-1, 3)]))
+    points = np.vstack(points)
+    low, high = points.min(axis=0), points.max(axis=0)
+    centre, half = 0.5 * (low + high), 0.55 * max(float(np.max(high - low)), 1e-9)
+    return {"xlim": (centre[0] - half, centre[0] + half), "ylim": (centre[1] - half, centre[1] + half),
+            "zlim": (centre[2] - half, centre[2] + half)}
+
+
+def _spatial_dynamics(result, model):
+    """``spatial_overview`` of a dynamics result: 3D snapshots at four times, then q, the energy (balance) and the
+    loop drift against time."""
+    from matplotlib.figure import Figure  # noqa: PLC0415
+
+    t, q = np.asarray(result["t"], dtype=float), np.asarray(result["q"], dtype=float)
+    panels = ["q", *(key for key in ("energy", "drift") if key in result)]
+    fig = Figure(figsize=(8, 6 + 2.8 * len(panels)))
+    grid = fig.add_gridspec(1 + len(panels), 1, height_ratios=[2.2] + [1.0] * len(panels))
+    spatial_snapshots(model, t, q, np.linspace(t[0], t[-1], 4), fig.add_subplot(grid[0], projection="3d"))
+    for row, panel in enumerate(panels, start=1):
+        ax = fig.add_subplot(grid[row])
+        if panel == "q":
+            time_series(t, q, spatial_coordinate_labels(model), ax, "joint coordinate")
+        else:
+            _result_panel(panel, t, result, ax)
+    fig.tight_layout()
+    return fig
+
+
+def spatial_overview(result, model, most=4, amplitude=0.3):
+    """The figure ``rmbd plot`` draws for a spatial model's result (a dict of the .npz ``rmbd run`` wrote): for
+    dynamics, 3D snapshots at four times over the coordinates, the energy (balance) and the loop drift against time;
+    otherwise the static equilibrium q as a 3D snapshot, and for modes one 3D panel per mode (at most ``most``): the
+    equilibrium (grey) and the configuration displaced along the mode, q (+) s shape, with s such that the largest
+    velocity-space component is ``amplitude`` [rad or m]."""
+    if "t" in result:
+        return _spatial_dynamics(result, model)
+    q = np.asarray(result["q"], dtype=float)
+    omega = np.asarray(result["omega"]) if "omega" in result else np.zeros(0)
+    count = min(most, omega.size)
+    fig, axes = figure(1, max(count, 1), pyplot=False, subplot_kw={"projection": "3d"},
+                       figsize=(5 * max(count, 1), 5), squeeze=False)
+    axes = axes[0]
+    if count == 0:
+        snapshot3d(model, q, axes[0], label="static equilibrium")
+        return fig
+    shapes = np.asarray(result["shapes"], dtype=float)
+    for k, ax in enumerate(axes):
+        shape = shapes[:, k] * amplitude / max(float(np.abs(shapes[:, k]).max()), 1e-300)
+        snapshot3d(model, q, ax, color="0.6", alpha=0.5)
+        snapshot3d(model, integrate_configuration(model, q, shape), ax, color=f"C{k % 10}")
+        ax.set_title(f"mode {k + 1}: {omega[k]:.4g} rad/s")
+    return fig
