@@ -27,6 +27,7 @@ from _common import print_table, write_json
 from scipy.special import ellipk
 
 import recursive_mbd as rm
+from recursive_mbd.model import spatial_fields
 
 G = 9.81
 
@@ -105,7 +106,7 @@ def free_body_3d():
     points = [rm.point_kinematics(model, q, v, "b", com) for q, v in zip(res.q, res.qd, strict=True)]
     position = np.array([np.asarray(p[0]) for p in points])
     parabola = position[0] + np.outer(t, np.asarray(points[0][1])) + 0.5 * np.outer(t**2, [0.0, 0.0, -G])
-    rotations = [rm.model3d.quaternion_matrix(q[3:7]) for q in res.q]
+    rotations = [spatial_fields.quaternion_matrix(q[3:7]) for q in res.q]
     momentum = np.array([r @ inertia @ v[3:6] for r, v in zip(rotations, res.qd, strict=True)])
     kinetic, potential = res.energy()
     energy = kinetic + potential

@@ -16,6 +16,7 @@ from .errors import StateError
 
 _FLOAT = np.dtype(np.float64)
 _REAL_KINDS = "biuf"  # bool, signed, unsigned, float
+_MODEL_MODULE = "recursive_mbd.model.planar"  # where Model is defined
 
 
 def require_model(model, what="model"):
@@ -23,9 +24,9 @@ def require_model(model, what="model"):
     # recognised by its class (or a base class) recursive_mbd.model.planar.Model, not imported: model.py builds on this
     # module, which stays free of import circles
     cls = model.__class__
-    if cls.__name__ == "Model" and cls.__module__ == "recursive_mbd.model.planar":  # the common case, without the MRO walk
+    if cls.__name__ == "Model" and cls.__module__ == _MODEL_MODULE:  # the common case, without the MRO walk
         return model
-    if not any(cls.__name__ == "Model" and cls.__module__ == "recursive_mbd.model.planar" for cls in type(model).__mro__):
+    if not any(cls.__name__ == "Model" and cls.__module__ == _MODEL_MODULE for cls in type(model).__mro__):
         hint = " (call its .build() to get a Model)" if type(model).__name__ == "Mechanism" else ""
         raise TypeError(f"{what} must be a recursive_mbd.Model, got {type(model).__name__}{hint}")
     return model

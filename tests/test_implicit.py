@@ -1,4 +1,4 @@
-"""The O(N) Newton matrix solve (solve_effective) and the generalised-alpha integrator (recursive_mbd.integrate.implicit)."""
+"""The O(N) Newton matrix solve (solve_effective) and the generalised-alpha integrator (rm.implicit)."""
 
 import itertools
 

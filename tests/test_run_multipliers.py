@@ -16,6 +16,7 @@ import recursive_mbd as rm
 from recursive_mbd.dynamics import augmented
 from recursive_mbd.errors import SimulationError
 from recursive_mbd.integrate.runs import sampled_multipliers
+from recursive_mbd.model import spatial_fields
 
 
 def _augmented_loop_multipliers(model, q, qd, tau):
@@ -147,7 +148,7 @@ def test_spatial_four_bar_gives_the_planar_multipliers():
     Newton corrections on the redundant rows stall at round-off with a rate >= 1, which failed the iteration
     before the round-off test could accept it, down to h = 8e-16 s.)"""
     planar = _four_bar_planar()
-    turn = rm.model3d.axis_rotation(np.array((1.0, 2.0, -0.5)) / np.sqrt(5.25), 0.7)
+    turn = spatial_fields.axis_rotation(np.array((1.0, 2.0, -0.5)) / np.sqrt(5.25), 0.7)
     spatial = _rotated_four_bar(turn)
     q0 = rm.assemble(planar, np.array([0.9, -0.7, 1.6]), fixed=[0])
     _, _, jac, _ = rm.loops.constraints(planar, q0)

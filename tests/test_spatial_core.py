@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 import recursive_mbd as rm
+from recursive_mbd.dynamics import spatial as spatial_dynamics
 from recursive_mbd.errors import ModelError, StateError
+from recursive_mbd.model import spatial_fields
 
 pytestmark = pytest.mark.boundscheck  # also run under NUMBA_BOUNDSCHECK=1 in CI (.ci/run)
 
@@ -22,7 +24,7 @@ def random_inertia(rng):
     """A random full inertia tensor (principal moments obeying the triangle inequality, random axes)."""
     a, b = rng.uniform(0.2, 1.0, size=2)
     moments = np.array([a, b, rng.uniform(abs(a - b) + 0.05, a + b - 0.05)])
-    axes = rm.model3d.quaternion_matrix(random_rotation(rng))
+    axes = spatial_fields.quaternion_matrix(random_rotation(rng))
     return axes @ np.diag(moments) @ axes.T
 
 
@@ -151,8 +153,8 @@ def test_quaternion_exponential_is_a_rotation_about_omega():
     assert np.allclose(q, [np.cos(0.35), *(np.sin(0.35) * axis)], atol=1e-15)
     # child-frame omega: right multiplication, so a second step about the body axis composes on the right
     q2 = rm.integrate_configuration(model, q, np.array([0.0, 0.0, 0.4]))
-    expected = rm.model3d.quaternion_matrix(q) @ rm.model3d.axis_rotation([0.0, 0.0, 1.0], 0.4)
-    assert np.allclose(rm.model3d.quaternion_matrix(q2), expected, atol=1e-15)
+    expected = spatial_fields.quaternion_matrix(q) @ spatial_fields.axis_rotation([0.0, 0.0, 1.0], 0.4)
+    assert np.allclose(spatial_fields.quaternion_matrix(q2), expected, atol=1e-15)
     # the shorter way: a rotation by 1.5 pi is reached back by -0.5 pi
     q3 = rm.integrate_configuration(model, model.neutral(), 1.5 * np.pi * axis)
     assert np.allclose(rm.difference(model, model.neutral(), q3), -0.5 * np.pi * axis, atol=1e-14)
@@ -293,7 +295,7 @@ def _planar_and_spatial(rng, n):
         axis = rng.normal(size=2) if joint == "prismatic" else None
         planar.add_body(parent, joint, parent_point=pp, child_point=cp, mass=mass, inertia=inertia, com=com,
                         angle=angle, axis=axis)
-        rotation = rm.model3d.axis_rotation([0.0, 0.0, 1.0], angle)
+        rotation = spatial_fields.axis_rotation([0.0, 0.0, 1.0], angle)
         axis3 = None if axis is None else rotation.T @ np.array([*axis, 0.0])
         spatial.add_body(parent, joint, parent_point=(*pp, 0.0), child_point=(*cp, 0.0), mass=mass,
                          inertia=np.diag([inertia, inertia, inertia]), com=(*com, 0.0), rotation=rotation,
@@ -367,7 +369,7 @@ def test_state_errors(ball_chain):
     with pytest.raises(TypeError, match="real numbers, got complex"):
         rm.forward_dynamics(ball_chain, q, v.astype(complex))
     with pytest.raises(TypeError, match="Model3D"):
-        rm.spatial.forward_dynamics(rm.chains.serial_chain(2), np.zeros(2), np.zeros(2))
+        spatial_dynamics.forward_dynamics(rm.chains.serial_chain(2), np.zeros(2), np.zeros(2))
     with pytest.raises(StateError, match="unknown method"):
         rm.forward_dynamics(ball_chain, q, v, method="aba")
     with pytest.raises(StateError, match=r"point must have shape \(3,\)"):
@@ -492,7 +494,7 @@ def test_free_body_closed_forms():
     expected_omega = -np.cross(omega, inertia * omega) / inertia
     _close(vdot[3:], expected_omega, 1e-14)
     # the joint point is the centre of mass, whose position in the joint frame is t: t'' = R0^T g, spin or not
-    _close(vdot[:3], rm.model3d.quaternion_matrix(rotation).T @ gravity, 1e-14)
+    _close(vdot[:3], spatial_fields.quaternion_matrix(rotation).T @ gravity, 1e-14)
 
 
 def test_fixed_joints_only():

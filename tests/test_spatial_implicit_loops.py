@@ -16,6 +16,7 @@ from test_spatial_loops import _four_bar_planar, _four_bar_spatial, _rotated_fou
 import recursive_mbd as rm
 from recursive_mbd.dynamics import spatial_loops
 from recursive_mbd.errors import SimulationError
+from recursive_mbd.model import spatial_fields
 
 
 def _rssr():
@@ -49,7 +50,7 @@ def test_four_bar_built_spatially_gives_the_planar_steps_and_multipliers():
     multipliers, R^T lambda_spatial[:3] = (lambda_planar, 0), to 1e-9 relative (measured 4e-12): the spatial
     Newton iteration converges to the planar one's steps. The loop rows hold at the Newton tolerance."""
     planar, spatial = _four_bar_planar(), _four_bar_spatial()
-    turn = rm.model3d.axis_rotation(np.array((1.0, 2.0, -0.5)) / np.sqrt(5.25), 0.7)
+    turn = spatial_fields.axis_rotation(np.array((1.0, 2.0, -0.5)) / np.sqrt(5.25), 0.7)
     q0 = rm.assemble(planar, np.array([0.9, -0.7, 1.6]), fixed=[0])
     _, _, jac, _ = rm.loops.constraints(planar, q0)
     qd0 = np.linalg.svd(jac)[2][-1] * 2.5  # the mechanism's one motion

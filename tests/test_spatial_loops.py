@@ -8,8 +8,10 @@ import pytest
 from test_spatial_core import random_tree
 
 import recursive_mbd as rm
+from recursive_mbd.dynamics import spatial as spatial_dynamics
 from recursive_mbd.dynamics import spatial_loops
 from recursive_mbd.errors import ModelError, StateError
+from recursive_mbd.model import spatial_fields
 
 JOINTS = ("revolute", "spherical", "universal", "free", "cylindrical", "prismatic", "planar")
 
@@ -242,7 +244,7 @@ def test_add_loop_refuses_bad_input_naming_the_loop():
     # the tree's own forward dynamics refuses a looped model rather than ignoring the loops
     q = model.neutral()
     with pytest.raises(ModelError, match="closed loops"):
-        rm.spatial.forward_dynamics(model, q, np.zeros(3))
+        spatial_dynamics.forward_dynamics(model, q, np.zeros(3))
     with pytest.raises(StateError, match="v must have shape"):
         rm.forward_dynamics(model, q, np.zeros(4))
     with pytest.raises(ModelError, match="frozen|compiled"):
@@ -369,7 +371,7 @@ def test_modes_of_the_spatial_four_bar_equal_the_planar_route():
     planar.add_joint_spring_damper("crank", 3.0, rest=0.4)
     equilibrium = rm.static_equilibrium(planar, np.array([-1.2, 0.9, -1.9]))
     omega, shape = rm.modes(planar, equilibrium.q)
-    turn = rm.model3d.axis_rotation(np.array((1.0, 2.0, -0.5)) / np.sqrt(5.25), 0.7)
+    turn = spatial_fields.axis_rotation(np.array((1.0, 2.0, -0.5)) / np.sqrt(5.25), 0.7)
     for spatial in (_four_bar_spatial(), _rotated_four_bar(turn)):
         spatial.add_joint_spring_damper("crank", 3.0, rest=0.4)
         omega3, shape3 = rm.modes(spatial, equilibrium.q)

@@ -11,10 +11,11 @@ import recursive_mbd as rm
 from recursive_mbd._kernels import layout as L
 from recursive_mbd._kernels.spatial.system import project_state, projects
 from recursive_mbd._kernels.timeloops import integrators
+from recursive_mbd.dynamics import spatial as spatial_dynamics
 from recursive_mbd.errors import SimulationError, StateError
 from recursive_mbd.integrate.runs import SimulationResult
 from recursive_mbd.integrate.simulate import SpatialTimeLoop, _SpatialInputs
-from recursive_mbd.model.spatial import quaternion_matrix
+from recursive_mbd.model.spatial_fields import quaternion_matrix
 
 
 def _rigid_body(joint, inertia=(1.0, 2.0, 3.0, 0.0, 0.0, 0.0), mass=2.0, gravity=(0.0, 0.0, 0.0), com=(0, 0, 0)):
@@ -249,4 +250,4 @@ def test_time_loop_of_an_all_spherical_chain_allocates_no_motion_subspaces():
                      inertia=(1e-2, 2e-2, 3e-2, 0.0, 0.0, 0.0), com=(0.0, 0.0, -0.05))
     loop = SpatialTimeLoop(chain, _SpatialInputs(chain, None))
     assert loop.system.S.shape == (0, 3, 6)
-    assert rm.spatial.workspace(chain)._S is None
+    assert spatial_dynamics.workspace(chain)._S is None

@@ -1,4 +1,4 @@
-"""Joint type codes, the numbers the kernels dispatch on (names, codes and degrees of freedom: ``recursive_mbd.joints``)."""
+"""Joint type codes, the numbers the kernels dispatch on (what each joint is: ``rm.joints``)."""
 
 
 REVOLUTE = 0

@@ -78,7 +78,7 @@ def assemble(model, q_guess, fixed=(), *, tol=1e-12, max_iter=50):
         When the loops cannot close (lengths that do not fit, a coordinate held where the mechanism cannot
         reach): names the loop with the largest gap and its size.
 
-    A spatial model (``Model3D``): ``recursive_mbd.analysis.statics3d.assemble`` (Gauss-Newton along
+    A spatial model (``Model3D``): ``analysis.statics3d.assemble`` (Gauss-Newton along
     ``integrate_configuration``; ``fixed``: velocity indices or body names; a tree returns q_guess with its
     quaternions normalised).
     """
@@ -281,7 +281,7 @@ def kinematic_analysis(model, drivers, t, q_guess=None, *, tol=1e-12):
     -------
     KinematicResult
 
-    A spatial model (``Model3D``): ``recursive_mbd.analysis.statics3d.kinematic_analysis`` (revolute or prismatic joints
+    A spatial model (``Model3D``): ``analysis.statics3d.kinematic_analysis`` (revolute or prismatic joints
     driven; q (nt, nq), v and vdot (nt, nv)), returning a ``KinematicResult3D``.
     """
     if isinstance(model, Model3D):
@@ -438,7 +438,7 @@ def static_equilibrium(model, q_guess, tau=None, *, t=0.0, tol=1e-10, max_iter=5
     -------
     Equilibrium
 
-    A spatial model (``Model3D``, loops included): ``recursive_mbd.analysis.statics3d.static_equilibrium`` (Newton in the
+    A spatial model (``Model3D``, loops included): ``analysis.statics3d.static_equilibrium`` (Newton in the
     velocity space under gravity and tau (nv,), with the loop multipliers; ``velocity`` (nv,): the constant
     velocity of a steady motion, e.g. a spindle held at a constant rate by ``fixed``; ``t`` and ``prefer_stable``
     do not apply), returning an ``Equilibrium3D``. ``velocity`` applies to spatial models only.
@@ -702,7 +702,7 @@ def modes(model, q_eq, k=None, tau=None, *, t=0.0):
 
     Undamped: K v = omega^2 M v on the linearisation (generalised symmetric eigenproblem, scipy.linalg.eigh).
     Mode shapes are M-normalised. Raises ModelError if K has a negative eigenvalue (not a stable equilibrium).
-    A spatial model (``Model3D``, closed loops included): ``recursive_mbd.analysis.statics3d.modes`` (tau (nv,); shapes
+    A spatial model (``Model3D``, closed loops included): ``analysis.statics3d.modes`` (tau (nv,); shapes
     (nv, k) in the velocity space, with loops on the motions the loops allow).
     """
     if isinstance(model, Model3D):

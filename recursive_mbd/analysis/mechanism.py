@@ -14,7 +14,8 @@ from collections import deque
 import numpy as np
 
 from ..errors import ModelError
-from ..model.planar import Model, _finite_scalar, _point, _unit_axis
+from ..model._validation import finite_scalar
+from ..model.planar import Model, _point, _unit_axis
 
 JOINT_KINDS = ("revolute", "prismatic", "fixed")
 
@@ -52,8 +53,8 @@ class Mechanism:
         pose = np.asarray(pose, dtype=float)
         if pose.shape != (3,) or not np.all(np.isfinite(pose)):
             raise ModelError(f"{where}: pose must be 3 finite numbers (x, y, angle), got {np.asarray(pose).tolist()}")
-        mass = _finite_scalar(mass, f"{where}: mass")
-        inertia = _finite_scalar(inertia, f"{where}: inertia")
+        mass = finite_scalar(mass, f"{where}: mass")
+        inertia = finite_scalar(inertia, f"{where}: inertia")
         if mass < 0 or inertia < 0:
             raise ModelError(f"{where}: mass and inertia must be >= 0, got {mass}, {inertia}")
         self.bodies[name] = dict(mass=mass, inertia=inertia, com=_point(com, f"{where}: com"), pose=pose)

@@ -26,7 +26,8 @@ import numpy as np
 from .. import _checks
 from ..dynamics.calls import inverse_dynamics
 from ..errors import ModelError, StateError
-from ..model.spatial import Model3D, integrate_configuration
+from ..model.configuration import integrate_configuration
+from ..model.spatial import Model3D
 
 _STEP = 1e-6  # central-difference step along integrate_configuration [rad or m]: truncation ~1e-12, round-off ~1e-10
 

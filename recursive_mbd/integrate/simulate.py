@@ -264,7 +264,7 @@ def _consistent_start_spatial(model, q0, v0):
 def _spatial_start(model, q0, qd0):
     """(q0, v0) of a run on a Model3D as float64 arrays: shapes (nq,), (nv,), finite; each quaternion off unit norm
     by more than 1e-12 is normalised with a RuntimeWarning (one that is zero is a StateError naming body and index)."""
-    from ..model.spatial import _state_vector  # noqa: PLC0415
+    from ..model.configuration import _state_vector  # noqa: PLC0415
 
     q0 = _state_vector(q0, model.nq, "q0").copy()
     qd0 = _state_vector(qd0, model.nv, "qd0").copy()
