@@ -56,8 +56,8 @@ from ..dynamics.calls import as_vector
 from ..errors import ModelError, StateError
 from ..model.workspace import raise_status, workspace
 from .method_names import FIXED_STEP
-from .runs import _compiled_tau_adapter, _Inputs, build_system, fixed_step_count
-from .simulate import DOPRI5, RK4, TABLEAUS, _positive
+from .runs import _compiled_tau_adapter, _Inputs, build_system, fixed_step_count, positive
+from .tableaus import DOPRI5, RK4, TABLEAUS
 
 __all__ = ["EnsembleResult", "PARAMETERS", "simulate_many"]
 
@@ -496,7 +496,7 @@ def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12,
     shared = (callback, 0, dims, model.body_int, body_real, gravity, model.elem_int, elem_real, system[5], system[6],
               system[7], tau_const, system[9], system[22], *scratch)
     if max_wall_time is not None:
-        max_wall_time = _positive(max_wall_time, "max_wall_time")
+        max_wall_time = positive(max_wall_time, "max_wall_time")
     return _run(model, method, fixed, shared, threads, Y0, k, n, nq, t0, t_end, dt, every, t_eval, rtol, atol,
                 first_step, max_step, max_steps, events, max_wall_time, getattr(inputs, "tau_name", "tau"))
 
@@ -572,9 +572,9 @@ def _run(model, method, fixed, shared, threads, Y0, k, n, nq, t0, t_end, dt, eve
         if times.size == 0 or np.any(np.diff(times) < 0) or times[0] < t0 or times[-1] > t_end:
             raise ValueError(f"t_eval must be a non-empty sorted array within [t0, t_end] = [{t0}, {t_end}]")
         times = np.unique(np.concatenate(([t0], times, [t_end])))
-        rtol, atol = _positive(rtol, "rtol"), _positive(atol, "atol")
-        first_step = 0.0 if first_step is None else _positive(first_step, "first_step")
-        max_step = _positive(max_step, "max_step") if np.isfinite(max_step) else np.inf
+        rtol, atol = positive(rtol, "rtol"), positive(atol, "atol")
+        first_step = 0.0 if first_step is None else positive(first_step, "first_step")
+        max_step = positive(max_step, "max_step") if np.isfinite(max_step) else np.inf
         if events is not None:
             events_fn = _compiled_event_adapter(events, nq)
             directions = np.array([float(getattr(events, "direction", 0.0))])

@@ -191,8 +191,8 @@ def solve_effective(model, q, qd, c_mass, c_damp, c_stiff, rhs, *, t=0.0, out=No
         the loops.
     (x, lambda) when ``multipliers`` is True.
 
-    The matrix S is the one documented in ``recursive_mbd.integrate.implicit``: M exact; K the gravity geometric stiffness
-    T^T diag(K_b) T (exact for revolute/fixed joints, slide-rotation cross terms of prismatic/planar joints
+    The matrix S is the one documented in ``recursive_mbd.integrate.implicit``: M exact; K the gravity geometric
+    stiffness T^T diag(K_b) T (exact for revolute/fixed joints, slide-rotation cross terms of prismatic/planar joints
     omitted) plus the joint springs' stiffness; C the joint dampers' damping; velocity-product terms, elements
     between bodies and the loop forces' geometric stiffness lambda d2phi/dq2 omitted. Raises ModelError naming
     the body whose joint block of S is singular.
@@ -407,8 +407,9 @@ def finish_run(model, loop, callback, key, inputs, event_functions, control, t_o
     samples); KeyboardInterrupt, or SimulationError with the samples so far in .result, for a run that did not
     end well."""
     from . import runs as _runs  # noqa: PLC0415
+    from .result import _make_result  # noqa: PLC0415
 
-    result = _runs._make_result(model, loop, callback, key, np.array(t_out), np.array(y_out), "generalized_alpha",
+    result = _make_result(model, loop, callback, key, np.array(t_out), np.array(y_out), "generalized_alpha",
                                 nfev, nsteps, 0, None if multipliers is None else np.array(multipliers))
     result.newton_iterations = iterations
     result.newton_factorizations = int(info[4])

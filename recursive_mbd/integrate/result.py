@@ -1,11 +1,13 @@
-"""The result of a run (``SimulationResult``) and its file format, below the run machinery (``runs``).
+"""The result of a run (``SimulationResult``) and its file format, beside the run machinery (``runs``).
 
-``SimulationResult`` holds a run's samples and evaluates its dynamics again at them (``evaluate_system``: the
-run's compiled system and inputs); ``save`` and ``load`` write and read its .npz file (``read_npz``: any result
-archive, read without pickles). ``_raise_kernel_status`` turns a kernel status into the planar or spatial error.
+``_make_result`` builds it from a run's integrated samples (the formulation's state map, work terms and loop
+multipliers, ``sampled_multipliers``); ``SimulationResult`` holds the samples and evaluates the run's dynamics
+again at them (``evaluate_system``: the run's compiled system and inputs); ``save`` and ``load`` write and read its
+.npz file (``read_npz``: any result archive, read without pickles).
 """
 
 import os
+import warnings
 from io import BytesIO
 
 import numpy as np
@@ -15,7 +17,7 @@ from .._kernels.timeloops import integrators
 from ..dynamics.calls import element_forces, energy, forward_kinematics
 from ..errors import ResultFileError
 from ..model.spatial import Model3D
-from ..model.workspace import raise_status
+from .kernel_status import raise_kernel_status
 
 _RESULT_FORMAT = "recursive_mbd.SimulationResult"  # the marker of files SimulationResult.save writes
 _RESULT_VERSION = 1
@@ -292,6 +294,26 @@ class SimulationResult:
                 f"{self.nsteps} steps ({self.nrejected} rejected), {self.nfev} evaluations>")
 
 
+def _make_result(model, loop, callback, key, t, y, method, nfev, nsteps, nrejected, multipliers=None):
+    """The result of the integrated samples: the full joint state by the formulation's map, the work terms, and
+    what the formulation adds (``finish``); ``multipliers`` (nt, m): the loops' lambda a method computed at the
+    samples itself (generalized_alpha), else those of the formulation's dynamics at each sample
+    (``loop.multiplier_probe``), for a model with loops."""
+    q, qd = loop.joint_states(t, y)
+    name = method if loop.name == "recursive" else f"{loop.name} {method}"
+    # the work columns copied: views would keep the whole integrated y (the size of q and qd) alive with the result
+    result = SimulationResult(model, t, q, qd, np.array(loop.work(y)), name, nfev, nsteps, nrejected)
+    loop.finish(result, y, callback, key)
+    if multipliers is None and model.nloops:  # the loops' lambda of the run's dynamics at each sample
+        def lam_at(i):
+            state, lam = loop.multiplier_probe(result, y, i)
+            evaluate_system(model, callback, key, loop.system, loop.inputs, float(t[i]), state)
+            return lam
+
+        multipliers = sampled_multipliers(result, lam_at)
+    result.multipliers = multipliers
+    return result
+
 
 def evaluate_system(model, callback, key, system, inputs, t, y):
     """Run a system's right-hand side once at (t, y) (its accelerations, multipliers, element loads land in the
@@ -301,14 +323,21 @@ def evaluate_system(model, callback, key, system, inputs, t, y):
         failure, inputs.failure = inputs.failure[0], None
         raise failure
     if status:
-        _raise_kernel_status(model, status)
+        raise_kernel_status(model, status)
 
 
-
-def _raise_kernel_status(model, status):
-    """The exception of a kernel status: the planar route's, or the spatial one's (q, v, tau of a Model3D)."""
-    if isinstance(model, Model3D):
-        from ..dynamics.spatial_loops import _raise  # noqa: PLC0415  (the tree's statuses, and the loops')
-
-        _raise(model, status, ("q", "v", "tau"))
-    raise_status(model, status)
+def sampled_multipliers(result, lam_at):
+    """The loop multipliers at every sample of ``result``, (nt, m): ``lam_at(i)`` evaluates the run's dynamics at
+    sample i and returns the system's lambda. When the dynamics cannot be evaluated at a sample (a user function
+    that fails there, a state the loop layer refuses), None and a RuntimeWarning saying where and why: the
+    samples themselves stand, and a run that failed still raises its own error."""
+    rows = []
+    for i in range(result.t.size):
+        try:
+            rows.append(np.array(lam_at(i), dtype=float))
+        except Exception as error:  # noqa: BLE001 - any user function's exception: reported, the run's samples kept
+            warnings.warn(f"result.multipliers not available: the dynamics could not be evaluated at sample {i} "
+                          f"(t = {result.t[i]:.9g} s): {type(error).__name__}: {error}", RuntimeWarning,
+                          stacklevel=2)
+            return None
+    return np.array(rows).reshape(result.t.size, -1)

@@ -7,9 +7,8 @@ reaching the compiled loops through one callback), the recursive formulation's s
 (``build_system``, ``RecursiveTimeLoop``), event functions (``_Events``), the monitor that stops a run on Ctrl-C or
 its wall-clock limit (``_RunControl``), the time-span checks, the split of a run into pieces for a progress bar
 (``_run_segments``), the output budget of a run (``output_budget``: what its samples may take, so that a run that
-would outgrow memory stops with its samples kept), the result of the samples (``_make_result``: a
-``SimulationResult``, whose class and file format live in ``result``) and the error of a run that failed
-(``_raise_failure``).
+would outgrow memory stops with its samples kept) and the error of a run that failed (``_raise_failure``). The
+result of a run (``SimulationResult``, ``_make_result``) and its file format live beside it, in ``result``.
 
 A user function that fails stops the run: the bridge keeps its exception and the compiled loop returns a status,
 so the run raises SimulationError from it with the samples so far.
@@ -37,7 +36,7 @@ from ..dynamics._evaluation import element_inputs
 from ..dynamics.calls import as_vector
 from ..errors import ModelError, SimulationError, StateError
 from ..model.workspace import workspace
-from .result import SimulationResult, _raise_kernel_status, evaluate_system
+from .kernel_status import raise_kernel_status
 
 # ---- inputs: time-varying elements, tau as a function, drivers --------------------------------------------------
 
@@ -417,6 +416,14 @@ class _RunControl:
         return self.status()
 
 
+def positive(value, what):
+    """``value`` as a float, finite and > 0; a ValueError naming ``what`` otherwise."""
+    value = float(value)
+    if not (value > 0.0 and np.isfinite(value)):
+        raise ValueError(f"{what} must be finite and > 0, got {value}")
+    return value
+
+
 _MAX_TIME = 1e15  # [s]: beyond, float64 resolves times to worse than 0.1 s
 
 
@@ -535,7 +542,7 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
                       "no configuration of the free coordinates closes it")
         else:
             try:
-                _raise_kernel_status(model, status)
+                raise_kernel_status(model, status)
             except (ModelError, StateError) as err:
                 reason = str(err)
             else:  # pragma: no cover - raise_status always raises
@@ -704,41 +711,3 @@ def _run_segments(run, y0, t0, t_end, t_eval, dt, progress, control=None, segmen
     finally:
         bar.close()
     return status, t_fail, np.concatenate(times), np.concatenate(states), nfev, nsteps, nrejected, records
-
-
-def _make_result(model, loop, callback, key, t, y, method, nfev, nsteps, nrejected, multipliers=None):
-    """The result of the integrated samples: the full joint state by the formulation's map, the work terms, and
-    what the formulation adds (``finish``); ``multipliers`` (nt, m): the loops' lambda a method computed at the
-    samples itself (generalized_alpha), else those of the formulation's dynamics at each sample
-    (``loop.multiplier_probe``), for a model with loops."""
-    q, qd = loop.joint_states(t, y)
-    name = method if loop.name == "recursive" else f"{loop.name} {method}"
-    # the work columns copied: views would keep the whole integrated y (the size of q and qd) alive with the result
-    result = SimulationResult(model, t, q, qd, np.array(loop.work(y)), name, nfev, nsteps, nrejected)
-    loop.finish(result, y, callback, key)
-    if multipliers is None and model.nloops:  # the loops' lambda of the run's dynamics at each sample
-        def lam_at(i):
-            state, lam = loop.multiplier_probe(result, y, i)
-            evaluate_system(model, callback, key, loop.system, loop.inputs, float(t[i]), state)
-            return lam
-
-        multipliers = sampled_multipliers(result, lam_at)
-    result.multipliers = multipliers
-    return result
-
-
-def sampled_multipliers(result, lam_at):
-    """The loop multipliers at every sample of ``result``, (nt, m): ``lam_at(i)`` evaluates the run's dynamics at
-    sample i and returns the system's lambda. When the dynamics cannot be evaluated at a sample (a user function
-    that fails there, a state the loop layer refuses), None and a RuntimeWarning saying where and why: the
-    samples themselves stand, and a run that failed still raises its own error."""
-    rows = []
-    for i in range(result.t.size):
-        try:
-            rows.append(np.array(lam_at(i), dtype=float))
-        except Exception as error:  # noqa: BLE001 - any user function's exception: reported, the run's samples kept
-            warnings.warn(f"result.multipliers not available: the dynamics could not be evaluated at sample {i} "
-                          f"(t = {result.t[i]:.9g} s): {type(error).__name__}: {error}", RuntimeWarning,
-                          stacklevel=2)
-            return None
-    return np.array(rows).reshape(result.t.size, -1)
