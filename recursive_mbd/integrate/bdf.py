@@ -21,7 +21,7 @@ import numpy as np
 
 from .._kernels.planar import bdf as kernels
 from .._kernels.timeloops.integrators import output_rows
-from .implicit import joint_spring_diagonals
+from .newton import joint_spring_diagonals, spatial_joint_spring_diagonals
 from .runs import event_buffers
 
 # joint diagonal that locks a driven coordinate in the Newton solve: its elimination then passes the articulated
@@ -49,9 +49,8 @@ def spatial_newton_arrays(model):
     stiffness and damping on their joint's velocities. Registers the spatial Newton pieces (``_kernels.spatial_bdf``)
     with the compiled loop."""
     from .._kernels.spatial import bdf as spatial_bdf  # noqa: F401, PLC0415  (registers the SpatialSystem overloads)
-    from .spatial_implicit import joint_spring_diagonals as spatial_diagonals  # noqa: PLC0415
 
-    return spatial_diagonals(model)
+    return spatial_joint_spring_diagonals(model)
 
 
 class _Runner:

@@ -117,6 +117,21 @@ def _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_RE
                            PER[tid, :ne], QDD[tid, :nq], DRIVE[tid, :nq], loops)
 
 
+@numba.njit(cache=True)
+def _member_start(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord, driven,
+                  TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER, QDD, DRIVE, CONTROL):
+    """(system, control) of member m on thread tid: its RecursiveSystem (``_member_system``) and the thread's
+    control row CONTROL[tid], its counts zeroed so that the time loop polls before the first step (a member started
+    after a stop request does not run)."""
+    system = _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord,
+                            driven, TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER,
+                            QDD, DRIVE)
+    control = CONTROL[tid]
+    control[0] = 0.0
+    control[1] = 0.0
+    return system, control
+
+
 @_parallel
 def _fixed_many(inputs, key, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord, driven,
                 TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER, QDD, DRIVE, K, T_BUF,
@@ -126,12 +141,9 @@ def _fixed_many(inputs, key, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_
     Y (k, nt, n). ``monitor`` (``_stop_monitor``) is polled with CONTROL[tid], the row of thread tid."""
     for m in numba.prange(Y0.shape[0]):
         tid = numba.get_thread_id()
-        system = _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord,
-                                driven, TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN,
-                                PER, QDD, DRIVE)
-        control = CONTROL[tid]
-        control[0] = 0.0  # poll before the first step: a member started after a stop request does not run
-        control[1] = 0.0
+        system, control = _member_start(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free,
+                                        drv_coord, driven, TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM,
+                                        WRENCH, JFORCE, EEN, PER, QDD, DRIVE, CONTROL)
         st, tf, cnt, t_out, y_out, nfev, nsteps = integrators.integrate_fixed(
             inputs, key, system, Y0[m], t0, t_end, dt, nsteps_total, every, a, b, c, midpoint, tol, max_iter,
             K[tid, :c.shape[0]], T_BUF[tid, :Y.shape[1]], Y_BUF[tid, :Y.shape[1]], np.inf, monitor, 0, control)
@@ -157,12 +169,9 @@ def _adaptive_many(inputs, key, dims, body_int, BODY_REAL, GRAVITY, elem_int, EL
     """
     for m in numba.prange(Y0.shape[0]):
         tid = numba.get_thread_id()
-        system = _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord,
-                                driven, TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN,
-                                PER, QDD, DRIVE)
-        control = CONTROL[tid]
-        control[0] = 0.0
-        control[1] = 0.0
+        system, control = _member_start(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free,
+                                        drv_coord, driven, TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM,
+                                        WRENCH, JFORCE, EEN, PER, QDD, DRIVE, CONTROL)
         (st, tf, cnt, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t,
          ev_y) = integrators.integrate_adaptive(
             inputs, key, system, Y0[m], t0, t_end, rtol, atol, first_step, max_step, max_steps, t_eval, 1, a, b, c,

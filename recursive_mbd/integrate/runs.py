@@ -1,14 +1,16 @@
 """What every run of a planar or spatial time loop shares, below the method drivers.
 
-``integrate`` (``simulate``: the explicit, midpoint and scipy methods, bdf through its segment runner) and
-``implicit`` (the generalised-alpha run) both build a run from these pieces, so that the method modules import
-this module and not each other: the inputs of a run (``_Inputs``: time-varying elements, tau functions, drivers,
-reaching the compiled loops through one callback), the recursive formulation's system and state map
-(``build_system``, ``RecursiveTimeLoop``), event functions (``_Events``), the monitor that stops a run on Ctrl-C or
-its wall-clock limit (``_RunControl``), the time-span checks, the split of a run into pieces for a progress bar
-(``_run_segments``), the output budget of a run (``output_budget``: what its samples may take, so that a run that
-would outgrow memory stops with its samples kept) and the error of a run that failed (``_raise_failure``). The
-result of a run (``SimulationResult``, ``_make_result``) and its file format live beside it, in ``result``.
+``simulate`` (the explicit, midpoint and scipy methods, bdf through its segment runner) and the generalised-alpha
+runs (``implicit``, ``spatial_implicit``, through ``newton``) build a run from these pieces, so that the method
+modules import this module and not each other: the checked start (``check_finite_start``, ``start_state``), the
+inputs of a run (``_Inputs``: time-varying elements, tau functions, drivers, reaching the compiled loops through
+one callback), the recursive formulation's system and state map (``build_system``, ``RecursiveTimeLoop``), event
+functions (``_Events``), the monitor that stops a run on Ctrl-C or its wall-clock limit (``_RunControl``), the
+option and time-span checks, the end of a run (``close_run``: events, Ctrl-C), the split of a run into pieces for
+a progress bar (``_run_segments``), the output budget of a run (``output_budget``: what its samples may take, so
+that a run that would outgrow memory stops with its samples kept) and the error of a run that failed
+(``_raise_failure``). The result of a run (``SimulationResult``, ``_make_result``) and its file format live beside
+it, in ``result``.
 
 A user function that fails stops the run: the bridge keeps its exception and the compiled loop returns a status,
 so the run raises SimulationError from it with the samples so far.
@@ -82,33 +84,31 @@ _WRONG_SHAPE_INPUT = L.STATUS_INPUT_FAILED | (L.INPUT_SHAPE << 4)
 _TAU_ADAPTERS = {}
 
 
+@numba.njit(cache=True)
+def _store_tau(value, u):
+    """Copy the value of a compiled tau function into u (tau alone: no other inputs): STATUS_OK, or the input
+    status that stops the run when its size is wrong or a value is not finite."""
+    if value.shape[0] != u.shape[0]:
+        return _WRONG_SHAPE_INPUT
+    for k in range(u.shape[0]):
+        if not math.isfinite(value[k]):
+            return _NONFINITE_INPUT
+        u[k] = value[k]
+    return L.STATUS_OK
+
+
 def _compiled_tau_adapter(function, arity):
     """A compiled input callback calling the compiled ``function`` (tau(t) or tau(t, q, qd)) into u[:nq]."""
     key = (function, arity)
     if key not in _TAU_ADAPTERS:
-        # u is tau alone here (no other inputs); a wrong size or a non-finite value stops the run
         if arity == 1:
             @numba.cfunc(integrators.CALLBACK)
             def adapter(key, t, q, qd, u):
-                value = function(t)
-                if value.shape[0] != u.shape[0]:
-                    return _WRONG_SHAPE_INPUT
-                for k in range(u.shape[0]):
-                    if not math.isfinite(value[k]):
-                        return _NONFINITE_INPUT
-                    u[k] = value[k]
-                return L.STATUS_OK
+                return _store_tau(function(t), u)
         else:
             @numba.cfunc(integrators.CALLBACK)
             def adapter(key, t, q, qd, u):
-                value = function(t, q, qd)
-                if value.shape[0] != u.shape[0]:
-                    return _WRONG_SHAPE_INPUT
-                for k in range(u.shape[0]):
-                    if not math.isfinite(value[k]):
-                        return _NONFINITE_INPUT
-                    u[k] = value[k]
-                return L.STATUS_OK
+                return _store_tau(function(t, q, qd), u)
         _TAU_ADAPTERS[key] = adapter
     return _TAU_ADAPTERS[key]
 
@@ -148,24 +148,7 @@ class _Inputs:
     spatial = False  # a Model3D's inputs (``_SpatialInputs``): tau of size nv, no drivers
 
     def __init__(self, model, tau, drivers):
-        nq = model.nq
-        self.ntau = nq
-        self.model = model
-        self.tau_const = np.zeros(nq)
-        self.tau_function = None
-        self.tau_arity = 0
-        offset = model.n_element_inputs
-        self.tau_offset = -1
-        if callable(tau):
-            self.tau_function = tau
-            self.tau_name = _function_name(tau)
-            self.tau_arity = _checks.arity(tau, "tau")
-            self.tau_offset = offset
-            offset += nq
-        elif tau is not None:
-            self.tau_const = as_vector(model, tau, "tau").copy()
-            if not np.all(np.isfinite(self.tau_const)):
-                raise StateError(f"tau[{int(np.flatnonzero(~np.isfinite(self.tau_const))[0])}] is not finite")
+        offset = self._take_tau(model, tau, model.nq, lambda value: as_vector(model, value, "tau"))
         self.driver_offset = offset
         self.drivers = []  # (coordinate, body name, evaluate(t) -> (f, f', f''))
         driven = np.zeros(model.nbodies, dtype=np.uint8)
@@ -188,7 +171,36 @@ class _Inputs:
         self.driven = driven if self.drivers else np.zeros(0, dtype=np.uint8)
         self.driven_coords = np.array([c for c, _, _ in self.drivers], dtype=np.int64)
         self.size = offset + 3 * len(self.drivers)
-        self.has_python = bool(model.element_functions or self.drivers) or (
+        self.has_python = self._needs_python()
+
+    def _take_tau(self, model, tau, ntau, vector):
+        """The tau fields of a run on ``model`` with ntau generalised forces: ``tau`` a function (its ntau slots of u
+        after the model's element slots), a constant (``vector(tau)``: the (ntau,) array, its shape checked) or
+        None (zeros). Returns the first slot of u after them."""
+        self.model = model
+        self.ntau = ntau
+        self.tau_const = np.zeros(ntau)
+        self.tau_function = None
+        self.tau_arity = 0
+        self.tau_offset = -1
+        offset = model.n_element_inputs
+        if callable(tau):
+            self.tau_function = tau
+            self.tau_name = _function_name(tau)
+            self.tau_arity = _checks.arity(tau, "tau")
+            self.tau_offset = offset
+            offset += ntau
+        elif tau is not None:
+            value = vector(tau).copy()
+            if not np.all(np.isfinite(value)):
+                raise StateError(f"tau[{int(np.flatnonzero(~np.isfinite(value))[0])}] is not finite")
+            self.tau_const = value
+        return offset
+
+    def _needs_python(self):
+        """Whether the compiled loop must call back into Python for these inputs (``callback``): the model's
+        time-varying elements, drivers, or a tau function that numba has not compiled."""
+        return bool(self.model.element_functions or self.drivers) or (
             self.tau_function is not None and not isinstance(self.tau_function, CPUDispatcher))
 
     def __call__(self, t, q, qd, u):
@@ -439,6 +451,18 @@ def check_time_span(t0, t_end):
     return t0, t_end
 
 
+def checked_t_eval(t_eval, t0, t_end):
+    """The output times of a run: None, or ``t_eval`` as a sorted float array within [t0, t_end] with t0 and t_end
+    added; a ValueError otherwise."""
+    if t_eval is None:
+        return None
+    t_eval_arr = np.asarray(t_eval, dtype=float).ravel()
+    if (t_eval_arr.size == 0 or np.any(np.diff(t_eval_arr) < 0) or t_eval_arr[0] < t0
+            or t_eval_arr[-1] > t_end):
+        raise ValueError(f"t_eval must be a non-empty sorted array within [t0, t_end] = [{t0}, {t_end}]")
+    return np.unique(np.concatenate(([t0], t_eval_arr, [t_end])))  # t0 and t_end always
+
+
 def event_callback(events):
     """(callback, key) through which a compiled time loop evaluates the run's event functions (``_Events``): the
     Python bridge with the events registered under a fresh key, or the no-op input callback when there are none."""
@@ -477,6 +501,30 @@ def fixed_step_count(t0, t_end, dt, max_steps):
     return max(1, math.ceil(ratio - 1e-9))  # the slack: a span that is a whole number of steps up to round-off
 
 
+def check_finite_start(q0, qd0):
+    """A StateError naming the first non-finite entry of q0, then of qd0 (the checked start of a run)."""
+    for vec, what in ((q0, "q0"), (qd0, "qd0")):
+        if not np.all(np.isfinite(vec)):
+            raise StateError(f"{what}[{int(np.flatnonzero(~np.isfinite(vec))[0])}] is not finite")
+
+
+def start_state(model, inputs, loop, callback, key, q0, qd0, t0, check_dynamics=True):
+    """The integrated state y0 a run starts from (``loop.initial_state``: projected onto the loops).
+
+    The run's Python inputs are called once first, so that a function that fails or returns the wrong shape is
+    reported clearly here; with ``check_dynamics`` the system's right-hand side is evaluated once at y0 and a kernel
+    status raises its error before anything runs."""
+    if inputs.has_python or inputs.tau_function is not None:
+        # a first evaluation in Python: a function that fails or returns the wrong shape is reported clearly here
+        inputs(t0, q0.copy(), qd0.copy(), np.zeros(inputs.size))
+    y0 = loop.initial_state(q0, qd0, t0, callback, key)
+    if check_dynamics:
+        status = integrators.system_rhs(callback, key, loop.system, t0, y0, np.empty_like(y0))
+        if status:
+            raise_kernel_status(model, status)
+    return y0
+
+
 def _consistent_start(model, inputs, q0, qd0, t0):
     """(q0, qd0) projected onto the loop constraints (drivers applied first); a large gap is an error."""
     from ..dynamics.loops import RedundantConstraintWarning, constraints, project  # noqa: PLC0415
@@ -494,6 +542,29 @@ def _consistent_start(model, inputs, q0, qd0, t0):
         warnings.warn(f"the loop equations are redundant at q0: rank {rank} of {model.nconstraints}; the "
                       "multipliers are the minimum-norm ones", RedundantConstraintWarning, stacklevel=5)
     return q0, qd0
+
+
+def close_run(result, method, status, t_fail, control, events, records):
+    """The end of a run that has its result: the events' records (index, t, y) into ``result.t_events``,
+    ``q_events``, ``qd_events``; "event" status for a run a terminal event ended; a KeyboardInterrupt carrying
+    the result for a run stopped by Ctrl-C. Returns the status left to report (STATUS_OK, or a failure's)."""
+    for i in range(len(events.functions)):
+        hits = [(t_ev, y_ev) for index, t_ev, y_ev in records if index == i]
+        states = [events.state(t_ev, y_ev) for t_ev, y_ev in hits]
+        result.t_events.append(np.array([t_ev for t_ev, _ in hits]))
+        result.q_events.append(np.array([q for q, _ in states]).reshape(-1, result.q.shape[1]))
+        result.qd_events.append(np.array([qd for _, qd in states]).reshape(-1, result.qd.shape[1]))
+    if status == L.STATUS_EVENT:
+        result.status = "event"
+        status = L.STATUS_OK
+    if control.interrupted or L.decode_status(status)[0] == L.STATUS_INTERRUPTED:
+        result.status = "interrupted"
+        interrupt = KeyboardInterrupt(f"{method} interrupted at t = {t_fail:.9g} s; {result.t.size} samples up to "
+                                      f"t = {result.t[-1]:.9g} s are kept in .result")
+        interrupt.result = result
+        interrupt.t = t_fail
+        raise interrupt
+    return status
 
 
 def _raise_failure(model, method, status, t_fail, result, max_steps, control, inputs, events, loop):

@@ -31,7 +31,6 @@ from ..dynamics.calls import as_vector
 from ..errors import StateError
 from ..model.spatial import Model3D
 from ..model.workspace import workspace
-from .kernel_status import raise_kernel_status
 from .method_names import FIXED_STEP, METHODS
 from .result import _make_result
 from .runs import (  # the run machinery shared with the method front ends; below them all
@@ -42,11 +41,15 @@ from .runs import (  # the run machinery shared with the method front ends; belo
     _raise_failure,
     _run_segments,
     _RunControl,
+    check_finite_start,
     check_time_span,
+    checked_t_eval,
+    close_run,
     event_buffers,
     event_callback,
     fixed_step_count,
     positive,
+    start_state,
 )
 from .scipy_route import _scipy_run, _scipy_solver
 from .spatial_loop import SpatialTimeLoop, _spatial_start, _SpatialInputs
@@ -234,9 +237,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
             raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
         q0 = as_vector(model, q0, "q0").copy()
         qd0 = as_vector(model, qd0, "qd0").copy()
-    for vec, what in ((q0, "q0"), (qd0, "qd0")):
-        if not np.all(np.isfinite(vec)):
-            raise StateError(f"{what}[{int(np.flatnonzero(~np.isfinite(vec))[0])}] is not finite")
+    check_finite_start(q0, qd0)
     t0, t_end = check_time_span(t0, t_end)
     fixed = method in FIXED_STEP
     if fixed and dt is None:
@@ -332,9 +333,7 @@ def _generalized_alpha_spatial(model, q0, qd0, t0, t_end, dt, every, tau, events
     if model.nv == 0:
         raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
     q0, qd0 = _spatial_start(model, q0, qd0)
-    for vec, what in ((q0, "q0"), (qd0, "qd0")):
-        if not np.all(np.isfinite(vec)):
-            raise StateError(f"{what}[{int(np.flatnonzero(~np.isfinite(vec))[0])}] is not finite")
+    check_finite_start(q0, qd0)
     inputs = _SpatialInputs(model, tau)
     loop = SpatialTimeLoop(model, inputs)
     return spatial_implicit.simulate_generalized_alpha(
@@ -387,23 +386,11 @@ def _stabilization(model, stabilization, scipy_method, formulation="recursive"):
 def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0, t0, t_end, rtol, atol, dt, t_eval,
               every, max_step, first_step, max_steps, midpoint_tol, events, progress, max_wall_time, max_order=5):
     system = loop.system
-    if inputs.has_python or inputs.tau_function is not None:
-        # a first evaluation in Python: a function that fails or returns the wrong shape is reported clearly here
-        inputs(t0, q0.copy(), qd0.copy(), np.zeros(inputs.size))
-    y0 = loop.initial_state(q0, qd0, t0, callback, key)
-    status = integrators.system_rhs(callback, key, system, t0, y0, np.empty_like(y0))
-    if status:
-        raise_kernel_status(model, status)
+    y0 = start_state(model, inputs, loop, callback, key, q0, qd0, t0)
 
     n = y0.size
     nrejected = 0
-    t_eval_arr = None
-    if t_eval is not None:
-        t_eval_arr = np.asarray(t_eval, dtype=float).ravel()
-        if (t_eval_arr.size == 0 or np.any(np.diff(t_eval_arr) < 0) or t_eval_arr[0] < t0
-                or t_eval_arr[-1] > t_end):
-            raise ValueError(f"t_eval must be a non-empty sorted array within [t0, t_end] = [{t0}, {t_end}]")
-        t_eval_arr = np.unique(np.concatenate(([t0], t_eval_arr, [t_end])))  # t0 and t_end always
+    t_eval_arr = checked_t_eval(t_eval, t0, t_end)
 
     control = _RunControl(max_wall_time)
     if scipy_method is not None:
@@ -433,22 +420,7 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
         result.newton_iterations = segment.newton_iterations
         result.newton_factorizations = segment.factorizations
         result.order_limited_at = segment.order_limited_at  # [s] or None: when the orders were capped at 2
-    for i in range(len(events.functions)):
-        hits = [(t_ev, y_ev) for index, t_ev, y_ev in event_records if index == i]
-        states = [events.state(t_ev, y_ev) for t_ev, y_ev in hits]
-        result.t_events.append(np.array([t_ev for t_ev, _ in hits]))
-        result.q_events.append(np.array([q for q, _ in states]).reshape(-1, result.q.shape[1]))
-        result.qd_events.append(np.array([qd for _, qd in states]).reshape(-1, result.qd.shape[1]))
-    if status == L.STATUS_EVENT:
-        result.status = "event"
-        status = L.STATUS_OK
-    if control.interrupted or L.decode_status(status)[0] == L.STATUS_INTERRUPTED:
-        result.status = "interrupted"
-        interrupt = KeyboardInterrupt(f"{method} interrupted at t = {t_fail:.9g} s; {result.t.size} samples up to "
-                                      f"t = {result.t[-1]:.9g} s are kept in .result")
-        interrupt.result = result
-        interrupt.t = t_fail
-        raise interrupt
+    status = close_run(result, method, status, t_fail, control, events, event_records)
     if status != L.STATUS_OK:
         _raise_failure(model, method, status, t_fail, result, max_steps, control, inputs, events, loop)
     return result

@@ -6,11 +6,10 @@ quaternions, projected onto the loops)."""
 import warnings
 
 import numpy as np
-from numba.core.registry import CPUDispatcher
 
 from .. import _checks
 from ..errors import StateError
-from .runs import _function_name, _Inputs
+from .runs import _Inputs
 
 
 class _SpatialInputs(_Inputs):
@@ -21,34 +20,20 @@ class _SpatialInputs(_Inputs):
     spatial = True
 
     def __init__(self, model, tau):
-        nv = model.nv
-        self.model = model
-        self.ntau = nv
-        self.tau_const = np.zeros(nv)
-        self.tau_function = None
-        self.tau_arity = 0
-        self.tau_offset = -1
-        offset = model.n_element_inputs
-        if callable(tau):
-            self.tau_function = tau
-            self.tau_name = _function_name(tau)
-            self.tau_arity = _checks.arity(tau, "tau")
-            self.tau_offset = offset
-            offset += nv
-        elif tau is not None:
-            arr = np.asarray(_checks.real_array(tau, "tau"), dtype=float)
-            if arr.shape != (nv,):
-                raise StateError(f"tau must have shape ({nv},) for this model (nv = {nv}), got shape {arr.shape}")
-            if not np.all(np.isfinite(arr)):
-                raise StateError(f"tau[{int(np.flatnonzero(~np.isfinite(arr))[0])}] is not finite")
-            self.tau_const = arr.copy()
-        self.driver_offset = offset
+        self.driver_offset = self._take_tau(model, tau, model.nv, lambda value: _spatial_tau(value, model.nv))
         self.drivers = []
         self.driven = np.zeros(0, dtype=np.uint8)
         self.driven_coords = np.zeros(0, dtype=np.int64)
-        self.size = offset
-        self.has_python = bool(model.element_functions) or (
-            self.tau_function is not None and not isinstance(self.tau_function, CPUDispatcher))
+        self.size = self.driver_offset
+        self.has_python = self._needs_python()
+
+
+def _spatial_tau(tau, nv):
+    """A constant tau of a Model3D as a float64 array of shape (nv,); a StateError naming the shape otherwise."""
+    arr = np.asarray(_checks.real_array(tau, "tau"), dtype=float)
+    if arr.shape != (nv,):
+        raise StateError(f"tau must have shape ({nv},) for this model (nv = {nv}), got shape {arr.shape}")
+    return arr
 
 
 class SpatialTimeLoop:
