@@ -126,7 +126,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     every : int
         Without t_eval: store every ``every``-th step (t0 and t_end always stored). Every sample keeps the whole
         state (serial_chain(10_000): 160 kB), and the samples of a run (every method) may take at most its output
-        budget, a quarter of the memory available when the run starts (``_runs.output_budget``: MemAvailable of
+        budget, a quarter of the memory available when the run starts (``runs.output_budget``: MemAvailable of
         /proc/meminfo, or a container's cgroup limit if lower; no limit where neither can be read): a run that
         would outgrow it stops with SimulationError, its samples so far kept. Pass every=K or t_eval for fewer.
     max_step, first_step : float, optional
