@@ -32,7 +32,7 @@ _LAZY_NAMES = {
     "bias_forces": "dynamics.calls", "element_forces": "dynamics.calls", "energy": "dynamics.calls", "forward_dynamics": "dynamics.calls",
     "forward_kinematics": "dynamics.calls", "inverse_dynamics": "dynamics.calls", "mass_matrix": "dynamics.calls",
     "point_kinematics": "dynamics.calls",
-    "METHODS": "integrate.simulate", "SimulationResult": "integrate.runs", "simulate": "integrate.simulate",
+    "METHODS": "integrate.method_names", "SimulationResult": "integrate.result", "simulate": "integrate.simulate",
     "LoopSolution": "dynamics.loops", "RedundantConstraintWarning": "dynamics.loops", "loop_dynamics": "dynamics.loops",
     "Mechanism": "analysis.mechanism",
     "Model": "model.planar",

@@ -8,7 +8,7 @@ import pytest
 
 import recursive_mbd as rm
 from recursive_mbd import ResultFileError, SimulationError, SimulationResult
-from recursive_mbd.integrate.runs import read_npz
+from recursive_mbd.integrate.result import read_npz
 from recursive_mbd.model import chains
 
 

@@ -15,7 +15,7 @@ from test_spatial_loops import _four_bar_planar, _rotated_four_bar
 import recursive_mbd as rm
 from recursive_mbd.dynamics import augmented
 from recursive_mbd.errors import SimulationError
-from recursive_mbd.integrate.runs import sampled_multipliers
+from recursive_mbd.integrate.result import sampled_multipliers
 from recursive_mbd.model import spatial_fields
 
 

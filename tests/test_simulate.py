@@ -7,7 +7,7 @@ from scipy.integrate import solve_ivp
 import recursive_mbd as rm
 from recursive_mbd import SimulationError
 from recursive_mbd._kernels.timeloops import integrators
-from recursive_mbd.integrate.simulate import TABLEAUS
+from recursive_mbd.integrate.tableaus import TABLEAUS
 from recursive_mbd.model import chains
 
 

@@ -19,7 +19,7 @@ from test_spatial_loops import _four_bar_planar, _four_bar_spatial
 
 import recursive_mbd as rm
 from recursive_mbd.errors import SimulationError
-from recursive_mbd.integrate.simulate import SpatialTimeLoop
+from recursive_mbd.integrate.spatial_loop import SpatialTimeLoop
 from recursive_mbd.model.spatial_fields import quaternion_matrix
 
 

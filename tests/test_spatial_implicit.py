@@ -15,7 +15,7 @@ from recursive_mbd._kernels.spatial import implicit as spatial_implicit
 from recursive_mbd._kernels.spatial import tree as spatial_kernels
 from recursive_mbd._kernels.spatial.layout import W_SPATIAL
 from recursive_mbd.errors import SimulationError
-from recursive_mbd.integrate.simulate import SpatialTimeLoop
+from recursive_mbd.integrate.spatial_loop import SpatialTimeLoop
 
 
 def _ball_chain(n, rod=0.5, mass=1.0, gravity=(0.0, 0.0, -9.81)):

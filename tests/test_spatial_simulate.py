@@ -13,8 +13,8 @@ from recursive_mbd._kernels.spatial.system import project_state, projects
 from recursive_mbd._kernels.timeloops import integrators
 from recursive_mbd.dynamics import spatial as spatial_dynamics
 from recursive_mbd.errors import SimulationError, StateError
-from recursive_mbd.integrate.runs import SimulationResult
-from recursive_mbd.integrate.simulate import SpatialTimeLoop, _SpatialInputs
+from recursive_mbd.integrate.result import SimulationResult
+from recursive_mbd.integrate.spatial_loop import SpatialTimeLoop, _SpatialInputs
 from recursive_mbd.model.spatial_fields import quaternion_matrix
 
 

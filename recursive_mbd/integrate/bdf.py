@@ -2,8 +2,8 @@
 
 The whole time loop runs in ``_kernels.bdf.integrate_bdf`` (the method, its Newton iteration on the second-order
 structure and the Newton matrix S = M + c C + c^2 K, c = h / gamma_k, are derived in that module's docstring);
-this module builds the Newton scratch arrays from the run's system tuple (``integrate.build_system``) and wraps the
-kernel as a segment runner of ``integrate._simulate``: the same inputs callback (tau functions, time-varying
+this module builds the Newton scratch arrays from the run's system tuple (``runs.build_system``) and wraps the
+kernel as a segment runner of ``simulate._simulate``: the same inputs callback (tau functions, time-varying
 elements, drivers), events, t_eval and monitor (Ctrl-C, max_wall_time) as the explicit methods.
 
 Closed loops in the stabilised index-2 (GGL) form, by the Schur complement of ``_kernels.implicit.loop_schur``.
@@ -21,7 +21,7 @@ import numpy as np
 
 from .._kernels.planar import bdf as kernels
 from .._kernels.timeloops.integrators import output_rows
-from .implicit import joint_spring_diagonals
+from .newton import joint_spring_diagonals, spatial_joint_spring_diagonals
 from .runs import event_buffers
 
 # joint diagonal that locks a driven coordinate in the Newton solve: its elimination then passes the articulated
@@ -49,14 +49,13 @@ def spatial_newton_arrays(model):
     stiffness and damping on their joint's velocities. Registers the spatial Newton pieces (``_kernels.spatial_bdf``)
     with the compiled loop."""
     from .._kernels.spatial import bdf as spatial_bdf  # noqa: F401, PLC0415  (registers the SpatialSystem overloads)
-    from .spatial_implicit import joint_spring_diagonals as spatial_diagonals  # noqa: PLC0415
 
-    return spatial_diagonals(model)
+    return spatial_joint_spring_diagonals(model)
 
 
 class _Runner:
     """One compiled BDF loop per call (y, ta, tb, t_eval, budget) -> (status, t_fail, t, y, nfev, nsteps, nrejected,
-    events), as ``integrate._numba_segment_runner`` returns; keeps the Newton statistics over its calls."""
+    events), as ``simulate._numba_segment_runner`` returns; keeps the Newton statistics over its calls."""
 
     def __init__(self, callback, key, system, rtol, atol, first_step, max_step, max_steps, max_order, every,
                  events_fn, events_key, events, monitor, control, newton=None):
@@ -114,7 +113,7 @@ class _Runner:
 
 def segment_runner(callback, key, system, rtol, atol, first_step, max_step, max_steps, max_order, every, events_fn,
                    events_key, events, monitor, control, newton=None):
-    """The segment runner of ``integrate._simulate`` for method "bdf" (arguments as ``_numba_segment_runner``;
+    """The segment runner of ``simulate._simulate`` for method "bdf" (arguments as ``_numba_segment_runner``;
     ``max_order`` in 1..5, the highest BDF order the run may use; ``newton`` the Newton tuple of the system, by
     default the planar one of ``newton_arrays``, ``spatial_newton_arrays`` for a spatial tree)."""
     return _Runner(callback, key, system, rtol, atol, first_step, max_step, max_steps, max_order, every, events_fn,

@@ -56,8 +56,8 @@ from ..dynamics.calls import as_vector
 from ..errors import ModelError, StateError
 from ..model.workspace import raise_status, workspace
 from .method_names import FIXED_STEP
-from .runs import _compiled_tau_adapter, _Inputs, build_system, fixed_step_count
-from .simulate import DOPRI5, RK4, TABLEAUS, _positive
+from .runs import _compiled_tau_adapter, _Inputs, build_system, fixed_step_count, positive
+from .tableaus import DOPRI5, RK4, TABLEAUS
 
 __all__ = ["EnsembleResult", "PARAMETERS", "simulate_many"]
 
@@ -117,6 +117,21 @@ def _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_RE
                            PER[tid, :ne], QDD[tid, :nq], DRIVE[tid, :nq], loops)
 
 
+@numba.njit(cache=True)
+def _member_start(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord, driven,
+                  TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER, QDD, DRIVE, CONTROL):
+    """(system, control) of member m on thread tid: its RecursiveSystem (``_member_system``) and the thread's
+    control row CONTROL[tid], its counts zeroed so that the time loop polls before the first step (a member started
+    after a stop request does not run)."""
+    system = _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord,
+                            driven, TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER,
+                            QDD, DRIVE)
+    control = CONTROL[tid]
+    control[0] = 0.0
+    control[1] = 0.0
+    return system, control
+
+
 @_parallel
 def _fixed_many(inputs, key, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord, driven,
                 TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER, QDD, DRIVE, K, T_BUF,
@@ -126,12 +141,9 @@ def _fixed_many(inputs, key, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_
     Y (k, nt, n). ``monitor`` (``_stop_monitor``) is polled with CONTROL[tid], the row of thread tid."""
     for m in numba.prange(Y0.shape[0]):
         tid = numba.get_thread_id()
-        system = _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord,
-                                driven, TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN,
-                                PER, QDD, DRIVE)
-        control = CONTROL[tid]
-        control[0] = 0.0  # poll before the first step: a member started after a stop request does not run
-        control[1] = 0.0
+        system, control = _member_start(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free,
+                                        drv_coord, driven, TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM,
+                                        WRENCH, JFORCE, EEN, PER, QDD, DRIVE, CONTROL)
         st, tf, cnt, t_out, y_out, nfev, nsteps = integrators.integrate_fixed(
             inputs, key, system, Y0[m], t0, t_end, dt, nsteps_total, every, a, b, c, midpoint, tol, max_iter,
             K[tid, :c.shape[0]], T_BUF[tid, :Y.shape[1]], Y_BUF[tid, :Y.shape[1]], np.inf, monitor, 0, control)
@@ -157,12 +169,9 @@ def _adaptive_many(inputs, key, dims, body_int, BODY_REAL, GRAVITY, elem_int, EL
     """
     for m in numba.prange(Y0.shape[0]):
         tid = numba.get_thread_id()
-        system = _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord,
-                                driven, TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN,
-                                PER, QDD, DRIVE)
-        control = CONTROL[tid]
-        control[0] = 0.0
-        control[1] = 0.0
+        system, control = _member_start(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free,
+                                        drv_coord, driven, TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM,
+                                        WRENCH, JFORCE, EEN, PER, QDD, DRIVE, CONTROL)
         (st, tf, cnt, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t,
          ev_y) = integrators.integrate_adaptive(
             inputs, key, system, Y0[m], t0, t_end, rtol, atol, first_step, max_step, max_steps, t_eval, 1, a, b, c,
@@ -496,7 +505,7 @@ def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12,
     shared = (callback, 0, dims, model.body_int, body_real, gravity, model.elem_int, elem_real, system[5], system[6],
               system[7], tau_const, system[9], system[22], *scratch)
     if max_wall_time is not None:
-        max_wall_time = _positive(max_wall_time, "max_wall_time")
+        max_wall_time = positive(max_wall_time, "max_wall_time")
     return _run(model, method, fixed, shared, threads, Y0, k, n, nq, t0, t_end, dt, every, t_eval, rtol, atol,
                 first_step, max_step, max_steps, events, max_wall_time, getattr(inputs, "tau_name", "tau"))
 
@@ -572,9 +581,9 @@ def _run(model, method, fixed, shared, threads, Y0, k, n, nq, t0, t_end, dt, eve
         if times.size == 0 or np.any(np.diff(times) < 0) or times[0] < t0 or times[-1] > t_end:
             raise ValueError(f"t_eval must be a non-empty sorted array within [t0, t_end] = [{t0}, {t_end}]")
         times = np.unique(np.concatenate(([t0], times, [t_end])))
-        rtol, atol = _positive(rtol, "rtol"), _positive(atol, "atol")
-        first_step = 0.0 if first_step is None else _positive(first_step, "first_step")
-        max_step = _positive(max_step, "max_step") if np.isfinite(max_step) else np.inf
+        rtol, atol = positive(rtol, "rtol"), positive(atol, "atol")
+        first_step = 0.0 if first_step is None else positive(first_step, "first_step")
+        max_step = positive(max_step, "max_step") if np.isfinite(max_step) else np.inf
         if events is not None:
             events_fn = _compiled_event_adapter(events, nq)
             directions = np.array([float(getattr(events, "direction", 0.0))])

@@ -94,8 +94,15 @@ from .._kernels import layout as L
 from .._kernels.planar import implicit as kernels
 from ..dynamics.calls import as_vector
 from ..dynamics.loops import constraints
-from ..errors import ModelError, SimulationError, StateError
+from ..errors import ModelError, StateError
 from ..model.workspace import raise_status, workspace
+from . import runs as _runs
+from .newton import (
+    generalized_alpha_coefficients,  # noqa: F401  (public here too: rm.implicit)
+    joint_spring_diagonals,
+    run_generalized_alpha,
+    run_options,
+)
 
 _NOT_DRIVEN = np.zeros(0, dtype=np.uint8)
 # solve_effective: eigenvalues of the loop rows' Schur complement below this fraction of the largest are redundant
@@ -121,18 +128,6 @@ class _Scratch:
         self.dmat = np.zeros((3, 3))
         self.j_stiff, self.j_damp = joint_spring_diagonals(model.body_int, model.elem_int, model.elem_real,
                                                            model.nq)
-
-
-def joint_spring_diagonals(body_int, elem_int, elem_real, nq):
-    """(stiffness, damping), each shape (nq,): the joint spring-dampers' k and c summed on their coordinates."""
-    j_stiff = np.zeros(nq)
-    j_damp = np.zeros(nq)
-    for e in range(elem_int.shape[0]):
-        if elem_int[e, L.ETYPE] == L.JOINT_SPRING_DAMPER:
-            k = body_int[elem_int[e, L.EBODY_A], L.QIDX]
-            j_stiff[k] += elem_real[e, L.EK]
-            j_damp[k] += elem_real[e, L.EC]
-    return j_stiff, j_damp
 
 
 def _scratch(model):
@@ -191,8 +186,8 @@ def solve_effective(model, q, qd, c_mass, c_damp, c_stiff, rhs, *, t=0.0, out=No
         the loops.
     (x, lambda) when ``multipliers`` is True.
 
-    The matrix S is the one documented in ``recursive_mbd.integrate.implicit``: M exact; K the gravity geometric stiffness
-    T^T diag(K_b) T (exact for revolute/fixed joints, slide-rotation cross terms of prismatic/planar joints
+    The matrix S is the one documented in ``recursive_mbd.integrate.implicit``: M exact; K the gravity geometric
+    stiffness T^T diag(K_b) T (exact for revolute/fixed joints, slide-rotation cross terms of prismatic/planar joints
     omitted) plus the joint springs' stiffness; C the joint dampers' damping; velocity-product terms, elements
     between bodies and the loop forces' geometric stiffness lambda d2phi/dq2 omitted. Raises ModelError naming
     the body whose joint block of S is singular.
@@ -271,18 +266,6 @@ def gravity_stiffness(model, q):
     return scratch.kb.copy()
 
 
-def generalized_alpha_coefficients(rho_inf):
-    """(alpha_m, alpha_f, gamma, beta) of the Chung-Hulbert scheme for spectral radius rho_inf in [0, 1]."""
-    rho = float(rho_inf)
-    if not 0.0 <= rho <= 1.0:
-        raise ValueError(f"rho_inf must be in [0, 1], got {rho_inf}")
-    alpha_m = (2.0 * rho - 1.0) / (rho + 1.0)
-    alpha_f = rho / (rho + 1.0)
-    gamma = 0.5 + alpha_f - alpha_m
-    beta = 0.25 * (gamma + 0.5) ** 2
-    return alpha_m, alpha_f, gamma, beta
-
-
 def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval=None, tau=None, drivers=None,
                                events=None, rho_inf=0.9, newton_tol=1e-12, max_newton=50, max_steps=10_000_000,
                                progress=None, max_wall_time=None):
@@ -305,148 +288,21 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     ``nfev`` counts residual (inverse-dynamics) evaluations. A step whose Newton iteration does not converge in
     ``max_newton`` iterations raises SimulationError with the samples so far.
     """
-    from .._kernels.timeloops import integrators  # noqa: PLC0415
-    from . import runs as _runs  # noqa: PLC0415  (the run machinery: inputs, events, monitor, result; numba callbacks)
-
     workspace(model)
     if model.nq == 0:
         raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
-    coefficients, newton_tol, max_newton, t0, t_end, dt, every, t_eval_arr = run_options(
-        rho_inf, newton_tol, max_newton, t0, t_end, dt, max_steps, every, t_eval)
+    options = run_options(rho_inf, newton_tol, max_newton, t0, t_end, dt, max_steps, every, t_eval)
+    t0 = options[3]
     q0 = as_vector(model, q0, "q0").copy()
     qd0 = as_vector(model, qd0, "qd0").copy()
-    for vec, what in ((q0, "q0"), (qd0, "qd0")):
-        if not np.all(np.isfinite(vec)):
-            raise StateError(f"{what}[{int(np.flatnonzero(~np.isfinite(vec))[0])}] is not finite")
+    _runs.check_finite_start(q0, qd0)
     inputs = _runs._Inputs(model, tau, drivers)
     callback, key = inputs.callback()
     loop = _runs.RecursiveTimeLoop(model, inputs, "none")  # Newton closes the loops at every step
-    system = loop.system
     event_functions = _runs._Events(model, events, inputs, loop)
-    nf = system.free.size
-    if inputs.has_python or inputs.tau_function is not None:
-        # a first evaluation in Python: a function that fails or returns the wrong shape is reported clearly here
-        inputs(t0, q0.copy(), qd0.copy(), np.zeros(inputs.size))
-    y0 = loop.initial_state(q0, qd0, t0, callback, key)
-    status = integrators.system_rhs(callback, key, system, t0, y0, np.empty_like(y0))
-    if status:
-        raise_status(model, status)
+    y0 = _runs.start_state(model, inputs, loop, callback, key, q0, qd0, t0)
     _, scratch = _scratch(model)
-    control = _runs._RunControl(max_wall_time)
-    monitor = (_runs._python_bridge, control.key, control.control)
-    events_fn, events_key = _runs.event_callback(event_functions)
-    m = model.nconstraints
-    carry = np.zeros(2 + 2 * nf + m + 1)
-    info = np.zeros(5)
-    totals = {"iterations": 0}
-    n = y0.size
-    steps = _runs.fixed_step_count(t0, t_end, dt, max_steps)
-
-    def run(y_start, ta, tb, piece_eval, budget):
-        # the kernel's output rows are (y, lambda): a later piece starts from the state part of the last one
-        control.restart()
-        ev_t, ev_y, ev_floats = _runs.event_buffers(event_functions, n)
-        capacity = _runs.fixed_step_capacity(steps, every, n + m, t_eval_arr, budget - ev_floats)
-        (status, t_fail, count, t_out, y_out, nfev, nsteps, iterations, nev, ev_t,
-         ev_y) = kernels.integrate_generalized_alpha(
-            callback, key, system, np.ascontiguousarray(y_start[:n]), carry, ta, tb, dt,
-            _runs.fixed_step_count(ta, tb, dt, max_steps), every, np.empty(0) if piece_eval is None else piece_eval,
-            coefficients, newton_tol, max_newton, scratch.j_stiff, scratch.j_damp, np.empty(capacity),
-            np.empty((capacity, n + m)), float(budget), events_fn, events_key, event_functions.directions,
-            event_functions.terminal, ev_t, ev_y, *monitor, info)
-        totals["iterations"] += iterations
-        records = [(int(row[0]), t_ev, row[1:]) for t_ev, row in zip(ev_t[:nev], ev_y[:nev], strict=True)]
-        return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, 0, records
-
-    with control:
-        status, t_fail, t_out, y_out, nfev, nsteps, _, records = _runs._run_segments(
-            run, y0, t0, t_end, t_eval_arr, dt, progress, control)
-    return finish_run(model, loop, callback, key, inputs, event_functions, control, t_out, y_out[:, :n], nfev,
-                      nsteps, records, status, t_fail, info, totals["iterations"], dt, newton_tol, max_newton,
-                      max_steps, "M qdd - Q + J^T lambda" if m else "M qdd - Q",
-                      multipliers=y_out[:, n:] if m else None)
-
-
-def run_options(rho_inf, newton_tol, max_newton, t0, t_end, dt, max_steps, every, t_eval):
-    """The checked options of a generalised-alpha run: (coefficients (4,), newton_tol, max_newton, t0, t_end, dt,
-    every, t_eval (with t0 and t_end) or None); ValueError naming the option otherwise."""
-    from . import runs as _runs  # noqa: PLC0415
-
-    coefficients = np.array(generalized_alpha_coefficients(rho_inf))
-    newton_tol = float(newton_tol)
-    if not (newton_tol > 0.0 and np.isfinite(newton_tol)):
-        raise ValueError(f"newton_tol must be finite and > 0, got {newton_tol}")
-    max_newton = int(max_newton)
-    if max_newton < 1:
-        raise ValueError(f"max_newton must be >= 1, got {max_newton}")
-    t0, t_end = _runs.check_time_span(t0, t_end)
-    if dt is None:
-        raise ValueError("method 'generalized_alpha' is fixed-step: give dt")
-    dt = float(dt)
-    if not (dt > 0.0 and np.isfinite(dt)):
-        raise ValueError(f"dt must be finite and > 0, got {dt}")
-    _runs.fixed_step_count(t0, t_end, dt, max_steps)
-    every = int(every)
-    if every < 1:
-        raise ValueError(f"every must be >= 1, got {every}")
-    t_eval_arr = None
-    if t_eval is not None:
-        t_eval_arr = np.asarray(t_eval, dtype=float).ravel()
-        if (t_eval_arr.size == 0 or np.any(np.diff(t_eval_arr) < 0) or t_eval_arr[0] < t0
-                or t_eval_arr[-1] > t_end):
-            raise ValueError(f"t_eval must be a non-empty sorted array within [t0, t_end] = [{t0}, {t_end}]")
-        t_eval_arr = np.unique(np.concatenate(([t0], t_eval_arr, [t_end])))  # t0 and t_end always
-    return coefficients, newton_tol, max_newton, t0, t_end, dt, every, t_eval_arr
-
-
-def finish_run(model, loop, callback, key, inputs, event_functions, control, t_out, y_out, nfev, nsteps, records,
-               status, t_fail, info, iterations, dt, newton_tol, max_newton, max_steps, residual_name,
-               multipliers=None):
-    """The result of a generalised-alpha run (planar or spatial loop), with ``newton_iterations`` and
-    ``newton_factorizations``, its events, and ``multipliers`` (nt, m) when given (the loops' lambda at the
-    samples); KeyboardInterrupt, or SimulationError with the samples so far in .result, for a run that did not
-    end well."""
-    from . import runs as _runs  # noqa: PLC0415
-
-    result = _runs._make_result(model, loop, callback, key, np.array(t_out), np.array(y_out), "generalized_alpha",
-                                nfev, nsteps, 0, None if multipliers is None else np.array(multipliers))
-    result.newton_iterations = iterations
-    result.newton_factorizations = int(info[4])
-    for i in range(len(event_functions.functions)):
-        hits = [(t_ev, y_ev) for index, t_ev, y_ev in records if index == i]
-        states = [event_functions.state(t_ev, y_ev) for t_ev, y_ev in hits]
-        result.t_events.append(np.array([t_ev for t_ev, _ in hits]))
-        result.q_events.append(np.array([q for q, _ in states]).reshape(-1, model.nq))
-        result.qd_events.append(np.array([qd for _, qd in states]).reshape(-1, result.qd.shape[1]))
-    if status == L.STATUS_EVENT:
-        result.status = "event"
-        status = L.STATUS_OK
-    kind = L.decode_status(status)[0]
-    if control.interrupted or kind == L.STATUS_INTERRUPTED:
-        result.status = "interrupted"
-        interrupt = KeyboardInterrupt(f"generalized_alpha interrupted at t = {t_fail:.9g} s; {result.t.size} "
-                                      f"samples up to t = {result.t[-1]:.9g} s are kept in .result")
-        interrupt.result = result
-        interrupt.t = t_fail
-        raise interrupt
-    if kind == L.STATUS_NO_CONVERGENCE:
-        result.status = "failed"
-        correction, residual, step = info[:3]
-        if np.isfinite(correction):
-            # with loops, a correction that stalls may also mean that no closed configuration is near: a loop
-            # locked at a singular position (its Jacobian rank-deficient there), where a smaller dt does not help
-            locked = (", or the loops are locked (no closed configuration near this one: a singular position)"
-                      if model.nloops else "")
-            why = (f"after {max_newton} iterations the correction of the state is {correction:.3g} > newton_tol = "
-                   f"{newton_tol:g} and the residual max |{residual_name}| is {residual:.3g}; reduce dt{locked}")
-        else:
-            why = (f"the iteration diverged (residual max |{residual_name}| {residual:.3g}): the step is too large, "
-                   "or no state at this time satisfies the equations (a driven mechanism past its lock, a singular "
-                   "position)")
-        raise SimulationError(
-            f"generalized_alpha: Newton did not converge at t = {t_fail:.9g} s (step {int(step)}, dt = {dt:g} s): "
-            f"{why}. {result.t.size} samples up to t = {result.t[-1]:.9g} s are kept in .result", t_fail, result)
-    if status != L.STATUS_OK:
-        _runs._raise_failure(model, "generalized_alpha", status, t_fail, result, max_steps, control, inputs,
-                             event_functions, loop)
+    result, _ = run_generalized_alpha(kernels.integrate_generalized_alpha, model, loop, callback, key, inputs,
+                                      event_functions, y0, loop.system.free.size, scratch.j_stiff, scratch.j_damp, 5,
+                                      options, max_steps, progress, max_wall_time, "M qdd - Q")
     return result

@@ -1,14 +1,16 @@
 """What every run of a planar or spatial time loop shares, below the method drivers.
 
-``integrate`` (``simulate``: the explicit, midpoint and scipy methods, bdf through its segment runner) and
-``implicit`` (the generalised-alpha run) both build a run from these pieces, so that the method modules import
-this module and not each other: the inputs of a run (``_Inputs``: time-varying elements, tau functions, drivers,
-reaching the compiled loops through one callback), the recursive formulation's system and state map
-(``build_system``, ``RecursiveTimeLoop``), event functions (``_Events``), the monitor that stops a run on Ctrl-C or
-its wall-clock limit (``_RunControl``), the time-span checks, the split of a run into pieces for a progress bar
-(``_run_segments``), the output budget of a run (``output_budget``: what its samples may take, so that a run that
-would outgrow memory stops with its samples kept), the result (``SimulationResult``, ``_make_result``) and the
-error of a run that failed (``_raise_failure``).
+``simulate`` (the explicit, midpoint and scipy methods, bdf through its segment runner) and the generalised-alpha
+runs (``implicit``, ``spatial_implicit``, through ``newton``) build a run from these pieces, so that the method
+modules import this module and not each other: the checked start (``check_finite_start``, ``start_state``), the
+inputs of a run (``_Inputs``: time-varying elements, tau functions, drivers, reaching the compiled loops through
+one callback), the recursive formulation's system and state map (``build_system``, ``RecursiveTimeLoop``), event
+functions (``_Events``), the monitor that stops a run on Ctrl-C or its wall-clock limit (``_RunControl``), the
+option and time-span checks, the end of a run (``close_run``: events, Ctrl-C), the split of a run into pieces for
+a progress bar (``_run_segments``), the output budget of a run (``output_budget``: what its samples may take, so
+that a run that would outgrow memory stops with its samples kept) and the error of a run that failed
+(``_raise_failure``). The result of a run (``SimulationResult``, ``_make_result``) and its file format live beside
+it, in ``result``.
 
 A user function that fails stops the run: the bridge keeps its exception and the compiled loop returns a status,
 so the run raises SimulationError from it with the samples so far.
@@ -23,7 +25,6 @@ import threading
 import time
 import warnings
 import weakref
-from io import BytesIO
 
 import numba
 import numpy as np
@@ -34,10 +35,10 @@ from .._kernels import layout as L
 from .._kernels.planar.system import RecursiveSystem
 from .._kernels.timeloops import integrators
 from ..dynamics._evaluation import element_inputs
-from ..dynamics.calls import as_vector, element_forces, energy, forward_kinematics
-from ..errors import ModelError, ResultFileError, SimulationError, StateError
-from ..model.spatial import Model3D
-from ..model.workspace import raise_status, workspace
+from ..dynamics.calls import as_vector
+from ..errors import ModelError, SimulationError, StateError
+from ..model.workspace import workspace
+from .kernel_status import raise_kernel_status
 
 # ---- inputs: time-varying elements, tau as a function, drivers --------------------------------------------------
 
@@ -83,33 +84,31 @@ _WRONG_SHAPE_INPUT = L.STATUS_INPUT_FAILED | (L.INPUT_SHAPE << 4)
 _TAU_ADAPTERS = {}
 
 
+@numba.njit(cache=True)
+def _store_tau(value, u):
+    """Copy the value of a compiled tau function into u (tau alone: no other inputs): STATUS_OK, or the input
+    status that stops the run when its size is wrong or a value is not finite."""
+    if value.shape[0] != u.shape[0]:
+        return _WRONG_SHAPE_INPUT
+    for k in range(u.shape[0]):
+        if not math.isfinite(value[k]):
+            return _NONFINITE_INPUT
+        u[k] = value[k]
+    return L.STATUS_OK
+
+
 def _compiled_tau_adapter(function, arity):
     """A compiled input callback calling the compiled ``function`` (tau(t) or tau(t, q, qd)) into u[:nq]."""
     key = (function, arity)
     if key not in _TAU_ADAPTERS:
-        # u is tau alone here (no other inputs); a wrong size or a non-finite value stops the run
         if arity == 1:
             @numba.cfunc(integrators.CALLBACK)
             def adapter(key, t, q, qd, u):
-                value = function(t)
-                if value.shape[0] != u.shape[0]:
-                    return _WRONG_SHAPE_INPUT
-                for k in range(u.shape[0]):
-                    if not math.isfinite(value[k]):
-                        return _NONFINITE_INPUT
-                    u[k] = value[k]
-                return L.STATUS_OK
+                return _store_tau(function(t), u)
         else:
             @numba.cfunc(integrators.CALLBACK)
             def adapter(key, t, q, qd, u):
-                value = function(t, q, qd)
-                if value.shape[0] != u.shape[0]:
-                    return _WRONG_SHAPE_INPUT
-                for k in range(u.shape[0]):
-                    if not math.isfinite(value[k]):
-                        return _NONFINITE_INPUT
-                    u[k] = value[k]
-                return L.STATUS_OK
+                return _store_tau(function(t, q, qd), u)
         _TAU_ADAPTERS[key] = adapter
     return _TAU_ADAPTERS[key]
 
@@ -149,24 +148,7 @@ class _Inputs:
     spatial = False  # a Model3D's inputs (``_SpatialInputs``): tau of size nv, no drivers
 
     def __init__(self, model, tau, drivers):
-        nq = model.nq
-        self.ntau = nq
-        self.model = model
-        self.tau_const = np.zeros(nq)
-        self.tau_function = None
-        self.tau_arity = 0
-        offset = model.n_element_inputs
-        self.tau_offset = -1
-        if callable(tau):
-            self.tau_function = tau
-            self.tau_name = _function_name(tau)
-            self.tau_arity = _checks.arity(tau, "tau")
-            self.tau_offset = offset
-            offset += nq
-        elif tau is not None:
-            self.tau_const = as_vector(model, tau, "tau").copy()
-            if not np.all(np.isfinite(self.tau_const)):
-                raise StateError(f"tau[{int(np.flatnonzero(~np.isfinite(self.tau_const))[0])}] is not finite")
+        offset = self._take_tau(model, tau, model.nq, lambda value: as_vector(model, value, "tau"))
         self.driver_offset = offset
         self.drivers = []  # (coordinate, body name, evaluate(t) -> (f, f', f''))
         driven = np.zeros(model.nbodies, dtype=np.uint8)
@@ -189,7 +171,36 @@ class _Inputs:
         self.driven = driven if self.drivers else np.zeros(0, dtype=np.uint8)
         self.driven_coords = np.array([c for c, _, _ in self.drivers], dtype=np.int64)
         self.size = offset + 3 * len(self.drivers)
-        self.has_python = bool(model.element_functions or self.drivers) or (
+        self.has_python = self._needs_python()
+
+    def _take_tau(self, model, tau, ntau, vector):
+        """The tau fields of a run on ``model`` with ntau generalised forces: ``tau`` a function (its ntau slots of u
+        after the model's element slots), a constant (``vector(tau)``: the (ntau,) array, its shape checked) or
+        None (zeros). Returns the first slot of u after them."""
+        self.model = model
+        self.ntau = ntau
+        self.tau_const = np.zeros(ntau)
+        self.tau_function = None
+        self.tau_arity = 0
+        self.tau_offset = -1
+        offset = model.n_element_inputs
+        if callable(tau):
+            self.tau_function = tau
+            self.tau_name = _function_name(tau)
+            self.tau_arity = _checks.arity(tau, "tau")
+            self.tau_offset = offset
+            offset += ntau
+        elif tau is not None:
+            value = vector(tau).copy()
+            if not np.all(np.isfinite(value)):
+                raise StateError(f"tau[{int(np.flatnonzero(~np.isfinite(value))[0])}] is not finite")
+            self.tau_const = value
+        return offset
+
+    def _needs_python(self):
+        """Whether the compiled loop must call back into Python for these inputs (``callback``): the model's
+        time-varying elements, drivers, or a tau function that numba has not compiled."""
+        return bool(self.model.element_functions or self.drivers) or (
             self.tau_function is not None and not isinstance(self.tau_function, CPUDispatcher))
 
     def __call__(self, t, q, qd, u):
@@ -417,280 +428,12 @@ class _RunControl:
         return self.status()
 
 
-# ---- result -------------------------------------------------------------------------------------------------------
-
-_RESULT_FORMAT = "recursive_mbd.SimulationResult"  # the marker of files SimulationResult.save writes
-_RESULT_VERSION = 1
-_RESULT_STATUSES = ("finished", "event", "failed", "interrupted", "time_limit")
-
-def read_npz(path, writer="`rmbd run`"):
-    """All arrays of an .npz result file as a dict, read without pickles.
-
-    Raises ResultFileError (a ValueError) naming the file when it is not a regular file, not an .npz archive
-    ("not a result file (expected the .npz that <writer> writes)"), or corrupted or truncated (zip, header and
-    CRC errors alike); OSError when it cannot be opened. Never blocks on a FIFO.
-    """
-    path = os.fspath(path)
-    if os.path.exists(path) and not os.path.isfile(path):
-        raise ResultFileError(f"{path}: not a regular file (expected the .npz that {writer} writes)")
-    with open(path, "rb") as file:
-        raw = file.read()
-    if not raw.startswith(b"PK"):
-        raise ResultFileError(f"{path}: not a result file (expected the .npz that {writer} writes)")
-    try:
-        with np.load(BytesIO(raw), allow_pickle=False) as data:
-            return {key: data[key] for key in data.files}
-    except Exception as err:  # noqa: BLE001 - zip, npy header and CRC errors alike: one error naming the file
-        raise ResultFileError(f"{path}: corrupted or truncated result file ({type(err).__name__}: "
-                              f"{str(err)[:120]})") from None
-
-
-class SimulationResult:
-    """Samples of a simulated trajectory.
-
-    Attributes
-    ----------
-    t : ndarray, shape (nt,)
-        Sample times [s]; always holds t0 and t_end (unless the run failed, then up to the failure).
-    q, qd : ndarray, shape (nt, nq)
-        Joint coordinates and rates at the samples (driven coordinates included). For a ``Model3D``: q (nt, nq)
-        the configurations (every quaternion unit norm) and qd (nt, nv) the joint VELOCITIES v (a spherical
-        joint's omega in the child frame), not dq/dt; ``qdd()``, ``driving_forces()`` and ``poses()`` are for
-        planar models only (ValueError).
-    dissipated_work, applied_work : ndarray, shape (nt,)
-        Work [J] dissipated by the dampers and done by tau, the applied forces and torques and the drivers since
-        t0, integrated with the motion: E(t) + dissipated_work - applied_work = E(t0).
-    method : str
-    nfev, nsteps, nrejected : int
-        Right-hand-side (forward-dynamics) evaluations, accepted and rejected steps.
-    status : str
-        "finished"; "event" when a terminal event ended the run (at t[-1]); on the ``result`` of an exception:
-        "failed" (SimulationError), "time_limit" (max_wall_time reached), "interrupted" (KeyboardInterrupt).
-    constraint_drift : ndarray, shape (nt,), or None
-        max |phi| of the loop constraints at each sample (models with loops, and the augmented formulation).
-    z, zd : ndarray, shape (nt, nbodies, 3)
-        Absolute coordinates and rates of the centres of mass (augmented formulation only).
-    t_events, q_events, qd_events : list of ndarray
-        Per event function: the times of its zero crossings (nev,) and the states there (nev, nq).
-    multipliers : ndarray, shape (nt, m), or None
-        A model with closed loops: the Lagrange multipliers lambda of the m loop equations
-        at the samples (M qdd + h = tau + Q - J^T lambda, the sign and units of ``loop_dynamics``; forces [N] and
-        torques [N m] by loop equation). Method "generalized_alpha": those of its converged step at step ends,
-        linear in time between them at t_eval points and events. Every other method: the constrained dynamics'
-        at each sample's state and inputs (``loop_dynamics`` with the run's tau, elements and drivers at t; with
-        stabilization "baumgarte" including its terms), evaluated once the run ends; formulation "augmented":
-        the loops' rows of its KKT multipliers at each sample's (z, zd) (the same lambda). None for a tree, or
-        when the dynamics could not be evaluated at a sample (a RuntimeWarning says where).
-    newton_iterations, newton_factorizations : int
-        Methods "generalized_alpha" and "bdf" only: Newton iterations and factorisations of the Newton matrix, in
-        total.
-    order_limited_at : float or None
-        Method "bdf" only: the time [s] at which the stability limit detection capped the order at 2 (None: never).
-    """
-
-    def __init__(self, model, t, q, qd, work, method, nfev, nsteps, nrejected, evaluator=None):
-        self.model = model
-        self.t = t
-        self.q = q
-        self.qd = qd
-        self.dissipated_work = work[:, 0]
-        self.applied_work = work[:, 1]
-        self.method = method
-        self.nfev = int(nfev)
-        self.nsteps = int(nsteps)
-        self.nrejected = int(nrejected)
-        self._evaluator = evaluator  # (callback, key, system, inputs) of the run, to evaluate its dynamics again
-        self.status = "finished"
-        self.constraint_drift = None  # max |phi| per sample, for models with loops
-        self.multipliers = None  # (nt, m): the loop multipliers at the samples
-        self.t_events = []  # per event function: times of its zero crossings, and the state there
-        self.q_events = []
-        self.qd_events = []
-
-    def _require_model(self, what, inputs=True, spatial=True):
-        if not spatial and isinstance(self.model, Model3D):
-            raise ValueError(f"{what} is not available for a Model3D's result yet (planar models only)")
-        if self.model is None:
-            raise ValueError(f"{what} needs the model: load the result with SimulationResult.load(path, model)")
-        if inputs and self._evaluator is None:
-            raise ValueError(f"{what} needs the inputs of the run (tau, drivers); this result was loaded from a file")
-
-    def _evaluate(self, index):
-        """Run the right-hand side at sample ``index``: qdd, driving forces and element loads land in the system."""
-        callback, key, system, inputs = self._evaluator
-        free = system[5]
-        y = np.concatenate((self.q[index, free], self.qd[index, free], [0.0, 0.0]))
-        evaluate_system(self.model, callback, key, system, inputs, float(self.t[index]), y)
-        return system, free.size
-
-    def qdd(self):
-        """Joint accelerations at every sample, shape (nt, nq) (prescribed ones for driven coordinates)."""
-        self._require_model("qdd()", spatial=False)
-        return np.array([self._evaluate(i)[0][20].copy() for i in range(self.t.size)])
-
-    def driving_forces(self):
-        """Joint force of each driver at every sample, shape (nt, nq) (zero for free coordinates) [N m or N]."""
-        self._require_model("driving_forces()", spatial=False)
-        system = self._evaluator[2]
-        out = np.zeros((self.t.size, self.model.nq))
-        for i in range(self.t.size):
-            self._evaluate(i)
-            out[i, system[6]] = system[21][system[6]]
-        return out
-
-    def element_forces(self):
-        """Per-element values at every sample, shape (nt, nelements, 3) (see ``rm.element_forces``)."""
-        if isinstance(self.model, Model3D):  # its elements' functions of time are the model's: no run inputs needed
-            self._require_model("element_forces()", inputs=False)
-            return np.array([element_forces(self.model, q, v, t=t)["per_element"]
-                             for t, q, v in zip(self.t, self.q, self.qd, strict=True)]).reshape(
-                                 self.t.size, self.model.nelements, 3)
-        self._require_model("element_forces()", spatial=False)
-        return np.array([self._evaluate(i)[0][19].copy() for i in range(self.t.size)])
-
-    def energy(self):
-        """Kinetic and potential energy (gravity and springs) at every sample: (T, V), each shape (nt,) [J]."""
-        self._require_model("energy()", inputs=False)
-        pairs = np.array([energy(self.model, q, qd, t=t) for t, q, qd in zip(self.t, self.q, self.qd, strict=True)])
-        return pairs.reshape(-1, 2)[:, 0], pairs.reshape(-1, 2)[:, 1]
-
-    def energy_balance(self):
-        """E(t) + dissipated work - applied work - E(t0) at every sample [J]: zero up to the integration error."""
-        kinetic, potential = self.energy()
-        total = kinetic + potential
-        return total + self.dissipated_work - self.applied_work - total[0]
-
-    def poses(self, body):
-        """Pose (x, y, theta) of a body's frame at every sample, shape (nt, 3)."""
-        self._require_model("poses()", inputs=False, spatial=False)
-        index = self.model.body_index(body)
-        return np.array([forward_kinematics(self.model, q)[0][index] for q in self.q])
-
-    def save(self, path):
-        """Write every field (samples, work, status, statistics, events, constraint drift, multipliers, augmented z
-        and zd) to ``path``, exactly that name (an .npz archive whatever the suffix; no suffix is added).
-
-        The file is written beside the target and renamed onto it, so an interrupted save never leaves a
-        truncated result. ``SimulationResult.load`` reads it back.
-        """
-        path = os.fspath(path)
-        arrays = {
-            "format": np.array(_RESULT_FORMAT), "version": np.array(_RESULT_VERSION, dtype=np.int64),
-            "t": self.t, "q": self.q, "qd": self.qd, "dissipated_work": self.dissipated_work,
-            "applied_work": self.applied_work, "method": np.array(self.method), "status": np.array(self.status),
-            "stats": np.array([self.nfev, self.nsteps, self.nrejected], dtype=np.int64),
-            "body_names": np.array(self._body_names(), dtype=str),
-            "n_events": np.array(len(self.t_events), dtype=np.int64),
-        }
-        for i, (t_ev, q_ev, qd_ev) in enumerate(zip(self.t_events, self.q_events, self.qd_events, strict=True)):
-            arrays[f"t_events_{i}"], arrays[f"q_events_{i}"], arrays[f"qd_events_{i}"] = t_ev, q_ev, qd_ev
-        for name in ("constraint_drift", "multipliers", "z", "zd"):
-            if getattr(self, name, None) is not None:
-                arrays[name] = getattr(self, name)
-        partial = f"{path}.partial"
-        try:
-            with open(partial, "wb") as file:  # a file object: np.savez would append .npz to a name without it
-                np.savez(file, **arrays)
-            os.replace(partial, path)
-        finally:
-            if os.path.exists(partial):
-                os.remove(partial)
-
-    def _body_names(self):
-        if self.model is None:
-            return getattr(self, "body_names", ())
-        return self.model.names if isinstance(self.model, Model3D) else self.model.body_names
-
-    @classmethod
-    def load(cls, path, model=None):
-        """Read a result written by ``save``; pass the model to use energy() and poses() (not qdd() and forces).
-
-        Raises ResultFileError (a ValueError) naming the file when it is not a result file, is corrupted or
-        truncated, or does not fit ``model`` (bodies, coordinates); OSError when it cannot be opened.
-        """
-        path = os.fspath(path)
-        return cls._from_arrays(path, read_npz(path, "SimulationResult.save or `rmbd run`"), model)
-
-    @classmethod
-    def _from_arrays(cls, path, arrays, model):
-        def fail(what):
-            raise ResultFileError(f"{path}: {what}")
-
-        if "format" not in arrays:
-            if "t" in arrays and "kind" in arrays:
-                fail("a file of `rmbd run`, not of SimulationResult.save: read it with numpy.load")
-            fail("not a result file of SimulationResult.save (no 'format' entry)")
-        if arrays["format"].shape != () or str(arrays["format"]) != _RESULT_FORMAT:
-            fail("not a result file of SimulationResult.save (wrong 'format' entry)")
-        version = arrays.get("version")
-        if version is None or version.shape != () or version.dtype.kind != "i" or int(version) != _RESULT_VERSION:
-            fail(f"result file version {version}, this library reads version {_RESULT_VERSION}")
-
-        def entry(name, kind, ndim, shape=None):
-            if name not in arrays:
-                fail(f"entry {name!r} is missing")
-            value = arrays[name]
-            if value.dtype.kind != kind or value.ndim != ndim:
-                fail(f"entry {name!r} has dtype {value.dtype} and {value.ndim} dimensions, expected kind {kind!r} "
-                     f"and {ndim}")
-            if shape is not None and any(want is not None and got != want
-                                         for got, want in zip(value.shape, shape, strict=True)):
-                fail(f"entry {name!r} has shape {value.shape}, expected {tuple(shape)}")
-            if kind == "f" and not np.all(np.isfinite(value)):
-                fail(f"entry {name!r} holds non-finite values")
-            return value
-
-        t = entry("t", "f", 1)
-        nt = t.size
-        if nt == 0 or np.any(np.diff(t) < 0.0):
-            fail("entry 't' must be a non-empty, non-decreasing array of times")
-        names = entry("body_names", "U", 1)
-        model_names = None if model is None else tuple(model.names if isinstance(model, Model3D)
-                                                       else model.body_names)
-        if model is not None and tuple(names) != model_names:
-            fail(f"the result's bodies {tuple(names)[:5]}{'...' if len(names) > 5 else ''} do not match the "
-                 f"model's {model_names[:5]}{'...' if model.nbodies > 5 else ''}")
-        nq = model.nq if model is not None else None
-        q = entry("q", "f", 2, (nt, nq))
-        nq = q.shape[1]
-        # a Model3D's qd holds v (nv columns); a planar model's qd has nq columns; without a model: as stored
-        nv = model.nv if isinstance(model, Model3D) else (nq if model is not None else None)
-        qd = entry("qd", "f", 2, (nt, nv))
-        nv = qd.shape[1]
-        work = np.column_stack((entry("dissipated_work", "f", 1, (nt,)), entry("applied_work", "f", 1, (nt,))))
-        method = str(entry("method", "U", 0))
-        status = str(entry("status", "U", 0))
-        if status not in _RESULT_STATUSES:
-            fail(f"entry 'status' is {status!r}, expected one of {_RESULT_STATUSES}")
-        stats = entry("stats", "i", 1, (3,))
-        if np.any(stats < 0):
-            fail("entry 'stats' (evaluations, steps, rejected steps) holds negative counts")
-        result = cls(model, t, q, qd, work, method, *(int(v) for v in stats))
-        result.status = status
-        result.body_names = tuple(str(name) for name in names)
-        n_events = int(entry("n_events", "i", 0))
-        if not 0 <= n_events <= len(arrays):
-            fail(f"entry 'n_events' is {n_events}")
-        for i in range(n_events):
-            t_ev = entry(f"t_events_{i}", "f", 1)
-            result.t_events.append(t_ev)
-            result.q_events.append(entry(f"q_events_{i}", "f", 2, (t_ev.size, nq)))
-            result.qd_events.append(entry(f"qd_events_{i}", "f", 2, (t_ev.size, nv)))
-        if "constraint_drift" in arrays:
-            result.constraint_drift = entry("constraint_drift", "f", 1, (nt,))
-        if "multipliers" in arrays:
-            result.multipliers = entry("multipliers", "f", 2, (nt, None))
-        if ("z" in arrays) != ("zd" in arrays):
-            fail("entries 'z' and 'zd' come together")
-        if "z" in arrays:
-            nbodies = len(names)
-            result.z = entry("z", "f", 3, (nt, nbodies, 3))
-            result.zd = entry("zd", "f", 3, (nt, nbodies, 3))
-        return result
-
-    def __repr__(self):
-        return (f"<SimulationResult {self.method}: {self.t.size} samples, t = {self.t[0]:g} .. {self.t[-1]:g} s, "
-                f"{self.nsteps} steps ({self.nrejected} rejected), {self.nfev} evaluations>")
+def positive(value, what):
+    """``value`` as a float, finite and > 0; a ValueError naming ``what`` otherwise."""
+    value = float(value)
+    if not (value > 0.0 and np.isfinite(value)):
+        raise ValueError(f"{what} must be finite and > 0, got {value}")
+    return value
 
 
 _MAX_TIME = 1e15  # [s]: beyond, float64 resolves times to worse than 0.1 s
@@ -706,6 +449,18 @@ def check_time_span(t0, t_end):
         raise ValueError(f"t0 = {t0:g}, t_end = {t_end:g} s: times beyond {_MAX_TIME:g} s are not supported (float64 "
                          "resolves them to worse than 0.1 s; a run that long cannot finish)")
     return t0, t_end
+
+
+def checked_t_eval(t_eval, t0, t_end):
+    """The output times of a run: None, or ``t_eval`` as a sorted float array within [t0, t_end] with t0 and t_end
+    added; a ValueError otherwise."""
+    if t_eval is None:
+        return None
+    t_eval_arr = np.asarray(t_eval, dtype=float).ravel()
+    if (t_eval_arr.size == 0 or np.any(np.diff(t_eval_arr) < 0) or t_eval_arr[0] < t0
+            or t_eval_arr[-1] > t_end):
+        raise ValueError(f"t_eval must be a non-empty sorted array within [t0, t_end] = [{t0}, {t_end}]")
+    return np.unique(np.concatenate(([t0], t_eval_arr, [t_end])))  # t0 and t_end always
 
 
 def event_callback(events):
@@ -746,6 +501,30 @@ def fixed_step_count(t0, t_end, dt, max_steps):
     return max(1, math.ceil(ratio - 1e-9))  # the slack: a span that is a whole number of steps up to round-off
 
 
+def check_finite_start(q0, qd0):
+    """A StateError naming the first non-finite entry of q0, then of qd0 (the checked start of a run)."""
+    for vec, what in ((q0, "q0"), (qd0, "qd0")):
+        if not np.all(np.isfinite(vec)):
+            raise StateError(f"{what}[{int(np.flatnonzero(~np.isfinite(vec))[0])}] is not finite")
+
+
+def start_state(model, inputs, loop, callback, key, q0, qd0, t0, check_dynamics=True):
+    """The integrated state y0 a run starts from (``loop.initial_state``: projected onto the loops).
+
+    The run's Python inputs are called once first, so that a function that fails or returns the wrong shape is
+    reported clearly here; with ``check_dynamics`` the system's right-hand side is evaluated once at y0 and a kernel
+    status raises its error before anything runs."""
+    if inputs.has_python or inputs.tau_function is not None:
+        # a first evaluation in Python: a function that fails or returns the wrong shape is reported clearly here
+        inputs(t0, q0.copy(), qd0.copy(), np.zeros(inputs.size))
+    y0 = loop.initial_state(q0, qd0, t0, callback, key)
+    if check_dynamics:
+        status = integrators.system_rhs(callback, key, loop.system, t0, y0, np.empty_like(y0))
+        if status:
+            raise_kernel_status(model, status)
+    return y0
+
+
 def _consistent_start(model, inputs, q0, qd0, t0):
     """(q0, qd0) projected onto the loop constraints (drivers applied first); a large gap is an error."""
     from ..dynamics.loops import RedundantConstraintWarning, constraints, project  # noqa: PLC0415
@@ -763,6 +542,29 @@ def _consistent_start(model, inputs, q0, qd0, t0):
         warnings.warn(f"the loop equations are redundant at q0: rank {rank} of {model.nconstraints}; the "
                       "multipliers are the minimum-norm ones", RedundantConstraintWarning, stacklevel=5)
     return q0, qd0
+
+
+def close_run(result, method, status, t_fail, control, events, records):
+    """The end of a run that has its result: the events' records (index, t, y) into ``result.t_events``,
+    ``q_events``, ``qd_events``; "event" status for a run a terminal event ended; a KeyboardInterrupt carrying
+    the result for a run stopped by Ctrl-C. Returns the status left to report (STATUS_OK, or a failure's)."""
+    for i in range(len(events.functions)):
+        hits = [(t_ev, y_ev) for index, t_ev, y_ev in records if index == i]
+        states = [events.state(t_ev, y_ev) for t_ev, y_ev in hits]
+        result.t_events.append(np.array([t_ev for t_ev, _ in hits]))
+        result.q_events.append(np.array([q for q, _ in states]).reshape(-1, result.q.shape[1]))
+        result.qd_events.append(np.array([qd for _, qd in states]).reshape(-1, result.qd.shape[1]))
+    if status == L.STATUS_EVENT:
+        result.status = "event"
+        status = L.STATUS_OK
+    if control.interrupted or L.decode_status(status)[0] == L.STATUS_INTERRUPTED:
+        result.status = "interrupted"
+        interrupt = KeyboardInterrupt(f"{method} interrupted at t = {t_fail:.9g} s; {result.t.size} samples up to "
+                                      f"t = {result.t[-1]:.9g} s are kept in .result")
+        interrupt.result = result
+        interrupt.t = t_fail
+        raise interrupt
+    return status
 
 
 def _raise_failure(model, method, status, t_fail, result, max_steps, control, inputs, events, loop):
@@ -811,7 +613,7 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
                       "no configuration of the free coordinates closes it")
         else:
             try:
-                _raise_kernel_status(model, status)
+                raise_kernel_status(model, status)
             except (ModelError, StateError) as err:
                 reason = str(err)
             else:  # pragma: no cover - raise_status always raises
@@ -826,15 +628,6 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
     raise SimulationError(f"{method} failed at t = {t_fail:.9g} s: {reason}; "
                           f"{result.t.size} samples up to t = {result.t[-1]:.9g} s are kept in .result",
                           t_fail, result) from cause
-
-
-def _raise_kernel_status(model, status):
-    """The exception of a kernel status: the planar route's, or the spatial one's (q, v, tau of a Model3D)."""
-    if isinstance(model, Model3D):
-        from ..dynamics.spatial_loops import _raise  # noqa: PLC0415  (the tree's statuses, and the loops')
-
-        _raise(model, status, ("q", "v", "tau"))
-    raise_status(model, status)
 
 
 def _progress_bar(enabled, t0, t_end):
@@ -989,52 +782,3 @@ def _run_segments(run, y0, t0, t_end, t_eval, dt, progress, control=None, segmen
     finally:
         bar.close()
     return status, t_fail, np.concatenate(times), np.concatenate(states), nfev, nsteps, nrejected, records
-
-
-def _make_result(model, loop, callback, key, t, y, method, nfev, nsteps, nrejected, multipliers=None):
-    """The result of the integrated samples: the full joint state by the formulation's map, the work terms, and
-    what the formulation adds (``finish``); ``multipliers`` (nt, m): the loops' lambda a method computed at the
-    samples itself (generalized_alpha), else those of the formulation's dynamics at each sample
-    (``loop.multiplier_probe``), for a model with loops."""
-    q, qd = loop.joint_states(t, y)
-    name = method if loop.name == "recursive" else f"{loop.name} {method}"
-    # the work columns copied: views would keep the whole integrated y (the size of q and qd) alive with the result
-    result = SimulationResult(model, t, q, qd, np.array(loop.work(y)), name, nfev, nsteps, nrejected)
-    loop.finish(result, y, callback, key)
-    if multipliers is None and model.nloops:  # the loops' lambda of the run's dynamics at each sample
-        def lam_at(i):
-            state, lam = loop.multiplier_probe(result, y, i)
-            evaluate_system(model, callback, key, loop.system, loop.inputs, float(t[i]), state)
-            return lam
-
-        multipliers = sampled_multipliers(result, lam_at)
-    result.multipliers = multipliers
-    return result
-
-
-def evaluate_system(model, callback, key, system, inputs, t, y):
-    """Run a system's right-hand side once at (t, y) (its accelerations, multipliers, element loads land in the
-    system's arrays); a user function that fails raises its own exception, a kernel status its error."""
-    status = integrators.system_rhs(callback, key, system, t, y, np.empty_like(y))
-    if L.decode_status(status)[0] == L.STATUS_INPUT_FAILED and inputs.failure is not None:
-        failure, inputs.failure = inputs.failure[0], None
-        raise failure
-    if status:
-        _raise_kernel_status(model, status)
-
-
-def sampled_multipliers(result, lam_at):
-    """The loop multipliers at every sample of ``result``, (nt, m): ``lam_at(i)`` evaluates the run's dynamics at
-    sample i and returns the system's lambda. When the dynamics cannot be evaluated at a sample (a user function
-    that fails there, a state the loop layer refuses), None and a RuntimeWarning saying where and why: the
-    samples themselves stand, and a run that failed still raises its own error."""
-    rows = []
-    for i in range(result.t.size):
-        try:
-            rows.append(np.array(lam_at(i), dtype=float))
-        except Exception as error:  # noqa: BLE001 - any user function's exception: reported, the run's samples kept
-            warnings.warn(f"result.multipliers not available: the dynamics could not be evaluated at sample {i} "
-                          f"(t = {result.t[i]:.9g} s): {type(error).__name__}: {error}", RuntimeWarning,
-                          stacklevel=2)
-            return None
-    return np.array(rows).reshape(result.t.size, -1)

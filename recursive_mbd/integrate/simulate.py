@@ -1,28 +1,28 @@
-"""Time integration of the minimal-coordinate equations of motion: ``simulate`` and its result.
+"""Time integration of the minimal-coordinate equations of motion: ``simulate``.
 
-Methods are data (``METHODS``): a Butcher tableau plus, for embedded pairs, error weights and a continuous
-extension; the implicit midpoint rule; and ``"scipy:NAME"``, which hands the same right-hand side to
-``scipy.integrate.solve_ivp``. The numba methods run their whole time loop in compiled code
-(``_kernels.integrators``), calling the recursive forward dynamics and the force elements without returning to
-Python; time-varying inputs reach that loop through one callback (``_Inputs``).
+Methods are data (``METHODS``): a Butcher tableau (``tableaus``) plus, for embedded pairs, error weights and a
+continuous extension; the implicit midpoint rule; generalized_alpha and bdf (Newton with an O(N) matrix); and
+``"scipy:NAME"``, which hands the same right-hand side to scipy's solvers (``scipy_route``). The numba methods run
+their whole time loop in compiled code (``_kernels.integrators``), calling the recursive forward dynamics and the
+force elements without returning to Python; time-varying inputs reach that loop through one callback (``_Inputs``).
 
 A user function that fails stops the run: the bridge keeps its exception and the compiled loop returns a status,
 so ``simulate`` raises SimulationError from it with the samples so far. A run polls a monitor (``_RunControl``)
 every few milliseconds of work, so that Ctrl-C (KeyboardInterrupt) and ``max_wall_time`` stop it promptly, again
 with the samples so far.
 
-Layers: this module dispatches downward to ``implicit`` (generalized_alpha) and ``bdf``; the run machinery all of
-them share (inputs, events, monitor, pieces, result, failure) lives below them in ``_runs``, so that neither method
-module imports this one.
+Layers: this module checks the options and dispatches downward to the method front ends, siblings that do not
+import each other: ``implicit`` (generalized_alpha), ``spatial_implicit`` (generalized_alpha on a Model3D) and
+``bdf``, which share ``newton`` (the Newton methods' options and result); the spatial front (``spatial_loop``), the
+scipy route (``scipy_route``), the tableaus; and, below them all, the run machinery (``runs``: inputs, events,
+monitor, pieces, failure) and the result (``result``), so that no method module imports this one.
 """
 
 import difflib
 import inspect
 import warnings
-from dataclasses import dataclass, field
 
 import numpy as np
-from numba.core.registry import CPUDispatcher
 
 from .. import _checks
 from .._kernels import layout as L
@@ -32,422 +32,30 @@ from ..errors import StateError
 from ..model.spatial import Model3D
 from ..model.workspace import workspace
 from .method_names import FIXED_STEP, METHODS
-from .runs import (  # the run machinery shared with implicit (generalized_alpha); below both
+from .result import _make_result
+from .runs import (  # the run machinery shared with the method front ends; below them all
     RecursiveTimeLoop,
     _Events,
-    _function_name,
     _Inputs,
-    _make_result,
     _python_bridge,
     _raise_failure,
-    _raise_kernel_status,
     _run_segments,
     _RunControl,
+    check_finite_start,
     check_time_span,
+    checked_t_eval,
+    close_run,
     event_buffers,
     event_callback,
     fixed_step_count,
+    positive,
+    start_state,
 )
-
-
-@dataclass(frozen=True)
-class Tableau:
-    """An explicit Runge-Kutta method: y_n+1 = y_n + h sum_j B_j k_j, k_j = f(t + C_j h, y_n + h sum_m A_jm k_m).
-
-    E = B - B_hat are the weights of the embedded error estimate (adaptive methods only); E3 those of a second,
-    lower-order estimate (DOP853); DENSE the weights of the continuous extension's last term (Hairer's dopri5
-    form); ORDER the order used by step-size control.
-    """
-
-    name: str
-    A: np.ndarray
-    B: np.ndarray
-    C: np.ndarray
-    order: int
-    E: np.ndarray = field(default=None)
-    DENSE: np.ndarray = field(default=None)
-    E3: np.ndarray = field(default=None)
-
-    @property
-    def adaptive(self):
-        return self.E is not None
-
-
-DOPRI5 = Tableau(
-    name="dopri5",
-    A=np.array([
-        [0, 0, 0, 0, 0, 0, 0],
-        [1 / 5, 0, 0, 0, 0, 0, 0],
-        [3 / 40, 9 / 40, 0, 0, 0, 0, 0],
-        [44 / 45, -56 / 15, 32 / 9, 0, 0, 0, 0],
-        [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729, 0, 0, 0],
-        [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656, 0, 0],
-        [35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84, 0],
-    ]),
-    B=np.array([35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84, 0]),
-    C=np.array([0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1, 1]),
-    E=np.array([71 / 57600, 0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 525, -1 / 40]),
-    DENSE=np.array([-12715105075 / 11282082432, 0, 87487479700 / 32700410799, -10690763975 / 1880347072,
-                    701980252875 / 199316789632, -1453857185 / 822651844, 69997945 / 29380423]),
-    order=5,
-)
-
-RK4 = Tableau(
-    name="rk4",
-    A=np.array([[0, 0, 0, 0], [0.5, 0, 0, 0], [0, 0.5, 0, 0], [0, 0, 1.0, 0]]),
-    B=np.array([1 / 6, 1 / 3, 1 / 3, 1 / 6]),
-    C=np.array([0, 0.5, 0.5, 1.0]),
-    order=4,
-)
-
-def _dop853():
-    """Dormand-Prince 8(5,3) with the stage f(t + h, y_new) appended as a 13th, FSAL stage (its row of A is B).
-
-    The coefficients are the published ones (Hairer, Norsett & Wanner 1993, II.10) as scipy ships them.
-    """
-    from scipy.integrate._ivp import dop853_coefficients as coef  # noqa: PLC0415
-
-    stages = coef.N_STAGES
-    a = np.zeros((stages + 1, stages + 1))
-    a[:stages, :stages] = coef.A[:stages, :stages]
-    a[stages, :stages] = coef.B
-    return Tableau(name="dop853", A=a, B=np.append(coef.B, 0.0), C=np.append(coef.C[:stages], 1.0), order=8,
-                   E=np.array(coef.E5, dtype=float), E3=np.array(coef.E3, dtype=float))
-
-
-DOP853 = _dop853()
-TABLEAUS = {t.name: t for t in (DOPRI5, DOP853, RK4)}
-# METHODS, FIXED_STEP (_method_names): the tableaus above and the midpoint rule (integrators._midpoint_step)
-assert METHODS == (*TABLEAUS, "implicit_midpoint", "generalized_alpha", "bdf"), \
-    "_method_names.METHODS must name the tableaus"
-# The methods whose runs interpolate between steps (t_eval, events), besides scipy's: the tableaus with a continuous
-# extension, generalized_alpha (cubic Hermite, implicit.py) and bdf (its interpolating polynomial, bdf.py).
-DENSE_OUTPUT = (*(name for name, tableau in TABLEAUS.items() if tableau.DENSE is not None), "generalized_alpha", "bdf")
-IMPLICIT_SCIPY = ("Radau", "BDF", "LSODA")  # given the structured Jacobian of integrators.rhs_jacobian
-
-
-class _SpatialInputs(_Inputs):
-    """The inputs of a run on a ``Model3D``: tau (nv,) constant, or a function tau(t) / tau(t, q, v) (q (nq,) with
-    unit quaternions, v (nv,)); u = [the model's element slots (its forces and torques that are functions of time) |
-    tau when tau is a function]. Spatial models have no drivers yet."""
-
-    spatial = True
-
-    def __init__(self, model, tau):
-        nv = model.nv
-        self.model = model
-        self.ntau = nv
-        self.tau_const = np.zeros(nv)
-        self.tau_function = None
-        self.tau_arity = 0
-        self.tau_offset = -1
-        offset = model.n_element_inputs
-        if callable(tau):
-            self.tau_function = tau
-            self.tau_name = _function_name(tau)
-            self.tau_arity = _checks.arity(tau, "tau")
-            self.tau_offset = offset
-            offset += nv
-        elif tau is not None:
-            arr = np.asarray(_checks.real_array(tau, "tau"), dtype=float)
-            if arr.shape != (nv,):
-                raise StateError(f"tau must have shape ({nv},) for this model (nv = {nv}), got shape {arr.shape}")
-            if not np.all(np.isfinite(arr)):
-                raise StateError(f"tau[{int(np.flatnonzero(~np.isfinite(arr))[0])}] is not finite")
-            self.tau_const = arr.copy()
-        self.driver_offset = offset
-        self.drivers = []
-        self.driven = np.zeros(0, dtype=np.uint8)
-        self.driven_coords = np.zeros(0, dtype=np.int64)
-        self.size = offset
-        self.has_python = bool(model.element_functions) or (
-            self.tau_function is not None and not isinstance(self.tau_function, CPUDispatcher))
-
-
-class SpatialTimeLoop:
-    """The spatial formulation's pieces for the generic time loops (``rm.simulate`` on a ``Model3D``): the compiled
-    system (``_kernels.spatial_system``: the tree, or the loop layer on top of it), the initial state
-    y = (q0, v0, 0, 0) (projected onto the loops) and the map back from the integrated states: q with every
-    quaternion renormalised (a dense-output sample between two projected steps may be off unit by the local error),
-    v as integrated."""
-
-    name = "recursive"
-
-    def __init__(self, model, inputs, stabilization="none", alpha=0.0, beta=0.0, projection_tol=1e-12):
-        from .._kernels.spatial.system import SpatialSystem  # noqa: PLC0415  (registers its overloads)
-        from ..dynamics import spatial  # noqa: PLC0415  (spatial kernels only for spatial models)
-        from ..dynamics.loops import FILTER_RCOND, POSITION_RCOND  # noqa: PLC0415
-
-        self.model = model
-        self.inputs = inputs
-        ws = spatial.workspace(model)
-        nq, nv, nb, m = model.nq, model.nv, model.nbodies, model.nconstraints
-        stab = np.array([alpha, beta]) if stabilization == "baumgarte" else np.zeros(2)
-        # the loop layer's per-body poses and velocities: read only when the model has loops (system_rhs and
-        # project_state test for them), so a tree gets 0 rows (192 bytes a body saved)
-        rows = nb if m else 0
-        loops = (model.loop_int, model.loop_real, np.zeros((rows, 3, 3)), np.zeros((rows, 3)), np.zeros((rows, 3)),
-                 np.zeros((rows, 3)), np.zeros((rows, 6)), np.zeros(40), np.zeros(m), np.zeros(m), np.zeros((m, nv)),
-                 np.zeros(m), np.zeros((m, 12)), np.zeros((m, nv)), np.zeros(nv), np.zeros(3), stab, np.zeros(m),
-                 np.zeros(1, dtype=np.int64),
-                 np.array([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0,
-                           POSITION_RCOND, FILTER_RCOND]),
-                 np.zeros(m), np.zeros((m, m)), np.zeros(nv))
-        # the S the kernels read: forward dynamics reads the rows of joints neither spherical nor revolute only
-        # (``fd_S``, 0 rows for a model of those); the loop kernels read every joint's subspace. Sized here, not by
-        # ``ws.S``, whose first use would allocate the full array in the model's workspace as well.
-        motion_subspaces = np.zeros((nb, model._max_nv, 6)) if m else np.zeros_like(ws.fd_S)
-        self.system = SpatialSystem(
-            model.body_int, model.body_real, model.gravity, model._euclid_q.astype(np.int64),
-            model._euclid_v.astype(np.int64), model._quat_q, model._quat_v, inputs.tau_const,
-            np.array([inputs.tau_offset], dtype=np.int64), np.zeros(inputs.size), spatial.element_system(model),
-            np.zeros(nq), np.zeros(nv),
-            np.zeros(nv), np.zeros(nv), np.zeros_like(ws.ws), motion_subspaces, np.zeros_like(ws.UD),
-            np.zeros_like(ws.uD), np.zeros_like(ws.tmp), loops)
-
-    def initial_state(self, q0, qd0, t0, callback, key):
-        if self.model.nloops:
-            q0, qd0 = _consistent_start_spatial(self.model, q0, qd0)
-        return np.concatenate((q0, qd0, [0.0, 0.0]))
-
-    def joint_states(self, t, y):
-        """q (nt, nq) with unit quaternions and v (nt, nv) of the integrated states y (nt, nq + nv + 2)."""
-        nq, nv = self.model.nq, self.model.nv
-        y = np.atleast_2d(y)
-        q = y[:, :nq].copy()
-        columns = self.model._quat_q[:, None] + np.arange(4)
-        if columns.size:
-            quats = q[:, columns]  # (nt, k, 4)
-            q[:, columns] = quats / np.linalg.norm(quats, axis=2)[:, :, None]
-        return q, y[:, nq:nq + nv].copy()
-
-    def work(self, y):
-        return y[:, self.model.nq + self.model.nv:]
-
-    def finish(self, result, y, callback, key):
-        """The loops' drift max |phi| at every sample (models with loops)."""
-        result._evaluator = None
-        if self.model.nloops:
-            from ..dynamics.spatial_loops import constraints  # noqa: PLC0415
-
-            result.constraint_drift = np.array([np.abs(constraints(self.model, qi)[0]).max() for qi in result.q])
-
-    def multiplier_probe(self, result, y, i):
-        """(state, lam): sample i's reported (q, v) (unit quaternions) and the loop layer's lam (m,) that the
-        dynamics there fill."""
-        from .._kernels.spatial.system import LOOP_LAM  # noqa: PLC0415
-
-        return np.concatenate((result.q[i], result.qd[i], [0.0, 0.0])), self.system.loops[LOOP_LAM]
-
-
-def _consistent_start_spatial(model, q0, v0):
-    """(q0, v0) of a Model3D projected onto its loops (``spatial_loops.project``); a gap above 1e-6 is an error,
-    redundant loop equations at q0 a RedundantConstraintWarning."""
-    from ..dynamics.loops import RedundantConstraintWarning  # noqa: PLC0415
-    from ..dynamics.spatial_loops import constraints, project  # noqa: PLC0415
-
-    phi, _, jac, _ = constraints(model, q0)
-    gap = float(np.abs(phi).max())
-    if gap > 1e-6:
-        row = int(np.argmax(np.abs(phi)))
-        k = int(np.searchsorted(model.loop_rows, row, side="right") - 1)
-        raise StateError(f"q0 does not close the loops (max |phi| = {gap:.3g}, loop {model.loop_names[k]!r}); find "
-                         "a consistent q0 with rm.assemble(model, q0)")
-    q0, v0, _ = project(model, q0, v0)
-    rank = np.linalg.matrix_rank(constraints(model, q0)[2], tol=None)
-    if rank < model.nconstraints:  # the run solves them by least squares, as loop_dynamics does
-        warnings.warn(f"the loop equations are redundant at q0: rank {rank} of {model.nconstraints}; the "
-                      "multipliers are the minimum-norm ones", RedundantConstraintWarning, stacklevel=5)
-    return q0, v0
-
-
-def _spatial_start(model, q0, qd0):
-    """(q0, v0) of a run on a Model3D as float64 arrays: shapes (nq,), (nv,), finite; each quaternion off unit norm
-    by more than 1e-12 is normalised with a RuntimeWarning (one that is zero is a StateError naming body and index)."""
-    from ..model.configuration import _state_vector  # noqa: PLC0415
-
-    q0 = _state_vector(q0, model.nq, "q0").copy()
-    qd0 = _state_vector(qd0, model.nv, "qd0").copy()
-    starts = np.asarray(model._quat_q, dtype=np.int64)
-    if starts.size:  # vectorised: a per-quaternion Python loop costs seconds on a 1e6-link chain
-        rows = starts[:, None] + np.arange(4)
-        norms = np.linalg.norm(q0[rows], axis=1)
-        off = np.flatnonzero(~(np.abs(norms - 1.0) <= 1e-12))  # NaN norms are caught by the finiteness check
-        if off.size:
-            names = model.names  # built once: it is a fresh list of every body's name
-            for k in off:
-                start, body, norm = int(starts[k]), int(model._quat_body[k]), float(norms[k])
-                where = f"q0[{start}:{start + 4}], the quaternion of body {names[body]!r} (index {body}),"
-                if not norm > 0.0:
-                    raise StateError(f"{where} is zero: not a rotation")
-                warnings.warn(f"{where} has norm {norm!r}; simulate normalises it", RuntimeWarning, stacklevel=3)
-            q0[rows[off]] /= norms[off, None]
-    return q0, qd0
-
+from .scipy_route import _scipy_run, _scipy_solver
+from .spatial_loop import SpatialTimeLoop, _spatial_start, _SpatialInputs
+from .tableaus import DENSE_OUTPUT, RK4, TABLEAUS
 
 # ---- simulate -----------------------------------------------------------------------------------------------------
-
-def _positive(value, what):
-    value = float(value)
-    if not (value > 0.0 and np.isfinite(value)):
-        raise ValueError(f"{what} must be finite and > 0, got {value}")
-    return value
-
-
-def _scipy_solver(name):
-    """scipy's OdeSolver class of that name (RK45, DOP853, Radau, BDF, LSODA, RK23), or a ValueError."""
-    import scipy.integrate  # noqa: PLC0415
-
-    solver = getattr(scipy.integrate, name, None)
-    if not (isinstance(solver, type) and issubclass(solver, scipy.integrate.OdeSolver)
-            and solver is not scipy.integrate.OdeSolver):
-        raise ValueError(f"unknown method 'scipy:{name}'; scipy's solvers are scipy:RK45, scipy:RK23, scipy:DOP853, "
-                         "scipy:Radau, scipy:BDF, scipy:LSODA")
-    return solver
-
-
-class _StopRhs(Exception):
-    """A right-hand side evaluation failed inside a scipy solver (its status is in the run's failures)."""
-
-
-class _OutputFull(Exception):
-    """A sample (or event) of a scipy run at time ``t`` does not fit in the run's output budget."""
-
-    def __init__(self, t):
-        super().__init__(t)
-        self.t = t
-
-
-def _scipy_run(method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval, every, max_step, first_step,
-               events, max_steps, control):
-    """scipy's solver ``method`` stepped from Python on the compiled right-hand side, so that a failure keeps the
-    samples so far. Output (t_eval, else every ``every``-th step and the last), events and statistics as the
-    compiled adaptive loop, and its output budget (``control.output_budget``: a sample or event that does not fit
-    ends the run with STATUS_OUTPUT_FULL): returns (status, t_fail, t, y, nfev, nsteps, event records)."""
-    from scipy.optimize import brentq  # noqa: PLC0415
-
-    dy = np.empty_like(y0)
-    failure = []
-
-    def rhs(t, y):
-        status = integrators.system_rhs(callback, key, system, t, y, dy)
-        if status:
-            failure.append((status, t))
-            raise _StopRhs
-        return dy.copy()
-
-    options = dict(rtol=rtol, atol=atol, max_step=max_step)
-    if method in IMPLICIT_SCIPY:
-        n = y0.size
-        f0, ytmp, ftmp, jac = np.empty(n), np.empty(n), np.empty(n), np.empty((n, n))
-
-        def jacobian(t, y):
-            status = integrators.system_rhs(callback, key, system, t, y, f0)
-            if not status:
-                status = integrators.rhs_jacobian(callback, key, system, t, y, f0, ytmp, ftmp, jac)
-            if status:
-                failure.append((status, t))
-                raise _StopRhs
-            return jac.copy()
-
-        options["jac"] = jacobian
-    if first_step is not None:
-        options["first_step"] = first_step
-    n_events = len(events.functions)
-    values = np.empty(n_events)
-
-    def event_values(t, y):
-        events(t, y, None, values)
-        return values.copy()
-
-    times, states, records = [], [], []
-    rows = integrators.budget_rows(control.output_budget, y0.size)  # the samples and events the budget holds
-    control.sample_floats = y0.size + 1
-
-    def make_room(t):  # for one more sample or event at time t
-        if len(times) + len(records) >= rows:
-            raise _OutputFull(t)
-
-    def keep(t, y):
-        make_room(t)
-        times.append(t)
-        states.append(y)
-
-    outputs = t_eval
-    next_output = 0
-    skipped = None  # (t, y) of the last accepted step when it is not a sample (every > 1): the run's last is one
-    nsteps = 0
-    solver = None
-    status, t_fail = L.STATUS_OK, t0
-    try:
-        keep(t0, y0.copy())  # t_eval holds t0
-        next_output = 0 if outputs is None else 1
-        g_old = event_values(t0, y0) if n_events else None
-        solver = _scipy_solver(method)(rhs, t0, y0, t_end, **options)
-        while solver.status == "running":
-            if nsteps >= max_steps:
-                status, t_fail = L.STATUS_MAX_STEPS, solver.t
-                break
-            status = control.status()
-            if status:
-                t_fail = solver.t
-                break
-            t_old = solver.t
-            solver.step()
-            if solver.status == "failed":
-                status, t_fail = L.STATUS_STEP_UNDERFLOW, solver.t
-                break
-            nsteps += 1
-            dense = solver.dense_output() if (outputs is not None or n_events) else None
-            t_stop = None
-            if n_events:  # sign changes as in integrators.integrate_adaptive, located by brentq on the dense output
-                g_new = event_values(solver.t, solver.y)
-                for i in range(n_events):
-                    g0, g1, direction = g_old[i], g_new[i], events.directions[i]
-                    if (g0 < 0.0 <= g1 and direction >= 0.0) or (g0 > 0.0 >= g1 and direction <= 0.0):
-                        t_hit = solver.t if g1 == 0.0 else brentq(
-                            lambda s, i=i, dense=dense: event_values(s, dense(s))[i], t_old, solver.t,
-                            xtol=4 * np.finfo(float).eps * max(1.0, abs(solver.t)))
-                        y_hit = solver.y.copy() if t_hit == solver.t else dense(t_hit)
-                        make_room(float(t_hit))
-                        records.append((i, float(t_hit), y_hit))
-                        if events.terminal[i] and (t_stop is None or t_hit < t_stop):
-                            t_stop = float(t_hit)
-                g_old = g_new
-            if outputs is not None:
-                last = solver.t if t_stop is None else t_stop
-                while next_output < outputs.size and outputs[next_output] <= last:
-                    t_out = outputs[next_output]
-                    keep(t_out, solver.y.copy() if t_out == solver.t else dense(t_out))
-                    next_output += 1
-            if t_stop is not None:  # a terminal event ends the run there
-                skipped = None
-                if times[-1] != t_stop:
-                    keep(t_stop, dense(t_stop))
-                status, t_fail = L.STATUS_EVENT, t_stop
-                break
-            if outputs is None:
-                if nsteps % every == 0:
-                    skipped = None
-                    keep(solver.t, solver.y.copy())
-                else:
-                    skipped = (solver.t, solver.y.copy())
-    except _OutputFull as full:
-        status, t_fail, skipped = L.STATUS_OUTPUT_FULL, full.t, None
-    except _StopRhs:
-        status, t_fail = failure[0]
-    except Exception as exc:  # noqa: BLE001 - an event function that failed: kept for the wrapper, as the bridge does
-        status, t_fail = L.STATUS_INPUT_FAILED, (solver.t if solver is not None else t0)
-        events.failure = (exc, t_fail)
-    if skipped is not None:  # the last accepted step is always a sample, if it fits
-        try:
-            keep(*skipped)
-        except _OutputFull:
-            if status == L.STATUS_OK:
-                status, t_fail = L.STATUS_OUTPUT_FULL, skipped[0]
-    nfev = solver.nfev if solver is not None else 0
-    return status, t_fail, np.array(times), np.array(states).reshape(-1, y0.size), nfev, nsteps, records
-
 
 def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t0=0.0, dt=None, t_eval=None,
              every=1, max_step=np.inf, first_step=None, max_steps=10_000_000, tau=None, drivers=None,
@@ -481,16 +89,17 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         "implicit_midpoint": fixed step ``dt``, symmetric, bounded energy error on long conservative runs.
         "generalized_alpha": fixed step ``dt``, Chung-Hulbert generalised-alpha (second order, L-stable for rho_inf < 1)
         with numerical damping set by ``rho_inf`` in [0, 1] (default 0.9; 1 = none, 0 = the highest frequencies
-        annihilated in one step), Newton with an O(N) matrix (``recursive_mbd.integrate.implicit``; closed loops by its Schur
-        complement, O(N m + m^3), stabilised index 2), converged to ``newton_tol`` (default 1e-12) [rad or m on
-        positions, rad/s or m/s on velocities]: for long chains and stiff springs, where explicit steps shrink like 1/N.
+        annihilated in one step), Newton with an O(N) matrix (``recursive_mbd.integrate.implicit``; closed loops by
+        its Schur complement, O(N m + m^3), stabilised index 2), converged to ``newton_tol`` (default 1e-12) [rad or
+        m on positions, rad/s or m/s on velocities]: for long chains and stiff springs, where explicit steps shrink
+        like 1/N.
         t_eval and events on its cubic Hermite dense output; everything else as for the other numba methods. On a
         Model3D: the Lie-group form (q+ = q (+) increment, unit quaternions by construction), Newton on vdot with the
-        O(N) matrix M + c K_gravity + joint spring-damper terms (``recursive_mbd.integrate.spatial_implicit``: what is exact, what
-        is lagged, where Newton needs smaller steps); tau, force elements, t_eval, events, work terms, progress,
-        max_wall_time; ``result.newton_contraction`` measures the linear convergence; closed loops as in the plane
-        (stabilised index 2, the Schur complement on the articulated-body factors). With loops ``result.multipliers``
-        (nt, m) holds the multipliers lambda at the samples (both models).
+        O(N) matrix M + c K_gravity + joint spring-damper terms (``recursive_mbd.integrate.spatial_implicit``: what
+        is exact, what is lagged, where Newton needs smaller steps); tau, force elements, t_eval, events, work
+        terms, progress, max_wall_time; ``result.newton_contraction`` measures the linear convergence; closed loops
+        as in the plane (stabilised index 2, the Schur complement on the articulated-body factors). With loops
+        ``result.multipliers`` (nt, m) holds the multipliers lambda at the samples (both models).
         "bdf": variable-step, variable-order BDF (orders 1-5, Shampine-Reichelt form) with error control by
         ``rtol``/``atol``, dense output (t_eval, events) and Newton iterations of O(N) cost (the Newton matrix
         M + c C + c^2 K factorised by ``implicit.effective_factor`` and reused across steps;
@@ -517,7 +126,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     every : int
         Without t_eval: store every ``every``-th step (t0 and t_end always stored). Every sample keeps the whole
         state (serial_chain(10_000): 160 kB), and the samples of a run (every method) may take at most its output
-        budget, a quarter of the memory available when the run starts (``_runs.output_budget``: MemAvailable of
+        budget, a quarter of the memory available when the run starts (``runs.output_budget``: MemAvailable of
         /proc/meminfo, or a container's cgroup limit if lower; no limit where neither can be read): a run that
         would outgrow it stops with SimulationError, its samples so far kept. Pass every=K or t_eval for fewer.
     max_step, first_step : float, optional
@@ -597,7 +206,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         rtol=rtol, atol=atol, every=every, max_step=max_step, first_step=first_step, max_steps=max_steps,
         alpha=alpha, beta=beta, t_eval=t_eval, midpoint_tol=midpoint_tol)
     t0, t_end = _checks.real(t0, "t0"), _checks.real(t_end, "t_end")
-    max_wall_time = None if max_wall_time is None else _positive(max_wall_time, "max_wall_time")
+    max_wall_time = None if max_wall_time is None else positive(max_wall_time, "max_wall_time")
     if formulation not in _FORMULATIONS:
         raise ValueError(f"formulation must be 'recursive' or 'augmented', got {formulation!r}")
     if formulation != "recursive" and method in ("generalized_alpha", "bdf"):
@@ -628,9 +237,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
             raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
         q0 = as_vector(model, q0, "q0").copy()
         qd0 = as_vector(model, qd0, "qd0").copy()
-    for vec, what in ((q0, "q0"), (qd0, "qd0")):
-        if not np.all(np.isfinite(vec)):
-            raise StateError(f"{what}[{int(np.flatnonzero(~np.isfinite(vec))[0])}] is not finite")
+    check_finite_start(q0, qd0)
     t0, t_end = check_time_span(t0, t_end)
     fixed = method in FIXED_STEP
     if fixed and dt is None:
@@ -638,11 +245,11 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     if not fixed and dt is not None:
         raise ValueError(f"dt is for fixed-step methods; {method} chooses its steps from rtol and atol")
     if fixed:
-        dt = _positive(dt, "dt")
+        dt = positive(dt, "dt")
         fixed_step_count(t0, t_end, dt, max_steps)
     elif not float(max_step) > 0.0:
         raise ValueError(f"max_step must be > 0 (inf for no bound), got {max_step}")
-    elif np.isfinite(float(max_step)) and (t_end - t0) / _positive(max_step, "max_step") > max_steps:
+    elif np.isfinite(float(max_step)) and (t_end - t0) / positive(max_step, "max_step") > max_steps:
         raise ValueError(f"max_step = {float(max_step):g} s needs more than max_steps = {max_steps} steps from "
                          f"t0 = {t0:g} to t_end = {t_end:g} s: raise max_step or max_steps")
     if t_eval is not None and (fixed or (method in TABLEAUS and TABLEAUS[method].DENSE is None)):
@@ -726,9 +333,7 @@ def _generalized_alpha_spatial(model, q0, qd0, t0, t_end, dt, every, tau, events
     if model.nv == 0:
         raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
     q0, qd0 = _spatial_start(model, q0, qd0)
-    for vec, what in ((q0, "q0"), (qd0, "qd0")):
-        if not np.all(np.isfinite(vec)):
-            raise StateError(f"{what}[{int(np.flatnonzero(~np.isfinite(vec))[0])}] is not finite")
+    check_finite_start(q0, qd0)
     inputs = _SpatialInputs(model, tau)
     loop = SpatialTimeLoop(model, inputs)
     return spatial_implicit.simulate_generalized_alpha(
@@ -781,30 +386,18 @@ def _stabilization(model, stabilization, scipy_method, formulation="recursive"):
 def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0, t0, t_end, rtol, atol, dt, t_eval,
               every, max_step, first_step, max_steps, midpoint_tol, events, progress, max_wall_time, max_order=5):
     system = loop.system
-    if inputs.has_python or inputs.tau_function is not None:
-        # a first evaluation in Python: a function that fails or returns the wrong shape is reported clearly here
-        inputs(t0, q0.copy(), qd0.copy(), np.zeros(inputs.size))
-    y0 = loop.initial_state(q0, qd0, t0, callback, key)
-    status = integrators.system_rhs(callback, key, system, t0, y0, np.empty_like(y0))
-    if status:
-        _raise_kernel_status(model, status)
+    y0 = start_state(model, inputs, loop, callback, key, q0, qd0, t0)
 
     n = y0.size
     nrejected = 0
-    t_eval_arr = None
-    if t_eval is not None:
-        t_eval_arr = np.asarray(t_eval, dtype=float).ravel()
-        if (t_eval_arr.size == 0 or np.any(np.diff(t_eval_arr) < 0) or t_eval_arr[0] < t0
-                or t_eval_arr[-1] > t_end):
-            raise ValueError(f"t_eval must be a non-empty sorted array within [t0, t_end] = [{t0}, {t_end}]")
-        t_eval_arr = np.unique(np.concatenate(([t0], t_eval_arr, [t_end])))  # t0 and t_end always
+    t_eval_arr = checked_t_eval(t_eval, t0, t_end)
 
     control = _RunControl(max_wall_time)
     if scipy_method is not None:
         if progress:
             warnings.warn("progress bars are for the numba methods; scipy:NAME runs without one", stacklevel=3)
-        rtol = _positive(rtol, "rtol")
-        atol = _positive(atol, "atol")
+        rtol = positive(rtol, "rtol")
+        atol = positive(atol, "atol")
         with control:
             status, t_fail, t_out, y_out, nfev, nsteps, event_records = _scipy_run(
                 scipy_method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval_arr, every,
@@ -827,22 +420,7 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
         result.newton_iterations = segment.newton_iterations
         result.newton_factorizations = segment.factorizations
         result.order_limited_at = segment.order_limited_at  # [s] or None: when the orders were capped at 2
-    for i in range(len(events.functions)):
-        hits = [(t_ev, y_ev) for index, t_ev, y_ev in event_records if index == i]
-        states = [events.state(t_ev, y_ev) for t_ev, y_ev in hits]
-        result.t_events.append(np.array([t_ev for t_ev, _ in hits]))
-        result.q_events.append(np.array([q for q, _ in states]).reshape(-1, result.q.shape[1]))
-        result.qd_events.append(np.array([qd for _, qd in states]).reshape(-1, result.qd.shape[1]))
-    if status == L.STATUS_EVENT:
-        result.status = "event"
-        status = L.STATUS_OK
-    if control.interrupted or L.decode_status(status)[0] == L.STATUS_INTERRUPTED:
-        result.status = "interrupted"
-        interrupt = KeyboardInterrupt(f"{method} interrupted at t = {t_fail:.9g} s; {result.t.size} samples up to "
-                                      f"t = {result.t[-1]:.9g} s are kept in .result")
-        interrupt.result = result
-        interrupt.t = t_fail
-        raise interrupt
+    status = close_run(result, method, status, t_fail, control, events, event_records)
     if status != L.STATUS_OK:
         _raise_failure(model, method, status, t_fail, result, max_steps, control, inputs, events, loop)
     return result
@@ -855,7 +433,7 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
     buffers) holding at most ``budget`` floats (``_run_segments``)."""
     monitor = (_python_bridge, control.key, control.control)
     if method in FIXED_STEP:
-        dt = _positive(dt, "dt")
+        dt = positive(dt, "dt")
         midpoint = method == "implicit_midpoint"
         tableau = RK4 if midpoint else TABLEAUS[method]  # the midpoint rule uses 2 rows of k, no tableau
 
@@ -870,10 +448,10 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
 
         return run
     tableau = TABLEAUS.get(method)
-    rtol = _positive(rtol, "rtol")
-    atol = _positive(atol, "atol")
-    max_step = _positive(max_step, "max_step") if np.isfinite(max_step) else np.inf
-    first = 0.0 if first_step is None else _positive(first_step, "first_step")
+    rtol = positive(rtol, "rtol")
+    atol = positive(atol, "atol")
+    max_step = positive(max_step, "max_step") if np.isfinite(max_step) else np.inf
+    first = 0.0 if first_step is None else positive(first_step, "first_step")
     events_fn, events_key = event_callback(events)
     if method == "bdf":
         from .bdf import segment_runner  # noqa: PLC0415

@@ -134,27 +134,8 @@ iterations a step. As for the tree, N = 1000 converges only from dt = 6.25e-4 s
 
 import numpy as np
 
-from .._kernels.spatial import layout as SL
 from . import runs as _runs
-from .implicit import finish_run, run_options
-
-
-def joint_spring_diagonals(model):
-    """(stiffness, damping), each shape (nv,): the joint spring-dampers' k and c on their joint's velocities (a
-    spherical joint's one k and c on its three)."""
-    j_stiff = np.zeros(model.nv)
-    j_damp = np.zeros(model.nv)
-    for e in range(model.elem_int.shape[0]):
-        if model.elem_int[e, SL.ETYPE] != SL.ELEM_JOINT_SPRING_DAMPER:
-            continue
-        body = model.elem_int[e, SL.EBODY_A]
-        kv = model.body_int[body, SL.VIDX]
-        nvj = model.body_int[body, SL.NVJ]
-        spherical = model.body_int[body, SL.JTYPE] == SL.SPHERICAL
-        for d in range(nvj):
-            j_stiff[kv + d] += model.elem_real[e, SL.EJK + (0 if spherical else d)]
-            j_damp[kv + d] += model.elem_real[e, SL.EJC + (0 if spherical else d)]
-    return j_stiff, j_damp
+from .newton import run_generalized_alpha, run_options, spatial_joint_spring_diagonals
 
 
 def simulate_generalized_alpha(model, inputs, loop, q0, qd0, t0, t_end, dt, *, every=1, t_eval=None, events=None,
@@ -172,49 +153,16 @@ def simulate_generalized_alpha(model, inputs, loop, q0, qd0, t0, t_end, dt, *, e
     """
     from .._kernels.spatial import implicit as kernels  # noqa: PLC0415
 
-    coefficients, newton_tol, max_newton, t0, t_end, dt, every, t_eval_arr = run_options(
-        rho_inf, newton_tol, max_newton, t0, t_end, dt, max_steps, every, t_eval)
+    options = run_options(rho_inf, newton_tol, max_newton, t0, t_end, dt, max_steps, every, t_eval)
+    t0 = options[3]
     callback, key = inputs.callback()
-    system = loop.system
     event_functions = _runs._Events(model, events, inputs, loop)
-    if inputs.has_python or inputs.tau_function is not None:
-        # a first evaluation in Python: a function that fails or returns the wrong shape is reported clearly here
-        inputs(t0, q0.copy(), qd0.copy(), np.zeros(inputs.size))
-    y0 = loop.initial_state(q0, qd0, t0, callback, key)
-    j_stiff, j_damp = joint_spring_diagonals(model)
-    control = _runs._RunControl(max_wall_time)
-    monitor = (_runs._python_bridge, control.key, control.control)
-    events_fn, events_key = _runs.event_callback(event_functions)
-    m = model.nconstraints
-    carry = np.zeros(2 + 2 * model.nv + m + 1)
-    info = np.zeros(8)
-    totals = {"iterations": 0}
-    n = y0.size
-    steps = _runs.fixed_step_count(t0, t_end, dt, max_steps)
-
-    def run(y_start, ta, tb, piece_eval, budget):
-        # the kernel's output rows are (y, lambda): a later piece starts from the state part of the last one
-        control.restart()
-        ev_t, ev_y, ev_floats = _runs.event_buffers(event_functions, n)
-        capacity = _runs.fixed_step_capacity(steps, every, n + m, t_eval_arr, budget - ev_floats)
-        (status, t_fail, count, t_out, y_out, nfev, nsteps, iterations, nev, ev_t,
-         ev_y) = kernels.integrate_generalized_alpha(
-            callback, key, system, np.ascontiguousarray(y_start[:n]), carry, ta, tb, dt,
-            _runs.fixed_step_count(ta, tb, dt, max_steps), every, np.empty(0) if piece_eval is None else piece_eval,
-            coefficients, newton_tol, max_newton, j_stiff, j_damp, np.empty(capacity), np.empty((capacity, n + m)),
-            float(budget), events_fn, events_key, event_functions.directions, event_functions.terminal, ev_t, ev_y,
-            *monitor, info)
-        totals["iterations"] += iterations
-        records = [(int(row[0]), t_ev, row[1:]) for t_ev, row in zip(ev_t[:nev], ev_y[:nev], strict=True)]
-        return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, 0, records
-
-    with control:
-        status, t_fail, t_out, y_out, nfev, nsteps, _, records = _runs._run_segments(
-            run, y0, t0, t_end, t_eval_arr, dt, progress, control)
-    result = finish_run(model, loop, callback, key, inputs, event_functions, control, t_out, y_out[:, :n], nfev,
-                        nsteps, records, status, t_fail, info, totals["iterations"], dt, newton_tol, max_newton,
-                        max_steps, "M vdot + h - Q + J^T lambda" if m else "M vdot + h - Q",
-                        multipliers=y_out[:, n:] if m else None)
+    # the spatial run enters its compiled loop without a first evaluation of the dynamics in Python
+    y0 = _runs.start_state(model, inputs, loop, callback, key, q0, qd0, t0, check_dynamics=False)
+    j_stiff, j_damp = spatial_joint_spring_diagonals(model)
+    result, info = run_generalized_alpha(kernels.integrate_generalized_alpha, model, loop, callback, key, inputs,
+                                         event_functions, y0, model.nv, j_stiff, j_damp, 8, options, max_steps,
+                                         progress, max_wall_time, "M vdot + h - Q")
     result.newton_contraction = float(np.exp(info[5] / info[6])) if info[6] else 0.0
     result.newton_contraction_max = float(info[7])
     return result

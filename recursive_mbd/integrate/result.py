@@ -1,0 +1,343 @@
+"""The result of a run (``SimulationResult``) and its file format, beside the run machinery (``runs``).
+
+``_make_result`` builds it from a run's integrated samples (the formulation's state map, work terms and loop
+multipliers, ``sampled_multipliers``); ``SimulationResult`` holds the samples and evaluates the run's dynamics
+again at them (``evaluate_system``: the run's compiled system and inputs); ``save`` and ``load`` write and read its
+.npz file (``read_npz``: any result archive, read without pickles).
+"""
+
+import os
+import warnings
+from io import BytesIO
+
+import numpy as np
+
+from .._kernels import layout as L
+from .._kernels.timeloops import integrators
+from ..dynamics.calls import element_forces, energy, forward_kinematics
+from ..errors import ResultFileError
+from ..model.spatial import Model3D
+from .kernel_status import raise_kernel_status
+
+_RESULT_FORMAT = "recursive_mbd.SimulationResult"  # the marker of files SimulationResult.save writes
+_RESULT_VERSION = 1
+_RESULT_STATUSES = ("finished", "event", "failed", "interrupted", "time_limit")
+
+
+def read_npz(path, writer="`rmbd run`"):
+    """All arrays of an .npz result file as a dict, read without pickles.
+
+    Raises ResultFileError (a ValueError) naming the file when it is not a regular file, not an .npz archive
+    ("not a result file (expected the .npz that <writer> writes)"), or corrupted or truncated (zip, header and
+    CRC errors alike); OSError when it cannot be opened. Never blocks on a FIFO.
+    """
+    path = os.fspath(path)
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise ResultFileError(f"{path}: not a regular file (expected the .npz that {writer} writes)")
+    with open(path, "rb") as file:
+        raw = file.read()
+    if not raw.startswith(b"PK"):
+        raise ResultFileError(f"{path}: not a result file (expected the .npz that {writer} writes)")
+    try:
+        with np.load(BytesIO(raw), allow_pickle=False) as data:
+            return {key: data[key] for key in data.files}
+    except Exception as err:  # noqa: BLE001 - zip, npy header and CRC errors alike: one error naming the file
+        raise ResultFileError(f"{path}: corrupted or truncated result file ({type(err).__name__}: "
+                              f"{str(err)[:120]})") from None
+
+
+class SimulationResult:
+    """Samples of a simulated trajectory.
+
+    Attributes
+    ----------
+    t : ndarray, shape (nt,)
+        Sample times [s]; always holds t0 and t_end (unless the run failed, then up to the failure).
+    q, qd : ndarray, shape (nt, nq)
+        Joint coordinates and rates at the samples (driven coordinates included). For a ``Model3D``: q (nt, nq)
+        the configurations (every quaternion unit norm) and qd (nt, nv) the joint VELOCITIES v (a spherical
+        joint's omega in the child frame), not dq/dt; ``qdd()``, ``driving_forces()`` and ``poses()`` are for
+        planar models only (ValueError).
+    dissipated_work, applied_work : ndarray, shape (nt,)
+        Work [J] dissipated by the dampers and done by tau, the applied forces and torques and the drivers since
+        t0, integrated with the motion: E(t) + dissipated_work - applied_work = E(t0).
+    method : str
+    nfev, nsteps, nrejected : int
+        Right-hand-side (forward-dynamics) evaluations, accepted and rejected steps.
+    status : str
+        "finished"; "event" when a terminal event ended the run (at t[-1]); on the ``result`` of an exception:
+        "failed" (SimulationError), "time_limit" (max_wall_time reached), "interrupted" (KeyboardInterrupt).
+    constraint_drift : ndarray, shape (nt,), or None
+        max |phi| of the loop constraints at each sample (models with loops, and the augmented formulation).
+    z, zd : ndarray, shape (nt, nbodies, 3)
+        Absolute coordinates and rates of the centres of mass (augmented formulation only).
+    t_events, q_events, qd_events : list of ndarray
+        Per event function: the times of its zero crossings (nev,) and the states there (nev, nq).
+    multipliers : ndarray, shape (nt, m), or None
+        A model with closed loops: the Lagrange multipliers lambda of the m loop equations
+        at the samples (M qdd + h = tau + Q - J^T lambda, the sign and units of ``loop_dynamics``; forces [N] and
+        torques [N m] by loop equation). Method "generalized_alpha": those of its converged step at step ends,
+        linear in time between them at t_eval points and events. Every other method: the constrained dynamics'
+        at each sample's state and inputs (``loop_dynamics`` with the run's tau, elements and drivers at t; with
+        stabilization "baumgarte" including its terms), evaluated once the run ends; formulation "augmented":
+        the loops' rows of its KKT multipliers at each sample's (z, zd) (the same lambda). None for a tree, or
+        when the dynamics could not be evaluated at a sample (a RuntimeWarning says where).
+    newton_iterations, newton_factorizations : int
+        Methods "generalized_alpha" and "bdf" only: Newton iterations and factorisations of the Newton matrix, in
+        total.
+    order_limited_at : float or None
+        Method "bdf" only: the time [s] at which the stability limit detection capped the order at 2 (None: never).
+    """
+
+    def __init__(self, model, t, q, qd, work, method, nfev, nsteps, nrejected, evaluator=None):
+        self.model = model
+        self.t = t
+        self.q = q
+        self.qd = qd
+        self.dissipated_work = work[:, 0]
+        self.applied_work = work[:, 1]
+        self.method = method
+        self.nfev = int(nfev)
+        self.nsteps = int(nsteps)
+        self.nrejected = int(nrejected)
+        self._evaluator = evaluator  # (callback, key, system, inputs) of the run, to evaluate its dynamics again
+        self.status = "finished"
+        self.constraint_drift = None  # max |phi| per sample, for models with loops
+        self.multipliers = None  # (nt, m): the loop multipliers at the samples
+        self.t_events = []  # per event function: times of its zero crossings, and the state there
+        self.q_events = []
+        self.qd_events = []
+
+    def _require_model(self, what, inputs=True, spatial=True):
+        if not spatial and isinstance(self.model, Model3D):
+            raise ValueError(f"{what} is not available for a Model3D's result yet (planar models only)")
+        if self.model is None:
+            raise ValueError(f"{what} needs the model: load the result with SimulationResult.load(path, model)")
+        if inputs and self._evaluator is None:
+            raise ValueError(f"{what} needs the inputs of the run (tau, drivers); this result was loaded from a file")
+
+    def _evaluate(self, index):
+        """Run the right-hand side at sample ``index``: qdd, driving forces and element loads land in the system."""
+        callback, key, system, inputs = self._evaluator
+        free = system[5]
+        y = np.concatenate((self.q[index, free], self.qd[index, free], [0.0, 0.0]))
+        evaluate_system(self.model, callback, key, system, inputs, float(self.t[index]), y)
+        return system, free.size
+
+    def qdd(self):
+        """Joint accelerations at every sample, shape (nt, nq) (prescribed ones for driven coordinates)."""
+        self._require_model("qdd()", spatial=False)
+        return np.array([self._evaluate(i)[0][20].copy() for i in range(self.t.size)])
+
+    def driving_forces(self):
+        """Joint force of each driver at every sample, shape (nt, nq) (zero for free coordinates) [N m or N]."""
+        self._require_model("driving_forces()", spatial=False)
+        system = self._evaluator[2]
+        out = np.zeros((self.t.size, self.model.nq))
+        for i in range(self.t.size):
+            self._evaluate(i)
+            out[i, system[6]] = system[21][system[6]]
+        return out
+
+    def element_forces(self):
+        """Per-element values at every sample, shape (nt, nelements, 3) (see ``rm.element_forces``)."""
+        if isinstance(self.model, Model3D):  # its elements' functions of time are the model's: no run inputs needed
+            self._require_model("element_forces()", inputs=False)
+            return np.array([element_forces(self.model, q, v, t=t)["per_element"]
+                             for t, q, v in zip(self.t, self.q, self.qd, strict=True)]).reshape(
+                                 self.t.size, self.model.nelements, 3)
+        self._require_model("element_forces()", spatial=False)
+        return np.array([self._evaluate(i)[0][19].copy() for i in range(self.t.size)])
+
+    def energy(self):
+        """Kinetic and potential energy (gravity and springs) at every sample: (T, V), each shape (nt,) [J]."""
+        self._require_model("energy()", inputs=False)
+        pairs = np.array([energy(self.model, q, qd, t=t) for t, q, qd in zip(self.t, self.q, self.qd, strict=True)])
+        return pairs.reshape(-1, 2)[:, 0], pairs.reshape(-1, 2)[:, 1]
+
+    def energy_balance(self):
+        """E(t) + dissipated work - applied work - E(t0) at every sample [J]: zero up to the integration error."""
+        kinetic, potential = self.energy()
+        total = kinetic + potential
+        return total + self.dissipated_work - self.applied_work - total[0]
+
+    def poses(self, body):
+        """Pose (x, y, theta) of a body's frame at every sample, shape (nt, 3)."""
+        self._require_model("poses()", inputs=False, spatial=False)
+        index = self.model.body_index(body)
+        return np.array([forward_kinematics(self.model, q)[0][index] for q in self.q])
+
+    def save(self, path):
+        """Write every field (samples, work, status, statistics, events, constraint drift, multipliers, augmented z
+        and zd) to ``path``, exactly that name (an .npz archive whatever the suffix; no suffix is added).
+
+        The file is written beside the target and renamed onto it, so an interrupted save never leaves a
+        truncated result. ``SimulationResult.load`` reads it back.
+        """
+        path = os.fspath(path)
+        arrays = {
+            "format": np.array(_RESULT_FORMAT), "version": np.array(_RESULT_VERSION, dtype=np.int64),
+            "t": self.t, "q": self.q, "qd": self.qd, "dissipated_work": self.dissipated_work,
+            "applied_work": self.applied_work, "method": np.array(self.method), "status": np.array(self.status),
+            "stats": np.array([self.nfev, self.nsteps, self.nrejected], dtype=np.int64),
+            "body_names": np.array(self._body_names(), dtype=str),
+            "n_events": np.array(len(self.t_events), dtype=np.int64),
+        }
+        for i, (t_ev, q_ev, qd_ev) in enumerate(zip(self.t_events, self.q_events, self.qd_events, strict=True)):
+            arrays[f"t_events_{i}"], arrays[f"q_events_{i}"], arrays[f"qd_events_{i}"] = t_ev, q_ev, qd_ev
+        for name in ("constraint_drift", "multipliers", "z", "zd"):
+            if getattr(self, name, None) is not None:
+                arrays[name] = getattr(self, name)
+        partial = f"{path}.partial"
+        try:
+            with open(partial, "wb") as file:  # a file object: np.savez would append .npz to a name without it
+                np.savez(file, **arrays)
+            os.replace(partial, path)
+        finally:
+            if os.path.exists(partial):
+                os.remove(partial)
+
+    def _body_names(self):
+        if self.model is None:
+            return getattr(self, "body_names", ())
+        return self.model.names if isinstance(self.model, Model3D) else self.model.body_names
+
+    @classmethod
+    def load(cls, path, model=None):
+        """Read a result written by ``save``; pass the model to use energy() and poses() (not qdd() and forces).
+
+        Raises ResultFileError (a ValueError) naming the file when it is not a result file, is corrupted or
+        truncated, or does not fit ``model`` (bodies, coordinates); OSError when it cannot be opened.
+        """
+        path = os.fspath(path)
+        return cls._from_arrays(path, read_npz(path, "SimulationResult.save or `rmbd run`"), model)
+
+    @classmethod
+    def _from_arrays(cls, path, arrays, model):
+        def fail(what):
+            raise ResultFileError(f"{path}: {what}")
+
+        if "format" not in arrays:
+            if "t" in arrays and "kind" in arrays:
+                fail("a file of `rmbd run`, not of SimulationResult.save: read it with numpy.load")
+            fail("not a result file of SimulationResult.save (no 'format' entry)")
+        if arrays["format"].shape != () or str(arrays["format"]) != _RESULT_FORMAT:
+            fail("not a result file of SimulationResult.save (wrong 'format' entry)")
+        version = arrays.get("version")
+        if version is None or version.shape != () or version.dtype.kind != "i" or int(version) != _RESULT_VERSION:
+            fail(f"result file version {version}, this library reads version {_RESULT_VERSION}")
+
+        def entry(name, kind, ndim, shape=None):
+            if name not in arrays:
+                fail(f"entry {name!r} is missing")
+            value = arrays[name]
+            if value.dtype.kind != kind or value.ndim != ndim:
+                fail(f"entry {name!r} has dtype {value.dtype} and {value.ndim} dimensions, expected kind {kind!r} "
+                     f"and {ndim}")
+            if shape is not None and any(want is not None and got != want
+                                         for got, want in zip(value.shape, shape, strict=True)):
+                fail(f"entry {name!r} has shape {value.shape}, expected {tuple(shape)}")
+            if kind == "f" and not np.all(np.isfinite(value)):
+                fail(f"entry {name!r} holds non-finite values")
+            return value
+
+        t = entry("t", "f", 1)
+        nt = t.size
+        if nt == 0 or np.any(np.diff(t) < 0.0):
+            fail("entry 't' must be a non-empty, non-decreasing array of times")
+        names = entry("body_names", "U", 1)
+        model_names = None if model is None else tuple(model.names if isinstance(model, Model3D)
+                                                       else model.body_names)
+        if model is not None and tuple(names) != model_names:
+            fail(f"the result's bodies {tuple(names)[:5]}{'...' if len(names) > 5 else ''} do not match the "
+                 f"model's {model_names[:5]}{'...' if model.nbodies > 5 else ''}")
+        nq = model.nq if model is not None else None
+        q = entry("q", "f", 2, (nt, nq))
+        nq = q.shape[1]
+        # a Model3D's qd holds v (nv columns); a planar model's qd has nq columns; without a model: as stored
+        nv = model.nv if isinstance(model, Model3D) else (nq if model is not None else None)
+        qd = entry("qd", "f", 2, (nt, nv))
+        nv = qd.shape[1]
+        work = np.column_stack((entry("dissipated_work", "f", 1, (nt,)), entry("applied_work", "f", 1, (nt,))))
+        method = str(entry("method", "U", 0))
+        status = str(entry("status", "U", 0))
+        if status not in _RESULT_STATUSES:
+            fail(f"entry 'status' is {status!r}, expected one of {_RESULT_STATUSES}")
+        stats = entry("stats", "i", 1, (3,))
+        if np.any(stats < 0):
+            fail("entry 'stats' (evaluations, steps, rejected steps) holds negative counts")
+        result = cls(model, t, q, qd, work, method, *(int(v) for v in stats))
+        result.status = status
+        result.body_names = tuple(str(name) for name in names)
+        n_events = int(entry("n_events", "i", 0))
+        if not 0 <= n_events <= len(arrays):
+            fail(f"entry 'n_events' is {n_events}")
+        for i in range(n_events):
+            t_ev = entry(f"t_events_{i}", "f", 1)
+            result.t_events.append(t_ev)
+            result.q_events.append(entry(f"q_events_{i}", "f", 2, (t_ev.size, nq)))
+            result.qd_events.append(entry(f"qd_events_{i}", "f", 2, (t_ev.size, nv)))
+        if "constraint_drift" in arrays:
+            result.constraint_drift = entry("constraint_drift", "f", 1, (nt,))
+        if "multipliers" in arrays:
+            result.multipliers = entry("multipliers", "f", 2, (nt, None))
+        if ("z" in arrays) != ("zd" in arrays):
+            fail("entries 'z' and 'zd' come together")
+        if "z" in arrays:
+            nbodies = len(names)
+            result.z = entry("z", "f", 3, (nt, nbodies, 3))
+            result.zd = entry("zd", "f", 3, (nt, nbodies, 3))
+        return result
+
+    def __repr__(self):
+        return (f"<SimulationResult {self.method}: {self.t.size} samples, t = {self.t[0]:g} .. {self.t[-1]:g} s, "
+                f"{self.nsteps} steps ({self.nrejected} rejected), {self.nfev} evaluations>")
+
+
+def _make_result(model, loop, callback, key, t, y, method, nfev, nsteps, nrejected, multipliers=None):
+    """The result of the integrated samples: the full joint state by the formulation's map, the work terms, and
+    what the formulation adds (``finish``); ``multipliers`` (nt, m): the loops' lambda a method computed at the
+    samples itself (generalized_alpha), else those of the formulation's dynamics at each sample
+    (``loop.multiplier_probe``), for a model with loops."""
+    q, qd = loop.joint_states(t, y)
+    name = method if loop.name == "recursive" else f"{loop.name} {method}"
+    # the work columns copied: views would keep the whole integrated y (the size of q and qd) alive with the result
+    result = SimulationResult(model, t, q, qd, np.array(loop.work(y)), name, nfev, nsteps, nrejected)
+    loop.finish(result, y, callback, key)
+    if multipliers is None and model.nloops:  # the loops' lambda of the run's dynamics at each sample
+        def lam_at(i):
+            state, lam = loop.multiplier_probe(result, y, i)
+            evaluate_system(model, callback, key, loop.system, loop.inputs, float(t[i]), state)
+            return lam
+
+        multipliers = sampled_multipliers(result, lam_at)
+    result.multipliers = multipliers
+    return result
+
+
+def evaluate_system(model, callback, key, system, inputs, t, y):
+    """Run a system's right-hand side once at (t, y) (its accelerations, multipliers, element loads land in the
+    system's arrays); a user function that fails raises its own exception, a kernel status its error."""
+    status = integrators.system_rhs(callback, key, system, t, y, np.empty_like(y))
+    if L.decode_status(status)[0] == L.STATUS_INPUT_FAILED and inputs.failure is not None:
+        failure, inputs.failure = inputs.failure[0], None
+        raise failure
+    if status:
+        raise_kernel_status(model, status)
+
+
+def sampled_multipliers(result, lam_at):
+    """The loop multipliers at every sample of ``result``, (nt, m): ``lam_at(i)`` evaluates the run's dynamics at
+    sample i and returns the system's lambda. When the dynamics cannot be evaluated at a sample (a user function
+    that fails there, a state the loop layer refuses), None and a RuntimeWarning saying where and why: the
+    samples themselves stand, and a run that failed still raises its own error."""
+    rows = []
+    for i in range(result.t.size):
+        try:
+            rows.append(np.array(lam_at(i), dtype=float))
+        except Exception as error:  # noqa: BLE001 - any user function's exception: reported, the run's samples kept
+            warnings.warn(f"result.multipliers not available: the dynamics could not be evaluated at sample {i} "
+                          f"(t = {result.t[i]:.9g} s): {type(error).__name__}: {error}", RuntimeWarning,
+                          stacklevel=2)
+            return None
+    return np.array(rows).reshape(result.t.size, -1)

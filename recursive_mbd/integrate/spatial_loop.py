@@ -1,0 +1,157 @@
+"""The spatial time-loop front: what a run of ``rm.simulate`` on a ``Model3D`` builds before the generic time
+loops take over (any method: the explicit ones, bdf, generalized_alpha): its inputs (``_SpatialInputs``: tau and
+the element slots), its compiled system and state map (``SpatialTimeLoop``), and the checked start (q0 with unit
+quaternions, projected onto the loops)."""
+
+import warnings
+
+import numpy as np
+
+from .. import _checks
+from ..errors import StateError
+from .runs import _Inputs
+
+
+class _SpatialInputs(_Inputs):
+    """The inputs of a run on a ``Model3D``: tau (nv,) constant, or a function tau(t) / tau(t, q, v) (q (nq,) with
+    unit quaternions, v (nv,)); u = [the model's element slots (its forces and torques that are functions of time) |
+    tau when tau is a function]. Spatial models have no drivers yet."""
+
+    spatial = True
+
+    def __init__(self, model, tau):
+        self.driver_offset = self._take_tau(model, tau, model.nv, lambda value: _spatial_tau(value, model.nv))
+        self.drivers = []
+        self.driven = np.zeros(0, dtype=np.uint8)
+        self.driven_coords = np.zeros(0, dtype=np.int64)
+        self.size = self.driver_offset
+        self.has_python = self._needs_python()
+
+
+def _spatial_tau(tau, nv):
+    """A constant tau of a Model3D as a float64 array of shape (nv,); a StateError naming the shape otherwise."""
+    arr = np.asarray(_checks.real_array(tau, "tau"), dtype=float)
+    if arr.shape != (nv,):
+        raise StateError(f"tau must have shape ({nv},) for this model (nv = {nv}), got shape {arr.shape}")
+    return arr
+
+
+class SpatialTimeLoop:
+    """The spatial formulation's pieces for the generic time loops (``rm.simulate`` on a ``Model3D``): the compiled
+    system (``_kernels.spatial_system``: the tree, or the loop layer on top of it), the initial state
+    y = (q0, v0, 0, 0) (projected onto the loops) and the map back from the integrated states: q with every
+    quaternion renormalised (a dense-output sample between two projected steps may be off unit by the local error),
+    v as integrated."""
+
+    name = "recursive"
+
+    def __init__(self, model, inputs, stabilization="none", alpha=0.0, beta=0.0, projection_tol=1e-12):
+        from .._kernels.spatial.system import SpatialSystem  # noqa: PLC0415  (registers its overloads)
+        from ..dynamics import spatial  # noqa: PLC0415  (spatial kernels only for spatial models)
+        from ..dynamics.loops import FILTER_RCOND, POSITION_RCOND  # noqa: PLC0415
+
+        self.model = model
+        self.inputs = inputs
+        ws = spatial.workspace(model)
+        nq, nv, nb, m = model.nq, model.nv, model.nbodies, model.nconstraints
+        stab = np.array([alpha, beta]) if stabilization == "baumgarte" else np.zeros(2)
+        # the loop layer's per-body poses and velocities: read only when the model has loops (system_rhs and
+        # project_state test for them), so a tree gets 0 rows (192 bytes a body saved)
+        rows = nb if m else 0
+        loops = (model.loop_int, model.loop_real, np.zeros((rows, 3, 3)), np.zeros((rows, 3)), np.zeros((rows, 3)),
+                 np.zeros((rows, 3)), np.zeros((rows, 6)), np.zeros(40), np.zeros(m), np.zeros(m), np.zeros((m, nv)),
+                 np.zeros(m), np.zeros((m, 12)), np.zeros((m, nv)), np.zeros(nv), np.zeros(3), stab, np.zeros(m),
+                 np.zeros(1, dtype=np.int64),
+                 np.array([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0,
+                           POSITION_RCOND, FILTER_RCOND]),
+                 np.zeros(m), np.zeros((m, m)), np.zeros(nv))
+        # the S the kernels read: forward dynamics reads the rows of joints neither spherical nor revolute only
+        # (``fd_S``, 0 rows for a model of those); the loop kernels read every joint's subspace. Sized here, not by
+        # ``ws.S``, whose first use would allocate the full array in the model's workspace as well.
+        motion_subspaces = np.zeros((nb, model._max_nv, 6)) if m else np.zeros_like(ws.fd_S)
+        self.system = SpatialSystem(
+            model.body_int, model.body_real, model.gravity, model._euclid_q.astype(np.int64),
+            model._euclid_v.astype(np.int64), model._quat_q, model._quat_v, inputs.tau_const,
+            np.array([inputs.tau_offset], dtype=np.int64), np.zeros(inputs.size), spatial.element_system(model),
+            np.zeros(nq), np.zeros(nv),
+            np.zeros(nv), np.zeros(nv), np.zeros_like(ws.ws), motion_subspaces, np.zeros_like(ws.UD),
+            np.zeros_like(ws.uD), np.zeros_like(ws.tmp), loops)
+
+    def initial_state(self, q0, qd0, t0, callback, key):
+        if self.model.nloops:
+            q0, qd0 = _consistent_start_spatial(self.model, q0, qd0)
+        return np.concatenate((q0, qd0, [0.0, 0.0]))
+
+    def joint_states(self, t, y):
+        """q (nt, nq) with unit quaternions and v (nt, nv) of the integrated states y (nt, nq + nv + 2)."""
+        nq, nv = self.model.nq, self.model.nv
+        y = np.atleast_2d(y)
+        q = y[:, :nq].copy()
+        columns = self.model._quat_q[:, None] + np.arange(4)
+        if columns.size:
+            quats = q[:, columns]  # (nt, k, 4)
+            q[:, columns] = quats / np.linalg.norm(quats, axis=2)[:, :, None]
+        return q, y[:, nq:nq + nv].copy()
+
+    def work(self, y):
+        return y[:, self.model.nq + self.model.nv:]
+
+    def finish(self, result, y, callback, key):
+        """The loops' drift max |phi| at every sample (models with loops)."""
+        result._evaluator = None
+        if self.model.nloops:
+            from ..dynamics.spatial_loops import constraints  # noqa: PLC0415
+
+            result.constraint_drift = np.array([np.abs(constraints(self.model, qi)[0]).max() for qi in result.q])
+
+    def multiplier_probe(self, result, y, i):
+        """(state, lam): sample i's reported (q, v) (unit quaternions) and the loop layer's lam (m,) that the
+        dynamics there fill."""
+        from .._kernels.spatial.system import LOOP_LAM  # noqa: PLC0415
+
+        return np.concatenate((result.q[i], result.qd[i], [0.0, 0.0])), self.system.loops[LOOP_LAM]
+
+
+def _consistent_start_spatial(model, q0, v0):
+    """(q0, v0) of a Model3D projected onto its loops (``spatial_loops.project``); a gap above 1e-6 is an error,
+    redundant loop equations at q0 a RedundantConstraintWarning."""
+    from ..dynamics.loops import RedundantConstraintWarning  # noqa: PLC0415
+    from ..dynamics.spatial_loops import constraints, project  # noqa: PLC0415
+
+    phi, _, jac, _ = constraints(model, q0)
+    gap = float(np.abs(phi).max())
+    if gap > 1e-6:
+        row = int(np.argmax(np.abs(phi)))
+        k = int(np.searchsorted(model.loop_rows, row, side="right") - 1)
+        raise StateError(f"q0 does not close the loops (max |phi| = {gap:.3g}, loop {model.loop_names[k]!r}); find "
+                         "a consistent q0 with rm.assemble(model, q0)")
+    q0, v0, _ = project(model, q0, v0)
+    rank = np.linalg.matrix_rank(constraints(model, q0)[2], tol=None)
+    if rank < model.nconstraints:  # the run solves them by least squares, as loop_dynamics does
+        warnings.warn(f"the loop equations are redundant at q0: rank {rank} of {model.nconstraints}; the "
+                      "multipliers are the minimum-norm ones", RedundantConstraintWarning, stacklevel=5)
+    return q0, v0
+
+
+def _spatial_start(model, q0, qd0):
+    """(q0, v0) of a run on a Model3D as float64 arrays: shapes (nq,), (nv,), finite; each quaternion off unit norm
+    by more than 1e-12 is normalised with a RuntimeWarning (one that is zero is a StateError naming body and index)."""
+    from ..model.configuration import _state_vector  # noqa: PLC0415
+
+    q0 = _state_vector(q0, model.nq, "q0").copy()
+    qd0 = _state_vector(qd0, model.nv, "qd0").copy()
+    starts = np.asarray(model._quat_q, dtype=np.int64)
+    if starts.size:  # vectorised: a per-quaternion Python loop costs seconds on a 1e6-link chain
+        rows = starts[:, None] + np.arange(4)
+        norms = np.linalg.norm(q0[rows], axis=1)
+        off = np.flatnonzero(~(np.abs(norms - 1.0) <= 1e-12))  # NaN norms are caught by the finiteness check
+        if off.size:
+            names = model.names  # built once: it is a fresh list of every body's name
+            for k in off:
+                start, body, norm = int(starts[k]), int(model._quat_body[k]), float(norms[k])
+                where = f"q0[{start}:{start + 4}], the quaternion of body {names[body]!r} (index {body}),"
+                if not norm > 0.0:
+                    raise StateError(f"{where} is zero: not a rotation")
+                warnings.warn(f"{where} has norm {norm!r}; simulate normalises it", RuntimeWarning, stacklevel=3)
+            q0[rows[off]] /= norms[off, None]
+    return q0, qd0
