@@ -3,7 +3,7 @@ to the ground by a spherical loop (m = 3), O(N m + m^3).
 
     python3 benchmarks/spatial_loops.py [--sizes 100 1000 10000 100000]
 
-Per evaluation: the tree alone (``recursive_mbd.dynamics.spatial.forward_dynamics``, the articulated-body pass), the loop layer
+Per evaluation: the tree alone (``dynamics.spatial.forward_dynamics``, the articulated-body pass), the loop layer
 (constraint kernel + 1 articulated-body pass + m force-only passes on its factorisation + the m x m filtered
 solve) through ``rm.forward_dynamics``, and the raw kernel without the Python wrapper. Then the responses
 M^-1 J^T alone, two ways timed in interleaved rounds: m full articulated-body passes (no gravity, no velocity,

@@ -23,15 +23,20 @@ from .errors import ModelError, ResultFileError, SimulationError, StateError
 __version__ = "0.1.0"
 
 # Submodules reachable as attributes (``rm.chains``, ``rm.io``, ...) and where each lives, imported on first access.
-_SUBMODULES = {"analysis": "analysis", "augmented": "dynamics.augmented", "batch": "dynamics.batch", "chains": "model.chains", "implicit": "integrate.implicit", "io": "files.io", "joints": "model.joints", "loops": "dynamics.loops", "models": "analysis.models", "plot": "plot", "spatial_loops": "dynamics.spatial_loops", "studies": "analysis.studies"}
+_SUBMODULES = {
+    "analysis": "analysis", "augmented": "dynamics.augmented", "batch": "dynamics.batch", "chains": "model.chains",
+    "implicit": "integrate.implicit", "io": "files.io", "joints": "model.joints", "loops": "dynamics.loops",
+    "models": "analysis.models", "plot": "plot", "spatial_loops": "dynamics.spatial_loops",
+    "studies": "analysis.studies",
+}
 
 # Public names and the submodule that defines each, imported on first access.
 _LAZY_NAMES = {
     "assemble": "analysis.analyses", "joint_reactions": "analysis.analyses", "kinematic_analysis": "analysis.analyses",
     "linearize": "analysis.analyses", "modes": "analysis.analyses", "static_equilibrium": "analysis.analyses",
-    "bias_forces": "dynamics.calls", "element_forces": "dynamics.calls", "energy": "dynamics.calls", "forward_dynamics": "dynamics.calls",
-    "forward_kinematics": "dynamics.calls", "inverse_dynamics": "dynamics.calls", "mass_matrix": "dynamics.calls",
-    "point_kinematics": "dynamics.calls",
+    "bias_forces": "dynamics.calls", "element_forces": "dynamics.calls", "energy": "dynamics.calls",
+    "forward_dynamics": "dynamics.calls", "forward_kinematics": "dynamics.calls", "inverse_dynamics": "dynamics.calls",
+    "mass_matrix": "dynamics.calls", "point_kinematics": "dynamics.calls",
     "METHODS": "integrate.method_names", "SimulationResult": "integrate.result", "simulate": "integrate.simulate",
     "LoopSolution": "dynamics.loops", "RedundantConstraintWarning": "dynamics.loops", "loop_dynamics": "dynamics.loops",
     "Mechanism": "analysis.mechanism",
