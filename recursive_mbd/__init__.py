@@ -32,7 +32,7 @@ _SUBMODULES = {
 
 # Public names and the submodule that defines each, imported on first access.
 _LAZY_NAMES = {
-    "assemble": "analysis.analyses", "joint_reactions": "analysis.analyses", "kinematic_analysis": "analysis.analyses",
+    "assemble": "analysis.assembly", "joint_reactions": "analysis.analyses", "kinematic_analysis": "analysis.analyses",
     "linearize": "analysis.analyses", "modes": "analysis.analyses", "static_equilibrium": "analysis.analyses",
     "bias_forces": "dynamics.calls", "element_forces": "dynamics.calls", "energy": "dynamics.calls",
     "forward_dynamics": "dynamics.calls", "forward_kinematics": "dynamics.calls", "inverse_dynamics": "dynamics.calls",

@@ -212,7 +212,7 @@ class Mechanism:
                     raise ModelError(f"joint {name!r}: the placement leaves it open by {gap:.6g} (m or rad; tolerance "
                                      f"{tol:g})")
             if np.abs(phi).max() > 1e-12:
-                from .analyses import assemble  # noqa: PLC0415
+                from .assembly import assemble  # noqa: PLC0415
 
                 q0 = assemble(model, q0)
         return model, q0, loops

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _checks
-from ..dynamics.calls import inverse_dynamics
+from ..dynamics.spatial import inverse_dynamics
 from ..errors import ModelError, StateError
 from ..model.configuration import integrate_configuration
 from ..model.spatial import Model3D
@@ -334,7 +334,7 @@ def modes(model, q_eq, k=None, tau=None):
     """
     import scipy.linalg  # noqa: PLC0415
 
-    from ..dynamics.calls import mass_matrix  # noqa: PLC0415
+    from ..dynamics.spatial import mass_matrix  # noqa: PLC0415
 
     if not isinstance(model, Model3D):
         raise TypeError(f"model must be a Model3D, got {type(model).__name__}")
@@ -454,7 +454,6 @@ def kinematic_analysis(model, drivers, t, q_guess=None, *, tol=1e-12):
         q (nt, nq), v and vdot (nt, nv), driven (nd,) v indices, driving_forces (nt, nd) [N m or N] (the joint
         forces of the drivers: M vdot + h = tau_drive - J^T lambda), multipliers (nt, m).
     """
-    from ..dynamics.calls import inverse_dynamics  # noqa: PLC0415
     from ..dynamics.spatial_loops import constraints  # noqa: PLC0415
 
     if not isinstance(model, Model3D):
