@@ -9,6 +9,9 @@ in both cases naming the argument. They are cheap on the slow path and are not c
 
 import math
 import numbers
+import os
+import sys
+import warnings
 
 import numpy as np
 
@@ -178,3 +181,16 @@ def arity(function, what):
     if len(params) not in (1, 3):
         raise TypeError(f"{what} must take (t) or (t, q, qd), got a function of {len(params)} arguments")
     return len(params)
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn(message, category=UserWarning):
+    """``warnings.warn`` at the user's line: the first caller outside this package, however deep inside it the
+    warning arises (``rm.simulate`` reaches its checks through several layers, and their number changes with the
+    code)."""
+    frame, level = sys._getframe(1), 2  # level 2 is warn's caller
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)

@@ -146,8 +146,10 @@ def test_quaternions_in_the_result_are_unit_and_q0_is_checked():
     assert np.allclose(res.q[-1, :3], [1.0, 0.0, 5.0 - 9.81 / 2], rtol=0.0, atol=1e-12)
     off = q0.copy()
     off[3:7] = (2.0, 0.0, 0.0, 0.0)
-    with pytest.warns(RuntimeWarning, match=r"q0\[3:7\], the quaternion of body 'body' \(index 0\).*norm 2\.0"):
+    message = r"q0\[3:7\], the quaternion of body 'body' \(index 0\).*norm 2\.0"
+    with pytest.warns(RuntimeWarning, match=message) as caught:
         res = rm.simulate(model, off, v0, 0.1)
+    assert caught[0].filename == __file__  # the warning names the caller's line, not one inside the package
     assert np.allclose(res.q[0], q0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")

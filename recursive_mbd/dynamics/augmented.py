@@ -24,7 +24,6 @@ Jacobian, so the same inputs give the same motion in both formulations.
 
 import functools
 import math
-import warnings
 
 import numpy as np
 import scipy.linalg
@@ -444,9 +443,8 @@ def _tree_forward_dynamics(model, z, zd, tau, t, alpha, beta, powers, drivers):
         kernels.add_auxiliary_rows(model.body_int, model.body_real, tw.row_start, tw.factor, aux_body, aux_coef,
                                    aux_rhs, RCOND, zdd, lam, xb, xj, schur, info)
         if info[0] < k:
-            warnings.warn(f"the loop and driver equations are redundant or singular at this state: rank {info[0]} "
-                          f"of {k}; the multipliers are the minimum-norm ones", RedundantConstraintWarning,
-                          stacklevel=3)
+            _checks.warn(f"the loop and driver equations are redundant or singular at this state: rank {info[0]} "
+                         f"of {k}; the multipliers are the minimum-norm ones", RedundantConstraintWarning)
     if not math.isfinite(zdd.sum() + lam.sum()):  # one reduction: a NaN or inf anywhere makes the sum non-finite
         _checks.check_finite_result(zdd, "zdd")
         _checks.check_finite_result(lam, "lam")
@@ -675,7 +673,7 @@ def state_derivative(model, t, y, tau=None, alpha=0.0, beta=0.0, solver="tree", 
     return np.concatenate((y[3 * n:6 * n], zdd.reshape(-1), powers[:y.size - 6 * n]))
 
 
-def _warn_redundant(model, z, zd, t, drivers, stacklevel=4):
+def _warn_redundant(model, z, zd, t, drivers):
     """Warn once, before a run, when the constraints (joints, loops, drivers) are redundant at its start; the
     regularised solve then gives the minimum-norm multipliers, as the recursive route does."""
     from .loops import RedundantConstraintWarning  # noqa: PLC0415
@@ -686,9 +684,8 @@ def _warn_redundant(model, z, zd, t, drivers, stacklevel=4):
         return
     rank = _filtered_multipliers(model, cz, np.zeros(rows))[2]
     if rank < rows:
-        warnings.warn(f"the constraint equations are redundant at the start: rank {rank} of {rows} (joints, loops "
-                      "and drivers); the multipliers are the minimum-norm ones", RedundantConstraintWarning,
-                      stacklevel=stacklevel)
+        _checks.warn(f"the constraint equations are redundant at the start: rank {rank} of {rows} (joints, loops "
+                     "and drivers); the multipliers are the minimum-norm ones", RedundantConstraintWarning)
 
 
 def project(model, z, zd, tol=1e-13, max_iter=20, t=0.0, drivers=()):
@@ -778,7 +775,7 @@ class TimeLoop:
         z0, zd0 = absolute_from_joint(self.model, q0, qd0)
         driven = [(coord, functools.partial(_checks.driver_value, name, evaluate))
                   for coord, name, evaluate in self.inputs.drivers]
-        _warn_redundant(self.model, z0, zd0, t0, driven, stacklevel=5)  # the caller of rm.simulate
+        _warn_redundant(self.model, z0, zd0, t0, driven)  # the caller of rm.simulate
         y0 = np.concatenate((z0.ravel(), zd0.ravel(), [0.0, 0.0]))
         system = self.system
         settings = system.settings.copy()

@@ -11,7 +11,6 @@ exerts on body a, negated per axis: F_a = -(lambda_0, lambda_1). ``loop_dynamics
 O(N m + m^3); ``forward_dynamics(..., method="mass_matrix")`` solves the dense KKT system as an independent check.
 """
 
-import warnings
 from collections import namedtuple
 
 import numpy as np
@@ -152,8 +151,8 @@ def kkt_solve(mass, jac, rhs_tree, phi, phid, gamma, alpha, beta):
 def _warn_rank(model, rank):
     m = model.nconstraints
     if rank < m:
-        warnings.warn(f"the loop equations are redundant or singular at this state: rank {rank} of {m}; the "
-                      "multipliers are the minimum-norm ones", RedundantConstraintWarning, stacklevel=3)
+        _checks.warn(f"the loop equations are redundant or singular at this state: rank {rank} of {m}; the "
+                     "multipliers are the minimum-norm ones", RedundantConstraintWarning)
 
 
 class RedundantConstraintWarning(UserWarning):

@@ -15,10 +15,10 @@ what they take.
 """
 
 import math
-import warnings
 
 import numpy as np
 
+from .. import _checks
 from .._kernels.planar import bdf as kernels
 from .._kernels.timeloops.integrators import output_rows
 from .newton import joint_spring_diagonals, spatial_joint_spring_diagonals
@@ -94,13 +94,13 @@ class _Runner:
         if not math.isnan(limited_at) and self.order_limited_at is None:
             self.order_limited_at = limited_at
             self.options = (*self.options[:5], min(max_order, 2))  # the later segments of a progress bar too
-            warnings.warn(
+            _checks.warn(
                 f"bdf: orders 3-5 reached their stability limit at t = {limited_at:.6g} s (an oscillatory root "
                 f"|r| = {self.info[kernels.INFO_ORDER_LIMITED_ROOT]:.3f} at "
                 f"{self.info[kernels.INFO_ORDER_LIMITED_ANGLE]:.2f} rad per step dominated the error estimates: a "
                 "lightly damped mode the steps do not resolve); the run went on at orders 1-2 (A-stable). On such "
                 "models (long undamped chains) pass max_order=2 to skip the steps spent finding the limit.",
-                RuntimeWarning, stacklevel=5)  # simulate's caller (simulate, _simulate, _run_segments)
+                RuntimeWarning)  # simulate's caller (simulate, _simulate, _run_segments)
         if status == kernels.STATUS_NO_CONVERGENCE:
             self.control.detail = (
                 f": Newton did not converge at the smallest step h = {self.info[kernels.INFO_FAIL_STEP]:.3g} s "

@@ -7,11 +7,11 @@ again at them (``evaluate_system``: the run's compiled system and inputs); ``sav
 """
 
 import os
-import warnings
 from io import BytesIO
 
 import numpy as np
 
+from .. import _checks
 from .._kernels import layout as L
 from .._kernels.timeloops import integrators
 from ..dynamics.calls import element_forces, energy, forward_kinematics
@@ -336,8 +336,7 @@ def sampled_multipliers(result, lam_at):
         try:
             rows.append(np.array(lam_at(i), dtype=float))
         except Exception as error:  # noqa: BLE001 - any user function's exception: reported, the run's samples kept
-            warnings.warn(f"result.multipliers not available: the dynamics could not be evaluated at sample {i} "
-                          f"(t = {result.t[i]:.9g} s): {type(error).__name__}: {error}", RuntimeWarning,
-                          stacklevel=2)
+            _checks.warn(f"result.multipliers not available: the dynamics could not be evaluated at sample {i} "
+                         f"(t = {result.t[i]:.9g} s): {type(error).__name__}: {error}", RuntimeWarning)
             return None
     return np.array(rows).reshape(result.t.size, -1)

@@ -23,7 +23,6 @@ import signal
 import sys
 import threading
 import time
-import warnings
 import weakref
 
 import numba
@@ -539,8 +538,8 @@ def _consistent_start(model, inputs, q0, qd0, t0):
     q0, qd0, _ = project(model, q0, qd0, free=free)
     rank = np.linalg.matrix_rank(constraints(model, q0)[2][:, free], tol=None)
     if rank < model.nconstraints:  # the run solves them by least squares, as loop_dynamics does
-        warnings.warn(f"the loop equations are redundant at q0: rank {rank} of {model.nconstraints}; the "
-                      "multipliers are the minimum-norm ones", RedundantConstraintWarning, stacklevel=5)
+        _checks.warn(f"the loop equations are redundant at q0: rank {rank} of {model.nconstraints}; the "
+                     "multipliers are the minimum-norm ones", RedundantConstraintWarning)
     return q0, qd0
 
 
@@ -639,8 +638,7 @@ def _progress_bar(enabled, t0, t_end):
     try:
         from tqdm.auto import tqdm  # noqa: PLC0415 - optional extra
     except ImportError:
-        warnings.warn("progress=True needs tqdm (pip install 'recursive-mbd[progress]'); running without a bar",
-                      stacklevel=4)
+        _checks.warn("progress=True needs tqdm (pip install 'recursive-mbd[progress]'); running without a bar")
         return None
     return tqdm(total=t_end - t0, unit="s", unit_scale=True, desc="simulate", leave=False)
 

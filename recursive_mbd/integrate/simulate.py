@@ -20,7 +20,6 @@ monitor, pieces, failure) and the result (``result``), so that no method module 
 
 import difflib
 import inspect
-import warnings
 
 import numpy as np
 
@@ -395,7 +394,7 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
     control = _RunControl(max_wall_time)
     if scipy_method is not None:
         if progress:
-            warnings.warn("progress bars are for the numba methods; scipy:NAME runs without one", stacklevel=3)
+            _checks.warn("progress bars are for the numba methods; scipy:NAME runs without one")
         rtol = positive(rtol, "rtol")
         atol = positive(atol, "atol")
         with control:

@@ -3,7 +3,6 @@ loops take over (any method: the explicit ones, bdf, generalized_alpha): its inp
 the element slots), its compiled system and state map (``SpatialTimeLoop``), and the checked start (q0 with unit
 quaternions, projected onto the loops)."""
 
-import warnings
 
 import numpy as np
 
@@ -128,8 +127,8 @@ def _consistent_start_spatial(model, q0, v0):
     q0, v0, _ = project(model, q0, v0)
     rank = np.linalg.matrix_rank(constraints(model, q0)[2], tol=None)
     if rank < model.nconstraints:  # the run solves them by least squares, as loop_dynamics does
-        warnings.warn(f"the loop equations are redundant at q0: rank {rank} of {model.nconstraints}; the "
-                      "multipliers are the minimum-norm ones", RedundantConstraintWarning, stacklevel=5)
+        _checks.warn(f"the loop equations are redundant at q0: rank {rank} of {model.nconstraints}; the "
+                     "multipliers are the minimum-norm ones", RedundantConstraintWarning)
     return q0, v0
 
 
@@ -152,6 +151,6 @@ def _spatial_start(model, q0, qd0):
                 where = f"q0[{start}:{start + 4}], the quaternion of body {names[body]!r} (index {body}),"
                 if not norm > 0.0:
                     raise StateError(f"{where} is zero: not a rotation")
-                warnings.warn(f"{where} has norm {norm!r}; simulate normalises it", RuntimeWarning, stacklevel=3)
+                _checks.warn(f"{where} has norm {norm!r}; simulate normalises it", RuntimeWarning)
             q0[rows[off]] /= norms[off, None]
     return q0, qd0
