@@ -724,7 +724,7 @@ def project(model, z, zd, tol=1e-13, max_iter=20, t=0.0, drivers=()):
 
 class TimeLoop:
     """The augmented formulation's pieces for the generic time loops of ``rm.simulate(formulation="augmented")``:
-    the compiled system (``_kernels.augmented_system``: right-hand side, projection), the initial state and the
+    the compiled system (``_kernels.augmented.system``: right-hand side, projection), the initial state and the
     map from the integrated states back to joint coordinates, absolute coordinates and the constraint drift.
 
     ``inputs`` is the run's input layout (``integrate._Inputs``: constant tau, the slots of tau and the drivers in

@@ -26,7 +26,7 @@ class _TreeWorkspace:
         n, nq = model.nbodies, model.nq
         self.row_start = joint_row_starts(model)  # joint rows of body i
         self.tree_rows = int(self.row_start[-1])
-        # the factor (n, F_WIDTH), a view of the first n rows of the short path's array (``augmented_entry``)
+        # the factor (n, F_WIDTH), a view of the first n rows of the short path's array (``_kernels.augmented.entry``)
         self.factor_buffer = entry.factor_buffer(model)
         self.factor = self.factor_buffer[:n, :kernels.F_WIDTH]
         self.scratch = np.zeros((4, 3))
@@ -41,7 +41,7 @@ class _TreeWorkspace:
         self.short = self._short_route(model)
 
     def _short_route(self, model):
-        """forward_dynamics' short path (``_kernels.augmented_entry``): (kernel, body_int, body_real, row_start,
+        """forward_dynamics' short path (``_kernels.augmented.entry``): (kernel, body_int, body_real, row_start,
         factor buffer, no_tau, tree rows, (nq,)) of a model without loops or force elements whose arrays the
         fixed-signature kernel takes, else False."""
         if model.loop_int.shape[0] or model.elem_int.shape[0] or not entry.accepts_model(model):

@@ -98,7 +98,7 @@ class ElementWorkspace3D:
 
 
 def element_system(model):
-    """The force elements' part of a time loop's ``SpatialSystem`` (``_kernels.spatial_system``): (elem_int,
+    """The force elements' part of a time loop's ``SpatialSystem`` (``_kernels.spatial.system``): (elem_int,
     elem_real, then fresh scratch as ``ElementWorkspace3D``'s: ws, S, tmp, rot, pos, omega, vel, wrench, Q, energy,
     per_element); a model without elements gets empty scratch."""
     ew = ElementWorkspace3D(model) if model._elements else None
@@ -143,7 +143,7 @@ def element_forces(model, q, v, t=0.0):
     -------
     dict with
         ``generalized_forces`` (nv,): Q, conjugate to v (M vdot + h = tau + Q), from an O(N) tip-to-base pass of
-        the element wrenches projected on the joints' motion subspaces (``_kernels.spatial_elements``);
+        the element wrenches projected on the joints' motion subspaces (``_kernels.spatial.elements``);
         ``per_element`` (nelements, 3): spring-damper (tension [N], length [m], length rate [m/s]), joint
         spring-damper (its generalised force on each of the joint's velocities, up to 3), force and torque (the
         vector in ground axes); ``potential`` [J] of the springs, ``dissipation`` [W] of the dampers (>= 0),

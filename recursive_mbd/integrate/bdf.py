@@ -10,7 +10,7 @@ Closed loops in the stabilised index-2 (GGL) form, by the Schur complement of ``
 
 Spatial models (``Model3D``, closed loops included) run in the same compiled loop: their Newton pieces
 (quaternion rows, the articulated-body factorisation of the spatial Newton matrix bordered by the loop rows, unit
-quaternions after every accepted step) are derived in ``_kernels.spatial_bdf``; ``spatial_newton_arrays`` builds
+quaternions after every accepted step) are derived in ``_kernels.spatial.bdf``; ``spatial_newton_arrays`` builds
 what they take.
 """
 
@@ -46,7 +46,7 @@ def newton_arrays(system):
 
 def spatial_newton_arrays(model):
     """The ``newton`` tuple of a run on a spatial model: (j_stiff, j_damp), each (nv,), the joint spring-dampers'
-    stiffness and damping on their joint's velocities. Registers the spatial Newton pieces (``_kernels.spatial_bdf``)
+    stiffness and damping on their joint's velocities. Registers the spatial Newton pieces (``_kernels.spatial.bdf``)
     with the compiled loop."""
     from .._kernels.spatial import bdf as spatial_bdf  # noqa: F401, PLC0415  (registers the SpatialSystem overloads)
 

@@ -105,7 +105,7 @@ def _stop_monitor(key, t, y, _, control):
 @numba.njit(cache=True)
 def _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord, driven,
                    TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER, QDD, DRIVE):
-    """The RecursiveSystem (``_kernels.recursive_system``) of member m on thread tid.
+    """The RecursiveSystem (``_kernels.planar.system``) of member m on thread tid.
 
     Per-thread scratch is padded (``batch.per_thread``): thread tid's block is [tid, :rows], with the row counts
     dims = (nq, nbodies, nelements, wrench rows, inputs, workspace width).

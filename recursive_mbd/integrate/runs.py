@@ -238,7 +238,7 @@ class _Inputs:
 
 
 def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, projection_tol=1e-12):
-    """The RecursiveSystem the time loops integrate (fields in ``_kernels.recursive_system``)."""
+    """The RecursiveSystem the time loops integrate (fields in ``_kernels.planar.system``)."""
     from ..dynamics.loops import FILTER_RCOND, POSITION_RCOND  # noqa: PLC0415  (loops imports dynamics, as this module does)
 
     ws = workspace(model)
@@ -261,7 +261,7 @@ def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, proje
 
 class RecursiveTimeLoop:
     """The recursive formulation's pieces for the generic time loops (``rm.simulate``): the compiled system
-    (``_kernels.recursive_system``: the tree, or the loop layer, with elements, inputs and drivers), the initial
+    (``_kernels.planar.system``: the tree, or the loop layer, with elements, inputs and drivers), the initial
     state (q0, qd0 projected onto the loops) and the map from the integrated states y = (q_free, qd_free, work)
     back to the full joint state."""
 

@@ -65,7 +65,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
 
     A ``Model3D`` (spatial model) integrates M(q) vdot + h(q, v) = tau with the state (q (nq), v (nv)):
     q' = v for Euclidean coordinates, quat' = 1/2 quat (x) (0, omega) for a quaternion (omega in the child frame),
-    vdot by the articulated-body algorithm (``_kernels.spatial_system``). Every quaternion is renormalised after
+    vdot by the articulated-body algorithm (``_kernels.spatial.system``). Every quaternion is renormalised after
     each accepted step of the numba methods (within a step, and in scipy's, the dynamics see it normalised), and
     ``result.q`` holds unit quaternions; ``result.qd`` holds v (nt, nv). tau is (nv,) or tau(t) / tau(t, q, v);
     q0's quaternions off unit norm by more than 1e-12 are normalised with a RuntimeWarning (zero: StateError).

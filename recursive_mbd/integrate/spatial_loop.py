@@ -37,7 +37,7 @@ def _spatial_tau(tau, nv):
 
 class SpatialTimeLoop:
     """The spatial formulation's pieces for the generic time loops (``rm.simulate`` on a ``Model3D``): the compiled
-    system (``_kernels.spatial_system``: the tree, or the loop layer on top of it), the initial state
+    system (``_kernels.spatial.system``: the tree, or the loop layer on top of it), the initial state
     y = (q0, v0, 0, 0) (projected onto the loops) and the map back from the integrated states: q with every
     quaternion renormalised (a dense-output sample between two projected steps may be off unit by the local error),
     v as integrated."""

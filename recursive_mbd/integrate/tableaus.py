@@ -76,9 +76,9 @@ def _dop853():
 
 DOP853 = _dop853()
 TABLEAUS = {t.name: t for t in (DOPRI5, DOP853, RK4)}
-# METHODS, FIXED_STEP (_method_names): the tableaus above and the midpoint rule (integrators._midpoint_step)
+# METHODS, FIXED_STEP (method_names): the tableaus above and the midpoint rule (integrators._midpoint_step)
 assert METHODS == (*TABLEAUS, "implicit_midpoint", "generalized_alpha", "bdf"), \
-    "_method_names.METHODS must name the tableaus"
+    "method_names.METHODS must name the tableaus"
 # The methods whose runs interpolate between steps (t_eval, events), besides scipy's: the tableaus with a continuous
 # extension, generalized_alpha (cubic Hermite, implicit.py) and bdf (its interpolating polynomial, bdf.py).
 DENSE_OUTPUT = (*(name for name, tableau in TABLEAUS.items() if tableau.DENSE is not None), "generalized_alpha", "bdf")

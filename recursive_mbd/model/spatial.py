@@ -75,7 +75,7 @@ class Model3D(TreeBuilder):
 
     Gravity (3,) [m/s^2], default (0, 0, -9.81). The first dynamics call (or ``compile()``) freezes the model.
     Force elements (``add_spring_damper``, ``add_joint_spring_damper``, ``add_force``, ``add_torque``) act in
-    addition to tau in every dynamics function, as the planar model's do (``_kernels.spatial_elements``).
+    addition to tau in every dynamics function, as the planar model's do (``_kernels.spatial.elements``).
     """
 
     def __init__(self, gravity=(0.0, 0.0, -9.81), name=None):
@@ -507,7 +507,7 @@ class Model3D(TreeBuilder):
         return self._add_element("torque", label, body_a=index, value=value, frame=frame)
 
     def _pack_elements(self):
-        """Elements into elem_int / elem_real (``spatial_layout``, "force elements"); the functions of time get
+        """Elements into elem_int / elem_real (``spatial.layout``, "force elements"); the functions of time get
         3 slots each of the input vector u: ``element_functions`` (slot, width, function, name)."""
         ne = len(self._elements)
         elem_int = np.full((ne, SL.N_EINT), -1, dtype=np.int64)

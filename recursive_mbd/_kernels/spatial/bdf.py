@@ -12,7 +12,7 @@ Newton matrix).
 
 State and equations
 -------------------
-The state is the explicit spatial loops' y = (q (nq), v (nv), W_dissipated, W_applied) (``spatial_system``), with
+The state is the explicit spatial loops' y = (q (nq), v (nv), W_dissipated, W_applied) (``spatial.system``), with
 each quaternion in R^4, and BDF integrates the same right-hand side f: q' = G(q) v (G per joint: the identity for
 Euclidean coordinates, quat' = 1/2 quat (x) (0, omega) for a quaternion, at the quaternion as it is), v' = the
 forward dynamics at the normalised q. Carrying (q, v) in their own coordinates keeps the BDF machinery (backward

@@ -10,7 +10,7 @@ algorithm; the spatial form of seed 003's force condensation, eq. 3.23, with no 
 every load, sum F . v_point + T . omega, equals Q . v exactly. Joint spring-dampers add to Q directly. The
 forward dynamics then takes tau + Q (the articulated-body kernel is not touched).
 
-Elements (``spatial_layout``, "force elements"; ``Model3D.add_spring_damper`` and the others for the physics):
+Elements (``spatial.layout``, "force elements"; ``Model3D.add_spring_damper`` and the others for the physics):
 
 * point-to-point spring-damper: with d = p_b - p_a, L = |d|, u = d / L, the tension f = f0 + k (L - L0) + c L'
   pulls point a by +f u and point b by -f u; potential f0 L + k (L - L0)^2 / 2, dissipation c L'^2. At L = 0

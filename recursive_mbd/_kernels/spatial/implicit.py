@@ -289,7 +289,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
 
     Each step: unknown vdot+ (nv); a+ from (1 - alpha_m) a+ + alpha_m a = (1 - alpha_f) vdot+ + alpha_f vdot,
     v+ = v + h (1 - gamma) a + h gamma a+, q+ = q (+) (h v + h^2 (1/2 - beta) a + h^2 beta a+ + J^T nu)
-    (``spatial_system.integrate_configuration``: unit quaternions by construction; nu only with loops);
+    (``spatial.system.integrate_configuration``: unit quaternions by construction; nu only with loops);
     residual = inverse dynamics minus tau and the element loads at (t+, q+, v+), plus J^T lambda with loops;
     Newton with S = M + c_stiff K_gravity + diag(c_stiff j_stiff + c_damp j_damp) factorised at an iterate and
     reused while the corrections shrink >= 20x per iteration (as the planar loop). With the m loop equations of

@@ -105,7 +105,7 @@ LLENGTH = 15  # distance: the length [m]
 N_LOOP_REAL = 16
 N_WEIGHTS = 12  # a row's weights: on v(P_a), omega_a, v(P_b), omega_b (ground axes)
 
-# ---- force elements (``Model3D.add_spring_damper`` etc.; ``_kernels.spatial_elements``) -------------------------
+# ---- force elements (``Model3D.add_spring_damper`` etc.; ``_kernels.spatial.elements``) -------------------------
 # elem_int (nelements, 5) int64, elem_real (nelements, 10) float64
 ELEM_SPRING_DAMPER = 0  # point-to-point spring-damper between two bodies (or a body and the ground)
 ELEM_JOINT_SPRING_DAMPER = 1  # spring-damper on the coordinates of a body's joint

@@ -1,7 +1,7 @@
 """Closed loops on a spatial tree: cut-joint equations and the Lagrange-multiplier layer (issue 18).
 
 The spatial counterpart of ``_kernels.loops``. Each loop ties a point P_a of body a to a point P_b of body b
-(either may be the ground) by equations phi(q) = 0 (``spatial_layout.LOOP_*``). Every row is written as weights on
+(either may be the ground) by equations phi(q) = 0 (``spatial.layout.LOOP_*``). Every row is written as weights on
 the motion of the two bodies, ground axes:
 
     phi'_r = w_a . (v(P_a), omega_a) + w_b . (v(P_b), omega_b)   (weights (m, 12): lin_a, ang_a, lin_b, ang_b)

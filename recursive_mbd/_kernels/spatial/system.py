@@ -7,7 +7,7 @@ y = (q (nq), v (nv), W_dissipated, W_applied), shape (nq + nv + 2,): configurati
 q' = v; a quaternion (w, x, y, z) has quat' = 1/2 quat (x) (0, omega), omega the joint's angular velocity in the
 CHILD frame (right multiplication, as ``rm.integrate_configuration``); v' = the articulated-body forward dynamics
 (``spatial.forward_dynamics``, Featherstone 2008 table 7.1) under tau plus the force elements' generalised forces
-(``_kernels.spatial_elements``); W_dissipated integrates the dampers' power, W_applied that of tau and of the applied
+(``_kernels.spatial.elements``); W_dissipated integrates the dampers' power, W_applied that of tau and of the applied
 forces and torques. The projection renormalises every quaternion after
 each accepted step (the exact flow keeps |quat| = 1; a Runge-Kutta step drifts by its truncation error), so a
 time loop never builds up a norm drift; within a step (stages, trial and rejected steps) the dynamics and the
@@ -43,14 +43,14 @@ from .tree import forward_dynamics
 njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 
 SpatialSystem = namedtuple("SpatialSystem", [
-    "body_int", "body_real", "gravity",  # the packed Model3D (model3d.py)
+    "body_int", "body_real", "gravity",  # the packed Model3D (model/spatial.py)
     "euclid_q", "euclid_v",  # (ne,) int64: the Euclidean coordinates in q and their rates in v (q' = v)
     "quat_q", "quat_v",  # (nk,) int64: first index of each quaternion in q and of its omega (3) in v
     "tau_const",  # (nv,) constant generalised forces
     "tau_offset",  # (1,) int64: slot of tau in u, -1 when tau is constant
     "u",  # (ninputs,) the input vector the input callback fills
     "elements",  # (elem_int, elem_real, ws, S, tmp, rot, pos, omega, vel, wrench, Q, energy, per_element): the
-    # force elements and their own scratch (``spatial.element_system``; ``_kernels.spatial_elements``)
+    # force elements and their own scratch (``spatial.element_system``; ``_kernels.spatial.elements``)
     "q", "v", "tau", "vdot",  # (nq,), (nv,), (nv,), (nv,) scratch of one evaluation
     "ws", "S", "UD", "uD", "tmp",  # the articulated-body workspace (spatial.Workspace3D)
     # loops (``LOOP_*`` below name the entries): the packed loops (no rows for a tree), the loop layer's scratch

@@ -8,7 +8,7 @@ rotation R = R0 R_j(q) and the child origin r in the parent frame, so that
     X v_P = (R^T omega_P; R^T (v_P + omega_P x r))        (motion, parent to child coordinates)
     X^T f = (R n + r x (R f); R f)                         (force, child to parent coordinates)
 
-and by its motion subspace S (6 x nv_joint, child coordinates; ``spatial_layout`` and ``Model3D`` for the joints):
+and by its motion subspace S (6 x nv_joint, child coordinates; ``spatial.layout`` and ``Model3D`` for the joints):
 
     v_i = X_i v_P + S_i vj,      a_i = X_i a_P + S_i vj' + c_i,      c_i = S_i' vj + v_i x S_i vj
 
@@ -25,7 +25,7 @@ return a status: 0, a ``layout`` status (``kind | index << 4``), or -(body + 1) 
 by more than ``QUATERNION_TOL`` (an in-tolerance quaternion is normalised on the fly; q is never written).
 
 numba's cache checks a kernel's own source file only: a cached caller in another module (``spatial_loops``,
-``spatial_system``) keeps the machine code of these kernels it was compiled with, and one process that loads an
+``spatial.system``) keeps the machine code of these kernels it was compiled with, and one process that loads an
 old caller beside new kernels can mix the two (seen: ``unit_force_responses`` of one version on the workspace that
 ``forward_dynamics`` of another left, wrong loop responses). When the workspace contract between these kernels
 changes, clear the callers' ``__pycache__`` (CI starts from an empty cache).
@@ -757,7 +757,7 @@ def _kinematics(body_int, body_real, q, v, ws, S, tmp, with_velocity, spherical_
 @njit
 def _body_bias_force_and_inertia(body_real, i, ws):
     """ws[i, WP:WP+6] = v x* I_i v (v = ws[i, WV:WV+6]: ``_inertia_times`` then ``_cross_force`` on the row), then
-    ws[i, WI:WI+21] = I_i as ``_body_inertia`` writes it, over v (``spatial_layout`` WV): the inertia about the
+    ws[i, WI:WI+21] = I_i as ``_body_inertia`` writes it, over v (``spatial.layout`` WV): the inertia about the
     origin (``_origin_inertia``) made once for both."""
     mass = body_real[i, MASS]
     hx = body_real[i, MCOM]
@@ -1189,7 +1189,7 @@ def _general_condense(body_int, body_real, tau, i, ws, S, UD, uD, tmp):
 def _revolute_condense(body_int, body_real, tau, i, ws, tmp):
     """``_general_condense`` for a revolute joint, its one column s = (a; cp x a) formed in registers
     (``_revolute_column``): U = I^A s, D = s^T U (a scalar), then U D^-1, D^-1 and D^-1 u in the workspace row
-    (``spatial_layout`` WUD, WDINV, WU, over I^A: read no more) and I^a = I^A - U D^-1 U^T, p^a = p^A + I^a c +
+    (``spatial.layout`` WUD, WDINV, WU, over I^A: read no more) and I^a = I^A - U D^-1 U^T, p^a = p^A + I^a c +
     U D^-1 u added to the parent's. Stores nothing in S, UD, uD. Returns a status."""
     kv = body_int[i, VIDX]
     s0, s1, s2, s3, s4, s5 = _revolute_column(body_real, i)
@@ -1304,7 +1304,7 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
     from the model, their condensation is kept in ws): for a model of such joints only, S, UD and uD may have 0
     rows.
     Returns a status (module docstring). Leaves in the workspace what depends on q only, for
-    ``unit_force_responses``: a spherical joint's K and D^-1 (``spatial_layout`` WK, WD), a revolute joint's
+    ``unit_force_responses``: a spherical joint's K and D^-1 (``spatial.layout`` WK, WD), a revolute joint's
     U D^-1 and D^-1 (WUD, WDINV), the other joints' articulated inertia I^A (WI), U D^-1 and S.
     """
     status = check_finite(q, v, tau)
@@ -1314,7 +1314,7 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
     if status:
         return status
     n = body_int.shape[0]
-    # articulated inertia and bias force of each body alone: v x* I_i v, then I_i (over v_i: ``spatial_layout`` WV)
+    # articulated inertia and bias force of each body alone: v x* I_i v, then I_i (over v_i: ``spatial.layout`` WV)
     for i in range(n):
         _body_bias_force_and_inertia(body_real, i, ws)
     # tip to base: U = I^A S, D = S^T U, u = tau - S^T p^A; condense onto the parent (seed 003 eq. 3.23)

@@ -1,8 +1,8 @@
 """What a time loop asks of a formulation: the interface between ``integrators`` and the formulations' kernels.
 
 A time loop (``integrators``) integrates a state y (1-d float64) of some ``system``: a NamedTuple of arrays
-that one formulation builds from the one Model (``recursive_system.RecursiveSystem``,
-``augmented_system.AugmentedSystem``). It calls only the three functions below, whatever the formulation;
+that one formulation builds from the one Model (``planar.system.RecursiveSystem``,
+``augmented.system.AugmentedSystem``). It calls only the three functions below, whatever the formulation;
 each formulation registers its implementation for its own NamedTuple class with ``numba.extending.overload``,
 so numba resolves the call statically per system type. A time loop compiled for one formulation is therefore
 one ordinary, cached kernel (the system's type is part of its signature, and a NamedTuple class pickles by

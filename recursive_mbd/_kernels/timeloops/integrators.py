@@ -5,7 +5,7 @@ the three functions of ``formulation`` (its right-hand side, its projection and 
 no formulation by name, and numba compiles (and caches) it once per system type. Both formulations' states end
 with the work dissipated by the dampers and done by the applied forces (W_dissipated, W_applied), so every run
 carries its own energy balance, E(t) + W_dissipated - W_applied = E(t0): y = (q_free, qd_free, W) for the
-recursive one (``recursive_system``), y = (z, zd, W) for the augmented one (``augmented_system``).
+recursive one (``planar.system``), y = (z, zd, W) for the augmented one (``augmented.system``).
 
 ``inputs(key, t, q, qd, u)`` is a numba-callable that fills the input vector u (time-varying element values,
 tau as a function, drivers) and may be a compiled user function or a bridge to Python; it returns a status, so
