@@ -35,7 +35,7 @@ from .model import joints as rm_joints
 # `rmbd --help` and `rmbd info` start in a fraction of a second.
 
 MESSAGE_LIMIT = 400  # characters of an error message: a message is a line, never an echoed array
-FIRST_COMPILE_SECONDS = 60  # the main job, 2-core machine: 58-61 s of CPU time (issue 13 said 40); 155-194 s loaded
+FIRST_COMPILE_SECONDS = 90  # the main job, 2-core machine: 88 s of CPU time measured with an empty cache
 
 
 class InputError(ValueError):
