@@ -3,7 +3,7 @@
     python3 benchmarks/bdf_iteration.py [--n 1000 10000 100000] [--rounds 15] [--block 0.03] [--t-end 2 2 0.2]
                                         [--run-repeats 3] [--name bdf_iteration]
 
-Definition. One Newton iteration of ``_kernels.bdf.integrate_bdf`` (tree, no loops) is the body of its iteration
+Definition. One Newton iteration of ``_kernels.planar.bdf.integrate_bdf`` (tree, no loops) is the body of its iteration
 loop: the accelerations of the iterate, the residual M qdd - Q by one inverse-dynamics pass
 (``implicit.newton_residual``), the correction S^-1 R with the factors in hand (``implicit.newton_correction``:
 ``effective_apply``'s two sweeps), and the updates of d, y and the correction norm. It excludes what a step does

@@ -28,7 +28,7 @@ and projection, to benchmarks/results/formulations_drift.json.
 Work per body, counted by hand from the kernels for a revolute body of a chain (no loads, no drivers; flops are
 additions and multiplications, negations and copies not counted):
 
-recursive (``_kernels.tree.forward_dynamics``, three passes over a column-major (N, 27) workspace)
+recursive (``_kernels.planar.tree.forward_dynamics``, three passes over a column-major (N, 27) workspace)
   pass 1 (``kinematics_pass``): theta = angle + q, then one vectorised sin/cos pass over all bodies
   (``trig.sincos_array``); orientation 6, joint vector 6, centre-of-mass arm 6, slide velocity 6, r 2, H 16,
   omega and theta 2: about 45 flops; writes TH, SN, CS, RX(2), HX(2), GX(2).
@@ -42,7 +42,7 @@ recursive (``_kernels.tree.forward_dynamics``, three passes over a column-major 
   in each pass): about 300 B of workspace and state traffic per body, of which a chain keeps the parent's data
   in registers (NEXT_IS_CHILD) and a branched tree goes through the parent's row (ROW_CHILDREN).
 
-augmented tree (``_kernels.augmented.factor_and_solve``: one leaves-first pass with the revolute step written out,
+augmented tree (``_kernels.augmented.tree.factor_and_solve``: one leaves-first pass with the revolute step written out,
 then ``_back_substitute``)
   set-up: a body's libm sin/cos (once, into F_COS, F_SIN; LLVM fuses the pair into one sincos call), its 6 pivot
   sums and zdd cleared, by its first child to come or by itself if a leaf (no sweep before the pass).

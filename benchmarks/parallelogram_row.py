@@ -11,7 +11,7 @@ relative energy error, the largest crank-rate split max_k |qd_k - qd_0| over the
 |sin theta| at that sample (its distance to a change point), the largest crank-angle split, and the wall time.
 The issue asks for energy within 1e-6 relative and splits within 1e-6 rad/s. Writes
 benchmarks/results/parallelogram_row.json (parallelogram_row_ROUTE.json for one route). Near the change points
-both routes solve on the normal space of the branch the motion follows (``_kernels.loops.branch_normals``).
+both routes solve on the normal space of the branch the motion follows (``_kernels.planar.loops.branch_normals``).
 """
 
 import os

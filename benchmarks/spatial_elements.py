@@ -3,7 +3,7 @@ without elements, and the element pass alone (rm.element_forces), per call, N = 
 
 The loaded chain has one point-to-point spring-damper between each pair of neighbouring links and a rotational
 spring-damper on every joint (2 N elements): the element pass is one kinematics pass plus one tip-to-base pass
-(``_kernels.spatial_elements``), so it should cost about as much as the articulated-body algorithm's first pass,
+(``_kernels.spatial.elements``), so it should cost about as much as the articulated-body algorithm's first pass,
 and scale linearly. Medians of 7 repeats; the machine may be shared (compare ratios within one run).
 
 Then the accuracy figures of the elements on a three-body model (spherical, universal and prismatic joints; spring-

@@ -1,4 +1,4 @@
-"""The short path of ``augmented.forward_dynamics(solver="tree")`` (``_kernels.augmented_entry``): the same answer as
+"""The short path of ``augmented.forward_dynamics(solver="tree")`` (``_kernels.augmented.entry``): the same answer as
 the full route, bit for bit, and every input it does not take sent to the full route, which raises the same errors
 as on a first call."""
 

@@ -57,7 +57,7 @@ def test_five_parallelograms_through_change_points(method, tol):
     """The row of five over 20 s: energy within 1e-6 and crank rates within 1e-6 rad/s (issue 12). Near a change
     point the cranks need loop forces ~ 1 / distance (their moments stay finite); the filtered multiplier solve
     dropped them and the cranks split by up to 6e-5 rad/s there. The branch's normal space from displaced points
-    (``_kernels.loops.branch_normals``) keeps them. benchmarks/parallelogram_row.py runs the full grid."""
+    (``_kernels.planar.loops.branch_normals``) keeps them. benchmarks/parallelogram_row.py runs the full grid."""
     model, q0, qd0 = parallelograms(5)
     res = rm.simulate(model, q0, qd0, 20.0, method=method, rtol=tol, atol=tol)
     check_parallelogram_run(res, 5)
@@ -97,7 +97,7 @@ def test_five_parallelograms_augmented(method, tol, t_end):
     """The absolute-coordinate route with projection on the row of five, through its first change points (t =
     0.719 s, and 1.238 s): energy within 1e-6 and the crank rates within 1e-6 rad/s. They split by up to 1.6e-4
     rad/s at samples within ~2e-4 rad of a change point before the projection and the dynamics followed the
-    branch there (``_kernels.augmented_system._branch_normals``); benchmarks/parallelogram_row.py measures the
+    branch there (``_kernels.augmented.system._branch_normals``); benchmarks/parallelogram_row.py measures the
     full 20 s grid."""
     res = simulate_augmented_row(5, method, tol, t_end)
     assert res.constraint_drift.max() < 1e-9

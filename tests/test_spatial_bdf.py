@@ -3,7 +3,7 @@ spherical, revolute and prismatic joints, the planar bdf's steps on a planar cha
 body's invariants, unit quaternions, a stiff joint spring, the run's options (tau functions, elements, t_eval,
 events, work terms, progress, max_steps) and a Newton failure with its partial result.
 
-Closed loops (GGL, ``_kernels.spatial_bdf``): the planar four-bar built spatially follows the planar bdf's
+Closed loops (GGL, ``_kernels.spatial.bdf``): the planar four-bar built spatially follows the planar bdf's
 trajectory, and an RSSR linkage closed by a ball joint converges to dop853 as rtol falls, with phi and J v at the
 Newton tolerance at every sample.
 
@@ -218,7 +218,7 @@ def test_rssr_loop_converges_to_dop853_as_rtol_falls_with_the_loop_closed_at_eve
         errors.append(max(np.abs(rm.difference(model, reference.q[-1], result.q[-1])).max(),
                           np.abs(result.qd[-1] - reference.qd[-1]).max()))
         phi, rate = _loop_levels(model, result)
-        # the Newton tolerance sqrt(rtol) in units of the error tolerance (``_kernels.bdf``)
+        # the Newton tolerance sqrt(rtol) in units of the error tolerance (``_kernels.planar.bdf``)
         assert phi < np.sqrt(rtol) * rtol and rate < 100.0 * np.sqrt(rtol) * rtol, (rtol, phi, rate)
     ratios = np.array(errors[:-1]) / np.array(errors[1:])
     assert np.all(ratios > 30.0), (errors, ratios)

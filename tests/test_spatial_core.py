@@ -395,7 +395,7 @@ def test_out_buffer(ball_chain):
 
 def test_short_path_refusals_take_the_full_route(ball_chain):
     """Once the workspace exists, rm.forward_dynamics on a spatial tree calls the fixed-signature kernel
-    (``_kernels.spatial_entry``): whatever its dispatch or its length check refuses gets the full route's answer or
+    (``_kernels.spatial.entry``): whatever its dispatch or its length check refuses gets the full route's answer or
     error, and what it accepts gets the full route's answer bit for bit."""
     from recursive_mbd.dynamics import spatial  # noqa: PLC0415  (imported lazily by rm.forward_dynamics)
 

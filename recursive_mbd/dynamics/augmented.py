@@ -401,7 +401,7 @@ def _driver_rows(model, z, zd, t, drivers, alpha, beta, aux_body, aux_coef, aux_
 
 
 def _tree_forward_dynamics(model, z, zd, tau, t, alpha, beta, powers, drivers):
-    """forward_dynamics(..., solver="tree"): the compiled O(N) route (``_kernels.augmented``)."""
+    """forward_dynamics(..., solver="tree"): the compiled O(N) route (``_kernels.augmented.tree``)."""
     _checks.require_model(model)
     tw = getattr(model, "_augmented_workspace", None)
     if tw is None:
@@ -475,7 +475,7 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
         rows give the minimum-norm multipliers and a ``RedundantConstraintWarning`` (the tree joints themselves
         are never redundant). "sparse": scipy's sparse LU of the assembled KKT matrix; "dense": dense LU. Both
         raise ModelError on a singular (redundant) system. "filtered": the Schur complement C M^-1 C^T solved by
-        the regularised minimum-norm solve of the loop layer (``_kernels.loops.filtered_solve``), dense, for
+        the regularised minimum-norm solve of the loop layer (``_kernels.planar.loops.filtered_solve``), dense, for
         mechanisms that pass singular positions (the default of ``simulate`` for models with loops).
     powers : ndarray (2,), optional
         Receives the power dissipated by the dampers and the power of tau and the applied forces [W].
@@ -571,7 +571,7 @@ def _apply(inverse, x):
 
 def _filtered_multipliers(model, cz, rhs, metric=None):
     """(Y = W^-1 C^T (3 nbodies, m), c = f(C W^-1 C^T) rhs, the numerical rank): the regularised minimum-norm
-    solve of the loop layer (``_kernels.loops.filtered_solve``) on the Schur complement, W = M in general
+    solve of the loop layer (``_kernels.planar.loops.filtered_solve``) on the Schur complement, W = M in general
     (``_solve_metric``); M is diagonal, so it costs O(m^2 nbodies). Beyond ``DENSE_ROWS`` rows (large chains,
     all bodies massive): a sparse solve of the (then assumed regular) Schur complement, rank m."""
     inverse, _ = _solve_metric(model, cz) if metric is None else metric

@@ -20,7 +20,7 @@ def joint_row_starts(model):
 
 
 class _TreeWorkspace:
-    """Arrays of the tree solver of one model (``_kernels.augmented``), allocated once and reused."""
+    """Arrays of the tree solver of one model (``_kernels.augmented.tree``), allocated once and reused."""
 
     def __init__(self, model):
         n, nq = model.nbodies, model.nq

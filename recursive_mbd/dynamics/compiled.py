@@ -4,7 +4,7 @@
     qdd = fd(q, qd)                 # = rm.forward_dynamics(model, q, qd), same checks, same errors
     fd(q, qd, tau, out=qdd)         # no allocation
 
-``rm.forward_dynamics`` takes the same fixed-signature 8-argument kernel (``_kernels.entry``) on a plain tree,
+``rm.forward_dynamics`` takes the same fixed-signature 8-argument kernel (``_kernels.planar.entry``) on a plain tree,
 after looking the model's workspace up. The bound callable holds the model's arrays and workspace in a closure;
 the kernel's dispatcher accepts only C-contiguous writable float64 vectors (so numba's own type dispatch is the
 dtype, layout and writability check) and the kernel checks the lengths and the finiteness of q, qd, tau and the

@@ -6,7 +6,7 @@ equations of motion are
     M(q) qdd + h(q, qd) = tau + Q_elements - J^T lambda,        J qdd = gamma = -J' qd,
 
 and ``lambda`` (m,) are the multipliers: the loop force on body a is -sum_r lambda_r w_a,r at its point P_a,
-on body b -sum_r lambda_r w_b,r at P_b (``_kernels.loops``). For a revolute loop lambda is the force that body b
+on body b -sum_r lambda_r w_b,r at P_b (``_kernels.planar.loops``). For a revolute loop lambda is the force that body b
 exerts on body a, negated per axis: F_a = -(lambda_0, lambda_1). ``loop_dynamics`` solves the recursive way in
 O(N m + m^3); ``forward_dynamics(..., method="mass_matrix")`` solves the dense KKT system as an independent check.
 """
@@ -24,13 +24,13 @@ from ._evaluation import _rnea, as_vector, loaded_state, tree_mass_matrix
 
 # relative singular-value cut-off of dense least-squares solves on J-sized matrices (the KKT check, analyses)
 RCOND = 1e-10
-# relative cut-off mu / max(s) of the regularised multiplier solves (``_kernels.loops.filtered_solve``) on the
+# relative cut-off mu / max(s) of the regularised multiplier solves (``_kernels.planar.loops.filtered_solve``) on the
 # eigenvalues s of J M^-1 J^T: below it a direction of the loop equations counts as redundant (or singular).
 # Chosen on the parallelogram through its change points (tests/test_singular.py): 1e-10 .. 1e-14 let round-off
 # in the position (an error eps / sigma_min(J)^2 in the branch tangent) and in the multipliers reach the
 # velocities near the change point (crank rates split by 1e-6 .. 1e-2 rad/s), 1e-8 keeps them below 4e-7;
 # directions with s >> mu are solved to a relative (mu / s)^2. The time loops do not rely on it near change points:
-# there (s <= 1e-6 max s, ``_kernels.loops.BRANCH_ZONE``) they solve on the branch's normal space instead, which
+# there (s <= 1e-6 max s, ``_kernels.planar.loops.BRANCH_ZONE``) they solve on the branch's normal space instead, which
 # keeps the weak rows' forces that a row of parallelograms needs (the filter dropped them: crank rates split by
 # 6e-5 rad/s).
 FILTER_RCOND = 1e-8
@@ -39,7 +39,7 @@ FILTER_RCOND = 1e-8
 # parallelograms); the velocity step keeps FILTER_RCOND, where the tangent, eps / sigma_min(J)^2, is reliable
 POSITION_RCOND = 1e-12
 
-# the change-point treatment of the time loops (``_kernels.loops.branch_normals``) is off in the public
+# the change-point treatment of the time loops (``_kernels.planar.loops.branch_normals``) is off in the public
 # single-state functions: they have no motion to tell the branch from
 _NO_BRANCH = (0.0, 0.0, 0.0)
 
@@ -213,7 +213,7 @@ def project(model, q, qd, *, free=None, tol=1e-12, max_iter=20):
     """The state nearest (q, qd) in the kinetic-energy metric that closes every loop: (q, qd) copies, and max
     |phi| reached.
 
-    Mass-orthogonal projection (``_kernels.loops.project``, where its effect on the energy is derived):
+    Mass-orthogonal projection (``_kernels.planar.loops.project``, where its effect on the energy is derived):
     positions by Gauss-Newton with the steps dq = -M^-1 J^T (J M^-1 J^T)^+ phi until the step and |phi| are
     below ``tol``, velocities by one correction qd -= M^-1 J^T (J M^-1 J^T)^+ J qd, with a regularised
     minimum-norm solve (redundant loops and singular positions are fine). Only the coordinates in ``free``

@@ -1,4 +1,4 @@
-"""Public functions of the spatial (3D) formulation: validate, then call the kernels of ``_kernels.spatial``.
+"""Public functions of the spatial (3D) formulation: validate, then call the kernels of ``_kernels.spatial.tree``.
 
 ``rm.forward_dynamics``, ``inverse_dynamics``, ``mass_matrix``, ``bias_forces``, ``energy``,
 ``forward_kinematics`` and ``point_kinematics`` send a ``Model3D`` here. Equations of motion in the velocity
@@ -40,7 +40,7 @@ class Workspace3D:
         width = self._width = model._max_nv
         jtype = model.body_int[:, SL.JTYPE]
         rows = n if bool(np.any((jtype != SL.SPHERICAL) & (jtype != SL.REVOLUTE))) else 0
-        # one buffer, the arrays its views (``_kernels.spatial_entry.forward_dynamics_packed`` takes it whole)
+        # one buffer, the arrays its views (``_kernels.spatial.entry.forward_dynamics_packed`` takes it whole)
         size = rows * width * 6
         start = n * SL.W_SPATIAL + kernels.TMP_SIZE
         self.buffer = np.zeros(start + 2 * size + rows * width)

@@ -7,7 +7,7 @@ constrained equations of motion are
     M(q) vdot + h(q, v) = tau - J^T lambda,        J vdot = gamma = -J' v,
 
 and ``lambda`` (m,) are the multipliers: the loop force on body a is -sum_r lambda_r w_a,r at its point P_a (force,
-moment; ground axes), on body b -sum_r lambda_r w_b,r at P_b (``_kernels.spatial_loops``). For a spherical loop
+moment; ground axes), on body b -sum_r lambda_r w_b,r at P_b (``_kernels.spatial.loops``). For a spherical loop
 F_a = -lambda[0:3], the force that body b exerts on body a. ``loop_dynamics`` solves the recursive way (O(N m +
 m^3)) with the filtered regularised multiplier solve of the planar layer (``loops.FILTER_RCOND``);
 ``method="mass_matrix"`` solves the dense KKT system as an independent check.

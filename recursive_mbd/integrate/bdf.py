@@ -1,12 +1,12 @@
 """``rm.simulate(method="bdf")``: variable-step, variable-order BDF with an O(N) Newton iteration (issue 15).
 
-The whole time loop runs in ``_kernels.bdf.integrate_bdf`` (the method, its Newton iteration on the second-order
+The whole time loop runs in ``_kernels.planar.bdf.integrate_bdf`` (the method, its Newton iteration on the second-order
 structure and the Newton matrix S = M + c C + c^2 K, c = h / gamma_k, are derived in that module's docstring);
 this module builds the Newton scratch arrays from the run's system tuple (``runs.build_system``) and wraps the
 kernel as a segment runner of ``simulate._simulate``: the same inputs callback (tau functions, time-varying
 elements, drivers), events, t_eval and monitor (Ctrl-C, max_wall_time) as the explicit methods.
 
-Closed loops in the stabilised index-2 (GGL) form, by the Schur complement of ``_kernels.implicit.loop_schur``.
+Closed loops in the stabilised index-2 (GGL) form, by the Schur complement of ``_kernels.planar.implicit.loop_schur``.
 
 Spatial models (``Model3D``, closed loops included) run in the same compiled loop: their Newton pieces
 (quaternion rows, the articulated-body factorisation of the spatial Newton matrix bordered by the loop rows, unit
@@ -31,7 +31,7 @@ LOCK = 1e200
 
 
 def newton_arrays(system):
-    """The scratch tuple ``_kernels.bdf._newton_direction`` takes, for the system tuple of a run."""
+    """The scratch tuple ``_kernels.planar.bdf._newton_direction`` takes, for the system tuple of a run."""
     body_int, elem_int, elem_real = system[0], system[3], system[4]
     nb = body_int.shape[0]
     nq = system[8].shape[0]

@@ -2,7 +2,7 @@
 
 ``simulate_many`` runs every member's whole time loop in compiled code: the members are spread over numba's
 threads (``prange``), each thread with its own workspace, and each member calls the very time loop of
-``rm.simulate`` (``_kernels.integrators.integrate_fixed`` / ``integrate_adaptive``) on its own copy of the
+``rm.simulate`` (``_kernels.timeloops.integrators.integrate_fixed`` / ``integrate_adaptive``) on its own copy of the
 packed model arrays. A member that fails (blows up, singular dynamics, too many steps, a compiled tau or event
 function returning a non-finite value) keeps its samples up to the failure and its status; the others run on.
 

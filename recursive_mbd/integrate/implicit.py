@@ -30,7 +30,7 @@ of the new step depend linearly on them (dq = c_stiff dqdd, dqd = c_damp dqdd), 
 So S_doc = J^T diag(A_i) J + diag(c_stiff k_j + c_damp c_j) with the modified body inertias
 A_i = diag(c_mass m_i, c_mass m_i, c_mass J_i + c_stiff K_i): the form of a joint-space mass matrix with extra
 joint diagonal terms (like rotor inertias), which the articulated-body recursion (seed 003 eq. 3.23) solves in
-O(N) time and memory without forming S (``_kernels.implicit.effective_solve``).
+O(N) time and memory without forming S (``_kernels.planar.implicit.effective_solve``).
 
 Generalised-alpha
 -----------------
@@ -48,7 +48,7 @@ the highest frequencies in one step.
 
 Time loop and cost
 ------------------
-The whole loop is compiled (``_kernels.implicit.integrate_generalized_alpha``) on the time loops' system tuple
+The whole loop is compiled (``_kernels.planar.implicit.integrate_generalized_alpha``) on the time loops' system tuple
 and inputs callback (tau functions, time-varying elements, drivers; ``integrators``), with their monitor
 (Ctrl-C, max_wall_time), events and t_eval on a cubic Hermite interpolant of (q, qd) and (qd, qdd) at the step
 ends, and the work terms by the trapezoidal rule on the element, tau and driver powers. The Newton matrix is
@@ -179,7 +179,7 @@ def solve_effective(model, q, qd, c_mass, c_damp, c_stiff, rhs, *, t=0.0, out=No
             [S  J^T] [x     ]   [rhs]
             [J  0  ] [lambda] = [c  ],
 
-        by the Schur complement on the loop rows (``_kernels.implicit.loop_schur``: m applies of the factors of
+        by the Schur complement on the loop rows (``_kernels.planar.implicit.loop_schur``: m applies of the factors of
         S, then the m x m system J S^-1 J^T by its eigenvalues, which may be negative (S may be indefinite):
         minimum-norm where the loops are redundant, eigenvalues below 1e-10 of the largest),
         O(N m + m^3). J is the loop Jacobian at q (``loops.constraints``), whether or not q closes
@@ -272,7 +272,7 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     """Generalised-alpha run (called by ``rm.simulate(method="generalized_alpha")``; options as there).
 
     Fixed step ``dt`` (the last one shortened to land on t_end), the whole time loop compiled
-    (``_kernels.implicit.integrate_generalized_alpha``). Newton on the new accelerations (and loop multipliers)
+    (``_kernels.planar.implicit.integrate_generalized_alpha``). Newton on the new accelerations (and loop multipliers)
     with the matrix of ``solve_effective`` (c_mass = 1, c_damp = h gamma (1 - alpha_f) / (1 - alpha_m),
     c_stiff = h^2 beta (1 - alpha_f) / (1 - alpha_m)) factorised once per step, bordered by the loop Jacobian
     (stabilised index 2); converged when the correction of the new state max(c_stiff max|dqdd|, c_damp

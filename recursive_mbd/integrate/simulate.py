@@ -3,8 +3,8 @@
 Methods are data (``METHODS``): a Butcher tableau (``tableaus``) plus, for embedded pairs, error weights and a
 continuous extension; the implicit midpoint rule; generalized_alpha and bdf (Newton with an O(N) matrix); and
 ``"scipy:NAME"``, which hands the same right-hand side to scipy's solvers (``scipy_route``). The numba methods run
-their whole time loop in compiled code (``_kernels.integrators``), calling the recursive forward dynamics and the
-force elements without returning to Python; time-varying inputs reach that loop through one callback (``_Inputs``).
+their whole time loop in compiled code (``_kernels.timeloops.integrators``), calling the recursive forward dynamics and
+the force elements without returning to Python; time-varying inputs reach that loop through one callback (``_Inputs``).
 
 A user function that fails stops the run: the bridge keeps its exception and the compiled loop returns a status,
 so ``simulate`` raises SimulationError from it with the samples so far. A run polls a monitor (``_RunControl``)

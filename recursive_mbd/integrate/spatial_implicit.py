@@ -14,7 +14,7 @@ as ``rm.integrate_configuration``). With the coefficients of ``implicit.generali
 
 where (+) is ``integrate_configuration`` (a quaternion times exp(delta / 2)): quaternions stay unit by
 construction, never renormalised by hand. The unknown is vdot+ (nv); the residual M vdot+ + h - tau - Q is one
-recursive Newton-Euler pass (``_kernels.spatial.inverse_dynamics``) after the element loads, O(N). Second order
+recursive Newton-Euler pass (``_kernels.spatial.tree.inverse_dynamics``) after the element loads, O(N). Second order
 for every rho_inf in [0, 1] (Arnold & Bruls; measured in ``tests/test_spatial_implicit.py``).
 
 Newton matrix
@@ -37,7 +37,7 @@ M + c_damp C + c_stiff K (C = -dQ/dv, K = -dQ/dq plus d(M vdot)/dq). The loop us
 
   and K_b = K(F_b, e_b) + sum_k K(F_k, d_k), which acts on the body's angular velocity (T_b: the rows of the
   joint Jacobian giving it): R_b^T K_b R_b is added to the angular block of the body's spatial inertia before
-  the elimination (``_kernels.spatial_implicit.geometric_stiffness``). It is the exact Hessian where every
+  the elimination (``_kernels.spatial.implicit.geometric_stiffness``). It is the exact Hessian where every
   V_b is stationary (a chain hanging straight: tested against finite differences of the inverse dynamics); away
   from there the terms grad V_b . d^2(delta_b)/dq^2 (rotations do not commute) and the antisymmetric part are
   lagged: by Baker-Campbell-Hausdorff, sum_k G_k . (W_p(k) x W_k) / 2 (G_k the gravity moment of the subtree
@@ -61,7 +61,7 @@ M + c_damp C + c_stiff K (C = -dQ/dv, K = -dQ/dq plus d(M vdot)/dq). The loop us
 
 S has the form of a joint-space mass matrix with modified body inertias and a joint diagonal added to each
 D_i = S_i^T I^A_i S_i (as rotor inertias or armatures would be): the articulated-body elimination factors it in
-O(N) and two sweeps apply its inverse (``_kernels.spatial_implicit.effective_factor``, ``effective_apply``); no
+O(N) and two sweeps apply its inverse (``_kernels.spatial.implicit.effective_factor``, ``effective_apply``); no
 nv x nv matrix is formed.
 
 Lagged (omitted from S; they change the Newton contraction rate, never the converged step): point-to-point
@@ -101,9 +101,9 @@ tangent map is. The Newton matrix is then the planar one,
     [J   0    0             ]
 
 and is solved the same way, by the same kernels: X = S^-1 J^T by m applies of the articulated-body factors
-(``_kernels.spatial_implicit.effective_apply``, O(N) each) at the iterate where S is factorised, G = J X (m, m);
-per iteration Y = S^-1 r_1, G dlambda = J Y - r_3, dvdot = Y - X dlambda (``_kernels.implicit.schur_correction``),
-then (J J^T) dnu = phi - c_stiff r_3 (``_kernels.implicit.position_correction``); both small systems by the
+(``_kernels.spatial.implicit.effective_apply``, O(N) each) at the iterate where S is factorised, G = J X (m, m);
+per iteration Y = S^-1 r_1, G dlambda = J Y - r_3, dvdot = Y - X dlambda (``_kernels.timeloops.newton``:
+``schur_correction``), then (J J^T) dnu = phi - c_stiff r_3 (``position_correction``); both small systems by the
 filtered minimum-norm solve of the loop layer, so redundant rows (a planar mechanism built spatially: its
 out-of-plane rows hold identically, J has zero rows there) get zero multipliers. One iteration costs a residual
 (one Newton-Euler pass, the loop rows phi, J v, J: O(N m) up the loop paths), one apply and O(N m + m^3) for the

@@ -78,7 +78,8 @@ def raise_status(model, status, names=("q", "qd", "tau"), output="the result"):
 
 def tree_forward_dynamics(model, ws, q, qd, tau, wrench, qdd):
     """The status of the recursive forward-dynamics kernel on checked arrays: the fixed-signature kernel of a plain
-    tree (``_kernels.entry``; one compiled kernel serves the short and the full route), the generic one otherwise."""
+    tree (``_kernels.planar.entry``; one compiled kernel serves the short and the full route), the generic one
+    otherwise."""
     if ws.short_fd is None:
         ws.short_fd = _short_route(model, ws)
     if ws.short_fd and wrench is ws.no_wrench:

@@ -7,7 +7,7 @@ model's gravity are packed into an extra row of its factor array) compiled for o
 compilation disabled: its dispatch is the dtype, layout and writability check of every argument (anything else is a
 TypeError, never a new specialisation), and the kernel checks the shapes, the finiteness of the inputs
 (``factor_and_solve``) and of the results. A nonzero status sends the caller to the full route, which converts
-what it can and raises the error that names the argument, body or entry. (``_kernels.entry`` holds the recursive
+what it can and raises the error that names the argument, body or entry. (``_kernels.planar.entry`` holds the recursive
 route's counterpart.) numba's cache keys this kernel on this file only: after editing ``augmented.factor_and_solve``
 in a checkout, touch this file (or clear its ``__pycache__``), or the cached kernel keeps the old code.
 """

@@ -7,7 +7,7 @@ the backward differences, STALD, dense output, events, work terms) calls the hoo
 ``newton_update``, ``filtered_change``, ``accept_step``); this module registers their implementations for
 ``SpatialSystem`` with ``numba.extending.overload`` (compiled without reference counting, ``HOOK_OPTIONS``),
 reusing the spatial
-generalised-alpha kernels (``_kernels.spatial_implicit``: the RNEA residual and the O(N) factorisation of its
+generalised-alpha kernels (``_kernels.spatial.implicit``: the RNEA residual and the O(N) factorisation of its
 Newton matrix).
 
 State and equations
@@ -19,7 +19,7 @@ forward dynamics at the normalised q. Carrying (q, v) in their own coordinates k
 differences, interpolation, error norm) a vector one; a Lie-group BDF (local charts per step) would need the
 history re-expressed in the chart of every new step, for the same order of accuracy.
 
-Newton on the second-order structure (the planar derivation of ``_kernels.bdf``, in velocity coordinates): the
+Newton on the second-order structure (the planar derivation of ``_kernels.planar.bdf``, in velocity coordinates): the
 unknowns are the accelerations vdot of the new step, v_new = v_pred + d_v with d_v = c vdot - psi_v, and the q rows
 are kept exactly,
 
@@ -65,7 +65,7 @@ q' = G v; the stiffness term K r_q of the planar filter is lagged here.
 Closed loops: GGL (index 2)
 ---------------------------
 With the m loop equations phi(q) = 0 of ``Model3D.add_loop`` (J = dphi/dv (m, nv) in the velocity coordinates,
-``_kernels.spatial_loops``) the corrector is the planar one's stabilised index-2 form (``_kernels.bdf``, Gear,
+``_kernels.spatial.loops``) the corrector is the planar one's stabilised index-2 form (``_kernels.planar.bdf``, Gear,
 Gupta & Leimkuhler 1985) with the multiplier mu acting in the tangent space, q' = G(q) (v - J^T mu):
 
     d_q + psi_q = c G(q_new) (v_new - J^T mu),   M vdot + h - tau - Q + J^T lambda = 0,

@@ -1,7 +1,7 @@
 """Force elements of a spatial model (``Model3D``): their generalised forces Q (nv,), conjugate to v, in O(N).
 
 Each element's loads become a wrench on a body, kept in that body's coordinates about its frame origin (moment;
-force), the force convention of ``_kernels.spatial``. One pass tip to base then gives
+force), the force convention of ``_kernels.spatial.tree``. One pass tip to base then gives
 
     f_i = w_i + sum_{children c} X_c^T f_c,        Q_i = S_i^T f_i
 
@@ -159,7 +159,7 @@ def element_forces(body_int, body_real, elem_int, elem_real, u, q, v, ws, S, tmp
     subtree load, body coordinates about its origin); energy_out (3,) = (spring potential [J], power dissipated by
     the dampers [W] (>= 0), power of the applied forces and torques [W]); per_element (ne, 3): spring-damper
     (tension [N], length [m], its rate [m/s]), joint spring-damper (its generalised force on each of the joint's
-    velocities, up to 3), force and torque (the vector in ground axes). Returns a ``_kernels.spatial`` status.
+    velocities, up to 3), force and torque (the vector in ground axes). Returns a ``_kernels.spatial.tree`` status.
     """
     n = body_int.shape[0]
     status = poses(body_int, body_real, q, v, ws, S, tmp, rot, pos, omega, vel, True)

@@ -5,7 +5,7 @@ Derivation and the list of exact and lagged terms: ``recursive_mbd.integrate.spa
 the inertias alone, with a joint diagonal added to every joint's D_i = S_i^T I^A_i S_i (as a rotor inertia or
 armature would be), so that ``effective_apply`` gives x = (M + diag(j_diag))^-1 rhs by the force and acceleration
 passes, O(N) each. Every joint, spherical ones too, takes the general path (S stored): the spherical register path
-of ``_kernels.spatial`` keeps no D_i to add to. With closed loops the time loop borders these factors by the loop
+of ``_kernels.spatial.tree`` keeps no D_i to add to. With closed loops the time loop borders these factors by the loop
 rows through the kernels it shares with the planar loop (``timeloops.newton.schur_correction``,
 ``position_correction``): m applies per factorisation give S^-1 J^T, no nv x nv matrix.
 """
@@ -285,7 +285,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                                 info):
     """Lie-group generalised-alpha (Arnold & Bruls 2007) on a spatial system from t0 to t_end in ``nsteps_total``
     steps of dt (the last one landing on t_end), the whole loop compiled; the planar loop's conventions
-    (``_kernels.implicit.integrate_generalized_alpha``) on the state y = (q (nq), v (nv), W_dissipated, W_applied).
+    (``planar.implicit.integrate_generalized_alpha``) on the state y = (q (nq), v (nv), W_dissipated, W_applied).
 
     Each step: unknown vdot+ (nv); a+ from (1 - alpha_m) a+ + alpha_m a = (1 - alpha_f) vdot+ + alpha_f vdot,
     v+ = v + h (1 - gamma) a + h gamma a+, q+ = q (+) (h v + h^2 (1/2 - beta) a + h^2 beta a+ + J^T nu)

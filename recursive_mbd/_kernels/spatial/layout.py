@@ -1,7 +1,7 @@
 """Joint codes and column layout of the packed arrays of a spatial model (``Model3D``) and of its workspace.
 
 numba-free (``Model3D`` imports it to pack a model without loading numba). numba bakes these constants into the
-cached machine code of ``_kernels.spatial``; after changing a number here, delete that folder's ``__pycache__``.
+cached machine code of ``_kernels.spatial.tree``; after changing a number here, delete that folder's ``__pycache__``.
 
 Spatial vectors are 6-vectors in body coordinates, angular part first: a motion (omega; v) with v the velocity of
 the body frame's origin, a force (moment about the origin; force) (Featherstone, Rigid Body Dynamics Algorithms,
@@ -37,7 +37,7 @@ N_INT = 6
 MASS = 0  # mass m [kg]
 MCOM = 1  # first moment m c, c the centre of mass in the body frame [kg m] (3)
 IC = 4  # rotational inertia about the CENTRE OF MASS as given, body axes: xx, yy, zz, xy, xz, yz [kg m^2] (6)
-# (the kernels add m (|c|^2 1 - c c^T) for the inertia about the origin, ``_kernels.spatial._origin_inertia``;
+# (the kernels add m (|c|^2 1 - c c^T) for the inertia about the origin, ``_kernels.spatial.tree._origin_inertia``;
 # ``Model3D.body_inertia`` is a view of these columns, not a second copy: 48 MB less for a 1e6-body chain)
 R0 = 10  # joint frame relative to the parent frame, row-major 3x3 rotation (joint-to-parent) (9)
 PP = 19  # parent point, parent frame [m] (3); ground: ground frame
@@ -60,12 +60,12 @@ WV = WI + 15
 W_SPATIAL = 45
 # forward dynamics, a spherical joint once condensed (its articulated inertia is read no more): K = D^-1 B_J
 # (row-major, 9), D^-1 u (3) and D^-1 (symmetric: xx, yy, zz, xy, xz, yz) in its slots
-# (``_kernels.spatial._spherical_condense``; ``_kernels.spatial.unit_force_responses`` reuses them). Any other
+# (``_kernels.spatial.tree._spherical_condense``; ``_kernels.spatial.tree.unit_force_responses`` reuses them). Any other
 # joint but a revolute one (below) keeps its articulated inertia I^A in WI after forward dynamics.
 WK = WI
 WU = WI + 9
 WD = WI + 12
-# forward dynamics, a revolute joint once condensed (``_kernels.spatial._revolute_condense``): U D^-1 (6) and D^-1
+# forward dynamics, a revolute joint once condensed (``_kernels.spatial.tree._revolute_condense``): U D^-1 (6) and D^-1
 # (1) in its slots, D^-1 u at WU (its S = (a; cp x a) is formed from A1 and CP where needed, not stored)
 WUD = WI
 WDINV = WI + 6

@@ -1,6 +1,6 @@
 """Closed loops on a spatial tree: cut-joint equations and the Lagrange-multiplier layer (issue 18).
 
-The spatial counterpart of ``_kernels.loops``. Each loop ties a point P_a of body a to a point P_b of body b
+The spatial counterpart of ``_kernels.planar.loops``. Each loop ties a point P_a of body a to a point P_b of body b
 (either may be the ground) by equations phi(q) = 0 (``spatial.layout.LOOP_*``). Every row is written as weights on
 the motion of the two bodies, ground axes:
 
@@ -23,7 +23,7 @@ Constrained forward dynamics (the sign convention of the planar layer, ``recursi
 
 solved in O(N m + m^3): vdot0 by the articulated-body pass, the responses Y = M^-1 J^T by m force-only passes
 on its factorisation (``spatial.unit_force_responses``: no gravity, no velocity, no inertia formed again), then
-(J Y) lambda = J vdot0 - rhs by the filtered regularised solve of the planar layer (``_kernels.loops.filtered_solve``),
+(J Y) lambda = J vdot0 - rhs by the filtered regularised solve of the planar layer (``planar.loops.filtered_solve``),
 vdot = vdot0 - Y lambda. The loop force on body a is -sum_r lambda_r w_a,r
 (force at P_a, moment), on body b -sum_r lambda_r w_b,r.
 """

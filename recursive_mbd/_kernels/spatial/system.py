@@ -16,7 +16,7 @@ inputs see each quaternion normalised. ``recursive_mbd.integrate.simulate`` buil
 With closed loops (``Model3D.add_loop``) v' is the multiplier layer's (``spatial_loops.constrained_dynamics``:
 M vdot + h = tau - J^T lambda, J vdot = gamma - 2 alpha phi' - beta^2 phi), and with stabilization "projection"
 the projection also moves (q, v) back onto phi = 0, J v = 0 after each accepted step (``project_loops``: the
-mass-orthogonal Gauss-Newton projection of the planar layer, ``_kernels.loops.project``, with the position steps
+mass-orthogonal Gauss-Newton projection of the planar layer, ``_kernels.planar.loops.project``, with the position steps
 taken along ``integrate_configuration`` so that quaternions stay unit).
 """
 
@@ -124,7 +124,7 @@ def integrate_configuration(system, q, delta):
 def project_loops(system, q, v):
     """Mass-orthogonal projection of q (nq,), then v (nv,), onto the loop constraints, in place; returns the status.
 
-    The planar layer's projection (``_kernels.loops.project``, where the argument for the kinetic-energy metric is
+    The planar layer's projection (``planar.loops.project``, where the argument for the kinetic-energy metric is
     made) in the velocity coordinates: Gauss-Newton steps delta = -Y f(G) phi (nv,), Y = M^-1 J^T
     (``spatial_loops.constraint_responses``), G = J Y (``filtered_solve``), applied as q (+) delta so that quaternions
     stay unit, until max |delta| and max |phi| are below tol or the step stops shrinking (round-off); then

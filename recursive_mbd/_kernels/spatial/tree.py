@@ -76,7 +76,7 @@ from .layout import (
     WV,
 )
 
-# as in _kernels.tree: FMA contraction only (the NaN tests must survive), IEEE division, statuses instead of raising
+# as in planar.tree: FMA contraction only (the NaN tests must survive), IEEE division, statuses instead of raising
 njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=False)
 # steps of the forward-dynamics passes shared by several kernels: inlined in numba's IR (as separate functions
 # LLVM left them out of line and the revolute chain's pass was 15 % slower)
