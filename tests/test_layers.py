@@ -1,6 +1,6 @@
-"""The layers import downward only (docs/conventions.md, "Layout"): no import circles, no import from a lower layer
-to a higher one, a bounded number of import floors, and time loops that know no formulation by name. Imports are
-read from the source (module level and inside functions alike)."""
+"""The layers import downward only (docs/conventions.md, "Where the code lives"): no import circles, no import from
+a lower layer to a higher one, a bounded number of import floors, and time loops that know no formulation by name.
+Imports are read from the source (module level and inside functions alike)."""
 
 import ast
 import subprocess

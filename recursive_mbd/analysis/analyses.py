@@ -1,5 +1,5 @@
-"""Mechanism analyses (seed 002): driven kinematics, static equilibrium, joint reactions, linearisation (assembly
-is in ``assembly``).
+"""Mechanism analyses (those of Sugiyama, Naitoh and Toguchi's KINE2D): driven kinematics, static equilibrium,
+joint reactions, linearisation (assembly is in ``assembly``).
 
 All of them work on any Model, loops included, through the same kernels as the dynamics: the recursive
 Newton-Euler pass for the forces a state needs, the loop layer (``recursive_mbd.dynamics.loops``) for the constraint

@@ -10,7 +10,8 @@ framed to the extent of everything drawn. A body is drawn from the points where 
 children's joints, loops, spring-dampers), in its own frame:
 
 - points on one line: a bar between the outermost two (a rod); two points diagonal in the body frame: the
-  rectangle they span (a block, e.g. seed 000's squares); three or more points not on a line: the plate they span;
+  rectangle they span (a block, e.g. ``rm.models.two_squares``); three or more points not on a line: the plate
+  they span;
 - a body attached at one point only: a bar from that point through the centre of mass, as long as the uniform rod of
   the body's mass and inertia (the free end of a chain's last link), with a bob at the centre of mass when the
   inertia is that of a point mass; a body whose only point is its centre of mass: a disc of its radius of gyration;
