@@ -34,9 +34,9 @@ _SUBMODULES = {
 _LAZY_NAMES = {
     "assemble": "analysis.assembly", "joint_reactions": "analysis.analyses", "kinematic_analysis": "analysis.analyses",
     "linearize": "analysis.analyses", "modes": "analysis.analyses", "static_equilibrium": "analysis.analyses",
-    "bias_forces": "dynamics.calls", "element_forces": "dynamics.calls", "energy": "dynamics.calls",
-    "forward_dynamics": "dynamics.calls", "forward_kinematics": "dynamics.calls", "inverse_dynamics": "dynamics.calls",
-    "mass_matrix": "dynamics.calls", "point_kinematics": "dynamics.calls",
+    "bias_forces": "dynamics.calls", "forward_dynamics": "dynamics.calls", "inverse_dynamics": "dynamics.calls",
+    "mass_matrix": "dynamics.calls", "element_forces": "dynamics.kinematics", "energy": "dynamics.kinematics",
+    "forward_kinematics": "dynamics.kinematics", "point_kinematics": "dynamics.kinematics",
     "METHODS": "integrate.method_names", "SimulationResult": "integrate.result", "simulate": "integrate.simulate",
     "LoopSolution": "dynamics.loops", "RedundantConstraintWarning": "dynamics.loops", "loop_dynamics": "dynamics.loops",
     "Mechanism": "analysis.mechanism",

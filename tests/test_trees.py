@@ -187,7 +187,7 @@ def test_all_revolute_kernel_equals_the_general_passes_bit_for_bit(seed):
     the orientations of pass 1 in the workspace, bit for bit those of the general pass 1)."""
     from recursive_mbd._kernels import layout as L  # noqa: PLC0415
     from recursive_mbd._kernels.planar import tree  # noqa: PLC0415
-    from recursive_mbd.dynamics.calls import _com_state  # noqa: PLC0415
+    from recursive_mbd.dynamics.kinematics import _com_state  # noqa: PLC0415
     from recursive_mbd.model.workspace import workspace  # noqa: PLC0415
 
     rng = np.random.default_rng(seed)

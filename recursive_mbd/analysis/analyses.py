@@ -22,12 +22,15 @@ import scipy.optimize
 from .. import _checks
 from .._kernels import layout as L
 from .._kernels.planar import tree
-from ..dynamics.calls import _element_loads, forward_kinematics, inverse_dynamics, mass_matrix
+from ..dynamics._evaluation import _element_loads
+from ..dynamics.calls import inverse_dynamics, mass_matrix
+from ..dynamics.kinematics import forward_kinematics
 from ..dynamics.loops import RCOND, constraints, forces_from_multipliers, loop_workspace
 from ..errors import ModelError, StateError
 from ..model import joints
 from ..model.spatial import Model3D
-from ..model.workspace import raise_status, workspace
+from ..model.statuses import raise_status
+from ..model.workspace import workspace
 from .assembly import _coordinates, _vector, assemble
 
 # ---- reactions --------------------------------------------------------------------------------------------------
@@ -317,7 +320,7 @@ class Equilibrium:
 
 def _conservative_potential(model, q, tau, t):
     """Potential of gravity, springs, the constant tau and constant ground-frame forces and torques."""
-    from ..dynamics.calls import energy  # noqa: PLC0415
+    from ..dynamics.kinematics import energy  # noqa: PLC0415
 
     value = energy(model, q, np.zeros(model.nq), t=t)[1] - tau @ q
     poses, _ = forward_kinematics(model, q)

@@ -1,6 +1,6 @@
-"""Assembly: the coordinates that close every loop of a model, nearest a guess (``rm.assemble``), and the argument
-helpers the analyses share. Below the other analyses and ``Mechanism`` (which assembles a placement that closes its
-loops only roughly); sign conventions as ``rm.loops``."""
+"""Assembly: the coordinates that close every loop of a planar or spatial model, nearest a guess (``rm.assemble``),
+and the argument helpers the analyses share (the spatial ones with ``statics3d``). Below the other analyses and
+``Mechanism`` (which assembles a placement that closes its loops only roughly); sign conventions as ``rm.loops``."""
 
 import numpy as np
 
@@ -8,6 +8,7 @@ from .. import _checks
 from ..dynamics._evaluation import as_vector
 from ..dynamics.loops import constraints
 from ..errors import ModelError, StateError
+from ..model.configuration import integrate_configuration
 from ..model.spatial import Model3D
 from ..model.workspace import workspace
 
@@ -61,14 +62,11 @@ def assemble(model, q_guess, fixed=(), *, tol=1e-12, max_iter=50):
         When the loops cannot close (lengths that do not fit, a coordinate held where the mechanism cannot
         reach): names the loop with the largest gap and its size.
 
-    A spatial model (``Model3D``): ``analysis.statics3d.assemble`` (Gauss-Newton along
-    ``integrate_configuration``; ``fixed``: velocity indices or body names; a tree returns q_guess with its
-    quaternions normalised).
+    A spatial model (``Model3D``): Gauss-Newton along ``integrate_configuration`` (``fixed``: velocity indices or
+    body names; a tree returns q_guess with its quaternions normalised).
     """
     if isinstance(model, Model3D):
-        from . import statics3d  # noqa: PLC0415
-
-        return statics3d.assemble(model, q_guess, fixed, tol=tol, max_iter=max_iter)
+        return _assemble_spatial(model, q_guess, fixed, tol, max_iter)
     q = _vector(model, q_guess, "q_guess")
     tol = _checks.real(tol, "tol", low=0.0)
     max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
@@ -97,3 +95,86 @@ def assemble(model, q_guess, fixed=(), *, tol=1e-12, max_iter=50):
     name, gap = _worst_loop(model, phi)
     raise ModelError(f"the loops cannot be closed: loop {name!r} stays open by {gap:.6g} (m or rad) at the "
                      f"closest configuration found (|phi| = {norm:.3g}); check the lengths, or the fixed coordinates")
+
+
+# ---- spatial models (Model3D): steps in the velocity space, q <- q (+) delta --------------------------------------
+
+def _configuration(model, q, what):
+    """A float copy of q (nq,) with its quaternions normalised (as the dynamics do: refused off by > 1e-6)."""
+    return integrate_configuration(model, _vector3d(model, q, model.nq, what), np.zeros(model.nv))
+
+
+def _vector3d(model, x, size, what):
+    """A float copy of the (size,) vector x of a spatial model, refused if not finite."""
+    arr = _checks.real_array(x, what)
+    if arr.shape != (size,):
+        raise StateError(f"{what} must have shape ({size},) for this model, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise StateError(f"{what}[{int(np.flatnonzero(~np.isfinite(arr))[0])}] is not finite")
+    return np.array(arr, dtype=np.float64)
+
+
+def _loop_gap(model, phi):
+    """The loop with the largest |phi|: "loop 'name' (index k)"."""
+    row = int(np.argmax(np.abs(phi)))
+    k = int(np.searchsorted(model.loop_rows, row, side="right") - 1)
+    return f"loop {model.loop_names[k]!r} (index {k})"
+
+
+def _size(model):
+    """A length scale of the model [m]: its largest point coordinate (1 for a model of points at the origin)."""
+    points = np.concatenate([model.joint_parent_point, model.joint_child_point, model.body_com,
+                             model.loop_real[:, :6].reshape(-1, 3)])
+    return float(np.abs(points).max()) or 1.0
+
+
+def _assemble_spatial(model, q_guess, fixed, tol, max_iter):
+    """Coordinates that close every loop near ``q_guess``, keeping the joints in ``fixed`` (velocity indices or body
+    names): Gauss-Newton on phi(q) = 0 with minimum-norm steps delta on the free velocity coordinates, q <- q (+)
+    delta (quaternions stay unit), and a backtracking line search on |phi|. A tree returns q_guess with its
+    quaternions normalised (refused off by > 1e-6).
+
+    Raises ModelError naming the loop with the largest gap when |phi| does not fall below ``tol`` times the model's
+    size (lengths that do not fit, a held joint that the loops cannot follow)."""
+    from ..dynamics.spatial_loops import constraints as spatial_constraints  # noqa: PLC0415  (spatial kernels)
+
+    q = _configuration(model, q_guess, "q_guess")
+    tol = _checks.real(tol, "tol", low=0.0, strict=True)
+    max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
+    if not model.nloops:
+        return q
+    free = np.setdiff1d(np.arange(model.nv), _held(model, fixed))
+    limit = tol * _size(model)
+    phi, _, jac, _ = spatial_constraints(model, q)
+    for _ in range(max_iter):
+        if np.abs(phi).max() <= limit:
+            return q
+        delta = np.zeros(model.nv)
+        delta[free] = -np.linalg.lstsq(jac[:, free], phi, rcond=1e-10)[0]
+        length, norm = 1.0, np.linalg.norm(phi)
+        while length > 1e-6:
+            trial = integrate_configuration(model, q, length * delta)
+            phi_trial, _, jac_trial, _ = spatial_constraints(model, trial)
+            if np.linalg.norm(phi_trial) < norm:
+                break
+            length *= 0.5
+        else:
+            break  # no descent: round-off reached, or no closed configuration near
+        q, phi, jac = trial, phi_trial, jac_trial
+    if np.abs(phi).max() <= limit:
+        return q
+    raise ModelError(f"the loops cannot be closed near q_guess: {_loop_gap(model, phi)} stays open, max |phi| = "
+                     f"{np.abs(phi).max():.3g} (m or rad) after Gauss-Newton from q_guess")
+
+
+def _held(model, fixed):
+    """Velocity indices held (body names or indices of v)."""
+    held = []
+    for item in fixed:
+        if isinstance(item, str):
+            span = model.v_slice(item)
+            held += list(range(span.start, span.stop))
+        else:
+            index = _checks.integer(item, "fixed", low=0, high=model.nv - 1)
+            held.append(index)
+    return np.unique(np.array(held, dtype=np.int64))

@@ -176,7 +176,7 @@ class Governor:
         """The energy conserved by the undamped motion at a constant spindle rate omega (the Jacobi integral of the
         spinning tree, a time-independent Lagrangian): T2 - T0 + V [J], with T2 the kinetic energy of the motion
         relative to the spindle, T0 that of the rigid rotation at omega, V gravity's (``rm.energy``)."""
-        from ..dynamics.calls import energy  # noqa: PLC0415
+        from ..dynamics.kinematics import energy  # noqa: PLC0415
 
         q = self.q(phi)
         relative = energy(self.model, q, self.dq_dphi(phi) * phi_rate)[0]

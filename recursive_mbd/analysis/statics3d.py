@@ -28,90 +28,9 @@ from ..dynamics.spatial import inverse_dynamics
 from ..errors import ModelError, StateError
 from ..model.configuration import integrate_configuration
 from ..model.spatial import Model3D
+from .assembly import _configuration, _held, _loop_gap, _size, _vector3d, assemble
 
 _STEP = 1e-6  # central-difference step along integrate_configuration [rad or m]: truncation ~1e-12, round-off ~1e-10
-
-
-def _configuration(model, q, what):
-    """A float copy of q (nq,) with its quaternions normalised (as the dynamics do: refused off by > 1e-6)."""
-    return integrate_configuration(model, _vector(model, q, model.nq, what), np.zeros(model.nv))
-
-
-def _vector(model, x, size, what):
-    arr = _checks.real_array(x, what)
-    if arr.shape != (size,):
-        raise StateError(f"{what} must have shape ({size},) for this model, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise StateError(f"{what}[{int(np.flatnonzero(~np.isfinite(arr))[0])}] is not finite")
-    return np.array(arr, dtype=np.float64)
-
-
-def _loop_gap(model, phi):
-    """The loop with the largest |phi|: "loop 'name' (index k)"."""
-    row = int(np.argmax(np.abs(phi)))
-    k = int(np.searchsorted(model.loop_rows, row, side="right") - 1)
-    return f"loop {model.loop_names[k]!r} (index {k})"
-
-
-def _size(model):
-    """A length scale of the model [m]: its largest point coordinate (1 for a model of points at the origin)."""
-    points = np.concatenate([model.joint_parent_point, model.joint_child_point, model.body_com,
-                             model.loop_real[:, :6].reshape(-1, 3)])
-    return float(np.abs(points).max()) or 1.0
-
-
-def assemble(model, q_guess, fixed=(), *, tol=1e-12, max_iter=50):
-    """Coordinates that close every loop near ``q_guess``, keeping the joints in ``fixed`` (velocity indices or body
-    names): Gauss-Newton on phi(q) = 0 with minimum-norm steps delta on the free velocity coordinates, q <- q (+)
-    delta (quaternions stay unit), and a backtracking line search on |phi|. A tree returns q_guess with its
-    quaternions normalised (refused off by > 1e-6).
-
-    Raises ModelError naming the loop with the largest gap when |phi| does not fall below ``tol`` times the model's
-    size (lengths that do not fit, a held joint that the loops cannot follow)."""
-    from ..dynamics.spatial_loops import constraints  # noqa: PLC0415  (the loop layer builds on dynamics)
-
-    if not isinstance(model, Model3D):
-        raise TypeError(f"model must be a Model3D, got {type(model).__name__}")
-    q = _configuration(model, q_guess, "q_guess")
-    tol = _checks.real(tol, "tol", low=0.0, strict=True)
-    max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
-    if not model.nloops:
-        return q
-    free = np.setdiff1d(np.arange(model.nv), _held(model, fixed))
-    limit = tol * _size(model)
-    phi, _, jac, _ = constraints(model, q)
-    for _ in range(max_iter):
-        if np.abs(phi).max() <= limit:
-            return q
-        delta = np.zeros(model.nv)
-        delta[free] = -np.linalg.lstsq(jac[:, free], phi, rcond=1e-10)[0]
-        length, norm = 1.0, np.linalg.norm(phi)
-        while length > 1e-6:
-            trial = integrate_configuration(model, q, length * delta)
-            phi_trial, _, jac_trial, _ = constraints(model, trial)
-            if np.linalg.norm(phi_trial) < norm:
-                break
-            length *= 0.5
-        else:
-            break  # no descent: round-off reached, or no closed configuration near
-        q, phi, jac = trial, phi_trial, jac_trial
-    if np.abs(phi).max() <= limit:
-        return q
-    raise ModelError(f"the loops cannot be closed near q_guess: {_loop_gap(model, phi)} stays open, max |phi| = "
-                     f"{np.abs(phi).max():.3g} (m or rad) after Gauss-Newton from q_guess")
-
-
-def _held(model, fixed):
-    """Velocity indices held (body names or indices of v)."""
-    held = []
-    for item in fixed:
-        if isinstance(item, str):
-            span = model.v_slice(item)
-            held += list(range(span.start, span.stop))
-        else:
-            index = _checks.integer(item, "fixed", low=0, high=model.nv - 1)
-            held.append(index)
-    return np.unique(np.array(held, dtype=np.int64))
 
 
 def _where(model, g, free):
@@ -197,12 +116,12 @@ def static_equilibrium(model, q_guess, tau=None, *, tol=1e-10, max_iter=50, fixe
     if not isinstance(model, Model3D):
         raise TypeError(f"model must be a Model3D, got {type(model).__name__}")
     q = _configuration(model, q_guess, "q_guess")
-    tau = np.zeros(model.nv) if tau is None else _vector(model, tau, model.nv, "tau")
+    tau = np.zeros(model.nv) if tau is None else _vector3d(model, tau, model.nv, "tau")
     tol = _checks.real(tol, "tol", low=0.0, strict=True)
     max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
     held = _held(model, fixed)
     free = np.setdiff1d(np.arange(model.nv), held)
-    rest = np.zeros(model.nv) if velocity is None else _vector(model, velocity, model.nv, "velocity")
+    rest = np.zeros(model.nv) if velocity is None else _vector3d(model, velocity, model.nv, "velocity")
     if model.nloops:
         return _loop_equilibrium(model, q, tau, tol, max_iter, fixed, held, free, rest)
 
@@ -339,7 +258,7 @@ def modes(model, q_eq, k=None, tau=None):
     if not isinstance(model, Model3D):
         raise TypeError(f"model must be a Model3D, got {type(model).__name__}")
     q = _configuration(model, q_eq, "q_eq")
-    tau = np.zeros(model.nv) if tau is None else _vector(model, tau, model.nv, "tau")
+    tau = np.zeros(model.nv) if tau is None else _vector3d(model, tau, model.nv, "tau")
     rest = np.zeros(model.nv)
     if model.nloops:
         from ..dynamics.spatial_loops import constraints  # noqa: PLC0415  (the loop layer builds on dynamics)

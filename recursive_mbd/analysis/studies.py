@@ -23,7 +23,7 @@ import scipy.special
 
 from .. import _checks
 from .._kernels.planar import tree
-from ..dynamics.calls import point_kinematics
+from ..dynamics.kinematics import point_kinematics
 from ..errors import ModelError
 from ..integrate.simulate import simulate
 from ..integrate.sweeps import sweep

@@ -9,7 +9,7 @@ from .. import _checks
 from .._kernels.planar import elements as element_kernels
 from .._kernels.planar import tree
 from ..errors import ModelError, StateError
-from ..model.workspace import raise_status
+from ..model.statuses import raise_status
 
 _FLOAT = np.dtype(np.float64)
 

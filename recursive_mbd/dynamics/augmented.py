@@ -38,8 +38,9 @@ from .._kernels.planar import loops as loop_kernels
 from ..errors import ModelError, StateError
 from ..model import joints
 from ..model.workspace import workspace
+from ._evaluation import _element_loads, as_vector
 from .augmented_tree import _as_absolute, _raise_tree, _tree_workspace, joint_row_starts
-from .calls import _com_state, _element_loads, as_vector
+from .kinematics import _com_state
 from .loops import FILTER_RCOND, RedundantConstraintWarning
 
 # relative singular-value cut-off of the auxiliary (loop, driver) multiplier solve of the tree solver, as the

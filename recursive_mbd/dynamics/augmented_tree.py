@@ -9,7 +9,7 @@ from .._kernels import layout as L
 from .._kernels.augmented import entry
 from .._kernels.augmented import tree as kernels
 from ..errors import StateError
-from ..model.workspace import raise_status
+from ..model.statuses import raise_status
 
 
 def joint_row_starts(model):

@@ -22,7 +22,8 @@ from .._kernels import layout as L
 from .._kernels.planar import elements as element_kernels
 from .._kernels.planar import tree
 from ..errors import ModelError, StateError
-from ..model.workspace import raise_status, workspace
+from ..model.statuses import raise_status
+from ..model.workspace import workspace
 from ._evaluation import element_inputs
 
 __all__ = ["energy", "forward_dynamics", "inverse_dynamics"]

@@ -1,4 +1,5 @@
-"""Public dynamics functions: thin wrappers that validate, allocate outputs and call the numba kernels.
+"""Public dynamics functions: thin wrappers that validate, allocate outputs and call the numba kernels (the functions
+of a state that solve no equations of motion, kinematics, energy and element loads, are in ``kinematics``).
 
 Equations of motion in joint coordinates: M(q) qdd + h(q, qd) = tau, where h holds the velocity-product and
 gravity terms. Shapes: q, qd, qdd, tau are (nq,) float arrays in joint order (``Model.joint_q_index``).
@@ -8,16 +9,13 @@ import numpy as np
 from numba.core.errors import TypingError
 
 from .. import _checks
-from .._kernels import layout as L
-from .._kernels.planar import tree
-from ..errors import StateError
 from ..model.spatial import Model3D
-from ..model.workspace import raise_status, tree_forward_dynamics, workspace
+from ..model.statuses import raise_status
+from ..model.workspace import tree_forward_dynamics, workspace
 from ._evaluation import (
     _element_loads,
     _rnea,
     as_vector,
-    body_points,
     cholesky_solve,
     into,
     loaded_state,
@@ -25,51 +23,8 @@ from ._evaluation import (
     tree_mass_matrix,
     unknown_method,
 )
+from .kinematics import spatial_formulation
 from .loops import loop_dynamics
-
-_ORIGIN = (0.0, 0.0)  # point_kinematics' default point (a spatial model's default is its own (0, 0, 0))
-
-
-_spatial_module = []  # the spatial formulation once imported (an import statement per call costs ~0.2 us)
-
-
-def _spatial():
-    """The spatial formulation, imported on first use (it does not import this module)."""
-    if not _spatial_module:
-        from . import spatial  # noqa: PLC0415  (lazy: planar users never load the spatial kernels)
-
-        _spatial_module.append(spatial)
-    return _spatial_module[0]
-
-
-def element_forces(model, q, qd, t=0.0):
-    """Loads of the model's force elements at the state (q, qd) and time t.
-
-    Returns
-    -------
-    dict with
-        ``wrench`` (nbodies, 3): force [N] and moment [N m] at each centre of mass, ground axes;
-        ``joint_forces`` (nq,): generalised joint forces of the joint spring-dampers;
-        ``per_element`` (nelements, 3): spring-damper (tension, length, length rate), joint spring-damper
-        (joint force, q - rest, qdot), force (Fx, Fy, 0) in ground axes, torque (torque, 0, 0);
-        ``potential`` [J] of the springs, ``dissipation`` [W] of the dampers (>= 0), ``power`` [W] of the applied
-        forces and torques.
-
-    A ``Model3D`` returns its generalised forces Q (nv,) (``generalized_forces``) in place of the wrench and joint
-    forces: ``recursive_mbd.dynamics.spatial.element_forces``.
-    """
-    if isinstance(model, Model3D):
-        return _spatial().element_forces(model, q, qd, t)
-    ws = workspace(model)
-    q = as_vector(model, q, "q")
-    qd = as_vector(model, qd, "qd")
-    _element_loads(model, ws, q, qd, _checks.real(t, "t"))
-    for value, what in ((ws.wrench, "wrench"), (ws.jforce, "joint_forces"), (ws.per_element, "per_element"),
-                        (ws.element_energy, "(potential, dissipation, power)")):
-        _checks.check_finite_result(value, f"element_forces: {what}")
-    return {"wrench": ws.wrench.copy(), "joint_forces": ws.jforce.copy(), "per_element": ws.per_element.copy(),
-            "potential": float(ws.element_energy[0]), "dissipation": float(ws.element_energy[1]),
-            "power": float(ws.element_energy[2])}
 
 
 def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=0.0):
@@ -120,7 +75,7 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
                 status = -1
             if not status:
                 return vdot
-        return _spatial().forward_dynamics(model, q, qd, tau, out, t=t, method=method)
+        return spatial_formulation().forward_dynamics(model, q, qd, tau, out, t=t, method=method)
     try:
         ws = model._workspace
         short = ws.short_fd
@@ -135,7 +90,7 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
                     _checks.output_buffer(out, (model.nv,))[:] = vdot
                     return out
                 return vdot
-            return _spatial().forward_dynamics(model, q, qd, tau, out, t=t, method=method)
+            return spatial_formulation().forward_dynamics(model, q, qd, tau, out, t=t, method=method)
         ws = short = None
     if short and method == "recursive" and (out is None or out is ws.checked_out):
         # the short path (a plain tree): numba's dispatch of the fixed-signature kernel is the dtype, layout and
@@ -186,7 +141,7 @@ def inverse_dynamics(model, q, qd, qdd, *, t=0.0):
     ``forward_dynamics``. A ``Model3D`` goes to ``recursive_mbd.dynamics.spatial``.
     """
     if isinstance(model, Model3D):
-        return _spatial().inverse_dynamics(model, q, qd, qdd, t=t)
+        return spatial_formulation().inverse_dynamics(model, q, qd, qdd, t=t)
     ws = workspace(model)
     q = as_vector(model, q, "q")
     qd = as_vector(model, qd, "qd")
@@ -202,7 +157,7 @@ def mass_matrix(model, q):
 
     A ``Model3D``: (nv, nv), ``recursive_mbd.dynamics.spatial.mass_matrix``."""
     if isinstance(model, Model3D):
-        return _spatial().mass_matrix(model, q)
+        return spatial_formulation().mass_matrix(model, q)
     ws = workspace(model)
     return tree_mass_matrix(model, ws, as_vector(model, q, "q"))
 
@@ -213,103 +168,6 @@ def bias_forces(model, q, qd):
     The force elements are not part of h; ``element_forces`` gives them. A ``Model3D``: (nv,), ``spatial``.
     """
     if isinstance(model, Model3D):
-        return _spatial().bias_forces(model, q, qd)
+        return spatial_formulation().bias_forces(model, q, qd)
     ws = workspace(model)
     return _rnea(model, ws, as_vector(model, q, "q"), as_vector(model, qd, "qd"), ws.zeros, ws.no_wrench)
-
-
-def energy(model, q, qd, *, t=0.0):
-    """Kinetic and potential energy (T, V) [J] at the state (q, qd).
-
-    V is the gravitational potential -sum m_i g . c_i (zero with every centre of mass at the ground origin) plus
-    the potential energy of the model's springs. A ``Model3D``: ``recursive_mbd.dynamics.spatial.energy``.
-    """
-    if isinstance(model, Model3D):
-        return _spatial().energy(model, q, qd, t=t)
-    ws = workspace(model)
-    q = as_vector(model, q, "q")
-    qd = as_vector(model, qd, "qd")
-    status = tree.energy(model.body_int, model.body_real, model.gravity, q, qd, ws.ws, ws.com, ws.pair)
-    if status:
-        raise_status(model, status, ("q", "qd"), output="the energy (0 kinetic, 1 potential) or a centre of mass")
-    kinetic, potential = float(ws.pair[0]), float(ws.pair[1])
-    if model.elem_int.shape[0]:
-        _element_loads(model, ws, q, qd, _checks.real(t, "t"))
-        potential += float(ws.element_energy[0])
-        _checks.check_finite_result(potential, "the potential energy (gravity and springs)")
-    return kinetic, potential
-
-
-def _com_state(model, q, qd):
-    ws = workspace(model)
-    q = as_vector(model, q, "q")
-    qd = ws.zeros if qd is None else as_vector(model, qd, "qd")
-    status = tree.com_kinematics(model.body_int, model.body_real, q, qd, ws.ws, ws.com)
-    if status:
-        raise_status(model, status, ("q", "qd"), output="a centre of mass position or velocity (entry = body)")
-    columns = ws.ws[:, [L.TH, L.CS, L.SN, L.OM]]  # a copy: theta, cos, sin (composed joint by joint), omega
-    return ws.com.copy(), *columns.T
-
-
-def forward_kinematics(model, q, qd=None):
-    """Poses and velocities of the body frames.
-
-    Returns
-    -------
-    poses : ndarray, shape (nbodies, 3)
-        (x, y, theta) of each body frame's origin in the ground frame [m, m, rad].
-    vels : ndarray, shape (nbodies, 3)
-        (xdot, ydot, thetadot) of each frame origin [m/s, m/s, rad/s]; zero if ``qd`` is None.
-
-    A ``Model3D`` returns (R, p) or, with velocities, (R, p, omega, velocity): ``spatial.forward_kinematics``.
-    """
-    if isinstance(model, Model3D):
-        return _spatial().forward_kinematics(model, q, qd)
-    com, theta, c, s, omega = _com_state(model, q, qd)
-    lx, ly = model.body_com[:, 0], model.body_com[:, 1]
-    offx, offy = c * lx - s * ly, s * lx + c * ly  # centre of mass relative to the frame origin, ground axes
-    poses = np.column_stack((com[:, 0] - offx, com[:, 1] - offy, theta))
-    vels = np.column_stack((com[:, 2] + omega * offy, com[:, 3] - omega * offx, omega))
-    # The kernel checks the centres of mass only; the angles (sums of joint angles) and the frame origins' terms
-    # can overflow on their own (q near 1e308 without qd).
-    for what, values in (("pose", poses), ("velocity", vels)):
-        rows = np.flatnonzero(~np.isfinite(values).all(axis=1))
-        if rows.size:
-            raise StateError(f"overflow: the {what} of body {model.body(int(rows[0]))['name']!r} (entry "
-                             f"{int(rows[0])}) is not finite although q, qd are: the inputs are too large for float64")
-    return poses, vels
-
-
-def point_kinematics(model, q, qd, body, point=_ORIGIN):
-    """Ground-frame position and velocity of point(s) fixed on a body.
-
-    Parameters
-    ----------
-    body : int or str
-        Body index or name.
-    point : array_like, shape (2,) or (k, 2)
-        Point(s) in the body frame [m].
-
-    Returns
-    -------
-    position, velocity : ndarray, shape like ``point``
-
-    A ``Model3D`` takes (3,) or (k, 3) points, default its body origin: ``spatial.point_kinematics``.
-    """
-    if isinstance(model, Model3D):
-        if point is _ORIGIN:
-            return _spatial().point_kinematics(model, q, qd, body)
-        return _spatial().point_kinematics(model, q, qd, body, point)
-    workspace(model)
-    index, pts = body_points(model, body, point, 2)
-    poses, vels = forward_kinematics(model, q, qd)
-    x, y, theta = poses[index]
-    vx, vy, omega = vels[index]
-    c, s = np.cos(theta), np.sin(theta)
-    rx = c * pts[..., 0] - s * pts[..., 1]
-    ry = s * pts[..., 0] + c * pts[..., 1]
-    position = np.stack((x + rx, y + ry), axis=-1)
-    velocity = np.stack((vx - omega * ry, vy + omega * rx), axis=-1)
-    _checks.check_finite_result(position, "position")
-    _checks.check_finite_result(velocity, "velocity")
-    return position, velocity

@@ -18,8 +18,9 @@ import numpy as np
 from .. import _checks
 from .._kernels import layout as L
 from .._kernels.planar import loops as kernels
-from ..errors import ModelError, StateError
-from ..model.workspace import raise_status, workspace
+from ..errors import ModelError
+from ..model.statuses import raise_planar_loop_status
+from ..model.workspace import workspace
 from ._evaluation import _rnea, as_vector, loaded_state, tree_mass_matrix
 
 # relative singular-value cut-off of dense least-squares solves on J-sized matrices (the KKT check, analyses)
@@ -90,23 +91,6 @@ def loop_workspace(model):
     return attach_loop_workspace(workspace(model), model, LoopWorkspace)
 
 
-def raise_loop_status(model, status, rates):
-    """Raise the StateError of a loop-layer status of a planar or spatial model (a distance loop whose points
-    coincide, an overflowed multiplier solve; ``rates`` names the velocity, "qd" or "v"); other statuses return."""
-    kind, index = L.decode_status(status)
-    if kind == L.STATUS_LOOP_DEGENERATE:
-        raise StateError(f"loop {model.loop_names[index]!r} (index {index}): the two points of the distance loop "
-                         "coincide, so its direction is undefined")
-    if kind == L.STATUS_NONFINITE_STATE:
-        raise StateError("the multiplier solve of the loops overflowed: J M^-1 J^T or its right-hand side is not "
-                         f"finite at this state (q, {rates} or tau too large)")
-
-
-def _raise(model, status):
-    raise_loop_status(model, status, "qd")
-    raise_status(model, status)
-
-
 def constraints(model, q, qd=None):
     """Loop residual and its derivatives at (q, qd).
 
@@ -122,7 +106,7 @@ def constraints(model, q, qd=None):
     status = kernels.loop_constraints(model.body_int, model.body_real, model.loop_int, model.loop_real, q, qd, ws.ws,
                                       ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights)
     if status:
-        _raise(model, status)
+        raise_planar_loop_status(model, status)
     return lw.phi.copy(), lw.phid.copy(), lw.jac.copy(), lw.gamma.copy()
 
 
@@ -177,7 +161,7 @@ def loop_dynamics(model, q, qd, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method=
             ws.no_driven, ws.ws, ws.com, lw.acc, qdd, ws.no_drive, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
             lw.resp, lw.no_resp_drive, ws.zeros, lw.stab, FILTER_RCOND, lw.lam, lw.info, _NO_BRANCH)
         if status:
-            _raise(model, status)
+            raise_planar_loop_status(model, status)
         lam, rank = lw.lam.copy(), int(lw.info[0])
     elif method == "mass_matrix":
         phi, phid, jac, gamma = constraints(model, q, qd)  # also fills lw.weights
@@ -236,7 +220,7 @@ def project(model, q, qd, *, free=None, tol=1e-12, max_iter=20):
         raise ModelError(f"the loops cannot be closed near this state: loop {model.loop_names[index]!r} stays open, "
                          f"max |phi| = {worst:.3g} after {max_iter} Gauss-Newton steps")
     if status:
-        _raise(model, status)
+        raise_planar_loop_status(model, status)
     return q, qd, worst
 
 

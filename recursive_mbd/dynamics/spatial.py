@@ -19,9 +19,9 @@ from .._kernels.spatial import elements as element_kernels
 from .._kernels.spatial import entry as spatial_entry
 from .._kernels.spatial import layout as SL
 from .._kernels.spatial import tree as kernels
-from ..errors import ModelError, StateError
+from ..errors import ModelError
 from ..model.spatial import Model3D
-from ..model.workspace import raise_kernel_status
+from ..model.statuses import raise_spatial_status
 from ._evaluation import body_points, cholesky_solve, element_inputs, into, recheck_out, state_vector, unknown_method
 
 
@@ -123,7 +123,7 @@ def _element_loads(model, q, v, t):
                                             v, ew.ws, ew.S, ew.tmp, ew.rot, ew.pos, ew.omega, ew.vel, ew.wrench,
                                             ew.forces, ew.energy, ew.per_element)
     if status:
-        _raise(model, status, ("q", "v"), output="the element forces")
+        raise_spatial_status(model, status, ("q", "v"), output="the element forces")
     return ew
 
 
@@ -177,18 +177,6 @@ def _short_route(model, ws):
     return (spatial_entry.kernel(), model.body_int, model.body_real, model.gravity, ws.buffer)
 
 
-def _raise(model, status, names, output="the result"):
-    """Turn a kernel status into the exception it stands for."""
-    if status < 0:
-        body = -status - 1
-        k = int(model.body_int[body, SL.QIDX]) + (3 if model.body_int[body, SL.JTYPE] == SL.FREE else 0)
-        raise StateError(f"{names[0]}[{k}:{k + 4}], the quaternion of body {model.names[body]!r} (index {body}), "
-                         f"is not of unit norm (to {SL.QUATERNION_TOL:g}); normalise it")
-    raise_kernel_status(model, status, names, output, overflow_note="",
-                        singular_example="a point mass on a spherical joint at its centre, or a massless tip body",
-                        kernel="spatial kernel")
-
-
 def _state(model, q, v):
     return state_vector(q, model._nq, "q", "nq"), state_vector(v, model._nv, "v", "nv")
 
@@ -237,7 +225,7 @@ def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursiv
             recheck_out(ws, out, (model._nv,))
             raise err
         if status:
-            _raise(model, status, ("q", "v", "tau"), output="vdot")
+            raise_spatial_status(model, status, ("q", "v", "tau"), output="vdot")
         if ws.short_fd is None:
             ws.short_fd = _short_route(model, ws)
         return vdot
@@ -260,7 +248,7 @@ def inverse_dynamics(model, q, v, vdot, *, t=0.0):
     status = kernels.inverse_dynamics(model.body_int, model.body_real, model.gravity, q, v, vdot, ws.ws, ws.S, ws.tmp,
                                       tau)
     if status:
-        _raise(model, status, ("q", "v", "vdot"), output="tau")
+        raise_spatial_status(model, status, ("q", "v", "vdot"), output="tau")
     if model._elements:
         tau -= _element_loads(model, q, v, t).forces
     return tau
@@ -275,7 +263,7 @@ def bias_forces(model, q, v):
     status = kernels.inverse_dynamics(model.body_int, model.body_real, model.gravity, q, v, ws.zeros, ws.ws, ws.S,
                                       ws.tmp, tau)
     if status:
-        _raise(model, status, ("q", "v"), output="h")
+        raise_spatial_status(model, status, ("q", "v"), output="h")
     return tau
 
 
@@ -286,7 +274,7 @@ def mass_matrix(model, q):
     out = np.zeros((model._nv, model._nv))
     status = kernels.mass_matrix(model.body_int, model.body_real, q, ws.ws, ws.S, ws.tmp, out)
     if status:
-        _raise(model, status, ("q",), output="M (row)")
+        raise_spatial_status(model, status, ("q",), output="M (row)")
     return out
 
 
@@ -303,7 +291,7 @@ def _poses(model, q, v):
     status = kernels.poses(model.body_int, model.body_real, q, v, ws.ws, ws.S, ws.tmp, ws.rot, ws.pos, ws.omega,
                            ws.vel, True)
     if status:
-        _raise(model, status, ("q", "v"))
+        raise_spatial_status(model, status, ("q", "v"))
     return ws
 
 
@@ -364,7 +352,7 @@ def energy(model, q, v, *, t=0.0):
     status = kernels.energy(model.body_int, model.body_real, model.gravity, q, v, ws.ws, ws.S, ws.tmp, ws.rot, ws.pos,
                             ws.omega, ws.vel, ws.pair)
     if status:
-        _raise(model, status, ("q", "v"), output="the energy (0 kinetic, 1 potential)")
+        raise_spatial_status(model, status, ("q", "v"), output="the energy (0 kinetic, 1 potential)")
     if model._elements:
         potential = float(ws.pair[1]) + float(_element_loads(model, q, v, t).energy[0])
         return float(ws.pair[0]), _checks.check_finite_result(potential, "the potential energy (gravity and springs)")

@@ -22,6 +22,7 @@ from .._kernels.spatial import loops as kernels
 from ..errors import ModelError, StateError
 from ..model.configuration import integrate_configuration
 from ..model.spatial import Model3D
+from ..model.statuses import raise_spatial_loop_status
 from ._evaluation import state_vector
 from .loops import (
     FILTER_RCOND,
@@ -33,10 +34,8 @@ from .loops import (
     attach_loop_workspace,
     forces_from_multipliers,
     kkt_solve,
-    raise_loop_status,
 )
 from .spatial import _loaded, bias_forces, mass_matrix, workspace
-from .spatial import _raise as _raise_spatial
 
 __all__ = ["LoopSolution", "RedundantConstraintWarning", "constraints", "loop_dynamics", "project"]
 
@@ -62,12 +61,6 @@ def loop_workspace(model):
     return attach_loop_workspace(workspace(model), model, LoopWorkspace3D)
 
 
-def _raise(model, status, names):
-    if status > 0:
-        raise_loop_status(model, status, "v")
-    _raise_spatial(model, status, names)
-
-
 def constraints(model, q, v=None):
     """Loop residual and its derivatives at (q, v) of a spatial model.
 
@@ -85,7 +78,7 @@ def constraints(model, q, v=None):
                                       ws.S, ws.tmp, lw.rot, lw.pos, lw.omega, lw.vel, lw.acc, lw.point, lw.phi,
                                       lw.phid, lw.jac, lw.gamma, lw.weights)
     if status:
-        _raise(model, status, ("q", "v"))
+        raise_spatial_loop_status(model, status, ("q", "v"))
     return lw.phi.copy(), lw.phid.copy(), lw.jac.copy(), lw.gamma.copy()
 
 
@@ -121,7 +114,7 @@ def loop_dynamics(model, q, v, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method="
             ws.UD, ws.uD, ws.tmp, lw.rot, lw.pos, lw.omega, lw.vel, lw.acc, lw.point, lw.phi, lw.phid, lw.jac,
             lw.gamma, lw.weights, lw.resp, ws.zeros, lw.no_gravity, lw.stab, FILTER_RCOND, lw.lam, vdot, lw.info)
         if status:
-            _raise(model, status, ("q", "v", "tau"))
+            raise_spatial_loop_status(model, status, ("q", "v", "tau"))
         lam, rank = lw.lam.copy(), int(lw.info[0])
     elif method == "mass_matrix":
         phi, phid, jac, gamma = constraints(model, q, v)  # also fills lw.weights
@@ -141,7 +134,7 @@ def _responses(model, ws, lw, q, jac):
     status = kernels.constraint_responses(model.body_int, model.body_real, q, np.ascontiguousarray(jac), ws.ws, ws.S,
                                           ws.UD, ws.uD, ws.tmp, ws.zeros, lw.no_gravity, lw.resp)
     if status:
-        _raise(model, status, ("q",))
+        raise_spatial_loop_status(model, status, ("q",))
     gram = jac @ lw.resp.T
     return lw.resp.copy(), 0.5 * (gram + gram.T)
 
@@ -149,7 +142,7 @@ def _responses(model, ws, lw, q, jac):
 def _filtered(model, gram, rhs, rcond):
     out = np.zeros(rhs.size)
     if filtered_solve(np.ascontiguousarray(gram), np.ascontiguousarray(rhs, dtype=float), rcond, out) < 0:
-        _raise(model, L.STATUS_NONFINITE_STATE, ("q", "v"))
+        raise_spatial_loop_status(model, L.STATUS_NONFINITE_STATE, ("q", "v"))
     return out
 
 

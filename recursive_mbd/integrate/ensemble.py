@@ -51,10 +51,11 @@ from numba.core.registry import CPUDispatcher
 from .._kernels import layout as L
 from .._kernels.planar.system import RecursiveSystem
 from .._kernels.timeloops import integrators
+from ..dynamics._evaluation import as_vector
 from ..dynamics.batch import as_rows, per_thread
-from ..dynamics.calls import as_vector
 from ..errors import ModelError, StateError
-from ..model.workspace import raise_status, workspace
+from ..model.statuses import raise_status
+from ..model.workspace import workspace
 from .method_names import FIXED_STEP
 from .runs import _compiled_tau_adapter, _Inputs, build_system, fixed_step_count, positive
 from .tableaus import DOPRI5, RK4, TABLEAUS

@@ -92,10 +92,11 @@ import numpy as np
 from .. import _checks
 from .._kernels import layout as L
 from .._kernels.planar import implicit as kernels
-from ..dynamics.calls import as_vector
+from ..dynamics._evaluation import as_vector
 from ..dynamics.loops import constraints
 from ..errors import ModelError, StateError
-from ..model.workspace import raise_status, workspace
+from ..model.statuses import raise_status
+from ..model.workspace import workspace
 from . import runs as _runs
 from .newton import (
     generalized_alpha_coefficients,  # noqa: F401  (public here too: rm.implicit)

@@ -2,13 +2,12 @@
 machinery (``runs``) and the result (``result``), which both report the statuses of the run's dynamics."""
 
 from ..model.spatial import Model3D
-from ..model.workspace import raise_status
+from ..model.statuses import raise_spatial_loop_status, raise_status
 
 
 def raise_kernel_status(model, status):
-    """The exception of a kernel status: the planar route's, or the spatial one's (q, v, tau of a Model3D)."""
+    """The exception of a kernel status: the planar route's, or the spatial one's (q, v, tau of a Model3D; the tree's
+    statuses and the loops')."""
     if isinstance(model, Model3D):
-        from ..dynamics.spatial_loops import _raise  # noqa: PLC0415  (the tree's statuses, and the loops')
-
-        _raise(model, status, ("q", "v", "tau"))
+        raise_spatial_loop_status(model, status, ("q", "v", "tau"))
     raise_status(model, status)

@@ -14,7 +14,7 @@ import numpy as np
 from .. import _checks
 from .._kernels import layout as L
 from .._kernels.timeloops import integrators
-from ..dynamics.calls import element_forces, energy, forward_kinematics
+from ..dynamics.kinematics import element_forces, energy, forward_kinematics
 from ..errors import ResultFileError
 from ..model.spatial import Model3D
 from .kernel_status import raise_kernel_status

@@ -33,8 +33,7 @@ from .. import _checks
 from .._kernels import layout as L
 from .._kernels.planar.system import RecursiveSystem
 from .._kernels.timeloops import integrators
-from ..dynamics._evaluation import element_inputs
-from ..dynamics.calls import as_vector
+from ..dynamics._evaluation import as_vector, element_inputs
 from ..errors import ModelError, SimulationError, StateError
 from ..model.workspace import workspace
 from .kernel_status import raise_kernel_status

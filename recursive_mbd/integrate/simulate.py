@@ -26,7 +26,7 @@ import numpy as np
 from .. import _checks
 from .._kernels import layout as L
 from .._kernels.timeloops import integrators
-from ..dynamics.calls import as_vector
+from ..dynamics._evaluation import as_vector
 from ..errors import StateError
 from ..model.spatial import Model3D
 from ..model.workspace import workspace

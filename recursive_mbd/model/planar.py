@@ -537,7 +537,8 @@ class Model(TreeBuilder):
 
     def _check_regular(self):
         """Run forward dynamics at q = 0 and at a random state: a singular joint is a model error."""
-        from .workspace import raise_status, tree_forward_dynamics, workspace  # noqa: PLC0415  (it imports this)
+        from .statuses import raise_status  # noqa: PLC0415  (the model's body names)
+        from .workspace import tree_forward_dynamics, workspace  # noqa: PLC0415  (it imports this)
 
         ws = workspace(self)
         rng = np.random.default_rng(0)

@@ -1,14 +1,12 @@
-"""The workspace of a planar model (its Data object: scratch arrays allocated once, reused by every kernel call),
-the statuses of the tree kernels turned into errors, and the forward-dynamics call on checked arrays. Beside the
-builder, below the dynamics: ``Model.compile`` checks a new model's joints with it, and every dynamics layer
-evaluates through it."""
+"""The workspace of a planar model (its Data object: scratch arrays allocated once, reused by every kernel call) and
+the forward-dynamics call on checked arrays. Beside the builder, below the dynamics: ``Model.compile`` checks a new
+model's joints with it, and every dynamics layer evaluates through it."""
 
 import numpy as np
 
 from .. import _checks
 from .._kernels import layout as L
 from .._kernels.planar import entry, tree
-from ..errors import ModelError, StateError
 
 
 class Workspace:
@@ -48,32 +46,6 @@ def workspace(model):
     if model._workspace is None:
         model._workspace = Workspace(model)
     return model._workspace
-
-
-def raise_kernel_status(model, status, names, output, *, overflow_note, singular_example, kernel):
-    """Turn a tree kernel's status (``_kernels.layout.decode_status``) into the exception it stands for, for a planar
-    or a spatial model: a non-finite input (``names`` the kernel's inputs in status order), an overflow of ``output``
-    (``overflow_note`` ends the sentence), a singular joint (``singular_example``: how a model gets one), else a
-    RuntimeError naming the ``kernel``."""
-    kind, index = L.decode_status(status)
-    if kind in (L.STATUS_NONFINITE_Q, L.STATUS_NONFINITE_QD, L.STATUS_NONFINITE_TAU):
-        what = names[kind - L.STATUS_NONFINITE_Q]
-        raise StateError(f"{what}[{index}] is not finite")
-    if kind == L.STATUS_OVERFLOW:
-        raise StateError(f"overflow: {output} (entry {index}) is not finite although {', '.join(names)} are: the "
-                         f"inputs are too large for float64{overflow_note}")
-    if kind == L.STATUS_SINGULAR:
-        raise ModelError(
-            f"body {model.body_names[index]!r} (index {index}): the articulated inertia of its joint is singular "
-            f"(the body and its subtree have no mass or inertia that the joint can move, e.g. {singular_example})")
-    raise RuntimeError(f"{kernel} failed with status {status} (kind {kind}, index {index})")
-
-
-def raise_status(model, status, names=("q", "qd", "tau"), output="the result"):
-    """Turn a planar kernel status into the exception it stands for (``output`` names the kernel's result)."""
-    raise_kernel_status(model, status, names, output,
-                        overflow_note=" (e.g. rates near 1e155, whose squares overflow)",
-                        singular_example="a massless tip body or a point mass on its own hinge", kernel="kernel")
 
 
 def tree_forward_dynamics(model, ws, q, qd, tau, wrench, qdd):

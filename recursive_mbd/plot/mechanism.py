@@ -4,7 +4,7 @@ package docstring)."""
 
 import numpy as np
 
-from ..dynamics.calls import forward_kinematics
+from ..dynamics.kinematics import forward_kinematics
 from ..model import joints
 from ..model.spatial import Model3D
 from .series import _axes, figure, joint_labels

@@ -3,7 +3,7 @@ over time, coordinate labels, and the overview of a spatial result (``spatial_ov
 
 import numpy as np
 
-from ..dynamics.calls import forward_kinematics
+from ..dynamics.kinematics import forward_kinematics
 from ..model.configuration import integrate_configuration
 from ..model.spatial import Model3D
 from .series import _result_panel, figure, time_series
