@@ -1,13 +1,13 @@
-"""Assembly and static equilibrium of spatial models (``Model3D``, closed loops included), behind ``rm.assemble``
-and ``rm.static_equilibrium``.
+"""Static equilibrium, modes and driven kinematics of spatial models (``Model3D``, closed loops included), behind
+``rm.static_equilibrium``, ``rm.modes`` and ``rm.kinematic_analysis`` (their assembly: ``analysis.assembly``).
 
 Static equilibrium under gravity, the force elements and constant generalised forces tau (nv,): the configuration q
 where the generalised forces vanish, g(q) = h(q, 0) - Q(q, 0) - tau = 0, with h = ``rm.bias_forces`` at rest (gravity
-only) and Q the elements' generalised forces (springs, preloads, applied forces; ``rm.element_forces``). Newton
-(seed 002's static analysis) steps in the velocity space, q <- q (+) delta (``integrate_configuration``), so the
-quaternions of spherical and free joints stay unit; the stiffness K = dg/ddelta comes from central differences along
-``integrate_configuration`` (it is the Hessian of the potential at an equilibrium of a conservative load), and
-stability is K positive definite on the free coordinates.
+only) and Q the elements' generalised forces (springs, preloads, applied forces; ``rm.element_forces``). Newton (the
+static analysis of Sugiyama, Naitoh and Toguchi's KINE2D/KINE3D) steps in the velocity space, q <- q (+) delta
+(``integrate_configuration``), so the quaternions of spherical and free joints stay unit; the stiffness K = dg/ddelta
+comes from central differences along ``integrate_configuration`` (it is the Hessian of the potential at an equilibrium
+of a conservative load), and stability is K positive definite on the free coordinates.
 
 With loops (``Model3D.add_loop``; ``recursive_mbd.dynamics.spatial_loops``): assembly is Gauss-Newton on phi(q) = 0 with
 minimum-norm steps in the velocity space over the free coordinates, q <- q (+) delta; static equilibrium is Newton

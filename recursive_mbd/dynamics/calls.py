@@ -38,8 +38,8 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
     tau : array_like, shape (nq,), optional
         Generalised joint forces (torque [N m] for revolute, force [N] for prismatic); default zero.
     method : {"recursive", "mass_matrix"}
-        "recursive" is the O(N) B/G/H condensation of seed 003 (default); "mass_matrix" builds M and h and solves
-        by Cholesky, O(N^3).
+        "recursive" is the O(N) B/G/H condensation of the relative-coordinate formulation (default); "mass_matrix"
+        builds M and h and solves by Cholesky, O(N^3).
     out : ndarray, shape (nq,), optional
         Where to write the result (saves one allocation per call): a writable, C-contiguous float64 numpy array of
         exactly (nq,); anything else is a TypeError or StateError (never converted, never overrun). A buffer is
