@@ -11,7 +11,7 @@ from test_spatial_loops import _four_bar_planar, _four_bar_spatial
 
 import recursive_mbd as rm
 from recursive_mbd.dynamics import spatial_loops
-from recursive_mbd.errors import StateError
+from recursive_mbd.errors import SimulationError, StateError
 
 
 def _energy(model, result):
@@ -116,3 +116,24 @@ def test_a_start_off_the_loops_is_refused_and_a_loose_one_projected():
     assert result.constraint_drift[0] < 1e-12 and np.abs(phid).max() < 1e-12
     with pytest.raises(ValueError, match="projection runs inside the numba integrators"):
         rm.simulate(closed.model, closed.q(0.5), np.zeros(4), 0.1, method="scipy:RK45", stabilization="projection")
+
+
+def test_a_spatial_run_through_a_change_point_stops_there_naming_the_loop_with_its_energy_kept():
+    # The closed governor (arm = link = a) spun at 100 rad/s: its arms fly out to 90 degrees, where the sleeve,
+    # 2 a cos(phi) below the pivot, reaches the pivot. There the branch "sleeve at the pivot, arms free" crosses the
+    # mechanism's own, and both links' rows of J vanish at once (J M^-1 J^T shrinks as a whole: its condition stays
+    # near 1). The loop layer would lose half the energy in one step; it stops there instead.
+    closed = rm.models.centrifugal_governor(closed=True)
+    q0 = closed.q(0.7)
+    v0 = np.array([100.0, 0.0, 0.0, 0.0])
+    for method, options in (("dopri5", {"rtol": 1e-10}), ("rk4", {"dt": 1e-4})):
+        with pytest.raises(SimulationError, match=r"failed at t = 0\.04[67]\d* s: the mechanism reaches a singular "
+                                                  r"position .*loop 'link[12]'.*does not follow") as failure:
+            rm.simulate(closed.model, q0, v0, 0.1, method=method, **options)
+        result = failure.value.result
+        assert result.status == "failed" and 0.045 < result.t[-1] <= failure.value.t + 1e-12
+        assert 1.5 < result.q[-1, 1] < np.pi / 2  # up to the singular position, not through it
+        total = np.sum(result.energy(), axis=0)
+        assert np.abs(result.energy_balance()).max() < 1e-8 * total[0]
+    # well clear of it (10 rad/s: the arms swing in) the run goes on
+    assert rm.simulate(closed.model, q0, np.array([10.0, 0.0, 0.0, 0.0]), 0.05).status == "finished"

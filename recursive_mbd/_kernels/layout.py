@@ -74,7 +74,11 @@ STATUS_NONFINITE_Q = 1
 STATUS_NONFINITE_QD = 2
 STATUS_NONFINITE_TAU = 3
 STATUS_SINGULAR = 4  # articulated inertia of a joint singular; index = body
-STATUS_LOOP_DEGENERATE = 5  # a distance loop whose two points coincide (no direction); index = loop
+STATUS_LOOP_DEGENERATE = 5  # a distance loop whose two points coincide (no direction); index = loop, or:
+# STATUS_LOOP_DEGENERATE's index, plus the row of J that vanished (or plus m for rows that became dependent), when
+# a time loop's loop equations lose rank on the way (a change point: a singular position of the mechanism that the
+# spatial loop layer cannot follow)
+LOOP_CHANGE_POINT = 1 << 30
 STATUS_STEP_UNDERFLOW = 6
 STATUS_MAX_STEPS = 7  # the run reached a limit of its size; index: LIMIT_STEPS (max_steps) or LIMIT_OUTPUT
 LIMIT_STEPS = 0  # more steps than max_steps

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import _checks
 from .._kernels import layout as L
-from .._kernels.planar.loops import filtered_solve
+from .._kernels.planar.loops import BRANCH_ZONE, filtered_solve
 from .._kernels.spatial import loops as kernels
 from ..errors import ModelError, StateError
 from ..model.configuration import integrate_configuration
@@ -186,3 +186,17 @@ def project(model, q, v, *, tol=1e-12, max_iter=20):
     resp, gram = _responses(model, ws, lw, q, jac)
     v -= resp.T @ _filtered(model, gram, jac @ v, FILTER_RCOND)
     return q, v, worst
+
+
+def change_point(model, q):
+    """Where the loop equations of a spatial model lose rank at q: (the names of the loops whose rows carry the weak
+    directions, the smallest over the largest eigenvalue of J M^-1 J^T). A weak direction is an eigenvector with
+    eigenvalue at most ``BRANCH_ZONE`` times the largest (the zone of the time loops' change-point check)."""
+    _, _, jac, _ = constraints(model, q)
+    gram = jac @ np.linalg.solve(mass_matrix(model, q), jac.T)
+    values, vectors = np.linalg.eigh(gram)
+    top = max(float(values[-1]), np.finfo(float).tiny)
+    weak = vectors[:, values <= BRANCH_ZONE * top]
+    rows = np.flatnonzero(np.abs(weak).max(axis=1, initial=0.0) > 0.1)  # rows with a real share of a weak direction
+    loops = np.unique(np.searchsorted(model.loop_rows, rows, side="right") - 1)
+    return [model.loop_names[k] for k in loops], max(float(values[0]), 0.0) / top

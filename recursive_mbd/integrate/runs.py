@@ -609,6 +609,8 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
         elif kind == L.STATUS_LOOPS_OPEN:
             reason = (f"after the step to this time the projection cannot close loop {model.loop_names[index]!r}: "
                       "no configuration of the free coordinates closes it")
+        elif kind == L.STATUS_LOOP_DEGENERATE and index >= L.LOOP_CHANGE_POINT:
+            reason = _change_point_reason(model, loop.system.q, index - L.LOOP_CHANGE_POINT)
         else:
             try:
                 raise_kernel_status(model, status)
@@ -626,6 +628,25 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
     raise SimulationError(f"{method} failed at t = {t_fail:.9g} s: {reason}; "
                           f"{result.t.size} samples up to t = {result.t[-1]:.9g} s are kept in .result",
                           t_fail, result) from cause
+
+
+def _change_point_reason(model, q, row):
+    """Why a spatial run stopped at a change point of its loops (``_kernels.spatial.system._change_point``): the
+    vanishing ``row`` of J, or (row = m) rows that became dependent, at the configuration q where it was seen."""
+    if row < model.nconstraints:
+        loop = int(np.searchsorted(model.loop_rows, row, side="right") - 1)
+        how = (f"the equation of loop {model.loop_names[loop]!r} (row {row} of J) no longer moves the mechanism: "
+               "its row of J has shrunk below 1e-3 of its size at the start")
+    else:
+        from ..dynamics.spatial_loops import change_point  # noqa: PLC0415  (spatial kernels only for spatial models)
+
+        names, ratio = change_point(model, q)
+        how = (f"the equations of loop(s) {', '.join(repr(name) for name in names) or '?'} become dependent "
+               f"(smallest / largest eigenvalue of J M^-1 J^T {ratio:.1e})")
+    return (f"the mechanism reaches a singular position (a change point, where branches of its motion cross): {how}. "
+            "The spatial loop layer does not follow a motion through a change point: the constraint "
+            "force along the lost direction, and the energy with it, would be lost; stop the run before it, or keep "
+            "the mechanism from reaching it (a stop, a spring)")
 
 
 def _progress_bar(enabled, t0, t_end):

@@ -60,9 +60,9 @@ class SpatialTimeLoop:
         loops = (model.loop_int, model.loop_real, np.zeros((rows, 3, 3)), np.zeros((rows, 3)), np.zeros((rows, 3)),
                  np.zeros((rows, 3)), np.zeros((rows, 6)), np.zeros(40), np.zeros(m), np.zeros(m), np.zeros((m, nv)),
                  np.zeros(m), np.zeros((m, 12)), np.zeros((m, nv)), np.zeros(nv), np.zeros(3), stab, np.zeros(m),
-                 np.zeros(1, dtype=np.int64),
-                 np.array([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0,
-                           POSITION_RCOND, FILTER_RCOND]),
+                 np.array([0, -1, 0], dtype=np.int64),  # rank, the first state's rank, weak eigenvalues
+                 np.concatenate(([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0,
+                                  POSITION_RCOND, FILTER_RCOND], np.full(m, -1.0))),  # rows' first norms after
                  np.zeros(m), np.zeros((m, m)), np.zeros(nv))
         # the S the kernels read: forward dynamics reads the rows of joints neither spherical nor revolute only
         # (``fd_S``, 0 rows for a model of those); the loop kernels read every joint's subspace. Sized here, not by

@@ -50,6 +50,8 @@ def raise_loop_status(model, status, rates):
     """Raise the StateError of a loop-layer status of a planar or spatial model (a distance loop whose points
     coincide, an overflowed multiplier solve; ``rates`` names the velocity, "qd" or "v"); other statuses return."""
     kind, index = L.decode_status(status)
+    if kind == L.STATUS_LOOP_DEGENERATE and index >= L.LOOP_CHANGE_POINT:
+        raise StateError("the loop equations lose rank: a singular position (change point) of the mechanism")
     if kind == L.STATUS_LOOP_DEGENERATE:
         raise StateError(f"loop {model.loop_names[index]!r} (index {index}): the two points of the distance loop "
                          "coincide, so its direction is undefined")

@@ -34,7 +34,7 @@ import numba
 import numpy as np
 
 from ..layout import STATUS_LOOP_DEGENERATE, STATUS_NONFINITE_STATE, STATUS_OK
-from ..planar.loops import filtered_solve, gram_matrix, multiplier_rhs
+from ..planar.loops import BRANCH_ZONE, filtered_solve, filtered_solve_weak, gram_matrix, multiplier_rhs
 from .layout import (
     LAXB,
     LBODY_A,
@@ -263,7 +263,9 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, v
     resp (m, nv) is scratch for the responses M^-1 J_r^T; zeros (nv,), no_gravity (3,) (unused since the
     responses reuse the factorisation of the forward-dynamics pass; kept so that the signature stays);
     stab = (alpha, beta) Baumgarte's rates [1/s]; rcond the relative cut-off of ``filtered_solve``. info[0]
-    returns the numerical rank of J M^-1 J^T (< m: redundant or singular loops). Returns the status.
+    returns the numerical rank of J M^-1 J^T (< m: redundant or singular loops); an info of 3 entries (the time
+    loops') also gets in info[2] the number of its weak eigenvalues, near a change point (``filtered_solve_weak``,
+    zone ``BRANCH_ZONE``). Returns the status.
     """
     status = loop_constraints(body_int, body_real, loop_int, loop_real, q, v, ws, S, tmp, rot, pos, omega, vel, acc,
                               point, phi, phid, jac, gamma, weights)
@@ -280,7 +282,10 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, v
     rhs = np.empty(m)
     multiplier_rhs(jac, vdot, gamma, phid, phi, stab, rhs)
     gram_matrix(jac, resp, gram)
-    info[0] = filtered_solve(gram, rhs, rcond, lam)
+    if info.shape[0] > 2:
+        info[0], info[2] = filtered_solve_weak(gram, rhs, rcond, lam, BRANCH_ZONE)
+    else:
+        info[0] = filtered_solve(gram, rhs, rcond, lam)
     if info[0] < 0:
         return STATUS_NONFINITE_STATE
     for r in range(m):

@@ -28,8 +28,8 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
-from ..layout import STATUS_LOOPS_OPEN, STATUS_NONFINITE_STATE, STATUS_OK
-from ..planar.loops import filtered_solve, gram_matrix
+from ..layout import LOOP_CHANGE_POINT, STATUS_LOOP_DEGENERATE, STATUS_LOOPS_OPEN, STATUS_NONFINITE_STATE, STATUS_OK
+from ..planar.loops import BRANCH_ZONE, REDUNDANT, filtered_solve, gram_matrix
 from ..timeloops import formulation
 from .elements import element_forces
 from .layout import LROW
@@ -298,6 +298,8 @@ def system_rhs(inputs, key, system, t, y, dy):
             loops[LOOP_PHID], loops[LOOP_JAC], loops[LOOP_GAMMA], loops[LOOP_WEIGHTS], loops[LOOP_RESP],
             loops[LOOP_ZEROS], loops[LOOP_NO_GRAVITY], loops[LOOP_STAB], loops[LOOP_SETTINGS][4], loops[LOOP_LAM],
             vdot, loops[LOOP_INFO])
+        if status == STATUS_OK:
+            status = _change_point(loops[LOOP_INFO], loops[LOOP_JAC], loops[LOOP_RESP], loops[LOOP_SETTINGS])
     else:
         status = forward_dynamics(system.body_int, system.body_real, system.gravity, q, v, tau, system.ws, system.S,
                                   system.UD, system.uD, system.tmp, vdot)
@@ -308,6 +310,41 @@ def system_rhs(inputs, key, system, t, y, dy):
         dy[nq + k] = vdot[k]
     dy[nq + nv] = dissipated
     dy[nq + nv + 1] = power
+    return STATUS_OK
+
+
+@njit
+def _change_point(info, jac, resp, settings):
+    """The status of the loop equations' rank along a run, after ``constrained_dynamics``: info = (rank, the rank
+    at the first state, -1 until it is taken, weak eigenvalues), settings[5:] the M^-1-norms squared of the rows of J
+    at the first state (J M^-1 J^T's diagonal; negative until taken; 0 for a row that vanishes there).
+
+    A change point (a singular position where branches of the mechanism cross) shows as a row of J that vanishes
+    (its norm below sqrt(BRANCH_ZONE), 1e-3, of the first state's: the loop's equation no longer moves the
+    mechanism, as when every loop of a symmetric mechanism goes singular at once, where J M^-1 J^T shrinks as a
+    whole), as a weak eigenvalue of J M^-1 J^T, or as a rank below the first state's. The multiplier solve there
+    loses the constraint force along the lost direction, and the energy with it, so the run stops
+    (``LOOP_CHANGE_POINT`` + the vanishing row, or + m for dependent rows) instead of passing it with a wrong
+    answer. Loop equations redundant from the start keep their rank and are not flagged."""
+    m = jac.shape[0]
+    first = info[1] < 0
+    if first:
+        info[1] = info[0]
+    largest = 0.0
+    for r in range(m):
+        norm2 = 0.0
+        for k in range(jac.shape[1]):
+            norm2 += jac[r, k] * resp[r, k]
+        if first:
+            settings[5 + r] = norm2
+            largest = max(largest, norm2)
+        elif norm2 <= BRANCH_ZONE * settings[5 + r] and settings[5 + r] > 0.0:
+            return STATUS_LOOP_DEGENERATE | ((LOOP_CHANGE_POINT + r) << 4)
+    for r in range(m if first else 0):  # rows that vanish from the start (redundant equations) are not watched
+        if settings[5 + r] <= REDUNDANT * largest:
+            settings[5 + r] = 0.0
+    if info[2] > 0 or info[0] < info[1]:
+        return STATUS_LOOP_DEGENERATE | ((LOOP_CHANGE_POINT + m) << 4)
     return STATUS_OK
 
 

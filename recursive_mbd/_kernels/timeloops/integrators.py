@@ -29,9 +29,11 @@ from numba.core import types
 from numba.extending import overload
 
 from ..layout import (
+    LOOP_CHANGE_POINT,
     STATUS_EVENT,
     STATUS_INPUT_FAILED,
     STATUS_INTERRUPTED,
+    STATUS_LOOP_DEGENERATE,
     STATUS_MAX_STEPS,
     STATUS_NO_CONVERGENCE,
     STATUS_NONFINITE_STATE,
@@ -70,9 +72,11 @@ def no_inputs(key, t, q, qd, u):
 
 @step_njit
 def _fatal(status):
-    """True for a status that ends a run at once: never a reason to retry with a smaller step."""
+    """True for a status that ends a run at once: never a reason to retry with a smaller step (a change point of
+    the loops, too: the motion reaches it whatever the step)."""
     kind = status & 15
-    return kind in (STATUS_SINGULAR, STATUS_INPUT_FAILED, STATUS_INTERRUPTED, STATUS_TIME_LIMIT)
+    return (kind in (STATUS_SINGULAR, STATUS_INPUT_FAILED, STATUS_INTERRUPTED, STATUS_TIME_LIMIT)
+            or (kind == STATUS_LOOP_DEGENERATE and status >> 4 >= LOOP_CHANGE_POINT))
 
 
 @step_njit
