@@ -1,5 +1,7 @@
 """rm.sweep: a parameter grid mapped over a Dask LocalCluster gives the serial loop's numbers in grid order."""
 
+import itertools
+import os
 import sys
 
 import distributed  # the dask extra, part of the test extra
@@ -7,6 +9,7 @@ import numpy as np
 import pytest
 
 import recursive_mbd as rm
+from recursive_mbd.errors import StateError
 from recursive_mbd.integrate.sweeps import grid_items, run_chunk
 
 
@@ -23,12 +26,36 @@ def first_frequency(n, stiffness=0.0):
     return float(rm.modes(model.compile(), np.zeros(n))[0][0])
 
 
-def test_grid_items_are_positional_or_a_keyword_product():
-    assert grid_items([3, 4]) == [((3,), {}), ((4,), {})]
-    assert grid_items({"n": [1, 2], "k": [0.5]}) == [((), {"n": 1, "k": 0.5}), ((), {"n": 2, "k": 0.5})]
+def test_grid_items_are_positional_or_a_keyword_product_streamed():
+    items, size = grid_items([3, 4])
+    assert list(items) == [((3,), {}), ((4,), {})] and size == 2
+    items, size = grid_items({"n": [1, 2], "k": [0.5]})
+    assert list(items) == [((), {"n": 1, "k": 0.5}), ((), {"n": 2, "k": 0.5})] and size == 2
+    items, size = grid_items({"n": range(10**6), "k": range(10**6)})  # 1e12 points: streamed, never held
+    assert next(items) == ((), {"n": 0, "k": 0}) and next(items) == ((), {"n": 0, "k": 1}) and size == 10**12
+    items, size = grid_items(itertools.count())  # endless
+    assert list(itertools.islice(items, 3)) == [((0,), {}), ((1,), {}), ((2,), {})] and size is None
     with pytest.raises(TypeError, match="grid must be"):
         grid_items(3)
+    with pytest.raises(TypeError, match=r"grid\['n'\] must be a sequence"):
+        grid_items({"n": itertools.count()})
     assert run_chunk(lambda x: 1 / x, [((2,), {}), ((0,), {}), ((1,), {})], 10)[1][:2] == (False, 11)
+    assert run_chunk(sys.exit, [((3,), {})], 4) == [(False, 4, "SystemExit: 3")]  # not the end of the worker
+    for chunk, error in ((2.7, TypeError), ("2", TypeError), (0, StateError), (True, TypeError)):
+        with pytest.raises(error, match="chunk must be"):
+            rm.sweep(first_frequency, [2], chunk=chunk)
+
+
+def _exit_at_three(n):
+    if n == 3:
+        os._exit(1)  # the worker process dies
+    return n
+
+
+def _fails_at_five(n):
+    if n == 5:
+        raise ValueError("five")
+    return n
 
 
 def test_local_cluster_of_two_processes_gives_the_serial_numbers_in_grid_order():
@@ -36,12 +63,21 @@ def test_local_cluster_of_two_processes_gives_the_serial_numbers_in_grid_order()
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import this test module
     grid = {"n": [2, 3, 5], "stiffness": [0.0, 2.0, 20.0]}
-    serial = [first_frequency(**kwargs) for _, kwargs in grid_items(grid)]
+    serial = [first_frequency(**kwargs) for _, kwargs in grid_items(grid)[0]]
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         swept = rm.sweep(first_frequency, grid, client=client, chunk=2)
         with pytest.raises(RuntimeError, match=r"grid item 1 \(0\) raised ValueError"):
             rm.sweep(first_frequency, [2, 0, 3], client=client, chunk=1)
+        # an endless grid streams until a study fails; SystemExit is a study's failure, not the worker's end
+        with pytest.raises(RuntimeError, match=r"grid item 5 \(5\) raised ValueError: five"):
+            rm.sweep(_fails_at_five, itertools.count(), client=client)
+        with pytest.raises(RuntimeError, match=r"grid item 0 \(2\) raised SystemExit: 2"):
+            rm.sweep(sys.exit, [2, 0], client=client)
+        with pytest.raises(RuntimeError, match=r"the task of grid items 2 to 3 \(3, ...\) failed on the cluster: "
+                                               r"KilledWorker.*a worker died"):  # the scheduler retried, then gave up
+            rm.sweep(_exit_at_three, [1, 2, 3, 4], client=client, chunk=2)
+        assert rm.sweep(_fails_at_five, [1, 2], client=client) == [1, 2]  # the cluster works on
         # the studies fan out through rm.sweep with client=
         frequencies = rm.studies.frequency_study([2, 4, 8], k=2, client=client)
         catenary = rm.studies.catenary_study([4, 6, 8], span=0.6, client=client)
@@ -53,6 +89,8 @@ def test_local_cluster_of_two_processes_gives_the_serial_numbers_in_grid_order()
     assert np.array_equal(falls[1]["speed"], serial_falls[1]["speed"])
     assert swept == serial  # the same numbers, bit for bit, in grid order
     assert serial[0] < serial[1] < serial[2]  # a stiffer spring raises the first frequency
+    with pytest.raises(ValueError, match="client is closed"):
+        rm.sweep(first_frequency, [2], client=client)
 
 
 def test_without_dask_the_error_says_how_to_install(monkeypatch):

@@ -6,15 +6,19 @@
     results = rm.sweep(study, grid, client=my_client)                # a distributed.Client of your own
 
 Members are sent in chunks (``chunk`` members per task) so that the scheduling overhead (about a millisecond per
-task) stays small against the work; results come back in grid order. A member that raises stops the sweep with
-an error naming its grid index and value. Dask is an optional extra: ``pip install "recursive-mbd[dask]"``.
-Inside one process, ``rm.simulate_many`` and ``rm.batch`` already use every core; a sweep is for studies that
-are not one model's ensemble (different n, different models) or that outgrow one machine.
+task) stays small against the work; results come back in grid order. The grid is streamed: a generator is read
+as the cluster goes. A member that raises stops the sweep with an error naming its grid index and value. Dask is an
+optional extra: ``pip install "recursive-mbd[dask]"``. Inside one process, ``rm.simulate_many`` and ``rm.batch``
+already use every core; a sweep is for studies that are not one model's ensemble (different n, different models) or
+that outgrow one machine.
 """
 
+import collections
 import itertools
 import math
 import sys
+
+from .. import _checks
 
 __all__ = ["sweep"]
 
@@ -28,26 +32,39 @@ def _require_distributed():
 
 
 def grid_items(grid):
-    """The grid as a list of (args, kwargs): a dict of sequences is their product (keyword arguments, first key
-    slowest), any other iterable gives one positional argument per item."""
+    """(items, size): the grid as a lazy iterator of (args, kwargs) and its number of points, or None when the grid
+    does not know it (a generator). A dict of sequences is their product (keyword arguments, first key slowest), any
+    other iterable gives one positional argument per item; neither is materialised."""
     if isinstance(grid, dict):
         names = list(grid)
-        values = [list(grid[name]) for name in names]
-        return [((), dict(zip(names, combo, strict=True))) for combo in itertools.product(*values)]
+        axes = []
+        for name in names:
+            if not hasattr(grid[name], "__len__"):  # an endless generator would never end the product
+                raise TypeError(f"grid[{name!r}] must be a sequence of values (a dict grid is the product of its "
+                                f"sequences), got {type(grid[name]).__name__}")
+            axes.append(list(grid[name]))
+        size = math.prod(len(axis) for axis in axes)
+        return (((), dict(zip(names, combo, strict=True))) for combo in itertools.product(*axes)), size
     try:
-        return [((item,), {}) for item in grid]
+        points = iter(grid)
     except TypeError:
         raise TypeError(f"grid must be an iterable of values or a dict of sequences, got {type(grid).__name__}") \
             from None
+    try:
+        size = len(grid)
+    except TypeError:
+        size = None
+    return (((point,), {}) for point in points), size
 
 
 def run_chunk(function, items, first):
-    """Run ``function`` on a chunk of grid items (on a worker): [(True, value) or (False, grid index, message)]."""
+    """Run ``function`` on a chunk of grid items (on a worker): [(True, value) or (False, grid index, message)].
+    Anything a study raises is reported, SystemExit included (it would otherwise end the worker process)."""
     out = []
     for offset, (args, kwargs) in enumerate(items):
         try:
             out.append((True, function(*args, **kwargs)))
-        except Exception as err:  # noqa: BLE001 - reported with the grid index in the caller
+        except BaseException as err:  # noqa: BLE001 - reported with the grid index in the caller
             out.append((False, first + offset, f"{type(err).__name__}: {err}"))
             break
     return out
@@ -63,25 +80,35 @@ def sweep(function, grid, client=None, chunk=None, progress=None):
         cloudpickle can send).
     grid : iterable or dict of sequences
         The grid points (one positional argument each), or a dict name -> values whose product is the grid
-        (keyword arguments).
+        (keyword arguments). The grid is streamed, never held whole: a generator is read as the cluster takes its
+        points, a few tasks ahead of the results.
     client : None, str or distributed.Client
         None starts a ``LocalCluster`` of worker processes on this machine (one per core, one thread each) and
-        closes it afterwards; a string is a scheduler address; a Client is used as it is.
+        closes it afterwards; a string is a scheduler address; a Client is used as it is (a closed one is refused).
     chunk : int, optional
-        Grid points per task; default: about four tasks per worker.
+        Grid points per task; default: about four tasks per worker for a grid of known size, else one.
     progress : bool, optional
-        Dask's progress bar (``distributed.progress``); default: only when stderr is a terminal.
+        A progress bar over the grid points (tqdm, the ``progress`` extra); default: only when stderr is a terminal.
 
     Returns
     -------
     list
         The results in grid order.
+
+    Raises
+    ------
+    RuntimeError
+        When a study raises (anything, SystemExit included: the message names its grid index and value), or when a
+        task fails on the cluster (a worker that died: a study that called ``os._exit``, crashed or ran out of
+        memory; a lost scheduler): the grid points of the task are named.
     """
     distributed = _require_distributed()
-    items = grid_items(grid)
     if not callable(function):
         raise TypeError(f"function must be callable, got {function!r}")
-    if not items:
+    items, size = grid_items(grid)
+    if chunk is not None:
+        chunk = _checks.integer(chunk, "chunk", low=1)
+    if size == 0:
         return []
     owned = []
     try:
@@ -95,27 +122,68 @@ def sweep(function, grid, client=None, chunk=None, progress=None):
             owned.append(client)
         elif not isinstance(client, distributed.Client):
             raise TypeError(f"client must be None, a scheduler address or a distributed.Client, got {client!r}")
+        elif client.status in ("closing", "closed"):
+            raise ValueError(f"client is {client.status}: pass an open distributed.Client, a scheduler address or "
+                             "None (a LocalCluster)")
+        workers = max(1, len(client.scheduler_info().get("workers", {})))
         if chunk is None:
-            workers = max(1, len(client.scheduler_info().get("workers", {})))
-            chunk = max(1, math.ceil(len(items) / (4 * workers)))
-        chunk = int(chunk)
-        if chunk < 1:
-            raise ValueError(f"chunk must be >= 1, got {chunk}")
-        starts = range(0, len(items), chunk)
-        futures = [client.submit(run_chunk, function, items[s:s + chunk], s, pure=False) for s in starts]
-        if progress or (progress is None and sys.stderr.isatty()):
-            distributed.progress(futures)
-        results = []
-        for future in futures:
-            for record in future.result():
-                if not record[0]:
-                    _, index, message = record
-                    raise RuntimeError(f"sweep: grid item {index} ({_describe(items[index])}) raised {message}")
-                results.append(record[1])
-        return results
+            chunk = 1 if size is None else max(1, math.ceil(size / (4 * workers)))
+        return _stream(client, function, items, chunk, 8 * workers, _progress_bar(progress, size))
     finally:
         for resource in reversed(owned):
             resource.close()
+
+
+def _stream(client, function, items, chunk, window, bar):
+    """Submit the grid chunk by chunk, at most ``window`` tasks in flight, and collect the results in grid order."""
+    pending = collections.deque()  # (future, first grid index, the chunk's items)
+    results = []
+    start = 0
+    try:
+        while True:
+            while len(pending) < window:
+                block = list(itertools.islice(items, chunk))
+                if not block:
+                    break
+                pending.append((client.submit(run_chunk, function, block, start, pure=False), start, block))
+                start += len(block)
+            if not pending:
+                return results
+            future, first, block = pending.popleft()
+            try:
+                records = future.result()
+            except Exception as err:  # noqa: BLE001 - the cluster's failure (a study's own is in its record)
+                raise RuntimeError(
+                    f"sweep: the task of grid items {first} to {first + len(block) - 1} ({_describe(block[0])}, ...) "
+                    f"failed on the cluster: {type(err).__name__}: {err} (a worker died: a study that called os._exit, "
+                    "crashed or ran out of memory; or the scheduler was lost)") from err
+            for record in records:
+                if not record[0]:
+                    _, index, message = record
+                    raise RuntimeError(f"sweep: grid item {index} ({_describe(block[index - first])}) raised "
+                                       f"{message}")
+                results.append(record[1])
+            if bar is not None:
+                bar.update(len(records))
+    finally:
+        if pending:
+            client.cancel([future for future, _, _ in pending])
+        if bar is not None:
+            bar.close()
+
+
+def _progress_bar(enabled, size):
+    """A tqdm bar over the grid points, or None: off unless asked for or stderr is a terminal."""
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    if not enabled:
+        return None
+    try:
+        from tqdm.auto import tqdm  # noqa: PLC0415 - optional extra
+    except ImportError:
+        _checks.warn("progress=True needs tqdm (pip install 'recursive-mbd[progress]'); sweeping without a bar")
+        return None
+    return tqdm(total=size, unit="point", desc="sweep", leave=False)
 
 
 def _describe(item):
