@@ -153,7 +153,7 @@ def finish_run(model, loop, callback, key, inputs, event_functions, control, t_o
                    "position)")
         raise SimulationError(
             f"generalized_alpha: Newton did not converge at t = {t_fail:.9g} s (step {int(step)}, dt = {dt:g} s): "
-            f"{why}. {result.t.size} samples up to t = {result.t[-1]:.9g} s are kept in .result", t_fail, result)
+            f"{why}. {_runs.kept_samples(result).capitalize()}", t_fail, result)
     if status != L.STATUS_OK:
         _runs._raise_failure(model, "generalized_alpha", status, t_fail, result, max_steps, control, inputs,
                              event_functions, loop)

@@ -557,8 +557,7 @@ def close_run(result, method, status, t_fail, control, events, records):
         status = L.STATUS_OK
     if control.interrupted or L.decode_status(status)[0] == L.STATUS_INTERRUPTED:
         result.status = "interrupted"
-        interrupt = KeyboardInterrupt(f"{method} interrupted at t = {t_fail:.9g} s; {result.t.size} samples up to "
-                                      f"t = {result.t[-1]:.9g} s are kept in .result")
+        interrupt = KeyboardInterrupt(f"{method} interrupted at t = {t_fail:.9g} s; {kept_samples(result)}")
         interrupt.result = result
         interrupt.t = t_fail
         raise interrupt
@@ -625,9 +624,15 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
         lock = lock_diagnosis(model, result.q[-1], free)
         if lock is not None:
             reason = f"{lock} at t = {result.t[-1]:.9g} s; {reason}"
-    raise SimulationError(f"{method} failed at t = {t_fail:.9g} s: {reason}; "
-                          f"{result.t.size} samples up to t = {result.t[-1]:.9g} s are kept in .result",
-                          t_fail, result) from cause
+    raise SimulationError(f"{method} failed at t = {t_fail:.9g} s: {reason}; {kept_samples(result)}", t_fail,
+                          result) from cause
+
+
+def kept_samples(result):
+    """The end of a failed run's message: what its ``.result`` keeps."""
+    if not result.t.size:
+        return "no sample was stored (it failed at the start)"
+    return f"{result.t.size} samples up to t = {result.t[-1]:.9g} s are kept in .result"
 
 
 def _change_point_reason(model, q, row):
