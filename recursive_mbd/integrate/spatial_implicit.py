@@ -58,6 +58,17 @@ M + c_damp C + c_stiff K (C = -dQ/dv, K = -dQ/dq plus d(M vdot)/dq). The loop us
   joints (revolute, prismatic, cylindrical, universal, planar); for a spherical joint's spring, -k phi with phi
   the rotation vector from the rest orientation, k 1 is its tangent stiffness at the rest orientation (the exact
   one is k J_r^-1(phi), J_r^-1 = 1 + [phi]/2 + O(phi^2)), the damper's c 1 is exact.
+* A spherical spring's force is periodic in the rotation (the shorter rotation from rest), so a step's
+  equations have a root for every whole number of turns. The first iterate (vdot+ = vdot) turns a stiff joint by
+  h^2 a, of order (h omega)^2 times its swing: past the half turn, Newton from there ends on a root turned by
+  whole turns (same orientation, velocity 2 pi / h too large: the energy of a 1e-3 rad swing x 4e7 at
+  h omega = 100). Where the first iterate's continued rotation phi(q) + delta passes the half turn, the first
+  correction therefore takes that spring's force linearised at the step's start, -k (phi(q) + delta) (no turns;
+  its tangent is the k 1 of S), which lands within O(|phi| |delta|) of the physical root; every later iteration
+  uses the model's force, and a step never converges on the linearised one
+  (``_kernels.spatial.elements.linearise_spherical_springs``). A stiff spherical spring then follows the
+  scheme's response on x'' = -omega^2 x (spectral radius rho_inf at h omega -> inf) as a revolute one does
+  (``tests/test_spatial_implicit.py``, h omega up to 1e3).
 
 S has the form of a joint-space mass matrix with modified body inertias and a joint diagonal added to each
 D_i = S_i^T I^A_i S_i (as rotor inertias or armatures would be): the articulated-body elimination factors it in

@@ -102,11 +102,10 @@ def _add_force(rot, wrench, body, px, py, pz, fx, fy, fz, body_axes):
 
 
 @njit
-def _spherical_spring(body_int, elem_real, e, q, v, i, out, per_element):
-    """Q of a spherical joint's rotational spring-damper (module docstring) into out; returns (potential,
-    dissipated power)."""
+def _spring_rotation(body_int, elem_real, e, q, i):
+    """phi (3 floats): the rotation vector of rest^-1 (x) quat of the spherical joint spring e on body i, the
+    shorter rotation (|phi| <= pi; module docstring)."""
     k = body_int[i, QIDX]
-    kv = body_int[i, VIDX]
     w = q[k]
     x = q[k + 1]
     y = q[k + 2]
@@ -133,11 +132,19 @@ def _spherical_spring(body_int, elem_real, e, q, v, i, out, per_element):
     s = math.sqrt(qx * qx + qy * qy + qz * qz)
     # phi = 2 atan2(s, w) (x, y, z) / s; below s = 1e-8 its series 2 / w (error < 1e-16 relative)
     factor = 2.0 / qw if s < 1e-8 else 2.0 * math.atan2(s, qw) / s
+    return qx * factor, qy * factor, qz * factor
+
+
+@njit
+def _spherical_spring(body_int, elem_real, e, q, v, i, out, per_element):
+    """Q of a spherical joint's rotational spring-damper (module docstring) into out; returns (potential,
+    dissipated power)."""
+    kv = body_int[i, VIDX]
+    phi = _spring_rotation(body_int, elem_real, e, q, i)
     stiffness = elem_real[e, EJK]
     damping = elem_real[e, EJC]
     potential = 0.0
     dissipated = 0.0
-    phi = (qx * factor, qy * factor, qz * factor)
     for d in range(3):
         rate = v[kv + d]
         force = -stiffness * phi[d] - damping * rate
@@ -146,6 +153,42 @@ def _spherical_spring(body_int, elem_real, e, q, v, i, out, per_element):
         potential += 0.5 * stiffness * phi[d] * phi[d]
         dissipated += damping * rate * rate
     return potential, dissipated
+
+
+@njit
+def linearise_spherical_springs(body_int, elem_int, elem_real, q_start, q_new, delta, residual):
+    """Replace, in ``residual`` (M vdot + h - tau - Q at q_new = q_start (+) delta), the force -k phi(q_new) of
+    every spherical joint spring whose continued rotation phi(q_start) + delta (its joint's entries of delta)
+    passes the half turn, |phi(q_start) + delta| >= pi, by its linearisation -k (phi(q_start) + delta); returns
+    whether any was replaced.
+
+    The model's spring force is periodic in the rotation (the shorter rotation from rest): beyond the half turn
+    along the increment it is that of another turn, pulling the other way. An implicit step's first Newton iterate
+    turns a stiff joint by h^2 a, of order (h omega)^2 times the swing, and Newton from there converges to a step
+    that turns the body by whole turns (a root of the step's equations, at a velocity of 2 pi / h: an energy jump
+    of (2 pi / swing)^2). Linearised at the step's start with the tangent k 1 the Newton matrix holds, the spring
+    has no turns, and one Newton correction lands within O(|phi| |delta|) of the step's physical root; the later
+    iterations use the model's force. Shapes: q_start, q_new (nq,), delta, residual (nv,)."""
+    replaced = False
+    for e in range(elem_int.shape[0]):
+        i = elem_int[e, EBODY_A]
+        if elem_int[e, ETYPE] != ELEM_JOINT_SPRING_DAMPER or body_int[i, JTYPE] != SPHERICAL:
+            continue
+        kv = body_int[i, VIDX]
+        start = _spring_rotation(body_int, elem_real, e, q_start, i)
+        cx = start[0] + delta[kv]
+        cy = start[1] + delta[kv + 1]
+        cz = start[2] + delta[kv + 2]
+        if math.sqrt(cx * cx + cy * cy + cz * cz) < math.pi:
+            continue
+        now = _spring_rotation(body_int, elem_real, e, q_new, i)
+        stiffness = elem_real[e, EJK]
+        # residual = ... - Q: less the model's -k phi(q_new), plus the linearised -k (phi(q_start) + delta)
+        residual[kv] += stiffness * (cx - now[0])
+        residual[kv + 1] += stiffness * (cy - now[1])
+        residual[kv + 2] += stiffness * (cz - now[2])
+        replaced = True
+    return replaced
 
 
 @njit

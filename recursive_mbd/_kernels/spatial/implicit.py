@@ -18,6 +18,7 @@ import numpy as np
 from ..layout import STATUS_NO_CONVERGENCE, STATUS_OK, STATUS_OUTPUT_FULL, STATUS_SINGULAR
 from ..planar.loops import gram_matrix
 from ..timeloops import integrators, newton
+from .elements import linearise_spherical_springs
 from .layout import CP, MASS, MCOM, NVJ, PA, PARENT, PP, VIDX, WC, WI, WP, WR, WT
 from .system import (
     LOOP_JAC,
@@ -292,7 +293,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     (``spatial.system.integrate_configuration``: unit quaternions by construction; nu only with loops);
     residual = inverse dynamics minus tau and the element loads at (t+, q+, v+), plus J^T lambda with loops;
     Newton with S = M + c_stiff K_gravity + diag(c_stiff j_stiff + c_damp j_damp) factorised at an iterate and
-    reused while the corrections shrink >= 20x per iteration (as the planar loop). With the m loop equations of
+    reused while the corrections shrink >= 20x per iteration (as the planar loop); the first correction of an
+    attempt takes the spherical springs past their half turn linearised at the step's start
+    (``elements.linearise_spherical_springs``) and never ends the iteration. With the m loop equations of
     ``system.loops`` (``recursive_mbd.integrate.spatial_implicit``: stabilised index 2) the correction is bordered
     by the rows J v+ / c_damp (``newton.schur_correction`` on the responses S^-1 J^T, m applies of the factors) and
     phi(q+) / c_stiff (``newton.position_correction``), O(N m + m^3) an iteration.
@@ -306,6 +309,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     """
     body_int = system.body_int
     body_real = system.body_real
+    elem_int = system.elements[0]
+    elem_real = system.elements[1]
     nb = body_int.shape[0]
     nq = system.q.shape[0]
     nv = system.v.shape[0]
@@ -412,7 +417,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
             fresh = False
             previous = np.inf
             correction = np.inf
-            for _ in range(max_newton):
+            for iteration in range(max_newton):
                 status = integrators._poll(monitor, monitor_key, control, t, y, nfev)
                 if status != STATUS_OK:
                     return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
@@ -432,6 +437,10 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 integrate_configuration(system, q_new, delta)
                 status = spatial_residual(inputs, key, system, t_new, q_new, v_new, vdot_new, s_r, residual,
                                           powers_new)
+                # the predictor's spherical springs past their half turn: linearised at the step's start for the
+                # first correction (``elements.linearise_spherical_springs``), never the converged iterate
+                linearised = status == STATUS_OK and iteration == 0 and linearise_spherical_springs(
+                    body_int, elem_int, elem_real, y, q_new, delta, residual)
                 if status == STATUS_OK and m > 0:
                     # phi(q+), J v+ and J at (q+, v+); the residual gains J^T lambda (M vdot + h = Q - J^T lambda)
                     status = _constraints(system, q_new, v_new)
@@ -499,8 +508,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                     info[7] = max(info[7], ratio)
                 # floor: the round-off of the update (q, v of order pred_max, h^2 beta a+, h gamma a+)
                 floor = 16.0 * 2.220446049250313e-16 * max(pred_max, h * max(h * beta, gamma) * acc_max)
-                if correction <= newton_tol + floor or (fresh and correction <= 100.0 * newton_tol
-                                                        and correction > 0.5 * previous):
+                if not linearised and (correction <= newton_tol + floor or (
+                        fresh and correction <= 100.0 * newton_tol and correction > 0.5 * previous)):
                     converged = True
                     break
             if converged:
