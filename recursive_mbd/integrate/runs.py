@@ -654,8 +654,8 @@ def _change_point_reason(model, q, row):
             "the mechanism from reaching it (a stop, a spring)")
 
 
-def _progress_bar(enabled, t0, t_end):
-    """A tqdm bar over simulated time, or None: off unless asked for or stderr is a terminal."""
+def progress_bar(enabled, total, desc, unit, unit_scale=False):
+    """A tqdm bar (``desc``, ``total`` in ``unit``), or None: off unless asked for or stderr is a terminal."""
     if enabled is None:
         enabled = sys.stderr.isatty()
     if not enabled:
@@ -663,9 +663,9 @@ def _progress_bar(enabled, t0, t_end):
     try:
         from tqdm.auto import tqdm  # noqa: PLC0415 - optional extra
     except ImportError:
-        _checks.warn("progress=True needs tqdm (pip install 'recursive-mbd[progress]'); running without a bar")
+        _checks.warn(f"progress=True needs tqdm (pip install 'recursive-mbd[progress]'); {desc} runs without a bar")
         return None
-    return tqdm(total=t_end - t0, unit="s", unit_scale=True, desc="simulate", leave=False)
+    return tqdm(total=total, unit=unit, unit_scale=unit_scale, desc=desc, leave=False)
 
 
 # ---- the output budget: a long run that would outgrow memory stops with its samples ------------------------------
@@ -754,7 +754,7 @@ def _run_segments(run, y0, t0, t_end, t_eval, dt, progress, control=None, segmen
     Samples, statistics and events are concatenated.
     """
     budget = output_budget() if control is None else control.output_budget
-    bar = _progress_bar(progress, t0, t_end)
+    bar = progress_bar(progress, t_end - t0, "simulate", "s", unit_scale=True)
     if bar is None:
         try:
             outcome = run(y0, t0, t_end, t_eval, budget)

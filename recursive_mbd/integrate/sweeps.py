@@ -16,7 +16,6 @@ that outgrow one machine.
 import collections
 import itertools
 import math
-import sys
 
 from .. import _checks
 
@@ -128,7 +127,9 @@ def sweep(function, grid, client=None, chunk=None, progress=None):
         workers = max(1, len(client.scheduler_info().get("workers", {})))
         if chunk is None:
             chunk = 1 if size is None else max(1, math.ceil(size / (4 * workers)))
-        return _stream(client, function, items, chunk, 8 * workers, _progress_bar(progress, size))
+        from .runs import progress_bar  # noqa: PLC0415  (the run machinery loads numba: only once a sweep runs)
+
+        return _stream(client, function, items, chunk, 8 * workers, progress_bar(progress, size, "sweep", "point"))
     finally:
         for resource in reversed(owned):
             resource.close()
@@ -170,20 +171,6 @@ def _stream(client, function, items, chunk, window, bar):
             client.cancel([future for future, _, _ in pending])
         if bar is not None:
             bar.close()
-
-
-def _progress_bar(enabled, size):
-    """A tqdm bar over the grid points, or None: off unless asked for or stderr is a terminal."""
-    if enabled is None:
-        enabled = sys.stderr.isatty()
-    if not enabled:
-        return None
-    try:
-        from tqdm.auto import tqdm  # noqa: PLC0415 - optional extra
-    except ImportError:
-        _checks.warn("progress=True needs tqdm (pip install 'recursive-mbd[progress]'); sweeping without a bar")
-        return None
-    return tqdm(total=size, unit="point", desc="sweep", leave=False)
 
 
 def _describe(item):
