@@ -1,6 +1,7 @@
 """rm.simulate_many: every member equals rm.simulate of the same member; failures stay with their member."""
 
 import _thread
+import re
 import threading
 import time
 import warnings
@@ -8,6 +9,7 @@ import warnings
 import numba
 import numpy as np
 import pytest
+from _helpers import damaged_copies
 from numba.core.errors import NumbaExperimentalFeatureWarning
 
 import recursive_mbd as rm
@@ -238,15 +240,94 @@ def test_bad_input_names_member_and_argument_before_any_work():
         rm.simulate_many(model, Q0, QD0, 1.0, "rk4")
 
 
-def test_save_and_load_round_trip(tmp_path):
+@pytest.fixture(scope="module")
+def saved_ensemble(tmp_path_factory):
+    """An ensemble with a failed member (gravity 4e6 blows it up), saved to a name without the .npz suffix:
+    (result, path)."""
     Q0, QD0 = _starts(3, 6)
     gravities = np.array([[0.0, -9.81], [0.0, -4e6], [0.0, -9.81]])
     ens = rm.simulate_many(double_pendulum(), Q0, QD0, 0.5, "rk4", dt=0.01, params={"gravity": gravities})
-    ens.save(tmp_path / "ens.npz")
-    back = EnsembleResult.load(tmp_path / "ens.npz")
-    for name in ("t", "q", "qd", "applied_work", "t_stop", "nsamples", "nfev", "t_event"):
-        assert np.array_equal(getattr(back, name), getattr(ens, name), equal_nan=True), name
+    assert list(ens.status) == ["finished", "failed", "finished"]
+    path = tmp_path_factory.mktemp("ensemble") / "ens.res"
+    ens.save(path)
+    return ens, path
+
+
+def assert_same_ensemble(back, ens):
+    """Every attribute of ``ens`` (whatever is added later) is on ``back``, equal."""
+    assert set(vars(back)) == set(vars(ens))
+    for name, want in vars(ens).items():
+        got = getattr(back, name)
+        if isinstance(want, np.ndarray):
+            assert got.shape == want.shape and np.array_equal(got, want, equal_nan=want.dtype.kind == "f"), name
+        else:
+            assert got == want, name
+
+
+def test_save_writes_the_name_given_and_load_round_trips_every_field(saved_ensemble):
+    ens, path = saved_ensemble
+    assert sorted(p.name for p in path.parent.iterdir()) == ["ens.res"]
+    back = EnsembleResult.load(path)
+    assert_same_ensemble(back, ens)
     assert list(back.status) == list(ens.status) and back.reasons == ens.reasons
+
+
+def test_damaged_ensemble_files_give_one_error_naming_the_file(saved_ensemble, tmp_path):
+    ens, path = saved_ensemble
+    damaged = tmp_path / "damaged.npz"
+    errors = 0
+    cases = damaged_copies(path.read_bytes(), flips=100, cuts=30)
+    for case in cases:
+        damaged.write_bytes(case)
+        try:
+            back = EnsembleResult.load(damaged)
+        except rm.ResultFileError as err:
+            assert str(err).startswith(f"{damaged}: ") and "allow_pickle" not in str(err), err
+            errors += 1
+        else:
+            assert_same_ensemble(back, ens)  # a flip in a part that carries no data (a timestamp, a comment)
+    assert errors > 0.8 * len(cases)
+
+
+def test_inconsistent_ensemble_files_are_refused_naming_the_entry(saved_ensemble, tmp_path):
+    ens, path = saved_ensemble
+    with np.load(path) as data:
+        arrays = dict(data)
+    nan_tail = arrays["q"].copy()
+    nan_tail[1, -1, 0] = 0.0  # a value after the failed member's last sample
+    finite = arrays["q"].copy()
+    finite[0, 3, 1] = np.inf
+    event = arrays["event"].copy()
+    event[0, 0] = 0.2  # a time without the state of an event
+    edits = [
+        ({"status_codes": np.array([0, -8, 0])}, "'status_codes' (member statuses) holds negative counts"),
+        ({"nsamples": np.array([51, 3, 50])}, "'nsamples': member 2 (finished) has 50 samples of 51"),
+        ({"nsamples": np.array([51, 60, 51])}, "'nsamples': member 1 (failed) has 60 samples of 51"),
+        ({"nsamples": np.array([51, 2, 51])}, "'q': member 1 must hold finite values in its 2 samples and NaN"),
+        ({"t_stop": np.array([0.5, 0.02, 0.4])}, "member 2 (finished) stopped at t = 0.4 s, expected the end"),
+        ({"t_stop": np.array([0.5, 7.0, 0.5])}, "member 1 (failed) stopped at t = 7 s, expected a time within"),
+        ({"reasons": np.array(["", "", ""])}, "'reasons': member 1 (failed) has reason ''"),
+        ({"q": nan_tail}, "'q': member 1 must hold finite values"),
+        ({"q": finite}, "'q': member 0 must hold finite values"),
+        ({"event": event}, "'event': member 0's event must be all NaN"),
+        ({"t": arrays["t"][::-1].copy()}, "'t' must be a non-empty, non-decreasing"),
+        ({"qd": arrays["qd"][:, :-1]}, "'qd' has shape"),
+        ({"work": arrays["work"][..., :1]}, "'work' has shape"),
+        ({"stats": arrays["stats"].astype(float)}, "'stats' has dtype float64"),
+        ({"version": np.array(2)}, "version 2, this library reads version 1"),
+        ({"format": np.array("recursive_mbd.SimulationResult")}, "a file of SimulationResult, read it with "
+                                                                 "SimulationResult.load"),
+    ]
+    for edit, words in edits:
+        np.savez(tmp_path / "edited.npz", **dict(arrays, **edit))
+        with pytest.raises(rm.ResultFileError, match=f"edited.npz: .*{re.escape(words)}"):
+            EnsembleResult.load(tmp_path / "edited.npz")
+    np.savez(tmp_path / "lost.npz", **{k: v for k, v in arrays.items() if k != "reasons"})
+    with pytest.raises(rm.ResultFileError, match="lost.npz: entry 'reasons' is missing"):
+        EnsembleResult.load(tmp_path / "lost.npz")
+    np.savez(tmp_path / "other.npz", x=np.zeros(2))
+    with pytest.raises(rm.ResultFileError, match="other.npz: not a result file of EnsembleResult.save"):
+        EnsembleResult.load(tmp_path / "other.npz")
 
 
 def test_to_xarray_names_the_dimensions():

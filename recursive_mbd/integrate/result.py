@@ -171,6 +171,9 @@ class SimulationResult:
     newton_iterations, newton_factorizations : int
         Methods "generalized_alpha" and "bdf" only: Newton iterations and factorisations of the Newton matrix, in
         total.
+    newton_contraction, newton_contraction_max : float
+        Method "generalized_alpha" on a Model3D only: the measured contraction factor of its Newton iterations
+        (geometric mean and largest ratio of successive corrections).
     order_limited_at : float or None
         Method "bdf" only: the time [s] at which the stability limit detection capped the order at 2 (None: never).
     """
