@@ -328,6 +328,8 @@ def test_inconsistent_ensemble_files_are_refused_naming_the_entry(saved_ensemble
     np.savez(tmp_path / "other.npz", x=np.zeros(2))
     with pytest.raises(rm.ResultFileError, match="other.npz: not a result file of EnsembleResult.save"):
         EnsembleResult.load(tmp_path / "other.npz")
+    with pytest.raises(rm.ResultFileError, match="a file of EnsembleResult, read it with EnsembleResult.load"):
+        rm.SimulationResult.load(path)
 
 
 def test_to_xarray_names_the_dimensions():

@@ -57,7 +57,7 @@ from ..dynamics.calls import as_vector
 from ..errors import ModelError, StateError
 from ..model.workspace import raise_status, workspace
 from .method_names import FIXED_STEP
-from .result import ResultArchive, read_npz, write_npz
+from .result import ENSEMBLE_FORMAT, ResultArchive, read_npz, write_npz
 from .runs import _compiled_tau_adapter, _Inputs, build_system, fixed_step_count, positive
 from .tableaus import DOPRI5, RK4, TABLEAUS
 
@@ -82,8 +82,7 @@ PARAMETERS = {
 STATUS_NAMES = {L.STATUS_OK: "finished", L.STATUS_EVENT: "event", L.STATUS_INTERRUPTED: "interrupted",
                 L.STATUS_TIME_LIMIT: "time_limit"}
 _WAIT_INTERVAL = 0.05  # [s] how often the waiting thread checks the wall-clock limit
-_ENSEMBLE_FORMAT = "recursive_mbd.EnsembleResult"  # the marker of files EnsembleResult.save writes
-_ENSEMBLE_VERSION = 1
+_ENSEMBLE_VERSION = 1  # of the files EnsembleResult.save writes
 
 
 # ---- kernels --------------------------------------------------------------------------------------------------------
@@ -362,7 +361,7 @@ class EnsembleResult:
         added), beside the target first and then renamed onto it (an interrupted save leaves no truncated file).
         ``EnsembleResult.load`` reads it back."""
         write_npz(path, {
-            "format": np.array(_ENSEMBLE_FORMAT), "version": np.array(_ENSEMBLE_VERSION, dtype=np.int64),
+            "format": np.array(ENSEMBLE_FORMAT), "version": np.array(_ENSEMBLE_VERSION, dtype=np.int64),
             "t": self.t, "q": self.q, "qd": self.qd,
             "work": np.stack((self.dissipated_work, self.applied_work), axis=-1), "status_codes": self.status_codes,
             "t_stop": self.t_stop, "nsamples": self.nsamples,
@@ -381,7 +380,7 @@ class EnsembleResult:
         path = os.fspath(path)
         archive = ResultArchive(path, read_npz(path, "EnsembleResult.save"))
         fail, entry = archive.fail, archive.entry
-        archive.check_format(_ENSEMBLE_FORMAT, (_ENSEMBLE_VERSION,), "EnsembleResult.save")
+        archive.check_format(ENSEMBLE_FORMAT, (_ENSEMBLE_VERSION,), "EnsembleResult.save")
         t = archive.times()
         nt = t.size
         q = entry("q", "f", 3, (None, nt, None), finite=False)

@@ -28,8 +28,9 @@ _NEWTON_STATISTICS = {"newton_iterations": "i", "newton_factorizations": "i", "n
                       "newton_contraction_max": "f"}
 # how far from unit norm a stored quaternion may be: the results hold normalised quaternions (round-off apart)
 _QUATERNION_NORM_TOL = 1e-12
+ENSEMBLE_FORMAT = "recursive_mbd.EnsembleResult"  # the marker of files EnsembleResult.save writes
 # the format markers of the result files of this library, and the reader of each
-_FORMAT_READERS = {_RESULT_FORMAT: "SimulationResult.load", "recursive_mbd.EnsembleResult": "EnsembleResult.load"}
+_FORMAT_READERS = {_RESULT_FORMAT: "SimulationResult.load", ENSEMBLE_FORMAT: "EnsembleResult.load"}
 
 
 def read_npz(path, writer="`rmbd run`"):
