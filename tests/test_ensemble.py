@@ -103,7 +103,7 @@ _arm_flips.terminal = True
 _arm_flips.direction = -1.0
 
 
-def test_terminal_compiled_event_ends_each_member_where_simulate_does():
+def test_terminal_compiled_event_ends_each_member_where_simulate_does(tmp_path):
     model = double_pendulum()
     Q0 = np.array([[2.8, 0.3], [0.2, 0.1], [-2.9, 2.0]])
     QD0 = np.array([[3.0, 0.0], [0.0, 0.0], [-2.0, 1.0]])
@@ -121,6 +121,7 @@ def test_terminal_compiled_event_ends_each_member_where_simulate_does():
             assert ens.status[m] == "finished" and np.isnan(ens.t_event[m])
             assert np.array_equal(ens.q[m], ref.q)
     assert set(ens.status) == {"event", "finished"}
+    _reloaded(ens, tmp_path)
 
 
 def test_a_member_that_blows_up_keeps_its_samples_and_leaves_the_others_alone():
@@ -147,7 +148,7 @@ def _tau_fails_past_one_radian(t, q, qd):
     return tau
 
 
-def test_compiled_tau_returning_nan_stops_its_member_where_simulate_does():
+def test_compiled_tau_returning_nan_stops_its_member_where_simulate_does(tmp_path):
     model = double_pendulum()
     Q0 = np.array([[0.2, 0.0], [0.9, 0.0], [-0.3, 0.1]])
     QD0 = np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 0.0]])  # member 1 swings past 1 rad; the others stay below
@@ -155,6 +156,7 @@ def test_compiled_tau_returning_nan_stops_its_member_where_simulate_does():
         ens = rm.simulate_many(model, Q0, QD0, 1.0, method, tau=_tau_fails_past_one_radian, **options)
         assert list(ens.status) == ["finished", "failed", "finished"], method
         assert "_tau_fails_past_one_radian" in ens.reasons[1] and "non-finite" in ens.reasons[1]
+        _reloaded(ens, tmp_path)
         with pytest.raises(rm.SimulationError, match="returned a non-finite value") as info:
             rm.simulate(model, Q0[1], QD0[1], 1.0, method, tau=_tau_fails_past_one_radian, **options)
         ref = info.value.result
@@ -166,6 +168,14 @@ def test_compiled_tau_returning_nan_stops_its_member_where_simulate_does():
                                                         tau=_tau_fails_past_one_radian, **options).q)
 
 
+def _reloaded(ens, tmp_path):
+    """``ens`` saved and loaded back: every field equal (the checks of load accept what runs produce)."""
+    ens.save(tmp_path / "ens.npz")
+    back = EnsembleResult.load(tmp_path / "ens.npz")
+    assert_same_ensemble(back, ens)
+    return back
+
+
 def _check_stopped(ens, status, t_end):
     """Every member stopped early with ``status``, its samples so far finite and NaN after them."""
     assert set(ens.status) == {status}
@@ -174,18 +184,19 @@ def _check_stopped(ens, status, t_end):
         assert np.all(np.isfinite(ens.q[m, :ens.nsamples[m]])) and np.all(np.isnan(ens.q[m, ens.nsamples[m]:]))
 
 
-def test_max_wall_time_stops_running_members_with_their_samples():
+def test_max_wall_time_stops_running_members_with_their_samples(tmp_path):
     Q0, QD0 = _starts(3, 8)
     started = time.perf_counter()
     ens = rm.simulate_many(double_pendulum(), Q0, QD0, 1e4, "rk4", dt=1e-3, every=100_000, max_wall_time=0.2)
     assert time.perf_counter() - started < 5.0  # unlimited: about 40 s per member
     _check_stopped(ens, "time_limit", 1e4)
+    _reloaded(ens, tmp_path)
     assert all("max_wall_time = 0.2 s" in reason for reason in ens.reasons)
     with pytest.raises(ValueError, match="max_wall_time"):
         rm.simulate_many(double_pendulum(), Q0, QD0, 1.0, max_wall_time=0.0)
 
 
-def test_ctrl_c_stops_the_members_and_raises_with_their_samples():
+def test_ctrl_c_stops_the_members_and_raises_with_their_samples(tmp_path):
     Q0, QD0 = _starts(3, 9)
     model = double_pendulum()
     rm.simulate_many(model, Q0, QD0, 0.01, rtol=1e-13)  # compiled before the clock starts
@@ -199,6 +210,7 @@ def test_ctrl_c_stops_the_members_and_raises_with_their_samples():
         timer.cancel()
     assert time.perf_counter() - started < 5.0
     _check_stopped(info.value.result, "interrupted", 1e4)
+    _reloaded(info.value.result, tmp_path)
 
 
 def test_numba_experimental_feature_warning_of_a_first_compilation_stays_out_of_the_output():
