@@ -13,6 +13,7 @@ directory, a FIFO or an unwritable place), writes exactly the path it prints, an
 """
 
 import argparse
+import contextlib
 import csv
 import importlib
 import io as std_io
@@ -26,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from .errors import ModelError, SimulationError, StateError
+from .errors import ModelError, ResultFileError, SimulationError, StateError
 from .files import io
 from .model import chains
 from .model import joints as rm_joints
@@ -36,6 +37,7 @@ from .model import joints as rm_joints
 
 MESSAGE_LIMIT = 400  # characters of an error message: a message is a line, never an echoed array
 FIRST_COMPILE_SECONDS = 90  # the main job, 2-core machine: 88 s of CPU time measured with an empty cache
+WARM_UP_STEPS = 100  # the most steps of the run that compiles the kernels before a timed run (any t_end)
 
 
 class InputError(ValueError):
@@ -162,6 +164,13 @@ def _check_output(path, force, what="output"):
         raise InputError(f"{path}: no such directory {str(folder)!r} for the {what}")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise InputError(f"{path}: cannot write in {str(folder)!r} (permission denied)")
+    # access() answers for the permissions only: root is granted /proc, a read-only or full file system passes
+    try:  # so create (and remove) a file there, as _write_npz will
+        handle, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as err:
+        raise InputError(f"{path}: cannot write in {str(folder)!r} ({err.strerror})") from None
+    os.close(handle)
+    os.unlink(probe)
 
 
 def _write_npz(path, arrays):
@@ -218,10 +227,22 @@ def _simulate_options(analysis, max_time):
     return options
 
 
+@contextlib.contextmanager
+def _naming(source):
+    """An input error of a computation on the file ``source`` (an analysis that fails, a state the model refuses)
+    says which file: exit code 1 promises a message naming the place. A ValueError from outside this package stays
+    what it is (a bug: exit code 2)."""
+    try:
+        yield
+    except (ValueError, SimulationError) as err:
+        promised = isinstance(err, (ModelError, StateError, ResultFileError, SimulationError))
+        if isinstance(err, InputError) or str(source) in str(err) or not (promised or _raised_by_this_package(err)):
+            raise
+        raise InputError(f"{source}: {err}") from err
+
+
 def _run(args, out):
     """rmbd run FILE: the analysis the file names; results to .npz (and CSV)."""
-    from .analysis.analyses import kinematic_analysis, modes, static_equilibrium  # noqa: PLC0415
-
     target = _result_path(args.file, args.output)
     _check_output(target, args.force)
     _check_output(_partial_path(target), args.force, "partial-result")
@@ -232,12 +253,21 @@ def _run(args, out):
     if args.progress:
         _require("tqdm", "--progress", "progress")
     spec = io.load(args.file)
-    model, analysis = spec.model, spec.analysis
+    analysis = spec.analysis
     if not analysis:
         raise InputError(f"{args.file}: no analysis to run: add an [analysis] table with its type (a deck: a TASK "
                          "line)")
     if Path(args.file).resolve() in (target.resolve(), Path(args.csv).resolve() if args.csv else None):
         raise InputError(f"{args.file}: the output would overwrite the model file")
+    with _naming(args.file):
+        _run_analysis(args, spec, target, out)
+
+
+def _run_analysis(args, spec, target, out):
+    """The analysis of a planar model file (a spatial one: ``_run_spatial``), its results written."""
+    from .analysis.analyses import kinematic_analysis, modes, static_equilibrium  # noqa: PLC0415
+
+    model, analysis = spec.model, spec.analysis
     kind = analysis["type"]
     if isinstance(model, io.Model3D):
         _run_spatial(args, spec, target, out)
@@ -296,11 +326,17 @@ def _run_dynamics(args, spec, base, target, out):
     start = time.perf_counter()
     warm_options = {k: v for k, v in options.items() if k != "max_wall_time"}
     warm_end = min(t_end, 2 * analysis["dt"]) if fixed else min(t_end, 1e-6 * max(t_end, 1.0))
-    try:  # compile (or load from the cache) outside the timed run
+    try:  # compile (or load from the cache) outside the timed run: a few steps, whatever t_end
         simulate(model, spec.q0, spec.qd0, warm_end, method=method, drivers=spec.drivers or None,
-                 progress=False, **warm_options)
-        ready = time.perf_counter() - start
-        start = time.perf_counter()
+                 progress=False, max_steps=WARM_UP_STEPS, **warm_options)
+    except SimulationError:
+        pass  # the kernels are ready all the same; the run itself reports its own failure, time and samples
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt("interrupted while the kernels were being prepared, before the run: no samples "
+                                "to save") from None
+    ready = time.perf_counter() - start
+    start = time.perf_counter()
+    try:
         res = simulate(model, spec.q0, spec.qd0, t_end, method=method, drivers=spec.drivers or None,
                        t_eval=t_eval, progress=args.progress, every=every, **options)
     except (SimulationError, KeyboardInterrupt) as err:
@@ -504,12 +540,9 @@ def _load_result(path):
     if not path.is_file() or path.suffix.lower() != ".npz" or magic not in (b"PK\x03\x04", b"PK\x05\x06"):
         what = "no such file" if not path.exists() else "not a result file"
         raise io.FileFormatError(f"{path}: {what} (expected the .npz that `rmbd run` writes)")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return {key: data[key] for key in data.files}
-    except (OSError, ValueError) as err:
-        raise io.FileFormatError(f"{path}: not a readable result file ({_short(err, 120)}; expected the .npz "
-                                 "that `rmbd run` writes)") from None
+    from .integrate.result import read_npz  # noqa: PLC0415  (numba: only for the commands that read results)
+
+    return read_npz(path)  # a damaged archive (zip, header, CRC) is a ResultFileError naming the file
 
 
 def _result_model(args, data, out):
@@ -542,9 +575,11 @@ def _plot(args, out):
     if isinstance(model, io.Model3D) or "dimension" in data:
         if model is None:
             raise io.FileFormatError(f"{args.result}: a spatial result needs its model to be drawn (give --model)")
-        fig = plot.spatial_overview(data, model)
+        with _naming(args.result):
+            fig = plot.spatial_overview(data, model)
     else:
-        fig = plot.overview(data, model, pyplot=False)
+        with _naming(args.result):
+            fig = plot.overview(data, model, pyplot=False)
     target = _result_path(args.result, args.output, ".png")
     fig.savefig(target, dpi=args.dpi)
     print(f"wrote {target}", file=out)
@@ -568,7 +603,8 @@ def _animate(args, out):
                                  f"{spec.model.nq}")
     from . import plot  # noqa: PLC0415
 
-    plot.animate(spec.model, data["t"], data["q"], args.output, fps=args.fps, frames=args.frames)
+    with _naming(args.file):
+        plot.animate(spec.model, data["t"], data["q"], args.output, fps=args.fps, frames=args.frames)
     print(f"wrote {args.output}", file=out)
 
 
@@ -664,7 +700,7 @@ def main(argv=None, out=None):
     except KeyboardInterrupt as err:
         print(f"rmbd: {_short(err) or 'interrupted'}", file=sys.stderr)
         return 130
-    except (ModelError, StateError, SimulationError, InputError, OSError) as err:
+    except (ModelError, StateError, ResultFileError, SimulationError, InputError, OSError) as err:
         print(f"rmbd: error: {_short(err)}", file=sys.stderr)
         return 1
     except ImportError as err:  # an optional package missing where _require did not look first

@@ -57,6 +57,19 @@ def fuzzed(data, text, values):
     return "\n".join(lines)
 
 
+def damaged_copies(raw, seed=12, flips=300, cuts=60):
+    """Damaged copies of a file's bytes ``raw``: truncations at random lengths, and single bits flipped at random
+    positions and every 97th byte (for the tests that a damaged result file gives one clear error)."""
+    rng = np.random.default_rng(seed)
+    positions = np.unique(np.concatenate((rng.integers(0, len(raw), flips), np.arange(0, len(raw), 97))))
+    cases = [raw[:cut] for cut in np.unique(rng.integers(0, len(raw), cuts))]
+    for pos in positions:
+        flipped = bytearray(raw)
+        flipped[pos] ^= 1 << int(rng.integers(0, 8))
+        cases.append(bytes(flipped))
+    return cases
+
+
 def three_parallel_cranks():
     """Three equal parallel cranks joined by one coupler (4 loop equations of rank 3), with a state on the
     constraints: (model, q, qd)."""

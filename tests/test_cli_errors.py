@@ -3,13 +3,14 @@
 import contextlib
 import io as std_io
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from _helpers import ARM_AND_SLIDER_TABLES
+from _helpers import ARM_AND_SLIDER_TABLES, damaged_copies
 
 import recursive_mbd as rm
 from recursive_mbd import cli
@@ -122,6 +123,7 @@ def test_a_missing_required_key_exits_1_naming_file_and_entry(text, line, entry,
     ('stabilization = "magic"', "analysis.stabilization", "expected one of"),
     ('method = "scipy:Radau"\nstabilization = "projection"', "analysis.stabilization", "numba integrators"),
     ("samples = 2.5", "analysis.samples", "integer"),
+    ("samples = 1000000000", "analysis.samples", "1,000,000,000 output times, more than 10,000,000"),
 ])
 def test_analysis_options_are_checked_when_the_file_is_loaded(analysis, entry, words, tmp_path):
     path = tmp_path / "model.toml"
@@ -376,3 +378,97 @@ def test_the_main_job_prints_the_first_run_line_and_reports_compile_time_apart(m
     lines = out.getvalue().splitlines()
     assert lines[1].startswith("compiling kernels: first run only, about ")
     assert sum("kernels ready in" in line and "not in the timing" in line for line in lines) == 2
+
+
+def test_too_many_output_times_are_refused_in_spatial_files_and_decks(tmp_path):
+    """samples = 1e9 in a spatial file (its arrays exhausted memory: MemoryError, exit code 2), and a deck whose
+    TASK step asks for as many: exit code 1 naming the file and the entry, before anything is computed."""
+    spatial = tmp_path / "top.toml"
+    spatial.write_text((MODELS / "spatial" / "heavy_top.toml").read_text()
+                       + '\n[analysis]\ntype = "dynamics"\nt_end = 1.0\nsamples = 1000000000\n')
+    deck = tmp_path / "pendulum.deck"
+    deck.write_text((MODELS / "seed002_double_pendulum.deck").read_text().replace("TASK, D, 1, 0, 0.0, 1.0, 0.05",
+                                                                                   "TASK, D, 1, 0, 0.0, 1.0, 1e-12"))
+    for path, words in ((spatial, "analysis.samples: 1,000,000,000 output times, more than 10,000,000"),
+                        (deck, "TASK: (t_end - t0) / dt gives 1,000,000,000,001 output times")):
+        with pytest.raises(rm.io.FileFormatError, match=re.escape(words)):
+            rm.io.load(path)
+        code, _, err = rmbd(["run", path, "-o", tmp_path / "out.npz"])
+        assert code == 1 and one_line_error(err) and str(path) in err and words in err, err
+
+
+def test_plot_of_a_damaged_result_exits_1_naming_it(tmp_path):
+    result = tmp_path / "r.npz"
+    np.savez(result, kind=np.array("dynamics"), t=np.linspace(0, 1, 5), q=np.zeros((5, 2)), qd=np.zeros((5, 2)))
+    damaged = tmp_path / "damaged.npz"
+    codes = []
+    for case in damaged_copies(result.read_bytes(), flips=40, cuts=10):
+        damaged.write_bytes(case)
+        code, _, err = rmbd(["plot", damaged, "-o", tmp_path / "d.png"])
+        assert code == 0 or (code == 1 and one_line_error(err) and str(damaged) in err), err
+        codes.append(code)
+    assert codes.count(1) > 0.8 * len(codes)
+
+
+def test_computations_that_fail_name_the_model_file(tmp_path):
+    """An analysis that fails on a file's data (a start off the loops, drivers that open a loop, more modes
+    than the loops allow) exits 1 with a message that names the file."""
+    governor = (MODELS / "spatial" / "governor.toml").read_text()
+    rssr = (MODELS / "spatial" / "rssr.toml").read_text()
+    driven = TREE.replace("[initial]", DRIVER.replace('"arm"', '"slider"') + "[initial]")
+    cases = [
+        (TREE.replace("q = [0.0, 0.1]", "q = [0.0, 0.9]"), "q0 does not close the loops"),
+        (driven.replace('type = "dynamics"', 'type = "kinematics"'), "kinematic analysis at t = 0"),
+        (rssr.replace("amplitude = 0.2", "amplitude = 20.0"), "loop 'coupler' (index 0) stays open"),
+        (governor.replace('type = "dynamics"\nt_end = 2.0\nsamples = 201\nrtol = 1e-10\natol = 1e-12',
+                          'type = "modes"'), "k must be between 1 and 3"),
+    ]
+    for i, (text, words) in enumerate(cases):
+        path = tmp_path / f"model{i}.toml"
+        path.write_text(text)
+        code, _, err = rmbd(["run", path, "-o", tmp_path / f"out{i}.npz"])
+        assert code == 1 and one_line_error(err) and err.startswith(f"rmbd: error: {path}: ") and words in err, err
+
+
+def test_a_warm_up_that_fails_is_not_reported_as_the_run(tmp_path, monkeypatch):
+    """The short run that prepares the kernels may fail (a huge t_end: its span, a millionth of it, takes more than
+    its steps): the run itself runs and is reported; a Ctrl-C during the warm-up saves no warm-up samples."""
+    path, finished = tree_file_and_run(tmp_path, 0.01)
+    calls = []
+
+    def warm_up_fails(model, q0, qd0, t_end, **options):
+        calls.append(options)
+        if len(calls) == 1:
+            raise rm.SimulationError("more than max_steps steps", 1e-4, finished)
+        return finished
+
+    monkeypatch.setattr(integrate, "simulate", warm_up_fails)
+    code, out, err = rmbd(["run", path, "-o", tmp_path / "out.npz"])
+    assert code == 0 and f"wrote {(tmp_path / 'out.npz').resolve()}" in out, err
+    assert calls[0]["max_steps"] == cli.WARM_UP_STEPS and "max_steps" not in calls[1]
+    with np.load(tmp_path / "out.npz") as data:
+        assert str(data["status"]) == "finished" and np.array_equal(data["q"], finished.q)
+
+    def interrupted(model, q0, qd0, t_end, **options):
+        error = KeyboardInterrupt()
+        error.result = finished
+        raise error
+
+    monkeypatch.setattr(integrate, "simulate", interrupted)
+    code, _, err = rmbd(["run", path, "-o", tmp_path / "other.npz"])
+    assert code == 130 and "before the run" in err, err
+    assert not (tmp_path / "other.partial.npz").exists() and not (tmp_path / "other.npz").exists()
+
+
+def test_run_probes_the_output_folder_before_computing(tmp_path, monkeypatch):
+    """A folder where no file can be created although access() allows it (root in /proc): refused up front."""
+    path = tmp_path / "model.toml"
+    path.write_text(TREE)
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("simulate ran although the output cannot be written")
+
+    monkeypatch.setattr(integrate, "simulate", must_not_run)
+    monkeypatch.setattr(os, "access", lambda *args, **kwargs: True)  # what root is told about /proc
+    code, _, err = rmbd(["run", path, "-o", "/proc/x.npz"])
+    assert code == 1 and one_line_error(err) and "/proc/x.npz: cannot write in '/proc'" in err, err

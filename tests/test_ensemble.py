@@ -1,6 +1,7 @@
 """rm.simulate_many: every member equals rm.simulate of the same member; failures stay with their member."""
 
 import _thread
+import re
 import threading
 import time
 import warnings
@@ -8,6 +9,7 @@ import warnings
 import numba
 import numpy as np
 import pytest
+from _helpers import damaged_copies
 from numba.core.errors import NumbaExperimentalFeatureWarning
 
 import recursive_mbd as rm
@@ -101,7 +103,7 @@ _arm_flips.terminal = True
 _arm_flips.direction = -1.0
 
 
-def test_terminal_compiled_event_ends_each_member_where_simulate_does():
+def test_terminal_compiled_event_ends_each_member_where_simulate_does(tmp_path):
     model = double_pendulum()
     Q0 = np.array([[2.8, 0.3], [0.2, 0.1], [-2.9, 2.0]])
     QD0 = np.array([[3.0, 0.0], [0.0, 0.0], [-2.0, 1.0]])
@@ -119,6 +121,7 @@ def test_terminal_compiled_event_ends_each_member_where_simulate_does():
             assert ens.status[m] == "finished" and np.isnan(ens.t_event[m])
             assert np.array_equal(ens.q[m], ref.q)
     assert set(ens.status) == {"event", "finished"}
+    _reloaded(ens, tmp_path)
 
 
 def test_a_member_that_blows_up_keeps_its_samples_and_leaves_the_others_alone():
@@ -145,7 +148,7 @@ def _tau_fails_past_one_radian(t, q, qd):
     return tau
 
 
-def test_compiled_tau_returning_nan_stops_its_member_where_simulate_does():
+def test_compiled_tau_returning_nan_stops_its_member_where_simulate_does(tmp_path):
     model = double_pendulum()
     Q0 = np.array([[0.2, 0.0], [0.9, 0.0], [-0.3, 0.1]])
     QD0 = np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 0.0]])  # member 1 swings past 1 rad; the others stay below
@@ -153,6 +156,7 @@ def test_compiled_tau_returning_nan_stops_its_member_where_simulate_does():
         ens = rm.simulate_many(model, Q0, QD0, 1.0, method, tau=_tau_fails_past_one_radian, **options)
         assert list(ens.status) == ["finished", "failed", "finished"], method
         assert "_tau_fails_past_one_radian" in ens.reasons[1] and "non-finite" in ens.reasons[1]
+        _reloaded(ens, tmp_path)
         with pytest.raises(rm.SimulationError, match="returned a non-finite value") as info:
             rm.simulate(model, Q0[1], QD0[1], 1.0, method, tau=_tau_fails_past_one_radian, **options)
         ref = info.value.result
@@ -164,6 +168,14 @@ def test_compiled_tau_returning_nan_stops_its_member_where_simulate_does():
                                                         tau=_tau_fails_past_one_radian, **options).q)
 
 
+def _reloaded(ens, tmp_path):
+    """``ens`` saved and loaded back: every field equal (the checks of load accept what runs produce)."""
+    ens.save(tmp_path / "ens.npz")
+    back = EnsembleResult.load(tmp_path / "ens.npz")
+    assert_same_ensemble(back, ens)
+    return back
+
+
 def _check_stopped(ens, status, t_end):
     """Every member stopped early with ``status``, its samples so far finite and NaN after them."""
     assert set(ens.status) == {status}
@@ -172,18 +184,19 @@ def _check_stopped(ens, status, t_end):
         assert np.all(np.isfinite(ens.q[m, :ens.nsamples[m]])) and np.all(np.isnan(ens.q[m, ens.nsamples[m]:]))
 
 
-def test_max_wall_time_stops_running_members_with_their_samples():
+def test_max_wall_time_stops_running_members_with_their_samples(tmp_path):
     Q0, QD0 = _starts(3, 8)
     started = time.perf_counter()
     ens = rm.simulate_many(double_pendulum(), Q0, QD0, 1e4, "rk4", dt=1e-3, every=100_000, max_wall_time=0.2)
     assert time.perf_counter() - started < 5.0  # unlimited: about 40 s per member
     _check_stopped(ens, "time_limit", 1e4)
+    _reloaded(ens, tmp_path)
     assert all("max_wall_time = 0.2 s" in reason for reason in ens.reasons)
     with pytest.raises(ValueError, match="max_wall_time"):
         rm.simulate_many(double_pendulum(), Q0, QD0, 1.0, max_wall_time=0.0)
 
 
-def test_ctrl_c_stops_the_members_and_raises_with_their_samples():
+def test_ctrl_c_stops_the_members_and_raises_with_their_samples(tmp_path):
     Q0, QD0 = _starts(3, 9)
     model = double_pendulum()
     rm.simulate_many(model, Q0, QD0, 0.01, rtol=1e-13)  # compiled before the clock starts
@@ -197,6 +210,7 @@ def test_ctrl_c_stops_the_members_and_raises_with_their_samples():
         timer.cancel()
     assert time.perf_counter() - started < 5.0
     _check_stopped(info.value.result, "interrupted", 1e4)
+    _reloaded(info.value.result, tmp_path)
 
 
 def test_numba_experimental_feature_warning_of_a_first_compilation_stays_out_of_the_output():
@@ -238,15 +252,96 @@ def test_bad_input_names_member_and_argument_before_any_work():
         rm.simulate_many(model, Q0, QD0, 1.0, "rk4")
 
 
-def test_save_and_load_round_trip(tmp_path):
+@pytest.fixture(scope="module")
+def saved_ensemble(tmp_path_factory):
+    """An ensemble with a failed member (gravity 4e6 blows it up), saved to a name without the .npz suffix:
+    (result, path)."""
     Q0, QD0 = _starts(3, 6)
     gravities = np.array([[0.0, -9.81], [0.0, -4e6], [0.0, -9.81]])
     ens = rm.simulate_many(double_pendulum(), Q0, QD0, 0.5, "rk4", dt=0.01, params={"gravity": gravities})
-    ens.save(tmp_path / "ens.npz")
-    back = EnsembleResult.load(tmp_path / "ens.npz")
-    for name in ("t", "q", "qd", "applied_work", "t_stop", "nsamples", "nfev", "t_event"):
-        assert np.array_equal(getattr(back, name), getattr(ens, name), equal_nan=True), name
+    assert list(ens.status) == ["finished", "failed", "finished"]
+    path = tmp_path_factory.mktemp("ensemble") / "ens.res"
+    ens.save(path)
+    return ens, path
+
+
+def assert_same_ensemble(back, ens):
+    """Every attribute of ``ens`` (whatever is added later) is on ``back``, equal."""
+    assert set(vars(back)) == set(vars(ens))
+    for name, want in vars(ens).items():
+        got = getattr(back, name)
+        if isinstance(want, np.ndarray):
+            assert got.shape == want.shape and np.array_equal(got, want, equal_nan=want.dtype.kind == "f"), name
+        else:
+            assert got == want, name
+
+
+def test_save_writes_the_name_given_and_load_round_trips_every_field(saved_ensemble):
+    ens, path = saved_ensemble
+    assert sorted(p.name for p in path.parent.iterdir()) == ["ens.res"]
+    back = EnsembleResult.load(path)
+    assert_same_ensemble(back, ens)
     assert list(back.status) == list(ens.status) and back.reasons == ens.reasons
+
+
+def test_damaged_ensemble_files_give_one_error_naming_the_file(saved_ensemble, tmp_path):
+    ens, path = saved_ensemble
+    damaged = tmp_path / "damaged.npz"
+    errors = 0
+    cases = damaged_copies(path.read_bytes(), flips=100, cuts=30)
+    for case in cases:
+        damaged.write_bytes(case)
+        try:
+            back = EnsembleResult.load(damaged)
+        except rm.ResultFileError as err:
+            assert str(err).startswith(f"{damaged}: ") and "allow_pickle" not in str(err), err
+            errors += 1
+        else:
+            assert_same_ensemble(back, ens)  # a flip in a part that carries no data (a timestamp, a comment)
+    assert errors > 0.8 * len(cases)
+
+
+def test_inconsistent_ensemble_files_are_refused_naming_the_entry(saved_ensemble, tmp_path):
+    ens, path = saved_ensemble
+    with np.load(path) as data:
+        arrays = dict(data)
+    nan_tail = arrays["q"].copy()
+    nan_tail[1, -1, 0] = 0.0  # a value after the failed member's last sample
+    finite = arrays["q"].copy()
+    finite[0, 3, 1] = np.inf
+    event = arrays["event"].copy()
+    event[0, 0] = 0.2  # a time without the state of an event
+    edits = [
+        ({"status_codes": np.array([0, -8, 0])}, "'status_codes' (member statuses) holds negative counts"),
+        ({"nsamples": np.array([51, 3, 50])}, "'nsamples': member 2 (finished) has 50 samples of 51"),
+        ({"nsamples": np.array([51, 60, 51])}, "'nsamples': member 1 (failed) has 60 samples of 51"),
+        ({"nsamples": np.array([51, 2, 51])}, "'q': member 1 must hold finite values in its 2 samples and NaN"),
+        ({"t_stop": np.array([0.5, 0.02, 0.4])}, "member 2 (finished) stopped at t = 0.4 s, expected the end"),
+        ({"t_stop": np.array([0.5, 7.0, 0.5])}, "member 1 (failed) stopped at t = 7 s, expected a time within"),
+        ({"reasons": np.array(["", "", ""])}, "'reasons': member 1 (failed) has reason ''"),
+        ({"q": nan_tail}, "'q': member 1 must hold finite values"),
+        ({"q": finite}, "'q': member 0 must hold finite values"),
+        ({"event": event}, "'event': member 0's event must be all NaN"),
+        ({"t": arrays["t"][::-1].copy()}, "'t' must be a non-empty, non-decreasing"),
+        ({"qd": arrays["qd"][:, :-1]}, "'qd' has shape"),
+        ({"work": arrays["work"][..., :1]}, "'work' has shape"),
+        ({"stats": arrays["stats"].astype(float)}, "'stats' has dtype float64"),
+        ({"version": np.array(2)}, "version 2, this library reads version 1"),
+        ({"format": np.array("recursive_mbd.SimulationResult")}, "a file of SimulationResult, read it with "
+                                                                 "SimulationResult.load"),
+    ]
+    for edit, words in edits:
+        np.savez(tmp_path / "edited.npz", **dict(arrays, **edit))
+        with pytest.raises(rm.ResultFileError, match=f"edited.npz: .*{re.escape(words)}"):
+            EnsembleResult.load(tmp_path / "edited.npz")
+    np.savez(tmp_path / "lost.npz", **{k: v for k, v in arrays.items() if k != "reasons"})
+    with pytest.raises(rm.ResultFileError, match="lost.npz: entry 'reasons' is missing"):
+        EnsembleResult.load(tmp_path / "lost.npz")
+    np.savez(tmp_path / "other.npz", x=np.zeros(2))
+    with pytest.raises(rm.ResultFileError, match="other.npz: not a result file of EnsembleResult.save"):
+        EnsembleResult.load(tmp_path / "other.npz")
+    with pytest.raises(rm.ResultFileError, match="a file of EnsembleResult, read it with EnsembleResult.load"):
+        rm.SimulationResult.load(path)
 
 
 def test_to_xarray_names_the_dimensions():

@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 import pytest
+from _helpers import damaged_copies, spherical_pendulum_with_elements
 
 import recursive_mbd as rm
 from recursive_mbd import ResultFileError, SimulationError, SimulationResult
@@ -47,6 +48,46 @@ def assert_same(loaded, res):
             assert getattr(loaded, name, None) is None, name
         else:
             np.testing.assert_array_equal(getattr(loaded, name), getattr(res, name), err_msg=name)
+
+
+def assert_every_field_round_trips(loaded, res):
+    """Every public attribute a result has (whatever a method adds, so a field added later cannot be dropped by
+    save silently) is on the loaded result, equal; the model is the one given to load."""
+    fields = {name for name in vars(res) if not name.startswith("_")} - {"model"}
+    assert fields <= set(vars(loaded)), fields - set(vars(loaded))
+    for name in fields:
+        want, got = getattr(res, name), getattr(loaded, name)
+        if isinstance(want, list):
+            assert len(got) == len(want), name
+            for a, b in zip(got, want, strict=True):
+                assert a.shape == b.shape and np.array_equal(a, b), name
+        elif isinstance(want, np.ndarray):
+            assert got.shape == want.shape and np.array_equal(got, want, equal_nan=True), name
+        else:
+            assert type(got) is type(want) and got == want, name
+    return fields
+
+
+def test_every_field_of_every_method_round_trips(tmp_path, event_run):
+    """Runs whose methods add fields (bdf: Newton statistics and the order limit; generalized_alpha: Newton
+    statistics, on a spatial model also the contraction factors), a planar and a spatial one, with events."""
+    model, res = event_run
+    pendulum, q0, v0 = spherical_pendulum_with_elements()[:3]
+    runs = [(model, res), (model, rm.simulate(model, [0.4, -0.2], [0.0, 0.0], 0.3, method="bdf")),
+            (model, rm.simulate(model, [0.4, -0.2], [0.0, 0.0], 0.3, method="generalized_alpha", dt=0.01)),
+            (pendulum, rm.simulate(pendulum, q0, v0, 0.1, method="generalized_alpha", dt=0.01, events=falling))]
+    limited = rm.simulate(model, [0.4, -0.2], [0.0, 0.0], 0.3, method="bdf")
+    limited.order_limited_at = float(limited.t[3])  # a time, as bdf's stability limit detection records it
+    runs.append((model, limited))
+    seen = set()
+    for i, (owner, run) in enumerate(runs):
+        run.save(tmp_path / f"run{i}.npz")
+        seen |= assert_every_field_round_trips(SimulationResult.load(tmp_path / f"run{i}.npz", owner), run)
+        assert_every_field_round_trips(SimulationResult.load(tmp_path / f"run{i}.npz"), run)  # no model: the same
+    assert {"newton_iterations", "newton_factorizations", "newton_contraction", "newton_contraction_max",
+            "order_limited_at", "multipliers", "t_events"} <= seen
+    assert SimulationResult.load(tmp_path / "run1.npz").order_limited_at is None
+    assert SimulationResult.load(tmp_path / "run4.npz").order_limited_at == limited.t[3]
 
 
 def test_every_field_of_a_run_with_events_round_trips(tmp_path, event_run):
@@ -159,16 +200,9 @@ def test_flipped_bytes_and_truncations_give_one_error_or_a_correct_load(tmp_path
     model, res = event_run
     path = tmp_path / "run.npz"
     res.save(path)
-    raw = path.read_bytes()
-    rng = np.random.default_rng(12)
-    positions = np.unique(np.concatenate((rng.integers(0, len(raw), 300), np.arange(0, len(raw), 97))))
     damaged = tmp_path / "damaged.npz"
     outcomes = {"error": 0, "correct": 0}
-    cases = [raw[:cut] for cut in np.unique(rng.integers(0, len(raw), 60))]
-    for pos in positions:
-        flipped = bytearray(raw)
-        flipped[pos] ^= 1 << int(rng.integers(0, 8))
-        cases.append(bytes(flipped))
+    cases = damaged_copies(path.read_bytes())
     for case in cases:
         damaged.write_bytes(case)
         try:
@@ -198,3 +232,69 @@ def test_a_save_that_fails_leaves_no_partial_file(tmp_path, event_run, monkeypat
     with pytest.raises(OSError, match="disk full"):
         res.save(tmp_path / "run.npz")
     assert list(tmp_path.iterdir()) == []
+
+
+def spatial_run():
+    """A short run of a spherical pendulum (its q holds a quaternion): (model, result)."""
+    model, q0, v0 = spherical_pendulum_with_elements()[:3]
+    return model, rm.simulate(model, q0, v0, 0.1, method="generalized_alpha", dt=0.01)
+
+
+def test_quaternions_that_are_not_unit_are_refused_naming_sample_and_body(tmp_path):
+    model, res = spatial_run()
+    res.save(tmp_path / "run.npz")
+    with np.load(tmp_path / "run.npz") as data:
+        arrays = dict(data)
+    assert arrays["quaternions"].tolist() == [[0, 0]]
+    edited = dict(arrays, q=arrays["q"].copy())
+    edited["q"][4, :4] *= 1.001
+    np.savez(tmp_path / "edited.npz", **edited)
+    for given in (model, None):  # the layout is stored: checked with the model and without
+        with pytest.raises(ResultFileError, match=r"edited.npz: entry 'q': sample 4 \(t = 0.04 s\): the quaternion "
+                           r"of body 'body0' \(q\[0:4\]\) has norm 1.001"):
+            SimulationResult.load(tmp_path / "edited.npz", given)
+    np.savez(tmp_path / "moved.npz", **dict(arrays, quaternions=np.zeros((0, 2), dtype=np.int64)))
+    with pytest.raises(ResultFileError, match="moved.npz: entry 'quaternions' does not match the model's"):
+        SimulationResult.load(tmp_path / "moved.npz", model)
+    np.savez(tmp_path / "outside.npz", **dict(arrays, quaternions=np.array([[0, 1]])))
+    with pytest.raises(ResultFileError, match="outside.npz: entry 'quaternions' names bodies or columns outside"):
+        SimulationResult.load(tmp_path / "outside.npz")
+    np.savez(tmp_path / "lost.npz", **{k: v for k, v in arrays.items() if k != "quaternions"})
+    with pytest.raises(ResultFileError, match="lost.npz: entry 'quaternions' is missing"):
+        SimulationResult.load(tmp_path / "lost.npz")
+    assert_every_field_round_trips(SimulationResult.load(tmp_path / "run.npz"), res)
+
+
+def test_inconsistent_statistics_are_refused_by_name(tmp_path, event_run):
+    model, res = event_run
+    res = rm.simulate(model, [0.4, -0.2], [0.0, 0.0], 0.3, method="bdf")
+    res.save(tmp_path / "run.npz")
+    with np.load(tmp_path / "run.npz") as data:
+        arrays = dict(data)
+    for name, value, words in (("newton_iterations", np.array(-3), "'newton_iterations' is -3"),
+                               ("newton_factorizations", np.array(2.5), "'newton_factorizations' has dtype"),
+                               ("order_limited_at", np.array([0.1, 0.2]), "'order_limited_at'"),
+                               ("order_limited_at", np.array([5.0]), "'order_limited_at'"),
+                               ("version", np.array(3), "version 3, this library reads version 2 \\(and 1\\)")):
+        np.savez(tmp_path / "bad.npz", **dict(arrays, **{name: value}))
+        with pytest.raises(ResultFileError, match=f"bad.npz: .*{words}"):
+            SimulationResult.load(tmp_path / "bad.npz", model)
+
+
+def test_files_of_the_first_version_are_read(tmp_path, event_run):
+    """A version 1 file (no Newton statistics, no quaternion layout) loads; with a spatial model its quaternions
+    are checked by the model's layout."""
+    model, res = event_run
+    res.save(tmp_path / "run.npz")
+    with np.load(tmp_path / "run.npz") as data:
+        arrays = {k: v for k, v in data.items() if k != "quaternions"}
+    np.savez(tmp_path / "v1.npz", **dict(arrays, version=np.array(1)))
+    assert_same(SimulationResult.load(tmp_path / "v1.npz", model), res)
+    pendulum, spatial = spatial_run()
+    spatial.save(tmp_path / "spatial.npz")
+    with np.load(tmp_path / "spatial.npz") as data:
+        arrays = {k: v for k, v in data.items() if k != "quaternions"}
+    arrays["q"] = arrays["q"] * 2.0
+    np.savez(tmp_path / "v1.npz", **dict(arrays, version=np.array(1)))
+    with pytest.raises(ResultFileError, match="v1.npz: entry 'q': sample 0 .* has norm 2"):
+        SimulationResult.load(tmp_path / "v1.npz", pendulum)

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..analysis.mechanism import Mechanism
 from ..errors import ModelError
-from .model_file import FileFormatError, ModelFile
+from .model_file import FileFormatError, ModelFile, too_many_samples
 
 _FIELDS = {"TITL": 1, "PRIN": 1, "TASK": 6, "BODY": 4, "POIN": 5, "PROP": 3, "GFOR": 4, "REST": 3, "RCON": 3,
            "FCON": 4, "ENDD": 0}
@@ -99,6 +99,9 @@ def loads_deck(text, source="<deck>"):
             kind = kinds[fields[0].upper()]
             analysis = {"type": kind}
             if kind in ("dynamics", "kinematics"):
+                samples = (t_end - t0) / dt + 1.0  # a float: a span of 1e308 / 1e-300 has no integer count
+                if too_many_samples(samples):
+                    fail(line, f"TASK: (t_end - t0) / dt gives {too_many_samples(samples)}: take a longer dt")
                 analysis.update(t_end=t_end - t0, samples=int(round((t_end - t0) / dt)) + 1)
             if kind == "dynamics":
                 analysis["method"] = "dopri5"

@@ -38,7 +38,8 @@ lists every default the file relied on. Text is UTF-8; any unicode name is allow
                        dynamics: t_end required; method (default "dopri5"; one of ``integrate.METHODS`` or
                        "scipy:NAME" with NAME one of scipy's solve_ivp methods); dt required for the fixed-step
                        methods ("rk4", "implicit_midpoint") and refused for the others; rtol, atol (adaptive methods
-                       only; defaults those of ``simulate``); samples (default 201: output times); stabilization
+                       only; defaults those of ``simulate``); samples (default 201: output times; at most
+                       10,000,000, ``model_file.MAX_SAMPLES``, here and for kinematics); stabilization
                        ("projection" | "baumgarte" | "none")
                        kinematics: t_end required; samples (default 101)
                        statics: nothing more; modes: count (default 5)
@@ -102,7 +103,7 @@ from ..integrate.method_names import FIXED_STEP, METHODS
 from ..model import chains, joints
 from ..model.planar import GROUND, Model
 from ..model.spatial import Model3D
-from .model_file import FileFormatError, ModelFile
+from .model_file import FileFormatError, ModelFile, too_many_samples
 
 try:
     import tomllib
@@ -668,6 +669,8 @@ def _analysis(reader, data):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 reader.fail(f"analysis.{key}", f"expected an integer >= 1, got {value!r}")
             out[key] = value
+    if "samples" in out and too_many_samples(out["samples"]):
+        reader.fail("analysis.samples", f"{too_many_samples(out['samples'])}: ask for fewer")
     if kind in ("dynamics", "kinematics") and "t_end" not in out:
         reader.fail("analysis.t_end", f"missing; a {kind} analysis needs its end time [s] (a number > 0)")
     if kind in _DEFAULT_SAMPLES and "samples" not in out:

@@ -1,4 +1,5 @@
-"""What a model file describes (``ModelFile``) and the error of one that cannot be read (``FileFormatError``).
+"""What a model file describes (``ModelFile``), the error of one that cannot be read (``FileFormatError``) and the
+most output times a file may ask for (``MAX_SAMPLES``).
 
 Below both readers: ``io`` (TOML files; its ``load`` dispatches to the deck reader) and ``deck`` (seed-002 decks)
 build ModelFiles, so that neither imports the other for them.
@@ -10,6 +11,16 @@ import numpy as np
 
 from ..errors import ModelError
 from ..model.planar import Model
+
+MAX_SAMPLES = 10_000_000  # output times a file may ask for: 80 MB of times alone, more than any plot shows
+
+
+def too_many_samples(samples):
+    """Why a file's count of output times is refused (more than ``MAX_SAMPLES``: their arrays would exhaust
+    memory before the run starts), or None."""
+    if samples <= MAX_SAMPLES:
+        return None
+    return f"{samples:,.0f} output times, more than {MAX_SAMPLES:,} (each one a sample of the whole state)"
 
 
 class FileFormatError(ModelError):

@@ -39,6 +39,7 @@ or tau functions written in Python (they need the GIL); a numba-compiled ``tau(t
 """
 
 import math
+import os
 import threading
 import time
 import warnings
@@ -57,6 +58,7 @@ from ..errors import ModelError, StateError
 from ..model.statuses import raise_status
 from ..model.workspace import workspace
 from .method_names import FIXED_STEP
+from .result import ENSEMBLE_FORMAT, ResultArchive, read_npz, write_npz
 from .runs import _compiled_tau_adapter, _Inputs, build_system, fixed_step_count, positive
 from .tableaus import DOPRI5, RK4, TABLEAUS
 
@@ -81,6 +83,7 @@ PARAMETERS = {
 STATUS_NAMES = {L.STATUS_OK: "finished", L.STATUS_EVENT: "event", L.STATUS_INTERRUPTED: "interrupted",
                 L.STATUS_TIME_LIMIT: "time_limit"}
 _WAIT_INTERVAL = 0.05  # [s] how often the waiting thread checks the wall-clock limit
+_ENSEMBLE_VERSION = 1  # of the files EnsembleResult.save writes
 
 
 # ---- kernels --------------------------------------------------------------------------------------------------------
@@ -355,20 +358,63 @@ class EnsembleResult:
         return np.flatnonzero(self.status == "failed")
 
     def save(self, path):
-        """Write everything to a .npz file (``EnsembleResult.load`` reads it back)."""
-        np.savez(path, t=self.t, q=self.q, qd=self.qd,
-                 work=np.stack((self.dissipated_work, self.applied_work), axis=-1), status_codes=self.status_codes,
-                 t_stop=self.t_stop, nsamples=self.nsamples,
-                 stats=np.column_stack((self.nfev, self.nsteps, self.nrejected)),
-                 event=np.column_stack((self.t_event, self.q_event, self.qd_event)), method=np.array(self.method),
-                 reasons=np.array(self.reasons))
+        """Write every field to ``path``, exactly that name (an .npz archive whatever the suffix; no suffix is
+        added), beside the target first and then renamed onto it (an interrupted save leaves no truncated file).
+        ``EnsembleResult.load`` reads it back."""
+        write_npz(path, {
+            "format": np.array(ENSEMBLE_FORMAT), "version": np.array(_ENSEMBLE_VERSION, dtype=np.int64),
+            "t": self.t, "q": self.q, "qd": self.qd,
+            "work": np.stack((self.dissipated_work, self.applied_work), axis=-1), "status_codes": self.status_codes,
+            "t_stop": self.t_stop, "nsamples": self.nsamples,
+            "stats": np.column_stack((self.nfev, self.nsteps, self.nrejected)).astype(np.int64).reshape(-1, 3),
+            "event": np.column_stack((self.t_event, self.q_event, self.qd_event)).reshape(self.q.shape[0], -1),
+            "method": np.array(self.method), "reasons": np.array(self.reasons, dtype=str)})
 
     @classmethod
     def load(cls, path):
-        """Read a result written by ``save``."""
-        with np.load(path, allow_pickle=False) as d:
-            return cls(d["t"], d["q"], d["qd"], d["work"], d["status_codes"], d["t_stop"], d["nsamples"], d["stats"],
-                       d["event"], str(d["method"]), [str(r) for r in d["reasons"]])
+        """Read a result written by ``save``.
+
+        Raises ResultFileError (a ValueError) naming the file and the entry when it is not an ensemble result
+        file, is corrupted or truncated, or its entries disagree (shapes, statuses, sample counts, times); OSError
+        when it cannot be opened.
+        """
+        path = os.fspath(path)
+        archive = ResultArchive(path, read_npz(path, "EnsembleResult.save"))
+        fail, entry = archive.fail, archive.entry
+        archive.check_format(ENSEMBLE_FORMAT, (_ENSEMBLE_VERSION,), "EnsembleResult.save")
+        t = archive.times()
+        nt = t.size
+        q = entry("q", "f", 3, (None, nt, None), finite=False)
+        k, nq = q.shape[0], q.shape[2]
+        qd = entry("qd", "f", 3, q.shape, finite=False)
+        work = entry("work", "f", 3, (k, nt, 2), finite=False)
+        codes = archive.counts("status_codes", (k,), "member statuses")
+        nsamples = archive.counts("nsamples", (k,), "samples per member")
+        stats = archive.counts("stats", (k, 3), "evaluations, steps, rejected steps")
+        t_stop = entry("t_stop", "f", 1, (k,))
+        event = entry("event", "f", 2, (k, 1 + 2 * nq), finite=False)
+        method = str(entry("method", "U", 0))
+        reasons = [str(r) for r in entry("reasons", "U", 1, (k,))]
+        result = cls(t, q, qd, work, codes, t_stop, nsamples, stats, event, method, reasons)
+        for m in range(k):
+            status, count = result.status[m], int(nsamples[m])
+            if count > nt or (status == "finished" and count != nt):
+                fail(f"entry 'nsamples': member {m} ({status}) has {count} samples of {nt}")
+            if not t[0] <= t_stop[m] <= t[-1] or (status == "finished" and t_stop[m] != t[-1]):
+                fail(f"entry 't_stop': member {m} ({status}) stopped at t = {t_stop[m]:.9g} s, expected "
+                     + (f"the end of the samples, {t[-1]:.9g} s" if status == "finished" else
+                        f"a time within the samples' {t[0]:.9g} .. {t[-1]:.9g} s"))
+            if (reasons[m] == "") != (status in ("finished", "event")):
+                fail(f"entry 'reasons': member {m} ({status}) has reason {reasons[m]!r}")
+            for name, values in (("q", q), ("qd", qd), ("work", work)):
+                if not (np.all(np.isfinite(values[m, :count])) and np.all(np.isnan(values[m, count:]))):
+                    fail(f"entry {name!r}: member {m} must hold finite values in its {count} samples and NaN "
+                         "after them")
+            row = event[m]
+            if not (np.all(np.isnan(row)) or (np.all(np.isfinite(row)) and t[0] <= row[0] <= t_stop[m])):
+                fail(f"entry 'event': member {m}'s event must be all NaN (none) or finite, at a time within "
+                     f"{t[0]:.9g} .. {t_stop[m]:.9g} s")
+        return result
 
     def to_xarray(self):
         """An ``xarray.Dataset`` with dimensions (member, time, coordinate) (needs the optional ``xarray``)."""

@@ -3,7 +3,8 @@
 ``_make_result`` builds it from a run's integrated samples (the formulation's state map, work terms and loop
 multipliers, ``sampled_multipliers``); ``SimulationResult`` holds the samples and evaluates the run's dynamics
 again at them (``evaluate_system``: the run's compiled system and inputs); ``save`` and ``load`` write and read its
-.npz file (``read_npz``: any result archive, read without pickles).
+.npz file (``read_npz``: any result archive, read without pickles; ``ResultArchive``: the checks of its entries
+that every result reader shares; ``write_npz``: the atomic write of exactly the path given).
 """
 
 import os
@@ -20,8 +21,16 @@ from ..model.spatial import Model3D
 from .kernel_status import raise_kernel_status
 
 _RESULT_FORMAT = "recursive_mbd.SimulationResult"  # the marker of files SimulationResult.save writes
-_RESULT_VERSION = 1
+_RESULT_VERSION = 2  # 2: Newton statistics, bdf's order limit and the quaternion layout stored (1 is read too)
 _RESULT_STATUSES = ("finished", "event", "failed", "interrupted", "time_limit")
+# the optional run statistics some methods add (name -> dtype kind of the stored scalar): saved when present
+_NEWTON_STATISTICS = {"newton_iterations": "i", "newton_factorizations": "i", "newton_contraction": "f",
+                      "newton_contraction_max": "f"}
+# how far from unit norm a stored quaternion may be: the results hold normalised quaternions (round-off apart)
+_QUATERNION_NORM_TOL = 1e-12
+ENSEMBLE_FORMAT = "recursive_mbd.EnsembleResult"  # the marker of files EnsembleResult.save writes
+# the format markers of the result files of this library, and the reader of each
+_FORMAT_READERS = {_RESULT_FORMAT: "SimulationResult.load", ENSEMBLE_FORMAT: "EnsembleResult.load"}
 
 
 def read_npz(path, writer="`rmbd run`"):
@@ -44,6 +53,84 @@ def read_npz(path, writer="`rmbd run`"):
     except Exception as err:  # noqa: BLE001 - zip, npy header and CRC errors alike: one error naming the file
         raise ResultFileError(f"{path}: corrupted or truncated result file ({type(err).__name__}: "
                               f"{str(err)[:120]})") from None
+
+
+def write_npz(path, arrays):
+    """Write ``arrays`` as an .npz archive to ``path``, exactly that name (no suffix is added), beside the target
+    first and then renamed onto it, so that an interrupted or failed write never leaves a truncated file."""
+    path = os.fspath(path)
+    partial = f"{path}.partial"
+    try:
+        with open(partial, "wb") as file:  # a file object: np.savez would append .npz to a name without it
+            np.savez(file, **arrays)
+        os.replace(partial, path)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+
+
+class ResultArchive:
+    """The arrays of a result file (``read_npz``) and the checks that every result reader applies to them; each
+    failure is a ResultFileError naming the file and the entry."""
+
+    def __init__(self, path, arrays):
+        self.path = path
+        self.arrays = arrays
+
+    def __contains__(self, name):
+        return name in self.arrays
+
+    def fail(self, what):
+        raise ResultFileError(f"{self.path}: {what}")
+
+    def check_format(self, marker, versions, writer):
+        """The file's 'format' entry is ``marker`` and its 'version' one of ``versions``; returns the version."""
+        arrays = self.arrays
+        if "format" not in arrays:
+            if "t" in arrays and "kind" in arrays:
+                self.fail(f"a file of `rmbd run`, not of {writer}: read it with numpy.load")
+            self.fail(f"not a result file of {writer} (no 'format' entry)")
+        found = str(arrays["format"]) if arrays["format"].shape == () else None
+        if found != marker:
+            other = (f": a file of {found.partition('.')[2]}, read it with {_FORMAT_READERS[found]}"
+                     if found in _FORMAT_READERS else "")
+            self.fail(f"not a result file of {writer} (wrong 'format' entry{other})")
+        version = arrays.get("version")
+        if version is None or version.shape != () or version.dtype.kind != "i" or int(version) not in versions:
+            self.fail(f"result file version {version}, this library reads version {max(versions)}"
+                      + (f" (and {', '.join(str(v) for v in versions if v != max(versions))})"
+                         if len(versions) > 1 else ""))
+        return int(version)
+
+    def entry(self, name, kind, ndim, shape=None, finite=True):
+        """The array ``name``: present, of dtype kind ``kind`` ("f", "i", "U"), ``ndim`` dimensions and ``shape``
+        (None: any size in that dimension); a float array finite unless ``finite`` is False."""
+        if name not in self.arrays:
+            self.fail(f"entry {name!r} is missing")
+        value = self.arrays[name]
+        if value.dtype.kind != kind or value.ndim != ndim:
+            self.fail(f"entry {name!r} has dtype {value.dtype} and {value.ndim} dimensions, expected kind {kind!r} "
+                      f"and {ndim}")
+        if shape is not None and any(want is not None and got != want
+                                     for got, want in zip(value.shape, shape, strict=True)):
+            self.fail(f"entry {name!r} has shape {value.shape}, expected {tuple(shape)}")
+        if finite and kind == "f" and not np.all(np.isfinite(value)):
+            self.fail(f"entry {name!r} holds non-finite values")
+        return value
+
+    def times(self, name="t"):
+        """The sample times: a non-empty, non-decreasing, finite float array."""
+        t = self.entry(name, "f", 1)
+        if t.size == 0 or np.any(np.diff(t) < 0.0):
+            self.fail(f"entry {name!r} must be a non-empty, non-decreasing array of times")
+        return t
+
+    def counts(self, name, shape, what):
+        """An integer array of non-negative counts (``what`` names them in the message)."""
+        value = self.entry(name, "i", len(shape), shape)
+        if np.any(value < 0):
+            self.fail(f"entry {name!r} ({what}) holds negative counts")
+        return value
 
 
 class SimulationResult:
@@ -85,6 +172,9 @@ class SimulationResult:
     newton_iterations, newton_factorizations : int
         Methods "generalized_alpha" and "bdf" only: Newton iterations and factorisations of the Newton matrix, in
         total.
+    newton_contraction, newton_contraction_max : float
+        Method "generalized_alpha" on a Model3D only: the measured contraction factor of its Newton iterations
+        (geometric mean and largest ratio of successive corrections).
     order_limited_at : float or None
         Method "bdf" only: the time [s] at which the stability limit detection capped the order at 2 (None: never).
     """
@@ -168,19 +258,20 @@ class SimulationResult:
         return np.array([forward_kinematics(self.model, q)[0][index] for q in self.q])
 
     def save(self, path):
-        """Write every field (samples, work, status, statistics, events, constraint drift, multipliers, augmented z
-        and zd) to ``path``, exactly that name (an .npz archive whatever the suffix; no suffix is added).
+        """Write every field (samples, work, status, statistics, Newton statistics and bdf's order limit, events,
+        constraint drift, multipliers, augmented z and zd) to ``path``, exactly that name (an .npz archive whatever
+        the suffix; no suffix is added).
 
         The file is written beside the target and renamed onto it, so an interrupted save never leaves a
         truncated result. ``SimulationResult.load`` reads it back.
         """
-        path = os.fspath(path)
         arrays = {
             "format": np.array(_RESULT_FORMAT), "version": np.array(_RESULT_VERSION, dtype=np.int64),
             "t": self.t, "q": self.q, "qd": self.qd, "dissipated_work": self.dissipated_work,
             "applied_work": self.applied_work, "method": np.array(self.method), "status": np.array(self.status),
             "stats": np.array([self.nfev, self.nsteps, self.nrejected], dtype=np.int64),
             "body_names": np.array(self._body_names(), dtype=str),
+            "quaternions": self._quaternion_layout(),
             "n_events": np.array(len(self.t_events), dtype=np.int64),
         }
         for i, (t_ev, q_ev, qd_ev) in enumerate(zip(self.t_events, self.q_events, self.qd_events, strict=True)):
@@ -188,63 +279,44 @@ class SimulationResult:
         for name in ("constraint_drift", "multipliers", "z", "zd"):
             if getattr(self, name, None) is not None:
                 arrays[name] = getattr(self, name)
-        partial = f"{path}.partial"
-        try:
-            with open(partial, "wb") as file:  # a file object: np.savez would append .npz to a name without it
-                np.savez(file, **arrays)
-            os.replace(partial, path)
-        finally:
-            if os.path.exists(partial):
-                os.remove(partial)
+        for name, kind in _NEWTON_STATISTICS.items():
+            if hasattr(self, name):
+                arrays[name] = np.array(getattr(self, name), dtype=np.int64 if kind == "i" else float)
+        if hasattr(self, "order_limited_at"):  # None (never limited) is stored as no time
+            arrays["order_limited_at"] = np.array([] if self.order_limited_at is None else [self.order_limited_at],
+                                                  dtype=float)
+        write_npz(path, arrays)
 
     def _body_names(self):
         if self.model is None:
             return getattr(self, "body_names", ())
         return self.model.names if isinstance(self.model, Model3D) else self.model.body_names
 
+    def _quaternion_layout(self):
+        """(k, 2) int64 rows (body index, first column in q) of the quaternions in q (a Model3D's spherical and
+        free joints; none for a planar model); a result loaded without its model keeps the layout of its file."""
+        if self.model is None:
+            return getattr(self, "_quaternions", np.zeros((0, 2), dtype=np.int64))
+        return _model_quaternions(self.model)
+
     @classmethod
     def load(cls, path, model=None):
         """Read a result written by ``save``; pass the model to use energy() and poses() (not qdd() and forces).
 
         Raises ResultFileError (a ValueError) naming the file when it is not a result file, is corrupted or
-        truncated, or does not fit ``model`` (bodies, coordinates); OSError when it cannot be opened.
+        truncated, does not fit ``model`` (bodies, coordinates), or holds a quaternion that is not of unit norm
+        (naming the sample and the body); OSError when it cannot be opened.
         """
         path = os.fspath(path)
         return cls._from_arrays(path, read_npz(path, "SimulationResult.save or `rmbd run`"), model)
 
     @classmethod
     def _from_arrays(cls, path, arrays, model):
-        def fail(what):
-            raise ResultFileError(f"{path}: {what}")
-
-        if "format" not in arrays:
-            if "t" in arrays and "kind" in arrays:
-                fail("a file of `rmbd run`, not of SimulationResult.save: read it with numpy.load")
-            fail("not a result file of SimulationResult.save (no 'format' entry)")
-        if arrays["format"].shape != () or str(arrays["format"]) != _RESULT_FORMAT:
-            fail("not a result file of SimulationResult.save (wrong 'format' entry)")
-        version = arrays.get("version")
-        if version is None or version.shape != () or version.dtype.kind != "i" or int(version) != _RESULT_VERSION:
-            fail(f"result file version {version}, this library reads version {_RESULT_VERSION}")
-
-        def entry(name, kind, ndim, shape=None):
-            if name not in arrays:
-                fail(f"entry {name!r} is missing")
-            value = arrays[name]
-            if value.dtype.kind != kind or value.ndim != ndim:
-                fail(f"entry {name!r} has dtype {value.dtype} and {value.ndim} dimensions, expected kind {kind!r} "
-                     f"and {ndim}")
-            if shape is not None and any(want is not None and got != want
-                                         for got, want in zip(value.shape, shape, strict=True)):
-                fail(f"entry {name!r} has shape {value.shape}, expected {tuple(shape)}")
-            if kind == "f" and not np.all(np.isfinite(value)):
-                fail(f"entry {name!r} holds non-finite values")
-            return value
-
-        t = entry("t", "f", 1)
+        archive = ResultArchive(path, arrays)
+        fail, entry = archive.fail, archive.entry
+        version = archive.check_format(_RESULT_FORMAT, (1, _RESULT_VERSION), "SimulationResult.save")
+        t = archive.times()
         nt = t.size
-        if nt == 0 or np.any(np.diff(t) < 0.0):
-            fail("entry 't' must be a non-empty, non-decreasing array of times")
         names = entry("body_names", "U", 1)
         model_names = None if model is None else tuple(model.names if isinstance(model, Model3D)
                                                        else model.body_names)
@@ -263,12 +335,13 @@ class SimulationResult:
         status = str(entry("status", "U", 0))
         if status not in _RESULT_STATUSES:
             fail(f"entry 'status' is {status!r}, expected one of {_RESULT_STATUSES}")
-        stats = entry("stats", "i", 1, (3,))
-        if np.any(stats < 0):
-            fail("entry 'stats' (evaluations, steps, rejected steps) holds negative counts")
+        stats = archive.counts("stats", (3,), "evaluations, steps, rejected steps")
         result = cls(model, t, q, qd, work, method, *(int(v) for v in stats))
         result.status = status
         result.body_names = tuple(str(name) for name in names)
+        quaternions = _stored_quaternions(archive, version, model, names, nq)
+        result._quaternions = quaternions
+        _check_unit_quaternions(archive, "q", q, quaternions, names, t)
         n_events = int(entry("n_events", "i", 0))
         if not 0 <= n_events <= len(arrays):
             fail(f"entry 'n_events' is {n_events}")
@@ -277,6 +350,7 @@ class SimulationResult:
             result.t_events.append(t_ev)
             result.q_events.append(entry(f"q_events_{i}", "f", 2, (t_ev.size, nq)))
             result.qd_events.append(entry(f"qd_events_{i}", "f", 2, (t_ev.size, nv)))
+            _check_unit_quaternions(archive, f"q_events_{i}", result.q_events[-1], quaternions, names, t_ev)
         if "constraint_drift" in arrays:
             result.constraint_drift = entry("constraint_drift", "f", 1, (nt,))
         if "multipliers" in arrays:
@@ -287,11 +361,60 @@ class SimulationResult:
             nbodies = len(names)
             result.z = entry("z", "f", 3, (nt, nbodies, 3))
             result.zd = entry("zd", "f", 3, (nt, nbodies, 3))
+        for name, kind in _NEWTON_STATISTICS.items():
+            if name in arrays:
+                value = entry(name, kind, 0)
+                if value < 0:
+                    fail(f"entry {name!r} is {value}, expected a number >= 0")
+                setattr(result, name, int(value) if kind == "i" else float(value))
+        if "order_limited_at" in arrays:
+            limited = entry("order_limited_at", "f", 1)
+            if limited.size > 1 or (limited.size and not t[0] <= limited[0] <= t[-1]):
+                fail(f"entry 'order_limited_at' is {limited}, expected no time or one time within the samples'")
+            result.order_limited_at = float(limited[0]) if limited.size else None
         return result
 
     def __repr__(self):
         return (f"<SimulationResult {self.method}: {self.t.size} samples, t = {self.t[0]:g} .. {self.t[-1]:g} s, "
                 f"{self.nsteps} steps ({self.nrejected} rejected), {self.nfev} evaluations>")
+
+
+def _model_quaternions(model):
+    """(k, 2) int64 rows (body index, first column in q) of a model's quaternions: a Model3D's spherical and free
+    joints, none for a planar model."""
+    if not isinstance(model, Model3D):
+        return np.zeros((0, 2), dtype=np.int64)
+    return np.column_stack((model._quat_body, model._quat_q)).astype(np.int64).reshape(-1, 2)
+
+
+def _stored_quaternions(archive, version, model, names, nq):
+    """The quaternion layout of a result file (``SimulationResult._quaternion_layout``), checked against the file's
+    bodies and coordinates and against ``model`` when given. Version 1 files have none: the model's, if given."""
+    if "quaternions" not in archive and version == 1:
+        return _model_quaternions(model)
+    layout = archive.entry("quaternions", "i", 2, (None, 2))
+    if layout.size and (np.any(layout[:, 0] < 0) or np.any(layout[:, 0] >= len(names)) or np.any(layout[:, 1] < 0)
+                        or np.any(layout[:, 1] > nq - 4)):
+        archive.fail(f"entry 'quaternions' names bodies or columns outside the result's {len(names)} bodies and "
+                     f"{nq} coordinates")
+    if model is not None and not np.array_equal(layout, _model_quaternions(model)):
+        archive.fail("entry 'quaternions' does not match the model's spherical and free joints")
+    return layout
+
+
+def _check_unit_quaternions(archive, name, q, layout, names, t):
+    """Every quaternion of the configurations ``q`` (entry ``name``, at times ``t``) has unit norm to round-off;
+    the first that has not is reported with its sample, time and body."""
+    if not layout.size or not q.size:
+        return
+    norms = np.linalg.norm(q[:, layout[:, 1, None] + np.arange(4)], axis=2)  # (nt, k)
+    bad = np.argwhere(~(np.abs(norms - 1.0) <= _QUATERNION_NORM_TOL))
+    if bad.size:
+        sample, k = (int(i) for i in bad[0])
+        body, column = int(layout[k, 0]), int(layout[k, 1])
+        archive.fail(f"entry {name!r}: sample {sample} (t = {t[sample]:.9g} s): the quaternion of body "
+                     f"{str(names[body])!r} (q[{column}:{column + 4}]) has norm {float(norms[sample, k])!r}, not 1 (to "
+                     f"{_QUATERNION_NORM_TOL:g})")
 
 
 def _make_result(model, loop, callback, key, t, y, method, nfev, nsteps, nrejected, multipliers=None):
