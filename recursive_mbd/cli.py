@@ -425,7 +425,9 @@ def _run_spatial(args, spec, target, out):
     print(f"static equilibrium ({eq.method}, {eq.iterations} iterations, "
           f"{'stable' if eq.stable else 'not stable'}): q = {eq.q}", file=out)
     if kind == "modes":
-        omega, shapes = modes(model, eq.q, min(spec.analysis["count"], model.nv))
+        count = spec.analysis["count"]  # at most nv, or (loops) the motions they allow: all of those, then count
+        omega, shapes = modes(model, eq.q, None if model.nloops else min(count, model.nv))
+        omega, shapes = omega[:count], shapes[:, :count]
         arrays.update(omega=omega, shapes=shapes)
         print("natural frequencies [rad/s]: " + ", ".join(f"{w:.6g}" for w in omega), file=out)
     written = _write_npz(target, arrays)

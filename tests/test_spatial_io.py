@@ -211,6 +211,20 @@ def test_rmbd_info_describes_a_spatial_file(tmp_path):
     assert "1 bodies" in out and "nq = 4" in out and "nv = 3" in out and "1 spherical" in out
 
 
+def test_rmbd_run_gives_the_modes_a_spatial_models_loops_allow(tmp_path):
+    text = (SPATIAL / "governor.toml").read_text()
+    source = tmp_path / "governor.toml"
+    source.write_text(text[:text.index("[analysis]")] + '[analysis]\ntype = "modes"\ncount = 5\n')
+    code, out, err = run_cli(["run", str(source), "-o", str(tmp_path / "modes.npz")], tmp_path)
+    assert code == 0, err
+    spec = rm.io.load(source)
+    omega, shapes = rm.modes(spec.model, rm.static_equilibrium(spec.model, spec.q0).q)
+    assert omega.size == 3  # asked for five: at rest both links hang vertical and hold the sleeve alone (rank 1)
+    with np.load(tmp_path / "modes.npz") as data:
+        np.testing.assert_array_equal(data["omega"], omega)
+        np.testing.assert_array_equal(data["shapes"], shapes)
+
+
 def test_rmbd_run_and_plot_the_modes_of_a_spatial_file(tmp_path):
     source = SPATIAL / "hanging_rods.toml"
     result = tmp_path / "rods.npz"
