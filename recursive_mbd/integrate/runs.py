@@ -78,6 +78,7 @@ def _python_bridge(key, t, q, qd, u):
 
 _NONFINITE_INPUT = L.STATUS_INPUT_FAILED | (L.INPUT_NONFINITE << 4)
 _WRONG_SHAPE_INPUT = L.STATUS_INPUT_FAILED | (L.INPUT_SHAPE << 4)
+_RAISED_INPUT = L.STATUS_INPUT_FAILED | (L.INPUT_COMPILED_RAISED << 4)
 
 
 _TAU_ADAPTERS = {}
@@ -96,18 +97,49 @@ def _store_tau(value, u):
     return L.STATUS_OK
 
 
+@numba.njit(cache=True)
+def _compiled_tau_raised(key, t, q, qd, u):
+    """The status of a compiled tau function that raised at (t, q, qd), which stops the run.
+
+    numba passes no exception out of a C callback (it would print "Exception ignored" and go on with u as it
+    was), so the adapter catches it, and its message is recovered here: for a run whose inputs are registered
+    under ``key`` (``_Inputs.callback``), the same call is made again from Python through the bridge, which keeps
+    the exception as for a Python tau. Without a key (an ensemble's parallel members: no Python there), or when
+    the call from Python does not raise again, the status says only that it raised (INPUT_COMPILED_RAISED)."""
+    if key != 0:
+        status = _call_python(key, t, q, qd, u)
+        if status != L.STATUS_OK:
+            return status
+    return _RAISED_INPUT
+
+
 def _compiled_tau_adapter(function, arity):
-    """A compiled input callback calling the compiled ``function`` (tau(t) or tau(t, q, qd)) into u[:nq]."""
+    """A compiled input callback calling the compiled ``function`` (tau(t) or tau(t, q, qd)) into u[:nq]; an
+    exception it raises stops the run (``_compiled_tau_raised``)."""
     key = (function, arity)
     if key not in _TAU_ADAPTERS:
         if arity == 1:
             @numba.cfunc(integrators.CALLBACK)
             def adapter(key, t, q, qd, u):
-                return _store_tau(function(t), u)
+                raised = False
+                try:
+                    value = function(t)
+                except Exception:  # noqa: BLE001 - numba catches any exception so, and binds none
+                    raised = True
+                if raised:
+                    return _compiled_tau_raised(key, t, q, qd, u)
+                return _store_tau(value, u)
         else:
             @numba.cfunc(integrators.CALLBACK)
             def adapter(key, t, q, qd, u):
-                return _store_tau(function(t, q, qd), u)
+                raised = False
+                try:
+                    value = function(t, q, qd)
+                except Exception:  # noqa: BLE001 - numba catches any exception so, and binds none
+                    raised = True
+                if raised:
+                    return _compiled_tau_raised(key, t, q, qd, u)
+                return _store_tau(value, u)
         _TAU_ADAPTERS[key] = adapter
     return _TAU_ADAPTERS[key]
 
@@ -230,10 +262,10 @@ class _Inputs:
         """(numba callable, key) for the compiled time loop."""
         if not self.has_python and self.tau_function is None:
             return integrators.no_inputs, 0
-        if not self.has_python:
-            return _compiled_tau_adapter(self.tau_function, self.tau_arity), 0
         key = next(_KEYS)
         _PYTHON_INPUTS[key] = self
+        if not self.has_python:  # the key: an exception of the compiled tau is recovered through the bridge
+            return _compiled_tau_adapter(self.tau_function, self.tau_arity), key
         return _python_bridge, key
 
 
@@ -583,6 +615,9 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
             reason = f"the compiled tau function {inputs.tau_name} returned a non-finite value"
         elif index == L.INPUT_SHAPE:
             reason = f"the compiled tau function {inputs.tau_name} returned the wrong number of values"
+        elif index == L.INPUT_COMPILED_RAISED:
+            reason = (f"the compiled tau function {inputs.tau_name} raised an exception (numba passes none out of "
+                      "compiled code, and called again from Python with the same arguments it did not raise)")
         elif failure is None:  # pragma: no cover - the bridge keeps every failure
             reason = "a user function failed"
         elif not isinstance(failure, Exception):  # KeyboardInterrupt, SystemExit from a user function: pass it on

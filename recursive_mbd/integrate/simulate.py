@@ -143,7 +143,10 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         Generalised joint forces: constant, ``tau(t)`` or a controller ``tau(t, q, qd)``, returning (nq,). A
         numba-compiled function (``@numba.njit``) is called inside the compiled time loop (one compilation of the
         loop per function, then about 0.1 us per evaluation); a plain Python function costs about 6 us more
-        per evaluation (benchmarks/integrators.py).
+        per evaluation (benchmarks/integrators.py). Either may raise: the run stops with SimulationError at that
+        time, the exception as its cause, the samples so far kept. numba passes no exception out of compiled
+        code, so a compiled tau that raised is called again from Python with the same (t, q, qd) to recover its
+        exception: keep it free of side effects (one that does not raise again is reported without its message).
     drivers : dict, optional
         Prescribed motion ``{body: f}`` or ``{body: (f, f_dot, f_ddot)}`` for revolute or prismatic joints:
         q_j = f(t); without derivatives they are taken by central differences. Driven coordinates leave the
@@ -152,7 +155,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         Event functions ``g(t, q, qd) -> float`` (dopri5, generalized_alpha, bdf and scipy methods). Each
         zero crossing is located on the dense output and recorded in ``result.t_events`` / ``q_events`` /
         ``qd_events``. As in scipy, an attribute ``g.terminal = True`` ends the run at the first crossing, and
-        ``g.direction`` > 0 (< 0) counts only rising (falling) crossings.
+        ``g.direction`` > 0 (< 0) counts only rising (falling) crossings. They are called from Python (compiled
+        or not), and one that raises stops the run as a failing tau does.
     midpoint_tol : float
         Convergence tolerance of the implicit midpoint iteration (relative change per component).
     progress : bool, optional
