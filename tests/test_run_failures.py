@@ -307,6 +307,44 @@ def test_ctrl_c_ends_a_run_within_a_second_with_its_samples(method, options):
     assert float(caught) - sent < 1.0
 
 
+@pytest.mark.parametrize(("method", "options"), [("dopri5", {}), ("rk4", {"dt": 1e-3, "progress": True}),
+                                                 ("generalized_alpha", {"dt": 1e-3})])
+def test_ctrl_c_raises_before_the_result_is_built(monkeypatch, method, options):
+    """The KeyboardInterrupt of Ctrl-C is raised as soon as the time loop stops: its result (copies of every
+    sample, which took seconds for a million samples) is built on first access of .result, once."""
+    from recursive_mbd.integrate import newton as _newton  # noqa: PLC0415
+    from recursive_mbd.integrate import simulate as _simulate  # noqa: PLC0415
+    from recursive_mbd.integrate.result import _make_result  # noqa: PLC0415
+
+    built = []
+
+    def counted(*args, **kwargs):
+        built.append(args[5].shape[0])  # the samples handed over
+        return _make_result(*args, **kwargs)
+
+    monkeypatch.setattr(_simulate, "_make_result", counted)
+    monkeypatch.setattr(_newton, "_make_result", counted)
+    sent = []
+
+    def interrupting_tau(t, q, qd):  # Ctrl-C once the run is past t = 0.1
+        if t > 0.1 and not sent:
+            sent.append(t)
+            os.kill(os.getpid(), signal.SIGINT)
+        return np.zeros(2)
+
+    model = chains.serial_chain(2)
+    with pytest.raises(KeyboardInterrupt, match=f"{method} interrupted at t = ") as info:
+        rm.simulate(model, Q0, np.zeros(2), 1.0, method=method, tau=interrupting_tau, **options)
+    assert built == []
+    result = info.value.result
+    assert info.value.result is result and len(built) == 1
+    assert result.status == "interrupted" and 0.05 < result.t[-1] <= info.value.t < 1.0
+    assert f"{result.t.size} samples up to t = {result.t[-1]:.9g} s are kept in .result" in str(info.value)
+    whole = rm.simulate(model, Q0, np.zeros(2), 1.0, method=method, **options)
+    np.testing.assert_allclose(result.q, whole.q[:result.t.size], rtol=1e-12, atol=1e-12)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 # ---- the augmented formulation: the same user functions, the same errors ------------------------------------------
 
 @pytest.mark.parametrize(("method", "options"), [("dopri5", {}), ("rk4", {"dt": 1e-3})])
