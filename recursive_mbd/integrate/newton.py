@@ -138,8 +138,7 @@ def finish_run(model, loop, callback, key, inputs, event_functions, control, tim
                               "generalized_alpha", nfev, nsteps, 0, np.array(y[:, n:]) if y.shape[1] > n else None)
         result.newton_iterations = iterations
         result.newton_factorizations = int(info[4])
-        return result, _runs.close_run(result, "generalized_alpha", status, t_fail, control, event_functions,
-                                       records)
+        return result, _runs.close_run(result, status, control, event_functions, records)
 
     _runs.raise_if_interrupted("generalized_alpha", status, t_fail, control, times, lambda: build()[0])
     result, status = build()

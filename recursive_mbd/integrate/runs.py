@@ -619,7 +619,7 @@ def raise_if_interrupted(method, status, t_fail, control, times, build):
                          t_fail, build)
 
 
-def close_run(result, method, status, t_fail, control, events, records):
+def close_run(result, status, control, events, records):
     """The end of a run that has its result: the events' records (index, t, y) into ``result.t_events``,
     ``q_events``, ``qd_events``; "event" status for a run a terminal event ended; "interrupted" for a run stopped
     by Ctrl-C (its RunInterrupted is raised before, by ``raise_if_interrupted``). Returns the status left to

@@ -429,7 +429,7 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
             result.newton_iterations = segment.newton_iterations
             result.newton_factorizations = segment.factorizations
             result.order_limited_at = segment.order_limited_at  # [s] or None: when the orders were capped at 2
-        return result, close_run(result, method, status, t_fail, control, events, event_records)
+        return result, close_run(result, status, control, events, event_records)
 
     raise_if_interrupted(method, status, t_fail, control, times, lambda: build()[0])
     result, status = build()
