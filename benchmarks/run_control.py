@@ -150,8 +150,9 @@ def main():
     latencies = [] if args.no_interrupt else interrupt_latency(3)
     print("Ctrl-C to KeyboardInterrupt [s]: " + ", ".join(f"{x:.3f}" for x in latencies))
     by_samples = [] if args.no_interrupt else interrupt_latency_by_samples()
-    print_table(["samples stored", "Ctrl-C to KeyboardInterrupt [s]", "first .result [s]"],
-                [[r["samples"], f"{r['latency_s']:.4f}", f"{r['result_s']:.3f}"] for r in by_samples])
+    if by_samples:
+        print_table(["samples stored", "Ctrl-C to KeyboardInterrupt [s]", "first .result [s]"],
+                    [[r["samples"], f"{r['latency_s']:.4f}", f"{r['result_s']:.3f}"] for r in by_samples])
     payload = {"records": records, "call_us": overhead, "interrupt_latency_s": latencies,
                "interrupt_by_samples": by_samples}
     print(f"wrote {write_json(args.name, payload)}")
