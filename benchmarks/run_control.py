@@ -7,7 +7,9 @@ a Python tau: the median over repeats of wall time / evaluations [ns]; and the f
 (dopri5 over 1 ms of a 3-link chain, median of 50) [us]. Run it on two checkouts (PYTHONPATH) to
 compare the loops before and after a change (the ratio is what counts on a loaded machine). Then the latency of
 Ctrl-C: a child process runs a long rk4 simulation, receives SIGINT, and reports when KeyboardInterrupt reached
-it. Writes benchmarks/results/<name>.json.
+it; and the same against the samples stored: serial_chain(20), dopri5 storing every step, SIGINT after 0.5, 2 and
+6 s (about 1e4 to 1e6 samples, depending on the machine), with the time the first access of .result then takes
+(building the result copies every sample). Writes benchmarks/results/<name>.json.
 """
 
 import os
@@ -90,6 +92,38 @@ def interrupt_latency(repeats):
     return latencies
 
 
+SAMPLES_CHILD = """
+import os, signal, sys, threading, time
+import numpy as np
+import recursive_mbd as rm
+model = rm.chains.serial_chain(20)
+q0 = np.full(20, 0.1)
+rm.simulate(model, q0, np.zeros(20), 1e-3, rtol=1e-6, atol=1e-9)  # compile first
+sent = []
+threading.Timer(float(sys.argv[1]), lambda: (sent.append(time.perf_counter()), os.kill(os.getpid(),
+                                                                                        signal.SIGINT))).start()
+try:
+    rm.simulate(model, q0, np.zeros(20), 1e6, rtol=1e-6, atol=1e-9, progress=False)
+    print("finished", flush=True)
+except KeyboardInterrupt as exc:
+    caught = time.perf_counter()
+    samples = exc.result.t.size
+    print(samples, caught - sent[0], time.perf_counter() - caught, flush=True)
+"""
+
+
+def interrupt_latency_by_samples(delays=(0.5, 2.0, 6.0)):
+    """(samples stored, Ctrl-C to KeyboardInterrupt [s], first access of .result [s]) per delay of the signal."""
+    records = []
+    for delay in delays:
+        out = subprocess.run([sys.executable, "-c", textwrap.dedent(SAMPLES_CHILD), str(delay)], check=True,
+                             capture_output=True, text=True, env=dict(os.environ), timeout=600).stdout.split()
+        if len(out) == 3:
+            records.append({"delay_s": delay, "samples": int(out[0]), "latency_s": float(out[1]),
+                            "result_s": float(out[2])})
+    return records
+
+
 def call_overhead():
     model = rm.chains.serial_chain(3)
     q0 = np.array([0.5, 0.0, 0.0])
@@ -115,7 +149,12 @@ def main():
     print(f"one simulate call over 1 ms (N = 3, dopri5): {overhead:.0f} us")
     latencies = [] if args.no_interrupt else interrupt_latency(3)
     print("Ctrl-C to KeyboardInterrupt [s]: " + ", ".join(f"{x:.3f}" for x in latencies))
-    payload = {"records": records, "call_us": overhead, "interrupt_latency_s": latencies}
+    by_samples = [] if args.no_interrupt else interrupt_latency_by_samples()
+    if by_samples:
+        print_table(["samples stored", "Ctrl-C to KeyboardInterrupt [s]", "first .result [s]"],
+                    [[r["samples"], f"{r['latency_s']:.4f}", f"{r['result_s']:.3f}"] for r in by_samples])
+    payload = {"records": records, "call_us": overhead, "interrupt_latency_s": latencies,
+               "interrupt_by_samples": by_samples}
     print(f"wrote {write_json(args.name, payload)}")
 
 

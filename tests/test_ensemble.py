@@ -176,6 +176,41 @@ def _reloaded(ens, tmp_path):
     return back
 
 
+@numba.njit(cache=True)
+def _tau_raises_past_one_radian(t, q, qd):
+    if abs(q[0]) > 1.0:
+        raise ValueError("past one radian")
+    return np.zeros(2)
+
+
+@numba.njit(cache=True)
+def _event_raises_past_one_radian(t, q, qd):
+    if abs(q[0]) > 1.0:
+        raise ValueError("past one radian")
+    return q[0] - 2.0
+
+
+def test_compiled_tau_or_event_that_raises_stops_its_member_where_simulate_does(capfd):
+    model = double_pendulum()
+    Q0 = np.array([[0.2, 0.0], [0.9, 0.0], [-0.3, 0.1]])
+    QD0 = np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 0.0]])  # member 1 swings past 1 rad; the others stay below
+    t_eval = {"t_eval": np.linspace(0.0, 1.0, 101)}
+    for method, options, function in (("rk4", {"dt": 0.01, "tau": _tau_raises_past_one_radian}, "tau"),
+                                      ("dopri5", {**t_eval, "tau": _tau_raises_past_one_radian}, "tau"),
+                                      ("dopri5", {**t_eval, "events": _event_raises_past_one_radian}, "event")):
+        ens = rm.simulate_many(model, Q0, QD0, 1.0, method, **options)
+        assert list(ens.status) == ["finished", "failed", "finished"], (method, function)
+        assert f"compiled {function} function '_{function}_raises_past_one_radian' raised" in ens.reasons[1]
+        with pytest.raises(rm.SimulationError, match=f"{function} function .* raised .*past one radian") as info:
+            rm.simulate(model, Q0[1], QD0[1], 1.0, method, **options)
+        ref = info.value.result
+        # the member stops at the start of the step in which the function raised (simulate: at the raising call)
+        assert ref.t[-1] <= ens.t_stop[1] <= info.value.t and ens.nsamples[1] == ref.t.size
+        assert np.array_equal(ens.q[1, :ens.nsamples[1]], ref.q)
+        assert np.all(np.isnan(ens.q[1, ens.nsamples[1]:]))
+    assert "Exception ignored" not in capfd.readouterr().err
+
+
 def _check_stopped(ens, status, t_end):
     """Every member stopped early with ``status``, its samples so far finite and NaN after them."""
     assert set(ens.status) == {status}

@@ -53,6 +53,55 @@ def test_a_tau_that_raises_stops_every_method_with_the_samples_kept(method, opti
     assert "Exception ignored" not in capfd.readouterr().err
 
 
+@numba.njit
+def compiled_raising_tau(t, q, qd):
+    if t > 0.1:
+        raise ValueError("controller saturated")
+    return np.zeros(2)
+
+
+@numba.njit
+def compiled_raising_tau_of_t(t):
+    if t > 0.1:
+        raise ValueError("table ends")
+    return np.zeros(2)
+
+
+@pytest.mark.parametrize(("method", "options"), [("dopri5", {}), ("rk4", {"dt": 1e-3}), ("bdf", {}),
+                                                 ("generalized_alpha", {"dt": 1e-3})])
+def test_a_compiled_tau_that_raises_stops_the_run_as_a_python_one(method, options, capfd):
+    model = chains.serial_chain(2)
+    for tau, message in ((compiled_raising_tau, "controller saturated"), (compiled_raising_tau_of_t, "table ends")):
+        with pytest.raises(SimulationError, match=rf"failed at t = .*tau function '{tau.__name__}' raised at "
+                           rf"t = 0\.1.*ValueError\('{message}'\)") as info:
+            rm.simulate(model, Q0, np.zeros(2), 0.3, method=method, tau=tau, **options)
+        assert isinstance(info.value.__cause__, ValueError)
+        result = info.value.result
+        assert result.status == "failed" and 0.05 < result.t[-1] <= 0.1 < info.value.t
+        # the same run, time and samples as the same function in Python (through the bridge)
+        with pytest.raises(SimulationError) as python:
+            rm.simulate(model, Q0, np.zeros(2), 0.3, method=method, tau=tau.py_func, **options)
+        assert info.value.t == python.value.t and str(info.value) == str(python.value)
+        np.testing.assert_array_equal(result.q, python.value.result.q)
+    assert "Exception ignored" not in capfd.readouterr().err
+
+
+@numba.njit
+def compiled_tau_raising_once(t, q, qd):
+    if t > 0.1 and qd[0] != 123.0:  # a side effect on its argument: called again with it, it does not raise
+        qd[0] = 123.0
+        raise ValueError("once")
+    return np.zeros(2)
+
+
+def test_a_compiled_tau_that_raised_once_stops_the_run_without_its_message(capfd):
+    with pytest.raises(SimulationError, match="compiled tau function 'compiled_tau_raising_once' raised an "
+                       "exception .*did not raise") as info:
+        rm.simulate(chains.serial_chain(2), Q0, np.zeros(2), 0.3, tau=compiled_tau_raising_once)
+    assert info.value.result.status == "failed" and 0.05 < info.value.result.t[-1] <= info.value.t <= 0.1
+    assert "Exception ignored" not in capfd.readouterr().err
+
+
 def nan_tau(t, q, qd):
     return np.full(2, np.nan) if t > 0.1 else np.zeros(2)
 
@@ -256,6 +305,44 @@ def test_ctrl_c_ends_a_run_within_a_second_with_its_samples(method, options):
     assert status == "interrupted"
     assert int(samples) > 2 and 0.0 < float(t_last) < 1e4
     assert float(caught) - sent < 1.0
+
+
+@pytest.mark.parametrize(("method", "options"), [("dopri5", {}), ("rk4", {"dt": 1e-3, "progress": True}),
+                                                 ("generalized_alpha", {"dt": 1e-3})])
+def test_ctrl_c_raises_before_the_result_is_built(monkeypatch, method, options):
+    """The KeyboardInterrupt of Ctrl-C is raised as soon as the time loop stops: its result (copies of every
+    sample, which took seconds for a million samples) is built on first access of .result, once."""
+    from recursive_mbd.integrate import newton as _newton  # noqa: PLC0415
+    from recursive_mbd.integrate import simulate as _simulate  # noqa: PLC0415
+    from recursive_mbd.integrate.result import _make_result  # noqa: PLC0415
+
+    built = []
+
+    def counted(*args, **kwargs):
+        built.append(args[5].shape[0])  # the samples handed over
+        return _make_result(*args, **kwargs)
+
+    monkeypatch.setattr(_simulate, "_make_result", counted)
+    monkeypatch.setattr(_newton, "_make_result", counted)
+    sent = []
+
+    def interrupting_tau(t, q, qd):  # Ctrl-C once the run is past t = 0.1
+        if t > 0.1 and not sent:
+            sent.append(t)
+            os.kill(os.getpid(), signal.SIGINT)
+        return np.zeros(2)
+
+    model = chains.serial_chain(2)
+    with pytest.raises(KeyboardInterrupt, match=f"{method} interrupted at t = ") as info:
+        rm.simulate(model, Q0, np.zeros(2), 1.0, method=method, tau=interrupting_tau, **options)
+    assert built == []
+    result = info.value.result
+    assert info.value.result is result and len(built) == 1
+    assert result.status == "interrupted" and 0.05 < result.t[-1] <= info.value.t < 1.0
+    assert f"{result.t.size} samples up to t = {result.t[-1]:.9g} s are kept in .result" in str(info.value)
+    whole = rm.simulate(model, Q0, np.zeros(2), 1.0, method=method, **options)
+    np.testing.assert_allclose(result.q, whole.q[:result.t.size], rtol=1e-12, atol=1e-12)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 # ---- the augmented formulation: the same user functions, the same errors ------------------------------------------

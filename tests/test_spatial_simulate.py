@@ -4,6 +4,7 @@ quaternions in the result, bad input and failures with partial results."""
 import math
 import warnings
 
+import numba
 import numpy as np
 import pytest
 
@@ -180,6 +181,26 @@ def test_failure_keeps_the_samples_so_far():
     assert result.status == "failed"
     assert 0.0 < result.t[-1] <= 0.5 < info.value.t
     assert result.q.shape == (result.t.size, 4) and np.all(np.isfinite(result.q))
+
+
+@numba.njit
+def _compiled_tau_losing_its_actuator(t, q, v):
+    if t > 0.5:
+        raise RuntimeError("actuator lost")
+    return np.zeros(3)
+
+
+@pytest.mark.parametrize("method", ["dopri5", "generalized_alpha"])
+def test_a_compiled_tau_that_raises_stops_the_run_with_its_exception(method):
+    model = _rigid_body("spherical", gravity=(0.0, 0.0, -9.81), com=(0.0, 0.0, -0.5))
+    options = {"dt": 1e-3} if method == "generalized_alpha" else {"rtol": 1e-8, "atol": 1e-8}
+    with pytest.raises(SimulationError, match=r"failed at t = 0\.5.*'_compiled_tau_losing_its_actuator' raised "
+                       r"at t = 0\.5.*actuator lost") as info:
+        rm.simulate(model, model.neutral(), np.array([1.0, 0.0, 0.0]), 2.0, method=method,
+                    tau=_compiled_tau_losing_its_actuator, **options)
+    assert isinstance(info.value.__cause__, RuntimeError)
+    result = info.value.result
+    assert result.status == "failed" and 0.4 < result.t[-1] <= 0.5 < info.value.t
 
 
 def test_refusals_and_saved_results(tmp_path):

@@ -94,6 +94,9 @@ STATUS_TIME_LIMIT = 13  # the run reached its wall-clock limit (max_wall_time)
 INPUT_RAISED = 0  # a Python function raised (or returned a non-finite value or the wrong shape)
 INPUT_NONFINITE = 1  # a compiled function returned a non-finite value
 INPUT_SHAPE = 2  # a compiled function returned the wrong number of values
+INPUT_EVENT_NONFINITE = 3  # an ensemble's compiled event function returned a non-finite value
+INPUT_COMPILED_RAISED = 4  # a compiled tau function raised (numba passes no exception out of compiled callbacks)
+INPUT_EVENT_RAISED = 5  # an ensemble's compiled event function raised
 STATUS_LOOPS_OPEN = 14  # a projection could not close the loops (e.g. driven past a lock); index = loop
 # finite inputs gave a non-finite output (overflow, e.g. qd ~ 1e155 squared); index = the output entry. 15, the
 # last 4-bit code

@@ -4,7 +4,8 @@
 threads (``prange``), each thread with its own workspace, and each member calls the very time loop of
 ``rm.simulate`` (``_kernels.timeloops.integrators.integrate_fixed`` / ``integrate_adaptive``) on its own copy of the
 packed model arrays. A member that fails (blows up, singular dynamics, too many steps, a compiled tau or event
-function returning a non-finite value) keeps its samples up to the failure and its status; the others run on.
+function raising or returning a non-finite value) keeps its samples up to the failure and its status; the others run
+on.
 
 Ctrl-C and ``max_wall_time`` reach the running members: the calling thread waits while the kernel runs on a helper
 thread, and writes the stop request into a per-thread control row that every member's time loop polls (a compiled
@@ -59,7 +60,7 @@ from ..model.statuses import raise_status
 from ..model.workspace import workspace
 from .method_names import FIXED_STEP
 from .result import ENSEMBLE_FORMAT, ResultArchive, read_npz, write_npz
-from .runs import _compiled_tau_adapter, _Inputs, build_system, fixed_step_count, positive
+from .runs import _compiled_tau_adapter, _function_name, _Inputs, build_system, fixed_step_count, positive
 from .tableaus import DOPRI5, RK4, TABLEAUS
 
 __all__ = ["EnsembleResult", "PARAMETERS", "simulate_many"]
@@ -94,9 +95,9 @@ _ENSEMBLE_VERSION = 1  # of the files EnsembleResult.save writes
 # next poll, and a member started after that returns it before its first step.
 _POLL_EVALUATIONS = 256.0  # right-hand-side evaluations between polls (a call costs a few ns)
 _STOP = 2  # column of the stop status in CONTROL
-# a compiled event function returned a non-finite value (integrate.py's INPUT_* reasons: 0, 1, 2 are tau's)
-_EVENT_NONFINITE = 3
-_EVENT_FAILED = L.STATUS_INPUT_FAILED | (_EVENT_NONFINITE << 4)
+# a compiled event function returned a non-finite value, or raised (the INPUT_* reasons of ``layout``)
+_EVENT_FAILED = L.STATUS_INPUT_FAILED | (L.INPUT_EVENT_NONFINITE << 4)
+_EVENT_RAISED = L.STATUS_INPUT_FAILED | (L.INPUT_EVENT_RAISED << 4)
 
 
 @numba.cfunc(integrators.CALLBACK, cache=True)
@@ -203,12 +204,19 @@ _EVENT_ADAPTERS = {}
 
 def _compiled_event_adapter(function, nq):
     """A compiled event callback: values[0] = function(t, q, qd) on the integrated state y = (q, qd, work); a
-    non-finite value stops the member (``_EVENT_FAILED``)."""
+    non-finite value (``_EVENT_FAILED``) or an exception (``_EVENT_RAISED``: numba passes none out of a C callback)
+    stops the member."""
     key = (function, nq)
     if key not in _EVENT_ADAPTERS:
         @numba.cfunc(integrators.CALLBACK)
         def adapter(key, t, y, _, values):
-            value = function(t, y[:nq], y[nq:2 * nq])
+            raised = False
+            try:
+                value = function(t, y[:nq], y[nq:2 * nq])
+            except Exception:  # noqa: BLE001 - numba catches any exception so, and binds none
+                raised = True
+            if raised:
+                return _EVENT_RAISED
             if not math.isfinite(value):
                 return _EVENT_FAILED
             values[0] = value
@@ -326,7 +334,8 @@ class EnsembleResult:
         "time_limit" (``max_wall_time``) or "interrupted" (Ctrl-C).
     t_stop : ndarray, shape (k,)
         t_end, the event time, or the time at which the member failed or stopped [s] (``SimulationError.t`` of
-        ``rm.simulate`` on the same member).
+        ``rm.simulate`` on the same member; for a compiled function that raised, the start of the step in which it
+        did, where rm.simulate names the time of the call).
     nsamples : ndarray of int, shape (k,)
         Valid samples per member (the first ``nsamples[m]`` of the grid).
     t_event : ndarray, shape (k,)
@@ -482,6 +491,9 @@ def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12,
         spaced times), or a fixed step ``dt`` storing every ``every``-th step.
     tau : array_like (nq,) or (k, nq), or numba-compiled function, optional
         Joint forces: the same for all, one row per member, or ``tau(t)`` / ``tau(t, q, qd)`` compiled with numba.
+        A compiled function that raises, or returns a non-finite value or the wrong shape, stops its member
+        ("failed"; numba passes no exception out of the parallel members: ``reasons[m]`` says that it raised,
+        ``rm.simulate`` of the member shows the exception).
     params : dict, optional
         Per-member model parameters, name -> (k, ...) array (table in ``recursive_mbd.integrate.ensemble``).
     max_wall_time : float, optional
@@ -489,7 +501,8 @@ def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12,
     events : numba-compiled function, optional
         ``g(t, q, qd) -> float`` (dopri5): each member's first zero crossing is located on the dense output and
         recorded in ``t_event``, ``q_event``, ``qd_event``; ``g.terminal = True`` ends the member there, and
-        ``g.direction`` selects rising (> 0) or falling (< 0) crossings, as in ``rm.simulate``.
+        ``g.direction`` selects rising (> 0) or falling (< 0) crossings, as in ``rm.simulate``. One that raises
+        or returns a non-finite value stops its member, as a failing tau does.
 
     Returns
     -------
@@ -546,7 +559,10 @@ def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12,
                per_thread(threads, nw, 3), per_thread(threads, nq), per_thread(threads, 3), per_thread(threads, ne, 3),
                per_thread(threads, nq), per_thread(threads, nq))
     if tau_function is not None:  # a first evaluation in Python: a wrong shape is reported here, not in a thread
-        value = np.asarray(tau_function(t0) if inputs.tau_arity == 1 else tau_function(t0, Q0[0], QD0[0]))
+        try:
+            value = np.asarray(tau_function(t0) if inputs.tau_arity == 1 else tau_function(t0, Q0[0], QD0[0]))
+        except Exception:  # noqa: BLE001 - member 0's own failure: it stops that member, as at any other time
+            value = np.zeros(nq)
         if value.shape != (nq,):
             raise StateError(f"tau function must return shape ({nq},), got {value.shape}")
     shared = (callback, 0, dims, model.body_int, body_real, gravity, model.elem_int, elem_real, system[5], system[6],
@@ -644,7 +660,8 @@ def _run(model, method, fixed, shared, threads, Y0, k, n, nq, t0, t_end, dt, eve
                 float(atol), first_step, max_step, int(max_steps), times, tab.A, tab.B, tab.C, tab.E, np.empty(0),
                 tab.order, tab.DENSE, events_fn, directions, terminal, Y, status, t_stop, count, stats, event)
         interrupted = _wait_for(_adaptive_many, args, control, chunk_size, max_wall_time)
-    reasons = [_reason(model, int(s), max_steps, max_wall_time, tau_name) for s in status]
+    event_name = "" if events is None else _function_name(events)
+    reasons = [_reason(model, int(s), max_steps, max_wall_time, tau_name, event_name) for s in status]
     event_state = np.full((k, 1 + 2 * nq), np.nan)
     event_state[:, 0] = event[:, 0]
     event_state[:, 1:] = event[:, 1:1 + 2 * nq]
@@ -659,7 +676,7 @@ def _run(model, method, fixed, shared, threads, Y0, k, n, nq, t0, t_end, dt, eve
     return result
 
 
-def _reason(model, status, max_steps, max_wall_time=None, tau_name="tau"):
+def _reason(model, status, max_steps, max_wall_time=None, tau_name="tau", event_name=""):
     """Why a member stopped, in words ('' for a finished run or a terminal event)."""
     kind, index = L.decode_status(status)
     if kind in (L.STATUS_OK, L.STATUS_EVENT):
@@ -675,9 +692,13 @@ def _reason(model, status, max_steps, max_wall_time=None, tau_name="tau"):
     if kind in reasons:
         return reasons[kind]
     if kind == L.STATUS_INPUT_FAILED:
+        # numba passes no exception out of the parallel members: rm.simulate of the member shows it
+        raised = "raised an exception (its message stays in compiled code: rm.simulate of this member shows it)"
         return {L.INPUT_NONFINITE: f"the compiled tau function {tau_name} returned a non-finite value",
                 L.INPUT_SHAPE: f"the compiled tau function {tau_name} returned the wrong number of values",
-                _EVENT_NONFINITE: "the compiled event function returned a non-finite value",
+                L.INPUT_COMPILED_RAISED: f"the compiled tau function {tau_name} {raised}",
+                L.INPUT_EVENT_NONFINITE: f"the compiled event function {event_name} returned a non-finite value",
+                L.INPUT_EVENT_RAISED: f"the compiled event function {event_name} {raised}",
                 }.get(index, f"a compiled user function failed (reason {index})")
     if kind in (L.STATUS_NONFINITE_Q, L.STATUS_NONFINITE_QD, L.STATUS_NONFINITE_TAU, L.STATUS_OVERFLOW,
                 L.STATUS_SINGULAR):

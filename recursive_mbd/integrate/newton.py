@@ -115,27 +115,33 @@ def run_generalized_alpha(integrate, model, loop, callback, key, inputs, event_f
         return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, 0, records
 
     with control:
-        status, t_fail, t_out, y_out, nfev, nsteps, _, records = _runs._run_segments(
+        status, t_fail, times, rows, nfev, nsteps, _, records = _runs._run_segments(
             run, y0, t0, t_end, t_eval_arr, dt, progress, control)
-    result = finish_run(model, loop, callback, key, inputs, event_functions, control, t_out, y_out[:, :n], nfev,
+    result = finish_run(model, loop, callback, key, inputs, event_functions, control, times, rows, n, nfev,
                         nsteps, records, status, t_fail, info, totals["iterations"], dt, newton_tol, max_newton,
-                        max_steps, f"{residual_name} + J^T lambda" if m else residual_name,
-                        multipliers=y_out[:, n:] if m else None)
+                        max_steps, f"{residual_name} + J^T lambda" if m else residual_name)
     return result, info
 
 
-def finish_run(model, loop, callback, key, inputs, event_functions, control, t_out, y_out, nfev, nsteps, records,
-               status, t_fail, info, iterations, dt, newton_tol, max_newton, max_steps, residual_name,
-               multipliers=None):
-    """The result of a generalised-alpha run (planar or spatial loop), with ``newton_iterations`` and
-    ``newton_factorizations``, its events, and ``multipliers`` (nt, m) when given (the loops' lambda at the
-    samples); KeyboardInterrupt, or SimulationError with the samples so far in .result, for a run that did not
-    end well."""
-    result = _make_result(model, loop, callback, key, np.array(t_out), np.array(y_out), "generalized_alpha",
-                          nfev, nsteps, 0, None if multipliers is None else np.array(multipliers))
-    result.newton_iterations = iterations
-    result.newton_factorizations = int(info[4])
-    status = _runs.close_run(result, "generalized_alpha", status, t_fail, control, event_functions, records)
+def finish_run(model, loop, callback, key, inputs, event_functions, control, times, rows, n, nfev, nsteps, records,
+               status, t_fail, info, iterations, dt, newton_tol, max_newton, max_steps, residual_name):
+    """The result of a generalised-alpha run (planar or spatial loop) from the pieces of its samples (``times``,
+    ``rows``: the output rows, the state (n) then the loops' lambda at the samples, if any), with
+    ``newton_iterations`` and ``newton_factorizations`` and its events; KeyboardInterrupt (``RunInterrupted``,
+    raised before the result is built), or SimulationError with the samples so far in .result, for a run that
+    did not end well."""
+
+    def build():
+        """The run's result (events recorded, its status set) and the status left to report."""
+        y = rows[0] if len(rows) == 1 else _runs.joined(rows)  # (its columns are copied below)
+        result = _make_result(model, loop, callback, key, _runs.joined(times), np.array(y[:, :n]),
+                              "generalized_alpha", nfev, nsteps, 0, np.array(y[:, n:]) if y.shape[1] > n else None)
+        result.newton_iterations = iterations
+        result.newton_factorizations = int(info[4])
+        return result, _runs.close_run(result, status, control, event_functions, records)
+
+    _runs.raise_if_interrupted("generalized_alpha", status, t_fail, control, times, lambda: build()[0])
+    result, status = build()
     kind = L.decode_status(status)[0]
     if kind == L.STATUS_NO_CONVERGENCE:
         result.status = "failed"

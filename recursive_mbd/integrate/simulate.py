@@ -47,7 +47,9 @@ from .runs import (  # the run machinery shared with the method front ends; belo
     event_buffers,
     event_callback,
     fixed_step_count,
+    joined,
     positive,
+    raise_if_interrupted,
     start_state,
 )
 from .scipy_route import _scipy_run, _scipy_solver
@@ -143,7 +145,10 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         Generalised joint forces: constant, ``tau(t)`` or a controller ``tau(t, q, qd)``, returning (nq,). A
         numba-compiled function (``@numba.njit``) is called inside the compiled time loop (one compilation of the
         loop per function, then about 0.1 us per evaluation); a plain Python function costs about 6 us more
-        per evaluation (benchmarks/integrators.py).
+        per evaluation (benchmarks/integrators.py). Either may raise: the run stops with SimulationError at that
+        time, the exception as its cause, the samples so far kept. numba passes no exception out of compiled
+        code, so a compiled tau that raised is called again from Python with the same (t, q, qd) to recover its
+        exception: keep it free of side effects (one that does not raise again is reported without its message).
     drivers : dict, optional
         Prescribed motion ``{body: f}`` or ``{body: (f, f_dot, f_ddot)}`` for revolute or prismatic joints:
         q_j = f(t); without derivatives they are taken by central differences. Driven coordinates leave the
@@ -152,7 +157,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         Event functions ``g(t, q, qd) -> float`` (dopri5, generalized_alpha, bdf and scipy methods). Each
         zero crossing is located on the dense output and recorded in ``result.t_events`` / ``q_events`` /
         ``qd_events``. As in scipy, an attribute ``g.terminal = True`` ends the run at the first crossing, and
-        ``g.direction`` > 0 (< 0) counts only rising (falling) crossings.
+        ``g.direction`` > 0 (< 0) counts only rising (falling) crossings. They are called from Python (compiled
+        or not), and one that raises stops the run as a failing tau does.
     midpoint_tol : float
         Convergence tolerance of the implicit midpoint iteration (relative change per component).
     progress : bool, optional
@@ -190,8 +196,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         Before the run, on invalid inputs, including a tau function, a driver or a time-varying element that
         already fails at t0 (each is called once there; the exception chained as ``__cause__``): no samples.
     KeyboardInterrupt
-        On Ctrl-C (SIGINT, in the main thread) during the run, within milliseconds; its ``result`` holds the
-        samples so far (``result.status`` "interrupted").
+        On Ctrl-C (SIGINT, in the main thread) during the run, within milliseconds however many samples were
+        stored; its ``result`` holds the samples so far (``result.status`` "interrupted"), built on its first
+        access (copying the samples takes time in proportion to them).
     """
     _check_options(augmented_options, formulation)
     if method in ("generalized_alpha", "bdf") and (stabilization is not None or alpha or beta):
@@ -401,6 +408,7 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
             status, t_fail, t_out, y_out, nfev, nsteps, event_records = _scipy_run(
                 scipy_method, callback, key, system, y0, t0, t_end, rtol, atol, t_eval_arr, every,
                 max_step if np.isfinite(max_step) else np.inf, first_step, events, max_steps, control)
+        times, states = [t_out], [y_out]
     else:
         newton = None
         if method == "bdf" and isinstance(model, Model3D):
@@ -410,16 +418,21 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
         segment = _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, every, max_step,
                                         first_step, max_steps, midpoint_tol, events, control, max_order, newton)
         with control:
-            status, t_fail, t_out, y_out, nfev, nsteps, nrejected, event_records = _run_segments(
+            status, t_fail, times, states, nfev, nsteps, nrejected, event_records = _run_segments(
                 segment, y0, t0, t_end, t_eval_arr, dt if method in FIXED_STEP else None, progress, control)
 
-    result = _make_result(model, loop, callback, key, np.array(t_out), np.array(y_out), method, nfev, nsteps,
-                          nrejected)
-    if method == "bdf":
-        result.newton_iterations = segment.newton_iterations
-        result.newton_factorizations = segment.factorizations
-        result.order_limited_at = segment.order_limited_at  # [s] or None: when the orders were capped at 2
-    status = close_run(result, method, status, t_fail, control, events, event_records)
+    def build():
+        """The run's result (events recorded, its status set) and the status left to report."""
+        result = _make_result(model, loop, callback, key, joined(times), joined(states), method, nfev, nsteps,
+                              nrejected)
+        if method == "bdf":
+            result.newton_iterations = segment.newton_iterations
+            result.newton_factorizations = segment.factorizations
+            result.order_limited_at = segment.order_limited_at  # [s] or None: when the orders were capped at 2
+        return result, close_run(result, status, control, events, event_records)
+
+    raise_if_interrupted(method, status, t_fail, control, times, lambda: build()[0])
+    result, status = build()
     if status != L.STATUS_OK:
         _raise_failure(model, method, status, t_fail, result, max_steps, control, inputs, events, loop)
     return result
