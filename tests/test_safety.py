@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _helpers import assert_same_results, compiled_specialisations, read_only
 
 import recursive_mbd as rm
 
@@ -111,6 +112,44 @@ def test_read_only_out_is_refused_and_a_good_out_is_filled_in_place(chain, four_
     model, q0 = four_bar
     with pytest.raises(rm.StateError, match=r"out must have shape"):  # the loop route checks out before solving
         rm.forward_dynamics(model, q0, np.zeros(model.nq), out=np.zeros(1))
+
+
+PER_CALL = {  # the public per-call functions of a planar model, on (model, q, qd, tau) positionally
+    "forward_dynamics": rm.forward_dynamics,
+    "forward_dynamics (mass_matrix)": lambda m, q, qd, tau: rm.forward_dynamics(m, q, qd, tau, "mass_matrix"),
+    "forward_dynamics (out)": lambda m, q, qd, tau: rm.forward_dynamics(m, q, qd, tau, out=np.empty(m.nq)),
+    "compiled_forward_dynamics": lambda m, q, qd, tau: rm.compiled_forward_dynamics(m)(q, qd, tau),
+    "inverse_dynamics": rm.inverse_dynamics,  # tau as qdd
+    "mass_matrix": lambda m, q, qd, tau: rm.mass_matrix(m, q),
+    "bias_forces": lambda m, q, qd, tau: rm.bias_forces(m, q, qd),
+    "energy": lambda m, q, qd, tau: rm.energy(m, q, qd),
+    "element_forces": lambda m, q, qd, tau: rm.element_forces(m, q, qd),
+    "forward_kinematics": lambda m, q, qd, tau: rm.forward_kinematics(m, q, qd),
+    "point_kinematics": lambda m, q, qd, tau: rm.point_kinematics(m, q, qd, 1, (0.1, 0.2)),
+}
+
+
+def test_read_only_state_arrays_give_the_results_of_writable_ones(chain, four_bar):
+    """A read-only q, qd or tau is taken as a writable one: the same bits, and no other compiled specialisation
+    (numba types a read-only array differently: the one-signature short-path kernel refused it with a raw "No
+    matching definition" TypeError, the generic kernels compiled again); a read-only out stays refused."""
+    squares = rm.models.two_squares()[0]  # force elements
+    bar, q_bar = four_bar  # closed loops
+    rng = np.random.default_rng(11)
+    cases = [(chain, rng.uniform(-1.0, 1.0, 3)), (squares, rng.uniform(-1.0, 1.0, squares.nq)),
+             (bar, rm.assemble(bar, q_bar))]
+    for model, q in cases:
+        qd, tau = rng.uniform(-1.0, 1.0, (2, model.nq))
+        references = {name: call(model, q, qd, tau) for name, call in PER_CALL.items()}  # warm: short paths set
+        before = compiled_specialisations()
+        for frozen in (("q",), ("qd",), ("tau",), ("q", "qd", "tau")):
+            args = [read_only(value) if name in frozen else value for name, value in (("q", q), ("qd", qd),
+                                                                                          ("tau", tau))]
+            for name, call in PER_CALL.items():
+                assert_same_results(call(model, *args), references[name], f"{name}, read-only {frozen}")
+        assert compiled_specialisations() == before
+        with pytest.raises(rm.StateError, match="out is read-only"):
+            rm.forward_dynamics(model, q, qd, tau, out=read_only(np.zeros(model.nq)))
 
 
 def test_project_free_indices_are_checked(four_bar):
