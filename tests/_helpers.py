@@ -146,10 +146,10 @@ def random_planar_case(seed, max_bodies):
 
 
 def compiled_specialisations():
-    """How many specialisations the package's kernels (every numba dispatcher of ``recursive_mbd._kernels``)
-    hold in this process: a call that makes numba compile or load another one (an argument of another type, such
-    as a read-only array) raises it."""
-    modules = [module for name, module in list(sys.modules.items()) if name.startswith("recursive_mbd._kernels")]
+    """How many specialisations the package's kernels (every numba dispatcher of a ``recursive_mbd`` module) hold in
+    this process: a call that makes numba compile or load another one (an argument of another type, such as a
+    read-only array) raises it."""
+    modules = [module for name, module in list(sys.modules.items()) if name.startswith("recursive_mbd.")]
     return sum(len(value.signatures) for module in modules for value in vars(module).values()
                if isinstance(value, CPUDispatcher))
 

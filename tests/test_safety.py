@@ -250,10 +250,34 @@ def test_a_model_argument_that_is_not_a_model_is_a_type_error():
     (dict(t_eval=[0.05 + 1j]), TypeError, "t_eval must be an array of real numbers"),
     (dict(max_steps=0), rm.StateError, "max_steps must be an integer"),
     (dict(t0="0"), TypeError, "t0 must be a real number"),
+    # strings and bools were converted by float(): dt="0.01" parsed, rho_inf=True taken as 1
+    (dict(method="rk4", dt="0.01"), TypeError, "dt must be a real number"),
+    (dict(method="rk4", dt=True), TypeError, "dt must be a real number"),
+    (dict(method="generalized_alpha", dt="0.01"), TypeError, "dt must be a real number"),
+    (dict(method="generalized_alpha", dt=0.01, rho_inf=True), TypeError, "rho_inf must be a real number"),
+    (dict(method="generalized_alpha", dt=0.01, newton_tol="1e-8"), TypeError, "newton_tol must be a real number"),
+    (dict(method="generalized_alpha", dt=0.01, newton_tol=np.nan), rm.StateError, "newton_tol must be a number"),
+    (dict(method="generalized_alpha", dt=0.01, every=2.5), TypeError, "every must be an integer"),
+    (dict(method="generalized_alpha", dt=0.01, max_steps=-5), rm.StateError, "max_steps must be an integer"),
+    (dict(max_wall_time="5"), TypeError, "max_wall_time must be a real number"),
 ])
 def test_simulate_options_are_checked_by_name(chain, options, error, match):
     with pytest.raises(error, match=match):
         rm.simulate(chain, np.full(3, 0.1), np.zeros(3), 0.1, **options)
+
+
+@pytest.mark.parametrize("options, error, match", [
+    (dict(max_newton=2.5), TypeError, "max_newton must be an integer"),
+    (dict(every="2"), TypeError, "every must be an integer"),
+    (dict(t_end="0.1"), TypeError, "t_end must be a real number"),
+    (dict(max_steps=0), rm.StateError, "max_steps must be an integer"),
+])
+def test_the_implicit_front_end_checks_its_options_as_simulate(chain, options, error, match):
+    from recursive_mbd.integrate import implicit  # noqa: PLC0415
+
+    arguments = dict(dict(t0=0.0, t_end=0.1, dt=0.01), **options)
+    with pytest.raises(error, match=match):
+        implicit.simulate_generalized_alpha(chain, np.full(3, 0.1), np.zeros(3), **arguments)
 
 
 @pytest.mark.parametrize("formulation", ["recursive", "augmented"])

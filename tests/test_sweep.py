@@ -31,6 +31,13 @@ def test_grid_items_are_positional_or_a_keyword_product():
     assert run_chunk(lambda x: 1 / x, [((2,), {}), ((0,), {}), ((1,), {})], 10)[1][:2] == (False, 11)
 
 
+@pytest.mark.parametrize("chunk, error", [(2.7, TypeError), ("2", TypeError), (True, TypeError), (0, rm.StateError),
+                                          (-3, rm.StateError)])
+def test_a_bad_chunk_is_refused_before_a_cluster_starts(chunk, error):
+    with pytest.raises(error, match="chunk must be an integer"):  # int(2.7) = 2 and int("2") were taken
+        rm.sweep(first_frequency, [2, 3], client=object(), chunk=chunk)
+
+
 def test_local_cluster_of_two_processes_gives_the_serial_numbers_in_grid_order():
     import cloudpickle  # noqa: PLC0415 - ships with distributed
 

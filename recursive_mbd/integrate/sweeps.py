@@ -16,6 +16,8 @@ import itertools
 import math
 import sys
 
+from .. import _checks
+
 __all__ = ["sweep"]
 
 
@@ -68,7 +70,8 @@ def sweep(function, grid, client=None, chunk=None, progress=None):
         None starts a ``LocalCluster`` of worker processes on this machine (one per core, one thread each) and
         closes it afterwards; a string is a scheduler address; a Client is used as it is.
     chunk : int, optional
-        Grid points per task; default: about four tasks per worker.
+        Grid points per task (an integer >= 1: TypeError or StateError otherwise); default: about four tasks per
+        worker.
     progress : bool, optional
         Dask's progress bar (``distributed.progress``); default: only when stderr is a terminal.
 
@@ -83,6 +86,8 @@ def sweep(function, grid, client=None, chunk=None, progress=None):
         raise TypeError(f"function must be callable, got {function!r}")
     if not items:
         return []
+    if chunk is not None:  # checked before a cluster starts
+        chunk = _checks.integer(chunk, "chunk", low=1)
     owned = []
     try:
         if client is None:
@@ -98,9 +103,6 @@ def sweep(function, grid, client=None, chunk=None, progress=None):
         if chunk is None:
             workers = max(1, len(client.scheduler_info().get("workers", {})))
             chunk = max(1, math.ceil(len(items) / (4 * workers)))
-        chunk = int(chunk)
-        if chunk < 1:
-            raise ValueError(f"chunk must be >= 1, got {chunk}")
         starts = range(0, len(items), chunk)
         futures = [client.submit(run_chunk, function, items[s:s + chunk], s, pure=False) for s in starts]
         if progress or (progress is None and sys.stderr.isatty()):
