@@ -102,6 +102,12 @@ def _models():
 
 
 CHAIN, SQUARES, BAR, Q_BAR = _models()
+BALL = rm.Model3D(gravity=(0.0, 0.0, -9.81))  # a revolute arm and a spherical joint: quaternions in q, nq != nv
+BALL.add_body(joint="revolute", inertia=0.1, com=(0.0, 0.0, -1.0), name="arm")
+BALL.add_body("arm", "spherical", inertia=(0.1, 0.2, 0.25, 0.0, 0.0, 0.0), com=(0.0, 0.0, -0.5),
+              parent_point=(0.0, 0.0, -1.0), name="ball")
+Q_BALL = rm.integrate_configuration(BALL, BALL.neutral(), [0.3, 0.4, -0.2, 0.1])
+V_BALL = np.array([0.3, 1.0, -2.0, 0.5])
 Q3, QD3 = np.array([0.3, -0.2, 0.1]), np.array([0.5, 0.0, -0.4])
 Q2 = np.array([0.2, -0.1])
 QB, QDB = Q_BAR, np.zeros(BAR.nq)
@@ -192,6 +198,24 @@ CASES = [
                                        progress=False),
          dict(model="model", q0=vec(3), qd0=vec(3), rtol="scalar", atol="scalar", every="int", max_step="scalar",
               first_step="scalar", t_eval=vec(3), alpha="scalar", beta="scalar")),
+    case("simulate_generalized_alpha", rm.simulate,
+         dict(model=CHAIN, q0=Q3, qd0=QD3, t_end=0.02, method="generalized_alpha", dt=0.005, rho_inf=0.9,
+              newton_tol=1e-12, every=1, max_steps=1000, t_eval=None, max_wall_time=None, progress=False),
+         dict(q0=vec(3), qd0=vec(3), t_end="scalar", dt="scalar", rho_inf="scalar", newton_tol="scalar", every="int",
+              max_steps="int", t_eval=vec(3), max_wall_time="scalar")),
+    case("spatial_forward_dynamics", rm.forward_dynamics, dict(model=BALL, q=Q_BALL, qd=V_BALL, tau=None, out=None),
+         dict(q=vec(5), qd=vec(4), tau=vec(4), out=vec(4))),
+    case("spatial_inverse_dynamics", rm.inverse_dynamics, dict(model=BALL, q=Q_BALL, qd=V_BALL, qdd=V_BALL),
+         dict(q=vec(5), qd=vec(4), qdd=vec(4))),
+    case("spatial_energy", rm.energy, dict(model=BALL, q=Q_BALL, qd=V_BALL), dict(q=vec(5), qd=vec(4))),
+    case("spatial_point_kinematics", rm.point_kinematics,
+         dict(model=BALL, q=Q_BALL, qd=V_BALL, body="ball", point=(0.1, 0.0, -0.2)),
+         dict(q=vec(5), qd=vec(4), body="body")),
+    case("spatial_simulate_generalized_alpha", rm.simulate,
+         dict(model=BALL, q0=Q_BALL, qd0=V_BALL, t_end=0.02, method="generalized_alpha", dt=0.005, rho_inf=0.9,
+              newton_tol=1e-12, every=1, max_steps=1000, progress=False),
+         dict(q0=vec(5), qd0=vec(4), dt="scalar", rho_inf="scalar", newton_tol="scalar", every="int",
+              max_steps="int")),
 ]
 
 
