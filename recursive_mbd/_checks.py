@@ -139,18 +139,30 @@ def check_finite_result(value, what, cause="the inputs are finite but too large:
     return value
 
 
-def run_options(*, rtol, atol, every, max_step, first_step, max_steps, alpha, beta, t_eval, midpoint_tol):
-    """The step-control options of ``simulate`` (both formulations) checked and converted, in that order.
+def step_limit(value, what="max_steps"):
+    """``value`` as an int in [1, 2**62] (it fits a compiled loop's int64): an integer, or a float of integral
+    value (a limit is often written 1e7); TypeError or StateError naming ``what``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, float, np.floating)):
+        raise TypeError(f"{what} must be an integer, got {value!r}")
+    if not (1 <= value <= 2**62) or value != int(value):
+        raise StateError(f"{what} must be an integer in [1, 2**62], got {value!r}")
+    return int(value)
 
-    rtol, atol, midpoint_tol: finite > 0; every, max_steps: integers >= 1 (below 2**62, so they fit the compiled
-    loop's int64); max_step: > 0, inf allowed; first_step: None or finite > 0; alpha, beta: finite [1/s];
-    t_eval: None or a 1-D array of finite times (its order and range are the caller's to check against t0,
-    t_end). Errors are TypeError (not a number) or StateError, naming the option.
+
+def run_options(*, rtol, atol, every, max_step, first_step, max_steps, t_eval, alpha=0.0, beta=0.0,
+                midpoint_tol=1e-13):
+    """The step-control options of ``simulate`` (both formulations) and ``simulate_many`` checked and converted, in
+    the order (rtol, atol, every, max_step, first_step, max_steps, alpha, beta, t_eval, midpoint_tol).
+
+    rtol, atol, midpoint_tol: finite > 0; every: an integer >= 1, max_steps: ``step_limit`` (both below 2**62, so
+    they fit the compiled loop's int64); max_step: > 0, inf allowed; first_step: None or finite > 0; alpha, beta:
+    finite [1/s]; t_eval: None or a 1-D array of finite times (its order and range are the caller's to check
+    against t0, t_end). Errors are TypeError (not a number) or StateError, naming the option.
     """
     return (real(rtol, "rtol", low=0.0, strict=True), real(atol, "atol", low=0.0, strict=True),
             integer(every, "every", low=1), real(max_step, "max_step", low=0.0, strict=True, allow_inf=True),
             real(first_step, "first_step", low=0.0, strict=True, allow_none=True),
-            integer(max_steps, "max_steps", low=1), real(alpha, "alpha"), real(beta, "beta"),
+            step_limit(max_steps), real(alpha, "alpha"), real(beta, "beta"),
             None if t_eval is None else finite_array(t_eval, "t_eval", (None,)),
             real(midpoint_tol, "midpoint_tol", low=0.0, strict=True))
 

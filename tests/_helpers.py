@@ -1,8 +1,11 @@
 """Test cases shared by several test files: model-file texts and their fuzzing, and small models with the states
 or runs the tests compare (each written once here, used as they were written in each test)."""
 
+import sys
+
 import numpy as np
 from hypothesis import strategies as st
+from numba.core.registry import CPUDispatcher
 from spatial_reference import random_planar_spec
 
 import recursive_mbd as rm
@@ -153,3 +156,33 @@ def random_planar_case(seed, max_bodies):
     planar = planar.compile()
     q, v, tau = rng.normal(size=planar.nq), rng.normal(size=planar.nq), rng.normal(size=planar.nq)
     return spec, planar, q, v, tau
+
+
+def compiled_specialisations():
+    """How many specialisations the package's kernels (every numba dispatcher of a ``recursive_mbd`` module) hold in
+    this process: a call that makes numba compile or load another one (an argument of another type, such as a
+    read-only array) raises it."""
+    modules = [module for name, module in list(sys.modules.items()) if name.startswith("recursive_mbd.")]
+    return sum(len(value.signatures) for module in modules for value in vars(module).values()
+               if isinstance(value, CPUDispatcher))
+
+
+def read_only(array):
+    """A read-only copy of ``array`` (as a frozen buffer or a view the caller may not write)."""
+    frozen = np.array(array, dtype=float)
+    frozen.setflags(write=False)
+    return frozen
+
+
+def assert_same_results(result, reference, where):
+    """``result`` equals ``reference`` bit for bit: arrays, numbers, and tuples, lists and dicts of them."""
+    if isinstance(reference, dict):
+        assert result.keys() == reference.keys(), where
+        for key in reference:
+            assert_same_results(result[key], reference[key], f"{where}[{key!r}]")
+    elif isinstance(reference, (tuple, list)):
+        assert len(result) == len(reference), where
+        for i, (got, expected) in enumerate(zip(result, reference, strict=True)):
+            assert_same_results(got, expected, f"{where}[{i}]")
+    else:
+        np.testing.assert_array_equal(result, reference, err_msg=where)

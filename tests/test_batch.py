@@ -4,6 +4,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from _helpers import assert_same_results, compiled_specialisations, read_only
 from conftest import TREE_SPECS, build
 
 import recursive_mbd as rm
@@ -86,6 +87,35 @@ def test_bad_input_names_the_member_and_argument():
         rm.batch.inverse_dynamics(model, Q, QD, np.where(np.arange(15).reshape(5, 3) == 14, np.nan, 0.0))
     with pytest.raises(TypeError, match="Q must be an array"):
         rm.batch.energy(model, [["a", "b", "c"]], QD[:1])
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda m, Q, QD, TAU: rm.batch.forward_dynamics(m, Q + 1j, QD), "Q must be an array of real numbers, got complex"),
+    (lambda m, Q, QD, TAU: rm.batch.forward_dynamics(m, Q, QD.astype(str)), "QD must be an array of real numbers"),
+    (lambda m, Q, QD, TAU: rm.batch.forward_dynamics(m, Q, QD, TAU + 1j), "TAU must be an array of real numbers"),
+    (lambda m, Q, QD, TAU: rm.batch.inverse_dynamics(m, Q, QD, TAU.astype(str)), "QDD must be an array of real"),
+    (lambda m, Q, QD, TAU: rm.batch.energy(m, Q.astype(str), QD), "Q must be an array of real numbers"),
+    (lambda m, Q, QD, TAU: rm.batch.forward_dynamics(m, Q, QD, t="0.5"), "t must be a real number"),
+    (lambda m, Q, QD, TAU: rm.batch.energy(m, Q, QD, t=True), "t must be a real number"),
+])
+def test_complex_and_string_values_are_refused_as_by_the_single_calls(call, match):
+    """Complex rows lost their imaginary part and strings were parsed (np.ascontiguousarray(X, dtype=float)): the
+    rows now go through the single calls' check (``_checks.real_array``), a TypeError naming the argument."""
+    model = rm.chains.serial_chain(3)
+    with pytest.raises(TypeError, match=match):
+        call(model, *_states(model, 2, 4))
+
+
+def test_read_only_rows_give_the_same_bits_and_compile_nothing_new():
+    model = rm.chains.serial_chain(3)
+    Q, QD, TAU = _states(model, 3, 5)
+    reference = (rm.batch.forward_dynamics(model, Q, QD, TAU), rm.batch.inverse_dynamics(model, Q, QD, TAU),
+                 rm.batch.energy(model, Q, QD))
+    before = compiled_specialisations()
+    frozen = [read_only(X) for X in (Q, QD, TAU)]
+    assert_same_results((rm.batch.forward_dynamics(model, *frozen), rm.batch.inverse_dynamics(model, *frozen),
+                         rm.batch.energy(model, *frozen[:2])), reference, "read-only rows")
+    assert compiled_specialisations() == before  # a read-only array is another numba type: copied, not compiled for
 
 
 def test_closed_loops_are_refused_clearly():

@@ -287,6 +287,47 @@ def test_bad_input_names_member_and_argument_before_any_work():
         rm.simulate_many(model, Q0, QD0, 1.0, "rk4")
 
 
+@pytest.mark.parametrize("options, error, match", [
+    (dict(t_eval=[0.0, np.nan]), rm.StateError, r"t_eval\[1\] is not finite"),
+    (dict(t_eval=[0.0, 0.5 + 1j]), TypeError, "t_eval must be an array of real numbers, got complex"),
+    (dict(t_end="1"), TypeError, "t_end must be a real number"),
+    (dict(t0=True), TypeError, "t0 must be a real number"),
+    (dict(rtol="1e-6"), TypeError, "rtol must be a real number"),
+    (dict(first_step=0.0), rm.StateError, "first_step must be > 0"),
+    (dict(max_steps=-5), rm.StateError, r"max_steps must be an integer in \[1, 2\*\*62\]"),
+    (dict(max_steps="9"), TypeError, "max_steps must be an integer"),
+    (dict(every=2.5), TypeError, "every must be an integer"),
+    (dict(max_wall_time="5"), TypeError, "max_wall_time must be a real number"),
+    (dict(method="rk4", dt="0.01"), TypeError, "dt must be a real number"),
+    (dict(method="rk4", dt=True), TypeError, "dt must be a real number"),
+    (dict(method="rk4", dt=0.01, every=2.5), TypeError, "every must be an integer"),
+    (dict(method="rk4", dt=0.01, t_eval=[0.5]), ValueError, "t_eval needs"),
+    (dict(Q0=np.zeros((4, 2)) + 1j), TypeError, "Q0 must be an array of real numbers, got complex"),
+    (dict(QD0=np.zeros((4, 2)).astype(str)), TypeError, "QD0 must be an array of real numbers"),
+    (dict(tau=[1j, 0.0]), TypeError, "tau must be an array of real numbers, got complex"),
+    (dict(tau=np.full((4, 2), "1")), TypeError, "tau must be an array of real numbers"),
+    (dict(params={"mass:arm2": ["1", "1", "1", "1"]}), TypeError, r"params\['mass:arm2'\] must be an array of real"),
+    (dict(params={"gravity": np.zeros((4, 2)) + 1j}), TypeError, r"params\['gravity'\] must be an array of real"),
+])
+def test_what_a_single_run_refuses_every_member_refuses(options, error, match):
+    """The options, states and parameters go through rm.simulate's checks: a NaN sample time, complex or string
+    arrays and strings, bools or fractions for numbers and counts were converted (a NaN time reported "finished",
+    imaginary parts dropped, "1" parsed). A single run refuses the same value with the same error."""
+    model = double_pendulum()
+    Q0, QD0 = _starts(4, 8)
+    arguments = dict(dict(Q0=Q0, QD0=QD0, t_end=1.0), **options)
+    with pytest.raises(error, match=match):
+        rm.simulate_many(model, arguments.pop("Q0"), arguments.pop("QD0"), arguments.pop("t_end"), **arguments)
+    if "params" in options:
+        return  # per-member parameters are the ensemble's own
+    single = dict(options)  # member 0 as a single run
+    q0, qd0 = (np.asarray(single.pop(name, start))[0] for name, start in (("Q0", Q0), ("QD0", QD0)))
+    if np.ndim(single.get("tau")) == 2:
+        single["tau"] = single["tau"][0]
+    with pytest.raises(error):
+        rm.simulate(model, q0, qd0, single.pop("t_end", 1.0), **single)
+
+
 @pytest.fixture(scope="module")
 def saved_ensemble(tmp_path_factory):
     """An ensemble with a failed member (gravity 4e6 blows it up), saved to a name without the .npz suffix:

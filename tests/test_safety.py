@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _helpers import assert_same_results, compiled_specialisations, read_only
 
 import recursive_mbd as rm
 
@@ -111,6 +112,44 @@ def test_read_only_out_is_refused_and_a_good_out_is_filled_in_place(chain, four_
     model, q0 = four_bar
     with pytest.raises(rm.StateError, match=r"out must have shape"):  # the loop route checks out before solving
         rm.forward_dynamics(model, q0, np.zeros(model.nq), out=np.zeros(1))
+
+
+PER_CALL = {  # the public per-call functions of a planar model, on (model, q, qd, tau) positionally
+    "forward_dynamics": rm.forward_dynamics,
+    "forward_dynamics (mass_matrix)": lambda m, q, qd, tau: rm.forward_dynamics(m, q, qd, tau, "mass_matrix"),
+    "forward_dynamics (out)": lambda m, q, qd, tau: rm.forward_dynamics(m, q, qd, tau, out=np.empty(m.nq)),
+    "compiled_forward_dynamics": lambda m, q, qd, tau: rm.compiled_forward_dynamics(m)(q, qd, tau),
+    "inverse_dynamics": rm.inverse_dynamics,  # tau as qdd
+    "mass_matrix": lambda m, q, qd, tau: rm.mass_matrix(m, q),
+    "bias_forces": lambda m, q, qd, tau: rm.bias_forces(m, q, qd),
+    "energy": lambda m, q, qd, tau: rm.energy(m, q, qd),
+    "element_forces": lambda m, q, qd, tau: rm.element_forces(m, q, qd),
+    "forward_kinematics": lambda m, q, qd, tau: rm.forward_kinematics(m, q, qd),
+    "point_kinematics": lambda m, q, qd, tau: rm.point_kinematics(m, q, qd, 1, (0.1, 0.2)),
+}
+
+
+def test_read_only_state_arrays_give_the_results_of_writable_ones(chain, four_bar):
+    """A read-only q, qd or tau is taken as a writable one: the same bits, and no other compiled specialisation
+    (numba types a read-only array differently: the one-signature short-path kernel refused it with a raw "No
+    matching definition" TypeError, the generic kernels compiled again); a read-only out stays refused."""
+    squares = rm.models.two_squares()[0]  # force elements
+    bar, q_bar = four_bar  # closed loops
+    rng = np.random.default_rng(11)
+    cases = [(chain, rng.uniform(-1.0, 1.0, 3)), (squares, rng.uniform(-1.0, 1.0, squares.nq)),
+             (bar, rm.assemble(bar, q_bar))]
+    for model, q in cases:
+        qd, tau = rng.uniform(-1.0, 1.0, (2, model.nq))
+        references = {name: call(model, q, qd, tau) for name, call in PER_CALL.items()}  # warm: short paths set
+        before = compiled_specialisations()
+        for frozen in (("q",), ("qd",), ("tau",), ("q", "qd", "tau")):
+            args = [read_only(value) if name in frozen else value for name, value in (("q", q), ("qd", qd),
+                                                                                          ("tau", tau))]
+            for name, call in PER_CALL.items():
+                assert_same_results(call(model, *args), references[name], f"{name}, read-only {frozen}")
+        assert compiled_specialisations() == before
+        with pytest.raises(rm.StateError, match="out is read-only"):
+            rm.forward_dynamics(model, q, qd, tau, out=read_only(np.zeros(model.nq)))
 
 
 def test_project_free_indices_are_checked(four_bar):
@@ -211,10 +250,34 @@ def test_a_model_argument_that_is_not_a_model_is_a_type_error():
     (dict(t_eval=[0.05 + 1j]), TypeError, "t_eval must be an array of real numbers"),
     (dict(max_steps=0), rm.StateError, "max_steps must be an integer"),
     (dict(t0="0"), TypeError, "t0 must be a real number"),
+    # strings and bools were converted by float(): dt="0.01" parsed, rho_inf=True taken as 1
+    (dict(method="rk4", dt="0.01"), TypeError, "dt must be a real number"),
+    (dict(method="rk4", dt=True), TypeError, "dt must be a real number"),
+    (dict(method="generalized_alpha", dt="0.01"), TypeError, "dt must be a real number"),
+    (dict(method="generalized_alpha", dt=0.01, rho_inf=True), TypeError, "rho_inf must be a real number"),
+    (dict(method="generalized_alpha", dt=0.01, newton_tol="1e-8"), TypeError, "newton_tol must be a real number"),
+    (dict(method="generalized_alpha", dt=0.01, newton_tol=np.nan), rm.StateError, "newton_tol must be a number"),
+    (dict(method="generalized_alpha", dt=0.01, every=2.5), TypeError, "every must be an integer"),
+    (dict(method="generalized_alpha", dt=0.01, max_steps=-5), rm.StateError, "max_steps must be an integer"),
+    (dict(max_wall_time="5"), TypeError, "max_wall_time must be a real number"),
 ])
 def test_simulate_options_are_checked_by_name(chain, options, error, match):
     with pytest.raises(error, match=match):
         rm.simulate(chain, np.full(3, 0.1), np.zeros(3), 0.1, **options)
+
+
+@pytest.mark.parametrize("options, error, match", [
+    (dict(max_newton=2.5), TypeError, "max_newton must be an integer"),
+    (dict(every="2"), TypeError, "every must be an integer"),
+    (dict(t_end="0.1"), TypeError, "t_end must be a real number"),
+    (dict(max_steps=0), rm.StateError, "max_steps must be an integer"),
+])
+def test_the_implicit_front_end_checks_its_options_as_simulate(chain, options, error, match):
+    from recursive_mbd.integrate import implicit  # noqa: PLC0415
+
+    arguments = dict(dict(t0=0.0, t_end=0.1, dt=0.01), **options)
+    with pytest.raises(error, match=match):
+        implicit.simulate_generalized_alpha(chain, np.full(3, 0.1), np.zeros(3), **arguments)
 
 
 @pytest.mark.parametrize("formulation", ["recursive", "augmented"])

@@ -155,6 +155,10 @@ def test_quaternions_in_the_result_are_unit_and_q0_is_checked():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         rm.simulate(model, q0 * (1 + 5e-13), v0, 0.01)  # within 1e-12: silent
+    off[3:7] = (0.0, 0.0, -1e155, 0.0)  # finite, but the squares of its norm overflow: it was divided by inf to 0
+    with pytest.warns(RuntimeWarning, match=r"q0\[3:7\].*norm inf"):
+        res = rm.simulate(model, off, v0, 0.1, method="generalized_alpha", dt=0.01)  # it raised IndexError
+    np.testing.assert_array_equal(res.q[0, 3:7], [0.0, 0.0, -1.0, 0.0])
     off[3:7] = 0.0
     with pytest.raises(StateError, match=r"q0\[3:7\], the quaternion of body 'body' \(index 0\), is zero"):
         rm.simulate(model, off, v0, 0.1)

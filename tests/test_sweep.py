@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import recursive_mbd as rm
-from recursive_mbd.errors import StateError
 from recursive_mbd.integrate.sweeps import grid_items, run_chunk
 
 
@@ -41,9 +40,6 @@ def test_grid_items_are_positional_or_a_keyword_product_streamed():
         grid_items({"n": itertools.count()})
     assert run_chunk(lambda x: 1 / x, [((2,), {}), ((0,), {}), ((1,), {})], 10)[1][:2] == (False, 11)
     assert run_chunk(sys.exit, [((3,), {})], 4) == [(False, 4, "SystemExit: 3")]  # not the end of the worker
-    for chunk, error in ((2.7, TypeError), ("2", TypeError), (0, StateError), (True, TypeError)):
-        with pytest.raises(error, match="chunk must be"):
-            rm.sweep(first_frequency, [2], chunk=chunk)
 
 
 def _exit_at_three(n):
@@ -56,6 +52,13 @@ def _fails_at_five(n):
     if n == 5:
         raise ValueError("five")
     return n
+
+
+@pytest.mark.parametrize("chunk, error", [(2.7, TypeError), ("2", TypeError), (True, TypeError), (0, rm.StateError),
+                                          (-3, rm.StateError)])
+def test_a_bad_chunk_is_refused_before_a_cluster_starts(chunk, error):
+    with pytest.raises(error, match="chunk must be an integer"):  # int(2.7) = 2 and int("2") were taken
+        rm.sweep(first_frequency, [2, 3], client=object(), chunk=chunk)
 
 
 def test_local_cluster_of_two_processes_gives_the_serial_numbers_in_grid_order():

@@ -18,12 +18,16 @@ def state_vector(x, n, what, size_name):
     """``x`` as a C-contiguous float64 (n,) array, or a StateError/TypeError naming ``what`` (and the model's size
     ``size_name``: "nq", "nv").
 
-    Fast path: an ndarray that is already float64, C-contiguous and (n,) is returned as it is. Complex, string or
-    object input is a TypeError (a complex array would otherwise lose its imaginary part silently).
+    Fast path: an ndarray that is already float64, (n,) and a C array (C-contiguous, aligned, writable: the type the
+    kernels are compiled for) is returned as it is. A read-only or unaligned array is copied: numba types it
+    differently, and the one-signature kernels refuse it. Complex, string or object input is a TypeError (a complex
+    array would otherwise lose its imaginary part silently).
     """
-    if x.__class__ is np.ndarray and x.dtype is _FLOAT and x.shape == (n,) and x.flags.c_contiguous:
+    if x.__class__ is np.ndarray and x.dtype is _FLOAT and x.shape == (n,) and x.flags.carray:
         return x
     arr = np.ascontiguousarray(_checks.real_array(x, what))
+    if not arr.flags.carray:  # read-only or unaligned (the caller's own array): a copy the kernels take
+        arr = arr.copy()
     if arr.shape != (n,):
         raise StateError(f"{what} must have shape ({n},) for this model ({size_name} = {n}), got shape {arr.shape}")
     return arr
@@ -32,7 +36,7 @@ def state_vector(x, n, what, size_name):
 def as_vector(model, x, what):
     """``x`` as a C-contiguous float64 (nq,) array of a planar model (``state_vector``), fast path inline."""
     nq = model._nq
-    if x.__class__ is np.ndarray and x.dtype is _FLOAT and x.shape == (nq,) and x.flags.c_contiguous:
+    if x.__class__ is np.ndarray and x.dtype is _FLOAT and x.shape == (nq,) and x.flags.carray:
         return x
     return state_vector(x, nq, what, "nq")
 

@@ -11,6 +11,8 @@ the kernels release the GIL (``nogil``), so Python threads can share the work as
 
 The model's force elements act as in the single-state functions, all rows at the same time ``t``. Models with
 closed loops are not batched (their constrained dynamics, ``rm.loops.loop_dynamics``, is one state at a time).
+The rows are checked as the single-state functions check a state (``as_rows``): complex, string or object values
+are a TypeError, never converted; a read-only array is copied.
 """
 
 import threading
@@ -18,6 +20,7 @@ import threading
 import numba
 import numpy as np
 
+from .. import _checks
 from .._kernels import layout as L
 from .._kernels.planar import elements as element_kernels
 from .._kernels.planar import tree
@@ -202,12 +205,14 @@ def _prepare(model):
 
 
 def as_rows(model, X, what, k=None):
-    """``X`` as a C-contiguous float64 (k, nq) array of finite numbers, or an error naming the member (row)."""
+    """``X`` as a C-contiguous, writable float64 (k, nq) array of finite numbers, or an error naming the member
+    (row): a TypeError for complex, string or object values (``_checks.real_array``: never converted), a StateError
+    for a wrong shape or a non-finite entry. A read-only or unaligned array is copied (the compiled kernels are
+    typed for writable ones)."""
     nq = model.nq
-    try:
-        arr = np.ascontiguousarray(X, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"{what} must be an array of shape (k, {nq}) of numbers, got {type(X).__name__}") from None
+    arr = np.ascontiguousarray(_checks.real_array(X, what))
+    if not arr.flags.carray:
+        arr = arr.copy()
     if arr.ndim != 2 or arr.shape[1] != nq:
         raise StateError(f"{what} must have shape (k, {nq}) for this model (one state per row, nq = {nq}), "
                          f"got shape {arr.shape}")
@@ -221,8 +226,9 @@ def as_rows(model, X, what, k=None):
 
 
 def _inputs(model, ws, t):
+    t = _checks.real(t, "t")  # checked with or without time-varying elements, as the rows
     if model.n_element_inputs:
-        element_inputs(model, float(t), ws.u)
+        element_inputs(model, t, ws.u)
     return ws.u
 
 

@@ -50,6 +50,7 @@ import numpy as np
 from numba.core.errors import NumbaExperimentalFeatureWarning
 from numba.core.registry import CPUDispatcher
 
+from .. import _checks
 from .._kernels import layout as L
 from .._kernels.planar.system import RecursiveSystem
 from .._kernels.timeloops import integrators
@@ -60,7 +61,16 @@ from ..model.statuses import raise_status
 from ..model.workspace import workspace
 from .method_names import FIXED_STEP
 from .result import ENSEMBLE_FORMAT, ResultArchive, read_npz, write_npz
-from .runs import _compiled_tau_adapter, _function_name, _Inputs, build_system, fixed_step_count, positive
+from .runs import (
+    _compiled_tau_adapter,
+    _function_name,
+    _Inputs,
+    build_system,
+    check_time_span,
+    checked_t_eval,
+    fixed_step_count,
+    positive,
+)
 from .tableaus import DOPRI5, RK4, TABLEAUS
 
 __all__ = ["EnsembleResult", "PARAMETERS", "simulate_many"]
@@ -228,7 +238,7 @@ def _compiled_event_adapter(function, nq):
 # ---- parameters -----------------------------------------------------------------------------------------------------
 
 def _member_values(value, k, shape, name):
-    arr = np.asarray(value, dtype=float)
+    arr = _checks.real_array(value, f"params[{name!r}]")  # complex or string values are refused, not converted
     if arr.shape != (k, *shape):
         raise StateError(f"params[{name!r}] must have shape {(k, *shape)} (one row per member), got {arr.shape}")
     bad = ~np.isfinite(arr.reshape(k, -1))
@@ -467,7 +477,7 @@ def _tau_table(model, tau, k):
             raise TypeError("simulate_many: tau as a function must be numba-compiled (@numba.njit), tau(t) or "
                             "tau(t, q, qd) returning (nq,); a Python function would need the GIL in every member")
         return tau, np.zeros((k, model.nq))
-    arr = np.asarray(tau, dtype=float)
+    arr = _checks.real_array(tau, "tau")
     if arr.ndim == 1:
         arr = np.repeat(as_vector(model, arr, "tau")[None], k, axis=0)
     return None, as_rows(model, arr, "tau", k)
@@ -510,6 +520,13 @@ def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12,
         Member m equals ``rm.simulate`` of the same member to round-off (the same compiled loop runs). A member
         that fails is marked "failed" with its time and reason (``reasons[m]``) and keeps its samples so far; the
         others run on. Ctrl-C raises ``KeyboardInterrupt`` with the result so far in ``.result``.
+
+    Raises
+    ------
+    TypeError, StateError, ModelError, ValueError
+        Before any member runs, for what ``rm.simulate`` refuses, through the same checks: complex, string or
+        object values in Q0, QD0, tau or params (never converted), a string or a bool for a number, a fraction for
+        a count (every, max_steps), a non-finite or unsorted t_eval, the errors naming the argument (and member).
     """
     workspace(model)
     if model.loop_int.shape[0]:
@@ -527,19 +544,23 @@ def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12,
     QD0 = as_rows(model, QD0, "QD0", k)
     tau_function, tau_const = _tau_table(model, tau, k)
     body_real, gravity, elem_real = member_arrays(model, params, k)
-    t0, t_end = float(t0), float(t_end)
-    if not (np.isfinite(t0) and np.isfinite(t_end) and t_end > t0):
-        raise ValueError(f"need finite t0 < t_end, got t0 = {t0}, t_end = {t_end}")
+    t0, t_end = check_time_span(t0, t_end)
+    # the checks of rm.simulate's options, so that a member refuses what a single run refuses
+    rtol, atol, every, max_step, first_step, max_steps, _, _, t_eval, _ = _checks.run_options(
+        rtol=rtol, atol=atol, every=every, max_step=max_step, first_step=first_step, max_steps=max_steps,
+        t_eval=t_eval)
     fixed = method in FIXED_STEP
-    if fixed and (dt is None or not (float(dt) > 0 and np.isfinite(dt))):
+    if fixed and dt is None:
         raise ValueError(f"method {method!r} is fixed-step: give a finite dt > 0, got {dt}")
+    if fixed:
+        dt = positive(dt, "dt")
+        if t_eval is not None:
+            raise ValueError(f"t_eval needs method 'dopri5' (dense output); {method} stores every-th step (every=)")
     if not fixed and dt is not None:
         raise ValueError("dt is for fixed-step methods; dopri5 chooses its steps from rtol and atol")
     if events is not None and (fixed or not isinstance(events, CPUDispatcher)):
         raise TypeError("simulate_many: events must be one numba-compiled function g(t, q, qd) -> float, with "
                         "method='dopri5'")
-    if int(every) < 1:
-        raise ValueError(f"every must be >= 1, got {every}")
 
     inputs = _Inputs(model, tau_function, None)
     callback = integrators.no_inputs if tau_function is None else _compiled_tau_adapter(tau_function,
@@ -629,24 +650,18 @@ def _run(model, method, fixed, shared, threads, Y0, k, n, nq, t0, t_end, dt, eve
     # members differ in cost (adaptive steps, early failures, terminal events): hand them out in small chunks
     chunk_size = max(1, k // (32 * threads))
     if fixed:
-        dt = float(dt)
         nsteps_total = fixed_step_count(t0, t_end, dt, max_steps)
-        times = _fixed_grid(t0, t_end, dt, nsteps_total, int(every))
+        times = _fixed_grid(t0, t_end, dt, nsteps_total, every)
         midpoint = method == "implicit_midpoint"
         tableau = RK4 if midpoint else TABLEAUS[method]
         Y = np.empty((k, times.size, n))
         args = (*shared, per_thread(threads, tableau.C.size, n), per_thread(threads, times.size),
                 per_thread(threads, times.size, n), _stop_monitor, control, Y0, t0, t_end, dt, nsteps_total,
-                int(every), tableau.A, tableau.B, tableau.C, midpoint, 1e-13, 50, Y, status, t_stop, count, stats)
+                every, tableau.A, tableau.B, tableau.C, midpoint, 1e-13, 50, Y, status, t_stop, count, stats)
         interrupted = _wait_for(_fixed_many, args, control, chunk_size, max_wall_time)
     else:
-        times = np.linspace(t0, t_end, 101) if t_eval is None else np.asarray(t_eval, dtype=float).ravel()
-        if times.size == 0 or np.any(np.diff(times) < 0) or times[0] < t0 or times[-1] > t_end:
-            raise ValueError(f"t_eval must be a non-empty sorted array within [t0, t_end] = [{t0}, {t_end}]")
-        times = np.unique(np.concatenate(([t0], times, [t_end])))
-        rtol, atol = positive(rtol, "rtol"), positive(atol, "atol")
-        first_step = 0.0 if first_step is None else positive(first_step, "first_step")
-        max_step = positive(max_step, "max_step") if np.isfinite(max_step) else np.inf
+        times = checked_t_eval(np.linspace(t0, t_end, 101) if t_eval is None else t_eval, t0, t_end)
+        first_step = 0.0 if first_step is None else first_step
         if events is not None:
             events_fn = _compiled_event_adapter(events, nq)
             directions = np.array([float(getattr(events, "direction", 0.0))])
@@ -656,8 +671,8 @@ def _run(model, method, fixed, shared, threads, Y0, k, n, nq, t0, t_end, dt, eve
         Y = np.empty((k, times.size, n))
         tab = DOPRI5
         args = (*shared, per_thread(threads, tab.C.size, n), per_thread(threads, times.size + 1),
-                per_thread(threads, times.size + 1, n), _stop_monitor, control, Y0, t0, t_end, float(rtol),
-                float(atol), first_step, max_step, int(max_steps), times, tab.A, tab.B, tab.C, tab.E, np.empty(0),
+                per_thread(threads, times.size + 1, n), _stop_monitor, control, Y0, t0, t_end, rtol,
+                atol, first_step, max_step, max_steps, times, tab.A, tab.B, tab.C, tab.E, np.empty(0),
                 tab.order, tab.DENSE, events_fn, directions, terminal, Y, status, t_stop, count, stats, event)
         interrupted = _wait_for(_adaptive_many, args, control, chunk_size, max_wall_time)
     event_name = "" if events is None else _function_name(events)

@@ -10,6 +10,7 @@ error of a step that did not converge (``finish_run``).
 
 import numpy as np
 
+from .. import _checks
 from .._kernels import layout as L
 from .._kernels.spatial import layout as SL
 from ..errors import SimulationError
@@ -49,7 +50,7 @@ def spatial_joint_spring_diagonals(model):
 
 def generalized_alpha_coefficients(rho_inf):
     """(alpha_m, alpha_f, gamma, beta) of the Chung-Hulbert scheme for spectral radius rho_inf in [0, 1]."""
-    rho = float(rho_inf)
+    rho = _checks.real(rho_inf, "rho_inf")  # a TypeError for a string or a bool, as every option
     if not 0.0 <= rho <= 1.0:
         raise ValueError(f"rho_inf must be in [0, 1], got {rho_inf}")
     alpha_m = (2.0 * rho - 1.0) / (rho + 1.0)
@@ -61,20 +62,17 @@ def generalized_alpha_coefficients(rho_inf):
 
 def run_options(rho_inf, newton_tol, max_newton, t0, t_end, dt, max_steps, every, t_eval):
     """The checked options of a generalised-alpha run: (coefficients (4,), newton_tol, max_newton, t0, t_end, dt,
-    every, t_eval (with t0 and t_end) or None); ValueError naming the option otherwise."""
+    every, t_eval (with t0 and t_end) or None); TypeError (not a number of the right kind) or ValueError naming the
+    option otherwise, as ``simulate``'s checks (``_checks``)."""
     coefficients = np.array(generalized_alpha_coefficients(rho_inf))
     newton_tol = _runs.positive(newton_tol, "newton_tol")
-    max_newton = int(max_newton)
-    if max_newton < 1:
-        raise ValueError(f"max_newton must be >= 1, got {max_newton}")
+    max_newton = _checks.integer(max_newton, "max_newton", low=1)
     t0, t_end = _runs.check_time_span(t0, t_end)
     if dt is None:
         raise ValueError("method 'generalized_alpha' is fixed-step: give dt")
     dt = _runs.positive(dt, "dt")
-    _runs.fixed_step_count(t0, t_end, dt, max_steps)
-    every = int(every)
-    if every < 1:
-        raise ValueError(f"every must be >= 1, got {every}")
+    _runs.fixed_step_count(t0, t_end, dt, _checks.step_limit(max_steps))
+    every = _checks.integer(every, "every", low=1)
     return coefficients, newton_tol, max_newton, t0, t_end, dt, every, _runs.checked_t_eval(t_eval, t0, t_end)
 
 

@@ -461,10 +461,11 @@ class _RunControl:
 
 
 def positive(value, what):
-    """``value`` as a float, finite and > 0; a ValueError naming ``what`` otherwise."""
-    value = float(value)
+    """``value`` as a float, finite and > 0: a TypeError naming ``what`` for anything but a real number (a string
+    such as "0.01", a bool, a complex number: ``_checks.real``), a StateError (a ValueError) for NaN, inf or <= 0."""
+    value = _checks.real(value, what, allow_inf=True)
     if not (value > 0.0 and np.isfinite(value)):
-        raise ValueError(f"{what} must be finite and > 0, got {value}")
+        raise StateError(f"{what} must be finite and > 0, got {value}")
     return value
 
 
@@ -473,8 +474,8 @@ _MAX_TIME = 1e15  # [s]: beyond, float64 resolves times to worse than 0.1 s
 
 def check_time_span(t0, t_end):
     """(t0, t_end) as floats, finite, t0 < t_end and within +-1e15 s (beyond, float64 times are coarser than
-    0.1 s); otherwise a ValueError naming them."""
-    t0, t_end = float(t0), float(t_end)
+    0.1 s); otherwise a TypeError (not a real number, ``_checks.real``) or a ValueError naming them."""
+    t0, t_end = _checks.real(t0, "t0", allow_inf=True), _checks.real(t_end, "t_end", allow_inf=True)
     if not (np.isfinite(t0) and np.isfinite(t_end) and t_end > t0):
         raise ValueError(f"need finite t0 < t_end, got t0 = {t0}, t_end = {t_end}")
     if max(abs(t0), abs(t_end)) > _MAX_TIME:
@@ -485,10 +486,11 @@ def check_time_span(t0, t_end):
 
 def checked_t_eval(t_eval, t0, t_end):
     """The output times of a run: None, or ``t_eval`` as a sorted float array within [t0, t_end] with t0 and t_end
-    added; a ValueError otherwise."""
+    added; a TypeError or StateError (not a 1-D array of finite real numbers, ``_checks.finite_array``) or a
+    ValueError otherwise."""
     if t_eval is None:
         return None
-    t_eval_arr = np.asarray(t_eval, dtype=float).ravel()
+    t_eval_arr = _checks.finite_array(t_eval, "t_eval", (None,))
     if (t_eval_arr.size == 0 or np.any(np.diff(t_eval_arr) < 0) or t_eval_arr[0] < t0
             or t_eval_arr[-1] > t_end):
         raise ValueError(f"t_eval must be a non-empty sorted array within [t0, t_end] = [{t0}, {t_end}]")

@@ -27,7 +27,6 @@ from .. import _checks
 from .._kernels import layout as L
 from .._kernels.timeloops import integrators
 from ..dynamics._evaluation import as_vector
-from ..errors import StateError
 from ..model.spatial import Model3D
 from ..model.workspace import workspace
 from .method_names import FIXED_STEP, METHODS
@@ -207,7 +206,6 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     spatial = isinstance(model, Model3D)
     if spatial:
         _refuse_spatial_options(model, method, formulation, drivers, stabilization, alpha, beta)
-    max_steps = _max_steps(max_steps)
     rtol, atol, every, max_step, first_step, max_steps, alpha, beta, t_eval, midpoint_tol = _checks.run_options(
         rtol=rtol, atol=atol, every=every, max_step=max_step, first_step=first_step, max_steps=max_steps,
         alpha=alpha, beta=beta, t_eval=t_eval, midpoint_tol=midpoint_tol)
@@ -367,14 +365,6 @@ def _check_options(options, formulation):
         raise TypeError(f"simulate() got unexpected keyword argument(s) {', '.join(hints)}")
     if options and formulation != "augmented":
         raise TypeError(f"options {sorted(options)} are for formulation='augmented'")
-
-
-def _max_steps(max_steps):
-    if isinstance(max_steps, (bool, np.bool_)) or not isinstance(max_steps, (int, np.integer, float)):
-        raise TypeError(f"max_steps must be an integer, got {max_steps!r}")
-    if not (1 <= max_steps <= 2**62) or max_steps != int(max_steps):
-        raise StateError(f"max_steps must be an integer in [1, 2**62], got {max_steps!r}")
-    return int(max_steps)
 
 
 def _stabilization(model, stabilization, scipy_method, formulation="recursive"):

@@ -142,7 +142,8 @@ def _spatial_start(model, q0, qd0):
     starts = np.asarray(model._quat_q, dtype=np.int64)
     if starts.size:  # vectorised: a per-quaternion Python loop costs seconds on a 1e6-link chain
         rows = starts[:, None] + np.arange(4)
-        norms = np.linalg.norm(q0[rows], axis=1)
+        with np.errstate(over="ignore"):  # an overflowed norm (inf) is handled below
+            norms = np.linalg.norm(q0[rows], axis=1)
         off = np.flatnonzero(~(np.abs(norms - 1.0) <= 1e-12))  # NaN norms are caught by the finiteness check
         if off.size:
             names = model.names  # built once: it is a fresh list of every body's name
@@ -152,5 +153,8 @@ def _spatial_start(model, q0, qd0):
                 if not norm > 0.0:
                     raise StateError(f"{where} is zero: not a rotation")
                 _checks.warn(f"{where} has norm {norm!r}; simulate normalises it", RuntimeWarning)
-            q0[rows[off]] /= norms[off, None]
+            quats = q0[rows[off]]
+            overflowed = np.isinf(norms[off])  # finite entries whose squares overflow (1e155): scaled down first
+            quats[overflowed] /= np.max(np.abs(quats[overflowed]), axis=1, keepdims=True)
+            q0[rows[off]] = quats / np.linalg.norm(quats, axis=1, keepdims=True)
     return q0, qd0

@@ -85,7 +85,8 @@ def sweep(function, grid, client=None, chunk=None, progress=None):
         None starts a ``LocalCluster`` of worker processes on this machine (one per core, one thread each) and
         closes it afterwards; a string is a scheduler address; a Client is used as it is (a closed one is refused).
     chunk : int, optional
-        Grid points per task; default: about four tasks per worker for a grid of known size, else one.
+        Grid points per task (an integer >= 1: TypeError or StateError otherwise); default: about four tasks per
+        worker for a grid of known size, else one.
     progress : bool, optional
         A progress bar over the grid points (tqdm, the ``progress`` extra); default: only when stderr is a terminal.
 
@@ -105,7 +106,7 @@ def sweep(function, grid, client=None, chunk=None, progress=None):
     if not callable(function):
         raise TypeError(f"function must be callable, got {function!r}")
     items, size = grid_items(grid)
-    if chunk is not None:
+    if chunk is not None:  # checked before a cluster starts
         chunk = _checks.integer(chunk, "chunk", low=1)
     if size == 0:
         return []
