@@ -162,6 +162,13 @@ def test_bad_options_are_refused(kwargs, match):
         rm.simulate(chains.serial_chain(2), [0.1, 0.0], [0.0, 0.0], 1.0, **kwargs)
 
 
+def test_drivers_not_a_dict_are_a_type_error():
+    """drivers given as a list (of functions, or of body names) raised an AttributeError from inside simulate."""
+    for drivers in ([lambda t: t], ["link1"]):
+        with pytest.raises(TypeError, match=r"drivers must be a dict of body \(index or name\) -> f\(t\) .*got a list"):
+            rm.simulate(chains.serial_chain(2), [0.1, 0.0], [0.0, 0.0], 1.0, drivers=drivers)
+
+
 def test_output_buffers_start_small_and_grow_to_the_same_result(monkeypatch):
     # a long chain's state is large (1024 rows of a 1e5-link state: 1.6 GB): the time loops start their output
     # buffers at OUTPUT_START_FLOATS (or the t_eval samples) and double them when full; the output is the same

@@ -107,6 +107,26 @@ def test_bad_bodies_name_body_and_argument(kwargs, message):
     assert "body 'arm' (index 1)" in str(info.value)
 
 
+def test_tiny_and_huge_axes_are_normalised_not_refused():
+    """An axis of norm 1e-300 (its squares underflow) was refused as zero; it and a huge one are the unit axis."""
+    for axis, unit in (((1e-300, 0.0, 0.0), (1.0, 0.0, 0.0)), ((0.0, 3e-200, 4e-200), (0.0, 0.6, 0.8)),
+                       ((1e300, -1e300, 0.0), (2**-0.5, -(2**-0.5), 0.0))):
+        tiny, plain = rm.Model3D(), rm.Model3D()
+        tiny.add_body(axis=axis, inertia=1.0, com=(0.0, 1.0, 0.0))
+        plain.add_body(axis=unit, inertia=1.0, com=(0.0, 1.0, 0.0))
+        tiny.compile(), plain.compile()
+        np.testing.assert_allclose(tiny.body_real, plain.body_real, rtol=0, atol=1e-15)
+
+
+def test_integrate_configuration_overflow_is_a_state_error():
+    """v dt ~ 1e300 on a free joint returned NaN quaternions."""
+    model = rm.Model3D()
+    model.add_body(joint="free", inertia=1.0)
+    for v in ([0.0, 0.0, 0.0, 1e300, 0.0, 0.0], [1e300, 1e300, 0.0, 0.0, 0.0, 0.0]):
+        with pytest.raises(StateError, match=r"q \(\+\) v dt is not finite: entry \d overflowed"):
+            rm.integrate_configuration(model, model.neutral(), np.array(v), 1e10)
+
+
 def test_type_errors():
     model = rm.Model3D()
     with pytest.raises(TypeError, match="mass must be a real number"):

@@ -270,3 +270,13 @@ def test_rk4_diverging_on_a_stiff_spring_stops_naming_the_step():
         rm.simulate(model, q0, np.zeros(6), 0.02, method="rk4", dt=1e-3)
     np.testing.assert_array_equal(info.value.result.t, [0.0, 1e-3])
     assert info.value.result.status == "failed"
+
+
+def test_a_tau_of_the_wrong_form_names_nv_not_nq():
+    """A spherical joint and a revolute one (nq = 5, nv = 4): a tau returning a ragged list said "must return 5"."""
+    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
+    model.add_body("ground", "spherical", inertia=0.1, com=(0.0, 0.0, -1.0), name="upper")
+    model.add_body("upper", "revolute", parent_point=(0.0, 0.0, -1.0), inertia=0.1, com=(0.0, 0.0, -1.0))
+    for tau in (lambda t: [[1.0, 2.0], [3.0]], lambda t: np.zeros(5)):
+        with pytest.raises(StateError, match="tau function must return 4 finite numbers"):
+            rm.simulate(model, model.neutral(), np.zeros(4), 0.01, tau=tau)

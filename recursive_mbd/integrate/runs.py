@@ -151,7 +151,7 @@ class _Inputs:
         self.driver_offset = offset
         self.drivers = []  # (coordinate, body name, evaluate(t) -> (f, f', f''))
         driven = np.zeros(model.nbodies, dtype=np.uint8)
-        for body, spec in (drivers or {}).items():
+        for body, spec in _checks.mapping(drivers, "drivers", "body (index or name) -> f(t) or (f, f', f'')").items():
             index = model.body_index(body)
             name = model.body_names[index]
             if model.joint_ndof[index] != 1:
@@ -218,7 +218,7 @@ class _Inputs:
             try:
                 value = np.asarray(value, dtype=float).reshape(-1)
             except (TypeError, ValueError) as err:
-                raise StateError(f"tau function must return {self.model.nq} finite numbers ({self.tau_name} at "
+                raise StateError(f"tau function must return {self.ntau} finite numbers ({self.tau_name} at "
                                  f"t = {t:g} returned {_short(value)})") from err
             nq = self.ntau
             if value.shape != (nq,) or not np.all(np.isfinite(value)):
