@@ -127,6 +127,26 @@ def test_integrate_configuration_overflow_is_a_state_error():
             rm.integrate_configuration(model, model.neutral(), np.array(v), 1e10)
 
 
+def test_gimbal_lock_is_a_singular_articulated_inertia():
+    """Three revolute joints z, y, x with massless bodies between: at pitch pi/2 the roll axis lines up with the
+    yaw axis and the yaw joint moves nothing the roll joint does not; forward dynamics returned accelerations of
+    1e14 (round-off over round-off) where the planar route refuses a singular articulated inertia. Away from the
+    lock the accelerations are the mass matrix's, M vdot = -h."""
+    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
+    model.add_body("ground", "revolute", axis=(0.0, 0.0, 1.0), mass=0.0, name="yaw")
+    model.add_body("yaw", "revolute", axis=(0.0, 1.0, 0.0), mass=0.0, name="pitch")
+    model.add_body("pitch", "revolute", axis=(1.0, 0.0, 0.0), mass=2.0, inertia=(1.0, 2.0, 3.0, 0.0, 0.0, 0.0),
+                   com=(0.1, 0.2, 0.3), name="roll")
+    v = np.array([0.1, 0.2, 0.3])
+    with pytest.raises(ModelError, match=r"body 'yaw' \(index 0\): the articulated inertia of its joint is singular"
+                                         r".*gimbal lock"):
+        rm.forward_dynamics(model, [0.2, np.pi / 2, 0.4], v)
+    for pitch in (0.3, np.pi / 2 - 1e-3):
+        q = np.array([0.2, pitch, 0.4])
+        expected = np.linalg.solve(rm.mass_matrix(model, q), -rm.inverse_dynamics(model, q, v, np.zeros(3)))
+        np.testing.assert_allclose(rm.forward_dynamics(model, q, v), expected, rtol=1e-9)
+
+
 def test_type_errors():
     model = rm.Model3D()
     with pytest.raises(TypeError, match="mass must be a real number"):
