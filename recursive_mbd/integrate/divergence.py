@@ -33,8 +33,8 @@ ITERATIONS = 40
 
 
 def can_gain_energy(model, inputs):
-    """Whether a run's inputs may supply energy the balance cannot check: a tau function, drivers or force
-    elements that are functions of time."""
+    """Whether a run's inputs vary in time (a tau function, drivers or force elements that are functions of
+    time), which may feed the motion energy at any rate: the watch stays off for such runs."""
     return bool(inputs.tau_function is not None or inputs.drivers or model.element_functions)
 
 
