@@ -179,7 +179,7 @@ def point_motion(model, q, qd, qdd, body, point=(0.0, 0.0)):
 # is near a change point, where its round-off error eps / sigma_min(J_f) in the rates grows without bound (at one
 # 1e-14 rad from a parallelogram's change point the rates came out on the crossing branch, the accelerations
 # at 6e14): there the rates come from the branch's normal space (``loops.branch_normals``), as in the time
-# loops, whose zone (eigenvalues of J M^-1 J^T below 1e-6 of the largest) this matches
+# loops, whose zone (eigenvalues of J M^-1 J^T below 1e-6 of the largest) is about this one
 CHANGE_POINT_ZONE = 1e-3
 
 
