@@ -7,6 +7,7 @@ in both cases naming the argument. They are cheap on the slow path and are not c
 (an array that is already float64, C-contiguous and of the right shape).
 """
 
+import collections.abc
 import math
 import numbers
 import os
@@ -193,6 +194,18 @@ def arity(function, what):
     if len(params) not in (1, 3):
         raise TypeError(f"{what} must take (t) or (t, q, qd), got a function of {len(params)} arguments")
     return len(params)
+
+
+def mapping(value, what, entries):
+    """A dict-like argument (None: an empty dict), or a TypeError naming ``what`` and its ``entries`` (e.g.
+    "body -> f(t)") for anything else (a list of them, say)."""
+    if value is None:
+        return {}
+    if not isinstance(value, collections.abc.Mapping):
+        shown = repr(value)
+        raise TypeError(f"{what} must be a dict of {entries}, got a {type(value).__name__}: "
+                        f"{shown if len(shown) <= 80 else shown[:77] + '...'}")
+    return value
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep

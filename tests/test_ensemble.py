@@ -285,6 +285,8 @@ def test_bad_input_names_member_and_argument_before_any_work():
         rm.simulate_many(model, Q0, QD0, 1.0, params={"stiffness:spring": np.ones(4)})
     with pytest.raises(ValueError, match="give a finite dt"):
         rm.simulate_many(model, Q0, QD0, 1.0, "rk4")
+    with pytest.raises(TypeError, match=r"params must be a dict of name -> per-member values .*got a list"):
+        rm.simulate_many(model, Q0, QD0, 1.0, params=[np.ones(4)])  # was an AttributeError
 
 
 @pytest.mark.parametrize("options, error, match", [

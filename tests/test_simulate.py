@@ -97,13 +97,39 @@ def test_joint_torque_drives_the_motion():
 def test_blow_up_raises_with_time_and_keeps_the_result():
     model = chains.serial_chain(20)
     q0 = np.full(20, 0.3)
-    with pytest.raises(SimulationError, match=r"rk4 failed at t = .*non-finite") as info:
+    with pytest.raises(SimulationError, match=r"rk4 failed at t = .*(non-finite|diverges)") as info:
         rm.simulate(model, q0, np.zeros(20), 100.0, method="rk4", dt=0.5)
     err = info.value
     assert 0.0 < err.t < 100.0
     assert err.result.t[-1] <= err.t
     assert np.all(np.isfinite(err.result.q))
     assert err.result.t[0] == 0.0
+
+
+@pytest.mark.parametrize(("h_omega", "steps", "diverged_at"), [(10.0, 100, 1), (2.9, 20, 14)])
+def test_rk4_past_its_stability_limit_stops_naming_the_step(h_omega, steps, diverged_at):
+    """A rod on a stiff joint spring, omega = sqrt(k / I) = 3000 rad/s (k = 3e6 N m/rad, I = 1/3 kg m^2, no
+    gravity): rk4 at h omega = 10 grew the energy x 1.6e5 in one step and ran on to "finished". It stops where
+    the energy has grown 100-fold (h omega = 10: the first step, seen by the run's monitor; 2.9, just past rk4's
+    limit 2.83, energy x 1.42 a step: step 14 of a 20-step run, found after it), naming dt, omega_max (the power
+    iteration's estimate) and 2 / omega_max; at h omega = 2.5 (stable) it finishes."""
+    model = chains.serial_chain(1, gravity=0.0)
+    model.add_joint_spring_damper(0, 3e6)
+    omega = 3000.0
+    dt = h_omega / omega
+    expected = (rf"rk4 failed at t = .*the run diverges.*rk4 with dt = {dt:.6g} s is unstable here.*"
+                r"2 / omega_max = 0.000667 s \(omega_max ~ 3e\+03")
+    with pytest.raises(SimulationError, match=expected) as info:
+        rm.simulate(model, [1e-3], [0.0], steps * dt, method="rk4", dt=dt)
+    result = info.value.result
+    assert result.status == "failed"
+    assert result.t.size == diverged_at + 1 and result.t[-1] == pytest.approx(diverged_at * dt, rel=1e-12)
+    kinetic, potential = result.energy()
+    growth = (kinetic + potential) / 1.5  # E(t0) = k q0^2 / 2
+    assert growth[0] == pytest.approx(1.0, rel=1e-12)
+    assert growth[-1] > 100.0 and np.all(growth[:-1] < 100.0)
+    stable = rm.simulate(model, [1e-3], [0.0], 20 * 2.5 / omega, method="rk4", dt=2.5 / omega)
+    assert stable.status == "finished"
 
 
 def test_step_size_underflow_raises_with_time():
@@ -134,6 +160,13 @@ def test_too_many_steps_keeps_the_result():
 def test_bad_options_are_refused(kwargs, match):
     with pytest.raises(ValueError, match=match):
         rm.simulate(chains.serial_chain(2), [0.1, 0.0], [0.0, 0.0], 1.0, **kwargs)
+
+
+def test_drivers_not_a_dict_are_a_type_error():
+    """drivers given as a list (of functions, or of body names) raised an AttributeError from inside simulate."""
+    for drivers in ([lambda t: t], ["link1"]):
+        with pytest.raises(TypeError, match=r"drivers must be a dict of body \(index or name\) -> f\(t\) .*got a list"):
+            rm.simulate(chains.serial_chain(2), [0.1, 0.0], [0.0, 0.0], 1.0, drivers=drivers)
 
 
 def test_output_buffers_start_small_and_grow_to_the_same_result(monkeypatch):

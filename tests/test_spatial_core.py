@@ -108,6 +108,46 @@ def test_bad_bodies_name_body_and_argument(kwargs, message):
     assert "body 'arm' (index 1)" in str(info.value)
 
 
+def test_tiny_and_huge_axes_are_normalised_not_refused():
+    """An axis of norm 1e-300 (its squares underflow) was refused as zero; it and a huge one are the unit axis."""
+    for axis, unit in (((1e-300, 0.0, 0.0), (1.0, 0.0, 0.0)), ((0.0, 3e-200, 4e-200), (0.0, 0.6, 0.8)),
+                       ((1e300, -1e300, 0.0), (2**-0.5, -(2**-0.5), 0.0))):
+        tiny, plain = rm.Model3D(), rm.Model3D()
+        tiny.add_body(axis=axis, inertia=1.0, com=(0.0, 1.0, 0.0))
+        plain.add_body(axis=unit, inertia=1.0, com=(0.0, 1.0, 0.0))
+        tiny.compile(), plain.compile()
+        np.testing.assert_allclose(tiny.body_real, plain.body_real, rtol=0, atol=1e-15)
+
+
+def test_integrate_configuration_overflow_is_a_state_error():
+    """v dt ~ 1e300 on a free joint returned NaN quaternions."""
+    model = rm.Model3D()
+    model.add_body(joint="free", inertia=1.0)
+    for v in ([0.0, 0.0, 0.0, 1e300, 0.0, 0.0], [1e300, 1e300, 0.0, 0.0, 0.0, 0.0]):
+        with pytest.raises(StateError, match=r"q \(\+\) v dt is not finite: entry \d overflowed"):
+            rm.integrate_configuration(model, model.neutral(), np.array(v), 1e10)
+
+
+def test_gimbal_lock_is_a_singular_articulated_inertia():
+    """Three revolute joints z, y, x with massless bodies between: at pitch pi/2 the roll axis lines up with the
+    yaw axis and the yaw joint moves nothing the roll joint does not; forward dynamics returned accelerations of
+    1e14 (round-off over round-off) where the planar route refuses a singular articulated inertia. Away from the
+    lock the accelerations are the mass matrix's, M vdot = -h."""
+    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
+    model.add_body("ground", "revolute", axis=(0.0, 0.0, 1.0), mass=0.0, name="yaw")
+    model.add_body("yaw", "revolute", axis=(0.0, 1.0, 0.0), mass=0.0, name="pitch")
+    model.add_body("pitch", "revolute", axis=(1.0, 0.0, 0.0), mass=2.0, inertia=(1.0, 2.0, 3.0, 0.0, 0.0, 0.0),
+                   com=(0.1, 0.2, 0.3), name="roll")
+    v = np.array([0.1, 0.2, 0.3])
+    with pytest.raises(ModelError, match=r"body 'yaw' \(index 0\): the articulated inertia of its joint is singular"
+                                         r".*gimbal lock"):
+        rm.forward_dynamics(model, [0.2, np.pi / 2, 0.4], v)
+    for pitch in (0.3, np.pi / 2 - 1e-3):
+        q = np.array([0.2, pitch, 0.4])
+        expected = np.linalg.solve(rm.mass_matrix(model, q), -rm.inverse_dynamics(model, q, v, np.zeros(3)))
+        np.testing.assert_allclose(rm.forward_dynamics(model, q, v), expected, rtol=1e-9)
+
+
 def test_type_errors():
     model = rm.Model3D()
     with pytest.raises(TypeError, match="mass must be a real number"):

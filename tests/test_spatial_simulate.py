@@ -278,3 +278,30 @@ def test_time_loop_of_an_all_spherical_chain_allocates_no_motion_subspaces():
     loop = SpatialTimeLoop(chain, _SpatialInputs(chain, None))
     assert loop.system.S.shape == (0, 3, 6)
     assert spatial_dynamics.workspace(chain)._S is None
+
+
+def test_rk4_diverging_on_a_stiff_spring_stops_naming_the_step():
+    """A free body on a point spring of k = 1e8 N/m (omega = 1e4 rad/s) under rk4 at dt = 1e-3 s finished with
+    its energy x 9e51 and a displacement of 9e22 m; it stops after the first step (energy x 1.6e5), naming dt and
+    2 / omega_max, with the samples so far."""
+    model = rm.Model3D(gravity=(0.0, 0.0, 0.0))
+    model.add_body("ground", "free", mass=1.0, inertia=0.01, name="ball")
+    model.add_spring_damper("ball", (0.0, 0.0, 0.0), "ground", (0.0, 0.0, 0.0), stiffness=1e8)
+    q0 = model.neutral()
+    q0[0] = 1e-3
+    expected = (r"rk4 failed at t = 0.001 s: the run diverges.*rk4 with dt = 0.001 s is unstable here.*"
+                r"2 / omega_max = 0.0002 s \(omega_max ~ 1e\+04")
+    with pytest.raises(SimulationError, match=expected) as info:
+        rm.simulate(model, q0, np.zeros(6), 0.02, method="rk4", dt=1e-3)
+    np.testing.assert_array_equal(info.value.result.t, [0.0, 1e-3])
+    assert info.value.result.status == "failed"
+
+
+def test_a_tau_of_the_wrong_form_names_nv_not_nq():
+    """A spherical joint and a revolute one (nq = 5, nv = 4): a tau returning a ragged list said "must return 5"."""
+    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
+    model.add_body("ground", "spherical", inertia=0.1, com=(0.0, 0.0, -1.0), name="upper")
+    model.add_body("upper", "revolute", parent_point=(0.0, 0.0, -1.0), inertia=0.1, com=(0.0, 0.0, -1.0))
+    for tau in (lambda t: [[1.0, 2.0], [3.0]], lambda t: np.zeros(5)):
+        with pytest.raises(StateError, match="tau function must return 4 finite numbers"):
+            rm.simulate(model, model.neutral(), np.zeros(4), 0.01, tau=tau)

@@ -25,7 +25,7 @@ from .._kernels.planar import tree
 from ..dynamics._evaluation import _element_loads
 from ..dynamics.calls import inverse_dynamics, mass_matrix
 from ..dynamics.kinematics import forward_kinematics
-from ..dynamics.loops import RCOND, constraints, forces_from_multipliers, loop_workspace
+from ..dynamics.loops import RCOND, branch_normals, constraints, forces_from_multipliers, loop_workspace
 from ..errors import ModelError, StateError
 from ..model import joints
 from ..model.spatial import Model3D
@@ -178,6 +178,33 @@ def point_motion(model, q, qd, qdd, body, point=(0.0, 0.0)):
     return out[0], out[1], out[2]
 
 
+# J_f (the loop Jacobian on the coordinates the drivers leave free) with sigma_min below this fraction of sigma_max
+# is near a change point, where its round-off error eps / sigma_min(J_f) in the rates grows without bound (at one
+# 1e-14 rad from a parallelogram's change point the rates came out on the crossing branch, the accelerations
+# at 6e14): there the rates come from the branch's normal space (``loops.branch_normals``), as in the time
+# loops, whose zone (eigenvalues of J M^-1 J^T below 1e-6 of the largest) is about this one
+CHANGE_POINT_ZONE = 1e-3
+
+
+def _branch_rates(model, q, qd, qdd, free, jf, tol):
+    """Near a change point, set qd[free] and qdd[free] (in place) on the branch that the predicted velocity qd
+    follows: N qd = 0 and N qdd = curvature with the branch's normal space N, which it returns; None where J_f is
+    well conditioned or no branch can be told (a dead point of the drivers: the caller takes J_f)."""
+    values = np.linalg.svd(jf, compute_uv=False)
+    if values.size == free.size and values[-1] > CHANGE_POINT_ZONE * values[0]:
+        return None
+    normals, _ = branch_normals(model, q, qd, tol=tol)
+    if normals.shape[0] == 0 or np.linalg.matrix_rank(normals[:, free]) < free.size:
+        return None
+    qd[free] += np.linalg.lstsq(normals[:, free], -normals @ qd, rcond=None)[0]
+    rows = normals.shape[0]
+    normals, curvature = branch_normals(model, q, qd, tol=tol)  # the curvature along the velocity just found
+    if normals.shape[0] != rows:
+        return None
+    qdd[free] += np.linalg.lstsq(normals[:, free], curvature - normals @ qdd, rcond=None)[0]
+    return normals
+
+
 def kinematic_analysis(model, drivers, t, q_guess=None, *, tol=1e-12):
     """Positions, velocities, accelerations, driving forces and reactions under prescribed joint motions.
 
@@ -190,9 +217,11 @@ def kinematic_analysis(model, drivers, t, q_guess=None, *, tol=1e-12):
     t : array_like (nt,)
         Times [s], increasing; each solution starts from the previous one, predicted to the new time with its
         velocity and acceleration (the first from ``q_guess``, default zero), then closed by minimum-norm
-        Gauss-Newton (``assemble``), so the mechanism stays on one assembly branch, through change points too
-        (where two branches cross and the loop Jacobian loses rank, the velocity and acceleration are the ones
-        nearest the prediction).
+        Gauss-Newton (``assemble``), so the mechanism stays on one assembly branch, through change points too,
+        whether or not a sample falls on one: near a change point (two branches cross and the loop Jacobian loses
+        rank) the velocities, accelerations and driving forces come from the normal space of the branch that the
+        predicted velocity follows (``loops.branch_normals``, as in the time loops); the loop forces there grow
+        like 1 / distance to it where the mechanism needs them to.
 
     Returns
     -------
@@ -238,30 +267,40 @@ def kinematic_analysis(model, drivers, t, q_guess=None, *, tol=1e-12):
             q = assemble(model, q, fixed=driven, tol=tol)
         except ModelError as err:
             raise ModelError(f"kinematic analysis at t = {time:g}: {err}") from None
+        normals = None
         if free.size:
             if model.nloops == 0:
                 raise ModelError(f"the drivers take up {driven.size} of {nq} degrees of freedom and the model has "
                                  "no loops; drive every coordinate")
             _, _, jac, gamma = constraints(model, q, qd)
             jf = jac[:, free]
-            rank = np.linalg.matrix_rank(jf)
-            # an isolated rank drop (a change point: the branches of the mechanism cross) is passed on the branch
-            # it came along; one at the start, or at two times in a row, is a mechanism the drivers do not drive
+            normals = _branch_rates(model, q, qd, qdd, free, jf, tol) if n > 0 else None
+            rank = free.size if normals is not None else np.linalg.matrix_rank(jf)
+            # an isolated rank drop that no branch resolves is passed with the continuation's rates; one at the
+            # start, or at two times in a row, is a mechanism the drivers do not drive
             if rank < free.size and (n == 0 or deficient_before):
                 raise ModelError(f"kinematic analysis at t = {time:g}: the drivers and loops leave "
                                  f"{free.size - rank} degree(s) of freedom undetermined")
             deficient_before = rank < free.size
-            # velocities and accelerations nearest the predicted ones that meet the loop equations: exact where J_f
-            # has full column rank, and the branch's own (the continuation) at a change point
-            qd[free] += np.linalg.lstsq(jf, -jac @ qd, rcond=None)[0]
-            _, _, jac, gamma = constraints(model, q, qd)
-            qdd[free] += np.linalg.lstsq(jf, gamma - jac @ qdd, rcond=None)[0]
+            if normals is None:
+                # velocities and accelerations nearest the predicted ones that meet the loop equations: exact where
+                # J_f has full column rank
+                qd[free] += np.linalg.lstsq(jf, -jac @ qd, rcond=None)[0]
+                _, _, jac, gamma = constraints(model, q, qd)
+                qdd[free] += np.linalg.lstsq(jf, gamma - jac @ qdd, rcond=None)[0]
         needed = inverse_dynamics(model, q, qd, qdd, t=time)  # = tau_drive - J^T lambda
         lam = np.zeros(m)
         if m:
             _, _, jac, _ = constraints(model, q, qd)
-            lam = np.linalg.lstsq(-jac[:, free].T, needed[free], rcond=RCOND)[0] if free.size else np.zeros(m)
-            tau = needed + jac.T @ lam
+            if normals is None:
+                lam = np.linalg.lstsq(-jac[:, free].T, needed[free], rcond=RCOND)[0] if free.size else np.zeros(m)
+                tau = needed + jac.T @ lam
+            else:
+                # near a change point the loop forces can grow like 1 / distance to it (a cut-off would drop them,
+                # and their finite work on the drivers with them): the multipliers without cut-off, the driving
+                # forces from the branch's normal space
+                lam = np.linalg.lstsq(-jac[:, free].T, needed[free], rcond=None)[0]
+                tau = needed + normals.T @ np.linalg.lstsq(-normals[:, free].T, needed[free], rcond=None)[0]
         else:
             tau = needed
         joint, loops, _ = _joint_forces(model, q, qd, qdd, lam, time)

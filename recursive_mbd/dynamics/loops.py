@@ -224,6 +224,27 @@ def project(model, q, qd, *, free=None, tol=1e-12, max_iter=20):
     return q, qd, worst
 
 
+def branch_normals(model, q, qd, *, tol=1e-12):
+    """The normal space of the branch that the motion qd follows at q, near a change point (where two branches
+    cross and J loses rank): (normals (r, nq), orthonormal rows; curvature (r,)), with N qd = 0 the branch's
+    velocity constraint and N qdd = curvature its acceleration constraint, as the time loops use them
+    (``_kernels.planar.loops.branch_normals``: from points displaced along qd and closed onto the loops to
+    ``tol``). r = 0 (empty arrays) where q is not near a change point, or no branch can be told (qd = 0, a dead
+    point of the drivers rather than a crossing of branches)."""
+    ws, lw = loop_workspace(model)
+    q = as_vector(model, q, "q")
+    qd = as_vector(model, qd, "qd")
+    normals = np.zeros((model.nconstraints, model.nq))
+    curvature = np.zeros(model.nconstraints)
+    status, rank = kernels.branch_normals(model.body_int, model.body_real, model.loop_int, model.loop_real, q, qd,
+                                          ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
+                                          lw.resp, ws.zeros, lw.stab[2:4], float(tol), POSITION_RCOND,
+                                          kernels.BRANCH_ZONE, normals, curvature)
+    if status:
+        raise_planar_loop_status(model, status)
+    return normals[:rank].copy(), curvature[:rank].copy()
+
+
 def lock_diagnosis(model, q, free=None, threshold=1e-3):
     """Why a driven mechanism cannot move on at q, or None: a sentence naming the loop whose equations lose rank
     on the free coordinates (the drivers push the mechanism into a dead point, where J_f, the loop Jacobian

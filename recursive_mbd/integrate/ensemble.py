@@ -281,7 +281,7 @@ def member_arrays(model, params, k):
     elem_real = np.repeat(np.ascontiguousarray(model.elem_real)[None], k, axis=0)  # (k, nelements, N_EREAL)
     gravity = np.repeat(np.asarray(model.gravity, dtype=float)[None], k, axis=0)
     n = model.nbodies
-    for name, value in (params or {}).items():
+    for name, value in _checks.mapping(params, "params", "name -> per-member values (k rows)").items():
         if not isinstance(name, str):
             raise TypeError(f"params keys must be strings, got {name!r}")
         kind, _, target = name.partition(":")

@@ -182,7 +182,7 @@ class _Inputs:
         self.driver_offset = offset
         self.drivers = []  # (coordinate, body name, evaluate(t) -> (f, f', f''))
         driven = np.zeros(model.nbodies, dtype=np.uint8)
-        for body, spec in (drivers or {}).items():
+        for body, spec in _checks.mapping(drivers, "drivers", "body (index or name) -> f(t) or (f, f', f'')").items():
             index = model.body_index(body)
             name = model.body_names[index]
             if model.joint_ndof[index] != 1:
@@ -249,7 +249,7 @@ class _Inputs:
             try:
                 value = np.asarray(value, dtype=float).reshape(-1)
             except (TypeError, ValueError) as err:
-                raise StateError(f"tau function must return {self.model.nq} finite numbers ({self.tau_name} at "
+                raise StateError(f"tau function must return {self.ntau} finite numbers ({self.tau_name} at "
                                  f"t = {t:g} returned {_short(value)})") from err
             nq = self.ntau
             if value.shape != (nq,) or not np.all(np.isfinite(value)):
@@ -400,11 +400,13 @@ class _RunControl:
     rate the previous polls measured (the spacing at most quadruples from one poll to the next).
 
     It also holds the run's output budget (``output_budget``, taken when the run starts: floats that the compiled
-    loops' output buffers may hold) and the floats of one sample (``sample_floats``, set by ``_run_segments``).
+    loops' output buffers may hold) and the floats of one sample (``sample_floats``, set by ``_run_segments``),
+    and a fixed-step explicit run's divergence watch (``watch``), which checks the state at every poll.
     """
 
     POLL_INTERVAL = 2e-3  # [s]
     failure = None
+    watch = None  # a check of the state, (t, y) -> status, at every poll (``divergence.DivergenceWatch``)
 
     def __init__(self, max_wall_time=None):
         self.started = time.perf_counter()
@@ -457,7 +459,10 @@ class _RunControl:
             self._batch = max(1.0, min(wanted, 4.0 * self._batch))
         control[0] = control[1] + self._batch
         self._last_poll = (now, control[1])
-        return self.status()
+        status = self.status()
+        if status == L.STATUS_OK and self.watch is not None:
+            status = self.watch(t, y)
+        return status
 
 
 def positive(value, what):
@@ -682,6 +687,8 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
         }
         if status == L.STATUS_OUTPUT_FULL:
             reason = _output_full_reason(control, result)
+        elif kind == L.STATUS_NONFINITE_STATE and control.watch is not None:  # a fixed-step explicit run
+            reason = control.watch.reason(reasons[kind])
         elif kind in reasons:
             reason = reasons[kind] + getattr(control, "detail", "")
         elif kind == L.STATUS_LOOPS_OPEN:

@@ -29,6 +29,7 @@ from .._kernels.timeloops import integrators
 from ..dynamics._evaluation import as_vector
 from ..model.spatial import Model3D
 from ..model.workspace import workspace
+from .divergence import DivergenceWatch, can_gain_energy
 from .method_names import FIXED_STEP, METHODS
 from .result import _make_result
 from .runs import (  # the run machinery shared with the method front ends; below them all
@@ -85,7 +86,10 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     method : str
         "dopri5": adaptive Dormand-Prince 5(4) with error control by ``rtol``/``atol`` (per component of
         (q, qd)) and 4th-order dense output. "dop853": adaptive Dormand-Prince 8(5,3), for tight tolerances
-        (no dense output: use ``every``). "rk4": classic fixed-step Runge-Kutta with step ``dt``.
+        (no dense output: use ``every``). "rk4": classic fixed-step Runge-Kutta with step ``dt``;
+        a run past its stability limit on a model without time-varying inputs (no tau function, drivers or force
+        elements of time), whose energy balance grows by orders of magnitude, stops with SimulationError naming
+        dt and the step the stiffest rate at the start allows (``integrate.divergence``).
         "implicit_midpoint": fixed step ``dt``, symmetric, bounded energy error on long conservative runs.
         "generalized_alpha": fixed step ``dt``, Chung-Hulbert generalised-alpha (second order, L-stable for rho_inf < 1)
         with numerical damping set by ``rho_inf`` in [0, 1] (default 0.9; 1 = none, 0 = the highest frequencies
@@ -389,6 +393,8 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
     t_eval_arr = checked_t_eval(t_eval, t0, t_end)
 
     control = _RunControl(max_wall_time)
+    if method in FIXED_STEP and method in TABLEAUS and not can_gain_energy(model, inputs):  # explicit: rk4
+        control.watch = DivergenceWatch(model, loop, method, dt, inputs.tau_const, t0, y0)
     if scipy_method is not None:
         if progress:
             _checks.warn("progress bars are for the numba methods; scipy:NAME runs without one")
@@ -410,6 +416,8 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
         with control:
             status, t_fail, times, states, nfev, nsteps, nrejected, event_records = _run_segments(
                 segment, y0, t0, t_end, t_eval_arr, dt if method in FIXED_STEP else None, progress, control)
+        if control.watch is not None:
+            status, t_fail, t_out, y_out = control.watch.after_run(status, t_fail, t_out, y_out)
 
     def build():
         """The run's result (events recorded, its status set) and the status left to report."""

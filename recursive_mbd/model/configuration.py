@@ -69,6 +69,8 @@ def integrate_configuration(model, q, v, dt=1.0):
     Returns
     -------
     q_new : ndarray (nq,)
+
+    Raises StateError where v dt is so large that the result overflows (no finite configuration).
     """
     model = _model3d(model)
     q = _state_vector(q, model._nq, "q")
@@ -77,18 +79,23 @@ def integrate_configuration(model, q, v, dt=1.0):
         raise TypeError(f"dt must be a finite real number, got {dt!r}")
     dt = float(dt)
     out = q.copy()
-    out[model._euclid_q] += v[model._euclid_v] * dt
-    if model._quat_q.size:
-        quats = _quaternions(model, q, "q")
-        half = v[model._quat_v[:, None] + np.arange(3)] * (0.5 * dt)
-        angle = np.linalg.norm(half, axis=1)
-        # sin(angle)/angle without 0/0: its series below 1e-4 (error < 1e-17)
-        small = angle < 1e-4
-        sinc = np.where(small, 1.0 - angle * angle / 6.0, np.sin(angle) / np.where(small, 1.0, angle))
-        step = np.column_stack((np.cos(angle), half * sinc[:, None]))
-        new = _quat_multiply(quats, step)
-        new /= np.linalg.norm(new, axis=1)[:, None]
-        out[model._quat_q[:, None] + np.arange(4)] = new
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below, naming the coordinate
+        out[model._euclid_q] += v[model._euclid_v] * dt
+        if model._quat_q.size:
+            quats = _quaternions(model, q, "q")
+            half = v[model._quat_v[:, None] + np.arange(3)] * (0.5 * dt)
+            angle = np.linalg.norm(half, axis=1)
+            # sin(angle)/angle without 0/0: its series below 1e-4 (error < 1e-17)
+            small = angle < 1e-4
+            sinc = np.where(small, 1.0 - angle * angle / 6.0, np.sin(angle) / np.where(small, 1.0, angle))
+            step = np.column_stack((np.cos(angle), half * sinc[:, None]))
+            new = _quat_multiply(quats, step)
+            new /= np.linalg.norm(new, axis=1)[:, None]
+            out[model._quat_q[:, None] + np.arange(4)] = new
+    if not np.all(np.isfinite(out)):  # v dt overflowed (a rotation angle of 1e300 rad has no finite quaternion)
+        bad = int(np.flatnonzero(~np.isfinite(out))[0])
+        raise StateError(f"q (+) v dt is not finite: entry {bad} overflowed (v dt too large: dt = {dt!r}, "
+                         f"max |v| = {float(np.abs(v).max())!r})")
     return out
 
 

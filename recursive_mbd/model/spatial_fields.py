@@ -22,10 +22,12 @@ def _vector3(value, what):
 
 def _unit(value, what):
     arr = _vector3(value, what)
-    norm = float(np.linalg.norm(arr))
-    if norm == 0.0 or not np.isfinite(norm):
+    largest = float(np.abs(arr).max())
+    if largest == 0.0:
         raise ModelError(f"{what} must be a non-zero vector, got {arr.tolist()}")
-    return arr / norm
+    if not 1e-150 < largest < 1e150:  # its squares would under- or overflow (1e-300 counted as zero): scale first
+        arr = arr / largest
+    return arr / np.linalg.norm(arr)
 
 
 def quaternion_matrix(quat):

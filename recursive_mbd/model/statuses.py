@@ -42,7 +42,8 @@ def raise_spatial_status(model, status, names, output="the result"):
         raise StateError(f"{names[0]}[{k}:{k + 4}], the quaternion of body {model.names[body]!r} (index {body}), "
                          f"is not of unit norm (to {SL.QUATERNION_TOL:g}); normalise it")
     raise_kernel_status(model, status, names, output, overflow_note="",
-                        singular_example="a point mass on a spherical joint at its centre, or a massless tip body",
+                        singular_example="a point mass on a spherical joint at its centre, a massless tip body, or "
+                                         "a gimbal lock: massless bodies between joints whose axes line up",
                         kernel="spatial kernel")
 
 

@@ -1123,10 +1123,15 @@ def _general_condense(body_int, body_real, tau, i, ws, S, UD, uD, tmp):
     nvj = body_int[i, NVJ]
     kv = body_int[i, VIDX]
     _inertia_times_subspace(ws, i, S, nvj, tmp)
+    # the largest rotational and translational diagonal entries of I^A, for every row of their block (the
+    # entries along S_c alone cancel where the joints below take up S_c's motion: ``_revolute_condense``)
+    rotation = math.sqrt(max(abs(tmp[234]), abs(tmp[241]), abs(tmp[248])))
+    translation = math.sqrt(max(abs(tmp[255]), abs(tmp[262]), abs(tmp[269])))
     for r in range(6):
-        tmp[228 + r] = math.sqrt(abs(tmp[234 + 7 * r]))
+        tmp[228 + r] = rotation if r < 3 else translation
     for col in range(nvj):
-        # the scale of D_cc: (sum_r |S_rc| sqrt(I_rr))^2 >= S_c^T I^A S_c (Cauchy-Schwarz, I^A PSD)
+        # the scale of D_cc: (sum_r |S_rc| sqrt(I_rr))^2 >= S_c^T I^A S_c (Cauchy-Schwarz, I^A PSD), with the
+        # block maxima above for I_rr
         scale = 0.0
         for r in range(6):
             scale += abs(S[i, col, r]) * tmp[228 + r]
@@ -1197,10 +1202,13 @@ def _revolute_condense(body_int, body_real, tau, i, ws, tmp):
     for r in range(6):
         o = 234 + 6 * r
         tmp[r] = tmp[o] * s0 + tmp[o + 1] * s1 + tmp[o + 2] * s2 + tmp[o + 3] * s3 + tmp[o + 4] * s4 + tmp[o + 5] * s5
-    # the scale of D: (sum_r |s_r| sqrt(I_rr))^2 >= s^T I^A s (Cauchy-Schwarz, I^A PSD), as _general_condense
-    scale = (abs(s0) * math.sqrt(abs(tmp[234])) + abs(s1) * math.sqrt(abs(tmp[241]))
-             + abs(s2) * math.sqrt(abs(tmp[248])) + abs(s3) * math.sqrt(abs(tmp[255]))
-             + abs(s4) * math.sqrt(abs(tmp[262])) + abs(s5) * math.sqrt(abs(tmp[269])))
+    # the scale of D: |s|'s rotational and translational parts times the square roots of the largest rotational
+    # and translational diagonal entries of I^A (>= sqrt(s^T I^A s), Cauchy-Schwarz, I^A PSD), as
+    # _general_condense: the entries along s alone cancel where the joints below take up this axis's motion (a
+    # gimbal lock: three revolute joints z, y, x, massless between, pitch pi/2), and D is then round-off
+    rotation = math.sqrt(max(abs(tmp[234]), abs(tmp[241]), abs(tmp[248])))
+    translation = math.sqrt(max(abs(tmp[255]), abs(tmp[262]), abs(tmp[269])))
+    scale = (abs(s0) + abs(s1) + abs(s2)) * rotation + (abs(s3) + abs(s4) + abs(s5)) * translation
     d = s0 * tmp[0] + s1 * tmp[1] + s2 * tmp[2] + s3 * tmp[3] + s4 * tmp[4] + s5 * tmp[5]
     if not d > SINGULAR_RTOL * scale * scale:
         return STATUS_SINGULAR | (i << 4)
