@@ -17,7 +17,8 @@ import math
 import numpy as np
 
 from .._kernels import layout as L
-from ..dynamics.calls import energy, forward_dynamics
+from ..dynamics.calls import forward_dynamics
+from ..dynamics.kinematics import energy
 from ..errors import ModelError, StateError
 from ..model.configuration import integrate_configuration
 from ..model.spatial import Model3D
