@@ -3,10 +3,10 @@
 4 coordinates and 3 rates). numpy only.
 """
 
-import numbers
 
 import numpy as np
 
+from .. import _checks
 from .._kernels.spatial import layout as SL
 from ..errors import StateError
 from . import _validation as V
@@ -75,9 +75,7 @@ def integrate_configuration(model, q, v, dt=1.0):
     model = _model3d(model)
     q = _state_vector(q, model._nq, "q")
     v = _state_vector(v, model._nv, "v")
-    if isinstance(dt, (bool, np.bool_)) or not isinstance(dt, numbers.Real) or not np.isfinite(dt):
-        raise TypeError(f"dt must be a finite real number, got {dt!r}")
-    dt = float(dt)
+    dt = _checks.real(dt, "dt")
     out = q.copy()
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below, naming the coordinate
         out[model._euclid_q] += v[model._euclid_v] * dt
