@@ -186,3 +186,32 @@ def assert_same_results(result, reference, where):
             assert_same_results(got, expected, f"{where}[{i}]")
     else:
         np.testing.assert_array_equal(result, reference, err_msg=where)
+
+
+def per_call_functions(body, point):
+    """The public per-call functions of a model (planar or spatial), each on (model, q, qd, tau) positionally: tau
+    is qdd for inverse dynamics; point_kinematics of ``point`` on ``body``."""
+    return {
+        "forward_dynamics": rm.forward_dynamics,
+        "forward_dynamics (mass_matrix)": lambda m, q, qd, tau: rm.forward_dynamics(m, q, qd, tau, "mass_matrix"),
+        "forward_dynamics (out)": lambda m, q, qd, tau: rm.forward_dynamics(m, q, qd, tau, out=np.empty(len(tau))),
+        "inverse_dynamics": rm.inverse_dynamics,
+        "mass_matrix": lambda m, q, qd, tau: rm.mass_matrix(m, q),
+        "bias_forces": lambda m, q, qd, tau: rm.bias_forces(m, q, qd),
+        "energy": lambda m, q, qd, tau: rm.energy(m, q, qd),
+        "element_forces": lambda m, q, qd, tau: rm.element_forces(m, q, qd),
+        "forward_kinematics": lambda m, q, qd, tau: rm.forward_kinematics(m, q, qd),
+        "point_kinematics": lambda m, q, qd, tau: rm.point_kinematics(m, q, qd, body, point),
+    }
+
+
+def assert_read_only_inputs_change_nothing(model, q, qd, tau, calls):
+    """Every call of ``calls`` (``per_call_functions``) with q, qd, tau read-only, one at a time and all together,
+    gives the bits of the writable call, and nothing new is compiled."""
+    references = {name: call(model, q, qd, tau) for name, call in calls.items()}  # warm: the short paths set
+    before = compiled_specialisations()
+    for frozen in ((0,), (1,), (2,), (0, 1, 2)):
+        args = [read_only(x) if i in frozen else x for i, x in enumerate((q, qd, tau))]
+        for name, call in calls.items():
+            assert_same_results(call(model, *args), references[name], f"{name}, read-only {frozen}")
+    assert compiled_specialisations() == before

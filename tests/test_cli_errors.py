@@ -277,7 +277,9 @@ def test_run_never_overwrites_without_force_and_writes_the_path_it_prints(tmp_pa
     assert code == 0 and "wrote" in out, err
 
 
-def test_run_checks_its_outputs_before_computing(tmp_path, monkeypatch):
+@pytest.fixture
+def model_not_to_simulate(tmp_path, monkeypatch):
+    """A model file whose run must be refused before it computes: simulate fails the test if called."""
     path = tmp_path / "model.toml"
     path.write_text(TREE)
 
@@ -285,6 +287,11 @@ def test_run_checks_its_outputs_before_computing(tmp_path, monkeypatch):
         raise AssertionError("simulate ran although the output cannot be written")
 
     monkeypatch.setattr(integrate, "simulate", must_not_run)
+    return path
+
+
+def test_run_checks_its_outputs_before_computing(tmp_path, model_not_to_simulate):
+    path = model_not_to_simulate
     (tmp_path / "folder").mkdir()
     cases = [(tmp_path / "folder", "is a directory"), (tmp_path / "nowhere" / "out.npz", "no such directory"),
              (path, "exists; pass --force")]
@@ -460,15 +467,8 @@ def test_a_warm_up_that_fails_is_not_reported_as_the_run(tmp_path, monkeypatch):
     assert not (tmp_path / "other.partial.npz").exists() and not (tmp_path / "other.npz").exists()
 
 
-def test_run_probes_the_output_folder_before_computing(tmp_path, monkeypatch):
+def test_run_probes_the_output_folder_before_computing(model_not_to_simulate, monkeypatch):
     """A folder where no file can be created although access() allows it (root in /proc): refused up front."""
-    path = tmp_path / "model.toml"
-    path.write_text(TREE)
-
-    def must_not_run(*args, **kwargs):
-        raise AssertionError("simulate ran although the output cannot be written")
-
-    monkeypatch.setattr(integrate, "simulate", must_not_run)
     monkeypatch.setattr(os, "access", lambda *args, **kwargs: True)  # what root is told about /proc
-    code, _, err = rmbd(["run", path, "-o", "/proc/x.npz"])
+    code, _, err = rmbd(["run", model_not_to_simulate, "-o", "/proc/x.npz"])
     assert code == 1 and one_line_error(err) and "/proc/x.npz: cannot write in '/proc'" in err, err

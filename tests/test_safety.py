@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _helpers import assert_same_results, compiled_specialisations, read_only
+from _helpers import assert_read_only_inputs_change_nothing, per_call_functions, read_only
 
 import recursive_mbd as rm
 
@@ -114,19 +114,8 @@ def test_read_only_out_is_refused_and_a_good_out_is_filled_in_place(chain, four_
         rm.forward_dynamics(model, q0, np.zeros(model.nq), out=np.zeros(1))
 
 
-PER_CALL = {  # the public per-call functions of a planar model, on (model, q, qd, tau) positionally
-    "forward_dynamics": rm.forward_dynamics,
-    "forward_dynamics (mass_matrix)": lambda m, q, qd, tau: rm.forward_dynamics(m, q, qd, tau, "mass_matrix"),
-    "forward_dynamics (out)": lambda m, q, qd, tau: rm.forward_dynamics(m, q, qd, tau, out=np.empty(m.nq)),
-    "compiled_forward_dynamics": lambda m, q, qd, tau: rm.compiled_forward_dynamics(m)(q, qd, tau),
-    "inverse_dynamics": rm.inverse_dynamics,  # tau as qdd
-    "mass_matrix": lambda m, q, qd, tau: rm.mass_matrix(m, q),
-    "bias_forces": lambda m, q, qd, tau: rm.bias_forces(m, q, qd),
-    "energy": lambda m, q, qd, tau: rm.energy(m, q, qd),
-    "element_forces": lambda m, q, qd, tau: rm.element_forces(m, q, qd),
-    "forward_kinematics": lambda m, q, qd, tau: rm.forward_kinematics(m, q, qd),
-    "point_kinematics": lambda m, q, qd, tau: rm.point_kinematics(m, q, qd, 1, (0.1, 0.2)),
-}
+PER_CALL = {**per_call_functions(1, (0.1, 0.2)),
+            "compiled_forward_dynamics": lambda m, q, qd, tau: rm.compiled_forward_dynamics(m)(q, qd, tau)}
 
 
 def test_read_only_state_arrays_give_the_results_of_writable_ones(chain, four_bar):
@@ -140,14 +129,7 @@ def test_read_only_state_arrays_give_the_results_of_writable_ones(chain, four_ba
              (bar, rm.assemble(bar, q_bar))]
     for model, q in cases:
         qd, tau = rng.uniform(-1.0, 1.0, (2, model.nq))
-        references = {name: call(model, q, qd, tau) for name, call in PER_CALL.items()}  # warm: short paths set
-        before = compiled_specialisations()
-        for frozen in (("q",), ("qd",), ("tau",), ("q", "qd", "tau")):
-            args = [read_only(value) if name in frozen else value for name, value in (("q", q), ("qd", qd),
-                                                                                          ("tau", tau))]
-            for name, call in PER_CALL.items():
-                assert_same_results(call(model, *args), references[name], f"{name}, read-only {frozen}")
-        assert compiled_specialisations() == before
+        assert_read_only_inputs_change_nothing(model, q, qd, tau, PER_CALL)
         with pytest.raises(rm.StateError, match="out is read-only"):
             rm.forward_dynamics(model, q, qd, tau, out=read_only(np.zeros(model.nq)))
 
