@@ -79,12 +79,15 @@ class DivergenceWatch:
         self.fired = self.diverged(t, y)
         return L.STATUS_NONFINITE_STATE if self.fired else L.STATUS_OK
 
-    def after_run(self, status, t_fail, t_out, y_out):
+    def after_run(self, status, t_fail, times, states):
         """A run that ended with STATUS_OK is checked at its last sample; if it diverged, it ends at its first
         diverged sample (a bisection over the samples: the growth is monotone once it dominates) with
-        STATUS_NONFINITE_STATE. Returns (status, t_fail, t_out, y_out)."""
-        if status != L.STATUS_OK or len(t_out) == 0 or not self.diverged(t_out[-1], y_out[-1]):
-            return status, t_fail, t_out, y_out
+        STATUS_NONFINITE_STATE. ``times``, ``states``: the pieces of the run's samples (``runs._run_segments``),
+        joined only for the bisection. Returns (status, t_fail, times, states)."""
+        last = next((k for k in range(len(times) - 1, -1, -1) if len(times[k])), None)
+        if status != L.STATUS_OK or last is None or not self.diverged(times[last][-1], states[last][-1]):
+            return status, t_fail, times, states
+        t_out, y_out = np.concatenate(times), np.concatenate(states)
         low, high = 0, len(t_out) - 1  # sample low has not diverged (the start), sample high has
         while high - low > 1:
             middle = (low + high) // 2
@@ -93,7 +96,7 @@ class DivergenceWatch:
             else:
                 low = middle
         self.fired = True
-        return L.STATUS_NONFINITE_STATE, float(t_out[high]), t_out[:high + 1], y_out[:high + 1]
+        return L.STATUS_NONFINITE_STATE, float(t_out[high]), [t_out[:high + 1]], [y_out[:high + 1]]
 
     def reason(self, blow_up):
         """Why the run stopped with STATUS_NONFINITE_STATE (the watch fired, or the state overflowed: the loops'

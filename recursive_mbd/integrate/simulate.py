@@ -417,7 +417,7 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
             status, t_fail, times, states, nfev, nsteps, nrejected, event_records = _run_segments(
                 segment, y0, t0, t_end, t_eval_arr, dt if method in FIXED_STEP else None, progress, control)
         if control.watch is not None:
-            status, t_fail, t_out, y_out = control.watch.after_run(status, t_fail, t_out, y_out)
+            status, t_fail, times, states = control.watch.after_run(status, t_fail, times, states)
 
     def build():
         """The run's result (events recorded, its status set) and the status left to report."""
