@@ -42,7 +42,7 @@ AXX = 9  # prismatic axis, unit vector in the parent frame (2 columns)
 N_REAL = 11
 
 # ---- workspace: (nbodies, W) float64, column-major, one column per field ----------------------------------------
-# written by pass 1, read by passes 2 and 3 -- joint kinematics (seed 003 eqs. 3.18-3.19)
+# written by pass 1, read by passes 2 and 3 -- joint kinematics (the relative-coordinate lecture, eqs. 3.18-3.19)
 RX = 0  # r = c_child - c_parent, ground frame (2 columns): defines B (3.18b)
 HX = 2  # H, the velocity-product acceleration (3.19b); its angular component is always 0 (2 columns)
 GX = 4  # linear part of G of a 1-dof joint (2 columns; the angular part is 1 for revolute, 0 for prismatic);

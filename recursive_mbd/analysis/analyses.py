@@ -383,10 +383,10 @@ def static_equilibrium(model, q_guess, tau=None, *, t=0.0, tol=1e-10, max_iter=5
                        velocity=None):
     """Static equilibrium under gravity, springs, constant loads and tau, loops included.
 
-    Newton-Raphson (seed 002) on g(q, lambda) = 0, phi(q) = 0 with line search (stiffness from the loads, or by
-    central differences); if it does not converge, or (with ``prefer_stable``) lands on an unstable equilibrium,
-    the potential energy is minimised on the loop constraints from the guess (scipy SLSQP) and polished with
-    Newton; an unstable Newton result is kept only if that finds nothing stable. ``fixed`` coordinates (indices
+    Newton-Raphson (KINE2D's static analysis) on g(q, lambda) = 0, phi(q) = 0 with line search (stiffness from the
+    loads, or by central differences); if it does not converge, or (with ``prefer_stable``) lands on an unstable
+    equilibrium, the potential energy is minimised on the loop constraints from the guess (scipy SLSQP) and polished
+    with Newton; an unstable Newton result is kept only if that finds nothing stable. ``fixed`` coordinates (indices
     or body names) are held at their guess values (their reactions are then in ``reactions.tau``). Stability: the
     stiffness restricted to the motions the loops allow must be positive definite.
 

@@ -1,4 +1,5 @@
-"""Mechanisms described the way seeds 000 and 002 do: bodies placed in the plane, joints between points.
+"""Mechanisms described the way the two-squares tutorial and KINE2D do: bodies placed in the plane, joints between
+points.
 
 ``Mechanism`` collects bodies with absolute poses (x, y, angle) and joints connecting a point of one body (or the
 ground) to a point of another; ``build()`` chooses a spanning tree (breadth first from the ground, so parents come

@@ -22,7 +22,7 @@ def two_squares(m=5.0, a=1.0, k=10.0, c=1.0, g=9.81):
     q0, qd0 : ndarray, shape (2,)
     """
     inertia = 2.0 / 3.0 * m * a * a
-    model = Model(gravity=(0.0, -g), name="seed 000: two squares")
+    model = Model(gravity=(0.0, -g), name="two squares")
     model.add_body(parent="ground", joint="revolute", parent_point=(0.0, 0.0), child_point=(-a, -a), mass=m,
                    inertia=inertia, name="body1")
     model.add_body(parent="body1", joint="revolute", parent_point=(a, a), child_point=(-a, a), mass=m,
@@ -69,7 +69,7 @@ def four_bar(ground=3.0, crank=1.0, coupler=2.0, rocker=1.5, density=1.0, g=9.81
 
 
 def slider_crank(crank=0.5, rod=1.5, crank_mass=1.0, rod_mass=2.0, piston_mass=3.0, g=9.81, crank_angle=0.0):
-    """A slider-crank (the piston mechanism of seed 002): crank hinged at the origin, connecting rod hinged to
+    """A slider-crank (the piston mechanism of KINE2D): crank hinged at the origin, connecting rod hinged to
     its tip, piston sliding on the ground x axis; the loop is cut at the rod-piston pin (a revolute loop).
 
     Piston position x = r cos(theta) + sqrt(l^2 - r^2 sin^2(theta)) for crank angle theta.

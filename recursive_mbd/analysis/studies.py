@@ -1,4 +1,4 @@
-"""The n-link rigid pendulum against the continuous hanging chain (seed 001's study), from 10 to 1e6 links.
+"""The n-link rigid pendulum against the continuous hanging chain (Takeno 2018's study), from 10 to 1e6 links.
 
 Each study is a function returning arrays and a small report (a dict); examples/chain_studies.py runs them and
 draws the plots, benchmarks/chain_studies.py records their cost.

@@ -1,8 +1,10 @@
-"""The augmented absolute-coordinate formulation (seed 000): an independent route beside the recursive one.
+"""The augmented absolute-coordinate formulation (the two-squares tutorial): an independent route beside the recursive
+one.
 
 Every body has absolute coordinates z_i = (x_i, y_i, theta_i) of its centre of mass, so its mass matrix is the
-constant diagonal diag(m, m, J). Each joint of the same Model is a set of constraint equations C(z) = 0 (seed 000
-eqs. 8, 9): with P_p = c_p + A_p s_p and P_c = c_c + A_c s_c the joint point as seen from the parent and the child,
+constant diagonal diag(m, m, J). Each joint of the same Model is a set of constraint equations C(z) = 0 (the two-squares
+tutorial, eqs. 8, 9): with P_p = c_p + A_p s_p and P_c = c_c + A_c s_c the joint point as seen from the parent and
+the child,
 
     revolute   P_p - P_c = 0                                           (2 equations)
     prismatic  n_p . (P_c - P_p) = 0, theta_c - theta_p - angle = 0      (n_p the axis normal, parent frame)
@@ -460,7 +462,7 @@ def _tree_forward_dynamics(model, z, zd, tau, t, alpha, beta, powers, drivers):
 
 
 def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver="tree", powers=None, drivers=()):
-    """Absolute accelerations and multipliers from the KKT system (seed 000 eqs. 10, 13, 15-17).
+    """Absolute accelerations and multipliers from the KKT system (the two-squares tutorial, eqs. 10, 13, 15-17).
 
     Parameters
     ----------
@@ -690,8 +692,8 @@ def _warn_redundant(model, z, zd, t, drivers):
 
 
 def project(model, z, zd, tol=1e-13, max_iter=20, t=0.0, drivers=()):
-    """Project (z, zd) onto C(z) = 0 and C_z zd = 0, mass-orthogonally (seed 000's projection alternative to
-    Baumgarte). Returns new (z, zd), shape (nbodies, 3).
+    """Project (z, zd) onto C(z) = 0 and C_z zd = 0, mass-orthogonally (the two-squares tutorial's projection
+    alternative to Baumgarte). Returns new (z, zd), shape (nbodies, 3).
 
     Gauss-Newton with the steps dz = -M^-1 C_z^T (C_z M^-1 C_z^T)^+ C until the step and |C| are below ``tol``
     (the step, not |C|, is the distance to the constraints near a singular position), then the velocity correction

@@ -1,4 +1,5 @@
-"""A reader for the deck-style commands of seed 002 (KINE2D), as far as its double-pendulum example uses them.
+"""A reader for the deck-style commands of Sugiyama, Naitoh and Toguchi's KINE2D, as far as its double-pendulum example
+uses them.
 
 One command per line, fields separated by commas; ``*`` starts a comment line; a line ending in ``+`` continues on
 the next non-blank line (a continued comment stays a comment); a trailing ``/`` is dropped. How each command is

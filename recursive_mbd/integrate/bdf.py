@@ -1,4 +1,4 @@
-"""``rm.simulate(method="bdf")``: variable-step, variable-order BDF with an O(N) Newton iteration (issue 15).
+"""``rm.simulate(method="bdf")``: variable-step, variable-order BDF with an O(N) Newton iteration.
 
 The whole time loop runs in ``_kernels.planar.bdf.integrate_bdf`` (the method, its Newton iteration on the second-order
 structure and the Newton matrix S = M + c C + c^2 K, c = h / gamma_k, are derived in that module's docstring);

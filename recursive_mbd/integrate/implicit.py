@@ -1,4 +1,4 @@
-"""Implicit integration in joint coordinates with an O(N) Newton matrix (issue 15, first part).
+"""Implicit integration in joint coordinates with an O(N) Newton matrix.
 
 Newton matrix
 -------------
@@ -29,8 +29,8 @@ of the new step depend linearly on them (dq = c_stiff dqdd, dqd = c_damp dqdd), 
 
 So S_doc = J^T diag(A_i) J + diag(c_stiff k_j + c_damp c_j) with the modified body inertias
 A_i = diag(c_mass m_i, c_mass m_i, c_mass J_i + c_stiff K_i): the form of a joint-space mass matrix with extra
-joint diagonal terms (like rotor inertias), which the articulated-body recursion (seed 003 eq. 3.23) solves in
-O(N) time and memory without forming S (``_kernels.planar.implicit.effective_solve``).
+joint diagonal terms (like rotor inertias), which the articulated-body recursion (the relative-coordinate lecture, eq.
+3.23) solves in O(N) time and memory without forming S (``_kernels.planar.implicit.effective_solve``).
 
 Generalised-alpha
 -----------------

@@ -1,4 +1,4 @@
-"""Generalised-alpha on spatial models (``Model3D``): the Lie-group scheme with an O(N) Newton matrix (issue 18).
+"""Generalised-alpha on spatial models (``Model3D``): the Lie-group scheme with an O(N) Newton matrix.
 
 Scheme
 ------

@@ -1,4 +1,4 @@
-"""Serial chains of uniform rods, and Takeno's closed-form n-link rigid pendulum (seed 001).
+"""Serial chains of uniform rods, and Takeno's closed-form n-link rigid pendulum (Takeno 2018).
 
 Convention (docs/conventions.md): rod i has its frame origin at its centre and lies along its local -y axis
 (proximal end at (0, +l/2), distal end at (0, -l/2)); rod 1 is hinged to the ground at the origin, each next rod to
@@ -136,7 +136,7 @@ def takeno_matrices(theta, lengths):
 
 
 def takeno_forward_dynamics(theta, theta_dot, lengths, density=1.0, gravity=9.81, tau=None):
-    """Absolute angular accelerations of an n-rod pendulum from Takeno's closed form (seed 001, eq. 22).
+    """Absolute angular accelerations of an n-rod pendulum from Takeno's closed form (Takeno 2018, eq. 22).
 
     A(theta) theta'' + B(theta) theta'^2 + g L sin(theta) = T / (rho l), solved densely (O(n^3)); an independent
     route to check the recursive formulation against.

@@ -2,8 +2,8 @@
 
 A joint connects a parent frame P (a body, or the ground) to a child frame C. With the joint coordinate(s) zero,
 the child point (child frame) coincides with the parent point (parent frame) and the child frame is rotated by
-``angle`` relative to the parent frame. The joint kinematics used by the kernels (the B, G, H pieces of seed 003,
-eqs. 3.18-3.19) are written out in ``recursive_mbd._kernels.planar.tree.kinematics_pass``:
+``angle`` relative to the parent frame. The joint kinematics used by the kernels (the B, G, H pieces of the
+relative-coordinate lecture, eqs. 3.18-3.19) are written out in ``recursive_mbd._kernels.planar.tree.kinematics_pass``:
 
 ============  ====  ==========================================================================================
 joint         dof   coordinates

@@ -284,8 +284,9 @@ class Model(TreeBuilder):
 
         Either body may be "ground" (the point is then in the ground frame); points are in their body's frame [m].
         With d = p_b - p_a, L = |d| and u = d / L, the tension f = k (L - L0) + c dL/dt pulls p_a by +f u and p_b
-        by -f u (seed 000, its direction normalised). At L = 0 the direction is undefined and, as in the seed, the
-        damper acts on the whole relative velocity, F_b = -c (v_b - v_a), and the spring (if L0 = 0) not at all.
+        by -f u (the two-squares tutorial, its direction normalised). At L = 0 the direction is undefined and, as in
+        the tutorial, the damper acts on the whole relative velocity, F_b = -c (v_b - v_a), and the spring (if L0 = 0)
+        not at all.
 
         Parameters
         ----------

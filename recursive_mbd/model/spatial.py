@@ -55,7 +55,7 @@ class Model3D(TreeBuilder):
     index, ``add_body`` arguments, validation messages naming body and argument) and the public dynamics functions
     (``rm.forward_dynamics`` etc. accept either).
 
-    Frames and conventions (``docs`` of issue 18): every body has a frame; R_i is its body-to-ground rotation and
+    Frames and conventions (docs/conventions.md): every body has a frame; R_i is its body-to-ground rotation and
     p_i its origin in the ground. A joint frame J is the parent frame rotated by ``rotation`` with its origin at
     ``parent_point``; then R_child = R_parent R0 R_j(q), p_child = p_J + R_parent R0 t_j(q) - R_child child_point.
 
@@ -387,8 +387,8 @@ class Model3D(TreeBuilder):
         ground frame); points are in their body's frame [m]. With d = p_b - p_a, L = |d| and u = d / L, the tension
         f = preload + k (L - L0) + c dL/dt pulls point a by +f u and point b by -f u; its potential energy is
         preload L + k (L - L0)^2 / 2 (``rm.energy``), its damper dissipates c (dL/dt)^2. At L = 0 the direction is
-        undefined: as in seed 000 the damper acts on the whole relative velocity, F_b = -c (v_b - v_a), and the
-        spring and preload not at all.
+        undefined: as in the two-squares tutorial the damper acts on the whole relative velocity, F_b = -c (v_b - v_a),
+        and the spring and preload not at all.
 
         Parameters
         ----------

@@ -1,13 +1,13 @@
-"""The augmented absolute-coordinate formulation (seed 000) as a time loop's system.
+"""The augmented absolute-coordinate formulation (the two-squares tutorial) as a time loop's system.
 
 ``AugmentedSystem`` holds the model's packed arrays, the run's inputs and the tree solver's preallocated
 workspace (``augmented``); the functions below implement the interface of ``formulation`` for it. The integrated
 state is y = (z, zd, W_dissipated, W_applied), shape (6 nbodies + 2,): the absolute coordinates (x, y, theta) of
 every centre of mass and their rates, row by row, then the work terms. Each evaluation assembles the joints' rows
-and solves the KKT system of seed 000 eqs. 10, 13 (Baumgarte's terms, eqs. 15-17) by the tree-ordered elimination
-(``augmented.factor_and_solve``); loops and drivers (q_k(z) = f(t), a rheonomic row) close it as auxiliary rows
-(``augmented.add_auxiliary_rows``). The projection (seed 000's alternative to Baumgarte) takes mass-orthogonal
-Gauss-Newton steps onto C(z) = 0 and then removes C_z zd, each a solve with the same factor.
+and solves the KKT system of the two-squares tutorial, eqs. 10, 13 (Baumgarte's terms, eqs. 15-17) by the tree-ordered
+elimination (``augmented.factor_and_solve``); loops and drivers (q_k(z) = f(t), a rheonomic row) close it as auxiliary
+rows (``augmented.add_auxiliary_rows``). The projection (the two-squares tutorial's alternative to Baumgarte) takes
+mass-orthogonal Gauss-Newton steps onto C(z) = 0 and then removes C_z zd, each a solve with the same factor.
 ``recursive_mbd.dynamics.augmented`` builds the system.
 """
 

@@ -1,10 +1,11 @@
-"""The augmented absolute-coordinate formulation (seed 000) compiled: assembly and a linear-time KKT solve.
+"""The augmented absolute-coordinate formulation (the two-squares tutorial) compiled: assembly and a linear-time KKT
+solve.
 
 Every body i has the absolute coordinates z_i = (x, y, theta) of its centre of mass and the constant mass
 M_i = diag(m, m, J). The joint of body i to its parent p contributes m_i constraint rows (revolute 2, prismatic 2,
-fixed 3, planar 0) with a child block Jc_i (m_i, 3) on z_i and a parent block Jp_i (m_i, 3) on z_p (seed 000
-eqs. 8, 9; ``recursive_mbd.dynamics.augmented`` writes them out). The KKT system of eqs. 10 and 13 (with Baumgarte's
-terms, eqs. 15-17)
+fixed 3, planar 0) with a child block Jc_i (m_i, 3) on z_i and a parent block Jp_i (m_i, 3) on z_p (the two-squares
+tutorial eqs. 8, 9; ``recursive_mbd.dynamics.augmented`` writes them out). The KKT system of eqs. 10 and 13 (with
+Baumgarte's terms, eqs. 15-17)
 
     [M   J^T] [z''   ]   [Q                          ]
     [J   0  ] [lambda] = [gamma - 2 alpha C' - beta^2 C]

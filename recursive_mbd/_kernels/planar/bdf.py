@@ -99,10 +99,10 @@ run (A-stable: BDF2 damps those modes) and ``info`` records when (``recursive_mb
 choice is safe for the accuracy (the error test holds at every order); the detection only decides the cost.
 Measured (rtol 1e-7, first-mode swing over 2 s): serial_chain(100) 3,740 -> 890 steps (619 at max_order=2),
 serial_chain(1000) 26,574 -> 1,928 (421), serial_chain(10_000) 6,316 (289); no detection on resolved motions
-(double pendulum at 0.3, 1 and 2 rad, triple pendulum, serial_chain(5) falling from the horizontal, seed 000's
-two squares, each at rtol 1e-4, 1e-6, 1e-8, 1e-10). STALD_MISFIT: at the limit most fits of serial_chain(1000)
-have misfits of 1.4 - 8 %; a 2 % test finds the limit later (0.7545 s instead of 0.727 s there: 2,590 steps;
-serial_chain(100) 1,348, serial_chain(10_000) 6,977), and a 10 % test caps the double pendulum at 1 rad and
+(double pendulum at 0.3, 1 and 2 rad, triple pendulum, serial_chain(5) falling from the horizontal, the two-squares
+tutorial's two squares, each at rtol 1e-4, 1e-6, 1e-8, 1e-10). STALD_MISFIT: at the limit most fits of
+serial_chain(1000) have misfits of 1.4 - 8 %; a 2 % test finds the limit later (0.7545 s instead of 0.727 s there: 2,590
+steps; serial_chain(100) 1,348, serial_chain(10_000) 6,977), and a 10 % test caps the double pendulum at 1 rad and
 rtol 1e-5 (284 -> 833 steps).
 The limit is found only once the steps have collapsed onto it, and the run recovers slowly at order 2 from the
 high-mode content grown meanwhile: serial_chain(10_000) over 10 s takes 10,249 steps (limit found at 1.2205 s;

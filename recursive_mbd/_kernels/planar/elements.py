@@ -108,7 +108,7 @@ def element_forces(body_int, body_real, elem_int, elem_real, u, q, qd, ws, com, 
                 per_element[e, 0] = tension
                 per_element[e, 1] = length
                 per_element[e, 2] = rate
-            else:  # seed 000: at zero length the damper acts on the whole relative velocity
+            else:  # the two-squares tutorial: at zero length the damper acts on the whole relative velocity
                 fx = c * dvx
                 fy = c * dvy
                 potential += 0.5 * k * rest * rest

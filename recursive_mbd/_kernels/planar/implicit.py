@@ -3,9 +3,9 @@
 spatial loop's: ``timeloops.newton``).
 
 ``effective_solve`` solves (J^T diag(A_i) J + diag(j_diag)) x = rhs, where J maps joint rates to the body
-velocities (v_i = B_i v_P + G_i qdot_i, seed 003 eq. 3.18), A_i = diag(c_m m_i, c_m m_i, c_m J_i + c_k K_i) with
-K_i the gravity geometric stiffness of body i, by an articulated-body recursion: tip to base, every joint is
-eliminated from its subtree (eq. 3.23 with the modified inertias); base to tip, the joint unknowns follow.
+velocities (v_i = B_i v_P + G_i qdot_i, the relative-coordinate lecture, eq. 3.18), A_i = diag(c_m m_i, c_m m_i, c_m J_i
++ c_k K_i) with K_i the gravity geometric stiffness of body i, by an articulated-body recursion: tip to base, every
+joint is eliminated from its subtree (eq. 3.23 with the modified inertias); base to tip, the joint unknowns follow.
 """
 
 import math

@@ -1,4 +1,5 @@
-"""Closed loops on top of the tree: cut-joint constraints and the Lagrange-multiplier layer (seeds 003, 004).
+"""Closed loops on top of the tree: cut-joint constraints and the Lagrange-multiplier layer (the relative-coordinate
+lecture; Yoshimura's review of multibody formulations).
 
 Each loop closes a cut joint between a point on body a and a point on body b (either may be the ground) with
 equations phi(q) = 0 (``layout.LOOP_*``). With J the constraint Jacobian (m, nq) and gamma = -J' qd the part of

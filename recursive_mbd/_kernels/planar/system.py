@@ -4,8 +4,9 @@
 functions below implement the interface of ``formulation`` for it: the integrated state is
 y = (q_free, qd_free, W_dissipated, W_applied), shape (2 nf + 2,), the free joint coordinates and rates (driven
 coordinates follow their drivers) and the work terms. The equations are the recursive forward dynamics
-(``tree.forward_dynamics``, seed 003) or, with loops, the multiplier layer (``loops.constrained_dynamics``),
-with the force elements of ``elements.element_forces``. ``recursive_mbd.integrate.simulate`` builds the system.
+(``tree.forward_dynamics``, the relative-coordinate lecture) or, with loops, the multiplier layer
+(``loops.constrained_dynamics``), with the force elements of ``elements.element_forces``.
+``recursive_mbd.integrate.simulate`` builds the system.
 """
 
 from collections import namedtuple

@@ -1,7 +1,9 @@
-"""Recursive kernels on a tree of planar rigid bodies (seed 003, generalised to trees and all joint types).
+"""Recursive kernels on a tree of planar rigid bodies (the relative-coordinate lecture, generalised to trees and all
+joint types).
 
 Each body i is described at its centre of mass c_i by the velocity v_i = (xdot, ydot, thetadot) in ground axes and
-the diagonal mass M_i = diag(m, m, J) (seed 003 eq. 3.21). A joint to the parent P gives (eqs. 3.18-3.19)
+the diagonal mass M_i = diag(m, m, J) (the relative-coordinate lecture, eq. 3.21). A joint to the parent P gives
+(eqs. 3.18-3.19)
 
     v_i  = B_i v_P  + G_i qdot_i                      B_i = [[1, 0, -r_y], [0, 1, r_x], [0, 0, 1]]
     v_i' = B_i v_P' + G_i qddot_i + H_i               r = c_i - c_P
@@ -730,7 +732,8 @@ def _forward_dynamics_serial(body_real, gravity, q, qd, tau, wrench, ws, qdd):
 
 @njit
 def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, ws, qdd, drive):
-    """Recursive O(N) forward dynamics: qdd from M(q) qdd + h(q, qd) = tau + J^T wrench (seed 003, eqs. 3.18-3.24).
+    """Recursive O(N) forward dynamics: qdd from M(q) qdd + h(q, qd) = tau + J^T wrench (the relative-coordinate
+    lecture, eqs. 3.18-3.24).
 
     Pass 1 (base to tip) joint kinematics; pass 2 (tip to base) eliminates each joint's acceleration (3.23) and
     condenses the body's mass and force onto its parent (3.24b); pass 3 (base to tip) recovers the joint and body

@@ -1,5 +1,5 @@
 """method="bdf" on a spatial tree (``Model3D``): the Newton pieces of ``planar.bdf.integrate_bdf`` for the
-spatial system (issue 18).
+spatial system.
 
 One BDF time loop serves the planar and the spatial models: ``planar.bdf.integrate_bdf`` (step and order control,
 the backward differences, STALD, dense output, events, work terms) calls the hooks declared in

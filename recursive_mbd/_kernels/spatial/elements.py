@@ -6,16 +6,16 @@ force), the force convention of ``_kernels.spatial.tree``. One pass tip to base 
     f_i = w_i + sum_{children c} X_c^T f_c,        Q_i = S_i^T f_i
 
 (Featherstone, Rigid Body Dynamics Algorithms, 2008, sec. 5.3: the external forces of the recursive Newton-Euler
-algorithm; the spatial form of seed 003's force condensation, eq. 3.23, with no inertia): the virtual power of
-every load, sum F . v_point + T . omega, equals Q . v exactly. Joint spring-dampers add to Q directly. The
-forward dynamics then takes tau + Q (the articulated-body kernel is not touched).
+algorithm; the spatial form of the relative-coordinate lecture's force condensation, eq. 3.23, with no inertia): the
+virtual power of every load, sum F . v_point + T . omega, equals Q . v exactly. Joint spring-dampers add to Q directly.
+The forward dynamics then takes tau + Q (the articulated-body kernel is not touched).
 
 Elements (``spatial.layout``, "force elements"; ``Model3D.add_spring_damper`` and the others for the physics):
 
 * point-to-point spring-damper: with d = p_b - p_a, L = |d|, u = d / L, the tension f = f0 + k (L - L0) + c L'
   pulls point a by +f u and point b by -f u; potential f0 L + k (L - L0)^2 / 2, dissipation c L'^2. At L = 0
-  the direction is undefined: as the planar elements (seed 000) the damper acts on the whole relative velocity,
-  F_a = c (v_b - v_a), and the spring not at all.
+  the direction is undefined: as the planar elements (the two-squares tutorial) the damper acts on the whole relative
+  velocity, F_a = c (v_b - v_a), and the spring not at all.
 * joint spring-damper, Euclidean joints (revolute, prismatic, cylindrical, universal, planar): per coordinate d,
   Q_d = -k_d (q_d - rest_d) - c_d v_d.
 * joint spring-damper, spherical joint: phi = the rotation vector of rest^-1 (x) quat (the shorter rotation,
@@ -252,7 +252,7 @@ def element_forces(body_int, body_real, elem_int, elem_real, u, q, v, ws, S, tmp
                 per_element[e, 0] = tension
                 per_element[e, 1] = length
                 per_element[e, 2] = rate
-            else:  # seed 000: at zero length the damper acts on the whole relative velocity
+            else:  # the two-squares tutorial: at zero length the damper acts on the whole relative velocity
                 fx = c * dvx
                 fy = c * dvy
                 fz = c * dvz

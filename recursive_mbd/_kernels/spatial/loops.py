@@ -1,4 +1,4 @@
-"""Closed loops on a spatial tree: cut-joint equations and the Lagrange-multiplier layer (issue 18).
+"""Closed loops on a spatial tree: cut-joint equations and the Lagrange-multiplier layer.
 
 The spatial counterpart of ``_kernels.planar.loops``. Each loop ties a point P_a of body a to a point P_b of body b
 (either may be the ground) by equations phi(q) = 0 (``spatial.layout.LOOP_*``). Every row is written as weights on

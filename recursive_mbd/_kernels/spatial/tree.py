@@ -1,4 +1,4 @@
-"""Recursive kernels on a tree of rigid bodies in three dimensions (issue 18).
+"""Recursive kernels on a tree of rigid bodies in three dimensions.
 
 Spatial algebra in body coordinates (Featherstone, Rigid Body Dynamics Algorithms, 2008, ch. 2): a body's motion
 is the 6-vector v = (omega; v_O), its angular velocity and the velocity of its frame origin O, both in body axes;
@@ -15,8 +15,8 @@ and by its motion subspace S (6 x nv_joint, child coordinates; ``spatial.layout`
 with S_i' the rate of S's components in the child frame (non-zero for universal, planar and free joints only).
 
 Forward dynamics is the articulated-body algorithm (Featherstone 2008, ch. 7, table 7.1): the spatial form of the
-mass and force condensation tip to base, accelerations base to tip, of seed 003 (eqs. 3.21-3.23: M^ and Q^ become
-the articulated inertia I^A and bias force p^A, G becomes S). Gravity enters as a base acceleration -g
+mass and force condensation tip to base, accelerations base to tip, of the relative-coordinate lecture (eqs. 3.21-3.23:
+M^ and Q^ become the articulated inertia I^A and bias force p^A, G becomes S). Gravity enters as a base acceleration -g
 (Featherstone 2008, sec. 5.3), so the body accelerations of the last pass are offset by -g; qdd is exact.
 
 All kernels are pure functions of arrays: the packed model (``body_int``, ``body_real``, ``gravity``), the state,
@@ -1325,7 +1325,8 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
     # articulated inertia and bias force of each body alone: v x* I_i v, then I_i (over v_i: ``spatial.layout`` WV)
     for i in range(n):
         _body_bias_force_and_inertia(body_real, i, ws)
-    # tip to base: U = I^A S, D = S^T U, u = tau - S^T p^A; condense onto the parent (seed 003 eq. 3.23)
+    # tip to base: U = I^A S, D = S^T U, u = tau - S^T p^A; condense onto the parent (the relative-coordinate
+    # lecture, eq. 3.23)
     # tmp layout: U 0:36 (column-major, 6 per column), D/L 36:72 (stride 6), scale 72:78, rhs 78:84, Ia 84:120,
     # pa 120:126, c-product 126:132, 1/L_kk 186:192, D^-1 192:228 (stride 6), sqrt(I^A_rr) 228:234, I^A unpacked
     # 234:270, I^a packed 270:291. Spherical joints: _spherical_condense (in registers).
