@@ -1,5 +1,5 @@
 """A double pendulum of two uniform rods released from the horizontal: simulate, check energy, compare with
-Takeno's closed form (seed 001, eq. 19) at the final state.
+Takeno's closed form (Takeno 2018, eq. 19) at the final state.
 
     python3 examples/double_pendulum.py
 """

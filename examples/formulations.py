@@ -2,9 +2,9 @@
 
     python3 examples/formulations.py [N] [t_end] [--quick] [--plot out.png]
 
-Builds serial_chain(N), checks that the augmented KKT solution (seed 000) gives the recursive accelerations,
-simulates both formulations and prints how far apart they end and how the augmented constraints drift with and
-without stabilisation; with --plot (matplotlib) it draws the drift. The full scaling comparison is
+Builds serial_chain(N), checks that the augmented KKT solution (the two-squares tutorial) gives the recursive
+accelerations, simulates both formulations and prints how far apart they end and how the augmented constraints drift
+with and without stabilisation; with --plot (matplotlib) it draws the drift. The full scaling comparison is
 benchmarks/formulations.py. Both formulations run in the same compiled time loops (the augmented one with its
 compiled tree-ordered KKT solve); --quick runs serial_chain(4) for 0.2 s at rtol 1e-8.
 """

@@ -1,4 +1,4 @@
-"""The piston mechanism of seed 002: a slider-crank with a gas-pressure force on the piston over one revolution.
+"""The piston mechanism of KINE2D: a slider-crank with a gas-pressure force on the piston over one revolution.
 
 1. Kinematic analysis at constant crank speed: piston motion against the closed form, the driving torque the
    crank needs against the gas force and the inertia, checked by virtual work (power balance).

@@ -1,5 +1,5 @@
 """A hanging chain whirling in a cone: the steady shapes of a chain of rods on spherical joints turning rigidly about
-the vertical at omega (issue 18; seed 001's hanging chain, in three dimensions).
+the vertical at omega (Takeno 2018's hanging chain, in three dimensions).
 
 In the frame turning with the chain, a steady whirl is a relative equilibrium: with every joint at rest relative to
 its parent and the first rod turning at omega about the vertical, the spatial bias forces (gravity and the
