@@ -21,7 +21,7 @@ from numba.extending import overload
 from ..joint_types import PRISMATIC
 from ..layout import ANGLE, JTYPE, PARENT, STATUS_NONFINITE_STATE, STATUS_OK
 from ..planar.elements import element_forces
-from ..planar.loops import BRANCH_OFFSETS, BRANCH_STEP, REDUNDANT, branch_basis, filtered_solve
+from ..planar.loops import BRANCH_ATTEMPTS, BRANCH_OFFSETS, BRANCH_STEP, REDUNDANT, branch_basis, filtered_solve
 from ..timeloops import formulation
 from .tree import (
     F_JC,
@@ -411,7 +411,7 @@ def _branch_normals(system, strong_here):
     rank = -1
     step = BRANCH_STEP
     status = STATUS_OK
-    for attempt in range(3):
+    for attempt in range(BRANCH_ATTEMPTS):
         step = BRANCH_STEP * 3.0**attempt
         rank = -1
         for j in range(npts):

@@ -65,13 +65,19 @@ REDUNDANT = 1e-14
 # (``branch_normals``). It lies outside the multiplier filter (FILTER_RCOND = 1e-8 of recursive_mbd.dynamics.loops), so
 # the filter acts only inside the zone, where the branch rows replace it.
 BRANCH_ZONE = 1e-6
-# the first displacement d [q units] of ``branch_normals``, tripled (up to twice) until the displaced points
-# are outside the zone; the points sit at q + c d v, c in BRANCH_OFFSETS, with weights of the projector
+# the first displacement d [q units] of ``branch_normals``, tripled (up to BRANCH_ATTEMPTS - 1 times) until the
+# displaced points are outside the zone; the points sit at q + c d v, c in BRANCH_OFFSETS, with weights of the projector
 # (extrapolated to q: error O(d^4)) and of its derivative along the branch (times 1 / d: error O(d^4))
 BRANCH_STEP = 1e-2
 BRANCH_OFFSETS = np.array([1.0, -1.0, 2.0, -2.0])
 BRANCH_WEIGHTS = np.array([2.0 / 3.0, 2.0 / 3.0, -1.0 / 6.0, -1.0 / 6.0])
 BRANCH_SLOPES = np.array([8.0 / 12.0, -8.0 / 12.0, -1.0 / 12.0, 1.0 / 12.0])
+# The zone widens with the mechanism: in a row of n parallelograms the smallest eigenvalue of J M^-1 J^T falls
+# like 1 / n^2 at regular positions and like (theta / n)^2 near a change point, so the zone spans |theta| < ~1e-3 n
+# there, and the displaced points (d along the unit rate vector: ~d / sqrt(2 n) in each angle) must reach
+# ~1e-3 n^1.5 to leave it (d = 1 for n = 80). Eight tries reach d = 3^7 BRANCH_STEP ~ 22; a try whose first
+# point is still in the zone costs one position closure.
+BRANCH_ATTEMPTS = 8
 
 
 @njit
@@ -459,7 +465,7 @@ def branch_normals(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc
     rows = np.zeros((npts, m, nq))
     shifted = np.empty(nq)
     rank = np.int64(-1)  # int64, not Literal[int](-1): branch_basis compiles once
-    for attempt in range(3):
+    for attempt in range(BRANCH_ATTEMPTS):
         step = BRANCH_STEP * 3.0**attempt
         rank = np.int64(-1)
         for j in range(npts):
