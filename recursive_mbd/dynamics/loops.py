@@ -245,6 +245,29 @@ def branch_normals(model, q, qd, *, tol=1e-12):
     return normals[:rank].copy(), curvature[:rank].copy()
 
 
+def _gram_spread(model, q):
+    """Smallest over largest eigenvalue of J M^-1 J^T at q (0 where J = 0)."""
+    _, _, jac, _ = constraints(model, np.ascontiguousarray(q, dtype=float))
+    gram = jac @ np.linalg.solve(tree_mass_matrix(model, workspace(model), np.ascontiguousarray(q, dtype=float)), jac.T)
+    values = np.linalg.eigvalsh(0.5 * (gram + gram.T))
+    return values[0] / values[-1] if values[-1] > 0.0 else 0.0
+
+
+def change_point_diagnosis(model, q, q_start, drop=1e-3):
+    """Why an implicit method cannot step on at q, or None: a sentence when the planar ``model``'s loops are near
+    a change point there (a singular position where branches of the motion cross), told by the spread of the
+    eigenvalues of J M^-1 J^T (smallest over largest) having fallen below ``drop`` times its value at q_start."""
+    if not model.nloops:
+        return None
+    here, before = _gram_spread(model, q), _gram_spread(model, q_start)
+    if not here < drop * before:
+        return None
+    return (f"the loops are near a change point there (a singular position where branches of the motion cross: "
+            f"the smallest eigenvalue of J M^-1 J^T is {here:.1e} of the largest, {before:.1e} at the start); the "
+            f"implicit methods solve the loop equations at the state itself and cannot tell which branch the motion "
+            f"follows: simulate with dopri5 or dop853 (their projection follows the branch)")
+
+
 def lock_diagnosis(model, q, free=None, threshold=1e-3):
     """Why a driven mechanism cannot move on at q, or None: a sentence naming the loop whose equations lose rank
     on the free coordinates (the drivers push the mechanism into a dead point, where J_f, the loop Jacobian

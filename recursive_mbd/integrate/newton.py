@@ -149,6 +149,9 @@ def finish_run(model, loop, callback, key, inputs, event_functions, control, tim
             # locked at a singular position (its Jacobian rank-deficient there), where a smaller dt does not help
             locked = (", or the loops are locked (no closed configuration near this one: a singular position)"
                       if model.nloops else "")
+            change_point = _runs.change_point_note(model, result)
+            if change_point:
+                locked = f"; {change_point}"
             why = (f"after {max_newton} iterations the correction of the state is {correction:.3g} > newton_tol = "
                    f"{newton_tol:g} and the residual max |{residual_name}| is {residual:.3g}; reduce dt{locked}")
         else:

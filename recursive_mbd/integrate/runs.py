@@ -35,6 +35,7 @@ from .._kernels.planar.system import RecursiveSystem
 from .._kernels.timeloops import integrators
 from ..dynamics._evaluation import as_vector, element_inputs
 from ..errors import ModelError, SimulationError, StateError
+from ..model.spatial import Model3D
 from ..model.workspace import workspace
 from .kernel_status import raise_kernel_status
 
@@ -703,6 +704,9 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
                 reason = str(err)
             else:  # pragma: no cover - raise_status always raises
                 reason = f"status {status}"
+    change_point = change_point_note(model, result) if kind == L.STATUS_NO_CONVERGENCE else None
+    if change_point:
+        reason = f"{reason}; {change_point}"
     free = getattr(loop.system, "free", None)  # the recursive formulation's free coordinates
     if free is not None and model.nloops and kind in (L.STATUS_STEP_UNDERFLOW, L.STATUS_LOOPS_OPEN):
         from ..dynamics.loops import lock_diagnosis  # noqa: PLC0415  (a driven mechanism in a dead point)
@@ -712,6 +716,16 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
             reason = f"{lock} at t = {result.t[-1]:.9g} s; {reason}"
     raise SimulationError(f"{method} failed at t = {t_fail:.9g} s: {reason}; {kept_samples(result)}", t_fail,
                           result) from cause
+
+
+def change_point_note(model, result):
+    """The change point of a planar model's loops that an implicit run stopped at, a sentence, or None
+    (``dynamics.loops.change_point_diagnosis`` at the last sample)."""
+    if isinstance(model, Model3D) or not model.nloops or not result.t.size:
+        return None
+    from ..dynamics.loops import change_point_diagnosis  # noqa: PLC0415  (only on the failure route)
+
+    return change_point_diagnosis(model, result.q[-1], result.q[0])
 
 
 def kept_samples(result):
