@@ -563,12 +563,14 @@ def kinematics_pass(body_int, body_real, q, v, ws, S, tmp, with_velocity):
     return _kinematics(body_int, body_real, q, v, ws, S, tmp, with_velocity)
 
 
-# ---- specialised joint steps, kept for speed (benchmarks/spatial_core_timings.py): ``_spherical_kinematics``,
-# ``_body_bias_force_and_inertia``, ``_spherical_condense`` / ``_revolute_condense``, ``_spherical_unit_condense`` /
-# ``_revolute_unit_condense`` and ``_spherical_accelerate*`` / ``_revolute_accelerate`` mirror the general steps
-# (``_kinematics``, ``_inertia_times`` with ``_cross_force`` and ``_body_inertia``, ``_general_condense``, the general
-# branch of ``unit_force_responses``, ``_joint_accelerate``) in registers, with the joint's subspace known, and
-# ``_spherical_condense`` writes ``_inertia_transform_add``'s arithmetic out again: their repetition is deliberate.
+# ---- specialised joint steps, kept for speed (benchmarks/spatial_kernels.py): ``_spherical_kinematics`` /
+# ``_revolute_kinematics``, ``_body_bias_force``, ``_spherical_condense`` / ``_revolute_condense``,
+# ``_spherical_unit_condense`` / ``_revolute_unit_condense`` and ``_spherical_accelerate*`` / ``_revolute_accelerate*``
+# mirror the general steps (``_general_kinematics``, ``_inertia_times`` with ``_cross_force``, ``_general_condense``,
+# the general branch of ``unit_force_responses``, ``_joint_accelerate``) in registers, with the joint's subspace
+# known, and ``_spherical_condense`` writes ``_inertia_transform_add``'s arithmetic out again: their repetition is
+# deliberate. The two condensation steps are inlined into ``forward_dynamics`` (about 10 % off a chain's call, about
+# 5 s more compile time); inlining the kinematics and acceleration steps too cost 6 s more for no measurable gain.
 @inline_njit
 def _store_pose(body_real, i, ws, j00, j01, j02, j10, j11, j12, j20, j21, j22):
     """R = R0 R_j and r = pp - R cp into ws[i, WR], ws[i, WT] for a joint with no translation (spherical,
@@ -622,7 +624,7 @@ def _store_velocity(ws, i, p, jx, jy, jz, lx, ly, lz):
     ws[i, WC + 5] = ox * ly - oy * lx + ux * jy - uy * jx
 
 
-@inline_njit
+@njit
 def _spherical_kinematics(body_real, q, v, i, k, kv, p, ws, with_velocity):
     """``_kinematics`` for a spherical joint, in registers (S = (e_c; cp x e_c) is not stored). Returns False for a
     quaternion off unit norm."""
@@ -660,7 +662,7 @@ def _spherical_kinematics(body_real, q, v, i, k, kv, p, ws, with_velocity):
     return True
 
 
-@inline_njit
+@njit
 def _revolute_kinematics(body_real, q, v, i, k, kv, p, ws, with_velocity):
     """``_kinematics`` for a revolute joint, in registers (its S = (a; cp x a) is not stored): R_j by Rodrigues'
     formula with the inline sine and cosine (``_kernels.trig``), then R, r and with ``with_velocity`` v and c as a
@@ -964,7 +966,7 @@ def _condensed_inertia_to_parent(ws, p, axx, ayy, azz, axy, axz, ayz, b00, b01, 
         ws[p, WI + PC + 5] += cyz
 
 
-@inline_njit
+@njit
 def _spherical_accelerate_from_parent(body_real, i, p, kv, ws, out):
     """``_spherical_accelerate`` for a body with a parent body, on the workspace rows: a' = X a_P + c, then
     vdot and a = a' + S vdot into ws[i, WC:WC+6]."""
@@ -1435,7 +1437,7 @@ def _revolute_condense(body_int, body_real, tau, i, ws):
     return STATUS_OK
 
 
-@inline_njit
+@njit
 def _revolute_accelerate_from_parent(body_real, i, p, kv, ws, out):
     """``_revolute_accelerate`` for a body with a parent body, on the workspace rows: a' = X a_P + c, then
     vdot and a = a' + s vdot into ws[i, WC:WC+6]."""
@@ -1530,6 +1532,8 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
     max_nv), tmp (TMP_SIZE,). Spherical and revolute joints read and write none of S, UD, uD (their S is formed
     from the model, their condensation is kept in ws): for a model of such joints only, S, UD and uD may have 0
     rows.
+    Three passes: kinematics with each body's bias force (``_forward_kinematics``), condensation tip to base (a
+    body's own inertia added there to what its children stored, ``_articulated_inertia``), accelerations.
     Returns a status (module docstring). Leaves in the workspace what depends on q only, for
     ``unit_force_responses``: a spherical joint's K and D^-1 (``spatial.layout`` WK, WD), a revolute joint's
     U D^-1 and D^-1 (WUD, WDINV), the other joints' articulated inertia I^A (WI), U D^-1 and S.
