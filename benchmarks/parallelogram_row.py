@@ -2,20 +2,21 @@
 and crank-rate split, both formulations and the implicit methods.
 
     python3 benchmarks/parallelogram_row.py [--n 5 10 20 40 80] [--t-end 20] [--routes recursive augmented]
-                                             [--methods dopri5 dop853] [--tols 1e-9] [--implicit generalized_alpha bdf]
-                                             [--max-wall 300]
+                                             [--methods dopri5 dop853] [--tols 1e-8 1e-10]
+                                             [--implicit generalized_alpha bdf] [--max-wall 300]
 
 A row of n parallelograms (tests/test_singular.py: n + 1 cranks of 1 m, 1 kg hinged 1 m apart, n couplers, cranks
 vertical at t = 0, tips at 1 m/s, gravity 9.81 m/s^2) simulated with projection onto the loops. The exact motion
 keeps every crank at one angle and one rate and the energy constant, and passes the collinear change points (the
 loop Jacobian loses n of its 2n rows there) about twice per revolution. Per n, route, method and tolerance
-rtol = atol (the default 1e-9 is rm.simulate's): wall time, steps and rejected steps per simulated second,
-function evaluations per step, the largest relative energy error, the largest crank-rate split
-max_k |qd_k - qd_0| over the samples (the accepted steps), and whether both are within 1e-6. The implicit methods
-(generalized_alpha at dt = 1e-3, bdf at the same tolerance, recursive route) run the same rows; where they stop
-at a change point the table shows their error. A run over --max-wall seconds of wall time stops and is reported
-with the simulated time it reached. Writes benchmarks/results/NAME.json (--name, default parallelogram_row) and
-a log-log plot of the cost per simulated second against n, NAME.png (matplotlib, Agg; skipped without it).
+rtol = atol (--tols; by default rm.simulate's own, rtol 1e-9 and atol 1e-12): wall time, steps and rejected
+steps per simulated second, function evaluations per step, the largest relative energy error, the largest
+crank-rate split max_k |qd_k - qd_0| over the samples (the accepted steps), and whether both are within 1e-6. The
+implicit methods (generalized_alpha at dt = 1e-3, bdf at the same tolerance, recursive route) run the same rows;
+where they stop at a change point the table shows where. A run over --max-wall seconds of wall time stops and is
+reported with the simulated time it reached. Writes benchmarks/results/NAME.json (--name, default
+parallelogram_row) and a log-log plot of the cost per simulated second against n, NAME.png (matplotlib, Agg;
+skipped without it).
 
 The projection's iterations are not counted: they happen inside the compiled time loop, which reports steps,
 rejections and evaluations only.
@@ -44,7 +45,7 @@ from test_singular import parallelograms  # noqa: E402  (the model of the tests,
 def measure(n, route, method, tol, t_end, max_wall):
     """One run: a dict of the figures (or the error that stopped it, with the simulated time reached)."""
     model, q0, qd0 = parallelograms(n)
-    options = {"dt": 1e-3} if method == "generalized_alpha" else {"rtol": tol, "atol": tol}
+    options = {"dt": 1e-3} if method == "generalized_alpha" else {} if tol is None else {"rtol": tol, "atol": tol}
     if method in ("dopri5", "dop853"):
         options.update(formulation=route, stabilization="projection")
     start = time.perf_counter()
@@ -65,7 +66,7 @@ def measure(n, route, method, tol, t_end, max_wall):
 
 def row_of(n, route, method, tol, fig, t_end):
     """The table row of one run."""
-    label = f"{tol:g}" if method != "generalized_alpha" else "dt 1e-3"
+    label = "dt 1e-3" if method == "generalized_alpha" else "default" if tol is None else f"{tol:g}"
     if "error" in fig:
         return (n, route, method, label, f"stopped at {fig['t_reached']:.3g} s", "", "", "", "", "",
                 f"{fig['wall_s']:.1f}")
@@ -85,12 +86,12 @@ def plot(runs, path):
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
     fig, ax = plt.subplots(figsize=(6, 4.5))
-    for key in sorted({(r["route"], r["method"], r["tol"]) for r in runs}):
+    for key in sorted({(r["route"], r["method"], r["tol"]) for r in runs}, key=str):
         done = sorted((r["n"], r["wall_s"] / r["t_end"]) for r in runs
                       if (r["route"], r["method"], r["tol"]) == key and "error" not in r)
         if done:
             sizes_done, costs = zip(*done, strict=True)
-            ax.loglog(sizes_done, costs, "o-", label=f"{key[0]} {key[1]} {key[2]:g}")
+            ax.loglog(sizes_done, costs, "o-", label=f"{key[0]} {key[1]} {key[2] or 'default tolerances'}")
     sizes = sorted({r["n"] for r in runs})
     if len(sizes) > 1:
         ax.loglog(sizes, [0.01 * s for s in sizes], "k:", label="slope 1")
@@ -104,9 +105,9 @@ def plot(runs, path):
 
 
 def main(sizes=(5, 10, 20, 40, 80), t_end=20.0, routes=("recursive", "augmented"), methods=("dopri5", "dop853"),
-         tols=(1e-9,), implicit=("generalized_alpha", "bdf"), max_wall=300.0, name="parallelogram_row"):
+         tols=(None,), implicit=("generalized_alpha", "bdf"), max_wall=300.0, name="parallelogram_row"):
     for route in routes:  # compile outside the measured runs
-        measure(3, route, "dopri5", 1e-9, 0.1, None)
+        measure(3, route, "dopri5", None, 0.1, None)
     cases = [(route, method, tol) for route in routes for method in methods for tol in tols]
     cases += [("recursive", method, tols[0]) for method in implicit]
     runs, rows = [], []
@@ -133,7 +134,8 @@ if __name__ == "__main__":
     parser.add_argument("--t-end", type=float, default=20.0)
     parser.add_argument("--routes", nargs="+", default=["recursive", "augmented"])
     parser.add_argument("--methods", nargs="+", default=["dopri5", "dop853"])
-    parser.add_argument("--tols", nargs="+", type=float, default=[1e-9])
+    parser.add_argument("--tols", nargs="+", type=float, default=[None],
+                        help="rtol = atol of each run (default: rm.simulate's, rtol 1e-9, atol 1e-12)")
     parser.add_argument("--implicit", nargs="*", default=["generalized_alpha", "bdf"])
     parser.add_argument("--max-wall", type=float, default=300.0)
     parser.add_argument("--name", default="parallelogram_row", help="results benchmarks/results/NAME.json, .png")
