@@ -7,6 +7,8 @@ draws the plots, benchmarks/chain_studies.py records their cost.
   n-link chain's (``chain_modes``, an O(N)-per-iteration Lanczos solve) in ``frequency_study``;
 - ``continuous_catenary`` against ``discrete_catenary`` (a chain pinned at both ends) in ``catenary_study``;
 - ``folded_chain_fall``: a chain hanging from two supports a small gap apart, one end released;
+- ``hanging_swing`` and its spatial sibling ``hanging_swing_3d``: the chain swinging in its lowest modes against
+  the linear solution;
 - ``tip_whip``: a chain released from the horizontal, the tip speed and what the integrator pays for it.
 """
 
@@ -28,6 +30,8 @@ from ..errors import ModelError
 from ..integrate.simulate import simulate
 from ..integrate.sweeps import sweep
 from ..model import chains
+from ..model.configuration import difference, integrate_configuration
+from ..model.spatial import Model3D
 from ..model.workspace import workspace
 from .analyses import _load_stiffness, joint_reactions, modes, point_motion, static_equilibrium
 
@@ -379,6 +383,105 @@ def hanging_swing(n, amplitude=1e-3, t_end=1.0, method="generalized_alpha", *, d
             "newton_iterations": getattr(res, "newton_iterations", None), "t": res.t, "q0": q0}
 
 
+def spherical_chain(n, length=1.0, mass=1.0, gravity=9.81):
+    """``serial_chain(n)`` in space: n identical uniform rods on spherical joints hanging from the origin along -z.
+
+    A ``Model3D`` with gravity (0, 0, -``gravity``); rod j ("link<j>", length/n long, mass/n heavy, its frame at its
+    centre) hangs from the previous rod's lower end. Its transverse inertia is (mass/n)(length/n)^2/12, as in the
+    planar chain, and its axial inertia that of a solid rod of radius length/(50 n), (mass/n)(length/(50 n))^2/2
+    (a spherical joint needs one; it does not enter a swing that carries no twist). q holds n unit quaternions
+    (w, x, y, z) of the joints' relative rotations, v their angular velocities in the child frames (3 n).
+    """
+    n, length, mass, gravity = chains._check_chain(n, length, mass, gravity)
+    rod, m = length / n, mass / n
+    transverse, axial = m * rod**2 / 12.0, m * (rod / 50.0) ** 2 / 2.0
+    model = Model3D(gravity=(0.0, 0.0, -gravity), name=f"spherical_chain({n})")
+    zeros = np.zeros(n)
+    model.add_bodies(np.arange(n) - 1, "spherical",
+                     parent_point=np.column_stack((zeros, zeros, np.append(0.0, np.full(n - 1, -0.5 * rod)))),
+                     child_point=(0.0, 0.0, 0.5 * rod), mass=m, inertia=(transverse, transverse, axial, 0.0, 0.0, 0.0),
+                     names=[f"link{j + 1}" for j in range(n)])
+    return model
+
+
+def swing_tilts(model, q):
+    """The horizontal tilts (..., n, 2) [rad] of a ``spherical_chain``'s joints from its coordinates q (..., 4 n).
+
+    Joint j's relative rotation is exp(r_j) with r_j its rotation vector (the log map, ``rm.difference`` from the
+    straight chain; r_j is the same in the parent's and the child's axes). A small rotation r moves the lower end of
+    a rod hanging along -z by r x (0, 0, -l) = l (-r_y, r_x, 0), so the tilts are (-r_y, r_x): the relative angle
+    towards +x and towards +y, each the planar chain's joint coordinate in that vertical plane (exactly so for a
+    swing in one plane). The twist r_z is dropped.
+    """
+    q = np.asarray(q, dtype=float)
+    straight = model.neutral()
+    flat = q.reshape(-1, q.shape[-1])
+    r = np.array([difference(model, straight, row) for row in flat]).reshape(*flat.shape[:-1], -1, 3)
+    return np.stack((-r[..., 1], r[..., 0]), axis=-1).reshape(*q.shape[:-1], -1, 2)
+
+
+def tilted_chain(model, tilts):
+    """The coordinates q (4 n,) of a ``spherical_chain`` with the given horizontal tilts (n, 2) [rad] and no twist:
+    joint j turned by exp(r_j), r_j = (tilt_y, -tilt_x, 0) (the inverse of ``swing_tilts``)."""
+    tilts = _checks.real_array(tilts, "tilts")
+    n = model.nv // 3
+    if tilts.shape != (n, 2):
+        raise ModelError(f"tilts must have shape ({n}, 2), got {tilts.shape}")
+    r = np.column_stack((tilts[:, 1], -tilts[:, 0], np.zeros(n))).ravel()
+    return integrate_configuration(model, model.neutral(), r)
+
+
+def hanging_swing_3d(n, amplitudes=(1e-3, 5e-4), t_end=1.0, method="dopri5", *, modes=(1, 1), dt=None,
+                     rtol=1e-10, atol=1e-12, rho_inf=None, every=1, length=1.0, mass=1.0, gravity=9.81):
+    """A spatial hanging chain swinging in a planar mode along x and one along y, against the linear solution.
+
+    ``spherical_chain(n)`` starts at rest with the horizontal tilts (``swing_tilts``) of its joints set to
+    a_x s_kx and a_y s_ky, (a_x, a_y) = ``amplitudes`` [rad] (the largest tilt of each axis; one may be 0) and
+    s_k the planar ``serial_chain(n)``'s mode k (``chain_modes``; ``modes`` = (k_x, k_y), 1-based), scaled to a
+    largest entry of 1. Linearised about the hanging chain the two horizontal directions decouple and each is the
+    planar chain (the discrete Bessel modes of the hanging string), so the linear solution is
+    tilt_x = a_x s_kx cos(omega_kx t), tilt_y = a_y s_ky cos(omega_ky t); the nonlinear terms, including those
+    that couple x and y, are about amplitude^2 relative. A swing in one plane (a_y = 0) is the planar chain's.
+
+    Integrated to ``t_end`` [s] with ``method``: by default dopri5 with ``rtol``/``atol``; a fixed-step method
+    takes ``dt`` (``rho_inf`` for generalized_alpha). Samples: every ``every``-th step.
+
+    Returns a dict: ``max_rel_error`` = max over samples, joints and both axes of |tilt - linear| / max(a_x, a_y),
+    ``rel_errors`` (that maximum per axis, (2,)), ``seconds`` (wall time of the run alone), ``modes_seconds``,
+    ``omegas`` [rad/s] (omega_kx, omega_ky), ``nsteps``, ``nfev``, ``newton_iterations`` (generalized_alpha; else
+    None), ``t`` (samples,), ``tilts`` (samples, n, 2) [rad] and ``tilts0`` (n, 2).
+    """
+    n = _links(n)
+    amplitudes = _checks.real_array(amplitudes, "amplitudes")
+    if amplitudes.shape != (2,) or not np.all(np.isfinite(amplitudes)) or np.any(amplitudes < 0.0) \
+            or not np.any(amplitudes > 0.0):
+        raise ModelError(f"amplitudes must be two finite values >= 0, not both 0, got {amplitudes!r:.60}")
+    if len(modes) != 2:
+        raise ModelError(f"modes must be two mode numbers (k_x, k_y), got {modes!r:.60}")
+    modes = [_checks.integer(k, f"modes[{axis}]", low=1, high=n) for axis, k in enumerate(modes)]
+    t_end = _positive(t_end, "t_end")
+    model = spherical_chain(n, length=length, mass=mass, gravity=gravity)
+    start = time.perf_counter()
+    omega, shapes = chain_modes(chains.serial_chain(n, length=length, mass=mass, gravity=gravity), max(modes))
+    modes_seconds = time.perf_counter() - start
+    omegas = omega[[k - 1 for k in modes]]
+    shape = np.column_stack([shapes[:, k - 1] / np.max(np.abs(shapes[:, k - 1])) for k in modes])
+    tilts0 = amplitudes * shape
+    options = {"dt": dt} if dt is not None else {"rtol": rtol, "atol": atol}
+    if rho_inf is not None:
+        options["rho_inf"] = rho_inf
+    start = time.perf_counter()
+    res = simulate(model, tilted_chain(model, tilts0), np.zeros(3 * n), t_end, method=method, every=every, **options)
+    seconds = time.perf_counter() - start
+    tilts = swing_tilts(model, res.q)
+    linear = np.cos(res.t[:, None, None] * omegas) * tilts0
+    rel_errors = np.abs(tilts - linear).max(axis=(0, 1)) / amplitudes.max()
+    return {"max_rel_error": float(rel_errors.max()), "rel_errors": rel_errors, "seconds": seconds,
+            "modes_seconds": modes_seconds, "omegas": omegas, "nsteps": res.nsteps, "nfev": res.nfev,
+            "newton_iterations": getattr(res, "newton_iterations", None), "t": res.t, "tilts": tilts,
+            "tilts0": tilts0}
+
+
 # ---- the tip whip ---------------------------------------------------------------------------------------------------
 
 def tip_whip(n, t_end=None, length=1.0, mass=1.0, gravity=9.81, method="dopri5", rtol=1e-8, atol=1e-10,
@@ -419,4 +522,5 @@ def tip_whip(n, t_end=None, length=1.0, mass=1.0, gravity=9.81, method="dopri5",
 
 __all__ = ["catenary_study", "chain_modes", "chain_points", "continuous_catenary", "continuum_frequencies",
            "continuum_mode_shape", "discrete_catenary", "energy_conserving_fall_time", "energy_conserving_speed",
-           "folded_chain_fall", "frequency_study", "hanging_swing", "pinned_chain", "tip_whip"]
+           "folded_chain_fall", "frequency_study", "hanging_swing", "hanging_swing_3d", "pinned_chain",
+           "spherical_chain", "swing_tilts", "tilted_chain", "tip_whip"]
