@@ -243,9 +243,96 @@ def loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, a
 @njit
 def constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity):
     """resp[r] = M^-1 J_r^T (m, nq): the joint accelerations that a unit multiplier of row r alone produces (no
-    gravity, no velocity), by m recursive passes; driven joints (``driven``) are held (their entries stay zero,
+    gravity, no velocity), by recursive passes; driven joints (``driven``) are held (their entries stay zero,
     resp_drive[r] the force holding them), so resp[r] = M_ff^-1 J_r,f^T on the free coordinates. Returns the
-    status."""
+    status.
+
+    M is block diagonal over the tree's branches from the ground (the subtrees of the bodies hinged to it): a row
+    whose J_r touches some of them moves only those. Without driven joints, rows that touch disjoint sets of
+    branches share one pass (``_response_colours``; a row of n parallelograms: 4 passes instead of 2 n), each row
+    keeping the accelerations of its own branches, the same numbers as a pass of its own."""
+    m = jac.shape[0]
+    if driven.shape[0] > 0 or m < 2:
+        return _row_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity)
+    nq = jac.shape[1]
+    coord_root = np.empty(nq, dtype=np.int64)
+    root = np.empty(body_int.shape[0], dtype=np.int64)
+    for i in range(body_int.shape[0]):  # parents come first
+        p = body_int[i, PARENT]
+        root[i] = i if p < 0 else root[p]
+        for col in range(body_int[i, NDOF]):
+            coord_root[body_int[i, QIDX] + col] = root[i]
+    colour, ncolours = _response_colours(jac, coord_root, body_int.shape[0])
+    force = np.empty(nq)
+    owner = np.full(body_int.shape[0], -1, dtype=np.int64)
+    for c in range(ncolours):
+        force[:] = 0.0
+        for r in range(m):
+            if colour[r] == c:
+                for k in range(nq):
+                    if jac[r, k] != 0.0:
+                        force[k] = jac[r, k]
+                        owner[coord_root[k]] = r
+        first = -1
+        for r in range(m):
+            if colour[r] == c:
+                first = r
+                break
+        status = forward_dynamics(body_int, body_real, no_gravity, q, zeros, force, resp[:0], driven, ws,
+                                  resp[first], resp_drive[0, :0])
+        if status != STATUS_OK:
+            return status
+        for r in range(first + 1, m):  # the other rows of the colour take their branches' accelerations
+            if colour[r] == c:
+                for k in range(nq):
+                    resp[r, k] = resp[first, k] if owner[coord_root[k]] == r else 0.0
+        for k in range(nq):
+            if owner[coord_root[k]] != first:
+                resp[first, k] = 0.0
+    return STATUS_OK
+
+
+@njit
+def _response_colours(jac, coord_root, nbodies):
+    """(colour (m,), number of colours): a greedy colouring of the rows of jac such that rows of one colour touch
+    disjoint branches of the tree (coord_root[k]: the first body of the branch that moves coordinate k)."""
+    m = jac.shape[0]
+    nq = jac.shape[1]
+    colour = np.empty(m, dtype=np.int64)
+    stamp = np.full(nbodies, -1, dtype=np.int64)
+    count = np.zeros(m + 1, dtype=np.int64)  # row r's branches: roots[count[r]:count[r + 1]]
+    roots = np.empty(m * min(nbodies, nq), dtype=np.int64)
+    for r in range(m):
+        at = count[r]
+        for k in range(nq):
+            if jac[r, k] != 0.0 and stamp[coord_root[k]] != r:
+                stamp[coord_root[k]] = r
+                roots[at] = coord_root[k]
+                at += 1
+        count[r + 1] = at
+    taken = np.full((m, nbodies), False)  # taken[c, b]: branch b is used by a row of colour c
+    ncolours = 0
+    for r in range(m):
+        c = 0
+        while c < ncolours:
+            clash = False
+            for at in range(count[r], count[r + 1]):
+                if taken[c, roots[at]]:
+                    clash = True
+                    break
+            if not clash:
+                break
+            c += 1
+        ncolours = max(ncolours, c + 1)
+        colour[r] = c
+        for at in range(count[r], count[r + 1]):
+            taken[c, roots[at]] = True
+    return colour, ncolours
+
+
+@njit
+def _row_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity):
+    """``constraint_responses`` by one recursive pass a row (driven joints held)."""
     has_drivers = driven.shape[0] > 0
     for r in range(jac.shape[0]):
         if has_drivers:  # the responses hold the driven joints still: their accelerations are prescribed
