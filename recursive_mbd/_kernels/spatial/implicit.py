@@ -20,6 +20,7 @@ from ..planar.loops import gram_matrix
 from ..timeloops import integrators, newton
 from .elements import linearise_spherical_springs
 from .layout import CP, MASS, MCOM, NVJ, PA, PARENT, PP, VIDX, WC, WI, WP, WR, WT
+from .newton import SCRATCH_SIZE, factor_width, newton_apply, newton_factor
 from .system import (
     LOOP_JAC,
     LOOP_LAM,
@@ -332,14 +333,11 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     ws_f = np.zeros_like(system.ws)  # the factors' kinematics, apart from the residual's
     s_f = np.zeros((nb, max_nv, 6))
     s_r = np.zeros((nb, max_nv, 6))
-    ud_f = np.zeros((nb, max_nv, 6))
-    dinv = np.zeros((nb, max_nv, max_nv))
+    fac = np.zeros((nb, factor_width(max_nv)))
+    scr = np.zeros(SCRATCH_SIZE)
+    work_nv = np.zeros(nv)
     ud = np.zeros((nb, max_nv))
     tmp_f = np.zeros_like(system.tmp)
-    rot = np.zeros((nb, 3, 3))
-    fsub = np.zeros((nb, 3))
-    kw = np.zeros((nb, 6))
-    zeros = np.zeros(nv)
     j_diag = np.zeros(nv)
     residual = np.zeros(nv)
     dx = np.zeros(nv)
@@ -392,7 +390,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     if status != STATUS_OK:
         return status, t_fail, count, t_out, y_out, nfev, 0, iterations, nev, ev_t, ev_y
     scale = (1.0 - alpha_f) / (1.0 - alpha_m)
-    factored_h = -1.0  # the step of the factors (and of resp, gram); -1: none
+    factored_step = -1  # the step of the factors (and of resp, gram); -1: none
     fresh = False
     for step in range(nsteps_total):
         t_new = t_end if step == nsteps_total - 1 else t0 + (step + 1) * dt
@@ -412,7 +410,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
             if attempt == 1:  # the reused factors failed: again from the predictor with factors of this step
                 if fresh:
                     break
-                factored_h = -1.0
+                factored_step = -1
                 newton.restart_attempt(vdot_new, vdot, shift, lam, lam_old)
             fresh = False
             previous = np.inf
@@ -457,27 +455,29 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 res_max = 0.0
                 for j in range(nv):
                     res_max = max(res_max, abs(residual[j]))
-                if newton.refactor_due(factored_h, h, fresh, correction, previous):
-                    status = effective_factor(body_int, body_real, system.gravity, q_new, zeros, ws_f, s_f, tmp_f,
-                                              c_stiff, j_diag, ud_f, dinv, rot, fsub, kw)
+                # factors at every step's first iterate (the matrix is exact in the configuration: Newton proper),
+                # again at the current iterate where the corrections shrink less than SLOW_CONTRACTION
+                if factored_step != step or correction > newton.SLOW_CONTRACTION * previous:
+                    # the Newton matrix with its configuration terms at (q+, v+, vdot+) and the update's tangent map
+                    status = newton_factor(body_int, body_real, system.gravity, q_new, v_new, vdot_new, delta,
+                                           c_stiff, j_diag, ws_f, s_f, tmp_f, work_nv, scr, fac)
                     if (status & 15) == STATUS_SINGULAR:
-                        # gravity's stiffness is negative where a subtree hangs above its joint (a top, an arm
-                        # swung up): M + c_stiff K may be indefinite for a large step; then lag it too
-                        status = effective_factor(body_int, body_real, system.gravity, q_new, zeros, ws_f, s_f,
-                                                  tmp_f, 0.0, j_diag, ud_f, dinv, rot, fsub, kw)
+                        # M + c_stiff K singular (a subtree balanced above its joint at a large step): lag K
+                        status = newton_factor(body_int, body_real, system.gravity, q_new, v_new, vdot_new, delta,
+                                               0.0, j_diag, ws_f, s_f, tmp_f, work_nv, scr, fac)
                     if status != STATUS_OK:
                         newton.record_failure(info, np.inf, res_max, step, iterations)
                         return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
                     for r in range(m):  # the loop rows' responses S^-1 J_r^T and J S^-1 J^T: m applies
-                        effective_apply(body_int, ws_f, s_f, ud_f, dinv, jac[r], tmp_f, ud, resp[r])
+                        newton_apply(body_int, ws_f, fac, jac[r], tmp_f, ud, resp[r])
                     gram_matrix(jac, resp, gram)
-                    factored_h = h
+                    factored_step = step
                     fresh = True
                     info[4] += 1
                     previous = np.inf
                 else:
                     previous = correction
-                effective_apply(body_int, ws_f, s_f, ud_f, dinv, residual, tmp_f, ud, dx)
+                newton_apply(body_int, ws_f, fac, residual, tmp_f, ud, dx)
                 ok = True
                 if m > 0:
                     ok = newton.schur_correction(free, jac, resp, gram, rcond, rate_scaled, dx, dlam, work_m)

@@ -102,6 +102,7 @@ _SCALE = 528  # the columns' pivot scales (6)
 SCRATCH_SIZE = 544
 
 
+@njit
 def factor_width(max_nv):
     """Floats per body of the factors (``newton_factor``'s ``fac``) for joints of at most max_nv velocities."""
     return 24 * max_nv + max_nv * max_nv + 36
