@@ -103,14 +103,14 @@ def test_gravity_geometric_stiffness_against_finite_differences():
     assert np.abs(without - expected).max() > 1e-3 * np.abs(expected).max()  # the stiffness matters here
 
 
-def _newton_solve(model, q, v, vdot, delta, c_stiff, diagonal, rhs):
+def _newton_solve(model, q, v, vdot, delta, c_stiff, c_damp, diagonal, rhs):
     """(status, x): newton_factor at (q, v, vdot) with the update delta, then newton_apply on rhs (fresh
     scratch)."""
     nb, max_nv = model.nbodies, max(1, int(model.body_int[:, 5].max()))
     ws, s, tmp = np.zeros((nb, W_SPATIAL)), np.zeros((nb, max_nv, 6)), np.zeros(spatial_kernels.TMP_SIZE)
     fac, x = np.zeros((nb, spatial_newton.factor_width(max_nv))), np.zeros(model.nv)
     status = spatial_newton.newton_factor(model.body_int, model.body_real, model.gravity, q, v, vdot, delta,
-                                          c_stiff, diagonal, ws, s, tmp, np.zeros(model.nv),
+                                          c_stiff, c_damp, diagonal, ws, s, tmp, np.zeros(model.nv),
                                           np.zeros(spatial_newton.SCRATCH_SIZE), fac)
     if status == 0:
         spatial_newton.newton_apply(model.body_int, ws, fac, rhs, tmp, np.zeros((nb, max_nv)), x)
@@ -148,7 +148,7 @@ def test_newton_matrix_is_the_exact_jacobian_at_rest_on_random_trees():
         q_new = rm.integrate_configuration(model, q, delta)
         for v in (np.zeros(model.nv), rng.normal(size=model.nv)):
             exact = _step_jacobian(model, q, delta, v, vdot, c_stiff, c_damp) + np.diag(diagonal)
-            status, x = _newton_solve(model, q_new, v, vdot, delta, c_stiff, diagonal, rhs)
+            status, x = _newton_solve(model, q_new, v, vdot, delta, c_stiff, c_damp, diagonal, rhs)
             assert status == 0
             backward = np.abs(exact @ x - rhs).max() / (np.abs(exact).max() * np.abs(x).max())
             if not v.any():
@@ -156,7 +156,7 @@ def test_newton_matrix_is_the_exact_jacobian_at_rest_on_random_trees():
                 lagged = _factor_and_solve(model, q_new, c_stiff, diagonal, rhs)[1]
                 assert np.abs(exact @ lagged - rhs).max() > 1e-3 * np.abs(exact).max() * np.abs(lagged).max()
             else:
-                columns = np.array([_newton_solve(model, q_new, v, vdot, delta, c_stiff, diagonal, col)[1]
+                columns = np.array([_newton_solve(model, q_new, v, vdot, delta, c_stiff, c_damp, diagonal, col)[1]
                                     for col in exact.T]).T
                 contractions.append(np.abs(np.linalg.eigvals(np.eye(model.nv) - columns)).max())
     assert 0.0 < max(contractions) < 0.2, contractions

@@ -460,11 +460,11 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 if factored_step != step or correction > newton.SLOW_CONTRACTION * previous:
                     # the Newton matrix with its configuration terms at (q+, v+, vdot+) and the update's tangent map
                     status = newton_factor(body_int, body_real, system.gravity, q_new, v_new, vdot_new, delta,
-                                           c_stiff, j_diag, ws_f, s_f, tmp_f, work_nv, scr, fac)
+                                           c_stiff, c_damp, j_diag, ws_f, s_f, tmp_f, work_nv, scr, fac)
                     if (status & 15) == STATUS_SINGULAR:
                         # M + c_stiff K singular (a subtree balanced above its joint at a large step): lag K
                         status = newton_factor(body_int, body_real, system.gravity, q_new, v_new, vdot_new, delta,
-                                               0.0, j_diag, ws_f, s_f, tmp_f, work_nv, scr, fac)
+                                               0.0, 0.0, j_diag, ws_f, s_f, tmp_f, work_nv, scr, fac)
                     if status != STATUS_OK:
                         newton.record_failure(info, np.inf, res_max, step, iterations)
                         return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
