@@ -49,6 +49,10 @@ from .tree import (
 
 njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 
+# the spatial generalised-alpha loop factorises its Newton matrix again at every iterate whose last correction is
+# above this many newton_tol (quadratic convergence far from the root; the factors kept near it)
+NEWTON_PROPER_ABOVE = 1e3
+
 
 @njit
 def _add_stiffness_term(kw, i, fx, fy, fz, rx, ry, rz):
@@ -455,9 +459,11 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 res_max = 0.0
                 for j in range(nv):
                     res_max = max(res_max, abs(residual[j]))
-                # factors at every step's first iterate (the matrix is exact in the configuration: Newton proper),
-                # again at the current iterate where the corrections shrink less than SLOW_CONTRACTION
-                if factored_step != step or correction > newton.SLOW_CONTRACTION * previous:
+                # Newton proper (the matrix is the residual's Jacobian): factors at every iterate while the last
+                # correction is above NEWTON_PROPER_ABOVE newton_tol, then kept (a chord step contracts by about
+                # the last correction's size), and again where the corrections shrink less than SLOW_CONTRACTION
+                if (factored_step != step or correction > NEWTON_PROPER_ABOVE * newton_tol
+                        or correction > newton.SLOW_CONTRACTION * previous):
                     # the Newton matrix with its configuration terms at (q+, v+, vdot+) and the update's tangent map
                     status = newton_factor(body_int, body_real, system.gravity, q_new, v_new, vdot_new, delta,
                                            c_stiff, c_damp, j_diag, ws_f, s_f, tmp_f, work_nv, scr, fac)
