@@ -1,4 +1,5 @@
-"""Generalised-alpha on a spatial model (``Model3D``): the Newton matrix's O(N) factorisation and the compiled loop.
+"""Generalised-alpha on a spatial model (``Model3D``): the compiled loop, and the O(N) factorisation of the Newton
+matrix with gravity's per-body stiffness that the spatial bdf uses (the loop uses ``spatial.newton``'s exact one).
 
 Derivation and the list of exact and lagged terms: ``recursive_mbd.integrate.spatial_implicit``.
 ``effective_factor`` runs the tip-to-base pass of the articulated-body algorithm (Featherstone 2008, table 7.1) on
@@ -297,8 +298,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     v+ = v + h (1 - gamma) a + h gamma a+, q+ = q (+) (h v + h^2 (1/2 - beta) a + h^2 beta a+ + J^T nu)
     (``spatial.system.integrate_configuration``: unit quaternions by construction; nu only with loops);
     residual = inverse dynamics minus tau and the element loads at (t+, q+, v+), plus J^T lambda with loops;
-    Newton with S = M + c_stiff K_gravity + diag(c_stiff j_stiff + c_damp j_damp) factorised at an iterate and
-    reused while the corrections shrink >= 20x per iteration (as the planar loop); the first correction of an
+    Newton with N = d(inverse dynamics)/d vdot+ + diag(c_stiff j_stiff + c_damp j_damp) (``newton.newton_factor``:
+    exact, the update's tangent map included) factorised at every step's first iterate and again at every iterate
+    whose last correction is above NEWTON_PROPER_ABOVE newton_tol or shrank less than 20x; the first correction of an
     attempt takes the spherical springs past their half turn linearised at the step's start
     (``elements.linearise_spherical_springs``) and never ends the iteration. With the m loop equations of
     ``system.loops`` (``recursive_mbd.integrate.spatial_implicit``: stabilised index 2) the correction is bordered
