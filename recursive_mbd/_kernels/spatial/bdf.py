@@ -7,8 +7,8 @@ the backward differences, STALD, dense output, events, work terms) calls the hoo
 ``newton_update``, ``filtered_change``, ``accept_step``); this module registers their implementations for
 ``SpatialSystem`` with ``numba.extending.overload`` (compiled without reference counting, ``HOOK_OPTIONS``),
 reusing the spatial
-generalised-alpha kernels (``_kernels.spatial.implicit``: the RNEA residual; ``_kernels.spatial.newton``: the O(N)
-factorisation of its Newton matrix).
+generalised-alpha kernels (``_kernels.spatial.implicit``: the RNEA residual and the O(N) factorisation of its
+Newton matrix).
 
 State and equations
 -------------------
@@ -30,23 +30,20 @@ corrector of every row; for Euclidean coordinates d_q changes by -c^2 dx exactly
 are M(q_new) vdot + h(q_new, v_new) - tau - Q_elements = 0: their residual is one recursive Newton-Euler pass
 (``spatial_implicit.spatial_residual``) at the normalised q_new. With dv_new = c dvdot and dq_new = c^2 G dvdot (a
 quaternion turned by the tangent increment c^2 dvdot, to first order), dR/dvdot = M + c C + c^2 K: the Newton matrix
-of spatial generalised-alpha with c_damp = c, c_stiff = c^2 and the tangent map taken as the identity,
+of spatial generalised-alpha with c_mass = 1, c_damp = c, c_stiff = c^2,
 
-    S = M(q) + c^2 K_gravity(q) + diag(c^2 k_j + c c_j),
+    S = M(q) + c^2 sum_b T_b^T K_b T_b + diag(c^2 k_j + c c_j),
 
-K_gravity the exact Hessian of gravity's potential in the velocity coordinates (its parent-child coupling of
-non-commuting rotations included): ``spatial.newton.newton_factor`` at the iterate's q with zero velocity and
-acceleration, applied by two sweeps (``newton_apply``; no nv x nv matrix), with the fallback to M + the joint
-diagonal where it is singular. Lagged: the velocity products and d(M vdot)/dq (``newton_factor`` at the iterate's
-v and vdot would make them exact too, as generalized_alpha does; tried here, the converged iterates moved within
-the Newton tolerance and the order control took another course: 1500 steps instead of the planar route's 581 on a
-planar chain built spatially, and the four-bar's steps no longer matched), the terms listed in
-``recursive_mbd.integrate.spatial_implicit`` (point-to-point elements, forces and torques, tau's dependence on
-(q, v), the spherical spring's J_r^-1 - 1), and the dependence of the quaternion rows on q through G
-(d(quat (x) (0, omega))/d quat, of relative size c |omega| / 2 per iteration), which the G at the previous iterate
-carries. A lagged term only slows the contraction; the converged step is the BDF step. The modified-Newton
-strategy (factors reused over the steps of one c, CVODE's rate test, refactorisation of slow stale factors) is the
-shared loop's.
+factorised by the articulated-body elimination and applied by two sweeps (``spatial_implicit.effective_factor`` /
+``effective_apply``; no nv x nv matrix), with the same fallback to S without gravity's stiffness where
+M + c^2 K is not positive definite. Exact and lagged terms are those listed in
+``recursive_mbd.integrate.spatial_implicit`` (velocity products, point-to-point elements, forces and torques,
+d(M vdot)/dq, tau's dependence on (q, v), the spherical spring's J_r^-1 - 1, gravity's parent-child coupling);
+lagged in addition: the dependence of the quaternion rows on q through G (d(quat (x) (0, omega))/d quat, of
+relative size c |omega| / 2 per iteration, as the gyroscopic terms already lagged), which the G at the previous
+iterate carries. A lagged term only slows the
+contraction; the converged step is the BDF step. The modified-Newton strategy (factors reused over the steps of
+one c, CVODE's rate test, refactorisation of slow stale factors) is the shared loop's.
 
 Unit quaternions
 ----------------
@@ -77,7 +74,7 @@ Gupta & Leimkuhler 1985) with the multiplier mu acting in the tangent space, q' 
 unknowns (vdot, lambda, mu), multipliers with the sign of ``spatial_loops``. With dq_new = c^2 dvdot - c J^T dmu
 (tangent increments; d(phi(q (+) delta))/d delta taken as J, as the spatial generalised-alpha does) the Newton
 matrix is the planar one, solved the same way by the same kernels: at each factorisation the m responses
-S^-1 J_r^T (``spatial.newton.newton_apply`` on the factors), J S^-1 J^T
+S^-1 J_r^T (``spatial_implicit.effective_apply`` on the articulated-body factors), J S^-1 J^T
 (``loops.gram_matrix``) and J J^T; per iteration dvdot, dlambda by ``implicit.schur_correction`` on the rows
 J v / c, then (J J^T) dmu = c J dvdot - phi / c (``loops.filtered_solve``). O(N m + m^3) an iteration after
 O(N m^2) per factorisation; no nv x nv matrix. The q rows are held as on a tree, G at the iterate's q, the mu
@@ -100,9 +97,8 @@ from numba.extending import overload
 from ..layout import STATUS_NONFINITE_STATE, STATUS_OK, STATUS_SINGULAR
 from ..planar.loops import filtered_solve, gram_matrix
 from ..timeloops import newton
-from .implicit import spatial_residual
+from .implicit import effective_apply, effective_factor, spatial_residual
 from .layout import NVJ
-from .newton import SCRATCH_SIZE, factor_width, newton_apply, newton_factor
 from .system import (
     LOOP_JAC,
     LOOP_LAM,
@@ -129,9 +125,9 @@ def _is_spatial(system):
 # entries of the spatial Newton workspace (after lam, lam_start, mu (m,): the loops' multipliers, empty on a tree,
 # and ``newton`` = (j_stiff, j_damp), the joint spring-dampers' stiffness and damping per velocity, built by
 # ``recursive_mbd.integrate.bdf``); from W_RESP on the loop rows' (module doc, "Closed loops")
-(W_WS, W_S, W_S_RESIDUAL, W_FAC, W_SCR, W_UDV, W_TMP, W_WORK_NV, W_ZEROS, W_DIAG, W_RESIDUAL, W_DX, W_VDOT,
- W_POWERS, W_Q, W_V, W_RATE, W_NO_GRAVITY, W_RESP, W_GRAM, W_GRAM_MU, W_RATE_SCALED, W_DLAM, W_DMU, W_WORK_M,
- W_TANGENT, W_SHIFT, W_FREE) = range(4, 32)
+(W_WS, W_S, W_S_RESIDUAL, W_UD, W_DINV, W_UDV, W_TMP, W_ROT, W_FSUB, W_KW, W_ZEROS, W_DIAG, W_RESIDUAL, W_DX,
+ W_VDOT, W_POWERS, W_Q, W_V, W_RATE, W_NO_GRAVITY, W_RESP, W_GRAM, W_GRAM_MU, W_RATE_SCALED, W_DLAM, W_DMU,
+ W_WORK_M, W_TANGENT, W_SHIFT, W_FREE) = range(4, 34)
 
 
 @overload(newton.newton_workspace, inline="always")
@@ -153,8 +149,8 @@ def _spatial_newton_workspace(system, newton):
             lam[r] = system.loops[LOOP_LAM][r]
         return (lam, np.zeros(m), np.zeros(m), newton,
                 np.zeros_like(system.ws), np.zeros((nb, max_nv, 6)), np.zeros((nb, max_nv, 6)),
-                np.zeros((nb, factor_width(max_nv))), np.zeros(SCRATCH_SIZE), np.zeros((nb, max_nv)),
-                np.zeros_like(system.tmp), np.zeros(nv), np.zeros(nv),
+                np.zeros((nb, max_nv, 6)), np.zeros((nb, max_nv, max_nv)), np.zeros((nb, max_nv)),
+                np.zeros_like(system.tmp), np.zeros((nb, 3, 3)), np.zeros((nb, 3)), np.zeros((nb, 6)), np.zeros(nv),
                 np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(2), np.zeros(nq), np.zeros(nv),
                 np.zeros(nq), np.zeros(3), np.zeros((m, nv)), np.zeros((m, m)), np.zeros((m, m)), np.zeros(m),
                 np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(nv), np.zeros(nq), np.arange(nv))
@@ -240,8 +236,7 @@ def _spatial_newton_factor(system, work, c):
         return None
 
     def impl(system, work, c):
-        # gravity's configuration terms only (zero velocity and acceleration): module doc
-        status = _factor(system, work, c, work[W_Q], work[W_ZEROS], work[W_ZEROS])
+        status = _factor(system, work, c, work[W_Q])
         loops = system.loops
         jac = loops[LOOP_JAC]
         m = jac.shape[0]
@@ -251,7 +246,8 @@ def _spatial_newton_factor(system, work, c):
         resp = work[W_RESP]
         gram_mu = work[W_GRAM_MU]
         for r in range(m):
-            newton_apply(system.body_int, work[W_WS], work[W_FAC], jac[r], work[W_TMP], work[W_UDV], resp[r])
+            effective_apply(system.body_int, work[W_WS], work[W_S], work[W_UD], work[W_DINV], jac[r], work[W_TMP],
+                            work[W_UDV], resp[r])
         gram_matrix(jac, resp, work[W_GRAM])
         for r in range(m):
             for s in range(r + 1):
@@ -265,21 +261,23 @@ def _spatial_newton_factor(system, work, c):
 
 
 @njit
-def _factor(system, work, c, q, v, vdot):
-    """Factor the Newton matrix for c at (q (unit quaternions), v, vdot); returns the status."""
+def _factor(system, work, c, q):
+    """Factor the Newton matrix at q (unit quaternions) for c; returns the status."""
     newton = work[3]
     j_stiff = newton[0]
     j_damp = newton[1]
     j_diag = work[W_DIAG]
     for j in range(j_diag.shape[0]):
         j_diag[j] = c * c * j_stiff[j] + c * j_damp[j]
-    status = newton_factor(system.body_int, system.body_real, system.gravity, q, v, vdot, work[W_ZEROS], c * c, c,
-                           j_diag, work[W_WS], work[W_S], work[W_TMP], work[W_WORK_NV], work[W_SCR], work[W_FAC])
+    status = effective_factor(system.body_int, system.body_real, system.gravity, q, work[W_ZEROS], work[W_WS],
+                              work[W_S], work[W_TMP], c * c, j_diag, work[W_UD], work[W_DINV], work[W_ROT],
+                              work[W_FSUB], work[W_KW])
     if (status & 15) == STATUS_SINGULAR:
-        # M + c C + c^2 K singular (a subtree balanced above its joint at a large step): lagged (as generalized_alpha)
-        status = newton_factor(system.body_int, system.body_real, system.gravity, q, v, vdot, work[W_ZEROS], 0.0,
-                               0.0, j_diag, work[W_WS], work[W_S], work[W_TMP], work[W_WORK_NV], work[W_SCR],
-                               work[W_FAC])
+        # gravity's stiffness is negative where a subtree hangs above its joint: M + c^2 K may be indefinite for
+        # a large step; then it is lagged too (as generalized_alpha)
+        status = effective_factor(system.body_int, system.body_real, system.gravity, q, work[W_ZEROS], work[W_WS],
+                                  work[W_S], work[W_TMP], 0.0, j_diag, work[W_UD], work[W_DINV], work[W_ROT],
+                                  work[W_FSUB], work[W_KW])
     return status
 
 
@@ -295,7 +293,8 @@ def _spatial_newton_update(system, work, c, y_pred, psi, d, y, scale):
         dx = work[W_DX]
         v = work[W_V]
         rate = work[W_RATE]
-        newton_apply(system.body_int, work[W_WS], work[W_FAC], work[W_RESIDUAL], work[W_TMP], work[W_UDV], dx)
+        effective_apply(system.body_int, work[W_WS], work[W_S], work[W_UD], work[W_DINV], work[W_RESIDUAL],
+                        work[W_TMP], work[W_UDV], dx)
         ok = True
         loops = system.loops
         jac = loops[LOOP_JAC]
@@ -374,10 +373,11 @@ def _spatial_filtered_change(system, work, h, y0, err):
                                   system.ws, work[W_S_RESIDUAL], system.tmp, residual)
         if status != STATUS_OK:
             return status
-        status = _factor(system, work, h, q, work[W_ZEROS], work[W_ZEROS])
+        status = _factor(system, work, h, q)
         if status != STATUS_OK:
             return status
-        newton_apply(system.body_int, work[W_WS], work[W_FAC], residual, work[W_TMP], work[W_UDV], dx)
+        effective_apply(system.body_int, work[W_WS], work[W_S], work[W_UD], work[W_DINV], residual, work[W_TMP],
+                        work[W_UDV], dx)
         for j in range(nv):
             if not math.isfinite(dx[j]):
                 return STATUS_NONFINITE_STATE  # err unchanged: the unfiltered change sets the step
