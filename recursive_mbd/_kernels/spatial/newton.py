@@ -1,4 +1,5 @@
-"""The Newton matrix of an implicit step on a spatial tree with its configuration terms exact, factorised in O(N).
+"""The exact Newton matrix of an implicit step on a spatial tree (the Jacobian of the Newton-Euler residual by the
+accelerations), factorised in O(N).
 
 Derivation
 ----------
@@ -6,48 +7,52 @@ Body-frame spatial algebra as in ``tree`` (Featherstone 2008, ch. 2): twists (om
 m x m' (crm) and m x* f (crf), X_i the parent-to-child motion transform, S_i the joint's motion subspace (6 x k_i).
 The residual of a step is one recursive Newton-Euler pass, r = sum_i J_i^T f_i - tau - Q, with
 
-    a_i = X_i a_P + S_i vdot_i + c_i(v)   (a_ground = (0; -g): gravity as a base acceleration),
-    f_i = I_i a_i + v_i x* I_i v_i,       W_k = sum of f_i over the subtree of k, in k's frame (r_k = S_k^T W_k).
+    v_i = X_i v_P + S_i vj_i,   a_i = X_i a_P + S_i vdot_i + kappa_i + v_i x S_i vj_i   (a_ground = (0; -g)),
+    f_i = I_i a_i + v_i x* I_i v_i,   W_k = sum of f_i over the subtree of k, in k's frame (r_k = S_k^T W_k),
 
-Its unknown is y = vdot+; the configuration moves with it by dq+ = c_stiff T dy (right-trivialised: a joint turned
-by eps moves its child frame by exp(S eps)), the velocity by dv+ = c_damp dy. T is the tangent map of the update
-q+ = q (+) delta (``spatial.system.integrate_configuration``): the identity on Euclidean coordinates, the right
-Jacobian of SO(3), J_r(delta) = 1 - (1 - cos t) / t^2 [delta] + (t - sin t) / t^3 [delta]^2 (t = |delta|), on a
-quaternion's rates (exp(delta + d) = exp(delta) exp(J_r(delta) d) to first order).
+kappa_i = S_i' vj_i the joint's own term (universal, planar and free joints, ``tree._kinematics``). The unknown is
+y = vdot+; the configuration moves with it by eps = c_stiff T dy (right-trivialised: a joint turned by eps moves its
+child frame by exp(S eps)), the velocity by dvj = c_damp dy. T is the tangent map of the update q+ = q (+) delta
+(``spatial.system.integrate_configuration``): the identity on Euclidean coordinates, the right Jacobian of SO(3),
+J_r(delta) = 1 - (1 - cos t) / t^2 [delta] + (t - sin t) / t^3 [delta]^2 (t = |delta|), on a quaternion's rates
+(exp(delta + d) = exp(delta) exp(J_r(delta) d) to first order).
 
 Turning joint k by eps_k changes no relative transform but X_k, to (1 - (S_k eps_k) x) X_k, and S_k itself where it
-depends on q_k (universal, planar, free: dS_k[eps]). At fixed joint rates and accelerations this gives, body by
-body (the terms with velocities left out, see below),
+depends on q_k (dS_k[eps]: universal, planar, free). Differentiating the two recursions body by body,
 
-    da_i = X_i da_P + P_i eps_i,   P_i eps = (X_i a_P) x (S_i eps) + dS_i[eps] vdot_i,
+    dv_i = X_i dv_P + V_i dy_i,
+    V_i = c_stiff ((X_i v_P) x S_i + dS_i[.] vj_i) T_i + c_damp S_i,
+    da_i = X_i da_P - (S_i vj_i) x dv_i + A_i dy_i,
+    A_i = S_i + c_stiff ((X_i a_P) x S_i + dS_i[.] vdot_i + v_i x dS_i[.] vj_i + dkappa_i/deps) T_i
+          + c_damp (v_i x S_i + dkappa_i/dvj),
+    df_i = I_i da_i + Gamma_i dv_i,   Gamma_i dv = v_i x* I_i dv + dv x* I_i v_i,
 
-and, from the rotated transmitted wrench (d(J^T) f: W_k . ((X_k dxi_P) x S_k eps + dS_k[eps] delta_k) for a virtual
-motion delta), a wrench (S_k eps) x* W_k = G_k eps that joint k hands to its parent (seen by the joints above k,
-not by k itself) and a joint block Dx_k eps, (Dx_k)_ab = W_k . d(S_k column a)/d(eps_b). Gravity and the inertial
-(d'Alembert) forces enter together through a_P and W_k: this is the full stiffness of the Newton-Euler residual,
-the parent-child coupling of gravity's geometric stiffness, d(M vdot)/dq and the non-commuting rotations included.
-With dy the unknown's change, everything a body sees moves like a twist propagated with modified joint columns:
+and, from the rotated transmitted wrench (d(J^T) f: W_k . ((X_k dxi_P) x S_k eps + dS_k[eps] delta_k) for a
+virtual motion delta), a wrench (S_k eps) x* W_k = G_k eps that joint k hands to its parent (seen by the joints
+above k, not by k itself) and a joint block Dx_k, (Dx_k)_ab = W_k . d(S_k column a)/d(eps_b). Gravity and the
+inertial forces enter together through a_P and W_k: every term of the residual is in, the parent-child coupling
+of gravity's geometric stiffness (non-commuting rotations), d(M vdot)/dq, Coriolis, gyroscopic and centrifugal
+terms and their configuration dependence. So each body's perturbation z_i = (dv_i, da_i) (12) propagates like a
+twist, z_i = Y_i z_P + Z_i dy_i with
 
-    N dy = J_S^T I J_S' dy + sum_k J_k^T G'_k dy_k - E_k^T S_k^T G'_k dy_k + (c_stiff Dx_k T_k + diag(j_diag_k)) dy_k,
-    S'_k = S_k + c_stiff P_k T_k,   G'_k = c_stiff G_k T_k,
+    Y_i = [[X_i, 0], [-(S_i vj_i) x X_i, X_i]],   Z_i = [V_i; A_i - (S_i vj_i) x V_i],
 
-J_S, J_S' the body Jacobians built from the columns S and S' (the same transforms X). Block Gaussian elimination
-in tree order (the articulated-body algorithm with different left and right columns) factors it: tip to base,
-with the subtree's response F_k = I^A_k xi_k + p_k to body k's twist xi_k = X_k xi_P + S'_k x_k,
+and the body's wrench is Lambda_i z_i, Lambda_i = [Gamma_i, I_i] (6 x 12). Block Gaussian elimination in tree order
+(the articulated-body algorithm on z, with different left (S) and right (Z) columns) factors N: tip to base, with
+the subtree's response F_k = Lambda_k z_k + p_k,
 
-    U_r = I^A S' + G',  U_l = I^A^T S,  D = S^T I^A S' + c_stiff Dx T + diag(j_diag)   (k_i x k_i, not symmetric),
-    x = D^-1 (u - U_l^T X xi_P),  u = rhs_k - S^T p,
-    I^a = I^A - U_r D^-1 U_l^T,   p^a = p + U_r D^-1 u,   added to the parent as X^T I^a X, X^T p^a;
+    U_r = Lambda Z + c_stiff G T,  U_l = Lambda^T S,  D = U_l^T Z + c_stiff Dx T + diag(j_diag)   (not symmetric),
+    x = D^-1 (u - U_l^T Y z_P),  u = rhs_k - S^T p,
+    Lambda^a = Lambda - U_r D^-1 U_l^T,  p^a = p + U_r D^-1 u,  added to the parent as X^T Lambda^a Y, X^T p^a;
 
-base to tip, x_k and xi_k follow from xi_ground = 0. O(N) time and memory: per body the columns S, S', U_r D^-1,
-D^-1 U_l^T, D^-1 and the (non-symmetric) articulated inertia.
+base to tip, x_k and z_k follow from z_ground = 0. O(N) time and memory: per body the columns S, Z, U_r D^-1,
+D^-1 U_l^T, D^-1, the articulated Lambda (6 x 12), S vj and v.
 
-What stays lagged (the Newton iteration then contracts linearly, never changes the converged step): every term
-with the velocities (c_damp dh/dv: Coriolis and gyroscopic; dc_i/dq: the velocity products' own configuration
-dependence), relative size c_damp |omega| and c_stiff |omega|^2; the force elements other than the joint
-spring-dampers (their diagonal as ``recursive_mbd.integrate.spatial_implicit`` says), tau's dependence on (q, v);
-with loops the terms listed there. At zero velocity the matrix is the exact Jacobian of the residual
-(``tests/test_spatial_implicit.py`` against finite differences on random trees of every joint type).
+Exact: the Jacobian of the inverse dynamics (tested against finite differences on random trees of every joint
+type, ``tests/test_spatial_implicit.py``). Not in it (the loop's residual has them; the Newton iteration then
+contracts linearly, never changes the converged step): the force elements other than the joint spring-dampers
+(their diagonal, ``recursive_mbd.integrate.spatial_implicit``), tau's dependence on (q, v), and with loops the
+terms listed there.
 """
 
 import math
