@@ -77,8 +77,14 @@ coordinates are relative rotations, and turning a joint about its link's axis tu
 For slender links (small axial inertia) these spin directions have an inertia far below the others while the
 residual's spin rows are quadratic in the bending increments (the subtree's mass off the axis times its lateral
 forces): the first Newton corrections overshoot in spin (the exact Jacobian by finite differences does the same,
-and on the 0.3 rad swing of N = 100 at dt = 0.01 s it diverges at the first step too). Absolute coordinates, in
-which a link's spin is decoupled from the links below, avoid it.
+and on the 0.3 rad swing of N = 100 at dt = 0.01 s it diverges at the first step too); with isotropic links the
+0.3 rad swing of N = 100 converges in 9.7 iterations a step and N = 1000 stops at 0.11 s, and the planar method
+(no such direction, gravity's stiffness exact, the rest lagged) needs 13 a step on the same planar swing of
+N = 100 and stops at 0.55 s for N = 1000. Absolute coordinates, in which a link's spin is decoupled from the links
+below, avoid it. Over 1 s at dt = 0.01 s (``python3 benchmarks/implicit3d.py``, 2-core machine shared): the small
+swing took 0.12 s (N = 100, 4.1 iterations a step) and 2.6 s (N = 1000, 9.1; dopri5 at rtol 1e-6: 24.3 s, tips
+1e-6 m apart); N = 10000 stops at 0.09 s. Each iteration costs a Newton-Euler pass and two sweeps (0.13 and 0.6 us
+a body on the spherical chain), a factorisation 3.4 us a body.
 
 Closed loops (stabilised index 2)
 ---------------------------------
