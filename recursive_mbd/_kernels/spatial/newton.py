@@ -208,43 +208,6 @@ def _joint_derivatives(body_int, body_real, S, i, scr):
 
 
 @njit
-def _joint_derivatives(body_int, body_real, S, i, scr):
-    """The derivatives of body i's columns by its own coordinates, scr[_DS + 36 a + 6 b:+6] = d(S_a)/d(eps_b): zero
-    but for universal joints (the first column turns about the second axis), planar ones (the translation columns
-    turn with the angle) and free ones (the translation columns turn with the rotation); returns whether any is
-    non-zero."""
-    jt = body_int[i, JTYPE]
-    if jt not in (UNIVERSAL, PLANAR, FREE):
-        return False
-    for e in range(36 * body_int[i, NVJ]):
-        scr[_DS + e] = 0.0
-    cpx = body_real[i, CP]
-    cpy = body_real[i, CP + 1]
-    cpz = body_real[i, CP + 2]
-    if jt == UNIVERSAL:  # d/d beta of Rot(b, beta)^T a = u x b
-        bx = body_real[i, A2]
-        by = body_real[i, A2 + 1]
-        bz = body_real[i, A2 + 2]
-        ux = S[i, 0, 0]
-        uy = S[i, 0, 1]
-        uz = S[i, 0, 2]
-        _put_column(scr, _DS + 6, uy * bz - uz * by, uz * bx - ux * bz, ux * by - uy * bx, 0.0, 0.0, 0.0,
-                    cpx, cpy, cpz)
-    elif jt == PLANAR:  # d/d theta of R_j^T e = (R_j^T e) x e_z
-        for a in range(2):
-            _put_column(scr, _DS + 36 * a + 12, 0.0, 0.0, 0.0, S[i, a, 4], -S[i, a, 3], 0.0, cpx, cpy, cpz)
-    else:  # free: R_j^T e_m turned by eps in child axes, (R_j^T e_m) x e_b
-        for a in range(3):
-            lx = S[i, a, 3]
-            ly = S[i, a, 4]
-            lz = S[i, a, 5]
-            _put_column(scr, _DS + 36 * a + 18, 0.0, 0.0, 0.0, 0.0, lz, -ly, cpx, cpy, cpz)
-            _put_column(scr, _DS + 36 * a + 24, 0.0, 0.0, 0.0, -lz, 0.0, lx, cpx, cpy, cpz)
-            _put_column(scr, _DS + 36 * a + 30, 0.0, 0.0, 0.0, ly, -lx, 0.0, cpx, cpy, cpz)
-    return True
-
-
-@njit
 def _kappa_derivatives(body_int, body_real, S, v, i, scr):
     """The derivatives of kappa = S' vj (the joint's own term of the bias acceleration, ``tree._kinematics``) by the
     joint's rates (scr[_KV + 6 b:+6]) and coordinates (scr[_KE + 6 b:+6]); zero but for universal, planar and free
