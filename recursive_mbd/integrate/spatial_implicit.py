@@ -77,8 +77,8 @@ coordinates are relative rotations, and turning a joint about its link's axis tu
 For slender links (small axial inertia) these spin directions have an inertia far below the others while the
 residual's spin rows are quadratic in the bending increments (the subtree's mass off the axis times its lateral
 forces): the first Newton corrections overshoot in spin (N = 1000, small swing: the first correction of every
-step is about 10 in the units of the test, max(c_stiff, c_damp) |dvdot+|, where the converged step is within 15
-rad/s^2 of the predictor; 11-14 iterations follow, quadratic only in the last three; the exact Jacobian by finite
+step is about 10 in the units of the test, max(c_stiff, c_damp) |dvdot+|, while the converged accelerations are
+at most 15 rad/s^2; 11-14 iterations follow, quadratic only in the last three; the exact Jacobian by finite
 differences does the same,
 and on the 0.3 rad swing of N = 100 at dt = 0.01 s it diverges at the first step too); with isotropic links the
 0.3 rad swing of N = 100 converges in 9.7 iterations a step and N = 1000 stops at 0.11 s, and the planar method
