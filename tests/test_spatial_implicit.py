@@ -193,15 +193,19 @@ def _hanging_chain(n, tilt, push):
     return model, rm.integrate_configuration(model, model.neutral(), delta), v0
 
 
-@pytest.mark.parametrize("n, tilt, push, dt, steps, per_step", [(100, 1e-3, 5e-3 / 3, 2e-3, 10, 3.0),
-                                                                (30, 0.3, 0.5, 0.01, 5, 8.0)])
+@pytest.mark.parametrize("n, tilt, push, dt, steps, per_step", [(100, 1e-3, 5e-3 / 3, 2e-3, 10, 6.0),
+                                                                (30, 0.3, 0.5, 0.01, 5, 12.0)])
 def test_newton_iterations_on_hanging_chains(n, tilt, push, dt, steps, per_step):
-    """The slender spherical chain: the small swing at dt = 2e-3 s takes 3 Newton iterations a step (6 with
-    gravity's per-body stiffness and the rest lagged); the 0.3 rad swing with a sideways push at dt = 0.01 s
-    converges in at most 8 a step (it diverged at the first step)."""
+    """The slender spherical chain: the small swing at dt = 2e-3 s converges on the cheap matrix (gravity's
+    per-body stiffness, the rest lagged), 6 Newton iterations and one factorisation a step (the exact matrix:
+    3 iterations a step, each factorised at 30x the cost); the 0.3 rad swing with a sideways push at dt = 0.01 s,
+    where the cheap matrix's corrections grow (it diverged at the first step), falls back to the exact matrix and
+    converges in at most 12 a step (measured 56 in 5 steps)."""
     model, q0, v0 = _hanging_chain(n, tilt, push)
     result = rm.simulate(model, q0, v0, steps * dt, method="generalized_alpha", dt=dt)
     assert result.newton_iterations <= per_step * steps
+    if tilt < 0.01:
+        assert result.newton_factorizations <= steps
 
 
 @pytest.fixture(scope="module")
@@ -217,7 +221,7 @@ def double_pendulum():
 @pytest.mark.parametrize("rho_inf", [1.0, 0.6])
 def test_second_order_against_dop853(double_pendulum, rho_inf):
     """The error at t = 1 s (tangent-space difference from dop853 at rtol 1e-12) falls 4 +- 0.3 times when dt
-    halves; at most 4 Newton iterations a step."""
+    halves; the Newton contraction factor is measured and below 0.2."""
     model, q0, v0, reference = double_pendulum
     errors = []
     for dt in (0.01, 0.005, 0.0025):
@@ -225,10 +229,11 @@ def test_second_order_against_dop853(double_pendulum, rho_inf):
         assert res.t[-1] == 1.0 and res.nsteps == round(1.0 / dt)
         errors.append(max(np.abs(rm.difference(model, reference.q[-1], res.q[-1])).max(),
                           np.abs(res.qd[-1] - reference.qd[-1]).max()))
-        # Newton proper on the exact matrix: 3.5 iterations a step (positions and velocities to newton_tol; 6.6-9.7
-        # with the velocity products lagged)
-        assert res.newton_contraction < 0.2
-        assert res.newton_iterations <= 4 * res.nsteps
+        # the cheap matrix converges (velocity products lagged): corrections shrink 0.007-0.03x per iteration
+        # (~1 / (c_damp |C|)), 6.6-9.7 a step (positions and velocities to newton_tol), one factorisation a step;
+        # in less time than the exact matrix's 3-3.5 a step, each factorised
+        assert 0.0 < res.newton_contraction < 0.2
+        assert res.newton_iterations <= 11 * res.nsteps
     ratios = np.array(errors[:-1]) / np.array(errors[1:])
     assert np.all(np.abs(ratios - 4.0) < 0.3), (errors, ratios)
 
