@@ -13,18 +13,19 @@ same time: the tip's distance between the two runs and the ratio of their wall t
 
 Results in benchmarks/results/implicit3d.json.
 
-Measured (2-core machine shared with other work; wall time per simulated second, iterations a step):
+Measured (2-core machine shared with other work; wall time per simulated second, Newton iterations and
+factorisations a step; the loop iterates on the cheap matrix and falls back to the exact one where it stalls):
 
-    N       tilt   reached  wall/sim s  us/link-step  iter/step  (failure)
-    100     1e-3   1.00     0.117       11.7          4.14
-    1000    1e-3   1.00     2.6         26            9.11
-    10000   1e-3   0.08     -           -             -          Newton did not converge at t = 0.09 s
-    100     0.3    0.12     -           -             -          at t = 0.13 s
-    1000    0.3    0.05     -           -             -          at t = 0.06 s
-    10000   0.3    0.00     -           -             -          at the first step
+    N       tilt   reached  wall/sim s  us/link-step  iter/step  fact/step  (failure)
+    100     1e-3   1.00     0.019       1.9           6.35       1.02
+    1000    1e-3   1.00     2.2         22            13.09      9.57
+    10000   1e-3   0.08     -           -             -          -          Newton did not converge at t = 0.09 s
+    100     0.3    0.12     -           -             -          -          at t = 0.13 s
+    1000    0.3    0.05     -           -             -          -          at t = 0.06 s
+    10000   0.3    0.00     -           -             -          -          at the first step
 
-and N = 1000 against dopri5 (rtol = atol = 1e-6): the small swing over 1 s, 24.3 s against 2.6 s (9.3x), tips
-9.6e-7 m apart; the 0.3 rad swing over the 0.05 s generalized_alpha reached, 1.14 s against 0.51 s, 2.2e-6 m. Why
+and N = 1000 against dopri5 (rtol = atol = 1e-6): the small swing over 1 s, 18.4 s against 2.2 s (8.4x), tips
+9.6e-7 m apart; the 0.3 rad swing over the 0.05 s generalized_alpha reached, 1.0 s against 0.41 s, 2.2e-6 m. Why
 the large swings stop: ``recursive_mbd.integrate.spatial_implicit``.
 """
 

@@ -21,11 +21,27 @@ Newton matrix
 -------------
 With dq+ = c_stiff T dvdot+ (T the tangent map of (+): the right Jacobian of SO(3) on a quaternion's rates),
 dv+ = c_damp dvdot+, c_stiff = h^2 beta (1 - alpha_f) / (1 - alpha_m), c_damp = h gamma (1 - alpha_f) /
-(1 - alpha_m), the Newton matrix of the residual is its derivative by vdot+. The loop uses
+(1 - alpha_m), the Newton matrix of the residual is its derivative by vdot+. The loop iterates on a cheap
+matrix S first and falls back to the exact one, N, where S stalls (below):
 
+    S = M(q) + c_stiff sum_b T_b^T K_b T_b + diag(c_stiff k_j + c_damp c_j),
     N = d(M vdot + h)/d vdot+ + diag(c_stiff k_j + c_damp c_j),
 
-* the first term exact: the derivative of the Newton-Euler residual in all its terms, M, the velocity products
+* S: M exact (at the iterate where S is factorised) and gravity's geometric stiffness per body (the 3D form of
+  the planar one in ``recursive_mbd.integrate.implicit``): body positions are c_i = sum over the path from the
+  ground of R_b w_b (w_b: body-frame vectors from joint to centre of mass and from centre of mass to the next
+  joint), so the potential V = -sum m_i g . c_i is sum_b V_b(R_b), each a function of one absolute rotation,
+  V_b = -F_b . R_b e_b - sum over children k of F_k . R_b d_k (F_k the weight of the subtree of k; e_b = c_b -
+  joint point of b, d_k = joint point of k - c_b). Turning R_b by exp([delta]) (delta in ground axes),
+  -F . exp([delta]) r has the Hessian K(F, r) = (F . r) 1 - (F r^T + r F^T) / 2, and K_b = K(F_b, e_b) + sum_k
+  K(F_k, d_k) acts on the body's angular velocity (T_b: the rows of the joint Jacobian giving it): R_b^T K_b R_b
+  is added to the angular block of the body's spatial inertia (``_kernels.spatial.implicit.geometric_stiffness``)
+  and the articulated-body elimination factors S in O(N) (``effective_factor``, ``effective_apply``). Exact
+  where every V_b is stationary (a chain hanging straight); it lags the velocity products, d(M vdot)/dq, the
+  tangent map of (+) and gravity's parent-child coupling of non-commuting rotations, whose effect on Newton grows
+  like (h omega_max)^2. Where M + c_stiff K is not positive definite (subtrees above their joints at a large
+  step) it is factorised without K.
+* N: the first term exact: the derivative of the Newton-Euler residual in all its terms, M, the velocity products
   (c_damp dh/dv: Coriolis, gyroscopic, centrifugal) and the configuration terms (c_stiff: gravity's geometric
   stiffness with the parent-child coupling of non-commuting rotations, d(M vdot)/dq, the velocity products'
   configuration dependence, the joints' own subspace derivatives) through the tangent map T of the update. It is
@@ -33,7 +49,8 @@ dv+ = c_damp dvdot+, c_stiff = h^2 beta (1 - alpha_f) / (1 - alpha_m), c_damp = 
   to (velocity, acceleration) perturbations with different left and right joint columns
   (``_kernels.spatial.newton``, derived there), and applied by two sweeps; no nv x nv matrix is formed. Tested
   against finite differences of the residual on random trees of every joint type, with velocities, to 1e-8
-  (``tests/test_spatial_implicit.py``).
+  (``tests/test_spatial_implicit.py``). Its factorisation costs about 30 times S's (3.4 against 0.12 us a body
+  on a spherical chain, where an iteration costs about 0.3 us a body with S's factors, 0.7 with N's).
 * The joint spring-dampers' stiffness k_j and damping c_j on their joint's velocities: exact for the Euclidean
   joints (revolute, prismatic, cylindrical, universal, planar); for a spherical joint's spring, -k phi with phi
   the rotation vector from the rest orientation, k 1 is its tangent stiffness at the rest orientation (the exact
@@ -50,30 +67,39 @@ dv+ = c_damp dvdot+, c_stiff = h^2 beta (1 - alpha_f) / (1 - alpha_m), c_damp = 
   scheme's response on x'' = -omega^2 x (spectral radius rho_inf at h omega -> inf) as a revolute one does
   (``tests/test_spatial_implicit.py``, h omega up to 1e3).
 
-Lagged (they slow the Newton contraction, never change the converged step): point-to-point spring-dampers,
-forces and torques, tau's dependence on (q, v), the spherical spring's J_r^-1 - 1; with loops the terms listed
-below. Where N is singular (a subtree balanced above its joint at a large step) the factorisation falls back to
-M + the joint diagonal. A step that does not converge in max_newton iterations raises SimulationError (time,
-cause, the samples so far in .result).
+Lagged in both (they slow the Newton contraction, never change the converged step): point-to-point
+spring-dampers, forces and torques, tau's dependence on (q, v), the spherical spring's J_r^-1 - 1; with loops the
+terms listed below. Where N is singular (a subtree balanced above its joint at a large step) the factorisation
+falls back to M + the joint diagonal. A step that does not converge in max_newton iterations raises
+SimulationError (time, cause, the samples so far in .result).
 
-Newton proper: the factors are made at every step's first iterate and again at every iterate whose last
-correction of the state (max(c_stiff, c_damp) max |dvdot+|, positions and velocities) is above 1e3 newton_tol,
-then kept near the root (a chord step with factors of the last iterate contracts by about that correction), and
-again where the corrections shrink less than 20x an iteration. The convergence is quadratic (measured on a
-swinging chain's step in the tests: corrections 2e-4, 1e-8, 3e-17 m). ``result.newton_contraction`` is the
-geometric mean of the ratios of successive corrections taken with kept factors (above 1e3 newton_tol; 0 when
-every such iteration had fresh factors), ``result.newton_contraction_max`` their largest. Output at ``t_eval``
-and events use a cubic Hermite interpolant of (q, q') and (v, vdot) at the step ends (quaternions renormalised in
-the result).
+Iteration: every step starts on S, its factors made at an iterate and reused, over later steps too, while the
+corrections of the state (max(c_stiff, c_damp) max |dvdot+|, positions and velocities) shrink at least 20x an
+iteration (as the planar loop, ``recursive_mbd.integrate.implicit``): linear convergence, one cheap factorisation
+a step or fewer. Where the corrections with fresh factors of S shrink by less than 0.5 an iteration, or at their
+rate would not reach newton_tol within 20 iterations of the step, the rest of the step runs on N (from the
+predictor where they grew): Newton proper, N factorised at every iterate whose last correction is above 1e3
+newton_tol, then kept, and again where the corrections shrink less than 20x; quadratic convergence (measured on a
+swinging chain's step in the tests: corrections 2e-4, 1e-8, 3e-17 m). A step that fails so is tried again from
+the predictor on N alone, then on fresh factors of S alone. Runs that converge on S take the same iterates as
+with S alone, at S's cost; N is paid for only where S stalls. ``result.newton_contraction`` is the geometric mean
+of the ratios of successive corrections taken with kept factors (above 1e3 newton_tol; those of factors given up
+after them, S's of an earlier step made again or S left for N, left out; 0 when every such iteration had fresh
+factors), ``result.newton_contraction_max`` their largest. Output at ``t_eval`` and events use a cubic Hermite
+interpolant of (q, q') and (v, vdot) at the step ends (quaternions renormalised in the result).
 
 Measured (slender spherical chains of ``benchmarks/spatial_simulate.py``: N links, 1 m and 1 kg in all, axial
 inertia a tenth of the transverse one, tilted and pushed sideways at 5/3 of the tilt per second; Newton
-iterations a step, rho_inf = 0.9, newton_tol = 1e-12; with gravity's per-body stiffness alone and factors kept
-over steps before): the small swing (1e-3 rad) at dt = 0.01 s: N = 10: 3.0 (4.9 before), N = 100: 4.7 (7.8),
-N = 1000: 11.5 (diverged at the first step); at dt = 2e-3 s, N = 100: 3.0 (6.0). The 0.3 rad swing: N = 30 at
-dt = 0.01 s: 7.6 (diverged at the first step); N = 100 at dt = 1e-3 s: 4.4 (diverged); N = 100 at
-dt = 0.01 s still fails after 13 steps. What remains is not the matrix but the chart: a spherical joint's
-coordinates are relative rotations, and turning a joint about its link's axis turns the whole subtree below it.
+iterations a step, rho_inf = 0.9, newton_tol = 1e-12; in brackets with N alone at every step, then with S alone):
+the small swing (1e-3 rad) at dt = 0.01 s: N = 10: 4.9 (3.0; 4.9), N = 100: 6.4 (4.1; 6.5), both on S throughout
+and as fast as with S alone, about 3x and 4x faster than with N alone; N = 1000: 13.1, 9.6 factorisations a step
+(9.1; diverged at the first step); at dt = 2e-3 s, N = 100: 5.9 (3.0; 6.0). The 0.3 rad swing: N = 30 at
+dt = 0.01 s: 10.5 (6.5; diverged at the first step), N = 100 at dt = 1e-3 s: 8.8 over 0.1 s (4.8; diverged);
+where S diverges, each step spends about 4 iterations and a factorisation of S before N takes over (N = 30:
+0.063-0.070 s a simulated second against 0.045-0.061 s with N alone; N = 1000: within the shared machine's noise).
+N = 100 at dt = 0.01 s still fails, at t = 0.13 s. What remains is not the matrix but the chart: a spherical
+joint's coordinates are relative rotations, and turning a joint about its link's axis turns the whole subtree
+below it.
 For slender links (small axial inertia) these spin directions have an inertia far below the others while the
 residual's spin rows are quadratic in the bending increments (the subtree's mass off the axis times its lateral
 forces): the first Newton corrections overshoot in spin (N = 1000, small swing: the first correction of every
@@ -85,9 +111,8 @@ and on the 0.3 rad swing of N = 100 at dt = 0.01 s it diverges at the first step
 (no such direction, gravity's stiffness exact, the rest lagged) needs 13 a step on the same planar swing of
 N = 100 and stops at 0.55 s for N = 1000. Absolute coordinates, in which a link's spin is decoupled from the links
 below, avoid it. Over 1 s at dt = 0.01 s (``python3 benchmarks/implicit3d.py``, 2-core machine shared): the small
-swing took 0.12 s (N = 100, 4.1 iterations a step) and 2.6 s (N = 1000, 9.1; dopri5 at rtol 1e-6: 24.3 s, tips
-1e-6 m apart); N = 10000 stops at 0.09 s. Each iteration costs a Newton-Euler pass and two sweeps (0.13 and 0.6 us
-a body on the spherical chain), a factorisation 3.4 us a body.
+swing took 0.019 s (N = 100) and 2.2 s (N = 1000; dopri5 at rtol 1e-6: 18.4 s, tips 1e-6 m apart); N = 10000
+stops at 0.09 s.
 
 Closed loops (stabilised index 2)
 ---------------------------------
@@ -109,7 +134,8 @@ rows carry their tangent map T; the loop rows' is lagged). The Newton matrix is 
     [J   0    0             ]
 
 and is solved the same way, by the same kernels: X = S^-1 J^T by m applies of the articulated-body factors
-(``_kernels.spatial.implicit.effective_apply``, O(N) each) at the iterate where S is factorised, G = J X (m, m);
+(``_kernels.spatial.implicit.effective_apply``, O(N) each; N's by ``_kernels.spatial.newton.newton_apply`` where
+the step has left S) at the iterate where S is factorised, G = J X (m, m);
 per iteration Y = S^-1 r_1, G dlambda = J Y - r_3, dvdot = Y - X dlambda (``_kernels.timeloops.newton``:
 ``schur_correction``), then (J J^T) dnu = phi - c_stiff r_3 (``position_correction``); both small systems by the
 filtered minimum-norm solve of the loop layer, so redundant rows (a planar mechanism built spatially: its
@@ -122,7 +148,7 @@ Lagged with loops, besides the tree's terms above: the loop forces' geometric st
 nu, the tangent map dexp of the increment on nu, and X, G taken at the factorisation's iterate while they are
 reused (over steps too, as S). The contraction factor is reported as for trees (``result.newton_contraction``,
 the correction there being max(c_stiff max |dvdot|, c_damp max |dvdot|, max |J^T dnu|); the RSSR linkage of the
-tests takes 4.8-6.4 iterations a step, the factors made again at most iterates). phi and J v are then zero to
+tests stays on S, contracting by 0.017-0.022, 6.5-7.7 iterations a step). phi and J v are then zero to
 the Newton tolerance at every step (RSSR: |phi| <= 3e-14 m, |J v| <= 7e-11 m/s at dt = 1e-3;
 ``tests/test_spatial_implicit_loops.py``), and the state and the multipliers converge at second order (error
 ratios 4.04, 4.02 when dt halves). ``result.multipliers`` (nt,
@@ -133,13 +159,14 @@ the position rows unsolvable: the correction stalls and the run stops with Simul
 the locked loops (the samples so far in .result); so does a step too large for fast motion (h omega ~ 1: the
 lagged loop-force stiffness grows like omega^2), where a smaller dt helps.
 
-Measured with the earlier Newton matrix (gravity's per-body stiffness, every other term lagged, factors kept over
-steps) (``python3 benchmarks/spatial_simulate.py loops``: the small 3D swing of the hanging chain above, its tip
-also tied by two 0.3 m distance links to ground points beside it (m = 2), 1 s, each method at its cheapest
-setting reaching 1e-3 of the amplitude against dop853; quiet 2-core machine): N = 10: 0.005 s against dopri5's
-0.004 s; N = 100: 0.075 s against 0.24 s (3.2x); N = 1000: 3.1 s against 24.4 s (7.9x); 3.9, 5.0 and 6.1 Newton
-iterations a step. As for the tree, N = 1000 converges only from dt = 6.25e-4 s
-(the lagged gravity coupling above), not at 1.25e-3 s and larger.
+Measured with S alone (the iteration before N was added; where S converges the loop takes the same iterates: the
+tied chain below at dt = 0.01 s, N = 10 and 100, 5.0 and 7.1 iterations a step against 5.0 and 7.2 with S alone,
+while N alone stops N = 100 at t = 0.49 s) (``python3 benchmarks/spatial_simulate.py loops``: the small 3D swing of
+the hanging chain above, its tip also tied by two 0.3 m distance links to ground points beside it (m = 2), 1 s, each
+method at its cheapest setting reaching 1e-3 of the amplitude against dop853; quiet 2-core machine): N = 10: 0.005 s
+against dopri5's 0.004 s; N = 100: 0.075 s against 0.24 s (3.2x); N = 1000: 3.1 s against 24.4 s (7.9x); 3.9, 5.0
+and 6.1 Newton iterations a step. As for the tree, N = 1000 converges only from dt = 6.25e-4 s (the lagged gravity
+coupling above), not at 1.25e-3 s and larger; with the fallback to N it still fails at the first step at dt = 0.01 s.
 """
 
 import numpy as np
