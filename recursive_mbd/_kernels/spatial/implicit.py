@@ -325,8 +325,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     update's tangent map included; from the predictor where the corrections grew) factorised at that iterate and
     again at every iterate whose last correction is above NEWTON_PROPER_ABOVE newton_tol or shrank less than 20x.
     A step that fails so is tried again from the predictor on N alone, then on fresh factors of S alone (with
-    loops, whose forces' stiffness both lag, S may converge where N stalls). The first correction of an
-    attempt takes the spherical springs past their half turn linearised at the step's start
+    loops, whose forces' stiffness both lag, S may converge where N stalls). The first correction from the
+    predictor takes the spherical springs past their half turn linearised at the step's start
     (``elements.linearise_spherical_springs``) and never ends the iteration. With the m loop equations of
     ``system.loops`` (``recursive_mbd.integrate.spatial_implicit``: stabilised index 2) the correction is bordered
     by the rows J v+ / c_damp (``newton.schur_correction`` on the responses S^-1 J^T, m applies of the factors) and
@@ -459,6 +459,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
             if attempt == 2:
                 factored_h = -1.0
             factor_exact = exact  # the exact matrix is due at this iterate
+            at_predictor = True  # the iterate is the step's predictor
             fresh = False  # the factors in use were made in this attempt
             previous = np.inf
             correction = np.inf
@@ -483,9 +484,10 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 status = spatial_residual(inputs, key, system, t_new, q_new, v_new, vdot_new, s_r, residual,
                                           powers_new)
                 # the predictor's spherical springs past their half turn: linearised at the step's start for the
-                # first correction (``elements.linearise_spherical_springs``), never the converged iterate
-                linearised = status == STATUS_OK and iteration == 0 and linearise_spherical_springs(
+                # first correction from it (``elements.linearise_spherical_springs``), never the converged iterate
+                linearised = status == STATUS_OK and at_predictor and linearise_spherical_springs(
                     body_int, elem_int, elem_real, y, q_new, delta, residual)
+                at_predictor = False
                 if status == STATUS_OK and m > 0:
                     # phi(q+), J v+ and J at (q+, v+); the residual gains J^T lambda (M vdot + h = Q - J^T lambda)
                     status = _constraints(system, q_new, v_new)
@@ -602,6 +604,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                     fresh = False
                     if correction >= previous:  # they grew: the exact matrix from the predictor
                         newton.restart_attempt(vdot_new, vdot, shift, lam, lam_old)
+                        at_predictor = True
             if converged:
                 break
         if not converged:
