@@ -95,8 +95,9 @@ the small swing (1e-3 rad) at dt = 0.01 s: N = 10: 4.9 (3.0; 4.9), N = 100: 6.4 
 and as fast as with S alone, about 3x and 4x faster than with N alone; N = 1000: 13.1, 9.6 factorisations a step
 (9.1; diverged at the first step); at dt = 2e-3 s, N = 100: 5.9 (3.0; 6.0). The 0.3 rad swing: N = 30 at
 dt = 0.01 s: 10.5 (6.5; diverged at the first step), N = 100 at dt = 1e-3 s: 8.8 over 0.1 s (4.8; diverged);
-where S diverges, each step spends about 4 iterations and a factorisation of S before N takes over (N = 30:
-0.063-0.070 s a simulated second against 0.045-0.061 s with N alone; N = 1000: within the shared machine's noise).
+where S diverges, each step spends about 4 iterations and a factorisation of S before N takes over, about 5% of
+the step's cost on a spherical chain (N = 30: the fastest of 9 runs 0.045 s a simulated second against 0.041 s
+with N alone, the shared machine's spread 2x; N = 1000: within that spread).
 N = 100 at dt = 0.01 s still fails, at t = 0.13 s. What remains is not the matrix but the chart: a spherical
 joint's coordinates are relative rotations, and turning a joint about its link's axis turns the whole subtree
 below it.
