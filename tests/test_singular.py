@@ -81,8 +81,8 @@ def test_twenty_parallelograms_through_change_points():
 
 def test_implicit_methods_name_the_change_point():
     """generalized_alpha solves the loop equations at the state itself: at the first change point of the row of
-    five (t = 0.719 s, or the next at 1.238 s) its Newton iteration stalls, and the error says that the loops are at a change point and
-    which methods follow the branch, with the samples so far kept."""
+    five (t = 0.719 s, or the next at 1.238 s) its Newton iteration stalls, and the error says that the loops are
+    at a change point and which methods follow the branch, with the samples so far kept."""
     model, q0, qd0 = parallelograms(5)
     with pytest.raises(rm.SimulationError, match="near a change point") as info:
         rm.simulate(model, q0, qd0, 1.5, method="generalized_alpha", dt=1e-3)
