@@ -247,8 +247,9 @@ def branch_normals(model, q, qd, *, tol=1e-12):
 
 def _gram_spread(model, q):
     """Smallest over largest eigenvalue of J M^-1 J^T at q (0 where J = 0)."""
-    _, _, jac, _ = constraints(model, np.ascontiguousarray(q, dtype=float))
-    gram = jac @ np.linalg.solve(tree_mass_matrix(model, workspace(model), np.ascontiguousarray(q, dtype=float)), jac.T)
+    q = np.ascontiguousarray(q, dtype=float)
+    _, _, jac, _ = constraints(model, q)
+    gram = jac @ np.linalg.solve(tree_mass_matrix(model, workspace(model), q), jac.T)
     values = np.linalg.eigvalsh(0.5 * (gram + gram.T))
     return values[0] / values[-1] if values[-1] > 0.0 else 0.0
 
