@@ -69,7 +69,7 @@ def test_five_parallelograms_through_change_points(method, tol):
 
 def test_twenty_parallelograms_through_change_points():
     """The row of twenty over 5 s with the defaults (dopri5, projection): energy within 1e-6, crank rates within
-    1e-6 rad/s, in about 46 steps per simulated second as for the row of five. The zone of weak eigenvalues of J
+    1e-6 rad/s, in about 45 steps per simulated second as for the row of five. The zone of weak eigenvalues of J
     M^-1 J^T widens with the row (|theta| < ~1e-3 n), and the branch's displaced points stayed inside it: no branch
     was told, the filtered solve dropped the weak loop forces and the steps collapsed (~1300 steps per simulated
     second at n = 20, the cranks split by 1e-4 rad/s at n = 16)."""
