@@ -2,7 +2,8 @@
 
 With no arguments it runs the built-in demo: a double pendulum and a 1000-link chain released from the horizontal,
 reporting what was simulated, the energy error and the speed. ``rmbd run FILE`` runs the analysis a model file
-(``recursive_mbd.files.io``) names, ``info``, ``plot``, ``animate`` and ``bench`` do what their ``--help`` says. Exit
+(``recursive_mbd.files.io``) names, ``info``, ``plot``, ``animate``, ``bench`` and ``compile`` (every kernel ahead
+of use, ``recursive_mbd.warmup``) do what their ``--help`` says. Exit
 codes: 0 ok, 1 an error in the input or the environment (a one-line message naming the place, at most
 ``MESSAGE_LIMIT`` characters; a missing optional package says how to install it), 2 an internal error (a bug:
 ``--debug``, before or after the subcommand, shows its traceback), 130 interrupted (Ctrl-C).
@@ -627,6 +628,32 @@ def _bench(args, out):
               file=out)
 
 
+def _compile(args, out):
+    from . import warmup  # noqa: PLC0415
+    from ._kernels import cache  # noqa: PLC0415
+
+    if args.list:
+        for name, (what, _, _) in warmup.JOBS.items():
+            print(f"{name:26} {what}", file=out)
+        return
+    unknown = [name for name in args.only or () if name not in warmup.JOBS]
+    if unknown:
+        raise InputError(f"unknown compile job {unknown[0]!r}; the jobs: {', '.join(warmup.JOBS)} (rmbd compile "
+                         f"--list)")
+    if args.jobs is not None and args.jobs < 1:
+        raise InputError(f"--jobs must be >= 1, got {args.jobs}")
+    folder = cache.cache_folder()
+    if args.clear:
+        for removed in cache.remove_other_sources():
+            print(f"removed {removed}", file=out)
+    where = folder if folder is not None else "where NUMBA_CACHE_DIR / numba's defaults say"
+    print(f"compiling into {where}", file=out, flush=True)
+    start = time.perf_counter()
+    seconds = warmup.compile_all(args.only or None, args.jobs, out=out)
+    print(f"done: {len(seconds)} jobs, {sum(seconds.values()):.0f} s of CPU in {time.perf_counter() - start:.0f} s",
+          file=out)
+
+
 def _median(func, *args, repeats=5, **kwargs):
     func(*args, **kwargs)
     samples = []
@@ -689,6 +716,13 @@ def main(argv=None, out=None):
     p_anim.add_argument("--frames", type=int, default=None, help="at most this many frames")
     p_bench = sub.add_parser("bench", parents=[common], help="time the formulations on a small grid of chain sizes")
     p_bench.add_argument("--sizes", type=int, nargs="+", default=[2, 10, 100, 1000])
+    p_compile = sub.add_parser("compile", parents=[common],
+                               help="compile every kernel ahead of use (once per version; every install shares it)")
+    p_compile.add_argument("--jobs", type=int, default=None, help="processes at once (default: the CPU count)")
+    p_compile.add_argument("--only", nargs="+", metavar="JOB", help="only these jobs (rmbd compile --list)")
+    p_compile.add_argument("--list", action="store_true", help="list the jobs and what each compiles")
+    p_compile.add_argument("--clear", action="store_true",
+                           help="first remove the compiled kernels of other versions and sources")
     args = parser.parse_args(argv)
     try:
         if args.command in (None, "demo"):
@@ -698,7 +732,8 @@ def main(argv=None, out=None):
                 raise InputError("--links must be >= 1 and --t-end > 0")
             demo(links, t_end, out)
         else:
-            {"run": _run, "info": _info, "plot": _plot, "animate": _animate, "bench": _bench}[args.command](args, out)
+            {"run": _run, "info": _info, "plot": _plot, "animate": _animate, "bench": _bench,
+             "compile": _compile}[args.command](args, out)
     except KeyboardInterrupt as err:
         print(f"rmbd: {_short(err) or 'interrupted'}", file=sys.stderr)
         return 130

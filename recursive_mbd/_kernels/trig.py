@@ -18,6 +18,8 @@ import math
 
 import numba
 
+from . import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
+
 # no reference counting, as tree.NJIT_OPTIONS: nothing here allocates or returns an array
 _OPTIONS = dict(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=False)
 njit = numba.njit(**_OPTIONS)

@@ -21,6 +21,7 @@ import numba
 import numpy as np
 
 from .. import _checks
+from .._kernels import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from .._kernels import layout as L
 from .._kernels.planar import elements as element_kernels
 from .._kernels.planar import tree

@@ -16,6 +16,7 @@ result. Anything else (a list, float32, a strided view, a wrong length, NaN) fal
 import numba
 import numpy as np
 
+from .._kernels import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from .._kernels.planar import entry, tree
 from . import calls as dynamics
 

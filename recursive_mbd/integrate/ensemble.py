@@ -51,6 +51,7 @@ from numba.core.errors import NumbaExperimentalFeatureWarning
 from numba.core.registry import CPUDispatcher
 
 from .. import _checks
+from .._kernels import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from .._kernels import layout as L
 from .._kernels.planar.system import RecursiveSystem
 from .._kernels.timeloops import integrators

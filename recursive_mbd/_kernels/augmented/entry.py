@@ -16,6 +16,7 @@ import math
 
 import numba
 
+from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..layout import NDOF, QIDX
 from .tree import F_WIDTH, aligned_factor, factor_and_solve
 

@@ -42,6 +42,7 @@ import math
 import numba
 import numpy as np
 
+from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..joint_types import FIXED, PLANAR, PRISMATIC, REVOLUTE
 from ..layout import (
     ANGLE,

@@ -9,6 +9,7 @@ import math
 
 import numba
 
+from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..layout import (
     BODY_TORQUE,
     CS,

@@ -10,6 +10,7 @@ and ``compiled.compiled_forward_dynamics`` call it, so it lives below both of th
 
 import numba
 
+from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from . import tree
 
 VECTOR = numba.float64[::1]  # q, qd, tau, qdd: C-contiguous writable float64

@@ -13,6 +13,7 @@ import math
 import numba
 import numpy as np
 
+from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..layout import (
     COX,
     CS,

@@ -26,6 +26,7 @@ import math
 import numba
 import numpy as np
 
+from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..layout import (
     CS,
     HX,

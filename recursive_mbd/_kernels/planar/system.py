@@ -15,6 +15,7 @@ import numba
 from numba.core import types
 from numba.extending import overload
 
+from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..layout import STATUS_OK
 from ..timeloops import formulation
 from .elements import element_forces

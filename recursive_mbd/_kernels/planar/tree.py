@@ -26,6 +26,7 @@ import math
 
 import numba
 
+from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..joint_types import PLANAR, PRISMATIC, REVOLUTE
 from ..layout import (
     ACC,

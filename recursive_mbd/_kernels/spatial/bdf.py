@@ -94,6 +94,7 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
+from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..layout import STATUS_NONFINITE_STATE, STATUS_OK, STATUS_SINGULAR
 from ..planar.loops import filtered_solve, gram_matrix
 from ..timeloops import newton

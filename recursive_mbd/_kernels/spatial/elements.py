@@ -29,6 +29,7 @@ import math
 
 import numba
 
+from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..layout import STATUS_OK
 from ..planar.tree import check_output
 from .layout import (

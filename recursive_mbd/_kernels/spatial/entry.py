@@ -11,6 +11,7 @@ specialisation of ``spatial.forward_dynamics`` serves this path too.
 
 import numba
 
+from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..planar.entry import GRAVITY, OPTIONS, VECTOR
 from .layout import NQJ, NVJ, QIDX, VIDX, W_SPATIAL
 from .tree import TMP_SIZE, forward_dynamics

@@ -15,6 +15,7 @@ import math
 import numba
 import numpy as np
 
+from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..layout import STATUS_NO_CONVERGENCE, STATUS_OK, STATUS_OUTPUT_FULL, STATUS_SINGULAR
 from ..planar.loops import gram_matrix
 from ..timeloops import integrators, newton

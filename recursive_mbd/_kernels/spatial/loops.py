@@ -33,6 +33,7 @@ import math
 import numba
 import numpy as np
 
+from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..layout import STATUS_LOOP_DEGENERATE, STATUS_NONFINITE_STATE, STATUS_OK
 from ..planar.loops import BRANCH_ZONE, filtered_solve, filtered_solve_weak, gram_matrix, multiplier_rhs
 from .layout import (

@@ -28,6 +28,7 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
+from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..layout import LOOP_CHANGE_POINT, STATUS_LOOP_DEGENERATE, STATUS_LOOPS_OPEN, STATUS_NONFINITE_STATE, STATUS_OK
 from ..planar.loops import BRANCH_ZONE, REDUNDANT, filtered_solve, gram_matrix
 from ..timeloops import formulation

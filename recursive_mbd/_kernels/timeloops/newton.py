@@ -22,6 +22,7 @@ from collections import namedtuple
 import numba
 import numpy as np
 
+from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..layout import STATUS_OK
 from ..planar.loops import filtered_solve
 from .integrators import _store, illinois_step, register_interpolant

@@ -1,0 +1,126 @@
+"""Compile the kernels ahead of use (``rmbd compile``): each feature's kernels, in parallel processes.
+
+numba compiles a kernel on its first call and caches the machine code on disk (``_kernels.cache``: one folder per
+version and source, shared by every install), so the first use of each feature waits for its compilation. A
+*job* here is the smallest call of one feature (a three-body model, a few milliseconds of simulated time): running
+it compiles, or loads, every kernel the feature needs. ``compile_all`` runs the jobs in separate processes, as many
+at once as asked, and reports each as it ends; afterwards every feature starts at once, in any process.
+"""
+
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+
+
+def _planar_dynamics():
+    import numpy as np  # noqa: PLC0415  (each job imports in its own process)
+
+    from .dynamics import calls, kinematics  # noqa: PLC0415
+    from .model.planar import Model  # noqa: PLC0415
+
+    model = Model(gravity=(0.0, -9.81))
+    model.add_body(parent="ground", joint="revolute", parent_point=(0, 0), child_point=(0, 0.5), mass=1.0,
+                   inertia=1 / 12, name="rod")
+    model.add_body(parent="rod", joint="prismatic", parent_point=(0, -0.5), axis=(0, -1), mass=0.5, inertia=0.01,
+                   name="slider")
+    q, qd = np.array([0.3, 0.1]), np.zeros(2)
+    qdd = calls.forward_dynamics(model, q, qd)
+    calls.forward_dynamics(model, q, qd, method="mass_matrix")
+    calls.inverse_dynamics(model, q, qd, qdd)
+    calls.mass_matrix(model, q)
+    calls.bias_forces(model, q, qd)
+    kinematics.forward_kinematics(model, q, qd)
+    kinematics.point_kinematics(model, q, qd, "slider", (0.1, 0.0))
+    kinematics.energy(model, q, qd)
+
+
+def _planar_run(method, **options):
+    import numpy as np  # noqa: PLC0415
+
+    from .integrate.simulate import simulate  # noqa: PLC0415
+    from .model import chains  # noqa: PLC0415
+
+    model = chains.serial_chain(3)
+    q0 = np.array([0.5, 0.0, 0.0])
+    simulate(model, q0, np.zeros(3), 0.01, method=method, t_eval=np.linspace(0.0, 0.01, 3), **options)
+
+
+def _four_bar_run(method, **options):
+    import numpy as np  # noqa: PLC0415
+
+    from .analysis import models  # noqa: PLC0415
+    from .integrate.simulate import simulate  # noqa: PLC0415
+
+    model, q0 = models.four_bar()
+    simulate(model, q0, np.zeros(3), 0.01, method=method, t_eval=np.linspace(0.0, 0.01, 3), **options)
+
+
+def _spatial_run(method, **options):
+    import numpy as np  # noqa: PLC0415
+
+    from .analysis import models  # noqa: PLC0415
+    from .dynamics import calls  # noqa: PLC0415
+    from .integrate.simulate import simulate  # noqa: PLC0415
+
+    model = models.heavy_top()
+    q0, qd0 = model.neutral(), np.array([0.1, 0.0, 20.0])
+    calls.forward_dynamics(model, q0, qd0)
+    simulate(model, q0, qd0, 0.01, method=method, t_eval=np.linspace(0.0, 0.01, 3), **options)
+
+
+def _ensemble_run():
+    import numpy as np  # noqa: PLC0415
+
+    from .integrate.ensemble import simulate_many  # noqa: PLC0415
+    from .model import chains  # noqa: PLC0415
+
+    model = chains.serial_chain(3)
+    q0 = np.zeros((2, 3))
+    q0[:, 0] = (0.2, 0.4)
+    simulate_many(model, q0, np.zeros((2, 3)), 0.01)
+
+
+# name: (what it compiles, the job and its arguments)
+JOBS = {
+    "planar-dynamics": ("planar forward and inverse dynamics, mass matrix, kinematics, energy", _planar_dynamics, ()),
+    "dopri5": ("the adaptive Runge-Kutta time loop (dopri5, dop853) on planar models", _planar_run, ("dopri5",)),
+    "rk4": ("the fixed-step time loop (rk4, implicit_midpoint) on planar models", _planar_run, ("rk4",)),
+    "generalized_alpha": ("generalized-alpha on planar models", _planar_run, ("generalized_alpha",)),
+    "bdf": ("bdf on planar models", _planar_run, ("bdf",)),
+    "loops": ("the loop layer with dopri5 (a four-bar)", _four_bar_run, ("dopri5",)),
+    "augmented": ("the augmented formulation with dopri5 and projection", _four_bar_run, ("dopri5",)),
+    "ensembles": ("simulate_many: the parallel ensemble time loop", _ensemble_run, ()),
+    "spatial-dopri5": ("spatial forward dynamics and dopri5", _spatial_run, ("dopri5",)),
+    "spatial-generalized_alpha": ("generalized-alpha on spatial models", _spatial_run, ("generalized_alpha",)),
+    "spatial-bdf": ("bdf on spatial models", _spatial_run, ("bdf",)),
+}
+_JOB_OPTIONS = {"augmented": {"formulation": "augmented", "stabilization": "projection"}}
+
+
+def run_job(name):
+    """Run one job (compiling what it needs) in this process; returns its CPU seconds."""
+    _, job, args = JOBS[name]
+    start = time.process_time()
+    job(*args, **_JOB_OPTIONS.get(name, {}))
+    return time.process_time() - start
+
+
+def compile_all(names=None, jobs=None, out=sys.stderr):
+    """Run the named jobs (default: all of ``JOBS``) in ``jobs`` processes at once (default: the CPU count);
+    prints a line per job as it ends. Returns {name: CPU seconds of its process}."""
+    names = list(JOBS) if names is None else list(names)
+    unknown = [name for name in names if name not in JOBS]
+    if unknown:
+        raise ValueError(f"unknown compile job {unknown[0]!r}; the jobs: {', '.join(JOBS)}")
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(names)))
+    seconds = {}
+    start = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(run_job, name): name for name in names}
+        for done, future in enumerate(as_completed(futures), 1):
+            name = futures[future]
+            seconds[name] = future.result()
+            print(f"[{done}/{len(names)}] {name}: {JOBS[name][0]} ({seconds[name]:.1f} s CPU, "
+                  f"{time.perf_counter() - start:.0f} s so far)", file=out, flush=True)
+    return seconds
