@@ -186,3 +186,31 @@ def test_output_buffers_start_small_and_grow_to_the_same_result(monkeypatch):
         np.testing.assert_array_equal(small.t, reference.t)
         np.testing.assert_array_equal(small.q, reference.q)
         np.testing.assert_array_equal(small.qd, reference.qd)
+
+
+def test_a_tree_runs_on_the_tree_system_with_the_recursive_systems_right_hand_side_to_the_bit():
+    """A model without loops is integrated as a TreeSystem (its time loops compile no loop layer); its right-hand
+    side is the RecursiveSystem's with the loop branch pruned, so both give the same dy to the bit, elements, tau
+    and drivers included."""
+    from recursive_mbd._kernels.planar.system import RecursiveSystem, TreeSystem
+    from recursive_mbd.integrate import runs
+
+    model = chains.serial_chain(4)
+    model.add_spring_damper("link4", (0, -0.125), "ground", (0.5, -1.0), stiffness=50.0, damping=0.5)
+    model.compile()
+    inputs = runs._Inputs(model, np.full(4, 0.3), {"link2": np.sin})
+    callback, key = inputs.callback()
+    tree = runs.RecursiveTimeLoop(model, inputs).system
+    full = runs.RecursiveTimeLoop(model, inputs, tree_system=False).system
+    assert type(tree) is TreeSystem and type(full) is RecursiveSystem
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        y = rng.standard_normal(2 * tree.free.size + 2)
+        dy_tree, dy_full = np.zeros_like(y), np.zeros_like(y)
+        assert integrators.system_rhs(callback, key, tree, 0.4, y, dy_tree) == 0
+        assert integrators.system_rhs(callback, key, full, 0.4, y, dy_full) == 0
+        np.testing.assert_array_equal(dy_tree, dy_full)
+        assert np.all(dy_tree[tree.free.size:] != 0.0)
+    four_bar, _ = rm.models.four_bar()
+    four_bar.compile()
+    assert type(runs.RecursiveTimeLoop(four_bar, runs._Inputs(four_bar, None, None)).system) is RecursiveSystem

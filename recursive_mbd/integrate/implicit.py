@@ -299,7 +299,7 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     _runs.check_finite_start(q0, qd0)
     inputs = _runs._Inputs(model, tau, drivers)
     callback, key = inputs.callback()
-    loop = _runs.RecursiveTimeLoop(model, inputs, "none")  # Newton closes the loops at every step
+    loop = _runs.RecursiveTimeLoop(model, inputs, "none", tree_system=False)  # Newton closes the loops every step
     event_functions = _runs._Events(model, events, inputs, loop)
     y0 = _runs.start_state(model, inputs, loop, callback, key, q0, qd0, t0)
     _, scratch = _scratch(model)

@@ -32,7 +32,7 @@ from numba.core.registry import CPUDispatcher
 from .. import _checks
 from .._kernels import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from .._kernels import layout as L
-from .._kernels.planar.system import RecursiveSystem
+from .._kernels.planar.system import RecursiveSystem, TreeSystem
 from .._kernels.timeloops import integrators
 from ..dynamics._evaluation import as_vector, element_inputs
 from ..errors import ModelError, SimulationError, StateError
@@ -270,8 +270,10 @@ class _Inputs:
         return _python_bridge, key
 
 
-def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, projection_tol=1e-12):
-    """The RecursiveSystem the time loops integrate (fields in ``_kernels.planar.system``)."""
+def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, projection_tol=1e-12, tree_system=True):
+    """The RecursiveSystem the time loops integrate (fields in ``_kernels.planar.system``); a TreeSystem, the same
+    fields, for a model without loops when ``tree_system`` (the time loops compiled for it leave the loop layer
+    out; the implicit methods take a RecursiveSystem always)."""
     from ..dynamics.loops import FILTER_RCOND, POSITION_RCOND  # noqa: PLC0415  (loops imports dynamics, as this module does)
 
     ws = workspace(model)
@@ -285,7 +287,8 @@ def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, proje
              np.zeros(nq), stab, np.zeros(m), np.zeros(1, dtype=np.int64), np.zeros((m, free.size)),
              np.array([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0, POSITION_RCOND,
                        FILTER_RCOND]))
-    return RecursiveSystem(model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real, free,
+    system_class = TreeSystem if tree_system and m == 0 else RecursiveSystem
+    return system_class(model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real, free,
             inputs.driven_coords, inputs.driven, inputs.tau_const,
             np.array([inputs.tau_offset, inputs.driver_offset], dtype=np.int64), np.zeros(inputs.size),
             np.zeros(nq), np.zeros(nq), np.zeros(nq), ws.ws, ws.com, np.zeros((nb if has_elements else 0, 3)),
@@ -300,10 +303,10 @@ class RecursiveTimeLoop:
 
     name = "recursive"
 
-    def __init__(self, model, inputs, stabilization="none", alpha=0.0, beta=0.0):
+    def __init__(self, model, inputs, stabilization="none", alpha=0.0, beta=0.0, tree_system=True):
         self.model = model
         self.inputs = inputs
-        self.system = build_system(model, inputs, stabilization, float(alpha), float(beta))
+        self.system = build_system(model, inputs, stabilization, float(alpha), float(beta), tree_system=tree_system)
 
     def initial_state(self, q0, qd0, t0, callback, key):
         if self.model.nloops:

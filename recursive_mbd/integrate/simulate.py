@@ -273,8 +273,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         inputs = _Inputs(model, tau, drivers)
         callback, key = inputs.callback()
         stabilization = _stabilization(model, stabilization, scipy_method, formulation)
-        loop = _FORMULATIONS[formulation](model, inputs, stabilization, float(alpha), float(beta),
-                                          **augmented_options)
+        # the recursive formulation's options: bdf's Newton code takes a RecursiveSystem, trees and loops alike
+        options = {"tree_system": method != "bdf"} if formulation == "recursive" else augmented_options
+        loop = _FORMULATIONS[formulation](model, inputs, stabilization, float(alpha), float(beta), **options)
     event_functions = _Events(model, events, inputs, loop)
     if event_functions.functions and scipy_method is None and method != "bdf" and (
             method not in TABLEAUS or TABLEAUS[method].DENSE is None):

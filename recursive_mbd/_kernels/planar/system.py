@@ -48,10 +48,27 @@ RecursiveSystem = namedtuple("RecursiveSystem", [
     # solve)); loop_int has no rows for a tree
     "loops",
 ])
+# A model without loops: the same fields (its loops with no rows), its own type. The time loops compiled for it
+# leave out the loop layer (the change-point search, the projection, the multiplier solves), which is about
+# two-fifths of what the adaptive time loop of a RecursiveSystem compiles. The implicit methods (generalized_alpha,
+# bdf) take a RecursiveSystem whatever the model (``as_recursive``): their Newton code is one for trees and loops.
+TreeSystem = namedtuple("TreeSystem", RecursiveSystem._fields)
+
+
+def as_recursive(system):
+    """The RecursiveSystem of the same arrays (a TreeSystem's arrays as a RecursiveSystem; no copy)."""
+    return system if isinstance(system, RecursiveSystem) else RecursiveSystem(*system)
+
+
+def _system_class(system):
+    """RecursiveSystem or TreeSystem for a numba type of one of them, else None."""
+    if isinstance(system, types.BaseNamedTuple) and system.instance_class in (RecursiveSystem, TreeSystem):
+        return system.instance_class
+    return None
 
 
 def _is_recursive(system):
-    return isinstance(system, types.BaseNamedTuple) and system.instance_class is RecursiveSystem
+    return _system_class(system) is RecursiveSystem
 
 
 @njit
@@ -121,79 +138,94 @@ def project_state(inputs, key, system, t, y):
     return status
 
 
-@njit
-def system_rhs(inputs, key, system, t, y, dy):
-    """dy = f(t, y); returns the forward-dynamics status."""
-    body_int = system.body_int
-    free = system.free
-    drv_coord = system.drv_coord
-    tau_const = system.tau_const
-    offsets = system.offsets
-    u = system.u
-    q = system.q
-    qd = system.qd
-    tau = system.tau
-    qdd = system.qdd
-    drive = system.drive
-    nf = free.shape[0]
-    status = _load_joint_state(inputs, key, t, y, free, drv_coord, offsets, u, q, qd, qdd)
-    if status != STATUS_OK:
-        return status
-    nq = tau.shape[0]
-    tau_slot = offsets[0]
-    if tau_slot >= 0:
-        for k in range(nq):
-            tau[k] = tau_const[k] + u[tau_slot + k]
-    else:
-        for k in range(nq):
-            tau[k] = tau_const[k]
-    # tau . qd in four interleaved partial sums: four independent add chains instead of one (this sum was a
-    # dependent chain as long as the forward dynamics' own on small models)
-    p0 = p1 = p2 = p3 = 0.0
-    k = 0
-    while k + 4 <= nq:
-        p0 += tau[k] * qd[k]
-        p1 += tau[k + 1] * qd[k + 1]
-        p2 += tau[k + 2] * qd[k + 2]
-        p3 += tau[k + 3] * qd[k + 3]
-        k += 4
-    while k < nq:
-        p0 += tau[k] * qd[k]
-        k += 1
-    power_tau = (p0 + p1) + (p2 + p3)
-    energy = system.element_energy
-    if system.elem_int.shape[0] > 0:  # force elements: wrench (system.wrench) has a row per body, else shape (0, 3)
-        status = element_forces(body_int, system.body_real, system.elem_int, system.elem_real, u, q, qd, system.ws,
-                                system.com, system.wrench, system.jforce, energy, system.per_element)
+def _make_rhs(with_loops):
+    """dy = f(t, y) of a RecursiveSystem (``with_loops``) or a TreeSystem: the same function, the loop branch
+    removed before typing for a tree (``with_loops`` is a constant of the closure, and numba prunes the branches
+    on constants), so that a time loop compiled for a tree leaves the loop layer out."""
+
+    @njit
+    def system_rhs(inputs, key, system, t, y, dy):
+        """dy = f(t, y); returns the forward-dynamics status."""
+        body_int = system.body_int
+        free = system.free
+        drv_coord = system.drv_coord
+        tau_const = system.tau_const
+        offsets = system.offsets
+        u = system.u
+        q = system.q
+        qd = system.qd
+        tau = system.tau
+        qdd = system.qdd
+        drive = system.drive
+        nf = free.shape[0]
+        status = _load_joint_state(inputs, key, t, y, free, drv_coord, offsets, u, q, qd, qdd)
         if status != STATUS_OK:
             return status
-        for k in range(tau.shape[0]):
-            tau[k] += system.jforce[k]
-    loops = system.loops
-    if loops[0].shape[0] > 0:
-        status = constrained_dynamics(body_int, system.body_real, system.gravity, loops[0], loops[1], q, qd, tau,
-                                      system.wrench, system.driven, system.ws, system.com, loops[2], qdd, drive,
-                                      loops[3], loops[4], loops[5], loops[6], loops[7], loops[8], loops[9], loops[10],
-                                      loops[11], loops[15][4], loops[12], loops[13], _branch(loops[15]))
-    else:
-        status = forward_dynamics(body_int, system.body_real, system.gravity, q, qd, tau, system.wrench,
-                                  system.driven, system.ws, qdd, drive)
-    if status != STATUS_OK:
-        return status
-    power_drive = 0.0
-    for j in range(drv_coord.shape[0]):
-        power_drive += drive[drv_coord[j]] * qd[drv_coord[j]]
-    if nf == q.shape[0]:  # no driven joint (see _load_state)
-        for j in range(nf):
-            dy[j] = qd[j]
-            dy[nf + j] = qdd[j]
-    else:
-        for j in range(nf):
-            dy[j] = qd[free[j]]
-            dy[nf + j] = qdd[free[j]]
-    dy[2 * nf] = energy[1]
-    dy[2 * nf + 1] = power_tau + energy[2] + power_drive
-    return STATUS_OK
+        nq = tau.shape[0]
+        tau_slot = offsets[0]
+        if tau_slot >= 0:
+            for k in range(nq):
+                tau[k] = tau_const[k] + u[tau_slot + k]
+        else:
+            for k in range(nq):
+                tau[k] = tau_const[k]
+        # tau . qd in four interleaved partial sums: four independent add chains instead of one (this sum was a
+        # dependent chain as long as the forward dynamics' own on small models)
+        p0 = p1 = p2 = p3 = 0.0
+        k = 0
+        while k + 4 <= nq:
+            p0 += tau[k] * qd[k]
+            p1 += tau[k + 1] * qd[k + 1]
+            p2 += tau[k + 2] * qd[k + 2]
+            p3 += tau[k + 3] * qd[k + 3]
+            k += 4
+        while k < nq:
+            p0 += tau[k] * qd[k]
+            k += 1
+        power_tau = (p0 + p1) + (p2 + p3)
+        energy = system.element_energy
+        if system.elem_int.shape[0] > 0:  # force elements: wrench (system.wrench) has a row per body, else (0, 3)
+            status = element_forces(body_int, system.body_real, system.elem_int, system.elem_real, u, q, qd,
+                                    system.ws, system.com, system.wrench, system.jforce, energy, system.per_element)
+            if status != STATUS_OK:
+                return status
+            for k in range(tau.shape[0]):
+                tau[k] += system.jforce[k]
+        use_tree = True
+        if with_loops:  # pruned before typing for a TreeSystem
+            loops = system.loops
+            if loops[0].shape[0] > 0:
+                use_tree = False
+                status = constrained_dynamics(body_int, system.body_real, system.gravity, loops[0], loops[1], q, qd,
+                                              tau, system.wrench, system.driven, system.ws, system.com, loops[2], qdd,
+                                              drive, loops[3], loops[4], loops[5], loops[6], loops[7], loops[8],
+                                              loops[9], loops[10], loops[11], loops[15][4], loops[12], loops[13],
+                                              _branch(loops[15]))
+        if use_tree:
+            status = forward_dynamics(body_int, system.body_real, system.gravity, q, qd, tau, system.wrench,
+                                      system.driven, system.ws, qdd, drive)
+        if status != STATUS_OK:
+            return status
+        power_drive = 0.0
+        for j in range(drv_coord.shape[0]):
+            power_drive += drive[drv_coord[j]] * qd[drv_coord[j]]
+        if nf == q.shape[0]:  # no driven joint (see _load_state)
+            for j in range(nf):
+                dy[j] = qd[j]
+                dy[nf + j] = qdd[j]
+        else:
+            for j in range(nf):
+                dy[j] = qd[free[j]]
+                dy[nf + j] = qdd[free[j]]
+        dy[2 * nf] = energy[1]
+        dy[2 * nf + 1] = power_tau + energy[2] + power_drive
+        return STATUS_OK
+
+    return system_rhs
+
+
+system_rhs = _make_rhs(with_loops=True)
+tree_rhs = _make_rhs(with_loops=False)
 
 
 @njit
@@ -204,16 +236,16 @@ def projects(system):
 
 @overload(formulation.rhs, jit_options=_OPTIONS)
 def _rhs(inputs, key, system, t, y, dy):
-    if _is_recursive(system):
-        # the function itself, not a lambda calling it: one compiled level (and its reference counts) fewer
-        return system_rhs.py_func
-    return None
+    # the function itself, not a lambda calling it: one compiled level (and its reference counts) fewer
+    return {RecursiveSystem: system_rhs.py_func, TreeSystem: tree_rhs.py_func}.get(_system_class(system))
 
 
 @overload(formulation.project, jit_options=_OPTIONS)
 def _project(inputs, key, system, t, y):
     if _is_recursive(system):
         return lambda inputs, key, system, t, y: project_state(inputs, key, system, t, y)  # noqa: PLW0108
+    if _system_class(system) is TreeSystem:
+        return lambda inputs, key, system, t, y: STATUS_OK  # no loop constraints to project onto
     return None
 
 
@@ -221,4 +253,6 @@ def _project(inputs, key, system, t, y):
 def _projects(system):
     if _is_recursive(system):
         return lambda system: projects(system)  # noqa: PLW0108
+    if _system_class(system) is TreeSystem:
+        return lambda system: False
     return None
