@@ -840,7 +840,7 @@ def _run_file(spec):
 
 def _file_cases():
     names = ("double_pendulum.toml", "two_squares.toml", "four_bar.toml", "slider_crank.toml", "chain_1000.toml",
-             "seed002_double_pendulum.deck", "spatial/governor.toml", "spatial/hanging_rods.toml",
+             "kine2d_double_pendulum.deck", "spatial/governor.toml", "spatial/hanging_rods.toml",
              "spatial/heavy_top.toml", "spatial/rssr.toml")
     for name in names:
         def run(name=name):

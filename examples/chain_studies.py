@@ -1,4 +1,4 @@
-"""Seed 001's question, answered with numbers: how does the n-link rigid pendulum approach the continuous chain?
+"""How does the n-link rigid pendulum approach the continuous chain? Takeno's question (2018), answered with numbers.
 
     python3 examples/chain_studies.py [--quick] [--plot DIR]
 
@@ -7,6 +7,7 @@
 3. the falling folded chain: the free end against the energy-conserving and free-fall theories, n = 20 ... 200;
 4. the tip whip of a chain released from the horizontal, with what it costs the integrator.
 With --plot DIR (matplotlib), each study draws a figure into DIR.
+Source: Takeno (2018), "Equations of the n-link rigid pendulum".
 """
 
 import math

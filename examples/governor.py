@@ -1,4 +1,4 @@
-"""Seed 002's centrifugal governor as a spatial model: the sleeve height against the spindle speed.
+"""A centrifugal governor (KINE2D/KINE3D) as a spatial model: the sleeve height against the spindle speed.
 
 A vertical spindle driven at omega, two fly-balls on arms hinged to the spindle, links from the balls to a sleeve
 that slides on the spindle (``rm.models.centrifugal_governor``; arms as long as the links: the Porter governor). The
@@ -9,7 +9,8 @@ the pivot. The same governor with its links as real distance loops (``closed=Tru
 ``rm.static_equilibrium`` with the spindle held at omega (``velocity=``), no configuration map involved. At each
 steady state the constrained dynamics (M, h of the tree, the two link constraints by Lagrange multipliers, the
 spindle speed held) give zero accelerations, and the symmetric motion released off it settles to it under damping
-(scipy's solve_ivp on the tree's equations projected on the links' tangent).
+(scipy's solve_ivp on the tree's equations projected on the links' tangent). Source: Sugiyama, Naitoh and
+Toguchi, "Development of a computer simulation system for multibody mechanical systems" (KINE2D/KINE3D).
 
     python3 examples/governor.py [--plot FILE]
 """

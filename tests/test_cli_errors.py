@@ -148,7 +148,7 @@ def test_info_lists_the_defaults_a_file_relied_on(tmp_path):
 
 
 def test_a_deck_without_task_has_no_analysis_and_run_refuses_it(tmp_path):
-    text = (MODELS / "seed002_double_pendulum.deck").read_text()
+    text = (MODELS / "kine2d_double_pendulum.deck").read_text()
     path = tmp_path / "no_task.deck"
     path.write_text(text.replace("TASK, D, 1, 0, 0.0, 1.0, 0.05", "* TASK, D, 1, 0, 0.0, 1.0, 0.05"))
     assert rm.io.load(path).analysis == {}
@@ -394,7 +394,7 @@ def test_too_many_output_times_are_refused_in_spatial_files_and_decks(tmp_path):
     spatial.write_text((MODELS / "spatial" / "heavy_top.toml").read_text()
                        + '\n[analysis]\ntype = "dynamics"\nt_end = 1.0\nsamples = 1000000000\n')
     deck = tmp_path / "pendulum.deck"
-    deck.write_text((MODELS / "seed002_double_pendulum.deck").read_text().replace("TASK, D, 1, 0, 0.0, 1.0, 0.05",
+    deck.write_text((MODELS / "kine2d_double_pendulum.deck").read_text().replace("TASK, D, 1, 0, 0.0, 1.0, 0.05",
                                                                                    "TASK, D, 1, 0, 0.0, 1.0, 1e-12"))
     for path, words in ((spatial, "analysis.samples: 1,000,000,000 output times, more than 10,000,000"),
                         (deck, "TASK: (t_end - t0) / dt gives 1,000,000,000,001 output times")):

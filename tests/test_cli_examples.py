@@ -11,7 +11,7 @@ from recursive_mbd import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted(path.name for path in (ROOT / "examples").glob("*.py") if not path.name.startswith("_"))
-PLOTTING_EXAMPLES = ("chain_studies.py", "formulations.py", "four_bar.py", "governor.py", "seed000_two_squares.py")
+PLOTTING_EXAMPLES = ("chain_studies.py", "formulations.py", "four_bar.py", "governor.py", "two_squares.py")
 
 
 def test_demo_reports_energy_error_and_speed():
@@ -39,7 +39,7 @@ def test_module_entry_point_help():
 def test_examples_run(tmp_path):
     figure = tmp_path / "four_bar.png"
     for script, args in (("double_pendulum.py", []), ("long_chain.py", ["100", "0.05"]),
-                         ("formulations.py", ["3", "0.2"]), ("seed000_two_squares.py", []),
+                         ("formulations.py", ["3", "0.2"]), ("two_squares.py", []),
                          ("four_bar.py", ["2", "--plot", str(figure)]), ("slider_crank.py", []),
                          ("pinned_chain.py", ["12", "1"]), ("chain_studies.py", ["--quick"])):
         out = subprocess.run([sys.executable, str(ROOT / "examples" / script), *args], capture_output=True,

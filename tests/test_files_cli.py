@@ -241,7 +241,7 @@ def test_fuzzed_files_never_crash(tmp_path, data):
 
 
 def test_seed002_deck_builds_the_double_pendulum_it_describes():
-    spec = rm.io.load(ROOT / "examples" / "models" / "seed002_double_pendulum.deck")
+    spec = rm.io.load(ROOT / "examples" / "models" / "kine2d_double_pendulum.deck")
     model = spec.model
     assert model.name == "DOUBLE PENDULUM" and model.nq == 2 and spec.analysis["type"] == "dynamics"
     # the same mechanism written by hand: body 1 pinned at the origin at 45 degrees, body 2 pinned to its far end,
@@ -269,7 +269,7 @@ def test_seed002_deck_builds_the_double_pendulum_it_describes():
     ("PROP, 99, 1.0, 1.0000", "", "line 16: BODY 99: no PROP"),
 ])
 def test_deck_errors_name_the_line(old, new, expected, tmp_path):
-    text = (ROOT / "examples" / "models" / "seed002_double_pendulum.deck").read_text()
+    text = (ROOT / "examples" / "models" / "kine2d_double_pendulum.deck").read_text()
     assert old in text
     code, err = run_cli(text.replace(old, new), tmp_path, "bad.deck")
     assert code == 1 and expected in err, err

@@ -9,12 +9,13 @@ from ..model.planar import Model
 
 
 def two_squares(m=5.0, a=1.0, k=10.0, c=1.0, g=9.81):
-    """Seed 000's worked example: two uniform squares and a spring-damper, as a tree.
+    """Two uniform squares and a spring-damper, as a tree: the worked example of the tutorial "Multibody dynamics, a
+    very short introduction".
 
     Two squares of side 2a and mass m (J = 2/3 m a^2 about the centre); body 1 pinned to the ground at its corner
     (-a, -a), body 2 pinned to body 1 (body-1 point (a, a) = body-2 point (-a, a)); a spring-damper (rest length
     0, stiffness k, damping c on the rate of its length) from body-2 point (a, -a) to the ground point (4a, 0).
-    Initial state (seed): body 1 at (a, a, 0), body 2 at (3a, a, 0), at rest, which is q = 0 here.
+    Initial state (the tutorial's): body 1 at (a, a, 0), body 2 at (3a, a, 0), at rest, which is q = 0 here.
 
     Returns
     -------
@@ -94,9 +95,10 @@ def slider_crank(crank=0.5, rod=1.5, crank_mass=1.0, rod_mass=2.0, piston_mass=3
 
 @dataclass(frozen=True)
 class Governor:
-    """Seed 002's centrifugal governor (section 5.3) as a spatial tree: a vertical spindle driven about the ground z
-    axis at a rate omega, two fly-balls on arms hinged to the spindle at the top pivot (height ``pivot_height`` on
-    the axis), and a sleeve sliding on the spindle, tied to each ball by a massless link of length ``link``.
+    """The centrifugal governor of Sugiyama, Naitoh and Toguchi's KINE2D/KINE3D paper (section 5.3) as a spatial
+    tree: a vertical spindle driven about the ground z axis at a rate omega, two fly-balls on arms hinged to the
+    spindle at the top pivot (height ``pivot_height`` on the axis), and a sleeve sliding on the spindle, tied to
+    each ball by a massless link of length ``link``.
 
     The tree (bodies "spindle", "arm1", "arm2", "sleeve"; q = v = (spindle angle, arm1 angle, arm2 angle, sleeve
     height)) has the arms' angles phi from the downward spindle axis, arm1 swinging out along the spindle's +x axis
@@ -212,7 +214,7 @@ class Governor:
 
 def centrifugal_governor(ball_mass=1.0, sleeve_mass=2.0, arm=0.2, link=0.2, pivot_height=0.5, ball_radius=0.03,
                          spindle_mass=0.5, g=9.81, closed=False):
-    """Seed 002's centrifugal governor as a ``Model3D`` tree (see ``Governor``; SI units: kg, m, m/s^2).
+    """The KINE2D/KINE3D paper's centrifugal governor as a ``Model3D`` tree (see ``Governor``; SI units: kg, m, m/s^2).
 
     The balls are uniform spheres of radius ``ball_radius`` at the arms' ends (their isotropic inertia leaves the
     steady state unchanged), the arms and links massless, the sleeve a thin ring about the spindle axis.

@@ -232,7 +232,7 @@ def loads(text, source="<string>", *, check=True):
 
 
 def load(path, *, check=True):
-    """A ``ModelFile`` from a TOML file, or from a seed-002 deck (``recursive_mbd.files.deck``: a .deck file, or text
+    """A ``ModelFile`` from a TOML file, or from a KINE2D deck (``recursive_mbd.files.deck``: a .deck file, or text
     whose first command is TITL). ``check=False`` skips the dynamics check of ``Model.compile`` (faster; for
     describing a file)."""
     path = Path(path)

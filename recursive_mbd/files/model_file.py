@@ -1,7 +1,7 @@
 """What a model file describes (``ModelFile``), the error of one that cannot be read (``FileFormatError``) and the
 most output times a file may ask for (``MAX_SAMPLES``).
 
-Below both readers: ``io`` (TOML files; its ``load`` dispatches to the deck reader) and ``deck`` (seed-002 decks)
+Below both readers: ``io`` (TOML files; its ``load`` dispatches to the deck reader) and ``deck`` (KINE2D decks)
 build ModelFiles, so that neither imports the other for them.
 """
 

@@ -151,7 +151,7 @@ def takeno_forward_dynamics(theta, theta_dot, lengths, density=1.0, gravity=9.81
         g [m/s^2].
     tau : array_like, shape (n,), optional
         Relative joint torques [N m], tau_j acting on rod j and -tau_j on rod j-1 (the chain's q convention).
-        Seed 001 has none; they enter each rod's moment equation, which eq. (18) is divided by rho l_j.
+        Takeno's closed form has none; they enter each rod's moment equation, which eq. (18) is divided by rho l_j.
 
     Returns
     -------

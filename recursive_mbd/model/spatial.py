@@ -59,19 +59,19 @@ class Model3D(TreeBuilder):
     p_i its origin in the ground. A joint frame J is the parent frame rotated by ``rotation`` with its origin at
     ``parent_point``; then R_child = R_parent R0 R_j(q), p_child = p_J + R_parent R0 t_j(q) - R_child child_point.
 
-    ==============  ====  ====  ===========================  =====================================================
-    joint           nq    nv    q                            v
-    ==============  ====  ====  ===========================  =====================================================
-    revolute        1     1     angle about ``axis``         its rate
-    prismatic       1     1     slide along ``axis``         its rate
-    cylindrical     2     2     (angle, slide) on ``axis``   rates
-    universal       2     2     angles about (a1, a2)        rates (R_j = Rot(a1, alpha) Rot(a2, beta))
-    spherical       4     3     unit quaternion (w, x, y, z) relative angular velocity in the CHILD frame
-    planar          3     3     (x, y, angle) in the joint   rates (plane: the joint frame's xy plane)
+    ==============  ====  ====  ============================  =====================================================
+    joint           nq    nv    q                             v
+    ==============  ====  ====  ============================  =====================================================
+    revolute        1     1     angle about ``axis``          its rate
+    prismatic       1     1     slide along ``axis``          its rate
+    cylindrical     2     2     (angle, slide) on ``axis``    rates
+    universal       2     2     angles about (a1, a2)         rates (R_j = Rot(a1, alpha) Rot(a2, beta))
+    spherical       4     3     unit quaternion (w, x, y, z)  relative angular velocity in the CHILD frame
+    planar          3     3     (x, y, angle) in the joint    rates (plane: the joint frame's xy plane)
                                 frame's xy plane
-    free            7     6     (x, y, z, w, qx, qy, qz)     (xdot, ydot, zdot) joint frame, omega child frame
+    free            7     6     (x, y, z, w, qx, qy, qz)      (xdot, ydot, zdot) joint frame, omega child frame
     fixed           0     0
-    ==============  ====  ====  ===========================  =====================================================
+    ==============  ====  ====  ============================  =====================================================
 
     Gravity (3,) [m/s^2], default (0, 0, -9.81). The first dynamics call (or ``compile()``) freezes the model.
     Force elements (``add_spring_damper``, ``add_joint_spring_damper``, ``add_force``, ``add_torque``) act in

@@ -1,9 +1,10 @@
-"""Seed 000's worked example: two squares, two pins and a spring-damper, simulated for 5 s.
+"""Two squares, two pins and a spring-damper, simulated for 5 s: a tutorial's worked example.
 
-    python3 examples/seed000_two_squares.py [--plot out.png]
+    python3 examples/two_squares.py [--plot out.png]
 
 Prints the body poses at the end and the energy balance: the energy lost equals the work of the damper. With
 --plot (needs matplotlib: pip install "recursive-mbd[plot]") it draws the coordinates and the energy terms.
+Source: the tutorial "Multibody dynamics, a very short introduction" (planar rigid bodies).
 """
 
 import numpy as np
