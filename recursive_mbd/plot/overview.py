@@ -1,5 +1,7 @@
 """One figure of a whole result (``overview``, as ``rmbd plot`` draws it) and animations (``animate``)."""
 
+import importlib.util
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -208,19 +210,19 @@ def animation_frames(t, fps=None, speed=1.0, frames=None):
 
     Returns ``(index, fps)``: the sample index of each frame (nframes,) and the frames per second.
     """
-    t = np.asarray(t, dtype=float).reshape(-1)
+    t = _checks.finite_array(t, "t").reshape(-1)
     speed = _checks.real(speed, "speed", low=0.0, strict=True)
     fps = _checks.real(fps, "fps", low=0.0, strict=True, allow_none=True)
     if frames is not None:
         frames = _checks.integer(frames, "frames", low=1)
     if t.size == 0:
         raise StateError("t is empty: no samples to animate")
+    steps = np.diff(t)
+    if np.any(steps < 0):
+        raise StateError(f"t must not decrease: t[{int(np.argmax(steps < 0)) + 1}] is before the sample before it")
     target = DEFAULT_FPS if fps is None else fps
     span = float(t[-1] - t[0])
-    steps = np.diff(t)
-    if t.size < 2 or not span > 0 or np.any(steps < 0):
-        if t.size > 1 and np.any(steps < 0):
-            raise StateError(f"t must not decrease: t[{int(np.argmax(steps < 0)) + 1}] < the sample before it")
+    if span == 0.0:  # one sample, or all at one time: a still picture
         return np.zeros(1, dtype=int), float(target)
     sample_rate = speed / float(np.median(steps[steps > 0]))  # samples per second of playback
     rate = min(target, sample_rate)
@@ -236,10 +238,12 @@ def animation_frames(t, fps=None, speed=1.0, frames=None):
 
 def _write(movie, path, fps, dpi, count, progress):
     """Save ``movie`` (``count`` frames) to ``path`` (.gif: Pillow, else ffmpeg) with a progress bar (tqdm) when
-    ``progress`` (None: when stderr is a terminal)."""
+    ``progress`` (None: when stderr is a terminal and tqdm is installed)."""
     from matplotlib.animation import FFMpegWriter, PillowWriter  # noqa: PLC0415
 
     writer = PillowWriter(fps=fps) if str(path).endswith(".gif") else FFMpegWriter(fps=fps)
+    if progress is None:  # by default a bar on a terminal when tqdm is there, else nothing (and no warning)
+        progress = sys.stderr.isatty() and importlib.util.find_spec("tqdm") is not None
     bar = progress_bar(progress, count, f"writing {Path(path).name}", "frame")
     try:
         movie.save(path, writer=writer, dpi=dpi, progress_callback=None if bar is None else (
@@ -273,8 +277,10 @@ def animate(model, t, q, path, fps=None, frames=None, dpi=80, speed=1.0, progres
     extent of every frame, in real time: ``speed`` seconds of motion per second of playback (2: twice as fast),
     ``fps`` frames per second (default 25, fewer when the samples are sparser), at most ``frames`` frames
     (``animation_frames`` picks the samples). ``progress``: a progress bar over the frames (tqdm, the ``progress``
-    extra); default: only when stderr is a terminal. A spatial model (``Model3D``) is animated as 3D snapshots
-    (``snapshot3d``). Returns ``path``."""
+    extra); default: on a terminal when tqdm is installed, else none. A spatial model (``Model3D``) is animated as
+    3D snapshots (``snapshot3d``). Returns ``path``.
+
+    Raises StateError (``animation_frames``) for fps, speed or frames not > 0 or decreasing times."""
     _require_matplotlib()
     from matplotlib.animation import FuncAnimation  # noqa: PLC0415
 
