@@ -78,7 +78,8 @@ if args.plot:
     for name, study, style in (("rods", rods, "o-"), ("beads", beads, "s--")):
         for k in range(3):
             ax.loglog(study["n"], np.abs(study["error"][:, k]), style, label=f"{name}, mode {k + 1}")
-    ax.set(xlabel="links n", ylabel="|omega_n / omega - 1|", title="frequencies against the continuous chain")
+    ax.set(xlabel="links n [-]", ylabel="relative frequency error |omega_n / omega - 1| [-]",
+           title="frequencies against the continuous chain")
     ax.legend(fontsize=7)
     fig.savefig(out / "frequencies.png", dpi=110)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
@@ -88,7 +89,7 @@ if args.plot:
     for n in cat_ns[:3]:
         points = studies.chain_points(studies.discrete_catenary(n, 6.0, 10.0, 5.0)["q"], 10.0)
         ax1.plot(points[:, 0], points[:, 1], "o-", ms=3, label=f"{n} rods")
-    ax1.set(aspect="equal", title="chain pinned at both ends")
+    ax1.set(xlabel="x [m]", ylabel="y [m]", aspect="equal", title="chain pinned at both ends")
     ax1.legend(fontsize=7)
     ax2.loglog(10.0 / np.array(cat_ns), np.abs(cat["sag_error"]), "o-")
     ax2.set(xlabel="link length [m]", ylabel="|sag error| [m]", title=f"order {cat['sag_order']:.2f}")
@@ -99,7 +100,8 @@ if args.plot:
     for j, i in enumerate(np.linspace(0, np.argmax(fall["speed"]), 6).astype(int)):
         points = studies.chain_points(fall["result"].q[i])
         ax1.plot(points[:, 0] + 0.25 * j, points[:, 1], "-", label=f"t = {fall['t'][i]:.3f} s")
-    ax1.set(aspect="equal", title=f"folded chain, n = {fall_ns[-1]} (snapshots side by side)")
+    ax1.set(xlabel="x [m] (each snapshot 0.25 m right of the one before)", ylabel="y [m]", aspect="equal",
+            title=f"folded chain, n = {fall_ns[-1]} (snapshots side by side)")
     ax1.legend(fontsize=7)
     xs = np.linspace(0, 0.999, 300)
     ax2.plot(xs, studies.energy_conserving_speed(xs, 1.0), "k-", label="energy-conserving theory")
@@ -120,7 +122,7 @@ if args.plot:
     for i in np.searchsorted(whip["t"], np.linspace(0, whip["whip_time"], 7)):
         points = studies.chain_points(whip["q"][min(i, whip["t"].size - 1)])
         ax2.plot(points[:, 0], points[:, 1], "-", lw=1, label=f"t = {whip['t'][min(i, whip['t'].size - 1)]:.3f} s")
-    ax2.set(aspect="equal", title=f"{whip_ns[-1]} links up to the whip")
+    ax2.set(xlabel="x [m]", ylabel="y [m]", aspect="equal", title=f"{whip_ns[-1]} links up to the whip")
     ax2.legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(out / "tip_whip.png", dpi=110)

@@ -549,21 +549,21 @@ def _load_result(path):
 
 
 def _result_model(args, data, out):
-    """The model of a result, to draw the mechanism: --model, else the file the run recorded (when it still has
-    the result's bodies); None (and a note) when there is none."""
+    """The model file of a result (``io.load``), to draw the mechanism: --model, else the file the run recorded
+    (when it still has the result's bodies); None (and a note) when there is none."""
     source = args.model or (str(data["model_file"]) if "model_file" in data else None)
     if source is None or not Path(source).exists():
         if source is not None:
             print(f"note: {source} (the model of this result) is gone: no drawing of the mechanism (give --model)",
                   file=out)
         return None
-    model = io.load(source).model
-    if tuple(str(name) for name in data.get("body_names", ())) != tuple(model.body_names):
+    spec = io.load(source)
+    if tuple(str(name) for name in data.get("body_names", ())) != tuple(spec.model.body_names):
         if args.model:
             raise io.FileFormatError(f"{args.result}: its bodies are not those of {source}")
         print(f"note: {source} no longer has this result's bodies: no drawing of the mechanism", file=out)
         return None
-    return model
+    return spec
 
 
 def _plot(args, out):
@@ -574,7 +574,10 @@ def _plot(args, out):
         raise io.FileFormatError(f"{args.result}: not a result of rmbd run (no kind and coordinates q)")
     from . import plot  # noqa: PLC0415
 
-    model = _result_model(args, data, out)
+    spec = _result_model(args, data, out)
+    model = spec.model if spec is not None else None
+    if spec is not None and kind == "dynamics" and "method" not in data and "method" in spec.analysis:
+        data = dict(data, method=np.array(spec.analysis["method"]))  # for the title: the method the run used
     if isinstance(model, io.Model3D) or "dimension" in data:
         if model is None:
             raise io.FileFormatError(f"{args.result}: a spatial result needs its model to be drawn (give --model)")
@@ -590,6 +593,9 @@ def _plot(args, out):
 
 def _animate(args, out):
     _require("matplotlib", "animating", "plot")
+    for option, value in (("--fps", args.fps), ("--speed", args.speed), ("--frames", args.frames)):
+        if value is not None and not value > 0:
+            raise InputError(f"{option} must be > 0, got {value:g}")
     if Path(args.output).suffix.lower() not in (".gif", ".mp4"):
         raise InputError(f"{args.output}: expected a .gif (Pillow) or .mp4 (ffmpeg) file name")
     if Path(args.output).suffix.lower() == ".mp4":
@@ -607,7 +613,8 @@ def _animate(args, out):
     from . import plot  # noqa: PLC0415
 
     with _naming(args.file):
-        plot.animate(spec.model, data["t"], data["q"], args.output, fps=args.fps, frames=args.frames)
+        plot.animate(spec.model, data["t"], data["q"], args.output, fps=args.fps, frames=args.frames,
+                     speed=args.speed)
     print(f"wrote {args.output}", file=out)
 
 
@@ -712,8 +719,12 @@ def main(argv=None, out=None):
     p_anim.add_argument("file")
     p_anim.add_argument("result")
     p_anim.add_argument("-o", "--output", required=True, help="out.gif (Pillow) or out.mp4 (ffmpeg)")
-    p_anim.add_argument("--fps", type=int, default=25)
-    p_anim.add_argument("--frames", type=int, default=None, help="at most this many frames")
+    p_anim.add_argument("--fps", type=float, default=None,
+                        help="frames per second (default 25; fewer when the samples are sparser)")
+    p_anim.add_argument("--speed", type=float, default=1.0,
+                        help="seconds of motion per second of playback (default 1: real time; 0.5: slow motion)")
+    p_anim.add_argument("--frames", type=int, default=None, help="at most this many frames (the fps lowered to keep "
+                        "the duration)")
     p_bench = sub.add_parser("bench", parents=[common], help="time the formulations on a small grid of chain sizes")
     p_bench.add_argument("--sizes", type=int, nargs="+", default=[2, 10, 100, 1000])
     p_compile = sub.add_parser("compile", parents=[common],

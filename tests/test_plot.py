@@ -10,6 +10,7 @@ from pathlib import Path
 
 import matplotlib
 import numpy as np
+import pytest
 
 import recursive_mbd as rm
 from recursive_mbd import cli
@@ -92,20 +93,23 @@ def test_csv_headers_carry_names_and_units(tmp_path):
     rates = ["crank rate [rad/s]", "piston velocity [m/s]", "rod rate rel. crank [rad/s]"]
     assert rows[0] == ["t [s]", *SLIDER_CRANK_LABELS, *rates]
     assert len(rows) == 4 and float(rows[-1][0]) == 0.01
-    with np.load(tmp_path / "sc.npz") as data:  # the result file alone names the curves too
+    with np.load(tmp_path / "sc.npz") as data:  # the result file alone names the curves too, one unit a panel
         fig = rm.plot.overview(dict(data))
-    assert [text.get_text() for text in fig.axes[0].get_legend().get_texts()] == SLIDER_CRANK_LABELS
-    assert fig.axes[1].get_legend().get_texts()[0].get_text() == "driving crank torque [N m]"
+    legends = [[text.get_text() for text in ax.get_legend().get_texts()] for ax in fig.axes[:3]]
+    assert legends[:2] == [["crank angle [rad]", "rod angle rel. crank [rad]"], ["piston position [m]"]]
+    assert legends[2] == ["driving crank torque [N m]"]
+    assert fig._suptitle.get_text() == "3 bodies: kinematic analysis, t = 0 to 0.01 s"
 
 
 def test_legends_and_axes_carry_body_names_and_units():
     spec = rm.io.load(ROOT / "examples" / "models" / "slider_crank.toml")
     t = np.linspace(0.0, 0.02, 5)
     kin = rm.kinematic_analysis(spec.model, spec.drivers, t, spec.q0)
-    fig = rm.plot.trajectories(kin.t, kin.q, model=spec.model)
-    ax = fig.axes[0]
-    assert [text.get_text() for text in ax.get_legend().get_texts()] == SLIDER_CRANK_LABELS
-    assert ax.get_xlabel() == "t [s]" and ax.get_ylabel() == "angle [rad] / position [m]"
+    fig = rm.plot.trajectories(kin.t, kin.q, model=spec.model)  # one unit per axis: positions on the right
+    ax, right = fig.axes
+    assert [text.get_text() for text in right.get_legend().get_texts()] == SLIDER_CRANK_LABELS
+    assert ax.get_xlabel() == "t [s]" and (ax.get_ylabel(), right.get_ylabel()) == ("angle [rad]", "position [m]")
+    assert [line.get_label() for line in right.get_lines()] == ["piston position [m]"]
     fig = rm.plot.driving_forces(kin.t, kin.driving_forces, kin.driven, spec.model)
     assert [text.get_text() for text in fig.axes[0].get_legend().get_texts()] == ["driving crank torque [N m]"]
     assert fig.axes[0].get_ylabel() == "driving force [N m]"
@@ -119,8 +123,8 @@ def test_legends_and_axes_carry_body_names_and_units():
     ax = fig.axes[0]
     assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_aspect()) == ("x [m]", "y [m]", 1.0)
     fig = rm.plot.overview(kin)  # as rmbd plot draws it: mechanism, coordinates, driving torque, reactions
-    assert [ax.get_ylabel() for ax in fig.axes] == ["y [m]", "angle [rad] / position [m]", "driving force [N m]",
-                                                    "reaction force [N]"]
+    assert [ax.get_ylabel() for ax in fig.axes] == ["y [m]", "joint angle [rad]", "joint position [m]",
+                                                    "driving force [N m]", "reaction force [N]"]
 
 
 def test_damped_runs_plot_the_energy_balance_not_the_energy_change():
@@ -227,3 +231,102 @@ def test_joint_springs_are_a_coil_round_the_hinge_and_a_zig_zag_along_the_slide(
     assert 0 < radius.min() < radius.max() <= outline.size
     np.testing.assert_allclose(slide[0][0], (0.0, 0.0), atol=1e-12)  # from the guide's point to the cart's
     np.testing.assert_allclose(slide[1][-1], (0.4, 0.0), atol=1e-12)
+
+
+def test_snapshots_colour_and_name_each_body_time_by_opacity_and_the_title_names_model_and_method():
+    spec = rm.io.load(ROOT / "examples" / "models" / "slider_crank.toml")
+    kin = rm.kinematic_analysis(spec.model, spec.drivers, np.linspace(0.0, 0.02, 5), spec.q0)
+    fig = rm.plot.overview(kin)
+    assert fig._suptitle.get_text() == "slider-crank: kinematic analysis, t = 0 to 0.02 s"
+    for ax in fig.axes:  # one unit per axis, in brackets at the end of the label
+        assert ax.get_ylabel().count("[") == 1 and ax.get_ylabel().endswith("]"), ax.get_ylabel()
+    ax = fig.axes[0]
+    legend = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert legend[:3] == ["crank", "piston", "rod"] and legend[3:] == [f"t = {t:.3g} s" for t in kin.t[[0, 1, 3, 4]]]
+    bars = [c for c in ax.collections if type(c).__name__ == "LineCollection" and c.get_linewidths()[0] == 5.0]
+    outline = rm.plot.Outline(spec.model)
+    assert len(bars) == 4 and list(outline.bar_body) == [0, 2]  # crank and rod bars; the piston is a block
+    colors = rm.plot.body_colors(3)
+    for snapshot in bars:  # every snapshot: each bar in its body's colour, the same colour at every time
+        np.testing.assert_array_equal(snapshot.get_colors()[:, :3], colors[[0, 2], :3])
+    assert len({tuple(c) for c in colors}) == 3
+    assert [round(c.get_alpha(), 6) for c in bars] == [0.4375, 0.625, 0.8125, 1.0]  # later is more opaque
+    blocks = [c for c in ax.collections if type(c).__name__ == "PolyCollection"]
+    np.testing.assert_array_equal(blocks[0].get_facecolors()[0, :3], colors[1, :3])  # the piston's colour
+
+    spec = rm.io.load(ROOT / "examples" / "models" / "two_squares.toml")
+    res = rm.simulate(spec.model, spec.q0, spec.qd0, 0.1, t_eval=np.linspace(0, 0.1, 3))
+    fig = rm.plot.overview(res)
+    assert fig._suptitle.get_text() == f"two squares: simulation ({res.method}), t = 0 to 0.1 s"
+
+
+def test_a_long_chain_is_drawn_by_its_shape_with_the_angles_to_the_ground_of_a_few_links():
+    n = 30
+    model = rm.chains.serial_chain(n)
+    t = np.linspace(0.0, 1.0, 4)
+    q = np.outer(t + 0.5, np.linspace(0.2, -0.1, n))
+    fig = rm.plot.overview({"kind": "dynamics", "t": t, "q": q}, model)
+    shape, angles = fig.axes
+    assert fig._suptitle.get_text() == "serial_chain(30): simulation, t = 0 to 1 s"
+    assert [text.get_text() for text in shape.get_legend().get_texts()] == ["t = 0 s", "t = 0.333 s", "t = 0.667 s",
+                                                                           "t = 1 s"]
+    lines = angles.get_lines()
+    links = [0, 7, 14, 22, 29]  # five spread along the chain, first and last kept
+    assert [line.get_label() for line in lines] == [f"link{i + 1} absolute angle [rad]" for i in links]
+    absolute = np.cumsum(q, axis=1)  # the chain convention: a link's angle to the ground sums the joint angles
+    for line, i in zip(lines, links, strict=True):
+        np.testing.assert_allclose(line.get_ydata(), absolute[:, i], rtol=0, atol=1e-14)
+    assert angles.get_ylabel() == "absolute angle [rad]"
+
+
+def test_spatial_bodies_are_drawn_between_their_joints_the_rssr_coupler_attached_at_both_ends():
+    spec = rm.io.load(ROOT / "examples" / "models" / "spatial" / "rssr.toml")
+    model, q = spec.model, spec.q0
+    loop = model.loop("coupler")
+    at = {name: rm.point_kinematics(model, q, np.zeros(model.nv), name, points)[0]
+          for name, points in (("crank", [(0, 0, 0), loop["point_a"]]), ("rocker", [(0, 0, 0), loop["point_b"]]))}
+    sticks = rm.plot.spatial_sticks(model, q)
+    np.testing.assert_allclose(sticks["loops"][0], [at["crank"][1], at["rocker"][1]], rtol=0, atol=1e-15)
+    for body, name in enumerate(("crank", "rocker")):  # each from its hinge to its end of the coupler
+        (segment,) = sticks["segments"][sticks["segment_body"] == body]
+        np.testing.assert_allclose(segment, at[name], rtol=0, atol=1e-15)
+    fig = rm.plot.snapshot3d(model, q)
+    ax = fig.axes[0]
+    np.testing.assert_array_equal(ax.collections[0].get_colors(), rm.plot.body_colors(2))
+    assert [text.get_text() for text in ax.get_legend().get_texts()] == ["crank", "rocker"]
+
+
+def test_animations_play_in_real_time(tmp_path, capsys):
+    index, fps = rm.plot.animation_frames(np.linspace(0.0, 10.0, 1001))  # 10 s sampled every 10 ms
+    assert (len(index), fps, 1000 / fps) == (251, 25.0, 40.0)  # 10 s of playback, 40 ms a frame
+    np.testing.assert_array_equal(index, np.arange(0, 1001, 4))
+    index, fps = rm.plot.animation_frames(np.linspace(0.0, 10.0, 1001), speed=2.0)
+    assert (len(index), fps, index[-1]) == (126, 25.0, 1000)
+    index, fps = rm.plot.animation_frames(np.linspace(0.0, 10.0, 11))  # sparse samples: each one, 1 per second
+    assert (len(index), fps) == (11, 1.0)
+    index, fps = rm.plot.animation_frames(np.linspace(0.0, 10.0, 1001), frames=51)
+    assert (len(index), fps) == (51, 5.0)
+    path = tmp_path / "chain.gif"
+    t = np.linspace(0.0, 0.2, 21)
+    rm.plot.animate(rm.chains.serial_chain(2), t, np.outer(t, [1.0, -1.0]), path, progress=True)
+    from PIL import Image  # noqa: PLC0415  (matplotlib's gif writer needs Pillow)
+
+    with Image.open(path) as movie:
+        assert (movie.n_frames, movie.info["duration"]) == (6, 40)
+    assert "writing chain.gif" in capsys.readouterr().err  # the progress bar
+    for bad in ({"fps": 0.0}, {"speed": -1.0}, {"frames": 0}):
+        with pytest.raises(rm.StateError, match=next(iter(bad))):
+            rm.plot.animation_frames(t, **bad)
+
+
+def test_rmbd_animate_takes_the_fps_and_the_playback_speed(tmp_path):
+    slider_crank_file(tmp_path, '[analysis]\ntype = "kinematics"\nt_end = 0.2\nsamples = 21\n')
+    assert rmbd("run", "sc.toml", cwd=tmp_path)[0] == 0
+    code, out = rmbd("animate", "sc.toml", "sc.npz", "-o", "sc.gif", "--fps", "10", "--speed", "0.5", cwd=tmp_path)
+    assert code == 0, out
+    from PIL import Image  # noqa: PLC0415
+
+    with Image.open(tmp_path / "sc.gif") as movie:  # 0.2 s in slow motion: 0.4 s, a frame each 0.05 s of motion
+        assert (movie.n_frames, movie.info["duration"]) == (5, 100)
+    code, out = rmbd("animate", "sc.toml", "sc.npz", "-o", "sc.gif", "--speed", "0", cwd=tmp_path)
+    assert code == 1 and "--speed must be > 0, got 0" in out, out

@@ -142,7 +142,9 @@ def test_snapshot3d_draws_the_governor(tmp_path):
     ball = np.array([0.2 * np.sin(0.6), 0.0, 0.5 - 0.2 * np.cos(0.6)])
     np.testing.assert_allclose(sticks["coms"][1], ball, atol=1e-15)
     np.testing.assert_allclose(sticks["coms"][2], ball * [-1, 1, 1], atol=1e-15)
-    assert sticks["segments"].shape == (4, 2, 3) and sticks["ground"].shape == (1, 3)
+    # the spindle up to the arms' hinge, each arm from its hinge to its ball; the sleeve slides on the spindle
+    assert sticks["segments"].shape == (3, 2, 3) and sticks["ground"].shape == (1, 3)
+    np.testing.assert_array_equal(sticks["segment_body"], [0, 1, 2])
     fig = rm.plot.snapshot3d(gov.model, q)
     path = tmp_path / "governor.png"
     fig.savefig(path)

@@ -3,10 +3,15 @@ driving forces and joint reactions against time, drawings of the mechanism, mode
 to .gif (Pillow) or .mp4 (ffmpeg).
 
 Every axis and legend names the body and the unit (``coordinate_labels``): "crank angle [rad]", "rod angle rel.
-crank [rad]" (a joint coordinate is relative to the parent body), "piston position [m]".
+crank [rad]" (a joint coordinate is relative to the parent body), "piston position [m]"; one unit per axis (angles
+and positions on panels of their own, or on a second y axis). ``overview`` titles the figure with the model (its
+name, else its size), the analysis and its method.
 
 Mechanism drawings (``draw``, ``snapshots``, ``mode_shapes``, ``animate``) are in x [m] / y [m] with equal aspect,
-framed to the extent of everything drawn. A body is drawn from the points where it is attached (its joint, its
+framed to the extent of everything drawn. Each body has its own colour (``body_colors``), named in the legend;
+snapshots at several times show the time by opacity (faint early, solid late). A model of more than 20 bodies (a
+long chain) is drawn by its shape, one colour per time, and ``overview`` plots the angles to the ground of a few of
+its bodies instead of every relative angle. A body is drawn from the points where it is attached (its joint, its
 children's joints, loops, spring-dampers), in its own frame:
 
 - points on one line: a bar between the outermost two (a rod); two points diagonal in the body frame: the
@@ -21,9 +26,14 @@ children's joints, loops, spring-dampers), in its own frame:
   support under every ground joint and spring anchor.
 
 Spatial models (``Model3D``): ``snapshot3d`` (and ``draw``, which dispatches to it) draws a configuration as a
-matplotlib 3D stick figure (``spatial_sticks``: bars from each body's joint to its centre of mass and its
-children's joints, loops dashed), x / y / z [m] at equal scales; ``spatial_overview`` draws a spatial dynamics,
-statics or modes result, ``animate`` a spatial motion.
+matplotlib 3D stick figure (``spatial_sticks``: bars from each body's joint to its children's joints, its loop
+ends and its force elements' points, to its centre of mass only when attached nowhere else; centres of mass as dots,
+loops dashed), x / y / z [m] at equal scales; ``spatial_overview`` draws a spatial dynamics, statics or modes
+result, ``animate`` a spatial motion.
+
+Animations (``animate``, ``rmbd animate``) play in real time: a frame every 1/25 s of motion (``fps``; every sample
+when they are sparser), ``speed`` seconds of motion per second of playback (``animation_frames``), with a progress
+bar while writing (tqdm) on a terminal.
 
 Library code never selects a matplotlib backend: when ``matplotlib.pyplot`` is already imported (the user works with
 pyplot) new figures come from it, otherwise from ``matplotlib.figure.Figure``, which needs no backend to be saved.
@@ -39,10 +49,12 @@ from .mechanism import (
 )
 from .overview import (
     animate,
+    animation_frames,
     overview,
 )
 from .series import (
     QUANTITY_KINDS,
+    body_colors,
     coordinate_labels,
     coordinate_names_units,
     drift,
@@ -64,8 +76,9 @@ from .spatial import (
 )
 
 __all__ = [
-    "animate", "coordinate_labels", "coordinate_names_units", "draw", "drift", "driving_forces", "energy", "figure",
-    "joint_labels", "mode_shapes", "names_units", "Outline", "overview", "QUANTITY_KINDS", "reaction_arrows",
-    "reaction_bars", "reactions", "snapshot3d", "snapshots", "spatial_coordinate_labels", "spatial_overview",
-    "spatial_snapshots", "spatial_sticks", "time_series", "trajectories",
+    "animate", "animation_frames", "body_colors", "coordinate_labels", "coordinate_names_units", "draw", "drift",
+    "driving_forces", "energy", "figure", "joint_labels", "mode_shapes", "names_units", "Outline", "overview",
+    "QUANTITY_KINDS", "reaction_arrows", "reaction_bars", "reactions", "snapshot3d", "snapshots",
+    "spatial_coordinate_labels", "spatial_overview", "spatial_snapshots", "spatial_sticks", "time_series",
+    "trajectories",
 ]

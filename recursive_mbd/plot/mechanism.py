@@ -7,7 +7,7 @@ import numpy as np
 from ..dynamics.kinematics import forward_kinematics
 from ..model import joints
 from ..model.spatial import Model3D
-from .series import _axes, figure, joint_labels
+from .series import LONG_CHAIN, _axes, body_colors, figure, joint_labels
 from .spatial import snapshot3d
 
 # ---- the mechanism ------------------------------------------------------------------------------------------------
@@ -315,7 +315,8 @@ def _anchor_lines(point, toward, size):
 
 
 class _Artists:
-    """The matplotlib artists of one drawing of the mechanism, movable to another configuration (animation)."""
+    """The matplotlib artists of one drawing of the mechanism, movable to another configuration (animation).
+    ``color``: one colour for the whole drawing, or None for a colour per body (``body_colors``)."""
 
     def __init__(self, ax, outline, placed, color, alpha, label, thin):
         from matplotlib.collections import LineCollection, PolyCollection  # noqa: PLC0415
@@ -323,17 +324,24 @@ class _Artists:
         self.outline = outline
         width = 1.5 if thin else 5.0
         has_bars = len(placed["bars"]) > 0
-        self.bars = LineCollection(placed["bars"], colors=color, linewidths=width, alpha=alpha, capstyle="round",
-                                   label=label if has_bars else None, zorder=2)
+        if color is None:
+            palette = body_colors(outline.model.nbodies)
+            bar_colors, bob_colors = palette[outline.bar_body], palette[outline.bob_body]
+            polygon_colors = palette[outline.polygon_body] if len(outline.polygon_body) else "C0"
+        else:
+            bar_colors = polygon_colors = bob_colors = color
+        self.bars = LineCollection(placed["bars"], colors=bar_colors, linewidths=width, alpha=alpha,
+                                   capstyle="round", label=label if has_bars else None, zorder=2)
         ax.add_collection(self.bars)
-        self.polygons = PolyCollection(placed["polygons"], facecolors=color, edgecolors="k", linewidths=0.8,
-                                       alpha=0.35 * alpha + 0.1, zorder=2,
+        self.polygons = PolyCollection(placed["polygons"], facecolors=polygon_colors, edgecolors="k",
+                                       linewidths=0.8, alpha=0.35 * alpha + 0.1, zorder=2,
                                        label=None if has_bars else label)
         ax.add_collection(self.polygons)
         self.springs = LineCollection([line for group in placed["springs"] for line in group], colors="0.25",
                                       linewidths=1.0, alpha=alpha, zorder=3)
         ax.add_collection(self.springs)
-        self.bobs = ax.scatter(*placed["bobs"].reshape(-1, 2).T, s=60, c=color, alpha=alpha, zorder=4,
+        bobs = placed["bobs"].reshape(-1, 2)
+        self.bobs = ax.scatter(*bobs.T, s=60, c=bob_colors if len(bobs) else None, alpha=alpha, zorder=4,
                                edgecolors="k")
         pins = placed["pins"] if not thin else np.zeros((0, 2))
         self.pins = ax.scatter(*pins.reshape(-1, 2).T, s=18, facecolors="white", edgecolors="k", linewidths=0.8,
@@ -406,28 +414,61 @@ def _draw_many(model, qs, ax, colors, alphas, labels, outline=None):
     return artists, outline, (low, high)
 
 
-def draw(model, q, ax=None, outlines=None, color="C0", alpha=1.0, label=None):
+def _body_legend(ax, model, extra=(), title=None):
+    """A legend naming each body in its colour (``body_colors``), then the ``extra`` (handle) entries."""
+    from matplotlib.lines import Line2D  # noqa: PLC0415
+
+    handles = [Line2D([], [], color=c, lw=4, label=name) for c, name in zip(body_colors(model.nbodies),
+                                                                             model.body_names, strict=True)]
+    ax.legend(handles=[*handles, *extra], fontsize=7, title=title, title_fontsize=7)
+
+
+def draw(model, q, ax=None, outlines=None, color=None, alpha=1.0, label=None):
     """Draw the mechanism at q (module docstring) on ``ax`` (a new figure if None), framed to its extent; returns
-    the figure. ``outlines``: an ``Outline`` of the model to reuse. A spatial model (``Model3D``) is drawn by
-    ``snapshot3d`` (``ax`` must then be a 3D axes)."""
+    the figure. ``color``: one colour for the whole mechanism; default a colour per body, named in a legend (a
+    model of more than 20 bodies, a long chain: one colour). ``outlines``: an ``Outline`` of the model to reuse.
+    A spatial model (``Model3D``) is drawn by ``snapshot3d`` (``ax`` must then be a 3D axes)."""
     if isinstance(model, Model3D):
         return snapshot3d(model, q, ax, color=color, alpha=alpha, label=label)
     fig, ax = _axes(ax)
+    by_body = color is None and model.nbodies <= LONG_CHAIN
+    if color is None and not by_body:
+        color = "C0"
     _draw_many(model, [np.asarray(q, dtype=float)], ax, [color], [alpha], [label], outlines)
-    if label:
+    if by_body:
+        from matplotlib.lines import Line2D  # noqa: PLC0415
+
+        _body_legend(ax, model, [Line2D([], [], color="0.4", lw=4, label=label)] if label else ())
+    elif label:
         ax.legend(fontsize=7)
     return fig
 
 
 def snapshots(model, result, times, ax=None):
-    """The mechanism at the samples of ``result`` (t, q) nearest ``times``, fading from light to dark, framed so
-    that every snapshot fits."""
+    """The mechanism at the samples of ``result`` (t, q) nearest ``times``, framed so that every snapshot fits.
+
+    Up to 20 bodies: each body in its own colour (``body_colors``), named in the legend, time shown by opacity
+    (faint early, solid late; the legend gives the times). A long chain (more than 20 bodies) is drawn by its shape,
+    one colour per time, from light to dark."""
+    from matplotlib.lines import Line2D  # noqa: PLC0415
+
     fig, ax = _axes(ax)
     index = [int(np.argmin(np.abs(result.t - t))) for t in times]
     count = len(index)
-    _draw_many(model, [result.q[i] for i in index], ax, [f"C{k % 10}" for k in range(count)],
-               [0.4 + 0.6 * (k + 1) / count for k in range(count)], [f"t = {result.t[i]:.3g} s" for i in index])
-    ax.legend(fontsize=7)
+    alphas = [0.25 + 0.75 * (k + 1) / count for k in range(count)]
+    stamps = [f"t = {result.t[i]:.3g} s" for i in index]
+    if model.nbodies <= LONG_CHAIN:
+        _draw_many(model, [result.q[i] for i in index], ax, [None] * count, alphas, [None] * count)
+        times_shown = [Line2D([], [], color="0.3", alpha=alpha, lw=4, label=stamp)
+                       for alpha, stamp in zip(alphas, stamps, strict=True)]
+        _body_legend(ax, model, times_shown)
+    else:
+        from matplotlib import colormaps  # noqa: PLC0415
+        from matplotlib.colors import to_hex  # noqa: PLC0415
+
+        shades = [to_hex(shade) for shade in colormaps["Blues"](np.linspace(0.4, 1.0, count))]
+        _draw_many(model, [result.q[i] for i in index], ax, shades, [1.0] * count, stamps)
+        ax.legend(fontsize=7, title=f"shape of the {model.nbodies} bodies", title_fontsize=7)
     return fig
 
 

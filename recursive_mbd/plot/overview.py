@@ -1,11 +1,20 @@
 """One figure of a whole result (``overview``, as ``rmbd plot`` draws it) and animations (``animate``)."""
 
+import importlib.util
+import sys
+from pathlib import Path
+
 import numpy as np
 
+from .. import _checks
+from ..dynamics.kinematics import forward_kinematics
+from ..errors import StateError
+from ..integrate.runs import progress_bar
 from ..model.spatial import Model3D
 from .mechanism import (
     Outline,
     _Artists,
+    _body_legend,
     _draw_ground,
     _frame,
     draw,
@@ -15,15 +24,21 @@ from .mechanism import (
     snapshots,
 )
 from .series import (
+    LONG_CHAIN,
+    _coordinate_quantity,
+    _model_title,
     _require_matplotlib,
     _result_panel,
+    _result_title,
+    _selection,
+    _unit_groups,
     coordinate_labels,
     driving_forces,
     figure,
     joint_labels,
     names_units,
     reactions,
-    trajectories,
+    time_series,
 )
 from .spatial import _cube_limits, snapshot3d
 
@@ -38,7 +53,7 @@ class _Samples:
 def _as_arrays(result):
     """The arrays of a SimulationResult or KinematicResult under the names ``rmbd run`` saves; a mapping as is."""
     if hasattr(result, "dissipated_work"):  # SimulationResult
-        data = {"kind": "dynamics", "t": result.t, "q": result.q, "qd": result.qd,
+        data = {"kind": "dynamics", "method": result.method, "t": result.t, "q": result.q, "qd": result.qd,
                 "dissipated_work": result.dissipated_work, "applied_work": result.applied_work}
         if result.model is not None:
             kinetic, potential = result.energy()
@@ -66,13 +81,26 @@ def _stored_labels(data, model, kind, count):
     return [f"{kind}{k + 1}" for k in range(count)]
 
 
+def _absolute_angles(t, q, model, ax, most=5):
+    """The angle to the ground of ``most`` bodies spread along a long chain (their relative angles are flat)."""
+    chosen = _selection(model.nbodies, most)
+    angles = np.array([forward_kinematics(model, row)[0][chosen, 2] for row in q])
+    names = [f"{model.body_names[i]} absolute angle [rad]" for i in chosen]
+    time_series(t, angles, names, ax, "absolute angle")
+    ax.set_title(f"angles to the ground of {chosen.size} of {model.nbodies} bodies, spread along the model",
+                 fontsize=8)
+
+
 def overview(result, model=None, pyplot=None):
     """One figure of everything a result holds, as ``rmbd plot`` draws it.
 
     ``result``: a SimulationResult or KinematicResult (its model is used), or a mapping of the arrays ``rmbd run``
-    saves (``kind`` "dynamics" | "kinematics" | "statics" | "modes", ``q``, ``t``, ...). With a model the mechanism is
-    drawn too: snapshots (dynamics, kinematics), the equilibrium (statics), the mode shapes (modes). Panels:
-    coordinates; energy (the balance when work was done) and loop drift (dynamics); driving forces and reaction
+    saves (``kind`` "dynamics" | "kinematics" | "statics" | "modes", ``q``, ``t``, ``method``, ...). The title names
+    the model (its ``name``, else its size), the analysis and its method. With a model the mechanism is drawn too:
+    snapshots (dynamics, kinematics; each body in its colour, time by opacity), the equilibrium (statics), the mode
+    shapes (modes). Panels: coordinates, one panel per unit (angles [rad], positions [m]); a model of more than 20
+    bodies (a long chain) is drawn by its shape, with the angles to the ground of a few bodies instead of every
+    relative angle; energy (the balance when work was done) and loop drift (dynamics); driving forces and reaction
     forces (kinematics); reaction forces (statics).
     """
     data = _as_arrays(result)
@@ -93,102 +121,190 @@ def overview(result, model=None, pyplot=None):
         omega, shapes = np.asarray(data["omega"]), np.asarray(data["shapes"])
         if model is not None:
             count = min(4, omega.size)
-            fig, axes = figure(1, count, pyplot=pyplot, figsize=(3.2 * count + 0.6, 3.8), squeeze=False)
+            fig, axes = figure(1, count, pyplot=pyplot, figsize=(3.2 * count + 0.6, 4.1), squeeze=False)
             mode_shapes(model, q, shapes, omega, axes=list(axes[0]))
         else:
-            fig, ax = figure(pyplot=pyplot, figsize=(7, 4))
+            fig, ax = figure(pyplot=pyplot, figsize=(7, 4.3))
             for k, w in enumerate(omega):
                 ax.plot(np.arange(nq), shapes[:, k] / np.abs(shapes[:, k]).max(), "-o", ms=3,
                         label=f"mode {k + 1}: {w / (2 * np.pi):.4g} Hz ({w:.4g} rad/s)")
             if nq <= 20:
                 ax.set_xticks(np.arange(nq), _stored_labels(data, None, "q", nq), rotation=30, ha="right",
                               fontsize=7)
-            ax.set(ylabel="mode shape (largest entry 1)", title="mode shapes in joint coordinates")
+            ax.set(ylabel="mode shape (largest entry 1) [-]", title="mode shapes in joint coordinates")
             ax.legend(fontsize=7)
     elif kind == "statics":
         panels = 2 if model is not None else 1
-        fig, axes = figure(panels, 1, pyplot=pyplot, figsize=(8, 4 * panels), squeeze=False)
+        fig, axes = figure(panels, 1, pyplot=pyplot, figsize=(8, 4 * panels + 0.3), squeeze=False)
         if model is not None:
-            draw(model, q, axes[0, 0], label="static equilibrium")
+            draw(model, q, axes[0, 0])
             reaction_arrows(model, q, data["joint_reactions"], axes[0, 0])
-            axes[0, 0].legend(fontsize=7)
+            if model.nbodies <= LONG_CHAIN:  # the bodies, then the arrows' scale
+                _body_legend(axes[0, 0], model, axes[0, 0].get_legend_handles_labels()[0])
+            else:
+                axes[0, 0].legend(fontsize=7)
         reaction_bars(data["joint_reactions"], data.get("loop_forces"), axes[-1, 0], joint_names, loop_names)
         stable = "stable" if "eigenvalues" in data and np.all(np.asarray(data["eigenvalues"]) > 0) else \
             "stability not known"
         axes[0, 0].set_title(f"static equilibrium ({stable})", fontsize=9)
     else:
-        t = np.asarray(data["t"])
-        panels = ["mechanism"] if model is not None else []
-        panels.append("q")
-        if kind == "kinematics":
-            panels += ["driving"] if np.size(data.get("driving_forces", ())) else []
-            panels += ["reactions"] if "joint_reactions" in data else []
-        else:
-            panels += [key for key in ("energy", "drift") if key in data]
-        heights = [1.8 if panel == "mechanism" else 1.0 for panel in panels]
-        fig, axes = figure(len(panels), 1, pyplot=pyplot, figsize=(8, 2.8 * sum(heights) + 0.5), squeeze=False,
-                           gridspec_kw={"height_ratios": heights})
-        for ax, panel in zip(axes[:, 0], panels, strict=True):
-            if panel == "mechanism":
-                snapshots(model, _Samples(t, q), np.linspace(t[0], t[-1], 4), ax)
-            elif panel == "q":
-                trajectories(t, q, ax, names=_stored_labels(data, model, "q", nq))
-            elif panel == "driving":
-                forces = np.asarray(data["driving_forces"])
-                driven = data["driven"] if "driven" in data else np.arange(forces.shape[1])
-                driving_forces(t, forces, driven, ax=ax, labels=_stored_labels(data, model, "tau", nq))
-            elif panel == "reactions":
-                reactions(t, data["joint_reactions"], data.get("loop_forces"), ax, joint_names, loop_names)
-            else:
-                _result_panel(panel, t, data, ax)
+        fig = _time_overview(data, model, kind, q, pyplot, joint_names, loop_names)
+    fig.suptitle(_result_title(data, model, kind), fontsize=10)
     fig.tight_layout()
     return fig
 
 
-def _animate3d(model, t, q, index, path, fps, dpi):
+def _time_overview(data, model, kind, q, pyplot, joint_names, loop_names):
+    """``overview`` of a result against time (dynamics, kinematics)."""
+    t = np.asarray(data["t"])
+    nq = q.shape[-1]
+    labels = _stored_labels(data, model, "q", nq)
+    panels = ["mechanism"] if model is not None else []
+    chosen = _selection(nq)
+    if model is not None and model.nbodies > LONG_CHAIN:
+        panels.append("angles")
+    else:
+        panels += [("q", unit, members) for unit, members in _unit_groups(labels, chosen)]
+    if kind == "kinematics":
+        panels += ["driving"] if np.size(data.get("driving_forces", ())) else []
+        panels += ["reactions"] if "joint_reactions" in data else []
+    else:
+        panels += [key for key in ("energy", "drift") if key in data]
+    heights = [1.8 if panel == "mechanism" else 1.0 for panel in panels]
+    fig, axes = figure(len(panels), 1, pyplot=pyplot, figsize=(8, 2.8 * sum(heights) + 0.8), squeeze=False,
+                       gridspec_kw={"height_ratios": heights})
+    first_q = True
+    for ax, panel in zip(axes[:, 0], panels, strict=True):
+        if panel == "mechanism":
+            snapshots(model, _Samples(t, q), np.linspace(t[0], t[-1], 4), ax)
+        elif panel == "angles":
+            _absolute_angles(t, q, model, ax)
+        elif panel == "driving":
+            forces = np.asarray(data["driving_forces"])
+            driven = data["driven"] if "driven" in data else np.arange(forces.shape[1])
+            driving_forces(t, forces, driven, ax=ax, labels=_stored_labels(data, model, "tau", nq))
+        elif panel == "reactions":
+            reactions(t, data["joint_reactions"], data.get("loop_forces"), ax, joint_names, loop_names)
+        elif isinstance(panel, tuple):
+            _, unit, members = panel
+            time_series(t, q[:, members], [labels[k] for k in members], ax, _coordinate_quantity(unit))
+            if first_q and chosen.size < nq:
+                ax.set_title(f"{chosen.size} of {nq} coordinates, spread along the model", fontsize=8)
+            first_q = False
+        else:
+            _result_panel(panel, t, data, ax)
+    return fig
+
+
+DEFAULT_FPS = 25  # frames per second of playback, unless the samples are sparser
+
+
+def animation_frames(t, fps=None, speed=1.0, frames=None):
+    """Which samples an animation shows, and at how many frames per second, so that it plays in real time.
+
+    Frames are taken every ``speed / fps`` seconds of the samples' time (the sample nearest each frame time):
+    ``speed`` seconds of motion per second of playback, ``fps`` frames per second (default 25). Samples sparser
+    than that give one frame per sample, at the rate that keeps the playback in real time (fewer fps); ``frames``
+    caps the count, the fps lowered to keep the duration. 10 s sampled every 0.01 s: 251 frames at 25 fps, 10 s of
+    playback (``speed=2``: 126 frames, 5 s).
+
+    Returns ``(index, fps)``: the sample index of each frame (nframes,) and the frames per second.
+    """
+    t = _checks.finite_array(t, "t").reshape(-1)
+    speed = _checks.real(speed, "speed", low=0.0, strict=True)
+    fps = _checks.real(fps, "fps", low=0.0, strict=True, allow_none=True)
+    if frames is not None:
+        frames = _checks.integer(frames, "frames", low=1)
+    if t.size == 0:
+        raise StateError("t is empty: no samples to animate")
+    steps = np.diff(t)
+    if np.any(steps < 0):
+        raise StateError(f"t must not decrease: t[{int(np.argmax(steps < 0)) + 1}] is before the sample before it")
+    target = DEFAULT_FPS if fps is None else fps
+    span = float(t[-1] - t[0])
+    if span == 0.0:  # one sample, or all at one time: a still picture
+        return np.zeros(1, dtype=int), float(target)
+    sample_rate = speed / float(np.median(steps[steps > 0]))  # samples per second of playback
+    rate = min(target, sample_rate)
+    count = int(np.floor(span / speed * rate * (1 + 1e-12))) + 1
+    if frames is not None and count > frames:
+        count = frames
+        rate = (count - 1) * speed / span if count > 1 else rate
+    times = t[0] + np.arange(count) * (speed / rate)
+    above = np.clip(np.searchsorted(t, times), 1, t.size - 1)
+    index = np.where(times - t[above - 1] <= t[above] - times, above - 1, above)
+    return index, float(rate)
+
+
+def _write(movie, path, fps, dpi, count, progress):
+    """Save ``movie`` (``count`` frames) to ``path`` (.gif: Pillow, else ffmpeg) with a progress bar (tqdm) when
+    ``progress`` (None: when stderr is a terminal and tqdm is installed)."""
+    from matplotlib.animation import FFMpegWriter, PillowWriter  # noqa: PLC0415
+
+    writer = PillowWriter(fps=fps) if str(path).endswith(".gif") else FFMpegWriter(fps=fps)
+    if progress is None:  # by default a bar on a terminal when tqdm is there, else nothing (and no warning)
+        progress = sys.stderr.isatty() and importlib.util.find_spec("tqdm") is not None
+    bar = progress_bar(progress, count, f"writing {Path(path).name}", "frame")
+    try:
+        movie.save(path, writer=writer, dpi=dpi, progress_callback=None if bar is None else (
+            lambda done, total: bar.update(1)))
+    finally:
+        if bar is not None:
+            bar.close()
+    return path
+
+
+def _animate3d(model, t, q, index, path, fps, dpi, progress):
     """``animate`` for a spatial model: each frame a ``snapshot3d``, the axes fixed to the extent of every frame."""
-    from matplotlib.animation import FFMpegWriter, FuncAnimation, PillowWriter  # noqa: PLC0415
+    from matplotlib.animation import FuncAnimation  # noqa: PLC0415
 
     fig, ax = figure(pyplot=False, subplot_kw={"projection": "3d"}, figsize=(6, 6))
     limits = _cube_limits(model, [q[k] for k in index])
+    name = _model_title(model)
 
     def frame(k):
         ax.cla()
         snapshot3d(model, q[index[k]], ax)
-        ax.set(**limits, title=f"t = {t[index[k]]:.3f} s")
+        ax.set(**limits, title=f"{name}: t = {t[index[k]]:.3f} s")
         return []
 
     movie = FuncAnimation(fig, frame, frames=len(index), blit=False)
-    writer = PillowWriter(fps=fps) if str(path).endswith(".gif") else FFMpegWriter(fps=fps)
-    movie.save(path, writer=writer, dpi=dpi)
-    return path
+    return _write(movie, path, fps, dpi, len(index), progress)
 
 
-def animate(model, t, q, path, fps=25, frames=None, dpi=80):
+def animate(model, t, q, path, fps=None, frames=None, dpi=80, speed=1.0, progress=None):
     """Write an animation of the samples (t, q) to ``path`` (.gif with Pillow, .mp4 with ffmpeg), framed to the
-    extent of every frame. A spatial model (``Model3D``) is animated as 3D snapshots (``snapshot3d``)."""
-    _require_matplotlib()
-    from matplotlib.animation import FFMpegWriter, FuncAnimation, PillowWriter  # noqa: PLC0415
+    extent of every frame, in real time: ``speed`` seconds of motion per second of playback (2: twice as fast),
+    ``fps`` frames per second (default 25, fewer when the samples are sparser), at most ``frames`` frames
+    (``animation_frames`` picks the samples). ``progress``: a progress bar over the frames (tqdm, the ``progress``
+    extra); default: on a terminal when tqdm is installed, else none. A spatial model (``Model3D``) is animated as
+    3D snapshots (``snapshot3d``). Returns ``path``.
 
-    count = t.size if frames is None else min(frames, t.size)
+    Raises StateError (``animation_frames``) for fps, speed or frames not > 0 or decreasing times."""
+    _require_matplotlib()
+    from matplotlib.animation import FuncAnimation  # noqa: PLC0415
+
+    t = np.asarray(t, dtype=float).reshape(-1)
+    index, fps = animation_frames(t, fps, speed, frames)
     if isinstance(model, Model3D):
-        return _animate3d(model, t, q, np.linspace(0, t.size - 1, count).round().astype(int), path, fps, dpi)
-    index = np.linspace(0, t.size - 1, count).round().astype(int)
+        return _animate3d(model, t, q, index, path, fps, dpi, progress)
     fig, ax = figure(pyplot=False)
     outline = Outline(model)
     placements = [outline.place(q[k]) for k in index]
-    artists = _Artists(ax, outline, placements[0], "C0", 1.0, None, model.nbodies > 60)
+    by_body = model.nbodies <= LONG_CHAIN
+    artists = _Artists(ax, outline, placements[0], None if by_body else "C0", 1.0, None, model.nbodies > 60)
     _draw_ground(ax, outline, placements)
     bounds = [outline.extent(placed) for placed in placements]
     _frame(ax, np.min([b[0] for b in bounds], axis=0), np.max([b[1] for b in bounds], axis=0))
+    if by_body:
+        _body_legend(ax, model)
+    name = _model_title(model)
     label = ax.set_title("")
 
     def frame(k):
         moved = artists.move(placements[k])
-        label.set_text(f"t = {t[index[k]]:.3f} s")
+        label.set_text(f"{name}: t = {t[index[k]]:.3f} s")
         return [*moved, label]
 
-    movie = FuncAnimation(fig, frame, frames=count, blit=False)
-    writer = PillowWriter(fps=fps) if str(path).endswith(".gif") else FFMpegWriter(fps=fps)
-    movie.save(path, writer=writer, dpi=dpi)
-    return path
+    movie = FuncAnimation(fig, frame, frames=len(index), blit=False)
+    return _write(movie, path, fps, dpi, len(index), progress)

@@ -23,7 +23,8 @@ _QUANTITIES = {
 }
 QUANTITY_KINDS = ("q", "qd", "qdd", "tau")
 _UNIT_WORDS = {"rad": "angle", "m": "position", "rad/s": "rate", "m/s": "velocity", "rad/s^2": "angular acc.",
-               "m/s^2": "acceleration", "N m": "torque", "N": "force"}
+               "m/s^2": "acceleration", "N m": "torque", "N": "force", "-": "quaternion"}
+LONG_CHAIN = 20  # bodies: more are drawn as a shape (not a colour per body), with a few absolute angles
 
 
 def coordinate_names_units(model, kind="q"):
@@ -92,17 +93,44 @@ def _axes(ax, **kwargs):
     return figure(**kwargs)
 
 
-def _legend(ax, count):
-    if 0 < count <= 12:
-        ax.legend(fontsize=7, loc="best")
+def body_colors(count):
+    """A colour per body (RGBA rows, (count, 4)): matplotlib's tab10 for up to 10 bodies, tab20 for up to 20
+    (the dark shades first, then the light), more spread over viridis."""
+    from matplotlib import colormaps  # noqa: PLC0415
+
+    if count <= 10:
+        return colormaps["tab10"](np.arange(count))
+    if count <= 20:
+        return colormaps["tab20"](np.concatenate((np.arange(0, 20, 2), np.arange(1, 20, 2)))[:count])
+    return colormaps["viridis"](np.linspace(0.0, 1.0, count))
 
 
-def _unit_label(units, quantity):
-    """One y-axis label for lines of the given units: "angle [rad]", or "[rad] / [m]" when they differ."""
-    distinct = list(dict.fromkeys(u for u in units if u))
-    if len(distinct) == 1:
-        return f"{quantity} [{distinct[0]}]"
-    return " / ".join(f"{_UNIT_WORDS.get(u, '')} [{u}]".strip() for u in distinct) if distinct else quantity
+def _model_title(model, names=None):
+    """How a figure names its model: the model's ``name``, else its size ("3 bodies"); without a model, from the
+    body ``names`` a result file stores ("3 bodies"), else ""."""
+    name = getattr(model, "name", None)
+    if name:
+        return str(name)
+    count = model.nbodies if model is not None else (len(names) if names is not None else 0)
+    return f"{count} bodies" if count else ""
+
+
+_ANALYSES = {"dynamics": "simulation", "kinematics": "kinematic analysis", "statics": "static equilibrium",
+             "modes": "natural modes"}
+
+
+def _result_title(data, model, kind):
+    """A result figure's title: the model (its name, else its size), the analysis (``kind``) and its method, the
+    time span: "slider-crank: kinematic analysis, t = 0 to 0.1 s". ``data``: the arrays of the result (``method``,
+    ``t``, ``body_names`` when there)."""
+    what = _ANALYSES.get(kind, kind)
+    if "method" in data and str(data["method"]):
+        what += f" ({data['method']})"
+    if "t" in data and np.size(data["t"]):
+        what += f", t = {float(data['t'][0]):g} to {float(data['t'][-1]):g} s"
+    names = [str(n) for n in data["body_names"]] if "body_names" in data else None
+    name = _model_title(model, names)
+    return f"{name}: {what}" if name else what
 
 
 def _selection(count, most=8):
@@ -112,20 +140,45 @@ def _selection(count, most=8):
     return np.unique(np.linspace(0, count - 1, most).round().astype(int))
 
 
+def _coordinate_quantity(unit):
+    """The y label's quantity of joint coordinates in ``unit``: "joint angle" [rad], "joint position" [m]."""
+    return f"joint {_UNIT_WORDS.get(unit, 'coordinate')}"
+
+
+def _unit_groups(labels, chosen):
+    """The ``chosen`` label indices grouped by unit, in order of first appearance: [(unit, [k, ...]), ...]."""
+    groups = {}
+    for k in chosen:
+        groups.setdefault(_split_label(labels[k])[1], []).append(int(k))
+    return list(groups.items())
+
+
 def time_series(t, values, labels, ax=None, quantity="value", most=8):
     """Columns of ``values`` (nt, n) against t [s], each named by its label ("crank torque [N m]"); at most
-    ``most`` of them (spread over all, the title says how many) so that a 1000-link chain stays readable."""
+    ``most`` of them (spread over all, the title says how many) so that a 1000-link chain stays readable.
+
+    One unit per axis: lines of a second unit (positions [m] beside angles [rad]) go on a y axis of their own on
+    the right (``ax.twinx()``), labelled with that unit; one legend names every line."""
     fig, ax = _axes(ax)
     values = np.asarray(values, dtype=float).reshape(len(t), -1)
     if len(labels) != values.shape[1]:
         raise ValueError(f"{values.shape[1]} columns but {len(labels)} labels")
     chosen = _selection(values.shape[1], most)
-    for k in chosen:
-        ax.plot(t, values[:, k], label=labels[k])
-    ax.set(xlabel="t [s]", ylabel=_unit_label([_split_label(labels[k])[1] for k in chosen], quantity))
+    groups = _unit_groups(labels, chosen)
+    axes = [ax] + [ax.twinx() for _ in groups[1:]]
+    for extra, twin in enumerate(axes[2:], start=1):  # a third unit and more: right spines set apart
+        twin.spines["right"].set_position(("axes", 1.0 + 0.12 * extra))
+    handles = {}
+    for axis, (unit, members) in zip(axes, groups, strict=True):
+        for k in members:
+            (handles[k],) = axis.plot(t, values[:, k], color=f"C{len(handles) % 10}", label=labels[k])
+        word = quantity if len(groups) == 1 else _UNIT_WORDS.get(unit, quantity)
+        axis.set_ylabel(f"{word} [{unit}]" if unit else word)
+    ax.set_xlabel("t [s]")
     if chosen.size < values.shape[1]:
         ax.set_title(f"{chosen.size} of {values.shape[1]}, spread along the model", fontsize=8)
-    _legend(ax, chosen.size)
+    if 0 < chosen.size <= 12:
+        axes[-1].legend(handles=[handles[k] for k in chosen], fontsize=7, loc="best")
     ax.grid(alpha=0.3)
     return fig
 

@@ -6,15 +6,43 @@ import numpy as np
 from ..dynamics.kinematics import forward_kinematics
 from ..model.configuration import integrate_configuration
 from ..model.spatial import Model3D
-from .series import _result_panel, figure, time_series
+from .series import (
+    LONG_CHAIN,
+    _coordinate_quantity,
+    _result_panel,
+    _result_title,
+    _selection,
+    _unit_groups,
+    body_colors,
+    figure,
+    time_series,
+)
 
 # ---- spatial models ------------------------------------------------------------------------------------------------
+
+def _attachments(model):
+    """The points where each body is attached, beside its own joint, in body frames: its children's joints, its
+    loop ends and the points of its force elements (spring-dampers, forces). (owner (k,), points (k, 3))."""
+    parents = model.body_parent
+    children = np.flatnonzero(parents >= 0)
+    owner, points = list(parents[children]), list(model.joint_parent_point[children])
+    ends = [(model.loop(k)["body_a"], model.loop(k)["point_a"]) for k in range(model.nloops)]
+    ends += [(model.loop(k)["body_b"], model.loop(k)["point_b"]) for k in range(model.nloops)]
+    ends += [(element[body], element[point]) for element in model._elements
+             for body, point in (("body_a", "point_a"), ("body_b", "point_b")) if point in element]
+    for body, point in ends:
+        if body >= 0:
+            owner.append(body)
+            points.append(point)
+    return np.array(owner, dtype=int), np.array(points, dtype=float).reshape(-1, 3)
+
 
 def spatial_sticks(model, q):
     """The stick figure of a spatial model at q, in ground coordinates [m]: a dict with
 
-    - ``segments`` (k, 2, 3): each body as bars from its joint point to its centre of mass and to the distinct
-      joint points of its children (a body whose points all coincide has none);
+    - ``segments`` (k, 2, 3) and ``segment_body`` (k,): each body as bars from its joint point to the points where
+      it is attached: its children's joints, its loop ends and its force elements' points; a body attached at its
+      own joint only (a pendulum's bob, the free end of a chain) as a bar from its joint to its centre of mass;
     - ``joints`` (nbodies, 3): each body's joint point (child_point placed), ``coms`` (nbodies, 3): the centres of
       mass, ``ground`` (g, 3): the joint points of the bodies jointed to the ground (parent_point in the ground);
     - ``loops`` (nloops, 2, 3): each loop's two points (``Model3D.add_loop``; the ground's in the ground frame).
@@ -28,32 +56,36 @@ def spatial_sticks(model, q):
     every = np.arange(model.nbodies)
     joints_at = place(every, model.joint_child_point)
     coms = place(every, model.body_com)
-    children = np.flatnonzero(parents >= 0)
-    child_joints = place(parents[children], model.joint_parent_point[children])
-    starts = np.concatenate([joints_at, joints_at[parents[children]]])
-    ends = np.concatenate([coms, child_joints])
-    # one bar per distinct (body, end point): children jointed at one point share a bar
-    keyed = np.unique(np.column_stack([np.concatenate([every, parents[children]]), starts, ends]), axis=0)
-    keep = np.linalg.norm(keyed[:, 4:7] - keyed[:, 1:4], axis=1) > 0.0
-    segments = np.stack([keyed[keep, 1:4], keyed[keep, 4:7]], axis=1)
+    owner, local = _attachments(model)
+    ends = place(owner, local)
+    # one bar per distinct (body, end point), none of zero length; a body with none: joint to centre of mass
+    keyed = np.unique(np.column_stack([owner, joints_at[owner], ends]), axis=0)
+    keyed = keyed[np.linalg.norm(keyed[:, 4:7] - keyed[:, 1:4], axis=1) > 0.0]
+    bare = np.setdiff1d(every, keyed[:, 0].astype(int))
+    bare = bare[np.linalg.norm(coms[bare] - joints_at[bare], axis=1) > 0.0]
+    keyed = np.vstack([keyed, np.column_stack([bare, joints_at[bare], coms[bare]])])
+    keyed = keyed[np.argsort(keyed[:, 0], kind="stable")]
+    segments = np.stack([keyed[:, 1:4], keyed[:, 4:7]], axis=1)
     ground = model.joint_parent_point[parents < 0]
     loops = np.zeros((model.nloops, 2, 3))
     for k in range(model.nloops):
         loop = model.loop(k)
         for end, (body, point) in enumerate(((loop["body_a"], loop["point_a"]), (loop["body_b"], loop["point_b"]))):
             loops[k, end] = point if body < 0 else origins[body] + rotations[body] @ point
-    return {"segments": segments.reshape(-1, 2, 3), "joints": joints_at, "coms": coms, "ground": ground,
-            "loops": loops}
+    return {"segments": segments.reshape(-1, 2, 3), "segment_body": keyed[:, 0].astype(int), "joints": joints_at,
+            "coms": coms, "ground": ground, "loops": loops}
 
 
-def snapshot3d(model, q, ax=None, color="C0", alpha=1.0, label=None):
+def snapshot3d(model, q, ax=None, color=None, alpha=1.0, label=None, legend=True):
     """Draw a spatial model (``Model3D``) at configuration q (nq,) as a matplotlib 3D stick figure; returns the
     figure.
 
-    Each body is drawn as bars from its joint point to its centre of mass and to its children's joints
-    (``spatial_sticks``), joints as open circles, centres of mass as dots (area growing with the mass), the
-    ground joints as black triangles; axes x, y, z [m] with equal scales, framed to the figure. ``ax``: a 3D axes
-    (``projection="3d"``) to draw on; None makes a new figure (``figure``: no backend selected).
+    Each body is drawn as bars from its joint point to its children's joints, its loop ends and its force
+    elements' points (``spatial_sticks``), loops dashed between their points, joints as open circles, centres of
+    mass as dots (area growing with the mass), the ground joints as black triangles; axes x, y, z [m] with equal
+    scales, framed to the figure. ``color``: one colour for the whole model; default a colour per body
+    (``body_colors``), named in a legend (``legend``; a model of more than 20 bodies: one colour). ``ax``: a 3D
+    axes (``projection="3d"``) to draw on; None makes a new figure (``figure``: no backend selected).
     """
     if not isinstance(model, Model3D):
         raise TypeError(f"snapshot3d draws a Model3D; got {type(model).__name__} (use draw for a planar Model)")
@@ -65,18 +97,22 @@ def snapshot3d(model, q, ax=None, color="C0", alpha=1.0, label=None):
         fig = ax.figure
     from mpl_toolkits.mplot3d.art3d import Line3DCollection  # noqa: PLC0415
 
+    by_body = color is None and model.nbodies <= LONG_CHAIN
+    palette = body_colors(model.nbodies) if by_body else None
+    color = "C0" if color is None else color
     sticks = spatial_sticks(model, q)
     if len(sticks["segments"]):
-        ax.add_collection3d(Line3DCollection(sticks["segments"], colors=color, alpha=alpha, linewidths=2.0,
-                                             label=label))
+        ax.add_collection3d(Line3DCollection(sticks["segments"], alpha=alpha, linewidths=2.0, label=label,
+                                             colors=palette[sticks["segment_body"]] if by_body else color))
     if len(sticks["loops"]):  # the loops: dashed, from point a to point b (a point for a closed spherical loop)
-        ax.add_collection3d(Line3DCollection(sticks["loops"], colors=color, alpha=alpha, linewidths=1.2,
-                                             linestyles="--"))
+        ax.add_collection3d(Line3DCollection(sticks["loops"], colors="0.3" if by_body else color, alpha=alpha,
+                                             linewidths=1.2, linestyles="--"))
     joints_at, coms = sticks["joints"], sticks["coms"]
-    ax.scatter(*joints_at.T, facecolors="white", edgecolors=color, alpha=alpha, s=25, depthshade=False)
+    body_color = palette if by_body else [color]
+    ax.scatter(*joints_at.T, facecolors="white", edgecolors=body_color, alpha=alpha, s=25, depthshade=False)
     masses = model.body_mass
     sizes = 10.0 + 60.0 * masses / max(float(masses.max()), 1e-300)
-    ax.scatter(*coms.T, color=color, alpha=alpha, s=sizes, depthshade=False)
+    ax.scatter(*coms.T, color=body_color, alpha=alpha, s=sizes, depthshade=False)
     if len(sticks["ground"]):
         ax.scatter(*sticks["ground"].T, color="k", marker="^", s=40, depthshade=False)
     everything = np.vstack([joints_at, coms, sticks["ground"], sticks["segments"].reshape(-1, 3),
@@ -86,9 +122,22 @@ def snapshot3d(model, q, ax=None, color="C0", alpha=1.0, label=None):
     ax.set(xlim=(centre[0] - half, centre[0] + half), ylim=(centre[1] - half, centre[1] + half),
            zlim=(centre[2] - half, centre[2] + half), xlabel="x [m]", ylabel="y [m]", zlabel="z [m]")
     ax.set_box_aspect((1.0, 1.0, 1.0))
-    if label:
+    if by_body and legend:
+        _body_legend3d(ax, model, label)
+    elif label:
         ax.legend(fontsize=7)
     return fig
+
+
+def _body_legend3d(ax, model, label=None, extra=()):
+    """A legend naming each body in its colour, then ``label`` (the drawing) and the ``extra`` handles."""
+    from matplotlib.lines import Line2D  # noqa: PLC0415
+
+    handles = [Line2D([], [], color=c, lw=3, label=name) for c, name in zip(body_colors(model.nbodies),
+                                                                             model.names, strict=True)]
+    if label:
+        handles.append(Line2D([], [], color="0.4", lw=3, label=label))
+    ax.legend(handles=[*handles, *extra], fontsize=7)
 
 
 _QUATERNION = tuple((f"quaternion {c}", "-") for c in "wxyz")
@@ -114,12 +163,26 @@ def spatial_coordinate_labels(model, kind="q"):
 
 
 def spatial_snapshots(model, t, q, times, ax):
-    """The spatial model at the samples (t (nt,), q (nt, nq)) nearest ``times`` on the 3D axes ``ax``, fading from
-    light to dark, framed so that every snapshot fits (equal scales)."""
+    """The spatial model at the samples (t (nt,), q (nt, nq)) nearest ``times`` on the 3D axes ``ax``, framed so
+    that every snapshot fits (equal scales): each body in its colour, named in the legend, time by opacity (faint
+    early, solid late); a model of more than 20 bodies one colour per time, light to dark."""
+    from matplotlib.lines import Line2D  # noqa: PLC0415
+
     index = [int(np.argmin(np.abs(np.asarray(t) - ti))) for ti in times]
     count = len(index)
-    for k, i in enumerate(index):
-        snapshot3d(model, q[i], ax, color=f"C{k % 10}", alpha=0.4 + 0.6 * (k + 1) / count, label=f"t = {t[i]:.3g} s")
+    alphas = [0.25 + 0.75 * (k + 1) / count for k in range(count)]
+    stamps = [f"t = {t[i]:.3g} s" for i in index]
+    if model.nbodies <= LONG_CHAIN:
+        for i, alpha in zip(index, alphas, strict=True):
+            snapshot3d(model, q[i], ax, alpha=alpha, legend=False)
+        _body_legend3d(ax, model, extra=[Line2D([], [], color="0.3", alpha=alpha, lw=3, label=stamp)
+                                         for alpha, stamp in zip(alphas, stamps, strict=True)])
+    else:
+        from matplotlib import colormaps  # noqa: PLC0415
+        from matplotlib.colors import to_hex  # noqa: PLC0415
+
+        for i, shade, stamp in zip(index, colormaps["Blues"](np.linspace(0.4, 1.0, count)), stamps, strict=True):
+            snapshot3d(model, q[i], ax, color=to_hex(shade), label=stamp)
     ax.set(**_cube_limits(model, [q[i] for i in index]))
     return ax.figure
 
@@ -144,16 +207,23 @@ def _spatial_dynamics(result, model):
     from matplotlib.figure import Figure  # noqa: PLC0415
 
     t, q = np.asarray(result["t"], dtype=float), np.asarray(result["q"], dtype=float)
-    panels = ["q", *(key for key in ("energy", "drift") if key in result)]
+    labels = spatial_coordinate_labels(model)
+    chosen = _selection(q.shape[1])
+    panels = [*_unit_groups(labels, chosen),
+              *(key for key in ("energy", "drift") if key in result)]
     fig = Figure(figsize=(8, 6 + 2.8 * len(panels)))
     grid = fig.add_gridspec(1 + len(panels), 1, height_ratios=[2.2] + [1.0] * len(panels))
     spatial_snapshots(model, t, q, np.linspace(t[0], t[-1], 4), fig.add_subplot(grid[0], projection="3d"))
     for row, panel in enumerate(panels, start=1):
         ax = fig.add_subplot(grid[row])
-        if panel == "q":
-            time_series(t, q, spatial_coordinate_labels(model), ax, "joint coordinate")
+        if isinstance(panel, tuple):  # the coordinates of one unit
+            unit, members = panel
+            time_series(t, q[:, members], [labels[k] for k in members], ax, _coordinate_quantity(unit))
+            if row == 1 and chosen.size < q.shape[1]:
+                ax.set_title(f"{chosen.size} of {q.shape[1]} coordinates, spread along the model", fontsize=8)
         else:
             _result_panel(panel, t, result, ax)
+    fig.suptitle(_result_title(result, model, str(result.get("kind", "dynamics"))), fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -172,6 +242,7 @@ def spatial_overview(result, model, most=4, amplitude=0.3):
     fig, axes = figure(1, max(count, 1), pyplot=False, subplot_kw={"projection": "3d"},
                        figsize=(5 * max(count, 1), 5), squeeze=False)
     axes = axes[0]
+    fig.suptitle(_result_title(result, model, "modes" if count else "statics"), fontsize=10)
     if count == 0:
         snapshot3d(model, q, axes[0], label="static equilibrium")
         return fig
@@ -179,6 +250,6 @@ def spatial_overview(result, model, most=4, amplitude=0.3):
     for k, ax in enumerate(axes):
         shape = shapes[:, k] * amplitude / max(float(np.abs(shapes[:, k]).max()), 1e-300)
         snapshot3d(model, q, ax, color="0.6", alpha=0.5)
-        snapshot3d(model, integrate_configuration(model, q, shape), ax, color=f"C{k % 10}")
+        snapshot3d(model, integrate_configuration(model, q, shape), ax, legend=k == 0)
         ax.set_title(f"mode {k + 1}: {omega[k]:.4g} rad/s")
     return fig
