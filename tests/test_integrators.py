@@ -237,19 +237,34 @@ def test_events_record_and_stop_on_the_dense_output():
         rm.simulate(model, [0.5], [0.0], 1.0, method="rk4", dt=0.01, events=falling)
 
 
-def test_progress_bar_pieces_reproduce_the_one_piece_run():
+def _assert_identical_results(shown, silent):
+    """Every array, count and status of two results equal, bit for bit (events and multipliers included)."""
+    fields = {name for name in vars(silent) if not name.startswith("_") and name != "model"}
+    assert fields == {name for name in vars(shown) if not name.startswith("_") and name != "model"}
+    for name in sorted(fields):
+        a, b = getattr(shown, name), getattr(silent, name)
+        if isinstance(b, list):
+            assert len(a) == len(b), name
+            for x, y in zip(a, b, strict=True):
+                np.testing.assert_array_equal(x, y, err_msg=name, strict=True)
+        elif isinstance(b, np.ndarray):
+            np.testing.assert_array_equal(a, b, err_msg=name, strict=True)
+        else:
+            assert a == b, (name, a, b)
+
+
+@pytest.mark.parametrize(("method", "options"), [
+    ("dopri5", {}), ("dopri5", {"t_eval": np.linspace(0.0, 0.5, 11)}), ("rk4", {"dt": 1e-3, "every": 7}),
+    ("generalized_alpha", {"dt": 1e-3}), ("bdf", {})])
+def test_a_progress_bar_leaves_the_run_unchanged(method, options):
+    """progress=True gives the same result as progress=False, bit for bit: the bar follows the times that the
+    compiled loop's polls report. (The bar once split a run into 100 pieces, each restarting the adaptive step
+    size: dopri5 took 31,431 steps instead of 31,379 on a 200-link chain released from the horizontal.)"""
     model, q0, qd0 = rm.models.two_squares()
-    whole = rm.simulate(model, q0, qd0, 2.0, method="rk4", dt=1e-3, every=50, progress=False)
-    pieces = rm.simulate(model, q0, qd0, 2.0, method="rk4", dt=1e-3, every=50, progress=True)
-    np.testing.assert_allclose(pieces.q[-1], whole.q[-1], rtol=0, atol=1e-12)  # same dt grid, same steps
-    assert pieces.nsteps == whole.nsteps and pieces.t[0] == 0.0 and pieces.t[-1] == 2.0
-    assert np.all(np.diff(pieces.t) > 0)
-    times = np.linspace(0, 2, 21)
-    adaptive = rm.simulate(model, q0, qd0, 2.0, rtol=1e-11, atol=1e-12, t_eval=times, progress=True)
-    reference = rm.simulate(model, q0, qd0, 2.0, rtol=1e-11, atol=1e-12, t_eval=times)
-    np.testing.assert_array_equal(adaptive.t, times)
-    np.testing.assert_allclose(adaptive.q, reference.q, atol=1e-8)
-    np.testing.assert_allclose(adaptive.dissipated_work, reference.dissipated_work, atol=1e-8)
+    silent = rm.simulate(model, q0, qd0, 0.5, method=method, progress=False, **options)
+    shown = rm.simulate(model, q0, qd0, 0.5, method=method, progress=True, **options)
+    _assert_identical_results(shown, silent)
+    assert silent.t[-1] == 0.5 and silent.nsteps > 20
 
 
 def test_dense_output_refusals_name_every_method_that_has_it():
