@@ -17,6 +17,7 @@ import contextlib
 import csv
 import importlib
 import io as std_io
+import logging
 import os
 import shutil
 import sys
@@ -77,6 +78,23 @@ def _compile_notice(stream=None):
     print(f"compiling kernels: first run only, about {FIRST_COMPILE_SECONDS} s (longer on a busy machine)",
           file=stream or sys.stderr, flush=True)
     return True
+
+
+@contextlib.contextmanager
+def _library_messages():
+    """The library's INFO records (logger "recursive_mbd": progress of long runs, kernels being compiled) printed
+    to stderr while a command runs."""
+    logger = logging.getLogger("recursive_mbd")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("rmbd: %(message)s"))
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def _require(module, purpose, extra):
@@ -648,6 +666,18 @@ def _raised_by_this_package(err):
     return Path(tb.tb_frame.f_code.co_filename).resolve().parent.is_relative_to(Path(__file__).resolve().parent)
 
 
+def _command(args, out):
+    """Run the command ``args`` names (the demo by default)."""
+    if args.command in (None, "demo"):
+        links = getattr(args, "links", 1000)
+        t_end = getattr(args, "t_end", 0.5)
+        if links < 1 or not t_end > 0:
+            raise InputError("--links must be >= 1 and --t-end > 0")
+        demo(links, t_end, out)
+    else:
+        {"run": _run, "info": _info, "plot": _plot, "animate": _animate, "bench": _bench}[args.command](args, out)
+
+
 def main(argv=None, out=None):
     """The command line; returns the exit code: 0 ok, 1 error in the input or environment, 2 internal error,
     130 interrupted."""
@@ -670,7 +700,8 @@ def main(argv=None, out=None):
     p_run.add_argument("--max-time", type=float, metavar="SECONDS",
                        help="stop a dynamics run after this wall-clock time, keeping the samples so far")
     p_run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                       help="progress bar (default: when stderr is a terminal)")
+                       help="progress bar (default: when stderr is a terminal; otherwise a line every 10 s of a "
+                       "long run; --no-progress: neither)")
     p_info = sub.add_parser("info", parents=[common],
                             help="bodies, joints, degrees of freedom, loops, mass of a model file")
     p_info.add_argument("file")
@@ -691,14 +722,8 @@ def main(argv=None, out=None):
     p_bench.add_argument("--sizes", type=int, nargs="+", default=[2, 10, 100, 1000])
     args = parser.parse_args(argv)
     try:
-        if args.command in (None, "demo"):
-            links = getattr(args, "links", 1000)
-            t_end = getattr(args, "t_end", 0.5)
-            if links < 1 or not t_end > 0:
-                raise InputError("--links must be >= 1 and --t-end > 0")
-            demo(links, t_end, out)
-        else:
-            {"run": _run, "info": _info, "plot": _plot, "animate": _animate, "bench": _bench}[args.command](args, out)
+        with _library_messages():
+            _command(args, out)
     except KeyboardInterrupt as err:
         print(f"rmbd: {_short(err) or 'interrupted'}", file=sys.stderr)
         return 130

@@ -363,6 +363,23 @@ def test_max_time_is_passed_to_simulate_as_max_wall_time(tmp_path, monkeypatch):
     assert code == 1 and "--max-time" in err
 
 
+def test_run_off_a_terminal_prints_progress_lines_unless_told_not_to(tmp_path, monkeypatch):
+    """rmbd run with stderr not a terminal: the run's progress lines on stderr (every 10 s of wall time; here at
+    every poll), none with --no-progress."""
+    from recursive_mbd.integrate import runs  # noqa: PLC0415
+
+    monkeypatch.setattr(runs, "PROGRESS_LOG_INTERVAL", 0.0)
+    path = tmp_path / "model.toml"
+    path.write_text(TREE)
+    code, _, err = rmbd(["run", path, "-o", tmp_path / "a.npz"])
+    lines = err.splitlines()
+    assert code == 0 and len(lines) >= 2, err
+    assert all(line.startswith("rmbd: dopri5: t = ") for line in lines[:-1]), err
+    assert lines[-1].startswith("rmbd: dopri5: ended at t = 0.0100 s, "), err
+    code, _, err = rmbd(["run", path, "-o", tmp_path / "b.npz", "--no-progress"])
+    assert code == 0 and err == "", err
+
+
 def test_first_run_notice_and_compile_time_apart(tmp_path, monkeypatch):
     path = tmp_path / "model.toml"
     path.write_text(TREE)

@@ -1,5 +1,10 @@
 """Integrator suite, inputs (tau functions, drivers) and results, on the seed 000 example and chains."""
 
+import io
+import logging
+import re
+import sys
+
 import numba
 import numpy as np
 import pytest
@@ -265,6 +270,38 @@ def test_a_progress_bar_leaves_the_run_unchanged(method, options):
     shown = rm.simulate(model, q0, qd0, 0.5, method=method, progress=True, **options)
     _assert_identical_results(shown, silent)
     assert silent.t[-1] == 0.5 and silent.nsteps > 20
+
+
+def test_progress_off_a_terminal_is_logged(monkeypatch, caplog):
+    """progress=None with stderr not a terminal: INFO records of the logger "recursive_mbd" every
+    PROGRESS_LOG_INTERVAL seconds of wall time (here 0: at every poll of the compiled loop) and one when the run
+    ends; the run is the same as without. progress=False: no records."""
+    from recursive_mbd.integrate import runs  # noqa: PLC0415
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # not a terminal
+    monkeypatch.setattr(runs, "PROGRESS_LOG_INTERVAL", 0.0)
+    caplog.set_level(logging.INFO, logger="recursive_mbd")
+    model, q0, qd0 = rm.models.two_squares()
+    logged = rm.simulate(model, q0, qd0, 0.5)
+    messages = [record.getMessage() for record in caplog.records if record.name == "recursive_mbd"]
+    assert len(messages) >= 2 and all(re.fullmatch(r"dopri5: t = 0\.\d{3} of 0\.500 s \(\d+%\), \d+ evaluations, "
+                                                   r"\d+ s wall time", line) for line in messages[:-1]), messages
+    assert re.fullmatch(rf"dopri5: ended at t = 0\.500 s, {logged.nfev} evaluations, \d+\.\d s wall time",
+                        messages[-1]), messages
+    assert sys.stderr.getvalue() == ""  # no bar
+    caplog.clear()
+    silent = rm.simulate(model, q0, qd0, 0.5, progress=False)
+    assert caplog.records == []
+    _assert_identical_results(logged, silent)
+
+
+def test_progress_bar_shows_short_spans_with_their_digits(monkeypatch):
+    """A bar over 1 ms of simulated time counts in seconds to three digits of the span, not "0.00/0.00"."""
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    model, q0, qd0 = rm.models.two_squares()
+    rm.simulate(model, q0, qd0, 1e-3, progress=True)
+    shown = sys.stderr.getvalue()
+    assert "dopri5:   0%|" in shown and " 0.00000/0.00100 s [" in shown and "0.00/0.00" not in shown, shown
 
 
 def test_dense_output_refusals_name_every_method_that_has_it():

@@ -113,7 +113,7 @@ def run_generalized_alpha(integrate, model, loop, callback, key, inputs, event_f
 
     with control:
         status, t_fail, times, rows, nfev, nsteps, _, records = _runs._run_loop(
-            run, y0, t0, t_end, t_eval_arr, progress, control)
+            run, y0, t0, t_end, t_eval_arr, progress, control, "generalized_alpha")
     result = finish_run(model, loop, callback, key, inputs, event_functions, control, times, rows, n, nfev,
                         nsteps, records, status, t_fail, info, totals["iterations"], dt, newton_tol, max_newton,
                         max_steps, f"{residual_name} + J^T lambda" if m else residual_name)

@@ -17,6 +17,7 @@ so the run raises SimulationError from it with the samples so far.
 """
 
 import itertools
+import logging
 import math
 import os
 import signal
@@ -38,6 +39,8 @@ from ..errors import ModelError, SimulationError, StateError
 from ..model.spatial import Model3D
 from ..model.workspace import workspace
 from .kernel_status import raise_kernel_status
+
+logger = logging.getLogger("recursive_mbd")
 
 # ---- inputs: time-varying elements, tau as a function, drivers --------------------------------------------------
 
@@ -403,15 +406,14 @@ class _RunControl:
     It also holds the run's output budget (``output_budget``, taken when the run starts: floats that the compiled
     loops' output buffers may hold) and the floats of one sample (``sample_floats``, set by ``_run_loop``),
     and a fixed-step explicit run's divergence watch (``watch``), which checks the state at every poll, and the
-    run's progress bar (``progress``), which each poll moves to the time the loop has reached: the polls, and so
-    the progress shown, change nothing in the run.
+    run's progress (``progress``: a bar or log records, ``run_progress``), which each poll tells the time the loop
+    has reached and its evaluations: the polls, and so the progress shown, change nothing in the run.
     """
 
     POLL_INTERVAL = 2e-3  # [s]
     failure = None
     watch = None  # a check of the state, (t, y) -> status, at every poll (``divergence.DivergenceWatch``)
-    progress = None  # the run's tqdm bar over simulated time since t0, moved at every poll (``_run_loop``)
-    t0 = 0.0  # [s] the start of the run, where the bar starts
+    progress = None  # what the run shows of its progress, told at every poll (``run_progress``, ``_run_loop``)
 
     def __init__(self, max_wall_time=None):
         self.started = time.perf_counter()
@@ -464,8 +466,8 @@ class _RunControl:
             self._batch = max(1.0, min(wanted, 4.0 * self._batch))
         control[0] = control[1] + self._batch
         self._last_poll = (now, control[1])
-        if self.progress is not None and t - self.t0 > self.progress.n:
-            self.progress.update(t - self.t0 - self.progress.n)
+        if self.progress is not None:
+            self.progress.update(t, control[1])
         status = self.status()
         if status == L.STATUS_OK and self.watch is not None:
             status = self.watch(t, y)
@@ -760,18 +762,100 @@ def _change_point_reason(model, q, row):
             "the mechanism from reaching it (a stop, a spring)")
 
 
+def _tqdm(asked, desc):
+    """tqdm's bar class, or None where tqdm is not installed (with a warning when ``asked`` for a bar)."""
+    try:
+        from tqdm.auto import tqdm  # noqa: PLC0415 - optional extra
+    except ImportError:
+        if asked:
+            _checks.warn(f"progress=True needs tqdm (pip install 'recursive-mbd[progress]'); {desc} runs without a "
+                         "bar")
+        return None
+    return tqdm
+
+
 def progress_bar(enabled, total, desc, unit, unit_scale=False):
     """A tqdm bar (``desc``, ``total`` in ``unit``), or None: off unless asked for or stderr is a terminal."""
     if enabled is None:
         enabled = sys.stderr.isatty()
     if not enabled:
         return None
-    try:
-        from tqdm.auto import tqdm  # noqa: PLC0415 - optional extra
-    except ImportError:
-        _checks.warn(f"progress=True needs tqdm (pip install 'recursive-mbd[progress]'); {desc} runs without a bar")
+    tqdm = _tqdm(True, desc)
+    return None if tqdm is None else tqdm(total=total, unit=unit, unit_scale=unit_scale, desc=desc, leave=False)
+
+
+PROGRESS_LOG_INTERVAL = 10.0  # [s] of wall time between two log records of a run's progress
+
+
+def _time_digits(span):
+    """Decimals that show a time within a span of ``span`` seconds to three significant digits of the span."""
+    return max(0, 2 - math.floor(math.log10(span)))
+
+
+class _ProgressBar:
+    """A run's tqdm bar over simulated time: t - t0 of t_end - t0 seconds, with the decimals the span needs."""
+
+    def __init__(self, tqdm, label, t0, t_end):
+        digits = _time_digits(t_end - t0)
+        self.t0 = t0
+        self.bar = tqdm(total=t_end - t0, desc=label, leave=False,
+                        bar_format=f"{{desc}}: {{percentage:3.0f}}%|{{bar}}| {{n:.{digits}f}}/{{total:.{digits}f}} s "
+                                   "[{elapsed}<{remaining}]")
+
+    def update(self, t, evaluations):
+        if t - self.t0 > self.bar.n:
+            self.bar.update(t - self.t0 - self.bar.n)
+
+    def close(self, t, evaluations):
+        self.update(t, evaluations)
+        self.bar.close()
+
+
+class _ProgressLog:
+    """A run's progress as INFO records of the logger "recursive_mbd", one every ``interval`` seconds of wall time
+    (none for a shorter run): the simulated time reached, the evaluations of the equations of motion, the wall
+    time; and a last one when the run ends, after any other."""
+
+    def __init__(self, label, t0, t_end, interval):
+        self.label, self.t_end, self.interval = label, t_end, interval
+        self.span, self.digits = t_end - t0, _time_digits(t_end - t0)
+        self.t0 = t0
+        self.started = time.perf_counter()
+        self.next_record = self.started + interval
+        self.logged = False
+
+    def update(self, t, evaluations):
+        now = time.perf_counter()
+        if now < self.next_record:
+            return
+        self.next_record = now + self.interval
+        self.logged = True
+        logger.info("%s: t = %.*f of %.*f s (%.0f%%), %d evaluations, %.0f s wall time", self.label, self.digits, t,
+                    self.digits, self.t_end, 100.0 * (t - self.t0) / self.span, evaluations, now - self.started)
+
+    def close(self, t, evaluations):
+        if self.logged:
+            logger.info("%s: ended at t = %.*f s, %d evaluations, %.1f s wall time", self.label, self.digits, t,
+                        evaluations, time.perf_counter() - self.started)
+
+
+def run_progress(progress, label, t0, t_end, interval=None):
+    """What a run from t0 to t_end shows of its progress (``simulate``'s ``progress``), or None: nothing.
+
+    None (the default): a tqdm bar when stderr is a terminal and tqdm is installed, otherwise INFO records of the
+    logger "recursive_mbd" (``_ProgressLog``: every ``interval`` seconds of wall time, by default
+    PROGRESS_LOG_INTERVAL; only where that logger shows INFO records). True: a bar (where tqdm is missing, a
+    warning and the records). False: nothing. ``label`` names the run (its method).
+    """
+    if progress is not None and not progress:
         return None
-    return tqdm(total=total, unit=unit, unit_scale=unit_scale, desc=desc, leave=False)
+    if progress or sys.stderr.isatty():
+        tqdm = _tqdm(bool(progress), label)
+        if tqdm is not None:
+            return _ProgressBar(tqdm, label, t0, t_end)
+    if not logger.isEnabledFor(logging.INFO):
+        return None
+    return _ProgressLog(label, t0, t_end, PROGRESS_LOG_INTERVAL if interval is None else interval)
 
 
 # ---- the output budget: a long run that would outgrow memory stops with its samples ------------------------------
@@ -850,29 +934,29 @@ def _memory_error(error, n, budget):
         "are lost")
 
 
-def _run_loop(run, y0, t0, t_end, t_eval, progress, control):
+def _run_loop(run, y0, t0, t_end, t_eval, progress, control, label="simulate"):
     """Run the compiled loop ``run(y, ta, tb, t_eval, budget)`` from t0 to t_end in one call, its output buffers
-    (and event buffers) holding at most ``control.output_budget`` floats, and show its progress (``progress`` as
-    ``simulate``'s): the bar follows the times the loop's polls of ``control`` report (``_RunControl``), so that
-    the run is the same, bit for bit, with or without it. Returns (status, t_fail, times, states, nfev, nsteps,
+    (and event buffers) holding at most ``control.output_budget`` floats, and show its progress (``run_progress``
+    of ``progress`` as ``simulate``'s, ``label`` naming the run): the bar or the log records follow the times the
+    loop's polls of ``control`` report (``_RunControl``), so that the run is the same, bit for bit, with or
+    without them. Returns (status, t_fail, times, states, nfev, nsteps,
     nrejected, events), the samples as lists of pieces (here one: views of the loop's buffers), which the caller
     joins (``joined``) when it builds the result: a run that Ctrl-C stopped raises before that
     (``raise_if_interrupted``), at a cost independent of its samples.
     """
     budget = control.output_budget
-    control.t0 = t0
-    control.progress = bar = progress_bar(progress, t_end - t0, "simulate", "s", unit_scale=True)
+    control.progress = shown = run_progress(progress, label, t0, t_end)
+    t_reached, evaluations = t0, 0
     try:
         try:
             status, t_fail, t_out, y_out, *rest = run(y0, t0, t_end, t_eval, budget)
         except MemoryError as error:
             raise _memory_error(error, y0.size, budget) from error
-        if bar is not None and t_out.size:
-            bar.update(float(t_out[-1]) - t0 - bar.n)
+        t_reached, evaluations = (float(t_out[-1]) if t_out.size else t0), rest[0]
     finally:
         control.progress = None
-        if bar is not None:
-            bar.close()
+        if shown is not None:
+            shown.close(t_reached, evaluations)
     control.sample_floats = y_out.shape[1] + 1
     return status, t_fail, [t_out], [y_out], *rest
 

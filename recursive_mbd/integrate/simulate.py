@@ -165,9 +165,12 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     midpoint_tol : float
         Convergence tolerance of the implicit midpoint iteration (relative change per component).
     progress : bool, optional
-        Show a tqdm progress bar over simulated time (the optional extra ``progress``). Default: only when
-        stderr is a terminal. The bar follows the run without changing it: the result is the same, bit for bit,
-        with or without it.
+        True: show a tqdm progress bar over simulated time (the optional extra ``progress``). False: show
+        nothing. None (default): a bar when stderr is a terminal and tqdm is installed; otherwise, for a run that
+        takes longer than 10 s, a record of its progress every 10 s of wall time (simulated time reached,
+        evaluations, wall time) at INFO level to the ``logging`` logger "recursive_mbd" (shown once logging is
+        configured, e.g. ``logging.basicConfig(level=logging.INFO)``). The progress follows the run without
+        changing it: the result is the same, bit for bit, with or without it. The scipy methods show none.
     formulation : {"recursive", "augmented"}
         "augmented" integrates the absolute-coordinate formulation instead (``augmented.TimeLoop``: the state
         (z, zd) of every centre of mass, the tree solver of ``augmented.forward_dynamics``, loops and drivers as
@@ -415,7 +418,7 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
                                         first_step, max_steps, midpoint_tol, events, control, max_order, newton)
         with control:
             status, t_fail, times, states, nfev, nsteps, nrejected, event_records = _run_loop(
-                segment, y0, t0, t_end, t_eval_arr, progress, control)
+                segment, y0, t0, t_end, t_eval_arr, progress, control, method)
         if control.watch is not None:
             status, t_fail, times, states = control.watch.after_run(status, t_fail, times, states)
 
