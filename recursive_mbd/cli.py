@@ -37,7 +37,6 @@ from .model import joints as rm_joints
 # `rmbd --help` and `rmbd info` start in a fraction of a second.
 
 MESSAGE_LIMIT = 400  # characters of an error message: a message is a line, never an echoed array
-FIRST_COMPILE_SECONDS = 90  # the main job, 2-core machine: 88 s of CPU time measured with an empty cache
 WARM_UP_STEPS = 100  # the most steps of the run that compiles the kernels before a timed run (any t_end)
 
 
@@ -55,29 +54,6 @@ def _short(message, limit=MESSAGE_LIMIT):
     head = (limit - len(note)) * 2 // 3
     tail = limit - len(note) - head
     return f"{line[:head]}{note}{line[len(line) - tail:]}"
-
-
-def kernel_cache_empty():
-    """True when numba's cache holds no compiled time loop yet (a first run will compile for tens of seconds).
-
-    Reads where numba keeps the cache of the adaptive time loop (honours NUMBA_CACHE_DIR); False when that cannot
-    be told, so the notice is at worst missing, never wrong."""
-    try:
-        from ._kernels.timeloops import integrators  # noqa: PLC0415
-
-        index = integrators.integrate_adaptive._cache._cache_file._index_path
-    except (AttributeError, ImportError):
-        return False
-    return not os.path.exists(index)
-
-
-def _compile_notice(stream=None):
-    """Print the first-run line when the kernel cache is empty; returns whether it did."""
-    if not kernel_cache_empty():
-        return False
-    print(f"compiling kernels: first run only, about {FIRST_COMPILE_SECONDS} s (longer on a busy machine)",
-          file=stream or sys.stderr, flush=True)
-    return True
 
 
 @contextlib.contextmanager
@@ -138,7 +114,6 @@ def _run_case(label, model, q0, t_end, rtol, atol, samples, out):
 def demo(n_links=1000, t_end_chain=0.5, out=sys.stdout):
     """The built-in demo; returns the relative energy errors of the two runs."""
     print(f"recursive_mbd {__version__}: recursive O(N) planar multibody dynamics", file=out)
-    _compile_notice(out)
     double = chains.serial_chain(2, length=1.0, mass=1.0)
     q0 = np.zeros(2)
     q0[0] = np.pi / 2
@@ -290,7 +265,6 @@ def _run_analysis(args, spec, target, out):
     if isinstance(model, io.Model3D):
         _run_spatial(args, spec, target, out)
         return
-    _compile_notice()
     base = {"kind": np.array(kind), "body_names": np.array(model.body_names), "source": np.array(str(args.file))}
     base.update(_labels_record(args.file, model))
     arrays = dict(base)
@@ -418,7 +392,6 @@ def _run_spatial(args, spec, target, out):
         raise InputError(f"{args.file}: analysis.type: a kinematics analysis needs drivers ([[driver]] tables)")
     from .analysis.analyses import kinematic_analysis, modes, static_equilibrium  # noqa: PLC0415
 
-    _compile_notice()
     base = {"kind": np.array(kind), "dimension": np.array(3), "body_names": np.array(model.names),
             "joint_types": np.array(model.joint_types), "body_parent": model.body_parent,
             "loop_names": np.array(model.loop_names, dtype=str), "source": np.array(str(args.file)),

@@ -26,6 +26,7 @@ import math
 
 import numba
 
+from .. import compile_notice  # noqa: F401  (says when numba compiles: in place before any kernel is called)
 from ..joint_types import PLANAR, PRISMATIC, REVOLUTE
 from ..layout import (
     ACC,
