@@ -14,6 +14,10 @@ Conventions (units, frames, signs, joints, the serial-chain convention, the file
 Importing the package is cheap: the submodules and the public names below are imported on first use (PEP 562),
 so ``import recursive_mbd`` loads neither numba, scipy nor matplotlib, and compiles nothing. ``rm.NAME`` and
 ``from recursive_mbd import NAME`` work as for eager imports, and ``dir(recursive_mbd)`` lists every name.
+
+numba compiles each kernel at its first use (then caches it on disk): the logger "recursive_mbd" says so at INFO
+level as each compile starts, and logs the progress of long runs off a terminal (``simulate``'s ``progress``);
+``logging.basicConfig(level=logging.INFO)`` shows both, and ``rmbd`` prints them on stderr.
 """
 
 import importlib

@@ -18,6 +18,7 @@ import contextlib
 import csv
 import importlib
 import io as std_io
+import logging
 import os
 import shutil
 import sys
@@ -37,7 +38,6 @@ from .model import joints as rm_joints
 # `rmbd --help` and `rmbd info` start in a fraction of a second.
 
 MESSAGE_LIMIT = 400  # characters of an error message: a message is a line, never an echoed array
-FIRST_COMPILE_SECONDS = 90  # the main job, 2-core machine: 88 s of CPU time measured with an empty cache
 WARM_UP_STEPS = 100  # the most steps of the run that compiles the kernels before a timed run (any t_end)
 
 
@@ -57,27 +57,21 @@ def _short(message, limit=MESSAGE_LIMIT):
     return f"{line[:head]}{note}{line[len(line) - tail:]}"
 
 
-def kernel_cache_empty():
-    """True when numba's cache holds no compiled time loop yet (a first run will compile for tens of seconds).
-
-    Reads where numba keeps the cache of the adaptive time loop (honours NUMBA_CACHE_DIR); False when that cannot
-    be told, so the notice is at worst missing, never wrong."""
+@contextlib.contextmanager
+def _library_messages():
+    """The library's INFO records (logger "recursive_mbd": progress of long runs, kernels being compiled) printed
+    to stderr while a command runs."""
+    logger = logging.getLogger("recursive_mbd")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("rmbd: %(message)s"))
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
     try:
-        from ._kernels.timeloops import integrators  # noqa: PLC0415
-
-        index = integrators.integrate_adaptive._cache._cache_file._index_path
-    except (AttributeError, ImportError):
-        return False
-    return not os.path.exists(index)
-
-
-def _compile_notice(stream=None):
-    """Print the first-run line when the kernel cache is empty; returns whether it did."""
-    if not kernel_cache_empty():
-        return False
-    print(f"compiling kernels: first run only, about {FIRST_COMPILE_SECONDS} s (longer on a busy machine)",
-          file=stream or sys.stderr, flush=True)
-    return True
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def _require(module, purpose, extra):
@@ -121,7 +115,6 @@ def _run_case(label, model, q0, t_end, rtol, atol, samples, out):
 def demo(n_links=1000, t_end_chain=0.5, out=sys.stdout):
     """The built-in demo; returns the relative energy errors of the two runs."""
     print(f"recursive_mbd {__version__}: recursive O(N) planar multibody dynamics", file=out)
-    _compile_notice(out)
     double = chains.serial_chain(2, length=1.0, mass=1.0)
     q0 = np.zeros(2)
     q0[0] = np.pi / 2
@@ -273,7 +266,6 @@ def _run_analysis(args, spec, target, out):
     if isinstance(model, io.Model3D):
         _run_spatial(args, spec, target, out)
         return
-    _compile_notice()
     base = {"kind": np.array(kind), "body_names": np.array(model.body_names), "source": np.array(str(args.file))}
     base.update(_labels_record(args.file, model))
     arrays = dict(base)
@@ -401,7 +393,6 @@ def _run_spatial(args, spec, target, out):
         raise InputError(f"{args.file}: analysis.type: a kinematics analysis needs drivers ([[driver]] tables)")
     from .analysis.analyses import kinematic_analysis, modes, static_equilibrium  # noqa: PLC0415
 
-    _compile_notice()
     base = {"kind": np.array(kind), "dimension": np.array(3), "body_names": np.array(model.names),
             "joint_types": np.array(model.joint_types), "body_parent": model.body_parent,
             "loop_names": np.array(model.loop_names, dtype=str), "source": np.array(str(args.file)),
@@ -682,6 +673,19 @@ def _raised_by_this_package(err):
     return Path(tb.tb_frame.f_code.co_filename).resolve().parent.is_relative_to(Path(__file__).resolve().parent)
 
 
+def _command(args, out):
+    """Run the command ``args`` names (the demo by default)."""
+    if args.command in (None, "demo"):
+        links = getattr(args, "links", 1000)
+        t_end = getattr(args, "t_end", 0.5)
+        if links < 1 or not t_end > 0:
+            raise InputError("--links must be >= 1 and --t-end > 0")
+        demo(links, t_end, out)
+    else:
+        {"run": _run, "info": _info, "plot": _plot, "animate": _animate, "bench": _bench,
+         "compile": _compile}[args.command](args, out)
+
+
 def main(argv=None, out=None):
     """The command line; returns the exit code: 0 ok, 1 error in the input or environment, 2 internal error,
     130 interrupted."""
@@ -704,7 +708,8 @@ def main(argv=None, out=None):
     p_run.add_argument("--max-time", type=float, metavar="SECONDS",
                        help="stop a dynamics run after this wall-clock time, keeping the samples so far")
     p_run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                       help="progress bar (default: when stderr is a terminal)")
+                       help="progress bar (default: when stderr is a terminal; otherwise a line every 10 s of a "
+                       "long run; --no-progress: neither)")
     p_info = sub.add_parser("info", parents=[common],
                             help="bodies, joints, degrees of freedom, loops, mass of a model file")
     p_info.add_argument("file")
@@ -736,15 +741,8 @@ def main(argv=None, out=None):
                            help="first remove the compiled kernels of other versions and sources")
     args = parser.parse_args(argv)
     try:
-        if args.command in (None, "demo"):
-            links = getattr(args, "links", 1000)
-            t_end = getattr(args, "t_end", 0.5)
-            if links < 1 or not t_end > 0:
-                raise InputError("--links must be >= 1 and --t-end > 0")
-            demo(links, t_end, out)
-        else:
-            {"run": _run, "info": _info, "plot": _plot, "animate": _animate, "bench": _bench,
-             "compile": _compile}[args.command](args, out)
+        with _library_messages():
+            _command(args, out)
     except KeyboardInterrupt as err:
         print(f"rmbd: {_short(err) or 'interrupted'}", file=sys.stderr)
         return 130

@@ -215,3 +215,25 @@ def assert_read_only_inputs_change_nothing(model, q, qd, tau, calls):
         for name, call in calls.items():
             assert_same_results(call(model, *args), references[name], f"{name}, read-only {frozen}")
     assert compiled_specialisations() == before
+
+
+# the record of compiling ``uncompiled_probe()`` for floats
+PROBE_NOTICE = ("compiling the kernel probe for planar models (first use with these argument types; cached for "
+                "later runs)")
+
+
+def uncompiled_probe():
+    """A tiny kernel, as if of this package's planar kernels, calling another: new and not compiled (no cache), so
+    that its first call compiles both (in a tenth of a second) and ``compile_notice`` says so (``PROBE_NOTICE``)."""
+    import numba  # noqa: PLC0415
+
+    def inner(x):
+        return x + 1.0
+
+    def probe(x):
+        return 2.0 * inner_kernel(x)
+
+    for function in (inner, probe):
+        function.__module__ = "recursive_mbd._kernels.planar.probe"
+    inner_kernel = numba.njit(inner)
+    return numba.njit(probe)

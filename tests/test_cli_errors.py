@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _helpers import ARM_AND_SLIDER_TABLES, damaged_copies
+from _helpers import ARM_AND_SLIDER_TABLES, PROBE_NOTICE, damaged_copies, uncompiled_probe
 
 import recursive_mbd as rm
 from recursive_mbd import cli
@@ -68,6 +68,8 @@ def rmbd(argv, cwd=None):
 
 
 def one_line_error(err):
+    """One line of error, after any saying which kernels were compiled (on a first run)."""
+    err = "".join(line for line in err.splitlines(keepends=True) if not line.startswith("rmbd: compiling "))
     return err.startswith("rmbd: error: ") and err.count("\n") == 1 and "Traceback" not in err
 
 
@@ -363,27 +365,45 @@ def test_max_time_is_passed_to_simulate_as_max_wall_time(tmp_path, monkeypatch):
     assert code == 1 and "--max-time" in err
 
 
-def test_first_run_notice_and_compile_time_apart(tmp_path, monkeypatch):
+def test_run_off_a_terminal_prints_progress_lines_unless_told_not_to(tmp_path, monkeypatch):
+    """rmbd run with stderr not a terminal: the run's progress lines on stderr (every 10 s of wall time; here at
+    every poll), none with --no-progress."""
+    from recursive_mbd.integrate import runs  # noqa: PLC0415
+
+    monkeypatch.setattr(runs, "PROGRESS_LOG_INTERVAL", 0.0)
+    path = tmp_path / "model.toml"
+    path.write_text(TREE)
+    code, _, err = rmbd(["run", path, "-o", tmp_path / "a.npz"])
+    lines = err.splitlines()
+    assert code == 0 and len(lines) >= 2, err
+    assert all(line.startswith("rmbd: dopri5: t = ") for line in lines[:-1]), err
+    assert lines[-1].startswith("rmbd: dopri5: ended at t = 0.0100 s, "), err
+    code, _, err = rmbd(["run", path, "-o", tmp_path / "b.npz", "--no-progress"])
+    assert code == 0 and err == "", err
+
+
+def test_the_kernels_compiled_are_named_on_stderr_and_their_time_reported_apart(tmp_path, monkeypatch):
+    """rmbd run prints on stderr the line the library logs as it starts compiling a kernel (here a probe kernel
+    compiled within the run), and reports the time kernels took to get ready apart from the run's."""
     path = tmp_path / "model.toml"
     path.write_text(TREE)
     code, out, _ = rmbd(["run", path, "-o", tmp_path / "a.npz"])
     assert code == 0 and "kernels ready in" in out and ", run " in out
-    assert not cli.kernel_cache_empty()  # the run above filled (or found) the cache
-    monkeypatch.setattr(cli, "kernel_cache_empty", lambda: True)
+    probe, simulate = uncompiled_probe(), integrate.simulate
+
+    def compiling(*args, **options):
+        probe(1.0)
+        return simulate(*args, **options)
+
+    monkeypatch.setattr(integrate, "simulate", compiling)
     code, out, err = rmbd(["run", path, "-o", tmp_path / "b.npz"])
-    assert code == 0 and err.startswith("compiling kernels: first run only, about ") and err.count("\n") == 1, err
-    empty = subprocess.run([sys.executable, "-c", "from recursive_mbd import cli; print(cli.kernel_cache_empty())"],
-                           capture_output=True, text=True, timeout=120, check=True,
-                           env={**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(tmp_path / "c")})
-    assert empty.stdout.strip() == "True", empty.stderr
+    assert code == 0 and err == f"rmbd: {PROBE_NOTICE}\n", err
 
 
-def test_the_main_job_prints_the_first_run_line_and_reports_compile_time_apart(monkeypatch):
-    monkeypatch.setattr(cli, "kernel_cache_empty", lambda: True)
+def test_the_main_job_reports_compile_time_apart():
     out = std_io.StringIO()
     cli.demo(n_links=3, t_end_chain=0.01, out=out)
     lines = out.getvalue().splitlines()
-    assert lines[1].startswith("compiling kernels: first run only, about ")
     assert sum("kernels ready in" in line and "not in the timing" in line for line in lines) == 2
 
 

@@ -409,16 +409,16 @@ def test_a_run_in_another_thread_keeps_the_signal_handlers_and_its_limits():
 @pytest.mark.parametrize("progress", [False, True])
 def test_output_that_cannot_grow_says_why_and_what_to_do(progress):
     """A compiled loop whose output buffers cannot double below the output budget (memory taken by others during
-    the run) raises MemoryError naming the sample size, the budget and every= / t_eval, with or without progress
-    pieces."""
-    from recursive_mbd.integrate.runs import _run_segments  # noqa: PLC0415
+    the run) raises MemoryError naming the sample size, the budget and every= / t_eval, with or without a progress
+    bar."""
+    from recursive_mbd.integrate.runs import _run_loop  # noqa: PLC0415
 
     def run(y, ta, tb, t_eval, budget):
         raise MemoryError("Allocation failed (probably too large).")
 
     with pytest.raises(MemoryError, match=r"20002 floats, 0\.16 MB.*every=K.*t_eval.*below the run's output budget "
                        r"\(2\.4 MB: memory taken meanwhile\?\).*samples of this run are lost"):
-        _run_segments(run, np.zeros(20_002), 0.0, 1.0, None, None, progress, SimpleNamespace(output_budget=3e5))
+        _run_loop(run, np.zeros(20_002), 0.0, 1.0, None, progress, SimpleNamespace(output_budget=3e5))
 
 
 def test_the_default_output_budget_is_a_quarter_of_the_available_memory():
@@ -460,7 +460,7 @@ def _stops_at_its_output_budget(monkeypatch, model, q0, qd0, method, options, pr
 
 @pytest.mark.parametrize(("method", "options", "progress"), BUDGETED)
 def test_a_run_that_outgrows_its_output_budget_stops_with_its_samples(monkeypatch, method, options, progress):
-    """rk4 with progress=True: the pieces of a progress bar share the budget."""
+    """rk4 with progress=True: a progress bar changes nothing."""
     model = chains.serial_chain(2)
     width = 1 + 2 * model.nq + 2  # t, q, qd, the work terms
     _stops_at_its_output_budget(monkeypatch, model, Q0, np.zeros(2), method, options, progress, width)

@@ -6,7 +6,9 @@ from scipy.integrate import solve_ivp
 
 import recursive_mbd as rm
 from recursive_mbd import SimulationError
+from recursive_mbd._kernels.planar.system import RecursiveSystem, TreeSystem
 from recursive_mbd._kernels.timeloops import integrators
+from recursive_mbd.integrate import runs
 from recursive_mbd.integrate.tableaus import TABLEAUS
 from recursive_mbd.model import chains
 
@@ -192,9 +194,6 @@ def test_a_tree_runs_on_the_tree_system_with_the_recursive_systems_right_hand_si
     """A model without loops is integrated as a TreeSystem (its time loops compile no loop layer); its right-hand
     side is the RecursiveSystem's with the loop branch pruned, so both give the same dy to the bit, elements, tau
     and drivers included."""
-    from recursive_mbd._kernels.planar.system import RecursiveSystem, TreeSystem
-    from recursive_mbd.integrate import runs
-
     model = chains.serial_chain(4)
     model.add_spring_damper("link4", (0, -0.125), "ground", (0.5, -1.0), stiffness=50.0, damping=0.5)
     model.compile()

@@ -145,7 +145,7 @@ def test_stiff_spherical_joint_spring_never_gains_energy():
 
 def test_tau_function_elements_t_eval_events_work_terms_and_progress():
     """A spherical pendulum with a point spring-damper to the ground, a damper on its joint and a tau(t)
-    function, sampled at t_eval with progress bar segments: samples and events (omega_x crossing zero) agree with
+    function, sampled at t_eval with a progress bar: samples and events (omega_x crossing zero) agree with
     dopri5 at rtol 1e-12 to 1e-7, the work terms close the energy balance to 1e-7 J; a terminal event ends the
     run at its time."""
     model, q0, v0, tau, crossing, t_eval, reference = spherical_pendulum_with_elements()

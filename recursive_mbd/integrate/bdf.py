@@ -100,7 +100,7 @@ class _Runner:
                 f"{self.info[kernels.INFO_ORDER_LIMITED_ANGLE]:.2f} rad per step dominated the error estimates: a "
                 "lightly damped mode the steps do not resolve); the run went on at orders 1-2 (A-stable). On such "
                 "models (long undamped chains) pass max_order=2 to skip the steps spent finding the limit.",
-                RuntimeWarning)  # simulate's caller (simulate, _simulate, _run_segments)
+                RuntimeWarning)  # simulate's caller (simulate, _simulate, _run_loop)
         if status == kernels.STATUS_NO_CONVERGENCE:
             self.control.detail = (
                 f": Newton did not converge at the smallest step h = {self.info[kernels.INFO_FAIL_STEP]:.3g} s "

@@ -82,7 +82,7 @@ class DivergenceWatch:
     def after_run(self, status, t_fail, times, states):
         """A run that ended with STATUS_OK is checked at its last sample; if it diverged, it ends at its first
         diverged sample (a bisection over the samples: the growth is monotone once it dominates) with
-        STATUS_NONFINITE_STATE. ``times``, ``states``: the pieces of the run's samples (``runs._run_segments``),
+        STATUS_NONFINITE_STATE. ``times``, ``states``: the pieces of the run's samples (``runs._run_loop``),
         joined only for the bisection. Returns (status, t_fail, times, states)."""
         last = next((k for k in range(len(times) - 1, -1, -1) if len(times[k])), None)
         if status != L.STATUS_OK or last is None or not self.diverged(times[last][-1], states[last][-1]):

@@ -3,7 +3,7 @@ and bdf (``bdf``), three sibling front ends that import this module and the run 
 
 The joint spring-dampers' stiffness and damping on the Newton matrix's diagonal (``joint_spring_diagonals``,
 ``spatial_joint_spring_diagonals``), the coefficients and checked options of a generalised-alpha run
-(``generalized_alpha_coefficients``, ``run_options``), its compiled loop run in pieces
+(``generalized_alpha_coefficients``, ``run_options``), its compiled loop run
 (``run_generalized_alpha``: monitor, events, output budget) and its result with the Newton statistics and the
 error of a step that did not converge (``finish_run``).
 """
@@ -79,8 +79,8 @@ def run_options(rho_inf, newton_tol, max_newton, t0, t_end, dt, max_steps, every
 def run_generalized_alpha(integrate, model, loop, callback, key, inputs, event_functions, y0, nv, j_stiff, j_damp,
                           info_size, options, max_steps, progress, max_wall_time, residual_name):
     """Run a generalised-alpha loop and return (result, info): ``integrate`` is the compiled loop of the planar or
-    the spatial kernels (``integrate_generalized_alpha``), run in the pieces of ``runs._run_segments`` under the
-    run's monitor (Ctrl-C, max_wall_time) and output budget; nv the velocity unknowns (the carry holds two
+    the spatial kernels (``integrate_generalized_alpha``), run by ``runs._run_loop`` under the run's monitor
+    (Ctrl-C, max_wall_time, progress) and output budget; nv the velocity unknowns (the carry holds two
     accelerations, the multipliers and the step count), j_stiff and j_damp the joint spring diagonals, info (of
     ``info_size``) what the kernel reports of its Newton iterations; ``options`` those of ``run_options``.
     ``residual_name`` names the equations of motion in the error of a step that does not converge."""
@@ -97,7 +97,6 @@ def run_generalized_alpha(integrate, model, loop, callback, key, inputs, event_f
     steps = _runs.fixed_step_count(t0, t_end, dt, max_steps)
 
     def run(y_start, ta, tb, piece_eval, budget):
-        # the kernel's output rows are (y, lambda): a later piece starts from the state part of the last one
         control.restart()
         ev_t, ev_y, ev_floats = _runs.event_buffers(event_functions, n)
         capacity = _runs.fixed_step_capacity(steps, every, n + m, t_eval_arr, budget - ev_floats)
@@ -113,8 +112,8 @@ def run_generalized_alpha(integrate, model, loop, callback, key, inputs, event_f
         return status, t_fail, t_out[:count], y_out[:count], nfev, nsteps, 0, records
 
     with control:
-        status, t_fail, times, rows, nfev, nsteps, _, records = _runs._run_segments(
-            run, y0, t0, t_end, t_eval_arr, dt, progress, control)
+        status, t_fail, times, rows, nfev, nsteps, _, records = _runs._run_loop(
+            run, y0, t0, t_end, t_eval_arr, progress, control, "generalized_alpha")
     result = finish_run(model, loop, callback, key, inputs, event_functions, control, times, rows, n, nfev,
                         nsteps, records, status, t_fail, info, totals["iterations"], dt, newton_tol, max_newton,
                         max_steps, f"{residual_name} + J^T lambda" if m else residual_name)

@@ -7,7 +7,7 @@ inputs of a run (``_Inputs``: time-varying elements, tau functions, drivers, rea
 one callback), the recursive formulation's system and state map (``build_system``, ``RecursiveTimeLoop``), event
 functions (``_Events``), the monitor that stops a run on Ctrl-C or its wall-clock limit (``_RunControl``), the
 option and time-span checks, the end of a run (``close_run``: events; ``raise_if_interrupted``: Ctrl-C, raised
-before the result is built), the split of a run into pieces for a progress bar (``_run_segments``), the output
+before the result is built), the run of a compiled loop with its progress shown (``_run_loop``), the output
 budget of a run (``output_budget``: what its samples may take, so that a run that would outgrow memory stops with
 its samples kept) and the error of a run that failed (``_raise_failure``). The result of a run
 (``SimulationResult``, ``_make_result``) and its file format live beside it, in ``result``.
@@ -17,6 +17,7 @@ so the run raises SimulationError from it with the samples so far.
 """
 
 import itertools
+import logging
 import math
 import os
 import signal
@@ -39,6 +40,8 @@ from ..errors import ModelError, SimulationError, StateError
 from ..model.spatial import Model3D
 from ..model.workspace import workspace
 from .kernel_status import raise_kernel_status
+
+logger = logging.getLogger("recursive_mbd")
 
 # ---- inputs: time-varying elements, tau as a function, drivers --------------------------------------------------
 
@@ -405,13 +408,16 @@ class _RunControl:
     rate the previous polls measured (the spacing at most quadruples from one poll to the next).
 
     It also holds the run's output budget (``output_budget``, taken when the run starts: floats that the compiled
-    loops' output buffers may hold) and the floats of one sample (``sample_floats``, set by ``_run_segments``),
-    and a fixed-step explicit run's divergence watch (``watch``), which checks the state at every poll.
+    loops' output buffers may hold) and the floats of one sample (``sample_floats``, set by ``_run_loop``),
+    and a fixed-step explicit run's divergence watch (``watch``), which checks the state at every poll, and the
+    run's progress (``progress``: a bar or log records, ``run_progress``), which each poll tells the time the loop
+    has reached and its evaluations: the polls, and so the progress shown, change nothing in the run.
     """
 
     POLL_INTERVAL = 2e-3  # [s]
     failure = None
     watch = None  # a check of the state, (t, y) -> status, at every poll (``divergence.DivergenceWatch``)
+    progress = None  # what the run shows of its progress, told at every poll (``run_progress``, ``_run_loop``)
 
     def __init__(self, max_wall_time=None):
         self.started = time.perf_counter()
@@ -464,6 +470,8 @@ class _RunControl:
             self._batch = max(1.0, min(wanted, 4.0 * self._batch))
         control[0] = control[1] + self._batch
         self._last_poll = (now, control[1])
+        if self.progress is not None:
+            self.progress.update(t, control[1])
         status = self.status()
         if status == L.STATUS_OK and self.watch is not None:
             status = self.watch(t, y)
@@ -620,7 +628,7 @@ class RunInterrupted(KeyboardInterrupt):
 
 def raise_if_interrupted(method, status, t_fail, control, times, build):
     """Raise the RunInterrupted of a run that Ctrl-C stopped (``interrupted``), before its result is built:
-    ``times`` the pieces of its sample times (``_run_segments``), ``build()`` returns its result (``close_run``
+    ``times`` the pieces of its sample times (``_run_loop``), ``build()`` returns its result (``close_run``
     marks it "interrupted"). Nothing for any other run."""
     if not interrupted(control, status):
         return
@@ -758,18 +766,100 @@ def _change_point_reason(model, q, row):
             "the mechanism from reaching it (a stop, a spring)")
 
 
+def _tqdm(asked, desc):
+    """tqdm's bar class, or None where tqdm is not installed (with a warning when ``asked`` for a bar)."""
+    try:
+        from tqdm.auto import tqdm  # noqa: PLC0415 - optional extra
+    except ImportError:
+        if asked:
+            _checks.warn(f"progress=True needs tqdm (pip install 'recursive-mbd[progress]'); {desc} runs without a "
+                         "bar")
+        return None
+    return tqdm
+
+
 def progress_bar(enabled, total, desc, unit, unit_scale=False):
     """A tqdm bar (``desc``, ``total`` in ``unit``), or None: off unless asked for or stderr is a terminal."""
     if enabled is None:
         enabled = sys.stderr.isatty()
     if not enabled:
         return None
-    try:
-        from tqdm.auto import tqdm  # noqa: PLC0415 - optional extra
-    except ImportError:
-        _checks.warn(f"progress=True needs tqdm (pip install 'recursive-mbd[progress]'); {desc} runs without a bar")
+    tqdm = _tqdm(True, desc)
+    return None if tqdm is None else tqdm(total=total, unit=unit, unit_scale=unit_scale, desc=desc, leave=False)
+
+
+PROGRESS_LOG_INTERVAL = 10.0  # [s] of wall time between two log records of a run's progress
+
+
+def _time_digits(span):
+    """Decimals that show a time within a span of ``span`` seconds to three significant digits of the span."""
+    return max(0, 2 - math.floor(math.log10(span)))
+
+
+class _ProgressBar:
+    """A run's tqdm bar over simulated time: t - t0 of t_end - t0 seconds, with the decimals the span needs."""
+
+    def __init__(self, tqdm, label, t0, t_end):
+        digits = _time_digits(t_end - t0)
+        self.t0 = t0
+        self.bar = tqdm(total=t_end - t0, desc=label, leave=False,
+                        bar_format=f"{{desc}}: {{percentage:3.0f}}%|{{bar}}| {{n:.{digits}f}}/{{total:.{digits}f}} s "
+                                   "[{elapsed}<{remaining}]")
+
+    def update(self, t, evaluations):
+        if t - self.t0 > self.bar.n:
+            self.bar.update(t - self.t0 - self.bar.n)
+
+    def close(self, t, evaluations):
+        self.update(t, evaluations)
+        self.bar.close()
+
+
+class _ProgressLog:
+    """A run's progress as INFO records of the logger "recursive_mbd", one every ``interval`` seconds of wall time
+    (none for a shorter run): the simulated time reached, the evaluations of the equations of motion, the wall
+    time; and a last one when the run ends, after any other."""
+
+    def __init__(self, label, t0, t_end, interval):
+        self.label, self.t_end, self.interval = label, t_end, interval
+        self.span, self.digits = t_end - t0, _time_digits(t_end - t0)
+        self.t0 = t0
+        self.started = time.perf_counter()
+        self.next_record = self.started + interval
+        self.logged = False
+
+    def update(self, t, evaluations):
+        now = time.perf_counter()
+        if now < self.next_record:
+            return
+        self.next_record = now + self.interval
+        self.logged = True
+        logger.info("%s: t = %.*f of %.*f s (%.0f%%), %d evaluations, %.0f s wall time", self.label, self.digits, t,
+                    self.digits, self.t_end, 100.0 * (t - self.t0) / self.span, evaluations, now - self.started)
+
+    def close(self, t, evaluations):
+        if self.logged:
+            logger.info("%s: ended at t = %.*f s, %d evaluations, %.1f s wall time", self.label, self.digits, t,
+                        evaluations, time.perf_counter() - self.started)
+
+
+def run_progress(progress, label, t0, t_end, interval=None):
+    """What a run from t0 to t_end shows of its progress (``simulate``'s ``progress``), or None: nothing.
+
+    None (the default): a tqdm bar when stderr is a terminal and tqdm is installed, otherwise INFO records of the
+    logger "recursive_mbd" (``_ProgressLog``: every ``interval`` seconds of wall time, by default
+    PROGRESS_LOG_INTERVAL; only where that logger shows INFO records). True: a bar (where tqdm is missing, a
+    warning and the records). False: nothing. ``label`` names the run (its method).
+    """
+    if progress is not None and not progress:
         return None
-    return tqdm(total=total, unit=unit, unit_scale=unit_scale, desc=desc, leave=False)
+    if progress or sys.stderr.isatty():
+        tqdm = _tqdm(bool(progress), label)
+        if tqdm is not None:
+            return _ProgressBar(tqdm, label, t0, t_end)
+    if not logger.isEnabledFor(logging.INFO):
+        return None
+    return _ProgressLog(label, t0, t_end, PROGRESS_LOG_INTERVAL if interval is None else interval)
 
 
 # ---- the output budget: a long run that would outgrow memory stops with its samples ------------------------------
@@ -848,77 +938,34 @@ def _memory_error(error, n, budget):
         "are lost")
 
 
-def _run_segments(run, y0, t0, t_end, t_eval, dt, progress, control=None, segments=100):
-    """Run the compiled loop in one piece, or, with a progress bar, in ``segments`` consecutive pieces.
-
-    ``run(y, ta, tb, t_eval, budget)``: one compiled loop whose output buffers (and event buffers) hold at most
-    ``budget`` floats; the pieces share the run's budget (``control.output_budget``, ``output_budget`` without a
-    control), each getting what the samples kept before it leave. Pieces of a fixed-step method end on its dt grid,
-    so the steps are the same as in one piece; an adaptive method restarts its step-size estimate at each piece.
-    Statistics and events are concatenated; the samples are returned as the lists of the pieces' times and states
-    (views of the loops' buffers), which the caller joins (``joined``) when it builds the result: a run that
-    Ctrl-C stopped raises before that (``raise_if_interrupted``), at a cost independent of its samples.
+def _run_loop(run, y0, t0, t_end, t_eval, progress, control, label="simulate"):
+    """Run the compiled loop ``run(y, ta, tb, t_eval, budget)`` from t0 to t_end in one call, its output buffers
+    (and event buffers) holding at most ``control.output_budget`` floats, and show its progress (``run_progress``
+    of ``progress`` as ``simulate``'s, ``label`` naming the run): the bar or the log records follow the times the
+    loop's polls of ``control`` report (``_RunControl``), so that the run is the same, bit for bit, with or
+    without them. Returns (status, t_fail, times, states, nfev, nsteps,
+    nrejected, events), the samples as lists of pieces (here one: views of the loop's buffers), which the caller
+    joins (``joined``) when it builds the result: a run that Ctrl-C stopped raises before that
+    (``raise_if_interrupted``), at a cost independent of its samples.
     """
-    budget = output_budget() if control is None else control.output_budget
-    bar = progress_bar(progress, t_end - t0, "simulate", "s", unit_scale=True)
-    if bar is None:
+    budget = control.output_budget
+    control.progress = shown = run_progress(progress, label, t0, t_end)
+    t_reached, evaluations = t0, 0
+    try:
         try:
             status, t_fail, t_out, y_out, *rest = run(y0, t0, t_end, t_eval, budget)
         except MemoryError as error:
             raise _memory_error(error, y0.size, budget) from error
-        if control is not None:
-            control.sample_floats = y_out.shape[1] + 1
-        return status, t_fail, [t_out], [y_out], *rest
-    if dt is not None:
-        total = math.ceil((t_end - t0) / dt - 1e-9)
-        per = max(1, math.ceil(total / segments))
-        bounds = [t0 + m * dt for m in range(0, total, per)] + [t_end]
-    else:
-        bounds = list(np.linspace(t0, t_end, segments + 1))
-    times, states, records = [], [], []
-    nfev = nsteps = nrejected = 0
-    kept = 0.0  # floats of the samples and events kept so far, times included
-    row = 0  # floats of a sample, time included (known after the first piece)
-    status, t_fail, y = L.STATUS_OK, t_end, y0
-    try:
-        for i, (ta, tb) in enumerate(itertools.pairwise(bounds)):
-            piece_eval = None
-            if t_eval is not None:  # the piece's ends too: its last state starts the next piece
-                piece_eval = np.unique(np.concatenate(([ta], t_eval[(t_eval > ta) & (t_eval < tb)], [tb])))
-            try:  # a later piece's first sample is the joint one, dropped below: room for it too
-                status, t_fail, t_piece, y_piece, f, st, rj, ev = run(y, ta, tb, piece_eval,
-                                                                      budget - kept + (row if i > 0 else 0))
-            except MemoryError as error:
-                raise _memory_error(error, y0.size, budget) from error
-            row = y_piece.shape[1] + 1
-            if control is not None:
-                control.sample_floats = row
-            # the piece's samples as a slice: without its first, the joint sample, after the first piece; without
-            # its last, the piece's end tb, when that is not an output time (a run's last sample always stays); the
-            # others are t_eval times or, without t_eval, steps
-            first = 1 if i > 0 and t_piece.size and t_piece[0] == ta else 0
-            end = t_piece.size
-            if (t_eval is not None and status == L.STATUS_OK and end > first and t_piece[end - 1] == tb
-                    and not np.isin(tb, t_eval)):
-                end -= 1
-            times.append(t_piece[first:end])
-            states.append(y_piece[first:end])
-            kept += states[-1].size + times[-1].size + sum(event.size + 2 for _, _, event in ev)
-            records += ev
-            nfev, nsteps, nrejected = nfev + f, nsteps + st, nrejected + rj
-            if t_piece.size:
-                bar.update(float(t_piece[-1]) - bar.n)
-            if status != L.STATUS_OK or t_piece.size == 0 or t_piece[-1] != tb:
-                break  # the last piece's samples stay views: nothing is copied once the run has stopped
-            # a finished piece's samples copied, as the run goes on: its buffers (up to twice as large) are freed
-            times[-1], states[-1] = times[-1].copy(), states[-1].copy()
-            y = y_piece[-1]
+        t_reached, evaluations = (float(t_out[-1]) if t_out.size else t0), rest[0]
     finally:
-        bar.close()
-    return status, t_fail, times, states, nfev, nsteps, nrejected, records
+        control.progress = None
+        if shown is not None:
+            shown.close(t_reached, evaluations)
+    control.sample_floats = y_out.shape[1] + 1
+    return status, t_fail, [t_out], [y_out], *rest
 
 
 def joined(pieces):
-    """One array of the pieces of a run's samples (``_run_segments``), a copy: the run's result owns its samples,
+    """One array of the pieces of a run's samples (``_run_loop``), a copy: the run's result owns its samples,
     and the loops' buffers (up to twice as large) are freed."""
     return np.concatenate(pieces)

@@ -15,7 +15,7 @@ Layers: this module checks the options and dispatches downward to the method fro
 import each other: ``implicit`` (generalized_alpha), ``spatial_implicit`` (generalized_alpha on a Model3D) and
 ``bdf``, which share ``newton`` (the Newton methods' options and result); the spatial front (``spatial_loop``), the
 scipy route (``scipy_route``), the tableaus; and, below them all, the run machinery (``runs``: inputs, events,
-monitor, pieces, failure) and the result (``result``), so that no method module imports this one.
+monitor, progress, failure) and the result (``result``), so that no method module imports this one.
 """
 
 import difflib
@@ -38,7 +38,7 @@ from .runs import (  # the run machinery shared with the method front ends; belo
     _Inputs,
     _python_bridge,
     _raise_failure,
-    _run_segments,
+    _run_loop,
     _RunControl,
     check_finite_start,
     check_time_span,
@@ -165,9 +165,12 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     midpoint_tol : float
         Convergence tolerance of the implicit midpoint iteration (relative change per component).
     progress : bool, optional
-        Show a tqdm progress bar over simulated time (the optional extra ``progress``). Default: only when
-        stderr is a terminal. With a bar the run is split into 100 compiled pieces (an adaptive method restarts
-        its step size at each).
+        True: show a tqdm progress bar over simulated time (the optional extra ``progress``). False: show
+        nothing. None (default): a bar when stderr is a terminal and tqdm is installed; otherwise, for a run that
+        takes longer than 10 s, a record of its progress every 10 s of wall time (simulated time reached,
+        evaluations, wall time) at INFO level to the ``logging`` logger "recursive_mbd" (shown once logging is
+        configured, e.g. ``logging.basicConfig(level=logging.INFO)``). The progress follows the run without
+        changing it: the result is the same, bit for bit, with or without it. The scipy methods show none.
     formulation : {"recursive", "augmented"}
         "augmented" integrates the absolute-coordinate formulation instead (``augmented.TimeLoop``: the state
         (z, zd) of every centre of mass, the tree solver of ``augmented.forward_dynamics``, loops and drivers as
@@ -415,8 +418,8 @@ def _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0,
         segment = _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, every, max_step,
                                         first_step, max_steps, midpoint_tol, events, control, max_order, newton)
         with control:
-            status, t_fail, times, states, nfev, nsteps, nrejected, event_records = _run_segments(
-                segment, y0, t0, t_end, t_eval_arr, dt if method in FIXED_STEP else None, progress, control)
+            status, t_fail, times, states, nfev, nsteps, nrejected, event_records = _run_loop(
+                segment, y0, t0, t_end, t_eval_arr, progress, control, method)
         if control.watch is not None:
             status, t_fail, times, states = control.watch.after_run(status, t_fail, times, states)
 
@@ -441,7 +444,7 @@ def _numba_segment_runner(method, callback, key, system, n, rtol, atol, dt, ever
                           max_steps, midpoint_tol, events, control, max_order=5, newton=None):
     """A function (y, ta, tb, t_eval, budget) -> (status, t_fail, t, y, nfev, nsteps, nrejected, events) running
     one compiled time loop from ta to tb, polling ``control`` (a _RunControl), its output buffers (and event
-    buffers) holding at most ``budget`` floats (``_run_segments``)."""
+    buffers) holding at most ``budget`` floats (``_run_loop``)."""
     monitor = (_python_bridge, control.key, control.control)
     if method in FIXED_STEP:
         dt = positive(dt, "dt")

@@ -27,6 +27,7 @@ import math
 import numba
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
+from .. import compile_notice  # noqa: F401  (says when numba compiles: in place before any kernel is called)
 from ..joint_types import PLANAR, PRISMATIC, REVOLUTE
 from ..layout import (
     ACC,
