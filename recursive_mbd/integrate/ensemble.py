@@ -53,7 +53,7 @@ from numba.core.registry import CPUDispatcher
 from .. import _checks
 from .._kernels import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from .._kernels import layout as L
-from .._kernels.planar.system import RecursiveSystem
+from .._kernels.planar.system import TreeSystem
 from .._kernels.timeloops import integrators
 from ..dynamics._evaluation import as_vector
 from ..dynamics.batch import as_rows, per_thread
@@ -121,13 +121,14 @@ def _stop_monitor(key, t, y, _, control):
 @numba.njit(cache=True)
 def _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord, driven,
                    TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER, QDD, DRIVE):
-    """The RecursiveSystem (``_kernels.planar.system``) of member m on thread tid.
+    """The TreeSystem (``_kernels.planar.system``: ensembles take trees only, so their time loops compile no loop
+    layer) of member m on thread tid.
 
     Per-thread scratch is padded (``batch.per_thread``): thread tid's block is [tid, :rows], with the row counts
     dims = (nq, nbodies, nelements, wrench rows, inputs, workspace width).
     """
     nq, nb, ne, nw, nu, width = dims[0], dims[1], dims[2], dims[3], dims[4], dims[5]
-    return RecursiveSystem(body_int, BODY_REAL[m].T, GRAVITY[m], elem_int, ELEM_REAL[m], free, drv_coord, driven,
+    return TreeSystem(body_int, BODY_REAL[m].T, GRAVITY[m], elem_int, ELEM_REAL[m], free, drv_coord, driven,
                            TAU_CONST[m], offsets, U[tid, :nu], Qs[tid, :nq], QDs[tid, :nq], TAUs[tid, :nq],
                            WS[tid, :width].T, COM[tid, :nb], WRENCH[tid, :nw], JFORCE[tid, :nq], EEN[tid, :3],
                            PER[tid, :ne], QDD[tid, :nq], DRIVE[tid, :nq], loops)
@@ -136,7 +137,7 @@ def _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_RE
 @numba.njit(cache=True)
 def _member_start(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord, driven,
                   TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER, QDD, DRIVE, CONTROL):
-    """(system, control) of member m on thread tid: its RecursiveSystem (``_member_system``) and the thread's
+    """(system, control) of member m on thread tid: its TreeSystem (``_member_system``) and the thread's
     control row CONTROL[tid], its counts zeroed so that the time loop polls before the first step (a member started
     after a stop request does not run)."""
     system = _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord,
