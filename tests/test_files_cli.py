@@ -226,7 +226,7 @@ def test_mechanism_file_errors(tmp_path):
     code, err = run_cli(text.replace("point_b = [0.75, 0.0]", "point_b = [0.95, 0.0]"), tmp_path)
     assert code == 1 and "joint 'C'" in err and "open by" in err
     code, err = run_cli(text.replace('body_a = "coupler"', 'body_a = "wheel"'), tmp_path)
-    assert code == 1 and "joint[2]" in err and "unknown body 'wheel'" in err
+    assert code == 1 and "joint[2]" in err and "unknown body 'wheel'; known bodies: 'ground', 'crank'" in err
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -262,7 +262,9 @@ def test_seed002_deck_builds_the_double_pendulum_it_describes():
 
 @pytest.mark.parametrize(("old", "new", "expected"), [
     ("PROP, 2, 2.0, 5.3334", "PROP, 2, 2.0", "line 30: PROP needs 3 fields"),
-    ("RCON, P, 12, 22", "RCON, P, 12, 77", "line 44: RCON"),
+    ("RCON, P, 12, 22", "RCON, P, 12, 77", "line 44: RCON: unknown point '77'; known points: '11', '12', '22', "
+                                           "'23', '91'"),
+    ("RCON, P, 12, 22", "RCON, P, 12, 221", "line 44: RCON: unknown point '221' (did you mean '22'?)"),
     ("BODY, 2, 1.4142, -2.4142, 0.0", "BODY, 2, 1.4142, -2.4142, north", "line 14: BODY 2: expected a number"),
     ("FCON, DR, 12, 22, 1", "FCON, SP, 12, 22, 1", "line 48: FCON 'SP'"),
     ("ENDD", "MOVE, 1\nENDD", "line 54: unknown command 'MOVE'"),

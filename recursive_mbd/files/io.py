@@ -96,6 +96,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._checks import unknown_name
 from .._kernels.spatial import layout as spatial_layout
 from ..analysis.mechanism import Mechanism
 from ..errors import ModelError, StateError
@@ -226,7 +227,7 @@ def loads(text, source="<string>", *, check=True):
     if qd0 is None:
         qd0 = np.zeros(model.nq)
         reader.defaults.append(f"initial.qd = zeros ({model.nq})")
-    drivers = _drivers(reader, data, lambda body: body in model.body_names)
+    drivers = _drivers(reader, data, lambda body: body in model.body_names, model.body_names)
     analysis = _analysis(reader, data)
     return ModelFile(model, q0, qd0, drivers, analysis, source, reader.defaults)
 
@@ -503,7 +504,7 @@ def _spatial(reader, data, head):
     if v0 is None:
         v0 = np.zeros(model.nv)
         reader.defaults.append(f"initial.v = zeros ({model.nv})")
-    drivers = _drivers(reader, data, lambda body: _spatial_body(model, body) is not None,
+    drivers = _drivers(reader, data, lambda body: _spatial_body(model, body) is not None, model.body_names,
                        lambda body: _spatial_driven(model, body))
     analysis = _analysis(reader, data)
     return ModelFile(model, q0, v0, drivers, analysis, reader.source, reader.defaults)
@@ -606,8 +607,9 @@ _DRIVER_KEYS = {"polynomial": ("body", "kind", "coefficients"),
                 "harmonic": ("body", "kind", "offset", "amplitude", "frequency", "phase")}
 
 
-def _drivers(reader, data, known, joint_of=None):
-    """The [[driver]] tables: body name -> ``DriverMotion``. ``known(name)``: whether the model has that body;
+def _drivers(reader, data, known, names, joint_of=None):
+    """The [[driver]] tables: body name -> ``DriverMotion``. ``known(name)``: whether the model has that body
+    (``names``: the model's body names, for the message);
     ``joint_of(name)``, if given: the message refusing that body's joint as driven, or None (spatial models drive
     revolute and prismatic joints only)."""
     drivers = {}
@@ -616,7 +618,7 @@ def _drivers(reader, data, known, joint_of=None):
         kind = reader.string(entry, "kind", where, choices=tuple(_DRIVER_KEYS))
         body = reader.string(entry, "body", where)
         if not known(body):
-            reader.fail(f"{where}.body", f"unknown body {body!r}")
+            reader.fail(f"{where}.body", unknown_name("body", body, names, "bodies"))
         if body in drivers:
             reader.fail(f"{where}.body", f"body {body!r} has a driver already")
         refusal = joint_of(body) if joint_of is not None else None

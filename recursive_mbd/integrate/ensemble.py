@@ -258,7 +258,7 @@ def _nonnegative(arr, name):
 def _element(model, target, name, kinds):
     names = model.element_names
     if target not in names:
-        raise ModelError(f"params[{name!r}]: the model has no element {target!r} (elements: {list(names)})")
+        raise ModelError(f"params[{name!r}]: {_checks.unknown_name('element', target, names)}")
     e = names.index(target)
     element = model._elements[e]
     if element["kind"] not in kinds:
