@@ -235,15 +235,15 @@ def name_list(names, shown=10):
             + f" ({len(names)} in all)")
 
 
-def unknown_name(kind, name, known, plural=None):
+def unknown_name(kind, name, known, plural=None, shown=10):
     """The message for a ``kind`` (body, joint, loop, element, point...) named ``name`` that is not among
     ``known``: "unknown body 'Link1' (did you mean 'link1'?); known bodies: 'link0', 'link1', ...". ``plural``
-    defaults to ``kind + "s"``."""
+    defaults to ``kind + "s"``; more than ``shown`` known names are cut to the first and last few."""
     known = list(known)
     plural = plural or f"{kind}s"
     close = closest_name(name, known)
     hint = f" (did you mean {close!r}?)" if close is not None else ""
-    listing = f"known {plural}: {name_list(known)}" if known else f"there are no {plural}"
+    listing = f"known {plural}: {name_list(known, shown)}" if known else f"there are no {plural}"
     return f"unknown {kind} {name!r}{hint}; {listing}"
 
 

@@ -151,6 +151,14 @@ def test_too_many_steps_keeps_the_result():
 
 @pytest.mark.parametrize("kwargs, match", [
     (dict(method="euler"), "unknown method"),
+    (dict(method="RK45"), r"^unknown method 'RK45': scipy's solver RK45 is method='scipy:RK45'$"),
+    (dict(method="Radau"), r"^unknown method 'Radau': scipy's solver Radau is method='scipy:Radau'$"),
+    (dict(method="BDF"), r"^unknown method 'BDF': scipy's solver BDF is method='scipy:BDF', or this package's own "
+                         r"'bdf'$"),
+    (dict(method="dopri"), r"^unknown method 'dopri' \(did you mean 'dopri5'\?\); known methods: 'dopri5', 'dop853', "
+                           r"'rk4', 'implicit_midpoint', 'generalized_alpha', 'bdf', 'scipy:RK45', 'scipy:RK23', "
+                           r"'scipy:DOP853', 'scipy:Radau', 'scipy:BDF', 'scipy:LSODA'$"),
+    (dict(method="scipy:rk45"), r"^unknown method 'scipy:rk45' \(did you mean 'scipy:RK45'\?\)"),
     (dict(method="rk4"), "give dt"),
     (dict(dt=0.1), "dt is for fixed-step"),
     (dict(rtol=-1.0), "rtol must be"),

@@ -100,7 +100,7 @@ from .._checks import unknown_name
 from .._kernels.spatial import layout as spatial_layout
 from ..analysis.mechanism import Mechanism
 from ..errors import ModelError, StateError
-from ..integrate.method_names import FIXED_STEP, METHODS
+from ..integrate.method_names import FIXED_STEP, METHODS, SCIPY_METHODS, unknown_method
 from ..model import chains, joints
 from ..model.planar import GROUND, Model
 from ..model.spatial import Model3D
@@ -112,7 +112,6 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 ANALYSES = ("dynamics", "statics", "kinematics", "modes")
-SCIPY_METHODS = ("RK23", "RK45", "DOP853", "Radau", "BDF", "LSODA")  # scipy.integrate.solve_ivp's
 MAX_FIXED_STEPS = 10_000_000  # simulate's default max_steps: a fixed-step analysis asking for more is refused
 _REQUIRED = object()
 
@@ -684,8 +683,7 @@ def _analysis(reader, data):
     method = reader.string(table, "method", "analysis", "dopri5")
     scipy_name = method[6:] if method.startswith("scipy:") else None
     if (method not in METHODS) if scipy_name is None else (scipy_name not in SCIPY_METHODS):
-        reader.fail("analysis.method", f"unknown method {method!r}; expected one of {list(METHODS)} or "
-                    f"'scipy:NAME' with NAME one of {list(SCIPY_METHODS)}")
+        reader.fail("analysis.method", unknown_method(method))
     out["method"] = method
     if method in FIXED_STEP:
         if "dt" not in out:
