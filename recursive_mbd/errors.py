@@ -26,10 +26,13 @@ class SimulationError(RuntimeError):
     t : float
         Time at which the failure was detected [s].
     result : SimulationResult
-        Everything computed up to the last accepted step, so a long run that fails keeps its work.
+        Everything computed up to the last accepted step, so a long run that fails keeps its work; its
+        ``success`` is False and its ``message`` is this error's message.
     """
 
     def __init__(self, message, t, result):
         super().__init__(message)
         self.t = t
         self.result = result
+        if result is not None:  # the kept samples say why they end before t_end
+            result.message = message

@@ -149,6 +149,21 @@ def test_too_many_steps_keeps_the_result():
     assert info.value.result.nsteps <= 50
 
 
+def test_results_carry_success_and_message_as_scipy_does(tmp_path):
+    model = chains.serial_chain(5)
+    done = rm.simulate(model, np.full(5, 0.5), np.zeros(5), 0.25)
+    assert done.success is True and done.message == "the integration reached t_end = 0.25 s"
+    with pytest.raises(SimulationError, match="max_steps") as info:
+        rm.simulate(model, np.full(5, 0.5), np.zeros(5), 10.0, max_steps=50, rtol=1e-10)
+    kept = info.value.result  # the samples a failure keeps say that they end early, and why
+    assert kept.status == "failed" and kept.success is False and kept.message == str(info.value)
+    kept.save(tmp_path / "kept.npz")
+    back = rm.SimulationResult.load(tmp_path / "kept.npz")
+    assert back.success is False and back.message == str(info.value)
+    done.save(tmp_path / "done.npz")
+    assert rm.SimulationResult.load(tmp_path / "done.npz").message == done.message
+
+
 @pytest.mark.parametrize("kwargs, match", [
     (dict(method="euler"), "unknown method"),
     (dict(method="RK45"), r"^unknown method 'RK45': scipy's solver RK45 is method='scipy:RK45'$"),

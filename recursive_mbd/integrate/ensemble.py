@@ -60,7 +60,7 @@ from ..errors import ModelError, StateError
 from ..model.statuses import raise_status
 from ..model.workspace import workspace
 from .method_names import FIXED_STEP
-from .result import ENSEMBLE_FORMAT, ResultArchive, read_npz, write_npz
+from .result import ENSEMBLE_FORMAT, SUCCESS_STATUSES, ResultArchive, read_npz, status_message, write_npz
 from .runs import (
     _compiled_tau_adapter,
     _function_name,
@@ -351,6 +351,11 @@ class EnsembleResult:
     t_event : ndarray, shape (k,)
         Time of each member's first event (NaN without one); ``q_event``, ``qd_event`` (k, nq) the state there.
     nfev, nsteps, nrejected : ndarray of int, shape (k,)
+    success : ndarray of bool, shape (k,)
+        Per member, as scipy's ``OdeResult.success``: True when it reached t_end or a terminal event ended it.
+    message : ndarray of str, shape (k,)
+        Per member, what ended it in words: "the integration reached t_end = 1 s", "a terminal event ended the
+        run at t = ...", or when it stopped early when and why ("failed at t = 0.31 s: step size underflow ...").
     """
 
     def __init__(self, t, q, qd, work, status_codes, t_stop, nsamples, stats, event, method, reasons=None):
@@ -370,6 +375,17 @@ class EnsembleResult:
         self.qd_event = event[:, 1 + nq:1 + 2 * nq].copy()
         self.method = method
         self.reasons = reasons if reasons is not None else [""] * len(status_codes)
+
+    @property
+    def success(self):
+        """Per member: True when it reached t_end or a terminal event ended it (scipy's ``OdeResult.success``)."""
+        return np.isin(self.status, SUCCESS_STATUSES)
+
+    @property
+    def message(self):
+        """Per member: what ended it, in words (scipy's ``OdeResult.message``), with the reason of an early stop."""
+        return np.array([f"{status_message(status, t_stop)}: {reason}" if reason else status_message(status, t_stop)
+                         for status, t_stop, reason in zip(self.status, self.t_stop, self.reasons, strict=True)])
 
     @property
     def failed(self):

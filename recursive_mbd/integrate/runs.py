@@ -592,9 +592,9 @@ def interrupted(control, status):
 class RunInterrupted(KeyboardInterrupt):
     """The KeyboardInterrupt of a run that Ctrl-C stopped, raised as soon as its time loop has stopped.
 
-    ``t``: the time at which it stopped. ``result``: the samples so far (status "interrupted"), built on first
-    access: building it copies every sample (and evaluates a model's loops at each), which would delay the
-    interrupt in proportion to the samples stored.
+    ``t``: the time at which it stopped. ``result``: the samples so far (status "interrupted", ``success`` False,
+    ``message`` this exception's), built on first access: building it copies every sample (and evaluates a
+    model's loops at each), which would delay the interrupt in proportion to the samples stored.
     """
 
     def __init__(self, message, t, build):
@@ -607,6 +607,7 @@ class RunInterrupted(KeyboardInterrupt):
     def result(self):
         if self._build is not None:
             self._result, self._build = self._build(), None
+            self._result.message = str(self)
         return self._result
 
     @result.setter
