@@ -5,7 +5,7 @@ import argparse
 import importlib.util
 import sys
 
-INSTALL_PLOT = 'pip install "recursive-mbd[plot]" (or: pip install matplotlib)'
+INSTALL_PLOT = 'pip install matplotlib (or pip install "recursive-mbd[plot]"; in a clone: pip install -e ".[plot]")'
 
 
 def parser(doc, plot=None):

@@ -209,6 +209,17 @@ def mapping(value, what, entries):
     return value
 
 
+_EXTRA_PACKAGES = {"plot": "matplotlib", "progress": "tqdm", "dask": '"dask[distributed]"', "xarray": "xarray"}
+
+
+def install_hint(extras):
+    """How to install the optional extras ``extras`` ("plot", or "plot,progress"), whichever way this package was
+    installed: the packages themselves, the extra of an installed release, or of a clone of the repository."""
+    packages = " ".join(_EXTRA_PACKAGES[extra] for extra in extras.split(","))
+    return (f'pip install {packages} (or pip install "recursive-mbd[{extras}]"; in a clone of the repository: '
+            f'pip install -e ".[{extras}]")')
+
+
 def closest_name(name, known):
     """The entry of ``known`` (strings) closest to ``name``: the one equal but for case, else difflib's best match
     (None if no entry is close enough, or ``name`` is no string)."""

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
+from ._checks import install_hint
 from .errors import ModelError, ResultFileError, SimulationError, StateError
 from .files import io
 from .model import chains
@@ -84,8 +85,7 @@ def _require(module, purpose, extra):
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise InputError(f"{purpose} needs {module}, which is not installed: pip install "
-                         f"\"recursive-mbd[{extra}]\"") from None
+        raise InputError(f"{purpose} needs {module}, which is not installed: {install_hint(extra)}") from None
 
 
 def _run_case(label, model, q0, t_end, rtol, atol, samples, out):
@@ -708,8 +708,7 @@ def main(argv=None, out=None):
     except ImportError as err:  # an optional package missing where _require did not look first
         if args.debug:
             raise
-        print(f"rmbd: error: {_short(err)} (the optional extras: pip install \"recursive-mbd[plot,progress]\")",
-              file=sys.stderr)
+        print(f"rmbd: error: {_short(err)} (the optional extras: {install_hint('plot,progress')})", file=sys.stderr)
         return 1
     except Exception as err:  # noqa: BLE001 - the promise: one line, never a traceback
         if args.debug:

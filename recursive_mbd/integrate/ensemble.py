@@ -456,7 +456,7 @@ class EnsembleResult:
         try:
             import xarray  # noqa: PLC0415 - optional extra
         except ImportError as err:
-            raise ModuleNotFoundError('to_xarray() needs xarray: pip install "recursive-mbd[xarray]"') from err
+            raise ModuleNotFoundError(f"to_xarray() needs xarray: {_checks.install_hint('xarray')}") from err
         dims = ("member", "time", "coordinate")
         return xarray.Dataset(
             {"q": (dims, self.q), "qd": (dims, self.qd),

@@ -764,7 +764,7 @@ def progress_bar(enabled, total, desc, unit, unit_scale=False):
     try:
         from tqdm.auto import tqdm  # noqa: PLC0415 - optional extra
     except ImportError:
-        _checks.warn(f"progress=True needs tqdm (pip install 'recursive-mbd[progress]'); {desc} runs without a bar")
+        _checks.warn(f"progress=True needs tqdm ({_checks.install_hint('progress')}); {desc} runs without a bar")
         return None
     return tqdm(total=total, unit=unit, unit_scale=unit_scale, desc=desc, leave=False)
 
