@@ -254,6 +254,16 @@ def test_missing_ffmpeg_exits_1_before_animating(tmp_path, monkeypatch):
     assert not (tmp_path / "r.mp4").exists()
 
 
+def test_library_animate_without_ffmpeg_names_it_before_drawing(tmp_path, monkeypatch):
+    model = rm.Model()
+    model.add_body(parent="ground", joint="revolute", child_point=(0, 0.5), mass=1.0, inertia=0.1, name="rod")
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no ffmpeg on PATH
+    with pytest.raises(FileNotFoundError, match=r"x\.mp4: writing this animation needs ffmpeg, which is not "
+                                                r"installed .* or write a \.gif \(Pillow\)$"):
+        rm.plot.animate(model, np.linspace(0.0, 1.0, 3), np.zeros((3, 1)), tmp_path / "x.mp4")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_missing_tqdm_for_progress_exits_1(tmp_path, monkeypatch):
     path = tmp_path / "model.toml"
     path.write_text(TREE)

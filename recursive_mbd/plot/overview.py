@@ -164,10 +164,24 @@ def _animate3d(model, t, q, index, path, fps, dpi):
     return path
 
 
+def _require_writer(path):
+    """A FileNotFoundError naming ffmpeg and what to do, before anything is drawn, when ``path`` (not a .gif) needs
+    ffmpeg and matplotlib cannot find it."""
+    from matplotlib.animation import writers  # noqa: PLC0415
+
+    if not str(path).endswith(".gif") and not writers.is_available("ffmpeg"):
+        raise FileNotFoundError(f"{path}: writing this animation needs ffmpeg, which is not installed (not on PATH, "
+                                "nor at matplotlib's rcParams['animation.ffmpeg_path']): install it (apt install "
+                                "ffmpeg, brew install ffmpeg or conda install ffmpeg) or write a .gif (Pillow)")
+
+
 def animate(model, t, q, path, fps=25, frames=None, dpi=80):
     """Write an animation of the samples (t, q) to ``path`` (.gif with Pillow, .mp4 with ffmpeg), framed to the
-    extent of every frame. A spatial model (``Model3D``) is animated as 3D snapshots (``snapshot3d``)."""
+    extent of every frame. A spatial model (``Model3D``) is animated as 3D snapshots (``snapshot3d``).
+
+    Raises FileNotFoundError, naming ffmpeg, when ``path`` is no .gif and ffmpeg is not installed."""
     _require_matplotlib()
+    _require_writer(path)
     from matplotlib.animation import FFMpegWriter, FuncAnimation, PillowWriter  # noqa: PLC0415
 
     count = t.size if frames is None else min(frames, t.size)
