@@ -60,8 +60,10 @@ def test_example_help(script):
                          text=True, timeout=120, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("usage: ") and out.stderr == ""
-    first_line = (ROOT / "examples" / script).read_text().split('"""')[1].splitlines()[0]
-    assert first_line.split(":")[0] in " ".join(out.stdout.split())
+    # the docstring's whole first paragraph, not cut at the end of its first line, before the options
+    summary = " ".join((ROOT / "examples" / script).read_text().split('"""')[1].split("\n\n")[0].split())
+    shown = " ".join(out.stdout.split())
+    assert summary in shown and shown.index(summary) < shown.index("options:"), (summary, out.stdout)
 
 
 @pytest.mark.parametrize("script", PLOTTING_EXAMPLES)
