@@ -209,6 +209,12 @@ def mapping(value, what, entries):
     return value
 
 
+def counted(count, noun, plural=None):
+    """``count`` and ``noun``, singular or plural as the count asks: "1 loop", "0 loops", "3 bodies" (``plural``
+    defaults to ``noun + "s"``)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
 _EXTRA_PACKAGES = {"plot": "matplotlib", "progress": "tqdm", "dask": '"dask[distributed]"', "xarray": "xarray"}
 
 

@@ -138,6 +138,7 @@ def test_a_member_that_blows_up_keeps_its_samples_and_leaves_the_others_alone():
         rm.simulate(double_pendulum(gravity=4e6), Q0[1], QD0[1], 1.0, "rk4", dt=0.01)
     ref = info.value.result
     assert ref.success is False and ref.message == str(info.value)
+    assert repr(ref).endswith(": 2 samples, t = 0 .. 0.01 s, 1 step (0 rejected), 8 evaluations>")
     # the single run's divergence watch stops it at its first diverged sample; the member runs on to the overflow
     assert 1 < ref.t.size <= ens.nsamples[1] < ens.t.size and info.value.t <= ens.t_stop[1]
     assert np.array_equal(ens.q[1, :ref.t.size], ref.q)

@@ -130,6 +130,7 @@ def test_cli_runs_info_plot_and_animate(tmp_path):
         assert data["q"].shape == (16, 3) and data["drift"].max() < 1e-10
     info = rmbd("info", "fb.toml")
     assert info.returncode == 0 and "3 bodies" in info.stdout and "loop C" in info.stdout
+    assert "3 joint coordinates, 1 loop (2 equations), 1 degree of freedom" in info.stdout  # singular where one
     plot = rmbd("plot", "fb.npz", "-o", "fb.png")
     assert plot.returncode == 0, plot.stderr
     assert (tmp_path / "fb.png").stat().st_size > 1000
@@ -275,3 +276,23 @@ def test_deck_errors_name_the_line(old, new, expected, tmp_path):
     assert old in text
     code, err = run_cli(text.replace(old, new), tmp_path, "bad.deck")
     assert code == 1 and expected in err, err
+
+
+def test_rmbd_run_prints_every_quantity_with_its_unit(tmp_path):
+    # kinematics: the driver named, its largest force with its unit (the crank's revolute joint: a torque [N m])
+    out = std_io.StringIO()
+    assert cli.main(["run", str(ROOT / "examples" / "models" / "slider_crank.toml"), "-o", str(tmp_path / "sc.npz")],
+                    out=out) == 0
+    with np.load(tmp_path / "sc.npz") as data:
+        peak = np.abs(data["driving_forces"]).max()
+    assert f"101 times up to 0.1 s; driving force max |.|: crank torque {peak:.6g} N m\n" in out.getvalue()
+    # statics: each coordinate named, with its unit
+    text = (ROOT / "examples" / "models" / "double_pendulum.toml").read_text()
+    path = tmp_path / "hanging.toml"
+    path.write_text(text[:text.index("[analysis]")] + '[analysis]\ntype = "statics"\n')
+    out = std_io.StringIO()
+    assert cli.main(["run", str(path), "-o", str(tmp_path / "hanging.npz")], out=out) == 0
+    with np.load(tmp_path / "hanging.npz") as data:
+        q = data["q"]
+    assert (f"stable):\n  link1 angle = {q[0]:.6g} rad\n  link2 angle rel. link1 = {q[1]:.6g} rad\n"
+            in out.getvalue()), out.getvalue()

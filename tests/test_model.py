@@ -211,3 +211,10 @@ def test_unknown_names_get_the_known_ones_and_the_closest_match():
     with pytest.raises(ModelError, match=r"unknown body 'crnk' \(did you mean 'crank'\?\); known bodies: 'ground', "
                                          r"'crank'$"):
         mechanism.add_joint("revolute", "ground", (0, 0), "crnk", (0, 0))
+
+
+def test_summaries_count_in_the_singular_for_one():
+    assert repr(_pendulum()) == "<Model: 1 body, not compiled>"
+    spatial = rm.Model3D()
+    spatial.add_body(parent="ground", joint="revolute", mass=1.0, inertia=1.0)
+    assert repr(spatial) == "Model3D(1 body, nq=?, name=None)"

@@ -318,7 +318,8 @@ class Equilibrium3D:
     multipliers: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def __repr__(self):
-        return (f"Equilibrium3D({'stable' if self.stable else 'not stable'}, {self.iterations} Newton iterations, "
+        return (f"Equilibrium3D({'stable' if self.stable else 'not stable'}, "
+                f"{_checks.counted(self.iterations, 'Newton iteration')}, "
                 f"max |residual| = {np.abs(self.residual).max(initial=0.0):.2e})")
 
 

@@ -470,8 +470,9 @@ class EnsembleResult:
         counts = {s: int(np.sum(self.status == s)) for s in ("finished", "event", "failed", "time_limit",
                                                               "interrupted")}
         stopped = "".join(f", {counts[s]} {s}" for s in ("time_limit", "interrupted") if counts[s])
-        return (f"<EnsembleResult {self.method}: {self.q.shape[0]} members x {self.t.size} samples, "
-                f"{counts['finished']} finished, {counts['event']} events, {counts['failed']} failed{stopped}>")
+        return (f"<EnsembleResult {self.method}: {_checks.counted(self.q.shape[0], 'member')} x "
+                f"{_checks.counted(self.t.size, 'sample')}, {counts['finished']} finished, "
+                f"{_checks.counted(counts['event'], 'event')}, {counts['failed']} failed{stopped}>")
 
 
 # ---- simulate_many --------------------------------------------------------------------------------------------------

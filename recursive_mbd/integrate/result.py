@@ -415,8 +415,9 @@ class SimulationResult:
         return result
 
     def __repr__(self):
-        return (f"<SimulationResult {self.method}: {self.t.size} samples, t = {self.t[0]:g} .. {self.t[-1]:g} s, "
-                f"{self.nsteps} steps ({self.nrejected} rejected), {self.nfev} evaluations>")
+        return (f"<SimulationResult {self.method}: {_checks.counted(self.t.size, 'sample')}, t = {self.t[0]:g} .. "
+                f"{self.t[-1]:g} s, {_checks.counted(self.nsteps, 'step')} ({self.nrejected} rejected), "
+                f"{_checks.counted(self.nfev, 'evaluation')}>")
 
 
 def _model_quaternions(model):

@@ -623,7 +623,8 @@ def raise_if_interrupted(method, status, t_fail, control, times, build):
         return
     count = sum(piece.size for piece in times)
     last = next((f" up to t = {piece[-1]:.9g} s" for piece in reversed(times) if piece.size), "")
-    raise RunInterrupted(f"{method} interrupted at t = {t_fail:.9g} s; {count} samples{last} are kept in .result",
+    raise RunInterrupted(f"{method} interrupted at t = {t_fail:.9g} s; {_checks.counted(count, 'sample')}{last} "
+                         f"{'is' if count == 1 else 'are'} kept in .result",
                          t_fail, build)
 
 
@@ -733,7 +734,8 @@ def kept_samples(result):
     """The end of a failed run's message: what its ``.result`` keeps."""
     if not result.t.size:
         return "no sample was stored (it failed at the start)"
-    return f"{result.t.size} samples up to t = {result.t[-1]:.9g} s are kept in .result"
+    kept = "is" if result.t.size == 1 else "are"
+    return f"{_checks.counted(result.t.size, 'sample')} up to t = {result.t[-1]:.9g} s {kept} kept in .result"
 
 
 def _change_point_reason(model, q, row):

@@ -600,4 +600,4 @@ class Model(TreeBuilder):
     def __repr__(self):
         state = f"nq={self.nq}" if self._compiled else "not compiled"
         label = f" {self.name!r}" if self.name else ""
-        return f"<Model{label}: {self.nbodies} bodies, {state}>"
+        return f"<Model{label}: {_checks.counted(self.nbodies, 'body', 'bodies')}, {state}>"

@@ -13,7 +13,7 @@ import numbers
 
 import numpy as np
 
-from .._checks import unknown_name
+from .._checks import counted, unknown_name
 from .._kernels.spatial import layout as SL
 from ..errors import ModelError
 from . import _validation as V
@@ -801,5 +801,6 @@ class Model3D(TreeBuilder):
         return q
 
     def __repr__(self):
-        return f"Model3D({self.nbodies} bodies, nq={self.nq if self._compiled else '?'}, name={self.name!r})"
+        return (f"Model3D({counted(self.nbodies, 'body', 'bodies')}, nq={self.nq if self._compiled else '?'}, "
+                f"name={self.name!r})")
 
