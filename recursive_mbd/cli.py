@@ -282,10 +282,12 @@ def _run_analysis(args, spec, target, out):
         eq = static_equilibrium(model, spec.q0)
         arrays.update(q=eq.q, joint_reactions=eq.reactions.joint, loop_forces=eq.reactions.loops,
                       eigenvalues=eq.eigenvalues)
-        print(f"static equilibrium ({eq.method}, {'stable' if eq.stable else 'unstable'}):", file=out)
         from .plot import coordinate_labels  # noqa: PLC0415  (labels only: no matplotlib)
 
-        _print_coordinates(coordinate_labels(model, "q"), eq.q, out)
+        labels = coordinate_labels(model, "q")
+        print(f"static equilibrium ({eq.method}, {'stable' if eq.stable else 'unstable'}"
+              f"{_neutral_note(labels, eq.neutral)}):", file=out)
+        _print_coordinates(labels, eq.q, out)
         for name, row in zip(model.body_names, eq.reactions.joint, strict=True):
             print(f"  joint of {name}: F = ({row[0]:.6g}, {row[1]:.6g}) N, M = {row[2]:.6g} N m", file=out)
     elif kind == "kinematics":
@@ -299,7 +301,9 @@ def _run_analysis(args, spec, target, out):
         eq = static_equilibrium(model, spec.q0)
         omega, shapes = modes(model, eq.q, min(analysis["count"], model.nq - model.nconstraints))
         arrays.update(q=eq.q, omega=omega, shapes=shapes)
-        print("natural frequencies [rad/s]: " + ", ".join(f"{w:.6g}" for w in omega), file=out)
+        from .plot import coordinate_labels  # noqa: PLC0415  (labels only: no matplotlib)
+
+        print(_frequencies(coordinate_labels(model, "q"), omega, shapes), file=out)
     _write_results(args, model, target, arrays, out)
 
 
@@ -425,17 +429,18 @@ def _run_spatial(args, spec, target, out):
         return
     eq = static_equilibrium(model, spec.q0)
     arrays.update(q=eq.q, residual=eq.residual, stiffness=eq.stiffness, eigenvalues=eq.eigenvalues)
-    print(f"static equilibrium ({eq.method}, {counted(eq.iterations, 'iteration')}, "
-          f"{'stable' if eq.stable else 'not stable'}):", file=out)
     from .plot import spatial_coordinate_labels  # noqa: PLC0415  (labels only: no matplotlib)
 
+    rates = spatial_coordinate_labels(model, "v")
+    print(f"static equilibrium ({eq.method}, {counted(eq.iterations, 'iteration')}, "
+          f"{'stable' if eq.stable else 'not stable'}{_neutral_note(rates, eq.neutral)}):", file=out)
     _print_coordinates(spatial_coordinate_labels(model, "q"), eq.q, out)
     if kind == "modes":
         count = spec.analysis["count"]  # at most nv, or (loops) the motions they allow: all of those, then count
         omega, shapes = modes(model, eq.q, None if model.nloops else min(count, model.nv))
         omega, shapes = omega[:count], shapes[:, :count]
         arrays.update(omega=omega, shapes=shapes)
-        print("natural frequencies [rad/s]: " + ", ".join(f"{w:.6g}" for w in omega), file=out)
+        print(_frequencies(rates, omega, shapes), file=out)
     written = _write_npz(target, arrays)
     print(f"wrote {written.resolve()}", file=out)
 
@@ -538,6 +543,30 @@ def _print_coordinates(labels, values, out):
         name, _, unit = labels[i][:-1].rpartition(" [")
         lines.append(f"  {name} = {values[i]:.6g}{'' if unit in ('', '-') else ' ' + unit}")
     _print_list(lines, len(values), "coordinates", out)
+
+
+def _moving_most(labels, shape):
+    """The coordinate that moves most in a mode shape ("rod1 omega z"): its label ("name [unit]") without the
+    unit."""
+    return labels[int(np.argmax(np.abs(shape)))].rpartition(" [")[0]
+
+
+def _neutral_note(labels, neutral):
+    """'; 1 neutral / zero-frequency mode: rod1 omega z' for an equilibrium's neutral modes (``neutral`` (n, k)
+    their directions; ``labels`` of the n coordinates), else ''."""
+    if not neutral.size:
+        return ""
+    names = ", ".join(_moving_most(labels, direction) for direction in neutral.T)
+    return f"; {counted(neutral.shape[1], 'neutral / zero-frequency mode')} (no load resists it): {names}"
+
+
+def _frequencies(labels, omega, shapes):
+    """The natural frequencies line; a frequency zero within tolerance (omega^2 below 1e-8 of the largest) is
+    named as a neutral / zero-frequency mode, with the coordinate that moves most in it."""
+    zero = omega**2 <= 1e-8 * float(np.max(omega**2, initial=0.0))
+    shown = [f"{w:.6g}" + (f" (zero: a neutral / zero-frequency mode, {_moving_most(labels, shapes[:, i])})"
+                           if zero[i] else "") for i, w in enumerate(omega)]
+    return "natural frequencies [rad/s]: " + ", ".join(shown)
 
 
 def _driving_summary(model, kin):
