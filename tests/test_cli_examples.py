@@ -45,6 +45,7 @@ def test_examples_run(tmp_path):
         out = subprocess.run([sys.executable, str(ROOT / "examples" / script), *args], capture_output=True,
                              text=True, check=True, timeout=300)
         assert "energy" in out.stdout.lower() or "E(t)" in out.stdout or "drift" in out.stdout
+        assert "nan" not in out.stdout.lower(), (script, out.stdout)  # every number printed is a result
     assert figure.stat().st_size > 1000
 
 
