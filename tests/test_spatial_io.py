@@ -245,6 +245,8 @@ def test_rmbd_run_and_plot_the_modes_of_a_spatial_file(tmp_path):
     # hanging straight down, the rods swing in both planes at equal frequencies
     np.testing.assert_allclose(rm.forward_kinematics(spec.model, eq.q)[0][:, 2, 2], 1.0, atol=1e-12)
     assert eq.stable and eq.neutral.shape == (spec.model.nv, 1) and np.argmax(np.abs(eq.neutral[:, 0])) == 2
+    assert repr(eq) == (f"Equilibrium3D(stable, 1 neutral mode, 3 Newton iterations, max |residual| = "
+                        f"{np.abs(eq.residual).max():.2e} N or N m)")
     # the judgement still fails an unstable equilibrium: the same rods straight up (gravity reversed)
     upside = rm.io.loads(source.read_text().replace('name = "two hanging rods"', 'name = "two hanging rods"\n'
                                                     "gravity = [0.0, 0.0, 9.81]"), "upside.toml").model

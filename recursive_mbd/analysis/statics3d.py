@@ -324,7 +324,7 @@ class Equilibrium3D:
         neutral = f", {_checks.counted(self.neutral.shape[1], 'neutral mode')}" if self.neutral.size else ""
         return (f"Equilibrium3D({'stable' if self.stable else 'not stable'}{neutral}, "
                 f"{_checks.counted(self.iterations, 'Newton iteration')}, "
-                f"max |residual| = {np.abs(self.residual).max(initial=0.0):.2e})")
+                f"max |residual| = {np.abs(self.residual).max(initial=0.0):.2e} N or N m)")
 
 
 # ---- kinematic analysis ------------------------------------------------------------------------------------------
