@@ -14,8 +14,7 @@ from collections import deque
 
 import numpy as np
 
-from .._checks import unknown_name
-from ..errors import ModelError
+from ..errors import ModelError, unknown_name
 from ..model._validation import finite_scalar
 from ..model.planar import Model, _point, _unit_axis
 

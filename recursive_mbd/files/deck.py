@@ -36,9 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .._checks import unknown_name
 from ..analysis.mechanism import Mechanism
-from ..errors import ModelError
+from ..errors import ModelError, unknown_name
 from .model_file import FileFormatError, ModelFile, too_many_samples
 
 _FIELDS = {"TITL": 1, "PRIN": 1, "TASK": 6, "BODY": 4, "POIN": 5, "PROP": 3, "GFOR": 4, "REST": 3, "RCON": 3,

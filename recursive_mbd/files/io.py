@@ -96,10 +96,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .._checks import unknown_name
 from .._kernels.spatial import layout as spatial_layout
 from ..analysis.mechanism import Mechanism
-from ..errors import ModelError, StateError
+from ..errors import ModelError, StateError, unknown_name
 from ..integrate.method_names import FIXED_STEP, METHODS, SCIPY_METHODS, unknown_method
 from ..model import chains, joints
 from ..model.planar import GROUND, Model

@@ -56,7 +56,7 @@ from .._kernels.planar.system import RecursiveSystem
 from .._kernels.timeloops import integrators
 from ..dynamics._evaluation import as_vector
 from ..dynamics.batch import as_rows, per_thread
-from ..errors import ModelError, StateError
+from ..errors import ModelError, StateError, unknown_name
 from ..model.statuses import raise_status
 from ..model.workspace import workspace
 from .method_names import FIXED_STEP
@@ -258,7 +258,7 @@ def _nonnegative(arr, name):
 def _element(model, target, name, kinds):
     names = model.element_names
     if target not in names:
-        raise ModelError(f"params[{name!r}]: {_checks.unknown_name('element', target, names)}")
+        raise ModelError(f"params[{name!r}]: {unknown_name('element', target, names)}")
     e = names.index(target)
     element = model._elements[e]
     if element["kind"] not in kinds:

@@ -2,7 +2,7 @@
 and the command line check a method name before anything is compiled. ``integrate`` builds its tableaus for
 these names and checks that they agree."""
 
-from .._checks import unknown_name
+from ..errors import unknown_name
 
 METHODS = ("dopri5", "dop853", "rk4", "implicit_midpoint", "generalized_alpha", "bdf")  # and "scipy:NAME"
 FIXED_STEP = ("rk4", "implicit_midpoint", "generalized_alpha")

@@ -10,8 +10,7 @@ import numbers
 
 import numpy as np
 
-from .._checks import unknown_name
-from ..errors import ModelError
+from ..errors import ModelError, unknown_name
 
 GROUND = -1
 

@@ -13,9 +13,9 @@ import numbers
 
 import numpy as np
 
-from .._checks import counted, unknown_name
+from .._checks import counted
 from .._kernels.spatial import layout as SL
-from ..errors import ModelError
+from ..errors import ModelError, unknown_name
 from . import _validation as V
 from ._builder import TreeBuilder
 from ._validation import GROUND
