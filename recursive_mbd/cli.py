@@ -552,12 +552,14 @@ def _moving_most(labels, shape):
 
 
 def _neutral_note(labels, neutral):
-    """'; 1 neutral / zero-frequency mode: rod1 omega z' for an equilibrium's neutral modes (``neutral`` (n, k)
-    their directions; ``labels`` of the n coordinates), else ''."""
+    """'; 1 neutral / zero-frequency mode (no load resists it): rod1 omega z' for an equilibrium's neutral modes
+    (``neutral`` (n, k) their directions; ``labels`` of the n coordinates), else ''."""
     if not neutral.size:
         return ""
+    count = neutral.shape[1]
     names = ", ".join(_moving_most(labels, direction) for direction in neutral.T)
-    return f"; {counted(neutral.shape[1], 'neutral / zero-frequency mode')} (no load resists it): {names}"
+    return (f"; {counted(count, 'neutral / zero-frequency mode')} (no load resists {'it' if count == 1 else 'them'}):"
+            f" {names}")
 
 
 def _frequencies(labels, omega, shapes):
