@@ -98,7 +98,7 @@ import numpy as np
 
 from .._kernels.spatial import layout as spatial_layout
 from ..analysis.mechanism import Mechanism
-from ..errors import ModelError, StateError, unknown_name
+from ..errors import ModelError, StateError, closest_name, unknown_name
 from ..integrate.method_names import FIXED_STEP, METHODS, SCIPY_METHODS, unknown_method
 from ..model import chains, joints
 from ..model.planar import GROUND, Model
@@ -145,7 +145,9 @@ class _Reader:
     def keys(self, entry, allowed, where):
         unknown = sorted(set(entry) - set(allowed))
         if unknown:
-            self.fail(where, f"unknown key {unknown[0]!r}; expected some of {sorted(allowed)}")
+            close = closest_name(unknown[0], allowed)
+            hint = f" (did you mean {close!r}?)" if close is not None else ""
+            self.fail(where, f"unknown key {unknown[0]!r}{hint}; expected some of {sorted(allowed)}")
 
     def number(self, entry, key, where, default=_REQUIRED):
         if key not in entry:
