@@ -288,7 +288,8 @@ def test_bad_input_names_member_and_argument_before_any_work():
         rm.simulate_many(model, Q0, QD0, 1.0, params={"inertia": [[1, 1], [1, -1], [1, 1], [1, 1]]})
     with pytest.raises(rm.StateError, match=r"params\['gravity'\] must have shape \(4, 2\)"):
         rm.simulate_many(model, Q0, QD0, 1.0, params={"gravity": np.zeros((3, 2))})
-    with pytest.raises(rm.ModelError, match="no element"):
+    with pytest.raises(rm.ModelError, match=r"params\['stiffness:spring'\]: unknown element 'spring'; there are no "
+                                            r"elements$"):
         rm.simulate_many(model, Q0, QD0, 1.0, params={"stiffness:spring": np.ones(4)})
     with pytest.raises(ValueError, match="give a finite dt"):
         rm.simulate_many(model, Q0, QD0, 1.0, "rk4")
