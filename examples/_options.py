@@ -5,13 +5,14 @@ import argparse
 import importlib.util
 import sys
 
-INSTALL_PLOT = 'pip install "recursive-mbd[plot]" (or: pip install matplotlib)'
+INSTALL_PLOT = 'pip install matplotlib (or pip install "recursive-mbd[plot]"; in a clone: pip install -e ".[plot]")'
 
 
 def parser(doc, plot=None):
-    """An ArgumentParser described by the first line of ``doc``; with ``plot`` ("FILE" or "DIR"), a --plot option."""
-    lines = doc.strip().splitlines()
-    result = argparse.ArgumentParser(description=lines[0], epilog="\n".join(lines[1:]).strip() or None,
+    """An ArgumentParser described by the first paragraph of ``doc`` (whole: a summary may run over several lines),
+    the rest of ``doc`` as its epilog; with ``plot`` ("FILE" or "DIR"), a --plot option."""
+    summary, _, rest = doc.strip().partition("\n\n")
+    result = argparse.ArgumentParser(description=summary, epilog=rest.strip() or None,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     if plot == "FILE":
         result.add_argument("--plot", metavar="FILE", help="save a figure to FILE (.png, .pdf, ...; needs matplotlib)")

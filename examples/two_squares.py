@@ -3,7 +3,7 @@
     python3 examples/two_squares.py [--plot out.png]
 
 Prints the body poses at the end and the energy balance: the energy lost equals the work of the damper. With
---plot (needs matplotlib: pip install "recursive-mbd[plot]") it draws the coordinates and the energy terms.
+--plot (needs matplotlib: pip install matplotlib) it draws the coordinates and the energy terms.
 Source: the tutorial "Multibody dynamics, a very short introduction" (planar rigid bodies).
 """
 

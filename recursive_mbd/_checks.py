@@ -208,6 +208,23 @@ def mapping(value, what, entries):
     return value
 
 
+def counted(count, noun, plural=None):
+    """``count`` and ``noun``, singular or plural as the count asks: "1 loop", "0 loops", "3 bodies" (``plural``
+    defaults to ``noun + "s"``)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
+_EXTRA_PACKAGES = {"plot": "matplotlib", "progress": "tqdm", "dask": '"dask[distributed]"', "xarray": "xarray"}
+
+
+def install_hint(extras):
+    """How to install the optional extras ``extras`` ("plot", or "plot,progress"), whichever way this package was
+    installed: the packages themselves, the extra of an installed release, or of a clone of the repository."""
+    packages = " ".join(_EXTRA_PACKAGES[extra] for extra in extras.split(","))
+    return (f'pip install {packages} (or pip install "recursive-mbd[{extras}]"; in a clone of the repository: '
+            f'pip install -e ".[{extras}]")')
+
+
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 

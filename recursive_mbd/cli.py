@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
+from ._checks import counted, install_hint
 from .errors import ModelError, ResultFileError, SimulationError, StateError
 from .files import io
 from .model import chains
@@ -79,8 +80,7 @@ def _require(module, purpose, extra):
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise InputError(f"{purpose} needs {module}, which is not installed: pip install "
-                         f"\"recursive-mbd[{extra}]\"") from None
+        raise InputError(f"{purpose} needs {module}, which is not installed: {install_hint(extra)}") from None
 
 
 def _run_case(label, model, q0, t_end, rtol, atol, samples, out):
@@ -102,8 +102,8 @@ def _run_case(label, model, q0, t_end, rtol, atol, samples, out):
     print(f"{label}", file=out)
     print(f"  kernels ready in {ready:.2f} s (compiled, or loaded from numba's cache; not in the timing below)",
           file=out)
-    print(f"  simulated {t_end:g} s with dopri5 (rtol {rtol:g}, atol {atol:g}): {res.nsteps} steps, "
-          f"{res.nrejected} rejected, {res.nfev} forward-dynamics evaluations", file=out)
+    print(f"  simulated {t_end:g} s with dopri5 (rtol {rtol:g}, atol {atol:g}): {counted(res.nsteps, 'step')}, "
+          f"{res.nrejected} rejected, {counted(res.nfev, 'forward-dynamics evaluation')}", file=out)
     e0 = round(total[0], 12) + 0.0  # no "-0.000000000"
     print(f"  energy: E(0) = {e0:.9f} J, max |E(t) - E(0)| = {drift:.3e} J = {drift / scale:.2e} m g L", file=out)
     print(f"  speed: {wall:.3f} s wall, {res.nsteps / wall:,.0f} steps/s, {res.nfev * nq / wall / 1e6:.1f} M "
@@ -275,7 +275,12 @@ def _run_analysis(args, spec, target, out):
         eq = static_equilibrium(model, spec.q0)
         arrays.update(q=eq.q, joint_reactions=eq.reactions.joint, loop_forces=eq.reactions.loops,
                       eigenvalues=eq.eigenvalues)
-        print(f"static equilibrium ({eq.method}, {'stable' if eq.stable else 'unstable'}): q = {eq.q}", file=out)
+        from .plot import coordinate_labels  # noqa: PLC0415  (labels only: no matplotlib)
+
+        labels = coordinate_labels(model, "q")
+        print(f"static equilibrium ({eq.method}, {'stable' if eq.stable else 'unstable'}"
+              f"{_neutral_note(labels, eq.neutral)}):", file=out)
+        _print_coordinates(labels, eq.q, out)
         for name, row in zip(model.body_names, eq.reactions.joint, strict=True):
             print(f"  joint of {name}: F = ({row[0]:.6g}, {row[1]:.6g}) N, M = {row[2]:.6g} N m", file=out)
     elif kind == "kinematics":
@@ -283,13 +288,15 @@ def _run_analysis(args, spec, target, out):
         kin = kinematic_analysis(model, spec.drivers, np.linspace(0.0, t_end, analysis["samples"]), spec.q0)
         arrays.update(t=kin.t, q=kin.q, qd=kin.qd, qdd=kin.qdd, driving_forces=kin.driving_forces,
                       joint_reactions=kin.joint_reactions, loop_forces=kin.loop_forces, driven=kin.driven)
-        print(f"kinematic analysis: {kin.t.size} times up to {t_end:g} s; driving forces "
-              f"{np.abs(kin.driving_forces).max(initial=0.0):.6g} (max |.|)", file=out)
+        print(f"kinematic analysis: {counted(kin.t.size, 'time')} up to {t_end:g} s; "
+              f"{_driving_summary(model, kin)}", file=out)
     else:
         eq = static_equilibrium(model, spec.q0)
         omega, shapes = modes(model, eq.q, min(analysis["count"], model.nq - model.nconstraints))
         arrays.update(q=eq.q, omega=omega, shapes=shapes)
-        print("natural frequencies [rad/s]: " + ", ".join(f"{w:.6g}" for w in omega), file=out)
+        from .plot import coordinate_labels  # noqa: PLC0415  (labels only: no matplotlib)
+
+        print(_frequencies(coordinate_labels(model, "q"), omega, shapes), file=out)
     _write_results(args, model, target, arrays, out)
 
 
@@ -407,21 +414,25 @@ def _run_spatial(args, spec, target, out):
         kin = kinematic_analysis(model, spec.drivers, np.linspace(0.0, t_end, spec.analysis["samples"]), spec.q0)
         arrays.update(t=kin.t, q=kin.q, v=kin.v, vdot=kin.vdot, driving_forces=kin.driving_forces,
                       multipliers=kin.multipliers, driven=kin.driven)
-        print(f"kinematic analysis: {kin.t.size} times up to {t_end:g} s; driving forces "
-              f"{np.abs(kin.driving_forces).max(initial=0.0):.6g} (max |.|)", file=out)
+        print(f"kinematic analysis: {counted(kin.t.size, 'time')} up to {t_end:g} s; "
+              f"{_driving_summary(model, kin)}", file=out)
         written = _write_npz(target, arrays)
         print(f"wrote {written.resolve()}", file=out)
         return
     eq = static_equilibrium(model, spec.q0)
     arrays.update(q=eq.q, residual=eq.residual, stiffness=eq.stiffness, eigenvalues=eq.eigenvalues)
-    print(f"static equilibrium ({eq.method}, {eq.iterations} iterations, "
-          f"{'stable' if eq.stable else 'not stable'}): q = {eq.q}", file=out)
+    from .plot import spatial_coordinate_labels  # noqa: PLC0415  (labels only: no matplotlib)
+
+    rates = spatial_coordinate_labels(model, "v")
+    print(f"static equilibrium ({eq.method}, {counted(eq.iterations, 'iteration')}, "
+          f"{'stable' if eq.stable else 'not stable'}{_neutral_note(rates, eq.neutral)}):", file=out)
+    _print_coordinates(spatial_coordinate_labels(model, "q"), eq.q, out)
     if kind == "modes":
         count = spec.analysis["count"]  # at most nv, or (loops) the motions they allow: all of those, then count
         omega, shapes = modes(model, eq.q, None if model.nloops else min(count, model.nv))
         omega, shapes = omega[:count], shapes[:, :count]
         arrays.update(omega=omega, shapes=shapes)
-        print("natural frequencies [rad/s]: " + ", ".join(f"{w:.6g}" for w in omega), file=out)
+        print(_frequencies(rates, omega, shapes), file=out)
     written = _write_npz(target, arrays)
     print(f"wrote {written.resolve()}", file=out)
 
@@ -435,8 +446,10 @@ def _info(args, out):
     if isinstance(model, io.Model3D):
         _info_spatial(args, spec, out)
         return
-    print(f"{args.file}: {model.name or 'model'}: {model.nbodies} bodies, {model.nq} joint coordinates, "
-          f"{model.nloops} loops ({model.nconstraints} equations), {model.nq - model.nconstraints} degrees of freedom "
+    print(f"{args.file}: {model.name or 'model'}: {counted(model.nbodies, 'body', 'bodies')}, "
+          f"{counted(model.nq, 'joint coordinate')}, {counted(model.nloops, 'loop')} "
+          f"({counted(model.nconstraints, 'equation')}), "
+          f"{counted(model.nq - model.nconstraints, 'degree', 'degrees')} of freedom "
           f"(where the loops are independent), total mass {model.total_mass():.6g} kg, gravity "
           f"({model.gravity[0]:g}, {model.gravity[1]:g}) m/s^2", file=out)
     codes, counts = np.unique(model.joint_type, return_counts=True)
@@ -466,8 +479,9 @@ def _info_spatial(args, spec, out):
     model = spec.model
     mass = model.total_mass()
     gravity = ", ".join(f"{g:g}" for g in model.gravity)
-    print(f"{args.file}: {model.name or 'model'}: spatial, {model.nbodies} bodies, nq = {model.nq} configuration "
-          f"coordinates, nv = {model.nv} velocities (degrees of freedom), total mass {mass:.6g} kg, gravity "
+    print(f"{args.file}: {model.name or 'model'}: spatial, {counted(model.nbodies, 'body', 'bodies')}, "
+          f"nq = {counted(model.nq, 'configuration coordinate')}, nv = {counted(model.nv, 'velocity', 'velocities')} "
+          f"(degrees of freedom), total mass {mass:.6g} kg, gravity "
           f"({gravity}) m/s^2", file=out)
     names, counts = np.unique(model.joint_types, return_counts=True)
     print("  joints: " + ", ".join(f"{count} {name}" for name, count in zip(names, counts, strict=True)), file=out)
@@ -511,6 +525,62 @@ def _driver_text(motion):
 def _ends(count, keep=3):
     """Indices to list of ``count`` items: all of them up to _INFO_LIST, else the first and last ``keep``."""
     return list(range(count)) if count <= _INFO_LIST else [*range(keep), *range(count - keep, count)]
+
+
+def _print_coordinates(labels, values, out):
+    """One line per coordinate, "  crank angle = 0.5236 rad" (labels "name [unit]"; a long chain's first and last
+    few)."""
+    lines = []
+    for i in _ends(len(values)):
+        name, _, unit = labels[i][:-1].rpartition(" [")
+        lines.append(f"  {name} = {values[i]:.6g}{'' if unit in ('', '-') else ' ' + unit}")
+    _print_list(lines, len(values), "coordinates", out)
+
+
+def _moving_most(labels, shape):
+    """The coordinate that moves most in a mode shape ("rod1 omega z"): its label ("name [unit]") without the
+    unit."""
+    return labels[int(np.argmax(np.abs(shape)))].rpartition(" [")[0]
+
+
+def _neutral_note(labels, neutral):
+    """'; 1 neutral / zero-frequency mode (no load resists it): rod1 omega z' for an equilibrium's neutral modes
+    (``neutral`` (n, k) their directions; ``labels`` of the n coordinates), else ''."""
+    if not neutral.size:
+        return ""
+    count = neutral.shape[1]
+    names = ", ".join(_moving_most(labels, direction) for direction in neutral.T)
+    return (f"; {counted(count, 'neutral / zero-frequency mode')} (no load resists {'it' if count == 1 else 'them'}):"
+            f" {names}")
+
+
+def _frequencies(labels, omega, shapes):
+    """The natural frequencies line; a frequency zero within tolerance (omega^2 below 1e-8 of the largest) is
+    named as a neutral / zero-frequency mode, with the coordinate that moves most in it."""
+    zero = omega**2 <= 1e-8 * float(np.max(omega**2, initial=0.0))
+    shown = [f"{w:.6g}" + (f" (zero: a neutral / zero-frequency mode, {_moving_most(labels, shapes[:, i])})"
+                           if zero[i] else "") for i, w in enumerate(omega)]
+    return "natural frequencies [rad/s]: " + ", ".join(shown)
+
+
+def _driving_summary(model, kin):
+    """The largest driving force of each driver over a kinematic analysis, named and with its unit: "driving
+    forces max |.|: crank torque 2812.02 N m" (a revolute joint's driver: N m; a prismatic one's: N)."""
+    peaks = np.abs(kin.driving_forces).max(axis=0, initial=0.0) if kin.driving_forces.size else ()
+    if isinstance(model, io.Model3D):
+        first_rate = {model.v_slice(i).start: i for i in range(model.nbodies)}
+        named = []
+        for kv in kin.driven:
+            body = first_rate[int(kv)]
+            force = ("torque", "N m") if model.joint_types[body] == "revolute" else ("force", "N")
+            named.append((f"{model.names[body]} {force[0]}", force[1]))
+    else:
+        from .plot import coordinate_names_units  # noqa: PLC0415  (labels only: no matplotlib)
+
+        names, units = coordinate_names_units(model, "tau")
+        named = [(names[c], units[c]) for c in kin.driven]
+    listed = ", ".join(f"{name} {peak:.6g} {unit}" for (name, unit), peak in zip(named, peaks, strict=True))
+    return f"driving {'force' if len(named) == 1 else 'forces'} max |.|: {listed or 'none'}"
 
 
 def _print_list(lines, count, what, out):
@@ -752,8 +822,7 @@ def main(argv=None, out=None):
     except ImportError as err:  # an optional package missing where _require did not look first
         if args.debug:
             raise
-        print(f"rmbd: error: {_short(err)} (the optional extras: pip install \"recursive-mbd[plot,progress]\")",
-              file=sys.stderr)
+        print(f"rmbd: error: {_short(err)} (the optional extras: {install_hint('plot,progress')})", file=sys.stderr)
         return 1
     except Exception as err:  # noqa: BLE001 - the promise: one line, never a traceback
         if args.debug:

@@ -123,3 +123,15 @@ def test_kinematic_analysis_needs_every_degree_of_freedom():
     pendulum = rm.chains.serial_chain(2)
     with pytest.raises(rm.ModelError, match="drive every coordinate"):
         rm.kinematic_analysis(pendulum, {"link1": lambda t: t}, [0.0])
+
+
+def test_a_zero_stiffness_is_a_neutral_mode_not_an_instability():
+    # without gravity no load turns the pendulum: every angle is an equilibrium, its one mode has zero frequency
+    weightless = rm.Model(gravity=(0.0, 0.0))
+    weightless.add_body("ground", "revolute", (0, 0), (0, 0.4), mass=2.0, inertia=0.1, name="pendulum")
+    eq = rm.static_equilibrium(weightless, [0.3])
+    assert eq.q.tolist() == [0.3] and abs(eq.eigenvalues[0]) < 1e-12
+    assert eq.stable and eq.neutral.shape == (1, 1) and abs(eq.neutral[0, 0]) == pytest.approx(1.0, abs=1e-15)
+    # the judgement still fails an unstable equilibrium: upside down under gravity, no neutral mode
+    top = rm.static_equilibrium(compound_pendulum(), [3.0], prefer_stable=False)
+    assert not top.stable and top.eigenvalues[0] < 0.0 and top.neutral.shape == (1, 0)

@@ -118,6 +118,8 @@ def test_a_missing_required_key_exits_1_naming_file_and_entry(text, line, entry,
     ('method = "implicit_midpoint"', "analysis.dt", "fixed steps"),
     ('method = "rk5"', "analysis.method", "unknown method 'rk5'"),
     ('method = "scipy:Euler"', "analysis.method", "unknown method 'scipy:Euler'"),
+    ('method = "LSODA"', "analysis.method", "unknown method 'LSODA': scipy's solver LSODA is method='scipy:LSODA'"),
+    ('method = "implicit-midpoint"', "analysis.method", "(did you mean 'implicit_midpoint'?)"),
     ("dt = 0.001", "analysis.dt", "chooses its own steps"),
     ('method = "rk4"\ndt = 0.001\nrtol = 1e-6', "analysis.rtol", "adaptive"),
     ('method = "rk4"\ndt = 1.0', "analysis.dt", "longer than t_end"),
@@ -237,9 +239,12 @@ def test_missing_matplotlib_exits_1_saying_how_to_install(tmp_path, monkeypatch)
     np.savez(result, t=np.linspace(0, 1, 3), q=np.zeros((3, 1)))
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
     code, _, err = rmbd(["plot", result, "-o", tmp_path / "r.png"])
-    assert code == 1 and one_line_error(err) and 'pip install "recursive-mbd[plot]"' in err, err
+    # the hint suits every way of installing: the package alone, the extra of a release, the extra of a clone
+    hint = ('pip install matplotlib (or pip install "recursive-mbd[plot]"; in a clone of the repository: '
+            'pip install -e ".[plot]")')
+    assert code == 1 and one_line_error(err) and hint in err, err
     code, _, err = rmbd(["animate", MODELS / "four_bar.toml", result, "-o", tmp_path / "r.gif"])
-    assert code == 1 and 'pip install "recursive-mbd[plot]"' in err, err
+    assert code == 1 and hint in err, err
 
 
 def test_missing_ffmpeg_exits_1_before_animating(tmp_path, monkeypatch):
@@ -251,12 +256,23 @@ def test_missing_ffmpeg_exits_1_before_animating(tmp_path, monkeypatch):
     assert not (tmp_path / "r.mp4").exists()
 
 
+def test_library_animate_without_ffmpeg_names_it_before_drawing(tmp_path, monkeypatch):
+    model = rm.Model()
+    model.add_body(parent="ground", joint="revolute", child_point=(0, 0.5), mass=1.0, inertia=0.1, name="rod")
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no ffmpeg on PATH
+    with pytest.raises(FileNotFoundError, match=r"x\.mp4: writing this animation needs ffmpeg, which is not "
+                                                r"installed .* or write a \.gif \(Pillow\)$"):
+        rm.plot.animate(model, np.linspace(0.0, 1.0, 3), np.zeros((3, 1)), tmp_path / "x.mp4")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_missing_tqdm_for_progress_exits_1(tmp_path, monkeypatch):
     path = tmp_path / "model.toml"
     path.write_text(TREE)
     monkeypatch.setitem(sys.modules, "tqdm", None)
     code, _, err = rmbd(["run", path, "--progress", "-o", tmp_path / "out.npz"])
-    assert code == 1 and 'pip install "recursive-mbd[progress]"' in err, err
+    assert code == 1 and 'pip install tqdm (or pip install "recursive-mbd[progress]"; in a clone of the repository: ' \
+                         'pip install -e ".[progress]")' in err, err
 
 
 def test_run_never_overwrites_without_force_and_writes_the_path_it_prints(tmp_path):

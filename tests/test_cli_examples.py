@@ -45,6 +45,7 @@ def test_examples_run(tmp_path):
         out = subprocess.run([sys.executable, str(ROOT / "examples" / script), *args], capture_output=True,
                              text=True, check=True, timeout=300)
         assert "energy" in out.stdout.lower() or "E(t)" in out.stdout or "drift" in out.stdout
+        assert "nan" not in out.stdout.lower(), (script, out.stdout)  # every number printed is a result
     assert figure.stat().st_size > 1000
 
 
@@ -60,8 +61,10 @@ def test_example_help(script):
                          text=True, timeout=120, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("usage: ") and out.stderr == ""
-    first_line = (ROOT / "examples" / script).read_text().split('"""')[1].splitlines()[0]
-    assert first_line.split(":")[0] in " ".join(out.stdout.split())
+    # the docstring's whole first paragraph, not cut at the end of its first line, before the options
+    summary = " ".join((ROOT / "examples" / script).read_text().split('"""')[1].split("\n\n")[0].split())
+    shown = " ".join(out.stdout.split())
+    assert summary in shown and shown.index(summary) < shown.index("options:"), (summary, out.stdout)
 
 
 @pytest.mark.parametrize("script", PLOTTING_EXAMPLES)
@@ -73,7 +76,8 @@ def test_example_plot_without_matplotlib_says_how_to_install_before_simulating(s
     out = subprocess.run([sys.executable, "-c", runner, str(ROOT / "examples" / script), str(tmp_path / "figure")],
                          capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 1, out.stderr
-    assert "matplotlib" in out.stderr and 'pip install "recursive-mbd[plot]"' in out.stderr
+    assert 'pip install matplotlib (or pip install "recursive-mbd[plot]"; in a clone: pip install -e ".[plot]")' \
+        in out.stderr
     assert out.stdout == ""  # it stopped before simulating anything
     assert list(tmp_path.iterdir()) == []
 

@@ -130,9 +130,15 @@ def test_a_member_that_blows_up_keeps_its_samples_and_leaves_the_others_alone():
     ens = rm.simulate_many(double_pendulum(), Q0, QD0, 1.0, "rk4", dt=0.01, params={"gravity": gravities})
     assert list(ens.status) == ["finished", "failed", "finished"] and list(ens.failed) == [1]
     assert "non-finite" in ens.reasons[1]
+    # success and message per member, as scipy's OdeResult: the failed member says when and why
+    assert ens.success.tolist() == [True, False, True]
+    assert ens.message[0] == ens.message[2] == "the integration reached t_end = 1 s"
+    assert ens.message[1] == f"the run failed at t = {ens.t_stop[1]:.9g} s: {ens.reasons[1]}"
     with pytest.raises(rm.SimulationError) as info:
         rm.simulate(double_pendulum(gravity=4e6), Q0[1], QD0[1], 1.0, "rk4", dt=0.01)
     ref = info.value.result
+    assert ref.success is False and ref.message == str(info.value)
+    assert repr(ref).endswith(": 2 samples, t = 0 .. 0.01 s, 1 step (0 rejected), 8 evaluations>")
     # the single run's divergence watch stops it at its first diverged sample; the member runs on to the overflow
     assert 1 < ref.t.size <= ens.nsamples[1] < ens.t.size and info.value.t <= ens.t_stop[1]
     assert np.array_equal(ens.q[1, :ref.t.size], ref.q)
@@ -282,7 +288,8 @@ def test_bad_input_names_member_and_argument_before_any_work():
         rm.simulate_many(model, Q0, QD0, 1.0, params={"inertia": [[1, 1], [1, -1], [1, 1], [1, 1]]})
     with pytest.raises(rm.StateError, match=r"params\['gravity'\] must have shape \(4, 2\)"):
         rm.simulate_many(model, Q0, QD0, 1.0, params={"gravity": np.zeros((3, 2))})
-    with pytest.raises(rm.ModelError, match="no element"):
+    with pytest.raises(rm.ModelError, match=r"params\['stiffness:spring'\]: unknown element 'spring'; there are no "
+                                            r"elements$"):
         rm.simulate_many(model, Q0, QD0, 1.0, params={"stiffness:spring": np.ones(4)})
     with pytest.raises(ValueError, match="give a finite dt"):
         rm.simulate_many(model, Q0, QD0, 1.0, "rk4")
@@ -361,6 +368,7 @@ def test_save_writes_the_name_given_and_load_round_trips_every_field(saved_ensem
     back = EnsembleResult.load(path)
     assert_same_ensemble(back, ens)
     assert list(back.status) == list(ens.status) and back.reasons == ens.reasons
+    assert back.success.tolist() == [True, False, True] and list(back.message) == list(ens.message)
 
 
 def test_damaged_ensemble_files_give_one_error_naming_the_file(saved_ensemble, tmp_path):

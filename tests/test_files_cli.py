@@ -130,6 +130,7 @@ def test_cli_runs_info_plot_and_animate(tmp_path):
         assert data["q"].shape == (16, 3) and data["drift"].max() < 1e-10
     info = rmbd("info", "fb.toml")
     assert info.returncode == 0 and "3 bodies" in info.stdout and "loop C" in info.stdout
+    assert "3 joint coordinates, 1 loop (2 equations), 1 degree of freedom" in info.stdout  # singular where one
     plot = rmbd("plot", "fb.npz", "-o", "fb.png")
     assert plot.returncode == 0, plot.stderr
     assert (tmp_path / "fb.png").stat().st_size > 1000
@@ -165,7 +166,7 @@ MALFORMED = [
     ("child_point = [0.0, 0.5]", "child_point = [0.0]", "body[0].child_point"),
     ("child_point = [0.0, 0.5]", 'child_point = ["a", "b"]', "child_point"),
     ("axis = [0.0, -1.0]", "axis = [0.0, 0.0]", "axis must be non-zero"),
-    ("inertia = 0.01", "inertia = 0.01\nmas = 2", "unknown key 'mas'"),
+    ("inertia = 0.01", "inertia = 0.01\nmas = 2", "unknown key 'mas' (did you mean 'mass'?); expected some of"),
     ("stiffness = 5.0", "stiffness = -5.0", "spring_damper[0]"),
     ("stiffness = 5.0", "", "spring_damper[0].stiffness"),
     ('body_b = "ground"', 'body_b = "moon"', "spring_damper[0]"),
@@ -180,7 +181,7 @@ MALFORMED = [
     ("t_end = 0.01", "t_end = 0.01\nsamples = 0", "analysis.samples"),
     ("t_end = 0.01", "t_end = 0.01\nwobble = 1", "unknown key 'wobble'"),
     ("[initial]", "[initialise]", "unknown key 'initialise'"),
-    ("[[spring_damper]]", "[[spring]]", "unknown key 'spring'"),
+    ("[[spring_damper]]", "[[spring]]", "unknown key 'spring' (did you mean 'spring_damper'?)"),
     ('name = "arm"', 'name = "arm"\n[oops', "TOML syntax error"),
     ("[[body]]\nname = \"slider\"", "[[body]]\nname = \"arm\"", "duplicate body name"),
     ("[analysis]", "[[driver]]\nbody = \"arm\"\nkind = \"polynomial\"\ncoefficients = []\n\n[analysis]",
@@ -226,7 +227,7 @@ def test_mechanism_file_errors(tmp_path):
     code, err = run_cli(text.replace("point_b = [0.75, 0.0]", "point_b = [0.95, 0.0]"), tmp_path)
     assert code == 1 and "joint 'C'" in err and "open by" in err
     code, err = run_cli(text.replace('body_a = "coupler"', 'body_a = "wheel"'), tmp_path)
-    assert code == 1 and "joint[2]" in err and "unknown body 'wheel'" in err
+    assert code == 1 and "joint[2]" in err and "unknown body 'wheel'; known bodies: 'ground', 'crank'" in err
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -262,7 +263,9 @@ def test_seed002_deck_builds_the_double_pendulum_it_describes():
 
 @pytest.mark.parametrize(("old", "new", "expected"), [
     ("PROP, 2, 2.0, 5.3334", "PROP, 2, 2.0", "line 30: PROP needs 3 fields"),
-    ("RCON, P, 12, 22", "RCON, P, 12, 77", "line 44: RCON"),
+    ("RCON, P, 12, 22", "RCON, P, 12, 77", "line 44: RCON: unknown point '77'; known points: '11', '12', '22', "
+                                           "'23', '91'"),
+    ("RCON, P, 12, 22", "RCON, P, 12, 221", "line 44: RCON: unknown point '221' (did you mean '22'?)"),
     ("BODY, 2, 1.4142, -2.4142, 0.0", "BODY, 2, 1.4142, -2.4142, north", "line 14: BODY 2: expected a number"),
     ("FCON, DR, 12, 22, 1", "FCON, SP, 12, 22, 1", "line 48: FCON 'SP'"),
     ("ENDD", "MOVE, 1\nENDD", "line 54: unknown command 'MOVE'"),
@@ -273,3 +276,23 @@ def test_deck_errors_name_the_line(old, new, expected, tmp_path):
     assert old in text
     code, err = run_cli(text.replace(old, new), tmp_path, "bad.deck")
     assert code == 1 and expected in err, err
+
+
+def test_rmbd_run_prints_every_quantity_with_its_unit(tmp_path):
+    # kinematics: the driver named, its largest force with its unit (the crank's revolute joint: a torque [N m])
+    out = std_io.StringIO()
+    assert cli.main(["run", str(ROOT / "examples" / "models" / "slider_crank.toml"), "-o", str(tmp_path / "sc.npz")],
+                    out=out) == 0
+    with np.load(tmp_path / "sc.npz") as data:
+        peak = np.abs(data["driving_forces"]).max()
+    assert f"101 times up to 0.1 s; driving force max |.|: crank torque {peak:.6g} N m\n" in out.getvalue()
+    # statics: each coordinate named, with its unit
+    text = (ROOT / "examples" / "models" / "double_pendulum.toml").read_text()
+    path = tmp_path / "hanging.toml"
+    path.write_text(text[:text.index("[analysis]")] + '[analysis]\ntype = "statics"\n')
+    out = std_io.StringIO()
+    assert cli.main(["run", str(path), "-o", str(tmp_path / "hanging.npz")], out=out) == 0
+    with np.load(tmp_path / "hanging.npz") as data:
+        q = data["q"]
+    assert (f"stable):\n  link1 angle = {q[0]:.6g} rad\n  link2 angle rel. link1 = {q[1]:.6g} rad\n"
+            in out.getvalue()), out.getvalue()

@@ -179,3 +179,42 @@ def test_add_bodies_equals_body_by_body():
         bad.add_bodies(np.array([-1, 5]))
     with pytest.raises(rm.ModelError, match="duplicate"):
         bad.add_bodies(np.array([-1, 0]), names=["same", "same"])
+
+
+def test_unknown_names_get_the_known_ones_and_the_closest_match():
+    # a chain of 120 links: the message lists the first and last few names, the count, and the close match
+    model = rm.Model()
+    for i in range(120):
+        model.add_body(parent=i - 1, child_point=(0, 0.5), mass=1.0, inertia=0.1, name=f"link{i}")
+    with pytest.raises(ModelError) as info:
+        model.body_index("Link1")
+    assert str(info.value) == ("unknown body 'Link1' (did you mean 'link1'?); known bodies: 'link0', 'link1', "
+                               "'link2', 'link3', 'link4', ..., 'link115', 'link116', 'link117', 'link118', "
+                               "'link119' (120 in all)")
+    with pytest.raises(ModelError, match=r"unknown parent 'lnk7' \(did you mean 'link7'\?\); known bodies: "
+                                         r"'ground', 'link0'"):
+        model.add_body(parent="lnk7", mass=1.0, inertia=0.1)
+    with pytest.raises(ModelError, match=r"unknown joint type 'revolut' \(did you mean 'revolute'\?\); known joint "
+                                         r"types: 'fixed', 'planar', 'prismatic', 'revolute'$"):
+        model.add_body(parent="link0", joint="revolut", mass=1.0, inertia=0.1)
+    with pytest.raises(ModelError, match=r"spring_damper 's': body_b: unknown body 'link500' \(did you mean "
+                                         r"'link50'\?\); known bodies: 'link0', 'link1'"):
+        model.add_spring_damper("link0", (0, 0), "link500", (0, 0), 1.0, name="s")
+    spatial = rm.Model3D()
+    spatial.add_body(parent="ground", joint="revolute", mass=1.0, inertia=1.0, name="crank")
+    with pytest.raises(ModelError, match=r"unknown body 'Crank' \(did you mean 'crank'\?\); known bodies: 'crank'$"):
+        spatial.body_index("Crank")
+    with pytest.raises(ModelError, match=r"unknown loop 'loop0'; there are no loops$"):
+        spatial.loop("loop0")
+    mechanism = rm.Mechanism()
+    mechanism.add_body("crank", mass=1.0, inertia=0.1)
+    with pytest.raises(ModelError, match=r"unknown body 'crnk' \(did you mean 'crank'\?\); known bodies: 'ground', "
+                                         r"'crank'$"):
+        mechanism.add_joint("revolute", "ground", (0, 0), "crnk", (0, 0))
+
+
+def test_summaries_count_in_the_singular_for_one():
+    assert repr(_pendulum()) == "<Model: 1 body, not compiled>"
+    spatial = rm.Model3D()
+    spatial.add_body(parent="ground", joint="revolute", mass=1.0, inertia=1.0)
+    assert repr(spatial) == "Model3D(1 body, nq=?, name=None)"

@@ -151,8 +151,31 @@ def test_too_many_steps_keeps_the_result():
     assert info.value.result.nsteps <= 50
 
 
+def test_results_carry_success_and_message_as_scipy_does(tmp_path):
+    model = chains.serial_chain(5)
+    done = rm.simulate(model, np.full(5, 0.5), np.zeros(5), 0.25)
+    assert done.success is True and done.message == "the integration reached t_end = 0.25 s"
+    with pytest.raises(SimulationError, match="max_steps") as info:
+        rm.simulate(model, np.full(5, 0.5), np.zeros(5), 10.0, max_steps=50, rtol=1e-10)
+    kept = info.value.result  # the samples a failure keeps say that they end early, and why
+    assert kept.status == "failed" and kept.success is False and kept.message == str(info.value)
+    kept.save(tmp_path / "kept.npz")
+    back = rm.SimulationResult.load(tmp_path / "kept.npz")
+    assert back.success is False and back.message == str(info.value)
+    done.save(tmp_path / "done.npz")
+    assert rm.SimulationResult.load(tmp_path / "done.npz").message == done.message
+
+
 @pytest.mark.parametrize("kwargs, match", [
     (dict(method="euler"), "unknown method"),
+    (dict(method="RK45"), r"^unknown method 'RK45': scipy's solver RK45 is method='scipy:RK45'$"),
+    (dict(method="Radau"), r"^unknown method 'Radau': scipy's solver Radau is method='scipy:Radau'$"),
+    (dict(method="BDF"), r"^unknown method 'BDF': scipy's solver BDF is method='scipy:BDF', or this package's own "
+                         r"'bdf'$"),
+    (dict(method="dopri"), r"^unknown method 'dopri' \(did you mean 'dopri5'\?\); known methods: 'dopri5', 'dop853', "
+                           r"'rk4', 'implicit_midpoint', 'generalized_alpha', 'bdf', 'scipy:RK45', 'scipy:RK23', "
+                           r"'scipy:DOP853', 'scipy:Radau', 'scipy:BDF', 'scipy:LSODA'$"),
+    (dict(method="scipy:rk45"), r"^unknown method 'scipy:rk45' \(did you mean 'scipy:RK45'\?\)"),
     (dict(method="rk4"), "give dt"),
     (dict(dt=0.1), "dt is for fixed-step"),
     (dict(rtol=-1.0), "rtol must be"),

@@ -208,7 +208,7 @@ def test_rmbd_info_describes_a_spatial_file(tmp_path):
     assert "1 prismatic, 3 revolute" in out and "body sleeve: prismatic joint to spindle" in out
     code, out, err = run_cli(["info", str(SPATIAL / "heavy_top.toml")], tmp_path)
     assert code == 0, err
-    assert "1 bodies" in out and "nq = 4" in out and "nv = 3" in out and "1 spherical" in out
+    assert "spatial, 1 body, nq = 4 configuration coordinates, nv = 3 velocities" in out and "1 spherical" in out
 
 
 def test_rmbd_run_gives_the_modes_a_spatial_models_loops_allow(tmp_path):
@@ -230,7 +230,11 @@ def test_rmbd_run_and_plot_the_modes_of_a_spatial_file(tmp_path):
     result = tmp_path / "rods.npz"
     code, out, err = run_cli(["run", str(source), "-o", str(result)], tmp_path)
     assert code == 0, err
-    assert "static equilibrium" in out and "natural frequencies" in out
+    # the turn about the vertical has zero stiffness: a neutral mode, named, not an instability
+    assert ("static equilibrium (newton, 3 iterations, stable; 1 neutral / zero-frequency mode (no load resists "
+            "it): rod1 omega z):\n") in out, out
+    assert "natural frequencies [rad/s]: 8.2" in out and "(zero: a neutral / zero-frequency mode, rod1 omega z), " \
+        "3.79584, 3.79584, 10.2992\n" in out, out
     spec = rm.io.load(source)
     with np.load(result) as data:
         eq = rm.static_equilibrium(spec.model, spec.q0)
@@ -240,6 +244,14 @@ def test_rmbd_run_and_plot_the_modes_of_a_spatial_file(tmp_path):
         assert str(data["kind"]) == "modes" and list(data["body_names"]) == ["rod1", "rod2"]
     # hanging straight down, the rods swing in both planes at equal frequencies
     np.testing.assert_allclose(rm.forward_kinematics(spec.model, eq.q)[0][:, 2, 2], 1.0, atol=1e-12)
+    assert eq.stable and eq.neutral.shape == (spec.model.nv, 1) and np.argmax(np.abs(eq.neutral[:, 0])) == 2
+    assert repr(eq) == (f"Equilibrium3D(stable, 1 neutral mode, 3 Newton iterations, max |residual| = "
+                        f"{np.abs(eq.residual).max():.2e} N or N m)")
+    # the judgement still fails an unstable equilibrium: the same rods straight up (gravity reversed)
+    upside = rm.io.loads(source.read_text().replace('name = "two hanging rods"', 'name = "two hanging rods"\n'
+                                                    "gravity = [0.0, 0.0, 9.81]"), "upside.toml").model
+    top = rm.static_equilibrium(upside, upside.neutral())
+    assert not top.stable and top.eigenvalues[0] < 0.0 and top.neutral.shape == (upside.nv, 1)
     assert omega[0] < 1e-5 * omega[1] and omega[1] == pytest.approx(omega[2], rel=1e-7)
     picture = tmp_path / "rods.png"
     code, out, err = run_cli(["plot", str(result), "-o", str(picture)], tmp_path)
@@ -390,8 +402,11 @@ def test_rmbd_run_does_the_kinematics_of_a_spatial_file_as_the_python_call(tmp_p
     result = tmp_path / "rssr.npz"
     code, out, err = run_cli(["run", str(RSSR), "-o", str(result)], tmp_path)
     assert code == 0, err
-    assert "kinematic analysis: 51 times" in out
     spec = rm.io.load(RSSR)
+    with np.load(result) as data:
+        peak = np.abs(data["driving_forces"]).max()
+    # the driver named, its largest force with its unit: the crank's revolute joint takes a torque [N m]
+    assert f"kinematic analysis: 51 times up to 1 s; driving force max |.|: crank torque {peak:.6g} N m\n" in out
     crank = (lambda t: 0.3 + 0.2 * np.sin(3.0 * t), lambda t: 0.6 * np.cos(3.0 * t),
              lambda t: -1.8 * np.sin(3.0 * t))
     reference = rm.kinematic_analysis(spec.model, {"crank": crank}, np.linspace(0.0, 1.0, 51), [0.3, -3.5])

@@ -98,5 +98,7 @@ def test_local_cluster_of_two_processes_gives_the_serial_numbers_in_grid_order()
 
 def test_without_dask_the_error_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed now fails
-    with pytest.raises(ModuleNotFoundError, match=r'pip install "recursive-mbd\[dask\]"'):
+    with pytest.raises(ModuleNotFoundError, match=r'pip install "dask\[distributed\]" \(or pip install '
+                                                  r'"recursive-mbd\[dask\]"; in a clone of the repository: '
+                                                  r'pip install -e "\.\[dask\]"\)'):
         rm.sweep(first_frequency, [2])

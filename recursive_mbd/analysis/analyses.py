@@ -13,7 +13,7 @@ at its loop point.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg
@@ -31,7 +31,7 @@ from ..model import joints
 from ..model.spatial import Model3D
 from ..model.statuses import raise_status
 from ..model.workspace import workspace
-from .assembly import _coordinates, _vector, assemble
+from .assembly import _coordinates, _vector, assemble, stiffness_spectrum
 
 # ---- reactions --------------------------------------------------------------------------------------------------
 
@@ -344,8 +344,10 @@ class Equilibrium:
     """A static equilibrium (``static_equilibrium``).
 
     q (nq,); reactions (``Reactions`` at rest); stiffness (nq, nq) d(h - Q + J^T lambda)/dq; reduced_stiffness
-    eigenvalues on the loops' admissible motions (ascending); stable: all of them > 0; method: "newton" or
-    "energy"; iterations.
+    eigenvalues on the loops' admissible motions (ascending); stable: none of them negative, where eigenvalues
+    zero within 1e-9 of the largest stiffness entry are neutral, zero-frequency modes (a free rigid-body motion, a
+    hinge no load turns), not instability; method: "newton" or "energy"; iterations; neutral (nq, k0): the
+    directions of those neutral modes.
     """
 
     q: np.ndarray
@@ -355,6 +357,7 @@ class Equilibrium:
     stable: bool
     method: str
     iterations: int
+    neutral: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
 
 
 def _conservative_potential(model, q, tau, t):
@@ -436,14 +439,14 @@ def static_equilibrium(model, q_guess, tau=None, *, t=0.0, tol=1e-10, max_iter=5
         g, phi, _ = _static_residual(model, q, lam, tau, t)
         raise ModelError(f"no static equilibrium found: residual |g| = {np.abs(g[free]).max():.3g}, "
                          f"|phi| = {np.abs(phi).max(initial=0.0):.3g} after {iterations} iterations")
-    q, lam, method, stiffness, eigenvalues, stable = found
+    q, lam, method, stiffness, eigenvalues, stable, neutral = found
     g, _, _ = _static_residual(model, q, lam, tau, t)
     holding = tau.copy()
     holding[held] += g[held]  # what the held coordinates' supports must add
     zeros = np.zeros(model.nq)
     joint, loops, _ = _joint_forces(model, q, zeros, zeros, lam, t)
     return Equilibrium(q, Reactions(joint, loops, lam, holding), stiffness, eigenvalues, stable, method,
-                       iterations)
+                       iterations, neutral)
 
 
 def _stiffness_matrix(model, q, lam, tau, t):
@@ -452,13 +455,15 @@ def _stiffness_matrix(model, q, lam, tau, t):
 
 
 def _stability(model, q, lam, tau, t, held):
-    """(stiffness, eigenvalues on the admissible motions (ascending), stable)."""
+    """(stiffness, eigenvalues on the admissible motions (ascending), stable, neutral (nq, k0)): eigenvalues zero
+    within 1e-9 of the largest stiffness entry are neutral modes, not instability (``stiffness_spectrum``)."""
     stiffness = _stiffness_matrix(model, q, lam, tau, t)
     jac = constraints(model, q)[2] if model.nloops else np.zeros((0, model.nq))
     basis = _null_basis(np.vstack((jac, np.eye(model.nq)[held])), model.nq)
-    eigenvalues = np.linalg.eigvalsh(basis.T @ stiffness @ basis) if basis.size else np.zeros(0)
-    scale = max(1.0, np.abs(stiffness).max())
-    return stiffness, eigenvalues, bool(np.all(eigenvalues > 1e-9 * scale))
+    reduced = basis.T @ stiffness @ basis
+    eigenvalues, neutral, stable = stiffness_spectrum(0.5 * (reduced + reduced.T), basis, 1e-9,
+                                                      float(np.abs(stiffness).max()))
+    return stiffness, eigenvalues, stable, neutral
 
 
 def _newton_static(model, q, lam, tau, t, free, tol, max_iter):

@@ -13,6 +13,20 @@ from ..model.spatial import Model3D
 from ..model.workspace import workspace
 
 
+def stiffness_spectrum(reduced, basis, rtol, scale=None):
+    """The stability of an equilibrium from its stiffness ``reduced`` (k, k), symmetric, on the motions ``basis``
+    (n, k) allows (columns): (eigenvalues, ascending; neutral (n, k0), the directions of the eigenvalues zero within
+    tol = ``rtol`` max(1, ``scale``) (default scale: the largest |eigenvalue|); stable). A zero eigenvalue is a
+    neutral, zero-frequency mode (a turn about the vertical that no load resists, a rigid-body motion): it is no
+    instability, so ``stable`` means no eigenvalue below -tol."""
+    if not basis.size:
+        return np.zeros(0), np.zeros((basis.shape[0], 0)), True
+    eigenvalues, vectors = np.linalg.eigh(reduced)
+    tol = rtol * max(1.0, float(np.abs(eigenvalues).max()) if scale is None else scale)
+    zero = np.abs(eigenvalues) <= tol
+    return eigenvalues, basis @ vectors[:, zero], bool(not np.any(eigenvalues < -tol))
+
+
 def _vector(model, x, what):
     """A float copy of the (nq,) vector x, compiling the model first."""
     workspace(model)

@@ -14,7 +14,7 @@ from collections import deque
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, unknown_name
 from ..model._validation import finite_scalar
 from ..model.planar import Model, _point, _unit_axis
 
@@ -64,7 +64,7 @@ class Mechanism:
     def _body(self, body, where):
         if body == "ground" or body in self.bodies:
             return body
-        raise ModelError(f"{where}: unknown body {body!r}; known: {['ground', *self.bodies][:10]}")
+        raise ModelError(f"{where}: {unknown_name('body', body, ['ground', *self.bodies], 'bodies')}")
 
     def add_joint(self, kind, body_a, point_a, body_b, point_b, axis=None, name=None):
         """A joint between a point of ``body_a`` and a point of ``body_b`` (body frames; the ground's is the ground
@@ -75,7 +75,7 @@ class Mechanism:
         if any(j["name"] == label for j in self.joints):
             raise ModelError(f"{where}: duplicate joint name")
         if kind not in JOINT_KINDS:
-            raise ModelError(f"{where}: unknown joint kind {kind!r}; expected one of {list(JOINT_KINDS)}")
+            raise ModelError(f"{where}: {unknown_name('joint kind', kind, JOINT_KINDS)}")
         a, b = self._body(body_a, f"{where}: body_a"), self._body(body_b, f"{where}: body_b")
         if a == b:
             raise ModelError(f"{where}: body_a and body_b are the same body {a!r}")
@@ -99,8 +99,9 @@ class Mechanism:
     def add_joint_spring_damper(self, joint, stiffness, damping=0.0, rest=0.0, name=None):
         """A spring-damper on a revolute or prismatic joint (by name), as ``Model.add_joint_spring_damper``; the
         joint must end up in the tree (not be cut)."""
-        if not any(j["name"] == joint for j in self.joints):
-            raise ModelError(f"joint_spring_damper {name!r}: unknown joint {joint!r}")
+        names = [j["name"] for j in self.joints]
+        if joint not in names:
+            raise ModelError(f"joint_spring_damper {name!r}: {unknown_name('joint', joint, names)}")
         self.joint_springs.append(dict(joint=joint, stiffness=stiffness, damping=damping, rest=rest, name=name))
 
     def add_force(self, body, point, force, frame="ground", name=None):
@@ -115,9 +116,10 @@ class Mechanism:
 
     def _spanning_tree(self, cut):
         """Tree joints in breadth-first order from the ground: list of (joint, parent, child)."""
-        unknown = set(cut) - {j["name"] for j in self.joints}
+        names = [j["name"] for j in self.joints]
+        unknown = sorted(set(cut) - set(names))
         if unknown:
-            raise ModelError(f"cut names unknown joints: {sorted(unknown)}")
+            raise ModelError(f"cut: {unknown_name('joint', unknown[0], names)}")
         placed, order, used = {"ground"}, [], set()
         queue = deque(["ground"])
         while queue:

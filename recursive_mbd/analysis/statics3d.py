@@ -7,13 +7,15 @@ only) and Q the elements' generalised forces (springs, preloads, applied forces;
 static analysis of Sugiyama, Naitoh and Toguchi's KINE2D/KINE3D) steps in the velocity space, q <- q (+) delta
 (``integrate_configuration``), so the quaternions of spherical and free joints stay unit; the stiffness K = dg/ddelta
 comes from central differences along ``integrate_configuration`` (it is the Hessian of the potential at an equilibrium
-of a conservative load), and stability is K positive definite on the free coordinates.
+of a conservative load), and stability is no negative eigenvalue of K on the free coordinates (a zero one is a
+neutral, zero-frequency mode such as a turn about the vertical, named in ``Equilibrium3D.neutral``).
 
 With loops (``Model3D.add_loop``; ``recursive_mbd.dynamics.spatial_loops``): assembly is Gauss-Newton on phi(q) = 0 with
 minimum-norm steps in the velocity space over the free coordinates, q <- q (+) delta; static equilibrium is Newton
 on g(q, lambda) = h(q, v) - Q(q, v) - tau + J(q)^T lambda = 0, phi(q) = 0 (the loops' sign convention, M vdot + h =
 tau + Q - J^T lambda) with the KKT matrix [[K, J^T], [J, 0]], K = dg/ddelta at fixed lambda by central differences
-(the Hessian of the Lagrangian), and stability is K positive definite on the motions the loops allow (J delta = 0).
+(the Hessian of the Lagrangian), and stability is no negative eigenvalue of K on the motions the loops allow
+(J delta = 0).
 A constant velocity ``velocity`` (a spindle driven at a constant rate) makes it the relative equilibrium of that
 steady motion: h(q, v) then holds the centrifugal terms, and K is the stiffness in the frame turning with it
 (gyroscopic terms left out).
@@ -28,7 +30,7 @@ from ..dynamics.spatial import inverse_dynamics
 from ..errors import ModelError, StateError
 from ..model.configuration import integrate_configuration
 from ..model.spatial import Model3D
-from .assembly import _configuration, _held, _loop_gap, _size, _vector3d, assemble
+from .assembly import _configuration, _held, _loop_gap, _size, _vector3d, assemble, stiffness_spectrum
 
 _STEP = 1e-6  # central-difference step along integrate_configuration [rad or m]: truncation ~1e-12, round-off ~1e-10
 
@@ -106,7 +108,9 @@ def static_equilibrium(model, q_guess, tau=None, *, tol=1e-10, max_iter=50, fixe
         q (nq,), residual g (nv,), stiffness K (nv, nv), eigenvalues of its symmetric part on the free
         coordinates (ascending; with loops, on the free motions the loops allow), stable, iterations, holding (nv,):
         tau plus what the held coordinates' supports add; multipliers (m,) of the loops (loop forces as in
-        ``spatial_loops.loop_dynamics``).
+        ``spatial_loops.loop_dynamics``); neutral (nv, k0): the neutral, zero-frequency modes, the directions
+        (velocity space) of the eigenvalues zero within 1e-8 of the largest (a turn about the vertical, a
+        rigid-body motion). ``stable`` is judged on the other eigenvalues: True when none is negative.
 
     Raises
     ------
@@ -158,11 +162,10 @@ def static_equilibrium(model, q_guess, tau=None, *, tol=1e-10, max_iter=50, fixe
         q, g = trial, g_trial
     k = stiffness(model, q, velocity=rest)
     k_free = k[np.ix_(free, free)]
-    eigenvalues = np.linalg.eigvalsh(0.5 * (k_free + k_free.T))
+    eigenvalues, neutral, stable = stiffness_spectrum(0.5 * (k_free + k_free.T), np.eye(model.nv)[:, free], 1e-8)
     holding = tau.copy()
     holding[held] += g[held]
-    stable = bool(eigenvalues.size == 0 or eigenvalues[0] > 1e-8 * max(1.0, float(np.abs(eigenvalues).max())))
-    return Equilibrium3D(q, g, k, eigenvalues, stable, iterations, holding)
+    return Equilibrium3D(q, g, k, eigenvalues, stable, iterations, holding, neutral=neutral)
 
 
 def _loop_equilibrium(model, q, tau, tol, max_iter, fixed, held, free, velocity):
@@ -225,11 +228,10 @@ def _loop_equilibrium(model, q, tau, tol, max_iter, fixed, held, free, velocity)
     k_free = k[np.ix_(free, free)]
     basis = _null_basis(jac[:, free])  # the free motions the loops allow
     reduced = basis.T @ (0.5 * (k_free + k_free.T)) @ basis
-    eigenvalues = np.linalg.eigvalsh(reduced) if basis.size else np.zeros(0)
+    eigenvalues, neutral, stable = stiffness_spectrum(reduced, np.eye(model.nv)[:, free] @ basis, 1e-8)
     holding = tau.copy()
     holding[held] += g[held]
-    stable = bool(eigenvalues.size == 0 or eigenvalues[0] > 1e-8 * max(1.0, float(np.abs(eigenvalues).max())))
-    return Equilibrium3D(q, g, k, eigenvalues, stable, iterations, holding, multipliers=lam)
+    return Equilibrium3D(q, g, k, eigenvalues, stable, iterations, holding, multipliers=lam, neutral=neutral)
 
 
 def modes(model, q_eq, k=None, tau=None):
@@ -316,10 +318,13 @@ class Equilibrium3D:
     holding: np.ndarray
     method: str = "newton"
     multipliers: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    neutral: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
 
     def __repr__(self):
-        return (f"Equilibrium3D({'stable' if self.stable else 'not stable'}, {self.iterations} Newton iterations, "
-                f"max |residual| = {np.abs(self.residual).max(initial=0.0):.2e})")
+        neutral = f", {_checks.counted(self.neutral.shape[1], 'neutral mode')}" if self.neutral.size else ""
+        return (f"Equilibrium3D({'stable' if self.stable else 'not stable'}{neutral}, "
+                f"{_checks.counted(self.iterations, 'Newton iteration')}, "
+                f"max |residual| = {np.abs(self.residual).max(initial=0.0):.2e} N or N m)")
 
 
 # ---- kinematic analysis ------------------------------------------------------------------------------------------

@@ -172,7 +172,8 @@ def frequency_study(ns, k=3, kind="rods", length=1.0, gravity=9.81, client=None)
     """Convergence of the n-link chain's lowest k frequencies to the continuum's.
 
     kind: "rods" (``chains.serial_chain``) or "beads" (``chains.bead_chain``). Returns a dict with ``n``, ``omega``
-    (len(ns), k), ``continuum`` (k,), ``error`` (signed relative error), and per mode the fitted ``order`` p and
+    (len(ns), k), ``continuum`` (k,), ``error`` (signed relative error; an n-link chain has n modes, so for n < k
+    the modes beyond the n-th are NaN in ``omega`` and ``error``), and per mode the fitted ``order`` p and
     ``constant`` C of |error| = C n^-p over the larger half of ns, and ``seconds`` per n. With ``client`` (a
     ``distributed.Client``, a scheduler address, or True for a LocalCluster) the n run on Dask (``rm.sweep``).
     """

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from ..analysis.mechanism import Mechanism
-from ..errors import ModelError
+from ..errors import ModelError, unknown_name
 from .model_file import FileFormatError, ModelFile, too_many_samples
 
 _FIELDS = {"TITL": 1, "PRIN": 1, "TASK": 6, "BODY": 4, "POIN": 5, "PROP": 3, "GFOR": 4, "REST": 3, "RCON": 3,
@@ -112,27 +112,34 @@ def loads_deck(text, source="<deck>"):
             bodies[fields[0]] = (line, [number(v, line, f"BODY {fields[0]}") for v in fields[1:4]])
         elif command == "POIN":
             if fields[1] not in bodies:
-                fail(line, f"POIN {fields[0]}: unknown body {fields[1]!r} (define it with BODY first)")
+                fail(line, f"POIN {fields[0]}: {unknown_name('body', fields[1], bodies, 'bodies')} (define it with "
+                     "BODY first)")
             points[fields[0]] = (fields[1], np.array([number(v, line, f"POIN {fields[0]}") for v in fields[2:4]]),
                                  fields[4] != "0")
         elif command == "PROP":
             if fields[0] not in bodies:
-                fail(line, f"PROP: unknown body {fields[0]!r}")
+                fail(line, f"PROP: {unknown_name('body', fields[0], bodies, 'bodies')}")
             props[fields[0]] = [number(v, line, f"PROP {fields[0]}") for v in fields[1:3]]
         elif command == "GFOR":
             values = [number(v, line, f"GFOR {fields[0]}") for v in fields[1:4]]
             body = str(int(number(fields[0], line, "GFOR id")) // 10)
             if body not in bodies:
-                fail(line, f"GFOR {fields[0]}: no body {body} (GFOR id // 10 names the body)")
+                fail(line, f"GFOR {fields[0]}: {unknown_name('body', body, bodies, 'bodies')} (GFOR id // 10 names "
+                     "the body)")
             forces.append((body, values))
         elif command == "REST":
             kind, point = fields[0].upper(), fields[1]
-            if kind not in ("P", "R") or point not in points:
+            if kind not in ("P", "R"):
                 fail(line, f"REST {kind}: expected P or R and a known point, got {fields[:2]}")
+            if point not in points:
+                fail(line, f"REST {kind}: {unknown_name('point', point, points)}")
             rests.setdefault(point, [line, set()])[1].add(kind)
         elif command == "RCON":
-            if fields[0].upper() != "P" or fields[1] not in points or fields[2] not in points:
+            if fields[0].upper() != "P":
                 fail(line, f"RCON: expected P and two known points, got {fields}")
+            for point in fields[1:3]:
+                if point not in points:
+                    fail(line, f"RCON: {unknown_name('point', point, points)}")
             pins.append((line, fields[1], fields[2]))
         elif command == "FCON":
             if fields[0].upper() != "DR":

@@ -98,8 +98,8 @@ import numpy as np
 
 from .._kernels.spatial import layout as spatial_layout
 from ..analysis.mechanism import Mechanism
-from ..errors import ModelError, StateError
-from ..integrate.method_names import FIXED_STEP, METHODS
+from ..errors import ModelError, StateError, closest_name, unknown_name
+from ..integrate.method_names import FIXED_STEP, METHODS, SCIPY_METHODS, unknown_method
 from ..model import chains, joints
 from ..model.planar import GROUND, Model
 from ..model.spatial import Model3D
@@ -111,7 +111,6 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 ANALYSES = ("dynamics", "statics", "kinematics", "modes")
-SCIPY_METHODS = ("RK23", "RK45", "DOP853", "Radau", "BDF", "LSODA")  # scipy.integrate.solve_ivp's
 MAX_FIXED_STEPS = 10_000_000  # simulate's default max_steps: a fixed-step analysis asking for more is refused
 _REQUIRED = object()
 
@@ -146,7 +145,9 @@ class _Reader:
     def keys(self, entry, allowed, where):
         unknown = sorted(set(entry) - set(allowed))
         if unknown:
-            self.fail(where, f"unknown key {unknown[0]!r}; expected some of {sorted(allowed)}")
+            close = closest_name(unknown[0], allowed)
+            hint = f" (did you mean {close!r}?)" if close is not None else ""
+            self.fail(where, f"unknown key {unknown[0]!r}{hint}; expected some of {sorted(allowed)}")
 
     def number(self, entry, key, where, default=_REQUIRED):
         if key not in entry:
@@ -226,7 +227,7 @@ def loads(text, source="<string>", *, check=True):
     if qd0 is None:
         qd0 = np.zeros(model.nq)
         reader.defaults.append(f"initial.qd = zeros ({model.nq})")
-    drivers = _drivers(reader, data, lambda body: body in model.body_names)
+    drivers = _drivers(reader, data, lambda body: body in model.body_names, model.body_names)
     analysis = _analysis(reader, data)
     return ModelFile(model, q0, qd0, drivers, analysis, source, reader.defaults)
 
@@ -503,7 +504,7 @@ def _spatial(reader, data, head):
     if v0 is None:
         v0 = np.zeros(model.nv)
         reader.defaults.append(f"initial.v = zeros ({model.nv})")
-    drivers = _drivers(reader, data, lambda body: _spatial_body(model, body) is not None,
+    drivers = _drivers(reader, data, lambda body: _spatial_body(model, body) is not None, model.body_names,
                        lambda body: _spatial_driven(model, body))
     analysis = _analysis(reader, data)
     return ModelFile(model, q0, v0, drivers, analysis, reader.source, reader.defaults)
@@ -606,8 +607,9 @@ _DRIVER_KEYS = {"polynomial": ("body", "kind", "coefficients"),
                 "harmonic": ("body", "kind", "offset", "amplitude", "frequency", "phase")}
 
 
-def _drivers(reader, data, known, joint_of=None):
-    """The [[driver]] tables: body name -> ``DriverMotion``. ``known(name)``: whether the model has that body;
+def _drivers(reader, data, known, names, joint_of=None):
+    """The [[driver]] tables: body name -> ``DriverMotion``. ``known(name)``: whether the model has that body
+    (``names``: the model's body names, for the message);
     ``joint_of(name)``, if given: the message refusing that body's joint as driven, or None (spatial models drive
     revolute and prismatic joints only)."""
     drivers = {}
@@ -616,7 +618,7 @@ def _drivers(reader, data, known, joint_of=None):
         kind = reader.string(entry, "kind", where, choices=tuple(_DRIVER_KEYS))
         body = reader.string(entry, "body", where)
         if not known(body):
-            reader.fail(f"{where}.body", f"unknown body {body!r}")
+            reader.fail(f"{where}.body", unknown_name("body", body, names, "bodies"))
         if body in drivers:
             reader.fail(f"{where}.body", f"body {body!r} has a driver already")
         refusal = joint_of(body) if joint_of is not None else None
@@ -682,8 +684,7 @@ def _analysis(reader, data):
     method = reader.string(table, "method", "analysis", "dopri5")
     scipy_name = method[6:] if method.startswith("scipy:") else None
     if (method not in METHODS) if scipy_name is None else (scipy_name not in SCIPY_METHODS):
-        reader.fail("analysis.method", f"unknown method {method!r}; expected one of {list(METHODS)} or "
-                    f"'scipy:NAME' with NAME one of {list(SCIPY_METHODS)}")
+        reader.fail("analysis.method", unknown_method(method))
     out["method"] = method
     if method in FIXED_STEP:
         if "dt" not in out:

@@ -57,11 +57,11 @@ from .._kernels.planar.system import TreeSystem
 from .._kernels.timeloops import integrators
 from ..dynamics._evaluation import as_vector
 from ..dynamics.batch import as_rows, per_thread
-from ..errors import ModelError, StateError
+from ..errors import ModelError, StateError, unknown_name
 from ..model.statuses import raise_status
 from ..model.workspace import workspace
 from .method_names import FIXED_STEP
-from .result import ENSEMBLE_FORMAT, ResultArchive, read_npz, write_npz
+from .result import ENSEMBLE_FORMAT, SUCCESS_STATUSES, ResultArchive, read_npz, status_message, write_npz
 from .runs import (
     _compiled_tau_adapter,
     _function_name,
@@ -260,7 +260,7 @@ def _nonnegative(arr, name):
 def _element(model, target, name, kinds):
     names = model.element_names
     if target not in names:
-        raise ModelError(f"params[{name!r}]: the model has no element {target!r} (elements: {list(names)})")
+        raise ModelError(f"params[{name!r}]: {unknown_name('element', target, names)}")
     e = names.index(target)
     element = model._elements[e]
     if element["kind"] not in kinds:
@@ -353,6 +353,11 @@ class EnsembleResult:
     t_event : ndarray, shape (k,)
         Time of each member's first event (NaN without one); ``q_event``, ``qd_event`` (k, nq) the state there.
     nfev, nsteps, nrejected : ndarray of int, shape (k,)
+    success : ndarray of bool, shape (k,)
+        Per member, as scipy's ``OdeResult.success``: True when it reached t_end or a terminal event ended it.
+    message : ndarray of str, shape (k,)
+        Per member, what ended it in words: "the integration reached t_end = 1 s", "a terminal event ended the
+        run at t = ...", or when it stopped early when and why ("failed at t = 0.31 s: step size underflow ...").
     """
 
     def __init__(self, t, q, qd, work, status_codes, t_stop, nsamples, stats, event, method, reasons=None):
@@ -372,6 +377,17 @@ class EnsembleResult:
         self.qd_event = event[:, 1 + nq:1 + 2 * nq].copy()
         self.method = method
         self.reasons = reasons if reasons is not None else [""] * len(status_codes)
+
+    @property
+    def success(self):
+        """Per member: True when it reached t_end or a terminal event ended it (scipy's ``OdeResult.success``)."""
+        return np.isin(self.status, SUCCESS_STATUSES)
+
+    @property
+    def message(self):
+        """Per member: what ended it, in words (scipy's ``OdeResult.message``), with the reason of an early stop."""
+        return np.array([f"{status_message(status, t_stop)}: {reason}" if reason else status_message(status, t_stop)
+                         for status, t_stop, reason in zip(self.status, self.t_stop, self.reasons, strict=True)])
 
     @property
     def failed(self):
@@ -442,7 +458,7 @@ class EnsembleResult:
         try:
             import xarray  # noqa: PLC0415 - optional extra
         except ImportError as err:
-            raise ModuleNotFoundError('to_xarray() needs xarray: pip install "recursive-mbd[xarray]"') from err
+            raise ModuleNotFoundError(f"to_xarray() needs xarray: {_checks.install_hint('xarray')}") from err
         dims = ("member", "time", "coordinate")
         return xarray.Dataset(
             {"q": (dims, self.q), "qd": (dims, self.qd),
@@ -456,8 +472,9 @@ class EnsembleResult:
         counts = {s: int(np.sum(self.status == s)) for s in ("finished", "event", "failed", "time_limit",
                                                               "interrupted")}
         stopped = "".join(f", {counts[s]} {s}" for s in ("time_limit", "interrupted") if counts[s])
-        return (f"<EnsembleResult {self.method}: {self.q.shape[0]} members x {self.t.size} samples, "
-                f"{counts['finished']} finished, {counts['event']} events, {counts['failed']} failed{stopped}>")
+        return (f"<EnsembleResult {self.method}: {_checks.counted(self.q.shape[0], 'member')} x "
+                f"{_checks.counted(self.t.size, 'sample')}, {counts['finished']} finished, "
+                f"{_checks.counted(counts['event'], 'event')}, {counts['failed']} failed{stopped}>")
 
 
 # ---- simulate_many --------------------------------------------------------------------------------------------------

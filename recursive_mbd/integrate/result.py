@@ -23,6 +23,18 @@ from .kernel_status import raise_kernel_status
 _RESULT_FORMAT = "recursive_mbd.SimulationResult"  # the marker of files SimulationResult.save writes
 _RESULT_VERSION = 2  # 2: Newton statistics, bdf's order limit and the quaternion layout stored (1 is read too)
 _RESULT_STATUSES = ("finished", "event", "failed", "interrupted", "time_limit")
+SUCCESS_STATUSES = ("finished", "event")  # scipy's OdeResult.success: the end of the span, or a terminal event
+
+
+def status_message(status, t_stop):
+    """The ``message`` of a run (or ensemble member) that ended with ``status`` at ``t_stop`` [s], in words, when
+    no error message says more (a finished or event-ended run; a failed one read from a file without its
+    message)."""
+    return {"finished": f"the integration reached t_end = {t_stop:.9g} s",
+            "event": f"a terminal event ended the run at t = {t_stop:.9g} s",
+            "failed": f"the run failed at t = {t_stop:.9g} s",
+            "time_limit": f"the wall-clock limit max_wall_time stopped the run at t = {t_stop:.9g} s",
+            "interrupted": f"the run was interrupted (Ctrl-C) at t = {t_stop:.9g} s"}[status]
 # the optional run statistics some methods add (name -> dtype kind of the stored scalar): saved when present
 _NEWTON_STATISTICS = {"newton_iterations": "i", "newton_factorizations": "i", "newton_contraction": "f",
                       "newton_contraction_max": "f"}
@@ -154,6 +166,13 @@ class SimulationResult:
     status : str
         "finished"; "event" when a terminal event ended the run (at t[-1]); on the ``result`` of an exception:
         "failed" (SimulationError), "time_limit" (max_wall_time reached), "interrupted" (KeyboardInterrupt).
+    success : bool
+        As scipy's ``OdeResult.success``: True when the run reached t_end or a terminal event ended it (status
+        "finished" or "event"); False on the samples kept by a SimulationError or a KeyboardInterrupt, which
+        stop before t_end.
+    message : str
+        What ended the run, in words: "the integration reached t_end = 2 s", "a terminal event ended the run at
+        t = ...", or on a kept result the SimulationError's own message (what failed, when and where).
     constraint_drift : ndarray, shape (nt,), or None
         max |phi| of the loop constraints at each sample (models with loops, and the augmented formulation).
     z, zd : ndarray, shape (nt, nbodies, 3)
@@ -192,11 +211,29 @@ class SimulationResult:
         self.nrejected = int(nrejected)
         self._evaluator = evaluator  # (callback, key, system, inputs) of the run, to evaluate its dynamics again
         self.status = "finished"
+        self._message = None  # set by SimulationError (why the run stopped early); else said by the status
         self.constraint_drift = None  # max |phi| per sample, for models with loops
         self.multipliers = None  # (nt, m): the loop multipliers at the samples
         self.t_events = []  # per event function: times of its zero crossings, and the state there
         self.q_events = []
         self.qd_events = []
+
+    @property
+    def success(self):
+        """True when the run reached t_end or a terminal event ended it (scipy's ``OdeResult.success``)."""
+        return self.status in SUCCESS_STATUSES
+
+    @property
+    def message(self):
+        """What ended the run, in words (scipy's ``OdeResult.message``): the SimulationError's message on the
+        samples it keeps, else said by ``status`` and the last sample time."""
+        if self._message is not None and self.status not in SUCCESS_STATUSES:
+            return self._message
+        return status_message(self.status, float(self.t[-1]) if self.t.size else float("nan"))
+
+    @message.setter
+    def message(self, text):
+        self._message = str(text)
 
     def _require_model(self, what, inputs=True, spatial=True):
         if not spatial and isinstance(self.model, Model3D):
@@ -269,6 +306,7 @@ class SimulationResult:
             "format": np.array(_RESULT_FORMAT), "version": np.array(_RESULT_VERSION, dtype=np.int64),
             "t": self.t, "q": self.q, "qd": self.qd, "dissipated_work": self.dissipated_work,
             "applied_work": self.applied_work, "method": np.array(self.method), "status": np.array(self.status),
+            "message": np.array(self.message),
             "stats": np.array([self.nfev, self.nsteps, self.nrejected], dtype=np.int64),
             "body_names": np.array(self._body_names(), dtype=str),
             "quaternions": self._quaternion_layout(),
@@ -338,6 +376,8 @@ class SimulationResult:
         stats = archive.counts("stats", (3,), "evaluations, steps, rejected steps")
         result = cls(model, t, q, qd, work, method, *(int(v) for v in stats))
         result.status = status
+        if "message" in archive:  # (files written before results had a message: said by the status)
+            result.message = str(entry("message", "U", 0))
         result.body_names = tuple(str(name) for name in names)
         quaternions = _stored_quaternions(archive, version, model, names, nq)
         result._quaternions = quaternions
@@ -375,8 +415,9 @@ class SimulationResult:
         return result
 
     def __repr__(self):
-        return (f"<SimulationResult {self.method}: {self.t.size} samples, t = {self.t[0]:g} .. {self.t[-1]:g} s, "
-                f"{self.nsteps} steps ({self.nrejected} rejected), {self.nfev} evaluations>")
+        return (f"<SimulationResult {self.method}: {_checks.counted(self.t.size, 'sample')}, t = {self.t[0]:g} .. "
+                f"{self.t[-1]:g} s, {_checks.counted(self.nsteps, 'step')} ({self.nrejected} rejected), "
+                f"{_checks.counted(self.nfev, 'evaluation')}>")
 
 
 def _model_quaternions(model):

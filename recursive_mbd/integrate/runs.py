@@ -604,9 +604,9 @@ def interrupted(control, status):
 class RunInterrupted(KeyboardInterrupt):
     """The KeyboardInterrupt of a run that Ctrl-C stopped, raised as soon as its time loop has stopped.
 
-    ``t``: the time at which it stopped. ``result``: the samples so far (status "interrupted"), built on first
-    access: building it copies every sample (and evaluates a model's loops at each), which would delay the
-    interrupt in proportion to the samples stored.
+    ``t``: the time at which it stopped. ``result``: the samples so far (status "interrupted", ``success`` False,
+    ``message`` this exception's), built on first access: building it copies every sample (and evaluates a
+    model's loops at each), which would delay the interrupt in proportion to the samples stored.
     """
 
     def __init__(self, message, t, build):
@@ -619,6 +619,7 @@ class RunInterrupted(KeyboardInterrupt):
     def result(self):
         if self._build is not None:
             self._result, self._build = self._build(), None
+            self._result.message = str(self)
         return self._result
 
     @result.setter
@@ -634,7 +635,8 @@ def raise_if_interrupted(method, status, t_fail, control, times, build):
         return
     count = sum(piece.size for piece in times)
     last = next((f" up to t = {piece[-1]:.9g} s" for piece in reversed(times) if piece.size), "")
-    raise RunInterrupted(f"{method} interrupted at t = {t_fail:.9g} s; {count} samples{last} are kept in .result",
+    raise RunInterrupted(f"{method} interrupted at t = {t_fail:.9g} s; {_checks.counted(count, 'sample')}{last} "
+                         f"{'is' if count == 1 else 'are'} kept in .result",
                          t_fail, build)
 
 
@@ -744,7 +746,8 @@ def kept_samples(result):
     """The end of a failed run's message: what its ``.result`` keeps."""
     if not result.t.size:
         return "no sample was stored (it failed at the start)"
-    return f"{result.t.size} samples up to t = {result.t[-1]:.9g} s are kept in .result"
+    kept = "is" if result.t.size == 1 else "are"
+    return f"{_checks.counted(result.t.size, 'sample')} up to t = {result.t[-1]:.9g} s {kept} kept in .result"
 
 
 def _change_point_reason(model, q, row):
@@ -772,8 +775,7 @@ def _tqdm(asked, desc):
         from tqdm.auto import tqdm  # noqa: PLC0415 - optional extra
     except ImportError:
         if asked:
-            _checks.warn(f"progress=True needs tqdm (pip install 'recursive-mbd[progress]'); {desc} runs without a "
-                         "bar")
+            _checks.warn(f"progress=True needs tqdm ({_checks.install_hint('progress')}); {desc} runs without a bar")
         return None
     return tqdm
 

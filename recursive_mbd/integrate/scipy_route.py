@@ -6,6 +6,7 @@ import numpy as np
 
 from .._kernels import layout as L
 from .._kernels.timeloops import integrators
+from .method_names import unknown_method
 
 IMPLICIT_SCIPY = ("Radau", "BDF", "LSODA")  # given the structured Jacobian of integrators.rhs_jacobian
 
@@ -17,8 +18,7 @@ def _scipy_solver(name):
     solver = getattr(scipy.integrate, name, None)
     if not (isinstance(solver, type) and issubclass(solver, scipy.integrate.OdeSolver)
             and solver is not scipy.integrate.OdeSolver):
-        raise ValueError(f"unknown method 'scipy:{name}'; scipy's solvers are scipy:RK45, scipy:RK23, scipy:DOP853, "
-                         "scipy:Radau, scipy:BDF, scipy:LSODA")
+        raise ValueError(unknown_method(f"scipy:{name}"))
     return solver
 
 

@@ -30,7 +30,7 @@ from ..dynamics._evaluation import as_vector
 from ..model.spatial import Model3D
 from ..model.workspace import workspace
 from .divergence import DivergenceWatch, can_gain_energy
-from .method_names import FIXED_STEP, METHODS
+from .method_names import FIXED_STEP, METHODS, unknown_method
 from .result import _make_result
 from .runs import (  # the run machinery shared with the method front ends; below them all
     RecursiveTimeLoop,
@@ -235,7 +235,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         raise ValueError(f"rho_inf and newton_tol are options of method 'generalized_alpha', not {method!r}")
     scipy_method = method[6:] if isinstance(method, str) and method.startswith("scipy:") else None
     if scipy_method is None and method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; expected one of {sorted(METHODS)} or 'scipy:NAME'")
+        raise ValueError(unknown_method(method))
     if scipy_method is not None:
         _scipy_solver(scipy_method)
     if spatial:

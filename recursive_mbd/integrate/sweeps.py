@@ -8,9 +8,9 @@
 Members are sent in chunks (``chunk`` members per task) so that the scheduling overhead (about a millisecond per
 task) stays small against the work; results come back in grid order. The grid is streamed: a generator is read
 as the cluster goes. A member that raises stops the sweep with an error naming its grid index and value. Dask is an
-optional extra: ``pip install "recursive-mbd[dask]"``. Inside one process, ``rm.simulate_many`` and ``rm.batch``
-already use every core; a sweep is for studies that are not one model's ensemble (different n, different models) or
-that outgrow one machine.
+optional extra: ``pip install "dask[distributed]"`` (or ``pip install "recursive-mbd[dask]"``). Inside one process,
+``rm.simulate_many`` and ``rm.batch`` already use every core; a sweep is for studies that are not one model's
+ensemble (different n, different models) or that outgrow one machine.
 """
 
 import collections
@@ -26,7 +26,7 @@ def _require_distributed():
     try:
         import distributed  # noqa: PLC0415 - optional extra
     except ImportError as err:
-        raise ModuleNotFoundError('rm.sweep needs dask.distributed: pip install "recursive-mbd[dask]"') from err
+        raise ModuleNotFoundError(f"rm.sweep needs dask.distributed: {_checks.install_hint('dask')}") from err
     return distributed
 
 

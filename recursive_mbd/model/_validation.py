@@ -10,7 +10,7 @@ import numbers
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, unknown_name
 
 GROUND = -1
 
@@ -68,7 +68,7 @@ def joint_code(joint, where, codes):
     if not isinstance(joint, str):
         raise TypeError(f"{where}: joint must be a string, got {type(joint).__name__}")
     if joint.lower() not in codes:
-        raise ModelError(f"{where}: unknown joint type {joint!r}; expected one of {sorted(codes)}")
+        raise ModelError(f"{where}: {unknown_name('joint type', joint, sorted(codes))}")
     return codes[joint.lower()]
 
 
@@ -87,11 +87,11 @@ def _name_or_integer(value, lookup, unknown_name, not_integer):
 
 def resolve_parent(parent, where, lookup, nbodies, known):
     """The index of ``parent``: "ground" or -1 (GROUND), a body name (``lookup``) or an index below ``nbodies``;
-    ``known()`` lists some body names for the message."""
+    ``known()`` lists the body names for the message (its closest match and a few of them)."""
     if isinstance(parent, str) and parent == "ground":
         return GROUND
     parent = _name_or_integer(
-        parent, lookup, lambda: f"{where}: unknown parent {parent!r}; known bodies: {known()}",
+        parent, lookup, lambda: f"{where}: {unknown_name('parent', parent, ['ground', *known()], 'bodies')}",
         lambda: f"{where}: parent must be 'ground', -1, a body index or a body name, got {parent!r}")
     if parent == GROUND:
         return GROUND
@@ -101,9 +101,10 @@ def resolve_parent(parent, where, lookup, nbodies, known):
     return parent
 
 
-def body_index(body, lookup, nbodies):
-    """Index of a body given by name (``lookup``) or index (negative indices count from the end)."""
-    index = _name_or_integer(body, lookup, lambda: f"unknown body {body!r}",
+def body_index(body, lookup, nbodies, known):
+    """Index of a body given by name (``lookup``) or index (negative indices count from the end); ``known()`` lists
+    the body names for the message of an unknown name (its closest match and a few of them)."""
+    index = _name_or_integer(body, lookup, lambda: unknown_name("body", body, known(), "bodies"),
                              lambda: f"body must be a name or an index, got {body!r}")
     if not -nbodies <= index < nbodies:  # (a name's index always is)
         raise ModelError(f"body index {index} out of range for {nbodies} bodies")
@@ -160,7 +161,7 @@ def batch_joint_code(joint, codes, parent, index, fail):
     """The joint code of an ``add_bodies`` batch (one type name for all), after checking each body's parent index
     (-1 or below its own index ``index``)."""
     if not isinstance(joint, str) or joint.lower() not in codes:
-        raise ModelError(f"add_bodies: unknown joint type {joint!r}; expected one of {sorted(codes)}")
+        raise ModelError(f"add_bodies: {unknown_name('joint type', joint, sorted(codes))}")
     bad_parent = (parent < -1) | (parent >= index)
     if bad_parent.any():
         fail(bad_parent, "unknown parent index (a parent must be added before its child)")
@@ -179,7 +180,7 @@ def loop_label(name, where, count, compiled, loop_names, kind, kinds):
     if label in loop_names:
         raise ModelError(f"{where}: duplicate loop name")
     if not isinstance(kind, str) or kind.lower() not in kinds:
-        raise ModelError(f"{where}: unknown loop kind {kind!r}; expected one of {sorted(kinds)}")
+        raise ModelError(f"{where}: {unknown_name('loop kind', kind, sorted(kinds))}")
     return label, kind.lower()
 
 

@@ -248,7 +248,7 @@ class Model(TreeBuilder):
         return index
 
     def _resolve_parent(self, parent, where):
-        return V.resolve_parent(parent, where, self._names.get, len(self._bodies), lambda: list(self._names)[:10])
+        return V.resolve_parent(parent, where, self._names.get, len(self._bodies), lambda: self._bodies.names)
 
     # ---- force elements -------------------------------------------------------------------------------------------
 
@@ -572,7 +572,7 @@ class Model(TreeBuilder):
 
     def body_index(self, body):
         """Index of a body given by name or index (negative indices count from the end)."""
-        return V.body_index(body, self._names.get, self.nbodies)
+        return V.body_index(body, self._names.get, self.nbodies, lambda: self._bodies.names)
 
     # ---- read-only per-body views (after compile) ---------------------------------------------------------------
 
@@ -600,4 +600,4 @@ class Model(TreeBuilder):
     def __repr__(self):
         state = f"nq={self.nq}" if self._compiled else "not compiled"
         label = f" {self.name!r}" if self.name else ""
-        return f"<Model{label}: {self.nbodies} bodies, {state}>"
+        return f"<Model{label}: {_checks.counted(self.nbodies, 'body', 'bodies')}, {state}>"

@@ -13,8 +13,9 @@ import numbers
 
 import numpy as np
 
+from .._checks import counted
 from .._kernels.spatial import layout as SL
-from ..errors import ModelError
+from ..errors import ModelError, unknown_name
 from . import _validation as V
 from ._builder import TreeBuilder
 from ._validation import GROUND
@@ -550,7 +551,7 @@ class Model3D(TreeBuilder):
     def _loop_body(self, body, where):
         """A loop's body: "ground" | -1 | an index | a name of a body added before (ModelError naming it)."""
         if isinstance(body, str) and body != "ground" and self._lookup(body) is None:
-            raise ModelError(f"{where}: unknown body {body!r}; known bodies: {list(self.names)[:10]}")
+            raise ModelError(f"{where}: {unknown_name('body', body, ['ground', *self.names], 'bodies')}")
         if isinstance(body, numbers.Integral) and not isinstance(body, (bool, np.bool_)) and body != GROUND:
             if not 0 <= int(body) < self._table.size:
                 raise ModelError(f"{where}: unknown body index {int(body)}; the model has {self._table.size} bodies")
@@ -562,7 +563,7 @@ class Model3D(TreeBuilder):
         else None), length (distance loops; else None)."""
         if isinstance(loop, str):
             if loop not in self._loop_names:
-                raise ModelError(f"unknown loop {loop!r}; known loops: {list(self._loop_names)[:10]}")
+                raise ModelError(unknown_name("loop", loop, self._loop_names))
             k = self._loop_names[loop]
         elif isinstance(loop, (bool, np.bool_)) or not isinstance(loop, numbers.Integral):
             raise TypeError(f"loop must be a name or an index, got {loop!r}")
@@ -596,7 +597,7 @@ class Model3D(TreeBuilder):
         return index if index is not None else self._default_index(label)
 
     def _resolve_parent(self, parent, where):
-        return V.resolve_parent(parent, where, self._lookup, self._table.size, lambda: self.names[:10])
+        return V.resolve_parent(parent, where, self._lookup, self._table.size, lambda: self.names)
 
     # ---- packing ---------------------------------------------------------------------------------------------------
 
@@ -779,7 +780,7 @@ class Model3D(TreeBuilder):
 
     def body_index(self, body):
         """Index of a body given by name or index (negative indices count from the end)."""
-        return V.body_index(body, self._lookup, self.nbodies)
+        return V.body_index(body, self._lookup, self.nbodies, lambda: self.names)
 
     def q_slice(self, body):
         """Slice of q holding the coordinates of ``body``'s joint (name or index)."""
@@ -800,5 +801,6 @@ class Model3D(TreeBuilder):
         return q
 
     def __repr__(self):
-        return f"Model3D({self.nbodies} bodies, nq={self.nq if self._compiled else '?'}, name={self.name!r})"
+        return (f"Model3D({counted(self.nbodies, 'body', 'bodies')}, nq={self.nq if self._compiled else '?'}, "
+                f"name={self.name!r})")
 

@@ -272,6 +272,17 @@ def _animate3d(model, t, q, index, path, fps, dpi, progress):
     return _write(movie, path, fps, dpi, len(index), progress)
 
 
+def _require_writer(path):
+    """A FileNotFoundError naming ffmpeg and what to do, before anything is drawn, when ``path`` (not a .gif) needs
+    ffmpeg and matplotlib cannot find it."""
+    from matplotlib.animation import writers  # noqa: PLC0415
+
+    if not str(path).endswith(".gif") and not writers.is_available("ffmpeg"):
+        raise FileNotFoundError(f"{path}: writing this animation needs ffmpeg, which is not installed (not on PATH, "
+                                "nor at matplotlib's rcParams['animation.ffmpeg_path']): install it (apt install "
+                                "ffmpeg, brew install ffmpeg or conda install ffmpeg) or write a .gif (Pillow)")
+
+
 def animate(model, t, q, path, fps=None, frames=None, dpi=80, speed=1.0, progress=None):
     """Write an animation of the samples (t, q) to ``path`` (.gif with Pillow, .mp4 with ffmpeg), framed to the
     extent of every frame, in real time: ``speed`` seconds of motion per second of playback (2: twice as fast),
@@ -280,8 +291,10 @@ def animate(model, t, q, path, fps=None, frames=None, dpi=80, speed=1.0, progres
     extra); default: on a terminal when tqdm is installed, else none. A spatial model (``Model3D``) is animated as
     3D snapshots (``snapshot3d``). Returns ``path``.
 
-    Raises StateError (``animation_frames``) for fps, speed or frames not > 0 or decreasing times."""
+    Raises StateError (``animation_frames``) for fps, speed or frames not > 0 or decreasing times, and
+    FileNotFoundError, naming ffmpeg, when ``path`` is no .gif and ffmpeg is not installed (before drawing)."""
     _require_matplotlib()
+    _require_writer(path)
     from matplotlib.animation import FuncAnimation  # noqa: PLC0415
 
     t = np.asarray(t, dtype=float).reshape(-1)

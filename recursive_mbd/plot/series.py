@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 
+from .. import _checks
 from ..model import joints
 
 # ---- labels -------------------------------------------------------------------------------------------------------
@@ -70,7 +71,7 @@ def _require_matplotlib():
     try:
         import matplotlib  # noqa: PLC0415, F401
     except ModuleNotFoundError:
-        raise ModuleNotFoundError("plotting needs matplotlib: pip install 'recursive-mbd[plot]'") from None
+        raise ModuleNotFoundError(f"plotting needs matplotlib: {_checks.install_hint('plot')}") from None
 
 
 def figure(nrows=1, ncols=1, pyplot=None, **kwargs):
