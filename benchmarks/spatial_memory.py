@@ -18,11 +18,11 @@ Measured at N = 1e6 (session 7, loaded machine; MB = 1e6 bytes): whole-process p
 and 1077 ("keep"), revolute chain 908 and 1028 (before the revolute joints' register path, s18mem: 1011 and 1132;
 before that: spherical 1134 / 1288, revolute 1130 / 1249). The peak is the forward-dynamics call: the imports with
 numba's runtime loaded (179), q, v, tau (80 spherical, 24 revolute), the packed model (body_int 48 bytes a body,
-body_real 248, the body table's com 24: 320), the workspace (45 floats a body: 360; revolute joints, like spherical
-ones, need no S, U D^-1, D^-1 u arrays: their S is formed from the axis and the child point, their condensation
-kept in the workspace row) and vdot (24 spherical, 8 revolute); "keep" adds the benchmark's inertia and com arrays
-(96). Left: body_int as int64 (int32 would save 24 MB but change every kernel's types), the joint-axis columns A1,
-A2 that spherical joints do not read (48 MB), the table's com beside body_real's m c (24 MB).
+body_real 248, the body table's com 24: 320), the workspace (45 floats a body then: 360; 46 now; revolute joints,
+like spherical ones, need no S, U D^-1, D^-1 u arrays: their S is formed from the axis and the child point, their
+condensation kept in the workspace row) and vdot (24 spherical, 8 revolute); "keep" adds the benchmark's inertia
+and com arrays (96). Left: body_int as int64 (int32 would save 24 MB but change every kernel's types), the
+joint-axis columns A1, A2 that spherical joints do not read (48 MB), the table's com beside body_real's m c (24 MB).
 """
 
 import os

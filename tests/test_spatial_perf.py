@@ -71,19 +71,42 @@ def test_spherical_joints_among_other_joints(seed):
     assert spatial.workspace(model).UD.shape[0] == model.nbodies
 
 
-def test_spherical_chain_matches_the_mass_matrix_route_when_long():
+@pytest.mark.parametrize("joint", ["spherical", "revolute"])
+def test_chain_matches_the_mass_matrix_route_when_long(joint):
+    """A chain of 40 spherical or revolute joints (random axes): the register paths of the articulated-body
+    algorithm against the composite-rigid-body M and the recursive Newton-Euler bias."""
     rng = np.random.default_rng(7)
     model = rm.Model3D()
     n = 40
     parent_points = np.zeros((n, 3))
     parent_points[1:, 2] = -0.1
-    model.add_bodies(np.arange(n) - 1, "spherical", parent_point=parent_points, child_point=(0.0, 0.0, 0.05),
-                     mass=0.1, inertia=(1e-4, 2e-4, 1.5e-4, 1e-5, 0.0, 0.0), com=(0.01, 0.0, 0.0))
+    model.add_bodies(np.arange(n) - 1, joint, parent_point=parent_points, child_point=(0.0, 0.0, 0.05),
+                     mass=0.1, inertia=(1e-4, 2e-4, 1.5e-4, 1e-5, 0.0, 0.0), com=(0.01, 0.0, 0.0),
+                     axis=rng.normal(size=(n, 3)) if joint == "revolute" else None)
     q, v, tau = random_state(rng, model)
     vdot = rm.forward_dynamics(model, q, v, tau)
     mass = rm.mass_matrix(model, q)
     residual = mass @ vdot + rm.bias_forces(model, q, v) - tau
     assert np.max(np.abs(residual)) <= 1e-12 * np.max(np.abs(mass)) * np.max(np.abs(vdot))
+
+
+def test_forward_dynamics_reads_nothing_stale_from_its_workspace():
+    """Forward dynamics adds a body's own inertia to what its children stored in its row, which holds numbers of
+    the last call (the body's velocity among them) until its first child writes there: a workspace full of NaN
+    (spherical, revolute and other joints; bodies with several children, with none) gives the same accelerations,
+    bit for bit."""
+    rng = np.random.default_rng(33)
+    model = random_tree(rng, ["spherical", "revolute", "spherical", "prismatic", "revolute", "universal",
+                              "revolute", "spherical", "revolute"])
+    parents = model.parents
+    assert np.bincount(parents[parents >= 0]).max() >= 2  # some body has several children
+    q, v, tau = random_state(rng, model)
+    vdot = rm.forward_dynamics(model, q, v, tau)
+    work = spatial.workspace(model)
+    for array in (work.ws, work.tmp, work.fd_S, work.UD, work.uD):
+        array[...] = np.nan
+    assert np.array_equal(rm.forward_dynamics(model, q, v, tau), vdot)
+    check_forward_dynamics(model, q, v, tau)
 
 
 def test_default_names_are_generated_and_checked():

@@ -28,7 +28,7 @@ from ._evaluation import body_points, cholesky_solve, element_inputs, into, rech
 class Workspace3D:
     """Scratch arrays of one spatial model, allocated once and reused by every kernel call.
 
-    Forward dynamics of a model whose joints are all spherical or revolute needs only ``ws`` (45 floats a body) and
+    Forward dynamics of a model whose joints are all spherical or revolute needs only ``ws`` (46 floats a body) and
     ``tmp``: the articulated-body algorithm forms their motion subspaces from the model and keeps their
     condensation in ``ws``, so ``fd_S``, ``UD`` and ``uD`` have 0 rows there, and ``S`` (read by the other
     kernels) is allocated on first use.

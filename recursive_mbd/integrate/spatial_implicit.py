@@ -19,41 +19,38 @@ for every rho_inf in [0, 1] (Arnold & Bruls; measured in ``tests/test_spatial_im
 
 Newton matrix
 -------------
-With dq+ = c_stiff dvdot+ (in the tangent space), dv+ = c_damp dvdot+, c_stiff = h^2 beta (1 - alpha_f) /
-(1 - alpha_m), c_damp = h gamma (1 - alpha_f) / (1 - alpha_m), the exact Newton matrix is
-M + c_damp C + c_stiff K (C = -dQ/dv, K = -dQ/dq plus d(M vdot)/dq). The loop uses
+With dq+ = c_stiff T dvdot+ (T the tangent map of (+): the right Jacobian of SO(3) on a quaternion's rates),
+dv+ = c_damp dvdot+, c_stiff = h^2 beta (1 - alpha_f) / (1 - alpha_m), c_damp = h gamma (1 - alpha_f) /
+(1 - alpha_m), the Newton matrix of the residual is its derivative by vdot+. The loop iterates on a cheap
+matrix S first and falls back to the exact one, N, where S stalls (below):
 
     S = M(q) + c_stiff sum_b T_b^T K_b T_b + diag(c_stiff k_j + c_damp c_j),
+    N = d(M vdot + h)/d vdot+ + diag(c_stiff k_j + c_damp c_j),
 
-* M exact (at the iterate where S is factorised).
-* Gravity's geometric stiffness, per body (the 3D form of the planar one in ``recursive_mbd.integrate.implicit``): body
-  positions are c_i = sum over the path from the ground of R_b w_b (w_b: body-frame vectors from joint to centre
-  of mass and from centre of mass to the next joint), so the potential V = -sum m_i g . c_i is sum_b V_b(R_b),
-  each a function of one absolute rotation, V_b = -F_b . R_b e_b - sum over children k of F_k . R_b d_k (F_k the
-  weight of the subtree of k; e_b = c_b - joint point of b, d_k = joint point of k - c_b). Turning R_b by
-  exp([delta]) (delta in ground axes), -F . exp([delta]) r has the Hessian
-
-      K(F, r) = (F . r) 1 - (F r^T + r F^T) / 2        (a hanging pendulum: m g L on both horizontal axes),
-
-  and K_b = K(F_b, e_b) + sum_k K(F_k, d_k), which acts on the body's angular velocity (T_b: the rows of the
-  joint Jacobian giving it): R_b^T K_b R_b is added to the angular block of the body's spatial inertia before
-  the elimination (``_kernels.spatial.implicit.geometric_stiffness``). It is the exact Hessian where every
-  V_b is stationary (a chain hanging straight: tested against finite differences of the inverse dynamics); away
-  from there the terms grad V_b . d^2(delta_b)/dq^2 (rotations do not commute) and the antisymmetric part are
-  lagged: by Baker-Campbell-Hausdorff, sum_k G_k . (W_p(k) x W_k) / 2 (G_k the gravity moment of the subtree
-  of k, W the bodies' absolute rotation increments), a parent-child coupling the per-body form leaves out.
-  Relative to K it is of the order of the swing angle, and its effect on Newton grows like (h omega_max)^2:
-  measured on the hanging chains of ``benchmarks/spatial_simulate.py`` (1 m, N spherical links), N = 100 hanging
-  straight converges in 4 iterations a step at dt = 0.01 s (h omega_max ~ 10), but tilted by 0.02 rad it does
-  not converge at dt = 0.01 s and needs dt = 2.5e-3 s; tilted by 0.3 rad, N = 20 needs dt <= 4e-3 s and
-  N = 100 does not converge at dt = 1e-3 s; even at 1e-3 rad, N = 1000 converges only from dt = 6.25e-4 s
-  (slender links: the coupling turns each link about its own axis, where its inertia is small). Still, on that
-  small 3D swing (``python3 benchmarks/spatial_simulate.py implicit``, 1 s, error 1e-3 of the amplitude)
-  it ran 3.7x (N = 100: 0.024 s against 0.089 s) and 4.7x (N = 1000: 1.8 s against 8.5 s) faster than dopri5 at
-  matched accuracy, 5.1-5.2 Newton iterations a step (quiet 2-core machine). Large swings of long chains need
-  the coupling in S (future work) or an explicit method.
-  Where M + c_stiff K is not positive definite (subtrees above their joints with a large step) the
-  factorisation falls back to S without K.
+* S: M exact (at the iterate where S is factorised) and gravity's geometric stiffness per body (the 3D form of
+  the planar one in ``recursive_mbd.integrate.implicit``): body positions are c_i = sum over the path from the
+  ground of R_b w_b (w_b: body-frame vectors from joint to centre of mass and from centre of mass to the next
+  joint), so the potential V = -sum m_i g . c_i is sum_b V_b(R_b), each a function of one absolute rotation,
+  V_b = -F_b . R_b e_b - sum over children k of F_k . R_b d_k (F_k the weight of the subtree of k; e_b = c_b -
+  joint point of b, d_k = joint point of k - c_b). Turning R_b by exp([delta]) (delta in ground axes),
+  -F . exp([delta]) r has the Hessian K(F, r) = (F . r) 1 - (F r^T + r F^T) / 2, and K_b = K(F_b, e_b) + sum_k
+  K(F_k, d_k) acts on the body's angular velocity (T_b: the rows of the joint Jacobian giving it): R_b^T K_b R_b
+  is added to the angular block of the body's spatial inertia (``_kernels.spatial.implicit.geometric_stiffness``)
+  and the articulated-body elimination factors S in O(N) (``effective_factor``, ``effective_apply``). Exact
+  where every V_b is stationary (a chain hanging straight); it lags the velocity products, d(M vdot)/dq, the
+  tangent map of (+) and gravity's parent-child coupling of non-commuting rotations, whose effect on Newton grows
+  like (h omega_max)^2. Where M + c_stiff K is not positive definite (subtrees above their joints at a large
+  step) it is factorised without K.
+* N: the first term exact: the derivative of the Newton-Euler residual in all its terms, M, the velocity products
+  (c_damp dh/dv: Coriolis, gyroscopic, centrifugal) and the configuration terms (c_stiff: gravity's geometric
+  stiffness with the parent-child coupling of non-commuting rotations, d(M vdot)/dq, the velocity products'
+  configuration dependence, the joints' own subspace derivatives) through the tangent map T of the update. It is
+  factorised in O(N) time and memory by a block elimination in tree order, the articulated-body algorithm carried
+  to (velocity, acceleration) perturbations with different left and right joint columns
+  (``_kernels.spatial.newton``, derived there), and applied by two sweeps; no nv x nv matrix is formed. Tested
+  against finite differences of the residual on random trees of every joint type, with velocities, to 1e-8
+  (``tests/test_spatial_implicit.py``). Its factorisation costs about 30 times S's (3.4 against 0.12 us a body
+  on a spherical chain, where an iteration costs about 0.3 us a body with S's factors, 0.7 with N's).
 * The joint spring-dampers' stiffness k_j and damping c_j on their joint's velocities: exact for the Euclidean
   joints (revolute, prismatic, cylindrical, universal, planar); for a spherical joint's spring, -k phi with phi
   the rotation vector from the rest orientation, k 1 is its tangent stiffness at the rest orientation (the exact
@@ -70,27 +67,53 @@ M + c_damp C + c_stiff K (C = -dQ/dv, K = -dQ/dq plus d(M vdot)/dq). The loop us
   scheme's response on x'' = -omega^2 x (spectral radius rho_inf at h omega -> inf) as a revolute one does
   (``tests/test_spatial_implicit.py``, h omega up to 1e3).
 
-S has the form of a joint-space mass matrix with modified body inertias and a joint diagonal added to each
-D_i = S_i^T I^A_i S_i (as rotor inertias or armatures would be): the articulated-body elimination factors it in
-O(N) and two sweeps apply its inverse (``_kernels.spatial.implicit.effective_factor``, ``effective_apply``); no
-nv x nv matrix is formed.
+Lagged in both (they slow the Newton contraction, never change the converged step): point-to-point
+spring-dampers, forces and torques, tau's dependence on (q, v), the spherical spring's J_r^-1 - 1; with loops the
+terms listed below. Where N is singular (a subtree balanced above its joint at a large step) the factorisation
+falls back to M + the joint diagonal. A step that does not converge in max_newton iterations raises
+SimulationError (time, cause, the samples so far in .result).
 
-Lagged (omitted from S; they change the Newton contraction rate, never the converged step): point-to-point
-spring-dampers, forces and torques, the velocity-product terms (Coriolis, gyroscopic) in C and K, d(M vdot)/dq, the
-spherical spring's J_r^-1 - 1, tau's dependence on (q, v), the rest of gravity's stiffness above, and the tangent map of
-(+) (dexp of the increment: 1 + O(h |v|)). The iteration is therefore linearly convergent; its contraction factor is
-measured at every iteration (``result.newton_contraction``: the geometric mean of the ratios of successive corrections
-of the state (positions and velocities) above 1e3 newton_tol, with factors kept from an earlier step included, and
-``result.newton_contraction_max``). The velocity-product terms dominate on fast rotation: their ratio to M is about
-c_damp |omega|, so a body spinning at omega needs h |omega| well below 1 for a fast contraction (measured 0.02-0.05 on
-the spatial double pendulum of the tests at dt = 2.5e-3 - 1e-2, 6.6-9.7 iterations a step with positions and
-velocities to newton_tol = 1e-12). A step
-that does not converge in max_newton iterations raises SimulationError (time, cause, the samples so far in .result).
+Iteration: every step starts on S, its factors made at an iterate and reused, over later steps too, while the
+corrections of the state (max(c_stiff, c_damp) max |dvdot+|, positions and velocities) shrink at least 20x an
+iteration (as the planar loop, ``recursive_mbd.integrate.implicit``): linear convergence, one cheap factorisation
+a step or fewer. Where the corrections with fresh factors of S shrink by less than 0.5 an iteration, or at their
+rate would not reach newton_tol within 20 iterations of the step, the rest of the step runs on N (from the
+predictor where they grew): Newton proper, N factorised at every iterate whose last correction is above 1e3
+newton_tol, then kept, and again where the corrections shrink less than 20x; quadratic convergence (measured on a
+swinging chain's step in the tests: corrections 2e-4, 1e-8, 3e-17 m). A step that fails so is tried again from
+the predictor on N alone, then on fresh factors of S alone. Runs that converge on S take the same iterates as
+with S alone, at S's cost; N is paid for only where S stalls. ``result.newton_contraction`` is the geometric mean
+of the ratios of successive corrections taken with kept factors (above 1e3 newton_tol; those of factors given up
+after them, S's of an earlier step made again or S left for N, left out; 0 when every such iteration had fresh
+factors), ``result.newton_contraction_max`` their largest. Output at ``t_eval`` and events use a cubic Hermite
+interpolant of (q, q') and (v, vdot) at the step ends (quaternions renormalised in the result).
 
-The factors are made at the first iterate of a step and reused, over later steps too, while the corrections
-shrink at least 20x per iteration (as the planar loop, ``recursive_mbd.integrate.implicit``). Output at ``t_eval`` and
-events use a cubic Hermite interpolant of (q, q') and (v, vdot) at the step ends (quaternions renormalised in the
-result).
+Measured (slender spherical chains of ``benchmarks/spatial_simulate.py``: N links, 1 m and 1 kg in all, axial
+inertia a tenth of the transverse one, tilted and pushed sideways at 5/3 of the tilt per second; Newton
+iterations a step, rho_inf = 0.9, newton_tol = 1e-12; in brackets with N alone at every step, then with S alone):
+the small swing (1e-3 rad) at dt = 0.01 s: N = 10: 4.9 (3.0; 4.9), N = 100: 6.4 (4.1; 6.5), both on S throughout
+and as fast as with S alone, about 3x and 4x faster than with N alone; N = 1000: 13.1, 9.6 factorisations a step
+(9.1; diverged at the first step); at dt = 2e-3 s, N = 100: 5.9 (3.0; 6.0). The 0.3 rad swing: N = 30 at
+dt = 0.01 s: 10.5 (6.5; diverged at the first step), N = 100 at dt = 1e-3 s: 8.8 over 0.1 s (4.8; diverged);
+where S diverges, each step spends about 4 iterations and a factorisation of S before N takes over, about 5% of
+the step's cost on a spherical chain (N = 30: the fastest of 9 runs 0.045 s a simulated second against 0.041 s
+with N alone, the shared machine's spread 2x; N = 1000: within that spread).
+N = 100 at dt = 0.01 s still fails, at t = 0.13 s. What remains is not the matrix but the chart: a spherical
+joint's coordinates are relative rotations, and turning a joint about its link's axis turns the whole subtree
+below it.
+For slender links (small axial inertia) these spin directions have an inertia far below the others while the
+residual's spin rows are quadratic in the bending increments (the subtree's mass off the axis times its lateral
+forces): the first Newton corrections overshoot in spin (N = 1000, small swing: the first correction of every
+step is about 10 in the units of the test, max(c_stiff, c_damp) |dvdot+|, while the converged accelerations are
+at most 15 rad/s^2; 11-14 iterations follow, quadratic only in the last three; the exact Jacobian by finite
+differences does the same,
+and on the 0.3 rad swing of N = 100 at dt = 0.01 s it diverges at the first step too); with isotropic links the
+0.3 rad swing of N = 100 converges in 9.7 iterations a step and N = 1000 stops at 0.11 s, and the planar method
+(no such direction, gravity's stiffness exact, the rest lagged) needs 13 a step on the same planar swing of
+N = 100 and stops at 0.55 s for N = 1000. Absolute coordinates, in which a link's spin is decoupled from the links
+below, avoid it. Over 1 s at dt = 0.01 s (``python3 benchmarks/implicit3d.py``, 2-core machine shared): the small
+swing took 0.019 s (N = 100) and 2.2 s (N = 1000; dopri5 at rtol 1e-6: 18.4 s, tips 1e-6 m apart); N = 10000
+stops at 0.09 s.
 
 Closed loops (stabilised index 2)
 ---------------------------------
@@ -104,15 +127,16 @@ the constraint normals, in the tangent space,
 
 unknowns (vdot+, lambda, nu), the multipliers with the sign of ``spatial_loops`` (M vdot + h = tau - J^T
 lambda). phi at the new step is imposed through ``integrate_configuration``, so quaternions stay unit. The
-derivative of phi(q (+) delta) by delta is J(q+) dexp(delta) = J(q+) (1 + O(|delta|)): taken as J, as the tree's
-tangent map is. The Newton matrix is then the planar one,
+derivative of phi(q (+) delta) by delta is J(q+) dexp(delta) = J(q+) (1 + O(|delta|)): taken as J (the tree's
+rows carry their tangent map T; the loop rows' is lagged). The Newton matrix is then the planar one,
 
     [S   J^T  0             ]
     [J   0    J J^T / c_stiff]
     [J   0    0             ]
 
 and is solved the same way, by the same kernels: X = S^-1 J^T by m applies of the articulated-body factors
-(``_kernels.spatial.implicit.effective_apply``, O(N) each) at the iterate where S is factorised, G = J X (m, m);
+(``_kernels.spatial.implicit.effective_apply``, O(N) each; N's by ``_kernels.spatial.newton.newton_apply`` where
+the step has left S) at the iterate where S is factorised, G = J X (m, m);
 per iteration Y = S^-1 r_1, G dlambda = J Y - r_3, dvdot = Y - X dlambda (``_kernels.timeloops.newton``:
 ``schur_correction``), then (J J^T) dnu = phi - c_stiff r_3 (``position_correction``); both small systems by the
 filtered minimum-norm solve of the loop layer, so redundant rows (a planar mechanism built spatially: its
@@ -124,10 +148,11 @@ Lagged with loops, besides the tree's terms above: the loop forces' geometric st
 (lambda times the constraint Hessian), the derivative of J in the velocity rows (J' v+) and in J^T lambda, K J^T
 nu, the tangent map dexp of the increment on nu, and X, G taken at the factorisation's iterate while they are
 reused (over steps too, as S). The contraction factor is reported as for trees (``result.newton_contraction``,
-the correction there being max(c_stiff max |dvdot|, c_damp max |dvdot|, max |J^T dnu|): 0.02-0.03 on the RSSR
-linkage of the tests, 6.5-7.7 iterations a step). phi and J v are then zero to the Newton tolerance at every step (RSSR:
-|phi| <= 3e-14 m, |J v| <= 7e-11 m/s at dt = 1e-3; ``tests/test_spatial_implicit_loops.py``), and the state and
-the multipliers converge at second order (error ratios 4.04, 4.02 when dt halves). ``result.multipliers`` (nt,
+the correction there being max(c_stiff max |dvdot|, c_damp max |dvdot|, max |J^T dnu|); the RSSR linkage of the
+tests stays on S, contracting by 0.017-0.022, 6.5-7.7 iterations a step). phi and J v are then zero to
+the Newton tolerance at every step (RSSR: |phi| <= 3e-14 m, |J v| <= 7e-11 m/s at dt = 1e-3;
+``tests/test_spatial_implicit_loops.py``), and the state and the multipliers converge at second order (error
+ratios 4.04, 4.02 when dt halves). ``result.multipliers`` (nt,
 m): lambda of the converged step at the step ends (linear in time between them at t_eval points and events), at
 t0 that of the constrained dynamics at the start projected onto the loops; the same field as the planar method's. A loop
 locked at a singular position (closed only where J loses rank: two links stretched straight to a tied tip) leaves
@@ -135,12 +160,14 @@ the position rows unsolvable: the correction stalls and the run stops with Simul
 the locked loops (the samples so far in .result); so does a step too large for fast motion (h omega ~ 1: the
 lagged loop-force stiffness grows like omega^2), where a smaller dt helps.
 
-Measured (``python3 benchmarks/spatial_simulate.py loops``: the small 3D swing of the hanging chain above, its tip
-also tied by two 0.3 m distance links to ground points beside it (m = 2), 1 s, each method at its cheapest
-setting reaching 1e-3 of the amplitude against dop853; quiet 2-core machine): N = 10: 0.005 s against dopri5's
-0.004 s; N = 100: 0.075 s against 0.24 s (3.2x); N = 1000: 3.1 s against 24.4 s (7.9x); 3.9, 5.0 and 6.1 Newton
-iterations a step. As for the tree, N = 1000 converges only from dt = 6.25e-4 s
-(the lagged gravity coupling above), not at 1.25e-3 s and larger.
+Measured with S alone (the iteration before N was added; where S converges the loop takes the same iterates: the
+tied chain below at dt = 0.01 s, N = 10 and 100, 5.0 and 7.1 iterations a step against 5.0 and 7.2 with S alone,
+while N alone stops N = 100 at t = 0.49 s) (``python3 benchmarks/spatial_simulate.py loops``: the small 3D swing of
+the hanging chain above, its tip also tied by two 0.3 m distance links to ground points beside it (m = 2), 1 s, each
+method at its cheapest setting reaching 1e-3 of the amplitude against dop853; quiet 2-core machine): N = 10: 0.005 s
+against dopri5's 0.004 s; N = 100: 0.075 s against 0.24 s (3.2x); N = 1000: 3.1 s against 24.4 s (7.9x); 3.9, 5.0
+and 6.1 Newton iterations a step. As for the tree, N = 1000 converges only from dt = 6.25e-4 s (the lagged gravity
+coupling above), not at 1.25e-3 s and larger; with the fallback to N it still fails at the first step at dt = 0.01 s.
 """
 
 import numpy as np

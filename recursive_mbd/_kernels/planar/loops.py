@@ -7,9 +7,12 @@ phi'' that does not depend on qdd, the constrained equations of motion are
 
     M qdd + h = tau + drive - J^T lambda,      J qdd = gamma - 2 alpha phi' - beta^2 phi   (Baumgarte; 0, 0: none)
 
-solved in O(N m + m^3) without an N x N matrix: qdd0 from the recursive pass, the responses Y = M^-1 J^T from m
-further recursive passes (no gravity, no velocity), then the small system (J Y) lambda = J qdd0 - rhs by a
-rank-revealing least-squares solve (redundant loops give the minimum-norm multipliers), qdd = qdd0 - Y lambda.
+solved without an N x N matrix: qdd0 from the recursive pass, the responses Y = M^-1 J^T from m further recursive
+passes (no gravity, no velocity), then the small system (J Y) lambda = J qdd0 - rhs by a rank-revealing
+least-squares solve (redundant loops give the minimum-norm multipliers), qdd = qdd0 - Y lambda. J Y is formed from
+the nonzero entries of Y (a loop reaches only some branches of the tree) and, where it is surely regular, solved
+by a Cholesky factorisation of its envelope (``regular_solve``): O(N m) for the passes, O(m b^2) for a J Y of
+bandwidth b (a row of loops), the eigen-decomposition's O(m^3) only near singular positions.
 
 Each equation is written as weights on the motion of the two bodies: row r reads
     phi'_r = w_a . (v(P_a), omega_a) + w_b . (v(P_b), omega_b),
@@ -241,9 +244,96 @@ def loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, a
 @njit
 def constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity):
     """resp[r] = M^-1 J_r^T (m, nq): the joint accelerations that a unit multiplier of row r alone produces (no
-    gravity, no velocity), by m recursive passes; driven joints (``driven``) are held (their entries stay zero,
+    gravity, no velocity), by recursive passes; driven joints (``driven``) are held (their entries stay zero,
     resp_drive[r] the force holding them), so resp[r] = M_ff^-1 J_r,f^T on the free coordinates. Returns the
-    status."""
+    status.
+
+    M is block diagonal over the tree's branches from the ground (the subtrees of the bodies hinged to it): a row
+    whose J_r touches some of them moves only those. Without driven joints, rows that touch disjoint sets of
+    branches share one pass (``_response_colours``; a row of n parallelograms: 4 passes instead of 2 n), each row
+    keeping the accelerations of its own branches, the same numbers as a pass of its own."""
+    m = jac.shape[0]
+    if driven.shape[0] > 0 or m < 2:
+        return _row_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity)
+    nq = jac.shape[1]
+    coord_root = np.empty(nq, dtype=np.int64)
+    root = np.empty(body_int.shape[0], dtype=np.int64)
+    for i in range(body_int.shape[0]):  # parents come first
+        p = body_int[i, PARENT]
+        root[i] = i if p < 0 else root[p]
+        for col in range(body_int[i, NDOF]):
+            coord_root[body_int[i, QIDX] + col] = root[i]
+    colour, ncolours = _response_colours(jac, coord_root, body_int.shape[0])
+    force = np.empty(nq)
+    owner = np.full(body_int.shape[0], -1, dtype=np.int64)
+    for c in range(ncolours):
+        force[:] = 0.0
+        for r in range(m):
+            if colour[r] == c:
+                for k in range(nq):
+                    if jac[r, k] != 0.0:
+                        force[k] = jac[r, k]
+                        owner[coord_root[k]] = r
+        first = -1
+        for r in range(m):
+            if colour[r] == c:
+                first = r
+                break
+        status = forward_dynamics(body_int, body_real, no_gravity, q, zeros, force, resp[:0], driven, ws,
+                                  resp[first], resp_drive[0, :0])
+        if status != STATUS_OK:
+            return status
+        for r in range(first + 1, m):  # the other rows of the colour take their branches' accelerations
+            if colour[r] == c:
+                for k in range(nq):
+                    resp[r, k] = resp[first, k] if owner[coord_root[k]] == r else 0.0
+        for k in range(nq):
+            if owner[coord_root[k]] != first:
+                resp[first, k] = 0.0
+    return STATUS_OK
+
+
+@njit
+def _response_colours(jac, coord_root, nbodies):
+    """(colour (m,), number of colours): a greedy colouring of the rows of jac such that rows of one colour touch
+    disjoint branches of the tree (coord_root[k]: the first body of the branch that moves coordinate k)."""
+    m = jac.shape[0]
+    nq = jac.shape[1]
+    colour = np.empty(m, dtype=np.int64)
+    stamp = np.full(nbodies, -1, dtype=np.int64)
+    count = np.zeros(m + 1, dtype=np.int64)  # row r's branches: roots[count[r]:count[r + 1]]
+    roots = np.empty(m * min(nbodies, nq), dtype=np.int64)
+    for r in range(m):
+        at = count[r]
+        for k in range(nq):
+            if jac[r, k] != 0.0 and stamp[coord_root[k]] != r:
+                stamp[coord_root[k]] = r
+                roots[at] = coord_root[k]
+                at += 1
+        count[r + 1] = at
+    taken = np.full((m, nbodies), False)  # taken[c, b]: branch b is used by a row of colour c
+    ncolours = 0
+    for r in range(m):
+        c = 0
+        while c < ncolours:
+            clash = False
+            for at in range(count[r], count[r + 1]):
+                if taken[c, roots[at]]:
+                    clash = True
+                    break
+            if not clash:
+                break
+            c += 1
+        ncolours = max(ncolours, c + 1)
+        colour[r] = c
+        for at in range(count[r], count[r + 1]):
+            taken[c, roots[at]] = True
+    return colour, ncolours
+
+
+@njit
+def _row_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity):
+    """``constraint_responses`` by one recursive pass a row (driven joints held)."""
     has_drivers = driven.shape[0] > 0
     for r in range(jac.shape[0]):
         if has_drivers:  # the responses hold the driven joints still: their accelerations are prescribed
@@ -259,13 +349,34 @@ def constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_dri
 
 @njit
 def gram_matrix(jac, resp, gram):
-    """gram = J M^-1 J^T (m, m) from the responses, symmetrised (it is symmetric positive semi-definite)."""
+    """gram = J M^-1 J^T (m, m) from the responses, symmetrised (it is symmetric positive semi-definite).
+
+    Each response row M^-1 J_r^T is nonzero only on the coordinates of the tree's branches that loop row r
+    reaches (a row of parallelograms: four of 2 n + 1), so the products run over their nonzero entries, gathered
+    first: O(m nq + m^2 k) for k nonzero entries a row instead of O(m^2 nq)."""
     m = jac.shape[0]
+    nq = jac.shape[1]
+    count = np.zeros(m + 1, dtype=np.int64)  # row r's nonzero columns: cols[count[r]:count[r + 1]]
+    for r in range(m):
+        nonzero = 0
+        for k in range(nq):
+            if resp[r, k] != 0.0:
+                nonzero += 1
+        count[r + 1] = count[r] + nonzero
+    cols = np.empty(count[m], dtype=np.int64)
+    for r in range(m):
+        at = count[r]
+        for k in range(nq):
+            if resp[r, k] != 0.0:
+                cols[at] = k
+                at += 1
     for r in range(m):
         for s in range(r + 1):
             g = 0.0
-            for k in range(jac.shape[1]):
-                g += jac[r, k] * resp[s, k] + jac[s, k] * resp[r, k]
+            for at in range(count[s], count[s + 1]):
+                g += jac[r, cols[at]] * resp[s, cols[at]]
+            for at in range(count[r], count[r + 1]):
+                g += jac[s, cols[at]] * resp[r, cols[at]]
             gram[r, s] = 0.5 * g
             gram[s, r] = 0.5 * g
 
@@ -294,6 +405,109 @@ def matrix_times(mat, vec, out):
         out[r] = v
 
 
+# ``regular_solve`` takes G as regular when the Rayleigh quotient of inverse iteration (an upper bound of its smallest
+# eigenvalue, near it after REGULAR_ITERATIONS steps) exceeds these multiples of zone and rcond times a bound of its
+# largest (its largest absolute row sum); otherwise the eigen-decomposition decides.
+REGULAR_ZONE_MARGIN = 2.0
+REGULAR_RCOND_MARGIN = 1e3
+REGULAR_ITERATIONS = 4
+
+
+@njit
+def _envelope_cholesky(gram, low, first):
+    """low (m, m) lower triangular with low low^T = gram, row i of both nonzero from column first[i] on (the
+    envelope of a banded or block-sparse gram: no fill before it); False when a pivot is not positive."""
+    m = gram.shape[0]
+    for i in range(m):
+        first[i] = i
+        for k in range(i):
+            if gram[i, k] != 0.0:
+                first[i] = k
+                break
+    for i in range(m):
+        for j in range(first[i], i + 1):
+            v = gram[i, j]
+            for k in range(max(first[i], first[j]), j):
+                v -= low[i, k] * low[j, k]
+            if j < i:
+                low[i, j] = v / low[j, j]
+            elif v > 0.0:
+                low[i, i] = math.sqrt(v)
+            else:
+                return False
+    return True
+
+
+@njit
+def _envelope_solve(low, first, rhs, out):
+    """out = (low low^T)^-1 rhs for the factor of ``_envelope_cholesky``."""
+    m = rhs.shape[0]
+    for i in range(m):
+        v = rhs[i]
+        for k in range(first[i], i):
+            v -= low[i, k] * out[k]
+        out[i] = v / low[i, i]
+    for i in range(m - 1, -1, -1):
+        v = out[i]
+        for j in range(i + 1, m):
+            if first[j] <= i:
+                v -= low[j, i] * out[j]
+        out[i] = v / low[i, i]
+
+
+@njit
+def regular_factor(gram, threshold, low, first):
+    """True when the smallest eigenvalue of the finite symmetric G is surely above threshold times its largest,
+    with its Cholesky factor in low (m, m) and first (m,) (``_envelope_cholesky``); False otherwise (the
+    factorisation failed or the test did not pass). The smallest eigenvalue is the Rayleigh quotient after
+    REGULAR_ITERATIONS steps of inverse iteration from a fixed irregular start (it bounds the eigenvalue from
+    above), the largest is bounded by the largest absolute row sum (Gershgorin), so the test errs on the side of
+    the eigen-decomposition."""
+    m = gram.shape[0]
+    top = 0.0
+    for r in range(m):
+        row = 0.0
+        for k in range(m):
+            row += abs(gram[r, k])
+        top = max(top, row)
+    if not top > 0.0 or not _envelope_cholesky(gram, low, first):
+        return False
+    x = np.empty(m)
+    y = np.empty(m)
+    for r in range(m):
+        x[r] = 1.0 + 0.5 * math.sin(1.7 * r + 0.3)
+    for _ in range(REGULAR_ITERATIONS):
+        size = 0.0
+        for r in range(m):
+            size = max(size, abs(x[r]))
+        for r in range(m):
+            x[r] /= size
+        _envelope_solve(low, first, x, y)
+        x[:] = y
+    numerator = 0.0
+    denominator = 0.0
+    for r in range(m):
+        gx = 0.0
+        for k in range(m):
+            gx += gram[r, k] * x[k]
+        numerator += x[r] * gx
+        denominator += x[r] * x[r]
+    return numerator > threshold * top * denominator
+
+
+@njit
+def regular_solve(gram, rhs, threshold, out):
+    """out = G^-1 rhs by a Cholesky factorisation where ``regular_factor`` finds G surely regular (True);
+    False (out undefined) otherwise."""
+    m = rhs.shape[0]
+    low = np.zeros((m, m))
+    first = np.empty(m, dtype=np.int64)
+    if not regular_factor(gram, threshold, low, first):
+        return False
+    _envelope_solve(low, first, rhs, out)
+    return True
+
+
 @njit
 def filtered_solve(gram, rhs, rcond, out):
     """out = f(G) rhs (``filtered_solve_weak``, which documents it); returns the numerical rank of G, or -1."""
@@ -313,6 +527,11 @@ def filtered_solve_weak(gram, rhs, rcond, out, zone):
     number of s > mu, the numerical rank of G, or -1 (out left NaN) when G or rhs is not finite (an overflow),
     and the number of weak eigenvalues, REDUNDANT * max(s) < s <= zone * max(s) (``branch_normals``: a loop
     Jacobian near a change point; none for zone = 0).
+
+    Where G is surely regular (``regular_solve``: its smallest eigenvalue above REGULAR_ZONE_MARGIN zone and
+    REGULAR_RCOND_MARGIN rcond times its largest) out = G^-1 rhs by a Cholesky factorisation instead, O(m b^2) for
+    a G of bandwidth b (a row of loops) against the eigen-decomposition's O(m^3); it differs from f(G) rhs by at
+    most (rcond / REGULAR_RCOND_MARGIN)^2 relative, 1e-6 in the weakest direction where the paths meet.
     """
     m = rhs.shape[0]
     finite = True
@@ -326,6 +545,8 @@ def filtered_solve_weak(gram, rhs, rcond, out, zone):
         return -1, 0
     if m == 0:
         return 0, 0
+    if regular_solve(gram, rhs, max(REGULAR_ZONE_MARGIN * zone, REGULAR_RCOND_MARGIN * rcond), out):
+        return m, 0
     values, vectors = np.linalg.eigh(gram)
     top = 0.0
     for r in range(m):
@@ -360,10 +581,13 @@ def _strong_rank(body_int, body_real, q, jac, ws, resp, no_resp_drive, no_driven
                             no_gravity) != STATUS_OK:
         return -1, 0
     gram_matrix(jac, resp, gram)
-    for r in range(gram.shape[0]):
-        for k in range(gram.shape[0]):
+    m = gram.shape[0]
+    for r in range(m):
+        for k in range(m):
             if not math.isfinite(gram[r, k]):
                 return -1, 0
+    if regular_factor(gram, REGULAR_ZONE_MARGIN * zone, np.zeros((m, m)), np.empty(m, dtype=np.int64)):
+        return m, 0
     values = np.linalg.eigvalsh(gram)
     top = values[-1]
     strong = 0
@@ -380,32 +604,25 @@ def _strong_rank(body_int, body_real, q, jac, ws, resp, no_resp_drive, no_driven
 def branch_basis(rows, rank, qd, speed, step, normals, curvature):
     """The branch's normal space at a point from orthonormal bases rows[c, :rank] (npts, >= rank, ncols) of the
     normal spaces at the points displaced by BRANCH_OFFSETS[c] * step along qd / speed (``branch_normals``; any
-    coordinates): normals[:rank] an orthonormal basis of the eigenvectors of the extrapolated projector sum_c
+    coordinates): normals[:rank] the rank dominant eigenvectors (orthonormal) of the extrapolated projector sum_c
     BRANCH_WEIGHTS[c] Q_c^T Q_c, curvature[:rank] = -N (dP/dt) qd with dP/dt = speed sum_c BRANCH_SLOPES[c]
-    Q_c^T Q_c / step. Works in the span of the rows (an SVD of the stacked (npts rank, ncols) matrix)."""
+    Q_c^T Q_c / step."""
     npts = BRANCH_OFFSETS.shape[0]
     nq = qd.shape[0]
-    # the weighted sum of the projectors Q_c^T Q_c: in the span of all rows, B = [Q_c] = U S V^T
-    stacked = np.empty((npts * rank, nq))
+    # the weighted sum of the projectors Q_c^T Q_c (nq, nq) and its rank dominant eigenvectors
+    projector = np.zeros((nq, nq))
     for j in range(npts):
-        stacked[j * rank:(j + 1) * rank] = rows[j, :rank]
-    left, values, vt = np.linalg.svd(stacked, full_matrices=False)
-    width = values.shape[0]
-    reduced = np.zeros((width, width))
-    for a in range(width):
-        for b in range(width):
-            v = 0.0
-            for i in range(npts * rank):
-                v += BRANCH_WEIGHTS[i // rank] * left[i, a] * left[i, b]
-            reduced[a, b] = values[a] * values[b] * v
-    _, vectors = np.linalg.eigh(reduced)
+        basis = np.ascontiguousarray(rows[j, :rank])
+        projector += BRANCH_WEIGHTS[j] * (basis.T @ basis)
+    for a in range(nq):  # symmetric up to round-off
+        for b in range(a):
+            v = 0.5 * (projector[a, b] + projector[b, a])
+            projector[a, b] = v
+            projector[b, a] = v
+    _, vectors = np.linalg.eigh(projector)
     for t in range(rank):
-        e = width - 1 - t
         for k in range(nq):
-            v = 0.0
-            for a in range(width):
-                v += vectors[a, e] * vt[a, k]
-            normals[t, k] = v
+            normals[t, k] = vectors[k, nq - 1 - t]
     # (dP/dsigma) qd = sum_c s_c Q_c^T (Q_c qd) / step
     slope = np.zeros(nq)
     for j in range(npts):
@@ -489,8 +706,12 @@ def branch_normals(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc
                 rank = np.int64(-1)
                 break
             rank = strong
-            _, _, vt = np.linalg.svd(jac, full_matrices=False)  # J's row space: its first r right vectors
-            rows[j, :rank] = vt[:rank]
+            if rank == m:  # J's row space: an orthonormal basis by QR where J has full row rank, else its SVD
+                basis, _ = np.linalg.qr(np.ascontiguousarray(jac.T))
+                rows[j, :rank] = basis.T
+            else:
+                _, _, vt = np.linalg.svd(jac, full_matrices=False)
+                rows[j, :rank] = vt[:rank]
         if rank > 0:
             break
     if rank <= 0:

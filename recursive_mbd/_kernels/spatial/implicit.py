@@ -1,4 +1,6 @@
-"""Generalised-alpha on a spatial model (``Model3D``): the Newton matrix's O(N) factorisation and the compiled loop.
+"""Generalised-alpha on a spatial model (``Model3D``): the compiled loop, and the O(N) factorisation of the cheap
+Newton matrix with gravity's per-body stiffness (the spatial bdf's, and the loop's first; the loop falls back to
+``spatial.newton``'s exact one where its corrections stall).
 
 Derivation and the list of exact and lagged terms: ``recursive_mbd.integrate.spatial_implicit``.
 ``effective_factor`` runs the tip-to-base pass of the articulated-body algorithm (Featherstone 2008, table 7.1) on
@@ -21,6 +23,7 @@ from ..planar.loops import gram_matrix
 from ..timeloops import integrators, newton
 from .elements import linearise_spherical_springs
 from .layout import CP, MASS, MCOM, NVJ, PA, PARENT, PP, VIDX, WC, WI, WP, WR, WT
+from .newton import SCRATCH_SIZE, factor_width, newton_apply, newton_factor
 from .system import (
     LOOP_JAC,
     LOOP_LAM,
@@ -48,6 +51,15 @@ from .tree import (
 )
 
 njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
+
+# generalised-alpha Newton on the cheap matrix (``effective_factor``) switches to the exact one (``newton_factor``)
+# for the rest of the step where the corrections with fresh cheap factors shrink by less than CHEAP_STALL an
+# iteration, or at their rate would not reach newton_tol within CHEAP_ITERATIONS iterations of the step: a cheap
+# iteration costs a tenth of an exact one with its factorisation on a spherical chain
+CHEAP_STALL = 0.5
+CHEAP_ITERATIONS = 20
+# the exact factors are made again at every iterate whose last correction is above this many newton_tol
+NEWTON_PROPER_ABOVE = 1e3
 
 
 @njit
@@ -281,6 +293,19 @@ def spatial_residual(inputs, key, system, t, q, v, vdot, S, tau_need, powers):
 
 
 @njit
+def cheap_stalls(correction, previous, fresh, newton_tol, iterations_left):
+    """True where generalised-alpha leaves the cheap Newton matrix for the step: its last correction (with fresh
+    factors: ``previous`` finite) shrank by less than CHEAP_STALL, or at that rate would still be above newton_tol
+    after ``iterations_left`` more iterations; or none are left."""
+    if iterations_left <= 0:
+        return True
+    if not fresh or not previous < np.inf or correction <= newton_tol:
+        return False
+    ratio = correction / previous
+    return ratio > CHEAP_STALL or correction * ratio**iterations_left > newton_tol
+
+
+@njit
 def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, nsteps_total, every, t_eval,
                                 coefficients, newton_tol, max_newton, j_stiff, j_damp, t_out, y_out, output_budget,
                                 events, events_key, directions, terminal, ev_t, ev_y, monitor, monitor_key, control,
@@ -293,9 +318,16 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     v+ = v + h (1 - gamma) a + h gamma a+, q+ = q (+) (h v + h^2 (1/2 - beta) a + h^2 beta a+ + J^T nu)
     (``spatial.system.integrate_configuration``: unit quaternions by construction; nu only with loops);
     residual = inverse dynamics minus tau and the element loads at (t+, q+, v+), plus J^T lambda with loops;
-    Newton with S = M + c_stiff K_gravity + diag(c_stiff j_stiff + c_damp j_damp) factorised at an iterate and
-    reused while the corrections shrink >= 20x per iteration (as the planar loop); the first correction of an
-    attempt takes the spherical springs past their half turn linearised at the step's start
+    Newton first with the cheap matrix S = M + c_stiff K_gravity + diag(c_stiff j_stiff + c_damp j_damp)
+    (``effective_factor``) factorised at an iterate and reused, over later steps too, while the corrections shrink
+    >= 20x per iteration (as the planar loop); where its corrections with fresh factors shrink by less than
+    CHEAP_STALL or would not reach newton_tol within CHEAP_ITERATIONS iterations (``cheap_stalls``), the rest of
+    the step on the exact matrix N = d(inverse dynamics)/d vdot+ + the same diagonal (``newton.newton_factor``, the
+    update's tangent map included; from the predictor where the corrections grew) factorised at that iterate and
+    again at every iterate whose last correction is above NEWTON_PROPER_ABOVE newton_tol or shrank less than 20x.
+    A step that fails so is tried again from the predictor on N alone, then on fresh factors of S alone (with
+    loops, whose forces' stiffness both lag, S may converge where N stalls). The first correction from the
+    predictor takes the spherical springs past their half turn linearised at the step's start
     (``elements.linearise_spherical_springs``) and never ends the iteration. With the m loop equations of
     ``system.loops`` (``recursive_mbd.integrate.spatial_implicit``: stabilised index 2) the correction is bordered
     by the rows J v+ / c_damp (``newton.schur_correction`` on the responses S^-1 J^T, m applies of the factors) and
@@ -305,7 +337,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     growing to at most ``output_budget`` floats with the events' (STATUS_OUTPUT_FULL beyond). info (8,):
     on a Newton failure (last correction of the state, max |residual|, step, iterations); info[4] factorisations
     (added to); info[5], info[6]: the sum of log(correction ratio) and the number of ratios measured (corrections
-    above 1e3 newton_tol: the contraction factor before round-off); info[7] the largest ratio.
+    above 1e3 newton_tol, leaving out those of factors given up after them: the contraction factor before
+    round-off); info[7] the largest ratio.
     Returns (status, t_fail, count, t_out, y_out, nfev, nsteps, newton_iterations, nev, ev_t, ev_y).
     """
     body_int = system.body_int
@@ -333,14 +366,20 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     ws_f = np.zeros_like(system.ws)  # the factors' kinematics, apart from the residual's
     s_f = np.zeros((nb, max_nv, 6))
     s_r = np.zeros((nb, max_nv, 6))
-    ud_f = np.zeros((nb, max_nv, 6))
+    fac = np.zeros((nb, factor_width(max_nv)))
+    scr = np.zeros(SCRATCH_SIZE)
+    work_nv = np.zeros(nv)
+    # the cheap matrix's factors (``effective_factor``), kept over steps apart from the exact matrix's
+    ws_c = np.zeros_like(system.ws)
+    s_c = np.zeros((nb, max_nv, 6))
+    ud_c = np.zeros((nb, max_nv, 6))
     dinv = np.zeros((nb, max_nv, max_nv))
-    ud = np.zeros((nb, max_nv))
-    tmp_f = np.zeros_like(system.tmp)
     rot = np.zeros((nb, 3, 3))
     fsub = np.zeros((nb, 3))
     kw = np.zeros((nb, 6))
     zeros = np.zeros(nv)
+    ud = np.zeros((nb, max_nv))
+    tmp_f = np.zeros_like(system.tmp)
     j_diag = np.zeros(nv)
     residual = np.zeros(nv)
     dx = np.zeros(nv)
@@ -353,8 +392,10 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     v_new = np.zeros(nv)
     # the loop rows (m = 0 for a tree): every velocity is an unknown (no drivers on a Model3D)
     free = np.arange(nv)
-    resp = np.zeros((m, nv))  # S^-1 J^T at the factors' iterate
+    resp = np.zeros((m, nv))  # N^-1 J^T at the exact factors' iterate
     gram = np.zeros((m, m))
+    resp_c = np.zeros((m, nv))  # S^-1 J^T, J S^-1 J^T with the cheap factors
+    gram_c = np.zeros((m, m))
     gram_pos = np.zeros((m, m))
     work_m = np.zeros(m)
     rate_scaled = np.zeros(m)
@@ -393,7 +434,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     if status != STATUS_OK:
         return status, t_fail, count, t_out, y_out, nfev, 0, iterations, nev, ev_t, ev_y
     scale = (1.0 - alpha_f) / (1.0 - alpha_m)
-    factored_h = -1.0  # the step of the factors (and of resp, gram); -1: none
+    factored_h = -1.0  # the step size of the cheap factors (and of resp_c, gram_c), kept over steps; -1: none
     fresh = False
     for step in range(nsteps_total):
         t_new = t_end if step == nsteps_total - 1 else t0 + (step + 1) * dt
@@ -409,13 +450,18 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         converged = False
         correction = np.inf
         res_max = np.inf
-        for attempt in range(2):
-            if attempt == 1:  # the reused factors failed: again from the predictor with factors of this step
-                if fresh:
-                    break
-                factored_h = -1.0
+        for attempt in range(3):
+            # the first attempt on the cheap matrix, the exact one from where that stalls; where it fails, again
+            # from the predictor on the exact matrix alone, then on fresh cheap factors alone (with loops, whose
+            # forces' stiffness both lag, the cheap matrix may contract where the exact one stalls)
+            exact = attempt == 1
+            if attempt > 0:
                 newton.restart_attempt(vdot_new, vdot, shift, lam, lam_old)
-            fresh = False
+            if attempt == 2:
+                factored_h = -1.0
+            factor_exact = exact  # the exact matrix is due at this iterate
+            at_predictor = True  # the iterate is the step's predictor
+            fresh = False  # the factors in use were made in this attempt
             previous = np.inf
             correction = np.inf
             for iteration in range(max_newton):
@@ -439,9 +485,10 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 status = spatial_residual(inputs, key, system, t_new, q_new, v_new, vdot_new, s_r, residual,
                                           powers_new)
                 # the predictor's spherical springs past their half turn: linearised at the step's start for the
-                # first correction (``elements.linearise_spherical_springs``), never the converged iterate
-                linearised = status == STATUS_OK and iteration == 0 and linearise_spherical_springs(
+                # first correction from it (``elements.linearise_spherical_springs``), never the converged iterate
+                linearised = status == STATUS_OK and at_predictor and linearise_spherical_springs(
                     body_int, elem_int, elem_real, y, q_new, delta, residual)
+                at_predictor = False
                 if status == STATUS_OK and m > 0:
                     # phi(q+), J v+ and J at (q+, v+); the residual gains J^T lambda (M vdot + h = Q - J^T lambda)
                     status = _constraints(system, q_new, v_new)
@@ -458,30 +505,62 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 res_max = 0.0
                 for j in range(nv):
                     res_max = max(res_max, abs(residual[j]))
-                if newton.refactor_due(factored_h, h, fresh, correction, previous):
-                    status = effective_factor(body_int, body_real, system.gravity, q_new, zeros, ws_f, s_f, tmp_f,
-                                              c_stiff, j_diag, ud_f, dinv, rot, fsub, kw)
-                    if (status & 15) == STATUS_SINGULAR:
-                        # gravity's stiffness is negative where a subtree hangs above its joint (a top, an arm
-                        # swung up): M + c_stiff K may be indefinite for a large step; then lag it too
-                        status = effective_factor(body_int, body_real, system.gravity, q_new, zeros, ws_f, s_f,
-                                                  tmp_f, 0.0, j_diag, ud_f, dinv, rot, fsub, kw)
-                    if status != STATUS_OK:
-                        newton.record_failure(info, np.inf, res_max, step, iterations)
-                        return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
-                    for r in range(m):  # the loop rows' responses S^-1 J_r^T and J S^-1 J^T: m applies
-                        effective_apply(body_int, ws_f, s_f, ud_f, dinv, jac[r], tmp_f, ud, resp[r])
-                    gram_matrix(jac, resp, gram)
-                    factored_h = h
-                    fresh = True
-                    info[4] += 1
-                    previous = np.inf
+                if exact:
+                    # Newton proper from where the cheap matrix stalled: factors at every iterate while the last
+                    # correction is above NEWTON_PROPER_ABOVE newton_tol (chord steps far from the root overshoot
+                    # and diverge on slender chains), then kept, and again where they shrink less than
+                    # SLOW_CONTRACTION an iteration
+                    if (factor_exact or correction > NEWTON_PROPER_ABOVE * newton_tol
+                            or correction > newton.SLOW_CONTRACTION * previous):
+                        # with its configuration terms at (q+, v+, vdot+) and the update's tangent map
+                        status = newton_factor(body_int, body_real, system.gravity, q_new, v_new, vdot_new, delta,
+                                               c_stiff, c_damp, j_diag, ws_f, s_f, tmp_f, work_nv, scr, fac)
+                        if (status & 15) == STATUS_SINGULAR:
+                            # M + c_stiff K singular (a subtree balanced above its joint at a large step): lag K
+                            status = newton_factor(body_int, body_real, system.gravity, q_new, v_new, vdot_new,
+                                                   delta, 0.0, 0.0, j_diag, ws_f, s_f, tmp_f, work_nv, scr, fac)
+                        if status != STATUS_OK:
+                            newton.record_failure(info, np.inf, res_max, step, iterations)
+                            return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+                        for r in range(m):  # the loop rows' responses N^-1 J_r^T and J N^-1 J^T: m applies
+                            newton_apply(body_int, ws_f, fac, jac[r], tmp_f, ud, resp[r])
+                        gram_matrix(jac, resp, gram)
+                        factor_exact = False
+                        fresh = True
+                        info[4] += 1
+                        previous = np.inf
+                    else:
+                        previous = correction
+                    newton_apply(body_int, ws_f, fac, residual, tmp_f, ud, dx)
                 else:
-                    previous = correction
-                effective_apply(body_int, ws_f, s_f, ud_f, dinv, residual, tmp_f, ud, dx)
+                    if newton.refactor_due(factored_h, h, fresh, correction, previous):
+                        status = effective_factor(body_int, body_real, system.gravity, q_new, zeros, ws_c, s_c,
+                                                  tmp_f, c_stiff, j_diag, ud_c, dinv, rot, fsub, kw)
+                        if (status & 15) == STATUS_SINGULAR:
+                            # gravity's stiffness is negative where a subtree hangs above its joint (a top, an arm
+                            # swung up): M + c_stiff K may be indefinite for a large step; then lag it too
+                            status = effective_factor(body_int, body_real, system.gravity, q_new, zeros, ws_c, s_c,
+                                                      tmp_f, 0.0, j_diag, ud_c, dinv, rot, fsub, kw)
+                        if status != STATUS_OK:
+                            newton.record_failure(info, np.inf, res_max, step, iterations)
+                            return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+                        for r in range(m):  # the loop rows' responses S^-1 J_r^T and J S^-1 J^T: m applies
+                            effective_apply(body_int, ws_c, s_c, ud_c, dinv, jac[r], tmp_f, ud, resp_c[r])
+                        gram_matrix(jac, resp_c, gram_c)
+                        factored_h = h
+                        fresh = True
+                        info[4] += 1
+                        previous = np.inf
+                    else:
+                        previous = correction
+                    effective_apply(body_int, ws_c, s_c, ud_c, dinv, residual, tmp_f, ud, dx)
                 ok = True
                 if m > 0:
-                    ok = newton.schur_correction(free, jac, resp, gram, rcond, rate_scaled, dx, dlam, work_m)
+                    if exact:
+                        ok = newton.schur_correction(free, jac, resp, gram, rcond, rate_scaled, dx, dlam, work_m)
+                    else:
+                        ok = newton.schur_correction(free, jac, resp_c, gram_c, rcond, rate_scaled, dx, dlam,
+                                                     work_m)
                     if ok:
                         ok = newton.position_correction(jac, free, phi, rate_scaled, c_stiff, rcond, gram_pos,
                                                         work_m, dnu, xfull)
@@ -502,7 +581,14 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 if not (ok and math.isfinite(correction)):
                     correction = np.inf
                     break
-                if previous < np.inf and previous > 1e3 * newton_tol and correction > 0.0:
+                # the cheap matrix's corrections shrink too slowly (or not at all) for this step: the exact matrix
+                # from the next iterate
+                switch = attempt == 0 and not exact and cheap_stalls(correction, previous, fresh, newton_tol,
+                                                                     CHEAP_ITERATIONS - iteration - 1)
+                # the contraction measured leaves out the ratios of factors given up after them (the cheap ones of an
+                # earlier step made again, the cheap matrix left for the exact one)
+                given_up = switch or (not exact and not fresh and correction > newton.SLOW_CONTRACTION * previous)
+                if previous < np.inf and previous > 1e3 * newton_tol and correction > 0.0 and not given_up:
                     ratio = correction / previous
                     info[5] += math.log(ratio)
                     info[6] += 1.0
@@ -513,6 +599,13 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                         fresh and correction <= 100.0 * newton_tol and correction > 0.5 * previous)):
                     converged = True
                     break
+                if switch:
+                    exact = True
+                    factor_exact = True
+                    fresh = False
+                    if correction >= previous:  # they grew: the exact matrix from the predictor
+                        newton.restart_attempt(vdot_new, vdot, shift, lam, lam_old)
+                        at_predictor = True
             if converged:
                 break
         if not converged:

@@ -53,11 +53,16 @@ WC = 12  # bias acceleration c = S' v_j + v x S v_j (6); overwritten by the acce
 WP = 18  # articulated bias force p^A (6); inverse dynamics: the body force f
 WI = 24  # articulated (composite) inertia [[A, B], [B^T, C]] packed: A sym, B row-major, C sym (21 numbers)
 # spatial velocity of the body (6), in the last 6 of WI's slots: no kernel needs a body's velocity and its inertia
-# at once (forward dynamics reads v_i for the bias force before it writes I_i there, its children having read v_i
-# in the kinematics pass; the mass matrix and the implicit factorisation use no velocity; inverse dynamics, energy,
-# poses and the loops' point kinematics no inertia): 6 floats a body less (48 MB for a 1e6-body chain)
+# at once (forward dynamics forms the bias force from v_i in its kinematics pass, and its children's condensed
+# inertias reach WI only in the tip-to-base pass, after the last read of v_i; the mass matrix and the implicit
+# factorisation use no velocity; inverse dynamics, energy, poses and the loops' point kinematics no inertia): 6
+# floats a body less (48 MB for a 1e6-body chain)
 WV = WI + 15
-W_SPATIAL = 45
+# forward dynamics: 0.0 until the first child (in tip-to-base order) has stored its condensed inertia in this body's
+# WI, 1.0 after; the kinematics pass clears it, so that WI is never zeroed nor filled with the body's own inertia in a
+# pass of its own (``_kernels.spatial.tree.forward_dynamics``)
+WCHILD = 45
+W_SPATIAL = 46
 # forward dynamics, a spherical joint once condensed (its articulated inertia is read no more): K = D^-1 B_J
 # (row-major, 9), D^-1 u (3) and D^-1 (symmetric: xx, yy, zz, xy, xz, yz) in its slots
 # (``_kernels.spatial.tree._spherical_condense``; ``_kernels.spatial.tree.unit_force_responses`` reuses them). Any other

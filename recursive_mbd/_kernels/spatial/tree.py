@@ -38,6 +38,7 @@ import numba
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..layout import STATUS_OK, STATUS_SINGULAR
 from ..planar.tree import check_finite, check_output
+from ..trig import sincos
 from .layout import (
     A1,
     A2,
@@ -48,6 +49,7 @@ from .layout import (
     JTYPE,
     MASS,
     MCOM,
+    N_PACKED,
     NVJ,
     PA,
     PARENT,
@@ -65,6 +67,7 @@ from .layout import (
     UNIVERSAL,
     VIDX,
     WC,
+    WCHILD,
     WD,
     WDINV,
     WI,
@@ -249,21 +252,40 @@ def _motion_to_child(ws, i, src, s, tmp, o):
 @njit
 def _force_to_parent_add(ws, i, f, o, dst, d):
     """dst[d:d+6] += X_i^T f, f = f[o:o+6] a force in body i's coordinates."""
-    fx = ws[i, WR] * f[o + 3] + ws[i, WR + 1] * f[o + 4] + ws[i, WR + 2] * f[o + 5]
-    fy = ws[i, WR + 3] * f[o + 3] + ws[i, WR + 4] * f[o + 4] + ws[i, WR + 5] * f[o + 5]
-    fz = ws[i, WR + 6] * f[o + 3] + ws[i, WR + 7] * f[o + 4] + ws[i, WR + 8] * f[o + 5]
-    nx = ws[i, WR] * f[o] + ws[i, WR + 1] * f[o + 1] + ws[i, WR + 2] * f[o + 2]
-    ny = ws[i, WR + 3] * f[o] + ws[i, WR + 4] * f[o + 1] + ws[i, WR + 5] * f[o + 2]
-    nz = ws[i, WR + 6] * f[o] + ws[i, WR + 7] * f[o + 1] + ws[i, WR + 8] * f[o + 2]
+    n0, n1, n2, f0, f1, f2 = _force_in_parent(ws, i, f[o], f[o + 1], f[o + 2], f[o + 3], f[o + 4], f[o + 5])
+    dst[d] += n0
+    dst[d + 1] += n1
+    dst[d + 2] += n2
+    dst[d + 3] += f0
+    dst[d + 4] += f1
+    dst[d + 5] += f2
+
+
+@inline_njit
+def _force_to_parent(ws, i, p, nx, ny, nz, fx, fy, fz):
+    """ws[p, WP:WP+6] += X_i^T f, f = (nx, ny, nz; fx, fy, fz) a force in body i's coordinates."""
+    n0, n1, n2, f0, f1, f2 = _force_in_parent(ws, i, nx, ny, nz, fx, fy, fz)
+    ws[p, WP] += n0
+    ws[p, WP + 1] += n1
+    ws[p, WP + 2] += n2
+    ws[p, WP + 3] += f0
+    ws[p, WP + 4] += f1
+    ws[p, WP + 5] += f2
+
+
+@inline_njit
+def _force_in_parent(ws, i, nx, ny, nz, fx, fy, fz):
+    """X_i^T f = (R n + r x R f; R f) for a force f = (n; f) in body i's coordinates, as 6 numbers."""
+    gx = ws[i, WR] * fx + ws[i, WR + 1] * fy + ws[i, WR + 2] * fz
+    gy = ws[i, WR + 3] * fx + ws[i, WR + 4] * fy + ws[i, WR + 5] * fz
+    gz = ws[i, WR + 6] * fx + ws[i, WR + 7] * fy + ws[i, WR + 8] * fz
+    mx = ws[i, WR] * nx + ws[i, WR + 1] * ny + ws[i, WR + 2] * nz
+    my = ws[i, WR + 3] * nx + ws[i, WR + 4] * ny + ws[i, WR + 5] * nz
+    mz = ws[i, WR + 6] * nx + ws[i, WR + 7] * ny + ws[i, WR + 8] * nz
     rx = ws[i, WT]
     ry = ws[i, WT + 1]
     rz = ws[i, WT + 2]
-    dst[d] += nx + ry * fz - rz * fy
-    dst[d + 1] += ny + rz * fx - rx * fz
-    dst[d + 2] += nz + rx * fy - ry * fx
-    dst[d + 3] += fx
-    dst[d + 4] += fy
-    dst[d + 5] += fz
+    return mx + ry * gz - rz * gy, my + rz * gx - rx * gz, mz + rx * gy - ry * gx, gx, gy, gz
 
 
 @njit
@@ -429,7 +451,43 @@ def _rotate_symmetric(r00, r01, r02, r10, r11, r12, r20, r21, r22, xx, yy, zz, x
 @njit
 def _inertia_transform_add(ws, i, rx, ry, rz, src, s, dst, d):
     """dst[d:d+21] += X^T I X (packed), I = src[s:s+21] packed about a point of body i at r = (rx, ry, rz) in the
-    parent frame, body i's axes (R = ws[i, WR], child-to-parent); the result is about the parent origin.
+    parent frame, body i's axes (R = ws[i, WR], child-to-parent); the result is about the parent origin
+    (``_transformed_inertia``)."""
+    (axx, ayy, azz, axy, axz, ayz, b00, b01, b02, b10, b11, b12, b20, b21, b22, cxx, cyy, czz, cxy, cxz,
+     cyz) = _transformed_inertia(ws, i, rx, ry, rz, src[s + PA], src[s + PA + 1], src[s + PA + 2], src[s + PA + 3],
+                                 src[s + PA + 4], src[s + PA + 5], src[s + PB], src[s + PB + 1], src[s + PB + 2],
+                                 src[s + PB + 3], src[s + PB + 4], src[s + PB + 5], src[s + PB + 6], src[s + PB + 7],
+                                 src[s + PB + 8], src[s + PC], src[s + PC + 1], src[s + PC + 2], src[s + PC + 3],
+                                 src[s + PC + 4], src[s + PC + 5])
+    dst[d + PA] += axx
+    dst[d + PA + 1] += ayy
+    dst[d + PA + 2] += azz
+    dst[d + PA + 3] += axy
+    dst[d + PA + 4] += axz
+    dst[d + PA + 5] += ayz
+    dst[d + PB] += b00
+    dst[d + PB + 1] += b01
+    dst[d + PB + 2] += b02
+    dst[d + PB + 3] += b10
+    dst[d + PB + 4] += b11
+    dst[d + PB + 5] += b12
+    dst[d + PB + 6] += b20
+    dst[d + PB + 7] += b21
+    dst[d + PB + 8] += b22
+    dst[d + PC] += cxx
+    dst[d + PC + 1] += cyy
+    dst[d + PC + 2] += czz
+    dst[d + PC + 3] += cxy
+    dst[d + PC + 4] += cxz
+    dst[d + PC + 5] += cyz
+
+
+@inline_njit
+def _transformed_inertia(ws, i, rx, ry, rz, sxx, syy, szz, sxy, sxz, syz, s00, s01, s02, s10, s11, s12, s20, s21, s22,
+                         qxx, qyy, qzz, qxy, qxz, qyz):
+    """X^T I X packed (21 numbers), I = [[A, B], [B^T, C]] packed (A = s.., B = s00.., C = q..) about a point of body
+    i at r = (rx, ry, rz) in the parent frame, body i's axes (R = ws[i, WR], child-to-parent): the inertia about
+    the parent origin, parent axes.
 
     Featherstone 2008 sec. 2.8 / ch. 7 efficiency notes: with A', B', C' the blocks of I rotated to the parent axes
     (R A R^T, ...) and [r] the cross-product matrix of r, X^T I X = [[A' - B'[r] - (B'[r])^T - [r]C'[r],
@@ -444,23 +502,20 @@ def _inertia_transform_add(ws, i, rx, ry, rz, src, s, dst, d):
     r20 = ws[i, WR + 6]
     r21 = ws[i, WR + 7]
     r22 = ws[i, WR + 8]
-    axx, ayy, azz, axy, axz, ayz = _rotate_symmetric(r00, r01, r02, r10, r11, r12, r20, r21, r22, src[s + PA],
-                                                     src[s + PA + 1], src[s + PA + 2], src[s + PA + 3],
-                                                     src[s + PA + 4], src[s + PA + 5])
-    cxx, cyy, czz, cxy, cxz, cyz = _rotate_symmetric(r00, r01, r02, r10, r11, r12, r20, r21, r22, src[s + PC],
-                                                     src[s + PC + 1], src[s + PC + 2], src[s + PC + 3],
-                                                     src[s + PC + 4], src[s + PC + 5])
+    axx, ayy, azz, axy, axz, ayz = _rotate_symmetric(r00, r01, r02, r10, r11, r12, r20, r21, r22, sxx, syy, szz, sxy,
+                                                     sxz, syz)
+    cxx, cyy, czz, cxy, cxz, cyz = _rotate_symmetric(r00, r01, r02, r10, r11, r12, r20, r21, r22, qxx, qyy, qzz, qxy,
+                                                     qxz, qyz)
     # B' = R B R^T: T = R B, then B'_rc = T_r . R_c
-    b = s + PB
-    t00 = r00 * src[b] + r01 * src[b + 3] + r02 * src[b + 6]
-    t01 = r00 * src[b + 1] + r01 * src[b + 4] + r02 * src[b + 7]
-    t02 = r00 * src[b + 2] + r01 * src[b + 5] + r02 * src[b + 8]
-    t10 = r10 * src[b] + r11 * src[b + 3] + r12 * src[b + 6]
-    t11 = r10 * src[b + 1] + r11 * src[b + 4] + r12 * src[b + 7]
-    t12 = r10 * src[b + 2] + r11 * src[b + 5] + r12 * src[b + 8]
-    t20 = r20 * src[b] + r21 * src[b + 3] + r22 * src[b + 6]
-    t21 = r20 * src[b + 1] + r21 * src[b + 4] + r22 * src[b + 7]
-    t22 = r20 * src[b + 2] + r21 * src[b + 5] + r22 * src[b + 8]
+    t00 = r00 * s00 + r01 * s10 + r02 * s20
+    t01 = r00 * s01 + r01 * s11 + r02 * s21
+    t02 = r00 * s02 + r01 * s12 + r02 * s22
+    t10 = r10 * s00 + r11 * s10 + r12 * s20
+    t11 = r10 * s01 + r11 * s11 + r12 * s21
+    t12 = r10 * s02 + r11 * s12 + r12 * s22
+    t20 = r20 * s00 + r21 * s10 + r22 * s20
+    t21 = r20 * s01 + r21 * s11 + r22 * s21
+    t22 = r20 * s02 + r21 * s12 + r22 * s22
     b00 = t00 * r00 + t01 * r01 + t02 * r02
     b01 = t00 * r10 + t01 * r11 + t02 * r12
     b02 = t00 * r20 + t01 * r21 + t02 * r22
@@ -497,81 +552,34 @@ def _inertia_transform_add(ws, i, rx, ry, rz, src, s, dst, d):
     h01 = g02 * rx - g00 * rz
     h02 = g00 * ry - g01 * rx
     h12 = g10 * ry - g11 * rx
-    a = d + PA
-    dst[a] += axx - 2.0 * e00 - h00
-    dst[a + 1] += ayy - 2.0 * e11 - h11
-    dst[a + 2] += azz - 2.0 * e22 - h22
-    dst[a + 3] += axy - e01 - e10 - h01
-    dst[a + 4] += axz - e02 - e20 - h02
-    dst[a + 5] += ayz - e12 - e21 - h12
-    b = d + PB
-    dst[b] += b00 + g00
-    dst[b + 1] += b01 + g01
-    dst[b + 2] += b02 + g02
-    dst[b + 3] += b10 + g10
-    dst[b + 4] += b11 + g11
-    dst[b + 5] += b12 + g12
-    dst[b + 6] += b20 + g20
-    dst[b + 7] += b21 + g21
-    dst[b + 8] += b22 + g22
-    c = d + PC
-    dst[c] += cxx
-    dst[c + 1] += cyy
-    dst[c + 2] += czz
-    dst[c + 3] += cxy
-    dst[c + 4] += cxz
-    dst[c + 5] += cyz
+    return (axx - 2.0 * e00 - h00, ayy - 2.0 * e11 - h11, azz - 2.0 * e22 - h22, axy - e01 - e10 - h01,
+            axz - e02 - e20 - h02, ayz - e12 - e21 - h12, b00 + g00, b01 + g01, b02 + g02, b10 + g10, b11 + g11,
+            b12 + g12, b20 + g20, b21 + g21, b22 + g22, cxx, cyy, czz, cxy, cxz, cyz)
 
 
 @njit
 def kinematics_pass(body_int, body_real, q, v, ws, S, tmp, with_velocity):
     """Base to tip: R, r (ws WR, WT), S, and with ``with_velocity`` the body velocity (WV) and bias acceleration
     c = S' vj + v x S vj (WC). Returns STATUS_OK or -(body + 1) for a quaternion off unit norm."""
-    return _kinematics(body_int, body_real, q, v, ws, S, tmp, with_velocity, True)
+    return _kinematics(body_int, body_real, q, v, ws, S, tmp, with_velocity)
 
 
-# ---- specialised joint steps, kept for speed (benchmarks/spatial_core_timings.py): ``_spherical_kinematics``,
-# ``_body_bias_force_and_inertia``, ``_spherical_condense`` / ``_revolute_condense``, ``_spherical_unit_condense`` /
-# ``_revolute_unit_condense`` and ``_spherical_accelerate*`` / ``_revolute_accelerate`` mirror the general steps
-# (``_kinematics``, ``_inertia_times`` with ``_cross_force`` and ``_body_inertia``, ``_general_condense``, the general
-# branch of ``unit_force_responses``, ``_joint_accelerate``) in registers, with the joint's subspace known, and
-# ``_spherical_condense`` writes ``_inertia_transform_add``'s arithmetic out again: their repetition is deliberate.
-@njit
-def _spherical_kinematics(body_real, q, v, i, k, kv, p, ws, with_velocity):
-    """``_kinematics`` for a spherical joint, in registers (S = (e_c; cp x e_c) is not stored). Returns False for a
-    quaternion off unit norm."""
-    w = q[k]
-    x = q[k + 1]
-    y = q[k + 2]
-    z = q[k + 3]
-    norm2 = w * w + x * x + y * y + z * z
-    norm = math.sqrt(norm2)
-    if not abs(norm - 1.0) <= QUATERNION_TOL:
-        return False
-    # R_j of the normalised quaternion: the products scaled by 2 / |q|^2
-    s = 2.0 / norm2
-    xx = s * x * x
-    yy = s * y * y
-    zz = s * z * z
-    xy = s * x * y
-    xz = s * x * z
-    yz = s * y * z
-    wx = s * w * x
-    wy = s * w * y
-    wz = s * w * z
-    j00 = 1.0 - (yy + zz)
-    j01 = xy - wz
-    j02 = xz + wy
-    j10 = xy + wz
-    j11 = 1.0 - (xx + zz)
-    j12 = yz - wx
-    j20 = xz - wy
-    j21 = yz + wx
-    j22 = 1.0 - (xx + yy)
+# ---- specialised joint steps, kept for speed (benchmarks/spatial_kernels.py): ``_spherical_kinematics`` /
+# ``_revolute_kinematics``, ``_body_bias_force``, ``_spherical_condense`` / ``_revolute_condense``,
+# ``_spherical_unit_condense`` / ``_revolute_unit_condense`` and ``_spherical_accelerate*`` / ``_revolute_accelerate*``
+# mirror the general steps (``_general_kinematics``, ``_inertia_times`` with ``_cross_force``, ``_general_condense``,
+# the general branch of ``unit_force_responses``, ``_joint_accelerate``) in registers, with the joint's subspace
+# known, and ``_spherical_condense`` writes ``_inertia_transform_add``'s arithmetic out again: their repetition is
+# deliberate. They are inlined into the passes of ``forward_dynamics`` (its first compilation takes about 6 s more,
+# 19 s against 13 s here; calls on a random tree of 100 bodies 7 % faster than with the condensation steps alone
+# inlined, about 10 % than with none).
+@inline_njit
+def _store_pose(body_real, i, ws, j00, j01, j02, j10, j11, j12, j20, j21, j22):
+    """R = R0 R_j and r = pp - R cp into ws[i, WR], ws[i, WT] for a joint with no translation (spherical,
+    revolute), R_j = (j00, ..., j22) row-major."""
     cpx = body_real[i, CP]
     cpy = body_real[i, CP + 1]
     cpz = body_real[i, CP + 2]
-    # R = R0 R_j, r = pp - R cp
     for r in range(3):
         a0 = body_real[i, R0 + 3 * r]
         a1 = body_real[i, R0 + 3 * r + 1]
@@ -583,15 +591,12 @@ def _spherical_kinematics(body_real, q, v, i, k, kv, p, ws, with_velocity):
         ws[i, WR + 3 * r + 1] = m1
         ws[i, WR + 3 * r + 2] = m2
         ws[i, WT + r] = body_real[i, PP + r] - (m0 * cpx + m1 * cpy + m2 * cpz)
-    if not with_velocity:
-        return True
-    # joint velocity (wJ; cp x wJ), body velocity X v_P + that, bias acceleration c = v x vJ
-    jx = v[kv]
-    jy = v[kv + 1]
-    jz = v[kv + 2]
-    lx = cpy * jz - cpz * jy
-    ly = cpz * jx - cpx * jz
-    lz = cpx * jy - cpy * jx
+
+
+@inline_njit
+def _store_velocity(ws, i, p, jx, jy, jz, lx, ly, lz):
+    """Body i's velocity v = X v_P + vJ (WV) and bias acceleration c = v x vJ (WC), for a joint velocity
+    vJ = (jx, jy, jz; lx, ly, lz) whose subspace is constant in the child frame (S' = 0: spherical, revolute)."""
     if p < 0:
         ox = jx
         oy = jy
@@ -619,147 +624,222 @@ def _spherical_kinematics(body_real, q, v, i, k, kv, p, ws, with_velocity):
     ws[i, WC + 3] = oy * lz - oz * ly + uy * jz - uz * jy
     ws[i, WC + 4] = oz * lx - ox * lz + uz * jx - ux * jz
     ws[i, WC + 5] = ox * ly - oy * lx + ux * jy - uy * jx
+
+
+@inline_njit
+def _spherical_kinematics(body_real, q, v, i, k, kv, p, ws, with_velocity):
+    """``_kinematics`` for a spherical joint, in registers (S = (e_c; cp x e_c) is not stored). Returns False for a
+    quaternion off unit norm."""
+    w = q[k]
+    x = q[k + 1]
+    y = q[k + 2]
+    z = q[k + 3]
+    norm2 = w * w + x * x + y * y + z * z
+    norm = math.sqrt(norm2)
+    if not abs(norm - 1.0) <= QUATERNION_TOL:
+        return False
+    # R_j of the normalised quaternion: the products scaled by 2 / |q|^2
+    s = 2.0 / norm2
+    xx = s * x * x
+    yy = s * y * y
+    zz = s * z * z
+    xy = s * x * y
+    xz = s * x * z
+    yz = s * y * z
+    wx = s * w * x
+    wy = s * w * y
+    wz = s * w * z
+    _store_pose(body_real, i, ws, 1.0 - (yy + zz), xy - wz, xz + wy, xy + wz, 1.0 - (xx + zz), yz - wx, xz - wy,
+                yz + wx, 1.0 - (xx + yy))
+    if not with_velocity:
+        return True
+    # joint velocity (wJ; cp x wJ)
+    cpx = body_real[i, CP]
+    cpy = body_real[i, CP + 1]
+    cpz = body_real[i, CP + 2]
+    jx = v[kv]
+    jy = v[kv + 1]
+    jz = v[kv + 2]
+    _store_velocity(ws, i, p, jx, jy, jz, cpy * jz - cpz * jy, cpz * jx - cpx * jz, cpx * jy - cpy * jx)
     return True
 
 
+@inline_njit
+def _revolute_kinematics(body_real, q, v, i, k, kv, p, ws, with_velocity):
+    """``_kinematics`` for a revolute joint, in registers (its S = (a; cp x a) is not stored): R_j by Rodrigues'
+    formula with the inline sine and cosine (``_kernels.trig``), then R, r and with ``with_velocity`` v and c as a
+    spherical joint's. Every kernel's pass goes through here, so that they all see the same R and r."""
+    ax, ay, az, cpx, cpy, cpz = _joint_axis(body_real, i)
+    sn, cs = sincos(q[k])
+    t = 1.0 - cs
+    txy = t * ax * ay
+    txz = t * ax * az
+    tyz = t * ay * az
+    _store_pose(body_real, i, ws, cs + t * ax * ax, txy - sn * az, txz + sn * ay, txy + sn * az, cs + t * ay * ay,
+                tyz - sn * ax, txz - sn * ay, tyz + sn * ax, cs + t * az * az)
+    if not with_velocity:
+        return
+    rate = v[kv]
+    _store_velocity(ws, i, p, ax * rate, ay * rate, az * rate, (cpy * az - cpz * ay) * rate,
+                    (cpz * ax - cpx * az) * rate, (cpx * ay - cpy * ax) * rate)
+
+
 @njit
-def _kinematics(body_int, body_real, q, v, ws, S, tmp, with_velocity, spherical_S):
-    """``kinematics_pass``; with ``spherical_S`` False the columns S of spherical and revolute joints are not
-    written (the articulated-body algorithm forms them from the axis and the child point, ``_revolute_column``)."""
+def _kinematics(body_int, body_real, q, v, ws, S, tmp, with_velocity):
+    """``kinematics_pass``: every joint's S written; spherical and revolute joints by the steps forward dynamics
+    takes (the same R, r, v, c)."""
     for i in range(body_int.shape[0]):
-        revolute_implicit = not spherical_S and body_int[i, JTYPE] == REVOLUTE
         if body_int[i, JTYPE] == SPHERICAL:
             if not _spherical_kinematics(body_real, q, v, i, body_int[i, QIDX], body_int[i, VIDX],
                                          body_int[i, PARENT], ws, with_velocity):
                 return -(i + 1)
-            if spherical_S:
-                cpx = body_real[i, CP]
-                cpy = body_real[i, CP + 1]
-                cpz = body_real[i, CP + 2]
-                _column(S, i, 0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, cpx, cpy, cpz)
-                _column(S, i, 1, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, cpx, cpy, cpz)
-                _column(S, i, 2, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, cpx, cpy, cpz)
-            continue
-        if revolute_implicit:
-            # joint_kinematics' revolute branch without writing S
-            for m in range(9, 12):
-                tmp[m] = 0.0
-            k = body_int[i, QIDX]
-            _axis_rotation(body_real[i, A1], body_real[i, A1 + 1], body_real[i, A1 + 2], math.cos(q[k]),
-                           math.sin(q[k]), tmp, 0)
-        elif not joint_kinematics(body_int, body_real, q, i, S, tmp):
-            return -(i + 1)
-        # R = R0 R_j,  r = pp + R0 t - R cp
-        for r in range(3):
-            for c in range(3):
-                ws[i, WR + 3 * r + c] = (body_real[i, R0 + 3 * r] * tmp[c] + body_real[i, R0 + 3 * r + 1] * tmp[3 + c]
-                                         + body_real[i, R0 + 3 * r + 2] * tmp[6 + c])
-        for r in range(3):
-            ws[i, WT + r] = (body_real[i, PP + r] + body_real[i, R0 + 3 * r] * tmp[9]
-                             + body_real[i, R0 + 3 * r + 1] * tmp[10] + body_real[i, R0 + 3 * r + 2] * tmp[11]
-                             - ws[i, WR + 3 * r] * body_real[i, CP] - ws[i, WR + 3 * r + 1] * body_real[i, CP + 1]
-                             - ws[i, WR + 3 * r + 2] * body_real[i, CP + 2])
-        if not with_velocity:
-            continue
-        p = body_int[i, PARENT]
-        jt = body_int[i, JTYPE]
-        kv = body_int[i, VIDX]
-        nvj = body_int[i, NVJ]
-        # joint velocity vJ = S vj in tmp[12:18]
-        if revolute_implicit:
-            s0, s1, s2, s3, s4, s5 = _revolute_column(body_real, i)
-            rate = v[kv]
-            tmp[12] = s0 * rate
-            tmp[13] = s1 * rate
-            tmp[14] = s2 * rate
-            tmp[15] = s3 * rate
-            tmp[16] = s4 * rate
-            tmp[17] = s5 * rate
-        else:
-            for m in range(6):
-                acc = 0.0
-                for col in range(nvj):
-                    acc += S[i, col, m] * v[kv + col]
-                tmp[12 + m] = acc
-        if p < 0:
-            for m in range(6):
-                ws[i, WV + m] = tmp[12 + m]
-        else:
-            _motion_to_child(ws, i, ws[p], WV, tmp, 18)
-            for m in range(6):
-                ws[i, WV + m] = tmp[18 + m] + tmp[12 + m]
-        # c = S' vj + v x vJ (crm: (w x wJ; w x vJ_lin + u x wJ))
-        wx = ws[i, WV]
-        wy = ws[i, WV + 1]
-        wz = ws[i, WV + 2]
-        ux = ws[i, WV + 3]
-        uy = ws[i, WV + 4]
-        uz = ws[i, WV + 5]
-        jx = tmp[12]
-        jy = tmp[13]
-        jz = tmp[14]
-        lx = tmp[15]
-        ly = tmp[16]
-        lz = tmp[17]
-        c0 = wy * jz - wz * jy
-        c1 = wz * jx - wx * jz
-        c2 = wx * jy - wy * jx
-        c3 = wy * lz - wz * ly + uy * jz - uz * jy
-        c4 = wz * lx - wx * lz + uz * jx - ux * jz
-        c5 = wx * ly - wy * lx + ux * jy - uy * jx
-        if jt == UNIVERSAL:
-            # d/dt of Rot(a2, beta)^T a1 = (u x a2) beta'; the linear rows follow as cp x (that)
-            ab = v[kv] * v[kv + 1]
-            ux_ = S[i, 0, 0]
-            uy_ = S[i, 0, 1]
-            uz_ = S[i, 0, 2]
-            bx = body_real[i, A2]
-            by = body_real[i, A2 + 1]
-            bz = body_real[i, A2 + 2]
-            dx = (uy_ * bz - uz_ * by) * ab
-            dy = (uz_ * bx - ux_ * bz) * ab
-            dz = (ux_ * by - uy_ * bx) * ab
             cpx = body_real[i, CP]
             cpy = body_real[i, CP + 1]
             cpz = body_real[i, CP + 2]
-            c0 += dx
-            c1 += dy
-            c2 += dz
-            c3 += cpy * dz - cpz * dy
-            c4 += cpz * dx - cpx * dz
-            c5 += cpx * dy - cpy * dx
-        elif jt == PLANAR:
-            # d/dt of R_j^T (xdot, ydot, 0) at fixed rates = (R_j^T t') x e_z thetadot
-            th = v[kv + 2]
-            tx = S[i, 0, 3] * v[kv] + S[i, 1, 3] * v[kv + 1]
-            ty = S[i, 0, 4] * v[kv] + S[i, 1, 4] * v[kv + 1]
-            c3 += ty * th
-            c4 -= tx * th
-        elif jt == FREE:
-            # d/dt of R_j^T t' at fixed rates = -omega_rel x (R_j^T t')
-            tx = S[i, 0, 3] * v[kv] + S[i, 1, 3] * v[kv + 1] + S[i, 2, 3] * v[kv + 2]
-            ty = S[i, 0, 4] * v[kv] + S[i, 1, 4] * v[kv + 1] + S[i, 2, 4] * v[kv + 2]
-            tz = S[i, 0, 5] * v[kv] + S[i, 1, 5] * v[kv + 1] + S[i, 2, 5] * v[kv + 2]
-            ox = v[kv + 3]
-            oy = v[kv + 4]
-            oz = v[kv + 5]
-            c3 -= oy * tz - oz * ty
-            c4 -= oz * tx - ox * tz
-            c5 -= ox * ty - oy * tx
-        ws[i, WC] = c0
-        ws[i, WC + 1] = c1
-        ws[i, WC + 2] = c2
-        ws[i, WC + 3] = c3
-        ws[i, WC + 4] = c4
-        ws[i, WC + 5] = c5
+            _column(S, i, 0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, cpx, cpy, cpz)
+            _column(S, i, 1, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, cpx, cpy, cpz)
+            _column(S, i, 2, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, cpx, cpy, cpz)
+        elif body_int[i, JTYPE] == REVOLUTE:
+            _revolute_kinematics(body_real, q, v, i, body_int[i, QIDX], body_int[i, VIDX], body_int[i, PARENT], ws,
+                                 with_velocity)
+            s0, s1, s2, s3, s4, s5 = _revolute_column(body_real, i)
+            S[i, 0, 0] = s0
+            S[i, 0, 1] = s1
+            S[i, 0, 2] = s2
+            S[i, 0, 3] = s3
+            S[i, 0, 4] = s4
+            S[i, 0, 5] = s5
+        elif not _general_kinematics(body_int, body_real, q, v, i, ws, S, tmp, with_velocity):
+            return -(i + 1)
     return STATUS_OK
 
 
 @njit
-def _body_bias_force_and_inertia(body_real, i, ws):
-    """ws[i, WP:WP+6] = v x* I_i v (v = ws[i, WV:WV+6]: ``_inertia_times`` then ``_cross_force`` on the row), then
-    ws[i, WI:WI+21] = I_i as ``_body_inertia`` writes it, over v (``spatial.layout`` WV): the inertia about the
-    origin (``_origin_inertia``) made once for both."""
+def _forward_kinematics(body_int, body_real, q, v, ws, S, tmp):
+    """The kinematics pass of ``forward_dynamics``, base to tip: R, r, v, c of every body (spherical and revolute
+    joints in registers, their S not written), then its bias force v x* I v (WP), and its WCHILD flag cleared
+    (``spatial.layout``). Returns STATUS_OK or -(body + 1) for a quaternion off unit norm."""
+    for i in range(body_int.shape[0]):
+        jt = body_int[i, JTYPE]
+        if jt == SPHERICAL:
+            if not _spherical_kinematics(body_real, q, v, i, body_int[i, QIDX], body_int[i, VIDX],
+                                         body_int[i, PARENT], ws, True):
+                return -(i + 1)
+        elif jt == REVOLUTE:
+            _revolute_kinematics(body_real, q, v, i, body_int[i, QIDX], body_int[i, VIDX], body_int[i, PARENT], ws,
+                                 True)
+        elif not _general_kinematics(body_int, body_real, q, v, i, ws, S, tmp, True):
+            return -(i + 1)
+        _body_bias_force(body_real, i, ws)
+        ws[i, WCHILD] = 0.0
+    return STATUS_OK
+
+
+@njit
+def _general_kinematics(body_int, body_real, q, v, i, ws, S, tmp, with_velocity):
+    """R, r, S and with ``with_velocity`` v and c of body i, any joint (``joint_kinematics``). Returns False for a
+    quaternion off unit norm."""
+    if not joint_kinematics(body_int, body_real, q, i, S, tmp):
+        return False
+    # R = R0 R_j,  r = pp + R0 t - R cp
+    for r in range(3):
+        for c in range(3):
+            ws[i, WR + 3 * r + c] = (body_real[i, R0 + 3 * r] * tmp[c] + body_real[i, R0 + 3 * r + 1] * tmp[3 + c]
+                                     + body_real[i, R0 + 3 * r + 2] * tmp[6 + c])
+    for r in range(3):
+        ws[i, WT + r] = (body_real[i, PP + r] + body_real[i, R0 + 3 * r] * tmp[9]
+                         + body_real[i, R0 + 3 * r + 1] * tmp[10] + body_real[i, R0 + 3 * r + 2] * tmp[11]
+                         - ws[i, WR + 3 * r] * body_real[i, CP] - ws[i, WR + 3 * r + 1] * body_real[i, CP + 1]
+                         - ws[i, WR + 3 * r + 2] * body_real[i, CP + 2])
+    if not with_velocity:
+        return True
+    p = body_int[i, PARENT]
+    jt = body_int[i, JTYPE]
+    kv = body_int[i, VIDX]
+    nvj = body_int[i, NVJ]
+    # joint velocity vJ = S vj in tmp[12:18]
+    for m in range(6):
+        acc = 0.0
+        for col in range(nvj):
+            acc += S[i, col, m] * v[kv + col]
+        tmp[12 + m] = acc
+    if p < 0:
+        for m in range(6):
+            ws[i, WV + m] = tmp[12 + m]
+    else:
+        _motion_to_child(ws, i, ws[p], WV, tmp, 18)
+        for m in range(6):
+            ws[i, WV + m] = tmp[18 + m] + tmp[12 + m]
+    # c = S' vj + v x vJ (crm: (w x wJ; w x vJ_lin + u x wJ))
+    wx = ws[i, WV]
+    wy = ws[i, WV + 1]
+    wz = ws[i, WV + 2]
+    ux = ws[i, WV + 3]
+    uy = ws[i, WV + 4]
+    uz = ws[i, WV + 5]
+    jx = tmp[12]
+    jy = tmp[13]
+    jz = tmp[14]
+    lx = tmp[15]
+    ly = tmp[16]
+    lz = tmp[17]
+    c0 = wy * jz - wz * jy
+    c1 = wz * jx - wx * jz
+    c2 = wx * jy - wy * jx
+    c3 = wy * lz - wz * ly + uy * jz - uz * jy
+    c4 = wz * lx - wx * lz + uz * jx - ux * jz
+    c5 = wx * ly - wy * lx + ux * jy - uy * jx
+    if jt == UNIVERSAL:
+        # d/dt of Rot(a2, beta)^T a1 = (u x a2) beta'; the linear rows follow as cp x (that)
+        ab = v[kv] * v[kv + 1]
+        ux_ = S[i, 0, 0]
+        uy_ = S[i, 0, 1]
+        uz_ = S[i, 0, 2]
+        bx = body_real[i, A2]
+        by = body_real[i, A2 + 1]
+        bz = body_real[i, A2 + 2]
+        dx = (uy_ * bz - uz_ * by) * ab
+        dy = (uz_ * bx - ux_ * bz) * ab
+        dz = (ux_ * by - uy_ * bx) * ab
+        cpx = body_real[i, CP]
+        cpy = body_real[i, CP + 1]
+        cpz = body_real[i, CP + 2]
+        c0 += dx
+        c1 += dy
+        c2 += dz
+        c3 += cpy * dz - cpz * dy
+        c4 += cpz * dx - cpx * dz
+        c5 += cpx * dy - cpy * dx
+    elif jt == PLANAR:
+        # d/dt of R_j^T (xdot, ydot, 0) at fixed rates = (R_j^T t') x e_z thetadot
+        th = v[kv + 2]
+        tx = S[i, 0, 3] * v[kv] + S[i, 1, 3] * v[kv + 1]
+        ty = S[i, 0, 4] * v[kv] + S[i, 1, 4] * v[kv + 1]
+        c3 += ty * th
+        c4 -= tx * th
+    elif jt == FREE:
+        # d/dt of R_j^T t' at fixed rates = -omega_rel x (R_j^T t')
+        tx = S[i, 0, 3] * v[kv] + S[i, 1, 3] * v[kv + 1] + S[i, 2, 3] * v[kv + 2]
+        ty = S[i, 0, 4] * v[kv] + S[i, 1, 4] * v[kv + 1] + S[i, 2, 4] * v[kv + 2]
+        tz = S[i, 0, 5] * v[kv] + S[i, 1, 5] * v[kv + 1] + S[i, 2, 5] * v[kv + 2]
+        ox = v[kv + 3]
+        oy = v[kv + 4]
+        oz = v[kv + 5]
+        c3 -= oy * tz - oz * ty
+        c4 -= oz * tx - ox * tz
+        c5 -= ox * ty - oy * tx
+    ws[i, WC] = c0
+    ws[i, WC + 1] = c1
+    ws[i, WC + 2] = c2
+    ws[i, WC + 3] = c3
+    ws[i, WC + 4] = c4
+    ws[i, WC + 5] = c5
+    return True
+
+
+@inline_njit
+def _body_bias_force(body_real, i, ws):
+    """ws[i, WP:WP+6] = v x* I_i v, v = ws[i, WV:WV+6] (``_inertia_times`` then ``_cross_force``, in registers)."""
     mass = body_real[i, MASS]
     hx = body_real[i, MCOM]
     hy = body_real[i, MCOM + 1]
@@ -783,10 +863,112 @@ def _body_bias_force_and_inertia(body_real, i, ws):
     ws[i, WP + 3] = wy * fz - wz * fy
     ws[i, WP + 4] = wz * fx - wx * fz
     ws[i, WP + 5] = wx * fy - wy * fx
-    _store_inertia(ws, i, mass, hx, hy, hz, ixx, iyy, izz, ixy, ixz, iyz)
 
 
-@njit
+@inline_njit
+def _articulated_inertia(body_real, i, ws):
+    """Body i's articulated inertia I^A, packed (21 numbers: A, B, C as ``spatial.layout`` PA, PB, PC): its own
+    inertia about its origin plus the condensed inertias its children stored in ws[i, WI] (none while WCHILD is
+    clear: those slots then hold stale numbers, its velocity among them)."""
+    mass = body_real[i, MASS]
+    hx = body_real[i, MCOM]
+    hy = body_real[i, MCOM + 1]
+    hz = body_real[i, MCOM + 2]
+    axx, ayy, azz, axy, axz, ayz = _origin_inertia(body_real, i)
+    b00 = 0.0
+    b01 = -hz
+    b02 = hy
+    b10 = hz
+    b11 = 0.0
+    b12 = -hx
+    b20 = -hy
+    b21 = hx
+    b22 = 0.0
+    cxx = mass
+    cyy = mass
+    czz = mass
+    cxy = 0.0
+    cxz = 0.0
+    cyz = 0.0
+    if ws[i, WCHILD] != 0.0:
+        axx += ws[i, WI + PA]
+        ayy += ws[i, WI + PA + 1]
+        azz += ws[i, WI + PA + 2]
+        axy += ws[i, WI + PA + 3]
+        axz += ws[i, WI + PA + 4]
+        ayz += ws[i, WI + PA + 5]
+        b00 += ws[i, WI + PB]
+        b01 += ws[i, WI + PB + 1]
+        b02 += ws[i, WI + PB + 2]
+        b10 += ws[i, WI + PB + 3]
+        b11 += ws[i, WI + PB + 4]
+        b12 += ws[i, WI + PB + 5]
+        b20 += ws[i, WI + PB + 6]
+        b21 += ws[i, WI + PB + 7]
+        b22 += ws[i, WI + PB + 8]
+        cxx += ws[i, WI + PC]
+        cyy += ws[i, WI + PC + 1]
+        czz += ws[i, WI + PC + 2]
+        cxy += ws[i, WI + PC + 3]
+        cxz += ws[i, WI + PC + 4]
+        cyz += ws[i, WI + PC + 5]
+    return (axx, ayy, azz, axy, axz, ayz, b00, b01, b02, b10, b11, b12, b20, b21, b22, cxx, cyy, czz, cxy, cxz,
+            cyz)
+
+
+@inline_njit
+def _condensed_inertia_to_parent(ws, p, axx, ayy, azz, axy, axz, ayz, b00, b01, b02, b10, b11, b12, b20, b21, b22,
+                                 cxx, cyy, czz, cxy, cxz, cyz):
+    """Adds a child's condensed inertia, packed and about the parent's origin in its axes, to ws[p, WI]: stored by
+    the first child (WCHILD clear, then set), added by the others."""
+    if ws[p, WCHILD] == 0.0:
+        ws[p, WCHILD] = 1.0
+        ws[p, WI + PA] = axx
+        ws[p, WI + PA + 1] = ayy
+        ws[p, WI + PA + 2] = azz
+        ws[p, WI + PA + 3] = axy
+        ws[p, WI + PA + 4] = axz
+        ws[p, WI + PA + 5] = ayz
+        ws[p, WI + PB] = b00
+        ws[p, WI + PB + 1] = b01
+        ws[p, WI + PB + 2] = b02
+        ws[p, WI + PB + 3] = b10
+        ws[p, WI + PB + 4] = b11
+        ws[p, WI + PB + 5] = b12
+        ws[p, WI + PB + 6] = b20
+        ws[p, WI + PB + 7] = b21
+        ws[p, WI + PB + 8] = b22
+        ws[p, WI + PC] = cxx
+        ws[p, WI + PC + 1] = cyy
+        ws[p, WI + PC + 2] = czz
+        ws[p, WI + PC + 3] = cxy
+        ws[p, WI + PC + 4] = cxz
+        ws[p, WI + PC + 5] = cyz
+    else:
+        ws[p, WI + PA] += axx
+        ws[p, WI + PA + 1] += ayy
+        ws[p, WI + PA + 2] += azz
+        ws[p, WI + PA + 3] += axy
+        ws[p, WI + PA + 4] += axz
+        ws[p, WI + PA + 5] += ayz
+        ws[p, WI + PB] += b00
+        ws[p, WI + PB + 1] += b01
+        ws[p, WI + PB + 2] += b02
+        ws[p, WI + PB + 3] += b10
+        ws[p, WI + PB + 4] += b11
+        ws[p, WI + PB + 5] += b12
+        ws[p, WI + PB + 6] += b20
+        ws[p, WI + PB + 7] += b21
+        ws[p, WI + PB + 8] += b22
+        ws[p, WI + PC] += cxx
+        ws[p, WI + PC + 1] += cyy
+        ws[p, WI + PC + 2] += czz
+        ws[p, WI + PC + 3] += cxy
+        ws[p, WI + PC + 4] += cxz
+        ws[p, WI + PC + 5] += cyz
+
+
+@inline_njit
 def _spherical_accelerate_from_parent(body_real, i, p, kv, ws, out):
     """``_spherical_accelerate`` for a body with a parent body, on the workspace rows: a' = X a_P + c, then
     vdot and a = a' + S vdot into ws[i, WC:WC+6]."""
@@ -855,7 +1037,7 @@ def _cholesky_solve(tmp, d, inv, nvj, b):
         tmp[b + r] = acc * tmp[inv + r]
 
 
-@njit
+@inline_njit
 def _spherical_condense(body_int, body_real, tau, i, ws):
     """The tip-to-base step of the articulated-body algorithm for a spherical joint, in registers.
 
@@ -870,27 +1052,8 @@ def _spherical_condense(body_int, body_real, tau, i, ws):
     cpx = body_real[i, CP]
     cpy = body_real[i, CP + 1]
     cpz = body_real[i, CP + 2]
-    axx = ws[i, WI + PA]
-    ayy = ws[i, WI + PA + 1]
-    azz = ws[i, WI + PA + 2]
-    axy = ws[i, WI + PA + 3]
-    axz = ws[i, WI + PA + 4]
-    ayz = ws[i, WI + PA + 5]
-    b00 = ws[i, WI + PB]
-    b01 = ws[i, WI + PB + 1]
-    b02 = ws[i, WI + PB + 2]
-    b10 = ws[i, WI + PB + 3]
-    b11 = ws[i, WI + PB + 4]
-    b12 = ws[i, WI + PB + 5]
-    b20 = ws[i, WI + PB + 6]
-    b21 = ws[i, WI + PB + 7]
-    b22 = ws[i, WI + PB + 8]
-    cxx = ws[i, WI + PC]
-    cyy = ws[i, WI + PC + 1]
-    czz = ws[i, WI + PC + 2]
-    cxy = ws[i, WI + PC + 3]
-    cxz = ws[i, WI + PC + 4]
-    cyz = ws[i, WI + PC + 5]
+    (axx, ayy, azz, axy, axz, ayz, b00, b01, b02, b10, b11, b12, b20, b21, b22, cxx, cyy, czz, cxy, cxz,
+     cyz) = _articulated_inertia(body_real, i, ws)
     # scales of the pivots as in the general path: (sum_r |S_rc| sqrt(I_rr))^2, S_c = (e_c; cp x e_c)
     sx = math.sqrt(abs(cxx))
     sy = math.sqrt(abs(cyy))
@@ -939,32 +1102,26 @@ def _spherical_condense(body_int, body_real, tau, i, ws):
     j20 = b20 - g20
     j21 = b21 - g21
     j22 = b22 - g22
-    # D = L E L^T (L unit lower, E diagonal: the squared Cholesky pivots, without square roots); a pivot below its
-    # scale: singular articulated inertia
-    if not d00 > SINGULAR_RTOL * scale0 * scale0:
+    # D^-1 = adj(D) / det(D): one division, beside the products of adj(D) below (a chain of three dependent
+    # divisions in an LDL^T factorisation would lie on the tip-to-base recursion's critical path). The LDL^T pivots
+    # are d00, a22 / d00 and det / a22: each above its scale, or the articulated inertia is singular
+    a00 = d11 * d22 - d12 * d12
+    a11 = d00 * d22 - d02 * d02
+    a22 = d00 * d11 - d01 * d01
+    a01 = d02 * d12 - d01 * d22
+    a02 = d01 * d12 - d02 * d11
+    a12 = d01 * d02 - d00 * d12
+    det = d00 * a00 + d01 * a01 + d02 * a02
+    if not (d00 > SINGULAR_RTOL * scale0 * scale0 and a22 > SINGULAR_RTOL * scale1 * scale1 * d00
+            and det > SINGULAR_RTOL * scale2 * scale2 * a22):
         return STATUS_SINGULAR | (i << 4)
-    ie0 = 1.0 / d00
-    l10 = d01 * ie0
-    l20 = d02 * ie0
-    piv = d11 - l10 * d01
-    if not piv > SINGULAR_RTOL * scale1 * scale1:
-        return STATUS_SINGULAR | (i << 4)
-    ie1 = 1.0 / piv
-    l21 = (d12 - l20 * d01) * ie1
-    piv = d22 - l20 * d02 - l21 * l21 * piv
-    if not piv > SINGULAR_RTOL * scale2 * scale2:
-        return STATUS_SINGULAR | (i << 4)
-    ie2 = 1.0 / piv
-    # D^-1 = N^T E^-1 N, N = L^-1 = [[1, 0, 0], [-l10, 1, 0], [l21 l10 - l20, -l21, 1]]
-    n10 = -l10
-    n21 = -l21
-    n20 = l21 * l10 - l20
-    i22 = ie2
-    i12 = n21 * ie2
-    i02 = n20 * ie2
-    i11 = ie1 + n21 * i12
-    i01 = n10 * ie1 + n20 * i12
-    i00 = ie0 + n10 * n10 * ie1 + n20 * i02
+    idet = 1.0 / det
+    i00 = a00 * idet
+    i11 = a11 * idet
+    i22 = a22 * idet
+    i01 = a01 * idet
+    i02 = a02 * idet
+    i12 = a12 * idet
     # K = D^-1 B_J
     k00 = i00 * j00 + i01 * j10 + i02 * j20
     k01 = i00 * j01 + i01 * j11 + i02 * j21
@@ -1043,7 +1200,7 @@ def _spherical_condense(body_int, body_real, tau, i, ws):
     rz = body_real[i, PP + 2]
     cxx, cyy, czz, cxy, cxz, cyz = _rotate_symmetric(r00, r01, r02, r10, r11, r12, r20, r21, r22,
                                                      qxx, qyy, qzz, qxy, qxz, qyz)
-    # G = [r]C', H = G[r]; the parent gains [[-H, G], [G^T, C']]
+    # G = [r]C', H = G[r]
     g00 = ry * cxz - rz * cxy
     g10 = rz * cxx - rx * cxz
     g20 = rx * cxy - ry * cxx
@@ -1053,27 +1210,10 @@ def _spherical_condense(body_int, body_real, tau, i, ws):
     g02 = ry * czz - rz * cyz
     g12 = rz * cxz - rx * czz
     g22 = rx * cyz - ry * cxz
-    ws[p, WI + PA] -= g01 * rz - g02 * ry
-    ws[p, WI + PA + 1] -= g12 * rx - g10 * rz
-    ws[p, WI + PA + 2] -= g20 * ry - g21 * rx
-    ws[p, WI + PA + 3] -= g02 * rx - g00 * rz
-    ws[p, WI + PA + 4] -= g00 * ry - g01 * rx
-    ws[p, WI + PA + 5] -= g10 * ry - g11 * rx
-    ws[p, WI + PB] += g00
-    ws[p, WI + PB + 1] += g01
-    ws[p, WI + PB + 2] += g02
-    ws[p, WI + PB + 3] += g10
-    ws[p, WI + PB + 4] += g11
-    ws[p, WI + PB + 5] += g12
-    ws[p, WI + PB + 6] += g20
-    ws[p, WI + PB + 7] += g21
-    ws[p, WI + PB + 8] += g22
-    ws[p, WI + PC] += cxx
-    ws[p, WI + PC + 1] += cyy
-    ws[p, WI + PC + 2] += czz
-    ws[p, WI + PC + 3] += cxy
-    ws[p, WI + PC + 4] += cxz
-    ws[p, WI + PC + 5] += cyz
+    # the parent gains [[-H, G], [G^T, C']]
+    _condensed_inertia_to_parent(ws, p, -(g01 * rz - g02 * ry), -(g12 * rx - g10 * rz), -(g20 * ry - g21 * rx),
+                                 -(g02 * rx - g00 * rz), -(g00 * ry - g01 * rx), -(g10 * ry - g11 * rx), g00, g01, g02,
+                                 g10, g11, g12, g20, g21, g22, cxx, cyy, czz, cxy, cxz, cyz)
     # force: (R n + r x R f; R f), n = tau the joint torque
     gx = r00 * fx + r01 * fy + r02 * fz
     gy = r10 * fx + r11 * fy + r12 * fz
@@ -1123,6 +1263,12 @@ def _general_condense(body_int, body_real, tau, i, ws, S, UD, uD, tmp):
     Returns a status."""
     nvj = body_int[i, NVJ]
     kv = body_int[i, VIDX]
+    # I^A into ws[i, WI], where ``unit_force_responses`` reads it
+    (ws[i, WI + PA], ws[i, WI + PA + 1], ws[i, WI + PA + 2], ws[i, WI + PA + 3], ws[i, WI + PA + 4],
+     ws[i, WI + PA + 5], ws[i, WI + PB], ws[i, WI + PB + 1], ws[i, WI + PB + 2], ws[i, WI + PB + 3],
+     ws[i, WI + PB + 4], ws[i, WI + PB + 5], ws[i, WI + PB + 6], ws[i, WI + PB + 7], ws[i, WI + PB + 8],
+     ws[i, WI + PC], ws[i, WI + PC + 1], ws[i, WI + PC + 2], ws[i, WI + PC + 3], ws[i, WI + PC + 4],
+     ws[i, WI + PC + 5]) = _articulated_inertia(body_real, i, ws)
     _inertia_times_subspace(ws, i, S, nvj, tmp)
     # the largest rotational and translational diagonal entries of I^A, for every row of their block (the
     # entries along S_c alone cancel where the joints below take up S_c's motion: ``_revolute_condense``)
@@ -1186,58 +1332,134 @@ def _general_condense(body_int, body_real, tau, i, ws, S, UD, uD, tmp):
             acc += tmp[6 * col + r] * uD[i, col]
         tmp[120 + r] = acc
     _pack_inertia(tmp, 84, tmp, 270)
+    if ws[p, WCHILD] == 0.0:
+        ws[p, WCHILD] = 1.0
+        for m in range(N_PACKED):
+            ws[p, WI + m] = 0.0
     _inertia_transform_add(ws, i, ws[i, WT], ws[i, WT + 1], ws[i, WT + 2], tmp, 270, ws[p], WI)
     _force_to_parent_add(ws, i, tmp, 120, ws[p], WP)
     return STATUS_OK
 
 
-@njit
-def _revolute_condense(body_int, body_real, tau, i, ws, tmp):
-    """``_general_condense`` for a revolute joint, its one column s = (a; cp x a) formed in registers
-    (``_revolute_column``): U = I^A s, D = s^T U (a scalar), then U D^-1, D^-1 and D^-1 u in the workspace row
-    (``spatial.layout`` WUD, WDINV, WU, over I^A: read no more) and I^a = I^A - U D^-1 U^T, p^a = p^A + I^a c +
-    U D^-1 u added to the parent's. Stores nothing in S, UD, uD. Returns a status."""
+@inline_njit
+def _revolute_condense(body_int, body_real, tau, i, ws):
+    """``_general_condense`` for a revolute joint, in registers: its one column s = (a; cp x a)
+    (``_revolute_column``), U = I^A s, D = s^T U (a scalar: no factorisation), U D^-1, D^-1 and D^-1 u into the
+    workspace row (``spatial.layout`` WUD, WDINV, WU, over I^A: read no more), then the rank-1 update
+    I^a = I^A - U D^-1 U^T and p^a = p^A + I^a c + U D^-1 u moved to the parent (``_transformed_inertia``,
+    ``_force_to_parent``). Stores nothing in S, UD, uD. Returns a status."""
     kv = body_int[i, VIDX]
     s0, s1, s2, s3, s4, s5 = _revolute_column(body_real, i)
-    _unpack_inertia(ws[i], WI, tmp, 234)
-    for r in range(6):
-        o = 234 + 6 * r
-        tmp[r] = tmp[o] * s0 + tmp[o + 1] * s1 + tmp[o + 2] * s2 + tmp[o + 3] * s3 + tmp[o + 4] * s4 + tmp[o + 5] * s5
+    (axx, ayy, azz, axy, axz, ayz, b00, b01, b02, b10, b11, b12, b20, b21, b22, cxx, cyy, czz, cxy, cxz,
+     cyz) = _articulated_inertia(body_real, i, ws)
+    # U = I^A s = (A a + B l; B^T a + C l), s = (a; l), the sums in pairs (a shorter chain of dependent adds)
+    u0 = (axx * s0 + axy * s1) + (axz * s2 + b00 * s3) + (b01 * s4 + b02 * s5)
+    u1 = (axy * s0 + ayy * s1) + (ayz * s2 + b10 * s3) + (b11 * s4 + b12 * s5)
+    u2 = (axz * s0 + ayz * s1) + (azz * s2 + b20 * s3) + (b21 * s4 + b22 * s5)
+    u3 = (b00 * s0 + b10 * s1) + (b20 * s2 + cxx * s3) + (cxy * s4 + cxz * s5)
+    u4 = (b01 * s0 + b11 * s1) + (b21 * s2 + cxy * s3) + (cyy * s4 + cyz * s5)
+    u5 = (b02 * s0 + b12 * s1) + (b22 * s2 + cxz * s3) + (cyz * s4 + czz * s5)
+    d = (s0 * u0 + s1 * u1) + (s2 * u2 + s3 * u3) + (s4 * u4 + s5 * u5)
     # the scale of D: |s|'s rotational and translational parts times the square roots of the largest rotational
     # and translational diagonal entries of I^A (>= sqrt(s^T I^A s), Cauchy-Schwarz, I^A PSD), as
     # _general_condense: the entries along s alone cancel where the joints below take up this axis's motion (a
     # gimbal lock: three revolute joints z, y, x, massless between, pitch pi/2), and D is then round-off
-    rotation = math.sqrt(max(abs(tmp[234]), abs(tmp[241]), abs(tmp[248])))
-    translation = math.sqrt(max(abs(tmp[255]), abs(tmp[262]), abs(tmp[269])))
+    rotation = math.sqrt(max(abs(axx), abs(ayy), abs(azz)))
+    translation = math.sqrt(max(abs(cxx), abs(cyy), abs(czz)))
     scale = (abs(s0) + abs(s1) + abs(s2)) * rotation + (abs(s3) + abs(s4) + abs(s5)) * translation
-    d = s0 * tmp[0] + s1 * tmp[1] + s2 * tmp[2] + s3 * tmp[3] + s4 * tmp[4] + s5 * tmp[5]
     if not d > SINGULAR_RTOL * scale * scale:
         return STATUS_SINGULAR | (i << 4)
     dinv = 1.0 / d
-    u = tau[kv] - (s0 * ws[i, WP] + s1 * ws[i, WP + 1] + s2 * ws[i, WP + 2] + s3 * ws[i, WP + 3]
-                   + s4 * ws[i, WP + 4] + s5 * ws[i, WP + 5])
+    px = ws[i, WP]
+    py = ws[i, WP + 1]
+    pz = ws[i, WP + 2]
+    fx = ws[i, WP + 3]
+    fy = ws[i, WP + 4]
+    fz = ws[i, WP + 5]
+    u = tau[kv] - ((s0 * px + s1 * py) + (s2 * pz + s3 * fx) + (s4 * fy + s5 * fz))
     ud = dinv * u
-    for r in range(6):
-        ws[i, WUD + r] = tmp[r] * dinv
+    k0 = u0 * dinv
+    k1 = u1 * dinv
+    k2 = u2 * dinv
+    k3 = u3 * dinv
+    k4 = u4 * dinv
+    k5 = u5 * dinv
+    ws[i, WUD] = k0
+    ws[i, WUD + 1] = k1
+    ws[i, WUD + 2] = k2
+    ws[i, WUD + 3] = k3
+    ws[i, WUD + 4] = k4
+    ws[i, WUD + 5] = k5
     ws[i, WDINV] = dinv
     ws[i, WU] = ud
     p = body_int[i, PARENT]
     if p < 0:
         return STATUS_OK
-    for r in range(6):
-        for c in range(r, 6):  # symmetric
-            acc = tmp[234 + 6 * r + c] - ws[i, WUD + r] * tmp[c]
-            tmp[84 + 6 * r + c] = acc
-            tmp[84 + 6 * c + r] = acc
-    for r in range(6):
-        acc = ws[i, WP + r]
-        for c in range(6):
-            acc += tmp[84 + 6 * r + c] * ws[i, WC + c]
-        tmp[120 + r] = acc + tmp[r] * ud
-    _pack_inertia(tmp, 84, tmp, 270)
-    _inertia_transform_add(ws, i, ws[i, WT], ws[i, WT + 1], ws[i, WT + 2], tmp, 270, ws[p], WI)
-    _force_to_parent_add(ws, i, tmp, 120, ws[p], WP)
+    # I^a = I^A - K U^T (K = U D^-1), upper triangle: entry (r, c) is I_rc - K_r U_c
+    axx -= k0 * u0
+    ayy -= k1 * u1
+    azz -= k2 * u2
+    axy -= k0 * u1
+    axz -= k0 * u2
+    ayz -= k1 * u2
+    b00 -= k0 * u3
+    b01 -= k0 * u4
+    b02 -= k0 * u5
+    b10 -= k1 * u3
+    b11 -= k1 * u4
+    b12 -= k1 * u5
+    b20 -= k2 * u3
+    b21 -= k2 * u4
+    b22 -= k2 * u5
+    cxx -= k3 * u3
+    cyy -= k4 * u4
+    czz -= k5 * u5
+    cxy -= k3 * u4
+    cxz -= k3 * u5
+    cyz -= k4 * u5
+    # p^a = p^A + I^a c + U D^-1 u
+    c0 = ws[i, WC]
+    c1 = ws[i, WC + 1]
+    c2 = ws[i, WC + 2]
+    c3 = ws[i, WC + 3]
+    c4 = ws[i, WC + 4]
+    c5 = ws[i, WC + 5]
+    px += (axx * c0 + axy * c1) + (axz * c2 + b00 * c3) + (b01 * c4 + b02 * c5) + u0 * ud
+    py += (axy * c0 + ayy * c1) + (ayz * c2 + b10 * c3) + (b11 * c4 + b12 * c5) + u1 * ud
+    pz += (axz * c0 + ayz * c1) + (azz * c2 + b20 * c3) + (b21 * c4 + b22 * c5) + u2 * ud
+    fx += (b00 * c0 + b10 * c1) + (b20 * c2 + cxx * c3) + (cxy * c4 + cxz * c5) + u3 * ud
+    fy += (b01 * c0 + b11 * c1) + (b21 * c2 + cxy * c3) + (cyy * c4 + cyz * c5) + u4 * ud
+    fz += (b02 * c0 + b12 * c1) + (b22 * c2 + cxz * c3) + (cyz * c4 + czz * c5) + u5 * ud
+    (axx, ayy, azz, axy, axz, ayz, b00, b01, b02, b10, b11, b12, b20, b21, b22, cxx, cyy, czz, cxy, cxz,
+     cyz) = _transformed_inertia(ws, i, ws[i, WT], ws[i, WT + 1], ws[i, WT + 2], axx, ayy, azz, axy, axz, ayz, b00,
+                                 b01, b02, b10, b11, b12, b20, b21, b22, cxx, cyy, czz, cxy, cxz, cyz)
+    _condensed_inertia_to_parent(ws, p, axx, ayy, azz, axy, axz, ayz, b00, b01, b02, b10, b11, b12, b20, b21, b22,
+                                 cxx, cyy, czz, cxy, cxz, cyz)
+    _force_to_parent(ws, i, p, px, py, pz, fx, fy, fz)
     return STATUS_OK
+
+
+@inline_njit
+def _revolute_accelerate_from_parent(body_real, i, p, kv, ws, out):
+    """``_revolute_accelerate`` for a body with a parent body, on the workspace rows: a' = X a_P + c, then
+    vdot and a = a' + s vdot into ws[i, WC:WC+6]."""
+    pwx, pwy, pwz, lx, ly, lz = motion_at(ws[p], WC, ws[i, WT], ws[i, WT + 1], ws[i, WT + 2])
+    wx = ws[i, WR] * pwx + ws[i, WR + 3] * pwy + ws[i, WR + 6] * pwz + ws[i, WC]
+    wy = ws[i, WR + 1] * pwx + ws[i, WR + 4] * pwy + ws[i, WR + 7] * pwz + ws[i, WC + 1]
+    wz = ws[i, WR + 2] * pwx + ws[i, WR + 5] * pwy + ws[i, WR + 8] * pwz + ws[i, WC + 2]
+    vx = ws[i, WR] * lx + ws[i, WR + 3] * ly + ws[i, WR + 6] * lz + ws[i, WC + 3]
+    vy = ws[i, WR + 1] * lx + ws[i, WR + 4] * ly + ws[i, WR + 7] * lz + ws[i, WC + 4]
+    vz = ws[i, WR + 2] * lx + ws[i, WR + 5] * ly + ws[i, WR + 8] * lz + ws[i, WC + 5]
+    acc = ws[i, WU] - ((ws[i, WUD] * wx + ws[i, WUD + 1] * wy) + (ws[i, WUD + 2] * wz + ws[i, WUD + 3] * vx)
+                       + (ws[i, WUD + 4] * vy + ws[i, WUD + 5] * vz))
+    out[kv] = acc
+    s0, s1, s2, s3, s4, s5 = _revolute_column(body_real, i)
+    ws[i, WC] = wx + s0 * acc
+    ws[i, WC + 1] = wy + s1 * acc
+    ws[i, WC + 2] = wz + s2 * acc
+    ws[i, WC + 3] = vx + s3 * acc
+    ws[i, WC + 4] = vy + s4 * acc
+    ws[i, WC + 5] = vz + s5 * acc
 
 
 @njit
@@ -1312,6 +1534,8 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
     max_nv), tmp (TMP_SIZE,). Spherical and revolute joints read and write none of S, UD, uD (their S is formed
     from the model, their condensation is kept in ws): for a model of such joints only, S, UD and uD may have 0
     rows.
+    Three passes: kinematics with each body's bias force (``_forward_kinematics``), condensation tip to base (a
+    body's own inertia added there to what its children stored, ``_articulated_inertia``), accelerations.
     Returns a status (module docstring). Leaves in the workspace what depends on q only, for
     ``unit_force_responses``: a spherical joint's K and D^-1 (``spatial.layout`` WK, WD), a revolute joint's
     U D^-1 and D^-1 (WUD, WDINV), the other joints' articulated inertia I^A (WI), U D^-1 and S.
@@ -1319,37 +1543,33 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
     status = check_finite(q, v, tau)
     if status:
         return status
-    status = _kinematics(body_int, body_real, q, v, ws, S, tmp, True, False)
+    status = _forward_kinematics(body_int, body_real, q, v, ws, S, tmp)
     if status:
         return status
     n = body_int.shape[0]
-    # articulated inertia and bias force of each body alone: v x* I_i v, then I_i (over v_i: ``spatial.layout`` WV)
-    for i in range(n):
-        _body_bias_force_and_inertia(body_real, i, ws)
     # tip to base: U = I^A S, D = S^T U, u = tau - S^T p^A; condense onto the parent (the relative-coordinate
-    # lecture, eq. 3.23)
-    # tmp layout: U 0:36 (column-major, 6 per column), D/L 36:72 (stride 6), scale 72:78, rhs 78:84, Ia 84:120,
-    # pa 120:126, c-product 126:132, 1/L_kk 186:192, D^-1 192:228 (stride 6), sqrt(I^A_rr) 228:234, I^A unpacked
-    # 234:270, I^a packed 270:291. Spherical joints: _spherical_condense (in registers).
+    # lecture, eq. 3.23). I^A is the body's inertia plus what its children stored (``_articulated_inertia``).
+    # tmp layout (general joints): U 0:36 (column-major, 6 per column), D/L 36:72 (stride 6), scale 72:78, rhs
+    # 78:84, Ia 84:120, pa 120:126, c-product 126:132, 1/L_kk 186:192, D^-1 192:228 (stride 6), sqrt(I^A_rr)
+    # 228:234, I^A unpacked 234:270, I^a packed 270:291. Spherical and revolute joints: in registers.
     for i in range(n - 1, -1, -1):
-        if body_int[i, JTYPE] == SPHERICAL:
+        jt = body_int[i, JTYPE]
+        if jt == SPHERICAL:
             status = _spherical_condense(body_int, body_real, tau, i, ws)
-            if status:
-                return status
-            continue
-        if body_int[i, JTYPE] == REVOLUTE:
-            status = _revolute_condense(body_int, body_real, tau, i, ws, tmp)
-            if status:
-                return status
-            continue
-        status = _general_condense(body_int, body_real, tau, i, ws, S, UD, uD, tmp)
+        elif jt == REVOLUTE:
+            status = _revolute_condense(body_int, body_real, tau, i, ws)
+        else:
+            status = _general_condense(body_int, body_real, tau, i, ws, S, UD, uD, tmp)
         if status:
             return status
     # base to tip: a' = X a_P + c, vdot = D^-1 u - (U D^-1)^T a', a = a' + S vdot; the ground's a is (0; -g)
     for i in range(n):
         p = body_int[i, PARENT]
-        if p >= 0 and body_int[i, JTYPE] == SPHERICAL:
+        jt = body_int[i, JTYPE]
+        if p >= 0 and jt == SPHERICAL:
             _spherical_accelerate_from_parent(body_real, i, p, body_int[i, VIDX], ws, out)
+        elif p >= 0 and jt == REVOLUTE:
+            _revolute_accelerate_from_parent(body_real, i, p, body_int[i, VIDX], ws, out)
         else:
             _general_accelerate(body_int, body_real, gravity, i, ws, S, UD, uD, tmp, out)
     return check_output(out)
