@@ -59,6 +59,7 @@ import math
 
 import numba
 
+from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..layout import STATUS_OK, STATUS_SINGULAR
 from .layout import (
     A2,

@@ -742,11 +742,12 @@ def integrate_fixed(inputs, key, system, y0, t0, t_end, dt, nsteps_total, every,
             status, evaluations = _explicit_step(inputs, key, system, t, y, h, a, b, c, k, ytmp, monitor, monitor_key,
                                                  control, nfev)
         nfev += evaluations
+        t_start = t  # a step that fails reports its start, computed as the samples' times (t - h may be an ulp off)
         t = t_end if step == nsteps_total - 1 else t0 + (step + 1) * dt
         if status == STATUS_OK and formulation.projects(system):  # projection onto the constraints
             status = project_state(inputs, key, system, t, y)
         if status != STATUS_OK:
-            return status, t - h, count, t_out, y_out, nfev, step
+            return status, t_start, count, t_out, y_out, nfev, step
         if (step + 1) % every == 0 or step == nsteps_total - 1:
             stored, t_out, y_out = _store(t_out, y_out, count, t, y, output_budget)
             if not stored:
