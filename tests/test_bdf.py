@@ -104,20 +104,22 @@ def test_stiff_joint_spring_takes_no_more_steps_than_scipy_bdf():
 
 
 def test_events_and_t_eval_on_the_interpolant():
-    model = chains.serial_chain(1)
+    # two links, not one: a one-body model's arrays type as C-contiguous and would compile every time loop again
+    model = chains.serial_chain(2)
+    q0 = [0.5, -0.2]
 
     def upright_crossing(t, q, qd):
         return q[0]
 
-    reference = rm.simulate(model, [0.5], [0.0], 3.0, method="dopri5", rtol=1e-12, atol=1e-13,
+    reference = rm.simulate(model, q0, [0.0, 0.0], 3.0, method="dopri5", rtol=1e-12, atol=1e-13,
                             events=upright_crossing)
-    res = rm.simulate(model, [0.5], [0.0], 3.0, method="bdf", rtol=1e-10, atol=1e-12, events=upright_crossing)
+    res = rm.simulate(model, q0, [0.0, 0.0], 3.0, method="bdf", rtol=1e-10, atol=1e-12, events=upright_crossing)
     assert len(reference.t_events[0]) == len(res.t_events[0]) >= 2
     np.testing.assert_allclose(res.t_events[0], reference.t_events[0], atol=1e-8)
-    assert np.abs(res.q_events[0]).max() < 1e-8
+    assert np.abs(res.q_events[0][:, 0]).max() < 1e-8
 
     upright_crossing.terminal = True
-    stopped = rm.simulate(model, [0.5], [0.0], 3.0, method="bdf", rtol=1e-10, atol=1e-12, events=upright_crossing)
+    stopped = rm.simulate(model, q0, [0.0, 0.0], 3.0, method="bdf", rtol=1e-10, atol=1e-12, events=upright_crossing)
     assert stopped.status == "event"
     assert stopped.t[-1] == pytest.approx(reference.t_events[0][0], abs=1e-8)
 
@@ -140,15 +142,16 @@ def test_tau_function_and_driver_match_dopri5():
 
 
 def test_newton_failure_at_the_smallest_step_keeps_the_samples():
-    # Coulomb friction far above the weight: the implicit equation has no solution once the pendulum sticks
-    model = chains.serial_chain(1)
+    # Coulomb friction far above the weight at the first joint: the implicit equation has no solution once it
+    # sticks (two links, not one: a one-body model's arrays type as C-contiguous, another compiled time loop)
+    model = chains.serial_chain(2)
 
     def friction(t, q, qd):
-        return np.array([-100.0 * np.sign(qd[0])])
+        return np.array([-100.0 * np.sign(qd[0]), 0.0])
 
     with pytest.raises(SimulationError, match=r"bdf failed at t = .*Newton did not converge at the smallest step") \
             as caught:
-        rm.simulate(model, [0.3], [2.0], 1.0, method="bdf", rtol=1e-6, atol=1e-9, tau=friction)
+        rm.simulate(model, [0.3, 0.0], [2.0, -2.0], 1.0, method="bdf", rtol=1e-6, atol=1e-9, tau=friction)
     err = caught.value
     assert err.result.status == "failed"
     assert err.result.t.size >= 2 and err.result.t[-1] <= err.t < 1.0
