@@ -44,8 +44,9 @@ except ImportError:  # Windows: numba's saves as they are
 from numba.core import caching, config
 from numba.misc.appdirs import AppDirs
 
+from .. import __version__ as VERSION
+
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
-VERSION = "0.1.0"  # = recursive_mbd.__version__ (tests/test_cache.py checks); not imported: no cycle at import
 STALE_DAYS = 30
 
 
