@@ -74,14 +74,15 @@ def test_stale_folders_of_other_sources_are_removed_and_the_current_one_kept(tmp
     monkeypatch.setenv("RECURSIVE_MBD_CACHE_DIR", str(tmp_path))
     current = tmp_path / f"{cache.VERSION}-{cache.source_key()}"
     old, recent = tmp_path / "0.0.9-000000000000", tmp_path / "0.1.0-111111111111"
-    for folder in (current, old, recent):
+    users = tmp_path / "photos"  # the folder may be one the user chose: only cache folders are candidates
+    for folder in (current, old, recent, users):
         folder.mkdir()
-    os.utime(old, (0, 0))
-    os.utime(current, (0, 0))
+    for folder in (old, current, users):
+        os.utime(folder, (0, 0))
     assert cache.remove_other_sources(older_than_days=30) == [old]
     assert current.exists() and recent.exists() and not old.exists()
     assert cache.remove_other_sources() == [recent]
-    assert current.exists()
+    assert current.exists() and users.exists()
 
 
 @pytest.mark.skipif(cache.fcntl is None, reason="no fcntl on this platform: numba's saves are not locked there")

@@ -32,6 +32,7 @@ where it says and this locator steps aside.
 import functools
 import hashlib
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -48,6 +49,7 @@ from .. import __version__ as VERSION
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 STALE_DAYS = 30
+_CACHE_FOLDER_NAME = re.compile(r"[0-9A-Za-z.+!_]+-[0-9a-f]{12}")  # <version>-<source key>
 
 
 @functools.cache
@@ -89,7 +91,9 @@ def cache_folder():
 
 
 def remove_other_sources(older_than_days=0.0):
-    """Remove the cache folders of other versions or sources unused for ``older_than_days`` days; returns them."""
+    """Remove the cache folders of other versions or sources unused for ``older_than_days`` days; returns them.
+    Only folders named as this module names them (``<version>-<12 hex digits>``) are candidates: the base folder may
+    be one the user chose (``RECURSIVE_MBD_CACHE_DIR``) and hold other things."""
     current = cache_base() / f"{VERSION}-{source_key()}"
     limit = time.time() - older_than_days * 86400.0
     removed = []
@@ -99,7 +103,8 @@ def remove_other_sources(older_than_days=0.0):
         return removed
     for folder in candidates:
         try:
-            stale = folder.is_dir() and folder != current and folder.stat().st_mtime < limit
+            stale = (_CACHE_FOLDER_NAME.fullmatch(folder.name) is not None and folder.is_dir() and folder != current
+                     and folder.stat().st_mtime < limit)
         except OSError:
             continue
         if stale:
