@@ -49,15 +49,10 @@ RecursiveSystem = namedtuple("RecursiveSystem", [
     "loops",
 ])
 # A model without loops: the same fields (its loops with no rows), its own type. The time loops compiled for it
-# leave out the loop layer (the change-point search, the projection, the multiplier solves), which is about
-# two-fifths of what the adaptive time loop of a RecursiveSystem compiles. The implicit methods (generalized_alpha,
-# bdf) take a RecursiveSystem whatever the model (``as_recursive``): their Newton code is one for trees and loops.
+# leave out the loop layer (the change-point search, the projection, the multiplier solves): more than half of what
+# the adaptive time loop of a RecursiveSystem compiles. The implicit methods (generalized_alpha, bdf) take a
+# RecursiveSystem whatever the model (``integrate.runs.build_system``): their Newton code is one for trees and loops.
 TreeSystem = namedtuple("TreeSystem", RecursiveSystem._fields)
-
-
-def as_recursive(system):
-    """The RecursiveSystem of the same arrays (a TreeSystem's arrays as a RecursiveSystem; no copy)."""
-    return system if isinstance(system, RecursiveSystem) else RecursiveSystem(*system)
 
 
 def _system_class(system):
