@@ -701,7 +701,7 @@ def _compile(args, out):
     from ._kernels import cache  # noqa: PLC0415
 
     if args.list:
-        for name, (what, _, _) in warmup.JOBS.items():
+        for name, (what, _) in warmup.JOBS.items():
             print(f"{name:26} {what}", file=out)
         return
     unknown = [name for name in args.only or () if name not in warmup.JOBS]

@@ -11,6 +11,7 @@ import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from functools import partial
 
 
 def _planar_dynamics():
@@ -81,28 +82,27 @@ def _ensemble_run():
     simulate_many(model, q0, np.zeros((2, 3)), 0.01)
 
 
-# name: (what it compiles, the job and its arguments)
+# name: (what it compiles, the job)
 JOBS = {
-    "planar-dynamics": ("planar forward and inverse dynamics, mass matrix, kinematics, energy", _planar_dynamics, ()),
-    "dopri5": ("the adaptive Runge-Kutta time loop (dopri5, dop853) on planar models", _planar_run, ("dopri5",)),
-    "rk4": ("the fixed-step time loop (rk4, implicit_midpoint) on planar models", _planar_run, ("rk4",)),
-    "generalized_alpha": ("generalized-alpha on planar models", _planar_run, ("generalized_alpha",)),
-    "bdf": ("bdf on planar models", _planar_run, ("bdf",)),
-    "loops": ("the loop layer with dopri5 (a four-bar)", _four_bar_run, ("dopri5",)),
-    "augmented": ("the augmented formulation with dopri5 and projection", _four_bar_run, ("dopri5",)),
-    "ensembles": ("simulate_many: the parallel ensemble time loop", _ensemble_run, ()),
-    "spatial-dopri5": ("spatial forward dynamics and dopri5", _spatial_run, ("dopri5",)),
-    "spatial-generalized_alpha": ("generalized-alpha on spatial models", _spatial_run, ("generalized_alpha",)),
-    "spatial-bdf": ("bdf on spatial models", _spatial_run, ("bdf",)),
+    "planar-dynamics": ("planar forward and inverse dynamics, mass matrix, kinematics, energy", _planar_dynamics),
+    "dopri5": ("the adaptive Runge-Kutta time loop (dopri5, dop853) on planar models", partial(_planar_run, "dopri5")),
+    "rk4": ("the fixed-step time loop (rk4, implicit_midpoint) on planar models", partial(_planar_run, "rk4")),
+    "generalized_alpha": ("generalized-alpha on planar models", partial(_planar_run, "generalized_alpha")),
+    "bdf": ("bdf on planar models", partial(_planar_run, "bdf")),
+    "loops": ("the loop layer with dopri5 (a four-bar)", partial(_four_bar_run, "dopri5")),
+    "augmented": ("the augmented formulation with dopri5 and projection",
+                  partial(_four_bar_run, "dopri5", formulation="augmented", stabilization="projection")),
+    "ensembles": ("simulate_many: the parallel ensemble time loop", _ensemble_run),
+    "spatial-dopri5": ("spatial forward dynamics and dopri5", partial(_spatial_run, "dopri5")),
+    "spatial-generalized_alpha": ("generalized-alpha on spatial models", partial(_spatial_run, "generalized_alpha")),
+    "spatial-bdf": ("bdf on spatial models", partial(_spatial_run, "bdf")),
 }
-_JOB_OPTIONS = {"augmented": {"formulation": "augmented", "stabilization": "projection"}}
 
 
 def run_job(name):
     """Run one job (compiling what it needs) in this process; returns its CPU seconds."""
-    _, job, args = JOBS[name]
     start = time.process_time()
-    job(*args, **_JOB_OPTIONS.get(name, {}))
+    JOBS[name][1]()
     return time.process_time() - start
 
 
