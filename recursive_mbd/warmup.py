@@ -36,38 +36,43 @@ def _planar_dynamics():
     kinematics.energy(model, q, qd)
 
 
-def _planar_run(method, **options):
+def _simulate(model, q0, qd0, method, **options):
+    """10 ms of ``rm.simulate`` (a step of 1 ms for the fixed-step methods)."""
+    from .integrate.method_names import FIXED_STEP  # noqa: PLC0415
+    from .integrate.simulate import simulate  # noqa: PLC0415
+
+    if method in FIXED_STEP:
+        options["dt"] = 1e-3
+    simulate(model, q0, qd0, 0.01, method=method, **options)
+
+
+def _planar_run(method):
     import numpy as np  # noqa: PLC0415
 
-    from .integrate.simulate import simulate  # noqa: PLC0415
     from .model import chains  # noqa: PLC0415
 
-    model = chains.serial_chain(3)
-    q0 = np.array([0.5, 0.0, 0.0])
-    simulate(model, q0, np.zeros(3), 0.01, method=method, t_eval=np.linspace(0.0, 0.01, 3), **options)
+    _simulate(chains.serial_chain(3), np.array([0.5, 0.0, 0.0]), np.zeros(3), method)
 
 
 def _four_bar_run(method, **options):
     import numpy as np  # noqa: PLC0415
 
     from .analysis import models  # noqa: PLC0415
-    from .integrate.simulate import simulate  # noqa: PLC0415
 
     model, q0 = models.four_bar()
-    simulate(model, q0, np.zeros(3), 0.01, method=method, t_eval=np.linspace(0.0, 0.01, 3), **options)
+    _simulate(model, q0, np.zeros(3), method, **options)
 
 
-def _spatial_run(method, **options):
+def _spatial_run(method):
     import numpy as np  # noqa: PLC0415
 
     from .analysis import models  # noqa: PLC0415
     from .dynamics import calls  # noqa: PLC0415
-    from .integrate.simulate import simulate  # noqa: PLC0415
 
     model = models.heavy_top()
     q0, qd0 = model.neutral(), np.array([0.1, 0.0, 20.0])
     calls.forward_dynamics(model, q0, qd0)
-    simulate(model, q0, qd0, 0.01, method=method, t_eval=np.linspace(0.0, 0.01, 3), **options)
+    _simulate(model, q0, qd0, method)
 
 
 def _ensemble_run():
