@@ -43,7 +43,7 @@ def _simulate(model, q0, qd0, method, **options):
 
     if method in FIXED_STEP:
         options["dt"] = 1e-3
-    simulate(model, q0, qd0, 0.01, method=method, **options)
+    simulate(model, q0, qd0, 0.01, method=method, progress=False, **options)
 
 
 def _planar_run(method):

@@ -318,3 +318,20 @@ def test_dense_output_refusals_name_every_method_that_has_it():
         res = rm.simulate(chains.serial_chain(n), [0.5] * n, [0.0] * n, 0.2, method=method, t_eval=[0.1],
                           events=_pendulum_crossing, **options)
         assert res.status == "finished" and np.array_equal(res.t, [0.0, 0.1, 0.2])
+
+
+def test_the_progress_log_counts_the_run_from_its_first_poll_not_the_compilation(monkeypatch, caplog):
+    """The clock of the progress records starts at the compiled loop's first poll: a run whose kernels took 100 s
+    to compile (announced apart) and then ran 2 s reports 2 s of wall time."""
+    from recursive_mbd.integrate import runs  # noqa: PLC0415
+
+    clock = iter([100.0, 101.0, 102.0])  # the first poll, after 100 s of compiling; a later poll; the end
+    monkeypatch.setattr(runs.time, "perf_counter", lambda: next(clock))
+    caplog.set_level(logging.INFO, logger="recursive_mbd")
+    log = runs._ProgressLog("dopri5", 0.0, 1.0, 0.5)
+    log.update(0.0, 2)
+    log.update(0.4, 500)
+    log.close(1.0, 1000)
+    assert [record.getMessage() for record in caplog.records] == [
+        "dopri5: t = 0.40 of 1.00 s (40%), 500 evaluations, 1 s wall time",
+        "dopri5: ended at t = 1.00 s, 1000 evaluations, 2.0 s wall time"]

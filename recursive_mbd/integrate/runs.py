@@ -820,18 +820,21 @@ class _ProgressBar:
 class _ProgressLog:
     """A run's progress as INFO records of the logger "recursive_mbd", one every ``interval`` seconds of wall time
     (none for a shorter run): the simulated time reached, the evaluations of the equations of motion, the wall
-    time; and a last one when the run ends, after any other."""
+    time; and a last one when the run ends, after any other. The clock starts at the compiled loop's first poll,
+    so that the kernels' compilation (announced apart) is not counted as the run's time."""
 
     def __init__(self, label, t0, t_end, interval):
         self.label, self.t_end, self.interval = label, t_end, interval
         self.span, self.digits = t_end - t0, _time_digits(t_end - t0)
         self.t0 = t0
-        self.started = time.perf_counter()
-        self.next_record = self.started + interval
+        self.started = None
         self.logged = False
 
     def update(self, t, evaluations):
         now = time.perf_counter()
+        if self.started is None:
+            self.started, self.next_record = now, now + self.interval
+            return
         if now < self.next_record:
             return
         self.next_record = now + self.interval
