@@ -7,6 +7,7 @@ it compiles, or loads, every kernel the feature needs. ``compile_all`` runs the 
 at once as asked, and reports each as it ends; afterwards every feature starts at once, in any process.
 """
 
+import multiprocessing
 import os
 import sys
 import time
@@ -121,7 +122,9 @@ def compile_all(names=None, jobs=None, out=sys.stderr):
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(names)))
     seconds = {}
     start = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    # fresh interpreters (spawn), not forks of this one: a fork of a process whose numba threads may be running is
+    # unsafe, and each job should import what its feature needs, as a user's first use does
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = {pool.submit(run_job, name): name for name in names}
         for done, future in enumerate(as_completed(futures), 1):
             name = futures[future]

@@ -57,6 +57,10 @@ def test_two_installs_of_one_source_share_one_folder_and_a_changed_kernel_gets_a
     assert seen[0] == seen[1]
     assert seen[0].relative_to(shared).parts == (f"{recursive_mbd.__version__}-{cache.source_key()}", "_kernels",
                                                  "timeloops")
+    # the command line (no compiled code) may change without a new folder
+    cli_module = first / "recursive_mbd" / "cli.py"
+    cli_module.write_text(cli_module.read_text() + "\n# changed; numba is named here but not imported\n")
+    assert _cache_path_seen_by(first, {"RECURSIVE_MBD_CACHE_DIR": str(shared)}) == seen[0]
     # a kernel that changes (a callee linked into other files' kernels) moves every kernel to a new folder
     tree = second / "recursive_mbd" / "_kernels" / "planar" / "tree.py"
     tree.write_text(tree.read_text() + "\n# changed\n")

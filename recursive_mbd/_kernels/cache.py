@@ -9,7 +9,7 @@ defined in this package: their machine code goes to ::
 
 (``~/.cache/recursive_mbd/...`` on Linux, ``~/Library/Caches/recursive_mbd/...`` on macOS, the local AppData folder
 on Windows; ``RECURSIVE_MBD_CACHE_DIR`` replaces the user cache folder). The source key is a hash of the text of
-every module that holds compiled code: the kernels (``_kernels``) and every other module that uses numba. Any
+every module that holds compiled code: the kernels (``_kernels``) and every other module that imports numba. Any
 install of the same source therefore finds the same machine code, whatever its path; numba's index inside keys
 each entry on the signature and on the machine (the CPU name and features), so machines sharing a home folder do
 not collide.
@@ -52,15 +52,18 @@ STALE_DAYS = 30
 _CACHE_FOLDER_NAME = re.compile(r"[0-9A-Za-z.+!_]+-[0-9a-f]{12}")  # <version>-<source key>
 
 
+_IMPORTS_NUMBA = re.compile(rb"^[ \t]*(import numba|from numba)", re.M)
+
+
 @functools.cache
 def source_key():
     """A 12-digit hash of the modules that hold compiled code (their paths in the package and their text): every
-    module of ``_kernels`` and every other module that mentions numba."""
+    module of ``_kernels`` and every other module that imports numba."""
     digest = hashlib.sha256()
     for path in sorted(PACKAGE_DIR.rglob("*.py")):
         relative = path.relative_to(PACKAGE_DIR)
         text = path.read_bytes()
-        if relative.parts[0] == "_kernels" or b"numba" in text:
+        if relative.parts[0] == "_kernels" or _IMPORTS_NUMBA.search(text):
             digest.update(relative.as_posix().encode() + b"\0" + text + b"\0")
     return digest.hexdigest()[:12]
 
