@@ -29,6 +29,26 @@ def sizes_from_command_line(doc, default):
     return parser.parse_args().sizes
 
 
+def interleaved_samples(funcs, rounds, min_time, clock=time.perf_counter):
+    """{name: [seconds per call in each round]}: the callables timed in turn in each round, so that the machine's
+    load hits them alike; each round runs a callable enough times to last about ``min_time`` by ``clock``."""
+    counts = {}
+    for name, func in funcs.items():
+        func()
+        start = clock()
+        func()
+        counts[name] = max(1, int(min_time / max(clock() - start, 1e-9)))
+    samples = {name: [] for name in funcs}
+    for _ in range(rounds):
+        for name, func in funcs.items():
+            number = counts[name]
+            start = clock()
+            for _ in range(number):
+                func()
+            samples[name].append((clock() - start) / number)
+    return samples
+
+
 def median_time(func, min_time=0.2, repeats=7):
     """Median wall time of one call [s]: each repeat runs enough calls to last about min_time / repeats."""
     func()

@@ -28,7 +28,7 @@ import time
 
 import numba
 import numpy as np
-from _common import median_time, print_table, write_json
+from _common import interleaved_samples, median_time, print_table, write_json
 
 import recursive_mbd as rm
 from recursive_mbd._kernels import layout as L
@@ -131,20 +131,7 @@ clock = CLOCK["wall"]
 
 def interleaved(funcs, rounds=7, min_time=0.02):
     """{name: median seconds per call}, the callables timed in turn in each round (load hits them alike)."""
-    counts = {}
-    for name, func in funcs.items():
-        func()
-        start = clock()
-        func()
-        counts[name] = max(1, int(min_time / max(clock() - start, 1e-9)))
-    samples = {name: [] for name in funcs}
-    for _ in range(rounds):
-        for name, func in funcs.items():
-            number = counts[name]
-            start = clock()
-            for _ in range(number):
-                func()
-            samples[name].append((clock() - start) / number)
+    samples = interleaved_samples(funcs, rounds, min_time, clock)
     return {name: float(np.median(v)) for name, v in samples.items()}
 
 

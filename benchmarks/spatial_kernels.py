@@ -30,11 +30,10 @@ import argparse
 import json
 import subprocess
 import sys
-import time
 
 import numba
 import numpy as np
-from _common import print_table, write_json
+from _common import interleaved_samples, print_table, write_json
 from spatial import GRAVITY, build_ours, chain_parameters, chain_state, random_rotations
 
 import recursive_mbd as rm
@@ -46,19 +45,7 @@ AGREEMENT = 1e-9  # relative difference of the accelerations of the tree, ours a
 
 def interleaved(funcs, rounds, min_time=0.03):
     """({name: median seconds per call}, {name: [seconds per call of each round]}): the callables timed in turn."""
-    counts = {}
-    for name, func in funcs.items():
-        func()
-        start = time.perf_counter()
-        func()
-        counts[name] = max(1, int(min_time / max(time.perf_counter() - start, 1e-9)))
-    samples = {name: [] for name in funcs}
-    for _ in range(rounds):
-        for name, func in funcs.items():
-            start = time.perf_counter()
-            for _ in range(counts[name]):
-                func()
-            samples[name].append((time.perf_counter() - start) / counts[name])
+    samples = interleaved_samples(funcs, rounds, min_time)
     return {name: float(np.median(v)) for name, v in samples.items()}, samples
 
 
