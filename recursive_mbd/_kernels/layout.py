@@ -146,3 +146,38 @@ LAXX = 4  # prismatic: unit axis in body b's frame (ground: ground frame) (2 col
 LANGLE = 6  # prismatic, fixed: theta_a - theta_b [rad]
 LLENGTH = 7  # distance: the link length [m]
 N_LREAL = 8
+
+# ---- contact_int: (nrows, 4) int64 -- contact rows: one shape point of a body against one surface -----------------
+CBODY = 0  # the body that carries the shape (>= 0)
+COWNER = 1  # the body that carries the surface (-1: the ground)
+CSURFACE = 2  # surface kind: SURFACE_PLANE or SURFACE_CIRCLE
+CSHAPE = 3  # shape kind: SHAPE_CIRCLE (a point with a radius, 0 for a bare point) or SHAPE_SEGMENT (a capsule)
+N_CINT = 4
+SURFACE_PLANE = 0  # the half-plane n . (x - point) <= 0 is solid, over the tangent extent [lo, hi] only
+SURFACE_CIRCLE = 1  # the disc |x - centre| <= radius is solid (a drum, a pulley)
+SHAPE_CIRCLE = 0
+SHAPE_SEGMENT = 1
+
+# ---- contact_real: (nrows, 18) float64 ------------------------------------------------------------------------------
+CP0 = 0  # shape: the circle's centre, or the segment's first end, relative to the body's centre of mass, body frame
+CP1 = 2  # shape: the segment's second end (2 columns)
+CRAD = 4  # shape radius [m] (>= 0)
+CSP = 5  # surface point (plane) or centre (circle) relative to the owner's centre of mass, owner frame (ground:
+#          ground frame) (2 columns)
+CSN = 7  # plane: unit outward normal in the owner frame (2 columns); circle: CSN is the radius
+CLO = 9  # plane: extent along the tangent t = (n_y, -n_x) from the surface point, [lo, hi] [m] (2 columns)
+CK = 11  # normal stiffness k [N / m^p]
+CEXP = 12  # exponent p
+CDAMP = 13  # dimensionless damping C = c v_impact of the Hunt-Crossley law k d^p (1 + c d'), set from e
+CVMIN = 14  # the smallest impact speed the damping is scaled with [m/s]
+CMU = 15  # Coulomb friction coefficient
+CKT = 16  # tangential stick stiffness [N/m]
+CCT = 17  # tangential damping [N s/m]
+N_CREAL = 18
+
+# ---- contact state: (nrows, 6) float64, carried at the end of the integrated state y, changed only between steps --
+CS_ACTIVE = 0  # 1.0 while in contact (since the end of an accepted step), else 0.0
+CS_VIN = 1  # the impact speed the normal damping is scaled with [m/s]
+CS_BODY = 2  # the stick anchor's material point on the body, relative to its centre of mass, body frame (2 columns)
+CS_SURF = 4  # the stick anchor's material point on the surface, owner frame (2 columns)
+N_CSTATE = 6

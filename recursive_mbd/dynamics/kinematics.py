@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import _checks
 from .._kernels import layout as L
-from .._kernels.planar import tree
+from .._kernels.planar import contact, tree
 from ..errors import StateError
 from ..model.spatial import Model3D
 from ..model.statuses import raise_status
@@ -63,7 +63,8 @@ def energy(model, q, qd, *, t=0.0):
     """Kinetic and potential energy (T, V) [J] at the state (q, qd).
 
     V is the gravitational potential -sum m_i g . c_i (zero with every centre of mass at the ground origin) plus
-    the potential energy of the model's springs. A ``Model3D``: ``recursive_mbd.dynamics.spatial.energy``.
+    the potential energy of the model's springs and of its contacts' elastic normal forces (k d^(p+1) / (p + 1)).
+    A ``Model3D``: ``recursive_mbd.dynamics.spatial.energy``.
     """
     if isinstance(model, Model3D):
         return spatial_formulation().energy(model, q, qd, t=t)
@@ -77,7 +78,13 @@ def energy(model, q, qd, *, t=0.0):
     if model.elem_int.shape[0]:
         _element_loads(model, ws, q, qd, _checks.real(t, "t"))
         potential += float(ws.element_energy[0])
-        _checks.check_finite_result(potential, "the potential energy (gravity and springs)")
+    if model.contact_int.shape[0]:  # the contacts' elastic normal forces (their potential needs no stick state)
+        pair = np.zeros(3)
+        contact.contact_forces(model.contact_int, model.contact_real, ws.ws, ws.com, np.zeros(model.ncontacts
+                               * L.N_CSTATE), 0, np.zeros((model.nbodies, 3)), pair,
+                               np.zeros((model.ncontacts, contact.N_PER_CONTACT)))
+        potential += float(pair[0])
+    _checks.check_finite_result(potential, "the potential energy (gravity, springs and contacts)")
     return kinetic, potential
 
 

@@ -131,7 +131,7 @@ def _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_RE
     return TreeSystem(body_int, BODY_REAL[m].T, GRAVITY[m], elem_int, ELEM_REAL[m], free, drv_coord, driven,
                            TAU_CONST[m], offsets, U[tid, :nu], Qs[tid, :nq], QDs[tid, :nq], TAUs[tid, :nq],
                            WS[tid, :width].T, COM[tid, :nb], WRENCH[tid, :nw], JFORCE[tid, :nq], EEN[tid, :3],
-                           PER[tid, :ne], QDD[tid, :nq], DRIVE[tid, :nq], loops)
+                           PER[tid, :ne], QDD[tid, :nq], DRIVE[tid, :nq], loops, None)
 
 
 @numba.njit(cache=True)
@@ -550,6 +550,8 @@ def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12,
     workspace(model)
     if model.loop_int.shape[0]:
         raise ModelError("simulate_many does not handle closed loops; run rm.simulate per member (or rm.sweep)")
+    if model.ncontacts:
+        raise ModelError("simulate_many does not handle contacts yet; run rm.simulate per member")
     if model.element_functions:
         names = [name for _, _, _, name in model.element_functions]
         raise ModelError(f"simulate_many: elements {names} are Python functions of time (they need the GIL); give "

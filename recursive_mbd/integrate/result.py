@@ -213,6 +213,7 @@ class SimulationResult:
         self.status = "finished"
         self._message = None  # set by SimulationError (why the run stopped early); else said by the status
         self.constraint_drift = None  # max |phi| per sample, for models with loops
+        self.contact_state = None  # (nt, nrows, N_CSTATE): the contacts' anchors at the samples, for contact models
         self.multipliers = None  # (nt, m): the loop multipliers at the samples
         self.t_events = []  # per event function: times of its zero crossings, and the state there
         self.q_events = []
@@ -247,7 +248,8 @@ class SimulationResult:
         """Run the right-hand side at sample ``index``: qdd, driving forces and element loads land in the system."""
         callback, key, system, inputs = self._evaluator
         free = system[5]
-        y = np.concatenate((self.q[index, free], self.qd[index, free], [0.0, 0.0]))
+        y = np.concatenate((self.q[index, free], self.qd[index, free], [0.0, 0.0],
+                            [] if self.contact_state is None else self.contact_state[index].ravel()))
         evaluate_system(self.model, callback, key, system, inputs, float(self.t[index]), y)
         return system, free.size
 
@@ -255,6 +257,24 @@ class SimulationResult:
         """Joint accelerations at every sample, shape (nt, nq) (prescribed ones for driven coordinates)."""
         self._require_model("qdd()", spatial=False)
         return np.array([self._evaluate(i)[0][20].copy() for i in range(self.t.size)])
+
+    def contact_forces(self):
+        """The contacts at every sample, as the run's dynamics saw them (their stick anchors included).
+
+        Returns
+        -------
+        dict with ``normal`` and ``tangential`` (nt, nrows): each contact row's normal force and its friction
+        force along the surface tangent t = (n_y, -n_x) [N] (``Model.contact_names`` names the rows);
+        ``depth`` (nt, nrows) [m]; ``point`` (nt, nrows, 2): the contact points [m], ground frame (zeros where a
+        row does not touch); ``active`` (nt,): the number of touching rows.
+        """
+        self._require_model("contact_forces()", spatial=False)
+        if self.contact_state is None:
+            raise ValueError("contact_forces(): the model has no contacts (Model.add_contact)")
+        rows = np.array([self._evaluate(i)[0].contacts[2].copy() for i in range(self.t.size)])
+        depth = rows[:, :, 2]
+        return {"normal": rows[:, :, 0], "tangential": rows[:, :, 1], "depth": depth, "point": rows[:, :, 3:5],
+                "active": np.count_nonzero(depth > 0.0, axis=1)}
 
     def driving_forces(self):
         """Joint force of each driver at every sample, shape (nt, nq) (zero for free coordinates) [N m or N]."""

@@ -33,6 +33,8 @@ from numba.core.registry import CPUDispatcher
 from .. import _checks
 from .._kernels import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from .._kernels import layout as L
+from .._kernels.layout import N_CSTATE
+from .._kernels.planar.contact import N_PER_CONTACT
 from .._kernels.planar.system import RecursiveSystem, TreeSystem
 from .._kernels.timeloops import integrators
 from ..dynamics._evaluation import as_vector, element_inputs
@@ -291,11 +293,15 @@ def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, proje
              np.array([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0, POSITION_RCOND,
                        FILTER_RCOND]))
     system_class = TreeSystem if tree_system and m == 0 else RecursiveSystem
+    contacts = None
+    if model.ncontacts:
+        contacts = (model.contact_int, model.contact_real, np.zeros((model.ncontacts, N_PER_CONTACT)))
     return system_class(model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real, free,
             inputs.driven_coords, inputs.driven, inputs.tau_const,
             np.array([inputs.tau_offset, inputs.driver_offset], dtype=np.int64), np.zeros(inputs.size),
-            np.zeros(nq), np.zeros(nq), np.zeros(nq), ws.ws, ws.com, np.zeros((nb if has_elements else 0, 3)),
-            np.zeros(nq), np.zeros(3), np.zeros((model.elem_int.shape[0], 3)), np.zeros(nq), np.zeros(nq), loops)
+            np.zeros(nq), np.zeros(nq), np.zeros(nq), ws.ws, ws.com,
+            np.zeros((nb if has_elements or contacts else 0, 3)), np.zeros(nq), np.zeros(3),
+            np.zeros((model.elem_int.shape[0], 3)), np.zeros(nq), np.zeros(nq), loops, contacts)
 
 
 class RecursiveTimeLoop:
@@ -315,7 +321,8 @@ class RecursiveTimeLoop:
         if self.model.nloops:
             q0, qd0 = _consistent_start(self.model, self.inputs, q0, qd0, t0)
         free = self.system.free
-        return np.concatenate((q0[free], qd0[free], [0.0, 0.0]))
+        # the work terms, then the contacts' state: none touching yet (``_kernels.planar.contact``)
+        return np.concatenate((q0[free], qd0[free], [0.0, 0.0], np.zeros(N_CSTATE * self.model.ncontacts)))
 
     def joint_states(self, t, y):
         """Full q, qd (nt, nq) of the integrated states y (nt, 2 nf + 2), driven coordinates from their drivers."""
@@ -335,11 +342,17 @@ class RecursiveTimeLoop:
         return q, qd
 
     def work(self, y):
-        return y[:, 2 * self.system.free.size:]
+        return y[:, 2 * self.system.free.size:2 * self.system.free.size + 2]
+
+    def contact_state(self, y):
+        """The contacts' state (nt, nrows, N_CSTATE) of the integrated states y."""
+        return y[:, 2 * self.system.free.size + 2:].reshape(y.shape[0], -1, N_CSTATE)
 
     def finish(self, result, y, callback, key):
         """The evaluator of result.qdd() and the forces; the loops' drift max |phi| at every sample."""
         result._evaluator = (callback, key, self.system, self.inputs)  # holds inputs: the bridge still reaches them
+        if self.model.ncontacts:
+            result.contact_state = self.contact_state(y).copy()
         if self.model.nloops:
             from ..dynamics.loops import constraints  # noqa: PLC0415
 

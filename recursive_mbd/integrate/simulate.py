@@ -244,6 +244,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         q0, qd0 = _spatial_start(model, q0, qd0)
     else:
         workspace(model)
+        if model.ncontacts:
+            _refuse_contact_options(method, formulation)
         if model.nq == 0:
             raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
         q0 = as_vector(model, q0, "q0").copy()
@@ -287,6 +289,17 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     return _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0, t0, t_end, rtol, atol, dt,
                      t_eval, every, max_step, first_step, max_steps, midpoint_tol, event_functions, progress,
                      max_wall_time, _max_order(method, max_order))
+
+
+def _refuse_contact_options(method, formulation):
+    """ValueError for a method or formulation that does not integrate contacts yet."""
+    if formulation != "recursive":
+        raise ValueError(f"contacts act in the recursive formulation; formulation={formulation!r} does not take them "
+                         "yet")
+    if method in ("generalized_alpha", "bdf") or (isinstance(method, str) and method.startswith("scipy:")):
+        raise ValueError(f"method {method!r} does not integrate contacts yet: use the numba explicit methods "
+                         f"({', '.join(m for m in METHODS if m not in ('generalized_alpha', 'bdf'))}), which update "
+                         "the contacts' stick anchors after every step")
 
 
 def _refuse_spatial_options(model, method, formulation, drivers, stabilization, alpha, beta):

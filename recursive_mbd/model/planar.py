@@ -15,6 +15,7 @@ from .. import _checks
 from .._kernels import layout as L
 from ..errors import ModelError
 from . import _validation as V
+from . import contact as _contact
 from . import joints
 from ._builder import TreeBuilder
 from ._validation import GROUND
@@ -120,6 +121,8 @@ class Model(TreeBuilder):
         self._element_names = {}
         self._loops = []  # loop-closing constraints of cut joints, in the order added
         self._loop_names = {}
+        self._surfaces = {}  # contact surfaces by name (add_ground, add_drum)
+        self._contacts = []  # contact shapes against them (add_contact)
         self._compiled = False
         self._workspace = None
 
@@ -349,6 +352,80 @@ class Model(TreeBuilder):
         value = torque if callable(torque) else V.finite_scalar(torque, f"{where}: torque")
         return self._add_element("torque", name, body_a=index, value=value)
 
+    # ---- contact ------------------------------------------------------------------------------------------------
+
+    def add_ground(self, name="floor", point=(0.0, 0.0), normal=(0.0, 1.0), extent=None, body="ground"):
+        """A flat contact surface: the half-plane below the line through ``point`` with outward ``normal`` is
+        solid, over ``extent`` only (a table top with edges); returns its name (for ``add_contact``).
+
+        Parameters
+        ----------
+        point, normal : (2,) array_like
+            A point of the surface [m] and its outward normal (normalised here), in ``body``'s frame (the ground's
+            by default).
+        extent : (lo, hi), optional
+            The surface's stretch along its tangent t = (n_y, -n_x) from ``point`` [m] (along +x for the default
+            normal); unbounded by default. A shape whose centre is beyond it does not touch (it falls off the edge).
+        body : str or int
+            The body that carries the surface; "ground" for a fixed one.
+        """
+        where = f"ground {name!r}"
+        point, normal, extent = _contact.plane_data(point, normal, extent, where, _point)
+        return _contact.surface_entry(self, "ground", name, body, point=point, normal=normal, extent=extent)
+
+    def add_drum(self, name, center, radius, body="ground"):
+        """A circular contact surface (a drum, a pulley, a table's rounded edge): the disc of ``radius`` [m] about
+        ``center`` (``body``'s frame; a fixed one by default, or a body's, which then turns with it); returns its
+        name."""
+        where = f"drum {name!r}"
+        center = _point(center, f"{where}: center")
+        radius = _contact._positive(radius, f"{where}: radius")
+        return _contact.surface_entry(self, "drum", name, body, center=center, radius=radius)
+
+    def add_contact(self, body, surface, *, point=(0.0, 0.0), radius=0.0, segment=None, stiffness,
+                    exponent=1.5, restitution=1.0, friction=0.0, tangential_stiffness=None, tangential_damping=None,
+                    min_impact_speed=0.1, name=None):
+        """Let a shape of ``body`` (or of each body of a list) touch ``surface``; returns the contacts' indices.
+
+        The normal force is Hunt and Crossley's k d^p (1 + (C / v_in) d') at the depth d, never pulling, with C set so
+        that an impact at any speed v_in rebounds with the coefficient of ``restitution``; friction is Coulomb's,
+        with a stick phase: a tangential spring and damper from the point where the contact was made, slipping at
+        ``friction`` times the normal force (``recursive_mbd._kernels.planar.contact``).
+
+        Parameters
+        ----------
+        body : str, int or sequence of them
+            The body (or bodies: one contact each, e.g. every link of a chain) that carries the shape.
+        surface : str
+            A surface's name (``add_ground``, ``add_drum``).
+        point, radius : (2,) array_like, float
+            A circle of ``radius`` [m] about ``point`` (body frame) [m]; radius 0 is a point (a corner).
+        segment : ((x0, y0), (x1, y1)), optional
+            A capsule instead: the segment between two body points with ``radius`` > 0 about it (a chain link).
+        stiffness : float
+            k [N/m^p], > 0.
+        exponent : float
+            p >= 1 (1.5: Hertz's law of a sphere; 1: linear).
+        restitution : float
+            Coefficient of restitution e in (0, 1].
+        friction : float
+            Coulomb coefficient mu >= 0.
+        tangential_stiffness, tangential_damping : float, optional
+            The stick spring k_t [N/m] and damper c_t [N s/m]. Defaults: the normal law's tangent stiffness under
+            the body's weight, p k d_w^(p - 1) with k d_w^p = m g, and critical damping 2 sqrt(k_t m).
+        min_impact_speed : float
+            The smallest impact speed [m/s] the damping is scaled by (C / v_in is bounded by C / min_impact_speed
+            for contacts made at rest).
+        """
+        return _contact.contact_entries(self, body, surface, point, radius, segment, stiffness, exponent,
+                                        restitution, friction, tangential_stiffness, tangential_damping,
+                                        min_impact_speed, name, _point)
+
+    @property
+    def ncontacts(self):
+        """Number of contact rows (``contact_int``): a capsule on a plane is two, every other contact one."""
+        return self._require_compiled().contact_int.shape[0]
+
     # ---- closed loops ---------------------------------------------------------------------------------------------
 
     def add_loop(self, kind, body_a, point_a, body_b="ground", point_b=(0.0, 0.0), axis=None, angle=0.0,
@@ -473,6 +550,7 @@ class Model(TreeBuilder):
         self.body_real = body_real
         self._pack_elements()
         self._pack_loops()
+        self.contact_int, self.contact_real, self.contact_names = _contact.pack(self)
         self._child_points = table.column("child_point").copy()
         self.has_planar = bool(np.any(body_int[:, L.JTYPE] == joints.PLANAR))
         self._nq = nq

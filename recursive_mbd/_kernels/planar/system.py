@@ -16,11 +16,12 @@ from numba.core import types
 from numba.extending import overload
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
-from ..layout import STATUS_OK
+from ..layout import N_CSTATE, STATUS_OK
 from ..timeloops import formulation
+from .contact import contact_forces, update_contacts
 from .elements import element_forces
 from .loops import BRANCH_ZONE, constrained_dynamics, project
-from .tree import forward_dynamics
+from .tree import com_kinematics, forward_dynamics
 
 # No reference counting, as the tree kernels (tree.NJIT_OPTIONS): these functions allocate nothing and return no
 # array, and the system's ~40 arrays would otherwise be counted up and down on entry to and exit from each of them
@@ -47,6 +48,9 @@ RecursiveSystem = namedtuple("RecursiveSystem", [
     # jac_free (unused), settings (5,) = (project: on, tol, max_iter, its rcond; rcond of the dynamics' multiplier
     # solve)); loop_int has no rows for a tree
     "loops",
+    # contacts: None without contact rows, else (contact_int, contact_real, per_contact (nrows, N_PER_CONTACT));
+    # their state (layout: N_CSTATE per row) is carried after the work terms of y, y = (q_free, qd_free, W, state)
+    "contacts",
 ])
 # A model without loops: the same fields (its loops with no rows), its own type. The time loops compiled for it
 # leave out the loop layer (the change-point search, the projection, the multiplier solves): more than half of what
@@ -93,6 +97,52 @@ def _load_joint_state(inputs, key, t, y, free, drv_coord, offsets, u, q, qd, qdd
         qd[drv_coord[j]] = u[slot + 1]
         qdd[drv_coord[j]] = u[slot + 2]
     return STATUS_OK
+
+
+def has_contacts(contacts):
+    """True for a system with contact rows (its ``contacts`` is not None)."""
+
+
+def contact_loads(contacts, ws, com, y, offset, wrench, energy):
+    """Add the contacts' loads (``contact.contact_forces``) at the state whose kinematics ``ws``, ``com`` hold; a
+    no-op for a system without contacts."""
+
+
+def contact_update(inputs, key, system, t, y):
+    """The contacts' state in y after an accepted step (``contact.update_contacts``); a no-op without contacts."""
+
+
+@overload(has_contacts, jit_options=_OPTIONS)
+def _has_contacts(contacts):
+    if isinstance(contacts, types.NoneType):
+        return lambda contacts: False
+    return lambda contacts: True
+
+
+@overload(contact_loads, jit_options=_OPTIONS)
+def _contact_loads(contacts, ws, com, y, offset, wrench, energy):
+    if isinstance(contacts, types.NoneType):
+        return lambda contacts, ws, com, y, offset, wrench, energy: STATUS_OK
+
+    def loads(contacts, ws, com, y, offset, wrench, energy):
+        return contact_forces(contacts[0], contacts[1], ws, com, y, offset, wrench, energy, contacts[2])
+    return loads
+
+
+@overload(contact_update, jit_options=_OPTIONS)
+def _contact_update(inputs, key, system, t, y):
+    if isinstance(system.types[system.fields.index("contacts")], types.NoneType):
+        return lambda inputs, key, system, t, y: STATUS_OK
+
+    def update(inputs, key, system, t, y):
+        status = _load_state(inputs, key, system, t, y)
+        if status == STATUS_OK:
+            status = com_kinematics(system.body_int, system.body_real, system.q, system.qd, system.ws, system.com)
+        if status != STATUS_OK:
+            return status
+        contacts = system.contacts
+        return update_contacts(contacts[0], contacts[1], system.ws, system.com, y, 2 * system.free.shape[0] + 2)
+    return update
 
 
 @njit
@@ -179,9 +229,13 @@ def _make_rhs(with_loops):
             k += 1
         power_tau = (p0 + p1) + (p2 + p3)
         energy = system.element_energy
-        if system.elem_int.shape[0] > 0:  # force elements: wrench (system.wrench) has a row per body, else (0, 3)
+        # force elements or contacts: wrench (system.wrench) has a row per body, else (0, 3)
+        if system.elem_int.shape[0] > 0 or has_contacts(system.contacts):
             status = element_forces(body_int, system.body_real, system.elem_int, system.elem_real, u, q, qd,
                                     system.ws, system.com, system.wrench, system.jforce, energy, system.per_element)
+            if status != STATUS_OK:
+                return status
+            status = contact_loads(system.contacts, system.ws, system.com, y, 2 * nf + 2, system.wrench, energy)
             if status != STATUS_OK:
                 return status
             for k in range(tau.shape[0]):
@@ -214,6 +268,8 @@ def _make_rhs(with_loops):
                 dy[nf + j] = qdd[free[j]]
         dy[2 * nf] = energy[1]
         dy[2 * nf + 1] = power_tau + energy[2] + power_drive
+        for j in range(2 * nf + 2, y.shape[0]):  # the contacts' state changes between steps only
+            dy[j] = 0.0
         return STATUS_OK
 
     return system_rhs
@@ -225,8 +281,20 @@ tree_rhs = _make_rhs(with_loops=False)
 
 @njit
 def projects(system):
-    """True when the run projects onto the loop constraints (stabilization "projection" and loops)."""
-    return system.loops[15][0] != 0.0
+    """True when the run projects onto the loop constraints (stabilization "projection" and loops) or updates
+    contacts between steps."""
+    return system.loops[15][0] != 0.0 or has_contacts(system.contacts)
+
+
+@njit
+def project_recursive(inputs, key, system, t, y):
+    """After an accepted step: the projection onto the loop constraints (when the run projects), then the
+    contacts' state."""
+    if system.loops[15][0] != 0.0:
+        status = project_state(inputs, key, system, t, y)
+        if status != STATUS_OK:
+            return status
+    return contact_update(inputs, key, system, t, y)
 
 
 @overload(formulation.rhs, jit_options=_OPTIONS)
@@ -238,9 +306,9 @@ def _rhs(inputs, key, system, t, y, dy):
 @overload(formulation.project, jit_options=_OPTIONS)
 def _project(inputs, key, system, t, y):
     if _is_recursive(system):
-        return lambda inputs, key, system, t, y: project_state(inputs, key, system, t, y)  # noqa: PLW0108
-    if _system_class(system) is TreeSystem:
-        return lambda inputs, key, system, t, y: STATUS_OK  # no loop constraints to project onto
+        return lambda inputs, key, system, t, y: project_recursive(inputs, key, system, t, y)  # noqa: PLW0108
+    if _system_class(system) is TreeSystem:  # no loop constraints to project onto; contacts (if any) to update
+        return lambda inputs, key, system, t, y: contact_update(inputs, key, system, t, y)  # noqa: PLW0108
     return None
 
 
@@ -249,5 +317,14 @@ def _projects(system):
     if _is_recursive(system):
         return lambda system: projects(system)  # noqa: PLW0108
     if _system_class(system) is TreeSystem:
-        return lambda system: False
+        return lambda system: has_contacts(system.contacts)  # noqa: PLW0108
     return None
+
+
+@overload(formulation.integrated_size, jit_options=_OPTIONS)
+def _integrated_size(system, n):
+    if _system_class(system) is None:
+        return None
+    if isinstance(system.types[system.fields.index("contacts")], types.NoneType):
+        return lambda system, n: n
+    return lambda system, n: n - N_CSTATE * system.contacts[0].shape[0]  # the contacts' state is not integrated

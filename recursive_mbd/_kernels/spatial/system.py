@@ -397,3 +397,10 @@ def _projects(system):
     if _is_spatial(system):
         return lambda system: projects(system)  # noqa: PLW0108
     return None
+
+
+@overload(formulation.integrated_size, jit_options={"cache": True, "_nrt": True})
+def _integrated_size(system, n):
+    if _is_spatial(system):
+        return lambda system, n: n  # every entry of y is integrated
+    return None

@@ -9,8 +9,8 @@ one ordinary, cached kernel (the system's type is part of its signature, and a N
 name), with no function pointer per evaluation and no recompilation per process. A time loop never imports a
 formulation: it is compiled for whichever system it is handed.
 
-Every function returns a status (``layout``); ``inputs(key, t, q, qd, u)`` is the run's input callback
-(``integrators.CALLBACK``) that fills time-varying inputs (tau as a function, element inputs, drivers).
+Every function but ``integrated_size`` returns a status (``layout``); ``inputs(key, t, q, qd, u)`` is the run's
+input callback (``integrators.CALLBACK``) that fills time-varying inputs (tau as a function, element inputs, drivers).
 """
 
 
@@ -27,3 +27,10 @@ def project(inputs, key, system, t, y):
 def projects(system):
     """True when the run projects y onto the constraints after every accepted step."""
     raise NotImplementedError(f"no formulation registered projects() for {type(system).__name__}")
+
+
+def integrated_size(system, n):
+    """How many leading entries of the state y (size n) are integrated: the error norm's count. The rest is state
+    that a formulation changes between steps only (the contacts' anchors), with a zero rate."""
+    raise NotImplementedError(f"no integrated_size for {type(system).__name__}")
+

@@ -549,6 +549,9 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
     if status != STATUS_OK:
         return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
 
+    # entries of y with a zero rate (state changed between steps) add exact zeros to the error's sum of squares:
+    # the RMS norm is taken over the integrated entries only (it would otherwise loosen the tolerances)
+    norm_factor = math.sqrt(n / formulation.integrated_size(system, n))
     span = t_end - t0
     h = first_step
     if h <= 0.0:  # Hairer's starting step: h0 from |y| / |f|, checked against the change of f over h0
@@ -559,7 +562,7 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
             return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
         for j in range(n):
             err_vec[j] = (k[1, j] - k[0, j]) / h0
-        d2 = _rms_norm(err_vec, scale)
+        d2 = norm_factor * _rms_norm(err_vec, scale)
         dmax = max(d1, d2)
         h1 = max(1e-6, h0 * 1e-3) if dmax <= 1e-15 else (0.01 / dmax) ** (1.0 / order)
         h = min(100.0 * h0, h1)
@@ -600,9 +603,9 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
                     err3 += (acc3 / scale[j]) ** 2
             if e3.shape[0] > 0:
                 denominator = err5 + 0.01 * err3
-                err = 0.0 if denominator == 0.0 else abs(h) * err5 / math.sqrt(denominator * n)
+                err = 0.0 if denominator == 0.0 else norm_factor * abs(h) * err5 / math.sqrt(denominator * n)
             else:
-                err = _rms_norm(err_vec, scale)
+                err = norm_factor * _rms_norm(err_vec, scale)
         elif _fatal(status):  # singular dynamics, a failed user function, a stop request: not a step-size problem
             return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
         if not (err <= 1.0):  # rejected (NaN and inf included): shrink and retry

@@ -1,0 +1,281 @@
+"""Contact: compliant normal force (Hunt and Crossley 1975) and Coulomb friction with a stick phase, in the plane.
+
+A contact row is one shape point of a body (a circle of radius r >= 0 about a body point, or the closest point of a
+segment with a radius: a capsule) against one surface (a half-plane of finite extent, or a disc), either fixed to
+the ground or carried by another body (``layout``: contact_int, contact_real). With the gap g (negative when the two
+overlap), the depth d = -g and the outward normal n of the surface, a touching row pushes the shape with
+
+    F_n = max(0, k d^p (1 + C d' / v_in)),    d' = -n . (v_shape - v_surface) at the contact point,
+
+the Hunt-Crossley law with its damping c = C / v_in scaled by the impact speed v_in, so that the coefficient of
+restitution is the same at every impact speed (``recursive_mbd.model.contact`` sets C from e); and the tangential
+force
+
+    F_t = clip(-k_t xi - c_t v_t, -mu F_n, mu F_n),
+
+a spring and damper from a stick anchor: xi is the tangential distance between two material points, one on the
+shape and one on the surface, which coincided when the contact was made. Sticking, the anchor holds (a body on a
+slope below its friction angle stays put, to round-off); sliding, the force is mu F_n against the slip.
+
+The anchors and the impact speed are state of the run, carried at the end of the integrated state y with a zero
+rate and changed only between steps (``update_contacts``, after every accepted step): a step integrates a smooth
+force law with its anchors fixed, the way the tangential history of discrete-element codes is kept (Cundall and
+Strack 1979). After the step, an anchor stretched past the friction limit is moved back onto it (the contact slid),
+and the anchors are moved to the current contact point with their tangential distance kept (so a rolling disc's
+anchor follows the contact point instead of the material point it started on).
+
+Energy: the normal force's elastic part k d^p has the potential k d^(p+1) / (p + 1) (added to the springs'); the
+rest of the contacts' power, damping and friction, is dissipated power.
+"""
+
+import math
+
+import numba
+
+from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
+from ..layout import (
+    CBODY,
+    CCT,
+    CDAMP,
+    CEXP,
+    CK,
+    CKT,
+    CLO,
+    CMU,
+    COWNER,
+    CP0,
+    CP1,
+    CRAD,
+    CS,
+    CS_ACTIVE,
+    CS_BODY,
+    CS_SURF,
+    CS_VIN,
+    CSHAPE,
+    CSN,
+    CSP,
+    CSURFACE,
+    CVMIN,
+    N_CSTATE,
+    OM,
+    SHAPE_SEGMENT,
+    SN,
+    STATUS_OK,
+    SURFACE_PLANE,
+)
+
+njit = numba.njit(cache=True, error_model="numpy", _nrt=False)
+
+# per_contact columns: normal force [N], tangential force [N] (along t = (n_y, -n_x)), depth [m], contact point
+# (x, y) [m], ground frame
+N_PER_CONTACT = 5
+
+
+@njit
+def _frame(ws, com, body):
+    """(x, y, cos, sin, vx, vy, omega) of a body's centre of mass; the ground's origin at rest for body -1."""
+    if body < 0:
+        return 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0
+    return com[body, 0], com[body, 1], ws[body, CS], ws[body, SN], com[body, 2], com[body, 3], ws[body, OM]
+
+
+@njit
+def _geometry(contact_int, contact_real, ws, com, r):
+    """The row's gap g, normal n and tangent t (t = (n_y, -n_x)), its contact point on the shape (the shape's
+    surface point nearest the surface) and the relative velocity of the two material points there. ``touching``
+    is False outside a plane's extent or for a shape centre at a disc's centre (no normal)."""
+    a = contact_int[r, CBODY]
+    b = contact_int[r, COWNER]
+    xa, ya, ca, sa, vxa, vya, oma = _frame(ws, com, a)
+    xb, yb, cb, sb, vxb, vyb, omb = _frame(ws, com, b)
+    lx = contact_real[r, CP0]
+    ly = contact_real[r, CP0 + 1]
+    cx = xa + ca * lx - sa * ly  # the shape's centre (a circle) or first end (a segment), ground frame
+    cy = ya + sa * lx + ca * ly
+    px = xb + cb * contact_real[r, CSP] - sb * contact_real[r, CSP + 1]  # the surface point or disc centre
+    py = yb + sb * contact_real[r, CSP] + cb * contact_real[r, CSP + 1]
+    radius = contact_real[r, CRAD]
+    touching = True
+    if contact_int[r, CSURFACE] == SURFACE_PLANE:
+        nx = cb * contact_real[r, CSN] - sb * contact_real[r, CSN + 1]
+        ny = sb * contact_real[r, CSN] + cb * contact_real[r, CSN + 1]
+        along = ny * (cx - px) - nx * (cy - py)
+        if along < contact_real[r, CLO] or along > contact_real[r, CLO + 1]:
+            touching = False
+        gap = nx * (cx - px) + ny * (cy - py) - radius
+    else:
+        if contact_int[r, CSHAPE] == SHAPE_SEGMENT:  # the segment's point closest to the disc's centre
+            ex = ca * contact_real[r, CP1] - sa * contact_real[r, CP1 + 1] + xa - cx
+            ey = sa * contact_real[r, CP1] + ca * contact_real[r, CP1 + 1] + ya - cy
+            length2 = ex * ex + ey * ey
+            s = ((px - cx) * ex + (py - cy) * ey) / length2 if length2 > 0.0 else 0.0
+            s = min(max(s, 0.0), 1.0)
+            cx += s * ex
+            cy += s * ey
+        dx = cx - px
+        dy = cy - py
+        dist = math.sqrt(dx * dx + dy * dy)
+        if dist > 0.0:
+            nx = dx / dist
+            ny = dy / dist
+        else:
+            nx = 0.0
+            ny = 1.0
+            touching = False
+        gap = dist - contact_real[r, CSN] - radius
+    qx = cx - radius * nx  # the contact point: the shape's surface point on the normal
+    qy = cy - radius * ny
+    # material velocities at the contact point, shape minus surface
+    vx = (vxa - oma * (qy - ya)) - (vxb - omb * (qy - yb))
+    vy = (vya + oma * (qx - xa)) - (vyb + omb * (qx - xb))
+    return touching and gap < 0.0, gap, nx, ny, ny, -nx, qx, qy, vx, vy
+
+
+@njit
+def _surface_centre(ws, com, contact_real, owner, r):
+    """A disc surface's centre, ground frame."""
+    x0, y0, c, s, _, _, _ = _frame(ws, com, owner)
+    return (x0 + c * contact_real[r, CSP] - s * contact_real[r, CSP + 1],
+            y0 + s * contact_real[r, CSP] + c * contact_real[r, CSP + 1])
+
+
+@njit
+def _angle(ax, ay, bx, by):
+    """The signed angle from vector a to vector b [rad]."""
+    return math.atan2(ax * by - ay * bx, ax * bx + ay * by)
+
+
+@njit
+def _stretch(ws, com, contact_int, contact_real, state, base, r, nx, ny, qx, qy):
+    """Tangential distance xi of the row's two anchors (shape's minus surface's), each measured along its own
+    surface from the contact point: an arc on a circle (so a disc rolling without slip, or a shape rolling on a
+    drum, keeps xi to round-off whatever the step), a distance along a straight edge."""
+    tx = ny
+    ty = -nx
+    xa, ya, ca, sa, _, _, _ = _frame(ws, com, contact_int[r, CBODY])
+    bx = xa + ca * state[base + CS_BODY] - sa * state[base + CS_BODY + 1]
+    by = ya + sa * state[base + CS_BODY] + ca * state[base + CS_BODY + 1]
+    radius = contact_real[r, CRAD]
+    if contact_int[r, CSHAPE] != SHAPE_SEGMENT and radius > 0.0:
+        # the anchor's angle about the circle's centre from the contact point; a turn counter-clockwise moves
+        # along +t there
+        along_shape = radius * _angle(-nx, -ny, bx - (qx + radius * nx), by - (qy + radius * ny))
+    else:
+        along_shape = tx * (bx - qx) + ty * (by - qy)
+    owner = contact_int[r, COWNER]
+    xb, yb, cb, sb, _, _, _ = _frame(ws, com, owner)
+    sx = xb + cb * state[base + CS_SURF] - sb * state[base + CS_SURF + 1]
+    sy = yb + sb * state[base + CS_SURF] + cb * state[base + CS_SURF + 1]
+    if contact_int[r, CSURFACE] == SURFACE_PLANE:
+        along_surface = tx * (sx - qx) + ty * (sy - qy)
+    else:  # on the disc, a turn counter-clockwise from the normal moves along -t
+        dx, dy = _surface_centre(ws, com, contact_real, owner, r)
+        along_surface = -contact_real[r, CSN] * _angle(nx, ny, sx - dx, sy - dy)
+    return along_shape - along_surface
+
+
+@njit
+def _push(wrench, com, body, qx, qy, fx, fy):
+    """Add the force (fx, fy) at the ground point (qx, qy) to a body's wrench (nothing for the ground)."""
+    if body >= 0:
+        wrench[body, 0] += fx
+        wrench[body, 1] += fy
+        wrench[body, 2] += (qx - com[body, 0]) * fy - (qy - com[body, 1]) * fx
+
+
+@njit
+def _anchor(ws, com, body, px, py, state, index):
+    """The ground point (px, py) in a body's frame, relative to its centre of mass, into state[index:index + 2]."""
+    x0, y0, c, s, _, _, _ = _frame(ws, com, body)
+    state[index] = c * (px - x0) + s * (py - y0)
+    state[index + 1] = -s * (px - x0) + c * (py - y0)
+
+
+@njit
+def _normal_force(contact_real, r, depth, rate, v_in):
+    """(F_n, its elastic part k d^p) of the Hunt-Crossley law at depth d > 0 and rate d'."""
+    elastic = contact_real[r, CK] * depth ** contact_real[r, CEXP]
+    return max(0.0, elastic * (1.0 + contact_real[r, CDAMP] * rate / v_in)), elastic
+
+
+@njit
+def contact_forces(contact_int, contact_real, ws, com, state, offset, wrench, energy_out, per_contact):
+    """Add the contacts' loads to ``wrench`` (nbodies, 3) (force and moment at each centre of mass, ground axes).
+
+    ``com`` and ``ws`` hold the centre-of-mass kinematics of the state (``tree.com_kinematics``); the rows' state
+    is state[offset + N_CSTATE r + column] (``layout``). Adds the contacts' potential energy to energy_out[0] and
+    their dissipated power to energy_out[1]; per_contact (nrows, N_PER_CONTACT) gets each row's forces, depth and
+    contact point (zeros where it does not touch). Returns the status.
+    """
+    potential = 0.0
+    dissipated = 0.0
+    for r in range(contact_int.shape[0]):
+        touching, gap, nx, ny, tx, ty, qx, qy, vx, vy = _geometry(contact_int, contact_real, ws, com, r)
+        for col in range(N_PER_CONTACT):
+            per_contact[r, col] = 0.0
+        if not touching:
+            continue
+        base = offset + N_CSTATE * r
+        depth = -gap
+        rate = -(nx * vx + ny * vy)
+        vt = tx * vx + ty * vy
+        active = state[base + CS_ACTIVE] != 0.0
+        v_in = state[base + CS_VIN] if active else max(rate, contact_real[r, CVMIN])
+        fn, elastic = _normal_force(contact_real, r, depth, rate, v_in)
+        xi = _stretch(ws, com, contact_int, contact_real, state, base, r, nx, ny, qx, qy) if active else 0.0
+        ft = -contact_real[r, CKT] * xi - contact_real[r, CCT] * vt
+        limit = contact_real[r, CMU] * fn
+        ft = min(max(ft, -limit), limit)
+        fx = fn * nx + ft * tx
+        fy = fn * ny + ft * ty
+        _push(wrench, com, contact_int[r, CBODY], qx, qy, fx, fy)
+        _push(wrench, com, contact_int[r, COWNER], qx, qy, -fx, -fy)
+        potential += elastic * depth / (contact_real[r, CEXP] + 1.0)
+        dissipated += (fn - elastic) * rate - ft * vt  # all but the elastic normal part's power
+        per_contact[r, 0] = fn
+        per_contact[r, 1] = ft
+        per_contact[r, 2] = depth
+        per_contact[r, 3] = qx
+        per_contact[r, 4] = qy
+    energy_out[0] += potential
+    energy_out[1] += dissipated
+    return STATUS_OK
+
+
+@njit
+def update_contacts(contact_int, contact_real, ws, com, state, offset):
+    """The rows' state after an accepted step, at its end state (``com``, ``ws`` hold its kinematics): a row that
+    touches for the first time records its impact speed and anchors at its contact point; one that touches still
+    keeps its tangential distance, moved back onto the friction limit if the step stretched it past (it slid), with
+    both anchors moved to the contact point; one that no longer touches is cleared."""
+    for r in range(contact_int.shape[0]):
+        base = offset + N_CSTATE * r
+        touching, gap, nx, ny, tx, ty, qx, qy, vx, vy = _geometry(contact_int, contact_real, ws, com, r)
+        if not touching:
+            for col in range(N_CSTATE):
+                state[base + col] = 0.0
+            continue
+        rate = -(nx * vx + ny * vy)
+        xi = 0.0
+        if state[base + CS_ACTIVE] == 0.0:
+            state[base + CS_ACTIVE] = 1.0
+            state[base + CS_VIN] = max(rate, contact_real[r, CVMIN])
+        else:
+            xi = _stretch(ws, com, contact_int, contact_real, state, base, r, nx, ny, qx, qy)
+            fn, _ = _normal_force(contact_real, r, -gap, rate, state[base + CS_VIN])
+            kt = contact_real[r, CKT]
+            if kt * abs(xi) > contact_real[r, CMU] * fn:
+                xi = math.copysign(contact_real[r, CMU] * fn / kt, xi) if kt > 0.0 else 0.0
+        # anchors (body frames): the shape's at the contact point, the surface's xi behind it along the surface
+        owner = contact_int[r, COWNER]
+        _anchor(ws, com, contact_int[r, CBODY], qx, qy, state, base + CS_BODY)
+        if contact_int[r, CSURFACE] == SURFACE_PLANE:
+            _anchor(ws, com, owner, qx - xi * tx, qy - xi * ty, state, base + CS_SURF)
+        else:  # the disc's point at the arc xi behind (a turn by xi / R counter-clockwise from the normal)
+            radius = contact_real[r, CSN]
+            dx, dy = _surface_centre(ws, com, contact_real, owner, r)
+            c = math.cos(xi / radius)
+            s = math.sin(xi / radius)
+            _anchor(ws, com, owner, dx + radius * (c * nx - s * ny), dy + radius * (s * nx + c * ny), state,
+                    base + CS_SURF)
+    return STATUS_OK

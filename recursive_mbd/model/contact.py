@@ -1,0 +1,229 @@
+"""Contact surfaces and contact shapes of a planar model, and their packing into the contact kernel's arrays.
+
+``Model.add_ground`` and ``Model.add_drum`` add surfaces (a half-plane of finite extent, a disc), fixed to the
+ground or carried by a body; ``Model.add_contact`` makes shapes of bodies (a point or circle, or a capsule: a
+segment with a radius) touch a surface, with the contact law's parameters (``recursive_mbd._kernels.planar.contact``
+has the law). This module checks them and packs them (``pack``) into contact_int / contact_real rows: a circle is one
+row; a capsule is two rows against a plane (its end circles: the deepest points of a capsule on a plane) and one
+row against a disc (its point nearest the disc's centre).
+"""
+
+import functools
+import math
+
+import numpy as np
+
+from .._kernels import layout as L
+from ..errors import ModelError
+from . import _validation as V
+from ._validation import GROUND
+
+STANDARD_GRAVITY = 9.81  # [m/s^2], the weight that sets the default tangential stiffness in a model without gravity
+
+
+def _rebound_speed(damping, exponent):
+    """The rebound speed of a unit impact under the dimensionless Hunt-Crossley law x'' = -x^p max(0, 1 + C x').
+
+    With the depth scaled by (m v^2 / k)^(1 / (p + 1)) and time so that the impact speed is 1, the law
+    m d'' = -k d^p (1 + (C / v) d') becomes this one whatever m, k and v: the coefficient of restitution is a
+    function of C and p alone."""
+    from scipy.integrate import solve_ivp  # noqa: PLC0415  (scipy only for contacts: `rmbd --help` starts faster)
+
+    def rhs(_, y):
+        return (y[1], -max(y[0], 0.0) ** exponent * max(0.0, 1.0 + damping * y[1]))
+
+    def out(_, y):
+        return y[0]
+    out.terminal, out.direction = True, -1.0
+    solution = solve_ivp(rhs, (0.0, 100.0), (0.0, 1.0), method="DOP853", rtol=1e-12, atol=1e-14, events=out)
+    return -float(solution.y_events[0][0][1])
+
+
+@functools.lru_cache(maxsize=64)
+def restitution_damping(restitution, exponent):
+    """The dimensionless damping C of the Hunt-Crossley law k d^p (1 + (C / v_impact) d') whose coefficient of
+    restitution is ``restitution``: solved numerically (the law scales to one curve per (C, p), see
+    ``_rebound_speed``), not by a closed-form fit (Hunt and Crossley's C = 3 (1 - e) / 2 holds near e = 1 only;
+    Flores et al. 2011's 8 (1 - e) / (5 e) is close everywhere but not exact). 0 for e = 1."""
+    from scipy.optimize import brentq  # noqa: PLC0415  (as in _rebound_speed)
+
+    if restitution >= 1.0:
+        return 0.0
+    high = 8.0 * (1.0 - restitution) / (5.0 * restitution)  # Flores et al.'s fit: a bracket to start from
+    while _rebound_speed(high, exponent) > restitution:
+        high *= 2.0
+    return brentq(lambda c: _rebound_speed(c, exponent) - restitution, 0.0, high, xtol=1e-14, rtol=1e-13)
+
+
+def _positive(value, what):
+    value = V.finite_scalar(value, what)
+    if not value > 0.0:
+        raise ModelError(f"{what} must be > 0, got {value:g}")
+    return value
+
+
+def surface_entry(model, kind, name, body, **data):
+    """A checked surface record (the ground or a body's), added to the model's surfaces by name."""
+    where = f"{kind} {name!r}"
+    if model._compiled:
+        raise ModelError(f"cannot add {where}: the model was compiled (it is frozen once a dynamics function has "
+                         "used it); add surfaces before the first use")
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"surface name must be a non-empty string, got {name!r}")
+    if name in model._surfaces:
+        raise ModelError(f"{where}: duplicate surface name")
+    owner = model._either_body(body, f"{where}: body")
+    model._surfaces[name] = dict(kind=kind, name=name, owner=owner, **data)
+    _check_against_planes(model, model._surfaces[name])
+    return name
+
+
+def _check_against_planes(model, surface):
+    """A ground-fixed disc whose centre lies inside a ground-fixed half-plane (within its extent) is a model error:
+    bodies on the drum would be pushed both ways."""
+    fixed = [s for s in model._surfaces.values() if s["owner"] == GROUND]
+    if surface["owner"] != GROUND:
+        return
+    discs = [surface] if surface["kind"] == "drum" else [s for s in fixed if s["kind"] == "drum"]
+    planes = [surface] if surface["kind"] == "ground" else [s for s in fixed if s["kind"] == "ground"]
+    for disc in discs:
+        for plane in planes:
+            offset = disc["center"] - plane["point"]
+            normal = plane["normal"]
+            along = normal[1] * offset[0] - normal[0] * offset[1]
+            if normal @ offset < 0.0 and plane["extent"][0] <= along <= plane["extent"][1]:
+                raise ModelError(f"drum {disc['name']!r}: its centre {disc['center'].tolist()} is inside ground "
+                                 f"{plane['name']!r} (below its surface); move the drum or the ground")
+
+
+def plane_data(point, normal, extent, where, _point):
+    """(point, unit normal, (lo, hi)) of a half-plane, checked (``_point`` checks a pair of numbers)."""
+    point = _point(point, f"{where}: point")
+    normal = _point(normal, f"{where}: normal")
+    length = float(np.hypot(*normal))
+    if not length > 1e-12:
+        raise ModelError(f"{where}: normal must be non-zero, got {normal.tolist()}")
+    normal = normal / length
+    if extent is None:
+        extent = (-math.inf, math.inf)
+    try:
+        lo, hi = (float(v) for v in extent)
+    except (TypeError, ValueError):
+        raise ModelError(f"{where}: extent must be a pair (lo, hi) of numbers, got {extent!r:.60}") from None
+    if math.isnan(lo) or math.isnan(hi) or not lo < hi:
+        raise ModelError(f"{where}: extent must have lo < hi, got ({lo:g}, {hi:g})")
+    return point, normal, np.array([lo, hi])
+
+
+def contact_entries(model, bodies, surface, point, radius, segment, stiffness, exponent, restitution, friction,
+                    tangential_stiffness, tangential_damping, min_impact_speed, name, _point):
+    """Checked contact records, one per body of ``bodies``, sharing the shape and the law (``_point`` checks a
+    pair of numbers)."""
+    where = f"contact {name!r}" if name is not None else f"contact{len(model._contacts)}"
+    if model._compiled:
+        raise ModelError(f"cannot add {where}: the model was compiled (it is frozen once a dynamics function has "
+                         "used it); add contacts before the first use")
+    if not isinstance(surface, str) or surface not in model._surfaces:
+        known = ", ".join(repr(s) for s in model._surfaces) or "none: add one with add_ground or add_drum"
+        raise ModelError(f"{where}: unknown surface {surface!r} (surfaces: {known})")
+    law = dict(stiffness=_positive(stiffness, f"{where}: stiffness"),
+               exponent=V.finite_scalar(exponent, f"{where}: exponent"),
+               restitution=V.finite_scalar(restitution, f"{where}: restitution"),
+               friction=V.nonnegative(friction, f"{where}: friction"),
+               min_impact_speed=_positive(min_impact_speed, f"{where}: min_impact_speed"))
+    if not law["exponent"] >= 1.0:
+        raise ModelError(f"{where}: exponent must be >= 1 (1: linear, 1.5: Hertz), got {law['exponent']:g}")
+    if not 0.0 < law["restitution"] <= 1.0:
+        raise ModelError(f"{where}: restitution must be in (0, 1], got {law['restitution']:g}")
+    for key, value in (("tangential_stiffness", tangential_stiffness), ("tangential_damping", tangential_damping)):
+        law[key] = None if value is None else V.nonnegative(value, f"{where}: {key}")
+    radius = V.nonnegative(radius, f"{where}: radius")
+    if segment is not None:
+        if not radius > 0.0:
+            raise ModelError(f"{where}: a capsule (segment) needs a radius > 0")
+        try:
+            ends = [_point(end, f"{where}: segment end") for end in segment]
+        except TypeError:
+            raise ModelError(f"{where}: segment must be two points ((x0, y0), (x1, y1)), got {segment!r:.60}") from None
+        if len(ends) != 2:
+            raise ModelError(f"{where}: segment must be two points ((x0, y0), (x1, y1)), got {len(ends)}")
+        if np.array_equal(ends[0], ends[1]):
+            raise ModelError(f"{where}: the segment's two ends coincide (a zero-length capsule); use point= and "
+                             "radius= for a circle")
+        shape = dict(segment=np.array(ends))
+    else:
+        shape = dict(point=_point(point, f"{where}: point"))
+    if isinstance(bodies, (str, int, np.integer)):
+        bodies = [bodies]
+    indices = [model._element_body(body, f"{where}: body") for body in bodies]
+    if not indices:
+        raise ModelError(f"{where}: no bodies given")
+    owner = model._surfaces[surface]["owner"]
+    if owner in indices:
+        raise ModelError(f"{where}: body {model.body_names[owner]!r} carries surface {surface!r} itself")
+    first = len(model._contacts)
+    for k, index in enumerate(indices):
+        label = name if len(indices) == 1 and name is not None else f"{name or 'contact'}{first + k}"
+        model._contacts.append(dict(name=label, body=index, surface=surface, radius=radius, **shape, **law))
+    return list(range(first, first + len(indices)))
+
+
+def pack(model):
+    """(contact_int, contact_real, row names) of the model's contacts (``_kernels.layout``), read-only arrays."""
+    rows_int = []
+    rows_real = []
+    names = []
+    coms = model._bodies.column("com")
+    masses = model._bodies.column("mass")
+    weight = float(np.hypot(*model.gravity)) or STANDARD_GRAVITY
+    for contact in model._contacts:
+        surface = model._surfaces[contact["surface"]]
+        body, owner = contact["body"], surface["owner"]
+        base = np.zeros(L.N_CREAL)
+        owner_com = np.zeros(2) if owner == GROUND else coms[owner]
+        if surface["kind"] == "ground":
+            base[L.CSP:L.CSP + 2] = surface["point"] - owner_com
+            base[L.CSN:L.CSN + 2] = surface["normal"]
+            base[L.CLO:L.CLO + 2] = surface["extent"]
+        else:
+            base[L.CSP:L.CSP + 2] = surface["center"] - owner_com
+            base[L.CSN] = surface["radius"]
+        k, p = contact["stiffness"], contact["exponent"]
+        mass = masses[body]
+        # default stick stiffness: the normal law's tangent stiffness under the body's weight, p k d_w^(p - 1) with
+        # k d_w^p = m g (tangential and normal contact stiffness are of one size: Mindlin's ratio is 2/3 to 1);
+        # default tangential damping: critical for the body's mass on that spring
+        kt = contact["tangential_stiffness"]
+        if kt is None:
+            kt = p * k * (mass * weight / k) ** ((p - 1.0) / p)
+        ct = contact["tangential_damping"]
+        if ct is None:
+            ct = 2.0 * math.sqrt(kt * mass)
+        base[[L.CK, L.CEXP, L.CDAMP, L.CVMIN, L.CMU, L.CKT, L.CCT]] = (
+            k, p, restitution_damping(contact["restitution"], p), contact["min_impact_speed"], contact["friction"],
+            kt, ct)
+        surface_code = L.SURFACE_PLANE if surface["kind"] == "ground" else L.SURFACE_CIRCLE
+        base[L.CRAD] = contact["radius"]
+        if "segment" in contact:
+            ends = contact["segment"] - coms[body]
+            if surface_code == L.SURFACE_PLANE:  # the end circles
+                for end in range(2):
+                    row = base.copy()
+                    row[L.CP0:L.CP0 + 2] = ends[end]
+                    rows_int.append((body, owner, surface_code, L.SHAPE_CIRCLE))
+                    rows_real.append(row)
+                    names.append(f"{contact['name']} end {end}")
+                continue
+            base[L.CP0:L.CP0 + 2] = ends[0]
+            base[L.CP1:L.CP1 + 2] = ends[1]
+            rows_int.append((body, owner, surface_code, L.SHAPE_SEGMENT))
+        else:
+            base[L.CP0:L.CP0 + 2] = contact["point"] - coms[body]
+            rows_int.append((body, owner, surface_code, L.SHAPE_CIRCLE))
+        rows_real.append(base)
+        names.append(contact["name"])
+    contact_int = np.array(rows_int, dtype=np.int64).reshape(-1, L.N_CINT)
+    contact_real = np.array(rows_real, dtype=np.float64).reshape(-1, L.N_CREAL)
+    for arr in (contact_int, contact_real):
+        arr.setflags(write=False)
+    return contact_int, contact_real, tuple(names)

@@ -1,0 +1,160 @@
+"""Contact and friction in the plane (``Model.add_ground``, ``add_drum``, ``add_contact``) against closed forms:
+restitution at any impact speed, Hertz's contact time, sticking and sliding on a slope, rolling without slip,
+leaving a drum, and the energy balance with the contacts' work."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.special import gamma
+
+import recursive_mbd as rm
+from recursive_mbd.errors import ModelError
+from recursive_mbd.model.contact import _rebound_speed, restitution_damping
+
+G = 9.81
+
+
+def _disc(gravity=(0.0, 0.0), mass=2.0, inertia=0.01, radius=0.1, surface="floor", **law):
+    model = rm.Model(gravity=gravity)
+    model.add_body(joint="planar", mass=mass, inertia=inertia, name="disc")
+    model.add_ground()
+    model.add_contact("disc", surface, radius=radius, **law)
+    return model
+
+
+def _slope(angle):
+    """Gravity of a slope at ``angle``: the floor's x axis runs downhill."""
+    return (G * math.sin(angle), -G * math.cos(angle))
+
+
+@pytest.mark.parametrize("restitution", [0.3, 0.7])
+def test_the_damping_mapping_gives_the_restitution_it_was_solved_for(restitution):
+    damping = restitution_damping(restitution, 1.5)
+    assert _rebound_speed(damping, 1.5) == pytest.approx(restitution, abs=1e-10)
+    assert restitution_damping(1.0, 1.5) == 0.0
+
+
+def test_a_disc_rebounds_with_the_coefficient_of_restitution_at_every_impact_speed():
+    model = _disc(stiffness=1e6, restitution=0.7)
+    for speed in (1.0, 3.0):
+        result = rm.simulate(model, [0.0, 0.1, 0.0], [0.0, -speed, 0.0], 0.05)
+        assert result.success
+        assert result.qd[-1, 1] / speed == pytest.approx(0.7, abs=1e-6)
+        assert result.contact_state[-1, 0, 0] == 0.0  # the contact has opened again
+
+
+def test_an_elastic_impact_lasts_hertz_contact_time():
+    speed, k, p, mass = 2.0, 1e6, 1.5, 2.0
+    model = _disc(stiffness=k, exponent=p, restitution=1.0)
+    times = np.linspace(0.0, 0.02, 20001)
+    result = rm.simulate(model, [0.0, 0.1, 0.0], [0.0, -speed, 0.0], 0.02, t_eval=times)
+    gap = result.q[:, 1] - 0.1
+    inside = np.flatnonzero(gap < 0.0)
+    first, last = inside[0], inside[-1]
+    t_in = times[first - 1] + (times[first] - times[first - 1]) * gap[first - 1] / (gap[first - 1] - gap[first])
+    t_out = times[last] + (times[last + 1] - times[last]) * gap[last] / (gap[last] - gap[last + 1])
+    # Hertz: the depth peaks at ((p + 1) m v^2 / (2 k))^(1 / (p + 1)); the time to it is that over v times
+    # the integral of 1 / sqrt(1 - u^(p + 1)) from 0 to 1
+    depth = ((p + 1.0) * mass * speed ** 2 / (2.0 * k)) ** (1.0 / (p + 1.0))
+    a = 1.0 / (p + 1.0)
+    duration = 2.0 * depth / speed * math.sqrt(math.pi) * gamma(1.0 + a) / gamma(0.5 + a)
+    assert t_out - t_in == pytest.approx(duration, rel=1e-6)
+    assert -gap.min() == pytest.approx(depth, rel=1e-6)
+    assert result.qd[-1, 1] == pytest.approx(speed, rel=1e-6)
+
+
+def _block(angle, friction):
+    model = rm.Model(gravity=_slope(angle))
+    model.add_body(joint="planar", mass=1.0, inertia=0.02, name="block")
+    model.add_ground()
+    model.add_contact("block", "floor", segment=((-0.2, 0.0), (0.2, 0.0)), radius=0.05, stiffness=1e6,
+                      restitution=0.5, friction=friction)
+    return model
+
+
+def test_a_block_below_its_friction_angle_sticks_without_creeping():
+    model = _block(math.atan(0.3), 0.5)
+    result = rm.simulate(model, [0.0, 0.05, 0.0], [0.0, 0.0, 0.0], 10.0, t_eval=np.linspace(0.0, 10.0, 11))
+    assert result.success
+    assert abs(result.q[-1, 0] - result.q[1, 0]) < 1e-9  # the issue's bound: 1e-6 m over 10 s
+    assert abs(result.q[1, 0]) < 1e-3  # settled on its stick springs
+    forces = result.contact_forces()
+    assert np.all(forces["active"][1:] == 2)
+    # at rest, the two ends carry the weight: normal forces m g cos, friction m g sin (up the slope: -t)
+    assert forces["normal"][-1].sum() == pytest.approx(G * math.cos(math.atan(0.3)), rel=1e-9)
+    assert forces["tangential"][-1].sum() == pytest.approx(-G * math.sin(math.atan(0.3)), rel=1e-9)
+
+
+def test_a_block_above_its_friction_angle_slides_with_coulombs_acceleration():
+    angle, friction = math.atan(0.8), 0.5
+    result = rm.simulate(_block(angle, friction), [0.0, 0.05, 0.0], [0.0, 0.0, 0.0], 2.0,
+                         t_eval=np.linspace(0.0, 2.0, 21))
+    rate = (result.qd[-1, 0] - result.qd[10, 0]) / (result.t[-1] - result.t[10])
+    assert rate == pytest.approx(G * (math.sin(angle) - friction * math.cos(angle)), rel=1e-9)
+
+
+def test_a_disc_rolls_down_a_slope_without_slipping():
+    angle, radius, mass = math.atan(0.5), 0.1, 1.0
+    model = _disc(gravity=_slope(angle), mass=mass, inertia=0.5 * mass * radius ** 2, radius=radius,
+                  stiffness=1e6, restitution=0.5, friction=1.0)
+    result = rm.simulate(model, [0.0, radius, 0.0], [0.0, 0.0, 0.0], 2.0, t_eval=np.linspace(0.0, 2.0, 21))
+    rate = (result.qd[-1, 0] - result.qd[10, 0]) / (result.t[-1] - result.t[10])
+    assert rate == pytest.approx(2.0 / 3.0 * G * math.sin(angle), rel=1e-8)
+    assert abs(result.qd[-1, 0] + radius * result.qd[-1, 2]) < 1e-7  # v = -r omega: no slip
+    assert np.abs(result.energy_balance()).max() < 1e-9
+
+
+def test_a_point_leaves_a_frictionless_drum_where_gravity_no_longer_holds_it():
+    # a particle starting on top of a cylinder at speed v0 leaves it at cos(phi) = (v0^2 / (g R) + 2) / 3
+    radius, speed = 1.0, 0.5
+    model = rm.Model()
+    model.add_body(joint="planar", mass=1.0, inertia=1.0, name="point")
+    model.add_drum("drum", center=(0.0, 0.0), radius=radius)
+    model.add_contact("point", "drum", stiffness=1e9, exponent=1.0, restitution=0.5)
+    times = np.linspace(0.0, 1.2, 2401)
+    result = rm.simulate(model, [0.0, radius - 9.81 / 1e9, 0.0], [speed, 0.0, 0.0], 1.2, t_eval=times)
+    normal = result.contact_forces()["normal"][:, 0]
+    leaves = np.flatnonzero(normal == 0.0)[0]
+    angle = np.arctan2(result.q[leaves, 0], result.q[leaves, 1])
+    assert math.cos(angle) == pytest.approx((speed ** 2 / (G * radius) + 2.0) / 3.0, abs=2e-3)
+
+
+def test_the_energy_balance_closes_with_the_contacts_work_through_bounces_and_friction():
+    model = _disc(gravity=(0.0, -G), stiffness=1e5, restitution=0.6, friction=0.3)
+    result = rm.simulate(model, [0.0, 0.5, 0.0], [1.0, 0.0, 5.0], 1.5)
+    assert result.success
+    balance = result.energy_balance()
+    assert result.dissipated_work[-1] > 1.0  # the bounces and the slip dissipated energy
+    assert np.abs(balance).max() < 1e-7 * result.dissipated_work[-1]
+
+
+@pytest.mark.parametrize(("build", "message"), [
+    (lambda m: m.add_contact("b", "floor", radius=0.1, stiffness=-1.0), "stiffness must be > 0"),
+    (lambda m: m.add_contact("b", "floor", radius=-0.1, stiffness=1.0), "radius must be >= 0"),
+    (lambda m: m.add_contact("b", "floor", radius=0.1, stiffness=1.0, restitution=0.0), r"restitution must be in"),
+    (lambda m: m.add_contact("b", "floor", radius=0.1, stiffness=1.0, friction=-0.2), "friction must be >= 0"),
+    (lambda m: m.add_contact("b", "floor", radius=0.1, stiffness=1.0, exponent=0.5), "exponent must be >= 1"),
+    (lambda m: m.add_contact("b", "floor", segment=((0, 0), (0, 0)), radius=0.1, stiffness=1.0), "coincide"),
+    (lambda m: m.add_contact("c", "floor", radius=0.1, stiffness=1.0), "'c'"),
+    (lambda m: m.add_contact("b", "table", radius=0.1, stiffness=1.0), "unknown surface 'table'"),
+    (lambda m: m.add_drum("drum", center=(0.0, -1.0), radius=0.5), "inside ground 'floor'"),
+    (lambda m: m.add_drum("drum", center=(0.0, 1.0), radius=0.0), "radius must be > 0"),
+    (lambda m: m.add_ground("floor"), "duplicate surface name"),
+    (lambda m: m.add_ground("wall", normal=(0.0, 0.0)), "normal must be non-zero"),
+])
+def test_bad_contact_input_is_a_model_error_naming_the_entry(build, message):
+    model = rm.Model()
+    model.add_body(joint="planar", name="b")
+    model.add_ground("floor")
+    with pytest.raises(ModelError, match=message):
+        build(model)
+
+
+def test_methods_that_do_not_integrate_contacts_refuse_a_contact_model():
+    model = _disc(stiffness=1e6)
+    for method in ("bdf", "scipy:Radau"):
+        with pytest.raises(ValueError, match="does not integrate contacts"):
+            rm.simulate(model, [0.0, 0.2, 0.0], [0.0, 0.0, 0.0], 0.1, method=method)
+    with pytest.raises(ValueError, match="contacts act in the recursive formulation"):
+        rm.simulate(model, [0.0, 0.2, 0.0], [0.0, 0.0, 0.0], 0.1, formulation="augmented")
