@@ -234,3 +234,193 @@ def test_random_corruptions_give_a_file_format_error_or_a_model():
             assert str(err).startswith("<string>: ")
             refused += 1
     assert refused > 50
+
+
+# ---- MJCF ------------------------------------------------------------------------------------------------------------
+
+PAIR_URDF = """<robot name="pair"><link name="world"/>
+ <link name="a"><inertial><origin xyz="0.1 0 0.2" rpy="0.3 0.2 0.1"/><mass value="2"/>
+   <inertia ixx="0.05" ixy="0" ixz="0" iyy="0.04" iyz="0" izz="0.03"/></inertial></link>
+ <link name="b"><inertial><origin xyz="0 0.1 0"/><mass value="0.5"/>
+   <inertia ixx="0.01" ixy="0.001" ixz="-0.002" iyy="0.02" iyz="0.003" izz="0.015"/></inertial></link>
+ <link name="c"><inertial><origin xyz="0 0 0.1" rpy="0 0.4 0"/><mass value="1"/>
+   <inertia ixx="0.02" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.01"/></inertial></link>
+ <link name="d"><inertial><origin xyz="0.05 0 0"/><mass value="0.7"/>
+   <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.012" iyz="0" izz="0.008"/></inertial></link>
+ <joint name="hinge_a" type="revolute"><parent link="world"/><child link="a"/>
+   <origin xyz="0 0 1" rpy="0.2 -0.1 0.3"/><axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/>
+   <dynamics damping="0.2"/></joint>
+ <joint name="weld_b" type="fixed"><parent link="a"/><child link="b"/><origin xyz="0.2 0 0.1" rpy="0 0 0.5"/></joint>
+ <joint name="slide_c" type="prismatic"><parent link="b"/><child link="c"/><origin xyz="0 0.3 0" rpy="0.1 0 0"/>
+   <axis xyz="1 0 0"/><limit lower="0" upper="0.5" effort="1" velocity="1"/></joint>
+ <joint name="hinge_d" type="continuous"><parent link="c"/><child link="d"/><origin xyz="0 0 0.2"/>
+   <axis xyz="0 0 1"/></joint>
+</robot>"""
+
+# the same robot in MJCF: URDF's rpy is the extrinsic euler sequence XYZ; body b has no joint (welded)
+PAIR_MJCF = """<mujoco model="pair"><compiler angle="radian" eulerseq="XYZ"/>
+ <worldbody>
+  <body name="a" pos="0 0 1" euler="0.2 -0.1 0.3">
+   <joint name="hinge_a" type="hinge" axis="0 1 0" range="-1 1" damping="0.2"/>
+   <inertial pos="0.1 0 0.2" euler="0.3 0.2 0.1" mass="2" diaginertia="0.05 0.04 0.03"/>
+   <body name="b" pos="0.2 0 0.1" euler="0 0 0.5">
+    <inertial pos="0 0.1 0" mass="0.5" fullinertia="0.01 0.02 0.015 0.001 -0.002 0.003"/>
+    <body name="c" pos="0 0.3 0" euler="0.1 0 0">
+     <joint name="slide_c" type="slide" axis="1 0 0" range="0 0.5"/>
+     <inertial pos="0 0 0.1" euler="0 0.4 0" mass="1" diaginertia="0.02 0.02 0.01"/>
+     <body name="d" pos="0 0 0.2">
+      <joint name="hinge_d" axis="0 0 1"/>
+      <inertial pos="0.05 0 0" mass="0.7" diaginertia="0.01 0.012 0.008"/>
+      <geom type="sphere" size="0.02"/>
+     </body>
+    </body>
+   </body>
+  </body>
+ </worldbody>
+</mujoco>"""
+
+
+def assert_same_dynamics(model, reference, tol=1e-12, seed=3):
+    rng = np.random.default_rng(seed)
+    for _ in range(4):
+        q = rm.integrate_configuration(reference, reference.neutral(), rng.normal(size=reference.nv))
+        v, tau = rng.normal(size=reference.nv), rng.normal(size=reference.nv)
+        assert rel(rm.mass_matrix(model, q), rm.mass_matrix(reference, q)) < tol
+        assert rel(rm.forward_dynamics(model, q, v, tau), rm.forward_dynamics(reference, q, v, tau)) < tol
+
+
+def test_mjcf_subset_equals_the_urdf_of_the_same_robot():
+    model = rm.load_mjcf(PAIR_MJCF, use_mujoco=False)
+    reference = rm.load_urdf(PAIR_URDF)
+    assert model.names == reference.names == ["a", "c", "d"] and model.name == "pair"
+    assert model.imported.links == {"world": "ground", "a": "a", "b": "a", "c": "c", "d": "d"}
+    assert model.imported.joints["hinge_a"].limits == (-1.0, 1.0)
+    assert model.imported.joints["hinge_a"].damping == 0.2
+    assert_same_dynamics(model, reference)
+
+
+def test_mjcf_degrees_and_orientations():
+    """axisangle, xyaxes, zaxis and quat for the same turn; hinge ranges and springref in degrees."""
+    turns = ['axisangle="0 0 1 90"', 'xyaxes="0 1 0 -1 0 0"', 'quat="0.7071067811865476 0 0 0.7071067811865476"',
+             'euler="0 0 90"']
+    models = []
+    for turn in turns:
+        text = (f'<mujoco><worldbody><body name="b" pos="0 0 1" {turn}><joint name="j" axis="1 0 0" range="-90 45" '
+                'stiffness="2" springref="30"/><inertial pos="0.1 0.2 0" mass="1" diaginertia="0.1 0.2 0.25"/>'
+                '<geom type="mesh" mesh="hand"/></body></worldbody></mujoco>')
+        models.append(rm.load_mjcf(text, use_mujoco=False, joint_damping=False))
+    for model in models:
+        np.testing.assert_allclose(model.body("b")["rotation"], axis_rotation(Z, np.pi / 2), atol=1e-15)
+        assert model.imported.joints["j"].limits == pytest.approx((-np.pi / 2, np.pi / 4), rel=1e-15)
+        assert model.imported.joints["j"].spring_rest == pytest.approx(np.pi / 6, rel=1e-15)
+        assert model.imported.meshes == {"b": ["hand"]}
+    zaxis = rm.load_mjcf('<mujoco><worldbody><body name="b" zaxis="1 0 0"><joint name="j"/><inertial pos="0 0 0" '
+                         'mass="1" diaginertia="1 1 1"/></body></worldbody></mujoco>', use_mujoco=False)
+    np.testing.assert_allclose(zaxis.body("b")["rotation"] @ Z, X, atol=1e-15)
+
+
+def test_mjcf_free_ball_and_several_joints_on_one_body():
+    turn = 30.0
+    text = f"""<mujoco model="m"><option gravity="0 0.5 -9"/><worldbody>
+      <body name="floater" pos="1 2 3" quat="0.5 0.5 0.5 0.5"><freejoint name="float"/>
+        <inertial pos="0 0 0.1" mass="3" diaginertia="0.1 0.2 0.15"/>
+        <body name="arm" pos="0 0 0.5"><joint name="shoulder" type="ball" pos="0 0 0.1" damping="0.3"/>
+          <inertial pos="0 0 0.2" mass="1" diaginertia="0.02 0.02 0.01"/>
+          <body name="hand" pos="0 0 0.4" axisangle="1 0 0 {turn}">
+            <joint name="wx" axis="1 0 0" pos="0 0 0.05"/><joint name="wy" axis="0 2 0" pos="0 0 0.05"/>
+            <inertial pos="0 0 0.1" mass="0.5" diaginertia="0.005 0.004 0.003"/>
+          </body></body></body></worldbody></mujoco>"""
+    model = rm.load_mjcf(text, use_mujoco=False)
+    reference = rm.Model3D(gravity=(0.0, 0.5, -9.0))
+    reference.add_body("ground", "free", mass=3.0, com=(0, 0, 0.1), inertia=(0.1, 0.2, 0.15, 0, 0, 0),
+                       name="floater")
+    reference.add_body("floater", "spherical", parent_point=(0, 0, 0.6), child_point=(0, 0, 0.1), mass=1.0,
+                       com=(0, 0, 0.2), inertia=(0.02, 0.02, 0.01, 0, 0, 0), name="arm")
+    rotation = axis_rotation(X, np.radians(turn))
+    reference.add_body("arm", "revolute", parent_point=(0, 0, 0.4) + rotation @ (0, 0, 0.05),
+                       child_point=(0, 0, 0.05), rotation=rotation, axis=X, mass=0.0, name="hand/wx")
+    reference.add_body("hand/wx", "revolute", parent_point=(0, 0, 0.05), child_point=(0, 0, 0.05), axis=Y,
+                       mass=0.5, com=(0, 0, 0.1), inertia=(0.005, 0.004, 0.003, 0, 0, 0), name="hand")
+    reference.add_joint_spring_damper("arm", stiffness=0.0, damping=0.3)
+    reference.compile()
+    assert model.names == reference.names and model.joint_types == reference.joint_types
+    assert_same_dynamics(model, reference)
+    np.testing.assert_allclose(model.imported.q0[:7], (1, 2, 3, 0.5, 0.5, 0.5, 0.5), rtol=0, atol=1e-15)
+    assert model.imported.links["hand"] == "hand" and model.imported.joints["wx"].body == "hand/wx"
+
+
+MJCF_VALID = PAIR_MJCF
+MJCF_CASES = [  # (what, old, new, element named, words)
+    ("armature", 'range="0 0.5"', 'range="0 0.5" armature="0.1"', "joint 'slide_c'", "armature is not supported"),
+    ("frictionloss", 'axis="0 0 1"', 'axis="0 0 1" frictionloss="1"', "joint 'hinge_d'", "frictionloss"),
+    ("ref", 'axis="0 0 1"', 'axis="0 0 1" ref="3"', "joint 'hinge_d'", "ref is not supported"),
+    ("free joint below a body", '<joint name="hinge_d" axis="0 0 1"/>', '<freejoint name="f"/>', "joint 'f'",
+     "must join a body to the world"),
+    ("damped free joint", '<joint name="hinge_a" type="hinge" axis="0 1 0" range="-1 1" damping="0.2"/>',
+     '<joint name="f" type="free" damping="1"/>', "joint 'f'", "damping on a free joint"),
+    ("stiff ball", '<joint name="hinge_d" axis="0 0 1"/>', '<joint name="ball" type="ball" stiffness="2"/>',
+     "joint 'ball'", "stiffness on a ball joint"),
+    ("unknown joint type", '<joint name="hinge_d" axis="0 0 1"/>', '<joint name="hinge_d" type="hinje"/>',
+     "joint 'hinge_d'", "unknown joint type 'hinje'"),
+    ("zero axis", 'axis="0 0 1"', 'axis="0 0 0"', "joint 'hinge_d'", "non-zero"),
+    ("geoms without inertial", '<inertial pos="0.05 0 0" mass="0.7" diaginertia="0.01 0.012 0.008"/>', "",
+     "body 'd'", "no <inertial>"),
+    ("two orientations", 'euler="0.1 0 0"', 'euler="0.1 0 0" quat="1 0 0 0"', "body 'c'", "two orientations"),
+    ("bad quat", 'euler="0.1 0 0"', 'quat="1 0 0"', "body 'c'", "quat: expected 4"),
+    ("negative mass", 'mass="0.7"', 'mass="-0.7"', "body 'd'", ">= 0"),
+    ("triangle inequality", 'diaginertia="0.01 0.012 0.008"', 'diaginertia="0.01 0.01 0.5"', "body 'd'",
+     "triangle inequality"),
+    ("no inertia", 'mass="0.7" diaginertia="0.01 0.012 0.008"', 'mass="0.7"', "body 'd'",
+     "one of diaginertia and fullinertia"),
+    ("duplicate body", '<body name="d"', '<body name="c"', "body 'c'", "defined twice"),
+    ("duplicate joint", '<joint name="hinge_d"', '<joint name="hinge_a"', "joint 'hinge_a'", "defined twice"),
+    ("equality", "</worldbody>", '</worldbody><equality><weld body1="a"/></equality>', "<equality>",
+     "not in the subset"),
+    ("joint defaults", "<worldbody>", '<default><joint damping="1"/></default><worldbody>', "<default>",
+     "<joint> defaults"),
+    ("no worldbody", "<worldbody>", "<world>", None, "no <worldbody>"),
+    ("bad gravity", "<worldbody>", '<option gravity="0 -9.81"/><worldbody>', "<option>", "gravity"),
+]
+
+
+@pytest.mark.parametrize("case", MJCF_CASES, ids=[case[0] for case in MJCF_CASES])
+def test_malformed_mjcf_names_file_and_element(tmp_path, case):
+    _, old, new, where, words = case
+    text = MJCF_VALID.replace(old, new, 1)
+    if case[0] == "no worldbody":
+        text = text.replace("</worldbody>", "</world>")
+    assert text != MJCF_VALID
+    path = tmp_path / "robot.xml"
+    path.write_text(text)
+    with pytest.raises(FileFormatError) as info:
+        rm.load_mjcf(path, use_mujoco=False)
+    message = str(info.value)
+    assert message.startswith(f"{path}: " + (f"{where}: " if where else "")), message
+    assert words in message, message
+
+
+# ---- model files and the command line ------------------------------------------------------------------------------
+
+def test_io_load_and_rmbd_read_urdf_and_mjcf(tmp_path):
+    import io as std_io  # noqa: PLC0415
+
+    from recursive_mbd import cli  # noqa: PLC0415
+
+    urdf, mjcf = tmp_path / "pair.urdf", tmp_path / "pair.xml"
+    urdf.write_text(PAIR_URDF)
+    mjcf.write_text(PAIR_MJCF)
+    for path in (urdf, mjcf):
+        spec = rm.io.load(path)
+        assert spec.model.names == ["a", "c", "d"] and spec.analysis == {} and spec.drivers == {}
+        np.testing.assert_array_equal(spec.q0, np.zeros(3))
+        out = std_io.StringIO()
+        assert cli.main(["info", str(path)], out=out) == 0
+        assert "pair: spatial, 3 bodies" in out.getvalue() and "initial.q = " in out.getvalue()
+    assert cli.main(["run", str(urdf), "-o", str(tmp_path / "none.npz")], out=std_io.StringIO()) == 1
+    out = std_io.StringIO()
+    assert cli.main(["run", str(mjcf), "--t-end", "0.01", "-o", str(tmp_path / "pair.npz")], out=out) == 0
+    assert "wrote" in out.getvalue() and (tmp_path / "pair.npz").exists()
+    other = tmp_path / "other.xml"
+    other.write_text("<sdf/>")
+    with pytest.raises(FileFormatError, match=re.escape(f"{other}: the root element is <sdf>")):
+        rm.io.load(other)

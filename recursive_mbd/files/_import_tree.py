@@ -87,7 +87,7 @@ class Node:
     and its inertia (mass, centre of mass in the node frame, inertia tensor about it)."""
 
     __slots__ = ("name", "parent", "where", "rotation", "position", "joints", "mass", "com", "inertia",
-                 "inertia_rotation", "meshes")
+                 "inertia_rotation", "meshes", "free_placement")
 
     def __init__(self, name, parent, where, rotation, position, joints):
         self.name = name
@@ -101,6 +101,7 @@ class Node:
         self.inertia = ZERO_TENSOR  # about the centre of mass, in the axes of inertia_rotation
         self.inertia_rotation = None  # those axes in the node frame (None: the node axes)
         self.meshes = []
+        self.free_placement = None  # MJCF: a free body's (position, quaternion) in the file, its qpos0
 
 
 class Failure:
@@ -221,8 +222,9 @@ def build(nodes, fail, *, name, gravity, floating_base, joint_damping, source, f
             info = entry["info"]
             if info is not None and (info.damping > 0.0 or info.stiffness > 0.0):
                 try:
-                    model.add_joint_spring_damper(b, stiffness=info.stiffness, damping=info.damping,
-                                                  rest=info.spring_rest, name=info.name)
+                    rest = None if entry["joint"] == "spherical" else info.spring_rest  # (no ball springs read)
+                    model.add_joint_spring_damper(b, stiffness=info.stiffness, damping=info.damping, rest=rest,
+                                                  name=info.name)
                 except ModelError as err:
                     fail(entry["where"], str(err))
     try:
