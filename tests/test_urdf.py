@@ -319,6 +319,26 @@ def test_mjcf_degrees_and_orientations():
     np.testing.assert_allclose(zaxis.body("b")["rotation"] @ Z, X, atol=1e-15)
 
 
+@pytest.mark.parametrize("joint", ['type="hinge" axis="1 1 0"', 'type="slide" axis="0 1 1"'])
+def test_mjcf_ref_is_the_coordinate_of_the_files_pose(joint):
+    """A joint with ``ref``: q is MuJoCo's qpos, and the file's pose is at q = ref (degrees for a hinge)."""
+    bodies = ('<body name="a" pos="0 0 1" euler="10 20 30"><joint name="j" {joint} pos="0.1 0 0" {ref}/>'
+              '<inertial pos="0.1 0.2 0.3" mass="1" diaginertia="0.1 0.2 0.25"/>'
+              '<body name="b" pos="0.3 0 0"><joint name="k" axis="0 0 1"/>'
+              '<inertial pos="0 0.1 0" mass="0.5" diaginertia="0.01 0.02 0.02"/></body></body>')
+    plain, shifted = (rm.load_mjcf(f"<mujoco><worldbody>{bodies.format(joint=joint, ref=ref)}</worldbody></mujoco>",
+                                   use_mujoco=False) for ref in ("", 'ref="40"'))
+    ref = np.radians(40.0) if "hinge" in joint else 40.0
+    assert shifted.imported.joints["j"].ref == ref
+    np.testing.assert_array_equal(shifted.imported.q0, (ref, 0.0))
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        q, v = rng.normal(size=2), rng.normal(size=2)
+        shift = np.array([ref, 0.0])
+        assert rel(rm.mass_matrix(shifted, q + shift), rm.mass_matrix(plain, q)) < 1e-12
+        assert rel(rm.forward_dynamics(shifted, q + shift, v), rm.forward_dynamics(plain, q, v)) < 1e-12
+
+
 def test_mjcf_free_ball_and_several_joints_on_one_body():
     turn = 30.0
     text = f"""<mujoco model="m"><option gravity="0 0.5 -9"/><worldbody>
@@ -353,7 +373,6 @@ MJCF_VALID = PAIR_MJCF
 MJCF_CASES = [  # (what, old, new, element named, words)
     ("armature", 'range="0 0.5"', 'range="0 0.5" armature="0.1"', "joint 'slide_c'", "armature is not supported"),
     ("frictionloss", 'axis="0 0 1"', 'axis="0 0 1" frictionloss="1"', "joint 'hinge_d'", "frictionloss"),
-    ("ref", 'axis="0 0 1"', 'axis="0 0 1" ref="3"', "joint 'hinge_d'", "ref is not supported"),
     ("free joint below a body", '<joint name="hinge_d" axis="0 0 1"/>', '<freejoint name="f"/>', "joint 'f'",
      "must join a body to the world"),
     ("damped free joint", '<joint name="hinge_a" type="hinge" axis="0 1 0" range="-1 1" damping="0.2"/>',

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..model.spatial import Model3D
+from ..model.spatial_fields import axis_rotation
 from .model_file import FileFormatError
 
 ZERO = np.zeros(3)
@@ -52,6 +53,7 @@ class ImportedJoint:
     friction: float = 0.0
     stiffness: float = 0.0
     spring_rest: float = 0.0
+    ref: float = 0.0  # the joint coordinate at the pose the file draws (MJCF's ref; the model's q is the file's)
 
 
 @dataclass
@@ -191,6 +193,11 @@ def build(nodes, fail, *, name, gravity, floating_base, joint_damping, source, f
                 turn = _plane_frame(joint.axis) if joint.kind == "planar" else None
                 joint_rot, joint_point = _compose(rot, pos, turn, joint.anchor)
                 axis = joint.axis if joint.kind in ("revolute", "prismatic") else None
+                if joint.info.ref != 0.0:  # the file's pose is at q = ref: turn or shift the joint frame back
+                    if joint.kind == "revolute":
+                        joint_rot, _ = _compose(joint_rot, ZERO, axis_rotation(axis, -joint.info.ref), ZERO)
+                    else:
+                        joint_point = joint_point - joint.info.ref * (axis if joint_rot is None else joint_rot @ axis)
                 child_point = joint.anchor if turn is None else turn.T @ joint.anchor
                 body = new_body(body_name, body, joint.kind, joint_point, child_point, joint_rot, axis, joint.where,
                                 joint.info)
@@ -231,8 +238,12 @@ def build(nodes, fail, *, name, gravity, floating_base, joint_damping, source, f
         model.compile()
     except ModelError as err:
         fail(None, str(err))
+    q0 = model.neutral()
+    for info in joints.values():
+        if info.ref != 0.0:
+            q0[model.q_slice(info.body)] = info.ref
     model.imported = ImportedModel(source=source, format=file_format, joints=joints, links=links, meshes=meshes,
-                                   q0=model.neutral())
+                                   q0=q0)
     return model
 
 

@@ -9,22 +9,22 @@ inertias combined); a body with several joints gets massless intermediate bodies
 composes them in order). Joints: hinge -> revolute, slide -> prismatic, ball -> spherical (q = (w, x, y, z) and v
 the angular velocity in the body frame, as MuJoCo's qpos and qvel), free -> free (q = (x, y, z, w, qx, qy, qz) as
 MuJoCo's qpos; v = (linear velocity in the world frame, angular velocity in the body frame) as its qvel). The
-gravity is the file's ``<option gravity>``. ``model.imported.q0`` is MuJoCo's qpos0 (a free body's placement in
-the file).
+gravity is the file's ``<option gravity>``. A joint's ``ref`` is kept: the model's q is MuJoCo's qpos (the file's
+pose at q = ref), and ``model.imported.q0`` is MuJoCo's qpos0 (refs, free bodies' placements in the file).
 
 Kept and applied: joint ``damping`` (all joints but free) and ``stiffness`` with ``springref`` (hinge and slide) as
 joint spring-dampers (``joint_damping=True``). Kept, not applied: ``range`` (``imported.joints[name].limits``, in
 radians or metres: Model3D enforces no joint limits yet). Ignored: geoms for contact (Model3D has no contact: the
-file's collisions do not happen), sites, cameras, lights, actuators, sensors, keyframes, visual settings.
-Refused (a ``FileFormatError`` naming the file and the element): what would change the dynamics and Model3D cannot
-hold: joint ``armature``, ``frictionloss`` or ``ref``, damping on a free joint, stiffness on a ball joint, a free
-joint below another body or beside other joints, equality constraints, tendons with stiffness or damping (the
-subset refuses any tendon), a ``<flexcomp>``/``<flex>`` or ``<composite>``.
+file's collisions do not happen), sites, cameras, lights, actuators, sensors, keyframes, visual settings. Refused (a
+``FileFormatError`` naming the file and the element): what would change the dynamics and Model3D cannot hold: joint
+``armature`` (added inertia on the joint) or ``frictionloss``, damping on a free joint, stiffness on a ball joint, a
+free joint below another body or beside other joints, equality constraints, tendons with stiffness or damping (the
+subset refuses any tendon), deformable (flex) bodies.
 
-The subset (without mujoco, or with ``use_mujoco=False``): ``<mujoco model>``, ``<compiler angle eulerseq>``
-(angles in degrees unless ``angle="radian"``), ``<option gravity>``, nested ``<body name pos quat | axisangle |
-euler | xyaxes | zaxis>`` with ``<joint type pos axis damping stiffness springref range>`` (type hinge, slide, ball
-or free; axis default (0, 0, 1)), ``<freejoint>`` and an explicit ``<inertial pos orientation mass diaginertia |
+The subset (without mujoco, or with ``use_mujoco=False``): ``<mujoco model>``, ``<compiler angle eulerseq>`` (angles
+in degrees unless ``angle="radian"``), ``<option gravity>``, nested ``<body name pos quat | axisangle | euler |
+xyaxes | zaxis>`` with ``<joint type pos axis damping stiffness springref ref range>`` (type hinge, slide, ball or
+free; axis default (0, 0, 1)), ``<freejoint>`` and an explicit ``<inertial pos orientation mass diaginertia |
 fullinertia>`` on every body that has geoms (a body with neither inertial nor geoms has no mass). Not in the subset:
 ``<default>`` classes that set joint or inertial attributes, ``<include>``, ``<frame>``, inertias from geoms,
 ``<compiler coordinate="global">``. The tree is read without recursion.
@@ -95,7 +95,7 @@ def _subset_joint(fail, element, name, degrees):
     kind = "free" if element.tag == "freejoint" else element.get("type", "hinge")
     if kind not in JOINT_TYPES:
         fail(where, f"type: unknown joint type {kind!r}; the subset reads {', '.join(JOINT_TYPES)}")
-    for key in ("ref", "armature", "frictionloss"):
+    for key in ("armature", "frictionloss"):
         if number(fail, where, element, key, 0.0) != 0.0:
             fail(where, f"{key} is not supported (Model3D cannot hold it); remove it or set it to 0")
     anchor = element.get("pos")
@@ -106,7 +106,9 @@ def _subset_joint(fail, element, name, degrees):
     angle_scale = math.pi / 180.0 if degrees and kind == "hinge" else 1.0
     info = ImportedJoint(name=name, type=kind, body="", damping=number(fail, where, element, "damping", 0.0),
                          stiffness=number(fail, where, element, "stiffness", 0.0),
-                         spring_rest=number(fail, where, element, "springref", 0.0) * angle_scale)
+                         spring_rest=number(fail, where, element, "springref", 0.0) * angle_scale,
+                         ref=number(fail, where, element, "ref", 0.0) * angle_scale if kind in ("hinge", "slide")
+                         else 0.0)
     limits = element.get("range")
     if limits is not None and element.get("limited", "auto") != "false":
         lower, upper = numbers(fail, where, limits, 2, "range")
@@ -266,12 +268,10 @@ def _mujoco_nodes(fail, mujoco, source):
             for key, values in (("armature", mj.dof_armature), ("frictionloss", mj.dof_frictionloss)):
                 if values[dof] != 0.0:
                     fail(joint_where, f"{key} is not supported (Model3D cannot hold it); remove it or set it to 0")
-            if kind in ("hinge", "slide") and mj.qpos0[qadr] != 0.0:
-                fail(joint_where, "ref is not supported (Model3D's joint coordinates start at the file's pose)")
             info = ImportedJoint(name=joint_name, type=kind, body="", damping=float(mj.dof_damping[dof]),
                                  stiffness=float(mj.jnt_stiffness[j]))
             if kind in ("hinge", "slide"):
-                info.spring_rest = float(mj.qpos_spring[qadr])
+                info.spring_rest, info.ref = float(mj.qpos_spring[qadr]), float(mj.qpos0[qadr])
             if mj.jnt_limited[j]:
                 info.limits = (float(mj.jnt_range[j, 0]), float(mj.jnt_range[j, 1]))
             axis = mj.jnt_axis[j].copy() if kind in ("hinge", "slide") else None
@@ -339,12 +339,11 @@ def load_mjcf(source, *, use_mujoco=None, joint_damping=True):
         _checked_inertias(np.array([node.inertia for node in nodes[1:]]), refuse)
     model = build(nodes, fail, name=root.get("model"), gravity=gravity, floating_base=False,
                   joint_damping=joint_damping, source=label, file_format="mjcf")
-    q0 = model.neutral()
+    q0 = model.imported.q0
     for node in nodes:
         if node.free_placement is not None:
             span = model.q_slice(node.name)
             q0[span.start:span.start + 3], q0[span.start + 3:span.stop] = node.free_placement
-    model.imported.q0 = q0
     return model
 
 
