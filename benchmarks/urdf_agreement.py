@@ -39,11 +39,17 @@ HAND_WRITTEN = ROOT / "tests" / "data" / "arm.urdf"
 ROBOTS = {  # name: (file under example-robot-data's robots folder, floating base)
     "ur5": ("ur_description/urdf/ur5_robot.urdf", False),
     "panda": ("panda_description/urdf/panda.urdf", False),
-    "double_pendulum": ("double_pendulum_description/urdf/double_pendulum.urdf", False),
     "kinova": ("kinova_description/robots/kinova.urdf", False),
+    "xarm7": ("xarm_description/urdf/xarm7.urdf", False),
+    "z1": ("z1_description/urdf/z1.urdf", False),
+    "baxter": ("baxter_description/urdf/baxter.urdf", False),
     "talos_left_arm": ("talos_data/robots/talos_left_arm.urdf", False),
+    "double_pendulum": ("double_pendulum_description/urdf/double_pendulum.urdf", False),
     "solo12": ("solo_description/robots/solo12.urdf", True),
-    "romeo_small": ("romeo_description/urdf/romeo_small.urdf", True),
+    "a1": ("a1_description/urdf/a1.urdf", True),
+    "g1": ("g1_description/urdf/g1_29dof_rev_1_0.urdf", True),
+    "talos_reduced": ("talos_data/robots/talos_reduced.urdf", True),
+    "romeo_small": ("romeo_description/urdf/romeo_small.urdf", True),  # refused: an inertia no body can have
 }
 
 

@@ -77,7 +77,7 @@ def test_what_the_file_keeps_beside_the_dynamics():
     assert imported.source == "<string>" and imported.format == "urdf"
     assert imported.links == {"base": "ground", "upper": "upper", "sensor": "upper", "fore": "fore",
                               "slider": "slider"}
-    assert imported.meshes == {"upper": ["package://arm/upper.stl"]}
+    assert imported.meshes == {"upper": ["package://arm/upper.stl", "package://arm/upper_hull.stl"]}
     shoulder, elbow, slide = (imported.joints[name] for name in ("shoulder", "elbow", "slide"))
     assert (shoulder.type, shoulder.body, shoulder.limits, shoulder.effort, shoulder.velocity, shoulder.damping) == (
         "revolute", "upper", (-1.0, 1.0), 10.0, 2.0, 0.5)

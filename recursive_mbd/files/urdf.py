@@ -137,10 +137,9 @@ def _name(fail, element, index):
 def _link_inertia(fail, where, link):
     """(mass, com, inertia (3, 3) about the com in the inertial frame, its rotation to link axes or None) of a
     ``<link>`` (zeros without ``<inertial>``), and its mesh file names."""
-    parts = children(fail, where, link, ("inertial", "visual", "collision"))
-    meshes = [mesh.get("filename") for tag in ("visual", "collision") if parts[tag] is not None
-              for mesh in parts[tag].iter("mesh") if mesh.get("filename")]
-    inertial = parts["inertial"]
+    meshes = [mesh.get("filename") for part in link if part.tag in ("visual", "collision")
+              for mesh in part.iter("mesh") if mesh.get("filename")]
+    inertial = children(fail, where, link, ("inertial",))["inertial"]
     if inertial is None:
         return 0.0, ZERO, ZERO_TENSOR, None, meshes
     entries = children(fail, where, inertial, ("origin", "mass", "inertia"))
