@@ -36,7 +36,7 @@ import math
 import numpy as np
 
 from ..model.spatial_fields import _checked_inertias, axis_rotation, quaternion_matrix
-from ._import_tree import ZERO, Failure, ImportedJoint, Joint, Node, build
+from ._import_tree import ZERO, Failure, ImportedJoint, Joint, Node, build, paused_garbage_collection
 from .urdf import children, number, numbers, read_xml
 
 JOINT_TYPES = {"hinge": "revolute", "slide": "prismatic", "ball": "spherical", "free": "free"}
@@ -315,6 +315,11 @@ def load_mjcf(source, *, use_mujoco=None, joint_damping=True):
     FileFormatError
         (a ModelError) naming the file and the element; the module docstring lists what is read and refused.
     """
+    with paused_garbage_collection():
+        return _load_mjcf(source, use_mujoco, joint_damping)
+
+
+def _load_mjcf(source, use_mujoco, joint_damping):
     mujoco = None
     if use_mujoco is not False:
         try:

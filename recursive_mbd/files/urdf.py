@@ -17,7 +17,9 @@ dynamics and is skipped):
   effort velocity>`` and ``<dynamics damping friction>`` (optional). Types: ``revolute`` and ``continuous``
   (Model3D revolute), ``prismatic``, ``fixed`` (the child link is merged into its parent's body: masses,
   centres of mass and inertias combined by the parallel-axis theorem), ``floating`` (free: q = (x, y, z, w, qx,
-  qy, qz)) and ``planar`` (the plane normal to the axis; q = (x, y, angle) in a frame of that plane).
+  qy, qz)) and ``planar`` (the plane normal to the axis n; q = (x, y, angle) in the plane frame, which is the body
+  frame: the joint frame when n is +z, else z = n, x = e cross n normalised with e the joint frame's x axis, or its
+  y axis where |n_x| >= 0.9, and y = z cross x).
   ``<calibration>`` and ``<safety_controller>`` are not dynamics and are skipped.
 - The root link (the one link that is no joint's child) is the ground, or with ``floating_base=True`` a body on a
   free joint (as Pinocchio's ``buildModelFromUrdf(file, JointModelFreeFlyer())``).
@@ -44,7 +46,17 @@ import numpy as np
 
 from ..errors import name_list, unknown_name
 from ..model.spatial_fields import _checked_inertias, _unit
-from ._import_tree import ZERO, ZERO_TENSOR, Failure, ImportedJoint, Joint, Node, build, rpy_matrix
+from ._import_tree import (
+    ZERO,
+    ZERO_TENSOR,
+    Failure,
+    ImportedJoint,
+    Joint,
+    Node,
+    build,
+    paused_garbage_collection,
+    rpy_matrix,
+)
 from .model_file import FileFormatError
 
 JOINT_TYPES = {"revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic", "fixed": None,
@@ -273,6 +285,11 @@ def load_urdf(source, *, floating_base=False, joint_damping=True, independent_mi
     FileFormatError
         (a ModelError) naming the file and the element; the module docstring lists what is read and refused.
     """
+    with paused_garbage_collection():
+        return _load_urdf(source, floating_base, joint_damping, independent_mimic, gravity)
+
+
+def _load_urdf(source, floating_base, joint_damping, independent_mimic, gravity):
     root, label = read_xml(source)
     fail = Failure(label)
     if root.tag != "robot":
