@@ -1,6 +1,7 @@
 """URDF import (``rm.load_urdf``): the dynamics of a file equal those of the same robot built by hand, every
 malformed file gives one FileFormatError naming the file and the element, deep chains load without recursion."""
 
+import io as std_io
 import re
 from pathlib import Path
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 import recursive_mbd as rm
+from recursive_mbd import cli
 from recursive_mbd.files.model_file import FileFormatError
 from recursive_mbd.model.spatial_fields import axis_rotation
 
@@ -421,10 +423,6 @@ def test_malformed_mjcf_names_file_and_element(tmp_path, case):
 # ---- model files and the command line ------------------------------------------------------------------------------
 
 def test_io_load_and_rmbd_read_urdf_and_mjcf(tmp_path):
-    import io as std_io  # noqa: PLC0415
-
-    from recursive_mbd import cli  # noqa: PLC0415
-
     urdf, mjcf = tmp_path / "pair.urdf", tmp_path / "pair.xml"
     urdf.write_text(PAIR_URDF)
     mjcf.write_text(PAIR_MJCF)
