@@ -371,6 +371,18 @@ def test_mjcf_free_ball_and_several_joints_on_one_body():
     assert model.imported.links["hand"] == "hand" and model.imported.joints["wx"].body == "hand/wx"
 
 
+def test_a_deeply_nested_mjcf_chain_loads_without_recursion():
+    """2000 nested bodies: deeper than MuJoCo's XML parser takes (the default route falls back to the subset)."""
+    n = 2000
+    body = ('<body name="b{i}" pos="0 0 -0.1"><joint name="j{i}" axis="0 1 0"/>'
+            '<inertial pos="0 0 -0.05" mass="0.1" diaginertia="1e-4 1e-4 2e-5"/>')
+    text = "<mujoco><worldbody>" + "".join(body.format(i=i) for i in range(n)) + "</body>" * n + "</worldbody></mujoco>"
+    for model in (rm.load_mjcf(text, use_mujoco=False), rm.load_mjcf(text)):
+        assert model.nbodies == model.nq == n and model.names[-1] == f"b{n - 1}"
+        np.testing.assert_array_equal(model.parents, np.arange(-1, n - 1))
+        np.testing.assert_array_equal(model.body(n - 1)["com"], (0.0, 0.0, -0.05))
+
+
 MJCF_VALID = PAIR_MJCF
 MJCF_CASES = [  # (what, old, new, element named, words)
     ("armature", 'range="0 0.5"', 'range="0 0.5" armature="0.1"', "joint 'slide_c'", "armature is not supported"),

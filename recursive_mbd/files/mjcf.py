@@ -234,6 +234,10 @@ def _subset_inertial(fail, where, inertial, node, degrees, eulerseq):
 _MJ_FREE, _MJ_BALL, _MJ_SLIDE, _MJ_HINGE = 0, 1, 2, 3  # mjtJoint
 
 
+class _TooDeep(Exception):
+    """MuJoCo's XML parser refused the file's nesting depth (a deep chain): the subset reads it without recursion."""
+
+
 def _mujoco_nodes(fail, mujoco, source):
     """The frame tree of an MJCF file compiled by MuJoCo (``mujoco.MjModel``), and its gravity."""
     try:
@@ -242,7 +246,10 @@ def _mujoco_nodes(fail, mujoco, source):
         else:
             mj = mujoco.MjModel.from_xml_path(str(source))
     except ValueError as err:  # MuJoCo's compiler names the element and the line
-        fail(None, f"MuJoCo cannot compile it: {' '.join(str(err).split())}")
+        message = " ".join(str(err).split())
+        if "XML_ELEMENT_DEPTH_EXCEEDED" in message:
+            raise _TooDeep(message) from None
+        fail(None, f"MuJoCo cannot compile it: {message}")
     for count, what in ((mj.neq, "equality constraints"), (getattr(mj, "nflex", 0), "deformable (flex) bodies")):
         if count:
             fail(None, f"{count} {what}: not supported (they change the dynamics; Model3D cannot hold them)")
@@ -300,7 +307,9 @@ def load_mjcf(source, *, use_mujoco=None, joint_damping=True):
         The file, or its text.
     use_mujoco : bool or None
         Read it through MuJoCo's compiler (True; an ImportError when ``mujoco`` is not installed), through the
-        documented subset (False), or the first when ``mujoco`` can be imported (None, the default).
+        documented subset (False), or the first when ``mujoco`` can be imported (None, the default), falling back
+        to the subset for a file nested deeper than MuJoCo's XML parser allows (a chain of more than about a
+        thousand bodies), which the subset reads without recursion.
     joint_damping : bool
         Apply joint damping and stiffness as joint spring-dampers (default True).
 
@@ -332,9 +341,14 @@ def _load_mjcf(source, use_mujoco, joint_damping):
     fail = Failure(label)
     if root.tag != "mujoco":
         fail(None, f"the root element is <{root.tag}>, not <mujoco>: not an MJCF file")
+    nodes = None
     if mujoco is not None:
-        nodes, gravity = _mujoco_nodes(fail, mujoco, source)
-    else:
+        try:
+            nodes, gravity = _mujoco_nodes(fail, mujoco, source)
+        except _TooDeep as err:
+            if use_mujoco:
+                fail(None, f"MuJoCo cannot compile it: {err} (use_mujoco=None or False reads it with the subset)")
+    if nodes is None:
         nodes, gravity = _subset_nodes(fail, root)
         order = [node.name for node in nodes[1:]]
 
