@@ -239,15 +239,15 @@ def _tree_order(fail, links, joint_of_child):
              "root being the child of one joint (join the others to the tree)")
     if not roots:
         fail(None, "no root link: every link is the child of a joint, so the joints form a cycle")
-    children = {link: [] for link in links}
+    children_of = {link: [] for link in links}
     for child, (parent, _) in joint_of_child.items():
-        children[parent].append(child)
+        children_of[parent].append(child)
     order = []
     stack = [roots[0]]
     while stack:
         link = stack.pop()
         order.append(link)
-        stack.extend(reversed(children[link]))
+        stack.extend(reversed(children_of[link]))
     if len(order) != len(links):
         reached = set(order)
         stray = next(link for link in links if link not in reached)
