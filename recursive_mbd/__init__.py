@@ -50,6 +50,7 @@ _LAZY_NAMES = {
     "compiled_forward_dynamics": "dynamics.compiled",
     "EnsembleResult": "integrate.ensemble", "simulate_many": "integrate.ensemble",
     "sweep": "integrate.sweeps",
+    "load_mjcf": "files.mjcf", "load_urdf": "files.urdf",
 }
 
 # Every public name (tests/test_imports.py checks that it matches the two tables above).
@@ -61,6 +62,7 @@ __all__ = [
     "ModelError", "models", "modes", "plot", "point_kinematics", "RedundantConstraintWarning", "ResultFileError",
     "simulate", "simulate_many", "SimulationError", "SimulationResult", "solve_effective", "spatial_loops",
     "StateError", "static_equilibrium", "studies", "sweep",
+    "load_mjcf", "load_urdf",
 ]
 
 

@@ -246,11 +246,18 @@ def _run(args, out):
         raise InputError(f"--max-time must be > 0 seconds, got {args.max_time}")
     if args.progress:
         _require("tqdm", "--progress", "progress")
+    if args.t_end is not None and not args.t_end > 0:
+        raise InputError(f"--t-end must be > 0 seconds, got {args.t_end}")
     spec = io.load(args.file)
     analysis = spec.analysis
+    if analysis and args.t_end is not None:
+        raise InputError(f"{args.file}: --t-end is for files that name no analysis; this one names its own "
+                         f"({analysis['type']}): set its t_end in the file")
+    if not analysis and args.t_end is not None:  # a URDF or MJCF file, or a TOML model-only file
+        analysis = spec.analysis = {"type": "dynamics", "t_end": args.t_end, "samples": 201, "method": "dopri5"}
     if not analysis:
         raise InputError(f"{args.file}: no analysis to run: add an [analysis] table with its type (a deck: a TASK "
-                         "line)")
+                         "line), or give --t-end for a dynamics run from the file's initial state")
     if Path(args.file).resolve() in (target.resolve(), Path(args.csv).resolve() if args.csv else None):
         raise InputError(f"{args.file}: the output would overwrite the model file")
     with _naming(args.file):
@@ -771,9 +778,12 @@ def main(argv=None, out=None):
     p_demo.add_argument("--links", type=int, default=1000, help="links of the long chain (default 1000)")
     p_demo.add_argument("--t-end", type=float, default=0.5, help="simulated time of the long chain [s]")
     p_run = sub.add_parser("run", parents=[common], help="run the analysis a model file names; results to .npz")
-    p_run.add_argument("file", help="model file (.toml or .deck; see recursive_mbd.files.io)")
+    p_run.add_argument("file", help="model file (.toml, .deck, .urdf or MJCF .xml; see recursive_mbd.files.io)")
     p_run.add_argument("-o", "--output", help="result file (default: <file stem>.npz here)")
     p_run.add_argument("--csv", help="also write t, q, qd as CSV")
+    p_run.add_argument("--t-end", type=float, metavar="SECONDS",
+                       help="for a file that names no analysis (URDF, MJCF): simulate this long from its initial "
+                       "state at rest (dopri5, 201 samples)")
     p_run.add_argument("--force", action="store_true", help="overwrite existing result files")
     p_run.add_argument("--max-time", type=float, metavar="SECONDS",
                        help="stop a dynamics run after this wall-clock time, keeping the samples so far")

@@ -85,6 +85,11 @@ Spatial models (``rm.Model3D``; docs/conventions.md, "Spatial model files") use 
 
 Spatial files have no [chain] or [[joint]] tables (each is refused, by name).
 
+Robot descriptions: ``load`` also reads a .urdf file (``recursive_mbd.files.urdf``: the root link fixed to the
+ground) and a .xml file whose root element is <mujoco> (MJCF, ``recursive_mbd.files.mjcf``) or <robot> (URDF), into
+a ModelFile holding a Model3D, its file's initial configuration (``model.imported.q0``), zero velocities, no drivers
+and no analysis (``rmbd run --t-end`` supplies a dynamics one).
+
 Errors are ``FileFormatError`` naming the file, the table and entry (``body[3].mass``) and what is expected; a TOML
 syntax error keeps the parser's line and column. ``save`` writes any Model in the tree form, every key explicit,
 names escaped as TOML basic strings, and ``load`` reads it back unchanged (drivers too, given as ``save(...,
@@ -92,6 +97,7 @@ drivers=spec.drivers)``).
 """
 
 import math
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -103,7 +109,9 @@ from ..integrate.method_names import FIXED_STEP, METHODS, SCIPY_METHODS, unknown
 from ..model import chains, joints
 from ..model.planar import GROUND, Model
 from ..model.spatial import Model3D
+from .mjcf import load_mjcf
 from .model_file import FileFormatError, ModelFile, too_many_samples
+from .urdf import load_urdf
 
 try:
     import tomllib
@@ -234,11 +242,15 @@ def loads(text, source="<string>", *, check=True):
 
 def load(path, *, check=True):
     """A ``ModelFile`` from a TOML file, or from a KINE2D deck (``recursive_mbd.files.deck``: a .deck file, or text
-    whose first command is TITL). ``check=False`` skips the dynamics check of ``Model.compile`` (faster; for
-    describing a file)."""
+    whose first command is TITL), or from a robot description: a .urdf file (``load_urdf``: the root link fixed) or
+    a .xml file whose root element is <mujoco> (MJCF, ``load_mjcf``) or <robot> (URDF). A robot description states
+    no analysis; its initial state is ``model.imported.q0`` (neutral for URDF, MuJoCo's qpos0 for MJCF) at rest.
+    ``check=False`` skips the dynamics check of ``Model.compile`` (faster; for describing a file)."""
     path = Path(path)
     if path.exists() and not path.is_file():  # a FIFO would block the read, a directory fails obscurely
         raise FileFormatError(f"{path}: not a regular file")
+    if path.suffix.lower() in (".urdf", ".xml"):
+        return _robot_description(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
@@ -251,6 +263,28 @@ def load(path, *, check=True):
 
         return loads_deck(text, str(path))
     return loads(text, str(path), check=check)
+
+
+def _robot_description(path):
+    """The ModelFile of a URDF or MJCF file (``load``): the model, its file's initial configuration, at rest."""
+    kind = "robot" if path.suffix.lower() == ".urdf" else _root_tag(path)
+    if kind not in ("robot", "mujoco", None):
+        raise FileFormatError(f"{path}: the root element is <{kind}>: neither a URDF (<robot>) nor an MJCF "
+                              "(<mujoco>) file")
+    model = load_urdf(path) if kind == "robot" else load_mjcf(path)  # None: the reader says what is wrong
+    described = "neutral: zeros, identity quaternions" if kind == "robot" else "the file's qpos0"
+    return ModelFile(model, model.imported.q0.copy(), np.zeros(model.nv), {}, {}, str(path),
+                     [f"initial.q = {described}", f"initial.v = zeros ({model.nv})"])
+
+
+def _root_tag(path):
+    """The tag of an XML file's root element, read up to its start only; None if the file cannot be parsed."""
+    try:
+        for _, element in ET.iterparse(path, events=("start",)):
+            return element.tag
+    except (ET.ParseError, OSError):
+        return None
+    return None
 
 
 _ELEMENT_KEYS = {
