@@ -1,6 +1,7 @@
 """Frames, Jacobians, J-dot v, centre of mass and momentum of spatial trees against Pinocchio, and their cost.
 
-    python3 benchmarks/spatial_kinematics.py [--trees 40] [--bodies 2 12] [--chain 1000]
+    python3 benchmarks/spatial_kinematics.py [--trees 100] [--bodies 2 12] [--chains 100 1000]
+                                             [--pinocchio-max-n 200]
 
 Agreement: seeded random trees (tests/test_spatial_core.py's generator: every joint type, random axes, offsets,
 joint rotations and full inertia tensors) are rebuilt in Pinocchio (``pinocchio_tree``: one Pinocchio joint per
@@ -10,11 +11,15 @@ body Jacobians in the three frames (ours "world", "local", "spatial" against LOC
 classical accelerations (``getFrameClassicalAcceleration``) at a random vdot and at vdot = 0 (the J-dot v term),
 the LOCAL spatial acceleration (``getFrameAcceleration``) against ours minus (omega x v; 0), the centre of mass,
 its velocity and Jacobian (``centerOfMass``, ``jacobianCenterOfMass``) and the centroidal momentum
-(``computeCentroidalMomentum``). Each difference is max |ours - theirs| / max(|theirs|, 1e-300) over a quantity's
-entries; the table gives the largest over the trees. Pinocchio (``pip install pin``) is needed for this part.
+(``computeCentroidalMomentum``). Pinocchio's centre of mass leaves out the bodies welded to the ground (they join
+its universe), ours counts them: theirs is compared with those bodies' mass added back (and the centroidal angular
+momentum taken about that centre). Each difference is max |ours - theirs| / max(|theirs|, 1e-300) over a
+quantity's entries; the table gives the largest over the trees. Pinocchio (``pip install pin``) is needed for this part.
 
-Cost: one call of each function on a chain of ``--chain`` revolute links (random axes, benchmarks/spatial.py's
-chain), the Jacobians of its tip, median of repeats, and forward dynamics on the same chain for scale.
+Cost: one call of each function on chains of N revolute links (random axes, benchmarks/spatial.py's chain), the
+Jacobians of its tip, and forward dynamics on the same chain for scale, beside Pinocchio's nearest calls on its
+model of the chain up to ``--pinocchio-max-n`` links (its Data grows like N^3): medians of interleaved rounds, in
+thread CPU time (a loaded machine slows them alike).
 Writes benchmarks/results/spatial_kinematics.json.
 """
 
@@ -23,11 +28,12 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
-from _common import command_line, median_time, print_table, write_json
-from spatial import build_ours, chain_parameters, chain_state
+from _common import command_line, interleaved_samples, print_table, write_json
+from spatial import build_ours, build_pinocchio, chain_parameters, chain_state, joint_offsets
 
 import recursive_mbd as rm
 
@@ -141,28 +147,35 @@ def compare_tree(seed, nbodies):
     for i, fid in enumerate(frames):
         record("J-dot v (world)", rm.body_acceleration(model, q, v, None, i, points[i]),
                pin.getFrameClassicalAcceleration(pin_model, data, fid, pin.LOCAL_WORLD_ALIGNED).vector)
+    # Pinocchio's centre of mass leaves out its universe's inertia, where the bodies welded to the ground went;
+    # ours counts every body: theirs with the universe's mass m_u at c_u added back
     com, com_velocity = rm.center_of_mass(model, q, v)
     pin.centerOfMass(pin_model, data, q_pin, v)
-    record("centre of mass", com, data.com[0])
-    record("its velocity", com_velocity, data.vcom[0])
-    record("centre of mass Jacobian", rm.center_of_mass_jacobian(model, q), pin.jacobianCenterOfMass(pin_model, data,
-                                                                                                     q_pin))
+    moving, welded, welded_at = data.mass[0], pin_model.inertias[0].mass, pin_model.inertias[0].lever
+    share = moving / (moving + welded)
+    record("centre of mass", com, share * data.com[0] + (1.0 - share) * welded_at)
+    record("its velocity", com_velocity, share * data.vcom[0])
+    record("centre of mass Jacobian", rm.center_of_mass_jacobian(model, q),
+           share * pin.jacobianCenterOfMass(pin_model, data, q_pin))
     momentum = pin.computeCentroidalMomentum(pin_model, data, q_pin, v)
     linear, angular = rm.momentum(model, q, v)
     record("momentum linear", linear, momentum.linear)
-    record("momentum angular (com)", angular, momentum.angular)
+    # hg is about Pinocchio's centre of mass: moved to the one with the welded bodies
+    full_com = share * data.com[0] + (1.0 - share) * welded_at
+    record("momentum angular (com)", angular, momentum.angular + np.cross(data.com[0] - full_com, momentum.linear))
     return diff
 
 
 # ---- cost --------------------------------------------------------------------------------------------------------
 
-def chain_timings(n):
-    """{function: seconds per call} on the revolute chain of n links (Jacobians of its tip)."""
+def chain_timings(n, use_pinocchio):
+    """{function: (our seconds per call, Pinocchio's or None)} on the revolute chain of n links (its tip's
+    Jacobians): interleaved rounds, thread CPU time, medians."""
     params = chain_parameters("revolute", n)
     q, v, tau = chain_state(params)
     model = build_ours(params)
-    tip, point = n - 1, (0.0, 0.0, -0.05)
-    calls = {
+    tip, point = n - 1, np.array([0.0, 0.0, -0.05])
+    ours = {
         "forward_dynamics": lambda: rm.forward_dynamics(model, q, v, tau),
         "frame_placement": lambda: rm.frame_placement(model, q, tip, point),
         "body_jacobian": lambda: rm.body_jacobian(model, q, tip, point),
@@ -173,14 +186,47 @@ def chain_timings(n):
         "center_of_mass_jacobian": lambda: rm.center_of_mass_jacobian(model, q),
         "momentum": lambda: rm.momentum(model, q, v),
     }
-    return {name: median_time(call) for name, call in calls.items()}
+    theirs = {}
+    if use_pinocchio:
+        import pinocchio as pin  # noqa: PLC0415
+
+        pin_model = build_pinocchio(params)
+        # the tip point in Pinocchio's joint frame (our body frame moved to the child point, same axes)
+        frame = pin_model.addFrame(pin.Frame("tip", n, pin.SE3(np.eye(3), point - joint_offsets(0)[1]),
+                                             pin.FrameType.OP_FRAME))
+        data = pin_model.createData()
+        world = pin.LOCAL_WORLD_ALIGNED
+
+        def acceleration(a):
+            pin.forwardKinematics(pin_model, data, q, v, a)
+            pin.updateFramePlacement(pin_model, data, frame)
+            return pin.getFrameClassicalAcceleration(pin_model, data, frame, world)
+
+        theirs = {
+            "forward_dynamics": lambda: pin.aba(pin_model, data, q, v, tau),
+            "frame_placement": lambda: pin.updateFramePlacement(pin_model, data, frame)
+            if pin.forwardKinematics(pin_model, data, q) is None else None,
+            "body_jacobian": lambda: pin.computeFrameJacobian(pin_model, data, q, frame, world),
+            "body_acceleration": lambda: acceleration(tau),
+            "body_acceleration (J-dot v)": lambda: acceleration(np.zeros(n)),
+            "center_of_mass": lambda: pin.centerOfMass(pin_model, data, q, v),
+            "center_of_mass_jacobian": lambda: pin.jacobianCenterOfMass(pin_model, data, q),
+            "momentum": lambda: pin.computeCentroidalMomentum(pin_model, data, q, v),
+        }
+    funcs = {("ours", name): call for name, call in ours.items()}
+    funcs.update({("pinocchio", name): call for name, call in theirs.items()})
+    samples = interleaved_samples(funcs, rounds=7, min_time=0.03, clock=time.thread_time)
+    median = {key: float(np.median(values)) for key, values in samples.items()}
+    return {name: (median["ours", name], median.get(("pinocchio", name))) for name in ours}
 
 
 def main():
     parser = command_line(__doc__)
-    parser.add_argument("--trees", type=int, default=40)
+    parser.add_argument("--trees", type=int, default=100)
     parser.add_argument("--bodies", type=int, nargs=2, default=(2, 12), help="range of the trees' sizes")
-    parser.add_argument("--chain", type=int, default=1000)
+    parser.add_argument("--chains", type=int, nargs="+", default=(100, 1000), help="chain lengths timed")
+    parser.add_argument("--pinocchio-max-n", type=int, default=200,
+                        help="longest chain timed with Pinocchio (its Data grows like N^3: 66 GB at 1000 links)")
     args = parser.parse_args()
     payload = {}
     try:
@@ -200,10 +246,20 @@ def main():
         print_table(["quantity (ours / Pinocchio's)", "max rel. difference"],
                     [[name, f"{value:.1e}"] for name, value in worst.items()])
         payload["agreement"] = dict(trees=args.trees, bodies=list(args.bodies), max_relative_difference=worst)
-    timings = chain_timings(args.chain)
-    print(f"\none call on a chain of {args.chain} revolute links (the tip's Jacobians), median")
-    print_table(["function", "us per call"], [[name, f"{seconds * 1e6:.1f}"] for name, seconds in timings.items()])
-    payload["chain"] = dict(n=args.chain, seconds=timings)
+    columns, rows = ["function"], {}
+    payload["chains"] = []
+    for n in args.chains:
+        timings = chain_timings(n, "pinocchio" in payload and n <= args.pinocchio_max_n)
+        payload["chains"].append(dict(n=n, seconds={name: dict(ours=ours, pinocchio=theirs)
+                                                    for name, (ours, theirs) in timings.items()}))
+        with_pinocchio = any(theirs is not None for _, theirs in timings.values())
+        columns += [f"ours N={n}"] + ([f"Pinocchio N={n}"] if with_pinocchio else [])
+        for name, (ours, theirs) in timings.items():
+            rows.setdefault(name, [name]).extend([f"{ours * 1e6:.1f}"] + (
+                ["" if theirs is None else f"{theirs * 1e6:.1f}"] if with_pinocchio else []))
+    print("\none call [us] on chains of N revolute links (the tip's Jacobians): median thread CPU time of interleaved "
+          "rounds; Pinocchio's nearest call (its forwardKinematics included where it needs one)")
+    print_table(columns, list(rows.values()))
     print(f"wrote {write_json('spatial_kinematics', payload)}")
 
 
