@@ -230,7 +230,8 @@ def momentum(model, q, v, about="com"):
 
     ``about="com"``: the angular momentum about the model's centre of mass (Pinocchio's
     ``computeCentroidalMomentum``, ``data.hg``: its ``linear`` and ``angular``); ``"origin"``: about the ground
-    origin (h_origin = h_com + c x p). The linear momentum is the total mass times the centre of mass velocity.
+    origin (h_origin = h_com + c x linear, c the centre of mass). The linear momentum is the total mass times the
+    centre of mass velocity.
     """
     workspace(model)
     if about not in ("com", "origin"):
