@@ -41,6 +41,10 @@ _LAZY_NAMES = {
     "bias_forces": "dynamics.calls", "forward_dynamics": "dynamics.calls", "inverse_dynamics": "dynamics.calls",
     "mass_matrix": "dynamics.calls", "element_forces": "dynamics.kinematics", "energy": "dynamics.kinematics",
     "forward_kinematics": "dynamics.kinematics", "point_kinematics": "dynamics.kinematics",
+    "body_acceleration": "dynamics.spatial_kinematics", "body_jacobian": "dynamics.spatial_kinematics",
+    "center_of_mass": "dynamics.spatial_kinematics", "center_of_mass_jacobian": "dynamics.spatial_kinematics",
+    "frame_placement": "dynamics.spatial_kinematics", "momentum": "dynamics.spatial_kinematics",
+    "point_acceleration": "dynamics.spatial_kinematics", "point_jacobian": "dynamics.spatial_kinematics",
     "METHODS": "integrate.method_names", "SimulationResult": "integrate.result", "simulate": "integrate.simulate",
     "LoopSolution": "dynamics.loops", "RedundantConstraintWarning": "dynamics.loops", "loop_dynamics": "dynamics.loops",
     "Mechanism": "analysis.mechanism",
@@ -55,13 +59,15 @@ _LAZY_NAMES = {
 
 # Every public name (tests/test_imports.py checks that it matches the two tables above).
 __all__ = [
-    "analysis", "assemble", "augmented", "batch", "bias_forces", "chains", "compiled_forward_dynamics", "difference",
-    "element_forces", "energy", "EnsembleResult", "forward_dynamics", "forward_kinematics", "implicit",
-    "integrate_configuration", "inverse_dynamics", "io", "joint_reactions", "joints", "kinematic_analysis",
-    "linearize", "loop_dynamics", "loops", "LoopSolution", "mass_matrix", "Mechanism", "METHODS", "Model", "Model3D",
-    "ModelError", "models", "modes", "plot", "point_kinematics", "RedundantConstraintWarning", "ResultFileError",
-    "simulate", "simulate_many", "SimulationError", "SimulationResult", "solve_effective", "spatial_loops",
-    "StateError", "static_equilibrium", "studies", "sweep",
+    "analysis", "assemble", "augmented", "batch", "bias_forces", "body_acceleration", "body_jacobian",
+    "center_of_mass", "center_of_mass_jacobian", "chains", "compiled_forward_dynamics", "difference",
+    "element_forces", "energy", "EnsembleResult", "forward_dynamics", "forward_kinematics", "frame_placement",
+    "implicit", "integrate_configuration", "inverse_dynamics", "io", "joint_reactions", "joints",
+    "kinematic_analysis", "linearize", "loop_dynamics", "loops", "LoopSolution", "mass_matrix", "Mechanism",
+    "METHODS", "Model", "Model3D", "ModelError", "models", "modes", "momentum", "plot", "point_acceleration",
+    "point_jacobian", "point_kinematics", "RedundantConstraintWarning", "ResultFileError", "simulate",
+    "simulate_many", "SimulationError", "SimulationResult", "solve_effective", "spatial_loops", "StateError",
+    "static_equilibrium", "studies", "sweep",
     "load_mjcf", "load_urdf",
 ]
 
