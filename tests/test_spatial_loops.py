@@ -180,6 +180,24 @@ def test_planar_four_bar_as_a_spatial_model_gives_the_planar_accelerations():
                                atol=1e-10 * np.abs(reference.forces).max())
 
 
+def test_joint_reactions_of_the_four_bar_built_spatially_equal_the_planar_ones():
+    planar, spatial = _four_bar_planar(), _four_bar_spatial()
+    q = rm.assemble(planar, np.array([0.9, -0.7, 1.6]), fixed=[0])
+    _, _, jac, _ = rm.loops.constraints(planar, q)
+    qd = np.linalg.svd(jac)[2][-1] * 2.5  # the mechanism's one motion
+    tau = np.array([1.5, -0.4, 0.8])
+    qdd = rm.loops.loop_dynamics(planar, q, qd, tau).qdd
+    reference = rm.joint_reactions(planar, q, qd, qdd, tau)
+    reactions = rm.joint_reactions(spatial, q, qd, qdd, tau)
+    assert reactions.joint.shape == (3, 6) and reactions.loops.shape == (1, 2, 6)
+    scale = np.abs(reference.joint).max()
+    # in the plane: (Fx, Fy) and the moment about z; the loop's out-of-plane rows carry nothing (minimum norm)
+    np.testing.assert_allclose(reactions.joint[:, [0, 1, 5]], reference.joint, rtol=0, atol=1e-10 * scale)
+    np.testing.assert_allclose(reactions.joint[:, 2:5], 0.0, rtol=0, atol=1e-10 * scale)
+    np.testing.assert_allclose(reactions.loops[..., [0, 1, 5]], reference.loops, rtol=0, atol=1e-10 * scale)
+    np.testing.assert_allclose(reactions.loops[..., 2:5], 0.0, rtol=0, atol=1e-10 * scale)
+
+
 def test_assemble_closes_spatial_loops_keeping_the_fixed_joints():
     spatial = _four_bar_spatial()
     q = rm.assemble(spatial, np.array([0.9, -0.5, 1.4]), fixed=["crank"])

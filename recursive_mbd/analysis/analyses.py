@@ -58,6 +58,8 @@ class Reactions:
     ground axes [N, N m] (actuation along the joint's own direction included: for a revolute joint M is its
     torque); loops (nloops, 2, 3): loop forces on body a and body b at their loop points; multipliers (m,);
     tau (nq,): the joint forces used (for kinematic analysis: the driving forces on driven coordinates).
+    A spatial model's (``statics3d.joint_reactions``): joint (nbodies, 6) (Fx, Fy, Fz, Mx, My, Mz), loops
+    (nloops, 2, 6) (force, moment), tau (nv,).
     """
 
     joint: np.ndarray
@@ -103,7 +105,13 @@ def joint_reactions(model, q, qd, qdd, tau=None, *, t=0.0):
 
     The multipliers are those that balance the given tau: -J^T lambda = M qdd + h - Q_elements - tau in the least
     squares sense (exact when qdd is the motion that tau produces, e.g. from ``rm.forward_dynamics``).
+    A spatial model (``Model3D``, loops and force elements included): ``statics3d.joint_reactions`` (qd, qdd and
+    tau are v, vdot and tau (nv,); 6 numbers a joint: force and moment in 3D).
     """
+    if isinstance(model, Model3D):
+        from . import statics3d  # noqa: PLC0415
+
+        return Reactions(*statics3d.joint_reactions(model, q, qd, qdd, tau, t=t))
     q = _vector(model, q, "q")
     qd = _vector(model, qd, "qd")
     qdd = _vector(model, qdd, "qdd")
@@ -146,15 +154,21 @@ class KinematicResult:
         return point_motion(self.model, self.q, self.qd, self.qdd, body, point)
 
 
-def point_motion(model, q, qd, qdd, body, point=(0.0, 0.0)):
-    """Position, velocity and acceleration [m, m/s, m/s^2] of a point fixed on a body (body frame, [m]) for the
-    states (q, qd, qdd), each (nt, nq): three (nt, 2) arrays, ground axes. O(N) per state."""
+def point_motion(model, q, qd, qdd, body, point=None):
+    """Position, velocity and acceleration [m, m/s, m/s^2] of a point fixed on a body (body frame, [m]; default the
+    body frame's origin) for the states (q, qd, qdd), each (nt, nq): three (nt, 2) arrays, ground axes. O(N) per
+    state. A spatial model (``Model3D``): ``statics3d.point_motion`` (qd, qdd are v, vdot (nt, nv); a point (3,);
+    three (nt, 3) arrays)."""
+    if isinstance(model, Model3D):
+        from . import statics3d  # noqa: PLC0415
+
+        return statics3d.point_motion(model, q, qd, qdd, body, point)
     from .._kernels.planar.loops import body_accelerations  # noqa: PLC0415
 
     ws = workspace(model)
     index = model.body_index(body)
     acc = np.zeros((model.nbodies, 3))
-    local = _checks.finite_array(point, "point", (2,)) - model.body_com[index]
+    local = _checks.finite_array((0.0, 0.0) if point is None else point, "point", (2,)) - model.body_com[index]
     # each row goes to the kernels, which read nq entries: every row must be a finite (nq,) float64 vector
     q, qd, qdd = (np.atleast_2d(_checks.finite_array(x, what)) for x, what in ((q, "q"), (qd, "qd"), (qdd, "qdd")))
     for x, what in ((q, "q"), (qd, "qd"), (qdd, "qdd")):
