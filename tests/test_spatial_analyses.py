@@ -1,6 +1,6 @@
-"""The planar analyses on spatial models: point motion and joint reactions, each against another route (finite
-differences along a path, Newton's and Euler's laws body by body, a closed form, the planar result of a planar model
-built in 3D)."""
+"""The planar analyses on spatial models: point motion, joint reactions and linearisation, each against another
+route (finite differences along a path, Newton's and Euler's laws body by body, a closed form, the planar result of a
+planar model built in 3D)."""
 
 import numpy as np
 import pytest
@@ -176,3 +176,43 @@ def test_joint_reactions_of_a_random_tree_with_a_loop_and_a_force_balance_every_
         if model.joint_types[body] == "revolute":
             axis = rot[body] @ model.body(body)["axis"] / np.linalg.norm(model.body(body)["axis"])
             assert reactions.joint[body, 3:] @ axis == pytest.approx(tau[model.v_slice(body)][0], abs=1e-11 * scale)
+
+
+@pytest.mark.parametrize("turn", [0.0, 0.7])
+def test_linearized_spherical_pendulum_swings_at_the_compound_pendulum_frequency(turn):
+    """A rod hanging on a spherical joint (q_eq its quaternion, turned about the vertical by ``turn``): linearised in
+    the tangent space (3 rates for 4 quaternion entries), it swings in both planes at omega^2 = m g d / I_pivot, the
+    turn about its axis has no stiffness, and the joint damper is C."""
+    mass, length, damping = 1.3, 0.8, 0.05
+    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
+    model.add_body("ground", "spherical", mass=mass, inertia=(mass * length**2 / 12, mass * length**2 / 12, 1e-3,
+                                                               0.0, 0.0, 0.0), com=(0.0, 0.0, -length / 2))
+    model.add_joint_spring_damper(0, stiffness=0.0, damping=damping)
+    q_eq = rm.integrate_configuration(model, model.neutral(), (0.0, 0.0, turn))
+    lin = rm.linearize(model, q_eq)
+    assert lin.M.shape == lin.C.shape == lin.K.shape == (3, 3) and lin.q.shape == (4,)
+    np.testing.assert_array_equal(lin.basis, np.eye(3))
+    np.testing.assert_allclose(lin.q, q_eq, rtol=0, atol=1e-16)
+    pivot = mass * length**2 / 12 + mass * (length / 2) ** 2
+    np.testing.assert_allclose(lin.M, np.diag([pivot, pivot, 1e-3]), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(lin.C, damping * np.eye(3), rtol=0, atol=1e-10 * damping)
+    omega_squared = np.sort(np.linalg.eigvals(np.linalg.solve(lin.M, lin.K)).real)
+    expected = mass * 9.81 * (length / 2) / pivot
+    assert abs(omega_squared[0]) < 1e-8 * expected
+    np.testing.assert_allclose(np.sqrt(omega_squared[1:]), np.sqrt(expected), rtol=1e-9)
+    omega, _ = rm.modes(model, q_eq)  # the modes build on the same linearisation
+    np.testing.assert_allclose(omega[1:], np.sqrt(expected), rtol=1e-9)
+
+
+def test_linearized_planar_chain_built_in_3d_equals_the_planar_linearisation():
+    planar, spatial, _, _ = planar_chain_and_its_spatial_twin()
+    q_eq = rm.static_equilibrium(planar, np.full(3, 0.1)).q
+    reference = rm.linearize(planar, q_eq)
+    lin = rm.linearize(spatial, q_eq)
+    for ours, theirs in ((lin.M, reference.M), (lin.K, reference.K), (lin.C, reference.C), (lin.basis,
+                                                                                            reference.basis)):
+        np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-9 * np.abs(reference.K).max())
+    with pytest.raises(StateError, match=r"q_eq must have shape \(3,\)"):
+        rm.linearize(spatial, np.zeros(4))
+    with pytest.raises(StateError, match="step"):
+        rm.linearize(spatial, q_eq, step=0.0)

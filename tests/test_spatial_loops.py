@@ -198,6 +198,22 @@ def test_joint_reactions_of_the_four_bar_built_spatially_equal_the_planar_ones()
     np.testing.assert_allclose(reactions.loops[..., 2:5], 0.0, rtol=0, atol=1e-10 * scale)
 
 
+def test_linearization_of_the_four_bar_built_spatially_equals_the_planar_one():
+    planar, spatial = _four_bar_planar(), _four_bar_spatial()
+    q_eq = rm.static_equilibrium(planar, rm.assemble(planar, np.array([0.9, -0.7, 1.6]), fixed=[0])).q
+    reference = rm.linearize(planar, q_eq)
+    lin = rm.linearize(spatial, q_eq)
+    assert lin.basis.shape == reference.basis.shape == (3, 1)  # one motion: the bases agree up to their sign
+    for ours, theirs in ((lin.M, reference.M), (lin.K, reference.K), (lin.C, reference.C)):
+        np.testing.assert_allclose(lin.basis @ ours @ lin.basis.T, reference.basis @ theirs @ reference.basis.T,
+                                   rtol=0, atol=1e-8 * np.abs(reference.K).max())
+    np.testing.assert_allclose(rm.modes(spatial, q_eq)[0], rm.modes(planar, q_eq)[0], rtol=1e-8)
+    with pytest.raises(ModelError, match="linearize: q_eq does not close the loops: loop 'loop0'"):
+        rm.linearize(spatial, q_eq + 0.1)
+    with pytest.raises(ModelError, match="linearize: q_eq is not an equilibrium"):
+        rm.linearize(spatial, rm.assemble(spatial, q_eq + 0.1, fixed=["crank"]))
+
+
 def test_assemble_closes_spatial_loops_keeping_the_fixed_joints():
     spatial = _four_bar_spatial()
     q = rm.assemble(spatial, np.array([0.9, -0.5, 1.4]), fixed=["crank"])

@@ -549,7 +549,9 @@ def _minimise_potential(model, q0, tau, t, free):
 @dataclass
 class Linearization:
     """M qdd_r + C qd_r + K q_r = 0 in independent coordinates q = q_eq + basis @ q_r (basis (nq, nr), orthonormal
-    columns spanning the motions the loops allow; the identity without loops)."""
+    columns spanning the motions the loops allow; the identity without loops). A spatial model's: q = q_eq (+)
+    basis @ q_r (``rm.integrate_configuration``) and v = basis @ qd_r, basis (nv, nr): the displacements live in the
+    velocity space (a quaternion joint's three rotation rates), q (nq,) is q_eq."""
 
     M: np.ndarray
     C: np.ndarray
@@ -635,15 +637,24 @@ def _direct_stiffness(model, q, lam):
     return k
 
 
-def linearize(model, q_eq, tau=None, *, t=0.0, step=1e-7):
+def linearize(model, q_eq, tau=None, *, t=0.0, step=None):
     """Linearisation about a static equilibrium q_eq (``static_equilibrium``): a ``Linearization``.
 
     M from the composite-rigid-body pass; K = d(h - Q + J^T lambda)/dq and C = d(h - Q)/dqd at rest directly from
     the loads where ``_direct_stiffness`` applies (revolute trees, revolute/fixed loops, joint spring-dampers,
     constant forces: no extra passes), otherwise by central differences of the Newton-Euler pass (2 nq passes
-    each). With loops, everything is restricted to the null space of J at q_eq (``basis``), lambda being the
-    multipliers that hold q_eq.
+    each, step ``step``, default 1e-7). With loops, everything is restricted to the null space of J at q_eq
+    (``basis``), lambda being the multipliers that hold q_eq.
+
+    A spatial model (``Model3D``, loops and force elements included): ``statics3d.linearize``, in the velocity
+    space (tau (nv,); K and C by central differences along ``rm.integrate_configuration``, step default 1e-6;
+    K symmetrised; with loops, q_eq must close them and be an equilibrium: ModelError otherwise).
     """
+    if isinstance(model, Model3D):
+        from . import statics3d  # noqa: PLC0415
+
+        return Linearization(*statics3d.linearize(model, q_eq, tau, t=t, step=step))
+    step = 1e-7 if step is None else step
     q = _vector(model, q_eq, "q_eq")
     tau = np.zeros(model.nq) if tau is None else _vector(model, tau, "tau")
     t = _checks.real(t, "t")

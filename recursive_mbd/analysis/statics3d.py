@@ -1,6 +1,7 @@
-"""Static equilibrium, modes, driven kinematics, joint reactions and point motion of spatial models (``Model3D``,
-closed loops included), behind ``rm.static_equilibrium``, ``rm.modes``, ``rm.kinematic_analysis``,
-``rm.joint_reactions`` and ``rm.analysis.point_motion`` (their assembly: ``analysis.assembly``).
+"""Static equilibrium, linearisation, modes, driven kinematics, joint reactions and point motion of spatial models
+(``Model3D``, closed loops included), behind ``rm.static_equilibrium``, ``rm.linearize``, ``rm.modes``,
+``rm.kinematic_analysis``, ``rm.joint_reactions`` and ``rm.analysis.point_motion`` (their assembly:
+``analysis.assembly``).
 
 Static equilibrium under gravity, the force elements and constant generalised forces tau (nv,): the configuration q
 where the generalised forces vanish, g(q) = h(q, 0) - Q(q, 0) - tau = 0, with h = ``rm.bias_forces`` at rest (gravity
@@ -49,13 +50,13 @@ def _where(model, g, free):
     return f"v[{index}]"
 
 
-def _forces(model, q, v):
-    """h(q, v) - Q_elements(q, v) (nv,): the generalised forces that hold q at the velocity v without acceleration
+def _forces(model, q, v, t=0.0):
+    """h(q, v) - Q_elements(q, v, t) (nv,): the generalised forces that hold q at the velocity v without acceleration
     (gravity, velocity products, the force elements)."""
-    return inverse_dynamics(model, q, v, np.zeros(model.nv))
+    return inverse_dynamics(model, q, v, np.zeros(model.nv), t=t)
 
 
-def _lagrangian_stiffness(model, q, lam, velocity):
+def _lagrangian_stiffness(model, q, lam, velocity, t=0.0, step=_STEP):
     """K (nv, nv) = d(h(q, v) - Q(q, v) + J(q)^T lambda)/d delta at q with lambda and v = ``velocity`` fixed, delta
     the velocity-space displacement q (+) delta (central differences along ``integrate_configuration``): the Hessian
     of the Lagrangian V + lambda . phi at an equilibrium (there g + J^T lambda = 0, so the derivative of the map
@@ -63,15 +64,15 @@ def _lagrangian_stiffness(model, q, lam, velocity):
     from ..dynamics.spatial_loops import constraints  # noqa: PLC0415  (the loop layer builds on dynamics)
 
     def forces(config):
-        return _forces(model, config, velocity) + constraints(model, config)[2].T @ lam
+        return _forces(model, config, velocity, t) + constraints(model, config)[2].T @ lam
 
     columns = []
     for k in range(model.nv):
         delta = np.zeros(model.nv)
-        delta[k] = _STEP
+        delta[k] = step
         plus = forces(integrate_configuration(model, q, delta))
         minus = forces(integrate_configuration(model, q, -delta))
-        columns.append((plus - minus) / (2 * _STEP))
+        columns.append((plus - minus) / (2 * step))
     return np.column_stack(columns)
 
 
@@ -83,8 +84,8 @@ def _null_basis(jac):
     return right[rank:].T
 
 
-def stiffness(model, q, step=_STEP, velocity=None):
-    """K (nv, nv) = d(h(q, v) - Q(q, v) - tau)/d delta at q (tau and v constant; v = ``velocity``, default zero),
+def stiffness(model, q, step=_STEP, velocity=None, t=0.0):
+    """K (nv, nv) = d(h(q, v) - Q(q, v, t) - tau)/d delta at q (tau and v constant; v = ``velocity``, default zero),
     delta the velocity-space displacement q (+) delta (central differences along ``integrate_configuration``)."""
     q = _configuration(model, q, "q")
     rest = np.zeros(model.nv) if velocity is None else velocity
@@ -92,8 +93,8 @@ def stiffness(model, q, step=_STEP, velocity=None):
     for k in range(model.nv):
         delta = np.zeros(model.nv)
         delta[k] = step
-        plus = _forces(model, integrate_configuration(model, q, delta), rest)
-        minus = _forces(model, integrate_configuration(model, q, -delta), rest)
+        plus = _forces(model, integrate_configuration(model, q, delta), rest, t)
+        minus = _forces(model, integrate_configuration(model, q, -delta), rest, t)
         columns.append((plus - minus) / (2 * step))
     return np.column_stack(columns)
 
@@ -238,11 +239,73 @@ def _loop_equilibrium(model, q, tau, tol, max_iter, fixed, held, free, velocity)
     return Equilibrium3D(q, g, k, eigenvalues, stable, iterations, holding, multipliers=lam, neutral=neutral)
 
 
+def linearize(model, q_eq, tau=None, *, t=0.0, step=None, caller="linearize"):
+    """The linearisation of a spatial model about the equilibrium q_eq under gravity, the force elements (at time t)
+    and constant generalised forces ``tau`` (nv,), default zero: (M, C, K, basis, q_eq with its quaternions
+    normalised), the fields of the ``Linearization`` that ``rm.linearize`` returns, of M x'' + C x' + K x = 0 with
+    q = q_eq (+) basis @ x (``integrate_configuration``: the displacement lives in the velocity space, the tangent
+    space of the quaternion joints, so nq != nv is no obstacle) and v = basis @ x' (the spatial ``rm.linearize``).
+
+    M = ``rm.mass_matrix`` at q_eq; K the symmetric part of d(h - Q - tau)/d delta (``stiffness``, central
+    differences of step ``step`` (default 1e-6) along ``integrate_configuration``; with loops the Hessian of the
+    Lagrangian, ``_lagrangian_stiffness``, with the multipliers lambda that hold q_eq: least squares on g(q_eq) +
+    J^T lambda = 0); C = d(h - Q)/dv at v = 0 (central differences: the dampers; the velocity products vanish at
+    rest). Without loops basis is the identity (nv, nv); with them an orthonormal basis (nv, nr) of the null space
+    of J at q_eq, the motions the loops allow, and M, C, K are projected on it (as the planar ``rm.linearize``).
+
+    Raises
+    ------
+    ModelError
+        With loops: q_eq does not close them or is not an equilibrium (|phi| or the residual after the multipliers
+        above 1e-6 of the model's size or loads: assemble it and find it with ``static_equilibrium``).
+    """
+    from ..dynamics.spatial import mass_matrix  # noqa: PLC0415
+
+    if not isinstance(model, Model3D):
+        raise TypeError(f"model must be a Model3D, got {type(model).__name__}")
+    q = _configuration(model, q_eq, "q_eq")
+    tau = np.zeros(model.nv) if tau is None else _vector3d(model, tau, model.nv, "tau")
+    t = _checks.real(t, "t")
+    step = _STEP if step is None else _checks.real(step, "step", low=0.0, strict=True)
+    rest = np.zeros(model.nv)
+    if model.nloops:
+        from ..dynamics.spatial_loops import constraints  # noqa: PLC0415  (the loop layer builds on dynamics)
+
+        phi, _, jac, _ = constraints(model, q)
+        if np.abs(phi).max() > 1e-6 * _size(model):
+            raise ModelError(f"{caller}: q_eq does not close the loops: {_loop_gap(model, phi)} is open by "
+                             f"{np.abs(phi).max():.3g} (m or rad); assemble it (rm.assemble, rm.static_equilibrium)")
+        g = _forces(model, q, rest, t) - tau
+        lam = np.linalg.lstsq(-jac.T, g, rcond=1e-10)[0]  # the multipliers that hold q_eq
+        left = g + jac.T @ lam
+        weight = model.total_mass() * float(np.linalg.norm(model.gravity))
+        scale = max(float(np.abs(g).max()), float(np.abs(tau).max()), weight * _size(model), 1e-300)
+        if np.abs(left).max() > 1e-6 * scale:
+            free = np.arange(model.nv)
+            raise ModelError(f"{caller}: q_eq is not an equilibrium: residual |g + J^T lambda| = "
+                             f"{np.abs(left).max():.3g} (N or N m), largest at {_where(model, left, free)}; find it "
+                             "with rm.static_equilibrium")
+        k_matrix = _lagrangian_stiffness(model, q, lam, rest, t, step)
+        basis = _null_basis(jac)
+    else:
+        k_matrix = stiffness(model, q, step, t=t)
+        basis = np.eye(model.nv)
+    damping = np.zeros((model.nv, model.nv))
+    if model._elements:  # only the elements depend on v at rest to first order
+        for k in range(model.nv):
+            rate = np.zeros(model.nv)
+            rate[k] = step
+            damping[:, k] = (_forces(model, q, rate, t) - _forces(model, q, -rate, t)) / (2 * step)
+    k_matrix = basis.T @ (0.5 * (k_matrix + k_matrix.T)) @ basis
+    return basis.T @ mass_matrix(model, q) @ basis, basis.T @ damping @ basis, k_matrix, basis, q
+
+
 def modes(model, q_eq, k=None, tau=None):
     """Natural frequencies [rad/s] (ascending) and mode shapes (nv, k) of a spatial model about the equilibrium
     q_eq under gravity, the force elements and constant generalised forces ``tau`` (nv,), default zero.
 
-    A tree: K x = omega^2 M x with K the symmetric part of ``stiffness`` and M = ``rm.mass_matrix``. With loops:
+    On the linearisation (``linearize``): a tree: K x = omega^2 M x with K the symmetric part of ``stiffness`` and
+    M = ``rm.mass_matrix``. With loops:
     the multipliers lambda that hold q_eq (least squares on g(q_eq) + J^T lambda = 0), K the Hessian of the
     Lagrangian (``_lagrangian_stiffness``), and both K and M projected onto the motions the loops allow, x = N y
     with N an orthonormal basis of the null space of J (m, nv) at q_eq: N^T K N y = omega^2 N^T M N y (as the planar
@@ -259,43 +322,13 @@ def modes(model, q_eq, k=None, tau=None):
     """
     import scipy.linalg  # noqa: PLC0415
 
-    from ..dynamics.spatial import mass_matrix  # noqa: PLC0415
-
-    if not isinstance(model, Model3D):
-        raise TypeError(f"model must be a Model3D, got {type(model).__name__}")
-    q = _configuration(model, q_eq, "q_eq")
-    tau = np.zeros(model.nv) if tau is None else _vector3d(model, tau, model.nv, "tau")
-    rest = np.zeros(model.nv)
-    if model.nloops:
-        from ..dynamics.spatial_loops import constraints  # noqa: PLC0415  (the loop layer builds on dynamics)
-
-        phi, _, jac, _ = constraints(model, q)
-        if np.abs(phi).max() > 1e-6 * _size(model):
-            raise ModelError(f"modes: q_eq does not close the loops: {_loop_gap(model, phi)} is open by "
-                             f"{np.abs(phi).max():.3g} (m or rad); assemble it (rm.assemble, rm.static_equilibrium)")
-        g = _forces(model, q, rest) - tau
-        lam = np.linalg.lstsq(-jac.T, g, rcond=1e-10)[0]  # the multipliers that hold q_eq
-        left = g + jac.T @ lam
-        weight = model.total_mass() * float(np.linalg.norm(model.gravity))
-        scale = max(float(np.abs(g).max()), float(np.abs(tau).max()), weight * _size(model), 1e-300)
-        if np.abs(left).max() > 1e-6 * scale:
-            free = np.arange(model.nv)
-            raise ModelError(f"modes: q_eq is not an equilibrium: residual |g + J^T lambda| = "
-                             f"{np.abs(left).max():.3g} (N or N m), largest at {_where(model, left, free)}; find it "
-                             "with rm.static_equilibrium")
-        k_matrix = _lagrangian_stiffness(model, q, lam, rest)
-        basis = _null_basis(jac)
-    else:
-        k_matrix = stiffness(model, q)
-        basis = np.eye(model.nv)
+    mass, _, k_matrix, basis, _ = linearize(model, q_eq, tau, caller="modes")
     size = basis.shape[1]
     if size == 0:
         raise ModelError("modes: the loops leave the model no motion (J has full column rank at q_eq)")
     count = size if k is None else _checks.integer(k, "k")
     if not 1 <= count <= size:
         raise StateError(f"k must be between 1 and {size} (the motions the loops allow), got {count}")
-    k_matrix = basis.T @ (0.5 * (k_matrix + k_matrix.T)) @ basis
-    mass = basis.T @ mass_matrix(model, q) @ basis
     try:
         values, vectors = scipy.linalg.eigh(0.5 * (k_matrix + k_matrix.T), 0.5 * (mass + mass.T),
                                             subset_by_index=(0, count - 1))
