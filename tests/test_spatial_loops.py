@@ -300,6 +300,12 @@ def test_kinematic_analysis_of_the_spatial_four_bar_equals_the_planar_one():
     for ours, theirs in ((spatial.q, planar.q), (spatial.v, planar.qd), (spatial.vdot, planar.qdd),
                          (spatial.driving_forces, planar.driving_forces)):
         np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-10 * max(1.0, np.abs(theirs).max()))
+    # the coupler's tip: position, velocity and acceleration in the plane, at every time
+    for ours, theirs in zip(spatial.point("coupler", (COUPLER, 0.0, 0.0)), planar.point("coupler", (COUPLER, 0.0)),
+                            strict=True):
+        assert ours.shape == (6, 3)
+        np.testing.assert_allclose(ours[:, :2], theirs, rtol=0, atol=1e-10 * max(1.0, np.abs(theirs).max()))
+        np.testing.assert_allclose(ours[:, 2], 0.0, rtol=0, atol=1e-12)
     # the loops hold at every time, and a driver given as f alone (differentiated numerically) agrees closely
     for q in spatial.q:
         np.testing.assert_allclose(spatial_loops.constraints(spatial.model, q)[0], 0.0, atol=1e-12)

@@ -10,6 +10,11 @@ residual, Jacobian J and acceleration term gamma. Sign conventions as ``recursiv
 Reactions are reported as the force and moment [N, N m] that the parent (or the ground) exerts on a body through
 its joint, in ground axes, the moment taken about the joint point; a loop's force acts on each of its two bodies
 at its loop point.
+
+Each of them also takes a spatial model (``Model3D``, loops and force elements included), which goes to
+``statics3d``: joint reactions and linearisation come back as the same ``Reactions`` and ``Linearization`` (3D
+shapes: velocities v (nv,), 6-number wrenches), kinematics and statics as ``KinematicResult3D`` and
+``Equilibrium3D``.
 """
 
 import math
