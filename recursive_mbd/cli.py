@@ -260,6 +260,9 @@ def _run(args, out):
                          "line), or give --t-end for a dynamics run from the file's initial state")
     if Path(args.file).resolve() in (target.resolve(), Path(args.csv).resolve() if args.csv else None):
         raise InputError(f"{args.file}: the output would overwrite the model file")
+    if args.csv and analysis["type"] not in CSV_ANALYSES:
+        raise InputError(f"{args.file}: --csv writes the time history (t, q, qd) of a {' or '.join(CSV_ANALYSES)} "
+                         f"analysis; this {analysis['type']} analysis has none (its results go to the .npz)")
     with _naming(args.file):
         _run_analysis(args, spec, target, out)
 
@@ -307,12 +310,16 @@ def _run_analysis(args, spec, target, out):
     _write_results(args, model, target, arrays, out)
 
 
+CSV_ANALYSES = ("dynamics", "kinematics")  # the analyses with a time history, which --csv writes
+
+
 def _write_results(args, model, target, arrays, out):
-    """The .npz of a run, and the CSV of t, q, qd (a spatial model's v) when asked for and the run has samples."""
+    """The .npz of a run, and the CSV of t, q, qd (a spatial model's v) when asked for (``_run`` refuses --csv
+    for an analysis without a time history)."""
     written = _write_npz(target, arrays)
     print(f"wrote {written.resolve()}", file=out)
-    if args.csv and "t" in arrays:
-        columns = [arrays["t"][:, None], arrays["q"], arrays["qd"]]
+    if args.csv:
+        columns = [arrays["t"][:, None], arrays["q"], arrays["qd"] if "qd" in arrays else arrays["v"]]
         np.savetxt(args.csv, np.hstack(columns), delimiter=",", header=_csv_header(model), comments="")
         print(f"wrote {Path(args.csv).resolve()}", file=out)
 
@@ -423,8 +430,7 @@ def _run_spatial(args, spec, target, out):
                       multipliers=kin.multipliers, driven=kin.driven)
         print(f"kinematic analysis: {counted(kin.t.size, 'time')} up to {t_end:g} s; "
               f"{_driving_summary(model, kin)}", file=out)
-        written = _write_npz(target, arrays)
-        print(f"wrote {written.resolve()}", file=out)
+        _write_results(args, model, target, arrays, out)
         return
     eq = static_equilibrium(model, spec.q0)
     arrays.update(q=eq.q, residual=eq.residual, stiffness=eq.stiffness, eigenvalues=eq.eigenvalues)
@@ -780,7 +786,8 @@ def main(argv=None, out=None):
     p_run = sub.add_parser("run", parents=[common], help="run the analysis a model file names; results to .npz")
     p_run.add_argument("file", help="model file (.toml, .deck, .urdf or MJCF .xml; see recursive_mbd.files.io)")
     p_run.add_argument("-o", "--output", help="result file (default: <file stem>.npz here)")
-    p_run.add_argument("--csv", help="also write t, q, qd as CSV")
+    p_run.add_argument("--csv", help="also write t, q, qd (a spatial model's v) as CSV (dynamics and kinematics "
+                       "analyses)")
     p_run.add_argument("--t-end", type=float, metavar="SECONDS",
                        help="for a file that names no analysis (URDF, MJCF): simulate this long from its initial "
                        "state at rest (dopri5, 201 samples)")

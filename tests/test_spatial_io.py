@@ -259,9 +259,15 @@ def test_rmbd_run_and_plot_the_modes_of_a_spatial_file(tmp_path):
     assert picture.stat().st_size > 10000
 
 
+def model_part(path):
+    """The text of an example file without its [analysis] table (the last one in every example)."""
+    text = path.read_text()
+    return text[:text.index("[analysis]")]
+
+
 def test_rmbd_run_refuses_the_kinematics_of_a_spatial_file_without_drivers(tmp_path):
     path = tmp_path / "top.toml"
-    path.write_text((SPATIAL / "heavy_top.toml").read_text() + '\n[analysis]\ntype = "kinematics"\nt_end = 1.0\n')
+    path.write_text(model_part(SPATIAL / "heavy_top.toml") + '[analysis]\ntype = "kinematics"\nt_end = 1.0\n')
     code, out, err = run_cli(["run", str(path), "-o", str(tmp_path / "top.npz")], tmp_path)
     assert code == 1 and out == ""
     assert "top.toml" in err and "kinematics" in err and "needs drivers" in err and "[[driver]]" in err, err
@@ -299,8 +305,8 @@ def test_rmbd_run_plot_and_animate_the_dynamics_of_a_spatial_file_with_loops(tmp
 
 def test_rmbd_run_simulates_a_spatial_file_with_quaternions(tmp_path):
     path = tmp_path / "top.toml"
-    path.write_text((SPATIAL / "heavy_top.toml").read_text()
-                    + '\n[analysis]\ntype = "dynamics"\nt_end = 0.2\nsamples = 11\n')
+    path.write_text(model_part(SPATIAL / "heavy_top.toml")
+                    + '[analysis]\ntype = "dynamics"\nt_end = 0.2\nsamples = 11\n')
     code, _, err = run_cli(["run", str(path), "-o", str(tmp_path / "top.npz"), "--csv", str(tmp_path / "top.csv")],
                            tmp_path)
     assert code == 0, err
@@ -310,6 +316,64 @@ def test_rmbd_run_simulates_a_spatial_file_with_quaternions(tmp_path):
     assert (tmp_path / "top.csv").read_text().splitlines()[0] == (
         "t [s],top quaternion w [-],top quaternion x [-],top quaternion y [-],top quaternion z [-],"
         "top omega x [rad/s],top omega y [rad/s],top omega z [rad/s]")
+
+
+@pytest.mark.parametrize("name", sorted(path.name for path in SPATIAL.glob("*.toml")))
+def test_rmbd_run_runs_every_spatial_example(name, tmp_path):
+    """Every file in examples/models/spatial names an analysis that `rmbd run` runs as it stands."""
+    spec = rm.io.load(SPATIAL / name)
+    assert spec.analysis, name
+    result = tmp_path / "result.npz"
+    code, out, err = run_cli(["run", str(SPATIAL / name), "-o", str(result)], tmp_path)
+    assert code == 0, err
+    assert f"wrote {result.resolve()}" in out
+    with np.load(result) as data:
+        assert str(data["kind"]) == spec.analysis["type"] and int(data["dimension"]) == 3
+
+
+def test_rmbd_run_simulates_the_heavy_top_file_as_its_comment_says(tmp_path):
+    source = SPATIAL / "heavy_top.toml"
+    result, table = tmp_path / "top.npz", tmp_path / "top.csv"
+    code, _, err = run_cli(["run", str(source), "-o", str(result), "--csv", str(table)], tmp_path)
+    assert code == 0, err
+    spec = rm.io.load(source)
+    with np.load(result) as data:
+        t, q, v, energy = data["t"], data["q"], data["qd"], data["energy"]
+    np.testing.assert_array_equal(t, np.linspace(0.0, 4.0, 401))
+    np.testing.assert_allclose(q[0], spec.q0, rtol=0, atol=1e-15)  # normalised to the last bit
+    np.testing.assert_allclose(energy, energy[0], rtol=0, atol=1e-9 * abs(energy[0]))
+    np.testing.assert_allclose(v[:, 2], 150.0, rtol=1e-9)  # a symmetric top keeps its spin about its axis
+    rotations = np.array([rm.forward_kinematics(spec.model, row)[0][0] for row in q])
+    axis = rotations[:, :, 2]  # the symmetry axis in ground axes
+    tilt = np.arccos(axis[:, 2])
+    assert tilt.min() == pytest.approx(0.300, abs=5e-4) and tilt.max() == pytest.approx(0.321, abs=5e-4)
+    turned = np.unwrap(np.arctan2(axis[:, 1], axis[:, 0]))
+    assert (turned[-1] - turned[0]) / 4.0 == pytest.approx(1.70, abs=5e-3) and turned[-1] - turned[0] > 2 * np.pi
+    assert rm.models.heavy_top_precession(150.0, 0.3)[0] == pytest.approx(1.69, abs=5e-3)
+    rows = np.loadtxt(table, delimiter=",", skiprows=1)
+    np.testing.assert_array_equal(rows, np.hstack((t[:, None], q, v)))
+
+
+def test_rmbd_run_writes_the_csv_of_a_spatial_kinematic_analysis(tmp_path):
+    result, table = tmp_path / "rssr.npz", tmp_path / "rssr.csv"
+    code, out, err = run_cli(["run", str(SPATIAL / "rssr.toml"), "-o", str(result), "--csv", str(table)], tmp_path)
+    assert code == 0, err
+    assert f"wrote {table.resolve()}" in out
+    lines = table.read_text().splitlines()
+    assert lines[0] == "t [s],crank angle [rad],rocker angle [rad],crank rate [rad/s],rocker rate [rad/s]"
+    with np.load(result) as data:
+        np.testing.assert_array_equal(np.loadtxt(lines[1:], delimiter=","),
+                                      np.hstack((data["t"][:, None], data["q"], data["v"])))
+
+
+def test_rmbd_run_refuses_csv_for_an_analysis_without_a_time_history(tmp_path):
+    result, table = tmp_path / "rods.npz", tmp_path / "rods.csv"
+    code, out, err = run_cli(["run", str(SPATIAL / "hanging_rods.toml"), "-o", str(result), "--csv", str(table)],
+                             tmp_path)
+    assert code == 1 and out == "", out
+    assert "hanging_rods.toml: --csv writes the time history (t, q, qd) of a dynamics or kinematics analysis; this " \
+        "modes analysis has none" in err, err
+    assert not result.exists() and not table.exists()
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -180,6 +180,40 @@ def test_planar_four_bar_as_a_spatial_model_gives_the_planar_accelerations():
                                atol=1e-10 * np.abs(reference.forces).max())
 
 
+def test_joint_reactions_of_the_four_bar_built_spatially_equal_the_planar_ones():
+    planar, spatial = _four_bar_planar(), _four_bar_spatial()
+    q = rm.assemble(planar, np.array([0.9, -0.7, 1.6]), fixed=[0])
+    _, _, jac, _ = rm.loops.constraints(planar, q)
+    qd = np.linalg.svd(jac)[2][-1] * 2.5  # the mechanism's one motion
+    tau = np.array([1.5, -0.4, 0.8])
+    qdd = rm.loops.loop_dynamics(planar, q, qd, tau).qdd
+    reference = rm.joint_reactions(planar, q, qd, qdd, tau)
+    reactions = rm.joint_reactions(spatial, q, qd, qdd, tau)
+    assert reactions.joint.shape == (3, 6) and reactions.loops.shape == (1, 2, 6)
+    scale = np.abs(reference.joint).max()
+    # in the plane: (Fx, Fy) and the moment about z; the loop's out-of-plane rows carry nothing (minimum norm)
+    np.testing.assert_allclose(reactions.joint[:, [0, 1, 5]], reference.joint, rtol=0, atol=1e-10 * scale)
+    np.testing.assert_allclose(reactions.joint[:, 2:5], 0.0, rtol=0, atol=1e-10 * scale)
+    np.testing.assert_allclose(reactions.loops[..., [0, 1, 5]], reference.loops, rtol=0, atol=1e-10 * scale)
+    np.testing.assert_allclose(reactions.loops[..., 2:5], 0.0, rtol=0, atol=1e-10 * scale)
+
+
+def test_linearization_of_the_four_bar_built_spatially_equals_the_planar_one():
+    planar, spatial = _four_bar_planar(), _four_bar_spatial()
+    q_eq = rm.static_equilibrium(planar, rm.assemble(planar, np.array([0.9, -0.7, 1.6]), fixed=[0])).q
+    reference = rm.linearize(planar, q_eq)
+    lin = rm.linearize(spatial, q_eq)
+    assert lin.basis.shape == reference.basis.shape == (3, 1)  # one motion: the bases agree up to their sign
+    for ours, theirs in ((lin.M, reference.M), (lin.K, reference.K), (lin.C, reference.C)):
+        np.testing.assert_allclose(lin.basis @ ours @ lin.basis.T, reference.basis @ theirs @ reference.basis.T,
+                                   rtol=0, atol=1e-8 * np.abs(reference.K).max())
+    np.testing.assert_allclose(rm.modes(spatial, q_eq)[0], rm.modes(planar, q_eq)[0], rtol=1e-8)
+    with pytest.raises(ModelError, match="linearize: q_eq does not close the loops: loop 'loop0'"):
+        rm.linearize(spatial, q_eq + 0.1)
+    with pytest.raises(ModelError, match="linearize: q_eq is not an equilibrium"):
+        rm.linearize(spatial, rm.assemble(spatial, q_eq + 0.1, fixed=["crank"]))
+
+
 def test_assemble_closes_spatial_loops_keeping_the_fixed_joints():
     spatial = _four_bar_spatial()
     q = rm.assemble(spatial, np.array([0.9, -0.5, 1.4]), fixed=["crank"])
@@ -266,6 +300,12 @@ def test_kinematic_analysis_of_the_spatial_four_bar_equals_the_planar_one():
     for ours, theirs in ((spatial.q, planar.q), (spatial.v, planar.qd), (spatial.vdot, planar.qdd),
                          (spatial.driving_forces, planar.driving_forces)):
         np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-10 * max(1.0, np.abs(theirs).max()))
+    # the coupler's tip: position, velocity and acceleration in the plane, at every time
+    for ours, theirs in zip(spatial.point("coupler", (COUPLER, 0.0, 0.0)), planar.point("coupler", (COUPLER, 0.0)),
+                            strict=True):
+        assert ours.shape == (6, 3)
+        np.testing.assert_allclose(ours[:, :2], theirs, rtol=0, atol=1e-10 * max(1.0, np.abs(theirs).max()))
+        np.testing.assert_allclose(ours[:, 2], 0.0, rtol=0, atol=1e-12)
     # the loops hold at every time, and a driver given as f alone (differentiated numerically) agrees closely
     for q in spatial.q:
         np.testing.assert_allclose(spatial_loops.constraints(spatial.model, q)[0], 0.0, atol=1e-12)

@@ -10,6 +10,11 @@ residual, Jacobian J and acceleration term gamma. Sign conventions as ``recursiv
 Reactions are reported as the force and moment [N, N m] that the parent (or the ground) exerts on a body through
 its joint, in ground axes, the moment taken about the joint point; a loop's force acts on each of its two bodies
 at its loop point.
+
+Each of them also takes a spatial model (``Model3D``, loops and force elements included), which goes to
+``statics3d``: joint reactions and linearisation come back as the same ``Reactions`` and ``Linearization`` (3D
+shapes: velocities v (nv,), 6-number wrenches), kinematics and statics as ``KinematicResult3D`` and
+``Equilibrium3D``.
 """
 
 import math
@@ -58,6 +63,8 @@ class Reactions:
     ground axes [N, N m] (actuation along the joint's own direction included: for a revolute joint M is its
     torque); loops (nloops, 2, 3): loop forces on body a and body b at their loop points; multipliers (m,);
     tau (nq,): the joint forces used (for kinematic analysis: the driving forces on driven coordinates).
+    A spatial model's (``statics3d.joint_reactions``): joint (nbodies, 6) (Fx, Fy, Fz, Mx, My, Mz), loops
+    (nloops, 2, 6) (force, moment), tau (nv,).
     """
 
     joint: np.ndarray
@@ -103,7 +110,13 @@ def joint_reactions(model, q, qd, qdd, tau=None, *, t=0.0):
 
     The multipliers are those that balance the given tau: -J^T lambda = M qdd + h - Q_elements - tau in the least
     squares sense (exact when qdd is the motion that tau produces, e.g. from ``rm.forward_dynamics``).
+    A spatial model (``Model3D``, loops and force elements included): ``statics3d.joint_reactions`` (qd, qdd and
+    tau are v, vdot and tau (nv,); 6 numbers a joint: force and moment in 3D).
     """
+    if isinstance(model, Model3D):
+        from . import statics3d  # noqa: PLC0415
+
+        return Reactions(*statics3d.joint_reactions(model, q, qd, qdd, tau, t=t))
     q = _vector(model, q, "q")
     qd = _vector(model, qd, "qd")
     qdd = _vector(model, qdd, "qdd")
@@ -146,15 +159,21 @@ class KinematicResult:
         return point_motion(self.model, self.q, self.qd, self.qdd, body, point)
 
 
-def point_motion(model, q, qd, qdd, body, point=(0.0, 0.0)):
-    """Position, velocity and acceleration [m, m/s, m/s^2] of a point fixed on a body (body frame, [m]) for the
-    states (q, qd, qdd), each (nt, nq): three (nt, 2) arrays, ground axes. O(N) per state."""
+def point_motion(model, q, qd, qdd, body, point=None):
+    """Position, velocity and acceleration [m, m/s, m/s^2] of a point fixed on a body (body frame, [m]; default the
+    body frame's origin) for the states (q, qd, qdd), each (nt, nq): three (nt, 2) arrays, ground axes. O(N) per
+    state. A spatial model (``Model3D``): ``statics3d.point_motion`` (qd, qdd are v, vdot (nt, nv); a point (3,);
+    three (nt, 3) arrays)."""
+    if isinstance(model, Model3D):
+        from . import statics3d  # noqa: PLC0415
+
+        return statics3d.point_motion(model, q, qd, qdd, body, point)
     from .._kernels.planar.loops import body_accelerations  # noqa: PLC0415
 
     ws = workspace(model)
     index = model.body_index(body)
     acc = np.zeros((model.nbodies, 3))
-    local = _checks.finite_array(point, "point", (2,)) - model.body_com[index]
+    local = _checks.finite_array((0.0, 0.0) if point is None else point, "point", (2,)) - model.body_com[index]
     # each row goes to the kernels, which read nq entries: every row must be a finite (nq,) float64 vector
     q, qd, qdd = (np.atleast_2d(_checks.finite_array(x, what)) for x, what in ((q, "q"), (qd, "qd"), (qdd, "qdd")))
     for x, what in ((q, "q"), (qd, "qd"), (qdd, "qdd")):
@@ -535,7 +554,9 @@ def _minimise_potential(model, q0, tau, t, free):
 @dataclass
 class Linearization:
     """M qdd_r + C qd_r + K q_r = 0 in independent coordinates q = q_eq + basis @ q_r (basis (nq, nr), orthonormal
-    columns spanning the motions the loops allow; the identity without loops)."""
+    columns spanning the motions the loops allow; the identity without loops). A spatial model's: q = q_eq (+)
+    basis @ q_r (``rm.integrate_configuration``) and v = basis @ qd_r, basis (nv, nr): the displacements live in the
+    velocity space (a quaternion joint's three rotation rates), q (nq,) is q_eq."""
 
     M: np.ndarray
     C: np.ndarray
@@ -621,15 +642,24 @@ def _direct_stiffness(model, q, lam):
     return k
 
 
-def linearize(model, q_eq, tau=None, *, t=0.0, step=1e-7):
+def linearize(model, q_eq, tau=None, *, t=0.0, step=None):
     """Linearisation about a static equilibrium q_eq (``static_equilibrium``): a ``Linearization``.
 
     M from the composite-rigid-body pass; K = d(h - Q + J^T lambda)/dq and C = d(h - Q)/dqd at rest directly from
     the loads where ``_direct_stiffness`` applies (revolute trees, revolute/fixed loops, joint spring-dampers,
     constant forces: no extra passes), otherwise by central differences of the Newton-Euler pass (2 nq passes
-    each). With loops, everything is restricted to the null space of J at q_eq (``basis``), lambda being the
-    multipliers that hold q_eq.
+    each, step ``step``, default 1e-7). With loops, everything is restricted to the null space of J at q_eq
+    (``basis``), lambda being the multipliers that hold q_eq.
+
+    A spatial model (``Model3D``, loops and force elements included): ``statics3d.linearize``, in the velocity
+    space (tau (nv,); K and C by central differences along ``rm.integrate_configuration``, step default 1e-6;
+    K symmetrised; with loops, q_eq must close them and be an equilibrium: ModelError otherwise).
     """
+    if isinstance(model, Model3D):
+        from . import statics3d  # noqa: PLC0415
+
+        return Linearization(*statics3d.linearize(model, q_eq, tau, t=t, step=step))
+    step = 1e-7 if step is None else step
     q = _vector(model, q_eq, "q_eq")
     tau = np.zeros(model.nq) if tau is None else _vector(model, tau, "tau")
     t = _checks.real(t, "t")

@@ -1,5 +1,7 @@
-"""Static equilibrium, modes and driven kinematics of spatial models (``Model3D``, closed loops included), behind
-``rm.static_equilibrium``, ``rm.modes`` and ``rm.kinematic_analysis`` (their assembly: ``analysis.assembly``).
+"""Static equilibrium, linearisation, modes, driven kinematics, joint reactions and point motion of spatial models
+(``Model3D``, closed loops included), behind ``rm.static_equilibrium``, ``rm.linearize``, ``rm.modes``,
+``rm.kinematic_analysis``, ``rm.joint_reactions`` and ``rm.analysis.point_motion`` (their assembly:
+``analysis.assembly``).
 
 Static equilibrium under gravity, the force elements and constant generalised forces tau (nv,): the configuration q
 where the generalised forces vanish, g(q) = h(q, 0) - Q(q, 0) - tau = 0, with h = ``rm.bias_forces`` at rest (gravity
@@ -26,10 +28,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _checks
-from ..dynamics.spatial import inverse_dynamics
+from .._kernels.spatial import layout as SL
+from .._kernels.spatial import tree as spatial_tree
+from ..dynamics.spatial import _element_loads, forward_kinematics, inverse_dynamics, workspace
 from ..errors import ModelError, StateError
 from ..model.configuration import integrate_configuration
 from ..model.spatial import Model3D
+from ..model.statuses import raise_spatial_status
 from .assembly import _configuration, _held, _loop_gap, _size, _vector3d, assemble, stiffness_spectrum
 
 _STEP = 1e-6  # central-difference step along integrate_configuration [rad or m]: truncation ~1e-12, round-off ~1e-10
@@ -45,13 +50,13 @@ def _where(model, g, free):
     return f"v[{index}]"
 
 
-def _forces(model, q, v):
-    """h(q, v) - Q_elements(q, v) (nv,): the generalised forces that hold q at the velocity v without acceleration
+def _forces(model, q, v, t=0.0):
+    """h(q, v) - Q_elements(q, v, t) (nv,): the generalised forces that hold q at the velocity v without acceleration
     (gravity, velocity products, the force elements)."""
-    return inverse_dynamics(model, q, v, np.zeros(model.nv))
+    return inverse_dynamics(model, q, v, np.zeros(model.nv), t=t)
 
 
-def _lagrangian_stiffness(model, q, lam, velocity):
+def _lagrangian_stiffness(model, q, lam, velocity, t=0.0, step=_STEP):
     """K (nv, nv) = d(h(q, v) - Q(q, v) + J(q)^T lambda)/d delta at q with lambda and v = ``velocity`` fixed, delta
     the velocity-space displacement q (+) delta (central differences along ``integrate_configuration``): the Hessian
     of the Lagrangian V + lambda . phi at an equilibrium (there g + J^T lambda = 0, so the derivative of the map
@@ -59,15 +64,15 @@ def _lagrangian_stiffness(model, q, lam, velocity):
     from ..dynamics.spatial_loops import constraints  # noqa: PLC0415  (the loop layer builds on dynamics)
 
     def forces(config):
-        return _forces(model, config, velocity) + constraints(model, config)[2].T @ lam
+        return _forces(model, config, velocity, t) + constraints(model, config)[2].T @ lam
 
     columns = []
     for k in range(model.nv):
         delta = np.zeros(model.nv)
-        delta[k] = _STEP
+        delta[k] = step
         plus = forces(integrate_configuration(model, q, delta))
         minus = forces(integrate_configuration(model, q, -delta))
-        columns.append((plus - minus) / (2 * _STEP))
+        columns.append((plus - minus) / (2 * step))
     return np.column_stack(columns)
 
 
@@ -79,8 +84,8 @@ def _null_basis(jac):
     return right[rank:].T
 
 
-def stiffness(model, q, step=_STEP, velocity=None):
-    """K (nv, nv) = d(h(q, v) - Q(q, v) - tau)/d delta at q (tau and v constant; v = ``velocity``, default zero),
+def stiffness(model, q, step=_STEP, velocity=None, t=0.0):
+    """K (nv, nv) = d(h(q, v) - Q(q, v, t) - tau)/d delta at q (tau and v constant; v = ``velocity``, default zero),
     delta the velocity-space displacement q (+) delta (central differences along ``integrate_configuration``)."""
     q = _configuration(model, q, "q")
     rest = np.zeros(model.nv) if velocity is None else velocity
@@ -88,8 +93,8 @@ def stiffness(model, q, step=_STEP, velocity=None):
     for k in range(model.nv):
         delta = np.zeros(model.nv)
         delta[k] = step
-        plus = _forces(model, integrate_configuration(model, q, delta), rest)
-        minus = _forces(model, integrate_configuration(model, q, -delta), rest)
+        plus = _forces(model, integrate_configuration(model, q, delta), rest, t)
+        minus = _forces(model, integrate_configuration(model, q, -delta), rest, t)
         columns.append((plus - minus) / (2 * step))
     return np.column_stack(columns)
 
@@ -234,11 +239,73 @@ def _loop_equilibrium(model, q, tau, tol, max_iter, fixed, held, free, velocity)
     return Equilibrium3D(q, g, k, eigenvalues, stable, iterations, holding, multipliers=lam, neutral=neutral)
 
 
+def linearize(model, q_eq, tau=None, *, t=0.0, step=None, caller="linearize"):
+    """The linearisation of a spatial model about the equilibrium q_eq under gravity, the force elements (at time t)
+    and constant generalised forces ``tau`` (nv,), default zero: (M, C, K, basis, q_eq with its quaternions
+    normalised), the fields of the ``Linearization`` that ``rm.linearize`` returns, of M x'' + C x' + K x = 0 with
+    q = q_eq (+) basis @ x (``integrate_configuration``: the displacement lives in the velocity space, the tangent
+    space of the quaternion joints, so nq != nv is no obstacle) and v = basis @ x' (the spatial ``rm.linearize``).
+
+    M = ``rm.mass_matrix`` at q_eq; K the symmetric part of d(h - Q - tau)/d delta (``stiffness``, central
+    differences of step ``step`` (default 1e-6) along ``integrate_configuration``; with loops the Hessian of the
+    Lagrangian, ``_lagrangian_stiffness``, with the multipliers lambda that hold q_eq: least squares on g(q_eq) +
+    J^T lambda = 0); C = d(h - Q)/dv at v = 0 (central differences: the dampers; the velocity products vanish at
+    rest). Without loops basis is the identity (nv, nv); with them an orthonormal basis (nv, nr) of the null space
+    of J at q_eq, the motions the loops allow, and M, C, K are projected on it (as the planar ``rm.linearize``).
+
+    Raises
+    ------
+    ModelError
+        With loops: q_eq does not close them or is not an equilibrium (|phi| or the residual after the multipliers
+        above 1e-6 of the model's size or loads: assemble it and find it with ``static_equilibrium``).
+    """
+    from ..dynamics.spatial import mass_matrix  # noqa: PLC0415
+
+    if not isinstance(model, Model3D):
+        raise TypeError(f"model must be a Model3D, got {type(model).__name__}")
+    q = _configuration(model, q_eq, "q_eq")
+    tau = np.zeros(model.nv) if tau is None else _vector3d(model, tau, model.nv, "tau")
+    t = _checks.real(t, "t")
+    step = _STEP if step is None else _checks.real(step, "step", low=0.0, strict=True)
+    rest = np.zeros(model.nv)
+    if model.nloops:
+        from ..dynamics.spatial_loops import constraints  # noqa: PLC0415  (the loop layer builds on dynamics)
+
+        phi, _, jac, _ = constraints(model, q)
+        if np.abs(phi).max() > 1e-6 * _size(model):
+            raise ModelError(f"{caller}: q_eq does not close the loops: {_loop_gap(model, phi)} is open by "
+                             f"{np.abs(phi).max():.3g} (m or rad); assemble it (rm.assemble, rm.static_equilibrium)")
+        g = _forces(model, q, rest, t) - tau
+        lam = np.linalg.lstsq(-jac.T, g, rcond=1e-10)[0]  # the multipliers that hold q_eq
+        left = g + jac.T @ lam
+        weight = model.total_mass() * float(np.linalg.norm(model.gravity))
+        scale = max(float(np.abs(g).max()), float(np.abs(tau).max()), weight * _size(model), 1e-300)
+        if np.abs(left).max() > 1e-6 * scale:
+            free = np.arange(model.nv)
+            raise ModelError(f"{caller}: q_eq is not an equilibrium: residual |g + J^T lambda| = "
+                             f"{np.abs(left).max():.3g} (N or N m), largest at {_where(model, left, free)}; find it "
+                             "with rm.static_equilibrium")
+        k_matrix = _lagrangian_stiffness(model, q, lam, rest, t, step)
+        basis = _null_basis(jac)
+    else:
+        k_matrix = stiffness(model, q, step, t=t)
+        basis = np.eye(model.nv)
+    damping = np.zeros((model.nv, model.nv))
+    if model._elements:  # only the elements depend on v at rest to first order
+        for k in range(model.nv):
+            rate = np.zeros(model.nv)
+            rate[k] = step
+            damping[:, k] = (_forces(model, q, rate, t) - _forces(model, q, -rate, t)) / (2 * step)
+    k_matrix = basis.T @ (0.5 * (k_matrix + k_matrix.T)) @ basis
+    return basis.T @ mass_matrix(model, q) @ basis, basis.T @ damping @ basis, k_matrix, basis, q
+
+
 def modes(model, q_eq, k=None, tau=None):
     """Natural frequencies [rad/s] (ascending) and mode shapes (nv, k) of a spatial model about the equilibrium
     q_eq under gravity, the force elements and constant generalised forces ``tau`` (nv,), default zero.
 
-    A tree: K x = omega^2 M x with K the symmetric part of ``stiffness`` and M = ``rm.mass_matrix``. With loops:
+    On the linearisation (``linearize``): a tree: K x = omega^2 M x with K the symmetric part of ``stiffness`` and
+    M = ``rm.mass_matrix``. With loops:
     the multipliers lambda that hold q_eq (least squares on g(q_eq) + J^T lambda = 0), K the Hessian of the
     Lagrangian (``_lagrangian_stiffness``), and both K and M projected onto the motions the loops allow, x = N y
     with N an orthonormal basis of the null space of J (m, nv) at q_eq: N^T K N y = omega^2 N^T M N y (as the planar
@@ -255,43 +322,13 @@ def modes(model, q_eq, k=None, tau=None):
     """
     import scipy.linalg  # noqa: PLC0415
 
-    from ..dynamics.spatial import mass_matrix  # noqa: PLC0415
-
-    if not isinstance(model, Model3D):
-        raise TypeError(f"model must be a Model3D, got {type(model).__name__}")
-    q = _configuration(model, q_eq, "q_eq")
-    tau = np.zeros(model.nv) if tau is None else _vector3d(model, tau, model.nv, "tau")
-    rest = np.zeros(model.nv)
-    if model.nloops:
-        from ..dynamics.spatial_loops import constraints  # noqa: PLC0415  (the loop layer builds on dynamics)
-
-        phi, _, jac, _ = constraints(model, q)
-        if np.abs(phi).max() > 1e-6 * _size(model):
-            raise ModelError(f"modes: q_eq does not close the loops: {_loop_gap(model, phi)} is open by "
-                             f"{np.abs(phi).max():.3g} (m or rad); assemble it (rm.assemble, rm.static_equilibrium)")
-        g = _forces(model, q, rest) - tau
-        lam = np.linalg.lstsq(-jac.T, g, rcond=1e-10)[0]  # the multipliers that hold q_eq
-        left = g + jac.T @ lam
-        weight = model.total_mass() * float(np.linalg.norm(model.gravity))
-        scale = max(float(np.abs(g).max()), float(np.abs(tau).max()), weight * _size(model), 1e-300)
-        if np.abs(left).max() > 1e-6 * scale:
-            free = np.arange(model.nv)
-            raise ModelError(f"modes: q_eq is not an equilibrium: residual |g + J^T lambda| = "
-                             f"{np.abs(left).max():.3g} (N or N m), largest at {_where(model, left, free)}; find it "
-                             "with rm.static_equilibrium")
-        k_matrix = _lagrangian_stiffness(model, q, lam, rest)
-        basis = _null_basis(jac)
-    else:
-        k_matrix = stiffness(model, q)
-        basis = np.eye(model.nv)
+    mass, _, k_matrix, basis, _ = linearize(model, q_eq, tau, caller="modes")
     size = basis.shape[1]
     if size == 0:
         raise ModelError("modes: the loops leave the model no motion (J has full column rank at q_eq)")
     count = size if k is None else _checks.integer(k, "k")
     if not 1 <= count <= size:
         raise StateError(f"k must be between 1 and {size} (the motions the loops allow), got {count}")
-    k_matrix = basis.T @ (0.5 * (k_matrix + k_matrix.T)) @ basis
-    mass = basis.T @ mass_matrix(model, q) @ basis
     try:
         values, vectors = scipy.linalg.eigh(0.5 * (k_matrix + k_matrix.T), 0.5 * (mass + mass.T),
                                             subset_by_index=(0, count - 1))
@@ -442,3 +479,126 @@ class KinematicResult3D:
     driven: np.ndarray
     driving_forces: np.ndarray
     multipliers: np.ndarray
+
+    def point(self, body, point=None):
+        """Position, velocity and acceleration of a point fixed on a body (body frame; default its origin) at every
+        t: 3 x (nt, 3), ground axes (``point_motion``)."""
+        return point_motion(self.model, self.q, self.v, self.vdot, body, point)
+
+
+# ---- point motion and joint reactions ----------------------------------------------------------------------------
+
+def _states(model, q, v, vdot):
+    """q (nt, nq), v and vdot (nt, nv): finite float arrays with one row per state (a single state: one row)."""
+    rows = []
+    for x, what, size in ((q, "q", model.nq), (v, "v", model.nv), (vdot, "vdot", model.nv)):
+        arr = np.atleast_2d(_checks.finite_array(x, what))
+        count = rows[0].shape[0] if rows else arr.shape[0]
+        if arr.ndim != 2 or arr.shape != (count, size):
+            raise StateError(f"{what} must have shape (nt, {size}) (or ({size},)) with one row per state like q "
+                             f"({count} rows), got {arr.shape}")
+        rows.append(arr)
+    return rows
+
+
+def point_motion(model, q, v, vdot, body, point=None):
+    """Position, velocity and acceleration [m, m/s, m/s^2] of a point fixed on a body of a spatial model (body
+    frame [m], default its origin) for the states (q, v, vdot), each (nt, nq), (nt, nv), (nt, nv) or one state:
+    three (nt, 3) arrays, ground axes (the spatial ``rm.analysis.point_motion``).
+
+    The body's pose and velocity come from the forward kinematics kernel, its spatial acceleration (alpha; the
+    acceleration of the point of the body at the origin's place, minus omega x its velocity) from the forward pass
+    of the recursive Newton-Euler kernel without gravity; the point's acceleration is then a + alpha x r + omega x
+    (v + omega x r), r the point relative to the body origin. O(N) per state.
+    """
+    ws = workspace(model)
+    index = model.body_index(body)
+    local = np.zeros(3) if point is None else _checks.finite_array(point, "point", (3,))
+    q, v, vdot = _states(model, q, v, vdot)
+    n = model.nbodies
+    rot, pos, omega, vel = np.zeros((n, 3, 3)), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3))
+    no_gravity, forces = np.zeros(3), np.empty(model.nv)
+    out = np.zeros((3, q.shape[0], 3))
+    for k in range(q.shape[0]):
+        qk, vk, ak = (np.ascontiguousarray(x[k]) for x in (q, v, vdot))
+        status = spatial_tree.poses(model.body_int, model.body_real, qk, vk, ws.ws, ws.S, ws.tmp, rot, pos, omega,
+                                    vel, True)
+        if not status:  # the accelerations of every body (ws WC: body axes), from the same kinematics
+            status = spatial_tree.inverse_dynamics(model.body_int, model.body_real, no_gravity, qk, vk, ak, ws.ws,
+                                                   ws.S, ws.tmp, forces)
+        if status:
+            raise_spatial_status(model, status, ("q", "v", "vdot"), output=f"the motion at sample {k}")
+        turn = rot[index]
+        arm = turn @ local
+        alpha = turn @ ws.ws[index, SL.WC:SL.WC + 3]
+        velocity = vel[index] + np.cross(omega[index], arm)
+        out[0, k] = pos[index] + arm
+        out[1, k] = velocity
+        out[2, k] = turn @ ws.ws[index, SL.WC + 3:SL.WC + 6] + np.cross(alpha, arm) + np.cross(omega[index], velocity)
+    _checks.check_finite_result(out, "point motion [0 position, 1 velocity, 2 acceleration; sample; axis]")
+    return out[0], out[1], out[2]
+
+
+def joint_reactions(model, q, v, vdot, tau=None, *, t=0.0):
+    """Reactions of every joint and loop of a spatial model at the state (q, v) with accelerations vdot: the fields
+    (joint, loops, multipliers, tau) of the ``Reactions`` that ``rm.joint_reactions`` returns.
+
+    joint (nbodies, 6): (Fx, Fy, Fz, Mx, My, Mz), the force and moment that the parent (or the ground) exerts on
+    each body through its joint, ground axes, the moment about the joint point (the body's child point); the
+    actuation along the joint's own motions included (a revolute joint's moment along its axis is its torque, a
+    joint spring-damper's load is part of it). loops (nloops, 2, 6): the loop forces on body a and on body b (force
+    at the loop point, moment; ground axes, as ``spatial_loops.loop_dynamics``). multipliers (m,): those that
+    balance the given tau (nv,) in the least-squares sense, -J^T lambda = M vdot + h - Q_elements - tau (exact when
+    vdot is the motion tau produces). tau: the generalised forces used.
+
+    From the recursive Newton-Euler pass: the force each joint carries to its subtree, minus the subtree's external
+    loads (the force elements' wrenches and the loop forces), carried to the joint point.
+    """
+    from ..dynamics.loops import RCOND, forces_from_multipliers  # noqa: PLC0415  (the loop layer builds on dynamics)
+    from ..dynamics.spatial_loops import constraints, loop_workspace  # noqa: PLC0415
+
+    ws = workspace(model)
+    q = _configuration(model, q, "q")
+    v = _vector3d(model, v, model.nv, "v")
+    vdot = _vector3d(model, vdot, model.nv, "vdot")
+    tau = np.zeros(model.nv) if tau is None else _vector3d(model, tau, model.nv, "tau")
+    t = _checks.real(t, "t")
+    n = model.nbodies
+    lam = np.zeros(model.nconstraints)
+    loop_forces = np.zeros((model.nloops, 2, 6))
+    if model.nloops:
+        needed = inverse_dynamics(model, q, v, vdot, t=t) - tau
+        _, _, jac, _ = constraints(model, q, v)  # fills the row weights
+        lam = np.linalg.lstsq(-jac.T, needed, rcond=RCOND)[0]
+        loop_forces = forces_from_multipliers(model, lam, loop_workspace(model)[1].weights)
+    rot, pos = forward_kinematics(model, q)
+    forces = np.empty(model.nv)
+    status = spatial_tree.inverse_dynamics(model.body_int, model.body_real, model.gravity, q, v, vdot, ws.ws, ws.S,
+                                           ws.tmp, forces)
+    if status:
+        raise_spatial_status(model, status, ("q", "v", "vdot"), output="the joint forces")
+    carried = ws.ws[:, SL.WP:SL.WP + 6].copy()  # what each joint carries to its subtree (moment; force), body axes
+    if model._elements:
+        carried -= _element_loads(model, q, v, t).wrench  # the elements' loads on the subtree, the same form
+    force = np.einsum("nij,nj->ni", rot, carried[:, 3:])
+    arm = np.einsum("nij,nj->ni", rot, model.joint_child_point)  # joint point relative to the body origin
+    moment = np.einsum("nij,nj->ni", rot, carried[:, :3]) - np.cross(arm, force)
+    if model.nloops:  # the loop forces on each subtree: force and moment about the ground origin
+        load = np.zeros((n, 6))
+        for k in range(model.nloops):
+            for side, column in ((0, SL.LPA), (1, SL.LPB)):
+                b = int(model.loop_int[k, SL.LBODY_A + side])
+                if b >= 0:
+                    point = pos[b] + rot[b] @ model.loop_real[k, column:column + 3]
+                    load[b, :3] += loop_forces[k, side, :3]
+                    load[b, 3:] += loop_forces[k, side, 3:] + np.cross(point, loop_forces[k, side, :3])
+        for i in range(n - 1, -1, -1):
+            parent = int(model.body_parent[i])
+            if parent >= 0:
+                load[parent] += load[i]
+        force -= load[:, :3]
+        moment -= load[:, 3:] - np.cross(pos + arm, load[:, :3])
+    joint = np.hstack((force, moment))
+    for value, what in ((joint, "joint reactions"), (loop_forces, "loop forces"), (lam, "multipliers")):
+        _checks.check_finite_result(value, what)
+    return joint, loop_forces, lam, tau
