@@ -158,3 +158,78 @@ def test_methods_that_do_not_integrate_contacts_refuse_a_contact_model():
             rm.simulate(model, [0.0, 0.2, 0.0], [0.0, 0.0, 0.0], 0.1, method=method)
     with pytest.raises(ValueError, match="contacts act in the recursive formulation"):
         rm.simulate(model, [0.0, 0.2, 0.0], [0.0, 0.0, 0.0], 0.1, formulation="augmented")
+
+
+def test_two_discs_of_a_self_contact_set_collide_with_the_restitution_at_its_impact_speed():
+    model = rm.Model(gravity=(0.0, 0.0))
+    model.add_body(joint="planar", mass=1.0, inertia=0.01, name="a")
+    model.add_body(joint="planar", mass=3.0, inertia=0.01, name="b")
+    model.add_self_contact(["a", "b"], radius=0.1, stiffness=1e6, restitution=0.6, impact_speed=2.0)
+    result = rm.simulate(model, [0.0, 0.0, 0.0, 0.3, 0.0, 0.0], [1.5, 0.0, 0.0, -0.5, 0.0, 0.0], 0.3)
+    va, vb = result.qd[-1, 0], result.qd[-1, 3]
+    assert va + 3.0 * vb == pytest.approx(0.0, abs=1e-12)  # momentum
+    assert (vb - va) / 2.0 == pytest.approx(0.6, abs=1e-6)  # restitution at the impact speed 2 m/s
+    assert result.contact_forces()["pairs"].max() == 1
+    assert np.abs(result.energy_balance()).max() < 1e-6  # of 1.5 J
+
+
+def _end_contacts(a0, a1, b0, b1):
+    """The end contacts of two capsule axes: (point on a, point on b, weight) of each end of one axis with its
+    nearest point on the other (found on a fine parameter grid, then refined by projection), weight 1/2 where that
+    nearest point is an end of the other axis."""
+    contacts = []
+    for end, (c0, c1), of_a in ((a0, (b0, b1), True), (a1, (b0, b1), True), (b0, (a0, a1), False),
+                                (b1, (a0, a1), False)):
+        grid = np.linspace(0.0, 1.0, 2001)
+        u = grid[np.argmin(np.linalg.norm(c0 + grid[:, None] * (c1 - c0) - end, axis=1))]
+        u = np.clip((end - c0) @ (c1 - c0) / ((c1 - c0) @ (c1 - c0)), max(u - 1e-3, 0.0), min(u + 1e-3, 1.0))
+        other = c0 + u * (c1 - c0)
+        weight = 0.5 if u in (0.0, 1.0) else 1.0
+        contacts.append((end, other, weight) if of_a else (other, end, weight))
+    return contacts
+
+
+def test_the_sweep_finds_every_touching_pair_that_brute_force_finds():
+    from recursive_mbd._kernels.planar import pairs as P  # noqa: PLC0415
+    from recursive_mbd.model.workspace import workspace  # noqa: PLC0415
+
+    rng = np.random.default_rng(3)
+    n, half = 40, 0.15
+    model = rm.Model(gravity=(0.0, 0.0))
+    for k in range(n):
+        model.add_body(joint="planar", mass=1.0, inertia=0.01, name=f"rod{k}")
+    k_contact = 1e4
+    model.add_self_contact(model.body_names, segment=((-half, 0.0), (half, 0.0)), radius=0.03, stiffness=k_contact,
+                           exponent=1.0)
+    q = np.column_stack((rng.uniform(0.0, 1.5, n), rng.uniform(0.0, 1.0, n), rng.uniform(-np.pi, np.pi, n))).ravel()
+    ws = workspace(model)
+    rm.energy(model, q, np.zeros(3 * n))  # the centre-of-mass kinematics into ws
+    wrench, totals, stats = np.zeros((n, 3)), np.zeros(3), np.zeros(2)
+    P.pair_forces(model.body_int, model.shape_int, model.shape_real, np.arange(n), np.zeros((n, P.N_BOX)), ws.ws,
+                  ws.com, wrench, totals, stats)
+    expected = np.zeros((n, 3))
+    touching = 0
+    for a in range(n):
+        for b in range(a + 1, n):
+            ends = []
+            for body in (a, b):
+                x, y, th = q[3 * body:3 * body + 3]
+                e = half * np.array([np.cos(th), np.sin(th)])
+                ends.append((np.array([x, y]) - e, np.array([x, y]) + e))
+            found = False
+            for ca, cb, weight in _end_contacts(*ends[0], *ends[1]):
+                depth = 0.06 - np.linalg.norm(cb - ca)
+                if depth <= 0.0:
+                    continue
+                found = True
+                normal = (cb - ca) / np.linalg.norm(cb - ca)
+                point = ca + (0.03 - depth / 2) * normal
+                for body, sign in ((b, 1.0), (a, -1.0)):
+                    force = sign * weight * k_contact * depth * normal
+                    lever = point - q[3 * body:3 * body + 2]
+                    expected[body] += (*force, lever[0] * force[1] - lever[1] * force[0])
+            touching += found
+    assert touching > 5
+    assert stats[0] == touching
+    assert stats[1] < n * (n - 1) / 2 / 3  # the sweep tested a fraction of the pairs
+    np.testing.assert_allclose(wrench, expected, rtol=1e-12, atol=1e-9)

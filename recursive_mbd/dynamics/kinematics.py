@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import _checks
 from .._kernels import layout as L
-from .._kernels.planar import contact, tree
+from .._kernels.planar import contact, pairs, tree
 from ..errors import StateError
 from ..model.spatial import Model3D
 from ..model.statuses import raise_status
@@ -78,14 +78,20 @@ def energy(model, q, qd, *, t=0.0):
     if model.elem_int.shape[0]:
         _element_loads(model, ws, q, qd, _checks.real(t, "t"))
         potential += float(ws.element_energy[0])
-    if model.contact_int.shape[0]:  # the contacts' elastic normal forces (their potential needs no stick state)
-        pair = np.zeros(3)
-        contact.contact_forces(model.contact_int, model.contact_real, ws.ws, ws.com, np.zeros(model.ncontacts
-                               * L.N_CSTATE), 0, np.zeros((model.nbodies, 3)), pair,
-                               np.zeros((model.ncontacts, contact.N_PER_CONTACT)))
-        potential += float(pair[0])
+    if model.has_contacts:  # the contacts' elastic normal forces (their potential needs no stick state)
+        potential += _contact_potential(model, ws)
     _checks.check_finite_result(potential, "the potential energy (gravity, springs and contacts)")
     return kinetic, potential
+
+
+def _contact_potential(model, ws):
+    """The potential energy of the contacts' elastic normal forces at the state whose kinematics ``ws`` holds."""
+    totals, wrench, nshapes = np.zeros(3), np.zeros((model.nbodies, 3)), model.shape_int.shape[0]
+    contact.contact_forces(model.contact_int, model.contact_real, ws.ws, ws.com, np.zeros(model.ncontacts
+                           * L.N_CSTATE), 0, wrench, totals, np.zeros((model.ncontacts, contact.N_PER_CONTACT)))
+    pairs.pair_forces(model.body_int, model.shape_int, model.shape_real, np.arange(nshapes, dtype=np.int64),
+                      np.zeros((nshapes, pairs.N_BOX)), ws.ws, ws.com, wrench, totals, np.zeros(2))
+    return float(totals[0])
 
 
 def _com_state(model, q, qd):

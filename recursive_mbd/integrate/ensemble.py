@@ -550,7 +550,7 @@ def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12,
     workspace(model)
     if model.loop_int.shape[0]:
         raise ModelError("simulate_many does not handle closed loops; run rm.simulate per member (or rm.sweep)")
-    if model.ncontacts:
+    if model.has_contacts:
         raise ModelError("simulate_many does not handle contacts yet; run rm.simulate per member")
     if model.element_functions:
         names = [name for _, _, _, name in model.element_functions]

@@ -266,15 +266,21 @@ class SimulationResult:
         dict with ``normal`` and ``tangential`` (nt, nrows): each contact row's normal force and its friction
         force along the surface tangent t = (n_y, -n_x) [N] (``Model.contact_names`` names the rows);
         ``depth`` (nt, nrows) [m]; ``point`` (nt, nrows, 2): the contact points [m], ground frame (zeros where a
-        row does not touch); ``active`` (nt,): the number of touching rows.
+        row does not touch); ``active`` (nt,): the number of touching rows; ``pairs`` (nt,): the number of touching
+        pairs of the self-contact sets (``Model.add_self_contact``).
         """
         self._require_model("contact_forces()", spatial=False)
         if self.contact_state is None:
             raise ValueError("contact_forces(): the model has no contacts (Model.add_contact)")
-        rows = np.array([self._evaluate(i)[0].contacts[2].copy() for i in range(self.t.size)])
+        rows, pairs = [], []
+        for i in range(self.t.size):
+            contacts = self._evaluate(i)[0].contacts
+            rows.append(contacts[2].copy())
+            pairs.append(contacts[7][0])
+        rows = np.array(rows).reshape(self.t.size, -1, contacts[2].shape[1])
         depth = rows[:, :, 2]
         return {"normal": rows[:, :, 0], "tangential": rows[:, :, 1], "depth": depth, "point": rows[:, :, 3:5],
-                "active": np.count_nonzero(depth > 0.0, axis=1)}
+                "active": np.count_nonzero(depth > 0.0, axis=1), "pairs": np.array(pairs, dtype=np.int64)}
 
     def driving_forces(self):
         """Joint force of each driver at every sample, shape (nt, nq) (zero for free coordinates) [N m or N]."""

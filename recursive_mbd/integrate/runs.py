@@ -34,6 +34,7 @@ from .. import _checks
 from .._kernels import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from .._kernels import layout as L
 from .._kernels.layout import N_CSTATE
+from .._kernels.planar import pairs
 from .._kernels.planar.contact import N_PER_CONTACT
 from .._kernels.planar.system import RecursiveSystem, TreeSystem
 from .._kernels.timeloops import integrators
@@ -294,8 +295,11 @@ def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, proje
                        FILTER_RCOND]))
     system_class = TreeSystem if tree_system and m == 0 else RecursiveSystem
     contacts = None
-    if model.ncontacts:
-        contacts = (model.contact_int, model.contact_real, np.zeros((model.ncontacts, N_PER_CONTACT)))
+    if model.has_contacts:
+        nshapes = model.shape_int.shape[0]
+        contacts = (model.contact_int, model.contact_real, np.zeros((model.ncontacts, N_PER_CONTACT)),
+                    model.shape_int, model.shape_real, np.arange(nshapes, dtype=np.int64),
+                    np.zeros((nshapes, pairs.N_BOX)), np.zeros(2))
     return system_class(model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real, free,
             inputs.driven_coords, inputs.driven, inputs.tau_const,
             np.array([inputs.tau_offset, inputs.driver_offset], dtype=np.int64), np.zeros(inputs.size),
@@ -351,7 +355,7 @@ class RecursiveTimeLoop:
     def finish(self, result, y, callback, key):
         """The evaluator of result.qdd() and the forces; the loops' drift max |phi| at every sample."""
         result._evaluator = (callback, key, self.system, self.inputs)  # holds inputs: the bridge still reaches them
-        if self.model.ncontacts:
+        if self.model.has_contacts:
             result.contact_state = self.contact_state(y).copy()
         if self.model.nloops:
             from ..dynamics.loops import constraints  # noqa: PLC0415

@@ -244,7 +244,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         q0, qd0 = _spatial_start(model, q0, qd0)
     else:
         workspace(model)
-        if model.ncontacts:
+        if model.has_contacts:
             _refuse_contact_options(method, formulation)
         if model.nq == 0:
             raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")

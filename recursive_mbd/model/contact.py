@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from .._kernels import layout as L
+from .._kernels.planar import pairs as P
 from ..errors import ModelError
 from . import _validation as V
 from ._validation import GROUND
@@ -73,15 +74,16 @@ def surface_entry(model, kind, name, body, **data):
     if name in model._surfaces:
         raise ModelError(f"{where}: duplicate surface name")
     owner = model._either_body(body, f"{where}: body")
-    model._surfaces[name] = dict(kind=kind, name=name, owner=owner, **data)
-    _check_against_planes(model, model._surfaces[name])
+    surface = dict(kind=kind, name=name, owner=owner, **data)
+    _check_against_planes(model, surface)
+    model._surfaces[name] = surface
     return name
 
 
 def _check_against_planes(model, surface):
     """A ground-fixed disc whose centre lies inside a ground-fixed half-plane (within its extent) is a model error:
     bodies on the drum would be pushed both ways."""
-    fixed = [s for s in model._surfaces.values() if s["owner"] == GROUND]
+    fixed = [s for s in model._surfaces.values() if s["owner"] == GROUND and s["name"] != surface["name"]]
     if surface["owner"] != GROUND:
         return
     discs = [surface] if surface["kind"] == "drum" else [s for s in fixed if s["kind"] == "drum"]
@@ -103,7 +105,8 @@ def plane_data(point, normal, extent, where, _point):
     length = float(np.hypot(*normal))
     if not length > 1e-12:
         raise ModelError(f"{where}: normal must be non-zero, got {normal.tolist()}")
-    normal = normal / length
+    if length != 1.0:  # a unit normal is kept as given (a model file's round trip gives the same numbers)
+        normal = normal / length
     if extent is None:
         extent = (-math.inf, math.inf)
     try:
@@ -227,3 +230,72 @@ def pack(model):
     for arr in (contact_int, contact_real):
         arr.setflags(write=False)
     return contact_int, contact_real, tuple(names)
+
+
+def self_contact_entries(model, bodies, point, radius, segment, stiffness, exponent, restitution, impact_speed,
+                         friction, tangential_damping, name, _point):
+    """A checked self-contact set: one capsule per body of ``bodies``, the law shared (``_point`` checks a pair of
+    numbers)."""
+    where = f"self_contact {name!r}" if name is not None else f"self_contact{len(model._self_contacts)}"
+    if model._compiled:
+        raise ModelError(f"cannot add {where}: the model was compiled (it is frozen once a dynamics function has "
+                         "used it); add contacts before the first use")
+    radius = _positive(radius, f"{where}: radius")
+    law = dict(stiffness=_positive(stiffness, f"{where}: stiffness"),
+               exponent=V.finite_scalar(exponent, f"{where}: exponent"),
+               restitution=V.finite_scalar(restitution, f"{where}: restitution"),
+               impact_speed=_positive(impact_speed, f"{where}: impact_speed"),
+               friction=V.nonnegative(friction, f"{where}: friction"))
+    if not law["exponent"] >= 1.0:
+        raise ModelError(f"{where}: exponent must be >= 1 (1: linear, 1.5: Hertz), got {law['exponent']:g}")
+    if not 0.0 < law["restitution"] <= 1.0:
+        raise ModelError(f"{where}: restitution must be in (0, 1], got {law['restitution']:g}")
+    law["tangential_damping"] = (None if tangential_damping is None
+                                 else V.nonnegative(tangential_damping, f"{where}: tangential_damping"))
+    if segment is None:
+        ends = [_point(point, f"{where}: point")] * 2
+    else:
+        try:
+            ends = [_point(end, f"{where}: segment end") for end in segment]
+        except TypeError:
+            raise ModelError(f"{where}: segment must be two points ((x0, y0), (x1, y1)), got {segment!r:.60}") from None
+        if len(ends) != 2:
+            raise ModelError(f"{where}: segment must be two points ((x0, y0), (x1, y1)), got {len(ends)}")
+    if isinstance(bodies, (str, int, np.integer)):
+        bodies = [bodies]
+    indices = [model._element_body(body, f"{where}: body") for body in bodies]
+    if len(set(indices)) < 2:
+        raise ModelError(f"{where}: a self-contact set needs two bodies or more, got {len(set(indices))}")
+    model._self_contacts.append(dict(name=name or where, bodies=indices, ends=np.array(ends), radius=radius, **law))
+    return len(model._self_contacts) - 1
+
+
+def pack_self_contacts(model):
+    """(shape_int, shape_real) of the model's self-contact sets (``_kernels.planar.pairs``), read-only."""
+    coms = model._bodies.column("com")
+    masses = model._bodies.column("mass")
+    weight = float(np.hypot(*model.gravity)) or STANDARD_GRAVITY
+    rows_int, rows_real = [], []
+    for number, group in enumerate(model._self_contacts):
+        bodies = np.array(group["bodies"])
+        k, p = group["stiffness"], group["exponent"]
+        shape_real = np.zeros((bodies.size, P.N_SREAL))
+        shape_real[:, P.SP0:P.SP0 + 2] = group["ends"][0] - coms[bodies]
+        shape_real[:, P.SP1:P.SP1 + 2] = group["ends"][1] - coms[bodies]
+        shape_real[:, P.SRAD] = group["radius"]
+        shape_real[:, P.SK] = k
+        shape_real[:, P.SEXP] = p
+        shape_real[:, P.SDAMP] = restitution_damping(group["restitution"], p) / group["impact_speed"]
+        shape_real[:, P.SMU] = group["friction"]
+        ct = group["tangential_damping"]
+        if ct is None:  # critical damping of the default stick stiffness (see ``pack``), per body
+            kt = p * k * (masses[bodies] * weight / k) ** ((p - 1.0) / p)
+            ct = 2.0 * np.sqrt(kt * masses[bodies])
+        shape_real[:, P.SCT] = ct
+        rows_int.append(np.column_stack((bodies, np.full(bodies.size, number))))
+        rows_real.append(shape_real)
+    shape_int = np.concatenate(rows_int).astype(np.int64) if rows_int else np.zeros((0, P.N_SINT), dtype=np.int64)
+    shape_real = np.concatenate(rows_real) if rows_real else np.zeros((0, P.N_SREAL))
+    for arr in (shape_int, shape_real):
+        arr.setflags(write=False)
+    return np.ascontiguousarray(shape_int), np.ascontiguousarray(shape_real)

@@ -123,6 +123,7 @@ class Model(TreeBuilder):
         self._loop_names = {}
         self._surfaces = {}  # contact surfaces by name (add_ground, add_drum)
         self._contacts = []  # contact shapes against them (add_contact)
+        self._self_contacts = []  # sets of bodies whose capsules touch each other (add_self_contact)
         self._compiled = False
         self._workspace = None
 
@@ -421,10 +422,33 @@ class Model(TreeBuilder):
                                         restitution, friction, tangential_stiffness, tangential_damping,
                                         min_impact_speed, name, _point)
 
+    def add_self_contact(self, bodies, *, point=(0.0, 0.0), radius, segment=None, stiffness, exponent=1.5,
+                         restitution=1.0, impact_speed=1.0, friction=0.0, tangential_damping=None, name=None):
+        """Let the bodies of a set touch each other (a chain piling on itself); returns the set's index.
+
+        Each body carries a capsule: the ``segment`` (two body points) with ``radius`` about it, or a circle of
+        ``radius`` about ``point``. Bodies joined parent to child do not collide (neighbouring links overlap at their
+        joint). The pairs that touch are found at every evaluation (sort and sweep of bounding boxes along x: O(N) for
+        a set that moves little between evaluations, never all pairs; ``recursive_mbd._kernels.planar.pairs``). No pair
+        keeps state: the normal damping is set so that impacts at ``impact_speed`` [m/s] rebound with ``restitution``
+        (Hunt and Crossley's law loses more at faster impacts), and friction is regularised by
+        ``tangential_damping`` [N s/m] (default: critical damping of the default stick stiffness of ``add_contact``):
+        a pair pressed below the friction limit creeps at F_t / c_t instead of sticking. Other parameters as in
+        ``add_contact``.
+        """
+        return _contact.self_contact_entries(self, bodies, point, radius, segment, stiffness, exponent, restitution,
+                                             impact_speed, friction, tangential_damping, name, _point)
+
     @property
     def ncontacts(self):
         """Number of contact rows (``contact_int``): a capsule on a plane is two, every other contact one."""
         return self._require_compiled().contact_int.shape[0]
+
+    @property
+    def has_contacts(self):
+        """True when the model has contacts: rows (``add_contact``) or self-contact sets (``add_self_contact``)."""
+        self._require_compiled()
+        return bool(self.contact_int.shape[0] or self.shape_int.shape[0])
 
     # ---- closed loops ---------------------------------------------------------------------------------------------
 
@@ -551,6 +575,7 @@ class Model(TreeBuilder):
         self._pack_elements()
         self._pack_loops()
         self.contact_int, self.contact_real, self.contact_names = _contact.pack(self)
+        self.shape_int, self.shape_real = _contact.pack_self_contacts(self)
         self._child_points = table.column("child_point").copy()
         self.has_planar = bool(np.any(body_int[:, L.JTYPE] == joints.PLANAR))
         self._nq = nq

@@ -21,6 +21,7 @@ from ..timeloops import formulation
 from .contact import contact_forces, update_contacts
 from .elements import element_forces
 from .loops import BRANCH_ZONE, constrained_dynamics, project
+from .pairs import pair_forces
 from .tree import com_kinematics, forward_dynamics
 
 # No reference counting, as the tree kernels (tree.NJIT_OPTIONS): these functions allocate nothing and return no
@@ -48,8 +49,9 @@ RecursiveSystem = namedtuple("RecursiveSystem", [
     # jac_free (unused), settings (5,) = (project: on, tol, max_iter, its rcond; rcond of the dynamics' multiplier
     # solve)); loop_int has no rows for a tree
     "loops",
-    # contacts: None without contact rows, else (contact_int, contact_real, per_contact (nrows, N_PER_CONTACT));
-    # their state (layout: N_CSTATE per row) is carried after the work terms of y, y = (q_free, qd_free, W, state)
+    # contacts: None without contacts, else (contact_int, contact_real, per_contact (nrows, N_PER_CONTACT),
+    # shape_int, shape_real, order, boxes, stats) (``contact``, ``pairs``); the rows' state (layout: N_CSTATE per
+    # row) is carried after the work terms of y, y = (q_free, qd_free, W, state)
     "contacts",
 ])
 # A model without loops: the same fields (its loops with no rows), its own type. The time loops compiled for it
@@ -103,9 +105,9 @@ def has_contacts(contacts):
     """True for a system with contact rows (its ``contacts`` is not None)."""
 
 
-def contact_loads(contacts, ws, com, y, offset, wrench, energy):
-    """Add the contacts' loads (``contact.contact_forces``) at the state whose kinematics ``ws``, ``com`` hold; a
-    no-op for a system without contacts."""
+def contact_loads(contacts, body_int, ws, com, y, offset, wrench, energy):
+    """Add the contacts' loads (``contact.contact_forces``, ``pairs.pair_forces``) at the state whose kinematics
+    ``ws``, ``com`` hold; a no-op for a system without contacts."""
 
 
 def contact_update(inputs, key, system, t, y):
@@ -120,12 +122,16 @@ def _has_contacts(contacts):
 
 
 @overload(contact_loads, jit_options=_OPTIONS)
-def _contact_loads(contacts, ws, com, y, offset, wrench, energy):
+def _contact_loads(contacts, body_int, ws, com, y, offset, wrench, energy):
     if isinstance(contacts, types.NoneType):
-        return lambda contacts, ws, com, y, offset, wrench, energy: STATUS_OK
+        return lambda contacts, body_int, ws, com, y, offset, wrench, energy: STATUS_OK
 
-    def loads(contacts, ws, com, y, offset, wrench, energy):
-        return contact_forces(contacts[0], contacts[1], ws, com, y, offset, wrench, energy, contacts[2])
+    def loads(contacts, body_int, ws, com, y, offset, wrench, energy):
+        status = contact_forces(contacts[0], contacts[1], ws, com, y, offset, wrench, energy, contacts[2])
+        if status != STATUS_OK:
+            return status
+        return pair_forces(body_int, contacts[3], contacts[4], contacts[5], contacts[6], ws, com, wrench, energy,
+                           contacts[7])
     return loads
 
 
@@ -235,7 +241,8 @@ def _make_rhs(with_loops):
                                     system.ws, system.com, system.wrench, system.jforce, energy, system.per_element)
             if status != STATUS_OK:
                 return status
-            status = contact_loads(system.contacts, system.ws, system.com, y, 2 * nf + 2, system.wrench, energy)
+            status = contact_loads(system.contacts, body_int, system.ws, system.com, y, 2 * nf + 2, system.wrench,
+                                   energy)
             if status != STATUS_OK:
                 return status
             for k in range(tau.shape[0]):
