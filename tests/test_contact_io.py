@@ -153,10 +153,35 @@ def test_bad_contact_entries_are_refused_naming_the_file_and_the_entry(change, w
         rm.io.loads(text.replace(old, new, 1), "model.toml")
 
 
-def test_contact_tables_outside_the_tree_and_chain_forms_are_refused_by_name():
-    mechanism = (ROOT / "examples" / "models" / "four_bar.toml").read_text()
-    with pytest.raises(FileFormatError, match=r"four_bar.toml: ground\[0\]: .*tree and chain forms"):
-        rm.io.loads(mechanism + '\n[[ground]]\nname = "floor"\n', "four_bar.toml")
+def test_a_mechanism_form_file_takes_contacts_checked_by_the_entry():
+    text = (ROOT / "examples" / "models" / "four_bar.toml").read_text() + """
+[[ground]]
+name = "stop"
+point = [0.0, -0.9]
+
+[[contact]]
+body = ["crank", "rocker"]
+surface = "stop"
+point = [0.5, 0.0]
+radius = 0.05
+stiffness = 1e6
+"""
+    spec = rm.io.loads(text, "four_bar.toml")
+    model = spec.model
+    # on the built model: bodies by name, the point in the body frame of the placement (relative to the centre of
+    # mass in contact_real), the ground's surface point and normal
+    assert [model.body_names[row] for row in model.contact_int[:, 0]] == ["crank", "rocker"]
+    coms = model.body_com[model.contact_int[:, 0]]
+    np.testing.assert_allclose(model.contact_real[:, 0:2] + coms, [[0.5, 0.0], [0.5, 0.0]], rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(model.contact_real[:, 5:9], [[0.0, -0.9, 0.0, 1.0]] * 2)
+    np.testing.assert_array_equal(rm.io.loads(rm.io.dumps(model, spec.q0)).model.contact_real, model.contact_real)
+    with pytest.raises(FileFormatError, match=r"four_bar.toml: contact\[0\]: contact0: stiffness must be > 0"):
+        rm.io.loads(text.replace("stiffness = 1e6", "stiffness = -1e6"), "four_bar.toml")
+    with pytest.raises(FileFormatError, match=r"four_bar.toml: contact\[0\].body: unknown body 'rokker'"):
+        rm.io.loads(text.replace('"rocker"]', '"rokker"]'), "four_bar.toml")
+
+
+def test_contact_tables_in_spatial_files_are_refused_by_name():
     spatial = (ROOT / "examples" / "models" / "spatial" / "heavy_top.toml").read_text()
     with pytest.raises(FileFormatError, match=r"top.toml: contact\[0\]: spatial models .* no \[\[contact\]\]"):
         rm.io.loads(spatial + '\n[[contact]]\nbody = "top"\n', "top.toml")

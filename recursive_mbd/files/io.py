@@ -32,16 +32,16 @@ lists every default the file relied on. Text is UTF-8; any unicode name is allow
     [[driver]]         body, kind: required; kind = "polynomial": coefficients = [c0, c1, ...] required
                        (q = sum c_k t^k); kind = "harmonic": amplitude, frequency [rad/s] required, offset, phase
                        (default 0): q = offset + amplitude sin(frequency t + phase)
-    [[ground]]         tree and chain forms: a flat contact surface (``Model.add_ground``): name (default
-                       "floor"), point (default [0, 0]), normal (default [0, 1]: up), extent = [lo, hi] along the
-                       tangent (default unbounded; inf and -inf allowed for one open side), body (default "ground";
-                       a body carries the surface in its frame)
-    [[drum]]           tree and chain forms: a circular contact surface (``Model.add_drum``): name, center, radius:
-                       required; body (default "ground")
-    [[contact]]        tree and chain forms: shapes of bodies touching a surface (``Model.add_contact``): body,
-                       surface, stiffness: required; body is a name, an array of names (one contact each, the same
-                       shape and law) or a range {first = "link1", last = "link20"} (every body from first to last
-                       in the order the bodies were added); point (default [0, 0]), radius (default 0), or
+    [[ground]]         a flat contact surface (``Model.add_ground``): name (default "floor"), point (default
+                       [0, 0]), normal (default [0, 1]: up), extent = [lo, hi] along the tangent (default
+                       unbounded; inf and -inf allowed for one open side), body (default "ground"; a body carries
+                       the surface in its frame)
+    [[drum]]           a circular contact surface (``Model.add_drum``): name, center, radius: required; body
+                       (default "ground")
+    [[contact]]        shapes of bodies touching a surface (``Model.add_contact``): body, surface, stiffness:
+                       required; body is a name, an array of names (one contact each, the same shape and law) or a
+                       range {first = "link1", last = "link20"} (every body from first to last in the order of the
+                       file's bodies, or of the chain's links); point (default [0, 0]), radius (default 0), or
                        segment = [[x0, y0], [x1, y1]] with a radius > 0 (a capsule) instead of point; exponent
                        (default 1.5), restitution (default 1), friction (default 0), min_impact_speed (default 0.1),
                        tangential_stiffness, tangential_damping (default: from the normal law and the body's mass,
@@ -229,7 +229,8 @@ def loads(text, source="<string>", *, check=True):
     name = reader.string(head, "name", "model", None)
     build = {"tree": _tree, "mechanism": _mechanism, "chain": _chain}[form]
     model, placement_q0 = build(reader, data, gravity, name, head)
-    _surfaces_and_contacts(reader, data, model, form)
+    if form != "mechanism":  # (a mechanism's are replayed by its build)
+        _surfaces_and_contacts(reader, data, model)
     try:
         model.compile(check=check)
     except ModelError as err:
@@ -419,6 +420,7 @@ def _mechanism(reader, data, gravity, name, head):
                     axis=reader.vector(entry, "axis", where, 2, _REQUIRED if kind == "prismatic" else None),
                     name=reader.string(entry, "name", where, None))
     _elements(reader, data, mech, allow_joint_springs=False)
+    _surfaces_and_contacts(reader, data, _MechanismContacts(mech))
     cut = head.get("cut", [])
     if not isinstance(cut, list) or not all(isinstance(c, str) for c in cut):
         reader.fail("model.cut", f"expected an array of joint names, got {cut!r}")
@@ -436,15 +438,36 @@ _CONTACT_KEYS = ("body", "surface", "point", "radius", "segment", "stiffness", "
 _CONTACT_LAW = (("exponent", 1.5), ("restitution", 1.0), ("friction", 0.0), ("min_impact_speed", 0.1))
 
 
-def _surfaces_and_contacts(reader, data, model, form):
-    """The [[ground]], [[drum]] and [[contact]] tables (module docstring), added to the tree or chain ``model``
-    in file order: the surfaces first, then the contacts."""
-    if form == "mechanism":
-        for key in _CONTACT_TABLES:
-            if reader.entries(data, key):
-                reader.fail(f"{key}[0]", "contact surfaces and contacts belong to the tree and chain forms for now: "
-                            "write the mechanism in the tree form (rm.io.save of the built model does)")
-        return
+class _MechanismContacts:
+    """The contact builders of a Mechanism's model: each call is checked at once on a model of the mechanism's
+    bodies (each free, in the order of the file), so that a bad entry is reported by the entry, and recorded for
+    ``Mechanism.build`` to replay on the model it builds (bodies by name, points in the same body frames)."""
+
+    def __init__(self, mech):
+        self.mech = mech
+        self.scratch = Model(gravity=mech.gravity)
+        for body_name, body in mech.bodies.items():
+            self.scratch.add_body("ground", "planar", mass=body["mass"], inertia=body["inertia"], com=body["com"],
+                                  name=body_name)
+        self.body_names = self.scratch.body_names
+
+    def _checked_and_recorded(self, method, kwargs):
+        getattr(self.scratch, method)(**kwargs)
+        self.mech.elements.append((method, kwargs))
+
+    def add_ground(self, **kwargs):
+        self._checked_and_recorded("add_ground", kwargs)
+
+    def add_drum(self, **kwargs):
+        self._checked_and_recorded("add_drum", kwargs)
+
+    def add_contact(self, **kwargs):
+        self._checked_and_recorded("add_contact", kwargs)
+
+
+def _surfaces_and_contacts(reader, data, model):
+    """The [[ground]], [[drum]] and [[contact]] tables (module docstring), added to ``model`` (a Model, or a
+    ``_MechanismContacts``) in file order: the surfaces first, then the contacts."""
     for kind, keys in _SURFACE_KEYS.items():
         for i, entry in enumerate(reader.entries(data, kind)):
             where = f"{kind}[{i}]"
