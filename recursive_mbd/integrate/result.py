@@ -25,8 +25,8 @@ from ..model.workspace import workspace
 from .kernel_status import raise_kernel_status
 
 _RESULT_FORMAT = "recursive_mbd.SimulationResult"  # the marker of files SimulationResult.save writes
-_RESULT_VERSION = 3  # 3: the contacts' state; 2: Newton statistics, bdf's order limit and the quaternion layout
-# stored (1 and 2 are read too)
+# 3: the contacts' state stored; 2: Newton statistics, bdf's order limit and the quaternion layout (1 and 2 are read)
+_RESULT_VERSION = 3
 _RESULT_STATUSES = ("finished", "event", "failed", "interrupted", "time_limit")
 SUCCESS_STATUSES = ("finished", "event")  # scipy's OdeResult.success: the end of the span, or a terminal event
 
@@ -387,11 +387,12 @@ class SimulationResult:
 
     @classmethod
     def load(cls, path, model=None):
-        """Read a result written by ``save``; pass the model to use energy() and poses() (not qdd() and forces).
+        """Read a result written by ``save``; pass the model to use energy(), poses() and contact_forces() (not
+        qdd() and the other forces, which need the run's inputs).
 
         Raises ResultFileError (a ValueError) naming the file when it is not a result file, is corrupted or
-        truncated, does not fit ``model`` (bodies, coordinates), or holds a quaternion that is not of unit norm
-        (naming the sample and the body); OSError when it cannot be opened.
+        truncated, does not fit ``model`` (bodies, coordinates, contact rows), or holds a quaternion that is not of
+        unit norm (naming the sample and the body); OSError when it cannot be opened.
         """
         path = os.fspath(path)
         return cls._from_arrays(path, read_npz(path, "SimulationResult.save or `rmbd run`"), model)
