@@ -192,6 +192,10 @@ def _dynamics_arrays(res):
               "applied_work": res.applied_work}
     if getattr(res, "constraint_drift", None) is not None:
         arrays["drift"] = res.constraint_drift
+    if getattr(res, "contact_state", None) is not None:  # what rmbd plot and animate draw of the contacts
+        from .plot.overview import contact_arrays  # noqa: PLC0415  (no matplotlib: names only)
+
+        arrays.update(contact_arrays(res.contact_forces()))
     return arrays
 
 
@@ -363,8 +367,10 @@ def _run_dynamics(args, spec, base, target, out):
     wall = time.perf_counter() - start
     arrays = _dynamics_arrays(res)
     arrays["status"] = np.array("finished")
-    print(f"{res}; energy balance max |.| = {np.abs(arrays['energy_balance']).max():.2e} J; kernels ready in "
-          f"{ready:.2f} s, run {wall:.3f} s", file=out)
+    touching = (f"; at most {counted(int(arrays['contact_active'].max()), 'contact row')} touching"
+                if "contact_active" in arrays else "")
+    print(f"{res}; energy balance max |.| = {np.abs(arrays['energy_balance']).max():.2e} J{touching}; kernels "
+          f"ready in {ready:.2f} s, run {wall:.3f} s", file=out)
     return arrays
 
 
@@ -482,9 +488,31 @@ def _info(args, out):
                 "loops", out)
     names = model.element_names
     _print_list([f"  element {names[i]}" for i in _ends(len(names))], len(names), "elements", out)
+    surfaces = list(model._surfaces.values())
+    _print_list([_surface_line(model, surfaces[i]) for i in _ends(len(surfaces))], len(surfaces), "surfaces", out)
+    contacts = model._contacts
+    _print_list([_contact_line(model, contacts[i]) for i in _ends(len(contacts))], len(contacts), "contacts", out)
     print(f"  analysis: {spec.analysis or 'none'}", file=out)
     shown = ", ".join(spec.defaults[:12]) + (f", and {len(spec.defaults) - 12} more" if len(spec.defaults) > 12 else "")
     print(f"  defaults used (recursive_mbd.files.io format reference): {shown or 'none'}", file=out)
+
+
+def _surface_line(model, surface):
+    """A contact surface in a line of ``rmbd info``."""
+    owner = "fixed" if surface["owner"] < 0 else f"on {model.body_names[surface['owner']]}"
+    if surface["kind"] == "drum":
+        return f"  drum {surface['name']}: radius {surface['radius']:g} m at {surface['center'].tolist()}, {owner}"
+    lo, hi = surface["extent"]
+    return (f"  ground {surface['name']}: through {surface['point'].tolist()}, normal {surface['normal'].tolist()}, "
+            f"extent {lo:g} .. {hi:g} m, {owner}")
+
+
+def _contact_line(model, contact):
+    """A contact in a line of ``rmbd info``."""
+    shape = (f"capsule of radius {contact['radius']:g} m" if "segment" in contact else
+             f"circle of radius {contact['radius']:g} m" if contact["radius"] > 0 else "point")
+    return (f"  contact {contact['name']}: {shape} of {model.body_names[contact['body']]} on {contact['surface']}, "
+            f"k {contact['stiffness']:g}, e {contact['restitution']:g}, mu {contact['friction']:g}")
 
 
 def _info_spatial(args, spec, out):
@@ -686,9 +714,12 @@ def _animate(args, out):
                                  f"{spec.model.nq}")
     from . import plot  # noqa: PLC0415
 
+    forces = None
+    if "contact_normal" in data and data["contact_normal"].shape == (data["t"].size, spec.model.ncontacts):
+        forces = {key: data[f"contact_{key}"] for key in ("normal", "tangential", "point")}
     with _naming(args.file):
         plot.animate(spec.model, data["t"], data["q"], args.output, fps=args.fps, frames=args.frames,
-                     speed=args.speed)
+                     speed=args.speed, contact_forces=forces)
     print(f"wrote {args.output}", file=out)
 
 

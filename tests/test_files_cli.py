@@ -100,9 +100,11 @@ def test_model_files_load_run_and_round_trip(path, tmp_path):
     copy = tmp_path / "copy.toml"
     rm.io.save(model, copy, spec.q0, spec.qd0)
     again = rm.io.load(copy)
-    for attr in ("body_int", "body_real", "elem_int", "elem_real", "loop_int", "loop_real", "gravity"):
+    for attr in ("body_int", "body_real", "elem_int", "elem_real", "loop_int", "loop_real", "contact_int",
+                 "contact_real", "gravity"):
         np.testing.assert_array_equal(getattr(again.model, attr), getattr(model, attr), err_msg=attr)
     assert again.model.body_names == model.body_names and again.model.loop_names == model.loop_names
+    assert again.model.contact_names == model.contact_names
     np.testing.assert_array_equal(again.q0, spec.q0)
     kind = spec.analysis["type"]
     if kind == "dynamics":

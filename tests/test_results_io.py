@@ -275,7 +275,7 @@ def test_inconsistent_statistics_are_refused_by_name(tmp_path, event_run):
                                ("newton_factorizations", np.array(2.5), "'newton_factorizations' has dtype"),
                                ("order_limited_at", np.array([0.1, 0.2]), "'order_limited_at'"),
                                ("order_limited_at", np.array([5.0]), "'order_limited_at'"),
-                               ("version", np.array(3), "version 3, this library reads version 2 \\(and 1\\)")):
+                               ("version", np.array(4), "version 4, this library reads version 3 \\(and 1, 2\\)")):
         np.savez(tmp_path / "bad.npz", **dict(arrays, **{name: value}))
         with pytest.raises(ResultFileError, match=f"bad.npz: .*{words}"):
             SimulationResult.load(tmp_path / "bad.npz", model)

@@ -32,6 +32,20 @@ lists every default the file relied on. Text is UTF-8; any unicode name is allow
     [[driver]]         body, kind: required; kind = "polynomial": coefficients = [c0, c1, ...] required
                        (q = sum c_k t^k); kind = "harmonic": amplitude, frequency [rad/s] required, offset, phase
                        (default 0): q = offset + amplitude sin(frequency t + phase)
+    [[ground]]         a flat contact surface (``Model.add_ground``): name (default "floor"), point (default
+                       [0, 0]), normal (default [0, 1]: up), extent = [lo, hi] along the tangent (default
+                       unbounded; inf and -inf allowed for one open side), body (default "ground"; a body carries
+                       the surface in its frame)
+    [[drum]]           a circular contact surface (``Model.add_drum``): name, center, radius: required; body
+                       (default "ground")
+    [[contact]]        shapes of bodies touching a surface (``Model.add_contact``): body, surface, stiffness:
+                       required; body is a name, an array of names (one contact each, the same shape and law) or a
+                       range {first = "link1", last = "link20"} (every body from first to last in the order of the
+                       file's bodies, or of the chain's links); point (default [0, 0]), radius (default 0), or
+                       segment = [[x0, y0], [x1, y1]] with a radius > 0 (a capsule) instead of point; exponent
+                       (default 1.5), restitution (default 1), friction (default 0), min_impact_speed (default 0.1),
+                       tangential_stiffness, tangential_damping (default: from the normal law and the body's mass,
+                       ``Model.add_contact``); name (a list or range names its contacts <name><k>)
     [initial]          q (default: zeros for a tree or chain, the placement for a mechanism), qd (default zeros)
     [analysis]         optional as a table (without it the file describes a model only and ``rmbd run`` refuses it);
                        if present, type = "dynamics" | "statics" | "kinematics" | "modes" is required, and:
@@ -83,7 +97,7 @@ Spatial models (``rm.Model3D``; docs/conventions.md, "Spatial model files") use 
                        "modes" and "kinematics" (``rm.kinematic_analysis`` with the file's drivers) of a spatial
                        model
 
-Spatial files have no [chain] or [[joint]] tables (each is refused, by name).
+Spatial files have no [chain], [[joint]], [[ground]], [[drum]] or [[contact]] tables (each is refused, by name).
 
 Robot descriptions: ``load`` also reads a .urdf file (``recursive_mbd.files.urdf``: the root link fixed to the
 ground) and a .xml file whose root element is <mujoco> (MJCF, ``recursive_mbd.files.mjcf``) or <robot> (URDF), into
@@ -93,7 +107,10 @@ and no analysis (``rmbd run --t-end`` supplies a dynamics one).
 Errors are ``FileFormatError`` naming the file, the table and entry (``body[3].mass``) and what is expected; a TOML
 syntax error keeps the parser's line and column. ``save`` writes any Model in the tree form, every key explicit,
 names escaped as TOML basic strings, and ``load`` reads it back unchanged (drivers too, given as ``save(...,
-drivers=spec.drivers)``).
+drivers=spec.drivers)``; contacts too: consecutive contacts of consecutive bodies that share their surface, shape
+and law and are named <name><k> by a list are written as one range entry; a ground's normal is written as the unit
+vector ``add_ground`` stored, which it normalises again on reading: an oblique normal whose floating-point length is
+not exactly 1 may come back an ulp off).
 """
 
 import math
@@ -207,7 +224,7 @@ def loads(text, source="<string>", *, check=True):
     except tomllib.TOMLDecodeError as err:
         raise FileFormatError(f"{source}: TOML syntax error: {err}") from None
     reader.keys(data, ("model", "chain", "body", "joint", "loop", "spring_damper", "joint_spring_damper", "force",
-                       "torque", "driver", "initial", "analysis"), "top level")
+                       "torque", "ground", "drum", "contact", "driver", "initial", "analysis"), "top level")
     head = reader.table(data, "model", "model")
     reader.keys(head, ("name", "gravity", "form", "cut", "dimension"), "model")
     dimension = head.get("dimension", 2)
@@ -220,6 +237,8 @@ def loads(text, source="<string>", *, check=True):
     name = reader.string(head, "name", "model", None)
     build = {"tree": _tree, "mechanism": _mechanism, "chain": _chain}[form]
     model, placement_q0 = build(reader, data, gravity, name, head)
+    if form != "mechanism":  # (a mechanism's are replayed by its build)
+        _surfaces_and_contacts(reader, data, model)
     try:
         model.compile(check=check)
     except ModelError as err:
@@ -435,6 +454,7 @@ def _mechanism(reader, data, gravity, name, head):
                     axis=reader.vector(entry, "axis", where, 2, _REQUIRED if kind == "prismatic" else None),
                     name=reader.string(entry, "name", where, None))
     _elements(reader, data, mech, allow_joint_springs=False)
+    _surfaces_and_contacts(reader, data, _MechanismContacts(mech))
     cut = head.get("cut", [])
     if not isinstance(cut, list) or not all(isinstance(c, str) for c in cut):
         reader.fail("model.cut", f"expected an array of joint names, got {cut!r}")
@@ -445,9 +465,122 @@ def _mechanism(reader, data, gravity, name, head):
     return model, q0
 
 
+_CONTACT_TABLES = ("ground", "drum", "contact")
+_SURFACE_KEYS = {"ground": ("name", "point", "normal", "extent", "body"), "drum": ("name", "center", "radius", "body")}
+_CONTACT_KEYS = ("body", "surface", "point", "radius", "segment", "stiffness", "exponent", "restitution", "friction",
+                 "tangential_stiffness", "tangential_damping", "min_impact_speed", "name")
+_CONTACT_LAW = (("exponent", 1.5), ("restitution", 1.0), ("friction", 0.0), ("min_impact_speed", 0.1))
+
+
+class _MechanismContacts:
+    """The contact builders of a Mechanism's model: each call is checked at once on a model of the mechanism's
+    bodies (each free, in the order of the file), so that a bad entry is reported by the entry, and recorded for
+    ``Mechanism.build`` to replay on the model it builds (bodies by name, points in the same body frames)."""
+
+    def __init__(self, mech):
+        self.mech = mech
+        self.scratch = Model(gravity=mech.gravity)
+        for body_name, body in mech.bodies.items():
+            self.scratch.add_body("ground", "planar", mass=body["mass"], inertia=body["inertia"], com=body["com"],
+                                  name=body_name)
+        self.body_names = self.scratch.body_names
+
+    def _checked_and_recorded(self, method, kwargs):
+        getattr(self.scratch, method)(**kwargs)
+        self.mech.elements.append((method, kwargs))
+
+    def add_ground(self, **kwargs):
+        self._checked_and_recorded("add_ground", kwargs)
+
+    def add_drum(self, **kwargs):
+        self._checked_and_recorded("add_drum", kwargs)
+
+    def add_contact(self, **kwargs):
+        self._checked_and_recorded("add_contact", kwargs)
+
+
+def _surfaces_and_contacts(reader, data, model):
+    """The [[ground]], [[drum]] and [[contact]] tables (module docstring), added to ``model`` (a Model, or a
+    ``_MechanismContacts``) in file order: the surfaces first, then the contacts."""
+    for kind, keys in _SURFACE_KEYS.items():
+        for i, entry in enumerate(reader.entries(data, kind)):
+            where = f"{kind}[{i}]"
+            reader.keys(entry, keys, where)
+            body = reader.string(entry, "body", where, "ground")
+            if kind == "ground":
+                reader.call(where, model.add_ground, name=reader.string(entry, "name", where, "floor"),
+                            point=reader.vector(entry, "point", where, 2, np.zeros(2)),
+                            normal=reader.vector(entry, "normal", where, 2, np.array([0.0, 1.0])),
+                            extent=_extent(reader, entry, where), body=body)
+            else:
+                reader.call(where, model.add_drum, name=reader.string(entry, "name", where),
+                            center=reader.vector(entry, "center", where, 2),
+                            radius=reader.number(entry, "radius", where), body=body)
+    for i, entry in enumerate(reader.entries(data, "contact")):
+        where = f"contact[{i}]"
+        reader.keys(entry, _CONTACT_KEYS, where)
+        bodies = _contact_bodies(reader, entry, where, model.body_names)
+        segment = _rows(reader, entry, "segment", where, 2, 2, None)
+        if segment is not None and "point" in entry:
+            reader.fail(f"{where}.point", "a capsule (segment) has no point; give point or segment")
+        law = {key: reader.number(entry, key, where, default) for key, default in _CONTACT_LAW}
+        for key in ("tangential_stiffness", "tangential_damping"):
+            law[key] = reader.number(entry, key, where, None)
+            if law[key] is None:
+                reader.defaults.append(f"{where}.{key} = from the normal law")
+        reader.call(where, model.add_contact, body=bodies, surface=reader.string(entry, "surface", where),
+                    point=np.zeros(2) if segment is not None else reader.vector(entry, "point", where, 2,
+                                                                                np.zeros(2)),
+                    radius=reader.number(entry, "radius", where, 0.0), segment=segment,
+                    stiffness=reader.number(entry, "stiffness", where), name=reader.string(entry, "name", where, None),
+                    **law)
+
+
+def _extent(reader, entry, where):
+    """A ground's extent [lo, hi]: two numbers, infinite ones allowed (a table open on one side); None if absent."""
+    if "extent" not in entry:
+        reader.defaults.append(f"{where}.extent = unbounded")
+        return None
+    value = entry["extent"]
+    if (not isinstance(value, list) or len(value) != 2
+            or any(isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v) for v in value)):
+        reader.fail(f"{where}.extent", f"expected an array [lo, hi] of 2 numbers (inf allowed), got {value!r}")
+    return value
+
+
+def _contact_bodies(reader, entry, where, names):
+    """A [[contact]]'s body: a name, an array of names, or a range {first, last} of the bodies in their order."""
+    value = entry.get("body")
+    if value is None:
+        reader.fail(f"{where}.body", 'missing; expected a body name, an array of names or a range {first = "...", '
+                    'last = "..."}')
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, dict):
+        reader.keys(value, ("first", "last"), f"{where}.body")
+        ends = []
+        for key in ("first", "last"):
+            end = reader.string(value, key, f"{where}.body")
+            if end not in names:
+                reader.fail(f"{where}.body.{key}", unknown_name("body", end, names, "bodies"))
+            ends.append(names.index(end))
+        if ends[1] < ends[0]:
+            reader.fail(f"{where}.body", f"the range runs backwards: {value['first']!r} comes after "
+                        f"{value['last']!r} in the bodies' order")
+        return list(names[ends[0]:ends[1] + 1])
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        reader.fail(f"{where}.body", f"expected a body name, an array of names or a range {{first, last}}, got "
+                    f"{value!r:.80}")
+    for name in value:
+        if name not in names:
+            reader.fail(f"{where}.body", unknown_name("body", name, names, "bodies"))
+    return value
+
+
 SPATIAL_JOINTS = tuple(spatial_layout.JOINT_CODES)
 _SPATIAL_AXIS = {"revolute": 1, "prismatic": 1, "cylindrical": 1, "universal": 2}  # joints with axes: how many
-_PLANAR_ONLY = {"chain": "the chain form", "joint": "[[joint]] tables (the mechanism form)"}
+_PLANAR_ONLY = {"chain": "the chain form", "joint": "[[joint]] tables (the mechanism form)",
+                **{key: f"[[{key}]] tables (contacts are planar so far)" for key in _CONTACT_TABLES}}
 _SPATIAL_ELEMENT_KEYS = {
     "spring_damper": ("body_a", "point_a", "body_b", "point_b", "stiffness", "damping", "rest_length", "preload",
                       "name"),
@@ -824,6 +957,64 @@ def _spring_damper_items(el, body_name):
             ("rest_length", el["rest"])]
 
 
+def _contact_tables(model, body_name):
+    """The [[ground]], [[drum]] and [[contact]] tables of a planar model's surfaces and contacts, as the reader takes
+    them (the grounds first, then the drums: the order it adds them in); a run of contacts that one list made
+    (consecutive bodies, one surface, shape and law, named <name><k> with k their index among the contacts) is
+    written as one range entry."""
+    parts = []
+    for surface in sorted(model._surfaces.values(), key=lambda surface: surface["kind"] != "ground"):  # as read
+        if surface["kind"] == "ground":
+            extent = surface["extent"]
+            items = [("point", surface["point"]), ("normal", surface["normal"]),
+                     ("extent", None if np.all(np.isinf(extent)) else extent)]
+        else:
+            items = [("center", surface["center"]), ("radius", surface["radius"])]
+        parts.append(_table(surface["kind"], [("name", surface["name"]), *items,
+                                              ("body", body_name(surface["owner"]))]))
+    contacts = model._contacts
+    start = 0
+    while start < len(contacts):
+        stop, base = _contact_run(contacts, start)
+        first = contacts[start]
+        if stop - start > 1:
+            body = "{first = " + toml_string(body_name(first["body"])) + ", last = " + toml_string(
+                body_name(contacts[stop - 1]["body"])) + "}"
+            name = None if base == "contact" else base
+        else:
+            body, name = toml_string(body_name(first["body"])), first["name"]
+        items = [("name", name), ("surface", first["surface"]), ("point", first.get("point")),
+                 ("segment", first.get("segment")), ("radius", first["radius"]),
+                 *((key, first[key]) for key in ("stiffness", "exponent", "restitution", "friction",
+                                                 "tangential_stiffness", "tangential_damping", "min_impact_speed"))]
+        table = _table("contact", items).split("\n")
+        after = 1 if name is None else 2  # the body after the name (a range is an inline table: written here)
+        parts.append("\n".join([*table[:after], f"body = {body}", *table[after:]]))
+        start = stop
+    return parts
+
+
+def _contact_run(contacts, start):
+    """(stop, base): contacts[start:stop] is the longest run that a list of bodies could have made (module
+    docstring: ``Model.add_contact`` names a list's contacts <base><k>), stop = start + 1 if none."""
+    first = contacts[start]
+    index = str(start)
+    if not first["name"].endswith(index) or len(first["name"]) == len(index):
+        return start + 1, None
+    base = first["name"][:-len(index)]
+
+    def same(other):  # the same surface, shape and law
+        return set(first) == set(other) and all(
+            np.array_equal(first[key], other[key]) if isinstance(first[key], np.ndarray) else first[key] == other[key]
+            for key in first if key not in ("name", "body"))
+
+    stop = start + 1
+    while (stop < len(contacts) and contacts[stop]["body"] == first["body"] + stop - start
+           and contacts[stop]["name"] == f"{base}{stop}" and same(contacts[stop])):
+        stop += 1
+    return stop, base
+
+
 def _dumps_spatial(model, q0, v0, analysis, drivers):
     """TOML text of a Model3D (module docstring: spatial models), every key explicit."""
     names = model.names  # generated once (default names are made on demand)
@@ -911,6 +1102,7 @@ def dumps(model, q0=None, qd0=None, analysis=None, drivers=None):
         else:
             items = [("body", body_name(el["body_a"])), ("torque", el["value"])]
         parts.append(_table(kind, [("name", el["name"]), *items]))
+    parts += _contact_tables(model, body_name)
     if q0 is not None or qd0 is not None:
         initial = ["[initial]"]
         if q0 is not None:

@@ -14,14 +14,19 @@ import numpy as np
 
 from .. import _checks
 from .._kernels import layout as L
+from .._kernels.planar import contact as contact_kernels
+from .._kernels.planar import pairs, tree
 from .._kernels.timeloops import integrators
 from ..dynamics.kinematics import element_forces, energy, forward_kinematics
 from ..errors import ResultFileError
 from ..model.spatial import Model3D
+from ..model.statuses import raise_status
+from ..model.workspace import workspace
 from .kernel_status import raise_kernel_status
 
 _RESULT_FORMAT = "recursive_mbd.SimulationResult"  # the marker of files SimulationResult.save writes
-_RESULT_VERSION = 2  # 2: Newton statistics, bdf's order limit and the quaternion layout stored (1 is read too)
+# 3: the contacts' state stored; 2: Newton statistics, bdf's order limit and the quaternion layout (1 and 2 are read)
+_RESULT_VERSION = 3
 _RESULT_STATUSES = ("finished", "event", "failed", "interrupted", "time_limit")
 SUCCESS_STATUSES = ("finished", "event")  # scipy's OdeResult.success: the end of the span, or a terminal event
 
@@ -259,28 +264,53 @@ class SimulationResult:
         return np.array([self._evaluate(i)[0][20].copy() for i in range(self.t.size)])
 
     def contact_forces(self):
-        """The contacts at every sample, as the run's dynamics saw them (their stick anchors included).
+        """The contacts at every sample, as the run's dynamics saw them (their stick anchors included): the contact
+        law at each sample's q, qd and ``contact_state``, which need no run inputs, so a result loaded with its
+        model (``load(path, model)``) has them too.
 
         Returns
         -------
         dict with ``normal`` and ``tangential`` (nt, nrows): each contact row's normal force and its friction
         force along the surface tangent t = (n_y, -n_x) [N] (``Model.contact_names`` names the rows);
         ``depth`` (nt, nrows) [m]; ``point`` (nt, nrows, 2): the contact points [m], ground frame (zeros where a
-        row does not touch); ``active`` (nt,): the number of touching rows; ``pairs`` (nt,): the number of touching
-        pairs of the self-contact sets (``Model.add_self_contact``).
+        row does not touch); ``active`` (nt,): the number of touching rows; ``pairs`` (nt,): the number of
+        touching pairs of the self-contact sets (``Model.add_self_contact``); ``elastic_energy`` (nt,): the
+        potential of the contacts' elastic normal forces, sum k d^(p+1) / (p + 1) [J] (counted in ``energy()``);
+        ``power`` (nt,): the power the contacts dissipate (damping and friction) [W]; ``dissipated_work``
+        (nt,): the work they dissipated since t0 [J], which is ``dissipated_work`` of the run when the model has
+        no dampers, and None when it has: the run integrates the dampers' and the contacts' dissipation as one
+        sum, and the contacts' part is not integrated apart (a quadrature of ``power`` over the samples would
+        only approximate it).
         """
-        self._require_model("contact_forces()", spatial=False)
+        self._require_model("contact_forces()", inputs=False, spatial=False)
         if self.contact_state is None:
             raise ValueError("contact_forces(): the model has no contacts (Model.add_contact)")
-        rows, pairs = [], []
+        model = self.model
+        ws = workspace(model)
+        rows = np.zeros((self.t.size, model.ncontacts, contact_kernels.N_PER_CONTACT))
+        energies = np.zeros((self.t.size, 3))  # (elastic energy, dissipated power, unused) per sample
+        no_loads = np.zeros((model.nbodies, 3))
+        nshapes = model.shape_int.shape[0]
+        order, boxes, stats = np.arange(nshapes, dtype=np.int64), np.zeros((nshapes, pairs.N_BOX)), np.zeros(2)
+        touching_pairs = np.zeros(self.t.size, dtype=np.int64)
         for i in range(self.t.size):
-            contacts = self._evaluate(i)[0].contacts
-            rows.append(contacts[2].copy())
-            pairs.append(contacts[7][0])
-        rows = np.array(rows).reshape(self.t.size, -1, contacts[2].shape[1])
+            q, qd = np.ascontiguousarray(self.q[i]), np.ascontiguousarray(self.qd[i])
+            status = tree.com_kinematics(model.body_int, model.body_real, q, qd, ws.ws, ws.com)
+            if status:
+                raise_status(model, status, ("q", "qd"), output="a centre of mass position or velocity")
+            contact_kernels.contact_forces(model.contact_int, model.contact_real, ws.ws, ws.com,
+                                           np.ascontiguousarray(self.contact_state[i]).reshape(-1), 0, no_loads,
+                                           energies[i], rows[i])
+            pairs.pair_forces(model.body_int, model.shape_int, model.shape_real, order, boxes, ws.ws, ws.com, no_loads,
+                              energies[i], stats)
+            touching_pairs[i] = int(stats[0])
         depth = rows[:, :, 2]
+        dampers = any(el["kind"] in ("spring_damper", "joint_spring_damper") and np.any(el["damping"] != 0.0)
+                      for el in model._elements)
         return {"normal": rows[:, :, 0], "tangential": rows[:, :, 1], "depth": depth, "point": rows[:, :, 3:5],
-                "active": np.count_nonzero(depth > 0.0, axis=1), "pairs": np.array(pairs, dtype=np.int64)}
+                "active": np.count_nonzero(depth > 0.0, axis=1), "pairs": touching_pairs,
+                "elastic_energy": energies[:, 0],
+                "power": energies[:, 1], "dissipated_work": None if dampers else self.dissipated_work.copy()}
 
     def driving_forces(self):
         """Joint force of each driver at every sample, shape (nt, nq) (zero for free coordinates) [N m or N]."""
@@ -322,8 +352,8 @@ class SimulationResult:
 
     def save(self, path):
         """Write every field (samples, work, status, statistics, Newton statistics and bdf's order limit, events,
-        constraint drift, multipliers, augmented z and zd) to ``path``, exactly that name (an .npz archive whatever
-        the suffix; no suffix is added).
+        constraint drift, multipliers, augmented z and zd, the contacts' state) to ``path``, exactly that name (an
+        .npz archive whatever the suffix; no suffix is added).
 
         The file is written beside the target and renamed onto it, so an interrupted save never leaves a
         truncated result. ``SimulationResult.load`` reads it back.
@@ -340,7 +370,7 @@ class SimulationResult:
         }
         for i, (t_ev, q_ev, qd_ev) in enumerate(zip(self.t_events, self.q_events, self.qd_events, strict=True)):
             arrays[f"t_events_{i}"], arrays[f"q_events_{i}"], arrays[f"qd_events_{i}"] = t_ev, q_ev, qd_ev
-        for name in ("constraint_drift", "multipliers", "z", "zd"):
+        for name in ("constraint_drift", "multipliers", "z", "zd", "contact_state"):
             if getattr(self, name, None) is not None:
                 arrays[name] = getattr(self, name)
         for name, kind in _NEWTON_STATISTICS.items():
@@ -365,11 +395,12 @@ class SimulationResult:
 
     @classmethod
     def load(cls, path, model=None):
-        """Read a result written by ``save``; pass the model to use energy() and poses() (not qdd() and forces).
+        """Read a result written by ``save``; pass the model to use energy(), poses() and contact_forces() (not
+        qdd() and the other forces, which need the run's inputs).
 
         Raises ResultFileError (a ValueError) naming the file when it is not a result file, is corrupted or
-        truncated, does not fit ``model`` (bodies, coordinates), or holds a quaternion that is not of unit norm
-        (naming the sample and the body); OSError when it cannot be opened.
+        truncated, does not fit ``model`` (bodies, coordinates, contact rows), or holds a quaternion that is not of
+        unit norm (naming the sample and the body); OSError when it cannot be opened.
         """
         path = os.fspath(path)
         return cls._from_arrays(path, read_npz(path, "SimulationResult.save or `rmbd run`"), model)
@@ -378,7 +409,7 @@ class SimulationResult:
     def _from_arrays(cls, path, arrays, model):
         archive = ResultArchive(path, arrays)
         fail, entry = archive.fail, archive.entry
-        version = archive.check_format(_RESULT_FORMAT, (1, _RESULT_VERSION), "SimulationResult.save")
+        version = archive.check_format(_RESULT_FORMAT, (1, 2, _RESULT_VERSION), "SimulationResult.save")
         t = archive.times()
         nt = t.size
         names = entry("body_names", "U", 1)
@@ -427,6 +458,7 @@ class SimulationResult:
             nbodies = len(names)
             result.z = entry("z", "f", 3, (nt, nbodies, 3))
             result.zd = entry("zd", "f", 3, (nt, nbodies, 3))
+        result.contact_state = _stored_contact_state(archive, version, model, nt)
         for name, kind in _NEWTON_STATISTICS.items():
             if name in arrays:
                 value = entry(name, kind, 0)
@@ -467,6 +499,23 @@ def _stored_quaternions(archive, version, model, names, nq):
     if model is not None and not np.array_equal(layout, _model_quaternions(model)):
         archive.fail("entry 'quaternions' does not match the model's spherical and free joints")
     return layout
+
+
+def _stored_contact_state(archive, version, model, nt):
+    """The contacts' state of a result file (nt, nrows, N_CSTATE), or None for a model without contacts; checked
+    against ``model`` when given (its contact rows). Files before version 3 have none: None."""
+    planar = model is not None and not isinstance(model, Model3D)
+    rows = model.ncontacts if planar else None
+    if "contact_state" not in archive:
+        if planar and model.has_contacts and version >= 3:
+            archive.fail(f"entry 'contact_state' is missing, but the model has contacts ({rows} contact rows)")
+        return None
+    if planar and not model.has_contacts:
+        archive.fail("entry 'contact_state' holds contacts, but the model has none")
+    state = archive.entry("contact_state", "f", 3, (nt, rows, L.N_CSTATE))
+    if np.any((state[:, :, L.CS_ACTIVE] != 0.0) & (state[:, :, L.CS_ACTIVE] != 1.0)):
+        archive.fail("entry 'contact_state': a contact's active flag (column 0) is neither 0 nor 1")
+    return state
 
 
 def _check_unit_quaternions(archive, name, q, layout, names, t):

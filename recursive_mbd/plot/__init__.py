@@ -23,7 +23,12 @@ children's joints, loops, spring-dampers), in its own frame:
 - a body on a prismatic joint (tree or loop): a block along the sliding axis (a piston), in a guide;
 - revolute joints: small open circles; spring-dampers: a zig-zag (spring) beside a dashpot (damper) between their
   points; joint springs: a coil around a revolute joint, a zig-zag along a prismatic one; the ground: a hatched
-  support under every ground joint and spring anchor.
+  support under every ground joint and spring anchor;
+- contacts: each body's contact shapes as thin outlines in its colour (circles, capsules); a ground surface
+  (``add_ground``) as a line over its extent, hatched on its solid side (an unbounded side reaches to the edge of the
+  view); a drum as a grey disc with a spoke that turns with the body carrying it; ``contact_arrows`` draws the
+  contact forces at a sample (normal plus friction) as red arrows, and so do ``overview`` (at the last snapshot)
+  and ``animate`` (each frame) when given them.
 
 Spatial models (``Model3D``): ``snapshot3d`` (and ``draw``, which dispatches to it) draws a configuration as a
 matplotlib 3D stick figure (``spatial_sticks``: bars from each body's joint to its children's joints, its loop
@@ -41,6 +46,7 @@ pyplot) new figures come from it, otherwise from ``matplotlib.figure.Figure``, w
 
 from .mechanism import (
     Outline,
+    contact_arrows,
     draw,
     mode_shapes,
     reaction_arrows,
@@ -76,9 +82,9 @@ from .spatial import (
 )
 
 __all__ = [
-    "animate", "animation_frames", "body_colors", "coordinate_labels", "coordinate_names_units", "draw", "drift",
-    "driving_forces", "energy", "figure", "joint_labels", "mode_shapes", "names_units", "Outline", "overview",
-    "QUANTITY_KINDS", "reaction_arrows", "reaction_bars", "reactions", "snapshot3d", "snapshots",
+    "animate", "animation_frames", "body_colors", "contact_arrows", "coordinate_labels", "coordinate_names_units",
+    "draw", "drift", "driving_forces", "energy", "figure", "joint_labels", "mode_shapes", "names_units", "Outline",
+    "overview", "QUANTITY_KINDS", "reaction_arrows", "reaction_bars", "reactions", "snapshot3d", "snapshots",
     "spatial_coordinate_labels", "spatial_overview", "spatial_snapshots", "spatial_sticks", "time_series",
     "trajectories",
 ]

@@ -4,6 +4,7 @@ package docstring)."""
 
 import numpy as np
 
+from .._kernels import layout as L
 from ..dynamics.kinematics import forward_kinematics
 from ..model import joints
 from ..model.spatial import Model3D
@@ -132,6 +133,8 @@ class Outline:
                      and lp["body_a"] >= 0]
         self.pin_body = np.concatenate((revolute, [b for b, _ in loop_pins])).astype(int)
         self.pins = np.concatenate((child_points[revolute], np.array([p for _, p in loop_pins]).reshape(-1, 2)))
+        self.surfaces = list(model._surfaces.values())  # contact surfaces: drawn in their owner's frame
+        self.shape_body, self.shapes = _contact_shapes(model._contacts, self.size)
 
     @staticmethod
     def _span(model):
@@ -207,16 +210,146 @@ class Outline:
                 start = table.column("parent_point")[body]
                 start = poses[parent, :2] + _rotate(start, poses[parent, 2]) if parent >= 0 else start
                 springs.append(_spring_damper_lines(start, joint_point, True, False, self.size))
+        shapes = [poses[b, :2] + _rotate(v, poses[b, 2]) for b, v in zip(self.shape_body, self.shapes, strict=True)]
+        surfaces = []
+        for surface in self.surfaces:  # in the ground frame: (kind, point or centre, normal, extent or radius, turn)
+            owner = surface["owner"]
+            x, y, turn = poses[owner] if owner >= 0 else (0.0, 0.0, 0.0)
+            if surface["kind"] == "ground":
+                surfaces.append(("ground", np.array([x, y]) + _rotate(surface["point"], turn),
+                                 _rotate(surface["normal"], turn), surface["extent"], turn))
+            else:
+                surfaces.append(("drum", np.array([x, y]) + _rotate(surface["center"], turn), None,
+                                 surface["radius"], turn))
         return {"bars": bars, "polygons": polygons, "pins": pins, "bobs": bobs, "springs": springs,
-                "spring_ends": spring_ends, "poses": poses}
+                "spring_ends": spring_ends, "poses": poses, "shapes": shapes, "surfaces": surfaces}
 
     def extent(self, placed):
-        """(low (2,), high (2,)) of everything placed (``place``), with the ground supports."""
+        """(low (2,), high (2,)) of everything placed (``place``), with the ground supports and the contact
+        surfaces (a ground's bounded ends, a drum's disc; an unbounded ground reaches to the edge of the view)."""
         parts = [placed["bars"].reshape(-1, 2), placed["pins"].reshape(-1, 2), placed["bobs"].reshape(-1, 2)]
         parts += [v for v in placed["polygons"]] + [line for group in placed["springs"] for line in group]
         parts += [np.array([point]) for _, point, _, _ in self.supports]  # (the symbols are small: not counted)
+        parts += placed.get("shapes", [])
+        for kind, point, normal, extent, _ in placed.get("surfaces", ()):
+            if kind == "drum":
+                parts.append(np.array([point - extent, point + extent]))
+                continue
+            tangent = np.array([normal[1], -normal[0]])
+            parts.append(np.array([point] + [point + end * tangent for end in extent if np.isfinite(end)]))
         everything = np.concatenate([p for p in parts if p.size] or [np.zeros((1, 2))])
         return everything.min(axis=0), everything.max(axis=0)
+
+
+def _contact_shapes(contacts, size):
+    """(bodies, outlines): each body's contact shapes as closed polylines in its frame, once per distinct shape (a
+    capsule against two surfaces is drawn once): a circle, a capsule (a segment with a radius: its two half circles
+    and the two sides), a point (radius 0) as a small circle of 0.15 ``size``."""
+    bodies, outlines, seen = [], [], set()
+    for contact in contacts:
+        radius = contact["radius"]
+        ends = contact["segment"] if "segment" in contact else np.array([contact["point"], contact["point"]])
+        key = (contact["body"], radius, *np.round(ends, 12).ravel())
+        if key in seen:
+            continue
+        seen.add(key)
+        along = ends[1] - ends[0]
+        start = np.arctan2(along[1], along[0]) + 0.5 * np.pi if np.any(along) else 0.0
+        half = np.linspace(0.0, np.pi, 13) if np.any(along) else np.linspace(0.0, 2.0 * np.pi, 25)
+        radius = radius if radius > 0.0 else 0.15 * size
+        arcs = [ends[0] + radius * np.column_stack((np.cos(start + half), np.sin(start + half)))]
+        if np.any(along):
+            back = start + np.pi + half
+            arcs.append(ends[1] + radius * np.column_stack((np.cos(back), np.sin(back))))
+        outline = np.concatenate(arcs)
+        bodies.append(contact["body"])
+        outlines.append(np.vstack((outline, outline[:1])))
+    return np.array(bodies, dtype=int), outlines
+
+
+def _clipped(point, tangent, extent, low, high):
+    """The part (s0, s1) of the line point + s tangent, s within ``extent``, inside the box [low, high]; None if
+    none."""
+    lo, hi = float(extent[0]), float(extent[1])
+    for axis in range(2):
+        if abs(tangent[axis]) < 1e-12:
+            if not low[axis] <= point[axis] <= high[axis]:
+                return None
+            continue
+        a, b = sorted(((low[axis] - point[axis]) / tangent[axis], (high[axis] - point[axis]) / tangent[axis]))
+        lo, hi = max(lo, a), min(hi, b)
+    return (lo, hi) if lo < hi else None
+
+
+def surface_lines(placed, low, high, size):
+    """Line pieces (k, 2) of the contact surfaces placed (``Outline.place``): a ground as its surface line over its
+    extent (an unbounded side to the edge of the box [low, high]), hatched on its solid side; a drum as its circle
+    with a spoke, which turns with the body that carries it."""
+    lines = []
+    for kind, point, normal, extent, turn in placed["surfaces"]:
+        if kind == "drum":
+            angles = np.linspace(0.0, 2.0 * np.pi, 73)
+            lines.append(point + extent * np.column_stack((np.cos(angles), np.sin(angles))))
+            lines.append(np.array([point, point + extent * np.array([np.cos(turn), np.sin(turn)])]))
+            continue
+        tangent = np.array([normal[1], -normal[0]])
+        span = _clipped(point, tangent, extent, low, high)
+        if span is None:
+            continue
+        s0, s1 = span
+        lines.append(np.array([point + s0 * tangent, point + s1 * tangent]))
+        step = 0.5 * size
+        count = min(400, int((s1 - s0) / step) + 1)
+        for s in np.linspace(s0, s1, count):
+            start = point + s * tangent
+            lines.append(np.array([start, start - 0.6 * size * normal - 0.4 * size * tangent]))
+    return lines
+
+
+def drum_discs(placed):
+    """The drums placed (``Outline.place``) as polygons (k, 2), to fill."""
+    angles = np.linspace(0.0, 2.0 * np.pi, 73)
+    return [point + radius * np.column_stack((np.cos(angles), np.sin(angles)))
+            for kind, point, _, radius, _ in placed["surfaces"] if kind == "drum"]
+
+
+def contact_directions(model, poses, points):
+    """The outward unit normals (nrows, 2) of the contact rows' surfaces at the contact ``points`` (nrows, 2), for
+    the body poses ``poses`` (``forward_kinematics``): a plane's normal turned with its owner, a disc's from its
+    centre to the point; rows and their surfaces as ``model.contact_int`` / ``contact_real``."""
+    owner = model.contact_int[:, L.COWNER]
+    real = model.contact_real
+    turn = np.where(owner >= 0, poses[owner, 2], 0.0)
+    com = model.body_com[owner] if model.nbodies else np.zeros((owner.size, 2))
+    origin = np.where((owner >= 0)[:, None], poses[owner, :2] + _rotate(com, turn), 0.0)
+    plane = model.contact_int[:, L.CSURFACE] == L.SURFACE_PLANE
+    normals = _rotate(real[:, L.CSN:L.CSN + 2], turn)
+    away = points - (origin + _rotate(real[:, L.CSP:L.CSP + 2], turn))
+    length = np.hypot(away[:, 0], away[:, 1])
+    radial = away / np.where(length > 0.0, length, 1.0)[:, None]
+    return np.where(plane[:, None], normals, radial)
+
+
+def contact_force_lines(model, poses, forces, scale, size):
+    """Arrows (shaft and head as line pieces (k, 2)) of the contact forces on the shapes at one sample:
+    ``forces`` = (normal (nrows,), tangential (nrows,), point (nrows, 2)) as ``SimulationResult.contact_forces``
+    gives them at that sample; ``scale`` [m/N]. Rows that do not touch (zero forces) draw nothing."""
+    normal, tangential, points = (np.asarray(v, dtype=float) for v in forces)
+    n = contact_directions(model, poses, points)
+    t = np.column_stack((n[:, 1], -n[:, 0]))
+    vectors = (normal[:, None] * n + tangential[:, None] * t) * scale
+    lines = []
+    for start, vector in zip(points, vectors, strict=True):
+        length = float(np.hypot(*vector))
+        if length == 0.0:
+            continue
+        tip = start + vector
+        u = vector / length
+        head = min(0.35 * length, 0.6 * size)
+        side = np.array([-u[1], u[0]])
+        lines += [np.array([start, tip]), np.array([tip - head * u + 0.5 * head * side, tip,
+                                                    tip - head * u - 0.5 * head * side])]
+    return lines
 
 
 def _convex_hull(points):
@@ -346,6 +479,9 @@ class _Artists:
         pins = placed["pins"] if not thin else np.zeros((0, 2))
         self.pins = ax.scatter(*pins.reshape(-1, 2).T, s=18, facecolors="white", edgecolors="k", linewidths=0.8,
                                alpha=alpha, zorder=5)
+        shape_colors = palette[outline.shape_body] if color is None and len(outline.shape_body) else (color or "k")
+        self.shapes = LineCollection(placed["shapes"], colors=shape_colors, linewidths=0.9, alpha=alpha, zorder=3)
+        ax.add_collection(self.shapes)
         self.thin = thin
 
     def move(self, placed):
@@ -355,7 +491,56 @@ class _Artists:
         self.bobs.set_offsets(placed["bobs"].reshape(-1, 2))
         if not self.thin:
             self.pins.set_offsets(placed["pins"].reshape(-1, 2))
-        return [self.bars, self.polygons, self.springs, self.bobs, self.pins]
+        self.shapes.set_segments(placed["shapes"])
+        return [self.bars, self.polygons, self.springs, self.bobs, self.pins, self.shapes]
+
+
+class _SurfaceArtists:
+    """The contact surfaces of one placement (``surface_lines``, ``drum_discs``) in the view of ``ax`` (an
+    unbounded ground reaches to its edges), movable to another placement (a surface a body carries moves)."""
+
+    def __init__(self, ax, outline, placed, alpha=1.0):
+        from matplotlib.collections import LineCollection, PolyCollection  # noqa: PLC0415
+
+        self.ax, self.size = ax, outline.size
+        self.discs = PolyCollection(drum_discs(placed), facecolors="0.85", edgecolors="none", alpha=alpha, zorder=1)
+        ax.add_collection(self.discs)
+        self.lines = LineCollection(self._lines(placed), colors="0.2", linewidths=1.0, alpha=alpha, zorder=1)
+        ax.add_collection(self.lines)
+
+    def _lines(self, placed):
+        (x0, x1), (y0, y1) = self.ax.get_xlim(), self.ax.get_ylim()
+        return surface_lines(placed, np.array([x0, y0]), np.array([x1, y1]), self.size)
+
+    def move(self, placed):
+        self.discs.set_verts(drum_discs(placed))
+        self.lines.set_segments(self._lines(placed))
+        return [self.discs, self.lines]
+
+
+class _ForceArtists:
+    """Arrows of the contact forces (``contact_force_lines``) at one sample, movable to another."""
+
+    def __init__(self, ax, outline, scale, label=None):
+        from matplotlib.collections import LineCollection  # noqa: PLC0415
+
+        self.outline, self.scale = outline, scale
+        self.lines = LineCollection([], colors="C3", linewidths=1.4, zorder=6, label=label)
+        ax.add_collection(self.lines)
+
+    def move(self, placed, forces):
+        self.lines.set_segments(contact_force_lines(self.outline.model, placed["poses"], forces, self.scale,
+                                                    self.outline.size))
+        return [self.lines]
+
+
+def force_scale(outline, forces, low, high, fraction=0.15):
+    """(scale [m/N], largest force [N]): the largest contact force of ``forces`` (normal, tangential, ...: arrays
+    over samples and rows) drawn ``fraction`` of the drawing's size [low, high] long; (0, 0) without forces."""
+    largest = float(np.hypot(np.asarray(forces[0]), np.asarray(forces[1])).max(initial=0.0))
+    if largest == 0.0:
+        return 0.0, 0.0
+    return fraction * max(float(np.max(high - low)), 1e-9) / largest, largest
 
 
 def _draw_ground(ax, outline, placements):
@@ -411,7 +596,18 @@ def _draw_many(model, qs, ax, colors, alphas, labels, outline=None):
     low = np.min([b[0] for b in bounds], axis=0)
     high = np.max([b[1] for b in bounds], axis=0)
     _frame(ax, low, high)
+    _draw_surfaces(ax, outline, placements, alphas)
     return artists, outline, (low, high)
+
+
+def _draw_surfaces(ax, outline, placements, alphas):
+    """The contact surfaces (after framing: an unbounded ground reaches to the edges of the view): once when all
+    are fixed, else at each placement with its opacity."""
+    if not outline.surfaces:
+        return []
+    if all(surface["owner"] < 0 for surface in outline.surfaces):
+        return [_SurfaceArtists(ax, outline, placements[-1])]
+    return [_SurfaceArtists(ax, outline, placed, alpha) for placed, alpha in zip(placements, alphas, strict=True)]
 
 
 def _body_legend(ax, model, extra=(), title=None):
@@ -543,6 +739,25 @@ def reaction_arrows(model, q, joint_reactions, ax, fraction=0.2):
     ax.set_xlim(min(x0, tips[:, 0].min() - margin), max(x1, tips[:, 0].max() + margin))
     ax.set_ylim(min(y0, tips[:, 1].min() - margin), max(y1, tips[:, 1].max() + margin))
     return arrows
+
+
+def contact_arrows(model, q, normal, tangential, point, ax, fraction=0.15):
+    """Arrows of the contact forces on the bodies' shapes at one sample of a contact model drawn at q: the normal
+    force along the surface's normal plus the friction force along its tangent, at each touching row's contact
+    point; ``normal``, ``tangential`` (nrows,) and ``point`` (nrows, 2) as ``SimulationResult.contact_forces()``
+    gives them at that sample. The largest is ``fraction`` of the drawing's size long; the legend gives it. None
+    when no row touches."""
+    forces = (np.asarray(normal, dtype=float).reshape(-1), np.asarray(tangential, dtype=float).reshape(-1),
+              np.asarray(point, dtype=float).reshape(-1, 2))
+    outline = Outline(model)
+    placed = outline.place(q)
+    low, high = outline.extent(placed)
+    scale, largest = force_scale(outline, forces, low, high, fraction)
+    if largest == 0.0:
+        return None
+    arrows = _ForceArtists(ax, outline, scale, f"contact forces on the bodies (largest {largest:.4g} N)")
+    arrows.move(placed, forces)
+    return arrows.lines
 
 
 def reaction_bars(joint_reactions, loop_forces=None, ax=None, joint_names=None, loop_names=None):

@@ -16,8 +16,12 @@ from .mechanism import (
     _Artists,
     _body_legend,
     _draw_ground,
+    _draw_surfaces,
+    _ForceArtists,
     _frame,
+    contact_arrows,
     draw,
+    force_scale,
     mode_shapes,
     reaction_arrows,
     reaction_bars,
@@ -60,12 +64,35 @@ def _as_arrays(result):
             data["energy"] = kinetic + potential
         if result.constraint_drift is not None:
             data["drift"] = result.constraint_drift
+        if result.model is not None and getattr(result, "contact_state", None) is not None:
+            data.update(contact_arrays(result.contact_forces()))
         return data
     if hasattr(result, "driving_forces") and hasattr(result, "driven"):  # KinematicResult
         return {"kind": "kinematics", "t": result.t, "q": result.q, "qd": result.qd, "qdd": result.qdd,
                 "driving_forces": result.driving_forces, "driven": result.driven,
                 "joint_reactions": result.joint_reactions, "loop_forces": result.loop_forces}
     return result
+
+
+CONTACT_KEYS = ("normal", "tangential", "point", "active")  # of SimulationResult.contact_forces(), as plotted
+
+
+def contact_arrays(forces):
+    """The arrays of ``SimulationResult.contact_forces()`` that ``overview`` and ``animate`` draw, under the names
+    ``rmbd run`` saves them (contact_normal, contact_tangential, contact_point, contact_active)."""
+    return {f"contact_{key}": forces[key] for key in CONTACT_KEYS}
+
+
+def _contact_panel(t, data, ax):
+    """The number of touching contact rows and their total normal force against time."""
+    total = np.asarray(data["contact_normal"]).sum(axis=1)
+    time_series(t, total[:, None], ["total normal force [N]"], ax, "contact force")
+    ax.set_ylabel("total normal force [N]")
+    twin = ax.twinx()
+    twin.step(t, data["contact_active"], where="mid", color="C1", lw=1.0, label="touching contact rows")
+    twin.set_ylabel("touching contact rows [-]")
+    twin.set_ylim(bottom=0)
+    twin.legend(fontsize=7, loc="upper right")
 
 
 def _stored_labels(data, model, kind, count):
@@ -101,7 +128,10 @@ def overview(result, model=None, pyplot=None):
     shapes (modes). Panels: coordinates, one panel per unit (angles [rad], positions [m]); a model of more than 20
     bodies (a long chain) is drawn by its shape, with the angles to the ground of a few bodies instead of every
     relative angle; energy (the balance when work was done) and loop drift (dynamics); driving forces and reaction
-    forces (kinematics); reaction forces (statics).
+    forces (kinematics); reaction forces (statics). A contact model's dynamics: its surfaces and shapes in the
+    drawing, the contact forces as arrows at the last snapshot, and a panel of the total normal force and the
+    number of touching contact rows (the arrays ``contact_normal``, ``contact_tangential``, ``contact_point``,
+    ``contact_active`` of ``rmbd run``, or ``result.contact_forces()``).
     """
     data = _as_arrays(result)
     model = model if model is not None else getattr(result, "model", None)
@@ -170,6 +200,7 @@ def _time_overview(data, model, kind, q, pyplot, joint_names, loop_names):
         panels += ["reactions"] if "joint_reactions" in data else []
     else:
         panels += [key for key in ("energy", "drift") if key in data]
+        panels += ["contacts"] if "contact_normal" in data else []
     heights = [1.8 if panel == "mechanism" else 1.0 for panel in panels]
     fig, axes = figure(len(panels), 1, pyplot=pyplot, figsize=(8, 2.8 * sum(heights) + 0.8), squeeze=False,
                        gridspec_kw={"height_ratios": heights})
@@ -177,6 +208,16 @@ def _time_overview(data, model, kind, q, pyplot, joint_names, loop_names):
     for ax, panel in zip(axes[:, 0], panels, strict=True):
         if panel == "mechanism":
             snapshots(model, _Samples(t, q), np.linspace(t[0], t[-1], 4), ax)
+            if "contact_normal" in data and model.ncontacts == np.shape(data["contact_normal"])[-1]:
+                bodies = ax.get_legend()
+                arrows = contact_arrows(model, q[-1], data["contact_normal"][-1], data["contact_tangential"][-1],
+                                        data["contact_point"][-1], ax)
+                if arrows is not None:  # a legend of its own, beside the bodies' and times'
+                    ax.legend(handles=[arrows], fontsize=7, loc="lower left")
+                    if bodies is not None:
+                        ax.add_artist(bodies)
+        elif panel == "contacts":
+            _contact_panel(t, data, ax)
         elif panel == "angles":
             _absolute_angles(t, q, model, ax)
         elif panel == "driving":
@@ -283,13 +324,16 @@ def _require_writer(path):
                                 "ffmpeg, brew install ffmpeg or conda install ffmpeg) or write a .gif (Pillow)")
 
 
-def animate(model, t, q, path, fps=None, frames=None, dpi=80, speed=1.0, progress=None):
+def animate(model, t, q, path, fps=None, frames=None, dpi=80, speed=1.0, progress=None, contact_forces=None):
     """Write an animation of the samples (t, q) to ``path`` (.gif with Pillow, .mp4 with ffmpeg), framed to the
     extent of every frame, in real time: ``speed`` seconds of motion per second of playback (2: twice as fast),
     ``fps`` frames per second (default 25, fewer when the samples are sparser), at most ``frames`` frames
     (``animation_frames`` picks the samples). ``progress``: a progress bar over the frames (tqdm, the ``progress``
     extra); default: on a terminal when tqdm is installed, else none. A spatial model (``Model3D``) is animated as
-    3D snapshots (``snapshot3d``). Returns ``path``.
+    3D snapshots (``snapshot3d``). A contact model's surfaces and shapes are drawn (a drum a body carries turns
+    with it); ``contact_forces``, the mapping ``SimulationResult.contact_forces()`` returns (normal, tangential,
+    point at the samples), adds the contact forces as arrows, the largest over the frames 15 % of the drawing's
+    size. Returns ``path``.
 
     Raises StateError (``animation_frames``) for fps, speed or frames not > 0 or decreasing times, and
     FileNotFoundError, naming ffmpeg, when ``path`` is no .gif and ffmpeg is not installed (before drawing)."""
@@ -308,14 +352,28 @@ def animate(model, t, q, path, fps=None, frames=None, dpi=80, speed=1.0, progres
     artists = _Artists(ax, outline, placements[0], None if by_body else "C0", 1.0, None, model.nbodies > 60)
     _draw_ground(ax, outline, placements)
     bounds = [outline.extent(placed) for placed in placements]
-    _frame(ax, np.min([b[0] for b in bounds], axis=0), np.max([b[1] for b in bounds], axis=0))
+    low, high = np.min([b[0] for b in bounds], axis=0), np.max([b[1] for b in bounds], axis=0)
+    _frame(ax, low, high)
+    surfaces = _draw_surfaces(ax, outline, placements[:1], [1.0])
+    arrows, forces = None, None
+    if contact_forces is not None:
+        forces = [np.asarray(contact_forces[key], dtype=float)[index] for key in ("normal", "tangential", "point")]
+        scale, largest = force_scale(outline, forces, low, high)
+        if largest > 0.0:
+            arrows = _ForceArtists(ax, outline, scale, f"contact forces (largest {largest:.4g} N)")
     if by_body:
-        _body_legend(ax, model)
+        _body_legend(ax, model, [arrows.lines] if arrows is not None else ())
+    elif arrows is not None:
+        ax.legend(fontsize=7)
     name = _model_title(model)
     label = ax.set_title("")
 
     def frame(k):
         moved = artists.move(placements[k])
+        for surface in surfaces:
+            moved += surface.move(placements[k])
+        if arrows is not None:
+            moved += arrows.move(placements[k], [value[k] for value in forces])
         label.set_text(f"{name}: t = {t[index[k]]:.3f} s")
         return [*moved, label]
 
