@@ -4,16 +4,16 @@ of length L with x0 hanging slides with x(t) = x0 cosh(sqrt(g / L) t).
     python3 examples/table_edge.py [n_links] [t_end]
 
 The chain (capsule links) lies on a table top whose edge is a small frictionless drum, and hangs over it. With the
-table and the drum smooth, sliding the chain by ds moves a piece ds of it from the table's level to the end, x
-below it, and every piece moves at the same speed: rho L x'' = rho g x with x the depth of the end below the
-chain's line on the table (whatever the shape of the bend over the edge, which keeps its shape), whence the cosh.
-It holds while the chain stays on the drum: the tension at the edge must exceed the centripetal rho v^2, which
-with v^2 = g (x^2 - x0^2) / L holds until about half the chain hangs; the runs stop before that. The links over
-the edge form the polygon of five chords circumscribed about the drum (each tangent to it at its middle: the drum's radius is 3.7 links), so the chain
-turns by 15 degrees at each of six joints. The discrete chain lags the closed form a little: its links turn and
-swing as they pass the bend (their rotation takes energy a continuous chain does not have); the lag shrinks with
-the turn per joint (0.3 % with five chords over the edge, 1.4 % with two at 50 links) and with the links'
-length.
+table and the drum smooth, sliding the chain by ds moves a piece ds of it from the table's level to the end, x below
+it, and every piece moves at the same speed: rho L x'' = rho g x with x the depth of the end below the chain's line
+on the table (whatever the shape of the bend over the edge, which keeps its shape), whence the cosh. It holds while
+the chain stays on the drum: the tension at the edge must exceed the centripetal rho v^2, which with v^2 = g (x^2 -
+x0^2) / L holds until about half the chain hangs; the runs stop before that. The links over the edge form the
+polygon of five chords circumscribed about the drum (each tangent to it at its middle: the drum's radius is 3.7
+links), so the chain turns by 15 degrees at each of six joints. The discrete chain lags the closed form a little:
+its links turn and swing as they pass the bend (their rotation takes energy a continuous chain does not have); the
+lag shrinks with the turn per joint (0.3 % with five chords over the edge, 1.4 % with two at 50 links) and with the
+links' length.
 
 Measured (dopri5, rtol 1e-8; L = 1 m, 0.2 m of straight chain hanging, Hertz contacts 1e7 N/m^1.5, 0.4 s):
 
