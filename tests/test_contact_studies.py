@@ -47,6 +47,15 @@ def test_a_chain_sliding_over_a_drum_has_the_discrete_capstan_ratio():
     assert np.allclose(np.abs(forces["tangential"][-1, sliding]), 0.3 * forces["normal"][-1, sliding], rtol=1e-9)
 
 
+def test_a_chain_over_a_drum_holds_below_the_discrete_capstan_ratio():
+    # weights at 0.9 R_M: the chain slips a little as the contacts take the load, then sticks for good
+    model, q0 = capstan.chain_over_drum(12, 0.3, 0.9 * capstan.polygon_ratio(12, 0.3))
+    res = rm.simulate(model, q0, np.zeros_like(q0), 0.2, t_eval=[0.0, 0.1, 0.2], rtol=1e-6, atol=1e-10)
+    assert res.success
+    assert abs(res.q[1, 0]) < 1e-3  # the contacts' spring and its slip, against the 26 mm links
+    assert abs(res.q[2, 0] - res.q[1, 0]) < 1e-6
+
+
 def test_a_chain_slides_off_a_frictionless_table_edge_as_x0_cosh():
     n = 20
     model, q0, x0, radius = table_edge.chain_on_table(n, hanging=4)
