@@ -36,15 +36,16 @@ def test_the_discrete_capstan_ratio_tends_to_exp_mu_theta():
 
 def test_a_chain_sliding_over_a_drum_has_the_discrete_capstan_ratio():
     # measured from the steady slide's acceleration; off by the chain's own mass (1e-3 of the weights') and by the
-    # polygon's turning as joints arrive on the drum: up to 8e-4 in the runs of examples/capstan.py
+    # polygon's turning as joints arrive on the drum: up to 8e-4 in runs of 12 to 200 links
     ratio, exact, res = capstan.measured_ratio(12, 0.3, t_end=0.2, excess=1.5)
     assert res.success
     assert ratio == pytest.approx(exact, rel=1e-3)
     assert np.abs(res.energy_balance()).max() < 1e-9
     forces = res.contact_forces()
     sliding = forces["normal"][-1] > 0.0
-    assert np.count_nonzero(sliding) >= 12  # the joints on the drum all press on it ...
-    assert np.allclose(np.abs(forces["tangential"][-1, sliding]), 0.3 * forces["normal"][-1, sliding], rtol=1e-9)
+    assert np.count_nonzero(sliding) >= 12  # the joints on the drum press on it ...
+    slip = np.abs(forces["tangential"][-1, sliding])
+    assert np.allclose(slip, 0.3 * forces["normal"][-1, sliding], rtol=1e-9)  # ... and all slip, at mu F_n
 
 
 def test_a_chain_over_a_drum_holds_below_the_discrete_capstan_ratio():
@@ -72,12 +73,12 @@ def test_a_chain_slides_off_a_frictionless_table_edge_as_x0_cosh():
 
 def test_a_chain_falling_onto_a_table_loads_it_with_three_times_the_landed_weight():
     res, landed, impulse, t_land = falling_chain.fall(50, samples=101)
-    # the top falls freely while it is in the air (the ideal chain's: 1.0002 g at 50 links, 1.012 g at 100)
+    # the top falls freely while it is in the air (0.9998 g at 50 links, 1.012 g at 100, 1.0000 g at 200)
     air = res.t <= 0.9 * t_land
     acceleration = np.linalg.lstsq(0.5 * res.t[air, None] ** 2, landed[air])[0][0]
     assert acceleration == pytest.approx(G, rel=0.02)
     # the table's impulse over the last nine tenths of the fall against the integral of 3 M g y / L: the force is a
-    # train of 50 link landings, 3.01 to 3.03 times the landed weight in the examples' runs
+    # train of 50 link landings: 3.01 times the landed weight at 50 links, 3.03 at 100, 3.06 at 200
     first = np.searchsorted(res.t, 0.1 * t_land)
     weight = np.trapezoid(G * landed[first:], res.t[first:])
     assert (impulse[-1] - impulse[first]) / weight == pytest.approx(3.0, rel=0.03)
