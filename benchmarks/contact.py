@@ -1,0 +1,216 @@
+"""Contact cost: a chain of N capsule links dropped onto a table, 1 s, with the explicit methods; the contact kernel
+alone per call and its growth in N up to a 1e5-link chain lying on the floor; MuJoCo on the same chain when it is
+installed.
+
+    python3 benchmarks/contact.py [--sizes 1000 10000] [--floor 100000] [--t-end 1.0] [--methods dopri5 rk4]
+                                  [--step 1.25e-4] [--mujoco-sizes 100 200] [--no-mujoco]
+
+The chain: links 1 cm long, 10 g, capsules of radius 2.5 mm, held horizontally 5 cm above the table with a gentle
+wave (heights within +-1 cm, so that it lands over 20 ms rather than at once) and dropped; linear contacts, k = 1e4
+N/m, restitution 0.3 with the impact speed scale (min_impact_speed) at the landing's 1 m/s, friction 0.3 (the
+landing presses a link about 0.7 mm in). dopri5 at rtol 1e-6 and rk4 at a fixed step (--step, 0.125 ms: at 0.25 ms
+rk4 ran the 1e3-link chain but diverged as the 1e4-link one landed, and stopped with a SimulationError) run it for
+t_end; the table gives their wall time, steps, the touching rows per step (the mean over 21 samples) and the contact
+kernel's time per call (``_kernels.planar.contact.contact_forces`` on the last state, timed alone; it visits every
+row, touching or not; a step calls it 4 (rk4) or about 9 (dopri5, rejected steps included) times). The 1e5-link chain
+lies on the floor (every row touching) and is stepped 40 times by rk4. The detection slope is the log-log fit of the
+kernel's time per call against N.
+
+MuJoCo (3D): the same capsules in the x-z plane joined by hinges about y, the first with a free planar base (slide
+x, slide z, hinge y), colliding with the plane only; the same step (its default semi-implicit Euler), its soft
+contact with a time constant of the linear contact's period over pi and damping ratio 1. Its landed shape is
+compared with rk4's (the links' heights after t_end: the contact laws differ, so the shapes agree to the depth of
+the landing, not to round-off). Writes benchmarks/results/contact.json.
+"""
+
+import os
+
+# One BLAS thread, set before numpy loads OpenBLAS (benchmarks/blas_threads.py). Set the variables to override.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import importlib.util
+import math
+import time
+
+import numpy as np
+from _common import command_line, median_time, print_table, write_json
+
+import recursive_mbd as rm
+from recursive_mbd._kernels.planar.contact import contact_forces
+
+LINK, MASS, RADIUS, HEIGHT = 0.01, 0.01, 0.0025, 0.05  # [m], [kg], [m], [m]
+STIFFNESS, RESTITUTION, FRICTION, IMPACT = 1e4, 0.3, 0.3, 1.0
+STEP = 1.25e-4  # rk4's and MuJoCo's default step [s]: at 2.5e-4 rk4 diverges as the 1e4-link chain lands
+
+
+def link_angles(n, lying=False):
+    """The links' absolute angles: pi / 2 points a link (along its -y axis) along +x; dropped, a wave of 0.5 m
+    whose heights span +-1 cm."""
+    theta = np.full(n, math.pi / 2.0)
+    if not lying:
+        theta += 0.12 * np.sin(2.0 * math.pi * np.arange(n) * LINK / 0.5)
+    return theta
+
+
+def chain(n, lying=False):
+    """(model, q0): n capsule links along +x, the first free in the plane at its left end; dropped from HEIGHT
+    with a wave of 1 cm, or ``lying`` on the floor, pressed in by its weight."""
+    model = rm.Model(gravity=(0.0, -9.81), name=f"chain of {n} links on a table")
+    names = [f"link{j + 1}" for j in range(n)]
+    inertia = MASS * LINK ** 2 / 12.0
+    # the free base as two massless sliders and a hinge (q as a planar joint's: x, y, angle): a planar joint's
+    # singularity check weighs its rotational inertia (1e-7 kg m^2 here) against the subtree's mass, and fails
+    # for 1e4 links of 1 cm
+    model.add_body(joint="prismatic", axis=(1.0, 0.0), mass=0.0, name="slider x")
+    model.add_body("slider x", joint="prismatic", axis=(0.0, 1.0), mass=0.0, name="slider y")
+    model.add_body("slider y", child_point=(0.0, LINK / 2.0), mass=MASS, inertia=inertia, name=names[0])
+    model.add_bodies(np.arange(2, n + 1), "revolute", parent_point=(0.0, -LINK / 2.0), child_point=(0.0, LINK / 2.0),
+                     mass=MASS, inertia=inertia, names=names[1:])
+    model.add_ground("table")
+    model.add_contact(names, "table", segment=((0.0, LINK / 2.0), (0.0, -LINK / 2.0)), radius=RADIUS,
+                      stiffness=STIFFNESS, exponent=1.0, restitution=RESTITUTION, friction=FRICTION,
+                      min_impact_speed=IMPACT)
+    theta = link_angles(n, lying)
+    q0 = np.zeros(n + 2)
+    q0[1] = RADIUS - MASS * 9.81 / (2.0 * STIFFNESS) if lying else RADIUS + HEIGHT
+    q0[2] = theta[0]
+    q0[3:] = np.diff(theta)
+    return model, q0
+
+
+def kernel_time(res, index=-1):
+    """Seconds per call of the contact kernel on the sample ``index`` of a run (its kinematics evaluated first)."""
+    system, _ = res._evaluate(index if index >= 0 else res.t.size + index)
+    free = system.free
+    y = np.concatenate((res.q[index, free], res.qd[index, free], [0.0, 0.0], res.contact_state[index].ravel()))
+    contact_int, contact_real, per_contact = system.contacts
+    wrench = np.zeros_like(system.wrench)
+    energy = np.zeros(3)
+    offset = 2 * free.size + 2
+
+    def call():
+        contact_forces(contact_int, contact_real, system.ws, system.com, y, offset, wrench, energy, per_contact)
+
+    return median_time(call, min_time=0.5)
+
+
+def run(n, method, t_end, step, lying=False):
+    model, q0 = chain(n, lying)
+    options = dict(rtol=1e-6, atol=1e-9) if method == "dopri5" else dict(dt=step)
+    rm.simulate(model, q0, np.zeros_like(q0), 2 * step, method=method, **options)  # compile outside the timing
+    if method == "dopri5":
+        options["t_eval"] = np.linspace(0.0, t_end, 21)
+    else:  # a fixed step stores every every-th one
+        options["every"] = max(1, round(t_end / step / 20))
+    start = time.perf_counter()
+    res = rm.simulate(model, q0, np.zeros_like(q0), t_end, method=method, max_steps=10**8, **options)
+    wall = time.perf_counter() - start
+    if not res.success:
+        raise rm.SimulationError(f"{model.name}, {method}: {res.message}")
+    active = res.contact_forces()["active"]
+    return res, dict(n=n, method=method, t_end=t_end, lying=lying, wall_s=wall, steps=int(res.nsteps),
+                     evaluations=int(res.nfev), rows=2 * n, touching_mean=float(active[1:].mean()),
+                     touching_end=int(active[-1]), kernel_us=kernel_time(res) * 1e6)
+
+
+def link_heights(model, res):
+    """The links' centre heights at the last sample (bodies 0 and 1 are the base's sliders)."""
+    z, _ = rm.augmented.absolute_from_joint(model, res.q[-1], res.qd[-1])
+    return z[2:, 1]
+
+
+def mujoco_run(n, t_end, step, heights_ours):
+    """The same chain in MuJoCo: wall time for t_end at ``step`` and the links' final heights against ours."""
+    import mujoco  # noqa: PLC0415 - optional, never a dependency
+
+    period = 2.0 * math.pi * math.sqrt(MASS / 2.0 / STIFFNESS)
+    theta = link_angles(n)
+    # hinge about +y turns x towards -z: MuJoCo's angle about y is minus ours in the x-y plane (our y is its z)
+    parts = []
+    for j in range(n):
+        angle = (theta[j] - (theta[j - 1] if j else math.pi / 2.0))
+        pos = "0 0 0" if j == 0 else f"{LINK} 0 0"
+        joints = ('<joint type="slide" axis="1 0 0"/><joint type="slide" axis="0 0 1"/>'
+                  '<joint type="hinge" axis="0 1 0"/>') if j == 0 else '<joint type="hinge" axis="0 1 0"/>'
+        parts.append(f'<body pos="{pos}" euler="0 {-math.degrees(angle):.9f} 0">{joints}'
+                     f'<geom type="capsule" fromto="0 0 0 {LINK} 0 0" size="{RADIUS}" mass="{MASS}" '
+                     f'contype="1" conaffinity="0" friction="{FRICTION} 0 0"/>')
+    xml = (f'<mujoco><option timestep="{step}" gravity="0 0 -9.81"/>'
+           f'<default><geom solref="{period / math.pi} 1"/></default><worldbody>'
+           f'<geom type="plane" size="100 100 0.1" contype="0" conaffinity="1" friction="{FRICTION} 0 0"/>'
+           f'<body pos="0 0 {RADIUS + HEIGHT}">' + "".join(parts) + "</body>" * n + "</body></worldbody></mujoco>")
+    model = mujoco.MjModel.from_xml_string(xml)
+    data = mujoco.MjData(model)
+    steps = round(t_end / step)
+    mujoco.mj_step(model, data)  # first step outside the timing
+    mujoco.mj_resetData(model, data)
+    start = time.perf_counter()
+    for _ in range(steps):
+        mujoco.mj_step(model, data)
+    wall = time.perf_counter() - start
+    heights = data.xipos[2:, 2]  # bodies 0 and 1: the world and the chain's starting frame
+    return dict(n=n, wall_s=wall, steps=steps, touching_end=int(data.ncon),
+                height_rms_diff_mm=float(np.sqrt(np.mean((heights - heights_ours) ** 2)) * 1e3),
+                height_max_ours_mm=float(heights_ours.max() * 1e3), height_max_mujoco_mm=float(heights.max() * 1e3))
+
+
+def main():
+    parser = command_line(__doc__, "contact")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--floor", type=int, default=100000, help="links of the chain lying on the floor (0: none)")
+    parser.add_argument("--t-end", type=float, default=1.0)
+    parser.add_argument("--methods", nargs="+", default=["dopri5", "rk4"])
+    parser.add_argument("--step", type=float, default=STEP, help=f"rk4's and MuJoCo's step [s] (default {STEP:g})")
+    parser.add_argument("--mujoco-sizes", type=int, nargs="+", default=[100, 200],
+                        help="chains run in MuJoCo too (its cost grows much faster than N on a serial chain)")
+    parser.add_argument("--no-mujoco", action="store_true")
+    args = parser.parse_args()
+    records = []
+    failed = []
+    for n in args.sizes:
+        for method in args.methods:
+            try:
+                res, record = run(n, method, args.t_end, args.step)
+            except rm.SimulationError as err:  # a step too long for the landing: said, not timed
+                failed.append(dict(n=n, method=method, error=str(err)))
+                print(f"N = {n}, {method}: {err}", flush=True)
+                continue
+            records.append(record)
+            print(record, flush=True)
+    if args.floor:
+        res, record = run(args.floor, "rk4", 40 * args.step, args.step, lying=True)
+        records.append(record)
+        print(record, flush=True)
+    print_table(["N", "method", "t_end [s]", "wall [s]", "steps", "rows", "touching/step", "kernel [us/call]"],
+                [[r["n"], r["method"] + (" (lying)" if r["lying"] else ""), f"{r['t_end']:g}", f"{r['wall_s']:.1f}",
+                  r["steps"], r["rows"], f"{r['touching_mean']:.0f}", f"{r['kernel_us']:.1f}"] for r in records])
+    sizes = {r["n"]: r["kernel_us"] for r in records}
+    ns = np.array(sorted(sizes))
+    slope = float(np.polyfit(np.log(ns), np.log([sizes[n] for n in ns]), 1)[0]) if ns.size > 1 else float("nan")
+    print(f"contact kernel time per call against N: log-log slope {slope:.3f} (N = {', '.join(map(str, ns))})")
+    mujoco_records = []
+    if not args.no_mujoco and importlib.util.find_spec("mujoco") is not None:
+        rows = []
+        for n in args.mujoco_sizes:
+            res, record = run(n, "rk4", args.t_end, args.step)
+            mujoco_records.append(mujoco_run(n, args.t_end, args.step, link_heights(res.model, res)))
+            mujoco_records[-1]["rk4_wall_s"] = record["wall_s"]
+            mujoco_records[-1]["rk4_touching_end"] = record["touching_end"]
+            m = mujoco_records[-1]
+            rows.append([n, f"{record['wall_s']:.2f}", f"{m['wall_s']:.2f}", m["steps"], record["touching_end"],
+                         m["touching_end"], f"{m['height_rms_diff_mm']:.3f}",
+                         f"{m['height_max_ours_mm']:.2f} / {m['height_max_mujoco_mm']:.2f}"])
+        print_table(["N", "rk4 wall [s]", "MuJoCo wall [s]", "steps", "touching rows at t_end", "MuJoCo contacts",
+                     "rms height diff [mm]", "max height ours / MuJoCo [mm]"], rows)
+    elif not args.no_mujoco:
+        print("MuJoCo is not installed (pip install mujoco): its comparison is left out")
+    path = write_json(args.name, {"runs": records, "failed": failed, "kernel_slope": slope, "mujoco": mujoco_records,
+                                  "chain": dict(link=LINK, mass=MASS, radius=RADIUS, height=HEIGHT,
+                                                stiffness=STIFFNESS, restitution=RESTITUTION, friction=FRICTION,
+                                                step=args.step)})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
