@@ -79,6 +79,9 @@ STATUS_LOOP_DEGENERATE = 5  # a distance loop whose two points coincide (no dire
 # a time loop's loop equations lose rank on the way (a change point: a singular position of the mechanism that the
 # spatial loop layer cannot follow)
 LOOP_CHANGE_POINT = 1 << 30
+# STATUS_NONFINITE_STATE's index, plus the contact row, when a row went deeper than its shape's radius in a step (the
+# step did not resolve the contact: its force would have passed the shape through the surface)
+CONTACT_TOO_DEEP = 1 << 30
 STATUS_STEP_UNDERFLOW = 6
 STATUS_MAX_STEPS = 7  # the run reached a limit of its size; index: LIMIT_STEPS (max_steps) or LIMIT_OUTPUT
 LIMIT_STEPS = 0  # more steps than max_steps

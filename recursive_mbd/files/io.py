@@ -43,7 +43,7 @@ lists every default the file relied on. Text is UTF-8; any unicode name is allow
                        range {first = "link1", last = "link20"} (every body from first to last in the order of the
                        file's bodies, or of the chain's links); point (default [0, 0]), radius (default 0), or
                        segment = [[x0, y0], [x1, y1]] with a radius > 0 (a capsule) instead of point; exponent
-                       (default 1.5), restitution (default 1), friction (default 0), min_impact_speed (default 0.1),
+                       (default 1.5), restitution (default 1), friction (default 0), min_impact_speed (default 1),
                        tangential_stiffness, tangential_damping (default: from the normal law and the body's mass,
                        ``Model.add_contact``); name (a list or range names its contacts <name><k>)
     [initial]          q (default: zeros for a tree or chain, the placement for a mechanism), qd (default zeros)
@@ -469,7 +469,7 @@ _CONTACT_TABLES = ("ground", "drum", "contact")
 _SURFACE_KEYS = {"ground": ("name", "point", "normal", "extent", "body"), "drum": ("name", "center", "radius", "body")}
 _CONTACT_KEYS = ("body", "surface", "point", "radius", "segment", "stiffness", "exponent", "restitution", "friction",
                  "tangential_stiffness", "tangential_damping", "min_impact_speed", "name")
-_CONTACT_LAW = (("exponent", 1.5), ("restitution", 1.0), ("friction", 0.0), ("min_impact_speed", 0.1))
+_CONTACT_LAW = (("exponent", 1.5), ("restitution", 1.0), ("friction", 0.0), ("min_impact_speed", 1.0))
 
 
 class _MechanismContacts:

@@ -508,7 +508,8 @@ def _stored_contact_state(archive, version, model, nt):
     rows = model.ncontacts if planar else None
     if "contact_state" not in archive:
         if planar and model.has_contacts and version >= 3:
-            archive.fail(f"entry 'contact_state' is missing, but the model has contacts ({rows} contact rows)")
+            archive.fail(f"entry 'contact_state' is missing, but the model has {rows} contact rows"
+                         + ("" if rows else " and self-contact sets"))
         return None
     if planar and not model.has_contacts:
         archive.fail("entry 'contact_state' holds contacts, but the model has none")

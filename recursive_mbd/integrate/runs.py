@@ -717,7 +717,12 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
             L.STATUS_NO_CONVERGENCE: "the implicit iteration did not converge (the step is too large or the problem "
                                      "stiff)",
         }
-        if status == L.STATUS_OUTPUT_FULL:
+        if kind == L.STATUS_NONFINITE_STATE and index >= L.CONTACT_TOO_DEEP:
+            row = index - L.CONTACT_TOO_DEEP
+            reason = (f"contact {model.contact_names[row]!r} (row {row}) went deeper than its shape's radius in the "
+                      "step to there: the step did not resolve the contact (too stiff for the step: take smaller "
+                      "steps, dt or max_step), or the contact is too soft for its load (raise its stiffness)")
+        elif status == L.STATUS_OUTPUT_FULL:
             reason = _output_full_reason(control, result)
         elif kind == L.STATUS_NONFINITE_STATE and control.watch is not None:  # a fixed-step explicit run
             reason = control.watch.reason(reasons[kind])

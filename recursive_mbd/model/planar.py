@@ -385,7 +385,7 @@ class Model(TreeBuilder):
 
     def add_contact(self, body, surface, *, point=(0.0, 0.0), radius=0.0, segment=None, stiffness,
                     exponent=1.5, restitution=1.0, friction=0.0, tangential_stiffness=None, tangential_damping=None,
-                    min_impact_speed=0.1, name=None):
+                    min_impact_speed=1.0, name=None):
         """Let a shape of ``body`` (or of each body of a list) touch ``surface``; returns the contacts' indices.
 
         The normal force is Hunt and Crossley's k d^p (1 + (C / v_in) d') at the depth d, never pulling, with C set so
@@ -416,7 +416,7 @@ class Model(TreeBuilder):
             the body's weight, p k d_w^(p - 1) with k d_w^p = m g, and critical damping 2 sqrt(k_t m).
         min_impact_speed : float
             The smallest impact speed [m/s] the damping is scaled by (C / v_in is bounded by C / min_impact_speed
-            for contacts made at rest).
+            for contacts made at rest; slower impacts rebound with more than ``restitution``).
         """
         return _contact.contact_entries(self, body, surface, point, radius, segment, stiffness, exponent,
                                         restitution, friction, tangential_stiffness, tangential_damping,

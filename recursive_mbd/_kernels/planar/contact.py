@@ -42,6 +42,7 @@ from ..layout import (
     CKT,
     CLO,
     CMU,
+    CONTACT_TOO_DEEP,
     COWNER,
     CP0,
     CP1,
@@ -60,6 +61,7 @@ from ..layout import (
     OM,
     SHAPE_SEGMENT,
     SN,
+    STATUS_NONFINITE_STATE,
     STATUS_OK,
     SURFACE_PLANE,
 )
@@ -247,7 +249,9 @@ def update_contacts(contact_int, contact_real, ws, com, state, offset):
     """The rows' state after an accepted step, at its end state (``com``, ``ws`` hold its kinematics): a row that
     touches for the first time records its impact speed and anchors at its contact point; one that touches still
     keeps its tangential distance, moved back onto the friction limit if the step stretched it past (it slid), with
-    both anchors moved to the contact point; one that no longer touches is cleared."""
+    both anchors moved to the contact point; one that no longer touches is cleared. A row deeper than its shape's
+    radius ends the run (STATUS_NONFINITE_STATE, index CONTACT_TOO_DEEP + row): the step did not resolve the contact,
+    whose force would then push the wrong way or not at all."""
     for r in range(contact_int.shape[0]):
         base = offset + N_CSTATE * r
         touching, gap, nx, ny, tx, ty, qx, qy, vx, vy = _geometry(contact_int, contact_real, ws, com, r)
@@ -255,6 +259,8 @@ def update_contacts(contact_int, contact_real, ws, com, state, offset):
             for col in range(N_CSTATE):
                 state[base + col] = 0.0
             continue
+        if -gap > contact_real[r, CRAD] > 0.0:
+            return STATUS_NONFINITE_STATE | ((CONTACT_TOO_DEEP + r) << 4)
         rate = -(nx * vx + ny * vy)
         xi = 0.0
         if state[base + CS_ACTIVE] == 0.0:
