@@ -255,6 +255,27 @@ def constraints(model, z, zd, t=0.0):
     return res[keep], cv, cv @ zd.reshape(-1), gam[keep]
 
 
+class _TreeWorkspace:
+    """The tree solve's factor arrays of one model (``kernels.factor_and_solve``), allocated once and reused."""
+
+    def __init__(self, model):
+        n = model.nbodies
+        self.row_start = row_starts(model)
+        self.rows = int(self.row_start[-1])
+        self.stab = np.zeros(2)
+        self.no_wrench = np.zeros((0, 6))
+        # D^-1, S^-1, Jc, Jp, w, residual, gamma
+        self.factor = (np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6)),
+                       np.empty(n), np.empty((n, 6)), np.empty((n, 6)))
+
+
+def _tree_workspace(model):
+    ws = getattr(model, "_augmented3d_workspace", None)
+    if ws is None:
+        ws = model._augmented3d_workspace = _TreeWorkspace(model)
+    return ws
+
+
 def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver="tree"):
     """Absolute accelerations zdd (nbodies, 6) = (c'', omega') and the multipliers lam (m,) of a spatial model
     (``augmented.forward_dynamics`` documents the arguments; tau is (nv,))."""
@@ -262,14 +283,13 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
     t, alpha, beta = (_checks.real(t, "t"), _checks.real(alpha, "alpha"), _checks.real(beta, "beta"))
     z, zd = _absolute(model, z, zd)
     n = model.nbodies
-    starts = row_starts(model)
     if solver == "tree":
         loads = _loads(model, z, zd, tau, t)
-        dinv, sinv, jc, jp = (np.empty((n, 6, 6)) for _ in range(4))
-        zdd, lam = np.empty((n, 6)), np.empty(int(starts[-1]))
-        status = kernels.factor_and_solve(model.body_int, model.body_real, model.gravity, starts, z, zd, loads,
-                                          np.zeros((0, 6)), np.array([alpha, beta]), dinv, sinv, jc, jp, np.empty(n),
-                                          np.empty((n, 6)), np.empty((n, 6)), zdd, lam)
+        ws = _tree_workspace(model)
+        zdd, lam = np.empty((n, 6)), np.empty(ws.rows)
+        ws.stab[:] = alpha, beta
+        status = kernels.factor_and_solve(model.body_int, model.body_real, model.gravity, ws.row_start, z, zd, loads,
+                                          ws.no_wrench, ws.stab, *ws.factor, zdd, lam)
         if status:
             _raise(model, status)
         _checks.check_finite_result(zdd, "zdd")
@@ -278,6 +298,7 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
     if solver not in ("sparse", "dense"):
         raise ValueError(f"unknown solver {solver!r}; expected 'tree', 'sparse' or 'dense'")
     mass, force, jc, jp, res, gam = assemble(model, z, zd, tau, t)
+    starts = row_starts(model)
     counts = np.diff(starts)
     keep = np.arange(6)[None, :] < counts[:, None]
     cv = _sparse_rows(model, jc, jp, starts)

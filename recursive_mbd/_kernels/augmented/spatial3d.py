@@ -189,7 +189,7 @@ def _body_state(z, zd, i):
     return rot, norm, _vec(z, i, 0), _vec(zd, i, 0), _vec(zd, i, 3)
 
 
-@njit
+@inline
 def _linear_row(jc, jp, res, gam, i, r, g, omp, rc, rho, d, u, u0):
     """A linear row g . u = 0 (g fixed in the parent) of body i into row r of its blocks, residual and gamma."""
     rg = _cross(rc, g)
@@ -203,7 +203,7 @@ def _linear_row(jc, jp, res, gam, i, r, g, omp, rc, rho, d, u, u0):
     gam[i, r] = -(_dot(_cross(omp, g), u) + _dot(g, u0))
 
 
-@njit
+@inline
 def _angular_row(jc, jp, res, gam, i, r, g, gdot, w, residual):
     """An angular row g . w = 0 with the rate g' of g and the residual ``residual``."""
     for c in range(3):
@@ -215,7 +215,7 @@ def _angular_row(jc, jp, res, gam, i, r, g, gdot, w, residual):
     gam[i, r] = -_dot(gdot, w)
 
 
-@njit
+@inline
 def joint_rows(body_int, body_real, z, zd, tau, i, jc, jp, res, gam, load):
     """The constraint rows of body i's joint at (z, zd) (module docstring): child and parent blocks into
     jc[i, :m], jp[i, :m] (m, 6), residuals C and gamma into res[i, :m], gam[i, :m]; the joint forces tau (nv,) or
@@ -314,6 +314,12 @@ def joint_rows(body_int, body_real, z, zd, tau, i, jc, jp, res, gam, load):
         elif jt == FREE:  # the force in the joint frame, the moment in the child's axes
             force = _mat_vec(frame, (tau[k], tau[k + 1], tau[k + 2]))
             moment = _mat_vec(rot, (tau[k + 3], tau[k + 4], tau[k + 5]))
+    for r in range(m, 6):  # the zero padding the tree solve's fixed-size products rely on
+        for c in range(6):
+            jc[i, r, c] = 0.0
+            jp[i, r, c] = 0.0
+        res[i, r] = 0.0
+        gam[i, r] = 0.0
     child_moment = _add(moment, _cross(r_c, force))
     parent_moment = _add(moment, _cross(rho, force))
     for c in range(3):
@@ -324,7 +330,7 @@ def joint_rows(body_int, body_real, z, zd, tau, i, jc, jp, res, gam, load):
     return m
 
 
-@njit
+@inline
 def body_loads(body_real, gravity, z, zd, i, out):
     """The body's mass matrix M_i = diag(m 1, J) into out[:6, :6] and its applied force (m g, -omega x J omega)
     into out[6, :6] (ground axes)."""
@@ -371,7 +377,8 @@ def assemble(body_int, body_real, gravity, z, zd, tau, mass, force, jc, jp, res,
         if status:
             return status
     for i in range(n):
-        force[i, :] = 0.0
+        for c in range(6):
+            force[i, c] = 0.0
     for i in range(n - 1, -1, -1):
         body_loads(body_real, gravity, z, zd, i, block)
         for r in range(6):
@@ -387,7 +394,7 @@ def assemble(body_int, body_real, gravity, z, zd, tau, mass, force, jc, jp, res,
     return STATUS_OK
 
 
-@njit
+@inline
 def _check_body(z, zd, i):
     for c in range(7):
         if not math.isfinite(z[i, c]):
@@ -402,9 +409,9 @@ def _check_body(z, zd, i):
 
 # ---- the tree solve -------------------------------------------------------------------------------------------------
 
-@njit
-def _cholesky_inverse(a, size, out, rtol):
-    """out[:size, :size] = the inverse of the symmetric positive definite a[:size, :size] (its lower triangle is
+@inline
+def _cholesky_inverse(a, size, out, i, rtol):
+    """out[i, :size, :size] = the inverse of the symmetric positive definite a[:size, :size] (its lower triangle is
     read) by Cholesky; a is overwritten. Returns False when a pivot falls below rtol times its diagonal entry (not
     numerically positive definite)."""
     for j in range(size):
@@ -424,22 +431,89 @@ def _cholesky_inverse(a, size, out, rtol):
     for c in range(size):  # X = L^-1 (lower) into out, column by column
         for r in range(size):
             if r < c:
-                out[r, c] = 0.0
+                out[i, r, c] = 0.0
                 continue
             s = 1.0 if r == c else 0.0
             for k in range(c, r):
-                s -= a[r, k] * out[k, c]
-            out[r, c] = s / a[r, r]
+                s -= a[r, k] * out[i, k, c]
+            out[i, r, c] = s / a[r, r]
     for c in range(size):  # the inverse X^T X, lower triangle into a (L is read no more)
         for r in range(c, size):
             s = 0.0
             for k in range(r, size):
-                s += out[k, r] * out[k, c]
+                s += out[i, k, r] * out[i, k, c]
             a[r, c] = s
     for r in range(size):
         for c in range(r + 1):
-            out[r, c] = a[r, c]
-            out[c, r] = a[r, c]
+            out[i, r, c] = a[r, c]
+            out[i, c, r] = a[r, c]
+    return True
+
+
+@inline
+def _sym3_inverse(a, tol):
+    """(ok, the inverse) of the symmetric 3 x 3 matrix a (row-major 9-tuple) by cofactors; ok is False when it is
+    not numerically positive definite (its determinant below tol times the product of its diagonal: Hadamard)."""
+    c00 = a[4] * a[8] - a[5] * a[5]
+    c01 = a[2] * a[5] - a[1] * a[8]
+    c02 = a[1] * a[5] - a[2] * a[4]
+    det = a[0] * c00 + a[1] * c01 + a[2] * c02
+    if not (det > tol * a[0] * a[4] * a[8] and a[0] > 0.0 and a[4] > 0.0 and a[8] > 0.0):
+        return False, a
+    inv = 1.0 / det
+    c11 = (a[0] * a[8] - a[2] * a[2]) * inv
+    c12 = (a[1] * a[2] - a[0] * a[5]) * inv
+    c22 = (a[0] * a[4] - a[1] * a[1]) * inv
+    c00 *= inv
+    c01 *= inv
+    c02 *= inv
+    return True, (c00, c01, c02, c01, c11, c12, c02, c12, c22)
+
+
+@inline
+def _mat_t_mat(a, b):
+    """a^T b of row-major 9-tuples."""
+    c0 = _mat_t_vec(a, _column(b, 0))
+    c1 = _mat_t_vec(a, _column(b, 1))
+    c2 = _mat_t_vec(a, _column(b, 2))
+    return (c0[0], c1[0], c2[0], c0[1], c1[1], c2[1], c0[2], c1[2], c2[2])
+
+
+@inline
+def _mat_mat_t(a, b):
+    """a b^T of row-major 9-tuples."""
+    c0 = _mat_vec(a, (b[0], b[1], b[2]))
+    c1 = _mat_vec(a, (b[3], b[4], b[5]))
+    c2 = _mat_vec(a, (b[6], b[7], b[8]))
+    return (c0[0], c1[0], c2[0], c0[1], c1[1], c2[1], c0[2], c1[2], c2[2])
+
+
+@inline
+def _spd6_inverse(d, out, i, tol):
+    """out[i] = the inverse of the symmetric 6 x 6 matrix d (its lower triangle read) by its 3 x 3 blocks
+    [[A, B^T], [B, C]]: with K = A^-1 B^T and the Schur complement Z = C - B K, the inverse is
+    [[A^-1 + K Z^-1 K^T, -K Z^-1], [-Z^-1 K^T, Z^-1]]. Returns False when A or Z is not numerically positive
+    definite (``_sym3_inverse``'s test with ``tol``)."""
+    a = (d[0, 0], d[1, 0], d[2, 0], d[1, 0], d[1, 1], d[2, 1], d[2, 0], d[2, 1], d[2, 2])
+    bt = (d[3, 0], d[4, 0], d[5, 0], d[3, 1], d[4, 1], d[5, 1], d[3, 2], d[4, 2], d[5, 2])  # B^T (rows of A's side)
+    c = (d[3, 3], d[4, 3], d[5, 3], d[4, 3], d[4, 4], d[5, 4], d[5, 3], d[5, 4], d[5, 5])
+    ok, ai = _sym3_inverse(a, tol)
+    if not ok:
+        return False
+    k = _mat_mat(ai, bt)
+    bk = _mat_t_mat(bt, k)
+    ok, zi = _sym3_inverse((c[0] - bk[0], c[1] - bk[1], c[2] - bk[2], c[3] - bk[3], c[4] - bk[4], c[5] - bk[5],
+                            c[6] - bk[6], c[7] - bk[7], c[8] - bk[8]), tol)
+    if not ok:
+        return False
+    kz = _mat_mat(k, zi)
+    top = _mat_mat_t(kz, k)
+    for r in range(3):
+        for col in range(3):
+            out[i, r, col] = ai[3 * r + col] + top[3 * r + col]
+            out[i, r, 3 + col] = -kz[3 * r + col]
+            out[i, 3 + col, r] = -kz[3 * r + col]
+            out[i, 3 + r, 3 + col] = zi[3 * r + col]
     return True
 
 
@@ -457,6 +531,7 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
     load = np.empty((2, 6))
     block = np.empty((7, 6))
     ydm = np.empty((6, 6))
+    y = np.empty(12)
     for k in range(tau.shape[0]):
         if not math.isfinite(tau[k]):
             return STATUS_NONFINITE_TAU | (k << 4)
@@ -484,7 +559,7 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
                 block[r, c] += sinv[i, r, c]
                 ydm[r, c] = block[r, c]
         w = 0.0
-        if not _cholesky_inverse(ydm, 6, dinv[i], 1e-8):
+        if not _spd6_inverse(ydm, dinv, i, 1e-8):
             if m == 0:
                 return STATUS_SINGULAR | (i << 4)
             trace = 0.0
@@ -500,25 +575,28 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
                     for k in range(m):
                         s += w * jc[i, k, r] * jc[i, k, c]
                     ydm[r, c] = s
-            if not _cholesky_inverse(ydm, 6, dinv[i], PIVOT_RTOL):
+            if not _spd6_inverse(ydm, dinv, i, PIVOT_RTOL):
                 return STATUS_SINGULAR | (i << 4)
         wreg[i] = w
         if m == 0:
             continue
         r0 = row_start[i]
-        # Y = D^-1 Jc^T (6 x m) into ydm, S = Jc Y into block
-        for c in range(m):
+        # rows m .. 5 of the blocks are zero (``joint_rows``): every product below runs over 6 x 6 fixed sizes, which
+        # LLVM unrolls and vectorises (loops over m it cannot), and S is padded with the identity there
+        for c in range(6):  # Y = D^-1 Jc^T into ydm
             for r in range(6):
                 s = 0.0
                 for k in range(6):
                     s += dinv[i, r, k] * jc[i, c, k]
                 ydm[r, c] = s
-        for r in range(m):
-            for c in range(r + 1):
+        for r in range(6):  # S = Jc Y into block
+            for c in range(6):
                 s = 0.0
                 for k in range(6):
                     s += jc[i, r, k] * ydm[k, c]
                 block[r, c] = s
+        for r in range(m, 6):
+            block[r, r] = 1.0
         for r in range(m):
             rate = 0.0
             for c in range(6):
@@ -526,55 +604,62 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
                 if p >= 0:
                     rate += jp[i, r, c] * zd[p, c]
             lam[r0 + r] = gam[i, r] - 2.0 * alpha * rate - beta * beta * res[i, r]
-        if not _cholesky_inverse(block, m, sinv[i], PIVOT_RTOL):
+        if not _spd6_inverse(block, sinv, i, PIVOT_RTOL):
             return STATUS_SINGULAR | (i << 4)
-        _eliminate(body_int, row_start, dinv, sinv, jc, jp, wreg, i, m, zdd, lam)
+        _eliminate(body_int, row_start, dinv, sinv, jc, jp, wreg, i, m, zdd, lam, y)
         if p >= 0:  # the parent's pivot gains Jp^T (S^-1 - w I) Jp
-            for r in range(m):
+            for r in range(6):
                 for c in range(6):
                     s = -w * jp[i, r, c]
-                    for k in range(m):
+                    for k in range(6):
                         s += sinv[i, r, k] * jp[i, k, c]
-                    ydm[c, r] = s  # ((S^-1 - w I) Jp)^T
+                    ydm[r, c] = s  # (S^-1 - w I) Jp
             for r in range(6):
                 for c in range(6):
                     s = 0.0
-                    for k in range(m):
-                        s += jp[i, k, r] * ydm[c, k]
+                    for k in range(6):
+                        s += jp[i, k, r] * ydm[k, c]
                     sinv[p, r, c] += s
     _back_substitute(body_int, row_start, dinv, sinv, jc, jp, wreg, zdd, lam)
     return STATUS_OK
 
 
-@njit
-def _eliminate(body_int, row_start, dinv, sinv, jc, jp, wreg, i, m, xb, xj):
+@inline
+def _eliminate(body_int, row_start, dinv, sinv, jc, jp, wreg, i, m, xb, xj, y):
     """Forward elimination of body i's joint: (regularised pivot: x_i += w Jc^T x_j), x_j -= Jc D_i^-1 x_i, then
-    x_p += Jp^T S^-1 x_j."""
+    x_p += Jp^T S^-1 x_j. y (12,) is scratch; the joint's rows m .. 5 are the zero padding of ``factor_and_solve``."""
     r0 = row_start[i]
     w = wreg[i]
-    if w != 0.0:
-        for r in range(m):
-            for c in range(6):
-                xb[i, c] += w * jc[i, r, c] * xj[r0 + r]
-    y = np.empty(6)
     for r in range(6):
+        y[6 + r] = xj[r0 + r] if r < m else 0.0
+    if w != 0.0:
+        for r in range(6):
+            for c in range(6):
+                xb[i, c] += w * jc[i, r, c] * y[6 + r]
+    for r in range(6):  # y = D^-1 x_i
         s = 0.0
         for c in range(6):
             s += dinv[i, r, c] * xb[i, c]
         y[r] = s
-    for r in range(m):
+    for r in range(6):
         s = 0.0
         for c in range(6):
             s += jc[i, r, c] * y[c]
-        xj[r0 + r] -= s
+        y[6 + r] -= s
+    for r in range(m):
+        xj[r0 + r] = y[6 + r]
     p = body_int[i, PARENT]
     if p >= 0:
-        for r in range(m):
+        for r in range(6):
             s = 0.0
-            for c in range(m):
-                s += sinv[i, r, c] * xj[r0 + c]
             for c in range(6):
-                xb[p, c] += jp[i, r, c] * s
+                s += sinv[i, r, c] * y[6 + c]
+            y[r] = s
+        for c in range(6):
+            s = 0.0
+            for r in range(6):
+                s += jp[i, r, c] * y[r]
+            xb[p, c] += s
 
 
 @njit
@@ -583,29 +668,37 @@ def _back_substitute(body_int, row_start, dinv, sinv, jc, jp, wreg, xb, xj):
     w Jp x_p afterwards)."""
     t = np.empty(6)
     b = np.empty(6)
+    lam = np.empty(6)
     for i in range(body_int.shape[0]):
         p = body_int[i, PARENT]
         m = ROWS_PER_JOINT[body_int[i, JTYPE]]
         r0 = row_start[i]
         for c in range(6):
             b[c] = xb[i, c]
-        for r in range(m):
-            s = -xj[r0 + r]
-            if p >= 0:
+        if m > 0:
+            for r in range(6):
+                s = -xj[r0 + r] if r < m else 0.0
+                if p >= 0:
+                    for c in range(6):
+                        s += jp[i, r, c] * xb[p, c]
+                t[r] = s
+            for r in range(6):
+                s = 0.0
                 for c in range(6):
-                    s += jp[i, r, c] * xb[p, c]
-            t[r] = s
-        w = wreg[i]
-        for r in range(m):
-            lam = 0.0
-            for c in range(m):
-                lam += sinv[i, r, c] * t[c]
+                    s += sinv[i, r, c] * t[c]
+                lam[r] = s
             for c in range(6):
-                b[c] -= jc[i, r, c] * lam
+                s = 0.0
+                for r in range(6):
+                    s += jc[i, r, c] * lam[r]
+                b[c] -= s
+            w = wreg[i]
             if w != 0.0 and p >= 0:
-                for c in range(6):
-                    lam -= w * jp[i, r, c] * xb[p, c]
-            xj[r0 + r] = lam
+                for r in range(6):
+                    for c in range(6):
+                        lam[r] -= w * jp[i, r, c] * xb[p, c]
+            for r in range(m):
+                xj[r0 + r] = lam[r]
         for r in range(6):
             s = 0.0
             for c in range(6):
@@ -617,8 +710,9 @@ def _back_substitute(body_int, row_start, dinv, sinv, jc, jp, wreg, xb, xj):
 def tree_solve(body_int, row_start, dinv, sinv, jc, jp, wreg, xb, xj):
     """Solve H x = b with the factor of ``factor_and_solve``: xb (nbodies, 6) and xj (tree rows) hold b on entry, x
     on return. O(N)."""
+    y = np.empty(12)
     for i in range(body_int.shape[0] - 1, -1, -1):
         m = ROWS_PER_JOINT[body_int[i, JTYPE]]
         if m > 0:
-            _eliminate(body_int, row_start, dinv, sinv, jc, jp, wreg, i, m, xb, xj)
+            _eliminate(body_int, row_start, dinv, sinv, jc, jp, wreg, i, m, xb, xj, y)
     _back_substitute(body_int, row_start, dinv, sinv, jc, jp, wreg, xb, xj)
