@@ -263,6 +263,7 @@ class _TreeWorkspace:
         self.row_start = row_starts(model)
         self.rows = int(self.row_start[-1])
         self.stab = np.zeros(2)
+        self.power = np.zeros(1)
         self.no_wrench = np.zeros((0, 6))
         # D^-1, S^-1, Jc, Jp, w, residual, gamma
         self.factor = (np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6)),
@@ -289,7 +290,7 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
         zdd, lam = np.empty((n, 6)), np.empty(ws.rows)
         ws.stab[:] = alpha, beta
         status = kernels.factor_and_solve(model.body_int, model.body_real, model.gravity, ws.row_start, z, zd, loads,
-                                          ws.no_wrench, ws.stab, *ws.factor, zdd, lam)
+                                          ws.no_wrench, ws.stab, *ws.factor, zdd, lam, ws.power)
         if status:
             _raise(model, status)
         _checks.check_finite_result(zdd, "zdd")
@@ -326,3 +327,82 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
         raise singular
     _checks.check_finite_result(solution, "the solution (zdd, lam) of the augmented system")
     return solution[:6 * n].reshape(n, 6), solution[6 * n:]
+
+
+class TimeLoop3D:
+    """The augmented formulation's pieces for the generic time loops of ``rm.simulate(model3d,
+    formulation="augmented")``: the compiled system (``_kernels.augmented.system3d``: right-hand side, quaternion
+    renormalisation and projection), the initial state from the joint state and the map from the integrated states
+    back to joint coordinates (``joint_from_absolute``), absolute coordinates and the constraint drift.
+
+    ``inputs`` is the run's input layout (``integrate._SpatialInputs``): tau constant or a function of t; a function
+    tau(t, q, v) and force elements, which need the joint state inside the compiled loop, are refused (ValueError).
+    ``stabilization``: "baumgarte" (alpha, beta), "projection" (onto C = 0 and C_v zd = 0 after every accepted step,
+    tolerance ``projection_tol``) or "none".
+    """
+
+    name = "augmented"
+
+    def __init__(self, model, inputs, stabilization="baumgarte", alpha=0.0, beta=0.0, projection_tol=1e-12):
+        from .._kernels.augmented.system3d import Augmented3DSystem  # noqa: PLC0415  (registers its overloads)
+
+        _require(model)
+        if model._elements:
+            raise ValueError("force elements are not supported by the augmented formulation of a spatial model in "
+                             "rm.simulate yet (use formulation='recursive')")
+        if inputs.tau_function is not None and inputs.tau_arity != 1:
+            raise ValueError("tau(t, q, v) is not supported by the augmented formulation of a spatial model in "
+                             "rm.simulate yet: give tau constant or as a function of t (or use "
+                             "formulation='recursive')")
+        if stabilization != "baumgarte":
+            alpha = beta = 0.0
+        n = model.nbodies
+        ws = _TreeWorkspace(model)
+        self.model = model
+        self.inputs = inputs
+        self.system = Augmented3DSystem(
+            model.body_int, model.body_real, model.gravity, ws.row_start, inputs.tau_const,
+            np.array([inputs.tau_offset], dtype=np.int64), np.zeros(inputs.size), np.zeros(model.nq),
+            np.zeros(model.nv), np.zeros(model.nv), np.zeros((n, 7)), np.zeros((n, 6)), np.zeros((n, 6)),
+            np.zeros(ws.rows), *ws.factor, ws.no_wrench, np.array([float(alpha), float(beta)]), np.zeros(2),
+            np.zeros(1), np.zeros((n, 6)), np.zeros(ws.rows),
+            np.array([1.0 if stabilization == "projection" else 0.0, projection_tol, 20.0]))
+
+    def initial_state(self, q0, qd0, t0, callback, key):
+        """y0 = (z0, zd0, 0, 0) from the joint state (on the constraints by construction)."""
+        z0, zd0 = absolute_from_joint(self.model, q0, qd0)
+        return np.concatenate((z0.ravel(), zd0.ravel(), [0.0, 0.0]))
+
+    def joint_states(self, t, y):
+        """Joint coordinates q (nt, nq) and velocities v (nt, nv) of the integrated states y (nt, 13 nbodies + 2)."""
+        n = self.model.nbodies
+        y = np.atleast_2d(y)
+        q, v = np.zeros((y.shape[0], self.model.nq)), np.zeros((y.shape[0], self.model.nv))
+        for row in range(y.shape[0]):
+            z = y[row, :7 * n].reshape(n, 7).copy()
+            z[:, 3:] /= np.linalg.norm(z[:, 3:], axis=1, keepdims=True)
+            q[row], v[row] = joint_from_absolute(self.model, z, y[row, 7 * n:13 * n])
+        return q, v
+
+    def work(self, y):
+        return y[:, 13 * self.model.nbodies:]
+
+    def finish(self, result, y, callback, key):
+        """The absolute coordinates and the constraint drift max |C| of the joints at every sample."""
+        from .._kernels.augmented import system3d  # noqa: PLC0415
+
+        n = self.model.nbodies
+        result.z = y[:, :7 * n].reshape(-1, n, 7)
+        result.zd = y[:, 7 * n:13 * n].reshape(-1, n, 6)
+        drift = np.zeros(y.shape[0])
+        out = np.zeros(1)
+        for row in range(y.shape[0]):
+            system3d.constraint_gap(callback, key, self.system, float(result.t[row]), np.ascontiguousarray(y[row]),
+                                    out)
+            drift[row] = out[0]
+        result.constraint_drift = drift
+
+    def multiplier_probe(self, result, y, i):
+        """(state, lam): sample i's integrated (z, zd) and the joints' multipliers the dynamics there fill (a
+        spatial model has no loops here, so no loop multipliers)."""
+        return np.ascontiguousarray(y[i]), self.system.lam[:0]

@@ -519,12 +519,12 @@ def _spd6_inverse(d, out, i, tol):
 
 @njit
 def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench, stab, dinv, sinv, jc, jp, wreg,
-                     res, gam, zdd, lam):
+                     res, gam, zdd, lam, power):
     """The KKT system's factor and solution in one leaves-first pass and one roots-first pass: zdd (nbodies, 6) and
     the tree multipliers lam[:row_start[-1]]. ``tau`` (nv,) or (0,); ``wrench`` (nbodies, 6) or (0, 6) loads at the
     centres of mass (force, moment; ground axes); stab = (alpha, beta) of Baumgarte's terms. dinv, sinv, jc, jp
-    (nbodies, 6, 6), wreg (nbodies,), res, gam (nbodies, 6) are the factor, kept for ``tree_solve``. Returns the
-    status (z, zd, tau not finite; a singular pivot: its body)."""
+    (nbodies, 6, 6), wreg (nbodies,), res, gam (nbodies, 6) are the factor, kept for ``tree_solve``; power[0]
+    receives the power of tau. Returns the status (z, zd, tau not finite; a singular pivot: its body)."""
     n = body_int.shape[0]
     alpha = stab[0]
     beta = stab[1]
@@ -536,6 +536,7 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
         if not math.isfinite(tau[k]):
             return STATUS_NONFINITE_TAU | (k << 4)
     has_wrench = wrench.shape[0] > 0
+    tau_power = 0.0
     for i in range(n):
         status = _check_body(z, zd, i)
         if status:
@@ -552,8 +553,10 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
             zdd[i, c] += block[6, c] + load[0, c]
             if has_wrench:
                 zdd[i, c] += wrench[i, c]
+            tau_power += load[0, c] * zd[i, c]
             if p >= 0:
                 zdd[p, c] += load[1, c]
+                tau_power += load[1, c] * zd[p, c]
         for r in range(6):
             for c in range(6):
                 block[r, c] += sinv[i, r, c]
@@ -621,6 +624,7 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
                         s += jp[i, k, r] * ydm[k, c]
                     sinv[p, r, c] += s
     _back_substitute(body_int, row_start, dinv, sinv, jc, jp, wreg, zdd, lam)
+    power[0] = tau_power
     return STATUS_OK
 
 
