@@ -314,10 +314,7 @@ def joint_rows(body_int, body_real, z, zd, tau, i, jc, jp, res, gam, load):
         elif jt == FREE:  # the force in the joint frame, the moment in the child's axes
             force = _mat_vec(frame, (tau[k], tau[k + 1], tau[k + 2]))
             moment = _mat_vec(rot, (tau[k + 3], tau[k + 4], tau[k + 5]))
-    for r in range(m, 6):  # the zero padding the tree solve's fixed-size products rely on
-        for c in range(6):
-            jc[i, r, c] = 0.0
-            jp[i, r, c] = 0.0
+    for r in range(m, 6):  # rows m .. 5 of the blocks are not read; the residuals' are zero (max |C| reads them)
         res[i, r] = 0.0
         gam[i, r] = 0.0
     child_moment = _add(moment, _cross(r_c, force))
@@ -517,6 +514,14 @@ def _spd6_inverse(d, out, i, tol):
     return True
 
 
+@inline
+def _clear(sinv, zdd, i):
+    for r in range(6):
+        zdd[i, r] = 0.0
+        for c in range(6):
+            sinv[i, r, c] = 0.0
+
+
 @njit
 def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench, stab, dinv, sinv, jc, jp, wreg,
                      res, gam, zdd, lam, power):
@@ -541,12 +546,17 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
         status = _check_body(z, zd, i)
         if status:
             return status
-        for r in range(6):
-            zdd[i, r] = 0.0
-            for c in range(6):
-                sinv[i, r, c] = 0.0  # the children's sum of Jp^T S^-1 Jp accumulates here until body i is reached
+        # the children's sum of Jp^T S^-1 Jp accumulates in sinv[i] and their loads in zdd[i] until body i is reached;
+        # both are cleared by the first child to come (or by body i itself, a leaf), which wreg[i] < 0 tells: one
+        # pass over 8 bytes a body rather than 336
+        wreg[i] = -1.0
     for i in range(n - 1, -1, -1):
         p = body_int[i, PARENT]
+        if wreg[i] < 0.0:
+            _clear(sinv, zdd, i)
+        if p >= 0 and wreg[p] < 0.0:
+            _clear(sinv, zdd, p)
+            wreg[p] = 0.0
         m = joint_rows(body_int, body_real, z, zd, tau, i, jc, jp, res, gam, load)
         body_loads(body_real, gravity, z, zd, i, block)
         for c in range(6):
@@ -584,9 +594,9 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
         if m == 0:
             continue
         r0 = row_start[i]
-        # rows m .. 5 of the blocks are zero (``joint_rows``): every product below runs over 6 x 6 fixed sizes, which
-        # LLVM unrolls and vectorises (loops over m it cannot), and S is padded with the identity there
-        for c in range(6):  # Y = D^-1 Jc^T into ydm
+        # the products run over the joint's m rows outermost and 6 columns innermost (fixed: LLVM unrolls and
+        # vectorises them); S is padded with the identity beyond its m rows for the 6 x 6 block inverse
+        for c in range(m):  # Y = D^-1 Jc^T (6 x m) into ydm
             for r in range(6):
                 s = 0.0
                 for k in range(6):
@@ -594,12 +604,13 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
                 ydm[r, c] = s
         for r in range(6):  # S = Jc Y into block
             for c in range(6):
+                block[r, c] = 1.0 if r == c else 0.0
+        for r in range(m):
+            for c in range(m):
                 s = 0.0
                 for k in range(6):
                     s += jc[i, r, k] * ydm[k, c]
                 block[r, c] = s
-        for r in range(m, 6):
-            block[r, r] = 1.0
         for r in range(m):
             rate = 0.0
             for c in range(6):
@@ -611,18 +622,17 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
             return STATUS_SINGULAR | (i << 4)
         _eliminate(body_int, row_start, dinv, sinv, jc, jp, wreg, i, m, zdd, lam, y)
         if p >= 0:  # the parent's pivot gains Jp^T (S^-1 - w I) Jp
-            for r in range(6):
+            for r in range(m):
                 for c in range(6):
                     s = -w * jp[i, r, c]
-                    for k in range(6):
+                    for k in range(m):
                         s += sinv[i, r, k] * jp[i, k, c]
                     ydm[r, c] = s  # (S^-1 - w I) Jp
-            for r in range(6):
-                for c in range(6):
-                    s = 0.0
-                    for k in range(6):
-                        s += jp[i, k, r] * ydm[k, c]
-                    sinv[p, r, c] += s
+            for k in range(m):
+                for r in range(6):
+                    jkr = jp[i, k, r]
+                    for c in range(6):
+                        sinv[p, r, c] += jkr * ydm[k, c]
     _back_substitute(body_int, row_start, dinv, sinv, jc, jp, wreg, zdd, lam)
     power[0] = tau_power
     return STATUS_OK
@@ -630,40 +640,32 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
 
 @inline
 def _eliminate(body_int, row_start, dinv, sinv, jc, jp, wreg, i, m, xb, xj, y):
-    """Forward elimination of body i's joint: (regularised pivot: x_i += w Jc^T x_j), x_j -= Jc D_i^-1 x_i, then
-    x_p += Jp^T S^-1 x_j. y (12,) is scratch; the joint's rows m .. 5 are the zero padding of ``factor_and_solve``."""
+    """Forward elimination of body i's joint (m rows): (regularised pivot: x_i += w Jc^T x_j), x_j -= Jc D_i^-1 x_i,
+    then x_p += Jp^T S^-1 x_j. y (12,) is scratch."""
     r0 = row_start[i]
     w = wreg[i]
-    for r in range(6):
-        y[6 + r] = xj[r0 + r] if r < m else 0.0
     if w != 0.0:
-        for r in range(6):
+        for r in range(m):
             for c in range(6):
-                xb[i, c] += w * jc[i, r, c] * y[6 + r]
+                xb[i, c] += w * jc[i, r, c] * xj[r0 + r]
     for r in range(6):  # y = D^-1 x_i
         s = 0.0
         for c in range(6):
             s += dinv[i, r, c] * xb[i, c]
         y[r] = s
-    for r in range(6):
+    for r in range(m):
         s = 0.0
         for c in range(6):
             s += jc[i, r, c] * y[c]
-        y[6 + r] -= s
-    for r in range(m):
-        xj[r0 + r] = y[6 + r]
+        xj[r0 + r] -= s
     p = body_int[i, PARENT]
     if p >= 0:
-        for r in range(6):
+        for r in range(m):
             s = 0.0
+            for c in range(m):
+                s += sinv[i, r, c] * xj[r0 + c]
             for c in range(6):
-                s += sinv[i, r, c] * y[6 + c]
-            y[r] = s
-        for c in range(6):
-            s = 0.0
-            for r in range(6):
-                s += jp[i, r, c] * y[r]
-            xb[p, c] += s
+                xb[p, c] += jp[i, r, c] * s
 
 
 @njit
@@ -672,37 +674,29 @@ def _back_substitute(body_int, row_start, dinv, sinv, jc, jp, wreg, xb, xj):
     w Jp x_p afterwards)."""
     t = np.empty(6)
     b = np.empty(6)
-    lam = np.empty(6)
     for i in range(body_int.shape[0]):
         p = body_int[i, PARENT]
         m = ROWS_PER_JOINT[body_int[i, JTYPE]]
         r0 = row_start[i]
         for c in range(6):
             b[c] = xb[i, c]
-        if m > 0:
-            for r in range(6):
-                s = -xj[r0 + r] if r < m else 0.0
-                if p >= 0:
-                    for c in range(6):
-                        s += jp[i, r, c] * xb[p, c]
-                t[r] = s
-            for r in range(6):
-                s = 0.0
+        for r in range(m):
+            s = -xj[r0 + r]
+            if p >= 0:
                 for c in range(6):
-                    s += sinv[i, r, c] * t[c]
-                lam[r] = s
+                    s += jp[i, r, c] * xb[p, c]
+            t[r] = s
+        w = wreg[i]
+        for r in range(m):
+            lam = 0.0
+            for c in range(m):
+                lam += sinv[i, r, c] * t[c]
             for c in range(6):
-                s = 0.0
-                for r in range(6):
-                    s += jc[i, r, c] * lam[r]
-                b[c] -= s
-            w = wreg[i]
+                b[c] -= jc[i, r, c] * lam
             if w != 0.0 and p >= 0:
-                for r in range(6):
-                    for c in range(6):
-                        lam[r] -= w * jp[i, r, c] * xb[p, c]
-            for r in range(m):
-                xj[r0 + r] = lam[r]
+                for c in range(6):
+                    lam -= w * jp[i, r, c] * xb[p, c]
+            xj[r0 + r] = lam
         for r in range(6):
             s = 0.0
             for c in range(6):
