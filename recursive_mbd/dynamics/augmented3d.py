@@ -25,6 +25,8 @@ lists the directions); -C_v^T lambda are the constraint forces on the bodies (fo
 mass). Loops are not supported yet (ModelError).
 """
 
+import math
+
 import numpy as np
 import scipy.linalg
 import scipy.sparse
@@ -70,6 +72,12 @@ def _absolute(model, z, zd):
         raise StateError(f"z[{i}, 3:7], the quaternion of body {model.names[i]!r} (index {i}), is not of unit norm "
                          f"(to {SL.QUATERNION_TOL:g}); normalise it")
     return z, np.ascontiguousarray(zd.reshape(n, 6))
+
+
+def _kernel_array(x, shape):
+    """Whether x is already the array the compiled kernels take: float64, C-contiguous, writable, of ``shape``."""
+    return (x.__class__ is np.ndarray and x.dtype == np.float64 and x.shape == shape and x.flags.c_contiguous
+            and x.flags.writeable)
 
 
 def _com_local(model):
@@ -282,20 +290,25 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
     (``augmented.forward_dynamics`` documents the arguments; tau is (nv,))."""
     _require(model)
     t, alpha, beta = (_checks.real(t, "t"), _checks.real(alpha, "alpha"), _checks.real(beta, "beta"))
-    z, zd = _absolute(model, z, zd)
     n = model.nbodies
     if solver == "tree":
+        if not (_kernel_array(z, (n, 7)) and _kernel_array(zd, (n, 6))):  # else the kernel checks them
+            z, zd = _absolute(model, z, zd)
         loads = _loads(model, z, zd, tau, t)
         ws = _tree_workspace(model)
         zdd, lam = np.empty((n, 6)), np.empty(ws.rows)
-        ws.stab[:] = alpha, beta
+        ws.stab[0] = alpha
+        ws.stab[1] = beta
         status = kernels.factor_and_solve(model.body_int, model.body_real, model.gravity, ws.row_start, z, zd, loads,
                                           ws.no_wrench, ws.stab, *ws.factor, zdd, lam, ws.power)
         if status:
+            _absolute(model, z, zd)  # a NaN or a quaternion off unit norm: the message that names it
             _raise(model, status)
-        _checks.check_finite_result(zdd, "zdd")
-        _checks.check_finite_result(lam, "lam")
+        if not math.isfinite(zdd.sum() + lam.sum()):  # one reduction: a NaN or inf anywhere makes it non-finite
+            _checks.check_finite_result(zdd, "zdd")
+            _checks.check_finite_result(lam, "lam")
         return zdd, lam
+    z, zd = _absolute(model, z, zd)
     if solver not in ("sparse", "dense"):
         raise ValueError(f"unknown solver {solver!r}; expected 'tree', 'sparse' or 'dense'")
     mass, force, jc, jp, res, gam = assemble(model, z, zd, tau, t)

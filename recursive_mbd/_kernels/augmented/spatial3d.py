@@ -65,6 +65,7 @@ from ..spatial.layout import (
     PLANAR,
     PP,
     PRISMATIC,
+    QUATERNION_TOL,
     R0,
     REVOLUTE,
     SPHERICAL,
@@ -393,10 +394,13 @@ def assemble(body_int, body_real, gravity, z, zd, tau, mass, force, jc, jp, res,
 
 @inline
 def _check_body(z, zd, i):
+    """STATUS_NONFINITE_Q for a non-finite z or a quaternion off unit norm by more than QUATERNION_TOL (the caller
+    tells them apart), STATUS_NONFINITE_QD for a non-finite zd, of body i."""
     for c in range(7):
         if not math.isfinite(z[i, c]):
             return STATUS_NONFINITE_Q | (i << 4)
-    if not z[i, 3] * z[i, 3] + z[i, 4] * z[i, 4] + z[i, 5] * z[i, 5] + z[i, 6] * z[i, 6] > 0.0:
+    norm = math.sqrt(z[i, 3] * z[i, 3] + z[i, 4] * z[i, 4] + z[i, 5] * z[i, 5] + z[i, 6] * z[i, 6])
+    if not abs(norm - 1.0) <= QUATERNION_TOL:
         return STATUS_NONFINITE_Q | (i << 4)
     for c in range(6):
         if not math.isfinite(zd[i, c]):
