@@ -3,6 +3,7 @@
     python3 benchmarks/formulations.py [--max-n 1000000] [--plot formulations.png] [--quick]
     python3 benchmarks/formulations.py --drift-only
     python3 benchmarks/formulations.py --breakdown 100000
+    python3 benchmarks/formulations.py --spatial-only [--max-n 1000000]
 
 On serial_chain(N) and on a binary tree of N rods, N = 2 ... 1e6, one run: median time per evaluation of
 
@@ -15,6 +16,10 @@ On serial_chain(N) and on a binary tree of N rods, N = 2 ... 1e6, one run: media
 - augmented dense: dense LU of the assembled KKT matrix (N <= 300);
 - Pinocchio ABA (N <= 200) and MuJoCo mj_forward (N <= 300) on the chains when installed (builders in
   forward_dynamics.py).
+
+Then the spatial rows (``spatial_rows``; ``--spatial-only`` runs them alone): benchmarks/spatial.py's revolute and
+spherical chains of a Model3D, N = 2 ... 1e6: recursive (ABA), mass matrix, augmented tree and sparse (absolute
+coordinates: centre of mass, quaternion), Pinocchio's aba (N <= 200) and MuJoCo's mj_forward (N <= 300).
 
 Prints the tables, fitted log-log slopes (N >= 1000, and 1e3 .. 1e6 for the O(N) routes), the crossover N of each
 pair, the ratio augmented-tree : recursive at 1e3, 1e5, 1e6, the call overhead at N = 2 (also as CPU time, which a
