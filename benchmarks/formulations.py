@@ -3,6 +3,7 @@
     python3 benchmarks/formulations.py [--max-n 1000000] [--plot formulations.png] [--quick]
     python3 benchmarks/formulations.py --drift-only
     python3 benchmarks/formulations.py --breakdown 100000
+    python3 benchmarks/formulations.py --spatial-only [--max-n 1000000]
 
 On serial_chain(N) and on a binary tree of N rods, N = 2 ... 1e6, one run: median time per evaluation of
 
@@ -15,6 +16,10 @@ On serial_chain(N) and on a binary tree of N rods, N = 2 ... 1e6, one run: media
 - augmented dense: dense LU of the assembled KKT matrix (N <= 300);
 - Pinocchio ABA (N <= 200) and MuJoCo mj_forward (N <= 300) on the chains when installed (builders in
   forward_dynamics.py).
+
+Then the spatial rows (``spatial_rows``; ``--spatial-only`` runs them alone): benchmarks/spatial.py's revolute and
+spherical chains of a Model3D, N = 2 ... 1e6: recursive (ABA), mass matrix, augmented tree and sparse (absolute
+coordinates: centre of mass, quaternion), Pinocchio's aba (N <= 200) and MuJoCo's mj_forward (N <= 300).
 
 Prints the tables, fitted log-log slopes (N >= 1000, and 1e3 .. 1e6 for the O(N) routes), the crossover N of each
 pair, the ratio augmented-tree : recursive at 1e3, 1e5, 1e6, the call overhead at N = 2 (also as CPU time, which a
@@ -323,12 +328,117 @@ def drift_study(t_end=5.0):
     return study
 
 
+SPATIAL_KEYS = ("recursive_s", "mass_matrix_s", "augmented_tree_s", "augmented_sparse_s", "pinocchio_s", "mujoco_s")
+SPATIAL_LIMITS = {"mass_matrix_s": 2000, "augmented_sparse_s": 100_000, "pinocchio_s": 200, "mujoco_s": 300}
+
+
+def spatial_calls(kind, n, peers):
+    """{route: callable} of one forward-dynamics evaluation of benchmarks/spatial.py's chain of N links (``kind``:
+    "revolute" or "spherical"), each route that fits at this N: recursive (ABA), mass matrix, augmented tree and
+    sparse (absolute coordinates: centre of mass, quaternion), and with ``peers`` Pinocchio's aba and MuJoCo's
+    mj_forward on the same chain. The augmented routes are checked against the recursive one first (1e-9)."""
+    import spatial  # noqa: PLC0415  (benchmarks/spatial.py: the chain and the peers' builders)
+
+    params = spatial.chain_parameters(kind, n)
+    model = spatial.build_ours(params)
+    q, v, tau = spatial.chain_state(params)
+    z, zd = augmented.absolute_from_joint(model, q, v)
+    out = np.empty(model.nv)
+    calls = {"recursive_s": lambda: rm.forward_dynamics(model, q, v, tau, out=out),
+             "mass_matrix_s": lambda: rm.forward_dynamics(model, q, v, tau, method="mass_matrix"),
+             "augmented_tree_s": lambda: augmented.forward_dynamics(model, z, zd, tau),
+             "augmented_sparse_s": lambda: augmented.forward_dynamics(model, z, zd, tau, solver="sparse")}
+    calls = {key: call for key, call in calls.items() if n <= SPATIAL_LIMITS.get(key, np.inf)}
+    vdot = rm.forward_dynamics(model, q, v, tau)
+    if n <= 1000:  # the body accelerations of the recursive route, against the augmented routes'
+        from recursive_mbd.dynamics.augmented3d import _com_local  # noqa: PLC0415
+
+        com = _com_local(model)
+        expected = np.array([rm.body_acceleration(model, q, v, vdot, i, com[i]) for i in range(n)])
+        for key in ("augmented_tree_s", "augmented_sparse_s"):
+            if key in calls:
+                zdd = augmented.forward_dynamics(model, z, zd, tau, solver=key.split("_")[1])[0]
+                error = np.abs(zdd - expected).max() / np.abs(expected).max()
+                if not error < 1e-9:
+                    raise SystemExit(f"{kind} chain, N = {n}: {key[:-2]} differs from the recursive route by "
+                                     f"{error:.2e}")
+    if peers and n <= SPATIAL_LIMITS["pinocchio_s"]:
+        try:
+            import pinocchio as pin  # noqa: PLC0415 - optional
+
+            pin_model = spatial.build_pinocchio(params)
+            data, pin_q = pin_model.createData(), spatial.pinocchio_q(params, q)
+            calls["pinocchio_s"] = lambda: pin.aba(pin_model, data, pin_q, v, tau)
+        except ImportError:
+            pass
+    if peers and n <= SPATIAL_LIMITS["mujoco_s"]:
+        try:
+            import mujoco  # noqa: PLC0415 - optional
+
+            mj_model = spatial.build_mujoco(params)
+            mj_data = mujoco.MjData(mj_model)
+            mj_data.qpos[:], mj_data.qvel[:], mj_data.qfrc_applied[:] = q, v, tau
+            calls["mujoco_s"] = lambda: mujoco.mj_forward(mj_model, mj_data)
+        except (ImportError, ValueError):
+            pass
+    return calls
+
+
+def spatial_rows(max_n, peers=True):
+    """The spatial rows: per-evaluation time of every route on revolute and spherical chains, N = 2 .. max_n, with
+    slopes (1e3 .. 1e6), crossovers and the ratio augmented tree : recursive at 1e3, 1e5 and 1e6."""
+    sizes = [n for n in (2, 10, 100, 300, 1000, 10_000, 100_000, 1_000_000) if n <= max_n]
+    results, summary = {}, {}
+    for kind in ("revolute", "spherical"):
+        records = []
+        for n in sizes:
+            calls = spatial_calls(kind, n, peers)
+            rounds = 9 if n <= 1000 else 5 if n <= 100_000 else 3
+            wall, cpu = interleaved_wall_and_cpu(calls, rounds=rounds, min_time=0.02 if n <= 100_000 else 0.0)
+            record = {"n": n, "rounds": rounds, **wall, **{key[:-2] + "_cpu_s": value for key, value in cpu.items()}}
+            records.append(record)
+            print(f"  3D {kind} chain N = {n}: " + ", ".join(f"{k[:-2]} {v * 1e6:.3g} us" for k, v in wall.items()),
+                  flush=True)
+        label = f"3D {kind} chain"
+        results[label] = records
+        heads = ["N", "recursive", "mass matrix", "aug. tree", "aug. sparse", "pinocchio ABA", "mujoco"]
+        print(f"\nforward dynamics per evaluation, {label} of N bodies [us]")
+        print_table(heads, [[r["n"]] + [f"{r[k] * 1e6:.3g}" if k in r else "-" for k in SPATIAL_KEYS] for r in records])
+        print("\nthe same, thread CPU time per evaluation [us]")
+        print_table(heads, [[r["n"]] + [f"{r[k[:-2] + '_cpu_s'] * 1e6:.3g}" if k[:-2] + "_cpu_s" in r else "-"
+                                        for k in SPATIAL_KEYS] for r in records])
+        info = summary.setdefault(label, {})
+        for key in ("recursive_cpu_s", "augmented_tree_cpu_s", "augmented_sparse_cpu_s"):
+            slope = fitted_slope(records, key, 1000, 1_000_000)
+            if slope is not None:
+                info[f"slope_1e3_1e6_{key[:-2]}"] = slope
+                print(f"  slope of log CPU time over log N, 1e3 .. {records[-1]['n']:.0e}: {key[:-6]} {slope:.2f}")
+        for i, a in enumerate(SPATIAL_KEYS):
+            for b in SPATIAL_KEYS[i + 1:]:
+                for fast, slow in ((a, b), (b, a)):
+                    n_cross = crossover(records, fast, slow)
+                    if n_cross is not None:
+                        info[f"crossover_{fast[:-2]}_beats_{slow[:-2]}"] = n_cross
+                        print(f"  {fast[:-2]} faster than {slow[:-2]} from N = {n_cross} (measured together)")
+        by_n = {r["n"]: r for r in records}
+        for n in (1000, 100_000, 1_000_000):
+            if n in by_n:
+                ratio = by_n[n]["augmented_tree_cpu_s"] / by_n[n]["recursive_cpu_s"]
+                info[f"ratio_tree_to_recursive_cpu_{n}"] = ratio
+                print(f"  N = {n}: augmented tree / recursive = {ratio:.2f} (CPU time, "
+                      f"{by_n[n]['augmented_tree_cpu_s'] / n * 1e9:.0f} vs {by_n[n]['recursive_cpu_s'] / n * 1e9:.0f} "
+                      "ns per body)")
+    return results, summary
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-n", type=float, default=1e6)
     parser.add_argument("--plot", metavar="FILE")
     parser.add_argument("--quick", action="store_true", help="N up to 1000")
     parser.add_argument("--drift-only", action="store_true", help="only the drift study of the augmented route")
+    parser.add_argument("--spatial-only", action="store_true",
+                        help="only the spatial rows (3D chains; writes results/formulations_spatial.json)")
     parser.add_argument("--breakdown", type=float, metavar="N",
                         help="only the kernel breakdown of the augmented tree route at N bodies")
     args = parser.parse_args()
@@ -339,6 +449,10 @@ def main():
         breakdown(int(args.breakdown))
         return
     max_n = 1000 if args.quick else args.max_n
+    if args.spatial_only:
+        timings, summary = spatial_rows(max_n)
+        print(f"wrote {write_json('formulations_spatial', {'timings': timings, 'summary': summary})}")
+        return
     sizes = [n for n in (2, 10, 100, 300, 1000, 10_000, 100_000, 1_000_000) if n <= max_n]
     results, summary = {}, {}
     for label, build in (("chain", rm.chains.serial_chain), ("binary tree", binary_tree)):
@@ -403,6 +517,8 @@ def main():
               f"{tree['touched_bytes'] / sizes[-1]:.0f} B/body augmented tree (ratio "
               f"{tree['touched_bytes'] / rec['touched_bytes']:.2f}); first-call allocation peak "
               f"{rec['first_call_peak_bytes'] / 2**20:.1f} MiB vs {tree['first_call_peak_bytes'] / 2**20:.1f} MiB")
+    spatial_timings, summary["spatial"] = spatial_rows(max_n)
+    results.update(spatial_timings)
     summary["call_overhead_n2"] = call_overhead()
     print(f"wrote {write_json('formulations', {'timings': results, 'summary': summary, 'blas_threads': 1})}")
     if args.plot:

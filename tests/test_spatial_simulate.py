@@ -210,7 +210,7 @@ def test_a_compiled_tau_that_raises_stops_the_run_with_its_exception(method):
 def test_refusals_and_saved_results(tmp_path):
     model = _rigid_body("spherical", gravity=(0.0, 0.0, -9.81), com=(0.0, 0.0, -0.5))
     q0, v0 = model.neutral(), np.array([1.0, 0.0, 0.5])
-    for options, message in (({"formulation": "augmented"}, "formulation='augmented' is for planar"),
+    for options, message in (({"formulation": "lagrange"}, "formulation must be 'recursive' or 'augmented'"),
                              ({"drivers": {0: math.sin}}, "drivers are not supported on a Model3D"),
                              ({"stabilization": "projection"}, "this Model3D has none")):
         with pytest.raises(ValueError, match=message):

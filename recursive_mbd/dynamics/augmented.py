@@ -39,7 +39,9 @@ from .._kernels.augmented import tree as kernels
 from .._kernels.planar import loops as loop_kernels
 from ..errors import ModelError, StateError
 from ..model import joints
+from ..model.spatial import Model3D
 from ..model.workspace import workspace
+from . import augmented3d
 from ._evaluation import _element_loads, as_vector
 from .augmented_tree import _as_absolute, _raise_tree, _tree_workspace, joint_row_starts
 from .kinematics import _com_state
@@ -81,8 +83,12 @@ def absolute_from_joint(model, q, qd):
     Returns
     -------
     z, zd : ndarray, shape (nbodies, 3)
-        (x, y, theta) of every centre of mass [m, m, rad] and their rates.
+        (x, y, theta) of every centre of mass [m, m, rad] and their rates. A spatial model (``Model3D``, q and
+        v (nv,)): z (nbodies, 7) = (centre of mass, quaternion (w, x, y, z) of the body-to-ground rotation) and
+        zd (nbodies, 6) = (velocity of the centre of mass, angular velocity), ground axes (``augmented3d``).
     """
+    if isinstance(model, Model3D):
+        return augmented3d.absolute_from_joint(model, q, qd)
     com, theta, _, _, omega = _com_state(model, q, qd)
     return np.column_stack((com[:, :2], theta)), np.column_stack((com[:, 2:], omega))
 
@@ -128,7 +134,10 @@ def joint_from_absolute(model, z, zd):
     Returns
     -------
     q, qd : ndarray, shape (nq,)
+        (A spatial model: q (nq,) and v (nv,), from z (nbodies, 7) and zd (nbodies, 6).)
     """
+    if isinstance(model, Model3D):
+        return augmented3d.joint_from_absolute(model, z, zd)
     z = _absolute(model, z, "z")
     zd = _absolute(model, zd, "zd")
     g = _Geometry(model, z, zd)
@@ -182,7 +191,13 @@ def constraints(model, z, zd, t=0.0, drivers=()):
     Returns
     -------
     C : ndarray (m,), Cz : scipy.sparse.csr_matrix (m, 3 nbodies), C_dot : ndarray (m,), gamma : ndarray (m,)
+        (A spatial model: Cz is the velocity Jacobian C_v (m, 6 nbodies), rows in ``augmented3d``'s order; no
+        drivers.)
     """
+    if isinstance(model, Model3D):
+        if len(drivers):
+            raise ModelError("drivers are not supported by the augmented formulation of a spatial model")
+        return augmented3d.constraints(model, z, zd, t)
     z = _absolute(model, z, "z")
     zd = _absolute(model, zd, "zd")
     g = _Geometry(model, z, zd)
@@ -480,6 +495,8 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
         raise ModelError on a singular (redundant) system. "filtered": the Schur complement C M^-1 C^T solved by
         the regularised minimum-norm solve of the loop layer (``_kernels.planar.loops.filtered_solve``), dense, for
         mechanisms that pass singular positions (the default of ``simulate`` for models with loops).
+        A spatial model (``Model3D``: z (nbodies, 7), zd (nbodies, 6), tau (nv,); ``augmented3d``) takes "tree",
+        "sparse" and "dense"; no loops, drivers or powers.
     powers : ndarray (2,), optional
         Receives the power dissipated by the dampers and the power of tau and the applied forces [W].
 
@@ -510,6 +527,10 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
             status = entry.BAD_SHAPE
         if not status:
             return zdd, lam
+    if isinstance(model, Model3D):
+        if len(drivers) or powers is not None:
+            raise ModelError("drivers and powers are not supported by the augmented formulation of a spatial model")
+        return augmented3d.forward_dynamics(model, z, zd, tau, t, alpha, beta, solver)
     t, alpha, beta = _options(t, alpha, beta)
     if solver == "tree":
         return _tree_forward_dynamics(model, z, zd, tau, t, alpha, beta, powers, drivers)

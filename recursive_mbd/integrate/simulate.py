@@ -73,7 +73,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     q0's quaternions off unit norm by more than 1e-12 are normalised with a RuntimeWarning (zero: StateError).
     With loops (``Model3D.add_loop``) vdot comes from the multiplier layer (``spatial_loops``) and stabilization
     works as for a planar model (the projection steps along ``integrate_configuration``; see ``stabilization``).
-    Not for a Model3D yet: drivers, formulation (ValueError).
+    ``formulation="augmented"`` on a Model3D integrates the absolute coordinates of every body (centre of mass,
+    quaternion; their velocity and angular velocity, ``augmented3d.TimeLoop3D``) for trees, with tau constant or
+    tau(t) and no force elements. Not for a Model3D yet: drivers (ValueError).
 
     Parameters
     ----------
@@ -174,8 +176,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     formulation : {"recursive", "augmented"}
         "augmented" integrates the absolute-coordinate formulation instead (``augmented.TimeLoop``: the state
         (z, zd) of every centre of mass, the tree solver of ``augmented.forward_dynamics``, loops and drivers as
-        auxiliary rows) in the same compiled time loops, with every method but generalized_alpha; the result
-        has ``z``, ``zd`` and ``constraint_drift`` besides q and qd.
+        auxiliary rows) in the same compiled time loops, with every method but generalized_alpha and bdf; the
+        result has ``z``, ``zd`` and ``constraint_drift`` besides q and qd. A Model3D: ``z`` (nt, nbodies, 7),
+        ``zd`` (nt, nbodies, 6) (``augmented3d``).
     stabilization : {"projection", "baumgarte", "none"}, optional
         How loop constraints (and, in the augmented formulation, joint constraints) are kept: "projection" moves
         q and qd back onto phi = 0, phi' = 0 after every accepted step (numba methods; the default for a model
@@ -272,8 +275,11 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     if spatial:
         inputs = _SpatialInputs(model, tau)
         callback, key = inputs.callback()
-        stabilization = _stabilization(model, stabilization, scipy_method)
-        loop = SpatialTimeLoop(model, inputs, stabilization, float(alpha), float(beta))
+        stabilization = _stabilization(model, stabilization, scipy_method, formulation)
+        if formulation == "augmented":
+            loop = _augmented(model, inputs, stabilization, float(alpha), float(beta), **augmented_options)
+        else:
+            loop = SpatialTimeLoop(model, inputs, stabilization, float(alpha), float(beta))
     else:
         inputs = _Inputs(model, tau, drivers)
         callback, key = inputs.callback()
@@ -304,12 +310,11 @@ def _refuse_contact_options(method, formulation):
 
 def _refuse_spatial_options(model, method, formulation, drivers, stabilization, alpha, beta):
     """ValueError for a spatial model (``Model3D``) or an option of simulate that it does not take yet."""
-    if formulation != "recursive":
-        raise ValueError(f"a Model3D is integrated by the spatial recursive formulation; formulation={formulation!r} "
-                         "is for planar models")
+    if formulation not in ("recursive", "augmented"):
+        raise ValueError(f"formulation must be 'recursive' or 'augmented', got {formulation!r}")
     if drivers:
         raise ValueError("drivers are not supported on a Model3D yet (prescribe the motion through tau)")
-    if not model.nloops and (stabilization not in (None, "none") or alpha or beta):
+    if formulation == "recursive" and not model.nloops and (stabilization not in (None, "none") or alpha or beta):
         raise ValueError("stabilization, alpha and beta are for loop constraints; this Model3D has none (its "
                          "quaternions are renormalised after every accepted step)")
 
@@ -322,6 +327,10 @@ def _augmented(model, inputs, stabilization, alpha, beta, solver=None):
     if solver not in (None, "tree"):
         raise ValueError(f"the augmented time loop solves with solver='tree' (compiled), not {solver!r}; "
                          "augmented.forward_dynamics(..., solver=...) evaluates the others")
+    if isinstance(model, Model3D):
+        from ..dynamics.augmented3d import TimeLoop3D  # noqa: PLC0415
+
+        return TimeLoop3D(model, inputs, stabilization, alpha, beta)
     return TimeLoop(model, inputs, stabilization, alpha, beta)
 
 

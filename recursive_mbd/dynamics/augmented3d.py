@@ -1,0 +1,421 @@
+"""The augmented absolute-coordinate formulation of a spatial model (``Model3D``): ``recursive_mbd.dynamics.augmented``
+sends a Model3D here.
+
+Every body has the absolute coordinates z_i = (c, quat) (7): its centre of mass c [m] in the ground frame and the unit
+quaternion (w, x, y, z) of its body-to-ground rotation, and the velocity zd_i = (c', omega) (6): the centre of mass's
+velocity and the angular velocity in GROUND axes. Why these: a quaternion has no singular orientation (Euler or
+Cardan angles lock at 90 degrees, which a free or spherical body reaches), it is what the recursive route's spherical
+and free joints already carry (the same normalisation, the same tolerance), and it costs one normalisation a step;
+the velocity is omega rather than the quaternion's rate, so the mass matrix stays the 6 x 6 diag(m 1, J) per body
+and a joint's constraint rows are plain (linear in the ground-axis velocities, ``_kernels.augmented.spatial3d``
+writes them out). Ground axes rather than body axes for omega: the joints' rows, between two bodies, are then
+differences of ground-axis vectors, and the gyroscopic force is -omega x J omega with J = R J_c R^T.
+
+Forward dynamics solves the KKT system
+
+    [M     C_v^T] [zd'   ]   [Q                             ]
+    [C_v   0    ] [lambda] = [gamma - 2 alpha C' - beta^2 C  ],   C' = C_v zd,
+
+by default with the compiled O(N) tree elimination (Baraff 1996; ``_kernels.augmented.spatial3d``), or for
+comparison with scipy's sparse LU ("sparse") or densely ("dense"). Q holds gravity, the gyroscopic forces, the joint
+forces tau (nv,) mapped onto the bodies and the force elements (through their generalised forces, so accelerations
+are the recursive route's; the multipliers then count an element's load along a locked direction as the joint's).
+The multipliers of a joint are the components of its constraint force and moment (``_kernels.augmented.spatial3d``
+lists the directions); -C_v^T lambda are the constraint forces on the bodies (force, moment about the centre of
+mass). Loops are not supported yet (ModelError).
+"""
+
+import math
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse
+import scipy.sparse.linalg
+
+from .. import _checks
+from .._kernels.augmented import spatial3d as kernels
+from .._kernels.spatial import layout as SL
+from ..errors import ModelError, StateError
+from ..model.statuses import raise_spatial_status
+from . import spatial
+
+
+def _require(model):
+    """Compile the model and refuse what the 3D augmented route does not take (loops)."""
+    spatial.workspace(model)
+    if model._loops:
+        raise ModelError(f"{model!r} has closed loops: the augmented formulation of a spatial model takes trees only "
+                         "(use formulation='recursive')")
+
+
+def row_starts(model):
+    """First constraint row of each body's joint (nbodies + 1,) int64, the total last."""
+    counts = np.array(kernels.ROWS_PER_JOINT, dtype=np.int64)[model.body_int[:, SL.JTYPE]]
+    return np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+
+
+def _absolute(model, z, zd):
+    n = model.nbodies
+    z = _checks.finite_array(z, "z")
+    zd = _checks.finite_array(zd, "zd")
+    if z.shape not in ((n, 7), (7 * n,)):
+        raise StateError(f"z must have shape ({n}, 7) or ({7 * n},) for this model (centre of mass and quaternion "
+                         f"(w, x, y, z) a body), got {z.shape}")
+    if zd.shape not in ((n, 6), (6 * n,)):
+        raise StateError(f"zd must have shape ({n}, 6) or ({6 * n},) for this model (velocity of the centre of mass "
+                         f"and angular velocity, ground axes), got {zd.shape}")
+    z = np.ascontiguousarray(z.reshape(n, 7))
+    norms = np.linalg.norm(z[:, 3:], axis=1)
+    bad = np.flatnonzero(~(np.abs(norms - 1.0) <= SL.QUATERNION_TOL))
+    if bad.size:
+        i = int(bad[0])
+        raise StateError(f"z[{i}, 3:7], the quaternion of body {model.names[i]!r} (index {i}), is not of unit norm "
+                         f"(to {SL.QUATERNION_TOL:g}); normalise it")
+    return z, np.ascontiguousarray(zd.reshape(n, 6))
+
+
+def _kernel_array(x, shape):
+    """Whether x is already the array the compiled kernels take: float64, C-contiguous, writable, of ``shape``."""
+    return (x.__class__ is np.ndarray and x.dtype == np.float64 and x.shape == shape and x.flags.c_contiguous
+            and x.flags.writeable)
+
+
+def _com_local(model):
+    mass = model.body_real[:, SL.MASS]
+    com = np.zeros((model.nbodies, 3))
+    massive = mass > 0.0
+    com[massive] = model.body_real[massive, SL.MCOM:SL.MCOM + 3] / mass[massive, None]
+    return com
+
+
+def quaternion_from_matrix(rot):
+    """Unit quaternions (w, x, y, z) (n, 4), w >= 0, of rotation matrices (n, 3, 3) (Shepperd's method: the
+    largest of the four squared components first, for accuracy everywhere)."""
+    rot = np.asarray(rot, dtype=float).reshape(-1, 3, 3)
+    trace = np.trace(rot, axis1=1, axis2=2)
+    squares = np.stack((1.0 + trace, 1.0 + 2.0 * rot[:, 0, 0] - trace, 1.0 + 2.0 * rot[:, 1, 1] - trace,
+                        1.0 + 2.0 * rot[:, 2, 2] - trace), axis=1)  # 4 w^2, 4 x^2, 4 y^2, 4 z^2
+    big = np.argmax(squares, axis=1)
+    out = np.empty((rot.shape[0], 4))
+    s = np.sqrt(np.maximum(squares[np.arange(rot.shape[0]), big], 0.0))  # 2 |component|
+    r = rot
+    pairs = {  # the others from the off-diagonal sums and differences, divided by 4 |component|
+        0: (s / 2, (r[:, 2, 1] - r[:, 1, 2]) / (2 * s), (r[:, 0, 2] - r[:, 2, 0]) / (2 * s),
+            (r[:, 1, 0] - r[:, 0, 1]) / (2 * s)),
+        1: ((r[:, 2, 1] - r[:, 1, 2]) / (2 * s), s / 2, (r[:, 0, 1] + r[:, 1, 0]) / (2 * s),
+            (r[:, 0, 2] + r[:, 2, 0]) / (2 * s)),
+        2: ((r[:, 0, 2] - r[:, 2, 0]) / (2 * s), (r[:, 0, 1] + r[:, 1, 0]) / (2 * s), s / 2,
+            (r[:, 1, 2] + r[:, 2, 1]) / (2 * s)),
+        3: ((r[:, 1, 0] - r[:, 0, 1]) / (2 * s), (r[:, 0, 2] + r[:, 2, 0]) / (2 * s),
+            (r[:, 1, 2] + r[:, 2, 1]) / (2 * s), s / 2),
+    }
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for k, parts in pairs.items():
+            rows = big == k
+            out[rows] = np.stack(parts, axis=1)[rows]
+    out *= np.where(out[:, :1] < 0.0, -1.0, 1.0)
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def _quaternion_matrix(quat):
+    quat = np.asarray(quat, dtype=float).reshape(-1, 4)
+    quat = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+    w, x, y, z = quat.T
+    return np.stack((1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
+                     2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
+                     2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)), axis=1).reshape(-1, 3, 3)
+
+
+def absolute_from_joint(model, q, v):
+    """Absolute coordinates from joint ones: z (nbodies, 7) = (centre of mass, quaternion (w, x, y, z)) and
+    zd (nbodies, 6) = (its velocity, angular velocity), ground axes."""
+    _require(model)
+    rot, origin, omega, velocity = spatial.forward_kinematics(model, q, v)
+    arm = np.einsum("nij,nj->ni", rot, _com_local(model))
+    z = np.concatenate((origin + arm, quaternion_from_matrix(rot)), axis=1)
+    zd = np.concatenate((velocity + np.cross(omega, arm), omega), axis=1)
+    return z, zd
+
+
+def _axis_angle(rot, axis):
+    """The angle of a rotation ``rot`` (3, 3) about the unit ``axis`` (exact when it turns about it)."""
+    n1 = np.cross(axis, np.eye(3)[np.argmin(np.abs(axis))])
+    n1 /= np.linalg.norm(n1)
+    turned = rot @ n1
+    return float(np.arctan2(axis @ np.cross(n1, turned), n1 @ turned))
+
+
+def _axis_rotation(axis, angle):
+    k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+    return np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
+
+
+def joint_from_absolute(model, z, zd):
+    """Joint coordinates q (nq,) and velocities v (nv,) from absolute ones (exact where the joints' constraints hold;
+    a quaternion coordinate with w >= 0)."""
+    _require(model)
+    z, zd = _absolute(model, z, zd)
+    rot = _quaternion_matrix(z[:, 3:])
+    com = _com_local(model)
+    real = model.body_real
+    q = np.zeros(model.nq)
+    v = np.zeros(model.nv)
+    for i in range(model.nbodies):
+        jt, p = model.body_int[i, SL.JTYPE], model.body_int[i, SL.PARENT]
+        k, kv = model.body_int[i, SL.QIDX], model.body_int[i, SL.VIDX]
+        if p >= 0:
+            rot_p, c_p, v_p, om_p = rot[p], z[p, :3], zd[p, :3], zd[p, 3:]
+            point_p = c_p + rot_p @ (real[i, SL.PP:SL.PP + 3] - com[p])
+        else:
+            rot_p, c_p, v_p, om_p = np.eye(3), np.zeros(3), np.zeros(3), np.zeros(3)
+            point_p = real[i, SL.PP:SL.PP + 3]
+        frame = rot_p @ real[i, SL.R0:SL.R0 + 9].reshape(3, 3)
+        arm = rot[i] @ (real[i, SL.CP:SL.CP + 3] - com[i])
+        point_c = z[i, :3] + arm
+        rel = frame.T @ rot[i]  # R_j
+        t = frame.T @ (point_c - point_p)
+        w = frame.T @ (zd[i, 3:] - om_p)
+        u = frame.T @ (zd[i, :3] + np.cross(zd[i, 3:], arm) - v_p - np.cross(om_p, point_c - c_p))
+        a = real[i, SL.A1:SL.A1 + 3]
+        if jt in (SL.REVOLUTE, SL.CYLINDRICAL):
+            q[k], v[kv] = _axis_angle(rel, a), a @ w
+            if jt == SL.CYLINDRICAL:
+                q[k + 1], v[kv + 1] = a @ t, a @ u
+        elif jt == SL.PRISMATIC:
+            q[k], v[kv] = a @ t, a @ u
+        elif jt == SL.UNIVERSAL:
+            b = real[i, SL.A2:SL.A2 + 3]
+            turned = rel @ b  # Rot(a1, alpha) a2
+            across = b - (a @ b) * a
+            alpha = float(np.arctan2(a @ np.cross(across, turned), across @ turned))
+            q[k], q[k + 1] = alpha, _axis_angle(_axis_rotation(a, -alpha) @ rel, b)
+            normal = np.cross(a, turned)
+            v[kv], v[kv + 1] = w @ np.cross(turned, normal) / (normal @ normal), w @ np.cross(normal, a) / (normal
+                                                                                                            @ normal)
+        elif jt == SL.SPHERICAL:
+            q[k:k + 4], v[kv:kv + 3] = quaternion_from_matrix(rel)[0], rel.T @ w
+        elif jt == SL.PLANAR:
+            q[k:k + 3] = t[0], t[1], np.arctan2(rel[1, 0], rel[0, 0])
+            v[kv:kv + 3] = u[0], u[1], w[2]
+        elif jt == SL.FREE:
+            q[k:k + 3], q[k + 3:k + 7] = t, quaternion_from_matrix(rel)[0]
+            v[kv:kv + 3], v[kv + 3:kv + 6] = u, rel.T @ w
+    return q, v
+
+
+def _raise(model, status):
+    raise_spatial_status(model, status, ("z", "zd", "tau"), output="the augmented solution")
+
+
+def _loads(model, z, zd, tau, t):
+    """tau (nv,) plus the force elements' generalised forces at the joint state of (z, zd), or the empty vector."""
+    tau = np.zeros(0) if tau is None else np.ascontiguousarray(_checks.finite_array(tau, "tau", (model.nv,)))
+    if not model._elements:
+        return tau
+    q, v = joint_from_absolute(model, z, zd)
+    forces = spatial._element_loads(model, q, v, float(t)).forces
+    return forces + tau if tau.size else forces.copy()
+
+
+def assemble(model, z, zd, tau=None, t=0.0):
+    """(mass (nbodies, 6, 6), force Q (nbodies, 6), blocks jc, jp (nbodies, 6, 6), residual, gamma (nbodies, 6)):
+    every body's mass matrix and applied force and every joint's constraint rows (rows :m of body i's blocks, m
+    its joint's row count, ``kernels.ROWS_PER_JOINT``)."""
+    _require(model)
+    z, zd = _absolute(model, z, zd)
+    tau = _loads(model, z, zd, tau, _checks.real(t, "t"))
+    n = model.nbodies
+    mass, force = np.zeros((n, 6, 6)), np.zeros((n, 6))
+    jc, jp, res, gam = np.zeros((n, 6, 6)), np.zeros((n, 6, 6)), np.zeros((n, 6)), np.zeros((n, 6))
+    status = kernels.assemble(model.body_int, model.body_real, model.gravity, z, zd, tau, mass, force, jc, jp, res,
+                              gam)
+    if status:
+        _raise(model, status)
+    return mass, force, jc, jp, res, gam
+
+
+def _sparse_rows(model, jc, jp, starts):
+    """C_v (rows, 6 nbodies) as a CSR matrix from the blocks."""
+    rows, cols, vals = [], [], []
+    counts = np.diff(starts)
+    parent = model.body_int[:, SL.PARENT]
+    for r in range(6):
+        bodies = np.flatnonzero(counts > r)
+        row = starts[bodies] + r
+        for block, owner in ((jc, bodies), (jp, parent[bodies])):
+            keep = owner >= 0
+            rows.append(np.repeat(row[keep], 6))
+            cols.append((6 * owner[keep, None] + np.arange(6)).ravel())
+            vals.append(block[bodies[keep], r].ravel())
+    return scipy.sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                                   shape=(int(starts[-1]), 6 * model.nbodies))
+
+
+def constraints(model, z, zd, t=0.0):
+    """Constraint residual C (m,), velocity Jacobian C_v (m, 6 nbodies, sparse CSR), its rate C' = C_v zd and gamma
+    of C_v zd' = gamma; rows body by body in each joint's order (``_kernels.augmented.spatial3d``)."""
+    _, _, jc, jp, res, gam = assemble(model, z, zd, None, t)
+    starts = row_starts(model)
+    counts = np.diff(starts)
+    keep = np.arange(6)[None, :] < counts[:, None]
+    cv = _sparse_rows(model, jc, jp, starts)
+    _, zd = _absolute(model, z, zd)
+    return res[keep], cv, cv @ zd.reshape(-1), gam[keep]
+
+
+class _TreeWorkspace:
+    """The tree solve's factor arrays of one model (``kernels.factor_and_solve``), allocated once and reused."""
+
+    def __init__(self, model):
+        n = model.nbodies
+        self.row_start = row_starts(model)
+        self.rows = int(self.row_start[-1])
+        self.stab = np.zeros(2)
+        self.power = np.zeros(1)
+        self.no_wrench = np.zeros((0, 6))
+        # D^-1, S^-1, Jc, Jp, w, residual, gamma
+        self.factor = (np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6)),
+                       np.empty(n), np.empty((n, 6)), np.empty((n, 6)))
+
+
+def _tree_workspace(model):
+    ws = getattr(model, "_augmented3d_workspace", None)
+    if ws is None:
+        ws = model._augmented3d_workspace = _TreeWorkspace(model)
+    return ws
+
+
+def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver="tree"):
+    """Absolute accelerations zdd (nbodies, 6) = (c'', omega') and the multipliers lam (m,) of a spatial model
+    (``augmented.forward_dynamics`` documents the arguments; tau is (nv,))."""
+    _require(model)
+    t, alpha, beta = (_checks.real(t, "t"), _checks.real(alpha, "alpha"), _checks.real(beta, "beta"))
+    n = model.nbodies
+    if solver == "tree":
+        if not (_kernel_array(z, (n, 7)) and _kernel_array(zd, (n, 6))):  # else the kernel checks them
+            z, zd = _absolute(model, z, zd)
+        loads = _loads(model, z, zd, tau, t)
+        ws = _tree_workspace(model)
+        zdd, lam = np.empty((n, 6)), np.empty(ws.rows)
+        ws.stab[0] = alpha
+        ws.stab[1] = beta
+        status = kernels.factor_and_solve(model.body_int, model.body_real, model.gravity, ws.row_start, z, zd, loads,
+                                          ws.no_wrench, ws.stab, *ws.factor, zdd, lam, ws.power)
+        if status:
+            _absolute(model, z, zd)  # a NaN or a quaternion off unit norm: the message that names it
+            _raise(model, status)
+        if not math.isfinite(zdd.sum() + lam.sum()):  # one reduction: a NaN or inf anywhere makes it non-finite
+            _checks.check_finite_result(zdd, "zdd")
+            _checks.check_finite_result(lam, "lam")
+        return zdd, lam
+    z, zd = _absolute(model, z, zd)
+    if solver not in ("sparse", "dense"):
+        raise ValueError(f"unknown solver {solver!r}; expected 'tree', 'sparse' or 'dense'")
+    mass, force, jc, jp, res, gam = assemble(model, z, zd, tau, t)
+    starts = row_starts(model)
+    counts = np.diff(starts)
+    keep = np.arange(6)[None, :] < counts[:, None]
+    cv = _sparse_rows(model, jc, jp, starts)
+    rhs_c = gam[keep] - 2.0 * alpha * (cv @ zd.reshape(-1)) - beta * beta * res[keep]
+    kkt = scipy.sparse.bmat([[scipy.sparse.block_diag(list(mass)), cv.T], [cv, None]], format="csc")
+    rhs = np.concatenate((force.reshape(-1), rhs_c))
+    m = rhs_c.size
+    singular = ModelError(f"the augmented system is singular at this state: {m} constraint equations on "
+                          f"{6 * n} coordinates (a body without inertia along a motion its joint leaves free)")
+    if solver == "sparse":
+        try:
+            factor = scipy.sparse.linalg.splu(kkt)
+        except RuntimeError:  # "Factor is exactly singular"
+            raise singular from None
+        pivots = np.abs(factor.U.diagonal())
+        solution = factor.solve(rhs)
+    else:
+        try:
+            lu, piv = scipy.linalg.lu_factor(kkt.toarray(), check_finite=False)
+        except (np.linalg.LinAlgError, ValueError):
+            raise singular from None
+        pivots = np.abs(np.diag(lu))
+        solution = scipy.linalg.lu_solve((lu, piv), rhs, check_finite=False)
+    if pivots.size and not pivots.min() > 1e-11 * pivots.max():
+        raise singular
+    _checks.check_finite_result(solution, "the solution (zdd, lam) of the augmented system")
+    return solution[:6 * n].reshape(n, 6), solution[6 * n:]
+
+
+class TimeLoop3D:
+    """The augmented formulation's pieces for the generic time loops of ``rm.simulate(model3d,
+    formulation="augmented")``: the compiled system (``_kernels.augmented.system3d``: right-hand side, quaternion
+    renormalisation and projection), the initial state from the joint state and the map from the integrated states
+    back to joint coordinates (``joint_from_absolute``), absolute coordinates and the constraint drift.
+
+    ``inputs`` is the run's input layout (``integrate._SpatialInputs``): tau constant or a function of t; a function
+    tau(t, q, v) and force elements, which need the joint state inside the compiled loop, are refused (ValueError).
+    ``stabilization``: "baumgarte" (alpha, beta), "projection" (onto C = 0 and C_v zd = 0 after every accepted step,
+    tolerance ``projection_tol``) or "none".
+    """
+
+    name = "augmented"
+
+    def __init__(self, model, inputs, stabilization="baumgarte", alpha=0.0, beta=0.0, projection_tol=1e-12):
+        from .._kernels.augmented.system3d import Augmented3DSystem  # noqa: PLC0415  (registers its overloads)
+
+        _require(model)
+        if model._elements:
+            raise ValueError("force elements are not supported by the augmented formulation of a spatial model in "
+                             "rm.simulate yet (use formulation='recursive')")
+        if inputs.tau_function is not None and inputs.tau_arity != 1:
+            raise ValueError("tau(t, q, v) is not supported by the augmented formulation of a spatial model in "
+                             "rm.simulate yet: give tau constant or as a function of t (or use "
+                             "formulation='recursive')")
+        if stabilization != "baumgarte":
+            alpha = beta = 0.0
+        n = model.nbodies
+        ws = _TreeWorkspace(model)
+        self.model = model
+        self.inputs = inputs
+        self.system = Augmented3DSystem(
+            model.body_int, model.body_real, model.gravity, ws.row_start, inputs.tau_const,
+            np.array([inputs.tau_offset], dtype=np.int64), np.zeros(inputs.size), np.zeros(model.nq),
+            np.zeros(model.nv), np.zeros(model.nv), np.zeros((n, 7)), np.zeros((n, 6)), np.zeros((n, 6)),
+            np.zeros(ws.rows), *ws.factor, ws.no_wrench, np.array([float(alpha), float(beta)]), np.zeros(2),
+            np.zeros(1), np.zeros((n, 6)), np.zeros(ws.rows),
+            np.array([1.0 if stabilization == "projection" else 0.0, projection_tol, 20.0]))
+
+    def initial_state(self, q0, qd0, t0, callback, key):
+        """y0 = (z0, zd0, 0, 0) from the joint state (on the constraints by construction)."""
+        z0, zd0 = absolute_from_joint(self.model, q0, qd0)
+        return np.concatenate((z0.ravel(), zd0.ravel(), [0.0, 0.0]))
+
+    def joint_states(self, t, y):
+        """Joint coordinates q (nt, nq) and velocities v (nt, nv) of the integrated states y (nt, 13 nbodies + 2)."""
+        n = self.model.nbodies
+        y = np.atleast_2d(y)
+        q, v = np.zeros((y.shape[0], self.model.nq)), np.zeros((y.shape[0], self.model.nv))
+        for row in range(y.shape[0]):
+            z = y[row, :7 * n].reshape(n, 7).copy()
+            z[:, 3:] /= np.linalg.norm(z[:, 3:], axis=1, keepdims=True)
+            q[row], v[row] = joint_from_absolute(self.model, z, y[row, 7 * n:13 * n])
+        return q, v
+
+    def work(self, y):
+        return y[:, 13 * self.model.nbodies:]
+
+    def finish(self, result, y, callback, key):
+        """The absolute coordinates and the constraint drift max |C| of the joints at every sample."""
+        from .._kernels.augmented import system3d  # noqa: PLC0415
+
+        n = self.model.nbodies
+        result.z = y[:, :7 * n].reshape(-1, n, 7)
+        result.zd = y[:, 7 * n:13 * n].reshape(-1, n, 6)
+        drift = np.zeros(y.shape[0])
+        out = np.zeros(1)
+        for row in range(y.shape[0]):
+            system3d.constraint_gap(callback, key, self.system, float(result.t[row]), np.ascontiguousarray(y[row]),
+                                    out)
+            drift[row] = out[0]
+        result.constraint_drift = drift
+
+    def multiplier_probe(self, result, y, i):
+        """(state, lam): sample i's integrated (z, zd) and the joints' multipliers the dynamics there fill (a
+        spatial model has no loops here, so no loop multipliers)."""
+        return np.ascontiguousarray(y[i]), self.system.lam[:0]

@@ -1,0 +1,219 @@
+"""The augmented absolute-coordinate formulation of spatial models (``rm.augmented`` on a Model3D): accelerations and
+multipliers against the recursive route (the articulated-body algorithm, body accelerations by the kinematics
+functions, joint reactions by Newton-Euler), the compiled tree solve against the sparse and dense KKT routes, and the
+constraint rows against finite differences of their residuals."""
+
+import numpy as np
+import pytest
+from spatial_reference import random_spatial_tree
+
+import recursive_mbd as rm
+from recursive_mbd._kernels.augmented import spatial3d
+from recursive_mbd.dynamics import augmented3d
+from recursive_mbd.errors import ModelError, StateError
+
+GRAVITY = (0.3, -0.5, -9.81)
+
+
+def random_case(seed, nbodies=8):
+    """A random spatial tree of every joint type and a random state (q, v, tau) of it."""
+    rng = np.random.default_rng(seed)
+    model = rm.Model3D(gravity=GRAVITY)
+    for body in random_spatial_tree(rng, nbodies):
+        model.add_body(**body)
+    model.compile()
+    q = rm.integrate_configuration(model, model.neutral(), rng.normal(size=model.nv))
+    return model, q, rng.normal(size=model.nv), 3.0 * rng.normal(size=model.nv)
+
+
+def every_joint_chain():
+    """A chain through every joint type, each body with an offset centre of mass and a full inertia."""
+    model = rm.Model3D(gravity=GRAVITY)
+    axes = {"revolute": (0.3, 1.0, -0.2), "prismatic": (1.0, 0.2, 0.4), "cylindrical": (0.1, -0.3, 1.0),
+            "universal": ((1.0, 0.0, 0.2), (0.1, 1.0, 0.0))}
+    parent = "ground"
+    quat = np.array([0.9, 0.1, -0.2, 0.3])
+    for k, joint in enumerate(("free", "revolute", "universal", "spherical", "prismatic", "planar", "cylindrical",
+                               "fixed", "revolute")):
+        parent = model.add_body(parent, joint, parent_point=(0.1 * k, 0.4, -0.2), child_point=(-0.3, 0.1, 0.2),
+                                mass=1.0 + 0.1 * k, inertia=(0.3, 0.4, 0.5, 0.02, -0.01, 0.03),
+                                com=(0.1, -0.05, 0.2), rotation=quat / np.linalg.norm(quat), axis=axes.get(joint))
+        quat = quat[[1, 2, 3, 0]] + 0.1
+    model.compile()
+    return model
+
+
+def body_accelerations(model, q, v, vdot):
+    """(c'', omega') of every body (nbodies, 6) from the recursive route's accelerations, ground axes."""
+    com = augmented3d._com_local(model)
+    return np.array([rm.body_acceleration(model, q, v, vdot, i, com[i]) for i in range(model.nbodies)])
+
+
+def joint_wrenches(model, z, zd, tau, lam):
+    """(force, moment about the joint point) (nbodies, 6) that each joint exerts on its child, from the
+    multipliers (-C_v^T lambda on the child) and the joint forces tau."""
+    n = model.nbodies
+    starts = augmented3d.row_starts(model)
+    jc, jp, res, gam, load = np.zeros((n, 6, 6)), np.zeros((n, 6, 6)), np.zeros((n, 6)), np.zeros((n, 6)), np.zeros(
+        (2, 6))
+    rot = augmented3d._quaternion_matrix(z[:, 3:])
+    com = augmented3d._com_local(model)
+    out = np.zeros((n, 6))
+    for i in range(n):
+        m = spatial3d.joint_rows(model.body_int, model.body_real, z, zd, tau, i, jc, jp, res, gam, load)
+        wrench = -jc[i, :m].T @ lam[starts[i]:starts[i + 1]] + load[0]
+        arm = rot[i] @ (model.body(i)["child_point"] - com[i])
+        out[i] = np.concatenate((wrench[:3], wrench[3:] - np.cross(arm, wrench[:3])))
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 3])
+def test_accelerations_and_multipliers_equal_the_recursive_routes_on_random_spatial_trees(seed):
+    model, q, v, tau = random_case(seed)
+    z, zd = rm.augmented.absolute_from_joint(model, q, v)
+    assert z.shape == (model.nbodies, 7) and zd.shape == (model.nbodies, 6)
+    vdot = rm.forward_dynamics(model, q, v, tau)
+    expected = body_accelerations(model, q, v, vdot)
+    reactions = rm.joint_reactions(model, q, v, vdot, tau).joint
+    lam_sparse = None
+    for solver in ("tree", "sparse", "dense"):
+        zdd, lam = rm.augmented.forward_dynamics(model, z, zd, tau, solver=solver)
+        np.testing.assert_allclose(zdd, expected, rtol=0, atol=1e-9 * np.abs(expected).max())
+        wrenches = joint_wrenches(model, z, zd, tau, lam)
+        np.testing.assert_allclose(wrenches, reactions, rtol=0, atol=1e-9 * np.abs(reactions).max())
+        if solver == "sparse":
+            lam_sparse = lam
+    np.testing.assert_allclose(rm.augmented.forward_dynamics(model, z, zd, tau)[1], lam_sparse, rtol=0,
+                               atol=1e-10 * np.abs(lam_sparse).max())
+
+
+def test_every_joint_type_in_a_chain_and_the_joint_coordinates_back():
+    model = every_joint_chain()
+    rng = np.random.default_rng(7)
+    q = rm.integrate_configuration(model, model.neutral(), rng.normal(size=model.nv))
+    v, tau = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    z, zd = rm.augmented.absolute_from_joint(model, q, v)
+    q_back, v_back = rm.augmented.joint_from_absolute(model, z, zd)
+    np.testing.assert_allclose(rm.difference(model, q, q_back), 0.0, atol=1e-13)
+    np.testing.assert_allclose(v_back, v, rtol=0, atol=1e-13)
+    residual, cv, rate, gamma = rm.augmented.constraints(model, z, zd)
+    assert cv.shape == (sum(spatial3d.ROWS_PER_JOINT[code] for code in range(8)) + 5, 6 * model.nbodies)
+    np.testing.assert_allclose(residual, 0.0, atol=1e-14)
+    np.testing.assert_allclose(rate, 0.0, atol=1e-13)
+    vdot = rm.forward_dynamics(model, q, v, tau)
+    expected = body_accelerations(model, q, v, vdot)
+    zdd, _ = rm.augmented.forward_dynamics(model, z, zd, tau)
+    np.testing.assert_allclose(zdd, expected, rtol=0, atol=1e-10 * np.abs(expected).max())
+    np.testing.assert_allclose(cv @ zdd.ravel(), gamma, rtol=0, atol=1e-10 * np.abs(gamma).max())
+
+
+def test_the_residuals_rates_are_the_velocity_rows():
+    """Moving z along zd (quaternions by omega), C' of the residuals equals C_v zd for the linear rows and the
+    other rows where C = 0 (central differences; the angular ones are exact only there)."""
+    model = every_joint_chain()
+    rng = np.random.default_rng(3)
+    q = rm.integrate_configuration(model, model.neutral(), rng.normal(size=model.nv))
+    z, zd = rm.augmented.absolute_from_joint(model, q, rng.normal(size=model.nv))
+
+    def moved(h):
+        out = z.copy()
+        out[:, :3] += h * zd[:, :3]
+        for i in range(model.nbodies):
+            angle = np.linalg.norm(zd[i, 3:]) * h
+            axis = zd[i, 3:] / np.linalg.norm(zd[i, 3:])
+            turn = np.concatenate(([np.cos(angle / 2)], np.sin(angle / 2) * axis))
+            w0, x0 = turn[0], turn[1:]
+            w1, x1 = z[i, 3], z[i, 4:]
+            out[i, 3:] = np.concatenate(([w0 * w1 - x0 @ x1], w0 * x1 + w1 * x0 + np.cross(x0, x1)))
+        return out
+
+    h = 1e-5
+    plus = rm.augmented.constraints(model, moved(h), zd)[0]
+    minus = rm.augmented.constraints(model, moved(-h), zd)[0]
+    _, _, rate, _ = rm.augmented.constraints(model, z, zd)
+    np.testing.assert_allclose((plus - minus) / (2 * h), rate, rtol=0, atol=1e-8)
+
+
+def test_tree_solve_with_baumgarte_terms_off_the_constraints_equals_the_sparse_route():
+    model, q, v, tau = random_case(5, nbodies=12)
+    z, zd = rm.augmented.absolute_from_joint(model, q, v)
+    rng = np.random.default_rng(1)
+    z = z + 1e-3 * rng.normal(size=z.shape)
+    z[:, 3:] /= np.linalg.norm(z[:, 3:], axis=1, keepdims=True)
+    zd = zd + 1e-3 * rng.normal(size=zd.shape)
+    tree = rm.augmented.forward_dynamics(model, z, zd, tau, alpha=3.0, beta=5.0)
+    sparse = rm.augmented.forward_dynamics(model, z, zd, tau, alpha=3.0, beta=5.0, solver="sparse")
+    for ours, reference in zip(tree, sparse, strict=True):
+        np.testing.assert_allclose(ours, reference, rtol=0, atol=1e-10 * np.abs(reference).max())
+
+
+def test_point_masses_whose_rotation_the_joint_locks_and_force_elements():
+    """A point mass on a prismatic and on a fixed joint (a singular body pivot, regularised) and a spring-damper
+    and joint spring: the accelerations are the recursive route's."""
+    model = rm.Model3D(gravity=GRAVITY)
+    model.add_body("ground", "spherical", child_point=(0.0, 0.0, 0.5), mass=1.0, inertia=0.2, name="top")
+    model.add_body("top", "prismatic", parent_point=(0.0, 0.0, -0.5), axis=(0.0, 0.0, 1.0), mass=0.5, name="slider")
+    model.add_body("slider", "fixed", parent_point=(0.2, 0.0, 0.0), mass=0.3, name="weld")
+    model.add_body("top", "revolute", parent_point=(0.1, 0.0, 0.0), axis=(0.0, 1.0, 0.0), child_point=(0, 0, 0.3),
+                   mass=0.7, inertia=0.05, name="arm")
+    model.add_spring_damper("arm", (0.0, 0.0, -0.3), "ground", (0.5, 0.0, 0.0), 20.0, 0.5, rest_length=0.3)
+    model.add_joint_spring_damper("slider", 30.0, 1.0)
+    model.compile()
+    rng = np.random.default_rng(2)
+    q = rm.integrate_configuration(model, model.neutral(), 0.5 * rng.normal(size=model.nv))
+    v, tau = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    z, zd = rm.augmented.absolute_from_joint(model, q, v)
+    expected = body_accelerations(model, q, v, rm.forward_dynamics(model, q, v, tau))
+    for solver in ("tree", "sparse"):
+        zdd, _ = rm.augmented.forward_dynamics(model, z, zd, tau, solver=solver)
+        np.testing.assert_allclose(zdd, expected, rtol=0, atol=1e-9 * np.abs(expected).max())
+
+
+def test_bad_input_to_the_spatial_augmented_route():
+    model, q, v, tau = random_case(0, nbodies=3)
+    z, zd = rm.augmented.absolute_from_joint(model, q, v)
+    with pytest.raises(StateError, match=r"z must have shape \(3, 7\)"):
+        rm.augmented.forward_dynamics(model, z[:, :3], zd)
+    with pytest.raises(StateError, match=r"zd must have shape \(3, 6\)"):
+        rm.augmented.forward_dynamics(model, z, zd[:, :3])
+    with pytest.raises(StateError, match="not of unit norm"):
+        rm.augmented.forward_dynamics(model, 2.0 * z, zd)
+    with pytest.raises(StateError, match="tau must have shape"):
+        rm.augmented.forward_dynamics(model, z, zd, np.zeros(model.nv + 1))
+    with pytest.raises(ValueError, match="unknown solver"):
+        rm.augmented.forward_dynamics(model, z, zd, solver="filtered")
+    looped = rm.Model3D()
+    looped.add_body("ground", "spherical", child_point=(0.0, 0.0, 1.0))
+    looped.add_loop("distance", 0, (0.0, 0.0, -1.0), "ground", (1.0, 0.0, -1.0), length=1.0)
+    with pytest.raises(ModelError, match="closed loops"):
+        rm.augmented.absolute_from_joint(looped, looped.neutral(), np.zeros(looped.nv))
+
+
+def test_simulate_a_spatial_chain_in_absolute_coordinates_follows_the_recursive_run():
+    """A spherical, a revolute and a universal joint in a chain, integrated in both formulations (one compiled time
+    loop: projection and Baumgarte runs share it): the same joint trajectory to the integrator's tolerance, the
+    energy kept, the constraint drift at round-off."""
+    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
+    model.add_body("ground", "spherical", child_point=(0.0, 0.0, -0.5), mass=1.0, inertia=(0.05, 0.05, 0.02, 0, 0, 0))
+    model.add_body(0, "revolute", parent_point=(0.0, 0.0, 0.3), child_point=(0.0, 0.0, -0.4), axis=(1.0, 0.0, 0.0),
+                   mass=0.5, inertia=0.01)
+    model.add_body(1, "universal", parent_point=(0.0, 0.0, 0.4), child_point=(0.0, 0.1, -0.3),
+                   axis=((1.0, 0.0, 0.0), (0.0, 1.0, 0.0)), mass=0.4, inertia=0.02)
+    model.compile()
+    rng = np.random.default_rng(0)
+    q0 = rm.integrate_configuration(model, model.neutral(), 0.5 * rng.normal(size=model.nv))
+    v0 = rng.normal(size=model.nv)
+    reference = rm.simulate(model, q0, v0, 0.5, rtol=1e-10, atol=1e-12)
+    energy0 = sum(rm.energy(model, q0, v0))
+    for options in ({"stabilization": "projection"}, {"stabilization": "baumgarte", "alpha": 5.0, "beta": 10.0}):
+        result = rm.simulate(model, q0, v0, 0.5, rtol=1e-10, atol=1e-12, t_eval=reference.t, formulation="augmented",
+                             **options)
+        assert result.z.shape == (reference.t.size, 3, 7) and result.zd.shape == (reference.t.size, 3, 6)
+        gaps = np.array([rm.difference(model, a, b) for a, b in zip(reference.q, result.q, strict=True)])
+        assert np.abs(gaps).max() < 1e-8
+        np.testing.assert_allclose(result.qd, reference.qd, rtol=0, atol=1e-7)
+        assert result.constraint_drift.max() < 1e-9
+        energies = [sum(rm.energy(model, q, v)) for q, v in zip(result.q, result.qd, strict=True)]
+        np.testing.assert_allclose(energies, energy0, rtol=0, atol=1e-7)
+    with pytest.raises(ValueError, match=r"tau\(t, q, v\) is not supported"):
+        rm.simulate(model, q0, v0, 0.1, formulation="augmented", tau=lambda t, q, v: np.zeros(model.nv))
