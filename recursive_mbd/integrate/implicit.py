@@ -106,6 +106,7 @@ from .newton import (
 )
 
 _NOT_DRIVEN = np.zeros(0, dtype=np.uint8)
+_NO_BLOCKS = np.zeros((0, 3, 3))  # no per-body blocks (the contacts' belong to a run: their anchors are its state)
 # solve_effective: eigenvalues of the loop rows' Schur complement below this fraction of the largest are redundant
 REDUNDANT_RCOND = 1e-10
 
@@ -217,9 +218,9 @@ def solve_effective(model, q, qd, c_mass, c_damp, c_stiff, rhs, *, t=0.0, out=No
         raise TypeError(f"out must be a writeable C-contiguous float64 array of shape ({model.nq},)")
     j_diag = c_stiff * scratch.j_stiff + c_damp * scratch.j_damp
     status = kernels.effective_solve(model.body_int, model.body_real, model.gravity, q, ws.zeros, _NOT_DRIVEN,
-                                     c_mass, c_stiff, j_diag, rhs, ws.ws, scratch.ia, scratch.uu, scratch.dinv,
-                                     scratch.gcol, scratch.rvec, scratch.ub, scratch.pa, scratch.vel, scratch.fsub,
-                                     scratch.kb, scratch.dmat, out)
+                                     c_mass, c_stiff, j_diag, _NO_BLOCKS, rhs, ws.ws, scratch.ia, scratch.uu,
+                                     scratch.dinv, scratch.gcol, scratch.rvec, scratch.ub, scratch.pa, scratch.vel,
+                                     scratch.fsub, scratch.kb, scratch.dmat, out)
     if status:
         kind, index = L.decode_status(status)
         if kind == L.STATUS_SINGULAR:

@@ -296,10 +296,9 @@ def _refuse_contact_options(method, formulation):
     if formulation != "recursive":
         raise ValueError(f"contacts act in the recursive formulation; formulation={formulation!r} does not take them "
                          "yet")
-    if method in ("generalized_alpha", "bdf") or (isinstance(method, str) and method.startswith("scipy:")):
-        raise ValueError(f"method {method!r} does not integrate contacts yet: use the numba explicit methods "
-                         f"({', '.join(m for m in METHODS if m not in ('generalized_alpha', 'bdf'))}), which update "
-                         "the contacts' stick anchors after every step")
+    if isinstance(method, str) and method.startswith("scipy:"):
+        raise ValueError(f"method {method!r} does not integrate contacts yet: use the numba methods "
+                         f"({', '.join(METHODS)}), which update the contacts' stick anchors after every step")
 
 
 def _refuse_spatial_options(model, method, formulation, drivers, stabilization, alpha, beta):
