@@ -574,7 +574,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     fsub = np.zeros((nb, 2))
     kb = np.zeros(nb)
     dmat = np.zeros((3, 3))
-    blocks = np.zeros((nb if has_contacts(system[23]) else 0, 3, 3))  # the contacts' part of the Newton matrix
+    with_contacts = has_contacts(system[23])
+    blocks = np.zeros((nb if with_contacts else 0, 3, 3))  # the contacts' part of the Newton matrix
     j_diag = np.zeros(nq)
     tau_need = np.zeros(nq)
     xfull = np.zeros(nq)
@@ -681,7 +682,10 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 # (re)factorise at the current iterate: no factors for this h yet (steps t0 + k dt differ by
                 # round-off: the same step), or a slow contraction with factors of an earlier step (the state has
                 # moved on: make them again)
-                if newton.refactor_due(factored_h, h, fresh, correction, previous):
+                # with contacts, also factors of this step that contract slowly: a contact made or broken since
+                # they were made (a stiff force switched on that the matrix does not have; full Newton then)
+                if newton.refactor_due(factored_h, h, fresh, correction, previous) or (
+                        with_contacts and correction > newton.SLOW_CONTRACTION * previous):
                     # (the contacts' blocks from the residual's centre-of-mass kinematics, before the pass below)
                     contact_matrix(system[23], ws, system[15], y_new, 2 * nf + 2, c_stiff, c_damp, blocks)
                     kinematics_pass(body_int, body_real, system[11], system[12], ws, True)
@@ -759,7 +763,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         powers[0] = powers_new[0]
         powers[1] = powers_new[1]
         t = t_new
-        if has_contacts(system[23]):  # the contacts' state after the step (anchors, impact speeds), for the next
+        if with_contacts:  # the contacts' state after the step (anchors, impact speeds), for the next
             status = contact_update(inputs, key, system, t, y)
             if status != STATUS_OK:
                 return status, t, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
