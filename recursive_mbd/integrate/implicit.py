@@ -288,7 +288,9 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     ``newton_factorizations`` (totals) besides the usual fields, and with loops ``multipliers`` (nt, m): lambda
     of the converged step at the samples (linear in time between step ends at t_eval points and events);
     ``nfev`` counts residual (inverse-dynamics) evaluations. A step whose Newton iteration does not converge in
-    ``max_newton`` iterations raises SimulationError with the samples so far.
+    ``max_newton`` iterations raises SimulationError with the samples so far. Contacts: their loads are in the
+    residual (the anchors of the step's start held), their stiffness and damping in the matrix (per-body blocks,
+    ``_kernels.planar.contact.contact_newton_blocks``), their state updated after every step (docs/guide/contact.md).
     """
     workspace(model)
     if model.nq == 0:

@@ -46,6 +46,15 @@ is halved. With factors of the iterate a correction stalled at the residuals' ro
 units of the tolerance, far below it) is accepted. Driven coordinates are outside the state: their joints are
 locked in S (``effective_factor``'s driven mask).
 
+Contacts
+--------
+The contacts' state (anchors, impact speeds) follows the work terms in y with a zero rate: its rows of D beyond
+D[0] stay zero, the residual (``implicit.newton_residual``) holds it over a step, the error and Newton norms leave
+it out (``formulation.integrated_size``), and after each accepted step (its outputs made) it is updated in D[0]
+(``system.contact_update``), as the explicit methods do. The contacts' stiffness and damping enter S as per-body
+blocks (``contact.contact_newton_blocks`` with c_stiff = c^2, c_damp = c), made at each factorisation from a copy of
+the step's contact state (``newton[20]``, filled by ``corrector_predict``).
+
 One loop, several systems
 -------------------------
 Everything above that is not the Newton iteration's algebra (the differences, step and order control, STALD
