@@ -73,10 +73,11 @@ def _fd_kernel_block(body_int, body_real, gravity, q, qd, tau, wrench, driven, w
 @njit
 def _factor_block(system, c, j_diag, ia, uu, dinv, gcol, rvec, fsub, kb, dmat, reps):
     status = 0
+    no_blocks = np.zeros((0, 3, 3))
     for _ in range(reps):
         kinematics_pass(system[0], system[1], system[11], system[12], system[14], True)
-        status |= effective_factor(system[0], system[1], system[2], system[14], system[7], 1.0, c * c, j_diag, ia,
-                                   uu, dinv, gcol, rvec, fsub, kb, dmat)
+        status |= effective_factor(system[0], system[1], system[2], system[14], system[7], 1.0, c * c, j_diag,
+                                   no_blocks, ia, uu, dinv, gcol, rvec, fsub, kb, dmat)
     return status
 
 

@@ -228,8 +228,9 @@ def test_serial_chain_residual_and_correction_passes_equal_the_tree_kernels():
         for model_int in (body_int, generic):
             ia, uu, dinv, gcol = (np.zeros((n, 3, 3)) for _ in range(4))
             rvec, kb, x = np.zeros((n, 2)), np.zeros(n), np.zeros(n)
-            assert kernels.effective_factor(model_int, body_real, gravity, ws, no_driven, 1.0, 0.3, j_diag, ia, uu,
-                                            dinv, gcol, rvec, np.zeros((n, 2)), kb, np.zeros((3, 3))) == 0
+            assert kernels.effective_factor(model_int, body_real, gravity, ws, no_driven, 1.0, 0.3, j_diag,
+                                            np.zeros((0, 3, 3)), ia, uu, dinv, gcol, rvec, np.zeros((n, 2)), kb,
+                                            np.zeros((3, 3))) == 0
             results.append((uu, dinv, gcol, rvec, kb))
         for serial_part, generic_part in zip(*results, strict=True):
             assert rel_err(serial_part, generic_part) < 1e-13
@@ -239,8 +240,8 @@ def test_serial_chain_residual_and_correction_passes_equal_the_tree_kernels():
                                     np.zeros((n, 3)), out)
         assert np.array_equal(x, x_generic)
         statuses = [kernels.effective_factor(model_int, body_real, gravity, ws, no_driven, 0.0, 0.0, np.zeros(n),
-                                             *(np.zeros((n, 3, 3)) for _ in range(4)), np.zeros((n, 2)),
-                                             np.zeros((n, 2)), np.zeros(n), np.zeros((3, 3)))
+                                             np.zeros((0, 3, 3)), *(np.zeros((n, 3, 3)) for _ in range(4)),
+                                             np.zeros((n, 2)), np.zeros((n, 2)), np.zeros(n), np.zeros((3, 3)))
                     for model_int in (body_int, generic)]  # S = 0: the tip's joint is the first singular one
         assert statuses == [STATUS_SINGULAR | ((n - 1) << 4)] * 2
 

@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from .. import _checks
+from .._kernels import layout as L
 from .._kernels.planar import bdf as kernels
 from .._kernels.timeloops.integrators import output_rows
 from .newton import joint_spring_diagonals, spatial_joint_spring_diagonals
@@ -38,10 +39,11 @@ def newton_arrays(system):
     j_stiff, j_damp = joint_spring_diagonals(body_int, elem_int, elem_real, nq)
     lock = np.zeros(nq)
     lock[system[6]] = LOCK  # the driven coordinates
+    rows = 0 if system.contacts is None else system.contacts[0].shape[0]
     return (np.zeros((nb, 3, 3)), np.zeros((nb, 3, 3)), np.zeros((nb, 3, 3)), np.zeros((nb, 3)), np.zeros((nb, 3)),
             np.zeros((nb, 3)), np.zeros((nb, 2)), np.zeros(nb), np.zeros((3, 3)), j_stiff, j_damp, lock,
             np.zeros(2), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros((nb, 3, 3)),
-            np.zeros((nb, 2)))
+            np.zeros((nb, 2)), np.zeros((nb if rows else 0, 3, 3)), np.zeros(L.N_CSTATE * rows))
 
 
 def spatial_newton_arrays(model):

@@ -106,6 +106,7 @@ from .newton import (
 )
 
 _NOT_DRIVEN = np.zeros(0, dtype=np.uint8)
+_NO_BLOCKS = np.zeros((0, 3, 3))  # no per-body blocks (the contacts' belong to a run: their anchors are its state)
 # solve_effective: eigenvalues of the loop rows' Schur complement below this fraction of the largest are redundant
 REDUNDANT_RCOND = 1e-10
 
@@ -217,9 +218,9 @@ def solve_effective(model, q, qd, c_mass, c_damp, c_stiff, rhs, *, t=0.0, out=No
         raise TypeError(f"out must be a writeable C-contiguous float64 array of shape ({model.nq},)")
     j_diag = c_stiff * scratch.j_stiff + c_damp * scratch.j_damp
     status = kernels.effective_solve(model.body_int, model.body_real, model.gravity, q, ws.zeros, _NOT_DRIVEN,
-                                     c_mass, c_stiff, j_diag, rhs, ws.ws, scratch.ia, scratch.uu, scratch.dinv,
-                                     scratch.gcol, scratch.rvec, scratch.ub, scratch.pa, scratch.vel, scratch.fsub,
-                                     scratch.kb, scratch.dmat, out)
+                                     c_mass, c_stiff, j_diag, _NO_BLOCKS, rhs, ws.ws, scratch.ia, scratch.uu,
+                                     scratch.dinv, scratch.gcol, scratch.rvec, scratch.ub, scratch.pa, scratch.vel,
+                                     scratch.fsub, scratch.kb, scratch.dmat, out)
     if status:
         kind, index = L.decode_status(status)
         if kind == L.STATUS_SINGULAR:
@@ -287,7 +288,9 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     ``newton_factorizations`` (totals) besides the usual fields, and with loops ``multipliers`` (nt, m): lambda
     of the converged step at the samples (linear in time between step ends at t_eval points and events);
     ``nfev`` counts residual (inverse-dynamics) evaluations. A step whose Newton iteration does not converge in
-    ``max_newton`` iterations raises SimulationError with the samples so far.
+    ``max_newton`` iterations raises SimulationError with the samples so far. Contacts: their loads are in the
+    residual (the anchors of the step's start held), their stiffness and damping in the matrix (per-body blocks,
+    ``_kernels.planar.contact.contact_newton_blocks``), their state updated after every step (docs/guide/contact.md).
     """
     workspace(model)
     if model.nq == 0:

@@ -46,6 +46,15 @@ is halved. With factors of the iterate a correction stalled at the residuals' ro
 units of the tolerance, far below it) is accepted. Driven coordinates are outside the state: their joints are
 locked in S (``effective_factor``'s driven mask).
 
+Contacts
+--------
+The contacts' state (anchors, impact speeds) follows the work terms in y with a zero rate: its rows of D beyond
+D[0] stay zero, the residual (``implicit.newton_residual``) holds it over a step, the error and Newton norms leave
+it out (``formulation.integrated_size``), and after each accepted step (its outputs made) it is updated in D[0]
+(``system.contact_update``), as the explicit methods do. The contacts' stiffness and damping enter S as per-body
+blocks (``contact.contact_newton_blocks`` with c_stiff = c^2, c_damp = c), made at each factorisation from a copy of
+the step's contact state (``newton[20]``, filled by ``corrector_predict``).
+
 One loop, several systems
 -------------------------
 Everything above that is not the Newton iteration's algebra (the differences, step and order control, STALD
@@ -129,6 +138,7 @@ from ..layout import (
     STATUS_OUTPUT_FULL,
     STATUS_STEP_UNDERFLOW,
 )
+from ..timeloops import formulation
 from ..timeloops.integrators import (
     _fatal,
     _left,
@@ -155,7 +165,7 @@ from ..timeloops.newton import (
 )
 from .implicit import effective_factor, effective_solve, loop_schur, newton_correction, newton_residual
 from .loops import filtered_solve
-from .system import RecursiveSystem
+from .system import RecursiveSystem, contact_matrix, contact_update
 from .tree import inverse_dynamics, kinematics_pass, motion_column
 
 njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
@@ -397,8 +407,11 @@ def _newton_direction(system, newton, c, nf, res_v, res_q, with_q):
     gravity stiffness kb of the previous solve (a Newton iterate away).
 
     newton = (ia, uu, dinv, ub, pa, vel, fsub, kb, dmat, j_stiff, j_damp, lock, zero_gravity, zero_qd, full_r,
-    m_r, x, gcol, rvec): the effective solve's scratch, the joint springs' stiffness and damping per coordinate,
-    the lock diagonal of the driven coordinates, and work vectors of nq.
+    m_r, x, gcol, rvec, blocks, contact_state): the effective solve's scratch, the joint springs' stiffness and
+    damping per coordinate, the lock diagonal of the driven coordinates, and work vectors of nq; the contacts'
+    blocks of S (nbodies, 3, 3), made by the caller (``contact_matrix``), and their state over a step (a copy
+    of y's, N_CSTATE per row), or (0, 3, 3) and (0,) without contacts. The contacts' stiffness is in S, not in
+    K r_q (a first step's estimate).
     """
     free = system[5]
     q = system[11]  # the iterate, loaded by the last system_rhs (drivers included)
@@ -426,7 +439,8 @@ def _newton_direction(system, newton, c, nf, res_v, res_q, with_q):
     for k in range(full_r.shape[0]):  # the joint diagonal: springs and dampers, locked drivers
         full_r[k] = c * c * j_stiff[k] + c * j_damp[k] + lock[k]
     # (the driven coordinates are locked by the diagonal above, so no driven mask: system[7][:0], empty)
-    return effective_solve(system[0], system[1], system[2], q, zero_qd, system[7][:0], 1.0, c * c, full_r, m_r, ws,
+    return effective_solve(system[0], system[1], system[2], q, zero_qd, system[7][:0], 1.0, c * c, full_r,
+                           newton[19], m_r, ws,
                            newton[0], newton[1], newton[2], newton[17], newton[18], newton[3], newton[4], newton[5],
                            newton[6], newton[7], newton[8], x)
 
@@ -468,7 +482,7 @@ def _planar_corrector_predict(system, work, c, y_pred, psi, d, y):
 
     def impl(system, work, c, y_pred, psi, d, y):
         n = y.shape[0]
-        nf = (n - 2) // 2
+        nf = system[5].shape[0]
         # q eliminated: d_v = 0, d_q = c v_pred - psi_q (the q rows hold exactly from the start)
         for j in range(nf):
             d[nf + j] = 0.0
@@ -477,6 +491,9 @@ def _planar_corrector_predict(system, work, c, y_pred, psi, d, y):
             d[j] = 0.0
         for j in range(n):
             y[j] = y_pred[j] + d[j]
+        contact_state = work[3][20]  # the contacts' state of the step, for the Newton matrix (``newton_factor``)
+        for j in range(contact_state.shape[0]):
+            contact_state[j] = y[2 * nf + 2 + j]
     return impl
 
 
@@ -536,8 +553,10 @@ def _planar_newton_factor(system, work, c):
         gram_mu = work[25]
         for k in range(j_diag.shape[0]):
             j_diag[k] = c * c * j_stiff[k] + c * j_damp[k]
+        # the contacts' blocks at the iterate of the last residual (its centre-of-mass kinematics; before the pass)
+        contact_matrix(system[23], ws, system[15], newton[20], 0, c * c, c, newton[19])
         kinematics_pass(body_int, body_real, system[11], system[12], ws, True)
-        status = effective_factor(body_int, body_real, system[2], ws, driven, 1.0, c * c, j_diag,
+        status = effective_factor(body_int, body_real, system[2], ws, driven, 1.0, c * c, j_diag, newton[19],
                                   ia, uu, dinv, gcol, rvec, fsub, kb, dmat)
         if status != STATUS_OK:
             return status
@@ -611,6 +630,8 @@ def _planar_filtered_change(system, work, h, y0, err):
         nf = free.shape[0]
         newton = work[3]
         x = newton[16]
+        # the contacts' blocks at the state of the last evaluation (system_rhs), whose contact state is y0's
+        contact_matrix(system[23], system[14], system[15], y0, 2 * nf + 2, h * h, h, newton[19])
         status = _newton_direction(system, newton, h, nf, err[nf:2 * nf], err[:nf], True)
         if status == STATUS_OK:
             for j in range(nf):
@@ -625,6 +646,18 @@ def _planar_accept_step(system, work, y_pred, d, y):
     if not _is_recursive(system):
         return None
     return lambda system, work, y_pred, d, y: STATUS_OK
+
+
+def _update_contacts(inputs, key, system, t, y):
+    """The contacts' state in y (``system.contact_update``) after an accepted step and its outputs; a no-op for
+    a system without contacts and for a spatial one."""
+
+
+@overload(_update_contacts, jit_options=HOOK_OPTIONS)
+def _update_contacts_impl(inputs, key, system, t, y):
+    if _is_recursive(system):
+        return lambda inputs, key, system, t, y: contact_update(inputs, key, system, t, y)  # noqa: PLW0108
+    return lambda inputs, key, system, t, y: STATUS_OK
 
 
 @njit
@@ -701,6 +734,10 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
     lam_start = work[1]
     mu = work[2]
     m = lam.shape[0]
+    # the RMS norms over the integrated entries of y only (the contacts' state after them has no error: it changes
+    # between steps), as ``integrators.integrate_adaptive``'s; 1 without contacts
+    n_int = formulation.integrated_size(system, n)
+    norm_factor = math.sqrt(n / n_int)
     span = t_end - t0
     h = first_step
     if h <= 0.0:  # Hairer's starting step for a first-order method (as integrators.integrate_adaptive)
@@ -714,7 +751,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
         # the change of f, filtered by (I - h0 J)^-1 (Shampine 1980; Hairer & Wanner IV.8 for Radau): a stiff
         # component that the implicit step damps does not set the first step
         filtered_change(system, work, h0, y0, err)
-        d2 = _rms_norm(err, scale)
+        d2 = norm_factor * _rms_norm(err, scale)
         dmax = max(d1, d2)
         h1 = max(1e-6, h0 * 1e-3) if dmax <= 1e-15 else math.sqrt(0.01 / dmax)
         h = min(100.0 * h0, h1)
@@ -807,7 +844,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
                     ok, acc = newton_update(system, work, c, y_pred, psi, d, y, scale)
                     iterations += 1
                     info[INFO_SOLVES] += 1.0
-                    correction = math.sqrt(acc / n)
+                    correction = math.sqrt(acc / n_int)
                     if not (ok and math.isfinite(correction)):
                         correction = np.inf
                         break
@@ -858,7 +895,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
             for j in range(n):
                 scale[j] = atol + rtol * abs(y[j])
                 err[j] = d[j] / (order + 1)
-            error_norm = _rms_norm(err, scale)
+            error_norm = norm_factor * _rms_norm(err, scale)
             if error_norm > 1.0:
                 nrejected += 1
                 for r in range(m):
@@ -902,6 +939,10 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
         if status != STATUS_OK:  # a failed event function, a full buffer, a terminal event
             return status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
         t = t_new
+        # the contacts' state after the step (their entries of D[1:] stay zero: a constant between steps)
+        status = _update_contacts(inputs, key, system, t, D[0])
+        if status != STATUS_OK:
+            return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
         if not use_eval and (nsteps % every == 0 or t >= t_end):
             stored, t_out, y_out = _store(t_out, y_out, count, t, D[0], _left(output_budget, ev_t, ev_y))
             if not stored:
@@ -930,7 +971,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
         if order > 1:
             for j in range(n):
                 err[j] = D[order, j] / order
-            norm_m = _rms_norm(err, scale)
+            norm_m = norm_factor * _rms_norm(err, scale)
             factor_m = safety * norm_m ** (-1.0 / order) if norm_m > 0.0 else np.inf
             if factor_m > best:
                 best = factor_m
@@ -938,7 +979,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
         if order < order_cap:
             for j in range(n):
                 err[j] = D[order + 2, j] / (order + 2)
-            norm_p = _rms_norm(err, scale)
+            norm_p = norm_factor * _rms_norm(err, scale)
             factor_p = safety * norm_p ** (-1.0 / (order + 2)) if norm_p > 0.0 else np.inf
             if factor_p > best:
                 best = factor_p

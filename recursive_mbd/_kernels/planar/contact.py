@@ -285,3 +285,76 @@ def update_contacts(contact_int, contact_real, ws, com, state, offset):
             _anchor(ws, com, owner, dx + radius * (c * nx - s * ny), dy + radius * (s * nx + c * ny), state,
                     base + CS_SURF)
     return STATUS_OK
+
+
+@njit
+def _add_lever_block(blocks, com, body, qx, qy, nx, ny, kn, kt):
+    """blocks[body] += J_p^T (kn n n^T + kt t t^T) J_p, t = (n_y, -n_x), with J_p = [[1, 0, -(q_y - c_y)],
+    [0, 1, q_x - c_x]] the map from the body's (x_com, y_com, theta) rates to the velocity of the point (qx, qy)."""
+    ly = -(qy - com[body, 1])  # J_p's third column: the point's velocity per unit rotation
+    lx = qx - com[body, 0]
+    sxx = kn * nx * nx + kt * ny * ny  # the 2x2 point stiffness kn n n^T + kt t t^T
+    sxy = (kn - kt) * nx * ny
+    syy = kn * ny * ny + kt * nx * nx
+    cx = sxx * ly + sxy * lx  # (point stiffness) times J_p's third column
+    cy = sxy * ly + syy * lx
+    blocks[body, 0, 0] += sxx
+    blocks[body, 0, 1] += sxy
+    blocks[body, 1, 0] += sxy
+    blocks[body, 1, 1] += syy
+    blocks[body, 0, 2] += cx
+    blocks[body, 2, 0] += cx
+    blocks[body, 1, 2] += cy
+    blocks[body, 2, 1] += cy
+    blocks[body, 2, 2] += ly * cx + lx * cy
+
+
+@njit
+def contact_newton_blocks(contact_int, contact_real, ws, com, state, offset, c_stiff, c_damp, blocks):
+    """The contacts' part of an implicit step's Newton matrix: blocks (nbodies, 3, 3), on each body's
+    (x_com, y_com, theta), = c_stiff K + c_damp C summed over the touching rows against ground-fixed surfaces, at
+    the state whose kinematics ``com``, ``ws`` hold (``contact_forces``'s arguments; anchors fixed, as in a step).
+
+    A row's force at its contact point p depends on the point's displacement and velocity; K and C are their
+    derivatives (negated) mapped through the lever arm, J_p^T (k_n n n^T + k_t t t^T) J_p and likewise with
+    (c_n, c_t): k_n = dF_n/d depth = p F_n / d and c_n = dF_n/d depth-rate of the Hunt-Crossley law (0 where F_n is
+    clipped at 0, and at a first touch faster than the smallest impact speed, whose damping is scaled by the rate
+    itself); k_t, c_t the stick spring and damper while the row sticks (k_t from the step after the first touch,
+which lays the anchor), 0 while it slides at mu F_n (the limit's
+    dependence on F_n, which would make the block unsymmetric, is left out). Left out too, as the implicit methods
+    lag them: the change of the normal and of the lever arm with the motion (the force's geometric stiffness), and
+    rows whose surface a body carries (they couple two bodies). Returns the number of rows added."""
+    for i in range(blocks.shape[0]):
+        for a in range(3):
+            for b in range(3):
+                blocks[i, a, b] = 0.0
+    added = 0
+    for r in range(contact_int.shape[0]):
+        if contact_int[r, COWNER] >= 0:
+            continue
+        touching, gap, nx, ny, tx, ty, qx, qy, vx, vy = _geometry(contact_int, contact_real, ws, com, r)
+        if not touching:
+            continue
+        base = offset + N_CSTATE * r
+        depth = -gap
+        rate = -(nx * vx + ny * vy)
+        vt = tx * vx + ty * vy
+        active = state[base + CS_ACTIVE] != 0.0
+        v_in = state[base + CS_VIN] if active else max(rate, contact_real[r, CVMIN])
+        fn, elastic = _normal_force(contact_real, r, depth, rate, v_in)
+        kn = 0.0
+        cn = 0.0
+        if fn > 0.0:
+            kn = contact_real[r, CEXP] * fn / depth
+            if active or rate < contact_real[r, CVMIN]:
+                cn = elastic * contact_real[r, CDAMP] / v_in
+        xi = _stretch(ws, com, contact_int, contact_real, state, base, r, nx, ny, qx, qy) if active else 0.0
+        kt = 0.0
+        ct = 0.0
+        if abs(contact_real[r, CKT] * xi + contact_real[r, CCT] * vt) < contact_real[r, CMU] * fn:  # sticking
+            kt = contact_real[r, CKT] if active else 0.0  # (a first touch has no anchor yet: its xi is 0)
+            ct = contact_real[r, CCT]
+        body = contact_int[r, CBODY]
+        _add_lever_block(blocks, com, body, qx, qy, nx, ny, c_stiff * kn + c_damp * cn, c_stiff * kt + c_damp * ct)
+        added += 1
+    return added

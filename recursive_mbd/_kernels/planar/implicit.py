@@ -4,7 +4,8 @@ spatial loop's: ``timeloops.newton``).
 
 ``effective_solve`` solves (J^T diag(A_i) J + diag(j_diag)) x = rhs, where J maps joint rates to the body
 velocities (v_i = B_i v_P + G_i qdot_i, the relative-coordinate lecture, eq. 3.18), A_i = diag(c_m m_i, c_m m_i, c_m J_i
-+ c_k K_i) with K_i the gravity geometric stiffness of body i, by an articulated-body recursion: tip to base, every
++ c_k K_i) with K_i the gravity geometric stiffness of body i (plus a symmetric 3x3 block per body where the
+caller gives one: the contacts' stiffness and damping), by an articulated-body recursion: tip to base, every
 joint is eliminated from its subtree (eq. 3.23 with the modified inertias); base to tip, the joint unknowns follow.
 """
 
@@ -35,7 +36,7 @@ from ..layout import (
 from ..timeloops import integrators, newton
 from .elements import element_forces
 from .loops import loop_constraints
-from .system import _load_state
+from .system import _load_state, contact_loads, contact_matrix, contact_update, has_contacts
 from .tree import check_finite, inverse_dynamics, inverse_dynamics_serial, kinematics_pass, motion_column
 
 njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=True)
@@ -110,13 +111,14 @@ def _locked(driven, i):
 
 
 @njit
-def _effective_factor_serial(body_real, gravity, ws, c_mass, c_stiff, j_diag, uu, dinv, gcol, rvec, kb):
+def _effective_factor_serial(body_real, gravity, ws, c_mass, c_stiff, j_diag, blocks, uu, dinv, gcol, rvec, kb):
     """``effective_factor`` on a serial revolute chain without driven joints (flag SERIAL_REVOLUTE): one tip-to-base
     pass instead of three (geometric_stiffness's, its initialisation's and the elimination's), the child's
     subtree weight, gravity-stiffness term and shifted articulated inertia (all 9 entries, as the tree kernel
     forms them) carried in registers rather than added into the parent's rows; the same arithmetic in the same
     order. Writes uu[:, :, 0], dinv[:, 0, 0], gcol[:, :, 0], rvec and kb; returns the status."""
     n = body_real.shape[0]
+    with_blocks = blocks.shape[0] > 0
     wx = 0.0  # the child's subtree weight, its stiffness term F . d, its B^T Ia B (row-major 3x3)
     wy = 0.0
     k_child = 0.0
@@ -152,6 +154,16 @@ def _effective_factor_serial(body_real, gravity, ws, c_mass, c_stiff, j_diag, uu
         a20 = s20
         a21 = s21
         a22 = s22 + (c_mass * body_real[i, INERTIA] + c_stiff * k_i)
+        if with_blocks:  # the body's own block (the contacts')
+            a00 += blocks[i, 0, 0]
+            a01 += blocks[i, 0, 1]
+            a02 += blocks[i, 0, 2]
+            a10 += blocks[i, 1, 0]
+            a11 += blocks[i, 1, 1]
+            a12 += blocks[i, 1, 2]
+            a20 += blocks[i, 2, 0]
+            a21 += blocks[i, 2, 1]
+            a22 += blocks[i, 2, 2]
         gcol[i, 0, 0] = gx
         gcol[i, 1, 0] = gy
         gcol[i, 2, 0] = 1.0
@@ -193,9 +205,12 @@ def _effective_factor_serial(body_real, gravity, ws, c_mass, c_stiff, j_diag, uu
 
 
 @njit
-def effective_factor(body_int, body_real, gravity, ws, driven, c_mass, c_stiff, j_diag, ia, uu, dinv, gcol, rvec,
-                     fsub, kb, dmat):
-    """Tip-to-base elimination of S = c_mass M + c_stiff T^T diag(K_i) T + diag(j_diag) at the state in ``ws``.
+def effective_factor(body_int, body_real, gravity, ws, driven, c_mass, c_stiff, j_diag, blocks, ia, uu, dinv, gcol,
+                     rvec, fsub, kb, dmat):
+    """Tip-to-base elimination of S = c_mass M + c_stiff T^T diag(K_i) T + J^T diag(B_i) J + diag(j_diag) at the
+    state in ``ws``, B_i = blocks[i] (nbodies, 3, 3), symmetric, on body i's (x_com, y_com, theta), added to its
+    modified inertia (the contacts' stiffness and damping: ``contact.contact_newton_blocks``); blocks (0, 3, 3):
+    none.
 
     ``ws`` must hold pass 1 with every row (``kinematics_pass(..., True)``). Writes the factors that
     ``effective_apply`` needs and nothing else reads: uu (n, 3, 3) U = IA G, dinv (n, 3, 3) D^-1, gcol (n, 3, 3)
@@ -206,14 +221,16 @@ def effective_factor(body_int, body_real, gravity, ws, driven, c_mass, c_stiff, 
     """
     n = body_int.shape[0]
     if n > 0 and driven.shape[0] == 0 and body_int[0, FLAGS] & SERIAL_REVOLUTE:
-        return _effective_factor_serial(body_real, gravity, ws, c_mass, c_stiff, j_diag, uu, dinv, gcol, rvec, kb)
+        return _effective_factor_serial(body_real, gravity, ws, c_mass, c_stiff, j_diag, blocks, uu, dinv, gcol,
+                                        rvec, kb)
     geometric_stiffness(body_int, body_real, gravity, ws, fsub, kb)
+    with_blocks = blocks.shape[0] > 0
     for i in range(n):
         rvec[i, 0] = ws[i, RX]
         rvec[i, 1] = ws[i, RX + 1]
         for a in range(3):
             for b in range(3):
-                ia[i, a, b] = 0.0
+                ia[i, a, b] = blocks[i, a, b] if with_blocks else 0.0
     for i in range(n - 1, -1, -1):
         m = c_mass * body_real[i, MASS]
         ia[i, 0, 0] += m
@@ -363,9 +380,10 @@ def effective_apply(body_int, driven, uu, dinv, gcol, rvec, rhs, ub, pa, vel, x)
 
 
 @njit
-def effective_solve(body_int, body_real, gravity, q, zero_qd, driven, c_mass, c_stiff, j_diag, rhs, ws,
+def effective_solve(body_int, body_real, gravity, q, zero_qd, driven, c_mass, c_stiff, j_diag, blocks, rhs, ws,
                     ia, uu, dinv, gcol, rvec, ub, pa, vel, fsub, kb, dmat, x):
-    """x from (c_mass M(q) + c_stiff T^T diag(K_i) T + diag(j_diag)) x = rhs in O(N); returns a status.
+    """x from (c_mass M(q) + c_stiff T^T diag(K_i) T + J^T diag(blocks) J + diag(j_diag)) x = rhs in O(N) (blocks
+    as ``effective_factor``'s); returns a status.
 
     ``effective_factor`` at q, then ``effective_apply``. Scratch (n = nbodies): ia, uu, dinv, gcol (n, 3, 3);
     ub, pa, vel (n, 3); rvec, fsub (n, 2); kb (n,); dmat (3, 3). ``ws`` is the model workspace. Status
@@ -375,8 +393,8 @@ def effective_solve(body_int, body_real, gravity, q, zero_qd, driven, c_mass, c_
     if status != STATUS_OK:
         return status
     kinematics_pass(body_int, body_real, q, zero_qd, ws, True)
-    status = effective_factor(body_int, body_real, gravity, ws, driven, c_mass, c_stiff, j_diag, ia, uu, dinv, gcol,
-                              rvec, fsub, kb, dmat)
+    status = effective_factor(body_int, body_real, gravity, ws, driven, c_mass, c_stiff, j_diag, blocks, ia, uu,
+                              dinv, gcol, rvec, fsub, kb, dmat)
     if status != STATUS_OK:
         return status
     effective_apply(body_int, driven, uu, dinv, gcol, rvec, rhs, ub, pa, vel, x)
@@ -394,7 +412,8 @@ def newton_residual(inputs, key, system, t, y, qdd_free, lam, tau_need, residual
         residual[j] = (M qdd + h - tau - Q_elements + J^T lam)[free[j]]     (nf,)  [N m or N]
 
     by one inverse-dynamics pass (O(N)) after the inputs (tau functions, time-varying elements, drivers: their
-    q, qd, qdd) and the force elements at (t, q, qd). With loops the loop residual phi, Jacobian J, ... are left in
+    q, qd, qdd), the force elements and the contacts (their state in y after the work terms, held over the step)
+    at (t, q, qd). With loops the loop residual phi, Jacobian J, ... are left in
     the loop scratch of ``system`` (system[22]: phi in [3], J in [5]). powers = (dissipated by the dampers,
     applied by tau, elements and drivers) [W] at this state. ``tau_need`` (nq,) is scratch. Returns the status.
     """
@@ -422,9 +441,12 @@ def newton_residual(inputs, key, system, t, y, qdd_free, lam, tau_need, residual
     energy = system[18]
     energy[1] = 0.0
     energy[2] = 0.0
-    if system[3].shape[0] > 0:
+    if system[3].shape[0] > 0 or has_contacts(system[23]):
         status = element_forces(body_int, system[1], system[3], system[4], u, q, qd, system[14], system[15],
                                 system[16], system[17], energy, system[19])
+        if status != STATUS_OK:
+            return status
+        status = contact_loads(system[23], system[14], system[15], y, 2 * nf + 2, system[16], energy)
         if status != STATUS_OK:
             return status
         for k in range(tau.shape[0]):
@@ -502,7 +524,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     """Generalised-alpha (Chung-Hulbert, Arnold-Bruls form; derivation in ``recursive_mbd.integrate.implicit``) from
     t0 to t_end in ``nsteps_total`` steps of dt (the last one landing on t_end), the whole loop compiled.
 
-    State y = (q_free, qd_free, W_dissipated, W_applied) as in ``integrators``; y_out rows (n + m) are y and the
+    State y = (q_free, qd_free, W_dissipated, W_applied) as in ``integrators``, then the contacts' state (anchors held
+    over a step, in its residual and in the contacts' blocks of its Newton matrix; ``contact_update`` after it, as
+    the explicit methods do); y_out rows (n + m) are y and the
     loop multipliers lambda at the sample (linear in time between step ends at t_eval points and events);
     ``carry`` (2 + 2 nf + m + 1) keeps
     (powers (2), a (nf), qdd (nf), lam (m), started flag) from one call to the next (a progress bar's pieces): a
@@ -550,6 +574,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     fsub = np.zeros((nb, 2))
     kb = np.zeros(nb)
     dmat = np.zeros((3, 3))
+    with_contacts = has_contacts(system[23])
+    blocks = np.zeros((nb if with_contacts else 0, 3, 3))  # the contacts' part of the Newton matrix
     j_diag = np.zeros(nq)
     tau_need = np.zeros(nq)
     xfull = np.zeros(nq)
@@ -656,10 +682,15 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 # (re)factorise at the current iterate: no factors for this h yet (steps t0 + k dt differ by
                 # round-off: the same step), or a slow contraction with factors of an earlier step (the state has
                 # moved on: make them again)
-                if newton.refactor_due(factored_h, h, fresh, correction, previous):
+                # with contacts, also factors of this step that contract slowly: a contact made or broken since
+                # they were made (a stiff force switched on that the matrix does not have; full Newton then)
+                if newton.refactor_due(factored_h, h, fresh, correction, previous) or (
+                        with_contacts and correction > newton.SLOW_CONTRACTION * previous):
+                    # (the contacts' blocks from the residual's centre-of-mass kinematics, before the pass below)
+                    contact_matrix(system[23], ws, system[15], y_new, 2 * nf + 2, c_stiff, c_damp, blocks)
                     kinematics_pass(body_int, body_real, system[11], system[12], ws, True)
-                    status = effective_factor(body_int, body_real, system[2], ws, driven, 1.0, c_stiff, j_diag, ia,
-                                              uu, dinv, gcol, rvec, fsub, kb, dmat)
+                    status = effective_factor(body_int, body_real, system[2], ws, driven, 1.0, c_stiff, j_diag,
+                                              blocks, ia, uu, dinv, gcol, rvec, fsub, kb, dmat)
                     if status != STATUS_OK:
                         newton.record_failure(info, np.inf, res_max, step, iterations)
                         return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
@@ -732,6 +763,12 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         powers[0] = powers_new[0]
         powers[1] = powers_new[1]
         t = t_new
+        if with_contacts:  # the contacts' state after the step (anchors, impact speeds), for the next
+            status = contact_update(inputs, key, system, t, y)
+            if status != STATUS_OK:
+                return status, t, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
+            for j in range(2 * nf + 2, n):
+                y_new[j] = y[j]
         if not use_eval and ((step + 1) % every == 0 or step == nsteps_total - 1):
             stored, count, t_out, y_out = newton.store_row(t_out, y_out, count, t, y, lam, row,
                                                            integrators._left(output_budget, ev_t, ev_y))

@@ -18,7 +18,7 @@ from numba.extending import overload
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..layout import N_CSTATE, STATUS_OK
 from ..timeloops import formulation
-from .contact import contact_forces, update_contacts
+from .contact import contact_forces, contact_newton_blocks, update_contacts
 from .elements import element_forces
 from .loops import BRANCH_ZONE, constrained_dynamics, project
 from .pairs import pair_forces
@@ -114,6 +114,12 @@ def contact_update(inputs, key, system, t, y):
     """The contacts' state in y after an accepted step (``contact.update_contacts``); a no-op without contacts."""
 
 
+def contact_matrix(contacts, ws, com, y, offset, c_stiff, c_damp, blocks):
+    """The contacts' blocks c_stiff K + c_damp C of an implicit step's Newton matrix on each body
+    (``contact.contact_newton_blocks``) at the state whose kinematics ``ws``, ``com`` hold, into blocks (nbodies,
+    3, 3); a no-op for a system without contacts (blocks then (0, 3, 3))."""
+
+
 @overload(has_contacts, jit_options=_OPTIONS)
 def _has_contacts(contacts):
     if isinstance(contacts, types.NoneType):
@@ -133,6 +139,16 @@ def _contact_loads(contacts, body_int, ws, com, y, offset, wrench, energy):
         return pair_forces(body_int, contacts[3], contacts[4], contacts[5], contacts[6], ws, com, wrench, energy,
                            contacts[7])
     return loads
+
+
+@overload(contact_matrix, jit_options=_OPTIONS)
+def _contact_matrix(contacts, ws, com, y, offset, c_stiff, c_damp, blocks):
+    if isinstance(contacts, types.NoneType):
+        return lambda contacts, ws, com, y, offset, c_stiff, c_damp, blocks: 0
+
+    def matrix(contacts, ws, com, y, offset, c_stiff, c_damp, blocks):
+        return contact_newton_blocks(contacts[0], contacts[1], ws, com, y, offset, c_stiff, c_damp, blocks)
+    return matrix
 
 
 @overload(contact_update, jit_options=_OPTIONS)
