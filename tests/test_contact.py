@@ -9,6 +9,7 @@ import pytest
 from scipy.special import gamma
 
 import recursive_mbd as rm
+from recursive_mbd._kernels.layout import N_BOX
 from recursive_mbd.errors import ModelError
 from recursive_mbd.model.contact import _rebound_speed, restitution_damping
 
@@ -204,7 +205,7 @@ def test_the_sweep_finds_every_touching_pair_that_brute_force_finds():
     ws = workspace(model)
     rm.energy(model, q, np.zeros(3 * n))  # the centre-of-mass kinematics into ws
     wrench, totals, stats = np.zeros((n, 3)), np.zeros(3), np.zeros(2)
-    P.pair_forces(model.body_int, model.shape_int, model.shape_real, np.arange(n), np.zeros((n, P.N_BOX)), ws.ws,
+    P.pair_forces(model.body_int, model.shape_int, model.shape_real, np.arange(n), np.zeros((n, N_BOX)), ws.ws,
                   ws.com, wrench, totals, stats)
     expected = np.zeros((n, 3))
     touching = 0

@@ -184,3 +184,19 @@ CS_VIN = 1  # the impact speed the normal damping is scaled with [m/s]
 CS_BODY = 2  # the stick anchor's material point on the body, relative to its centre of mass, body frame (2 columns)
 CS_SURF = 4  # the stick anchor's material point on the surface, owner frame (2 columns)
 N_CSTATE = 6
+
+# ---- shape_int: (nshapes, 2) int64; shape_real: (nshapes, 10) float64 -- self-contact capsules (planar.pairs) -
+SBODY = 0  # the body that carries the capsule
+SSET = 1  # the self-contact set: capsules of one set touch each other, not another set's
+N_SINT = 2
+SP0 = 0  # the axis' ends relative to the body's centre of mass, body frame (2 + 2 columns)
+SP1 = 2
+SRAD = 4  # radius [m] (> 0)
+SK = 5  # stiffness k [N / m^p]
+SEXP = 6  # exponent p
+SDAMP = 7  # damping c = C / v_ref [s/m]
+SMU = 8  # friction coefficient
+SCT = 9  # tangential damping c_t [N s/m]
+N_SREAL = 10
+# ---- boxes: (nshapes, 8) float64 scratch: bounding box (x lo, x hi, y lo, y hi), the axis' ends in the ground frame
+N_BOX = 8

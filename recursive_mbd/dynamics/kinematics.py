@@ -90,7 +90,7 @@ def _contact_potential(model, ws):
     contact.contact_forces(model.contact_int, model.contact_real, ws.ws, ws.com, np.zeros(model.ncontacts
                            * L.N_CSTATE), 0, wrench, totals, np.zeros((model.ncontacts, contact.N_PER_CONTACT)))
     pairs.pair_forces(model.body_int, model.shape_int, model.shape_real, np.arange(nshapes, dtype=np.int64),
-                      np.zeros((nshapes, pairs.N_BOX)), ws.ws, ws.com, wrench, totals, np.zeros(2))
+                      np.zeros((nshapes, L.N_BOX)), ws.ws, ws.com, wrench, totals, np.zeros(2))
     return float(totals[0])
 
 

@@ -291,7 +291,7 @@ class SimulationResult:
         energies = np.zeros((self.t.size, 3))  # (elastic energy, dissipated power, unused) per sample
         no_loads = np.zeros((model.nbodies, 3))
         nshapes = model.shape_int.shape[0]
-        order, boxes, stats = np.arange(nshapes, dtype=np.int64), np.zeros((nshapes, pairs.N_BOX)), np.zeros(2)
+        order, boxes, stats = np.arange(nshapes, dtype=np.int64), np.zeros((nshapes, L.N_BOX)), np.zeros(2)
         touching_pairs = np.zeros(self.t.size, dtype=np.int64)
         for i in range(self.t.size):
             q, qd = np.ascontiguousarray(self.q[i]), np.ascontiguousarray(self.qd[i])

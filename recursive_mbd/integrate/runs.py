@@ -34,7 +34,6 @@ from .. import _checks
 from .._kernels import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from .._kernels import layout as L
 from .._kernels.layout import N_CSTATE
-from .._kernels.planar import pairs
 from .._kernels.planar.contact import N_PER_CONTACT
 from .._kernels.planar.system import RecursiveSystem, TreeSystem
 from .._kernels.timeloops import integrators
@@ -299,7 +298,7 @@ def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, proje
         nshapes = model.shape_int.shape[0]
         contacts = (model.contact_int, model.contact_real, np.zeros((model.ncontacts, N_PER_CONTACT)),
                     model.shape_int, model.shape_real, np.arange(nshapes, dtype=np.int64),
-                    np.zeros((nshapes, pairs.N_BOX)), np.zeros(2))
+                    np.zeros((nshapes, L.N_BOX)), np.zeros(2))
     return system_class(model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real, free,
             inputs.driven_coords, inputs.driven, inputs.tau_const,
             np.array([inputs.tau_offset, inputs.driver_offset], dtype=np.int64), np.zeros(inputs.size),

@@ -14,7 +14,6 @@ import math
 import numpy as np
 
 from .._kernels import layout as L
-from .._kernels.planar import pairs as P
 from ..errors import ModelError
 from . import _validation as V
 from ._validation import GROUND
@@ -279,23 +278,23 @@ def pack_self_contacts(model):
     for number, group in enumerate(model._self_contacts):
         bodies = np.array(group["bodies"])
         k, p = group["stiffness"], group["exponent"]
-        shape_real = np.zeros((bodies.size, P.N_SREAL))
-        shape_real[:, P.SP0:P.SP0 + 2] = group["ends"][0] - coms[bodies]
-        shape_real[:, P.SP1:P.SP1 + 2] = group["ends"][1] - coms[bodies]
-        shape_real[:, P.SRAD] = group["radius"]
-        shape_real[:, P.SK] = k
-        shape_real[:, P.SEXP] = p
-        shape_real[:, P.SDAMP] = restitution_damping(group["restitution"], p) / group["impact_speed"]
-        shape_real[:, P.SMU] = group["friction"]
+        shape_real = np.zeros((bodies.size, L.N_SREAL))
+        shape_real[:, L.SP0:L.SP0 + 2] = group["ends"][0] - coms[bodies]
+        shape_real[:, L.SP1:L.SP1 + 2] = group["ends"][1] - coms[bodies]
+        shape_real[:, L.SRAD] = group["radius"]
+        shape_real[:, L.SK] = k
+        shape_real[:, L.SEXP] = p
+        shape_real[:, L.SDAMP] = restitution_damping(group["restitution"], p) / group["impact_speed"]
+        shape_real[:, L.SMU] = group["friction"]
         ct = group["tangential_damping"]
         if ct is None:  # critical damping of the default stick stiffness (see ``pack``), per body
             kt = p * k * (masses[bodies] * weight / k) ** ((p - 1.0) / p)
             ct = 2.0 * np.sqrt(kt * masses[bodies])
-        shape_real[:, P.SCT] = ct
+        shape_real[:, L.SCT] = ct
         rows_int.append(np.column_stack((bodies, np.full(bodies.size, number))))
         rows_real.append(shape_real)
-    shape_int = np.concatenate(rows_int).astype(np.int64) if rows_int else np.zeros((0, P.N_SINT), dtype=np.int64)
-    shape_real = np.concatenate(rows_real) if rows_real else np.zeros((0, P.N_SREAL))
+    shape_int = np.concatenate(rows_int).astype(np.int64) if rows_int else np.zeros((0, L.N_SINT), dtype=np.int64)
+    shape_real = np.concatenate(rows_real) if rows_real else np.zeros((0, L.N_SREAL))
     for arr in (shape_int, shape_real):
         arr.setflags(write=False)
     return np.ascontiguousarray(shape_int), np.ascontiguousarray(shape_real)

@@ -446,7 +446,7 @@ def newton_residual(inputs, key, system, t, y, qdd_free, lam, tau_need, residual
                                 system[16], system[17], energy, system[19])
         if status != STATUS_OK:
             return status
-        status = contact_loads(system[23], system[14], system[15], y, 2 * nf + 2, system[16], energy)
+        status = contact_loads(system[23], system[0], system[14], system[15], y, 2 * nf + 2, system[16], energy)
         if status != STATUS_OK:
             return status
         for k in range(tau.shape[0]):

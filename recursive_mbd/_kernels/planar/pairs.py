@@ -23,27 +23,13 @@ import math
 import numba
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
-from ..layout import CS, OM, PARENT, SN, STATUS_OK
+from ..layout import CS, OM, PARENT, SBODY, SCT, SDAMP, SEXP, SK, SMU, SN, SP0, SP1, SRAD, SSET, STATUS_OK
 from .contact import _push
 
 njit = numba.njit(cache=True, error_model="numpy", _nrt=False)
 
-# ---- shape_int: (nshapes, 2) int64; shape_real: (nshapes, 10) float64 ----------------------------------------------
-SBODY = 0  # the body that carries the capsule
-SSET = 1  # the self-contact set: capsules of one set touch each other, not another set's
-N_SINT = 2
-SP0 = 0  # the axis' ends relative to the body's centre of mass, body frame (2 + 2 columns)
-SP1 = 2
-SRAD = 4  # radius [m] (> 0)
-SK = 5  # stiffness k [N / m^p]
-SEXP = 6  # exponent p
-SDAMP = 7  # damping c = C / v_ref [s/m]
-SMU = 8  # friction coefficient
-SCT = 9  # tangential damping c_t [N s/m]
-N_SREAL = 10
-# ---- boxes: (nshapes, 8) float64 scratch: bounding box (x lo, x hi, y lo, y hi), the axis' ends in the ground frame
-N_BOX = 8
-# ---- stats: (2,) float64: pairs touching, pairs whose boxes overlapped (tested by the narrow phase)
+# the columns of shape_int, shape_real and boxes are in ``layout``; stats: (2,) float64: pairs touching, pairs whose
+# boxes overlapped (tested by the narrow phase)
 
 
 @njit
