@@ -65,6 +65,7 @@ def _disc(damping=0.0):
     spring-damper of ``damping`` if given."""
     model = rm.Model(gravity=(0.0, -9.81))
     model.add_body(joint="planar", mass=2.0, inertia=0.01, name="disc")
+    model.add_body(joint="fixed", mass=1.0, inertia=0.01, name="bystander")  # as there: two columns, one layout
     model.add_ground()
     model.add_contact("disc", "floor", radius=0.1, stiffness=1e5, restitution=0.6, friction=0.3)
     if damping:
@@ -282,6 +283,7 @@ def test_a_result_file_whose_contact_state_does_not_fit_is_refused(tmp_path, dis
     np.savez(tmp_path / "bad.npz", **arrays)
     other = rm.Model(gravity=(0.0, -9.81))
     other.add_body(joint="planar", mass=2.0, inertia=0.01, name="disc")
+    other.add_body(joint="fixed", mass=1.0, inertia=0.01, name="bystander")
     with pytest.raises(ResultFileError, match=f"bad.npz: .*{words}"):
         SimulationResult.load(tmp_path / "bad.npz", disc if model == "disc" else other)
 
