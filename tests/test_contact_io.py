@@ -441,6 +441,8 @@ def test_a_self_contact_entry_reads_as_add_self_contact_and_saves_back(tmp_path)
         np.testing.assert_array_equal(getattr(again, attr), getattr(model, attr), err_msg=attr)
     assert [group["name"] for group in again._self_contacts] == ["self_contact0", "rods"]
     assert rm.io.dumps(again) == text
+    code, text = rmbd("info", str(path), cwd=tmp_path)
+    assert code == 0 and "self_contact rods: capsules of radius 0.02 m on 2 bodies (s, p), k 30000" in text
 
 
 def test_a_mechanism_form_file_takes_a_self_contact_set():
