@@ -370,3 +370,24 @@ def test_generalized_alpha_stops_at_an_impact_its_step_does_not_resolve():
     assert result.success
     assert result.qd[-1, 6] == pytest.approx(0.7, abs=2e-4)
     assert result.qd[-1, 4] > 0.0  # rising after the bounce
+
+
+def test_forward_dynamics_has_the_contacts_at_a_given_contact_state():
+    # a block resting on a slope below its friction angle: with the run's contact state (its stick anchors) the
+    # contacts hold it (zero accelerations); with the default state (anchors at the contact points: no stick spring
+    # stretch) nothing holds it along the slope at rest, which it then starts down at g sin(theta)
+    angle = math.atan(0.3)
+    model = _block(angle, 0.5)
+    result = rm.simulate(model, [0.0, 0.05, 0.0], [0.0, 0.0, 0.0], 2.0, t_eval=[0.0, 2.0])
+    q, qd, state = result.q[-1], result.qd[-1], result.contact_state[-1]
+    held = rm.forward_dynamics(model, q, qd, contact_state=state)
+    assert np.abs(held).max() < 1e-9
+    loose = rm.forward_dynamics(model, q, qd)
+    assert loose[0] == pytest.approx(G * math.sin(angle), rel=1e-9)
+    assert abs(loose[1]) < 1e-9  # the normal forces still carry the block
+    np.testing.assert_allclose(rm.forward_dynamics(model, q, qd, method="mass_matrix"), loose, rtol=1e-12, atol=1e-9)
+    np.testing.assert_array_equal(rm.compiled_forward_dynamics(model)(q, qd), loose)
+    with pytest.raises(rm.StateError, match=r"contact_state must have shape \(2, 6\)"):
+        rm.forward_dynamics(model, q, qd, contact_state=state[:1])
+    with pytest.raises(rm.StateError, match=r"contact_state\[1, 0\] \(row 'contact0 end 1'\): the active flag"):
+        rm.forward_dynamics(model, q, qd, contact_state=state * [[1.0], [2.0]])

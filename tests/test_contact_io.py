@@ -453,8 +453,11 @@ point = [0.5, 0.0]
 radius = 0.05
 stiffness = 1e6
 """
-    model = rm.io.loads(text, "four_bar.toml").model
+    spec = rm.io.loads(text, "four_bar.toml")
+    model = spec.model
     assert [model.body_names[body] for body in model.shape_int[:, 0]] == ["crank", "rocker"]
+    with pytest.raises(rm.ModelError, match="has loops and contacts; the loop layer leaves contacts out"):
+        rm.forward_dynamics(model, spec.q0, np.zeros(model.nq))
     with pytest.raises(FileFormatError, match=r"four_bar.toml: self_contact\[0\]: self_contact0: stiffness must be"):
         rm.io.loads(text.replace("stiffness = 1e6", "stiffness = -1e6"), "four_bar.toml")
 
