@@ -492,6 +492,8 @@ def _info(args, out):
     _print_list([_surface_line(model, surfaces[i]) for i in _ends(len(surfaces))], len(surfaces), "surfaces", out)
     contacts = model._contacts
     _print_list([_contact_line(model, contacts[i]) for i in _ends(len(contacts))], len(contacts), "contacts", out)
+    sets = model._self_contacts
+    _print_list([_self_contact_line(model, sets[i]) for i in _ends(len(sets))], len(sets), "self-contact sets", out)
     print(f"  analysis: {spec.analysis or 'none'}", file=out)
     shown = ", ".join(spec.defaults[:12]) + (f", and {len(spec.defaults) - 12} more" if len(spec.defaults) > 12 else "")
     print(f"  defaults used (recursive_mbd.files.io format reference): {shown or 'none'}", file=out)
@@ -513,6 +515,17 @@ def _contact_line(model, contact):
              f"circle of radius {contact['radius']:g} m" if contact["radius"] > 0 else "point")
     return (f"  contact {contact['name']}: {shape} of {model.body_names[contact['body']]} on {contact['surface']}, "
             f"k {contact['stiffness']:g}, e {contact['restitution']:g}, mu {contact['friction']:g}")
+
+
+def _self_contact_line(model, group):
+    """A self-contact set in a line of ``rmbd info``."""
+    ends = group["ends"]
+    shape = "circles" if np.array_equal(ends[0], ends[1]) else "capsules"
+    bodies = [model.body_names[index] for index in group["bodies"]]
+    listed = ", ".join(bodies) if len(bodies) <= 4 else f"{bodies[0]} ... {bodies[-1]}"
+    return (f"  self_contact {group['name']}: {shape} of radius {group['radius']:g} m on {len(bodies)} bodies "
+            f"({listed}), k {group['stiffness']:g}, e {group['restitution']:g} at {group['impact_speed']:g} m/s, "
+            f"mu {group['friction']:g}")
 
 
 def _info_spatial(args, spec, out):

@@ -359,3 +359,47 @@ def test_a_stiff_contact_does_not_force_small_steps_on_the_implicit_methods():
         rate = (result.qd[-1, 0] - result.qd[half, 0]) / (result.t[-1] - result.t[half])
         assert rate == pytest.approx(exact, rel=1e-8)
         assert abs(result.q[-1, 1] - (0.05 - depth)) < 1e-8  # on the floor, at its static depth
+
+
+def test_generalized_alpha_stops_at_an_impact_its_step_does_not_resolve():
+    # a disc dropped 0.2 m onto the floor (impact at 1.98 m/s, about 11 ms of contact, its compression 5.5 ms): a
+    # step of 4 ms jumps through the compression and gets the rebound wrong (before the watch, the run finished with
+    # the disc falling again at 0.3 s where it rises at 0.114 m/s); the run stops at the step after the touch-down,
+    # naming the contact, with the samples before it kept
+    model = _slope_bench(0.0)
+    q0 = [0.0, 0.05, 0.0, 1.0, 0.3, 0.0, 5.0, 5.0, 0.0, 20.0, 0.0, 0.0, 20.0, 0.1, 0.0]  # the ball far from the wall
+    with pytest.raises(rm.SimulationError, match=r"at t = 0.208 s: contact 'contact1' \(row 2\) was made at 1.96 m/s "
+                                                 r"and was still compressing at only 1 step end") as failure:
+        rm.simulate(model, q0, np.zeros(15), 0.3, method="generalized_alpha", dt=4e-3)
+    kept = failure.value.result
+    assert kept.t[-1] == pytest.approx(0.204, abs=1e-12) and kept.q[-2, 4] > 0.1 > kept.q[-1, 4]  # up to the touch-down
+    # at a step that resolves the impact the watch lets the run go on: the ball thrown at the wall (square to
+    # gravity) rebounds with its restitution, the disc bounces off the floor
+    q0[6], q0[7] = 0.15, 5.0  # the ball 5 cm from the wall
+    qd0 = np.zeros(15)
+    qd0[6] = -1.0
+    result = rm.simulate(model, q0, qd0, 0.3, method="generalized_alpha", dt=2e-4)
+    assert result.success
+    assert result.qd[-1, 6] == pytest.approx(0.7, abs=2e-4)
+    assert result.qd[-1, 4] > 0.0  # rising after the bounce
+
+
+def test_forward_dynamics_has_the_contacts_at_a_given_contact_state():
+    # a block resting on a slope below its friction angle: with the run's contact state (its stick anchors) the
+    # contacts hold it (zero accelerations); with the default state (anchors at the contact points: no stick spring
+    # stretch) nothing holds it along the slope at rest, which it then starts down at g sin(theta)
+    angle = math.atan(0.3)
+    model = _block(angle, 0.5)
+    result = rm.simulate(model, [0.0, 0.05, 0.0], [0.0, 0.0, 0.0], 2.0, t_eval=[0.0, 2.0])
+    q, qd, state = result.q[-1], result.qd[-1], result.contact_state[-1]
+    held = rm.forward_dynamics(model, q, qd, contact_state=state)
+    assert np.abs(held).max() < 1e-9
+    loose = rm.forward_dynamics(model, q, qd)
+    assert loose[0] == pytest.approx(G * math.sin(angle), rel=1e-9)
+    assert abs(loose[1]) < 1e-9  # the normal forces still carry the block
+    np.testing.assert_allclose(rm.forward_dynamics(model, q, qd, method="mass_matrix"), loose, rtol=1e-12, atol=1e-9)
+    np.testing.assert_array_equal(rm.compiled_forward_dynamics(model)(q, qd), loose)
+    with pytest.raises(rm.StateError, match=r"contact_state must have shape \(2, 6\)"):
+        rm.forward_dynamics(model, q, qd, contact_state=state[:1])
+    with pytest.raises(rm.StateError, match=r"contact_state\[1, 0\] \(row 'contact0 end 1'\): the active flag"):
+        rm.forward_dynamics(model, q, qd, contact_state=state * [[1.0], [2.0]])

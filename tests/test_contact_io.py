@@ -398,3 +398,96 @@ def test_overview_of_a_contact_run_has_the_contact_panel_and_arrows(disc_run):
     mechanism = fig.axes[0]
     assert any(c.get_label().startswith("contact forces on the bodies") for c in mechanism.collections) == bool(
         res.contact_forces()["active"][-1])
+
+
+SELF_CONTACT = """
+[[self_contact]]
+name = "pile"
+bodies = ["a", "b"]
+segment = [[-0.25, 0.0], [0.25, 0.0]]
+radius = 0.04
+stiffness = 2e5
+restitution = 0.5
+impact_speed = 2.0
+"""
+
+
+def test_a_self_contact_entry_reads_as_add_self_contact_and_saves_back(tmp_path):
+    spec = rm.io.loads(TREE + SELF_CONTACT, "model.toml")
+    hand = rm.Model(name="two links")
+    hand.add_body(joint="planar", mass=1.0, inertia=0.01, name="a")
+    hand.add_body("a", "revolute", (0.5, 0.0), mass=1.0, inertia=0.01, name="b")
+    hand.add_ground("table", point=(0.0, -1.0), extent=(-2.0, 2.0))
+    hand.add_drum("pulley", center=(3.0, 0.0), radius=0.5)
+    hand.add_self_contact(["a", "b"], segment=((-0.25, 0.0), (0.25, 0.0)), radius=0.04, stiffness=2e5,
+                          restitution=0.5, impact_speed=2.0, name="pile")
+    hand.compile()
+    for attr in ("shape_int", "shape_real"):
+        np.testing.assert_array_equal(getattr(spec.model, attr), getattr(hand, attr), err_msg=attr)
+    assert spec.model._self_contacts[0]["name"] == "pile"
+    assert "self_contact[0].tangential_damping = from the normal law" in spec.defaults
+    # a circle (point) on a range of bodies, every key given; capsules on bodies out of order: an array
+    model = rm.Model()
+    for body in ("p", "q", "r", "s"):
+        model.add_body(joint="planar", mass=1.0, inertia=0.1, name=body)
+    model.add_self_contact(["q", "r", "s"], point=(0.1, 0.0), radius=0.05, stiffness=1e5, exponent=1.0,
+                           restitution=0.7, impact_speed=0.5, friction=0.3, tangential_damping=2.0)
+    model.add_self_contact(["s", "p"], segment=((0.0, -0.1), (0.0, 0.1)), radius=0.02, stiffness=3e4, name="rods")
+    model.compile()
+    text = rm.io.dumps(model)
+    assert 'bodies = {first = "q", last = "s"}' in text and 'bodies = ["s", "p"]' in text
+    path = tmp_path / "pile.toml"
+    rm.io.save(model, path)
+    again = rm.io.load(path).model
+    for attr in ("shape_int", "shape_real", "body_int", "body_real"):
+        np.testing.assert_array_equal(getattr(again, attr), getattr(model, attr), err_msg=attr)
+    assert [group["name"] for group in again._self_contacts] == ["self_contact0", "rods"]
+    assert rm.io.dumps(again) == text
+    code, text = rmbd("info", str(path), cwd=tmp_path)
+    assert code == 0 and "self_contact rods: capsules of radius 0.02 m on 2 bodies (s, p), k 30000" in text
+
+
+def test_a_mechanism_form_file_takes_a_self_contact_set():
+    text = (ROOT / "examples" / "models" / "four_bar.toml").read_text() + """
+[[self_contact]]
+bodies = ["crank", "rocker"]
+point = [0.5, 0.0]
+radius = 0.05
+stiffness = 1e6
+"""
+    spec = rm.io.loads(text, "four_bar.toml")
+    model = spec.model
+    assert [model.body_names[body] for body in model.shape_int[:, 0]] == ["crank", "rocker"]
+    with pytest.raises(rm.ModelError, match="has loops and contacts; the loop layer leaves contacts out"):
+        rm.forward_dynamics(model, spec.q0, np.zeros(model.nq))
+    with pytest.raises(FileFormatError, match=r"four_bar.toml: self_contact\[0\]: self_contact0: stiffness must be"):
+        rm.io.loads(text.replace("stiffness = 1e6", "stiffness = -1e6"), "four_bar.toml")
+
+
+@pytest.mark.parametrize(("change", "where", "words"), [
+    (("stiffness = 2e5", "stiffness = 2e5\nstifness = 2.0"), "self_contact[0]", "unknown key 'stifness'"),
+    (("stiffness = 2e5", "stiffness = -2e5"), "self_contact[0]", "self_contact 'pile': stiffness must be > 0"),
+    (("stiffness = 2e5\n", ""), "self_contact[0].stiffness", "missing; expected a number"),
+    (("radius = 0.04\n", ""), "self_contact[0].radius", "missing; expected a number"),
+    (("radius = 0.04", "radius = 0.0"), "self_contact[0]", "radius must be > 0"),
+    (("restitution = 0.5", "restitution = 1.5"), "self_contact[0]", "restitution must be in"),
+    (("impact_speed = 2.0", 'impact_speed = "fast"'), "self_contact[0].impact_speed", "expected a finite number"),
+    (('["a", "b"]', '["a", "c"]'), "self_contact[0].bodies", "unknown body 'c'"),
+    (('["a", "b"]', '"a"'), "self_contact[0]", "needs two bodies or more"),
+    (('["a", "b"]', '{first = "b", last = "a"}'), "self_contact[0].bodies", "the range runs backwards"),
+    (('bodies = ["a", "b"]\n', ""), "self_contact[0].bodies", "missing"),
+    (("radius = 0.04\n", "radius = 0.04\npoint = [0.0, 0.0]\n"), "self_contact[0].point", "has no point"),
+    (("[[-0.25, 0.0], [0.25, 0.0]]", "[[0.25, 0.0]]"), "self_contact[0].segment", "expected 2 arrays of 2 numbers"),
+])
+def test_bad_self_contact_entries_are_refused_naming_the_file_and_the_entry(change, where, words):
+    old, new = change
+    text = TREE + SELF_CONTACT
+    assert old in text
+    with pytest.raises(FileFormatError, match=rf"^model\.toml: {re.escape(where)}: .*{words}"):
+        rm.io.loads(text.replace(old, new, 1), "model.toml")
+
+
+def test_self_contact_tables_in_spatial_files_are_refused_by_name():
+    spatial = (ROOT / "examples" / "models" / "spatial" / "heavy_top.toml").read_text()
+    with pytest.raises(FileFormatError, match=r"top.toml: self_contact\[0\]: spatial models .* \[\[self_contact\]\]"):
+        rm.io.loads(spatial + '\n[[self_contact]]\nbodies = ["top"]\n', "top.toml")

@@ -82,6 +82,9 @@ LOOP_CHANGE_POINT = 1 << 30
 # STATUS_NONFINITE_STATE's index, plus the contact row, when a row went deeper than its shape's radius in a step (the
 # step did not resolve the contact: its force would have passed the shape through the surface)
 CONTACT_TOO_DEEP = 1 << 30
+# STATUS_NONFINITE_STATE's index, plus the contact row, when a fixed-step run's step did not resolve an impact (the
+# row's compression took fewer steps than ``contact.MIN_IMPACT_STEPS``: its rebound would be wrong)
+CONTACT_UNRESOLVED_IMPACT = 1 << 29
 STATUS_STEP_UNDERFLOW = 6
 STATUS_MAX_STEPS = 7  # the run reached a limit of its size; index: LIMIT_STEPS (max_steps) or LIMIT_OUTPUT
 LIMIT_STEPS = 0  # more steps than max_steps

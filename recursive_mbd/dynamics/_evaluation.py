@@ -6,8 +6,10 @@ and ``loops`` need not import ``dynamics`` (DESIGN.md, "Architecture": layers ca
 import numpy as np
 
 from .. import _checks
+from .._kernels import layout as L
+from .._kernels.planar import contact as contact_kernels
 from .._kernels.planar import elements as element_kernels
-from .._kernels.planar import tree
+from .._kernels.planar import pairs, tree
 from ..errors import ModelError, StateError
 from ..model.statuses import raise_status
 
@@ -120,6 +122,43 @@ def loaded_state(model, ws, q, qd, tau, t):
         return q, qd, tau, ws.no_wrench
     _element_loads(model, ws, q, qd, _checks.real(t, "t"))
     return q, qd, tau + ws.jforce, ws.wrench
+
+
+def contact_state_vector(model, state):
+    """The contact rows' state of ``forward_dynamics(..., contact_state=...)`` as the kernels take it, flat
+    (nrows * N_CSTATE,): zeros (no row touching yet: anchors at the contact points) for None, else a checked
+    (nrows, N_CSTATE) array (``SimulationResult.contact_state[i]``); StateError naming what is wrong."""
+    if state is None:
+        return np.zeros(model.ncontacts * L.N_CSTATE)
+    state = _checks.finite_array(state, "contact_state", (model.ncontacts, L.N_CSTATE))
+    active = state[:, L.CS_ACTIVE]
+    if np.any((active != 0.0) & (active != 1.0)):
+        row = int(np.flatnonzero((active != 0.0) & (active != 1.0))[0])
+        raise StateError(f"contact_state[{row}, {L.CS_ACTIVE}] (row {model.contact_names[row]!r}): the active flag "
+                         f"must be 0 or 1, got {active[row]:g}")
+    if np.any((active == 1.0) & ~(state[:, L.CS_VIN] > 0.0)):
+        row = int(np.flatnonzero((active == 1.0) & ~(state[:, L.CS_VIN] > 0.0))[0])
+        raise StateError(f"contact_state[{row}, {L.CS_VIN}] (row {model.contact_names[row]!r}): an active row's "
+                         f"impact speed must be > 0, got {state[row, L.CS_VIN]:g}")
+    return np.ascontiguousarray(state).reshape(-1)
+
+
+def contact_wrench(model, ws, q, qd, state, wrench):
+    """``wrench`` (nbodies, 3) plus the contacts' loads at (q, qd) (rows with the flat ``state`` of
+    ``contact_state_vector``, and the self-contact pairs), a new array: the force and moment at each centre of
+    mass, ground axes, as the time loops apply them."""
+    status = tree.com_kinematics(model.body_int, model.body_real, q, qd, ws.ws, ws.com)
+    if status:
+        raise_status(model, status, ("q", "qd"), output="a centre of mass position or velocity")
+    loads = np.zeros((model.nbodies, 3))
+    if wrench.shape[0]:
+        loads += wrench
+    energies, nshapes = np.zeros(3), model.shape_int.shape[0]
+    contact_kernels.contact_forces(model.contact_int, model.contact_real, ws.ws, ws.com, state, 0, loads, energies,
+                                   np.zeros((model.ncontacts, contact_kernels.N_PER_CONTACT)))
+    pairs.pair_forces(model.body_int, model.shape_int, model.shape_real, np.arange(nshapes, dtype=np.int64),
+                      np.zeros((nshapes, L.N_BOX)), ws.ws, ws.com, loads, energies, np.zeros(2))
+    return loads
 
 
 def _rnea(model, ws, q, qd, qdd, wrench):

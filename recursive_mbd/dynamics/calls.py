@@ -9,6 +9,7 @@ import numpy as np
 from numba.core.errors import TypingError
 
 from .. import _checks
+from ..errors import ModelError
 from ..model.spatial import Model3D
 from ..model.statuses import raise_status
 from ..model.workspace import tree_forward_dynamics, workspace
@@ -17,6 +18,8 @@ from ._evaluation import (
     _rnea,
     as_vector,
     cholesky_solve,
+    contact_state_vector,
+    contact_wrench,
     into,
     loaded_state,
     recheck_out,
@@ -27,7 +30,7 @@ from .kinematics import spatial_formulation
 from .loops import loop_dynamics
 
 
-def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=0.0):
+def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=0.0, contact_state=None):
     """Joint accelerations qdd from M(q) qdd + h(q, qd) = tau.
 
     Parameters
@@ -46,6 +49,11 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
         checked on its first use and remembered.
     t : float
         Time [s], for force elements that are functions of time.
+    contact_state : array_like, shape (ncontacts, N_CSTATE), optional
+        The contact rows' state (stick anchors, impact speeds; ``SimulationResult.contact_state[i]`` of a run's
+        sample) of a model with contacts. Default: no row has touched yet, as at a run's start: each touching row
+        is anchored at its contact point (no stick spring stretch, friction from the damper alone) and damped as an
+        impact at its current rate (at least its min_impact_speed). A model without contacts ignores it.
 
     Returns
     -------
@@ -54,8 +62,11 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
     Notes
     -----
     The model's force elements (springs, dampers, applied forces) act in addition to tau, through the one shared
-    evaluation ``element_forces``. A model with loops returns the constrained accelerations
-    (``recursive_mbd.dynamics.loops.loop_dynamics``, which also gives the multipliers and loop forces).
+    evaluation ``element_forces``, and so do its contacts (``Model.add_contact``, ``add_self_contact``) at
+    ``contact_state``: the accelerations the time loops integrate at that state. A model with loops returns the
+    constrained accelerations (``recursive_mbd.dynamics.loops.loop_dynamics``, which also gives the multipliers and
+    loop forces); one with loops and contacts is a ModelError (the loop layer leaves contacts out: ``rm.simulate``
+    integrates them).
     """
     if model.__class__ is Model3D and not model._loops:  # a spatial tree, straight to its formulation: the
         # planar lookups below would raise and catch an AttributeError first, about 1 us a call
@@ -114,8 +125,13 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
             if x is not None:
                 _checks.finite_array(as_vector(model, x, what), what)
     if model.loop_int.shape[0]:
+        if ws.contacts:
+            raise ModelError("forward_dynamics: this model has loops and contacts; the loop layer leaves contacts out "
+                             "(rm.simulate integrates them)")
         return into(out, loop_dynamics(model, q, qd, tau, t=t, method=method).qdd)
     q, qd, tau, wrench = loaded_state(model, ws, q, qd, tau, t)
+    if ws.contacts:  # (models with contacts never take the short path above)
+        wrench = contact_wrench(model, ws, q, qd, contact_state_vector(model, contact_state), wrench)
     if method == "recursive":
         qdd = np.empty(model._nq) if out is None else out
         try:

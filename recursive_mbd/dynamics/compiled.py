@@ -47,10 +47,11 @@ def compiled_forward_dynamics(model, specialize=False):
     The short path for small models called many times: the model's arrays and workspace are bound once (in a
     closure: no attribute look-ups per call), and arguments that are already C-contiguous writable float64 (nq,)
     arrays are checked by the kernel's dispatch and the kernel itself at no extra cost. Anything else gets the full
-    checks and errors of ``rm.forward_dynamics``. Models with force elements or loops are accepted and served by
-    ``rm.forward_dynamics``. Arguments, units, shapes and errors as ``rm.forward_dynamics`` (method "recursive",
-    t = 0). The workspace is the model's own, so calls on one model do not run concurrently (the kernels hold the
-    GIL). The callable has attributes ``model``, ``nq`` and ``short_path`` (False when it defers every call).
+    checks and errors of ``rm.forward_dynamics``. Models with force elements, contacts or loops are accepted and
+    served by ``rm.forward_dynamics`` (contacts at its default contact state). Arguments, units, shapes and errors
+    as ``rm.forward_dynamics`` (method "recursive", t = 0). The workspace is the model's own, so calls on one
+    model do not run concurrently (the kernels hold the GIL). The callable has attributes ``model``, ``nq`` and
+    ``short_path`` (False when it defers every call).
 
     ``specialize=True`` (plain trees of at most SPECIALIZE_MAX_BODIES bodies) compiles a kernel for this one model
     with its arrays as constants, so a call passes 5 arrays instead of 8: the fastest call at N = 2, bought with
@@ -59,7 +60,7 @@ def compiled_forward_dynamics(model, specialize=False):
     ws = dynamics.workspace(model)  # TypeError unless a Model; compiles it
     nq = model.nq
     full_route = dynamics.forward_dynamics
-    plain = model.loop_int.shape[0] == 0 and model.elem_int.shape[0] == 0
+    plain = model.loop_int.shape[0] == 0 and model.elem_int.shape[0] == 0 and not ws.contacts
     arrays_ok = entry.accepts_model(model, ws.ws)
     if not (plain and arrays_ok):
         def fd(q, qd, tau=None, out=None):

@@ -46,6 +46,11 @@ lists every default the file relied on. Text is UTF-8; any unicode name is allow
                        (default 1.5), restitution (default 1), friction (default 0), min_impact_speed (default 1),
                        tangential_stiffness, tangential_damping (default: from the normal law and the body's mass,
                        ``Model.add_contact``); name (a list or range names its contacts <name><k>)
+    [[self_contact]]   a set of bodies whose shapes touch each other (``Model.add_self_contact``): bodies, radius,
+                       stiffness: required; bodies is an array of two names or more, or a range as a contact's
+                       body; point (default [0, 0]) or segment = [[x0, y0], [x1, y1]] (a capsule); exponent (default
+                       1.5), restitution (default 1), impact_speed (default 1), friction (default 0),
+                       tangential_damping (default: from the normal law and the bodies' masses); name
     [initial]          q (default: zeros for a tree or chain, the placement for a mechanism), qd (default zeros)
     [analysis]         optional as a table (without it the file describes a model only and ``rmbd run`` refuses it);
                        if present, type = "dynamics" | "statics" | "kinematics" | "modes" is required, and:
@@ -97,7 +102,8 @@ Spatial models (``rm.Model3D``; docs/conventions.md, "Spatial model files") use 
                        "modes" and "kinematics" (``rm.kinematic_analysis`` with the file's drivers) of a spatial
                        model
 
-Spatial files have no [chain], [[joint]], [[ground]], [[drum]] or [[contact]] tables (each is refused, by name).
+Spatial files have no [chain], [[joint]], [[ground]], [[drum]], [[contact]] or [[self_contact]] tables (each is
+refused, by name).
 
 Robot descriptions: ``load`` also reads a .urdf file (``recursive_mbd.files.urdf``: the root link fixed to the
 ground) and a .xml file whose root element is <mujoco> (MJCF, ``recursive_mbd.files.mjcf``) or <robot> (URDF), into
@@ -108,7 +114,8 @@ Errors are ``FileFormatError`` naming the file, the table and entry (``body[3].m
 syntax error keeps the parser's line and column. ``save`` writes any Model in the tree form, every key explicit,
 names escaped as TOML basic strings, and ``load`` reads it back unchanged (drivers too, given as ``save(...,
 drivers=spec.drivers)``; contacts too: consecutive contacts of consecutive bodies that share their surface, shape
-and law and are named <name><k> by a list are written as one range entry; a ground's normal is written as the unit
+and law and are named <name><k> by a list are written as one range entry, and a self-contact set's consecutive
+bodies as a range; a ground's normal is written as the unit
 vector ``add_ground`` stored, which it normalises again on reading: an oblique normal whose floating-point length is
 not exactly 1 may come back an ulp off).
 """
@@ -224,7 +231,8 @@ def loads(text, source="<string>", *, check=True):
     except tomllib.TOMLDecodeError as err:
         raise FileFormatError(f"{source}: TOML syntax error: {err}") from None
     reader.keys(data, ("model", "chain", "body", "joint", "loop", "spring_damper", "joint_spring_damper", "force",
-                       "torque", "ground", "drum", "contact", "driver", "initial", "analysis"), "top level")
+                       "torque", "ground", "drum", "contact", "self_contact", "driver", "initial", "analysis"),
+                "top level")
     head = reader.table(data, "model", "model")
     reader.keys(head, ("name", "gravity", "form", "cut", "dimension"), "model")
     dimension = head.get("dimension", 2)
@@ -465,11 +473,14 @@ def _mechanism(reader, data, gravity, name, head):
     return model, q0
 
 
-_CONTACT_TABLES = ("ground", "drum", "contact")
+_CONTACT_TABLES = ("ground", "drum", "contact", "self_contact")
 _SURFACE_KEYS = {"ground": ("name", "point", "normal", "extent", "body"), "drum": ("name", "center", "radius", "body")}
 _CONTACT_KEYS = ("body", "surface", "point", "radius", "segment", "stiffness", "exponent", "restitution", "friction",
                  "tangential_stiffness", "tangential_damping", "min_impact_speed", "name")
 _CONTACT_LAW = (("exponent", 1.5), ("restitution", 1.0), ("friction", 0.0), ("min_impact_speed", 1.0))
+_SELF_CONTACT_KEYS = ("bodies", "point", "radius", "segment", "stiffness", "exponent", "restitution", "impact_speed",
+                      "friction", "tangential_damping", "name")
+_SELF_CONTACT_LAW = (("exponent", 1.5), ("restitution", 1.0), ("impact_speed", 1.0), ("friction", 0.0))
 
 
 class _MechanismContacts:
@@ -498,10 +509,14 @@ class _MechanismContacts:
     def add_contact(self, **kwargs):
         self._checked_and_recorded("add_contact", kwargs)
 
+    def add_self_contact(self, **kwargs):
+        self._checked_and_recorded("add_self_contact", kwargs)
+
 
 def _surfaces_and_contacts(reader, data, model):
-    """The [[ground]], [[drum]] and [[contact]] tables (module docstring), added to ``model`` (a Model, or a
-    ``_MechanismContacts``) in file order: the surfaces first, then the contacts."""
+    """The [[ground]], [[drum]], [[contact]] and [[self_contact]] tables (module docstring), added to ``model`` (a
+    Model, or a ``_MechanismContacts``) in file order: the surfaces first, then the contacts, then the self-contact
+    sets."""
     for kind, keys in _SURFACE_KEYS.items():
         for i, entry in enumerate(reader.entries(data, kind)):
             where = f"{kind}[{i}]"
@@ -534,6 +549,22 @@ def _surfaces_and_contacts(reader, data, model):
                     radius=reader.number(entry, "radius", where, 0.0), segment=segment,
                     stiffness=reader.number(entry, "stiffness", where), name=reader.string(entry, "name", where, None),
                     **law)
+    for i, entry in enumerate(reader.entries(data, "self_contact")):
+        where = f"self_contact[{i}]"
+        reader.keys(entry, _SELF_CONTACT_KEYS, where)
+        bodies = _contact_bodies(reader, entry, where, model.body_names, "bodies")
+        segment = _rows(reader, entry, "segment", where, 2, 2, None)
+        if segment is not None and "point" in entry:
+            reader.fail(f"{where}.point", "a capsule (segment) has no point; give point or segment")
+        law = {key: reader.number(entry, key, where, default) for key, default in _SELF_CONTACT_LAW}
+        law["tangential_damping"] = reader.number(entry, "tangential_damping", where, None)
+        if law["tangential_damping"] is None:
+            reader.defaults.append(f"{where}.tangential_damping = from the normal law")
+        reader.call(where, model.add_self_contact, bodies=bodies, segment=segment,
+                    point=np.zeros(2) if segment is not None else reader.vector(entry, "point", where, 2,
+                                                                                np.zeros(2)),
+                    radius=reader.number(entry, "radius", where), stiffness=reader.number(entry, "stiffness", where),
+                    name=reader.string(entry, "name", where, None), **law)
 
 
 def _extent(reader, entry, where):
@@ -548,32 +579,34 @@ def _extent(reader, entry, where):
     return value
 
 
-def _contact_bodies(reader, entry, where, names):
-    """A [[contact]]'s body: a name, an array of names, or a range {first, last} of the bodies in their order."""
-    value = entry.get("body")
+def _contact_bodies(reader, entry, where, names, key="body"):
+    """A [[contact]]'s body (a [[self_contact]]'s bodies: ``key``): a name, an array of names, or a range {first,
+    last} of the bodies in their order."""
+    value = entry.get(key)
+    where = f"{where}.{key}"
     if value is None:
-        reader.fail(f"{where}.body", 'missing; expected a body name, an array of names or a range {first = "...", '
+        reader.fail(where, 'missing; expected a body name, an array of names or a range {first = "...", '
                     'last = "..."}')
     if isinstance(value, str):
         value = [value]
     if isinstance(value, dict):
-        reader.keys(value, ("first", "last"), f"{where}.body")
+        reader.keys(value, ("first", "last"), where)
         ends = []
-        for key in ("first", "last"):
-            end = reader.string(value, key, f"{where}.body")
+        for end_key in ("first", "last"):
+            end = reader.string(value, end_key, where)
             if end not in names:
-                reader.fail(f"{where}.body.{key}", unknown_name("body", end, names, "bodies"))
+                reader.fail(f"{where}.{end_key}", unknown_name("body", end, names, "bodies"))
             ends.append(names.index(end))
         if ends[1] < ends[0]:
-            reader.fail(f"{where}.body", f"the range runs backwards: {value['first']!r} comes after "
+            reader.fail(where, f"the range runs backwards: {value['first']!r} comes after "
                         f"{value['last']!r} in the bodies' order")
         return list(names[ends[0]:ends[1] + 1])
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        reader.fail(f"{where}.body", f"expected a body name, an array of names or a range {{first, last}}, got "
+        reader.fail(where, f"expected a body name, an array of names or a range {{first, last}}, got "
                     f"{value!r:.80}")
     for name in value:
         if name not in names:
-            reader.fail(f"{where}.body", unknown_name("body", name, names, "bodies"))
+            reader.fail(where, unknown_name("body", name, names, "bodies"))
     return value
 
 
@@ -958,10 +991,10 @@ def _spring_damper_items(el, body_name):
 
 
 def _contact_tables(model, body_name):
-    """The [[ground]], [[drum]] and [[contact]] tables of a planar model's surfaces and contacts, as the reader takes
-    them (the grounds first, then the drums: the order it adds them in); a run of contacts that one list made
-    (consecutive bodies, one surface, shape and law, named <name><k> with k their index among the contacts) is
-    written as one range entry."""
+    """The [[ground]], [[drum]], [[contact]] and [[self_contact]] tables of a planar model's surfaces, contacts and
+    self-contact sets, as the reader takes them (the grounds first, then the drums: the order it adds them in); a
+    run of contacts that one list made (consecutive bodies, one surface, shape and law, named <name><k> with k their
+    index among the contacts) is written as one range entry, as are a self-contact set's consecutive bodies."""
     parts = []
     for surface in sorted(model._surfaces.values(), key=lambda surface: surface["kind"] != "ground"):  # as read
         if surface["kind"] == "ground":
@@ -991,6 +1024,20 @@ def _contact_tables(model, body_name):
         after = 1 if name is None else 2  # the body after the name (a range is an inline table: written here)
         parts.append("\n".join([*table[:after], f"body = {body}", *table[after:]]))
         start = stop
+    for group in model._self_contacts:
+        indices = group["bodies"]
+        if indices == list(range(indices[0], indices[0] + len(indices))):  # consecutive bodies: a range
+            bodies = "{first = " + toml_string(body_name(indices[0])) + ", last = " + toml_string(
+                body_name(indices[-1])) + "}"
+        else:
+            bodies = "[" + ", ".join(toml_string(body_name(index)) for index in indices) + "]"
+        ends = group["ends"]
+        circle = np.array_equal(ends[0], ends[1])  # add_self_contact stores a circle's point as both ends
+        items = [("point", ends[0] if circle else None), ("segment", None if circle else ends),
+                 *((key, group[key]) for key in ("radius", "stiffness", "exponent", "restitution", "impact_speed",
+                                                 "friction", "tangential_damping"))]
+        table = _table("self_contact", [("name", group["name"]), *items]).split("\n")
+        parts.append("\n".join([*table[:2], f"bodies = {bodies}", *table[2:]]))
     return parts
 
 

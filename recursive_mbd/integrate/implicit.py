@@ -290,7 +290,9 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     ``nfev`` counts residual (inverse-dynamics) evaluations. A step whose Newton iteration does not converge in
     ``max_newton`` iterations raises SimulationError with the samples so far. Contacts: their loads are in the
     residual (the anchors of the step's start held), their stiffness and damping in the matrix (per-body blocks,
-    ``_kernels.planar.contact.contact_newton_blocks``), their state updated after every step (docs/guide/contact.md).
+    ``_kernels.planar.contact.contact_newton_blocks``), their state updated after every step; an impact whose
+    compression spans fewer than 4 steps stops the run with SimulationError (its rebound would be wrong;
+    docs/guide/contact.md).
     """
     workspace(model)
     if model.nq == 0:
@@ -302,7 +304,8 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     _runs.check_finite_start(q0, qd0)
     inputs = _runs._Inputs(model, tau, drivers)
     callback, key = inputs.callback()
-    loop = _runs.RecursiveTimeLoop(model, inputs, "none", tree_system=False)  # Newton closes the loops every step
+    # Newton closes the loops every step; the fixed step stops at an impact it does not resolve
+    loop = _runs.RecursiveTimeLoop(model, inputs, "none", tree_system=False, watch_impacts=True)
     event_functions = _runs._Events(model, events, inputs, loop)
     y0 = _runs.start_state(model, inputs, loop, callback, key, q0, qd0, t0)
     _, scratch = _scratch(model)

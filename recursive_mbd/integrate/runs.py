@@ -34,7 +34,7 @@ from .. import _checks
 from .._kernels import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from .._kernels import layout as L
 from .._kernels.layout import N_CSTATE
-from .._kernels.planar.contact import N_PER_CONTACT
+from .._kernels.planar.contact import MIN_IMPACT_STEPS, N_PER_CONTACT
 from .._kernels.planar.system import RecursiveSystem, TreeSystem
 from .._kernels.timeloops import integrators
 from ..dynamics._evaluation import as_vector, element_inputs
@@ -275,10 +275,12 @@ class _Inputs:
         return _python_bridge, key
 
 
-def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, projection_tol=1e-12, tree_system=True):
+def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, projection_tol=1e-12, tree_system=True,
+                 watch_impacts=False):
     """The RecursiveSystem the time loops integrate (fields in ``_kernels.planar.system``); a TreeSystem, the same
     fields, for a model without loops when ``tree_system`` (the time loops compiled for it leave the loop layer
-    out; the implicit methods take a RecursiveSystem always)."""
+    out; the implicit methods take a RecursiveSystem always). ``watch_impacts``: a fixed-step run, which stops at
+    an impact its step does not resolve (``_kernels.planar.contact.update_contacts``)."""
     from ..dynamics.loops import FILTER_RCOND, POSITION_RCOND  # noqa: PLC0415  (loops imports dynamics, as this module does)
 
     ws = workspace(model)
@@ -298,7 +300,8 @@ def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, proje
         nshapes = model.shape_int.shape[0]
         contacts = (model.contact_int, model.contact_real, np.zeros((model.ncontacts, N_PER_CONTACT)),
                     model.shape_int, model.shape_real, np.arange(nshapes, dtype=np.int64),
-                    np.zeros((nshapes, L.N_BOX)), np.zeros(2))
+                    np.zeros((nshapes, L.N_BOX)), np.zeros(2),
+                    np.zeros((model.ncontacts if watch_impacts else 0, 2)))
     return system_class(model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real, free,
             inputs.driven_coords, inputs.driven, inputs.tau_const,
             np.array([inputs.tau_offset, inputs.driver_offset], dtype=np.int64), np.zeros(inputs.size),
@@ -315,10 +318,12 @@ class RecursiveTimeLoop:
 
     name = "recursive"
 
-    def __init__(self, model, inputs, stabilization="none", alpha=0.0, beta=0.0, tree_system=True):
+    def __init__(self, model, inputs, stabilization="none", alpha=0.0, beta=0.0, tree_system=True,
+                 watch_impacts=False):
         self.model = model
         self.inputs = inputs
-        self.system = build_system(model, inputs, stabilization, float(alpha), float(beta), tree_system=tree_system)
+        self.system = build_system(model, inputs, stabilization, float(alpha), float(beta), tree_system=tree_system,
+                                   watch_impacts=watch_impacts)
 
     def initial_state(self, q0, qd0, t0, callback, key):
         if self.model.nloops:
@@ -721,6 +726,14 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
             reason = (f"contact {model.contact_names[row]!r} (row {row}) went deeper than its shape's radius in the "
                       "step to there: the step did not resolve the contact (too stiff for the step: take smaller "
                       "steps, dt or max_step), or the contact is too soft for its load (raise its stiffness)")
+        elif kind == L.STATUS_NONFINITE_STATE and index >= L.CONTACT_UNRESOLVED_IMPACT:
+            row = index - L.CONTACT_UNRESOLVED_IMPACT
+            speed, steps = loop.system.contacts[8][row]
+            reason = (f"contact {model.contact_names[row]!r} (row {row}) was made at {speed:.3g} m/s and was still "
+                      f"compressing at only {steps:.0f} step end(s) before its deepest point: the step does not "
+                      f"resolve the impact, whose rebound would be wrong (it needs at least {MIN_IMPACT_STEPS}: a "
+                      "step of at most about an eighth of the contact time): take a smaller dt, or bdf or dopri5, "
+                      "whose error control resolves impacts")
         elif status == L.STATUS_OUTPUT_FULL:
             reason = _output_full_reason(control, result)
         elif kind == L.STATUS_NONFINITE_STATE and control.watch is not None:  # a fixed-step explicit run

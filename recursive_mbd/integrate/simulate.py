@@ -93,6 +93,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         elements of time), whose energy balance grows by orders of magnitude, stops with SimulationError naming
         dt and the step the stiffest rate at the start allows (``integrate.divergence``).
         "implicit_midpoint": fixed step ``dt``, symmetric, bounded energy error on long conservative runs.
+        The fixed-step methods stop with SimulationError at an impact of a contact that their step does not
+        resolve (its compression over fewer than 4 steps: docs/guide/contact.md).
         "generalized_alpha": fixed step ``dt``, Chung-Hulbert generalised-alpha (second order, L-stable for rho_inf < 1)
         with numerical damping set by ``rho_inf`` in [0, 1] (default 0.9; 1 = none, 0 = the highest frequencies
         annihilated in one step), Newton with an O(N) matrix (``recursive_mbd.integrate.implicit``; closed loops by
@@ -288,7 +290,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         callback, key = inputs.callback()
         stabilization = _stabilization(model, stabilization, scipy_method, formulation)
         # the recursive formulation's options: bdf's Newton code takes a RecursiveSystem, trees and loops alike
-        options = {"tree_system": method != "bdf"} if formulation == "recursive" else augmented_options
+        # (a fixed-step run stops at an impact that its step does not resolve)
+        options = ({"tree_system": method != "bdf", "watch_impacts": fixed} if formulation == "recursive"
+                   else augmented_options)
         loop = _FORMULATIONS[formulation](model, inputs, stabilization, float(alpha), float(beta), **options)
     event_functions = _Events(model, events, inputs, loop)
     if event_functions.functions and scipy_method is None and method != "bdf" and (

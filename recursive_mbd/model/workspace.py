@@ -37,6 +37,7 @@ class Workspace:
         # forward_dynamics' short path: (kernel, body_int, body_real, gravity, ws, zeros, nq) of a plain tree whose
         # arrays the fixed-signature kernel takes; None until the first recursive call decides, False for none
         self.short_fd = None
+        self.contacts = model.has_contacts  # contact rows or self-contact sets: forward_dynamics adds their loads
 
 
 def workspace(model):
@@ -62,8 +63,8 @@ def tree_forward_dynamics(model, ws, q, qd, tau, wrench, qdd):
 
 def _short_route(model, ws):
     """The fields of forward_dynamics' short path for this model (``Workspace.short_fd``), or False: models with
-    loops or force elements, and arrays the fixed-signature kernel does not take, keep the full route."""
-    if model.loop_int.shape[0] or model.elem_int.shape[0] or not entry.accepts_model(model, ws.ws):
+    loops, force elements or contacts, and arrays the fixed-signature kernel does not take, keep the full route."""
+    if model.loop_int.shape[0] or model.elem_int.shape[0] or ws.contacts or not entry.accepts_model(model, ws.ws):
         return False
     return (entry.forward_dynamics_tree_kernel(), model.body_int, model.body_real, model.gravity, ws.ws, ws.zeros,
             model._nq)

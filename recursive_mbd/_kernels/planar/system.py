@@ -50,8 +50,9 @@ RecursiveSystem = namedtuple("RecursiveSystem", [
     # solve)); loop_int has no rows for a tree
     "loops",
     # contacts: None without contacts, else (contact_int, contact_real, per_contact (nrows, N_PER_CONTACT),
-    # shape_int, shape_real, order, boxes, stats) (``contact``, ``pairs``); the rows' state (layout: N_CSTATE per
-    # row) is carried after the work terms of y, y = (q_free, qd_free, W, state)
+    # shape_int, shape_real, order, boxes, stats, impacts) (``contact``, ``pairs``; impacts: a fixed-step run's watch
+    # of its impacts, (nrows, 2), or (0, 2) for a run that does not watch them); the rows' state (layout: N_CSTATE
+    # per row) is carried after the work terms of y, y = (q_free, qd_free, W, state)
     "contacts",
 ])
 # A model without loops: the same fields (its loops with no rows), its own type. The time loops compiled for it
@@ -163,7 +164,8 @@ def _contact_update(inputs, key, system, t, y):
         if status != STATUS_OK:
             return status
         contacts = system.contacts
-        return update_contacts(contacts[0], contacts[1], system.ws, system.com, y, 2 * system.free.shape[0] + 2)
+        return update_contacts(contacts[0], contacts[1], system.ws, system.com, y, 2 * system.free.shape[0] + 2,
+                               contacts[8])
     return update
 
 
