@@ -208,6 +208,23 @@ def test_newton_iterations_on_hanging_chains(n, tilt, push, dt, steps, per_step)
         assert result.newton_factorizations <= steps
 
 
+def test_large_swing_of_a_slender_chain_converges_and_follows_dopri5():
+    """The slender spherical chain of 100 links tilted 0.3 rad and pushed sideways, 0.2 s at dt = 0.01 s: the turn
+    of a joint's subtree about its link (tiny inertia) damped in the exact matrix's first factorisations of a step
+    (``_kernels.spatial.implicit.SPIN_DAMPING``), Newton converges at every step (without it the run stopped
+    with SimulationError at t = 0.13 s) in at most 12 iterations a step (measured 11.05), and the tip follows
+    dopri5 at rtol 1e-8 to 5e-5 m (measured 9.6e-6 m)."""
+    n, t_end = 100, 0.2
+    model, q0, v0 = _hanging_chain(n, 0.3, 0.5)
+    result = rm.simulate(model, q0, v0, t_end, method="generalized_alpha", dt=0.01)
+    assert result.t[-1] == pytest.approx(t_end)
+    assert result.newton_iterations <= 12 * 20
+    reference = rm.simulate(model, q0, v0, t_end, method="dopri5", rtol=1e-8, atol=1e-8)
+    zeros = np.zeros(model.nv)
+    tips = [rm.point_kinematics(model, q[-1], zeros, n - 1, (0.0, 0.0, -1.0 / n))[0] for q in (result.q, reference.q)]
+    assert np.linalg.norm(tips[0] - tips[1]) < 5e-5
+
+
 @pytest.fixture(scope="module")
 def double_pendulum():
     model = _ball_chain(2)
