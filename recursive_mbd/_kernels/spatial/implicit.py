@@ -348,7 +348,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     CHEAP_STALL or would not reach newton_tol within CHEAP_ITERATIONS iterations (``cheap_stalls``), the rest of
     the step on the exact matrix N = d(inverse dynamics)/d vdot+ + the same diagonal (``newton.newton_factor``, the
     update's tangent map included; from the predictor where the corrections grew) factorised at that iterate and
-    again at every iterate whose last correction is above NEWTON_PROPER_ABOVE newton_tol or shrank less than 20x.
+    again at every iterate whose last correction is above NEWTON_PROPER_ABOVE newton_tol or shrank less than 20x,
+    its k-th factorisation in an attempt with the spherical joints' spin damped by SPIN_DAMPING SPIN_DECAY^k
+    times ``spin_weights`` on the diagonal.
     A step that fails so is tried again from the predictor on N alone, then on fresh factors of S alone (with
     loops, whose forces' stiffness both lag, S may converge where N stalls). The first correction from the
     predictor takes the spherical springs past their half turn linearised at the step's start
