@@ -84,7 +84,9 @@ terms listed below. Where N is singular (a subtree balanced above its joint at a
 falls back to M + the joint diagonal. A step that does not converge in max_newton iterations raises
 SimulationError (time, cause, the samples so far in .result).
 
-Iteration: every step starts on S, its factors made at an iterate and reused, over later steps too, while the
+Iteration: a step starts on S (on a tree, after two steps in a row that ended on N, on N: S would stall again,
+and its iterations count; every tenth such step tries S first, to return to it where the motion has calmed), its
+factors made at an iterate and reused, over later steps too, while the
 corrections of the state (max(c_stiff, c_damp) max |dvdot+|, positions and velocities) shrink at least 20x an
 iteration (as the planar loop, ``recursive_mbd.integrate.implicit``): linear convergence, one cheap factorisation
 a step or fewer. Where the corrections with fresh factors of S shrink by less than 0.5 an iteration, or at their
@@ -122,17 +124,17 @@ and the predictor's spins 4, with the root's spins and the predictor's bending 1
 monotonicity test, max or 2-norm of the correction) stalls at the second step (steps cut to 1/32, corrections
 staying near 10), updating the bodies' absolute rotations in place of the joints' (a retraction without the
 subtree's commutator terms) still stops at 0.14 s, and a predictor two steps back does not help; damping the spin
-does: Newton on N alone then converges over the whole second in 7.0 iterations a step (Python, N = 100). With it
-(``python3 benchmarks/implicit3d.py``, 2-core machine shared, wall times 2-3x those above): the 0.3 rad swing of N =
-100 runs 1 s at dt = 0.01 s in 11.0 iterations a step (the first 4 or so on S) and 8.0 factorisations, 0.46 s
-against dopri5's 0.61 s at rtol 1e-6 (1.3x), tips 8e-5 m apart; N = 30: 11.0 (10.5 without), N = 10: 11.6 (10.6);
-the small swing of N = 1000: 11.0 iterations and 7.3 factorisations a step (13.1 and 9.6 without), 4.7 s against
-dopri5's 46.7 s (9.9x; 8.4x without in the run above), tips 1e-6 m apart; N = 100 small: 6.4 as before. N = 1000 on
-the 0.3 rad swing still stops at t = 0.06 s, at any damping (spins alone or every velocity, 1e3 to 1e7 times a
-link's central transverse moment) or with either predictor: its top joints' bending accelerations alternate by 4.6e3
-rad/s^2 a step (the kink below the pivot, g sin(0.3) / a with a = 1 mm links) and the first corrections there reach
-8e3 rad/s^2. Absolute coordinates, in which a link's spin is decoupled from the links below and a kink turns one
-link, not the subtree, are the route to it.
+does: Newton on N alone then converges over the whole second in 7.0 iterations a step (Python, N = 100). With it,
+and a tree's steps starting on N after two that ended there (``python3 benchmarks/implicit3d.py``, 2-core machine
+shared, wall times 2-3x those above and varying 1.5x from run to run): the 0.3 rad swing of N = 100 runs 1 s at dt =
+0.01 s in 7.5 iterations and 7.1 factorisations a step, 0.43 to 0.60 s against dopri5's 0.57 to 0.59 s at rtol 1e-6
+(about as fast), tips 8e-5 m apart; N = 30: 7.4 (10.5 before), N = 10: 7.6 (10.6); the small swing of N = 1000: 7.4
+iterations and 6.4 factorisations a step (13.1 and 9.6 before), 4.6 s against dopri5's 38.8 s (8.5x), tips 1e-6 m
+apart; N = 100 small: 6.4 and 1.06 as before. N = 1000 on the 0.3 rad swing still stops at t = 0.06 s, at any
+damping (spins alone or every velocity, 1e3 to 1e7 times a link's central transverse moment) or with either
+predictor: its top joints' bending accelerations alternate by 4.6e3 rad/s^2 a step (the kink below the pivot, g
+sin(0.3) / a with a = 1 mm links) and the first corrections there reach 8e3 rad/s^2. Absolute coordinates, in which
+a link's spin is decoupled from the links below and a kink turns one link, not the subtree, are the route to it.
 
 Closed loops (stabilised index 2)
 ---------------------------------

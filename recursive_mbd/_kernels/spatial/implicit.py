@@ -66,6 +66,11 @@ NEWTON_PROPER_ABOVE = 1e3
 # quadratic in the bending (``recursive_mbd.integrate.spatial_implicit``), so undamped first corrections overshoot
 SPIN_DAMPING = 300.0
 SPIN_DECAY = 0.01
+# a tree's step after two in a row that ended on the exact matrix starts on it (the cheap one would stall again:
+# its iterations are a tenth of an exact one's cost, but they count), and every CHEAP_RETRY-th such step tries the
+# cheap one first, to return to it where the motion has calmed; after a single step on the exact matrix (a stall
+# now and then on a small swing) the next one starts on the cheap matrix, which then costs far less
+CHEAP_RETRY = 10
 
 
 @njit
@@ -465,6 +470,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     scale = (1.0 - alpha_f) / (1.0 - alpha_m)
     factored_h = -1.0  # the step size of the cheap factors (and of resp_c, gram_c), kept over steps; -1: none
     fresh = False
+    exact_run = 0  # the steps in a row that ended on the exact matrix (trees only; 0: the last one ended on S)
     for step in range(nsteps_total):
         t_new = t_end if step == nsteps_total - 1 else t0 + (step + 1) * dt
         h = t_new - t
@@ -480,10 +486,11 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         correction = np.inf
         res_max = np.inf
         for attempt in range(3):
-            # the first attempt on the cheap matrix, the exact one from where that stalls; where it fails, again
+            # the first attempt on the cheap matrix (on the exact one after two steps that ended there, for trees:
+            # but every CHEAP_RETRY-th), the exact one from where that stalls; where it fails, again
             # from the predictor on the exact matrix alone, then on fresh cheap factors alone (with loops, whose
             # forces' stiffness both lag, the cheap matrix may contract where the exact one stalls)
-            exact = attempt == 1
+            exact = attempt == 1 or (attempt == 0 and m == 0 and exact_run >= 2 and exact_run % CHEAP_RETRY != 0)
             if attempt > 0:
                 newton.restart_attempt(vdot_new, vdot, shift, lam, lam_old)
             if attempt == 2:
@@ -642,6 +649,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                         at_predictor = True
             if converged:
                 break
+        exact_run = exact_run + 1 if exact and m == 0 else 0
         if not converged:
             newton.record_failure(info, correction, res_max, step, iterations)
             return STATUS_NO_CONVERGENCE, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
