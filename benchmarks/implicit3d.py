@@ -13,20 +13,24 @@ same time: the tip's distance between the two runs and the ratio of their wall t
 
 Results in benchmarks/results/implicit3d.json.
 
-Measured (2-core machine shared with other work; wall time per simulated second, Newton iterations and
-factorisations a step; the loop iterates on the cheap matrix and falls back to the exact one where it stalls):
+Measured (2-core machine shared with other work, wall times 2-3x those of a quiet one and varying 1.5x from run to
+run; wall time per simulated second, Newton iterations and factorisations a step; the loop iterates on the cheap
+matrix and falls back to the exact one, its spherical joints' spin damped, where it stalls, starting on the exact
+one after two steps that ended there):
 
     N       tilt   reached  wall/sim s  us/link-step  iter/step  fact/step  (failure)
-    100     1e-3   1.00     0.019       1.9           6.35       1.02
-    1000    1e-3   1.00     2.2         22            13.09      9.57
-    10000   1e-3   0.08     -           -             -          -          Newton did not converge at t = 0.09 s
-    100     0.3    0.12     -           -             -          -          at t = 0.13 s
-    1000    0.3    0.05     -           -             -          -          at t = 0.06 s
-    10000   0.3    0.00     -           -             -          -          at the first step
+    100     1e-3   1.00     0.040       4.0           6.39       1.06
+    1000    1e-3   1.00     4.6         46            7.42       6.38
+    100     0.3    1.00     0.43        43            7.46       7.11
+    1000    0.3    0.05     -           -             -          -          Newton did not converge at t = 0.06 s
 
-and N = 1000 against dopri5 (rtol = atol = 1e-6): the small swing over 1 s, 18.4 s against 2.2 s (8.4x), tips
-9.6e-7 m apart; the 0.3 rad swing over the 0.05 s generalized_alpha reached, 1.0 s against 0.41 s, 2.2e-6 m. Why
-the large swings stop: ``recursive_mbd.integrate.spatial_implicit``.
+and N = 1000 against dopri5 (rtol = atol = 1e-6): the small swing over 1 s, 38.8 s against 4.6 s (8.5x), tips
+9.6e-7 m apart; the 0.3 rad swing over the 0.05 s generalized_alpha reached, 1.7 s against 1.4 s, 2.2e-6 m. With
+``--sizes 100 --reference 100``: the 0.3 rad swing of N = 100 over 1 s, dopri5 0.57 to 0.59 s against 0.43 to 0.60 s
+(about as fast), tips 8.2e-5 m apart. Before the spin damping (the same machine, quieter): N = 1000 small swing
+13.09 iterations and 9.57 factorisations a step, 8.4x faster than dopri5; N = 100 at 0.3 rad stopped at
+t = 0.13 s; N = 10000 stopped at 0.09 s on the small swing and at the first step on the large one (not rerun).
+Why the large swings stop: ``recursive_mbd.integrate.spatial_implicit``.
 """
 
 import os

@@ -51,6 +51,17 @@ matrix S first and falls back to the exact one, N, where S stalls (below):
   against finite differences of the residual on random trees of every joint type, with velocities, to 1e-8
   (``tests/test_spatial_implicit.py``). Its factorisation costs about 30 times S's (3.4 against 0.12 us a body
   on a spherical chain, where an iteration costs about 0.3 us a body with S's factors, 0.7 with N's).
+* N's spin damping: the exact matrix's k-th factorisation in a step (k = 0, 1, ...) adds SPIN_DAMPING *
+  SPIN_DECAY^k m e_a^2 (300, 0.01: ``_kernels.spatial.implicit``) to the diagonal of every spherical joint's
+  velocity a (e = centre of mass - joint point in the child's axes, m the body's mass): a damping of the turn
+  about the link's own axis, falling 100x a factorisation (at the third 3e-2 m e^2, a slender rod's axial moment
+  m e^2 / 30; at the fourth 3e-4 m e^2). A joint's turn about its link
+  turns the subtree below about that axis; on a slender chain that direction's inertia is the links' axial ones and
+  the subtree's offset from the axis squared, far below the bending's (N = 100 hanging links: 8e-9 kg m^2 at the
+  tip, 1e-4 at the top against 0.33 for the bending there; the exact Jacobian's smallest eigenvalue 2e-9, its
+  largest 8), while the residual's rows there are quadratic in the bending: the undamped first corrections set
+  the spins turning at tens of rad/s and Newton wanders (measured below). It changes the matrix, never the
+  residual: the converged step is the same, the first iterations contract linearly, the later ones as Newton's.
 * The joint spring-dampers' stiffness k_j and damping c_j on their joint's velocities: exact for the Euclidean
   joints (revolute, prismatic, cylindrical, universal, planar); for a spherical joint's spring, -k phi with phi
   the rotation vector from the rest orientation, k 1 is its tangent stiffness at the rest orientation (the exact
@@ -73,7 +84,9 @@ terms listed below. Where N is singular (a subtree balanced above its joint at a
 falls back to M + the joint diagonal. A step that does not converge in max_newton iterations raises
 SimulationError (time, cause, the samples so far in .result).
 
-Iteration: every step starts on S, its factors made at an iterate and reused, over later steps too, while the
+Iteration: a step starts on S (on a tree, after two steps in a row that ended on N, on N: S would stall again,
+and its iterations count; every tenth such step tries S first, to return to it where the motion has calmed), its
+factors made at an iterate and reused, over later steps too, while the
 corrections of the state (max(c_stiff, c_damp) max |dvdot+|, positions and velocities) shrink at least 20x an
 iteration (as the planar loop, ``recursive_mbd.integrate.implicit``): linear convergence, one cheap factorisation
 a step or fewer. Where the corrections with fresh factors of S shrink by less than 0.5 an iteration, or at their
@@ -98,22 +111,30 @@ dt = 0.01 s: 10.5 (6.5; diverged at the first step), N = 100 at dt = 1e-3 s: 8.8
 where S diverges, each step spends about 4 iterations and a factorisation of S before N takes over, about 5% of
 the step's cost on a spherical chain (N = 30: the fastest of 9 runs 0.045 s a simulated second against 0.041 s
 with N alone, the shared machine's spread 2x; N = 1000: within that spread).
-N = 100 at dt = 0.01 s still fails, at t = 0.13 s. What remains is not the matrix but the chart: a spherical
-joint's coordinates are relative rotations, and turning a joint about its link's axis turns the whole subtree
-below it.
-For slender links (small axial inertia) these spin directions have an inertia far below the others while the
-residual's spin rows are quadratic in the bending increments (the subtree's mass off the axis times its lateral
-forces): the first Newton corrections overshoot in spin (N = 1000, small swing: the first correction of every
-step is about 10 in the units of the test, max(c_stiff, c_damp) |dvdot+|, while the converged accelerations are
-at most 15 rad/s^2; 11-14 iterations follow, quadratic only in the last three; the exact Jacobian by finite
-differences does the same,
-and on the 0.3 rad swing of N = 100 at dt = 0.01 s it diverges at the first step too); with isotropic links the
-0.3 rad swing of N = 100 converges in 9.7 iterations a step and N = 1000 stops at 0.11 s, and the planar method
-(no such direction, gravity's stiffness exact, the rest lagged) needs 13 a step on the same planar swing of
-N = 100 and stops at 0.55 s for N = 1000. Absolute coordinates, in which a link's spin is decoupled from the links
-below, avoid it. Over 1 s at dt = 0.01 s (``python3 benchmarks/implicit3d.py``, 2-core machine shared): the small
-swing took 0.019 s (N = 100) and 2.2 s (N = 1000; dopri5 at rtol 1e-6: 18.4 s, tips 1e-6 m apart); N = 10000
-stops at 0.09 s.
+Those figures are from before the spin damping (above). The 0.3 rad swing at dt = 0.01 s stopped N = 100 at t = 0.13
+s with the exact matrix too: the trouble was not the matrix (N's Newton corrections equal those of the dense
+Jacobian by finite differences to 3e-6, their error) but the start and the nonlinearity. At the first step of N =
+100 (c_stiff = 2.5e-5 s^2, c_damp = 5.0e-3 s) the root lies 790 rad/s^2 from the predictor (vdot+ = vdot) in the
+bending accelerations at the top, which change sign from step to step (the scheme's response to the fast modes, h
+omega >> 1, where the chain kinks below its pivot), 2.3 and 0.33 across and in spin; the first exact correction,
+1.3e2 and 1.7e2 rad/s^2 in bending, is 4.7e3 in the spin of the top joints (23 rad/s of spin velocity), and Newton
+wanders: 17 iterations at the first step, none converging by the seventh. From the root moved back a fraction s of
+the way to the predictor Newton takes 4 (s = 1e-3), 5 (1e-2), 8 (0.1) and 17 (1) iterations; with the root's bending
+and the predictor's spins 4, with the root's spins and the predictor's bending 15. Damped Newton (the natural
+monotonicity test, max or 2-norm of the correction) stalls at the second step (steps cut to 1/32, corrections
+staying near 10), updating the bodies' absolute rotations in place of the joints' (a retraction without the
+subtree's commutator terms) still stops at 0.14 s, and a predictor two steps back does not help; damping the spin
+does: Newton on N alone then converges over the whole second in 7.0 iterations a step (Python, N = 100). With it,
+and a tree's steps starting on N after two that ended there (``python3 benchmarks/implicit3d.py``, 2-core machine
+shared, wall times 2-3x those above and varying 1.5x from run to run): the 0.3 rad swing of N = 100 runs 1 s at dt =
+0.01 s in 7.5 iterations and 7.1 factorisations a step, 0.43 to 0.60 s against dopri5's 0.57 to 0.59 s at rtol 1e-6
+(about as fast), tips 8e-5 m apart; N = 30: 7.4 (10.5 before), N = 10: 7.6 (10.6); the small swing of N = 1000: 7.4
+iterations and 6.4 factorisations a step (13.1 and 9.6 before), 4.6 s against dopri5's 38.8 s (8.5x), tips 1e-6 m
+apart; N = 100 small: 6.4 and 1.06 as before. N = 1000 on the 0.3 rad swing still stops at t = 0.06 s, at any
+damping (spins alone or every velocity, 1e3 to 1e7 times a link's central transverse moment) or with either
+predictor: its top joints' bending accelerations alternate by 4.6e3 rad/s^2 a step (the kink below the pivot, g
+sin(0.3) / a with a = 1 mm links) and the first corrections there reach 8e3 rad/s^2. Absolute coordinates, in which
+a link's spin is decoupled from the links below and a kink turns one link, not the subtree, are the route to it.
 
 Closed loops (stabilised index 2)
 ---------------------------------

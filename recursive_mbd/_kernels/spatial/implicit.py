@@ -22,7 +22,7 @@ from ..layout import STATUS_NO_CONVERGENCE, STATUS_OK, STATUS_OUTPUT_FULL, STATU
 from ..planar.loops import gram_matrix
 from ..timeloops import integrators, newton
 from .elements import linearise_spherical_springs
-from .layout import CP, MASS, MCOM, NVJ, PA, PARENT, PP, VIDX, WC, WI, WP, WR, WT
+from .layout import CP, JTYPE, MASS, MCOM, NVJ, PA, PARENT, PP, SPHERICAL, VIDX, WC, WI, WP, WR, WT
 from .newton import SCRATCH_SIZE, factor_width, newton_apply, newton_factor
 from .system import (
     LOOP_JAC,
@@ -60,6 +60,17 @@ CHEAP_STALL = 0.5
 CHEAP_ITERATIONS = 20
 # the exact factors are made again at every iterate whose last correction is above this many newton_tol
 NEWTON_PROPER_ABOVE = 1e3
+# the exact matrix's k-th factorisation in a step damps a spherical joint's turn about its link (joint to centre of
+# mass) by SPIN_DAMPING * SPIN_DECAY**k times the link's own moment there (``spin_weights``): the turn of a slender
+# link's subtree about that axis has an inertia far below the bending's while the residual's rows there are
+# quadratic in the bending (``recursive_mbd.integrate.spatial_implicit``), so undamped first corrections overshoot
+SPIN_DAMPING = 300.0
+SPIN_DECAY = 0.01
+# a tree's step after two in a row that ended on the exact matrix starts on it (the cheap one would stall again:
+# its iterations are a tenth of an exact one's cost, but they count), and every CHEAP_RETRY-th such step tries the
+# cheap one first, to return to it where the motion has calmed; after a single step on the exact matrix (a stall
+# now and then on a small swing) the next one starts on the cheap matrix, which then costs far less
+CHEAP_RETRY = 10
 
 
 @njit
@@ -268,6 +279,24 @@ def effective_apply(body_int, ws, S, UD, dinv, rhs, tmp, ud, out):
 
 
 @njit
+def spin_weights(body_int, body_real, out):
+    """out (nv,): m e_a^2 on the velocities a = x, y, z of every spherical joint (e = centre of mass - joint point,
+    child axes; m the body's mass) [kg m^2], 0 elsewhere: diag of the moment m e e^T, the one a link turned
+    about its axis (joint to centre of mass) would have if its mass sat on a lever |e| across it."""
+    for j in range(out.shape[0]):
+        out[j] = 0.0
+    for i in range(body_int.shape[0]):
+        if body_int[i, JTYPE] != SPHERICAL:
+            continue
+        m = body_real[i, MASS]
+        inv_m = 1.0 / m if m > 0.0 else 0.0
+        kv = body_int[i, VIDX]
+        for a in range(3):
+            e = inv_m * body_real[i, MCOM + a] - body_real[i, CP + a]
+            out[kv + a] = m * e * e
+
+
+@njit
 def spatial_residual(inputs, key, system, t, q, v, vdot, S, tau_need, powers):
     """residual = M(q) vdot + h(q, v) - tau - Q_elements (nv,) into ``tau_need`` by one Newton-Euler pass, after the
     inputs (tau functions, time-varying element loads) and the force elements at (t, q, v); q must hold unit
@@ -324,7 +353,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     CHEAP_STALL or would not reach newton_tol within CHEAP_ITERATIONS iterations (``cheap_stalls``), the rest of
     the step on the exact matrix N = d(inverse dynamics)/d vdot+ + the same diagonal (``newton.newton_factor``, the
     update's tangent map included; from the predictor where the corrections grew) factorised at that iterate and
-    again at every iterate whose last correction is above NEWTON_PROPER_ABOVE newton_tol or shrank less than 20x.
+    again at every iterate whose last correction is above NEWTON_PROPER_ABOVE newton_tol or shrank less than 20x,
+    its k-th factorisation in an attempt with the spherical joints' spin damped by SPIN_DAMPING SPIN_DECAY^k
+    times ``spin_weights`` on the diagonal.
     A step that fails so is tried again from the predictor on N alone, then on fresh factors of S alone (with
     loops, whose forces' stiffness both lag, S may converge where N stalls). The first correction from the
     predictor takes the spherical springs past their half turn linearised at the step's start
@@ -381,6 +412,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     ud = np.zeros((nb, max_nv))
     tmp_f = np.zeros_like(system.tmp)
     j_diag = np.zeros(nv)
+    spin = np.zeros(nv)  # the spherical joints' spin weights (``spin_weights``)
+    spin_weights(body_int, body_real, spin)
+    j_exact = np.zeros(nv)  # j_diag + the spin damping of the exact factorisation
     residual = np.zeros(nv)
     dx = np.zeros(nv)
     acc = np.zeros(nv)
@@ -436,6 +470,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     scale = (1.0 - alpha_f) / (1.0 - alpha_m)
     factored_h = -1.0  # the step size of the cheap factors (and of resp_c, gram_c), kept over steps; -1: none
     fresh = False
+    exact_run = 0  # the steps in a row that ended on the exact matrix (trees only; 0: the last one ended on S)
     for step in range(nsteps_total):
         t_new = t_end if step == nsteps_total - 1 else t0 + (step + 1) * dt
         h = t_new - t
@@ -451,10 +486,11 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         correction = np.inf
         res_max = np.inf
         for attempt in range(3):
-            # the first attempt on the cheap matrix, the exact one from where that stalls; where it fails, again
+            # the first attempt on the cheap matrix (on the exact one after two steps that ended there, for trees:
+            # but every CHEAP_RETRY-th), the exact one from where that stalls; where it fails, again
             # from the predictor on the exact matrix alone, then on fresh cheap factors alone (with loops, whose
             # forces' stiffness both lag, the cheap matrix may contract where the exact one stalls)
-            exact = attempt == 1
+            exact = attempt == 1 or (attempt == 0 and m == 0 and exact_run >= 2 and exact_run % CHEAP_RETRY != 0)
             if attempt > 0:
                 newton.restart_attempt(vdot_new, vdot, shift, lam, lam_old)
             if attempt == 2:
@@ -462,6 +498,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
             factor_exact = exact  # the exact matrix is due at this iterate
             at_predictor = True  # the iterate is the step's predictor
             fresh = False  # the factors in use were made in this attempt
+            spin_damping = SPIN_DAMPING  # of the attempt's next exact factorisation
             previous = np.inf
             correction = np.inf
             for iteration in range(max_newton):
@@ -513,12 +550,16 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                     if (factor_exact or correction > NEWTON_PROPER_ABOVE * newton_tol
                             or correction > newton.SLOW_CONTRACTION * previous):
                         # with its configuration terms at (q+, v+, vdot+) and the update's tangent map
+                        # the spin damping, its effect on the iterates falling 1 / SPIN_DECAY a factorisation
+                        for j in range(nv):
+                            j_exact[j] = j_diag[j] + spin_damping * spin[j]
+                        spin_damping *= SPIN_DECAY
                         status = newton_factor(body_int, body_real, system.gravity, q_new, v_new, vdot_new, delta,
-                                               c_stiff, c_damp, j_diag, ws_f, s_f, tmp_f, work_nv, scr, fac)
+                                               c_stiff, c_damp, j_exact, ws_f, s_f, tmp_f, work_nv, scr, fac)
                         if (status & 15) == STATUS_SINGULAR:
                             # M + c_stiff K singular (a subtree balanced above its joint at a large step): lag K
                             status = newton_factor(body_int, body_real, system.gravity, q_new, v_new, vdot_new,
-                                                   delta, 0.0, 0.0, j_diag, ws_f, s_f, tmp_f, work_nv, scr, fac)
+                                                   delta, 0.0, 0.0, j_exact, ws_f, s_f, tmp_f, work_nv, scr, fac)
                         if status != STATUS_OK:
                             newton.record_failure(info, np.inf, res_max, step, iterations)
                             return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
@@ -608,6 +649,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                         at_predictor = True
             if converged:
                 break
+        exact_run = exact_run + 1 if exact and m == 0 else 0
         if not converged:
             newton.record_failure(info, correction, res_max, step, iterations)
             return STATUS_NO_CONVERGENCE, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
