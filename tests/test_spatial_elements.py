@@ -312,6 +312,11 @@ def test_a_force_of_the_state_is_the_spring_damper_it_writes_in_every_method():
     assert rel(rm.forward_dynamics(model, q0, v0), rm.forward_dynamics(element, q0, v0)) < 1e-14
     tau = rm.point_jacobian(model, q0, "slider", TIP).T @ force  # J^T F, by the Jacobian of the kinematics module
     assert rel(rm.forward_dynamics(model, q0, v0), rm.forward_dynamics(plain, q0, v0, tau)) < 1e-12
+    # statics and linearisation take it through the same per-call evaluation, at their own (q, v)
+    rest = rm.static_equilibrium(element, q0, tol=1e-12).q
+    assert np.abs(rm.static_equilibrium(model, q0, tol=1e-12).q - rest).max() < 1e-10
+    linear, reference = rm.linearize(model, rest), rm.linearize(element, rest)
+    assert rel(linear.C, reference.C) < 1e-8 and rel(linear.K, reference.K) < 1e-8
     # measured against the element: 2e-11 (dopri5, scipy), 8e-12 (dop853), 0 (rk4), 3e-15 (generalized_alpha),
     # 1e-9 (bdf: the work terms differ, so its steps do)
     for method, options, tol in (("dopri5", {}, 1e-9), ("dop853", {}, 1e-9), ("rk4", {"dt": 1e-3}, 1e-12),

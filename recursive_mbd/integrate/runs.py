@@ -809,14 +809,13 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
         failure, t_failure = inputs.failure or events.failure or (None, t_fail)
         inputs.failure = events.failure = None
         t_fail = t_failure
-        compiled = inputs.compiled_functions()
         if index == L.INPUT_NONFINITE:
-            reason = f"{compiled} returned a non-finite value"
+            reason = f"{inputs.compiled_functions()} returned a non-finite value"
         elif index == L.INPUT_SHAPE:
-            reason = f"{compiled} returned the wrong number of values"
+            reason = f"{inputs.compiled_functions()} returned the wrong number of values"
         elif index == L.INPUT_COMPILED_RAISED:
-            reason = (f"{compiled} raised an exception (numba passes none out of compiled code, and called again "
-                      "from Python with the same arguments it did not raise)")
+            reason = (f"{inputs.compiled_functions()} raised an exception (numba passes none out of compiled code, "
+                      "and called again from Python with the same arguments it did not raise)")
         elif failure is None:  # pragma: no cover - the bridge keeps every failure
             reason = "a user function failed"
         elif not isinstance(failure, Exception):  # KeyboardInterrupt, SystemExit from a user function: pass it on
