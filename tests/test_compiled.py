@@ -191,3 +191,58 @@ print(after.alloc - before.alloc, after.free - before.free, after.mi_alloc - bef
     alloc, free, mi_alloc, mi_free = (int(x) for x in out.stdout.split())
     assert alloc > 0 and mi_alloc > 0  # the run allocated (its output buffers), so the counters are live
     assert (alloc, mi_alloc) == (free, mi_free)
+
+
+def _spatial_tree(more=None):
+    """A Model3D of every joint type that moves (free, spherical, universal, cylindrical, prismatic, revolute,
+    planar) and a fixed one (``more(model)`` adds to it), with a start state (q with unit quaternions), v and tau."""
+    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
+    model.add_body("ground", "free", mass=2.0, inertia=(0.2, 0.25, 0.3, 0.01, 0.0, 0.02), name="base")
+    model.add_body("base", "spherical", parent_point=(0.1, 0.0, -0.2), child_point=(0.0, 0.0, 0.3), mass=1.0,
+                   inertia=0.05, com=(0.01, 0.0, 0.0), name="ball")
+    model.add_body("ball", "universal", parent_point=(0.0, 0.0, -0.3), child_point=(0.0, 0.1, 0.2), mass=0.8,
+                   inertia=0.03, name="cross")
+    model.add_body("base", "cylindrical", parent_point=(0.2, 0.1, 0.0), axis=(0.0, 0.6, 0.8), mass=0.5,
+                   inertia=0.02, name="sleeve")
+    model.add_body("sleeve", "prismatic", axis=(1.0, 0.0, 0.0), mass=0.4, inertia=0.01, name="slide")
+    model.add_body("cross", "revolute", parent_point=(0.0, 0.0, -0.2), axis=(0.0, 1.0, 0.0), mass=0.3,
+                   inertia=0.01, com=(0.0, 0.0, -0.1), name="hinge")
+    model.add_body("hinge", "planar", parent_point=(0.0, 0.0, -0.2), mass=0.2, inertia=0.01, name="puck")
+    model.add_body("puck", "fixed", parent_point=(0.1, 0.0, 0.0), mass=0.1, inertia=0.01, name="tip")
+    if more is not None:
+        more(model)
+    rng = np.random.default_rng(7)
+    q = rm.integrate_configuration(model, model.neutral(), rng.normal(size=model.nv))
+    return model, q, rng.normal(size=model.nv), rng.normal(size=model.nv)
+
+
+def test_spatial_models_equal_forward_dynamics_and_raise_its_errors():
+    """A Model3D's fd(q, v, tau, out) is rm.forward_dynamics bit for bit, on the short path of a plain tree; a tree
+    with elements or loops takes the full route; bad input raises what rm.forward_dynamics raises."""
+    model, q, v, tau = _spatial_tree()
+    fd = rm.compiled_forward_dynamics(model)
+    assert fd.short_path and (fd.nq, fd.nv) == (model.nq, model.nv)
+    np.testing.assert_array_equal(fd(q, v, tau), rm.forward_dynamics(model, q, v, tau))
+    np.testing.assert_array_equal(fd(q, v), rm.forward_dynamics(model, q, v))
+    out = np.empty(model.nv)
+    assert fd(q, v, tau, out=out) is out
+    np.testing.assert_array_equal(out, rm.forward_dynamics(model, q, v, tau, method="recursive"))
+    assert np.abs(out - rm.forward_dynamics(model, q, v, tau, method="mass_matrix")).max() < 1e-10 * np.abs(out).max()
+    np.testing.assert_array_equal(fd(list(q), v.astype(np.float32), np.repeat(tau, 2)[::2]),
+                                  rm.forward_dynamics(model, q, v.astype(np.float32), tau))
+    with pytest.raises(rm.StateError, match="q must have shape"):
+        fd(q[:-1], v)
+    with pytest.raises(rm.StateError, match="v must have shape"):
+        fd(q, v[:-1])
+    with pytest.raises(rm.StateError, match="tau must have shape"):
+        fd(q, v, tau[:-1])
+    with pytest.raises(rm.StateError, match=r"quaternion of body 'base'"):
+        fd(np.where(np.arange(model.nq) < 7, 0.0, q), v)
+    with pytest.raises(ValueError, match="specialize=True compiles a planar model's own kernel"):
+        rm.compiled_forward_dynamics(model, specialize=True)
+    for more in (lambda m: m.add_spring_damper("ground", (0.0, 0.0, 1.0), "slide", (0.0, 0.0, 0.0), 20.0, 0.5),
+                 lambda m: m.add_loop("distance", "tip", (0.0, 0.0, 0.0), "ground", (0.0, 0.0, -1.0), length=1.0)):
+        other, q, v, tau = _spatial_tree(more)
+        fd = rm.compiled_forward_dynamics(other)
+        assert not fd.short_path
+        np.testing.assert_array_equal(fd(q, v, tau), rm.forward_dynamics(other, q, v, tau))

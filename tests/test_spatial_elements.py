@@ -6,6 +6,7 @@ power balance in rm.simulate, static equilibrium against closed forms, model fil
 
 import io
 
+import numba
 import numpy as np
 import pytest
 from _helpers import spring_linkage
@@ -19,8 +20,9 @@ from spatial_reference import (
 
 import recursive_mbd as rm
 from recursive_mbd import cli
-from recursive_mbd.errors import ModelError, StateError
+from recursive_mbd.errors import ModelError, SimulationError, StateError
 from recursive_mbd.files.io import FileFormatError
+from recursive_mbd.integrate import runs
 
 # Under NUMBA_BOUNDSCHECK=1 in CI (.ci/run) only the kernel-level tests marked `boundscheck` below (the element
 # kernel and forward dynamics): compiling the spatial time loops once more there would take CI past its budget.
@@ -273,6 +275,169 @@ def test_energy_and_the_dampers_work_balance():
     assert per_element.shape == (result.t.size, model.nelements, 3)
     assert np.array_equal(per_element[:, -1, 0], 0.3 * np.sin(3 * result.t))
     assert np.abs(result.energy_balance()).max() < 1e-11 * np.abs(kinetic).max()  # measured: 1.2e-13
+
+
+# ---- forces and torques that are functions of the state ----------------------------------------------------------
+
+ANCHOR, TIP, K_PULL, C_PULL, C_TWIST = np.array([0.3, -0.2, -0.5]), np.array([0.05, 0.02, 0.0]), 30.0, 0.7, 0.05
+
+
+def _pull_model(pull):
+    """The spring linkage with ``pull(model)`` adding a spring-damper from ANCHOR to the slider's point TIP."""
+    return spring_linkage(0.2, _rest_quaternion(np.random.default_rng(3)), pull)
+
+
+def _pull(p, vp):
+    """The force of a spring-damper of free length 0 from ANCHOR on a point at p moving at vp."""
+    d = p - ANCHOR
+    length = np.linalg.norm(d)
+    return -(K_PULL * length + C_PULL * (d / length) @ vp) * d / length
+
+
+def test_a_force_of_the_state_is_the_spring_damper_it_writes_in_every_method():
+    """force(t, q, v) on a body point (ground axes, a Python function of rm.point_kinematics) against the same
+    spring-damper as a model element: the same loads (and J^T F as tau), and the same runs in every method."""
+    holder = []
+
+    def state_force(t, q, v):
+        return _pull(*rm.point_kinematics(holder[0], q, v, "slider", TIP))
+
+    model, q0, v0 = _pull_model(lambda m: m.add_force("slider", TIP, state_force, name="pull"))
+    holder.append(model)
+    element, _, _ = _pull_model(lambda m: m.add_spring_damper("ground", ANCHOR, "slider", TIP, K_PULL, C_PULL))
+    plain, _, _ = _pull_model(None)
+    force = _pull(*rm.point_kinematics(model, q0, v0, "slider", TIP))
+    loads = rm.element_forces(model, q0, v0)
+    assert np.array_equal(loads["per_element"][-1], force)
+    assert rel(rm.forward_dynamics(model, q0, v0), rm.forward_dynamics(element, q0, v0)) < 1e-14
+    tau = rm.point_jacobian(model, q0, "slider", TIP).T @ force  # J^T F, by the Jacobian of the kinematics module
+    assert rel(rm.forward_dynamics(model, q0, v0), rm.forward_dynamics(plain, q0, v0, tau)) < 1e-12
+    # statics and linearisation take it through the same per-call evaluation, at their own (q, v)
+    rest = rm.static_equilibrium(element, q0, tol=1e-12).q
+    assert np.abs(rm.static_equilibrium(model, q0, tol=1e-12).q - rest).max() < 1e-10
+    linear, reference = rm.linearize(model, rest), rm.linearize(element, rest)
+    assert rel(linear.C, reference.C) < 1e-8 and rel(linear.K, reference.K) < 1e-8
+    # measured against the element: 2e-11 (dopri5, scipy), 8e-12 (dop853), 0 (rk4), 3e-15 (generalized_alpha),
+    # 1e-9 (bdf: the work terms differ, so its steps do)
+    for method, options, tol in (("dopri5", {}, 1e-9), ("dop853", {}, 1e-9), ("rk4", {"dt": 1e-3}, 1e-12),
+                                 ("generalized_alpha", {"dt": 1e-3}, 1e-12), ("bdf", {}, 1e-7),
+                                 ("scipy:RK45", {}, 1e-9)):
+        tols = {} if "dt" in options else {"rtol": 1e-10, "atol": 1e-10}
+        runs_ = [rm.simulate(m, q0, v0, 0.5, method=method, **options, **tols) for m in (model, element)]
+        assert np.abs(runs_[0].qd[-1] - runs_[1].qd[-1]).max() < tol, method
+        assert np.abs(runs_[0].q[-1] - runs_[1].q[-1]).max() < tol, method
+
+
+@numba.njit
+def _compiled_pull(t, q, v):
+    """The spring-damper of ``_pull`` on the origin of a free body at q[:3] moving at v[:3] (ground axes)."""
+    d = q[:3] - ANCHOR
+    length = np.sqrt(d @ d)
+    return -(K_PULL * length + C_PULL * (d @ v[:3]) / length) * d / length
+
+
+@numba.njit
+def _compiled_spring(t, q, v):
+    """The undamped spring of free length 0 from ANCHOR on the origin of a free body at q[:3]."""
+    return -K_PULL * (q[:3] - ANCHOR)
+
+
+@numba.njit
+def _compiled_twist(t, q, v):
+    """A rotational damper on a free body, in its own axes (v[3:6]: its angular velocity there): a tuple."""
+    return -C_TWIST * v[3], -C_TWIST * v[4], -C_TWIST * v[5]
+
+
+def _puck(force=None, torque=None, damping=C_PULL):
+    """A free body with a bob on a spherical joint; the pull as a force of the state (or as a spring-damper
+    element), the twist as a torque of the state in body axes."""
+    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
+    model.add_body("ground", "free", mass=1.5, inertia=(0.05, 0.07, 0.09, 0.01, 0.0, 0.0), com=(0.02, 0.0, 0.01),
+                   name="puck")
+    model.add_body("puck", "spherical", parent_point=(0.0, 0.0, -0.3), child_point=(0.0, 0.0, 0.2), mass=0.6,
+                   inertia=0.02, name="bob")
+    if force is None:
+        model.add_spring_damper("ground", ANCHOR, "puck", (0.0, 0.0, 0.0), K_PULL, damping)
+    else:
+        model.add_force("puck", (0.0, 0.0, 0.0), force, name="pull")
+    if torque is not None:
+        model.add_torque("puck", torque, frame="body", name="twist")
+    return model
+
+
+def _twist_as_tau(t, q, v):
+    tau = np.zeros(9)
+    tau[3:6] = -C_TWIST * v[3:6]  # a free joint's torque in the child frame
+    return tau
+
+
+def test_compiled_forces_of_the_state_run_inside_the_time_loop(monkeypatch):
+    """numba-compiled force(t, q, v) and torque(t, q, v): called without leaving compiled code (the Python inputs
+    run once, the start's check), the same run as the Python functions (bit for bit) and as the spring-damper
+    element with the torque as tau; without damping T + V + k L^2 / 2 stays constant."""
+    calls = []
+    call = runs._Inputs.__call__
+    monkeypatch.setattr(runs._Inputs, "__call__", lambda self, *args: calls.append(1) or call(self, *args))
+    compiled = _puck(_compiled_pull, _compiled_twist)
+    python = _puck(_compiled_pull.py_func, _compiled_twist.py_func)
+    element = _puck()
+    q0 = rm.integrate_configuration(element, element.neutral(), (0.1, 0.2, -0.1, 0.3, -0.2, 0.5, 0.2, 0.1, -0.3))
+    v0 = np.array([0.5, -0.4, 1.0, 0.3, -0.6, 0.2, 0.1, 0.4, -0.2])
+    for method, options in (("dopri5", {"rtol": 1e-10, "atol": 1e-10}), ("generalized_alpha", {"dt": 2e-3})):
+        calls.clear()
+        fast = rm.simulate(compiled, q0, v0, 0.5, method=method, **options)
+        assert len(calls) == 1, method
+        slow = rm.simulate(python, q0, v0, 0.5, method=method, **options)
+        assert len(calls) > 100
+        assert np.array_equal(fast.q, slow.q) and np.array_equal(fast.qd, slow.qd)
+        reference = rm.simulate(element, q0, v0, 0.5, method=method, tau=_twist_as_tau, **options)
+        assert np.abs(fast.q[-1] - reference.q[-1]).max() < 1e-9, method  # measured: 5e-12, 2e-16
+    undamped = _puck(_compiled_spring)  # a spring from ANCHOR: T + V + k L^2 / 2 is constant
+    result = rm.simulate(undamped, q0, v0, 1.0, method="dop853", rtol=1e-12, atol=1e-12)
+    kinetic, potential = result.energy()
+    total = kinetic + potential + 0.5 * K_PULL * np.sum((result.q[:, :3] - ANCHOR) ** 2, axis=1)
+    assert np.ptp(total) < 1e-11 * np.abs(kinetic).max()
+    assert np.ptp(kinetic) > 0.1 * np.abs(kinetic).max()  # the spring did store energy
+
+
+@numba.njit
+def _fence(t, q, v):
+    """No force inside |x| <= 1; NaN beyond x = 1, an exception beyond x = -1."""
+    if q[0] > 1.0:
+        return np.array([np.nan, 0.0, 0.0])
+    if q[0] < -1.0:
+        raise ValueError("left the fence")
+    return np.zeros(3)
+
+
+@numba.njit
+def _matrix_force(t, q, v):
+    return np.zeros((3, 3))
+
+
+def test_failing_functions_of_the_state_stop_the_run_naming_the_element():
+    """A compiled function that returns NaN or raises stops the run with SimulationError naming the element and
+    the time (its exception the cause), the samples so far kept; one numba cannot call so, or a function of two
+    arguments, is a TypeError before the run; a Python function of the state sees (t, q, v) in the per-call
+    functions."""
+    model = _puck(_fence)
+    q0 = model.neutral()
+    for method, options, speed in (("dopri5", {}, 25.0), ("generalized_alpha", {"dt": 0.01}, -25.0)):
+        what = "must return 3 finite" if speed > 0 else "raised"
+        with pytest.raises(SimulationError, match=rf"{method} failed at t = 0\.0[4-9]\d* s: element 'pull': its "
+                           rf"function {what}") as info:
+            rm.simulate(model, q0, np.concatenate(([speed], np.zeros(8))), 1.0, method=method, **options)
+        assert 0.0 < info.value.result.t[-1] <= 0.04 < info.value.t and info.value.result.status == "failed"
+        assert (info.value.__cause__ is None) if speed > 0 else isinstance(info.value.__cause__, ValueError)
+    with pytest.raises(TypeError, match=r"element 'pull': a compiled function must take \(t, q, v\)"):
+        rm.simulate(_puck(_matrix_force), q0, np.zeros(9), 0.1)
+    with pytest.raises(TypeError, match=r"force 'pull': force must take \(t\) or \(t, q, qd\)"):
+        _puck(lambda t, q: (0.0, 0.0, 0.0))
+    model = _puck(lambda t, q, v: (q[0] + t, 0.0, v[2]), lambda t, q, v: (0.0, v[5], 0.0))
+    q, v = rm.integrate_configuration(model, q0, np.full(9, 0.1)), np.arange(9.0)
+    loads = rm.element_forces(model, q, v, t=0.5)
+    assert np.array_equal(loads["per_element"][0], [q[0] + 0.5, 0.0, 2.0])
+    assert abs(loads["power"] - ((q[0] + 0.5) * v[0] + 2.0 * v[2] + v[5] * v[4])) < 1e-12  # the origin: v[:3]
 
 
 # ---- statics ------------------------------------------------------------------------------------------------------

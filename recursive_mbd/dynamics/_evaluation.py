@@ -89,11 +89,12 @@ def unknown_method(method):
     return StateError(f"unknown method {method!r}; expected 'recursive' or 'mass_matrix'")
 
 
-def element_inputs(model, t, u):
-    """Evaluate the model's time-varying elements (force(t), torque(t)) at t into u; errors name the element."""
-    for slot, width, function, name in model.element_functions:
+def element_inputs(model, t, u, q=None, v=None):
+    """Evaluate the model's time-varying elements (force(t), torque(t); a Model3D's force(t, q, v), torque(t, q,
+    v) at the state q, v) into u; errors name the element."""
+    for slot, width, function, name, nargs in model.element_functions:
         try:
-            value = np.asarray(function(t), dtype=float).reshape(-1)
+            value = np.asarray(function(t) if nargs == 1 else function(t, q, v), dtype=float).reshape(-1)
         except Exception as err:  # noqa: BLE001 - the user's function failed: say which element and when
             raise StateError(f"element {name!r}: its function raised at t = {t:g}: {err!r}") from err
         if value.shape != (width,) or not np.all(np.isfinite(value)):

@@ -10,7 +10,8 @@ the kernel's dispatcher accepts only C-contiguous writable float64 vectors (so n
 dtype, layout and writability check) and the kernel checks the lengths and the finiteness of q, qd, tau and the
 result. Anything else (a list, float32, a strided view, a wrong length, NaN) falls back to the checks of
 ``rm.forward_dynamics`` and raises the same error. Models with force elements or loops are served by
-``rm.forward_dynamics`` itself.
+``rm.forward_dynamics`` itself. A ``Model3D`` gets ``fd(q, v, tau=None, out=None) -> vdot`` on the spatial
+fixed-signature kernel (``_kernels.spatial.entry``) the same way.
 """
 
 import numba
@@ -18,6 +19,7 @@ import numpy as np
 
 from .._kernels import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from .._kernels.planar import entry, tree
+from ..model.spatial import Model3D
 from . import calls as dynamics
 
 # specialize=True freezes the model's arrays into the machine code: only for small models (code size, compile time)
@@ -56,7 +58,13 @@ def compiled_forward_dynamics(model, specialize=False):
     ``specialize=True`` (plain trees of at most SPECIALIZE_MAX_BODIES bodies) compiles a kernel for this one model
     with its arrays as constants, so a call passes 5 arrays instead of 8: the fastest call at N = 2, bought with
     about 4 s of compilation per model (in every process: it cannot be cached) and a workspace of its own.
+
+    A ``Model3D``: ``fd(q, v, tau=None, out=None) -> vdot`` (q (nq,), v, tau, vdot (nv,)) equal to
+    ``rm.forward_dynamics(model, q, v, ...)``, a spatial tree's short path its fixed-signature articulated-body kernel
+    (``_kernels.spatial.entry``); attributes ``nv`` besides ``nq``. ``specialize`` is for planar models (ValueError).
     """
+    if isinstance(model, Model3D):
+        return _spatial_forward_dynamics(model, specialize)
     ws = dynamics.workspace(model)  # TypeError unless a Model; compiles it
     nq = model.nq
     full_route = dynamics.forward_dynamics
@@ -100,4 +108,46 @@ def compiled_forward_dynamics(model, specialize=False):
     fd.nq = nq
     fd.short_path = plain and arrays_ok
     fd.__doc__ = f"forward dynamics of a model with {model.nbodies} bodies, nq = {nq}: fd(q, qd, tau=None, out=None)"
+    return fd
+
+
+def _spatial_forward_dynamics(model, specialize):
+    """``compiled_forward_dynamics`` of a Model3D: the short path of ``rm.forward_dynamics`` bound to the model (its
+    arrays and workspace buffer in a closure), anything the kernel refuses sent to the full route."""
+    from .._kernels.spatial import entry as spatial_entry  # noqa: PLC0415  (spatial kernels only for spatial models)
+    from . import spatial  # noqa: PLC0415
+
+    if specialize:
+        raise ValueError("specialize=True compiles a planar model's own kernel; a Model3D takes the shared "
+                         "fixed-signature kernel (specialize=False)")
+    ws = spatial.workspace(model)  # compiles the model
+    nv = model.nv
+    full_route = dynamics.forward_dynamics
+    plain = not model._loops and not model._elements
+    arrays_ok = spatial_entry.accepts_model(model)
+    if not (plain and arrays_ok):
+        def fd(q, v, tau=None, out=None):
+            return full_route(model, q, v, tau, out=out)
+    else:
+        kernel = spatial_entry.kernel()
+        body_int, body_real, gravity, buffer = model.body_int, model.body_real, model.gravity, ws.buffer
+        zeros = np.zeros(nv)
+        empty = np.empty
+
+        def fd(q, v, tau=zeros, out=None):
+            vdot = empty(nv) if out is None else out
+            try:
+                status = kernel(body_int, body_real, gravity, q, v, tau, buffer, vdot)
+            except TypeError:  # not C-contiguous writable float64 vectors (or tau=None): the full checks convert them
+                return full_route(model, q, v, None if tau is zeros else tau, out=out)
+            if status:  # a wrong length, NaN, a quaternion off unit norm, overflow: the full route handles or names it
+                return full_route(model, q, v, None if tau is zeros else tau, out=out)
+            return vdot
+
+    fd.model = model
+    fd.nq = model.nq
+    fd.nv = nv
+    fd.short_path = plain and arrays_ok
+    fd.__doc__ = (f"forward dynamics of a spatial model with {model.nbodies} bodies, nq = {model.nq}, nv = {nv}: "
+                  "fd(q, v, tau=None, out=None)")
     return fd

@@ -118,7 +118,7 @@ def _element_loads(model, q, v, t):
     ew = model._element_workspace
     if ew is None:
         ew = model._element_workspace = ElementWorkspace3D(model)
-    element_inputs(model, t, ew.u)
+    element_inputs(model, t, ew.u, q, v)
     status = element_kernels.element_forces(model.body_int, model.body_real, model.elem_int, model.elem_real, ew.u, q,
                                             v, ew.ws, ew.S, ew.tmp, ew.rot, ew.pos, ew.omega, ew.vel, ew.wrench,
                                             ew.forces, ew.energy, ew.per_element)

@@ -553,7 +553,7 @@ def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12,
     if model.has_contacts:
         raise ModelError("simulate_many does not handle contacts yet; run rm.simulate per member")
     if model.element_functions:
-        names = [name for _, _, _, name in model.element_functions]
+        names = [entry[3] for entry in model.element_functions]
         raise ModelError(f"simulate_many: elements {names} are Python functions of time (they need the GIL); give "
                          "them constant values and vary them with params")
     if model.nq == 0:

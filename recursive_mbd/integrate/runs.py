@@ -150,6 +150,104 @@ def _compiled_tau_adapter(function, arity):
     return _TAU_ADAPTERS[key]
 
 
+_INPUT_ADAPTERS = {}
+
+
+@numba.njit(cache=True)
+def _no_compiled_inputs(key, t, q, qd, u):
+    """The first link of a chain of compiled input functions (``_compiled_inputs_adapter``): nothing to fill."""
+    return L.STATUS_OK
+
+
+@numba.njit(cache=True)
+def _compiled_input_failed(key, t, q, qd, u, status):
+    """The status of a compiled input function that raised or returned a bad value at (t, q, qd) (``status``),
+    which stops the run. For a run whose inputs are registered under ``key``, the same inputs are evaluated again
+    from Python through the bridge, whose exception names the function (the element, tau) and what it did; when
+    that call does not fail (a function whose result depends on more than its arguments), ``status`` says only how
+    it failed."""
+    if key != 0:
+        recalled = _call_python(key, t, q, qd, u)
+        if recalled != L.STATUS_OK:
+            return recalled
+    return status
+
+
+@numba.njit(cache=True)
+def _store_input(key, t, q, qd, u, value, slot, width):
+    """Copy ``value`` (an array or a tuple) into u[slot:slot + width]: STATUS_OK, or the failure of a wrong size or
+    a non-finite entry (``_compiled_input_failed``)."""
+    if len(value) != width:
+        return _compiled_input_failed(key, t, q, qd, u, _WRONG_SHAPE_INPUT)
+    for k in range(width):
+        x = float(value[k])
+        if not math.isfinite(x):
+            return _compiled_input_failed(key, t, q, qd, u, _NONFINITE_INPUT)
+        u[slot + k] = x
+    return L.STATUS_OK
+
+
+def _compiled_input_step(function, nargs, slot, width, previous):
+    """A compiled link of a chain of input functions: ``previous``, then ``function`` (f(t) or f(t, q, qd)) into
+    u[slot:slot + width]."""
+    if nargs == 1:
+        @numba.njit
+        def step(key, t, q, qd, u):
+            status = previous(key, t, q, qd, u)
+            if status != L.STATUS_OK:
+                return status
+            raised = False
+            try:
+                value = function(t)
+            except Exception:  # noqa: BLE001 - numba catches any exception so, and binds none
+                raised = True
+            if raised:
+                return _compiled_input_failed(key, t, q, qd, u, _RAISED_INPUT)
+            return _store_input(key, t, q, qd, u, value, slot, width)
+    else:
+        @numba.njit
+        def step(key, t, q, qd, u):
+            status = previous(key, t, q, qd, u)
+            if status != L.STATUS_OK:
+                return status
+            raised = False
+            try:
+                value = function(t, q, qd)
+            except Exception:  # noqa: BLE001 - numba catches any exception so, and binds none
+                raised = True
+            if raised:
+                return _compiled_input_failed(key, t, q, qd, u, _RAISED_INPUT)
+            return _store_input(key, t, q, qd, u, value, slot, width)
+    return step
+
+
+def _compiled_inputs_adapter(entries):
+    """A compiled input callback that calls every compiled function of ``entries`` ((function, arity, slot, width,
+    name), the model's element functions and tau) into its slots of u, without leaving compiled code. A function
+    that numba cannot call so (its result not 'width' floats, its arguments of other types) is a TypeError naming
+    it, before the run."""
+    key = tuple(entry[:4] for entry in entries)
+    if key not in _INPUT_ADAPTERS:
+        chain = _no_compiled_inputs
+        for function, nargs, slot, width, name in entries:
+            chain = _compiled_input_step(function, nargs, slot, width, chain)
+            try:
+                chain.compile(integrators.CALLBACK.args)
+            except numba.core.errors.NumbaError as err:
+                args = "(t)" if nargs == 1 else "(t, q, v)"
+                raise TypeError(f"{name}: a compiled function must take {args} (a float64 and float64 arrays) and "
+                                f"return {width} floats (an array or a tuple) in compiled code; numba could not "
+                                "compile the call (its error is the cause of this one)") from err
+        last = chain
+
+        @numba.cfunc(integrators.CALLBACK)
+        def adapter(key, t, q, qd, u):
+            return last(key, t, q, qd, u)
+
+        _INPUT_ADAPTERS[key] = adapter
+    return _INPUT_ADAPTERS[key]
+
+
 def _derivatives(function, step=1e-3):
     """f, f' and f'' of a scalar function of time, the derivatives by 4th-order central differences.
 
@@ -235,14 +333,17 @@ class _Inputs:
         return offset
 
     def _needs_python(self):
-        """Whether the compiled loop must call back into Python for these inputs (``callback``): the model's
-        time-varying elements, drivers, or a tau function that numba has not compiled."""
-        return bool(self.model.element_functions or self.drivers) or (
+        """Whether the compiled loop must call back into Python for these inputs (``callback``): drivers, a tau
+        function that numba has not compiled, or the model's element functions (a Model3D's: unless every one of
+        them is compiled)."""
+        functions = self.model.element_functions
+        compiled = self.spatial and all(isinstance(entry[2], CPUDispatcher) for entry in functions)
+        return bool(self.drivers) or (bool(functions) and not compiled) or (
             self.tau_function is not None and not isinstance(self.tau_function, CPUDispatcher))
 
     def __call__(self, t, q, qd, u):
         """Fill u at time t; driver values also go into q and qd before tau(t, q, qd) sees them."""
-        element_inputs(self.model, t, u)
+        element_inputs(self.model, t, u, q, qd)
         for j, (coord, name, evaluate) in enumerate(self.drivers):
             value = _checks.driver_value(name, evaluate, t)
             slot = self.driver_offset + 3 * j
@@ -264,15 +365,34 @@ class _Inputs:
                                  f"returned shape {value.shape}: {_short(value)})")
             u[self.tau_offset:self.tau_offset + nq] = value
 
+    def compiled_functions(self):
+        """The compiled functions of the run, for a failure that only the compiled call saw: "the compiled tau
+        function NAME", or, with a Model3D's compiled element functions, "one of the compiled functions (...)"."""
+        names = [f"element {entry[3]!r}" for entry in self.model.element_functions if not self.has_python]
+        if not names:
+            return f"the compiled tau function {self.tau_name}"
+        if self.tau_function is not None:
+            names.append(f"tau function {self.tau_name}")
+        return f"one of the compiled functions ({', '.join(names)})"
+
     def callback(self):
         """(numba callable, key) for the compiled time loop."""
-        if not self.has_python and self.tau_function is None:
+        functions = self.model.element_functions
+        if not self.has_python and self.tau_function is None and not functions:
             return integrators.no_inputs, 0
         key = next(_KEYS)
         _PYTHON_INPUTS[key] = self
-        if not self.has_python:  # the key: an exception of the compiled tau is recovered through the bridge
-            return _compiled_tau_adapter(self.tau_function, self.tau_arity), key
-        return _python_bridge, key
+        if self.has_python:
+            return _python_bridge, key
+        # compiled functions only; the key: a failure of one is recovered through the bridge
+        if functions:  # a Model3D's compiled element functions, and tau
+            entries = [(function, nargs, slot, width, f"element {name!r}")
+                       for slot, width, function, name, nargs in functions]
+            if self.tau_function is not None:
+                entries.append((self.tau_function, self.tau_arity, self.tau_offset, self.ntau,
+                                f"tau function {self.tau_name}"))
+            return _compiled_inputs_adapter(entries), key
+        return _compiled_tau_adapter(self.tau_function, self.tau_arity), key
 
 
 def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, projection_tol=1e-12, tree_system=True,
@@ -587,7 +707,7 @@ def start_state(model, inputs, loop, callback, key, q0, qd0, t0, check_dynamics=
     The run's Python inputs are called once first, so that a function that fails or returns the wrong shape is
     reported clearly here; with ``check_dynamics`` the system's right-hand side is evaluated once at y0 and a kernel
     status raises its error before anything runs."""
-    if inputs.has_python or inputs.tau_function is not None:
+    if inputs.has_python or inputs.tau_function is not None or inputs.model.element_functions:
         # a first evaluation in Python: a function that fails or returns the wrong shape is reported clearly here
         inputs(t0, q0.copy(), qd0.copy(), np.zeros(inputs.size))
     y0 = loop.initial_state(q0, qd0, t0, callback, key)
@@ -695,12 +815,12 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
         inputs.failure = events.failure = None
         t_fail = t_failure
         if index == L.INPUT_NONFINITE:
-            reason = f"the compiled tau function {inputs.tau_name} returned a non-finite value"
+            reason = f"{inputs.compiled_functions()} returned a non-finite value"
         elif index == L.INPUT_SHAPE:
-            reason = f"the compiled tau function {inputs.tau_name} returned the wrong number of values"
+            reason = f"{inputs.compiled_functions()} returned the wrong number of values"
         elif index == L.INPUT_COMPILED_RAISED:
-            reason = (f"the compiled tau function {inputs.tau_name} raised an exception (numba passes none out of "
-                      "compiled code, and called again from Python with the same arguments it did not raise)")
+            reason = (f"{inputs.compiled_functions()} raised an exception (numba passes none out of compiled code, "
+                      "and called again from Python with the same arguments it did not raise)")
         elif failure is None:  # pragma: no cover - the bridge keeps every failure
             reason = "a user function failed"
         elif not isinstance(failure, Exception):  # KeyboardInterrupt, SystemExit from a user function: pass it on

@@ -71,6 +71,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     each accepted step of the numba methods (within a step, and in scipy's, the dynamics see it normalised), and
     ``result.q`` holds unit quaternions; ``result.qd`` holds v (nt, nv). tau is (nv,) or tau(t) / tau(t, q, v);
     q0's quaternions off unit norm by more than 1e-12 are normalised with a RuntimeWarning (zero: StateError).
+    Its forces and torques may be functions of the state, force(t, q, v) (``Model3D.add_force``): every method
+    evaluates them at each stage and Newton iterate, inside the compiled loop when they (and tau) are all
+    numba-compiled.
     With loops (``Model3D.add_loop``) vdot comes from the multiplier layer (``spatial_loops``) and stabilization
     works as for a planar model (the projection steps along ``integrate_configuration``; see ``stabilization``).
     ``formulation="augmented"`` on a Model3D integrates the absolute coordinates of every body (centre of mass,

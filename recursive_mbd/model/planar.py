@@ -590,7 +590,7 @@ class Model(TreeBuilder):
         ne = len(self._elements)
         elem_int = np.full((ne, L.N_EINT), -1, dtype=np.int64)
         elem_real = np.zeros((ne, L.N_EREAL))
-        functions = []  # (slot, width, function, element name) of the time-varying elements
+        functions = []  # (slot, width, function, element name, arity 1: f(t)) of the time-varying elements
         slot = 0
         coms = self._bodies.column("com")
 
@@ -616,7 +616,7 @@ class Model(TreeBuilder):
                 elem_real[e, L.EPAX:L.EPAX + 2] = relative(el["body_a"], el["point_a"])
                 if callable(el["value"]):
                     elem_int[e, L.ESLOT] = slot
-                    functions.append((slot, 2, el["value"], el["name"]))
+                    functions.append((slot, 2, el["value"], el["name"], 1))
                     slot += 2
                 else:
                     elem_real[e, L.EPBX:L.EPBX + 2] = el["value"]
@@ -624,7 +624,7 @@ class Model(TreeBuilder):
                 elem_int[e, L.ETYPE] = L.BODY_TORQUE
                 if callable(el["value"]):
                     elem_int[e, L.ESLOT] = slot
-                    functions.append((slot, 1, el["value"], el["name"]))
+                    functions.append((slot, 1, el["value"], el["name"], 1))
                     slot += 1
                 else:
                     elem_real[e, L.EPBX] = el["value"]

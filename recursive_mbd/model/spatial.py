@@ -13,7 +13,7 @@ import numbers
 
 import numpy as np
 
-from .._checks import counted
+from .._checks import arity, counted
 from .._kernels.spatial import layout as SL
 from ..errors import ModelError, unknown_name
 from . import _validation as V
@@ -475,10 +475,14 @@ class Model3D(TreeBuilder):
                                  damping=per_dof(damping, "damping", True), rest=per_dof(rest, "rest", False))
 
     def _applied(self, kind, body, value, frame, where):
+        """(body index, value, arity) of a force or torque: the value (3,) and arity 0, or the function and its
+        arity (1: f(t), 3: f(t, q, v); a TypeError naming the element otherwise)."""
         index = self._element_body(body, f"{where}: body")
         if frame not in ("ground", "body"):
             raise ModelError(f"{where}: frame must be 'ground' or 'body', got {frame!r}")
-        return index, value if callable(value) else _vector3(value, f"{where}: {kind}")
+        if callable(value):
+            return index, value, arity(value, f"{where}: {kind}")
+        return index, _vector3(value, f"{where}: {kind}"), 0
 
     def add_force(self, body, point, force, frame="ground", name=None):
         """A force applied at a point of a body; returns its index.
@@ -490,26 +494,37 @@ class Model3D(TreeBuilder):
         point : (3,) array_like
             Point of application in the body frame [m].
         force : (3,) array_like or callable
-            (Fx, Fy, Fz) [N], constant, or a function of time ``force(t) -> (3,)`` (evaluated at every call of the
-            dynamics and every stage of ``rm.simulate``).
+            (Fx, Fy, Fz) [N], constant, a function of time ``force(t) -> (3,)``, or a function of the state
+            ``force(t, q, v) -> (3,)`` (q (nq,) with unit quaternions, v (nv,): a controller, a contact or a spring
+            written by the user). A function is evaluated at every call of the dynamics (``rm.forward_dynamics``
+            and the others, at their t, q, v) and at every stage and Newton iterate of ``rm.simulate``, every
+            method. A numba-compiled function (``@numba.njit``) of a model whose functions are all compiled is
+            called inside the compiled time loop, without returning to Python (it must return a float64 array of
+            3 or a tuple of 3 floats, and must not change q and v); a Python one through a callback (a few us per
+            call). Its generalised forces are the virtual power of the force at the moving point, J^T F, in one
+            O(N) tip-to-base pass (``_kernels.spatial.elements``); its power F . v_point is the run's
+            ``applied_work``. One that raises or returns the wrong shape or non-finite values stops a run with
+            SimulationError naming the element (StateError from the per-call functions).
         frame : {"ground", "body"}
             Axes the components are given in ("body": the force turns with the body, a follower force).
         """
         label, where = self._element_label("force", name)
-        index, value = self._applied("force", body, force, frame, where)
+        index, value, nargs = self._applied("force", body, force, frame, where)
         return self._add_element("force", label, body_a=index, point_a=_vector3(point, f"{where}: point"),
-                                 value=value, frame=frame)
+                                 value=value, frame=frame, arity=nargs)
 
     def add_torque(self, body, torque, frame="ground", name=None):
-        """A pure torque (Tx, Ty, Tz) [N m] on a body, in ground or body axes (``frame``): constant, or a function
-        ``torque(t) -> (3,)``; returns its index."""
+        """A pure torque (Tx, Ty, Tz) [N m] on a body, in ground or body axes (``frame``): constant, a function of
+        time ``torque(t) -> (3,)`` or of the state ``torque(t, q, v) -> (3,)`` (compiled or Python, as the
+        functions of ``add_force``); returns its index."""
         label, where = self._element_label("torque", name)
-        index, value = self._applied("torque", body, torque, frame, where)
-        return self._add_element("torque", label, body_a=index, value=value, frame=frame)
+        index, value, nargs = self._applied("torque", body, torque, frame, where)
+        return self._add_element("torque", label, body_a=index, value=value, frame=frame, arity=nargs)
 
     def _pack_elements(self):
-        """Elements into elem_int / elem_real (``spatial.layout``, "force elements"); the functions of time get
-        3 slots each of the input vector u: ``element_functions`` (slot, width, function, name)."""
+        """Elements into elem_int / elem_real (``spatial.layout``, "force elements"); the functions of time or
+        state get 3 slots each of the input vector u: ``element_functions`` (slot, width, function, name, arity:
+        1 for f(t), 3 for f(t, q, v))."""
         ne = len(self._elements)
         elem_int = np.full((ne, SL.N_EINT), -1, dtype=np.int64)
         elem_real = np.zeros((ne, SL.N_EREAL))
@@ -537,7 +552,7 @@ class Model3D(TreeBuilder):
                     row[SL.EPOINT:SL.EPOINT + 3] = el["point_a"]
                 if callable(el["value"]):
                     elem_int[e, SL.ESLOT] = slot
-                    functions.append((slot, 3, el["value"], el["name"]))
+                    functions.append((slot, 3, el["value"], el["name"], el["arity"]))
                     slot += 3
                 else:
                     row[SL.EVALUE:SL.EVALUE + 3] = el["value"]
