@@ -459,7 +459,7 @@ def _tree_forward_dynamics(model, z, zd, tau, t, alpha, beta, powers, drivers):
             _driver_rows(model, z, zd, t, drivers, alpha, beta, aux_body[m:], aux_coef[m:], aux_rhs[m:],
                          aux_res[m:])
         kernels.add_auxiliary_rows(model.body_int, model.body_real, tw.row_start, tw.factor, aux_body, aux_coef,
-                                   aux_rhs, RCOND, zdd, lam, xb, xj, schur, info)
+                                   aux_rhs, RCOND, 0.0, zdd, lam, xb, xj, schur, info)
         if info[0] < k:
             _checks.warn(f"the loop and driver equations are redundant or singular at this state: rank {info[0]} "
                          f"of {k}; the multipliers are the minimum-norm ones", RedundantConstraintWarning)
@@ -787,7 +787,7 @@ class TimeLoop:
             np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3)), row_start, kernels.aligned_factor(n),
             np.zeros((4, 3)), np.array([float(alpha), float(beta), 0.0, 0.0]), np.zeros(1),
             np.zeros(int(row_start[-1]) + k), np.full((k, 2), -1, dtype=np.int64), np.zeros((k, 6)), np.zeros(k),
-            np.zeros(k), np.zeros((n, 3)), np.zeros(int(row_start[-1])), np.zeros((k, k)), np.zeros(1, dtype=np.int64),
+            np.zeros(k), np.zeros((n, 3)), np.zeros(int(row_start[-1])), np.zeros((k, k)), np.zeros(2, dtype=np.int64),
             (np.zeros((n, 3)), np.zeros(m), np.zeros(m), np.zeros((m, nq)), np.zeros(m), np.zeros((m, 6)),
              np.zeros((m, nq)), np.zeros(nq), np.zeros(2)),
             np.array([1.0 if stabilization == "projection" else 0.0, projection_tol, 20.0, RCOND,

@@ -47,10 +47,12 @@ from .tree import (
     tree_solve,
 )
 
-# Projected runs follow the branch through change points (``loops.branch_normals``, here in absolute
-# coordinates): eigenvalues of the loop rows' Schur complement E H^-1 E^T in (REDUNDANT, BRANCH_ZONE] of the
-# largest mark the zone. The hard rank cut-off of the auxiliary solve (RCOND = 1e-10 of the scale) lies inside it,
-# and below 1e-6 the displaced points need not go as far as in the recursive layer (whose filter reaches 1e-6).
+# Projected runs follow the branch through change points (``loops.branch_normals``): eigenvalues of the loop rows'
+# Schur complement E H^-1 E^T (the recursive layer's J M^-1 J^T) in (REDUNDANT, zone] of the largest mark the zone.
+# Where every joint has its coordinates as rows on z (revolute, prismatic, fixed) the recursive layer tells the
+# branch in joint coordinates, in its own zone (``_joint_branch``); otherwise it is told here in absolute
+# coordinates, in the zone below. The hard rank cut-off of the auxiliary solve (RCOND = 1e-10 of the scale) lies
+# inside it, and below 1e-6 the displaced points need not go as far as in the recursive layer.
 BRANCH_ZONE = 1e-8
 # relative cut-off of the solves on the branch rows' Schur complement N H^-1 N^T: the joints' directions in N
 # give round-off eigenvalues there (the tree solve holds them), the loops' are well conditioned
@@ -71,7 +73,7 @@ AugmentedSystem = namedtuple("AugmentedSystem", [
     "factor", "scratch", "stab", "power",  # the tree solver's workspace; stab (4,) = (alpha, beta, 0, 0)
     "lam",  # (tree rows + k,) multipliers: the joints', the loops', the drivers'
     # auxiliary rows (k = loop rows + drivers): bodies (k, 2), coefficients (k, 6), right-hand side, residual,
-    # and the scratch of add_auxiliary_rows: xb (nbodies, 3), xj (tree rows), schur (k, k), info (1,)
+    # and the scratch of add_auxiliary_rows: xb (nbodies, 3), xj (tree rows), schur (k, k), info (2,)
     "aux_body", "aux_coef", "aux_rhs", "aux_res", "xb", "xj", "schur", "info",
     # the recursive loop layer's arrays for the branch search in joint coordinates (``_joint_branch``): acc
     # (nbodies, 3), phi, phid (m,), jac (m, nq), gamma (m,), weights (m, 6), resp (m, nq), zeros (nq,), no gravity
@@ -214,8 +216,8 @@ def system_rhs(inputs, key, system, t, y, dy):
         if status != STATUS_OK:
             return status
         add_auxiliary_rows(system.body_int, system.body_real, system.row_start, system.factor, system.aux_body,
-                           system.aux_coef, system.aux_rhs, system.settings[3], zdd, lam, system.xb, system.xj,
-                           system.schur, system.info)
+                           system.aux_coef, system.aux_rhs, system.settings[3], _zone(system), zdd, lam, system.xb,
+                           system.xj, system.schur, system.info)
         near, strong = _near_change_point(system)
         if near:
             status = _branch_dynamics(system, strong)
@@ -290,8 +292,8 @@ def _correction(system, rates):
             system.aux_rhs[r] = -v
             gap = max(gap, abs(v))
         add_auxiliary_rows(system.body_int, system.body_real, row_start, system.factor, system.aux_body,
-                           system.aux_coef, system.aux_rhs, system.settings[3], zdd, lam, system.xb, system.xj,
-                           system.schur, system.info)
+                           system.aux_coef, system.aux_rhs, system.settings[3], _zone(system), zdd, lam, system.xb,
+                           system.xj, system.schur, system.info)
     return gap
 
 
@@ -361,21 +363,31 @@ def _close_positions(system):
 def _near_change_point(system):
     """(near, strong) after an auxiliary solve (system.schur): near is True where the change-point treatment
     applies (a projected run with loops and no driver) and the Schur complement has weak eigenvalues (a change
-    point near, ``_schur_counts``), strong the number of its eigenvalues above the zone: the recursive layer's
-    (``loops.BRANCH_ZONE``) where the branch is told in joint coordinates (``_branch``; the Schur complement is
-    its J M^-1 J^T), else BRANCH_ZONE."""
+    point near, ``_schur_counts``), strong the number of its eigenvalues above the zone (``_zone``)."""
     k = system.aux_body.shape[0]
     if system.settings[0] != 0.0 and k > 0 and system.drv_coord.shape[0] == 0:
-        zone = JOINT_BRANCH_ZONE if system.settings[5] != 0.0 else BRANCH_ZONE
-        strong, weak = _schur_counts(system.schur, zone)
+        strong, weak = _schur_counts(system)
         return weak > 0, strong
     return False, 0
 
 
 @njit
-def _schur_counts(schur, zone):
-    """(strong, weak): the eigenvalues of the symmetric Schur complement above zone times the largest, and
-    those in (REDUNDANT, zone] of it (a change point near)."""
+def _zone(system):
+    """The zone of weak eigenvalues of the loops' Schur complement (relative to its largest) where projected runs
+    follow the branch: the recursive layer's (``loops.BRANCH_ZONE``) where the branch is told in joint coordinates
+    (``_branch``; the Schur complement is its J M^-1 J^T), else BRANCH_ZONE."""
+    return JOINT_BRANCH_ZONE if system.settings[5] != 0.0 else BRANCH_ZONE
+
+
+@njit
+def _schur_counts(system):
+    """(strong, weak) after an auxiliary solve: the eigenvalues of the symmetric Schur complement (system.schur)
+    above ``_zone`` times the largest, and those in (REDUNDANT, zone] of it (a change point near); no
+    eigen-decomposition where the solve found it surely regular above the zone (system.info[1])."""
+    schur = system.schur
+    if system.info[1] != 0:
+        return schur.shape[0], 0
+    zone = _zone(system)
     for r in range(schur.shape[0]):
         for c in range(schur.shape[1]):
             if not math.isfinite(schur[r, c]):
@@ -463,9 +475,9 @@ def _branch_normals(system, strong_here):
                 rank = -1
                 break
             add_auxiliary_rows(system.body_int, system.body_real, system.row_start, system.factor, system.aux_body,
-                               system.aux_coef, system.aux_rhs, system.settings[3], system.zdd, system.lam,
-                               system.xb, system.xj, system.schur, system.info)
-            strong, weak = _schur_counts(system.schur, BRANCH_ZONE)
+                               system.aux_coef, system.aux_rhs, system.settings[3], _zone(system), system.zdd,
+                               system.lam, system.xb, system.xj, system.schur, system.info)
+            strong, weak = _schur_counts(system)
             if weak > 0 or strong <= strong_here or (j > 0 and mt + strong != rank):
                 rank = -1
                 break
