@@ -121,7 +121,7 @@ def test_five_parallelograms_augmented(method, tol, t_end):
     """The absolute-coordinate route with projection on the row of five, through its first change points (t =
     0.719 s, and 1.238 s): energy within 1e-6 and the crank rates within 1e-6 rad/s. They split by up to 1.6e-4
     rad/s at samples within ~2e-4 rad of a change point before the projection and the dynamics followed the
-    branch there (``_kernels.augmented.system._branch_normals``); benchmarks/parallelogram_row.py measures the
+    branch there (``_kernels.augmented.system._branch``); benchmarks/parallelogram_row.py measures the
     full 20 s grid."""
     res = simulate_augmented_row(5, method, tol, t_end)
     assert res.constraint_drift.max() < 1e-9
