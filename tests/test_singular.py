@@ -121,11 +121,33 @@ def test_five_parallelograms_augmented(method, tol, t_end):
     """The absolute-coordinate route with projection on the row of five, through its first change points (t =
     0.719 s, and 1.238 s): energy within 1e-6 and the crank rates within 1e-6 rad/s. They split by up to 1.6e-4
     rad/s at samples within ~2e-4 rad of a change point before the projection and the dynamics followed the
-    branch there (``_kernels.augmented.system._branch_normals``); benchmarks/parallelogram_row.py measures the
+    branch there (``_kernels.augmented.system._branch``); benchmarks/parallelogram_row.py measures the
     full 20 s grid."""
     res = simulate_augmented_row(5, method, tol, t_end)
     assert res.constraint_drift.max() < 1e-9
     assert abs(res.q[-1, 0] - np.pi / 2) > np.pi / 2  # past the first change point (theta = pi at t = 0.719 s)
+
+
+def test_twenty_parallelograms_augmented_defaults():
+    """The row of twenty on the absolute-coordinate route with rm.simulate's tolerances (rtol 1e-9, atol 1e-12)
+    through its first two change points (t = 0.721 and 1.243 s): energy within 1e-6, crank rates within 1e-6
+    rad/s, in about 70 steps per simulated second. The branch used to be told in absolute coordinates, where the
+    tree's joints curve it: the displaced points' closure was judged by a stale residual and went out ten times
+    further, the extrapolated curvature erred by 1e-4 of the accelerations (the energy off by 2e-4 at the first
+    change point, then ~1e-5 s steps); now the recursive layer tells it in joint coordinates."""
+    n = 20
+    model, q0, qd0 = parallelograms(n)
+    res = rm.simulate(model, q0, qd0, 1.5, formulation="augmented", stabilization="projection", max_steps=200)
+    assert res.t[-1] == 1.5
+    kinetic, potential = res.energy()
+    total = kinetic + potential
+    assert np.abs(total / total[0] - 1.0).max() < 1e-6
+    cranks = slice(0, n + 1)
+    assert np.abs(res.qd[:, cranks] - res.qd[:, :1]).max() < 1e-6
+    assert np.abs(res.q[:, cranks] - res.q[:, :1]).max() < 1e-7
+    assert res.constraint_drift.max() < 1e-9
+    assert res.q[-1, 0] > 2.0 * np.pi  # through both change points (theta = pi at 0.721 s, 2 pi at 1.243 s)
+    assert res.nsteps < 150
 
 
 def test_mass_orthogonal_velocity_projection_keeps_the_admissible_part():

@@ -45,7 +45,7 @@ from . import augmented3d
 from ._evaluation import _element_loads, as_vector
 from .augmented_tree import _as_absolute, _raise_tree, _tree_workspace, joint_row_starts
 from .kinematics import _com_state
-from .loops import FILTER_RCOND, RedundantConstraintWarning
+from .loops import FILTER_RCOND, POSITION_RCOND, RedundantConstraintWarning
 
 # relative singular-value cut-off of the auxiliary (loop, driver) multiplier solve of the tree solver, as the
 # recursive loop layer's: below it a row counts as redundant and the multipliers are the minimum-norm ones
@@ -459,7 +459,7 @@ def _tree_forward_dynamics(model, z, zd, tau, t, alpha, beta, powers, drivers):
             _driver_rows(model, z, zd, t, drivers, alpha, beta, aux_body[m:], aux_coef[m:], aux_rhs[m:],
                          aux_res[m:])
         kernels.add_auxiliary_rows(model.body_int, model.body_real, tw.row_start, tw.factor, aux_body, aux_coef,
-                                   aux_rhs, RCOND, zdd, lam, xb, xj, schur, info)
+                                   aux_rhs, RCOND, 0.0, zdd, lam, xb, xj, schur, info)
         if info[0] < k:
             _checks.warn(f"the loop and driver equations are redundant or singular at this state: rank {info[0]} "
                          f"of {k}; the multipliers are the minimum-norm ones", RedundantConstraintWarning)
@@ -773,6 +773,10 @@ class TimeLoop:
         if stabilization != "baumgarte":
             alpha = beta = 0.0
         joint_state = has_elements or inputs.size > 0
+        # change points: the branch is told in joint coordinates (the recursive loop layer's search), where every
+        # joint has its coordinates as rows on z (``_kernels.augmented.system.coordinate_row``)
+        m = model.nconstraints
+        joint_branch = m > 0 and not np.any(model.joint_type == joints.PLANAR)
         self.model = model
         self.inputs = inputs
         self.system = AugmentedSystem(
@@ -783,9 +787,11 @@ class TimeLoop:
             np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3)), row_start, kernels.aligned_factor(n),
             np.zeros((4, 3)), np.array([float(alpha), float(beta), 0.0, 0.0]), np.zeros(1),
             np.zeros(int(row_start[-1]) + k), np.full((k, 2), -1, dtype=np.int64), np.zeros((k, 6)), np.zeros(k),
-            np.zeros(k), np.zeros((n, 3)), np.zeros(int(row_start[-1])), np.zeros((k, k)), np.zeros(1, dtype=np.int64),
+            np.zeros(k), np.zeros((n, 3)), np.zeros(int(row_start[-1])), np.zeros((k, k)), np.zeros(2, dtype=np.int64),
+            (np.zeros((n, 3)), np.zeros(m), np.zeros(m), np.zeros((m, nq)), np.zeros(m), np.zeros((m, 6)),
+             np.zeros((m, nq)), np.zeros(nq), np.zeros(2)),
             np.array([1.0 if stabilization == "projection" else 0.0, projection_tol, 20.0, RCOND,
-                      1.0 if joint_state else 0.0]))
+                      1.0 if joint_state else 0.0, 1.0 if joint_branch else 0.0, POSITION_RCOND]))
 
     def initial_state(self, q0, qd0, t0, callback, key):
         """y0 = (z0, zd0, 0, 0) from the joint state (driven coordinates at their drivers), projected onto the

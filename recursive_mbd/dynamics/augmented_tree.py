@@ -52,7 +52,7 @@ class _TreeWorkspace:
     def _aux_arrays(self, n, k):
         """(bodies (k, 2), coefficients (k, 6), right-hand side (k,), residual (k,), xb, xj, schur, info)."""
         return (np.full((k, 2), -1, dtype=np.int64), np.zeros((k, 6)), np.zeros(k), np.zeros(k), np.zeros((n, 3)),
-                np.zeros(self.tree_rows), np.zeros((k, k)), np.zeros(1, dtype=np.int64))
+                np.zeros(self.tree_rows), np.zeros((k, k)), np.zeros(2, dtype=np.int64))
 
 
 def _tree_workspace(model):

@@ -18,16 +18,26 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
-from ..joint_types import PRISMATIC
-from ..layout import ANGLE, JTYPE, PARENT, STATUS_NONFINITE_STATE, STATUS_OK
+from ..joint_types import FIXED, PRISMATIC
+from ..layout import ANGLE, JTYPE, PARENT, QIDX, STATUS_NONFINITE_STATE, STATUS_OK
 from ..planar.elements import element_forces
-from ..planar.loops import BRANCH_ATTEMPTS, BRANCH_OFFSETS, BRANCH_STEP, REDUNDANT, branch_basis, filtered_solve
+from ..planar.loops import (
+    BRANCH_ATTEMPTS,
+    BRANCH_OFFSETS,
+    BRANCH_STEP,
+    REDUNDANT,
+    branch_basis,
+    branch_normals,
+    filtered_solve,
+)
+from ..planar.loops import BRANCH_ZONE as JOINT_BRANCH_ZONE
 from ..timeloops import formulation
 from .tree import (
     F_JC,
     F_JP,
     add_auxiliary_rows,
     factor_and_solve,
+    inline,
     joint_coordinates,
     joint_gap,
     loop_rows,
@@ -37,10 +47,12 @@ from .tree import (
     tree_solve,
 )
 
-# Projected runs follow the branch through change points (``loops.branch_normals``, here in absolute
-# coordinates): eigenvalues of the loop rows' Schur complement E H^-1 E^T in (REDUNDANT, BRANCH_ZONE] of the
-# largest mark the zone. The hard rank cut-off of the auxiliary solve (RCOND = 1e-10 of the scale) lies inside it,
-# and below 1e-6 the displaced points need not go as far as in the recursive layer (whose filter reaches 1e-6).
+# Projected runs follow the branch through change points (``loops.branch_normals``): eigenvalues of the loop rows'
+# Schur complement E H^-1 E^T (the recursive layer's J M^-1 J^T) in (REDUNDANT, zone] of the largest mark the zone.
+# Where every joint has its coordinates as rows on z (revolute, prismatic, fixed) the recursive layer tells the
+# branch in joint coordinates, in its own zone (``_joint_branch``); otherwise it is told here in absolute
+# coordinates, in the zone below. The hard rank cut-off of the auxiliary solve (RCOND = 1e-10 of the scale) lies
+# inside it, and below 1e-6 the displaced points need not go as far as in the recursive layer.
 BRANCH_ZONE = 1e-8
 # relative cut-off of the solves on the branch rows' Schur complement N H^-1 N^T: the joints' directions in N
 # give round-off eigenvalues there (the tree solve holds them), the loops' are well conditioned
@@ -61,9 +73,14 @@ AugmentedSystem = namedtuple("AugmentedSystem", [
     "factor", "scratch", "stab", "power",  # the tree solver's workspace; stab (4,) = (alpha, beta, 0, 0)
     "lam",  # (tree rows + k,) multipliers: the joints', the loops', the drivers'
     # auxiliary rows (k = loop rows + drivers): bodies (k, 2), coefficients (k, 6), right-hand side, residual,
-    # and the scratch of add_auxiliary_rows: xb (nbodies, 3), xj (tree rows), schur (k, k), info (1,)
+    # and the scratch of add_auxiliary_rows: xb (nbodies, 3), xj (tree rows), schur (k, k), info (2,)
     "aux_body", "aux_coef", "aux_rhs", "aux_res", "xb", "xj", "schur", "info",
-    # settings (5,) = (project: on, tol, max_iter, rcond of the auxiliary solve, joint state needed: 1/0)
+    # the recursive loop layer's arrays for the branch search in joint coordinates (``_joint_branch``): acc
+    # (nbodies, 3), phi, phid (m,), jac (m, nq), gamma (m,), weights (m, 6), resp (m, nq), zeros (nq,), no gravity
+    # (2,), m the loops' rows
+    "loop_ws",
+    # settings (7,) = (project: on, tol, max_iter, rcond of the auxiliary solve, joint state needed: 1/0, branch in
+    # joint coordinates: 1/0, rcond of the joint-coordinate position closures)
     "settings",
 ])
 
@@ -72,46 +89,51 @@ def _is_augmented(system):
     return isinstance(system, types.BaseNamedTuple) and system.instance_class is AugmentedSystem
 
 
+@inline
+def coordinate_row(body_int, body_real, z, zd, i, coef):
+    """The joint coordinate q_k of body i's revolute or prismatic joint as a row on z: coef (6,) = d q_k / d z on
+    the child and on the parent (as ``recursive_mbd.dynamics.augmented.joint_jacobian``); returns (q_k, q_k', q_k''
+    at z'' = 0)."""
+    p = body_int[i, PARENT]
+    thp = z[p, 2] if p >= 0 else 0.0
+    omp = zd[p, 2] if p >= 0 else 0.0
+    if body_int[i, JTYPE] != PRISMATIC:  # revolute: q = theta_c - theta_p - angle
+        for col in range(6):
+            coef[col] = 0.0
+        coef[2] = 1.0
+        coef[5] = -1.0
+        return z[i, 2] - thp - body_real[i, ANGLE], zd[i, 2] - omp, 0.0
+    # prismatic: q = u . D, D = P_c - P_p, u the axis in ground axes
+    _, om, acx, acy, cp, sp, apx, apy, gx, gy, rx, ry = joint_gap(body_real, z, zd, i, p, thp, omp)
+    ux, uy, value, rate = prismatic_coordinate(body_real, i, cp, sp, gx, gy, rx, ry, omp)
+    curve_x = -acx * om * om + apx * omp * omp  # D'' at z'' = 0
+    curve_y = -acy * om * om + apy * omp * omp
+    coef[0] = ux
+    coef[1] = uy
+    coef[2] = -ux * acy + uy * acx  # u . perp(arm_c)
+    coef[3] = -ux
+    coef[4] = -uy
+    coef[5] = (-uy * gx + ux * gy) - (-ux * apy + uy * apx)  # perp(u) . D - u . perp(arm_p)
+    return value, rate, -omp * omp * value + 2.0 * omp * (-uy * rx + ux * ry) + ux * curve_x + uy * curve_y
+
+
 @njit
 def driver_rows(body_int, body_real, z, zd, drv_coord, drv_body, u, first_slot, stab, aux_body, aux_coef, aux_rhs,
                 aux_res):
     """Row q_k(z) - f(t) = 0 of each driver (f, f', f'' in u from ``first_slot`` on) as auxiliary rows: the
-    coefficients are d q_k / d z on the joint's child and parent (as
-    ``recursive_mbd.dynamics.augmented.joint_jacobian``), aux_rhs = f'' - (q_k'' at z'' = 0) - 2 alpha (q_k' - f')
-    - beta^2 (q_k - f), aux_res = q_k - f."""
+    coefficients are d q_k / d z on the joint's child and parent (``coordinate_row``), aux_rhs = f'' - (q_k'' at
+    z'' = 0) - 2 alpha (q_k' - f') - beta^2 (q_k - f), aux_res = q_k - f."""
     alpha = stab[0]
     beta = stab[1]
     for j in range(drv_coord.shape[0]):
         i = drv_body[j]
-        p = body_int[i, PARENT]
         slot = first_slot + 3 * j
         f = u[slot]
         f_rate = u[slot + 1]
         f_acc = u[slot + 2]
-        thp = z[p, 2] if p >= 0 else 0.0
-        omp = zd[p, 2] if p >= 0 else 0.0
         aux_body[j, 0] = i
-        aux_body[j, 1] = p
-        if body_int[i, JTYPE] != PRISMATIC:  # revolute: q = theta_c - theta_p - angle
-            value = z[i, 2] - thp - body_real[i, ANGLE]
-            rate = zd[i, 2] - omp
-            bias = 0.0
-            for col in range(6):
-                aux_coef[j, col] = 0.0
-            aux_coef[j, 2] = 1.0
-            aux_coef[j, 5] = -1.0
-        else:  # prismatic: q = u . D, D = P_c - P_p, u the axis in ground axes
-            _, om, acx, acy, cp, sp, apx, apy, gx, gy, rx, ry = joint_gap(body_real, z, zd, i, p, thp, omp)
-            ux, uy, value, rate = prismatic_coordinate(body_real, i, cp, sp, gx, gy, rx, ry, omp)
-            curve_x = -acx * om * om + apx * omp * omp  # D'' at z'' = 0
-            curve_y = -acy * om * om + apy * omp * omp
-            bias = -omp * omp * value + 2.0 * omp * (-uy * rx + ux * ry) + ux * curve_x + uy * curve_y
-            aux_coef[j, 0] = ux
-            aux_coef[j, 1] = uy
-            aux_coef[j, 2] = -ux * acy + uy * acx  # u . perp(arm_c)
-            aux_coef[j, 3] = -ux
-            aux_coef[j, 4] = -uy
-            aux_coef[j, 5] = (-uy * gx + ux * gy) - (-ux * apy + uy * apx)  # perp(u) . D - u . perp(arm_p)
+        aux_body[j, 1] = body_int[i, PARENT]
+        value, rate, bias = coordinate_row(body_int, body_real, z, zd, i, aux_coef[j])
         aux_res[j] = value - f
         aux_rhs[j] = f_acc - bias - 2.0 * alpha * (rate - f_rate) - beta * beta * aux_res[j]
 
@@ -194,8 +216,8 @@ def system_rhs(inputs, key, system, t, y, dy):
         if status != STATUS_OK:
             return status
         add_auxiliary_rows(system.body_int, system.body_real, system.row_start, system.factor, system.aux_body,
-                           system.aux_coef, system.aux_rhs, system.settings[3], zdd, lam, system.xb, system.xj,
-                           system.schur, system.info)
+                           system.aux_coef, system.aux_rhs, system.settings[3], _zone(system), zdd, lam, system.xb,
+                           system.xj, system.schur, system.info)
         near, strong = _near_change_point(system)
         if near:
             status = _branch_dynamics(system, strong)
@@ -270,8 +292,8 @@ def _correction(system, rates):
             system.aux_rhs[r] = -v
             gap = max(gap, abs(v))
         add_auxiliary_rows(system.body_int, system.body_real, row_start, system.factor, system.aux_body,
-                           system.aux_coef, system.aux_rhs, system.settings[3], zdd, lam, system.xb, system.xj,
-                           system.schur, system.info)
+                           system.aux_coef, system.aux_rhs, system.settings[3], _zone(system), zdd, lam, system.xb,
+                           system.xj, system.schur, system.info)
     return gap
 
 
@@ -292,20 +314,33 @@ def _factor_at(system):
 
 
 @njit
+def _residual_gap(system):
+    """max |C| of the joints' rows (system.xj, as ``_factor_at`` leaves it) and the auxiliary rows (aux_res)."""
+    gap = 0.0
+    for r in range(system.row_start[-1]):
+        gap = max(gap, abs(system.xj[r]))
+    for r in range(system.aux_res.shape[0]):
+        gap = max(gap, abs(system.aux_res[r]))
+    return gap
+
+
+@njit
 def _close_positions(system):
     """The Gauss-Newton steps of ``project_state`` on system.z in place, the factor left at the final z; returns
-    the status."""
+    (status, max |C| at the final z). (system.xj is the correction's scratch after a step was computed: the gap
+    is the correction's own measure of the residual, or ``_residual_gap`` after a fresh factorisation.)"""
     z = system.z
     zdd = system.zdd
     n = z.shape[0]
     tol = system.settings[1]
     last_step = math.inf
     stale = True
+    gap = math.inf
     for _ in range(int(system.settings[2])):
         status = _factor_at(system)
         stale = False
         if status != STATUS_OK:
-            return status
+            return status, gap
         gap = _correction(system, False)
         size = 0.0
         for i in range(n):
@@ -319,26 +354,40 @@ def _close_positions(system):
                 z[i, col] += zdd[i, col]
         stale = True
     if stale:
-        return _factor_at(system)
-    return STATUS_OK
+        status = _factor_at(system)
+        return status, _residual_gap(system)
+    return STATUS_OK, gap
 
 
 @njit
 def _near_change_point(system):
     """(near, strong) after an auxiliary solve (system.schur): near is True where the change-point treatment
     applies (a projected run with loops and no driver) and the Schur complement has weak eigenvalues (a change
-    point near, ``_schur_counts``), strong the number of its eigenvalues above BRANCH_ZONE."""
+    point near, ``_schur_counts``), strong the number of its eigenvalues above the zone (``_zone``)."""
     k = system.aux_body.shape[0]
     if system.settings[0] != 0.0 and k > 0 and system.drv_coord.shape[0] == 0:
-        strong, weak = _schur_counts(system.schur)
+        strong, weak = _schur_counts(system)
         return weak > 0, strong
     return False, 0
 
 
 @njit
-def _schur_counts(schur):
-    """(strong, weak): the eigenvalues of the symmetric Schur complement above BRANCH_ZONE of the largest, and
-    those in (REDUNDANT, BRANCH_ZONE] of it (a change point near)."""
+def _zone(system):
+    """The zone of weak eigenvalues of the loops' Schur complement (relative to its largest) where projected runs
+    follow the branch: the recursive layer's (``loops.BRANCH_ZONE``) where the branch is told in joint coordinates
+    (``_branch``; the Schur complement is its J M^-1 J^T), else BRANCH_ZONE."""
+    return JOINT_BRANCH_ZONE if system.settings[5] != 0.0 else BRANCH_ZONE
+
+
+@njit
+def _schur_counts(system):
+    """(strong, weak) after an auxiliary solve: the eigenvalues of the symmetric Schur complement (system.schur)
+    above ``_zone`` times the largest, and those in (REDUNDANT, zone] of it (a change point near); no
+    eigen-decomposition where the solve found it surely regular above the zone (system.info[1])."""
+    schur = system.schur
+    if system.info[1] != 0:
+        return schur.shape[0], 0
+    zone = _zone(system)
     for r in range(schur.shape[0]):
         for c in range(schur.shape[1]):
             if not math.isfinite(schur[r, c]):
@@ -350,7 +399,7 @@ def _schur_counts(schur):
     if not top > 0.0:
         return 0, 0
     for v in values:
-        if v > BRANCH_ZONE * top:
+        if v > zone * top:
             strong += 1
         elif v > REDUNDANT * top:
             weak += 1
@@ -418,22 +467,17 @@ def _branch_normals(system, strong_here):
             for i in range(n):
                 for col in range(3):
                     z[i, col] = start[i, col] + BRANCH_OFFSETS[j] * step * rates[3 * i + col] / speed
-            status = _close_positions(system)
+            status, gap = _close_positions(system)
             if status != STATUS_OK:
                 rank = -1
                 break
-            gap = 0.0
-            for r in range(mt):
-                gap = max(gap, abs(system.xj[r]))
-            for r in range(k):
-                gap = max(gap, abs(system.aux_res[r]))
             if not gap <= 1e3 * tol:
                 rank = -1
                 break
             add_auxiliary_rows(system.body_int, system.body_real, system.row_start, system.factor, system.aux_body,
-                               system.aux_coef, system.aux_rhs, system.settings[3], system.zdd, system.lam,
-                               system.xb, system.xj, system.schur, system.info)
-            strong, weak = _schur_counts(system.schur)
+                               system.aux_coef, system.aux_rhs, system.settings[3], _zone(system), system.zdd,
+                               system.lam, system.xb, system.xj, system.schur, system.info)
+            strong, weak = _schur_counts(system)
             if weak > 0 or strong <= strong_here or (j > 0 and mt + strong != rank):
                 rank = -1
                 break
@@ -448,6 +492,68 @@ def _branch_normals(system, strong_here):
         return status, 0, normals, curvature
     branch_basis(rows, rank, rates, speed, step, normals, curvature)
     return STATUS_OK, rank, normals, curvature
+
+
+@njit
+def _joint_branch(system):
+    """(status, R, rows, curvature): the branch that (z, zd) follows through a change point, told by the recursive
+    loop layer in joint coordinates (``loops.branch_normals`` at q(z), qd(z, zd), its displaced points closed by
+    its own Gauss-Newton steps) and written as rows on z: its condition N qdd = c, with qdd = (dq/dz) z'' + (q''
+    at z'' = 0) (``coordinate_row``), reads rows[r] . z'' = curvature[r] with rows[r] = N[r] dq/dz and
+    curvature[r] = c[r] - N[r] (q'' at z'' = 0). The tree's joints are exact there (they are no rows of N), so
+    the branch's curvature that the displaced points extrapolate is the loops' alone: in absolute coordinates the
+    joints' rows curve the branch (a row of parallelograms: straight in joint coordinates, every crank at one
+    angle), and the extrapolation's error (1e-7 of the accelerations at n = 20) made the steps collapse where a
+    coordinate is at rest (the couplers' angles). Revolute, prismatic and fixed joints (``settings[5]``).
+    Allocates (only in the zone): rows (m, 3 nbodies), curvature (m,)."""
+    body_int = system.body_int
+    body_real = system.body_real
+    z = system.z
+    zd = system.zd
+    n = z.shape[0]
+    acc, phi, phid, jac, gamma, weights, resp, zeros, no_gravity = system.loop_ws
+    m = phi.shape[0]
+    nq = system.q.shape[0]
+    q = np.empty(nq)
+    qd = np.empty(nq)
+    joint_coordinates(body_int, body_real, z, zd, q, qd)
+    normals = np.zeros((m, nq))
+    joint_curvature = np.zeros(m)
+    rows = np.zeros((m, 3 * n))
+    curvature = np.zeros(m)
+    status, rank = branch_normals(body_int, body_real, system.loop_int, system.loop_real, q, qd, system.ws,
+                                  system.com, acc, phi, phid, jac, gamma, weights, resp, zeros, no_gravity,
+                                  system.settings[1], system.settings[6], JOINT_BRANCH_ZONE, normals,
+                                  joint_curvature)
+    if status != STATUS_OK or rank == 0:
+        return status, 0, rows, curvature
+    coef = np.empty(6)
+    for i in range(n):
+        if body_int[i, JTYPE] == FIXED:
+            continue
+        k = body_int[i, QIDX]
+        p = body_int[i, PARENT]
+        _, _, bias = coordinate_row(body_int, body_real, z, zd, i, coef)
+        for r in range(rank):
+            w = normals[r, k]
+            for col in range(3):
+                rows[r, 3 * i + col] += w * coef[col]
+                if p >= 0:
+                    rows[r, 3 * p + col] += w * coef[3 + col]
+            curvature[r] -= w * bias
+    for r in range(rank):
+        curvature[r] += joint_curvature[r]
+    return STATUS_OK, rank, rows, curvature
+
+
+@njit
+def _branch(system, strong_here):
+    """(status, R, rows, curvature) of the branch through a change point: rows[:R] . z'' = curvature[:R] (with
+    the joints' rows) is its acceleration condition, rows[:R] . zd = 0 its velocity condition. In joint
+    coordinates where every joint allows it (``_joint_branch``), else in absolute ones (``_branch_normals``)."""
+    if system.settings[5] != 0.0:
+        return _joint_branch(system)
+    return _branch_normals(system, strong_here)
 
 
 @njit
@@ -514,7 +620,7 @@ def _branch_velocity(system, strong_here):
     zdd = system.zdd
     n = zd.shape[0]
     mt = system.row_start[n]
-    status, rank, normals, _ = _branch_normals(system, strong_here)
+    status, rank, normals, _ = _branch(system, strong_here)
     if status != STATUS_OK:
         return status
     status = _factor_at(system)
@@ -551,7 +657,7 @@ def _branch_dynamics(system, strong_here):
     saved_zdd = system.zdd.copy()
     saved_lam = system.lam.copy()
     saved_power = system.power[0]
-    status, rank, normals, curvature = _branch_normals(system, strong_here)
+    status, rank, normals, curvature = _branch(system, strong_here)
     if status != STATUS_OK:
         return status
     if rank == 0:
@@ -587,7 +693,7 @@ def project_state(inputs, key, system, t, y):
     status = _load_state(inputs, key, system, t, y)
     if status != STATUS_OK:
         return status
-    status = _close_positions(system)
+    status, _ = _close_positions(system)
     if status != STATUS_OK:
         return status
     _correction(system, True)
@@ -610,12 +716,7 @@ def constraint_gap(inputs, key, system, t, y, out):
     status = _load_state(inputs, key, system, t, y)
     if status == STATUS_OK:
         status = _factor_at(system)
-    gap = 0.0
-    for r in range(system.row_start[-1]):
-        gap = max(gap, abs(system.xj[r]))
-    for r in range(system.aux_res.shape[0]):
-        gap = max(gap, abs(system.aux_res[r]))
-    out[0] = gap
+    out[0] = _residual_gap(system)
     return status
 
 

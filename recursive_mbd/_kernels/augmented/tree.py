@@ -71,7 +71,7 @@ from ..layout import (
     STATUS_OK,
     STATUS_SINGULAR,
 )
-from ..planar.loops import loop_equations
+from ..planar.loops import REGULAR_RCOND_MARGIN, REGULAR_ZONE_MARGIN, loop_equations, regular_solve
 
 njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 # helpers of the per-body loops are inlined and take (array, row, column offset) rather than views: a view or an
@@ -795,12 +795,17 @@ def _aux_load(aux_body, aux_coef, r, scale, xb):
 
 
 @njit
-def add_auxiliary_rows(body_int, body_real, row_start, fac, aux_body, aux_coef, aux_rhs, rcond, zdd, lam, xb, xj,
-                       schur, info):
+def add_auxiliary_rows(body_int, body_real, row_start, fac, aux_body, aux_coef, aux_rhs, rcond, zone, zdd, lam, xb,
+                       xj, schur, info):
     """Close the auxiliary rows E z'' = g (loops, drivers) on the tree solution x0 = (zdd, lam[:tree rows]) by the
     Schur complement on the k rows (module docstring); their multipliers go to lam[tree rows:]. xb (nbodies, 3),
-    xj (tree rows) and schur (k, k) are scratch. info[0] receives the rank of E H^-1 E^T (minimum-norm multipliers
-    below k).
+    xj (tree rows) and schur (k, k, left holding E H^-1 E^T) are scratch. info (2,) receives the rank of
+    E H^-1 E^T (minimum-norm multipliers below k) and 1 where the Schur complement was surely regular, with no
+    eigenvalue at or below ``zone`` times its largest, else 0.
+
+    Where it is surely regular (``loops.regular_solve``: its smallest eigenvalue above REGULAR_RCOND_MARGIN times
+    the rank cut-off below and REGULAR_ZONE_MARGIN zone of the largest) the multipliers come from a Cholesky
+    factorisation of its envelope (a row of loops: banded), not from the O(k^3) eigen-decomposition.
 
     The rank is decided against the rows' free-body scale max_r E_r M^-1 E_r^T, an upper bound of the diagonal of
     E H^-1 E^T, not against its own largest eigenvalue: a row that the tree locks completely (a loop on a body
@@ -835,19 +840,31 @@ def add_auxiliary_rows(body_int, body_real, row_start, fac, aux_body, aux_coef, 
             mean = 0.5 * (schur[r, s] + schur[s, r])
             schur[r, s] = mean
             schur[s, r] = mean
-    values, vectors = np.linalg.eigh(schur)  # positive semi-definite: mu = pseudo-inverse times rhs
     mu = np.zeros(k)
-    rank = 0
-    for e in range(k):
-        if values[e] > rcond * scale:
-            rank += 1
-            weight = 0.0
-            for s in range(k):
-                weight += vectors[s, e] * rhs[s]
-            weight /= values[e]
-            for s in range(k):
-                mu[s] += weight * vectors[s, e]
+    top = 0.0  # a bound of the largest eigenvalue: the largest absolute row sum
+    for r in range(k):
+        row = 0.0
+        for s in range(k):
+            row += abs(schur[r, s])
+        top = max(top, row)
+    regular = top > 0.0 and regular_solve(
+        schur, rhs, max(REGULAR_ZONE_MARGIN * zone, REGULAR_RCOND_MARGIN * rcond * scale / top), mu)
+    rank = k
+    if not regular:
+        values, vectors = np.linalg.eigh(schur)  # positive semi-definite: mu = pseudo-inverse times rhs
+        mu[:] = 0.0
+        rank = 0
+        for e in range(k):
+            if values[e] > rcond * scale:
+                rank += 1
+                weight = 0.0
+                for s in range(k):
+                    weight += vectors[s, e] * rhs[s]
+                weight /= values[e]
+                for s in range(k):
+                    mu[s] += weight * vectors[s, e]
     info[0] = rank
+    info[1] = 1 if regular else 0
     xb[:, :] = 0.0
     xj[:] = 0.0
     for r in range(k):
