@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import recursive_mbd as rm
-from recursive_mbd.errors import ModelError
+from recursive_mbd.errors import ModelError, SimulationError
 
 G = 9.81
 AT_REST = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
@@ -119,6 +119,14 @@ def test_a_point_leaves_a_frictionless_drum_where_gravity_no_longer_holds_it():
     leaves = np.flatnonzero(result.contact_forces()["normal"][:, 0] == 0.0)[0]
     angle = np.arctan2(result.q[leaves, 0], result.q[leaves, 2])
     assert math.cos(angle) == pytest.approx((speed ** 2 / (G * radius) + 2.0) / 3.0, abs=2e-3)
+
+
+def test_a_contact_too_soft_for_its_impact_stops_the_run_naming_the_contact():
+    # Hertz's peak depth ((p + 1) m v^2 / (2 k))^(1 / (p + 1)) = 0.33 m: the ball would pass through the floor
+    model = _ball(stiffness=1e3, restitution=0.7)
+    with pytest.raises(SimulationError, match="contact 'contact0' .* went deeper than its shape's radius") as err:
+        rm.simulate(model, _at(0.1), [0.0, 0.0, -5.0, 0.0, 0.0, 0.0], 0.5)
+    assert err.value.result.status == "failed" and err.value.result.t[-1] > 0.0  # the samples so far are kept
 
 
 def test_a_spatial_contact_result_keeps_its_anchors_through_a_file(tmp_path):
