@@ -113,7 +113,7 @@ def _within_extent(plane, offset):
 
 def _unit_vector(vector, where, what):
     """A checked vector (numbers already checked) normalised; ModelError naming ``what`` if it is zero."""
-    length = float(np.linalg.norm(vector))
+    length = float(np.hypot(*vector) if vector.size == 2 else np.linalg.norm(vector))  # (the planar one as it was)
     if not length > 1e-12:
         raise ModelError(f"{where}: {what} must be non-zero, got {vector.tolist()}")
     return vector if length == 1.0 else vector / length  # a unit one kept as given (a file's round trip)

@@ -18,6 +18,10 @@ M vdot + h = tau - J^T lambda, J vdot = gamma - 2 alpha phi' - beta^2 phi), and 
 the projection also moves (q, v) back onto phi = 0, J v = 0 after each accepted step (``project_loops``: the
 mass-orthogonal Gauss-Newton projection of the planar layer, ``_kernels.planar.loops.project``, with the position steps
 taken along ``integrate_configuration`` so that quaternions stay unit).
+
+With contacts (``Model3D.add_contact``) their loads join tau (``contact_loads``), their dissipated power W_dissipated,
+and the rows' stick anchors follow the work terms in y, y = (q, v, W_dissipated, W_applied, state), with a zero rate:
+the projection updates them after each accepted step (``contact.update_contacts``), as the planar system does.
 """
 
 import math
