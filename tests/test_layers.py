@@ -82,7 +82,8 @@ LAYERS = (
 # Inside the kernels: the shared layouts below the formulations, the compiled time loops beside them.
 KERNEL_LAYERS = (
     ("recursive_mbd._kernels.cache",),  # where numba caches them: imported by every module that declares kernels
-    ("recursive_mbd._kernels.layout", "recursive_mbd._kernels.trig", "recursive_mbd._kernels.joint_types"),
+    ("recursive_mbd._kernels.layout", "recursive_mbd._kernels.trig", "recursive_mbd._kernels.joint_types",
+     "recursive_mbd._kernels.contact_law"),
     ("recursive_mbd._kernels.timeloops", "recursive_mbd._kernels.planar"),
     ("recursive_mbd._kernels.spatial", "recursive_mbd._kernels.augmented"),
 )

@@ -15,6 +15,7 @@ import numpy as np
 from numba.core.errors import TypingError
 
 from .. import _checks
+from .._kernels.spatial import contact as contact_kernels
 from .._kernels.spatial import elements as element_kernels
 from .._kernels.spatial import entry as spatial_entry
 from .._kernels.spatial import layout as SL
@@ -100,8 +101,9 @@ class ElementWorkspace3D:
 def element_system(model):
     """The force elements' part of a time loop's ``SpatialSystem`` (``_kernels.spatial.system``): (elem_int,
     elem_real, then fresh scratch as ``ElementWorkspace3D``'s: ws, S, tmp, rot, pos, omega, vel, wrench, Q, energy,
-    per_element); a model without elements gets empty scratch."""
-    ew = ElementWorkspace3D(model) if model._elements else None
+    per_element); a model without elements gets empty scratch, unless it has contacts (they use the same scratch,
+    ``_kernels.spatial.system.contact_loads``)."""
+    ew = ElementWorkspace3D(model) if model._elements or model._contacts else None
 
     def scratch(name, shape):
         return np.zeros(shape) if ew is None else getattr(ew, name)
@@ -345,7 +347,8 @@ def point_kinematics(model, q, v, body, point=(0.0, 0.0, 0.0)):
 
 def energy(model, q, v, *, t=0.0):
     """Kinetic and potential energy (T, V) [J]: V = -sum m_i g . c_i (c_i the centres of mass) plus the potential
-    energy of the springs (``Model3D.add_spring_damper``, ``add_joint_spring_damper``)."""
+    energy of the springs (``Model3D.add_spring_damper``, ``add_joint_spring_damper``) and of the contacts' elastic
+    normal forces (k d^(p+1) / (p + 1), ``Model3D.add_contact``)."""
     ws = _pose_arrays(workspace(model), model.nbodies)
     t = _checks.real(t, "t")
     q, v = _state(model, q, v)
@@ -353,7 +356,30 @@ def energy(model, q, v, *, t=0.0):
                             ws.omega, ws.vel, ws.pair)
     if status:
         raise_spatial_status(model, status, ("q", "v"), output="the energy (0 kinetic, 1 potential)")
+    if not (model._elements or model.contact_int.shape[0]):
+        return float(ws.pair[0]), float(ws.pair[1])
+    potential = float(ws.pair[1])
+    if model.contact_int.shape[0]:  # at the poses the energy kernel left in ws (their potential needs no anchors)
+        potential += float(_contact_terms(model, ws, np.zeros(model.ncontacts * SL.N_CSTATE))[1][0])
     if model._elements:
-        potential = float(ws.pair[1]) + float(_element_loads(model, q, v, t).energy[0])
-        return float(ws.pair[0]), _checks.check_finite_result(potential, "the potential energy (gravity and springs)")
-    return float(ws.pair[0]), float(ws.pair[1])
+        potential += float(_element_loads(model, q, v, t).energy[0])
+    return float(ws.pair[0]), _checks.check_finite_result(potential, "the potential energy (gravity, springs and "
+                                                          "contacts)")
+
+
+def _contact_terms(model, ws, state):
+    """(per_contact (nrows, N_PER_CONTACT), (elastic energy, dissipated power)) of the contacts at the poses in
+    ``ws`` (rot, pos, omega, vel) with the rows' state ``state`` (nrows N_CSTATE,)."""
+    per_contact = np.zeros((model.ncontacts, SL.N_PER_CONTACT))
+    energies = np.zeros(2)
+    contact_kernels.contact_forces(model.contact_int, model.contact_real, ws.rot, ws.pos, ws.omega, ws.vel, state, 0,
+                                   np.zeros((model.nbodies, 6)), energies, per_contact)
+    return per_contact, energies
+
+
+def contact_rows(model, q, v, state):
+    """The contacts of a Model3D at the state (q, v) with the rows' state ``state`` (nrows, N_CSTATE) (a run's
+    ``contact_state`` at a sample): (per_contact (nrows, N_PER_CONTACT), (their elastic energy [J], the power they
+    dissipate [W])) (``_kernels.spatial.contact.contact_forces``)."""
+    ws = _poses(model, q, v)
+    return _contact_terms(model, ws, np.ascontiguousarray(state, dtype=np.float64).reshape(-1))

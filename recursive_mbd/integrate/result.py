@@ -16,6 +16,7 @@ from .. import _checks
 from .._kernels import layout as L
 from .._kernels.planar import contact as contact_kernels
 from .._kernels.planar import pairs, tree
+from .._kernels.spatial import layout as SL
 from .._kernels.timeloops import integrators
 from ..dynamics.kinematics import element_forces, energy, forward_kinematics
 from ..errors import ResultFileError
@@ -281,11 +282,19 @@ class SimulationResult:
         no dampers, and None when it has: the run integrates the dampers' and the contacts' dissipation as one
         sum, and the contacts' part is not integrated apart (a quadrature of ``power`` over the samples would
         only approximate it).
+
+        A Model3D's result: the same entries but ``pairs``, with ``tangential`` (nt, nrows, 3), the friction force
+        vector, and ``point`` (nt, nrows, 3), ground axes.
         """
-        self._require_model("contact_forces()", inputs=False, spatial=False)
+        self._require_model("contact_forces()", inputs=False)
         if self.contact_state is None:
             raise ValueError("contact_forces(): the model has no contacts (Model.add_contact)")
         model = self.model
+        dampers = any(el["kind"] in ("spring_damper", "joint_spring_damper") and np.any(el["damping"] != 0.0)
+                      for el in model._elements)
+        work = None if dampers else self.dissipated_work.copy()
+        if isinstance(model, Model3D):
+            return _spatial_contact_forces(self, work)
         ws = workspace(model)
         rows = np.zeros((self.t.size, model.ncontacts, contact_kernels.N_PER_CONTACT))
         energies = np.zeros((self.t.size, 3))  # (elastic energy, dissipated power, unused) per sample
@@ -305,12 +314,10 @@ class SimulationResult:
                               energies[i], stats)
             touching_pairs[i] = int(stats[0])
         depth = rows[:, :, 2]
-        dampers = any(el["kind"] in ("spring_damper", "joint_spring_damper") and np.any(el["damping"] != 0.0)
-                      for el in model._elements)
         return {"normal": rows[:, :, 0], "tangential": rows[:, :, 1], "depth": depth, "point": rows[:, :, 3:5],
                 "active": np.count_nonzero(depth > 0.0, axis=1), "pairs": touching_pairs,
                 "elastic_energy": energies[:, 0],
-                "power": energies[:, 1], "dissipated_work": None if dampers else self.dissipated_work.copy()}
+                "power": energies[:, 1], "dissipated_work": work}
 
     def driving_forces(self):
         """Joint force of each driver at every sample, shape (nt, nq) (zero for free coordinates) [N m or N]."""
@@ -501,19 +508,39 @@ def _stored_quaternions(archive, version, model, names, nq):
     return layout
 
 
+def _spatial_contact_forces(result, work):
+    """``SimulationResult.contact_forces`` of a Model3D's result (``dissipated_work`` given as ``work``)."""
+    from ..dynamics.spatial import contact_rows  # noqa: PLC0415  (spatial kernels only for spatial models)
+
+    nt = result.t.size
+    rows = np.zeros((nt, result.model.ncontacts, SL.N_PER_CONTACT))
+    energies = np.zeros((nt, 2))
+    for i in range(nt):
+        rows[i], energies[i] = contact_rows(result.model, result.q[i], result.qd[i], result.contact_state[i])
+    depth = rows[:, :, SL.PC_DEPTH]
+    return {"normal": rows[:, :, SL.PC_NORMAL], "tangential": rows[:, :, SL.PC_TANGENTIAL:SL.PC_TANGENTIAL + 3],
+            "depth": depth, "point": rows[:, :, SL.PC_POINT:SL.PC_POINT + 3],
+            "active": np.count_nonzero(depth > 0.0, axis=1), "elastic_energy": energies[:, 0],
+            "power": energies[:, 1], "dissipated_work": work}
+
+
 def _stored_contact_state(archive, version, model, nt):
     """The contacts' state of a result file (nt, nrows, N_CSTATE), or None for a model without contacts; checked
     against ``model`` when given (its contact rows). Files before version 3 have none: None."""
-    planar = model is not None and not isinstance(model, Model3D)
-    rows = model.ncontacts if planar else None
+    rows = None if model is None else model.ncontacts
     if "contact_state" not in archive:
-        if planar and model.has_contacts and version >= 3:
+        if model is not None and model.has_contacts and version >= 3:
             archive.fail(f"entry 'contact_state' is missing, but the model has {rows} contact rows"
                          + ("" if rows else " and self-contact sets"))
         return None
-    if planar and not model.has_contacts:
+    if model is not None and not model.has_contacts:
         archive.fail("entry 'contact_state' holds contacts, but the model has none")
-    state = archive.entry("contact_state", "f", 3, (nt, rows, L.N_CSTATE))
+    # a row's state: a planar one's, or a spatial one's (3D anchors); the model says which, else either
+    width = None if model is None else SL.N_CSTATE if isinstance(model, Model3D) else L.N_CSTATE
+    state = archive.entry("contact_state", "f", 3, (nt, rows, width))
+    if state.shape[2] not in (L.N_CSTATE, SL.N_CSTATE):
+        archive.fail(f"entry 'contact_state' has shape {state.shape}, expected {L.N_CSTATE} (planar) or "
+                     f"{SL.N_CSTATE} (spatial) columns")
     if np.any((state[:, :, L.CS_ACTIVE] != 0.0) & (state[:, :, L.CS_ACTIVE] != 1.0)):
         archive.fail("entry 'contact_state': a contact's active flag (column 0) is neither 0 nor 1")
     return state

@@ -326,6 +326,11 @@ def _refuse_spatial_options(model, method, formulation, drivers, stabilization, 
     if formulation == "recursive" and not model.nloops and (stabilization not in (None, "none") or alpha or beta):
         raise ValueError("stabilization, alpha and beta are for loop constraints; this Model3D has none (its "
                          "quaternions are renormalised after every accepted step)")
+    if model.has_contacts and formulation != "recursive":
+        _refuse_contact_options(method, formulation)
+    if model.has_contacts and (method in ("generalized_alpha", "bdf") or str(method).startswith("scipy:")):
+        raise ValueError(f"method {method!r} does not integrate the contacts of a Model3D yet: use dopri5, dop853, rk4 "
+                         "or implicit_midpoint, which update the contacts' stick anchors after every step")
 
 
 def _augmented(model, inputs, stabilization, alpha, beta, solver=None):

@@ -7,6 +7,7 @@ quaternions, projected onto the loops)."""
 import numpy as np
 
 from .. import _checks
+from .._kernels.spatial.layout import N_CSTATE, N_PER_CONTACT
 from ..errors import StateError
 from .runs import _Inputs
 
@@ -74,12 +75,14 @@ class SpatialTimeLoop:
             np.array([inputs.tau_offset], dtype=np.int64), np.zeros(inputs.size), spatial.element_system(model),
             np.zeros(nq), np.zeros(nv),
             np.zeros(nv), np.zeros(nv), np.zeros_like(ws.ws), motion_subspaces, np.zeros_like(ws.UD),
-            np.zeros_like(ws.uD), np.zeros_like(ws.tmp), loops)
+            np.zeros_like(ws.uD), np.zeros_like(ws.tmp), loops,
+            (model.contact_int, model.contact_real, np.zeros((model.ncontacts, N_PER_CONTACT)), np.zeros(2)))
 
     def initial_state(self, q0, qd0, t0, callback, key):
         if self.model.nloops:
             q0, qd0 = _consistent_start_spatial(self.model, q0, qd0)
-        return np.concatenate((q0, qd0, [0.0, 0.0]))
+        # the work terms, then the contacts' state: none touching yet (``_kernels.spatial.contact``)
+        return np.concatenate((q0, qd0, [0.0, 0.0], np.zeros(N_CSTATE * self.model.ncontacts)))
 
     def joint_states(self, t, y):
         """q (nt, nq) with unit quaternions and v (nt, nv) of the integrated states y (nt, nq + nv + 2)."""
@@ -93,11 +96,19 @@ class SpatialTimeLoop:
         return q, y[:, nq:nq + nv].copy()
 
     def work(self, y):
-        return y[:, self.model.nq + self.model.nv:]
+        start = self.model.nq + self.model.nv
+        return y[:, start:start + 2]
+
+    def contact_state(self, y):
+        """The contacts' state (nt, nrows, N_CSTATE) of the integrated states y."""
+        return y[:, self.model.nq + self.model.nv + 2:].reshape(y.shape[0], -1, N_CSTATE)
 
     def finish(self, result, y, callback, key):
-        """The loops' drift max |phi| at every sample (models with loops)."""
+        """The contacts' state at the samples (contact models); the loops' drift max |phi| at every sample (models
+        with loops)."""
         result._evaluator = None
+        if self.model.has_contacts:
+            result.contact_state = self.contact_state(y).copy()
         if self.model.nloops:
             from ..dynamics.spatial_loops import constraints  # noqa: PLC0415
 
@@ -108,7 +119,8 @@ class SpatialTimeLoop:
         dynamics there fill."""
         from .._kernels.spatial.system import LOOP_LAM  # noqa: PLC0415
 
-        return np.concatenate((result.q[i], result.qd[i], [0.0, 0.0])), self.system.loops[LOOP_LAM]
+        return np.concatenate((result.q[i], result.qd[i], [0.0, 0.0], y[i, self.model.nq + self.model.nv + 2:])), \
+            self.system.loops[LOOP_LAM]
 
 
 def _consistent_start_spatial(model, q0, v0):

@@ -1,11 +1,14 @@
-"""Contact surfaces and contact shapes of a planar model, and their packing into the contact kernel's arrays.
+"""Contact surfaces and contact shapes of a planar or spatial model, and their packing into the contact kernels'
+arrays.
 
 ``Model.add_ground`` and ``Model.add_drum`` add surfaces (a half-plane of finite extent, a disc), fixed to the
 ground or carried by a body; ``Model.add_contact`` makes shapes of bodies (a point or circle, or a capsule: a
 segment with a radius) touch a surface, with the contact law's parameters (``recursive_mbd._kernels.planar.contact``
 has the law). This module checks them and packs them (``pack``) into contact_int / contact_real rows: a circle is one
 row; a capsule is two rows against a plane (its end circles: the deepest points of a capsule on a plane) and one
-row against a disc (its point nearest the disc's centre).
+row against a disc (its point nearest the disc's centre). ``Model3D``'s surfaces (a plane over a rectangle, a
+cylinder) and shapes (spheres, capsules) go through the same checks, with the same law, and ``pack3d`` packs them
+likewise (``recursive_mbd._kernels.spatial.contact``).
 """
 
 import functools
@@ -14,6 +17,7 @@ import math
 import numpy as np
 
 from .._kernels import layout as L
+from .._kernels.spatial import layout as SL
 from ..errors import ModelError
 from . import _validation as V
 from ._validation import GROUND
@@ -90,31 +94,75 @@ def _check_against_planes(model, surface):
     for disc in discs:
         for plane in planes:
             offset = disc["center"] - plane["point"]
-            normal = plane["normal"]
-            along = normal[1] * offset[0] - normal[0] * offset[1]
-            if normal @ offset < 0.0 and plane["extent"][0] <= along <= plane["extent"][1]:
+            if plane["normal"] @ offset < 0.0 and _within_extent(plane, offset):
                 raise ModelError(f"drum {disc['name']!r}: its centre {disc['center'].tolist()} is inside ground "
                                  f"{plane['name']!r} (below its surface); move the drum or the ground")
 
 
-def plane_data(point, normal, extent, where, _point):
-    """(point, unit normal, (lo, hi)) of a half-plane, checked (``_point`` checks a pair of numbers)."""
-    point = _point(point, f"{where}: point")
-    normal = _point(normal, f"{where}: normal")
-    length = float(np.hypot(*normal))
+def _within_extent(plane, offset):
+    """Whether the point at ``offset`` from a plane's point lies over its extent: along the tangent t = (n_y, -n_x)
+    of a planar one, along its tangents t1 and t2 = n x t1 of a spatial one."""
+    normal, extent = plane["normal"], plane["extent"]
+    if normal.size == 2:
+        along = normal[1] * offset[0] - normal[0] * offset[1]
+        return bool(extent[0] <= along <= extent[1])
+    tangent = plane["tangent"]
+    alongs = (tangent @ offset, np.cross(normal, tangent) @ offset)
+    return all(lo <= along <= hi for along, (lo, hi) in zip(alongs, extent, strict=True))
+
+
+def _unit_vector(vector, where, what):
+    """A checked vector (numbers already checked) normalised; ModelError naming ``what`` if it is zero."""
+    length = float(np.hypot(*vector) if vector.size == 2 else np.linalg.norm(vector))  # (the planar one as it was)
     if not length > 1e-12:
-        raise ModelError(f"{where}: normal must be non-zero, got {normal.tolist()}")
-    if length != 1.0:  # a unit normal is kept as given (a model file's round trip gives the same numbers)
-        normal = normal / length
+        raise ModelError(f"{where}: {what} must be non-zero, got {vector.tolist()}")
+    return vector if length == 1.0 else vector / length  # a unit one kept as given (a file's round trip)
+
+
+def _interval(extent, where, what="extent"):
+    """A checked (lo, hi) with lo < hi; unbounded for None."""
     if extent is None:
         extent = (-math.inf, math.inf)
     try:
         lo, hi = (float(v) for v in extent)
     except (TypeError, ValueError):
-        raise ModelError(f"{where}: extent must be a pair (lo, hi) of numbers, got {extent!r:.60}") from None
+        raise ModelError(f"{where}: {what} must be a pair (lo, hi) of numbers, got {extent!r:.60}") from None
     if math.isnan(lo) or math.isnan(hi) or not lo < hi:
-        raise ModelError(f"{where}: extent must have lo < hi, got ({lo:g}, {hi:g})")
-    return point, normal, np.array([lo, hi])
+        raise ModelError(f"{where}: {what} must have lo < hi, got ({lo:g}, {hi:g})")
+    return lo, hi
+
+
+def plane_data(point, normal, extent, where, _point):
+    """(point, unit normal, (lo, hi)) of a half-plane, checked (``_point`` checks a pair of numbers)."""
+    point = _point(point, f"{where}: point")
+    normal = _unit_vector(_point(normal, f"{where}: normal"), where, "normal")
+    return point, normal, np.array(_interval(extent, where))
+
+
+def plane_data_3d(point, normal, tangent, extent, where, _vector):
+    """(point, unit normal, unit first tangent t1, ((lo1, hi1), (lo2, hi2))) of a spatial plane, checked
+    (``_vector`` checks 3 numbers). ``tangent`` is projected onto the plane; None takes the ground's x axis
+    projected (its y axis for a normal along x)."""
+    point = _vector(point, f"{where}: point")
+    normal = _unit_vector(_vector(normal, f"{where}: normal"), where, "normal")
+    if tangent is None:
+        tangent = np.array([1.0, 0.0, 0.0]) if abs(normal[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    else:
+        tangent = _vector(tangent, f"{where}: tangent")
+    in_plane = tangent - (tangent @ normal) * normal
+    if not np.linalg.norm(in_plane) > 1e-9 * max(1.0, float(np.linalg.norm(tangent))):
+        raise ModelError(f"{where}: tangent must not be parallel to the normal, got {tangent.tolist()}")
+    tangent = in_plane / np.linalg.norm(in_plane)
+    if extent is None:
+        extent = (None, None)
+    try:
+        first, second = extent
+    except (TypeError, ValueError):
+        raise ModelError(f"{where}: extent must be two pairs ((lo1, hi1), (lo2, hi2)) of numbers, got "
+                         f"{extent!r:.60}") from None
+    intervals = (_interval(first, where, "extent along the tangent"),
+                 _interval(second, where, "extent along normal x tangent"))
+    return point, normal, tangent, np.array(intervals)
 
 
 def contact_entries(model, bodies, surface, point, radius, segment, stiffness, exponent, restitution, friction,
@@ -146,9 +194,9 @@ def contact_entries(model, bodies, surface, point, radius, segment, stiffness, e
         try:
             ends = [_point(end, f"{where}: segment end") for end in segment]
         except TypeError:
-            raise ModelError(f"{where}: segment must be two points ((x0, y0), (x1, y1)), got {segment!r:.60}") from None
+            raise ModelError(f"{where}: segment must be two points (start, end), got {segment!r:.60}") from None
         if len(ends) != 2:
-            raise ModelError(f"{where}: segment must be two points ((x0, y0), (x1, y1)), got {len(ends)}")
+            raise ModelError(f"{where}: segment must be two points (start, end), got {len(ends)}")
         if np.array_equal(ends[0], ends[1]):
             raise ModelError(f"{where}: the segment's two ends coincide (a zero-length capsule); use point= and "
                              "radius= for a circle")
@@ -168,6 +216,72 @@ def contact_entries(model, bodies, surface, point, radius, segment, stiffness, e
         label = name if len(indices) == 1 and name is not None else f"{name or 'contact'}{first + k}"
         model._contacts.append(dict(name=label, body=index, surface=surface, radius=radius, **shape, **law))
     return list(range(first, first + len(indices)))
+
+
+def _law(contact, mass, weight):
+    """The packed law of a contact on a body of ``mass`` under gravity ``weight`` [m/s^2]: (k, p, C, min impact
+    speed, mu, k_t, c_t)."""
+    k, p = contact["stiffness"], contact["exponent"]
+    # default stick stiffness: the normal law's tangent stiffness under the body's weight, p k d_w^(p - 1) with
+    # k d_w^p = m g (tangential and normal contact stiffness are of one size: Mindlin's ratio is 2/3 to 1);
+    # default tangential damping: critical for the body's mass on that spring
+    kt = contact["tangential_stiffness"]
+    if kt is None:
+        kt = p * k * (mass * weight / k) ** ((p - 1.0) / p)
+    ct = contact["tangential_damping"]
+    if ct is None:
+        ct = 2.0 * math.sqrt(kt * mass)
+    return (k, p, restitution_damping(contact["restitution"], p), contact["min_impact_speed"], contact["friction"],
+            kt, ct)
+
+
+def pack3d(model):
+    """(contact_int, contact_real, row names) of a ``Model3D``'s contacts (``_kernels.spatial.layout``), read-only.
+    Points stay relative to their body frame's origin, as the spatial kernels take them."""
+    rows_int = []
+    rows_real = []
+    names = []
+    masses = model._table.column("mass")
+    weight = float(np.linalg.norm(model.gravity)) or STANDARD_GRAVITY
+    for contact in model._contacts:
+        surface = model._surfaces[contact["surface"]]
+        body, owner = contact["body"], surface["owner"]
+        base = np.zeros(SL.N_CREAL)
+        if surface["kind"] == "ground":
+            base[SL.CSP:SL.CSP + 3] = surface["point"]
+            base[SL.CSN:SL.CSN + 3] = surface["normal"]
+            base[SL.CST:SL.CST + 3] = surface["tangent"]
+            base[SL.CLO:SL.CLO + 4] = surface["extent"].ravel()
+            surface_code = L.SURFACE_PLANE
+        else:
+            base[SL.CSP:SL.CSP + 3] = surface["center"]
+            base[SL.CSN:SL.CSN + 3] = surface["axis"]
+            base[SL.CCYL] = surface["radius"]
+            surface_code = SL.SURFACE_CYLINDER
+        base[[SL.CK, SL.CEXP, SL.CDAMP, SL.CVMIN, SL.CMU, SL.CKT, SL.CCT]] = _law(contact, masses[body], weight)
+        base[SL.CRAD] = contact["radius"]
+        if "segment" in contact and surface_code == L.SURFACE_PLANE:  # the end spheres
+            for end in range(2):
+                row = base.copy()
+                row[SL.CP0:SL.CP0 + 3] = contact["segment"][end]
+                rows_int.append((body, owner, surface_code, SL.SHAPE_SPHERE))
+                rows_real.append(row)
+                names.append(f"{contact['name']} end {end}")
+            continue
+        if "segment" in contact:
+            base[SL.CP0:SL.CP0 + 3] = contact["segment"][0]
+            base[SL.CP1:SL.CP1 + 3] = contact["segment"][1]
+            rows_int.append((body, owner, surface_code, L.SHAPE_SEGMENT))
+        else:
+            base[SL.CP0:SL.CP0 + 3] = contact["point"]
+            rows_int.append((body, owner, surface_code, SL.SHAPE_SPHERE))
+        rows_real.append(base)
+        names.append(contact["name"])
+    contact_int = np.array(rows_int, dtype=np.int64).reshape(-1, L.N_CINT)
+    contact_real = np.array(rows_real, dtype=np.float64).reshape(-1, SL.N_CREAL)
+    for arr in (contact_int, contact_real):
+        arr.setflags(write=False)
+    return contact_int, contact_real, tuple(names)
 
 
 def pack(model):
@@ -190,20 +304,7 @@ def pack(model):
         else:
             base[L.CSP:L.CSP + 2] = surface["center"] - owner_com
             base[L.CSN] = surface["radius"]
-        k, p = contact["stiffness"], contact["exponent"]
-        mass = masses[body]
-        # default stick stiffness: the normal law's tangent stiffness under the body's weight, p k d_w^(p - 1) with
-        # k d_w^p = m g (tangential and normal contact stiffness are of one size: Mindlin's ratio is 2/3 to 1);
-        # default tangential damping: critical for the body's mass on that spring
-        kt = contact["tangential_stiffness"]
-        if kt is None:
-            kt = p * k * (mass * weight / k) ** ((p - 1.0) / p)
-        ct = contact["tangential_damping"]
-        if ct is None:
-            ct = 2.0 * math.sqrt(kt * mass)
-        base[[L.CK, L.CEXP, L.CDAMP, L.CVMIN, L.CMU, L.CKT, L.CCT]] = (
-            k, p, restitution_damping(contact["restitution"], p), contact["min_impact_speed"], contact["friction"],
-            kt, ct)
+        base[[L.CK, L.CEXP, L.CDAMP, L.CVMIN, L.CMU, L.CKT, L.CCT]] = _law(contact, masses[body], weight)
         surface_code = L.SURFACE_PLANE if surface["kind"] == "ground" else L.SURFACE_CIRCLE
         base[L.CRAD] = contact["radius"]
         if "segment" in contact:

@@ -17,6 +17,7 @@ from .._checks import arity, counted
 from .._kernels.spatial import layout as SL
 from ..errors import ModelError, unknown_name
 from . import _validation as V
+from . import contact as _contact
 from ._builder import TreeBuilder
 from ._validation import GROUND
 from .spatial_fields import (
@@ -92,6 +93,8 @@ class Model3D(TreeBuilder):
         self._loop_names = {}
         self._elements = []  # force elements (dicts of their validated arguments), in the order added
         self._element_names = {}
+        self._surfaces = {}  # contact surfaces by name (add_ground, add_drum)
+        self._contacts = []  # contact shapes against them (add_contact)
 
     # ---- building ------------------------------------------------------------------------------------------------
 
@@ -521,6 +524,69 @@ class Model3D(TreeBuilder):
         index, value, nargs = self._applied("torque", body, torque, frame, where)
         return self._add_element("torque", label, body_a=index, value=value, frame=frame, arity=nargs)
 
+    # ---- contact --------------------------------------------------------------------------------------------------
+
+    def add_ground(self, name="floor", point=(0.0, 0.0, 0.0), normal=(0.0, 0.0, 1.0), extent=None, tangent=None,
+                   body="ground"):
+        """A flat contact surface: the half-space below the plane through ``point`` with outward ``normal`` is solid,
+        over a rectangle of the plane only (a table top with edges); returns its name (for ``add_contact``).
+
+        Parameters
+        ----------
+        point, normal : (3,) array_like
+            A point of the plane [m] and its outward normal (normalised here), in ``body``'s frame (the ground's by
+            default).
+        extent : ((lo1, hi1), (lo2, hi2)), optional
+            The rectangle, from ``point`` along the tangent t1 and along t2 = normal x t1 [m]; unbounded by default
+            (a bound may be +-inf). A shape whose centre is outside it does not touch (it falls off the edge).
+        tangent : (3,) array_like, optional
+            The direction of t1 (projected onto the plane); default the x axis of ``body``'s frame projected (its y
+            axis for a normal along x). For the default normal, t1 = x and t2 = y.
+        body : str or int
+            The body that carries the surface; "ground" for a fixed one.
+        """
+        where = f"ground {name!r}"
+        point, normal, tangent, extent = _contact.plane_data_3d(point, normal, tangent, extent, where, _vector3)
+        return _contact.surface_entry(self, "ground", name, body, point=point, normal=normal, tangent=tangent,
+                                      extent=extent)
+
+    def add_drum(self, name, center, radius, axis, body="ground"):
+        """A cylindrical contact surface (a drum, a pulley, a rounded edge): the solid cylinder of ``radius`` [m]
+        about the infinite axis through ``center`` along ``axis`` (normalised here), in ``body``'s frame (a fixed
+        one by default, or a body's, which then carries it); returns its name."""
+        where = f"drum {name!r}"
+        center = _vector3(center, f"{where}: center")
+        radius = _contact._positive(radius, f"{where}: radius")
+        axis = _contact._unit_vector(_vector3(axis, f"{where}: axis"), where, "axis")
+        return _contact.surface_entry(self, "drum", name, body, center=center, radius=radius, axis=axis)
+
+    def add_contact(self, body, surface, *, point=(0.0, 0.0, 0.0), radius=0.0, segment=None, stiffness,
+                    exponent=1.5, restitution=1.0, friction=0.0, tangential_stiffness=None, tangential_damping=None,
+                    min_impact_speed=1.0, name=None):
+        """Let a shape of ``body`` (or of each body of a list) touch ``surface``; returns the contacts' indices.
+
+        ``Model.add_contact`` in three dimensions, with the same law and parameters: a sphere of ``radius`` [m]
+        about ``point`` (body frame; radius 0: a point), or a capsule, ``segment=((x0, y0, z0), (x1, y1, z1))``
+        with ``radius`` > 0 (two rows against a plane, its end spheres; one against a drum, its axis' point nearest
+        the drum's axis). The normal force is Hunt and Crossley's k d^p (1 + (C / v_in) d'), C set from
+        ``restitution``; friction is Coulomb's with a stick phase: a tangential spring and damper (a vector in the
+        tangent plane) from anchors laid where the contact was made, slipping at ``friction`` times the normal force
+        (``recursive_mbd._kernels.spatial.contact``). The methods dopri5, dop853 and rk4 integrate them.
+        """
+        return _contact.contact_entries(self, body, surface, point, radius, segment, stiffness, exponent,
+                                        restitution, friction, tangential_stiffness, tangential_damping,
+                                        min_impact_speed, name, _vector3)
+
+    @property
+    def ncontacts(self):
+        """Number of contact rows (``contact_int``): a capsule on a plane is two, every other contact one."""
+        return self._require_compiled().contact_int.shape[0]
+
+    @property
+    def has_contacts(self):
+        """True when the model has contacts (``add_contact``)."""
+        return self.ncontacts > 0
+
     def _pack_elements(self):
         """Elements into elem_int / elem_real (``spatial.layout``, "force elements"); the functions of time or
         state get 3 slots each of the input vector u: ``element_functions`` (slot, width, function, name, arity:
@@ -670,6 +736,7 @@ class Model3D(TreeBuilder):
         self.loop_real = loop_real  # (nloops, N_LOOP_REAL): points, revolute axes, distance length
         self.loop_rows = rows  # (nloops + 1,): loop k owns rows loop_rows[k]:loop_rows[k + 1] of phi
         self._pack_elements()
+        self.contact_int, self.contact_real, self.contact_names = _contact.pack3d(self)
         # the table's columns that the packed arrays hold unchanged become views of them (read-only: the model is
         # frozen), so that a compiled model keeps one copy of them; com stays (the packed arrays hold m c)
         table.share({"parent": body_int[:, SL.PARENT], "jtype": body_int[:, SL.JTYPE], "mass": body_real[:, SL.MASS],

@@ -33,6 +33,7 @@ import math
 import numba
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
+from ..contact_law import coulomb_clip, hunt_crossley, slipped_stretch
 from ..layout import (
     CBODY,
     CCT,
@@ -201,9 +202,8 @@ def _anchor(ws, com, body, px, py, state, index):
 
 @njit
 def _normal_force(contact_real, r, depth, rate, v_in):
-    """(F_n, its elastic part k d^p) of the Hunt-Crossley law at depth d > 0 and rate d'."""
-    elastic = contact_real[r, CK] * depth ** contact_real[r, CEXP]
-    return max(0.0, elastic * (1.0 + contact_real[r, CDAMP] * rate / v_in)), elastic
+    """(F_n, its elastic part k d^p) of the Hunt-Crossley law at depth d > 0 and rate d' (``contact_law``)."""
+    return hunt_crossley(contact_real[r, CK], contact_real[r, CEXP], contact_real[r, CDAMP], depth, rate, v_in)
 
 
 @njit
@@ -232,8 +232,7 @@ def contact_forces(contact_int, contact_real, ws, com, state, offset, wrench, en
         fn, elastic = _normal_force(contact_real, r, depth, rate, v_in)
         xi = _stretch(ws, com, contact_int, contact_real, state, base, r, nx, ny, qx, qy) if active else 0.0
         ft = -contact_real[r, CKT] * xi - contact_real[r, CCT] * vt
-        limit = contact_real[r, CMU] * fn
-        ft = min(max(ft, -limit), limit)
+        ft = coulomb_clip(ft, abs(ft), contact_real[r, CMU] * fn)
         fx = fn * nx + ft * tx
         fy = fn * ny + ft * ty
         _push(wrench, com, contact_int[r, CBODY], qx, qy, fx, fy)
@@ -297,9 +296,7 @@ def update_contacts(contact_int, contact_real, ws, com, state, offset, impacts):
         else:
             xi = _stretch(ws, com, contact_int, contact_real, state, base, r, nx, ny, qx, qy)
             fn, _ = _normal_force(contact_real, r, -gap, rate, state[base + CS_VIN])
-            kt = contact_real[r, CKT]
-            if kt * abs(xi) > contact_real[r, CMU] * fn:
-                xi = math.copysign(contact_real[r, CMU] * fn / kt, xi) if kt > 0.0 else 0.0
+            xi = slipped_stretch(xi, abs(xi), contact_real[r, CKT], contact_real[r, CMU] * fn)
         # anchors (body frames): the shape's at the contact point, the surface's xi behind it along the surface
         owner = contact_int[r, COWNER]
         _anchor(ws, com, contact_int[r, CBODY], qx, qy, state, base + CS_BODY)

@@ -60,7 +60,7 @@ from .layout import (
     SPHERICAL,
     VIDX,
 )
-from .tree import _force_to_parent_add, poses
+from .tree import _add_force, _force_to_parent_add, poses
 
 njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=True)
 
@@ -79,27 +79,6 @@ def _point_state(rot, pos, omega, vel, body, px, py, pz):
     wz = omega[body, 2]
     return (pos[body, 0] + ax, pos[body, 1] + ay, pos[body, 2] + az,
             vel[body, 0] + wy * az - wz * ay, vel[body, 1] + wz * ax - wx * az, vel[body, 2] + wx * ay - wy * ax)
-
-
-@njit
-def _add_force(rot, wrench, body, px, py, pz, fx, fy, fz, body_axes):
-    """wrench[body] += the force (fx, fy, fz) at the body point (px, py, pz), in body coordinates about the origin;
-    (fx, fy, fz) in ground axes, or in body axes if ``body_axes``. No-op for the ground."""
-    if body < 0:
-        return
-    if not body_axes:  # R^T F
-        gx = fx
-        gy = fy
-        gz = fz
-        fx = rot[body, 0, 0] * gx + rot[body, 1, 0] * gy + rot[body, 2, 0] * gz
-        fy = rot[body, 0, 1] * gx + rot[body, 1, 1] * gy + rot[body, 2, 1] * gz
-        fz = rot[body, 0, 2] * gx + rot[body, 1, 2] * gy + rot[body, 2, 2] * gz
-    wrench[body, 0] += py * fz - pz * fy
-    wrench[body, 1] += pz * fx - px * fz
-    wrench[body, 2] += px * fy - py * fx
-    wrench[body, 3] += fx
-    wrench[body, 4] += fy
-    wrench[body, 5] += fz
 
 
 @njit
@@ -190,6 +169,23 @@ def linearise_spherical_springs(body_int, elem_int, elem_real, q_start, q_new, d
         residual[kv + 2] += stiffness * (cz - now[2])
         replaced = True
     return replaced
+
+
+@njit
+def subtree_forces(body_int, ws, S, wrench, out):
+    """out (nv,) += the generalised forces of the loads ``wrench`` (nbodies, 6) (each body's, body coordinates about
+    its origin): tip to base, a body's subtree load projected on its joint's motion subspace (module docstring).
+    ``ws`` and ``S`` hold the kinematics of the state (``tree.poses``); ``wrench`` is left holding the subtree loads."""
+    for i in range(body_int.shape[0] - 1, -1, -1):
+        kv = body_int[i, VIDX]
+        for col in range(body_int[i, NVJ]):
+            acc = 0.0
+            for m in range(6):
+                acc += S[i, col, m] * wrench[i, m]
+            out[kv + col] += acc
+        p = body_int[i, PARENT]
+        if p >= 0:
+            _force_to_parent_add(ws, i, wrench[i], 0, wrench[p], 0)
 
 
 @njit
@@ -320,17 +316,7 @@ def element_forces(body_int, body_real, elem_int, elem_real, u, q, v, ws, S, tmp
                 wrench[a, 1] += fy
                 wrench[a, 2] += fz
                 applied += gx * omega[a, 0] + gy * omega[a, 1] + gz * omega[a, 2]
-    # tip to base: a body's subtree load, projected on its joint's motion subspace (module docstring)
-    for i in range(n - 1, -1, -1):
-        kv = body_int[i, VIDX]
-        for col in range(body_int[i, NVJ]):
-            acc = 0.0
-            for m in range(6):
-                acc += S[i, col, m] * wrench[i, m]
-            out[kv + col] += acc
-        p = body_int[i, PARENT]
-        if p >= 0:
-            _force_to_parent_add(ws, i, wrench[i], 0, wrench[p], 0)
+    subtree_forces(body_int, ws, S, wrench, out)
     energy_out[0] = potential
     energy_out[1] = dissipated
     energy_out[2] = applied

@@ -139,3 +139,40 @@ EJREST = 6  # rest coordinate per dof (3); spherical: the rest quaternion (w, x,
 EPOINT = 0  # force: point of application in the body frame [m] (3)
 EVALUE = 3  # the constant force [N] or torque [N m] (3), in the axes EFRAME says
 N_EREAL = 10
+
+# ---- contacts (``Model3D.add_ground``, ``add_drum``, ``add_contact``; ``_kernels.spatial.contact``) -------------
+# contact_int (nrows, N_CINT) int64: the planar layout's columns (``_kernels.layout``: CBODY, COWNER, CSURFACE, CSHAPE)
+# with SURFACE_PLANE (the half-space n . (x - point) <= 0, over a rectangle of the plane) or SURFACE_CYLINDER (the
+# solid cylinder of a radius about an infinite axis), SHAPE_SPHERE (a point with a radius) or SHAPE_SEGMENT (a capsule)
+SURFACE_CYLINDER = 1
+SHAPE_SPHERE = 0
+# contact_real (nrows, N_CREAL) float64; points relative to the body frame's origin, body frame (the ground's: ground)
+CP0 = 0  # shape: the sphere's centre, or the segment's first end (3)
+CP1 = 3  # shape: the segment's second end (3)
+CRAD = 6  # shape radius [m] (>= 0)
+CSP = 7  # surface: a point of the plane, or of the cylinder's axis, owner frame (3)
+CSN = 10  # surface: the plane's unit outward normal, or the cylinder's unit axis, owner frame (3)
+CST = 13  # plane: its first tangent t1 (unit, normal to n), owner frame (3); the second is t2 = n x t1
+CLO = 16  # plane: its extent from the point, (lo, hi) along t1, then (lo, hi) along t2 [m] (4)
+CCYL = 20  # cylinder: its radius [m]
+CK = 21  # normal stiffness k [N / m^p]
+CEXP = 22  # exponent p
+CDAMP = 23  # dimensionless damping C of the Hunt-Crossley law k d^p (1 + (C / v_in) d'), set from e
+CVMIN = 24  # the smallest impact speed the damping is scaled with [m/s]
+CMU = 25  # Coulomb friction coefficient
+CKT = 26  # tangential stick stiffness [N/m]
+CCT = 27  # tangential damping [N s/m]
+N_CREAL = 28
+# the rows' state (nrows, N_CSTATE), carried after the work terms of the integrated state, changed between steps only
+CS_ACTIVE = 0  # 1.0 while in contact (since the end of an accepted step), else 0.0
+CS_VIN = 1  # the impact speed the normal damping is scaled with [m/s]
+CS_BODY = 2  # the stick anchor's material point on the shape's body, body frame (3)
+CS_SURF = 5  # the stick anchor's material point on the surface, owner frame (3)
+N_CSTATE = 8
+# per-row output of an evaluation (nrows, N_PER_CONTACT): normal force [N], friction force (3) [N], depth [m],
+# contact point (3) [m], ground axes
+PC_NORMAL = 0
+PC_TANGENTIAL = 1
+PC_DEPTH = 4
+PC_POINT = 5
+N_PER_CONTACT = 8

@@ -18,6 +18,10 @@ M vdot + h = tau - J^T lambda, J vdot = gamma - 2 alpha phi' - beta^2 phi), and 
 the projection also moves (q, v) back onto phi = 0, J v = 0 after each accepted step (``project_loops``: the
 mass-orthogonal Gauss-Newton projection of the planar layer, ``_kernels.planar.loops.project``, with the position steps
 taken along ``integrate_configuration`` so that quaternions stay unit).
+
+With contacts (``Model3D.add_contact``) their loads join tau (``contact_loads``), their dissipated power W_dissipated,
+and the rows' stick anchors follow the work terms in y, y = (q, v, W_dissipated, W_applied, state), with a zero rate:
+the projection updates them after each accepted step (``contact.update_contacts``), as the planar system does.
 """
 
 import math
@@ -31,11 +35,13 @@ from numba.extending import overload
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..layout import LOOP_CHANGE_POINT, STATUS_LOOP_DEGENERATE, STATUS_LOOPS_OPEN, STATUS_NONFINITE_STATE, STATUS_OK
 from ..planar.loops import BRANCH_ZONE, REDUNDANT, filtered_solve, gram_matrix
+from ..planar.tree import check_output
 from ..timeloops import formulation
-from .elements import element_forces
-from .layout import LROW
+from .contact import contact_forces, update_contacts
+from .elements import element_forces, subtree_forces
+from .layout import LROW, N_CSTATE
 from .loops import constrained_dynamics, constraint_responses, loop_constraints
-from .tree import forward_dynamics
+from .tree import forward_dynamics, poses
 
 # The cached machine code of these kernels embeds ``spatial.forward_dynamics`` as it was when they were compiled,
 # and numba checks only this file's stamp: when the articulated-body workspace contract changes (sperf18: spherical
@@ -58,6 +64,11 @@ SpatialSystem = namedtuple("SpatialSystem", [
     # (spatial_loops.LoopWorkspace3D), Baumgarte's (alpha, beta), and settings (5,) = (project: on, tol, max_iter,
     # its rcond; rcond of the dynamics' multiplier solve)
     "loops",
+    # contacts (``_kernels.spatial.contact``): (contact_int, contact_real, per_contact (nrows, N_PER_CONTACT), energy
+    # (2,)), with no rows for a model without contacts (one type for every model: the time loops compiled for a
+    # spatial model serve contact models too). The rows' state (``spatial.layout``: N_CSTATE per row) is carried
+    # after the work terms of y, y = (q, v, W, state); the contacts use the force elements' scratch
+    "contacts",
 ])
 
 # entries of SpatialSystem.loops
@@ -251,21 +262,63 @@ def applied_forces(system, q, v):
 
 
 @njit
+def contact_loads(system, q, v, y):
+    """tau += the contacts' generalised forces at (q, v) with the rows' state of y (``contact``); returns (status,
+    the power they dissipate [W]). A no-op for a model without contacts."""
+    contacts = system.contacts
+    if contacts[0].shape[0] == 0:
+        return STATUS_OK, 0.0
+    (_, _, ews, eS, etmp, rot, pos, omega, vel, wrench, forces, _, _) = system.elements
+    status = poses(system.body_int, system.body_real, q, v, ews, eS, etmp, rot, pos, omega, vel, True)
+    if status != STATUS_OK:
+        return status, 0.0
+    wrench[:, :] = 0.0
+    forces[:] = 0.0
+    energy = contacts[3]
+    energy[:] = 0.0
+    contact_forces(contacts[0], contacts[1], rot, pos, omega, vel, y, q.shape[0] + v.shape[0] + 2, wrench, energy,
+                   contacts[2])
+    subtree_forces(system.body_int, ews, eS, wrench, forces)  # wrenches to generalised forces, as the elements'
+    status = check_output(forces)
+    if status == STATUS_OK:
+        status = check_output(energy)
+    if status != STATUS_OK:
+        return status, 0.0
+    tau = system.tau
+    for k in range(tau.shape[0]):
+        tau[k] += forces[k]
+    return STATUS_OK, energy[1]
+
+
+@njit
 def project_state(inputs, key, system, t, y):
     """Renormalise every quaternion of y in place (a zero or non-finite one is STATUS_NONFINITE_STATE); with
-    loops and stabilization "projection", then project (q, v) onto the loops (``project_loops``)."""
+    loops and stabilization "projection", then project (q, v) onto the loops (``project_loops``); then update the
+    contacts' state at the result (``contact.update_contacts``)."""
     status = normalise_quaternions(system, y)
-    if status != STATUS_OK or system.loops[LOOP_SETTINGS][0] == 0.0:
+    if status != STATUS_OK:
         return status
     q = system.q
     v = system.v
     nq = q.shape[0]
+    if system.loops[LOOP_SETTINGS][0] != 0.0:
+        q[:] = y[:nq]
+        v[:] = y[nq:nq + v.shape[0]]
+        status = project_loops(system, q, v)
+        y[:nq] = q
+        y[nq:nq + v.shape[0]] = v
+        if status != STATUS_OK:
+            return status
+    contacts = system.contacts
+    if contacts[0].shape[0] == 0:
+        return STATUS_OK
     q[:] = y[:nq]
     v[:] = y[nq:nq + v.shape[0]]
-    status = project_loops(system, q, v)
-    y[:nq] = q
-    y[nq:nq + v.shape[0]] = v
-    return status
+    (_, _, ews, eS, etmp, rot, pos, omega, vel, _, _, _, _) = system.elements
+    status = poses(system.body_int, system.body_real, q, v, ews, eS, etmp, rot, pos, omega, vel, True)
+    if status != STATUS_OK:
+        return status
+    return update_contacts(contacts[0], contacts[1], rot, pos, omega, vel, y, nq + v.shape[0] + 2)
 
 
 @njit
@@ -290,6 +343,10 @@ def system_rhs(inputs, key, system, t, y, dy):
     status, dissipated, power = applied_forces(system, q, v)
     if status != STATUS_OK:
         return status
+    status, contact_dissipated = contact_loads(system, q, v, y)
+    if status != STATUS_OK:
+        return status
+    dissipated += contact_dissipated
     loops = system.loops
     if loops[LOOP_INT].shape[0] > 0:
         status = constrained_dynamics(
@@ -311,6 +368,8 @@ def system_rhs(inputs, key, system, t, y, dy):
         dy[nq + k] = vdot[k]
     dy[nq + nv] = dissipated
     dy[nq + nv + 1] = power
+    for k in range(nq + nv + 2, y.shape[0]):  # the contacts' state changes between steps only
+        dy[k] = 0.0
     return STATUS_OK
 
 
@@ -373,9 +432,10 @@ def configuration_rate(system, y, v, dy):
 
 @njit
 def projects(system):
-    """True when the model has quaternions (spherical or free joints) to renormalise after every accepted step, or
-    loops to project onto (stabilization "projection")."""
-    return system.quat_q.shape[0] > 0 or system.loops[LOOP_SETTINGS][0] != 0.0
+    """True when the model has quaternions (spherical or free joints) to renormalise after every accepted step,
+    loops to project onto (stabilization "projection") or contacts to update."""
+    return (system.quat_q.shape[0] > 0 or system.loops[LOOP_SETTINGS][0] != 0.0
+            or system.contacts[0].shape[0] > 0)
 
 
 @overload(formulation.rhs, jit_options={"cache": True, "_nrt": True})
@@ -402,5 +462,5 @@ def _projects(system):
 @overload(formulation.integrated_size, jit_options={"cache": True, "_nrt": True})
 def _integrated_size(system, n):
     if _is_spatial(system):
-        return lambda system, n: n  # every entry of y is integrated
+        return lambda system, n: n - N_CSTATE * system.contacts[0].shape[0]  # the contacts' state is not integrated
     return None

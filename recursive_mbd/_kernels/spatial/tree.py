@@ -1850,3 +1850,24 @@ def energy(body_int, body_real, gravity, q, v, ws, S, tmp, rot, pos, omega, vel,
     pair[0] = kinetic
     pair[1] = potential
     return check_output(pair)
+
+
+@njit
+def _add_force(rot, wrench, body, px, py, pz, fx, fy, fz, body_axes):
+    """wrench[body] += the force (fx, fy, fz) at the body point (px, py, pz), in body coordinates about the origin;
+    (fx, fy, fz) in ground axes, or in body axes if ``body_axes``. No-op for the ground."""
+    if body < 0:
+        return
+    if not body_axes:  # R^T F
+        gx = fx
+        gy = fy
+        gz = fz
+        fx = rot[body, 0, 0] * gx + rot[body, 1, 0] * gy + rot[body, 2, 0] * gz
+        fy = rot[body, 0, 1] * gx + rot[body, 1, 1] * gy + rot[body, 2, 1] * gz
+        fz = rot[body, 0, 2] * gx + rot[body, 1, 2] * gy + rot[body, 2, 2] * gz
+    wrench[body, 0] += py * fz - pz * fy
+    wrench[body, 1] += pz * fx - px * fz
+    wrench[body, 2] += px * fy - py * fx
+    wrench[body, 3] += fx
+    wrench[body, 4] += fy
+    wrench[body, 5] += fz
