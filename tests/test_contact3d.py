@@ -172,3 +172,11 @@ def test_bad_contact_input_is_a_model_error_naming_the_entry(build, message):
 def test_methods_that_do_not_integrate_spatial_contacts_refuse_them(options, message):
     with pytest.raises(ValueError, match=message):
         rm.simulate(_ball(stiffness=1e6), _at(0.2), AT_REST, 0.1, **options)
+
+
+def test_the_single_state_call_and_the_model_file_refuse_what_they_would_leave_out(tmp_path):
+    model = _ball(stiffness=1e6)
+    with pytest.raises(ModelError, match="has contacts: the single-state functions of a Model3D leave them out"):
+        rm.forward_dynamics(model, _at(0.05), AT_REST)
+    with pytest.raises(ModelError, match="spatial model files cannot describe them yet"):
+        rm.io.save(model, tmp_path / "ball.toml")

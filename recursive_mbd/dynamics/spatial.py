@@ -174,7 +174,7 @@ def workspace(model):
 
 def _short_route(model, ws):
     """The fields of rm.forward_dynamics' short path for this model (``Workspace3D.short_fd``), or False."""
-    if model._loops or model._elements or not spatial_entry.accepts_model(model):
+    if model._loops or model._elements or model._contacts or not spatial_entry.accepts_model(model):
         return False
     return (spatial_entry.kernel(), model.body_int, model.body_real, model.gravity, ws.buffer)
 
@@ -210,6 +210,9 @@ def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursiv
     if model._loops:
         raise ModelError(f"{model!r} has closed loops: this is the tree's forward dynamics, which ignores them; use "
                          "rm.forward_dynamics or recursive_mbd.dynamics.spatial_loops.loop_dynamics")
+    if model._contacts:  # their friction needs a run's contact state, which the spatial calls do not take yet
+        raise ModelError(f"{model!r} has contacts: the single-state functions of a Model3D leave them out (rm.simulate "
+                         "integrates them; rm.energy counts their elastic potential)")
     if out is not None and out is not ws.checked_out:
         ws.checked_out = _checks.output_buffer(out, (model._nv,))
     if t.__class__ is not float:

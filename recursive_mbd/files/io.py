@@ -1064,6 +1064,8 @@ def _contact_run(contacts, start):
 
 def _dumps_spatial(model, q0, v0, analysis, drivers):
     """TOML text of a Model3D (module docstring: spatial models), every key explicit."""
+    if model._contacts:  # the spatial file format has no contact entries yet: refuse rather than drop them
+        raise ModelError(f"{model!r} has contacts: spatial model files cannot describe them yet")
     names = model.names  # generated once (default names are made on demand)
 
     def body_name(index):
