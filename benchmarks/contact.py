@@ -1,20 +1,42 @@
-"""Contact cost: a chain of N capsule links dropped onto a table, 1 s, with the explicit methods; the contact kernel
-alone per call and its growth in N up to a 1e5-link chain lying on the floor; MuJoCo on the same chain when it is
-installed.
+"""Contact cost: a chain of N capsule links dropped onto a table, 1 s, with the explicit and implicit methods; the
+contact kernel alone per call and its growth in N up to a 1e5-link chain lying on the floor; MuJoCo on the same
+chain when it is installed.
 
-    python3 benchmarks/contact.py [--sizes 1000 10000] [--floor 100000] [--t-end 1.0] [--methods dopri5 rk4]
-                                  [--step 1.25e-4] [--mujoco-sizes 100 200] [--no-mujoco]
+    python3 benchmarks/contact.py [--sizes 1000 10000] [--floor 100000] [--t-end 1.0]
+                                  [--methods dopri5 rk4 generalized_alpha bdf] [--step 1.25e-4] [--rtol 1e-6]
+                                  [--ga-step 3.125e-5 ...] [--rho-inf 0.5] [--bdf-rtol 1e-5] [--newton-tol TOL]
+                                  [--reference-rtol 1e-8] [--max-wall SECONDS] [--mujoco-sizes 100 200] [--no-mujoco]
 
 The chain: links 1 cm long, 10 g, capsules of radius 2.5 mm, held horizontally 5 cm above the table with a gentle
 wave (heights within +-1 cm, so that it lands over 20 ms rather than at once) and dropped; linear contacts, k = 1e4
 N/m, restitution 0.3 with the impact speed scale (min_impact_speed) at the landing's 1 m/s, friction 0.3 (the
-landing presses a link about 0.7 mm in). dopri5 at rtol 1e-6 and rk4 at a fixed step (--step, 0.125 ms: at 0.25 ms
-rk4 ran the 1e3-link chain but diverged as the 1e4-link one landed, and stopped with a SimulationError) run it for
-t_end; the table gives their wall time, steps, the touching rows per step (the mean over 21 samples) and the contact
-kernel's time per call (``_kernels.planar.contact.contact_forces`` on the last state, timed alone; it visits every
-row, touching or not; a step calls it 4 (rk4) or about 9 (dopri5, rejected steps included) times). The 1e5-link chain
-lies on the floor (every row touching) and is stepped 40 times by rk4. The detection slope is the log-log fit of the
-kernel's time per call against N.
+landing presses a link about 0.7 mm in). dopri5 at --rtol, rk4 at a fixed step (--step, 0.125 ms: at 0.25 ms rk4
+ran the 1e3-link chain but diverged as the 1e4-link one landed, and stopped with a SimulationError),
+generalized_alpha at each --ga-step (rho_inf --rho-inf) and bdf at --bdf-rtol run it for t_end; the table gives
+their wall time, steps, Newton iterations per step and factorisations (the implicit methods), the touching rows per
+step (the mean over 21 samples) and the contact kernel's time per call (``_kernels.planar.contact.contact_forces``
+on the last state, timed alone; it visits every row, touching or not; a step calls it 4 (rk4) or about 9 (dopri5,
+rejected steps included) times). With --reference-rtol, a dopri5 run at that rtol is each size's reference and
+"error" is the landed shape's: max over links of the distance between their centres at t_end and the reference's
+[mm]. A run that stops (a step that does not resolve the landing, Newton not converging, --max-wall reached) is
+listed with its message, the time it reached and its Newton counts. The 1e5-link chain lies on the floor (every
+row touching) and is stepped 40 times by rk4. The detection slope is the log-log fit of the kernel's time per call
+against N.
+
+Measured (a shared 2-core machine, load about 3; docs/benchmarks.md has the table):
+
+    python3 benchmarks/contact.py --sizes 1000 --floor 0 --methods dopri5 generalized_alpha bdf \
+        --ga-step 4e-5 3.125e-5 --reference-rtol 1e-8 --no-mujoco --max-wall 200
+
+1e3 links, errors against dopri5 at rtol 1e-8 (114 s, 54,562 steps): dopri5 at rtol 1e-6 21 s, 11,389 steps, 2.4 mm;
+generalized_alpha at 0.03125 ms 101 s, 32,000 steps, 9.3 Newton iterations and 7.4 factorisations a step, 2.2 mm;
+bdf at rtol 1e-5 133 s, 123,584 steps, 3.4 iterations and 0.93 factorisations a step, 2.2 mm. generalized_alpha at
+0.04 ms and above (0.0625, 0.125, 0.25, 0.5 ms) stops where Newton does not converge as the chain lands (t = 0.10 s;
+0.30 s at 0.04 ms); at 1 ms Newton diverges there. The three errors are alike: the landed shape (friction, the
+order of touch-downs) differs by about 2 mm between any two accurate runs. At 1e4 links generalized_alpha stops
+at the touch-down (t = 0.101 s) for the same reason at 0.03125 and 0.015625 ms (at 0.03125 ms with --newton-tol
+1e-10 Newton diverges there), and bdf at rtol 1e-5 reached t = 0.109 s in --max-wall 240 s: the 1e4-link chain in
+under two minutes is not met by either implicit method (docs/benchmarks.md, where the time goes).
 
 MuJoCo (3D): the same capsules in the x-z plane joined by hinges about y, the first with a free planar base (slide
 x, slide z, hinge y), colliding with the plane only; the same step (its default semi-implicit Euler), its soft
