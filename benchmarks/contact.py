@@ -31,12 +31,12 @@ Measured (a shared 2-core machine, load about 3; docs/benchmarks.md has the tabl
 1e3 links, errors against dopri5 at rtol 1e-8 (114 s, 54,562 steps): dopri5 at rtol 1e-6 21 s, 11,389 steps, 2.4 mm;
 generalized_alpha at 0.03125 ms 101 s, 32,000 steps, 9.3 Newton iterations and 7.4 factorisations a step, 2.2 mm;
 bdf at rtol 1e-5 133 s, 123,584 steps, 3.4 iterations and 0.93 factorisations a step, 2.2 mm. generalized_alpha at
-0.04 ms and above (0.0625, 0.125, 0.25, 0.5 ms) stops where Newton does not converge as the chain lands (t = 0.10 s;
-0.30 s at 0.04 ms); at 1 ms Newton diverges there. The three errors are alike: the landed shape (friction, the
-order of touch-downs) differs by about 2 mm between any two accurate runs. At 1e4 links generalized_alpha stops
-at the touch-down (t = 0.101 s) for the same reason at 0.03125 and 0.015625 ms (at 0.03125 ms with --newton-tol
-1e-10 Newton diverges there), and bdf at rtol 1e-5 reached t = 0.109 s in --max-wall 240 s: the 1e4-link chain in
-under two minutes is not met by either implicit method (docs/benchmarks.md, where the time goes).
+0.04 ms and above (0.05, 0.0625, 0.125, 0.25, 0.5 ms) stops where Newton does not converge as the chain lands (t =
+0.10 s; 0.22 s at 0.05 ms, 0.30 s at 0.04 ms); at 1 ms Newton diverges there. The three errors are alike: the landed
+shape (friction, the order of touch-downs) differs by about 2 mm between any two accurate runs. At 1e4 links
+generalized_alpha stops at the touch-down (t = 0.101 s) for the same reason at 0.03125 and 0.015625 ms (at 0.03125
+ms with --newton-tol 1e-10 Newton diverges there), and bdf at rtol 1e-5 reached t = 0.109 s in --max-wall 240 s: the
+1e4-link chain in under two minutes is not met by either implicit method (docs/benchmarks.md, where the time goes).
 
 MuJoCo (3D): the same capsules in the x-z plane joined by hinges about y, the first with a free planar base (slide
 x, slide z, hinge y), colliding with the plane only; the same step (its default semi-implicit Euler), its soft
