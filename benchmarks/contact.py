@@ -1,20 +1,42 @@
-"""Contact cost: a chain of N capsule links dropped onto a table, 1 s, with the explicit methods; the contact kernel
-alone per call and its growth in N up to a 1e5-link chain lying on the floor; MuJoCo on the same chain when it is
-installed.
+"""Contact cost: a chain of N capsule links dropped onto a table, 1 s, with the explicit and implicit methods; the
+contact kernel alone per call and its growth in N up to a 1e5-link chain lying on the floor; MuJoCo on the same
+chain when it is installed.
 
-    python3 benchmarks/contact.py [--sizes 1000 10000] [--floor 100000] [--t-end 1.0] [--methods dopri5 rk4]
-                                  [--step 1.25e-4] [--mujoco-sizes 100 200] [--no-mujoco]
+    python3 benchmarks/contact.py [--sizes 1000 10000] [--floor 100000] [--t-end 1.0]
+                                  [--methods dopri5 rk4 generalized_alpha bdf] [--step 1.25e-4] [--rtol 1e-6]
+                                  [--ga-step 3.125e-5 ...] [--rho-inf 0.5] [--bdf-rtol 1e-5] [--newton-tol TOL]
+                                  [--reference-rtol 1e-8] [--max-wall SECONDS] [--mujoco-sizes 100 200] [--no-mujoco]
 
 The chain: links 1 cm long, 10 g, capsules of radius 2.5 mm, held horizontally 5 cm above the table with a gentle
 wave (heights within +-1 cm, so that it lands over 20 ms rather than at once) and dropped; linear contacts, k = 1e4
 N/m, restitution 0.3 with the impact speed scale (min_impact_speed) at the landing's 1 m/s, friction 0.3 (the
-landing presses a link about 0.7 mm in). dopri5 at rtol 1e-6 and rk4 at a fixed step (--step, 0.125 ms: at 0.25 ms
-rk4 ran the 1e3-link chain but diverged as the 1e4-link one landed, and stopped with a SimulationError) run it for
-t_end; the table gives their wall time, steps, the touching rows per step (the mean over 21 samples) and the contact
-kernel's time per call (``_kernels.planar.contact.contact_forces`` on the last state, timed alone; it visits every
-row, touching or not; a step calls it 4 (rk4) or about 9 (dopri5, rejected steps included) times). The 1e5-link chain
-lies on the floor (every row touching) and is stepped 40 times by rk4. The detection slope is the log-log fit of the
-kernel's time per call against N.
+landing presses a link about 0.7 mm in). dopri5 at --rtol, rk4 at a fixed step (--step, 0.125 ms: at 0.25 ms rk4
+ran the 1e3-link chain but diverged as the 1e4-link one landed, and stopped with a SimulationError),
+generalized_alpha at each --ga-step (rho_inf --rho-inf) and bdf at --bdf-rtol run it for t_end; the table gives
+their wall time, steps, Newton iterations per step and factorisations (the implicit methods), the touching rows per
+step (the mean over 21 samples) and the contact kernel's time per call (``_kernels.planar.contact.contact_forces``
+on the last state, timed alone; it visits every row, touching or not; a step calls it 4 (rk4) or about 9 (dopri5,
+rejected steps included) times). With --reference-rtol, a dopri5 run at that rtol is each size's reference and
+"error" is the landed shape's: max over links of the distance between their centres at t_end and the reference's
+[mm]. A run that stops (a step that does not resolve the landing, Newton not converging, --max-wall reached) is
+listed with its message, the time it reached and its Newton counts. The 1e5-link chain lies on the floor (every
+row touching) and is stepped 40 times by rk4. The detection slope is the log-log fit of the kernel's time per call
+against N.
+
+Measured (a shared 2-core machine, load about 3; docs/benchmarks.md has the table):
+
+    python3 benchmarks/contact.py --sizes 1000 --floor 0 --methods dopri5 generalized_alpha bdf \
+        --ga-step 4e-5 3.125e-5 --reference-rtol 1e-8 --no-mujoco --max-wall 200
+
+1e3 links, errors against dopri5 at rtol 1e-8 (114 s, 54,562 steps): dopri5 at rtol 1e-6 21 s, 11,389 steps, 2.4 mm;
+generalized_alpha at 0.03125 ms 101 s, 32,000 steps, 9.3 Newton iterations and 7.4 factorisations a step, 2.2 mm;
+bdf at rtol 1e-5 133 s, 123,584 steps, 3.4 iterations and 0.93 factorisations a step, 2.2 mm. generalized_alpha at
+0.04 ms and above (0.05, 0.0625, 0.125, 0.25, 0.5 ms) stops where Newton does not converge as the chain lands (t =
+0.10 s; 0.22 s at 0.05 ms, 0.30 s at 0.04 ms); at 1 ms Newton diverges there. The three errors are alike: the landed
+shape (friction, the order of touch-downs) differs by about 2 mm between any two accurate runs. At 1e4 links
+generalized_alpha stops at the touch-down (t = 0.101 s) for the same reason at 0.03125 and 0.015625 ms (at 0.03125
+ms with --newton-tol 1e-10 Newton diverges there), and bdf at rtol 1e-5 reached t = 0.109 s in --max-wall 240 s: the
+1e4-link chain in under two minutes is not met by either implicit method (docs/benchmarks.md, where the time goes).
 
 MuJoCo (3D): the same capsules in the x-z plane joined by hinges about y, the first with a free planar base (slide
 x, slide z, hinge y), colliding with the plane only; the same step (its default semi-implicit Euler), its soft
@@ -42,6 +64,8 @@ from recursive_mbd._kernels.planar.contact import contact_forces
 LINK, MASS, RADIUS, HEIGHT = 0.01, 0.01, 0.0025, 0.05  # [m], [kg], [m], [m]
 STIFFNESS, RESTITUTION, FRICTION, IMPACT = 1e4, 0.3, 0.3, 1.0
 STEP = 1.25e-4  # rk4's and MuJoCo's default step [s]: at 2.5e-4 rk4 diverges as the 1e4-link chain lands
+GA_STEP, RHO_INF = 2.5e-4, 0.5  # generalized_alpha's default step [s] and spectral radius at infinity
+BDF_RTOL = 1e-5
 
 
 def link_angles(n, lying=False):
@@ -84,7 +108,7 @@ def kernel_time(res, index=-1):
     system, _ = res._evaluate(index if index >= 0 else res.t.size + index)
     free = system.free
     y = np.concatenate((res.q[index, free], res.qd[index, free], [0.0, 0.0], res.contact_state[index].ravel()))
-    contact_int, contact_real, per_contact = system.contacts
+    contact_int, contact_real, per_contact = system.contacts[:3]
     wrench = np.zeros_like(system.wrench)
     energy = np.zeros(3)
     offset = 2 * free.size + 2
@@ -95,29 +119,50 @@ def kernel_time(res, index=-1):
     return median_time(call, min_time=0.5)
 
 
-def run(n, method, t_end, step, lying=False):
-    model, q0 = chain(n, lying)
-    options = dict(rtol=1e-6, atol=1e-9) if method == "dopri5" else dict(dt=step)
-    rm.simulate(model, q0, np.zeros_like(q0), 2 * step, method=method, **options)  # compile outside the timing
+def method_options(method, step, ga_step=GA_STEP, rho_inf=RHO_INF, rtol=1e-6, bdf_rtol=BDF_RTOL, newton_tol=None):
+    """simulate's options for ``method``: dopri5 at ``rtol``, rk4 at ``step``, generalized_alpha at ``ga_step``
+    (``rho_inf``), bdf at ``bdf_rtol`` (both at ``newton_tol``, None: simulate's default); (options, a label of the
+    tolerance or step)."""
+    newton = {} if newton_tol is None else dict(newton_tol=newton_tol)
+    label = "" if newton_tol is None else f", newton_tol {newton_tol:g}"
     if method == "dopri5":
+        return dict(rtol=rtol, atol=1e-3 * rtol), f"rtol {rtol:g}"
+    if method == "bdf":
+        return dict(rtol=bdf_rtol, atol=1e-3 * bdf_rtol, **newton), f"rtol {bdf_rtol:g}{label}"
+    if method == "generalized_alpha":
+        return dict(dt=ga_step, rho_inf=rho_inf, **newton), f"{ga_step * 1e3:g} ms, rho_inf {rho_inf:g}{label}"
+    return dict(dt=step), f"{step * 1e3:g} ms"
+
+
+def run(n, method, t_end, step, lying=False, max_wall=None, **settings):
+    """(result, record) of the chain of n links run for t_end by ``method`` (options: ``method_options``)."""
+    model, q0 = chain(n, lying)
+    options, label = method_options(method, step, **settings)
+    warm = dict(options, dt=2e-4) if "dt" in options else options
+    rm.simulate(model, q0, np.zeros_like(q0), 4e-4, method=method, **warm)  # compile outside the timing
+    if "dt" in options:  # a fixed step stores every every-th one
+        options["every"] = max(1, round(t_end / options["dt"] / 20))
+    else:
         options["t_eval"] = np.linspace(0.0, t_end, 21)
-    else:  # a fixed step stores every every-th one
-        options["every"] = max(1, round(t_end / step / 20))
     start = time.perf_counter()
-    res = rm.simulate(model, q0, np.zeros_like(q0), t_end, method=method, max_steps=10**8, **options)
+    res = rm.simulate(model, q0, np.zeros_like(q0), t_end, method=method, max_steps=10**8, max_wall_time=max_wall,
+                      **options)
     wall = time.perf_counter() - start
     if not res.success:
         raise rm.SimulationError(f"{model.name}, {method}: {res.message}")
     active = res.contact_forces()["active"]
-    return res, dict(n=n, method=method, t_end=t_end, lying=lying, wall_s=wall, steps=int(res.nsteps),
+    iterations = getattr(res, "newton_iterations", None)
+    return res, dict(n=n, method=method, setting=label, t_end=t_end, lying=lying, wall_s=wall, steps=int(res.nsteps),
                      evaluations=int(res.nfev), rows=2 * n, touching_mean=float(active[1:].mean()),
-                     touching_end=int(active[-1]), kernel_us=kernel_time(res) * 1e6)
+                     touching_end=int(active[-1]), kernel_us=kernel_time(res) * 1e6,
+                     newton_per_step=None if iterations is None else iterations / res.nsteps,
+                     factorizations=getattr(res, "newton_factorizations", None))
 
 
-def link_heights(model, res):
-    """The links' centre heights at the last sample (bodies 0 and 1 are the base's sliders)."""
+def link_centres(model, res):
+    """The links' centres (n, 2) at the last sample (bodies 0 and 1 are the base's sliders)."""
     z, _ = rm.augmented.absolute_from_joint(model, res.q[-1], res.qd[-1])
-    return z[2:, 1]
+    return z[2:, :2]
 
 
 def mujoco_run(n, t_end, step, heights_ours):
@@ -160,31 +205,74 @@ def main():
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--floor", type=int, default=100000, help="links of the chain lying on the floor (0: none)")
     parser.add_argument("--t-end", type=float, default=1.0)
-    parser.add_argument("--methods", nargs="+", default=["dopri5", "rk4"])
+    parser.add_argument("--methods", nargs="+", default=["dopri5", "rk4"],
+                        choices=["dopri5", "rk4", "generalized_alpha", "bdf"])
     parser.add_argument("--step", type=float, default=STEP, help=f"rk4's and MuJoCo's step [s] (default {STEP:g})")
+    parser.add_argument("--ga-step", type=float, nargs="+", default=[GA_STEP],
+                        help=f"generalized_alpha's steps [s] (default {GA_STEP:g})")
+    parser.add_argument("--rho-inf", type=float, default=RHO_INF, help="generalized_alpha's rho_inf")
+    parser.add_argument("--rtol", type=float, default=1e-6, help="dopri5's rtol (atol 1e-3 rtol)")
+    parser.add_argument("--bdf-rtol", type=float, default=BDF_RTOL, help="bdf's rtol (atol 1e-3 rtol)")
+    parser.add_argument("--newton-tol", type=float, default=None, help="generalized_alpha's and bdf's newton_tol")
+    parser.add_argument("--reference-rtol", type=float, default=0.0,
+                        help="a dopri5 run at this rtol is the reference of each size's landed shape (0: none)")
+    parser.add_argument("--max-wall", type=float, default=None, help="each run's max_wall_time [s]")
     parser.add_argument("--mujoco-sizes", type=int, nargs="+", default=[100, 200],
                         help="chains run in MuJoCo too (its cost grows much faster than N on a serial chain)")
     parser.add_argument("--no-mujoco", action="store_true")
     args = parser.parse_args()
     records = []
     failed = []
+    cases = [(method, dict(ga_step=ga_step)) for method in args.methods
+             for ga_step in (args.ga_step if method == "generalized_alpha" else [GA_STEP])]
     for n in args.sizes:
-        for method in args.methods:
+        reference = None
+        if args.reference_rtol:
+            res, record = run(n, "dopri5", args.t_end, args.step, rtol=args.reference_rtol)
+            reference = link_centres(res.model, res)
+            record.update(reference=True, error_mm=0.0)
+            records.append(record)
+            print(record, flush=True)
+        for method, extra in cases:
             try:
-                res, record = run(n, method, args.t_end, args.step)
-            except rm.SimulationError as err:  # a step too long for the landing: said, not timed
-                failed.append(dict(n=n, method=method, error=str(err)))
-                print(f"N = {n}, {method}: {err}", flush=True)
+                res, record = run(n, method, args.t_end, args.step, max_wall=args.max_wall, rho_inf=args.rho_inf,
+                                  rtol=args.rtol, bdf_rtol=args.bdf_rtol, newton_tol=args.newton_tol, **extra)
+            except rm.SimulationError as err:  # a step too long for the landing, or over max_wall: said, not timed
+                failed.append(dict(n=n, method=method, setting=method_options(
+                    method, args.step, rho_inf=args.rho_inf, rtol=args.rtol, bdf_rtol=args.bdf_rtol,
+                    newton_tol=args.newton_tol, **extra)[1],
+                    error=str(err)))
+                partial = getattr(err, "result", None)  # the samples so far: how far it got, at what cost
+                if partial is not None and partial.t.size:
+                    failed[-1].update(t_reached=float(partial.t[-1]), steps=int(partial.nsteps),
+                                      newton_iterations=getattr(partial, "newton_iterations", None),
+                                      factorizations=getattr(partial, "newton_factorizations", None))
+                print(f"N = {n}, {method} {failed[-1]['setting']}: {err}", flush=True)
                 continue
+            if reference is not None:  # the landed shape: max over links of the centre's distance [mm]
+                error = np.sqrt(((link_centres(res.model, res) - reference) ** 2).sum(axis=1))
+                record["error_mm"] = float(error.max() * 1e3)
+                record["height_error_mm"] = float(np.abs(link_centres(res.model, res)[:, 1] - reference[:, 1]).max()
+                                                  * 1e3)
             records.append(record)
             print(record, flush=True)
     if args.floor:
         res, record = run(args.floor, "rk4", 40 * args.step, args.step, lying=True)
         records.append(record)
         print(record, flush=True)
-    print_table(["N", "method", "t_end [s]", "wall [s]", "steps", "rows", "touching/step", "kernel [us/call]"],
-                [[r["n"], r["method"] + (" (lying)" if r["lying"] else ""), f"{r['t_end']:g}", f"{r['wall_s']:.1f}",
-                  r["steps"], r["rows"], f"{r['touching_mean']:.0f}", f"{r['kernel_us']:.1f}"] for r in records])
+    if records:  # (none where every run failed)
+        print_table(["N", "method", "setting", "t_end [s]", "wall [s]", "steps", "Newton it./step", "factor.", "rows",
+                     "touching/step", "kernel [us/call]", "error [mm]"],
+                    [[r["n"], r["method"] + (" (lying)" if r["lying"] else "") + (" (reference)" if r.get("reference")
+                                                                                   else ""),
+                      r["setting"], f"{r['t_end']:g}", f"{r['wall_s']:.1f}", r["steps"],
+                      "" if r["newton_per_step"] is None else f"{r['newton_per_step']:.2f}",
+                      "" if r["factorizations"] is None else r["factorizations"], r["rows"],
+                      f"{r['touching_mean']:.0f}", f"{r['kernel_us']:.1f}",
+                      f"{r['error_mm']:.3g}" if "error_mm" in r else ""] for r in records])
+    for f in failed:
+        print(f"failed: N = {f['n']}, {f['method']} {f['setting']}: {f['error']}",
+              {key: f[key] for key in ("t_reached", "steps", "newton_iterations", "factorizations") if key in f})
     sizes = {r["n"]: r["kernel_us"] for r in records}
     ns = np.array(sorted(sizes))
     slope = float(np.polyfit(np.log(ns), np.log([sizes[n] for n in ns]), 1)[0]) if ns.size > 1 else float("nan")
@@ -194,7 +282,7 @@ def main():
         rows = []
         for n in args.mujoco_sizes:
             res, record = run(n, "rk4", args.t_end, args.step)
-            mujoco_records.append(mujoco_run(n, args.t_end, args.step, link_heights(res.model, res)))
+            mujoco_records.append(mujoco_run(n, args.t_end, args.step, link_centres(res.model, res)[:, 1]))
             mujoco_records[-1]["rk4_wall_s"] = record["wall_s"]
             mujoco_records[-1]["rk4_touching_end"] = record["touching_end"]
             m = mujoco_records[-1]
