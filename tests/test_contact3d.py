@@ -178,5 +178,7 @@ def test_the_single_state_call_and_the_model_file_refuse_what_they_would_leave_o
     model = _ball(stiffness=1e6)
     with pytest.raises(ModelError, match="has contacts: the single-state functions of a Model3D leave them out"):
         rm.forward_dynamics(model, _at(0.05), AT_REST)
+    with pytest.raises(ModelError, match="has contacts"):
+        rm.compiled_forward_dynamics(model)(np.array(_at(0.05)), np.zeros(6))
     with pytest.raises(ModelError, match="spatial model files cannot describe them yet"):
         rm.io.save(model, tmp_path / "ball.toml")

@@ -123,7 +123,7 @@ def _spatial_forward_dynamics(model, specialize):
     ws = spatial.workspace(model)  # compiles the model
     nv = model.nv
     full_route = dynamics.forward_dynamics
-    plain = not model._loops and not model._elements
+    plain = not model._loops and not model._elements and not model._contacts
     arrays_ok = spatial_entry.accepts_model(model)
     if not (plain and arrays_ok):
         def fd(q, v, tau=None, out=None):
