@@ -1,7 +1,11 @@
 """Test cases shared by several test files: model-file texts and their fuzzing, and small models with the states
 or runs the tests compare (each written once here, used as they were written in each test)."""
 
+import contextlib
+import io as std_io
+import os
 import sys
+from pathlib import Path
 
 import numpy as np
 from hypothesis import strategies as st
@@ -9,6 +13,7 @@ from numba.core.registry import CPUDispatcher
 from spatial_reference import random_planar_spec
 
 import recursive_mbd as rm
+from recursive_mbd import cli
 
 # The arm-and-slider tree of the planar model-file tests (tests/test_cli_errors.py, tests/test_files_cli.py): an arm
 # hinged to the ground, a slider on it, a spring from the slider to the ground. Its [[body]] and [[spring_damper]]
@@ -237,3 +242,16 @@ def uncompiled_probe():
         function.__module__ = "recursive_mbd._kernels.planar.probe"
     inner_kernel = numba.njit(inner)
     return numba.njit(probe)
+
+
+def rmbd(*args, cwd):
+    """Run the command line in-process from ``cwd``: (exit code, stdout and stderr)."""
+    out, err = std_io.StringIO(), std_io.StringIO()
+    here = Path.cwd()
+    try:
+        os.chdir(cwd)
+        with contextlib.redirect_stderr(err):
+            code = cli.main(list(args), out=out)
+    finally:
+        os.chdir(here)
+    return code, out.getvalue() + err.getvalue()

@@ -1,18 +1,15 @@
 """Contacts in model files ([[ground]], [[drum]], [[contact]]), in result files (the contacts' state), in pictures
 (surfaces, shapes and contact forces) and on the command line."""
 
-import contextlib
-import io as std_io
-import os
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _helpers import rmbd
 from matplotlib.collections import LineCollection, PolyCollection
 
 import recursive_mbd as rm
-from recursive_mbd import cli
 from recursive_mbd.errors import ResultFileError
 from recursive_mbd.files.model_file import FileFormatError
 from recursive_mbd.integrate.result import SimulationResult
@@ -352,19 +349,6 @@ def test_a_drum_carried_by_a_body_turns_with_it():
     placed = rm.plot.Outline(model).place(np.array([0.7]))
     lines = rm.plot.mechanism.surface_lines(placed, np.array([-1.0, -1.0]), np.array([1.0, 1.0]), 0.1)
     np.testing.assert_allclose(lines[1], [[0.0, 0.0], [0.5 * np.cos(0.7), 0.5 * np.sin(0.7)]], atol=1e-15)
-
-
-def rmbd(*args, cwd):
-    """Run the command line in-process from ``cwd``: (exit code, stdout and stderr)."""
-    out, err = std_io.StringIO(), std_io.StringIO()
-    here = Path.cwd()
-    try:
-        os.chdir(cwd)
-        with contextlib.redirect_stderr(err):
-            code = cli.main(list(args), out=out)
-    finally:
-        os.chdir(here)
-    return code, out.getvalue() + err.getvalue()
 
 
 def test_the_command_line_runs_plots_and_animates_the_example_contact_model(tmp_path):

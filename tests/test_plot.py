@@ -1,9 +1,6 @@
 """Pictures and tables an engineer reads without the source: names and units, outlines, the backend left alone."""
 
-import contextlib
 import csv
-import io as std_io
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,25 +8,12 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 import pytest
+from _helpers import rmbd
 
 import recursive_mbd as rm
-from recursive_mbd import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SLIDER_CRANK_LABELS = ["crank angle [rad]", "piston position [m]", "rod angle rel. crank [rad]"]
-
-
-def rmbd(*args, cwd):
-    """Run the command line in-process from ``cwd``: (exit code, stdout and stderr)."""
-    out, err = std_io.StringIO(), std_io.StringIO()
-    here = Path.cwd()
-    try:
-        os.chdir(cwd)
-        with contextlib.redirect_stderr(err):
-            code = cli.main(list(args), out=out)
-    finally:
-        os.chdir(here)
-    return code, out.getvalue() + err.getvalue()
 
 
 def slider_crank_file(tmp_path, analysis):
