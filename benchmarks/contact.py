@@ -83,9 +83,8 @@ def chain(n, lying=False):
     model = rm.Model(gravity=(0.0, -9.81), name=f"chain of {n} links on a table")
     names = [f"link{j + 1}" for j in range(n)]
     inertia = MASS * LINK ** 2 / 12.0
-    # the free base as two massless sliders and a hinge (q as a planar joint's: x, y, angle): a planar joint's
-    # singularity check weighs its rotational inertia (1e-7 kg m^2 here) against the subtree's mass, and fails
-    # for 1e4 links of 1 cm
+    # the free base as two massless sliders and a hinge (q as a planar joint's: x, y, angle; the same dynamics,
+    # tests/test_model.py checks it on 1e4 links of 1 cm)
     model.add_body(joint="prismatic", axis=(1.0, 0.0), mass=0.0, name="slider x")
     model.add_body("slider x", joint="prismatic", axis=(0.0, 1.0), mass=0.0, name="slider y")
     model.add_body("slider y", child_point=(0.0, LINK / 2.0), mass=MASS, inertia=inertia, name=names[0])

@@ -86,6 +86,37 @@ def test_massless_body_with_massive_child_is_fine():
     np.testing.assert_allclose(rm.forward_dynamics(model, q, qd), rm.forward_dynamics(planar, q, qd), atol=1e-13)
 
 
+def test_free_end_of_a_long_fine_chain_is_regular_and_equals_sliders_and_a_hinge():
+    # 1e4 links of 1 cm and 1 g on a planar joint: its rotational pivot (about 1e-7 kg m^2) is small beside the
+    # chain's 100 kg only in a mixed unit; the same chain on two massless sliders and a hinge has the same dynamics
+    n, link, mass = 10_000, 0.01, 0.01
+    inertia = mass * link ** 2 / 12.0
+    rest = dict(parent_point=(0.0, -link / 2), child_point=(0.0, link / 2), mass=mass, inertia=inertia)
+    planar = rm.Model()
+    planar.add_body(joint="planar", child_point=(0.0, link / 2), mass=mass, inertia=inertia, name="link1")
+    planar.add_bodies(np.arange(n - 1), "revolute", **rest)
+    sliders = rm.Model()
+    sliders.add_body(joint="prismatic", axis=(1, 0), mass=0.0, inertia=0.0, name="slider_x")
+    sliders.add_body(parent="slider_x", joint="prismatic", axis=(0, 1), mass=0.0, inertia=0.0, name="slider_y")
+    sliders.add_body(parent="slider_y", joint="revolute", child_point=(0.0, link / 2), mass=mass, inertia=inertia,
+                     name="link1")
+    sliders.add_bodies(np.arange(2, n + 1), "revolute", **rest)
+    for q in (np.zeros(n + 2), np.r_[0.3, -0.2, 0.1 * np.sin(np.arange(n))]):  # straight, and waved
+        qd = np.r_[0.5, 1.0, -2.0, np.cos(np.arange(n - 1))]
+        expected = rm.forward_dynamics(sliders, q, qd)
+        np.testing.assert_allclose(rm.forward_dynamics(planar, q, qd), expected, rtol=1e-9,
+                                   atol=1e-9 * np.abs(expected).max())
+
+
+def test_point_mass_on_a_planar_joint_is_singular():
+    # off its frame's origin or not, a point mass gives the joint's rotation nothing to move
+    for com in ((0.0, 0.0), (0.1, 0.0)):
+        model = rm.Model()
+        model.add_body(joint="planar", mass=2.0, inertia=0.0, com=com, name="dot")
+        with pytest.raises(ModelError, match="'dot'.*singular"):
+            model.compile()
+
+
 def test_adding_after_compile_is_refused():
     model = _pendulum()
     rm.forward_dynamics(model, [0.1], [0.0])

@@ -305,8 +305,17 @@ def _condense_planar(ws, i, tau, k):
         ws[i, PU + col] = a * g0 + b * g1 + c * g2
         ws[i, PU + 3 + col] = b * g0 + d * g1 + e * g2
         ws[i, PU + 6 + col] = c * g0 + e * g1 + f * g2
-    # D = G^T U (symmetric positive definite unless singular), by Cholesky
-    scale = abs(a) + abs(d) + abs(f) + 1e-300
+    # D = G^T U (symmetric positive definite unless singular), by Cholesky. Each pivot is judged against the
+    # size of the terms its diagonal entry is summed from, (sum_r |G_rk| sqrt(M^_rr))^2 (M^ positive semidefinite:
+    # |M^_rs| <= sqrt(M^_rr M^_ss)), in its own unit: kg for a translation, kg m^2 for the rotation. One scale for
+    # all three (|a| + |d| + |f|) mixed the units and refused regular joints whose rotational inertia is small
+    # beside the subtree's mass (the free end of a chain of 1e4 links of 1 cm).
+    sa = math.sqrt(abs(a))
+    sd = math.sqrt(abs(d))
+    sf = math.sqrt(abs(f))
+    scale0 = sa * abs(ws[i, PG + 0]) + sd * abs(ws[i, PG + 3]) + sf * abs(ws[i, PG + 6])
+    scale1 = sa * abs(ws[i, PG + 1]) + sd * abs(ws[i, PG + 4]) + sf * abs(ws[i, PG + 7])
+    scale2 = sa * abs(ws[i, PG + 2]) + sd * abs(ws[i, PG + 5]) + sf * abs(ws[i, PG + 8])
     dm00 = ws[i, PG + 0] * ws[i, PU + 0] + ws[i, PG + 3] * ws[i, PU + 3] + ws[i, PG + 6] * ws[i, PU + 6]
     dm01 = ws[i, PG + 0] * ws[i, PU + 1] + ws[i, PG + 3] * ws[i, PU + 4] + ws[i, PG + 6] * ws[i, PU + 7]
     dm02 = ws[i, PG + 0] * ws[i, PU + 2] + ws[i, PG + 3] * ws[i, PU + 5] + ws[i, PG + 6] * ws[i, PU + 8]
@@ -317,9 +326,9 @@ def _condense_planar(ws, i, tau, k):
            + dm02 * (dm01 * dm12 - dm11 * dm02))
     p1 = dm00
     p2 = dm00 * dm11 - dm01 * dm01
-    # leading principal minors positive <=> D positive definite (Sylvester), each against its own scale
-    if not (p1 > SINGULAR_RTOL * scale and p2 > SINGULAR_RTOL * scale * scale
-            and det > SINGULAR_RTOL * scale * scale * scale):
+    # the LDL^T pivots p1, p2 / p1 and det / p2 positive <=> D positive definite, each above its scale
+    if not (p1 > SINGULAR_RTOL * scale0 * scale0 and p2 > SINGULAR_RTOL * scale1 * scale1 * p1
+            and det > SINGULAR_RTOL * scale2 * scale2 * p2):
         return False
     inv_det = 1.0 / det
     ws[i, PDINV + 0] = (dm11 * dm22 - dm12 * dm12) * inv_det
