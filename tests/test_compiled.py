@@ -96,17 +96,33 @@ def test_specialized_kernel_equals_forward_dynamics_and_raises_its_errors():
         fd(q, bad)
 
 
-def test_forward_dynamics_short_path_equals_the_generic_kernel_and_keeps_every_error():
-    """rm.forward_dynamics itself takes the fixed-signature kernel on a plain tree once a call has set it up; every
+def _four_dof_tree(second_joint):
+    """A branching tree of 4 one-dof joints: all revolute, or with a prismatic second joint."""
+    model = rm.Model()
+    model.add_body(child_point=(0, 0.5), mass=1.0, inertia=0.1, name="a")
+    axis = dict(axis=(0.6, 0.8)) if second_joint == "prismatic" else {}
+    model.add_body(parent="a", joint=second_joint, parent_point=(0, -0.5), child_point=(0, 0.4), mass=2.0,
+                   inertia=0.2, name="b", **axis)
+    model.add_body(parent="a", parent_point=(0.1, -0.5), child_point=(0, 0.3), mass=0.5, inertia=0.05, name="c")
+    model.add_body(parent="b", parent_point=(0, -0.4), child_point=(0.1, 0.2), mass=1.5, inertia=0.1, name="d")
+    return model
+
+
+@pytest.mark.parametrize("make", [lambda: rm.chains.serial_chain(4), lambda: _four_dof_tree("revolute"),
+                                  lambda: _four_dof_tree("prismatic")], ids=["serial", "revolute", "general"])
+def test_forward_dynamics_short_path_equals_the_generic_kernel_and_keeps_every_error(make):
+    """rm.forward_dynamics itself takes the fixed-signature kernel of the model's route (a serial chain of revolute
+    joints, a revolute tree, another tree) once a call has set it up: equal to the generic kernel bit for bit; every
     argument it refuses still gets the full route's error."""
-    from recursive_mbd._kernels.planar import tree  # noqa: PLC0415
+    from recursive_mbd._kernels.planar import entry, tree  # noqa: PLC0415
     from recursive_mbd.model.workspace import workspace  # noqa: PLC0415
 
-    model = rm.chains.serial_chain(4)
+    model = make()
     q, qd, tau = _state(4, seed=7)
     first = rm.forward_dynamics(model, q, qd, tau)
     ws = workspace(model)
     assert ws.short_fd  # set up by the first call
+    assert ws.short_fd[0] is entry.forward_dynamics_tree_kernel(entry.route(model.body_int))
     generic = np.empty(4)
     assert tree.forward_dynamics(model.body_int, model.body_real, model.gravity, q, qd, tau, ws.no_wrench,
                                  ws.no_driven, ws.ws, generic, ws.no_drive) == 0

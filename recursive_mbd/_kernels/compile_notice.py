@@ -30,6 +30,8 @@ _KERNELS = {
     "integrate_bdf": "the bdf time loop",
     "system_rhs": "the equations of motion of the time loops",
     "forward_dynamics_tree": "the forward dynamics",
+    "forward_dynamics_revolute_tree": "the forward dynamics",
+    "forward_dynamics_serial_tree": "the forward dynamics",
     "forward_dynamics_packed": "the forward dynamics",
     "_call_python": "the bridge from compiled time loops to Python functions",
 }

@@ -89,7 +89,7 @@ def compiled_forward_dynamics(model, specialize=False):
                 return full_route(model, q, qd, None if tau is zeros else tau, out=out)
             return qdd
     else:
-        kernel = entry.forward_dynamics_tree_kernel()
+        kernel = entry.forward_dynamics_tree_kernel(entry.route(model.body_int))
         body_int, body_real, gravity, work = model.body_int, model.body_real, model.gravity, ws.ws
         zeros = np.zeros(nq)
         empty = np.empty

@@ -51,8 +51,7 @@ def workspace(model):
 
 def tree_forward_dynamics(model, ws, q, qd, tau, wrench, qdd):
     """The status of the recursive forward-dynamics kernel on checked arrays: the fixed-signature kernel of a plain
-    tree (``_kernels.planar.entry``; one compiled kernel serves the short and the full route), the generic one
-    otherwise."""
+    tree's route (``_kernels.planar.entry``), the generic one otherwise."""
     if ws.short_fd is None:
         ws.short_fd = _short_route(model, ws)
     if ws.short_fd and wrench is ws.no_wrench:
@@ -66,5 +65,5 @@ def _short_route(model, ws):
     loops, force elements or contacts, and arrays the fixed-signature kernel does not take, keep the full route."""
     if model.loop_int.shape[0] or model.elem_int.shape[0] or ws.contacts or not entry.accepts_model(model, ws.ws):
         return False
-    return (entry.forward_dynamics_tree_kernel(), model.body_int, model.body_real, model.gravity, ws.ws, ws.zeros,
-            model._nq)
+    kernel = entry.forward_dynamics_tree_kernel(entry.route(model.body_int))
+    return kernel, model.body_int, model.body_real, model.gravity, ws.ws, ws.zeros, model._nq

@@ -1223,14 +1223,9 @@ def energy(body_int, body_real, gravity, q, qd, ws, com, out):
 
 
 @njit
-def forward_dynamics_tree(body_int, body_real, gravity, q, qd, tau, ws, qdd):
-    """``forward_dynamics`` of a plain tree (no wrench, no driven joint) with 8 arguments instead of 11.
-
-    The short path of ``recursive_mbd.dynamics.compiled``: numba's dispatch costs grow with the argument count. The
-    empty wrench, driven and drive arrays are views of the arguments (no allocation). The lengths of q, qd, tau and qdd
-    are checked here against nq (the last body's first coordinate plus its count, bodies being in joint order):
-    status -1, -2, -3, -4 names the first one of them that is not (nq,).
-    """
+def _tree_lengths(body_int, q, qd, tau, qdd):
+    """0 if q, qd, tau and qdd are (nq,) (nq: the last body's first coordinate plus its count, bodies being in joint
+    order), else -1, -2, -3 or -4 naming the first one that is not."""
     n = body_int.shape[0]
     nq = body_int[n - 1, QIDX] + body_int[n - 1, NDOF]
     if q.shape[0] != nq:
@@ -1241,8 +1236,45 @@ def forward_dynamics_tree(body_int, body_real, gravity, q, qd, tau, ws, qdd):
         return -3
     if qdd.shape[0] != nq:
         return -4
+    return 0
+
+
+@njit
+def forward_dynamics_tree(body_int, body_real, gravity, q, qd, tau, ws, qdd):
+    """``forward_dynamics`` of a plain tree (no wrench, no driven joint) with 8 arguments instead of 11.
+
+    The short path of ``recursive_mbd.dynamics.compiled``: numba's dispatch costs grow with the argument count. The
+    empty wrench, driven and drive arrays are views of the arguments (no allocation). The lengths of q, qd, tau and qdd
+    are checked here against nq: status -1, -2, -3, -4 names the first one of them that is not (nq,).
+    """
+    status = _tree_lengths(body_int, q, qd, tau, qdd)
+    if status:
+        return status
     # the empty views typed as the arrays every other caller passes (wrench (0, 3) and driven (0,) uint8, both C):
     # one compiled specialisation of forward_dynamics serves this path too (ws[:0, :3] would be an 'A' array)
     empty = qdd[:0]
     no_wrench, no_driven = empty.reshape((0, 3)), empty.view(numba.uint8)
     return forward_dynamics(body_int, body_real, gravity, q, qd, tau, no_wrench, no_driven, ws, qdd, empty)
+
+
+@njit
+def forward_dynamics_revolute_tree(body_int, body_real, gravity, q, qd, tau, ws, qdd):
+    """``forward_dynamics_tree`` of a model whose joints are all revolute (flag ALL_REVOLUTE): the route
+    ``forward_dynamics`` takes for it, compiled without the others (a first call compiles a third as much)."""
+    status = _tree_lengths(body_int, q, qd, tau, qdd)
+    if status:
+        return status
+    status = check_finite(q, qd, tau)
+    if status != STATUS_OK:
+        return status
+    return _forward_dynamics_revolute(body_int, body_real, gravity, q, qd, tau, qdd[:0].reshape((0, 3)), ws, qdd)
+
+
+@njit
+def forward_dynamics_serial_tree(body_int, body_real, gravity, q, qd, tau, ws, qdd):
+    """``forward_dynamics_tree`` of a serial chain of revolute joints (flag SERIAL_REVOLUTE): the route
+    ``forward_dynamics`` takes for it, compiled without the others."""
+    status = _tree_lengths(body_int, q, qd, tau, qdd)
+    if status:
+        return status
+    return _forward_dynamics_serial(body_real, gravity, q, qd, tau, qdd[:0].reshape((0, 3)), ws, qdd)
