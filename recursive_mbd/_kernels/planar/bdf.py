@@ -128,6 +128,7 @@ from numba.core import types
 from numba.extending import overload
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
+from ..arrays import copy_into
 from ..layout import (
     NDOF,
     PARENT,
@@ -360,7 +361,7 @@ def _bdf_locate_root(dense, events, events_key, index, t, h, g0, g1, ytmp, value
 
 def _bdf_sample_row(dense, t, h, t_sample, ytmp):
     if t_sample == dense.t_new:
-        ytmp[:] = dense.D[0]
+        copy_into(ytmp, dense.D[0], 0)
     else:
         interpolate(dense.D, dense.order, dense.t_new, h, t_sample, ytmp)
     return ytmp

@@ -150,6 +150,19 @@ def _wrap(angle):
     return math.atan2(math.sin(angle), math.cos(angle))
 
 
+
+@njit
+def _set_weights(weights, r, a_x, a_y, a_th, b_x, b_y, b_th):
+    """Row r of a loop's weights: the row's coefficients on body a's (x, y, angle) and body b's. Element by element:
+    a tuple assigned to the row (weights[r, :] = (...)) makes numba compile its broadcasting assignment with its
+    error messages, about 6 s of CPU in every process that compiles the loop layer."""
+    weights[r, 0] = a_x
+    weights[r, 1] = a_y
+    weights[r, 2] = a_th
+    weights[r, 3] = b_x
+    weights[r, 4] = b_y
+    weights[r, 5] = b_th
+
 @njit
 def loop_equations(loop_real, lp, kind, b, r0, point_a, point_b, weights, phi, gamma):
     """Rows r0 .. of loop lp (of ``kind``, body b its second body, -1 the ground) from the state of its two points,
@@ -168,8 +181,8 @@ def loop_equations(loop_real, lp, kind, b, r0, point_a, point_b, weights, phi, g
     bias_y = aay - aby
     nrows = 0
     if kind in (LOOP_REVOLUTE, LOOP_FIXED):
-        weights[r0, :] = (1.0, 0.0, 0.0, -1.0, 0.0, 0.0)
-        weights[r0 + 1, :] = (0.0, 1.0, 0.0, 0.0, -1.0, 0.0)
+        _set_weights(weights, r0, 1.0, 0.0, 0.0, -1.0, 0.0, 0.0)
+        _set_weights(weights, r0 + 1, 0.0, 1.0, 0.0, 0.0, -1.0, 0.0)
         phi[r0] = dx
         phi[r0 + 1] = dy
         gamma[r0] = -bias_x
@@ -183,7 +196,7 @@ def loop_equations(loop_real, lp, kind, b, r0, point_a, point_b, weights, phi, g
         nx = -uy
         ny = ux
         along = -ny * dx + nx * dy  # perp(n) . d: the moment arm of the normal force about P_b
-        weights[r0, :] = (nx, ny, 0.0, -nx, -ny, along)
+        _set_weights(weights, r0, nx, ny, 0.0, -nx, -ny, along)
         phi[r0] = nx * dx + ny * dy
         gamma[r0] = -(nx * bias_x + ny * bias_y - omb * omb * phi[r0] + 2.0 * omb * (-ny * ddx + nx * ddy))
         nrows = 1
@@ -194,13 +207,13 @@ def loop_equations(loop_real, lp, kind, b, r0, point_a, point_b, weights, phi, g
         ex = dx / length
         ey = dy / length
         rate = ex * ddx + ey * ddy
-        weights[r0, :] = (ex, ey, 0.0, -ex, -ey, 0.0)
+        _set_weights(weights, r0, ex, ey, 0.0, -ex, -ey, 0.0)
         phi[r0] = length - loop_real[lp, LLENGTH]
         gamma[r0] = -(ex * bias_x + ey * bias_y + (ddx * ddx + ddy * ddy - rate * rate) / length)
         nrows = 1
     if kind in (LOOP_PRISMATIC, LOOP_FIXED):  # the relative angle row
         r = r0 + nrows
-        weights[r, :] = (0.0, 0.0, 1.0, 0.0, 0.0, -1.0)
+        _set_weights(weights, r, 0.0, 0.0, 1.0, 0.0, 0.0, -1.0)
         phi[r] = _wrap(tha - thb - loop_real[lp, LANGLE])
         gamma[r] = 0.0
         nrows += 1

@@ -33,6 +33,7 @@ from numba.core import types
 from numba.extending import overload
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
+from ..arrays import copy_from, copy_into
 from ..layout import LOOP_CHANGE_POINT, STATUS_LOOP_DEGENERATE, STATUS_LOOPS_OPEN, STATUS_NONFINITE_STATE, STATUS_OK
 from ..planar.loops import BRANCH_ZONE, REDUNDANT, filtered_solve, gram_matrix
 from ..planar.tree import check_output
@@ -302,18 +303,18 @@ def project_state(inputs, key, system, t, y):
     v = system.v
     nq = q.shape[0]
     if system.loops[LOOP_SETTINGS][0] != 0.0:
-        q[:] = y[:nq]
-        v[:] = y[nq:nq + v.shape[0]]
+        copy_from(q, y, 0)
+        copy_from(v, y, nq)
         status = project_loops(system, q, v)
-        y[:nq] = q
-        y[nq:nq + v.shape[0]] = v
+        copy_into(y, q, 0)
+        copy_into(y, v, nq)
         if status != STATUS_OK:
             return status
     contacts = system.contacts
     if contacts[0].shape[0] == 0:
         return STATUS_OK
-    q[:] = y[:nq]
-    v[:] = y[nq:nq + v.shape[0]]
+    copy_from(q, y, 0)
+    copy_from(v, y, nq)
     (_, _, ews, eS, etmp, rot, pos, omega, vel, _, _, _, _) = system.elements
     status = poses(system.body_int, system.body_real, q, v, ews, eS, etmp, rot, pos, omega, vel, True)
     if status != STATUS_OK:
@@ -330,8 +331,8 @@ def system_rhs(inputs, key, system, t, y, dy):
     vdot = system.vdot
     nq = q.shape[0]
     nv = v.shape[0]
-    q[:] = y[:nq]
-    v[:] = y[nq:nq + nv]
+    copy_from(q, y, 0)
+    copy_from(v, y, nq)
     # the rotation of a quaternion off unit norm (a trial step, a rejected one) is that of its normalised value:
     # f extends off the unit sphere so that any stage is defined, and the inputs and the kernel see unit ones
     status = normalise_quaternions(system, q)

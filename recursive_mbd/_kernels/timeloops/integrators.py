@@ -29,6 +29,7 @@ from numba.core import types
 from numba.extending import overload
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
+from ..arrays import copy_into
 from ..layout import (
     LOOP_CHANGE_POINT,
     STATUS_EVENT,
@@ -171,12 +172,13 @@ def _store(t_out, y_out, count, t, y, budget):
             return False, t_out, y_out
         t_new = np.empty(rows)
         y_new = np.empty((rows, y.shape[0]))
-        t_new[:count] = t_out[:count]
-        y_new[:count] = y_out[:count]
+        for r in range(count):
+            t_new[r] = t_out[r]
+            copy_into(y_new[r], y_out[r], 0)
         t_out = t_new
         y_out = y_new
     t_out[count] = t
-    y_out[count] = y
+    copy_into(y_out[count], y, 0)
     return True, t_out, y_out
 
 
@@ -397,7 +399,7 @@ def scan_events(dense, events, events_key, t, h, t_new, y_new, ev_old, ev_new, d
             if status != STATUS_OK:
                 return status, t, nev, ev_t, ev_y, t_stop, theta_stop
             ev_row[0] = i
-            ev_row[1:] = ytmp
+            copy_into(ev_row, ytmp, 1)
             stored, ev_t, ev_y = _store(ev_t, ev_y, nev, t_event, ev_row, budget)
             if not stored:
                 return STATUS_OUTPUT_FULL, t_event, nev, ev_t, ev_y, t_stop, theta_stop
@@ -405,7 +407,7 @@ def scan_events(dense, events, events_key, t, h, t_new, y_new, ev_old, ev_new, d
             if terminal[i] and t_event < t_stop:
                 t_stop = t_event
                 theta_stop = theta
-                y_stop[:] = ytmp
+                copy_into(y_stop, ytmp, 0)
         ev_old[i] = g1
     return STATUS_OK, t, nev, ev_t, ev_y, t_stop, theta_stop
 
