@@ -58,15 +58,17 @@ njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 # iteration costs a tenth of an exact one with its factorisation on a spherical chain
 CHEAP_STALL = 0.5
 CHEAP_ITERATIONS = 20
-# the exact factors are made again at every iterate whose last correction is above this many newton_tol
-NEWTON_PROPER_ABOVE = 1e3
+# the exact factors are made again at every iterate whose last correction is above this many newton_tol (below, the
+# iterate is within quadratic reach of the root: factors kept, the chord contracting by far more than 20x)
+NEWTON_PROPER_ABOVE = 1e5
 # the exact matrix holds a spherical joint's turn about its link (joint to centre of mass) by SPIN_DAMPING times the
 # link's own moment there (``spin_weights``) on its diagonal until a correction has shrunk to SPIN_RELEASE of the one
 # before (Newton's quadratic regime in the bending), then lets it go: the turn of a slender link's subtree about
 # that axis has an inertia far below the bending's while the residual's rows there are quadratic in the bending
 # (``recursive_mbd.integrate.spatial_implicit``), so a spin corrected while the bending is still off overshoots by
-# that error squared over the spin's inertia, and the next correction takes it back
-SPIN_DAMPING = 1e6
+# that error squared over the spin's inertia, and the next correction takes it back (held: 3e9 times a slender rod's
+# axial moment m e^2 / 30; a rod's bending pivot m (2 e)^2 / 3 stays 1e-8 of the damping, far above SINGULAR_RTOL)
+SPIN_DAMPING = 1e8
 SPIN_RELEASE = 0.1
 # a tree's step after two in a row that ended on the exact matrix starts on it (the cheap one would stall again:
 # its iterations are a tenth of an exact one's cost, but they count), and every CHEAP_RETRY-th such step tries the
@@ -356,8 +358,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     the step on the exact matrix N = d(inverse dynamics)/d vdot+ + the same diagonal (``newton.newton_factor``, the
     update's tangent map included; from the predictor where the corrections grew) factorised at that iterate and
     again at every iterate whose last correction is above NEWTON_PROPER_ABOVE newton_tol or shrank less than 20x,
-    its k-th factorisation in an attempt with the spherical joints' spin damped by SPIN_DAMPING SPIN_DECAY^k
-    times ``spin_weights`` on the diagonal.
+    the spherical joints' spins held (SPIN_DAMPING times ``spin_weights`` on the diagonal) until a correction on it
+    has shrunk to SPIN_RELEASE of the one before or to 100 newton_tol, then factorised again without the damping;
+    no step converges with the spins held.
     A step that fails so is tried again from the predictor on N alone, then on fresh factors of S alone (with
     loops, whose forces' stiffness both lag, S may converge where N stalls). The first correction from the
     predictor takes the spherical springs past their half turn linearised at the step's start
