@@ -15,21 +15,23 @@ Results in benchmarks/results/implicit3d.json.
 
 Measured (2-core machine shared with other work, wall times 2-3x those of a quiet one and varying 1.5x from run to
 run; wall time per simulated second, Newton iterations and factorisations a step; the loop iterates on the cheap
-matrix and falls back to the exact one, its spherical joints' spin damped, where it stalls, starting on the exact
-one after two steps that ended there):
+matrix and falls back to the exact one, its spherical joints' spins held until the bending's corrections contract,
+starting on the exact one after two steps that ended there), with the spin damping that fell 100x a factorisation
+before it in brackets (the same load, run just before):
 
-    N       tilt   reached  wall/sim s  us/link-step  iter/step  fact/step  (failure)
-    100     1e-3   1.00     0.040       4.0           6.39       1.06
-    1000    1e-3   1.00     4.6         46            7.42       6.38
-    100     0.3    1.00     0.43        43            7.46       7.11
-    1000    0.3    0.05     -           -             -          -          Newton did not converge at t = 0.06 s
+    N       tilt   reached  wall/sim s     us/link-step  iter/step    fact/step    (failure)
+    100     1e-3   1.00     0.044 (0.065)  4.4 (6.5)     6.36 (6.39)  1.03 (1.06)
+    1000    1e-3   1.00     1.9 (4.5)      19 (45)       4.42 (7.42)  3.46 (6.38)
+    100     0.3    1.00     0.23 (0.42)    23 (42)       6.31 (7.46)  5.04 (7.11)
+    1000    0.3    0.01     -              -             -            -            Newton did not converge at
+                   (0.05)                                                          t = 0.02 s (0.06 s)
 
-and N = 1000 against dopri5 (rtol = atol = 1e-6): the small swing over 1 s, 38.8 s against 4.6 s (8.5x), tips
-9.6e-7 m apart; the 0.3 rad swing over the 0.05 s generalized_alpha reached, 1.7 s against 1.4 s, 2.2e-6 m. With
-``--sizes 100 --reference 100``: the 0.3 rad swing of N = 100 over 1 s, dopri5 0.57 to 0.59 s against 0.43 to 0.60 s
-(about as fast), tips 8.2e-5 m apart. Before the spin damping (the same machine, quieter): N = 1000 small swing
-13.09 iterations and 9.57 factorisations a step, 8.4x faster than dopri5; N = 100 at 0.3 rad stopped at
-t = 0.13 s; N = 10000 stopped at 0.09 s on the small swing and at the first step on the large one (not rerun).
+and N = 1000 against dopri5 (rtol = atol = 1e-6): the small swing over 1 s, 37.1 s against 1.9 s (19x; 35.4 s
+against 4.5 s, 7.8x, before), tips 9.6e-7 m apart (the same before: the converged steps are the same). The 0.3 rad
+swing of N = 100 over 1 s: the final q within 2e-12 of the run before, tip 8.2e-5 m from dopri5 at rtol 1e-9 (the
+scheme's error at dt = 0.01 s). Earlier, before the spin damping (the same machine, quieter): N = 1000 small swing
+13.09 iterations and 9.57 factorisations a step; N = 100 at 0.3 rad stopped at t = 0.13 s; N = 10000 stopped at
+0.09 s on the small swing and at the first step on the large one (not rerun).
 Why the large swings stop: ``recursive_mbd.integrate.spatial_implicit``.
 """
 

@@ -51,17 +51,22 @@ matrix S first and falls back to the exact one, N, where S stalls (below):
   against finite differences of the residual on random trees of every joint type, with velocities, to 1e-8
   (``tests/test_spatial_implicit.py``). Its factorisation costs about 30 times S's (3.4 against 0.12 us a body
   on a spherical chain, where an iteration costs about 0.3 us a body with S's factors, 0.7 with N's).
-* N's spin damping: the exact matrix's k-th factorisation in a step (k = 0, 1, ...) adds SPIN_DAMPING *
-  SPIN_DECAY^k m e_a^2 (300, 0.01: ``_kernels.spatial.implicit``) to the diagonal of every spherical joint's
-  velocity a (e = centre of mass - joint point in the child's axes, m the body's mass): a damping of the turn
-  about the link's own axis, falling 100x a factorisation (at the third 3e-2 m e^2, a slender rod's axial moment
-  m e^2 / 30; at the fourth 3e-4 m e^2). A joint's turn about its link
+* N's spin hold: the exact matrix's factorisations in a step add SPIN_DAMPING m e_a^2 (1e8:
+  ``_kernels.spatial.implicit``) to the diagonal of every spherical joint's velocity a (e = centre of mass - joint
+  point in the child's axes, m the body's mass), holding the turn about the link's own axis, until a correction has
+  shrunk to SPIN_RELEASE (0.1) of the one before (the bending in Newton's quadratic reach) or to 100 newton_tol; then
+  N is factorised again without it, and no step converges with the spins held. A joint's turn about its link
   turns the subtree below about that axis; on a slender chain that direction's inertia is the links' axial ones and
   the subtree's offset from the axis squared, far below the bending's (N = 100 hanging links: 8e-9 kg m^2 at the
   tip, 1e-4 at the top against 0.33 for the bending there; the exact Jacobian's smallest eigenvalue 2e-9, its
-  largest 8), while the residual's rows there are quadratic in the bending: the undamped first corrections set
-  the spins turning at tens of rad/s and Newton wanders (measured below). It changes the matrix, never the
-  residual: the converged step is the same, the first iterations contract linearly, the later ones as Newton's.
+  largest 8), while the residual's rows there are quadratic in the bending: a spin corrected while the bending is
+  still off by d overshoots by about (weight x length) d^2 over the spin's inertia, and the next correction takes it
+  back. Traced (the first step of the small swing of N = 1000 below, Newton on N from the predictor, corrections
+  in m/s): undamped 11.4 (in the spins), 0.10, 0.096, 4.2e-3, 11.2, ... twelve iterations; the spins held, 0.16
+  and 8.8e-7 (the bending), 9.7e-9 (the spins), 4e-17: four, the spins' correction and its check after the
+  bending's two (the planar chain's three and one more); the earlier damping that fell 100x a factorisation (300,
+  3, 0.03, ...) let the spins go while the bending was off: 7.4 a step over the second. It changes the matrix,
+  never the residual: the converged step is the same.
 * The joint spring-dampers' stiffness k_j and damping c_j on their joint's velocities: exact for the Euclidean
   joints (revolute, prismatic, cylindrical, universal, planar); for a spherical joint's spring, -k phi with phi
   the rotation vector from the rest orientation, k 1 is its tangent stiffness at the rest orientation (the exact
@@ -91,7 +96,7 @@ corrections of the state (max(c_stiff, c_damp) max |dvdot+|, positions and veloc
 iteration (as the planar loop, ``recursive_mbd.integrate.implicit``): linear convergence, one cheap factorisation
 a step or fewer. Where the corrections with fresh factors of S shrink by less than 0.5 an iteration, or at their
 rate would not reach newton_tol within 20 iterations of the step, the rest of the step runs on N (from the
-predictor where they grew): Newton proper, N factorised at every iterate whose last correction is above 1e3
+predictor where they grew): Newton proper, N factorised at every iterate whose last correction is above 1e5
 newton_tol, then kept, and again where the corrections shrink less than 20x; quadratic convergence (measured on a
 swinging chain's step in the tests: corrections 2e-4, 1e-8, 3e-17 m). A step that fails so is tried again from
 the predictor on N alone, then on fresh factors of S alone. Runs that converge on S take the same iterates as
@@ -135,6 +140,12 @@ damping (spins alone or every velocity, 1e3 to 1e7 times a link's central transv
 predictor: its top joints' bending accelerations alternate by 4.6e3 rad/s^2 a step (the kink below the pivot, g
 sin(0.3) / a with a = 1 mm links) and the first corrections there reach 8e3 rad/s^2. Absolute coordinates, in which
 a link's spin is decoupled from the links below and a kink turns one link, not the subtree, are the route to it.
+With the spins held (N's spin hold above, the same runs): the small swing of N = 1000 in 4.4 iterations and 3.5
+factorisations a step (4 and 3 from the third step), the 0.3 rad swing of N = 100 in 6.3 and 5.0, N = 30: 31
+iterations in its first 5 steps (41 before); N = 1000 at 0.3 rad stops at t = 0.02 s: traced, its bending
+corrections from the predictor grow with the spins held too (11.5, 2.6, 29, 7.1 m/s at the first step, in the
+top joints), a natural-monotonicity line search on them converges its first steps in 20 to 50 iterations, the
+last of them stalled near 8e-12 at the spins' round-off (above newton_tol = 1e-12).
 
 Closed loops (stabilised index 2)
 ---------------------------------

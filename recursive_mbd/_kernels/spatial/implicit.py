@@ -58,14 +58,18 @@ njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 # iteration costs a tenth of an exact one with its factorisation on a spherical chain
 CHEAP_STALL = 0.5
 CHEAP_ITERATIONS = 20
-# the exact factors are made again at every iterate whose last correction is above this many newton_tol
-NEWTON_PROPER_ABOVE = 1e3
-# the exact matrix's k-th factorisation in a step damps a spherical joint's turn about its link (joint to centre of
-# mass) by SPIN_DAMPING * SPIN_DECAY**k times the link's own moment there (``spin_weights``): the turn of a slender
-# link's subtree about that axis has an inertia far below the bending's while the residual's rows there are
-# quadratic in the bending (``recursive_mbd.integrate.spatial_implicit``), so undamped first corrections overshoot
-SPIN_DAMPING = 300.0
-SPIN_DECAY = 0.01
+# the exact factors are made again at every iterate whose last correction is above this many newton_tol (below, the
+# iterate is within quadratic reach of the root: factors kept, the chord contracting by far more than 20x)
+NEWTON_PROPER_ABOVE = 1e5
+# the exact matrix holds a spherical joint's turn about its link (joint to centre of mass) by SPIN_DAMPING times the
+# link's own moment there (``spin_weights``) on its diagonal until a correction has shrunk to SPIN_RELEASE of the one
+# before (Newton's quadratic regime in the bending), then lets it go: the turn of a slender link's subtree about
+# that axis has an inertia far below the bending's while the residual's rows there are quadratic in the bending
+# (``recursive_mbd.integrate.spatial_implicit``), so a spin corrected while the bending is still off overshoots by
+# that error squared over the spin's inertia, and the next correction takes it back (held: 3e9 times a slender rod's
+# axial moment m e^2 / 30; a rod's bending pivot m (2 e)^2 / 3 stays 1e-8 of the damping, far above SINGULAR_RTOL)
+SPIN_DAMPING = 1e8
+SPIN_RELEASE = 0.1
 # a tree's step after two in a row that ended on the exact matrix starts on it (the cheap one would stall again:
 # its iterations are a tenth of an exact one's cost, but they count), and every CHEAP_RETRY-th such step tries the
 # cheap one first, to return to it where the motion has calmed; after a single step on the exact matrix (a stall
@@ -354,8 +358,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     the step on the exact matrix N = d(inverse dynamics)/d vdot+ + the same diagonal (``newton.newton_factor``, the
     update's tangent map included; from the predictor where the corrections grew) factorised at that iterate and
     again at every iterate whose last correction is above NEWTON_PROPER_ABOVE newton_tol or shrank less than 20x,
-    its k-th factorisation in an attempt with the spherical joints' spin damped by SPIN_DAMPING SPIN_DECAY^k
-    times ``spin_weights`` on the diagonal.
+    the spherical joints' spins held (SPIN_DAMPING times ``spin_weights`` on the diagonal) until a correction on it
+    has shrunk to SPIN_RELEASE of the one before or to 100 newton_tol, then factorised again without the damping;
+    no step converges with the spins held.
     A step that fails so is tried again from the predictor on N alone, then on fresh factors of S alone (with
     loops, whose forces' stiffness both lag, S may converge where N stalls). The first correction from the
     predictor takes the spherical springs past their half turn linearised at the step's start
@@ -414,6 +419,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     j_diag = np.zeros(nv)
     spin = np.zeros(nv)  # the spherical joints' spin weights (``spin_weights``)
     spin_weights(body_int, body_real, spin)
+    holds_spin = False  # any spherical joint's spin to hold (without, the held matrix is the exact one)
+    for j in range(nv):
+        holds_spin = holds_spin or spin[j] > 0.0
     j_exact = np.zeros(nv)  # j_diag + the spin damping of the exact factorisation
     residual = np.zeros(nv)
     dx = np.zeros(nv)
@@ -498,7 +506,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
             factor_exact = exact  # the exact matrix is due at this iterate
             at_predictor = True  # the iterate is the step's predictor
             fresh = False  # the factors in use were made in this attempt
-            spin_damping = SPIN_DAMPING  # of the attempt's next exact factorisation
+            spin_held = holds_spin  # the exact factorisations damp the spins (SPIN_DAMPING) until released
+            exact_previous = np.inf  # the attempt's last correction on the exact matrix
             previous = np.inf
             correction = np.inf
             for iteration in range(max_newton):
@@ -549,11 +558,11 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                     # SLOW_CONTRACTION an iteration
                     if (factor_exact or correction > NEWTON_PROPER_ABOVE * newton_tol
                             or correction > newton.SLOW_CONTRACTION * previous):
-                        # with its configuration terms at (q+, v+, vdot+) and the update's tangent map
-                        # the spin damping, its effect on the iterates falling 1 / SPIN_DECAY a factorisation
+                        # with its configuration terms at (q+, v+, vdot+) and the update's tangent map, the spins
+                        # held until the bending's corrections contract
+                        held = SPIN_DAMPING if spin_held else 0.0
                         for j in range(nv):
-                            j_exact[j] = j_diag[j] + spin_damping * spin[j]
-                        spin_damping *= SPIN_DECAY
+                            j_exact[j] = j_diag[j] + held * spin[j]
                         status = newton_factor(body_int, body_real, system.gravity, q_new, v_new, vdot_new, delta,
                                                c_stiff, c_damp, j_exact, ws_f, s_f, tmp_f, work_nv, scr, fac)
                         if (status & 15) == STATUS_SINGULAR:
@@ -629,6 +638,14 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 # the contraction measured leaves out the ratios of factors given up after them (the cheap ones of an
                 # earlier step made again, the cheap matrix left for the exact one)
                 given_up = switch or (not exact and not fresh and correction > newton.SLOW_CONTRACTION * previous)
+                # the spins held: let them go (factors without the damping at the next iterate) once a correction
+                # has shrunk to SPIN_RELEASE of the last, or once it is at the tolerance, which the held matrix
+                # reaches with the spins' rows unsolved; no step converges with them held
+                release = exact and spin_held and (
+                    (exact_previous < np.inf and correction <= SPIN_RELEASE * exact_previous)
+                    or correction <= 100.0 * newton_tol)
+                if exact:
+                    exact_previous = correction
                 if previous < np.inf and previous > 1e3 * newton_tol and correction > 0.0 and not given_up:
                     ratio = correction / previous
                     info[5] += math.log(ratio)
@@ -636,10 +653,13 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                     info[7] = max(info[7], ratio)
                 # floor: the round-off of the update (q, v of order pred_max, h^2 beta a+, h gamma a+)
                 floor = 16.0 * 2.220446049250313e-16 * max(pred_max, h * max(h * beta, gamma) * acc_max)
-                if not linearised and (correction <= newton_tol + floor or (
+                if not linearised and not (exact and spin_held) and (correction <= newton_tol + floor or (
                         fresh and correction <= 100.0 * newton_tol and correction > 0.5 * previous)):
                     converged = True
                     break
+                if release:
+                    spin_held = False
+                    factor_exact = True
                 if switch:
                     exact = True
                     factor_exact = True
