@@ -62,6 +62,14 @@ Starting step: Hairer's estimate with the change of f filtered by (I - h0 J)^-1 
 block by the Newton matrix at h0 (M r_v by a Newton-Euler pass at zero velocity and gravity) and its q block from
 q' = G v; the stiffness term K r_q of the planar filter is lagged here.
 
+Contacts
+--------
+As on planar models (``planar.bdf``): the contacts' state follows the work terms in y with a zero rate, the residual
+(``system.contact_residual``) holds it over a step, and after each accepted step it is updated in D[0]
+(``system.update_contact_state``, this module's ``_update_contacts`` hook). Their stiffness and damping enter S as
+the symmetric part of c^2 K_b + c C_b on each touching body's inertia (``contact.contact_newton_blocks``), made at
+each factorisation from the step's state (``W_STEP_STATE``, copied by ``corrector_predict``).
+
 Closed loops: GGL (index 2)
 ---------------------------
 With the m loop equations phi(q) = 0 of ``Model3D.add_loop`` (J = dphi/dv (m, nv) in the velocity coordinates,

@@ -388,6 +388,10 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     ``system.loops`` (``recursive_mbd.integrate.spatial_implicit``: stabilised index 2) the correction is bordered
     by the rows J v+ / c_damp (``newton.schur_correction`` on the responses S^-1 J^T, m applies of the factors) and
     phi(q+) / c_stiff (``newton.position_correction``), O(N m + m^3) an iteration.
+    With contacts the residual has their loads (``system.contact_residual``: the rows' state of y held over the
+    step), both matrices their per-body blocks at the iterate they are made at (``system.contact_blocks``), S is
+    made again where its corrections shrink by less than SLOW_CONTRACTION, and after each step the rows' state in y
+    is updated (``system.update_contact_state``: a fixed step's impact that it does not resolve ends the run).
     carry (2 + 2 nv + m + 1): (powers, a, vdot, lambda, started). y_out rows (n + m): the state y, then the
     multipliers lambda at that sample (linear in time between step ends at t_eval points and events), the buffers
     growing to at most ``output_budget`` floats with the events' (STATUS_OUTPUT_FULL beyond). info (8,):
