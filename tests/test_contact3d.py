@@ -302,8 +302,9 @@ def test_a_ball_rebounds_under_the_implicit_methods_as_under_dopri5():
     assert reference == pytest.approx(0.1 + 0.25 * 0.2, rel=2e-2)  # e^2 of the drop, Hunt-Crossley's e = 0.5
     bdf = rm.simulate(model, q0, np.zeros(12), 0.3, method="bdf", rtol=1e-6, atol=1e-9)
     assert _apex(bdf) == pytest.approx(reference, rel=1e-3)
-    alpha = rm.simulate(model, q0, np.zeros(12), 0.3, method="generalized_alpha", dt=2.5e-4)
-    assert _apex(alpha) == pytest.approx(reference, rel=2e-3)
+    # generalized_alpha, second order: 1.9e-3 at 0.25 ms (about 8 steps in the compression), 2.6e-4 at 0.125 ms
+    alpha = rm.simulate(model, q0, np.zeros(12), 0.3, method="generalized_alpha", dt=1.25e-4)
+    assert _apex(alpha) == pytest.approx(reference, rel=5e-4)
 
 
 def test_generalized_alpha_stops_at_a_spatial_impact_its_step_does_not_resolve():
