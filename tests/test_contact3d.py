@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 import recursive_mbd as rm
+from recursive_mbd._kernels.spatial import contact as kernels
+from recursive_mbd._kernels.spatial.layout import CS_ACTIVE, CS_BODY, CS_SURF, CS_VIN, N_CSTATE, N_PER_CONTACT
 from recursive_mbd.errors import ModelError, SimulationError
 
 G = 9.81
@@ -164,9 +166,7 @@ def test_bad_contact_input_is_a_model_error_naming_the_entry(build, message):
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    ({"method": "bdf"}, "'bdf' does not integrate the contacts of a Model3D"),
-    ({"method": "generalized_alpha", "dt": 1e-3}, "'generalized_alpha' does not integrate the contacts"),
-    ({"method": "scipy:Radau"}, "'scipy:Radau' does not integrate the contacts"),
+    ({"method": "scipy:Radau"}, "'scipy:Radau' does not integrate contacts yet"),
     ({"formulation": "augmented"}, "contacts act in the recursive formulation"),
 ])
 def test_methods_that_do_not_integrate_spatial_contacts_refuse_them(options, message):
@@ -182,3 +182,147 @@ def test_the_single_state_call_and_the_model_file_refuse_what_they_would_leave_o
         rm.compiled_forward_dynamics(model)(np.array(_at(0.05)), np.zeros(6))
     with pytest.raises(ModelError, match="spatial model files cannot describe them yet"):
         rm.io.save(model, tmp_path / "ball.toml")
+
+
+# ---- the implicit methods: the contacts' blocks of the Newton matrix, resting, bouncing and sticking -------------
+
+def _pair(stiffness, gravity=(0.0, 0.0, -G), friction=0.5):
+    """A ball (radius 0.1) and a capsule lying along x (its end spheres of radius 0.05 at x = -0.2, 0.2), each of
+    1 kg on a free joint over the floor: the one model of the implicit methods' tests."""
+    model = rm.Model3D(gravity=gravity)
+    model.add_body(joint="free", mass=1.0, inertia=0.004, name="ball")
+    model.add_body(joint="free", mass=1.0, inertia=0.02, name="block")
+    model.add_ground()
+    law = {"stiffness": stiffness, "restitution": 0.5, "friction": friction, "min_impact_speed": 0.1}
+    model.add_contact("ball", "floor", radius=0.1, **law)
+    model.add_contact("block", "floor", segment=((-0.2, 0.0, 0.0), (0.2, 0.0, 0.0)), radius=0.05, **law)
+    return model
+
+
+def _resting(stiffness, weight=G):
+    """q0 of the pair at rest on the floor at the depths where Hertz's law k d^1.5 carries each one's weight
+    (the ball at x = 0, the block at x = 1)."""
+    ball = (weight / stiffness) ** (1.0 / 1.5)
+    end = (0.5 * weight / stiffness) ** (1.0 / 1.5)
+    return [0.0, 0.0, 0.1 - ball, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.05 - end, 1.0, 0.0, 0.0, 0.0]
+
+
+def _rotation(vector):
+    """exp([vector]) (Rodrigues)."""
+    angle = np.linalg.norm(vector)
+    if angle == 0.0:
+        return np.eye(3)
+    k = np.array([[0.0, -vector[2], vector[1]], [vector[2], 0.0, -vector[0]], [-vector[1], vector[0], 0.0]]) / angle
+    return np.eye(3) + math.sin(angle) * k + (1.0 - math.cos(angle)) * k @ k
+
+
+def test_the_contact_blocks_are_the_derivative_of_the_contact_loads():
+    # the blocks [C | K] of every body against central differences of its contact wrench, by its velocity twist
+    # (C) and by a displacement of its pose, (R, o) -> (R exp(e_w), o + R e_v) with its body-axes twist held (K):
+    # the ball slides (its friction clipped at mu F_n), the capsule's two ends stick on stretched anchors
+    model = _pair(1e6)
+    packed = model._require_compiled()
+    rows, real = packed.contact_int, packed.contact_real
+    rng = np.random.default_rng(7)
+    rot = np.array([_rotation(rng.normal(size=3) * 0.005) for _ in range(2)])
+    pos = np.array([[0.0, 0.0, 0.099], [1.0, 0.0, 0.047]])
+    omega = np.array([[0.3, -0.2, 0.5], [0.1, 0.2, -0.1]])
+    vel = np.array([[0.5, 0.2, -0.05], [0.002, -0.001, 0.01]])
+    state = np.zeros(N_CSTATE * 3)
+    for row, (body, point) in enumerate(((0, (0.0, 0.0, -0.1)), (1, (-0.2, 0.0, -0.05)), (1, (0.2, 0.0, -0.05)))):
+        ground = rot[body] @ np.array(point) + pos[body]  # about the contact point: the anchors 1e-4 m apart
+        state[N_CSTATE * row + CS_ACTIVE] = 1.0
+        state[N_CSTATE * row + CS_VIN] = 0.5
+        state[N_CSTATE * row + CS_BODY:N_CSTATE * row + CS_BODY + 3] = rot[body].T @ (
+            ground + rng.normal(size=3) * 1e-4 - pos[body])
+        state[N_CSTATE * row + CS_SURF:N_CSTATE * row + CS_SURF + 3] = ground + rng.normal(size=3) * 1e-4
+
+    def wrench(rot, pos, omega, vel, per_contact=None):
+        out = np.zeros((2, 6))
+        kernels.contact_forces(rows, real, rot, pos, omega, vel, state, 0, out, np.zeros(2),
+                               np.zeros((3, N_PER_CONTACT)) if per_contact is None else per_contact)
+        return out
+
+    per_contact = np.zeros((3, N_PER_CONTACT))
+    wrench(rot, pos, omega, vel, per_contact)
+    limits = 0.5 * per_contact[:, 0]
+    slides = np.linalg.norm(per_contact[:, 1:4], axis=1) >= limits * (1.0 - 1e-12)
+    assert np.all(per_contact[:, 0] > 0.0) and list(slides) == [True, False, False]
+    blocks = np.zeros((2, 6, 12))
+    assert kernels.contact_newton_blocks(rows, real, rot, pos, omega, vel, state, 0, blocks) == 3
+    twist_w = np.einsum("bji,bj->bi", rot, omega)  # the body-axes twists, held under a displacement
+    twist_v = np.einsum("bji,bj->bi", rot, vel)
+    for body in range(2):
+        numeric = np.zeros((6, 12))
+        for col in range(12):
+            sides = []
+            for step in (1e-7, -1e-7):
+                r, p, w, v = rot.copy(), pos.copy(), omega.copy(), vel.copy()
+                e = np.zeros(6)
+                e[col % 6] = step
+                if col < 6:
+                    w[body] = rot[body] @ (twist_w[body] + e[:3])
+                    v[body] = rot[body] @ (twist_v[body] + e[3:])
+                else:
+                    r[body] = rot[body] @ _rotation(e[:3])
+                    p[body] = pos[body] + rot[body] @ e[3:]
+                    w[body] = r[body] @ twist_w[body]
+                    v[body] = r[body] @ twist_v[body]
+                sides.append(wrench(r, p, w, v)[body])
+            numeric[:, col] = -(sides[0] - sides[1]) / 2e-7
+        assert np.abs(blocks[body] - numeric).max() < 1e-7 * np.abs(numeric).max()
+
+
+@pytest.mark.parametrize("options", [{"method": "generalized_alpha", "dt": 1e-2},
+                                     {"method": "bdf", "rtol": 1e-8, "atol": 1e-10}])
+def test_the_implicit_methods_hold_a_sphere_and_a_capsule_at_rest_on_a_stiff_floor(options):
+    # k = 1e9 N/m^1.5: the normal and the stick springs vibrate at 1800 rad/s (rk4 would need dt < 1.6 ms); the
+    # implicit methods step over it (generalized_alpha at 10 ms, bdf in a few steps)
+    model = _pair(1e9)
+    result = rm.simulate(model, _resting(1e9), np.zeros(12), 1.0, **options)
+    assert result.success and result.nsteps <= 100
+    assert np.abs(result.q[-1] - result.q[0]).max() < 1e-12
+    normal = result.contact_forces()["normal"][-1]
+    assert normal[0] == pytest.approx(G, rel=1e-8)  # the ball's weight on its one row
+    assert normal[1:].sum() == pytest.approx(G, rel=1e-8)  # the block's on its two ends
+
+
+def _apex(result):
+    """The ball's flight apex z + vz^2 / (2 g) at the run's end (in flight: the contact open)."""
+    assert result.contact_forces()["active"][-1] == 2  # the block rests, the ball flies
+    return result.q[-1, 2] + result.qd[-1, 2] ** 2 / (2.0 * G)
+
+
+def test_a_ball_rebounds_under_the_implicit_methods_as_under_dopri5():
+    # dropped from 0.2 m onto a contact of k = 1e7 N/m^1.5 (contact time 4 ms), at the flight after its rebound
+    model = _pair(1e7)
+    q0 = _resting(1e7)
+    q0[2] = 0.3
+    reference = _apex(rm.simulate(model, q0, np.zeros(12), 0.3, rtol=1e-10, atol=1e-12))
+    assert reference == pytest.approx(0.1 + 0.25 * 0.2, rel=2e-2)  # e^2 of the drop, Hunt-Crossley's e = 0.5
+    bdf = rm.simulate(model, q0, np.zeros(12), 0.3, method="bdf", rtol=1e-6, atol=1e-9)
+    assert _apex(bdf) == pytest.approx(reference, rel=1e-3)
+    # generalized_alpha, second order: 1.9e-3 at 0.25 ms (about 8 steps in the compression), 2.6e-4 at 0.125 ms
+    alpha = rm.simulate(model, q0, np.zeros(12), 0.3, method="generalized_alpha", dt=1.25e-4)
+    assert _apex(alpha) == pytest.approx(reference, rel=5e-4)
+
+
+def test_generalized_alpha_stops_at_a_spatial_impact_its_step_does_not_resolve():
+    model = _pair(1e7)
+    q0 = _resting(1e7)
+    q0[2] = 0.3
+    with pytest.raises(SimulationError, match="contact 'contact0' .* was still compressing at only") as err:
+        rm.simulate(model, q0, np.zeros(12), 0.3, method="generalized_alpha", dt=2e-3)
+    assert err.value.result.t[-1] > 0.2  # the samples up to the impact are kept
+
+
+def test_generalized_alpha_holds_a_capsule_below_its_friction_angle():
+    # (the ball rolls off down the slope meanwhile)
+    angle = math.atan(0.3)
+    model = _pair(1e7, gravity=_slope(angle))
+    result = rm.simulate(model, _resting(1e7, G * math.cos(angle)), np.zeros(12), 1.0, method="generalized_alpha",
+                         dt=1e-3, every=100)
+    assert np.abs(result.q[-1, 7:10] - result.q[5, 7:10]).max() < 1e-9  # no creep after it settled
+    forces = result.contact_forces()
+    assert forces["tangential"][-1, 1:].sum(axis=0) == pytest.approx([-G * math.sin(angle), 0.0, 0.0], rel=1e-8,
+                                                                      abs=1e-8)

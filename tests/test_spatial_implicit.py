@@ -40,7 +40,7 @@ def _factor_and_solve(model, q, c_stiff, diagonal, rhs):
     dinv, scratch, x = np.zeros((nb, max_nv, max_nv)), np.zeros((nb, max_nv)), np.zeros(model.nv)
     status = spatial_implicit.effective_factor(model.body_int, model.body_real, model.gravity, q, np.zeros(model.nv),
                                                ws, s, tmp, c_stiff, diagonal, ud, dinv, np.zeros((nb, 3, 3)),
-                                               np.zeros((nb, 3)), np.zeros((nb, 6)))
+                                               np.zeros((nb, 3)), np.zeros((nb, 6)), np.zeros((0, 6, 12)), 0.0)
     if status == 0:
         spatial_implicit.effective_apply(model.body_int, ws, s, ud, dinv, rhs, tmp, scratch, x)
     return status, x
@@ -111,7 +111,7 @@ def _newton_solve(model, q, v, vdot, delta, c_stiff, c_damp, diagonal, rhs):
     fac, x = np.zeros((nb, spatial_newton.factor_width(max_nv))), np.zeros(model.nv)
     status = spatial_newton.newton_factor(model.body_int, model.body_real, model.gravity, q, v, vdot, delta,
                                           c_stiff, c_damp, diagonal, ws, s, tmp, np.zeros(model.nv),
-                                          np.zeros(spatial_newton.SCRATCH_SIZE), fac)
+                                          np.zeros(spatial_newton.SCRATCH_SIZE), fac, np.zeros((0, 6, 12)))
     if status == 0:
         spatial_newton.newton_apply(model.body_int, ws, fac, rhs, tmp, np.zeros((nb, max_nv)), x)
     return status, x

@@ -848,7 +848,7 @@ def _raise_failure(model, method, status, t_fail, result, max_steps, control, in
                       "steps, dt or max_step), or the contact is too soft for its load (raise its stiffness)")
         elif kind == L.STATUS_NONFINITE_STATE and index >= L.CONTACT_UNRESOLVED_IMPACT:
             row = index - L.CONTACT_UNRESOLVED_IMPACT
-            speed, steps = loop.system.contacts[8][row]
+            speed, steps = loop.system.contacts[-1][row]  # the impacts' watch, last of the planar and spatial tuples
             reason = (f"contact {model.contact_names[row]!r} (row {row}) was made at {speed:.3g} m/s and was still "
                       f"compressing at only {steps:.0f} step end(s) before its deepest point: the step does not "
                       f"resolve the impact, whose rebound would be wrong (it needs at least {MIN_IMPACT_STEPS}: a "

@@ -287,7 +287,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         if formulation == "augmented":
             loop = _augmented(model, inputs, stabilization, float(alpha), float(beta), **augmented_options)
         else:
-            loop = SpatialTimeLoop(model, inputs, stabilization, float(alpha), float(beta))
+            loop = SpatialTimeLoop(model, inputs, stabilization, float(alpha), float(beta), watch_impacts=fixed)
     else:
         inputs = _Inputs(model, tau, drivers)
         callback, key = inputs.callback()
@@ -304,7 +304,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
                          f"not {method!r}")
     return _simulate(model, method, scipy_method, inputs, callback, key, loop, q0, qd0, t0, t_end, rtol, atol, dt,
                      t_eval, every, max_step, first_step, max_steps, midpoint_tol, event_functions, progress,
-                     max_wall_time, _max_order(method, max_order, not spatial and model.ncontacts > 0))
+                     max_wall_time, _max_order(method, max_order, model.ncontacts > 0))
 
 
 def _refuse_contact_options(method, formulation):
@@ -326,11 +326,8 @@ def _refuse_spatial_options(model, method, formulation, drivers, stabilization, 
     if formulation == "recursive" and not model.nloops and (stabilization not in (None, "none") or alpha or beta):
         raise ValueError("stabilization, alpha and beta are for loop constraints; this Model3D has none (its "
                          "quaternions are renormalised after every accepted step)")
-    if model.has_contacts and formulation != "recursive":
+    if model.has_contacts:
         _refuse_contact_options(method, formulation)
-    if model.has_contacts and (method in ("generalized_alpha", "bdf") or str(method).startswith("scipy:")):
-        raise ValueError(f"method {method!r} does not integrate the contacts of a Model3D yet: use dopri5, dop853, rk4 "
-                         "or implicit_midpoint, which update the contacts' stick anchors after every step")
 
 
 def _augmented(model, inputs, stabilization, alpha, beta, solver=None):
@@ -384,7 +381,7 @@ def _generalized_alpha_spatial(model, q0, qd0, t0, t_end, dt, every, tau, events
     q0, qd0 = _spatial_start(model, q0, qd0)
     check_finite_start(q0, qd0)
     inputs = _SpatialInputs(model, tau)
-    loop = SpatialTimeLoop(model, inputs)
+    loop = SpatialTimeLoop(model, inputs, watch_impacts=True)
     return spatial_implicit.simulate_generalized_alpha(
         model, inputs, loop, q0, qd0, t0, t_end, dt, every=every, t_eval=t_eval, events=events,
         rho_inf=0.9 if rho_inf is None else rho_inf, newton_tol=1e-12 if newton_tol is None else newton_tol,

@@ -51,6 +51,14 @@ matrix S first and falls back to the exact one, N, where S stalls (below):
   against finite differences of the residual on random trees of every joint type, with velocities, to 1e-8
   (``tests/test_spatial_implicit.py``). Its factorisation costs about 30 times S's (3.4 against 0.12 us a body
   on a spherical chain, where an iteration costs about 0.3 us a body with S's factors, 0.7 with N's).
+* Contacts (``Model3D.add_contact``): their loads join the residual, the rows' anchors held over the step and
+  updated after it (``_kernels.spatial.system.update_contact_state``, with the fixed step's watch of impacts); each
+  body touching a ground-fixed surface gets a block [C | K] (``_kernels.spatial.contact.contact_newton_blocks``:
+  the derivatives of its contact wrench by its velocity twist and by a displacement of its pose, exact on planes):
+  N adds C to the body's response to its velocity change and c_stiff K to its response to its acceleration change
+  (the displacement's tangent-map and velocity-product terms lagged), S the symmetric part of c_stiff K + c_damp C
+  to the body's inertia; with contacts S is factorised again at an iterate whose corrections shrank less than
+  20x (a contact made or broken since).
 * N's spin hold: the exact matrix's factorisations in a step add SPIN_DAMPING m e_a^2 (1e8:
   ``_kernels.spatial.implicit``) to the diagonal of every spherical joint's velocity a (e = centre of mass - joint
   point in the child's axes, m the body's mass), holding the turn about the link's own axis, until a correction has

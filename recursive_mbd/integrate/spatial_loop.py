@@ -41,11 +41,13 @@ class SpatialTimeLoop:
     system (``_kernels.spatial.system``: the tree, or the loop layer on top of it), the initial state
     y = (q0, v0, 0, 0) (projected onto the loops) and the map back from the integrated states: q with every
     quaternion renormalised (a dense-output sample between two projected steps may be off unit by the local error),
-    v as integrated."""
+    v as integrated. ``watch_impacts``: a fixed-step run, which stops at an impact that its step does not resolve
+    (``_kernels.spatial.contact.update_contacts``)."""
 
     name = "recursive"
 
-    def __init__(self, model, inputs, stabilization="none", alpha=0.0, beta=0.0, projection_tol=1e-12):
+    def __init__(self, model, inputs, stabilization="none", alpha=0.0, beta=0.0, projection_tol=1e-12,
+                 watch_impacts=False):
         from .._kernels.spatial.system import SpatialSystem  # noqa: PLC0415  (registers its overloads)
         from ..dynamics import spatial  # noqa: PLC0415  (spatial kernels only for spatial models)
         from ..dynamics.loops import FILTER_RCOND, POSITION_RCOND  # noqa: PLC0415
@@ -76,7 +78,8 @@ class SpatialTimeLoop:
             np.zeros(nq), np.zeros(nv),
             np.zeros(nv), np.zeros(nv), np.zeros_like(ws.ws), motion_subspaces, np.zeros_like(ws.UD),
             np.zeros_like(ws.uD), np.zeros_like(ws.tmp), loops,
-            (model.contact_int, model.contact_real, np.zeros((model.ncontacts, N_PER_CONTACT)), np.zeros(2)))
+            (model.contact_int, model.contact_real, np.zeros((model.ncontacts, N_PER_CONTACT)), np.zeros(2),
+             np.zeros((model.ncontacts if watch_impacts else 0, 2))))
 
     def initial_state(self, q0, qd0, t0, callback, key):
         if self.model.nloops:

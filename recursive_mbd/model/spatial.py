@@ -571,7 +571,9 @@ class Model3D(TreeBuilder):
         the drum's axis). The normal force is Hunt and Crossley's k d^p (1 + (C / v_in) d'), C set from
         ``restitution``; friction is Coulomb's with a stick phase: a tangential spring and damper (a vector in the
         tangent plane) from anchors laid where the contact was made, slipping at ``friction`` times the normal force
-        (``recursive_mbd._kernels.spatial.contact``). The methods dopri5, dop853 and rk4 integrate them.
+        (``recursive_mbd._kernels.spatial.contact``). Every numba method of ``rm.simulate`` integrates them
+        (generalized_alpha and bdf with their stiffness and damping in the Newton matrix); the fixed-step methods
+        stop with SimulationError at an impact that their step does not resolve.
         """
         return _contact.contact_entries(self, body, surface, point, radius, segment, stiffness, exponent,
                                         restitution, friction, tangential_stiffness, tangential_damping,

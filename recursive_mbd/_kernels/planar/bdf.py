@@ -651,14 +651,14 @@ def _planar_accept_step(system, work, y_pred, d, y):
 
 def _update_contacts(inputs, key, system, t, y):
     """The contacts' state in y (``system.contact_update``) after an accepted step and its outputs; a no-op for
-    a system without contacts and for a spatial one."""
+    a system without contacts. A spatial system's is registered with its Newton pieces (``spatial.bdf``)."""
 
 
 @overload(_update_contacts, jit_options=HOOK_OPTIONS)
 def _update_contacts_impl(inputs, key, system, t, y):
     if _is_recursive(system):
         return lambda inputs, key, system, t, y: contact_update(inputs, key, system, t, y)  # noqa: PLW0108
-    return lambda inputs, key, system, t, y: STATUS_OK
+    return None
 
 
 @njit

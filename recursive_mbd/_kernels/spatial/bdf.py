@@ -62,6 +62,14 @@ Starting step: Hairer's estimate with the change of f filtered by (I - h0 J)^-1 
 block by the Newton matrix at h0 (M r_v by a Newton-Euler pass at zero velocity and gravity) and its q block from
 q' = G v; the stiffness term K r_q of the planar filter is lagged here.
 
+Contacts
+--------
+As on planar models (``planar.bdf``): the contacts' state follows the work terms in y with a zero rate, the residual
+(``system.contact_residual``) holds it over a step, and after each accepted step it is updated in D[0]
+(``system.update_contact_state``, this module's ``_update_contacts`` hook). Their stiffness and damping enter S as
+the symmetric part of c^2 K_b + c C_b on each touching body's inertia (``contact.contact_newton_blocks``), made at
+each factorisation from the step's state (``W_STEP_STATE``, copied by ``corrector_predict``).
+
 Closed loops: GGL (index 2)
 ---------------------------
 With the m loop equations phi(q) = 0 of ``Model3D.add_loop`` (J = dphi/dv (m, nv) in the velocity coordinates,
@@ -96,10 +104,11 @@ from numba.extending import overload
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..layout import STATUS_NONFINITE_STATE, STATUS_OK, STATUS_SINGULAR
+from ..planar.bdf import _update_contacts
 from ..planar.loops import filtered_solve, gram_matrix
 from ..timeloops import newton
 from .implicit import effective_apply, effective_factor, spatial_residual
-from .layout import NVJ
+from .layout import N_CSTATE, NVJ
 from .system import (
     LOOP_JAC,
     LOOP_LAM,
@@ -109,7 +118,10 @@ from .system import (
     SpatialSystem,
     _constraints,
     configuration_rate,
+    contact_blocks,
+    contact_residual,
     normalise_quaternions,
+    update_contact_state,
 )
 from .tree import inverse_dynamics
 
@@ -128,7 +140,7 @@ def _is_spatial(system):
 # ``recursive_mbd.integrate.bdf``); from W_RESP on the loop rows' (module doc, "Closed loops")
 (W_WS, W_S, W_S_RESIDUAL, W_UD, W_DINV, W_UDV, W_TMP, W_ROT, W_FSUB, W_KW, W_ZEROS, W_DIAG, W_RESIDUAL, W_DX,
  W_VDOT, W_POWERS, W_Q, W_V, W_RATE, W_NO_GRAVITY, W_RESP, W_GRAM, W_GRAM_MU, W_RATE_SCALED, W_DLAM, W_DMU,
- W_WORK_M, W_TANGENT, W_SHIFT, W_FREE) = range(4, 34)
+ W_WORK_M, W_TANGENT, W_SHIFT, W_FREE, W_STEP_STATE, W_BLOCKS) = range(4, 36)
 
 
 @overload(newton.newton_workspace, inline="always")
@@ -145,6 +157,7 @@ def _spatial_newton_workspace(system, newton):
         for i in range(nb):
             max_nv = max(max_nv, body_int[i, NVJ])
         m = system.loops[LOOP_PHI].shape[0]
+        rows = system.contacts[0].shape[0]
         lam = np.zeros(m)
         for r in range(m):  # the multipliers of the start (the first evaluation's), the first Newton iterate's
             lam[r] = system.loops[LOOP_LAM][r]
@@ -154,7 +167,8 @@ def _spatial_newton_workspace(system, newton):
                 np.zeros_like(system.tmp), np.zeros((nb, 3, 3)), np.zeros((nb, 3)), np.zeros((nb, 6)), np.zeros(nv),
                 np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(2), np.zeros(nq), np.zeros(nv),
                 np.zeros(nq), np.zeros(3), np.zeros((m, nv)), np.zeros((m, m)), np.zeros((m, m)), np.zeros(m),
-                np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(nv), np.zeros(nq), np.arange(nv))
+                np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(nv), np.zeros(nq), np.arange(nv)) + (
+                    np.zeros(nq + nv + 2 + N_CSTATE * rows), np.zeros((nb if rows else 0, 6, 12)))
     return impl
 
 
@@ -180,6 +194,9 @@ def _spatial_corrector_predict(system, work, c, y_pred, psi, d, y):
             d[j] = 0.0
         for j in range(n):
             y[j] = y_pred[j] + d[j]
+        step_state = work[W_STEP_STATE]  # the step's state, whose contact state the Newton matrix takes
+        for j in range(step_state.shape[0]):
+            step_state[j] = y[j]
     return impl
 
 
@@ -205,6 +222,8 @@ def _spatial_corrector_residual(inputs, key, system, work, t_new, c, psi, d, y):
         if status != STATUS_OK:
             return status, np.inf
         status = spatial_residual(inputs, key, system, t_new, q, v, vdot, work[W_S_RESIDUAL], residual, powers)
+        if status == STATUS_OK:  # the contacts' loads, their state (in y) held over the step
+            status = contact_residual(system, q, v, y, residual, powers)
         if status != STATUS_OK:
             return status, np.inf
         loops = system.loops
@@ -237,7 +256,7 @@ def _spatial_newton_factor(system, work, c):
         return None
 
     def impl(system, work, c):
-        status = _factor(system, work, c, work[W_Q])
+        status = _factor(system, work, c, work[W_Q], work[W_V], work[W_STEP_STATE])
         loops = system.loops
         jac = loops[LOOP_JAC]
         m = jac.shape[0]
@@ -262,23 +281,28 @@ def _spatial_newton_factor(system, work, c):
 
 
 @njit
-def _factor(system, work, c, q):
-    """Factor the Newton matrix at q (unit quaternions) for c; returns the status."""
+def _factor(system, work, c, q, v, y):
+    """Factor the Newton matrix at q (unit quaternions) for c, with the contacts' blocks at (q, v) and the contact
+    state of y (``system.contact_blocks``); returns the status."""
     newton = work[3]
     j_stiff = newton[0]
     j_damp = newton[1]
     j_diag = work[W_DIAG]
     for j in range(j_diag.shape[0]):
         j_diag[j] = c * c * j_stiff[j] + c * j_damp[j]
+    blocks = work[W_BLOCKS]
+    status = contact_blocks(system, q, v, y, blocks)
+    if status != STATUS_OK:
+        return status
     status = effective_factor(system.body_int, system.body_real, system.gravity, q, work[W_ZEROS], work[W_WS],
                               work[W_S], work[W_TMP], c * c, j_diag, work[W_UD], work[W_DINV], work[W_ROT],
-                              work[W_FSUB], work[W_KW])
+                              work[W_FSUB], work[W_KW], blocks, c)
     if (status & 15) == STATUS_SINGULAR:
         # gravity's stiffness is negative where a subtree hangs above its joint: M + c^2 K may be indefinite for
         # a large step; then it is lagged too (as generalized_alpha)
         status = effective_factor(system.body_int, system.body_real, system.gravity, q, work[W_ZEROS], work[W_WS],
                                   work[W_S], work[W_TMP], 0.0, j_diag, work[W_UD], work[W_DINV], work[W_ROT],
-                                  work[W_FSUB], work[W_KW])
+                                  work[W_FSUB], work[W_KW], blocks, c)
     return status
 
 
@@ -374,7 +398,10 @@ def _spatial_filtered_change(system, work, h, y0, err):
                                   system.ws, work[W_S_RESIDUAL], system.tmp, residual)
         if status != STATUS_OK:
             return status
-        status = _factor(system, work, h, q)
+        v = work[W_V]
+        for j in range(nv):
+            v[j] = y0[nq + j]
+        status = _factor(system, work, h, q, v, y0)  # the contacts' blocks at y0 with its contact state
         if status != STATUS_OK:
             return status
         effective_apply(system.body_int, work[W_WS], work[W_S], work[W_UD], work[W_DINV], residual, work[W_TMP],
@@ -389,6 +416,13 @@ def _spatial_filtered_change(system, work, h, y0, err):
             err[nq + j] = dx[j]
         return STATUS_OK
     return impl
+
+
+@overload(_update_contacts, jit_options=newton.HOOK_OPTIONS)
+def _spatial_update_contacts(inputs, key, system, t, y):
+    if not _is_spatial(system):
+        return None
+    return lambda inputs, key, system, t, y: update_contact_state(system, y)
 
 
 @overload(newton.accept_step, jit_options=newton.HOOK_OPTIONS)

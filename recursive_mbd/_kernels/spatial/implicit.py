@@ -22,7 +22,7 @@ from ..layout import STATUS_NO_CONVERGENCE, STATUS_OK, STATUS_OUTPUT_FULL, STATU
 from ..planar.loops import gram_matrix
 from ..timeloops import integrators, newton
 from .elements import linearise_spherical_springs
-from .layout import CP, JTYPE, MASS, MCOM, NVJ, PA, PARENT, PP, SPHERICAL, VIDX, WC, WI, WP, WR, WT
+from .layout import CP, JTYPE, MASS, MCOM, NVJ, PA, PARENT, PB, PC, PP, SPHERICAL, VIDX, WC, WI, WP, WR, WT
 from .newton import SCRATCH_SIZE, factor_width, newton_apply, newton_factor
 from .system import (
     LOOP_JAC,
@@ -33,8 +33,11 @@ from .system import (
     _constraints,
     applied_forces,
     configuration_rate,
+    contact_blocks,
+    contact_residual,
     integrate_configuration,
     system_rhs,
+    update_contact_state,
 )
 from .tree import (
     _body_inertia,
@@ -146,7 +149,23 @@ def geometric_stiffness(body_int, body_real, gravity, ws, rot, fsub, kw):
 
 
 @njit
-def effective_factor(body_int, body_real, gravity, q, zeros, ws, S, tmp, c_stiff, j_diag, UD, dinv, rot, fsub, kw):
+def _add_contact_block(ws, i, blocks, c_stiff, c_damp):
+    """Body i's packed inertia ws[i, WI:] += the symmetric part of c_stiff K + c_damp C, blocks[i] = [C | K]."""
+    for r in range(6):
+        for c in range(r, 6):
+            value = 0.5 * (c_stiff * (blocks[i, r, 6 + c] + blocks[i, c, 6 + r])
+                           + c_damp * (blocks[i, r, c] + blocks[i, c, r]))
+            if r < 3 and c < 3:  # the angular block: xx, yy, zz, xy, xz, yz
+                ws[i, WI + PA + (r if r == c else r + c + 2)] += value
+            elif r >= 3:  # the linear block, likewise
+                ws[i, WI + PC + (r - 3 if r == c else r + c - 4)] += value
+            else:  # the coupling, row r, column c - 3
+                ws[i, WI + PB + 3 * r + c - 3] += value
+
+
+@njit
+def effective_factor(body_int, body_real, gravity, q, zeros, ws, S, tmp, c_stiff, j_diag, UD, dinv, rot, fsub, kw,
+                     blocks, c_damp):
     """Factor S = M(q) + c_stiff K_gravity + diag(j_diag) by the articulated-body elimination, tip to base, O(N);
     returns a status.
 
@@ -159,6 +178,10 @@ def effective_factor(body_int, body_real, gravity, q, zeros, ws, S, tmp, c_stiff
     D_i = S_i^T I^A_i S_i + diag(j_diag[joint i's velocities]). ``zeros`` (nv,) zero velocities, tmp (TMP_SIZE,)
     scratch (the layout of ``spatial.forward_dynamics``). STATUS_SINGULAR | (body << 4) for a D_i that is not
     positive definite (a Cholesky pivot below SINGULAR_RTOL of its scale).
+
+    blocks (nbodies, 6, 12): the contacts' [C_b | K_b] (``contact.contact_newton_blocks``), or no rows; each body's
+    inertia gains the symmetric part of c_stiff K_b + c_damp C_b (the factorisation is symmetric: the slip's and
+    the geometric terms' unsymmetric parts are left to the exact matrix, ``newton.newton_factor``).
     """
     status = kinematics_pass(body_int, body_real, q, zeros, ws, S, tmp, False)
     if status:
@@ -171,6 +194,8 @@ def effective_factor(body_int, body_real, gravity, q, zeros, ws, S, tmp, c_stiff
         for i in range(n):
             for e in range(6):
                 ws[i, WI + PA + e] += c_stiff * kw[i, e]
+    for i in range(blocks.shape[0]):
+        _add_contact_block(ws, i, blocks, c_stiff, c_damp)
     for i in range(n - 1, -1, -1):
         nvj = body_int[i, NVJ]
         kv = body_int[i, VIDX]
@@ -368,6 +393,10 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     ``system.loops`` (``recursive_mbd.integrate.spatial_implicit``: stabilised index 2) the correction is bordered
     by the rows J v+ / c_damp (``newton.schur_correction`` on the responses S^-1 J^T, m applies of the factors) and
     phi(q+) / c_stiff (``newton.position_correction``), O(N m + m^3) an iteration.
+    With contacts the residual has their loads (``system.contact_residual``: the rows' state of y held over the
+    step), both matrices their per-body blocks at the iterate they are made at (``system.contact_blocks``), S is
+    made again where its corrections shrink by less than SLOW_CONTRACTION, and after each step the rows' state in y
+    is updated (``system.update_contact_state``: a fixed step's impact that it does not resolve ends the run).
     carry (2 + 2 nv + m + 1): (powers, a, vdot, lambda, started). y_out rows (n + m): the state y, then the
     multipliers lambda at that sample (linear in time between step ends at t_eval points and events), the buffers
     growing to at most ``output_budget`` floats with the events' (STATUS_OUTPUT_FULL beyond). info (8,):
@@ -447,6 +476,9 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     lam_old = np.zeros(m)
     shift = np.zeros(nv)  # J^T nu: the position correction of the stabilised index-2 form, in the tangent space
     xfull = np.zeros(nv)
+    # the contacts' blocks of the Newton matrix (``contact.contact_newton_blocks``), at each factorisation
+    with_contacts = system.contacts[0].shape[0] > 0
+    blocks = np.zeros((nb if with_contacts else 0, 6, 12))
     # the state, its rates (q', v') at the step's ends for the dense output, the work rates, an output row
     y, y_new, rate, rate_new, powers, powers_new, ytmp, row = newton.run_state(y0, m)
     nfev = 0
@@ -530,6 +562,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 integrate_configuration(system, q_new, delta)
                 status = spatial_residual(inputs, key, system, t_new, q_new, v_new, vdot_new, s_r, residual,
                                           powers_new)
+                if status == STATUS_OK:  # the contacts' loads, their state (in y) held over the step
+                    status = contact_residual(system, q_new, v_new, y, residual, powers_new)
                 # the predictor's spherical springs past their half turn: linearised at the step's start for the
                 # first correction from it (``elements.linearise_spherical_springs``), never the converged iterate
                 linearised = status == STATUS_OK and at_predictor and linearise_spherical_springs(
@@ -563,12 +597,16 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                         held = SPIN_DAMPING if spin_held else 0.0
                         for j in range(nv):
                             j_exact[j] = j_diag[j] + held * spin[j]
-                        status = newton_factor(body_int, body_real, system.gravity, q_new, v_new, vdot_new, delta,
-                                               c_stiff, c_damp, j_exact, ws_f, s_f, tmp_f, work_nv, scr, fac)
+                        status = contact_blocks(system, q_new, v_new, y, blocks)
+                        if status == STATUS_OK:
+                            status = newton_factor(body_int, body_real, system.gravity, q_new, v_new, vdot_new,
+                                                   delta, c_stiff, c_damp, j_exact, ws_f, s_f, tmp_f, work_nv, scr,
+                                                   fac, blocks)
                         if (status & 15) == STATUS_SINGULAR:
                             # M + c_stiff K singular (a subtree balanced above its joint at a large step): lag K
                             status = newton_factor(body_int, body_real, system.gravity, q_new, v_new, vdot_new,
-                                                   delta, 0.0, 0.0, j_exact, ws_f, s_f, tmp_f, work_nv, scr, fac)
+                                                   delta, 0.0, 0.0, j_exact, ws_f, s_f, tmp_f, work_nv, scr, fac,
+                                                   blocks)
                         if status != STATUS_OK:
                             newton.record_failure(info, np.inf, res_max, step, iterations)
                             return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
@@ -583,14 +621,20 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                         previous = correction
                     newton_apply(body_int, ws_f, fac, residual, tmp_f, ud, dx)
                 else:
-                    if newton.refactor_due(factored_h, h, fresh, correction, previous):
-                        status = effective_factor(body_int, body_real, system.gravity, q_new, zeros, ws_c, s_c,
-                                                  tmp_f, c_stiff, j_diag, ud_c, dinv, rot, fsub, kw)
+                    # with contacts, also factors of this step that contract slowly: a contact made or broken since
+                    # they were made (a stiff force switched on that the matrix does not have)
+                    if newton.refactor_due(factored_h, h, fresh, correction, previous) or (
+                            with_contacts and correction > newton.SLOW_CONTRACTION * previous):
+                        status = contact_blocks(system, q_new, v_new, y, blocks)
+                        if status == STATUS_OK:
+                            status = effective_factor(body_int, body_real, system.gravity, q_new, zeros, ws_c, s_c,
+                                                      tmp_f, c_stiff, j_diag, ud_c, dinv, rot, fsub, kw, blocks,
+                                                      c_damp)
                         if (status & 15) == STATUS_SINGULAR:
                             # gravity's stiffness is negative where a subtree hangs above its joint (a top, an arm
                             # swung up): M + c_stiff K may be indefinite for a large step; then lag it too
                             status = effective_factor(body_int, body_real, system.gravity, q_new, zeros, ws_c, s_c,
-                                                      tmp_f, 0.0, j_diag, ud_c, dinv, rot, fsub, kw)
+                                                      tmp_f, 0.0, j_diag, ud_c, dinv, rot, fsub, kw, blocks, c_damp)
                         if status != STATUS_OK:
                             newton.record_failure(info, np.inf, res_max, step, iterations)
                             return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
@@ -703,6 +747,12 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         powers[0] = powers_new[0]
         powers[1] = powers_new[1]
         t = t_new
+        if with_contacts:  # the contacts' state after the step (anchors, impact speeds, the impacts' watch)
+            status = update_contact_state(system, y)
+            if status != STATUS_OK:
+                return status, t, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
+            for j in range(nsmooth + 2, n):
+                y_new[j] = y[j]
         if not use_eval and ((step + 1) % every == 0 or step == nsteps_total - 1):
             stored, count, t_out, y_out = newton.store_row(t_out, y_out, count, t, y, lam, row,
                                                            integrators._left(output_budget, ev_t, ev_y))

@@ -518,7 +518,7 @@ def _transform_to_parent(ws, i, sv, scr, dst, d):
 
 @njit
 def newton_factor(body_int, body_real, gravity, q, v, q_rates, delta, c_stiff, c_damp, j_diag, ws, S, tmp, work, scr,
-                  fac):
+                  fac, blocks):
     """Factor N = M + c_damp C + c_stiff K + diag(j_diag) (the Jacobian of the Newton-Euler residual by the
     accelerations, module doc) at (q, v, vdot = q_rates), tip to base, O(N); returns a status (a Newton-Euler
     pass's, or STATUS_SINGULAR | (body << 4) for a joint block D whose LU pivot is not above SINGULAR_RTOL of
@@ -528,6 +528,10 @@ def newton_factor(body_int, body_real, gravity, q, v, q_rates, delta, c_stiff, c
     With c_stiff = c_damp = 0 the factors are those of M + diag(j_diag). ws (nbodies, W_SPATIAL),
     S (nbodies, max_nv, 6), tmp (``tree.TMP_SIZE``), work (nv,), scr (SCRATCH_SIZE) scratch; fac (nbodies,
     ``factor_width(max_nv)``) receives the factors (``newton_apply``), ws keeps the transforms they need.
+    blocks (nbodies, 6, 12): the contacts' [C_b | K_b] on each body's twist (``contact.contact_newton_blocks``), or
+    no rows: C_b joins the body's response to its velocity change (exact), c_stiff K_b its response to its
+    acceleration change, whose leading part is the body's twist per unit dy that its displacement is c_stiff times
+    (the tangent map's and the velocity products' share of the displacement lagged).
     """
     status = inverse_dynamics(body_int, body_real, gravity, q, v, q_rates, ws, S, tmp, work)
     if status:
@@ -596,6 +600,11 @@ def newton_factor(body_int, body_real, gravity, q, v, q_rates, delta, c_stiff, c
             row[o_lam + 60 + c] = g5
             for r in range(6):
                 row[o_lam + 12 * r + 6 + c] = scr[_I + 6 * r + c]
+        if blocks.shape[0] > 0:  # the contacts' damping on the body's velocity, their stiffness on its acceleration
+            for r in range(6):
+                for c in range(6):
+                    row[o_lam + 12 * r + c] += blocks[i, r, c]
+                    row[o_lam + 12 * r + 6 + c] += c_stiff * blocks[i, r, 6 + c]
     for i in range(n - 1, -1, -1):
         row = fac[i]
         nvj = body_int[i, NVJ]

@@ -38,7 +38,7 @@ from ..layout import LOOP_CHANGE_POINT, STATUS_LOOP_DEGENERATE, STATUS_LOOPS_OPE
 from ..planar.loops import BRANCH_ZONE, REDUNDANT, filtered_solve, gram_matrix
 from ..planar.tree import check_output
 from ..timeloops import formulation
-from .contact import contact_forces, update_contacts
+from .contact import contact_forces, contact_newton_blocks, update_contacts
 from .elements import element_forces, subtree_forces
 from .layout import LROW, N_CSTATE
 from .loops import constrained_dynamics, constraint_responses, loop_constraints
@@ -66,9 +66,11 @@ SpatialSystem = namedtuple("SpatialSystem", [
     # its rcond; rcond of the dynamics' multiplier solve)
     "loops",
     # contacts (``_kernels.spatial.contact``): (contact_int, contact_real, per_contact (nrows, N_PER_CONTACT), energy
-    # (2,)), with no rows for a model without contacts (one type for every model: the time loops compiled for a
-    # spatial model serve contact models too). The rows' state (``spatial.layout``: N_CSTATE per row) is carried
-    # after the work terms of y, y = (q, v, W, state); the contacts use the force elements' scratch
+    # (2,), impacts), with no rows for a model without contacts (one type for every model: the time loops compiled
+    # for a spatial model serve contact models too); impacts: a fixed-step run's watch of its impacts, (nrows, 2),
+    # or (0, 2) for a run that does not watch them (``contact.update_contacts``). The rows' state (``spatial.layout``:
+    # N_CSTATE per row) is carried after the work terms of y, y = (q, v, W, state); the contacts use the force
+    # elements' scratch
     "contacts",
 ])
 
@@ -263,12 +265,10 @@ def applied_forces(system, q, v):
 
 
 @njit
-def contact_loads(system, q, v, y):
-    """tau += the contacts' generalised forces at (q, v) with the rows' state of y (``contact``); returns (status,
-    the power they dissipate [W]). A no-op for a model without contacts."""
+def _contact_forces(system, q, v, y):
+    """The contacts' generalised forces at (q, v) with the rows' state of y (``contact``) into the force elements'
+    Q scratch (system.elements[10]); returns (status, the power they dissipate [W])."""
     contacts = system.contacts
-    if contacts[0].shape[0] == 0:
-        return STATUS_OK, 0.0
     (_, _, ews, eS, etmp, rot, pos, omega, vel, wrench, forces, _, _) = system.elements
     status = poses(system.body_int, system.body_real, q, v, ews, eS, etmp, rot, pos, omega, vel, True)
     if status != STATUS_OK:
@@ -285,10 +285,74 @@ def contact_loads(system, q, v, y):
         status = check_output(energy)
     if status != STATUS_OK:
         return status, 0.0
+    return STATUS_OK, energy[1]
+
+
+@njit
+def contact_loads(system, q, v, y):
+    """tau += the contacts' generalised forces at (q, v) with the rows' state of y (``contact``); returns (status,
+    the power they dissipate [W]). A no-op for a model without contacts."""
+    if system.contacts[0].shape[0] == 0:
+        return STATUS_OK, 0.0
+    status, dissipated = _contact_forces(system, q, v, y)
+    if status != STATUS_OK:
+        return status, 0.0
+    forces = system.elements[10]
     tau = system.tau
     for k in range(tau.shape[0]):
         tau[k] += forces[k]
-    return STATUS_OK, energy[1]
+    return STATUS_OK, dissipated
+
+
+@njit
+def contact_residual(system, q, v, y, residual, powers):
+    """An implicit step's residual (nv,) less the contacts' generalised forces at (q, v) with the rows' state of y
+    (held over the step), and powers[0] plus the power they dissipate; returns the status. A no-op for a model
+    without contacts."""
+    if system.contacts[0].shape[0] == 0:
+        return STATUS_OK
+    status, dissipated = _contact_forces(system, q, v, y)
+    if status != STATUS_OK:
+        return status
+    forces = system.elements[10]
+    for k in range(residual.shape[0]):
+        residual[k] -= forces[k]
+    powers[0] += dissipated
+    return STATUS_OK
+
+
+@njit
+def contact_blocks(system, q, v, y, blocks):
+    """The contacts' blocks (nbodies, 6, 12) of an implicit step's Newton matrix at (q, v) with the rows' state of y
+    (``contact.contact_newton_blocks``); returns the status. Leaves blocks alone without contacts (no rows)."""
+    if blocks.shape[0] == 0:
+        return STATUS_OK
+    contacts = system.contacts
+    (_, _, ews, eS, etmp, rot, pos, omega, vel, _, _, _, _) = system.elements
+    status = poses(system.body_int, system.body_real, q, v, ews, eS, etmp, rot, pos, omega, vel, True)
+    if status != STATUS_OK:
+        return status
+    contact_newton_blocks(contacts[0], contacts[1], rot, pos, omega, vel, y, q.shape[0] + v.shape[0] + 2, blocks)
+    return STATUS_OK
+
+
+@njit
+def update_contact_state(system, y):
+    """The contacts' state in y after an accepted step, at its (q, v) (``contact.update_contacts``, with the run's
+    impact watch); returns the status. A no-op for a model without contacts."""
+    contacts = system.contacts
+    if contacts[0].shape[0] == 0:
+        return STATUS_OK
+    q = system.q
+    v = system.v
+    nq = q.shape[0]
+    copy_from(q, y, 0)
+    copy_from(v, y, nq)
+    (_, _, ews, eS, etmp, rot, pos, omega, vel, _, _, _, _) = system.elements
+    status = poses(system.body_int, system.body_real, q, v, ews, eS, etmp, rot, pos, omega, vel, True)
+    if status != STATUS_OK:
+        return status
+    return update_contacts(contacts[0], contacts[1], rot, pos, omega, vel, y, nq + v.shape[0] + 2, contacts[4])
 
 
 @njit
@@ -310,16 +374,7 @@ def project_state(inputs, key, system, t, y):
         copy_into(y, v, nq)
         if status != STATUS_OK:
             return status
-    contacts = system.contacts
-    if contacts[0].shape[0] == 0:
-        return STATUS_OK
-    copy_from(q, y, 0)
-    copy_from(v, y, nq)
-    (_, _, ews, eS, etmp, rot, pos, omega, vel, _, _, _, _) = system.elements
-    status = poses(system.body_int, system.body_real, q, v, ews, eS, etmp, rot, pos, omega, vel, True)
-    if status != STATUS_OK:
-        return status
-    return update_contacts(contacts[0], contacts[1], rot, pos, omega, vel, y, nq + v.shape[0] + 2)
+    return update_contact_state(system, y)
 
 
 @njit
