@@ -145,8 +145,9 @@ def _random_spatial_model(seed, nbodies):
 @pytest.mark.parametrize("seed", range(4))
 def test_batched_functions_equal_single_state_bit_for_bit_on_random_spatial_trees(seed):
     """Rows (k, nq) and (k, nv) of a Model3D: forward dynamics, inverse dynamics and energy equal the single-state
-    functions of each row bit for bit (the same spatial kernels per row); a row with a quaternion off unit norm is
-    refused naming its member."""
+    functions of each row to 1e-13 relative, not bit for bit: the spatial kernels allow fused multiply-adds, which
+    the compiler may place otherwise where a kernel is inlined into the parallel loop (inverse dynamics rows were
+    seen one or two ulps off). A row with a quaternion off unit norm is refused naming its member."""
     model, rng = _random_spatial_model(seed, 3 + seed)
     k = 6
     Q = np.array([rm.integrate_configuration(model, model.neutral(), rng.normal(size=model.nv)) for _ in range(k)])
@@ -156,9 +157,10 @@ def test_batched_functions_equal_single_state_bit_for_bit_on_random_spatial_tree
     E = rm.batch.energy(model, Q, QD)
     assert QDD.shape == (k, model.nv) and E.shape == (k, 2)
     for m in range(k):
-        assert np.array_equal(QDD[m], rm.forward_dynamics(model, Q[m], QD[m], TAU[m], t=0.5))
-        assert np.array_equal(back[m], rm.inverse_dynamics(model, Q[m], QD[m], QDD[m], t=0.5))
-        assert np.array_equal(E[m], rm.energy(model, Q[m], QD[m]))
+        for got, want in ((QDD[m], rm.forward_dynamics(model, Q[m], QD[m], TAU[m], t=0.5)),
+                          (back[m], rm.inverse_dynamics(model, Q[m], QD[m], QDD[m], t=0.5)),
+                          (E[m], rm.energy(model, Q[m], QD[m]))):
+            assert np.abs(got - want).max() <= 1e-13 * np.abs(want).max()
     assert np.abs(back - TAU).max() < 1e-9 * (1.0 + np.abs(TAU).max())
     if model.nq != model.nv:
         bad = Q.copy()

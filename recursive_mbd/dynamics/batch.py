@@ -11,8 +11,8 @@ the kernels release the GIL (``nogil``), so Python threads can share the work as
 
 On a ``Model3D`` the rows are (k, nq) coordinates (unit quaternions) and (k, nv) velocities, forces and
 accelerations, and row m equals ``rm.forward_dynamics``, ``rm.inverse_dynamics``, ``rm.energy`` of the Model3D
-bit for bit (``spatial_batch``); its contacts and its forces that are functions of the state (t, q, v) are not
-batched (ModelError).
+to round-off (``spatial_batch`` says why not always bit for bit); its contacts and its forces that are functions of
+the state (t, q, v) are not batched (ModelError).
 
 The model's force elements act as in the single-state functions, all rows at the same time ``t``. Models with
 closed loops are not batched (their constrained dynamics, ``rm.loops.loop_dynamics``, is one state at a time).
@@ -284,7 +284,8 @@ def forward_dynamics(model, Q, QD, TAU=None, *, t=0.0):
     Returns
     -------
     QDD : ndarray, shape (k, nq) ((k, nv) on a Model3D)
-        Equal bit for bit to the single-state ``rm.forward_dynamics`` of each row (recursive method).
+        Equal bit for bit to the single-state ``rm.forward_dynamics`` of each row (recursive method; a Model3D's
+        to round-off, ``spatial_batch``).
     """
     _prepare(model)
     Q = as_rows(model, Q, "Q")
@@ -314,7 +315,7 @@ def inverse_dynamics(model, Q, QD, QDD, *, t=0.0):
     """Joint forces of many states, row by row: ``TAU[m] = rm.inverse_dynamics(model, Q[m], QD[m], QDD[m])``.
 
     Q, QD, QDD of shape (k, nq) (a Model3D's QD and QDD (k, nv)); returns TAU (k, nq) ((k, nv)), equal bit for bit
-    to the single-state function per row.
+    to the single-state function per row (a Model3D's to round-off, ``spatial_batch``).
     """
     _prepare(model)
     Q = as_rows(model, Q, "Q")

@@ -1,9 +1,11 @@
 """Batched evaluation on a ``Model3D``: the kernels behind ``rm.batch`` for spatial models (``batch``).
 
-Row m of each result is what the single-state function of ``dynamics.spatial`` returns for row m, bit for bit:
-the same kernels (``_kernels.spatial.tree``, ``_kernels.spatial.elements``) run per row, on one workspace per thread
-of the shapes of the model's own (``spatial.Workspace3D``, ``spatial.ElementWorkspace3D``), so that they run the
-specialisations the single-state functions compile.
+Row m of each result is what the single-state function of ``dynamics.spatial`` returns for row m: the same kernels
+(``_kernels.spatial.tree``, ``_kernels.spatial.elements``) run per row, in the same order, on one workspace per
+thread of the shapes of the model's own (``spatial.Workspace3D``, ``spatial.ElementWorkspace3D``). Equal to
+round-off, not always bit for bit: the spatial kernels let the compiler fuse multiply-adds (``fastmath`` "contract"),
+and where a kernel is inlined into the parallel loop it may fuse other pairs than in its own compiled copy (measured:
+inverse dynamics rows differing from the single call by one or two ulps).
 """
 
 import numba
