@@ -143,7 +143,7 @@ def _random_spatial_model(seed, nbodies):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_batched_functions_equal_single_state_bit_for_bit_on_random_spatial_trees(seed):
+def test_batched_functions_equal_single_state_calls_on_random_spatial_trees(seed):
     """Rows (k, nq) and (k, nv) of a Model3D: forward dynamics, inverse dynamics and energy equal the single-state
     functions of each row to 1e-13 relative, not bit for bit: the spatial kernels allow fused multiply-adds, which
     the compiler may place otherwise where a kernel is inlined into the parallel loop (inverse dynamics rows were
