@@ -13,6 +13,7 @@ from _helpers import damaged_copies
 from numba.core.errors import NumbaExperimentalFeatureWarning
 
 import recursive_mbd as rm
+from recursive_mbd.errors import ModelError, StateError
 from recursive_mbd.integrate import ensemble
 from recursive_mbd.integrate.ensemble import EnsembleResult
 
@@ -438,3 +439,74 @@ def test_to_xarray_names_the_dimensions():
     assert data["q"].dims == ("member", "time", "coordinate") and data["q"].shape == ens.q.shape
     assert np.array_equal(data["q"].values, ens.q) and np.array_equal(data["time"].values, ens.t)
     assert list(data["status"].values) == ["finished", "finished"]
+
+
+# ---- Model3D ---------------------------------------------------------------------------------------------------------
+
+def spatial_arm(arm_mass=0.7, stiffness=5.0, gravity=(0.0, -3.0, -9.81)):
+    """A spherical root, a revolute arm and a prismatic slider with a joint spring-damper (nq 6, nv 5)."""
+    model = rm.Model3D(gravity=gravity)
+    model.add_body(joint="spherical", mass=1.0, inertia=(0.1, 0.2, 0.25, 0.01, -0.02, 0.03), com=(0.1, 0.0, -0.3),
+                   name="root")
+    model.add_body(parent="root", joint="revolute", parent_point=(0.1, 0.0, -0.5), axis=(0.3, 1.0, 0.2),
+                   mass=arm_mass, inertia=(0.05, 0.04, 0.06, 0, 0, 0), com=(0.0, 0.0, -0.2), name="arm")
+    model.add_body(parent="arm", joint="prismatic", parent_point=(0.0, 0.1, -0.3), axis=(1.0, 0.0, 1.0), mass=0.4,
+                   inertia=0.01, name="slider")
+    model.add_joint_spring_damper("slider", stiffness, 0.2, name="spring")
+    return model
+
+
+def _spatial_starts(model, k, seed):
+    rng = np.random.default_rng(seed)
+    Q0 = np.array([rm.integrate_configuration(model, model.neutral(), rng.normal(size=model.nv)) for _ in range(k)])
+    return Q0, rng.normal(size=(k, model.nv))
+
+
+def test_spatial_members_equal_simulate_bit_for_bit_with_parameters_per_member(tmp_path):
+    """A Model3D's members (nq 6 != nv 5) run rm.simulate's compiled spatial loop: each equals rm.simulate of a
+    model rebuilt with its mass, stiffness and gravity, bit for bit (the same kernels in the same order); a member
+    whose slider has no mass fails (singular) at its start with the reason, the others run on."""
+    k = 4
+    Q0, QD0 = _spatial_starts(spatial_arm(), k, 3)
+    Q0[1, :4] *= 1.0 + 1e-9  # off unit norm: normalised with a warning, as rm.simulate does
+    masses = np.array([0.7, 0.3, 1.5, 0.7])
+    stiffness = np.array([5.0, 0.0, 40.0, 5.0])
+    gravities = np.array([[0.0, -3.0, -9.81], [0.0, 0.0, -9.81], [1.0, 0.5, -20.0], [0.0, -3.0, -9.81]])
+    tau = np.array([[0.0] * 5, [0.1, -0.2, 0.3, 0.5, -1.0], [0.0, 0.0, 0.2, 0.0, 0.4], [0.0] * 5])
+    te = np.linspace(0.0, 0.4, 9)
+    with pytest.warns(RuntimeWarning, match="norm"):
+        ens = rm.simulate_many(spatial_arm(), Q0, QD0, 0.4, t_eval=te, rtol=1e-10, atol=1e-12, tau=tau,
+                               params={"mass:arm": masses, "stiffness:spring": stiffness, "gravity": gravities,
+                                       "mass:slider": [0.4, 0.4, 0.4, 0.0]})
+    assert ens.q.shape == (k, 9, 6) and ens.qd.shape == (k, 9, 5)
+    assert list(ens.status) == ["finished", "finished", "finished", "failed"]
+    for m in range(3):
+        model = spatial_arm(masses[m], stiffness[m], gravities[m])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            ref = rm.simulate(model, Q0[m], QD0[m], 0.4, t_eval=te, rtol=1e-10, atol=1e-12, tau=tau[m])
+        assert np.array_equal(ens.t, ref.t)
+        assert np.array_equal(ens.q[m], ref.q) and np.array_equal(ens.qd[m], ref.qd)
+        assert np.array_equal(ens.dissipated_work[m], ref.dissipated_work)
+        assert np.array_equal(ens.applied_work[m], ref.applied_work)
+        assert ens.nfev[m] == ref.nfev
+    assert "singular" in ens.reasons[3] and "slider" in ens.reasons[3]
+    assert ens.t_stop[3] == 0.0 and ens.nsamples[3] <= 1 and np.all(np.isnan(ens.q[3, 1:]))
+    _reloaded(ens, tmp_path)  # nv != nq: the saved event and rate entries keep their widths
+
+
+def test_spatial_ensembles_refuse_what_they_cannot_vary():
+    model = spatial_arm()
+    Q0, QD0 = _spatial_starts(model, 2, 4)
+    with pytest.raises(StateError, match=r"QD0 must have shape \(k, 5\).*nv = 5"):
+        rm.simulate_many(model, Q0, Q0, 0.1)
+    with pytest.raises(ModelError, match="'rotation' cannot vary per member of a Model3D"):
+        rm.simulate_many(model, Q0, QD0, 0.1, params={"rotation:arm": np.zeros((2, 9))})
+    with pytest.raises(StateError, match=r"params\['gravity'\] must have shape \(2, 3\)"):
+        rm.simulate_many(model, Q0, QD0, 0.1, params={"gravity": np.zeros((2, 2))})
+    with pytest.raises(StateError, match=r"member 1: params\['inertia:arm'\]: inertia must be positive"):
+        rm.simulate_many(model, Q0, QD0, 0.1, params={"inertia:arm": [[1, 1, 1, 0, 0, 0], [-1, 1, 1, 0, 0, 0]]})
+    zero = Q0.copy()
+    zero[1, :4] = 0.0
+    with pytest.raises(StateError, match=r"member 1: q0\[0:4\], the quaternion of body 'root'.* is zero"):
+        rm.simulate_many(model, zero, QD0, 0.1)

@@ -9,6 +9,11 @@ the kernels release the GIL (``nogil``), so Python threads can share the work as
     TAU = rm.batch.inverse_dynamics(model, Q, QD, QDD)      # (k, nq)
     E = rm.batch.energy(model, Q, QD)                       # (k, 2): kinetic, potential [J]
 
+On a ``Model3D`` the rows are (k, nq) coordinates (unit quaternions) and (k, nv) velocities, forces and
+accelerations, and row m equals ``rm.forward_dynamics``, ``rm.inverse_dynamics``, ``rm.energy`` of the Model3D
+to round-off (``spatial_batch`` says why not always bit for bit); its contacts and its forces that are functions of
+the state (t, q, v) are not batched (ModelError).
+
 The model's force elements act as in the single-state functions, all rows at the same time ``t``. Models with
 closed loops are not batched (their constrained dynamics, ``rm.loops.loop_dynamics``, is one state at a time).
 The rows are checked as the single-state functions check a state (``as_rows``): complex, string or object values
@@ -26,7 +31,8 @@ from .._kernels import layout as L
 from .._kernels.planar import elements as element_kernels
 from .._kernels.planar import tree
 from ..errors import ModelError, StateError
-from ..model.statuses import raise_status
+from ..model.spatial import Model3D
+from ..model.statuses import raise_spatial_status, raise_status
 from ..model.workspace import workspace
 from ._evaluation import element_inputs
 
@@ -186,7 +192,10 @@ class _Borrowed:
             pool = model.__dict__.setdefault("_batch_pool", [])
             self.workspaces = pool.pop() if pool else None
         if self.workspaces is None or self.workspaces.nthreads != self.nthreads:
-            self.workspaces = ThreadWorkspaces(model, self.nthreads)
+            if isinstance(model, Model3D):
+                self.workspaces = _spatial().ThreadWorkspaces3D(model, self.nthreads, per_thread)
+            else:
+                self.workspaces = ThreadWorkspaces(model, self.nthreads)
 
     def __enter__(self):
         return self.workspaces
@@ -198,25 +207,35 @@ class _Borrowed:
 
 # ---- validation ---------------------------------------------------------------------------------------------------
 
+def _spatial():
+    """The spatial batch kernels (``spatial_batch``), imported for a Model3D only."""
+    from . import spatial_batch  # noqa: PLC0415  (spatial kernels only for spatial models)
+
+    return spatial_batch
+
+
 def _prepare(model):
-    workspace(model)  # compiles the model
+    if isinstance(model, Model3D):
+        _spatial().prepare(model)  # compiles the model
+    else:
+        workspace(model)  # compiles the model
     if model.loop_int.shape[0]:
         raise ModelError("rm.batch does not handle closed loops: evaluate rm.loops.loop_dynamics state by state")
     return model
 
 
-def as_rows(model, X, what, k=None):
-    """``X`` as a C-contiguous, writable float64 (k, nq) array of finite numbers, or an error naming the member
-    (row): a TypeError for complex, string or object values (``_checks.real_array``: never converted), a StateError
-    for a wrong shape or a non-finite entry. A read-only or unaligned array is copied (the compiled kernels are
-    typed for writable ones)."""
-    nq = model.nq
+def as_rows(model, X, what, k=None, rates=False):
+    """``X`` as a C-contiguous, writable float64 (k, nq) array of finite numbers ((k, nv) with ``rates``: a
+    Model3D's velocities, forces and accelerations), or an error naming the member (row): a TypeError for complex,
+    string or object values (``_checks.real_array``: never converted), a StateError for a wrong shape or a
+    non-finite entry. A read-only or unaligned array is copied (the compiled kernels are typed for writable ones)."""
+    size, size_name = (model.nv, "nv") if rates and isinstance(model, Model3D) else (model.nq, "nq")
     arr = np.ascontiguousarray(_checks.real_array(X, what))
     if not arr.flags.carray:
         arr = arr.copy()
-    if arr.ndim != 2 or arr.shape[1] != nq:
-        raise StateError(f"{what} must have shape (k, {nq}) for this model (one state per row, nq = {nq}), "
-                         f"got shape {arr.shape}")
+    if arr.ndim != 2 or arr.shape[1] != size:
+        raise StateError(f"{what} must have shape (k, {size}) for this model (one state per row, {size_name} = "
+                         f"{size}), got shape {arr.shape}")
     if k is not None and arr.shape[0] != k:
         raise StateError(f"{what} has {arr.shape[0]} rows but the first state array has {k}: one row per member")
     bad = ~np.isfinite(arr)
@@ -238,6 +257,8 @@ def _check(model, status, names):
     if failed.size:
         member = int(failed[0])
         try:
+            if isinstance(model, Model3D):
+                raise_spatial_status(model, int(status[member]), names)
             raise_status(model, int(status[member]), names)
         except (ModelError, StateError) as err:
             raise type(err)(f"member {member}: {err}") from None
@@ -250,25 +271,37 @@ def forward_dynamics(model, Q, QD, TAU=None, *, t=0.0):
 
     Parameters
     ----------
+    model : Model or Model3D
+        A tree (no closed loops); a Model3D without contacts or forces that are functions of the state.
     Q, QD : array_like, shape (k, nq)
-        Joint coordinates and rates, one state (member) per row.
+        Joint coordinates and rates, one state (member) per row; a Model3D's Q (k, nq) (unit quaternions), its
+        velocities QD (k, nv).
     TAU : array_like, shape (k, nq), optional
-        Generalised joint forces per row; default zero.
+        Generalised joint forces per row ((k, nv) on a Model3D); default zero.
     t : float
         Time [s] of the model's time-varying force elements (the same for every row).
 
     Returns
     -------
-    QDD : ndarray, shape (k, nq)
-        Equal bit for bit to the single-state ``rm.forward_dynamics`` of each row (recursive method).
+    QDD : ndarray, shape (k, nq) ((k, nv) on a Model3D)
+        Equal bit for bit to the single-state ``rm.forward_dynamics`` of each row (recursive method; a Model3D's
+        to round-off, ``spatial_batch``).
     """
     _prepare(model)
     Q = as_rows(model, Q, "Q")
     k = Q.shape[0]
-    QD = as_rows(model, QD, "QD", k)
-    TAU = np.zeros_like(Q) if TAU is None else as_rows(model, TAU, "TAU", k)
-    QDD = np.empty_like(Q)
+    QD = as_rows(model, QD, "QD", k, rates=True)
+    TAU = np.zeros_like(QD) if TAU is None else as_rows(model, TAU, "TAU", k, rates=True)
+    QDD = np.empty_like(QD)
     status = np.zeros(k, dtype=np.int64)
+    if isinstance(model, Model3D):
+        with _Borrowed(model) as ws:
+            _spatial().forward_dynamics_many(
+                model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real,
+                _inputs(model, ws, t), Q, QD, TAU, ws.dims, (ws.ws, ws.fd_S, ws.UD, ws.uD, ws.tmp), ws.elements,
+                ws.loaded, QDD, status)
+        _check(model, status, ("Q", "QD", "TAU"))
+        return QDD
     with _Borrowed(model) as ws:
         _forward_dynamics_many(model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real,
                                _inputs(model, ws, t), Q, QD, TAU, ws.width, ws.ws, ws.com, ws.wrench, ws.jforce,
@@ -281,15 +314,23 @@ def forward_dynamics(model, Q, QD, TAU=None, *, t=0.0):
 def inverse_dynamics(model, Q, QD, QDD, *, t=0.0):
     """Joint forces of many states, row by row: ``TAU[m] = rm.inverse_dynamics(model, Q[m], QD[m], QDD[m])``.
 
-    Q, QD, QDD of shape (k, nq); returns TAU (k, nq), equal bit for bit to the single-state function per row.
+    Q, QD, QDD of shape (k, nq) (a Model3D's QD and QDD (k, nv)); returns TAU (k, nq) ((k, nv)), equal bit for bit
+    to the single-state function per row (a Model3D's to round-off, ``spatial_batch``).
     """
     _prepare(model)
     Q = as_rows(model, Q, "Q")
     k = Q.shape[0]
-    QD = as_rows(model, QD, "QD", k)
-    QDD = as_rows(model, QDD, "QDD", k)
-    TAU = np.empty_like(Q)
+    QD = as_rows(model, QD, "QD", k, rates=True)
+    QDD = as_rows(model, QDD, "QDD", k, rates=True)
+    TAU = np.empty_like(QD)
     status = np.zeros(k, dtype=np.int64)
+    if isinstance(model, Model3D):
+        with _Borrowed(model) as ws:
+            _spatial().inverse_dynamics_many(
+                model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real,
+                _inputs(model, ws, t), Q, QD, QDD, ws.dims, (ws.ws, ws.S, ws.tmp), ws.elements, TAU, status)
+        _check(model, status, ("Q", "QD", "QDD"))
+        return TAU
     with _Borrowed(model) as ws:
         _inverse_dynamics_many(model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real,
                                _inputs(model, ws, t), Q, QD, QDD, ws.width, ws.ws, ws.com, ws.wrench, ws.jforce,
@@ -307,9 +348,17 @@ def energy(model, Q, QD, *, t=0.0):
     _prepare(model)
     Q = as_rows(model, Q, "Q")
     k = Q.shape[0]
-    QD = as_rows(model, QD, "QD", k)
+    QD = as_rows(model, QD, "QD", k, rates=True)
     E = np.empty((k, 2))
     status = np.zeros(k, dtype=np.int64)
+    if isinstance(model, Model3D):
+        with _Borrowed(model) as ws:
+            _spatial().energy_many(
+                model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real,
+                _inputs(model, ws, t), Q, QD, ws.dims, (ws.ws, ws.S, ws.tmp, ws.rot, ws.pos, ws.omega, ws.vel, ws.pair),
+                ws.elements, E, status)
+        _check(model, status, ("Q", "QD", "QD"))
+        return E
     with _Borrowed(model) as ws:
         _energy_many(model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real,
                      _inputs(model, ws, t), Q, QD, ws.width, ws.ws, ws.com, ws.wrench, ws.jforce, ws.element_energy,

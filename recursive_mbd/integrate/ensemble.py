@@ -33,6 +33,9 @@ name                         shape            meaning
 ``"torque:ELEMENT"``         (k,)             a constant applied torque [N m]
 ===========================  ===============  ===========================================================
 
+A ``Model3D`` runs in the same kernels, each member with the spatial system of ``rm.simulate`` on it (its
+parameters: ``spatial_ensemble``).
+
 Centres of mass, joint types, the tree, prismatic axes and attachment points of elements are fixed by the model
 (they change the packed layout or other bodies' data): build another model for those. Joint forces ``tau`` vary
 per member through a (k, nq) array. Not supported in ensembles: closed loops, drivers, and time-varying element
@@ -49,6 +52,7 @@ import numba
 import numpy as np
 from numba.core.errors import NumbaExperimentalFeatureWarning
 from numba.core.registry import CPUDispatcher
+from numba.extending import overload
 
 from .. import _checks
 from .._kernels import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
@@ -58,8 +62,9 @@ from .._kernels.timeloops import integrators
 from ..dynamics._evaluation import as_vector
 from ..dynamics.batch import as_rows, per_thread
 from ..errors import ModelError, StateError, unknown_name
-from ..model.statuses import raise_status
+from ..model.spatial import Model3D
 from ..model.workspace import workspace
+from .kernel_status import raise_kernel_status
 from .method_names import FIXED_STEP
 from .result import ENSEMBLE_FORMAT, SUCCESS_STATUSES, ResultArchive, read_npz, status_message, write_npz
 from .runs import (
@@ -118,31 +123,68 @@ def _stop_monitor(key, t, y, _, control):
     return np.int64(control[_STOP])
 
 
+# The system rm.simulate builds for the model (``runs.build_system``, ``spatial_loop.SpatialTimeLoop``) reaches the
+# kernels as flat parts, (head, part1, part2, part3): numba's parallel loops take tuples of arrays but no tuple
+# nested in one. head holds the system's array fields, the parts its tuples: a planar TreeSystem's head has every field
+# but loops (part1) and contacts (None; part2 and part3 empty), a SpatialSystem's every field but elements (part1),
+# loops (part2) and contacts (part3).
+_SPATIAL_NESTED = ("elements", "loops", "contacts")
+_SPATIAL_HEAD = 19  # the SpatialSystem's fields less _SPATIAL_NESTED: its parts are told from a TreeSystem's by this
+
+
+def system_parts(template):
+    """(head, part1, part2, part3) of a TreeSystem or SpatialSystem (the comment above)."""
+    if isinstance(template, TreeSystem):
+        return tuple(template[:-2]), template.loops, (), ()
+    head = tuple(value for name, value in zip(template._fields, template, strict=True) if name not in _SPATIAL_NESTED)
+    assert len(head) == _SPATIAL_HEAD
+    return head, template.elements, template.loops, template.contacts
+
+
+def _member_system(head, part1, part2, part3, members, scratch, dims, m, tid):
+    """The system of member m on thread tid (compiled code only; ``_member_system_overload``)."""
+    raise NotImplementedError("_member_system is called from compiled code only")
+
+
+@overload(_member_system, jit_options={"cache": True})
+def _member_system_overload(head, part1, part2, part3, members, scratch, dims, m, tid):
+    """The member's system of the kind of the parts (``system_parts``): a planar TreeSystem (``_planar_member``) or
+    a SpatialSystem (``spatial_ensemble.spatial_member``)."""
+    if len(head) == _SPATIAL_HEAD:
+        from .spatial_ensemble import spatial_member  # noqa: PLC0415  (spatial kernels only for spatial models)
+
+        return lambda head, part1, part2, part3, members, scratch, dims, m, tid: spatial_member(  # noqa: PLW0108
+            head, part1, part2, part3, members, scratch, m, tid)
+    return lambda head, part1, part2, part3, members, scratch, dims, m, tid: _planar_member(  # noqa: PLW0108
+        head, part1, members, scratch, dims, m, tid)
+
+
 @numba.njit(cache=True)
-def _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord, driven,
-                   TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER, QDD, DRIVE):
+def _planar_member(head, loops, members, scratch, dims, m, tid):
     """The TreeSystem (``_kernels.planar.system``: ensembles take trees only, so their time loops compile no loop
-    layer) of member m on thread tid.
+    layer) of member m on thread tid: the template's fields ``head`` and ``loops`` (``system_parts``) with member
+    m's packed arrays ``members`` = (BODY_REAL, GRAVITY, ELEM_REAL, TAU_CONST) and thread tid's blocks of
+    ``scratch`` = (U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER, QDD, DRIVE).
 
     Per-thread scratch is padded (``batch.per_thread``): thread tid's block is [tid, :rows], with the row counts
     dims = (nq, nbodies, nelements, wrench rows, inputs, workspace width).
     """
+    BODY_REAL, GRAVITY, ELEM_REAL, TAU_CONST = members
+    U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER, QDD, DRIVE = scratch
     nq, nb, ne, nw, nu, width = dims[0], dims[1], dims[2], dims[3], dims[4], dims[5]
-    return TreeSystem(body_int, BODY_REAL[m].T, GRAVITY[m], elem_int, ELEM_REAL[m], free, drv_coord, driven,
-                           TAU_CONST[m], offsets, U[tid, :nu], Qs[tid, :nq], QDs[tid, :nq], TAUs[tid, :nq],
-                           WS[tid, :width].T, COM[tid, :nb], WRENCH[tid, :nw], JFORCE[tid, :nq], EEN[tid, :3],
-                           PER[tid, :ne], QDD[tid, :nq], DRIVE[tid, :nq], loops, None)
+    # head: body_int, body_real, gravity, elem_int, elem_real, free, drv_coord, driven, tau_const, offsets, ...
+    return TreeSystem(head[0], BODY_REAL[m].T, GRAVITY[m], head[3], ELEM_REAL[m], head[5], head[6], head[7],
+                      TAU_CONST[m], head[9], U[tid, :nu], Qs[tid, :nq], QDs[tid, :nq], TAUs[tid, :nq],
+                      WS[tid, :width].T, COM[tid, :nb], WRENCH[tid, :nw], JFORCE[tid, :nq], EEN[tid, :3],
+                      PER[tid, :ne], QDD[tid, :nq], DRIVE[tid, :nq], loops, None)
 
 
 @numba.njit(cache=True)
-def _member_start(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord, driven,
-                  TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER, QDD, DRIVE, CONTROL):
-    """(system, control) of member m on thread tid: its TreeSystem (``_member_system``) and the thread's
-    control row CONTROL[tid], its counts zeroed so that the time loop polls before the first step (a member started
-    after a stop request does not run)."""
-    system = _member_system(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord,
-                            driven, TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER,
-                            QDD, DRIVE)
+def _member_start(head, part1, part2, part3, members, scratch, dims, m, tid, CONTROL):
+    """(system, control) of member m on thread tid: its system (``_member_system``) and the thread's control row
+    CONTROL[tid], its counts zeroed so that the time loop polls before the first step (a member started after a
+    stop request does not run)."""
+    system = _member_system(head, part1, part2, part3, members, scratch, dims, m, tid)
     control = CONTROL[tid]
     control[0] = 0.0
     control[1] = 0.0
@@ -150,17 +192,13 @@ def _member_start(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REA
 
 
 @_parallel
-def _fixed_many(inputs, key, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord, driven,
-                TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER, QDD, DRIVE, K, T_BUF,
-                Y_BUF, monitor, CONTROL, Y0, t0, t_end, dt, nsteps_total, every, a, b, c, midpoint, tol, max_iter, Y,
-                status, t_fail, count, stats):
+def _fixed_many(inputs, key, head, part1, part2, part3, members, scratch, dims, K, T_BUF, Y_BUF, monitor, CONTROL, Y0,
+                t0, t_end, dt, nsteps_total, every, a, b, c, midpoint, tol, max_iter, Y, status, t_fail, count, stats):
     """Each member's fixed-step time loop (``integrators.integrate_fixed``, ``nsteps_total`` steps): samples into
     Y (k, nt, n). ``monitor`` (``_stop_monitor``) is polled with CONTROL[tid], the row of thread tid."""
     for m in numba.prange(Y0.shape[0]):
         tid = numba.get_thread_id()
-        system, control = _member_start(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free,
-                                        drv_coord, driven, TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM,
-                                        WRENCH, JFORCE, EEN, PER, QDD, DRIVE, CONTROL)
+        system, control = _member_start(head, part1, part2, part3, members, scratch, dims, m, tid, CONTROL)
         st, tf, cnt, t_out, y_out, nfev, nsteps = integrators.integrate_fixed(
             inputs, key, system, Y0[m], t0, t_end, dt, nsteps_total, every, a, b, c, midpoint, tol, max_iter,
             K[tid, :c.shape[0]], T_BUF[tid, :Y.shape[1]], Y_BUF[tid, :Y.shape[1]], np.inf, monitor, 0, control)
@@ -175,10 +213,9 @@ def _fixed_many(inputs, key, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_
 
 
 @_parallel
-def _adaptive_many(inputs, key, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free, drv_coord, driven,
-                   TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM, WRENCH, JFORCE, EEN, PER, QDD, DRIVE, K, T_BUF,
-                   Y_BUF, monitor, CONTROL, Y0, t0, t_end, rtol, atol, first_step, max_step, max_steps, t_eval, a, b, c,
-                   e, e3, order, dense, events, directions, terminal, Y, status, t_fail, count, stats, EVENT):
+def _adaptive_many(inputs, key, head, part1, part2, part3, members, scratch, dims, K, T_BUF, Y_BUF, monitor, CONTROL,
+                   Y0, t0, t_end, rtol, atol, first_step, max_step, max_steps, t_eval, a, b, c, e, e3, order, dense,
+                   events, directions, terminal, Y, status, t_fail, count, stats, EVENT):
     """Each member's adaptive time loop (``integrators.integrate_adaptive``) with output at t_eval.
 
     EVENT[m] = (time, state...) of the member's first event, NaN without one; a terminal event's state is not a
@@ -186,9 +223,7 @@ def _adaptive_many(inputs, key, dims, body_int, BODY_REAL, GRAVITY, elem_int, EL
     """
     for m in numba.prange(Y0.shape[0]):
         tid = numba.get_thread_id()
-        system, control = _member_start(m, tid, dims, body_int, BODY_REAL, GRAVITY, elem_int, ELEM_REAL, free,
-                                        drv_coord, driven, TAU_CONST, offsets, loops, U, Qs, QDs, TAUs, WS, COM,
-                                        WRENCH, JFORCE, EEN, PER, QDD, DRIVE, CONTROL)
+        system, control = _member_start(head, part1, part2, part3, members, scratch, dims, m, tid, CONTROL)
         (st, tf, cnt, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t,
          ev_y) = integrators.integrate_adaptive(
             inputs, key, system, Y0[m], t0, t_end, rtol, atol, first_step, max_step, max_steps, t_eval, 1, a, b, c,
@@ -214,17 +249,17 @@ def _adaptive_many(inputs, key, dims, body_int, BODY_REAL, GRAVITY, elem_int, EL
 _EVENT_ADAPTERS = {}
 
 
-def _compiled_event_adapter(function, nq):
-    """A compiled event callback: values[0] = function(t, q, qd) on the integrated state y = (q, qd, work); a
-    non-finite value (``_EVENT_FAILED``) or an exception (``_EVENT_RAISED``: numba passes none out of a C callback)
-    stops the member."""
-    key = (function, nq)
+def _compiled_event_adapter(function, nq, nv):
+    """A compiled event callback: values[0] = function(t, q, qd) on the integrated state y = (q (nq), qd (nv),
+    work); a non-finite value (``_EVENT_FAILED``) or an exception (``_EVENT_RAISED``: numba passes none out of a C
+    callback) stops the member."""
+    key = (function, nq, nv)
     if key not in _EVENT_ADAPTERS:
         @numba.cfunc(integrators.CALLBACK)
         def adapter(key, t, y, _, values):
             raised = False
             try:
-                value = function(t, y[:nq], y[nq:2 * nq])
+                value = function(t, y[:nq], y[nq:nq + nv])
             except Exception:  # noqa: BLE001 - numba catches any exception so, and binds none
                 raised = True
             if raised:
@@ -278,14 +313,21 @@ def member_arrays(model, params, k):
     numba types of ``rm.simulate``'s arrays of a model with 2 bodies or more and at most one element, so the members
     call the very compiled time loop that ``rm.simulate`` compiles (a different layout or a writeable array would
     compile, and cache, the whole chain of kernels under it a second time: measured 40 s of CPU with an empty cache).
-    elem_real is row-major: a few numbers per element, read once per evaluation."""
+    elem_real is row-major: a few numbers per element, read once per evaluation. A Model3D's arrays and parameters
+    come from ``spatial_ensemble.spatial_member_arrays``."""
+    params = _checks.mapping(params, "params", "name -> per-member values (k rows)")
+    for name in params:
+        if not isinstance(name, str):
+            raise TypeError(f"params keys must be strings, got {name!r}")
+    if isinstance(model, Model3D):
+        from .spatial_ensemble import spatial_member_arrays  # noqa: PLC0415  (spatial kernels only for spatial models)
+
+        return spatial_member_arrays(model, params, k, _member_values, _nonnegative, _element)
     body_real = np.repeat(np.ascontiguousarray(model.body_real.T)[None], k, axis=0)  # (k, N_REAL, nbodies)
     elem_real = np.repeat(np.ascontiguousarray(model.elem_real)[None], k, axis=0)  # (k, nelements, N_EREAL)
     gravity = np.repeat(np.asarray(model.gravity, dtype=float)[None], k, axis=0)
     n = model.nbodies
-    for name, value in _checks.mapping(params, "params", "name -> per-member values (k rows)").items():
-        if not isinstance(name, str):
-            raise TypeError(f"params keys must be strings, got {name!r}")
+    for name, value in params.items():
         kind, _, target = name.partition(":")
         if kind not in PARAMETERS:
             raise ModelError(f"params[{name!r}]: {kind!r} cannot vary per member; the parameters that can: "
@@ -371,10 +413,10 @@ class EnsembleResult:
         self.t_stop = t_stop
         self.nsamples = nsamples
         self.nfev, self.nsteps, self.nrejected = (stats[:, i].copy() for i in range(3))
-        nq = q.shape[2]
+        nq, nv = q.shape[2], qd.shape[2]
         self.t_event = event[:, 0].copy()
         self.q_event = event[:, 1:1 + nq].copy()
-        self.qd_event = event[:, 1 + nq:1 + 2 * nq].copy()
+        self.qd_event = event[:, 1 + nq:1 + nq + nv].copy()
         self.method = method
         self.reasons = reasons if reasons is not None else [""] * len(status_codes)
 
@@ -423,13 +465,13 @@ class EnsembleResult:
         nt = t.size
         q = entry("q", "f", 3, (None, nt, None), finite=False)
         k, nq = q.shape[0], q.shape[2]
-        qd = entry("qd", "f", 3, q.shape, finite=False)
+        qd = entry("qd", "f", 3, (k, nt, None), finite=False)  # (k, nt, nv): a Model3D's nv may differ from nq
         work = entry("work", "f", 3, (k, nt, 2), finite=False)
         codes = archive.counts("status_codes", (k,), "member statuses")
         nsamples = archive.counts("nsamples", (k,), "samples per member")
         stats = archive.counts("stats", (k, 3), "evaluations, steps, rejected steps")
         t_stop = entry("t_stop", "f", 1, (k,))
-        event = entry("event", "f", 2, (k, 1 + 2 * nq), finite=False)
+        event = entry("event", "f", 2, (k, 1 + nq + qd.shape[2]), finite=False)
         method = str(entry("method", "U", 0))
         reasons = [str(r) for r in entry("reasons", "U", 1, (k,))]
         result = cls(t, q, qd, work, codes, t_stop, nsamples, stats, event, method, reasons)
@@ -490,16 +532,17 @@ def _fixed_grid(t0, t_end, dt, nsteps, every):
 
 
 def _tau_table(model, tau, k):
-    """(callback source, per-member constant tau (k, nq))."""
+    """(callback source, per-member constant tau (k, nq); (k, nv) for a Model3D)."""
+    spatial = isinstance(model, Model3D)
     if tau is None or callable(tau):
         if callable(tau) and not isinstance(tau, CPUDispatcher):
             raise TypeError("simulate_many: tau as a function must be numba-compiled (@numba.njit), tau(t) or "
                             "tau(t, q, qd) returning (nq,); a Python function would need the GIL in every member")
-        return tau, np.zeros((k, model.nq))
+        return tau, np.zeros((k, model.nv if spatial else model.nq))
     arr = _checks.real_array(tau, "tau")
     if arr.ndim == 1:
-        arr = np.repeat(as_vector(model, arr, "tau")[None], k, axis=0)
-    return None, as_rows(model, arr, "tau", k)
+        arr = np.repeat(arr[None] if spatial else as_vector(model, arr, "tau")[None], k, axis=0)
+    return None, as_rows(model, arr, "tau", k, rates=True)
 
 
 def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t0=0.0, dt=None, t_eval=None,
@@ -509,22 +552,26 @@ def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12,
 
     Parameters
     ----------
-    model : Model
-        A tree (closed loops are not supported here), without drivers or Python time functions.
+    model : Model or Model3D
+        A tree (closed loops are not supported here), without drivers, contacts or Python time functions.
     Q0, QD0 : array_like, shape (k, nq)
-        Initial joint coordinates and rates, one member per row.
+        Initial joint coordinates and rates, one member per row; a Model3D's Q0 (k, nq) (each quaternion off unit
+        norm by more than 1e-12 normalised with a RuntimeWarning, as ``rm.simulate`` does) and QD0 (k, nv), and
+        q (k, nt, nq) with unit quaternions, qd (k, nt, nv) in the result.
     t_end : float
         Final time [s].
     method : {"dopri5", "rk4", "implicit_midpoint"}
         As in ``rm.simulate``: dopri5 (adaptive, ``rtol``, ``atol``, output at ``t_eval``, default 101 equally
         spaced times), or a fixed step ``dt`` storing every ``every``-th step.
     tau : array_like (nq,) or (k, nq), or numba-compiled function, optional
-        Joint forces: the same for all, one row per member, or ``tau(t)`` / ``tau(t, q, qd)`` compiled with numba.
+        Joint forces ((nv,) or (k, nv) on a Model3D): the same for all, one row per member, or ``tau(t)`` /
+        ``tau(t, q, qd)`` compiled with numba.
         A compiled function that raises, or returns a non-finite value or the wrong shape, stops its member
         ("failed"; numba passes no exception out of the parallel members: ``reasons[m]`` says that it raised,
         ``rm.simulate`` of the member shows the exception).
     params : dict, optional
-        Per-member model parameters, name -> (k, ...) array (table in ``recursive_mbd.integrate.ensemble``).
+        Per-member model parameters, name -> (k, ...) array (table in ``recursive_mbd.integrate.ensemble``; a
+        Model3D's in ``recursive_mbd.integrate.spatial_ensemble``).
     max_wall_time : float, optional
         Wall-clock limit [s]: members still running then stop with status "time_limit" and their samples so far.
     events : numba-compiled function, optional
@@ -547,7 +594,15 @@ def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12,
         object values in Q0, QD0, tau or params (never converted), a string or a bool for a number, a fraction for
         a count (every, max_steps), a non-finite or unsorted t_eval, the errors naming the argument (and member).
     """
-    workspace(model)
+    spatial = isinstance(model, Model3D)
+    if spatial:
+        from ..dynamics.spatial import workspace as spatial_workspace  # noqa: PLC0415  (spatial kernels: spatial only)
+        from .spatial_ensemble import checked_starts, thread_scratch  # noqa: PLC0415
+        from .spatial_loop import SpatialTimeLoop, _SpatialInputs  # noqa: PLC0415
+
+        spatial_workspace(model)
+    else:
+        workspace(model)
     if model.loop_int.shape[0]:
         raise ModelError("simulate_many does not handle closed loops; run rm.simulate per member (or rm.sweep)")
     if model.has_contacts:
@@ -556,13 +611,17 @@ def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12,
         names = [entry[3] for entry in model.element_functions]
         raise ModelError(f"simulate_many: elements {names} are Python functions of time (they need the GIL); give "
                          "them constant values and vary them with params")
-    if model.nq == 0:
+    nq = model.nq
+    nv = model.nv if spatial else nq
+    if nv == 0:
         raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
     if method not in ("dopri5", "rk4", "implicit_midpoint"):
         raise ValueError(f"simulate_many supports 'dopri5', 'rk4' and 'implicit_midpoint', not {method!r}")
     Q0 = as_rows(model, Q0, "Q0")
     k = Q0.shape[0]
-    QD0 = as_rows(model, QD0, "QD0", k)
+    QD0 = as_rows(model, QD0, "QD0", k, rates=True)
+    if spatial:
+        Q0 = checked_starts(model, Q0, QD0)
     tau_function, tau_const = _tau_table(model, tau, k)
     body_real, gravity, elem_real = member_arrays(model, params, k)
     t0, t_end = check_time_span(t0, t_end)
@@ -583,36 +642,41 @@ def simulate_many(model, Q0, QD0, t_end, method="dopri5", rtol=1e-9, atol=1e-12,
         raise TypeError("simulate_many: events must be one numba-compiled function g(t, q, qd) -> float, with "
                         "method='dopri5'")
 
-    inputs = _Inputs(model, tau_function, None)
+    inputs = _SpatialInputs(model, tau_function) if spatial else _Inputs(model, tau_function, None)
     callback = integrators.no_inputs if tau_function is None else _compiled_tau_adapter(tau_function,
                                                                                        inputs.tau_arity)
-    system = build_system(model, inputs)
-    nq = model.nq
-    n = 2 * nq + 2
+    n = nq + nv + 2
     Y0 = np.zeros((k, n))
     Y0[:, :nq] = Q0
-    Y0[:, nq:2 * nq] = QD0
+    Y0[:, nq:nq + nv] = QD0
     threads = numba.config.NUMBA_NUM_THREADS
-    nb, ne = model.nbodies, model.elem_int.shape[0]
-    width, nw = system[14].shape[1], system[16].shape[0]
-    dims = np.array([nq, nb, ne, nw, inputs.size, width], dtype=np.int64)
-    scratch = (per_thread(threads, inputs.size), per_thread(threads, nq), per_thread(threads, nq),
-               per_thread(threads, nq), per_thread(threads, width, nb), per_thread(threads, nb, 4),
-               per_thread(threads, nw, 3), per_thread(threads, nq), per_thread(threads, 3), per_thread(threads, ne, 3),
-               per_thread(threads, nq), per_thread(threads, nq))
+    if spatial:  # the system rm.simulate builds (its time loop's), with each member's arrays and scratch swapped in
+        loop = SpatialTimeLoop(model, inputs)
+        template, joint_states = loop.system, loop.joint_states
+        scratch = thread_scratch(template, threads)
+        dims = np.zeros(0, dtype=np.int64)
+    else:
+        template, joint_states = build_system(model, inputs), None
+        nb, ne = model.nbodies, model.elem_int.shape[0]
+        width, nw = template.ws.shape[1], template.wrench.shape[0]
+        dims = np.array([nq, nb, ne, nw, inputs.size, width], dtype=np.int64)
+        scratch = (per_thread(threads, inputs.size), per_thread(threads, nq), per_thread(threads, nq),
+                   per_thread(threads, nq), per_thread(threads, width, nb), per_thread(threads, nb, 4),
+                   per_thread(threads, nw, 3), per_thread(threads, nq), per_thread(threads, 3),
+                   per_thread(threads, ne, 3), per_thread(threads, nq), per_thread(threads, nq))
     if tau_function is not None:  # a first evaluation in Python: a wrong shape is reported here, not in a thread
         try:
             value = np.asarray(tau_function(t0) if inputs.tau_arity == 1 else tau_function(t0, Q0[0], QD0[0]))
         except Exception:  # noqa: BLE001 - member 0's own failure: it stops that member, as at any other time
-            value = np.zeros(nq)
-        if value.shape != (nq,):
-            raise StateError(f"tau function must return shape ({nq},), got {value.shape}")
-    shared = (callback, 0, dims, model.body_int, body_real, gravity, model.elem_int, elem_real, system[5], system[6],
-              system[7], tau_const, system[9], system[22], *scratch)
+            value = np.zeros(nv)
+        if value.shape != (nv,):
+            raise StateError(f"tau function must return shape ({nv},), got {value.shape}")
+    shared = (callback, 0, *system_parts(template), (body_real, gravity, elem_real, tau_const), scratch, dims)
     if max_wall_time is not None:
         max_wall_time = positive(max_wall_time, "max_wall_time")
-    return _run(model, method, fixed, shared, threads, Y0, k, n, nq, t0, t_end, dt, every, t_eval, rtol, atol,
-                first_step, max_step, max_steps, events, max_wall_time, getattr(inputs, "tau_name", "tau"))
+    return _run(model, method, fixed, shared, threads, Y0, k, n, nq, nv, joint_states, t0, t_end, dt, every, t_eval,
+                rtol, atol, first_step, max_step, max_steps, events, max_wall_time,
+                getattr(inputs, "tau_name", "tau"))
 
 
 def _wait_for(kernel, args, control, chunk_size, max_wall_time):
@@ -659,9 +723,10 @@ def _wait_for(kernel, args, control, chunk_size, max_wall_time):
     return interrupted
 
 
-def _run(model, method, fixed, shared, threads, Y0, k, n, nq, t0, t_end, dt, every, t_eval, rtol, atol, first_step,
-         max_step, max_steps, events, max_wall_time, tau_name):
-    """Validate the time arguments, run the ensemble kernel, collect the result."""
+def _run(model, method, fixed, shared, threads, Y0, k, n, nq, nv, joint_states, t0, t_end, dt, every, t_eval, rtol,
+         atol, first_step, max_step, max_steps, events, max_wall_time, tau_name):
+    """Validate the time arguments, run the ensemble kernel, collect the result (q, qd of the samples through
+    ``joint_states`` when given: a Model3D's quaternions renormalised as ``rm.simulate`` reports them)."""
     status = np.zeros(k, dtype=np.int64)
     t_stop = np.zeros(k)
     count = np.zeros(k, dtype=np.int64)
@@ -684,7 +749,7 @@ def _run(model, method, fixed, shared, threads, Y0, k, n, nq, t0, t_end, dt, eve
         times = checked_t_eval(np.linspace(t0, t_end, 101) if t_eval is None else t_eval, t0, t_end)
         first_step = 0.0 if first_step is None else first_step
         if events is not None:
-            events_fn = _compiled_event_adapter(events, nq)
+            events_fn = _compiled_event_adapter(events, nq, nv)
             directions = np.array([float(getattr(events, "direction", 0.0))])
             terminal = np.array([bool(getattr(events, "terminal", False))], dtype=np.uint8)
         else:
@@ -698,11 +763,14 @@ def _run(model, method, fixed, shared, threads, Y0, k, n, nq, t0, t_end, dt, eve
         interrupted = _wait_for(_adaptive_many, args, control, chunk_size, max_wall_time)
     event_name = "" if events is None else _function_name(events)
     reasons = [_reason(model, int(s), max_steps, max_wall_time, tau_name, event_name) for s in status]
-    event_state = np.full((k, 1 + 2 * nq), np.nan)
+    event_state = np.full((k, 1 + nq + nv), np.nan)
     event_state[:, 0] = event[:, 0]
-    event_state[:, 1:] = event[:, 1:1 + 2 * nq]
-    result = EnsembleResult(times, Y[:, :, :nq], Y[:, :, nq:2 * nq], Y[:, :, 2 * nq:], status, t_stop, count, stats,
-                            event_state, method, reasons)
+    event_state[:, 1:] = event[:, 1:1 + nq + nv]
+    q, qd = Y[:, :, :nq], Y[:, :, nq:nq + nv]
+    if joint_states is not None:
+        q, qd = (part.reshape(k, times.size, -1) for part in joint_states(times, Y.reshape(k * times.size, n)))
+    result = EnsembleResult(times, q, qd, Y[:, :, nq + nv:], status, t_stop, count, stats, event_state, method,
+                            reasons)
     if interrupted:
         stopped = int(np.sum(result.status == "interrupted"))
         interrupt = KeyboardInterrupt(f"simulate_many interrupted: {stopped} of {k} members stopped early; the "
@@ -739,7 +807,7 @@ def _reason(model, status, max_steps, max_wall_time=None, tau_name="tau", event_
     if kind in (L.STATUS_NONFINITE_Q, L.STATUS_NONFINITE_QD, L.STATUS_NONFINITE_TAU, L.STATUS_OVERFLOW,
                 L.STATUS_SINGULAR):
         try:
-            raise_status(model, status)
+            raise_kernel_status(model, status)
         except (ModelError, StateError) as err:
             return str(err)
     return f"kernel status {status} (kind {kind}, index {index})"  # not expected without loops
