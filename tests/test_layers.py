@@ -159,7 +159,8 @@ def test_the_method_front_ends_build_on_the_run_machinery_not_on_simulate():
 def test_the_compiled_time_loops_know_no_formulation():
     graph = _graph()
     assert graph["recursive_mbd._kernels.timeloops.integrators"] == {"recursive_mbd._kernels.timeloops.formulation",
-                                                                     "recursive_mbd._kernels.layout", CACHE}
+                                                                     "recursive_mbd._kernels.layout", CACHE,
+                                                                     "recursive_mbd._kernels.arrays"}
     assert graph["recursive_mbd._kernels.timeloops.formulation"] == set()
     for formulation in ("planar", "spatial", "augmented"):  # each implements the interface, not the loops
         system = graph[f"recursive_mbd._kernels.{formulation}.system"]
@@ -175,6 +176,6 @@ def test_the_time_loop_kernels_import_alone_in_a_fresh_interpreter():
             "print(*sorted(m for m in sys.modules if m.startswith('recursive_mbd.') and m != 'recursive_mbd.errors'))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
                             env={"PYTHONPATH": str(ROOT), "PATH": ""}).stdout.split()
-    assert loaded == ["recursive_mbd._kernels", CACHE, "recursive_mbd._kernels.layout",
+    assert loaded == ["recursive_mbd._kernels", "recursive_mbd._kernels.arrays", CACHE, "recursive_mbd._kernels.layout",
                       "recursive_mbd._kernels.timeloops", "recursive_mbd._kernels.timeloops.formulation",
                       "recursive_mbd._kernels.timeloops.integrators"]

@@ -57,6 +57,7 @@ from numba.extending import overload
 from .. import _checks
 from .._kernels import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from .._kernels import layout as L
+from .._kernels.arrays import copy_into
 from .._kernels.planar.system import TreeSystem
 from .._kernels.timeloops import integrators
 from ..dynamics._evaluation import as_vector
@@ -203,7 +204,8 @@ def _fixed_many(inputs, key, head, part1, part2, part3, members, scratch, dims, 
             inputs, key, system, Y0[m], t0, t_end, dt, nsteps_total, every, a, b, c, midpoint, tol, max_iter,
             K[tid, :c.shape[0]], T_BUF[tid, :Y.shape[1]], Y_BUF[tid, :Y.shape[1]], np.inf, monitor, 0, control)
         cnt = min(cnt, Y.shape[1])
-        Y[m, :cnt] = y_out[:cnt]
+        for r in range(cnt):  # (a loop: a slice assignment compiles numba's broadcasting, ``_kernels.arrays``)
+            copy_into(Y[m, r], y_out[r], 0)
         Y[m, cnt:] = np.nan
         status[m] = st
         t_fail[m] = tf
@@ -232,12 +234,13 @@ def _adaptive_many(inputs, key, head, part1, part2, part3, members, scratch, dim
         if st == L.STATUS_EVENT:
             cnt -= 1  # the stop state is the event's, kept in EVENT
         cnt = min(cnt, Y.shape[1])
-        Y[m, :cnt] = y_out[:cnt]
+        for r in range(cnt):  # (a loop: a slice assignment compiles numba's broadcasting, ``_kernels.arrays``)
+            copy_into(Y[m, r], y_out[r], 0)
         Y[m, cnt:] = np.nan
         EVENT[m, :] = np.nan
         if nev > 0:
             EVENT[m, 0] = ev_t[0]
-            EVENT[m, 1:] = ev_y[0, 1:]
+            copy_into(EVENT[m], ev_y[0, 1:], 1)
         status[m] = st
         t_fail[m] = tf
         count[m] = cnt
