@@ -138,9 +138,15 @@ def test_change_point_zone_is_banded_and_matches_the_dense_reference():
     values = np.linalg.eigvalsh(gram)
     thresholds = np.array([kernels.BRANCH_ZONE, FILTER_RCOND, kernels.REDUNDANT])
     counts = np.zeros(3, dtype=np.int64)
-    assert kernels.eigen_counts(gram, thresholds, counts)
+    assert kernels.eigen_counts(gram, thresholds, counts) == pytest.approx(values[-1], rel=1e-12)
     assert list(counts) == [int((values > c * values[-1]).sum()) for c in thresholds]
     assert counts[0] < counts[2]  # weak eigenvalues: inside the change point's zone
+    solved = np.zeros(2 * n)  # the filtered solve f(G) rhs by banded Givens rotations, as eigh gives it
+    assert kernels.banded_filtered_solve(gram, np.ones(2 * n), FILTER_RCOND, solved, 0.0)
+    values, vectors = np.linalg.eigh(gram)
+    mu = FILTER_RCOND * values[-1]
+    filtered = vectors @ (np.where(values > 0.0, values / (values**2 + mu**2), 0.0) * vectors.sum(axis=0))
+    assert np.abs(solved - filtered).max() < 1e-6 * np.abs(filtered).max()  # round-off times top / mu, again
 
 
 def test_implicit_methods_name_the_change_point():

@@ -719,8 +719,8 @@ def eigen_counts(gram, thresholds, counts):
     """counts[i] = the number of eigenvalues s > thresholds[i] * top of the finite symmetric positive semi-definite
     G, top its largest eigenvalue, as ``np.linalg.eigvalsh`` would count them but from inertias on G's envelope
     (``_inertia_above``, ``_largest_eigenvalue``): O(m b^2) a factorisation for a G of bandwidth b (a row of loops)
-    against eigvalsh's O(m^3). False where a factorisation broke down or G has no positive diagonal entry: then
-    the caller takes the eigenvalues."""
+    against eigvalsh's O(m^3). Returns top, or -1 where a factorisation broke down or G has no positive diagonal
+    entry: then the caller takes the eigenvalues."""
     m = gram.shape[0]
     first = np.empty(m, dtype=np.int64)
     _envelope_first(gram, first)
@@ -728,12 +728,12 @@ def eigen_counts(gram, thresholds, counts):
     pivots = np.empty(m)
     top = _largest_eigenvalue(gram, first, low, pivots)
     if not top > 0.0:
-        return False
+        return -1.0
     for i in range(thresholds.shape[0]):
         counts[i] = _inertia_above(gram, thresholds[i] * top, first, low, pivots)
         if counts[i] < 0:
-            return False
-    return True
+            return -1.0
+    return top
 
 
 @njit
@@ -773,17 +773,19 @@ def _rotate_in(tri, extent, qtb, row, lo, hi, beta):
 
 
 @njit
-def banded_filtered_solve(gram, rhs, rcond, out):
+def banded_filtered_solve(gram, rhs, rcond, out, top):
     """out = f(G) rhs of ``filtered_solve_weak`` (f(s) = s / (s^2 + mu^2), mu = rcond * top) for a finite symmetric
     positive semi-definite G without its eigen-decomposition: the regularised least-squares solution of
     min |G x - rhs|^2 + mu^2 |x|^2, i.e. (G^2 + mu^2 I) x = G rhs, by Givens rotations of the stacked rows (G; mu I)
     into a triangular factor (``_rotate_in``; bandwidth up to twice G's), then back substitution: O(m b^2) for a G
-    of bandwidth b against eigh's O(m^3), and as well conditioned (top / mu, not its square). top from
-    ``_largest_eigenvalue``. False where it cannot be bracketed (then the caller takes the eigen-decomposition)."""
+    of bandwidth b against eigh's O(m^3), and as well conditioned (top / mu, not its square). top: G's largest
+    eigenvalue where the caller has it (``eigen_counts``), else 0 (then ``_largest_eigenvalue``). False where it
+    cannot be bracketed (then the caller takes the eigen-decomposition)."""
     m = rhs.shape[0]
     first = np.empty(m, dtype=np.int64)
     _envelope_first(gram, first)
-    top = _largest_eigenvalue(gram, first, np.zeros((m, m)), np.empty(m))
+    if not top > 0.0:
+        top = _largest_eigenvalue(gram, first, np.zeros((m, m)), np.empty(m))
     if not top > 0.0:
         return False
     mu = rcond * top
@@ -813,10 +815,11 @@ def banded_filtered_solve(gram, rhs, rcond, out):
 
 @njit
 def _zone_solve(gram, rhs, rcond, out, zone):
-    """``filtered_solve_weak`` for the time loops' dynamics and projection: where G is finite, not surely regular
-    and has weak eigenvalues (zone > 0: a change point's zone, where the branch replaces the filtered solve), it
-    returns (rank, weak) from ``eigen_counts`` and leaves out unset, so that the caller, where it finds no branch,
-    calls ``filtered_solve_weak`` itself; elsewhere ``filtered_solve_weak``'s (rank, weak) and out."""
+    """``filtered_solve_weak`` for the time loops' dynamics and projection (zone > 0) without eigen-decompositions
+    where G's envelope allows: where G is finite and not surely regular, (rank, weak) come from ``eigen_counts``;
+    with weak eigenvalues (a change point's zone, where the branch replaces the filtered solve) out is left unset,
+    so that the caller, where it finds no branch, calls ``filtered_solve_weak`` itself; without, out = f(G) rhs by
+    ``banded_filtered_solve``. Elsewhere ``filtered_solve_weak``'s (rank, weak) and out."""
     m = rhs.shape[0]
     finite = zone > 0.0 and m > 0
     for r in range(m):
@@ -829,8 +832,12 @@ def _zone_solve(gram, rhs, rcond, out, zone):
         if regular_solve(gram, rhs, max(REGULAR_ZONE_MARGIN * zone, REGULAR_RCOND_MARGIN * rcond), out):
             return m, 0
         counts = np.empty(3, dtype=np.int64)
-        if eigen_counts(gram, np.array([rcond, zone, REDUNDANT]), counts) and counts[2] > counts[1]:
-            return counts[0], counts[2] - counts[1]
+        top = eigen_counts(gram, np.array([rcond, zone, REDUNDANT]), counts)
+        if top > 0.0:
+            if counts[2] > counts[1]:
+                return counts[0], counts[2] - counts[1]
+            if banded_filtered_solve(gram, rhs, rcond, out, top):  # no weak eigenvalue: f(G) rhs without eigh
+                return counts[0], 0
     return filtered_solve_weak(gram, rhs, rcond, out, zone)
 
 
@@ -850,7 +857,7 @@ def _strong_rank(body_int, body_real, q, jac, ws, resp, no_resp_drive, no_driven
     if regular_factor(gram, REGULAR_ZONE_MARGIN * zone, np.zeros((m, m)), np.empty(m, dtype=np.int64)):
         return m, 0
     counts = np.empty(2, dtype=np.int64)
-    if eigen_counts(gram, np.array([zone, REDUNDANT]), counts):
+    if eigen_counts(gram, np.array([zone, REDUNDANT]), counts) > 0.0:
         return counts[0], counts[1] - counts[0]
     values = np.linalg.eigvalsh(gram)
     top = values[-1]
@@ -1253,7 +1260,7 @@ def _fitted_multipliers(jac, force, rcond, lam):
     finite = True
     for r in range(m):
         finite = finite and math.isfinite(fit[r])
-    if finite and banded_filtered_solve(normal, fit, rcond, lam):
+    if finite and banded_filtered_solve(normal, fit, rcond, lam, 0.0):
         return True
     return filtered_solve(normal, fit, rcond, lam) >= 0
 
