@@ -10,7 +10,10 @@ import pytest
 from _helpers import three_parallel_cranks
 
 import recursive_mbd as rm
+from recursive_mbd._kernels.planar import loops as kernels
 from recursive_mbd.analysis.models import _rod
+from recursive_mbd.dynamics._evaluation import loaded_state
+from recursive_mbd.dynamics.loops import FILTER_RCOND, POSITION_RCOND, loop_workspace
 
 G = 9.81
 
@@ -77,6 +80,73 @@ def test_twenty_parallelograms_through_change_points():
     res = rm.simulate(model, q0, qd0, 5.0, max_steps=600)
     check_parallelogram_run(res, 20)
     assert res.nsteps < 300
+
+
+def test_change_point_zone_is_banded_and_matches_the_dense_reference():
+    """A row of twenty at 1e-4 rad from its change point: the branch's work uses the row's structure (a tangent
+    basis of its one degree of freedom instead of the dense 40 x 41 normals, inertia counts and a banded
+    regularised solve instead of eigen-decompositions, a sparse J M^-1 J^T) and gives the dense reference's
+    results to round-off: the normals of ``branch_normals`` (QR, eigh), the branch's accelerations from them with
+    M dense, the eigenvalue counts of eigvalsh and the filtered loop multipliers of eigh."""
+    model, _, _ = parallelograms(20)
+    n = 20
+    theta = 1e-4  # cranks at theta, couplers level; the tips at 1 m/s
+    q = np.r_[np.full(n + 1, theta), np.full(n, -theta)]
+    qd = np.r_[np.ones(n + 1), -np.ones(n)]
+    ws, lw = loop_workspace(model)
+    q, qd, tau, wrench = loaded_state(model, ws, q, qd, None, 0.0)
+    args = (model.body_int, model.body_real, model.loop_int, model.loop_real, q, qd, ws.ws, ws.com, lw.acc, lw.phi,
+            lw.phid, lw.jac, lw.gamma, lw.weights, lw.resp, ws.zeros, lw.stab[2:4], 1e-12, POSITION_RCOND,
+            kernels.BRANCH_ZONE)
+    normals = np.zeros((2 * n, 2 * n + 1))
+    curvature = np.zeros(2 * n)
+    status, rank = kernels.branch_normals(*args, normals, curvature)
+    assert status == 0 and rank == 2 * n  # the dense route: the normals of the displaced points' projectors
+    status, rank, tangent_route, tangent, normal_accel = kernels._branch_at(*args)
+    assert status == 0 and rank == 2 * n and tangent_route and tangent.shape == (1, 2 * n + 1)
+    assert np.abs(normals @ tangent.T).max() < 1e-12
+    assert np.abs(tangent @ tangent.T - 1.0).max() < 1e-14
+    assert np.abs(normal_accel - normals.T @ curvature).max() < 1e-12  # rad/s^2 (the row's branch is straight)
+    # the time loops' dynamics on the branch against M qdd + h = tau - N^T mu, N qdd = curvature, M dense
+    qdd = np.zeros(model.nq)
+    status = kernels.constrained_dynamics(
+        model.body_int, model.body_real, model.gravity, model.loop_int, model.loop_real, q, qd, tau, wrench,
+        ws.no_driven, ws.ws, ws.com, lw.acc, qdd, ws.no_drive, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
+        lw.resp, lw.no_resp_drive, ws.zeros, lw.stab, FILTER_RCOND, lw.lam, lw.info,
+        (kernels.BRANCH_ZONE, 1e-12, POSITION_RCOND))
+    assert status == 0 and lw.info[0] == np.linalg.matrix_rank(lw.jac, tol=1e-4)
+    mass = rm.mass_matrix(model, q)
+    bias = rm.inverse_dynamics(model, q, qd, np.zeros(model.nq))  # h - gravity's joint forces: M qdd0 = -bias
+    kkt = np.block([[mass, normals.T], [normals, np.zeros((2 * n, 2 * n))]])
+    reference = np.linalg.solve(kkt, np.r_[-bias, curvature])[:model.nq]
+    assert np.abs(qdd - reference).max() < 1e-12 * np.abs(reference).max()
+    # the multipliers that give the branch's constraint force, as the filtered solve by eigh gives them
+    jac = lw.jac.copy()
+    normal = jac @ jac.T
+    values, vectors = np.linalg.eigh(normal)
+    mu = FILTER_RCOND * values[-1]
+    fit = jac @ (-bias - mass @ qdd)  # J (M (qdd0 - qdd)): J of the constraint force
+    filtered = vectors @ (np.where(values > 0.0, values / (values**2 + mu**2), 0.0) * (vectors.T @ fit))
+    assert np.abs(lw.lam - filtered).max() < 1e-7 * np.abs(filtered).max()  # round-off times top / mu = 1e8
+    # the eigenvalue counts of J M^-1 J^T by inertias, as eigvalsh counts them; its banded assembly
+    gram = np.empty((2 * n, 2 * n))
+    kernels.constraint_responses(model.body_int, model.body_real, q, jac, ws.no_driven, ws.ws, lw.resp,
+                                 lw.no_resp_drive, ws.zeros, lw.stab[2:4])
+    kernels.gram_matrix(jac, lw.resp, gram)
+    dense = jac @ lw.resp.T
+    assert np.abs(gram - 0.5 * (dense + dense.T)).max() < 1e-14 * np.abs(dense).max()
+    values = np.linalg.eigvalsh(gram)
+    thresholds = np.array([kernels.BRANCH_ZONE, FILTER_RCOND, kernels.REDUNDANT])
+    counts = np.zeros(3, dtype=np.int64)
+    assert kernels.eigen_counts(gram, thresholds, counts) == pytest.approx(values[-1], rel=1e-12)
+    assert list(counts) == [int((values > c * values[-1]).sum()) for c in thresholds]
+    assert counts[0] < counts[2]  # weak eigenvalues: inside the change point's zone
+    solved = np.zeros(2 * n)  # the filtered solve f(G) rhs by banded Givens rotations, as eigh gives it
+    assert kernels.banded_filtered_solve(gram, np.ones(2 * n), FILTER_RCOND, solved, 0.0)
+    values, vectors = np.linalg.eigh(gram)
+    mu = FILTER_RCOND * values[-1]
+    filtered = vectors @ (np.where(values > 0.0, values / (values**2 + mu**2), 0.0) * vectors.sum(axis=0))
+    assert np.abs(solved - filtered).max() < 1e-6 * np.abs(filtered).max()  # round-off times top / mu, again
 
 
 def test_implicit_methods_name_the_change_point():

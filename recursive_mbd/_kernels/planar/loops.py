@@ -12,7 +12,8 @@ passes (no gravity, no velocity), then the small system (J Y) lambda = J qdd0 - 
 least-squares solve (redundant loops give the minimum-norm multipliers), qdd = qdd0 - Y lambda. J Y is formed from
 the nonzero entries of Y (a loop reaches only some branches of the tree) and, where it is surely regular, solved
 by a Cholesky factorisation of its envelope (``regular_solve``): O(N m) for the passes, O(m b^2) for a J Y of
-bandwidth b (a row of loops), the eigen-decomposition's O(m^3) only near singular positions.
+bandwidth b (a row of loops), the eigen-decomposition's O(m^3) only near singular positions that no branch
+resolves.
 
 Each equation is written as weights on the motion of the two bodies: row r reads
     phi'_r = w_a . (v(P_a), omega_a) + w_b . (v(P_b), omega_b),
@@ -22,6 +23,11 @@ so J follows from the point Jacobians along the two paths to the root, and the l
 Near a change point (J losing rank) the time loops replace J by the normal space of the branch the motion
 follows, taken from points displaced along it (``branch_normals``): the regularised solve alone drops the weak
 rows there, and a row of parallelograms needs loop forces ~ 1 / distance in them (their moments stay finite).
+That work keeps to the structure where the mechanism allows it: the zone is told by eigenvalue counts from
+inertias of J M^-1 J^T's envelope (``eigen_counts``), a branch of few degrees of freedom is carried by a basis of
+its tangent space (the tangent route of ``_branch_search``: small systems in T M T^T, no dense normals), and the
+loop multipliers that give its constraint force come from a banded regularised least-squares solve
+(``banded_filtered_solve``), so that a row of n parallelograms costs O(n) per evaluation in the zone as outside it.
 """
 
 import math
@@ -57,7 +63,7 @@ from ..layout import (
     STATUS_OK,
     TH,
 )
-from .tree import com_kinematics, forward_dynamics, motion_column
+from .tree import com_kinematics, forward_dynamics, inverse_dynamics, motion_column
 
 njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 
@@ -361,30 +367,88 @@ def _row_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, ze
 
 
 @njit
+def _row_nonzeros(mat):
+    """(start (m + 1,), cols): the columns k with mat[r, k] != 0 of each row r, cols[start[r]:start[r + 1]] in
+    increasing order (one pass over mat)."""
+    m = mat.shape[0]
+    nq = mat.shape[1]
+    start = np.zeros(m + 1, dtype=np.int64)
+    cols = np.empty(m * nq, dtype=np.int64)
+    at = 0
+    for r in range(m):
+        for k in range(nq):
+            if mat[r, k] != 0.0:
+                cols[at] = k
+                at += 1
+        start[r + 1] = at
+    return start, cols[:at]
+
+
+@njit
+def _columns_of(start, cols, ncols):
+    """(col_start (ncols + 1,), rows): the same pattern by columns, rows[col_start[k]:col_start[k + 1]] the rows
+    with an entry in column k, in increasing order."""
+    m = start.shape[0] - 1
+    col_start = np.zeros(ncols + 1, dtype=np.int64)
+    for at in range(cols.shape[0]):
+        col_start[cols[at] + 1] += 1
+    for k in range(ncols):
+        col_start[k + 1] += col_start[k]
+    rows = np.empty(cols.shape[0], dtype=np.int64)
+    fill = col_start[:ncols].copy()
+    for r in range(m):
+        for at in range(start[r], start[r + 1]):
+            rows[fill[cols[at]]] = r
+            fill[cols[at]] += 1
+    return col_start, rows
+
+
+@njit
+def _column_rows(jac):
+    """(start (nq + 1,), rows): the rows r with jac[r, k] != 0 of each column k, rows[start[k]:start[k + 1]] in
+    increasing order (J's sparsity by columns: a loop row touches the joints on the paths of its two bodies)."""
+    start, cols = _row_nonzeros(jac)
+    return _columns_of(start, cols, jac.shape[1])
+
+
+@njit
 def gram_matrix(jac, resp, gram):
     """gram = J M^-1 J^T (m, m) from the responses, symmetrised (it is symmetric positive semi-definite).
 
     Each response row M^-1 J_r^T is nonzero only on the coordinates of the tree's branches that loop row r
-    reaches (a row of parallelograms: four of 2 n + 1), so the products run over their nonzero entries, gathered
-    first: O(m nq + m^2 k) for k nonzero entries a row instead of O(m^2 nq)."""
+    reaches (a row of parallelograms: four of 2 n + 1), so only the pairs of rows (r, s) where J_r meets M^-1 J_s^T
+    or J_s meets M^-1 J_r^T (found through the rows of each column) can be nonzero, and their products run over
+    the nonzero entries: O(m nq) to gather them, then O(k) a pair for k nonzero entries a row, O(m k^2 p) for p
+    rows a column, instead of O(m^2 nq); each sum in the order of the dense product's nonzero terms."""
     m = jac.shape[0]
     nq = jac.shape[1]
-    count = np.zeros(m + 1, dtype=np.int64)  # row r's nonzero columns: cols[count[r]:count[r + 1]]
+    count, cols = _row_nonzeros(resp)  # row r's responses: cols[count[r]:count[r + 1]]
+    jac_start, jac_cols = _row_nonzeros(jac)
+    resp_col_start, resp_col_rows = _columns_of(count, cols, nq)  # the rows s with resp[s, k] != 0, by column
+    jac_col_start, jac_col_rows = _columns_of(jac_start, jac_cols, nq)
+    gram[:, :] = 0.0
+    stamp = np.full(m, -1, dtype=np.int64)
+    pairs = np.empty(m, dtype=np.int64)
     for r in range(m):
-        nonzero = 0
-        for k in range(nq):
-            if resp[r, k] != 0.0:
-                nonzero += 1
-        count[r + 1] = count[r] + nonzero
-    cols = np.empty(count[m], dtype=np.int64)
-    for r in range(m):
-        at = count[r]
-        for k in range(nq):
-            if resp[r, k] != 0.0:
-                cols[at] = k
-                at += 1
-    for r in range(m):
-        for s in range(r + 1):
+        npairs = 0
+        for at in range(jac_start[r], jac_start[r + 1]):  # J_r meets M^-1 J_s^T
+            k = jac_cols[at]
+            for at_s in range(resp_col_start[k], resp_col_start[k + 1]):
+                s = resp_col_rows[at_s]
+                if s <= r and stamp[s] != r:
+                    stamp[s] = r
+                    pairs[npairs] = s
+                    npairs += 1
+        for at in range(count[r], count[r + 1]):  # M^-1 J_r^T meets J_s
+            k = cols[at]
+            for at_s in range(jac_col_start[k], jac_col_start[k + 1]):
+                s = jac_col_rows[at_s]
+                if s <= r and stamp[s] != r:
+                    stamp[s] = r
+                    pairs[npairs] = s
+                    npairs += 1
+        for p in range(npairs):
+            s = pairs[p]
             g = 0.0
             for at in range(count[s], count[s + 1]):
                 g += jac[r, cols[at]] * resp[s, cols[at]]
@@ -453,8 +517,15 @@ def _envelope_cholesky(gram, low, first):
 
 @njit
 def _envelope_solve(low, first, rhs, out):
-    """out = (low low^T)^-1 rhs for the factor of ``_envelope_cholesky``."""
+    """out = (low low^T)^-1 rhs for the factor of ``_envelope_cholesky``: O(m b) for an envelope of width b (the
+    backward sweep visits the rows j > i whose envelope reaches column i, up to last[i])."""
     m = rhs.shape[0]
+    last = np.empty(m, dtype=np.int64)  # last[i]: the last row whose envelope reaches column i
+    for i in range(m):
+        last[i] = i
+    for j in range(m):
+        for i in range(first[j], j):
+            last[i] = max(last[i], j)
     for i in range(m):
         v = rhs[i]
         for k in range(first[i], i):
@@ -462,7 +533,7 @@ def _envelope_solve(low, first, rhs, out):
         out[i] = v / low[i, i]
     for i in range(m - 1, -1, -1):
         v = out[i]
-        for j in range(i + 1, m):
+        for j in range(i + 1, last[i] + 1):
             if first[j] <= i:
                 v -= low[j, i] * out[j]
         out[i] = v / low[i, i]
@@ -586,6 +657,203 @@ def filtered_solve_weak(gram, rhs, rcond, out, zone):
     return rank, weak
 
 
+# ``eigen_counts`` brackets the largest eigenvalue by bisection to this relative width (eigvalsh's own error is
+# ~1e-16 of it; the counts' thresholds sit at 1e-14 and above).
+TOP_WIDTH = 1e-13
+
+
+@njit
+def _inertia_above(gram, sigma, first, low, pivots):
+    """The number of eigenvalues of the symmetric G above sigma, by Sylvester's law of inertia: the positive
+    pivots of the factorisation G - sigma I = L D L^T on G's envelope (first: ``_envelope_cholesky``; no
+    pivoting, O(m b^2) for a G of bandwidth b), into low and pivots; -1 where a pivot vanishes or overflows."""
+    m = gram.shape[0]
+    count = 0
+    for i in range(m):
+        start = first[i]
+        for j in range(start, i):
+            v = gram[i, j]
+            for k in range(max(start, first[j]), j):
+                v -= low[i, k] * pivots[k] * low[j, k]
+            low[i, j] = v / pivots[j]
+        v = gram[i, i] - sigma
+        for k in range(start, i):
+            v -= low[i, k] * low[i, k] * pivots[k]
+        if not (v != 0.0 and math.isfinite(v)):
+            return -1
+        pivots[i] = v
+        if v > 0.0:
+            count += 1
+    return count
+
+
+@njit
+def _envelope_first(gram, first):
+    """first[i]: the column of the first nonzero entry of row i of G (i where none before the diagonal)."""
+    for i in range(gram.shape[0]):
+        first[i] = i
+        for k in range(i):
+            if gram[i, k] != 0.0:
+                first[i] = k
+                break
+
+
+@njit
+def _largest_eigenvalue(gram, first, low, pivots):
+    """The largest eigenvalue of the finite symmetric G by bisection (to TOP_WIDTH) between its largest diagonal
+    entry (a Rayleigh quotient) and its largest absolute row sum (Gershgorin), each step an inertia
+    (``_inertia_above``, scratch low (m, m), pivots (m,)); -1 where a factorisation broke down or G has no
+    positive diagonal entry."""
+    m = gram.shape[0]
+    lo = 0.0
+    hi = 0.0
+    for i in range(m):
+        lo = max(lo, gram[i, i])
+        row = 0.0
+        for k in range(m):
+            row += abs(gram[i, k])
+        hi = max(hi, row)
+    if not lo > 0.0:
+        return -1.0
+    while hi - lo > TOP_WIDTH * lo:
+        mid = 0.5 * (lo + hi)
+        above = _inertia_above(gram, mid, first, low, pivots)
+        if above < 0:
+            return -1.0
+        if above > 0:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+@njit
+def eigen_counts(gram, thresholds, counts):
+    """counts[i] = the number of eigenvalues s > thresholds[i] * top of the finite symmetric positive semi-definite
+    G, top its largest eigenvalue, as ``np.linalg.eigvalsh`` would count them but from inertias on G's envelope
+    (``_inertia_above``, ``_largest_eigenvalue``): O(m b^2) a factorisation for a G of bandwidth b (a row of loops)
+    against eigvalsh's O(m^3). Returns top, or -1 where a factorisation broke down or G has no positive diagonal
+    entry: then the caller takes the eigenvalues."""
+    m = gram.shape[0]
+    first = np.empty(m, dtype=np.int64)
+    _envelope_first(gram, first)
+    low = np.zeros((m, m))
+    pivots = np.empty(m)
+    top = _largest_eigenvalue(gram, first, low, pivots)
+    if not top > 0.0:
+        return -1.0
+    for i in range(thresholds.shape[0]):
+        counts[i] = _inertia_above(gram, thresholds[i] * top, first, low, pivots)
+        if counts[i] < 0:
+            return -1.0
+    return top
+
+
+@njit
+def _rotate_in(tri, extent, qtb, row, lo, hi, beta):
+    """Givens rotations that take the row (its nonzero entries in [lo, hi], right-hand side beta) into the upper
+    triangular factor tri (row j nonzero up to column extent[j], -1: not yet started) and its right-hand side
+    qtb; leaves row zero."""
+    start = lo
+    j = lo
+    while j <= hi:
+        w = row[j]
+        if w != 0.0:
+            if extent[j] < 0:  # an empty row of the factor: this row is it
+                for k in range(j, hi + 1):
+                    tri[j, k] = row[k]
+                extent[j] = hi
+                qtb[j] = beta
+                break
+            d = tri[j, j]
+            radius = math.hypot(d, w)
+            c = d / radius
+            s = w / radius
+            end = max(extent[j], hi)
+            for k in range(j, end + 1):
+                t = tri[j, k]
+                u = row[k]
+                tri[j, k] = c * t + s * u
+                row[k] = c * u - s * t
+            t = qtb[j]
+            qtb[j] = c * t + s * beta
+            beta = c * beta - s * t
+            extent[j] = end
+            hi = end
+        j += 1
+    for k in range(start, hi + 1):
+        row[k] = 0.0
+
+
+@njit
+def banded_filtered_solve(gram, rhs, rcond, out, top):
+    """out = f(G) rhs of ``filtered_solve_weak`` (f(s) = s / (s^2 + mu^2), mu = rcond * top) for a finite symmetric
+    positive semi-definite G without its eigen-decomposition: the regularised least-squares solution of
+    min |G x - rhs|^2 + mu^2 |x|^2, i.e. (G^2 + mu^2 I) x = G rhs, by Givens rotations of the stacked rows (G; mu I)
+    into a triangular factor (``_rotate_in``; bandwidth up to twice G's), then back substitution: O(m b^2) for a G
+    of bandwidth b against eigh's O(m^3), and as well conditioned (top / mu, not its square). top: G's largest
+    eigenvalue where the caller has it (``eigen_counts``), else 0 (then ``_largest_eigenvalue``). False where it
+    cannot be bracketed (then the caller takes the eigen-decomposition)."""
+    m = rhs.shape[0]
+    first = np.empty(m, dtype=np.int64)
+    _envelope_first(gram, first)
+    if not top > 0.0:
+        top = _largest_eigenvalue(gram, first, np.zeros((m, m)), np.empty(m))
+    if not top > 0.0:
+        return False
+    mu = rcond * top
+    last = np.empty(m, dtype=np.int64)  # G symmetric: row i nonzero in [first[i], last[i]]
+    for i in range(m):
+        last[i] = i
+    for j in range(m):
+        for i in range(first[j], j):
+            last[i] = max(last[i], j)
+    tri = np.zeros((m, m))
+    extent = np.full(m, -1, dtype=np.int64)
+    qtb = np.zeros(m)
+    row = np.zeros(m)
+    for i in range(m):
+        for k in range(first[i], last[i] + 1):
+            row[k] = gram[i, k]
+        _rotate_in(tri, extent, qtb, row, first[i], last[i], rhs[i])
+        row[i] = mu
+        _rotate_in(tri, extent, qtb, row, i, i, 0.0)
+    for i in range(m - 1, -1, -1):
+        v = qtb[i]
+        for k in range(i + 1, extent[i] + 1):
+            v -= tri[i, k] * out[k]
+        out[i] = v / tri[i, i]
+    return True
+
+
+@njit
+def _zone_solve(gram, rhs, rcond, out, zone):
+    """``filtered_solve_weak`` for the time loops' dynamics and projection (zone > 0) without eigen-decompositions
+    where G's envelope allows: where G is finite and not surely regular, (rank, weak) come from ``eigen_counts``;
+    with weak eigenvalues (a change point's zone, where the branch replaces the filtered solve) out is left unset,
+    so that the caller, where it finds no branch, calls ``filtered_solve_weak`` itself; without, out = f(G) rhs by
+    ``banded_filtered_solve``. Elsewhere ``filtered_solve_weak``'s (rank, weak) and out."""
+    m = rhs.shape[0]
+    finite = zone > 0.0 and m > 0
+    for r in range(m):
+        if not finite:
+            break
+        finite = math.isfinite(rhs[r])
+        for k in range(m):
+            finite = finite and math.isfinite(gram[r, k])
+    if finite:
+        if regular_solve(gram, rhs, max(REGULAR_ZONE_MARGIN * zone, REGULAR_RCOND_MARGIN * rcond), out):
+            return m, 0
+        counts = np.empty(3, dtype=np.int64)
+        top = eigen_counts(gram, np.array([rcond, zone, REDUNDANT]), counts)
+        if top > 0.0:
+            if counts[2] > counts[1]:
+                return counts[0], counts[2] - counts[1]
+            if banded_filtered_solve(gram, rhs, rcond, out, top):  # no weak eigenvalue: f(G) rhs without eigh
+                return counts[0], 0
+    return filtered_solve_weak(gram, rhs, rcond, out, zone)
+
+
 @njit
 def _strong_rank(body_int, body_real, q, jac, ws, resp, no_resp_drive, no_driven, zeros, no_gravity, gram, zone):
     """(number of eigenvalues s > zone * max(s) of J M^-1 J^T at q, number in (REDUNDANT, zone] * max(s)) for
@@ -601,6 +869,9 @@ def _strong_rank(body_int, body_real, q, jac, ws, resp, no_resp_drive, no_driven
                 return -1, 0
     if regular_factor(gram, REGULAR_ZONE_MARGIN * zone, np.zeros((m, m)), np.empty(m, dtype=np.int64)):
         return m, 0
+    counts = np.empty(2, dtype=np.int64)
+    if eigen_counts(gram, np.array([zone, REDUNDANT]), counts) > 0.0:
+        return counts[0], counts[1] - counts[0]
     values = np.linalg.eigvalsh(gram)
     top = values[-1]
     strong = 0
@@ -654,6 +925,202 @@ def branch_basis(rows, rank, qd, speed, step, normals, curvature):
 
 
 @njit
+def normal_matrix(jac, out):
+    """out = J J^T (m, m) from the nonzero entries of each column of J: O(m nq) for the sparsity and the sum of
+    the squared column counts for the products (bounded counts in a row of loops) instead of O(m^2 nq); each
+    entry's sum in column order, the dense product's."""
+    m = jac.shape[0]
+    start, rows = _column_rows(jac)
+    out[:, :] = 0.0
+    for k in range(jac.shape[1]):
+        for at in range(start[k], start[k + 1]):
+            r = rows[at]
+            v = jac[r, k]
+            for at_s in range(start[k], at + 1):
+                out[r, rows[at_s]] += v * jac[rows[at_s], k]
+    for r in range(m):
+        for s in range(r):
+            out[s, r] = out[r, s]
+
+
+# A seed of ``_tangent_basis`` whose part in the null space (after the directions found) is below this fraction of
+# it is dropped: nearly dependent on the others.
+TANGENT_SEED_MIN = 1e-3
+
+
+@njit
+def _tangent_basis(jac, qd, speed, tangents):
+    """tangents (size, nq): an orthonormal basis of the null space of a J (m, nq) of full row rank m = nq - size,
+    from the direction of qd (a motion along the branch: nearly tangent) and then the coordinate axes, each
+    projected onto the null space twice, v - J^T (J J^T)^-1 J v (J J^T by ``normal_matrix`` and its envelope
+    Cholesky factor, sparse products with J), and orthogonalised against the directions found. False when J J^T is
+    not positive definite or the axes give fewer than size independent directions (then the normal route)."""
+    m = jac.shape[0]
+    nq = jac.shape[1]
+    size = tangents.shape[0]
+    gram = np.empty((m, m))
+    normal_matrix(jac, gram)
+    low = np.zeros((m, m))
+    first = np.empty(m, dtype=np.int64)
+    if not _envelope_cholesky(gram, low, first):
+        return False
+    start, rows = _column_rows(jac)
+    v = np.empty(nq)
+    w = np.empty(m)
+    y = np.empty(m)
+    found = 0
+    seed = -1
+    while found < size and seed < nq:
+        if seed < 0:
+            for k in range(nq):
+                v[k] = qd[k] / speed
+        else:
+            v[:] = 0.0
+            v[seed] = 1.0
+        seed += 1
+        for _ in range(2):
+            w[:] = 0.0
+            for k in range(nq):
+                for at in range(start[k], start[k + 1]):
+                    w[rows[at]] += jac[rows[at], k] * v[k]
+            _envelope_solve(low, first, w, y)
+            for k in range(nq):
+                for at in range(start[k], start[k + 1]):
+                    v[k] -= jac[rows[at], k] * y[rows[at]]
+            for t in range(found):
+                c = 0.0
+                for k in range(nq):
+                    c += tangents[t, k] * v[k]
+                for k in range(nq):
+                    v[k] -= c * tangents[t, k]
+        norm = 0.0
+        for k in range(nq):
+            norm += v[k] * v[k]
+        norm = math.sqrt(norm)
+        if norm > TANGENT_SEED_MIN:  # the seeds have length 1
+            for k in range(nq):
+                tangents[found, k] = v[k] / norm
+            found += 1
+    return found == size
+
+
+# Directions of the displaced points' tangents that Gram-Schmidt leaves below this length (of 1) are round-off:
+# ``branch_tangent_basis`` drops them.
+TANGENT_SPAN_MIN = 1e-12
+
+
+@njit
+def branch_tangent_basis(rows, qd, speed, step, tangent, normal_accel):
+    """The tangent route's ``branch_basis``: from orthonormal bases rows[c] (npts, size, nq) of the tangent spaces
+    at the displaced points, tangent (size, nq) an orthonormal basis of the branch's tangent space at the point
+    and normal_accel (nq,) = N^T c, the branch's normal acceleration (``branch_basis``'s N^T curvature).
+
+    With the normal projectors P_c = I - T_c^T T_c and BRANCH_WEIGHTS summing to one, the extrapolated projector
+    is I - S, S = sum_c w_c T_c^T T_c: its dominant eigenvectors (the normals) span the complement of S's size
+    dominant ones, which lie in the span of the T_c, so S is decomposed there (an orthonormal basis of the span
+    by Gram-Schmidt, twice; a matrix of at most npts size rows). BRANCH_SLOPES sum to zero, so
+    (dP/dsigma) qd = -sum_c s_c T_c^T (T_c qd) / step, and N^T c = -speed (I - T^T T) (dP/dsigma) qd."""
+    npts = rows.shape[0]
+    size = rows.shape[1]
+    nq = qd.shape[0]
+    span = np.zeros((npts * size, nq))
+    count = 0
+    v = np.empty(nq)
+    for j in range(npts):
+        for t in range(size):
+            v[:] = rows[j, t]
+            for _ in range(2):
+                for u in range(count):
+                    c = 0.0
+                    for k in range(nq):
+                        c += span[u, k] * v[k]
+                    for k in range(nq):
+                        v[k] -= c * span[u, k]
+            norm = 0.0
+            for k in range(nq):
+                norm += v[k] * v[k]
+            norm = math.sqrt(norm)
+            if norm > TANGENT_SPAN_MIN:
+                for k in range(nq):
+                    span[count, k] = v[k] / norm
+                count += 1
+    inner = np.empty((npts, size, count))  # T_c's rows on the span's basis
+    for j in range(npts):
+        for t in range(size):
+            for a in range(count):
+                c = 0.0
+                for k in range(nq):
+                    c += rows[j, t, k] * span[a, k]
+                inner[j, t, a] = c
+    small = np.zeros((count, count))
+    for a in range(count):
+        for b in range(a + 1):
+            c = 0.0
+            for j in range(npts):
+                for t in range(size):
+                    c += BRANCH_WEIGHTS[j] * inner[j, t, a] * inner[j, t, b]
+            small[a, b] = c
+            small[b, a] = c
+    _, vectors = np.linalg.eigh(small)
+    for t in range(size):
+        for k in range(nq):
+            c = 0.0
+            for a in range(count):
+                c += vectors[a, count - 1 - t] * span[a, k]
+            tangent[t, k] = c
+    slope = np.zeros(nq)
+    for j in range(npts):
+        for t in range(size):
+            c = 0.0
+            for k in range(nq):
+                c += rows[j, t, k] * qd[k]
+            c *= BRANCH_SLOPES[j] / step
+            for k in range(nq):
+                slope[k] -= c * rows[j, t, k]
+    for k in range(nq):
+        normal_accel[k] = slope[k]
+    for t in range(size):
+        c = 0.0
+        for k in range(nq):
+            c += tangent[t, k] * slope[k]
+        for k in range(nq):
+            normal_accel[k] -= c * tangent[t, k]
+    for k in range(nq):
+        normal_accel[k] *= -speed
+
+
+@njit
+def _tangent_coordinates(body_int, body_real, q, tangent, x, zeros, no_gravity, ws, mass_tangent, coef):
+    """coef (size,) = (T M T^T)^-1 (T M x) for the tangent basis T (size, nq): x's M-orthogonal projection onto
+    the tangent space is T^T coef. mass_tangent (size, nq) returns M T^T's columns (inverse dynamics at rest
+    without gravity: O(N) each). Returns the status."""
+    size = tangent.shape[0]
+    nq = q.shape[0]
+    no_wrench = np.zeros((0, 3))
+    for t in range(size):
+        status = inverse_dynamics(body_int, body_real, no_gravity, q, zeros, tangent[t], no_wrench, ws,
+                                  mass_tangent[t])
+        if status != STATUS_OK:
+            return status
+    small = np.empty((size, size))
+    rhs = np.empty(size)
+    for a in range(size):
+        c = 0.0
+        for k in range(nq):
+            c += mass_tangent[a, k] * x[k]
+        rhs[a] = c
+        for b in range(a + 1):
+            c = 0.0
+            for k in range(nq):
+                c += tangent[a, k] * mass_tangent[b, k]
+            small[a, b] = c
+            small[b, a] = c
+    if filtered_solve(small, rhs, REDUNDANT, coef) < 0:
+        return STATUS_NONFINITE_STATE
+    return STATUS_OK
+
+
+@njit
 def branch_normals(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac, gamma, weights,
                    resp, zeros, no_gravity, tol, rcond_position, zone, normals, curvature):
     """The normal space of the branch that the motion follows through a change point: (status, r), r its
@@ -673,83 +1140,186 @@ def branch_normals(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc
     N qdd = -N (dP/dsigma) qd |qd|. Allocates (it runs only in the zone). ws, com, jac ... are left at a
     displaced point.
     """
+    status, rank, _, speed, step, rows = _branch_search(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc,
+                                                        phi, phid, jac, gamma, weights, resp, zeros, no_gravity, tol,
+                                                        rcond_position, zone, False)
+    if status != STATUS_OK or rank <= 0:
+        return status, 0
+    branch_basis(rows, rank, qd, speed, step, normals, curvature)
+    return STATUS_OK, rank
+
+
+@njit
+def _branch_search(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac, gamma, weights,
+                   resp, zeros, no_gravity, tol, rcond_position, zone, allow_tangent):
+    """The displaced points of ``branch_normals``: (status, r, tangent, speed, step, rows) with r the rank of J
+    there (0: none found), speed = |qd|, step the displacement d that left the zone and rows[c] (npts, size, nq)
+    orthonormal bases at the points: of J's row space (size r), or, with ``allow_tangent`` where the tangent
+    route applies (``TANGENT_ROUTE``; tangent True), of J's null space (size nq - r)."""
     m = phi.shape[0]
     nq = q.shape[0]
+    npts = BRANCH_OFFSETS.shape[0]
     speed = 0.0
     for k in range(nq):
         speed += qd[k] * qd[k]
     speed = math.sqrt(speed)
+    rows = np.zeros((npts, 0, nq))
+    rank = np.int64(-1)  # int64, not Literal[int](-1): branch_basis compiles once
+    tangent = False
+    step = BRANCH_STEP
     if not speed > 0.0 or m == 0:
-        return STATUS_OK, 0
+        return STATUS_OK, np.int64(0), tangent, speed, step, rows
     no_driven = np.zeros(0, dtype=np.uint8)
     no_resp_drive = np.zeros((m, 0))
     gram = np.empty((m, m))
     status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac, gamma,
                               weights)
     if status != STATUS_OK:
-        return status, 0
+        return status, np.int64(0), tangent, speed, step, rows
     rank_q, _ = _strong_rank(body_int, body_real, q, jac, ws, resp, no_resp_drive, no_driven, zeros, no_gravity,
                              gram, zone)
     if rank_q < 0:
-        return STATUS_OK, 0
-    npts = BRANCH_OFFSETS.shape[0]
-    rows = np.zeros((npts, m, nq))
+        return STATUS_OK, np.int64(0), tangent, speed, step, rows
     shifted = np.empty(nq)
-    rank = np.int64(-1)  # int64, not Literal[int](-1): branch_basis compiles once
-    for attempt in range(BRANCH_ATTEMPTS):
-        step = BRANCH_STEP * 3.0**attempt
-        rank = np.int64(-1)
-        for j in range(npts):
-            for k in range(nq):
-                shifted[k] = q[k] + BRANCH_OFFSETS[j] * step * qd[k] / speed
-            status, gap = close_loops(body_int, body_real, loop_int, loop_real, shifted, qd, no_driven, ws, com, acc,
-                                      phi, phid, jac, gamma, weights, resp, no_resp_drive, zeros, no_gravity, tol,
-                                      np.int64(20), rcond_position)  # int64, not Literal[int](20): one compile
-            if status != STATUS_OK or not gap <= 1e3 * tol:
-                rank = np.int64(-1)
+    for route in range(2):  # the tangent route where it applies, the normal route where its J J^T fails
+        settled = True
+        for attempt in range(BRANCH_ATTEMPTS):
+            step = BRANCH_STEP * 3.0**attempt
+            rank = np.int64(-1)
+            for j in range(npts):
+                for k in range(nq):
+                    shifted[k] = q[k] + BRANCH_OFFSETS[j] * step * qd[k] / speed
+                status, gap = close_loops(body_int, body_real, loop_int, loop_real, shifted, qd, no_driven, ws, com,
+                                          acc, phi, phid, jac, gamma, weights, resp, no_resp_drive, zeros, no_gravity,
+                                          tol, np.int64(20), rcond_position)  # int64, not Literal[int](20): one compile
+                if status != STATUS_OK or not gap <= 1e3 * tol:
+                    rank = np.int64(-1)
+                    break
+                status = loop_constraints(body_int, body_real, loop_int, loop_real, shifted, qd, ws, com, acc, phi,
+                                          phid, jac, gamma, weights)
+                if status != STATUS_OK:
+                    rank = np.int64(-1)
+                    break
+                strong, weak = _strong_rank(body_int, body_real, shifted, jac, ws, resp, no_resp_drive, no_driven,
+                                            zeros, no_gravity, gram, zone)
+                if weak > 0 or strong <= rank_q or (j > 0 and strong != rank):
+                    rank = np.int64(-1)
+                    break
+                rank = strong
+                if j == 0:  # the route, and the bases' size, from the rank at the first point
+                    tangent = allow_tangent and route == 0 and rank == m and nq > m and npts * (nq - m) <= nq
+                    size = nq - rank if tangent else m
+                    if rows.shape[1] != size:
+                        rows = np.zeros((npts, size, nq))
+                if tangent:
+                    if not _tangent_basis(jac, qd, speed, rows[j]):
+                        settled = False
+                        break
+                elif rank == m:  # J's row space: an orthonormal basis by QR where J has full row rank, else its SVD
+                    basis, _ = np.linalg.qr(np.ascontiguousarray(jac.T))
+                    rows[j, :rank] = basis.T
+                else:
+                    _, _, vt = np.linalg.svd(jac, full_matrices=False)
+                    rows[j, :rank] = vt[:rank]
+            if rank > 0 or not settled:
                 break
-            status = loop_constraints(body_int, body_real, loop_int, loop_real, shifted, qd, ws, com, acc, phi,
-                                      phid, jac, gamma, weights)
-            if status != STATUS_OK:
-                rank = np.int64(-1)
-                break
-            strong, weak = _strong_rank(body_int, body_real, shifted, jac, ws, resp, no_resp_drive, no_driven,
-                                        zeros, no_gravity, gram, zone)
-            if weak > 0 or strong <= rank_q or (j > 0 and strong != rank):
-                rank = np.int64(-1)
-                break
-            rank = strong
-            if rank == m:  # J's row space: an orthonormal basis by QR where J has full row rank, else its SVD
-                basis, _ = np.linalg.qr(np.ascontiguousarray(jac.T))
-                rows[j, :rank] = basis.T
-            else:
-                _, _, vt = np.linalg.svd(jac, full_matrices=False)
-                rows[j, :rank] = vt[:rank]
-        if rank > 0:
+        if settled:
             break
     if rank <= 0:
-        return STATUS_OK, 0
-    branch_basis(rows, rank, qd, speed, step, normals, curvature)
-    return STATUS_OK, rank
+        return STATUS_OK, np.int64(0), tangent, speed, step, rows
+    return STATUS_OK, rank, tangent, speed, step, rows
 
 
 @njit
 def _branch_at(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac, gamma, weights, resp,
                zeros, no_gravity, tol, rcond_position, zone):
-    """(status, r, normals, curvature): ``branch_normals`` at q into normals (m, nq) and curvature (m,) allocated
-    here, then the loop state (ws, com, acc, phi, phid, jac, gamma, weights) restored at q, where the branch search
-    left it at a displaced point. The status is the search's where it failed, else the restoration's."""
+    """(status, r, tangent, basis, vector): the branch through a change point at q (``branch_normals``, or its
+    tangent route where it applies), then the loop state (ws, com, acc, phi, phid, jac, gamma, weights) restored at
+    q, where the branch search left it at a displaced point. The status is the search's where it failed, else the
+    restoration's; r 0: no branch told. The normal route (tangent False): basis (m, nq) the normals N[:r], vector
+    (m,) the curvature c[:r] (``branch_basis``). The tangent route: basis (nq - r, nq) an orthonormal basis T of
+    the branch's tangent space, vector (nq,) N^T c (``branch_tangent_basis``). Allocates both here."""
     m = phi.shape[0]
-    normals = np.zeros((m, q.shape[0]))
-    curvature = np.zeros(m)
-    status, rank = branch_normals(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
-                                  gamma, weights, resp, zeros, no_gravity, tol, rcond_position, zone, normals,
-                                  curvature)
+    nq = q.shape[0]
+    status, rank, tangent, speed, step, rows = _branch_search(body_int, body_real, loop_int, loop_real, q, qd, ws,
+                                                              com, acc, phi, phid, jac, gamma, weights, resp, zeros,
+                                                              no_gravity, tol, rcond_position, zone, True)
+    found = status == STATUS_OK and rank > 0
+    if found and tangent:
+        basis = np.zeros((nq - rank, nq))
+        vector = np.zeros(nq)
+        branch_tangent_basis(rows, qd, speed, step, basis, vector)
+    else:
+        basis = np.zeros((m, nq))
+        vector = np.zeros(m)
+        if found:
+            branch_basis(rows, rank, qd, speed, step, basis, vector)
     restored = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
                                 gamma, weights)
     if status == STATUS_OK:
         status = restored
-    return status, rank, normals, curvature
+    return status, rank if found else np.int64(0), found and tangent, basis, vector
+
+
+@njit
+def _fitted_multipliers(jac, force, rcond, lam):
+    """lam: the loop multipliers that best produce the generalised constraint force, J^T lam ~ force (the filtered
+    solve of (J J^T) lam = J force, ``normal_matrix``, ``banded_filtered_solve``); False when it overflowed."""
+    m = jac.shape[0]
+    normal = np.empty((m, m))
+    fit = np.empty(m)
+    matrix_times(jac, force, fit)
+    normal_matrix(jac, normal)
+    finite = True
+    for r in range(m):
+        finite = finite and math.isfinite(fit[r])
+    if finite and banded_filtered_solve(normal, fit, rcond, lam, 0.0):
+        return True
+    return filtered_solve(normal, fit, rcond, lam) >= 0
+
+
+@njit
+def _tangent_branch_dynamics(body_int, body_real, q, qd, ws, qdd, jac, zeros, stab, rcond, lam, tangent,
+                             normal_accel):
+    """``_branch_dynamics`` on the tangent route: qdd0 (in qdd) -> qdd = a + T^T coef with a = N^T c' the
+    branch's normal acceleration (c' = c - 2 alpha N qd, Baumgarte's velocity term) and coef from the tangential
+    equations T (M qdd - M qdd0) = 0 (``_tangent_coordinates``); the constraint force M (qdd0 - qdd), then lam
+    (``_fitted_multipliers``). Returns the status."""
+    nq = q.shape[0]
+    size = tangent.shape[0]
+    alpha = stab[0]
+    target = normal_accel.copy()
+    if alpha != 0.0:  # -2 alpha (I - T^T T) qd
+        for k in range(nq):
+            target[k] -= 2.0 * alpha * qd[k]
+        for t in range(size):
+            c = 0.0
+            for k in range(nq):
+                c += tangent[t, k] * qd[k]
+            for k in range(nq):
+                target[k] += 2.0 * alpha * c * tangent[t, k]
+    free_part = np.empty(nq)
+    for k in range(nq):
+        free_part[k] = qdd[k] - target[k]
+    mass_tangent = np.empty((size, nq))
+    coef = np.empty(size)
+    status = _tangent_coordinates(body_int, body_real, q, tangent, free_part, zeros, stab[2:4], ws, mass_tangent,
+                                  coef)
+    if status != STATUS_OK:
+        return status
+    force = np.empty(nq)
+    status = inverse_dynamics(body_int, body_real, stab[2:4], q, zeros, free_part, np.zeros((0, 3)), ws, force)
+    if status != STATUS_OK:
+        return status
+    for k in range(nq):
+        v = target[k]
+        for t in range(size):
+            v += coef[t] * tangent[t, k]
+            force[k] -= coef[t] * mass_tangent[t, k]
+        qdd[k] = v
+    if not _fitted_multipliers(jac, force, rcond, lam):
+        return STATUS_NONFINITE_STATE
+    return STATUS_OK
 
 
 @njit
@@ -757,11 +1327,10 @@ def _branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, t
                      phid, jac, gamma, weights, resp, zeros, stab, rcond, lam, branch):
     """qdd (and lam) on the branch through a change point (``constrained_dynamics``, ``branch_normals``); returns
     (status, done): done False when no branch could be told (the caller goes on with the filtered solve)."""
-    m = phi.shape[0]
     nq = q.shape[0]
-    status, rank, normals, curvature = _branch_at(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi,
-                                                  phid, jac, gamma, weights, resp, zeros, stab[2:4], branch[1],
-                                                  branch[2], branch[0])
+    status, rank, tangent, basis, vector = _branch_at(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc,
+                                                      phi, phid, jac, gamma, weights, resp, zeros, stab[2:4],
+                                                      branch[1], branch[2], branch[0])
     if status != STATUS_OK or rank == 0:
         return status, False
     no_drive = np.zeros(0)
@@ -769,7 +1338,11 @@ def _branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, t
     status = forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, no_driven, ws, qdd, no_drive)
     if status != STATUS_OK:
         return status, True
-    rows = normals[:rank]
+    if tangent:
+        return _tangent_branch_dynamics(body_int, body_real, q, qd, ws, qdd, jac, zeros, stab, rcond, lam, basis,
+                                        vector), True
+    rows = basis[:rank]
+    curvature = vector
     status = constraint_responses(body_int, body_real, q, rows, no_driven, ws, resp[:rank], np.zeros((rank, 0)),
                                   zeros, stab[2:4])
     if status != STATUS_OK:
@@ -793,17 +1366,7 @@ def _branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, t
         for k in range(nq):
             qdd[k] -= mu[t] * resp[t, k]
             force[k] += mu[t] * rows[t, k]
-    normal = np.empty((m, m))
-    fit = np.empty(m)
-    matrix_times(jac, force, fit)
-    for r in range(m):
-        for s in range(r + 1):
-            v = 0.0
-            for k in range(nq):
-                v += jac[r, k] * jac[s, k]
-            normal[r, s] = v
-            normal[s, r] = v
-    if filtered_solve(normal, fit, rcond, lam) < 0:
+    if not _fitted_multipliers(jac, force, rcond, lam):
         return STATUS_NONFINITE_STATE, True
     return STATUS_OK, True
 
@@ -842,7 +1405,7 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, q
     multiplier_rhs(jac, qdd, gamma, phid, phi, stab, rhs)
     gram_matrix(jac, resp, gram)
     zone = 0.0 if has_drivers else branch[0]
-    info[0], weak = filtered_solve_weak(gram, rhs, rcond, lam, zone)
+    info[0], weak = _zone_solve(gram, rhs, rcond, lam, zone)
     if info[0] < 0:
         return STATUS_NONFINITE_STATE
     if weak > 0:
@@ -851,6 +1414,9 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, q
                                         branch)
         if status != STATUS_OK or done:
             return status
+        info[0], _ = filtered_solve_weak(gram, rhs, rcond, lam, zone)  # no branch: the filtered solve at q
+        if info[0] < 0:
+            return STATUS_NONFINITE_STATE
     for r in range(m):
         for k in range(nq):
             qdd[k] -= lam[r] * resp[r, k]
@@ -961,17 +1527,30 @@ def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, ac
         return status, worst
     gram_matrix(jac, resp, gram)
     zone = branch[0] if driven.shape[0] == 0 else 0.0
-    rank, weak = filtered_solve_weak(gram, phid, rcond, coef, zone)
+    rank, weak = _zone_solve(gram, phid, rcond, coef, zone)
     if rank < 0:
         return STATUS_NONFINITE_STATE, worst
     if weak > 0:
-        status, rank, normals, _ = _branch_at(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi,
-                                              phid, jac, gamma, weights, resp, zeros, no_gravity, tol, rcond_position,
-                                              zone)
+        status, rank, tangent, basis, _ = _branch_at(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc,
+                                                     phi, phid, jac, gamma, weights, resp, zeros, no_gravity, tol,
+                                                     rcond_position, zone)
         if status != STATUS_OK:
             return status, worst
+        if rank > 0 and tangent:  # qd = T^T (T M T^T)^-1 T M qd: the same M-orthogonal projection
+            size = basis.shape[0]
+            tangent_coef = np.empty(size)
+            status = _tangent_coordinates(body_int, body_real, q, basis, qd, zeros, no_gravity, ws,
+                                          np.empty((size, nq)), tangent_coef)
+            if status != STATUS_OK:
+                return status, worst
+            for k in range(nq):
+                v = 0.0
+                for t in range(size):
+                    v += tangent_coef[t] * basis[t, k]
+                qd[k] = v
+            return STATUS_OK, worst
         if rank > 0:
-            rows = normals[:rank]
+            rows = basis[:rank]
             status = constraint_responses(body_int, body_real, q, rows, driven, ws, resp[:rank], resp_drive[:rank],
                                           zeros, no_gravity)
             if status != STATUS_OK:
