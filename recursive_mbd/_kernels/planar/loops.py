@@ -36,6 +36,7 @@ import numba
 import numpy as np
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
+from ..arrays import copy_into
 from ..layout import (
     CS,
     HX,
@@ -567,7 +568,7 @@ def regular_factor(gram, threshold, low, first):
         for r in range(m):
             x[r] /= size
         _envelope_solve(low, first, x, y)
-        x[:] = y
+        copy_into(x, y, 0)
     numerator = 0.0
     denominator = 0.0
     for r in range(m):
@@ -1028,7 +1029,7 @@ def branch_tangent_basis(rows, qd, speed, step, tangent, normal_accel):
     v = np.empty(nq)
     for j in range(npts):
         for t in range(size):
-            v[:] = rows[j, t]
+            copy_into(v, rows[j, t], 0)
             for _ in range(2):
                 for u in range(count):
                     c = 0.0
@@ -1217,10 +1218,13 @@ def _branch_search(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc
                         break
                 elif rank == m:  # J's row space: an orthonormal basis by QR where J has full row rank, else its SVD
                     basis, _ = np.linalg.qr(np.ascontiguousarray(jac.T))
-                    rows[j, :rank] = basis.T
+                    for r in range(rank):
+                        for k in range(nq):
+                            rows[j, r, k] = basis[k, r]
                 else:
                     _, _, vt = np.linalg.svd(jac, full_matrices=False)
-                    rows[j, :rank] = vt[:rank]
+                    for r in range(rank):
+                        copy_into(rows[j, r], vt[r], 0)
             if rank > 0 or not settled:
                 break
         if settled:
