@@ -29,6 +29,7 @@ name                         shape            meaning
 import numba
 import numpy as np
 
+from .._kernels import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from .._kernels.spatial import layout as SL
 from .._kernels.spatial.system import SpatialSystem
 from ..dynamics.batch import per_thread
