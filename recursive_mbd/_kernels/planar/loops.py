@@ -950,6 +950,31 @@ TANGENT_SEED_MIN = 1e-3
 
 
 @njit
+def _remove_components(v, basis, count):
+    """v -= (basis[u] . v) basis[u] for u < count, in order (one Gram-Schmidt sweep against orthonormal rows)."""
+    for u in range(count):
+        c = 0.0
+        for k in range(v.shape[0]):
+            c += basis[u, k] * v[k]
+        for k in range(v.shape[0]):
+            v[k] -= c * basis[u, k]
+
+
+@njit
+def _append_unit(basis, count, v, minimum):
+    """basis[count] = v / |v| and count + 1 if |v| > minimum, else count (v is round-off: dropped)."""
+    norm = 0.0
+    for k in range(v.shape[0]):
+        norm += v[k] * v[k]
+    norm = math.sqrt(norm)
+    if norm > minimum:
+        for k in range(v.shape[0]):
+            basis[count, k] = v[k] / norm
+        count += 1
+    return count
+
+
+@njit
 def _tangent_basis(jac, qd, speed, tangents):
     """tangents (size, nq): an orthonormal basis of the null space of a J (m, nq) of full row rank m = nq - size,
     from the direction of qd (a motion along the branch: nearly tangent) and then the coordinate axes, each
@@ -988,20 +1013,8 @@ def _tangent_basis(jac, qd, speed, tangents):
             for k in range(nq):
                 for at in range(start[k], start[k + 1]):
                     v[k] -= jac[rows[at], k] * y[rows[at]]
-            for t in range(found):
-                c = 0.0
-                for k in range(nq):
-                    c += tangents[t, k] * v[k]
-                for k in range(nq):
-                    v[k] -= c * tangents[t, k]
-        norm = 0.0
-        for k in range(nq):
-            norm += v[k] * v[k]
-        norm = math.sqrt(norm)
-        if norm > TANGENT_SEED_MIN:  # the seeds have length 1
-            for k in range(nq):
-                tangents[found, k] = v[k] / norm
-            found += 1
+            _remove_components(v, tangents, found)
+        found = _append_unit(tangents, found, v, TANGENT_SEED_MIN)  # the seeds have length 1
     return found == size
 
 
@@ -1031,20 +1044,8 @@ def branch_tangent_basis(rows, qd, speed, step, tangent, normal_accel):
         for t in range(size):
             copy_into(v, rows[j, t], 0)
             for _ in range(2):
-                for u in range(count):
-                    c = 0.0
-                    for k in range(nq):
-                        c += span[u, k] * v[k]
-                    for k in range(nq):
-                        v[k] -= c * span[u, k]
-            norm = 0.0
-            for k in range(nq):
-                norm += v[k] * v[k]
-            norm = math.sqrt(norm)
-            if norm > TANGENT_SPAN_MIN:
-                for k in range(nq):
-                    span[count, k] = v[k] / norm
-                count += 1
+                _remove_components(v, span, count)
+            count = _append_unit(span, count, v, TANGENT_SPAN_MIN)
     inner = np.empty((npts, size, count))  # T_c's rows on the span's basis
     for j in range(npts):
         for t in range(size):

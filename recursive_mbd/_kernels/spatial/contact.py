@@ -257,6 +257,22 @@ def _stretch(contact_int, contact_real, rot, pos, state, base, r, nx, ny, nz, qx
 
 
 @njit
+def _trial_friction(contact_int, contact_real, rot, pos, state, base, r, active, fn, nx, ny, nz, qx, qy, qz, vtx,
+                    vty, vtz):
+    """Row r's tangential spring-damper force before the Coulomb clip (the stretch from its anchor when ``active``,
+    the tangential slip rate vt), its length and the clip's limit mu F_n: (fx, fy, fz, norm, limit)."""
+    xi_x = xi_y = xi_z = 0.0
+    if active:
+        xi_x, xi_y, xi_z = _stretch(contact_int, contact_real, rot, pos, state, base, r, nx, ny, nz, qx, qy, qz)
+    kt = contact_real[r, CKT]
+    ct = contact_real[r, CCT]
+    fx = -kt * xi_x - ct * vtx
+    fy = -kt * xi_y - ct * vty
+    fz = -kt * xi_z - ct * vtz
+    return fx, fy, fz, math.sqrt(fx * fx + fy * fy + fz * fz), contact_real[r, CMU] * fn
+
+
+@njit
 def contact_forces(contact_int, contact_real, rot, pos, omega, vel, state, offset, wrench, energy_out, per_contact):
     """Add the contacts' loads to ``wrench`` (nbodies, 6) (body coordinates about the origins, as the elements'),
     at the poses rot, pos, omega, vel (``tree.poses``); the rows' state is state[offset + N_CSTATE r + column].
@@ -279,16 +295,8 @@ def contact_forces(contact_int, contact_real, rot, pos, omega, vel, state, offse
         v_in = state[base + CS_VIN] if active else max(rate, contact_real[r, CVMIN])
         fn, elastic = hunt_crossley(contact_real[r, CK], contact_real[r, CEXP], contact_real[r, CDAMP], depth, rate,
                                     v_in)
-        xi_x = xi_y = xi_z = 0.0
-        if active:
-            xi_x, xi_y, xi_z = _stretch(contact_int, contact_real, rot, pos, state, base, r, nx, ny, nz, qx, qy, qz)
-        kt = contact_real[r, CKT]
-        ct = contact_real[r, CCT]
-        ftx = -kt * xi_x - ct * vtx
-        fty = -kt * xi_y - ct * vty
-        ftz = -kt * xi_z - ct * vtz
-        norm = math.sqrt(ftx * ftx + fty * fty + ftz * ftz)
-        limit = contact_real[r, CMU] * fn
+        ftx, fty, ftz, norm, limit = _trial_friction(contact_int, contact_real, rot, pos, state, base, r, active, fn,
+                                                     nx, ny, nz, qx, qy, qz, vtx, vty, vtz)
         ftx = coulomb_clip(ftx, norm, limit)
         fty = coulomb_clip(fty, norm, limit)
         ftz = coulomb_clip(ftz, norm, limit)
@@ -465,16 +473,10 @@ def contact_newton_blocks(contact_int, contact_real, rot, pos, omega, vel, state
             kn = contact_real[r, CEXP] * fn / depth
             if active or rate < contact_real[r, CVMIN]:
                 cn = elastic * contact_real[r, CDAMP] / v_in
-        xi_x = xi_y = xi_z = 0.0
-        if active:
-            xi_x, xi_y, xi_z = _stretch(contact_int, contact_real, rot, pos, state, base, r, nx, ny, nz, qx, qy, qz)
+        fx, fy, fz, norm, limit = _trial_friction(contact_int, contact_real, rot, pos, state, base, r, active, fn,
+                                                  nx, ny, nz, qx, qy, qz, vtx, vty, vtz)
         kt = contact_real[r, CKT]
         ct = contact_real[r, CCT]
-        fx = -kt * xi_x - ct * vtx
-        fy = -kt * xi_y - ct * vty
-        fz = -kt * xi_z - ct * vtz
-        norm = math.sqrt(fx * fx + fy * fy + fz * fz)
-        limit = contact_real[r, CMU] * fn
         slip = norm > limit
         ftx, fty, ftz = fx, fy, fz
         if slip:
