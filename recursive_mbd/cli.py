@@ -488,31 +488,46 @@ def _info(args, out):
                 "loops", out)
     names = model.element_names
     _print_list([f"  element {names[i]}" for i in _ends(len(names))], len(names), "elements", out)
-    surfaces = list(model._surfaces.values())
-    _print_list([_surface_line(model, surfaces[i]) for i in _ends(len(surfaces))], len(surfaces), "surfaces", out)
-    contacts = model._contacts
-    _print_list([_contact_line(model, contacts[i]) for i in _ends(len(contacts))], len(contacts), "contacts", out)
-    sets = model._self_contacts
-    _print_list([_self_contact_line(model, sets[i]) for i in _ends(len(sets))], len(sets), "self-contact sets", out)
+    _print_contacts(model, out)
     print(f"  analysis: {spec.analysis or 'none'}", file=out)
     shown = ", ".join(spec.defaults[:12]) + (f", and {len(spec.defaults) - 12} more" if len(spec.defaults) > 12 else "")
     print(f"  defaults used (recursive_mbd.files.io format reference): {shown or 'none'}", file=out)
 
 
+def _print_contacts(model, out):
+    """The surfaces, contacts and self-contact sets of a planar or spatial model, for ``rmbd info``."""
+    surfaces = list(model._surfaces.values())
+    _print_list([_surface_line(model, surfaces[i]) for i in _ends(len(surfaces))], len(surfaces), "surfaces", out)
+    contacts = model._contacts
+    _print_list([_contact_line(model, contacts[i]) for i in _ends(len(contacts))], len(contacts), "contacts", out)
+    sets = getattr(model, "_self_contacts", ())  # (a Model3D has none)
+    _print_list([_self_contact_line(model, sets[i]) for i in _ends(len(sets))], len(sets), "self-contact sets", out)
+
+
 def _surface_line(model, surface):
-    """A contact surface in a line of ``rmbd info``."""
+    """A contact surface in a line of ``rmbd info``: a spatial ground's extent along its tangent t1 and along
+    normal x t1, a spatial drum's axis."""
     owner = "fixed" if surface["owner"] < 0 else f"on {model.body_names[surface['owner']]}"
     if surface["kind"] == "drum":
-        return f"  drum {surface['name']}: radius {surface['radius']:g} m at {surface['center'].tolist()}, {owner}"
-    lo, hi = surface["extent"]
+        axis = f" about {surface['axis'].tolist()}" if "axis" in surface else ""
+        return (f"  drum {surface['name']}: radius {surface['radius']:g} m at {surface['center'].tolist()}{axis}, "
+                f"{owner}")
+    extent = surface["extent"]
+    if "tangent" in surface:
+        (lo1, hi1), (lo2, hi2) = extent
+        extent = (f"extent {lo1:g} .. {hi1:g} m along {surface['tangent'].tolist()}, {lo2:g} .. {hi2:g} m across "
+                  "it")
+    else:
+        extent = f"extent {extent[0]:g} .. {extent[1]:g} m"
     return (f"  ground {surface['name']}: through {surface['point'].tolist()}, normal {surface['normal'].tolist()}, "
-            f"extent {lo:g} .. {hi:g} m, {owner}")
+            f"{extent}, {owner}")
 
 
 def _contact_line(model, contact):
     """A contact in a line of ``rmbd info``."""
+    round_shape = "sphere" if isinstance(model, io.Model3D) else "circle"
     shape = (f"capsule of radius {contact['radius']:g} m" if "segment" in contact else
-             f"circle of radius {contact['radius']:g} m" if contact["radius"] > 0 else "point")
+             f"{round_shape} of radius {contact['radius']:g} m" if contact["radius"] > 0 else "point")
     return (f"  contact {contact['name']}: {shape} of {model.body_names[contact['body']]} on {contact['surface']}, "
             f"k {contact['stiffness']:g}, e {contact['restitution']:g}, mu {contact['friction']:g}")
 
@@ -529,7 +544,8 @@ def _self_contact_line(model, group):
 
 
 def _info_spatial(args, spec, out):
-    """rmbd info on a spatial model file: bodies, joints, nq and nv, mass, gravity, each body's joint."""
+    """rmbd info on a spatial model file: bodies, joints, nq and nv, mass, gravity, each body's joint, its elements,
+    loops, drivers, surfaces and contacts."""
     model = spec.model
     mass = model.total_mass()
     gravity = ", ".join(f"{g:g}" for g in model.gravity)
@@ -558,6 +574,7 @@ def _info_spatial(args, spec, out):
     drivers = list(spec.drivers.items())
     _print_list([f"  driver of {drivers[i][0]}: {_driver_text(drivers[i][1])}" for i in _ends(len(drivers))],
                 len(drivers), "drivers", out)
+    _print_contacts(model, out)
     print(f"  analysis: {spec.analysis or 'none'}", file=out)
     shown = ", ".join(spec.defaults[:12]) + (f", and {len(spec.defaults) - 12} more" if len(spec.defaults) > 12 else "")
     print(f"  defaults used (recursive_mbd.files.io format reference): {shown or 'none'}", file=out)

@@ -3,6 +3,7 @@ forms: restitution, sticking and sliding on a slope, a sphere rolling without sl
 leaving a drum, and the energy balance with the contacts' work."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -174,14 +175,71 @@ def test_methods_that_do_not_integrate_spatial_contacts_refuse_them(options, mes
         rm.simulate(_ball(stiffness=1e6), _at(0.2), AT_REST, 0.1, **options)
 
 
-def test_the_single_state_call_and_the_model_file_refuse_what_they_would_leave_out(tmp_path):
+def test_the_single_state_calls_refuse_what_they_would_leave_out():
     model = _ball(stiffness=1e6)
     with pytest.raises(ModelError, match="has contacts: the single-state functions of a Model3D leave them out"):
         rm.forward_dynamics(model, _at(0.05), AT_REST)
     with pytest.raises(ModelError, match="has contacts"):
         rm.compiled_forward_dynamics(model)(np.array(_at(0.05)), np.zeros(6))
-    with pytest.raises(ModelError, match="spatial model files cannot describe them yet"):
-        rm.io.save(model, tmp_path / "ball.toml")
+
+
+def _contact_scene():
+    """Three links on spherical joints from a free base, a tilted table with one open side and a drum on an
+    oblique axis; a sphere on the base, capsules on the links (one list: a range entry in a file)."""
+    model = rm.Model3D(name="scene")
+    model.add_body(joint="free", mass=1.0, inertia=0.01, name="base")
+    for k in range(3):
+        model.add_body("base" if k == 0 else f"link{k - 1}", "spherical", parent_point=(0.1, 0.0, 0.0),
+                       child_point=(-0.1, 0.0, 0.0), mass=0.2, inertia=(1e-4, 2e-3, 2e-3, 0.0, 0.0, 0.0),
+                       name=f"link{k}")
+    model.add_ground("table", point=(0.0, 0.0, -0.5), normal=(0.1, 0.0, 1.0), tangent=(1.0, 1.0, 0.0),
+                     extent=((-1.0, 2.0), (-math.inf, 0.5)))
+    model.add_drum("drum", center=(3.0, 0.0, 1.0), radius=0.25, axis=(0.0, 1.0, 0.2))
+    model.add_contact("base", "table", point=(0.0, 0.0, -0.05), radius=0.05, stiffness=1e5, restitution=0.5,
+                      friction=0.4, name="foot")
+    model.add_contact(["link0", "link1", "link2"], "drum", segment=((-0.1, 0.0, 0.0), (0.1, 0.0, 0.0)),
+                      radius=0.02, stiffness=2e4, exponent=1.0, restitution=0.3, friction=0.6,
+                      tangential_stiffness=5e3, name="wrap")
+    return model
+
+
+def test_spatial_contacts_round_trip_through_a_model_file(tmp_path):
+    model = _contact_scene()
+    q0 = model.neutral()
+    q0[2] = 0.3
+    rm.io.save(model, tmp_path / "scene.toml", q0=q0)
+    text = (tmp_path / "scene.toml").read_text()
+    assert 'body = {first = "link0", last = "link2"}' in text  # the list is one range entry
+    back = rm.io.load(tmp_path / "scene.toml")
+    assert isinstance(back.model, rm.Model3D) and np.array_equal(back.q0, q0)
+    model.compile()
+    for key in ("contact_int", "contact_real"):  # every shape, surface and law exactly as built
+        assert np.array_equal(getattr(back.model, key), getattr(model, key)), key
+    assert back.model.contact_names == model.contact_names
+    assert list(back.model._surfaces) == ["table", "drum"]
+    for name, surface in model._surfaces.items():
+        for key, value in surface.items():
+            assert np.array_equal(back.model._surfaces[name][key], value), (name, key)
+    rm.io.save(back.model, tmp_path / "again.toml", q0=back.q0)
+    assert (tmp_path / "again.toml").read_text() == text
+
+
+@pytest.mark.parametrize(("table", "where", "message"), [
+    ('[[ground]]\nextent = [-1.0, 1.0]', "ground[0].extent", r"\[\[lo1, hi1\], \[lo2, hi2\]\]"),
+    ('[[ground]]\nnormal = [0.0, 1.0]', "ground[0].normal", "array of 3 numbers"),
+    ('[[drum]]\nname = "d"\ncenter = [0.0, 0.0, 1.0]\nradius = 0.5', "drum[0].axis", "missing"),
+    ('[[ground]]\n\n[[contact]]\nbody = "b"\nsurface = "floor"\nstiffness = 1e5\nsegment = [[0.0, 0.0], [1.0, 0.0]]'
+     '\nradius = 0.1', "contact[0].segment", ""),
+    ('[[ground]]\n\n[[contact]]\nbody = "c"\nsurface = "floor"\nstiffness = 1e5', "contact[0].body",
+     "unknown body 'c'"),
+    ('[[ground]]\n\n[[contact]]\nbody = "b"\nsurface = "floor"\nstiffness = -1.0', "contact[0]",
+     "stiffness must be > 0"),
+])
+def test_bad_spatial_contact_entries_name_the_file_and_entry(table, where, message):
+    text = ('[model]\ndimension = 3\n\n[[body]]\nname = "b"\nparent = "ground"\njoint = "free"\nmass = 1.0\n'
+            f'inertia = 0.01\n\n{table}\n')
+    with pytest.raises(rm.io.FileFormatError, match=rf"scene.toml: {re.escape(where)}.*{message}"):
+        rm.io.loads(text, "scene.toml")
 
 
 # ---- the implicit methods: the contacts' blocks of the Newton matrix, resting, bouncing and sticking -------------

@@ -179,12 +179,6 @@ stiffness = 1e6
         rm.io.loads(text.replace('"rocker"]', '"rokker"]'), "four_bar.toml")
 
 
-def test_contact_tables_in_spatial_files_are_refused_by_name():
-    spatial = (ROOT / "examples" / "models" / "spatial" / "heavy_top.toml").read_text()
-    with pytest.raises(FileFormatError, match=r"top.toml: contact\[0\]: spatial models .* no \[\[contact\]\]"):
-        rm.io.loads(spatial + '\n[[contact]]\nbody = "top"\n', "top.toml")
-
-
 def test_a_chain_form_file_takes_contacts_on_its_links():
     text = """
 [model]

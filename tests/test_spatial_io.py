@@ -544,3 +544,13 @@ def test_a_spatial_driver_of_a_joint_that_cannot_be_driven_is_refused(tmp_path):
     dynamics.write_text(RSSR.read_text().replace('type = "kinematics"', 'type = "dynamics"'))
     code, out, err = run_cli(["run", str(dynamics), "-o", str(tmp_path / "r.npz")], tmp_path)
     assert code == 1 and "driver[0]" in err and "take no drivers" in err, err
+
+
+def test_rmbd_info_lists_a_spatial_files_surfaces_and_contacts(tmp_path):
+    code, out, err = run_cli(["info", str(SPATIAL / "chain_on_table.toml")], tmp_path)
+    assert code == 0, err
+    assert ("ground table: through [0.0, 0.0, 0.0], normal [0.0, 0.0, 1.0], extent -0.3 .. 0.259 m along "
+            "[1.0, 0.0, 0.0], -inf .. inf m across it, fixed") in out
+    assert "drum edge: radius 0.02 m at [0.26, 0.0, -0.02] about [0.0, 1.0, 0.0], fixed" in out
+    assert "contact table0: capsule of radius 0.005 m of link1 on table, k 10000, e 0.3, mu 0.4" in out
+    assert "... 26 more contacts ..." in out

@@ -97,13 +97,18 @@ Spatial models (``rm.Model3D``; docs/conventions.md, "Spatial model files") use 
     [[driver]]         as above (body, kind: required; the same keys), for revolute and prismatic joints only (the
                        joints ``rm.kinematic_analysis`` of a Model3D drives; another joint is refused, naming the
                        entry): q of that joint = the polynomial or harmonic of t
+    [[ground]]         as above (``Model3D.add_ground``) with 3-vectors: point (default [0, 0, 0]), normal (default
+                       [0, 0, 1]), tangent (default: the x axis projected onto the plane, its y axis for a normal
+                       along x), extent = [[lo1, hi1], [lo2, hi2]] along the tangent t1 and along normal x t1
+                       (default unbounded; inf and -inf allowed)
+    [[drum]]           as above (``Model3D.add_drum``) with a centre [x, y, z] and its axis [ax, ay, az]: required
+    [[contact]]        as above (``Model3D.add_contact``), point [x, y, z], segment [[x0, y0, z0], [x1, y1, z1]]
     [analysis]         as above; ``rmbd run`` runs "dynamics" (``rm.simulate`` of the Model3D, its loops and force
                        elements included; it takes no drivers yet, so a file with drivers is refused), "statics",
                        "modes" and "kinematics" (``rm.kinematic_analysis`` with the file's drivers) of a spatial
                        model
 
-Spatial files have no [chain], [[joint]], [[ground]], [[drum]], [[contact]] or [[self_contact]] tables (each is
-refused, by name).
+Spatial files have no [chain], [[joint]] or [[self_contact]] tables (each is refused, by name).
 
 Robot descriptions: ``load`` also reads a .urdf file (``recursive_mbd.files.urdf``: the root link fixed to the
 ground) and a .xml file whose root element is <mujoco> (MJCF, ``recursive_mbd.files.mjcf``) or <robot> (URDF), into
@@ -115,9 +120,8 @@ syntax error keeps the parser's line and column. ``save`` writes any Model in th
 names escaped as TOML basic strings, and ``load`` reads it back unchanged (drivers too, given as ``save(...,
 drivers=spec.drivers)``; contacts too: consecutive contacts of consecutive bodies that share their surface, shape
 and law and are named <name><k> by a list are written as one range entry, and a self-contact set's consecutive
-bodies as a range; a ground's normal is written as the unit
-vector ``add_ground`` stored, which it normalises again on reading: an oblique normal whose floating-point length is
-not exactly 1 may come back an ulp off).
+bodies as a range; normals, tangents and axes are written as the unit vectors the builders stored, which keep a
+vector of unit length to round-off as given, so they come back bit for bit).
 """
 
 import math
@@ -473,8 +477,8 @@ def _mechanism(reader, data, gravity, name, head):
     return model, q0
 
 
-_CONTACT_TABLES = ("ground", "drum", "contact", "self_contact")
 _SURFACE_KEYS = {"ground": ("name", "point", "normal", "extent", "body"), "drum": ("name", "center", "radius", "body")}
+_SPATIAL_SURFACE_KEYS = {"ground": (*_SURFACE_KEYS["ground"], "tangent"), "drum": (*_SURFACE_KEYS["drum"], "axis")}
 _CONTACT_KEYS = ("body", "surface", "point", "radius", "segment", "stiffness", "exponent", "restitution", "friction",
                  "tangential_stiffness", "tangential_damping", "min_impact_speed", "name")
 _CONTACT_LAW = (("exponent", 1.5), ("restitution", 1.0), ("friction", 0.0), ("min_impact_speed", 1.0))
@@ -513,29 +517,32 @@ class _MechanismContacts:
         self._checked_and_recorded("add_self_contact", kwargs)
 
 
-def _surfaces_and_contacts(reader, data, model):
+def _surfaces_and_contacts(reader, data, model, dim=2):
     """The [[ground]], [[drum]], [[contact]] and [[self_contact]] tables (module docstring), added to ``model`` (a
-    Model, or a ``_MechanismContacts``) in file order: the surfaces first, then the contacts, then the self-contact
-    sets."""
-    for kind, keys in _SURFACE_KEYS.items():
+    Model, a ``_MechanismContacts`` or, with ``dim`` 3, a Model3D: points and vectors of ``dim`` numbers) in file
+    order: the surfaces first, then the contacts, then the self-contact sets."""
+    spatial = dim == 3
+    for kind, keys in (_SPATIAL_SURFACE_KEYS if spatial else _SURFACE_KEYS).items():
         for i, entry in enumerate(reader.entries(data, kind)):
             where = f"{kind}[{i}]"
             reader.keys(entry, keys, where)
             body = reader.string(entry, "body", where, "ground")
             if kind == "ground":
+                extra = {"tangent": reader.vector(entry, "tangent", where, 3, None)} if spatial else {}
                 reader.call(where, model.add_ground, name=reader.string(entry, "name", where, "floor"),
-                            point=reader.vector(entry, "point", where, 2, np.zeros(2)),
-                            normal=reader.vector(entry, "normal", where, 2, np.array([0.0, 1.0])),
-                            extent=_extent(reader, entry, where), body=body)
+                            point=reader.vector(entry, "point", where, dim, np.zeros(dim)),
+                            normal=reader.vector(entry, "normal", where, dim, np.eye(dim)[-1]),
+                            extent=_extent(reader, entry, where, spatial), body=body, **extra)
             else:
+                extra = {"axis": reader.vector(entry, "axis", where, 3)} if spatial else {}
                 reader.call(where, model.add_drum, name=reader.string(entry, "name", where),
-                            center=reader.vector(entry, "center", where, 2),
-                            radius=reader.number(entry, "radius", where), body=body)
+                            center=reader.vector(entry, "center", where, dim),
+                            radius=reader.number(entry, "radius", where), body=body, **extra)
     for i, entry in enumerate(reader.entries(data, "contact")):
         where = f"contact[{i}]"
         reader.keys(entry, _CONTACT_KEYS, where)
         bodies = _contact_bodies(reader, entry, where, model.body_names)
-        segment = _rows(reader, entry, "segment", where, 2, 2, None)
+        segment = _rows(reader, entry, "segment", where, 2, dim, None)
         if segment is not None and "point" in entry:
             reader.fail(f"{where}.point", "a capsule (segment) has no point; give point or segment")
         law = {key: reader.number(entry, key, where, default) for key, default in _CONTACT_LAW}
@@ -544,8 +551,8 @@ def _surfaces_and_contacts(reader, data, model):
             if law[key] is None:
                 reader.defaults.append(f"{where}.{key} = from the normal law")
         reader.call(where, model.add_contact, body=bodies, surface=reader.string(entry, "surface", where),
-                    point=np.zeros(2) if segment is not None else reader.vector(entry, "point", where, 2,
-                                                                                np.zeros(2)),
+                    point=np.zeros(dim) if segment is not None else reader.vector(entry, "point", where, dim,
+                                                                                  np.zeros(dim)),
                     radius=reader.number(entry, "radius", where, 0.0), segment=segment,
                     stiffness=reader.number(entry, "stiffness", where), name=reader.string(entry, "name", where, None),
                     **law)
@@ -567,15 +574,22 @@ def _surfaces_and_contacts(reader, data, model):
                     name=reader.string(entry, "name", where, None), **law)
 
 
-def _extent(reader, entry, where):
-    """A ground's extent [lo, hi]: two numbers, infinite ones allowed (a table open on one side); None if absent."""
+def _extent(reader, entry, where, spatial=False):
+    """A ground's extent: [lo, hi] (a planar one), [[lo1, hi1], [lo2, hi2]] (a spatial one, along its tangents t1
+    and t2); infinite bounds allowed (a table open on one side); None if absent."""
     if "extent" not in entry:
         reader.defaults.append(f"{where}.extent = unbounded")
         return None
     value = entry["extent"]
-    if (not isinstance(value, list) or len(value) != 2
-            or any(isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v) for v in value)):
-        reader.fail(f"{where}.extent", f"expected an array [lo, hi] of 2 numbers (inf allowed), got {value!r}")
+
+    def interval(pair):
+        return (isinstance(pair, list) and len(pair) == 2
+                and all(not isinstance(v, bool) and isinstance(v, (int, float)) and not math.isnan(v) for v in pair))
+
+    if not (isinstance(value, list) and len(value) == 2 and all(map(interval, value)) if spatial
+            else interval(value)):
+        shape = "[[lo1, hi1], [lo2, hi2]] of two pairs of numbers" if spatial else "[lo, hi] of 2 numbers"
+        reader.fail(f"{where}.extent", f"expected an array {shape} (inf allowed), got {value!r}")
     return value
 
 
@@ -613,7 +627,7 @@ def _contact_bodies(reader, entry, where, names, key="body"):
 SPATIAL_JOINTS = tuple(spatial_layout.JOINT_CODES)
 _SPATIAL_AXIS = {"revolute": 1, "prismatic": 1, "cylindrical": 1, "universal": 2}  # joints with axes: how many
 _PLANAR_ONLY = {"chain": "the chain form", "joint": "[[joint]] tables (the mechanism form)",
-                **{key: f"[[{key}]] tables (contacts are planar so far)" for key in _CONTACT_TABLES}}
+                "self_contact": "[[self_contact]] tables (contacts between bodies are planar so far)"}
 _SPATIAL_ELEMENT_KEYS = {
     "spring_damper": ("body_a", "point_a", "body_b", "point_b", "stiffness", "damping", "rest_length", "preload",
                       "name"),
@@ -688,6 +702,7 @@ def _spatial(reader, data, head):
                     name=reader.string(entry, "name", where, None))
     _spatial_elements(reader, data, model)
     _spatial_loops(reader, data, model)
+    _surfaces_and_contacts(reader, data, model, dim=3)
     reader.call("model", model.compile)
     initial = reader.table(data, "initial", "initial")
     if "qd" in initial:
@@ -991,18 +1006,19 @@ def _spring_damper_items(el, body_name):
 
 
 def _contact_tables(model, body_name):
-    """The [[ground]], [[drum]], [[contact]] and [[self_contact]] tables of a planar model's surfaces, contacts and
-    self-contact sets, as the reader takes them (the grounds first, then the drums: the order it adds them in); a
-    run of contacts that one list made (consecutive bodies, one surface, shape and law, named <name><k> with k their
-    index among the contacts) is written as one range entry, as are a self-contact set's consecutive bodies."""
+    """The [[ground]], [[drum]], [[contact]] and [[self_contact]] tables of a model's surfaces, contacts and
+    self-contact sets (planar or spatial), as the reader takes them (the grounds first, then the drums: the order it
+    adds them in); a run of contacts that one list made (consecutive bodies, one surface, shape and law, named
+    <name><k> with k their index among the contacts) is written as one range entry, as are a self-contact set's
+    consecutive bodies."""
     parts = []
     for surface in sorted(model._surfaces.values(), key=lambda surface: surface["kind"] != "ground"):  # as read
         if surface["kind"] == "ground":
             extent = surface["extent"]
-            items = [("point", surface["point"]), ("normal", surface["normal"]),
+            items = [("point", surface["point"]), ("normal", surface["normal"]), ("tangent", surface.get("tangent")),
                      ("extent", None if np.all(np.isinf(extent)) else extent)]
         else:
-            items = [("center", surface["center"]), ("radius", surface["radius"])]
+            items = [("center", surface["center"]), ("radius", surface["radius"]), ("axis", surface.get("axis"))]
         parts.append(_table(surface["kind"], [("name", surface["name"]), *items,
                                               ("body", body_name(surface["owner"]))]))
     contacts = model._contacts
@@ -1024,7 +1040,7 @@ def _contact_tables(model, body_name):
         after = 1 if name is None else 2  # the body after the name (a range is an inline table: written here)
         parts.append("\n".join([*table[:after], f"body = {body}", *table[after:]]))
         start = stop
-    for group in model._self_contacts:
+    for group in getattr(model, "_self_contacts", ()):  # (a Model3D has none)
         indices = group["bodies"]
         if indices == list(range(indices[0], indices[0] + len(indices))):  # consecutive bodies: a range
             bodies = "{first = " + toml_string(body_name(indices[0])) + ", last = " + toml_string(
@@ -1064,8 +1080,6 @@ def _contact_run(contacts, start):
 
 def _dumps_spatial(model, q0, v0, analysis, drivers):
     """TOML text of a Model3D (module docstring: spatial models), every key explicit."""
-    if model._contacts:  # the spatial file format has no contact entries yet: refuse rather than drop them
-        raise ModelError(f"{model!r} has contacts: spatial model files cannot describe them yet")
     names = model.names  # generated once (default names are made on demand)
 
     def body_name(index):
@@ -1098,6 +1112,7 @@ def _dumps_spatial(model, q0, v0, analysis, drivers):
             ("name", loop["name"]), ("kind", loop["kind"]), ("body_a", body_name(loop["body_a"])),
             ("point_a", loop["point_a"]), ("body_b", body_name(loop["body_b"])), ("point_b", loop["point_b"]),
             *((key, loop[key]) for key in ("axis", "axis_b", "length"))]))
+    parts += _contact_tables(model, body_name)
     initial = ["[initial]"]
     for key, what, given, size in (("q", "q0", q0, model.nq), ("v", "v0", v0, model.nv)):
         if given is None:

@@ -22,6 +22,7 @@ from ..errors import ModelError
 from . import _validation as V
 from ._validation import GROUND
 
+UNIT_ROUNDOFF = 4.0 * np.finfo(float).eps  # a vector's length within this of 1 is a unit vector to round-off
 STANDARD_GRAVITY = 9.81  # [m/s^2], the weight that sets the default tangential stiffness in a model without gravity
 
 
@@ -116,7 +117,9 @@ def _unit_vector(vector, where, what):
     length = float(np.hypot(*vector) if vector.size == 2 else np.linalg.norm(vector))  # (the planar one as it was)
     if not length > 1e-12:
         raise ModelError(f"{where}: {what} must be non-zero, got {vector.tolist()}")
-    return vector if length == 1.0 else vector / length  # a unit one kept as given (a file's round trip)
+    # one of unit length to round-off is kept as given: dividing again would move it by an ulp, and a model file
+    # that wrote it out would not read back the same model
+    return vector if abs(length - 1.0) <= UNIT_ROUNDOFF else vector / length
 
 
 def _interval(extent, where, what="extent"):
@@ -149,10 +152,13 @@ def plane_data_3d(point, normal, tangent, extent, where, _vector):
         tangent = np.array([1.0, 0.0, 0.0]) if abs(normal[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
     else:
         tangent = _vector(tangent, f"{where}: tangent")
-    in_plane = tangent - (tangent @ normal) * normal
+    along_normal = tangent @ normal
+    # one already in the plane to round-off is kept (as a unit vector is by _unit_vector: a file's round trip)
+    in_plane = tangent if abs(along_normal) <= UNIT_ROUNDOFF * np.linalg.norm(tangent) else (
+        tangent - along_normal * normal)
     if not np.linalg.norm(in_plane) > 1e-9 * max(1.0, float(np.linalg.norm(tangent))):
         raise ModelError(f"{where}: tangent must not be parallel to the normal, got {tangent.tolist()}")
-    tangent = in_plane / np.linalg.norm(in_plane)
+    tangent = _unit_vector(in_plane, where, "tangent")
     if extent is None:
         extent = (None, None)
     try:
