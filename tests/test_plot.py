@@ -314,3 +314,41 @@ def test_rmbd_animate_takes_the_fps_and_the_playback_speed(tmp_path):
         assert (movie.n_frames, movie.info["duration"]) == (5, 100)
     code, out = rmbd("animate", "sc.toml", "sc.npz", "-o", "sc.gif", "--speed", "0", cwd=tmp_path)
     assert code == 1 and "--speed must be > 0, got 0" in out, out
+
+
+def test_spatial_contact_surfaces_are_drawn_in_their_plane_within_their_extent_and_the_view():
+    spec = rm.io.load(ROOT / "examples" / "models" / "spatial" / "chain_on_table.toml")
+    model, q = spec.model, spec.q0
+    centre, half = np.array([0.1, 0.05, 0.0]), 0.2
+    patches = dict(zip(("table", "side", "floor", "edge"), rm.plot.surface_patches3d(model, q, centre, half),
+                       strict=False))
+    for name in ("table", "side", "floor"):
+        surface = model._surfaces[name]
+        kind, corners = patches[name]
+        assert kind == "ground" and corners.shape == (4, 3)
+        offsets = corners - surface["point"]
+        np.testing.assert_allclose(offsets @ surface["normal"], 0.0, rtol=0, atol=1e-15)  # in its plane
+        t1 = surface["tangent"]
+        for axis, (lo, hi) in zip((t1, np.cross(surface["normal"], t1)), surface["extent"], strict=True):
+            along = offsets @ axis
+            middle = axis @ (centre - surface["point"])  # within its extent and the view about the centre
+            assert np.all(along >= max(lo, middle - half) - 1e-15) and np.all(along <= min(hi, middle + half) + 1e-15)
+    assert patches["table"][1][:, 0].max() == pytest.approx(0.259, abs=1e-15)  # the table ends at its edge
+    kind, rings = patches["edge"]
+    drum = model._surfaces["edge"]
+    assert kind == "drum" and rings.shape[0] == 2
+    radial = rings - drum["center"] - ((rings - drum["center"]) @ drum["axis"])[..., None] * drum["axis"]
+    np.testing.assert_allclose(np.linalg.norm(radial, axis=-1), drum["radius"], rtol=1e-14)
+    fig = rm.plot.overview({"kind": "dynamics", "t": np.array([0.0, 0.1]), "q": np.vstack([q, q])}, model)
+    ax = fig.axes[0]
+    assert ax.name == "3d" and any(type(c).__name__ == "Poly3DCollection" for c in ax.collections)
+
+
+def test_a_surface_carried_by_a_spatial_body_moves_with_it():
+    model = rm.Model3D()
+    model.add_body(joint="revolute", axis=(0.0, 0.0, 1.0), mass=1.0, inertia=0.1, name="turntable")
+    model.add_ground("plate", point=(1.0, 0.0, 0.0), extent=((-0.5, 0.5), (-0.5, 0.5)), body="turntable")
+    model.compile()
+    (_, corners), = rm.plot.surface_patches3d(model, np.array([0.5 * np.pi]), np.zeros(3), 5.0)
+    np.testing.assert_allclose(np.sort(corners[:, 0]), [-0.5, -0.5, 0.5, 0.5], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(np.sort(corners[:, 1]), [0.5, 0.5, 1.5, 1.5], rtol=0, atol=1e-15)

@@ -33,8 +33,9 @@ children's joints, loops, spring-dampers), in its own frame:
 Spatial models (``Model3D``): ``snapshot3d`` (and ``draw``, which dispatches to it) draws a configuration as a
 matplotlib 3D stick figure (``spatial_sticks``: bars from each body's joint to its children's joints, its loop
 ends and its force elements' points, to its centre of mass only when attached nowhere else; centres of mass as dots,
-loops dashed), x / y / z [m] at equal scales; ``spatial_overview`` draws a spatial dynamics, statics or modes
-result, ``animate`` a spatial motion.
+loops dashed) and its contact surfaces in grey (``surface_patches3d``: a ground's rectangle over its extent, a
+drum's cylinder, cut to the view), x / y / z [m] at equal scales; ``spatial_overview`` (and ``overview``, which
+dispatches to it) draws a spatial dynamics, statics or modes result, ``animate`` a spatial motion.
 
 Animations (``animate``, ``rmbd animate``) play in real time: a frame every 1/25 s of motion (``fps``; every sample
 when they are sparser), ``speed`` seconds of motion per second of playback (``animation_frames``), with a progress
@@ -79,12 +80,13 @@ from .spatial import (
     spatial_overview,
     spatial_snapshots,
     spatial_sticks,
+    surface_patches3d,
 )
 
 __all__ = [
     "animate", "animation_frames", "body_colors", "contact_arrows", "coordinate_labels", "coordinate_names_units",
     "draw", "drift", "driving_forces", "energy", "figure", "joint_labels", "mode_shapes", "names_units", "Outline",
     "overview", "QUANTITY_KINDS", "reaction_arrows", "reaction_bars", "reactions", "snapshot3d", "snapshots",
-    "spatial_coordinate_labels", "spatial_overview", "spatial_snapshots", "spatial_sticks", "time_series",
-    "trajectories",
+    "spatial_coordinate_labels", "spatial_overview", "spatial_snapshots", "spatial_sticks", "surface_patches3d",
+    "time_series", "trajectories",
 ]

@@ -44,7 +44,7 @@ from .series import (
     reactions,
     time_series,
 )
-from .spatial import _cube_limits, snapshot3d
+from .spatial import _cube_limits, _draw_surfaces3d, snapshot3d, spatial_overview
 
 
 class _Samples:
@@ -131,10 +131,13 @@ def overview(result, model=None, pyplot=None):
     forces (kinematics); reaction forces (statics). A contact model's dynamics: its surfaces and shapes in the
     drawing, the contact forces as arrows at the last snapshot, and a panel of the total normal force and the
     number of touching contact rows (the arrays ``contact_normal``, ``contact_tangential``, ``contact_point``,
-    ``contact_active`` of ``rmbd run``, or ``result.contact_forces()``).
+    ``contact_active`` of ``rmbd run``, or ``result.contact_forces()``). A spatial model's result is drawn by
+    ``spatial_overview`` (``pyplot`` aside: a figure without a backend).
     """
     data = _as_arrays(result)
     model = model if model is not None else getattr(result, "model", None)
+    if isinstance(model, Model3D):
+        return spatial_overview(data, model)
     kind = str(data["kind"]) if "kind" in data else "dynamics"
     q = np.asarray(data["q"])
     nq = q.shape[-1]
@@ -305,7 +308,8 @@ def _animate3d(model, t, q, index, path, fps, dpi, progress):
 
     def frame(k):
         ax.cla()
-        snapshot3d(model, q[index[k]], ax)
+        snapshot3d(model, q[index[k]], ax, surfaces=False)
+        _draw_surfaces3d(model, q[index[k]], ax, limits)  # cut to the animation's view, not the frame's
         ax.set(**limits, title=f"{name}: t = {t[index[k]]:.3f} s")
         return []
 

@@ -76,16 +76,65 @@ def spatial_sticks(model, q):
             "coms": coms, "ground": ground, "loops": loops}
 
 
-def snapshot3d(model, q, ax=None, color=None, alpha=1.0, label=None, legend=True):
+def surface_patches3d(model, q, centre, half, pieces=24):
+    """The contact surfaces of a spatial model at q, placed in ground coordinates (a surface a body carries moves
+    with it) and cut to the cube of half-width ``half`` [m] about ``centre`` (3,): a list of (kind, vertices), a
+    ground as its rectangle over its extent within the cube ((4, 3): t1 and t2 = normal x t1 bounded by the extent
+    and by the cube's half-width about the cube centre's projection), a drum as its cylinder's side over the cube's
+    width along its axis ((2, pieces + 1, 3): the two end circles, ``pieces`` sides)."""
+    rotations, origins = forward_kinematics(model, q)
+    patches = []
+    for surface in model._surfaces.values():
+        owner = surface["owner"]
+        turn, shift = (np.eye(3), np.zeros(3)) if owner < 0 else (rotations[owner], origins[owner])
+        if surface["kind"] == "ground":
+            point, normal, t1 = shift + turn @ surface["point"], turn @ surface["normal"], turn @ surface["tangent"]
+            t2 = np.cross(normal, t1)
+            bounds = []
+            for axis, (lo, hi) in zip((t1, t2), surface["extent"], strict=True):
+                middle = axis @ (centre - point)
+                bounds.append((max(lo, middle - half), min(hi, middle + half)))
+            (a0, a1), (b0, b1) = bounds
+            if a0 < a1 and b0 < b1:  # (a table wholly outside the view is not drawn)
+                patches.append(("ground", np.array([point + a * t1 + b * t2 for a, b in
+                                                    ((a0, b0), (a1, b0), (a1, b1), (a0, b1))])))
+        else:
+            middle, axis = shift + turn @ surface["center"], turn @ surface["axis"]
+            middle = middle + (axis @ (centre - middle)) * axis  # the axis' point nearest the cube's centre
+            across = np.cross(axis, [1.0, 0.0, 0.0] if abs(axis[0]) < 0.9 else [0.0, 1.0, 0.0])
+            across /= np.linalg.norm(across)
+            angles = np.linspace(0.0, 2.0 * np.pi, pieces + 1)[:, None]
+            ring = surface["radius"] * (np.cos(angles) * across + np.sin(angles) * np.cross(axis, across))
+            patches.append(("drum", np.stack([middle - half * axis + ring, middle + half * axis + ring])))
+    return patches
+
+
+def _draw_surfaces3d(model, q, ax, limits):
+    """The contact surfaces (``surface_patches3d``) on the 3D axes ``ax``, cut to the cube ``limits`` (the
+    ``ax.set`` keywords of ``_cube_limits``): grounds as translucent grey rectangles, drums as grey cylinders."""
+    low = np.array([limits[key][0] for key in ("xlim", "ylim", "zlim")])
+    high = np.array([limits[key][1] for key in ("xlim", "ylim", "zlim")])
+    from mpl_toolkits.mplot3d.art3d import Poly3DCollection  # noqa: PLC0415
+
+    for kind, vertices in surface_patches3d(model, q, 0.5 * (low + high), 0.5 * float(np.max(high - low))):
+        if kind == "ground":
+            ax.add_collection3d(Poly3DCollection([vertices], facecolors="0.6", edgecolors="0.4", alpha=0.25))
+        else:
+            ax.plot_surface(*np.moveaxis(vertices, 2, 0), color="0.5", alpha=0.35, linewidth=0.0)
+
+
+def snapshot3d(model, q, ax=None, color=None, alpha=1.0, label=None, legend=True, surfaces=True):
     """Draw a spatial model (``Model3D``) at configuration q (nq,) as a matplotlib 3D stick figure; returns the
     figure.
 
     Each body is drawn as bars from its joint point to its children's joints, its loop ends and its force
     elements' points (``spatial_sticks``), loops dashed between their points, joints as open circles, centres of
-    mass as dots (area growing with the mass), the ground joints as black triangles; axes x, y, z [m] with equal
-    scales, framed to the figure. ``color``: one colour for the whole model; default a colour per body
-    (``body_colors``), named in a legend (``legend``; a model of more than 20 bodies: one colour). ``ax``: a 3D
-    axes (``projection="3d"``) to draw on; None makes a new figure (``figure``: no backend selected).
+    mass as dots (area growing with the mass), the ground joints as black triangles, the contact surfaces (with
+    ``surfaces``: ``surface_patches3d``) in grey within the view; axes x, y, z [m] with equal scales, framed to the
+    figure (not to the surfaces, which an unbounded floor would make endless). ``color``: one colour for the whole
+    model; default a colour per body (``body_colors``), named in a legend (``legend``; a model of more than 20
+    bodies: one colour). ``ax``: a 3D axes (``projection="3d"``) to draw on; None makes a new figure (``figure``: no
+    backend selected).
     """
     if not isinstance(model, Model3D):
         raise TypeError(f"snapshot3d draws a Model3D; got {type(model).__name__} (use draw for a planar Model)")
@@ -119,8 +168,11 @@ def snapshot3d(model, q, ax=None, color=None, alpha=1.0, label=None, legend=True
                             sticks["loops"].reshape(-1, 3)])
     low, high = everything.min(axis=0), everything.max(axis=0)
     centre, half = 0.5 * (low + high), 0.5 * max(float(np.max(high - low)), 1e-9) * 1.1
-    ax.set(xlim=(centre[0] - half, centre[0] + half), ylim=(centre[1] - half, centre[1] + half),
-           zlim=(centre[2] - half, centre[2] + half), xlabel="x [m]", ylabel="y [m]", zlabel="z [m]")
+    limits = {"xlim": (centre[0] - half, centre[0] + half), "ylim": (centre[1] - half, centre[1] + half),
+              "zlim": (centre[2] - half, centre[2] + half)}
+    if surfaces:
+        _draw_surfaces3d(model, q, ax, limits)
+    ax.set(**limits, xlabel="x [m]", ylabel="y [m]", zlabel="z [m]")
     ax.set_box_aspect((1.0, 1.0, 1.0))
     if by_body and legend:
         _body_legend3d(ax, model, label)
@@ -165,7 +217,8 @@ def spatial_coordinate_labels(model, kind="q"):
 def spatial_snapshots(model, t, q, times, ax):
     """The spatial model at the samples (t (nt,), q (nt, nq)) nearest ``times`` on the 3D axes ``ax``, framed so
     that every snapshot fits (equal scales): each body in its colour, named in the legend, time by opacity (faint
-    early, solid late); a model of more than 20 bodies one colour per time, light to dark."""
+    early, solid late); a model of more than 20 bodies one colour per time, light to dark; the contact surfaces
+    once, in grey, at the last snapshot."""
     from matplotlib.lines import Line2D  # noqa: PLC0415
 
     index = [int(np.argmin(np.abs(np.asarray(t) - ti))) for ti in times]
@@ -174,7 +227,7 @@ def spatial_snapshots(model, t, q, times, ax):
     stamps = [f"t = {t[i]:.3g} s" for i in index]
     if model.nbodies <= LONG_CHAIN:
         for i, alpha in zip(index, alphas, strict=True):
-            snapshot3d(model, q[i], ax, alpha=alpha, legend=False)
+            snapshot3d(model, q[i], ax, alpha=alpha, legend=False, surfaces=False)
         _body_legend3d(ax, model, extra=[Line2D([], [], color="0.3", alpha=alpha, lw=3, label=stamp)
                                          for alpha, stamp in zip(alphas, stamps, strict=True)])
     else:
@@ -182,8 +235,10 @@ def spatial_snapshots(model, t, q, times, ax):
         from matplotlib.colors import to_hex  # noqa: PLC0415
 
         for i, shade, stamp in zip(index, colormaps["Blues"](np.linspace(0.4, 1.0, count)), stamps, strict=True):
-            snapshot3d(model, q[i], ax, color=to_hex(shade), label=stamp)
-    ax.set(**_cube_limits(model, [q[i] for i in index]))
+            snapshot3d(model, q[i], ax, color=to_hex(shade), label=stamp, surfaces=False)
+    limits = _cube_limits(model, [q[i] for i in index])
+    _draw_surfaces3d(model, q[index[-1]], ax, limits)  # once, where the last snapshot's bodies carry them
+    ax.set(**limits)
     return ax.figure
 
 
