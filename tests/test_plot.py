@@ -352,3 +352,33 @@ def test_a_surface_carried_by_a_spatial_body_moves_with_it():
     (_, corners), = rm.plot.surface_patches3d(model, np.array([0.5 * np.pi]), np.zeros(3), 5.0)
     np.testing.assert_allclose(np.sort(corners[:, 0]), [-0.5, -0.5, 0.5, 0.5], rtol=0, atol=1e-15)
     np.testing.assert_allclose(np.sort(corners[:, 1]), [0.5, 0.5, 1.5, 1.5], rtol=0, atol=1e-15)
+
+
+def test_spatial_contact_forces_are_arrows_along_the_surface_normal_plus_friction():
+    spec = rm.io.load(ROOT / "examples" / "models" / "spatial" / "chain_on_table.toml")
+    model, q = spec.model, spec.q0
+    rows = model.ncontacts
+    assert model.contact_names[16] == "edge8"  # the first row on the drum (16 table rows before it)
+    normal, tangential, point = np.zeros(rows), np.zeros((rows, 3)), np.zeros((rows, 3))
+    normal[0], tangential[0], point[0] = 2.0, (0.5, 0.0, 0.0), (0.1, 0.0, 0.0)  # on the table: up plus friction
+    normal[16], point[16] = 1.0, (0.27, 0.3, -0.02 + 0.01 * np.sqrt(3.0))  # on the drum, 60 degrees up its side
+    normals = rm.plot.contact_normals3d(model, q, point)
+    np.testing.assert_allclose(normals[0], [0.0, 0.0, 1.0], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(normals[16], [0.5, 0.0, 0.5 * np.sqrt(3.0)], rtol=1e-14)
+    fig = rm.plot.snapshot3d(model, q)
+    ax = fig.axes[0]
+    arrows = rm.plot.contact_arrows3d(model, q, normal, tangential, point, ax)
+    assert "largest 2.062 N" in arrows.get_label()  # hypot(2, 0.5)
+    shafts = np.array([segment for segment in arrows._segments3d])[:2]  # the two arrows' shafts (tip, tail)
+    np.testing.assert_allclose(shafts[:, 1], point[[0, 16]], rtol=0, atol=1e-15)  # from the contact point
+    directions = shafts[:, 0] - shafts[:, 1]
+    np.testing.assert_allclose(directions[0] / np.linalg.norm(directions[0]), [0.5, 0.0, 2.0] / np.hypot(0.5, 2.0),
+                               rtol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(directions[0]), 0.15 * np.ptp(ax.get_xlim()), rtol=1e-12)
+    np.testing.assert_allclose(directions[1] / np.linalg.norm(directions[1]), normals[16], rtol=1e-12)
+    data = {"kind": "dynamics", "t": np.array([0.0, 0.1]), "q": np.vstack([q, q]), "contact_normal": np.stack(
+        [normal, normal]), "contact_tangential": np.stack([tangential, tangential]), "contact_point": np.stack(
+        [point, point]), "contact_active": np.array([2, 2])}
+    fig = rm.plot.overview(data, model)
+    assert "largest 2.062 N" in fig.axes[0].get_legend().get_texts()[0].get_text()  # the arrows at the last sample
+    assert fig.axes[-1].get_ylabel() == "touching contact rows [-]"  # the contacts' panel

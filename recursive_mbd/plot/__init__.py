@@ -34,7 +34,9 @@ Spatial models (``Model3D``): ``snapshot3d`` (and ``draw``, which dispatches to 
 matplotlib 3D stick figure (``spatial_sticks``: bars from each body's joint to its children's joints, its loop
 ends and its force elements' points, to its centre of mass only when attached nowhere else; centres of mass as dots,
 loops dashed) and its contact surfaces in grey (``surface_patches3d``: a ground's rectangle over its extent, a
-drum's cylinder, cut to the view), x / y / z [m] at equal scales; ``spatial_overview`` (and ``overview``, which
+drum's cylinder, cut to the view), x / y / z [m] at equal scales; ``contact_arrows3d`` the contact forces as red
+arrows (normal plus friction, ``contact_normals3d``), as ``overview`` (at the last snapshot) and ``animate`` (each
+frame) draw them; ``spatial_overview`` (and ``overview``, which
 dispatches to it) draws a spatial dynamics, statics or modes result, ``animate`` a spatial motion.
 
 Animations (``animate``, ``rmbd animate``) play in real time: a frame every 1/25 s of motion (``fps``; every sample
@@ -75,6 +77,8 @@ from .series import (
     trajectories,
 )
 from .spatial import (
+    contact_arrows3d,
+    contact_normals3d,
     snapshot3d,
     spatial_coordinate_labels,
     spatial_overview,
@@ -84,7 +88,8 @@ from .spatial import (
 )
 
 __all__ = [
-    "animate", "animation_frames", "body_colors", "contact_arrows", "coordinate_labels", "coordinate_names_units",
+    "animate", "animation_frames", "body_colors", "contact_arrows", "contact_arrows3d", "contact_normals3d",
+    "coordinate_labels", "coordinate_names_units",
     "draw", "drift", "driving_forces", "energy", "figure", "joint_labels", "mode_shapes", "names_units", "Outline",
     "overview", "QUANTITY_KINDS", "reaction_arrows", "reaction_bars", "reactions", "snapshot3d", "snapshots",
     "spatial_coordinate_labels", "spatial_overview", "spatial_snapshots", "spatial_sticks", "surface_patches3d",

@@ -29,6 +29,7 @@ from .mechanism import (
 )
 from .series import (
     LONG_CHAIN,
+    _contact_panel,
     _coordinate_quantity,
     _model_title,
     _require_matplotlib,
@@ -44,7 +45,7 @@ from .series import (
     reactions,
     time_series,
 )
-from .spatial import _cube_limits, _draw_surfaces3d, snapshot3d, spatial_overview
+from .spatial import _cube_limits, _draw_surfaces3d, contact_arrows3d, snapshot3d, spatial_overview
 
 
 class _Samples:
@@ -81,18 +82,6 @@ def contact_arrays(forces):
     """The arrays of ``SimulationResult.contact_forces()`` that ``overview`` and ``animate`` draw, under the names
     ``rmbd run`` saves them (contact_normal, contact_tangential, contact_point, contact_active)."""
     return {f"contact_{key}": forces[key] for key in CONTACT_KEYS}
-
-
-def _contact_panel(t, data, ax):
-    """The number of touching contact rows and their total normal force against time."""
-    total = np.asarray(data["contact_normal"]).sum(axis=1)
-    time_series(t, total[:, None], ["total normal force [N]"], ax, "contact force")
-    ax.set_ylabel("total normal force [N]")
-    twin = ax.twinx()
-    twin.step(t, data["contact_active"], where="mid", color="C1", lw=1.0, label="touching contact rows")
-    twin.set_ylabel("touching contact rows [-]")
-    twin.set_ylim(bottom=0)
-    twin.legend(fontsize=7, loc="upper right")
 
 
 def _stored_labels(data, model, kind, count):
@@ -298,18 +287,27 @@ def _write(movie, path, fps, dpi, count, progress):
     return path
 
 
-def _animate3d(model, t, q, index, path, fps, dpi, progress):
-    """``animate`` for a spatial model: each frame a ``snapshot3d``, the axes fixed to the extent of every frame."""
+def _animate3d(model, t, q, index, path, fps, dpi, progress, contact_forces):
+    """``animate`` for a spatial model: each frame a ``snapshot3d`` with its contact forces, the axes fixed to the
+    extent of every frame, the forces' arrows to one scale (the largest over the frames 15 % of the view)."""
     from matplotlib.animation import FuncAnimation  # noqa: PLC0415
 
     fig, ax = figure(pyplot=False, subplot_kw={"projection": "3d"}, figsize=(6, 6))
     limits = _cube_limits(model, [q[k] for k in index])
     name = _model_title(model)
+    if contact_forces is not None:
+        forces = [np.asarray(contact_forces[key], dtype=float)[index] for key in ("normal", "tangential", "point")]
+        sizes = np.hypot(forces[0], np.linalg.norm(forces[1], axis=-1))  # (frames, rows): normal and friction
+        largest = float(sizes.max(initial=0.0))
 
     def frame(k):
         ax.cla()
         snapshot3d(model, q[index[k]], ax, surfaces=False)
         _draw_surfaces3d(model, q[index[k]], ax, limits)  # cut to the animation's view, not the frame's
+        if contact_forces is not None and largest > 0.0:
+            normal, tangential, point = (value[k] for value in forces)
+            contact_arrows3d(model, q[index[k]], normal, tangential, point, ax, 0.15 * sizes[k].max() / largest,
+                             limits)
         ax.set(**limits, title=f"{name}: t = {t[index[k]]:.3f} s")
         return []
 
@@ -348,7 +346,7 @@ def animate(model, t, q, path, fps=None, frames=None, dpi=80, speed=1.0, progres
     t = np.asarray(t, dtype=float).reshape(-1)
     index, fps = animation_frames(t, fps, speed, frames)
     if isinstance(model, Model3D):
-        return _animate3d(model, t, q, index, path, fps, dpi, progress)
+        return _animate3d(model, t, q, index, path, fps, dpi, progress, contact_forces)
     fig, ax = figure(pyplot=False)
     outline = Outline(model)
     placements = [outline.place(q[k]) for k in index]

@@ -234,11 +234,25 @@ def drift(t, values, ax=None):
 
 def _result_panel(panel, t, data, ax):
     """Draw the panel ``panel`` of a result's arrays ``data`` against t on ``ax``: "energy" (the energy, with the
-    balance when work was done, ``energy``) or "drift" (the loop drift, ``drift``)."""
+    balance when work was done, ``energy``), "drift" (the loop drift, ``drift``) or "contacts" (``_contact_panel``)."""
     if panel == "energy":
         energy(t, data["energy"], ax, data.get("dissipated_work"), data.get("applied_work"))
+    elif panel == "contacts":
+        _contact_panel(t, data, ax)
     else:
         drift(t, data["drift"], ax)
+
+
+def _contact_panel(t, data, ax):
+    """The number of touching contact rows and their total normal force against time."""
+    total = np.asarray(data["contact_normal"]).sum(axis=1)
+    time_series(t, total[:, None], ["total normal force [N]"], ax, "contact force")
+    ax.set_ylabel("total normal force [N]")
+    twin = ax.twinx()
+    twin.step(t, data["contact_active"], where="mid", color="C1", lw=1.0, label="touching contact rows")
+    twin.set_ylabel("touching contact rows [-]")
+    twin.set_ylim(bottom=0)
+    twin.legend(fontsize=7, loc="upper right")
 
 
 def joint_labels(body_names, parents=None):

@@ -3,6 +3,7 @@ over time, coordinate labels, and the overview of a spatial result (``spatial_ov
 
 import numpy as np
 
+from .._kernels.spatial import layout as SL
 from ..dynamics.kinematics import forward_kinematics
 from ..model.configuration import integrate_configuration
 from ..model.spatial import Model3D
@@ -121,6 +122,45 @@ def _draw_surfaces3d(model, q, ax, limits):
             ax.add_collection3d(Poly3DCollection([vertices], facecolors="0.6", edgecolors="0.4", alpha=0.25))
         else:
             ax.plot_surface(*np.moveaxis(vertices, 2, 0), color="0.5", alpha=0.35, linewidth=0.0)
+
+
+def contact_normals3d(model, q, point):
+    """The outward unit normals (nrows, 3) of a spatial model's contact rows' surfaces at the contact points
+    ``point`` (nrows, 3) [m, ground axes] at q: a plane's normal, a drum's direction from its axis to the point
+    (rows as ``model.contact_int`` / ``contact_real``; a surface a body carries turned with it)."""
+    rotations, origins = forward_kinematics(model, q)
+    normals = np.zeros((model.ncontacts, 3))
+    for row, (owner, code, surface) in enumerate(zip(model.contact_int[:, 1], model.contact_int[:, 2],
+                                                     model.contact_real, strict=True)):
+        turn, shift = (np.eye(3), np.zeros(3)) if owner < 0 else (rotations[owner], origins[owner])
+        direction = turn @ surface[SL.CSN:SL.CSN + 3]
+        if code == SL.SURFACE_CYLINDER:  # from the axis to the point
+            radial = point[row] - (shift + turn @ surface[SL.CSP:SL.CSP + 3])
+            radial -= (radial @ direction) * direction
+            length = np.linalg.norm(radial)
+            direction = radial / length if length > 0.0 else np.zeros(3)
+        normals[row] = direction
+    return normals
+
+
+def contact_arrows3d(model, q, normal, tangential, point, ax, fraction=0.15, limits=None):
+    """Arrows of the contact forces on a spatial model's shapes at one sample, drawn at q on the 3D axes ``ax``: the
+    normal force along the surface's normal plus the friction force, at each touching row's contact point;
+    ``normal`` (nrows,), ``tangential`` (nrows, 3) and ``point`` (nrows, 3) as ``SimulationResult.contact_forces()``
+    gives them at that sample. The largest is ``fraction`` of the view's width long (``limits``: the ``ax.set``
+    keywords of the view; default the axes' limits); the legend names its size. None when no row touches."""
+    normal = np.asarray(normal, dtype=float).reshape(-1)
+    point = np.asarray(point, dtype=float).reshape(-1, 3)
+    forces = normal[:, None] * contact_normals3d(model, q, point) + np.asarray(tangential, dtype=float).reshape(-1, 3)
+    size = np.linalg.norm(forces, axis=1)
+    largest = float(size.max()) if size.size else 0.0
+    if not largest > 0.0:
+        return None
+    width = (limits["xlim"][1] - limits["xlim"][0]) if limits is not None else float(np.ptp(ax.get_xlim()))
+    touching = size > 0.0
+    scale = fraction * width / largest
+    return ax.quiver(*point[touching].T, *(scale * forces[touching]).T, color="red", linewidth=1.2,
+                     arrow_length_ratio=0.2, label=f"contact forces on the bodies (largest {largest:.4g} N)")
 
 
 def snapshot3d(model, q, ax=None, color=None, alpha=1.0, label=None, legend=True, surfaces=True):
@@ -257,18 +297,29 @@ def _cube_limits(model, qs):
 
 
 def _spatial_dynamics(result, model):
-    """``spatial_overview`` of a dynamics result: 3D snapshots at four times, then q, the energy (balance) and the
-    loop drift against time."""
+    """``spatial_overview`` of a dynamics result: 3D snapshots at four times (a contact model's forces as arrows at
+    the last), then q, the energy (balance), the loop drift and the contacts (total normal force, touching rows)
+    against time."""
     from matplotlib.figure import Figure  # noqa: PLC0415
 
     t, q = np.asarray(result["t"], dtype=float), np.asarray(result["q"], dtype=float)
     labels = spatial_coordinate_labels(model)
     chosen = _selection(q.shape[1])
+    contacts = "contact_normal" in result
     panels = [*_unit_groups(labels, chosen),
-              *(key for key in ("energy", "drift") if key in result)]
+              *(key for key in ("energy", "drift") if key in result), *(("contacts",) if contacts else ())]
     fig = Figure(figsize=(8, 6 + 2.8 * len(panels)))
     grid = fig.add_gridspec(1 + len(panels), 1, height_ratios=[2.2] + [1.0] * len(panels))
-    spatial_snapshots(model, t, q, np.linspace(t[0], t[-1], 4), fig.add_subplot(grid[0], projection="3d"))
+    view = fig.add_subplot(grid[0], projection="3d")
+    spatial_snapshots(model, t, q, np.linspace(t[0], t[-1], 4), view)
+    if contacts:  # the contact forces at the last snapshot, with a legend of their own
+        arrows = contact_arrows3d(model, q[-1], result["contact_normal"][-1], result["contact_tangential"][-1],
+                                  result["contact_point"][-1], view)
+        if arrows is not None:
+            bodies = view.get_legend()
+            view.legend(handles=[arrows], fontsize=7, loc="lower left")
+            if bodies is not None:
+                view.add_artist(bodies)
     for row, panel in enumerate(panels, start=1):
         ax = fig.add_subplot(grid[row])
         if isinstance(panel, tuple):  # the coordinates of one unit
@@ -285,7 +336,8 @@ def _spatial_dynamics(result, model):
 
 def spatial_overview(result, model, most=4, amplitude=0.3):
     """The figure ``rmbd plot`` draws for a spatial model's result (a dict of the .npz ``rmbd run`` wrote): for
-    dynamics, 3D snapshots at four times over the coordinates, the energy (balance) and the loop drift against time;
+    dynamics, 3D snapshots at four times (with a contact model's surfaces and forces) over the coordinates, the energy
+    (balance), the loop drift and the contacts against time;
     otherwise the static equilibrium q as a 3D snapshot, and for modes one 3D panel per mode (at most ``most``): the
     equilibrium (grey) and the configuration displaced along the mode, q (+) s shape, with s such that the largest
     velocity-space component is ``amplitude`` [rad or m]."""
