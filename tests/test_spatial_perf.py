@@ -141,7 +141,10 @@ def test_unit_force_responses_reuse_the_forward_dynamics_factorisation(joints):
     q, v, tau = random_state(rng, model)
     rows = rng.normal(size=(4, model.nv))
     work = spatial.workspace(model)
-    rm.forward_dynamics(model, q, v, tau)  # factorises at q (with velocity, gravity and tau: none of it stays)
+    # the general kernel factorises at q (with velocity, gravity and tau: none of it stays); the loop layer calls it
+    # so (rm.forward_dynamics on a tree of spherical and revolute joints takes the rotary route, which keeps nothing)
+    assert kernels.forward_dynamics(model.body_int, model.body_real, model.gravity, q, v, tau, work.ws, work.fd_S,
+                                    work.UD, work.uD, work.tmp, np.empty(model.nv)) == 0
     resp = np.full((4, model.nv), np.nan)
     S = work.S if work.fd_S.shape[0] == 0 else work.fd_S
     kernels.unit_force_responses(model.body_int, model.body_real, rows, work.ws, S, work.UD, work.uD, work.tmp, resp)

@@ -62,6 +62,9 @@ class Workspace3D:
         self.pair = np.zeros(2)
         self.rot = self.pos = self.omega = self.vel = None  # poses, allocated on first use (not by dynamics)
         self.checked_out = None  # the last ``out`` forward_dynamics checked (as dynamics.Workspace)
+        # the route of the model's forward dynamics, full route and short path alike (``_kernels.spatial.entry``):
+        # "rotary" for spherical and revolute joints only (then rows == 0), with arrays of the fixed signature
+        self.route = spatial_entry.route(model.body_int) if spatial_entry.accepts_model(model) else "general"
 
     @property
     def S(self):
@@ -176,7 +179,7 @@ def _short_route(model, ws):
     """The fields of rm.forward_dynamics' short path for this model (``Workspace3D.short_fd``), or False."""
     if model._loops or model._elements or model._contacts or not spatial_entry.accepts_model(model):
         return False
-    return (spatial_entry.kernel(), model.body_int, model.body_real, model.gravity, ws.buffer)
+    return (spatial_entry.kernel(ws.route), model.body_int, model.body_real, model.gravity, ws.buffer)
 
 
 def _state(model, q, v):
@@ -224,9 +227,13 @@ def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursiv
     if method == "recursive":
         vdot = np.empty(model._nv) if out is None else out
         try:
-            status = kernels.forward_dynamics(model.body_int, model.body_real, model.gravity, q, v, tau, ws.ws,
-                                              ws.fd_S, ws.UD, ws.uD, ws.tmp, vdot)
-        except TypingError as err:  # out's dimensions or flags were changed in place after its check: say so
+            if ws.route == "rotary":  # the short path's kernel: the same arithmetic, and a first call compiles it only
+                status = spatial_entry.kernel("rotary")(model.body_int, model.body_real, model.gravity, q, v, tau,
+                                                        ws.buffer, vdot)
+            else:
+                status = kernels.forward_dynamics(model.body_int, model.body_real, model.gravity, q, v, tau, ws.ws,
+                                                  ws.fd_S, ws.UD, ws.uD, ws.tmp, vdot)
+        except (TypingError, TypeError) as err:  # out's dimensions or flags were changed in place after its check
             recheck_out(ws, out, (model._nv,))
             raise err
         if status:
