@@ -13,8 +13,10 @@ revolute joint (random axis), random offsets, masses, full inertias and centres 
 ``aba`` checked against ours (relative difference below 1e-9) and timed in the same rounds; without it the
 Pinocchio column is left empty.
 
-Floor of the arithmetic: the floating-point operations per body of the kernel itself, counted by running its Python
-source (numba's NUMBA_DISABLE_JIT) on numbers that count the operations done on them, on chains of 20 and 40 links
+Floor of the arithmetic: the floating-point operations per body of the kernel rm.forward_dynamics runs (the route of
+trees of spherical and revolute joints, ``_kernels.spatial.rotary``; those of the general route,
+``_kernels.spatial.tree.forward_dynamics``, printed beside them), counted by running its Python source (numba's
+NUMBA_DISABLE_JIT) on numbers that count the operations done on them, on chains of 20 and 40 links
 (the difference over 20: one interior body); and the time of one multiply (or fused multiply-add) on this machine,
 from a kernel of independent multiply-adds, timed in the same rounds as the chains. The floor is multiplies times
 that time (additions go to other execution ports or fuse with multiplies): the kernel cannot be faster without
@@ -176,7 +178,7 @@ import json, math, sys, types
 import numpy as np
 sys.path.insert(0, sys.argv[1])
 from spatial import build_ours, chain_parameters, chain_state
-from recursive_mbd._kernels.spatial import tree
+from recursive_mbd._kernels.spatial import entry, rotary, tree
 from recursive_mbd._kernels.spatial.layout import W_SPATIAL
 
 COUNTS = {"mul": 0, "add": 0, "div": 0, "sqrt": 0}
@@ -221,6 +223,7 @@ def counted_sqrt(x):
 fake_math = types.SimpleNamespace(**{name: getattr(math, name) for name in dir(math) if not name.startswith("_")})
 fake_math.sqrt = counted_sqrt
 tree.math = fake_math
+rotary.math = fake_math
 
 
 def counted(a):
@@ -231,45 +234,50 @@ def counted(a):
 
 
 result = {}
-for kind in ("spherical", "revolute"):
-    per_size = {}
-    for n in (20, 40):
-        params = chain_parameters(kind, n)
-        model = build_ours(params)
-        q, v, tau = chain_state(params)
-        ws = counted(np.zeros((n, W_SPATIAL)))
-        tmp = counted(np.zeros(tree.TMP_SIZE))
-        S = counted(np.zeros((0, 1, 6)))
-        uD = counted(np.zeros((0, 1)))
-        out = counted(np.zeros(model.nv))
-        args = (model.body_int, counted(model.body_real), counted(model.gravity), counted(q), counted(v), counted(tau),
-                ws, S, S.copy(), uD, tmp, out)
-        for key in COUNTS:
-            COUNTS[key] = 0
-        status = tree.forward_dynamics(*args)
-        assert status == 0, status
-        per_size[n] = dict(COUNTS)
-    result[kind] = {key: (per_size[40][key] - per_size[20][key]) / 20 for key in COUNTS}
-    result[kind]["vdot"] = [float(x) for x in out]  # at N = 40, for the caller's check against the compiled kernel
+for route in ("rotary", "general"):
+    for kind in ("spherical", "revolute"):
+        per_size = {}
+        for n in (20, 40):
+            params = chain_parameters(kind, n)
+            model = build_ours(params)
+            q, v, tau = chain_state(params)
+            out = counted(np.zeros(model.nv))
+            state = (model.body_int, counted(model.body_real), counted(model.gravity), counted(q), counted(v),
+                     counted(tau))
+            for key in COUNTS:
+                COUNTS[key] = 0
+            if route == "rotary":
+                status = entry.forward_dynamics_rotary_packed(*state, counted(np.zeros(n * W_SPATIAL + tree.TMP_SIZE)),
+                                                              out)
+            else:
+                S = counted(np.zeros((0, 1, 6)))
+                status = tree.forward_dynamics(*state, counted(np.zeros((n, W_SPATIAL))), S, S.copy(),
+                                               counted(np.zeros((0, 1))), counted(np.zeros(tree.TMP_SIZE)), out)
+            assert status == 0, status
+            per_size[n] = dict(COUNTS)
+        record = result[f"{kind} {route}"] = {key: (per_size[40][key] - per_size[20][key]) / 20 for key in COUNTS}
+        record["vdot"] = [float(x) for x in out]  # at N = 40, for the caller's check against the compiled kernel
 print(json.dumps(result))
 """
 
 
 def operation_counts():
-    """{joint: {"mul", "add", "div", "sqrt": per body}} counted on the kernel's Python source (a subprocess)."""
+    """{"<joint> <route>": {"mul", "add", "div", "sqrt": per body}} counted on the kernels' Python source (a
+    subprocess), route "rotary" (what rm.forward_dynamics runs on these chains) and "general"."""
     env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
     here = os.path.dirname(os.path.abspath(__file__))
     result = subprocess.run([sys.executable, "-c", COUNT_CHILD, here], env=env, capture_output=True, text=True,
                             check=True)
     counts = json.loads(result.stdout.strip().splitlines()[-1])
-    for kind, record in counts.items():
-        # the counted run computed what the compiled kernel computes
+    for name, record in counts.items():
+        # the counted run computed what the compiled kernels compute (to round-off: FMA contraction)
+        kind = name.split()[0]
         params = chain_parameters(kind, 40)
         q, v, tau = chain_state(params)
         exact = rm.forward_dynamics(build_ours(params), q, v, tau)
         difference = np.max(np.abs(np.array(record.pop("vdot")) - exact)) / np.max(np.abs(exact))
         if difference > 1e-12:
-            raise SystemExit(f"the counted {kind} chain's accelerations differ from the kernel's by {difference:.1e}")
+            raise SystemExit(f"the counted {name} chain's accelerations differ from the kernel's by {difference:.1e}")
     return counts
 
 
@@ -301,7 +309,7 @@ def main():
         medians, samples = interleaved(funcs, args.rounds)
         multiply_ns = medians["multiply"] / (8 * repeat) * 1e9
         for kind in ("spherical", "revolute"):
-            floor = counts[kind]["mul"] * multiply_ns
+            floor = counts[f"{kind} rotary"]["mul"] * multiply_ns
             per_body = medians[kind] / n * 1e9
             records.append({"n": n, "joint": kind, "ns_per_body": per_body, "spread": spread(samples[kind]),
                             "multiply_ns": multiply_ns, "floor_ns_per_body": floor})
@@ -309,7 +317,8 @@ def main():
                          f"{per_body / floor:.2f}"])
     print("forward dynamics of chains, ns per body (medians of interleaved rounds; spread = (max - min) / median)")
     print_table(["N", "joint", "ns/body", "spread", "floor", "/ floor"], rows)
-    print("operations per body (an interior body of the chain, counted on the kernel's source):")
+    print("operations per body (an interior body of the chain, counted on the kernels' source; rm.forward_dynamics "
+          "runs the rotary route):")
     for kind, c in counts.items():
         print(f"  {kind}: {c['mul']:.0f} multiplies, {c['add']:.0f} additions, {c['div']:.0f} divisions, "
               f"{c['sqrt']:.0f} square roots")
