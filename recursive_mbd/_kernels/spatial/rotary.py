@@ -68,7 +68,7 @@ XV = 12  # the velocity (omega; velocity of J_i) after pass 1, the bias accelera
 XP = 18  # the bias forces the children moved here (6), valid while XF is set
 XI = 24  # the inertias the children moved here (21, packed as ``spatial.layout`` PA, PB, PC), valid while XF is set;
 # after the body's condensation: a spherical joint's K = D^-1 B (9, row-major) and D^-1 u (3); a revolute joint's
-# U D^-1 (6), D^-1 u (1) and its axis a_i (3)
+# K' (6) and D^-1 u - K . c (1) (``condense``) and its axis a_i (3)
 XF = 45  # 0.0 until a first child has stored its inertia and force at XI and XP, then 1.0 (pass 1 clears it)
 
 
@@ -552,13 +552,15 @@ def condense(body_int, body_real, v, tau, ws):
             k3 = u3 * dinv
             k4 = u4 * dinv
             k5 = u5 * dinv
-            ws[i, XI] = k0
-            ws[i, XI + 1] = k1
-            ws[i, XI + 2] = k2
+            # for pass 3, vdot = D^-1 u - K . (X a_P + c) as D^-1 u - K . c - K' . a_P with K' = (K_w + r x K_v;
+            # K_v) (K_v . (w x r) = w . (r x K_v)): the body-to-body chain of pass 3 is one dot product shorter
+            ws[i, XI] = k0 + (ry * k5 - rz * k4)
+            ws[i, XI + 1] = k1 + (rz * k3 - rx * k5)
+            ws[i, XI + 2] = k2 + (rx * k4 - ry * k3)
             ws[i, XI + 3] = k3
             ws[i, XI + 4] = k4
             ws[i, XI + 5] = k5
-            ws[i, XI + 6] = ud
+            ws[i, XI + 6] = ud - ((k0 * c0 + k1 * c1) + (k2 * c2 + k3 * c3) + (k4 * c4 + k5 * c5))
             ws[i, XI + 7] = sx
             ws[i, XI + 8] = sy
             ws[i, XI + 9] = sz
@@ -642,25 +644,26 @@ def accelerate(body_int, gravity, ws, out):
         p = body_int[i, PARENT]
         kv = body_int[i, VIDX]
         if p < 0:
-            wx = ws[i, XV]
-            wy = ws[i, XV + 1]
-            wz = ws[i, XV + 2]
-            vx = ws[i, XV + 3] - gravity[0]
-            vy = ws[i, XV + 4] - gravity[1]
-            vz = ws[i, XV + 5] - gravity[2]
+            pwx = pwy = pwz = 0.0
+            pvx = -gravity[0]
+            pvy = -gravity[1]
+            pvz = -gravity[2]
         else:
-            rx = ws[i, XT]
-            ry = ws[i, XT + 1]
-            rz = ws[i, XT + 2]
             pwx = ws[p, XV]
             pwy = ws[p, XV + 1]
             pwz = ws[p, XV + 2]
-            wx = pwx + ws[i, XV]
-            wy = pwy + ws[i, XV + 1]
-            wz = pwz + ws[i, XV + 2]
-            vx = ws[p, XV + 3] + pwy * rz - pwz * ry + ws[i, XV + 3]
-            vy = ws[p, XV + 4] + pwz * rx - pwx * rz + ws[i, XV + 4]
-            vz = ws[p, XV + 5] + pwx * ry - pwy * rx + ws[i, XV + 5]
+            pvx = ws[p, XV + 3]
+            pvy = ws[p, XV + 4]
+            pvz = ws[p, XV + 5]
+        rx = ws[i, XT]
+        ry = ws[i, XT + 1]
+        rz = ws[i, XT + 2]
+        wx = pwx + ws[i, XV]
+        wy = pwy + ws[i, XV + 1]
+        wz = pwz + ws[i, XV + 2]
+        vx = pvx + (pwy * rz - pwz * ry) + ws[i, XV + 3]
+        vy = pvy + (pwz * rx - pwx * rz) + ws[i, XV + 4]
+        vz = pvz + (pwx * ry - pwy * rx) + ws[i, XV + 5]
         if body_int[i, JTYPE] == SPHERICAL:
             # A^-1 (R tau - n^A) - a'_w - K a'_v, world axes; vdot = R^T of it
             dx = ws[i, XI + 9] - wx - (ws[i, XI] * vx + ws[i, XI + 1] * vy + ws[i, XI + 2] * vz)
@@ -670,8 +673,8 @@ def accelerate(body_int, gravity, ws, out):
             out[kv + 1] = ws[i, XR + 1] * dx + ws[i, XR + 4] * dy + ws[i, XR + 7] * dz
             out[kv + 2] = ws[i, XR + 2] * dx + ws[i, XR + 5] * dy + ws[i, XR + 8] * dz
         else:
-            acc = ws[i, XI + 6] - (ws[i, XI] * wx + ws[i, XI + 1] * wy + ws[i, XI + 2] * wz + ws[i, XI + 3] * vx
-                                   + ws[i, XI + 4] * vy + ws[i, XI + 5] * vz)
+            acc = ws[i, XI + 6] - ((ws[i, XI] * pwx + ws[i, XI + 1] * pwy) + (ws[i, XI + 2] * pwz + ws[i, XI + 3] * pvx)
+                                   + (ws[i, XI + 4] * pvy + ws[i, XI + 5] * pvz))
             out[kv] = acc
             dx = ws[i, XI + 7] * acc
             dy = ws[i, XI + 8] * acc
