@@ -1,11 +1,16 @@
 """Spatial forward dynamics per body: chains of spherical and of revolute joints, a random tree against Pinocchio's
 aba, and the floor of the arithmetic.
 
-    python3 benchmarks/spatial_kernels.py [--sizes 1000 10000 100000] [--tree-size 100] [--rounds 7]
+    python3 benchmarks/spatial_kernels.py [--sizes 1000 10000 100000] [--tree-size 100] [--rounds 7] [--fastest 0]
 
 Chains: those of benchmarks/spatial.py (rods with full inertias and off-axis centres of mass, revolute axes random,
 gravity off the axis), N = 1e3, 1e4, 1e5 links; ns per body of rm.forward_dynamics with a preallocated ``out``,
 the median of interleaved rounds (the calls timed in turn, so that the load of a shared machine hits them alike).
+
+The general route (``_kernels.spatial.tree.forward_dynamics``, which the time loops call; rm.forward_dynamics takes
+the rotary route on these chains) is timed in the same rounds through its fixed-signature entry, column "general".
+With ``--fastest K`` the fastest of K single calls of each (taken in turn) is printed too: on a shared, loaded
+machine the medians move with the load, the fastest calls much less (at N = 1e5 they still share the memory bus).
 
 Random tree: ``--tree-size`` bodies, each hung from a random earlier body (or the ground) by a spherical or a
 revolute joint (random axis), random offsets, masses, full inertias and centres of mass. With Pinocchio
@@ -32,6 +37,7 @@ import argparse
 import json
 import subprocess
 import sys
+import time
 
 import numba
 import numpy as np
@@ -39,6 +45,8 @@ from _common import interleaved_samples, print_table, write_json
 from spatial import GRAVITY, build_ours, chain_parameters, chain_state, random_rotations
 
 import recursive_mbd as rm
+from recursive_mbd._kernels.spatial import entry
+from recursive_mbd.dynamics import spatial as spatial_dynamics
 
 AGREEMENT = 1e-9  # relative difference of the accelerations of the tree, ours against Pinocchio's
 
@@ -49,6 +57,17 @@ def interleaved(funcs, rounds, min_time=0.03):
     """({name: median seconds per call}, {name: [seconds per call of each round]}): the callables timed in turn."""
     samples = interleaved_samples(funcs, rounds, min_time)
     return {name: float(np.median(v)) for name, v in samples.items()}, samples
+
+
+def fastest(funcs, calls):
+    """{name: seconds of the fastest of ``calls`` single calls}, the callables called in turn."""
+    best = dict.fromkeys(funcs, np.inf)
+    for _ in range(calls):
+        for name, func in funcs.items():
+            start = time.perf_counter()
+            func()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
 
 
 def spread(samples):
@@ -288,6 +307,7 @@ def main():
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
     parser.add_argument("--tree-size", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--fastest", type=int, default=0, help="also the fastest of this many single calls")
     args = parser.parse_args()
     notes = []
     counts = operation_counts()
@@ -295,6 +315,7 @@ def main():
     repeat = 100_000
     multiply_adds(x, repeat)
     rows, records = [], []
+    general_kernel = entry.kernel("general")
     for n in args.sizes:
         funcs, models = {}, {}
         for kind in ("spherical", "revolute"):
@@ -305,18 +326,36 @@ def main():
             models[kind] = (model, q, v, tau, out)
             funcs[kind] = (lambda model=model, q=q, v=v, tau=tau, out=out:
                            rm.forward_dynamics(model, q, v, tau, out=out))
+            general = (model.body_int, model.body_real, model.gravity, q, v, tau,
+                       spatial_dynamics.workspace(model).buffer, np.empty(model.nv))
+            funcs[f"{kind} general"] = lambda general=general: general_kernel(*general)
         funcs["multiply"] = lambda: multiply_adds(x, repeat)
         medians, samples = interleaved(funcs, args.rounds)
+        best = fastest(funcs, args.fastest) if args.fastest else {}
         multiply_ns = medians["multiply"] / (8 * repeat) * 1e9
         for kind in ("spherical", "revolute"):
             floor = counts[f"{kind} rotary"]["mul"] * multiply_ns
             per_body = medians[kind] / n * 1e9
-            records.append({"n": n, "joint": kind, "ns_per_body": per_body, "spread": spread(samples[kind]),
-                            "multiply_ns": multiply_ns, "floor_ns_per_body": floor})
-            rows.append([n, kind, f"{per_body:.1f}", f"{spread(samples[kind]):.2f}", f"{floor:.1f}",
-                         f"{per_body / floor:.2f}"])
-    print("forward dynamics of chains, ns per body (medians of interleaved rounds; spread = (max - min) / median)")
-    print_table(["N", "joint", "ns/body", "spread", "floor", "/ floor"], rows)
+            record = {"n": n, "joint": kind, "ns_per_body": per_body, "spread": spread(samples[kind]),
+                      "general_ns_per_body": medians[f"{kind} general"] / n * 1e9, "multiply_ns": multiply_ns,
+                      "floor_ns_per_body": floor}
+            row = [n, kind, f"{per_body:.1f}", f"{spread(samples[kind]):.2f}", f"{record['general_ns_per_body']:.1f}",
+                   f"{floor:.1f}", f"{per_body / floor:.2f}"]
+            if best:
+                fast_multiply = best["multiply"] / (8 * repeat) * 1e9
+                record.update(fastest_ns_per_body=best[kind] / n * 1e9,
+                              fastest_general_ns_per_body=best[f"{kind} general"] / n * 1e9,
+                              fastest_multiply_ns=fast_multiply)
+                row += [f"{record['fastest_ns_per_body']:.1f}", f"{record['fastest_general_ns_per_body']:.1f}",
+                        f"{counts[f'{kind} rotary']['mul'] * fast_multiply:.1f}"]
+            records.append(record)
+            rows.append(row)
+    print("forward dynamics of chains, ns per body (medians of interleaved rounds; spread = (max - min) / median; "
+          "general: the general route; floor: the rotary route's multiplies x one multiply)")
+    header = ["N", "joint", "ns/body", "spread", "general", "floor", "/ floor"]
+    if args.fastest:
+        header += ["fastest", "fastest general", "fastest floor"]
+    print_table(header, rows)
     print("operations per body (an interior body of the chain, counted on the kernels' source; rm.forward_dynamics "
           "runs the rotary route):")
     for kind, c in counts.items():

@@ -32,7 +32,8 @@ class Workspace3D:
     Forward dynamics of a model whose joints are all spherical or revolute needs only ``ws`` (46 floats a body) and
     ``tmp``: the articulated-body algorithm forms their motion subspaces from the model and keeps their
     condensation in ``ws``, so ``fd_S``, ``UD`` and ``uD`` have 0 rows there, and ``S`` (read by the other
-    kernels) is allocated on first use.
+    kernels) is allocated on first use. ``rm.forward_dynamics`` on such a model takes the route of
+    ``_kernels.spatial.rotary`` (``route``), which uses the buffer's first nbodies * 46 floats in its own layout.
     """
 
     def __init__(self, model):

@@ -7,6 +7,11 @@ inside: 8 arguments instead of 12. It is compiled for one signature with compila
 wrong dtype, layout or a read-only q, v, tau or out is a TypeError at dispatch (never a new specialisation), and
 the lengths are checked here. The views have the types every other caller passes, so the one compiled
 specialisation of ``spatial.forward_dynamics`` serves this path too.
+
+Routes (``route``, ``kernel(route)``): a tree whose joints are all spherical or revolute takes
+``forward_dynamics_rotary_packed`` (``rotary``: fewer operations, and a first call compiles that route only, not
+the general kernel's passes for every joint type), any other tree ``forward_dynamics_packed``. The full route of
+``dynamics.spatial.forward_dynamics`` calls the same compiled entry, so both give the same bits.
 """
 
 import numba

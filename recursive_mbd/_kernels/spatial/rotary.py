@@ -15,17 +15,18 @@ instead of its own axes at its frame's origin. The algorithm is the same in any 
 - the ground's acceleration (0; -g) is in these coordinates already.
 
 Each body's own inertia about J_i is rotated to the world axes once (R I_J R^T). Operation counts per interior body
-(``benchmarks/spatial_kernels.py``): about 2/3 of the general route's multiplies for a spherical joint and 3/5 for
-a revolute one. The results are the general route's to round-off (tests/test_spatial_core.py compares them on
-random trees), not bit for bit: the arithmetic differs.
+of a chain (``benchmarks/spatial_kernels.py``): 377 multiplies for a spherical joint, 422 for a revolute one,
+against the general route's 492 and 592, with fewer divisions and square roots. The results are the general
+route's to round-off (tests/test_spatial_perf.py compares them on random trees), not bit for bit: the arithmetic
+differs.
 
 A joint is singular (``STATUS_SINGULAR`` of its body) when a pivot of its joint block D = S^T I^A S (the LDL^T
-pivots of a spherical joint's 3x3 block, a revolute joint's D) is not above SINGULAR_RTOL times its scale squared,
-as in the general route. The scale is the same bound in these coordinates: sqrt(tr A) + |l| sqrt(tr C), A and C the
-rotational and translational blocks of I^A at J_i and l the lever arm that the general route's subspace carries
-at the body's origin (cp for a spherical joint, cp x a for a revolute one), so that the entries that cancel in
-the shift from the origin to J_i (a point mass at the joint point, a gimbal lock) are measured against the numbers
-they cancelled from.
+pivots of a spherical joint's 3x3 block, a revolute joint's D) is not above SINGULAR_RTOL times its squared scale,
+as in the general route. The squared scale is the general route's bound in these coordinates, without its square
+roots: tr A + |l|^2 tr C, A and C the rotational and translational blocks of I^A at J_i and l the lever arm that
+the general route's subspace carries at the body's origin (cp for a spherical joint, cp x a for a revolute one),
+so that the entries that cancel in the shift from the origin to J_i (a point mass at the joint point, a gimbal
+lock) are measured against the numbers they cancelled from.
 
 Statuses: those of ``tree.forward_dynamics`` (non-finite input, -(body + 1) for a quaternion off unit norm by more
 than QUATERNION_TOL, a singular joint, a non-finite output). The workspace is the first nbodies * W_SPATIAL floats
