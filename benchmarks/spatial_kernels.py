@@ -1,11 +1,16 @@
 """Spatial forward dynamics per body: chains of spherical and of revolute joints, a random tree against Pinocchio's
 aba, and the floor of the arithmetic.
 
-    python3 benchmarks/spatial_kernels.py [--sizes 1000 10000 100000] [--tree-size 100] [--rounds 7]
+    python3 benchmarks/spatial_kernels.py [--sizes 1000 10000 100000] [--tree-size 100] [--rounds 7] [--fastest 0]
 
 Chains: those of benchmarks/spatial.py (rods with full inertias and off-axis centres of mass, revolute axes random,
 gravity off the axis), N = 1e3, 1e4, 1e5 links; ns per body of rm.forward_dynamics with a preallocated ``out``,
 the median of interleaved rounds (the calls timed in turn, so that the load of a shared machine hits them alike).
+
+The general route (``_kernels.spatial.tree.forward_dynamics``, which the time loops call; rm.forward_dynamics takes
+the rotary route on these chains) is timed in the same rounds through its fixed-signature entry, column "general".
+With ``--fastest K`` the fastest of K single calls of each (taken in turn) is printed too: on a shared, loaded
+machine the medians move with the load, the fastest calls much less (at N = 1e5 they still share the memory bus).
 
 Random tree: ``--tree-size`` bodies, each hung from a random earlier body (or the ground) by a spherical or a
 revolute joint (random axis), random offsets, masses, full inertias and centres of mass. With Pinocchio
@@ -13,8 +18,10 @@ revolute joint (random axis), random offsets, masses, full inertias and centres 
 ``aba`` checked against ours (relative difference below 1e-9) and timed in the same rounds; without it the
 Pinocchio column is left empty.
 
-Floor of the arithmetic: the floating-point operations per body of the kernel itself, counted by running its Python
-source (numba's NUMBA_DISABLE_JIT) on numbers that count the operations done on them, on chains of 20 and 40 links
+Floor of the arithmetic: the floating-point operations per body of the kernel rm.forward_dynamics runs (the route of
+trees of spherical and revolute joints, ``_kernels.spatial.rotary``; those of the general route,
+``_kernels.spatial.tree.forward_dynamics``, printed beside them), counted by running its Python source (numba's
+NUMBA_DISABLE_JIT) on numbers that count the operations done on them, on chains of 20 and 40 links
 (the difference over 20: one interior body); and the time of one multiply (or fused multiply-add) on this machine,
 from a kernel of independent multiply-adds, timed in the same rounds as the chains. The floor is multiplies times
 that time (additions go to other execution ports or fuse with multiplies): the kernel cannot be faster without
@@ -30,6 +37,7 @@ import argparse
 import json
 import subprocess
 import sys
+import time
 
 import numba
 import numpy as np
@@ -37,6 +45,8 @@ from _common import interleaved_samples, print_table, write_json
 from spatial import GRAVITY, build_ours, chain_parameters, chain_state, random_rotations
 
 import recursive_mbd as rm
+from recursive_mbd._kernels.spatial import entry
+from recursive_mbd.dynamics import spatial as spatial_dynamics
 
 AGREEMENT = 1e-9  # relative difference of the accelerations of the tree, ours against Pinocchio's
 
@@ -47,6 +57,17 @@ def interleaved(funcs, rounds, min_time=0.03):
     """({name: median seconds per call}, {name: [seconds per call of each round]}): the callables timed in turn."""
     samples = interleaved_samples(funcs, rounds, min_time)
     return {name: float(np.median(v)) for name, v in samples.items()}, samples
+
+
+def fastest(funcs, calls):
+    """{name: seconds of the fastest of ``calls`` single calls}, the callables called in turn."""
+    best = dict.fromkeys(funcs, np.inf)
+    for _ in range(calls):
+        for name, func in funcs.items():
+            start = time.perf_counter()
+            func()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
 
 
 def spread(samples):
@@ -176,7 +197,7 @@ import json, math, sys, types
 import numpy as np
 sys.path.insert(0, sys.argv[1])
 from spatial import build_ours, chain_parameters, chain_state
-from recursive_mbd._kernels.spatial import tree
+from recursive_mbd._kernels.spatial import entry, rotary, tree
 from recursive_mbd._kernels.spatial.layout import W_SPATIAL
 
 COUNTS = {"mul": 0, "add": 0, "div": 0, "sqrt": 0}
@@ -221,6 +242,7 @@ def counted_sqrt(x):
 fake_math = types.SimpleNamespace(**{name: getattr(math, name) for name in dir(math) if not name.startswith("_")})
 fake_math.sqrt = counted_sqrt
 tree.math = fake_math
+rotary.math = fake_math
 
 
 def counted(a):
@@ -231,45 +253,50 @@ def counted(a):
 
 
 result = {}
-for kind in ("spherical", "revolute"):
-    per_size = {}
-    for n in (20, 40):
-        params = chain_parameters(kind, n)
-        model = build_ours(params)
-        q, v, tau = chain_state(params)
-        ws = counted(np.zeros((n, W_SPATIAL)))
-        tmp = counted(np.zeros(tree.TMP_SIZE))
-        S = counted(np.zeros((0, 1, 6)))
-        uD = counted(np.zeros((0, 1)))
-        out = counted(np.zeros(model.nv))
-        args = (model.body_int, counted(model.body_real), counted(model.gravity), counted(q), counted(v), counted(tau),
-                ws, S, S.copy(), uD, tmp, out)
-        for key in COUNTS:
-            COUNTS[key] = 0
-        status = tree.forward_dynamics(*args)
-        assert status == 0, status
-        per_size[n] = dict(COUNTS)
-    result[kind] = {key: (per_size[40][key] - per_size[20][key]) / 20 for key in COUNTS}
-    result[kind]["vdot"] = [float(x) for x in out]  # at N = 40, for the caller's check against the compiled kernel
+for route in ("rotary", "general"):
+    for kind in ("spherical", "revolute"):
+        per_size = {}
+        for n in (20, 40):
+            params = chain_parameters(kind, n)
+            model = build_ours(params)
+            q, v, tau = chain_state(params)
+            out = counted(np.zeros(model.nv))
+            state = (model.body_int, counted(model.body_real), counted(model.gravity), counted(q), counted(v),
+                     counted(tau))
+            for key in COUNTS:
+                COUNTS[key] = 0
+            if route == "rotary":
+                status = entry.forward_dynamics_rotary_packed(*state, counted(np.zeros(n * W_SPATIAL + tree.TMP_SIZE)),
+                                                              out)
+            else:
+                S = counted(np.zeros((0, 1, 6)))
+                status = tree.forward_dynamics(*state, counted(np.zeros((n, W_SPATIAL))), S, S.copy(),
+                                               counted(np.zeros((0, 1))), counted(np.zeros(tree.TMP_SIZE)), out)
+            assert status == 0, status
+            per_size[n] = dict(COUNTS)
+        record = result[f"{kind} {route}"] = {key: (per_size[40][key] - per_size[20][key]) / 20 for key in COUNTS}
+        record["vdot"] = [float(x) for x in out]  # at N = 40, for the caller's check against the compiled kernel
 print(json.dumps(result))
 """
 
 
 def operation_counts():
-    """{joint: {"mul", "add", "div", "sqrt": per body}} counted on the kernel's Python source (a subprocess)."""
+    """{"<joint> <route>": {"mul", "add", "div", "sqrt": per body}} counted on the kernels' Python source (a
+    subprocess), route "rotary" (what rm.forward_dynamics runs on these chains) and "general"."""
     env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
     here = os.path.dirname(os.path.abspath(__file__))
     result = subprocess.run([sys.executable, "-c", COUNT_CHILD, here], env=env, capture_output=True, text=True,
                             check=True)
     counts = json.loads(result.stdout.strip().splitlines()[-1])
-    for kind, record in counts.items():
-        # the counted run computed what the compiled kernel computes
+    for name, record in counts.items():
+        # the counted run computed what the compiled kernels compute (to round-off: FMA contraction)
+        kind = name.split()[0]
         params = chain_parameters(kind, 40)
         q, v, tau = chain_state(params)
         exact = rm.forward_dynamics(build_ours(params), q, v, tau)
         difference = np.max(np.abs(np.array(record.pop("vdot")) - exact)) / np.max(np.abs(exact))
         if difference > 1e-12:
-            raise SystemExit(f"the counted {kind} chain's accelerations differ from the kernel's by {difference:.1e}")
+            raise SystemExit(f"the counted {name} chain's accelerations differ from the kernel's by {difference:.1e}")
     return counts
 
 
@@ -280,6 +307,7 @@ def main():
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
     parser.add_argument("--tree-size", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--fastest", type=int, default=0, help="also the fastest of this many single calls")
     args = parser.parse_args()
     notes = []
     counts = operation_counts()
@@ -287,6 +315,7 @@ def main():
     repeat = 100_000
     multiply_adds(x, repeat)
     rows, records = [], []
+    general_kernel = entry.kernel("general")
     for n in args.sizes:
         funcs, models = {}, {}
         for kind in ("spherical", "revolute"):
@@ -297,19 +326,38 @@ def main():
             models[kind] = (model, q, v, tau, out)
             funcs[kind] = (lambda model=model, q=q, v=v, tau=tau, out=out:
                            rm.forward_dynamics(model, q, v, tau, out=out))
+            general = (model.body_int, model.body_real, model.gravity, q, v, tau,
+                       spatial_dynamics.workspace(model).buffer, np.empty(model.nv))
+            funcs[f"{kind} general"] = lambda general=general: general_kernel(*general)
         funcs["multiply"] = lambda: multiply_adds(x, repeat)
         medians, samples = interleaved(funcs, args.rounds)
+        best = fastest(funcs, args.fastest) if args.fastest else {}
         multiply_ns = medians["multiply"] / (8 * repeat) * 1e9
         for kind in ("spherical", "revolute"):
-            floor = counts[kind]["mul"] * multiply_ns
+            floor = counts[f"{kind} rotary"]["mul"] * multiply_ns
             per_body = medians[kind] / n * 1e9
-            records.append({"n": n, "joint": kind, "ns_per_body": per_body, "spread": spread(samples[kind]),
-                            "multiply_ns": multiply_ns, "floor_ns_per_body": floor})
-            rows.append([n, kind, f"{per_body:.1f}", f"{spread(samples[kind]):.2f}", f"{floor:.1f}",
-                         f"{per_body / floor:.2f}"])
-    print("forward dynamics of chains, ns per body (medians of interleaved rounds; spread = (max - min) / median)")
-    print_table(["N", "joint", "ns/body", "spread", "floor", "/ floor"], rows)
-    print("operations per body (an interior body of the chain, counted on the kernel's source):")
+            record = {"n": n, "joint": kind, "ns_per_body": per_body, "spread": spread(samples[kind]),
+                      "general_ns_per_body": medians[f"{kind} general"] / n * 1e9, "multiply_ns": multiply_ns,
+                      "floor_ns_per_body": floor}
+            row = [n, kind, f"{per_body:.1f}", f"{spread(samples[kind]):.2f}", f"{record['general_ns_per_body']:.1f}",
+                   f"{floor:.1f}", f"{per_body / floor:.2f}"]
+            if best:
+                fast_multiply = best["multiply"] / (8 * repeat) * 1e9
+                record.update(fastest_ns_per_body=best[kind] / n * 1e9,
+                              fastest_general_ns_per_body=best[f"{kind} general"] / n * 1e9,
+                              fastest_multiply_ns=fast_multiply)
+                row += [f"{record['fastest_ns_per_body']:.1f}", f"{record['fastest_general_ns_per_body']:.1f}",
+                        f"{counts[f'{kind} rotary']['mul'] * fast_multiply:.1f}"]
+            records.append(record)
+            rows.append(row)
+    print("forward dynamics of chains, ns per body (medians of interleaved rounds; spread = (max - min) / median; "
+          "general: the general route; floor: the rotary route's multiplies x one multiply)")
+    header = ["N", "joint", "ns/body", "spread", "general", "floor", "/ floor"]
+    if args.fastest:
+        header += ["fastest", "fastest general", "fastest floor"]
+    print_table(header, rows)
+    print("operations per body (an interior body of the chain, counted on the kernels' source; rm.forward_dynamics "
+          "runs the rotary route):")
     for kind, c in counts.items():
         print(f"  {kind}: {c['mul']:.0f} multiplies, {c['add']:.0f} additions, {c['div']:.0f} divisions, "
               f"{c['sqrt']:.0f} square roots")

@@ -69,10 +69,15 @@ def _spatial_run(method):
 
     from .analysis import models  # noqa: PLC0415
     from .dynamics import calls  # noqa: PLC0415
+    from .model.spatial import Model3D  # noqa: PLC0415
 
     model = models.heavy_top()
     q0, qd0 = model.neutral(), np.array([0.1, 0.0, 20.0])
-    calls.forward_dynamics(model, q0, qd0)
+    calls.forward_dynamics(model, q0, qd0)  # the route of trees of spherical and revolute joints
+    other = Model3D()
+    other.add_body(joint="free", inertia=0.1)
+    other.add_body(0, "universal", axis=((1.0, 0.0, 0.0), (0.0, 1.0, 0.0)), inertia=0.1)
+    calls.forward_dynamics(other, other.neutral(), np.zeros(other.nv))  # the general route
     _simulate(model, q0, qd0, method)
 
 

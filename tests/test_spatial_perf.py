@@ -6,6 +6,9 @@ import numpy as np
 import pytest
 
 import recursive_mbd as rm
+from recursive_mbd._kernels.layout import STATUS_NONFINITE_QD, STATUS_NONFINITE_TAU, STATUS_OVERFLOW, STATUS_SINGULAR
+from recursive_mbd._kernels.spatial import entry
+from recursive_mbd._kernels.spatial.layout import JTYPE, QIDX, SPHERICAL
 from recursive_mbd.dynamics import spatial
 from recursive_mbd.errors import ModelError
 
@@ -141,9 +144,92 @@ def test_unit_force_responses_reuse_the_forward_dynamics_factorisation(joints):
     q, v, tau = random_state(rng, model)
     rows = rng.normal(size=(4, model.nv))
     work = spatial.workspace(model)
-    rm.forward_dynamics(model, q, v, tau)  # factorises at q (with velocity, gravity and tau: none of it stays)
+    # the general kernel factorises at q (with velocity, gravity and tau: none of it stays); the loop layer calls it
+    # so (rm.forward_dynamics on a tree of spherical and revolute joints takes the rotary route, which keeps nothing)
+    assert kernels.forward_dynamics(model.body_int, model.body_real, model.gravity, q, v, tau, work.ws, work.fd_S,
+                                    work.UD, work.uD, work.tmp, np.empty(model.nv)) == 0
     resp = np.full((4, model.nv), np.nan)
     S = work.S if work.fd_S.shape[0] == 0 else work.fd_S
     kernels.unit_force_responses(model.body_int, model.body_real, rows, work.ws, S, work.UD, work.uD, work.tmp, resp)
     expected = np.linalg.solve(rm.mass_matrix(model, q), rows.T).T
     assert np.max(np.abs(resp - expected)) <= 1e-10 * np.max(np.abs(expected))
+
+
+def _rotary_tree(rng, n):
+    """A random tree of spherical and revolute joints as ``random_tree``, every other frame rotated (R0 != 1, else
+    R0 = 1: the route skips that product)."""
+    model = rm.Model3D(gravity=rng.normal(size=3))
+    for i in range(n):
+        joint = str(rng.choice(["spherical", "revolute"]))
+        rotation = rng.normal(size=4)
+        model.add_body(parent=int(rng.integers(-1, i)), joint=joint, parent_point=rng.normal(size=3),
+                       child_point=rng.normal(size=3), mass=rng.uniform(0.5, 2.0), inertia=random_inertia(rng),
+                       com=rng.normal(size=3), rotation=rotation / np.linalg.norm(rotation) if i % 2 else None,
+                       axis=rng.normal(size=3) if joint == "revolute" else None)
+    return model
+
+
+def _general_kernel_fd(model, q, v, tau):
+    """The general route's accelerations and status (``tree.forward_dynamics`` through its packed entry)."""
+    out = np.empty(model.nv)
+    status = entry.kernel("general")(model.body_int, model.body_real, model.gravity, q, v, tau,
+                                     spatial.workspace(model).buffer, out)
+    return status, out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rotary_route_is_the_general_kernel_on_random_trees(seed):
+    """A tree of spherical and revolute joints only takes its own route (``_kernels.spatial.rotary``: world axes at
+    the joint points), on the short path and the full route alike (bit for bit); its accelerations are the general
+    kernel's to round-off, and M vdot + h = tau."""
+    rng = np.random.default_rng(300 + seed)
+    model = _rotary_tree(rng, 2 + 3 * seed)
+    q, v, tau = random_state(rng, model)
+    full = spatial.forward_dynamics(model, q, v, tau)  # the full route, which sets up the short path
+    work = spatial.workspace(model)
+    assert work.route == "rotary" and work.short_fd[0] is entry.kernel("rotary")
+    vdot = rm.forward_dynamics(model, q, v, tau)
+    np.testing.assert_array_equal(vdot, full)
+    status, general = _general_kernel_fd(model, q, v, tau)
+    assert status == 0
+    assert np.max(np.abs(vdot - general)) <= 1e-13 * np.max(np.abs(general))
+    check_forward_dynamics(model, q, v, tau)
+
+
+def test_each_route_returns_the_general_routes_statuses():
+    """The rotary route returns the statuses of the general one: a non-finite input naming its entry, a wrong length,
+    a quaternion off unit norm naming its body, a singular articulated inertia naming its joint's body (a point mass
+    at a spherical joint's centre, a gimbal lock of three revolute joints), a non-finite output."""
+    rng = np.random.default_rng(5)
+    model = _rotary_tree(rng, 5)
+    q, v, tau = random_state(rng, model)
+    ball = rm.Model3D()
+    ball.add_body(joint="revolute", inertia=0.1, name="arm")
+    ball.add_body("arm", "spherical", mass=1.0, inertia=0.0, name="bob")  # the mass at the joint's centre
+    gimbal = rm.Model3D(gravity=(0.0, 0.0, -9.81))
+    gimbal.add_body("ground", "revolute", axis=(0.0, 0.0, 1.0), mass=0.0, name="yaw")
+    gimbal.add_body("yaw", "revolute", axis=(0.0, 1.0, 0.0), mass=0.0, name="pitch")
+    gimbal.add_body("pitch", "revolute", axis=(1.0, 0.0, 0.0), mass=2.0, inertia=(1.0, 2.0, 3.0, 0.0, 0.0, 0.0),
+                    com=(0.1, 0.2, 0.3), name="roll")
+    first_ball = int(np.flatnonzero(model.body_int[:, JTYPE] == SPHERICAL)[0])
+    off = q.copy()
+    k = model.body_int[first_ball, QIDX]
+    off[k:k + 4] *= 1.01
+    cases = [(model, q, np.where(np.arange(model.nv) == 2, np.nan, v), tau, STATUS_NONFINITE_QD | (2 << 4)),
+             (model, q, v, np.where(np.arange(model.nv) == 1, np.inf, tau), STATUS_NONFINITE_TAU | (1 << 4)),
+             (model, q, v[:-1], tau[:-1], entry.SIZE_MISMATCH),
+             (model, off, v, tau, -(first_ball + 1)),
+             (model, q, v, np.full(model.nv, 1e308), STATUS_OVERFLOW),
+             (ball, ball.neutral(), np.zeros(4), np.zeros(4), STATUS_SINGULAR | (1 << 4)),
+             (gimbal, np.array([0.2, np.pi / 2, 0.4]), np.array([0.1, 0.2, 0.3]), np.zeros(3), STATUS_SINGULAR)]
+    for case_model, case_q, case_v, case_tau, expected in cases:
+        work = spatial.workspace(case_model)
+        assert work.route == "rotary"
+        for route in ("general", "rotary"):
+            out = np.empty(case_v.shape[0])
+            status = entry.kernel(route)(case_model.body_int, case_model.body_real, case_model.gravity, case_q,
+                                         case_v, case_tau, work.buffer, out)
+            if expected == STATUS_OVERFLOW:
+                assert status & 15 == STATUS_OVERFLOW, (route, status)
+            else:
+                assert status == expected, (route, status, expected)

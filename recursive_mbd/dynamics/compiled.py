@@ -129,7 +129,7 @@ def _spatial_forward_dynamics(model, specialize):
         def fd(q, v, tau=None, out=None):
             return full_route(model, q, v, tau, out=out)
     else:
-        kernel = spatial_entry.kernel()
+        kernel = spatial_entry.kernel(ws.route)
         body_int, body_real, gravity, buffer = model.body_int, model.body_real, model.gravity, ws.buffer
         zeros = np.zeros(nv)
         empty = np.empty

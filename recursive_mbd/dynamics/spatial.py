@@ -32,7 +32,8 @@ class Workspace3D:
     Forward dynamics of a model whose joints are all spherical or revolute needs only ``ws`` (46 floats a body) and
     ``tmp``: the articulated-body algorithm forms their motion subspaces from the model and keeps their
     condensation in ``ws``, so ``fd_S``, ``UD`` and ``uD`` have 0 rows there, and ``S`` (read by the other
-    kernels) is allocated on first use.
+    kernels) is allocated on first use. ``rm.forward_dynamics`` on such a model takes the route of
+    ``_kernels.spatial.rotary`` (``route``), which uses the buffer's first nbodies * 46 floats in its own layout.
     """
 
     def __init__(self, model):
@@ -62,6 +63,9 @@ class Workspace3D:
         self.pair = np.zeros(2)
         self.rot = self.pos = self.omega = self.vel = None  # poses, allocated on first use (not by dynamics)
         self.checked_out = None  # the last ``out`` forward_dynamics checked (as dynamics.Workspace)
+        # the route of the model's forward dynamics, full route and short path alike (``_kernels.spatial.entry``):
+        # "rotary" for spherical and revolute joints only (then rows == 0), with arrays of the fixed signature
+        self.route = spatial_entry.route(model.body_int) if spatial_entry.accepts_model(model) else "general"
 
     @property
     def S(self):
@@ -176,7 +180,7 @@ def _short_route(model, ws):
     """The fields of rm.forward_dynamics' short path for this model (``Workspace3D.short_fd``), or False."""
     if model._loops or model._elements or model._contacts or not spatial_entry.accepts_model(model):
         return False
-    return (spatial_entry.kernel(), model.body_int, model.body_real, model.gravity, ws.buffer)
+    return (spatial_entry.kernel(ws.route), model.body_int, model.body_real, model.gravity, ws.buffer)
 
 
 def _state(model, q, v):
@@ -224,9 +228,13 @@ def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursiv
     if method == "recursive":
         vdot = np.empty(model._nv) if out is None else out
         try:
-            status = kernels.forward_dynamics(model.body_int, model.body_real, model.gravity, q, v, tau, ws.ws,
-                                              ws.fd_S, ws.UD, ws.uD, ws.tmp, vdot)
-        except TypingError as err:  # out's dimensions or flags were changed in place after its check: say so
+            if ws.route == "rotary":  # the short path's kernel: the same arithmetic, and a first call compiles it only
+                status = spatial_entry.kernel("rotary")(model.body_int, model.body_real, model.gravity, q, v, tau,
+                                                        ws.buffer, vdot)
+            else:
+                status = kernels.forward_dynamics(model.body_int, model.body_real, model.gravity, q, v, tau, ws.ws,
+                                                  ws.fd_S, ws.UD, ws.uD, ws.tmp, vdot)
+        except (TypingError, TypeError) as err:  # out's dimensions or flags were changed in place after its check
             recheck_out(ws, out, (model._nv,))
             raise err
         if status:

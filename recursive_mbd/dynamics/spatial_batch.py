@@ -5,7 +5,8 @@ Row m of each result is what the single-state function of ``dynamics.spatial`` r
 thread of the shapes of the model's own (``spatial.Workspace3D``, ``spatial.ElementWorkspace3D``). Equal to
 round-off, not always bit for bit: the spatial kernels let the compiler fuse multiply-adds (``fastmath`` "contract"),
 and where a kernel is inlined into the parallel loop it may fuse other pairs than in its own compiled copy (measured:
-inverse dynamics rows differing from the single call by one or two ulps).
+inverse dynamics rows differing from the single call by one or two ulps); and ``rm.forward_dynamics`` of a tree of
+spherical and revolute joints takes a route of its own (``_kernels.spatial.rotary``), the rows the general one.
 """
 
 import numba
