@@ -89,12 +89,15 @@ from . import runs as _runs
 from .newton import run_options
 from .result import SimulationResult
 
+# a step whose Newton iteration fails is split in halves, at most this many times (down to dt / 16)
+MAX_SPLITS = 4
+
 
 class _Arrays:
     """The step's arrays of one model (n bodies, ``rows`` joint rows), allocated once a run."""
 
     def __init__(self, n, rows):
-        self.zp, self.zdp = np.zeros((n, 7)), np.zeros((n, 6))
+        self.zp, self.zbp, self.zdp = np.zeros((n, 7)), np.zeros((n, 6)), np.zeros((n, 6))
         self.tangent = np.zeros((n, 3, 3))
         self.rb, self.rc = np.zeros((n, 6)), np.zeros(rows)
         self.jc, self.jp = np.zeros((n, 6, 6)), np.zeros((n, 6, 6))
@@ -106,13 +109,18 @@ class _Arrays:
         self.info = np.zeros(4)
 
     def step_arrays(self):
-        return (self.zp, self.zdp, self.tangent, self.rb, self.rc, self.jc, self.jp, self.res, self.gam, self.diag,
-                self.aip, self.api, self.jcb, self.jpb, self.lu, self.piv, self.wm, self.power, self.info)
+        return (self.zp, self.zbp, self.zdp, self.tangent, self.rb, self.rc, self.jc, self.jp, self.res, self.gam,
+                self.diag, self.aip, self.api, self.jcb, self.jpb, self.lu, self.piv, self.wm, self.power, self.info)
 
 
 def check_model(model):
     """ModelError for what this route does not take: closed loops, force elements (both named)."""
-    augmented3d._require(model)  # compiles; refuses loops
+    if model._loops:
+        names = ", ".join(repr(name) for name in list(model._loop_names)[:3])
+        more = ", ..." if model.nloops > 3 else ""
+        raise ModelError(f"{model!r} has closed loops ({names}{more}): generalized_alpha in absolute coordinates "
+                         "(formulation='augmented') takes trees only (use formulation='recursive')")
+    augmented3d._require(model)  # compiles
     if model._elements:
         names = ", ".join(repr(element["name"]) for element in model._elements[:3])
         more = ", ..." if len(model._elements) > 3 else ""
@@ -144,40 +152,28 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, every=
     tau = np.zeros(0) if tau is None else np.ascontiguousarray(_checks.finite_array(tau, "tau", (model.nv,)))
     z, zd = augmented3d.absolute_from_joint(model, q0, v0)
     vdot, lam = augmented3d.forward_dynamics(model, z, zd, tau if tau.size else None, t0)
+    vdot, zb = to_body_axes(z, vdot), to_body_axes(z, zd)
     acc = vdot.copy()
     starts = augmented3d.row_starts(model)
     arrays = _Arrays(n, int(starts[-1]))
-    gyration = radii_of_gyration(model)
     steps = _runs.fixed_step_count(t0, t_end, dt, max_steps)
-    power = _power(model, starts, tau, z, zd, vdot, lam, arrays)
+    stepper = _Stepper(model, starts, tau, (alpha_m, alpha_f, gamma, beta), newton_tol, max_newton,
+                       [z, zb, zd, acc, vdot, lam, _power(model, starts, tau, z, zd, vdot, lam, arrays), 0.0], arrays)
     samples_t, samples_z, samples_zd, samples_work = [t0], [z.copy()], [zd.copy()], [0.0]
-    work = 0.0
     t = t0
-    iterations = 0
     accepted = 0
     started = time.perf_counter()
     failure = None
     for step in range(1, steps + 1):
         h = min(dt, t_end - t) if step == steps else dt
         t_new = t_end if step == steps else t0 + step * dt
-        c_stiff = h * h * beta * (1.0 - alpha_f) / (1.0 - alpha_m)
-        c_damp = h * gamma * (1.0 - alpha_f) / (1.0 - alpha_m)
-        coef = np.array([h, alpha_m, alpha_f, gamma, beta, c_stiff, c_damp])
-        vdot_new, lam_new = vdot.copy(), lam.copy()
-        status = kernels.newton_step(model.body_int, model.body_real, model.gravity, starts, tau, z, zd, acc, vdot,
-                                     coef, gyration, newton_tol, max_newton, vdot_new, lam_new,
-                                     *arrays.step_arrays())
-        iterations += int(arrays.info[0])
-        if status:
-            failure = _step_failure(model, status, t_new, step, h, arrays.info, newton_tol, max_newton)
+        failure = stepper.advance(h, t, step)
+        if failure is not None:
             break
-        acc = ((1.0 - alpha_f) * vdot_new + alpha_f * vdot - alpha_m * acc) / (1.0 - alpha_m)
-        z, zd, vdot, lam = arrays.zp.copy(), arrays.zdp.copy(), vdot_new, lam_new
-        work += 0.5 * h * (power + arrays.power[0])
-        power = arrays.power[0]
         t = t_new
         accepted = step
         if step == steps or step % every == 0:
+            z, _, zd, _, _, _, _, work = stepper.state
             samples_t.append(t)
             samples_z.append(z)
             samples_zd.append(zd)
@@ -186,7 +182,9 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, every=
             failure = ("time_limit", f"generalized_alpha: the run reached max_wall_time = {max_wall_time:g} s at "
                                      f"t = {t:.9g} s")
             break
+    iterations = stepper.iterations
     result = _result(model, samples_t, samples_z, samples_zd, samples_work, starts, iterations, accepted)
+    result.newton_split_steps = stepper.splits
     if failure is not None:
         result.status, why = failure
         error = SimulationError(f"{why}. {_runs.kept_samples(result).capitalize()}", t_new if result.status
@@ -196,8 +194,54 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, every=
     return result
 
 
+class _Stepper:
+    """The run's state [z, zb, zd, acc, vdot, lam, tau's power, its work] (omega in body axes in zb, acc, vdot; in
+    ground axes in zd) and its steps: ``advance`` takes a step of h, split in halves where Newton does not converge
+    (at most MAX_SPLITS times), counting the Newton iterations of every try."""
+
+    def __init__(self, model, starts, tau, coefficients, newton_tol, max_newton, state, arrays):
+        self.model, self.starts, self.tau = model, starts, tau
+        self.coefficients, self.newton_tol, self.max_newton = coefficients, newton_tol, max_newton
+        self.state, self.arrays = state, arrays
+        self.gyration = radii_of_gyration(model)
+        self.iterations = 0
+        self.splits = 0
+
+    def advance(self, h, t, step, depth=0):
+        """Step from t by h; None, or ("failed", message) where even the steps of h / 2^MAX_SPLITS fail."""
+        alpha_m, alpha_f, gamma, beta = self.coefficients
+        z, zb, zd, acc, vdot, lam, power, work = self.state
+        c_stiff = h * h * beta * (1.0 - alpha_f) / (1.0 - alpha_m)
+        c_damp = h * gamma * (1.0 - alpha_f) / (1.0 - alpha_m)
+        coef = np.array([h, alpha_m, alpha_f, gamma, beta, c_stiff, c_damp])
+        vdot_new, lam_new = vdot.copy(), lam.copy()
+        model, arrays = self.model, self.arrays
+        status = kernels.newton_step(model.body_int, model.body_real, model.gravity, self.starts, self.tau, z, zb, acc,
+                                     vdot, coef, self.gyration, self.newton_tol, self.max_newton, vdot_new, lam_new,
+                                     *arrays.step_arrays())
+        self.iterations += int(arrays.info[0])
+        if status:
+            if depth == MAX_SPLITS:
+                return _step_failure(model, status, t + h, step, h, arrays.info, self.newton_tol, self.max_newton)
+            self.splits += 1
+            return self.advance(0.5 * h, t, step, depth + 1) or self.advance(0.5 * h, t + 0.5 * h, step, depth + 1)
+        acc = ((1.0 - alpha_f) * vdot_new + alpha_f * vdot - alpha_m * acc) / (1.0 - alpha_m)
+        new_power = float(arrays.power[0])
+        self.state = [arrays.zp.copy(), arrays.zbp.copy(), arrays.zdp.copy(), acc, vdot_new, lam_new, new_power,
+                      work + 0.5 * h * (power + new_power)]
+        return None
+
+
+def to_body_axes(z, vectors):
+    """(nbodies, 6) vectors (linear, angular in ground axes) with the angular part in each body's axes (R^T w)."""
+    rot = augmented3d._quaternion_matrix(z[:, 3:])
+    out = np.array(vectors, dtype=float)
+    out[:, 3:] = np.einsum("nji,nj->ni", rot, vectors[:, 3:])
+    return out
+
+
 def _power(model, starts, tau, z, zd, vdot, lam, arrays):
-    """tau's power at (z, zd) (0 without tau)."""
+    """tau's power at (z, zd) (0 without tau; vdot, lam do not change it)."""
     if not tau.size:
         return 0.0
     kernels.residual(model.body_int, model.body_real, model.gravity, starts, tau, z, zd, vdot, lam, 1.0, arrays.rb,

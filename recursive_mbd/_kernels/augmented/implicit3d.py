@@ -58,6 +58,7 @@ from .spatial3d import (
     _cross,
     _dot,
     _mat_mat,
+    _mat_t_vec,
     _mat_vec,
     _perpendiculars,
     _quaternion_matrix,
@@ -125,12 +126,14 @@ def _inertia(body_real, rot, i):
 # ---- the step's update ---------------------------------------------------------------------------------------------
 
 @njit
-def update_state(z0, zd0, acc0, vdot0, coef, vdot, zp, zdp, tangent):
-    """The new state of a step from its new accelerations ``vdot`` (nbodies, 6): with coef = (h, alpha_m, alpha_f,
-    gamma, beta), a+ = ((1 - alpha_f) vdot + alpha_f vdot0 - alpha_m acc0) / (1 - alpha_m),
-    zdp = zd0 + h (1 - gamma) acc0 + h gamma a+, Delta = h zd0 + h^2 ((1/2 - beta) acc0 + beta a+),
-    zp = (c0 + Delta_c, exp(Delta_omega) R0) (the quaternion multiplied on the left: unit by construction), and
-    tangent[i] = J_l(Delta_omega) (3 x 3), the left Jacobian of SO(3): d exp(Delta + d) = [J_l d] exp(Delta)."""
+def update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent):
+    """The new state of a step from its new accelerations ``vdot`` (nbodies, 6; the rotations' in body axes): with
+    coef = (h, alpha_m, alpha_f, gamma, beta), a+ = ((1 - alpha_f) vdot + alpha_f vdot0 - alpha_m acc0) /
+    (1 - alpha_m), zbp = zb0 + h (1 - gamma) acc0 + h gamma a+ (velocities, omega in body axes),
+    Delta = h zb0 + h^2 ((1/2 - beta) acc0 + beta a+), zp = (c0 + Delta_c, R0 exp([Delta_omega])) (the quaternion
+    multiplied on the right: unit by construction), zdp the new velocities with omega in ground axes, and
+    tangent[i] = J_r(Delta_omega) (3 x 3), the right Jacobian of SO(3): exp([Delta + d]) = exp([Delta])
+    exp([J_r d])."""
     h = coef[0]
     am = coef[1]
     af = coef[2]
@@ -140,10 +143,11 @@ def update_state(z0, zd0, acc0, vdot0, coef, vdot, zp, zdp, tangent):
     for i in range(z0.shape[0]):
         for c in range(6):
             a_new = ((1.0 - af) * vdot[i, c] + af * vdot0[i, c] - am * acc0[i, c]) / (1.0 - am)
-            zdp[i, c] = zd0[i, c] + h * ((1.0 - gm) * acc0[i, c] + gm * a_new)
-            delta[c] = h * zd0[i, c] + h * h * ((0.5 - bt) * acc0[i, c] + bt * a_new)
+            zbp[i, c] = zb0[i, c] + h * ((1.0 - gm) * acc0[i, c] + gm * a_new)
+            delta[c] = h * zb0[i, c] + h * h * ((0.5 - bt) * acc0[i, c] + bt * a_new)
         for c in range(3):
             zp[i, c] = z0[i, c] + delta[c]
+            zdp[i, c] = zbp[i, c]
         dx = delta[3]
         dy = delta[4]
         dz = delta[5]
@@ -166,20 +170,24 @@ def update_state(z0, zd0, acc0, vdot0, coef, vdot, zp, zdp, tangent):
         qx = z0[i, 4]
         qy = z0[i, 5]
         qz = z0[i, 6]
-        nw = ew * qw - ex * qx - ey * qy - ez * qz
-        nx = ew * qx + qw * ex + ey * qz - ez * qy
-        ny = ew * qy + qw * ey + ez * qx - ex * qz
-        nz = ew * qz + qw * ez + ex * qy - ey * qx
+        nw = qw * ew - qx * ex - qy * ey - qz * ez
+        nx = qw * ex + ew * qx + qy * ez - qz * ey
+        ny = qw * ey + ew * qy + qz * ex - qx * ez
+        nz = qw * ez + ew * qz + qx * ey - qy * ex
         norm = math.sqrt(nw * nw + nx * nx + ny * ny + nz * nz)
         zp[i, 3] = nw / norm
         zp[i, 4] = nx / norm
         zp[i, 5] = ny / norm
         zp[i, 6] = nz / norm
+        rot, _ = _quaternion_matrix(zp, i)
+        om = _mat_vec(rot, _vec(zbp, i, 3))
+        for c in range(3):
+            zdp[i, 3 + c] = om[c]
         k = _skew((dx, dy, dz))
         k2 = _mat_mat(k, k)
         for r in range(3):
             for c in range(3):
-                tangent[i, r, c] = (1.0 if r == c else 0.0) + b * k[3 * r + c] + cc * k2[3 * r + c]
+                tangent[i, r, c] = (1.0 if r == c else 0.0) - b * k[3 * r + c] + cc * k2[3 * r + c]
 
 
 # ---- residual ------------------------------------------------------------------------------------------------------
@@ -187,11 +195,12 @@ def update_state(z0, zd0, acc0, vdot0, coef, vdot, zp, zdp, tangent):
 @njit
 def residual(body_int, body_real, gravity, row_start, tau, zp, zdp, vdot, lam, c_stiff, rb, rc, jc, jp, res, gam,
              power):
-    """The step's residual at the new state (zp, zdp) and unknowns (vdot, lam): rb (nbodies, 6) =
-    M vdot + jc^T lam (+ the children's jp^T lam) - Q (gravity, gyroscopic, the joint forces tau (nv,) or (0,)),
-    rc (rows) = C(zp) / c_stiff; the rows' blocks jc, jp, residuals and gammas (``spatial3d.joint_rows``) at zp
-    are left in jc, jp, res, gam, and the power of tau at (zp, zdp) in power[0]. Returns the status (a non-finite
-    state: its body)."""
+    """The step's residual at the new state (zp, zdp: omega in ground axes) and unknowns (vdot: the rotations' in
+    body axes, lam): rb (nbodies, 6) = M vdot + jc^T lam (+ the children's jp^T lam) - Q (gravity, gyroscopic, the
+    joint forces tau (nv,) or (0,)), its moment rows in body axes (R^T times the ground ones: J_c omega_b' +
+    omega_b x J_c omega_b - R^T moments), rc (rows) = C(zp) / c_stiff; the rows' blocks jc, jp (ground axes),
+    residuals and gammas (``spatial3d.joint_rows``) at zp are left in jc, jp, res, gam, and the power of tau at
+    (zp, zdp) in power[0]. Returns the status (a non-finite state: its body)."""
     n = body_int.shape[0]
     tau_power = 0.0
     load = np.empty((2, 6))
@@ -206,10 +215,13 @@ def residual(body_int, body_real, gravity, row_start, tau, zp, zdp, vdot, lam, c
         p = body_int[i, PARENT]
         body_loads(body_real, gravity, zp, zdp, i, block)
         m = joint_rows(body_int, body_real, zp, zdp, tau, i, jc, jp, res, gam, load)
+        rot, _ = _quaternion_matrix(zp, i)
+        wd = _mat_vec(rot, _vec(vdot, i, 3))  # omega' in ground axes (= R omega_b')
+        acc = (vdot[i, 0], vdot[i, 1], vdot[i, 2], wd[0], wd[1], wd[2])
         for r in range(6):
             s = 0.0
             for c in range(6):
-                s += block[r, c] * vdot[i, c]
+                s += block[r, c] * acc[c]
             rb[i, r] += s - block[6, r] - load[0, r]
             tau_power += load[0, r] * zdp[i, r]
             if p >= 0:
@@ -223,6 +235,11 @@ def residual(body_int, body_real, gravity, row_start, tau, zp, zdp, vdot, lam, c
                 if p >= 0:
                     rb[p, c] += jp[i, k, c] * lk
             rc[r0 + k] = res[i, k] / c_stiff
+    for i in range(n):  # the moment rows into body axes
+        rot, _ = _quaternion_matrix(zp, i)
+        moment = _mat_t_vec(rot, _vec(rb, i, 3))
+        for c in range(3):
+            rb[i, 3 + c] = moment[c]
     power[0] = tau_power
     return STATUS_OK
 
@@ -304,28 +321,28 @@ def _lu_solve(a, piv, size, y):
 
 
 @njit
-def factor(body_int, body_real, row_start, zp, zdp, vdot, lam, tangent, c_stiff, c_damp, jc, jp, diag, aip, api,
+def factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_stiff, c_damp, jc, jp, diag, aip, api,
            jcb, jpb, lu, piv, wm):
-    """Build the Newton matrix at (zp, zdp, vdot, lam) (module docstring; jc, jp those ``residual`` left at zp) and
-    factorise it leaves first: lu (nbodies, 12, 12) and piv (nbodies, 12) the local blocks' LU, wm (nbodies, 12, 6)
-    = K_i^-1 U_i; diag, aip, api (nbodies, 6, 6) the body blocks D_i (reduced), A_ip, A_pi; jcb, jpb (nbodies, 6, 6)
-    the position rows' gradients times the tangent maps. Returns the status (a singular local block: its body)."""
+    """Build the Newton matrix at (zp, zbp, vdot, lam) (module docstring; zbp the velocities with omega in body
+    axes, rb the residual there and jc, jp the ground-axis rows, both as ``residual`` left them) and factorise it
+    leaves first: lu (nbodies, 12, 12) and piv (nbodies, 12) the local blocks' LU, wm (nbodies, 12, 6) = K_i^-1 U_i;
+    diag, aip, api (nbodies, 6, 6) the body blocks D_i (reduced), A_ip, A_pi; jcb, jpb (nbodies, 6, 6) the position
+    rows' gradients times the tangent maps; jc, jp are turned into body axes (their moment columns times R), the
+    rows of the solve. Returns the status (a singular local block: its body)."""
     n = body_int.shape[0]
     y = np.empty(12)
-    for i in range(n):  # the body's own terms: inertia, gyroscopic forces, their configuration derivatives
-        rot, _ = _quaternion_matrix(zp, i)
-        inertia = _inertia(body_real, rot, i)
-        om = _vec(zdp, i, 3)
-        wd = _vec(vdot, i, 3)
+    for i in range(n):  # the body's own terms: inertia, gyroscopic forces, the turn of R^T on the applied moments
+        inertia = (body_real[i, IC], body_real[i, IC + 3], body_real[i, IC + 4], body_real[i, IC + 3],
+                   body_real[i, IC + 1], body_real[i, IC + 5], body_real[i, IC + 4], body_real[i, IC + 5],
+                   body_real[i, IC + 2])
+        om = _vec(zbp, i, 3)
         jom = _mat_vec(inertia, om)
-        jwd = _mat_vec(inertia, wd)
-        som = _skew(om)
-        # d(omega x J omega)/d omega = [omega] J - [J omega]
-        gyro_w = _lin(1.0, _mm(som, inertia), -1.0, _skew(jom))
-        # d(J wd + omega x J omega)/d theta = J [wd] - [J wd] + [omega] (J [omega] - [J omega])
-        conf = _lin(1.0, _lin(1.0, _mm(inertia, _skew(wd)), -1.0, _skew(jwd)), 1.0,
-                    _mm(som, _lin(1.0, _mm(inertia, som), -1.0, _skew(jom))))
-        conf = _mm(conf, _tangent(tangent, i))
+        # d(omega x J_c omega)/d omega = [omega] J_c - [J_c omega]
+        gyro_w = _lin(1.0, _mm(_skew(om), inertia), -1.0, _skew(jom))
+        # the moment rows are R^T X (X: the joints' ground-axis moments); turning R by exp([theta]) adds [R^T X] theta
+        spin = _add(_mat_vec(inertia, _vec(vdot, i, 3)), _cross(om, jom))
+        applied = _sub(_vec(rb, i, 3), spin)
+        conf = _mm(_skew(applied), _tangent(tangent, i))
         mass = body_real[i, MASS]
         for r in range(6):
             for c in range(6):
@@ -339,19 +356,21 @@ def factor(body_int, body_real, row_start, zp, zdp, vdot, lam, tangent, c_stiff,
         p = body_int[i, PARENT]
         m = ROWS_PER_JOINT[jt]
         r0 = row_start[i]
-        t_c = _tangent(tangent, i)
         rot, _ = _quaternion_matrix(zp, i)
+        t_c = _mm(rot, _tangent(tangent, i))  # a body-axis turn theta_b is the ground one R theta_b
         r0m = (body_real[i, R0], body_real[i, R0 + 1], body_real[i, R0 + 2], body_real[i, R0 + 3],
                body_real[i, R0 + 4], body_real[i, R0 + 5], body_real[i, R0 + 6], body_real[i, R0 + 7],
                body_real[i, R0 + 8])
         if p >= 0:
             rot_p, _ = _quaternion_matrix(zp, p)
             c_p = _vec(zp, p, 0)
-            t_p = _tangent(tangent, p)
+            t_p = _mm(rot_p, _tangent(tangent, p))
         else:
             rot_p = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
             c_p = (0.0, 0.0, 0.0)
             t_p = rot_p
+        rot_t = (rot[0], rot[3], rot[6], rot[1], rot[4], rot[7], rot[2], rot[5], rot[8])
+        rot_pt = (rot_p[0], rot_p[3], rot_p[6], rot_p[1], rot_p[4], rot_p[7], rot_p[2], rot_p[5], rot_p[8])
         frame = _mat_mat(rot_p, r0m)
         r_c = _mat_vec(rot, _sub(_vec(body_real, i, CP), _com(body_real, i)))
         rho = _sub(_add(_vec(zp, i, 0), r_c), c_p)
@@ -366,18 +385,15 @@ def factor(body_int, body_real, row_start, zp, zdp, vdot, lam, tangent, c_stiff,
         sf = _skew(f)
         src = _skew(r_c)
         # child-child, child-parent, parent-child, parent-parent rotation blocks (the derivative of the constraint
-        # forces jc^T lam, jp^T lam by the rotations); g fixed in the parent for every angular row but the universal's
+        # forces jc^T lam, jp^T lam by the ground-axis turns); g fixed in the parent for every angular row but the
+        # universal's
         hii = _mm(sf, src)
         hip = _lin(-1.0, _mm(src, sf), -1.0, _skew(m_ang))
         hpi = _lin(-1.0, _mm(sf, src), 0.0, sf)
         hpp = _lin(1.0, _mm(_skew(rho), sf), 1.0, _skew(m_ang))
         for k in range(m):  # the bottom rows: linear rows are exact as they stand
             _row_times_tangent(jc, jcb, i, k, t_c)
-            for c in range(3):
-                jpb[i, k, c] = jp[i, k, c]
-            a = (jp[i, k, 3], jp[i, k, 4], jp[i, k, 5])
-            for c in range(3):
-                jpb[i, k, 3 + c] = a[0] * t_p[c] + a[1] * t_p[3 + c] + a[2] * t_p[6 + c]
+            _row_times_tangent(jp, jpb, i, k, t_p)
         g0 = _column(frame, 0)
         g1 = _column(frame, 1)
         g2 = _column(frame, 2)
@@ -411,19 +427,26 @@ def factor(body_int, body_real, row_start, zp, zdp, vdot, lam, tangent, c_stiff,
             hip = _lin(1.0, _lin(-1.0, _mm(src, sf), 0.0, sf), lk, g21)
             hpi = _lin(1.0, hpi, lk, g12)
             hpp = _lin(1.0, _mm(_skew(rho), sf), -lk, g21)
-        _put(diag, i, 3, 3, c_stiff, _mm(hii, t_c))
+        # into body axes: a moment row times R^T, a turn column times R T (t_c, t_p)
+        _put(diag, i, 3, 3, c_stiff, _mm(rot_t, _mm(hii, t_c)))
         if p >= 0:
             for r in range(6):
                 for c in range(6):
                     aip[i, r, c] = 0.0
                     api[i, r, c] = 0.0
             _put(aip, i, 0, 3, -c_stiff, _mm(sf, t_p))  # the child's force turns with the parent
-            _put(aip, i, 3, 3, c_stiff, _mm(hip, t_p))
-            _put(api, i, 3, 0, c_stiff, sf)
-            _put(api, i, 3, 3, c_stiff, _mm(hpi, t_c))
+            _put(aip, i, 3, 3, c_stiff, _mm(rot_t, _mm(hip, t_p)))
+            _put(api, i, 3, 0, c_stiff, _mm(rot_pt, sf))
+            _put(api, i, 3, 3, c_stiff, _mm(rot_pt, _mm(hpi, t_c)))
             _put(diag, p, 0, 3, c_stiff, _mm(sf, t_p))
-            _put(diag, p, 3, 0, -c_stiff, sf)
-            _put(diag, p, 3, 3, c_stiff, _mm(hpp, t_p))
+            _put(diag, p, 3, 0, -c_stiff, _mm(rot_pt, sf))
+            _put(diag, p, 3, 3, c_stiff, _mm(rot_pt, _mm(hpp, t_p)))
+        for k in range(m):  # the rows' moment columns into body axes (jc^T lam's moment rows times R^T)
+            a = _mat_t_vec(rot, (jc[i, k, 3], jc[i, k, 4], jc[i, k, 5]))
+            b = _mat_t_vec(rot_p, (jp[i, k, 3], jp[i, k, 4], jp[i, k, 5]))
+            for c in range(3):
+                jc[i, k, 3 + c] = a[c]
+                jp[i, k, 3 + c] = b[c]
         # the local block [[D_i, jc^T], [jcb, 0]]
         size = 6 + m
         for r in range(size):
@@ -504,17 +527,20 @@ def solve(body_int, row_start, jp, api, lu, piv, wm, xb, xj):
 # ---- one step ------------------------------------------------------------------------------------------------------
 
 @njit
-def newton_step(body_int, body_real, gravity, row_start, tau, z0, zd0, acc0, vdot0, coef, gyration, tol, max_newton,
-                vdot, lam, zp, zdp, tangent, rb, rc, jc, jp, res, gam, diag, aip, api, jcb, jpb, lu, piv, wm, power,
-                info):
+def newton_step(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdot0, coef, gyration, tol, max_newton,
+                vdot, lam, zp, zbp, zdp, tangent, rb, rc, jc, jp, res, gam, diag, aip, api, jcb, jpb, lu, piv, wm,
+                power, info):
     """Newton's iteration of one step from the first guess (vdot, lam), full Newton (the matrix at every iterate);
-    on return vdot, lam and the new state (zp, zdp) of the last iterate. The correction of the state is
+    on return vdot, lam and the new state (zp; zbp, zdp: omega in body and in ground axes) of the last iterate
+    (velocities and accelerations zb0, acc0, vdot0, vdot with omega in body axes). The correction of the state is
     max(c_stiff, c_damp) times the largest of |dvdot| on the centres of mass and gyration[i] |dvdot| on the
-    rotations (the motion of body i's points at its radius of gyration); converged when it is <= tol, or <= 100 tol
-    and no longer contracting (round-off). coef = (h, alpha_m, alpha_f, gamma, beta, c_stiff, c_damp). info
-    receives (iterations, last correction, max |residual| of the last iterate, its body). Returns the status
-    (STATUS_NO_CONVERGENCE after max_newton iterations or at a non-finite correction); power[0] is tau's power at
-    the last residual's state."""
+    rotations (the motion of body i's points at its radius of gyration); converged when it is <= tol, when the
+    error it leaves, estimated as theta / (1 - theta) times it (theta: its ratio to the correction before, Hairer &
+    Wanner's estimate), is, or when it is <= 100 tol and no longer contracting (round-off). coef = (h, alpha_m,
+    alpha_f, gamma, beta, c_stiff, c_damp). info receives (iterations, last correction, max |residual| of the last
+    iterate, its body). Returns the status (STATUS_NO_CONVERGENCE after max_newton iterations or at a non-finite
+    correction; a singular local block or a non-finite state: theirs); power[0] is tau's power at the last
+    residual's state."""
     n = body_int.shape[0]
     c_stiff = coef[5]
     c_damp = coef[6]
@@ -522,7 +548,7 @@ def newton_step(body_int, body_real, gravity, row_start, tau, z0, zd0, acc0, vdo
     previous = np.inf
     info[0] = 0.0
     for it in range(max_newton):
-        update_state(z0, zd0, acc0, vdot0, coef, vdot, zp, zdp, tangent)
+        update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
         status = residual(body_int, body_real, gravity, row_start, tau, zp, zdp, vdot, lam, c_stiff, rb, rc, jc, jp,
                           res, gam, power)
         if status:
@@ -536,8 +562,8 @@ def newton_step(body_int, body_real, gravity, row_start, tau, z0, zd0, acc0, vdo
                     where = i
         info[2] = worst
         info[3] = where
-        status = factor(body_int, body_real, row_start, zp, zdp, vdot, lam, tangent, c_stiff, c_damp, jc, jp, diag,
-                        aip, api, jcb, jpb, lu, piv, wm)
+        status = factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_stiff, c_damp, jc, jp,
+                        diag, aip, api, jcb, jpb, lu, piv, wm)
         if status:
             return status
         for i in range(n):
@@ -560,8 +586,10 @@ def newton_step(body_int, body_real, gravity, row_start, tau, z0, zd0, acc0, vdo
         info[1] = correction
         if not math.isfinite(correction):
             return STATUS_NO_CONVERGENCE
-        if correction <= tol or (correction <= 100.0 * tol and correction > 0.5 * previous):
-            update_state(z0, zd0, acc0, vdot0, coef, vdot, zp, zdp, tangent)
+        theta = correction / previous  # the contraction: the error left is about theta / (1 - theta) correction
+        if (correction <= tol or (it > 0 and theta < 1.0 and theta / (1.0 - theta) * correction <= tol)
+                or (correction <= 100.0 * tol and theta > 0.5)):
+            update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
             return STATUS_OK
         previous = correction
     return STATUS_NO_CONVERGENCE
