@@ -110,7 +110,12 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         is exact, what is lagged, where Newton needs smaller steps); tau, force elements, t_eval, events, work
         terms, progress, max_wall_time; ``result.newton_contraction`` measures the linear convergence; closed loops
         as in the plane (stabilised index 2, the Schur complement on the articulated-body factors). With loops
-        ``result.multipliers`` (nt, m) holds the multipliers lambda at the samples (both models).
+        ``result.multipliers`` (nt, m) holds the multipliers lambda at the samples (both models). A Model3D with
+        ``formulation="augmented"``: the absolute coordinates stepped by index-3 generalised-alpha on R^3 x SO(3)
+        per body with the exact Newton matrix eliminated in tree order, O(N)
+        (``recursive_mbd.integrate.augmented3d_implicit``): for long chains swinging widely; trees, tau constant,
+        no force elements, events or t_eval; a step whose Newton iteration fails is split in halves (at most 4
+        times, ``result.newton_split_steps``).
         "bdf": variable-step, variable-order BDF (orders 1-5, Shampine-Reichelt form) with error control by
         ``rtol``/``atol``, dense output (t_eval, events) and Newton iterations of O(N) cost (the Newton matrix
         M + c C + c^2 K factorised by ``implicit.effective_factor`` and reused across steps;
@@ -184,7 +189,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     formulation : {"recursive", "augmented"}
         "augmented" integrates the absolute-coordinate formulation instead (``augmented.TimeLoop``: the state
         (z, zd) of every centre of mass, the tree solver of ``augmented.forward_dynamics``, loops and drivers as
-        auxiliary rows) in the same compiled time loops, with every method but generalized_alpha and bdf; the
+        auxiliary rows) in the same compiled time loops, with every method but bdf, and but generalized_alpha on a
+        planar model (a Model3D's has its own, above); the
         result has ``z``, ``zd`` and ``constraint_drift`` besides q and qd. A Model3D: ``z`` (nt, nbodies, 7),
         ``zd`` (nt, nbodies, 6) (``augmented3d``).
     stabilization : {"projection", "baumgarte", "none"}, optional
