@@ -72,7 +72,7 @@ from .spatial3d import (
 njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=True)
 inline = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=True, inline="always")
 
-# a pivot of the local LU below this fraction of the block's largest entry is zero (the block is singular)
+# a pivot of the local LU below this fraction of the largest entry of its column is zero (the block is singular)
 PIVOT_RTOL = 1e-14
 
 
@@ -271,20 +271,22 @@ def _row_times_tangent(jc, jcb, i, r, t):
 
 
 @inline
-def _lu_factor(a, piv, size):
+def _lu_factor(a, piv, size, colmax):
     """LU with partial pivoting of a[:size, :size] in place (unit lower L below the diagonal); False when a pivot
-    falls below PIVOT_RTOL times the largest entry."""
-    big = 0.0
-    for r in range(size):
-        for c in range(size):
+    falls below PIVOT_RTOL times the largest entry of its column in a (the columns' units differ: forces and
+    moments, a link's axial inertia 1e-16 kg m^2 beside its rows' 1). colmax (size,) is scratch."""
+    for c in range(size):
+        big = 0.0
+        for r in range(size):
             big = max(big, abs(a[r, c]))
+        colmax[c] = big
     for k in range(size):
         best = k
         for r in range(k + 1, size):
             if abs(a[r, k]) > abs(a[best, k]):
                 best = r
         piv[k] = best
-        if not abs(a[best, k]) > PIVOT_RTOL * big:
+        if not abs(a[best, k]) > PIVOT_RTOL * colmax[k]:
             return False
         if best != k:
             for c in range(size):
@@ -459,7 +461,7 @@ def factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_st
                     lu[i, r, c] = jcb[i, r - 6, c]
                 else:
                     lu[i, r, c] = 0.0
-        if not _lu_factor(lu[i], piv[i], size):
+        if not _lu_factor(lu[i], piv[i], size, y):
             return STATUS_SINGULAR | (i << 4)
         if p < 0:
             continue
