@@ -3,21 +3,28 @@ R^3 x SO(3) per body, its residual and its Newton matrix, factorised and solved 
 ``recursive_mbd.integrate.augmented3d_implicit`` derives the scheme and says what is exact; this module writes the
 pieces out.
 
-Coordinates and rows are those of ``spatial3d``: body i has z_i = (c, quat), zd_i = (c', omega) in ground axes,
-and its joint's m rows (``spatial3d.ROWS_PER_JOINT``) have the child block jc and the parent block jp (m x 6). A
-perturbation of a body's pose is (dc, dtheta), dtheta in ground axes: R -> exp([dtheta]) R.
+Coordinates and rows are those of ``spatial3d``: body i has z_i = (c, quat) and its joint's m rows
+(``spatial3d.ROWS_PER_JOINT``) have the child block jc and the parent block jp (m x 6), ground axes. The step's
+velocities and accelerations carry omega in BODY axes (zbp, vdot; the ground-axis omega = R omega_b for the rows):
+the rotation is updated as R+ = R exp([Delta]), a pose is perturbed by (dc, dtheta_b), R -> R exp([dtheta_b]), and
+the moment rows of the residual are the body-axis ones, J_c omega_b' + omega_b x J_c omega_b + R^T X (X the
+joints' moments on the body, ground axes). Why body axes: a slender link's spin is then decoupled exactly (its
+constraint moments have no axial part, whatever the iterate), where in ground axes the axis a step turns about is
+not the link's and Newton from the predictor threw 1000-link chains' top links into spins of 1e5 rad/s^2.
 
-Newton matrix, for body i with parent p (c_s = c_stiff, c_d = c_damp, T_i = diag(1, J_l(Delta_omega_i)) the
-tangent map of the rotation update, J_l SO(3)'s left Jacobian):
+Newton matrix, for body i with parent p (c_s = c_stiff, c_d = c_damp, T_i = diag(1, J_r(Delta_omega_i)) the
+tangent map of the rotation update, J_r SO(3)'s right Jacobian):
 
     rows of body i:   A_ii dvdot_i + A_ip dvdot_p + sum_children A_ik dvdot_k + jc_i^T dlam_i + sum_k jp_k^T dlam_k
     rows of joint i:  jcb_i dvdot_i + jpb_i dvdot_p
 
-with A_ii = M_i + c_d dQ_gyro/domega + c_s (dQ/dtheta + H_ii) T_i, A_ip = c_s H_ip T_p, A_pi = c_s H_pi T_i, H the
-derivative of the constraint forces jc^T lam, jp^T lam by the poses (the multiplier-weighted geometric stiffness; a
-joint's H couples its child and its parent only), jcb = (dC/dz) T the position rows' exact gradient times the
-tangent map (linear rows: jc itself; angular rows: (theta_i - theta_p) . v with v the residual's exact gradient,
-which equals jc's g where C = 0).
+with A_ii = M_i + c_d ([omega_b] J_c - [J_c omega_b]) + c_s ([R^T X] + R^T H_ii R) T_i, A_ip = c_s R_i^T H_ip R_p
+T_p, A_pi = c_s R_p^T H_pi R_i T_i (the moment rows and turn columns; the force rows and position columns without
+R), H the derivative of the constraint forces jc^T lam, jp^T lam by ground-axis turns (the multiplier-weighted
+geometric stiffness; a joint's H couples its child and its parent only), jc, jp the rows with their moment columns
+times R (body axes), jcb = (dC/dz) R T the position rows' exact gradient times the tangent map (linear rows and the
+universal's angular row: jc itself; the other angular rows: (theta_i - theta_p) . v with v the residual's exact
+gradient, which equals jc's g where C = 0).
 
 Elimination, leaves first: body i and its joint's rows form the local (6 + m) x (6 + m) block
 K_i = [[D_i, jc_i^T], [jcb_i, 0]] (D_i = A_ii less its children's Schur terms), coupled to the parent's unknowns by
