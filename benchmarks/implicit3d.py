@@ -33,6 +33,24 @@ scheme's error at dt = 0.01 s). Earlier, before the spin damping (the same machi
 13.09 iterations and 9.57 factorisations a step; N = 100 at 0.3 rad stopped at t = 0.13 s; N = 10000 stopped at
 0.09 s on the small swing and at the first step on the large one (not rerun).
 Why the large swings stop: ``recursive_mbd.integrate.spatial_implicit``.
+
+Absolute coordinates (``--formulations augmented``: ``rm.simulate(..., formulation="augmented")``, the exact
+Newton matrix of ``recursive_mbd.integrate.augmented3d_implicit``, full Newton; the same machine at a load of
+about 5, ``--rho-inf 0.9 0.5 --reference 0``; dopri5 at rtol = atol = 1e-6 run apart in the same conditions):
+
+    rho_inf  N     tilt   reached  wall/sim s  us/link-step  iter/step  splits  dopri5 [s]  tip diff [m]
+    0.9      100   1e-3   1.00     0.19        18.5          2.04       0       0.26        1e-6
+    0.9      1000  1e-3   1.00     2.45        24.5          2.54       0       38.4        1e-6
+    0.9      100   0.3    1.00     0.36        35.6          4.10       0       0.44        1.6e-4
+    0.9      1000  0.3    0.77     -           45.7          6.39       9       39.3        -   (the Newton matrix
+                                                                                    singular at t = 0.78 s)
+    0.5      100   1e-3   1.00     0.22        21.5          2.00       0
+    0.5      1000  1e-3   1.00     2.35        23.5          2.03       0
+    0.5      100   0.3    1.00     0.27        27.3          3.11       0
+    0.5      1000  0.3    1.00     3.16        31.6          3.33       0       39.3        1.3e-4 (12x)
+
+(N = 1000 at 0.3 rad and rho_inf = 0.9: the whip reaching the free end puts the last links in compression, where
+the steps, halved down to dt / 16, find no root near the predictor; ``augmented3d_implicit`` says more.)
 """
 
 import os
