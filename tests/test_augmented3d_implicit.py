@@ -117,19 +117,23 @@ def test_newton_converges_quadratically_on_a_swinging_chain_step():
 
 
 def test_a_swinging_chain_of_mixed_joints_follows_the_recursive_dopri5_run_at_second_order():
+    """With constant joint forces tau: the trajectory, tau's work and the constraint drift."""
     model, q0, v0 = swinging_chain()
     t_end = 0.2
-    reference = rm.simulate(model, q0, v0, t_end, rtol=1e-10, atol=1e-12)
+    tau = np.array([0.3, -0.2, 0.1, 0.4, -0.3, 0.2])
+    reference = rm.simulate(model, q0, v0, t_end, rtol=1e-10, atol=1e-12, tau=tau)
     errors = []
     for dt in (2e-3, 1e-3):
-        result = rm.simulate(model, q0, v0, t_end, method="generalized_alpha", formulation="augmented", dt=dt)
+        result = rm.simulate(model, q0, v0, t_end, method="generalized_alpha", formulation="augmented", dt=dt,
+                             tau=tau)
         assert result.method == "augmented generalized_alpha" and result.t[-1] == t_end
         assert result.z.shape == (result.t.size, 3, 7) and result.zd.shape == (result.t.size, 3, 6)
         assert result.constraint_drift.max() < 1e-12  # the position rows hold at every step end
         assert result.newton_iterations <= 4 * result.nsteps
         errors.append(max(np.abs(rm.difference(model, reference.q[-1], result.q[-1])).max(),
                           np.abs(reference.qd[-1] - result.qd[-1]).max()))
-    assert errors[1] < 2e-5
+    assert abs(result.applied_work[-1] - reference.applied_work[-1]) < 1e-5 * abs(reference.applied_work[-1])
+    assert errors[1] < 4e-5
     assert 3.5 < errors[0] / errors[1] < 4.5  # second order
 
 
