@@ -33,6 +33,24 @@ scheme's error at dt = 0.01 s). Earlier, before the spin damping (the same machi
 13.09 iterations and 9.57 factorisations a step; N = 100 at 0.3 rad stopped at t = 0.13 s; N = 10000 stopped at
 0.09 s on the small swing and at the first step on the large one (not rerun).
 Why the large swings stop: ``recursive_mbd.integrate.spatial_implicit``.
+
+Absolute coordinates (``--formulations augmented``: ``rm.simulate(..., formulation="augmented")``, the exact
+Newton matrix of ``recursive_mbd.integrate.augmented3d_implicit``, full Newton; the same machine at a load of
+about 5, ``--rho-inf 0.9 0.5 --reference 0``; dopri5 at rtol = atol = 1e-6 run apart in the same conditions):
+
+    rho_inf  N     tilt   reached  wall/sim s  us/link-step  iter/step  splits  dopri5 [s]  tip diff [m]
+    0.9      100   1e-3   1.00     0.19        18.5          2.04       0       0.26        1e-6
+    0.9      1000  1e-3   1.00     2.45        24.5          2.54       0       38.4        1e-6
+    0.9      100   0.3    1.00     0.36        35.6          4.10       0       0.44        1.6e-4
+    0.9      1000  0.3    0.77     -           45.7          6.39       9       39.3        -   (the Newton matrix
+                                                                                    singular at t = 0.78 s)
+    0.5      100   1e-3   1.00     0.22        21.5          2.00       0
+    0.5      1000  1e-3   1.00     2.35        23.5          2.03       0
+    0.5      100   0.3    1.00     0.27        27.3          3.11       0
+    0.5      1000  0.3    1.00     3.16        31.6          3.33       0       39.3        1.3e-4 (12x)
+
+(N = 1000 at 0.3 rad and rho_inf = 0.9: the whip reaching the free end puts the last links in compression, where
+the steps, halved down to dt / 16, find no root near the predictor; ``augmented3d_implicit`` says more.)
 """
 
 import os
@@ -59,19 +77,25 @@ def tip(model, q):
     return rm.point_kinematics(model, q, np.zeros(model.nv), n - 1, (0.0, 0.0, -rod))[0]
 
 
-def implicit_row(n, tilt, t_end):
-    """One generalized_alpha run: a dict of its figures (wall time per simulated second, iterations a step...)."""
+def implicit_row(n, tilt, t_end, formulation="recursive", rho_inf=0.9):
+    """One generalized_alpha run: a dict of its figures (wall time per simulated second, iterations a step...);
+    ``formulation`` "recursive" (joint coordinates) or "augmented" (absolute coordinates: only t0 and t_end stored,
+    the joint coordinates of every sample being recovered in Python)."""
     model, q0, v0 = hanging_chain(n, tilt)
+    options = {"formulation": "augmented", "every": 10**9} if formulation == "augmented" else {}
     start = time.perf_counter()
     try:
-        result = rm.simulate(model, q0, v0, t_end, method="generalized_alpha", dt=DT, rho_inf=0.9)
+        result = rm.simulate(model, q0, v0, t_end, method="generalized_alpha", dt=DT, rho_inf=rho_inf, **options)
         reached, failure = t_end, ""
     except SimulationError as error:
         result = error.result
         reached, failure = float(result.t[-1]), str(error).split(":")[1].strip()[:60]
+        if formulation == "augmented":  # its samples are t0 and t_end only: the steps taken tell how far it got
+            reached = result.nsteps * DT
     wall = time.perf_counter() - start
     steps = max(1, round(reached / DT))
-    return {"n": n, "tilt": tilt, "t_end": t_end, "reached": reached, "wall_s": wall,
+    return {"n": n, "tilt": tilt, "formulation": formulation, "rho_inf": rho_inf, "t_end": t_end, "reached": reached,
+            "wall_s": wall, "split_steps": getattr(result, "newton_split_steps", 0),
             "wall_per_simulated_s": wall / max(reached, DT), "us_per_link_step": wall / steps / n * 1e6,
             "iterations_per_step": result.newton_iterations / steps,
             "factorizations_per_step": result.newton_factorizations / steps, "failure": failure,
@@ -83,35 +107,50 @@ def main():
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10000])
     parser.add_argument("--t-end", type=float, default=1.0)
     parser.add_argument("--reference", type=int, default=1000, help="chain of the dopri5 comparison (0: none)")
+    parser.add_argument("--formulations", nargs="+", default=["recursive", "augmented"],
+                        choices=["recursive", "augmented"], help="joint or absolute coordinates (or both)")
+    parser.add_argument("--rho-inf", type=float, nargs="+", default=[0.9],
+                        help="the numerical damping of the runs (each value a set of rows)")
     args = parser.parse_args()
-    implicit_row(5, 0.3, 2 * DT)  # compile
-    rows = [implicit_row(n, tilt, args.t_end) for tilt in (1e-3, 0.3) for n in args.sizes]
-    print_table(["N", "tilt", "reached [s]", "wall/sim s", "us/link-step", "iter/step", "fact/step", "failure"],
-                [[r["n"], r["tilt"], f"{r['reached']:.2f}", f"{r['wall_per_simulated_s']:.3g}",
-                  f"{r['us_per_link_step']:.3g}", f"{r['iterations_per_step']:.2f}",
-                  f"{r['factorizations_per_step']:.2f}", r["failure"]] for r in rows])
+    for formulation in args.formulations:
+        implicit_row(5, 0.3, 2 * DT, formulation)  # compile
+    cases = [(formulation, rho) for formulation in args.formulations for rho in args.rho_inf]
+    rows = [implicit_row(n, tilt, args.t_end, formulation, rho) for formulation, rho in cases
+            for tilt in (1e-3, 0.3) for n in args.sizes]
+    print_table(["formulation", "rho_inf", "N", "tilt", "reached [s]", "wall/sim s", "us/link-step", "iter/step",
+                 "fact/step", "splits", "failure"],
+                [[r["formulation"], r["rho_inf"], r["n"], r["tilt"], f"{r['reached']:.2f}",
+                  f"{r['wall_per_simulated_s']:.3g}", f"{r['us_per_link_step']:.3g}",
+                  f"{r['iterations_per_step']:.2f}", f"{r['factorizations_per_step']:.2f}", r["split_steps"],
+                  r["failure"]] for r in rows])
     comparison = []
+    references = {}
     if args.reference:
-        for tilt in (1e-3, 0.3):
-            ours = next((r for r in rows if r["n"] == args.reference and r["tilt"] == tilt), None) or \
-                implicit_row(args.reference, tilt, args.t_end)
+        for (formulation, rho), tilt in ((case, tilt) for case in cases for tilt in (1e-3, 0.3)):
+            ours = next((r for r in rows if r["n"] == args.reference and r["tilt"] == tilt
+                         and r["formulation"] == formulation and r["rho_inf"] == rho), None) or \
+                implicit_row(args.reference, tilt, args.t_end, formulation, rho)
             model, q0, v0 = hanging_chain(args.reference, tilt)
             t_end = ours["reached"]
             if t_end < DT:  # generalized_alpha failed at its first step: nothing to compare
                 continue
-            rm.simulate(model, q0, v0, 2 * DT, method="dopri5", rtol=1e-6, atol=1e-6)  # compile
-            start = time.perf_counter()
-            explicit = rm.simulate(model, q0, v0, t_end, method="dopri5", rtol=1e-6, atol=1e-6)
-            wall = time.perf_counter() - start
-            comparison.append({"n": args.reference, "tilt": tilt, "t_end": t_end, "dopri5_wall_s": wall,
+            if (tilt, t_end) not in references:  # one dopri5 run a case, shared by the formulations
+                rm.simulate(model, q0, v0, 2 * DT, method="dopri5", rtol=1e-6, atol=1e-6)  # compile
+                start = time.perf_counter()
+                explicit = rm.simulate(model, q0, v0, t_end, method="dopri5", rtol=1e-6, atol=1e-6)
+                references[tilt, t_end] = explicit, time.perf_counter() - start
+            explicit, wall = references[tilt, t_end]
+            comparison.append({"n": args.reference, "tilt": tilt, "formulation": formulation, "rho_inf": rho,
+                               "t_end": t_end, "dopri5_wall_s": wall,
                                "generalized_alpha_wall_s": ours["wall_s"],
                                "speed_ratio": wall / ours["wall_s"],
                                "tip_difference_m": float(np.linalg.norm(np.array(ours["tip"])
                                                                         - tip(model, explicit.q[-1]))),
                                "dopri5_nfev": explicit.nfev})
-        print_table(["N", "tilt", "t_end", "dopri5 [s]", "g-alpha [s]", "speed ratio", "tip diff [m]"],
-                    [[c["n"], c["tilt"], f"{c['t_end']:.2f}", f"{c['dopri5_wall_s']:.3g}",
-                      f"{c['generalized_alpha_wall_s']:.3g}", f"{c['speed_ratio']:.3g}",
+        print_table(["formulation", "rho_inf", "N", "tilt", "t_end", "dopri5 [s]", "g-alpha [s]", "speed ratio",
+                     "tip diff [m]"],
+                    [[c["formulation"], c["rho_inf"], c["n"], c["tilt"], f"{c['t_end']:.2f}",
+                      f"{c['dopri5_wall_s']:.3g}", f"{c['generalized_alpha_wall_s']:.3g}", f"{c['speed_ratio']:.3g}",
                       f"{c['tip_difference_m']:.2e}"] for c in comparison])
     path = write_json(args.name, {"dt": DT, "rows": rows, "dopri5": comparison})
     print(f"wrote {path}")

@@ -110,7 +110,12 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         is exact, what is lagged, where Newton needs smaller steps); tau, force elements, t_eval, events, work
         terms, progress, max_wall_time; ``result.newton_contraction`` measures the linear convergence; closed loops
         as in the plane (stabilised index 2, the Schur complement on the articulated-body factors). With loops
-        ``result.multipliers`` (nt, m) holds the multipliers lambda at the samples (both models).
+        ``result.multipliers`` (nt, m) holds the multipliers lambda at the samples (both models). A Model3D with
+        ``formulation="augmented"``: the absolute coordinates stepped by index-3 generalised-alpha on R^3 x SO(3)
+        per body with the exact Newton matrix eliminated in tree order, O(N)
+        (``recursive_mbd.integrate.augmented3d_implicit``): for long chains swinging widely; trees, tau constant,
+        no force elements, events or t_eval; a step whose Newton iteration fails is split in halves (at most 4
+        times, ``result.newton_split_steps``).
         "bdf": variable-step, variable-order BDF (orders 1-5, Shampine-Reichelt form) with error control by
         ``rtol``/``atol``, dense output (t_eval, events) and Newton iterations of O(N) cost (the Newton matrix
         M + c C + c^2 K factorised by ``implicit.effective_factor`` and reused across steps;
@@ -184,7 +189,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     formulation : {"recursive", "augmented"}
         "augmented" integrates the absolute-coordinate formulation instead (``augmented.TimeLoop``: the state
         (z, zd) of every centre of mass, the tree solver of ``augmented.forward_dynamics``, loops and drivers as
-        auxiliary rows) in the same compiled time loops, with every method but generalized_alpha and bdf; the
+        auxiliary rows) in the same compiled time loops, with every method but bdf, and but generalized_alpha on a
+        planar model (a Model3D's has its own, above); the
         result has ``z``, ``zd`` and ``constraint_drift`` besides q and qd. A Model3D: ``z`` (nt, nbodies, 7),
         ``zd`` (nt, nbodies, 6) (``augmented3d``).
     stabilization : {"projection", "baumgarte", "none"}, optional
@@ -231,12 +237,16 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     max_wall_time = None if max_wall_time is None else positive(max_wall_time, "max_wall_time")
     if formulation not in _FORMULATIONS:
         raise ValueError(f"formulation must be 'recursive' or 'augmented', got {formulation!r}")
-    if formulation != "recursive" and method in ("generalized_alpha", "bdf"):
+    if formulation != "recursive" and method in ("generalized_alpha", "bdf") and not (
+            spatial and method == "generalized_alpha"):
         raise ValueError(f"method {method!r} integrates the recursive formulation (its Newton matrix is the joint-"
                          f"space one), not {formulation!r}")
     if method == "generalized_alpha":
         if max_order is not None:
             raise ValueError("max_order is an option of method 'bdf', not 'generalized_alpha'")
+        if spatial and formulation == "augmented":
+            return _generalized_alpha_augmented3d(model, q0, qd0, t0, t_end, dt, every, tau, events, t_eval, progress,
+                                                  max_wall_time, max_steps, rho_inf, newton_tol, augmented_options)
         if spatial:
             return _generalized_alpha_spatial(model, q0, qd0, t0, t_end, dt, every, tau, events, t_eval, progress,
                                               max_wall_time, max_steps, rho_inf, newton_tol)
@@ -386,6 +396,34 @@ def _generalized_alpha_spatial(model, q0, qd0, t0, t_end, dt, every, tau, events
         model, inputs, loop, q0, qd0, t0, t_end, dt, every=every, t_eval=t_eval, events=events,
         rho_inf=0.9 if rho_inf is None else rho_inf, newton_tol=1e-12 if newton_tol is None else newton_tol,
         max_steps=max_steps, progress=progress, max_wall_time=max_wall_time)
+
+
+def _generalized_alpha_augmented3d(model, q0, qd0, t0, t_end, dt, every, tau, events, t_eval, progress,
+                                   max_wall_time, max_steps, rho_inf, newton_tol, augmented_options):
+    """Dispatch a Model3D with formulation="augmented" to ``augmented3d_implicit.simulate_generalized_alpha``
+    (absolute coordinates; tau constant, no events or t_eval yet)."""
+    from . import augmented3d_implicit  # noqa: PLC0415
+
+    if augmented_options.get("solver") not in (None, "tree"):
+        raise ValueError(f"generalized_alpha in absolute coordinates solves with its own tree elimination, not "
+                         f"solver={augmented_options['solver']!r}")
+    if model.nv == 0:
+        raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
+    if callable(tau):
+        raise ValueError("generalized_alpha with formulation='augmented' on a Model3D takes tau constant (nv,) only "
+                         "yet; for a tau function use formulation='recursive'")
+    if events or t_eval is not None:
+        raise ValueError("events and t_eval are not supported by generalized_alpha with formulation='augmented' on "
+                         "a Model3D yet (use every=, or formulation='recursive')")
+    if progress:
+        raise ValueError("progress is not supported by generalized_alpha with formulation='augmented' on a Model3D "
+                         "yet")
+    augmented3d_implicit.check_model(model)
+    q0, qd0 = _spatial_start(model, q0, qd0)
+    check_finite_start(q0, qd0)
+    return augmented3d_implicit.simulate_generalized_alpha(
+        model, q0, qd0, t0, t_end, dt, tau=tau, every=every, rho_inf=0.9 if rho_inf is None else rho_inf,
+        newton_tol=1e-12 if newton_tol is None else newton_tol, max_steps=max_steps, max_wall_time=max_wall_time)
 
 
 # the keyword arguments of simulate (and the augmented formulation's own), for "did you mean" suggestions

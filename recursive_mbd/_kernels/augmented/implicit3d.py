@@ -1,0 +1,604 @@
+"""Generalised-alpha on the augmented absolute coordinates of a spatial model compiled: the step's update on
+R^3 x SO(3) per body, its residual and its Newton matrix, factorised and solved in tree order in O(N).
+``recursive_mbd.integrate.augmented3d_implicit`` derives the scheme and says what is exact; this module writes the
+pieces out.
+
+Coordinates and rows are those of ``spatial3d``: body i has z_i = (c, quat) and its joint's m rows
+(``spatial3d.ROWS_PER_JOINT``) have the child block jc and the parent block jp (m x 6), ground axes. The step's
+velocities and accelerations carry omega in BODY axes (zbp, vdot; the ground-axis omega = R omega_b for the rows):
+the rotation is updated as R+ = R exp([Delta]), a pose is perturbed by (dc, dtheta_b), R -> R exp([dtheta_b]), and
+the moment rows of the residual are the body-axis ones, J_c omega_b' + omega_b x J_c omega_b + R^T X (X the
+joints' moments on the body, ground axes). Why body axes: a slender link's spin is then decoupled exactly (its
+constraint moments have no axial part, whatever the iterate), where in ground axes the axis a step turns about is
+not the link's and Newton from the predictor threw 1000-link chains' top links into spins of 1e5 rad/s^2.
+
+Newton matrix, for body i with parent p (c_s = c_stiff, c_d = c_damp, T_i = diag(1, J_r(Delta_omega_i)) the
+tangent map of the rotation update, J_r SO(3)'s right Jacobian):
+
+    rows of body i:   A_ii dvdot_i + A_ip dvdot_p + sum_children A_ik dvdot_k + jc_i^T dlam_i + sum_k jp_k^T dlam_k
+    rows of joint i:  jcb_i dvdot_i + jpb_i dvdot_p
+
+with A_ii = M_i + c_d ([omega_b] J_c - [J_c omega_b]) + c_s ([R^T X] + R^T H_ii R) T_i, A_ip = c_s R_i^T H_ip R_p
+T_p, A_pi = c_s R_p^T H_pi R_i T_i (the moment rows and turn columns; the force rows and position columns without
+R), H the derivative of the constraint forces jc^T lam, jp^T lam by ground-axis turns (the multiplier-weighted
+geometric stiffness; a joint's H couples its child and its parent only), jc, jp the rows with their moment columns
+times R (body axes), jcb = (dC/dz) R T the position rows' exact gradient times the tangent map (linear rows and the
+universal's angular row: jc itself; the other angular rows: (theta_i - theta_p) . v with v the residual's exact
+gradient, which equals jc's g where C = 0).
+
+Elimination, leaves first: body i and its joint's rows form the local (6 + m) x (6 + m) block
+K_i = [[D_i, jc_i^T], [jcb_i, 0]] (D_i = A_ii less its children's Schur terms), coupled to the parent's unknowns by
+U_i = [A_ip; jpb_i] (columns) and V_i = [A_pi, jp_i^T] (rows): K_i is factorised by LU with partial pivoting (it is
+neither symmetric nor definite: the geometric stiffness of compressed links, the gyroscopic terms, the zero block),
+W_i = K_i^-1 U_i is kept and D_p -= V_i W_i. The solve: leaves first y_i = K_i^-1 b_i, b_p -= V_i y_i; roots first
+y_i -= W_i x_p. O(N) time and memory, no nbodies x nbodies matrix.
+"""
+
+import math
+
+import numba
+import numpy as np
+
+from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
+from ..layout import STATUS_NO_CONVERGENCE, STATUS_NONFINITE_Q, STATUS_OK, STATUS_SINGULAR
+from ..spatial.layout import (
+    A1,
+    A2,
+    CP,
+    CYLINDRICAL,
+    FIXED,
+    IC,
+    JTYPE,
+    MASS,
+    PARENT,
+    PLANAR,
+    PRISMATIC,
+    R0,
+    REVOLUTE,
+    UNIVERSAL,
+)
+from .spatial3d import (
+    ROWS_PER_JOINT,
+    _add,
+    _column,
+    _com,
+    _cross,
+    _dot,
+    _mat_mat,
+    _mat_t_vec,
+    _mat_vec,
+    _perpendiculars,
+    _quaternion_matrix,
+    _scale,
+    _sub,
+    _vec,
+    body_loads,
+    joint_rows,
+)
+
+njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=True)
+inline = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=True, inline="always")
+
+# a pivot of the local LU below this fraction of the largest entry of its column is zero (the block is singular)
+PIVOT_RTOL = 1e-14
+
+
+# ---- 3 x 3 helpers on row-major 9-tuples ---------------------------------------------------------------------------
+
+@inline
+def _skew(a):
+    return (0.0, -a[2], a[1], a[2], 0.0, -a[0], -a[1], a[0], 0.0)
+
+
+@inline
+def _mm(a, b):
+    return _mat_mat(a, b)
+
+
+@inline
+def _lin(sa, a, sb, b):
+    """sa a + sb b of 9-tuples."""
+    return (sa * a[0] + sb * b[0], sa * a[1] + sb * b[1], sa * a[2] + sb * b[2], sa * a[3] + sb * b[3],
+            sa * a[4] + sb * b[4], sa * a[5] + sb * b[5], sa * a[6] + sb * b[6], sa * a[7] + sb * b[7],
+            sa * a[8] + sb * b[8])
+
+
+@inline
+def _put(out, i, r0, c0, s, a):
+    """out[i, r0:r0 + 3, c0:c0 + 3] += s a."""
+    for r in range(3):
+        for c in range(3):
+            out[i, r0 + r, c0 + c] += s * a[3 * r + c]
+
+
+@inline
+def _tangent(tangent, i):
+    return (tangent[i, 0, 0], tangent[i, 0, 1], tangent[i, 0, 2], tangent[i, 1, 0], tangent[i, 1, 1],
+            tangent[i, 1, 2], tangent[i, 2, 0], tangent[i, 2, 1], tangent[i, 2, 2])
+
+
+@inline
+def _inertia(body_real, rot, i):
+    """J = R J_c R^T (ground axes) of body i."""
+    xx = body_real[i, IC]
+    yy = body_real[i, IC + 1]
+    zz = body_real[i, IC + 2]
+    xy = body_real[i, IC + 3]
+    xz = body_real[i, IC + 4]
+    yz = body_real[i, IC + 5]
+    jc = (xx, xy, xz, xy, yy, yz, xz, yz, zz)
+    return _mat_mat(_mat_mat(rot, jc), (rot[0], rot[3], rot[6], rot[1], rot[4], rot[7], rot[2], rot[5], rot[8]))
+
+
+# ---- the step's update ---------------------------------------------------------------------------------------------
+
+@njit
+def update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent):
+    """The new state of a step from its new accelerations ``vdot`` (nbodies, 6; the rotations' in body axes): with
+    coef = (h, alpha_m, alpha_f, gamma, beta), a+ = ((1 - alpha_f) vdot + alpha_f vdot0 - alpha_m acc0) /
+    (1 - alpha_m), zbp = zb0 + h (1 - gamma) acc0 + h gamma a+ (velocities, omega in body axes),
+    Delta = h zb0 + h^2 ((1/2 - beta) acc0 + beta a+), zp = (c0 + Delta_c, R0 exp([Delta_omega])) (the quaternion
+    multiplied on the right: unit by construction), zdp the new velocities with omega in ground axes, and
+    tangent[i] = J_r(Delta_omega) (3 x 3), the right Jacobian of SO(3): exp([Delta + d]) = exp([Delta])
+    exp([J_r d])."""
+    h = coef[0]
+    am = coef[1]
+    af = coef[2]
+    gm = coef[3]
+    bt = coef[4]
+    delta = np.empty(6)
+    for i in range(z0.shape[0]):
+        for c in range(6):
+            a_new = ((1.0 - af) * vdot[i, c] + af * vdot0[i, c] - am * acc0[i, c]) / (1.0 - am)
+            zbp[i, c] = zb0[i, c] + h * ((1.0 - gm) * acc0[i, c] + gm * a_new)
+            delta[c] = h * zb0[i, c] + h * h * ((0.5 - bt) * acc0[i, c] + bt * a_new)
+        for c in range(3):
+            zp[i, c] = z0[i, c] + delta[c]
+            zdp[i, c] = zbp[i, c]
+        dx = delta[3]
+        dy = delta[4]
+        dz = delta[5]
+        phi2 = dx * dx + dy * dy + dz * dz
+        phi = math.sqrt(phi2)
+        if phi < 1e-4:  # series: the closed forms lose digits
+            half = 0.5 - phi2 / 48.0
+            b = 0.5 - phi2 / 24.0
+            cc = 1.0 / 6.0 - phi2 / 120.0
+            ew = 1.0 - phi2 / 8.0
+        else:
+            half = math.sin(0.5 * phi) / phi
+            b = (1.0 - math.cos(phi)) / phi2
+            cc = (phi - math.sin(phi)) / (phi2 * phi)
+            ew = math.cos(0.5 * phi)
+        ex = half * dx
+        ey = half * dy
+        ez = half * dz
+        qw = z0[i, 3]
+        qx = z0[i, 4]
+        qy = z0[i, 5]
+        qz = z0[i, 6]
+        nw = qw * ew - qx * ex - qy * ey - qz * ez
+        nx = qw * ex + ew * qx + qy * ez - qz * ey
+        ny = qw * ey + ew * qy + qz * ex - qx * ez
+        nz = qw * ez + ew * qz + qx * ey - qy * ex
+        norm = math.sqrt(nw * nw + nx * nx + ny * ny + nz * nz)
+        zp[i, 3] = nw / norm
+        zp[i, 4] = nx / norm
+        zp[i, 5] = ny / norm
+        zp[i, 6] = nz / norm
+        rot, _ = _quaternion_matrix(zp, i)
+        om = _mat_vec(rot, _vec(zbp, i, 3))
+        for c in range(3):
+            zdp[i, 3 + c] = om[c]
+        k = _skew((dx, dy, dz))
+        k2 = _mat_mat(k, k)
+        for r in range(3):
+            for c in range(3):
+                tangent[i, r, c] = (1.0 if r == c else 0.0) - b * k[3 * r + c] + cc * k2[3 * r + c]
+
+
+# ---- residual ------------------------------------------------------------------------------------------------------
+
+@njit
+def residual(body_int, body_real, gravity, row_start, tau, zp, zdp, vdot, lam, c_stiff, rb, rc, jc, jp, res, gam,
+             power):
+    """The step's residual at the new state (zp, zdp: omega in ground axes) and unknowns (vdot: the rotations' in
+    body axes, lam): rb (nbodies, 6) = M vdot + jc^T lam (+ the children's jp^T lam) - Q (gravity, gyroscopic, the
+    joint forces tau (nv,) or (0,)), its moment rows in body axes (R^T times the ground ones: J_c omega_b' +
+    omega_b x J_c omega_b - R^T moments), rc (rows) = C(zp) / c_stiff; the rows' blocks jc, jp (ground axes),
+    residuals and gammas (``spatial3d.joint_rows``) at zp are left in jc, jp, res, gam, and the power of tau at
+    (zp, zdp) in power[0]. Returns the status (a non-finite state: its body)."""
+    n = body_int.shape[0]
+    tau_power = 0.0
+    load = np.empty((2, 6))
+    block = np.empty((7, 6))
+    for i in range(n):
+        for c in range(7):
+            if not math.isfinite(zp[i, c]):
+                return STATUS_NONFINITE_Q | (i << 4)
+        for c in range(6):
+            rb[i, c] = 0.0
+    for i in range(n - 1, -1, -1):
+        p = body_int[i, PARENT]
+        body_loads(body_real, gravity, zp, zdp, i, block)
+        m = joint_rows(body_int, body_real, zp, zdp, tau, i, jc, jp, res, gam, load)
+        rot, _ = _quaternion_matrix(zp, i)
+        wd = _mat_vec(rot, _vec(vdot, i, 3))  # omega' in ground axes (= R omega_b')
+        acc = (vdot[i, 0], vdot[i, 1], vdot[i, 2], wd[0], wd[1], wd[2])
+        for r in range(6):
+            s = 0.0
+            for c in range(6):
+                s += block[r, c] * acc[c]
+            rb[i, r] += s - block[6, r] - load[0, r]
+            tau_power += load[0, r] * zdp[i, r]
+            if p >= 0:
+                rb[p, r] -= load[1, r]
+                tau_power += load[1, r] * zdp[p, r]
+        r0 = row_start[i]
+        for k in range(m):
+            lk = lam[r0 + k]
+            for c in range(6):
+                rb[i, c] += jc[i, k, c] * lk
+                if p >= 0:
+                    rb[p, c] += jp[i, k, c] * lk
+            rc[r0 + k] = res[i, k] / c_stiff
+    for i in range(n):  # the moment rows into body axes
+        rot, _ = _quaternion_matrix(zp, i)
+        moment = _mat_t_vec(rot, _vec(rb, i, 3))
+        for c in range(3):
+            rb[i, 3 + c] = moment[c]
+    power[0] = tau_power
+    return STATUS_OK
+
+
+# ---- Newton matrix -------------------------------------------------------------------------------------------------
+
+@inline
+def _angular_gradient(jcb, jpb, i, r, v, t_c, t_p, has_parent):
+    """Row r of the bottom blocks for an angular residual with gradient (theta_i - theta_p) . v, times the tangent
+    maps."""
+    vc = (v[0] * t_c[0] + v[1] * t_c[3] + v[2] * t_c[6], v[0] * t_c[1] + v[1] * t_c[4] + v[2] * t_c[7],
+          v[0] * t_c[2] + v[1] * t_c[5] + v[2] * t_c[8])
+    vp = (v[0] * t_p[0] + v[1] * t_p[3] + v[2] * t_p[6], v[0] * t_p[1] + v[1] * t_p[4] + v[2] * t_p[7],
+          v[0] * t_p[2] + v[1] * t_p[5] + v[2] * t_p[8])
+    for c in range(3):
+        jcb[i, r, c] = 0.0
+        jcb[i, r, 3 + c] = vc[c]
+        jpb[i, r, c] = 0.0
+        jpb[i, r, 3 + c] = -vp[c] if has_parent else 0.0
+
+
+@inline
+def _row_times_tangent(jc, jcb, i, r, t):
+    """jcb[i, r] = jc[i, r] with its rotation part multiplied on the right by t."""
+    a = (jc[i, r, 3], jc[i, r, 4], jc[i, r, 5])
+    for c in range(3):
+        jcb[i, r, c] = jc[i, r, c]
+        jcb[i, r, 3 + c] = a[0] * t[c] + a[1] * t[3 + c] + a[2] * t[6 + c]
+
+
+@inline
+def _lu_factor(a, piv, size, colmax):
+    """LU with partial pivoting of a[:size, :size] in place (unit lower L below the diagonal); False when a pivot
+    falls below PIVOT_RTOL times the largest entry of its column in a (the columns' units differ: forces and
+    moments, a link's axial inertia 1e-16 kg m^2 beside its rows' 1). colmax (size,) is scratch."""
+    for c in range(size):
+        big = 0.0
+        for r in range(size):
+            big = max(big, abs(a[r, c]))
+        colmax[c] = big
+    for k in range(size):
+        best = k
+        for r in range(k + 1, size):
+            if abs(a[r, k]) > abs(a[best, k]):
+                best = r
+        piv[k] = best
+        if not abs(a[best, k]) > PIVOT_RTOL * colmax[k]:
+            return False
+        if best != k:
+            for c in range(size):
+                tmp = a[k, c]
+                a[k, c] = a[best, c]
+                a[best, c] = tmp
+        inv = 1.0 / a[k, k]
+        for r in range(k + 1, size):
+            a[r, k] *= inv
+            f = a[r, k]
+            if f != 0.0:
+                for c in range(k + 1, size):
+                    a[r, c] -= f * a[k, c]
+    return True
+
+
+@inline
+def _lu_solve(a, piv, size, y):
+    """y[:size] = a^-1 y[:size] with the factor of ``_lu_factor``."""
+    for k in range(size):  # the row interchanges first (the factor swapped whole rows, L's included)
+        p = piv[k]
+        if p != k:
+            tmp = y[k]
+            y[k] = y[p]
+            y[p] = tmp
+    for k in range(size):
+        for r in range(k + 1, size):
+            y[r] -= a[r, k] * y[k]
+    for k in range(size - 1, -1, -1):
+        s = y[k]
+        for c in range(k + 1, size):
+            s -= a[k, c] * y[c]
+        y[k] = s / a[k, k]
+
+
+@njit
+def factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_stiff, c_damp, jc, jp, diag, aip, api,
+           jcb, jpb, lu, piv, wm):
+    """Build the Newton matrix at (zp, zbp, vdot, lam) (module docstring; zbp the velocities with omega in body
+    axes, rb the residual there and jc, jp the ground-axis rows, both as ``residual`` left them) and factorise it
+    leaves first: lu (nbodies, 12, 12) and piv (nbodies, 12) the local blocks' LU, wm (nbodies, 12, 6) = K_i^-1 U_i;
+    diag, aip, api (nbodies, 6, 6) the body blocks D_i (reduced), A_ip, A_pi; jcb, jpb (nbodies, 6, 6) the position
+    rows' gradients times the tangent maps; jc, jp are turned into body axes (their moment columns times R), the
+    rows of the solve. Returns the status (a singular local block: its body)."""
+    n = body_int.shape[0]
+    y = np.empty(12)
+    for i in range(n):  # the body's own terms: inertia, gyroscopic forces, the turn of R^T on the applied moments
+        inertia = (body_real[i, IC], body_real[i, IC + 3], body_real[i, IC + 4], body_real[i, IC + 3],
+                   body_real[i, IC + 1], body_real[i, IC + 5], body_real[i, IC + 4], body_real[i, IC + 5],
+                   body_real[i, IC + 2])
+        om = _vec(zbp, i, 3)
+        jom = _mat_vec(inertia, om)
+        # d(omega x J_c omega)/d omega = [omega] J_c - [J_c omega]
+        gyro_w = _lin(1.0, _mm(_skew(om), inertia), -1.0, _skew(jom))
+        # the moment rows are R^T X (X: the joints' ground-axis moments); turning R by exp([theta]) adds [R^T X] theta
+        spin = _add(_mat_vec(inertia, _vec(vdot, i, 3)), _cross(om, jom))
+        applied = _sub(_vec(rb, i, 3), spin)
+        conf = _mm(_skew(applied), _tangent(tangent, i))
+        mass = body_real[i, MASS]
+        for r in range(6):
+            for c in range(6):
+                diag[i, r, c] = 0.0
+        for r in range(3):
+            diag[i, r, r] = mass
+            for c in range(3):
+                diag[i, 3 + r, 3 + c] = inertia[3 * r + c] + c_damp * gyro_w[3 * r + c] + c_stiff * conf[3 * r + c]
+    for i in range(n - 1, -1, -1):
+        jt = body_int[i, JTYPE]
+        p = body_int[i, PARENT]
+        m = ROWS_PER_JOINT[jt]
+        r0 = row_start[i]
+        rot, _ = _quaternion_matrix(zp, i)
+        t_c = _mm(rot, _tangent(tangent, i))  # a body-axis turn theta_b is the ground one R theta_b
+        r0m = (body_real[i, R0], body_real[i, R0 + 1], body_real[i, R0 + 2], body_real[i, R0 + 3],
+               body_real[i, R0 + 4], body_real[i, R0 + 5], body_real[i, R0 + 6], body_real[i, R0 + 7],
+               body_real[i, R0 + 8])
+        if p >= 0:
+            rot_p, _ = _quaternion_matrix(zp, p)
+            c_p = _vec(zp, p, 0)
+            t_p = _mm(rot_p, _tangent(tangent, p))
+        else:
+            rot_p = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
+            c_p = (0.0, 0.0, 0.0)
+            t_p = rot_p
+        rot_t = (rot[0], rot[3], rot[6], rot[1], rot[4], rot[7], rot[2], rot[5], rot[8])
+        rot_pt = (rot_p[0], rot_p[3], rot_p[6], rot_p[1], rot_p[4], rot_p[7], rot_p[2], rot_p[5], rot_p[8])
+        frame = _mat_mat(rot_p, r0m)
+        r_c = _mat_vec(rot, _sub(_vec(body_real, i, CP), _com(body_real, i)))
+        rho = _sub(_add(_vec(zp, i, 0), r_c), c_p)
+        # the joint's force f (linear rows) and moment (angular rows) on the child, ground axes
+        f = (0.0, 0.0, 0.0)
+        mc = (0.0, 0.0, 0.0)
+        for k in range(m):
+            lk = lam[r0 + k]
+            f = _add(f, _scale(lk, (jc[i, k, 0], jc[i, k, 1], jc[i, k, 2])))
+            mc = _add(mc, _scale(lk, (jc[i, k, 3], jc[i, k, 4], jc[i, k, 5])))
+        m_ang = _sub(mc, _cross(r_c, f))
+        sf = _skew(f)
+        src = _skew(r_c)
+        # child-child, child-parent, parent-child, parent-parent rotation blocks (the derivative of the constraint
+        # forces jc^T lam, jp^T lam by the ground-axis turns); g fixed in the parent for every angular row but the
+        # universal's
+        hii = _mm(sf, src)
+        hip = _lin(-1.0, _mm(src, sf), -1.0, _skew(m_ang))
+        hpi = _lin(-1.0, _mm(sf, src), 0.0, sf)
+        hpp = _lin(1.0, _mm(_skew(rho), sf), 1.0, _skew(m_ang))
+        for k in range(m):  # the bottom rows: linear rows are exact as they stand
+            _row_times_tangent(jc, jcb, i, k, t_c)
+            _row_times_tangent(jp, jpb, i, k, t_p)
+        g0 = _column(frame, 0)
+        g1 = _column(frame, 1)
+        g2 = _column(frame, 2)
+        if jt in (PRISMATIC, FIXED):  # C = axial vector of skew(F^T R_i): exact gradients
+            at = 3 if jt == FIXED else 0
+            c0 = _column(rot, 0)
+            c1 = _column(rot, 1)
+            c2 = _column(rot, 2)
+            _angular_gradient(jcb, jpb, i, at, _scale(0.5, _sub(_cross(c1, g2), _cross(c2, g1))), t_c, t_p, p >= 0)
+            _angular_gradient(jcb, jpb, i, at + 1, _scale(0.5, _sub(_cross(c2, g0), _cross(c0, g2))), t_c, t_p,
+                              p >= 0)
+            _angular_gradient(jcb, jpb, i, at + 2, _scale(0.5, _sub(_cross(c0, g1), _cross(c1, g0))), t_c, t_p,
+                              p >= 0)
+        elif jt in (REVOLUTE, CYLINDRICAL, PLANAR):  # C1 = -(F n2) . (R a), C2 = (F n1) . (R a)
+            at = 3 if jt == REVOLUTE else 0
+            axis = (0.0, 0.0, 1.0) if jt == PLANAR else _vec(body_real, i, A1)
+            n1, n2 = _perpendiculars(axis)
+            ca = _mat_vec(rot, axis)
+            _angular_gradient(jcb, jpb, i, at, _cross(_mat_vec(frame, n2), ca), t_c, t_p, p >= 0)
+            _angular_gradient(jcb, jpb, i, at + 1, _cross(ca, _mat_vec(frame, n1)), t_c, t_p, p >= 0)
+        elif jt == UNIVERSAL:  # g = (F a1) x (R a2) / |a1 x a2| turns with both bodies
+            a1 = _vec(body_real, i, A1)
+            a2 = _vec(body_real, i, A2)
+            size = math.sqrt(_dot(_cross(a1, a2), _cross(a1, a2)))
+            u1 = _skew(_mat_vec(frame, a1))
+            u2 = _skew(_mat_vec(rot, a2))
+            lk = lam[r0 + 3] / size
+            g12 = _mm(u1, u2)
+            g21 = _mm(u2, u1)
+            hii = _lin(1.0, hii, -lk, g12)
+            hip = _lin(1.0, _lin(-1.0, _mm(src, sf), 0.0, sf), lk, g21)
+            hpi = _lin(1.0, hpi, lk, g12)
+            hpp = _lin(1.0, _mm(_skew(rho), sf), -lk, g21)
+        # into body axes: a moment row times R^T, a turn column times R T (t_c, t_p)
+        _put(diag, i, 3, 3, c_stiff, _mm(rot_t, _mm(hii, t_c)))
+        if p >= 0:
+            for r in range(6):
+                for c in range(6):
+                    aip[i, r, c] = 0.0
+                    api[i, r, c] = 0.0
+            _put(aip, i, 0, 3, -c_stiff, _mm(sf, t_p))  # the child's force turns with the parent
+            _put(aip, i, 3, 3, c_stiff, _mm(rot_t, _mm(hip, t_p)))
+            _put(api, i, 3, 0, c_stiff, _mm(rot_pt, sf))
+            _put(api, i, 3, 3, c_stiff, _mm(rot_pt, _mm(hpi, t_c)))
+            _put(diag, p, 0, 3, c_stiff, _mm(sf, t_p))
+            _put(diag, p, 3, 0, -c_stiff, _mm(rot_pt, sf))
+            _put(diag, p, 3, 3, c_stiff, _mm(rot_pt, _mm(hpp, t_p)))
+        for k in range(m):  # the rows' moment columns into body axes (jc^T lam's moment rows times R^T)
+            a = _mat_t_vec(rot, (jc[i, k, 3], jc[i, k, 4], jc[i, k, 5]))
+            b = _mat_t_vec(rot_p, (jp[i, k, 3], jp[i, k, 4], jp[i, k, 5]))
+            for c in range(3):
+                jc[i, k, 3 + c] = a[c]
+                jp[i, k, 3 + c] = b[c]
+        # the local block [[D_i, jc^T], [jcb, 0]]
+        size = 6 + m
+        for r in range(size):
+            for c in range(size):
+                if r < 6 and c < 6:
+                    lu[i, r, c] = diag[i, r, c]
+                elif r < 6:
+                    lu[i, r, c] = jc[i, c - 6, r]
+                elif c < 6:
+                    lu[i, r, c] = jcb[i, r - 6, c]
+                else:
+                    lu[i, r, c] = 0.0
+        if not _lu_factor(lu[i], piv[i], size, y):
+            return STATUS_SINGULAR | (i << 4)
+        if p < 0:
+            continue
+        for c in range(6):  # W = K^-1 U, a column at a time
+            for r in range(size):
+                y[r] = aip[i, r, c] if r < 6 else jpb[i, r - 6, c]
+            _lu_solve(lu[i], piv[i], size, y)
+            for r in range(size):
+                wm[i, r, c] = y[r]
+        for r in range(6):  # D_p -= V W, V = [A_pi, jp^T]
+            for c in range(6):
+                s = 0.0
+                for k in range(6):
+                    s += api[i, r, k] * wm[i, k, c]
+                for k in range(m):
+                    s += jp[i, k, r] * wm[i, 6 + k, c]
+                diag[p, r, c] -= s
+    return STATUS_OK
+
+
+@njit
+def solve(body_int, row_start, jp, api, lu, piv, wm, xb, xj):
+    """Solve the factorised Newton system in place: xb (nbodies, 6) and xj (rows) hold the right-hand side on entry
+    and the solution on return. O(N)."""
+    n = body_int.shape[0]
+    y = np.empty(12)
+    for i in range(n - 1, -1, -1):
+        m = ROWS_PER_JOINT[body_int[i, JTYPE]]
+        p = body_int[i, PARENT]
+        r0 = row_start[i]
+        size = 6 + m
+        for c in range(6):
+            y[c] = xb[i, c]
+        for k in range(m):
+            y[6 + k] = xj[r0 + k]
+        _lu_solve(lu[i], piv[i], size, y)
+        for c in range(6):
+            xb[i, c] = y[c]
+        for k in range(m):
+            xj[r0 + k] = y[6 + k]
+        if p >= 0:
+            for r in range(6):
+                s = 0.0
+                for k in range(6):
+                    s += api[i, r, k] * y[k]
+                for k in range(m):
+                    s += jp[i, k, r] * y[6 + k]
+                xb[p, r] -= s
+    for i in range(n):
+        p = body_int[i, PARENT]
+        if p < 0:
+            continue
+        m = ROWS_PER_JOINT[body_int[i, JTYPE]]
+        r0 = row_start[i]
+        for r in range(6 + m):
+            s = 0.0
+            for c in range(6):
+                s += wm[i, r, c] * xb[p, c]
+            if r < 6:
+                xb[i, r] -= s
+            else:
+                xj[r0 + r - 6] -= s
+
+
+# ---- one step ------------------------------------------------------------------------------------------------------
+
+@njit
+def newton_step(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdot0, coef, gyration, tol, max_newton,
+                vdot, lam, zp, zbp, zdp, tangent, rb, rc, jc, jp, res, gam, diag, aip, api, jcb, jpb, lu, piv, wm,
+                power, info):
+    """Newton's iteration of one step from the first guess (vdot, lam), full Newton (the matrix at every iterate);
+    on return vdot, lam and the new state (zp; zbp, zdp: omega in body and in ground axes) of the last iterate
+    (velocities and accelerations zb0, acc0, vdot0, vdot with omega in body axes). The correction of the state is
+    max(c_stiff, c_damp) times the largest of |dvdot| on the centres of mass and gyration[i] |dvdot| on the
+    rotations (the motion of body i's points at its radius of gyration); converged when it is <= tol, when the
+    error it leaves, estimated as theta / (1 - theta) times it (theta: its ratio to the correction before, Hairer &
+    Wanner's estimate), is, or when it is <= 100 tol and no longer contracting (round-off). coef = (h, alpha_m,
+    alpha_f, gamma, beta, c_stiff, c_damp). info receives (iterations, last correction, max |residual| of the last
+    iterate, its body). Returns the status (STATUS_NO_CONVERGENCE after max_newton iterations or at a non-finite
+    correction; a singular local block or a non-finite state: theirs); power[0] is tau's power at the last
+    residual's state."""
+    n = body_int.shape[0]
+    c_stiff = coef[5]
+    c_damp = coef[6]
+    scale = max(c_stiff, c_damp)
+    previous = np.inf
+    info[0] = 0.0
+    for it in range(max_newton):
+        update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
+        status = residual(body_int, body_real, gravity, row_start, tau, zp, zdp, vdot, lam, c_stiff, rb, rc, jc, jp,
+                          res, gam, power)
+        if status:
+            return status
+        worst = 0.0
+        where = 0
+        for i in range(n):
+            for c in range(6):
+                if not abs(rb[i, c]) <= worst:
+                    worst = abs(rb[i, c])
+                    where = i
+        info[2] = worst
+        info[3] = where
+        status = factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_stiff, c_damp, jc, jp,
+                        diag, aip, api, jcb, jpb, lu, piv, wm)
+        if status:
+            return status
+        for i in range(n):
+            for c in range(6):
+                rb[i, c] = -rb[i, c]
+        for k in range(rc.shape[0]):
+            rc[k] = -rc[k]
+        solve(body_int, row_start, jp, api, lu, piv, wm, rb, rc)
+        correction = 0.0
+        for i in range(n):
+            for c in range(6):
+                vdot[i, c] += rb[i, c]
+                size = abs(rb[i, c]) * (1.0 if c < 3 else gyration[i])
+                if not size <= correction:
+                    correction = size
+        for k in range(rc.shape[0]):
+            lam[k] += rc[k]
+        correction *= scale
+        info[0] = it + 1
+        info[1] = correction
+        if not math.isfinite(correction):
+            return STATUS_NO_CONVERGENCE
+        theta = correction / previous  # the contraction: the error left is about theta / (1 - theta) correction
+        if (correction <= tol or (it > 0 and theta < 1.0 and theta / (1.0 - theta) * correction <= tol)
+                or (correction <= 100.0 * tol and theta > 0.5)):
+            update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
+            return STATUS_OK
+        previous = correction
+    return STATUS_NO_CONVERGENCE

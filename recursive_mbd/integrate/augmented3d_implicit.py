@@ -1,0 +1,316 @@
+"""Generalised-alpha on a spatial model in absolute coordinates: ``rm.simulate(model3d, method="generalized_alpha",
+formulation="augmented", dt=...)``.
+
+Why absolute coordinates
+------------------------
+In joint coordinates (``spatial_implicit``) one joint's bending turns the whole subtree below it, so a step's
+equations are strongly nonlinear in its unknowns and Newton from the predictor wanders on long chains swinging
+widely (1000 spherical links tilted 0.3 rad stop at t = 0.02 s at dt = 0.01 s). Here every body has its own pose
+(position and rotation), the joints are constraints between a body and its parent, and a kink turns one link:
+the equations are mildly nonlinear (the route of Chrono, Exudyn and M-ABD).
+
+Scheme
+------
+Index-3 generalised-alpha on the Lie group R^3 x SO(3) per body (Arnold & Bruls 2007; Bruls, Cardona & Arnold
+2012). Body i has z_i = (c, R) and, inside the step, the velocity v_i = (c', omega_b), omega_b in BODY axes (the
+run's ``zd`` holds omega = R omega_b in ground axes, as ``dynamics.augmented3d``); with the coefficients of
+``newton.generalized_alpha_coefficients`` a step h:
+
+    (1 - alpha_m) a+ + alpha_m a = (1 - alpha_f) vdot+ + alpha_f vdot,
+    v+ = v + h (1 - gamma) a + h gamma a+,
+    Delta = h v + h^2 (1/2 - beta) a + h^2 beta a+,     c+ = c + Delta_c,     R+ = R exp([Delta_omega]),
+    r   = M vdot+ + G(z+)^T lambda+ - Q(z+, v+) = 0        (6 a body: m c'' ..., J_c omega_b' + omega_b x J_c
+                                                            omega_b ... in body axes),
+    r_C = C(z+) / c_stiff = 0                                    (the joints' rows),
+
+the unknowns vdot+ (6 a body) and lambda+ (a multiplier a joint row, the force and moment components of
+``_kernels.augmented.spatial3d``), G the joints' velocity rows and C their position residuals (the same rows),
+Q gravity, the gyroscopic moment and the joint forces tau (constant). The rotation is updated on the group (the
+quaternion multiplied on the right by exp(Delta_omega / 2)): unit by construction. Body axes for omega: a slender
+link's spin is then decoupled exactly from its constraint forces (they have no moment about its axis at any
+iterate), where in ground axes the axis of a turn is not the link's and Newton's first corrections on a 1000-link
+chain spun its top links at 1e5 rad/s^2 and diverged. The position rows are divided by
+c_stiff = h^2 beta (1 - alpha_f) / (1 - alpha_m), so that their derivative by vdot+ is G itself and the Newton
+matrix stays well conditioned as h falls (the scaling of Bruls, Cardona & Arnold). Second order for every rho_inf
+(measured in ``tests/test_augmented3d_implicit.py``); C = 0 at every step end to the Newton tolerance.
+
+Newton matrix
+-------------
+With dz+ = c_stiff T dvdot+ (T = diag(1, J_r(Delta_omega)) a body, J_r the right Jacobian of SO(3): the tangent
+map of the update) and dv+ = c_damp dvdot+, c_damp = h gamma (1 - alpha_f) / (1 - alpha_m),
+
+    [M + c_damp D_v + c_stiff (D_z + H) T    G^T]
+    [G_C T                                   0  ],
+
+* M = diag(m 1, J_c) per body (body axes: constant);
+* D_v = d(omega_b x J_c omega_b)/d omega_b = [omega_b] J_c - [J_c omega_b] (the gyroscopic terms, unsymmetric);
+* D_z = [R^T X]: the moment rows are R^T X (X the joints' moments on the body, ground axes), and turning R turns
+  R^T;
+* H: the derivative of the constraint forces G^T lambda by the poses, the multiplier-weighted geometric
+  stiffness. A joint with force f (its linear rows' lambda along their directions) at the arm r_c from the child's
+  centre of mass and rho from the parent's, and moment m (its angular rows), in ground axes and ground-axis turns:
+  child rotation-rotation [f][r_c], the parent's rotation-rotation [rho][f] + [m], and child-parent couplings
+  -[f], -[r_c][f] - [m], [f], -[f][r_c] (the directions turn with the parent); the universal joint's angular
+  direction turns with both bodies (its own terms); taken into body axes by R^T on the moment rows and R on the
+  turn columns. It couples a body with its parent only: tree structured;
+* G_C: the position rows' exact gradient: G for the linear rows and the universal's; for the other angular rows
+  the gradient of their residual (equal to G where C = 0, not off it).
+
+Exact: every term above, so the matrix is the residual's derivative (tested against finite differences on trees
+of every joint type, ``tests/test_augmented3d_implicit.py``) and Newton converges quadratically; left out of the
+matrix (slowing the contraction, never changing the converged step): only the joint forces tau's dependence on the
+poses (a revolute joint's torque turns with its parent, a spherical one's with the child).
+It is factorised in tree order in O(N) time and memory: each body with its joint's rows forms a local block of
+size 6 + m, factorised by LU with partial pivoting (neither symmetric nor positive definite: compressed links,
+gyroscopic terms, the zero block; a pivot is zero below 1e-14 of its column's largest entry), and eliminated into
+its parent's (``_kernels.augmented.implicit3d``, Baraff 1996
+for the structure). Full Newton: the matrix at every iterate, from the predictor vdot+ = vdot, lambda+ = lambda.
+
+Convergence: the correction of the state, max(c_stiff, c_damp) times the largest |dvdot+| of the centres of mass
+and of each body's rotation times its radius of gyration sqrt(trace J_c / 2 m) (the motion of the body's points:
+[m] and [m/s]; a body without mass counts its rotation in rad), <= newton_tol; or the error it leaves, estimated
+as theta / (1 - theta) times it (theta its ratio to the correction before: Hairer & Wanner's estimate), is; or it
+is below 100 newton_tol and no longer contracting (round-off). A step that does not converge in max_newton
+iterations, or whose local block is singular, is split into two halves, recursively down to dt / 2^MAX_SPLITS
+(``result.newton_split_steps`` counts the splits); where that fails too, the run stops with SimulationError
+(time, cause, the samples so far in .result).
+
+Measured (``python3 benchmarks/implicit3d.py``, the slender spherical chains of ``benchmarks/spatial_simulate.py``,
+dt = 0.01 s, 1 s, newton_tol = 1e-12, on the shared 2-core machine at a load of about 5, so wall times 2-3x a
+quiet machine's; dopri5 at rtol = atol = 1e-6 in the same conditions): the small swing (1e-3 rad), rho_inf = 0.9:
+N = 100: 2.04 Newton iterations a step, 0.17 s against dopri5's 0.26 s, N = 1000: 2.54, 2.2 s against 38.4 s
+(18x), tips 1e-6 m apart; the 0.3 rad swing with the sideways push: N = 100, rho_inf = 0.9: 4.10 iterations a
+step, 0.33 s against 0.44 s, tips 1.6e-4 m apart; N = 1000, rho_inf = 0.5: 3.33 iterations a step, 2.8 s against
+39.3 s (14x), tips 1.3e-4 m apart; N = 1000, rho_inf = 0.9 stops at t = 0.78 s: there the whip reaching the free
+end puts its last links in compression (lambda along the link changes sign at the last two joints at t = 0.75 s),
+a 1 mm link pushed from its joint with an axial inertia of 8e-12 kg m^2 has no root of the step's equations near
+the predictor at h = 0.01 s, and the halved steps down to dt / 16 do not resolve the whip either (rho_inf = 0.5
+damps the high modes that feed it). N = 1e4 small swing: 3.0 iterations a step (0.1 s run). One iteration costs
+about 20 us a body under that load (the residual 4, the matrix and its factorisation 11, the solve 3.4), far
+above the recursive route's kernels: the local LU blocks and the 3 x 3 products are not tuned yet.
+
+Scope: trees (loops: ModelError naming them), every joint type of the augmented formulation, gravity, tau
+constant; no force elements (ModelError naming them), tau functions, events or t_eval (ValueError). The result
+holds the joint coordinates (``augmented3d.joint_from_absolute``) and the absolute state ``z``, ``zd``, with
+``constraint_drift`` (max |C| a sample), ``multipliers``-free (a tree), ``newton_iterations`` and
+``newton_factorizations`` (equal: full Newton); ``applied_work`` is tau's work by the trapezoidal rule on its
+power at the step ends.
+"""
+
+import math
+import time
+
+import numpy as np
+
+from .. import _checks
+from .._kernels import layout as L
+from .._kernels.augmented import implicit3d as kernels
+from .._kernels.spatial import layout as SL
+from ..dynamics import augmented3d
+from ..errors import ModelError, SimulationError
+from . import runs as _runs
+from .newton import run_options
+from .result import SimulationResult
+
+# a step whose Newton iteration fails is split in halves, at most this many times (down to dt / 16)
+MAX_SPLITS = 4
+
+
+class _Arrays:
+    """The step's arrays of one model (n bodies, ``rows`` joint rows), allocated once a run."""
+
+    def __init__(self, n, rows):
+        self.zp, self.zbp, self.zdp = np.zeros((n, 7)), np.zeros((n, 6)), np.zeros((n, 6))
+        self.tangent = np.zeros((n, 3, 3))
+        self.rb, self.rc = np.zeros((n, 6)), np.zeros(rows)
+        self.jc, self.jp = np.zeros((n, 6, 6)), np.zeros((n, 6, 6))
+        self.res, self.gam = np.zeros((n, 6)), np.zeros((n, 6))
+        self.diag, self.aip, self.api = np.zeros((n, 6, 6)), np.zeros((n, 6, 6)), np.zeros((n, 6, 6))
+        self.jcb, self.jpb = np.zeros((n, 6, 6)), np.zeros((n, 6, 6))
+        self.lu, self.piv, self.wm = np.zeros((n, 12, 12)), np.zeros((n, 12), dtype=np.int64), np.zeros((n, 12, 6))
+        self.power = np.zeros(1)
+        self.info = np.zeros(4)
+
+    def step_arrays(self):
+        return (self.zp, self.zbp, self.zdp, self.tangent, self.rb, self.rc, self.jc, self.jp, self.res, self.gam,
+                self.diag, self.aip, self.api, self.jcb, self.jpb, self.lu, self.piv, self.wm, self.power, self.info)
+
+
+def check_model(model):
+    """ModelError for what this route does not take: closed loops, force elements (both named)."""
+    if model._loops:
+        names = ", ".join(repr(name) for name in list(model._loop_names)[:3])
+        more = ", ..." if model.nloops > 3 else ""
+        raise ModelError(f"{model!r} has closed loops ({names}{more}): generalized_alpha in absolute coordinates "
+                         "(formulation='augmented') takes trees only (use formulation='recursive')")
+    augmented3d._require(model)  # compiles
+    if model._elements:
+        names = ", ".join(repr(element["name"]) for element in model._elements[:3])
+        more = ", ..." if len(model._elements) > 3 else ""
+        raise ModelError(f"{model!r} has force elements ({names}{more}): generalized_alpha in absolute coordinates "
+                         "(formulation='augmented') takes gravity and tau only (use formulation='recursive')")
+
+
+def radii_of_gyration(model):
+    """sqrt(trace J_c / (2 m)) a body [m] (the scale of its rotation in the correction), 1 for a massless one."""
+    mass = model.body_real[:, SL.MASS]
+    trace = model.body_real[:, SL.IC:SL.IC + 3].sum(axis=1)
+    out = np.ones(model.nbodies)
+    massive = mass > 0.0
+    out[massive] = np.sqrt(np.maximum(trace[massive], 0.0) / (2.0 * mass[massive]))
+    return out
+
+
+def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, every=1, rho_inf=0.9, newton_tol=1e-12,
+                               max_newton=20, max_steps=10_000_000, max_wall_time=None):
+    """Generalised-alpha in absolute coordinates (module docstring), called by ``rm.simulate(model3d,
+    method="generalized_alpha", formulation="augmented")``; q0 (nq,) and v0 (nv,) checked there, tau None or
+    constant (nv,). Returns the SimulationResult (joint coordinates at every ``every``-th step, t0 and t_end always;
+    ``z``, ``zd``, ``constraint_drift``, ``newton_iterations``, ``newton_factorizations``). Raises SimulationError
+    with the samples so far when a step does not converge or its Newton matrix is singular, or at max_wall_time."""
+    check_model(model)
+    options = run_options(rho_inf, newton_tol, max_newton, t0, t_end, dt, max_steps, every, None)
+    (alpha_m, alpha_f, gamma, beta), newton_tol, max_newton, t0, t_end, dt, every, _ = options
+    n = model.nbodies
+    tau = np.zeros(0) if tau is None else np.ascontiguousarray(_checks.finite_array(tau, "tau", (model.nv,)))
+    z, zd = augmented3d.absolute_from_joint(model, q0, v0)
+    vdot, lam = augmented3d.forward_dynamics(model, z, zd, tau if tau.size else None, t0)
+    vdot, zb = to_body_axes(z, vdot), to_body_axes(z, zd)
+    acc = vdot.copy()
+    starts = augmented3d.row_starts(model)
+    arrays = _Arrays(n, int(starts[-1]))
+    steps = _runs.fixed_step_count(t0, t_end, dt, max_steps)
+    stepper = _Stepper(model, starts, tau, (alpha_m, alpha_f, gamma, beta), newton_tol, max_newton,
+                       [z, zb, zd, acc, vdot, lam, _power(model, starts, tau, z, zd, vdot, lam, arrays), 0.0], arrays)
+    samples_t, samples_z, samples_zd, samples_work = [t0], [z.copy()], [zd.copy()], [0.0]
+    t = t0
+    accepted = 0
+    started = time.perf_counter()
+    failure = None
+    for step in range(1, steps + 1):
+        h = min(dt, t_end - t) if step == steps else dt
+        t_new = t_end if step == steps else t0 + step * dt
+        failure = stepper.advance(h, t, step)
+        if failure is not None:
+            break
+        t = t_new
+        accepted = step
+        if step == steps or step % every == 0:
+            z, _, zd, _, _, _, _, work = stepper.state
+            samples_t.append(t)
+            samples_z.append(z)
+            samples_zd.append(zd)
+            samples_work.append(work)
+        if max_wall_time is not None and time.perf_counter() - started > max_wall_time and step < steps:
+            failure = ("time_limit", f"generalized_alpha: the run reached max_wall_time = {max_wall_time:g} s at "
+                                     f"t = {t:.9g} s")
+            break
+    iterations = stepper.iterations
+    result = _result(model, samples_t, samples_z, samples_zd, samples_work, starts, iterations, accepted)
+    result.newton_split_steps = stepper.splits
+    if failure is not None:
+        result.status, why = failure
+        error = SimulationError(f"{why}. {_runs.kept_samples(result).capitalize()}", t_new if result.status
+                                == "failed" else t, result)
+        result.message = str(error)
+        raise error
+    return result
+
+
+class _Stepper:
+    """The run's state [z, zb, zd, acc, vdot, lam, tau's power, its work] (omega in body axes in zb, acc, vdot; in
+    ground axes in zd) and its steps: ``advance`` takes a step of h, split in halves where Newton does not converge
+    (at most MAX_SPLITS times), counting the Newton iterations of every try."""
+
+    def __init__(self, model, starts, tau, coefficients, newton_tol, max_newton, state, arrays):
+        self.model, self.starts, self.tau = model, starts, tau
+        self.coefficients, self.newton_tol, self.max_newton = coefficients, newton_tol, max_newton
+        self.state, self.arrays = state, arrays
+        self.gyration = radii_of_gyration(model)
+        self.iterations = 0
+        self.splits = 0
+
+    def advance(self, h, t, step, depth=0):
+        """Step from t by h; None, or ("failed", message) where even the steps of h / 2^MAX_SPLITS fail."""
+        alpha_m, alpha_f, gamma, beta = self.coefficients
+        z, zb, zd, acc, vdot, lam, power, work = self.state
+        c_stiff = h * h * beta * (1.0 - alpha_f) / (1.0 - alpha_m)
+        c_damp = h * gamma * (1.0 - alpha_f) / (1.0 - alpha_m)
+        coef = np.array([h, alpha_m, alpha_f, gamma, beta, c_stiff, c_damp])
+        vdot_new, lam_new = vdot.copy(), lam.copy()
+        model, arrays = self.model, self.arrays
+        status = kernels.newton_step(model.body_int, model.body_real, model.gravity, self.starts, self.tau, z, zb, acc,
+                                     vdot, coef, self.gyration, self.newton_tol, self.max_newton, vdot_new, lam_new,
+                                     *arrays.step_arrays())
+        self.iterations += int(arrays.info[0])
+        if status:
+            if depth == MAX_SPLITS:
+                return _step_failure(model, status, t + h, step, h, arrays.info, self.newton_tol, self.max_newton)
+            self.splits += 1
+            return self.advance(0.5 * h, t, step, depth + 1) or self.advance(0.5 * h, t + 0.5 * h, step, depth + 1)
+        acc = ((1.0 - alpha_f) * vdot_new + alpha_f * vdot - alpha_m * acc) / (1.0 - alpha_m)
+        new_power = float(arrays.power[0])
+        self.state = [arrays.zp.copy(), arrays.zbp.copy(), arrays.zdp.copy(), acc, vdot_new, lam_new, new_power,
+                      work + 0.5 * h * (power + new_power)]
+        return None
+
+
+def to_body_axes(z, vectors):
+    """(nbodies, 6) vectors (linear, angular in ground axes) with the angular part in each body's axes (R^T w)."""
+    rot = augmented3d._quaternion_matrix(z[:, 3:])
+    out = np.array(vectors, dtype=float)
+    out[:, 3:] = np.einsum("nji,nj->ni", rot, vectors[:, 3:])
+    return out
+
+
+def _power(model, starts, tau, z, zd, vdot, lam, arrays):
+    """tau's power at (z, zd) (0 without tau; vdot, lam do not change it)."""
+    if not tau.size:
+        return 0.0
+    kernels.residual(model.body_int, model.body_real, model.gravity, starts, tau, z, zd, vdot, lam, 1.0, arrays.rb,
+                     arrays.rc, arrays.jc, arrays.jp, arrays.res, arrays.gam, arrays.power)
+    return float(arrays.power[0])
+
+
+def _step_failure(model, status, t_fail, step, h, info, newton_tol, max_newton):
+    """("failed", message) of a step that did not converge or whose Newton matrix is singular."""
+    kind, index = L.decode_status(status)
+    head = f"generalized_alpha: Newton did not converge at t = {t_fail:.9g} s (step {step}, dt = {h:g} s)"
+    if kind == L.STATUS_SINGULAR:
+        return "failed", (f"generalized_alpha: the Newton matrix is singular at t = {t_fail:.9g} s (step {step}) at "
+                          f"body {model.names[index]!r} (index {index}): a body without inertia along a motion its "
+                          "joint leaves free, or a step too large")
+    if kind == L.STATUS_NONFINITE_Q:
+        return "failed", (f"{head}: the iteration diverged (the state of body {model.names[index]!r} is not "
+                          "finite); reduce dt")
+    correction, worst, where = info[1], info[2], int(info[3])
+    if math.isfinite(correction):
+        why = (f"after {int(info[0])} iterations (max_newton = {max_newton}) the correction of the state is "
+               f"{correction:.3g} > newton_tol = {newton_tol:g}; the residual max |M vdot + G^T lambda - Q| is "
+               f"{worst:.3g} at body {model.names[where]!r}; reduce dt")
+    else:
+        why = "the iteration diverged (a non-finite correction): the step is too large; reduce dt"
+    return "failed", f"{head}: {why}"
+
+
+def _result(model, samples_t, samples_z, samples_zd, samples_work, starts, iterations, nsteps):
+    """The run's SimulationResult from its samples of (z, zd)."""
+    nt = len(samples_t)
+    z = np.array(samples_z).reshape(nt, model.nbodies, 7)
+    zd = np.array(samples_zd).reshape(nt, model.nbodies, 6)
+    q, v = np.zeros((nt, model.nq)), np.zeros((nt, model.nv))
+    drift = np.zeros(nt)
+    counts = np.diff(starts)
+    keep = np.arange(6)[None, :] < counts[:, None]
+    for row in range(nt):
+        q[row], v[row] = augmented3d.joint_from_absolute(model, z[row], zd[row])
+        _, _, _, _, res, _ = augmented3d.assemble(model, z[row], zd[row])
+        drift[row] = np.abs(res[keep]).max() if keep.any() else 0.0
+    work = np.zeros((nt, 2))
+    work[:, 1] = samples_work
+    result = SimulationResult(model, np.array(samples_t), q, v, work, "augmented generalized_alpha", iterations, nsteps,
+                              0)
+    result.z, result.zd, result.constraint_drift = z, zd, drift
+    result.newton_iterations = iterations
+    result.newton_factorizations = iterations
+    return result
