@@ -42,6 +42,7 @@ from .contact import contact_forces, contact_newton_blocks, update_contacts
 from .elements import element_forces, subtree_forces
 from .layout import LROW, N_CSTATE
 from .loops import constrained_dynamics, constraint_responses, loop_constraints
+from .pairs import pair_forces
 from .tree import forward_dynamics, poses
 
 # The cached machine code of these kernels embeds ``spatial.forward_dynamics`` as it was when they were compiled,
@@ -70,7 +71,8 @@ SpatialSystem = namedtuple("SpatialSystem", [
     # for a spatial model serve contact models too); impacts: a fixed-step run's watch of its impacts, (nrows, 2),
     # or (0, 2) for a run that does not watch them (``contact.update_contacts``). The rows' state (``spatial.layout``:
     # N_CSTATE per row) is carried after the work terms of y, y = (q, v, W, state); the contacts use the force
-    # elements' scratch
+    # elements' scratch. Then the self-contact sets (``pairs``; no shapes for a model without): shape_int,
+    # shape_real, the sweep's order (nshapes,) int64, boxes (nshapes, N_BOX), stats (2,)
     "contacts",
 ])
 
@@ -279,6 +281,8 @@ def _contact_forces(system, q, v, y):
     energy[:] = 0.0
     contact_forces(contacts[0], contacts[1], rot, pos, omega, vel, y, q.shape[0] + v.shape[0] + 2, wrench, energy,
                    contacts[2])
+    pair_forces(system.body_int, contacts[5], contacts[6], contacts[7], contacts[8], rot, pos, omega, vel, wrench,
+                energy, contacts[9])
     subtree_forces(system.body_int, ews, eS, wrench, forces)  # wrenches to generalised forces, as the elements'
     status = check_output(forces)
     if status == STATUS_OK:
@@ -289,10 +293,16 @@ def _contact_forces(system, q, v, y):
 
 
 @njit
+def has_contacts(system):
+    """True when the model has contact rows or self-contact shapes."""
+    return system.contacts[0].shape[0] > 0 or system.contacts[5].shape[0] > 0
+
+
+@njit
 def contact_loads(system, q, v, y):
     """tau += the contacts' generalised forces at (q, v) with the rows' state of y (``contact``); returns (status,
     the power they dissipate [W]). A no-op for a model without contacts."""
-    if system.contacts[0].shape[0] == 0:
+    if not has_contacts(system):
         return STATUS_OK, 0.0
     status, dissipated = _contact_forces(system, q, v, y)
     if status != STATUS_OK:
@@ -308,8 +318,8 @@ def contact_loads(system, q, v, y):
 def contact_residual(system, q, v, y, residual, powers):
     """An implicit step's residual (nv,) less the contacts' generalised forces at (q, v) with the rows' state of y
     (held over the step), and powers[0] plus the power they dissipate; returns the status. A no-op for a model
-    without contacts."""
-    if system.contacts[0].shape[0] == 0:
+    without contacts. The self-contact pairs are in the residual only (``contact_blocks`` leaves them out: lagged)."""
+    if not has_contacts(system):
         return STATUS_OK
     status, dissipated = _contact_forces(system, q, v, y)
     if status != STATUS_OK:
