@@ -469,5 +469,5 @@ def test_self_contact_tables_in_spatial_files_take_points_of_three_numbers():
     spatial = (ROOT / "examples" / "models" / "spatial" / "heavy_top.toml").read_text()
     entry = ('\n[[self_contact]]\nbodies = ["top", "top"]\nradius = 0.1\nstiffness = 1e5\n'
              'segment = [[0.0, 0.0], [1.0, 0.0]]\n')
-    with pytest.raises(FileFormatError, match=r"top.toml: self_contact\[0\].segment: expected 2 arrays of 3 numbers"):
+    with pytest.raises(FileFormatError, match=r"top.toml: self_contact\[0\].segment: expected an array of 3"):
         rm.io.loads(spatial + entry, "top.toml")

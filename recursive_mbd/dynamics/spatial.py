@@ -383,8 +383,10 @@ def _contact_terms(model, ws, state):
     contact_kernels.contact_forces(model.contact_int, model.contact_real, ws.rot, ws.pos, ws.omega, ws.vel, state, 0,
                                    wrench, energies, per_contact)
     nshapes, stats = model.shape_int.shape[0], np.zeros(2)
-    pair_kernels.pair_forces(model.body_int, model.shape_int, model.shape_real, np.arange(nshapes, dtype=np.int64),
-                             np.zeros((nshapes, SL.N_BOX)), ws.rot, ws.pos, ws.omega, ws.vel, wrench, energies, stats)
+    if nshapes:  # (a model without sets does not compile the pairs' kernel)
+        pair_kernels.pair_forces(model.body_int, model.shape_int, model.shape_real, np.arange(nshapes, dtype=np.int64),
+                                 np.zeros((nshapes, SL.N_BOX)), ws.rot, ws.pos, ws.omega, ws.vel, wrench, energies,
+                                 stats)
     return per_contact, energies, int(stats[0])
 
 

@@ -80,8 +80,8 @@ class SpatialTimeLoop:
             np.zeros(nv), np.zeros(nv), np.zeros_like(ws.ws), motion_subspaces, np.zeros_like(ws.UD),
             np.zeros_like(ws.uD), np.zeros_like(ws.tmp), loops,
             (model.contact_int, model.contact_real, np.zeros((model.ncontacts, N_PER_CONTACT)), np.zeros(2),
-             np.zeros((model.ncontacts if watch_impacts else 0, 2)), model.shape_int, model.shape_real,
-             np.arange(nshapes, dtype=np.int64), np.zeros((nshapes, N_BOX)), np.zeros(2)))
+             model.shape_int, model.shape_real, np.arange(nshapes, dtype=np.int64), np.zeros((nshapes, N_BOX)),
+             np.zeros(2), np.zeros((model.ncontacts if watch_impacts else 0, 2))))
 
     def initial_state(self, q0, qd0, t0, callback, key):
         if self.model.nloops:
