@@ -31,6 +31,9 @@ capsules in one self-contact set (k = 1e4 N/m^1.5), coiled into a helix about th
 turns lie on each other (the pitch 2 % below the capsules' diameter: each link touches those of the turns beside
 it). The table gives the time per call, the touching pairs and the pairs tested by the narrow phase; the slope is the
 log-log fit of the time per call against N (1 for a cost linear in N). Writes benchmarks/results/contact3d.json.
+Measured (the same machine, load about 2), ``--broad-phase 1000 10000 100000``: 0.875, 8.93 and 92.3 ms per call
+(875, 893 and 923 ns a link) with 2,940, 29,940 and 299,940 pairs touching (each tested by the narrow phase: the
+boxes that overlap in x, y and z are those of touching links here); slope 1.012.
 """
 
 import os
