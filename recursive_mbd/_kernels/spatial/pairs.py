@@ -34,8 +34,8 @@ from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels
 from ..contact_law import coulomb_clip, hunt_crossley
 from ..layout import SBODY, SSET, STATUS_OK
 from ..planar.pairs import _sort_by_lower_x
-from .contact import _to_body, _to_ground, _velocity
 from .layout import PARENT, SCT, SDAMP, SEXP, SK, SMU, SP0, SP1, SRAD
+from .points import _to_body, _to_ground, _velocity
 from .tree import _add_force
 
 njit = numba.njit(cache=True, error_model="numpy", _nrt=False)
