@@ -17,13 +17,16 @@ k d^(p+1) / (p + 1) and the power of the rest enter the energy terms; where c_a,
 the exact rate of the depth (the closest points are stationary), so the energy balance closes.
 
 Axes lying side by side (parallel or nearly) have no single closest pair, or one that jumps from one end of their
-overlap to the other as the angle between them passes through zero. So below an angle of PARALLEL_SINE2 (its sine
-squared, about 0.57 degrees) the point on a's axis is blended, linearly in sin^2 of the angle, towards the middle of
-the part of a's axis that lies beside b's (b's ends projected onto a's axis, clamped to a's ends): exactly the middle
-for parallel axes, the closest point from PARALLEL_SINE2 on; the point on b's axis is the nearest to it. The contact
-point thus moves continuously with the state (the cost: within that band the depth is measured between points a
-little off the closest ones, so d' is not quite the depth's rate and the energy balance is closed only to that
-small part of the contact's work).
+overlap to the other as the angle between them passes through zero. So below the angle whose sine squared is
+PARALLEL_SINE2 (about 0.57 degrees) the point on a's axis is blended, linearly in the sine squared, towards the
+middle of the part of a's axis that lies beside b's (b's ends projected onto a's axis, clamped to a's ends): exactly
+the middle for parallel axes, the closest point from that angle on; the point on b's axis is the nearest to it. The
+contact point thus moves continuously with the state (the cost: within that band the depth is measured between
+points a little off the closest ones, so d' is not quite the depth's rate and the energy balance is closed only to
+that small part of the contact's work).
+
+As in the plane, no pair is watched between steps: a step that carries one capsule's axis into another (a pair
+deeper than its radii) is not stopped; the contact rows (``contact``) are.
 """
 
 import math
