@@ -3,6 +3,7 @@ against dopri5.
 
     python3 benchmarks/contact3d.py [--links 100] [--t-end 0.3] [--tilt 0.05] [--ga-step 2.5e-4 1.25e-4] [--rtol 1e-6]
                                     [--bdf-rtol 1e-5 (0: no bdf run)] [--reference-rtol 1e-8]
+    python3 benchmarks/contact3d.py --broad-phase 1000 10000 100000
 
 The chain: links 1 cm long, 10 g, capsules of radius 2.5 mm (two rows each against the table), the first on a free
 joint and the others on spherical joints, held straight along x, its lower end 5 cm above the table, tilted by --tilt
@@ -23,6 +24,16 @@ at 0.25 and 0.5 ms it stops at the landing (t = 0.100 s, 0.104 s) with Simulatio
 at 0.125 ms 1.5 s) 20.6 s, 45,218 steps, 2.4 iterations and 0.44 factorisations a step, 0.45 mm. Level
 (--tilt 0, every link landing at once, 0.2 s): dopri5 at rtol 1e-6 0.1 s, 65 steps, 0.006 mm; generalized_alpha
 at 0.25 ms 0.3 s, 800 steps, 1.2 iterations a step, 0.064 mm.
+
+--broad-phase N ...: the self-contact pairs' cost per call against N instead (``_kernels.spatial.pairs.pair_forces``,
+timed alone at one state, the sweep's order kept between calls as in a run): a chain of N links of the same
+capsules in one self-contact set (k = 1e4 N/m^1.5), coiled into a helix about the x axis, 20 links a turn, whose
+turns lie on each other (the pitch 2 % below the capsules' diameter: each link touches those of the turns beside
+it). The table gives the time per call, the touching pairs and the pairs tested by the narrow phase; the slope is the
+log-log fit of the time per call against N (1 for a cost linear in N). Writes benchmarks/results/contact3d.json.
+Measured (the same machine, load about 2), ``--broad-phase 1000 10000 100000``: 0.875, 8.93 and 92.3 ms per call
+(875, 893 and 923 ns a link) with 2,940, 29,940 and 299,940 pairs touching (each tested by the narrow phase: the
+boxes that overlap in x, y and z are those of touching links here); slope 1.012.
 """
 
 import os
@@ -35,11 +46,15 @@ import math
 import time
 
 import numpy as np
-from _common import command_line, print_table, write_json
+from _common import command_line, median_time, print_table, write_json
 
 import recursive_mbd as rm
+from recursive_mbd._kernels.spatial import layout as spatial_layout
+from recursive_mbd._kernels.spatial.pairs import pair_forces
+from recursive_mbd.dynamics.spatial import _poses
 
 LENGTH, MASS, RADIUS, HEIGHT = 0.01, 0.01, 0.0025, 0.05
+TURN = 20  # links a turn of the coil (--broad-phase)
 
 
 def chain(links, tilt):
@@ -60,6 +75,71 @@ def chain(links, tilt):
     q0[5] = math.sin(tilt / 2.0)
     q0[7::4] = 1.0  # every spherical joint's quaternion at the identity
     return model, q0
+
+
+def coil(links):
+    """A chain of ``links`` links (the capsules of ``chain``, spherical joints, one self-contact set) and its q,
+    coiled into a helix about the x axis whose turns touch (module docstring)."""
+    model = rm.Model3D()
+    inertia = (MASS * RADIUS ** 2 / 2.0, MASS * LENGTH ** 2 / 12.0, MASS * LENGTH ** 2 / 12.0, 0.0, 0.0, 0.0)
+    model.add_body(joint="free", mass=MASS, inertia=inertia, com=(LENGTH / 2.0, 0.0, 0.0), name="link0")
+    if links > 1:
+        model.add_bodies(np.arange(links - 1), "spherical", parent_point=(LENGTH, 0.0, 0.0), mass=MASS,
+                         inertia=inertia, com=(LENGTH / 2.0, 0.0, 0.0))
+    model.add_self_contact(np.arange(links), segment=((0.0, 0.0, 0.0), (LENGTH, 0.0, 0.0)), radius=RADIUS,
+                           stiffness=1e4, restitution=0.3, friction=0.3, name="coil")
+    pitch = 0.98 * 2.0 * RADIUS
+    step = 2.0 * math.pi / TURN
+    rise = pitch / TURN  # along x a link
+    helix = math.sqrt(LENGTH ** 2 - rise ** 2) / (2.0 * math.sin(step / 2.0))  # chords of LENGTH
+    angle = step * np.arange(links + 1)
+    nodes = np.column_stack((rise * np.arange(links + 1), helix * np.cos(angle), helix * np.sin(angle)))
+    along = np.diff(nodes, axis=0) / LENGTH  # each link's x axis
+    side = np.cross(along, np.array([1.0, 0.0, 0.0]))
+    side /= np.linalg.norm(side, axis=1)[:, None]
+    frames = np.stack((along, side, np.cross(along, side)), axis=2)  # (links, 3, 3): columns x, y, z in ground
+    relative = np.einsum("kji,kjl->kil", frames[:-1], frames[1:])  # R_parent^T R_child
+    quaternions = _quaternions(np.concatenate((frames[:1], relative)))
+    q0 = np.zeros(model.nq)
+    q0[:3] = nodes[0]
+    q0[3:7] = quaternions[0]
+    q0[7:] = quaternions[1:].ravel()
+    return model, q0
+
+
+def _quaternions(rotations):
+    """(w, x, y, z) of rotation matrices (k, 3, 3) with trace > -1 (Shepperd's formula, its first case)."""
+    w = 0.5 * np.sqrt(1.0 + np.trace(rotations, axis1=1, axis2=2))
+    return np.column_stack((w, (rotations[:, 2, 1] - rotations[:, 1, 2]) / (4.0 * w),
+                            (rotations[:, 0, 2] - rotations[:, 2, 0]) / (4.0 * w),
+                            (rotations[:, 1, 0] - rotations[:, 0, 1]) / (4.0 * w)))
+
+
+def broad_phase(sizes, name):
+    """The pairs' time per call against N (module docstring); prints the table and writes the json."""
+    rows, records = [], []
+    for links in sizes:
+        model, q0 = coil(links)
+        ws = _poses(model, q0, np.zeros(model.nv))
+        n = model.shape_int.shape[0]
+        order, boxes = np.arange(n, dtype=np.int64), np.zeros((n, spatial_layout.N_BOX))
+        wrench, energy, stats = np.zeros((model.nbodies, 6)), np.zeros(2), np.zeros(2)
+
+        def call(model=model, ws=ws, order=order, boxes=boxes, wrench=wrench, energy=energy, stats=stats):
+            pair_forces(model.body_int, model.shape_int, model.shape_real, order, boxes, ws.rot, ws.pos, ws.omega,
+                        ws.vel, wrench, energy, stats)
+
+        call()  # compiled, and the order sorted once: a run's calls find it nearly sorted
+        seconds = median_time(call, min_time=0.5)
+        rows.append((links, f"{1e3 * seconds:.3f}", f"{1e9 * seconds / links:.0f}", int(stats[0]), int(stats[1])))
+        records.append({"links": links, "seconds_per_call": seconds, "touching_pairs": int(stats[0]),
+                        "tested_pairs": int(stats[1])})
+    slope = (float(np.polyfit(np.log(sizes), np.log([r["seconds_per_call"] for r in records]), 1)[0])
+             if len(sizes) > 1 else float("nan"))
+    print(f"self-contact pairs of a coiled chain, {TURN} links a turn")
+    print_table(["links", "ms per call", "ns per link", "touching pairs", "tested pairs"], rows)
+    print(f"time per call against N: log-log slope {slope:.3f}")
+    write_json(name, {"broad_phase": records, "slope": slope})
 
 
 def origins(model, q):
@@ -86,7 +166,10 @@ def main():
     parser.add_argument("--rtol", type=float, default=1e-6)
     parser.add_argument("--bdf-rtol", type=float, default=1e-5)
     parser.add_argument("--reference-rtol", type=float, default=1e-8)
+    parser.add_argument("--broad-phase", type=int, nargs="+", default=None)
     args = parser.parse_args()
+    if args.broad_phase:
+        return broad_phase(args.broad_phase, args.name)
     model, q0 = chain(args.links, args.tilt)
     runs = [("dopri5", {"rtol": args.rtol, "atol": 1e-9})]
     runs += [("generalized_alpha", {"dt": dt}) for dt in args.ga_step]

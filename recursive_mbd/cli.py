@@ -500,7 +500,7 @@ def _print_contacts(model, out):
     _print_list([_surface_line(model, surfaces[i]) for i in _ends(len(surfaces))], len(surfaces), "surfaces", out)
     contacts = model._contacts
     _print_list([_contact_line(model, contacts[i]) for i in _ends(len(contacts))], len(contacts), "contacts", out)
-    sets = getattr(model, "_self_contacts", ())  # (a Model3D has none)
+    sets = model._self_contacts
     _print_list([_self_contact_line(model, sets[i]) for i in _ends(len(sets))], len(sets), "self-contact sets", out)
 
 
@@ -535,7 +535,8 @@ def _contact_line(model, contact):
 def _self_contact_line(model, group):
     """A self-contact set in a line of ``rmbd info``."""
     ends = group["ends"]
-    shape = "circles" if np.array_equal(ends[0], ends[1]) else "capsules"
+    round_shapes = "spheres" if isinstance(model, io.Model3D) else "circles"
+    shape = round_shapes if np.array_equal(ends[0], ends[1]) else "capsules"
     bodies = [model.body_names[index] for index in group["bodies"]]
     listed = ", ".join(bodies) if len(bodies) <= 4 else f"{bodies[0]} ... {bodies[-1]}"
     return (f"  self_contact {group['name']}: {shape} of radius {group['radius']:g} m on {len(bodies)} bodies "

@@ -465,7 +465,9 @@ def test_bad_self_contact_entries_are_refused_naming_the_file_and_the_entry(chan
         rm.io.loads(text.replace(old, new, 1), "model.toml")
 
 
-def test_self_contact_tables_in_spatial_files_are_refused_by_name():
+def test_self_contact_tables_in_spatial_files_take_points_of_three_numbers():
     spatial = (ROOT / "examples" / "models" / "spatial" / "heavy_top.toml").read_text()
-    with pytest.raises(FileFormatError, match=r"top.toml: self_contact\[0\]: spatial models .* \[\[self_contact\]\]"):
-        rm.io.loads(spatial + '\n[[self_contact]]\nbodies = ["top"]\n', "top.toml")
+    entry = ('\n[[self_contact]]\nbodies = ["top", "top"]\nradius = 0.1\nstiffness = 1e5\n'
+             'segment = [[0.0, 0.0], [1.0, 0.0]]\n')
+    with pytest.raises(FileFormatError, match=r"top.toml: self_contact\[0\].segment: expected an array of 3"):
+        rm.io.loads(spatial + entry, "top.toml")

@@ -19,6 +19,7 @@ from .._kernels.spatial import contact as contact_kernels
 from .._kernels.spatial import elements as element_kernels
 from .._kernels.spatial import entry as spatial_entry
 from .._kernels.spatial import layout as SL
+from .._kernels.spatial import pairs as pair_kernels
 from .._kernels.spatial import tree as kernels
 from ..errors import ModelError
 from ..model.spatial import Model3D
@@ -107,7 +108,7 @@ def element_system(model):
     elem_real, then fresh scratch as ``ElementWorkspace3D``'s: ws, S, tmp, rot, pos, omega, vel, wrench, Q, energy,
     per_element); a model without elements gets empty scratch, unless it has contacts (they use the same scratch,
     ``_kernels.spatial.system.contact_loads``)."""
-    ew = ElementWorkspace3D(model) if model._elements or model._contacts else None
+    ew = ElementWorkspace3D(model) if model._elements or model._contacts or model._self_contacts else None
 
     def scratch(name, shape):
         return np.zeros(shape) if ew is None else getattr(ew, name)
@@ -178,7 +179,8 @@ def workspace(model):
 
 def _short_route(model, ws):
     """The fields of rm.forward_dynamics' short path for this model (``Workspace3D.short_fd``), or False."""
-    if model._loops or model._elements or model._contacts or not spatial_entry.accepts_model(model):
+    if (model._loops or model._elements or model._contacts or model._self_contacts
+            or not spatial_entry.accepts_model(model)):
         return False
     return (spatial_entry.kernel(ws.route), model.body_int, model.body_real, model.gravity, ws.buffer)
 
@@ -214,7 +216,8 @@ def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursiv
     if model._loops:
         raise ModelError(f"{model!r} has closed loops: this is the tree's forward dynamics, which ignores them; use "
                          "rm.forward_dynamics or recursive_mbd.dynamics.spatial_loops.loop_dynamics")
-    if model._contacts:  # their friction needs a run's contact state, which the spatial calls do not take yet
+    if model._contacts or model._self_contacts:  # their friction needs a run's contact state, which the spatial
+        # calls do not take yet
         raise ModelError(f"{model!r} has contacts: the single-state functions of a Model3D leave them out (rm.simulate "
                          "integrates them; rm.energy counts their elastic potential)")
     if out is not None and out is not ws.checked_out:
@@ -359,7 +362,7 @@ def point_kinematics(model, q, v, body, point=(0.0, 0.0, 0.0)):
 def energy(model, q, v, *, t=0.0):
     """Kinetic and potential energy (T, V) [J]: V = -sum m_i g . c_i (c_i the centres of mass) plus the potential
     energy of the springs (``Model3D.add_spring_damper``, ``add_joint_spring_damper``) and of the contacts' elastic
-    normal forces (k d^(p+1) / (p + 1), ``Model3D.add_contact``)."""
+    normal forces (k d^(p+1) / (p + 1), ``Model3D.add_contact``, ``add_self_contact``)."""
     ws = _pose_arrays(workspace(model), model.nbodies)
     t = _checks.real(t, "t")
     q, v = _state(model, q, v)
@@ -367,10 +370,10 @@ def energy(model, q, v, *, t=0.0):
                             ws.omega, ws.vel, ws.pair)
     if status:
         raise_spatial_status(model, status, ("q", "v"), output="the energy (0 kinetic, 1 potential)")
-    if not (model._elements or model.contact_int.shape[0]):
+    if not (model._elements or model.has_contacts):
         return float(ws.pair[0]), float(ws.pair[1])
     potential = float(ws.pair[1])
-    if model.contact_int.shape[0]:  # at the poses the energy kernel left in ws (their potential needs no anchors)
+    if model.has_contacts:  # at the poses the energy kernel left in ws (their potential needs no anchors)
         potential += float(_contact_terms(model, ws, np.zeros(model.ncontacts * SL.N_CSTATE))[1][0])
     if model._elements:
         potential += float(_element_loads(model, q, v, t).energy[0])
@@ -379,18 +382,26 @@ def energy(model, q, v, *, t=0.0):
 
 
 def _contact_terms(model, ws, state):
-    """(per_contact (nrows, N_PER_CONTACT), (elastic energy, dissipated power)) of the contacts at the poses in
-    ``ws`` (rot, pos, omega, vel) with the rows' state ``state`` (nrows N_CSTATE,)."""
+    """(per_contact (nrows, N_PER_CONTACT), (elastic energy, dissipated power), the number of touching pairs) of the
+    contacts and the self-contact pairs at the poses in ``ws`` (rot, pos, omega, vel) with the rows' state
+    ``state`` (nrows N_CSTATE,)."""
     per_contact = np.zeros((model.ncontacts, SL.N_PER_CONTACT))
     energies = np.zeros(2)
+    wrench = np.zeros((model.nbodies, 6))
     contact_kernels.contact_forces(model.contact_int, model.contact_real, ws.rot, ws.pos, ws.omega, ws.vel, state, 0,
-                                   np.zeros((model.nbodies, 6)), energies, per_contact)
-    return per_contact, energies
+                                   wrench, energies, per_contact)
+    nshapes, stats = model.shape_int.shape[0], np.zeros(2)
+    if nshapes:  # (a model without sets does not compile the pairs' kernel)
+        pair_kernels.pair_forces(model.body_int, model.shape_int, model.shape_real, np.arange(nshapes, dtype=np.int64),
+                                 np.zeros((nshapes, SL.N_BOX)), ws.rot, ws.pos, ws.omega, ws.vel, wrench, energies,
+                                 stats)
+    return per_contact, energies, int(stats[0])
 
 
 def contact_rows(model, q, v, state):
     """The contacts of a Model3D at the state (q, v) with the rows' state ``state`` (nrows, N_CSTATE) (a run's
     ``contact_state`` at a sample): (per_contact (nrows, N_PER_CONTACT), (their elastic energy [J], the power they
-    dissipate [W])) (``_kernels.spatial.contact.contact_forces``)."""
+    dissipate [W]), the number of touching self-contact pairs) (``_kernels.spatial.contact.contact_forces``,
+    ``_kernels.spatial.pairs.pair_forces``)."""
     ws = _poses(model, q, v)
     return _contact_terms(model, ws, np.ascontiguousarray(state, dtype=np.float64).reshape(-1))

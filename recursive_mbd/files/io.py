@@ -103,12 +103,13 @@ Spatial models (``rm.Model3D``; docs/conventions.md, "Spatial model files") use 
                        (default unbounded; inf and -inf allowed)
     [[drum]]           as above (``Model3D.add_drum``) with a centre [x, y, z] and its axis [ax, ay, az]: required
     [[contact]]        as above (``Model3D.add_contact``), point [x, y, z], segment [[x0, y0, z0], [x1, y1, z1]]
+    [[self_contact]]   as above (``Model3D.add_self_contact``), point [x, y, z], segment [[x0, y0, z0], [x1, y1, z1]]
     [analysis]         as above; ``rmbd run`` runs "dynamics" (``rm.simulate`` of the Model3D, its loops and force
                        elements included; it takes no drivers yet, so a file with drivers is refused), "statics",
                        "modes" and "kinematics" (``rm.kinematic_analysis`` with the file's drivers) of a spatial
                        model
 
-Spatial files have no [chain], [[joint]] or [[self_contact]] tables (each is refused, by name).
+Spatial files have no [chain] or [[joint]] tables (each is refused, by name).
 
 Robot descriptions: ``load`` also reads a .urdf file (``recursive_mbd.files.urdf``: the root link fixed to the
 ground) and a .xml file whose root element is <mujoco> (MJCF, ``recursive_mbd.files.mjcf``) or <robot> (URDF), into
@@ -560,7 +561,7 @@ def _surfaces_and_contacts(reader, data, model, dim=2):
         where = f"self_contact[{i}]"
         reader.keys(entry, _SELF_CONTACT_KEYS, where)
         bodies = _contact_bodies(reader, entry, where, model.body_names, "bodies")
-        segment = _rows(reader, entry, "segment", where, 2, 2, None)
+        segment = _rows(reader, entry, "segment", where, 2, dim, None)
         if segment is not None and "point" in entry:
             reader.fail(f"{where}.point", "a capsule (segment) has no point; give point or segment")
         law = {key: reader.number(entry, key, where, default) for key, default in _SELF_CONTACT_LAW}
@@ -568,8 +569,8 @@ def _surfaces_and_contacts(reader, data, model, dim=2):
         if law["tangential_damping"] is None:
             reader.defaults.append(f"{where}.tangential_damping = from the normal law")
         reader.call(where, model.add_self_contact, bodies=bodies, segment=segment,
-                    point=np.zeros(2) if segment is not None else reader.vector(entry, "point", where, 2,
-                                                                                np.zeros(2)),
+                    point=np.zeros(dim) if segment is not None else reader.vector(entry, "point", where, dim,
+                                                                                  np.zeros(dim)),
                     radius=reader.number(entry, "radius", where), stiffness=reader.number(entry, "stiffness", where),
                     name=reader.string(entry, "name", where, None), **law)
 
@@ -626,8 +627,7 @@ def _contact_bodies(reader, entry, where, names, key="body"):
 
 SPATIAL_JOINTS = tuple(spatial_layout.JOINT_CODES)
 _SPATIAL_AXIS = {"revolute": 1, "prismatic": 1, "cylindrical": 1, "universal": 2}  # joints with axes: how many
-_PLANAR_ONLY = {"chain": "the chain form", "joint": "[[joint]] tables (the mechanism form)",
-                "self_contact": "[[self_contact]] tables (contacts between bodies are planar so far)"}
+_PLANAR_ONLY = {"chain": "the chain form", "joint": "[[joint]] tables (the mechanism form)"}
 _SPATIAL_ELEMENT_KEYS = {
     "spring_damper": ("body_a", "point_a", "body_b", "point_b", "stiffness", "damping", "rest_length", "preload",
                       "name"),
@@ -1040,7 +1040,7 @@ def _contact_tables(model, body_name):
         after = 1 if name is None else 2  # the body after the name (a range is an inline table: written here)
         parts.append("\n".join([*table[:after], f"body = {body}", *table[after:]]))
         start = stop
-    for group in getattr(model, "_self_contacts", ()):  # (a Model3D has none)
+    for group in model._self_contacts:
         indices = group["bodies"]
         if indices == list(range(indices[0], indices[0] + len(indices))):  # consecutive bodies: a range
             bodies = "{first = " + toml_string(body_name(indices[0])) + ", last = " + toml_string(

@@ -283,8 +283,8 @@ class SimulationResult:
         sum, and the contacts' part is not integrated apart (a quadrature of ``power`` over the samples would
         only approximate it).
 
-        A Model3D's result: the same entries but ``pairs``, with ``tangential`` (nt, nrows, 3), the friction force
-        vector, and ``point`` (nt, nrows, 3), ground axes.
+        A Model3D's result: the same entries (``pairs``: of ``Model3D.add_self_contact``'s sets), with
+        ``tangential`` (nt, nrows, 3), the friction force vector, and ``point`` (nt, nrows, 3), ground axes.
         """
         self._require_model("contact_forces()", inputs=False)
         if self.contact_state is None:
@@ -515,12 +515,14 @@ def _spatial_contact_forces(result, work):
     nt = result.t.size
     rows = np.zeros((nt, result.model.ncontacts, SL.N_PER_CONTACT))
     energies = np.zeros((nt, 2))
+    touching_pairs = np.zeros(nt, dtype=np.int64)
     for i in range(nt):
-        rows[i], energies[i] = contact_rows(result.model, result.q[i], result.qd[i], result.contact_state[i])
+        rows[i], energies[i], touching_pairs[i] = contact_rows(result.model, result.q[i], result.qd[i],
+                                                               result.contact_state[i])
     depth = rows[:, :, SL.PC_DEPTH]
     return {"normal": rows[:, :, SL.PC_NORMAL], "tangential": rows[:, :, SL.PC_TANGENTIAL:SL.PC_TANGENTIAL + 3],
             "depth": depth, "point": rows[:, :, SL.PC_POINT:SL.PC_POINT + 3],
-            "active": np.count_nonzero(depth > 0.0, axis=1), "elastic_energy": energies[:, 0],
+            "active": np.count_nonzero(depth > 0.0, axis=1), "pairs": touching_pairs, "elastic_energy": energies[:, 0],
             "power": energies[:, 1], "dissipated_work": work}
 
 

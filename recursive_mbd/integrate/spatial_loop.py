@@ -7,7 +7,7 @@ quaternions, projected onto the loops)."""
 import numpy as np
 
 from .. import _checks
-from .._kernels.spatial.layout import N_CSTATE, N_PER_CONTACT
+from .._kernels.spatial.layout import N_BOX, N_CSTATE, N_PER_CONTACT
 from ..errors import StateError
 from .runs import _Inputs
 
@@ -56,6 +56,7 @@ class SpatialTimeLoop:
         self.inputs = inputs
         ws = spatial.workspace(model)
         nq, nv, nb, m = model.nq, model.nv, model.nbodies, model.nconstraints
+        nshapes = model.shape_int.shape[0]
         stab = np.array([alpha, beta]) if stabilization == "baumgarte" else np.zeros(2)
         # the loop layer's per-body poses and velocities: read only when the model has loops (system_rhs and
         # project_state test for them), so a tree gets 0 rows (192 bytes a body saved)
@@ -79,7 +80,8 @@ class SpatialTimeLoop:
             np.zeros(nv), np.zeros(nv), np.zeros_like(ws.ws), motion_subspaces, np.zeros_like(ws.UD),
             np.zeros_like(ws.uD), np.zeros_like(ws.tmp), loops,
             (model.contact_int, model.contact_real, np.zeros((model.ncontacts, N_PER_CONTACT)), np.zeros(2),
-             np.zeros((model.ncontacts if watch_impacts else 0, 2))))
+             model.shape_int, model.shape_real, np.arange(nshapes, dtype=np.int64), np.zeros((nshapes, N_BOX)),
+             np.zeros(2), np.zeros((model.ncontacts if watch_impacts else 0, 2))))
 
     def initial_state(self, q0, qd0, t0, callback, key):
         if self.model.nloops:

@@ -341,7 +341,7 @@ def pack(model):
 def self_contact_entries(model, bodies, point, radius, segment, stiffness, exponent, restitution, impact_speed,
                          friction, tangential_damping, name, _point):
     """A checked self-contact set: one capsule per body of ``bodies``, the law shared (``_point`` checks a pair of
-    numbers)."""
+    numbers, or 3 for a ``Model3D``)."""
     where = f"self_contact {name!r}" if name is not None else f"self_contact{len(model._self_contacts)}"
     if model._compiled:
         raise ModelError(f"cannot add {where}: the model was compiled (it is frozen once a dynamics function has "
@@ -358,15 +358,16 @@ def self_contact_entries(model, bodies, point, radius, segment, stiffness, expon
         raise ModelError(f"{where}: restitution must be in (0, 1], got {law['restitution']:g}")
     law["tangential_damping"] = (None if tangential_damping is None
                                  else V.nonnegative(tangential_damping, f"{where}: tangential_damping"))
+    two_points = "((x0, y0), (x1, y1))" if np.size(model.gravity) == 2 else "((x0, y0, z0), (x1, y1, z1))"
     if segment is None:
         ends = [_point(point, f"{where}: point")] * 2
     else:
         try:
             ends = [_point(end, f"{where}: segment end") for end in segment]
         except TypeError:
-            raise ModelError(f"{where}: segment must be two points ((x0, y0), (x1, y1)), got {segment!r:.60}") from None
+            raise ModelError(f"{where}: segment must be two points {two_points}, got {segment!r:.60}") from None
         if len(ends) != 2:
-            raise ModelError(f"{where}: segment must be two points ((x0, y0), (x1, y1)), got {len(ends)}")
+            raise ModelError(f"{where}: segment must be two points {two_points}, got {len(ends)}")
     if isinstance(bodies, (str, int, np.integer)):
         bodies = [bodies]
     indices = [model._element_body(body, f"{where}: body") for body in bodies]
@@ -379,29 +380,42 @@ def self_contact_entries(model, bodies, point, radius, segment, stiffness, expon
 def pack_self_contacts(model):
     """(shape_int, shape_real) of the model's self-contact sets (``_kernels.planar.pairs``), read-only."""
     coms = model._bodies.column("com")
-    masses = model._bodies.column("mass")
-    weight = float(np.hypot(*model.gravity)) or STANDARD_GRAVITY
+    return _pack_self_contacts(model, model._bodies.column("mass"), float(np.hypot(*model.gravity)), coms, L)
+
+
+def pack_self_contacts3d(model):
+    """(shape_int, shape_real) of a ``Model3D``'s self-contact sets (``_kernels.spatial.pairs``), read-only; the
+    capsules' ends stay relative to their body frame's origin, as the spatial kernels take them."""
+    return _pack_self_contacts(model, model._table.column("mass"), float(np.linalg.norm(model.gravity)),
+                               np.zeros((model.nbodies, 3)), SL)
+
+
+def _pack_self_contacts(model, masses, weight, origins, layout):
+    """(shape_int, shape_real) in the columns of ``layout`` (the planar or the spatial one), the capsules' ends
+    relative to ``origins`` (nbodies, dim) in their body's frame."""
+    weight = weight or STANDARD_GRAVITY
+    dim = origins.shape[1]
     rows_int, rows_real = [], []
     for number, group in enumerate(model._self_contacts):
         bodies = np.array(group["bodies"])
         k, p = group["stiffness"], group["exponent"]
-        shape_real = np.zeros((bodies.size, L.N_SREAL))
-        shape_real[:, L.SP0:L.SP0 + 2] = group["ends"][0] - coms[bodies]
-        shape_real[:, L.SP1:L.SP1 + 2] = group["ends"][1] - coms[bodies]
-        shape_real[:, L.SRAD] = group["radius"]
-        shape_real[:, L.SK] = k
-        shape_real[:, L.SEXP] = p
-        shape_real[:, L.SDAMP] = restitution_damping(group["restitution"], p) / group["impact_speed"]
-        shape_real[:, L.SMU] = group["friction"]
+        shape_real = np.zeros((bodies.size, layout.N_SREAL))
+        shape_real[:, layout.SP0:layout.SP0 + dim] = group["ends"][0] - origins[bodies]
+        shape_real[:, layout.SP1:layout.SP1 + dim] = group["ends"][1] - origins[bodies]
+        shape_real[:, layout.SRAD] = group["radius"]
+        shape_real[:, layout.SK] = k
+        shape_real[:, layout.SEXP] = p
+        shape_real[:, layout.SDAMP] = restitution_damping(group["restitution"], p) / group["impact_speed"]
+        shape_real[:, layout.SMU] = group["friction"]
         ct = group["tangential_damping"]
         if ct is None:  # critical damping of the default stick stiffness (see ``pack``), per body
             kt = p * k * (masses[bodies] * weight / k) ** ((p - 1.0) / p)
             ct = 2.0 * np.sqrt(kt * masses[bodies])
-        shape_real[:, L.SCT] = ct
+        shape_real[:, layout.SCT] = ct
         rows_int.append(np.column_stack((bodies, np.full(bodies.size, number))))
         rows_real.append(shape_real)
     shape_int = np.concatenate(rows_int).astype(np.int64) if rows_int else np.zeros((0, L.N_SINT), dtype=np.int64)
-    shape_real = np.concatenate(rows_real) if rows_real else np.zeros((0, L.N_SREAL))
+    shape_real = np.concatenate(rows_real) if rows_real else np.zeros((0, layout.N_SREAL))
     for arr in (shape_int, shape_real):
         arr.setflags(write=False)
     return np.ascontiguousarray(shape_int), np.ascontiguousarray(shape_real)

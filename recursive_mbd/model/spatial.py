@@ -95,6 +95,7 @@ class Model3D(TreeBuilder):
         self._element_names = {}
         self._surfaces = {}  # contact surfaces by name (add_ground, add_drum)
         self._contacts = []  # contact shapes against them (add_contact)
+        self._self_contacts = []  # sets of bodies whose capsules touch each other (add_self_contact)
 
     # ---- building ------------------------------------------------------------------------------------------------
 
@@ -579,6 +580,25 @@ class Model3D(TreeBuilder):
                                         restitution, friction, tangential_stiffness, tangential_damping,
                                         min_impact_speed, name, _vector3)
 
+    def add_self_contact(self, bodies, *, point=(0.0, 0.0, 0.0), radius, segment=None, stiffness, exponent=1.5,
+                         restitution=1.0, impact_speed=1.0, friction=0.0, tangential_damping=None, name=None):
+        """Let the bodies of a set touch each other (a chain piling on itself); returns the set's index.
+
+        ``Model.add_self_contact`` in three dimensions, with the same law and parameters: each body carries a
+        capsule, the ``segment`` ``((x0, y0, z0), (x1, y1, z1))`` (body frame) with ``radius`` about it, or a sphere
+        of ``radius`` about ``point``. Bodies joined parent to child do not collide. The pairs that touch are found
+        at every evaluation (sort and sweep of the bounding boxes along x: O(N) for a set that moves little between
+        evaluations, never all pairs) and pushed apart at one point, the middle of the overlap on the line of the
+        axes' closest points (``recursive_mbd._kernels.spatial.pairs``, which says how axes lying side by side are
+        handled). No pair keeps state: the normal damping is set so that impacts at ``impact_speed`` [m/s] rebound
+        with ``restitution``, and friction is regularised by ``tangential_damping`` [N s/m] (default: critical
+        damping of ``add_contact``'s default stick stiffness): a pair pressed below the friction limit creeps at
+        F_t / c_t instead of sticking. Every numba method of ``rm.simulate`` integrates them; generalized_alpha and
+        bdf with their loads in the residual and their stiffness left out of the Newton matrix (lagged).
+        """
+        return _contact.self_contact_entries(self, bodies, point, radius, segment, stiffness, exponent, restitution,
+                                             impact_speed, friction, tangential_damping, name, _vector3)
+
     @property
     def ncontacts(self):
         """Number of contact rows (``contact_int``): a capsule on a plane is two, every other contact one."""
@@ -586,8 +606,8 @@ class Model3D(TreeBuilder):
 
     @property
     def has_contacts(self):
-        """True when the model has contacts (``add_contact``)."""
-        return self.ncontacts > 0
+        """True when the model has contacts: rows (``add_contact``) or self-contact sets (``add_self_contact``)."""
+        return bool(self.ncontacts or self.shape_int.shape[0])
 
     def _pack_elements(self):
         """Elements into elem_int / elem_real (``spatial.layout``, "force elements"); the functions of time or
@@ -739,6 +759,7 @@ class Model3D(TreeBuilder):
         self.loop_rows = rows  # (nloops + 1,): loop k owns rows loop_rows[k]:loop_rows[k + 1] of phi
         self._pack_elements()
         self.contact_int, self.contact_real, self.contact_names = _contact.pack3d(self)
+        self.shape_int, self.shape_real = _contact.pack_self_contacts3d(self)
         # the table's columns that the packed arrays hold unchanged become views of them (read-only: the model is
         # frozen), so that a compiled model keeps one copy of them; com stays (the packed arrays hold m c)
         table.share({"parent": body_int[:, SL.PARENT], "jtype": body_int[:, SL.JTYPE], "mass": body_real[:, SL.MASS],

@@ -70,19 +70,10 @@ from .layout import (
     PC_POINT,
     PC_TANGENTIAL,
 )
+from .points import _to_body, _to_ground, _velocity
 from .tree import _add_force
 
 njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
-
-
-@njit
-def _to_ground(rot, pos, body, x, y, z):
-    """The ground position of the point (x, y, z) of ``body`` (body frame); for the ground (-1) the point itself."""
-    if body < 0:
-        return x, y, z
-    return (pos[body, 0] + rot[body, 0, 0] * x + rot[body, 0, 1] * y + rot[body, 0, 2] * z,
-            pos[body, 1] + rot[body, 1, 0] * x + rot[body, 1, 1] * y + rot[body, 1, 2] * z,
-            pos[body, 2] + rot[body, 2, 0] * x + rot[body, 2, 1] * y + rot[body, 2, 2] * z)
 
 
 @njit
@@ -93,32 +84,6 @@ def _axes_to_ground(rot, body, x, y, z):
     return (rot[body, 0, 0] * x + rot[body, 0, 1] * y + rot[body, 0, 2] * z,
             rot[body, 1, 0] * x + rot[body, 1, 1] * y + rot[body, 1, 2] * z,
             rot[body, 2, 0] * x + rot[body, 2, 1] * y + rot[body, 2, 2] * z)
-
-
-@njit
-def _to_body(rot, pos, body, x, y, z):
-    """The ground point (x, y, z) in ``body``'s frame (the ground's: itself)."""
-    if body < 0:
-        return x, y, z
-    dx = x - pos[body, 0]
-    dy = y - pos[body, 1]
-    dz = z - pos[body, 2]
-    return (rot[body, 0, 0] * dx + rot[body, 1, 0] * dy + rot[body, 2, 0] * dz,
-            rot[body, 0, 1] * dx + rot[body, 1, 1] * dy + rot[body, 2, 1] * dz,
-            rot[body, 0, 2] * dx + rot[body, 1, 2] * dy + rot[body, 2, 2] * dz)
-
-
-@njit
-def _velocity(pos, omega, vel, body, x, y, z):
-    """The ground velocity of ``body``'s material point at the ground position (x, y, z); 0 for the ground."""
-    if body < 0:
-        return 0.0, 0.0, 0.0
-    ax = x - pos[body, 0]
-    ay = y - pos[body, 1]
-    az = z - pos[body, 2]
-    return (vel[body, 0] + omega[body, 1] * az - omega[body, 2] * ay,
-            vel[body, 1] + omega[body, 2] * ax - omega[body, 0] * az,
-            vel[body, 2] + omega[body, 0] * ay - omega[body, 1] * ax)
 
 
 @njit

@@ -176,3 +176,19 @@ PC_TANGENTIAL = 1
 PC_DEPTH = 4
 PC_POINT = 5
 N_PER_CONTACT = 8
+
+# ---- self-contact capsules (``Model3D.add_self_contact``; ``_kernels.spatial.pairs``) -----------------------------
+# shape_int (nshapes, N_SINT) int64: the planar layout's columns (``_kernels.layout``: SBODY, SSET)
+# shape_real (nshapes, N_SREAL) float64: the planar columns with 3D points, relative to the body frame's origin
+SP0 = 0  # the axis' first end, body frame (3)
+SP1 = 3  # the axis' second end, body frame (3); the first end again for a sphere
+SRAD = 6  # radius [m] (> 0)
+SK = 7  # stiffness k [N / m^p]
+SEXP = 8  # exponent p
+SDAMP = 9  # damping c = C / v_ref [s/m]
+SMU = 10  # friction coefficient
+SCT = 11  # tangential damping c_t [N s/m]
+N_SREAL = 12
+# boxes (nshapes, N_BOX) float64 scratch: bounding box (x lo, x hi, y lo, y hi, z lo, z hi), then the axis' ends in
+# ground axes (3 + 3); the sweep sorts by column 0 as the planar one (``planar.pairs``)
+N_BOX = 12

@@ -22,6 +22,7 @@ taken along ``integrate_configuration`` so that quaternions stay unit).
 With contacts (``Model3D.add_contact``) their loads join tau (``contact_loads``), their dissipated power W_dissipated,
 and the rows' stick anchors follow the work terms in y, y = (q, v, W_dissipated, W_applied, state), with a zero rate:
 the projection updates them after each accepted step (``contact.update_contacts``), as the planar system does.
+The pairs of self-contact sets (``Model3D.add_self_contact``, ``pairs``) join the same loads; they keep no state.
 """
 
 import math
@@ -42,6 +43,7 @@ from .contact import contact_forces, contact_newton_blocks, update_contacts
 from .elements import element_forces, subtree_forces
 from .layout import LROW, N_CSTATE
 from .loops import constrained_dynamics, constraint_responses, loop_constraints
+from .pairs import pair_forces
 from .tree import forward_dynamics, poses
 
 # The cached machine code of these kernels embeds ``spatial.forward_dynamics`` as it was when they were compiled,
@@ -65,12 +67,14 @@ SpatialSystem = namedtuple("SpatialSystem", [
     # (spatial_loops.LoopWorkspace3D), Baumgarte's (alpha, beta), and settings (5,) = (project: on, tol, max_iter,
     # its rcond; rcond of the dynamics' multiplier solve)
     "loops",
-    # contacts (``_kernels.spatial.contact``): (contact_int, contact_real, per_contact (nrows, N_PER_CONTACT), energy
-    # (2,), impacts), with no rows for a model without contacts (one type for every model: the time loops compiled
-    # for a spatial model serve contact models too); impacts: a fixed-step run's watch of its impacts, (nrows, 2),
-    # or (0, 2) for a run that does not watch them (``contact.update_contacts``). The rows' state (``spatial.layout``:
-    # N_CSTATE per row) is carried after the work terms of y, y = (q, v, W, state); the contacts use the force
-    # elements' scratch
+    # contacts (``_kernels.spatial.contact``, ``pairs``): (contact_int, contact_real, per_contact (nrows,
+    # N_PER_CONTACT), energy (2,), shape_int, shape_real, order (nshapes,) int64, boxes (nshapes, N_BOX), stats (2,),
+    # impacts), with no rows and no shapes for a model without contacts or self-contact sets (one type for every
+    # model: the time loops compiled for a spatial model serve contact models too); order, boxes and stats: the
+    # pairs' sweep (``pairs.pair_forces``); impacts: a fixed-step run's watch of its impacts, (nrows, 2), or (0, 2)
+    # for a run that does not watch them (``contact.update_contacts``), last as in the planar tuple. The rows' state
+    # (``spatial.layout``: N_CSTATE per row) is carried after the work terms of y, y = (q, v, W, state); the pairs
+    # keep none; the contacts use the force elements' scratch
     "contacts",
 ])
 
@@ -279,6 +283,8 @@ def _contact_forces(system, q, v, y):
     energy[:] = 0.0
     contact_forces(contacts[0], contacts[1], rot, pos, omega, vel, y, q.shape[0] + v.shape[0] + 2, wrench, energy,
                    contacts[2])
+    pair_forces(system.body_int, contacts[4], contacts[5], contacts[6], contacts[7], rot, pos, omega, vel, wrench,
+                energy, contacts[8])
     subtree_forces(system.body_int, ews, eS, wrench, forces)  # wrenches to generalised forces, as the elements'
     status = check_output(forces)
     if status == STATUS_OK:
@@ -289,10 +295,16 @@ def _contact_forces(system, q, v, y):
 
 
 @njit
+def has_contacts(system):
+    """True when the model has contact rows or self-contact shapes."""
+    return system.contacts[0].shape[0] > 0 or system.contacts[4].shape[0] > 0
+
+
+@njit
 def contact_loads(system, q, v, y):
     """tau += the contacts' generalised forces at (q, v) with the rows' state of y (``contact``); returns (status,
     the power they dissipate [W]). A no-op for a model without contacts."""
-    if system.contacts[0].shape[0] == 0:
+    if not has_contacts(system):
         return STATUS_OK, 0.0
     status, dissipated = _contact_forces(system, q, v, y)
     if status != STATUS_OK:
@@ -308,8 +320,8 @@ def contact_loads(system, q, v, y):
 def contact_residual(system, q, v, y, residual, powers):
     """An implicit step's residual (nv,) less the contacts' generalised forces at (q, v) with the rows' state of y
     (held over the step), and powers[0] plus the power they dissipate; returns the status. A no-op for a model
-    without contacts."""
-    if system.contacts[0].shape[0] == 0:
+    without contacts. The self-contact pairs are in the residual only (``contact_blocks`` leaves them out: lagged)."""
+    if not has_contacts(system):
         return STATUS_OK
     status, dissipated = _contact_forces(system, q, v, y)
     if status != STATUS_OK:
@@ -352,7 +364,7 @@ def update_contact_state(system, y):
     status = poses(system.body_int, system.body_real, q, v, ews, eS, etmp, rot, pos, omega, vel, True)
     if status != STATUS_OK:
         return status
-    return update_contacts(contacts[0], contacts[1], rot, pos, omega, vel, y, nq + v.shape[0] + 2, contacts[4])
+    return update_contacts(contacts[0], contacts[1], rot, pos, omega, vel, y, nq + v.shape[0] + 2, contacts[9])
 
 
 @njit
