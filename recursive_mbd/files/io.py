@@ -95,12 +95,12 @@ Spatial models (``rm.Model3D``; docs/conventions.md, "Spatial model files") use 
                        default "ground"); name
     [[torque]]         body, torque = [Tx, Ty, Tz]: required; frame ("ground" | "body", default "ground"); name
     [[driver]]         as above (body, kind: required; the same keys), for revolute and prismatic joints only (the
-                       joints ``rm.kinematic_analysis`` of a Model3D drives; another joint is refused, naming the
-                       entry): q of that joint = the polynomial or harmonic of t
-    [analysis]         as above; ``rmbd run`` runs "dynamics" (``rm.simulate`` of the Model3D, its loops and force
-                       elements included; it takes no drivers yet, so a file with drivers is refused), "statics",
-                       "modes" and "kinematics" (``rm.kinematic_analysis`` with the file's drivers) of a spatial
-                       model
+                       joints ``rm.kinematic_analysis`` and ``rm.simulate`` of a Model3D drive; another joint is
+                       refused, naming the entry): q of that joint = the polynomial or harmonic of t
+    [analysis]         as above; ``rmbd run`` runs "dynamics" (``rm.simulate`` of the Model3D, its loops, force
+                       elements and drivers included: the drivers' forces are reported; drivers and loops together
+                       are refused), "statics", "modes" and "kinematics" (``rm.kinematic_analysis`` with the file's
+                       drivers) of a spatial model
 
 Spatial files have no [chain], [[joint]], [[ground]], [[drum]], [[contact]] or [[self_contact]] tables (each is
 refused, by name).
