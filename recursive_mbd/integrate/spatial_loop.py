@@ -74,13 +74,17 @@ class SpatialTimeLoop:
         # (``fd_S``, 0 rows for a model of those); the loop kernels read every joint's subspace. Sized here, not by
         # ``ws.S``, whose first use would allocate the full array in the model's workspace as well.
         motion_subspaces = np.zeros((nb, model._max_nv, 6)) if m else np.zeros_like(ws.fd_S)
+        condensed = (np.zeros_like(ws.UD), np.zeros_like(ws.uD))
+        if inputs.drivers:  # the hybrid dynamics take every joint but the driven ones by the general steps: every row
+            motion_subspaces = np.zeros((nb, model._max_nv, 6))
+            condensed = (np.zeros((nb, model._max_nv, 6)), np.zeros((nb, model._max_nv)))
         self.system = SpatialSystem(
             model.body_int, model.body_real, model.gravity, model._euclid_q.astype(np.int64),
             model._euclid_v.astype(np.int64), model._quat_q, model._quat_v, inputs.tau_const,
             np.array([inputs.tau_offset], dtype=np.int64), np.zeros(inputs.size), spatial.element_system(model),
             np.zeros(nq), np.zeros(nv),
-            np.zeros(nv), np.zeros(nv), np.zeros_like(ws.ws), motion_subspaces, np.zeros_like(ws.UD),
-            np.zeros_like(ws.uD), np.zeros_like(ws.tmp), loops,
+            np.zeros(nv), np.zeros(nv), np.zeros_like(ws.ws), motion_subspaces, *condensed, np.zeros_like(ws.tmp),
+            loops,
             (model.contact_int, model.contact_real, np.zeros((model.ncontacts, N_PER_CONTACT)), np.zeros(2),
              np.zeros((model.ncontacts if watch_impacts else 0, 2))),
             *driver_fields(model, inputs))

@@ -83,7 +83,8 @@ SpatialSystem = namedtuple("SpatialSystem", [
     # state is then y = (q_free, v_free, W, state), the driven coordinates left out (they follow their drivers):
     "driven_coords",  # (nd, 3) int64: per driver its coordinate in q, in v, and its first slot in u (f, f', f'')
     "free_q", "free_v",  # (nq - nd,), (nv - nd,) int64: the integrated coordinates of q and v (0 rows: no drivers)
-    "driven",  # (nbodies,) uint8: nonzero for a driven joint (``tree.hybrid_dynamics``); (0,) without drivers
+    "driven",  # (nbodies,) uint8: nonzero for a driven joint (``tree.hybrid_dynamics``, which reads S, UD, uD of
+    # every body: they have a row per body with drivers); (0,) without drivers
     "drive",  # (nv,) the joint force each driver supplies (its coordinate's entry; 0 rows: no drivers)
     "rate",  # (nq,) scratch: q' of the full configuration (0 rows: no drivers)
 ])

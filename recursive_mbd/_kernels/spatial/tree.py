@@ -1505,15 +1505,23 @@ def _joint_accelerate(body_int, body_real, i, ws, S, UD, uD, tmp, out):
     elif body_int[i, JTYPE] == REVOLUTE:
         _revolute_accelerate(body_real, i, kv, ws, tmp, out)
     else:
-        for col in range(body_int[i, NVJ]):
-            acc = uD[i, col]
-            for m in range(6):
-                acc -= UD[i, col, m] * tmp[m]
-            out[kv + col] = acc
-            for m in range(6):
-                tmp[m] += S[i, col, m] * acc
+        _subspace_accelerate(body_int, i, S, UD, uD, tmp, out)
     for m in range(6):
         ws[i, WC + m] = tmp[m]
+
+
+@inline_njit
+def _subspace_accelerate(body_int, i, S, UD, uD, tmp, out):
+    """With a' in tmp[0:6]: vdot = D^-1 u - (U D^-1)^T a' of body i's joint from UD, uD (``_general_condense``) into
+    out, and a = a' + S vdot into tmp[0:6]."""
+    kv = body_int[i, VIDX]
+    for col in range(body_int[i, NVJ]):
+        acc = uD[i, col]
+        for m in range(6):
+            acc -= UD[i, col, m] * tmp[m]
+        out[kv + col] = acc
+        for m in range(6):
+            tmp[m] += S[i, col, m] * acc
 
 
 @njit
@@ -1596,29 +1604,39 @@ def hybrid_dynamics(body_int, body_real, gravity, q, v, tau, driven, ws, S, UD, 
     articulated inertia passes to the parent whole, with the bias force p^A + I^A (c + s vdot_k)
     (``_driven_condense``); in the base-to-tip pass its body's acceleration is a = X a_P + c + s vdot_k, and
     drive[k] returns the joint force its driver must add to tau[k]: s^T (I^A a + p^A) - tau[k]
-    (``_driven_accelerate``). The other joints are the articulated-body steps of ``forward_dynamics``; entries of
-    drive other than the driven joints' are left alone. Returns a status (module docstring). The workspace it
-    leaves is not the one ``unit_force_responses`` reads (the driven joints are not condensed).
+    (``_driven_accelerate``); entries of drive other than the driven joints' are left alone. The other joints take
+    the general steps of ``forward_dynamics`` whatever their type (``_general_condense``, ``_subspace_accelerate``:
+    compiled once, where the register steps of spherical and revolute joints would be compiled again), so S, UD and
+    uD have a row for every body (nbodies, max_nv, 6), S written by the kinematics pass (``_kinematics``). Returns a
+    status (module docstring). The workspace it leaves is not the one ``unit_force_responses`` reads.
     """
     status = check_finite(q, v, tau)
     if status:
         return status
-    status = _forward_kinematics(body_int, body_real, q, v, ws, S, tmp)
+    status = _kinematics(body_int, body_real, q, v, ws, S, tmp, True)
     if status:
         return status
     n = body_int.shape[0]
+    for i in range(n):  # the bias forces from the velocities, before the condensation writes over them (WV in WI)
+        _body_bias_force(body_real, i, ws)
+        ws[i, WCHILD] = 0.0
     for i in range(n - 1, -1, -1):
         if driven[i]:
             _driven_condense(body_int, body_real, tau, i, ws, S, out)
         else:
-            status = _condense(body_int, body_real, tau, i, ws, S, UD, uD, tmp)
+            status = _general_condense(body_int, body_real, tau, i, ws, S, UD, uD, tmp)
             if status:
                 return status
     for i in range(n):
         if driven[i]:
-            _driven_accelerate(body_int, body_real, gravity, i, ws, S, tmp, out, drive)
+            _driven_accelerate(body_int, gravity, i, ws, S, tmp, out, drive)
         else:
-            _accelerate(body_int, body_real, gravity, i, ws, S, UD, uD, tmp, out)
+            _parent_acceleration(gravity, i, body_int[i, PARENT], ws, tmp)
+            for m in range(6):
+                tmp[m] += ws[i, WC + m]
+            _subspace_accelerate(body_int, i, S, UD, uD, tmp, out)
+            for m in range(6):
+                ws[i, WC + m] = tmp[m]
     status = check_output(out)
     if status:
         return status
@@ -1626,11 +1644,8 @@ def hybrid_dynamics(body_int, body_real, gravity, q, v, tau, driven, ws, S, UD, 
 
 
 @inline_njit
-def _driven_column(body_int, body_real, i, S):
-    """The motion subspace s (6 numbers) of body i's driven 1-dof joint: a revolute joint's formed from the model
-    (``_revolute_column``), a prismatic joint's as the kinematics pass wrote it into S."""
-    if body_int[i, JTYPE] == REVOLUTE:
-        return _revolute_column(body_real, i)
+def _driven_column(S, i):
+    """The motion subspace s (6 numbers) of body i's driven 1-dof joint, as the kinematics pass wrote it into S."""
     return S[i, 0, 0], S[i, 0, 1], S[i, 0, 2], S[i, 0, 3], S[i, 0, 4], S[i, 0, 5]
 
 
@@ -1640,7 +1655,7 @@ def _driven_condense(body_int, body_real, tau, i, ws, S, out):
     u = tau_k - s^T p^A into the workspace row (WUD, WU: read by ``_driven_accelerate``), then I^A whole and
     p^A + I^A (c + s vdot_k) moved to the parent (Featherstone 2008, table 9.6)."""
     kv = body_int[i, VIDX]
-    s0, s1, s2, s3, s4, s5 = _driven_column(body_int, body_real, i, S)
+    s0, s1, s2, s3, s4, s5 = _driven_column(S, i)
     (axx, ayy, azz, axy, axz, ayz, b00, b01, b02, b10, b11, b12, b20, b21, b22, cxx, cyy, czz, cxy, cxz,
      cyz) = _articulated_inertia(body_real, i, ws)
     # U = I^A s = (A a + B l; B^T a + C l), s = (a; l)
@@ -1689,12 +1704,12 @@ def _driven_condense(body_int, body_real, tau, i, ws, S, out):
 
 
 @njit
-def _driven_accelerate(body_int, body_real, gravity, i, ws, S, tmp, out, drive):
+def _driven_accelerate(body_int, gravity, i, ws, S, tmp, out, drive):
     """The base-to-tip step of ``hybrid_dynamics`` for a driven joint: a = X a_P + c + s vdot_k into
     ws[i, WC:WC+6], and drive[k] = s^T (I^A a + p^A) - tau_k = U . a - u (``_driven_condense``'s WUD, WU)."""
     kv = body_int[i, VIDX]
     _parent_acceleration(gravity, i, body_int[i, PARENT], ws, tmp)
-    s0, s1, s2, s3, s4, s5 = _driven_column(body_int, body_real, i, S)
+    s0, s1, s2, s3, s4, s5 = _driven_column(S, i)
     acc = out[kv]
     tmp[0] += ws[i, WC] + s0 * acc
     tmp[1] += ws[i, WC + 1] + s1 * acc
