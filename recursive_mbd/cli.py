@@ -303,7 +303,7 @@ def _run_analysis(args, spec, target, out):
         arrays.update(t=kin.t, q=kin.q, qd=kin.qd, qdd=kin.qdd, driving_forces=kin.driving_forces,
                       joint_reactions=kin.joint_reactions, loop_forces=kin.loop_forces, driven=kin.driven)
         print(f"kinematic analysis: {counted(kin.t.size, 'time')} up to {t_end:g} s; "
-              f"{_driving_summary(model, kin)}", file=out)
+              f"{_driving_summary(model, kin.driving_forces, kin.driven)}", file=out)
     else:
         eq = static_equilibrium(model, spec.q0)
         omega, shapes = modes(model, eq.q, min(analysis["count"], model.nq - model.nconstraints))
@@ -369,9 +369,23 @@ def _run_dynamics(args, spec, base, target, out):
     arrays["status"] = np.array("finished")
     touching = (f"; at most {counted(int(arrays['contact_active'].max()), 'contact row')} touching"
                 if "contact_active" in arrays else "")
-    print(f"{res}; energy balance max |.| = {np.abs(arrays['energy_balance']).max():.2e} J{touching}; kernels "
-          f"ready in {ready:.2f} s, run {wall:.3f} s", file=out)
+    driving = ""
+    if spec.drivers:  # the joint force each driver supplied: columns of the driven coordinates (a Model3D's in v)
+        driven = _driven_columns(model, spec.drivers)
+        arrays.update(driving_forces=res.driving_forces()[:, driven], driven=driven)
+        driving = f"; {_driving_summary(model, arrays['driving_forces'], driven)}"
+    print(f"{res}; energy balance max |.| = {np.abs(arrays['energy_balance']).max():.2e} J{touching}{driving}; "
+          f"kernels ready in {ready:.2f} s, run {wall:.3f} s", file=out)
     return arrays
+
+
+def _driven_columns(model, drivers):
+    """The driven coordinates of a run's ``drivers`` (body names) in order: their indices in qd (a Model3D's v)."""
+    if isinstance(model, io.Model3D):
+        columns = [model.v_slice(body).start for body in drivers]
+    else:
+        columns = [int(model.joint_q_index[model.body_index(body)]) for body in drivers]
+    return np.array(sorted(columns), dtype=np.int64)
 
 
 def _csv_header(model):
@@ -413,9 +427,6 @@ def _run_spatial(args, spec, target, out):
     model, kind = spec.model, spec.analysis["type"]
     if kind not in SPATIAL_ANALYSES:
         _refuse_spatial(args.file, model, f"the {kind} analysis")
-    if kind == "dynamics" and spec.drivers:
-        raise InputError(f"{args.file}: driver[0]: the dynamics of a spatial model take no drivers yet (rm.simulate "
-                         "of a Model3D); drivers apply to the kinematics analysis")
     if kind == "kinematics" and not spec.drivers:
         raise InputError(f"{args.file}: analysis.type: a kinematics analysis needs drivers ([[driver]] tables)")
     from .analysis.analyses import kinematic_analysis, modes, static_equilibrium  # noqa: PLC0415
@@ -435,7 +446,7 @@ def _run_spatial(args, spec, target, out):
         arrays.update(t=kin.t, q=kin.q, v=kin.v, vdot=kin.vdot, driving_forces=kin.driving_forces,
                       multipliers=kin.multipliers, driven=kin.driven)
         print(f"kinematic analysis: {counted(kin.t.size, 'time')} up to {t_end:g} s; "
-              f"{_driving_summary(model, kin)}", file=out)
+              f"{_driving_summary(model, kin.driving_forces, kin.driven)}", file=out)
         _write_results(args, model, target, arrays, out)
         return
     eq = static_equilibrium(model, spec.q0)
@@ -635,14 +646,15 @@ def _frequencies(labels, omega, shapes):
     return "natural frequencies [rad/s]: " + ", ".join(shown)
 
 
-def _driving_summary(model, kin):
-    """The largest driving force of each driver over a kinematic analysis, named and with its unit: "driving
+def _driving_summary(model, driving_forces, driven):
+    """The largest driving force of each driver over a kinematic analysis or a simulation (``driving_forces`` (nt,
+    nd) of the driven coordinates ``driven`` (nd,), a Model3D's indices in v), named and with its unit: "driving
     forces max |.|: crank torque 2812.02 N m" (a revolute joint's driver: N m; a prismatic one's: N)."""
-    peaks = np.abs(kin.driving_forces).max(axis=0, initial=0.0) if kin.driving_forces.size else ()
+    peaks = np.abs(driving_forces).max(axis=0, initial=0.0) if driving_forces.size else ()
     if isinstance(model, io.Model3D):
         first_rate = {model.v_slice(i).start: i for i in range(model.nbodies)}
         named = []
-        for kv in kin.driven:
+        for kv in driven:
             body = first_rate[int(kv)]
             force = ("torque", "N m") if model.joint_types[body] == "revolute" else ("force", "N")
             named.append((f"{model.names[body]} {force[0]}", force[1]))
@@ -650,7 +662,7 @@ def _driving_summary(model, kin):
         from .plot import coordinate_names_units  # noqa: PLC0415  (labels only: no matplotlib)
 
         names, units = coordinate_names_units(model, "tau")
-        named = [(names[c], units[c]) for c in kin.driven]
+        named = [(names[c], units[c]) for c in driven]
     listed = ", ".join(f"{name} {peak:.6g} {unit}" for (name, unit), peak in zip(named, peaks, strict=True))
     return f"driving {'force' if len(named) == 1 else 'forces'} max |.|: {listed or 'none'}"
 

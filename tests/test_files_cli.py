@@ -280,6 +280,25 @@ def test_deck_errors_name_the_line(old, new, expected, tmp_path):
     assert code == 1 and expected in err, err
 
 
+def test_rmbd_run_reports_the_driving_forces_of_a_planar_dynamics_run(tmp_path):
+    """A [[driver]] entry in a dynamics file: the .npz holds the driving torque at the samples (rm.simulate's) and
+    the driven coordinate, and the run's line names the driver's largest torque with its unit."""
+    text = (MODELS / "double_pendulum.toml").read_text()
+    path = tmp_path / "driven.toml"
+    path.write_text(text[:text.index("[analysis]")] + '[[driver]]\nbody = "link1"\nkind = "harmonic"\namplitude = '
+                    '0.3\nfrequency = 2.0\n\n[analysis]\ntype = "dynamics"\nt_end = 1.0\nsamples = 11\n')
+    out = std_io.StringIO()
+    assert cli.main(["run", str(path), "-o", str(tmp_path / "driven.npz")], out=out) == 0
+    spec = rm.io.load(path)
+    expected = rm.simulate(spec.model, spec.q0, spec.qd0, 1.0, t_eval=np.linspace(0.0, 1.0, 11),
+                           drivers=spec.drivers)
+    with np.load(tmp_path / "driven.npz") as data:
+        np.testing.assert_array_equal(data["driving_forces"], expected.driving_forces()[:, [0]])
+        assert list(data["driven"]) == [0]
+        peak = np.abs(data["driving_forces"]).max()
+    assert f"driving force max |.|: link1 torque {peak:.6g} N m;" in out.getvalue(), out.getvalue()
+
+
 def test_rmbd_run_prints_every_quantity_with_its_unit(tmp_path):
     # kinematics: the driver named, its largest force with its unit (the crank's revolute joint: a torque [N m])
     out = std_io.StringIO()

@@ -539,11 +539,40 @@ def test_a_spatial_driver_of_a_joint_that_cannot_be_driven_is_refused(tmp_path):
     with pytest.raises(rm.io.FileFormatError, match="driver\\[0\\].body: body 'rod1' has a spherical joint; a "
                        "driver of a spatial model prescribes a revolute or prismatic"):
         rm.io.load(path)
-    # drivers with a dynamics analysis: rm.simulate of a Model3D takes none, so rmbd run refuses before computing
+    # drivers with a dynamics analysis of a model with loops: rm.simulate of a Model3D refuses the two together
     dynamics = tmp_path / "rssr.toml"
     dynamics.write_text(RSSR.read_text().replace('type = "kinematics"', 'type = "dynamics"'))
     code, out, err = run_cli(["run", str(dynamics), "-o", str(tmp_path / "r.npz")], tmp_path)
-    assert code == 1 and "driver[0]" in err and "take no drivers" in err, err
+    assert code == 1 and "rssr.toml" in err and "drivers on a Model3D with loops ('coupler')" in err, err
+    assert not (tmp_path / "r.npz").exists()
+
+
+def test_rmbd_run_simulates_a_spatial_file_with_a_driver(tmp_path):
+    """The turntable example (a driven revolute joint, a free one): rmbd run gives rm.simulate's samples with the
+    file's driver, the driving torque at them (named, its peak printed with its unit) and t, q, v as CSV."""
+    source = SPATIAL / "turntable.toml"
+    result, table = tmp_path / "turntable.npz", tmp_path / "turntable.csv"
+    code, out, err = run_cli(["run", str(source), "-o", str(result), "--csv", str(table)], tmp_path)
+    assert code == 0, err
+    spec = rm.io.load(source)
+    times = np.linspace(0.0, 2.0, 101)
+    expected = rm.simulate(spec.model, spec.q0, spec.v0, 2.0, rtol=1e-10, atol=1e-12, t_eval=times,
+                           drivers=spec.drivers)
+    with np.load(result) as data:
+        np.testing.assert_array_equal(data["q"], expected.q)
+        np.testing.assert_array_equal(data["qd"], expected.qd)
+        np.testing.assert_allclose(data["q"][:, 0], 1.5 * times**2, rtol=1e-15, atol=0.0)  # the driver's angle
+        assert list(data["driven"]) == [0]
+        np.testing.assert_array_equal(data["driving_forces"], expected.driving_forces()[:, [0]])
+        peak = np.abs(data["driving_forces"]).max()
+        assert np.abs(data["energy_balance"]).max() < 1e-9 * np.abs(data["applied_work"]).max()
+        # at rest the torque spins up the table and the hanging rod with it: (J_table + J_rod about the axis) 3 rad/s^2
+        rod = 0.0001 + 0.5 * 0.3**2
+        assert data["driving_forces"][0, 0] == pytest.approx((0.225 + rod) * 3.0, rel=1e-12)
+    assert f"driving force max |.|: table torque {peak:.6g} N m" in out, out
+    lines = table.read_text().splitlines()
+    assert lines[0] == "t [s],table angle [rad],rod angle [rad],table rate [rad/s],rod rate [rad/s]"
+    assert len(lines) == 102
 
 
 def test_rmbd_info_lists_a_spatial_files_surfaces_and_contacts(tmp_path):

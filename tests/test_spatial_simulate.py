@@ -7,13 +7,14 @@ import warnings
 import numba
 import numpy as np
 import pytest
+from _helpers import planar_chain_and_its_spatial_twin
 
 import recursive_mbd as rm
 from recursive_mbd._kernels import layout as L
 from recursive_mbd._kernels.spatial.system import project_state, projects
 from recursive_mbd._kernels.timeloops import integrators
 from recursive_mbd.dynamics import spatial as spatial_dynamics
-from recursive_mbd.errors import SimulationError, StateError
+from recursive_mbd.errors import ModelError, SimulationError, StateError
 from recursive_mbd.integrate.result import SimulationResult
 from recursive_mbd.integrate.spatial_loop import SpatialTimeLoop, _SpatialInputs
 from recursive_mbd.model.spatial_fields import quaternion_matrix
@@ -211,14 +212,13 @@ def test_refusals_and_saved_results(tmp_path):
     model = _rigid_body("spherical", gravity=(0.0, 0.0, -9.81), com=(0.0, 0.0, -0.5))
     q0, v0 = model.neutral(), np.array([1.0, 0.0, 0.5])
     for options, message in (({"formulation": "lagrange"}, "formulation must be 'recursive' or 'augmented'"),
-                             ({"drivers": {0: math.sin}}, "drivers are not supported on a Model3D"),
                              ({"stabilization": "projection"}, "this Model3D has none")):
         with pytest.raises(ValueError, match=message):
             rm.simulate(model, q0, v0, 0.1, **options)
     res = rm.simulate(model, q0, v0, 0.5, tau=lambda t: np.ones(3))
-    for name in ("qdd", "driving_forces"):
-        with pytest.raises(ValueError, match=r"not available for a Model3D's result"):
-            getattr(res, name)()
+    with pytest.raises(ValueError, match=r"not available for a Model3D's result"):
+        res.qdd()
+    assert np.array_equal(res.driving_forces(), np.zeros((res.t.size, 3)))  # a run without drivers
     assert res.element_forces().shape == (res.t.size, 0, 3)  # the model has no elements
     with pytest.raises(ValueError, match=r"poses\(\) is not available for a Model3D's result"):
         res.poses(0)
@@ -305,3 +305,101 @@ def test_a_tau_of_the_wrong_form_names_nv_not_nq():
     for tau in (lambda t: [[1.0, 2.0], [3.0]], lambda t: np.zeros(5)):
         with pytest.raises(StateError, match="tau function must return 4 finite numbers"):
             rm.simulate(model, model.neutral(), np.zeros(4), 0.01, tau=tau)
+
+
+# ---- drivers ----------------------------------------------------------------------------------------------------
+
+def _arm_with_slider():
+    """The spherical-revolute-prismatic chain of ``test_energy_balance_with_tau_functions``, its revolute joint
+    named "arm" and its prismatic one "slider"."""
+    model = rm.Model3D(gravity=(0.0, -3.0, -9.81))
+    root = model.add_body(joint="spherical", mass=1.0, inertia=(0.1, 0.2, 0.25, 0.01, -0.02, 0.03),
+                          com=(0.1, 0.0, -0.3), name="root")
+    arm = model.add_body(parent=root, joint="revolute", parent_point=(0.1, 0.0, -0.5), axis=(0.3, 1.0, 0.2),
+                         mass=0.7, inertia=(0.05, 0.04, 0.06, 0, 0, 0), com=(0.0, 0.0, -0.2), name="arm")
+    model.add_body(parent=arm, joint="prismatic", parent_point=(0.0, 0.1, -0.3), axis=(1.0, 0.0, 1.0), mass=0.4,
+                   inertia=0.01, name="slider")
+    return model
+
+
+ARM = (lambda t: 0.3 * math.sin(2.0 * t), lambda t: 0.6 * math.cos(2.0 * t), lambda t: -1.2 * math.sin(2.0 * t))
+SLIDER = (lambda t: 0.1 * t * t, lambda t: 0.2 * t, lambda t: 0.2)
+
+
+def test_driven_joints_of_a_spatial_chain_follow_their_drivers_with_the_inverse_dynamics_forces():
+    """A spatial chain whose revolute and prismatic joints are driven (their motion prescribed, the spherical root
+    free): at every sample the driven coordinates and rates are their drivers' values, and the driving forces are
+    the inverse dynamics' joint forces: with them as tau, the forward dynamics gives the prescribed accelerations,
+    and inverse dynamics gives them back (1e-10, 1e-12). The energy balance holds with the drivers' work (1e-9 of
+    it). The same model with the arm's motion given through tau instead (tau(t, q, v) making the arm's acceleration
+    f''(t), solved from two forward dynamics) follows the same trajectory (1e-9)."""
+    model = _arm_with_slider()
+    q0, v0 = model.neutral(), np.array([0.5, -0.4, 1.0, 0.0, 0.0])
+    arm, slider = model.v_slice("arm").start, model.v_slice("slider").start
+    res = rm.simulate(model, q0, v0, 2.0, rtol=1e-11, atol=1e-11, drivers={"arm": ARM, "slider": SLIDER})
+    assert res.q.shape == (res.t.size, model.nq) and res.qd.shape == (res.t.size, model.nv)
+    for body, driver in (("arm", ARM), ("slider", SLIDER)):
+        np.testing.assert_array_equal(res.q[:, model.q_slice(body).start], [driver[0](t) for t in res.t])
+        np.testing.assert_array_equal(res.qd[:, model.v_slice(body).start], [driver[1](t) for t in res.t])
+    forces = res.driving_forces()
+    free = [0, 1, 2]
+    assert np.all(forces[:, free] == 0.0) and np.abs(forces[:, [arm, slider]]).min(axis=0).max() > 0.1
+    for t, q, v, force in zip(res.t, res.q, res.qd, forces, strict=True):
+        vdot = rm.forward_dynamics(model, q, v, force)
+        assert abs(vdot[arm] - ARM[2](t)) < 1e-10 and abs(vdot[slider] - SLIDER[2](t)) < 1e-10
+        np.testing.assert_allclose(rm.inverse_dynamics(model, q, v, vdot), force, rtol=0.0, atol=1e-12)
+    assert np.abs(res.applied_work).max() > 0.1 and np.all(res.dissipated_work == 0.0)
+    assert np.abs(res.energy_balance()).max() < 1e-9 * np.abs(res.applied_work).max()
+
+    def arm_torque(t, q, v):
+        """tau on the arm alone, making its acceleration f''(t) (forward dynamics is affine in tau)."""
+        unit = np.zeros(model.nv)
+        unit[arm] = 1.0
+        base = rm.forward_dynamics(model, q, v)
+        return unit * (ARM[2](t) - base[arm]) / (rm.forward_dynamics(model, q, v, unit)[arm] - base[arm])
+
+    q0[model.q_slice("arm")] = ARM[0](0.0)
+    v0[arm] = ARM[1](0.0)
+    by_tau = rm.simulate(model, q0, v0, 1.0, rtol=1e-11, atol=1e-11, tau=arm_torque, t_eval=np.linspace(0, 1, 11))
+    driven = rm.simulate(model, q0, v0, 1.0, rtol=1e-11, atol=1e-11, drivers={"arm": ARM},
+                         t_eval=np.linspace(0, 1, 11))
+    assert np.abs(by_tau.q - driven.q).max() < 1e-9 and np.abs(by_tau.qd - driven.qd).max() < 1e-9
+    assert np.abs(driven.q[-1] - q0).max() > 0.1  # it moved
+
+
+def test_planar_chain_built_in_3d_with_a_driver_follows_the_planar_route():
+    """serial_chain(3) rebuilt with revolute axes along z, its middle joint driven by f(t) (derivatives by central
+    differences on both routes): the spatial run's q, v and driving forces are the planar run's to 1e-9."""
+    planar, model, q0, qd0 = planar_chain_and_its_spatial_twin()
+    times = np.linspace(0.0, 1.5, 16)
+    drivers = {"link2": lambda t: 0.4 * math.sin(3.0 * t) - 0.5}
+    a = rm.simulate(planar, q0, qd0, 1.5, rtol=1e-12, atol=1e-12, t_eval=times, drivers=drivers)
+    b = rm.simulate(model, q0, qd0, 1.5, rtol=1e-12, atol=1e-12, t_eval=times, drivers={1: drivers["link2"]})
+    assert np.abs(b.q - a.q).max() < 1e-9 and np.abs(b.qd - a.qd).max() < 1e-9
+    forces = a.driving_forces()
+    assert np.abs(forces[:, 1]).max() > 1.0
+    assert np.abs(b.driving_forces() - forces).max() < 1e-9
+    assert np.abs(b.applied_work - a.applied_work).max() < 1e-9
+
+
+def test_bad_drivers_of_a_spatial_model_are_refused():
+    model = _arm_with_slider()
+    q0, v0 = model.neutral(), np.zeros(model.nv)
+    with pytest.raises(ModelError, match="driver of body 'root': only revolute and prismatic joints"):
+        rm.simulate(model, q0, v0, 0.1, drivers={"root": math.sin})
+    with pytest.raises(ModelError, match="'elbow'"):
+        rm.simulate(model, q0, v0, 0.1, drivers={"elbow": math.sin})
+    with pytest.raises(TypeError, match="driver of body 'arm': give f"):
+        rm.simulate(model, q0, v0, 0.1, drivers={"arm": 0.3})
+    for options in ({"method": "generalized_alpha", "dt": 0.01}, {"method": "bdf"}, {"formulation": "augmented"}):
+        what = options.get("method", "augmented")
+        with pytest.raises(ValueError, match=f"drivers on a Model3D are not supported with .*{what}"):
+            rm.simulate(model, q0, v0, 0.1, drivers={"arm": math.sin}, **options)
+    looped = rm.Model3D()
+    looped.add_body(joint="revolute", mass=1.0, inertia=0.1, name="crank")
+    looped.add_body(joint="revolute", parent_point=(1.0, 0.0, 0.0), mass=1.0, inertia=0.1, name="rocker")
+    looped.add_loop("distance", "crank", (0.2, 0.0, 0.0), "rocker", (0.0, 0.2, 0.0), length=1.0, name="coupler")
+    with pytest.raises(ModelError, match="drivers on a Model3D with loops \\('coupler'\\)"):
+        rm.simulate(looped, looped.neutral(), np.zeros(2), 0.1, drivers={"crank": math.sin})
+    with pytest.raises(StateError, match="driver of body 'arm' raised at t = 0"):
+        rm.simulate(model, q0, v0, 0.1, drivers={"arm": lambda t: 1.0 / 0.0})

@@ -95,8 +95,8 @@ Spatial models (``rm.Model3D``; docs/conventions.md, "Spatial model files") use 
                        default "ground"); name
     [[torque]]         body, torque = [Tx, Ty, Tz]: required; frame ("ground" | "body", default "ground"); name
     [[driver]]         as above (body, kind: required; the same keys), for revolute and prismatic joints only (the
-                       joints ``rm.kinematic_analysis`` of a Model3D drives; another joint is refused, naming the
-                       entry): q of that joint = the polynomial or harmonic of t
+                       joints ``rm.kinematic_analysis`` and ``rm.simulate`` of a Model3D drive; another joint is
+                       refused, naming the entry): q of that joint = the polynomial or harmonic of t
     [[ground]]         as above (``Model3D.add_ground``) with 3-vectors: point (default [0, 0, 0]), normal (default
                        [0, 0, 1]), tangent (default: the x axis projected onto the plane, its y axis for a normal
                        along x), extent = [[lo1, hi1], [lo2, hi2]] along the tangent t1 and along normal x t1
@@ -104,10 +104,10 @@ Spatial models (``rm.Model3D``; docs/conventions.md, "Spatial model files") use 
     [[drum]]           as above (``Model3D.add_drum``) with a centre [x, y, z] and its axis [ax, ay, az]: required
     [[contact]]        as above (``Model3D.add_contact``), point [x, y, z], segment [[x0, y0, z0], [x1, y1, z1]]
     [[self_contact]]   as above (``Model3D.add_self_contact``), point [x, y, z], segment [[x0, y0, z0], [x1, y1, z1]]
-    [analysis]         as above; ``rmbd run`` runs "dynamics" (``rm.simulate`` of the Model3D, its loops and force
-                       elements included; it takes no drivers yet, so a file with drivers is refused), "statics",
-                       "modes" and "kinematics" (``rm.kinematic_analysis`` with the file's drivers) of a spatial
-                       model
+    [analysis]         as above; ``rmbd run`` runs "dynamics" (``rm.simulate`` of the Model3D, its loops, force
+                       elements and drivers included: the drivers' forces are reported; drivers and loops together
+                       are refused), "statics", "modes" and "kinematics" (``rm.kinematic_analysis`` with the file's
+                       drivers) of a spatial model
 
 Spatial files have no [chain] or [[joint]] tables (each is refused, by name).
 

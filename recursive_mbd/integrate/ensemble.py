@@ -130,7 +130,7 @@ def _stop_monitor(key, t, y, _, control):
 # but loops (part1) and contacts (None; part2 and part3 empty), a SpatialSystem's every field but elements (part1),
 # loops (part2) and contacts (part3).
 _SPATIAL_NESTED = ("elements", "loops", "contacts")
-_SPATIAL_HEAD = 19  # the SpatialSystem's fields less _SPATIAL_NESTED: its parts are told from a TreeSystem's by this
+_SPATIAL_HEAD = 25  # the SpatialSystem's fields less _SPATIAL_NESTED: its parts are told from a TreeSystem's by this
 
 
 def system_parts(template):

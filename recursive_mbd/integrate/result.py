@@ -161,8 +161,8 @@ class SimulationResult:
     q, qd : ndarray, shape (nt, nq)
         Joint coordinates and rates at the samples (driven coordinates included). For a ``Model3D``: q (nt, nq)
         the configurations (every quaternion unit norm) and qd (nt, nv) the joint VELOCITIES v (a spherical
-        joint's omega in the child frame), not dq/dt; ``qdd()``, ``driving_forces()`` and ``poses()`` are for
-        planar models only (ValueError).
+        joint's omega in the child frame), not dq/dt; ``qdd()`` and ``poses()`` are for planar models only
+        (ValueError).
     dissipated_work, applied_work : ndarray, shape (nt,)
         Work [J] dissipated by the dampers and done by tau, the applied forces and torques and the drivers since
         t0, integrated with the motion: E(t) + dissipated_work - applied_work = E(t0).
@@ -216,6 +216,7 @@ class SimulationResult:
         self.nsteps = int(nsteps)
         self.nrejected = int(nrejected)
         self._evaluator = evaluator  # (callback, key, system, inputs) of the run, to evaluate its dynamics again
+        self._without_drivers = False  # a Model3D's run without drivers (and so without an evaluator)
         self.status = "finished"
         self._message = None  # set by SimulationError (why the run stopped early); else said by the status
         self.constraint_drift = None  # max |phi| per sample, for models with loops
@@ -320,13 +321,31 @@ class SimulationResult:
                 "power": energies[:, 1], "dissipated_work": work}
 
     def driving_forces(self):
-        """Joint force of each driver at every sample, shape (nt, nq) (zero for free coordinates) [N m or N]."""
-        self._require_model("driving_forces()", spatial=False)
+        """Joint force of each driver at every sample, shape (nt, nq) (zero for free coordinates) [N m or N]: what
+        the driver adds to tau and the force elements on its coordinate. A Model3D's result: shape (nt, nv), each
+        driver's entry at its joint's rate in v (zeros for a run without drivers)."""
+        if isinstance(self.model, Model3D):
+            return self._spatial_driving_forces()
+        self._require_model("driving_forces()")
         system = self._evaluator[2]
         out = np.zeros((self.t.size, self.model.nq))
         for i in range(self.t.size):
             self._evaluate(i)
             out[i, system[6]] = system[21][system[6]]
+        return out
+
+    def _spatial_driving_forces(self):
+        """``driving_forces`` of a Model3D's result: its run's system evaluated at every sample
+        (``spatial_loop.SpatialTimeLoop``), the drivers' entries of its ``drive``."""
+        out = np.zeros((self.t.size, self.model.nv))
+        if self._without_drivers:
+            return out
+        self._require_model("driving_forces()")
+        callback, key, system, inputs, loop = self._evaluator
+        rates = inputs.driven_rates
+        for i in range(self.t.size):
+            evaluate_system(self.model, callback, key, system, inputs, float(self.t[i]), loop.state(self, i))
+            out[i, rates] = system.drive[rates]
         return out
 
     def element_forces(self):

@@ -280,17 +280,26 @@ class _Inputs:
     """
 
     failure = None
-    spatial = False  # a Model3D's inputs (``_SpatialInputs``): tau of size nv, no drivers
+    spatial = False  # a Model3D's inputs (``_SpatialInputs``): tau of size nv, drivers' rates in v
 
     def __init__(self, model, tau, drivers):
         offset = self._take_tau(model, tau, model.nq, lambda value: as_vector(model, value, "tau"))
+        self._take_drivers(model, drivers, offset, model.joint_ndof, model.joint_q_index, model.joint_q_index)
+        self.has_python = self._needs_python()
+
+    def _take_drivers(self, model, drivers, offset, joint_ndof, q_index, v_index):
+        """The drivers of a run, ``drivers`` (body -> f(t) or (f, f', f'')), their (f, f', f'') in u from slot
+        ``offset`` on: ``drivers`` [(coordinate in q, body name, evaluate(t) -> (f, f', f''))] sorted,
+        ``driven_rates`` (nd,) their rates' indices (in qd, or a Model3D's v), ``driven`` (nbodies,) flags, or (0,)
+        without drivers. ``joint_ndof``, ``q_index``, ``v_index``: per body its joint's degrees of freedom and the
+        index of its first coordinate in q and in the rates."""
         self.driver_offset = offset
-        self.drivers = []  # (coordinate, body name, evaluate(t) -> (f, f', f''))
+        entries = []
         driven = np.zeros(model.nbodies, dtype=np.uint8)
         for body, spec in _checks.mapping(drivers, "drivers", "body (index or name) -> f(t) or (f, f', f'')").items():
             index = model.body_index(body)
             name = model.body_names[index]
-            if model.joint_ndof[index] != 1:
+            if joint_ndof[index] != 1:
                 raise ModelError(f"driver of body {name!r}: only revolute and prismatic joints can be driven")
             if driven[index]:
                 raise ModelError(f"driver of body {name!r}: given twice")
@@ -301,12 +310,13 @@ class _Inputs:
                 evaluate = _given_derivatives(*spec)
             else:
                 raise TypeError(f"driver of body {name!r}: give f(t) or a tuple (f, f', f'') of functions")
-            self.drivers.append((int(model.joint_q_index[index]), name, evaluate))
-        self.drivers.sort()
+            entries.append((int(q_index[index]), name, evaluate, int(v_index[index])))
+        entries.sort(key=lambda entry: entry[0])
+        self.drivers = [entry[:3] for entry in entries]
+        self.driven_rates = np.array([entry[3] for entry in entries], dtype=np.int64)
         self.driven = driven if self.drivers else np.zeros(0, dtype=np.uint8)
         self.driven_coords = np.array([c for c, _, _ in self.drivers], dtype=np.int64)
         self.size = offset + 3 * len(self.drivers)
-        self.has_python = self._needs_python()
 
     def _take_tau(self, model, tau, ntau, vector):
         """The tau fields of a run on ``model`` with ntau generalised forces: ``tau`` a function (its ntau slots of u
@@ -348,7 +358,7 @@ class _Inputs:
             value = _checks.driver_value(name, evaluate, t)
             slot = self.driver_offset + 3 * j
             u[slot:slot + 3] = value
-            q[coord], qd[coord] = value[0], value[1]
+            q[coord], qd[self.driven_rates[j]] = value[0], value[1]
         if self.tau_function is not None:
             try:
                 value = self.tau_function(t) if self.tau_arity == 1 else self.tau_function(t, q, qd)

@@ -78,7 +78,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     works as for a planar model (the projection steps along ``integrate_configuration``; see ``stabilization``).
     ``formulation="augmented"`` on a Model3D integrates the absolute coordinates of every body (centre of mass,
     quaternion; their velocity and angular velocity, ``augmented3d.TimeLoop3D``) for trees, with tau constant or
-    tau(t) and no force elements. Not for a Model3D yet: drivers (ValueError).
+    tau(t) and no force elements. Drivers on a Model3D: revolute and prismatic joints, the explicit methods and
+    scipy's (not generalized_alpha, bdf or the augmented formulation: ValueError; not with loops: ModelError).
 
     Parameters
     ----------
@@ -170,7 +171,10 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     drivers : dict, optional
         Prescribed motion ``{body: f}`` or ``{body: (f, f_dot, f_ddot)}`` for revolute or prismatic joints:
         q_j = f(t); without derivatives they are taken by central differences. Driven coordinates leave the
-        integrated state; ``result.driving_forces()`` gives the joint force each driver supplies.
+        integrated state; ``result.driving_forces()`` gives the joint force each driver supplies, and
+        ``applied_work`` includes the drivers' work. On a Model3D the same (the rate f' in v, f'' prescribed to the
+        articulated-body algorithm: Featherstone's hybrid dynamics, ``_kernels.spatial.tree.hybrid_dynamics``),
+        with the methods the Model3D paragraph above names.
     events : callable or list of callables, optional
         Event functions ``g(t, q, qd) -> float`` (dopri5, generalized_alpha, bdf and scipy methods). Each
         zero crossing is located on the dense output and recorded in ``result.t_events`` / ``q_events`` /
@@ -291,7 +295,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
                          f"{method} stores every-th step (every=)")
 
     if spatial:
-        inputs = _SpatialInputs(model, tau)
+        inputs = _SpatialInputs(model, tau, drivers)
         callback, key = inputs.callback()
         stabilization = _stabilization(model, stabilization, scipy_method, formulation)
         if formulation == "augmented":
@@ -331,8 +335,10 @@ def _refuse_spatial_options(model, method, formulation, drivers, stabilization, 
     """ValueError for a spatial model (``Model3D``) or an option of simulate that it does not take yet."""
     if formulation not in ("recursive", "augmented"):
         raise ValueError(f"formulation must be 'recursive' or 'augmented', got {formulation!r}")
-    if drivers:
-        raise ValueError("drivers are not supported on a Model3D yet (prescribe the motion through tau)")
+    if drivers and (formulation != "recursive" or method in ("generalized_alpha", "bdf")):
+        what = f"formulation={formulation!r}" if formulation != "recursive" else f"method {method!r}"
+        raise ValueError(f"drivers on a Model3D are not supported with {what} yet: use an explicit method (dopri5, "
+                         "dop853, rk4, implicit_midpoint) or scipy:NAME of the recursive formulation")
     if formulation == "recursive" and not model.nloops and (stabilization not in (None, "none") or alpha or beta):
         raise ValueError("stabilization, alpha and beta are for loop constraints; this Model3D has none (its "
                          "quaternions are renormalised after every accepted step)")

@@ -57,12 +57,13 @@ def spatial_member(head, elements, loops, contacts, members, scratch, m, tid):
     """The SpatialSystem of member m on thread tid: the template's (``spatial_loop.SpatialTimeLoop``'s system)
     parts (``ensemble.system_parts``: its array fields ``head``, its ``elements``, ``loops`` and ``contacts``) with
     member m's packed arrays ``members`` = (BODY_REAL, GRAVITY, ELEM_REAL, TAU_CONST) and thread tid's blocks
-    [tid, :rows] of ``scratch`` (``thread_scratch``: the template's scratch arrays, one padded block per thread)."""
+    [tid, :rows] of ``scratch`` (``thread_scratch``: the template's scratch arrays, one padded block per thread).
+    The driver fields are the template's: an ensemble has no drivers, so they have no rows and are shared."""
     BODY_REAL, GRAVITY, ELEM_REAL, TAU_CONST = members
     (U, Qs, Vs, TAUs, VDOTs, WS, S, UD, uD, TMP, EWS, ES, ETMP, EROT, EPOS, EOMEGA, EVEL, EWRENCH, EFORCES, EENERGY,
      EPER) = scratch
     (body_int, _, _, euclid_q, euclid_v, quat_q, quat_v, _, tau_offset, u, q, v, tau, vdot, ws, S0, UD0, uD0,
-     tmp) = head
+     tmp, driven_coords, free_q, free_v, driven, drive, rate) = head
     e = elements
     member_elements = (e[0], ELEM_REAL[m], EWS[tid, :e[2].shape[0]], ES[tid, :e[3].shape[0]],
                        ETMP[tid, :e[4].shape[0]], EROT[tid, :e[5].shape[0]], EPOS[tid, :e[6].shape[0]],
@@ -72,7 +73,7 @@ def spatial_member(head, elements, loops, contacts, members, scratch, m, tid):
                          tau_offset, U[tid, :u.shape[0]], member_elements, Qs[tid, :q.shape[0]], Vs[tid, :v.shape[0]],
                          TAUs[tid, :tau.shape[0]], VDOTs[tid, :vdot.shape[0]], WS[tid, :ws.shape[0]],
                          S[tid, :S0.shape[0]], UD[tid, :UD0.shape[0]], uD[tid, :uD0.shape[0]], TMP[tid, :tmp.shape[0]],
-                         loops, contacts)
+                         loops, contacts, driven_coords, free_q, free_v, driven, drive, rate)
 
 
 def thread_scratch(template, nthreads):

@@ -7,24 +7,27 @@ quaternions, projected onto the loops)."""
 import numpy as np
 
 from .. import _checks
+from .._kernels.spatial import layout as SL
 from .._kernels.spatial.layout import N_BOX, N_CSTATE, N_PER_CONTACT
-from ..errors import StateError
+from ..errors import ModelError, StateError
 from .runs import _Inputs
 
 
 class _SpatialInputs(_Inputs):
     """The inputs of a run on a ``Model3D``: tau (nv,) constant, or a function tau(t) / tau(t, q, v) (q (nq,) with
-    unit quaternions, v (nv,)); u = [the model's element slots (its forces and torques that are functions of time) |
-    tau when tau is a function]. Spatial models have no drivers yet."""
+    unit quaternions, v (nv,)), and drivers of revolute and prismatic joints (as the planar ones: body -> f(t) or
+    (f, f', f''), the coordinate's rate in v); u = [the model's element slots (its forces and torques that are
+    functions of time) | tau when tau is a function | f, f', f'' of each driver]."""
 
     spatial = True
 
-    def __init__(self, model, tau):
-        self.driver_offset = self._take_tau(model, tau, model.nv, lambda value: _spatial_tau(value, model.nv))
-        self.drivers = []
-        self.driven = np.zeros(0, dtype=np.uint8)
-        self.driven_coords = np.zeros(0, dtype=np.int64)
-        self.size = self.driver_offset
+    def __init__(self, model, tau, drivers=None):
+        offset = self._take_tau(model, tau, model.nv, lambda value: _spatial_tau(value, model.nv))
+        body_int = model.body_int
+        self._take_drivers(model, drivers, offset, body_int[:, SL.NVJ], body_int[:, SL.QIDX], body_int[:, SL.VIDX])
+        if self.drivers and model.nloops:
+            raise ModelError(f"drivers on a Model3D with loops ({model.loop_names[0]!r}) are not supported yet: the "
+                             "spatial loop layer does not hold driven joints; prescribe the motion through tau")
         self.has_python = self._needs_python()
 
 
@@ -72,46 +75,76 @@ class SpatialTimeLoop:
         # (``fd_S``, 0 rows for a model of those); the loop kernels read every joint's subspace. Sized here, not by
         # ``ws.S``, whose first use would allocate the full array in the model's workspace as well.
         motion_subspaces = np.zeros((nb, model._max_nv, 6)) if m else np.zeros_like(ws.fd_S)
+        condensed = (np.zeros_like(ws.UD), np.zeros_like(ws.uD))
+        if inputs.drivers:  # the hybrid dynamics take every joint but the driven ones by the general steps: every row
+            motion_subspaces = np.zeros((nb, model._max_nv, 6))
+            condensed = (np.zeros((nb, model._max_nv, 6)), np.zeros((nb, model._max_nv)))
         self.system = SpatialSystem(
             model.body_int, model.body_real, model.gravity, model._euclid_q.astype(np.int64),
             model._euclid_v.astype(np.int64), model._quat_q, model._quat_v, inputs.tau_const,
             np.array([inputs.tau_offset], dtype=np.int64), np.zeros(inputs.size), spatial.element_system(model),
             np.zeros(nq), np.zeros(nv),
-            np.zeros(nv), np.zeros(nv), np.zeros_like(ws.ws), motion_subspaces, np.zeros_like(ws.UD),
-            np.zeros_like(ws.uD), np.zeros_like(ws.tmp), loops,
+            np.zeros(nv), np.zeros(nv), np.zeros_like(ws.ws), motion_subspaces, *condensed, np.zeros_like(ws.tmp),
+            loops,
             (model.contact_int, model.contact_real, np.zeros((model.ncontacts, N_PER_CONTACT)), np.zeros(2),
              model.shape_int, model.shape_real, np.arange(nshapes, dtype=np.int64), np.zeros((nshapes, N_BOX)),
-             np.zeros(2), np.zeros((model.ncontacts if watch_impacts else 0, 2))))
+             np.zeros(2), np.zeros((model.ncontacts if watch_impacts else 0, 2))),
+            *driver_fields(model, inputs))
+        # the integrated coordinates and velocities (nq + nv less two per driver); the work terms follow
+        self._size = nq + nv - 2 * len(inputs.drivers)
 
     def initial_state(self, q0, qd0, t0, callback, key):
         if self.model.nloops:
             q0, qd0 = _consistent_start_spatial(self.model, q0, qd0)
         # the work terms, then the contacts' state: none touching yet (``_kernels.spatial.contact``)
-        return np.concatenate((q0, qd0, [0.0, 0.0], np.zeros(N_CSTATE * self.model.ncontacts)))
+        return np.concatenate((*self._free(q0, qd0), [0.0, 0.0], np.zeros(N_CSTATE * self.model.ncontacts)))
+
+    def _free(self, q, v):
+        """The integrated entries of q and v: all of them without drivers."""
+        if not self.inputs.drivers:
+            return q, v
+        return q[self.system.free_q], v[self.system.free_v]
 
     def joint_states(self, t, y):
-        """q (nt, nq) with unit quaternions and v (nt, nv) of the integrated states y (nt, nq + nv + 2)."""
+        """q (nt, nq) with unit quaternions and v (nt, nv) of the integrated states y (nt, nq + nv + 2 less two per
+        driver), the driven coordinates and rates from their drivers at t."""
         nq, nv = self.model.nq, self.model.nv
         y = np.atleast_2d(y)
-        q = y[:, :nq].copy()
+        if self.inputs.drivers:
+            free_q, free_v = self.system.free_q, self.system.free_v
+            q, v = np.zeros((y.shape[0], nq)), np.zeros((y.shape[0], nv))
+            q[:, free_q] = y[:, :free_q.size]
+            v[:, free_v] = y[:, free_q.size:self._size]
+            for (coord, _, evaluate), rate in zip(self.inputs.drivers, self.inputs.driven_rates, strict=True):
+                values = np.array([evaluate(ti) for ti in np.atleast_1d(t)]).reshape(-1, 3)
+                q[:, coord] = values[:, 0]
+                v[:, rate] = values[:, 1]
+        else:
+            q, v = y[:, :nq].copy(), y[:, nq:nq + nv].copy()
         columns = self.model._quat_q[:, None] + np.arange(4)
         if columns.size:
             quats = q[:, columns]  # (nt, k, 4)
             q[:, columns] = quats / np.linalg.norm(quats, axis=2)[:, :, None]
-        return q, y[:, nq:nq + nv].copy()
+        return q, v
 
     def work(self, y):
-        start = self.model.nq + self.model.nv
-        return y[:, start:start + 2]
+        return y[:, self._size:self._size + 2]
 
     def contact_state(self, y):
         """The contacts' state (nt, nrows, N_CSTATE) of the integrated states y."""
-        return y[:, self.model.nq + self.model.nv + 2:].reshape(y.shape[0], -1, N_CSTATE)
+        return y[:, self._size + 2:].reshape(y.shape[0], -1, N_CSTATE)
+
+    def state(self, result, i):
+        """The integrated state of sample i of ``result``: its free q (unit quaternions), v, zero work terms and
+        the contacts' state."""
+        return np.concatenate((*self._free(result.q[i], result.qd[i]), [0.0, 0.0],
+                               [] if result.contact_state is None else result.contact_state[i].ravel()))
 
     def finish(self, result, y, callback, key):
         """The contacts' state at the samples (contact models); the loops' drift max |phi| at every sample (models
-        with loops)."""
-        result._evaluator = None
+        with loops); with drivers, the evaluator of ``result.driving_forces()``."""
+        result._evaluator = (callback, key, self.system, self.inputs, self) if self.inputs.drivers else None
+        result._without_drivers = not self.inputs.drivers  # its driving forces are zeros
         if self.model.has_contacts:
             result.contact_state = self.contact_state(y).copy()
         if self.model.nloops:
@@ -124,8 +157,24 @@ class SpatialTimeLoop:
         dynamics there fill."""
         from .._kernels.spatial.system import LOOP_LAM  # noqa: PLC0415
 
-        return np.concatenate((result.q[i], result.qd[i], [0.0, 0.0], y[i, self.model.nq + self.model.nv + 2:])), \
-            self.system.loops[LOOP_LAM]
+        return self.state(result, i), self.system.loops[LOOP_LAM]
+
+
+def driver_fields(model, inputs):
+    """The driver fields of a run's ``SpatialSystem`` (``_kernels.spatial.system``): driven_coords (nd, 3) (q index,
+    v index, first slot in u), free_q, free_v, driven, drive and rate; all but driven_coords with no rows without
+    drivers (the system's state is then (q, v) whole)."""
+    nd = len(inputs.drivers)
+    coords = np.zeros((nd, 3), dtype=np.int64)
+    coords[:, 0] = inputs.driven_coords
+    coords[:, 1] = inputs.driven_rates
+    coords[:, 2] = inputs.driver_offset + 3 * np.arange(nd)
+    if not nd:
+        empty = np.zeros(0, dtype=np.int64)
+        return coords, empty, empty, inputs.driven, np.zeros(0), np.zeros(0)
+    free_q = np.setdiff1d(np.arange(model.nq), coords[:, 0]).astype(np.int64)
+    free_v = np.setdiff1d(np.arange(model.nv), coords[:, 1]).astype(np.int64)
+    return coords, free_q, free_v, inputs.driven, np.zeros(model.nv), np.zeros(model.nq)
 
 
 def _consistent_start_spatial(model, q0, v0):

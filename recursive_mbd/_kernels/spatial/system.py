@@ -19,6 +19,13 @@ the projection also moves (q, v) back onto phi = 0, J v = 0 after each accepted 
 mass-orthogonal Gauss-Newton projection of the planar layer, ``_kernels.planar.loops.project``, with the position steps
 taken along ``integrate_configuration`` so that quaternions stay unit).
 
+With drivers (prescribed motion q_k = f(t) of revolute and prismatic joints) the driven coordinates leave the
+integrated state, y = (q_free, v_free, W_dissipated, W_applied) (``load_state``, ``store_state``): each evaluation
+puts the drivers' f, f' into q, v and f'' into vdot (the inputs callback fills them into u), the forward dynamics
+is the hybrid one (``tree.hybrid_dynamics``: the driven joints' accelerations given, their driving forces out into
+``drive``), and W_applied integrates the drivers' power too. Loops are not combined with drivers (the loop layer's
+responses would have to hold the driven joints).
+
 With contacts (``Model3D.add_contact``) their loads join tau (``contact_loads``), their dissipated power W_dissipated,
 and the rows' stick anchors follow the work terms in y, y = (q, v, W_dissipated, W_applied, state), with a zero rate:
 the projection updates them after each accepted step (``contact.update_contacts``), as the planar system does.
@@ -44,7 +51,7 @@ from .elements import element_forces, subtree_forces
 from .layout import LROW, N_CSTATE
 from .loops import constrained_dynamics, constraint_responses, loop_constraints
 from .pairs import pair_forces
-from .tree import forward_dynamics, poses
+from .tree import forward_dynamics, hybrid_dynamics, poses
 
 # The cached machine code of these kernels embeds ``spatial.forward_dynamics`` as it was when they were compiled,
 # and numba checks only this file's stamp: when the articulated-body workspace contract changes (sperf18: spherical
@@ -76,6 +83,14 @@ SpatialSystem = namedtuple("SpatialSystem", [
     # (``spatial.layout``: N_CSTATE per row) is carried after the work terms of y, y = (q, v, W, state); the pairs
     # keep none; the contacts use the force elements' scratch
     "contacts",
+    # drivers (prescribed motion of revolute and prismatic joints, ``rm.simulate(..., drivers=...)``): the integrated
+    # state is then y = (q_free, v_free, W, state), the driven coordinates left out (they follow their drivers):
+    "driven_coords",  # (nd, 3) int64: per driver its coordinate in q, in v, and its first slot in u (f, f', f'')
+    "free_q", "free_v",  # (nq - nd,), (nv - nd,) int64: the integrated coordinates of q and v (0 rows: no drivers)
+    "driven",  # (nbodies,) uint8: nonzero for a driven joint (``tree.hybrid_dynamics``, which reads S, UD, uD of
+    # every body: they have a row per body with drivers); (0,) without drivers
+    "drive",  # (nv,) the joint force each driver supplies (its coordinate's entry; 0 rows: no drivers)
+    "rate",  # (nq,) scratch: q' of the full configuration (0 rows: no drivers)
 ])
 
 # entries of SpatialSystem.loops
@@ -281,7 +296,7 @@ def _contact_forces(system, q, v, y):
     forces[:] = 0.0
     energy = contacts[3]
     energy[:] = 0.0
-    contact_forces(contacts[0], contacts[1], rot, pos, omega, vel, y, q.shape[0] + v.shape[0] + 2, wrench, energy,
+    contact_forces(contacts[0], contacts[1], rot, pos, omega, vel, y, state_size(system) + 2, wrench, energy,
                    contacts[2])
     pair_forces(system.body_int, contacts[4], contacts[5], contacts[6], contacts[7], rot, pos, omega, vel, wrench,
                 energy, contacts[8])
@@ -344,46 +359,116 @@ def contact_blocks(system, q, v, y, blocks):
     status = poses(system.body_int, system.body_real, q, v, ews, eS, etmp, rot, pos, omega, vel, True)
     if status != STATUS_OK:
         return status
-    contact_newton_blocks(contacts[0], contacts[1], rot, pos, omega, vel, y, q.shape[0] + v.shape[0] + 2, blocks)
+    contact_newton_blocks(contacts[0], contacts[1], rot, pos, omega, vel, y, state_size(system) + 2, blocks)
     return STATUS_OK
 
 
 @njit
 def update_contact_state(system, y):
     """The contacts' state in y after an accepted step, at its (q, v) (``contact.update_contacts``, with the run's
-    impact watch); returns the status. A no-op for a model without contacts."""
-    contacts = system.contacts
-    if contacts[0].shape[0] == 0:
+    impact watch); returns the status. A no-op for a model without contacts. Without drivers only: with them the
+    driven coordinates are not in y (``project_state`` fills them)."""
+    if system.contacts[0].shape[0] == 0:
         return STATUS_OK
+    load_state(system, y)
+    return _update_contacts_at(system, y)
+
+
+@njit
+def _update_contacts_at(system, y):
+    """``update_contact_state`` at the (q, v) in system.q, system.v."""
+    contacts = system.contacts
     q = system.q
     v = system.v
-    nq = q.shape[0]
-    copy_from(q, y, 0)
-    copy_from(v, y, nq)
     (_, _, ews, eS, etmp, rot, pos, omega, vel, _, _, _, _) = system.elements
     status = poses(system.body_int, system.body_real, q, v, ews, eS, etmp, rot, pos, omega, vel, True)
     if status != STATUS_OK:
         return status
-    return update_contacts(contacts[0], contacts[1], rot, pos, omega, vel, y, nq + v.shape[0] + 2, contacts[9])
+    return update_contacts(contacts[0], contacts[1], rot, pos, omega, vel, y, state_size(system) + 2, contacts[9])
+
+
+@njit
+def state_size(system):
+    """The coordinates and velocities that y integrates: nq + nv less two per driver (the work terms follow)."""
+    return system.q.shape[0] + system.v.shape[0] - 2 * system.driven_coords.shape[0]
+
+
+@njit
+def load_state(system, y):
+    """(q, v) into system.q, system.v from the integrated state y: its first nq + nv entries without drivers, else
+    its free coordinates and velocities (``free_q``, ``free_v``; the driven ones are left for ``drive_state``)."""
+    q = system.q
+    v = system.v
+    if system.driven_coords.shape[0] == 0:
+        copy_from(q, y, 0)
+        copy_from(v, y, q.shape[0])
+        return
+    free_q = system.free_q
+    free_v = system.free_v
+    nqf = free_q.shape[0]
+    for j in range(nqf):
+        q[free_q[j]] = y[j]
+    for j in range(free_v.shape[0]):
+        v[free_v[j]] = y[nqf + j]
+
+
+@njit
+def store_state(system, y):
+    """The inverse of ``load_state``: system.q, system.v into y (their free entries with drivers)."""
+    q = system.q
+    v = system.v
+    if system.driven_coords.shape[0] == 0:
+        copy_into(y, q, 0)
+        copy_into(y, v, q.shape[0])
+        return
+    free_q = system.free_q
+    free_v = system.free_v
+    nqf = free_q.shape[0]
+    for j in range(nqf):
+        y[j] = q[free_q[j]]
+    for j in range(free_v.shape[0]):
+        y[nqf + j] = v[free_v[j]]
+
+
+@njit
+def drive_state(system):
+    """The drivers' values (f, f', f'' in system.u, filled by the inputs callback) into q, v and vdot."""
+    drivers = system.driven_coords
+    u = system.u
+    for j in range(drivers.shape[0]):
+        slot = drivers[j, 2]
+        system.q[drivers[j, 0]] = u[slot]
+        system.v[drivers[j, 1]] = u[slot + 1]
+        system.vdot[drivers[j, 1]] = u[slot + 2]
 
 
 @njit
 def project_state(inputs, key, system, t, y):
     """Renormalise every quaternion of y in place (a zero or non-finite one is STATUS_NONFINITE_STATE); with
     loops and stabilization "projection", then project (q, v) onto the loops (``project_loops``); then update the
-    contacts' state at the result (``contact.update_contacts``)."""
+    contacts' state at the result (``contact.update_contacts``; with drivers, at their values at t)."""
+    q = system.q
+    v = system.v
+    if system.driven_coords.shape[0] > 0:
+        load_state(system, y)
+        status = normalise_quaternions(system, q)
+        if status != STATUS_OK:
+            return status
+        store_state(system, y)
+        if system.contacts[0].shape[0] == 0:
+            return STATUS_OK
+        status = inputs(key, t, q, v, system.u)
+        if status != STATUS_OK:
+            return status
+        drive_state(system)
+        return _update_contacts_at(system, y)
     status = normalise_quaternions(system, y)
     if status != STATUS_OK:
         return status
-    q = system.q
-    v = system.v
-    nq = q.shape[0]
     if system.loops[LOOP_SETTINGS][0] != 0.0:
-        copy_from(q, y, 0)
-        copy_from(v, y, nq)
+        load_state(system, y)
         status = project_loops(system, q, v)
-        copy_into(y, q, 0)
-        copy_into(y, v, nq)
+        store_state(system, y)
         if status != STATUS_OK:
             return status
     return update_contact_state(system, y)
@@ -391,15 +476,16 @@ def project_state(inputs, key, system, t, y):
 
 @njit
 def system_rhs(inputs, key, system, t, y, dy):
-    """dy = (q', v', dissipated power, applied power) at (t, y); returns the status (the inputs', the kernel's)."""
+    """dy = (q', v', dissipated power, applied power) at (t, y), the driven coordinates left out; returns the status
+    (the inputs', the kernel's)."""
     q = system.q
     v = system.v
     tau = system.tau
     vdot = system.vdot
     nq = q.shape[0]
     nv = v.shape[0]
-    copy_from(q, y, 0)
-    copy_from(v, y, nq)
+    drivers = system.driven_coords
+    load_state(system, y)
     # the rotation of a quaternion off unit norm (a trial step, a rejected one) is that of its normalised value:
     # f extends off the unit sphere so that any stage is defined, and the inputs and the kernel see unit ones
     status = normalise_quaternions(system, q)
@@ -408,6 +494,7 @@ def system_rhs(inputs, key, system, t, y, dy):
     status = inputs(key, t, q, v, system.u)
     if status != STATUS_OK:
         return status
+    drive_state(system)
     status, dissipated, power = applied_forces(system, q, v)
     if status != STATUS_OK:
         return status
@@ -426,17 +513,34 @@ def system_rhs(inputs, key, system, t, y, dy):
             vdot, loops[LOOP_INFO])
         if status == STATUS_OK:
             status = _change_point(loops[LOOP_INFO], loops[LOOP_JAC], loops[LOOP_RESP], loops[LOOP_SETTINGS])
+    elif drivers.shape[0] > 0:
+        status = hybrid_dynamics(system.body_int, system.body_real, system.gravity, q, v, tau, system.driven,
+                                 system.ws, system.S, system.UD, system.uD, system.tmp, vdot, system.drive)
+        for j in range(drivers.shape[0]):  # the drivers' power
+            power += system.drive[drivers[j, 1]] * v[drivers[j, 1]]
     else:
         status = forward_dynamics(system.body_int, system.body_real, system.gravity, q, v, tau, system.ws, system.S,
                                   system.UD, system.uD, system.tmp, vdot)
     if status != STATUS_OK:
         return status
-    configuration_rate(system, y, v, dy)
-    for k in range(nv):
-        dy[nq + k] = vdot[k]
-    dy[nq + nv] = dissipated
-    dy[nq + nv + 1] = power
-    for k in range(nq + nv + 2, y.shape[0]):  # the contacts' state changes between steps only
+    if drivers.shape[0] == 0:
+        configuration_rate(system, y, v, dy)
+        for k in range(nv):
+            dy[nq + k] = vdot[k]
+    else:  # the free entries of the full q' and vdot
+        rate = system.rate
+        configuration_rate(system, q, v, rate)
+        free_q = system.free_q
+        free_v = system.free_v
+        nqf = free_q.shape[0]
+        for j in range(nqf):
+            dy[j] = rate[free_q[j]]
+        for j in range(free_v.shape[0]):
+            dy[nqf + j] = vdot[free_v[j]]
+    n = state_size(system)
+    dy[n] = dissipated
+    dy[n + 1] = power
+    for k in range(n + 2, y.shape[0]):  # the contacts' state changes between steps only
         dy[k] = 0.0
     return STATUS_OK
 

@@ -1508,15 +1508,23 @@ def _joint_accelerate(body_int, body_real, i, ws, S, UD, uD, tmp, out):
     elif body_int[i, JTYPE] == REVOLUTE:
         _revolute_accelerate(body_real, i, kv, ws, tmp, out)
     else:
-        for col in range(body_int[i, NVJ]):
-            acc = uD[i, col]
-            for m in range(6):
-                acc -= UD[i, col, m] * tmp[m]
-            out[kv + col] = acc
-            for m in range(6):
-                tmp[m] += S[i, col, m] * acc
+        _subspace_accelerate(body_int, i, S, UD, uD, tmp, out)
     for m in range(6):
         ws[i, WC + m] = tmp[m]
+
+
+@inline_njit
+def _subspace_accelerate(body_int, i, S, UD, uD, tmp, out):
+    """With a' in tmp[0:6]: vdot = D^-1 u - (U D^-1)^T a' of body i's joint from UD, uD (``_general_condense``) into
+    out, and a = a' + S vdot into tmp[0:6]."""
+    kv = body_int[i, VIDX]
+    for col in range(body_int[i, NVJ]):
+        acc = uD[i, col]
+        for m in range(6):
+            acc -= UD[i, col, m] * tmp[m]
+        out[kv + col] = acc
+        for m in range(6):
+            tmp[m] += S[i, col, m] * acc
 
 
 @njit
@@ -1556,26 +1564,167 @@ def forward_dynamics(body_int, body_real, gravity, q, v, tau, ws, S, UD, uD, tmp
     # 78:84, Ia 84:120, pa 120:126, c-product 126:132, 1/L_kk 186:192, D^-1 192:228 (stride 6), sqrt(I^A_rr)
     # 228:234, I^A unpacked 234:270, I^a packed 270:291. Spherical and revolute joints: in registers.
     for i in range(n - 1, -1, -1):
-        jt = body_int[i, JTYPE]
-        if jt == SPHERICAL:
-            status = _spherical_condense(body_int, body_real, tau, i, ws)
-        elif jt == REVOLUTE:
-            status = _revolute_condense(body_int, body_real, tau, i, ws)
-        else:
-            status = _general_condense(body_int, body_real, tau, i, ws, S, UD, uD, tmp)
+        status = _condense(body_int, body_real, tau, i, ws, S, UD, uD, tmp)
         if status:
             return status
     # base to tip: a' = X a_P + c, vdot = D^-1 u - (U D^-1)^T a', a = a' + S vdot; the ground's a is (0; -g)
     for i in range(n):
-        p = body_int[i, PARENT]
-        jt = body_int[i, JTYPE]
-        if p >= 0 and jt == SPHERICAL:
-            _spherical_accelerate_from_parent(body_real, i, p, body_int[i, VIDX], ws, out)
-        elif p >= 0 and jt == REVOLUTE:
-            _revolute_accelerate_from_parent(body_real, i, p, body_int[i, VIDX], ws, out)
-        else:
-            _general_accelerate(body_int, body_real, gravity, i, ws, S, UD, uD, tmp, out)
+        _accelerate(body_int, body_real, gravity, i, ws, S, UD, uD, tmp, out)
     return check_output(out)
+
+
+@inline_njit
+def _condense(body_int, body_real, tau, i, ws, S, UD, uD, tmp):
+    """The tip-to-base step of ``forward_dynamics`` for body i, by its joint type; returns a status."""
+    jt = body_int[i, JTYPE]
+    if jt == SPHERICAL:
+        return _spherical_condense(body_int, body_real, tau, i, ws)
+    if jt == REVOLUTE:
+        return _revolute_condense(body_int, body_real, tau, i, ws)
+    return _general_condense(body_int, body_real, tau, i, ws, S, UD, uD, tmp)
+
+
+@inline_njit
+def _accelerate(body_int, body_real, gravity, i, ws, S, UD, uD, tmp, out):
+    """The base-to-tip step of ``forward_dynamics`` for body i, by its joint type."""
+    p = body_int[i, PARENT]
+    jt = body_int[i, JTYPE]
+    if p >= 0 and jt == SPHERICAL:
+        _spherical_accelerate_from_parent(body_real, i, p, body_int[i, VIDX], ws, out)
+    elif p >= 0 and jt == REVOLUTE:
+        _revolute_accelerate_from_parent(body_real, i, p, body_int[i, VIDX], ws, out)
+    else:
+        _general_accelerate(body_int, body_real, gravity, i, ws, S, UD, uD, tmp, out)
+
+
+@njit
+def hybrid_dynamics(body_int, body_real, gravity, q, v, tau, driven, ws, S, UD, uD, tmp, out, drive):
+    """``forward_dynamics`` with prescribed accelerations of driven joints: Featherstone's hybrid dynamics
+    (Rigid Body Dynamics Algorithms, 2008, sec. 9.2), O(N).
+
+    driven (nbodies,) uint8: nonzero for a body whose 1-dof joint (revolute or prismatic) has its acceleration
+    prescribed, in out[k] on entry (k its index in v). Such a joint is not eliminated in the tip-to-base pass: its
+    articulated inertia passes to the parent whole, with the bias force p^A + I^A (c + s vdot_k)
+    (``_driven_condense``); in the base-to-tip pass its body's acceleration is a = X a_P + c + s vdot_k, and
+    drive[k] returns the joint force its driver must add to tau[k]: s^T (I^A a + p^A) - tau[k]
+    (``_driven_accelerate``); entries of drive other than the driven joints' are left alone. The other joints take
+    the general steps of ``forward_dynamics`` whatever their type (``_general_condense``, ``_subspace_accelerate``:
+    compiled once, where the register steps of spherical and revolute joints would be compiled again), so S, UD and
+    uD have a row for every body (nbodies, max_nv, 6), S written by the kinematics pass (``_kinematics``). Returns a
+    status (module docstring). The workspace it leaves is not the one ``unit_force_responses`` reads.
+    """
+    status = check_finite(q, v, tau)
+    if status:
+        return status
+    status = _kinematics(body_int, body_real, q, v, ws, S, tmp, True)
+    if status:
+        return status
+    n = body_int.shape[0]
+    for i in range(n):  # the bias forces from the velocities, before the condensation writes over them (WV in WI)
+        _body_bias_force(body_real, i, ws)
+        ws[i, WCHILD] = 0.0
+    for i in range(n - 1, -1, -1):
+        if driven[i]:
+            _driven_condense(body_int, body_real, tau, i, ws, S, out)
+        else:
+            status = _general_condense(body_int, body_real, tau, i, ws, S, UD, uD, tmp)
+            if status:
+                return status
+    for i in range(n):
+        if driven[i]:
+            _driven_accelerate(body_int, gravity, i, ws, S, tmp, out, drive)
+        else:
+            _parent_acceleration(gravity, i, body_int[i, PARENT], ws, tmp)
+            for m in range(6):
+                tmp[m] += ws[i, WC + m]
+            _subspace_accelerate(body_int, i, S, UD, uD, tmp, out)
+            for m in range(6):
+                ws[i, WC + m] = tmp[m]
+    status = check_output(out)
+    if status:
+        return status
+    return check_output(drive)
+
+
+@inline_njit
+def _driven_column(S, i):
+    """The motion subspace s (6 numbers) of body i's driven 1-dof joint, as the kinematics pass wrote it into S."""
+    return S[i, 0, 0], S[i, 0, 1], S[i, 0, 2], S[i, 0, 3], S[i, 0, 4], S[i, 0, 5]
+
+
+@njit
+def _driven_condense(body_int, body_real, tau, i, ws, S, out):
+    """The tip-to-base step of ``hybrid_dynamics`` for a driven joint (vdot_k = out[k] given): U = I^A s and
+    u = tau_k - s^T p^A into the workspace row (WUD, WU: read by ``_driven_accelerate``), then I^A whole and
+    p^A + I^A (c + s vdot_k) moved to the parent (Featherstone 2008, table 9.6)."""
+    kv = body_int[i, VIDX]
+    s0, s1, s2, s3, s4, s5 = _driven_column(S, i)
+    (axx, ayy, azz, axy, axz, ayz, b00, b01, b02, b10, b11, b12, b20, b21, b22, cxx, cyy, czz, cxy, cxz,
+     cyz) = _articulated_inertia(body_real, i, ws)
+    # U = I^A s = (A a + B l; B^T a + C l), s = (a; l)
+    u0 = axx * s0 + axy * s1 + axz * s2 + b00 * s3 + b01 * s4 + b02 * s5
+    u1 = axy * s0 + ayy * s1 + ayz * s2 + b10 * s3 + b11 * s4 + b12 * s5
+    u2 = axz * s0 + ayz * s1 + azz * s2 + b20 * s3 + b21 * s4 + b22 * s5
+    u3 = b00 * s0 + b10 * s1 + b20 * s2 + cxx * s3 + cxy * s4 + cxz * s5
+    u4 = b01 * s0 + b11 * s1 + b21 * s2 + cxy * s3 + cyy * s4 + cyz * s5
+    u5 = b02 * s0 + b12 * s1 + b22 * s2 + cxz * s3 + cyz * s4 + czz * s5
+    px = ws[i, WP]
+    py = ws[i, WP + 1]
+    pz = ws[i, WP + 2]
+    fx = ws[i, WP + 3]
+    fy = ws[i, WP + 4]
+    fz = ws[i, WP + 5]
+    ws[i, WUD] = u0  # over I^A, read no more
+    ws[i, WUD + 1] = u1
+    ws[i, WUD + 2] = u2
+    ws[i, WUD + 3] = u3
+    ws[i, WUD + 4] = u4
+    ws[i, WUD + 5] = u5
+    ws[i, WU] = tau[kv] - (s0 * px + s1 * py + s2 * pz + s3 * fx + s4 * fy + s5 * fz)
+    p = body_int[i, PARENT]
+    if p < 0:
+        return
+    # p^a = p^A + I^A (c + s vdot_k)
+    acc = out[kv]
+    c0 = ws[i, WC] + s0 * acc
+    c1 = ws[i, WC + 1] + s1 * acc
+    c2 = ws[i, WC + 2] + s2 * acc
+    c3 = ws[i, WC + 3] + s3 * acc
+    c4 = ws[i, WC + 4] + s4 * acc
+    c5 = ws[i, WC + 5] + s5 * acc
+    px += axx * c0 + axy * c1 + axz * c2 + b00 * c3 + b01 * c4 + b02 * c5
+    py += axy * c0 + ayy * c1 + ayz * c2 + b10 * c3 + b11 * c4 + b12 * c5
+    pz += axz * c0 + ayz * c1 + azz * c2 + b20 * c3 + b21 * c4 + b22 * c5
+    fx += b00 * c0 + b10 * c1 + b20 * c2 + cxx * c3 + cxy * c4 + cxz * c5
+    fy += b01 * c0 + b11 * c1 + b21 * c2 + cxy * c3 + cyy * c4 + cyz * c5
+    fz += b02 * c0 + b12 * c1 + b22 * c2 + cxz * c3 + cyz * c4 + czz * c5
+    (axx, ayy, azz, axy, axz, ayz, b00, b01, b02, b10, b11, b12, b20, b21, b22, cxx, cyy, czz, cxy, cxz,
+     cyz) = _transformed_inertia(ws, i, ws[i, WT], ws[i, WT + 1], ws[i, WT + 2], axx, ayy, azz, axy, axz, ayz, b00,
+                                 b01, b02, b10, b11, b12, b20, b21, b22, cxx, cyy, czz, cxy, cxz, cyz)
+    _condensed_inertia_to_parent(ws, p, axx, ayy, azz, axy, axz, ayz, b00, b01, b02, b10, b11, b12, b20, b21, b22,
+                                 cxx, cyy, czz, cxy, cxz, cyz)
+    _force_to_parent(ws, i, p, px, py, pz, fx, fy, fz)
+
+
+@njit
+def _driven_accelerate(body_int, gravity, i, ws, S, tmp, out, drive):
+    """The base-to-tip step of ``hybrid_dynamics`` for a driven joint: a = X a_P + c + s vdot_k into
+    ws[i, WC:WC+6], and drive[k] = s^T (I^A a + p^A) - tau_k = U . a - u (``_driven_condense``'s WUD, WU)."""
+    kv = body_int[i, VIDX]
+    _parent_acceleration(gravity, i, body_int[i, PARENT], ws, tmp)
+    s0, s1, s2, s3, s4, s5 = _driven_column(S, i)
+    acc = out[kv]
+    tmp[0] += ws[i, WC] + s0 * acc
+    tmp[1] += ws[i, WC + 1] + s1 * acc
+    tmp[2] += ws[i, WC + 2] + s2 * acc
+    tmp[3] += ws[i, WC + 3] + s3 * acc
+    tmp[4] += ws[i, WC + 4] + s4 * acc
+    tmp[5] += ws[i, WC + 5] + s5 * acc
+    force = -ws[i, WU]
+    for m in range(6):
+        force += ws[i, WUD + m] * tmp[m]
+        ws[i, WC + m] = tmp[m]
+    drive[kv] = force
 
 
 @njit
