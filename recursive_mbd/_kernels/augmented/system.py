@@ -54,9 +54,8 @@ from .tree import (
 # Schur complement E H^-1 E^T (the recursive layer's J M^-1 J^T) in (REDUNDANT, zone] of the largest mark the zone.
 # Where every joint has its coordinates as rows on z (revolute, prismatic, fixed) the recursive layer tells the
 # branch and solves on it in joint coordinates, in its own zone (``_joint_branch_dynamics``); otherwise it is told
-# here in absolute
-# coordinates, in the zone below. The hard rank cut-off of the auxiliary solve (RCOND = 1e-10 of the scale) lies
-# inside it, and below 1e-6 the displaced points need not go as far as in the recursive layer.
+# here in absolute coordinates, in the zone below. The hard rank cut-off of the auxiliary solve (RCOND = 1e-10 of
+# the scale) lies inside it, and below 1e-6 the displaced points need not go as far as in the recursive layer.
 BRANCH_ZONE = 1e-8
 # relative cut-off of the solves on the branch rows' Schur complement N H^-1 N^T: the joints' directions in N
 # give round-off eigenvalues there (the tree solve holds them), the loops' are well conditioned
