@@ -220,6 +220,55 @@ def test_twenty_parallelograms_augmented_defaults():
     assert res.nsteps < 150
 
 
+@pytest.mark.parametrize("theta", [1e-4, 1e-3])
+def test_augmented_change_point_zone_is_the_recursive_layers(theta):
+    """The row of twenty near its change point on the absolute-coordinate route (projection): its dynamics on the
+    branch are the recursive time loops' (the same equations, solved by the recursive layer at the joint state:
+    the branch's tangent and banded solves, O(n) an evaluation, where the branch's normal rows on z, their dense
+    SVDs and their Schur complement took O(n^3)): the same joint accelerations and the same loop multipliers,
+    those fitted to the branch's constraint force. The multipliers were the filtered solve's at the state, which
+    drops the weak rows: 5e3 against 14.5 at 1e-4 rad, 67 % off at 1e-3 rad. The loops' Schur complement
+    E H^-1 E^T, a tree solve per colour of rows on disjoint subtrees (4 for the 40 rows), equals the dense one."""
+    from recursive_mbd._kernels.augmented import system as augmented_system  # noqa: PLC0415
+    from recursive_mbd.dynamics.augmented import TimeLoop  # noqa: PLC0415
+    from recursive_mbd.integrate.runs import _Inputs  # noqa: PLC0415
+
+    n = 20
+    model, _, _ = parallelograms(n)
+    q = np.r_[np.full(n + 1, theta), np.full(n, -theta)]  # cranks at theta, couplers level; the tips at 1 m/s
+    qd = np.r_[np.ones(n + 1), -np.ones(n)]
+    ws, lw = loop_workspace(model)
+    q, qd, tau, wrench = loaded_state(model, ws, q, qd, None, 0.0)
+    qdd = np.zeros(model.nq)
+    status = kernels.constrained_dynamics(
+        model.body_int, model.body_real, model.gravity, model.loop_int, model.loop_real, q, qd, tau, wrench,
+        ws.no_driven, ws.ws, ws.com, lw.acc, qdd, ws.no_drive, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
+        lw.resp, lw.no_resp_drive, ws.zeros, lw.stab, FILTER_RCOND, lw.lam, lw.info,
+        (kernels.BRANCH_ZONE, 1e-13, POSITION_RCOND))  # the augmented route's projection tolerance, 1e-13
+    assert status == 0
+    inputs = _Inputs(model, None, None)
+    callback, key = inputs.callback()
+    system = TimeLoop(model, inputs, "projection").system
+    z, zd = rm.augmented.absolute_from_joint(model, q, qd)
+    y = np.r_[z.ravel(), zd.ravel(), 0.0, 0.0]
+    dy = np.empty_like(y)
+    assert augmented_system.system_rhs(callback, key, system, 0.0, y, dy) == 0
+    assert augmented_system._near_change_point(system) == (True, n)  # in the zone: n of the 2n rows are weak
+    nb = model.nbodies
+    qdd_augmented = rm.augmented.joint_accelerations(model, z, zd, dy[3 * nb:6 * nb].reshape(nb, 3))
+    assert np.abs(qdd_augmented - qdd).max() < 1e-12 * np.abs(qdd).max()
+    first = int(system.row_start[-1])
+    np.testing.assert_allclose(system.lam[first:first + 2 * n], lw.lam, rtol=0.0, atol=1e-9 * np.abs(lw.lam).max())
+    # E H^-1 E^T against the dense KKT matrix of the joints' rows, H = [[M, C^T], [C, 0]]
+    _, cz, _, _ = rm.augmented.constraints(model, z, zd)
+    cz = cz.toarray()
+    joints, loop_rows = cz[:first], cz[first:]
+    kkt = np.block([[rm.augmented.mass_matrix(model).toarray(), joints.T], [joints, np.zeros((first, first))]])
+    responses = np.linalg.solve(kkt, np.r_[loop_rows.T, np.zeros((first, 2 * n))])[:3 * nb]
+    dense = loop_rows @ responses
+    assert np.abs(system.schur - 0.5 * (dense + dense.T)).max() < 1e-12 * np.abs(dense).max()
+
+
 def test_mass_orthogonal_velocity_projection_keeps_the_admissible_part():
     """loops.project removes exactly the M-orthogonal complement of the admissible velocities: the projected qd
     is the admissible one of least kinetic-energy distance, so T drops by the energy of the removed part."""

@@ -489,7 +489,8 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
         Baumgarte parameters: the acceleration constraint becomes C'' + 2 alpha C' + beta^2 C = 0.
     solver : {"tree", "sparse", "dense", "filtered"}
         "tree" (default): the compiled tree-ordered block elimination (Baraff 1996), O(N) time and memory, with
-        loops and drivers as auxiliary rows by a Schur complement, O(k N) for k such rows; redundant loop or driver
+        loops and drivers as auxiliary rows by a Schur complement, O(c N) for c colours of such rows that act on
+        disjoint subtrees from the ground (c <= k; 4 in a row of parallelograms); redundant loop or driver
         rows give the minimum-norm multipliers and a ``RedundantConstraintWarning`` (the tree joints themselves
         are never redundant). "sparse": scipy's sparse LU of the assembled KKT matrix; "dense": dense LU. Both
         raise ModelError on a singular (redundant) system. "filtered": the Schur complement C M^-1 C^T solved by
@@ -791,7 +792,7 @@ class TimeLoop:
             (np.zeros((n, 3)), np.zeros(m), np.zeros(m), np.zeros((m, nq)), np.zeros(m), np.zeros((m, 6)),
              np.zeros((m, nq)), np.zeros(nq), np.zeros(2)),
             np.array([1.0 if stabilization == "projection" else 0.0, projection_tol, 20.0, RCOND,
-                      1.0 if joint_state else 0.0, 1.0 if joint_branch else 0.0, POSITION_RCOND]))
+                      1.0 if joint_state else 0.0, 1.0 if joint_branch else 0.0, POSITION_RCOND, FILTER_RCOND]))
 
     def initial_state(self, q0, qd0, t0, callback, key):
         """y0 = (z0, zd0, 0, 0) from the joint state (driven coordinates at their drivers), projected onto the

@@ -18,19 +18,22 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
-from ..joint_types import FIXED, PRISMATIC
-from ..layout import ANGLE, JTYPE, PARENT, QIDX, STATUS_NONFINITE_STATE, STATUS_OK
+from ..joint_types import PRISMATIC
+from ..layout import ANGLE, JTYPE, OM, PARENT, STATUS_NONFINITE_STATE, STATUS_OK
 from ..planar.elements import element_forces
 from ..planar.loops import (
     BRANCH_ATTEMPTS,
     BRANCH_OFFSETS,
     BRANCH_STEP,
-    REDUNDANT,
+    body_accelerations,
     branch_basis,
-    branch_normals,
+    branch_dynamics,
+    branch_velocity,
     filtered_solve,
+    zone_counts,
 )
 from ..planar.loops import BRANCH_ZONE as JOINT_BRANCH_ZONE
+from ..planar.tree import com_kinematics
 from ..timeloops import formulation
 from .tree import (
     F_JC,
@@ -50,9 +53,9 @@ from .tree import (
 # Projected runs follow the branch through change points (``loops.branch_normals``): eigenvalues of the loop rows'
 # Schur complement E H^-1 E^T (the recursive layer's J M^-1 J^T) in (REDUNDANT, zone] of the largest mark the zone.
 # Where every joint has its coordinates as rows on z (revolute, prismatic, fixed) the recursive layer tells the
-# branch in joint coordinates, in its own zone (``_joint_branch``); otherwise it is told here in absolute
-# coordinates, in the zone below. The hard rank cut-off of the auxiliary solve (RCOND = 1e-10 of the scale) lies
-# inside it, and below 1e-6 the displaced points need not go as far as in the recursive layer.
+# branch and solves on it in joint coordinates, in its own zone (``_joint_branch_dynamics``); otherwise it is told
+# here in absolute coordinates, in the zone below. The hard rank cut-off of the auxiliary solve (RCOND = 1e-10 of
+# the scale) lies inside it, and below 1e-6 the displaced points need not go as far as in the recursive layer.
 BRANCH_ZONE = 1e-8
 # relative cut-off of the solves on the branch rows' Schur complement N H^-1 N^T: the joints' directions in N
 # give round-off eigenvalues there (the tree solve holds them), the loops' are well conditioned
@@ -75,12 +78,13 @@ AugmentedSystem = namedtuple("AugmentedSystem", [
     # auxiliary rows (k = loop rows + drivers): bodies (k, 2), coefficients (k, 6), right-hand side, residual,
     # and the scratch of add_auxiliary_rows: xb (nbodies, 3), xj (tree rows), schur (k, k), info (2,)
     "aux_body", "aux_coef", "aux_rhs", "aux_res", "xb", "xj", "schur", "info",
-    # the recursive loop layer's arrays for the branch search in joint coordinates (``_joint_branch``): acc
+    # the recursive loop layer's arrays for the branch in joint coordinates (``_joint_branch_dynamics``): acc
     # (nbodies, 3), phi, phid (m,), jac (m, nq), gamma (m,), weights (m, 6), resp (m, nq), zeros (nq,), no gravity
     # (2,), m the loops' rows
     "loop_ws",
-    # settings (7,) = (project: on, tol, max_iter, rcond of the auxiliary solve, joint state needed: 1/0, branch in
-    # joint coordinates: 1/0, rcond of the joint-coordinate position closures)
+    # settings (8,) = (project: on, tol, max_iter, rcond of the auxiliary solve, joint state needed: 1/0, branch in
+    # joint coordinates: 1/0, rcond of the joint-coordinate position closures, rcond of the loop multipliers
+    # fitted to the branch's constraint force there)
     "settings",
 ])
 
@@ -382,28 +386,17 @@ def _zone(system):
 @njit
 def _schur_counts(system):
     """(strong, weak) after an auxiliary solve: the eigenvalues of the symmetric Schur complement (system.schur)
-    above ``_zone`` times the largest, and those in (REDUNDANT, zone] of it (a change point near); no
-    eigen-decomposition where the solve found it surely regular above the zone (system.info[1])."""
+    above ``_zone`` times the largest, and those in (REDUNDANT, zone] of it (a change point near), by inertias on
+    its envelope (``loops.zone_counts``: banded for a row of loops); no count where the solve found it surely
+    regular above the zone (system.info[1])."""
     schur = system.schur
     if system.info[1] != 0:
         return schur.shape[0], 0
-    zone = _zone(system)
     for r in range(schur.shape[0]):
         for c in range(schur.shape[1]):
             if not math.isfinite(schur[r, c]):
                 return 0, 0
-    values = np.linalg.eigvalsh(schur)
-    top = values[-1]
-    strong = 0
-    weak = 0
-    if not top > 0.0:
-        return 0, 0
-    for v in values:
-        if v > zone * top:
-            strong += 1
-        elif v > REDUNDANT * top:
-            weak += 1
-    return strong, weak
+    return zone_counts(schur, _zone(system))
 
 
 @njit
@@ -495,65 +488,90 @@ def _branch_normals(system, strong_here):
 
 
 @njit
-def _joint_branch(system):
-    """(status, R, rows, curvature): the branch that (z, zd) follows through a change point, told by the recursive
-    loop layer in joint coordinates (``loops.branch_normals`` at q(z), qd(z, zd), its displaced points closed by
-    its own Gauss-Newton steps) and written as rows on z: its condition N qdd = c, with qdd = (dq/dz) z'' + (q''
-    at z'' = 0) (``coordinate_row``), reads rows[r] . z'' = curvature[r] with rows[r] = N[r] dq/dz and
-    curvature[r] = c[r] - N[r] (q'' at z'' = 0). The tree's joints are exact there (they are no rows of N), so
-    the branch's curvature that the displaced points extrapolate is the loops' alone: in absolute coordinates the
-    joints' rows curve the branch (a row of parallelograms: straight in joint coordinates, every crank at one
-    angle), and the extrapolation's error (1e-7 of the accelerations at n = 20) made the steps collapse where a
-    coordinate is at rest (the couplers' angles). Revolute, prismatic and fixed joints (``settings[5]``).
-    Allocates (only in the zone): rows (m, 3 nbodies), curvature (m,)."""
-    body_int = system.body_int
-    body_real = system.body_real
-    z = system.z
-    zd = system.zd
-    n = z.shape[0]
-    acc, phi, phid, jac, gamma, weights, resp, zeros, no_gravity = system.loop_ws
-    m = phi.shape[0]
+def _joint_state(system):
+    """(q, qd, driven, resp_drive): the joint state of system.z, system.zd (``joint_coordinates``; exact where the
+    joints hold) and the empty held-joint arrays of the recursive loop layer's calls. Allocates (only in the zone)."""
     nq = system.q.shape[0]
     q = np.empty(nq)
     qd = np.empty(nq)
-    joint_coordinates(body_int, body_real, z, zd, q, qd)
-    normals = np.zeros((m, nq))
-    joint_curvature = np.zeros(m)
-    rows = np.zeros((m, 3 * n))
-    curvature = np.zeros(m)
-    status, rank = branch_normals(body_int, body_real, system.loop_int, system.loop_real, q, qd, system.ws,
-                                  system.com, acc, phi, phid, jac, gamma, weights, resp, zeros, no_gravity,
-                                  system.settings[1], system.settings[6], JOINT_BRANCH_ZONE, normals,
-                                  joint_curvature)
-    if status != STATUS_OK or rank == 0:
-        return status, 0, rows, curvature
-    coef = np.empty(6)
-    for i in range(n):
-        if body_int[i, JTYPE] == FIXED:
-            continue
-        k = body_int[i, QIDX]
-        p = body_int[i, PARENT]
-        _, _, bias = coordinate_row(body_int, body_real, z, zd, i, coef)
-        for r in range(rank):
-            w = normals[r, k]
-            for col in range(3):
-                rows[r, 3 * i + col] += w * coef[col]
-                if p >= 0:
-                    rows[r, 3 * p + col] += w * coef[3 + col]
-            curvature[r] -= w * bias
-    for r in range(rank):
-        curvature[r] += joint_curvature[r]
-    return STATUS_OK, rank, rows, curvature
+    joint_coordinates(system.body_int, system.body_real, system.z, system.zd, q, qd)
+    return q, qd, np.zeros(0, dtype=np.uint8), np.zeros((system.loop_ws[1].shape[0], 0))
 
 
 @njit
-def _branch(system, strong_here):
-    """(status, R, rows, curvature) of the branch through a change point: rows[:R] . z'' = curvature[:R] (with
-    the joints' rows) is its acceleration condition, rows[:R] . zd = 0 its velocity condition. In joint
-    coordinates where every joint allows it (``_joint_branch``), else in absolute ones (``_branch_normals``)."""
-    if system.settings[5] != 0.0:
-        return _joint_branch(system)
-    return _branch_normals(system, strong_here)
+def _joint_branch_dynamics(system):
+    """zdd on the branch through a change point, solved by the recursive loop layer at the joint state
+    (``loops.branch_dynamics``: the branch told from displaced points, its tangent route where the branch has few
+    degrees of freedom, the loop multipliers fitted to the branch's constraint force), then written as absolute
+    accelerations (``loops.body_accelerations`` at q, qd). The two are the same equations: with every joint a set
+    of rows on z (revolute, prismatic, fixed; ``settings[5]``) z'' = (dz/dq) qdd + (z'' at qdd = 0), E H^-1 E^T
+    is the recursive layer's J M^-1 J^T, and the tree's joints, which curve the branch in absolute coordinates,
+    add no extrapolation error in joint coordinates (a row of parallelograms: straight there, every crank at one
+    angle). Each piece keeps to the row's structure: O(n) an evaluation for a row of n parallelograms where the
+    branch's normal rows on z and their Schur complement took O(n^3). The loops' rows of lam take the fitted
+    multipliers; the joints' rows keep those of the filtered solve (the time loop reports the loops' only).
+    Returns (status, done): done False where no branch could be told (the filtered solution stays)."""
+    body_int = system.body_int
+    acc, phi, phid, jac, gamma, weights, resp, zeros, _ = system.loop_ws
+    q, qd, _, _ = _joint_state(system)
+    qdd = np.empty(q.shape[0])
+    fitted = np.empty(phi.shape[0])
+    settings = system.settings
+    status, done = branch_dynamics(body_int, system.body_real, system.gravity, system.loop_int,
+                                        system.loop_real, q, qd, system.tau, system.wrench, system.ws, system.com,
+                                        acc, qdd, phi, phid, jac, gamma, weights, resp, zeros, system.stab,
+                                        settings[7], fitted, (JOINT_BRANCH_ZONE, settings[1], settings[6]))
+    if status != STATUS_OK or not done:
+        return status, done
+    status = com_kinematics(body_int, system.body_real, q, qd, system.ws, system.com)  # pass 1 at (q, qd) again
+    if status != STATUS_OK:
+        return status, True
+    body_accelerations(body_int, system.ws, qdd, system.zdd)
+    first = system.row_start[body_int.shape[0]]
+    for r in range(fitted.shape[0]):
+        system.lam[first + r] = fitted[r]
+    return STATUS_OK, True
+
+
+@njit
+def _joint_branch_velocity(system):
+    """The velocity correction of ``project_state`` near a change point on the joint route, into system.zdd: zd
+    projected mass-orthogonally onto the joints' rows (a tree solve with the factor at z that the position closure
+    left), then, at the joint state, onto the tangent of
+    the branch it follows by the recursive loop layer (``loops.branch_velocity``; M-orthogonal in joint coordinates
+    is mass-orthogonal among the motions the joints allow), written back as absolute rates (``com_kinematics``).
+    Returns (status, done): done False where no branch could be told (zdd undefined)."""
+    body_int = system.body_int
+    zd = system.zd
+    zdd = system.zdd
+    n = zd.shape[0]
+    mt = system.row_start[n]
+    _joint_rates(body_int, system.row_start, system.factor, zd, system.lam)
+    zdd[:, :] = 0.0
+    tree_solve(body_int, system.row_start, system.factor, zdd, system.lam[:mt])
+    for i in range(n):
+        for col in range(3):
+            zd[i, col] += zdd[i, col]
+    q, qd, driven, resp_drive = _joint_state(system)
+    for i in range(n):  # zd back: zdd is the correction
+        for col in range(3):
+            zd[i, col] -= zdd[i, col]
+    acc, phi, phid, jac, gamma, weights, resp, zeros, no_gravity = system.loop_ws
+    status, done = branch_velocity(body_int, system.body_real, system.loop_int, system.loop_real, q, qd, driven,
+                                   system.ws, system.com, acc, phi, phid, jac, gamma, weights, resp, resp_drive,
+                                   zeros, no_gravity, system.settings[1], system.settings[6], JOINT_BRANCH_ZONE)
+    if status != STATUS_OK or not done:
+        return status, done
+    status = com_kinematics(body_int, system.body_real, q, qd, system.ws, system.com)
+    if status != STATUS_OK:
+        return status, True
+    com = system.com
+    ws = system.ws
+    for i in range(n):
+        zdd[i, 0] = com[i, 2] - zd[i, 0]
+        zdd[i, 1] = com[i, 3] - zd[i, 1]
+        zdd[i, 2] = ws[i, OM] - zd[i, 2]
+    return STATUS_OK, True
 
 
 @njit
@@ -615,12 +633,18 @@ def _branch_velocity(system, strong_here):
     """The velocity correction of ``project_state`` near a change point, into system.zdd: the mass-orthogonal
     projection of zd onto the tangent of the branch it follows (``_branch_normals``): first onto the joints'
     constraints (a tree solve), then along H^-1 N^T onto N zd = 0 (the tree-constrained responses keep the
-    joints). Leaves the ordinary correction where no branch can be told. Returns the status."""
+    joints). On the joint route (``settings[5]``) the recursive loop layer's (``_joint_branch_velocity``). Leaves
+    the ordinary correction where no branch can be told. Returns the status."""
+    if system.settings[5] != 0.0:
+        status, done = _joint_branch_velocity(system)
+        if status == STATUS_OK and not done:
+            _correction(system, True)
+        return status
     zd = system.zd
     zdd = system.zdd
     n = zd.shape[0]
     mt = system.row_start[n]
-    status, rank, normals, _ = _branch(system, strong_here)
+    status, rank, normals, _ = _branch_normals(system, strong_here)
     if status != STATUS_OK:
         return status
     status = _factor_at(system)
@@ -649,7 +673,11 @@ def _branch_dynamics(system, strong_here):
     """zdd (and the joints' multipliers) on the branch through a change point, as ``loops.constrained_dynamics``
     does: the tree solution zdd0 at z (system.tau, system.wrench), then the correction -H^-1 N^T mu with
     (N H^-1 N^T) mu = N zdd0 - c (``_branch_normals``; the tree-constrained responses keep the joints' rows).
-    Where no branch can be told the filtered solution stays. Returns the status."""
+    On the joint route (``settings[5]``) the recursive loop layer's (``_joint_branch_dynamics``). Where no branch
+    can be told the filtered solution stays. Returns the status."""
+    if system.settings[5] != 0.0:
+        status, _ = _joint_branch_dynamics(system)
+        return status
     z = system.z
     n = z.shape[0]
     mt = system.row_start[n]
@@ -657,7 +685,7 @@ def _branch_dynamics(system, strong_here):
     saved_zdd = system.zdd.copy()
     saved_lam = system.lam.copy()
     saved_power = system.power[0]
-    status, rank, normals, curvature = _branch(system, strong_here)
+    status, rank, normals, curvature = _branch_normals(system, strong_here)
     if status != STATUS_OK:
         return status
     if rank == 0:

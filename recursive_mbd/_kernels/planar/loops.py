@@ -870,6 +870,14 @@ def _strong_rank(body_int, body_real, q, jac, ws, resp, no_resp_drive, no_driven
                 return -1, 0
     if regular_factor(gram, REGULAR_ZONE_MARGIN * zone, np.zeros((m, m)), np.empty(m, dtype=np.int64)):
         return m, 0
+    return zone_counts(gram, zone)
+
+
+@njit
+def zone_counts(gram, zone):
+    """(number of eigenvalues s > zone * max(s) of the finite symmetric positive semi-definite G, number in
+    (REDUNDANT, zone] * max(s)) by inertias on its envelope (``eigen_counts``), by eigvalsh where a factorisation
+    breaks down."""
     counts = np.empty(2, dtype=np.int64)
     if eigen_counts(gram, np.array([zone, REDUNDANT]), counts) > 0.0:
         return counts[0], counts[1] - counts[0]
@@ -1286,7 +1294,7 @@ def _fitted_multipliers(jac, force, rcond, lam):
 @njit
 def _tangent_branch_dynamics(body_int, body_real, q, qd, ws, qdd, jac, zeros, stab, rcond, lam, tangent,
                              normal_accel):
-    """``_branch_dynamics`` on the tangent route: qdd0 (in qdd) -> qdd = a + T^T coef with a = N^T c' the
+    """``branch_dynamics`` on the tangent route: qdd0 (in qdd) -> qdd = a + T^T coef with a = N^T c' the
     branch's normal acceleration (c' = c - 2 alpha N qd, Baumgarte's velocity term) and coef from the tangential
     equations T (M qdd - M qdd0) = 0 (``_tangent_coordinates``); the constraint force M (qdd0 - qdd), then lam
     (``_fitted_multipliers``). Returns the status."""
@@ -1328,7 +1336,7 @@ def _tangent_branch_dynamics(body_int, body_real, q, qd, ws, qdd, jac, zeros, st
 
 
 @njit
-def _branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, tau, wrench, ws, com, acc, qdd, phi,
+def branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, tau, wrench, ws, com, acc, qdd, phi,
                      phid, jac, gamma, weights, resp, zeros, stab, rcond, lam, branch):
     """qdd (and lam) on the branch through a change point (``constrained_dynamics``, ``branch_normals``); returns
     (status, done): done False when no branch could be told (the caller goes on with the filtered solve)."""
@@ -1414,7 +1422,7 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, q
     if info[0] < 0:
         return STATUS_NONFINITE_STATE
     if weak > 0:
-        status, done = _branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, tau, wrench, ws,
+        status, done = branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, tau, wrench, ws,
                                         com, acc, qdd, phi, phid, jac, gamma, weights, resp, zeros, stab, rcond, lam,
                                         branch)
         if status != STATUS_OK or done:
@@ -1478,6 +1486,50 @@ def close_loops(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com
 
 
 @njit
+def branch_velocity(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, acc, phi, phid, jac, gamma,
+                    weights, resp, resp_drive, zeros, no_gravity, tol, rcond_position, zone):
+    """qd projected in place onto the tangent of the branch it follows through a change point (``_branch_at``),
+    M-orthogonally: on the tangent route qd = T^T (T M T^T)^-1 T M qd, on the normal route qd -= Y_N (N Y_N)^-1 N qd
+    with Y_N = M^-1 N^T (``project``'s velocity step near a change point, no held joint). Returns (status, done):
+    done False where no branch could be told (qd unchanged; ws, jac, resp left at a displaced point)."""
+    nq = q.shape[0]
+    status, rank, tangent, basis, _ = _branch_at(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc,
+                                                 phi, phid, jac, gamma, weights, resp, zeros, no_gravity, tol,
+                                                 rcond_position, zone)
+    if status != STATUS_OK or rank == 0:
+        return status, False
+    if tangent:  # qd = T^T (T M T^T)^-1 T M qd: the same M-orthogonal projection
+        size = basis.shape[0]
+        tangent_coef = np.empty(size)
+        status = _tangent_coordinates(body_int, body_real, q, basis, qd, zeros, no_gravity, ws,
+                                      np.empty((size, nq)), tangent_coef)
+        if status != STATUS_OK:
+            return status, True
+        for k in range(nq):
+            v = 0.0
+            for t in range(size):
+                v += tangent_coef[t] * basis[t, k]
+            qd[k] = v
+        return STATUS_OK, True
+    rows = basis[:rank]
+    status = constraint_responses(body_int, body_real, q, rows, driven, ws, resp[:rank], resp_drive[:rank],
+                                  zeros, no_gravity)
+    if status != STATUS_OK:
+        return status, True
+    gram_rows = np.empty((rank, rank))
+    gram_matrix(rows, resp[:rank], gram_rows)
+    rate = np.empty(rank)
+    matrix_times(rows, qd, rate)
+    coef = np.empty(rank)
+    if filtered_solve(gram_rows, rate, REDUNDANT, coef) < 0:
+        return STATUS_NONFINITE_STATE, True
+    for k in range(nq):
+        for t in range(rank):
+            qd[k] -= resp[t, k] * coef[t]
+    return STATUS_OK, True
+
+
+@njit
 def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, acc, phi, phid, jac, gamma, weights,
             resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position, rcond, gap_tol, branch):
     """Mass-orthogonal projection of q, then qd, onto the loop constraints; driven joints (``driven``) stay put.
@@ -1536,40 +1588,11 @@ def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, ac
     if rank < 0:
         return STATUS_NONFINITE_STATE, worst
     if weak > 0:
-        status, rank, tangent, basis, _ = _branch_at(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc,
-                                                     phi, phid, jac, gamma, weights, resp, zeros, no_gravity, tol,
-                                                     rcond_position, zone)
-        if status != STATUS_OK:
+        status, done = branch_velocity(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, acc, phi,
+                                       phid, jac, gamma, weights, resp, resp_drive, zeros, no_gravity, tol,
+                                       rcond_position, zone)
+        if status != STATUS_OK or done:
             return status, worst
-        if rank > 0 and tangent:  # qd = T^T (T M T^T)^-1 T M qd: the same M-orthogonal projection
-            size = basis.shape[0]
-            tangent_coef = np.empty(size)
-            status = _tangent_coordinates(body_int, body_real, q, basis, qd, zeros, no_gravity, ws,
-                                          np.empty((size, nq)), tangent_coef)
-            if status != STATUS_OK:
-                return status, worst
-            for k in range(nq):
-                v = 0.0
-                for t in range(size):
-                    v += tangent_coef[t] * basis[t, k]
-                qd[k] = v
-            return STATUS_OK, worst
-        if rank > 0:
-            rows = basis[:rank]
-            status = constraint_responses(body_int, body_real, q, rows, driven, ws, resp[:rank], resp_drive[:rank],
-                                          zeros, no_gravity)
-            if status != STATUS_OK:
-                return status, worst
-            gram_rows = np.empty((rank, rank))
-            gram_matrix(rows, resp[:rank], gram_rows)
-            rate = np.empty(rank)
-            matrix_times(rows, qd, rate)
-            if filtered_solve(gram_rows, rate, REDUNDANT, coef[:rank]) < 0:
-                return STATUS_NONFINITE_STATE, worst
-            for k in range(nq):
-                for t in range(rank):
-                    qd[k] -= resp[t, k] * coef[t]
-            return STATUS_OK, worst
         # no branch could be told: the filtered solve at q, again (the search moved the workspace)
         status = constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity)
         if status != STATUS_OK:
