@@ -113,7 +113,8 @@ def kernel_time(res, index=-1):
     offset = 2 * free.size + 2
 
     def call():
-        contact_forces(contact_int, contact_real, system.ws, system.com, y, offset, wrench, energy, per_contact)
+        contact_forces(contact_int, contact_real, system.ws, system.com, y, offset, wrench, energy, per_contact,
+                       np.zeros((2, 0), dtype=np.int64))
 
     return median_time(call, min_time=0.5)
 
