@@ -87,6 +87,9 @@ MODE_APART = 1
 MODE_STICK = 2
 MODE_SLIP_POS = 3
 MODE_SLIP_NEG = 4
+# added to a frozen mode of a row touching for the first time at the step's start when the law scales its damping
+# by its own rate (v_in = max(d', min_impact_speed) = d'), so that the frozen step keeps that branch of the max too
+MODE_FAST_TOUCH = 8
 
 
 @njit
@@ -216,26 +219,36 @@ def _normal_force(contact_real, r, depth, rate, v_in):
 
 
 @njit
-def _frozen_normal_force(contact_real, r, depth, rate, v_in):
-    """(F_n, its elastic part) of a row frozen touching: the Hunt-Crossley law without its clip at 0 at a depth
-    d >= 0, and its elastic part alone extended to a negative depth as -k |d|^p (a spring both ways, continuous
-    through d = 0), so that the force of a frozen step is one law through the iterates."""
-    if depth < 0.0:
-        elastic = -contact_real[r, CK] * (-depth) ** contact_real[r, CEXP]
-        return elastic, elastic
-    elastic = contact_real[r, CK] * depth ** contact_real[r, CEXP]
-    return elastic * (1.0 + contact_real[r, CDAMP] * rate / v_in), elastic
+def _frozen_normal_force(contact_real, r, depth, scaled_rate):
+    """(F_n, its elastic part) of a row frozen touching: the Hunt-Crossley law k d^p (1 + C d' / v_in) without its
+    clip at 0 (``scaled_rate`` = d' / v_in), its elastic part extended to a negative depth as -k |d|^p (smooth
+    through d = 0 for p >= 1), so that the force of a frozen step is one smooth law through the iterates."""
+    elastic = contact_real[r, CK] * math.copysign(abs(depth) ** contact_real[r, CEXP], depth)
+    return elastic * (1.0 + contact_real[r, CDAMP] * scaled_rate), elastic
 
 
 @njit
-def _row_mode(contact_real, r, fn, ft):
+def _frozen_rate(contact_real, r, mode, active, rate, v_in):
+    """(d' / v_in, its derivative by d') of a frozen row: a first touch frozen fast has v_in = d' (1, 0), one frozen
+    slow v_in = min_impact_speed."""
+    if not active:
+        if mode & MODE_FAST_TOUCH:
+            return 1.0, 0.0
+        return rate / contact_real[r, CVMIN], 1.0 / contact_real[r, CVMIN]
+    return rate / v_in, 1.0 / v_in
+
+
+@njit
+def _row_mode(contact_real, r, fn, ft, active, rate):
     """The mode the law takes on a touching row: APART where its force is clipped at 0, STICK within the friction
-    limit (the clip leaves F_t as it is), else SLIP in the sign of the spring and damper's pull ``ft``."""
+    limit (the clip leaves F_t as it is), else SLIP in the sign of the spring and damper's pull ``ft``; plus
+    MODE_FAST_TOUCH on a first touch at least as fast as its min_impact_speed."""
     if not fn > 0.0:
         return MODE_APART
+    fast = MODE_FAST_TOUCH if not active and rate >= contact_real[r, CVMIN] else 0
     if abs(ft) <= contact_real[r, CMU] * fn:
-        return MODE_STICK
-    return MODE_SLIP_POS if ft > 0.0 else MODE_SLIP_NEG
+        return MODE_STICK + fast
+    return (MODE_SLIP_POS if ft > 0.0 else MODE_SLIP_NEG) + fast
 
 
 @njit
@@ -245,7 +258,7 @@ def contact_forces(contact_int, contact_real, ws, com, state, offset, wrench, en
     ``com`` and ``ws`` hold the centre-of-mass kinematics of the state (``tree.com_kinematics``); the rows' state
     is state[offset + N_CSTATE r + column] (``layout``). Adds the contacts' potential energy to energy_out[0] and
     their dissipated power to energy_out[1]; per_contact (nrows, N_PER_CONTACT) gets each row's forces, depth and
-    contact point (zeros where it does not touch). ``modes`` (2, nrows) int64 (an implicit step's, or (2, 0): the
+    contact point (zeros where it does not touch). ``modes`` (>= 2, nrows) int64 (an implicit step's; (2, 0): the
     law on every row): modes[0] each row's mode (MODE_FREE: the law; else frozen for a step's Newton iterations), and
     modes[1] gets the mode the law takes on each MODE_FREE row (``_row_mode``), which the step then freezes.
     Returns the status.
@@ -271,16 +284,18 @@ def contact_forces(contact_int, contact_real, ws, com, state, offset, wrench, en
         if mode == MODE_FREE:
             fn, elastic = _normal_force(contact_real, r, depth, rate, v_in)
         else:
-            fn, elastic = _frozen_normal_force(contact_real, r, depth, rate, v_in)
+            scaled, _ = _frozen_rate(contact_real, r, mode, active, rate, v_in)
+            fn, elastic = _frozen_normal_force(contact_real, r, depth, scaled)
         xi = _stretch(ws, com, contact_int, contact_real, state, base, r, nx, ny, qx, qy) if active else 0.0
         ft = -contact_real[r, CKT] * xi - contact_real[r, CCT] * vt
+        kind = mode & (MODE_FAST_TOUCH - 1)
         if mode == MODE_FREE:
             if frozen:
-                modes[1, r] = _row_mode(contact_real, r, fn, ft)
+                modes[1, r] = _row_mode(contact_real, r, fn, ft, active, rate)
             ft = coulomb_clip(ft, abs(ft), contact_real[r, CMU] * fn)
-        elif mode == MODE_SLIP_POS:
+        elif kind == MODE_SLIP_POS:
             ft = contact_real[r, CMU] * fn
-        elif mode == MODE_SLIP_NEG:
+        elif kind == MODE_SLIP_NEG:
             ft = -contact_real[r, CMU] * fn
         fx = fn * nx + ft * tx
         fy = fn * ny + ft * ty
@@ -431,17 +446,17 @@ which lays the anchor), 0 while it slides at mu F_n (the limit's
                 if active or rate < contact_real[r, CVMIN]:
                     cn = elastic * contact_real[r, CDAMP] / v_in
         else:
-            fn, elastic = _frozen_normal_force(contact_real, r, depth, rate, v_in)
+            scaled, per_rate = _frozen_rate(contact_real, r, mode, active, rate, v_in)
+            fn, elastic = _frozen_normal_force(contact_real, r, depth, scaled)
             p = contact_real[r, CEXP]
-            factor = max(0.0, 1.0 + contact_real[r, CDAMP] * rate / v_in) if depth >= 0.0 else 1.0  # the damping's
+            factor = max(0.0, 1.0 + contact_real[r, CDAMP] * scaled)  # the damping's, on the stiffness
             kn = p * contact_real[r, CK] * abs(depth) ** (p - 1.0) * factor
-            if elastic > 0.0 and (active or rate < contact_real[r, CVMIN]):
-                cn = elastic * contact_real[r, CDAMP] / v_in
+            cn = max(0.0, elastic * contact_real[r, CDAMP] * per_rate)
         xi = _stretch(ws, com, contact_int, contact_real, state, base, r, nx, ny, qx, qy) if active else 0.0
         kt = 0.0
         ct = 0.0
-        if mode == MODE_STICK or (mode == MODE_FREE and abs(contact_real[r, CKT] * xi + contact_real[r, CCT] * vt)
-                                  < contact_real[r, CMU] * fn):  # sticking
+        trial = abs(contact_real[r, CKT] * xi + contact_real[r, CCT] * vt)
+        if mode & (MODE_FAST_TOUCH - 1) == MODE_STICK or (mode == MODE_FREE and trial < contact_real[r, CMU] * fn):
             kt = contact_real[r, CKT] if active else 0.0  # (a first touch has no anchor yet: its xi is 0)
             ct = contact_real[r, CCT]
         body = contact_int[r, CBODY]

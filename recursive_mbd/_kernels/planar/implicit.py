@@ -537,7 +537,16 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
 
     State y = (q_free, qd_free, W_dissipated, W_applied) as in ``integrators``, then the contacts' state (anchors held
     over a step, in its residual and in the contacts' blocks of its Newton matrix; ``contact_update`` after it, as
-    the explicit methods do); y_out rows (n + m) are y and the
+    the explicit methods do). The contacts' modes (touching or not, sticking or sliding and which way, a first
+    touch's damping scaled by its own rate or not) are frozen over the iterations (an active-set Newton): taken
+    from the law at the step's first iterate (the predictor), held while Newton converges on the smooth law they
+    make (the unclipped Hunt-Crossley force, the stick spring or mu F_n in the frozen direction), whose
+    derivatives the contacts' blocks then have; at convergence the law is evaluated again and its modes compared:
+    where it contradicts a frozen mode (a touching row in tension or apart, a lifted row that penetrates, a sticking
+    row outside the friction cone, a sliding one inside it) the modes are corrected, the matrix factorised again and
+    Newton goes on. A step ends only at such a check that converges: the accepted state solves the law itself,
+    so freezing adds no error. After MAX_MODE_PASSES corrections in a step the modes follow the law at every
+    iterate (rows at the edge of touching or sliding), as before; y_out rows (n + m) are y and the
     loop multipliers lambda at the sample (linear in time between step ends at t_eval points and events);
     ``carry`` (2 + 2 nf + m + 1) keeps
     (powers (2), a (nf), qdd (nf), lam (m), started flag) from one call to the next (a progress bar's pieces): a
