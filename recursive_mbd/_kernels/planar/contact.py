@@ -79,16 +79,16 @@ N_PER_CONTACT = 5
 # 3 steps, within 6 % from 4 on; ``update_contacts``)
 MIN_IMPACT_STEPS = 4
 # a row's contact mode (``contact_forces``'s ``modes``): FREE, the law decides at each state (max(0, F_n) on touching
-# rows, the Coulomb clip); else frozen by an implicit step for its Newton iteration (``freeze_modes``): APART (no
-# force), STICK (F_n unclipped, extended to a negative depth; F_t the stick spring and damper unclipped), SLIP_POS and
-# SLIP_NEG (F_n unclipped, F_t = +mu F_n or -mu F_n)
+# rows, the Coulomb clip); else frozen by an implicit step for its Newton iteration (``system.contact_freeze``):
+# APART (no force), STICK (F_n unclipped, extended to a negative depth; F_t the stick spring and damper unclipped),
+# SLIP_POS and SLIP_NEG (F_n unclipped, F_t = +mu F_n or -mu F_n)
 MODE_FREE = 0
 MODE_APART = 1
 MODE_STICK = 2
 MODE_SLIP_POS = 3
 MODE_SLIP_NEG = 4
-# added to a frozen mode of a row touching for the first time at the step's start when the law scales its damping
-# by its own rate (v_in = max(d', min_impact_speed) = d'), so that the frozen step keeps that branch of the max too
+# added to the frozen mode of a first touch (a row not touching at the step's start) whose damping the law scales by
+# its own rate (v_in = max(d', min_impact_speed) = d'), so that the frozen step keeps that branch of the max too
 MODE_FAST_TOUCH = 8
 
 

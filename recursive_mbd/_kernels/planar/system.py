@@ -53,9 +53,8 @@ RecursiveSystem = namedtuple("RecursiveSystem", [
     # shape_int, shape_real, order, boxes, stats, modes, impacts) (``contact``, ``pairs``; modes (3, nrows) int64:
     # the rows' modes in force (MODE_FREE: the law), those the law took at the last evaluation, those an implicit
     # step froze before (``contact_release``, ``contact_freeze``); impacts: a fixed-step run's watch of its impacts,
-    # (nrows, 2), or (0, 2) for a run that
-    # does not watch them, last as in the spatial tuple); the rows' state (layout: N_CSTATE
-    # per row) is carried after the work terms of y, y = (q_free, qd_free, W, state)
+    # (nrows, 2), or (0, 2) for a run that does not watch them, last as in the spatial tuple); the rows' state
+    # (layout: N_CSTATE per row) is carried after the work terms of y, y = (q_free, qd_free, W, state)
     "contacts",
 ])
 # A model without loops: the same fields (its loops with no rows), its own type. The time loops compiled for it
