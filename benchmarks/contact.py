@@ -40,8 +40,8 @@ took 270 s there), 8.7 mm (before: 101 s at 0.03125 ms, 9.3 iterations and 7.4 f
 Newton failing at longer steps). At 0.25 ms the impact watch stops the run (the landing is not resolved); at the
 default newton_tol 1e-12 Newton stalls at the round-off of the chain's residual (2 to 3e-10) as it lands. The
 landed shape differs by about 2 mm between any two accurate runs. At 1e4 links generalized_alpha at 0.125 ms
-(newton_tol 1e-10) diverges at the touch-down (t = 0.1015 s), and bdf at rtol 1e-5 reached t = 0.109 s in 240 s (before its blocks were made at the
-iterate's orientations; not measured since):
+(newton_tol 1e-10) diverges at the touch-down (t = 0.1015 s), and bdf at rtol 1e-5 reached t = 0.109 s in 240 s
+(before its blocks were made at the iterate's orientations; not measured since):
 the 1e4-link chain in under two minutes is not met by either implicit method yet.
 
 MuJoCo (3D): the same capsules in the x-z plane joined by hinges about y, the first with a free planar base (slide
