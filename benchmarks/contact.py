@@ -29,14 +29,20 @@ Measured (a shared 2-core machine, load about 3; docs/benchmarks.md has the tabl
         --ga-step 4e-5 3.125e-5 --reference-rtol 1e-8 --no-mujoco --max-wall 200
 
 1e3 links, errors against dopri5 at rtol 1e-8 (114 s, 54,562 steps): dopri5 at rtol 1e-6 21 s, 11,389 steps, 2.4 mm;
-generalized_alpha at 0.03125 ms 101 s, 32,000 steps, 9.3 Newton iterations and 7.4 factorisations a step, 2.2 mm;
-bdf at rtol 1e-5 133 s, 123,584 steps, 3.4 iterations and 0.93 factorisations a step, 2.2 mm. generalized_alpha at
-0.04 ms and above (0.05, 0.0625, 0.125, 0.25, 0.5 ms) stops where Newton does not converge as the chain lands (t =
-0.10 s; 0.22 s at 0.05 ms, 0.30 s at 0.04 ms); at 1 ms Newton diverges there. The three errors are alike: the landed
-shape (friction, the order of touch-downs) differs by about 2 mm between any two accurate runs. At 1e4 links
-generalized_alpha stops at the touch-down (t = 0.101 s) for the same reason at 0.03125 and 0.015625 ms (at 0.03125
-ms with --newton-tol 1e-10 Newton diverges there), and bdf at rtol 1e-5 reached t = 0.109 s in --max-wall 240 s: the
-1e4-link chain in under two minutes is not met by either implicit method (docs/benchmarks.md, where the time goes).
+bdf at rtol 1e-5 133 s, 123,584 steps, 3.4 iterations and 0.93 factorisations a step, 2.2 mm. generalized_alpha,
+with each step's contact modes frozen over its Newton iterations (``_kernels.planar.implicit``):
+
+    python3 benchmarks/contact.py --sizes 1000 --floor 0 --methods generalized_alpha --ga-step 1.25e-4 \
+        --newton-tol 1e-10 --reference-rtol 1e-8 --no-mujoco
+
+0.125 ms, 8,000 steps, 6.3 Newton iterations and 1.9 factorisations a step, 69 s at load 6 to 7 (the reference
+took 270 s there), 8.7 mm (before: 101 s at 0.03125 ms, 9.3 iterations and 7.4 factorisations a step, 2.2 mm, and
+Newton failing at longer steps). At 0.25 ms the impact watch stops the run (the landing is not resolved); at the
+default newton_tol 1e-12 Newton stalls at the round-off of the chain's residual (2 to 3e-10) as it lands. The
+landed shape differs by about 2 mm between any two accurate runs. At 1e4 links generalized_alpha at 0.125 ms
+(newton_tol 1e-10) diverges at the touch-down (t = 0.1015 s), and bdf at rtol 1e-5 reached t = 0.109 s in 240 s
+(before its blocks were made at the iterate's orientations; not measured since):
+the 1e4-link chain in under two minutes is not met by either implicit method yet.
 
 MuJoCo (3D): the same capsules in the x-z plane joined by hinges about y, the first with a free planar base (slide
 x, slide z, hinge y), colliding with the plane only; the same step (its default semi-implicit Euler), its soft
@@ -113,7 +119,8 @@ def kernel_time(res, index=-1):
     offset = 2 * free.size + 2
 
     def call():
-        contact_forces(contact_int, contact_real, system.ws, system.com, y, offset, wrench, energy, per_contact)
+        contact_forces(contact_int, contact_real, system.ws, system.com, y, offset, wrench, energy, per_contact,
+                       np.zeros((2, 0), dtype=np.int64))
 
     return median_time(call, min_time=0.5)
 

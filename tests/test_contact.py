@@ -403,3 +403,44 @@ def test_forward_dynamics_has_the_contacts_at_a_given_contact_state():
         rm.forward_dynamics(model, q, qd, contact_state=state[:1])
     with pytest.raises(rm.StateError, match=r"contact_state\[1, 0\] \(row 'contact0 end 1'\): the active flag"):
         rm.forward_dynamics(model, q, qd, contact_state=state * [[1.0], [2.0]])
+
+
+def _dropped_chain(n, height=0.05, link=0.01, mass=0.01, radius=0.0025):
+    """(model, q0): ``benchmarks/contact.py``'s chain of n capsule links (1 cm, 10 g) held horizontally with a gentle
+    wave and dropped onto a table, its first link free in the plane (two sliders and a hinge)."""
+    model = rm.Model(gravity=(0.0, -G))
+    names = [f"link{j + 1}" for j in range(n)]
+    inertia = mass * link ** 2 / 12.0
+    model.add_body(joint="prismatic", axis=(1.0, 0.0), mass=0.0, name="slider x")
+    model.add_body("slider x", joint="prismatic", axis=(0.0, 1.0), mass=0.0, name="slider y")
+    model.add_body("slider y", child_point=(0.0, link / 2.0), mass=mass, inertia=inertia, name=names[0])
+    model.add_bodies(np.arange(2, n + 1), "revolute", parent_point=(0.0, -link / 2.0), child_point=(0.0, link / 2.0),
+                     mass=mass, inertia=inertia, names=names[1:])
+    model.add_ground("table")
+    model.add_contact(names, "table", segment=((0.0, link / 2.0), (0.0, -link / 2.0)), radius=radius, stiffness=1e4,
+                      exponent=1.0, restitution=0.3, friction=0.3, min_impact_speed=1.0)
+    theta = math.pi / 2.0 + 0.12 * np.sin(2.0 * math.pi * np.arange(n) * link / 0.5)
+    q0 = np.zeros(n + 2)
+    q0[1] = radius + height
+    q0[2] = theta[0]
+    q0[3:] = np.diff(theta)
+    return model, q0
+
+
+def test_generalized_alpha_lands_a_chain_with_its_contact_modes_frozen_over_each_step():
+    # links landing at 1 m/s, touching, sticking and sliding, bouncing off again: each step's modes are frozen for
+    # its Newton iterations and checked against the law at the converged state, and the contacts' blocks are made at
+    # the iterate's orientations; before, Newton met a different law at each iterate and the blocks a stale
+    # orientation of the links: 9.2 iterations and 7.8 factorisations a step at this step
+    model, q0 = _dropped_chain(20)
+    times = np.array([0.05, 0.15])
+    result = rm.simulate(model, q0, np.zeros_like(q0), 0.15, method="generalized_alpha", dt=1.25e-4, rho_inf=0.5,
+                         t_eval=times)
+    assert result.success
+    assert result.newton_iterations < 3.5 * result.nsteps
+    assert result.newton_factorizations < 0.5 * result.nsteps
+    reference = rm.simulate(model, q0, np.zeros_like(q0), 0.15, rtol=1e-9, atol=1e-12, t_eval=times)
+    assert reference.contact_forces()["active"][-1] == 0  # between bounces: the whole chain in the air again
+    centres = rm.augmented.absolute_from_joint(model, result.q[-1], result.qd[-1])[0][2:, :2]
+    exact = rm.augmented.absolute_from_joint(model, reference.q[-1], reference.qd[-1])[0][2:, :2]
+    assert np.abs(centres - exact).max() < 1e-3  # the links' centres (0.40 mm; the capsules' radius is 2.5 mm)

@@ -156,7 +156,8 @@ def contact_wrench(model, ws, q, qd, state, wrench):
         loads += wrench
     energies, nshapes = np.zeros(3), model.shape_int.shape[0]
     contact_kernels.contact_forces(model.contact_int, model.contact_real, ws.ws, ws.com, state, 0, loads, energies,
-                                   np.zeros((model.ncontacts, contact_kernels.N_PER_CONTACT)))
+                                   np.zeros((model.ncontacts, contact_kernels.N_PER_CONTACT)),
+                                   np.zeros((2, 0), dtype=np.int64))
     pairs.pair_forces(model.body_int, model.shape_int, model.shape_real, np.arange(nshapes, dtype=np.int64),
                       np.zeros((nshapes, L.N_BOX)), ws.ws, ws.com, loads, energies, np.zeros(2))
     return loads

@@ -88,7 +88,8 @@ def _contact_potential(model, ws):
     """The potential energy of the contacts' elastic normal forces at the state whose kinematics ``ws`` holds."""
     totals, wrench, nshapes = np.zeros(3), np.zeros((model.nbodies, 3)), model.shape_int.shape[0]
     contact.contact_forces(model.contact_int, model.contact_real, ws.ws, ws.com, np.zeros(model.ncontacts
-                           * L.N_CSTATE), 0, wrench, totals, np.zeros((model.ncontacts, contact.N_PER_CONTACT)))
+                           * L.N_CSTATE), 0, wrench, totals, np.zeros((model.ncontacts, contact.N_PER_CONTACT)),
+                           np.zeros((2, 0), dtype=np.int64))
     pairs.pair_forces(model.body_int, model.shape_int, model.shape_real, np.arange(nshapes, dtype=np.int64),
                       np.zeros((nshapes, L.N_BOX)), ws.ws, ws.com, wrench, totals, np.zeros(2))
     return float(totals[0])

@@ -310,7 +310,7 @@ class SimulationResult:
                 raise_status(model, status, ("q", "qd"), output="a centre of mass position or velocity")
             contact_kernels.contact_forces(model.contact_int, model.contact_real, ws.ws, ws.com,
                                            np.ascontiguousarray(self.contact_state[i]).reshape(-1), 0, no_loads,
-                                           energies[i], rows[i])
+                                           energies[i], rows[i], np.zeros((2, 0), dtype=np.int64))
             pairs.pair_forces(model.body_int, model.shape_int, model.shape_real, order, boxes, ws.ws, ws.com, no_loads,
                               energies[i], stats)
             touching_pairs[i] = int(stats[0])

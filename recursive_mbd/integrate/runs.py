@@ -431,6 +431,7 @@ def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, proje
         contacts = (model.contact_int, model.contact_real, np.zeros((model.ncontacts, N_PER_CONTACT)),
                     model.shape_int, model.shape_real, np.arange(nshapes, dtype=np.int64),
                     np.zeros((nshapes, L.N_BOX)), np.zeros(2),
+                    np.zeros((3, model.ncontacts), dtype=np.int64),
                     np.zeros((model.ncontacts if watch_impacts else 0, 2)))
     return system_class(model.body_int, model.body_real, model.gravity, model.elem_int, model.elem_real, free,
             inputs.driven_coords, inputs.driven, inputs.tau_const,

@@ -554,9 +554,11 @@ def _planar_newton_factor(system, work, c):
         gram_mu = work[25]
         for k in range(j_diag.shape[0]):
             j_diag[k] = c * c * j_stiff[k] + c * j_damp[k]
-        # the contacts' blocks at the iterate of the last residual (its centre-of-mass kinematics; before the pass)
-        contact_matrix(system[23], ws, system[15], newton[20], 0, c * c, c, newton[19])
         kinematics_pass(body_int, body_real, system[11], system[12], ws, True)
+        # the contacts' blocks at the iterate of the last residual: its centre-of-mass kinematics and the
+        # orientations of every body from the pass above (the residual's pass leaves them only in the rows of bodies
+        # with several children)
+        contact_matrix(system[23], ws, system[15], newton[20], 0, c * c, c, newton[19])
         status = effective_factor(body_int, body_real, system[2], ws, driven, 1.0, c * c, j_diag, newton[19],
                                   ia, uu, dinv, gcol, rvec, fsub, kb, dmat)
         if status != STATUS_OK:

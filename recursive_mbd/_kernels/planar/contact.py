@@ -78,6 +78,18 @@ N_PER_CONTACT = 5
 # contact time gets the rebound wrong (a disc on a Hertz contact under generalized_alpha: -36 % to +340 % at 1 to
 # 3 steps, within 6 % from 4 on; ``update_contacts``)
 MIN_IMPACT_STEPS = 4
+# a row's contact mode (``contact_forces``'s ``modes``): FREE, the law decides at each state (max(0, F_n) on touching
+# rows, the Coulomb clip); else frozen by an implicit step for its Newton iteration (``system.contact_freeze``):
+# APART (no force), STICK (F_n unclipped, extended to a negative depth; F_t the stick spring and damper unclipped),
+# SLIP_POS and SLIP_NEG (F_n unclipped, F_t = +mu F_n or -mu F_n)
+MODE_FREE = 0
+MODE_APART = 1
+MODE_STICK = 2
+MODE_SLIP_POS = 3
+MODE_SLIP_NEG = 4
+# added to the frozen mode of a first touch (a row not touching at the step's start) whose damping the law scales by
+# its own rate (v_in = max(d', min_impact_speed) = d'), so that the frozen step keeps that branch of the max too
+MODE_FAST_TOUCH = 8
 
 
 @njit
@@ -207,21 +219,61 @@ def _normal_force(contact_real, r, depth, rate, v_in):
 
 
 @njit
-def contact_forces(contact_int, contact_real, ws, com, state, offset, wrench, energy_out, per_contact):
+def _frozen_normal_force(contact_real, r, depth, scaled_rate):
+    """(F_n, its elastic part) of a row frozen touching: the Hunt-Crossley law k d^p (1 + C d' / v_in) without its
+    clip at 0 (``scaled_rate`` = d' / v_in), its elastic part extended to a negative depth as -k |d|^p (smooth
+    through d = 0 for p >= 1), so that the force of a frozen step is one smooth law through the iterates."""
+    elastic = contact_real[r, CK] * math.copysign(abs(depth) ** contact_real[r, CEXP], depth)
+    return elastic * (1.0 + contact_real[r, CDAMP] * scaled_rate), elastic
+
+
+@njit
+def _frozen_rate(contact_real, r, mode, active, rate, v_in):
+    """(d' / v_in, its derivative by d') of a frozen row: a first touch frozen fast has v_in = d' (1, 0), one frozen
+    slow v_in = min_impact_speed."""
+    if not active:
+        if mode & MODE_FAST_TOUCH:
+            return 1.0, 0.0
+        return rate / contact_real[r, CVMIN], 1.0 / contact_real[r, CVMIN]
+    return rate / v_in, 1.0 / v_in
+
+
+@njit
+def _row_mode(contact_real, r, fn, ft, active, rate):
+    """The mode the law takes on a touching row: APART where its force is clipped at 0, STICK within the friction
+    limit (the clip leaves F_t as it is), else SLIP in the sign of the spring and damper's pull ``ft``; plus
+    MODE_FAST_TOUCH on a first touch at least as fast as its min_impact_speed."""
+    if not fn > 0.0:
+        return MODE_APART
+    fast = MODE_FAST_TOUCH if not active and rate >= contact_real[r, CVMIN] else 0
+    if abs(ft) <= contact_real[r, CMU] * fn:
+        return MODE_STICK + fast
+    return (MODE_SLIP_POS if ft > 0.0 else MODE_SLIP_NEG) + fast
+
+
+@njit
+def contact_forces(contact_int, contact_real, ws, com, state, offset, wrench, energy_out, per_contact, modes):
     """Add the contacts' loads to ``wrench`` (nbodies, 3) (force and moment at each centre of mass, ground axes).
 
     ``com`` and ``ws`` hold the centre-of-mass kinematics of the state (``tree.com_kinematics``); the rows' state
     is state[offset + N_CSTATE r + column] (``layout``). Adds the contacts' potential energy to energy_out[0] and
     their dissipated power to energy_out[1]; per_contact (nrows, N_PER_CONTACT) gets each row's forces, depth and
-    contact point (zeros where it does not touch). Returns the status.
+    contact point (zeros where it does not touch). ``modes`` (>= 2, nrows) int64 (an implicit step's; (2, 0): the
+    law on every row): modes[0] each row's mode (MODE_FREE: the law; else frozen for a step's Newton iterations), and
+    modes[1] gets the mode the law takes on each MODE_FREE row (``_row_mode``), which the step then freezes.
+    Returns the status.
     """
     potential = 0.0
     dissipated = 0.0
+    frozen = modes.shape[1] > 0
     for r in range(contact_int.shape[0]):
         touching, gap, nx, ny, tx, ty, qx, qy, vx, vy = _geometry(contact_int, contact_real, ws, com, r)
         for col in range(N_PER_CONTACT):
             per_contact[r, col] = 0.0
-        if not touching:
+        mode = modes[0, r] if frozen else MODE_FREE
+        if mode == MODE_APART or (mode == MODE_FREE and not touching):
+            if frozen and mode == MODE_FREE:
+                modes[1, r] = MODE_APART
             continue
         base = offset + N_CSTATE * r
         depth = -gap
@@ -229,10 +281,22 @@ def contact_forces(contact_int, contact_real, ws, com, state, offset, wrench, en
         vt = tx * vx + ty * vy
         active = state[base + CS_ACTIVE] != 0.0
         v_in = state[base + CS_VIN] if active else max(rate, contact_real[r, CVMIN])
-        fn, elastic = _normal_force(contact_real, r, depth, rate, v_in)
+        if mode == MODE_FREE:
+            fn, elastic = _normal_force(contact_real, r, depth, rate, v_in)
+        else:
+            scaled, _ = _frozen_rate(contact_real, r, mode, active, rate, v_in)
+            fn, elastic = _frozen_normal_force(contact_real, r, depth, scaled)
         xi = _stretch(ws, com, contact_int, contact_real, state, base, r, nx, ny, qx, qy) if active else 0.0
         ft = -contact_real[r, CKT] * xi - contact_real[r, CCT] * vt
-        ft = coulomb_clip(ft, abs(ft), contact_real[r, CMU] * fn)
+        kind = mode & (MODE_FAST_TOUCH - 1)
+        if mode == MODE_FREE:
+            if frozen:
+                modes[1, r] = _row_mode(contact_real, r, fn, ft, active, rate)
+            ft = coulomb_clip(ft, abs(ft), contact_real[r, CMU] * fn)
+        elif kind == MODE_SLIP_POS:
+            ft = contact_real[r, CMU] * fn
+        elif kind == MODE_SLIP_NEG:
+            ft = -contact_real[r, CMU] * fn
         fx = fn * nx + ft * tx
         fy = fn * ny + ft * ty
         _push(wrench, com, contact_int[r, CBODY], qx, qy, fx, fy)
@@ -335,7 +399,7 @@ def _add_lever_block(blocks, com, body, qx, qy, nx, ny, kn, kt):
 
 
 @njit
-def contact_newton_blocks(contact_int, contact_real, ws, com, state, offset, c_stiff, c_damp, blocks):
+def contact_newton_blocks(contact_int, contact_real, ws, com, state, offset, c_stiff, c_damp, blocks, modes):
     """The contacts' part of an implicit step's Newton matrix: blocks (nbodies, 3, 3), on each body's
     (x_com, y_com, theta), = c_stiff K + c_damp C summed over the touching rows against ground-fixed surfaces, at
     the state whose kinematics ``com``, ``ws`` hold (``contact_forces``'s arguments; anchors fixed, as in a step).
@@ -348,17 +412,24 @@ def contact_newton_blocks(contact_int, contact_real, ws, com, state, offset, c_s
 which lays the anchor), 0 while it slides at mu F_n (the limit's
     dependence on F_n, which would make the block unsymmetric, is left out). Left out too, as the implicit methods
     lag them: the change of the normal and of the lever arm with the motion (the force's geometric stiffness), and
-    rows whose surface a body carries (they couple two bodies). Returns the number of rows added."""
+    rows whose surface a body carries (they couple two bodies). With ``modes`` (``contact_forces``'s), a frozen row
+    takes its mode's law: APART adds nothing, STICK and SLIP the unclipped normal force's derivatives (its
+    stiffness where the damping factor 1 + C d' / v_in is positive), STICK the stick spring and damper. Returns the
+    number of rows added."""
     for i in range(blocks.shape[0]):
         for a in range(3):
             for b in range(3):
                 blocks[i, a, b] = 0.0
     added = 0
+    frozen = modes.shape[1] > 0
     for r in range(contact_int.shape[0]):
         if contact_int[r, COWNER] >= 0:
             continue
+        mode = modes[0, r] if frozen else MODE_FREE
+        if mode == MODE_APART:
+            continue
         touching, gap, nx, ny, tx, ty, qx, qy, vx, vy = _geometry(contact_int, contact_real, ws, com, r)
-        if not touching:
+        if mode == MODE_FREE and not touching:
             continue
         base = offset + N_CSTATE * r
         depth = -gap
@@ -366,20 +437,30 @@ which lays the anchor), 0 while it slides at mu F_n (the limit's
         vt = tx * vx + ty * vy
         active = state[base + CS_ACTIVE] != 0.0
         v_in = state[base + CS_VIN] if active else max(rate, contact_real[r, CVMIN])
-        fn, elastic = _normal_force(contact_real, r, depth, rate, v_in)
         kn = 0.0
         cn = 0.0
-        if fn > 0.0:
-            kn = contact_real[r, CEXP] * fn / depth
-            if active or rate < contact_real[r, CVMIN]:
-                cn = elastic * contact_real[r, CDAMP] / v_in
+        if mode == MODE_FREE:
+            fn, elastic = _normal_force(contact_real, r, depth, rate, v_in)
+            if fn > 0.0:
+                kn = contact_real[r, CEXP] * fn / depth
+                if active or rate < contact_real[r, CVMIN]:
+                    cn = elastic * contact_real[r, CDAMP] / v_in
+        else:
+            scaled, per_rate = _frozen_rate(contact_real, r, mode, active, rate, v_in)
+            fn, elastic = _frozen_normal_force(contact_real, r, depth, scaled)
+            p = contact_real[r, CEXP]
+            factor = max(0.0, 1.0 + contact_real[r, CDAMP] * scaled)  # the damping's, on the stiffness
+            kn = p * contact_real[r, CK] * abs(depth) ** (p - 1.0) * factor
+            cn = max(0.0, elastic * contact_real[r, CDAMP] * per_rate)
         xi = _stretch(ws, com, contact_int, contact_real, state, base, r, nx, ny, qx, qy) if active else 0.0
         kt = 0.0
         ct = 0.0
-        if abs(contact_real[r, CKT] * xi + contact_real[r, CCT] * vt) < contact_real[r, CMU] * fn:  # sticking
+        trial = abs(contact_real[r, CKT] * xi + contact_real[r, CCT] * vt)
+        if mode & (MODE_FAST_TOUCH - 1) == MODE_STICK or (mode == MODE_FREE and trial < contact_real[r, CMU] * fn):
             kt = contact_real[r, CKT] if active else 0.0  # (a first touch has no anchor yet: its xi is 0)
             ct = contact_real[r, CCT]
         body = contact_int[r, CBODY]
         _add_lever_block(blocks, com, body, qx, qy, nx, ny, c_stiff * kn + c_damp * cn, c_stiff * kt + c_damp * ct)
         added += 1
     return added
+

@@ -36,13 +36,24 @@ from ..layout import (
 from ..timeloops import integrators, newton
 from .elements import element_forces
 from .loops import loop_constraints
-from .system import _load_state, contact_loads, contact_matrix, contact_update, has_contacts
+from .system import (
+    _load_state,
+    contact_freeze,
+    contact_loads,
+    contact_matrix,
+    contact_release,
+    contact_update,
+    has_contacts,
+)
 from .tree import check_finite, inverse_dynamics, inverse_dynamics_serial, kinematics_pass, motion_column
 
 njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=True)
 
 # A joint block of the effective matrix is singular below this fraction of the norm of its entries' scale
 SINGULAR_RTOL = 1e-13
+# the passes of a generalised-alpha step with contacts whose frozen modes the law contradicts (``contact_freeze``)
+# before the modes follow the law at every iterate
+MAX_MODE_PASSES = 4
 
 
 @njit
@@ -526,7 +537,16 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
 
     State y = (q_free, qd_free, W_dissipated, W_applied) as in ``integrators``, then the contacts' state (anchors held
     over a step, in its residual and in the contacts' blocks of its Newton matrix; ``contact_update`` after it, as
-    the explicit methods do); y_out rows (n + m) are y and the
+    the explicit methods do). The contacts' modes (touching or not, sticking or sliding and which way, a first
+    touch's damping scaled by its own rate or not) are frozen over the iterations (an active-set Newton): taken
+    from the law at the step's first iterate (the predictor), held while Newton converges on the smooth law they
+    make (the unclipped Hunt-Crossley force, the stick spring or mu F_n in the frozen direction), whose
+    derivatives the contacts' blocks then have; at convergence the law is evaluated again and its modes compared:
+    where it contradicts a frozen mode (a touching row in tension or apart, a lifted row that penetrates, a sticking
+    row outside the friction cone, a sliding one inside it) the modes are corrected, the matrix factorised again and
+    Newton goes on. A step ends only at such a check that converges: the accepted state solves the law itself,
+    so freezing adds no error. After MAX_MODE_PASSES corrections in a step the modes follow the law at every
+    iterate (rows at the edge of touching or sliding), as before; y_out rows (n + m) are y and the
     loop multipliers lambda at the sample (linear in time between step ends at t_eval points and events);
     ``carry`` (2 + 2 nf + m + 1) keeps
     (powers (2), a (nf), qdd (nf), lam (m), started flag) from one call to the next (a progress bar's pieces): a
@@ -654,7 +674,11 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
             fresh = False
             previous = np.inf
             correction = np.inf
-            for _ in range(max_newton):
+            checkpoint = True  # the contacts' modes taken from the law at this iterate and frozen (below)
+            mode_passes = 0
+            for iteration in range(max_newton):
+                if with_contacts and checkpoint:
+                    contact_release(system[23])
                 status = integrators._poll(monitor, monitor_key, control, t, y, nfev)
                 if status != STATUS_OK:
                     return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
@@ -674,6 +698,11 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                         return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
                     correction = np.inf  # a non-finite state: the iteration diverged
                     break
+                changed = 0
+                if with_contacts and checkpoint:  # the residual is the law's: freeze the modes it took
+                    changed = contact_freeze(system[23])
+                    if changed > 0 and iteration > 0 and mode_passes < MAX_MODE_PASSES:
+                        mode_passes += 1  # (the first freeze of an attempt is no pass: the predictor's modes)
                 res_max = 0.0
                 for j in range(nf):
                     res_max = max(res_max, abs(residual[j]))
@@ -684,11 +713,13 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 # moved on: make them again)
                 # with contacts, also factors of this step that contract slowly: a contact made or broken since
                 # they were made (a stiff force switched on that the matrix does not have; full Newton then)
-                if newton.refactor_due(factored_h, h, fresh, correction, previous) or (
-                        with_contacts and correction > newton.SLOW_CONTRACTION * previous):
-                    # (the contacts' blocks from the residual's centre-of-mass kinematics, before the pass below)
-                    contact_matrix(system[23], ws, system[15], y_new, 2 * nf + 2, c_stiff, c_damp, blocks)
+                if newton.refactor_due(factored_h, h, fresh, correction, previous) or (with_contacts and (
+                        changed > 0 or correction > newton.SLOW_CONTRACTION * previous)):
                     kinematics_pass(body_int, body_real, system[11], system[12], ws, True)
+                    # the contacts' blocks from the residual's centre-of-mass positions and velocities and the
+                    # orientations of every body from the pass above (the residual's inverse dynamics leaves them
+                    # only in the rows of bodies with several children)
+                    contact_matrix(system[23], ws, system[15], y_new, 2 * nf + 2, c_stiff, c_damp, blocks)
                     status = effective_factor(body_int, body_real, system[2], ws, driven, 1.0, c_stiff, j_diag,
                                               blocks, ia, uu, dinv, gcol, rvec, fsub, kb, dmat)
                     if status != STATUS_OK:
@@ -730,8 +761,14 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 # to N bodies) just above the tolerance: no longer contracting, more iterations cannot improve it
                 if correction <= newton_tol + floor or (fresh and correction <= 100.0 * newton_tol
                                                         and correction > 0.5 * previous):
-                    converged = True
-                    break
+                    if checkpoint or not with_contacts:
+                        converged = True
+                        break
+                    checkpoint = True  # converged with frozen modes: check them against the law's at the state
+                else:
+                    # modes that keep changing (rows at the edge of touching or sliding) follow the law at every
+                    # iterate after MAX_MODE_PASSES passes
+                    checkpoint = mode_passes >= MAX_MODE_PASSES
             if converged:
                 break
         if not converged:

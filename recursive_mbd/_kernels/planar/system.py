@@ -18,7 +18,7 @@ from numba.extending import overload
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..layout import N_CSTATE, STATUS_OK
 from ..timeloops import formulation
-from .contact import contact_forces, contact_newton_blocks, update_contacts
+from .contact import MODE_FREE, contact_forces, contact_newton_blocks, update_contacts
 from .elements import element_forces
 from .loops import BRANCH_ZONE, constrained_dynamics, project
 from .pairs import pair_forces
@@ -50,9 +50,11 @@ RecursiveSystem = namedtuple("RecursiveSystem", [
     # solve)); loop_int has no rows for a tree
     "loops",
     # contacts: None without contacts, else (contact_int, contact_real, per_contact (nrows, N_PER_CONTACT),
-    # shape_int, shape_real, order, boxes, stats, impacts) (``contact``, ``pairs``; impacts: a fixed-step run's watch
-    # of its impacts, (nrows, 2), or (0, 2) for a run that does not watch them); the rows' state (layout: N_CSTATE
-    # per row) is carried after the work terms of y, y = (q_free, qd_free, W, state)
+    # shape_int, shape_real, order, boxes, stats, modes, impacts) (``contact``, ``pairs``; modes (3, nrows) int64:
+    # the rows' modes in force (MODE_FREE: the law), those the law took at the last evaluation, those an implicit
+    # step froze before (``contact_release``, ``contact_freeze``); impacts: a fixed-step run's watch of its impacts,
+    # (nrows, 2), or (0, 2) for a run that does not watch them, last as in the spatial tuple); the rows' state
+    # (layout: N_CSTATE per row) is carried after the work terms of y, y = (q_free, qd_free, W, state)
     "contacts",
 ])
 # A model without loops: the same fields (its loops with no rows), its own type. The time loops compiled for it
@@ -121,6 +123,17 @@ def contact_matrix(contacts, ws, com, y, offset, c_stiff, c_damp, blocks):
     3, 3); a no-op for a system without contacts (blocks then (0, 3, 3))."""
 
 
+def contact_release(contacts):
+    """Let the law decide every row's mode again (MODE_FREE), the modes frozen so far kept for ``contact_freeze``
+    to compare with; a no-op without contacts."""
+
+
+def contact_freeze(contacts):
+    """Freeze each row's mode as the law took it at the last evaluation of the contacts' loads after
+    ``contact_release`` (``contact.contact_forces``), for an implicit step's Newton iterations; returns the number
+    of rows whose mode differs from the modes frozen before; 0 without contacts."""
+
+
 @overload(has_contacts, jit_options=_OPTIONS)
 def _has_contacts(contacts):
     if isinstance(contacts, types.NoneType):
@@ -134,7 +147,8 @@ def _contact_loads(contacts, body_int, ws, com, y, offset, wrench, energy):
         return lambda contacts, body_int, ws, com, y, offset, wrench, energy: STATUS_OK
 
     def loads(contacts, body_int, ws, com, y, offset, wrench, energy):
-        status = contact_forces(contacts[0], contacts[1], ws, com, y, offset, wrench, energy, contacts[2])
+        status = contact_forces(contacts[0], contacts[1], ws, com, y, offset, wrench, energy, contacts[2],
+                                contacts[8])
         if status != STATUS_OK:
             return status
         return pair_forces(body_int, contacts[3], contacts[4], contacts[5], contacts[6], ws, com, wrench, energy,
@@ -148,8 +162,38 @@ def _contact_matrix(contacts, ws, com, y, offset, c_stiff, c_damp, blocks):
         return lambda contacts, ws, com, y, offset, c_stiff, c_damp, blocks: 0
 
     def matrix(contacts, ws, com, y, offset, c_stiff, c_damp, blocks):
-        return contact_newton_blocks(contacts[0], contacts[1], ws, com, y, offset, c_stiff, c_damp, blocks)
+        return contact_newton_blocks(contacts[0], contacts[1], ws, com, y, offset, c_stiff, c_damp, blocks,
+                                     contacts[8])
     return matrix
+
+
+@overload(contact_release, jit_options=_OPTIONS)
+def _contact_release(contacts):
+    if isinstance(contacts, types.NoneType):
+        return lambda contacts: None
+
+    def release(contacts):
+        modes = contacts[8]
+        for r in range(modes.shape[1]):
+            modes[2, r] = modes[0, r]
+            modes[0, r] = MODE_FREE
+    return release
+
+
+@overload(contact_freeze, jit_options=_OPTIONS)
+def _contact_freeze(contacts):
+    if isinstance(contacts, types.NoneType):
+        return lambda contacts: 0
+
+    def freeze(contacts):
+        modes = contacts[8]
+        changed = 0
+        for r in range(modes.shape[1]):
+            modes[0, r] = modes[1, r]
+            if modes[0, r] != modes[2, r]:
+                changed += 1
+        return changed
+    return freeze
 
 
 @overload(contact_update, jit_options=_OPTIONS)
@@ -165,7 +209,7 @@ def _contact_update(inputs, key, system, t, y):
             return status
         contacts = system.contacts
         return update_contacts(contacts[0], contacts[1], system.ws, system.com, y, 2 * system.free.shape[0] + 2,
-                               contacts[8])
+                               contacts[9])
     return update
 
 
