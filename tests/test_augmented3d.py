@@ -5,6 +5,7 @@ constraint rows against finite differences of their residuals."""
 
 import numpy as np
 import pytest
+from _helpers import swinging_chain
 from spatial_reference import random_spatial_tree
 
 import recursive_mbd as rm
@@ -193,16 +194,7 @@ def test_simulate_a_spatial_chain_in_absolute_coordinates_follows_the_recursive_
     """A spherical, a revolute and a universal joint in a chain, integrated in both formulations (one compiled time
     loop: projection and Baumgarte runs share it): the same joint trajectory to the integrator's tolerance, the
     energy kept, the constraint drift at round-off."""
-    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
-    model.add_body("ground", "spherical", child_point=(0.0, 0.0, -0.5), mass=1.0, inertia=(0.05, 0.05, 0.02, 0, 0, 0))
-    model.add_body(0, "revolute", parent_point=(0.0, 0.0, 0.3), child_point=(0.0, 0.0, -0.4), axis=(1.0, 0.0, 0.0),
-                   mass=0.5, inertia=0.01)
-    model.add_body(1, "universal", parent_point=(0.0, 0.0, 0.4), child_point=(0.0, 0.1, -0.3),
-                   axis=((1.0, 0.0, 0.0), (0.0, 1.0, 0.0)), mass=0.4, inertia=0.02)
-    model.compile()
-    rng = np.random.default_rng(0)
-    q0 = rm.integrate_configuration(model, model.neutral(), 0.5 * rng.normal(size=model.nv))
-    v0 = rng.normal(size=model.nv)
+    model, q0, v0 = swinging_chain()
     reference = rm.simulate(model, q0, v0, 0.5, rtol=1e-10, atol=1e-12)
     energy0 = sum(rm.energy(model, q0, v0))
     for options in ({"stabilization": "projection"}, {"stabilization": "baumgarte", "alpha": 5.0, "beta": 10.0}):

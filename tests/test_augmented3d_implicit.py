@@ -5,6 +5,7 @@ the recursive route's dopri5 run, second order in dt, and the failures."""
 
 import numpy as np
 import pytest
+from _helpers import swinging_chain
 from spatial_reference import random_spatial_tree
 
 import recursive_mbd as rm
@@ -13,21 +14,6 @@ from recursive_mbd.dynamics import augmented3d
 from recursive_mbd.errors import ModelError, SimulationError
 from recursive_mbd.integrate import augmented3d_implicit
 from recursive_mbd.integrate.newton import generalized_alpha_coefficients
-
-
-def swinging_chain():
-    """A spherical, a revolute and a universal joint in a chain (the model of test_augmented3d's simulate test) and
-    a swinging state of it."""
-    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
-    model.add_body("ground", "spherical", child_point=(0.0, 0.0, -0.5), mass=1.0, inertia=(0.05, 0.05, 0.02, 0, 0, 0))
-    model.add_body(0, "revolute", parent_point=(0.0, 0.0, 0.3), child_point=(0.0, 0.0, -0.4), axis=(1.0, 0.0, 0.0),
-                   mass=0.5, inertia=0.01)
-    model.add_body(1, "universal", parent_point=(0.0, 0.0, 0.4), child_point=(0.0, 0.1, -0.3),
-                   axis=((1.0, 0.0, 0.0), (0.0, 1.0, 0.0)), mass=0.4, inertia=0.02)
-    model.compile()
-    rng = np.random.default_rng(0)
-    q0 = rm.integrate_configuration(model, model.neutral(), 0.5 * rng.normal(size=model.nv))
-    return model, q0, rng.normal(size=model.nv)
 
 
 class Step:
