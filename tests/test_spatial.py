@@ -243,6 +243,14 @@ def one_body(**changes):
     return body
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_the_triangle_inequality_of_huge_moments_is_judged_without_overflow():
+    model = rm.Model3D()
+    model.add_body(**one_body(inertia=np.diag([1e308, 1e308, 1e308])))  # I1 + I2 overflows: still a rigid body
+    with pytest.raises(ModelError, match="triangle inequality"):
+        model.add_body(**one_body(inertia=np.diag([1e306, 1e306, 1e308]), name="flat"))
+
+
 @pytest.mark.parametrize(("changes", "argument"), [
     (dict(inertia=np.diag([0.1, -0.1, 0.05])), "inertia"),  # not positive semidefinite
     (dict(inertia=[[0.1, 0.02, 0.0], [0.0, 0.1, 0.0], [0.0, 0.0, 0.1]]), "inertia"),  # not symmetric

@@ -83,7 +83,7 @@ def _inertia(value, what):
         scale = max(float(np.max(np.abs(arr))), np.finfo(float).tiny)
         if float(np.max(np.abs(arr - arr.T))) > 1e-12 * scale:
             raise ModelError(f"{what} must be symmetric, got {arr.tolist()}")
-        tensor = 0.5 * (arr + arr.T)
+        tensor = 0.5 * arr + 0.5 * arr.T  # (halved first: the sum of two huge entries would overflow)
     else:
         raise ModelError(f"{what} must be a number, its 6 entries (Ixx, Iyy, Izz, Ixy, Ixz, Iyz) or a 3x3 matrix, "
                          f"got shape {arr.shape}")
@@ -91,7 +91,7 @@ def _inertia(value, what):
     tol = 1e-12 * max(float(np.max(np.abs(moments))), 0.0)
     if moments[0] < -tol:
         raise ModelError(f"{what} must be positive semidefinite, its principal moments are {moments.tolist()}")
-    if moments[0] + moments[1] < moments[2] - 4 * tol:
+    if moments[0] < (moments[2] - moments[1]) - 4 * tol:  # I1 + I2 >= I3 without overflowing the sum
         raise ModelError(f"{what} violates the triangle inequality of principal moments (I1 + I2 >= I3): "
                          f"{moments.tolist()} is no rigid body's inertia")
     return tensor
