@@ -178,7 +178,9 @@ def test_whirling_chain_run_stays_on_its_steady_whirl():
     (``rm.joint_reactions``) stays the statics' (measured 1.7e-13 m and 1.0e-12 relative); the driver does no work
     (torque 1.4e-12 N m), energy and the angular momentum about the axis keep their values. A steady whirl is a
     rest point of the integrated state (the spherical joints' rotations and rates, the arm being driven), so what
-    is left is round-off, whatever the rtol."""
+    is left is round-off, whatever the rtol. Turned 1e-4 rad further out, the chain stays near the whirl (the
+    shape within 2.0e-4 m over the 2 s: the whirl is stable), and twice the turn gives twice the deviation: the
+    measures see a motion that is there."""
     run = rm.studies.whirling_chain(4, 0.1, 4.5, 2.0)
     assert run["t"][-1] == 2.0 and run["nsteps"] > 10
     assert run["shape_deviation"] < 1e-11
@@ -187,6 +189,10 @@ def test_whirling_chain_run_stays_on_its_steady_whirl():
     np.testing.assert_allclose(run["top_tension"][-1], top, rtol=0, atol=1e-11 * np.linalg.norm(top))
     assert run["driving_torque"] < 1e-10
     assert run["energy_error"] < 1e-12 and run["momentum_error"] < 1e-11
+    turned = [rm.studies.whirling_chain(4, 0.1, 4.5, 2.0, perturbation=angle) for angle in (1e-4, 2e-4)]
+    assert 1e-4 < turned[0]["shape_deviation"] < 3e-4
+    assert abs(turned[1]["shape_deviation"] / turned[0]["shape_deviation"] - 2.0) < 1e-3
+    assert abs(turned[1]["tension_deviation"] / turned[0]["tension_deviation"] - 2.0) < 1e-3
 
 
 def test_whirling_string_is_the_limit_of_the_discrete_whirl():

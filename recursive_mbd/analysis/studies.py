@@ -696,18 +696,21 @@ def whirl_convergence(ns, radius, rate, length=1.0, mass=1.0, gravity=9.81):
             "tip": np.array([whirl["points"][-1] for whirl in whirls])}
 
 
-def whirling_chain(n, radius=0.1, rate=4.5, t_end=2.0, method="dopri5", *, dt=None, rtol=1e-10, atol=1e-12, every=1,
-                   length=1.0, mass=1.0, gravity=9.81):
+def whirling_chain(n, radius=0.1, rate=4.5, t_end=2.0, method="dopri5", *, perturbation=0.0, dt=None, rtol=1e-10,
+                   atol=1e-12, every=1, length=1.0, mass=1.0, gravity=9.81):
     """The whirling chain simulated from its steady whirl: does the dynamics keep the shape and the tension that
     statics gives?
 
     ``whirling_chain_model(n, radius)`` starts on the discrete steady whirl (``steady_whirl``): the rods at their
     steady angles in the arm's plane, the arm turning at ``rate`` [rad/s] and every spherical joint at rest (the
-    chain turning rigidly with the arm). The arm is driven, angle = rate t, and the run goes to ``t_end`` [s] with
+    chain turning rigidly with the arm); ``perturbation`` [rad] (default 0) turns every rod that much further out
+    of the steady angles, in the arm's plane, to watch how the whirl answers a disturbance. The arm is driven,
+    angle = rate t, and the run goes to ``t_end`` [s] with
     ``method``: dopri5 by default with ``rtol``/``atol``, or another explicit method (dop853, rk4 and
     implicit_midpoint with ``dt``); generalized_alpha and bdf do not take drivers on a Model3D yet (ValueError).
-    Samples: every ``every``-th step. A steady whirl stays put in the turning frame, so everything below measures
-    the integration error (and, should the whirl be unstable, its growth).
+    Samples: every ``every``-th step. Unperturbed, a steady whirl stays put in the turning frame (every spherical
+    joint at rest: the integrated state does not move), so the deviations below are round-off; perturbed, they
+    measure the motion about the whirl (it stays of the perturbation's size where the whirl is stable).
 
     Returns a dict: ``shape_deviation`` [m] the largest distance over the samples of a joint or the free end,
     turned back by -rate t about the vertical, from its steady place; ``top_tension`` (samples, 3) [N] the force
@@ -721,13 +724,17 @@ def whirling_chain(n, radius=0.1, rate=4.5, t_end=2.0, method="dopri5", *, dt=No
     """
     n, radius, rate, length, mass, gravity = _whirl_check(n, radius, rate, length, mass, gravity)
     t_end = _positive(t_end, "t_end")
+    perturbation = _checks.real(perturbation, "perturbation")
     reference = steady_whirl(n, radius, rate, length, mass, gravity)
     model = whirling_chain_model(n, radius, length, mass, gravity)
+    q0 = reference["q"].copy()
+    if perturbation:  # the first joint turned further out about y: every rod below it turns with it
+        q0[1:5] = [math.cos(-0.5 * (reference["theta"][0] + perturbation)), 0.0,
+                   math.sin(-0.5 * (reference["theta"][0] + perturbation)), 0.0]
     options = {"dt": dt} if dt is not None else {"rtol": rtol, "atol": atol}
     arm = (lambda t: rate * t, lambda t: rate, lambda t: 0.0)
     start = time.perf_counter()
-    res = simulate(model, reference["q"], reference["v"], t_end, method=method, every=every, drivers={"arm": arm},
-                   **options)
+    res = simulate(model, q0, reference["v"], t_end, method=method, every=every, drivers={"arm": arm}, **options)
     seconds = time.perf_counter() - start
     rod = length / n
     torque = res.driving_forces()[:, 0]
