@@ -216,6 +216,11 @@ def test_whirling_string_is_the_limit_of_the_discrete_whirl():
     assert 1.75 < study["shape_order"] < 1.9
     assert abs(study["tension_order"] - 2.0) < 0.02
     assert study["shape_error"][-1] < 1.5e-4
+    # 1 cm off the axis, just above the first frequency: the whirl turns out fast with the rate there (the steps
+    # halve); both solves stay on the first mode (every rod out and below its joint) and agree
+    near = studies.steady_whirl(8, 0.01, 4.0)
+    assert np.all(near["theta"] > 0.35) and np.all(near["theta"] < 0.7)
+    assert np.linalg.norm(near["points"][-1] - studies.whirling_string(0.01, 4.0)["tip"]) < 1e-2
 
 
 def test_whirling_chain_input_errors():

@@ -31,7 +31,7 @@ from .._kernels.planar import tree
 from ..dynamics.calls import forward_dynamics
 from ..dynamics.kinematics import forward_kinematics, point_kinematics
 from ..dynamics.spatial_kinematics import momentum as momentum_of
-from ..errors import ModelError, SimulationError
+from ..errors import ModelError
 from ..integrate.simulate import simulate
 from ..integrate.sweeps import sweep
 from ..model import chains
@@ -559,6 +559,26 @@ def _whirl_moments(theta, radius, rate, rod, m, transverse, axial, gravity):
             + points[:-1, 0] * below(np.full(theta.size, fz)) + below(couple))
 
 
+def _rate_continuation(rate, steps, start, solve, what):
+    """The first whirling mode at ``rate`` [rad/s], followed up from the hanging chain or string ``start`` (the
+    state at rate 0): ``solve(r, state)`` -> (state at rate r, accepted, why not) from the state at the last rate
+    reached. The rate goes up in steps of rate / ``steps``; a step whose solve is not accepted (no convergence,
+    another whirl, too large a jump) is halved and tried again, and the step grows back after each accepted one.
+    A ModelError naming ``what`` if the step falls below rate / steps / 2^20."""
+    state, reached, step = start, 0.0, rate / steps
+    while reached < rate:
+        target = rate if reached + step >= rate * (1.0 - 1e-12) else reached + step
+        new, accepted, why = solve(target, state)
+        if accepted:
+            state, reached, step = new, target, min(2.0 * step, rate / steps)
+        elif step < rate / steps * 2.0**-20:
+            raise ModelError(f"{what}: no first whirling mode found beyond the rate {reached:g} rad/s (of {rate:g}): "
+                             f"{why}")
+        else:
+            step *= 0.5
+    return state
+
+
 def steady_whirl(n, radius, rate, length=1.0, mass=1.0, gravity=9.81, steps=20):
     """The steady whirl of the discrete chain (``whirling_chain_model``): its shape and joint forces, computed from
     statics in the frame turning with the arm, independently of the dynamics.
@@ -567,30 +587,37 @@ def steady_whirl(n, radius, rate, length=1.0, mass=1.0, gravity=9.81, steps=20):
     z up): each rod carries its weight m g, the centrifugal force m rate^2 x_c at its centre and the centrifugal
     couple of its inertia (``_whirl_moments``), balanced by the joint forces. The n rod angles theta (from the
     downward vertical, out towards +x) make the moment about every joint of the loads below it vanish;
-    ``scipy.optimize.root`` solves that from the hanging chain, stepping the rate up from 0 in ``steps`` steps
-    (the first whirling mode: the shape that grows out of the hanging chain, every rod out on the arm's side).
+    ``scipy.optimize.root`` solves that from the hanging chain, stepping the rate up from 0 in ``steps`` steps,
+    halved where a step fails or jumps (the first whirling mode: the shape that grows out of the hanging chain,
+    every rod out on the arm's side and below its joint; other whirls exist above the first natural frequency).
     The joint forces follow from each rod's force balance, from the free end up.
 
     Returns a dict: ``theta`` (n,) [rad], ``points`` (n + 1, 3) the joints and the free end, ``centres`` (n, 3)
     the rods' centres, ``tensions`` (n, 3) the force [N] the body above exerts on rod j at its top joint, all in
     the arm's frame (ground axes at t = 0), ``tension`` (n,) their magnitudes, ``residual`` the largest moment
     left over [N m], ``q`` (1 + 4 n,), ``v`` (1 + 3 n,) the state at t = 0 (the arm at angle 0 turning at rate,
-    every spherical joint at rest). A SimulationError if the root finder does not converge.
+    every spherical joint at rest). A ModelError if the steps cannot reach ``rate`` on the first mode.
     """
     n, radius, rate, length, mass, gravity = _whirl_check(n, radius, rate, length, mass, gravity)
     steps = _checks.integer(steps, "steps", low=1)
     rod, m, transverse, axial = _rod_inertias(n, length, mass)
     scale = mass * gravity * length
-    theta = np.zeros(n)
-    for step_rate in rate * np.arange(1, steps + 1) / steps:
-        solution = scipy.optimize.root(lambda angles, w=step_rate: _whirl_moments(
-            angles, radius, w, rod, m, transverse, axial, gravity) / scale, theta, method="hybr", tol=1e-15)
-        theta = solution.x
-        residual = float(np.abs(_whirl_moments(theta, radius, step_rate, rod, m, transverse, axial, gravity)).max())
-        if not (np.all(np.isfinite(theta)) and residual <= 1e-12 * scale):
-            raise SimulationError(f"steady_whirl: no steady whirl of {n} rods found at rate {step_rate:g} rad/s "
-                                  f"(radius {radius:g} m): the largest moment left is {residual:.3g} N m "
-                                  f"({solution.message})", 0.0, None)
+
+    def solve(step_rate, previous):
+        solution = scipy.optimize.root(lambda angles: _whirl_moments(
+            angles, radius, step_rate, rod, m, transverse, axial, gravity) / scale, previous, method="hybr", tol=1e-15)
+        angles = solution.x
+        residual = float(np.abs(_whirl_moments(angles, radius, step_rate, rod, m, transverse, axial, gravity)).max())
+        if not (np.all(np.isfinite(angles)) and residual <= 1e-12 * scale):
+            return angles, False, f"the largest moment left is {residual:.3g} N m ({solution.message})"
+        if not np.all((angles > 0.0) & (angles < 0.5 * np.pi)):  # the first mode has every rod out and down
+            return angles, False, (f"the root finder reached another whirl (rod angles from {angles.min():.3g} to "
+                                   f"{angles.max():.3g} rad, not all in (0, pi/2))")
+        jump = float(np.abs(angles - previous).max())
+        return angles, jump <= 0.2, f"the rod angles jump by {jump:.3g} rad"
+
+    theta = _rate_continuation(rate, steps, np.zeros(n), solve, f"steady_whirl of {n} rods, radius {radius:g} m")
+    residual = float(np.abs(_whirl_moments(theta, radius, rate, rod, m, transverse, axial, gravity)).max())
     points, centres = _whirl_geometry(theta, radius, rod)
     # rod j's force balance: T_j - T_(j+1) + m g_vec = m a_j, a_j = -rate^2 x_c e_x (the centripetal acceleration)
     tensions = np.zeros((n, 3))
@@ -623,13 +650,15 @@ def whirling_string(radius, rate, length=1.0, mass=1.0, gravity=9.81, tol=1e-10,
 
     a singular term at the free end that solve_bvp takes as S y / sigma with the regularity condition
     u(0) = rate^2 x(0) / g, and x(L) = radius, z(L) = 0 at the top. Solved from the hanging string, stepping the
-    rate up from 0 in ``steps`` steps, each solve starting from the one before (the first whirling mode, as
+    rate up from 0 in ``steps`` steps (halved where a step fails or jumps), each solve starting from the one before
+    (the first whirling mode, as
     ``steady_whirl``: above the string's first natural frequency other branches exist, the string on the axis's
-    far side among them); the steps before the last at tolerance max(``tol``, 1e-6), the last at ``tol``.
+    far side among them); the steps at tolerance max(``tol``, 1e-6), then the whirl at ``rate`` to ``tol``.
+    ``steps``: the least number of steps.
 
     Returns a dict: ``shape(s)`` -> (..., 3) the points at arc lengths s from the top [m] (x, 0, z; the turning
     frame), ``tension(s)`` -> (..., 3) the force vector T(s) [N], ``top_tension`` T(0) (3,), ``tip`` the free end
-    (3,), ``solution`` (scipy's). A SimulationError if solve_bvp does not converge.
+    (3,), ``solution`` (scipy's). A ModelError if the steps cannot reach ``rate`` on the first mode.
     """
     _, radius, rate, length, mass, gravity = _whirl_check(1, radius, rate, length, mass, gravity)
     tol = _positive(tol, "tol")
@@ -640,19 +669,33 @@ def whirling_string(radius, rate, length=1.0, mass=1.0, gravity=9.81, tol=1e-10,
         secant = 1.0 / np.sqrt(1.0 + y[1] ** 2)
         return np.vstack((-y[1] * secant, np.zeros_like(sigma), secant))
 
-    sigma = np.linspace(0.0, length, 101)
-    y = np.vstack((np.full_like(sigma, radius), np.zeros_like(sigma), sigma - length))  # hanging straight
-    for k in range(1, steps + 1):
-        ratio = (rate * k / steps) ** 2 / gravity
+    def bvp(step_rate, previous, step_tol):
+        ratio = step_rate**2 / gravity
         singular = np.array([[0.0, 0.0, 0.0], [ratio, -1.0, 0.0], [0.0, 0.0, 0.0]])
-        step_tol = tol if k == steps else max(tol, 1e-6)
-        solution = scipy.integrate.solve_bvp(
-            rhs, lambda bottom, top, c=ratio: np.array([bottom[1] - c * bottom[0], top[0] - radius, top[2]]),
-            sigma, y, S=singular, tol=step_tol, bc_tol=step_tol, max_nodes=100000)
+        return scipy.integrate.solve_bvp(
+            rhs, lambda bottom, top: np.array([bottom[1] - ratio * bottom[0], top[0] - radius, top[2]]),
+            previous.x, previous.y, S=singular, tol=step_tol, bc_tol=step_tol, max_nodes=100000)
+
+    def solve(step_rate, previous):
+        solution = bvp(step_rate, previous, max(tol, 1e-6))
         if not solution.success:
-            raise SimulationError(f"whirling_string: solve_bvp did not converge at rate {rate * k / steps:g} rad/s "
-                                  f"(radius {radius:g} m): {solution.message}", 0.0, None)
-        sigma, y = solution.x, solution.y
+            return solution, False, f"solve_bvp did not converge ({solution.message})"
+        if not np.all(solution.y[1] > 0.0):  # u = tan(phi) > 0: the first mode, out on the arm's side all along
+            return solution, False, (f"the solve reached another whirl (the string turns back towards the axis, "
+                                     f"tan(phi) down to {solution.y[1].min():.3g})")
+        jump = max(abs(solution.y[0, 0] - previous.y[0, 0]),
+                   abs(math.atan(solution.y[1, -1]) - math.atan(previous.y[1, -1])))
+        return solution, jump <= 0.2, f"the free end or the top angle jumps by {jump:.3g}"
+
+    sigma = np.linspace(0.0, length, 101)
+    hanging = scipy.optimize.OptimizeResult(x=sigma, y=np.vstack((np.full_like(sigma, radius), np.zeros_like(sigma),
+                                                                  sigma - length)))
+    solution = _rate_continuation(rate, steps, hanging, solve, f"whirling_string, radius {radius:g} m")
+    if tol < 1e-6:  # the steps at 1e-6, then the whirl at the rate to tol
+        solution = bvp(rate, solution, tol)
+        if not (solution.success and np.all(solution.y[1] > 0.0)):
+            raise ModelError(f"whirling_string: solve_bvp did not reach tol {tol:g} at rate {rate:g} rad/s, radius "
+                             f"{radius:g} m, on the first mode ({solution.message})")
 
     def shape(s):
         values = solution.sol(length - np.asarray(s, dtype=float))
