@@ -19,6 +19,7 @@ import itertools
 import math
 import numbers
 import time
+import types
 
 import numpy as np
 import scipy.integrate
@@ -651,10 +652,9 @@ def whirling_string(radius, rate, length=1.0, mass=1.0, gravity=9.81, tol=1e-10,
     a singular term at the free end that solve_bvp takes as S y / sigma with the regularity condition
     u(0) = rate^2 x(0) / g, and x(L) = radius, z(L) = 0 at the top. Solved from the hanging string, stepping the
     rate up from 0 in ``steps`` steps (halved where a step fails or jumps), each solve starting from the one before
-    (the first whirling mode, as
-    ``steady_whirl``: above the string's first natural frequency other branches exist, the string on the axis's
-    far side among them); the steps at tolerance max(``tol``, 1e-6), then the whirl at ``rate`` to ``tol``.
-    ``steps``: the least number of steps.
+    (the first whirling mode, as ``steady_whirl``: above the string's first natural frequency other branches exist,
+    the string on the axis's far side among them); the steps at tolerance max(``tol``, 1e-6), then the whirl at
+    ``rate`` to ``tol``.
 
     Returns a dict: ``shape(s)`` -> (..., 3) the points at arc lengths s from the top [m] (x, 0, z; the turning
     frame), ``tension(s)`` -> (..., 3) the force vector T(s) [N], ``top_tension`` T(0) (3,), ``tip`` the free end
@@ -688,8 +688,8 @@ def whirling_string(radius, rate, length=1.0, mass=1.0, gravity=9.81, tol=1e-10,
         return solution, jump <= 0.2, f"the free end or the top angle jumps by {jump:.3g}"
 
     sigma = np.linspace(0.0, length, 101)
-    hanging = scipy.optimize.OptimizeResult(x=sigma, y=np.vstack((np.full_like(sigma, radius), np.zeros_like(sigma),
-                                                                  sigma - length)))
+    hanging = types.SimpleNamespace(x=sigma, y=np.vstack((np.full_like(sigma, radius), np.zeros_like(sigma),
+                                                          sigma - length)))  # as a solution: its mesh and values
     solution = _rate_continuation(rate, steps, hanging, solve, f"whirling_string, radius {radius:g} m")
     if tol < 1e-6:  # the steps at 1e-6, then the whirl at the rate to tol
         solution = bvp(rate, solution, tol)
@@ -748,9 +748,9 @@ def whirling_chain(n, radius=0.1, rate=4.5, t_end=2.0, method="dopri5", *, pertu
     steady angles in the arm's plane, the arm turning at ``rate`` [rad/s] and every spherical joint at rest (the
     chain turning rigidly with the arm); ``perturbation`` [rad] (default 0) turns every rod that much further out
     of the steady angles, in the arm's plane, to watch how the whirl answers a disturbance. The arm is driven,
-    angle = rate t, and the run goes to ``t_end`` [s] with
-    ``method``: dopri5 by default with ``rtol``/``atol``, or another explicit method (dop853, rk4 and
-    implicit_midpoint with ``dt``); generalized_alpha and bdf do not take drivers on a Model3D yet (ValueError).
+    angle = rate t, and the run goes to ``t_end`` [s] with ``method``: dopri5 by default with ``rtol``/``atol``,
+    or another explicit method (dop853; rk4 and implicit_midpoint with ``dt``); generalized_alpha and bdf do not
+    take drivers on a Model3D yet (ValueError).
     Samples: every ``every``-th step. Unperturbed, a steady whirl stays put in the turning frame (every spherical
     joint at rest: the integrated state does not move), so the deviations below are round-off; perturbed, they
     measure the motion about the whirl (it stays of the perturbation's size where the whirl is stable).
