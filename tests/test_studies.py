@@ -235,3 +235,16 @@ def test_whirling_chain_input_errors():
         studies.whirling_string(0.1, float("inf"))
     with pytest.raises(ValueError, match="ns must hold at least two"):
         studies.whirl_convergence([8], 0.1, 4.5)
+    with pytest.raises(ValueError, match="perturbation"):
+        studies.whirling_chain(3, 0.1, 4.5, perturbation=float("nan"))
+    # a continuation whose every solve is refused halves its step 20 times, then says where it stopped and why
+    calls = []
+
+    def refuse(rate, state):
+        calls.append(rate)
+        return state, False, "no convergence"
+
+    with pytest.raises(rm.ModelError, match=r"demo: no first whirling mode found beyond the rate 0 rad/s \(of 4.5\): "
+                                            "no convergence"):
+        studies._rate_continuation(4.5, 10, np.zeros(3), refuse, "demo")
+    assert len(calls) == 22 and calls[0] == 0.45 and calls[-1] == 0.45 * 2.0**-21
