@@ -1,5 +1,6 @@
 """A hanging chain whirling in a cone: the steady shapes of a chain of rods on spherical joints turning rigidly about
-the vertical at omega (Takeno 2018's hanging chain, in three dimensions).
+the vertical at omega (Takeno 2018's hanging chain, in three dimensions), and the chain hung off the axis, from a
+point on a small horizontal circle, against the whirling string.
 
 In the frame turning with the chain, a steady whirl is a relative equilibrium: with every joint at rest relative to
 its parent and the first rod turning at omega about the vertical, the spatial bias forces (gravity and the
@@ -10,11 +11,18 @@ differentiated by hand, and one rod gives the compound conical pendulum cos(thet
 Below the chain's first natural frequency (``rm.modes`` of the hanging chain) the chain hangs straight; above it,
 it whirls out.
 
-    python3 examples/whirling_chain.py [N]
+Hung from the tip of an arm of radius a = 0.1 m driven at 4.5 rad/s (``rm.studies.whirling_chain_model``), the
+chain has one whirl that grows out of the hanging chain. ``rm.studies.steady_whirl`` finds it from statics in the
+turning frame, ``rm.studies.whirling_string`` the continuous string's by a boundary-value solve; the discrete
+shape and the top joint's force approach the string's with order 2 in the number of rods
+(``rm.studies.whirl_convergence``), and a run started on the discrete whirl (``rm.studies.whirling_chain``) stays
+on it. With --plot FILE (matplotlib), the shapes and the errors against n.
+
+    python3 examples/whirling_chain.py [N] [--quick] [--plot FILE]
 """
 
 import numpy as np
-from _options import parse, parser
+from _options import parse, parser, pyplot
 from scipy.optimize import fsolve
 
 import recursive_mbd as rm
@@ -83,8 +91,9 @@ def steady_whirl(model, omega, guess, tol=1e-11):
 
 
 if __name__ == "__main__":
-    arguments = parser(__doc__)
+    arguments = parser(__doc__, plot="FILE")
     arguments.add_argument("n", nargs="?", type=int, default=4, help="number of rods (default 4)")
+    arguments.add_argument("--quick", action="store_true", help="fewer rods off the axis (about a second)")
     args = parse(arguments)
     # one rod: the compound conical pendulum
     model, rod, m, transverse, axial = whirling_chain(1)
@@ -116,3 +125,41 @@ if __name__ == "__main__":
         print(f"{ratio:>15.2f} {angles:>40} {slope:>27.2e} {vdot:>11.2e}")
         guess = theta
     print(f"max |dU/dtheta| of the closed-form effective potential at the steady whirls [N m]: {worst:.2e}")
+
+    # hung off the axis: the arm's tip on a circle of radius a, the discrete whirl against the whirling string
+    radius, rate = 0.1, 4.5
+    ns = [4, 8, 16, 32] + ([] if args.quick else [64, 128])
+    study = rm.studies.whirl_convergence(ns, radius, rate)
+    string = study["string"]
+    top = string["top_tension"]
+    print(f"\nhung {radius} m off the axis, whirled at {rate} rad/s: the string's free end at x = "
+          f"{string['tip'][0]:.6f} m, z = {string['tip'][2]:.6f} m, its top tension ({top[0]:.6f}, {top[2]:.6f}) N")
+    print(f"{'n':>5} {'free end x [m]':>15} {'free end z [m]':>15} {'shape error [m]':>16} {'top tension error':>18}")
+    for n, tip, shape, tension in zip(ns, study["tip"], study["shape_error"], study["tension_error"], strict=True):
+        print(f"{n:>5} {tip[0]:>15.8f} {tip[2]:>15.8f} {shape:>16.3e} {tension:>18.3e}")
+    print(f"order in n: shape {study['shape_order']:.3f}, top tension {study['tension_order']:.3f}")
+    run = rm.studies.whirling_chain(8, radius, rate, 2.0 if args.quick else 10.0)
+    print(f"8 rods started on their steady whirl, {run['t'][-1]:g} s of dopri5 (rtol 1e-10, {run['nsteps']} steps): "
+          f"largest distance from the steady shape in the turning frame {run['shape_deviation']:.1e} m, top tension "
+          f"off by {run['tension_deviation']:.1e} (relative), driving torque up to {run['driving_torque']:.1e} N m, "
+          f"energy drift {run['energy_error']:.1e} m g L")
+    if args.plot:
+        plt = pyplot()
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4.5))
+        s = np.linspace(0.0, 1.0, 201)
+        ax1.plot(string["shape"](s)[:, 0], string["shape"](s)[:, 2], "k-", label="string (solve_bvp)")
+        for n in ns[:3]:
+            points = rm.studies.steady_whirl(n, radius, rate)["points"]
+            ax1.plot(points[:, 0], points[:, 2], "o--", ms=3, label=f"{n} rods")
+        ax1.axvline(0.0, color="grey", lw=0.8)
+        ax1.set(xlabel="x, out along the arm [m]", ylabel="z [m]", aspect="equal",
+                title=f"steady whirl, a = {radius} m, {rate} rad/s (turning frame)")
+        ax1.legend(fontsize=7)
+        ax2.loglog(ns, study["shape_error"], "o-", label=f"shape [m], order {study['shape_order']:.2f}")
+        ax2.loglog(ns, study["tension_error"], "s-",
+                   label=f"top tension (relative), order {study['tension_order']:.2f}")
+        ax2.set(xlabel="rods n [-]", ylabel="error against the string", title="discrete whirl against the string")
+        ax2.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(args.plot, dpi=110)
+        print(f"wrote {args.plot}")

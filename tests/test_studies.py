@@ -134,3 +134,117 @@ def test_hanging_swing_3d_input_errors():
         rm.studies.hanging_swing_3d(3, modes=(1, 4))
     with pytest.raises(rm.ModelError, match="tilts"):
         studies.tilted_chain(studies.spherical_chain(2), np.zeros((3, 2)))
+
+
+# ---- the whirling chain ---------------------------------------------------------------------------------------------
+
+def test_steady_whirl_balances_every_rod_and_is_a_rest_point_of_the_dynamics():
+    """4 rods hung 0.1 m off the axis, whirled at 4.5 rad/s (above the hanging chain's first frequency, 3.77
+    rad/s: a wide whirl). Each rod, checked here on its own: its joint forces, weight and centripetal acceleration
+    balance (force) and the moments of its joint forces about its centre equal the rate of change of its angular
+    momentum, rate e_z x I rate e_z (moment), to round-off. The dynamics agree independently: at the whirl's state
+    the forward dynamics give zero accelerations (the arm needs no torque either) and the joint reactions are the
+    statics' joint forces."""
+    n, radius, rate, g = 4, 0.1, 4.5, 9.81
+    whirl = studies.steady_whirl(n, radius, rate)
+    rod, m = 1.0 / n, 1.0 / n
+    points, centres, forces = whirl["points"], whirl["centres"], whirl["tensions"]
+    assert np.all(whirl["theta"] > 0.8) and whirl["residual"] < 1e-14
+    np.testing.assert_allclose(points[0], [radius, 0.0, 0.0], rtol=0, atol=0)
+    below = np.vstack((forces[1:], np.zeros(3)))  # the force rod j + 1 takes from rod j, zero below the last
+    inertia_body = np.diag([m * rod**2 / 12, m * rod**2 / 12, m * (rod / 50) ** 2 / 2])
+    spin = np.array([0.0, 0.0, rate])
+    for j in range(n):
+        force = forces[j] - below[j] + m * np.array([0.0, 0.0, -g]) + m * rate**2 * centres[j, 0] * np.array([1, 0, 0])
+        assert np.abs(force).max() < 1e-13 * m * g
+        axis = (points[j] - points[j + 1]) / rod  # the rod's body z axis (from its lower end to its upper one)
+        assert abs(np.linalg.norm(points[j + 1] - points[j]) - rod) < 1e-15
+        side = np.cross([0.0, 1.0, 0.0], axis)
+        rotation = np.column_stack((side, [0.0, 1.0, 0.0], axis))
+        inertia = rotation @ inertia_body @ rotation.T
+        moment = np.cross(points[j] - centres[j], forces[j]) + np.cross(points[j + 1] - centres[j], -below[j])
+        np.testing.assert_allclose(moment, np.cross(spin, inertia @ spin), rtol=0, atol=1e-14 * m * g * rod)
+    model = studies.whirling_chain_model(n, radius)
+    q, v = whirl["q"], whirl["v"]
+    assert np.abs(rm.forward_dynamics(model, q, v)).max() < 1e-12 * rate**2
+    reactions = rm.joint_reactions(model, q, v, np.zeros(model.nv)).joint
+    np.testing.assert_allclose(reactions[1:, :3], forces, rtol=0, atol=1e-12 * g)
+    assert np.abs(reactions[1:, 3:]).max() < 1e-12 * g * rod  # a spherical joint carries no moment
+
+
+def test_whirling_chain_run_stays_on_its_steady_whirl():
+    """The 4 rods above started on their steady whirl, the arm driven at 4.5 rad/s, 2 s (1.4 turns) of dopri5 at
+    rtol 1e-10: in the frame turning with the arm the joints stay where statics put them and the top joint's force
+    (``rm.joint_reactions``) stays the statics' (measured 1.7e-13 m and 1.0e-12 relative); the driver does no work
+    (torque 1.4e-12 N m), energy and the angular momentum about the axis keep their values. A steady whirl is a
+    rest point of the integrated state (the spherical joints' rotations and rates, the arm being driven), so what
+    is left is round-off, whatever the rtol. Turned 1e-4 rad further out, the chain stays near the whirl (the
+    shape within 2.0e-4 m over the 2 s: the whirl is stable), and twice the turn gives twice the deviation: the
+    measures see a motion that is there."""
+    run = rm.studies.whirling_chain(4, 0.1, 4.5, 2.0)
+    assert run["t"][-1] == 2.0 and run["nsteps"] > 10
+    assert run["shape_deviation"] < 1e-11
+    assert run["tension_deviation"] < 1e-11
+    top = run["reference"]["tensions"][0]
+    np.testing.assert_allclose(run["top_tension"][-1], top, rtol=0, atol=1e-11 * np.linalg.norm(top))
+    assert run["driving_torque"] < 1e-10
+    assert run["energy_error"] < 1e-12 and run["momentum_error"] < 1e-11
+    turned = [rm.studies.whirling_chain(4, 0.1, 4.5, 2.0, perturbation=angle) for angle in (1e-4, 2e-4)]
+    assert 1e-4 < turned[0]["shape_deviation"] < 3e-4
+    assert abs(turned[1]["shape_deviation"] / turned[0]["shape_deviation"] - 2.0) < 1e-3
+    assert abs(turned[1]["tension_deviation"] / turned[0]["tension_deviation"] - 2.0) < 1e-3
+
+
+def test_whirling_string_is_the_limit_of_the_discrete_whirl():
+    """The continuous string's whirl (solve_bvp) satisfies its own equations (tangent along -T, T' the load, checked
+    by differences) and boundary conditions; the discrete whirls of 8, 16 and 32 rods approach it with order 2 in
+    the tension at the top (measured 1.993) and nearly 2 in the shape (1.81 here, 1.86 from 64 to 128 rods)."""
+    radius, rate, g = 0.1, 4.5, 9.81
+    study = studies.whirl_convergence([8, 16, 32], radius, rate)
+    string = study["string"]
+    np.testing.assert_allclose(string["shape"](0.0), [radius, 0.0, 0.0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(string["tension"](1.0), 0.0, rtol=0, atol=1e-12)
+    assert abs(string["top_tension"][2] - g) < 1e-12
+    s, h = np.linspace(0.05, 0.95, 7), 1e-4
+    slope = (string["shape"](s + h) - string["shape"](s - h)) / (2 * h)
+    tension = string["tension"](s)
+    np.testing.assert_allclose(slope, -tension / np.linalg.norm(tension, axis=1)[:, None], rtol=0, atol=1e-7)
+    load = (string["tension"](s + h) - string["tension"](s - h)) / (2 * h)
+    np.testing.assert_allclose(load[:, 0], rate**2 * string["shape"](s)[:, 0], rtol=1e-7)
+    np.testing.assert_allclose(load[:, 2], -g, rtol=1e-9)
+    assert np.all(np.diff(study["shape_error"]) < 0) and np.all(np.diff(study["tension_error"]) < 0)
+    assert 1.75 < study["shape_order"] < 1.9
+    assert abs(study["tension_order"] - 2.0) < 0.02
+    assert study["shape_error"][-1] < 1.5e-4
+    # 1 cm off the axis, just above the first frequency: the whirl turns out fast with the rate there (the steps
+    # halve); both solves stay on the first mode (every rod out and below its joint) and agree
+    near = studies.steady_whirl(8, 0.01, 4.0)
+    assert np.all(near["theta"] > 0.35) and np.all(near["theta"] < 0.7)
+    assert np.linalg.norm(near["points"][-1] - studies.whirling_string(0.01, 4.0)["tip"]) < 1e-2
+
+
+def test_whirling_chain_input_errors():
+    for call in (lambda: studies.steady_whirl(0, 0.1, 4.5), lambda: studies.whirling_chain_model(0, 0.1)):
+        with pytest.raises(ValueError, match="n must be an integer"):
+            call()
+    with pytest.raises(ValueError, match="radius must be finite and > 0"):
+        studies.whirling_chain(3, -0.1, 4.5)
+    with pytest.raises(ValueError, match="rate must be finite and > 0"):
+        studies.steady_whirl(3, 0.1, -4.5)
+    with pytest.raises(ValueError, match="rate must be finite and > 0"):
+        studies.whirling_string(0.1, float("inf"))
+    with pytest.raises(ValueError, match="ns must hold at least two"):
+        studies.whirl_convergence([8], 0.1, 4.5)
+    with pytest.raises(ValueError, match="perturbation"):
+        studies.whirling_chain(3, 0.1, 4.5, perturbation=float("nan"))
+    # a continuation whose every solve is refused halves its step 20 times, then says where it stopped and why
+    calls = []
+
+    def refuse(rate, state):
+        calls.append(rate)
+        return state, False, "no convergence"
+
+    with pytest.raises(rm.ModelError, match=r"demo: no first whirling mode found beyond the rate 0 rad/s \(of 4.5\): "
+                                            "no convergence"):
+        studies._rate_continuation(4.5, 10, np.zeros(3), refuse, "demo")
+    assert len(calls) == 22 and calls[0] == 0.45 and calls[-1] == 0.45 * 2.0**-21

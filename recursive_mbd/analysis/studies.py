@@ -9,6 +9,9 @@ draws the plots, benchmarks/chain_studies.py records their cost.
 - ``folded_chain_fall``: a chain hanging from two supports a small gap apart, one end released;
 - ``hanging_swing`` and its spatial sibling ``hanging_swing_3d``: the chain swinging in its lowest modes against
   the linear solution;
+- ``whirling_chain``: a chain hung from a point turning on a small horizontal circle (``whirling_chain_model``),
+  started on its steady whirl (``steady_whirl``, statics in the turning frame) and simulated; the discrete whirl
+  against the continuous string's (``whirling_string``, a boundary-value solve) in ``whirl_convergence``;
 - ``tip_whip``: a chain released from the horizontal, the tip speed and what the integrator pays for it.
 """
 
@@ -16,6 +19,7 @@ import itertools
 import math
 import numbers
 import time
+import types
 
 import numpy as np
 import scipy.integrate
@@ -25,7 +29,9 @@ import scipy.special
 
 from .. import _checks
 from .._kernels.planar import tree
-from ..dynamics.kinematics import point_kinematics
+from ..dynamics.calls import forward_dynamics
+from ..dynamics.kinematics import forward_kinematics, point_kinematics
+from ..dynamics.spatial_kinematics import momentum as momentum_of
 from ..errors import ModelError
 from ..integrate.simulate import simulate
 from ..integrate.sweeps import sweep
@@ -394,15 +400,28 @@ def spherical_chain(n, length=1.0, mass=1.0, gravity=9.81):
     (w, x, y, z) of the joints' relative rotations, v their angular velocities in the child frames (3 n).
     """
     n, length, mass, gravity = chains._check_chain(n, length, mass, gravity)
-    rod, m = length / n, mass / n
-    transverse, axial = m * rod**2 / 12.0, m * (rod / 50.0) ** 2 / 2.0
     model = Model3D(gravity=(0.0, 0.0, -gravity), name=f"spherical_chain({n})")
-    zeros = np.zeros(n)
-    model.add_bodies(np.arange(n) - 1, "spherical",
-                     parent_point=np.column_stack((zeros, zeros, np.append(0.0, np.full(n - 1, -0.5 * rod)))),
+    _hang_rods(model, n, -1, (0.0, 0.0, 0.0), length, mass)
+    return model
+
+
+def _rod_inertias(n, length, mass):
+    """(rod length, rod mass, transverse inertia, axial inertia) of each of the n rods of a ``spherical_chain``."""
+    rod, m = length / n, mass / n
+    return rod, m, m * rod**2 / 12.0, m * (rod / 50.0) ** 2 / 2.0
+
+
+def _hang_rods(model, n, parent, top, length, mass):
+    """Add the n rods of a ``spherical_chain`` ("link1" ... "link<n>") to ``model``, the first hung by a spherical
+    joint from the point ``top`` of body ``parent`` (-1: the ground), each along -z from the one before."""
+    rod, m, transverse, axial = _rod_inertias(n, length, mass)
+    parent_point = np.zeros((n, 3))
+    parent_point[0] = top
+    parent_point[1:, 2] = -0.5 * rod
+    first = model.nbodies
+    model.add_bodies(np.append(parent, first + np.arange(n - 1)), "spherical", parent_point=parent_point,
                      child_point=(0.0, 0.0, 0.5 * rod), mass=m, inertia=(transverse, transverse, axial, 0.0, 0.0, 0.0),
                      names=[f"link{j + 1}" for j in range(n)])
-    return model
 
 
 def swing_tilts(model, q):
@@ -483,6 +502,310 @@ def hanging_swing_3d(n, amplitudes=(1e-3, 5e-4), t_end=1.0, method="dopri5", *, 
             "tilts0": tilts0}
 
 
+# ---- the whirling chain ---------------------------------------------------------------------------------------------
+
+def whirling_chain_model(n, radius, length=1.0, mass=1.0, gravity=9.81):
+    """A ``spherical_chain(n)`` hung from the tip of a massless arm that turns about the vertical: the whirling chain.
+
+    Body 0, "arm", turns about the ground z axis on a revolute joint at the origin; it has no mass and no inertia,
+    so that it adds nothing to the chain's energy or momentum: its motion is to be prescribed by a driver
+    (``rm.simulate(..., drivers={"arm": ...})``, which does not eliminate a driven joint, so a massless body is
+    fine). Driven at angle rate*t, its tip (``radius``, 0, 0) [m] runs on a horizontal circle of that radius at the
+    rate: the suspension point of the whirling string. Rods "link1" ... "link<n>" are those of ``spherical_chain``
+    (length/n long, mass/n heavy, frames at their centres), the first hung from the arm's tip by a spherical joint.
+
+    Why a driven arm: a driver prescribes the suspension point's motion exactly (no stiff spring or penalty), the
+    driving torque comes back as ``result.driving_forces()[:, 0]`` (zero on a steady whirl, whose angular
+    momentum is constant), and in the arm's frame a steady whirl has every spherical joint at rest: q is constant
+    but for the arm's angle. q: the arm's angle [rad], then n unit quaternions (w, x, y, z); v: the arm's rate
+    [rad/s], then the rods' angular velocities relative to their parents, child axes (1 + 3 n).
+    """
+    n, length, mass, gravity = chains._check_chain(n, length, mass, gravity)
+    radius = _positive(radius, "radius")
+    gravity = _positive(gravity, "gravity")
+    model = Model3D(gravity=(0.0, 0.0, -gravity), name=f"whirling_chain_model({n}, {radius:g})")
+    model.add_body(joint="revolute", axis=(0.0, 0.0, 1.0), mass=0.0, inertia=0.0, name="arm")
+    _hang_rods(model, n, 0, (radius, 0.0, 0.0), length, mass)
+    return model
+
+
+def _whirl_check(n, radius, rate, length, mass, gravity):
+    """The arguments of the whirling chain's functions, checked: n an integer >= 1, the others finite and > 0."""
+    n, length, mass, gravity = chains._check_chain(n, length, mass, gravity)
+    return n, _positive(radius, "radius"), _positive(rate, "rate"), length, mass, _positive(gravity, "gravity")
+
+
+def _whirl_geometry(theta, radius, rod):
+    """(joint points (n + 1, 2), rod centres (n, 2)) as (x, z) in the arm's vertical plane, the rods at the angles
+    theta (n,) from the downward vertical, out towards +x, hung from (radius, 0)."""
+    step = rod * np.column_stack((np.sin(theta), -np.cos(theta)))
+    points = np.vstack(([radius, 0.0], [radius, 0.0] + np.cumsum(step, axis=0)))
+    return points, points[:-1] + 0.5 * step
+
+
+def _whirl_moments(theta, radius, rate, rod, m, transverse, axial, gravity):
+    """The moments (n,) [N m] about each joint (its y axis) of the loads on the rods below it, in the frame turning
+    with the arm: gravity and the centrifugal force at each rod's centre, and each rod's centrifugal couple
+    -rate^2 (transverse - axial) sin(theta) cos(theta) (the Euler equation of a rod turning at rate about the
+    vertical: its angular momentum turns, d/dt (I rate e_z) = rate e_z x I rate e_z). Zero at a steady whirl."""
+    points, centres = _whirl_geometry(theta, radius, rod)
+    fx, fz = m * rate**2 * centres[:, 0], -m * gravity
+
+    def below(values):  # suffix sums: the rods from joint j down
+        return np.cumsum(values[::-1])[::-1]
+
+    couple = -rate**2 * (transverse - axial) * np.sin(theta) * np.cos(theta)
+    # (c - p) x F, y component: (c - p)_z F_x - (c - p)_x F_z, summed over the rods k >= j
+    return (below(centres[:, 1] * fx) - points[:-1, 1] * below(fx) - below(centres[:, 0] * fz)
+            + points[:-1, 0] * below(np.full(theta.size, fz)) + below(couple))
+
+
+def _rate_continuation(rate, steps, start, solve, what):
+    """The first whirling mode at ``rate`` [rad/s], followed up from the hanging chain or string ``start`` (the
+    state at rate 0): ``solve(r, state)`` -> (state at rate r, accepted, why not) from the state at the last rate
+    reached. The rate goes up in steps of rate / ``steps``; a step whose solve is not accepted (no convergence,
+    another whirl, too large a jump) is halved and tried again, and the step grows back after each accepted one.
+    A ModelError naming ``what`` if the step falls below rate / steps / 2^20."""
+    state, reached, step = start, 0.0, rate / steps
+    while reached < rate:
+        target = rate if reached + step >= rate * (1.0 - 1e-12) else reached + step
+        new, accepted, why = solve(target, state)
+        if accepted:
+            state, reached, step = new, target, min(2.0 * step, rate / steps)
+        elif step < rate / steps * 2.0**-20:
+            raise ModelError(f"{what}: no first whirling mode found beyond the rate {reached:g} rad/s (of {rate:g}): "
+                             f"{why}")
+        else:
+            step *= 0.5
+    return state
+
+
+def steady_whirl(n, radius, rate, length=1.0, mass=1.0, gravity=9.81, steps=20):
+    """The steady whirl of the discrete chain (``whirling_chain_model``): its shape and joint forces, computed from
+    statics in the frame turning with the arm, independently of the dynamics.
+
+    In that frame a steady whirl is an equilibrium of the rods in the arm's vertical plane (x out along the arm,
+    z up): each rod carries its weight m g, the centrifugal force m rate^2 x_c at its centre and the centrifugal
+    couple of its inertia (``_whirl_moments``), balanced by the joint forces. The n rod angles theta (from the
+    downward vertical, out towards +x) make the moment about every joint of the loads below it vanish;
+    ``scipy.optimize.root`` solves that from the hanging chain, stepping the rate up from 0 in ``steps`` steps,
+    halved where a step fails or jumps (the first whirling mode: the shape that grows out of the hanging chain,
+    every rod out on the arm's side and below its joint; other whirls exist above the first natural frequency).
+    The joint forces follow from each rod's force balance, from the free end up.
+
+    Returns a dict: ``theta`` (n,) [rad], ``points`` (n + 1, 3) the joints and the free end, ``centres`` (n, 3)
+    the rods' centres, ``tensions`` (n, 3) the force [N] the body above exerts on rod j at its top joint, all in
+    the arm's frame (ground axes at t = 0), ``tension`` (n,) their magnitudes, ``residual`` the largest moment
+    left over [N m], ``q`` (1 + 4 n,), ``v`` (1 + 3 n,) the state at t = 0 (the arm at angle 0 turning at rate,
+    every spherical joint at rest). A ModelError if the steps cannot reach ``rate`` on the first mode.
+    """
+    n, radius, rate, length, mass, gravity = _whirl_check(n, radius, rate, length, mass, gravity)
+    steps = _checks.integer(steps, "steps", low=1)
+    rod, m, transverse, axial = _rod_inertias(n, length, mass)
+    scale = mass * gravity * length
+
+    def solve(step_rate, previous):
+        solution = scipy.optimize.root(lambda angles: _whirl_moments(
+            angles, radius, step_rate, rod, m, transverse, axial, gravity) / scale, previous, method="hybr", tol=1e-15)
+        angles = solution.x
+        residual = float(np.abs(_whirl_moments(angles, radius, step_rate, rod, m, transverse, axial, gravity)).max())
+        if not (np.all(np.isfinite(angles)) and residual <= 1e-12 * scale):
+            return angles, False, f"the largest moment left is {residual:.3g} N m ({solution.message})"
+        if not np.all((angles > 0.0) & (angles < 0.5 * np.pi)):  # the first mode has every rod out and down
+            return angles, False, (f"the root finder reached another whirl (rod angles from {angles.min():.3g} to "
+                                   f"{angles.max():.3g} rad, not all in (0, pi/2))")
+        jump = float(np.abs(angles - previous).max())
+        return angles, jump <= 0.2, f"the rod angles jump by {jump:.3g} rad"
+
+    theta = _rate_continuation(rate, steps, np.zeros(n), solve, f"steady_whirl of {n} rods, radius {radius:g} m")
+    residual = float(np.abs(_whirl_moments(theta, radius, rate, rod, m, transverse, axial, gravity)).max())
+    points, centres = _whirl_geometry(theta, radius, rod)
+    # rod j's force balance: T_j - T_(j+1) + m g_vec = m a_j, a_j = -rate^2 x_c e_x (the centripetal acceleration)
+    tensions = np.zeros((n, 3))
+    tensions[:, 0] = -np.cumsum((m * rate**2 * centres[:, 0])[::-1])[::-1]
+    tensions[:, 2] = m * gravity * np.arange(n, 0, -1)
+    relative = np.diff(theta, prepend=0.0)
+    q = np.concatenate(([0.0], np.column_stack((np.cos(relative / 2), np.zeros(n), -np.sin(relative / 2),
+                                                 np.zeros(n))).ravel()))
+    v = np.zeros(1 + 3 * n)
+    v[0] = rate
+
+    def spatial(xz):
+        return np.column_stack((xz[:, 0], np.zeros(len(xz)), xz[:, 1]))
+
+    return {"theta": theta, "points": spatial(points), "centres": spatial(centres), "tensions": tensions,
+            "tension": np.linalg.norm(tensions, axis=1), "residual": residual, "q": q, "v": v}
+
+
+def whirling_string(radius, rate, length=1.0, mass=1.0, gravity=9.81, tol=1e-10, steps=10):
+    """The steady whirl of the continuous string (uniform, inextensible, perfectly flexible) hung from a point on a
+    horizontal circle of ``radius`` [m] turning at ``rate`` [rad/s]: a boundary-value solve (scipy's solve_bvp).
+
+    In the frame turning with the suspension point the string lies in a vertical plane through the axis; with
+    rho = mass/length, T(s) the force the part above s exerts on the part below (s the arc length from the top),
+    the part below s balances: T' = -rho (g e_z - rate^2 x e_x), T(L) = 0. Its vertical part is the weight below,
+    rho g (L - s); its horizontal part H (inwards) obeys H' = -rho rate^2 x. Written in sigma = L - s (the length
+    from the free end) with u = tan(phi) = H / (rho g sigma) (phi the string's angle from the downward vertical):
+
+        x' = -u / sqrt(1 + u^2),   (sigma u)' = rate^2 x / g,   z' = 1 / sqrt(1 + u^2),
+
+    a singular term at the free end that solve_bvp takes as S y / sigma with the regularity condition
+    u(0) = rate^2 x(0) / g, and x(L) = radius, z(L) = 0 at the top. Solved from the hanging string, stepping the
+    rate up from 0 in ``steps`` steps (halved where a step fails or jumps), each solve starting from the one before
+    (the first whirling mode, as ``steady_whirl``: above the string's first natural frequency other branches exist,
+    the string on the axis's far side among them); the steps at tolerance max(``tol``, 1e-6), then the whirl at
+    ``rate`` to ``tol``.
+
+    Returns a dict: ``shape(s)`` -> (..., 3) the points at arc lengths s from the top [m] (x, 0, z; the turning
+    frame), ``tension(s)`` -> (..., 3) the force vector T(s) [N], ``top_tension`` T(0) (3,), ``tip`` the free end
+    (3,), ``solution`` (scipy's). A ModelError if the steps cannot reach ``rate`` on the first mode.
+    """
+    _, radius, rate, length, mass, gravity = _whirl_check(1, radius, rate, length, mass, gravity)
+    tol = _positive(tol, "tol")
+    steps = _checks.integer(steps, "steps", low=1)
+    rho = mass / length
+
+    def rhs(sigma, y):
+        secant = 1.0 / np.sqrt(1.0 + y[1] ** 2)
+        return np.vstack((-y[1] * secant, np.zeros_like(sigma), secant))
+
+    def bvp(step_rate, previous, step_tol):
+        ratio = step_rate**2 / gravity
+        singular = np.array([[0.0, 0.0, 0.0], [ratio, -1.0, 0.0], [0.0, 0.0, 0.0]])
+        return scipy.integrate.solve_bvp(
+            rhs, lambda bottom, top: np.array([bottom[1] - ratio * bottom[0], top[0] - radius, top[2]]),
+            previous.x, previous.y, S=singular, tol=step_tol, bc_tol=step_tol, max_nodes=100000)
+
+    def solve(step_rate, previous):
+        solution = bvp(step_rate, previous, max(tol, 1e-6))
+        if not solution.success:
+            return solution, False, f"solve_bvp did not converge ({solution.message})"
+        if not np.all(solution.y[1] > 0.0):  # u = tan(phi) > 0: the first mode, out on the arm's side all along
+            return solution, False, (f"the solve reached another whirl (the string turns back towards the axis, "
+                                     f"tan(phi) down to {solution.y[1].min():.3g})")
+        jump = max(abs(solution.y[0, 0] - previous.y[0, 0]),
+                   abs(math.atan(solution.y[1, -1]) - math.atan(previous.y[1, -1])))
+        return solution, jump <= 0.2, f"the free end or the top angle jumps by {jump:.3g}"
+
+    sigma = np.linspace(0.0, length, 101)
+    hanging = types.SimpleNamespace(x=sigma, y=np.vstack((np.full_like(sigma, radius), np.zeros_like(sigma),
+                                                          sigma - length)))  # as a solution: its mesh and values
+    solution = _rate_continuation(rate, steps, hanging, solve, f"whirling_string, radius {radius:g} m")
+    if tol < 1e-6:  # the steps at 1e-6, then the whirl at the rate to tol
+        solution = bvp(rate, solution, tol)
+        if not (solution.success and np.all(solution.y[1] > 0.0)):
+            raise ModelError(f"whirling_string: solve_bvp did not reach tol {tol:g} at rate {rate:g} rad/s, radius "
+                             f"{radius:g} m, on the first mode ({solution.message})")
+
+    def shape(s):
+        values = solution.sol(length - np.asarray(s, dtype=float))
+        return np.stack((values[0], np.zeros_like(values[0]), values[2]), axis=-1)
+
+    def tension(s):
+        below = length - np.asarray(s, dtype=float)
+        values = solution.sol(below)
+        return np.stack((-rho * gravity * below * values[1], np.zeros_like(values[0]), rho * gravity * below),
+                        axis=-1)
+
+    return {"shape": shape, "tension": tension, "top_tension": tension(0.0), "tip": shape(length),
+            "solution": solution}
+
+
+def whirl_convergence(ns, radius, rate, length=1.0, mass=1.0, gravity=9.81):
+    """The discrete steady whirl (``steady_whirl``) against the continuous string's (``whirling_string``) as the
+    number of rods n grows: the rods' joints against the string's points at the same arc lengths.
+
+    Returns a dict: ``n`` (k,), ``shape_error`` (k,) the largest distance [m] of a joint or the free end from the
+    string's point, ``tension_error`` (k,) |T_1 - T(0)| / |T(0)| at the top joint, ``shape_order`` and
+    ``tension_order`` (the slopes p of log error = log C - p log n fitted over the ns), ``string`` (the
+    continuum's dict) and ``tip`` (k, 3) the discrete free ends.
+    """
+    ns = [_links(n) for n in ns]
+    if len(ns) < 2:
+        raise ModelError(f"ns must hold at least two link counts, got {ns!r:.60}")
+    whirls = [steady_whirl(n, radius, rate, length, mass, gravity) for n in ns]
+    string = whirling_string(radius, rate, length, mass, gravity, tol=1e-12)
+    shape_error, tension_error = [], []
+    for n, whirl in zip(ns, whirls, strict=True):
+        s = np.linspace(0.0, length, n + 1)
+        shape_error.append(float(np.linalg.norm(whirl["points"] - string["shape"](s), axis=1).max()))
+        top = string["top_tension"]
+        tension_error.append(float(np.linalg.norm(whirl["tensions"][0] - top) / np.linalg.norm(top)))
+    shape_error, tension_error = np.array(shape_error), np.array(tension_error)
+    log_n = np.log(np.array(ns, dtype=float))
+    return {"n": np.array(ns), "shape_error": shape_error, "tension_error": tension_error,
+            "shape_order": float(-np.polyfit(log_n, np.log(shape_error), 1)[0]),
+            "tension_order": float(-np.polyfit(log_n, np.log(tension_error), 1)[0]), "string": string,
+            "tip": np.array([whirl["points"][-1] for whirl in whirls])}
+
+
+def whirling_chain(n, radius=0.1, rate=4.5, t_end=2.0, method="dopri5", *, perturbation=0.0, dt=None, rtol=1e-10,
+                   atol=1e-12, every=1, length=1.0, mass=1.0, gravity=9.81):
+    """The whirling chain simulated from its steady whirl: does the dynamics keep the shape and the tension that
+    statics gives?
+
+    ``whirling_chain_model(n, radius)`` starts on the discrete steady whirl (``steady_whirl``): the rods at their
+    steady angles in the arm's plane, the arm turning at ``rate`` [rad/s] and every spherical joint at rest (the
+    chain turning rigidly with the arm); ``perturbation`` [rad] (default 0) turns every rod that much further out
+    of the steady angles, in the arm's plane, to watch how the whirl answers a disturbance. The arm is driven,
+    angle = rate t, and the run goes to ``t_end`` [s] with ``method``: dopri5 by default with ``rtol``/``atol``,
+    or another explicit method (dop853; rk4 and implicit_midpoint with ``dt``); generalized_alpha and bdf do not
+    take drivers on a Model3D yet (ValueError).
+    Samples: every ``every``-th step. Unperturbed, a steady whirl stays put in the turning frame (every spherical
+    joint at rest: the integrated state does not move), so the deviations below are round-off; perturbed, they
+    measure the motion about the whirl (it stays of the perturbation's size where the whirl is stable).
+
+    Returns a dict: ``shape_deviation`` [m] the largest distance over the samples of a joint or the free end,
+    turned back by -rate t about the vertical, from its steady place; ``top_tension`` (samples, 3) [N] the force
+    of the arm on the first rod (``rm.joint_reactions`` of the first rod's joint, from the Newton-Euler pass at
+    the sample's state with the accelerations of the forward dynamics under the driving torque), in the turning
+    frame; ``tension_deviation`` the largest |top_tension - T_1| / |T_1| against the reference; ``driving_torque``
+    the largest |torque| [N m] the arm's driver supplies (zero on a steady whirl: the chain's angular momentum is
+    constant); ``energy_error`` max |E - E0| / (m g L) and ``momentum_error`` max |h_z - h_z0| / |h_z0| (h_z the
+    angular momentum about the vertical axis); ``reference`` (``steady_whirl``'s dict), ``t``, ``seconds`` (the
+    run alone), ``nsteps``, ``nfev`` and the run itself (``result``).
+    """
+    n, radius, rate, length, mass, gravity = _whirl_check(n, radius, rate, length, mass, gravity)
+    t_end = _positive(t_end, "t_end")
+    perturbation = _checks.real(perturbation, "perturbation")
+    reference = steady_whirl(n, radius, rate, length, mass, gravity)
+    model = whirling_chain_model(n, radius, length, mass, gravity)
+    q0 = reference["q"].copy()
+    if perturbation:  # the first joint turned further out about y: every rod below it turns with it
+        q0[1:5] = [math.cos(-0.5 * (reference["theta"][0] + perturbation)), 0.0,
+                   math.sin(-0.5 * (reference["theta"][0] + perturbation)), 0.0]
+    options = {"dt": dt} if dt is not None else {"rtol": rtol, "atol": atol}
+    arm = (lambda t: rate * t, lambda t: rate, lambda t: 0.0)
+    start = time.perf_counter()
+    res = simulate(model, q0, reference["v"], t_end, method=method, every=every, drivers={"arm": arm}, **options)
+    seconds = time.perf_counter() - start
+    rod = length / n
+    torque = res.driving_forces()[:, 0]
+    shape_deviation, top, momentum = 0.0, np.zeros((res.t.size, 3)), np.zeros(res.t.size)
+    for i, (t, q, v) in enumerate(zip(res.t, res.q, res.qd, strict=True)):
+        c, s = math.cos(rate * t), math.sin(rate * t)
+        back = np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]])  # Rz(-rate t): ground to the turning frame
+        rot, pos = forward_kinematics(model, q)
+        joints = np.vstack((pos[1:] + rot[1:, :, 2] * 0.5 * rod, pos[-1] - rot[-1, :, 2] * 0.5 * rod))
+        shape_deviation = max(shape_deviation, float(np.linalg.norm(joints @ back.T - reference["points"],
+                                                                    axis=1).max()))
+        tau = np.zeros(model.nv)
+        tau[0] = torque[i]
+        vdot = forward_dynamics(model, q, v, tau)
+        top[i] = back @ joint_reactions(model, q, v, vdot, tau).joint[1, :3]
+        momentum[i] = momentum_of(model, q, v, about="origin")[1][2]
+    kinetic, potential = res.energy()
+    energy = kinetic + potential
+    first = reference["tensions"][0]
+    return {"shape_deviation": shape_deviation, "top_tension": top,
+            "tension_deviation": float(np.linalg.norm(top - first, axis=1).max() / np.linalg.norm(first)),
+            "driving_torque": float(np.abs(torque).max()),
+            "energy_error": float(np.abs(energy - energy[0]).max() / (mass * gravity * length)),
+            "momentum_error": float(np.abs(momentum - momentum[0]).max() / abs(momentum[0])),
+            "reference": reference, "t": res.t, "seconds": seconds, "nsteps": res.nsteps, "nfev": res.nfev,
+            "result": res}
+
+
 # ---- the tip whip ---------------------------------------------------------------------------------------------------
 
 def tip_whip(n, t_end=None, length=1.0, mass=1.0, gravity=9.81, method="dopri5", rtol=1e-8, atol=1e-10,
@@ -524,4 +847,5 @@ def tip_whip(n, t_end=None, length=1.0, mass=1.0, gravity=9.81, method="dopri5",
 __all__ = ["catenary_study", "chain_modes", "chain_points", "continuous_catenary", "continuum_frequencies",
            "continuum_mode_shape", "discrete_catenary", "energy_conserving_fall_time", "energy_conserving_speed",
            "folded_chain_fall", "frequency_study", "hanging_swing", "hanging_swing_3d", "pinned_chain",
-           "spherical_chain", "swing_tilts", "tilted_chain", "tip_whip"]
+           "spherical_chain", "steady_whirl", "swing_tilts", "tilted_chain", "tip_whip", "whirl_convergence",
+           "whirling_chain", "whirling_chain_model", "whirling_string"]
