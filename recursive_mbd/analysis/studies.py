@@ -354,21 +354,23 @@ def chain_fountain_model(n, drop, link=0.01, hanging=30, rise=1, stiffness=1e5, 
     """A chain of n capsule links folded in a pile in a beaker, its end led over the rim and hanging down beside
     the beaker towards a floor ``drop`` [m] below the beaker's floor (``chain_fountain``).
 
-    The beaker: its floor (y = 0, a ground with an extent), a wall on the left (a ground with normal +x) and, on
-    the right, a lip: a fixed drum of radius rho whose top, at 2 rho, is the rim. Below the lip a stand (a ground
-    with normal +x from y = 0 to the floor) keeps the hanging chain from swinging under the beaker (a ground is
-    solid below its whole extent). The pile: rows of equal links lying flat, stacked 2.1 radii apart, each row
-    joined to the next by one link inclined between them (rows alternate in direction); its top row runs towards
-    the lip, where ``rise`` links stand up to the height of the rim, links lie across the lip and ``hanging`` links
-    hang beside it (the pile takes the rest: the same pile for every drop, its rows about 20 links long). Links are
+    The beaker: its floor (y = 0, a ground with an extent), a wall on the left (a ground with normal +x) and, on the
+    right, a lip: a fixed drum of radius rho whose top, at 2 rho, is the rim. Below the lip a stand (a ground with
+    normal +x under the lip's centre, from y = 0 to the floor) keeps the hanging chain from swinging under the
+    beaker (a ground is solid below its whole extent). The pile: rows of equal links lying flat, stacked 2.1 radii
+    apart, each row joined to the next by one link inclined between them (rows alternate in direction); its top row
+    runs towards the lip, where ``rise`` links stand up to the height of the rim, links lie across the lip and
+    ``hanging`` links (and the few that the pile's whole rows leave) hang beside it. The pile takes the rest, in
+    rows of about 20 links: chains with the same n - ``hanging`` have the same pile, whatever the drop. Links are
     ``link`` [m] long with capsules of a quarter of that in radius, ``density`` [kg/m]; every link touches the
-    beaker, the lip, the stand, the floor and the other links (``add_self_contact``), all with one Hunt-Crossley
-    law (``stiffness`` [N/m^1.5], ``restitution``, ``friction``). Link 1 (a planar joint, q[0:2]) is the hanging
-    end; q[2] its angle from the downward vertical, q[3:] the joint angles.
+    beaker, the lip, the stand, the floor and the other links (``add_self_contact``), all with one Hunt-Crossley law
+    (``stiffness`` [N/m^1.5], ``restitution``, ``friction``). Link 1 (a planar joint, q[0:2]) is the hanging end;
+    q[2] its angle from the downward vertical, q[3:] the joint angles.
 
     Returns (model, q0, geometry): geometry a dict with ``link``, ``radius``, ``rim`` (the rim's height above the
     beaker's floor), ``pile_top`` (the top row's height), ``lip_center``, ``lip_radius``, ``drop``, ``layers`` and
-    ``row`` (the pile's rows and links per row) and ``hanging`` (links hanging at the start).
+    ``row`` (the pile's rows and links per row), ``hanging`` (links hanging at the start) and ``mass`` (the
+    chain's, kg).
     """
     n = _links(n)
     drop, link = _positive(drop, "drop"), _positive(link, "link")
@@ -441,7 +443,7 @@ def chain_fountain_model(n, drop, link=0.01, hanging=30, rise=1, stiffness=1e5, 
     q0 = np.concatenate((points[0], [theta[0]], np.diff(theta)))
     return model, q0, {"link": link, "radius": radius, "rim": 2.0 * lip, "pile_top": pile_top,
                        "lip_center": (centre, lip), "lip_radius": lip, "drop": drop, "layers": layers, "row": row,
-                       "hanging": left}
+                       "hanging": left, "mass": n * mass}
 
 
 def _chain_joints(q, qd, link):
@@ -456,33 +458,40 @@ def _chain_joints(q, qd, link):
     return position, velocity
 
 
-def chain_fountain(n, drop, t_end=0.8, samples=81, rtol=1e-5, atol=1e-8, method="dopri5", **options):
+def chain_fountain(n, drop, t_end=0.8, samples=81, rtol=1e-5, atol=1e-8, method="dopri5", *, dt=None,
+                   newton_tol=None, **options):
     """A chain fountain (Biggins and Warner 2014) in the plane: the chain of ``chain_fountain_model(n, drop,
     **options)`` let go at rest; its hanging end pulls it out of the pile, over the lip and down to the floor.
 
-    Measured at ``samples`` times over ``t_end`` [s] (dopri5 by default, ``rtol``/``atol``): ``top``, the height of
+    Integrated by ``method``: dopri5 by default, with ``rtol``/``atol``; a fixed-step method takes ``dt`` (and
+    ``newton_tol`` for the implicit ones). Measured at ``samples`` times over ``t_end`` [s]: ``top``, the height of
     the chain's highest joint over the beaker (left of the lip's outer side) above the rim plus a link's radius [m]
-    (0: the chain lies on the rim; negative: below);
-    ``speed``, the chain's speed where it falls, the median speed of the joints outside the beaker between the floor
-    and the beaker's floor (m/s; NaN before any is there); ``pile``, the height of the pile's top (the highest
+    (0: the chain lies on the rim; negative: below); ``speed``, the chain's speed where it falls, the median speed
+    of the joints outside the beaker below its floor and above the lowest tenth of the drop (m/s; NaN before any
+    is there); ``pile``, the height of the pile's top (the highest
     joint in the beaker left of the lip moving slower than a tenth of the chain, m; NaN when none is) and
     ``remaining``, the number of such joints; ``rim_contacts``, the links touching the lip; ``landed``, whether the
     hanging end has reached the floor.
 
     Returns a dict with those series, ``t``, the run (``result``), ``geometry`` (``chain_fountain_model``'s) and
     ``summary``: over the samples after the end has landed while a row of the pile is left (the fountain
-    running; ``samples_running``), the mean, least and largest ``top``
-    (``mean_top``, ``min_top``), the fraction of them with the chain clear of the lip (``clear``), the mean
-    ``speed`` and ``pile``, the theory's drop h1 (pile to floor, mean) and rise h2 = mean top + rim - mean pile,
-    the ``energy_balance`` (the largest |E + W_dissipated - E0| [J], W including the contacts' work) against the
-    chain's potential energy scale ``energy_scale`` = m g drop, ``nsteps`` and ``seconds``.
+    running; ``samples_running``), the mean, least and largest ``top`` (``mean_top``, ``min_top``,
+    ``max_top``), the fraction of them with the chain clear of the lip (``clear``), the mean ``speed`` and
+    ``pile`` (``mean_speed``, ``mean_pile``), Biggins and Warner's drop h1 (pick-up to floor, ``h1``) and rise h2
+    (pick-up to the arch's top, ``h2``), both from the means; and for the whole run the ``energy_balance`` (the
+    largest |E + W_dissipated - E0| [J], W including the contacts' work) against the scale of the chain's energy
+    ``energy_scale`` = m g drop [J], ``nsteps`` and the wall ``seconds`` of the run. With no sample running (the
+    end did not land before the pile ran out) the summary has only the whole run's entries.
     """
     model, q0, geometry = chain_fountain_model(n, drop, **options)
     t_end = _positive(t_end, "t_end")
     samples = _checks.integer(samples, "samples", low=2)
     start = time.perf_counter()
-    res = simulate(model, q0, np.zeros_like(q0), t_end, method=method, rtol=rtol, atol=atol,
-                   t_eval=np.linspace(0.0, t_end, samples))
+    steps = {"dt": dt} if dt is not None else {"rtol": rtol, "atol": atol}
+    if newton_tol is not None:
+        steps["newton_tol"] = newton_tol
+    res = simulate(model, q0, np.zeros_like(q0), t_end, method=method, t_eval=np.linspace(0.0, t_end, samples),
+                   **steps)
     seconds = time.perf_counter() - start
     link, rim = geometry["link"], geometry["rim"] + geometry["radius"]  # the axis of a chain lying on the rim
     outer = geometry["lip_center"][0] + geometry["lip_radius"]
@@ -502,8 +511,7 @@ def chain_fountain(n, drop, t_end=0.8, samples=81, rtol=1e-5, atol=1e-8, method=
     rim_contacts = np.count_nonzero(forces["normal"][:, rim_rows] > 0.0, axis=1)
     landed = np.minimum.accumulate(y[:, 0]) <= -drop + 2.0 * link
     running = landed & np.isfinite(speed) & (remaining >= geometry["row"])  # until the pile's last row
-    total_mass = n * link * options.get("density", 0.1)
-    energy_scale = total_mass * options.get("gravity", 9.81) * drop
+    energy_scale = geometry["mass"] * -model.gravity[1] * drop
     summary = {"energy_balance": float(np.abs(res.energy_balance()).max()), "energy_scale": energy_scale,
                "nsteps": res.nsteps, "seconds": seconds, "samples_running": int(running.sum())}
     if running.any():
