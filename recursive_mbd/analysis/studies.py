@@ -7,6 +7,7 @@ draws the plots, benchmarks/chain_studies.py records their cost.
   n-link chain's (``chain_modes``, an O(N)-per-iteration Lanczos solve) in ``frequency_study``;
 - ``continuous_catenary`` against ``discrete_catenary`` (a chain pinned at both ends) in ``catenary_study``;
 - ``folded_chain_fall``: a chain hanging from two supports a small gap apart, one end released;
+- ``chain_fountain``: a chain pulled out of a pile in a beaker by its end falling to the floor, over the rim;
 - ``hanging_swing`` and its spatial sibling ``hanging_swing_3d``: the chain swinging in its lowest modes against
   the linear solution;
 - ``tip_whip``: a chain released from the horizontal, the tip speed and what the integrator pays for it.
