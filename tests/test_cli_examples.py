@@ -11,8 +11,8 @@ from recursive_mbd import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted(path.name for path in (ROOT / "examples").glob("*.py") if not path.name.startswith("_"))
-PLOTTING_EXAMPLES = ("chain_studies.py", "formulations.py", "four_bar.py", "governor.py", "two_squares.py",
-                     "whirling_chain.py")
+PLOTTING_EXAMPLES = ("chain_fountain.py", "chain_studies.py", "formulations.py", "four_bar.py", "governor.py",
+                     "two_squares.py", "whirling_chain.py")
 
 
 def test_demo_reports_energy_error_and_speed():

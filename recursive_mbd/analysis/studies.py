@@ -7,6 +7,7 @@ draws the plots, benchmarks/chain_studies.py records their cost.
   n-link chain's (``chain_modes``, an O(N)-per-iteration Lanczos solve) in ``frequency_study``;
 - ``continuous_catenary`` against ``discrete_catenary`` (a chain pinned at both ends) in ``catenary_study``;
 - ``folded_chain_fall``: a chain hanging from two supports a small gap apart, one end released;
+- ``chain_fountain``: a chain pulled out of a pile in a beaker by its end falling to the floor, over the rim;
 - ``hanging_swing`` and its spatial sibling ``hanging_swing_3d``: the chain swinging in its lowest modes against
   the linear solution;
 - ``whirling_chain``: a chain hung from a point turning on a small horizontal circle (``whirling_chain_model``),
@@ -37,6 +38,7 @@ from ..integrate.simulate import simulate
 from ..integrate.sweeps import sweep
 from ..model import chains
 from ..model.configuration import difference, integrate_configuration
+from ..model.planar import Model
 from ..model.spatial import Model3D
 from ..model.workspace import workspace
 from .analyses import _load_stiffness, joint_reactions, modes, point_motion, static_equilibrium
@@ -350,6 +352,185 @@ def folded_chain_study(ns, gap=None, length=1.0, mass=1.0, gravity=9.81, rtol=1e
     grid = {"n": list(ns), "gap": [gap], "length": [length], "mass": [mass], "gravity": [gravity], "rtol": [rtol],
             "atol": [atol], "samples": [samples], "method": [method]}
     return _map(_fall_summary, grid, client)
+
+
+# ---- the chain fountain -------------------------------------------------------------------------------------------
+
+def chain_fountain_model(n, drop, link=0.01, hanging=30, rise=1, stiffness=1e5, friction=0.2, restitution=0.3,
+                         density=0.1, gravity=9.81):
+    """A chain of n capsule links folded in a pile in a beaker, its end led over the rim and hanging down beside
+    the beaker towards a floor ``drop`` [m] below the beaker's floor (``chain_fountain``).
+
+    The beaker: its floor (y = 0, a ground with an extent), a wall on the left (a ground with normal +x) and, on the
+    right, a lip: a fixed drum of radius rho whose top, at 2 rho, is the rim. Below the lip a stand (a ground with
+    normal +x under the lip's centre, from y = 0 to the floor) keeps the hanging chain from swinging under the
+    beaker (a ground is solid below its whole extent). The pile: rows of equal links lying flat, stacked 2.1 radii
+    apart, each row joined to the next by one link inclined between them (rows alternate in direction); its top row
+    runs towards the lip, where ``rise`` links stand up to the height of the rim, links lie across the lip and
+    ``hanging`` links (and the few that the pile's whole rows leave) hang beside it. The pile takes the rest, in
+    rows of about 20 links: chains with the same n - ``hanging`` have the same pile, whatever the drop. Links are
+    ``link`` [m] long with capsules of a quarter of that in radius, ``density`` [kg/m]; every link touches the
+    beaker, the lip, the stand, the floor and the other links (``add_self_contact``), all with one Hunt-Crossley law
+    (``stiffness`` [N/m^1.5], ``restitution``, ``friction``). Link 1 (a planar joint, q[0:2]) is the hanging end;
+    q[2] its angle from the downward vertical, q[3:] the joint angles.
+
+    Returns (model, q0, geometry): geometry a dict with ``link``, ``radius``, ``rim`` (the rim's height above the
+    beaker's floor), ``pile_top`` (the top row's height), ``lip_center``, ``lip_radius``, ``drop``, ``layers`` and
+    ``row`` (the pile's rows and links per row), ``hanging`` (links hanging at the start) and ``mass`` (the
+    chain's, kg).
+    """
+    n = _links(n)
+    drop, link = _positive(drop, "drop"), _positive(link, "link")
+    rise = _checks.integer(rise, "rise", low=1)
+    radius = link / 4.0
+    gap = 0.05 * radius
+    spacing = 2.0 * radius + gap  # between the rows' axes: the rows lie on each other
+    shift = math.sqrt(link * link - spacing * spacing)  # the horizontal span of the link joining two rows
+    # the rim's height sets the lip (2 rho), the lip the links across it: estimate them to size the pile
+    hanging = _checks.integer(hanging, "hanging", low=1)
+    budget = n - hanging - rise - 6
+    layers = max(1, (budget + 1) // 21)  # rows of about 20 links
+    layers -= 1 - layers % 2  # an odd number: the top row runs towards the lip
+    row = (budget + 1) // layers - 1
+    if row < 2:
+        raise ModelError(f"{n} links are too few for a pile, the rise and {hanging} hanging links")
+    points = [(0.0, radius)]  # the joints, from the pile's bottom end up to the hanging end
+    x, y = 0.0, radius
+    for layer in range(layers):
+        direction = 1.0 if layer % 2 == 0 else -1.0
+        for _ in range(row):
+            x += direction * link
+            points.append((x, y))
+        if layer < layers - 1:
+            x -= direction * shift
+            y += spacing
+            points.append((x, y))
+    pile_top = y
+    for _ in range(rise):
+        y += link
+        points.append((x, y))
+    lip = (y - radius - gap) / 2.0  # the links across the lip rest a twentieth of a radius above it
+    centre = x + radius + 2.0 * gap + lip
+    over = math.ceil((centre + lip + radius + gap - x) / link)
+    for _ in range(over):
+        x += link
+        points.append((x, y))
+    left = n - (len(points) - 1)  # the hanging links, and those the pile's whole rows did not take
+    if left < 1:
+        raise ModelError(f"{n} links are too few for the pile, the rise and the links across the lip")
+    if left * link >= y + drop - radius:
+        raise ModelError(f"the {left} hanging links would reach below the floor {drop} m down: take fewer links "
+                         "or a larger drop")
+    for _ in range(left):
+        y -= link
+        points.append((x, y))
+    points = np.array(points[::-1])
+    steps = np.diff(points, axis=0)
+    theta = np.arctan2(steps[:, 0], -steps[:, 1])  # a link points along (sin theta, -cos theta)
+    model = Model(gravity=(0.0, -_positive(gravity, "gravity")), name=f"chain fountain, {n} links")
+    names = [f"link{j + 1}" for j in range(n)]
+    mass = _positive(density, "density") * link
+    inertia = mass * link * link / 12.0
+    model.add_body(joint="planar", child_point=(0.0, link / 2.0), mass=mass, inertia=inertia, name=names[0])
+    model.add_bodies(np.arange(n - 1), "revolute", parent_point=(0.0, -link / 2.0), child_point=(0.0, link / 2.0),
+                     mass=mass, inertia=inertia, names=names[1:])
+    wall = -shift - radius - gap
+    model.add_ground("beaker", point=(0.0, 0.0), extent=(wall, centre))
+    model.add_ground("wall", point=(wall, 0.0), normal=(1.0, 0.0), extent=(-8.0 * lip, 0.0))  # 4 rims tall
+    model.add_drum("rim", center=(centre, lip), radius=lip)
+    # the stand's face under the lip's centre: a link coming down beside the lip cannot be within a radius of it
+    # where the face begins (y = 0), so no contact is made at once at a depth by entering its extent
+    model.add_ground("stand", point=(centre, 0.0), normal=(1.0, 0.0), extent=(0.0, drop))
+    model.add_ground("floor", point=(0.0, -drop))
+    segment = ((0.0, link / 2.0), (0.0, -link / 2.0))
+    law = {"stiffness": stiffness, "restitution": restitution, "friction": friction}
+    for surface in ("beaker", "wall", "rim", "stand", "floor"):
+        model.add_contact(names, surface, segment=segment, radius=radius, name=surface, **law)
+    model.add_self_contact(names, segment=segment, radius=radius, name="links", **law)
+    q0 = np.concatenate((points[0], [theta[0]], np.diff(theta)))
+    return model, q0, {"link": link, "radius": radius, "rim": 2.0 * lip, "pile_top": pile_top,
+                       "lip_center": (centre, lip), "lip_radius": lip, "drop": drop, "layers": layers, "row": row,
+                       "hanging": left, "mass": n * mass}
+
+
+def _chain_joints(q, qd, link):
+    """Joint positions and velocities (..., n + 1, 2) of a chain whose first link has a planar joint (q[0:2] its
+    free end) and links ``link`` long along their -y axes."""
+    theta = np.cumsum(q[..., 2:], axis=-1)
+    rate = np.cumsum(qd[..., 2:], axis=-1)
+    along = np.stack((np.sin(theta), -np.cos(theta)), axis=-1) * link
+    turn = np.stack((np.cos(theta), np.sin(theta)), axis=-1) * (link * rate)[..., None]
+    position = np.concatenate((q[..., None, 0:2], q[..., None, 0:2] + np.cumsum(along, axis=-2)), axis=-2)
+    velocity = np.concatenate((qd[..., None, 0:2], qd[..., None, 0:2] + np.cumsum(turn, axis=-2)), axis=-2)
+    return position, velocity
+
+
+def chain_fountain(n, drop, t_end=0.8, samples=81, rtol=1e-5, atol=1e-8, method="dopri5", *, dt=None,
+                   newton_tol=None, **options):
+    """A chain fountain (Biggins and Warner 2014) in the plane: the chain of ``chain_fountain_model(n, drop,
+    **options)`` let go at rest; its hanging end pulls it out of the pile, over the lip and down to the floor.
+
+    Integrated by ``method``: dopri5 by default, with ``rtol``/``atol``; a fixed-step method takes ``dt`` (and
+    ``newton_tol`` for the implicit ones). Measured at ``samples`` times over ``t_end`` [s]: ``top``, the height of
+    the chain's highest joint over the beaker (left of the lip's outer side) above the rim plus a link's radius [m]
+    (0: the chain lies on the rim; negative: below); ``speed``, the chain's speed where it falls, the median speed
+    of the joints outside the beaker below its floor and above the lowest tenth of the drop (m/s; NaN before any
+    is there); ``pile``, the height of the pile's top (the highest
+    joint in the beaker left of the lip moving slower than a tenth of the chain, m; NaN when none is) and
+    ``remaining``, the number of such joints; ``rim_contacts``, the links touching the lip; ``landed``, whether the
+    hanging end has reached the floor.
+
+    Returns a dict with those series, ``t``, the run (``result``), ``geometry`` (``chain_fountain_model``'s) and
+    ``summary``: over the samples after the end has landed while a row of the pile is left (the fountain
+    running; ``samples_running``), the mean, least and largest ``top`` (``mean_top``, ``min_top``,
+    ``max_top``), the fraction of them with the chain clear of the lip (``clear``), the mean ``speed`` and
+    ``pile`` (``mean_speed``, ``mean_pile``), Biggins and Warner's drop h1 (pick-up to floor, ``h1``) and rise h2
+    (pick-up to the arch's top, ``h2``), both from the means; and for the whole run the ``energy_balance`` (the
+    largest |E + W_dissipated - E0| [J], W including the contacts' work) against the scale of the chain's energy
+    ``energy_scale`` = m g drop [J], ``nsteps`` and the wall ``seconds`` of the run. With no sample running (the
+    end did not land before the pile ran out) the summary has only the whole run's entries.
+    """
+    model, q0, geometry = chain_fountain_model(n, drop, **options)
+    t_end = _positive(t_end, "t_end")
+    samples = _checks.integer(samples, "samples", low=2)
+    start = time.perf_counter()
+    steps = {"dt": dt} if dt is not None else {"rtol": rtol, "atol": atol}
+    if newton_tol is not None:
+        steps["newton_tol"] = newton_tol
+    res = simulate(model, q0, np.zeros_like(q0), t_end, method=method, t_eval=np.linspace(0.0, t_end, samples),
+                   **steps)
+    seconds = time.perf_counter() - start
+    link, rim = geometry["link"], geometry["rim"] + geometry["radius"]  # the axis of a chain lying on the rim
+    outer = geometry["lip_center"][0] + geometry["lip_radius"]
+    position, velocity = _chain_joints(res.q, res.qd, link)
+    x, y = position[..., 0], position[..., 1]
+    speeds = np.hypot(velocity[..., 0], velocity[..., 1])
+    inside = x <= outer
+    top = np.where(inside, y, -np.inf).max(axis=1) - rim
+    falling = (x > outer) & (y < 0.0) & (y > -0.9 * drop)
+    speed = np.array([np.median(s[f]) if f.any() else np.nan for s, f in zip(speeds, falling, strict=True)])
+    resting = inside & (x < geometry["lip_center"][0] - geometry["lip_radius"]) \
+        & (speeds < 0.1 * np.nan_to_num(speed, nan=np.inf)[:, None])
+    remaining = np.count_nonzero(resting, axis=1)
+    pile = np.where(remaining > 0, np.where(resting, y, -np.inf).max(axis=1), np.nan)
+    forces = res.contact_forces()
+    rim_rows = np.array([name.startswith("rim") for name in model.contact_names])
+    rim_contacts = np.count_nonzero(forces["normal"][:, rim_rows] > 0.0, axis=1)
+    landed = np.minimum.accumulate(y[:, 0]) <= -drop + 2.0 * link
+    running = landed & np.isfinite(speed) & (remaining >= geometry["row"])  # until the pile's last row
+    energy_scale = geometry["mass"] * -model.gravity[1] * drop
+    summary = {"energy_balance": float(np.abs(res.energy_balance()).max()), "energy_scale": energy_scale,
+               "nsteps": res.nsteps, "seconds": seconds, "samples_running": int(running.sum())}
+    if running.any():
+        summary.update({"mean_top": float(top[running].mean()), "min_top": float(top[running].min()),
+                        "max_top": float(top[running].max()),
+                        "clear": float(np.mean(rim_contacts[running] == 0)),
+                        "mean_speed": float(speed[running].mean()), "mean_pile": float(pile[running].mean()),
+                        "h1": float(pile[running].mean() + drop),
+                        "h2": float(top[running].mean() + rim - pile[running].mean())})
+    return {"t": res.t, "top": top, "speed": speed, "pile": pile, "remaining": remaining,
+            "rim_contacts": rim_contacts, "landed": landed,
+            "result": res, "geometry": geometry, "summary": summary}
 
 
 # ---- the hanging swing -----------------------------------------------------------------------------------------------
@@ -844,7 +1025,8 @@ def tip_whip(n, t_end=None, length=1.0, mass=1.0, gravity=9.81, method="dopri5",
             "whip_step": float(res.t[min(peak + 1, res.t.size - 1)] - res.t[max(peak - 1, 0)]) / 2, "seconds": seconds}
 
 
-__all__ = ["catenary_study", "chain_modes", "chain_points", "continuous_catenary", "continuum_frequencies",
+__all__ = ["catenary_study", "chain_fountain", "chain_fountain_model", "chain_modes", "chain_points",
+           "continuous_catenary", "continuum_frequencies",
            "continuum_mode_shape", "discrete_catenary", "energy_conserving_fall_time", "energy_conserving_speed",
            "folded_chain_fall", "frequency_study", "hanging_swing", "hanging_swing_3d", "pinned_chain",
            "spherical_chain", "steady_whirl", "swing_tilts", "tilted_chain", "tip_whip", "whirl_convergence",
