@@ -37,12 +37,21 @@ with each step's contact modes frozen over its Newton iterations (``_kernels.pla
 
 0.125 ms, 8,000 steps, 6.3 Newton iterations and 1.9 factorisations a step, 69 s at load 6 to 7 (the reference
 took 270 s there), 8.7 mm (before: 101 s at 0.03125 ms, 9.3 iterations and 7.4 factorisations a step, 2.2 mm, and
-Newton failing at longer steps). At 0.25 ms the impact watch stops the run (the landing is not resolved); at the
-default newton_tol 1e-12 Newton stalls at the round-off of the chain's residual (2 to 3e-10) as it lands. The
-landed shape differs by about 2 mm between any two accurate runs. At 1e4 links generalized_alpha at 0.125 ms
-(newton_tol 1e-10) diverges at the touch-down (t = 0.1015 s), and bdf at rtol 1e-5 reached t = 0.109 s in 240 s
-(before its blocks were made at the iterate's orientations; not measured since):
-the 1e4-link chain in under two minutes is not met by either implicit method yet.
+Newton failing at longer steps). At 0.25 ms the impact watch stops the run (the landing is not resolved). The
+landed shape differs by about 2 mm between any two accurate runs. At the default newton_tol 1e-12 Newton stalled
+as the chain lands, at the round-off of its whipping end (2 to 3e-10); a stalled iteration is now converged within
+the round-off measured at its iterate (``_kernels.planar.implicit.correction_round_off``):
+
+    python3 benchmarks/contact.py --sizes 1000 10000 --floor 0 --methods generalized_alpha --ga-step 1.25e-4 \
+        --no-mujoco --max-wall 300
+
+1e3 links, 0.125 ms, default newton_tol: 58.7 s at load 5, 8,000 steps, 7.7 Newton iterations and 3.4
+factorisations a step, 8.7 mm from dopri5 at rtol 1e-8 (--reference-rtol 1e-8: 363 s), as at newton_tol 1e-10.
+At 1e4 links generalized_alpha at 0.125 ms diverges at the touch-down (t = 0.1015 s, at newton_tol 1e-10 and at
+the default: 2,221 rows change mode in that step and Newton runs away from its first correction); at 0.0625 ms it
+lands (0.2 s in 171 s at load 5, about 94 ms a step once landed, so some 25 minutes for 1 s). bdf at rtol 1e-5
+reached t = 0.109 s in 240 s (before its blocks were made at the iterate's orientations; not measured since): the
+1e4-link chain in under two minutes is not met by either implicit method yet.
 
 MuJoCo (3D): the same capsules in the x-z plane joined by hinges about y, the first with a free planar base (slide
 x, slide z, hinge y), colliding with the plane only; the same step (its default semi-implicit Euler), its soft

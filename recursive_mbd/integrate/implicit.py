@@ -279,7 +279,10 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     c_stiff = h^2 beta (1 - alpha_f) / (1 - alpha_m)) factorised once per step, bordered by the loop Jacobian
     (stabilised index 2); converged when the correction of the new state max(c_stiff max|dqdd|, c_damp
     max|dqdd|, max|J^T dnu|) (positions [rad or m] and velocities [rad/s or m/s]) <= ``newton_tol`` plus the
-    round-off of the update, or when a correction below 100 ``newton_tol`` no longer contracts. (The velocities
+    round-off of the update, or when a correction that no longer contracts is below 100 ``newton_tol`` or within
+    the round-off of the residual measured at the iterate (the correction that changes of the state by two units
+    in their last place make: where the links near a long chain's free end whip, e.g. a 1e3-link chain landing on
+    a table, it is 1e-10 to 1e-9, above the default tolerance; ``nfev`` counts the probe). (The velocities
     count: an error left in them carries on as a position error growing with t, and at small steps, where c_damp
     >> c_stiff, it decided the accuracy: the four-bar's errors grew as dt fell below 2.5e-4.) At most
     ``max_newton`` iterations a step (fast motion at the tip of a whip contracts at rates ~0.3: 10-20 iterations).

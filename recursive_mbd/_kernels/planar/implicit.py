@@ -54,6 +54,11 @@ SINGULAR_RTOL = 1e-13
 # the passes of a generalised-alpha step with contacts whose frozen modes the law contradicts (``contact_freeze``)
 # before the modes follow the law at every iterate
 MAX_MODE_PASSES = 4
+# a step whose Newton iteration stalls (fresh factors, no longer contracting) is converged when its correction is
+# within this factor of the round-off measured at the iterate (``correction_round_off``: the correction that changes
+# of two units in the last place of the state make; one probe samples it, and the stalled corrections scatter about
+# it: a 1e3-link chain landing, median 0.18 and at most 3 times the probe)
+ROUND_OFF_MARGIN = 4.0
 
 
 @njit
@@ -528,6 +533,43 @@ def newton_correction(body_int, driven, uu, dinv, gcol, rvec, free, residual, ph
 
 
 @njit
+def round_off_probe(y, nf, probe):
+    """The state y with every position and velocity changed by two units in its last place, alternating in sign
+    along the coordinates (the zigzag that a chain's sums of many terms amplify most), into ``probe``
+    (``correction_round_off`` takes the residual there)."""
+    for j in range(y.shape[0]):
+        probe[j] = y[j]
+    for j in range(2 * nf):
+        probe[j] = y[j] * (1.0 + (2.0 if j % 2 == 0 else -2.0) * 2.220446049250313e-16)
+
+
+@njit
+def correction_round_off(system, residual, rate_scaled, c_damp, residual_probe, rate_probe, body_int, driven, uu,
+                         dinv, gcol, rvec, jac, resp, gram, rcond, ub, pa, vel, xfull, rhs_full, dx_probe, dlam_probe,
+                         work_m):
+    """The round-off of a Newton correction at an iterate (its residual in ``residual``, its velocity rows
+    J qd+ / c_damp in ``rate_scaled``) from the residual at the same iterate in ``round_off_probe``'s state
+    (``residual_probe``, overwritten; its J qd+ in the loop scratch of ``system``): the change of the residual
+    taken through the step's factors, max |S^-1 (residual change)| (the caller scales it as the state's correction
+    max(c_stiff, c_damp) max |dqdd|). Where the accelerations along a whipping chain grow link by link, this floor
+    is far above the tolerance (a 1e3-link chain landing: 2e-10 against newton_tol 1e-12), and no iteration can go
+    below it. 0 where the correction is not finite."""
+    nf = residual.shape[0]
+    loops = system[22]
+    for j in range(nf):
+        residual_probe[j] -= residual[j]
+    for r in range(rate_probe.shape[0]):
+        rate_probe[r] = loops[4][r] / c_damp - rate_scaled[r]
+    if not newton_correction(body_int, driven, uu, dinv, gcol, rvec, system[5], residual_probe, rate_probe, jac, resp,
+                             gram, rcond, ub, pa, vel, xfull, rhs_full, dx_probe, dlam_probe, work_m):
+        return 0.0
+    size = 0.0
+    for j in range(nf):
+        size = max(size, abs(dx_probe[j]))
+    return size
+
+
+@njit
 def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, nsteps_total, every, t_eval,
                                 coefficients, newton_tol, max_newton, j_stiff, j_damp, t_out, y_out, output_budget,
                                 events, events_key, directions, terminal, ev_t, ev_y, monitor, monitor_key, control,
@@ -556,8 +598,10 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     loop rows in the stabilised index-2 form (J qd+ / c_damp by ``newton_correction``, phi / c_stiff by
     ``position_correction``; ``recursive_mbd.integrate.implicit``), converged when the correction of the new state
     max(c_stiff max |dqdd|, c_damp max |dqdd|, max |J^T dnu|) (positions and velocities) is <= newton_tol + the
-    round-off of the update, or stalls below 100 newton_tol. Work terms by the trapezoidal rule on the powers of
-    the last residual evaluation (within newton_tol of the step's state).
+    round-off of the update, or stalls (fresh factors, contracting by less than half) below 100 newton_tol or
+    within ROUND_OFF_MARGIN of the correction's round-off measured at the iterate (``correction_round_off``, once
+    per attempt: long chains whose accelerations grow towards their tip). Work terms by the trapezoidal rule on the
+    powers of the last residual evaluation (within newton_tol of the step's state).
     Output at t_eval (cubic Hermite dense output) or every ``every``-th step; events located on the same
     interpolant; the buffers grow to at most ``output_budget`` floats with the events' (``integrators._store``): a
     sample or event that does not fit ends the run with STATUS_OUTPUT_FULL, t_fail its time. info (5,): on a
@@ -617,6 +661,15 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     acc_new = np.zeros(nf)
     q_pred = np.zeros(nf)
     qd_pred = np.zeros(nf)
+    # the round-off probe's scratch (``correction_round_off``)
+    probe = np.zeros(n)
+    residual_probe = np.zeros(nf)
+    rate_probe = np.zeros(m)
+    powers_probe = np.zeros(2)
+    dx_probe = np.zeros(nf)
+    qdd_probe = np.zeros(nf)
+    lam_probe = np.zeros(m)
+    dlam_probe = np.zeros(m)
     # the state, its rates (qd, qdd) at the step's ends for the dense output, the work rates, an output row
     y, y_new, rate, rate_new, powers, powers_new, ytmp, row = newton.run_state(y0, m)
     nfev = 0
@@ -676,6 +729,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
             correction = np.inf
             checkpoint = True  # the contacts' modes taken from the law at this iterate and frozen (below)
             mode_passes = 0
+            round_off = -1.0  # the correction's round-off at a stalled iterate; -1: not measured in this attempt
             for iteration in range(max_newton):
                 if with_contacts and checkpoint:
                     contact_release(system[23])
@@ -758,9 +812,29 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 # when h omega >> 1)
                 floor = 16.0 * 2.220446049250313e-16 * max(pred_max, h * max(h * beta, gamma) * acc_max)
                 # converged; or, with factors of this step, stalled at the round-off of the residual (sums over up
-                # to N bodies) just above the tolerance: no longer contracting, more iterations cannot improve it
-                if correction <= newton_tol + floor or (fresh and correction <= 100.0 * newton_tol
-                                                        and correction > 0.5 * previous):
+                # to N bodies): no longer contracting, more iterations cannot improve it; just above the tolerance,
+                # or within the round-off measured at the iterate (once per attempt, on this route only)
+                stalled = fresh and correction > 0.5 * previous
+                if stalled and correction > newton_tol + floor and round_off < 0.0:
+                    for j in range(nf):  # the accelerations of the residual's iterate (before this correction)
+                        qdd_probe[j] = qdd_new[j] + dx[j]
+                    for r in range(m):
+                        lam_probe[r] = lam[r] + dlam[r]
+                    round_off_probe(y_new, nf, probe)
+                    status = newton_residual(inputs, key, system, t_new, probe, qdd_probe, lam_probe, tau_need,
+                                             residual_probe, powers_probe)
+                    nfev += 1
+                    round_off = 0.0  # (a probe that is not finite measures nothing: the plain tests decide)
+                    if status == STATUS_OK:
+                        round_off = correction_round_off(system, residual, rate_scaled, c_damp, residual_probe,
+                                                         rate_probe, body_int, driven, uu, dinv, gcol, rvec, jac, resp,
+                                                         gram, rcond, ub, pa, vel, xfull, rhs_full, dx_probe,
+                                                         dlam_probe, work_m)
+                    elif integrators._fatal(status):
+                        return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+                    round_off *= max(c_stiff, c_damp)
+                if correction <= newton_tol + floor or (stalled and (
+                        correction <= 100.0 * newton_tol or correction <= newton_tol + ROUND_OFF_MARGIN * round_off)):
                     if checkpoint or not with_contacts:
                         converged = True
                         break
