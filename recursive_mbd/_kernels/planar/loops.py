@@ -27,7 +27,9 @@ That work keeps to the structure where the mechanism allows it: the zone is told
 inertias of J M^-1 J^T's envelope (``eigen_counts``), a branch of few degrees of freedom is carried by a basis of
 its tangent space (the tangent route of ``_branch_search``: small systems in T M T^T, no dense normals), and the
 loop multipliers that give its constraint force come from a banded regularised least-squares solve
-(``banded_filtered_solve``), so that a row of n parallelograms costs O(n) per evaluation in the zone as outside it.
+(``banded_filtered_solve``), and so do the Gauss-Newton steps that close the displaced points (``_closure_solve``):
+no eigen-decomposition of a row of n parallelograms' J M^-1 J^T in the zone. J and the responses are still stored
+dense, (m, nq), which every evaluation writes and scans: O(n^2) for such a row, in the zone as outside it.
 """
 
 import math
