@@ -10,8 +10,11 @@ vertical at t = 0, tips at 1 m/s, gravity 9.81 m/s^2) simulated with projection 
 keeps every crank at one angle and one rate and the energy constant, and passes the collinear change points (the
 loop Jacobian loses n of its 2n rows there) about twice per revolution. Per n, route, method and tolerance
 rtol = atol (--tols; by default rm.simulate's own, rtol 1e-9 and atol 1e-12): wall time, steps and rejected
-steps per simulated second, function evaluations per step, the largest relative energy error, the largest
-crank-rate split max_k |qd_k - qd_0| over the samples (the accepted steps), and whether both are within 1e-6. The
+steps per simulated second, function evaluations per step, the wall time per evaluation (ms/eval), the largest
+relative energy error, the largest crank-rate split max_k |qd_k - qd_0| over the samples (the accepted steps), and
+whether both are within 1e-6; then the log-log slopes of the wall time per simulated second and per evaluation
+against n, from the smallest to the largest n (``--n 20 40 80 160 --t-end 5 --methods dopri5 --implicit``: the
+cost's growth through the change-point zone, where an evaluation took O(n^3) eigen-decompositions). The
 implicit methods (generalized_alpha at dt = 1e-3, bdf at the same tolerance, recursive route) run the same rows;
 where they stop at a change point the table shows where. A run over --max-wall seconds of wall time stops and is
 reported with the simulated time it reached. Writes benchmarks/results/NAME.json (--name, default
@@ -68,12 +71,30 @@ def row_of(n, route, method, tol, fig, t_end):
     """The table row of one run."""
     label = "dt 1e-3" if method == "generalized_alpha" else "default" if tol is None else f"{tol:g}"
     if "error" in fig:
-        return (n, route, method, label, f"stopped at {fig['t_reached']:.3g} s", "", "", "", "", "",
+        return (n, route, method, label, f"stopped at {fig['t_reached']:.3g} s", "", "", "", "", "", "",
                 f"{fig['wall_s']:.1f}")
     ok = fig["energy_rel"] < 1e-6 and fig["rate_split"] < 1e-6
     return (n, route, method, label, f"{fig['wall_s'] / t_end:.3g}", f"{fig['steps'] / t_end:.0f}",
             f"{fig['rejected'] / t_end:.1f}", f"{fig['nfev'] / max(fig['steps'], 1):.1f}",
-            f"{fig['energy_rel']:.1e}", f"{fig['rate_split']:.1e}", "yes" if ok else "NO")
+            f"{1e3 * fig['wall_s'] / max(fig['nfev'], 1):.3g}", f"{fig['energy_rel']:.1e}",
+            f"{fig['rate_split']:.1e}", "yes" if ok else "NO")
+
+
+def slopes(runs):
+    """Log-log slopes against n of the wall time per simulated second and per evaluation, from the smallest to the
+    largest n that finished, a line per route, method and tolerance: (route, method, tol, n from, n to, slopes)."""
+    lines = []
+    for key in sorted({(r["route"], r["method"], r["tol"]) for r in runs}, key=str):
+        done = sorted((r["n"], r["wall_s"] / r["t_end"], r["wall_s"] / max(r["nfev"], 1)) for r in runs
+                      if (r["route"], r["method"], r["tol"]) == key and "error" not in r)
+        if len(done) > 1 and done[-1][0] > done[0][0]:
+            (n0, cost0, eval0), (n1, cost1, eval1) = done[0], done[-1]
+            growth = np.log(n1 / n0)
+            route, method, tol = key
+            lines.append((route, method, "default" if tol is None else f"{tol:g}", n0, n1,
+                          f"{np.log(cost1 / cost0) / growth:.2f}",
+                          f"{np.log(eval1 / eval0) / growth:.2f}"))
+    return lines
 
 
 def plot(runs, path):
@@ -119,9 +140,14 @@ def main(sizes=(5, 10, 20, 40, 80), t_end=20.0, routes=("recursive", "augmented"
             print(f"  {rows[-1]}", flush=True)
     print(f"\nrows of n parallelograms, {t_end:g} s simulated, projection; per simulated second "
           "(machine shared: wall times are indicative)")
-    print_table(("n", "route", "method", "tol", "wall [s]", "steps", "rejected", "evals/step", "max |dE/E|",
-                 "max split [rad/s]", "1e-6 met"), rows)
-    path = write_json(name, {"t_end": t_end, "runs": runs})
+    print_table(("n", "route", "method", "tol", "wall [s]", "steps", "rejected", "evals/step", "ms/eval",
+                 "max |dE/E|", "max split [rad/s]", "1e-6 met"), rows)
+    growth = slopes(runs)
+    if growth:
+        print("\ngrowth with n (log-log slope from the smallest to the largest n)")
+        print_table(("route", "method", "tol", "n from", "n to", "wall per simulated s", "wall per evaluation"),
+                    growth)
+    path = write_json(name, {"t_end": t_end, "runs": runs, "slopes": [list(line) for line in growth]})
     print(f"wrote {path}")
     figure = plot(runs, RESULTS / f"{name}.png")
     if figure is not None:

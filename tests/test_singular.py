@@ -149,6 +149,48 @@ def test_change_point_zone_is_banded_and_matches_the_dense_reference():
     assert np.abs(solved - filtered).max() < 1e-6 * np.abs(filtered).max()  # round-off times top / mu, again
 
 
+@pytest.mark.parametrize("theta", [1e-3, 1e-4])
+def test_change_point_zone_solves_without_eigen_decompositions(theta):
+    """In a change point's zone J M^-1 J^T is not surely regular, and two solves there took its eigen-decomposition,
+    O(n^3) for a row of n (an evaluation in the zone grew as n^2 from n = 20 to 160): the Gauss-Newton steps that
+    close the displaced points of the branch search (``close_loops``) and the augmented route's auxiliary solve
+    (``add_auxiliary_rows``: a pseudo-inverse with a rank cut-off). They take banded factorisations now and give
+    the eigen-decomposition's results to round-off: the closures' f(G) rhs by the banded regularised solve, the
+    pseudo-inverse by a Cholesky factorisation where every eigenvalue is above the cut-off (counted by inertia),
+    which is the case at 1e-3 rad from the change point of a row of twenty, not at 1e-4 rad (there the eigenvalue
+    ratio is 2.6e-11)."""
+    n = 20
+    model, _, _ = parallelograms(n)
+    q = np.r_[np.full(n + 1, theta), np.full(n, -theta)]
+    ws, lw = loop_workspace(model)
+    no_driven = np.zeros(0, dtype=np.uint8)
+    assert kernels.loop_constraints(model.body_int, model.body_real, model.loop_int, model.loop_real, q, ws.zeros,
+                                    ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights) == 0
+    assert kernels.constraint_responses(model.body_int, model.body_real, q, lw.jac, no_driven, ws.ws, lw.resp,
+                                        lw.no_resp_drive, ws.zeros, lw.stab[2:4]) == 0
+    gram = np.empty((2 * n, 2 * n))
+    kernels.gram_matrix(lw.jac, lw.resp, gram)
+    values, vectors = np.linalg.eigh(gram)
+    rhs = np.linspace(1.0, 2.0, 2 * n)
+    solved = np.empty(2 * n)
+    threshold = kernels.REGULAR_RCOND_MARGIN * POSITION_RCOND
+    # surely regular at 1e-3 rad (a Cholesky factorisation, before as now), not at 1e-4 rad (eigenvalue ratio
+    # 2.6e-11 against the test's 1e-9): there the closures took the eigen-decomposition before
+    assert kernels.regular_solve(gram, rhs, threshold, solved) == (theta == 1e-3)
+    assert kernels._closure_solve(gram, rhs, POSITION_RCOND, solved)
+    mu = POSITION_RCOND * values[-1]
+    filtered = vectors @ (values / (values**2 + mu**2) * (vectors.T @ rhs))
+    # round-off (a few eps) times the condition number top / min(s): 4e8 at 1e-3 rad, 4e10 at 1e-4 rad
+    assert np.abs(solved - filtered).max() < 1e-15 * values[-1] / values[0] * np.abs(filtered).max()
+    cutoff = 1e-10 * values[-1]  # the augmented route's rank cut-off (RCOND 1e-10 of the rows' scale)
+    full_rank = values[0] > cutoff
+    assert full_rank == (theta == 1e-3)
+    assert kernels.cutoff_solve(gram, rhs, cutoff, solved) == full_rank
+    if full_rank:
+        inverse = vectors @ ((vectors.T @ rhs) / values)
+        assert np.abs(solved - inverse).max() < 1e-15 * values[-1] / values[0] * np.abs(inverse).max()
+
+
 def test_implicit_methods_name_the_change_point():
     """generalized_alpha solves the loop equations at the state itself: at the first change point of the row of
     five (t = 0.719 s, or the next at 1.238 s) its Newton iteration stalls, and the error says that the loops are

@@ -73,7 +73,7 @@ from ..layout import (
     STATUS_OK,
     STATUS_SINGULAR,
 )
-from ..planar.loops import REGULAR_RCOND_MARGIN, REGULAR_ZONE_MARGIN, loop_equations, regular_solve
+from ..planar.loops import REGULAR_RCOND_MARGIN, REGULAR_ZONE_MARGIN, cutoff_solve, loop_equations, regular_solve
 
 njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 # helpers of the per-body loops are inlined and take (array, row, column offset) rather than views: a view or an
@@ -877,7 +877,8 @@ def add_auxiliary_rows(body_int, body_real, row_start, fac, aux_body, aux_coef, 
 
     Where it is surely regular (``loops.regular_solve``: its smallest eigenvalue above REGULAR_RCOND_MARGIN times
     the rank cut-off below and REGULAR_ZONE_MARGIN zone of the largest) the multipliers come from a Cholesky
-    factorisation of its envelope (a row of loops: banded), not from the O(k^3) eigen-decomposition.
+    factorisation of its envelope (a row of loops: banded), not from the O(k^3) eigen-decomposition; so they do
+    where it is not but every eigenvalue lies above the rank cut-off (``loops.cutoff_solve``: a change point's zone).
 
     The rank is decided against the rows' free-body scale max_r E_r M^-1 E_r^T, an upper bound of the diagonal of
     E H^-1 E^T, not against its own largest eigenvalue: a row that the tree locks completely (a loop on a body
@@ -916,7 +917,9 @@ def add_auxiliary_rows(body_int, body_real, row_start, fac, aux_body, aux_coef, 
     regular = top > 0.0 and regular_solve(
         schur, rhs, max(REGULAR_ZONE_MARGIN * zone, REGULAR_RCOND_MARGIN * rcond * scale / top), mu)
     rank = k
-    if not regular:
+    # near a change point: not surely regular, but every eigenvalue above the rank cut-off (the pseudo-inverse is
+    # the inverse): a Cholesky factorisation as well, not the eigen-decomposition
+    if not regular and not cutoff_solve(schur, rhs, rcond * scale, mu):
         values, vectors = np.linalg.eigh(schur)  # positive semi-definite: mu = pseudo-inverse times rhs
         mu[:] = 0.0
         rank = 0

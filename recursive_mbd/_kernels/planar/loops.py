@@ -27,7 +27,9 @@ That work keeps to the structure where the mechanism allows it: the zone is told
 inertias of J M^-1 J^T's envelope (``eigen_counts``), a branch of few degrees of freedom is carried by a basis of
 its tangent space (the tangent route of ``_branch_search``: small systems in T M T^T, no dense normals), and the
 loop multipliers that give its constraint force come from a banded regularised least-squares solve
-(``banded_filtered_solve``), so that a row of n parallelograms costs O(n) per evaluation in the zone as outside it.
+(``banded_filtered_solve``), and so do the Gauss-Newton steps that close the displaced points (``_closure_solve``):
+no eigen-decomposition of a row of n parallelograms' J M^-1 J^T in the zone. J and the responses are still stored
+dense, (m, nq), which every evaluation writes and scans: O(n^2) for such a row, in the zone as outside it.
 """
 
 import math
@@ -588,6 +590,25 @@ def regular_solve(gram, rhs, threshold, out):
     low = np.zeros((m, m))
     first = np.empty(m, dtype=np.int64)
     if not regular_factor(gram, threshold, low, first):
+        return False
+    _envelope_solve(low, first, rhs, out)
+    return True
+
+
+@njit
+def cutoff_solve(gram, rhs, cutoff, out):
+    """out = G^-1 rhs for the finite symmetric G where every eigenvalue of G is above cutoff > 0 (then G's
+    pseudo-inverse with that cut-off is its inverse): True, with out from a Cholesky factorisation of G's envelope;
+    False (out undefined) where some eigenvalue is not (counted by inertia, ``_inertia_above``) or a factorisation
+    breaks down. O(m b^2) for a G of bandwidth b: a pseudo-inverse solve that needs no eigen-decomposition where
+    G has full rank but is not surely regular (``regular_solve``), as near a change point."""
+    m = rhs.shape[0]
+    first = np.empty(m, dtype=np.int64)
+    _envelope_first(gram, first)
+    low = np.zeros((m, m))
+    if not cutoff > 0.0 or _inertia_above(gram, cutoff, first, low, np.empty(m)) != m:
+        return False
+    if not _envelope_cholesky(gram, low, first):
         return False
     _envelope_solve(low, first, rhs, out)
     return True
@@ -1440,6 +1461,28 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, q
 
 
 @njit
+def _closure_solve(gram, rhs, rcond, out):
+    """out = f(G) rhs of ``filtered_solve`` for the Gauss-Newton steps of ``close_loops`` without the
+    eigen-decomposition where G's envelope allows: a Cholesky factorisation where G is surely regular
+    (``regular_solve``), else the banded regularised least-squares solve (``banded_filtered_solve``: the same
+    f(G) rhs to round-off, O(m b^2) a factorisation for a G of bandwidth b against eigh's O(m^3)). The displaced
+    points of a change point's search (``_branch_search``) close inside its zone, where G is not surely regular.
+    False where G or rhs is not finite (out NaN)."""
+    m = rhs.shape[0]
+    finite = m > 0
+    for r in range(m):
+        finite = finite and math.isfinite(rhs[r])
+        for k in range(m):
+            finite = finite and math.isfinite(gram[r, k])
+    if finite:
+        if regular_solve(gram, rhs, REGULAR_RCOND_MARGIN * rcond, out):
+            return True
+        if banded_filtered_solve(gram, rhs, rcond, out, 0.0):
+            return True
+    return filtered_solve(gram, rhs, rcond, out) >= 0
+
+
+@njit
 def close_loops(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, acc, phi, phid, jac, gamma, weights,
                 resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position):
     """The Gauss-Newton position steps of ``project`` on q in place; returns (status, max |phi| at the last
@@ -1466,7 +1509,7 @@ def close_loops(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com
         if status != STATUS_OK:
             return status, worst
         gram_matrix(jac, resp, gram)
-        if filtered_solve(gram, phi, rcond_position, coef) < 0:
+        if not _closure_solve(gram, phi, rcond_position, coef):
             return STATUS_NONFINITE_STATE, worst
         step = 0.0
         for k in range(nq):
