@@ -91,8 +91,9 @@ above the recursive route's kernels: the local LU blocks and the 3 x 3 products 
 
 Scope: trees (loops: ModelError naming them), every joint type of the augmented formulation, gravity, tau
 constant; no force elements (ModelError naming them), tau functions, events or t_eval (ValueError). The result
-holds the joint coordinates (``augmented3d.joint_from_absolute``) and the absolute state ``z``, ``zd``, with
-``constraint_drift`` (max |C| a sample), ``multipliers``-free (a tree), ``newton_iterations`` and
+holds the joint coordinates (``augmented3d.joint_from_absolute`` compiled: ``_kernels.augmented.recover3d``, O(N)
+a sample) and the absolute state ``z``, ``zd``, with ``constraint_drift`` (max |C| a sample, the same pass),
+``multipliers``-free (a tree), ``newton_iterations`` and
 ``newton_factorizations`` (equal: full Newton); ``applied_work`` is tau's work by the trapezoidal rule on its
 power at the step ends.
 """
@@ -105,6 +106,7 @@ import numpy as np
 from .. import _checks
 from .._kernels import layout as L
 from .._kernels.augmented import implicit3d as kernels
+from .._kernels.augmented import recover3d
 from .._kernels.spatial import layout as SL
 from ..dynamics import augmented3d
 from ..errors import ModelError, SimulationError
@@ -206,7 +208,7 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, every=
                                      f"t = {t:.9g} s")
             break
     iterations = stepper.iterations
-    result = _result(model, samples_t, samples_z, samples_zd, samples_work, starts, iterations, accepted)
+    result = _result(model, samples_t, samples_z, samples_zd, samples_work, arrays, iterations, accepted)
     result.newton_split_steps = stepper.splits
     if failure is not None:
         result.status, why = failure
@@ -293,19 +295,27 @@ def _step_failure(model, status, t_fail, step, h, info, newton_tol, max_newton):
     return "failed", f"{head}: {why}"
 
 
-def _result(model, samples_t, samples_z, samples_zd, samples_work, starts, iterations, nsteps):
+def joint_states(model, z, zd, arrays):
+    """Joint coordinates q (nt, nq), velocities v (nt, nv) and the constraint drift max |C| (nt,) of the absolute
+    samples z (nt, nbodies, 7) and zd (nt, nbodies, 6) (omega in ground axes), compiled in O(N) a sample (the
+    joints' rows computed in the run's arrays, scratch here)."""
+    nt, n = len(z), model.nbodies
+    z = np.ascontiguousarray(z, dtype=float)
+    zd = np.ascontiguousarray(zd, dtype=float)
+    if z.shape != (nt, n, 7) or zd.shape != (nt, n, 6):
+        raise ValueError(f"z and zd must have shapes ({nt}, {n}, 7) and ({nt}, {n}, 6), got {z.shape} and {zd.shape}")
+    q, v, drift = np.zeros((nt, model.nq)), np.zeros((nt, model.nv)), np.zeros(nt)
+    recover3d.joint_states(model.body_int, model.body_real, z, zd, q, v, drift, arrays.jc, arrays.jp, arrays.res,
+                           arrays.gam, np.zeros((2, 6)))
+    return q, v, drift
+
+
+def _result(model, samples_t, samples_z, samples_zd, samples_work, arrays, iterations, nsteps):
     """The run's SimulationResult from its samples of (z, zd)."""
     nt = len(samples_t)
     z = np.array(samples_z).reshape(nt, model.nbodies, 7)
     zd = np.array(samples_zd).reshape(nt, model.nbodies, 6)
-    q, v = np.zeros((nt, model.nq)), np.zeros((nt, model.nv))
-    drift = np.zeros(nt)
-    counts = np.diff(starts)
-    keep = np.arange(6)[None, :] < counts[:, None]
-    for row in range(nt):
-        q[row], v[row] = augmented3d.joint_from_absolute(model, z[row], zd[row])
-        _, _, _, _, res, _ = augmented3d.assemble(model, z[row], zd[row])
-        drift[row] = np.abs(res[keep]).max() if keep.any() else 0.0
+    q, v, drift = joint_states(model, z, zd, arrays)
     work = np.zeros((nt, 2))
     work[:, 1] = samples_work
     result = SimulationResult(model, np.array(samples_t), q, v, work, "augmented generalized_alpha", iterations, nsteps,
