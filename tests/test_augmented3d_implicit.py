@@ -27,7 +27,7 @@ class Step:
         z, zd = augmented3d.absolute_from_joint(model, q, v)
         self.z, self.zb = z, augmented3d_implicit.to_body_axes(z, zd)
         self.starts = augmented3d.row_starts(model)
-        self.arrays = augmented3d_implicit._Arrays(n, int(self.starts[-1]))
+        self.arrays = augmented3d_implicit._Arrays(model, self.starts)
         am, af, gm, bt = generalized_alpha_coefficients(rho_inf)
         self.coef = np.array([h, am, af, gm, bt, h * h * bt * (1 - af) / (1 - am), h * gm * (1 - af) / (1 - am)])
         self.acc, self.vdot0 = rng.normal(size=(n, 6)), rng.normal(size=(n, 6))
@@ -51,8 +51,7 @@ class Step:
         self.residual(x)
         vdot, lam = self.split(x)
         assert kernels.factor(m.body_int, m.body_real, self.starts, a.zp, a.zbp, vdot, lam, a.rb, a.tangent,
-                              self.coef[5], self.coef[6], a.jc, a.jp, a.diag, a.aip, a.api, a.jcb, a.jpb, a.lu, a.piv,
-                              a.wm) == 0
+                              self.coef[5], self.coef[6], a.jc, a.jp, a.diag, a.api, a.lu, a.piv, a.wm) == 0
         xb, xj = self.split(np.array(rhs, dtype=float))
         kernels.solve(m.body_int, self.starts, a.jp, a.api, a.lu, a.piv, a.wm, xb, xj)
         return np.concatenate((xb.ravel(), xj))
@@ -103,7 +102,7 @@ def test_the_compiled_joint_states_are_the_python_ones_on_a_random_tree_of_every
     off[:, 3:] += 1e-3 * rng.normal(size=(model.nbodies, 4))
     off[:, 3:] /= np.linalg.norm(off[:, 3:], axis=1, keepdims=True)
     starts = augmented3d.row_starts(model)
-    arrays = augmented3d_implicit._Arrays(model.nbodies, int(starts[-1]))
+    arrays = augmented3d_implicit._Arrays(model, starts)
     mine_q, mine_v, mine_drift = augmented3d_implicit.joint_states(model, np.array([z, off]), np.array([zd, zd]),
                                                                    arrays)
     keep = np.arange(6)[None, :] < np.diff(starts)[:, None]

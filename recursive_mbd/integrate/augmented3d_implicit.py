@@ -119,23 +119,30 @@ MAX_SPLITS = 4
 
 
 class _Arrays:
-    """The step's arrays of one model (n bodies, ``rows`` joint rows), allocated once a run."""
+    """The step's arrays of one model (its joints' rows start at ``starts``), allocated once a run: only what the
+    solve needs is kept per body (the local blocks' factors, K^-1 U and the coupling rows), sized by the largest
+    joint (a chain of spherical joints: about 2 KB a body)."""
 
-    def __init__(self, n, rows):
+    def __init__(self, model, starts):
+        n = model.nbodies
+        rows = max(int(np.diff(starts).max(initial=0)), 1)
+        spherical = bool((model.body_int[:, SL.JTYPE] == SL.SPHERICAL).all())
         self.zp, self.zbp, self.zdp = np.zeros((n, 7)), np.zeros((n, 6)), np.zeros((n, 6))
         self.tangent = np.zeros((n, 3, 3))
-        self.rb, self.rc = np.zeros((n, 6)), np.zeros(rows)
-        self.jc, self.jp = np.zeros((n, 6, 6)), np.zeros((n, 6, 6))
+        self.rb, self.rc = np.zeros((n, 6)), np.zeros(int(starts[-1]))
+        self.jc, self.jp = np.zeros((n, rows, 6)), np.zeros((n, rows, 6))
         self.res, self.gam = np.zeros((n, 6)), np.zeros((n, 6))
-        self.diag, self.aip, self.api = np.zeros((n, 6, 6)), np.zeros((n, 6, 6)), np.zeros((n, 6, 6))
-        self.jcb, self.jpb = np.zeros((n, 6, 6)), np.zeros((n, 6, 6))
-        self.lu, self.piv, self.wm = np.zeros((n, 12, 12)), np.zeros((n, 12), dtype=np.int64), np.zeros((n, 12, 6))
+        self.diag, self.api = np.zeros((n, 6, 6)), np.zeros((n, 6, 6))
+        # a spherical joint's local block is kept as seven 3 x 3 blocks, without pivots (``kernels.factor``)
+        self.lu = np.zeros((n, 7, 9)) if spherical else np.zeros((n, 12, 12))
+        self.piv = np.zeros((n, 1 if spherical else 12), dtype=np.int64)
+        self.wm = np.zeros((n, 6 + rows, 6))
         self.power = np.zeros(1)
         self.info = np.zeros(4)
 
     def step_arrays(self):
         return (self.zp, self.zbp, self.zdp, self.tangent, self.rb, self.rc, self.jc, self.jp, self.res, self.gam,
-                self.diag, self.aip, self.api, self.jcb, self.jpb, self.lu, self.piv, self.wm, self.power, self.info)
+                self.diag, self.api, self.lu, self.piv, self.wm, self.power, self.info)
 
 
 def check_model(model):
@@ -173,14 +180,13 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, every=
     check_model(model)
     options = run_options(rho_inf, newton_tol, max_newton, t0, t_end, dt, max_steps, every, None)
     (alpha_m, alpha_f, gamma, beta), newton_tol, max_newton, t0, t_end, dt, every, _ = options
-    n = model.nbodies
     tau = np.zeros(0) if tau is None else np.ascontiguousarray(_checks.finite_array(tau, "tau", (model.nv,)))
     z, zd = augmented3d.absolute_from_joint(model, q0, v0)
     vdot, lam = augmented3d.forward_dynamics(model, z, zd, tau if tau.size else None, t0)
     vdot, zb = to_body_axes(z, vdot), to_body_axes(z, zd)
     acc = vdot.copy()
     starts = augmented3d.row_starts(model)
-    arrays = _Arrays(n, int(starts[-1]))
+    arrays = _Arrays(model, starts)
     steps = _runs.fixed_step_count(t0, t_end, dt, max_steps)
     stepper = _Stepper(model, starts, tau, (alpha_m, alpha_f, gamma, beta), newton_tol, max_newton,
                        [z, zb, zd, acc, vdot, lam, _power(model, starts, tau, z, zd, vdot, lam, arrays), 0.0], arrays)
