@@ -53,7 +53,7 @@ class Step:
         assert kernels.factor(m.body_int, m.body_real, self.starts, a.zp, a.zbp, vdot, lam, a.rb, a.tangent,
                               self.coef[5], self.coef[6], a.jc, a.jp, a.diag, a.api, a.lu, a.piv, a.wm) == 0
         xb, xj = self.split(np.array(rhs, dtype=float))
-        kernels.solve(m.body_int, self.starts, a.jp, a.api, a.lu, a.piv, a.wm, xb, xj)
+        kernels.solve(m.body_int, self.starts, a.jp, a.api, a.diag, a.lu, a.piv, a.wm, xb, xj)
         return np.concatenate((xb.ravel(), xj))
 
 

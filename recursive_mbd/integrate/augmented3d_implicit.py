@@ -64,7 +64,9 @@ It is factorised in tree order in O(N) time and memory: each body with its joint
 size 6 + m, factorised by LU with partial pivoting (neither symmetric nor positive definite: compressed links,
 gyroscopic terms, the zero block; a pivot is zero below 1e-14 of its column's largest entry), and eliminated into
 its parent's (``_kernels.augmented.implicit3d``, Baraff 1996
-for the structure). Full Newton: the matrix at every iterate, from the predictor vdot+ = vdot, lambda+ = lambda.
+for the structure); a spherical joint's block by its 3 x 3 blocks, its rows solved for the position and its force
+rows for the multipliers, leaving a 3 x 3 matrix inverted with partial pivoting (singular exactly when the block
+is: the same failures). Full Newton: the matrix at every iterate, from the predictor vdot+ = vdot, lambda+ = lambda.
 
 Convergence: the correction of the state, max(c_stiff, c_damp) times the largest |dvdot+| of the centres of mass
 and of each body's rotation times its radius of gyration sqrt(trace J_c / 2 m) (the motion of the body's points:
@@ -121,7 +123,7 @@ MAX_SPLITS = 4
 class _Arrays:
     """The step's arrays of one model (its joints' rows start at ``starts``), allocated once a run: only what the
     solve needs is kept per body (the local blocks' factors, K^-1 U and the coupling rows), sized by the largest
-    joint (a chain of spherical joints: about 2 KB a body)."""
+    joint (a chain of spherical joints: 1.9 KB a body)."""
 
     def __init__(self, model, starts):
         n = model.nbodies
@@ -132,9 +134,9 @@ class _Arrays:
         self.rb, self.rc = np.zeros((n, 6)), np.zeros(int(starts[-1]))
         self.jc, self.jp = np.zeros((n, rows, 6)), np.zeros((n, rows, 6))
         self.res, self.gam = np.zeros((n, 6)), np.zeros((n, 6))
-        self.diag, self.api = np.zeros((n, 6, 6)), np.zeros((n, 6, 6))
-        # a spherical joint's local block is kept as seven 3 x 3 blocks, without pivots (``kernels.factor``)
-        self.lu = np.zeros((n, 7, 9)) if spherical else np.zeros((n, 12, 12))
+        self.diag, self.api = np.zeros((n, 6, 6)), np.zeros((n, 3, 6))
+        # a spherical joint's local block is kept as five 3 x 3 blocks, without pivots (``kernels.factor``)
+        self.lu = np.zeros((n, 5, 9)) if spherical else np.zeros((n, 12, 12))
         self.piv = np.zeros((n, 1 if spherical else 12), dtype=np.int64)
         self.wm = np.zeros((n, 6 + rows, 6))
         self.power = np.zeros(1)
@@ -182,7 +184,10 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, every=
     (alpha_m, alpha_f, gamma, beta), newton_tol, max_newton, t0, t_end, dt, every, _ = options
     tau = np.zeros(0) if tau is None else np.ascontiguousarray(_checks.finite_array(tau, "tau", (model.nv,)))
     z, zd = augmented3d.absolute_from_joint(model, q0, v0)
+    cached = hasattr(model, "_augmented3d_workspace")
     vdot, lam = augmented3d.forward_dynamics(model, z, zd, tau if tau.size else None, t0)
+    if not cached:  # the explicit routes' tree-solve workspace (1.3 KB a body): not used by the steps
+        del model._augmented3d_workspace
     vdot, zb = to_body_axes(z, vdot), to_body_axes(z, zd)
     acc = vdot.copy()
     starts = augmented3d.row_starts(model)

@@ -32,6 +32,13 @@ U_i = [A_ip; jpb_i] (columns) and V_i = [A_pi, jp_i^T] (rows): K_i is factorised
 neither symmetric nor definite: the geometric stiffness of compressed links, the gyroscopic terms, the zero block),
 W_i = K_i^-1 U_i is kept and D_p -= V_i W_i. The solve: leaves first y_i = K_i^-1 b_i, b_p -= V_i y_i; roots first
 y_i -= W_i x_p. O(N) time and memory, no nbodies x nbodies matrix.
+
+A spherical joint (the long chains' joint) has 3 linear rows [G, B] whose position block G (the joint frame's axes)
+is invertible whatever the iterate: its K_i is eliminated by 3 x 3 blocks instead (``_spherical_factor``), the
+rows giving the position, the force rows the multipliers, and only a 3 x 3 matrix S (the rotation block reduced
+onto the constraints) inverted with partial pivoting; S is singular exactly when K_i is, so the same failures are
+found (its pivots tested against its own columns, the same PIVOT_RTOL). Only the blocks the solve reads are kept:
+G^-1, E, Hm, P, S^-1 (45 numbers, where the LU of K_i took 144; D11, D12 stay in D_i).
 """
 
 import math
@@ -412,7 +419,7 @@ def _spherical_factor(diag, aip, api, jc, jp, jcb, jpb, lu, wm, i, p, work):
     give x1 = G^-1 b3 - E x2 (E = G^-1 Bb; G the joint frame's axes, invertible), the force rows
     lam = G^-T (b1 - D11 x1 - D12 x2), and the moment rows leave the 3 x 3 system S x2 = b2 - Hm b1 - P G^-1 b3 with
     Hm = Bc^T G^-T, P = D21 - Hm D11 and S = D22 - Hm D12 - P E, inverted with partial pivoting (S is singular
-    exactly when K is). lu[i] keeps G^-1, E, Hm, P, S^-1, D11 and D12 (a row each) for ``_spherical_solve``.
+    exactly when K is). lu[i] keeps G^-1, E, Hm, P and S^-1 (a row each) for ``_spherical_solve``.
     False where S is singular."""
     d11 = _block(diag, i, 0, 0)
     d12 = _block(diag, i, 0, 3)
@@ -432,8 +439,6 @@ def _spherical_factor(diag, aip, api, jc, jp, jcb, jpb, lu, wm, i, p, work):
     _store(lu, i, 2, hm)
     _store(lu, i, 3, pm)
     _store(lu, i, 4, s_inv)
-    _store(lu, i, 5, d11)
-    _store(lu, i, 6, d12)
     if p < 0:
         return True
     g_it = _tr(g_inv)
@@ -457,8 +462,8 @@ def _spherical_factor(diag, aip, api, jc, jp, jcb, jpb, lu, wm, i, p, work):
     # D_p -= V W, V = [A_pi, jp^T] (A_pi's force rows are zero)
     jl = _block_t(jp, i, 0, 0)
     jm = _block_t(jp, i, 0, 3)
-    a1 = _block(api, i, 3, 0)
-    a2 = _block(api, i, 3, 3)
+    a1 = _block(api, i, 0, 0)
+    a2 = _block(api, i, 0, 3)
     _put(diag, p, 0, 0, -1.0, _mm(jl, la))
     _put(diag, p, 0, 3, -1.0, _mm(jl, lb))
     _put(diag, p, 3, 0, -1.0, _lin(1.0, _lin(1.0, _mm(a1, x1a), 1.0, _mm(a2, x2a)), 1.0, _mm(jm, la)))
@@ -467,15 +472,16 @@ def _spherical_factor(diag, aip, api, jc, jp, jcb, jpb, lu, wm, i, p, work):
 
 
 @inline
-def _spherical_solve(lu, i, y):
-    """y[:9] = K^-1 y[:9] with the factor of ``_spherical_factor``."""
+def _spherical_solve(lu, diag, i, y):
+    """y[:9] = K^-1 y[:9] with the factor of ``_spherical_factor`` (and D11, D12 from diag[i], which the
+    elimination leaves as they were)."""
     g_inv = _load(lu, i, 0)
     b1 = (y[0], y[1], y[2])
     gb = _mat_vec(g_inv, (y[6], y[7], y[8]))
     x2 = _mat_vec(_load(lu, i, 4), _sub(_sub((y[3], y[4], y[5]), _mat_vec(_load(lu, i, 2), b1)),
                                         _mat_vec(_load(lu, i, 3), gb)))
     x1 = _sub(gb, _mat_vec(_load(lu, i, 1), x2))
-    lam = _mat_t_vec(g_inv, _sub(_sub(b1, _mat_vec(_load(lu, i, 5), x1)), _mat_vec(_load(lu, i, 6), x2)))
+    lam = _mat_t_vec(g_inv, _sub(_sub(b1, _mat_vec(_block(diag, i, 0, 0), x1)), _mat_vec(_block(diag, i, 0, 3), x2)))
     for c in range(3):
         y[c] = x1[c]
         y[3 + c] = x2[c]
@@ -488,10 +494,11 @@ def factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_st
     """Build the Newton matrix at (zp, zbp, vdot, lam) (module docstring; zbp the velocities with omega in body
     axes, rb the residual there and jc, jp the ground-axis rows, both as ``residual`` left them) and factorise it
     leaves first: lu (nbodies, 12, 12) and piv (nbodies, 12) the local blocks' LU (a spherical joint's: its 3 x 3
-    blocks, ``_spherical_factor``, in lu[i, :7, :9], piv unused: (nbodies, 7, 9) and (nbodies, 1) where every joint
-    is spherical), wm (nbodies, 6 + rows, 6) = K_i^-1 U_i; diag, api (nbodies, 6, 6) the body blocks D_i (reduced)
-    and A_pi; jc, jp (nbodies, rows, 6), rows the most of any joint, are turned into body axes (their moment
-    columns times R), the rows of the solve. Returns the status (a singular local block: its body)."""
+    blocks, ``_spherical_factor``, in lu[i, :5, :9], piv unused: (nbodies, 5, 9) and (nbodies, 1) where every joint
+    is spherical), wm (nbodies, 6 + rows, 6) = K_i^-1 U_i; diag (nbodies, 6, 6) the body blocks D_i (reduced), api
+    (nbodies, 3, 6) A_pi's moment rows (its force rows are zero); jc, jp (nbodies, rows, 6), rows the most of any
+    joint, are turned into body axes (their moment columns times R), the rows of the solve. Returns the status (a
+    singular local block: its body)."""
     n = body_int.shape[0]
     y = np.empty(12)
     work = np.empty((3, 6))
@@ -599,11 +606,12 @@ def factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_st
             for r in range(6):
                 for c in range(6):
                     aip[0, r, c] = 0.0
-                    api[i, r, c] = 0.0
+                    if r < 3:
+                        api[i, r, c] = 0.0
             _put(aip, 0, 0, 3, -c_stiff, _mm(sf, t_p))  # the child's force turns with the parent
             _put(aip, 0, 3, 3, c_stiff, _mm(rot_t, _mm(hip, t_p)))
-            _put(api, i, 3, 0, c_stiff, _mm(rot_pt, sf))
-            _put(api, i, 3, 3, c_stiff, _mm(rot_pt, _mm(hpi, t_c)))
+            _put(api, i, 0, 0, c_stiff, _mm(rot_pt, sf))  # A_pi's moment rows (its force rows are zero)
+            _put(api, i, 0, 3, c_stiff, _mm(rot_pt, _mm(hpi, t_c)))
             _put(diag, p, 0, 3, c_stiff, _mm(sf, t_p))
             _put(diag, p, 3, 0, -c_stiff, _mm(rot_pt, sf))
             _put(diag, p, 3, 3, c_stiff, _mm(rot_pt, _mm(hpp, t_p)))
@@ -642,8 +650,9 @@ def factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_st
         for r in range(6):  # D_p -= V W, V = [A_pi, jp^T]
             for c in range(6):
                 s = 0.0
-                for k in range(6):
-                    s += api[i, r, k] * wm[i, k, c]
+                if r >= 3:
+                    for k in range(6):
+                        s += api[i, r - 3, k] * wm[i, k, c]
                 for k in range(m):
                     s += jp[i, k, r] * wm[i, 6 + k, c]
                 diag[p, r, c] -= s
@@ -651,7 +660,7 @@ def factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_st
 
 
 @njit
-def solve(body_int, row_start, jp, api, lu, piv, wm, xb, xj):
+def solve(body_int, row_start, jp, api, diag, lu, piv, wm, xb, xj):
     """Solve the factorised Newton system in place: xb (nbodies, 6) and xj (rows) hold the right-hand side on entry
     and the solution on return. O(N)."""
     n = body_int.shape[0]
@@ -666,7 +675,7 @@ def solve(body_int, row_start, jp, api, lu, piv, wm, xb, xj):
         for k in range(m):
             y[6 + k] = xj[r0 + k]
         if body_int[i, JTYPE] == SPHERICAL:
-            _spherical_solve(lu, i, y)
+            _spherical_solve(lu, diag, i, y)
         else:
             _lu_solve(lu[i], piv[i], size, y)
         for c in range(6):
@@ -676,8 +685,9 @@ def solve(body_int, row_start, jp, api, lu, piv, wm, xb, xj):
         if p >= 0:
             for r in range(6):
                 s = 0.0
-                for k in range(6):
-                    s += api[i, r, k] * y[k]
+                if r >= 3:
+                    for k in range(6):
+                        s += api[i, r - 3, k] * y[k]
                 for k in range(m):
                     s += jp[i, k, r] * y[6 + k]
                 xb[p, r] -= s
@@ -743,7 +753,7 @@ def newton_step(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdo
                 rb[i, c] = -rb[i, c]
         for k in range(rc.shape[0]):
             rc[k] = -rc[k]
-        solve(body_int, row_start, jp, api, lu, piv, wm, rb, rc)
+        solve(body_int, row_start, jp, api, diag, lu, piv, wm, rb, rc)
         correction = 0.0
         for i in range(n):
             for c in range(6):
