@@ -51,6 +51,18 @@ about 5, ``--rho-inf 0.9 0.5 --reference 0``; dopri5 at rtol = atol = 1e-6 run a
 
 (N = 1000 at 0.3 rad and rho_inf = 0.9: the whip reaching the free end puts the last links in compression, where
 the steps, halved down to dt / 16, find no root near the predictor; ``augmented3d_implicit`` says more.)
+
+Long chains in absolute coordinates after the spherical joints' local blocks were eliminated by 3 x 3 blocks and the
+samples' joint coordinates compiled (``--formulations augmented --tilts 1e-3 --reference 0 --sizes N``, one process
+a size, the shared machine at a load of 3 to 6, the run getting 40-75% of a core; peak RSS: the process's peak
+resident memory, ``resource.getrusage``; M-ABD: 0.84 us a link-step on one thread):
+
+    N      t_end  wall/sim s  us/link-step  iter/step  splits  peak RSS [MB]
+    1e4    1      4.19        4.19          2.78       0       253
+    1e5    1      58.1        5.81          3.07       0       728
+    1e6    0.1    5800        58            13.90      2       4294   (40% of a core: 240 s of CPU for the 0.1 s,
+                                                                    setup included; Newton stalls in round-off
+                                                                    above newton_tol = 1e-12 at this size)
 """
 
 import os

@@ -87,9 +87,20 @@ step, 0.33 s against 0.44 s, tips 1.6e-4 m apart; N = 1000, rho_inf = 0.5: 3.33 
 end puts its last links in compression (lambda along the link changes sign at the last two joints at t = 0.75 s),
 a 1 mm link pushed from its joint with an axial inertia of 8e-12 kg m^2 has no root of the step's equations near
 the predictor at h = 0.01 s, and the halved steps down to dt / 16 do not resolve the whip either (rho_inf = 0.5
-damps the high modes that feed it). N = 1e4 small swing: 3.0 iterations a step (0.1 s run). One iteration costs
-about 20 us a body under that load (the residual 4, the matrix and its factorisation 11, the solve 3.4), far
-above the recursive route's kernels: the local LU blocks and the 3 x 3 products are not tuned yet.
+damps the high modes that feed it). Long chains, the small swing, rho_inf = 0.9 (``--formulations augmented
+--tilts 1e-3 --reference 0``, the same shared machine at a load of 3 to 6, the run getting 40-75% of a core): 1 s of
+N = 1e4 in 4.2 s (4.2 us a link-step, 2.78 iterations a step), of N = 1e5 in 58 s (5.8 us, 3.07 iterations, peak
+resident memory of the process 0.73 GB, ``resource.getrusage``); N = 1e6 over 0.1 s: 13.9 iterations a step and 2
+split steps (at newton_tol = 1e-12 the corrections of a million bodies stall in round-off above the tolerance: a
+looser newton_tol is needed there), 580 s of wall time at 40% of a core (240 s of CPU, setup included), peak
+resident memory 4.4 GB (``/usr/bin/time -v``; 1.9 KB a body of it the step's arrays). One iteration costs about
+1.4 us a body at N = 1e4 (update 0.06, residual 0.17, the matrix and its factorisation 1.0, the solve 0.13, at a
+load of 3; before the spherical joints' blocks were eliminated by 3 x 3 blocks 4.5 us at a load below 1), so the
+targets (1e5 links in 20 s, 1e6 in 60 s and under 4 GB: M-ABD's 0.84 us a link-step) are not met yet: the
+matrix's assembly (the geometric-stiffness and coupling blocks, 3 x 3 products in several passes
+over the arrays) is now the largest cost. The joint coordinates and the drift of the samples are compiled
+(``_kernels.augmented.recover3d``): they took 2.2 s a sample at N = 1e4 in Python (0.05 s of N = 1e4 at
+dt = 0.01 s: 4.5 s before, 0.47 s now, at a load below 1 and of 3).
 
 Scope: trees (loops: ModelError naming them), every joint type of the augmented formulation, gravity, tau
 constant; no force elements (ModelError naming them), tau functions, events or t_eval (ValueError). The result
