@@ -94,13 +94,14 @@ resident memory of the process 0.73 GB, ``resource.getrusage``); N = 1e6 over 0.
 split steps (at newton_tol = 1e-12 the corrections of a million bodies stall in round-off above the tolerance: a
 looser newton_tol is needed there), 580 s of wall time at 40% of a core (240 s of CPU, setup included), peak
 resident memory 4.4 GB (``/usr/bin/time -v``; 1.9 KB a body of it the step's arrays). One iteration costs about
-1.4 us a body at N = 1e4 (update 0.06, residual 0.17, the matrix and its factorisation 1.0, the solve 0.13, at a
-load of 3; before the spherical joints' blocks were eliminated by 3 x 3 blocks 4.5 us at a load below 1), so the
+1.0 us a body at N = 1e4 and at N = 1e5 (update 0.06, residual 0.17, the matrix and its factorisation 0.72, the
+solve 0.08 at 1e4; 0.07, 0.19, 0.71, 0.10 at 1e5), against 2.9 us before the spherical joints' blocks were
+eliminated by 3 x 3 blocks (0.06, 0.17, 2.06, 0.58 at 1e4; best of 7 calls, run back to back at a load of 3), so the
 targets (1e5 links in 20 s, 1e6 in 60 s and under 4 GB: M-ABD's 0.84 us a link-step) are not met yet: the
 matrix's assembly (the geometric-stiffness and coupling blocks, 3 x 3 products in several passes
 over the arrays) is now the largest cost. The joint coordinates and the drift of the samples are compiled
 (``_kernels.augmented.recover3d``): they took 2.2 s a sample at N = 1e4 in Python (0.05 s of N = 1e4 at
-dt = 0.01 s: 4.5 s before, 0.47 s now, at a load below 1 and of 3).
+dt = 0.01 s: 4.5 s before, 0.21 s now, at loads below 1 and of 3).
 
 Scope: trees (loops: ModelError naming them), every joint type of the augmented formulation, gravity, tau
 constant; no force elements (ModelError naming them), tau functions, events or t_eval (ValueError). The result
