@@ -51,6 +51,18 @@ about 5, ``--rho-inf 0.9 0.5 --reference 0``; dopri5 at rtol = atol = 1e-6 run a
 
 (N = 1000 at 0.3 rad and rho_inf = 0.9: the whip reaching the free end puts the last links in compression, where
 the steps, halved down to dt / 16, find no root near the predictor; ``augmented3d_implicit`` says more.)
+
+Long chains in absolute coordinates after the spherical joints' local blocks were eliminated by 3 x 3 blocks and the
+samples' joint coordinates compiled (``--formulations augmented --tilts 1e-3 --reference 0 --sizes N``, one process
+a size, the shared machine at a load of 3 to 6, the run getting 40-75% of a core; peak RSS: the process's peak
+resident memory, ``resource.getrusage``; M-ABD: 0.84 us a link-step on one thread):
+
+    N      t_end  wall/sim s  us/link-step  iter/step  splits  peak RSS [MB]
+    1e4    1      4.19        4.19          2.78       0       253
+    1e5    1      58.1        5.81          3.07       0       728
+    1e6    0.1    5800        58            13.90      2       4294   (40% of a core: 240 s of CPU for the 0.1 s,
+                                                                    setup included; Newton stalls in round-off
+                                                                    above newton_tol = 1e-12 at this size)
 """
 
 import os
@@ -58,6 +70,7 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import resource  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -79,8 +92,8 @@ def tip(model, q):
 
 def implicit_row(n, tilt, t_end, formulation="recursive", rho_inf=0.9):
     """One generalized_alpha run: a dict of its figures (wall time per simulated second, iterations a step...);
-    ``formulation`` "recursive" (joint coordinates) or "augmented" (absolute coordinates: only t0 and t_end stored,
-    the joint coordinates of every sample being recovered in Python)."""
+    ``formulation`` "recursive" (joint coordinates) or "augmented" (absolute coordinates: only t0 and t_end stored).
+    peak_rss_mb: the process's peak resident memory so far (rows run by increasing N: the largest run's peak)."""
     model, q0, v0 = hanging_chain(n, tilt)
     options = {"formulation": "augmented", "every": 10**9} if formulation == "augmented" else {}
     start = time.perf_counter()
@@ -99,6 +112,7 @@ def implicit_row(n, tilt, t_end, formulation="recursive", rho_inf=0.9):
             "wall_per_simulated_s": wall / max(reached, DT), "us_per_link_step": wall / steps / n * 1e6,
             "iterations_per_step": result.newton_iterations / steps,
             "factorizations_per_step": result.newton_factorizations / steps, "failure": failure,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "tip": tip(model, result.q[-1]).tolist()}
 
 
@@ -111,22 +125,23 @@ def main():
                         choices=["recursive", "augmented"], help="joint or absolute coordinates (or both)")
     parser.add_argument("--rho-inf", type=float, nargs="+", default=[0.9],
                         help="the numerical damping of the runs (each value a set of rows)")
+    parser.add_argument("--tilts", type=float, nargs="+", default=[1e-3, 0.3], help="the initial tilts [rad]")
     args = parser.parse_args()
     for formulation in args.formulations:
         implicit_row(5, 0.3, 2 * DT, formulation)  # compile
     cases = [(formulation, rho) for formulation in args.formulations for rho in args.rho_inf]
     rows = [implicit_row(n, tilt, args.t_end, formulation, rho) for formulation, rho in cases
-            for tilt in (1e-3, 0.3) for n in args.sizes]
+            for tilt in args.tilts for n in args.sizes]
     print_table(["formulation", "rho_inf", "N", "tilt", "reached [s]", "wall/sim s", "us/link-step", "iter/step",
-                 "fact/step", "splits", "failure"],
+                 "fact/step", "splits", "peak RSS [MB]", "failure"],
                 [[r["formulation"], r["rho_inf"], r["n"], r["tilt"], f"{r['reached']:.2f}",
                   f"{r['wall_per_simulated_s']:.3g}", f"{r['us_per_link_step']:.3g}",
                   f"{r['iterations_per_step']:.2f}", f"{r['factorizations_per_step']:.2f}", r["split_steps"],
-                  r["failure"]] for r in rows])
+                  f"{r['peak_rss_mb']:.0f}", r["failure"]] for r in rows])
     comparison = []
     references = {}
     if args.reference:
-        for (formulation, rho), tilt in ((case, tilt) for case in cases for tilt in (1e-3, 0.3)):
+        for (formulation, rho), tilt in ((case, tilt) for case in cases for tilt in args.tilts):
             ours = next((r for r in rows if r["n"] == args.reference and r["tilt"] == tilt
                          and r["formulation"] == formulation and r["rho_inf"] == rho), None) or \
                 implicit_row(args.reference, tilt, args.t_end, formulation, rho)

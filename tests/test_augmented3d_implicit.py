@@ -27,7 +27,7 @@ class Step:
         z, zd = augmented3d.absolute_from_joint(model, q, v)
         self.z, self.zb = z, augmented3d_implicit.to_body_axes(z, zd)
         self.starts = augmented3d.row_starts(model)
-        self.arrays = augmented3d_implicit._Arrays(n, int(self.starts[-1]))
+        self.arrays = augmented3d_implicit._Arrays(model, self.starts)
         am, af, gm, bt = generalized_alpha_coefficients(rho_inf)
         self.coef = np.array([h, am, af, gm, bt, h * h * bt * (1 - af) / (1 - am), h * gm * (1 - af) / (1 - am)])
         self.acc, self.vdot0 = rng.normal(size=(n, 6)), rng.normal(size=(n, 6))
@@ -51,10 +51,9 @@ class Step:
         self.residual(x)
         vdot, lam = self.split(x)
         assert kernels.factor(m.body_int, m.body_real, self.starts, a.zp, a.zbp, vdot, lam, a.rb, a.tangent,
-                              self.coef[5], self.coef[6], a.jc, a.jp, a.diag, a.aip, a.api, a.jcb, a.jpb, a.lu, a.piv,
-                              a.wm) == 0
+                              self.coef[5], self.coef[6], a.jc, a.jp, a.diag, a.api, a.lu, a.piv, a.wm) == 0
         xb, xj = self.split(np.array(rhs, dtype=float))
-        kernels.solve(m.body_int, self.starts, a.jp, a.api, a.lu, a.piv, a.wm, xb, xj)
+        kernels.solve(m.body_int, self.starts, a.jp, a.api, a.diag, a.lu, a.piv, a.wm, xb, xj)
         return np.concatenate((xb.ravel(), xj))
 
 
@@ -84,6 +83,38 @@ def test_the_newton_matrix_is_the_derivative_of_the_residual_on_a_random_tree_of
     expected = np.linalg.solve(jacobian, rhs)
     mine = step.solve(x0, rhs)
     assert np.abs(mine - expected).max() < 2e-8 * np.abs(expected).max()
+
+
+def test_the_compiled_joint_states_are_the_python_ones_on_a_random_tree_of_every_joint_type():
+    """The run's joint coordinates, velocities and constraint drift (compiled, a pass over the bodies a sample)
+    against ``augmented3d.joint_from_absolute`` and ``augmented3d.assemble``, to round-off, on two samples: one on
+    the constraints, one off them (the poses perturbed)."""
+    rng = np.random.default_rng(80)
+    model = rm.Model3D(gravity=(0.3, -0.5, -9.81))
+    for body in random_spatial_tree(rng, 9):
+        model.add_body(**body)
+    model.compile()
+    assert len({model.body(i)["joint"] for i in range(model.nbodies)}) == 8  # every joint type
+    q = rm.integrate_configuration(model, model.neutral(), rng.normal(size=model.nv))
+    z, zd = augmented3d.absolute_from_joint(model, q, rng.normal(size=model.nv))
+    off = z.copy()
+    off[:, :3] += 1e-3 * rng.normal(size=(model.nbodies, 3))
+    off[:, 3:] += 1e-3 * rng.normal(size=(model.nbodies, 4))
+    off[:, 3:] /= np.linalg.norm(off[:, 3:], axis=1, keepdims=True)
+    starts = augmented3d.row_starts(model)
+    arrays = augmented3d_implicit._Arrays(model, starts)
+    mine_q, mine_v, mine_drift = augmented3d_implicit.joint_states(model, np.array([z, off]), np.array([zd, zd]),
+                                                                   arrays)
+    keep = np.arange(6)[None, :] < np.diff(starts)[:, None]
+    for sample, poses in enumerate((z, off)):
+        expected_q, expected_v = augmented3d.joint_from_absolute(model, poses, zd)
+        np.testing.assert_allclose(mine_q[sample], expected_q, rtol=0, atol=1e-13)
+        np.testing.assert_allclose(mine_v[sample], expected_v, rtol=0, atol=1e-12 * np.abs(expected_v).max())
+        residuals = augmented3d.assemble(model, poses, zd)[4]
+        assert abs(mine_drift[sample] - np.abs(residuals[keep]).max()) <= 1e-15
+    assert mine_drift[0] < 1e-14 and mine_drift[1] > 1e-4
+    with pytest.raises(ValueError, match="z and zd must have shapes"):
+        augmented3d_implicit.joint_states(model, z, zd, arrays)
 
 
 def test_newton_converges_quadratically_on_a_swinging_chain_step():

@@ -64,7 +64,9 @@ It is factorised in tree order in O(N) time and memory: each body with its joint
 size 6 + m, factorised by LU with partial pivoting (neither symmetric nor positive definite: compressed links,
 gyroscopic terms, the zero block; a pivot is zero below 1e-14 of its column's largest entry), and eliminated into
 its parent's (``_kernels.augmented.implicit3d``, Baraff 1996
-for the structure). Full Newton: the matrix at every iterate, from the predictor vdot+ = vdot, lambda+ = lambda.
+for the structure); a spherical joint's block by its 3 x 3 blocks, its rows solved for the position and its force
+rows for the multipliers, leaving a 3 x 3 matrix inverted with partial pivoting (singular exactly when the block
+is: the same failures). Full Newton: the matrix at every iterate, from the predictor vdot+ = vdot, lambda+ = lambda.
 
 Convergence: the correction of the state, max(c_stiff, c_damp) times the largest |dvdot+| of the centres of mass
 and of each body's rotation times its radius of gyration sqrt(trace J_c / 2 m) (the motion of the body's points:
@@ -85,14 +87,27 @@ step, 0.33 s against 0.44 s, tips 1.6e-4 m apart; N = 1000, rho_inf = 0.5: 3.33 
 end puts its last links in compression (lambda along the link changes sign at the last two joints at t = 0.75 s),
 a 1 mm link pushed from its joint with an axial inertia of 8e-12 kg m^2 has no root of the step's equations near
 the predictor at h = 0.01 s, and the halved steps down to dt / 16 do not resolve the whip either (rho_inf = 0.5
-damps the high modes that feed it). N = 1e4 small swing: 3.0 iterations a step (0.1 s run). One iteration costs
-about 20 us a body under that load (the residual 4, the matrix and its factorisation 11, the solve 3.4), far
-above the recursive route's kernels: the local LU blocks and the 3 x 3 products are not tuned yet.
+damps the high modes that feed it). Long chains, the small swing, rho_inf = 0.9 (``--formulations augmented
+--tilts 1e-3 --reference 0``, the same shared machine at a load of 3 to 6, the run getting 40-75% of a core): 1 s of
+N = 1e4 in 4.2 s (4.2 us a link-step, 2.78 iterations a step), of N = 1e5 in 58 s (5.8 us, 3.07 iterations, peak
+resident memory of the process 0.73 GB, ``resource.getrusage``); N = 1e6 over 0.1 s: 13.9 iterations a step and 2
+split steps (at newton_tol = 1e-12 the corrections of a million bodies stall in round-off above the tolerance: a
+looser newton_tol is needed there), 580 s of wall time at 40% of a core (240 s of CPU, setup included), peak
+resident memory 4.4 GB (``/usr/bin/time -v``; 1.9 KB a body of it the step's arrays). One iteration costs about
+1.0 us a body at N = 1e4 and at N = 1e5 (update 0.06, residual 0.17, the matrix and its factorisation 0.72, the
+solve 0.08 at 1e4; 0.07, 0.19, 0.71, 0.10 at 1e5), against 2.9 us before the spherical joints' blocks were
+eliminated by 3 x 3 blocks (0.06, 0.17, 2.06, 0.58 at 1e4; best of 7 calls, run back to back at a load of 3), so the
+targets (1e5 links in 20 s, 1e6 in 60 s and under 4 GB: M-ABD's 0.84 us a link-step) are not met yet: the
+matrix's assembly (the geometric-stiffness and coupling blocks, 3 x 3 products in several passes
+over the arrays) is now the largest cost. The joint coordinates and the drift of the samples are compiled
+(``_kernels.augmented.recover3d``): they took 2.2 s a sample at N = 1e4 in Python (0.05 s of N = 1e4 at
+dt = 0.01 s: 4.5 s before, 0.21 s now, at loads below 1 and of 3).
 
 Scope: trees (loops: ModelError naming them), every joint type of the augmented formulation, gravity, tau
 constant; no force elements (ModelError naming them), tau functions, events or t_eval (ValueError). The result
-holds the joint coordinates (``augmented3d.joint_from_absolute``) and the absolute state ``z``, ``zd``, with
-``constraint_drift`` (max |C| a sample), ``multipliers``-free (a tree), ``newton_iterations`` and
+holds the joint coordinates (``augmented3d.joint_from_absolute`` compiled: ``_kernels.augmented.recover3d``, O(N)
+a sample) and the absolute state ``z``, ``zd``, with ``constraint_drift`` (max |C| a sample, the same pass),
+``multipliers``-free (a tree), ``newton_iterations`` and
 ``newton_factorizations`` (equal: full Newton); ``applied_work`` is tau's work by the trapezoidal rule on its
 power at the step ends.
 """
@@ -105,6 +120,7 @@ import numpy as np
 from .. import _checks
 from .._kernels import layout as L
 from .._kernels.augmented import implicit3d as kernels
+from .._kernels.augmented import recover3d
 from .._kernels.spatial import layout as SL
 from ..dynamics import augmented3d
 from ..errors import ModelError, SimulationError
@@ -117,23 +133,30 @@ MAX_SPLITS = 4
 
 
 class _Arrays:
-    """The step's arrays of one model (n bodies, ``rows`` joint rows), allocated once a run."""
+    """The step's arrays of one model (its joints' rows start at ``starts``), allocated once a run: only what the
+    solve needs is kept per body (the local blocks' factors, K^-1 U and the coupling rows), sized by the largest
+    joint (a chain of spherical joints: 1.9 KB a body)."""
 
-    def __init__(self, n, rows):
+    def __init__(self, model, starts):
+        n = model.nbodies
+        rows = max(int(np.diff(starts).max(initial=0)), 1)
+        spherical = bool((model.body_int[:, SL.JTYPE] == SL.SPHERICAL).all())
         self.zp, self.zbp, self.zdp = np.zeros((n, 7)), np.zeros((n, 6)), np.zeros((n, 6))
         self.tangent = np.zeros((n, 3, 3))
-        self.rb, self.rc = np.zeros((n, 6)), np.zeros(rows)
-        self.jc, self.jp = np.zeros((n, 6, 6)), np.zeros((n, 6, 6))
+        self.rb, self.rc = np.zeros((n, 6)), np.zeros(int(starts[-1]))
+        self.jc, self.jp = np.zeros((n, rows, 6)), np.zeros((n, rows, 6))
         self.res, self.gam = np.zeros((n, 6)), np.zeros((n, 6))
-        self.diag, self.aip, self.api = np.zeros((n, 6, 6)), np.zeros((n, 6, 6)), np.zeros((n, 6, 6))
-        self.jcb, self.jpb = np.zeros((n, 6, 6)), np.zeros((n, 6, 6))
-        self.lu, self.piv, self.wm = np.zeros((n, 12, 12)), np.zeros((n, 12), dtype=np.int64), np.zeros((n, 12, 6))
+        self.diag, self.api = np.zeros((n, 6, 6)), np.zeros((n, 3, 6))
+        # a spherical joint's local block is kept as five 3 x 3 blocks, without pivots (``kernels.factor``)
+        self.lu = np.zeros((n, 5, 9)) if spherical else np.zeros((n, 12, 12))
+        self.piv = np.zeros((n, 1 if spherical else 12), dtype=np.int64)
+        self.wm = np.zeros((n, 6 + rows, 6))
         self.power = np.zeros(1)
         self.info = np.zeros(4)
 
     def step_arrays(self):
         return (self.zp, self.zbp, self.zdp, self.tangent, self.rb, self.rc, self.jc, self.jp, self.res, self.gam,
-                self.diag, self.aip, self.api, self.jcb, self.jpb, self.lu, self.piv, self.wm, self.power, self.info)
+                self.diag, self.api, self.lu, self.piv, self.wm, self.power, self.info)
 
 
 def check_model(model):
@@ -171,14 +194,16 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, every=
     check_model(model)
     options = run_options(rho_inf, newton_tol, max_newton, t0, t_end, dt, max_steps, every, None)
     (alpha_m, alpha_f, gamma, beta), newton_tol, max_newton, t0, t_end, dt, every, _ = options
-    n = model.nbodies
     tau = np.zeros(0) if tau is None else np.ascontiguousarray(_checks.finite_array(tau, "tau", (model.nv,)))
     z, zd = augmented3d.absolute_from_joint(model, q0, v0)
+    cached = hasattr(model, "_augmented3d_workspace")
     vdot, lam = augmented3d.forward_dynamics(model, z, zd, tau if tau.size else None, t0)
+    if not cached:  # the explicit routes' tree-solve workspace (1.3 KB a body): not used by the steps
+        del model._augmented3d_workspace
     vdot, zb = to_body_axes(z, vdot), to_body_axes(z, zd)
     acc = vdot.copy()
     starts = augmented3d.row_starts(model)
-    arrays = _Arrays(n, int(starts[-1]))
+    arrays = _Arrays(model, starts)
     steps = _runs.fixed_step_count(t0, t_end, dt, max_steps)
     stepper = _Stepper(model, starts, tau, (alpha_m, alpha_f, gamma, beta), newton_tol, max_newton,
                        [z, zb, zd, acc, vdot, lam, _power(model, starts, tau, z, zd, vdot, lam, arrays), 0.0], arrays)
@@ -206,7 +231,7 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, every=
                                      f"t = {t:.9g} s")
             break
     iterations = stepper.iterations
-    result = _result(model, samples_t, samples_z, samples_zd, samples_work, starts, iterations, accepted)
+    result = _result(model, samples_t, samples_z, samples_zd, samples_work, arrays, iterations, accepted)
     result.newton_split_steps = stepper.splits
     if failure is not None:
         result.status, why = failure
@@ -293,19 +318,27 @@ def _step_failure(model, status, t_fail, step, h, info, newton_tol, max_newton):
     return "failed", f"{head}: {why}"
 
 
-def _result(model, samples_t, samples_z, samples_zd, samples_work, starts, iterations, nsteps):
+def joint_states(model, z, zd, arrays):
+    """Joint coordinates q (nt, nq), velocities v (nt, nv) and the constraint drift max |C| (nt,) of the absolute
+    samples z (nt, nbodies, 7) and zd (nt, nbodies, 6) (omega in ground axes), compiled in O(N) a sample (the
+    joints' rows computed in the run's arrays, scratch here)."""
+    nt, n = len(z), model.nbodies
+    z = np.ascontiguousarray(z, dtype=float)
+    zd = np.ascontiguousarray(zd, dtype=float)
+    if z.shape != (nt, n, 7) or zd.shape != (nt, n, 6):
+        raise ValueError(f"z and zd must have shapes ({nt}, {n}, 7) and ({nt}, {n}, 6), got {z.shape} and {zd.shape}")
+    q, v, drift = np.zeros((nt, model.nq)), np.zeros((nt, model.nv)), np.zeros(nt)
+    recover3d.joint_states(model.body_int, model.body_real, z, zd, q, v, drift, arrays.jc, arrays.jp, arrays.res,
+                           arrays.gam, np.zeros((2, 6)))
+    return q, v, drift
+
+
+def _result(model, samples_t, samples_z, samples_zd, samples_work, arrays, iterations, nsteps):
     """The run's SimulationResult from its samples of (z, zd)."""
     nt = len(samples_t)
     z = np.array(samples_z).reshape(nt, model.nbodies, 7)
     zd = np.array(samples_zd).reshape(nt, model.nbodies, 6)
-    q, v = np.zeros((nt, model.nq)), np.zeros((nt, model.nv))
-    drift = np.zeros(nt)
-    counts = np.diff(starts)
-    keep = np.arange(6)[None, :] < counts[:, None]
-    for row in range(nt):
-        q[row], v[row] = augmented3d.joint_from_absolute(model, z[row], zd[row])
-        _, _, _, _, res, _ = augmented3d.assemble(model, z[row], zd[row])
-        drift[row] = np.abs(res[keep]).max() if keep.any() else 0.0
+    q, v, drift = joint_states(model, z, zd, arrays)
     work = np.zeros((nt, 2))
     work[:, 1] = samples_work
     result = SimulationResult(model, np.array(samples_t), q, v, work, "augmented generalized_alpha", iterations, nsteps,

@@ -32,6 +32,13 @@ U_i = [A_ip; jpb_i] (columns) and V_i = [A_pi, jp_i^T] (rows): K_i is factorised
 neither symmetric nor definite: the geometric stiffness of compressed links, the gyroscopic terms, the zero block),
 W_i = K_i^-1 U_i is kept and D_p -= V_i W_i. The solve: leaves first y_i = K_i^-1 b_i, b_p -= V_i y_i; roots first
 y_i -= W_i x_p. O(N) time and memory, no nbodies x nbodies matrix.
+
+A spherical joint (the long chains' joint) has 3 linear rows [G, B] whose position block G (the joint frame's axes)
+is invertible whatever the iterate: its K_i is eliminated by 3 x 3 blocks instead (``_spherical_factor``), the
+rows giving the position, the force rows the multipliers, and only a 3 x 3 matrix S (the rotation block reduced
+onto the constraints) inverted with partial pivoting; S is singular exactly when K_i is, so the same failures are
+found (its pivots tested against its own columns, the same PIVOT_RTOL). Only the blocks the solve reads are kept:
+G^-1, E, Hm, P, S^-1 (45 numbers, where the LU of K_i took 144; D11, D12 stay in D_i).
 """
 
 import math
@@ -55,6 +62,7 @@ from ..spatial.layout import (
     PRISMATIC,
     R0,
     REVOLUTE,
+    SPHERICAL,
     UNIVERSAL,
 )
 from .spatial3d import (
@@ -270,11 +278,11 @@ def _angular_gradient(jcb, jpb, i, r, v, t_c, t_p, has_parent):
 
 @inline
 def _row_times_tangent(jc, jcb, i, r, t):
-    """jcb[i, r] = jc[i, r] with its rotation part multiplied on the right by t."""
+    """jcb[0, r] = jc[i, r] with its rotation part multiplied on the right by t."""
     a = (jc[i, r, 3], jc[i, r, 4], jc[i, r, 5])
     for c in range(3):
-        jcb[i, r, c] = jc[i, r, c]
-        jcb[i, r, 3 + c] = a[0] * t[c] + a[1] * t[3 + c] + a[2] * t[6 + c]
+        jcb[0, r, c] = jc[i, r, c]
+        jcb[0, r, 3 + c] = a[0] * t[c] + a[1] * t[3 + c] + a[2] * t[6 + c]
 
 
 @inline
@@ -329,17 +337,173 @@ def _lu_solve(a, piv, size, y):
         y[k] = s / a[k, k]
 
 
+# ---- the spherical joint's local block by its 3 x 3 blocks ---------------------------------------------------------
+
+@inline
+def _block(a, i, r0, c0):
+    """a[i, r0:r0 + 3, c0:c0 + 3] as a row-major 9-tuple."""
+    return (a[i, r0, c0], a[i, r0, c0 + 1], a[i, r0, c0 + 2], a[i, r0 + 1, c0], a[i, r0 + 1, c0 + 1],
+            a[i, r0 + 1, c0 + 2], a[i, r0 + 2, c0], a[i, r0 + 2, c0 + 1], a[i, r0 + 2, c0 + 2])
+
+
+@inline
+def _block_t(a, i, r0, c0):
+    """a[i, r0:r0 + 3, c0:c0 + 3]^T."""
+    return (a[i, r0, c0], a[i, r0 + 1, c0], a[i, r0 + 2, c0], a[i, r0, c0 + 1], a[i, r0 + 1, c0 + 1],
+            a[i, r0 + 2, c0 + 1], a[i, r0, c0 + 2], a[i, r0 + 1, c0 + 2], a[i, r0 + 2, c0 + 2])
+
+
+@inline
+def _tr(a):
+    return (a[0], a[3], a[6], a[1], a[4], a[7], a[2], a[5], a[8])
+
+
+@inline
+def _store(out, i, r, a):
+    """out[i, r, :9] = a (a 9-tuple kept in a row of the local block's storage)."""
+    for c in range(9):
+        out[i, r, c] = a[c]
+
+
+@inline
+def _load(out, i, r):
+    return (out[i, r, 0], out[i, r, 1], out[i, r, 2], out[i, r, 3], out[i, r, 4], out[i, r, 5], out[i, r, 6],
+            out[i, r, 7], out[i, r, 8])
+
+
+@inline
+def _put_block(out, i, r0, c0, a):
+    """out[i, r0:r0 + 3, c0:c0 + 3] = a."""
+    for r in range(3):
+        for c in range(3):
+            out[i, r0 + r, c0 + c] = a[3 * r + c]
+
+
+@inline
+def _inverse3(a, work):
+    """(a^-1, True) by Gauss-Jordan elimination with partial pivoting, or (anything, False) when a pivot falls below
+    PIVOT_RTOL times the largest entry of its column in a. work (3, 6) is scratch."""
+    for r in range(3):
+        for c in range(3):
+            work[r, c] = a[3 * r + c]
+            work[r, 3 + c] = 1.0 if r == c else 0.0
+    for k in range(3):
+        big = max(abs(a[k]), abs(a[3 + k]), abs(a[6 + k]))
+        best = k
+        for r in range(k + 1, 3):
+            if abs(work[r, k]) > abs(work[best, k]):
+                best = r
+        if not abs(work[best, k]) > PIVOT_RTOL * big:
+            return a, False
+        if best != k:
+            for c in range(6):
+                tmp = work[k, c]
+                work[k, c] = work[best, c]
+                work[best, c] = tmp
+        inv = 1.0 / work[k, k]
+        for c in range(6):
+            work[k, c] *= inv
+        for r in range(3):
+            if r != k:
+                f = work[r, k]
+                for c in range(6):
+                    work[r, c] -= f * work[k, c]
+    return _block(work.reshape((1, 3, 6)), 0, 0, 3), True
+
+
+@inline
+def _spherical_factor(diag, aip, api, jc, jp, jcb, jpb, lu, wm, i, p, work):
+    """The local block K = [[D, jc^T], [jcb, 0]] of body i with a spherical joint (3 linear rows) factorised by its
+    3 x 3 blocks, and (with a parent p >= 0) W = K^-1 U into wm[i] and D_p -= V W (module docstring). With
+    x = (x1, x2, lam) (position, rotation, multipliers), jc = [G, Bc] and jcb = [G, Bb]: the rows G x1 + Bb x2 = b3
+    give x1 = G^-1 b3 - E x2 (E = G^-1 Bb; G the joint frame's axes, invertible), the force rows
+    lam = G^-T (b1 - D11 x1 - D12 x2), and the moment rows leave the 3 x 3 system S x2 = b2 - Hm b1 - P G^-1 b3 with
+    Hm = Bc^T G^-T, P = D21 - Hm D11 and S = D22 - Hm D12 - P E, inverted with partial pivoting (S is singular
+    exactly when K is). lu[i] keeps G^-1, E, Hm, P and S^-1 (a row each) for ``_spherical_solve``.
+    False where S is singular."""
+    d11 = _block(diag, i, 0, 0)
+    d12 = _block(diag, i, 0, 3)
+    d21 = _block(diag, i, 3, 0)
+    d22 = _block(diag, i, 3, 3)
+    g = _block(jc, i, 0, 0)
+    g_inv, _ = _inverse3(g, work)  # orthonormal rows: never singular
+    e = _mm(g_inv, _block(jcb, 0, 0, 3))
+    hm = _tr(_mm(g_inv, _block(jc, i, 0, 3)))
+    pm = _lin(1.0, d21, -1.0, _mm(hm, d11))
+    sm = _lin(1.0, _lin(1.0, d22, -1.0, _mm(hm, d12)), -1.0, _mm(pm, e))
+    s_inv, ok = _inverse3(sm, work)
+    if not ok:
+        return False
+    _store(lu, i, 0, g_inv)
+    _store(lu, i, 1, e)
+    _store(lu, i, 2, hm)
+    _store(lu, i, 3, pm)
+    _store(lu, i, 4, s_inv)
+    if p < 0:
+        return True
+    g_it = _tr(g_inv)
+    # W's first three columns: U = [0; 0; jpb's position columns]
+    gb = _mm(g_inv, _block(jpb, 0, 0, 0))
+    x2a = _lin(-1.0, _mm(s_inv, _mm(pm, gb)), 0.0, gb)
+    x1a = _lin(1.0, gb, -1.0, _mm(e, x2a))
+    la = _mm(g_it, _lin(-1.0, _mm(d11, x1a), -1.0, _mm(d12, x2a)))
+    # the last three: U = [A_ip's turn columns; jpb's turn columns]
+    u1 = _block(aip, 0, 0, 3)
+    gb = _mm(g_inv, _block(jpb, 0, 0, 3))
+    x2b = _mm(s_inv, _lin(1.0, _lin(1.0, _block(aip, 0, 3, 3), -1.0, _mm(hm, u1)), -1.0, _mm(pm, gb)))
+    x1b = _lin(1.0, gb, -1.0, _mm(e, x2b))
+    lb = _mm(g_it, _lin(1.0, _lin(1.0, u1, -1.0, _mm(d11, x1b)), -1.0, _mm(d12, x2b)))
+    _put_block(wm, i, 0, 0, x1a)
+    _put_block(wm, i, 3, 0, x2a)
+    _put_block(wm, i, 6, 0, la)
+    _put_block(wm, i, 0, 3, x1b)
+    _put_block(wm, i, 3, 3, x2b)
+    _put_block(wm, i, 6, 3, lb)
+    # D_p -= V W, V = [A_pi, jp^T] (A_pi's force rows are zero)
+    jl = _block_t(jp, i, 0, 0)
+    jm = _block_t(jp, i, 0, 3)
+    a1 = _block(api, i, 0, 0)
+    a2 = _block(api, i, 0, 3)
+    _put(diag, p, 0, 0, -1.0, _mm(jl, la))
+    _put(diag, p, 0, 3, -1.0, _mm(jl, lb))
+    _put(diag, p, 3, 0, -1.0, _lin(1.0, _lin(1.0, _mm(a1, x1a), 1.0, _mm(a2, x2a)), 1.0, _mm(jm, la)))
+    _put(diag, p, 3, 3, -1.0, _lin(1.0, _lin(1.0, _mm(a1, x1b), 1.0, _mm(a2, x2b)), 1.0, _mm(jm, lb)))
+    return True
+
+
+@inline
+def _spherical_solve(lu, diag, i, y):
+    """y[:9] = K^-1 y[:9] with the factor of ``_spherical_factor`` (and D11, D12 from diag[i], which the
+    elimination leaves as they were)."""
+    g_inv = _load(lu, i, 0)
+    b1 = (y[0], y[1], y[2])
+    gb = _mat_vec(g_inv, (y[6], y[7], y[8]))
+    x2 = _mat_vec(_load(lu, i, 4), _sub(_sub((y[3], y[4], y[5]), _mat_vec(_load(lu, i, 2), b1)),
+                                        _mat_vec(_load(lu, i, 3), gb)))
+    x1 = _sub(gb, _mat_vec(_load(lu, i, 1), x2))
+    lam = _mat_t_vec(g_inv, _sub(_sub(b1, _mat_vec(_block(diag, i, 0, 0), x1)), _mat_vec(_block(diag, i, 0, 3), x2)))
+    for c in range(3):
+        y[c] = x1[c]
+        y[3 + c] = x2[c]
+        y[6 + c] = lam[c]
+
+
 @njit
-def factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_stiff, c_damp, jc, jp, diag, aip, api,
-           jcb, jpb, lu, piv, wm):
+def factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_stiff, c_damp, jc, jp, diag, api, lu,
+           piv, wm):
     """Build the Newton matrix at (zp, zbp, vdot, lam) (module docstring; zbp the velocities with omega in body
     axes, rb the residual there and jc, jp the ground-axis rows, both as ``residual`` left them) and factorise it
-    leaves first: lu (nbodies, 12, 12) and piv (nbodies, 12) the local blocks' LU, wm (nbodies, 12, 6) = K_i^-1 U_i;
-    diag, aip, api (nbodies, 6, 6) the body blocks D_i (reduced), A_ip, A_pi; jcb, jpb (nbodies, 6, 6) the position
-    rows' gradients times the tangent maps; jc, jp are turned into body axes (their moment columns times R), the
-    rows of the solve. Returns the status (a singular local block: its body)."""
+    leaves first: lu (nbodies, 12, 12) and piv (nbodies, 12) the local blocks' LU (a spherical joint's: its 3 x 3
+    blocks, ``_spherical_factor``, in lu[i, :5, :9], piv unused: (nbodies, 5, 9) and (nbodies, 1) where every joint
+    is spherical), wm (nbodies, 6 + rows, 6) = K_i^-1 U_i; diag (nbodies, 6, 6) the body blocks D_i (reduced), api
+    (nbodies, 3, 6) A_pi's moment rows (its force rows are zero); jc, jp (nbodies, rows, 6), rows the most of any
+    joint, are turned into body axes (their moment columns times R), the rows of the solve. Returns the status (a
+    singular local block: its body)."""
     n = body_int.shape[0]
     y = np.empty(12)
+    work = np.empty((3, 6))
+    # a body's A_ip and its rows' gradients jcb, jpb: scratch, used while the body is eliminated
+    aip, jcb, jpb = np.zeros((1, 6, 6)), np.zeros((1, 6, 6)), np.zeros((1, 6, 6))
     for i in range(n):  # the body's own terms: inertia, gyroscopic forces, the turn of R^T on the applied moments
         inertia = (body_real[i, IC], body_real[i, IC + 3], body_real[i, IC + 4], body_real[i, IC + 3],
                    body_real[i, IC + 1], body_real[i, IC + 5], body_real[i, IC + 4], body_real[i, IC + 5],
@@ -411,18 +575,18 @@ def factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_st
             c0 = _column(rot, 0)
             c1 = _column(rot, 1)
             c2 = _column(rot, 2)
-            _angular_gradient(jcb, jpb, i, at, _scale(0.5, _sub(_cross(c1, g2), _cross(c2, g1))), t_c, t_p, p >= 0)
-            _angular_gradient(jcb, jpb, i, at + 1, _scale(0.5, _sub(_cross(c2, g0), _cross(c0, g2))), t_c, t_p,
+            _angular_gradient(jcb, jpb, 0, at, _scale(0.5, _sub(_cross(c1, g2), _cross(c2, g1))), t_c, t_p, p >= 0)
+            _angular_gradient(jcb, jpb, 0, at + 1, _scale(0.5, _sub(_cross(c2, g0), _cross(c0, g2))), t_c, t_p,
                               p >= 0)
-            _angular_gradient(jcb, jpb, i, at + 2, _scale(0.5, _sub(_cross(c0, g1), _cross(c1, g0))), t_c, t_p,
+            _angular_gradient(jcb, jpb, 0, at + 2, _scale(0.5, _sub(_cross(c0, g1), _cross(c1, g0))), t_c, t_p,
                               p >= 0)
         elif jt in (REVOLUTE, CYLINDRICAL, PLANAR):  # C1 = -(F n2) . (R a), C2 = (F n1) . (R a)
             at = 3 if jt == REVOLUTE else 0
             axis = (0.0, 0.0, 1.0) if jt == PLANAR else _vec(body_real, i, A1)
             n1, n2 = _perpendiculars(axis)
             ca = _mat_vec(rot, axis)
-            _angular_gradient(jcb, jpb, i, at, _cross(_mat_vec(frame, n2), ca), t_c, t_p, p >= 0)
-            _angular_gradient(jcb, jpb, i, at + 1, _cross(ca, _mat_vec(frame, n1)), t_c, t_p, p >= 0)
+            _angular_gradient(jcb, jpb, 0, at, _cross(_mat_vec(frame, n2), ca), t_c, t_p, p >= 0)
+            _angular_gradient(jcb, jpb, 0, at + 1, _cross(ca, _mat_vec(frame, n1)), t_c, t_p, p >= 0)
         elif jt == UNIVERSAL:  # g = (F a1) x (R a2) / |a1 x a2| turns with both bodies
             a1 = _vec(body_real, i, A1)
             a2 = _vec(body_real, i, A2)
@@ -441,12 +605,13 @@ def factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_st
         if p >= 0:
             for r in range(6):
                 for c in range(6):
-                    aip[i, r, c] = 0.0
-                    api[i, r, c] = 0.0
-            _put(aip, i, 0, 3, -c_stiff, _mm(sf, t_p))  # the child's force turns with the parent
-            _put(aip, i, 3, 3, c_stiff, _mm(rot_t, _mm(hip, t_p)))
-            _put(api, i, 3, 0, c_stiff, _mm(rot_pt, sf))
-            _put(api, i, 3, 3, c_stiff, _mm(rot_pt, _mm(hpi, t_c)))
+                    aip[0, r, c] = 0.0
+                    if r < 3:
+                        api[i, r, c] = 0.0
+            _put(aip, 0, 0, 3, -c_stiff, _mm(sf, t_p))  # the child's force turns with the parent
+            _put(aip, 0, 3, 3, c_stiff, _mm(rot_t, _mm(hip, t_p)))
+            _put(api, i, 0, 0, c_stiff, _mm(rot_pt, sf))  # A_pi's moment rows (its force rows are zero)
+            _put(api, i, 0, 3, c_stiff, _mm(rot_pt, _mm(hpi, t_c)))
             _put(diag, p, 0, 3, c_stiff, _mm(sf, t_p))
             _put(diag, p, 3, 0, -c_stiff, _mm(rot_pt, sf))
             _put(diag, p, 3, 3, c_stiff, _mm(rot_pt, _mm(hpp, t_p)))
@@ -456,6 +621,10 @@ def factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_st
             for c in range(3):
                 jc[i, k, 3 + c] = a[c]
                 jp[i, k, 3 + c] = b[c]
+        if jt == SPHERICAL:  # by its 3 x 3 blocks
+            if not _spherical_factor(diag, aip, api, jc, jp, jcb, jpb, lu, wm, i, p, work):
+                return STATUS_SINGULAR | (i << 4)
+            continue
         # the local block [[D_i, jc^T], [jcb, 0]]
         size = 6 + m
         for r in range(size):
@@ -465,7 +634,7 @@ def factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_st
                 elif r < 6:
                     lu[i, r, c] = jc[i, c - 6, r]
                 elif c < 6:
-                    lu[i, r, c] = jcb[i, r - 6, c]
+                    lu[i, r, c] = jcb[0, r - 6, c]
                 else:
                     lu[i, r, c] = 0.0
         if not _lu_factor(lu[i], piv[i], size, y):
@@ -474,15 +643,16 @@ def factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_st
             continue
         for c in range(6):  # W = K^-1 U, a column at a time
             for r in range(size):
-                y[r] = aip[i, r, c] if r < 6 else jpb[i, r - 6, c]
+                y[r] = aip[0, r, c] if r < 6 else jpb[0, r - 6, c]
             _lu_solve(lu[i], piv[i], size, y)
             for r in range(size):
                 wm[i, r, c] = y[r]
         for r in range(6):  # D_p -= V W, V = [A_pi, jp^T]
             for c in range(6):
                 s = 0.0
-                for k in range(6):
-                    s += api[i, r, k] * wm[i, k, c]
+                if r >= 3:
+                    for k in range(6):
+                        s += api[i, r - 3, k] * wm[i, k, c]
                 for k in range(m):
                     s += jp[i, k, r] * wm[i, 6 + k, c]
                 diag[p, r, c] -= s
@@ -490,7 +660,7 @@ def factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_st
 
 
 @njit
-def solve(body_int, row_start, jp, api, lu, piv, wm, xb, xj):
+def solve(body_int, row_start, jp, api, diag, lu, piv, wm, xb, xj):
     """Solve the factorised Newton system in place: xb (nbodies, 6) and xj (rows) hold the right-hand side on entry
     and the solution on return. O(N)."""
     n = body_int.shape[0]
@@ -504,7 +674,10 @@ def solve(body_int, row_start, jp, api, lu, piv, wm, xb, xj):
             y[c] = xb[i, c]
         for k in range(m):
             y[6 + k] = xj[r0 + k]
-        _lu_solve(lu[i], piv[i], size, y)
+        if body_int[i, JTYPE] == SPHERICAL:
+            _spherical_solve(lu, diag, i, y)
+        else:
+            _lu_solve(lu[i], piv[i], size, y)
         for c in range(6):
             xb[i, c] = y[c]
         for k in range(m):
@@ -512,8 +685,9 @@ def solve(body_int, row_start, jp, api, lu, piv, wm, xb, xj):
         if p >= 0:
             for r in range(6):
                 s = 0.0
-                for k in range(6):
-                    s += api[i, r, k] * y[k]
+                if r >= 3:
+                    for k in range(6):
+                        s += api[i, r - 3, k] * y[k]
                 for k in range(m):
                     s += jp[i, k, r] * y[6 + k]
                 xb[p, r] -= s
@@ -537,8 +711,7 @@ def solve(body_int, row_start, jp, api, lu, piv, wm, xb, xj):
 
 @njit
 def newton_step(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdot0, coef, gyration, tol, max_newton,
-                vdot, lam, zp, zbp, zdp, tangent, rb, rc, jc, jp, res, gam, diag, aip, api, jcb, jpb, lu, piv, wm,
-                power, info):
+                vdot, lam, zp, zbp, zdp, tangent, rb, rc, jc, jp, res, gam, diag, api, lu, piv, wm, power, info):
     """Newton's iteration of one step from the first guess (vdot, lam), full Newton (the matrix at every iterate);
     on return vdot, lam and the new state (zp; zbp, zdp: omega in body and in ground axes) of the last iterate
     (velocities and accelerations zb0, acc0, vdot0, vdot with omega in body axes). The correction of the state is
@@ -572,7 +745,7 @@ def newton_step(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdo
         info[2] = worst
         info[3] = where
         status = factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_stiff, c_damp, jc, jp,
-                        diag, aip, api, jcb, jpb, lu, piv, wm)
+                        diag, api, lu, piv, wm)
         if status:
             return status
         for i in range(n):
@@ -580,7 +753,7 @@ def newton_step(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdo
                 rb[i, c] = -rb[i, c]
         for k in range(rc.shape[0]):
             rc[k] = -rc[k]
-        solve(body_int, row_start, jp, api, lu, piv, wm, rb, rc)
+        solve(body_int, row_start, jp, api, diag, lu, piv, wm, rb, rc)
         correction = 0.0
         for i in range(n):
             for c in range(6):
