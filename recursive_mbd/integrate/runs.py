@@ -409,8 +409,8 @@ def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, proje
                  watch_impacts=False):
     """The RecursiveSystem the time loops integrate (fields in ``_kernels.planar.system``); a TreeSystem, the same
     fields, for a model without loops when ``tree_system`` (the time loops compiled for it leave the loop layer
-    out; the implicit methods take a RecursiveSystem always), and of it a ChainSystem for a plain serial chain
-    (revolute joints, no driven joint, element or contact: its time loops compile one forward-dynamics route).
+    out; the implicit methods take a RecursiveSystem always), and of it a ChainSystem for a serial chain of
+    revolute joints without driven joints (its time loops compile one route of the forward dynamics).
     ``watch_impacts``: a fixed-step run, which stops at an impact its step does not resolve
     (``_kernels.planar.contact.update_contacts``)."""
     from ..dynamics.loops import FILTER_RCOND, POSITION_RCOND  # noqa: PLC0415  (loops imports dynamics, as this module does)
@@ -427,9 +427,8 @@ def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, proje
              np.array([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0, POSITION_RCOND,
                        FILTER_RCOND]))
     system_class = TreeSystem if tree_system and m == 0 else RecursiveSystem
-    if (system_class is TreeSystem and model.body_int[0, L.FLAGS] & L.SERIAL_REVOLUTE and not inputs.driven.size
-            and not has_elements and not model.has_contacts):
-        system_class = ChainSystem
+    if system_class is TreeSystem and model.body_int[0, L.FLAGS] & L.SERIAL_REVOLUTE and not inputs.driven.size:
+        system_class = ChainSystem  # the route tree.forward_dynamics takes for it
     contacts = None
     if model.has_contacts:
         nshapes = model.shape_int.shape[0]

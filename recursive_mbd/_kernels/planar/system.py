@@ -65,11 +65,11 @@ TreeSystem = namedtuple("TreeSystem", RecursiveSystem._fields)
 
 
 class ChainSystem(TreeSystem):
-    """A TreeSystem of a plain serial chain: revolute joints, each body the child of the one before (flag
-    SERIAL_REVOLUTE), no driven joint, no force element, no contact (``integrate.runs.build_system`` decides).
-    Its right-hand side calls the one route the forward dynamics takes for it (``tree._forward_dynamics_serial``)
-    and no element forces: a time loop compiled for it leaves the other routes and the elements out (a first
-    ``rm.simulate`` of a chain compiles about half as much); the arithmetic, and so every result, is the same."""
+    """A TreeSystem of a serial chain of revolute joints (flag SERIAL_REVOLUTE: each body the child of the one
+    before) without driven joints (``integrate.runs.build_system`` decides): its right-hand side calls the one
+    route the forward dynamics takes for it (``tree._forward_dynamics_serial``), so a time loop compiled for it
+    leaves the other routes out (a first ``rm.simulate`` of a chain compiles about half as much); the
+    arithmetic, and so every result, is the same."""
 
     __slots__ = ()
 
@@ -269,11 +269,11 @@ def project_state(inputs, key, system, t, y):
     return status
 
 
-def _make_rhs(with_loops, plain_chain=False):
-    """dy = f(t, y) of a RecursiveSystem (``with_loops``), a TreeSystem or a ChainSystem (``plain_chain``): the
+def _make_rhs(with_loops, serial_chain=False):
+    """dy = f(t, y) of a RecursiveSystem (``with_loops``), a TreeSystem or a ChainSystem (``serial_chain``): the
     same function, the loop branch removed before typing for a tree (``with_loops`` is a constant of the closure,
     and numba prunes the branches on constants), so that a time loop compiled for a tree leaves the loop layer
-    out; for a plain chain the element branch too, and the forward dynamics is its serial route."""
+    out; for a serial chain the forward dynamics is its serial route alone."""
 
     @njit
     def system_rhs(inputs, key, system, t, y, dy):
@@ -317,7 +317,7 @@ def _make_rhs(with_loops, plain_chain=False):
         power_tau = (p0 + p1) + (p2 + p3)
         energy = system.element_energy
         # force elements or contacts: wrench (system.wrench) has a row per body, else (0, 3)
-        if not plain_chain and (system.elem_int.shape[0] > 0 or has_contacts(system.contacts)):
+        if system.elem_int.shape[0] > 0 or has_contacts(system.contacts):
             status = element_forces(body_int, system.body_real, system.elem_int, system.elem_real, u, q, qd,
                                     system.ws, system.com, system.wrench, system.jforce, energy, system.per_element)
             if status != STATUS_OK:
@@ -338,7 +338,7 @@ def _make_rhs(with_loops, plain_chain=False):
                                               drive, loops[3], loops[4], loops[5], loops[6], loops[7], loops[8],
                                               loops[9], loops[10], loops[11], loops[15][4], loops[12], loops[13],
                                               _branch(loops[15]))
-        if plain_chain:  # the route forward_dynamics takes for a serial chain without driven joints
+        if serial_chain:  # the route forward_dynamics takes for a serial chain without driven joints
             status = _forward_dynamics_serial(system.body_real, system.gravity, q, qd, tau, system.wrench,
                                               system.ws, qdd)
         elif use_tree:
@@ -368,7 +368,7 @@ def _make_rhs(with_loops, plain_chain=False):
 
 system_rhs = _make_rhs(with_loops=True)
 tree_rhs = _make_rhs(with_loops=False)
-chain_rhs = _make_rhs(with_loops=False, plain_chain=True)
+chain_rhs = _make_rhs(with_loops=False, serial_chain=True)
 
 
 @njit
