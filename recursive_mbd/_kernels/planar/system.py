@@ -74,19 +74,28 @@ class ChainSystem(TreeSystem):
     __slots__ = ()
 
 
-_SYSTEM_CLASSES = (RecursiveSystem, TreeSystem, ChainSystem)
+class PlainChainSystem(ChainSystem):
+    """A ChainSystem without force elements and contacts: its right-hand side leaves the element forces out too
+    (with the kinematics they need), the rest of a first ``rm.simulate`` of a bare chain."""
+
+    __slots__ = ()
+
+
+_SYSTEM_CLASSES = (RecursiveSystem, TreeSystem, ChainSystem, PlainChainSystem)
+_TREE_CLASSES = (TreeSystem, ChainSystem, PlainChainSystem)
 
 
 def _system_class(system):
-    """RecursiveSystem, TreeSystem or ChainSystem for a numba type of one of them, else None."""
+    """The class (RecursiveSystem, TreeSystem, ChainSystem, PlainChainSystem) of a numba type of one of them, else
+    None."""
     if isinstance(system, types.BaseNamedTuple) and system.instance_class in _SYSTEM_CLASSES:
         return system.instance_class
     return None
 
 
 def _is_tree(system):
-    """True for the numba type of a TreeSystem or a ChainSystem (no loop layer)."""
-    return _system_class(system) in (TreeSystem, ChainSystem)
+    """True for the numba type of a system without the loop layer (TreeSystem and its chains)."""
+    return _system_class(system) in _TREE_CLASSES
 
 
 def _is_recursive(system):
@@ -269,11 +278,12 @@ def project_state(inputs, key, system, t, y):
     return status
 
 
-def _make_rhs(with_loops, serial_chain=False):
-    """dy = f(t, y) of a RecursiveSystem (``with_loops``), a TreeSystem or a ChainSystem (``serial_chain``): the
-    same function, the loop branch removed before typing for a tree (``with_loops`` is a constant of the closure,
-    and numba prunes the branches on constants), so that a time loop compiled for a tree leaves the loop layer
-    out; for a serial chain the forward dynamics is its serial route alone."""
+def _make_rhs(with_loops, serial_chain=False, loads=True):
+    """dy = f(t, y) of a RecursiveSystem (``with_loops``), a TreeSystem, a ChainSystem (``serial_chain``) or a
+    PlainChainSystem (not ``loads``): the same function, the loop branch removed before typing for a tree
+    (``with_loops`` is a constant of the closure, and numba prunes the branches on constants), so that a time loop
+    compiled for a tree leaves the loop layer out; for a serial chain the forward dynamics is its serial route
+    alone, and for a plain one the element and contact loads are left out too."""
 
     @njit
     def system_rhs(inputs, key, system, t, y, dy):
@@ -317,7 +327,7 @@ def _make_rhs(with_loops, serial_chain=False):
         power_tau = (p0 + p1) + (p2 + p3)
         energy = system.element_energy
         # force elements or contacts: wrench (system.wrench) has a row per body, else (0, 3)
-        if system.elem_int.shape[0] > 0 or has_contacts(system.contacts):
+        if loads and (system.elem_int.shape[0] > 0 or has_contacts(system.contacts)):
             status = element_forces(body_int, system.body_real, system.elem_int, system.elem_real, u, q, qd,
                                     system.ws, system.com, system.wrench, system.jforce, energy, system.per_element)
             if status != STATUS_OK:
@@ -369,6 +379,7 @@ def _make_rhs(with_loops, serial_chain=False):
 system_rhs = _make_rhs(with_loops=True)
 tree_rhs = _make_rhs(with_loops=False)
 chain_rhs = _make_rhs(with_loops=False, serial_chain=True)
+plain_chain_rhs = _make_rhs(with_loops=False, serial_chain=True, loads=False)
 
 
 @njit
@@ -393,7 +404,7 @@ def project_recursive(inputs, key, system, t, y):
 def _rhs(inputs, key, system, t, y, dy):
     # the function itself, not a lambda calling it: one compiled level (and its reference counts) fewer
     return {RecursiveSystem: system_rhs.py_func, TreeSystem: tree_rhs.py_func,
-            ChainSystem: chain_rhs.py_func}.get(_system_class(system))
+            ChainSystem: chain_rhs.py_func, PlainChainSystem: plain_chain_rhs.py_func}.get(_system_class(system))
 
 
 @overload(formulation.project, jit_options=_OPTIONS)
