@@ -1,12 +1,15 @@
 """simulate: energy conservation, convergence order, dense output, failures that keep their results."""
 
+import inspect
+
 import numpy as np
 import pytest
+from numba.core import types
 from scipy.integrate import solve_ivp
 
 import recursive_mbd as rm
 from recursive_mbd import SimulationError
-from recursive_mbd._kernels.planar.system import RecursiveSystem, TreeSystem
+from recursive_mbd._kernels.planar.system import ChainSystem, PlainChainSystem, RecursiveSystem, TreeSystem
 from recursive_mbd._kernels.timeloops import integrators
 from recursive_mbd.integrate import runs
 from recursive_mbd.integrate.tableaus import TABLEAUS
@@ -236,3 +239,41 @@ def test_a_tree_runs_on_the_tree_system_with_the_recursive_systems_right_hand_si
     four_bar, _ = rm.models.four_bar()
     four_bar.compile()
     assert type(runs.RecursiveTimeLoop(four_bar, runs._Inputs(four_bar, None, None)).system) is RecursiveSystem
+
+
+def test_a_serial_chain_runs_on_the_chain_system_with_the_tree_systems_right_hand_side_to_the_bit():
+    """A serial chain of revolute joints without drivers is integrated as a ChainSystem, whose time loops compile
+    the serial route of the forward dynamics alone, and without force elements as a PlainChainSystem, whose time
+    loops leave the element forces out too; the right-hand side of either is the TreeSystem's, to the bit. A chain
+    with a driver stays a TreeSystem (the test above)."""
+    rng = np.random.default_rng(11)
+    for with_element, kind in ((True, ChainSystem), (False, PlainChainSystem)):
+        model = chains.serial_chain(4)
+        if with_element:
+            model.add_spring_damper("link4", (0, -0.125), "ground", (0.5, -1.0), stiffness=50.0, damping=0.5)
+        model.compile()
+        inputs = runs._Inputs(model, np.array([0.3, -0.2, 0.1, 0.4]), None)
+        callback, key = inputs.callback()
+        chain = runs.RecursiveTimeLoop(model, inputs).system
+        assert type(chain) is kind
+        tree = TreeSystem(*chain)
+        for _ in range(3):
+            y = rng.standard_normal(2 * chain.free.size + 2)
+            dy_chain, dy_tree = np.zeros_like(y), np.zeros_like(y)
+            assert integrators.system_rhs(callback, key, chain, 0.4, y, dy_chain) == 0
+            assert integrators.system_rhs(callback, key, tree, 0.4, y, dy_tree) == 0
+            np.testing.assert_array_equal(dy_chain, dy_tree)
+            assert np.all(dy_chain[chain.free.size:-2] != 0.0) and dy_chain[-1] != 0.0  # qdd, power of tau
+            assert (dy_chain[-2] != 0.0) == with_element  # the damper's dissipation
+
+
+def test_a_run_without_event_functions_runs_a_time_loop_compiled_without_them():
+    """Without event functions the time loop is handed None for them, so numba compiles it without the event
+    location; a bare serial chain's time loop is the PlainChainSystem's (one forward-dynamics route)."""
+    model = chains.serial_chain(3)
+    res = rm.simulate(model, np.full(3, 0.3), np.zeros(3), 0.05)
+    assert res.t[-1] == 0.05 and res.t_events == []
+    names = list(inspect.signature(integrators.integrate_adaptive.py_func).parameters)
+    system, events = names.index("system"), names.index("events")
+    compiled = [(sig[system].instance_class, sig[events]) for sig in integrators.integrate_adaptive.signatures]
+    assert (PlainChainSystem, types.none) in compiled

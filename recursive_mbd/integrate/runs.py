@@ -35,7 +35,7 @@ from .._kernels import cache as _cache  # noqa: F401  (first: numba caches these
 from .._kernels import layout as L
 from .._kernels.layout import N_CSTATE
 from .._kernels.planar.contact import MIN_IMPACT_STEPS, N_PER_CONTACT
-from .._kernels.planar.system import RecursiveSystem, TreeSystem
+from .._kernels.planar.system import ChainSystem, PlainChainSystem, RecursiveSystem, TreeSystem
 from .._kernels.timeloops import integrators
 from ..dynamics._evaluation import as_vector, element_inputs
 from ..errors import ModelError, SimulationError, StateError
@@ -409,8 +409,11 @@ def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, proje
                  watch_impacts=False):
     """The RecursiveSystem the time loops integrate (fields in ``_kernels.planar.system``); a TreeSystem, the same
     fields, for a model without loops when ``tree_system`` (the time loops compiled for it leave the loop layer
-    out; the implicit methods take a RecursiveSystem always). ``watch_impacts``: a fixed-step run, which stops at
-    an impact its step does not resolve (``_kernels.planar.contact.update_contacts``)."""
+    out; the implicit methods take a RecursiveSystem always), and of it a ChainSystem for a serial chain of
+    revolute joints without driven joints (its time loops compile one route of the forward dynamics), a
+    PlainChainSystem if it has no force elements and contacts either (nor do they compile the element forces).
+    ``watch_impacts``: a fixed-step run, which stops at an impact its step does not resolve
+    (``_kernels.planar.contact.update_contacts``)."""
     from ..dynamics.loops import FILTER_RCOND, POSITION_RCOND  # noqa: PLC0415  (loops imports dynamics, as this module does)
 
     ws = workspace(model)
@@ -425,6 +428,8 @@ def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, proje
              np.array([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0, POSITION_RCOND,
                        FILTER_RCOND]))
     system_class = TreeSystem if tree_system and m == 0 else RecursiveSystem
+    if system_class is TreeSystem and model.body_int[0, L.FLAGS] & L.SERIAL_REVOLUTE and not inputs.driven.size:
+        system_class = ChainSystem if has_elements or model.has_contacts else PlainChainSystem
     contacts = None
     if model.has_contacts:
         nshapes = model.shape_int.shape[0]
@@ -669,9 +674,10 @@ def checked_t_eval(t_eval, t0, t_end):
 
 def event_callback(events):
     """(callback, key) through which a compiled time loop evaluates the run's event functions (``_Events``): the
-    Python bridge with the events registered under a fresh key, or the no-op input callback when there are none."""
+    Python bridge with the events registered under a fresh key, or (None, 0) when there are none: the time loops
+    are then compiled without their event location (``integrators.scan_events``)."""
     if not events.functions:
-        return integrators.no_inputs, 0
+        return None, 0
     key = next(_KEYS)
     _PYTHON_INPUTS[key] = events
     return _python_bridge, key

@@ -22,7 +22,7 @@ from .contact import MODE_FREE, contact_forces, contact_newton_blocks, update_co
 from .elements import element_forces
 from .loops import BRANCH_ZONE, constrained_dynamics, project
 from .pairs import pair_forces
-from .tree import com_kinematics, forward_dynamics
+from .tree import _forward_dynamics_serial, com_kinematics, forward_dynamics
 
 # No reference counting, as the tree kernels (tree.NJIT_OPTIONS): these functions allocate nothing and return no
 # array, and the system's ~40 arrays would otherwise be counted up and down on entry to and exit from each of them
@@ -64,11 +64,38 @@ RecursiveSystem = namedtuple("RecursiveSystem", [
 TreeSystem = namedtuple("TreeSystem", RecursiveSystem._fields)
 
 
+class ChainSystem(TreeSystem):
+    """A TreeSystem of a serial chain of revolute joints (flag SERIAL_REVOLUTE: each body the child of the one
+    before) without driven joints (``integrate.runs.build_system`` decides): its right-hand side calls the one
+    route the forward dynamics takes for it (``tree._forward_dynamics_serial``), so a time loop compiled for it
+    leaves the other routes out (a first ``rm.simulate`` of a chain compiles about half as much); the
+    arithmetic, and so every result, is the same."""
+
+    __slots__ = ()
+
+
+class PlainChainSystem(ChainSystem):
+    """A ChainSystem without force elements and contacts: its right-hand side leaves the element forces out too
+    (with the kinematics they need), the rest of a first ``rm.simulate`` of a bare chain."""
+
+    __slots__ = ()
+
+
+_SYSTEM_CLASSES = (RecursiveSystem, TreeSystem, ChainSystem, PlainChainSystem)
+_TREE_CLASSES = (TreeSystem, ChainSystem, PlainChainSystem)
+
+
 def _system_class(system):
-    """RecursiveSystem or TreeSystem for a numba type of one of them, else None."""
-    if isinstance(system, types.BaseNamedTuple) and system.instance_class in (RecursiveSystem, TreeSystem):
+    """The class (RecursiveSystem, TreeSystem, ChainSystem, PlainChainSystem) of a numba type of one of them, else
+    None."""
+    if isinstance(system, types.BaseNamedTuple) and system.instance_class in _SYSTEM_CLASSES:
         return system.instance_class
     return None
+
+
+def _is_tree(system):
+    """True for the numba type of a system without the loop layer (TreeSystem and its chains)."""
+    return _system_class(system) in _TREE_CLASSES
 
 
 def _is_recursive(system):
@@ -251,10 +278,12 @@ def project_state(inputs, key, system, t, y):
     return status
 
 
-def _make_rhs(with_loops):
-    """dy = f(t, y) of a RecursiveSystem (``with_loops``) or a TreeSystem: the same function, the loop branch
-    removed before typing for a tree (``with_loops`` is a constant of the closure, and numba prunes the branches
-    on constants), so that a time loop compiled for a tree leaves the loop layer out."""
+def _make_rhs(with_loops, serial_chain=False, loads=True):
+    """dy = f(t, y) of a RecursiveSystem (``with_loops``), a TreeSystem, a ChainSystem (``serial_chain``) or a
+    PlainChainSystem (not ``loads``): the same function, the loop branch removed before typing for a tree
+    (``with_loops`` is a constant of the closure, and numba prunes the branches on constants), so that a time loop
+    compiled for a tree leaves the loop layer out; for a serial chain the forward dynamics is its serial route
+    alone, and for a plain one the element and contact loads are left out too."""
 
     @njit
     def system_rhs(inputs, key, system, t, y, dy):
@@ -298,7 +327,7 @@ def _make_rhs(with_loops):
         power_tau = (p0 + p1) + (p2 + p3)
         energy = system.element_energy
         # force elements or contacts: wrench (system.wrench) has a row per body, else (0, 3)
-        if system.elem_int.shape[0] > 0 or has_contacts(system.contacts):
+        if loads and (system.elem_int.shape[0] > 0 or has_contacts(system.contacts)):
             status = element_forces(body_int, system.body_real, system.elem_int, system.elem_real, u, q, qd,
                                     system.ws, system.com, system.wrench, system.jforce, energy, system.per_element)
             if status != STATUS_OK:
@@ -319,7 +348,10 @@ def _make_rhs(with_loops):
                                               drive, loops[3], loops[4], loops[5], loops[6], loops[7], loops[8],
                                               loops[9], loops[10], loops[11], loops[15][4], loops[12], loops[13],
                                               _branch(loops[15]))
-        if use_tree:
+        if serial_chain:  # the route forward_dynamics takes for a serial chain without driven joints
+            status = _forward_dynamics_serial(system.body_real, system.gravity, q, qd, tau, system.wrench,
+                                              system.ws, qdd)
+        elif use_tree:
             status = forward_dynamics(body_int, system.body_real, system.gravity, q, qd, tau, system.wrench,
                                       system.driven, system.ws, qdd, drive)
         if status != STATUS_OK:
@@ -346,6 +378,8 @@ def _make_rhs(with_loops):
 
 system_rhs = _make_rhs(with_loops=True)
 tree_rhs = _make_rhs(with_loops=False)
+chain_rhs = _make_rhs(with_loops=False, serial_chain=True)
+plain_chain_rhs = _make_rhs(with_loops=False, serial_chain=True, loads=False)
 
 
 @njit
@@ -369,14 +403,15 @@ def project_recursive(inputs, key, system, t, y):
 @overload(formulation.rhs, jit_options=_OPTIONS)
 def _rhs(inputs, key, system, t, y, dy):
     # the function itself, not a lambda calling it: one compiled level (and its reference counts) fewer
-    return {RecursiveSystem: system_rhs.py_func, TreeSystem: tree_rhs.py_func}.get(_system_class(system))
+    return {RecursiveSystem: system_rhs.py_func, TreeSystem: tree_rhs.py_func,
+            ChainSystem: chain_rhs.py_func, PlainChainSystem: plain_chain_rhs.py_func}.get(_system_class(system))
 
 
 @overload(formulation.project, jit_options=_OPTIONS)
 def _project(inputs, key, system, t, y):
     if _is_recursive(system):
         return lambda inputs, key, system, t, y: project_recursive(inputs, key, system, t, y)  # noqa: PLW0108
-    if _system_class(system) is TreeSystem:  # no loop constraints to project onto; contacts (if any) to update
+    if _is_tree(system):  # no loop constraints to project onto; contacts (if any) to update
         return lambda inputs, key, system, t, y: contact_update(inputs, key, system, t, y)  # noqa: PLW0108
     return None
 
@@ -385,7 +420,7 @@ def _project(inputs, key, system, t, y):
 def _projects(system):
     if _is_recursive(system):
         return lambda system: projects(system)  # noqa: PLW0108
-    if _system_class(system) is TreeSystem:
+    if _is_tree(system):
         return lambda system: has_contacts(system.contacts)  # noqa: PLW0108
     return None
 

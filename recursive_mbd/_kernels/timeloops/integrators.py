@@ -10,6 +10,9 @@ recursive one (``planar.system``), y = (z, zd, W) for the augmented one (``augme
 ``inputs(key, t, q, qd, u)`` is a numba-callable that fills the input vector u (time-varying element values,
 tau as a function, drivers) and may be a compiled user function or a bridge to Python; it returns a status, so
 a user function that fails stops the run (STATUS_INPUT_FAILED; the bridge keeps the Python exception).
+Event functions are a callback of the same kind, ``events(key, t, y, y, values)``, or None for a run without any:
+every time loop is then compiled without its event location (``open_outputs``, ``scan_events``, ``step_outputs``
+test ``events is None``, which numba decides before typing), and a run with events compiles its own variant.
 ``monitor(key, t, y, y, control)``, called every ``control[0]`` evaluations, returns STATUS_INTERRUPTED or
 STATUS_TIME_LIMIT to stop a run (Ctrl-C, max_wall_time) and sets the evaluation count of its next call.
 
@@ -385,6 +388,8 @@ def scan_events(dense, events, events_key, t, h, t_new, y_new, ev_old, ev_new, d
     """
     t_stop = np.inf
     theta_stop = 1.0
+    if events is None:  # a run without event functions: numba prunes the rest, which is then not compiled
+        return STATUS_OK, t, nev, ev_t, ev_y, t_stop, theta_stop
     n_events = directions.shape[0]
     if n_events == 0:
         return STATUS_OK, t, nev, ev_t, ev_y, t_stop, theta_stop
@@ -450,8 +455,9 @@ def open_outputs(t_out, y_out, t_eval, t0, row, y0, events, events_key, directio
     if not stored:
         return STATUS_OUTPUT_FULL, t_fail, count, next_eval, t_out, y_out, ev
     status = STATUS_OK
-    if directions.shape[0] > 0:
-        status = events(events_key, t0, y0, y0, ev[0])
+    if events is not None:  # None: a run without event functions (pruned before typing, as in ``scan_events``)
+        if directions.shape[0] > 0:
+            status = events(events_key, t0, y0, y0, ev[0])
     return status, t0, count, next_eval, t_out, y_out, ev
 
 
@@ -478,7 +484,7 @@ def step_outputs(dense, t, h, t_new, y_new, events, events_key, directions, term
             _left(output_budget, ev_t, ev_y))
         if not stored:
             return STATUS_OUTPUT_FULL, t_fail, True, count, next_eval, nev, t_out, y_out, ev_t, ev_y
-    if t_stop < np.inf:
+    if events is not None and t_stop < np.inf:  # a terminal event (the branch pruned for a run without events)
         status, count, t_out, y_out = store_stop(dense, y_stop, theta_stop, t_stop, t_out, y_out, count,
                                                  _left(output_budget, ev_t, ev_y))
         return status, t_stop, True, count, next_eval, nev, t_out, y_out, ev_t, ev_y
@@ -516,7 +522,8 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
     (rows: Hairer's d coefficients of dopri5's 4th-order interpolant) when t_eval is non-empty, else every
     ``every``-th accepted step; t0 and t_end always.
 
-    Events (with dense output): ``events(key, t, y, y, values)`` fills the values of the event functions; a sign
+    Events (with dense output): ``events(key, t, y, y, values)`` fills the values of the event functions (None
+    for a run without any: the event location is then not compiled into the loop, ``scan_events``); a sign
     change in a step (in ``directions``: > 0 rising only, < 0 falling only, 0 both) is located on the dense
     output and recorded in (ev_t, ev_y) with the event's index in ev_y[:, 0]; a ``terminal`` one ends the run
     there with STATUS_EVENT. ``monitor`` is polled before each step once nfev reaches control[0] (``_poll``);
