@@ -22,7 +22,16 @@ forces tau (nv,) mapped onto the bodies and the force elements (through their ge
 are the recursive route's; the multipliers then count an element's load along a locked direction as the joint's).
 The multipliers of a joint are the components of its constraint force and moment (``_kernels.augmented.spatial3d``
 lists the directions); -C_v^T lambda are the constraint forces on the bodies (force, moment about the centre of
-mass). Loops are not supported yet (ModelError).
+mass).
+
+Closed loops (``Model3D.add_loop``: spherical, revolute, distance) add their rows after the joints': the spatial loop
+layer's equations (``spatial_loops``: the same residuals, gamma and weights, from ``_kernels.spatial.loops``) written
+on the absolute velocities of their two bodies, so their multipliers are the recursive route's lambda, in its sign
+convention (the loop forces -lambda_r w_r at the loop points). The tree solve takes them as auxiliary rows: its
+O(N) factor, then the Schur complement on the loop rows (the recursive layer's J M^-1 J^T) by one tree solve per
+group of rows on disjoint subtrees, solved densely by that layer's filtered regularised solve: redundant loops give
+the minimum-norm multipliers and a ``RedundantConstraintWarning``, as ``rm.loop_dynamics`` does ("sparse" and
+"dense" refuse them: ModelError, a singular KKT matrix).
 """
 
 import math
@@ -33,19 +42,18 @@ import scipy.sparse
 import scipy.sparse.linalg
 
 from .. import _checks
+from .._kernels import layout as L
 from .._kernels.augmented import spatial3d as kernels
 from .._kernels.spatial import layout as SL
 from ..errors import ModelError, StateError
-from ..model.statuses import raise_spatial_status
+from ..model.statuses import raise_spatial_loop_status, raise_spatial_status
 from . import spatial
+from .loops import FILTER_RCOND, _warn_rank
 
 
 def _require(model):
-    """Compile the model and refuse what the 3D augmented route does not take (loops)."""
+    """Compile the model (a Model3D: TypeError otherwise)."""
     spatial.workspace(model)
-    if model._loops:
-        raise ModelError(f"{model!r} has closed loops: the augmented formulation of a spatial model takes trees only "
-                         "(use formulation='recursive')")
 
 
 def row_starts(model):
@@ -251,16 +259,67 @@ def _sparse_rows(model, jc, jp, starts):
                                    shape=(int(starts[-1]), 6 * model.nbodies))
 
 
+class _LoopArrays:
+    """The loops' auxiliary rows of one model and the scratch of their solve (``kernels.loop_rows``,
+    ``kernels.close_loops``), allocated once and reused; k = model.nconstraints rows."""
+
+    def __init__(self, model, tree_rows):
+        n, k = model.nbodies, model.nconstraints
+        self.body = np.full((k, 2), -1, dtype=np.int64)  # the two bodies of each row (-1: the ground)
+        self.coef = np.zeros((k, 12))  # its coefficients on their (c', omega)
+        self.rhs = np.zeros(k)  # gamma - 2 alpha C' - beta^2 C
+        self.res = np.zeros(k)  # C
+        self.weights = np.zeros((k, 12))  # the loop layer's weights on the points' motion
+        self.point = np.zeros(40)
+        self.axes = np.zeros(9)
+        self.yb, self.yj, self.schur = np.zeros((n, 6)), np.zeros(tree_rows), np.zeros((k, k))
+
+    def fill(self, model, z, zd, stab):
+        """The rows at (z, zd) with Baumgarte's stab = (alpha, beta) (checked arrays); StateError when a distance
+        loop's points coincide."""
+        status = kernels.loop_rows(model.body_real, model.loop_int, model.loop_real, z, zd, stab, self.point,
+                                   self.axes, self.weights, self.body, self.coef, self.rhs, self.res)
+        if status:
+            raise_spatial_loop_status(model, status, ("z", "zd"))
+
+
+def loop_rows(model, z, zd, alpha=0.0, beta=0.0):
+    """The loops' rows in absolute coordinates (module docstring), in loop order (``Model3D.loop_rows``):
+    (bodies (k, 2) int: the two bodies of each row, -1 the ground; coefficients (k, 12) on their (c', omega);
+    residual C (k,); right-hand side gamma - 2 alpha C' - beta^2 C (k,); the loop layer's weights (k, 12))."""
+    _require(model)
+    z, zd = _absolute(model, z, zd)
+    rows = _LoopArrays(model, 0)
+    rows.fill(model, z, zd, np.array([_checks.real(alpha, "alpha"), _checks.real(beta, "beta")]))
+    return rows.body, rows.coef, rows.res, rows.rhs, rows.weights
+
+
+def _loop_matrix(model, body, coef):
+    """The loops' rows (k, 6 nbodies) as a CSR matrix."""
+    side = body.reshape(-1)  # (2 k,): a's then b's of each row
+    keep = side >= 0
+    rows = np.repeat(np.repeat(np.arange(body.shape[0]), 2)[keep], 6)
+    cols = (6 * side[keep, None] + np.arange(6)).ravel()
+    return scipy.sparse.csr_matrix((coef.reshape(-1, 6)[keep].ravel(), (rows, cols)),
+                                   shape=(body.shape[0], 6 * model.nbodies))
+
+
 def constraints(model, z, zd, t=0.0):
     """Constraint residual C (m,), velocity Jacobian C_v (m, 6 nbodies, sparse CSR), its rate C' = C_v zd and gamma
-    of C_v zd' = gamma; rows body by body in each joint's order (``_kernels.augmented.spatial3d``)."""
+    of C_v zd' = gamma; rows body by body in each joint's order (``_kernels.augmented.spatial3d``), then the loops'
+    (``loop_rows``)."""
     _, _, jc, jp, res, gam = assemble(model, z, zd, None, t)
     starts = row_starts(model)
     counts = np.diff(starts)
     keep = np.arange(6)[None, :] < counts[:, None]
     cv = _sparse_rows(model, jc, jp, starts)
-    _, zd = _absolute(model, z, zd)
-    return res[keep], cv, cv @ zd.reshape(-1), gam[keep]
+    residual, gamma = res[keep], gam[keep]
+    z, zd = _absolute(model, z, zd)
+    if model.nconstraints:
+        body, coef, loop_res, loop_gamma, _ = loop_rows(model, z, zd)
+        cv = scipy.sparse.vstack((cv, _loop_matrix(model, body, coef)), format="csr")
+        residual, gamma = np.concatenate((residual, loop_res)), np.concatenate((gamma, loop_gamma))
+    return residual, cv, cv @ zd.reshape(-1), gamma
 
 
 class _TreeWorkspace:
@@ -276,6 +335,7 @@ class _TreeWorkspace:
         # D^-1, S^-1, Jc, Jp, w, residual, gamma
         self.factor = (np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6)),
                        np.empty(n), np.empty((n, 6)), np.empty((n, 6)))
+        self.loops = _LoopArrays(model, self.rows) if model.nconstraints else None
 
 
 def _tree_workspace(model):
@@ -286,8 +346,9 @@ def _tree_workspace(model):
 
 
 def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver="tree"):
-    """Absolute accelerations zdd (nbodies, 6) = (c'', omega') and the multipliers lam (m,) of a spatial model
-    (``augmented.forward_dynamics`` documents the arguments; tau is (nv,))."""
+    """Absolute accelerations zdd (nbodies, 6) = (c'', omega') and the multipliers lam (m,) of a spatial model: the
+    joints' rows body by body, then the loops' (``augmented.forward_dynamics`` documents the arguments; tau is
+    (nv,))."""
     _require(model)
     t, alpha, beta = (_checks.real(t, "t"), _checks.real(alpha, "alpha"), _checks.real(beta, "beta"))
     n = model.nbodies
@@ -296,7 +357,7 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
             z, zd = _absolute(model, z, zd)
         loads = _loads(model, z, zd, tau, t)
         ws = _tree_workspace(model)
-        zdd, lam = np.empty((n, 6)), np.empty(ws.rows)
+        zdd, lam = np.empty((n, 6)), np.empty(ws.rows + model.nconstraints)
         ws.stab[0] = alpha
         ws.stab[1] = beta
         status = kernels.factor_and_solve(model.body_int, model.body_real, model.gravity, ws.row_start, z, zd, loads,
@@ -304,6 +365,8 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
         if status:
             _absolute(model, z, zd)  # a NaN or a quaternion off unit norm: the message that names it
             _raise(model, status)
+        if ws.loops is not None:
+            _close_loops(model, ws, z, zd, zdd, lam)
         if not math.isfinite(zdd.sum() + lam.sum()):  # one reduction: a NaN or inf anywhere makes it non-finite
             _checks.check_finite_result(zdd, "zdd")
             _checks.check_finite_result(lam, "lam")
@@ -317,11 +380,16 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
     keep = np.arange(6)[None, :] < counts[:, None]
     cv = _sparse_rows(model, jc, jp, starts)
     rhs_c = gam[keep] - 2.0 * alpha * (cv @ zd.reshape(-1)) - beta * beta * res[keep]
+    if model.nconstraints:
+        body, coef, _, loop_rhs, _ = loop_rows(model, z, zd, alpha, beta)
+        cv = scipy.sparse.vstack((cv, _loop_matrix(model, body, coef)), format="csr")
+        rhs_c = np.concatenate((rhs_c, loop_rhs))
     kkt = scipy.sparse.bmat([[scipy.sparse.block_diag(list(mass)), cv.T], [cv, None]], format="csc")
     rhs = np.concatenate((force.reshape(-1), rhs_c))
     m = rhs_c.size
     singular = ModelError(f"the augmented system is singular at this state: {m} constraint equations on "
-                          f"{6 * n} coordinates (a body without inertia along a motion its joint leaves free)")
+                          f"{6 * n} coordinates (a body without inertia along a motion its joint leaves free, or "
+                          "redundant loops: solver='tree' gives their minimum-norm multipliers)")
     if solver == "sparse":
         try:
             factor = scipy.sparse.linalg.splu(kkt)
@@ -340,6 +408,18 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
         raise singular
     _checks.check_finite_result(solution, "the solution (zdd, lam) of the augmented system")
     return solution[:6 * n].reshape(n, 6), solution[6 * n:]
+
+
+def _close_loops(model, ws, z, zd, zdd, lam):
+    """The loops' rows on the tree solution (zdd, lam[:tree rows]) in place, their multipliers into lam[tree rows:]
+    (``kernels.close_loops``); a RedundantConstraintWarning where they are redundant or singular."""
+    rows = ws.loops
+    rows.fill(model, z, zd, ws.stab)
+    rank = kernels.close_loops(model.body_int, ws.row_start, *ws.factor[:5], rows.body, rows.coef, rows.rhs,
+                               FILTER_RCOND, zdd, lam[:ws.rows], lam[ws.rows:], rows.yb, rows.yj, rows.schur)
+    if rank < 0:
+        raise_spatial_loop_status(model, L.STATUS_NONFINITE_STATE, ("z", "zd"))
+    _warn_rank(model, rank)
 
 
 class TimeLoop3D:
