@@ -48,7 +48,7 @@ from .._kernels.spatial import layout as SL
 from ..errors import ModelError, StateError
 from ..model.statuses import raise_spatial_loop_status, raise_spatial_status
 from . import spatial
-from .loops import FILTER_RCOND, _warn_rank
+from .loops import FILTER_RCOND, POSITION_RCOND, _warn_rank
 
 
 def _require(model):
@@ -422,6 +422,14 @@ def _close_loops(model, ws, z, zd, zdd, lam):
     _warn_rank(model, rank)
 
 
+def _loop_system_arrays(model, tree_rows):
+    """The loop fields of ``Augmented3DSystem`` after loop_int, loop_real: the auxiliary rows, the scratch of their
+    solve and the loops' multipliers (no rows for a tree: the same compiled types)."""
+    rows = _LoopArrays(model, tree_rows)
+    return (rows.body, rows.coef, rows.rhs, rows.res, rows.weights, rows.point, rows.axes, rows.yb, rows.yj,
+            rows.schur, np.zeros(model.nconstraints))
+
+
 class TimeLoop3D:
     """The augmented formulation's pieces for the generic time loops of ``rm.simulate(model3d,
     formulation="augmented")``: the compiled system (``_kernels.augmented.system3d``: right-hand side, quaternion
@@ -458,11 +466,19 @@ class TimeLoop3D:
             np.array([inputs.tau_offset], dtype=np.int64), np.zeros(inputs.size), np.zeros(model.nq),
             np.zeros(model.nv), np.zeros(model.nv), np.zeros((n, 7)), np.zeros((n, 6)), np.zeros((n, 6)),
             np.zeros(ws.rows), *ws.factor, ws.no_wrench, np.array([float(alpha), float(beta)]), np.zeros(2),
-            np.zeros(1), np.zeros((n, 6)), np.zeros(ws.rows),
-            np.array([1.0 if stabilization == "projection" else 0.0, projection_tol, 20.0]))
+            np.zeros(1), np.zeros((n, 6)), np.zeros(ws.rows), model.loop_int, model.loop_real,
+            *_loop_system_arrays(model, ws.rows),
+            np.array([1.0 if stabilization == "projection" else 0.0, projection_tol, 20.0, FILTER_RCOND,
+                      POSITION_RCOND]))
 
     def initial_state(self, q0, qd0, t0, callback, key):
-        """y0 = (z0, zd0, 0, 0) from the joint state (on the constraints by construction)."""
+        """y0 = (z0, zd0, 0, 0) from the joint state (on the joints' constraints by construction), with loops
+        projected onto them first as the recursive route's start (``spatial_loops.consistent_start``: a gap above
+        1e-6 is a StateError, redundant loops a RedundantConstraintWarning)."""
+        if self.model.nloops:
+            from .spatial_loops import consistent_start  # noqa: PLC0415
+
+            q0, qd0 = consistent_start(self.model, q0, qd0)
         z0, zd0 = absolute_from_joint(self.model, q0, qd0)
         return np.concatenate((z0.ravel(), zd0.ravel(), [0.0, 0.0]))
 
@@ -496,6 +512,6 @@ class TimeLoop3D:
         result.constraint_drift = drift
 
     def multiplier_probe(self, result, y, i):
-        """(state, lam): sample i's integrated (z, zd) and the joints' multipliers the dynamics there fill (a
-        spatial model has no loops here, so no loop multipliers)."""
-        return np.ascontiguousarray(y[i]), self.system.lam[:0]
+        """(state, lam): sample i's integrated (z, zd) and the loops' multipliers (m,) that the dynamics there fill
+        (the recursive loop layer's lambda)."""
+        return np.ascontiguousarray(y[i]), self.system.mu
