@@ -497,7 +497,7 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
         the regularised minimum-norm solve of the loop layer (``_kernels.planar.loops.filtered_solve``), dense, for
         mechanisms that pass singular positions (the default of ``simulate`` for models with loops).
         A spatial model (``Model3D``: z (nbodies, 7), zd (nbodies, 6), tau (nv,); ``augmented3d``) takes "tree",
-        "sparse" and "dense"; no loops, drivers or powers.
+        "sparse" and "dense", loops as on a planar one; no drivers or powers.
     powers : ndarray (2,), optional
         Receives the power dissipated by the dampers and the power of tau and the applied forces [W].
 

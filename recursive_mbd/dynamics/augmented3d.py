@@ -439,7 +439,8 @@ class TimeLoop3D:
     ``inputs`` is the run's input layout (``integrate._SpatialInputs``): tau constant or a function of t; a function
     tau(t, q, v) and force elements, which need the joint state inside the compiled loop, are refused (ValueError).
     ``stabilization``: "baumgarte" (alpha, beta), "projection" (onto C = 0 and C_v zd = 0 after every accepted step,
-    tolerance ``projection_tol``) or "none".
+    tolerance ``projection_tol``) or "none", for the joints' rows and the loops' alike. With loops the run starts from
+    the recursive route's projected start and its result's ``multipliers`` are the loops' (``multiplier_probe``).
     """
 
     name = "augmented"

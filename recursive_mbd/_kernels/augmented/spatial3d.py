@@ -41,6 +41,9 @@ Elimination (``tree`` for the derivation): bodies leaves first, 6 x 6 body pivot
 Jp^T S^-1 Jp and m x m joint pivots S_i = Jc D_i^-1 Jc^T (m <= 6), by Cholesky; a body pivot that is not positive
 definite (a point mass whose rotation its joint locks) is regularised by w Jc^T Jc as in ``tree``. O(N) time and
 memory. All kernels return a status (``layout.decode_status``).
+
+Loops (``loop_rows``, ``close_loops``): the spatial loop layer's rows (``_kernels.spatial.loops.loop_equations``) on
+the absolute velocities of their two bodies, closed on the tree factor as auxiliary rows by their Schur complement.
 """
 
 import math
