@@ -249,6 +249,8 @@ def test_loops_accelerations_and_multipliers_equal_the_recursive_loop_layers():
                 np.testing.assert_allclose(zdd, expected, rtol=0, atol=1e-9 * np.abs(expected).max())
                 np.testing.assert_allclose(lam[-m:], reference.multipliers, rtol=0,
                                            atol=1e-9 * np.abs(reference.multipliers).max())
+            forces = rm.augmented.loop_forces(model, z, zd, lam)
+            np.testing.assert_allclose(forces, reference.forces, rtol=0, atol=1e-9 * np.abs(reference.forces).max())
         # the loops' rows of constraints() are the loop layer's residuals and rates J v, and the accelerations meet
         # every row (gamma here is C'' at zd' = 0, the loop layer's at vdot = 0)
         phi, phid, _, _ = spatial_loops.constraints(model, q, v)

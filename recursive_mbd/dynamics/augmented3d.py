@@ -48,7 +48,7 @@ from .._kernels.spatial import layout as SL
 from ..errors import ModelError, StateError
 from ..model.statuses import raise_spatial_loop_status, raise_spatial_status
 from . import spatial
-from .loops import FILTER_RCOND, POSITION_RCOND, _warn_rank
+from .loops import FILTER_RCOND, POSITION_RCOND, _warn_rank, forces_from_multipliers
 
 
 def _require(model):
@@ -292,6 +292,17 @@ def loop_rows(model, z, zd, alpha=0.0, beta=0.0):
     rows = _LoopArrays(model, 0)
     rows.fill(model, z, zd, np.array([_checks.real(alpha, "alpha"), _checks.real(beta, "beta")]))
     return rows.body, rows.coef, rows.res, rows.rhs, rows.weights
+
+
+def loop_forces(model, z, zd, lam):
+    """Loop forces (nloops, 2, 6) on body a and on body b (or the ground), (force at its loop point, moment), ground
+    axes, from the loop multipliers (the last ``model.nconstraints`` entries of lam), as ``rm.loop_dynamics``'s
+    ``forces``: the force of row r on side k is -lambda_r w_k,r (the loop layer's weights, ``loop_rows``)."""
+    weights = loop_rows(model, z, zd)[4]
+    lam = _checks.finite_array(lam, "lam", (None,))
+    if lam.size < model.nconstraints:
+        raise StateError(f"lam must hold at least the {model.nconstraints} loop multipliers, got {lam.size}")
+    return forces_from_multipliers(model, lam[lam.size - model.nconstraints:], weights)
 
 
 def _loop_matrix(model, body, coef):

@@ -21,8 +21,8 @@ from collections import namedtuple
 from numba.core import types
 from numba.extending import overload
 
-from ..layout import STATUS_NONFINITE_STATE, STATUS_OK
-from ..spatial.layout import JTYPE, PARENT
+from ..layout import STATUS_LOOPS_OPEN, STATUS_NONFINITE_STATE, STATUS_OK
+from ..spatial.layout import JTYPE, LROW, PARENT
 from ..timeloops import formulation
 from .spatial3d import ROWS_PER_JOINT, close_loops, factor_and_solve, loop_rows, njit, tree_solve
 
@@ -168,6 +168,25 @@ def _loop_correction(system, rates):
 
 
 @njit
+def _loops_closed(system, limit):
+    """STATUS_LOOPS_OPEN (index: the loop with the largest gap) when a loop's residual in system.aux_res exceeds
+    ``limit`` after the projection (no closed configuration near, as the recursive route's ``project_loops``)."""
+    worst = 0.0
+    worst_row = 0
+    for r in range(system.aux_res.shape[0]):
+        if abs(system.aux_res[r]) > worst:
+            worst = abs(system.aux_res[r])
+            worst_row = r
+    if worst <= limit:
+        return STATUS_OK
+    loop_int = system.loop_int
+    lp = 0
+    while lp + 1 < loop_int.shape[0] and loop_int[lp + 1, LROW] <= worst_row:
+        lp += 1
+    return STATUS_LOOPS_OPEN | (lp << 4)
+
+
+@njit
 def _correction(system, rates):
     """xb = -H^-1 (0, r) (its body part), r the joints' residuals C (rates False) or C_v zd (True), with the factor
     at system.z; returns max |r|."""
@@ -263,7 +282,10 @@ def project_state(inputs, key, system, t, y):
             return status
         _correction(system, True)
         if system.loop_int.shape[0] > 0:
-            status = _loop_correction(system, True)[1]
+            status = _loop_correction(system, True)[1]  # also the loops' residuals at the projected z
+            if status != STATUS_OK:
+                return status
+            status = _loops_closed(system, 1e3 * tol)
             if status != STATUS_OK:
                 return status
         for i in range(n):
