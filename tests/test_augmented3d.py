@@ -1,16 +1,19 @@
 """The augmented absolute-coordinate formulation of spatial models (``rm.augmented`` on a Model3D): accelerations and
 multipliers against the recursive route (the articulated-body algorithm, body accelerations by the kinematics
-functions, joint reactions by Newton-Euler), the compiled tree solve against the sparse and dense KKT routes, and the
-constraint rows against finite differences of their residuals."""
+functions, joint reactions by Newton-Euler; with loops the spatial loop layer), the compiled tree solve against the
+sparse and dense KKT routes, and the constraint rows against finite differences of their residuals."""
+
 
 import numpy as np
 import pytest
 from _helpers import swinging_chain
 from spatial_reference import random_spatial_tree
+from test_spatial_core import random_tree
+from test_spatial_loops import JOINTS, _four_bar_spatial
 
 import recursive_mbd as rm
 from recursive_mbd._kernels.augmented import spatial3d
-from recursive_mbd.dynamics import augmented3d
+from recursive_mbd.dynamics import augmented3d, spatial_loops
 from recursive_mbd.errors import ModelError, StateError
 
 GRAVITY = (0.3, -0.5, -9.81)
@@ -184,10 +187,11 @@ def test_bad_input_to_the_spatial_augmented_route():
     with pytest.raises(ValueError, match="unknown solver"):
         rm.augmented.forward_dynamics(model, z, zd, solver="filtered")
     looped = rm.Model3D()
-    looped.add_body("ground", "spherical", child_point=(0.0, 0.0, 1.0))
-    looped.add_loop("distance", 0, (0.0, 0.0, -1.0), "ground", (1.0, 0.0, -1.0), length=1.0)
-    with pytest.raises(ModelError, match="closed loops"):
-        rm.augmented.absolute_from_joint(looped, looped.neutral(), np.zeros(looped.nv))
+    looped.add_body("ground", "spherical", child_point=(0.0, 0.0, 1.0), mass=1.0, inertia=0.1)
+    looped.add_loop("distance", 0, (0.0, 0.0, -1.0), "ground", (0.0, 0.0, -2.0), length=1.0, name="rod")
+    z, zd = rm.augmented.absolute_from_joint(looped, looped.neutral(), np.zeros(looped.nv))
+    with pytest.raises(StateError, match="loop 'rod' .*points of the distance loop coincide"):
+        rm.augmented.forward_dynamics(looped, z, zd)
 
 
 def test_simulate_a_spatial_chain_in_absolute_coordinates_follows_the_recursive_run():
@@ -209,3 +213,102 @@ def test_simulate_a_spatial_chain_in_absolute_coordinates_follows_the_recursive_
         np.testing.assert_allclose(energies, energy0, rtol=0, atol=1e-7)
     with pytest.raises(ValueError, match=r"tau\(t, q, v\) is not supported"):
         rm.simulate(model, q0, v0, 0.1, formulation="augmented", tau=lambda t, q, v: np.zeros(model.nv))
+
+
+def looped_trees():
+    """Random spatial trees (every joint type but fixed) with loops between bodies and to the ground, off the loops'
+    manifold (the rows hold at acceleration level only): one of each kind, and two of each kind."""
+    rng = np.random.default_rng(14)  # a seed whose loops are independent at the state drawn (rank 9 and 18)
+    one = random_tree(rng, 7, joints=JOINTS)
+    one.add_loop("spherical", 6, rng.normal(size=3), 4, rng.normal(size=3), name="ball")
+    one.add_loop("revolute", 2, rng.normal(size=3), 5, rng.normal(size=3), axis=rng.normal(size=3),
+                 axis_b=rng.normal(size=3), name="hinge")
+    one.add_loop("distance", 1, rng.normal(size=3), "ground", rng.normal(size=3), length=1.3, name="rod")
+    two = random_tree(rng, 10, joints=JOINTS)
+    for k, (kind, a, b) in enumerate((("spherical", 9, 3), ("spherical", "ground", 7), ("revolute", 8, 2),
+                                      ("revolute", 5, "ground"), ("distance", 6, 0), ("distance", 4, "ground"))):
+        axis = {"axis": rng.normal(size=3), "axis_b": rng.normal(size=3)} if kind == "revolute" else {}
+        length = {"length": 0.8 + k / 10} if kind == "distance" else {}
+        two.add_loop(kind, a, rng.normal(size=3), b, rng.normal(size=3), name=f"{kind}{k}", **axis, **length)
+    for model in (one, two):
+        q = rm.integrate_configuration(model, model.neutral(), rng.normal(size=model.nv))
+        yield model, q, rng.normal(size=model.nv), rng.normal(size=model.nv)
+
+
+def test_loops_accelerations_and_multipliers_equal_the_recursive_loop_layers():
+    for model, q, v, tau in looped_trees():
+        m = model.nconstraints
+        z, zd = rm.augmented.absolute_from_joint(model, q, v)
+        for alpha, beta in ((0.0, 0.0), (2.0, 3.0)):
+            reference = spatial_loops.loop_dynamics(model, q, v, tau, alpha=alpha, beta=beta)
+            assert reference.rank == m
+            expected = body_accelerations(model, q, v, reference.qdd)
+            for solver in ("tree", "sparse", "dense"):
+                zdd, lam = rm.augmented.forward_dynamics(model, z, zd, tau, alpha=alpha, beta=beta, solver=solver)
+                assert lam.shape == (augmented3d.row_starts(model)[-1] + m,)
+                np.testing.assert_allclose(zdd, expected, rtol=0, atol=1e-9 * np.abs(expected).max())
+                np.testing.assert_allclose(lam[-m:], reference.multipliers, rtol=0,
+                                           atol=1e-9 * np.abs(reference.multipliers).max())
+            forces = rm.augmented.loop_forces(model, z, zd, lam)
+            np.testing.assert_allclose(forces, reference.forces, rtol=0, atol=1e-9 * np.abs(reference.forces).max())
+        # the loops' rows of constraints() are the loop layer's residuals and rates J v, and the accelerations meet
+        # every row (gamma here is C'' at zd' = 0, the loop layer's at vdot = 0)
+        phi, phid, _, _ = spatial_loops.constraints(model, q, v)
+        residual, cv, rate, gamma = rm.augmented.constraints(model, z, zd)
+        np.testing.assert_allclose(residual[-m:], phi, rtol=0, atol=1e-13)
+        np.testing.assert_allclose(rate[-m:], phid, rtol=0, atol=1e-12 * np.abs(phid).max())
+        zdd, _ = rm.augmented.forward_dynamics(model, z, zd, tau)
+        np.testing.assert_allclose(cv @ zdd.ravel(), gamma, rtol=0, atol=1e-10 * np.abs(gamma).max())
+
+
+def test_redundant_loops_give_the_minimum_norm_multipliers_as_the_recursive_route():
+    """The planar four-bar built in 3D with a revolute loop: its out-of-plane rows hold identically (rank 2 of 5).
+    The tree solve warns and gives the recursive route's minimum-norm multipliers; the LU routes refuse it."""
+    model = _four_bar_spatial()
+    q = rm.assemble(model, np.array([0.9, -0.7, 1.6]), fixed=[0])
+    v = np.linalg.svd(spatial_loops.constraints(model, q)[2])[2][-1] * 2.5
+    tau = np.array([0.3, -0.2, 0.1])
+    with pytest.warns(rm.RedundantConstraintWarning, match="rank 2 of 5"):
+        reference = spatial_loops.loop_dynamics(model, q, v, tau)
+    z, zd = rm.augmented.absolute_from_joint(model, q, v)
+    with pytest.warns(rm.RedundantConstraintWarning, match="rank 2 of 5"):
+        zdd, lam = rm.augmented.forward_dynamics(model, z, zd, tau)
+    expected = body_accelerations(model, q, v, reference.qdd)
+    np.testing.assert_allclose(zdd, expected, rtol=0, atol=1e-9 * np.abs(expected).max())
+    np.testing.assert_allclose(lam[-5:], reference.multipliers, rtol=0,
+                               atol=1e-9 * np.abs(reference.multipliers).max())
+    with pytest.raises(ModelError, match="singular at this state.*redundant loops"):
+        rm.augmented.forward_dynamics(model, z, zd, tau, solver="sparse")
+
+
+def test_simulate_a_spatial_four_bar_in_absolute_coordinates_follows_the_recursive_run():
+    """The four-bar closed by a distance link (an RSSR-like spatial closure) under every stabilization, and closed
+    by a redundant revolute loop: the recursive run's joint trajectory and loop multipliers, the drift bounded."""
+    model = _four_bar_spatial(loop="distance")
+    q0 = rm.assemble(model, np.array([0.9, -0.7, 1.6]), fixed=[0])
+    v0 = np.linalg.svd(spatial_loops.constraints(model, q0)[2])[2][-1] * 2.0
+    reference = rm.simulate(model, q0, v0, 1.0, rtol=1e-11, atol=1e-12)
+    assert np.ptp(reference.q[:, 0]) > 1.0
+    for options in ({"stabilization": "projection"}, {"stabilization": "baumgarte", "alpha": 5.0, "beta": 5.0},
+                    {"stabilization": "none"}):
+        result = rm.simulate(model, q0, v0, 1.0, rtol=1e-11, atol=1e-12, t_eval=reference.t, formulation="augmented",
+                             **options)
+        gaps = np.remainder(result.q - reference.q + np.pi, 2 * np.pi) - np.pi  # hinge angles, read back in (-pi, pi]
+        assert np.abs(gaps).max() < 1e-8
+        np.testing.assert_allclose(result.qd, reference.qd, rtol=0, atol=1e-8 * np.abs(reference.qd).max())
+        np.testing.assert_allclose(result.multipliers, reference.multipliers, rtol=0,
+                                   atol=1e-8 * np.abs(reference.multipliers).max())
+        assert result.constraint_drift.max() < 1e-10  # joints and loop, at the dense output's samples
+    redundant = _four_bar_spatial()
+    q0 = rm.assemble(redundant, np.array([0.9, -0.7, 1.6]), fixed=[0])
+    v0 = np.linalg.svd(spatial_loops.constraints(redundant, q0)[2])[2][-1] * 2.5
+    with pytest.warns(rm.RedundantConstraintWarning, match="rank 2 of 5"):
+        reference = rm.simulate(redundant, q0, v0, 0.3, rtol=1e-11, atol=1e-12)
+    with pytest.warns(rm.RedundantConstraintWarning, match="rank 2 of 5"):
+        result = rm.simulate(redundant, q0, v0, 0.3, rtol=1e-11, atol=1e-12, t_eval=reference.t,
+                             formulation="augmented", stabilization="projection")
+    np.testing.assert_allclose(result.qd, reference.qd, rtol=0, atol=1e-8 * np.abs(reference.qd).max())
+    np.testing.assert_allclose(result.multipliers, reference.multipliers, rtol=0,
+                               atol=1e-8 * np.abs(reference.multipliers).max())
+    with pytest.raises(StateError, match=r"q0 does not close the loops .*loop 'loop0'"):
+        rm.simulate(redundant, q0 + 1e-3, v0, 0.1, formulation="augmented")

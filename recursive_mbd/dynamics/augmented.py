@@ -320,7 +320,10 @@ def _loop_rows(model, z, zd, first_row, add):
 def loop_forces(model, z, zd, lam):
     """Loop forces (nloops, 2, 3): (Fx, Fy, moment) on body a at its loop point and on body b (or the ground) at
     its loop point, from the loop multipliers (the last ``model.nconstraints`` entries of lam), as
-    ``rm.loop_dynamics`` gives: the force of row r on side k is -lambda_r w_k,r (``_loop_rows``)."""
+    ``rm.loop_dynamics`` gives: the force of row r on side k is -lambda_r w_k,r (``_loop_rows``). A spatial model:
+    (nloops, 2, 6), (force at the loop point, moment), ground axes (``augmented3d.loop_forces``)."""
+    if isinstance(model, Model3D):
+        return augmented3d.loop_forces(model, z, zd, lam)
     z = _absolute(model, z, "z")
     zd = _absolute(model, zd, "zd")
     _, _, weights = _loop_rows(model, z, zd, 0, lambda *args: None)
@@ -497,7 +500,7 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
         the regularised minimum-norm solve of the loop layer (``_kernels.planar.loops.filtered_solve``), dense, for
         mechanisms that pass singular positions (the default of ``simulate`` for models with loops).
         A spatial model (``Model3D``: z (nbodies, 7), zd (nbodies, 6), tau (nv,); ``augmented3d``) takes "tree",
-        "sparse" and "dense"; no loops, drivers or powers.
+        "sparse" and "dense", loops as on a planar one; no drivers or powers.
     powers : ndarray (2,), optional
         Receives the power dissipated by the dampers and the power of tau and the applied forces [W].
 

@@ -22,7 +22,16 @@ forces tau (nv,) mapped onto the bodies and the force elements (through their ge
 are the recursive route's; the multipliers then count an element's load along a locked direction as the joint's).
 The multipliers of a joint are the components of its constraint force and moment (``_kernels.augmented.spatial3d``
 lists the directions); -C_v^T lambda are the constraint forces on the bodies (force, moment about the centre of
-mass). Loops are not supported yet (ModelError).
+mass).
+
+Closed loops (``Model3D.add_loop``: spherical, revolute, distance) add their rows after the joints': the spatial loop
+layer's equations (``spatial_loops``: the same residuals, gamma and weights, from ``_kernels.spatial.loops``) written
+on the absolute velocities of their two bodies, so their multipliers are the recursive route's lambda, in its sign
+convention (the loop forces -lambda_r w_r at the loop points). The tree solve takes them as auxiliary rows: its
+O(N) factor, then the Schur complement on the loop rows (the recursive layer's J M^-1 J^T) by one tree solve per
+group of rows on disjoint subtrees, solved densely by that layer's filtered regularised solve: redundant loops give
+the minimum-norm multipliers and a ``RedundantConstraintWarning``, as ``rm.loop_dynamics`` does ("sparse" and
+"dense" refuse them: ModelError, a singular KKT matrix).
 """
 
 import math
@@ -33,19 +42,18 @@ import scipy.sparse
 import scipy.sparse.linalg
 
 from .. import _checks
+from .._kernels import layout as L
 from .._kernels.augmented import spatial3d as kernels
 from .._kernels.spatial import layout as SL
 from ..errors import ModelError, StateError
-from ..model.statuses import raise_spatial_status
+from ..model.statuses import raise_spatial_loop_status, raise_spatial_status
 from . import spatial
+from .loops import FILTER_RCOND, POSITION_RCOND, _warn_rank, forces_from_multipliers
 
 
 def _require(model):
-    """Compile the model and refuse what the 3D augmented route does not take (loops)."""
+    """Compile the model (a Model3D: TypeError otherwise)."""
     spatial.workspace(model)
-    if model._loops:
-        raise ModelError(f"{model!r} has closed loops: the augmented formulation of a spatial model takes trees only "
-                         "(use formulation='recursive')")
 
 
 def row_starts(model):
@@ -251,16 +259,78 @@ def _sparse_rows(model, jc, jp, starts):
                                    shape=(int(starts[-1]), 6 * model.nbodies))
 
 
+class _LoopArrays:
+    """The loops' auxiliary rows of one model and the scratch of their solve (``kernels.loop_rows``,
+    ``kernels.close_loops``), allocated once and reused; k = model.nconstraints rows."""
+
+    def __init__(self, model, tree_rows):
+        n, k = model.nbodies, model.nconstraints
+        self.body = np.full((k, 2), -1, dtype=np.int64)  # the two bodies of each row (-1: the ground)
+        self.coef = np.zeros((k, 12))  # its coefficients on their (c', omega)
+        self.rhs = np.zeros(k)  # gamma - 2 alpha C' - beta^2 C
+        self.res = np.zeros(k)  # C
+        self.weights = np.zeros((k, 12))  # the loop layer's weights on the points' motion
+        self.point = np.zeros(40)
+        self.axes = np.zeros(9)
+        self.yb, self.yj, self.schur = np.zeros((n, 6)), np.zeros(tree_rows), np.zeros((k, k))
+
+    def fill(self, model, z, zd, stab):
+        """The rows at (z, zd) with Baumgarte's stab = (alpha, beta) (checked arrays); StateError when a distance
+        loop's points coincide."""
+        status = kernels.loop_rows(model.body_real, model.loop_int, model.loop_real, z, zd, stab, self.point,
+                                   self.axes, self.weights, self.body, self.coef, self.rhs, self.res)
+        if status:
+            raise_spatial_loop_status(model, status, ("z", "zd"))
+
+
+def loop_rows(model, z, zd, alpha=0.0, beta=0.0):
+    """The loops' rows in absolute coordinates (module docstring), in loop order (``Model3D.loop_rows``):
+    (bodies (k, 2) int: the two bodies of each row, -1 the ground; coefficients (k, 12) on their (c', omega);
+    residual C (k,); right-hand side gamma - 2 alpha C' - beta^2 C (k,); the loop layer's weights (k, 12))."""
+    _require(model)
+    z, zd = _absolute(model, z, zd)
+    rows = _LoopArrays(model, 0)
+    rows.fill(model, z, zd, np.array([_checks.real(alpha, "alpha"), _checks.real(beta, "beta")]))
+    return rows.body, rows.coef, rows.res, rows.rhs, rows.weights
+
+
+def loop_forces(model, z, zd, lam):
+    """Loop forces (nloops, 2, 6) on body a and on body b (or the ground), (force at its loop point, moment), ground
+    axes, from the loop multipliers (the last ``model.nconstraints`` entries of lam), as ``rm.loop_dynamics``'s
+    ``forces``: the force of row r on side k is -lambda_r w_k,r (the loop layer's weights, ``loop_rows``)."""
+    weights = loop_rows(model, z, zd)[4]
+    lam = _checks.finite_array(lam, "lam", (None,))
+    if lam.size < model.nconstraints:
+        raise StateError(f"lam must hold at least the {model.nconstraints} loop multipliers, got {lam.size}")
+    return forces_from_multipliers(model, lam[lam.size - model.nconstraints:], weights)
+
+
+def _loop_matrix(model, body, coef):
+    """The loops' rows (k, 6 nbodies) as a CSR matrix."""
+    side = body.reshape(-1)  # (2 k,): a's then b's of each row
+    keep = side >= 0
+    rows = np.repeat(np.repeat(np.arange(body.shape[0]), 2)[keep], 6)
+    cols = (6 * side[keep, None] + np.arange(6)).ravel()
+    return scipy.sparse.csr_matrix((coef.reshape(-1, 6)[keep].ravel(), (rows, cols)),
+                                   shape=(body.shape[0], 6 * model.nbodies))
+
+
 def constraints(model, z, zd, t=0.0):
     """Constraint residual C (m,), velocity Jacobian C_v (m, 6 nbodies, sparse CSR), its rate C' = C_v zd and gamma
-    of C_v zd' = gamma; rows body by body in each joint's order (``_kernels.augmented.spatial3d``)."""
+    of C_v zd' = gamma; rows body by body in each joint's order (``_kernels.augmented.spatial3d``), then the loops'
+    (``loop_rows``)."""
     _, _, jc, jp, res, gam = assemble(model, z, zd, None, t)
     starts = row_starts(model)
     counts = np.diff(starts)
     keep = np.arange(6)[None, :] < counts[:, None]
     cv = _sparse_rows(model, jc, jp, starts)
-    _, zd = _absolute(model, z, zd)
-    return res[keep], cv, cv @ zd.reshape(-1), gam[keep]
+    residual, gamma = res[keep], gam[keep]
+    z, zd = _absolute(model, z, zd)
+    if model.nconstraints:
+        body, coef, loop_res, loop_gamma, _ = loop_rows(model, z, zd)
+        cv = scipy.sparse.vstack((cv, _loop_matrix(model, body, coef)), format="csr")
+        residual, gamma = np.concatenate((residual, loop_res)), np.concatenate((gamma, loop_gamma))
+    return residual, cv, cv @ zd.reshape(-1), gamma
 
 
 class _TreeWorkspace:
@@ -276,6 +346,7 @@ class _TreeWorkspace:
         # D^-1, S^-1, Jc, Jp, w, residual, gamma
         self.factor = (np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6)),
                        np.empty(n), np.empty((n, 6)), np.empty((n, 6)))
+        self.loops = _LoopArrays(model, self.rows) if model.nconstraints else None
 
 
 def _tree_workspace(model):
@@ -286,8 +357,9 @@ def _tree_workspace(model):
 
 
 def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver="tree"):
-    """Absolute accelerations zdd (nbodies, 6) = (c'', omega') and the multipliers lam (m,) of a spatial model
-    (``augmented.forward_dynamics`` documents the arguments; tau is (nv,))."""
+    """Absolute accelerations zdd (nbodies, 6) = (c'', omega') and the multipliers lam (m,) of a spatial model: the
+    joints' rows body by body, then the loops' (``augmented.forward_dynamics`` documents the arguments; tau is
+    (nv,))."""
     _require(model)
     t, alpha, beta = (_checks.real(t, "t"), _checks.real(alpha, "alpha"), _checks.real(beta, "beta"))
     n = model.nbodies
@@ -296,7 +368,7 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
             z, zd = _absolute(model, z, zd)
         loads = _loads(model, z, zd, tau, t)
         ws = _tree_workspace(model)
-        zdd, lam = np.empty((n, 6)), np.empty(ws.rows)
+        zdd, lam = np.empty((n, 6)), np.empty(ws.rows + model.nconstraints)
         ws.stab[0] = alpha
         ws.stab[1] = beta
         status = kernels.factor_and_solve(model.body_int, model.body_real, model.gravity, ws.row_start, z, zd, loads,
@@ -304,6 +376,8 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
         if status:
             _absolute(model, z, zd)  # a NaN or a quaternion off unit norm: the message that names it
             _raise(model, status)
+        if ws.loops is not None:
+            _close_loops(model, ws, z, zd, zdd, lam)
         if not math.isfinite(zdd.sum() + lam.sum()):  # one reduction: a NaN or inf anywhere makes it non-finite
             _checks.check_finite_result(zdd, "zdd")
             _checks.check_finite_result(lam, "lam")
@@ -317,11 +391,16 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
     keep = np.arange(6)[None, :] < counts[:, None]
     cv = _sparse_rows(model, jc, jp, starts)
     rhs_c = gam[keep] - 2.0 * alpha * (cv @ zd.reshape(-1)) - beta * beta * res[keep]
+    if model.nconstraints:
+        body, coef, _, loop_rhs, _ = loop_rows(model, z, zd, alpha, beta)
+        cv = scipy.sparse.vstack((cv, _loop_matrix(model, body, coef)), format="csr")
+        rhs_c = np.concatenate((rhs_c, loop_rhs))
     kkt = scipy.sparse.bmat([[scipy.sparse.block_diag(list(mass)), cv.T], [cv, None]], format="csc")
     rhs = np.concatenate((force.reshape(-1), rhs_c))
     m = rhs_c.size
     singular = ModelError(f"the augmented system is singular at this state: {m} constraint equations on "
-                          f"{6 * n} coordinates (a body without inertia along a motion its joint leaves free)")
+                          f"{6 * n} coordinates (a body without inertia along a motion its joint leaves free, or "
+                          "redundant loops: solver='tree' gives their minimum-norm multipliers)")
     if solver == "sparse":
         try:
             factor = scipy.sparse.linalg.splu(kkt)
@@ -342,6 +421,26 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
     return solution[:6 * n].reshape(n, 6), solution[6 * n:]
 
 
+def _close_loops(model, ws, z, zd, zdd, lam):
+    """The loops' rows on the tree solution (zdd, lam[:tree rows]) in place, their multipliers into lam[tree rows:]
+    (``kernels.close_loops``); a RedundantConstraintWarning where they are redundant or singular."""
+    rows = ws.loops
+    rows.fill(model, z, zd, ws.stab)
+    rank = kernels.close_loops(model.body_int, ws.row_start, *ws.factor[:5], rows.body, rows.coef, rows.rhs,
+                               FILTER_RCOND, zdd, lam[:ws.rows], lam[ws.rows:], rows.yb, rows.yj, rows.schur)
+    if rank < 0:
+        raise_spatial_loop_status(model, L.STATUS_NONFINITE_STATE, ("z", "zd"))
+    _warn_rank(model, rank)
+
+
+def _loop_system_arrays(model, tree_rows):
+    """The loop fields of ``Augmented3DSystem`` after loop_int, loop_real: the auxiliary rows, the scratch of their
+    solve and the loops' multipliers (no rows for a tree: the same compiled types)."""
+    rows = _LoopArrays(model, tree_rows)
+    return (rows.body, rows.coef, rows.rhs, rows.res, rows.weights, rows.point, rows.axes, rows.yb, rows.yj,
+            rows.schur, np.zeros(model.nconstraints))
+
+
 class TimeLoop3D:
     """The augmented formulation's pieces for the generic time loops of ``rm.simulate(model3d,
     formulation="augmented")``: the compiled system (``_kernels.augmented.system3d``: right-hand side, quaternion
@@ -351,7 +450,8 @@ class TimeLoop3D:
     ``inputs`` is the run's input layout (``integrate._SpatialInputs``): tau constant or a function of t; a function
     tau(t, q, v) and force elements, which need the joint state inside the compiled loop, are refused (ValueError).
     ``stabilization``: "baumgarte" (alpha, beta), "projection" (onto C = 0 and C_v zd = 0 after every accepted step,
-    tolerance ``projection_tol``) or "none".
+    tolerance ``projection_tol``) or "none", for the joints' rows and the loops' alike. With loops the run starts from
+    the recursive route's projected start and its result's ``multipliers`` are the loops' (``multiplier_probe``).
     """
 
     name = "augmented"
@@ -378,11 +478,19 @@ class TimeLoop3D:
             np.array([inputs.tau_offset], dtype=np.int64), np.zeros(inputs.size), np.zeros(model.nq),
             np.zeros(model.nv), np.zeros(model.nv), np.zeros((n, 7)), np.zeros((n, 6)), np.zeros((n, 6)),
             np.zeros(ws.rows), *ws.factor, ws.no_wrench, np.array([float(alpha), float(beta)]), np.zeros(2),
-            np.zeros(1), np.zeros((n, 6)), np.zeros(ws.rows),
-            np.array([1.0 if stabilization == "projection" else 0.0, projection_tol, 20.0]))
+            np.zeros(1), np.zeros((n, 6)), np.zeros(ws.rows), model.loop_int, model.loop_real,
+            *_loop_system_arrays(model, ws.rows),
+            np.array([1.0 if stabilization == "projection" else 0.0, projection_tol, 20.0, FILTER_RCOND,
+                      POSITION_RCOND]))
 
     def initial_state(self, q0, qd0, t0, callback, key):
-        """y0 = (z0, zd0, 0, 0) from the joint state (on the constraints by construction)."""
+        """y0 = (z0, zd0, 0, 0) from the joint state (on the joints' constraints by construction), with loops
+        projected onto them first as the recursive route's start (``spatial_loops.consistent_start``: a gap above
+        1e-6 is a StateError, redundant loops a RedundantConstraintWarning)."""
+        if self.model.nloops:
+            from .spatial_loops import consistent_start  # noqa: PLC0415
+
+            q0, qd0 = consistent_start(self.model, q0, qd0)
         z0, zd0 = absolute_from_joint(self.model, q0, qd0)
         return np.concatenate((z0.ravel(), zd0.ravel(), [0.0, 0.0]))
 
@@ -416,6 +524,6 @@ class TimeLoop3D:
         result.constraint_drift = drift
 
     def multiplier_probe(self, result, y, i):
-        """(state, lam): sample i's integrated (z, zd) and the joints' multipliers the dynamics there fill (a
-        spatial model has no loops here, so no loop multipliers)."""
-        return np.ascontiguousarray(y[i]), self.system.lam[:0]
+        """(state, lam): sample i's integrated (z, zd) and the loops' multipliers (m,) that the dynamics there fill
+        (the recursive loop layer's lambda)."""
+        return np.ascontiguousarray(y[i]), self.system.mu

@@ -188,6 +188,25 @@ def project(model, q, v, *, tol=1e-12, max_iter=20):
     return q, v, worst
 
 
+def consistent_start(model, q0, v0):
+    """(q0, v0) of a Model3D projected onto its loops (``project``): the start of ``rm.simulate`` in either
+    formulation. A gap above 1e-6 is a StateError naming the loop, redundant loop equations at q0 a
+    RedundantConstraintWarning."""
+    phi, _, jac, _ = constraints(model, q0)
+    gap = float(np.abs(phi).max())
+    if gap > 1e-6:
+        row = int(np.argmax(np.abs(phi)))
+        k = int(np.searchsorted(model.loop_rows, row, side="right") - 1)
+        raise StateError(f"q0 does not close the loops (max |phi| = {gap:.3g}, loop {model.loop_names[k]!r}); find "
+                         "a consistent q0 with rm.assemble(model, q0)")
+    q0, v0, _ = project(model, q0, v0)
+    rank = np.linalg.matrix_rank(constraints(model, q0)[2], tol=None)
+    if rank < model.nconstraints:  # the run solves them by least squares, as loop_dynamics does
+        _checks.warn(f"the loop equations are redundant at q0: rank {rank} of {model.nconstraints}; the "
+                     "multipliers are the minimum-norm ones", RedundantConstraintWarning)
+    return q0, v0
+
+
 def change_point(model, q):
     """Where the loop equations of a spatial model lose rank at q: (the names of the loops whose rows carry the weak
     directions, the smallest over the largest eigenvalue of J M^-1 J^T). A weak direction is an eigenvector with

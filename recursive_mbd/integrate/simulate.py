@@ -77,9 +77,10 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     With loops (``Model3D.add_loop``) vdot comes from the multiplier layer (``spatial_loops``) and stabilization
     works as for a planar model (the projection steps along ``integrate_configuration``; see ``stabilization``).
     ``formulation="augmented"`` on a Model3D integrates the absolute coordinates of every body (centre of mass,
-    quaternion; their velocity and angular velocity, ``augmented3d.TimeLoop3D``) for trees, with tau constant or
-    tau(t) and no force elements. Drivers on a Model3D: revolute and prismatic joints, the explicit methods and
-    scipy's (not generalized_alpha, bdf or the augmented formulation: ValueError; not with loops: ModelError).
+    quaternion; their velocity and angular velocity, ``augmented3d.TimeLoop3D``), loops as auxiliary rows, with tau
+    constant or tau(t) and no force elements. Drivers on a Model3D: revolute and prismatic joints, the explicit
+    methods and scipy's (not generalized_alpha, bdf or the augmented formulation: ValueError; not with loops:
+    ModelError).
 
     Parameters
     ----------

@@ -95,7 +95,9 @@ class SpatialTimeLoop:
 
     def initial_state(self, q0, qd0, t0, callback, key):
         if self.model.nloops:
-            q0, qd0 = _consistent_start_spatial(self.model, q0, qd0)
+            from ..dynamics.spatial_loops import consistent_start  # noqa: PLC0415
+
+            q0, qd0 = consistent_start(self.model, q0, qd0)
         # the work terms, then the contacts' state: none touching yet (``_kernels.spatial.contact``)
         return np.concatenate((*self._free(q0, qd0), [0.0, 0.0], np.zeros(N_CSTATE * self.model.ncontacts)))
 
@@ -175,27 +177,6 @@ def driver_fields(model, inputs):
     free_q = np.setdiff1d(np.arange(model.nq), coords[:, 0]).astype(np.int64)
     free_v = np.setdiff1d(np.arange(model.nv), coords[:, 1]).astype(np.int64)
     return coords, free_q, free_v, inputs.driven, np.zeros(model.nv), np.zeros(model.nq)
-
-
-def _consistent_start_spatial(model, q0, v0):
-    """(q0, v0) of a Model3D projected onto its loops (``spatial_loops.project``); a gap above 1e-6 is an error,
-    redundant loop equations at q0 a RedundantConstraintWarning."""
-    from ..dynamics.loops import RedundantConstraintWarning  # noqa: PLC0415
-    from ..dynamics.spatial_loops import constraints, project  # noqa: PLC0415
-
-    phi, _, jac, _ = constraints(model, q0)
-    gap = float(np.abs(phi).max())
-    if gap > 1e-6:
-        row = int(np.argmax(np.abs(phi)))
-        k = int(np.searchsorted(model.loop_rows, row, side="right") - 1)
-        raise StateError(f"q0 does not close the loops (max |phi| = {gap:.3g}, loop {model.loop_names[k]!r}); find "
-                         "a consistent q0 with rm.assemble(model, q0)")
-    q0, v0, _ = project(model, q0, v0)
-    rank = np.linalg.matrix_rank(constraints(model, q0)[2], tol=None)
-    if rank < model.nconstraints:  # the run solves them by least squares, as loop_dynamics does
-        _checks.warn(f"the loop equations are redundant at q0: rank {rank} of {model.nconstraints}; the "
-                     "multipliers are the minimum-norm ones", RedundantConstraintWarning)
-    return q0, v0
 
 
 def _spatial_start(model, q0, qd0):

@@ -41,6 +41,9 @@ Elimination (``tree`` for the derivation): bodies leaves first, 6 x 6 body pivot
 Jp^T S^-1 Jp and m x m joint pivots S_i = Jc D_i^-1 Jc^T (m <= 6), by Cholesky; a body pivot that is not positive
 definite (a point mass whose rotation its joint locks) is regularised by w Jc^T Jc as in ``tree``. O(N) time and
 memory. All kernels return a status (``layout.decode_status``).
+
+Loops (``loop_rows``, ``close_loops``): the spatial loop layer's rows (``_kernels.spatial.loops.loop_equations``) on
+the absolute velocities of their two bodies, closed on the tree factor as auxiliary rows by their Schur complement.
 """
 
 import math
@@ -49,7 +52,15 @@ import numba
 import numpy as np
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
-from ..layout import STATUS_NONFINITE_Q, STATUS_NONFINITE_QD, STATUS_NONFINITE_TAU, STATUS_OK, STATUS_SINGULAR
+from ..layout import (
+    STATUS_LOOP_DEGENERATE,
+    STATUS_NONFINITE_Q,
+    STATUS_NONFINITE_QD,
+    STATUS_NONFINITE_TAU,
+    STATUS_OK,
+    STATUS_SINGULAR,
+)
+from ..planar.loops import filtered_solve
 from ..spatial.layout import (
     A1,
     A2,
@@ -59,6 +70,16 @@ from ..spatial.layout import (
     FREE,
     IC,
     JTYPE,
+    LAXB,
+    LBODY_A,
+    LBODY_B,
+    LKIND,
+    LN1,
+    LN2,
+    LOOP_REVOLUTE,
+    LPA,
+    LPB,
+    LROW,
     MASS,
     MCOM,
     PARENT,
@@ -72,6 +93,8 @@ from ..spatial.layout import (
     UNIVERSAL,
     VIDX,
 )
+from ..spatial.loops import loop_equations
+from .tree import _row_colours
 
 njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=True)
 inline = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=True, inline="always")
@@ -144,10 +167,11 @@ def _quaternion_matrix(z, i):
     y = z[i, 5]
     s = z[i, 6]
     norm = math.sqrt(w * w + x * x + y * y + s * s)
-    w /= norm
-    x /= norm
-    y /= norm
-    s /= norm
+    inv = 1.0 / norm  # one division, not four (a tenth of the tree solve's time went to them)
+    w *= inv
+    x *= inv
+    y *= inv
+    s *= inv
     return (1.0 - 2.0 * (y * y + s * s), 2.0 * (x * y - w * s), 2.0 * (x * s + w * y),
             2.0 * (x * y + w * s), 1.0 - 2.0 * (x * x + s * s), 2.0 * (y * s - w * x),
             2.0 * (x * s - w * y), 2.0 * (y * s + w * x), 1.0 - 2.0 * (x * x + y * y)), norm
@@ -222,9 +246,17 @@ def joint_rows(body_int, body_real, z, zd, tau, i, jc, jp, res, gam, load):
     jc[i, :m], jp[i, :m] (m, 6), residuals C and gamma into res[i, :m], gam[i, :m]; the joint forces tau (nv,) or
     none (shape (0,)) as generalised forces on the child into load[0] and on the parent into load[1] (6 each).
     Returns m."""
+    return _joint_rows(body_int, body_real, z, zd, tau, i, _quaternion_matrix(z, i)[0], jc, jp, res, gam, load)
+
+
+@inline
+def _joint_rows(body_int, body_real, z, zd, tau, i, rot, jc, jp, res, gam, load):
+    """``joint_rows`` with body i's rotation ``rot`` given (the tree solve shares it with ``_body_loads``)."""
     jt = body_int[i, JTYPE]
     p = body_int[i, PARENT]
-    rot, _, c_c, v_c, om_c = _body_state(z, zd, i)
+    c_c = _vec(z, i, 0)
+    v_c = _vec(zd, i, 0)
+    om_c = _vec(zd, i, 3)
     r0 = (body_real[i, R0], body_real[i, R0 + 1], body_real[i, R0 + 2], body_real[i, R0 + 3], body_real[i, R0 + 4],
           body_real[i, R0 + 5], body_real[i, R0 + 6], body_real[i, R0 + 7], body_real[i, R0 + 8])
     if p >= 0:
@@ -332,7 +364,12 @@ def joint_rows(body_int, body_real, z, zd, tau, i, jc, jp, res, gam, load):
 def body_loads(body_real, gravity, z, zd, i, out):
     """The body's mass matrix M_i = diag(m 1, J) into out[:6, :6] and its applied force (m g, -omega x J omega)
     into out[6, :6] (ground axes)."""
-    rot, _, _, _, om = _body_state(z, zd, i)
+    _body_loads(body_real, gravity, _quaternion_matrix(z, i)[0], _vec(zd, i, 3), i, out)
+
+
+@inline
+def _body_loads(body_real, gravity, rot, om, i, out):
+    """``body_loads`` with the body's rotation and angular velocity given."""
     mass = body_real[i, MASS]
     xx = body_real[i, IC]
     yy = body_real[i, IC + 1]
@@ -563,8 +600,9 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
         if p >= 0 and wreg[p] < 0.0:
             _clear(sinv, zdd, p)
             wreg[p] = 0.0
-        m = joint_rows(body_int, body_real, z, zd, tau, i, jc, jp, res, gam, load)
-        body_loads(body_real, gravity, z, zd, i, block)
+        rot = _quaternion_matrix(z, i)[0]
+        m = _joint_rows(body_int, body_real, z, zd, tau, i, rot, jc, jp, res, gam, load)
+        _body_loads(body_real, gravity, rot, _vec(zd, i, 3), i, block)
         for c in range(6):
             zdd[i, c] += block[6, c] + load[0, c]
             if has_wrench:
@@ -608,11 +646,11 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
                 for k in range(6):
                     s += dinv[i, r, k] * jc[i, c, k]
                 ydm[r, c] = s
-        for r in range(6):  # S = Jc Y into block
+        for r in range(6):  # S = Jc Y into block, its lower triangle (all that _spd6_inverse reads)
             for c in range(6):
                 block[r, c] = 1.0 if r == c else 0.0
         for r in range(m):
-            for c in range(m):
+            for c in range(r + 1):
                 s = 0.0
                 for k in range(6):
                     s += jc[i, r, k] * ydm[k, c]
@@ -634,10 +672,10 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
                     for k in range(m):
                         s += sinv[i, r, k] * jp[i, k, c]
                     ydm[r, c] = s  # (S^-1 - w I) Jp
-            for k in range(m):
+            for k in range(m):  # its lower triangle only: the parent's pivot is read from there
                 for r in range(6):
                     jkr = jp[i, k, r]
-                    for c in range(6):
+                    for c in range(r + 1):
                         sinv[p, r, c] += jkr * ydm[k, c]
     _back_substitute(body_int, row_start, dinv, sinv, jc, jp, wreg, zdd, lam)
     power[0] = tau_power
@@ -720,3 +758,162 @@ def tree_solve(body_int, row_start, dinv, sinv, jc, jp, wreg, xb, xj):
         if m > 0:
             _eliminate(body_int, row_start, dinv, sinv, jc, jp, wreg, i, m, xb, xj, y)
     _back_substitute(body_int, row_start, dinv, sinv, jc, jp, wreg, xb, xj)
+
+
+# ---- loops: auxiliary rows on the tree solve ------------------------------------------------------------------------
+
+@inline
+def _loop_point(body_real, z, zd, body, loop_real, lp, at, point, o):
+    """point[o:o+15] = the state of the loop point loop_real[lp, at:at+3] (body frame) of ``body`` in the layout of
+    the spatial loop layer (``_kernels.spatial.loops._point_state``): position, velocity, acceleration at zd' = 0
+    (omega x (omega x r)), angular velocity, angular acceleration at zd' = 0 (none), ground axes; the ground holds
+    it fixed. Returns the arm r = P - c (ground axes) and the body's rotation."""
+    for m in range(15):
+        point[o + m] = 0.0
+    local = _vec(loop_real, lp, at)
+    if body < 0:
+        for m in range(3):
+            point[o + m] = local[m]
+        return (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
+    rot, _, c, v, om = _body_state(z, zd, body)
+    arm = _mat_vec(rot, _sub(local, _com(body_real, body)))
+    spin = _cross(om, arm)
+    curve = _cross(om, spin)
+    for m in range(3):
+        point[o + m] = c[m] + arm[m]
+        point[o + 3 + m] = v[m] + spin[m]
+        point[o + 6 + m] = curve[m]
+        point[o + 9 + m] = om[m]
+    return arm, rot
+
+
+@njit
+def loop_rows(body_real, loop_int, loop_real, z, zd, stab, point, axes, weights, aux_body, aux_coef, aux_rhs,
+              aux_res):
+    """The loops' rows (``_kernels.spatial.loops.loop_equations``: the spatial loop layer's rows, residuals, gamma
+    and weights) in absolute coordinates: row r acts on the bodies aux_body[r] = (a, b) (-1: the ground) with the
+    coefficients aux_coef[r] = (on zd_a (6), on zd_b (6)); a weight (w_lin, w_ang) on (v(P), omega) of a body is
+    (w_lin, w_ang + r x w_lin) on its (c', omega), r = P - c. aux_res = C, aux_rhs = gamma - 2 alpha C' - beta^2 C
+    (stab = (alpha, beta)). weights (k, 12) receives the loop layer's weights (the loop forces); point (40,) and
+    axes (9,) are scratch. Returns the status (a distance loop whose points coincide)."""
+    alpha = stab[0]
+    beta = stab[1]
+    weights[:, :] = 0.0
+    for lp in range(loop_int.shape[0]):
+        kind = loop_int[lp, LKIND]
+        a = loop_int[lp, LBODY_A]
+        b = loop_int[lp, LBODY_B]
+        r0 = loop_int[lp, LROW]
+        arm_a, rot_a = _loop_point(body_real, z, zd, a, loop_real, lp, LPA, point, 0)
+        arm_b, rot_b = _loop_point(body_real, z, zd, b, loop_real, lp, LPB, point, 15)
+        if kind == LOOP_REVOLUTE:  # body b's axis and body a's two normals in ground axes
+            u = _mat_vec(rot_b, _vec(loop_real, lp, LAXB))
+            n1 = _mat_vec(rot_a, _vec(loop_real, lp, LN1))
+            n2 = _mat_vec(rot_a, _vec(loop_real, lp, LN2))
+            for m in range(3):
+                axes[m] = u[m]
+                axes[3 + m] = n1[m]
+                axes[6 + m] = n2[m]
+        nrows = loop_equations(loop_real, lp, kind, r0, point, axes, aux_res, aux_rhs, weights)
+        if nrows == 0:
+            return STATUS_LOOP_DEGENERATE | (lp << 4)
+        for r in range(r0, r0 + nrows):
+            aux_body[r, 0] = a
+            aux_body[r, 1] = b
+            rate = 0.0
+            for side in range(2):
+                body = a if side == 0 else b
+                arm = arm_a if side == 0 else arm_b
+                o = 6 * side
+                lin = (weights[r, o], weights[r, o + 1], weights[r, o + 2])
+                moment = _add((weights[r, o + 3], weights[r, o + 4], weights[r, o + 5]), _cross(arm, lin))
+                for c in range(3):
+                    aux_coef[r, o + c] = lin[c] if body >= 0 else 0.0
+                    aux_coef[r, o + 3 + c] = moment[c] if body >= 0 else 0.0
+                if body >= 0:
+                    for c in range(6):
+                        rate += aux_coef[r, o + c] * zd[body, c]
+            aux_rhs[r] -= 2.0 * alpha * rate + beta * beta * aux_res[r]
+    return STATUS_OK
+
+
+@inline
+def _aux_times(aux_body, aux_coef, r, x):
+    """Row r of E times the body vector x (nbodies, 6)."""
+    v = 0.0
+    for side in range(2):
+        body = aux_body[r, side]
+        if body >= 0:
+            for c in range(6):
+                v += aux_coef[r, 6 * side + c] * x[body, c]
+    return v
+
+
+@inline
+def _aux_load(aux_body, aux_coef, r, scale, xb):
+    """xb += scale * (row r of E)^T."""
+    for side in range(2):
+        body = aux_body[r, side]
+        if body >= 0:
+            for c in range(6):
+                xb[body, c] += scale * aux_coef[r, 6 * side + c]
+
+
+@njit
+def close_loops(body_int, row_start, dinv, sinv, jc, jp, wreg, aux_body, aux_coef, aux_rhs, rcond, xb, xj, mu, yb,
+                yj, schur):
+    """Close the auxiliary rows E zd' = aux_rhs (the loops', ``loop_rows``) on the tree solution x0 = (xb, xj) of
+    H x = b (the factor of ``factor_and_solve``): the multipliers mu (k,) of the whole system [[H, E^T], [E, 0]]
+    from the Schur complement, E H^-1 E^T mu = E x0 - aux_rhs, and x = x0 - H^-1 E^T mu in place. The Schur
+    complement is the recursive loop layer's J M^-1 J^T (the tree rows eliminated), built by one tree solve per
+    colour of rows on disjoint subtrees (``tree._row_colours``: O(colours N + k^2)), and solved by that layer's
+    filtered regularised solve (``planar.loops.filtered_solve``: minimum-norm multipliers for redundant rows).
+    yb (nbodies, 6), yj (tree rows) and schur (k, k) are scratch. Returns the numerical rank of E H^-1 E^T, or
+    -1 when it or the right-hand side is not finite."""
+    k = aux_body.shape[0]
+    colour, ncolours, root = _row_colours(body_int, aux_body)
+    owner = np.full(body_int.shape[0], -1, dtype=np.int64)  # owner[b]: the row of the colour on subtree b
+    schur[:, :] = 0.0
+    for c in range(ncolours):
+        yb[:, :] = 0.0
+        yj[:] = 0.0
+        for r in range(k):
+            if colour[r] == c:
+                _aux_load(aux_body, aux_coef, r, 1.0, yb)
+                for side in range(2):
+                    body = aux_body[r, side]
+                    if body >= 0:
+                        owner[root[body]] = r
+        tree_solve(body_int, row_start, dinv, sinv, jc, jp, wreg, yb, yj)
+        for s in range(k):
+            for side in range(2):
+                body = aux_body[s, side]
+                if body < 0:
+                    continue
+                r = owner[root[body]]
+                if r < 0 or colour[r] != c:
+                    continue
+                for col in range(6):
+                    schur[s, r] += aux_coef[s, 6 * side + col] * yb[body, col]
+    for r in range(k):  # symmetrise the round-off
+        for s in range(r):
+            mean = 0.5 * (schur[r, s] + schur[s, r])
+            schur[r, s] = mean
+            schur[s, r] = mean
+    rhs = np.empty(k)
+    for r in range(k):
+        rhs[r] = _aux_times(aux_body, aux_coef, r, xb) - aux_rhs[r]
+    rank = filtered_solve(schur, rhs, rcond, mu)
+    if rank < 0:
+        return rank
+    yb[:, :] = 0.0
+    yj[:] = 0.0
+    for r in range(k):
+        _aux_load(aux_body, aux_coef, r, -mu[r], yb)
+    tree_solve(body_int, row_start, dinv, sinv, jc, jp, wreg, yb, yj)
+    for i in range(xb.shape[0]):
+        for c in range(6):
+            xb[i, c] += yb[i, c]
+    for r in range(xj.shape[0]):
+        xj[r] += yj[r]
+    return rank

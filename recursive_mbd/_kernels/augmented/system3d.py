@@ -9,7 +9,10 @@ KKT solve (``spatial3d.factor_and_solve``, Baumgarte's terms with stab = (alpha,
 the projection renormalises each quaternion and, with stabilization "projection", moves (z, zd) onto C(z) = 0 and
 C_v zd = 0: mass-orthogonal Gauss-Newton steps dz = -H^-1 (0, C) with the tree factor (the position part of dz is
 (dc, dtheta), dtheta a rotation vector in ground axes applied as exp(dtheta) (x) quat), then the velocity
-correction -H^-1 (0, C_v zd). ``recursive_mbd.dynamics.augmented3d.TimeLoop3D`` builds the system.
+correction -H^-1 (0, C_v zd). Closed loops add their rows (``spatial3d.loop_rows``) to every solve as auxiliary
+rows on the tree factor (``spatial3d.close_loops``): in the dynamics with Baumgarte's terms, in the projection with
+their residuals and rates as the joints' (the position steps' multipliers filtered at POSITION_RCOND, the others at
+FILTER_RCOND, as the recursive loop layer's). ``recursive_mbd.dynamics.augmented3d.TimeLoop3D`` builds the system.
 """
 
 import math
@@ -18,10 +21,10 @@ from collections import namedtuple
 from numba.core import types
 from numba.extending import overload
 
-from ..layout import STATUS_NONFINITE_STATE, STATUS_OK
-from ..spatial.layout import JTYPE, PARENT
+from ..layout import STATUS_LOOPS_OPEN, STATUS_NONFINITE_STATE, STATUS_OK
+from ..spatial.layout import JTYPE, LROW, PARENT
 from ..timeloops import formulation
-from .spatial3d import ROWS_PER_JOINT, factor_and_solve, njit, tree_solve
+from .spatial3d import ROWS_PER_JOINT, close_loops, factor_and_solve, loop_rows, njit, tree_solve
 
 Augmented3DSystem = namedtuple("Augmented3DSystem", [
     "body_int", "body_real", "gravity",  # the packed Model3D
@@ -35,7 +38,13 @@ Augmented3DSystem = namedtuple("Augmented3DSystem", [
     "dinv", "sinv", "jc", "jp", "wreg", "res", "gam",  # the tree solve's factor (``spatial3d.factor_and_solve``)
     "no_wrench", "stab", "no_stab", "power",  # (0, 6); (alpha, beta); (0, 0); (1,)
     "xb", "xj",  # (nbodies, 6), (rows,) the projection's right-hand sides and solutions
-    "settings",  # (3,) = (project: on, tolerance, max iterations)
+    # the loops (k rows; none for a tree): the packed loops, their auxiliary rows (``spatial3d.loop_rows``): bodies
+    # (k, 2), coefficients (k, 12), right-hand side, residual (k,), the loop layer's weights (k, 12), scratch point
+    # (40,), axes (9,); the scratch of ``spatial3d.close_loops``: yb (nbodies, 6), yj (rows,), schur (k, k); and
+    # the loops' multipliers mu (k,)
+    "loop_int", "loop_real", "aux_body", "aux_coef", "aux_rhs", "aux_res", "aux_weights", "point", "axes", "yb",
+    "yj", "schur", "mu",
+    "settings",  # (5,) = (project: on, tolerance, max iterations, rcond of the dynamics, of the position steps)
 ])
 
 
@@ -79,6 +88,12 @@ def system_rhs(inputs, key, system, t, y, dy):
                               system.wreg, system.res, system.gam, zdd, system.lam, system.power)
     if status != STATUS_OK:
         return status
+    if system.loop_int.shape[0] > 0:
+        status = _loop_rows(system, system.stab)
+        if status != STATUS_OK:
+            return status
+        if _close(system, system.settings[3], zdd, system.lam) < 0:
+            return STATUS_NONFINITE_STATE
     n = zdd.shape[0]
     zd = system.zd
     for i in range(n):
@@ -108,6 +123,67 @@ def _factor_at(system):
     return factor_and_solve(system.body_int, system.body_real, system.gravity, system.row_start, system.z, system.zd,
                             system.tau[:0], system.no_wrench, system.no_stab, system.dinv, system.sinv, system.jc,
                             system.jp, system.wreg, system.res, system.gam, system.zdd, system.lam, system.power)
+
+
+@njit
+def _loop_rows(system, stab):
+    """The loops' auxiliary rows at (system.z, system.zd) with Baumgarte's stab; returns the status."""
+    return loop_rows(system.body_real, system.loop_int, system.loop_real, system.z, system.zd, stab, system.point,
+                     system.axes, system.aux_weights, system.aux_body, system.aux_coef, system.aux_rhs, system.aux_res)
+
+
+@njit
+def _close(system, rcond, xb, xj):
+    """The loops' rows E x = aux_rhs closed on the tree solution (xb, xj) in place, their multipliers into
+    system.mu; returns the rank (-1: not finite)."""
+    return close_loops(system.body_int, system.row_start, system.dinv, system.sinv, system.jc, system.jp,
+                       system.wreg, system.aux_body, system.aux_coef, system.aux_rhs, rcond, xb, xj, system.mu,
+                       system.yb, system.yj, system.schur)
+
+
+@njit
+def _loop_correction(system, rates):
+    """The loops' part of ``_correction``: their rows at system.z with the targets -C (rates False) or -E zd
+    (True), closed on the joints' correction in system.xb, xj; returns (max |C| or |E zd|, the status)."""
+    status = _loop_rows(system, system.no_stab)
+    if status != STATUS_OK:
+        return 0.0, status
+    zd = system.zd
+    gap = 0.0
+    for r in range(system.aux_rhs.shape[0]):
+        v = system.aux_res[r]
+        if rates:
+            v = 0.0
+            for side in range(2):
+                body = system.aux_body[r, side]
+                if body >= 0:
+                    for c in range(6):
+                        v += system.aux_coef[r, 6 * side + c] * zd[body, c]
+        system.aux_rhs[r] = -v
+        gap = max(gap, abs(v))
+    rcond = system.settings[3] if rates else system.settings[4]
+    if _close(system, rcond, system.xb, system.xj) < 0:
+        return gap, STATUS_NONFINITE_STATE
+    return gap, STATUS_OK
+
+
+@njit
+def _loops_closed(system, limit):
+    """STATUS_LOOPS_OPEN (index: the loop with the largest gap) when a loop's residual in system.aux_res exceeds
+    ``limit`` after the projection (no closed configuration near, as the recursive route's ``project_loops``)."""
+    worst = 0.0
+    worst_row = 0
+    for r in range(system.aux_res.shape[0]):
+        if abs(system.aux_res[r]) > worst:
+            worst = abs(system.aux_res[r])
+            worst_row = r
+    if worst <= limit:
+        return STATUS_OK
+    loop_int = system.loop_int
+    lp = 0
+    while lp + 1 < loop_int.shape[0] and loop_int[lp + 1, LROW] <= worst_row:
+        lp += 1
+    return STATUS_LOOPS_OPEN | (lp << 4)
 
 
 @njit
@@ -167,9 +243,9 @@ def _turn(z, i, dx, dy, dz):
 
 @njit
 def project_state(inputs, key, system, t, y):
-    """Renormalise y's quaternions and, with projection on, project (z, zd) onto C(z) = 0 and C_v zd = 0 in place
-    (module docstring): Gauss-Newton steps until the step and |C| are below the tolerance or the steps stop
-    contracting, then the velocity correction. Returns the status."""
+    """Renormalise y's quaternions and, with projection on, project (z, zd) onto C(z) = 0 and C_v zd = 0 (joints
+    and loops) in place (module docstring): Gauss-Newton steps until the step and |C| are below the tolerance or
+    the steps stop contracting, then the velocity correction. Returns the status."""
     status = _load_state(inputs, key, system, t, y)
     if status != STATUS_OK:
         return status
@@ -185,6 +261,11 @@ def project_state(inputs, key, system, t, y):
             if status != STATUS_OK:
                 return status
             gap = _correction(system, False)
+            if system.loop_int.shape[0] > 0:
+                loop_gap, status = _loop_correction(system, False)
+                if status != STATUS_OK:
+                    return status
+                gap = max(gap, loop_gap)
             size = 0.0
             for i in range(n):
                 for c in range(6):
@@ -200,6 +281,13 @@ def project_state(inputs, key, system, t, y):
         if status != STATUS_OK:
             return status
         _correction(system, True)
+        if system.loop_int.shape[0] > 0:
+            status = _loop_correction(system, True)[1]  # also the loops' residuals at the projected z
+            if status != STATUS_OK:
+                return status
+            status = _loops_closed(system, 1e3 * tol)
+            if status != STATUS_OK:
+                return status
         for i in range(n):
             for c in range(6):
                 zd[i, c] += xb[i, c]
@@ -213,7 +301,7 @@ def project_state(inputs, key, system, t, y):
 
 @njit
 def constraint_gap(inputs, key, system, t, y, out):
-    """out[0] = max |C| of the joints' constraints at (t, y); returns the status."""
+    """out[0] = max |C| of the joints' and the loops' constraints at (t, y); returns the status."""
     status = _load_state(inputs, key, system, t, y)
     if status == STATUS_OK:
         status = _factor_at(system)
@@ -221,6 +309,10 @@ def constraint_gap(inputs, key, system, t, y, out):
     for i in range(system.res.shape[0]):
         for r in range(6):
             gap = max(gap, abs(system.res[i, r]))
+    if status == STATUS_OK and system.loop_int.shape[0] > 0:
+        status = _loop_rows(system, system.no_stab)
+        for r in range(system.aux_res.shape[0]):
+            gap = max(gap, abs(system.aux_res[r]))
     out[0] = gap
     return status
 

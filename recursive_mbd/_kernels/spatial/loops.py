@@ -43,6 +43,7 @@ from .layout import (
     LKIND,
     LLENGTH,
     LN1,
+    LN2,
     LOOP_DISTANCE,
     LOOP_REVOLUTE,
     LPA,
@@ -144,6 +145,81 @@ def _rotate(rot, body, vec, o, out, d):
 
 
 @njit
+def loop_equations(loop_real, lp, kind, r0, point, axes, phi, gamma, weights):
+    """The rows of loop ``lp`` (code ``kind``, first row r0) from the states of its two points (module docstring):
+    point[0:15] of P_a and point[15:30] of P_b in ``_point_state``'s layout (ground axes); point[30:39] receives
+    d = P_a - P_b, its rate and its velocity-product acceleration. A revolute loop reads axes[0:9] = (R_b u_b,
+    R_a n_1, R_a n_2). Fills phi, gamma and the weights of its rows (the caller zeroes the weights); returns their
+    number, 0 when a distance loop's points coincide (its direction is undefined). The spatial loop layer and the
+    augmented formulation (``_kernels.augmented.spatial3d``) share it, so their rows are the same numbers."""
+    for m in range(3):
+        point[30 + m] = point[m] - point[15 + m]
+        point[33 + m] = point[3 + m] - point[18 + m]
+        point[36 + m] = point[6 + m] - point[21 + m]
+    if kind == LOOP_DISTANCE:
+        dist = math.sqrt(point[30] ** 2 + point[31] ** 2 + point[32] ** 2)
+        if not dist > 0.0:
+            return 0
+        rate = 0.0
+        speed2 = 0.0
+        bias = 0.0
+        for m in range(3):
+            e = point[30 + m] / dist
+            weights[r0, m] = e
+            weights[r0, 6 + m] = -e
+            rate += e * point[33 + m]
+            speed2 += point[33 + m] ** 2
+            bias += e * point[36 + m]
+        phi[r0] = dist - loop_real[lp, LLENGTH]
+        # |d|'' = e . d'' + (|d'|^2 - (e . d')^2) / |d|
+        gamma[r0] = -(bias + (speed2 - rate * rate) / dist)
+        return 1
+    for m in range(3):
+        weights[r0 + m, m] = 1.0
+        weights[r0 + m, 6 + m] = -1.0
+        phi[r0 + m] = point[30 + m]
+        gamma[r0 + m] = -point[36 + m]
+    if kind != LOOP_REVOLUTE:
+        return 3
+    # u = R_b u_b, n_k = R_a n_k; c = n_k x u; phi_k = n_k . u
+    u0 = axes[0]
+    u1 = axes[1]
+    u2 = axes[2]
+    dw0 = point[9] - point[24]
+    dw1 = point[10] - point[25]
+    dw2 = point[11] - point[26]
+    # omega_b x u: the rate of u
+    ud0 = point[25] * u2 - point[26] * u1
+    ud1 = point[26] * u0 - point[24] * u2
+    ud2 = point[24] * u1 - point[25] * u0
+    for k in range(2):
+        r = r0 + 3 + k
+        n0 = axes[3 + 3 * k]
+        n1 = axes[4 + 3 * k]
+        n2 = axes[5 + 3 * k]
+        c0 = n1 * u2 - n2 * u1
+        c1 = n2 * u0 - n0 * u2
+        c2 = n0 * u1 - n1 * u0
+        weights[r, 3] = c0
+        weights[r, 4] = c1
+        weights[r, 5] = c2
+        weights[r, 9] = -c0
+        weights[r, 10] = -c1
+        weights[r, 11] = -c2
+        phi[r] = n0 * u0 + n1 * u1 + n2 * u2
+        # c' = (omega_a x n) x u + n x (omega_b x u)
+        na0 = point[10] * n2 - point[11] * n1
+        na1 = point[11] * n0 - point[9] * n2
+        na2 = point[9] * n1 - point[10] * n0
+        e0 = na1 * u2 - na2 * u1 + n1 * ud2 - n2 * ud1
+        e1 = na2 * u0 - na0 * u2 + n2 * ud0 - n0 * ud2
+        e2 = na0 * u1 - na1 * u0 + n0 * ud1 - n1 * ud0
+        gamma[r] = -((point[12] - point[27]) * c0 + (point[13] - point[28]) * c1
+                     + (point[14] - point[29]) * c2 + dw0 * e0 + dw1 * e1 + dw2 * e2)
+    return 5
+
+
+@njit
 def loop_constraints(body_int, body_real, loop_int, loop_real, q, v, ws, S, tmp, rot, pos, omega, vel, acc, point,
                      phi, phid, jac, gamma, weights):
     """Residual phi (m,), phi' = J v (m,), Jacobian J (m, nv), gamma = -J' v (m,) and the row weights (m, 12) of
@@ -163,70 +239,13 @@ def loop_constraints(body_int, body_real, loop_int, loop_real, q, v, ws, S, tmp,
         r0 = loop_int[lp, LROW]
         _point_state(ws, rot, pos, acc, a, loop_real[lp], LPA, point[0:15])
         _point_state(ws, rot, pos, acc, b, loop_real[lp], LPB, point[15:30])
-        # d = P_a - P_b, its rate and its velocity-product acceleration, in point[30:39]
-        for m in range(3):
-            point[30 + m] = point[m] - point[15 + m]
-            point[33 + m] = point[3 + m] - point[18 + m]
-            point[36 + m] = point[6 + m] - point[21 + m]
-        nrows = 0
-        if kind == LOOP_DISTANCE:
-            dist = math.sqrt(point[30] ** 2 + point[31] ** 2 + point[32] ** 2)
-            if not dist > 0.0:
-                return STATUS_LOOP_DEGENERATE | (lp << 4)
-            rate = 0.0
-            speed2 = 0.0
-            bias = 0.0
-            for m in range(3):
-                e = point[30 + m] / dist
-                weights[r0, m] = e
-                weights[r0, 6 + m] = -e
-                rate += e * point[33 + m]
-                speed2 += point[33 + m] ** 2
-                bias += e * point[36 + m]
-            phi[r0] = dist - loop_real[lp, LLENGTH]
-            # |d|'' = e . d'' + (|d'|^2 - (e . d')^2) / |d|
-            gamma[r0] = -(bias + (speed2 - rate * rate) / dist)
-            nrows = 1
-        else:
-            for m in range(3):
-                weights[r0 + m, m] = 1.0
-                weights[r0 + m, 6 + m] = -1.0
-                phi[r0 + m] = point[30 + m]
-                gamma[r0 + m] = -point[36 + m]
-            nrows = 3
-        if kind == LOOP_REVOLUTE:
-            # u = R_b u_b (tmp[0:3]), n_k = R_a n_k (tmp[3:6]); c = n_k x u; phi_k = n_k . u
+        if kind == LOOP_REVOLUTE:  # body b's axis and body a's two normals in ground axes
             _rotate(rot, b, loop_real[lp], LAXB, tmp, 0)
-            dw0 = point[9] - point[24]
-            dw1 = point[10] - point[25]
-            dw2 = point[11] - point[26]
-            # omega_b x u: the rate of u (tmp[6:9])
-            tmp[6] = point[25] * tmp[2] - point[26] * tmp[1]
-            tmp[7] = point[26] * tmp[0] - point[24] * tmp[2]
-            tmp[8] = point[24] * tmp[1] - point[25] * tmp[0]
-            for k in range(2):
-                r = r0 + 3 + k
-                _rotate(rot, a, loop_real[lp], LN1 + 3 * k, tmp, 3)
-                c0 = tmp[4] * tmp[2] - tmp[5] * tmp[1]
-                c1 = tmp[5] * tmp[0] - tmp[3] * tmp[2]
-                c2 = tmp[3] * tmp[1] - tmp[4] * tmp[0]
-                weights[r, 3] = c0
-                weights[r, 4] = c1
-                weights[r, 5] = c2
-                weights[r, 9] = -c0
-                weights[r, 10] = -c1
-                weights[r, 11] = -c2
-                phi[r] = tmp[3] * tmp[0] + tmp[4] * tmp[1] + tmp[5] * tmp[2]
-                # c' = (omega_a x n) x u + n x (omega_b x u)
-                na0 = point[10] * tmp[5] - point[11] * tmp[4]
-                na1 = point[11] * tmp[3] - point[9] * tmp[5]
-                na2 = point[9] * tmp[4] - point[10] * tmp[3]
-                e0 = na1 * tmp[2] - na2 * tmp[1] + tmp[4] * tmp[8] - tmp[5] * tmp[7]
-                e1 = na2 * tmp[0] - na0 * tmp[2] + tmp[5] * tmp[6] - tmp[3] * tmp[8]
-                e2 = na0 * tmp[1] - na1 * tmp[0] + tmp[3] * tmp[7] - tmp[4] * tmp[6]
-                gamma[r] = -((point[12] - point[27]) * c0 + (point[13] - point[28]) * c1
-                             + (point[14] - point[29]) * c2 + dw0 * e0 + dw1 * e1 + dw2 * e2)
-            nrows = 5
+            _rotate(rot, a, loop_real[lp], LN1, tmp, 3)
+            _rotate(rot, a, loop_real[lp], LN2, tmp, 6)
+        nrows = loop_equations(loop_real, lp, kind, r0, point, tmp, phi, gamma, weights)
+        if nrows == 0:
+            return STATUS_LOOP_DEGENERATE | (lp << 4)
         for r in range(r0, r0 + nrows):
             if a >= 0:
                 _add_point_jacobian(body_int, S, rot, pos, a, point[0], point[1], point[2], weights[r], 0, jac[r])
