@@ -72,7 +72,11 @@ Convergence: the correction of the state, max(c_stiff, c_damp) times the largest
 and of each body's rotation times its radius of gyration sqrt(trace J_c / 2 m) (the motion of the body's points:
 [m] and [m/s]; a body without mass counts its rotation in rad), <= newton_tol; or the error it leaves, estimated
 as theta / (1 - theta) times it (theta its ratio to the correction before: Hairer & Wanner's estimate), is; or it
-is below 100 newton_tol and no longer contracting (round-off). A step that does not converge in max_newton
+no longer contracts (theta > 1/2) and is below 100 newton_tol or within 4 times the round-off measured at the
+iterate (once a step, at the first stall above 100 newton_tol: the residual at the state changed by two units in
+its last place, taken through the step's factors; a long chain's tension sums the weight of up to N bodies, so its
+corrections stall above a tight tolerance: about 1e-13 on three bodies, where newton_tol = 1e-20 converges
+there, and no step is accepted while it still contracts). A step that does not converge in max_newton
 iterations, or whose local block is singular, is split into two halves, recursively down to dt / 2^MAX_SPLITS
 (``result.newton_split_steps`` counts the splits); where that fails too, the run stops with SimulationError
 (time, cause, the samples so far in .result).
