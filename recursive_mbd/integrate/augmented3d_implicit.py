@@ -94,10 +94,12 @@ the predictor at h = 0.01 s, and the halved steps down to dt / 16 do not resolve
 damps the high modes that feed it). Long chains, the small swing, rho_inf = 0.9 (``--formulations augmented
 --tilts 1e-3 --reference 0``, the same shared machine at a load of 3 to 6, the run getting 40-75% of a core): 1 s of
 N = 1e4 in 4.2 s (4.2 us a link-step, 2.78 iterations a step), of N = 1e5 in 58 s (5.8 us, 3.07 iterations, peak
-resident memory of the process 0.73 GB, ``resource.getrusage``); N = 1e6 over 0.1 s: 13.9 iterations a step and 2
-split steps (at newton_tol = 1e-12 the corrections of a million bodies stall in round-off above the tolerance: a
-looser newton_tol is needed there), 580 s of wall time at 40% of a core (240 s of CPU, setup included), peak
-resident memory 4.4 GB (``/usr/bin/time -v``; 1.9 KB a body of it the step's arrays). One iteration costs about
+resident memory of the process 0.73 GB, ``resource.getrusage``; rerun with the round-off test of stalled steps:
+3.07 iterations a step again, no split, 150 s at a load of 5.8 beside a test run); N = 1e6 over 0.1 s: 13.9
+iterations a step and 2 split steps (not round-off: at the first step's iterates the residual's round-off
+measured through the factors is 9e-14, while 13 corrections wander between 4e-6 and 5e-4 without contracting; the
+halved steps converge), 580 s of wall time at 40% of a core (240 s of CPU, setup included), peak resident memory
+4.4 GB (``/usr/bin/time -v``; 1.9 KB a body of it the step's arrays). One iteration costs about
 1.0 us a body at N = 1e4 and at N = 1e5 (update 0.06, residual 0.17, the matrix and its factorisation 0.72, the
 solve 0.08 at 1e4; 0.07, 0.19, 0.71, 0.10 at 1e5), against 2.9 us before the spherical joints' blocks were
 eliminated by 3 x 3 blocks (0.06, 0.17, 2.06, 0.58 at 1e4; best of 7 calls, run back to back at a load of 3), so the
