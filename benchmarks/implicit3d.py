@@ -59,10 +59,13 @@ resident memory, ``resource.getrusage``; M-ABD: 0.84 us a link-step on one threa
 
     N      t_end  wall/sim s  us/link-step  iter/step  splits  peak RSS [MB]
     1e4    1      4.19        4.19          2.78       0       253
-    1e5    1      58.1        5.81          3.07       0       728
+    1e5    1      58.1        5.81          3.07       0       728    (rerun with the round-off test of a stalled
+                                                                    step: 150 s, 3.07 iterations a step, no split,
+                                                                    at a load of 5.8 with a test run beside it)
     1e6    0.1    5800        58            13.90      2       4294   (40% of a core: 240 s of CPU for the 0.1 s,
-                                                                    setup included; Newton stalls in round-off
-                                                                    above newton_tol = 1e-12 at this size)
+                                                                    setup included; not a round-off stall: the
+                                                                    first step's corrections wander at 4e-6 to
+                                                                    5e-4, the residual's round-off 9e-14)
 """
 
 import os

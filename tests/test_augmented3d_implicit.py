@@ -154,11 +154,21 @@ def test_a_swinging_chain_of_mixed_joints_follows_the_recursive_dopri5_run_at_se
     assert 3.5 < errors[0] / errors[1] < 4.5  # second order
 
 
+def test_a_tolerance_below_the_round_off_converges_on_the_measured_round_off():
+    """Newton's corrections stall in round-off (about 2e-13 here) far below 100 newton_tol: the step is converged
+    within a few times the round-off measured at the iterate, with the answer of a tolerance it reaches."""
+    model, q0, v0 = swinging_chain()
+    runs = [rm.simulate(model, q0, v0, 0.05, method="generalized_alpha", formulation="augmented", dt=0.01,
+                        newton_tol=tol) for tol in (1e-12, 1e-20)]
+    assert runs[1].newton_split_steps == 0 and runs[1].newton_iterations <= 4 * runs[1].nsteps
+    np.testing.assert_allclose(runs[1].q[-1], runs[0].q[-1], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(runs[1].qd[-1], runs[0].qd[-1], rtol=0, atol=1e-12)
+
+
 def test_a_step_that_does_not_converge_stops_the_run_with_the_samples_kept():
     model, q0, v0 = swinging_chain()
     with pytest.raises(SimulationError, match=r"Newton did not converge at t = 0.000625 s") as error:
-        rm.simulate(model, q0, v0, 0.1, method="generalized_alpha", formulation="augmented", dt=0.01,
-                    newton_tol=1e-300)
+        augmented3d_implicit.simulate_generalized_alpha(model, q0, v0, 0.0, 0.1, 0.01, max_newton=1)
     result = error.value.result
     assert result.status == "failed" and result.t.tolist() == [0.0] and result.newton_split_steps == 4
     np.testing.assert_allclose(result.q[0], q0, rtol=0, atol=1e-15)

@@ -72,7 +72,11 @@ Convergence: the correction of the state, max(c_stiff, c_damp) times the largest
 and of each body's rotation times its radius of gyration sqrt(trace J_c / 2 m) (the motion of the body's points:
 [m] and [m/s]; a body without mass counts its rotation in rad), <= newton_tol; or the error it leaves, estimated
 as theta / (1 - theta) times it (theta its ratio to the correction before: Hairer & Wanner's estimate), is; or it
-is below 100 newton_tol and no longer contracting (round-off). A step that does not converge in max_newton
+no longer contracts (theta > 1/2) and is below 100 newton_tol or within 4 times the round-off measured at the
+iterate (once a step, at the first stall above 100 newton_tol: the residual at the state changed by two units in
+its last place, taken through the step's factors; a long chain's tension sums the weight of up to N bodies, so its
+corrections stall above a tight tolerance: about 1e-13 on three bodies, where newton_tol = 1e-20 converges
+there, and no step is accepted while it still contracts). A step that does not converge in max_newton
 iterations, or whose local block is singular, is split into two halves, recursively down to dt / 2^MAX_SPLITS
 (``result.newton_split_steps`` counts the splits); where that fails too, the run stops with SimulationError
 (time, cause, the samples so far in .result).
@@ -90,10 +94,12 @@ the predictor at h = 0.01 s, and the halved steps down to dt / 16 do not resolve
 damps the high modes that feed it). Long chains, the small swing, rho_inf = 0.9 (``--formulations augmented
 --tilts 1e-3 --reference 0``, the same shared machine at a load of 3 to 6, the run getting 40-75% of a core): 1 s of
 N = 1e4 in 4.2 s (4.2 us a link-step, 2.78 iterations a step), of N = 1e5 in 58 s (5.8 us, 3.07 iterations, peak
-resident memory of the process 0.73 GB, ``resource.getrusage``); N = 1e6 over 0.1 s: 13.9 iterations a step and 2
-split steps (at newton_tol = 1e-12 the corrections of a million bodies stall in round-off above the tolerance: a
-looser newton_tol is needed there), 580 s of wall time at 40% of a core (240 s of CPU, setup included), peak
-resident memory 4.4 GB (``/usr/bin/time -v``; 1.9 KB a body of it the step's arrays). One iteration costs about
+resident memory of the process 0.73 GB, ``resource.getrusage``; rerun with the round-off test of stalled steps:
+3.07 iterations a step again, no split, 150 s at a load of 5.8 beside a test run); N = 1e6 over 0.1 s: 13.9
+iterations a step and 2 split steps (not round-off: at the first step's iterates the residual's round-off
+measured through the factors is 9e-14, while 13 corrections wander between 4e-6 and 5e-4 without contracting; the
+halved steps converge), 580 s of wall time at 40% of a core (240 s of CPU, setup included), peak resident memory
+4.4 GB (``/usr/bin/time -v``; 1.9 KB a body of it the step's arrays). One iteration costs about
 1.0 us a body at N = 1e4 and at N = 1e5 (update 0.06, residual 0.17, the matrix and its factorisation 0.72, the
 solve 0.08 at 1e4; 0.07, 0.19, 0.71, 0.10 at 1e5), against 2.9 us before the spherical joints' blocks were
 eliminated by 3 x 3 blocks (0.06, 0.17, 2.06, 0.58 at 1e4; best of 7 calls, run back to back at a load of 3), so the

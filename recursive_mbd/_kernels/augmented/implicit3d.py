@@ -89,6 +89,9 @@ inline = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt
 
 # a pivot of the local LU below this fraction of the largest entry of its column is zero (the block is singular)
 PIVOT_RTOL = 1e-14
+# a step whose Newton iteration stalls (no longer contracting) is converged when its correction is within this factor
+# of the round-off measured at the iterate (``correction_round_off``); the stalled corrections scatter about it
+ROUND_OFF_MARGIN = 4.0
 
 
 # ---- 3 x 3 helpers on row-major 9-tuples ---------------------------------------------------------------------------
@@ -709,6 +712,60 @@ def solve(body_int, row_start, jp, api, diag, lu, piv, wm, xb, xj):
 
 # ---- one step ------------------------------------------------------------------------------------------------------
 
+@inline
+def _round_off_state(zp, zdp):
+    """zp, zdp (the new poses and velocities) with every entry changed by two units in its last place, alternating in
+    sign along the coordinates (the zigzag that a chain's sums of many terms amplify most)."""
+    for i in range(zp.shape[0]):
+        for c in range(7):
+            zp[i, c] *= 1.0 + (2.0 if (7 * i + c) % 2 == 0 else -2.0) * 2.220446049250313e-16
+        for c in range(6):
+            zdp[i, c] *= 1.0 + (2.0 if (6 * i + c) % 2 == 0 else -2.0) * 2.220446049250313e-16
+
+
+@njit
+def correction_round_off(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdot0, coef, gyration, vdot, lam,
+                         zp, zbp, zdp, tangent, rb, rc, jc, jp, res, gam, api, diag, lu, piv, wm, power, probe_b,
+                         probe_c):
+    """The round-off of a Newton correction at the iterate (vdot, lam), measured: the change of the residual that
+    a change of two units in the last place of the new state makes (``_round_off_state``), taken through the
+    factors of the last ``factor`` (those of the iterate before: the same to round-off), scaled as newton_step's
+    correction. Where the tension of a long chain sums the weight of up to N bodies, this floor is far above a tight
+    tolerance (a 1e6-link chain: about 1e-11 against newton_tol = 1e-12) and no iteration can go below it.
+    probe_b (nbodies, 6), probe_c (rows) are scratch; zp, zbp, zdp, tangent, rb, rc, jc, jp, res, gam are left as
+    ``residual`` leaves them at the iterate, with jp's moment columns in body axes (as ``factor`` left them).
+    0 where a residual is not finite (the plain tests decide)."""
+    n = body_int.shape[0]
+    c_stiff = coef[5]
+    update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
+    _round_off_state(zp, zdp)
+    if residual(body_int, body_real, gravity, row_start, tau, zp, zdp, vdot, lam, c_stiff, probe_b, probe_c, jc, jp,
+                res, gam, power):
+        return 0.0
+    update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
+    if residual(body_int, body_real, gravity, row_start, tau, zp, zdp, vdot, lam, c_stiff, rb, rc, jc, jp, res, gam,
+                power):
+        return 0.0
+    for i in range(n):
+        for c in range(6):
+            probe_b[i, c] -= rb[i, c]
+        p = body_int[i, PARENT]
+        if p >= 0:  # the rows' moment columns into body axes, as ``factor`` turns them
+            rot_p, _ = _quaternion_matrix(zp, p)
+            for k in range(ROWS_PER_JOINT[body_int[i, JTYPE]]):
+                b = _mat_t_vec(rot_p, (jp[i, k, 3], jp[i, k, 4], jp[i, k, 5]))
+                for c in range(3):
+                    jp[i, k, 3 + c] = b[c]
+    for k in range(rc.shape[0]):
+        probe_c[k] -= rc[k]
+    solve(body_int, row_start, jp, api, diag, lu, piv, wm, probe_b, probe_c)
+    size = 0.0
+    for i in range(n):
+        for c in range(6):
+            size = max(size, abs(probe_b[i, c]) * (1.0 if c < 3 else gyration[i]))
+    return max(c_stiff, coef[6]) * size if math.isfinite(size) else 0.0
+
+
 @njit
 def newton_step(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdot0, coef, gyration, tol, max_newton,
                 vdot, lam, zp, zbp, zdp, tangent, rb, rc, jc, jp, res, gam, diag, api, lu, piv, wm, power, info):
@@ -718,7 +775,9 @@ def newton_step(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdo
     max(c_stiff, c_damp) times the largest of |dvdot| on the centres of mass and gyration[i] |dvdot| on the
     rotations (the motion of body i's points at its radius of gyration); converged when it is <= tol, when the
     error it leaves, estimated as theta / (1 - theta) times it (theta: its ratio to the correction before, Hairer &
-    Wanner's estimate), is, or when it is <= 100 tol and no longer contracting (round-off). coef = (h, alpha_m,
+    Wanner's estimate), is, or when it is no longer contracting (by less than half) and <= 100 tol or within
+    ROUND_OFF_MARGIN of the round-off measured at the iterate (``correction_round_off``, once a step, at the first
+    stall above 100 tol: the floor of a long chain's sums). coef = (h, alpha_m,
     alpha_f, gamma, beta, c_stiff, c_damp). info receives (iterations, last correction, max |residual| of the last
     iterate, its body). Returns the status (STATUS_NO_CONVERGENCE after max_newton iterations or at a non-finite
     correction; a singular local block or a non-finite state: theirs); power[0] is tau's power at the last
@@ -729,6 +788,8 @@ def newton_step(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdo
     scale = max(c_stiff, c_damp)
     previous = np.inf
     info[0] = 0.0
+    round_off = -1.0  # the correction's round-off at a stalled iterate; -1: not measured in this step
+    probe_b, probe_c = np.empty((0, 6)), np.empty(0)
     for it in range(max_newton):
         update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
         status = residual(body_int, body_real, gravity, row_start, tau, zp, zdp, vdot, lam, c_stiff, rb, rc, jc, jp,
@@ -769,8 +830,15 @@ def newton_step(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdo
         if not math.isfinite(correction):
             return STATUS_NO_CONVERGENCE
         theta = correction / previous  # the contraction: the error left is about theta / (1 - theta) correction
+        stalled = theta > 0.5
+        if stalled and correction > 100.0 * tol and round_off < 0.0:  # measured once a step, only where stalled
+            if probe_b.shape[0] != n:
+                probe_b, probe_c = np.empty((n, 6)), np.empty(rc.shape[0])
+            round_off = correction_round_off(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdot0, coef,
+                                             gyration, vdot, lam, zp, zbp, zdp, tangent, rb, rc, jc, jp, res, gam,
+                                             api, diag, lu, piv, wm, power, probe_b, probe_c)
         if (correction <= tol or (it > 0 and theta < 1.0 and theta / (1.0 - theta) * correction <= tol)
-                or (correction <= 100.0 * tol and theta > 0.5)):
+                or (stalled and (correction <= 100.0 * tol or correction <= tol + ROUND_OFF_MARGIN * round_off))):
             update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
             return STATUS_OK
         previous = correction
