@@ -349,6 +349,12 @@ class _TreeWorkspace:
         self.loops = _LoopArrays(model, self.rows) if model.nconstraints else None
 
 
+def release_workspace(model):
+    """Drop the tree solver's workspace that ``forward_dynamics`` keeps on ``model`` between calls (about 1.3 KB a
+    body; made again by the next call): for a caller that needs one solve of a long chain and its memory back."""
+    model.__dict__.pop("_augmented3d_workspace", None)
+
+
 def _tree_workspace(model):
     ws = getattr(model, "_augmented3d_workspace", None)
     if ws is None:

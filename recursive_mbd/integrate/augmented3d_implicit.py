@@ -202,10 +202,8 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, every=
     (alpha_m, alpha_f, gamma, beta), newton_tol, max_newton, t0, t_end, dt, every, _ = options
     tau = np.zeros(0) if tau is None else np.ascontiguousarray(_checks.finite_array(tau, "tau", (model.nv,)))
     z, zd = augmented3d.absolute_from_joint(model, q0, v0)
-    cached = hasattr(model, "_augmented3d_workspace")
     vdot, lam = augmented3d.forward_dynamics(model, z, zd, tau if tau.size else None, t0)
-    if not cached:  # the explicit routes' tree-solve workspace (1.3 KB a body): not used by the steps
-        del model._augmented3d_workspace
+    augmented3d.release_workspace(model)  # the explicit routes' tree-solve workspace: the steps do not use it
     vdot, zb = to_body_axes(z, vdot), to_body_axes(z, zd)
     acc = vdot.copy()
     starts = augmented3d.row_starts(model)
