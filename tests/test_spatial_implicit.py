@@ -20,6 +20,8 @@ from recursive_mbd.errors import SimulationError
 from recursive_mbd.integrate.newton import generalized_alpha_coefficients
 from recursive_mbd.integrate.spatial_loop import SpatialTimeLoop
 
+NOT_DRIVEN = np.zeros(0, dtype=np.uint8)  # no joint locked (the factorisations' ``driven`` flags)
+
 
 def _ball_chain(n, rod=0.5, mass=1.0, gravity=(0.0, 0.0, -9.81)):
     """n rods (length rod, mass mass, slender: axial moment 1/10 of the transverse one) on spherical joints."""
@@ -32,15 +34,17 @@ def _ball_chain(n, rod=0.5, mass=1.0, gravity=(0.0, 0.0, -9.81)):
     return model
 
 
-def _factor_and_solve(model, q, c_stiff, diagonal, rhs):
-    """(status, x) of effective_factor at q and effective_apply on rhs, with fresh scratch."""
+def _factor_and_solve(model, q, c_stiff, diagonal, rhs, driven=NOT_DRIVEN):
+    """(status, x) of effective_factor at q and effective_apply on rhs, with fresh scratch (the joints of the bodies
+    flagged in ``driven`` locked)."""
     nb, max_nv = model.nbodies, max(1, int(model.body_int[:, 5].max()))
     ws, tmp = np.zeros((nb, W_SPATIAL)), np.zeros(spatial_kernels.TMP_SIZE)
     s, ud = np.zeros((nb, max_nv, 6)), np.zeros((nb, max_nv, 6))
     dinv, scratch, x = np.zeros((nb, max_nv, max_nv)), np.zeros((nb, max_nv)), np.zeros(model.nv)
     status = spatial_implicit.effective_factor(model.body_int, model.body_real, model.gravity, q, np.zeros(model.nv),
                                                ws, s, tmp, c_stiff, diagonal, ud, dinv, np.zeros((nb, 3, 3)),
-                                               np.zeros((nb, 3)), np.zeros((nb, 6)), np.zeros((0, 6, 12)), 0.0)
+                                               np.zeros((nb, 3)), np.zeros((nb, 6)), np.zeros((0, 6, 12)), 0.0,
+                                               driven)
     if status == 0:
         spatial_implicit.effective_apply(model.body_int, ws, s, ud, dinv, rhs, tmp, scratch, x)
     return status, x
@@ -103,15 +107,15 @@ def test_gravity_geometric_stiffness_against_finite_differences():
     assert np.abs(without - expected).max() > 1e-3 * np.abs(expected).max()  # the stiffness matters here
 
 
-def _newton_solve(model, q, v, vdot, delta, c_stiff, c_damp, diagonal, rhs):
+def _newton_solve(model, q, v, vdot, delta, c_stiff, c_damp, diagonal, rhs, driven=NOT_DRIVEN):
     """(status, x): newton_factor at (q, v, vdot) with the update delta, then newton_apply on rhs (fresh
-    scratch)."""
+    scratch; the joints of the bodies flagged in ``driven`` locked)."""
     nb, max_nv = model.nbodies, max(1, int(model.body_int[:, 5].max()))
     ws, s, tmp = np.zeros((nb, W_SPATIAL)), np.zeros((nb, max_nv, 6)), np.zeros(spatial_kernels.TMP_SIZE)
     fac, x = np.zeros((nb, spatial_newton.factor_width(max_nv))), np.zeros(model.nv)
     status = spatial_newton.newton_factor(model.body_int, model.body_real, model.gravity, q, v, vdot, delta,
                                           c_stiff, c_damp, diagonal, ws, s, tmp, np.zeros(model.nv),
-                                          np.zeros(spatial_newton.SCRATCH_SIZE), fac, np.zeros((0, 6, 12)))
+                                          np.zeros(spatial_newton.SCRATCH_SIZE), fac, np.zeros((0, 6, 12)), driven)
     if status == 0:
         spatial_newton.newton_apply(model.body_int, ws, fac, rhs, tmp, np.zeros((nb, max_nv)), x)
     return status, x
@@ -151,6 +155,43 @@ def test_newton_matrix_is_the_exact_jacobian_on_random_trees():
             assert np.abs(exact @ x - rhs).max() < 1e-8 * np.abs(exact).max() * np.abs(x).max(), seed
         lagged = _factor_and_solve(model, q_new, c_stiff, diagonal, rhs)[1]
         assert np.abs(exact @ lagged - rhs).max() > 1e-3 * np.abs(exact).max() * np.abs(lagged).max()
+
+
+def test_driven_joints_are_locked_in_both_newton_matrices_on_random_trees():
+    """With drivers a step's unknowns are the free velocities: both factorisations, their driven joints flagged,
+    solve the free rows and columns of their matrix and give the driven velocities zero, on random trees of every
+    joint type with a random half of the joints locked (any joint type: the lock is the kernels'), to 1e-10
+    relative: M + diag(d) for ``effective_factor`` (dense M), the exact step Jacobian (finite differences, backward
+    error 1e-8 as above) for ``newton_factor``. A massless driven body (a whirling chain's arm) is no pivot."""
+    for seed in range(6):
+        rng = np.random.default_rng(4100 + seed)
+        model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
+        for body in random_spatial_tree(rng, int(rng.integers(2, 7))):
+            model.add_body(**body)
+        driven = (rng.random(model.nbodies) < 0.5).astype(np.uint8)
+        driven[int(rng.integers(model.nbodies))] = 1
+        locked = np.concatenate([np.full(model.v_slice(b).stop - model.v_slice(b).start, driven[b] != 0, bool)
+                                 for b in range(model.nbodies)])
+        free = ~locked
+        q = rm.integrate_configuration(model, model.neutral(), rng.normal(size=model.nv))
+        diagonal, rhs = rng.uniform(0.0, 1.0, model.nv), rng.normal(size=model.nv)
+        status, x = _factor_and_solve(model, q, 0.0, diagonal, rhs, driven)
+        assert status == 0 and np.all(x[locked] == 0.0)
+        dense = rm.mass_matrix(model, q) + np.diag(diagonal)
+        expected = np.linalg.solve(dense[np.ix_(free, free)], rhs[free])
+        assert np.abs(x[free] - expected).max() <= 1e-10 * np.abs(expected).max(), seed
+        delta, v, vdot = 0.5 * rng.normal(size=model.nv), rng.normal(size=model.nv), rng.normal(size=model.nv)
+        c_stiff, c_damp = 0.3, 0.2
+        exact = _step_jacobian(model, q, delta, v, vdot, c_stiff, c_damp) + np.diag(diagonal)
+        status, x = _newton_solve(model, rm.integrate_configuration(model, q, delta), v, vdot, delta, c_stiff, c_damp,
+                                  diagonal, rhs, driven)
+        assert status == 0 and np.all(x[locked] == 0.0)
+        block = exact[np.ix_(free, free)]
+        assert np.abs(block @ x[free] - rhs[free]).max() < 1e-8 * np.abs(block).max() * np.abs(x).max(), seed
+    arm = rm.studies.whirling_chain_model(2, 0.1)
+    status, x = _factor_and_solve(arm, arm.neutral(), 0.0, np.zeros(arm.nv), np.ones(arm.nv),
+                                  np.array([1, 0, 0], dtype=np.uint8))
+    assert status == 0 and x[0] == 0.0 and np.all(np.isfinite(x))
 
 
 def test_newton_converges_quadratically_on_a_swinging_chain_step():

@@ -79,7 +79,7 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     ``formulation="augmented"`` on a Model3D integrates the absolute coordinates of every body (centre of mass,
     quaternion; their velocity and angular velocity, ``augmented3d.TimeLoop3D``), loops as auxiliary rows, with tau
     constant or tau(t) and no force elements. Drivers on a Model3D: revolute and prismatic joints, the explicit
-    methods and scipy's (not generalized_alpha, bdf or the augmented formulation: ValueError; not with loops:
+    methods, scipy's and generalized_alpha (not bdf or the augmented formulation: ValueError; not with loops:
     ModelError).
 
     Parameters
@@ -109,15 +109,15 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         t_eval and events on its cubic Hermite dense output; everything else as for the other numba methods. On a
         Model3D: the Lie-group form (q+ = q (+) increment, unit quaternions by construction), Newton on vdot with the
         O(N) matrix M + c K_gravity + joint spring-damper terms (``recursive_mbd.integrate.spatial_implicit``: what
-        is exact, what is lagged, where Newton needs smaller steps); tau, force elements, t_eval, events, work
-        terms, progress, max_wall_time; ``result.newton_contraction`` measures the linear convergence; closed loops
-        as in the plane (stabilised index 2, the Schur complement on the articulated-body factors). With loops
-        ``result.multipliers`` (nt, m) holds the multipliers lambda at the samples (both models). A Model3D with
-        ``formulation="augmented"``: the absolute coordinates stepped by index-3 generalised-alpha on R^3 x SO(3)
-        per body with the exact Newton matrix eliminated in tree order, O(N)
-        (``recursive_mbd.integrate.augmented3d_implicit``): for long chains swinging widely; trees, tau constant,
-        no force elements, events or t_eval; a step whose Newton iteration fails is split in halves (at most 4
-        times, ``result.newton_split_steps``).
+        is exact, what is lagged, where Newton needs smaller steps); tau, force elements, drivers (the driven joints
+        locked in the Newton matrices), t_eval, events, work terms, progress, max_wall_time;
+        ``result.newton_contraction`` measures the linear convergence; closed loops as in the plane (stabilised index 2,
+        the Schur complement on the articulated-body factors). With loops ``result.multipliers`` (nt, m) holds the
+        multipliers lambda at the samples (both models). A Model3D with ``formulation="augmented"``: the absolute
+        coordinates stepped by index-3 generalised-alpha on R^3 x SO(3) per body with the exact Newton matrix eliminated
+        in tree order, O(N) (``recursive_mbd.integrate.augmented3d_implicit``): for long chains swinging widely; trees,
+        tau constant, no force elements, events or t_eval; a step whose Newton iteration fails is split in halves (at
+        most 4 times, ``result.newton_split_steps``).
         "bdf": variable-step, variable-order BDF (orders 1-5, Shampine-Reichelt form) with error control by
         ``rtol``/``atol``, dense output (t_eval, events) and Newton iterations of O(N) cost (the Newton matrix
         M + c C + c^2 K factorised by ``implicit.effective_factor`` and reused across steps;
@@ -253,8 +253,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
             return _generalized_alpha_augmented3d(model, q0, qd0, t0, t_end, dt, every, tau, events, t_eval, progress,
                                                   max_wall_time, max_steps, rho_inf, newton_tol, augmented_options)
         if spatial:
-            return _generalized_alpha_spatial(model, q0, qd0, t0, t_end, dt, every, tau, events, t_eval, progress,
-                                              max_wall_time, max_steps, rho_inf, newton_tol)
+            return _generalized_alpha_spatial(model, q0, qd0, t0, t_end, dt, every, tau, drivers, events, t_eval,
+                                              progress, max_wall_time, max_steps, rho_inf, newton_tol)
         return _generalized_alpha(model, q0, qd0, t0, t_end, dt, every, tau, drivers, events, t_eval, progress,
                                   max_wall_time, max_steps, rho_inf, newton_tol)
     if rho_inf is not None or newton_tol is not None:
@@ -336,10 +336,11 @@ def _refuse_spatial_options(model, method, formulation, drivers, stabilization, 
     """ValueError for a spatial model (``Model3D``) or an option of simulate that it does not take yet."""
     if formulation not in ("recursive", "augmented"):
         raise ValueError(f"formulation must be 'recursive' or 'augmented', got {formulation!r}")
-    if drivers and (formulation != "recursive" or method in ("generalized_alpha", "bdf")):
+    if drivers and (formulation != "recursive" or method == "bdf"):
         what = f"formulation={formulation!r}" if formulation != "recursive" else f"method {method!r}"
-        raise ValueError(f"drivers on a Model3D are not supported with {what} yet: use an explicit method (dopri5, "
-                         "dop853, rk4, implicit_midpoint) or scipy:NAME of the recursive formulation")
+        raise ValueError(f"drivers on a Model3D are not supported with {what} yet: use generalized_alpha, an "
+                         "explicit method (dopri5, dop853, rk4, implicit_midpoint) or scipy:NAME of the recursive "
+                         "formulation")
     if formulation == "recursive" and not model.nloops and (stabilization not in (None, "none") or alpha or beta):
         raise ValueError("stabilization, alpha and beta are for loop constraints; this Model3D has none (its "
                          "quaternions are renormalised after every accepted step)")
@@ -388,17 +389,18 @@ def _generalized_alpha(model, q0, qd0, t0, t_end, dt, every, tau, drivers, event
         max_steps=max_steps, progress=progress, max_wall_time=max_wall_time)
 
 
-def _generalized_alpha_spatial(model, q0, qd0, t0, t_end, dt, every, tau, events, t_eval, progress, max_wall_time,
-                               max_steps, rho_inf, newton_tol):
-    """Dispatch a Model3D to ``spatial_implicit.simulate_generalized_alpha`` (its compiled time loop)."""
+def _generalized_alpha_spatial(model, q0, qd0, t0, t_end, dt, every, tau, drivers, events, t_eval, progress,
+                               max_wall_time, max_steps, rho_inf, newton_tol):
+    """Dispatch a Model3D to ``spatial_implicit.simulate_generalized_alpha`` (its compiled time loop; the state keeps
+    the driven entries, which its Newton step locks)."""
     from . import spatial_implicit  # noqa: PLC0415
 
     if model.nv == 0:
         raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
     q0, qd0 = _spatial_start(model, q0, qd0)
     check_finite_start(q0, qd0)
-    inputs = _SpatialInputs(model, tau)
-    loop = SpatialTimeLoop(model, inputs, watch_impacts=True)
+    inputs = _SpatialInputs(model, tau, drivers)
+    loop = SpatialTimeLoop(model, inputs, watch_impacts=True, keep_driven=True)
     return spatial_implicit.simulate_generalized_alpha(
         model, inputs, loop, q0, qd0, t0, t_end, dt, every=every, t_eval=t_eval, events=events,
         rho_inf=0.9 if rho_inf is None else rho_inf, newton_tol=1e-12 if newton_tol is None else newton_tol,

@@ -155,6 +155,17 @@ corrections from the predictor grow with the spins held too (11.5, 2.6, 29, 7.1 
 top joints), a natural-monotonicity line search on them converges its first steps in 20 to 50 iterations, the
 last of them stalled near 8e-12 at the spins' round-off (above newton_tol = 1e-12).
 
+Drivers
+-------
+A driven joint (``rm.simulate(..., drivers=...)``: revolute and prismatic joints, q_k = f(t)) is no unknown of
+the step: the state keeps its coordinate and rate at the driver's values (``SpatialTimeLoop(keep_driven=True)``),
+each residual evaluation writes f, f', f'' at t+ into q+, v+ and vdot+ (``_kernels.spatial.implicit.set_driven``),
+the residual's row at the joint is the force the driver supplies, taken out of the Newton system with its power
+added to the applied work (``drive_rows``), and both matrices lock the joint: its block's inverse is zero in the
+elimination (``effective_factor``, ``newton.newton_factor``), so its velocity's correction is zero and its parent
+receives the whole articulated inertia, the hybrid dynamics' structure (``_kernels.spatial.tree.hybrid_dynamics``):
+the factors are those of the free rows and columns, exact. Not with loops (refused before the run).
+
 Closed loops (stabilised index 2)
 ---------------------------------
 With the loop equations phi(q) = 0 of ``Model3D.add_loop`` (m rows; J = dphi/dv (m, nv) in the velocity
@@ -221,13 +232,13 @@ def simulate_generalized_alpha(model, inputs, loop, q0, qd0, t0, t_end, dt, *, e
                                max_wall_time=None):
     """Generalised-alpha run on a Model3D (called by ``rm.simulate(model3d, method="generalized_alpha")``).
 
-    ``inputs`` (the spatial run inputs: tau constant or a function, element input slots) and ``loop``
-    (``SpatialTimeLoop``) come from ``integrate.simulate``; q0 (nq,) with unit quaternions and qd0 (nv,) checked
-    there. Options as for the planar method (``implicit.simulate_generalized_alpha``); the result has
-    ``newton_iterations``, ``newton_factorizations``, ``newton_contraction`` and ``newton_contraction_max`` (module
+    ``inputs`` (the spatial run inputs: tau constant or a function, element input slots, drivers) and ``loop``
+    (``SpatialTimeLoop``, with ``keep_driven``) come from ``integrate.simulate``; q0 (nq,) with unit quaternions
+    and qd0 (nv,) checked there. Options as for the planar method (``implicit.simulate_generalized_alpha``); the result
+    has ``newton_iterations``, ``newton_factorizations``, ``newton_contraction`` and ``newton_contraction_max`` (module
     docstring), and ``multipliers`` (nt, m) on a model with loops; ``nfev`` counts residual (inverse-dynamics)
-    evaluations. Raises SimulationError with the samples so far when a step's Newton iteration does not converge
-    in ``max_newton`` iterations.
+    evaluations. Raises SimulationError with the samples so far when a step's Newton iteration does not converge in
+    ``max_newton`` iterations.
     """
     from .._kernels.spatial import implicit as kernels  # noqa: PLC0415
 

@@ -45,12 +45,14 @@ class SpatialTimeLoop:
     y = (q0, v0, 0, 0) (projected onto the loops) and the map back from the integrated states: q with every
     quaternion renormalised (a dense-output sample between two projected steps may be off unit by the local error),
     v as integrated. ``watch_impacts``: a fixed-step run, which stops at an impact that its step does not resolve
-    (``_kernels.spatial.contact.update_contacts``)."""
+    (``_kernels.spatial.contact.update_contacts``). ``keep_driven``: the integrated state keeps the driven
+    coordinates and rates (at their drivers' values: generalized_alpha's Newton step locks them); otherwise they
+    leave it."""
 
     name = "recursive"
 
     def __init__(self, model, inputs, stabilization="none", alpha=0.0, beta=0.0, projection_tol=1e-12,
-                 watch_impacts=False):
+                 watch_impacts=False, keep_driven=False):
         from .._kernels.spatial.system import SpatialSystem  # noqa: PLC0415  (registers its overloads)
         from ..dynamics import spatial  # noqa: PLC0415  (spatial kernels only for spatial models)
         from ..dynamics.loops import FILTER_RCOND, POSITION_RCOND  # noqa: PLC0415
@@ -89,9 +91,11 @@ class SpatialTimeLoop:
             (model.contact_int, model.contact_real, np.zeros((model.ncontacts, N_PER_CONTACT)), np.zeros(2),
              model.shape_int, model.shape_real, np.arange(nshapes, dtype=np.int64), np.zeros((nshapes, N_BOX)),
              np.zeros(2), np.zeros((model.ncontacts if watch_impacts else 0, 2))),
-            *driver_fields(model, inputs))
-        # the integrated coordinates and velocities (nq + nv less two per driver); the work terms follow
-        self._size = nq + nv - 2 * len(inputs.drivers)
+            *driver_fields(model, inputs, keep_driven))
+        # the integrated coordinates and velocities (nq + nv less two per driver that leaves them); the work terms
+        # follow
+        self._keep_driven = keep_driven
+        self._size = nq + nv - (0 if keep_driven else 2 * len(inputs.drivers))
 
     def initial_state(self, q0, qd0, t0, callback, key):
         if self.model.nloops:
@@ -102,8 +106,8 @@ class SpatialTimeLoop:
         return np.concatenate((*self._free(q0, qd0), [0.0, 0.0], np.zeros(N_CSTATE * self.model.ncontacts)))
 
     def _free(self, q, v):
-        """The integrated entries of q and v: all of them without drivers."""
-        if not self.inputs.drivers:
+        """The integrated entries of q and v: all of them without drivers or with ``keep_driven``."""
+        if not self.inputs.drivers or self._keep_driven:
             return q, v
         return q[self.system.free_q], v[self.system.free_v]
 
@@ -162,10 +166,11 @@ class SpatialTimeLoop:
         return self.state(result, i), self.system.loops[LOOP_LAM]
 
 
-def driver_fields(model, inputs):
+def driver_fields(model, inputs, keep_driven=False):
     """The driver fields of a run's ``SpatialSystem`` (``_kernels.spatial.system``): driven_coords (nd, 3) (q index,
     v index, first slot in u), free_q, free_v, driven, drive and rate; all but driven_coords with no rows without
-    drivers (the system's state is then (q, v) whole)."""
+    drivers (the system's state is then (q, v) whole). ``keep_driven``: free_q and free_v hold every index (the
+    state keeps the driven entries)."""
     nd = len(inputs.drivers)
     coords = np.zeros((nd, 3), dtype=np.int64)
     coords[:, 0] = inputs.driven_coords
@@ -174,8 +179,10 @@ def driver_fields(model, inputs):
     if not nd:
         empty = np.zeros(0, dtype=np.int64)
         return coords, empty, empty, inputs.driven, np.zeros(0), np.zeros(0)
-    free_q = np.setdiff1d(np.arange(model.nq), coords[:, 0]).astype(np.int64)
-    free_v = np.setdiff1d(np.arange(model.nv), coords[:, 1]).astype(np.int64)
+    free_q, free_v = np.arange(model.nq, dtype=np.int64), np.arange(model.nv, dtype=np.int64)
+    if not keep_driven:
+        free_q = np.setdiff1d(free_q, coords[:, 0]).astype(np.int64)
+        free_v = np.setdiff1d(free_v, coords[:, 1]).astype(np.int64)
     return coords, free_q, free_v, inputs.driven, np.zeros(model.nv), np.zeros(model.nq)
 
 

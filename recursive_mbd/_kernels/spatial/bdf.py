@@ -296,13 +296,13 @@ def _factor(system, work, c, q, v, y):
         return status
     status = effective_factor(system.body_int, system.body_real, system.gravity, q, work[W_ZEROS], work[W_WS],
                               work[W_S], work[W_TMP], c * c, j_diag, work[W_UD], work[W_DINV], work[W_ROT],
-                              work[W_FSUB], work[W_KW], blocks, c)
+                              work[W_FSUB], work[W_KW], blocks, c, system.driven)
     if (status & 15) == STATUS_SINGULAR:
         # gravity's stiffness is negative where a subtree hangs above its joint: M + c^2 K may be indefinite for
         # a large step; then it is lagged too (as generalized_alpha)
         status = effective_factor(system.body_int, system.body_real, system.gravity, q, work[W_ZEROS], work[W_WS],
                                   work[W_S], work[W_TMP], 0.0, j_diag, work[W_UD], work[W_DINV], work[W_ROT],
-                                  work[W_FSUB], work[W_KW], blocks, c)
+                                  work[W_FSUB], work[W_KW], blocks, c, system.driven)
     return status
 
 

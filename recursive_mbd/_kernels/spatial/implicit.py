@@ -165,7 +165,7 @@ def _add_contact_block(ws, i, blocks, c_stiff, c_damp):
 
 @njit
 def effective_factor(body_int, body_real, gravity, q, zeros, ws, S, tmp, c_stiff, j_diag, UD, dinv, rot, fsub, kw,
-                     blocks, c_damp):
+                     blocks, c_damp, driven):
     """Factor S = M(q) + c_stiff K_gravity + diag(j_diag) by the articulated-body elimination, tip to base, O(N);
     returns a status.
 
@@ -182,6 +182,10 @@ def effective_factor(body_int, body_real, gravity, q, zeros, ws, S, tmp, c_stiff
     blocks (nbodies, 6, 12): the contacts' [C_b | K_b] (``contact.contact_newton_blocks``), or no rows; each body's
     inertia gains the symmetric part of c_stiff K_b + c_damp C_b (the factorisation is symmetric: the slip's and
     the geometric terms' unsymmetric parts are left to the exact matrix, ``newton.newton_factor``).
+
+    driven (nbodies,) uint8, or (0,): nonzero for a driven joint (``rm.simulate``'s drivers), locked: its velocities
+    are no unknowns (D^-1 = 0, so ``effective_apply`` gives them x = 0 and the parent the whole I^A: the factors of
+    the matrix's rows and columns of the free velocities, as ``tree.hybrid_dynamics`` eliminates them).
     """
     status = kinematics_pass(body_int, body_real, q, zeros, ws, S, tmp, False)
     if status:
@@ -219,16 +223,21 @@ def effective_factor(body_int, body_real, gravity, q, zeros, ws, S, tmp, c_stiff
                     acc += S[i, row, r] * tmp[6 * col + r]
                 tmp[36 + 6 * row + col] = acc
             tmp[36 + 7 * col] += j_diag[kv + col]
-        status = _cholesky_factor(tmp, 36, 186, 72, nvj, i)  # Cholesky of D in place
-        if status:
-            return status
-        for col in range(nvj):  # D^-1 column by column
-            for r in range(nvj):
-                tmp[192 + 6 * col + r] = 0.0
-            tmp[192 + 7 * col] = 1.0
-            _cholesky_solve(tmp, 36, 186, nvj, 192 + 6 * col)
-            for r in range(nvj):
-                dinv[i, r, col] = tmp[192 + 6 * col + r]
+        if driven.shape[0] > 0 and driven[i] != 0:  # locked: D^-1 = 0, hence U D^-1 = 0 and I^a = I^A
+            for col in range(nvj):
+                for r in range(nvj):
+                    dinv[i, r, col] = 0.0
+        else:
+            status = _cholesky_factor(tmp, 36, 186, 72, nvj, i)  # Cholesky of D in place
+            if status:
+                return status
+            for col in range(nvj):  # D^-1 column by column
+                for r in range(nvj):
+                    tmp[192 + 6 * col + r] = 0.0
+                tmp[192 + 7 * col] = 1.0
+                _cholesky_solve(tmp, 36, 186, nvj, 192 + 6 * col)
+                for r in range(nvj):
+                    dinv[i, r, col] = tmp[192 + 6 * col + r]
         for col in range(nvj):  # UD = U D^-1
             for r in range(6):
                 acc = 0.0
@@ -326,14 +335,41 @@ def spin_weights(body_int, body_real, out):
 
 
 @njit
+def set_driven(system, q, v, vdot):
+    """The drivers' f, f', f'' (in system.u, filled by the inputs callback) into the driven entries of q, v and
+    vdot (nothing without drivers)."""
+    drivers = system.driven_coords
+    u = system.u
+    for j in range(drivers.shape[0]):
+        slot = drivers[j, 2]
+        q[drivers[j, 0]] = u[slot]
+        v[drivers[j, 1]] = u[slot + 1]
+        vdot[drivers[j, 1]] = u[slot + 2]
+
+
+@njit
+def drive_rows(system, v, residual, powers):
+    """The driven joints' rows of an implicit step's residual (M vdot + h - tau - loads at a driven velocity): each
+    is the force its driver supplies; its power joins the applied one (powers[1]) and the row leaves the Newton
+    system (set to 0: a driven velocity is no unknown, the factors lock it)."""
+    drivers = system.driven_coords
+    for j in range(drivers.shape[0]):
+        k = drivers[j, 1]
+        powers[1] += residual[k] * v[k]
+        residual[k] = 0.0
+
+
+@njit
 def spatial_residual(inputs, key, system, t, q, v, vdot, S, tau_need, powers):
     """residual = M(q) vdot + h(q, v) - tau - Q_elements (nv,) into ``tau_need`` by one Newton-Euler pass, after the
-    inputs (tau functions, time-varying element loads) and the force elements at (t, q, v); q must hold unit
-    quaternions. powers = (dissipated by the dampers, applied by tau and the forces and torques) [W]. S (nbodies,
-    max_nv, 6) scratch for the kinematics. Returns the status."""
+    inputs (tau functions, time-varying element loads, drivers: their f, f', f'' written into the driven entries of
+    q, v and vdot) and the force elements at (t, q, v); q must hold unit quaternions. powers = (dissipated by the
+    dampers, applied by tau and the forces and torques) [W]. S (nbodies, max_nv, 6) scratch for the kinematics.
+    Returns the status."""
     status = inputs(key, t, q, v, system.u)
     if status != STATUS_OK:
         return status
+    set_driven(system, q, v, vdot)
     tau = system.tau
     nv = v.shape[0]
     status, dissipated, power = applied_forces(system, q, v)
@@ -461,7 +497,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     delta = np.zeros(nv)
     q_new = np.zeros(nq)
     v_new = np.zeros(nv)
-    # the loop rows (m = 0 for a tree): every velocity is an unknown (no drivers on a Model3D)
+    # the loop rows (m = 0 for a tree): every velocity is an unknown of the rows (drivers come without loops)
     free = np.arange(nv)
     resp = np.zeros((m, nv))  # N^-1 J^T at the exact factors' iterate
     gram = np.zeros((m, m))
@@ -493,6 +529,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         for j in range(nv):
             vdot[j] = ytmp[nq + j]
             acc[j] = vdot[j]
+        set_driven(system, y[:nq], y[nq:nq + nv], vdot)  # q0 and v0 follow the drivers at t0
         for r in range(m):
             lam[r] = loops[LOOP_LAM][r]
         powers[0] = ytmp[nq + nv]
@@ -564,6 +601,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                                           powers_new)
                 if status == STATUS_OK:  # the contacts' loads, their state (in y) held over the step
                     status = contact_residual(system, q_new, v_new, y, residual, powers_new)
+                drive_rows(system, v_new, residual, powers_new)  # the driving forces out of the Newton rows
                 # the predictor's spherical springs past their half turn: linearised at the step's start for the
                 # first correction from it (``elements.linearise_spherical_springs``), never the converged iterate
                 linearised = status == STATUS_OK and at_predictor and linearise_spherical_springs(
@@ -601,12 +639,12 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                         if status == STATUS_OK:
                             status = newton_factor(body_int, body_real, system.gravity, q_new, v_new, vdot_new,
                                                    delta, c_stiff, c_damp, j_exact, ws_f, s_f, tmp_f, work_nv, scr,
-                                                   fac, blocks)
+                                                   fac, blocks, system.driven)
                         if (status & 15) == STATUS_SINGULAR:
                             # M + c_stiff K singular (a subtree balanced above its joint at a large step): lag K
                             status = newton_factor(body_int, body_real, system.gravity, q_new, v_new, vdot_new,
                                                    delta, 0.0, 0.0, j_exact, ws_f, s_f, tmp_f, work_nv, scr, fac,
-                                                   blocks)
+                                                   blocks, system.driven)
                         if status != STATUS_OK:
                             newton.record_failure(info, np.inf, res_max, step, iterations)
                             return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
@@ -629,12 +667,13 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                         if status == STATUS_OK:
                             status = effective_factor(body_int, body_real, system.gravity, q_new, zeros, ws_c, s_c,
                                                       tmp_f, c_stiff, j_diag, ud_c, dinv, rot, fsub, kw, blocks,
-                                                      c_damp)
+                                                      c_damp, system.driven)
                         if (status & 15) == STATUS_SINGULAR:
                             # gravity's stiffness is negative where a subtree hangs above its joint (a top, an arm
                             # swung up): M + c_stiff K may be indefinite for a large step; then lag it too
                             status = effective_factor(body_int, body_real, system.gravity, q_new, zeros, ws_c, s_c,
-                                                      tmp_f, 0.0, j_diag, ud_c, dinv, rot, fsub, kw, blocks, c_damp)
+                                                      tmp_f, 0.0, j_diag, ud_c, dinv, rot, fsub, kw, blocks, c_damp,
+                                                      system.driven)
                         if status != STATUS_OK:
                             newton.record_failure(info, np.inf, res_max, step, iterations)
                             return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
@@ -725,6 +764,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         for k in range(nq):
             y_new[k] = y[k]
         integrate_configuration(system, y_new[:nq], delta)
+        set_driven(system, y_new[:nq], y_new[nq:nq + nv], vdot_new)  # the drivers at t+ (the last residual's u)
         configuration_rate(system, y_new, y_new[nq:nq + nv], rate_new)
         for j in range(nv):
             rate_new[nq + j] = vdot_new[j]

@@ -518,7 +518,7 @@ def _transform_to_parent(ws, i, sv, scr, dst, d):
 
 @njit
 def newton_factor(body_int, body_real, gravity, q, v, q_rates, delta, c_stiff, c_damp, j_diag, ws, S, tmp, work, scr,
-                  fac, blocks):
+                  fac, blocks, driven):
     """Factor N = M + c_damp C + c_stiff K + diag(j_diag) (the Jacobian of the Newton-Euler residual by the
     accelerations, module doc) at (q, v, vdot = q_rates), tip to base, O(N); returns a status (a Newton-Euler
     pass's, or STATUS_SINGULAR | (body << 4) for a joint block D whose LU pivot is not above SINGULAR_RTOL of
@@ -532,6 +532,8 @@ def newton_factor(body_int, body_real, gravity, q, v, q_rates, delta, c_stiff, c
     no rows: C_b joins the body's response to its velocity change (exact), c_stiff K_b its response to its
     acceleration change, whose leading part is the body's twist per unit dy that its displacement is c_stiff times
     (the tangent map's and the velocity products' share of the displacement lagged).
+    driven (nbodies,) uint8, or (0,): nonzero for a driven joint, locked (D^-1 = 0: ``newton_apply`` gives its
+    velocities x = 0, its columns U_r D^-1 and D^-1 U_l^T vanish and its parent gets the whole Lambda).
     """
     status = inverse_dynamics(body_int, body_real, gravity, q, v, q_rates, ws, S, tmp, work)
     if status:
@@ -647,9 +649,14 @@ def newton_factor(body_int, body_real, gravity, q, v, q_rates, delta, c_stiff, c
                     acc += scr[_UL + 12 * a + c] * row[o_z + 12 * b + c]
                 scr[_D + 6 * a + b] = acc
             scr[_D + 7 * b] += j_diag[kv + b]
-        status = _lu_inverse(scr, nvj, i, row, o_dinv, k)
-        if status:
-            return status
+        if driven.shape[0] > 0 and driven[i] != 0:  # a driven joint: no unknown of the step
+            for a in range(nvj):
+                for b in range(nvj):
+                    row[o_dinv + k * a + b] = 0.0
+        else:
+            status = _lu_inverse(scr, nvj, i, row, o_dinv, k)
+            if status:
+                return status
         for b in range(nvj):  # U_r D^-1 (6 per column), D^-1 U_l^T (12 per row)
             for r in range(6):
                 acc = 0.0

@@ -23,8 +23,10 @@ With drivers (prescribed motion q_k = f(t) of revolute and prismatic joints) the
 integrated state, y = (q_free, v_free, W_dissipated, W_applied) (``load_state``, ``store_state``): each evaluation
 puts the drivers' f, f' into q, v and f'' into vdot (the inputs callback fills them into u), the forward dynamics
 is the hybrid one (``tree.hybrid_dynamics``: the driven joints' accelerations given, their driving forces out into
-``drive``), and W_applied integrates the drivers' power too. Loops are not combined with drivers (the loop layer's
-responses would have to hold the driven joints).
+``drive``), and W_applied integrates the drivers' power too. generalized_alpha keeps the driven entries in y
+(``free_q``, ``free_v`` every index: y = (q, v, W_dissipated, W_applied), those entries at the drivers' values),
+its Newton step over the free velocities (``implicit``: the driven joints locked in its factors). Loops are not
+combined with drivers (the loop layer's responses would have to hold the driven joints).
 
 With contacts (``Model3D.add_contact``) their loads join tau (``contact_loads``), their dissipated power W_dissipated,
 and the rows' stick anchors follow the work terms in y, y = (q, v, W_dissipated, W_applied, state), with a zero rate:
@@ -86,7 +88,8 @@ SpatialSystem = namedtuple("SpatialSystem", [
     # drivers (prescribed motion of revolute and prismatic joints, ``rm.simulate(..., drivers=...)``): the integrated
     # state is then y = (q_free, v_free, W, state), the driven coordinates left out (they follow their drivers):
     "driven_coords",  # (nd, 3) int64: per driver its coordinate in q, in v, and its first slot in u (f, f', f'')
-    "free_q", "free_v",  # (nq - nd,), (nv - nd,) int64: the integrated coordinates of q and v (0 rows: no drivers)
+    "free_q", "free_v",  # (nq - nd,), (nv - nd,) int64: the integrated coordinates of q and v (0 rows: no drivers;
+    # every index for generalized_alpha, whose y keeps the driven entries)
     "driven",  # (nbodies,) uint8: nonzero for a driven joint (``tree.hybrid_dynamics``, which reads S, UD, uD of
     # every body: they have a row per body with drivers); (0,) without drivers
     "drive",  # (nv,) the joint force each driver supplies (its coordinate's entry; 0 rows: no drivers)
@@ -389,8 +392,12 @@ def _update_contacts_at(system, y):
 
 @njit
 def state_size(system):
-    """The coordinates and velocities that y integrates: nq + nv less two per driver (the work terms follow)."""
-    return system.q.shape[0] + system.v.shape[0] - 2 * system.driven_coords.shape[0]
+    """The coordinates and velocities that y integrates (the work terms follow): nq + nv, with drivers the entries of
+    ``free_q`` and ``free_v`` (nq + nv less two per driver; all of them for generalized_alpha, whose y keeps the
+    driven entries at their drivers' values)."""
+    if system.driven_coords.shape[0] == 0:
+        return system.q.shape[0] + system.v.shape[0]
+    return system.free_q.shape[0] + system.free_v.shape[0]
 
 
 @njit
