@@ -480,10 +480,12 @@ def test_generalized_alpha_takes_a_step_whose_newton_iteration_fails_again_in_ha
     half = rm.simulate(model, q0, np.zeros_like(q0), 0.15, method="generalized_alpha", dt=6.25e-5, rho_inf=0.5,
                        t_eval=times)
     assert half.newton_split_steps == 0
-    for k in (2, 3):  # the links' centres: the scheme's own error at this step is 0.47 mm at 0.15 s
+    # the links' centres: 1.6e-3 mm inside the first split step, 0.49 mm at 0.15 s after the bounces (an unsplit run
+    # at dt, max_newton 50, is 2.2e-3 mm and 0.47 mm from the run at dt / 2 there)
+    for k, tolerance in ((2, 1e-5), (3, 1e-3)):
         centres = rm.augmented.absolute_from_joint(model, split.q[k], split.qd[k])[0][2:, :2]
         exact = rm.augmented.absolute_from_joint(model, half.q[k], half.qd[k])[0][2:, :2]
-        assert np.abs(centres - exact).max() < 1e-3
+        assert np.abs(centres - exact).max() < tolerance
     # a step that fails even in pieces of dt / 16 (max_newton = 2: too few for the modes' passes) stops the run
     # there, naming the time, with the samples before it
     with pytest.raises(rm.SimulationError, match=r"did not converge at t = 0.10096875 s \(step 808, dt = 0.000125 s, "
