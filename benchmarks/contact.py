@@ -47,11 +47,21 @@ the round-off measured at its iterate (``_kernels.planar.implicit.correction_rou
 
 1e3 links, 0.125 ms, default newton_tol: 58.7 s at load 5, 8,000 steps, 7.7 Newton iterations and 3.4
 factorisations a step, 8.7 mm from dopri5 at rtol 1e-8 (--reference-rtol 1e-8: 363 s), as at newton_tol 1e-10.
-At 1e4 links generalized_alpha at 0.125 ms diverges at the touch-down (t = 0.1015 s, at newton_tol 1e-10 and at
+At 1e4 links generalized_alpha at 0.125 ms diverged at the touch-down (t = 0.1015 s, at newton_tol 1e-10 and at
 the default: 2,221 rows change mode in that step and Newton runs away from its first correction); at 0.0625 ms it
-lands (0.2 s in 171 s at load 5, about 94 ms a step once landed, so some 25 minutes for 1 s). bdf at rtol 1e-5
-reached t = 0.109 s in 240 s (before its blocks were made at the iterate's orientations; not measured since): the
-1e4-link chain in under two minutes is not met by either implicit method yet.
+lands (0.2 s in 171 s at load 5, about 94 ms a step once landed, so some 25 minutes for 1 s). A step whose Newton
+iteration fails is now taken again in halves, down to dt / 16 (``result.newton_split_steps``, the table's
+"splits"), so the touch-down goes through at 0.125 ms:
+
+    python3 benchmarks/contact.py --sizes 10000 --floor 0 --methods generalized_alpha --ga-step 1.25e-4 \
+        --no-mujoco --t-end 0.15
+
+0.15 s in 121 s at load 5 to 6, 1,200 steps, 37 of them split, 9.7 Newton iterations and 6.6 factorisations a
+step. With --t-end 0.2 the run goes on to t = 0.1596 s (1,277 steps, 17,018 iterations, 12,445 factorisations),
+where the impact watch stops it: a link bouncing back onto the table at 1.03 m/s was still compressing at only 3
+step ends, so the impact needs a shorter step than 0.125 ms, as the 1e3-link chain's did at 0.25 ms. bdf at rtol
+1e-5 reached t = 0.109 s in 240 s (before its blocks were made at the iterate's orientations; not measured since):
+the 1e4-link chain in under two minutes is not met by either implicit method yet.
 
 MuJoCo (3D): the same capsules in the x-z plane joined by hinges about y, the first with a free planar base (slide
 x, slide z, hinge y), colliding with the plane only; the same step (its default semi-implicit Euler), its soft
@@ -171,7 +181,8 @@ def run(n, method, t_end, step, lying=False, max_wall=None, **settings):
                      evaluations=int(res.nfev), rows=2 * n, touching_mean=float(active[1:].mean()),
                      touching_end=int(active[-1]), kernel_us=kernel_time(res) * 1e6,
                      newton_per_step=None if iterations is None else iterations / res.nsteps,
-                     factorizations=getattr(res, "newton_factorizations", None))
+                     factorizations=getattr(res, "newton_factorizations", None),
+                     split_steps=getattr(res, "newton_split_steps", None))
 
 
 def link_centres(model, res):
@@ -261,7 +272,8 @@ def main():
                 if partial is not None and partial.t.size:
                     failed[-1].update(t_reached=float(partial.t[-1]), steps=int(partial.nsteps),
                                       newton_iterations=getattr(partial, "newton_iterations", None),
-                                      factorizations=getattr(partial, "newton_factorizations", None))
+                                      factorizations=getattr(partial, "newton_factorizations", None),
+                                      split_steps=getattr(partial, "newton_split_steps", None))
                 print(f"N = {n}, {method} {failed[-1]['setting']}: {err}", flush=True)
                 continue
             if reference is not None:  # the landed shape: max over links of the centre's distance [mm]
@@ -276,18 +288,20 @@ def main():
         records.append(record)
         print(record, flush=True)
     if records:  # (none where every run failed)
-        print_table(["N", "method", "setting", "t_end [s]", "wall [s]", "steps", "Newton it./step", "factor.", "rows",
-                     "touching/step", "kernel [us/call]", "error [mm]"],
+        print_table(["N", "method", "setting", "t_end [s]", "wall [s]", "steps", "Newton it./step", "factor.", "splits",
+                     "rows", "touching/step", "kernel [us/call]", "error [mm]"],
                     [[r["n"], r["method"] + (" (lying)" if r["lying"] else "") + (" (reference)" if r.get("reference")
                                                                                    else ""),
                       r["setting"], f"{r['t_end']:g}", f"{r['wall_s']:.1f}", r["steps"],
                       "" if r["newton_per_step"] is None else f"{r['newton_per_step']:.2f}",
-                      "" if r["factorizations"] is None else r["factorizations"], r["rows"],
+                      "" if r["factorizations"] is None else r["factorizations"],
+                      "" if r["split_steps"] is None else r["split_steps"], r["rows"],
                       f"{r['touching_mean']:.0f}", f"{r['kernel_us']:.1f}",
                       f"{r['error_mm']:.3g}" if "error_mm" in r else ""] for r in records])
     for f in failed:
         print(f"failed: N = {f['n']}, {f['method']} {f['setting']}: {f['error']}",
-              {key: f[key] for key in ("t_reached", "steps", "newton_iterations", "factorizations") if key in f})
+              {key: f[key] for key in ("t_reached", "steps", "newton_iterations", "factorizations", "split_steps")
+               if key in f})
     sizes = {r["n"]: r["kernel_us"] for r in records}
     ns = np.array(sorted(sizes))
     slope = float(np.polyfit(np.log(ns), np.log([sizes[n] for n in ns]), 1)[0]) if ns.size > 1 else float("nan")

@@ -11,6 +11,7 @@ from scipy.special import gamma
 import recursive_mbd as rm
 from recursive_mbd._kernels.layout import N_BOX
 from recursive_mbd.errors import ModelError
+from recursive_mbd.integrate.implicit import simulate_generalized_alpha
 from recursive_mbd.model.contact import _rebound_speed, restitution_damping
 
 G = 9.81
@@ -462,3 +463,36 @@ def test_generalized_alpha_lands_a_long_chain_at_the_default_newton_tol_past_the
     other = rm.augmented.absolute_from_joint(model, loose.q[-1], loose.qd[-1])[0][2:, :2]
     assert np.abs(centres - other).max() < 1e-12  # [m] (1.5e-14)
     assert np.abs(result.qd[-1] - loose.qd[-1]).max() < 1e-7  # [m/s, rad/s] (8.2e-9)
+
+
+def test_generalized_alpha_takes_a_step_whose_newton_iteration_fails_again_in_halves():
+    # at the touch-down the 20-link chain's contact modes change over several passes of frozen modes, a few
+    # iterations each: at max_newton = 10 a step of 0.125 ms does not converge there (before, the run stopped at
+    # t = 0.101125 s); such a step is now taken again in halves from its start, down to dt / 16 where needed, and the
+    # chain lands as at dt / 2 (where the landing needs no split); the t_eval point inside the first split step is
+    # on the halves' interpolant
+    model, q0 = _dropped_chain(20)
+    times = np.array([0.05, 0.1010625, 0.15])
+    split = simulate_generalized_alpha(model, q0, np.zeros_like(q0), 0.0, 0.15, 1.25e-4, t_eval=times, rho_inf=0.5,
+                                       max_newton=10)
+    assert split.success and split.nsteps == 1200 and split.newton_split_steps > 10
+    np.testing.assert_array_equal(split.t[1:], times)
+    half = rm.simulate(model, q0, np.zeros_like(q0), 0.15, method="generalized_alpha", dt=6.25e-5, rho_inf=0.5,
+                       t_eval=times)
+    assert half.newton_split_steps == 0
+    # the links' centres: 1.6e-3 mm inside the first split step, 0.49 mm at 0.15 s after the bounces (an unsplit run
+    # at dt, max_newton 50, is 2.2e-3 mm and 0.47 mm from the run at dt / 2 there)
+    for k, tolerance in ((2, 1e-5), (3, 1e-3)):
+        centres = rm.augmented.absolute_from_joint(model, split.q[k], split.qd[k])[0][2:, :2]
+        exact = rm.augmented.absolute_from_joint(model, half.q[k], half.qd[k])[0][2:, :2]
+        assert np.abs(centres - exact).max() < tolerance
+    # a step that fails even in pieces of dt / 16 (max_newton = 2: too few for the modes' passes) stops the run
+    # there, naming the time, with the samples before it
+    with pytest.raises(rm.SimulationError, match=r"did not converge at t = 0.10096875 s \(step 808, dt = 0.000125 s, "
+                                                 r"split in halves down to dt / 16 = 7.8125e-06 s\)") as failure:
+        simulate_generalized_alpha(model, q0, np.zeros_like(q0), 0.0, 0.15, 1.25e-4, t_eval=times, rho_inf=0.5,
+                                   max_newton=2)
+    kept = failure.value.result
+    assert kept.status == "failed" and kept.newton_split_steps >= 4
+    np.testing.assert_array_equal(kept.t, [0.0, 0.05])
+    np.testing.assert_array_equal(kept.q[1], split.q[1])

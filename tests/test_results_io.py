@@ -85,7 +85,7 @@ def test_every_field_of_every_method_round_trips(tmp_path, event_run):
         seen |= assert_every_field_round_trips(SimulationResult.load(tmp_path / f"run{i}.npz", owner), run)
         assert_every_field_round_trips(SimulationResult.load(tmp_path / f"run{i}.npz"), run)  # no model: the same
     assert {"newton_iterations", "newton_factorizations", "newton_contraction", "newton_contraction_max",
-            "order_limited_at", "multipliers", "t_events"} <= seen
+            "newton_split_steps", "order_limited_at", "multipliers", "t_events"} <= seen
     assert SimulationResult.load(tmp_path / "run1.npz").order_limited_at is None
     assert SimulationResult.load(tmp_path / "run4.npz").order_limited_at == limited.t[3]
 

@@ -55,10 +55,13 @@ ends, and the work terms by the trapezoidal rule on the element, tau and driver 
 factorised (``effective_factor``: the tip-to-base elimination, about 1.5 forward dynamics) at the first iterate
 of a step and then reused, over later steps of the same size too, while the corrections shrink at least 20x per
 iteration; when they do not, it is factorised again at the current iterate (and a step that fails with reused
-factors is restarted with fresh ones). One Newton iteration is then one residual (inverse dynamics) and one
-``effective_apply`` (two sweeps, no kinematics): 1.1 - 1.8 forward-dynamics evaluations on the hanging swing
-(``benchmarks/implicit.py``, whole run over its iterations), 2.6 - 3 iterations per step there (4 at N = 1e6):
-Newton stops when the correction of the positions and of the velocities is within newton_tol.
+factors is restarted with fresh ones; a step that fails with fresh factors too is taken again in two halves
+from its start, each split again where it fails, down to dt / 16, ``result.newton_split_steps`` counting the
+splits, outputs and events between the halves as between steps). One Newton iteration is then one residual
+(inverse dynamics) and one ``effective_apply`` (two sweeps, no kinematics): 1.1 - 1.8 forward-dynamics
+evaluations on the hanging swing (``benchmarks/implicit.py``, whole run over its iterations), 2.6 - 3 iterations
+per step there (4 at N = 1e6): Newton stops when the correction of the positions and of the velocities is within
+newton_tol.
 
 Closed loops (stabilised index 2)
 ---------------------------------
@@ -291,11 +294,13 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     ``newton_factorizations`` (totals) besides the usual fields, and with loops ``multipliers`` (nt, m): lambda
     of the converged step at the samples (linear in time between step ends at t_eval points and events);
     ``nfev`` counts residual (inverse-dynamics) evaluations. A step whose Newton iteration does not converge in
-    ``max_newton`` iterations raises SimulationError with the samples so far. Contacts: their loads are in the
-    residual (the anchors of the step's start held), their stiffness and damping in the matrix (per-body blocks,
-    ``_kernels.planar.contact.contact_newton_blocks``), their state updated after every step; an impact whose
-    compression spans fewer than 4 steps stops the run with SimulationError (its rebound would be wrong;
-    docs/guide/contact.md).
+    ``max_newton`` iterations is taken again in two halves, each split again where it fails, down to dt / 16
+    (``result.newton_split_steps`` counts the splits; a touch-down that changes thousands of contact rows' modes
+    at once); where a piece of dt / 16 fails too, SimulationError with the samples so far. Contacts: their loads
+    are in the residual (the anchors of the step's start held), their stiffness and damping in the matrix
+    (per-body blocks, ``_kernels.planar.contact.contact_newton_blocks``), their state updated after every step;
+    an impact whose compression spans fewer than 4 steps stops the run with SimulationError (its rebound would be
+    wrong; docs/guide/contact.md).
     """
     workspace(model)
     if model.nq == 0:
@@ -313,6 +318,6 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     y0 = _runs.start_state(model, inputs, loop, callback, key, q0, qd0, t0)
     _, scratch = _scratch(model)
     result, _ = run_generalized_alpha(kernels.integrate_generalized_alpha, model, loop, callback, key, inputs,
-                                      event_functions, y0, loop.system.free.size, scratch.j_stiff, scratch.j_damp, 5,
-                                      options, max_steps, progress, max_wall_time, "M qdd - Q")
+                                      event_functions, y0, loop.system.free.size, scratch.j_stiff, scratch.j_damp, 6,
+                                      options, max_steps, progress, max_wall_time, "M qdd - Q", kernels.MAX_SPLITS)
     return result

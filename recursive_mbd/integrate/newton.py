@@ -77,13 +77,15 @@ def run_options(rho_inf, newton_tol, max_newton, t0, t_end, dt, max_steps, every
 
 
 def run_generalized_alpha(integrate, model, loop, callback, key, inputs, event_functions, y0, nv, j_stiff, j_damp,
-                          info_size, options, max_steps, progress, max_wall_time, residual_name):
+                          info_size, options, max_steps, progress, max_wall_time, residual_name, max_splits=0):
     """Run a generalised-alpha loop and return (result, info): ``integrate`` is the compiled loop of the planar or
     the spatial kernels (``integrate_generalized_alpha``), run by ``runs._run_loop`` under the run's monitor
     (Ctrl-C, max_wall_time, progress) and output budget; nv the velocity unknowns (the carry holds two
     accelerations, the multipliers and the step count), j_stiff and j_damp the joint spring diagonals, info (of
     ``info_size``) what the kernel reports of its Newton iterations; ``options`` those of ``run_options``.
-    ``residual_name`` names the equations of motion in the error of a step that does not converge."""
+    ``residual_name`` names the equations of motion in the error of a step that does not converge; ``max_splits``
+    > 0 for a loop that takes a step whose Newton iteration fails again in halves, down to dt / 2^max_splits,
+    counting the split steps in info[5] (``result.newton_split_steps``)."""
     coefficients, newton_tol, max_newton, t0, t_end, dt, every, t_eval_arr = options
     system = loop.system
     control = _runs._RunControl(max_wall_time)
@@ -116,15 +118,16 @@ def run_generalized_alpha(integrate, model, loop, callback, key, inputs, event_f
             run, y0, t0, t_end, t_eval_arr, progress, control, "generalized_alpha")
     result = finish_run(model, loop, callback, key, inputs, event_functions, control, times, rows, n, nfev,
                         nsteps, records, status, t_fail, info, totals["iterations"], dt, newton_tol, max_newton,
-                        max_steps, f"{residual_name} + J^T lambda" if m else residual_name)
+                        max_steps, f"{residual_name} + J^T lambda" if m else residual_name, max_splits)
     return result, info
 
 
 def finish_run(model, loop, callback, key, inputs, event_functions, control, times, rows, n, nfev, nsteps, records,
-               status, t_fail, info, iterations, dt, newton_tol, max_newton, max_steps, residual_name):
+               status, t_fail, info, iterations, dt, newton_tol, max_newton, max_steps, residual_name, max_splits=0):
     """The result of a generalised-alpha run (planar or spatial loop) from the pieces of its samples (``times``,
     ``rows``: the output rows, the state (n) then the loops' lambda at the samples, if any), with
-    ``newton_iterations`` and ``newton_factorizations`` and its events; KeyboardInterrupt (``RunInterrupted``,
+    ``newton_iterations`` and ``newton_factorizations`` (and ``newton_split_steps``, info[5], where ``max_splits``
+    > 0: the loop splits failed steps down to dt / 2^max_splits) and its events; KeyboardInterrupt (``RunInterrupted``,
     raised before the result is built), or SimulationError with the samples so far in .result, for a run that
     did not end well."""
 
@@ -135,6 +138,8 @@ def finish_run(model, loop, callback, key, inputs, event_functions, control, tim
                               "generalized_alpha", nfev, nsteps, 0, np.array(y[:, n:]) if y.shape[1] > n else None)
         result.newton_iterations = iterations
         result.newton_factorizations = int(info[4])
+        if max_splits:
+            result.newton_split_steps = int(info[5])
         return result, _runs.close_run(result, status, control, event_functions, records)
 
     _runs.raise_if_interrupted("generalized_alpha", status, t_fail, control, times, lambda: build()[0])
@@ -157,9 +162,10 @@ def finish_run(model, loop, callback, key, inputs, event_functions, control, tim
             why = (f"the iteration diverged (residual max |{residual_name}| {residual:.3g}): the step is too large, "
                    "or no state at this time satisfies the equations (a driven mechanism past its lock, a singular "
                    "position)")
+        split = f", split in halves down to dt / {2 ** max_splits:d} = {dt / 2 ** max_splits:g} s" if max_splits else ""
         raise SimulationError(
-            f"generalized_alpha: Newton did not converge at t = {t_fail:.9g} s (step {int(step)}, dt = {dt:g} s): "
-            f"{why}. {_runs.kept_samples(result).capitalize()}", t_fail, result)
+            f"generalized_alpha: Newton did not converge at t = {t_fail:.9g} s (step {int(step)}, dt = {dt:g} s"
+            f"{split}): {why}. {_runs.kept_samples(result).capitalize()}", t_fail, result)
     if status != L.STATUS_OK:
         _runs._raise_failure(model, "generalized_alpha", status, t_fail, result, max_steps, control, inputs,
                              event_functions, loop)

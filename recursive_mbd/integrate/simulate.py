@@ -106,7 +106,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         its Schur complement, O(N m + m^3), stabilised index 2), converged to ``newton_tol`` (default 1e-12) [rad or
         m on positions, rad/s or m/s on velocities]: for long chains and stiff springs, where explicit steps shrink
         like 1/N.
-        t_eval and events on its cubic Hermite dense output; everything else as for the other numba methods. On a
+        t_eval and events on its cubic Hermite dense output; everything else as for the other numba methods; a
+        step whose Newton iteration fails is taken again in halves, down to dt / 16 (``result.newton_split_steps``;
+        on a Model (planar) and on the augmented route of a Model3D). On a
         Model3D: the Lie-group form (q+ = q (+) increment, unit quaternions by construction), Newton on vdot with the
         O(N) matrix M + c K_gravity + joint spring-damper terms (``recursive_mbd.integrate.spatial_implicit``: what
         is exact, what is lagged, where Newton needs smaller steps); tau, force elements, drivers (the driven joints

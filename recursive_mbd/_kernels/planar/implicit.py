@@ -59,6 +59,10 @@ MAX_MODE_PASSES = 4
 # of two units in the last place of the state make; one probe samples it, and the stalled corrections scatter about
 # it: a 1e3-link chain landing, median 0.18 and at most 3 times the probe)
 ROUND_OFF_MARGIN = 4.0
+# a generalised-alpha step whose Newton iteration fails is taken again in two halves, each split again where it
+# fails, down to dt / 2^MAX_SPLITS (as the spatial absolute-coordinate route): a touch-down whose first iterate
+# changes the modes of thousands of contact rows at once converges at a smaller step
+MAX_SPLITS = 4
 
 
 @njit
@@ -604,9 +608,13 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     powers of the last residual evaluation (within newton_tol of the step's state).
     Output at t_eval (cubic Hermite dense output) or every ``every``-th step; events located on the same
     interpolant; the buffers grow to at most ``output_budget`` floats with the events' (``integrators._store``): a
-    sample or event that does not fit ends the run with STATUS_OUTPUT_FULL, t_fail its time. info (5,): on a
-    Newton failure (last correction of the state, max |residual|, step, iterations); info[4] counts the
-    factorisations (added to).
+    sample or event that does not fit ends the run with STATUS_OUTPUT_FULL, t_fail its time. A step whose Newton
+    iteration does not converge is taken again in two halves from its start (state, accelerations a and qdd,
+    multipliers; the contacts' modes taken again at each half's first iterate, their anchors those of the state),
+    each half split again where it fails, down to dt / 2^MAX_SPLITS: outputs and events between the halves as
+    between steps, the ``every``-th sample at whole steps' ends; where a piece of dt / 2^MAX_SPLITS fails, the run
+    stops with STATUS_NO_CONVERGENCE. info (6,): on a Newton failure (last correction of the state, max |residual|,
+    step, iterations); info[4] counts the factorisations, info[5] the steps split in halves (added to).
     Returns (status, t_fail, count, t_out, y_out, nfev, nsteps, newton_iterations, nev, ev_t, ev_y).
     """
     free = system[5]
@@ -699,8 +707,16 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     factored_h = -1.0  # the step of the factors in (ia, uu, dinv, gcol, rvec, resp, gram); -1: none
     fresh = False
     lam_old = np.zeros(m)
-    for step in range(nsteps_total):
-        t_new = t_end if step == nsteps_total - 1 else t0 + (step + 1) * dt
+    # a step of dt in pieces of 2^(MAX_SPLITS - depth) units of dt / 2^MAX_SPLITS, ``taken`` units of it taken
+    units = 1 << MAX_SPLITS
+    depth = 0
+    taken = 0
+    step = 0
+    while step < nsteps_total:
+        t_step = t_end if step == nsteps_total - 1 else t0 + (step + 1) * dt
+        size = 1 << (MAX_SPLITS - depth)
+        t_start = t0 + step * dt
+        t_new = t_step if taken + size == units else t_start + (taken + size) * ((t_step - t_start) / units)
         h = t_new - t
         c_damp = h * gamma * scale
         c_stiff = h * h * beta * scale
@@ -846,8 +862,14 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
             if converged:
                 break
         if not converged:
-            newton.record_failure(info, correction, res_max, step, iterations)
-            return STATUS_NO_CONVERGENCE, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+            if depth == MAX_SPLITS:
+                newton.record_failure(info, correction, res_max, step, iterations)
+                return STATUS_NO_CONVERGENCE, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+            depth += 1  # the piece again in two halves from its start (y, acc, qdd unchanged; lam restored)
+            info[5] += 1
+            for r in range(m):
+                lam[r] = lam_old[r]
+            continue
         for j in range(nf):
             acc_new[j] = ((1.0 - alpha_f) * qdd_new[j] + alpha_f * qdd[j] - alpha_m * acc[j]) / (1.0 - alpha_m)
             y_new[j] = q_pred[j] + h * h * beta * acc_new[j] + shift[j]
@@ -880,10 +902,19 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 return status, t, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
             for j in range(2 * nf + 2, n):
                 y_new[j] = y[j]
+        taken += size
+        if taken < units:  # a half taken: the next one; both halves of a piece taken: the piece is
+            while depth > 0 and taken % (2 * size) == 0:
+                depth -= 1
+                size *= 2
+            continue
         if not use_eval and ((step + 1) % every == 0 or step == nsteps_total - 1):
             stored, count, t_out, y_out = newton.store_row(t_out, y_out, count, t, y, lam, row,
                                                            integrators._left(output_budget, ev_t, ev_y))
             if not stored:
                 return STATUS_OUTPUT_FULL, t, count, t_out, y_out, nfev, step + 1, iterations, nev, ev_t, ev_y
+        step += 1
+        depth = 0
+        taken = 0
     newton.save_carry(carry, powers, acc, qdd, lam)
     return STATUS_OK, t, count, t_out, y_out, nfev, nsteps_total, iterations, nev, ev_t, ev_y
