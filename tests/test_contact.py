@@ -496,3 +496,8 @@ def test_generalized_alpha_takes_a_step_whose_newton_iteration_fails_again_in_ha
     assert kept.status == "failed" and kept.newton_split_steps >= 4
     np.testing.assert_array_equal(kept.t, [0.0, 0.05])
     np.testing.assert_array_equal(kept.q[1], split.q[1])
+    # at max_newton = 3 the iteration converges on frozen modes that the converged state changes: the message says
+    # so (it claimed a correction above newton_tol)
+    with pytest.raises(rm.SimulationError, match=r"after 3 iterations the last correction of the state, \S+, is within "
+                                                 r"newton_tol = 1e-12, but the contacts' modes"):
+        simulate_generalized_alpha(model, q0, np.zeros_like(q0), 0.0, 0.15, 1.25e-4, rho_inf=0.5, max_newton=3)
