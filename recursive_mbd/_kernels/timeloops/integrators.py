@@ -465,15 +465,11 @@ def store_stop(dense, y_stop, theta_stop, t_stop, t_out, y_out, count, budget):
 def open_outputs(t_out, y_out, t_eval, t0, row, y0, events, events_key, directions, ev_t, ev_y, output_budget):
     """A run's start in its outputs: the samples at t0 (``store_start``, ``row`` the start's output row), the event
     scratch (``event_scratch``) and the event functions' values at (t0, y0). Returns (status, t_fail, count,
-    next_eval, t_out, y_out, ev) with ev = (ev_old, ev_new, ev_tmp, ev_row, y_stop) for ``step_outputs`` (() for a
-    run without event functions); status STATUS_OUTPUT_FULL (a sample did not fit, at t_fail), an event
-    function's failure (t_fail = t0) or STATUS_OK."""
+    next_eval, t_out, y_out, ev) with ev = (ev_old, ev_new, ev_tmp, ev_row, y_stop) for ``step_outputs``; status
+    STATUS_OUTPUT_FULL (a sample did not fit, at t_fail), an event function's failure (t_fail = t0) or STATUS_OK."""
     stored, t_fail, count, next_eval, t_out, y_out = store_start(t_out, y_out, t_eval, t0, row,
                                                                  _left(output_budget, ev_t, ev_y))
-    if events is None:  # pruned before typing: a run without event functions has no event scratch (``step_outputs``)
-        ev = ()
-    else:
-        ev = event_scratch(directions.shape[0], y0.shape[0])
+    ev = event_scratch(directions.shape[0], y0.shape[0])
     if not stored:
         return STATUS_OUTPUT_FULL, t_fail, count, next_eval, t_out, y_out, ev
     status = STATUS_OK
