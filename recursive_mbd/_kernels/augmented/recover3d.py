@@ -41,6 +41,7 @@ from .spatial3d import (
     _mat_mat,
     _mat_t_vec,
     _mat_vec,
+    _perpendiculars,
     _quaternion_matrix,
     _scale,
     _sub,
@@ -89,17 +90,7 @@ def _quaternion(m):
 @inline
 def _axis_angle(m, axis):
     """The angle of the rotation m about the unit ``axis`` (exact when it turns about it)."""
-    ax = abs(axis[0])
-    ay = abs(axis[1])
-    az = abs(axis[2])
-    if ax <= ay and ax <= az:
-        e = (1.0, 0.0, 0.0)
-    elif ay <= az:
-        e = (0.0, 1.0, 0.0)
-    else:
-        e = (0.0, 0.0, 1.0)
-    n1 = _cross(axis, e)
-    n1 = _scale(1.0 / math.sqrt(_dot(n1, n1)), n1)
+    n1, _ = _perpendiculars(axis)
     turned = _mat_vec(m, n1)
     return math.atan2(_dot(axis, _cross(n1, turned)), _dot(n1, turned))
 
