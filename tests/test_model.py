@@ -5,6 +5,8 @@ import pytest
 
 import recursive_mbd as rm
 from recursive_mbd import ModelError, StateError
+from recursive_mbd._kernels.planar import entry
+from recursive_mbd.model import workspace
 
 
 def _pendulum():
@@ -63,6 +65,26 @@ def test_wrong_types_raise_type_error(kwargs):
 def test_massless_tip_body_is_singular_and_named():
     model = _pendulum()
     model.add_body(parent="rod1", child_point=(0, 0.5), mass=0.0, inertia=0.0, name="ghost")
+    with pytest.raises(ModelError, match="'ghost'.*singular"):
+        model.compile()
+
+
+def test_a_serial_chain_with_force_elements_checks_its_joints_on_the_serial_routes_kernel(monkeypatch):
+    """Model.compile checks the tree's joints alone (no loads), so a serial chain with force elements takes the
+    fixed-signature kernel of the serial route, the one route its time loops take (a first run compiles that
+    route only, not the generic forward dynamics with every route), and still names a singular body."""
+    def generic(*args):
+        raise AssertionError("the check took the generic forward dynamics")
+
+    monkeypatch.setattr(workspace, "tree_forward_dynamics", generic)
+    monkeypatch.setattr(workspace.tree, "forward_dynamics", generic)
+    model = rm.chains.serial_chain(4)
+    model.add_spring_damper("link4", (0, -0.125), "ground", (0.5, -1.0), stiffness=50.0, damping=0.5)
+    model.compile()
+    assert "serial" in entry._kernels
+    model = _pendulum()
+    model.add_body(parent="rod1", child_point=(0, 0.5), mass=0.0, inertia=0.0, name="ghost")
+    model.add_spring_damper("ghost", (0, 0), "ground", (0.5, -1.0), stiffness=50.0, damping=0.5)
     with pytest.raises(ModelError, match="'ghost'.*singular"):
         model.compile()
 

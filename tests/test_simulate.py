@@ -2,6 +2,7 @@
 
 import inspect
 
+import numba
 import numpy as np
 import pytest
 from numba.core import types
@@ -9,8 +10,14 @@ from scipy.integrate import solve_ivp
 
 import recursive_mbd as rm
 from recursive_mbd import SimulationError
-from recursive_mbd._kernels.planar.system import ChainSystem, PlainChainSystem, RecursiveSystem, TreeSystem
-from recursive_mbd._kernels.timeloops import integrators
+from recursive_mbd._kernels.planar.system import (
+    _TREE_CLASSES,
+    ChainSystem,
+    PlainChainSystem,
+    RecursiveSystem,
+    TreeSystem,
+)
+from recursive_mbd._kernels.timeloops import formulation, integrators
 from recursive_mbd.integrate import runs
 from recursive_mbd.integrate.tableaus import TABLEAUS
 from recursive_mbd.model import chains
@@ -277,3 +284,23 @@ def test_a_run_without_event_functions_runs_a_time_loop_compiled_without_them():
     system, events = names.index("system"), names.index("events")
     compiled = [(sig[system].instance_class, sig[events]) for sig in integrators.integrate_adaptive.signatures]
     assert (PlainChainSystem, types.none) in compiled
+
+
+def test_a_tree_without_contacts_runs_a_time_loop_compiled_without_projection_and_event_location():
+    """A tree without contacts never projects (``formulation.never_projects``, decided while typing), so its time
+    loops leave the projection out, and a run without event functions leaves the event scan out: neither is
+    compiled for it. A model with loops, or a tree with contacts, may project."""
+    model = chains.serial_chain(3)
+    res = rm.simulate(model, np.full(3, 0.3), np.zeros(3), 0.05)
+    fixed = rm.simulate(model, np.full(3, 0.3), np.zeros(3), 0.05, method="rk4", dt=0.01)
+    assert res.t[-1] == fixed.t[-1] == 0.05
+    system = runs.RecursiveTimeLoop(model, runs._Inputs(model, None, None)).system
+    assert type(system) is PlainChainSystem and formulation.never_projects(numba.typeof(system))
+    assert not [sig for sig in integrators.project_state.signatures if sig[2].instance_class in _TREE_CLASSES]
+    assert not [sig for sig in integrators.scan_events.signatures if sig[1] == types.none]
+    four_bar, _ = rm.models.four_bar()
+    four_bar.compile()
+    loops = runs.RecursiveTimeLoop(four_bar, runs._Inputs(four_bar, None, None)).system
+    assert not formulation.never_projects(numba.typeof(loops))
+    with_contacts = TreeSystem(*system[:-1], contacts=(np.zeros((1, 1), np.int64),))
+    assert not formulation.never_projects(numba.typeof(with_contacts))

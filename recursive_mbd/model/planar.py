@@ -642,13 +642,13 @@ class Model(TreeBuilder):
     def _check_regular(self):
         """Run forward dynamics at q = 0 and at a random state: a singular joint is a model error."""
         from .statuses import raise_status  # noqa: PLC0415  (the model's body names)
-        from .workspace import tree_forward_dynamics, workspace  # noqa: PLC0415  (it imports this)
+        from .workspace import bare_tree_forward_dynamics, workspace  # noqa: PLC0415  (it imports this)
 
         ws = workspace(self)
         rng = np.random.default_rng(0)
         qdd = np.zeros(self.nq)
         for q in (np.zeros(self.nq), rng.uniform(-math.pi, math.pi, self.nq)):
-            status = tree_forward_dynamics(self, ws, q, ws.zeros, ws.zeros, ws.no_wrench, qdd)
+            status = bare_tree_forward_dynamics(self, ws, q, ws.zeros, ws.zeros, qdd)
             try:
                 if status:
                     raise_status(self, status)

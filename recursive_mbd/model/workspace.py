@@ -60,6 +60,21 @@ def tree_forward_dynamics(model, ws, q, qd, tau, wrench, qdd):
                                  ws.ws, qdd, ws.no_drive)
 
 
+def bare_tree_forward_dynamics(model, ws, q, qd, tau, qdd):
+    """The status of the recursive forward dynamics of the model's tree alone (no loads, loops or driven joints: the
+    check of ``Model.compile``) on checked arrays, through the kernel its runs compile anyway: a plain tree's short
+    path (``tree_forward_dynamics``), and for a serial chain of revolute joints with force elements or contacts the
+    fixed-signature kernel of the serial route (``_kernels.planar.entry``), the one route its time loops take
+    (``ChainSystem``), not the generic kernel with every route; the generic kernel otherwise."""
+    if ws.short_fd is None:
+        ws.short_fd = _short_route(model, ws)
+    if (not ws.short_fd and not model.loop_int.shape[0] and entry.accepts_model(model, ws.ws)
+            and entry.route(model.body_int) == "serial"):
+        kernel = entry.forward_dynamics_tree_kernel("serial")
+        return kernel(model.body_int, model.body_real, model.gravity, q, qd, tau, ws.ws, qdd)
+    return tree_forward_dynamics(model, ws, q, qd, tau, ws.no_wrench, qdd)
+
+
 def _short_route(model, ws):
     """The fields of forward_dynamics' short path for this model (``Workspace.short_fd``), or False: models with
     loops, force elements or contacts, and arrays the fixed-signature kernel does not take, keep the full route."""

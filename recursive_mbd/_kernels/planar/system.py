@@ -425,6 +425,14 @@ def _projects(system):
     return None
 
 
+def _never_projects(system):
+    """A tree without contacts: no loops to project onto, no contact state to update (``_projects``)."""
+    return _is_tree(system) and isinstance(system.types[system.fields.index("contacts")], types.NoneType)
+
+
+formulation.register_never_projects(_never_projects)
+
+
 @overload(formulation.integrated_size, jit_options=_OPTIONS)
 def _integrated_size(system, n):
     if _system_class(system) is None:

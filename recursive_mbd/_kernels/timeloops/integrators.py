@@ -105,6 +105,24 @@ def project_state(inputs, key, system, t, y):
     return formulation.project(inputs, key, system, t, y)
 
 
+def project_step(inputs, key, system, t, y):
+    """After an accepted step: y projected onto the system's constraints in place when the run projects
+    (``formulation.projects``); returns (status, projected)."""
+    raise NotImplementedError("project_step is called from compiled time loops only")
+
+
+@overload(project_step, inline="always", jit_options={"cache": True, "error_model": "numpy"})
+def _project_step(inputs, key, system, t, y):
+    if formulation.never_projects(system):  # decided while typing: the projection is not compiled into the loop
+        return lambda inputs, key, system, t, y: (STATUS_OK, False)
+
+    def project(inputs, key, system, t, y):
+        if formulation.projects(system):
+            return project_state(inputs, key, system, t, y), True
+        return STATUS_OK, False
+    return project
+
+
 @step_njit
 def rk_stages(inputs, key, system, t, y, h, a, c, k, ytmp, first_stage, monitor, monitor_key, control, nfev):
     """Stages first_stage .. s-1 of an explicit RK step into k (s, n); k[0] must hold f(t, y) when first_stage = 1.
@@ -472,12 +490,14 @@ def step_outputs(dense, t, h, t_new, y_new, events, events_key, directions, term
     the status the run ends with at t_fail: an event function's failure (``stepped`` False: the step is not
     counted as taken), STATUS_OUTPUT_FULL, or STATUS_EVENT at a terminal event.
     """
-    ev_old, ev_new, ev_tmp, ev_row, y_stop = ev
-    status, t_fail, nev, ev_t, ev_y, t_stop, theta_stop = scan_events(
-        dense, events, events_key, t, h, t_new, y_new, ev_old, ev_new, directions, terminal, ytmp, ev_tmp, ev_row,
-        y_stop, ev_t, ev_y, nev, _left(output_budget, t_out, y_out))
-    if status != STATUS_OK:
-        return status, t_fail, status == STATUS_OUTPUT_FULL, count, next_eval, nev, t_out, y_out, ev_t, ev_y
+    t_stop = np.inf
+    if events is not None:  # pruned before typing for a run without events: scan_events is then not compiled
+        ev_old, ev_new, ev_tmp, ev_row, y_stop = ev
+        status, t_fail, nev, ev_t, ev_y, t_stop, theta_stop = scan_events(
+            dense, events, events_key, t, h, t_new, y_new, ev_old, ev_new, directions, terminal, ytmp, ev_tmp, ev_row,
+            y_stop, ev_t, ev_y, nev, _left(output_budget, t_out, y_out))
+        if status != STATUS_OK:
+            return status, t_fail, status == STATUS_OUTPUT_FULL, count, next_eval, nev, t_out, y_out, ev_t, ev_y
     if t_eval.shape[0] > 0:
         stored, t_fail, count, next_eval, t_out, y_out = store_samples(
             dense, t_eval, next_eval, t, h, min(t_new, t_stop), ytmp, t_out, y_out, count,
@@ -635,8 +655,8 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
             y[j] = y_new[j]
             k[0, j] = k[s - 1, j]
         t = t_new
-        if formulation.projects(system):  # projection onto the constraints; f at the projected state
-            status = project_state(inputs, key, system, t, y)
+        status, projected = project_step(inputs, key, system, t, y)  # onto the constraints; f at the projected state
+        if projected:
             if status == STATUS_OK:
                 status = system_rhs(inputs, key, system, t, y, k[0])
                 nfev += 1
@@ -756,8 +776,8 @@ def integrate_fixed(inputs, key, system, y0, t0, t_end, dt, nsteps_total, every,
         nfev += evaluations
         t_start = t  # a step that fails reports its start, computed as the samples' times (t - h may be an ulp off)
         t = t_end if step == nsteps_total - 1 else t0 + (step + 1) * dt
-        if status == STATUS_OK and formulation.projects(system):  # projection onto the constraints
-            status = project_state(inputs, key, system, t, y)
+        if status == STATUS_OK:  # projection onto the constraints
+            status, _ = project_step(inputs, key, system, t, y)
         if status != STATUS_OK:
             return status, t_start, count, t_out, y_out, nfev, step
         if (step + 1) % every == 0 or step == nsteps_total - 1:
