@@ -63,6 +63,16 @@ step ends, so the impact needs a shorter step than 0.125 ms, as the 1e3-link cha
 1e-5 reached t = 0.109 s in 240 s (before its blocks were made at the iterate's orientations; not measured since):
 the 1e4-link chain in under two minutes is not met by either implicit method yet.
 
+With the contacts' modes the law's at every Newton iterate (not held until Newton converged on them) the 1e4-link
+chain lands at 0.125 ms without a split and runs the whole second (load 10 to 15, the same iteration):
+
+    python3 benchmarks/contact.py --sizes 10000 --floor 0 --methods generalized_alpha --ga-step 1.25e-4 \
+        --no-mujoco --t-end 1
+
+1 s: 8,000 steps, 6.57 Newton iterations and 3.37 factorisations a step, no split, 145 s of CPU time (912 s wall on
+the loaded machine); 0.2 s: 5.31 and 3.26, 17.2 s of CPU. docs/benchmarks.md has the comparison with the held modes
+and why the impact watch asks for steps of about 0.1 ms at this chain's bounces.
+
 MuJoCo (3D): the same capsules in the x-z plane joined by hinges about y, the first with a free planar base (slide
 x, slide z, hinge y), colliding with the plane only; the same step (its default semi-implicit Euler), its soft
 contact with a time constant of the linear contact's period over pi and damping ratio 1. Its landed shape is

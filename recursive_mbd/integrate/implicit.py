@@ -297,8 +297,9 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     ``max_newton`` iterations is taken again in two halves, each split again where it fails, down to dt / 16
     (``result.newton_split_steps`` counts the splits; a touch-down that changes thousands of contact rows' modes
     at once); where a piece of dt / 16 fails too, SimulationError with the samples so far. Contacts: their loads
-    are in the residual (the anchors of the step's start held), their stiffness and damping in the matrix
-    (per-body blocks, ``_kernels.planar.contact.contact_newton_blocks``), their state updated after every step;
+    are in the residual (the anchors of the step's start held) with the law's modes at every iterate (clipped to
+    the friction cone, touching or not), their stiffness and damping in the matrix (per-body blocks,
+    ``_kernels.planar.contact.contact_newton_blocks``, with those modes), their state updated after every step;
     an impact whose compression spans fewer than 4 steps stops the run with SimulationError (its rebound would be
     wrong; docs/guide/contact.md).
     """

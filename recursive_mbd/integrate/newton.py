@@ -156,15 +156,8 @@ def finish_run(model, loop, callback, key, inputs, event_functions, control, tim
             change_point = _runs.change_point_note(model, result)
             if change_point:
                 locked = f"; {change_point}"
-            if correction <= newton_tol and getattr(model, "has_contacts", False):
-                # converged on the contacts' frozen modes, which the converged state then changed at every check
-                why = (f"after {max_newton} iterations the last correction of the state, {correction:.3g}, is within "
-                       f"newton_tol = {newton_tol:g}, but the contacts' modes (touching or not, sticking or "
-                       f"slipping) kept changing at the converged states (residual max |{residual_name}| "
-                       f"{residual:.3g}); reduce dt or raise max_newton")
-            else:
-                why = (f"after {max_newton} iterations the correction of the state is {correction:.3g} > newton_tol = "
-                       f"{newton_tol:g} and the residual max |{residual_name}| is {residual:.3g}; reduce dt{locked}")
+            why = (f"after {max_newton} iterations the correction of the state is {correction:.3g} > newton_tol = "
+                   f"{newton_tol:g} and the residual max |{residual_name}| is {residual:.3g}; reduce dt{locked}")
         else:
             why = (f"the iteration diverged (residual max |{residual_name}| {residual:.3g}): the step is too large, "
                    "or no state at this time satisfies the equations (a driven mechanism past its lock, a singular "
