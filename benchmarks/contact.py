@@ -69,8 +69,8 @@ chain lands at 0.125 ms without a split and runs the whole second (load 10 to 15
     python3 benchmarks/contact.py --sizes 10000 --floor 0 --methods generalized_alpha --ga-step 1.25e-4 \
         --no-mujoco --t-end 1
 
-1 s: 8,000 steps, 6.57 Newton iterations and 3.37 factorisations a step, no split, 145 s of CPU time (912 s wall on
-the loaded machine); 0.2 s: 5.31 and 3.26, 17.2 s of CPU. docs/benchmarks.md has the comparison with the held modes
+1 s: 8,000 steps, 6.57 Newton iterations and 3.37 factorisations a step, no split, 143.5 s of CPU time (1,022 s wall
+on the loaded machine); 0.2 s: 5.31 and 3.26, 17.2 s of CPU. docs/benchmarks.md has the comparison with the held modes
 and why the impact watch asks for steps of about 0.1 ms at this chain's bounces.
 
 MuJoCo (3D): the same capsules in the x-z plane joined by hinges about y, the first with a free planar base (slide
