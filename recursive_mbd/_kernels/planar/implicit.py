@@ -591,10 +591,11 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     where it contradicts a frozen mode (a touching row in tension or apart, a lifted row that penetrates, a sticking
     row outside the friction cone, a sliding one inside it) the modes are corrected, the matrix factorised again and
     Newton goes on. A step ends only at such a check that converges: the accepted state solves the law itself,
-    so freezing adds no error. After MAX_MODE_PASSES corrections in a step the modes follow the law at every
-    iterate (rows at the edge of touching or sliding), as before; y_out rows (n + m) are y and the
-    loop multipliers lambda at the sample (linear in time between step ends at t_eval points and events);
-    ``carry`` (2 + 2 nf + m + 1) keeps
+    so freezing adds no error (a check that finds the modes unchanged converges within the bounds that converged
+    the iteration before it, whether its correction still contracts or not). After MAX_MODE_PASSES corrections in
+    a step the modes follow the law at every iterate (rows at the edge of touching or sliding), as before; y_out
+    rows (n + m) are y and the loop multipliers lambda at the sample (linear in time between step ends at t_eval
+    points and events); ``carry`` (2 + 2 nf + m + 1) keeps
     (powers (2), a (nf), qdd (nf), lam (m), started flag) from one call to the next (a progress bar's pieces): a
     call with carry[-1] = 0 starts from qdd = f(t0, y0) and a = qdd. coefficients = (alpha_m, alpha_f, gamma,
     beta). Each step: Newton on (qdd_free, lam, nu) with the matrix S factorised once at the step's first
@@ -744,6 +745,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
             previous = np.inf
             correction = np.inf
             checkpoint = True  # the contacts' modes taken from the law at this iterate and frozen (below)
+            checking = False  # this iteration checks the modes of an iteration converged with them frozen
             mode_passes = 0
             round_off = -1.0  # the correction's round-off at a stalled iterate; -1: not measured in this attempt
             for iteration in range(max_newton):
@@ -849,13 +851,21 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                     elif integrators._fatal(status):
                         return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
                     round_off *= max(c_stiff, c_damp)
-                if correction <= newton_tol + floor or (stalled and (
+                # a check that finds the law's modes at the converged state those frozen confirms the convergence:
+                # its correction is held to the bounds that converged it, contracting or not (at the round-off floor
+                # the corrections scatter, and one below half the last, taken for a contraction still going on,
+                # sent the iteration on, checks alternating with stalls, to max_newton and a split step; which of
+                # the two came first was a matter of the last bits of the state)
+                confirmed = checking and changed == 0
+                if correction <= newton_tol + floor or ((stalled or confirmed) and (
                         correction <= 100.0 * newton_tol or correction <= newton_tol + ROUND_OFF_MARGIN * round_off)):
                     if checkpoint or not with_contacts:
                         converged = True
                         break
                     checkpoint = True  # converged with frozen modes: check them against the law's at the state
+                    checking = True
                 else:
+                    checking = False
                     # modes that keep changing (rows at the edge of touching or sliding) follow the law at every
                     # iterate after MAX_MODE_PASSES passes
                     checkpoint = mode_passes >= MAX_MODE_PASSES
