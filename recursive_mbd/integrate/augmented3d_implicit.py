@@ -209,8 +209,9 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, every=
     starts = augmented3d.row_starts(model)
     arrays = _Arrays(model, starts)
     steps = _runs.fixed_step_count(t0, t_end, dt, max_steps)
+    power = _power(model, starts, tau, z, zd, vdot, lam, arrays)
     stepper = _Stepper(model, starts, tau, (alpha_m, alpha_f, gamma, beta), newton_tol, max_newton,
-                       [z, zb, zd, acc, vdot, lam, _power(model, starts, tau, z, zd, vdot, lam, arrays), 0.0], arrays)
+                       [z, zb, zd, acc, vdot, lam, power, 0.0, zb.copy()], arrays)
     samples_t, samples_z, samples_zd, samples_work = [t0], [z.copy()], [zd.copy()], [0.0]
     t = t0
     accepted = 0
@@ -225,10 +226,10 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, every=
         t = t_new
         accepted = step
         if step == steps or step % every == 0:
-            z, _, zd, _, _, _, _, work = stepper.state
+            z, _, zd, _, _, _, _, work, _ = stepper.state
             samples_t.append(t)
-            samples_z.append(z)
-            samples_zd.append(zd)
+            samples_z.append(z.copy())  # the state's arrays are reused by the steps
+            samples_zd.append(zd.copy())
             samples_work.append(work)
         if max_wall_time is not None and time.perf_counter() - started > max_wall_time and step < steps:
             failure = ("time_limit", f"generalized_alpha: the run reached max_wall_time = {max_wall_time:g} s at "
@@ -247,14 +248,16 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, every=
 
 
 class _Stepper:
-    """The run's state [z, zb, zd, acc, vdot, lam, tau's power, its work] (omega in body axes in zb, acc, vdot; in
-    ground axes in zd) and its steps: ``advance`` takes a step of h, split in halves where Newton does not converge
-    (at most MAX_SPLITS times), counting the Newton iterations of every try."""
+    """The run's state [z, zb, zd, acc, vdot, lam, tau's power, its work, rate] (omega in body axes in zb, acc,
+    vdot, rate; in ground axes in zd; rate the last step's mean velocity Delta / h, the initial velocity before the
+    first, ``kernels.predict``) and its steps: ``advance`` takes a step of h, split in halves where Newton does not
+    converge (at most MAX_SPLITS times), counting the Newton iterations of every try."""
 
     def __init__(self, model, starts, tau, coefficients, newton_tol, max_newton, state, arrays):
         self.model, self.starts, self.tau = model, starts, tau
         self.coefficients, self.newton_tol, self.max_newton = coefficients, newton_tol, max_newton
         self.state, self.arrays = state, arrays
+        self.spare = (np.empty_like(state[4]), np.empty_like(state[5]))  # the next step's unknowns
         self.gyration = radii_of_gyration(model)
         self.iterations = 0
         self.splits = 0
@@ -262,11 +265,13 @@ class _Stepper:
     def advance(self, h, t, step, depth=0):
         """Step from t by h; None, or ("failed", message) where even the steps of h / 2^MAX_SPLITS fail."""
         alpha_m, alpha_f, gamma, beta = self.coefficients
-        z, zb, zd, acc, vdot, lam, power, work = self.state
+        z, zb, zd, acc, vdot, lam, power, work, rate = self.state
         c_stiff = h * h * beta * (1.0 - alpha_f) / (1.0 - alpha_m)
         c_damp = h * gamma * (1.0 - alpha_f) / (1.0 - alpha_m)
         coef = np.array([h, alpha_m, alpha_f, gamma, beta, c_stiff, c_damp])
-        vdot_new, lam_new = vdot.copy(), lam.copy()
+        vdot_new, lam_new = self.spare
+        kernels.predict(zb, acc, vdot, rate, coef, vdot_new)  # the pose moving on at the last step's mean velocity
+        lam_new[:] = lam
         model, arrays = self.model, self.arrays
         status = kernels.newton_step(model.body_int, model.body_real, model.gravity, self.starts, self.tau, z, zb, acc,
                                      vdot, coef, self.gyration, self.newton_tol, self.max_newton, vdot_new, lam_new,
@@ -277,10 +282,12 @@ class _Stepper:
                 return _step_failure(model, status, t + h, step, h, arrays.info, self.newton_tol, self.max_newton)
             self.splits += 1
             return self.advance(0.5 * h, t, step, depth + 1) or self.advance(0.5 * h, t + 0.5 * h, step, depth + 1)
-        acc = ((1.0 - alpha_f) * vdot_new + alpha_f * vdot - alpha_m * acc) / (1.0 - alpha_m)
+        kernels.end_step(zb, coef, vdot, vdot_new, acc, rate)  # acc and rate in place
         new_power = float(arrays.power[0])
-        self.state = [arrays.zp.copy(), arrays.zbp.copy(), arrays.zdp.copy(), acc, vdot_new, lam_new, new_power,
-                      work + 0.5 * h * (power + new_power)]
+        # the step's arrays hold the new state: swapped with the old one's, which the next step overwrites
+        self.state = [arrays.zp, arrays.zbp, arrays.zdp, acc, vdot_new, lam_new, new_power,
+                      work + 0.5 * h * (power + new_power), rate]
+        arrays.zp, arrays.zbp, arrays.zdp, self.spare = z, zb, zd, (vdot, lam)
         return None
 
 
