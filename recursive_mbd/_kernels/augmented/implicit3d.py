@@ -219,10 +219,7 @@ def predict(zb0, acc0, vdot0, rate, coef, vdot):
     N-link hanging chain, from the kink that its initial tilt puts at the pin), and h^2 beta times them turned the
     top links of a 1e6-link chain by radians: far outside Newton's region of quadratic convergence. Its position
     moves smoothly, so the previous step's mean velocity predicts it to O(h^2) of the true motion."""
-    h = coef[0]
-    am = coef[1]
-    af = coef[2]
-    bt = coef[4]
+    h, am, af, bt = coef[0], coef[1], coef[2], coef[4]
     for i in range(zb0.shape[0]):
         for c in range(6):
             a_new = ((rate[i, c] - zb0[i, c]) / h - (0.5 - bt) * acc0[i, c]) / bt
@@ -235,10 +232,7 @@ def end_step(zb0, coef, vdot0, vdot, acc, rate):
     (nbodies, 6) the new algorithmic accelerations a+ = ((1 - alpha_f) vdot + alpha_f vdot0 - alpha_m acc) /
     (1 - alpha_m), and rate (nbodies, 6) the step's mean velocity Delta / h = zb0 + h ((1/2 - beta) acc + beta a+)
     (``update_state``'s Delta, the old acc), ``predict``'s input for the next step."""
-    h = coef[0]
-    am = coef[1]
-    af = coef[2]
-    bt = coef[4]
+    h, am, af, bt = coef[0], coef[1], coef[2], coef[4]
     for i in range(zb0.shape[0]):
         for c in range(6):
             a_new = ((1.0 - af) * vdot[i, c] + af * vdot0[i, c] - am * acc[i, c]) / (1.0 - am)
