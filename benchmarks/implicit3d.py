@@ -74,6 +74,9 @@ the run getting 13-14% of a core, so wall times 7x those of a free core):
     N      t_end  wall/sim s  us/link-step  iter/step  splits  peak RSS [MB]
     1e5    1      214         21.4          2.48       0       1787   (the kernels compiled in the process: its
                                                                     memory counts; 728 before, from a warm cache)
+    1e6    0.03   3500        35            2.00       0       3928   (3 steps; compiled in the process too; 141 s
+                                                                    of user CPU, setup and compilation included;
+                                                                    ``/usr/bin/time -v``: 3.93 GB)
 """
 
 import os
