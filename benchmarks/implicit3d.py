@@ -66,6 +66,17 @@ resident memory, ``resource.getrusage``; M-ABD: 0.84 us a link-step on one threa
                                                                     setup included; not a round-off stall: the
                                                                     first step's corrections wander at 4e-6 to
                                                                     5e-4, the residual's round-off 9e-14)
+
+Then with Newton's first guess moving the bodies on at the last step's mean velocity (``augmented3d_implicit``,
+"First guess"; the same command, one process a size, the machine shared with other sessions at a load of 15 to 19,
+the run getting 13-14% of a core, so wall times 7x those of a free core):
+
+    N      t_end  wall/sim s  us/link-step  iter/step  splits  peak RSS [MB]
+    1e5    1      214         21.4          2.48       0       1787   (the kernels compiled in the process: its
+                                                                    memory counts; 728 before, from a warm cache)
+    1e6    0.03   3500        35            2.00       0       3928   (3 steps; compiled in the process too; 141 s
+                                                                    of user CPU, setup and compilation included;
+                                                                    ``/usr/bin/time -v``: 3.93 GB)
 """
 
 import os

@@ -208,6 +208,38 @@ def update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent):
                 tangent[i, r, c] = (1.0 if r == c else 0.0) - b * k[3 * r + c] + cc * k2[3 * r + c]
 
 
+@njit
+def predict(zb0, acc0, vdot0, rate, coef, vdot):
+    """Newton's first guess of a step (nbodies, 6) into vdot: the accelerations whose update (``update_state``)
+    moves each body by h times ``rate`` (nbodies, 6; the previous step's mean velocity, Delta / h, omega in body
+    axes), i.e. Delta = h rate: a+ = (rate / h - zb0 / h - (1/2 - beta) acc0) / beta and
+    vdot = ((1 - alpha_m) a+ - alpha_f vdot0 + alpha_m acc0) / (1 - alpha_f). coef = (h, alpha_m, alpha_f, gamma,
+    beta). Why not vdot0 (constant acceleration): a stiff, quasi-static coordinate (the rotation of a short link
+    under tension) has accelerations the scheme leaves oscillating from step to step (of order N at the top of an
+    N-link hanging chain, from the kink that its initial tilt puts at the pin), and h^2 beta times them turned the
+    top links of a 1e6-link chain by radians: far outside Newton's region of quadratic convergence. Its position
+    moves smoothly, so the previous step's mean velocity predicts it to O(h^2) of the true motion."""
+    h, am, af, bt = coef[0], coef[1], coef[2], coef[4]
+    for i in range(zb0.shape[0]):
+        for c in range(6):
+            a_new = ((rate[i, c] - zb0[i, c]) / h - (0.5 - bt) * acc0[i, c]) / bt
+            vdot[i, c] = ((1.0 - am) * a_new - af * vdot0[i, c] + am * acc0[i, c]) / (1.0 - af)
+
+
+@njit
+def end_step(zb0, coef, vdot0, vdot, acc, rate):
+    """At a converged step (its new accelerations vdot, the old ones vdot0, zb0 the old velocities), in place: acc
+    (nbodies, 6) the new algorithmic accelerations a+ = ((1 - alpha_f) vdot + alpha_f vdot0 - alpha_m acc) /
+    (1 - alpha_m), and rate (nbodies, 6) the step's mean velocity Delta / h = zb0 + h ((1/2 - beta) acc + beta a+)
+    (``update_state``'s Delta, the old acc), ``predict``'s input for the next step."""
+    h, am, af, bt = coef[0], coef[1], coef[2], coef[4]
+    for i in range(zb0.shape[0]):
+        for c in range(6):
+            a_new = ((1.0 - af) * vdot[i, c] + af * vdot0[i, c] - am * acc[i, c]) / (1.0 - am)
+            rate[i, c] = zb0[i, c] + h * ((0.5 - bt) * acc[i, c] + bt * a_new)
+            acc[i, c] = a_new
+
+
 # ---- residual ------------------------------------------------------------------------------------------------------
 
 @njit
