@@ -931,7 +931,7 @@ def whirling_chain(n, radius=0.1, rate=4.5, t_end=2.0, method="dopri5", *, pertu
     of the steady angles, in the arm's plane, to watch how the whirl answers a disturbance. The arm is driven,
     angle = rate t, and the run goes to ``t_end`` [s] with ``method``: dopri5 by default with ``rtol``/``atol``,
     or another explicit method (dop853; rk4 and implicit_midpoint with ``dt``), or generalized_alpha with ``dt``
-    (the arm's joint locked in its Newton step); bdf does not take drivers on a Model3D yet (ValueError).
+    (the arm's joint locked in its Newton step), or bdf with ``rtol``/``atol``.
     Samples: every ``every``-th step. Unperturbed, a steady whirl stays put in the turning frame (every spherical
     joint at rest: the integrated state does not move), so the deviations below are round-off; perturbed, they
     measure the motion about the whirl (it stays of the perturbation's size where the whirl is stable).

@@ -18,6 +18,7 @@ import numpy as np
 from .. import _checks
 from .._kernels import layout as L
 from .._kernels.planar.loops import BRANCH_ZONE, filtered_solve
+from .._kernels.spatial import layout as SL
 from .._kernels.spatial import loops as kernels
 from ..errors import ModelError, StateError
 from ..model.configuration import integrate_configuration
@@ -128,11 +129,19 @@ def loop_dynamics(model, q, v, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method="
 
 
 
-def _responses(model, ws, lw, q, jac):
+def _responses(model, ws, lw, q, jac, driven=None):
     """Y (m, nv) = (M^-1 J^T)^T and G = J M^-1 J^T (m, m), symmetrised, at q (one articulated-body pass, then
-    ``unit_force_responses`` on its factorisation)."""
-    status = kernels.constraint_responses(model.body_int, model.body_real, q, np.ascontiguousarray(jac), ws.ws, ws.S,
-                                          ws.UD, ws.uD, ws.tmp, ws.zeros, lw.no_gravity, lw.resp)
+    ``unit_force_responses`` on its factorisation); with ``driven`` (nbodies,) uint8 the driven joints held
+    (``held_responses``: Y's driven entries zero, G = J_f M_ff^-1 J_f^T)."""
+    jac = np.ascontiguousarray(jac)
+    if driven is not None:
+        rows = (model.nbodies, model._max_nv)
+        status = kernels.held_responses(model.body_int, model.body_real, q, jac, driven, ws.ws, ws.S,
+                                        np.zeros((*rows, 6)), np.zeros(rows), ws.tmp, ws.zeros, lw.no_gravity,
+                                        lw.resp, np.zeros_like(lw.resp))
+    else:
+        status = kernels.constraint_responses(model.body_int, model.body_real, q, jac, ws.ws, ws.S, ws.UD, ws.uD,
+                                              ws.tmp, ws.zeros, lw.no_gravity, lw.resp)
     if status:
         raise_spatial_loop_status(model, status, ("q",))
     gram = jac @ lw.resp.T
@@ -146,7 +155,7 @@ def _filtered(model, gram, rhs, rcond):
     return out
 
 
-def project(model, q, v, *, tol=1e-12, max_iter=20):
+def project(model, q, v, *, tol=1e-12, max_iter=20, driven=None):
     """The state nearest (q, v) in the kinetic-energy metric that closes every loop: (q, v) new arrays, and max
     |phi| reached (the spatial ``recursive_mbd.dynamics.loops.project``).
 
@@ -154,7 +163,8 @@ def project(model, q, v, *, tol=1e-12, max_iter=20):
     M^-1 J^T, G = J Y, f the filtered regularised inverse (``loops.POSITION_RCOND``), until the step and |phi| are
     below ``tol`` or the step stops shrinking; velocities: one correction v -= Y f(G) (J v) (``FILTER_RCOND``), the
     admissible velocity nearest v in the norm v^T M v (its kinetic energy changes only at second order in J v).
-    Raises ModelError naming the loop with the largest gap when |phi| stays above sqrt(tol).
+    ``driven`` (nbodies,) uint8, optional: joints held (their coordinates and rates stay put; the metric is that of
+    the free velocities). Raises ModelError naming the loop with the largest gap when |phi| stays above sqrt(tol).
     """
     if not isinstance(model, Model3D):
         raise TypeError(f"model must be a recursive_mbd.Model3D, got {type(model).__name__}")
@@ -169,7 +179,7 @@ def project(model, q, v, *, tol=1e-12, max_iter=20):
         size = float(np.abs(phi).max(initial=0.0))
         if size == 0.0:
             break
-        resp, gram = _responses(model, ws, lw, q, jac)
+        resp, gram = _responses(model, ws, lw, q, jac, driven)
         delta = -resp.T @ _filtered(model, gram, phi, POSITION_RCOND)
         step = float(np.abs(delta).max())
         if (size <= tol and step <= tol) or not step < 0.5 * last_step:  # converged, or round-off reached
@@ -183,15 +193,15 @@ def project(model, q, v, *, tol=1e-12, max_iter=20):
         k = int(np.searchsorted(model.loop_rows, row, side="right") - 1)
         raise ModelError(f"the loops cannot be closed near this state: loop {model.loop_names[k]!r} stays open, "
                          f"max |phi| = {worst:.3g} after {max_iter} Gauss-Newton steps")
-    resp, gram = _responses(model, ws, lw, q, jac)
+    resp, gram = _responses(model, ws, lw, q, jac, driven)
     v -= resp.T @ _filtered(model, gram, jac @ v, FILTER_RCOND)
     return q, v, worst
 
 
-def consistent_start(model, q0, v0):
-    """(q0, v0) of a Model3D projected onto its loops (``project``): the start of ``rm.simulate`` in either
-    formulation. A gap above 1e-6 is a StateError naming the loop, redundant loop equations at q0 a
-    RedundantConstraintWarning."""
+def consistent_start(model, q0, v0, driven=None):
+    """(q0, v0) of a Model3D projected onto its loops (``project``; ``driven`` (nbodies,) uint8: joints held): the
+    start of ``rm.simulate`` in either formulation. A gap above 1e-6 is a StateError naming the loop, redundant loop
+    equations at q0 a RedundantConstraintWarning."""
     phi, _, jac, _ = constraints(model, q0)
     gap = float(np.abs(phi).max())
     if gap > 1e-6:
@@ -199,8 +209,11 @@ def consistent_start(model, q0, v0):
         k = int(np.searchsorted(model.loop_rows, row, side="right") - 1)
         raise StateError(f"q0 does not close the loops (max |phi| = {gap:.3g}, loop {model.loop_names[k]!r}); find "
                          "a consistent q0 with rm.assemble(model, q0)")
-    q0, v0, _ = project(model, q0, v0)
-    rank = np.linalg.matrix_rank(constraints(model, q0)[2], tol=None)
+    q0, v0, _ = project(model, q0, v0, driven=driven)
+    jac = constraints(model, q0)[2]
+    if driven is not None:  # the rank of the free columns: those the multipliers move
+        jac = np.delete(jac, model.body_int[driven != 0, SL.VIDX], axis=1)
+    rank = np.linalg.matrix_rank(jac, tol=None)
     if rank < model.nconstraints:  # the run solves them by least squares, as loop_dynamics does
         _checks.warn(f"the loop equations are redundant at q0: rank {rank} of {model.nconstraints}; the "
                      "multipliers are the minimum-norm ones", RedundantConstraintWarning)

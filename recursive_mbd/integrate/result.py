@@ -264,9 +264,26 @@ class SimulationResult:
         return system, free.size
 
     def qdd(self):
-        """Joint accelerations at every sample, shape (nt, nq) (prescribed ones for driven coordinates)."""
-        self._require_model("qdd()", spatial=False)
+        """Joint accelerations at every sample, shape (nt, nq) (prescribed ones for driven coordinates): the run's
+        dynamics (its tau, force elements, drivers, contacts and loops) evaluated again at each sample. A Model3D's
+        result: vdot, shape (nt, nv), the rates of the velocities v (a quaternion joint's angular acceleration in its
+        child frame), from the articulated-body algorithm (with loops the multiplier layer's; driven rates their
+        drivers' f'')."""
+        if isinstance(self.model, Model3D):
+            return self._spatial_accelerations()
+        self._require_model("qdd()")
         return np.array([self._evaluate(i)[0][20].copy() for i in range(self.t.size)])
+
+    def _spatial_accelerations(self):
+        """``qdd`` of a Model3D's result: its run's system (``spatial_loop.SpatialTimeLoop``) evaluated at every
+        sample, its vdot."""
+        self._require_model("qdd()")
+        callback, key, system, inputs, loop = self._evaluator
+        out = np.zeros((self.t.size, self.model.nv))
+        for i in range(self.t.size):
+            evaluate_system(self.model, callback, key, system, inputs, float(self.t[i]), loop.state(self, i))
+            out[i] = system.vdot
+        return out
 
     def contact_forces(self):
         """The contacts at every sample, as the run's dynamics saw them (their stick anchors included): the contact

@@ -78,9 +78,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     works as for a planar model (the projection steps along ``integrate_configuration``; see ``stabilization``).
     ``formulation="augmented"`` on a Model3D integrates the absolute coordinates of every body (centre of mass,
     quaternion; their velocity and angular velocity, ``augmented3d.TimeLoop3D``), loops as auxiliary rows, with tau
-    constant or tau(t) and no force elements. Drivers on a Model3D: revolute and prismatic joints, the explicit
-    methods, scipy's and generalized_alpha (not bdf or the augmented formulation: ValueError; not with loops:
-    ModelError).
+    constant or tau(t) and no force elements. Drivers on a Model3D: revolute and prismatic joints, every method of
+    the recursive formulation (not the augmented formulation: ValueError), trees and models with loops alike.
 
     Parameters
     ----------
@@ -136,8 +135,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         Model3D: the same loop on (q, v) with quaternions in R^4, Newton on vdot with the spatial O(N) matrix of
         generalized_alpha (closed loops in the GGL form, bordered as generalized_alpha's), quaternions
         renormalised after every accepted step
-        (``recursive_mbd._kernels.spatial.bdf``: the design, the lagged terms); tau, force elements, t_eval,
-        events, work terms, progress, max_wall_time, max_steps as the explicit methods.
+        (``recursive_mbd._kernels.spatial.bdf``: the design, the lagged terms); tau, force elements, drivers (the
+        driven coordinates outside the state, their joints locked in the Newton matrix), t_eval, events, work
+        terms, progress, max_wall_time, max_steps as the explicit methods.
         "scipy:NAME": scipy's solve_ivp method NAME (RK45, DOP853, Radau, BDF, LSODA, ...) on the same
         right-hand side (one Python call per evaluation). For stiff problems (stiff damped springs) use
         "scipy:Radau" or "scipy:BDF": they get the Jacobian from ``integrators.rhs_jacobian`` (2 nf
@@ -177,7 +177,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         integrated state; ``result.driving_forces()`` gives the joint force each driver supplies, and
         ``applied_work`` includes the drivers' work. On a Model3D the same (the rate f' in v, f'' prescribed to the
         articulated-body algorithm: Featherstone's hybrid dynamics, ``_kernels.spatial.tree.hybrid_dynamics``),
-        with the methods the Model3D paragraph above names.
+        with the methods the Model3D paragraph above names; with loops the multiplier layer's responses hold the
+        driven joints (``_kernels.spatial.loops.driven_constrained_dynamics``) and the driving forces include
+        the loop forces' share, as on a planar model.
     events : callable or list of callables, optional
         Event functions ``g(t, q, qd) -> float`` (dopri5, generalized_alpha, bdf and scipy methods). Each
         zero crossing is located on the dense output and recorded in ``result.t_events`` / ``q_events`` /
@@ -338,11 +340,9 @@ def _refuse_spatial_options(model, method, formulation, drivers, stabilization, 
     """ValueError for a spatial model (``Model3D``) or an option of simulate that it does not take yet."""
     if formulation not in ("recursive", "augmented"):
         raise ValueError(f"formulation must be 'recursive' or 'augmented', got {formulation!r}")
-    if drivers and (formulation != "recursive" or method == "bdf"):
-        what = f"formulation={formulation!r}" if formulation != "recursive" else f"method {method!r}"
-        raise ValueError(f"drivers on a Model3D are not supported with {what} yet: use generalized_alpha, an "
-                         "explicit method (dopri5, dop853, rk4, implicit_midpoint) or scipy:NAME of the recursive "
-                         "formulation")
+    if drivers and formulation != "recursive":
+        raise ValueError(f"drivers on a Model3D are not supported with formulation={formulation!r} yet: use the "
+                         "recursive formulation (any method)")
     if formulation == "recursive" and not model.nloops and (stabilization not in (None, "none") or alpha or beta):
         raise ValueError("stabilization, alpha and beta are for loop constraints; this Model3D has none (its "
                          "quaternions are renormalised after every accepted step)")

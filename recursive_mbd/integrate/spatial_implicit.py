@@ -164,7 +164,10 @@ the residual's row at the joint is the force the driver supplies, taken out of t
 added to the applied work (``drive_rows``), and both matrices lock the joint: its block's inverse is zero in the
 elimination (``effective_factor``, ``newton.newton_factor``), so its velocity's correction is zero and its parent
 receives the whole articulated inertia, the hybrid dynamics' structure (``_kernels.spatial.tree.hybrid_dynamics``):
-the factors are those of the free rows and columns, exact. Not with loops (refused before the run).
+the factors are those of the free rows and columns, exact. With loops the responses N^-1 J^T and S^-1 J^T on
+those factors are zero at the driven velocities, so the bordered solve is the free block's, the position unknowns nu
+move the free velocities only (J_f^T nu), and a driven row of the residual, J^T lambda included, is the driving
+force.
 
 Closed loops (stabilised index 2)
 ---------------------------------

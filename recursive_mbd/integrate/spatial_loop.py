@@ -9,7 +9,7 @@ import numpy as np
 from .. import _checks
 from .._kernels.spatial import layout as SL
 from .._kernels.spatial.layout import N_BOX, N_CSTATE, N_PER_CONTACT
-from ..errors import ModelError, StateError
+from ..errors import StateError
 from .runs import _Inputs
 
 
@@ -25,9 +25,6 @@ class _SpatialInputs(_Inputs):
         offset = self._take_tau(model, tau, model.nv, lambda value: _spatial_tau(value, model.nv))
         body_int = model.body_int
         self._take_drivers(model, drivers, offset, body_int[:, SL.NVJ], body_int[:, SL.QIDX], body_int[:, SL.VIDX])
-        if self.drivers and model.nloops:
-            raise ModelError(f"drivers on a Model3D with loops ({model.loop_names[0]!r}) are not supported yet: the "
-                             "spatial loop layer does not hold driven joints; prescribe the motion through tau")
         self.has_python = self._needs_python()
 
 
@@ -72,7 +69,8 @@ class SpatialTimeLoop:
                  np.array([0, -1, 0], dtype=np.int64),  # rank, the first state's rank, weak eigenvalues
                  np.concatenate(([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0,
                                   POSITION_RCOND, FILTER_RCOND], np.full(m, -1.0))),  # rows' first norms after
-                 np.zeros(m), np.zeros((m, m)), np.zeros(nv))
+                 np.zeros(m), np.zeros((m, m)), np.zeros(nv),
+                 np.zeros((m if inputs.drivers else 0, nv)))  # the driving forces' responses to the multipliers
         # the S the kernels read: forward dynamics reads the rows of joints neither spherical nor revolute only
         # (``fd_S``, 0 rows for a model of those); the loop kernels read every joint's subspace. Sized here, not by
         # ``ws.S``, whose first use would allocate the full array in the model's workspace as well.
@@ -101,7 +99,12 @@ class SpatialTimeLoop:
         if self.model.nloops:
             from ..dynamics.spatial_loops import consistent_start  # noqa: PLC0415
 
-            q0, qd0 = consistent_start(self.model, q0, qd0)
+            driven = None
+            if self.inputs.drivers:  # the driven joints at their drivers' values at t0, held by the projection
+                q0, qd0 = q0.copy(), qd0.copy()
+                self.inputs(t0, q0, qd0, np.zeros(self.inputs.size))
+                driven = self.inputs.driven
+            q0, qd0 = consistent_start(self.model, q0, qd0, driven)
         # the work terms, then the contacts' state: none touching yet (``_kernels.spatial.contact``)
         return np.concatenate((*self._free(q0, qd0), [0.0, 0.0], np.zeros(N_CSTATE * self.model.ncontacts)))
 
@@ -148,8 +151,8 @@ class SpatialTimeLoop:
 
     def finish(self, result, y, callback, key):
         """The contacts' state at the samples (contact models); the loops' drift max |phi| at every sample (models
-        with loops); with drivers, the evaluator of ``result.driving_forces()``."""
-        result._evaluator = (callback, key, self.system, self.inputs, self) if self.inputs.drivers else None
+        with loops); the evaluator of ``result.qdd()`` and ``result.driving_forces()``."""
+        result._evaluator = (callback, key, self.system, self.inputs, self)
         result._without_drivers = not self.inputs.drivers  # its driving forces are zeros
         if self.model.has_contacts:
             result.contact_state = self.contact_state(y).copy()

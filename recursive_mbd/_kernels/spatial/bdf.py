@@ -58,6 +58,18 @@ Renormalising inside the corrector instead would hide that drift from the estima
 d_q = c G v_new - psi_q the Newton iteration keeps. Dense output between steps may be off unit by the local error:
 the result's q is renormalised (``integrate.SpatialTimeLoop.joint_states``), as for the explicit methods.
 
+Drivers
+-------
+As on planar models the driven coordinates and rates are outside y, y = (q_free, v_free, W_dissipated, W_applied)
+(``system.load_state``): the hooks scatter y's entries into the full q and v (``W_FREE_Q``, ``W_FREE_V``; each
+quaternion's place in y in ``W_QUAT_Y``), the residual writes the drivers' f, f', f'' at t_new into the driven entries
+(``implicit.spatial_residual``), takes the driven rows out as the driving forces, their power into W_applied
+(``implicit.drive_rows``, after the loop forces J^T lambda), and S is factorised with the driven joints locked
+(``effective_factor``'s driven mask: D^-1 = 0, the factors of the free block, exact), so dvdot is zero there. The q
+rows of the free coordinates need the free velocities only (a driven joint is revolute or prismatic: one Euclidean
+coordinate), and GGL's mu moves the free coordinates only (J_f J_f^T, J_f^T dmu). The contacts' update after a step
+puts the drivers' values at t into q and v first (``system.contact_update``).
+
 Starting step: Hairer's estimate with the change of f filtered by (I - h0 J)^-1 as on planar models, J's velocity
 block by the Newton matrix at h0 (M r_v by a Newton-Euler pass at zero velocity and gravity) and its q block from
 q' = G v; the stiffness term K r_q of the planar filter is lagged here.
@@ -107,7 +119,7 @@ from ..layout import STATUS_NONFINITE_STATE, STATUS_OK, STATUS_SINGULAR
 from ..planar.bdf import _update_contacts
 from ..planar.loops import filtered_solve, gram_matrix
 from ..timeloops import newton
-from .implicit import effective_apply, effective_factor, spatial_residual
+from .implicit import drive_rows, effective_apply, effective_factor, spatial_residual
 from .layout import N_CSTATE, NVJ
 from .system import (
     LOOP_JAC,
@@ -120,8 +132,10 @@ from .system import (
     configuration_rate,
     contact_blocks,
     contact_residual,
+    contact_update,
+    normalise_at,
     normalise_quaternions,
-    update_contact_state,
+    state_size,
 )
 from .tree import inverse_dynamics
 
@@ -141,6 +155,9 @@ def _is_spatial(system):
 (W_WS, W_S, W_S_RESIDUAL, W_UD, W_DINV, W_UDV, W_TMP, W_ROT, W_FSUB, W_KW, W_ZEROS, W_DIAG, W_RESIDUAL, W_DX,
  W_VDOT, W_POWERS, W_Q, W_V, W_RATE, W_NO_GRAVITY, W_RESP, W_GRAM, W_GRAM_MU, W_RATE_SCALED, W_DLAM, W_DMU,
  W_WORK_M, W_TANGENT, W_SHIFT, W_FREE, W_STEP_STATE, W_BLOCKS) = range(4, 36)
+# the integrated entries (module doc, "Drivers"): y's coordinates in q (nqf,) and velocities in v (nvf,), each
+# quaternion's first index in y (nk,), and the full configuration (nq,) that y's coordinates are scattered into
+W_FREE_Q, W_FREE_V, W_QUAT_Y, W_QY = range(36, 40)
 
 
 @overload(newton.newton_workspace, inline="always")
@@ -158,6 +175,7 @@ def _spatial_newton_workspace(system, newton):
             max_nv = max(max_nv, body_int[i, NVJ])
         m = system.loops[LOOP_PHI].shape[0]
         rows = system.contacts[0].shape[0]
+        free_q, free_v, quat_y = _integrated_entries(system)
         lam = np.zeros(m)
         for r in range(m):  # the multipliers of the start (the first evaluation's), the first Newton iterate's
             lam[r] = system.loops[LOOP_LAM][r]
@@ -168,8 +186,40 @@ def _spatial_newton_workspace(system, newton):
                 np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(2), np.zeros(nq), np.zeros(nv),
                 np.zeros(nq), np.zeros(3), np.zeros((m, nv)), np.zeros((m, m)), np.zeros((m, m)), np.zeros(m),
                 np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(nv), np.zeros(nq), np.arange(nv)) + (
-                    np.zeros(nq + nv + 2 + N_CSTATE * rows), np.zeros((nb if rows else 0, 6, 12)))
+                    np.zeros(state_size(system) + 2 + N_CSTATE * rows), np.zeros((nb if rows else 0, 6, 12)),
+                    free_q, free_v, quat_y, np.zeros(nq))
     return impl
+
+
+@njit
+def _integrated_entries(system):
+    """(free_q, free_v, quat_y): the entries of q (nqf,) and of v (nvf,) that y integrates, in y's order (every
+    index without drivers), and the first index in y of each quaternion (nk,)."""
+    nq = system.q.shape[0]
+    nv = system.v.shape[0]
+    drivers = system.driven_coords
+    if drivers.shape[0] == 0:
+        free_q = np.arange(nq)
+        free_v = np.arange(nv)
+    else:
+        free_q = system.free_q.copy()
+        free_v = system.free_v.copy()
+    quat_q = system.quat_q
+    quat_y = np.zeros(quat_q.shape[0], dtype=np.int64)
+    for j in range(quat_q.shape[0]):
+        a = quat_q[j]
+        for k in range(free_q.shape[0]):
+            if free_q[k] == a:
+                quat_y[j] = k
+    return free_q, free_v, quat_y
+
+
+@njit
+def _scatter(y, offset, free, full):
+    """full[free[j]] = y[offset + j]: the integrated entries of y into the full vector (its other entries, the
+    driven ones, left as they are)."""
+    for j in range(free.shape[0]):
+        full[free[j]] = y[offset + j]
 
 
 @overload(newton.corrector_predict, jit_options=newton.HOOK_OPTIONS)
@@ -178,19 +228,21 @@ def _spatial_corrector_predict(system, work, c, y_pred, psi, d, y):
         return None
 
     def impl(system, work, c, y_pred, psi, d, y):
-        nq = system.q.shape[0]
-        nv = system.v.shape[0]
         n = y.shape[0]
+        free_q = work[W_FREE_Q]
+        nqf = free_q.shape[0]
+        qy = work[W_QY]
         v = work[W_V]
         rate = work[W_RATE]
-        for j in range(nv):
-            v[j] = y_pred[nq + j]
-        configuration_rate(system, y_pred, v, rate)  # q' = G(q_pred) v_pred
+        _scatter(y_pred, 0, free_q, qy)
+        _scatter(y_pred, nqf, work[W_FREE_V], v)
+        configuration_rate(system, qy, v, rate)  # q' = G(q_pred) v_pred
         shift = work[W_SHIFT]
-        for k in range(nq):
-            d[k] = c * rate[k] - psi[k]
+        for k in range(shift.shape[0]):
             shift[k] = 0.0  # GGL's c G J^T mu, accumulated over the iterations: mu = 0 at the predictor
-        for j in range(nq, n):
+        for j in range(nqf):
+            d[j] = c * rate[free_q[j]] - psi[j]
+        for j in range(nqf, n):
             d[j] = 0.0
         for j in range(n):
             y[j] = y_pred[j] + d[j]
@@ -206,21 +258,24 @@ def _spatial_corrector_residual(inputs, key, system, work, t_new, c, psi, d, y):
         return None
 
     def impl(inputs, key, system, work, t_new, c, psi, d, y):
-        nq = system.q.shape[0]
         nv = system.v.shape[0]
+        free_q = work[W_FREE_Q]
+        free_v = work[W_FREE_V]
+        nqf = free_q.shape[0]
+        ns = nqf + free_v.shape[0]
         q = work[W_Q]
         v = work[W_V]
         vdot = work[W_VDOT]
         residual = work[W_RESIDUAL]
         powers = work[W_POWERS]
-        for j in range(nv):  # the iterate's accelerations: d_v + psi_v = c vdot
-            vdot[j] = (psi[nq + j] + d[nq + j]) / c
-            v[j] = y[nq + j]
-        for k in range(nq):
-            q[k] = y[k]
+        for j in range(free_v.shape[0]):  # the iterate's accelerations: d_v + psi_v = c vdot
+            vdot[free_v[j]] = (psi[nqf + j] + d[nqf + j]) / c
+        _scatter(y, nqf, free_v, v)
+        _scatter(y, 0, free_q, q)
         status = normalise_quaternions(system, q)  # the dynamics at unit quaternions, as the explicit loops' f
         if status != STATUS_OK:
             return status, np.inf
+        # (the drivers' f, f', f'' at t_new into the driven entries of q, v and vdot)
         status = spatial_residual(inputs, key, system, t_new, q, v, vdot, work[W_S_RESIDUAL], residual, powers)
         if status == STATUS_OK:  # the contacts' loads, their state (in y) held over the step
             status = contact_residual(system, q, v, y, residual, powers)
@@ -241,11 +296,14 @@ def _spatial_corrector_residual(inputs, key, system, work, t_new, c, psi, d, y):
                 for j in range(nv):
                     residual[j] += jac[r, j] * lam[r]
                 rate_scaled[r] = loops[LOOP_PHID][r] / c
+        # the driven rows (the loop forces on them included) are the driving forces: out of the Newton rows, their
+        # power applied
+        drive_rows(system, v, residual, powers)
         res_max = 0.0
         for j in range(nv):
             res_max = max(res_max, abs(residual[j]))
-        d[nq + nv] = c * powers[0] - psi[nq + nv]  # the work rows, explicit given q and v
-        d[nq + nv + 1] = c * powers[1] - psi[nq + nv + 1]
+        d[ns] = c * powers[0] - psi[ns]  # the work rows, explicit given q and v
+        d[ns + 1] = c * powers[1] - psi[ns + 1]
         return STATUS_OK, res_max
     return impl
 
@@ -269,10 +327,11 @@ def _spatial_newton_factor(system, work, c):
             effective_apply(system.body_int, work[W_WS], work[W_S], work[W_UD], work[W_DINV], jac[r], work[W_TMP],
                             work[W_UDV], resp[r])
         gram_matrix(jac, resp, work[W_GRAM])
-        for r in range(m):
+        free_v = work[W_FREE_V]
+        for r in range(m):  # J_f J_f^T: mu moves the integrated coordinates only
             for s in range(r + 1):
                 g = 0.0
-                for j in range(jac.shape[1]):
+                for j in free_v:
                     g += jac[r, j] * jac[s, j]
                 gram_mu[r, s] = g
                 gram_mu[s, r] = g
@@ -312,14 +371,18 @@ def _spatial_newton_update(system, work, c, y_pred, psi, d, y, scale):
         return None
 
     def impl(system, work, c, y_pred, psi, d, y, scale):
-        nq = system.q.shape[0]
         nv = system.v.shape[0]
         n = y.shape[0]
+        free_q = work[W_FREE_Q]
+        free_v = work[W_FREE_V]
+        nqf = free_q.shape[0]
         dx = work[W_DX]
         v = work[W_V]
         rate = work[W_RATE]
+        qy = work[W_QY]
         effective_apply(system.body_int, work[W_WS], work[W_S], work[W_UD], work[W_DINV], work[W_RESIDUAL],
-                        work[W_TMP], work[W_UDV], dx)
+                        work[W_TMP], work[W_UDV], dx)  # zero at the driven velocities (locked)
+        _scatter(y, 0, free_q, qy)  # this iterate's configuration (driven entries: their q rows are not y's)
         ok = True
         loops = system.loops
         jac = loops[LOOP_JAC]
@@ -344,7 +407,7 @@ def _spatial_newton_update(system, work, c, y_pred, psi, d, y, scale):
                 work_m[r] = g
             if filtered_solve(work[W_GRAM_MU], work_m, rcond, dmu) < 0:
                 ok = False
-            for j in range(nv):
+            for j in free_v:  # J_f^T dmu: the driven coordinates follow their drivers
                 g = 0.0
                 for r in range(m):
                     g += jac[r, j] * dmu[r]
@@ -352,21 +415,23 @@ def _spatial_newton_update(system, work, c, y_pred, psi, d, y, scale):
             for r in range(m):
                 mu[r] -= dmu[r]
                 lam[r] -= dlam[r]
-            configuration_rate(system, y, tangent, rate)  # mu -= dmu: c G J^T mu -= c G J^T dmu
-            for k in range(nq):
+            configuration_rate(system, qy, tangent, rate)  # mu -= dmu: c G J^T mu -= c G J^T dmu
+            for k in free_q:
                 shift[k] -= c * rate[k]
         acc = 0.0
-        for j in range(nv):  # vdot -= dx: d_v -= c dx
-            d[nq + j] -= c * dx[j]
-            v[j] = y_pred[nq + j] + d[nq + j]
-            acc += (c * dx[j] / scale[nq + j]) ** 2
+        for j in range(free_v.shape[0]):  # vdot -= dx: d_v -= c dx
+            k = free_v[j]
+            d[nqf + j] -= c * dx[k]
+            v[k] = y_pred[nqf + j] + d[nqf + j]
+            acc += (c * dx[k] / scale[nqf + j]) ** 2
         # the q rows held exactly at the new velocities, G at this iterate's q (its change with q lagged), less
         # GGL's accumulated c G J^T mu
-        configuration_rate(system, y, v, rate)
-        for k in range(nq):
-            d_q = c * rate[k] - psi[k] - shift[k]
-            acc += ((d_q - d[k]) / scale[k]) ** 2
-            d[k] = d_q
+        configuration_rate(system, qy, v, rate)
+        for j in range(nqf):
+            k = free_q[j]
+            d_q = c * rate[k] - psi[j] - shift[k]
+            acc += ((d_q - d[j]) / scale[j]) ** 2
+            d[j] = d_q
         for j in range(n):
             y[j] = y_pred[j] + d[j]
         return ok, acc
@@ -379,41 +444,46 @@ def _spatial_filtered_change(system, work, h, y0, err):
         return None
 
     def impl(system, work, h, y0, err):
-        nq = system.q.shape[0]
-        nv = system.v.shape[0]
+        free_q = work[W_FREE_Q]
+        free_v = work[W_FREE_V]
+        nqf = free_q.shape[0]
         q = work[W_Q]
         vdot = work[W_VDOT]
         residual = work[W_RESIDUAL]
         dx = work[W_DX]
         rate = work[W_RATE]
-        for k in range(nq):
-            q[k] = y0[k]
+        v = work[W_V]
+        # the driven coordinates and rates at their drivers' values of the last evaluation (the starting trial's),
+        # their accelerations' change zero: locked, they take no part
+        for k in range(q.shape[0]):
+            q[k] = system.q[k]
+        for k in range(v.shape[0]):
+            vdot[k] = 0.0
+            v[k] = system.v[k]
+        _scatter(y0, 0, free_q, q)
         status = normalise_quaternions(system, q)
         if status != STATUS_OK:
             return status
-        for j in range(nv):
-            vdot[j] = err[nq + j]
+        _scatter(err, nqf, free_v, vdot)
         # M r_v: Newton-Euler at zero velocity without gravity
         status = inverse_dynamics(system.body_int, system.body_real, work[W_NO_GRAVITY], q, work[W_ZEROS], vdot,
                                   system.ws, work[W_S_RESIDUAL], system.tmp, residual)
         if status != STATUS_OK:
             return status
-        v = work[W_V]
-        for j in range(nv):
-            v[j] = y0[nq + j]
+        _scatter(y0, nqf, free_v, v)
         status = _factor(system, work, h, q, v, y0)  # the contacts' blocks at y0 with its contact state
         if status != STATUS_OK:
             return status
         effective_apply(system.body_int, work[W_WS], work[W_S], work[W_UD], work[W_DINV], residual, work[W_TMP],
                         work[W_UDV], dx)
-        for j in range(nv):
+        for j in range(dx.shape[0]):
             if not math.isfinite(dx[j]):
                 return STATUS_NONFINITE_STATE  # err unchanged: the unfiltered change sets the step
         configuration_rate(system, q, dx, rate)
-        for k in range(nq):
-            err[k] += h * rate[k]
-        for j in range(nv):
-            err[nq + j] = dx[j]
+        for j in range(nqf):
+            err[j] += h * rate[free_q[j]]
+        for j in range(free_v.shape[0]):
+            err[nqf + j] = dx[free_v[j]]
         return STATUS_OK
     return impl
 
@@ -422,7 +492,7 @@ def _spatial_filtered_change(system, work, h, y0, err):
 def _spatial_update_contacts(inputs, key, system, t, y):
     if not _is_spatial(system):
         return None
-    return lambda inputs, key, system, t, y: update_contact_state(system, y)
+    return lambda inputs, key, system, t, y: contact_update(inputs, key, system, t, y)  # noqa: PLW0108
 
 
 @overload(newton.accept_step, jit_options=newton.HOOK_OPTIONS)
@@ -431,12 +501,12 @@ def _spatial_accept_step(system, work, y_pred, d, y):
         return None
 
     def impl(system, work, y_pred, d, y):
-        status = normalise_quaternions(system, y)
+        quat_y = work[W_QUAT_Y]
+        status = normalise_at(quat_y, y)
         if status != STATUS_OK:
             return status
-        quat_q = system.quat_q
-        for j in range(quat_q.shape[0]):
-            a = quat_q[j]
+        for j in range(quat_y.shape[0]):
+            a = quat_y[j]
             for k in range(a, a + 4):
                 d[k] = y[k] - y_pred[k]
         return STATUS_OK

@@ -348,6 +348,16 @@ def set_driven(system, q, v, vdot):
 
 
 @njit
+def _undriven(system, nv):
+    """The velocities (indices into v) that are not driven: all nv without drivers."""
+    drivers = system.driven_coords
+    keep = np.ones(nv, dtype=np.bool_)
+    for j in range(drivers.shape[0]):
+        keep[drivers[j, 1]] = False
+    return np.flatnonzero(keep)
+
+
+@njit
 def drive_rows(system, v, residual, powers):
     """The driven joints' rows of an implicit step's residual (M vdot + h - tau - loads at a driven velocity): each
     is the force its driver supplies; its power joins the applied one (powers[1]) and the row leaves the Newton
@@ -497,8 +507,10 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     delta = np.zeros(nv)
     q_new = np.zeros(nq)
     v_new = np.zeros(nv)
-    # the loop rows (m = 0 for a tree): every velocity is an unknown of the rows (drivers come without loops)
+    # the loop rows (m = 0 for a tree): every velocity is an unknown of their bordered solve (a driven one's
+    # response is zero: its joint is locked in the factors); the position unknowns nu move the free velocities only
     free = np.arange(nv)
+    moved = _undriven(system, nv)
     resp = np.zeros((m, nv))  # N^-1 J^T at the exact factors' iterate
     gram = np.zeros((m, m))
     resp_c = np.zeros((m, nv))  # S^-1 J^T, J S^-1 J^T with the cheap factors
@@ -601,7 +613,6 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                                           powers_new)
                 if status == STATUS_OK:  # the contacts' loads, their state (in y) held over the step
                     status = contact_residual(system, q_new, v_new, y, residual, powers_new)
-                drive_rows(system, v_new, residual, powers_new)  # the driving forces out of the Newton rows
                 # the predictor's spherical springs past their half turn: linearised at the step's start for the
                 # first correction from it (``elements.linearise_spherical_springs``), never the converged iterate
                 linearised = status == STATUS_OK and at_predictor and linearise_spherical_springs(
@@ -614,6 +625,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                         for j in range(nv):
                             residual[j] += jac[r, j] * lam[r]
                         rate_scaled[r] = phid[r] / c_damp  # the velocity rows J v+ / c_damp: d/dvdot+ = J
+                # the driving forces (the loop forces on the driven joints included) out of the Newton rows
+                drive_rows(system, v_new, residual, powers_new)
                 nfev += 1
                 if status != STATUS_OK:
                     if integrators._fatal(status):
@@ -695,7 +708,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                         ok = newton.schur_correction(free, jac, resp_c, gram_c, rcond, rate_scaled, dx, dlam,
                                                      work_m)
                     if ok:
-                        ok = newton.position_correction(jac, free, phi, rate_scaled, c_stiff, rcond, gram_pos,
+                        ok = newton.position_correction(jac, moved, phi, rate_scaled, c_stiff, rcond, gram_pos,
                                                         work_m, dnu, xfull)
                 iterations += 1
                 dx_max = 0.0

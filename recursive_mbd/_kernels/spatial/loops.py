@@ -55,7 +55,7 @@ from .layout import (
     WC,
     WV,
 )
-from .tree import _motion_to_child, forward_dynamics, motion_at, poses, unit_force_responses
+from .tree import _motion_to_child, forward_dynamics, hybrid_dynamics, motion_at, poses, unit_force_responses
 
 # numba's cache checks this file's stamp only: it changes with the workspace contract of ``spatial`` (s18mem:
 # revolute joints, as spherical ones, fill no S, UD, uD rows), so that no cached caller keeps the old kernels.
@@ -296,8 +296,15 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, v
         return status
     # the responses on the factorisation just made at q (two O(N) force passes per row)
     unit_force_responses(body_int, body_real, jac, ws, S, UD, uD, tmp, resp)
+    return _multipliers(jac, resp, gamma, phid, phi, stab, rcond, lam, vdot, info)
+
+
+@njit
+def _multipliers(jac, resp, gamma, phid, phi, stab, rcond, lam, vdot, info):
+    """The multipliers lam (m,) of (J Y) lam = J vdot0 - rhs (the filtered solve; info as ``constrained_dynamics``'s)
+    and vdot -= Y^T lam, with the responses Y = resp (m, nv) and vdot0 in vdot on entry; returns the status."""
     m = phi.shape[0]
-    nv = v.shape[0]
+    nv = vdot.shape[0]
     gram = np.empty((m, m))
     rhs = np.empty(m)
     multiplier_rhs(jac, vdot, gamma, phid, phi, stab, rhs)
@@ -311,4 +318,54 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, v
     for r in range(m):
         for k in range(nv):
             vdot[k] -= lam[r] * resp[r, k]
+    return STATUS_OK
+
+
+@njit
+def held_responses(body_int, body_real, q, jac, driven, ws, S, UD, uD, tmp, zeros, no_gravity, resp, resp_drive):
+    """resp[r] (m, nv): the accelerations that a unit multiplier of row r alone produces (no gravity, no velocity)
+    with the driven joints (``driven`` (nbodies,) uint8) held still, their entries zero: M_ff^-1 J_f^T on the free
+    velocities; resp_drive[r] (m, nv): the joint force each driver then supplies (its entry, the others zero). One
+    hybrid-dynamics pass a row (``tree.hybrid_dynamics``, the driven accelerations zero), O(N) each, as the planar
+    layer's responses with drivers (``planar.loops.constraint_responses``). S, UD, uD with a row per body. Returns
+    the status."""
+    nv = zeros.shape[0]
+    for r in range(jac.shape[0]):
+        for k in range(nv):
+            resp[r, k] = 0.0
+            resp_drive[r, k] = 0.0
+        status = hybrid_dynamics(body_int, body_real, no_gravity, q, zeros, jac[r], driven, ws, S, UD, uD, tmp,
+                                 resp[r], resp_drive[r])
+        if status != STATUS_OK:
+            return status
+    return STATUS_OK
+
+
+@njit
+def driven_constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, v, tau, driven, ws, S, UD, uD,
+                                tmp, rot, pos, omega, vel, acc, point, phi, phid, jac, gamma, weights, resp,
+                                resp_drive, zeros, no_gravity, stab, rcond, lam, vdot, drive, info):
+    """``constrained_dynamics`` with driven joints (``driven`` (nbodies,) uint8; their accelerations prescribed in
+    vdot on entry), the planar layer's way (``planar.loops.constrained_dynamics``): vdot0 and the driving forces
+    drive0 by the hybrid dynamics (``tree.hybrid_dynamics``), the responses with the driven joints held
+    (``held_responses``: Y, Y_drive), the multipliers by the same filtered solve, then vdot = vdot0 - Y^T lam and
+    drive = drive0 - Y_drive^T lam (the driven entries of drive: the joint force each driver supplies, the loop
+    forces' share included). O(N m + m^3). Returns the status."""
+    status = loop_constraints(body_int, body_real, loop_int, loop_real, q, v, ws, S, tmp, rot, pos, omega, vel, acc,
+                              point, phi, phid, jac, gamma, weights)
+    if status != STATUS_OK:
+        return status
+    status = hybrid_dynamics(body_int, body_real, gravity, q, v, tau, driven, ws, S, UD, uD, tmp, vdot, drive)
+    if status != STATUS_OK:
+        return status
+    status = held_responses(body_int, body_real, q, jac, driven, ws, S, UD, uD, tmp, zeros, no_gravity, resp,
+                            resp_drive)
+    if status != STATUS_OK:
+        return status
+    status = _multipliers(jac, resp, gamma, phid, phi, stab, rcond, lam, vdot, info)
+    if status != STATUS_OK:
+        return status
+    for r in range(phi.shape[0]):
+        for k in range(drive.shape[0]):
+            drive[k] -= lam[r] * resp_drive[r, k]
     return STATUS_OK

@@ -25,8 +25,9 @@ puts the drivers' f, f' into q, v and f'' into vdot (the inputs callback fills t
 is the hybrid one (``tree.hybrid_dynamics``: the driven joints' accelerations given, their driving forces out into
 ``drive``), and W_applied integrates the drivers' power too. generalized_alpha keeps the driven entries in y
 (``free_q``, ``free_v`` every index: y = (q, v, W_dissipated, W_applied), those entries at the drivers' values),
-its Newton step over the free velocities (``implicit``: the driven joints locked in its factors). Loops are not
-combined with drivers (the loop layer's responses would have to hold the driven joints).
+its Newton step over the free velocities (``implicit``: the driven joints locked in its factors). With loops and
+drivers v' is ``loops.driven_constrained_dynamics``'s (the responses M^-1 J^T with the driven joints held, the
+driving forces with the loop forces' share) and the projection moves the free coordinates only (``_responses``).
 
 With contacts (``Model3D.add_contact``) their loads join tau (``contact_loads``), their dissipated power W_dissipated,
 and the rows' stick anchors follow the work terms in y, y = (q, v, W_dissipated, W_applied, state), with a zero rate:
@@ -51,7 +52,13 @@ from ..timeloops import formulation
 from .contact import contact_forces, contact_newton_blocks, update_contacts
 from .elements import element_forces, subtree_forces
 from .layout import LROW, N_CSTATE
-from .loops import constrained_dynamics, constraint_responses, loop_constraints
+from .loops import (
+    constrained_dynamics,
+    constraint_responses,
+    driven_constrained_dynamics,
+    held_responses,
+    loop_constraints,
+)
 from .pairs import pair_forces
 from .tree import forward_dynamics, hybrid_dynamics, poses
 
@@ -100,7 +107,7 @@ SpatialSystem = namedtuple("SpatialSystem", [
 LOOP_INT, LOOP_REAL, LOOP_ROT, LOOP_POS, LOOP_OMEGA, LOOP_VEL, LOOP_ACC, LOOP_POINT = range(8)
 LOOP_PHI, LOOP_PHID, LOOP_JAC, LOOP_GAMMA, LOOP_WEIGHTS, LOOP_RESP = range(8, 14)
 LOOP_ZEROS, LOOP_NO_GRAVITY, LOOP_STAB, LOOP_LAM, LOOP_INFO, LOOP_SETTINGS = range(14, 20)
-LOOP_COEF, LOOP_GRAM, LOOP_DELTA = range(20, 23)
+LOOP_COEF, LOOP_GRAM, LOOP_DELTA, LOOP_RESP_DRIVE = range(20, 24)
 
 
 def _is_spatial(system):
@@ -111,9 +118,15 @@ def _is_spatial(system):
 def normalise_quaternions(system, y):
     """Renormalise every quaternion of y (its first nq entries are q) in place; a zero or non-finite one is
     STATUS_NONFINITE_STATE."""
-    quat_q = system.quat_q
-    for j in range(quat_q.shape[0]):
-        a = quat_q[j]
+    return normalise_at(system.quat_q, y)
+
+
+@njit
+def normalise_at(starts, y):
+    """Renormalise the quaternions y[a:a + 4] for a in starts (nk,) int64 in place; a zero or non-finite one is
+    STATUS_NONFINITE_STATE."""
+    for j in range(starts.shape[0]):
+        a = starts[j]
         norm = math.sqrt(y[a] * y[a] + y[a + 1] * y[a + 1] + y[a + 2] * y[a + 2] + y[a + 3] * y[a + 3])
         if not (norm > 0.0 and math.isfinite(norm)):
             return STATUS_NONFINITE_STATE
@@ -253,8 +266,13 @@ def _constraints(system, q, v):
 
 @njit
 def _responses(system, q):
-    """Y = (M^-1 J^T)^T (m, nv) at q into system.loops (the loop layer's kernel)."""
+    """Y = (M^-1 J^T)^T (m, nv) at q into system.loops (the loop layer's kernel); with drivers the driven joints
+    held (``loops.held_responses``: their entries zero)."""
     loops = system.loops
+    if system.driven_coords.shape[0] > 0:
+        return held_responses(system.body_int, system.body_real, q, loops[LOOP_JAC], system.driven, system.ws,
+                              system.S, system.UD, system.uD, system.tmp, loops[LOOP_ZEROS], loops[LOOP_NO_GRAVITY],
+                              loops[LOOP_RESP], loops[LOOP_RESP_DRIVE])
     return constraint_responses(system.body_int, system.body_real, q, loops[LOOP_JAC], system.ws, system.S,
                                 system.UD, system.uD, system.tmp, loops[LOOP_ZEROS], loops[LOOP_NO_GRAVITY],
                                 loops[LOOP_RESP])
@@ -378,6 +396,23 @@ def update_contact_state(system, y):
 
 
 @njit
+def contact_update(inputs, key, system, t, y):
+    """``update_contact_state`` with drivers too: the contacts' state in y (its quaternions unit) after an accepted
+    step at time t, at its (q, v) with the driven coordinates and rates at their drivers' values at t; returns the
+    status. A no-op for a model without contacts."""
+    if system.contacts[0].shape[0] == 0:
+        return STATUS_OK
+    if system.driven_coords.shape[0] == 0:
+        return update_contact_state(system, y)
+    load_state(system, y)
+    status = inputs(key, t, system.q, system.v, system.u)
+    if status != STATUS_OK:
+        return status
+    drive_state(system)
+    return _update_contacts_at(system, y)
+
+
+@njit
 def _update_contacts_at(system, y):
     """``update_contact_state`` at the (q, v) in system.q, system.v."""
     contacts = system.contacts
@@ -461,14 +496,16 @@ def project_state(inputs, key, system, t, y):
         status = normalise_quaternions(system, q)
         if status != STATUS_OK:
             return status
+        if system.loops[LOOP_SETTINGS][0] != 0.0:  # onto the loops with the driven joints at their drivers' values
+            status = inputs(key, t, q, v, system.u)
+            if status != STATUS_OK:
+                return status
+            drive_state(system)
+            status = project_loops(system, q, v)
+            if status != STATUS_OK:
+                return status
         store_state(system, y)
-        if system.contacts[0].shape[0] == 0:
-            return STATUS_OK
-        status = inputs(key, t, q, v, system.u)
-        if status != STATUS_OK:
-            return status
-        drive_state(system)
-        return _update_contacts_at(system, y)
+        return contact_update(inputs, key, system, t, y)
     status = normalise_quaternions(system, y)
     if status != STATUS_OK:
         return status
@@ -510,7 +547,19 @@ def system_rhs(inputs, key, system, t, y, dy):
         return status
     dissipated += contact_dissipated
     loops = system.loops
-    if loops[LOOP_INT].shape[0] > 0:
+    if loops[LOOP_INT].shape[0] > 0 and drivers.shape[0] > 0:  # the multiplier layer on the hybrid dynamics
+        status = driven_constrained_dynamics(
+            system.body_int, system.body_real, system.gravity, loops[LOOP_INT], loops[LOOP_REAL], q, v, tau,
+            system.driven, system.ws, system.S, system.UD, system.uD, system.tmp, loops[LOOP_ROT], loops[LOOP_POS],
+            loops[LOOP_OMEGA], loops[LOOP_VEL], loops[LOOP_ACC], loops[LOOP_POINT], loops[LOOP_PHI],
+            loops[LOOP_PHID], loops[LOOP_JAC], loops[LOOP_GAMMA], loops[LOOP_WEIGHTS], loops[LOOP_RESP],
+            loops[LOOP_RESP_DRIVE], loops[LOOP_ZEROS], loops[LOOP_NO_GRAVITY], loops[LOOP_STAB],
+            loops[LOOP_SETTINGS][4], loops[LOOP_LAM], vdot, system.drive, loops[LOOP_INFO])
+        if status == STATUS_OK:
+            status = _change_point(loops[LOOP_INFO], loops[LOOP_JAC], loops[LOOP_RESP], loops[LOOP_SETTINGS])
+        for j in range(drivers.shape[0]):  # the drivers' power
+            power += system.drive[drivers[j, 1]] * v[drivers[j, 1]]
+    elif loops[LOOP_INT].shape[0] > 0:
         status = constrained_dynamics(
             system.body_int, system.body_real, system.gravity, loops[LOOP_INT], loops[LOOP_REAL], q, v, tau,
             system.ws, system.S, system.UD, system.uD, system.tmp, loops[LOOP_ROT], loops[LOOP_POS],
