@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import command_line, print_table, write_json
+from _common import command_line, interleaved_samples, print_table, write_json
 
 from recursive_mbd._kernels.planar import loops as kernels
 from recursive_mbd._kernels.planar.tree import forward_dynamics
@@ -38,17 +38,7 @@ ROUNDS = 5
 
 def cpu_per_call(func, min_time=0.05):
     """Median over ROUNDS rounds of the CPU time of one call [s], each round long enough to last ~min_time."""
-    func()
-    start = time.process_time()
-    func()
-    number = max(1, int(min_time / max(time.process_time() - start, 1e-6)))
-    samples = []
-    for _ in range(ROUNDS):
-        start = time.process_time()
-        for _ in range(number):
-            func()
-        samples.append((time.process_time() - start) / number)
-    return float(np.median(samples))
+    return float(np.median(interleaved_samples({"call": func}, ROUNDS, min_time, clock=time.process_time)["call"]))
 
 
 def measure(n, theta):
@@ -62,27 +52,31 @@ def measure(n, theta):
     branch = (kernels.BRANCH_ZONE, 1e-12, POSITION_RCOND)  # the time loops' change-point treatment
     loop_args = (model.body_int, model.body_real, model.loop_int, model.loop_real)
 
+    state = (ws.ws, ws.com, lw.acc)  # the workspaces the kernels share
+    rows = (lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights)
+
     def constraints():
-        kernels.loop_constraints(*loop_args, q, qd, ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma,
-                                 lw.weights)
+        kernels.loop_constraints(*loop_args, q, qd, *state, *rows)
 
     def tree():
         forward_dynamics(model.body_int, model.body_real, model.gravity, q, qd, tau, wrench, ws.no_driven, ws.ws, qdd,
                          ws.no_drive)
 
     def dynamics():
-        kernels.constrained_dynamics(model.body_int, model.body_real, model.gravity, model.loop_int, model.loop_real,
-                                     q, qd, tau, wrench, ws.no_driven, ws.ws, ws.com, lw.acc, qdd, ws.no_drive,
-                                     lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights, lw.resp, lw.no_resp_drive,
-                                     ws.zeros, lw.stab, FILTER_RCOND, lw.lam, lw.info, branch)
+        kernels.constrained_dynamics(model.body_int, model.body_real, model.gravity, *loop_args[2:], q, qd, tau, wrench,
+                                     ws.no_driven, *state, qdd, ws.no_drive, *rows, lw.resp, lw.no_resp_drive, ws.zeros,
+                                     lw.stab, FILTER_RCOND, lw.lam, lw.info, branch)
 
     def projection():
-        kernels.project(*loop_args, q.copy(), qd.copy(), ws.no_driven, ws.ws, ws.com, lw.acc, lw.phi, lw.phid,
-                        lw.jac, lw.gamma, lw.weights, lw.resp, lw.no_resp_drive, ws.zeros, np.zeros(2), 1e-12, 20,
-                        POSITION_RCOND, FILTER_RCOND, 1e-9, branch)
+        kernels.project(*loop_args, q.copy(), qd.copy(), ws.no_driven, *state, *rows, lw.resp, lw.no_resp_drive,
+                        ws.zeros, np.zeros(2), 1e-12, 20, POSITION_RCOND, FILTER_RCOND, 1e-9, branch)
 
-    return {"loop_constraints": cpu_per_call(constraints), "forward_dynamics": cpu_per_call(tree),
-            "constrained_dynamics": cpu_per_call(dynamics), "project": cpu_per_call(projection)}
+    return {
+        "loop_constraints": cpu_per_call(constraints),
+        "forward_dynamics": cpu_per_call(tree),
+        "constrained_dynamics": cpu_per_call(dynamics),
+        "project": cpu_per_call(projection),
+    }
 
 
 def main(sizes, thetas, name):

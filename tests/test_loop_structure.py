@@ -65,27 +65,9 @@ def test_structured_loop_layer_agrees_with_the_dense_one(case):
     solves give the eigen-decomposition's f(G) rhs to round-off; the constrained accelerations and multipliers are
     the dense KKT system's."""
     model, q, qd = _state(case)
-    ws, lw = loop_workspace(model)
+    ws, lw, pattern = _structure(model, q, qd)
     m, nq = model.nconstraints, model.nq
-    args = (
-        model.body_int,
-        model.body_real,
-        model.loop_int,
-        model.loop_real,
-        q,
-        qd,
-        ws.ws,
-        ws.com,
-        lw.acc,
-        lw.phi,
-        lw.phid,
-        lw.jac,
-        lw.gamma,
-        lw.weights,
-    )
-    assert kernels.loop_constraints(*args) == 0
     jac = lw.jac.copy()
-    pattern = kernels.loop_pattern(model.body_int, model.loop_int, m, nq)
     jac_start, jac_cols, resp_start, resp_cols = pattern[:4]
     dense_resp = np.zeros((m, nq))
     assert (
@@ -157,36 +139,38 @@ def test_structured_loop_layer_agrees_with_the_dense_one(case):
         assert np.abs(recursive.qdd - kkt.qdd).max() < bound * np.abs(kkt.qdd).max()
 
 
+def _structure(model, q, qd):
+    """(ws, lw, pattern): the loop constraints evaluated at (q, qd) into the model's workspaces, and the loops'
+    structure (``loop_pattern``)."""
+    ws, lw = loop_workspace(model)
+    status = kernels.loop_constraints(
+        model.body_int,
+        model.body_real,
+        model.loop_int,
+        model.loop_real,
+        q,
+        qd,
+        ws.ws,
+        ws.com,
+        lw.acc,
+        lw.phi,
+        lw.phid,
+        lw.jac,
+        lw.gamma,
+        lw.weights,
+    )
+    assert status == 0
+    return ws, lw, kernels.loop_pattern(model.body_int, model.loop_int, model.nconstraints, model.nq)
+
+
 def _envelope(model, q, qd):
     """first (m,): the envelope of J M^-1 J^T that the structured layer builds at (q, qd)."""
-    ws, lw = loop_workspace(model)
-    m, nq = model.nconstraints, model.nq
-    assert (
-        kernels.loop_constraints(
-            model.body_int,
-            model.body_real,
-            model.loop_int,
-            model.loop_real,
-            q,
-            qd,
-            ws.ws,
-            ws.com,
-            lw.acc,
-            lw.phi,
-            lw.phid,
-            lw.jac,
-            lw.gamma,
-            lw.weights,
-        )
-        == 0
+    ws, lw, pattern = _structure(model, q, qd)
+    m = model.nconstraints
+    status = kernels.loop_responses(
+        model.body_int, model.body_real, q, lw.jac, pattern, ws.ws, lw.resp, ws.zeros, lw.stab[2:4]
     )
-    pattern = kernels.loop_pattern(model.body_int, model.loop_int, m, nq)
-    assert (
-        kernels.loop_responses(
-            model.body_int, model.body_real, q, lw.jac, pattern, ws.ws, lw.resp, ws.zeros, lw.stab[2:4]
-        )
-        == 0
-    )
+    assert status == 0
     first = np.empty(m, dtype=np.int64)
     kernels.gram_envelope(lw.jac, lw.resp, pattern, np.empty((m, m)), first)
     return first
