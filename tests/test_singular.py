@@ -177,7 +177,9 @@ def test_change_point_zone_solves_without_eigen_decompositions(theta):
     # surely regular at 1e-3 rad (a Cholesky factorisation, before as now), not at 1e-4 rad (eigenvalue ratio
     # 2.6e-11 against the test's 1e-9): there the closures took the eigen-decomposition before
     assert kernels.regular_solve(gram, rhs, threshold, solved) == (theta == 1e-3)
-    assert kernels._closure_solve(gram, rhs, POSITION_RCOND, solved)
+    first = np.empty(2 * n, dtype=np.int64)  # G's envelope, as its builder knows it
+    kernels._envelope_first(gram, first)
+    assert kernels._closure_solve(gram, first, rhs, POSITION_RCOND, solved)
     mu = POSITION_RCOND * values[-1]
     filtered = vectors @ (values / (values**2 + mu**2) * (vectors.T @ rhs))
     # round-off (a few eps) times the condition number top / min(s): 4e8 at 1e-3 rad, 4e10 at 1e-4 rad

@@ -73,7 +73,17 @@ from ..layout import (
     STATUS_OK,
     STATUS_SINGULAR,
 )
-from ..planar.loops import REGULAR_RCOND_MARGIN, REGULAR_ZONE_MARGIN, cutoff_solve, loop_equations, regular_solve
+from ..planar.loops import (
+    REGULAR_RCOND_MARGIN,
+    REGULAR_ZONE_MARGIN,
+    cutoff_solve_envelope,
+    envelope_last,
+    loop_equations,
+    regular_solve_envelope,
+    row_colours,
+)
+
+_row_colours = row_colours  # the spatial route's name for it
 
 njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 # helpers of the per-body loops are inlined and take (array, row, column offset) rather than views: a view or an
@@ -797,52 +807,29 @@ def _aux_load(aux_body, aux_coef, r, scale, xb):
 
 
 @njit
-def _row_colours(body_int, aux_body):
-    """(colour (k,), number of colours, root (nbodies,)): a greedy colouring of the auxiliary rows such that rows of
-    one colour act on disjoint subtrees hung from the ground (root[i]: the body of body i's subtree that is hinged
-    to the ground). The KKT matrix is block diagonal over those subtrees, so one tree solve with the rows of a
-    colour loaded together gives each row's response H^-1 E_r^T on its own subtrees (a row of parallelograms: 4
-    colours for its 2 n rows)."""
-    n = body_int.shape[0]
+def _auxiliary_schur(body_int, row_start, fac, aux_body, aux_coef, xb, xj, schur, first, last):
+    """schur (k, k) = E H^-1 E^T inside its envelope, column r by column r's row responses: a tree solve per colour
+    of rows that act on disjoint subtrees (``loops.row_colours``), each entry E_s H^-1 E_r^T summed from the sides
+    of row s in row r's subtrees, in the order of a solve per row (the same numbers): O(colours N + k b) for a
+    width b instead of O(k N). Rows s and r meet only where they act on a common subtree, so row s of the Schur
+    complement is zero outside [first[s], last[s]], the first and the last row that shares a subtree with it
+    (filled here); only that range is set, the entries outside it are left as they are (zero in the system's
+    array, which nothing else writes)."""
     k = aux_body.shape[0]
-    root = np.empty(n, dtype=np.int64)
-    for i in range(n):  # parents come first
-        p = body_int[i, PARENT]
-        root[i] = i if p < 0 else root[p]
-    colour = np.full(k, -1, dtype=np.int64)
-    stamp = np.full(n, -1, dtype=np.int64)  # stamp[b]: the last colour whose rows took subtree b
-    done = 0
-    ncolours = 0
-    while done < k:
-        c = ncolours
-        ncolours += 1
-        for r in range(k):
-            if colour[r] >= 0:
-                continue
-            free = True
-            for side in range(2):
-                body = aux_body[r, side]
-                if body >= 0 and stamp[root[body]] == c:
-                    free = False
-            if free:
-                colour[r] = c
-                done += 1
-                for side in range(2):
-                    body = aux_body[r, side]
-                    if body >= 0:
-                        stamp[root[body]] = c
-    return colour, ncolours, root
-
-
-@njit
-def _auxiliary_schur(body_int, row_start, fac, aux_body, aux_coef, xb, xj, schur):
-    """schur (k, k) = E H^-1 E^T, column r by column r's row responses: a tree solve per colour of rows that act on
-    disjoint subtrees (``_row_colours``), each entry E_s H^-1 E_r^T summed from the sides of row s in row r's
-    subtrees, in the order of a solve per row (the same numbers): O(colours N + k^2) instead of O(k N)."""
-    k = aux_body.shape[0]
-    colour, ncolours, root = _row_colours(body_int, aux_body)
+    colour, ncolours, root = row_colours(body_int, aux_body)
     owner = np.full(body_int.shape[0], -1, dtype=np.int64)  # owner[b]: the row of the colour on subtree b
-    schur[:, :] = 0.0
+    lowest = np.full(body_int.shape[0], k, dtype=np.int64)  # lowest[b]: the first row on subtree b
+    for s in range(k):
+        first[s] = s
+        for side in range(2):
+            body = aux_body[s, side]
+            if body >= 0:
+                lowest[root[body]] = min(lowest[root[body]], s)
+                first[s] = min(first[s], lowest[root[body]])
+    envelope_last(first, last)
+    for s in range(k):
+        for r in range(first[s], last[s] + 1):
+            schur[s, r] = 0.0
     for c in range(ncolours):
         xb[:, :] = 0.0
         xj[:] = 0.0
@@ -871,7 +858,8 @@ def add_auxiliary_rows(body_int, body_real, row_start, fac, aux_body, aux_coef, 
                        xj, schur, info):
     """Close the auxiliary rows E z'' = g (loops, drivers) on the tree solution x0 = (zdd, lam[:tree rows]) by the
     Schur complement on the k rows (module docstring); their multipliers go to lam[tree rows:]. xb (nbodies, 3),
-    xj (tree rows) and schur (k, k, left holding E H^-1 E^T) are scratch. info (2,) receives the rank of
+    xj (tree rows) and schur (k, k, left holding E H^-1 E^T inside its envelope; zero outside it on entry, as
+    allocated) are scratch. info (2,) receives the rank of
     E H^-1 E^T (minimum-norm multipliers below k) and 1 where the Schur complement was surely regular, with no
     eigenvalue at or below ``zone`` times its largest, else 0.
 
@@ -898,12 +886,14 @@ def add_auxiliary_rows(body_int, body_real, row_start, fac, aux_body, aux_coef, 
                     if inertia > 0.0:
                         v += aux_coef[r, 3 * side + col] ** 2 / inertia
         scale = max(scale, v)
-    _auxiliary_schur(body_int, row_start, fac, aux_body, aux_coef, xb, xj, schur)
+    first = np.empty(k, dtype=np.int64)
+    last = np.empty(k, dtype=np.int64)
+    _auxiliary_schur(body_int, row_start, fac, aux_body, aux_coef, xb, xj, schur, first, last)
     rhs = np.empty(k)
     for s in range(k):
         rhs[s] = _aux_times(aux_body, aux_coef, s, zdd) - aux_rhs[s]
     for r in range(k):  # symmetrise the round-off before the eigen-decomposition
-        for s in range(r):
+        for s in range(first[r], r):
             mean = 0.5 * (schur[r, s] + schur[s, r])
             schur[r, s] = mean
             schur[s, r] = mean
@@ -911,15 +901,15 @@ def add_auxiliary_rows(body_int, body_real, row_start, fac, aux_body, aux_coef, 
     top = 0.0  # a bound of the largest eigenvalue: the largest absolute row sum
     for r in range(k):
         row = 0.0
-        for s in range(k):
+        for s in range(first[r], last[r] + 1):
             row += abs(schur[r, s])
         top = max(top, row)
-    regular = top > 0.0 and regular_solve(
-        schur, rhs, max(REGULAR_ZONE_MARGIN * zone, REGULAR_RCOND_MARGIN * rcond * scale / top), mu)
+    regular = top > 0.0 and regular_solve_envelope(
+        schur, first, rhs, max(REGULAR_ZONE_MARGIN * zone, REGULAR_RCOND_MARGIN * rcond * scale / top), mu)
     rank = k
     # near a change point: not surely regular, but every eigenvalue above the rank cut-off (the pseudo-inverse is
     # the inverse): a Cholesky factorisation as well, not the eigen-decomposition
-    if not regular and not cutoff_solve(schur, rhs, rcond * scale, mu):
+    if not regular and not cutoff_solve_envelope(schur, first, rhs, rcond * scale, mu):
         values, vectors = np.linalg.eigh(schur)  # positive semi-definite: mu = pseudo-inverse times rhs
         mu[:] = 0.0
         rank = 0

@@ -28,8 +28,17 @@ inertias of J M^-1 J^T's envelope (``eigen_counts``), a branch of few degrees of
 its tangent space (the tangent route of ``_branch_search``: small systems in T M T^T, no dense normals), and the
 loop multipliers that give its constraint force come from a banded regularised least-squares solve
 (``banded_filtered_solve``), and so do the Gauss-Newton steps that close the displaced points (``_closure_solve``):
-no eigen-decomposition of a row of n parallelograms' J M^-1 J^T in the zone. J and the responses are still stored
-dense, (m, nq), which every evaluation writes and scans: O(n^2) for such a row, in the zone as outside it.
+no eigen-decomposition of a row of n parallelograms' J M^-1 J^T in the zone.
+
+The time loops' evaluations and projections read J, the responses and J M^-1 J^T through the loops' structure
+(``loop_pattern``), which the tree and the loops fix: row r of J lives on the joints of the paths of its loop's two
+bodies to the ground, its response M^-1 J_r^T on the subtrees hung from the ground that hold them, and J M^-1 J^T
+inside the envelope of the rows that share such a subtree (``gram_envelope``; the solves read that envelope only).
+J and the responses keep their dense (m, nq) arrays, but only those entries are written and read: O(N + entries +
+m b^2) an evaluation for an envelope of width b, linear in n for a row of n parallelograms (3 entries of J, 4 of
+the responses a row, b = 3). A tree whose loops all reach one subtree (a ladder between two hanging chains) has
+full responses and a full envelope: the same work as dense arrays, O(N m + m^3). The change point's search for the
+branch (QR or SVD of J, the projector's eigen-decomposition on the normal route) is still dense.
 """
 
 import math
@@ -155,6 +164,16 @@ def _add_point_jacobian(body_int, ws, com, body, px, py, wx, wy, wt, row):
 
 
 @njit
+def _zero_path(body_int, body, row):
+    """row[k] = 0 for the coordinates k of the joints on ``body``'s path to the ground (none for the ground, -1)."""
+    i = body
+    while i >= 0:
+        for col in range(body_int[i, NDOF]):
+            row[body_int[i, QIDX] + col] = 0.0
+        i = body_int[i, PARENT]
+
+
+@njit
 def _wrap(angle):
     return math.atan2(math.sin(angle), math.cos(angle))
 
@@ -234,12 +253,15 @@ def loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, a
                      weights):
     """Residual phi (m,), its rate phi' = J qd, Jacobian J (m, nq), gamma = -J' qd (m,) of every loop, and the
     row weights (m, 6) = (w_a, w_b) that map multipliers to loop forces. Leaves every body's orientation in ws
-    and its centre-of-mass state in com. Returns the status."""
+    and its centre-of-mass state in com. Returns the status.
+
+    Row r of J is written on the joints of the paths of its loop's two bodies to the ground only (``loop_pattern``:
+    O(N + entries), not O(m nq)); its other entries are never written, so jac must be zero there (allocated with
+    zeros, and written by this kernel alone)."""
     status = com_kinematics(body_int, body_real, q, qd, ws, com)
     if status != STATUS_OK:
         return status
     body_accelerations(body_int, ws, qd[:0], acc)
-    jac[:, :] = 0.0
     for lp in range(loop_int.shape[0]):
         kind = loop_int[lp, LKIND]
         a = loop_int[lp, LBODY_A]
@@ -256,6 +278,8 @@ def loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, a
         for r in range(r0, r0 + nrows):
             w = weights[r]
             phid[r] = w[0] * vax + w[1] * vay + w[2] * oma + w[3] * vbx + w[4] * vby + w[5] * omb
+            _zero_path(body_int, a, jac[r])
+            _zero_path(body_int, b, jac[r])
             if a >= 0:
                 _add_point_jacobian(body_int, ws, com, a, pax, pay, w[0], w[1], w[2], jac[r])
             if b >= 0:
@@ -421,19 +445,31 @@ def gram_matrix(jac, resp, gram):
     Each response row M^-1 J_r^T is nonzero only on the coordinates of the tree's branches that loop row r
     reaches (a row of parallelograms: four of 2 n + 1), so only the pairs of rows (r, s) where J_r meets M^-1 J_s^T
     or J_s meets M^-1 J_r^T (found through the rows of each column) can be nonzero, and their products run over
-    the nonzero entries: O(m nq) to gather them, then O(k) a pair for k nonzero entries a row, O(m k^2 p) for p
-    rows a column, instead of O(m^2 nq); each sum in the order of the dense product's nonzero terms."""
-    m = jac.shape[0]
-    nq = jac.shape[1]
+    the nonzero entries (``_gram_pairs``): O(m nq) to gather them here, then O(k) a pair for k nonzero entries a
+    row, O(m k^2 p) for p rows a column, instead of O(m^2 nq); each sum in the order of the dense product's nonzero
+    terms. ``gram_envelope`` takes the same pairs from the loops' structure without the O(m nq) scans."""
     count, cols = _row_nonzeros(resp)  # row r's responses: cols[count[r]:count[r + 1]]
     jac_start, jac_cols = _row_nonzeros(jac)
+    gram[:, :] = 0.0
+    _gram_pairs(jac, resp, jac_start, jac_cols, count, cols, gram, np.empty(jac.shape[0], dtype=np.int64))
+
+
+@njit
+def _gram_pairs(jac, resp, jac_start, jac_cols, count, cols, gram, first):
+    """G[r, s] = G[s, r] = (J_r . M^-1 J_s^T + J_s . M^-1 J_r^T) / 2 for the pairs of rows that meet, from the
+    columns of each row of J (jac_cols[jac_start[r]:jac_start[r + 1]], increasing) and of its responses (cols,
+    count; increasing), entries outside them zero; first[r] the first pair s <= r of row r (r where none), and
+    G set to zero in row r's envelope [first[r], r] and its mirror before the pairs are written: G is complete
+    inside the envelope ``first`` (O(m b) for a width b), untouched outside it."""
+    m = jac.shape[0]
+    nq = jac.shape[1]
     resp_col_start, resp_col_rows = _columns_of(count, cols, nq)  # the rows s with resp[s, k] != 0, by column
     jac_col_start, jac_col_rows = _columns_of(jac_start, jac_cols, nq)
-    gram[:, :] = 0.0
     stamp = np.full(m, -1, dtype=np.int64)
     pairs = np.empty(m, dtype=np.int64)
     for r in range(m):
         npairs = 0
+        first[r] = r
         for at in range(jac_start[r], jac_start[r + 1]):  # J_r meets M^-1 J_s^T
             k = jac_cols[at]
             for at_s in range(resp_col_start[k], resp_col_start[k + 1]):
@@ -442,6 +478,7 @@ def gram_matrix(jac, resp, gram):
                     stamp[s] = r
                     pairs[npairs] = s
                     npairs += 1
+                    first[r] = min(first[r], s)
         for at in range(count[r], count[r + 1]):  # M^-1 J_r^T meets J_s
             k = cols[at]
             for at_s in range(jac_col_start[k], jac_col_start[k + 1]):
@@ -450,6 +487,10 @@ def gram_matrix(jac, resp, gram):
                     stamp[s] = r
                     pairs[npairs] = s
                     npairs += 1
+                    first[r] = min(first[r], s)
+        for s in range(first[r], r + 1):  # no entry of column r is written before row r's turn
+            gram[r, s] = 0.0
+            gram[s, r] = 0.0
         for p in range(npairs):
             s = pairs[p]
             g = 0.0
@@ -462,17 +503,204 @@ def gram_matrix(jac, resp, gram):
 
 
 @njit
+def row_colours(body_int, row_bodies):
+    """(colour (k,), number of colours, root (nbodies,)): a greedy colouring of k rows that act on at most two bodies
+    each (row_bodies (k, 2), -1: none) such that rows of one colour act on disjoint subtrees hung from the ground
+    (root[i]: the body of body i's subtree that is hinged to the ground). The mass matrix (and the augmented
+    route's KKT matrix) is block diagonal over those subtrees, so one recursive pass (tree solve) with the rows of
+    a colour loaded together gives each row's response on its own subtrees (a row of parallelograms: 4 colours for
+    its 2 n rows)."""
+    n = body_int.shape[0]
+    k = row_bodies.shape[0]
+    root = np.empty(n, dtype=np.int64)
+    for i in range(n):  # parents come first
+        p = body_int[i, PARENT]
+        root[i] = i if p < 0 else root[p]
+    colour = np.full(k, -1, dtype=np.int64)
+    stamp = np.full(n, -1, dtype=np.int64)  # stamp[b]: the last colour whose rows took subtree b
+    done = 0
+    ncolours = 0
+    while done < k:
+        c = ncolours
+        ncolours += 1
+        for r in range(k):
+            if colour[r] >= 0:
+                continue
+            free = True
+            for side in range(2):
+                body = row_bodies[r, side]
+                if body >= 0 and stamp[root[body]] == c:
+                    free = False
+            if free:
+                colour[r] = c
+                done += 1
+                for side in range(2):
+                    body = row_bodies[r, side]
+                    if body >= 0:
+                        stamp[root[body]] = c
+    return colour, ncolours, root
+
+
+@njit
+def loop_pattern(body_int, loop_int, m, nq):
+    """The structure of the loop rows, fixed by the tree and the loops (not by the state): (jac_start (m + 1,),
+    jac_cols, resp_start (m + 1,), resp_cols, row_bodies (m, 2), resp_col_start (nq + 1,), resp_col_rows).
+    Row r of J can be nonzero only on the coordinates of the joints on the paths of its loop's two bodies to the
+    ground, jac_cols[jac_start[r]:jac_start[r + 1]] (increasing), and its response M^-1 J_r^T only on the
+    coordinates of the subtrees hung from the ground that hold those bodies (M is block diagonal over them),
+    resp_cols[resp_start[r]:resp_start[r + 1]] (increasing); resp_col_rows[resp_col_start[k]:...] the rows whose
+    responses reach coordinate k (increasing); row_bodies[r] the loop's bodies a, b (-1: the ground). O(N + the
+    number of entries): a row of n parallelograms has 3 columns of J and 4 of its response a row, where the dense
+    (m, nq) arrays hold 2 n + 1."""
+    nb = body_int.shape[0]
+    nloops = loop_int.shape[0]
+    root = np.empty(nb, dtype=np.int64)
+    branch_start = np.zeros(nb + 1, dtype=np.int64)  # the coordinates of each subtree hung from the ground
+    for i in range(nb):  # parents come first
+        p = body_int[i, PARENT]
+        root[i] = i if p < 0 else root[p]
+        branch_start[root[i] + 1] += body_int[i, NDOF]
+    for i in range(nb):
+        branch_start[i + 1] += branch_start[i]
+    branch_coords = np.empty(max(nq, 1), dtype=np.int64)
+    fill = branch_start[:nb].copy()
+    for i in range(nb):  # coordinates in body order: increasing within each subtree
+        for col in range(body_int[i, NDOF]):
+            branch_coords[fill[root[i]]] = body_int[i, QIDX] + col
+            fill[root[i]] += 1
+    row_bodies = np.full((m, 2), -1, dtype=np.int64)
+    jac_start = np.zeros(m + 1, dtype=np.int64)
+    resp_start = np.zeros(m + 1, dtype=np.int64)
+    stamp = np.full(max(nq, 1), -1, dtype=np.int64)
+    loop_cols = np.empty(max(nq, 1), dtype=np.int64)
+    jac_cols = np.empty(0, dtype=np.int64)
+    resp_cols = np.empty(0, dtype=np.int64)
+    for grow in range(2):  # count, then fill
+        jac_at = 0
+        resp_at = 0
+        for lp in range(nloops):
+            r0 = loop_int[lp, LROW]
+            r1 = loop_int[lp + 1, LROW] if lp + 1 < nloops else m
+            ncols = 0
+            for side in range(2):  # the joints on the two bodies' paths to the ground
+                i = loop_int[lp, LBODY_A] if side == 0 else loop_int[lp, LBODY_B]
+                while i >= 0:
+                    for col in range(body_int[i, NDOF]):
+                        k = body_int[i, QIDX] + col
+                        if stamp[k] != lp:
+                            stamp[k] = lp
+                            loop_cols[ncols] = k
+                            ncols += 1
+                    i = body_int[i, PARENT]
+            ordered = np.sort(loop_cols[:ncols])
+            a = loop_int[lp, LBODY_A]
+            b = loop_int[lp, LBODY_B]
+            ra = root[a] if a >= 0 else -1
+            rb = root[b] if b >= 0 else -1
+            if ra == rb:
+                rb = -1
+            if ra < 0:
+                ra = rb
+                rb = -1
+            for r in range(r0, r1):
+                row_bodies[r, 0] = a
+                row_bodies[r, 1] = b
+                if grow == 1:
+                    jac_cols[jac_at:jac_at + ncols] = ordered
+                jac_at += ncols
+                jac_start[r + 1] = jac_at
+                # the two subtrees' coordinates, merged in increasing order
+                ia = branch_start[ra] if ra >= 0 else 0
+                ea = branch_start[ra + 1] if ra >= 0 else 0
+                ib = branch_start[rb] if rb >= 0 else 0
+                eb = branch_start[rb + 1] if rb >= 0 else 0
+                while ia < ea or ib < eb:
+                    if ib >= eb or (ia < ea and branch_coords[ia] < branch_coords[ib]):
+                        k = branch_coords[ia]
+                        ia += 1
+                    else:
+                        k = branch_coords[ib]
+                        ib += 1
+                    if grow == 1:
+                        resp_cols[resp_at] = k
+                    resp_at += 1
+                resp_start[r + 1] = resp_at
+        if grow == 0:
+            jac_cols = np.empty(jac_at, dtype=np.int64)
+            resp_cols = np.empty(resp_at, dtype=np.int64)
+            stamp[:] = -1
+    resp_col_start, resp_col_rows = _columns_of(resp_start, resp_cols, nq)
+    return jac_start, jac_cols, resp_start, resp_cols, row_bodies, resp_col_start, resp_col_rows
+
+
+@njit
+def gram_envelope(jac, resp, pattern, gram, first):
+    """G = J M^-1 J^T (``gram_matrix``) inside its envelope first (m,), from the loops' structure
+    (``loop_pattern``): O(m b + the pairs' products) for a width b, G untouched outside the envelope, which the
+    envelope solves (``_zone_solve``, ``_closure_solve``) do not read; the same numbers as ``gram_matrix``."""
+    jac_start, jac_cols, resp_start, resp_cols = pattern[0], pattern[1], pattern[2], pattern[3]
+    _gram_pairs(jac, resp, jac_start, jac_cols, resp_start, resp_cols, gram, first)
+
+
+@njit
+def loop_responses(body_int, body_real, q, jac, pattern, ws, resp, zeros, no_gravity):
+    """``constraint_responses`` without driven joints on the loops' structure (``loop_pattern``): resp[r] =
+    M^-1 J_r^T on row r's response columns, one recursive pass a colour of rows on disjoint subtrees
+    (``row_colours``), O(colours N + entries) against the dense arrays' O(m nq). Entries of resp outside a row's
+    response columns are left as they are (readers take the columns of ``loop_pattern``). Returns the status."""
+    jac_start, jac_cols, resp_start, resp_cols, row_bodies = pattern[0], pattern[1], pattern[2], pattern[3], pattern[4]
+    m = jac.shape[0]
+    colour, ncolours, _ = row_colours(body_int, row_bodies)
+    force = np.zeros(jac.shape[1])
+    no_driven = np.zeros(0, dtype=np.uint8)
+    for c in range(ncolours):
+        first = -1
+        for r in range(m):
+            if colour[r] == c:
+                first = r if first < 0 else first
+                for at in range(jac_start[r], jac_start[r + 1]):
+                    force[jac_cols[at]] = jac[r, jac_cols[at]]
+        status = forward_dynamics(body_int, body_real, no_gravity, q, zeros, force, resp[:0], no_driven, ws,
+                                  resp[first], resp[0, :0])
+        if status != STATUS_OK:
+            return status
+        for r in range(first, m):  # the other rows of the colour take their subtrees' accelerations
+            if colour[r] == c:
+                for at in range(jac_start[r], jac_start[r + 1]):
+                    force[jac_cols[at]] = 0.0
+                if r > first:
+                    for at in range(resp_start[r], resp_start[r + 1]):
+                        resp[r, resp_cols[at]] = resp[first, resp_cols[at]]
+    return STATUS_OK
+
+
+@njit
+def pattern_times(mat, start, cols, vec, out):
+    """out = mat vec (rows,) over each row's columns cols[start[r]:start[r + 1]] (increasing; the others zero):
+    ``matrix_times``' sums, O(entries)."""
+    for r in range(mat.shape[0]):
+        v = 0.0
+        for at in range(start[r], start[r + 1]):
+            v += mat[r, cols[at]] * vec[cols[at]]
+        out[r] = v
+
+
+@njit
 def multiplier_rhs(jac, acc, gamma, phid, phi, stab, rhs):
     """rhs = J acc - (gamma - 2 alpha phi' - beta^2 phi) (m,), stab = (alpha, beta, ...): the right-hand side of the
     multipliers' system (J Y) lambda = rhs for the unconstrained accelerations acc (Baumgarte's terms; 0, 0: none).
     Shared by the planar and the spatial loop layers."""
+    matrix_times(jac, acc, rhs)
+    baumgarte_rhs(gamma, phid, phi, stab, rhs)
+
+
+@njit
+def baumgarte_rhs(gamma, phid, phi, stab, rhs):
+    """rhs -= gamma - 2 alpha phi' - beta^2 phi, stab = (alpha, beta, ...): ``multiplier_rhs`` after J acc."""
     alpha = stab[0]
     beta = stab[1]
-    for r in range(jac.shape[0]):
-        acc_r = 0.0
-        for k in range(jac.shape[1]):
-            acc_r += jac[r, k] * acc[k]
-        rhs[r] = acc_r - (gamma[r] - 2.0 * alpha * phid[r] - beta * beta * phi[r])
+    for r in range(rhs.shape[0]):
+        rhs[r] = rhs[r] - (gamma[r] - 2.0 * alpha * phid[r] - beta * beta * phi[r])
 
 
 @njit
@@ -495,15 +723,10 @@ REGULAR_ITERATIONS = 4
 
 @njit
 def _envelope_cholesky(gram, low, first):
-    """low (m, m) lower triangular with low low^T = gram, row i of both nonzero from column first[i] on (the
-    envelope of a banded or block-sparse gram: no fill before it); False when a pivot is not positive."""
+    """low (m, m) lower triangular with low low^T = gram on G's envelope (first: ``_envelope_first``, or the
+    envelope its builder knows; no fill before it): only the entries of low inside the envelope are written and
+    read, so low may be uninitialised scratch. False when a pivot is not positive."""
     m = gram.shape[0]
-    for i in range(m):
-        first[i] = i
-        for k in range(i):
-            if gram[i, k] != 0.0:
-                first[i] = k
-                break
     for i in range(m):
         for j in range(first[i], i + 1):
             v = gram[i, j]
@@ -519,16 +742,32 @@ def _envelope_cholesky(gram, low, first):
 
 
 @njit
+def envelope_last(first, last):
+    """last[i]: the last row j whose envelope reaches column i (i where none): for a symmetric G with the
+    envelope ``first``, row i is zero outside [first[i], last[i]]. O(m b) for an envelope of width b."""
+    for i in range(first.shape[0]):
+        last[i] = i
+    for j in range(first.shape[0]):
+        for i in range(first[j], j):
+            last[i] = max(last[i], j)
+
+
+@njit
+def _row_abs_sum(gram, r, first, last):
+    """sum_k |G[r, k]| over row r's nonzero range [first[r], last[r]] (column order: the dense sum's value)."""
+    v = 0.0
+    for k in range(first[r], last[r] + 1):
+        v += abs(gram[r, k])
+    return v
+
+
+@njit
 def _envelope_solve(low, first, rhs, out):
     """out = (low low^T)^-1 rhs for the factor of ``_envelope_cholesky``: O(m b) for an envelope of width b (the
     backward sweep visits the rows j > i whose envelope reaches column i, up to last[i])."""
     m = rhs.shape[0]
-    last = np.empty(m, dtype=np.int64)  # last[i]: the last row whose envelope reaches column i
-    for i in range(m):
-        last[i] = i
-    for j in range(m):
-        for i in range(first[j], j):
-            last[i] = max(last[i], j)
+    last = np.empty(m, dtype=np.int64)
+    envelope_last(first, last)
     for i in range(m):
         v = rhs[i]
         for k in range(first[i], i):
@@ -545,18 +784,17 @@ def _envelope_solve(low, first, rhs, out):
 @njit
 def regular_factor(gram, threshold, low, first):
     """True when the smallest eigenvalue of the finite symmetric G is surely above threshold times its largest,
-    with its Cholesky factor in low (m, m) and first (m,) (``_envelope_cholesky``); False otherwise (the
-    factorisation failed or the test did not pass). The smallest eigenvalue is the Rayleigh quotient after
-    REGULAR_ITERATIONS steps of inverse iteration from a fixed irregular start (it bounds the eigenvalue from
-    above), the largest is bounded by the largest absolute row sum (Gershgorin), so the test errs on the side of
-    the eigen-decomposition."""
+    with its Cholesky factor in low (m, m, scratch) on G's envelope first (m,) (``_envelope_cholesky``); False
+    otherwise (the factorisation failed or the test did not pass). The smallest eigenvalue is the Rayleigh
+    quotient after REGULAR_ITERATIONS steps of inverse iteration from a fixed irregular start (it bounds the
+    eigenvalue from above), the largest is bounded by the largest absolute row sum (Gershgorin), so the test errs
+    on the side of the eigen-decomposition. Reads G inside its envelope only: O(m b^2) for a width b."""
     m = gram.shape[0]
+    last = np.empty(m, dtype=np.int64)
+    envelope_last(first, last)
     top = 0.0
     for r in range(m):
-        row = 0.0
-        for k in range(m):
-            row += abs(gram[r, k])
-        top = max(top, row)
+        top = max(top, _row_abs_sum(gram, r, first, last))
     if not top > 0.0 or not _envelope_cholesky(gram, low, first):
         return False
     x = np.empty(m)
@@ -575,7 +813,7 @@ def regular_factor(gram, threshold, low, first):
     denominator = 0.0
     for r in range(m):
         gx = 0.0
-        for k in range(m):
+        for k in range(first[r], last[r] + 1):
             gx += gram[r, k] * x[k]
         numerator += x[r] * gx
         denominator += x[r] * x[r]
@@ -585,10 +823,19 @@ def regular_factor(gram, threshold, low, first):
 @njit
 def regular_solve(gram, rhs, threshold, out):
     """out = G^-1 rhs by a Cholesky factorisation where ``regular_factor`` finds G surely regular (True);
-    False (out undefined) otherwise."""
+    False (out undefined) otherwise. G dense; its envelope found by a scan (``regular_solve_envelope`` where the
+    caller knows it)."""
+    first = np.empty(rhs.shape[0], dtype=np.int64)
+    _envelope_first(gram, first)
+    return regular_solve_envelope(gram, first, rhs, threshold, out)
+
+
+@njit
+def regular_solve_envelope(gram, first, rhs, threshold, out):
+    """``regular_solve`` on G's envelope first (m,): G is read inside it only (the entries outside may be
+    anything), O(m b^2) for a width b."""
     m = rhs.shape[0]
-    low = np.zeros((m, m))
-    first = np.empty(m, dtype=np.int64)
+    low = np.empty((m, m))
     if not regular_factor(gram, threshold, low, first):
         return False
     _envelope_solve(low, first, rhs, out)
@@ -601,11 +848,18 @@ def cutoff_solve(gram, rhs, cutoff, out):
     pseudo-inverse with that cut-off is its inverse): True, with out from a Cholesky factorisation of G's envelope;
     False (out undefined) where some eigenvalue is not (counted by inertia, ``_inertia_above``) or a factorisation
     breaks down. O(m b^2) for a G of bandwidth b: a pseudo-inverse solve that needs no eigen-decomposition where
-    G has full rank but is not surely regular (``regular_solve``), as near a change point."""
-    m = rhs.shape[0]
-    first = np.empty(m, dtype=np.int64)
+    G has full rank but is not surely regular (``regular_solve``), as near a change point. G dense
+    (``cutoff_solve_envelope`` where the caller knows its envelope)."""
+    first = np.empty(rhs.shape[0], dtype=np.int64)
     _envelope_first(gram, first)
-    low = np.zeros((m, m))
+    return cutoff_solve_envelope(gram, first, rhs, cutoff, out)
+
+
+@njit
+def cutoff_solve_envelope(gram, first, rhs, cutoff, out):
+    """``cutoff_solve`` on G's envelope first (m,): G read inside it only."""
+    m = rhs.shape[0]
+    low = np.empty((m, m))
     if not cutoff > 0.0 or _inertia_above(gram, cutoff, first, low, np.empty(m)) != m:
         return False
     if not _envelope_cholesky(gram, low, first):
@@ -727,14 +981,13 @@ def _largest_eigenvalue(gram, first, low, pivots):
     (``_inertia_above``, scratch low (m, m), pivots (m,)); -1 where a factorisation broke down or G has no
     positive diagonal entry."""
     m = gram.shape[0]
+    last = np.empty(m, dtype=np.int64)
+    envelope_last(first, last)
     lo = 0.0
     hi = 0.0
     for i in range(m):
         lo = max(lo, gram[i, i])
-        row = 0.0
-        for k in range(m):
-            row += abs(gram[i, k])
-        hi = max(hi, row)
+        hi = max(hi, _row_abs_sum(gram, i, first, last))
     if not lo > 0.0:
         return -1.0
     while hi - lo > TOP_WIDTH * lo:
@@ -756,10 +1009,16 @@ def eigen_counts(gram, thresholds, counts):
     (``_inertia_above``, ``_largest_eigenvalue``): O(m b^2) a factorisation for a G of bandwidth b (a row of loops)
     against eigvalsh's O(m^3). Returns top, or -1 where a factorisation broke down or G has no positive diagonal
     entry: then the caller takes the eigenvalues."""
-    m = gram.shape[0]
-    first = np.empty(m, dtype=np.int64)
+    first = np.empty(gram.shape[0], dtype=np.int64)
     _envelope_first(gram, first)
-    low = np.zeros((m, m))
+    return eigen_counts_envelope(gram, first, thresholds, counts)
+
+
+@njit
+def eigen_counts_envelope(gram, first, thresholds, counts):
+    """``eigen_counts`` on G's envelope first (m,): G read inside it only."""
+    m = gram.shape[0]
+    low = np.empty((m, m))
     pivots = np.empty(m)
     top = _largest_eigenvalue(gram, first, low, pivots)
     if not top > 0.0:
@@ -774,8 +1033,8 @@ def eigen_counts(gram, thresholds, counts):
 @njit
 def _rotate_in(tri, extent, qtb, row, lo, hi, beta):
     """Givens rotations that take the row (its nonzero entries in [lo, hi], right-hand side beta) into the upper
-    triangular factor tri (row j nonzero up to column extent[j], -1: not yet started) and its right-hand side
-    qtb; leaves row zero."""
+    triangular factor tri (row j nonzero up to column extent[j], -1: not yet started; tri is read and written in
+    [j, extent[j]] only) and its right-hand side qtb; leaves row zero."""
     start = lo
     j = lo
     while j <= hi:
@@ -792,6 +1051,8 @@ def _rotate_in(tri, extent, qtb, row, lo, hi, beta):
             c = d / radius
             s = w / radius
             end = max(extent[j], hi)
+            for k in range(extent[j] + 1, end + 1):  # the factor's row grows: its new entries start at zero
+                tri[j, k] = 0.0
             for k in range(j, end + 1):
                 t = tri[j, k]
                 u = row[k]
@@ -816,21 +1077,23 @@ def banded_filtered_solve(gram, rhs, rcond, out, top):
     of bandwidth b against eigh's O(m^3), and as well conditioned (top / mu, not its square). top: G's largest
     eigenvalue where the caller has it (``eigen_counts``), else 0 (then ``_largest_eigenvalue``). False where it
     cannot be bracketed (then the caller takes the eigen-decomposition)."""
-    m = rhs.shape[0]
-    first = np.empty(m, dtype=np.int64)
+    first = np.empty(rhs.shape[0], dtype=np.int64)
     _envelope_first(gram, first)
+    return banded_filtered_solve_envelope(gram, first, rhs, rcond, out, top)
+
+
+@njit
+def banded_filtered_solve_envelope(gram, first, rhs, rcond, out, top):
+    """``banded_filtered_solve`` on G's envelope first (m,): G read inside it only."""
+    m = rhs.shape[0]
     if not top > 0.0:
-        top = _largest_eigenvalue(gram, first, np.zeros((m, m)), np.empty(m))
+        top = _largest_eigenvalue(gram, first, np.empty((m, m)), np.empty(m))
     if not top > 0.0:
         return False
     mu = rcond * top
     last = np.empty(m, dtype=np.int64)  # G symmetric: row i nonzero in [first[i], last[i]]
-    for i in range(m):
-        last[i] = i
-    for j in range(m):
-        for i in range(first[j], j):
-            last[i] = max(last[i], j)
-    tri = np.zeros((m, m))
+    envelope_last(first, last)
+    tri = np.empty((m, m))
     extent = np.full(m, -1, dtype=np.int64)
     qtb = np.zeros(m)
     row = np.zeros(m)
@@ -849,49 +1112,74 @@ def banded_filtered_solve(gram, rhs, rcond, out, top):
 
 
 @njit
-def _zone_solve(gram, rhs, rcond, out, zone):
+def _zone_solve(gram, first, rhs, rcond, out, zone):
     """``filtered_solve_weak`` for the time loops' dynamics and projection (zone > 0) without eigen-decompositions
     where G's envelope allows: where G is finite and not surely regular, (rank, weak) come from ``eigen_counts``;
     with weak eigenvalues (a change point's zone, where the branch replaces the filtered solve) out is left unset,
     so that the caller, where it finds no branch, calls ``filtered_solve_weak`` itself; without, out = f(G) rhs by
-    ``banded_filtered_solve``. Elsewhere ``filtered_solve_weak``'s (rank, weak) and out."""
+    ``banded_filtered_solve``. Elsewhere ``filtered_solve_weak``'s (rank, weak) and out. G is read inside its
+    envelope first (m,) only (``gram_envelope``: O(m b^2) for a width b where G is finite and has no weak
+    eigenvalue), and set to zero outside it where the eigen-decomposition has to be taken."""
     m = rhs.shape[0]
-    finite = zone > 0.0 and m > 0
-    for r in range(m):
-        if not finite:
-            break
-        finite = math.isfinite(rhs[r])
-        for k in range(m):
-            finite = finite and math.isfinite(gram[r, k])
-    if finite:
-        if regular_solve(gram, rhs, max(REGULAR_ZONE_MARGIN * zone, REGULAR_RCOND_MARGIN * rcond), out):
+    last = np.empty(m, dtype=np.int64)
+    envelope_last(first, last)
+    if zone > 0.0 and m > 0 and _envelope_finite(gram, first, last, rhs):
+        if regular_solve_envelope(gram, first, rhs, max(REGULAR_ZONE_MARGIN * zone, REGULAR_RCOND_MARGIN * rcond),
+                                  out):
             return m, 0
         counts = np.empty(3, dtype=np.int64)
-        top = eigen_counts(gram, np.array([rcond, zone, REDUNDANT]), counts)
+        top = eigen_counts_envelope(gram, first, np.array([rcond, zone, REDUNDANT]), counts)
         if top > 0.0:
             if counts[2] > counts[1]:
                 return counts[0], counts[2] - counts[1]
-            if banded_filtered_solve(gram, rhs, rcond, out, top):  # no weak eigenvalue: f(G) rhs without eigh
+            # no weak eigenvalue: f(G) rhs without eigh
+            if banded_filtered_solve_envelope(gram, first, rhs, rcond, out, top):
                 return counts[0], 0
+    zero_outside_envelope(gram, first, last)
     return filtered_solve_weak(gram, rhs, rcond, out, zone)
 
 
 @njit
-def _strong_rank(body_int, body_real, q, jac, ws, resp, no_resp_drive, no_driven, zeros, no_gravity, gram, zone):
-    """(number of eigenvalues s > zone * max(s) of J M^-1 J^T at q, number in (REDUNDANT, zone] * max(s)) for
-    the jac of q, or (-1, 0) on a failed pass."""
-    if constraint_responses(body_int, body_real, q, jac, no_driven, ws, resp, no_resp_drive, zeros,
-                            no_gravity) != STATUS_OK:
-        return -1, 0
-    gram_matrix(jac, resp, gram)
+def _envelope_finite(gram, first, last, rhs):
+    """True where rhs and G inside its envelope [first[r], last[r]] (a row r's nonzero range) are finite (rhs of
+    shape (0,): G alone)."""
+    for r in range(first.shape[0]):
+        if rhs.shape[0] > 0 and not math.isfinite(rhs[r]):
+            return False
+        for k in range(first[r], last[r] + 1):
+            if not math.isfinite(gram[r, k]):
+                return False
+    return True
+
+
+@njit
+def zero_outside_envelope(gram, first, last):
+    """G[r, k] = 0 outside row r's range [first[r], last[r]]: the dense G of an envelope's entries, for the dense
+    solves (the eigen-decomposition). O(m^2)."""
     m = gram.shape[0]
     for r in range(m):
-        for k in range(m):
-            if not math.isfinite(gram[r, k]):
-                return -1, 0
-    if regular_factor(gram, REGULAR_ZONE_MARGIN * zone, np.zeros((m, m)), np.empty(m, dtype=np.int64)):
+        for k in range(first[r]):
+            gram[r, k] = 0.0
+        for k in range(last[r] + 1, m):
+            gram[r, k] = 0.0
+
+
+@njit
+def _strong_rank(body_int, body_real, q, jac, ws, resp, pattern, zeros, no_gravity, gram, zone):
+    """(number of eigenvalues s > zone * max(s) of J M^-1 J^T at q, number in (REDUNDANT, zone] * max(s)) for
+    the jac of q, or (-1, 0) on a failed pass; on the loops' structure (``loop_pattern``, no driven joint)."""
+    if loop_responses(body_int, body_real, q, jac, pattern, ws, resp, zeros, no_gravity) != STATUS_OK:
+        return -1, 0
+    m = gram.shape[0]
+    first = np.empty(m, dtype=np.int64)
+    last = np.empty(m, dtype=np.int64)
+    gram_envelope(jac, resp, pattern, gram, first)
+    envelope_last(first, last)
+    if not _envelope_finite(gram, first, last, gram[0, :0]):
+        return -1, 0
+    if regular_factor(gram, REGULAR_ZONE_MARGIN * zone, np.empty((m, m)), first):
         return m, 0
-    return zone_counts(gram, zone)
+    return zone_counts_envelope(gram, first, zone)
 
 
 @njit
@@ -899,9 +1187,21 @@ def zone_counts(gram, zone):
     """(number of eigenvalues s > zone * max(s) of the finite symmetric positive semi-definite G, number in
     (REDUNDANT, zone] * max(s)) by inertias on its envelope (``eigen_counts``), by eigvalsh where a factorisation
     breaks down."""
+    first = np.empty(gram.shape[0], dtype=np.int64)
+    _envelope_first(gram, first)
+    return zone_counts_envelope(gram, first, zone)
+
+
+@njit
+def zone_counts_envelope(gram, first, zone):
+    """``zone_counts`` on G's envelope first (m,): G read inside it only, set to zero outside it where the
+    eigenvalues have to be taken."""
     counts = np.empty(2, dtype=np.int64)
-    if eigen_counts(gram, np.array([zone, REDUNDANT]), counts) > 0.0:
+    if eigen_counts_envelope(gram, first, np.array([zone, REDUNDANT]), counts) > 0.0:
         return counts[0], counts[1] - counts[0]
+    last = np.empty(first.shape[0], dtype=np.int64)
+    envelope_last(first, last)
+    zero_outside_envelope(gram, first, last)
     values = np.linalg.eigvalsh(gram)
     top = values[-1]
     strong = 0
@@ -1015,8 +1315,9 @@ def _tangent_basis(jac, qd, speed, tangents):
     size = tangents.shape[0]
     gram = np.empty((m, m))
     normal_matrix(jac, gram)
-    low = np.zeros((m, m))
+    low = np.empty((m, m))
     first = np.empty(m, dtype=np.int64)
+    _envelope_first(gram, first)
     if not _envelope_cholesky(gram, low, first):
         return False
     start, rows = _column_rows(jac)
@@ -1203,12 +1504,12 @@ def _branch_search(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc
     no_driven = np.zeros(0, dtype=np.uint8)
     no_resp_drive = np.zeros((m, 0))
     gram = np.empty((m, m))
+    pattern = loop_pattern(body_int, loop_int, m, nq)
     status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac, gamma,
                               weights)
     if status != STATUS_OK:
         return status, np.int64(0), tangent, speed, step, rows
-    rank_q, _ = _strong_rank(body_int, body_real, q, jac, ws, resp, no_resp_drive, no_driven, zeros, no_gravity,
-                             gram, zone)
+    rank_q, _ = _strong_rank(body_int, body_real, q, jac, ws, resp, pattern, zeros, no_gravity, gram, zone)
     if rank_q < 0:
         return STATUS_OK, np.int64(0), tangent, speed, step, rows
     shifted = np.empty(nq)
@@ -1231,8 +1532,8 @@ def _branch_search(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc
                 if status != STATUS_OK:
                     rank = np.int64(-1)
                     break
-                strong, weak = _strong_rank(body_int, body_real, shifted, jac, ws, resp, no_resp_drive, no_driven,
-                                            zeros, no_gravity, gram, zone)
+                strong, weak = _strong_rank(body_int, body_real, shifted, jac, ws, resp, pattern, zeros, no_gravity,
+                                            gram, zone)
                 if weak > 0 or strong <= rank_q or (j > 0 and strong != rank):
                     rank = np.int64(-1)
                     break
@@ -1428,18 +1729,28 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, q
     status = forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, ws, qdd, drive)
     if status != STATUS_OK:
         return status
-    status = constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, stab[2:4])
-    if status != STATUS_OK:
-        return status
     m = phi.shape[0]
     nq = q.shape[0]
     has_drivers = driven.shape[0] > 0
     gram = np.empty((m, m))
+    first = np.empty(m, dtype=np.int64)
     rhs = np.empty(m)
-    multiplier_rhs(jac, qdd, gamma, phid, phi, stab, rhs)
-    gram_matrix(jac, resp, gram)
+    pattern = loop_pattern(body_int, loop_int, m, nq)
+    if has_drivers:  # one pass a row, dense (the responses hold the driven joints)
+        status = constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, stab[2:4])
+        if status != STATUS_OK:
+            return status
+        gram_matrix(jac, resp, gram)
+        _envelope_first(gram, first)
+    else:  # the loops' structure: O(N + entries) for a row of loops, not O(m nq)
+        status = loop_responses(body_int, body_real, q, jac, pattern, ws, resp, zeros, stab[2:4])
+        if status != STATUS_OK:
+            return status
+        gram_envelope(jac, resp, pattern, gram, first)
+    pattern_times(jac, pattern[0], pattern[1], qdd, rhs)
+    baumgarte_rhs(gamma, phid, phi, stab, rhs)
     zone = 0.0 if has_drivers else branch[0]
-    info[0], weak = _zone_solve(gram, rhs, rcond, lam, zone)
+    info[0], weak = _zone_solve(gram, first, rhs, rcond, lam, zone)
     if info[0] < 0:
         return STATUS_NONFINITE_STATE
     if weak > 0:
@@ -1448,12 +1759,16 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, q
                                         branch)
         if status != STATUS_OK or done:
             return status
+        last = np.empty(m, dtype=np.int64)
+        envelope_last(first, last)
+        zero_outside_envelope(gram, first, last)
         info[0], _ = filtered_solve_weak(gram, rhs, rcond, lam, zone)  # no branch: the filtered solve at q
         if info[0] < 0:
             return STATUS_NONFINITE_STATE
+    resp_start, resp_cols = pattern[2], pattern[3]
     for r in range(m):
-        for k in range(nq):
-            qdd[k] -= lam[r] * resp[r, k]
+        for at in range(resp_start[r], resp_start[r + 1]):
+            qdd[resp_cols[at]] -= lam[r] * resp[r, resp_cols[at]]
         if has_drivers:
             for k in range(nq):
                 drive[k] -= lam[r] * resp_drive[r, k]
@@ -1461,24 +1776,23 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, q
 
 
 @njit
-def _closure_solve(gram, rhs, rcond, out):
+def _closure_solve(gram, first, rhs, rcond, out):
     """out = f(G) rhs of ``filtered_solve`` for the Gauss-Newton steps of ``close_loops`` without the
     eigen-decomposition where G's envelope allows: a Cholesky factorisation where G is surely regular
     (``regular_solve``), else the banded regularised least-squares solve (``banded_filtered_solve``: the same
     f(G) rhs to round-off, O(m b^2) a factorisation for a G of bandwidth b against eigh's O(m^3)). The displaced
     points of a change point's search (``_branch_search``) close inside its zone, where G is not surely regular.
-    False where G or rhs is not finite (out NaN)."""
+    False where G or rhs is not finite (out NaN). G is read inside its envelope first (m,) only (``gram_envelope``)
+    and set to zero outside it where the eigen-decomposition has to be taken."""
     m = rhs.shape[0]
-    finite = m > 0
-    for r in range(m):
-        finite = finite and math.isfinite(rhs[r])
-        for k in range(m):
-            finite = finite and math.isfinite(gram[r, k])
-    if finite:
-        if regular_solve(gram, rhs, REGULAR_RCOND_MARGIN * rcond, out):
+    last = np.empty(m, dtype=np.int64)
+    envelope_last(first, last)
+    if m > 0 and _envelope_finite(gram, first, last, rhs):
+        if regular_solve_envelope(gram, first, rhs, REGULAR_RCOND_MARGIN * rcond, out):
             return True
-        if banded_filtered_solve(gram, rhs, rcond, out, 0.0):
+        if banded_filtered_solve_envelope(gram, first, rhs, rcond, out, 0.0):
             return True
+    zero_outside_envelope(gram, first, last)
     return filtered_solve(gram, rhs, rcond, out) >= 0
 
 
@@ -1486,11 +1800,14 @@ def _closure_solve(gram, rhs, rcond, out):
 def close_loops(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, acc, phi, phid, jac, gamma, weights,
                 resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position):
     """The Gauss-Newton position steps of ``project`` on q in place; returns (status, max |phi| at the last
-    evaluation). Leaves ws, jac, resp of an iterate, not necessarily of the final q."""
+    evaluation). Leaves ws, jac, resp of an iterate, not necessarily of the final q (without driven joints resp on
+    the response columns of ``loop_pattern`` only)."""
     m = phi.shape[0]
     nq = q.shape[0]
     coef = np.empty(m)
     gram = np.empty((m, m))
+    first = np.empty(m, dtype=np.int64)
+    pattern = loop_pattern(body_int, loop_int, m, nq)
     worst = np.inf
     last_step = np.inf
     for _ in range(max_iter + 1):
@@ -1504,28 +1821,59 @@ def close_loops(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com
         worst = size
         if size == 0.0:
             break
-        status = constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros,
-                                      no_gravity)
+        status = _responses_and_gram(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity,
+                                     pattern, gram, first)
         if status != STATUS_OK:
             return status, worst
-        gram_matrix(jac, resp, gram)
-        if not _closure_solve(gram, phi, rcond_position, coef):
+        if not _closure_solve(gram, first, phi, rcond_position, coef):
             return STATUS_NONFINITE_STATE, worst
         step = 0.0
         for k in range(nq):
-            dq = 0.0
-            for r in range(m):
-                dq += resp[r, k] * coef[r]
-            step = max(step, abs(dq))
+            step = max(step, abs(_response_sum(resp, pattern, coef, k)))
         if size <= tol and step <= tol:
             break
         if not step < 0.5 * last_step:  # round-off reached (or no progress): keep the last iterate
             break
         last_step = step
-        for k in range(nq):
-            for r in range(m):
-                q[k] -= resp[r, k] * coef[r]
+        _subtract_responses(resp, pattern, coef, q)
     return STATUS_OK, worst
+
+
+@njit
+def _responses_and_gram(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity, pattern, gram,
+                        first):
+    """The responses (``constraint_responses``) and G = J M^-1 J^T with its envelope first: dense with driven
+    joints, on the loops' structure without (``loop_responses``, ``gram_envelope``). Returns the status."""
+    if driven.shape[0] > 0:
+        status = constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity)
+        if status == STATUS_OK:
+            gram_matrix(jac, resp, gram)
+            _envelope_first(gram, first)
+        return status
+    status = loop_responses(body_int, body_real, q, jac, pattern, ws, resp, zeros, no_gravity)
+    if status == STATUS_OK:
+        gram_envelope(jac, resp, pattern, gram, first)
+    return status
+
+
+@njit
+def _response_sum(resp, pattern, coef, k):
+    """sum_r resp[r, k] coef[r] over the rows whose responses reach coordinate k (``loop_pattern``), in row order:
+    the dense sum's value."""
+    col_start, col_rows = pattern[5], pattern[6]
+    v = 0.0
+    for at in range(col_start[k], col_start[k + 1]):
+        v += resp[col_rows[at], k] * coef[col_rows[at]]
+    return v
+
+
+@njit
+def _subtract_responses(resp, pattern, coef, x):
+    """x[k] -= resp[r, k] coef[r], r in row order, over the rows whose responses reach k (``loop_pattern``)."""
+    col_start, col_rows = pattern[5], pattern[6]
+    for k in range(x.shape[0]):
+        for at in range(col_start[k], col_start[k + 1]):
+            x[k] -= resp[col_rows[at], k] * coef[col_rows[at]]
 
 
 @njit
@@ -1603,6 +1951,7 @@ def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, ac
     nq = q.shape[0]
     coef = np.empty(m)
     gram = np.empty((m, m))
+    first = np.empty(m, dtype=np.int64)
     status, worst = close_loops(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, acc, phi, phid, jac,
                                 gamma, weights, resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position)
     if status != STATUS_OK:
@@ -1622,12 +1971,13 @@ def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, ac
         while lp + 1 < loop_int.shape[0] and loop_int[lp + 1, LROW] <= worst_row:
             lp += 1
         return STATUS_LOOPS_OPEN | (lp << 4), worst
-    status = constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity)
+    pattern = loop_pattern(body_int, loop_int, m, nq)
+    status = _responses_and_gram(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity,
+                                 pattern, gram, first)
     if status != STATUS_OK:
         return status, worst
-    gram_matrix(jac, resp, gram)
     zone = branch[0] if driven.shape[0] == 0 else 0.0
-    rank, weak = _zone_solve(gram, phid, rcond, coef, zone)
+    rank, weak = _zone_solve(gram, first, phid, rcond, coef, zone)
     if rank < 0:
         return STATUS_NONFINITE_STATE, worst
     if weak > 0:
@@ -1637,13 +1987,14 @@ def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, ac
         if status != STATUS_OK or done:
             return status, worst
         # no branch could be told: the filtered solve at q, again (the search moved the workspace)
-        status = constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity)
+        status = _responses_and_gram(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity,
+                                     pattern, gram, first)
         if status != STATUS_OK:
             return status, worst
-        gram_matrix(jac, resp, gram)
+        last = np.empty(m, dtype=np.int64)
+        envelope_last(first, last)
+        zero_outside_envelope(gram, first, last)
         if filtered_solve(gram, phid, rcond, coef) < 0:
             return STATUS_NONFINITE_STATE, worst
-    for k in range(nq):
-        for r in range(m):
-            qd[k] -= resp[r, k] * coef[r]
+    _subtract_responses(resp, pattern, coef, qd)
     return STATUS_OK, worst

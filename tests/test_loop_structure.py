@@ -1,0 +1,195 @@
+"""The loop layer on the loops' structure: a row of parallelograms has a banded loop Jacobian, banded responses
+M^-1 J^T and a banded J M^-1 J^T, and the recursive layer reads them through their structure (``loop_pattern``,
+``loop_responses``, ``gram_envelope`` and the envelope solves) instead of the dense (m, nq) and (m, m) arrays. The
+references are the dense kernels (one recursive pass a row, every entry of G) and the dense KKT system; a ladder
+(two hanging chains joined by rungs) is the case where every loop reaches both chains, and its envelope is the whole
+matrix."""
+
+import numpy as np
+import pytest
+from test_singular import parallelograms
+
+import recursive_mbd as rm
+from recursive_mbd._kernels.planar import loops as kernels
+from recursive_mbd.analysis.models import _rod
+from recursive_mbd.dynamics.loops import FILTER_RCOND, POSITION_RCOND, loop_dynamics, loop_workspace, project
+
+
+def ladder(n):
+    """Two chains of n rods (1 m, 1 kg) hanging from the ground 1 m apart, joined at every link's tip by a rung (a
+    rod hinged to the tip of the left chain's link, closed on the right chain's link by a revolute loop): n loops,
+    every one reaching both chains. q0 closes them (chains straight down, rungs level)."""
+    model = rm.Model(gravity=(0.0, -9.81))
+    for side, x in (("left", 0.0), ("right", 1.0)):
+        for k in range(n):
+            _rod(
+                model,
+                "ground" if k == 0 else f"{side}{k - 1}",
+                (x, 0.0) if k == 0 else (0.5, 0.0),
+                1.0,
+                1.0,
+                f"{side}{k}",
+            )
+    for k in range(n):
+        _rod(model, f"left{k}", (0.5, 0.0), 1.0, 1.0, f"rung{k}")
+        model.add_loop("revolute", f"rung{k}", (0.5, 0.0), f"right{k}", (0.5, 0.0), name=f"rung{k}")
+    chain = np.r_[-np.pi / 2, np.zeros(n - 1)]
+    return model, np.r_[chain, chain, np.full(n, np.pi / 2)]
+
+
+def _state(case):
+    """(model, q, qd) closed on the loops: a row of twelve parallelograms away from its change points and 1e-3 rad
+    from one, a ladder of eight moved off its rest state."""
+    rng = np.random.default_rng(7)
+    if case == "ladder":
+        model, q0 = ladder(8)
+        q0 = q0 + 0.05 * rng.standard_normal(model.nq)
+    else:
+        n = 12
+        model, _, _ = parallelograms(n)
+        theta = 1.0 if case == "row" else 1e-3
+        q0 = np.r_[np.full(n + 1, theta), np.full(n, -theta)] + 1e-4 * rng.standard_normal(model.nq)
+    q, qd, _ = project(model, q0, rng.standard_normal(model.nq))
+    return model, q, qd
+
+
+def _columns(start, cols, r):
+    return set(cols[start[r] : start[r + 1]].tolist())
+
+
+@pytest.mark.filterwarnings("ignore::recursive_mbd.RedundantConstraintWarning")  # near the change point
+@pytest.mark.parametrize("case", ["row", "row_near_change_point", "ladder"])
+def test_structured_loop_layer_agrees_with_the_dense_one(case):
+    """J's nonzeros and the responses' lie in the structure's columns; the structured responses and G are the dense
+    kernels' numbers bit for bit (entries outside the structure are NaN here: nothing reads them); the envelope
+    solves give the eigen-decomposition's f(G) rhs to round-off; the constrained accelerations and multipliers are
+    the dense KKT system's."""
+    model, q, qd = _state(case)
+    ws, lw, pattern = _structure(model, q, qd)
+    m, nq = model.nconstraints, model.nq
+    jac = lw.jac.copy()
+    jac_start, jac_cols, resp_start, resp_cols = pattern[:4]
+    dense_resp = np.zeros((m, nq))
+    assert (
+        kernels.constraint_responses(
+            model.body_int,
+            model.body_real,
+            q,
+            jac,
+            ws.no_driven,
+            ws.ws,
+            dense_resp,
+            lw.no_resp_drive,
+            ws.zeros,
+            lw.stab[2:4],
+        )
+        == 0
+    )
+    for r in range(m):
+        assert set(np.flatnonzero(jac[r]).tolist()) <= _columns(jac_start, jac_cols, r)
+        assert set(np.flatnonzero(dense_resp[r]).tolist()) <= _columns(resp_start, resp_cols, r)
+    resp = np.full((m, nq), np.nan)
+    assert (
+        kernels.loop_responses(model.body_int, model.body_real, q, jac, pattern, ws.ws, resp, ws.zeros, lw.stab[2:4])
+        == 0
+    )
+    for r in range(m):
+        cols = resp_cols[resp_start[r] : resp_start[r + 1]]
+        assert np.array_equal(resp[r, cols], dense_resp[r, cols])
+    dense_gram = np.empty((m, m))
+    kernels.gram_matrix(jac, dense_resp, dense_gram)
+    gram = np.full((m, m), np.nan)
+    first = np.empty(m, dtype=np.int64)
+    kernels.gram_envelope(jac, resp, pattern, gram, first)
+    last = np.empty(m, dtype=np.int64)
+    kernels.envelope_last(first, last)
+    for r in range(m):
+        inside = slice(first[r], last[r] + 1)
+        assert np.array_equal(gram[r, inside], dense_gram[r, inside])
+        assert not dense_gram[r, : first[r]].any() and not dense_gram[r, last[r] + 1 :].any()
+    rhs = np.linspace(1.0, 2.0, m)
+    values, vectors = np.linalg.eigh(dense_gram)
+    for rcond in (FILTER_RCOND, POSITION_RCOND):  # the regularised solve of the closures, f(G) rhs
+        solved = np.empty(m)
+        assert kernels._closure_solve(gram.copy(), first, rhs, rcond, solved)
+        mu = rcond * values[-1]
+        filtered = vectors @ (values / (values**2 + mu**2) * (vectors.T @ rhs))
+        # round-off times the condition number (G's largest over smallest eigenvalue), and where G is surely regular
+        # the Cholesky solve's G^-1 rhs, which differs from f(G) rhs by (mu / s)^2 relative in the weakest direction
+        bound = 1e-14 * values[-1] / values[0] + (mu / values[0]) ** 2
+        assert np.abs(solved - filtered).max() < bound * np.abs(filtered).max()
+    # the constrained accelerations and multipliers (no Baumgarte terms): qdd = qdd0 - Y lam with lam = G^-1 rhs
+    # where G is surely regular (the Cholesky solve), f(G) rhs where it is not (near the change point), rhs =
+    # J qdd0 - gamma, from the dense responses and an eigen-decomposition of G
+    recursive = loop_dynamics(model, q, qd)
+    mass = rm.mass_matrix(model, q)
+    free = np.linalg.solve(mass, -rm.inverse_dynamics(model, q, qd, np.zeros(nq)))
+    rhs = jac @ free - lw.gamma
+    top, smallest = values[-1], values[0]
+    mu = FILTER_RCOND * top
+    regular = smallest > 1e3 * FILTER_RCOND * top
+    assert regular == (case != "row_near_change_point")
+    lam = vectors @ ((1.0 / values if regular else values / (values**2 + mu**2)) * (vectors.T @ rhs))
+    qdd = free - dense_resp.T @ lam
+    bound = 1e-13 * top / max(smallest, mu)  # round-off times G's condition, or top / mu where the filter acts
+    assert np.abs(recursive.multipliers - lam).max() < bound * np.abs(lam).max()
+    assert np.abs(recursive.qdd - qdd).max() < bound * np.abs(qdd).max()
+    if regular:  # and the dense KKT system's
+        kkt = loop_dynamics(model, q, qd, method="mass_matrix")
+        assert np.abs(recursive.qdd - kkt.qdd).max() < bound * np.abs(kkt.qdd).max()
+
+
+def _structure(model, q, qd):
+    """(ws, lw, pattern): the loop constraints evaluated at (q, qd) into the model's workspaces, and the loops'
+    structure (``loop_pattern``)."""
+    ws, lw = loop_workspace(model)
+    status = kernels.loop_constraints(
+        model.body_int,
+        model.body_real,
+        model.loop_int,
+        model.loop_real,
+        q,
+        qd,
+        ws.ws,
+        ws.com,
+        lw.acc,
+        lw.phi,
+        lw.phid,
+        lw.jac,
+        lw.gamma,
+        lw.weights,
+    )
+    assert status == 0
+    return ws, lw, kernels.loop_pattern(model.body_int, model.loop_int, model.nconstraints, model.nq)
+
+
+def _envelope(model, q, qd):
+    """first (m,): the envelope of J M^-1 J^T that the structured layer builds at (q, qd)."""
+    ws, lw, pattern = _structure(model, q, qd)
+    m = model.nconstraints
+    status = kernels.loop_responses(
+        model.body_int, model.body_real, q, lw.jac, pattern, ws.ws, lw.resp, ws.zeros, lw.stab[2:4]
+    )
+    assert status == 0
+    first = np.empty(m, dtype=np.int64)
+    kernels.gram_envelope(lw.jac, lw.resp, pattern, np.empty((m, m)), first)
+    return first
+
+
+@pytest.mark.parametrize("n", [12, 40])
+def test_a_row_is_banded_and_a_ladder_is_not(n):
+    """A row of n parallelograms: 3 columns of J and 4 of the responses a row, and J M^-1 J^T within 3 rows of the
+    diagonal, whatever n (the solves cost O(n)); a ladder of n rungs: every loop reaches both chains, so the
+    responses fill both chains' coordinates and the envelope of J M^-1 J^T is the whole matrix (the dense solve)."""
+    model, q, qd = parallelograms(n)
+    model.compile()
+    m, nq = model.nconstraints, model.nq
+    jac_start, _, resp_start, _, _, _, _ = kernels.loop_pattern(model.body_int, model.loop_int, m, nq)
+    assert np.diff(jac_start).max() == 3 and np.diff(resp_start).max() == 4
+    assert (np.arange(m) - _envelope(model, q, qd)).max() == 3
+    model, q = ladder(n)
+    model.compile()
+    m, nq = model.nconstraints, model.nq
+    jac_start, _, resp_start, _, _, _, _ = kernels.loop_pattern(model.body_int, model.loop_int, m, nq)
+    assert np.diff(resp_start).min() == 3 * n  # both chains' coordinates (the rungs hang from the left chain)
+    assert not _envelope(model, q, np.zeros(nq)).any()
