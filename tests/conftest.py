@@ -1,5 +1,7 @@
 """Shared fixtures: seeded random trees (all joint types) and numerical helpers."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -14,17 +16,19 @@ def random_tree_spec(rng, nbodies):
     spec = []
     for i in range(nbodies):
         joint = JOINTS[rng.choice(4, p=(0.45, 0.25, 0.1, 0.2))]
-        spec.append(dict(
-            parent=int(rng.integers(-1, i)),
-            joint=joint,
-            parent_point=rng.uniform(-1, 1, 2),
-            child_point=rng.uniform(-1, 1, 2),
-            mass=float(rng.uniform(0.2, 3.0)),
-            inertia=float(rng.uniform(0.01, 0.5)),
-            com=rng.uniform(-0.5, 0.5, 2),
-            angle=float(rng.uniform(-np.pi, np.pi)),
-            axis=rng.normal(size=2) if joint == "prismatic" else None,
-        ))
+        spec.append(
+            dict(
+                parent=int(rng.integers(-1, i)),
+                joint=joint,
+                parent_point=rng.uniform(-1, 1, 2),
+                child_point=rng.uniform(-1, 1, 2),
+                mass=float(rng.uniform(0.2, 3.0)),
+                inertia=float(rng.uniform(0.01, 0.5)),
+                com=rng.uniform(-0.5, 0.5, 2),
+                angle=float(rng.uniform(-np.pi, np.pi)),
+                axis=rng.normal(size=2) if joint == "prismatic" else None,
+            )
+        )
     return spec
 
 
@@ -89,3 +93,19 @@ TREE_SPECS = random_trees(count=200, max_bodies=40, seed=2026)  # the core suite
 def tree_models():
     """The compiled models of TREE_SPECS, built once per test session."""
     return [build(spec) for spec in TREE_SPECS]
+
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: compile each kernel signature once for all workers
+        from _compile_lock import install  # noqa: PLC0415
+
+        install()
+
+
+def pytest_unconfigure(config):
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):  # the xdist controller
+        import shutil  # noqa: PLC0415
+
+        from _compile_lock import lock_folder  # noqa: PLC0415
+
+        shutil.rmtree(lock_folder(os.getpid()), ignore_errors=True)
