@@ -96,32 +96,32 @@ iterations, or whose local block is singular, is split into two halves, recursiv
 (time, cause, the samples so far in .result).
 
 Measured (``python3 benchmarks/implicit3d.py``, the slender spherical chains of ``benchmarks/spatial_simulate.py``,
-dt = 0.01 s, 1 s, newton_tol = 1e-12, on the shared 2-core machine at a load of about 5, so wall times 2-3x a
-quiet machine's; dopri5 at rtol = atol = 1e-6 in the same conditions): the small swing (1e-3 rad), rho_inf = 0.9:
-N = 100: 2.04 Newton iterations a step, 0.17 s against dopri5's 0.26 s, N = 1000: 2.54, 2.2 s against 38.4 s
-(18x), tips 1e-6 m apart; the 0.3 rad swing with the sideways push: N = 100, rho_inf = 0.9: 4.10 iterations a
-step, 0.33 s against 0.44 s, tips 1.6e-4 m apart; N = 1000, rho_inf = 0.5: 3.33 iterations a step, 2.8 s against
-39.3 s (14x), tips 1.3e-4 m apart; N = 1000, rho_inf = 0.9 stops at t = 0.78 s: there the whip reaching the free
-end puts its last links in compression (lambda along the link changes sign at the last two joints at t = 0.75 s),
-a 1 mm link pushed from its joint with an axial inertia of 8e-12 kg m^2 has no root of the step's equations near
-the predictor at h = 0.01 s, and the halved steps down to dt / 16 do not resolve the whip either (rho_inf = 0.5
-damps the high modes that feed it). Long chains, the small swing, rho_inf = 0.9 (``--formulations augmented
---tilts 1e-3 --reference 0``, the same shared machine at a load of 3 to 6, the run getting 40-75% of a core): 1 s of
-N = 1e4 in 4.2 s (4.2 us a link-step, 2.78 iterations a step), of N = 1e5 in 58 s (5.8 us, 3.07 iterations, peak
-resident memory of the process 0.73 GB, ``resource.getrusage``; rerun with the round-off test of stalled steps:
-3.07 iterations a step again, no split, 150 s at a load of 5.8 beside a test run); N = 1e6 over 0.1 s: 13.9
-iterations a step and 2 split steps (not round-off: at the first step's iterates the residual's round-off
-measured through the factors is 9e-14, while 13 corrections wander between 4e-6 and 5e-4 without contracting; the
-halved steps converge), 580 s of wall time at 40% of a core (240 s of CPU, setup included), peak resident memory
-4.4 GB (``/usr/bin/time -v``; 1.9 KB a body of it the step's arrays). One iteration costs about
-1.0 us a body at N = 1e4 and at N = 1e5 (update 0.06, residual 0.17, the matrix and its factorisation 0.72, the
-solve 0.08 at 1e4; 0.07, 0.19, 0.71, 0.10 at 1e5), against 2.9 us before the spherical joints' blocks were
-eliminated by 3 x 3 blocks (0.06, 0.17, 2.06, 0.58 at 1e4; best of 7 calls, run back to back at a load of 3), so the
-targets (1e5 links in 20 s, 1e6 in 60 s and under 4 GB: M-ABD's 0.84 us a link-step) are not met yet: the
-matrix's assembly (the geometric-stiffness and coupling blocks, 3 x 3 products in several passes
+dt = 0.01 s, 1 s, newton_tol = 1e-12, on the shared 2-core machine at a load of about 5, so wall times 2-3x a quiet
+machine's; dopri5 at rtol = atol = 1e-6 in the same conditions): the small swing (1e-3 rad), rho_inf = 0.9: N = 100:
+2.04 Newton iterations a step, 0.17 s against dopri5's 0.26 s, N = 1000: 2.54, 2.2 s against 38.4 s (18x), tips 1e-6
+m apart; the 0.3 rad swing with the sideways push: N = 100, rho_inf = 0.9: 4.10 iterations a step, 0.33 s against
+0.44 s, tips 1.6e-4 m apart; N = 1000, rho_inf = 0.5: 3.33 iterations a step, 2.8 s against 39.3 s (14x), tips 1.3e-4
+m apart; N = 1000, rho_inf = 0.9 stops at t = 0.78 s: there the whip reaching the free end puts its last links in
+compression (lambda along the link changes sign at the last two joints at t = 0.75 s), a 1 mm link pushed from its
+joint with an axial inertia of 8e-12 kg m^2 has no root of the step's equations near the predictor at h = 0.01 s, and
+the halved steps down to dt / 16 do not resolve the whip either (rho_inf = 0.5 damps the high modes that feed it).
+Long chains, the small swing, rho_inf = 0.9 (``--formulations augmented --tilts 1e-3 --reference 0``, the same shared
+machine at a load of 3 to 6, the run getting 40-75% of a core): 1 s of N = 1e4 in 4.2 s (4.2 us a link-step, 2.78
+iterations a step), of N = 1e5 in 58 s (5.8 us, 3.07 iterations, peak resident memory of the process 0.73 GB,
+``resource.getrusage``; rerun with the round-off test of stalled steps: 3.07 iterations a step again, no split, 150 s
+at a load of 5.8 beside a test run); N = 1e6 over 0.1 s with the constant-acceleration first guess: 13.9 iterations a
+step and 2 split steps (the corrections wandering between 4e-6 and 5e-4 without contracting, far above the residual's
+round-off, 9e-14), 580 s of wall time at 40% of a core, peak resident memory 4.4 GB; with the mean-velocity first
+guess (above) 2.00 iterations a step over three steps and 3.93 GB peak (``/usr/bin/time -v``, the compiler in the
+process; about 2 KB a body of it the step's arrays), and N = 1e5 over 1 s 2.48 iterations a step (214 s of wall time
+at a load of 18). One iteration costs about 1.0 us a body at N = 1e4 and at N = 1e5 (update 0.06, residual 0.17, the
+matrix and its factorisation 0.72, the solve 0.08 at 1e4; 0.07, 0.19, 0.71, 0.10 at 1e5), against 2.9 us before the
+spherical joints' blocks were eliminated by 3 x 3 blocks (0.06, 0.17, 2.06, 0.58 at 1e4; best of 7 calls, run back to
+back at a load of 3), so the targets (1e5 links in 20 s, 1e6 in 60 s and under 4 GB: M-ABD's 0.84 us a link-step) are
+not met yet: the matrix's assembly (the geometric-stiffness and coupling blocks, 3 x 3 products in several passes
 over the arrays) is now the largest cost. The joint coordinates and the drift of the samples are compiled
-(``_kernels.augmented.recover3d``): they took 2.2 s a sample at N = 1e4 in Python (0.05 s of N = 1e4 at
-dt = 0.01 s: 4.5 s before, 0.21 s now, at loads below 1 and of 3).
+(``_kernels.augmented.recover3d``): they took 2.2 s a sample at N = 1e4 in Python (0.05 s of N = 1e4 at dt = 0.01 s:
+4.5 s before, 0.21 s now, at loads below 1 and of 3).
 
 Scope: trees (loops: ModelError naming them), every joint type of the augmented formulation, gravity, tau
 constant; no force elements (ModelError naming them), tau functions, events or t_eval (ValueError). The result
