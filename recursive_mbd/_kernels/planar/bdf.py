@@ -669,7 +669,8 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
                   every, t_out, y_out, output_budget, events, events_key, directions, terminal, ev_t, ev_y, monitor,
                   monitor_key, control, info):
     """BDF orders 1-5 from t0 to t_end on the state y = (q_free, qd_free, W_dissipated, W_applied) of a planar
-    system (module doc), or y = (q (nq), v (nv), W_dissipated, W_applied) of a spatial tree (``spatial.bdf``): the
+    system (module doc), or y = (q_free, v_free, W_dissipated, W_applied) of a spatial tree (``spatial.bdf``; the
+    driven coordinates outside y in both, the drivers giving them at each time): the
     Newton pieces are the system's (the hooks of ``timeloops.newton``), the rest is shared.
 
     Output as ``integrators.integrate_adaptive``: at the times in ``t_eval`` by the interpolant when non-empty,
