@@ -639,10 +639,11 @@ def _neutral_note(labels, neutral):
 
 def _frequencies(labels, omega, shapes):
     """The natural frequencies line; a frequency zero within tolerance (omega^2 below 1e-8 of the largest) is
-    named as a neutral / zero-frequency mode, with the coordinate that moves most in it."""
+    printed as 0 and named as a neutral / zero-frequency mode, with the coordinate that moves most in it."""
     zero = omega**2 <= 1e-8 * float(np.max(omega**2, initial=0.0))
-    shown = [f"{w:.6g}" + (f" (zero: a neutral / zero-frequency mode, {_moving_most(labels, shapes[:, i])})"
-                           if zero[i] else "") for i, w in enumerate(omega)]
+    # a zero mode's computed omega is round-off (its digits differ between machines and BLAS builds): print 0
+    shown = [f"0 (zero: a neutral / zero-frequency mode, {_moving_most(labels, shapes[:, i])})" if zero[i]
+             else f"{w:.6g}" for i, w in enumerate(omega)]
     return "natural frequencies [rad/s]: " + ", ".join(shown)
 
 

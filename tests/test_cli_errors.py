@@ -511,3 +511,16 @@ def test_run_probes_the_output_folder_before_computing(model_not_to_simulate, mo
     monkeypatch.setattr(os, "access", lambda *args, **kwargs: True)  # what root is told about /proc
     code, _, err = rmbd(["run", model_not_to_simulate, "-o", "/proc/x.npz"])
     assert code == 1 and one_line_error(err) and "/proc/x.npz: cannot write in '/proc'" in err, err
+
+
+def test_a_zero_frequency_mode_prints_as_zero_whatever_its_round_off():
+    """A mode classed as zero (omega^2 below 1e-8 of the largest) prints "0": its computed omega is round-off, whose
+    digits (and sign) differ between machines and LAPACK builds; the others print to 6 digits."""
+    labels = ["rod1 omega x [rad/s]", "rod1 omega z [rad/s]", "rod2 omega x [rad/s]"]
+    shapes = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    for noise in (0.0, 8.2e-8, -3.1e-7):
+        assert cli._frequencies(labels, np.array([noise, 3.795841, 10.29921]), shapes) == (
+            "natural frequencies [rad/s]: 0 (zero: a neutral / zero-frequency mode, rod1 omega z), 3.79584, 10.2992")
+    # just above the zero class, a small frequency keeps its digits
+    assert cli._frequencies(labels, np.array([2e-4, 1.0, 1.5]), shapes) == (
+        "natural frequencies [rad/s]: 0.0002, 1, 1.5")

@@ -535,6 +535,13 @@ def chain_fountain(n, drop, t_end=0.8, samples=81, rtol=1e-5, atol=1e-8, method=
 
 # ---- the hanging swing -----------------------------------------------------------------------------------------------
 
+def _scaled_mode(shape, amplitude):
+    """A mode shape (n,) scaled to a largest |entry| of ``amplitude``: the one formula of ``hanging_swing`` and
+    ``hanging_swing_3d``, so that a swing in one plane starts from the same bits in both (amplitude * shape / max
+    and amplitude * (shape / max) may differ in the last bit)."""
+    return amplitude * shape / np.max(np.abs(shape))
+
+
 def hanging_swing(n, amplitude=1e-3, t_end=1.0, method="generalized_alpha", *, dt=None, rtol=1e-9, atol=1e-12,
                   rho_inf=None, every=1, length=1.0, mass=1.0, gravity=9.81):
     """A hanging chain swinging in its first mode, against the linear solution q0 cos(omega_1 t).
@@ -556,7 +563,7 @@ def hanging_swing(n, amplitude=1e-3, t_end=1.0, method="generalized_alpha", *, d
     start = time.perf_counter()
     omega, shapes = chain_modes(chain, 1)
     modes_seconds = time.perf_counter() - start
-    q0 = amplitude * shapes[:, 0] / np.max(np.abs(shapes[:, 0]))
+    q0 = _scaled_mode(shapes[:, 0], amplitude)
     options = {"dt": dt} if dt is not None else {"rtol": rtol, "atol": atol}
     if rho_inf is not None:
         options["rho_inf"] = rho_inf
@@ -666,8 +673,7 @@ def hanging_swing_3d(n, amplitudes=(1e-3, 5e-4), t_end=1.0, method="dopri5", *, 
     omega, shapes = chain_modes(chains.serial_chain(n, length=length, mass=mass, gravity=gravity), max(modes))
     modes_seconds = time.perf_counter() - start
     omegas = omega[[k - 1 for k in modes]]
-    shape = np.column_stack([shapes[:, k - 1] / np.max(np.abs(shapes[:, k - 1])) for k in modes])
-    tilts0 = amplitudes * shape
+    tilts0 = np.column_stack([_scaled_mode(shapes[:, k - 1], a) for k, a in zip(modes, amplitudes, strict=True)])
     options = {"dt": dt} if dt is not None else {"rtol": rtol, "atol": atol}
     if rho_inf is not None:
         options["rho_inf"] = rho_inf
