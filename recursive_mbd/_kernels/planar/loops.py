@@ -1759,6 +1759,11 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, q
                                         branch)
         if status != STATUS_OK or done:
             return status
+        # no branch told: the search left resp at a displaced point (it restores the loop state, jac included, at
+        # q, not the responses), so they are taken again at q for the filtered solve's forces
+        status = loop_responses(body_int, body_real, q, jac, pattern, ws, resp, zeros, stab[2:4])
+        if status != STATUS_OK:
+            return status
         last = np.empty(m, dtype=np.int64)
         envelope_last(first, last)
         zero_outside_envelope(gram, first, last)
