@@ -175,12 +175,73 @@ def test_methods_that_do_not_integrate_spatial_contacts_refuse_them(options, mes
         rm.simulate(_ball(stiffness=1e6), _at(0.2), AT_REST, 0.1, **options)
 
 
-def test_the_single_state_calls_refuse_what_they_would_leave_out():
-    model = _ball(stiffness=1e6)
-    with pytest.raises(ModelError, match="has contacts: the single-state functions of a Model3D leave them out"):
-        rm.forward_dynamics(model, _at(0.05), AT_REST)
-    with pytest.raises(ModelError, match="has contacts"):
-        rm.compiled_forward_dynamics(model)(np.array(_at(0.05)), np.zeros(6))
+def test_the_compiled_forward_dynamics_takes_the_contacts_at_the_default_state():
+    model = _ball(stiffness=1e6, gravity=(0.0, 0.0, -G), friction=0.3)
+    q, v = np.array(_at(0.099)), np.array([0.3, 0.0, -0.1, 0.0, 1.0, 0.0])
+    vdot = rm.compiled_forward_dynamics(model)(q, v)
+    assert np.array_equal(vdot, rm.forward_dynamics(model, q, v))
+    assert vdot[2] > 0.0  # pressed 1 mm in: pushed up
+
+
+def test_forward_dynamics_takes_the_contact_state_the_run_integrated_with():
+    # a ball rolling and a capsule held by its stretched stick springs on a slope: at every sample the accelerations
+    # of rm.forward_dynamics at the run's contact state are those of the run's own dynamics (result.qdd)
+    angle = math.atan(0.3)
+    model = _pair(1e6, gravity=_slope(angle))
+    result = rm.simulate(model, _resting(1e6, G * math.cos(angle)), np.zeros(12), 0.2,
+                         t_eval=np.linspace(0.0, 0.2, 5), rtol=1e-8, atol=1e-10)
+    assert np.all(result.contact_state[1:, :, CS_ACTIVE] == 1.0)
+    run = result.qdd()
+    for i in range(result.t.size):
+        state = result.contact_state[i]
+        vdot = rm.forward_dynamics(model, result.q[i], result.qd[i], contact_state=state)
+        assert np.abs(vdot - run[i]).max() <= 1e-12 * np.abs(run[i]).max()
+        dense = rm.forward_dynamics(model, result.q[i], result.qd[i], method="mass_matrix", contact_state=state)
+        assert np.abs(dense - vdot).max() <= 1e-10 * np.abs(vdot).max()
+    # the anchors matter: at rest on its stretched springs the capsule does not move; anchored afresh (the default
+    # state, friction from the damper alone) it starts down the slope with g sin
+    held = rm.forward_dynamics(model, result.q[-1], result.qd[-1], contact_state=result.contact_state[-1])
+    fresh = rm.forward_dynamics(model, result.q[-1], result.qd[-1])
+    assert abs(held[6]) < 1e-6
+    assert fresh[6] == pytest.approx(G * math.sin(angle), rel=1e-3)
+    with pytest.raises(rm.StateError, match="contact_state"):
+        rm.forward_dynamics(model, result.q[-1], result.qd[-1], contact_state=np.zeros((3, 6)))
+
+
+def test_forward_dynamics_of_a_planar_model_in_3d_with_contacts_is_the_planar_one():
+    # a disc and a capsule on planar joints (x, y, angle) touching a floor, stick anchors stretched: the same
+    # accelerations from the planar model and the spatial one built in its xy plane (gravity -y, floor normal +y)
+    law = {"stiffness": 1e5, "restitution": 0.5, "friction": 0.4, "min_impact_speed": 0.1}
+    planar = rm.Model(gravity=(0.0, -G))
+    spatial = rm.Model3D(gravity=(0.0, -G, 0.0))
+    for model in (planar, spatial):
+        three = model is spatial
+        model.add_body(joint="planar", mass=1.0, inertia=(0.004 if not three else (0.002, 0.002, 0.004, 0, 0, 0)),
+                       name="disc")
+        model.add_body(joint="planar", mass=2.0, inertia=(0.03 if not three else (1e-3, 0.03, 0.03, 0, 0, 0)),
+                       name="bar")
+        model.add_ground("floor", normal=(0.0, 1.0, 0.0) if three else (0.0, 1.0))
+        model.add_contact("disc", "floor", radius=0.1, **law)
+        ends = ((-0.2, 0.0), (0.2, 0.0))
+        model.add_contact("bar", "floor", segment=tuple(end + (0.0,) for end in ends) if three else ends,
+                          radius=0.05, **law)
+    q = np.array([0.01, 0.0995, 0.3, 1.0, 0.049, 0.002])  # depths 0.5, 1.4 and 0.6 mm
+    qd = np.array([0.4, -0.1, 2.0, -0.2, 0.05, 0.3])
+    state2 = np.zeros((3, 6))
+    state3 = np.zeros((3, 8))
+    for row, (body, point) in enumerate(((0, (0.0, -0.1)), (1, (-0.2, -0.05)), (1, (0.2, -0.05)))):
+        x, y, angle = q[3 * body:3 * body + 3]
+        turn = np.array([[math.cos(angle), -math.sin(angle)], [math.sin(angle), math.cos(angle)]])
+        ground = turn @ point + (x, y) + (1e-4 * (row + 1), 0.0)  # the surface's anchor 0.1 to 0.3 mm behind
+        state2[row, :2] = state3[row, :2] = (1.0, 0.5)
+        state2[row, 2:4] = state3[row, 2:4] = point
+        state2[row, 4:6] = state3[row, 5:7] = ground
+    expected = rm.forward_dynamics(planar, q, qd, contact_state=state2)
+    got = rm.forward_dynamics(spatial, q, qd, contact_state=state3)
+    assert np.abs(got - expected).max() <= 1e-12 * np.abs(expected).max()
+    free = rm.forward_dynamics(planar, q, qd, contact_state=np.zeros((3, 6)))  # the anchors change the result
+    assert np.abs(free - expected).max() > 1e-3 * np.abs(expected).max()
+    assert np.abs(rm.forward_dynamics(spatial, q, qd) - free).max() <= 1e-12 * np.abs(free).max()
 
 
 def _contact_scene():

@@ -125,22 +125,23 @@ def loaded_state(model, ws, q, qd, tau, t):
     return q, qd, tau + ws.jforce, ws.wrench
 
 
-def contact_state_vector(model, state):
+def contact_state_vector(model, state, layout=L):
     """The contact rows' state of ``forward_dynamics(..., contact_state=...)`` as the kernels take it, flat
     (nrows * N_CSTATE,): zeros (no row touching yet: anchors at the contact points) for None, else a checked
-    (nrows, N_CSTATE) array (``SimulationResult.contact_state[i]``); StateError naming what is wrong."""
+    (nrows, N_CSTATE) array (``SimulationResult.contact_state[i]``); StateError naming what is wrong. ``layout``:
+    the formulation's (``_kernels.layout`` for a planar model, ``_kernels.spatial.layout`` for a Model3D)."""
     if state is None:
-        return np.zeros(model.ncontacts * L.N_CSTATE)
-    state = _checks.finite_array(state, "contact_state", (model.ncontacts, L.N_CSTATE))
-    active = state[:, L.CS_ACTIVE]
+        return np.zeros(model.ncontacts * layout.N_CSTATE)
+    state = _checks.finite_array(state, "contact_state", (model.ncontacts, layout.N_CSTATE))
+    active = state[:, layout.CS_ACTIVE]
     if np.any((active != 0.0) & (active != 1.0)):
         row = int(np.flatnonzero((active != 0.0) & (active != 1.0))[0])
-        raise StateError(f"contact_state[{row}, {L.CS_ACTIVE}] (row {model.contact_names[row]!r}): the active flag "
-                         f"must be 0 or 1, got {active[row]:g}")
-    if np.any((active == 1.0) & ~(state[:, L.CS_VIN] > 0.0)):
-        row = int(np.flatnonzero((active == 1.0) & ~(state[:, L.CS_VIN] > 0.0))[0])
-        raise StateError(f"contact_state[{row}, {L.CS_VIN}] (row {model.contact_names[row]!r}): an active row's "
-                         f"impact speed must be > 0, got {state[row, L.CS_VIN]:g}")
+        raise StateError(f"contact_state[{row}, {layout.CS_ACTIVE}] (row {model.contact_names[row]!r}): the active "
+                         f"flag must be 0 or 1, got {active[row]:g}")
+    if np.any((active == 1.0) & ~(state[:, layout.CS_VIN] > 0.0)):
+        row = int(np.flatnonzero((active == 1.0) & ~(state[:, layout.CS_VIN] > 0.0))[0])
+        raise StateError(f"contact_state[{row}, {layout.CS_VIN}] (row {model.contact_names[row]!r}): an active row's "
+                         f"impact speed must be > 0, got {state[row, layout.CS_VIN]:g}")
     return np.ascontiguousarray(state).reshape(-1)
 
 

@@ -51,9 +51,10 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
         Time [s], for force elements that are functions of time.
     contact_state : array_like, shape (ncontacts, N_CSTATE), optional
         The contact rows' state (stick anchors, impact speeds; ``SimulationResult.contact_state[i]`` of a run's
-        sample) of a model with contacts. Default: no row has touched yet, as at a run's start: each touching row
-        is anchored at its contact point (no stick spring stretch, friction from the damper alone) and damped as an
-        impact at its current rate (at least its min_impact_speed). A model without contacts ignores it.
+        sample) of a model with contacts (N_CSTATE = 6 a row for a planar model, 8 for a ``Model3D``). Default: no
+        row has touched yet, as at a run's start: each touching row is anchored at its contact point (no stick
+        spring stretch, friction from the damper alone) and damped as an impact at its current rate (at least its
+        min_impact_speed). A model without contacts ignores it.
 
     Returns
     -------
@@ -86,7 +87,8 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
                 status = -1
             if not status:
                 return vdot
-        return spatial_formulation().forward_dynamics(model, q, qd, tau, out, t=t, method=method)
+        return spatial_formulation().forward_dynamics(model, q, qd, tau, out, t=t, method=method,
+                                                      contact_state=contact_state)
     try:
         ws = model._workspace
         short = ws.short_fd
@@ -94,6 +96,9 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
         # full route below says what is wrong
         if isinstance(model, Model3D):
             if model._loops:  # closed loops: the spatial multiplier layer, imported on first use
+                if model.has_contacts:
+                    raise ModelError("forward_dynamics: this model has loops and contacts; the loop layer leaves "
+                                     "contacts out (rm.simulate integrates them)") from None
                 from . import spatial_loops  # noqa: PLC0415
 
                 vdot = spatial_loops.loop_dynamics(model, q, qd, tau, t=t, method=method).qdd
@@ -101,7 +106,8 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
                     _checks.output_buffer(out, (model.nv,))[:] = vdot
                     return out
                 return vdot
-            return spatial_formulation().forward_dynamics(model, q, qd, tau, out, t=t, method=method)
+            return spatial_formulation().forward_dynamics(model, q, qd, tau, out, t=t, method=method,
+                                                          contact_state=contact_state)
         ws = short = None
     if short and method == "recursive" and (out is None or out is ws.checked_out):
         # the short path (a plain tree): numba's dispatch of the fixed-signature kernel is the dtype, layout and

@@ -24,7 +24,16 @@ from .._kernels.spatial import tree as kernels
 from ..errors import ModelError
 from ..model.spatial import Model3D
 from ..model.statuses import raise_spatial_status
-from ._evaluation import body_points, cholesky_solve, element_inputs, into, recheck_out, state_vector, unknown_method
+from ._evaluation import (
+    body_points,
+    cholesky_solve,
+    contact_state_vector,
+    element_inputs,
+    into,
+    recheck_out,
+    state_vector,
+    unknown_method,
+)
 
 
 class Workspace3D:
@@ -196,8 +205,8 @@ def _state(model, q, v):
     return state_vector(q, model._nq, "q", "nq"), state_vector(v, model._nv, "v", "nv")
 
 
-def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursive"):
-    """Accelerations vdot (nv,) from M(q) vdot + h(q, v) = tau + Q_elements(q, v, t).
+def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursive", contact_state=None):
+    """Accelerations vdot (nv,) from M(q) vdot + h(q, v) = tau + Q_elements(q, v, t) + Q_contacts(q, v, state).
 
     Parameters
     ----------
@@ -216,6 +225,14 @@ def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursiv
     method : {"recursive", "mass_matrix"}
         "recursive": the articulated-body algorithm, O(N) (default); "mass_matrix": M and h by the composite-rigid-
         body and Newton-Euler algorithms, then a Cholesky solve, O(N^3) (a second route, for checks).
+    contact_state : (ncontacts, N_CSTATE) array_like, optional
+        The contact rows' state (N_CSTATE = 8 a row: the touching flag, the impact speed, the stick anchors on the
+        shape's body and on the surface, each in its body's frame; ``SimulationResult.contact_state[i]`` of a run's
+        sample) of a model with contacts (``Model3D.add_contact``; its self-contact pairs keep no state). Default:
+        no row has touched yet, as at a run's start: each touching row is anchored at its contact point (no stick
+        spring stretch, friction from the damper alone) and damped as an impact at its current rate (at least its
+        min_impact_speed). The contacts' loads are those the time loops apply at that state, so vdot is the
+        acceleration they integrate there. A model without contacts ignores it.
     """
     ws = model._workspace3d if model.__class__ is Model3D else None
     if ws is None:
@@ -223,10 +240,6 @@ def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursiv
     if model._loops:
         raise ModelError(f"{model!r} has closed loops: this is the tree's forward dynamics, which ignores them; use "
                          "rm.forward_dynamics or recursive_mbd.dynamics.spatial_loops.loop_dynamics")
-    if model._contacts or model._self_contacts:  # their friction needs a run's contact state, which the spatial
-        # calls do not take yet
-        raise ModelError(f"{model!r} has contacts: the single-state functions of a Model3D leave them out (rm.simulate "
-                         "integrates them; rm.energy counts their elastic potential)")
     if out is not None and out is not ws.checked_out:
         ws.checked_out = _checks.output_buffer(out, (model._nv,))
     if t.__class__ is not float:
@@ -235,6 +248,8 @@ def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursiv
     tau = ws.zeros if tau is None else state_vector(tau, model._nv, "tau", "nv")
     if model._elements:  # the force elements act in addition to tau
         tau = _loaded(model, q, v, tau, t)
+    if model.has_contacts:  # and so do the contacts, at the rows' state given
+        tau = tau + contact_loads(model, q, v, contact_state_vector(model, contact_state, SL))
     if method == "recursive":
         vdot = np.empty(model._nv) if out is None else out
         try:
@@ -388,13 +403,14 @@ def energy(model, q, v, *, t=0.0):
                                                           "contacts)")
 
 
-def _contact_terms(model, ws, state):
+def _contact_terms(model, ws, state, wrench=None):
     """(per_contact (nrows, N_PER_CONTACT), (elastic energy, dissipated power), the number of touching pairs) of the
     contacts and the self-contact pairs at the poses in ``ws`` (rot, pos, omega, vel) with the rows' state
-    ``state`` (nrows N_CSTATE,)."""
+    ``state`` (nrows N_CSTATE,); their loads are added to ``wrench`` (nbodies, 6) where given (``contact_loads``)."""
     per_contact = np.zeros((model.ncontacts, SL.N_PER_CONTACT))
     energies = np.zeros(2)
-    wrench = np.zeros((model.nbodies, 6))
+    if wrench is None:
+        wrench = np.zeros((model.nbodies, 6))
     contact_kernels.contact_forces(model.contact_int, model.contact_real, ws.rot, ws.pos, ws.omega, ws.vel, state, 0,
                                    wrench, energies, per_contact)
     nshapes, stats = model.shape_int.shape[0], np.zeros(2)
@@ -412,3 +428,16 @@ def contact_rows(model, q, v, state):
     ``_kernels.spatial.pairs.pair_forces``)."""
     ws = _poses(model, q, v)
     return _contact_terms(model, ws, np.ascontiguousarray(state, dtype=np.float64).reshape(-1))
+
+
+def contact_loads(model, q, v, state):
+    """The generalised forces (nv,) of the contacts and the self-contact pairs of a Model3D at checked (q, v) with
+    the rows' flat state ``state`` (nrows N_CSTATE,): each body's contact wrench (body coordinates about its origin,
+    ``_kernels.spatial.contact.contact_forces``) mapped to the joints as the time loops map it
+    (``_kernels.spatial.elements.subtree_forces``)."""
+    ws = _poses(model, q, v)
+    wrench = np.zeros((model.nbodies, 6))
+    _contact_terms(model, ws, state, wrench)
+    forces = np.zeros(model._nv)
+    element_kernels.subtree_forces(model.body_int, ws.ws, ws.S, wrench, forces)
+    return _checks.check_finite_result(forces, "the contact forces")
