@@ -458,13 +458,20 @@ def test_generalized_alpha_keeps_every_iterate_of_a_landing_inside_the_friction_
     # carried its stick spring unclipped, up to 11 times mu F_n at the iterates of a 50-link landing (5.6e3 N against
     # 170 N normal on the 1e4-link chain), until the check at convergence switched it to sliding and Newton converged
     # again: 5.7 iterations and 2.4 factorisations a step here. With the modes the law's at every iterate (clipped
-    # at mu F_n, switched to sliding at once) it takes 3.9 and 1.45, and lands on the same states (to 2e-14 m)
+    # at mu F_n, switched to sliding at once) it takes 3.9 and 1.45, and lands on the same states (to 2e-14 m).
+    # Landed, the iteration reaches its round-off (corrections of 1e-11, above newton_tol) in 2 to 3 iterations;
+    # iterating on until it stalled with fresh factors, then probing the round-off there, cost 154 probes over the
+    # 1,200 steps. Accepted where the error its contraction predicts is within the tolerance and a recent step's
+    # measured round-off: 3.43 iterations and 1.28 factorisations a step, 6 probes (the links' centres 5e-13 m
+    # from the earlier test's)
     model, q0 = _dropped_chain(200)
     result = rm.simulate(model, q0, np.zeros_like(q0), 0.15, method="generalized_alpha", dt=1.25e-4, rho_inf=0.5,
                          t_eval=[0.15])
     assert result.success and result.newton_split_steps == 0
-    assert result.newton_iterations < 4.5 * result.nsteps
-    assert result.newton_factorizations < 2.0 * result.nsteps
+    assert result.newton_iterations < 3.65 * result.nsteps
+    assert result.newton_factorizations < 1.4 * result.nsteps
+    # nfev: the start's evaluation, one residual an iteration, and the round-off probes
+    assert result.nfev - result.newton_iterations - 1 < 30
 
 
 def test_generalized_alpha_lands_a_long_chain_at_the_default_newton_tol_past_the_round_off_of_its_residual():
@@ -517,11 +524,11 @@ def test_generalized_alpha_takes_a_step_whose_newton_iteration_fails_again_in_ha
         assert np.abs(centres - exact).max() < tolerance
     # a step that fails even in pieces of dt / 16 (max_newton = 2: too few iterations for the touch-down) stops the run
     # there, naming the time, with the samples before it
-    with pytest.raises(rm.SimulationError, match=r"did not converge at t = 0.10096875 s \(step 808, dt = 0.000125 s, "
+    with pytest.raises(rm.SimulationError, match=r"did not converge at t = 0.101117188 s \(step 809, dt = 0.000125 s, "
                                                  r"split in halves down to dt / 16 = 7.8125e-06 s\)") as failure:
         simulate_generalized_alpha(model, q0, np.zeros_like(q0), 0.0, 0.15, 1.25e-4, t_eval=times, rho_inf=0.5,
                                    max_newton=2)
     kept = failure.value.result
     assert kept.status == "failed" and kept.newton_split_steps >= 4
-    np.testing.assert_array_equal(kept.t, [0.0, 0.05])
+    np.testing.assert_array_equal(kept.t, [0.0, 0.05, 0.1010625])
     np.testing.assert_array_equal(kept.q[1], split.q[1])

@@ -287,7 +287,10 @@ def simulate_generalized_alpha(model, q0, qd0, t0, t_end, dt, *, every=1, t_eval
     in their last place make: where the links near a long chain's free end whip, e.g. a 1e3-link chain landing on
     a table, it is 1e-10 to 1e-9, above the default tolerance; ``nfev`` counts the probe). (The velocities
     count: an error left in them carries on as a position error growing with t, and at small steps, where c_damp
-    >> c_stiff, it decided the accuracy: the four-bar's errors grew as dt fell below 2.5e-4.) At most
+    >> c_stiff, it decided the accuracy: the four-bar's errors grew as dt fell below 2.5e-4.) With contacts, also
+    when the error that the contraction predicts after a correction (theta / (1 - theta) times it, theta the ratio
+    of the last two corrections, the contact modes unchanged between them; Hairer and Wanner, Solving ODEs II,
+    IV.8) is within newton_tol plus 4 times the round-off measured at a stall of the last 16 steps. At most
     ``max_newton`` iterations a step (fast motion at the tip of a whip contracts at rates ~0.3: 10-20 iterations).
     ``tau`` constant or a function, ``drivers``, ``events``, ``t_eval`` (cubic Hermite dense output), progress
     and max_wall_time as for the other numba methods. The result has ``newton_iterations`` and

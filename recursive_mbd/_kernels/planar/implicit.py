@@ -56,6 +56,10 @@ SINGULAR_RTOL = 1e-13
 # of two units in the last place of the state make; one probe samples it, and the stalled corrections scatter about
 # it: a 1e3-link chain landing, median 0.18 and at most 3 times the probe)
 ROUND_OFF_MARGIN = 4.0
+# a round-off measured at a stalled iterate (``correction_round_off``) serves the convergence tests of the steps that
+# follow for this many steps (the state, and with it the round-off, moves little over them: a 1e3-link chain on a
+# table at 0.125 ms); then the next stall measures it again
+ROUND_OFF_STEPS = 16
 # a generalised-alpha step whose Newton iteration fails is taken again in two halves, each split again where it
 # fails, down to dt / 2^MAX_SPLITS (as the spatial absolute-coordinate route): a touch-down whose first iterate
 # changes the modes of thousands of contact rows at once converges at a smaller step
@@ -599,7 +603,13 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     max(c_stiff max |dqdd|, c_damp max |dqdd|, max |J^T dnu|) (positions and velocities) is <= newton_tol + the
     round-off of the update, or stalls (fresh factors, contracting by less than half) below 100 newton_tol or
     within ROUND_OFF_MARGIN of the correction's round-off measured at the iterate (``correction_round_off``, once
-    per attempt: long chains whose accelerations grow towards their tip). Work terms by the trapezoidal rule on the
+    per attempt: long chains whose accelerations grow towards their tip); with contacts, also when the error that
+    the contraction predicts after the correction, theta / (1 - theta) times it (theta = correction / previous
+    correction, at an iterate whose contact modes did not change), is within newton_tol, the round-off of the
+    update and ROUND_OFF_MARGIN times the round-off measured at a stall of this step or of one of the last
+    ROUND_OFF_STEPS (a landed 1e3-link chain's iteration reaches its round-off, 1e-10, in 2 to 3 iterations, and
+    iterating on to a stall cost it 2 more iterations, a factorisation and a probe a step). Work terms by the
+    trapezoidal rule on the
     powers of the last residual evaluation (within newton_tol of the step's state).
     Output at t_eval (cubic Hermite dense output) or every ``every``-th step; events located on the same
     interpolant; the buffers grow to at most ``output_budget`` floats with the events' (``integrators._store``): a
@@ -701,6 +711,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     scale = (1.0 - alpha_f) / (1.0 - alpha_m)
     factored_h = -1.0  # the step of the factors in (ia, uu, dinv, gcol, rvec, resp, gram); -1: none
     fresh = False
+    kept_round_off = 0.0  # the last round-off measured (``correction_round_off``, scaled) and its step
+    kept_step = -ROUND_OFF_STEPS - 1
     lam_old = np.zeros(m)
     # a step of dt in pieces of 2^(MAX_SPLITS - depth) units of dt / 2^MAX_SPLITS, ``taken`` units of it taken
     units = 1 << MAX_SPLITS
@@ -739,6 +751,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
             previous = np.inf
             correction = np.inf
             round_off = -1.0  # the correction's round-off at a stalled iterate; -1: not measured in this attempt
+            # with contacts, a recent step's measured round-off while it serves (ROUND_OFF_STEPS), else 0
+            kept = kept_round_off if with_contacts and step - kept_step <= ROUND_OFF_STEPS else 0.0
             for _iteration in range(max_newton):
                 if with_contacts:  # the law decides each row's mode at this iterate (frozen below)
                     contact_release(system[23])
@@ -822,7 +836,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 # to N bodies): no longer contracting, more iterations cannot improve it; just above the tolerance,
                 # or within the round-off measured at the iterate (once per attempt, on this route only)
                 stalled = fresh and correction > 0.5 * previous
-                if stalled and correction > newton_tol + floor and round_off < 0.0:
+                if stalled and correction > max(100.0 * newton_tol, newton_tol + ROUND_OFF_MARGIN * kept) and (
+                        round_off < 0.0):
                     for j in range(nf):  # the accelerations of the residual's iterate (before this correction)
                         qdd_probe[j] = qdd_new[j] + dx[j]
                     for r in range(m):
@@ -840,8 +855,18 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                     elif integrators._fatal(status):
                         return status, t, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
                     round_off *= max(c_stiff, c_damp)
-                if correction <= newton_tol + floor or (stalled and (
-                        correction <= 100.0 * newton_tol or correction <= newton_tol + ROUND_OFF_MARGIN * round_off)):
+                    kept_round_off = round_off
+                    kept_step = step
+                    kept = round_off
+                # the error left after this correction, from the contraction theta = correction / previous of two
+                # iterates with the same contact modes: theta / (1 - theta) correction (Hairer and Wanner, Solving
+                # ODEs II, IV.8: the sum of the corrections still to come), within the tolerance and the round-off
+                # (the iteration cannot go below the round-off: the next correction would be noise)
+                reach = newton_tol + floor + ROUND_OFF_MARGIN * max(round_off, kept)
+                theta = correction / previous if previous < np.inf else 1.0
+                if correction <= newton_tol + floor or (with_contacts and changed == 0 and theta < 1.0 and (
+                        theta / (1.0 - theta) * correction <= reach)) or (stalled and (
+                        correction <= 100.0 * newton_tol or correction <= reach)):
                     converged = True
                     break
             if converged:
