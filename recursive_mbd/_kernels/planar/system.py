@@ -17,7 +17,7 @@ from numba.extending import overload
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..layout import N_CSTATE, STATUS_OK
-from ..timeloops import formulation, integrators
+from ..timeloops import formulation
 from .contact import MODE_FREE, contact_forces, contact_newton_blocks, update_contacts
 from .elements import element_forces
 from .loops import BRANCH_ZONE, constrained_dynamics, project
@@ -27,8 +27,8 @@ from .tree import _forward_dynamics_serial, com_kinematics, forward_dynamics
 # No reference counting, as the tree kernels (tree.NJIT_OPTIONS): these functions allocate nothing and return no
 # array, and the system's ~40 arrays would otherwise be counted up and down on entry to and exit from each of them.
 # Only compiled code calls them (the time loops; ``integrators.system_rhs`` and ``project_state`` are the entries
-# from Python): compiled without the wrappers for calls from Python (``integrators.CALLEE``).
-_OPTIONS = dict(cache=True, error_model="numpy", _nrt=False, **integrators.CALLEE)
+# from Python): compiled without the wrappers for calls from Python (``cache.CALLEE``).
+_OPTIONS = dict(cache=True, error_model="numpy", _nrt=False, **_cache.CALLEE)
 njit = numba.njit(**_OPTIONS)
 
 RecursiveSystem = namedtuple("RecursiveSystem", [

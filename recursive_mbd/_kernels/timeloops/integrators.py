@@ -50,14 +50,6 @@ from ..layout import (
 )
 from . import formulation
 
-# A kernel that only compiled code calls is compiled without numba's wrappers that make a function callable from
-# Python (the CPython wrapper, which unboxes every argument and boxes the result, and the C wrapper): for a helper
-# taking a time loop's system, a NamedTuple of some 40 arrays, the unboxing is a large part of what it compiles,
-# and skipping the wrappers cuts the compile time of a first run by a tenth. The arithmetic is the same. Such a
-# kernel cannot be called from Python (numba finds no entry point: the process crashes), so only helpers that no
-# Python code calls take these options: the time loops' steps and bookkeeping, and the formulations' overloads.
-CALLEE = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
-
 # IEEE division: failures are status codes, never exceptions
 njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 # The helpers a step runs (stages, steps, polls, interpolation) allocate nothing and return no array: compiled without
@@ -67,9 +59,9 @@ njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 # numba compiles a callee that does not set _nrt with its caller's setting, so every kernel module whose functions
 # allocate (loops, elements, the augmented and spatial systems, ...) declares _nrt=True explicitly: a formulation's
 # rhs reached from these helpers keeps its reference counting.
-step_njit = numba.njit(cache=True, error_model="numpy", _nrt=False, **CALLEE)
+step_njit = numba.njit(cache=True, error_model="numpy", _nrt=False, **_cache.CALLEE)
 # The output and event bookkeeping, which allocates (``_store``): reference counted, callable from compiled code only
-callee_njit = numba.njit(cache=True, error_model="numpy", _nrt=True, **CALLEE)
+callee_njit = numba.njit(cache=True, error_model="numpy", _nrt=True, **_cache.CALLEE)
 
 # Callbacks (inputs, events, monitor) are C callbacks of this one signature, so the time loops see them as a
 # first-class function type (FunctionType[CALLBACK]) whatever the function: a time loop is compiled and cached once,
@@ -123,7 +115,7 @@ def project_step(inputs, key, system, t, y):
     raise NotImplementedError("project_step is called from compiled time loops only")
 
 
-@overload(project_step, inline="always", jit_options={"cache": True, "error_model": "numpy", **CALLEE})
+@overload(project_step, inline="always", jit_options={"cache": True, "error_model": "numpy", **_cache.CALLEE})
 def _project_step(inputs, key, system, t, y):
     if formulation.never_projects(system):  # decided while typing: the projection is not compiled into the loop
         return lambda inputs, key, system, t, y: (STATUS_OK, False)
@@ -369,7 +361,7 @@ def _rk_sample_row(dense, t, h, t_sample, ytmp):
 
 
 register_interpolant(RKDense, _rk_locate_root, _rk_sample_row, state_stop_row,
-                     {"cache": True, "error_model": "numpy", "_nrt": True, **CALLEE})
+                     {"cache": True, "error_model": "numpy", "_nrt": True, **_cache.CALLEE})
 
 
 @callee_njit
