@@ -167,5 +167,14 @@ def install():
     caching.IndexDataCacheFile.save = _save_locked
 
 
+# The options of a kernel that only compiled code calls: compiled without numba's wrappers that make a function
+# callable from Python (the CPython wrapper, which unboxes every argument and boxes the result, and the C wrapper).
+# For a helper taking a time loop's system, a NamedTuple of some 40 arrays, the unboxing is a large part of what it
+# compiles; without the wrappers a first ``rm.simulate`` compiles a tenth less. The arithmetic is the same. Such a
+# kernel cannot be called from Python (numba finds no entry point: the process crashes), so only helpers that no
+# Python code calls take them: the time loops' steps and bookkeeping and the formulations' overloads.
+CALLEE = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+
+
 # Importing this module installs the locator: every module that defines cached kernels imports it first.
 install()

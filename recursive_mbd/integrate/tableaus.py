@@ -2,6 +2,7 @@
 error weights E and the continuous extension), for the generic steps of the compiled time loops
 (``_kernels.timeloops.integrators``); the names agree with ``method_names.METHODS``."""
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -74,11 +75,40 @@ def _dop853():
                    E=np.array(coef.E5, dtype=float), E3=np.array(coef.E3, dtype=float))
 
 
-DOP853 = _dop853()
-TABLEAUS = {t.name: t for t in (DOPRI5, DOP853, RK4)}
+class _Tableaus(Mapping):
+    """The tableaus by name, in the order given; a value given as a function is called on first access: dop853's
+    coefficients come from scipy, whose ``scipy.integrate`` import (about 0.4 s of CPU time) a run of the other
+    methods does not need."""
+
+    def __init__(self, **tableaus):
+        self._tableaus = tableaus
+
+    def __getitem__(self, name):
+        tableau = self._tableaus[name]
+        if not isinstance(tableau, Tableau):
+            tableau = self._tableaus[name] = tableau()
+        return tableau
+
+    def __iter__(self):
+        return iter(self._tableaus)
+
+    def __len__(self):
+        return len(self._tableaus)
+
+
+TABLEAUS = _Tableaus(dopri5=DOPRI5, dop853=_dop853, rk4=RK4)
 # METHODS, FIXED_STEP (method_names): the tableaus above and the midpoint rule (integrators._midpoint_step)
 assert METHODS == (*TABLEAUS, "implicit_midpoint", "generalized_alpha", "bdf"), \
     "method_names.METHODS must name the tableaus"
 # The methods whose runs interpolate between steps (t_eval, events), besides scipy's: the tableaus with a continuous
 # extension, generalized_alpha (cubic Hermite, implicit.py) and bdf (its interpolating polynomial, bdf.py).
-DENSE_OUTPUT = (*(name for name, tableau in TABLEAUS.items() if tableau.DENSE is not None), "generalized_alpha", "bdf")
+# dop853's tableau has no continuous extension (``_dop853``; not built here, see ``_Tableaus``).
+DENSE_OUTPUT = (*(name for name in TABLEAUS if name != "dop853" and TABLEAUS[name].DENSE is not None),
+                "generalized_alpha", "bdf")
+
+
+def __getattr__(name):
+    """``DOP853``, built on first access (``_Tableaus``)."""
+    if name == "DOP853":
+        return TABLEAUS["dop853"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

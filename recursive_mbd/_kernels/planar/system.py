@@ -25,8 +25,10 @@ from .pairs import pair_forces
 from .tree import _forward_dynamics_serial, com_kinematics, forward_dynamics
 
 # No reference counting, as the tree kernels (tree.NJIT_OPTIONS): these functions allocate nothing and return no
-# array, and the system's ~40 arrays would otherwise be counted up and down on entry to and exit from each of them
-_OPTIONS = dict(cache=True, error_model="numpy", _nrt=False)
+# array, and the system's ~40 arrays would otherwise be counted up and down on entry to and exit from each of them.
+# Only compiled code calls them (the time loops; ``integrators.system_rhs`` and ``project_state`` are the entries
+# from Python): compiled without the wrappers for calls from Python (``cache.CALLEE``).
+_OPTIONS = dict(cache=True, error_model="numpy", _nrt=False, **_cache.CALLEE)
 njit = numba.njit(**_OPTIONS)
 
 RecursiveSystem = namedtuple("RecursiveSystem", [

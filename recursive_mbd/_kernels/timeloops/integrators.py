@@ -59,7 +59,9 @@ njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
 # numba compiles a callee that does not set _nrt with its caller's setting, so every kernel module whose functions
 # allocate (loops, elements, the augmented and spatial systems, ...) declares _nrt=True explicitly: a formulation's
 # rhs reached from these helpers keeps its reference counting.
-step_njit = numba.njit(cache=True, error_model="numpy", _nrt=False)
+step_njit = numba.njit(cache=True, error_model="numpy", _nrt=False, **_cache.CALLEE)
+# The output and event bookkeeping, which allocates (``_store``): reference counted, callable from compiled code only
+callee_njit = numba.njit(cache=True, error_model="numpy", _nrt=True, **_cache.CALLEE)
 
 # Callbacks (inputs, events, monitor) are C callbacks of this one signature, so the time loops see them as a
 # first-class function type (FunctionType[CALLBACK]) whatever the function: a time loop is compiled and cached once,
@@ -95,7 +97,9 @@ def _poll(monitor, monitor_key, control, t, y, nfev):
 
 @njit
 def system_rhs(inputs, key, system, t, y, dy):
-    """dy = f(t, y) of the system's formulation (``formulation.rhs``); returns the status. Callable from Python."""
+    """dy = f(t, y) of the system's formulation (``formulation.rhs``); returns the status. Callable from Python;
+    the time loops call ``formulation.rhs`` itself, so that a run that evaluates nothing from Python does not
+    compile this entry too."""
     return formulation.rhs(inputs, key, system, t, y, dy)
 
 
@@ -111,7 +115,7 @@ def project_step(inputs, key, system, t, y):
     raise NotImplementedError("project_step is called from compiled time loops only")
 
 
-@overload(project_step, inline="always", jit_options={"cache": True, "error_model": "numpy"})
+@overload(project_step, inline="always", jit_options={"cache": True, "error_model": "numpy", **_cache.CALLEE})
 def _project_step(inputs, key, system, t, y):
     if formulation.never_projects(system):  # decided while typing: the projection is not compiled into the loop
         return lambda inputs, key, system, t, y: (STATUS_OK, False)
@@ -174,7 +178,7 @@ def budget_rows(budget, n):
     return 2**62 if budget >= 2.0**62 else int(budget // (n + 1))
 
 
-@njit
+@callee_njit
 def _store(t_out, y_out, count, t, y, budget):
     """Append (t, y) to the output buffers at row ``count``; returns (stored, t_out, y_out).
 
@@ -357,10 +361,10 @@ def _rk_sample_row(dense, t, h, t_sample, ytmp):
 
 
 register_interpolant(RKDense, _rk_locate_root, _rk_sample_row, state_stop_row,
-                     {"cache": True, "error_model": "numpy", "_nrt": True})
+                     {"cache": True, "error_model": "numpy", "_nrt": True, **_cache.CALLEE})
 
 
-@njit
+@callee_njit
 def event_scratch(n_events, n):
     """A run's event scratch for n_events event functions on a state of n floats: (ev_old, ev_new, ev_tmp) their
     values at a step's start, its end and a trial point (n_events,), ev_row (n + 1,) an event's record (index,
@@ -368,7 +372,7 @@ def event_scratch(n_events, n):
     return np.empty(n_events), np.empty(n_events), np.empty(n_events), np.empty(n + 1), np.empty(n)
 
 
-@njit
+@callee_njit
 def store_start(t_out, y_out, t_eval, t0, row, budget):
     """The samples at a run's start: ``row`` (the start's output row) at every t_eval time <= t0 when t_eval is
     non-empty, else at t0, into the output buffers (``_store``, ``budget`` floats of room). Returns (stored, t_fail,
@@ -391,7 +395,7 @@ def store_start(t_out, y_out, t_eval, t0, row, budget):
     return True, t0, count, next_eval, t_out, y_out
 
 
-@njit
+@callee_njit
 def scan_events(dense, events, events_key, t, h, t_new, y_new, ev_old, ev_new, directions, terminal, ytmp, ev_tmp,
                 ev_row, y_stop, ev_t, ev_y, nev, budget):
     """The events of the step from t to t_new = t + h, whose end state is y_new: every sign change of an event
@@ -435,7 +439,7 @@ def scan_events(dense, events, events_key, t, h, t_new, y_new, ev_old, ev_new, d
     return STATUS_OK, t, nev, ev_t, ev_y, t_stop, theta_stop
 
 
-@njit
+@callee_njit
 def store_samples(dense, t_eval, next_eval, t, h, t_upto, ytmp, t_out, y_out, count, budget):
     """The samples at the t_eval times from index next_eval on up to t_upto, in the step from t (length h), on its
     interpolant ``dense`` (``sample_row``), into the output buffers (``_store``, ``budget`` floats of room).
@@ -450,7 +454,7 @@ def store_samples(dense, t_eval, next_eval, t, h, t_upto, ytmp, t_out, y_out, co
     return True, t_upto, count, next_eval, t_out, y_out
 
 
-@njit
+@callee_njit
 def store_stop(dense, y_stop, theta_stop, t_stop, t_out, y_out, count, budget):
     """The last sample of a run that a terminal event ends (``scan_events``: at t_stop, theta_stop of the step, the
     state y_stop) into the output buffers; returns (status, count, t_out, y_out): STATUS_EVENT, or
@@ -461,7 +465,7 @@ def store_stop(dense, y_stop, theta_stop, t_stop, t_out, y_out, count, budget):
     return STATUS_EVENT, count + 1, t_out, y_out
 
 
-@njit
+@callee_njit
 def open_outputs(t_out, y_out, t_eval, t0, row, y0, events, events_key, directions, ev_t, ev_y, output_budget):
     """A run's start in its outputs: the samples at t0 (``store_start``, ``row`` the start's output row), the event
     scratch (``event_scratch``) and the event functions' values at (t0, y0). Returns (status, t_fail, count,
@@ -479,7 +483,7 @@ def open_outputs(t_out, y_out, t_eval, t0, row, y0, events, events_key, directio
     return status, t0, count, next_eval, t_out, y_out, ev
 
 
-@njit
+@callee_njit
 def step_outputs(dense, t, h, t_new, y_new, events, events_key, directions, terminal, ev, ytmp, t_eval, next_eval,
                  t_out, y_out, count, ev_t, ev_y, nev, output_budget):
     """What a time loop records of its step from t to t_new = t + h (end state y_new), on the step's interpolant
@@ -573,7 +577,7 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
         return status, t_fail, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
     interpolant = RKDense(y, y_new, k, dense)
 
-    status = system_rhs(inputs, key, system, t, y, k[0])
+    status = formulation.rhs(inputs, key, system, t, y, k[0])
     nfev += 1
     if status != STATUS_OK:
         return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
@@ -585,7 +589,7 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
     h = first_step
     if h <= 0.0:  # Hairer's starting step: h0 from |y| / |f|, checked against the change of f over h0
         h0, d1 = _starting_trial(y, k[0], atol, rtol, span, max_step, scale, ytmp)
-        status = system_rhs(inputs, key, system, t + h0, ytmp, k[1])
+        status = formulation.rhs(inputs, key, system, t + h0, ytmp, k[1])
         nfev += 1
         if status != STATUS_OK:
             return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
@@ -658,7 +662,7 @@ def integrate_adaptive(inputs, key, system, y0, t0, t_end, rtol, atol, first_ste
         status, projected = project_step(inputs, key, system, t, y)  # onto the constraints; f at the projected state
         if projected:
             if status == STATUS_OK:
-                status = system_rhs(inputs, key, system, t, y, k[0])
+                status = formulation.rhs(inputs, key, system, t, y, k[0])
                 nfev += 1
             if status != STATUS_OK:
                 return status, t, count, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t, ev_y
@@ -713,7 +717,7 @@ def _midpoint_step(inputs, key, system, t, y, h, tol, max_iter, k, ytmp, monitor
     n = y.shape[0]
     f = k[0]
     y_new = k[1]
-    status = system_rhs(inputs, key, system, t, y, f)  # explicit Euler predictor
+    status = formulation.rhs(inputs, key, system, t, y, f)  # explicit Euler predictor
     if status != STATUS_OK:
         return (status if _fatal(status) else STATUS_NONFINITE_STATE), 1
     for j in range(n):
