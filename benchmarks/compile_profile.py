@@ -1,15 +1,32 @@
-"""Where the test suite's numba compile time goes: a pytest plugin listening to numba's "numba:compile" events.
+"""Where the test suite's numba compile time goes: a pytest plugin listening to numba's "numba:compile" events, and
+the report of its events: per dispatcher, the signatures compiled, and the signatures that repeat another one but
+for an array's layout or writeability (a copy of the kernel that one fixed array type would have saved).
 
-Run the suite with an empty cache and this plugin loaded::
+Run test files with an empty cache and this plugin loaded (``run`` makes the empty cache folder, sets
+NUMBA_CACHE_DIR and runs pytest in a child process with the plugin; other arguments go to pytest)::
+
+    python3 benchmarks/compile_profile.py run [--boundscheck] [--json FILE] -- [pytest arguments, test files]
+
+or by hand::
 
     NUMBA_CACHE_DIR=$(mktemp -d) PYTHONPATH=$PWD:$PWD/benchmarks \
         python3 -m pytest -q -p compile_profile -p no:randomly [tests ...]
 
+and print the report of a run again (``--top N`` dispatchers)::
+
+    python3 benchmarks/compile_profile.py report [FILE]
+
 Each compile of a dispatcher for one signature is one event (a load from numba's disk cache is none). Its *self*
 seconds are its duration less the compiles nested in it (a kernel compiling the kernels it calls while it is typed),
-so the self seconds add up to the compile wall time. At the end it prints the dispatchers by self seconds (with how
-many signatures each compiled and the signatures) and writes every event, with the test that triggered it, to
-benchmarks/results/compile_profile.json (or $COMPILE_PROFILE_JSON).
+so the self seconds add up to the compile time; both wall and process CPU seconds are kept, and on a shared machine
+the CPU seconds are the figure to compare. At the end of a run it prints the dispatchers by self CPU seconds (with
+how many signatures each compiled) and the repeated signatures, and writes every event, with the test that
+triggered it, to benchmarks/results/compile_profile.json (or $COMPILE_PROFILE_JSON).
+
+A repeated signature is one whose arguments equal those of another signature of the same dispatcher once every
+array type is reduced to its dtype and dimension: numba types a C-contiguous array as layout ``C`` and a strided
+view as ``A`` (a one-row view of a matrix, or a slice of length one, is C-contiguous), and a read-only array apart
+from a writeable one; each such pair compiles the kernel, and every kernel it calls with those arrays, twice.
 """
 
 import os
@@ -19,51 +36,92 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import argparse
 import json
+import re
+import subprocess
+import sys
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
 
-from numba.core import event
-
 _events = []  # finished compiles: dicts
-_stack = []  # open compiles: [start, nested seconds]
+_stack = []  # open compiles: [wall start, cpu start, nested wall seconds, nested cpu seconds]
 _current_test = ["(collection)"]
 
-
-class _CompileListener(event.Listener):
-    def on_start(self, ev):
-        _stack.append([time.perf_counter(), 0.0])
-
-    def on_end(self, ev):
-        start, nested = _stack.pop()
-        seconds = time.perf_counter() - start
-        if _stack:
-            _stack[-1][1] += seconds
-        dispatcher = ev.data["dispatcher"]
-        function = dispatcher.py_func
-        _events.append(dict(
-            name=f"{function.__module__}.{function.__qualname__}",
-            args=str(tuple(ev.data["args"])),
-            seconds=seconds,
-            self_seconds=seconds - nested,
-            depth=len(_stack),
-            test=_current_test[0],
-        ))
+# "readonly array(float64, 1d, C)" (str) or "Array(float64, 1, 'C', True, aligned=True)" (repr) -> "array(float64,
+# 1d)": the type less its layout and writeability
+_ARRAY = re.compile(r"(?:readonly )?(?:unaligned )?array\(([^,()]+), (\d+)d, [CFA]\)")
+_ARRAY_REPR = re.compile(r"Array\(([^,()]+), (\d+), '[CFA]', (?:True|False), aligned=(?:True|False)\)")
 
 
-_listener = _CompileListener()
-event.register("numba:compile", _listener)
+def reduced(arg):
+    """An argument type's text with every array type reduced to its dtype and dimension."""
+    return _ARRAY_REPR.sub(r"array(\1, \2d)", _ARRAY.sub(r"array(\1, \2d)", arg))
+
+
+def split_args(text):
+    """The argument types of a signature's text "(t1, t2, ...)" (the form older profiles stored)."""
+    inner = text.strip()[1:-1]
+    args, depth, start = [], 0, 0
+    for k, char in enumerate(inner):
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            depth -= 1
+        elif char == "," and depth == 0:
+            args.append(inner[start:k].strip())
+            start = k + 1
+    if inner[start:].strip():
+        args.append(inner[start:].strip())
+    return args
+
+
+def _listener_class():
+    from numba.core import event  # noqa: PLC0415  (the report alone needs no numba)
+
+    class CompileListener(event.Listener):
+        def on_start(self, ev):
+            _stack.append([time.perf_counter(), time.process_time(), 0.0, 0.0])
+
+        def on_end(self, ev):
+            wall0, cpu0, nested_wall, nested_cpu = _stack.pop()
+            seconds = time.perf_counter() - wall0
+            cpu = time.process_time() - cpu0
+            if _stack:
+                _stack[-1][2] += seconds
+                _stack[-1][3] += cpu
+            function = ev.data["dispatcher"].py_func
+            _events.append(
+                dict(
+                    name=f"{function.__module__}.{function.__qualname__}",
+                    args=[str(a) for a in ev.data["args"]],
+                    seconds=seconds,
+                    self_seconds=seconds - nested_wall,
+                    cpu_seconds=cpu,
+                    self_cpu_seconds=cpu - nested_cpu,
+                    depth=len(_stack),
+                    test=_current_test[0],
+                )
+            )
+
+    return event, CompileListener
+
+
+def pytest_configure(config):
+    event, listener = _listener_class()
+    event.register("numba:compile", listener())
 
 
 def _json_path():
     return Path(os.environ.get("COMPILE_PROFILE_JSON", Path(__file__).parent / "results" / "compile_profile.json"))
 
 
-def _write_json():
-    path = _json_path()
+def _write_json(events=None, path=None):
+    path = path or _json_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_events, indent=1))
+    path.write_text(json.dumps(_events if events is None else events, indent=1))
     return path
 
 
@@ -76,25 +134,127 @@ def pytest_runtest_teardown(item, nextitem):
         _write_json()
 
 
-def _table(rows, top):
-    by_name = defaultdict(lambda: [0.0, 0, set()])
+def _normalised(rows):
+    """The rows with ``args`` a list and ``self_cpu_seconds`` present (older profiles: the wall seconds)."""
+    out = []
+    for event_row in rows:
+        row = dict(event_row)
+        if isinstance(row["args"], str):
+            row["args"] = split_args(row["args"])
+        row.setdefault("self_cpu_seconds", row["self_seconds"])
+        out.append(row)
+    return out
+
+
+def table(rows, top):
+    """Dispatchers by self CPU seconds: seconds, signatures compiled, name and the test files that compiled it."""
+    by_name = defaultdict(lambda: [0.0, 0.0, 0, set()])
     for row in rows:
         entry = by_name[row["name"]]
-        entry[0] += row["self_seconds"]
-        entry[1] += 1
-        entry[2].add(row["test"].split("::")[0])
+        entry[0] += row["self_cpu_seconds"]
+        entry[1] += row["self_seconds"]
+        entry[2] += 1
+        entry[3].add(row["test"].split("::")[0])
     ranked = sorted(by_name.items(), key=lambda kv: -kv[1][0])
-    lines = [f"{'self s':>8} {'sigs':>4}  dispatcher  (test files that compiled it)"]
-    for name, (seconds, count, files) in ranked[:top]:
-        lines.append(f"{seconds:8.2f} {count:4d}  {name}  ({', '.join(sorted(files))[:100]})")
-    total = sum(row["self_seconds"] for row in rows)
-    lines.append(f"{total:8.2f} {len(rows):4d}  total: {len(by_name)} dispatchers")
+    lines = [f"{'cpu s':>8} {'wall s':>8} {'sigs':>4}  dispatcher  (test files that compiled it)"]
+    for name, (cpu, seconds, count, files) in ranked[:top]:
+        lines.append(f"{cpu:8.2f} {seconds:8.2f} {count:4d}  {name}  ({', '.join(sorted(files))[:100]})")
+    cpu = sum(row["self_cpu_seconds"] for row in rows)
+    wall = sum(row["self_seconds"] for row in rows)
+    lines.append(f"{cpu:8.2f} {wall:8.2f} {len(rows):4d}  total: {len(by_name)} dispatchers")
     return "\n".join(lines)
+
+
+def repeats(rows):
+    """The repeated signatures: [(name, [rows of one reduced signature, first compiled first])], most costly
+    first (the cost of a group: the self CPU seconds of all but its first row)."""
+    groups, seen = defaultdict(list), set()
+    for row in rows:
+        if (row["name"], tuple(row["args"])) in seen:  # the same text twice: two dispatchers of one name (closures)
+            continue
+        seen.add((row["name"], tuple(row["args"])))
+        groups[row["name"], tuple(reduced(a) for a in row["args"])].append(row)
+    found = [(name, group) for (name, _), group in groups.items() if len(group) > 1]
+    return sorted(found, key=lambda g: -sum(r["self_cpu_seconds"] for r in g[1][1:]))
+
+
+def repeats_table(rows, top):
+    found = repeats(rows)
+    extra = sum(r["self_cpu_seconds"] for _, group in found for r in group[1:])
+    lines = [
+        f"repeated signatures (same dtypes and dimensions, another layout or writeability): {len(found)} "
+        f"dispatchers, {sum(len(g) - 1 for _, g in found)} extra compiles, {extra:.2f} s CPU (self)"
+    ]
+    for name, group in found[:top]:
+        cost = sum(r["self_cpu_seconds"] for r in group[1:])
+        lines.append(f"{cost:8.2f}  {name}  x{len(group)}")
+        first = group[0]["args"]
+        for row in group:
+            differ = [f"{k}: {a}" for k, (a, b) in enumerate(zip(row["args"], first, strict=True)) if a != b]
+            lines.append(
+                f"{'':10}{row['self_cpu_seconds']:6.2f} s  {row['test'][:70]}  "
+                + ("; ".join(differ) if differ else "(first)")
+            )
+    return "\n".join(lines)
+
+
+def report(rows, top):
+    rows = _normalised(rows)
+    return (
+        f"numba compiles by dispatcher (self seconds, signatures compiled):\n{table(rows, top)}\n\n"
+        f"{repeats_table(rows, top)}"
+    )
 
 
 def pytest_terminal_summary(terminalreporter):
     top = int(os.environ.get("COMPILE_PROFILE_TOP", "40"))
-    terminalreporter.write_line("numba compiles by dispatcher (self seconds, signatures compiled):")
-    terminalreporter.write_line(_table(_events, top))
+    for line in report(_events, top).splitlines():
+        terminalreporter.write_line(line)
     path = _write_json()
     terminalreporter.write_line(f"compile events written to {path}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run pytest (arguments after --) with an empty cache and this plugin")
+    run.add_argument("--boundscheck", action="store_true", help="NUMBA_BOUNDSCHECK=1, as in CI's second run")
+    run.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        help="events file (default: $COMPILE_PROFILE_JSON or benchmarks/results/compile_profile.json)",
+    )
+    run.add_argument("--top", type=int, default=40)
+    run.add_argument("pytest_args", nargs=argparse.REMAINDER)
+    rep = sub.add_parser("report", help="print the report of a profile's events file")
+    rep.add_argument("json", type=Path, nargs="?", default=None)
+    rep.add_argument("--top", type=int, default=40)
+    args = parser.parse_args()
+    if args.command == "report":
+        print(report(json.loads((args.json or _json_path()).read_text()), args.top))
+        return 0
+    root = Path(__file__).resolve().parent.parent
+    pytest_args = [a for a in args.pytest_args if a != "--"]
+    with tempfile.TemporaryDirectory(prefix="compile_profile_") as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache, COMPILE_PROFILE_TOP=str(args.top))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), str(root / "benchmarks"), env.get("PYTHONPATH")]))
+        if args.json is not None:
+            env["COMPILE_PROFILE_JSON"] = str(args.json.resolve())
+        if args.boundscheck:
+            env["NUMBA_BOUNDSCHECK"] = "1"
+        before = os.times()
+        code = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "compile_profile", *pytest_args],
+            check=False,
+            env=env,
+            cwd=root,
+        ).returncode
+        after = os.times()
+    cpu = after.children_user - before.children_user + after.children_system - before.children_system
+    print(f"pytest process: {cpu:.1f} s CPU (user + system), {after.elapsed - before.elapsed:.1f} s wall")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _checks
+from .._kernels.arrays import readonly_zeros
 from .._kernels.spatial import layout as SL
 from .._kernels.spatial import tree as spatial_tree
 from ..dynamics.spatial import _element_loads, forward_kinematics, inverse_dynamics, workspace
@@ -517,7 +518,7 @@ def point_motion(model, q, v, vdot, body, point=None):
     q, v, vdot = _states(model, q, v, vdot)
     n = model.nbodies
     rot, pos, omega, vel = np.zeros((n, 3, 3)), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3))
-    no_gravity, forces = np.zeros(3), np.empty(model.nv)
+    no_gravity, forces = readonly_zeros(3), np.empty(model.nv)  # read-only as the model's gravity: one compile
     out = np.zeros((3, q.shape[0], 3))
     for k in range(q.shape[0]):
         qk, vk, ak = (np.ascontiguousarray(x[k]) for x in (q, v, vdot))

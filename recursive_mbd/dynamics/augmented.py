@@ -34,6 +34,7 @@ import scipy.sparse.linalg
 
 from .. import _checks
 from .._kernels import layout as L
+from .._kernels.arrays import readonly_zeros
 from .._kernels.augmented import entry
 from .._kernels.augmented import tree as kernels
 from .._kernels.planar import loops as loop_kernels
@@ -793,7 +794,7 @@ class TimeLoop:
             np.zeros(int(row_start[-1]) + k), np.full((k, 2), -1, dtype=np.int64), np.zeros((k, 6)), np.zeros(k),
             np.zeros(k), np.zeros((n, 3)), np.zeros(int(row_start[-1])), np.zeros((k, k)), np.zeros(2, dtype=np.int64),
             (np.zeros((n, 3)), np.zeros(m), np.zeros(m), np.zeros((m, nq)), np.zeros(m), np.zeros((m, 6)),
-             np.zeros((m, nq)), np.zeros(nq), np.zeros(2)),
+             np.zeros((m, nq)), np.zeros(nq), readonly_zeros(2)),  # no gravity: read-only as the model's
             np.array([1.0 if stabilization == "projection" else 0.0, projection_tol, 20.0, RCOND,
                       1.0 if joint_state else 0.0, 1.0 if joint_branch else 0.0, POSITION_RCOND, FILTER_RCOND]))
 

@@ -68,10 +68,12 @@ def _tree_workspace(model):
 
 
 def _as_absolute(model, x, what):
-    """``x`` as a C-contiguous float64 (nbodies, 3) array (from (nbodies, 3) or (3 nbodies,)), or a StateError /
-    TypeError naming ``what``."""
+    """``x`` as a writeable C-contiguous float64 (nbodies, 3) array (from (nbodies, 3) or (3 nbodies,)), or a
+    StateError / TypeError naming ``what``. A read-only ``x`` is copied: numba types a read-only array apart from a
+    writeable one, and the tree solver would compile a second time for it."""
     n = model.nbodies
-    if x.__class__ is np.ndarray and x.dtype == np.float64 and x.shape == (n, 3) and x.flags.c_contiguous:
+    if (x.__class__ is np.ndarray and x.dtype == np.float64 and x.shape == (n, 3) and x.flags.c_contiguous
+            and x.flags.writeable):
         return x
     try:
         if np.asarray(x).dtype.kind in "cSUV":  # complex would lose its imaginary part, strings would be parsed
@@ -82,7 +84,7 @@ def _as_absolute(model, x, what):
     if arr.shape not in ((n, 3), (3 * n,)):
         raise StateError(f"{what} must have shape ({n}, 3) or ({3 * n},) for this model (nbodies = {n}), got shape "
                          f"{arr.shape}")
-    return arr.reshape(n, 3)
+    return arr.reshape(n, 3) if arr.flags.writeable else arr.reshape(n, 3).copy()
 
 
 def _raise_tree(model, status):

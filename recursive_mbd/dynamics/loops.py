@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import _checks
 from .._kernels import layout as L
+from .._kernels.arrays import readonly_zeros
 from .._kernels.planar import loops as kernels
 from ..errors import ModelError
 from ..model.statuses import raise_planar_loop_status
@@ -76,6 +77,7 @@ class LoopWorkspace(LoopArrays):
         self.acc = np.zeros((model.nbodies, 3))
         self.no_resp_drive = np.zeros((model.nconstraints, 0))
         self.stab = np.zeros(4)  # alpha, beta, and the zero gravity of the response passes
+        self.no_gravity = readonly_zeros(2)  # read-only as the model's gravity: the tree kernels compile once
 
 
 def attach_loop_workspace(ws, model, make):
@@ -213,7 +215,7 @@ def project(model, q, qd, *, free=None, tol=1e-12, max_iter=20):
     resp_drive = np.zeros((model.nconstraints, model.nq if driven.size else 0))
     status, worst = kernels.project(model.body_int, model.body_real, model.loop_int, model.loop_real, q, qd,
                                     driven, ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
-                                    lw.resp, resp_drive, ws.zeros, np.zeros(2), tol, int(max_iter),
+                                    lw.resp, resp_drive, ws.zeros, lw.no_gravity, tol, int(max_iter),
                                     POSITION_RCOND, FILTER_RCOND, np.sqrt(tol), _NO_BRANCH)
     kind, index = L.decode_status(status)
     if kind == L.STATUS_LOOPS_OPEN:
@@ -238,7 +240,7 @@ def branch_normals(model, q, qd, *, tol=1e-12):
     curvature = np.zeros(model.nconstraints)
     status, rank = kernels.branch_normals(model.body_int, model.body_real, model.loop_int, model.loop_real, q, qd,
                                           ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
-                                          lw.resp, ws.zeros, lw.stab[2:4], float(tol), POSITION_RCOND,
+                                          lw.resp, ws.zeros, lw.no_gravity, float(tol), POSITION_RCOND,
                                           kernels.BRANCH_ZONE, normals, curvature)
     if status:
         raise_planar_loop_status(model, status)

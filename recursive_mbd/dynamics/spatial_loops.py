@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import _checks
 from .._kernels import layout as L
+from .._kernels.arrays import readonly_zeros
 from .._kernels.planar.loops import BRANCH_ZONE, filtered_solve
 from .._kernels.spatial import layout as SL
 from .._kernels.spatial import loops as kernels
@@ -53,7 +54,7 @@ class LoopWorkspace3D(LoopArrays):
         self.vel = np.zeros((n, 3))
         self.acc = np.zeros((n, 6))
         self.point = np.zeros(40)
-        self.no_gravity = np.zeros(3)
+        self.no_gravity = readonly_zeros(3)  # read-only as the model's gravity: the tree kernels compile once
         self.stab = np.zeros(2)
 
 

@@ -17,6 +17,7 @@ import math
 import numba
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
+from ..arrays import readonly
 from ..layout import NDOF, QIDX
 from .tree import F_WIDTH, aligned_factor, factor_and_solve
 
@@ -59,8 +60,9 @@ def forward_dynamics_tree(body_int, body_real, row_start, z, zd, tau, factor, zd
     small[SMALL_STAB] = 0.0
     small[SMALL_STAB + 1] = 0.0
     scratch = small[SMALL_SCRATCH:SMALL_STAB].reshape((4, 3))
-    status = factor_and_solve(body_int, body_real, small[SMALL_GRAVITY:SMALL_SIZE], row_start, z, zd, tau, z[:0],
-                              small[SMALL_STAB:SMALL_POWER], factor[:n], scratch, zdd, lam,
+    # the gravity read-only, as the model's that the full route passes: one compile of factor_and_solve for both
+    status = factor_and_solve(body_int, body_real, readonly(small[SMALL_GRAVITY:SMALL_SIZE]), row_start, z, zd, tau,
+                              z[:0], small[SMALL_STAB:SMALL_POWER], factor[:n], scratch, zdd, lam,
                               small[SMALL_POWER:SMALL_GRAVITY])
     if status:
         return status

@@ -47,7 +47,7 @@ import numba
 import numpy as np
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
-from ..arrays import copy_into
+from ..arrays import copy_into, readonly
 from ..layout import (
     CS,
     HX,
@@ -1638,12 +1638,13 @@ def _tangent_branch_dynamics(body_int, body_real, q, qd, ws, qdd, jac, zeros, st
         free_part[k] = qdd[k] - target[k]
     mass_tangent = np.empty((size, nq))
     coef = np.empty(size)
-    status = _tangent_coordinates(body_int, body_real, q, tangent, free_part, zeros, stab[2:4], ws, mass_tangent,
-                                  coef)
+    status = _tangent_coordinates(body_int, body_real, q, tangent, free_part, zeros, readonly(stab[2:4]), ws,
+                                  mass_tangent, coef)
     if status != STATUS_OK:
         return status
     force = np.empty(nq)
-    status = inverse_dynamics(body_int, body_real, stab[2:4], q, zeros, free_part, np.zeros((0, 3)), ws, force)
+    status = inverse_dynamics(body_int, body_real, readonly(stab[2:4]), q, zeros, free_part, np.zeros((0, 3)), ws,
+                              force)
     if status != STATUS_OK:
         return status
     for k in range(nq):
@@ -1664,7 +1665,7 @@ def branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, ta
     (status, done): done False when no branch could be told (the caller goes on with the filtered solve)."""
     nq = q.shape[0]
     status, rank, tangent, basis, vector = _branch_at(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc,
-                                                      phi, phid, jac, gamma, weights, resp, zeros, stab[2:4],
+                                                      phi, phid, jac, gamma, weights, resp, zeros, readonly(stab[2:4]),
                                                       branch[1], branch[2], branch[0])
     if status != STATUS_OK or rank == 0:
         return status, False
@@ -1679,7 +1680,7 @@ def branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, ta
     rows = basis[:rank]
     curvature = vector
     status = constraint_responses(body_int, body_real, q, rows, no_driven, ws, resp[:rank], np.zeros((rank, 0)),
-                                  zeros, stab[2:4])
+                                  zeros, readonly(stab[2:4]))
     if status != STATUS_OK:
         return status, True
     gram = np.empty((rank, rank))
@@ -1737,13 +1738,14 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, q
     rhs = np.empty(m)
     pattern = loop_pattern(body_int, loop_int, m, nq)
     if has_drivers:  # one pass a row, dense (the responses hold the driven joints)
-        status = constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, stab[2:4])
+        status = constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros,
+                                      readonly(stab[2:4]))
         if status != STATUS_OK:
             return status
         gram_matrix(jac, resp, gram)
         _envelope_first(gram, first)
     else:  # the loops' structure: O(N + entries) for a row of loops, not O(m nq)
-        status = loop_responses(body_int, body_real, q, jac, pattern, ws, resp, zeros, stab[2:4])
+        status = loop_responses(body_int, body_real, q, jac, pattern, ws, resp, zeros, readonly(stab[2:4]))
         if status != STATUS_OK:
             return status
         gram_envelope(jac, resp, pattern, gram, first)
@@ -1761,7 +1763,7 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, q
             return status
         # no branch told: the search left resp at a displaced point (it restores the loop state, jac included, at
         # q, not the responses), so they are taken again at q for the filtered solve's forces
-        status = loop_responses(body_int, body_real, q, jac, pattern, ws, resp, zeros, stab[2:4])
+        status = loop_responses(body_int, body_real, q, jac, pattern, ws, resp, zeros, readonly(stab[2:4]))
         if status != STATUS_OK:
             return status
         last = np.empty(m, dtype=np.int64)
