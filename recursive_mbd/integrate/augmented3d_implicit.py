@@ -150,33 +150,42 @@ from .result import SimulationResult
 
 # a step whose Newton iteration fails is split in halves, at most this many times (down to dt / 16)
 MAX_SPLITS = 4
+# a tree of spherical joints iterates by the fused passes of ``kernels.spherical_forward`` (False: the general kernels,
+# the same matrix and answers to round-off)
+FUSED_SPHERICAL = True
 
 
 class _Arrays:
     """The step's arrays of one model (its joints' rows start at ``starts``), allocated once a run: only what the
     solve needs is kept per body (the local blocks' factors, K^-1 U and the coupling rows), sized by the largest
-    joint (a chain of spherical joints: 1.9 KB a body)."""
+    joint (a chain of spherical joints: 1.9 KB a body). ``fused``: every joint is spherical and the iterations are
+    ``kernels.spherical_forward``'s (xb, xj its corrections; no local factors kept, 1.3 KB a body); else xb, xj
+    are empty and the iterations are ``kernels.residual``, ``factor`` and ``solve``'s."""
 
-    def __init__(self, model, starts):
+    def __init__(self, model, starts, fused=False):
         n = model.nbodies
         rows = max(int(np.diff(starts).max(initial=0)), 1)
         spherical = bool((model.body_int[:, SL.JTYPE] == SL.SPHERICAL).all())
+        if fused and not spherical:
+            raise ValueError("the fused iteration takes trees of spherical joints only")
+        kept = 0 if fused else n  # the local blocks' factors: the fused iteration keeps none
         self.zp, self.zbp, self.zdp = np.zeros((n, 7)), np.zeros((n, 6)), np.zeros((n, 6))
         self.tangent = np.zeros((n, 3, 3))
         self.rb, self.rc = np.zeros((n, 6)), np.zeros(int(starts[-1]))
         self.jc, self.jp = np.zeros((n, rows, 6)), np.zeros((n, rows, 6))
         self.res, self.gam = np.zeros((n, 6)), np.zeros((n, 6))
-        self.diag, self.api = np.zeros((n, 6, 6)), np.zeros((n, 3, 6))
+        self.diag, self.api = np.zeros((n, 6, 6)), np.zeros((kept, 3, 6))
         # a spherical joint's local block is kept as five 3 x 3 blocks, without pivots (``kernels.factor``)
-        self.lu = np.zeros((n, 5, 9)) if spherical else np.zeros((n, 12, 12))
-        self.piv = np.zeros((n, 1 if spherical else 12), dtype=np.int64)
+        self.lu = np.zeros((kept, 5, 9)) if spherical else np.zeros((kept, 12, 12))
+        self.piv = np.zeros((kept, 1 if spherical else 12), dtype=np.int64)
         self.wm = np.zeros((n, 6 + rows, 6))
+        self.xb, self.xj = (np.zeros((n, 6)), np.zeros(int(starts[-1]))) if fused else (np.zeros((0, 6)), np.zeros(0))
         self.power = np.zeros(1)
         self.info = np.zeros(4)
 
     def step_arrays(self):
         return (self.zp, self.zbp, self.zdp, self.tangent, self.rb, self.rc, self.jc, self.jp, self.res, self.gam,
-                self.diag, self.api, self.lu, self.piv, self.wm, self.power, self.info)
+                self.diag, self.api, self.lu, self.piv, self.wm, self.xb, self.xj, self.power, self.info)
 
 
 def check_model(model):
@@ -224,7 +233,7 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, every=
     vdot, zb = to_body_axes(z, vdot), to_body_axes(z, zd)
     acc = vdot.copy()
     starts = augmented3d.row_starts(model)
-    arrays = _Arrays(model, starts)
+    arrays = _Arrays(model, starts, fused=FUSED_SPHERICAL and bool((model.body_int[:, SL.JTYPE] == SL.SPHERICAL).all()))
     steps = _runs.fixed_step_count(t0, t_end, dt, max_steps)
     power = _power(model, starts, tau, z, zd, vdot, lam, arrays)
     stepper = _Stepper(model, starts, tau, (alpha_m, alpha_f, gamma, beta), newton_tol, max_newton,
