@@ -8,7 +8,11 @@ from the route's own start (forward dynamics, Newton's first guess), each phase 
 (interleaved rounds, so that the machine's load hits them alike): nanoseconds a body, the median of the rounds,
 wall and CPU time.
 
-    python3 benchmarks/implicit3d_phases.py [--sizes N ...] [--rounds R]
+    python3 benchmarks/implicit3d_phases.py [--sizes N ...] [--rounds R] [--runs T_END]
+
+With --runs T_END, the whole runs instead (T_END simulated seconds a size), by the general kernels and by the fused
+passes one after the other in one process (``augmented3d_implicit.FUSED_SPHERICAL``): wall and CPU time a
+link-step, iterations a step, the end states' difference (results in implicit3d_phases_runs.json).
 
 Results in benchmarks/results/implicit3d_phases.json.
 """
@@ -24,6 +28,7 @@ import numpy as np  # noqa: E402
 from _common import command_line, interleaved_samples, print_table, write_json  # noqa: E402
 from spatial_simulate import hanging_chain  # noqa: E402
 
+import recursive_mbd as rm  # noqa: E402
 from recursive_mbd._kernels.augmented import implicit3d as kernels  # noqa: E402
 from recursive_mbd.dynamics import augmented3d  # noqa: E402
 from recursive_mbd.integrate import augmented3d_implicit as route  # noqa: E402
@@ -81,11 +86,50 @@ def phases(n, rho_inf=0.9, h=0.01):
             "fused_forward": fused_pass, "fused_back": fused_back}
 
 
+def run_pair(n, t_end):
+    """The whole run (``rm.simulate``, 1e-3 rad, dt = 0.01 s) by the general kernels and by the fused passes, one
+    after the other in this process: wall and CPU time a link-step, Newton iterations a step, the end states'
+    largest difference."""
+    model, q0, v0 = hanging_chain(n, 1e-3)
+    out = {"n": n, "t_end": t_end}
+    ends = []
+    for fused in (False, True):
+        route.FUSED_SPHERICAL = fused
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = rm.simulate(model, q0, v0, t_end, method="generalized_alpha", dt=0.01, formulation="augmented",
+                             every=10**9)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        name = "fused" if fused else "general"
+        out[f"{name}_wall_us_per_link_step"] = wall / result.nsteps / n * 1e6
+        out[f"{name}_cpu_us_per_link_step"] = cpu / result.nsteps / n * 1e6
+        out[f"{name}_iterations_per_step"] = result.newton_iterations / result.nsteps
+        ends.append((result.z[-1], result.zd[-1]))
+    route.FUSED_SPHERICAL = True
+    out["z_difference"] = float(np.abs(ends[0][0] - ends[1][0]).max())
+    out["zd_difference"] = float(np.abs(ends[0][1] - ends[1][1]).max())
+    return out
+
+
 def main():
     parser = command_line(__doc__, "implicit3d_phases")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--runs", type=float, default=0.0,
+                        help="also the whole runs of this many simulated seconds, general against fused (0: none)")
     args = parser.parse_args()
+    if args.runs:
+        pairs = [run_pair(n, args.runs) for n in args.sizes]
+        print_table(["N", "t_end", "general wall (cpu) [us/link-step]", "fused wall (cpu)", "iter/step", "max |dz|",
+                     "max |dzd|"],
+                    [[r["n"], r["t_end"],
+                      f"{r['general_wall_us_per_link_step']:.3g} ({r['general_cpu_us_per_link_step']:.3g})",
+                      f"{r['fused_wall_us_per_link_step']:.3g} ({r['fused_cpu_us_per_link_step']:.3g})",
+                      f"{r['general_iterations_per_step']:.2f} / {r['fused_iterations_per_step']:.2f}",
+                      f"{r['z_difference']:.1e}", f"{r['zd_difference']:.1e}"] for r in pairs])
+        print(f"load: {os.getloadavg()[0]:.2f}")
+        path = write_json(args.name + "_runs", {"load": os.getloadavg()[0], "rows": pairs})
+        print(f"wrote {path}")
+        return
     rows = []
     for n in args.sizes:
         funcs = phases(n)

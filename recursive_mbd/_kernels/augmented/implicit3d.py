@@ -39,6 +39,10 @@ rows giving the position, the force rows the multipliers, and only a 3 x 3 matri
 onto the constraints) inverted with partial pivoting; S is singular exactly when K_i is, so the same failures are
 found (its pivots tested against its own columns, the same PIVOT_RTOL). Only the blocks the solve reads are kept:
 G^-1, E, Hm, P, S^-1 (45 numbers, where the LU of K_i took 144; D11, D12 stay in D_i).
+
+A tree of spherical joints only (the long chains) iterates in two passes instead of five (``spherical_forward``, then
+``_back_substitute``): the residual, the matrix, its factorisation and the right-hand side's elimination leaves
+first in one pass, the same matrix and elimination with the spherical joint's blocks written out (its section).
 """
 
 import math
@@ -244,6 +248,16 @@ def end_step(zb0, coef, vdot0, vdot, acc, rate):
 
 # ---- residual ------------------------------------------------------------------------------------------------------
 
+@inline
+def _nonfinite_pose(zp):
+    """STATUS_NONFINITE_Q with the first body whose pose zp[i] (nbodies, 7) is not finite, else STATUS_OK."""
+    for i in range(zp.shape[0]):
+        for c in range(7):
+            if not math.isfinite(zp[i, c]):
+                return STATUS_NONFINITE_Q | (i << 4)
+    return STATUS_OK
+
+
 @njit
 def residual(body_int, body_real, gravity, row_start, tau, zp, zdp, vdot, lam, c_stiff, rb, rc, jc, jp, res, gam,
              power):
@@ -257,10 +271,10 @@ def residual(body_int, body_real, gravity, row_start, tau, zp, zdp, vdot, lam, c
     tau_power = 0.0
     load = np.empty((2, 6))
     block = np.empty((7, 6))
+    status = _nonfinite_pose(zp)
+    if status:
+        return status
     for i in range(n):
-        for c in range(7):
-            if not math.isfinite(zp[i, c]):
-                return STATUS_NONFINITE_Q | (i << 4)
         for c in range(6):
             rb[i, c] = 0.0
     for i in range(n - 1, -1, -1):
@@ -794,10 +808,10 @@ def spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp
     local block: its body)."""
     n = body_int.shape[0]
     work = np.empty((3, 6))
+    status = _nonfinite_pose(zp)
+    if status:
+        return status
     for i in range(n):
-        for c in range(7):
-            if not math.isfinite(zp[i, c]):
-                return STATUS_NONFINITE_Q | (i << 4)
         for r in range(6):
             rb[i, r] = 0.0
             xb[i, r] = 0.0
