@@ -77,6 +77,18 @@ the run getting 13-14% of a core, so wall times 7x those of a free core):
     1e6    0.03   3500        35            2.00       0       3928   (3 steps; compiled in the process too; 141 s
                                                                     of user CPU, setup and compilation included;
                                                                     ``/usr/bin/time -v``: 3.93 GB)
+
+Then with a tree of spherical joints iterating in two fused passes (``augmented3d_implicit``; the same command, one
+process a size, warm cache; before: the same command on the code before, just before; the machine shared with other
+sessions, load 10-11 before and 15-20 after, so the wall times say little; ``benchmarks/implicit3d_phases.py``
+measures both kernels' CPU time in one run: 731-759 ns a body an iteration before, 340-343 after):
+
+    N      t_end  wall/sim s       us/link-step   iter/step  splits  peak RSS [MB]
+    1e4    1      16.6 -> 9.26     16.6 -> 9.26   2.48       0       235 -> 232
+    1e5    1      167 -> 93.9      16.7 -> 9.39   2.48       0       520 -> 479
+    1e6    0.05   - -> 4050        - -> 40.5      2.00       0       2832   (the process got 6% of a core: 7.6 s of
+                                                                    user CPU in all, setup included;
+                                                                    ``/usr/bin/time -v``: 2.90 GB, 3.93 before)
 """
 
 import os

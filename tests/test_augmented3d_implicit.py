@@ -10,6 +10,7 @@ from spatial_reference import random_spatial_tree
 
 import recursive_mbd as rm
 from recursive_mbd._kernels.augmented import implicit3d as kernels
+from recursive_mbd._kernels.spatial.layout import PARENT
 from recursive_mbd.dynamics import augmented3d
 from recursive_mbd.errors import ModelError, SimulationError
 from recursive_mbd.integrate import augmented3d_implicit
@@ -243,3 +244,68 @@ def test_a_long_chain_tilted_at_its_pin_converges_in_a_few_iterations_a_step():
     assert result.nsteps == 5 and result.newton_split_steps == 0
     assert result.newton_iterations <= 4 * result.nsteps
     assert result.constraint_drift.max() < 1e-12
+
+
+def _spherical_tree(seed, nbodies):
+    """A random tree of spherical joints (random joint frames, points, centres of mass and full inertias)."""
+    rng = np.random.default_rng(seed)
+    model = rm.Model3D(gravity=(0.3, -0.5, -9.81))
+    for body in random_spatial_tree(rng, nbodies):
+        body["joint"] = "spherical"
+        body.pop("axis", None)
+        model.add_body(**body)
+    model.compile()
+    return model, rng
+
+
+def test_the_fused_spherical_iteration_is_the_general_one_on_a_random_tree():
+    """On a tree of spherical joints an iteration is ``spherical_forward`` and the back-substitution (one pass
+    each way, the spherical joint's blocks written out): its residual, tau's power and its correction are those of
+    ``residual``, ``factor`` and ``solve`` at a state far from converged, to round-off."""
+    model, rng = _spherical_tree(81, 12)
+    parents = model.body_int[:, PARENT]
+    assert np.bincount(parents[parents >= 0]).max() > 1 and (parents == -1).sum() > 1  # branches, several roots
+    q = rm.integrate_configuration(model, model.neutral(), rng.normal(size=model.nv))
+    step = Step(model, q, rng.normal(size=model.nv), seed=2)
+    tau = 3.0 * rng.normal(size=model.nv)
+    vdot, lam = step.split(step.x0)
+    m, a = model, step.arrays
+    kernels.update_state(step.z, step.zb, step.acc, step.vdot0, step.coef, vdot, a.zp, a.zbp, a.zdp, a.tangent)
+    assert kernels.residual(m.body_int, m.body_real, m.gravity, step.starts, tau, a.zp, a.zdp, vdot, lam,
+                            step.coef[5], a.rb, a.rc, a.jc, a.jp, a.res, a.gam, a.power) == 0
+    expected_r, expected_power = np.concatenate((a.rb.ravel(), a.rc)), a.power[0]
+    assert kernels.factor(m.body_int, m.body_real, step.starts, a.zp, a.zbp, vdot, lam, a.rb, a.tangent, step.coef[5],
+                          step.coef[6], a.jc, a.jp, a.diag, a.api, a.lu, a.piv, a.wm) == 0
+    xb, xj = -a.rb, -a.rc
+    kernels.solve(m.body_int, step.starts, a.jp, a.api, a.diag, a.lu, a.piv, a.wm, xb, xj)
+    expected_x = np.concatenate((xb.ravel(), xj))
+    fused = augmented3d_implicit._Arrays(model, step.starts, fused=True)
+    info = np.zeros(4)
+    assert kernels.spherical_forward(m.body_int, m.body_real, m.gravity, step.starts, tau, a.zp, a.zbp, a.zdp, vdot,
+                                     lam, a.tangent, step.coef[5], step.coef[6], fused.rb, fused.rc, fused.diag,
+                                     fused.wm, fused.xb, fused.xj, fused.power, info) == 0
+    kernels._back_substitute(m.body_int, step.starts, fused.wm, fused.xb, fused.xj)
+    r = np.concatenate((fused.rb.ravel(), fused.rc))
+    x = np.concatenate((fused.xb.ravel(), fused.xj))
+    assert np.abs(expected_r).max() > 10.0 and np.abs(expected_x).max() > 1.0  # far from converged
+    np.testing.assert_allclose(r, expected_r, rtol=0, atol=1e-12 * np.abs(expected_r).max())
+    assert abs(fused.power[0] - expected_power) <= 1e-12 * abs(expected_power)
+    assert info[2] == np.abs(fused.rb).max() and fused.rb[int(info[3])].__abs__().max() == info[2]
+    np.testing.assert_allclose(x, expected_x, rtol=0, atol=1e-11 * np.abs(expected_x).max())
+
+
+def test_a_spherical_tree_runs_the_same_fused_or_not(monkeypatch):
+    """A run of a random tree of spherical joints with joint torques, by the fused iteration and by the general
+    kernels: the same Newton iterations, the same states to round-off, the same work of tau."""
+    model, rng = _spherical_tree(82, 10)
+    q0 = rm.integrate_configuration(model, model.neutral(), 0.3 * rng.normal(size=model.nv))
+    v0, tau = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    runs = []
+    for fused in (True, False):
+        monkeypatch.setattr(augmented3d_implicit, "FUSED_SPHERICAL", fused)
+        runs.append(rm.simulate(model, q0, v0, 0.1, method="generalized_alpha", formulation="augmented", dt=0.01,
+                                tau=tau))
+    assert runs[0].newton_iterations == runs[1].newton_iterations
+    np.testing.assert_allclose(runs[0].z[-1], runs[1].z[-1], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(runs[0].zd[-1], runs[1].zd[-1], rtol=0, atol=1e-11 * np.abs(runs[1].zd[-1]).max())
+    assert abs(runs[0].applied_work[-1] - runs[1].applied_work[-1]) <= 1e-12 * abs(runs[1].applied_work[-1])

@@ -68,6 +68,15 @@ for the structure); a spherical joint's block by its 3 x 3 blocks, its rows solv
 rows for the multipliers, leaving a 3 x 3 matrix inverted with partial pivoting (singular exactly when the block
 is: the same failures). Full Newton: the matrix at every iterate.
 
+A tree of spherical joints only (the long chains) takes an iteration in two passes over the bodies, not five
+(``kernels.spherical_forward``, ``FUSED_SPHERICAL``): leaves first, each body's residual (complete when the pass
+reaches it: its children came first), its local block built and eliminated, and its right-hand side eliminated into
+its parent's at once; then roots first the back-substitution. The matrix and the elimination are the ones above with
+the spherical joint's blocks written out: its rows are the joint frame's axes F (G^-1 = F, no inverse), its force
+has no moment about the joint point (the coupling blocks in closed form), and nothing of the factorisation is kept
+beyond K^-1 U (1.3 KB a body where the general kernels keep 1.9). Tested against the general kernels on random trees
+of spherical joints with joint torques (residual and correction to round-off; whole runs with the same iterations).
+
 First guess: lambda+ = lambda, and the vdot+ whose update moves every body on at the previous step's mean velocity,
 Delta = h (Delta_prev / h_prev) (the initial velocity before the first step; ``kernels.predict``), not the
 constant-acceleration guess vdot+ = vdot. Why: a short link under tension has a stiff, quasi-static rotation whose
@@ -119,9 +128,17 @@ matrix and its factorisation 0.72, the solve 0.08 at 1e4; 0.07, 0.19, 0.71, 0.10
 spherical joints' blocks were eliminated by 3 x 3 blocks (0.06, 0.17, 2.06, 0.58 at 1e4; best of 7 calls, run back to
 back at a load of 3), so the targets (1e5 links in 20 s, 1e6 in 60 s and under 4 GB: M-ABD's 0.84 us a link-step) are
 not met yet: the matrix's assembly (the geometric-stiffness and coupling blocks, 3 x 3 products in several passes
-over the arrays) is now the largest cost. The joint coordinates and the drift of the samples are compiled
-(``_kernels.augmented.recover3d``): they took 2.2 s a sample at N = 1e4 in Python (0.05 s of N = 1e4 at dt = 0.01 s:
-4.5 s before, 0.21 s now, at loads below 1 and of 3).
+over the arrays) was then the largest cost. The fused passes of a spherical tree (above) halve an iteration: CPU
+time a body of one iteration at N = 1e4 and 1e5, measured in one run (``benchmarks/implicit3d_phases.py``, the
+general kernels beside the fused ones, median of 5 interleaved rounds, load 20 on the 2 cores): 731 and 759 ns by
+the general kernels (update 42, residual 174, matrix and factorisation 449, solve 66 at 1e4), 340 and 343 ns fused
+(update 42, the forward pass 280, the back-substitution 17); whole runs of N = 1e4 over 0.5 s, one after the other
+in one process at a load of 6 (``--runs 0.5``): 2.62 us a link-step of wall time (1.74 of CPU) by the general
+kernels, 1.26 (0.83) fused, 2.00 iterations a step both, end states 1.7e-13 apart (velocities 6e-11). N = 1e6
+over 5 steps: 2.00 iterations a step, peak resident memory 2.90 GB (``/usr/bin/time -v``, warm cache), 3.93 GB
+before. The joint coordinates and the drift of the samples are compiled (``_kernels.augmented.recover3d``): they
+took 2.2 s a sample at N = 1e4 in Python (0.05 s of N = 1e4 at dt = 0.01 s: 4.5 s before, 0.21 s now, at loads
+below 1 and of 3).
 
 Scope: trees (loops: ModelError naming them), every joint type of the augmented formulation, gravity, tau
 constant; no force elements (ModelError naming them), tau functions, events or t_eval (ValueError). The result
@@ -150,33 +167,42 @@ from .result import SimulationResult
 
 # a step whose Newton iteration fails is split in halves, at most this many times (down to dt / 16)
 MAX_SPLITS = 4
+# a tree of spherical joints iterates by the fused passes of ``kernels.spherical_forward`` (False: the general kernels,
+# the same matrix and answers to round-off)
+FUSED_SPHERICAL = True
 
 
 class _Arrays:
     """The step's arrays of one model (its joints' rows start at ``starts``), allocated once a run: only what the
     solve needs is kept per body (the local blocks' factors, K^-1 U and the coupling rows), sized by the largest
-    joint (a chain of spherical joints: 1.9 KB a body)."""
+    joint (a chain of spherical joints: 1.9 KB a body). ``fused``: every joint is spherical and the iterations are
+    ``kernels.spherical_forward``'s (xb, xj its corrections; no local factors kept, 1.3 KB a body); else xb, xj
+    are empty and the iterations are ``kernels.residual``, ``factor`` and ``solve``'s."""
 
-    def __init__(self, model, starts):
+    def __init__(self, model, starts, fused=False):
         n = model.nbodies
         rows = max(int(np.diff(starts).max(initial=0)), 1)
         spherical = bool((model.body_int[:, SL.JTYPE] == SL.SPHERICAL).all())
+        if fused and not spherical:
+            raise ValueError("the fused iteration takes trees of spherical joints only")
+        kept = 0 if fused else n  # the local blocks' factors: the fused iteration keeps none
         self.zp, self.zbp, self.zdp = np.zeros((n, 7)), np.zeros((n, 6)), np.zeros((n, 6))
         self.tangent = np.zeros((n, 3, 3))
         self.rb, self.rc = np.zeros((n, 6)), np.zeros(int(starts[-1]))
         self.jc, self.jp = np.zeros((n, rows, 6)), np.zeros((n, rows, 6))
         self.res, self.gam = np.zeros((n, 6)), np.zeros((n, 6))
-        self.diag, self.api = np.zeros((n, 6, 6)), np.zeros((n, 3, 6))
+        self.diag, self.api = np.zeros((n, 6, 6)), np.zeros((kept, 3, 6))
         # a spherical joint's local block is kept as five 3 x 3 blocks, without pivots (``kernels.factor``)
-        self.lu = np.zeros((n, 5, 9)) if spherical else np.zeros((n, 12, 12))
-        self.piv = np.zeros((n, 1 if spherical else 12), dtype=np.int64)
+        self.lu = np.zeros((kept, 5, 9)) if spherical else np.zeros((kept, 12, 12))
+        self.piv = np.zeros((kept, 1 if spherical else 12), dtype=np.int64)
         self.wm = np.zeros((n, 6 + rows, 6))
+        self.xb, self.xj = (np.zeros((n, 6)), np.zeros(int(starts[-1]))) if fused else (np.zeros((0, 6)), np.zeros(0))
         self.power = np.zeros(1)
         self.info = np.zeros(4)
 
     def step_arrays(self):
         return (self.zp, self.zbp, self.zdp, self.tangent, self.rb, self.rc, self.jc, self.jp, self.res, self.gam,
-                self.diag, self.api, self.lu, self.piv, self.wm, self.power, self.info)
+                self.diag, self.api, self.lu, self.piv, self.wm, self.xb, self.xj, self.power, self.info)
 
 
 def check_model(model):
@@ -224,7 +250,7 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, every=
     vdot, zb = to_body_axes(z, vdot), to_body_axes(z, zd)
     acc = vdot.copy()
     starts = augmented3d.row_starts(model)
-    arrays = _Arrays(model, starts)
+    arrays = _Arrays(model, starts, fused=FUSED_SPHERICAL and bool((model.body_int[:, SL.JTYPE] == SL.SPHERICAL).all()))
     steps = _runs.fixed_step_count(t0, t_end, dt, max_steps)
     power = _power(model, starts, tau, z, zd, vdot, lam, arrays)
     stepper = _Stepper(model, starts, tau, (alpha_m, alpha_f, gamma, beta), newton_tol, max_newton,

@@ -39,6 +39,10 @@ rows giving the position, the force rows the multipliers, and only a 3 x 3 matri
 onto the constraints) inverted with partial pivoting; S is singular exactly when K_i is, so the same failures are
 found (its pivots tested against its own columns, the same PIVOT_RTOL). Only the blocks the solve reads are kept:
 G^-1, E, Hm, P, S^-1 (45 numbers, where the LU of K_i took 144; D11, D12 stay in D_i).
+
+A tree of spherical joints only (the long chains) iterates in two passes instead of five (``spherical_forward``, then
+``_back_substitute``): the residual, the matrix, its factorisation and the right-hand side's elimination leaves
+first in one pass, the same matrix and elimination with the spherical joint's blocks written out (its section).
 """
 
 import math
@@ -59,11 +63,13 @@ from ..spatial.layout import (
     MASS,
     PARENT,
     PLANAR,
+    PP,
     PRISMATIC,
     R0,
     REVOLUTE,
     SPHERICAL,
     UNIVERSAL,
+    VIDX,
 )
 from .spatial3d import (
     ROWS_PER_JOINT,
@@ -242,6 +248,16 @@ def end_step(zb0, coef, vdot0, vdot, acc, rate):
 
 # ---- residual ------------------------------------------------------------------------------------------------------
 
+@inline
+def _nonfinite_pose(zp):
+    """STATUS_NONFINITE_Q with the first body whose pose zp[i] (nbodies, 7) is not finite, else STATUS_OK."""
+    for i in range(zp.shape[0]):
+        for c in range(7):
+            if not math.isfinite(zp[i, c]):
+                return STATUS_NONFINITE_Q | (i << 4)
+    return STATUS_OK
+
+
 @njit
 def residual(body_int, body_real, gravity, row_start, tau, zp, zdp, vdot, lam, c_stiff, rb, rc, jc, jp, res, gam,
              power):
@@ -255,10 +271,10 @@ def residual(body_int, body_real, gravity, row_start, tau, zp, zdp, vdot, lam, c
     tau_power = 0.0
     load = np.empty((2, 6))
     block = np.empty((7, 6))
+    status = _nonfinite_pose(zp)
+    if status:
+        return status
     for i in range(n):
-        for c in range(7):
-            if not math.isfinite(zp[i, c]):
-                return STATUS_NONFINITE_Q | (i << 4)
         for c in range(6):
             rb[i, c] = 0.0
     for i in range(n - 1, -1, -1):
@@ -726,7 +742,13 @@ def solve(body_int, row_start, jp, api, diag, lu, piv, wm, xb, xj):
                 for k in range(m):
                     s += jp[i, k, r] * y[6 + k]
                 xb[p, r] -= s
-    for i in range(n):
+    _back_substitute(body_int, row_start, wm, xb, xj)
+
+
+@inline
+def _back_substitute(body_int, row_start, wm, xb, xj):
+    """The solve's second pass, roots first: y_i -= W_i x_p (wm[i] = W_i, y_i in xb[i] and xj at body i's rows)."""
+    for i in range(body_int.shape[0]):
         p = body_int[i, PARENT]
         if p < 0:
             continue
@@ -740,6 +762,196 @@ def solve(body_int, row_start, jp, api, diag, lu, piv, wm, xb, xj):
                 xb[i, r] -= s
             else:
                 xj[r0 + r - 6] -= s
+
+
+# ---- a tree of spherical joints: one iteration in two passes -------------------------------------------------------
+#
+# Specialised for speed (the long chains' joint): ``residual``, ``factor`` and ``solve``'s first pass in one pass
+# leaves first, the same matrix and elimination (``_spherical_factor``) with what a spherical joint makes of them
+# written out. Its rows are g_k = F e_k (F = R_p R0, orthonormal), so G = F^T and G^-1 = F (no inverse); with
+# rcb = child_point - com the joint point from the child's centre of mass in body axes (r_c = R rcb), f = F lam the
+# joint's force on the child (its moment r_c x f: the ``m_ang`` of ``factor`` is zero), Q = R^T R_p and T the
+# tangent maps: A_ii's turn block gains c_s [R^T f][rcb] T_i (R^T [a] R = [R^T a]), E = -R [rcb] T_i,
+# Hm = [rcb] R^T, A_ip = (-c_s [f] R_p T_p; -c_s [rcb][R^T f] Q T_p) on the parent's turn, jpb = (-F^T,
+# F^T [rho] R_p T_p), A_pi = c_s ([R_p^T f] R_p^T, -Q^T [R^T f][rcb] T_i) and jp^T = (-F; -R_p^T [rho] F), so that
+# F F^T = 1 leaves V W's force rows (y, -y') with y = D11 x1 + D12 x2 and no product by F. Every body's own
+# residual is complete when the pass reaches it (its children came first), so its right-hand side is eliminated
+# there too: the iteration reads each body's arrays twice (this pass and the back-substitution), not five times.
+
+@inline
+def _neg(a):
+    return (-a[0], -a[1], -a[2], -a[3], -a[4], -a[5], -a[6], -a[7], -a[8])
+
+
+@inline
+def _scale9(s, a):
+    return (s * a[0], s * a[1], s * a[2], s * a[3], s * a[4], s * a[5], s * a[6], s * a[7], s * a[8])
+
+
+@inline
+def _acc_block(out, i, r0, c0, s, a):
+    """out[i, r0:r0 + 3, c0:c0 + 3] + s a as a 9-tuple."""
+    return (out[i, r0, c0] + s * a[0], out[i, r0, c0 + 1] + s * a[1], out[i, r0, c0 + 2] + s * a[2],
+            out[i, r0 + 1, c0] + s * a[3], out[i, r0 + 1, c0 + 1] + s * a[4], out[i, r0 + 1, c0 + 2] + s * a[5],
+            out[i, r0 + 2, c0] + s * a[6], out[i, r0 + 2, c0 + 1] + s * a[7], out[i, r0 + 2, c0 + 2] + s * a[8])
+
+
+@njit
+def spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff,
+                      c_damp, rb, rc, diag, wm, xb, xj, power, info):
+    """One Newton iteration's first pass on a tree of spherical joints (every joint spherical; the section's
+    comment), leaves first: the step's residual at (zp, zbp, zdp, vdot, lam) into rb (nbodies, 6; moment rows in
+    body axes) and rc (rows), as ``residual``; the Newton matrix built and factorised, as ``factor`` (W_i into wm
+    (nbodies, 9, 6), diag (nbodies, 6, 6) scratch); and the right-hand side -(rb, rc) eliminated, as ``solve``'s
+    first pass: xb (nbodies, 6), xj (rows) hold y for ``_back_substitute``. power[0] receives tau's power at
+    (zp, zdp), info[2], info[3] the largest |rb| and its body. Returns the status (a non-finite state or a singular
+    local block: its body)."""
+    n = body_int.shape[0]
+    work = np.empty((3, 6))
+    status = _nonfinite_pose(zp)
+    if status:
+        return status
+    for i in range(n):
+        for r in range(6):
+            rb[i, r] = 0.0
+            xb[i, r] = 0.0
+            for c in range(6):
+                diag[i, r, c] = 0.0
+    has_tau = tau.shape[0] > 0
+    tau_power = 0.0
+    worst = 0.0
+    where = 0
+    one = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
+    for i in range(n - 1, -1, -1):
+        p = body_int[i, PARENT]
+        r0 = row_start[i]
+        rot, _ = _quaternion_matrix(zp, i)
+        rot_t = _tr(rot)
+        t_i = _tangent(tangent, i)
+        if p >= 0:
+            rot_p, _ = _quaternion_matrix(zp, p)
+            c_p = _vec(zp, p, 0)
+            arm_p = _mat_vec(rot_p, _sub(_vec(body_real, i, PP), _com(body_real, p)))
+        else:
+            rot_p = one
+            c_p = (0.0, 0.0, 0.0)
+            arm_p = _vec(body_real, i, PP)
+        frame = _mat_mat(rot_p, (body_real[i, R0], body_real[i, R0 + 1], body_real[i, R0 + 2], body_real[i, R0 + 3],
+                                 body_real[i, R0 + 4], body_real[i, R0 + 5], body_real[i, R0 + 6],
+                                 body_real[i, R0 + 7], body_real[i, R0 + 8]))
+        rcb = _sub(_vec(body_real, i, CP), _com(body_real, i))
+        r_c = _mat_vec(rot, rcb)
+        rho = _sub(_add(_vec(zp, i, 0), r_c), c_p)
+        f = _mat_vec(frame, (lam[r0], lam[r0 + 1], lam[r0 + 2]))
+        cres = _mat_t_vec(frame, _sub(rho, arm_p))  # C_k = g_k . d
+        # the residual: the joints' ground-axis moments on the body (its children's already in rb[i, 3:]), into body
+        # axes
+        moment = _add(_vec(rb, i, 3), _cross(r_c, f))
+        if has_tau:  # a moment R tau on the child, its opposite on the parent
+            k = body_int[i, VIDX]
+            turned = _mat_vec(rot, (tau[k], tau[k + 1], tau[k + 2]))
+            moment = _sub(moment, turned)
+            tau_power += _dot(turned, _vec(zdp, i, 3))
+            if p >= 0:
+                tau_power -= _dot(turned, _vec(zdp, p, 3))
+                for c in range(3):
+                    rb[p, 3 + c] += turned[c]
+        applied = _mat_vec(rot_t, moment)
+        mass = body_real[i, MASS]
+        inertia = (body_real[i, IC], body_real[i, IC + 3], body_real[i, IC + 4], body_real[i, IC + 3],
+                   body_real[i, IC + 1], body_real[i, IC + 5], body_real[i, IC + 4], body_real[i, IC + 5],
+                   body_real[i, IC + 2])
+        om = _vec(zbp, i, 3)
+        jom = _mat_vec(inertia, om)
+        spin = _add(_mat_vec(inertia, _vec(vdot, i, 3)), _cross(om, jom))
+        for c in range(3):
+            rb[i, c] += mass * (vdot[i, c] - gravity[c]) + f[c]
+            rb[i, 3 + c] = spin[c] + applied[c]
+            rc[r0 + c] = cres[c] / c_stiff
+        for c in range(6):
+            if not abs(rb[i, c]) <= worst:
+                worst = abs(rb[i, c])
+                where = i
+        if p >= 0:  # the joint's force on the parent: -f at the joint point
+            back = _cross(rho, f)
+            for c in range(3):
+                rb[p, c] -= f[c]
+                rb[p, 3 + c] -= back[c]
+        # the local block: D (its children's Schur terms already in diag[i]) and the spherical elimination
+        f_b = _mat_t_vec(rot, f)
+        s_rcb = _skew(rcb)
+        fr = _mm(_skew(f_b), s_rcb)  # [R^T f][rcb]
+        gyro_w = _lin(1.0, _mm(_skew(om), inertia), -1.0, _skew(jom))
+        d11 = _acc_block(diag, i, 0, 0, mass, one)
+        d12 = _block(diag, i, 0, 3)
+        d21 = _block(diag, i, 3, 0)
+        d22 = _acc_block(diag, i, 3, 3, 1.0, _lin(1.0, inertia, c_damp, gyro_w))
+        d22 = _lin(1.0, d22, c_stiff, _mm(_lin(1.0, _skew(applied), 1.0, fr), t_i))
+        e = _neg(_mm(rot, _mm(s_rcb, t_i)))
+        hm = _mm(s_rcb, rot_t)
+        pm = _lin(1.0, d21, -1.0, _mm(hm, d11))
+        s_inv, ok = _inverse3(_lin(1.0, _lin(1.0, d22, -1.0, _mm(hm, d12)), -1.0, _mm(pm, e)), work)
+        if not ok:
+            return STATUS_SINGULAR | (i << 4)
+        # y = K^-1 b, b = -(rb, rc) less the children's V y (in xb[i])
+        b1 = (-rb[i, 0] - xb[i, 0], -rb[i, 1] - xb[i, 1], -rb[i, 2] - xb[i, 2])
+        b2 = (-rb[i, 3] - xb[i, 3], -rb[i, 4] - xb[i, 4], -rb[i, 5] - xb[i, 5])
+        gb = _scale(-1.0 / c_stiff, _mat_vec(frame, cres))
+        x2 = _mat_vec(s_inv, _sub(_sub(b2, _mat_vec(hm, b1)), _mat_vec(pm, gb)))
+        x1 = _sub(gb, _mat_vec(e, x2))
+        yl = _sub(_sub(b1, _mat_vec(d11, x1)), _mat_vec(d12, x2))
+        ly = _mat_t_vec(frame, yl)
+        for c in range(3):
+            xb[i, c] = x1[c]
+            xb[i, 3 + c] = x2[c]
+            xj[r0 + c] = ly[c]
+        if p < 0:
+            continue
+        t_p = _mm(rot_p, _tangent(tangent, p))
+        rot_pt = _tr(rot_p)
+        f_p = _mat_t_vec(rot_p, f)
+        sf = _skew(f)
+        s_rho = _skew(rho)
+        q_t = _mm(rot_t, t_p)  # Q T_p
+        # U = [A_ip; jpb]: W's first three columns (the parent's position: jpb's -F^T, so G^-1 U = -1)
+        x2a = _mm(s_inv, pm)
+        x1a = _lin(-1.0, one, -1.0, _mm(e, x2a))
+        ya = _lin(1.0, _mm(d11, x1a), 1.0, _mm(d12, x2a))
+        la = _neg(_mm(_tr(frame), ya))
+        # the last three (the parent's turn)
+        u1 = _scale9(-c_stiff, _mm(sf, t_p))
+        u2 = _scale9(-c_stiff, _mm(_mm(s_rcb, _skew(f_b)), q_t))
+        gu = _mm(s_rho, t_p)
+        x2b = _mm(s_inv, _lin(1.0, _lin(1.0, u2, -1.0, _mm(hm, u1)), -1.0, _mm(pm, gu)))
+        x1b = _lin(1.0, gu, -1.0, _mm(e, x2b))
+        yb = _lin(1.0, u1, -1.0, _lin(1.0, _mm(d11, x1b), 1.0, _mm(d12, x2b)))
+        lb = _mm(_tr(frame), yb)
+        _put_block(wm, i, 0, 0, x1a)
+        _put_block(wm, i, 3, 0, x2a)
+        _put_block(wm, i, 6, 0, la)
+        _put_block(wm, i, 0, 3, x1b)
+        _put_block(wm, i, 3, 3, x2b)
+        _put_block(wm, i, 6, 3, lb)
+        # the parent's D: the joint's stiffness on it less V W (V = [A_pi, jp^T], A_pi's force rows zero)
+        a1 = _scale9(c_stiff, _mm(_skew(f_p), rot_pt))
+        a2 = _scale9(-c_stiff, _mm(_tr(_mm(rot_t, rot_p)), _mm(fr, t_i)))
+        arm = _mm(rot_pt, s_rho)  # R_p^T [rho]
+        _put(diag, p, 0, 0, -1.0, ya)
+        _put(diag, p, 0, 3, 1.0, _lin(c_stiff, _mm(sf, t_p), 1.0, yb))
+        _put(diag, p, 3, 0, -1.0, _lin(1.0, _lin(c_stiff, _mm(_skew(f_p), rot_pt), 1.0, _mm(a1, x1a)), 1.0,
+                                       _lin(1.0, _mm(a2, x2a), 1.0, _mm(arm, ya))))
+        _put(diag, p, 3, 3, 1.0, _lin(1.0, _lin(c_stiff, _mm(_mm(_skew(_mat_t_vec(rot_p, rho)), _skew(f_p)),
+                                                              _tangent(tangent, p)), -1.0, _mm(a1, x1b)),
+                                      -1.0, _lin(1.0, _mm(a2, x2b), -1.0, _mm(arm, yb))))
+        # the parent's right-hand side less V y
+        vy = _add(_add(_mat_vec(a1, x1), _mat_vec(a2, x2)), _scale(-1.0, _mat_vec(arm, yl)))
+        for c in range(3):
+            xb[p, c] -= yl[c]
+            xb[p, 3 + c] += vy[c]
+    power[0] = tau_power
+    info[2] = worst
+    info[3] = where
+    return STATUS_OK
 
 
 # ---- one step ------------------------------------------------------------------------------------------------------
@@ -798,9 +1010,40 @@ def correction_round_off(body_int, body_real, gravity, row_start, tau, z0, zb0, 
     return max(c_stiff, coef[6]) * size if math.isfinite(size) else 0.0
 
 
+
+@njit
+def spherical_round_off(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdot0, coef, gyration, vdot,
+                        lam, zp, zbp, zdp, tangent, rb, rc, diag, wm, xb, xj, power, info, probe_b, probe_c):
+    """``correction_round_off`` on a tree of spherical joints (``spherical_forward``): the corrections of the
+    iterate (vdot, lam) at the state changed by two units in its last place and at the state itself, each through
+    its own matrix (the same to round-off: the difference is the round-off of the right-hand side's), their
+    largest difference scaled as newton_step's correction. xb, xj are left with the iterate's correction, info as
+    it was; 0 where a residual is not finite."""
+    n = body_int.shape[0]
+    kept = (info[2], info[3])
+    update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
+    _round_off_state(zp, zdp)
+    status = spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, coef[5],
+                               coef[6], rb, rc, diag, wm, probe_b, probe_c, power, info)
+    _back_substitute(body_int, row_start, wm, probe_b, probe_c)
+    update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
+    status |= spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
+                                coef[5], coef[6], rb, rc, diag, wm, xb, xj, power, info)
+    _back_substitute(body_int, row_start, wm, xb, xj)
+    info[2], info[3] = kept
+    if status:
+        return 0.0
+    size = 0.0
+    for i in range(n):
+        for c in range(6):
+            size = max(size, abs(probe_b[i, c] - xb[i, c]) * (1.0 if c < 3 else gyration[i]))
+    return max(coef[5], coef[6]) * size if math.isfinite(size) else 0.0
+
+
 @njit
 def newton_step(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdot0, coef, gyration, tol, max_newton,
-                vdot, lam, zp, zbp, zdp, tangent, rb, rc, jc, jp, res, gam, diag, api, lu, piv, wm, power, info):
+                vdot, lam, zp, zbp, zdp, tangent, rb, rc, jc, jp, res, gam, diag, api, lu, piv, wm, xb, xj, power,
+                info):
     """Newton's iteration of one step from the first guess (vdot, lam), full Newton (the matrix at every iterate);
     on return vdot, lam and the new state (zp; zbp, zdp: omega in body and in ground axes) of the last iterate
     (velocities and accelerations zb0, acc0, vdot0, vdot with omega in body axes). The correction of the state is
@@ -811,51 +1054,63 @@ def newton_step(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdo
     ROUND_OFF_MARGIN of the round-off measured at the iterate (``correction_round_off``, once a step, at the first
     stall above 100 tol: the floor of a long chain's sums). coef = (h, alpha_m,
     alpha_f, gamma, beta, c_stiff, c_damp). info receives (iterations, last correction, max |residual| of the last
-    iterate, its body). Returns the status (STATUS_NO_CONVERGENCE after max_newton iterations or at a non-finite
-    correction; a singular local block or a non-finite state: theirs); power[0] is tau's power at the last
+    iterate, its body). xb (nbodies, 6) and xj (rows) non-empty: every joint is spherical and an iteration is
+    ``spherical_forward`` and ``_back_substitute`` (jc, jp, res, gam, api, lu, piv unused); empty ((0, 6), (0,)):
+    ``residual``, ``factor``, ``solve``. Returns the status (STATUS_NO_CONVERGENCE after max_newton iterations or at
+    a non-finite correction; a singular local block or a non-finite state: theirs); power[0] is tau's power at the last
     residual's state."""
     n = body_int.shape[0]
     c_stiff = coef[5]
     c_damp = coef[6]
     scale = max(c_stiff, c_damp)
+    fused = xb.shape[0] > 0
     previous = np.inf
     info[0] = 0.0
     round_off = -1.0  # the correction's round-off at a stalled iterate; -1: not measured in this step
     probe_b, probe_c = np.empty((0, 6)), np.empty(0)
     for it in range(max_newton):
         update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
-        status = residual(body_int, body_real, gravity, row_start, tau, zp, zdp, vdot, lam, c_stiff, rb, rc, jc, jp,
-                          res, gam, power)
-        if status:
-            return status
-        worst = 0.0
-        where = 0
-        for i in range(n):
-            for c in range(6):
-                if not abs(rb[i, c]) <= worst:
-                    worst = abs(rb[i, c])
-                    where = i
-        info[2] = worst
-        info[3] = where
-        status = factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_stiff, c_damp, jc, jp,
-                        diag, api, lu, piv, wm)
-        if status:
-            return status
-        for i in range(n):
-            for c in range(6):
-                rb[i, c] = -rb[i, c]
-        for k in range(rc.shape[0]):
-            rc[k] = -rc[k]
-        solve(body_int, row_start, jp, api, diag, lu, piv, wm, rb, rc)
+        if fused:
+            status = spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
+                                       c_stiff, c_damp, rb, rc, diag, wm, xb, xj, power, info)
+            if status:
+                return status
+            _back_substitute(body_int, row_start, wm, xb, xj)
+            dx_b, dx_c = xb, xj
+        else:
+            status = residual(body_int, body_real, gravity, row_start, tau, zp, zdp, vdot, lam, c_stiff, rb, rc, jc,
+                              jp, res, gam, power)
+            if status:
+                return status
+            worst = 0.0
+            where = 0
+            for i in range(n):
+                for c in range(6):
+                    if not abs(rb[i, c]) <= worst:
+                        worst = abs(rb[i, c])
+                        where = i
+            info[2] = worst
+            info[3] = where
+            status = factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_stiff, c_damp, jc, jp,
+                            diag, api, lu, piv, wm)
+            if status:
+                return status
+            for i in range(n):
+                for c in range(6):
+                    rb[i, c] = -rb[i, c]
+            for k in range(rc.shape[0]):
+                rc[k] = -rc[k]
+            solve(body_int, row_start, jp, api, diag, lu, piv, wm, rb, rc)
+            dx_b, dx_c = rb, rc
         correction = 0.0
         for i in range(n):
             for c in range(6):
-                vdot[i, c] += rb[i, c]
-                size = abs(rb[i, c]) * (1.0 if c < 3 else gyration[i])
+                vdot[i, c] += dx_b[i, c]
+                size = abs(dx_b[i, c]) * (1.0 if c < 3 else gyration[i])
                 if not size <= correction:
                     correction = size
         for k in range(rc.shape[0]):
-            lam[k] += rc[k]
+            lam[k] += dx_c[k]
         correction *= scale
         info[0] = it + 1
         info[1] = correction
@@ -866,9 +1121,14 @@ def newton_step(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdo
         if stalled and correction > 100.0 * tol and round_off < 0.0:  # measured once a step, only where stalled
             if probe_b.shape[0] != n:
                 probe_b, probe_c = np.empty((n, 6)), np.empty(rc.shape[0])
-            round_off = correction_round_off(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdot0, coef,
-                                             gyration, vdot, lam, zp, zbp, zdp, tangent, rb, rc, jc, jp, res, gam,
-                                             api, diag, lu, piv, wm, power, probe_b, probe_c)
+            if fused:
+                round_off = spherical_round_off(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdot0,
+                                                coef, gyration, vdot, lam, zp, zbp, zdp, tangent, rb, rc, diag, wm, xb,
+                                                xj, power, info, probe_b, probe_c)
+            else:
+                round_off = correction_round_off(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdot0,
+                                                 coef, gyration, vdot, lam, zp, zbp, zdp, tangent, rb, rc, jc, jp, res,
+                                                 gam, api, diag, lu, piv, wm, power, probe_b, probe_c)
         if (correction <= tol or (it > 0 and theta < 1.0 and theta / (1.0 - theta) * correction <= tol)
                 or (stalled and (correction <= 100.0 * tol or correction <= tol + ROUND_OFF_MARGIN * round_off))):
             update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
