@@ -34,11 +34,14 @@ The time loops' evaluations and projections read J, the responses and J M^-1 J^T
 (``loop_pattern``), which the tree and the loops fix: row r of J lives on the joints of the paths of its loop's two
 bodies to the ground, its response M^-1 J_r^T on the subtrees hung from the ground that hold them, and J M^-1 J^T
 inside the envelope of the rows that share such a subtree (``gram_envelope``; the solves read that envelope only).
-J and the responses keep their dense (m, nq) arrays, but only those entries are written and read: O(N + entries +
-m b^2) an evaluation for an envelope of width b, linear in n for a row of n parallelograms (3 entries of J, 4 of
-the responses a row, b = 3). A tree whose loops all reach one subtree (a ladder between two hanging chains) has
-full responses and a full envelope: the same work as dense arrays, O(N m + m^3). The change point's search for the
-branch (QR or SVD of J, the projector's eigen-decomposition on the normal route) is still dense.
+That structure (with the colours of the response passes, the pairs of rows that meet in J M^-1 J^T and J's rows by
+column) is built once per model and passed to the kernels (the ``pattern`` argument). J and the responses keep
+their dense (m, nq) arrays, but only those entries are written and read: O(N + entries + m b^2) an evaluation for
+an envelope of width b, linear in n for a row of n parallelograms (3 entries of J, 4 of the responses a row,
+b = 3); so are the change point's J J^T products (``normal_matrix``). A tree whose loops all reach one subtree (a
+ladder between two hanging chains) has full responses and a full envelope: the same work as dense arrays, O(N m +
+m^3). The normal route of the change point's search for the branch (QR or SVD of J, the projector's
+eigen-decomposition) is still dense.
 """
 
 import math
@@ -428,14 +431,6 @@ def _columns_of(start, cols, ncols):
             rows[fill[cols[at]]] = r
             fill[cols[at]] += 1
     return col_start, rows
-
-
-@njit
-def _column_rows(jac):
-    """(start (nq + 1,), rows): the rows r with jac[r, k] != 0 of each column k, rows[start[k]:start[k + 1]] in
-    increasing order (J's sparsity by columns: a loop row touches the joints on the paths of its two bodies)."""
-    start, cols = _row_nonzeros(jac)
-    return _columns_of(start, cols, jac.shape[1])
 
 
 @njit
@@ -1294,13 +1289,24 @@ def branch_basis(rows, rank, qd, speed, step, normals, curvature):
 
 
 @njit
-def normal_matrix(jac, out):
-    """out = J J^T (m, m) from the nonzero entries of each column of J: O(m nq) for the sparsity and the sum of
-    the squared column counts for the products (bounded counts in a row of loops) instead of O(m^2 nq); each
-    entry's sum in column order, the dense product's."""
+def normal_matrix(jac, pattern, out, first):
+    """out = J J^T (m, m) inside its envelope first (m,), on the loops' structure (``loop_pattern``: J's rows by
+    column): each entry's sum over the shared columns in column order, the dense product's, O(entries + the sum
+    of the squared column counts) (bounded counts in a row of loops) instead of O(m^2 nq); out is set inside the
+    envelope only (zero there outside the products) and first is the dense matrix's (``_envelope_first``: the first
+    nonzero entry of each row), found from the structure's envelope in O(m b)."""
     m = jac.shape[0]
-    start, rows = _column_rows(jac)
-    out[:, :] = 0.0
+    start, rows = pattern[12], pattern[13]
+    jac_start, jac_cols = pattern[0], pattern[1]
+    for r in range(m):  # the structure's envelope: the first row that shares a column with row r
+        f = r
+        for at in range(jac_start[r], jac_start[r + 1]):
+            k = jac_cols[at]
+            if start[k + 1] > start[k]:
+                f = min(f, rows[start[k]])
+        first[r] = f
+        for s in range(f, r + 1):
+            out[r, s] = 0.0
     for k in range(jac.shape[1]):
         for at in range(start[k], start[k + 1]):
             r = rows[at]
@@ -1308,8 +1314,10 @@ def normal_matrix(jac, out):
             for at_s in range(start[k], at + 1):
                 out[r, rows[at_s]] += v * jac[rows[at_s], k]
     for r in range(m):
-        for s in range(r):
+        for s in range(first[r], r):
             out[s, r] = out[r, s]
+        while first[r] < r and out[r, first[r]] == 0.0:  # the first nonzero entry, as a scan of the row finds it
+            first[r] += 1
 
 
 # A seed of ``_tangent_basis`` whose part in the null space (after the directions found) is below this fraction of
@@ -1343,23 +1351,23 @@ def _append_unit(basis, count, v, minimum):
 
 
 @njit
-def _tangent_basis(jac, qd, speed, tangents):
+def _tangent_basis(jac, pattern, qd, speed, tangents):
     """tangents (size, nq): an orthonormal basis of the null space of a J (m, nq) of full row rank m = nq - size,
     from the direction of qd (a motion along the branch: nearly tangent) and then the coordinate axes, each
     projected onto the null space twice, v - J^T (J J^T)^-1 J v (J J^T by ``normal_matrix`` and its envelope
-    Cholesky factor, sparse products with J), and orthogonalised against the directions found. False when J J^T is
-    not positive definite or the axes give fewer than size independent directions (then the normal route)."""
+    Cholesky factor, products with J on the loops' structure), and orthogonalised against the directions found.
+    False when J J^T is not positive definite or the axes give fewer than size independent directions (then the
+    normal route)."""
     m = jac.shape[0]
     nq = jac.shape[1]
     size = tangents.shape[0]
     gram = np.empty((m, m))
-    normal_matrix(jac, gram)
-    low = np.empty((m, m))
     first = np.empty(m, dtype=np.int64)
-    _envelope_first(gram, first)
+    normal_matrix(jac, pattern, gram, first)
+    low = np.empty((m, m))
     if not _envelope_cholesky(gram, low, first):
         return False
-    start, rows = _column_rows(jac)
+    start, rows = pattern[12], pattern[13]
     v = np.empty(nq)
     w = np.empty(m)
     y = np.empty(m)
@@ -1583,7 +1591,7 @@ def _branch_search(body_int, body_real, loop_int, loop_real, pattern, q, qd, ws,
                     if rows.shape[1] != size:
                         rows = np.zeros((npts, size, nq))
                 if tangent:
-                    if not _tangent_basis(jac, qd, speed, rows[j]):
+                    if not _tangent_basis(jac, pattern, qd, speed, rows[j]):
                         settled = False
                         break
                 elif rank == m:  # J's row space: an orthonormal basis by QR where J has full row rank, else its SVD
@@ -1636,24 +1644,29 @@ def _branch_at(body_int, body_real, loop_int, loop_real, pattern, q, qd, ws, com
 
 
 @njit
-def _fitted_multipliers(jac, force, rcond, lam):
+def _fitted_multipliers(jac, pattern, force, rcond, lam):
     """lam: the loop multipliers that best produce the generalised constraint force, J^T lam ~ force (the filtered
-    solve of (J J^T) lam = J force, ``normal_matrix``, ``banded_filtered_solve``); False when it overflowed."""
+    solve of (J J^T) lam = J force, ``normal_matrix``, ``banded_filtered_solve``; J on the loops' structure,
+    ``loop_pattern``); False when it overflowed."""
     m = jac.shape[0]
     normal = np.empty((m, m))
+    first = np.empty(m, dtype=np.int64)
     fit = np.empty(m)
-    matrix_times(jac, force, fit)
-    normal_matrix(jac, normal)
+    pattern_times(jac, pattern[0], pattern[1], force, fit)
+    normal_matrix(jac, pattern, normal, first)
     finite = True
     for r in range(m):
         finite = finite and math.isfinite(fit[r])
-    if finite and banded_filtered_solve(normal, fit, rcond, lam, 0.0):
+    if finite and banded_filtered_solve_envelope(normal, first, fit, rcond, lam, 0.0):
         return True
+    last = np.empty(m, dtype=np.int64)
+    envelope_last(first, last)
+    zero_outside_envelope(normal, first, last)
     return filtered_solve(normal, fit, rcond, lam) >= 0
 
 
 @njit
-def _tangent_branch_dynamics(body_int, body_real, q, qd, ws, qdd, jac, zeros, stab, rcond, lam, tangent,
+def _tangent_branch_dynamics(body_int, body_real, q, qd, ws, qdd, jac, pattern, zeros, stab, rcond, lam, tangent,
                              normal_accel):
     """``branch_dynamics`` on the tangent route: qdd0 (in qdd) -> qdd = a + T^T coef with a = N^T c' the
     branch's normal acceleration (c' = c - 2 alpha N qd, Baumgarte's velocity term) and coef from the tangential
@@ -1691,7 +1704,7 @@ def _tangent_branch_dynamics(body_int, body_real, q, qd, ws, qdd, jac, zeros, st
             v += coef[t] * tangent[t, k]
             force[k] -= coef[t] * mass_tangent[t, k]
         qdd[k] = v
-    if not _fitted_multipliers(jac, force, rcond, lam):
+    if not _fitted_multipliers(jac, pattern, force, rcond, lam):
         return STATUS_NONFINITE_STATE
     return STATUS_OK
 
@@ -1713,8 +1726,8 @@ def branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, pattern, 
     if status != STATUS_OK:
         return status, True
     if tangent:
-        return _tangent_branch_dynamics(body_int, body_real, q, qd, ws, qdd, jac, zeros, stab, rcond, lam, basis,
-                                        vector), True
+        return _tangent_branch_dynamics(body_int, body_real, q, qd, ws, qdd, jac, pattern, zeros, stab, rcond, lam,
+                                        basis, vector), True
     rows = basis[:rank]
     curvature = vector
     status = constraint_responses(body_int, body_real, q, rows, no_driven, ws, resp[:rank], np.zeros((rank, 0)),
@@ -1740,7 +1753,7 @@ def branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, pattern, 
         for k in range(nq):
             qdd[k] -= mu[t] * resp[t, k]
             force[k] += mu[t] * rows[t, k]
-    if not _fitted_multipliers(jac, force, rcond, lam):
+    if not _fitted_multipliers(jac, pattern, force, rcond, lam):
         return STATUS_NONFINITE_STATE, True
     return STATUS_OK, True
 
