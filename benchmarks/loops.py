@@ -45,9 +45,10 @@ def main(sizes=(1000, 10_000, 100_000)):
 
         def kernel(model=model, q=q, qd=qd, ws=ws, lw=lw, qdd=qdd):
             kernels.constrained_dynamics(
-                model.body_int, model.body_real, model.gravity, model.loop_int, model.loop_real, q, qd, ws.zeros,
-                ws.no_wrench, ws.no_driven, ws.ws, ws.com, lw.acc, qdd, ws.no_drive, lw.phi, lw.phid, lw.jac,
-                lw.gamma, lw.weights, lw.resp, lw.no_resp_drive, ws.zeros, lw.stab, FILTER_RCOND, lw.lam, lw.info,
+                model.body_int, model.body_real, model.gravity, model.loop_int, model.loop_real, lw.pattern, q, qd,
+                ws.zeros, ws.no_wrench, ws.no_driven, ws.ws, ws.com, lw.acc, qdd, ws.no_drive, lw.phi, lw.phid,
+                lw.jac, lw.gamma, lw.weights, lw.resp, lw.no_resp_drive, ws.zeros, lw.stab, FILTER_RCOND, lw.lam,
+                lw.info,
                 (0.0, 0.0, 0.0))  # branch following off, as in rm.loop_dynamics
 
         t_tree = median_time(lambda tree=tree, q=q, qd=qd: rm.forward_dynamics(tree, q, qd))

@@ -2,6 +2,7 @@
 projection at fixed states, away from the change points and in their zone, against the row's length.
 
     python3 benchmarks/parallelogram_eval.py [--n 20 40 80 160] [--theta 1.0472 0.02 0.002] [--name NAME]
+                                             [--baseline DIR [--baseline-cache DIR]]
 
 A row of n parallelograms (tests/test_singular.py) at the crank angle theta [rad] (0: the change point, where every
 bar is collinear; 1.0472 is far from it, 0.02 and 0.002 lie in the change point's zone for the larger n), its
@@ -9,9 +10,13 @@ state closed on the loops by ``project``. Per n and theta, the median over 5 rou
 (``time.process_time``: the machine is shared, and wall time there measures the other processes) of the time
 loops' kernels: ``loops.constrained_dynamics`` (with the change-point treatment: in the zone it searches the
 branch), ``loops.project`` (positions by Gauss-Newton, then velocities), and, for scale, ``loop_constraints`` and the
-tree's ``forward_dynamics``; then the log-log slopes from the smallest to the largest n. Kernels only: the same
-calls run on the code before and after a change of the loop layer (PYTHONPATH). Writes
-benchmarks/results/NAME.json.
+tree's ``forward_dynamics``; then the log-log slopes from the smallest to the largest n. Kernels only.
+
+With --baseline DIR (a checkout of the code before a change of the loop layer) every (theta, n) is measured in two
+fresh processes, one importing recursive_mbd from DIR (its numba cache in --baseline-cache, when given) and one
+from this checkout, one after the other so that the machine's load hits both alike; the table then shows before,
+after and their ratio. The kernels' arguments follow the code: the loops' structure (``loop_pattern``) is passed
+where the loop workspace keeps one. Writes benchmarks/results/NAME.json.
 """
 
 import os
@@ -19,6 +24,8 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one BLAS thread, before numpy loads OpenBLAS
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -50,7 +57,10 @@ def measure(n, theta):
     nq = model.nq
     tau, wrench, qdd = np.zeros(nq), np.zeros((model.nbodies, 3)), np.zeros(nq)
     branch = (kernels.BRANCH_ZONE, 1e-12, POSITION_RCOND)  # the time loops' change-point treatment
+    # the loops' structure where the code keeps it once per model (the code before that built it in each call)
+    structure = (lw.pattern,) if hasattr(lw, "pattern") else ()
     loop_args = (model.body_int, model.body_real, model.loop_int, model.loop_real)
+    kernel_args = loop_args + structure
 
     state = (ws.ws, ws.com, lw.acc)  # the workspaces the kernels share
     rows = (lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights)
@@ -59,17 +69,54 @@ def measure(n, theta):
         kernels.loop_constraints(*loop_args, q, qd, *state, *rows)
 
     def tree():
-        forward_dynamics(model.body_int, model.body_real, model.gravity, q, qd, tau, wrench, ws.no_driven, ws.ws, qdd,
-                         ws.no_drive)
+        forward_dynamics(
+            model.body_int, model.body_real, model.gravity, q, qd, tau, wrench, ws.no_driven, ws.ws, qdd, ws.no_drive
+        )
 
     def dynamics():
-        kernels.constrained_dynamics(model.body_int, model.body_real, model.gravity, *loop_args[2:], q, qd, tau, wrench,
-                                     ws.no_driven, *state, qdd, ws.no_drive, *rows, lw.resp, lw.no_resp_drive, ws.zeros,
-                                     lw.stab, FILTER_RCOND, lw.lam, lw.info, branch)
+        kernels.constrained_dynamics(
+            model.body_int,
+            model.body_real,
+            model.gravity,
+            *kernel_args[2:],
+            q,
+            qd,
+            tau,
+            wrench,
+            ws.no_driven,
+            *state,
+            qdd,
+            ws.no_drive,
+            *rows,
+            lw.resp,
+            lw.no_resp_drive,
+            ws.zeros,
+            lw.stab,
+            FILTER_RCOND,
+            lw.lam,
+            lw.info,
+            branch,
+        )
 
     def projection():
-        kernels.project(*loop_args, q.copy(), qd.copy(), ws.no_driven, *state, *rows, lw.resp, lw.no_resp_drive,
-                        ws.zeros, np.zeros(2), 1e-12, 20, POSITION_RCOND, FILTER_RCOND, 1e-9, branch)
+        kernels.project(
+            *kernel_args,
+            q.copy(),
+            qd.copy(),
+            ws.no_driven,
+            *state,
+            *rows,
+            lw.resp,
+            lw.no_resp_drive,
+            ws.zeros,
+            np.zeros(2),
+            1e-12,
+            20,
+            POSITION_RCOND,
+            FILTER_RCOND,
+            1e-9,
+            branch,
+        )
 
     return {
         "loop_constraints": cpu_per_call(constraints),
@@ -79,26 +126,64 @@ def measure(n, theta):
     }
 
 
-def main(sizes, thetas, name):
+def measure_in_process(n, theta, path, cache):
+    """``measure`` in a fresh process importing recursive_mbd from ``path`` (numba cache ``cache``, or the
+    environment's)."""
+    env = dict(os.environ, PYTHONPATH=str(path))
+    if cache:
+        env["RECURSIVE_MBD_CACHE_DIR"] = str(cache)
+    out = subprocess.run(
+        [sys.executable, __file__, "--worker", "--n", str(n), "--theta", str(theta)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return json.loads(out.splitlines()[-1])
+
+
+def main(sizes, thetas, name, baseline=None, baseline_cache=None):
+    here = Path(__file__).resolve().parent.parent
     runs = []
     for theta in thetas:
-        figures = {n: measure(n, theta) for n in sizes}
+        figures, before = {}, {}
         for n in sizes:
-            runs.append({"n": n, "theta": theta, **figures[n]})
+            if baseline:
+                before[n] = measure_in_process(n, theta, baseline, baseline_cache)
+                figures[n] = measure_in_process(n, theta, here, None)
+            else:
+                figures[n] = measure(n, theta)
+            runs.append(
+                {"n": n, "theta": theta, **figures[n], **{f"before_{k}": v for k, v in before.get(n, {}).items()}}
+            )
         keys = list(figures[sizes[0]])
         rows = []
         for key in keys:
             values = [figures[n][key] for n in sizes]
             slope = np.log(values[-1] / values[0]) / np.log(sizes[-1] / sizes[0]) if len(sizes) > 1 else np.nan
-            rows.append((key, *(f"{1e6 * v:.1f}" for v in values), f"{slope:.2f}"))
-        print(f"\ncrank angle {theta:g} rad: CPU microseconds per call (median of {ROUNDS} rounds)")
+            if baseline:
+                old = [before[n][key] for n in sizes]
+                slope_old = np.log(old[-1] / old[0]) / np.log(sizes[-1] / sizes[0]) if len(sizes) > 1 else np.nan
+                cells = (f"{1e6 * b:.1f} / {1e6 * a:.1f} ({a / b:.2f})" for b, a in zip(old, values, strict=True))
+                rows.append((key, *cells, f"{slope_old:.2f} / {slope:.2f}"))
+            else:
+                rows.append((key, *(f"{1e6 * v:.1f}" for v in values), f"{slope:.2f}"))
+        what = "before / after (after / before)" if baseline else "CPU microseconds"
+        print(f"\ncrank angle {theta:g} rad: CPU microseconds per call, {what} (median of {ROUNDS} rounds)")
         print_table(("kernel", *(f"n = {n}" for n in sizes), "slope"), rows)
-    print(f"wrote {write_json(name, {'rounds': ROUNDS, 'runs': runs})}")
+    payload = {"rounds": ROUNDS, "runs": runs, "baseline": str(baseline) if baseline else None}
+    print(f"wrote {write_json(name, payload)}")
 
 
 if __name__ == "__main__":
     parser = command_line(__doc__, "parallelogram_eval")
     parser.add_argument("--n", type=int, nargs="+", default=[20, 40, 80, 160])
     parser.add_argument("--theta", type=float, nargs="+", default=[1.0472, 0.02, 0.002])
+    parser.add_argument("--baseline", help="a checkout of the code before the change, measured alongside")
+    parser.add_argument("--baseline-cache", help="the numba cache folder of the baseline's processes")
+    parser.add_argument("--worker", action="store_true", help="internal: measure the first n and theta, print JSON")
     args = parser.parse_args()
-    main(args.n, args.theta, args.name)
+    if args.worker:
+        print(json.dumps(measure(args.n[0], args.theta[0])))
+    else:
+        main(args.n, args.theta, args.name, args.baseline, args.baseline_cache)

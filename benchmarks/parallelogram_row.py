@@ -9,7 +9,7 @@ A row of n parallelograms (tests/test_singular.py: n + 1 cranks of 1 m, 1 kg hin
 vertical at t = 0, tips at 1 m/s, gravity 9.81 m/s^2) simulated with projection onto the loops. The exact motion
 keeps every crank at one angle and one rate and the energy constant, and passes the collinear change points (the
 loop Jacobian loses n of its 2n rows there) about twice per revolution. Per n, route, method and tolerance
-rtol = atol (--tols; by default rm.simulate's own, rtol 1e-9 and atol 1e-12): wall time, steps and rejected
+rtol = atol (--tols; by default rm.simulate's own, rtol 1e-9 and atol 1e-12): wall and CPU time, steps and rejected
 steps per simulated second, function evaluations per step, the wall time per evaluation (ms/eval), the largest
 relative energy error, the largest crank-rate split max_k |qd_k - qd_0| over the samples (the accepted steps), and
 whether both are within 1e-6; then the log-log slopes of the wall time per simulated second and per evaluation
@@ -52,29 +52,33 @@ def measure(n, route, method, tol, t_end, max_wall):
     if method in ("dopri5", "dop853"):
         options.update(formulation=route, stabilization="projection")
     start = time.perf_counter()
+    cpu = time.process_time()
     try:
         res = rm.simulate(model, q0, qd0, t_end, method=method, max_wall_time=max_wall, **options)
     except rm.SimulationError as err:
         reached = float(err.result.t[-1]) if err.result is not None and err.result.t.size else 0.0
-        return {"error": str(err)[:300], "wall_s": time.perf_counter() - start, "t_reached": reached}
+        return {"error": str(err)[:300], "wall_s": time.perf_counter() - start, "cpu_s": time.process_time() - cpu,
+                "t_reached": reached}
     wall = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     kinetic, potential = res.energy()
     total = kinetic + potential
     cranks = slice(0, n + 1)
     split = np.abs(res.qd[:, cranks] - res.qd[:, :1]).max(axis=1)
     return {"energy_rel": float(np.abs(total / total[0] - 1.0).max()), "rate_split": float(split.max()),
             "angle_split": float(np.abs(res.q[:, cranks] - res.q[:, :1]).max()), "steps": int(res.nsteps),
-            "rejected": int(res.nrejected), "nfev": int(res.nfev), "wall_s": wall, "t_reached": t_end}
+            "rejected": int(res.nrejected), "nfev": int(res.nfev), "wall_s": wall, "cpu_s": cpu, "t_reached": t_end}
 
 
 def row_of(n, route, method, tol, fig, t_end):
     """The table row of one run."""
     label = "dt 1e-3" if method == "generalized_alpha" else "default" if tol is None else f"{tol:g}"
     if "error" in fig:
-        return (n, route, method, label, f"stopped at {fig['t_reached']:.3g} s", "", "", "", "", "", "",
-                f"{fig['wall_s']:.1f}")
+        return (n, route, method, label, f"stopped at {fig['t_reached']:.3g} s", f"{fig['cpu_s']:.1f} in all", "",
+                "", "", "", "", "", f"{fig['wall_s']:.1f}")
     ok = fig["energy_rel"] < 1e-6 and fig["rate_split"] < 1e-6
-    return (n, route, method, label, f"{fig['wall_s'] / t_end:.3g}", f"{fig['steps'] / t_end:.0f}",
+    return (n, route, method, label, f"{fig['wall_s'] / t_end:.3g}", f"{fig['cpu_s'] / t_end:.3g}",
+            f"{fig['steps'] / t_end:.0f}",
             f"{fig['rejected'] / t_end:.1f}", f"{fig['nfev'] / max(fig['steps'], 1):.1f}",
             f"{1e3 * fig['wall_s'] / max(fig['nfev'], 1):.3g}", f"{fig['energy_rel']:.1e}",
             f"{fig['rate_split']:.1e}", "yes" if ok else "NO")
@@ -138,10 +142,10 @@ def main(sizes=(5, 10, 20, 40, 80), t_end=20.0, routes=("recursive", "augmented"
             runs.append({"n": n, "route": route, "method": method, "tol": tol, "t_end": t_end, **fig})
             rows.append(row_of(n, route, method, tol, fig, t_end))
             print(f"  {rows[-1]}", flush=True)
-    print(f"\nrows of n parallelograms, {t_end:g} s simulated, projection; per simulated second "
-          "(machine shared: wall times are indicative)")
-    print_table(("n", "route", "method", "tol", "wall [s]", "steps", "rejected", "evals/step", "ms/eval",
-                 "max |dE/E|", "max split [rad/s]", "1e-6 met"), rows)
+    print(f"\nrows of n parallelograms, {t_end:g} s simulated, projection; per simulated second (machine shared: "
+          f"wall times are indicative, CPU times of this process less so; load {os.getloadavg()[0]:.1f} now)")
+    print_table(("n", "route", "method", "tol", "wall [s]", "CPU [s]", "steps", "rejected", "evals/step",
+                 "ms/eval", "max |dE/E|", "max split [rad/s]", "1e-6 met"), rows)
     growth = slopes(runs)
     if growth:
         print("\ngrowth with n (log-log slope from the smallest to the largest n)")

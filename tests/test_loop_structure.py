@@ -10,6 +10,7 @@ import pytest
 from test_singular import parallelograms
 
 import recursive_mbd as rm
+from recursive_mbd._kernels.layout import PARENT
 from recursive_mbd._kernels.planar import loops as kernels
 from recursive_mbd.analysis.models import _rod
 from recursive_mbd.dynamics.loops import FILTER_RCOND, POSITION_RCOND, loop_dynamics, loop_workspace, project
@@ -184,12 +185,106 @@ def test_a_row_is_banded_and_a_ladder_is_not(n):
     model, q, qd = parallelograms(n)
     model.compile()
     m, nq = model.nconstraints, model.nq
-    jac_start, _, resp_start, _, _, _, _ = kernels.loop_pattern(model.body_int, model.loop_int, m, nq)
+    jac_start, _, resp_start = kernels.loop_pattern(model.body_int, model.loop_int, m, nq)[:3]
     assert np.diff(jac_start).max() == 3 and np.diff(resp_start).max() == 4
     assert (np.arange(m) - _envelope(model, q, qd)).max() == 3
     model, q = ladder(n)
     model.compile()
     m, nq = model.nconstraints, model.nq
-    jac_start, _, resp_start, _, _, _, _ = kernels.loop_pattern(model.body_int, model.loop_int, m, nq)
+    jac_start, _, resp_start = kernels.loop_pattern(model.body_int, model.loop_int, m, nq)[:3]
     assert np.diff(resp_start).min() == 3 * n  # both chains' coordinates (the rungs hang from the left chain)
     assert not _envelope(model, q, np.zeros(nq)).any()
+
+
+def _serial_tree(n):
+    """A chain of n rods without loops (no loop rows: the empty structure)."""
+    model = rm.chains.serial_chain(n)
+    model.compile()
+    return model
+
+
+@pytest.mark.parametrize("case", ["row", "ladder", "tree"])
+def test_structure_is_built_once_and_equals_a_rebuilt_one(case):
+    """The loops' structure is built once per model, kept on its loop workspace and handed to the time loops'
+    systems (both formulations), and equals one rebuilt from the model (``loop_pattern``), entry by entry and type
+    by type (a model without loops gets the empty structure without the builder: the same dtypes and dimensions,
+    so the time loops compile one signature). Its parts against references built from their definitions: the
+    response passes' colours put every row in one pass and the rows of a pass on disjoint subtrees hung from the
+    ground; the pairs of rows that meet in J M^-1 J^T are those where one row's J columns meet the other's response
+    columns (sets), and the envelope is the first such row; J's rows by column are the transpose of its columns by
+    row."""
+    from recursive_mbd.dynamics.augmented import TimeLoop  # noqa: PLC0415
+    from recursive_mbd.dynamics.loops import loop_structure  # noqa: PLC0415
+    from recursive_mbd.integrate.runs import _Inputs, build_system  # noqa: PLC0415
+
+    if case == "tree":
+        model = _serial_tree(5)
+    else:
+        model = parallelograms(12)[0] if case == "row" else ladder(8)[0]
+        model.compile()
+    m, nq = model.nconstraints, model.nq
+    _, lw = loop_workspace(model)
+    pattern = lw.pattern
+    assert loop_workspace(model)[1].pattern is pattern  # kept, not rebuilt
+    rebuilt = kernels.loop_pattern(model.body_int, model.loop_int, m, nq)
+    assert len(pattern) == len(rebuilt) == 14
+    for kept, fresh in zip(pattern, rebuilt, strict=True):
+        assert kept.dtype == fresh.dtype == np.int64 and kept.ndim == fresh.ndim and kept.flags.c_contiguous
+        assert np.array_equal(kept, fresh)
+    assert all(np.array_equal(a, b) for a, b in zip(loop_structure(model), pattern, strict=True))
+    inputs = _Inputs(model, None, None)
+    assert build_system(model, inputs, "projection").loops[16] is pattern or m == 0
+    if m:
+        augmented = TimeLoop(model, inputs, stabilization="projection").system.loop_ws[9]
+        assert all(np.array_equal(a, b) for a, b in zip(augmented, pattern, strict=True))
+    jac_start, jac_cols, resp_start, resp_cols, row_bodies = pattern[:5]
+    colour_start, colour_rows, pair_start, pair_rows, first, jac_col_start, jac_col_rows = pattern[7:]
+    root = np.arange(model.nbodies)  # the body of each body's subtree that is hinged to the ground
+    for i in range(model.nbodies):
+        parent = model.body_int[i, PARENT]
+        root[i] = i if parent < 0 else root[parent]
+    assert sorted(colour_rows.tolist()) == list(range(m))
+    for c in range(colour_start.size - 1):
+        rows = colour_rows[colour_start[c] : colour_start[c + 1]]
+        assert np.all(np.diff(rows) > 0)
+        subtrees = [{root[b] for b in row_bodies[r] if b >= 0} for r in rows]
+        assert sum(len(t) for t in subtrees) == len(set().union(*subtrees))  # disjoint
+    for r in range(m):
+        meets = {
+            s
+            for s in range(r + 1)
+            if _columns(jac_start, jac_cols, r) & _columns(resp_start, resp_cols, s)
+            or _columns(jac_start, jac_cols, s) & _columns(resp_start, resp_cols, r)
+        }
+        assert set(pair_rows[pair_start[r] : pair_start[r + 1]].tolist()) == meets
+        assert first[r] == min(meets | {r})
+    for k in range(nq):
+        assert jac_col_rows[jac_col_start[k] : jac_col_start[k + 1]].tolist() == [
+            r for r in range(m) if k in _columns(jac_start, jac_cols, r)
+        ]
+
+
+@pytest.mark.parametrize("case", ["row", "row_near_change_point", "ladder"])
+def test_normal_matrix_on_the_structure_is_the_dense_product(case):
+    """J J^T of the change point's tangent basis and fitted multipliers, from J's rows by column (the stored
+    structure), against the dense product bit for bit inside the envelope it reports, and that envelope against
+    a scan of the dense product's rows (the first nonzero entry)."""
+    model, q, qd = _state(case)
+    _, lw, _ = _structure(model, q, qd)
+    m = model.nconstraints
+    jac = lw.jac.copy()
+    out = np.full((m, m), np.nan)
+    first = np.empty(m, dtype=np.int64)
+    kernels.normal_matrix(jac, lw.pattern, out, first)
+    dense = np.zeros((m, m))
+    for r in range(m):  # in column order, as the kernel sums
+        for s in range(r + 1):
+            v = 0.0
+            for k in range(model.nq):
+                v += jac[r, k] * jac[s, k]
+            dense[r, s] = dense[s, r] = v
+    for r in range(m):
+        nonzero = np.flatnonzero(dense[r, : r + 1])
+        assert first[r] == (nonzero[0] if nonzero.size else r)
+        assert np.array_equal(out[r, first[r] : r + 1], dense[r, first[r] : r + 1])
+        assert np.array_equal(out[first[r] : r + 1, r], dense[first[r] : r + 1, r])

@@ -104,8 +104,8 @@ def test_change_point_zone_is_banded_and_matches_the_dense_reference():
     qd = np.r_[np.ones(n + 1), -np.ones(n)]
     ws, lw = loop_workspace(model)
     q, qd, tau, wrench = loaded_state(model, ws, q, qd, None, 0.0)
-    args = (model.body_int, model.body_real, model.loop_int, model.loop_real, q, qd, ws.ws, ws.com, lw.acc, lw.phi,
-            lw.phid, lw.jac, lw.gamma, lw.weights, lw.resp, ws.zeros, lw.stab[2:4], 1e-12, POSITION_RCOND,
+    args = (model.body_int, model.body_real, model.loop_int, model.loop_real, lw.pattern, q, qd, ws.ws, ws.com, lw.acc,
+            lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights, lw.resp, ws.zeros, lw.stab[2:4], 1e-12, POSITION_RCOND,
             kernels.BRANCH_ZONE)
     normals = np.zeros((2 * n, 2 * n + 1))
     curvature = np.zeros(2 * n)
@@ -119,8 +119,8 @@ def test_change_point_zone_is_banded_and_matches_the_dense_reference():
     # the time loops' dynamics on the branch against M qdd + h = tau - N^T mu, N qdd = curvature, M dense
     qdd = np.zeros(model.nq)
     status = kernels.constrained_dynamics(
-        model.body_int, model.body_real, model.gravity, model.loop_int, model.loop_real, q, qd, tau, wrench,
-        ws.no_driven, ws.ws, ws.com, lw.acc, qdd, ws.no_drive, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
+        model.body_int, model.body_real, model.gravity, model.loop_int, model.loop_real, lw.pattern, q, qd, tau,
+        wrench, ws.no_driven, ws.ws, ws.com, lw.acc, qdd, ws.no_drive, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
         lw.resp, lw.no_resp_drive, ws.zeros, lw.stab, FILTER_RCOND, lw.lam, lw.info,
         (kernels.BRANCH_ZONE, 1e-12, POSITION_RCOND))
     assert status == 0 and lw.info[0] == np.linalg.matrix_rank(lw.jac, tol=1e-4)
@@ -294,8 +294,8 @@ def test_augmented_change_point_zone_is_the_recursive_layers(theta):
     q, qd, tau, wrench = loaded_state(model, ws, q, qd, None, 0.0)
     qdd = np.zeros(model.nq)
     status = kernels.constrained_dynamics(
-        model.body_int, model.body_real, model.gravity, model.loop_int, model.loop_real, q, qd, tau, wrench,
-        ws.no_driven, ws.ws, ws.com, lw.acc, qdd, ws.no_drive, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
+        model.body_int, model.body_real, model.gravity, model.loop_int, model.loop_real, lw.pattern, q, qd, tau,
+        wrench, ws.no_driven, ws.ws, ws.com, lw.acc, qdd, ws.no_drive, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
         lw.resp, lw.no_resp_drive, ws.zeros, lw.stab, FILTER_RCOND, lw.lam, lw.info,
         (kernels.BRANCH_ZONE, 1e-13, POSITION_RCOND))  # the augmented route's projection tolerance, 1e-13
     assert status == 0

@@ -46,7 +46,7 @@ from . import augmented3d
 from ._evaluation import _element_loads, as_vector
 from .augmented_tree import _as_absolute, _raise_tree, _tree_workspace, joint_row_starts
 from .kinematics import _com_state
-from .loops import FILTER_RCOND, POSITION_RCOND, RedundantConstraintWarning
+from .loops import FILTER_RCOND, POSITION_RCOND, RedundantConstraintWarning, loop_structure
 
 # relative singular-value cut-off of the auxiliary (loop, driver) multiplier solve of the tree solver, as the
 # recursive loop layer's: below it a row counts as redundant and the multipliers are the minimum-norm ones
@@ -794,7 +794,8 @@ class TimeLoop:
             np.zeros(int(row_start[-1]) + k), np.full((k, 2), -1, dtype=np.int64), np.zeros((k, 6)), np.zeros(k),
             np.zeros(k), np.zeros((n, 3)), np.zeros(int(row_start[-1])), np.zeros((k, k)), np.zeros(2, dtype=np.int64),
             (np.zeros((n, 3)), np.zeros(m), np.zeros(m), np.zeros((m, nq)), np.zeros(m), np.zeros((m, 6)),
-             np.zeros((m, nq)), np.zeros(nq), readonly_zeros(2)),  # no gravity: read-only as the model's
+             np.zeros((m, nq)), np.zeros(nq), readonly_zeros(2),
+             loop_structure(model)),  # no gravity: read-only as the model's
             np.array([1.0 if stabilization == "projection" else 0.0, projection_tol, 20.0, RCOND,
                       1.0 if joint_state else 0.0, 1.0 if joint_branch else 0.0, POSITION_RCOND, FILTER_RCOND]))
 

@@ -70,7 +70,8 @@ class LoopArrays:
 
 
 class LoopWorkspace(LoopArrays):
-    """Scratch arrays of the loop layer of one model (allocated once, reused)."""
+    """Scratch arrays of the loop layer of one model (allocated once, reused), and the loops' structure the kernels
+    read J, the responses and J M^-1 J^T through (``loop_structure``), built once here."""
 
     def __init__(self, model):
         super().__init__(model.nconstraints, model.nq, 6)
@@ -78,6 +79,22 @@ class LoopWorkspace(LoopArrays):
         self.no_resp_drive = np.zeros((model.nconstraints, 0))
         self.stab = np.zeros(4)  # alpha, beta, and the zero gravity of the response passes
         self.no_gravity = readonly_zeros(2)  # read-only as the model's gravity: the tree kernels compile once
+        self.pattern = loop_structure(model)
+
+
+def loop_structure(model):
+    """The structure of a compiled planar model's loop rows (``_kernels.planar.loops.loop_pattern``: the columns of
+    J and of the responses M^-1 J^T by rows and by columns, the colours of the response passes, the pairs of rows
+    that meet in J M^-1 J^T and its envelope), fixed by the tree and the loops: built once per model and passed to
+    the loop kernels. A model without loops gets the empty tuple of the same types without compiling the builder."""
+    m, nq = model.nconstraints, model.nq
+    if m:
+        return kernels.loop_pattern(model.body_int, model.loop_int, m, nq)
+    none = np.zeros(0, dtype=np.int64)
+    starts = np.zeros(1, dtype=np.int64)
+    columns = np.zeros(nq + 1, dtype=np.int64)
+    return (starts, none, starts, none, np.zeros((0, 2), dtype=np.int64), columns, none, starts, none, starts, none,
+            none, columns, none)
 
 
 def attach_loop_workspace(ws, model, make):
@@ -159,7 +176,8 @@ def loop_dynamics(model, q, qd, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method=
     if method == "recursive":
         qdd = np.zeros(model.nq)
         status = kernels.constrained_dynamics(
-            model.body_int, model.body_real, model.gravity, model.loop_int, model.loop_real, q, qd, tau, wrench,
+            model.body_int, model.body_real, model.gravity, model.loop_int, model.loop_real, lw.pattern, q, qd, tau,
+            wrench,
             ws.no_driven, ws.ws, ws.com, lw.acc, qdd, ws.no_drive, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
             lw.resp, lw.no_resp_drive, ws.zeros, lw.stab, FILTER_RCOND, lw.lam, lw.info, _NO_BRANCH)
         if status:
@@ -213,8 +231,8 @@ def project(model, q, qd, *, free=None, tol=1e-12, max_iter=20):
     max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
     driven = _held_joints(model, free)
     resp_drive = np.zeros((model.nconstraints, model.nq if driven.size else 0))
-    status, worst = kernels.project(model.body_int, model.body_real, model.loop_int, model.loop_real, q, qd,
-                                    driven, ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
+    status, worst = kernels.project(model.body_int, model.body_real, model.loop_int, model.loop_real, lw.pattern,
+                                    q, qd, driven, ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
                                     lw.resp, resp_drive, ws.zeros, lw.no_gravity, tol, int(max_iter),
                                     POSITION_RCOND, FILTER_RCOND, np.sqrt(tol), _NO_BRANCH)
     kind, index = L.decode_status(status)
@@ -238,8 +256,8 @@ def branch_normals(model, q, qd, *, tol=1e-12):
     qd = as_vector(model, qd, "qd")
     normals = np.zeros((model.nconstraints, model.nq))
     curvature = np.zeros(model.nconstraints)
-    status, rank = kernels.branch_normals(model.body_int, model.body_real, model.loop_int, model.loop_real, q, qd,
-                                          ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
+    status, rank = kernels.branch_normals(model.body_int, model.body_real, model.loop_int, model.loop_real, lw.pattern,
+                                          q, qd, ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
                                           lw.resp, ws.zeros, lw.no_gravity, float(tol), POSITION_RCOND,
                                           kernels.BRANCH_ZONE, normals, curvature)
     if status:

@@ -80,7 +80,7 @@ AugmentedSystem = namedtuple("AugmentedSystem", [
     "aux_body", "aux_coef", "aux_rhs", "aux_res", "xb", "xj", "schur", "info",
     # the recursive loop layer's arrays for the branch in joint coordinates (``_joint_branch_dynamics``): acc
     # (nbodies, 3), phi, phid (m,), jac (m, nq), gamma (m,), weights (m, 6), resp (m, nq), zeros (nq,), no gravity
-    # (2,), m the loops' rows
+    # (2,), the loops' structure (``loops.loop_pattern``, built once per model), m the loops' rows
     "loop_ws",
     # settings (8,) = (project: on, tol, max_iter, rcond of the auxiliary solve, joint state needed: 1/0, branch in
     # joint coordinates: 1/0, rcond of the joint-coordinate position closures, rcond of the loop multipliers
@@ -512,15 +512,15 @@ def _joint_branch_dynamics(system):
     multipliers; the joints' rows keep those of the filtered solve (the time loop reports the loops' only).
     Returns (status, done): done False where no branch could be told (the filtered solution stays)."""
     body_int = system.body_int
-    acc, phi, phid, jac, gamma, weights, resp, zeros, _ = system.loop_ws
+    acc, phi, phid, jac, gamma, weights, resp, zeros, _, pattern = system.loop_ws
     q, qd, _, _ = _joint_state(system)
     qdd = np.empty(q.shape[0])
     fitted = np.empty(phi.shape[0])
     settings = system.settings
-    status, done = branch_dynamics(body_int, system.body_real, system.gravity, system.loop_int,
-                                        system.loop_real, q, qd, system.tau, system.wrench, system.ws, system.com,
-                                        acc, qdd, phi, phid, jac, gamma, weights, resp, zeros, system.stab,
-                                        settings[7], fitted, (JOINT_BRANCH_ZONE, settings[1], settings[6]))
+    status, done = branch_dynamics(body_int, system.body_real, system.gravity, system.loop_int, system.loop_real,
+                                   pattern, q, qd, system.tau, system.wrench, system.ws, system.com, acc, qdd, phi,
+                                   phid, jac, gamma, weights, resp, zeros, system.stab, settings[7], fitted,
+                                   (JOINT_BRANCH_ZONE, settings[1], settings[6]))
     if status != STATUS_OK or not done:
         return status, done
     status = com_kinematics(body_int, system.body_real, q, qd, system.ws, system.com)  # pass 1 at (q, qd) again
@@ -556,9 +556,9 @@ def _joint_branch_velocity(system):
     for i in range(n):  # zd back: zdd is the correction
         for col in range(3):
             zd[i, col] -= zdd[i, col]
-    acc, phi, phid, jac, gamma, weights, resp, zeros, no_gravity = system.loop_ws
-    status, done = branch_velocity(body_int, system.body_real, system.loop_int, system.loop_real, q, qd, driven,
-                                   system.ws, system.com, acc, phi, phid, jac, gamma, weights, resp, resp_drive,
+    acc, phi, phid, jac, gamma, weights, resp, zeros, no_gravity, pattern = system.loop_ws
+    status, done = branch_velocity(body_int, system.body_real, system.loop_int, system.loop_real, pattern, q, qd,
+                                   driven, system.ws, system.com, acc, phi, phid, jac, gamma, weights, resp, resp_drive,
                                    zeros, no_gravity, system.settings[1], system.settings[6], JOINT_BRANCH_ZONE)
     if status != STATUS_OK or not done:
         return status, done

@@ -34,11 +34,14 @@ The time loops' evaluations and projections read J, the responses and J M^-1 J^T
 (``loop_pattern``), which the tree and the loops fix: row r of J lives on the joints of the paths of its loop's two
 bodies to the ground, its response M^-1 J_r^T on the subtrees hung from the ground that hold them, and J M^-1 J^T
 inside the envelope of the rows that share such a subtree (``gram_envelope``; the solves read that envelope only).
-J and the responses keep their dense (m, nq) arrays, but only those entries are written and read: O(N + entries +
-m b^2) an evaluation for an envelope of width b, linear in n for a row of n parallelograms (3 entries of J, 4 of
-the responses a row, b = 3). A tree whose loops all reach one subtree (a ladder between two hanging chains) has
-full responses and a full envelope: the same work as dense arrays, O(N m + m^3). The change point's search for the
-branch (QR or SVD of J, the projector's eigen-decomposition on the normal route) is still dense.
+That structure (with the colours of the response passes, the pairs of rows that meet in J M^-1 J^T and J's rows by
+column) is built once per model and passed to the kernels (the ``pattern`` argument). J and the responses keep
+their dense (m, nq) arrays, but only those entries are written and read: O(N + entries + m b^2) an evaluation for
+an envelope of width b, linear in n for a row of n parallelograms (3 entries of J, 4 of the responses a row,
+b = 3); so are the change point's J J^T products (``normal_matrix``). A tree whose loops all reach one subtree (a
+ladder between two hanging chains) has full responses and a full envelope: the same work as dense arrays, O(N m +
+m^3). The normal route of the change point's search for the branch (QR or SVD of J, the projector's
+eigen-decomposition) is still dense.
 """
 
 import math
@@ -431,14 +434,6 @@ def _columns_of(start, cols, ncols):
 
 
 @njit
-def _column_rows(jac):
-    """(start (nq + 1,), rows): the rows r with jac[r, k] != 0 of each column k, rows[start[k]:start[k + 1]] in
-    increasing order (J's sparsity by columns: a loop row touches the joints on the paths of its two bodies)."""
-    start, cols = _row_nonzeros(jac)
-    return _columns_of(start, cols, jac.shape[1])
-
-
-@njit
 def gram_matrix(jac, resp, gram):
     """gram = J M^-1 J^T (m, m) from the responses, symmetrised (it is symmetric positive semi-definite).
 
@@ -461,14 +456,32 @@ def _gram_pairs(jac, resp, jac_start, jac_cols, count, cols, gram, first):
     count; increasing), entries outside them zero; first[r] the first pair s <= r of row r (r where none), and
     G set to zero in row r's envelope [first[r], r] and its mirror before the pairs are written: G is complete
     inside the envelope ``first`` (O(m b) for a width b), untouched outside it."""
-    m = jac.shape[0]
-    nq = jac.shape[1]
+    pair_start, pair_rows = _meeting_rows(jac_start, jac_cols, count, cols, jac.shape[1], first)
+    _pair_products(jac, resp, count, cols, pair_start, pair_rows, first, gram)
+
+
+@njit
+def _meeting_rows(jac_start, jac_cols, count, cols, nq, first):
+    """(pair_start (m + 1,), pair_rows): the rows s <= r that meet row r, where J_r meets M^-1 J_s^T or M^-1 J_r^T
+    meets J_s (the columns of J by rows jac_cols, jac_start and of the responses cols, count; increasing),
+    pair_rows[pair_start[r]:pair_start[r + 1]] in the order they are found; first[r] the first of them (r where
+    none): the envelope of G = J M^-1 J^T. Fixed by the columns alone (``loop_pattern`` keeps it)."""
+    m = jac_start.shape[0] - 1
     resp_col_start, resp_col_rows = _columns_of(count, cols, nq)  # the rows s with resp[s, k] != 0, by column
     jac_col_start, jac_col_rows = _columns_of(jac_start, jac_cols, nq)
-    stamp = np.full(m, -1, dtype=np.int64)
-    pairs = np.empty(m, dtype=np.int64)
+    bound = 0  # at most one pair a (column, row) incidence, and r + 1 a row
     for r in range(m):
-        npairs = 0
+        incidences = 0
+        for at in range(jac_start[r], jac_start[r + 1]):
+            incidences += resp_col_start[jac_cols[at] + 1] - resp_col_start[jac_cols[at]]
+        for at in range(count[r], count[r + 1]):
+            incidences += jac_col_start[cols[at] + 1] - jac_col_start[cols[at]]
+        bound += min(incidences, r + 1)
+    stamp = np.full(m, -1, dtype=np.int64)
+    pair_start = np.zeros(m + 1, dtype=np.int64)
+    pair_rows = np.empty(bound, dtype=np.int64)
+    npairs = 0
+    for r in range(m):
         first[r] = r
         for at in range(jac_start[r], jac_start[r + 1]):  # J_r meets M^-1 J_s^T
             k = jac_cols[at]
@@ -476,7 +489,7 @@ def _gram_pairs(jac, resp, jac_start, jac_cols, count, cols, gram, first):
                 s = resp_col_rows[at_s]
                 if s <= r and stamp[s] != r:
                     stamp[s] = r
-                    pairs[npairs] = s
+                    pair_rows[npairs] = s
                     npairs += 1
                     first[r] = min(first[r], s)
         for at in range(count[r], count[r + 1]):  # M^-1 J_r^T meets J_s
@@ -485,14 +498,24 @@ def _gram_pairs(jac, resp, jac_start, jac_cols, count, cols, gram, first):
                 s = jac_col_rows[at_s]
                 if s <= r and stamp[s] != r:
                     stamp[s] = r
-                    pairs[npairs] = s
+                    pair_rows[npairs] = s
                     npairs += 1
                     first[r] = min(first[r], s)
+        pair_start[r + 1] = npairs
+    return pair_start, pair_rows[:npairs]
+
+
+@njit
+def _pair_products(jac, resp, count, cols, pair_start, pair_rows, first, gram):
+    """G[r, s] = G[s, r] = (J_r . M^-1 J_s^T + J_s . M^-1 J_r^T) / 2 for the pairs of ``_meeting_rows`` (the
+    responses' columns cols, count), G first set to zero in row r's envelope [first[r], r] and its mirror: O(m b +
+    the pairs' products), no allocation."""
+    for r in range(jac.shape[0]):
         for s in range(first[r], r + 1):  # no entry of column r is written before row r's turn
             gram[r, s] = 0.0
             gram[s, r] = 0.0
-        for p in range(npairs):
-            s = pairs[p]
+        for p in range(pair_start[r], pair_start[r + 1]):
+            s = pair_rows[p]
             g = 0.0
             for at in range(count[s], count[s + 1]):
                 g += jac[r, cols[at]] * resp[s, cols[at]]
@@ -544,14 +567,20 @@ def row_colours(body_int, row_bodies):
 @njit
 def loop_pattern(body_int, loop_int, m, nq):
     """The structure of the loop rows, fixed by the tree and the loops (not by the state): (jac_start (m + 1,),
-    jac_cols, resp_start (m + 1,), resp_cols, row_bodies (m, 2), resp_col_start (nq + 1,), resp_col_rows).
+    jac_cols, resp_start (m + 1,), resp_cols, row_bodies (m, 2), resp_col_start (nq + 1,), resp_col_rows,
+    colour_start, colour_rows, pair_start (m + 1,), pair_rows, first (m,), jac_col_start (nq + 1,), jac_col_rows).
     Row r of J can be nonzero only on the coordinates of the joints on the paths of its loop's two bodies to the
     ground, jac_cols[jac_start[r]:jac_start[r + 1]] (increasing), and its response M^-1 J_r^T only on the
     coordinates of the subtrees hung from the ground that hold those bodies (M is block diagonal over them),
     resp_cols[resp_start[r]:resp_start[r + 1]] (increasing); resp_col_rows[resp_col_start[k]:...] the rows whose
     responses reach coordinate k (increasing); row_bodies[r] the loop's bodies a, b (-1: the ground). O(N + the
     number of entries): a row of n parallelograms has 3 columns of J and 4 of its response a row, where the dense
-    (m, nq) arrays hold 2 n + 1."""
+    (m, nq) arrays hold 2 n + 1. Then, as fixed as those: the rows by colour of ``row_colours`` (rows on disjoint
+    subtrees share a response pass), colour_rows[colour_start[c]:colour_start[c + 1]] (increasing); the pairs of
+    rows s <= r that meet in J M^-1 J^T, pair_rows[pair_start[r]:pair_start[r + 1]] (``_meeting_rows``), and its
+    envelope first (m,); J's rows by column, jac_col_rows[jac_col_start[k]:jac_col_start[k + 1]] (increasing).
+    Built once per model (``recursive_mbd.dynamics.loops.LoopWorkspace``, the time loops' systems) and passed to
+    the kernels, which allocate none of it per evaluation."""
     nb = body_int.shape[0]
     nloops = loop_int.shape[0]
     root = np.empty(nb, dtype=np.int64)
@@ -630,7 +659,13 @@ def loop_pattern(body_int, loop_int, m, nq):
             resp_cols = np.empty(resp_at, dtype=np.int64)
             stamp[:] = -1
     resp_col_start, resp_col_rows = _columns_of(resp_start, resp_cols, nq)
-    return jac_start, jac_cols, resp_start, resp_cols, row_bodies, resp_col_start, resp_col_rows
+    colour, ncolours, _ = row_colours(body_int, row_bodies)
+    colour_start, colour_rows = _columns_of(np.arange(m + 1), colour, ncolours)
+    first = np.empty(m, dtype=np.int64)
+    pair_start, pair_rows = _meeting_rows(jac_start, jac_cols, resp_start, resp_cols, nq, first)
+    jac_col_start, jac_col_rows = _columns_of(jac_start, jac_cols, nq)
+    return (jac_start, jac_cols, resp_start, resp_cols, row_bodies, resp_col_start, resp_col_rows, colour_start,
+            colour_rows, pair_start, pair_rows, first, jac_col_start, jac_col_rows)
 
 
 @njit
@@ -638,39 +673,38 @@ def gram_envelope(jac, resp, pattern, gram, first):
     """G = J M^-1 J^T (``gram_matrix``) inside its envelope first (m,), from the loops' structure
     (``loop_pattern``): O(m b + the pairs' products) for a width b, G untouched outside the envelope, which the
     envelope solves (``_zone_solve``, ``_closure_solve``) do not read; the same numbers as ``gram_matrix``."""
-    jac_start, jac_cols, resp_start, resp_cols = pattern[0], pattern[1], pattern[2], pattern[3]
-    _gram_pairs(jac, resp, jac_start, jac_cols, resp_start, resp_cols, gram, first)
+    copy_into(first, pattern[11], 0)
+    _pair_products(jac, resp, pattern[2], pattern[3], pattern[9], pattern[10], first, gram)
 
 
 @njit
 def loop_responses(body_int, body_real, q, jac, pattern, ws, resp, zeros, no_gravity):
     """``constraint_responses`` without driven joints on the loops' structure (``loop_pattern``): resp[r] =
     M^-1 J_r^T on row r's response columns, one recursive pass a colour of rows on disjoint subtrees
-    (``row_colours``), O(colours N + entries) against the dense arrays' O(m nq). Entries of resp outside a row's
-    response columns are left as they are (readers take the columns of ``loop_pattern``). Returns the status."""
-    jac_start, jac_cols, resp_start, resp_cols, row_bodies = pattern[0], pattern[1], pattern[2], pattern[3], pattern[4]
-    m = jac.shape[0]
-    colour, ncolours, _ = row_colours(body_int, row_bodies)
+    (``row_colours``, kept in the pattern), O(colours N + entries) against the dense arrays' O(m nq). Entries of
+    resp outside a row's response columns are left as they are (readers take the columns of ``loop_pattern``).
+    Returns the status."""
+    jac_start, jac_cols, resp_start, resp_cols = pattern[0], pattern[1], pattern[2], pattern[3]
+    colour_start, colour_rows = pattern[7], pattern[8]
     force = np.zeros(jac.shape[1])
     no_driven = np.zeros(0, dtype=np.uint8)
-    for c in range(ncolours):
-        first = -1
-        for r in range(m):
-            if colour[r] == c:
-                first = r if first < 0 else first
-                for at in range(jac_start[r], jac_start[r + 1]):
-                    force[jac_cols[at]] = jac[r, jac_cols[at]]
+    for c in range(colour_start.shape[0] - 1):
+        first = colour_rows[colour_start[c]]
+        for at_r in range(colour_start[c], colour_start[c + 1]):
+            r = colour_rows[at_r]
+            for at in range(jac_start[r], jac_start[r + 1]):
+                force[jac_cols[at]] = jac[r, jac_cols[at]]
         status = forward_dynamics(body_int, body_real, no_gravity, q, zeros, force, resp[:0], no_driven, ws,
                                   resp[first], resp[0, :0])
         if status != STATUS_OK:
             return status
-        for r in range(first, m):  # the other rows of the colour take their subtrees' accelerations
-            if colour[r] == c:
-                for at in range(jac_start[r], jac_start[r + 1]):
-                    force[jac_cols[at]] = 0.0
-                if r > first:
-                    for at in range(resp_start[r], resp_start[r + 1]):
-                        resp[r, resp_cols[at]] = resp[first, resp_cols[at]]
+        for at_r in range(colour_start[c], colour_start[c + 1]):  # the other rows take their subtrees' accelerations
+            r = colour_rows[at_r]
+            for at in range(jac_start[r], jac_start[r + 1]):
+                force[jac_cols[at]] = 0.0
+            if r > first:
+                for at in range(resp_start[r], resp_start[r + 1]):
+                    resp[r, resp_cols[at]] = resp[first, resp_cols[at]]
     return STATUS_OK
 
 
@@ -1255,13 +1289,24 @@ def branch_basis(rows, rank, qd, speed, step, normals, curvature):
 
 
 @njit
-def normal_matrix(jac, out):
-    """out = J J^T (m, m) from the nonzero entries of each column of J: O(m nq) for the sparsity and the sum of
-    the squared column counts for the products (bounded counts in a row of loops) instead of O(m^2 nq); each
-    entry's sum in column order, the dense product's."""
+def normal_matrix(jac, pattern, out, first):
+    """out = J J^T (m, m) inside its envelope first (m,), on the loops' structure (``loop_pattern``: J's rows by
+    column): each entry's sum over the shared columns in column order, the dense product's, O(entries + the sum
+    of the squared column counts) (bounded counts in a row of loops) instead of O(m^2 nq); out is set inside the
+    envelope only (zero there outside the products) and first is the dense matrix's (``_envelope_first``: the first
+    nonzero entry of each row), found from the structure's envelope in O(m b)."""
     m = jac.shape[0]
-    start, rows = _column_rows(jac)
-    out[:, :] = 0.0
+    start, rows = pattern[12], pattern[13]
+    jac_start, jac_cols = pattern[0], pattern[1]
+    for r in range(m):  # the structure's envelope: the first row that shares a column with row r
+        f = r
+        for at in range(jac_start[r], jac_start[r + 1]):
+            k = jac_cols[at]
+            if start[k + 1] > start[k]:
+                f = min(f, rows[start[k]])
+        first[r] = f
+        for s in range(f, r + 1):
+            out[r, s] = 0.0
     for k in range(jac.shape[1]):
         for at in range(start[k], start[k + 1]):
             r = rows[at]
@@ -1269,8 +1314,10 @@ def normal_matrix(jac, out):
             for at_s in range(start[k], at + 1):
                 out[r, rows[at_s]] += v * jac[rows[at_s], k]
     for r in range(m):
-        for s in range(r):
+        for s in range(first[r], r):
             out[s, r] = out[r, s]
+        while first[r] < r and out[r, first[r]] == 0.0:  # the first nonzero entry, as a scan of the row finds it
+            first[r] += 1
 
 
 # A seed of ``_tangent_basis`` whose part in the null space (after the directions found) is below this fraction of
@@ -1304,23 +1351,23 @@ def _append_unit(basis, count, v, minimum):
 
 
 @njit
-def _tangent_basis(jac, qd, speed, tangents):
+def _tangent_basis(jac, pattern, qd, speed, tangents):
     """tangents (size, nq): an orthonormal basis of the null space of a J (m, nq) of full row rank m = nq - size,
     from the direction of qd (a motion along the branch: nearly tangent) and then the coordinate axes, each
     projected onto the null space twice, v - J^T (J J^T)^-1 J v (J J^T by ``normal_matrix`` and its envelope
-    Cholesky factor, sparse products with J), and orthogonalised against the directions found. False when J J^T is
-    not positive definite or the axes give fewer than size independent directions (then the normal route)."""
+    Cholesky factor, products with J on the loops' structure), and orthogonalised against the directions found.
+    False when J J^T is not positive definite or the axes give fewer than size independent directions (then the
+    normal route)."""
     m = jac.shape[0]
     nq = jac.shape[1]
     size = tangents.shape[0]
     gram = np.empty((m, m))
-    normal_matrix(jac, gram)
-    low = np.empty((m, m))
     first = np.empty(m, dtype=np.int64)
-    _envelope_first(gram, first)
+    normal_matrix(jac, pattern, gram, first)
+    low = np.empty((m, m))
     if not _envelope_cholesky(gram, low, first):
         return False
-    start, rows = _column_rows(jac)
+    start, rows = pattern[12], pattern[13]
     v = np.empty(nq)
     w = np.empty(m)
     y = np.empty(m)
@@ -1453,8 +1500,8 @@ def _tangent_coordinates(body_int, body_real, q, tangent, x, zeros, no_gravity, 
 
 
 @njit
-def branch_normals(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac, gamma, weights,
-                   resp, zeros, no_gravity, tol, rcond_position, zone, normals, curvature):
+def branch_normals(body_int, body_real, loop_int, loop_real, pattern, q, qd, ws, com, acc, phi, phid, jac, gamma,
+                   weights, resp, zeros, no_gravity, tol, rcond_position, zone, normals, curvature):
     """The normal space of the branch that the motion follows through a change point: (status, r), r its
     dimension (0: not near a change point, or it cannot be told), its orthonormal basis in normals[:r] (r, nq)
     and curvature[:r] = -N (dP/dt) qd, so that N qdd = curvature[:r] is the branch's acceleration constraint.
@@ -1472,9 +1519,9 @@ def branch_normals(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc
     N qdd = -N (dP/dsigma) qd |qd|. Allocates (it runs only in the zone). ws, com, jac ... are left at a
     displaced point.
     """
-    status, rank, _, speed, step, rows = _branch_search(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc,
-                                                        phi, phid, jac, gamma, weights, resp, zeros, no_gravity, tol,
-                                                        rcond_position, zone, False)
+    status, rank, _, speed, step, rows = _branch_search(body_int, body_real, loop_int, loop_real, pattern, q, qd, ws,
+                                                        com, acc, phi, phid, jac, gamma, weights, resp, zeros,
+                                                        no_gravity, tol, rcond_position, zone, False)
     if status != STATUS_OK or rank <= 0:
         return status, 0
     branch_basis(rows, rank, qd, speed, step, normals, curvature)
@@ -1482,8 +1529,8 @@ def branch_normals(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc
 
 
 @njit
-def _branch_search(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac, gamma, weights,
-                   resp, zeros, no_gravity, tol, rcond_position, zone, allow_tangent):
+def _branch_search(body_int, body_real, loop_int, loop_real, pattern, q, qd, ws, com, acc, phi, phid, jac, gamma,
+                   weights, resp, zeros, no_gravity, tol, rcond_position, zone, allow_tangent):
     """The displaced points of ``branch_normals``: (status, r, tangent, speed, step, rows) with r the rank of J
     there (0: none found), speed = |qd|, step the displacement d that left the zone and rows[c] (npts, size, nq)
     orthonormal bases at the points: of J's row space (size r), or, with ``allow_tangent`` where the tangent
@@ -1504,7 +1551,6 @@ def _branch_search(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc
     no_driven = np.zeros(0, dtype=np.uint8)
     no_resp_drive = np.zeros((m, 0))
     gram = np.empty((m, m))
-    pattern = loop_pattern(body_int, loop_int, m, nq)
     status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac, gamma,
                               weights)
     if status != STATUS_OK:
@@ -1521,9 +1567,10 @@ def _branch_search(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc
             for j in range(npts):
                 for k in range(nq):
                     shifted[k] = q[k] + BRANCH_OFFSETS[j] * step * qd[k] / speed
-                status, gap = close_loops(body_int, body_real, loop_int, loop_real, shifted, qd, no_driven, ws, com,
-                                          acc, phi, phid, jac, gamma, weights, resp, no_resp_drive, zeros, no_gravity,
-                                          tol, np.int64(20), rcond_position)  # int64, not Literal[int](20): one compile
+                status, gap = close_loops(body_int, body_real, loop_int, loop_real, pattern, shifted, qd, no_driven, ws,
+                                          com, acc, phi, phid, jac, gamma, weights, resp, no_resp_drive, zeros,
+                                          no_gravity, tol, np.int64(20),  # int64, not Literal[int](20): one compile
+                                          rcond_position)
                 if status != STATUS_OK or not gap <= 1e3 * tol:
                     rank = np.int64(-1)
                     break
@@ -1544,7 +1591,7 @@ def _branch_search(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc
                     if rows.shape[1] != size:
                         rows = np.zeros((npts, size, nq))
                 if tangent:
-                    if not _tangent_basis(jac, qd, speed, rows[j]):
+                    if not _tangent_basis(jac, pattern, qd, speed, rows[j]):
                         settled = False
                         break
                 elif rank == m:  # J's row space: an orthonormal basis by QR where J has full row rank, else its SVD
@@ -1566,8 +1613,8 @@ def _branch_search(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc
 
 
 @njit
-def _branch_at(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac, gamma, weights, resp,
-               zeros, no_gravity, tol, rcond_position, zone):
+def _branch_at(body_int, body_real, loop_int, loop_real, pattern, q, qd, ws, com, acc, phi, phid, jac, gamma, weights,
+               resp, zeros, no_gravity, tol, rcond_position, zone):
     """(status, r, tangent, basis, vector): the branch through a change point at q (``branch_normals``, or its
     tangent route where it applies), then the loop state (ws, com, acc, phi, phid, jac, gamma, weights) restored at
     q, where the branch search left it at a displaced point. The status is the search's where it failed, else the
@@ -1576,8 +1623,8 @@ def _branch_at(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, ph
     the branch's tangent space, vector (nq,) N^T c (``branch_tangent_basis``). Allocates both here."""
     m = phi.shape[0]
     nq = q.shape[0]
-    status, rank, tangent, speed, step, rows = _branch_search(body_int, body_real, loop_int, loop_real, q, qd, ws,
-                                                              com, acc, phi, phid, jac, gamma, weights, resp, zeros,
+    status, rank, tangent, speed, step, rows = _branch_search(body_int, body_real, loop_int, loop_real, pattern, q, qd,
+                                                              ws, com, acc, phi, phid, jac, gamma, weights, resp, zeros,
                                                               no_gravity, tol, rcond_position, zone, True)
     found = status == STATUS_OK and rank > 0
     if found and tangent:
@@ -1597,24 +1644,29 @@ def _branch_at(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, ph
 
 
 @njit
-def _fitted_multipliers(jac, force, rcond, lam):
+def _fitted_multipliers(jac, pattern, force, rcond, lam):
     """lam: the loop multipliers that best produce the generalised constraint force, J^T lam ~ force (the filtered
-    solve of (J J^T) lam = J force, ``normal_matrix``, ``banded_filtered_solve``); False when it overflowed."""
+    solve of (J J^T) lam = J force, ``normal_matrix``, ``banded_filtered_solve``; J on the loops' structure,
+    ``loop_pattern``); False when it overflowed."""
     m = jac.shape[0]
     normal = np.empty((m, m))
+    first = np.empty(m, dtype=np.int64)
     fit = np.empty(m)
-    matrix_times(jac, force, fit)
-    normal_matrix(jac, normal)
+    pattern_times(jac, pattern[0], pattern[1], force, fit)
+    normal_matrix(jac, pattern, normal, first)
     finite = True
     for r in range(m):
         finite = finite and math.isfinite(fit[r])
-    if finite and banded_filtered_solve(normal, fit, rcond, lam, 0.0):
+    if finite and banded_filtered_solve_envelope(normal, first, fit, rcond, lam, 0.0):
         return True
+    last = np.empty(m, dtype=np.int64)
+    envelope_last(first, last)
+    zero_outside_envelope(normal, first, last)
     return filtered_solve(normal, fit, rcond, lam) >= 0
 
 
 @njit
-def _tangent_branch_dynamics(body_int, body_real, q, qd, ws, qdd, jac, zeros, stab, rcond, lam, tangent,
+def _tangent_branch_dynamics(body_int, body_real, q, qd, ws, qdd, jac, pattern, zeros, stab, rcond, lam, tangent,
                              normal_accel):
     """``branch_dynamics`` on the tangent route: qdd0 (in qdd) -> qdd = a + T^T coef with a = N^T c' the
     branch's normal acceleration (c' = c - 2 alpha N qd, Baumgarte's velocity term) and coef from the tangential
@@ -1653,19 +1705,20 @@ def _tangent_branch_dynamics(body_int, body_real, q, qd, ws, qdd, jac, zeros, st
             v += coef[t] * tangent[t, k]
             force[k] -= coef[t] * mass_tangent[t, k]
         qdd[k] = v
-    if not _fitted_multipliers(jac, force, rcond, lam):
+    if not _fitted_multipliers(jac, pattern, force, rcond, lam):
         return STATUS_NONFINITE_STATE
     return STATUS_OK
 
 
 @njit
-def branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, tau, wrench, ws, com, acc, qdd, phi,
-                     phid, jac, gamma, weights, resp, zeros, stab, rcond, lam, branch):
+def branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, pattern, q, qd, tau, wrench, ws, com, acc, qdd,
+                    phi, phid, jac, gamma, weights, resp, zeros, stab, rcond, lam, branch):
     """qdd (and lam) on the branch through a change point (``constrained_dynamics``, ``branch_normals``); returns
     (status, done): done False when no branch could be told (the caller goes on with the filtered solve)."""
     nq = q.shape[0]
-    status, rank, tangent, basis, vector = _branch_at(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc,
-                                                      phi, phid, jac, gamma, weights, resp, zeros, readonly(stab[2:4]),
+    status, rank, tangent, basis, vector = _branch_at(body_int, body_real, loop_int, loop_real, pattern, q, qd, ws, com,
+                                                      acc, phi, phid, jac, gamma, weights, resp, zeros,
+                                                      readonly(stab[2:4]),
                                                       branch[1], branch[2], branch[0])
     if status != STATUS_OK or rank == 0:
         return status, False
@@ -1675,8 +1728,8 @@ def branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, ta
     if status != STATUS_OK:
         return status, True
     if tangent:
-        return _tangent_branch_dynamics(body_int, body_real, q, qd, ws, qdd, jac, zeros, stab, rcond, lam, basis,
-                                        vector), True
+        return _tangent_branch_dynamics(body_int, body_real, q, qd, ws, qdd, jac, pattern, zeros, stab, rcond, lam,
+                                        basis, vector), True
     rows = basis[:rank]
     curvature = vector
     status = constraint_responses(body_int, body_real, q, rows, no_driven, ws, resp[:rank], np.zeros((rank, 0)),
@@ -1702,14 +1755,14 @@ def branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, ta
         for k in range(nq):
             qdd[k] -= mu[t] * resp[t, k]
             force[k] += mu[t] * rows[t, k]
-    if not _fitted_multipliers(jac, force, rcond, lam):
+    if not _fitted_multipliers(jac, pattern, force, rcond, lam):
         return STATUS_NONFINITE_STATE, True
     return STATUS_OK, True
 
 
 @njit
-def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, tau, wrench, driven, ws, com,
-                         acc, qdd, drive, phi, phid, jac, gamma, weights, resp, resp_drive, zeros, stab, rcond,
+def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, pattern, q, qd, tau, wrench, driven, ws,
+                         com, acc, qdd, drive, phi, phid, jac, gamma, weights, resp, resp_drive, zeros, stab, rcond,
                          lam, info, branch):
     """Constrained forward dynamics (module docstring): qdd, drive (with driven joints), multipliers lam (m,).
 
@@ -1736,7 +1789,6 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, q
     gram = np.empty((m, m))
     first = np.empty(m, dtype=np.int64)
     rhs = np.empty(m)
-    pattern = loop_pattern(body_int, loop_int, m, nq)
     if has_drivers:  # one pass a row, dense (the responses hold the driven joints)
         status = constraint_responses(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros,
                                       readonly(stab[2:4]))
@@ -1756,9 +1808,9 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, q
     if info[0] < 0:
         return STATUS_NONFINITE_STATE
     if weak > 0:
-        status, done = branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, q, qd, tau, wrench, ws,
-                                        com, acc, qdd, phi, phid, jac, gamma, weights, resp, zeros, stab, rcond, lam,
-                                        branch)
+        status, done = branch_dynamics(body_int, body_real, gravity, loop_int, loop_real, pattern, q, qd, tau, wrench,
+                                       ws, com, acc, qdd, phi, phid, jac, gamma, weights, resp, zeros, stab, rcond, lam,
+                                       branch)
         if status != STATUS_OK or done:
             return status
         # no branch told: the search left resp at a displaced point (it restores the loop state, jac included, at
@@ -1804,8 +1856,8 @@ def _closure_solve(gram, first, rhs, rcond, out):
 
 
 @njit
-def close_loops(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, acc, phi, phid, jac, gamma, weights,
-                resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position):
+def close_loops(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws, com, acc, phi, phid, jac, gamma,
+                weights, resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position):
     """The Gauss-Newton position steps of ``project`` on q in place; returns (status, max |phi| at the last
     evaluation). Leaves ws, jac, resp of an iterate, not necessarily of the final q (without driven joints resp on
     the response columns of ``loop_pattern`` only)."""
@@ -1814,7 +1866,6 @@ def close_loops(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com
     coef = np.empty(m)
     gram = np.empty((m, m))
     first = np.empty(m, dtype=np.int64)
-    pattern = loop_pattern(body_int, loop_int, m, nq)
     worst = np.inf
     last_step = np.inf
     for _ in range(max_iter + 1):
@@ -1884,14 +1935,14 @@ def _subtract_responses(resp, pattern, coef, x):
 
 
 @njit
-def branch_velocity(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, acc, phi, phid, jac, gamma,
-                    weights, resp, resp_drive, zeros, no_gravity, tol, rcond_position, zone):
+def branch_velocity(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws, com, acc, phi, phid, jac,
+                    gamma, weights, resp, resp_drive, zeros, no_gravity, tol, rcond_position, zone):
     """qd projected in place onto the tangent of the branch it follows through a change point (``_branch_at``),
     M-orthogonally: on the tangent route qd = T^T (T M T^T)^-1 T M qd, on the normal route qd -= Y_N (N Y_N)^-1 N qd
     with Y_N = M^-1 N^T (``project``'s velocity step near a change point, no held joint). Returns (status, done):
     done False where no branch could be told (qd unchanged; ws, jac, resp left at a displaced point)."""
     nq = q.shape[0]
-    status, rank, tangent, basis, _ = _branch_at(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc,
+    status, rank, tangent, basis, _ = _branch_at(body_int, body_real, loop_int, loop_real, pattern, q, qd, ws, com, acc,
                                                  phi, phid, jac, gamma, weights, resp, zeros, no_gravity, tol,
                                                  rcond_position, zone)
     if status != STATUS_OK or rank == 0:
@@ -1928,8 +1979,8 @@ def branch_velocity(body_int, body_real, loop_int, loop_real, q, qd, driven, ws,
 
 
 @njit
-def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, acc, phi, phid, jac, gamma, weights,
-            resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position, rcond, gap_tol, branch):
+def project(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws, com, acc, phi, phid, jac, gamma,
+            weights, resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position, rcond, gap_tol, branch):
     """Mass-orthogonal projection of q, then qd, onto the loop constraints; driven joints (``driven``) stay put.
 
     Positions: Gauss-Newton with the steps dq = -Y f(G) phi, Y = M^-1 J^T (``constraint_responses``), G = J Y
@@ -1955,12 +2006,12 @@ def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, ac
     velocity component; its effect on the energy is first order in phi, which is the integrator's local error.
     """
     m = phi.shape[0]
-    nq = q.shape[0]
     coef = np.empty(m)
     gram = np.empty((m, m))
     first = np.empty(m, dtype=np.int64)
-    status, worst = close_loops(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, acc, phi, phid, jac,
-                                gamma, weights, resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position)
+    status, worst = close_loops(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws, com, acc, phi,
+                                phid, jac, gamma, weights, resp, resp_drive, zeros, no_gravity, tol, max_iter,
+                                rcond_position)
     if status != STATUS_OK:
         return status, worst
     status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
@@ -1978,7 +2029,6 @@ def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, ac
         while lp + 1 < loop_int.shape[0] and loop_int[lp + 1, LROW] <= worst_row:
             lp += 1
         return STATUS_LOOPS_OPEN | (lp << 4), worst
-    pattern = loop_pattern(body_int, loop_int, m, nq)
     status = _responses_and_gram(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity,
                                  pattern, gram, first)
     if status != STATUS_OK:
@@ -1988,8 +2038,8 @@ def project(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, ac
     if rank < 0:
         return STATUS_NONFINITE_STATE, worst
     if weak > 0:
-        status, done = branch_velocity(body_int, body_real, loop_int, loop_real, q, qd, driven, ws, com, acc, phi,
-                                       phid, jac, gamma, weights, resp, resp_drive, zeros, no_gravity, tol,
+        status, done = branch_velocity(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws, com, acc,
+                                       phi, phid, jac, gamma, weights, resp, resp_drive, zeros, no_gravity, tol,
                                        rcond_position, zone)
         if status != STATUS_OK or done:
             return status, worst
