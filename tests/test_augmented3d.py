@@ -360,9 +360,10 @@ def test_driven_spatial_joints_in_absolute_coordinates_follow_the_recursive_run(
 
 def test_project_a_spatial_model_with_loops_onto_its_joints_and_loops():
     """``rm.augmented.project`` on a Model3D (the projection of the augmented runs), on the spatial four-bar closed by a
-    distance link: from a state off the joints' and the loop's constraints in every direction, the residual and the velocity rows vanish (1e-12), the joint state read back closes the
-    recursive route's loops, the velocity correction is mass-orthogonal to the admissible motions (it changes no
-    momentum along them) and a state on the constraints stays where it is."""
+    distance link: from a state off the joints' and the loop's constraints in every direction, the residual and the
+    velocity rows vanish (1e-12), the joint state read back closes the recursive route's loop, the velocity
+    correction is mass-orthogonal to the admissible motions (it changes no momentum along them) and a state on the
+    constraints stays where it is."""
     model = _four_bar_spatial(loop="distance")
     rng = np.random.default_rng(5)
     q = rm.assemble(model, np.array([0.9, -0.7, 1.6]), fixed=[0])
