@@ -44,6 +44,8 @@ memory. All kernels return a status (``layout.decode_status``).
 
 Loops (``loop_rows``, ``close_loops``): the spatial loop layer's rows (``_kernels.spatial.loops.loop_equations``) on
 the absolute velocities of their two bodies, closed on the tree factor as auxiliary rows by their Schur complement.
+Drivers (``driver_rows``): the row of a revolute or prismatic joint along its axis, q_j(z) - f(t) = 0, one more
+auxiliary row.
 """
 
 import math

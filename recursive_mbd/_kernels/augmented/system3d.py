@@ -12,7 +12,10 @@ C_v zd = 0: mass-orthogonal Gauss-Newton steps dz = -H^-1 (0, C) with the tree f
 correction -H^-1 (0, C_v zd). Closed loops add their rows (``spatial3d.loop_rows``) to every solve as auxiliary
 rows on the tree factor (``spatial3d.close_loops``): in the dynamics with Baumgarte's terms, in the projection with
 their residuals and rates as the joints' (the position steps' multipliers filtered at POSITION_RCOND, the others at
-FILTER_RCOND, as the recursive loop layer's). ``recursive_mbd.dynamics.augmented3d.TimeLoop3D`` builds the system.
+FILTER_RCOND, as the recursive loop layer's). Drivers add one auxiliary row each after the loops'
+(``spatial3d.driver_rows``: q_j(z) - f(t) = 0 with f, f', f'' from the inputs at t), in the dynamics and in the
+projection (their velocity targets f'); their multipliers are minus the driving forces (``drive``), whose power
+-mu f' joins the applied work. ``recursive_mbd.dynamics.augmented3d.TimeLoop3D`` builds the system.
 """
 
 import math
