@@ -10,6 +10,7 @@ from _helpers import swinging_chain
 from spatial_reference import random_spatial_tree
 from test_spatial_core import random_tree
 from test_spatial_loops import JOINTS, _four_bar_spatial
+from test_spatial_simulate import ARM, SLIDER, _arm_with_slider
 
 import recursive_mbd as rm
 from recursive_mbd._kernels.augmented import spatial3d
@@ -312,3 +313,89 @@ def test_simulate_a_spatial_four_bar_in_absolute_coordinates_follows_the_recursi
                                atol=1e-8 * np.abs(reference.multipliers).max())
     with pytest.raises(StateError, match=r"q0 does not close the loops .*loop 'loop0'"):
         rm.simulate(redundant, q0 + 1e-3, v0, 0.1, formulation="augmented")
+
+
+def test_driven_spatial_joints_in_absolute_coordinates_follow_the_recursive_run():
+    """Drivers in formulation="augmented" on a Model3D are rheonomic rows on the absolute coordinates: a chain with a
+    free spherical root and a driven revolute and prismatic joint, and the spatial four-bar closed by a distance
+    link (RSSR-like) with its crank driven, under projection and Baumgarte. The joint trajectory, the driving forces
+    (minus the driver rows' multipliers), the loop multipliers and the drivers' work equal the recursive run's (its
+    hybrid dynamics) to the integrators' tolerance; the driven coordinates follow their drivers."""
+    crank = (lambda t: 0.9 + 2.0 * t + 0.3 * t * t, lambda t: 2.0 + 0.6 * t, lambda t: 0.6)
+    times = np.linspace(0.0, 1.0, 11)
+    chain = _arm_with_slider()
+    four_bar = _four_bar_spatial(loop="distance")
+    cases = ((chain, chain.neutral(), np.array([0.5, -0.4, 1.0, 0.0, 0.0]), {"arm": ARM, "slider": SLIDER}),
+             (four_bar, rm.assemble(four_bar, np.array([0.9, -0.7, 1.6]), fixed=[0]), np.zeros(3), {"crank": crank}))
+    for model, q0, v0, drivers in cases:
+        options = dict(rtol=1e-11, atol=1e-12, t_eval=times, drivers=drivers)
+        reference = rm.simulate(model, q0, v0, 1.0, **options)
+        forces = reference.driving_forces()
+        assert np.abs(forces).max() > 1.0
+        for stabilization in ({"stabilization": "projection"},
+                              {"stabilization": "baumgarte", "alpha": 5.0, "beta": 10.0}):
+            result = rm.simulate(model, q0, v0, 1.0, formulation="augmented", **options, **stabilization)
+            gaps = np.array([rm.difference(model, a, b) for a, b in zip(reference.q, result.q, strict=True)])
+            assert np.abs(np.remainder(gaps + np.pi, 2 * np.pi) - np.pi).max() < 1e-9  # hinge angles in (-pi, pi]
+            np.testing.assert_allclose(result.qd, reference.qd, rtol=0, atol=1e-9 * np.abs(reference.qd).max())
+            for body, (f, f_dot, _) in drivers.items():
+                angle = result.q[:, model.q_slice(body).start] - [f(t) for t in times]
+                assert np.abs(np.remainder(angle + np.pi, 2 * np.pi) - np.pi).max() < 1e-10
+                rate = result.qd[:, model.v_slice(body).start] - [f_dot(t) for t in times]
+                assert np.abs(rate).max() < 1e-9
+            np.testing.assert_allclose(result.driving_forces(), forces, rtol=0, atol=1e-9 * np.abs(forces).max())
+            if model.nloops:
+                np.testing.assert_allclose(result.multipliers, reference.multipliers, rtol=0,
+                                           atol=1e-9 * np.abs(reference.multipliers).max())
+            np.testing.assert_allclose(result.applied_work, reference.applied_work, rtol=0,
+                                       atol=1e-9 * np.abs(reference.applied_work).max())
+            assert result.constraint_drift.max() < 1e-10  # joints, loops and drivers
+    with pytest.raises(ValueError, match="not supported by generalized_alpha with formulation='augmented'"):
+        rm.simulate(chain, chain.neutral(), np.zeros(5), 0.1, method="generalized_alpha", dt=0.01,
+                    formulation="augmented", drivers={"arm": ARM})
+    result = rm.simulate(chain, chain.neutral(), np.zeros(5), 0.05, formulation="augmented", drivers={"arm": ARM})
+    with pytest.raises(ValueError, match=r"qdd\(\) of a Model3D's run in formulation='augmented' is not available"):
+        result.qdd()
+
+
+def test_project_a_spatial_model_with_loops_onto_its_joints_and_loops():
+    """``rm.augmented.project`` on a Model3D (the projection of the augmented runs), on the spatial four-bar closed by a
+    distance link: from a state off the joints' and the loop's constraints in every direction, the residual and the
+    velocity rows vanish (1e-12), the joint state read back closes the recursive route's loop, the velocity
+    correction is mass-orthogonal to the admissible motions (it changes no momentum along them) and a state on the
+    constraints stays where it is."""
+    model = _four_bar_spatial(loop="distance")
+    rng = np.random.default_rng(5)
+    q = rm.assemble(model, np.array([0.9, -0.7, 1.6]), fixed=[0])
+    jac = spatial_loops.constraints(model, q)[2]
+    v = np.linalg.svd(jac)[2][-1] * 2.0  # an admissible motion
+    z, zd = rm.augmented.absolute_from_joint(model, q, v)
+    same_z, same_zd = rm.augmented.project(model, z, zd)
+    np.testing.assert_allclose(same_z, z, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(same_zd, zd, rtol=0, atol=1e-12)
+    z_off = z + 1e-4 * rng.normal(size=z.shape)
+    z_off[:, 3:] /= np.linalg.norm(z_off[:, 3:], axis=1, keepdims=True)
+    zd_off = zd + 1e-3 * rng.normal(size=zd.shape)
+    residual, _, rate, _ = rm.augmented.constraints(model, z_off, zd_off)
+    assert np.abs(residual).max() > 1e-5 and np.abs(rate).max() > 1e-4
+    z_new, zd_new = rm.augmented.project(model, z_off, zd_off)
+    residual, cv, rate, _ = rm.augmented.constraints(model, z_new, zd_new)
+    assert np.abs(residual).max() < 1e-12 and np.abs(rate).max() < 1e-12
+    q_new, v_new = rm.augmented.joint_from_absolute(model, z_new, zd_new)
+    phi, phid, _, _ = spatial_loops.constraints(model, q_new, v_new)
+    assert np.abs(phi).max() < 1e-12 and np.abs(phid).max() < 1e-12
+    mass = block_mass(model, z_new)
+    null = np.linalg.svd(cv.toarray())[2][np.linalg.matrix_rank(cv.toarray()):]  # the admissible motions
+    change = mass @ (zd_new - zd_off).ravel()
+    assert np.abs(null @ change).max() < 1e-10 * np.abs(change).max()
+    with pytest.raises(ModelError, match="drivers are not supported"):
+        rm.augmented.project(model, z, zd, drivers=[(0, lambda t: (0.0, 0.0, 0.0))])
+
+
+def block_mass(model, z):
+    """The absolute-coordinate mass matrix diag(m 1, R J_c R^T) per body (6 nbodies, 6 nbodies), dense."""
+    mass = augmented3d.assemble(model, z, np.zeros((model.nbodies, 6)))[0]
+    out = np.zeros((6 * model.nbodies, 6 * model.nbodies))
+    for i in range(model.nbodies):
+        out[6 * i:6 * i + 6, 6 * i:6 * i + 6] = mass[i]
+    return out

@@ -726,7 +726,14 @@ def project(model, z, zd, tol=1e-13, max_iter=20, t=0.0, drivers=()):
     dzd = -M^-1 C_z^T (C_z M^-1 C_z^T)^+ C_z zd, which leaves the kinetic energy unchanged to second order in the
     drift C_z zd (the derivation is in ``recursive_mbd._kernels.planar.loops.project``). (.)^+ is the regularised
     minimum-norm solve of the loop layer, so redundant constraints and rank drops are fine.
+
+    A spatial model (``Model3D``: z (nbodies, 7), zd (nbodies, 6)): the joints' and the loops' rows, by the tree
+    factor (``augmented3d.project``, the projection of its augmented runs); no drivers (ModelError).
     """
+    if isinstance(model, Model3D):
+        if len(drivers):
+            raise ModelError("drivers are not supported by augmented.project of a spatial model")
+        return augmented3d.project(model, z, zd, tol, max_iter, t)
     z = _absolute(model, z, "z").copy()
     zd = _absolute(model, zd, "zd").copy()
     tol = _checks.real(tol, "tol", low=0.0)
@@ -837,9 +844,11 @@ class TimeLoop:
         return y[:, 6 * self.model.nbodies:]
 
     def finish(self, result, y, callback, key):
-        """The absolute coordinates and the constraint drift max |C| (joints, loops, drivers) at every sample."""
+        """The absolute coordinates and the constraint drift max |C| (joints, loops, drivers) at every sample, and
+        the run's system and inputs, to evaluate its dynamics again (``qdd``, ``driving_forces``)."""
         from .._kernels.augmented import system as augmented_system  # noqa: PLC0415
 
+        result._evaluator = (callback, key, self.system, self.inputs, self)
         n = self.model.nbodies
         result.z = y[:, :3 * n].reshape(-1, n, 3)
         result.zd = y[:, 3 * n:6 * n].reshape(-1, n, 3)
@@ -850,6 +859,23 @@ class TimeLoop:
                                             np.ascontiguousarray(y[row]), out)
             drift[row] = out[0]
         result.constraint_drift = drift
+
+    def sample_state(self, result, i):
+        """The integrated state y of sample i of ``result`` (its z, zd; zero work terms), for evaluating the run's
+        dynamics there again."""
+        return np.concatenate((result.z[i].ravel(), result.zd[i].ravel(), [0.0, 0.0]))
+
+    def driving_forces_now(self):
+        """(columns, forces): the driven coordinates and their drivers' forces or torques [N, N m] of the last
+        evaluation of the system (minus the drivers' rows' multipliers)."""
+        nd = self.system.drv_coord.shape[0]
+        return self.system.drv_coord, -self.system.lam[self.system.lam.shape[0] - nd:]
+
+    def accelerations_now(self):
+        """The joint accelerations qdd (nq,) of the last evaluation of the system: its absolute accelerations
+        mapped by ``joint_accelerations`` (a driven coordinate's is its driver's f'' where its row holds)."""
+        system = self.system
+        return joint_accelerations(self.model, system.z, system.zd, system.zdd)
 
     def multiplier_probe(self, result, y, i):
         """(state, lam): sample i's integrated (z, zd) and the loops' rows of the KKT multipliers (m,) that the

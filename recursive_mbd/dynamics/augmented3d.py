@@ -261,15 +261,16 @@ def _sparse_rows(model, jc, jp, starts):
 
 class _LoopArrays:
     """The loops' auxiliary rows of one model and the scratch of their solve (``kernels.loop_rows``,
-    ``kernels.close_loops``), allocated once and reused; k = model.nconstraints rows."""
+    ``kernels.close_loops``), allocated once and reused; k = model.nconstraints rows, and ``drivers`` rows more
+    after them (``kernels.driver_rows``) in the row arrays and the Schur complement's scratch."""
 
-    def __init__(self, model, tree_rows):
-        n, k = model.nbodies, model.nconstraints
+    def __init__(self, model, tree_rows, drivers=0):
+        n, k = model.nbodies, model.nconstraints + drivers
         self.body = np.full((k, 2), -1, dtype=np.int64)  # the two bodies of each row (-1: the ground)
         self.coef = np.zeros((k, 12))  # its coefficients on their (c', omega)
         self.rhs = np.zeros(k)  # gamma - 2 alpha C' - beta^2 C
         self.res = np.zeros(k)  # C
-        self.weights = np.zeros((k, 12))  # the loop layer's weights on the points' motion
+        self.weights = np.zeros((model.nconstraints, 12))  # the loop layer's weights on the points' motion
         self.point = np.zeros(40)
         self.axes = np.zeros(9)
         self.yb, self.yj, self.schur = np.zeros((n, 6)), np.zeros(tree_rows), np.zeros((k, k))
@@ -439,12 +440,75 @@ def _close_loops(model, ws, z, zd, zdd, lam):
     _warn_rank(model, rank)
 
 
-def _loop_system_arrays(model, tree_rows):
-    """The loop fields of ``Augmented3DSystem`` after loop_int, loop_real: the auxiliary rows, the scratch of their
-    solve and the loops' multipliers (no rows for a tree: the same compiled types)."""
-    rows = _LoopArrays(model, tree_rows)
+def _loop_system_arrays(model, tree_rows, drivers=0):
+    """The loop fields of ``Augmented3DSystem`` after loop_int, loop_real: the auxiliary rows (the loops', then
+    ``drivers`` rows), the scratch of their solve and their multipliers (no rows for a tree without drivers: the
+    same compiled types)."""
+    rows = _LoopArrays(model, tree_rows, drivers)
     return (rows.body, rows.coef, rows.rhs, rows.res, rows.weights, rows.point, rows.axes, rows.yb, rows.yj,
-            rows.schur, np.zeros(model.nconstraints))
+            rows.schur, np.zeros(model.nconstraints + drivers))
+
+
+class _NoInputs:
+    """The input layout of a system evaluated outside a run (``project``): tau zero, no drivers, no input slots."""
+
+    def __init__(self, model):
+        self.tau_const = np.zeros(model.nv)
+        self.tau_offset = -1
+        self.size = 0
+        self.drivers = []
+        self.driver_offset = 0
+
+
+def project(model, z, zd, tol=1e-12, max_iter=20, t=0.0):
+    """Project (z, zd) of a spatial model onto C(z) = 0 and C_v zd = 0 (the joints' rows and the loops'),
+    mass-orthogonally: the projection of ``rm.simulate(..., formulation="augmented", stabilization="projection")``
+    (``_kernels.augmented.system3d.project_state``: Gauss-Newton steps dz = -H^-1 (0, C) on the tree factor with
+    the loops as auxiliary rows, rotations applied as exp(dtheta) (x) quat, until the step and |C| are below ``tol``
+    or the steps stop contracting, at most ``max_iter``; then the velocity correction). Returns new z (nbodies, 7)
+    and zd (nbodies, 6). ModelError when a loop stays open (above 1e3 tol) after the steps."""
+    from .._kernels.augmented import system3d  # noqa: PLC0415  (registers its overloads)
+    from .._kernels.timeloops import integrators  # noqa: PLC0415
+
+    _require(model)
+    z, zd = _absolute(model, z, zd)
+    tol = _checks.real(tol, "tol", low=0.0, strict=True)
+    max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
+    system = _system(model, _NoInputs(model), "projection", 0.0, 0.0, tol)
+    system.settings[2] = float(max_iter)
+    n = model.nbodies
+    y = np.concatenate((z.ravel(), zd.ravel(), [0.0, 0.0]))
+    status = system3d.project_state(integrators.no_inputs, 0, system, _checks.real(t, "t"), y)
+    kind, index = L.decode_status(status)
+    if kind == L.STATUS_LOOPS_OPEN:
+        raise ModelError(f"the loops cannot be closed near this state: loop {model.loop_names[index]!r} stays open "
+                         f"after {max_iter} Gauss-Newton steps (max |C| above {1e3 * tol:g})")
+    if status:
+        raise_spatial_loop_status(model, status, ("z", "zd"))
+    return y[:7 * n].reshape(n, 7).copy(), y[7 * n:13 * n].reshape(n, 6).copy()
+
+
+def _system(model, inputs, stabilization, alpha, beta, projection_tol):
+    """The compiled system (``_kernels.augmented.system3d.Augmented3DSystem``) of ``model`` with the run's
+    ``inputs`` (tau, the drivers' slots), ``stabilization`` ("baumgarte": alpha, beta; "projection"; "none")."""
+    from .._kernels.augmented.system3d import Augmented3DSystem  # noqa: PLC0415  (registers its overloads)
+
+    if stabilization != "baumgarte":
+        alpha = beta = 0.0
+    n = model.nbodies
+    ws = _TreeWorkspace(model)
+    # each driver's body and the slot of its f in u (the drivers are sorted by coordinate, as their slots)
+    drv = np.array([[model.body_index(name), inputs.driver_offset + 3 * j]
+                    for j, (_, name, _) in enumerate(inputs.drivers)], dtype=np.int64).reshape(-1, 2)
+    return Augmented3DSystem(
+            model.body_int, model.body_real, model.gravity, ws.row_start, inputs.tau_const,
+            np.array([inputs.tau_offset], dtype=np.int64), np.zeros(inputs.size), np.zeros(model.nq),
+            np.zeros(model.nv), np.zeros(model.nv), np.zeros((n, 7)), np.zeros((n, 6)), np.zeros((n, 6)),
+            np.zeros(ws.rows), *ws.factor, ws.no_wrench, np.array([float(alpha), float(beta)]), np.zeros(2),
+            np.zeros(1), np.zeros((n, 6)), np.zeros(ws.rows), model.loop_int, model.loop_real,
+            *_loop_system_arrays(model, ws.rows, drv.shape[0]), drv, np.zeros(model.nv),
+            np.array([1.0 if stabilization == "projection" else 0.0, projection_tol, 20.0, FILTER_RCOND,
+                      POSITION_RCOND]))
 
 
 class TimeLoop3D:
@@ -455,6 +519,10 @@ class TimeLoop3D:
 
     ``inputs`` is the run's input layout (``integrate._SpatialInputs``): tau constant or a function of t; a function
     tau(t, q, v) and force elements, which need the joint state inside the compiled loop, are refused (ValueError).
+    Drivers of revolute and prismatic joints are rheonomic rows q_j(z) - f(t) = 0 after the loops'
+    (``_kernels.augmented.spatial3d.driver_rows``): their multipliers are minus the driving forces, which the result's
+    ``driving_forces()`` reports as the recursive route's (at the joints' rates in v), and their power joins the
+    applied work.
     ``stabilization``: "baumgarte" (alpha, beta), "projection" (onto C = 0 and C_v zd = 0 after every accepted step,
     tolerance ``projection_tol``) or "none", for the joints' rows and the loops' alike. With loops the run starts from
     the recursive route's projected start and its result's ``multipliers`` are the loops' (``multiplier_probe``).
@@ -463,8 +531,6 @@ class TimeLoop3D:
     name = "augmented"
 
     def __init__(self, model, inputs, stabilization="baumgarte", alpha=0.0, beta=0.0, projection_tol=1e-12):
-        from .._kernels.augmented.system3d import Augmented3DSystem  # noqa: PLC0415  (registers its overloads)
-
         _require(model)
         if model._elements:
             raise ValueError("force elements are not supported by the augmented formulation of a spatial model in "
@@ -473,30 +539,24 @@ class TimeLoop3D:
             raise ValueError("tau(t, q, v) is not supported by the augmented formulation of a spatial model in "
                              "rm.simulate yet: give tau constant or as a function of t (or use "
                              "formulation='recursive')")
-        if stabilization != "baumgarte":
-            alpha = beta = 0.0
-        n = model.nbodies
-        ws = _TreeWorkspace(model)
         self.model = model
         self.inputs = inputs
-        self.system = Augmented3DSystem(
-            model.body_int, model.body_real, model.gravity, ws.row_start, inputs.tau_const,
-            np.array([inputs.tau_offset], dtype=np.int64), np.zeros(inputs.size), np.zeros(model.nq),
-            np.zeros(model.nv), np.zeros(model.nv), np.zeros((n, 7)), np.zeros((n, 6)), np.zeros((n, 6)),
-            np.zeros(ws.rows), *ws.factor, ws.no_wrench, np.array([float(alpha), float(beta)]), np.zeros(2),
-            np.zeros(1), np.zeros((n, 6)), np.zeros(ws.rows), model.loop_int, model.loop_real,
-            *_loop_system_arrays(model, ws.rows),
-            np.array([1.0 if stabilization == "projection" else 0.0, projection_tol, 20.0, FILTER_RCOND,
-                      POSITION_RCOND]))
+        self.system = _system(model, inputs, stabilization, alpha, beta, projection_tol)
 
     def initial_state(self, q0, qd0, t0, callback, key):
-        """y0 = (z0, zd0, 0, 0) from the joint state (on the joints' constraints by construction), with loops
-        projected onto them first as the recursive route's start (``spatial_loops.consistent_start``: a gap above
-        1e-6 is a StateError, redundant loops a RedundantConstraintWarning)."""
+        """y0 = (z0, zd0, 0, 0) from the joint state (on the joints' constraints by construction; the driven
+        coordinates and rates at their drivers' values at t0), with loops projected onto them first as the recursive
+        route's start (``spatial_loops.consistent_start``, holding the driven joints: a gap above 1e-6 is a
+        StateError, redundant loops a RedundantConstraintWarning)."""
+        driven = None
+        if self.inputs.drivers:
+            q0, qd0 = q0.copy(), qd0.copy()
+            self.inputs(t0, q0, qd0, np.zeros(self.inputs.size))
+            driven = self.inputs.driven
         if self.model.nloops:
             from .spatial_loops import consistent_start  # noqa: PLC0415
 
-            q0, qd0 = consistent_start(self.model, q0, qd0)
+            q0, qd0 = consistent_start(self.model, q0, qd0, driven)
         z0, zd0 = absolute_from_joint(self.model, q0, qd0)
         return np.concatenate((z0.ravel(), zd0.ravel(), [0.0, 0.0]))
 
@@ -515,9 +575,11 @@ class TimeLoop3D:
         return y[:, 13 * self.model.nbodies:]
 
     def finish(self, result, y, callback, key):
-        """The absolute coordinates and the constraint drift max |C| of the joints at every sample."""
+        """The absolute coordinates, the constraint drift max |C| of the joints, loops and drivers at every sample,
+        and the run's system and inputs, to evaluate its dynamics again (``driving_forces``)."""
         from .._kernels.augmented import system3d  # noqa: PLC0415
 
+        result._evaluator = (callback, key, self.system, self.inputs, self)
         n = self.model.nbodies
         result.z = y[:, :7 * n].reshape(-1, n, 7)
         result.zd = y[:, 7 * n:13 * n].reshape(-1, n, 6)
@@ -532,4 +594,21 @@ class TimeLoop3D:
     def multiplier_probe(self, result, y, i):
         """(state, lam): sample i's integrated (z, zd) and the loops' multipliers (m,) that the dynamics there fill
         (the recursive loop layer's lambda)."""
-        return np.ascontiguousarray(y[i]), self.system.mu
+        return np.ascontiguousarray(y[i]), self.system.mu[:self.model.nconstraints]
+
+    def sample_state(self, result, i):
+        """The integrated state y of sample i of ``result`` (its z, zd; zero work terms), for evaluating the run's
+        dynamics there again."""
+        return np.concatenate((result.z[i].ravel(), result.zd[i].ravel(), [0.0, 0.0]))
+
+    def driving_forces_now(self):
+        """(columns, forces): the drivers' rates in v and their forces or torques [N, N m] of the last evaluation of
+        the system (minus their rows' multipliers)."""
+        rates = self.inputs.driven_rates
+        return rates, self.system.drive[rates]
+
+    accelerations_unavailable = (
+        "qdd() of a Model3D's run in formulation='augmented' is not available: its dynamics give the absolute "
+        "accelerations (c'', omega') of the bodies, and mapping them to the joint accelerations vdot needs each joint "
+        "type's velocity-product terms, which the augmented route of a Model3D does not have yet; result.zd holds "
+        "the bodies' velocities, and the recursive formulation's result gives qdd()")

@@ -268,11 +268,30 @@ class SimulationResult:
         dynamics (its tau, force elements, drivers, contacts and loops) evaluated again at each sample. A Model3D's
         result: vdot, shape (nt, nv), the rates of the velocities v (a quaternion joint's angular acceleration in its
         child frame), from the articulated-body algorithm (with loops the multiplier layer's; driven rates their
-        drivers' f'')."""
+        drivers' f''). A run in ``formulation="augmented"``: the absolute accelerations of its dynamics (tree solve,
+        loop and driver rows, Baumgarte's terms) at each sample mapped to joint accelerations
+        (``augmented.joint_accelerations``); a Model3D's such run: ValueError, saying why."""
+        loop = self._augmented_loop()
+        if loop is not None:
+            if isinstance(self.model, Model3D):
+                raise ValueError(loop.accelerations_unavailable)
+            return np.array([self._augmented_evaluation(loop, i, loop.accelerations_now) for i in range(self.t.size)])
         if isinstance(self.model, Model3D):
             return self._spatial_accelerations()
         self._require_model("qdd()")
         return np.array([self._evaluate(i)[0][20].copy() for i in range(self.t.size)])
+
+    def _augmented_loop(self):
+        """The run's time loop when it integrated the augmented formulation (``augmented.TimeLoop``, ``TimeLoop3D``),
+        else None."""
+        loop = self._evaluator[4] if self._evaluator is not None and len(self._evaluator) > 4 else None
+        return loop if getattr(loop, "name", None) == "augmented" else None
+
+    def _augmented_evaluation(self, loop, index, read):
+        """The augmented run's system evaluated at sample ``index`` (its z, zd and inputs at t), then ``read()``."""
+        callback, key, system, inputs, _ = self._evaluator
+        evaluate_system(self.model, callback, key, system, inputs, float(self.t[index]), loop.sample_state(self, index))
+        return read()
 
     def _spatial_accelerations(self):
         """``qdd`` of a Model3D's result: its run's system (``spatial_loop.SpatialTimeLoop``) evaluated at every
@@ -343,7 +362,16 @@ class SimulationResult:
     def driving_forces(self):
         """Joint force of each driver at every sample, shape (nt, nq) (zero for free coordinates) [N m or N]: what
         the driver adds to tau and the force elements on its coordinate. A Model3D's result: shape (nt, nv), each
-        driver's entry at its joint's rate in v (zeros for a run without drivers)."""
+        driver's entry at its joint's rate in v (zeros for a run without drivers). A run in
+        ``formulation="augmented"``: minus the multipliers of the drivers' rows (their constraint force along the
+        driven coordinate), the same quantity."""
+        loop = self._augmented_loop()
+        if loop is not None:
+            out = np.zeros((self.t.size, self.qd.shape[1]))
+            for i in range(self.t.size):
+                columns, forces = self._augmented_evaluation(loop, i, loop.driving_forces_now)
+                out[i, columns] = forces
+            return out
         if isinstance(self.model, Model3D):
             return self._spatial_driving_forces()
         self._require_model("driving_forces()")

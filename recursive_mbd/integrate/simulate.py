@@ -79,7 +79,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     ``formulation="augmented"`` on a Model3D integrates the absolute coordinates of every body (centre of mass,
     quaternion; their velocity and angular velocity, ``augmented3d.TimeLoop3D``), loops as auxiliary rows, with tau
     constant or tau(t) and no force elements. Drivers on a Model3D: revolute and prismatic joints, every method of
-    the recursive formulation (not the augmented formulation: ValueError), trees and models with loops alike.
+    the recursive formulation and every method of the augmented one but generalized_alpha (ValueError), trees and
+    models with loops alike; in the augmented formulation a driver is one more constraint row on the absolute
+    coordinates, its multiplier minus the driving force.
 
     Parameters
     ----------
@@ -340,9 +342,9 @@ def _refuse_spatial_options(model, method, formulation, drivers, stabilization, 
     """ValueError for a spatial model (``Model3D``) or an option of simulate that it does not take yet."""
     if formulation not in ("recursive", "augmented"):
         raise ValueError(f"formulation must be 'recursive' or 'augmented', got {formulation!r}")
-    if drivers and formulation != "recursive":
-        raise ValueError(f"drivers on a Model3D are not supported with formulation={formulation!r} yet: use the "
-                         "recursive formulation (any method)")
+    if drivers and formulation == "augmented" and method == "generalized_alpha":
+        raise ValueError("drivers on a Model3D are not supported by generalized_alpha with formulation='augmented' "
+                         "yet: use the recursive formulation, or another method of the augmented one")
     if formulation == "recursive" and not model.nloops and (stabilization not in (None, "none") or alpha or beta):
         raise ValueError("stabilization, alpha and beta are for loop constraints; this Model3D has none (its "
                          "quaternions are renormalised after every accepted step)")

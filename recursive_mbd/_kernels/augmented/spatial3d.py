@@ -44,6 +44,8 @@ memory. All kernels return a status (``layout.decode_status``).
 
 Loops (``loop_rows``, ``close_loops``): the spatial loop layer's rows (``_kernels.spatial.loops.loop_equations``) on
 the absolute velocities of their two bodies, closed on the tree factor as auxiliary rows by their Schur complement.
+Drivers (``driver_rows``): the row of a revolute or prismatic joint along its axis, q_j(z) - f(t) = 0, one more
+auxiliary row.
 """
 
 import math
@@ -250,9 +252,10 @@ def joint_rows(body_int, body_real, z, zd, tau, i, jc, jp, res, gam, load):
 
 
 @inline
-def _joint_rows(body_int, body_real, z, zd, tau, i, rot, jc, jp, res, gam, load):
-    """``joint_rows`` with body i's rotation ``rot`` given (the tree solve shares it with ``_body_loads``)."""
-    jt = body_int[i, JTYPE]
+def _joint_geometry(body_int, body_real, z, zd, i, rot):
+    """The state of body i's joint at (z, zd) (module docstring), ground axes: the parent's joint frame F (3 x 3,
+    row-major), omega_p, omega_i, the child's arm r_c, rho = P_c - c_p, the gap d = P_c - P_p, the relative rates
+    w and u, and u's rate at zd' = 0, u0; ``rot`` is body i's rotation."""
     p = body_int[i, PARENT]
     c_c = _vec(z, i, 0)
     v_c = _vec(zd, i, 0)
@@ -276,6 +279,14 @@ def _joint_rows(body_int, body_real, z, zd, tau, i, rot, jc, jp, res, gam, load)
     rel = _sub(v_point, v_p)
     u = _sub(rel, _cross(om_p, rho))
     u0 = _sub(_cross(om_c, _cross(om_c, r_c)), _cross(om_p, rel))
+    return frame, om_p, om_c, r_c, rho, d, w, u, u0
+
+
+@inline
+def _joint_rows(body_int, body_real, z, zd, tau, i, rot, jc, jp, res, gam, load):
+    """``joint_rows`` with body i's rotation ``rot`` given (the tree solve shares it with ``_body_loads``)."""
+    jt = body_int[i, JTYPE]
+    frame, om_p, om_c, r_c, rho, d, w, u, u0 = _joint_geometry(body_int, body_real, z, zd, i, rot)
     a = _vec(body_real, i, A1)
     ex = _column(frame, 0)
     ey = _column(frame, 1)
@@ -835,6 +846,57 @@ def loop_rows(body_real, loop_int, loop_real, z, zd, stab, point, axes, weights,
                         rate += aux_coef[r, o + c] * zd[body, c]
             aux_rhs[r] -= 2.0 * alpha * rate + beta * beta * aux_res[r]
     return STATUS_OK
+
+
+@njit
+def driver_rows(body_int, body_real, z, zd, drv, u, stab, aux_body, aux_coef, aux_rhs, aux_res):
+    """Row q_j(z) - f(t) = 0 of each driven joint (revolute or prismatic) as an auxiliary row: drv (nd, 2) =
+    (body i, slot of f in u; f', f'' follow it). The joint's velocity v_j is the component along g = F a (the axis
+    in ground axes, fixed in the parent) of w (revolute) or of u (prismatic), the direction its constraint rows leave
+    free, so the row is the joint rows' angular or linear row along g (``_joint_rows``): aux_body[j] = (i, parent),
+    aux_coef[j] = (child block, parent block), aux_res = C = q_j(z) - f (a revolute angle's difference wrapped to
+    (-pi, pi]: the angle about a of F^T R_i, as ``recursive_mbd.dynamics.augmented3d.joint_from_absolute`` reads it;
+    a prismatic joint's g . d), aux_rhs = f'' - g' . w (or f'' - g' . u - g . u0) - 2 alpha (C' ) - beta^2 C with
+    C' = v_j - f' and stab = (alpha, beta). Its multiplier is minus the driving force (torque) along g."""
+    alpha = stab[0]
+    beta = stab[1]
+    for j in range(drv.shape[0]):
+        i = drv[j, 0]
+        slot = drv[j, 1]
+        p = body_int[i, PARENT]
+        rot = _quaternion_matrix(z, i)[0]
+        frame, om_p, _, r_c, rho, d, w, rel, u0 = _joint_geometry(body_int, body_real, z, zd, i, rot)
+        a = _vec(body_real, i, A1)
+        g = _mat_vec(frame, a)
+        gdot = _cross(om_p, g)
+        aux_body[j, 0] = i
+        aux_body[j, 1] = p
+        if body_int[i, JTYPE] == REVOLUTE:
+            n1 = _mat_vec(frame, _perpendiculars(a)[0])
+            turned = _mat_vec(rot, _perpendiculars(a)[0])
+            gap = math.atan2(_dot(g, _cross(n1, turned)), _dot(n1, turned)) - u[slot]
+            gap = math.atan2(math.sin(gap), math.cos(gap))
+            rate = _dot(g, w)
+            bias = _dot(gdot, w)
+            child_lin = (0.0, 0.0, 0.0)
+            child_ang = g
+            parent_lin = (0.0, 0.0, 0.0)
+            parent_ang = _scale(-1.0, g)
+        else:
+            gap = _dot(g, d) - u[slot]
+            rate = _dot(g, rel)
+            bias = _dot(gdot, rel) + _dot(g, u0)
+            child_lin = g
+            child_ang = _cross(r_c, g)
+            parent_lin = _scale(-1.0, g)
+            parent_ang = _scale(-1.0, _cross(rho, g))
+        for c in range(3):
+            aux_coef[j, c] = child_lin[c]
+            aux_coef[j, 3 + c] = child_ang[c]
+            aux_coef[j, 6 + c] = parent_lin[c] if p >= 0 else 0.0
+            aux_coef[j, 9 + c] = parent_ang[c] if p >= 0 else 0.0
+        aux_res[j] = gap
+        aux_rhs[j] = u[slot + 2] - bias - 2.0 * alpha * (rate - u[slot + 1]) - beta * beta * gap
 
 
 @inline

@@ -12,7 +12,10 @@ C_v zd = 0: mass-orthogonal Gauss-Newton steps dz = -H^-1 (0, C) with the tree f
 correction -H^-1 (0, C_v zd). Closed loops add their rows (``spatial3d.loop_rows``) to every solve as auxiliary
 rows on the tree factor (``spatial3d.close_loops``): in the dynamics with Baumgarte's terms, in the projection with
 their residuals and rates as the joints' (the position steps' multipliers filtered at POSITION_RCOND, the others at
-FILTER_RCOND, as the recursive loop layer's). ``recursive_mbd.dynamics.augmented3d.TimeLoop3D`` builds the system.
+FILTER_RCOND, as the recursive loop layer's). Drivers add one auxiliary row each after the loops'
+(``spatial3d.driver_rows``: q_j(z) - f(t) = 0 with f, f', f'' from the inputs at t), in the dynamics and in the
+projection (their velocity targets f'); their multipliers are minus the driving forces (``drive``), whose power
+-mu f' joins the applied work. ``recursive_mbd.dynamics.augmented3d.TimeLoop3D`` builds the system.
 """
 
 import math
@@ -22,9 +25,9 @@ from numba.core import types
 from numba.extending import overload
 
 from ..layout import STATUS_LOOPS_OPEN, STATUS_NONFINITE_STATE, STATUS_OK
-from ..spatial.layout import JTYPE, LROW, PARENT
+from ..spatial.layout import JTYPE, LROW, PARENT, VIDX
 from ..timeloops import formulation
-from .spatial3d import ROWS_PER_JOINT, close_loops, factor_and_solve, loop_rows, njit, tree_solve
+from .spatial3d import ROWS_PER_JOINT, close_loops, driver_rows, factor_and_solve, loop_rows, njit, tree_solve
 
 Augmented3DSystem = namedtuple("Augmented3DSystem", [
     "body_int", "body_real", "gravity",  # the packed Model3D
@@ -44,6 +47,9 @@ Augmented3DSystem = namedtuple("Augmented3DSystem", [
     # the loops' multipliers mu (k,)
     "loop_int", "loop_real", "aux_body", "aux_coef", "aux_rhs", "aux_res", "aux_weights", "point", "axes", "yb",
     "yj", "schur", "mu",
+    # the drivers (nd rows after the loops' in the auxiliary arrays and mu): (nd, 2) int64 = (driven body, slot of
+    # its f in u); drive (nv,): each driver's force or torque at its joint's rate (zero elsewhere)
+    "drv", "drive",
     "settings",  # (5,) = (project: on, tolerance, max iterations, rcond of the dynamics, of the position steps)
 ])
 
@@ -88,12 +94,19 @@ def system_rhs(inputs, key, system, t, y, dy):
                               system.wreg, system.res, system.gam, zdd, system.lam, system.power)
     if status != STATUS_OK:
         return status
-    if system.loop_int.shape[0] > 0:
+    power_drive = 0.0  # a driver's multiplier is minus its force: its power is -mu f'
+    if system.aux_body.shape[0] > 0:
         status = _loop_rows(system, system.stab)
         if status != STATUS_OK:
             return status
         if _close(system, system.settings[3], zdd, system.lam) < 0:
             return STATUS_NONFINITE_STATE
+        drv = system.drv
+        first = system.mu.shape[0] - drv.shape[0]
+        for j in range(drv.shape[0]):
+            force = -system.mu[first + j]
+            system.drive[system.body_int[drv[j, 0], VIDX]] = force
+            power_drive += force * system.u[drv[j, 1] + 1]
     n = zdd.shape[0]
     zd = system.zd
     for i in range(n):
@@ -113,7 +126,7 @@ def system_rhs(inputs, key, system, t, y, dy):
         for c in range(6):
             dy[7 * n + 6 * i + c] = zdd[i, c]
     dy[13 * n] = 0.0
-    dy[13 * n + 1] = system.power[0]
+    dy[13 * n + 1] = system.power[0] + power_drive
     return STATUS_OK
 
 
@@ -127,9 +140,17 @@ def _factor_at(system):
 
 @njit
 def _loop_rows(system, stab):
-    """The loops' auxiliary rows at (system.z, system.zd) with Baumgarte's stab; returns the status."""
+    """The loops' and the drivers' auxiliary rows at (system.z, system.zd) and the inputs in system.u, with
+    Baumgarte's stab; returns the status."""
+    k = system.aux_body.shape[0] - system.drv.shape[0]  # the loops' rows, then the drivers'
+    if system.drv.shape[0] > 0:
+        driver_rows(system.body_int, system.body_real, system.z, system.zd, system.drv, system.u, stab,
+                    system.aux_body[k:], system.aux_coef[k:], system.aux_rhs[k:], system.aux_res[k:])
+    if system.loop_int.shape[0] == 0:
+        return STATUS_OK
     return loop_rows(system.body_real, system.loop_int, system.loop_real, system.z, system.zd, stab, system.point,
-                     system.axes, system.aux_weights, system.aux_body, system.aux_coef, system.aux_rhs, system.aux_res)
+                     system.axes, system.aux_weights, system.aux_body[:k], system.aux_coef[:k], system.aux_rhs[:k],
+                     system.aux_res[:k])
 
 
 @njit
@@ -143,17 +164,19 @@ def _close(system, rcond, xb, xj):
 
 @njit
 def _loop_correction(system, rates):
-    """The loops' part of ``_correction``: their rows at system.z with the targets -C (rates False) or -E zd
-    (True), closed on the joints' correction in system.xb, xj; returns (max |C| or |E zd|, the status)."""
+    """The loops' and the drivers' part of ``_correction``: their rows at system.z with the targets -C (rates False)
+    or -(E zd - f') (True; f' the drivers' rates, zero for a loop's row), closed on the joints' correction in
+    system.xb, xj; returns (max |C| or |E zd - f'|, the status)."""
     status = _loop_rows(system, system.no_stab)
     if status != STATUS_OK:
         return 0.0, status
     zd = system.zd
     gap = 0.0
+    first = system.aux_rhs.shape[0] - system.drv.shape[0]  # the first driver's row
     for r in range(system.aux_rhs.shape[0]):
         v = system.aux_res[r]
         if rates:
-            v = 0.0
+            v = -system.u[system.drv[r - first, 1] + 1] if r >= first else 0.0
             for side in range(2):
                 body = system.aux_body[r, side]
                 if body >= 0:
@@ -173,7 +196,7 @@ def _loops_closed(system, limit):
     ``limit`` after the projection (no closed configuration near, as the recursive route's ``project_loops``)."""
     worst = 0.0
     worst_row = 0
-    for r in range(system.aux_res.shape[0]):
+    for r in range(system.aux_res.shape[0] - system.drv.shape[0]):  # the loops' rows
         if abs(system.aux_res[r]) > worst:
             worst = abs(system.aux_res[r])
             worst_row = r
@@ -261,7 +284,7 @@ def project_state(inputs, key, system, t, y):
             if status != STATUS_OK:
                 return status
             gap = _correction(system, False)
-            if system.loop_int.shape[0] > 0:
+            if system.aux_body.shape[0] > 0:
                 loop_gap, status = _loop_correction(system, False)
                 if status != STATUS_OK:
                     return status
@@ -281,7 +304,7 @@ def project_state(inputs, key, system, t, y):
         if status != STATUS_OK:
             return status
         _correction(system, True)
-        if system.loop_int.shape[0] > 0:
+        if system.aux_body.shape[0] > 0:
             status = _loop_correction(system, True)[1]  # also the loops' residuals at the projected z
             if status != STATUS_OK:
                 return status
@@ -309,7 +332,7 @@ def constraint_gap(inputs, key, system, t, y, out):
     for i in range(system.res.shape[0]):
         for r in range(6):
             gap = max(gap, abs(system.res[i, r]))
-    if status == STATUS_OK and system.loop_int.shape[0] > 0:
+    if status == STATUS_OK and system.aux_body.shape[0] > 0:
         status = _loop_rows(system, system.no_stab)
         for r in range(system.aux_res.shape[0]):
             gap = max(gap, abs(system.aux_res[r]))
