@@ -49,7 +49,8 @@ RecursiveSystem = namedtuple("RecursiveSystem", [
     "qdd", "drive",  # (nq,) accelerations, driving forces of the driven coordinates
     # loops: (loop_int, loop_real, acc, phi, phid, jac, gamma, weights, resp, resp_drive, zeros, stab, lam, info,
     # jac_free (unused), settings (5,) = (project: on, tol, max_iter, its rcond; rcond of the dynamics' multiplier
-    # solve), pattern: the loops' structure, ``loops.loop_pattern``, built once per model); loop_int has no rows for
+    # solve), then the 14 arrays of the loops' structure (``loops.loop_pattern``, built once per model: loops[16:],
+    # flat, as the parallel ensembles' kernels take tuples of arrays only)); loop_int has no rows for
     # a tree
     "loops",
     # contacts: None without contacts, else (contact_int, contact_real, per_contact (nrows, N_PER_CONTACT),
@@ -270,7 +271,7 @@ def project_state(inputs, key, system, t, y):
     if status != STATUS_OK:
         return status
     settings = loops[15]
-    status, _ = project(system.body_int, system.body_real, loops[0], loops[1], loops[16], q, qd, system.driven,
+    status, _ = project(system.body_int, system.body_real, loops[0], loops[1], loops[16:], q, qd, system.driven,
                         system.ws, system.com, loops[2], loops[3], loops[4], loops[5], loops[6], loops[7], loops[8],
                         loops[9], loops[10], loops[11][2:4], settings[1], int(settings[2]), settings[3], settings[4],
                         1e3 * settings[1], _branch(settings))
@@ -346,11 +347,11 @@ def _make_rhs(with_loops, serial_chain=False, loads=True):
             loops = system.loops
             if loops[0].shape[0] > 0:
                 use_tree = False
-                status = constrained_dynamics(body_int, system.body_real, system.gravity, loops[0], loops[1], loops[16],
-                                              q, qd, tau, system.wrench, system.driven, system.ws, system.com, loops[2],
-                                              qdd, drive, loops[3], loops[4], loops[5], loops[6], loops[7], loops[8],
-                                              loops[9], loops[10], loops[11], loops[15][4], loops[12], loops[13],
-                                              _branch(loops[15]))
+                status = constrained_dynamics(body_int, system.body_real, system.gravity, loops[0], loops[1],
+                                              loops[16:], q, qd, tau, system.wrench, system.driven, system.ws,
+                                              system.com, loops[2], qdd, drive, loops[3], loops[4], loops[5],
+                                              loops[6], loops[7], loops[8], loops[9], loops[10], loops[11],
+                                              loops[15][4], loops[12], loops[13], _branch(loops[15]))
         if serial_chain:  # the route forward_dynamics takes for a serial chain without driven joints
             status = _forward_dynamics_serial(system.body_real, system.gravity, q, qd, tau, system.wrench,
                                               system.ws, qdd)
