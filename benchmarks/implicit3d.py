@@ -80,7 +80,7 @@ the run getting 13-14% of a core, so wall times 7x those of a free core):
 
 Then with a tree of spherical joints iterating in two fused passes (``augmented3d_implicit``; the same command, one
 process a size, warm cache; before: the same command on the code before, just before; the machine shared with other
-sessions, load 10-11 before and 15-20 after, so the wall times say little; ``benchmarks/implicit3d_phases.py``
+jobs, load 10-11 before and 15-20 after, so the wall times say little; ``benchmarks/implicit3d_phases.py``
 measures both kernels' CPU time in one run: 731-759 ns a body an iteration before, 340-343 after):
 
     N      t_end  wall/sim s       us/link-step   iter/step  splits  peak RSS [MB]
