@@ -89,6 +89,13 @@ measures both kernels' CPU time in one run: 731-759 ns a body an iteration befor
     1e6    0.05   - -> 4050        - -> 40.5      2.00       0       2832   (the process got 6% of a core: 7.6 s of
                                                                     user CPU in all, setup included;
                                                                     ``/usr/bin/time -v``: 2.90 GB, 3.93 before)
+
+The same two sizes over the whole second on the quiet machine (load average below 1, one process each, the kernels
+in the cache; peak RSS from ``/usr/bin/time -v``, the 1e5 process compiling part of its kernels):
+
+    N      t_end  wall/sim s  us/link-step  iter/step  splits  peak RSS [MB]
+    1e5    1      11.1        1.11          2.48       0       2170   (149 s of CPU with the compilation)
+    1e6    1      101         1.01          2.48       0       2916   (104 s the whole process, 2.99 GB)
 """
 
 import os
