@@ -489,6 +489,12 @@ def chain_fountain(n, drop, t_end=0.8, samples=81, rtol=1e-5, atol=1e-8, method=
     largest |E + W_dissipated - E0| [J], W including the contacts' work) against the scale of the chain's energy
     ``energy_scale`` = m g drop [J], ``nsteps`` and the wall ``seconds`` of the run. With no sample running (the
     end did not land before the pile ran out) the summary has only the whole run's entries.
+
+    Measured (``examples/chain_fountain.py --drops 0.35 0.5 0.7 1.0``: 200 links, 30 hanging, 0.8 s, dopri5 at rtol
+    1e-5): h2 / h1 = 0.075, 0.072, 0.071 and 0.061 at drops of 0.35, 0.5, 0.7 and 1 m, the mean top 6.7, 11.5, 20.1
+    and 24.9 mm above the rim: the rise grows roughly in proportion to the drop, as Biggins and Warner's h2 / h1 =
+    alpha / (1 - alpha - beta) has it (alpha about 0.07 for beta = 0). Qualitative only: the chain is still speeding
+    up when the pile runs out, most at the largest drop, where the end falls 0.7 m before it lands.
     """
     model, q0, geometry = chain_fountain_model(n, drop, **options)
     t_end = _positive(t_end, "t_end")
