@@ -335,10 +335,13 @@ def _rotation(vector):
     return np.eye(3) + math.sin(angle) * k + (1.0 - math.cos(angle)) * k @ k
 
 
-def test_the_contact_blocks_are_the_derivative_of_the_contact_loads():
+@pytest.mark.parametrize("reversed_slip", [False, True])
+def test_the_contact_blocks_are_the_derivative_of_the_contact_loads(reversed_slip):
     # the blocks [C | K] of every body against central differences of its contact wrench, by its velocity twist
     # (C) and by a displacement of its pose, (R, o) -> (R exp(e_w), o + R e_v) with its body-axes twist held (K):
-    # the ball slides (its friction clipped at mu F_n), the capsule's two ends stick on stretched anchors
+    # the ball slides (its friction clipped at mu F_n), the capsule's two ends stick on stretched anchors; with
+    # reversed_slip the ball's slip turned round since the last Newton iterate, so the blocks and the loads are its
+    # unclipped law's (``slip_reversals``)
     model = _pair(1e6)
     packed = model._require_compiled()
     rows, real = packed.contact_int, packed.contact_real
@@ -356,10 +359,18 @@ def test_the_contact_blocks_are_the_derivative_of_the_contact_loads():
             ground + rng.normal(size=3) * 1e-4 - pos[body])
         state[N_CSTATE * row + CS_SURF:N_CSTATE * row + CS_SURF + 3] = ground + rng.normal(size=3) * 1e-4
 
+    linear = np.zeros((3, 4))
+
     def wrench(rot, pos, omega, vel, per_contact=None):
         out = np.zeros((2, 6))
         kernels.contact_forces(rows, real, rot, pos, omega, vel, state, 0, out, np.zeros(2),
                                np.zeros((3, N_PER_CONTACT)) if per_contact is None else per_contact)
+        if reversed_slip:  # the last iterate's slip direction opposite this one's: the ball's row is marked
+            if per_contact is not None:
+                linear[0, 1:] = -per_contact[0, 1:4]
+            marks = linear.copy()
+            assert kernels.slip_reversals(rows, real, rot, pos, omega, vel, state, 0, marks, out) == 1
+            assert list(marks[:, 0]) == [1.0, 0.0, 0.0]
         return out
 
     per_contact = np.zeros((3, N_PER_CONTACT))
@@ -368,7 +379,8 @@ def test_the_contact_blocks_are_the_derivative_of_the_contact_loads():
     slides = np.linalg.norm(per_contact[:, 1:4], axis=1) >= limits * (1.0 - 1e-12)
     assert np.all(per_contact[:, 0] > 0.0) and list(slides) == [True, False, False]
     blocks = np.zeros((2, 6, 12))
-    assert kernels.contact_newton_blocks(rows, real, rot, pos, omega, vel, state, 0, blocks) == 3
+    linear[0, 0] = 1.0 if reversed_slip else 0.0  # the mark ``slip_reversals`` set
+    assert kernels.contact_newton_blocks(rows, real, rot, pos, omega, vel, state, 0, blocks, linear) == 3
     twist_w = np.einsum("bji,bj->bi", rot, omega)  # the body-axes twists, held under a displacement
     twist_v = np.einsum("bji,bj->bi", rot, vel)
     for body in range(2):

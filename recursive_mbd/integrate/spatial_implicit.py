@@ -58,7 +58,11 @@ matrix S first and falls back to the exact one, N, where S stalls (below):
   N adds C to the body's response to its velocity change and c_stiff K to its response to its acceleration change
   (the displacement's tangent-map and velocity-product terms lagged), S the symmetric part of c_stiff K + c_damp C
   to the body's inertia; with contacts S is factorised again at an iterate whose corrections shrank less than
-  20x (a contact made or broken since).
+  20x (a contact made or broken since), and the step goes on on N where S with the blocks is not positive definite
+  (a sliding row's friction follows its normal force, with no term back). A row whose slip direction reversed since
+  the last iterate takes that iterate's correction on its unclipped law, residual and blocks, in fresh factors
+  (``_kernels.spatial.contact.slip_reversals``: without it Newton cycles between the two slip directions of a row
+  that sticks, across a stick band narrow at a stiff contact and a long step).
 * N's spin hold: the exact matrix's factorisations in a step add SPIN_DAMPING m e_a^2 (1e8:
   ``_kernels.spatial.implicit``) to the diagonal of every spherical joint's velocity a (e = centre of mass - joint
   point in the child's axes, m the body's mass), holding the turn about the link's own axis, until a correction has

@@ -158,6 +158,8 @@ def _is_spatial(system):
 # the integrated entries (module doc, "Drivers"): y's coordinates in q (nqf,) and velocities in v (nvf,), each
 # quaternion's first index in y (nk,), and the full configuration (nq,) that y's coordinates are scattered into
 W_FREE_Q, W_FREE_V, W_QUAT_Y, W_QY = range(36, 40)
+# the contact rows' marks of ``contact.slip_reversals`` (nrows, 4): none marked, every row on the law's blocks
+W_LINEAR = 40
 
 
 @overload(newton.newton_workspace, inline="always")
@@ -187,7 +189,7 @@ def _spatial_newton_workspace(system, newton):
                 np.zeros(nq), np.zeros(3), np.zeros((m, nv)), np.zeros((m, m)), np.zeros((m, m)), np.zeros(m),
                 np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(nv), np.zeros(nq), np.arange(nv)) + (
                     np.zeros(state_size(system) + 2 + N_CSTATE * rows), np.zeros((nb if rows else 0, 6, 12)),
-                    free_q, free_v, quat_y, np.zeros(nq))
+                    free_q, free_v, quat_y, np.zeros(nq), np.zeros((rows, 4)))
     return impl
 
 
@@ -350,7 +352,7 @@ def _factor(system, work, c, q, v, y):
     for j in range(j_diag.shape[0]):
         j_diag[j] = c * c * j_stiff[j] + c * j_damp[j]
     blocks = work[W_BLOCKS]
-    status = contact_blocks(system, q, v, y, blocks)
+    status = contact_blocks(system, q, v, y, blocks, work[W_LINEAR])
     if status != STATUS_OK:
         return status
     status = effective_factor(system.body_int, system.body_real, system.gravity, q, work[W_ZEROS], work[W_WS],

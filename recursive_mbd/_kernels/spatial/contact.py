@@ -238,6 +238,33 @@ def _trial_friction(contact_int, contact_real, rot, pos, state, base, r, active,
 
 
 @njit
+def _row_law(contact_int, contact_real, rot, pos, state, base, r, gap, nx, ny, nz, qx, qy, qz, vx, vy, vz):
+    """The law of touching row r at its geometry (``_geometry``) before the Coulomb clip: (depth, rate d', the
+    tangential slip rate vt (3), active, v_in, F_n, its elastic part, the trial friction f (3), |f|, mu F_n)."""
+    depth = -gap
+    rate = -(nx * vx + ny * vy + nz * vz)
+    vtx, vty, vtz = _tangential(vx, vy, vz, nx, ny, nz)
+    active = state[base + CS_ACTIVE] != 0.0
+    v_in = state[base + CS_VIN] if active else max(rate, contact_real[r, CVMIN])
+    fn, elastic = hunt_crossley(contact_real[r, CK], contact_real[r, CEXP], contact_real[r, CDAMP], depth, rate, v_in)
+    fx, fy, fz, norm, limit = _trial_friction(contact_int, contact_real, rot, pos, state, base, r, active, fn, nx, ny,
+                                              nz, qx, qy, qz, vtx, vty, vtz)
+    return depth, rate, vtx, vty, vtz, active, v_in, fn, elastic, fx, fy, fz, norm, limit
+
+
+@njit
+def _push(contact_int, rot, pos, wrench, r, qx, qy, qz, fx, fy, fz):
+    """wrench (nbodies, 6) += row r's force (fx, fy, fz) on its shape's body at the contact point q, and its
+    opposite on the surface's owner (nothing for the ground)."""
+    a = contact_int[r, CBODY]
+    b = contact_int[r, COWNER]
+    lx, ly, lz = _to_body(rot, pos, a, qx, qy, qz)
+    _add_force(rot, wrench, a, lx, ly, lz, fx, fy, fz, False)
+    lx, ly, lz = _to_body(rot, pos, b, qx, qy, qz)
+    _add_force(rot, wrench, b, lx, ly, lz, -fx, -fy, -fz, False)
+
+
+@njit
 def contact_forces(contact_int, contact_real, rot, pos, omega, vel, state, offset, wrench, energy_out, per_contact):
     """Add the contacts' loads to ``wrench`` (nbodies, 6) (body coordinates about the origins, as the elements'),
     at the poses rot, pos, omega, vel (``tree.poses``); the rows' state is state[offset + N_CSTATE r + column].
@@ -253,27 +280,12 @@ def contact_forces(contact_int, contact_real, rot, pos, omega, vel, state, offse
         if not touching:
             continue
         base = offset + N_CSTATE * r
-        depth = -gap
-        rate = -(nx * vx + ny * vy + nz * vz)
-        vtx, vty, vtz = _tangential(vx, vy, vz, nx, ny, nz)
-        active = state[base + CS_ACTIVE] != 0.0
-        v_in = state[base + CS_VIN] if active else max(rate, contact_real[r, CVMIN])
-        fn, elastic = hunt_crossley(contact_real[r, CK], contact_real[r, CEXP], contact_real[r, CDAMP], depth, rate,
-                                    v_in)
-        ftx, fty, ftz, norm, limit = _trial_friction(contact_int, contact_real, rot, pos, state, base, r, active, fn,
-                                                     nx, ny, nz, qx, qy, qz, vtx, vty, vtz)
+        depth, rate, vtx, vty, vtz, _, _, fn, elastic, ftx, fty, ftz, norm, limit = _row_law(
+            contact_int, contact_real, rot, pos, state, base, r, gap, nx, ny, nz, qx, qy, qz, vx, vy, vz)
         ftx = coulomb_clip(ftx, norm, limit)
         fty = coulomb_clip(fty, norm, limit)
         ftz = coulomb_clip(ftz, norm, limit)
-        fx = fn * nx + ftx
-        fy = fn * ny + fty
-        fz = fn * nz + ftz
-        a = contact_int[r, CBODY]
-        b = contact_int[r, COWNER]
-        lx, ly, lz = _to_body(rot, pos, a, qx, qy, qz)
-        _add_force(rot, wrench, a, lx, ly, lz, fx, fy, fz, False)
-        lx, ly, lz = _to_body(rot, pos, b, qx, qy, qz)
-        _add_force(rot, wrench, b, lx, ly, lz, -fx, -fy, -fz, False)
+        _push(contact_int, rot, pos, wrench, r, qx, qy, qz, fn * nx + ftx, fn * ny + fty, fn * nz + ftz)
         potential += elastic * depth / (contact_real[r, CEXP] + 1.0)
         dissipated += (fn - elastic) * rate - (ftx * vtx + fty * vty + ftz * vtz)  # all but the elastic normal part
         per_contact[r, PC_NORMAL] = fn
@@ -390,7 +402,7 @@ def _arc_change(u, n, radius, du):
 
 
 @njit
-def contact_newton_blocks(contact_int, contact_real, rot, pos, omega, vel, state, offset, blocks):
+def contact_newton_blocks(contact_int, contact_real, rot, pos, omega, vel, state, offset, blocks, linear):
     """The contacts' part of an implicit step's Newton matrix, per body: blocks (nbodies, 6, 12) = [C_b | K_b] on
     each body's twist (omega; v) in body axes (``tree``'s spatial vectors), zeroed first, summed over the rows
     touching a surface of the ground at the poses ``contact_forces`` takes (the rows' state of ``state`` held, as
@@ -405,7 +417,9 @@ def contact_newton_blocks(contact_int, contact_real, rot, pos, omega, vel, state
     the clipped force mu F_n f / |f| (unsymmetric), and the geometric terms: the lever arm's change, the body axes'
     turn, the velocity of the contact point moved. On a cylinder the normal's turn with the shape's centre is in,
     while the stretch changes as the material point's tangential displacement and a capsule's nearest point is
-    held on the segment (lagged: their remainder). Rows whose surface a body carries couple two bodies: lagged."""
+    held on the segment (lagged: their remainder). Rows whose surface a body carries couple two bodies: lagged.
+    linear (nrows, 4) (``slip_reversals``), or (0, 4): a row with linear[r, 0] != 0 takes the derivatives of its
+    unclipped law (its stick block) while it slides."""
     for i in range(blocks.shape[0]):
         for a in range(6):
             for b in range(12):
@@ -425,24 +439,19 @@ def contact_newton_blocks(contact_int, contact_real, rot, pos, omega, vel, state
         base = offset + N_CSTATE * r
         plane = contact_int[r, CSURFACE] == SURFACE_PLANE
         radius = contact_real[r, CRAD]
-        depth = -gap
-        rate = -(nx * vx + ny * vy + nz * vz)
-        vtx, vty, vtz = _tangential(vx, vy, vz, nx, ny, nz)
-        active = state[base + CS_ACTIVE] != 0.0
-        v_in = state[base + CS_VIN] if active else max(rate, contact_real[r, CVMIN])
-        fn, elastic = hunt_crossley(contact_real[r, CK], contact_real[r, CEXP], contact_real[r, CDAMP], depth, rate,
-                                    v_in)
+        depth, rate, vtx, vty, vtz, active, v_in, fn, elastic, fx, fy, fz, norm, limit = _row_law(
+            contact_int, contact_real, rot, pos, state, base, r, gap, nx, ny, nz, qx, qy, qz, vx, vy, vz)
         kn = 0.0
         cn = 0.0
         if fn > 0.0:
             kn = contact_real[r, CEXP] * fn / depth
             if active or rate < contact_real[r, CVMIN]:
                 cn = elastic * contact_real[r, CDAMP] / v_in
-        fx, fy, fz, norm, limit = _trial_friction(contact_int, contact_real, rot, pos, state, base, r, active, fn,
-                                                  nx, ny, nz, qx, qy, qz, vtx, vty, vtz)
         kt = contact_real[r, CKT]
         ct = contact_real[r, CCT]
-        slip = norm > limit
+        # a row taken on its unclipped law at this iterate (``slip_reversals``) has its stick spring and damper's
+        # derivatives, and its unclipped force in the geometric terms
+        slip = norm > limit and not (linear.shape[0] > 0 and linear[r, 0] != 0.0)
         ftx, fty, ftz = fx, fy, fz
         if slip:
             ftx = fx / norm * limit
@@ -579,3 +588,56 @@ def contact_newton_blocks(contact_int, contact_real, rot, pos, omega, vel, state
                 blocks[body, 3 + a, col] -= rot[body, 0, a] * dF_x + rot[body, 1, a] * dF_y + rot[body, 2, a] * dF_z
         added += 1
     return added
+
+
+@njit
+def slip_reversals(contact_int, contact_real, rot, pos, omega, vel, state, offset, linear, wrench):
+    """Mark the rows whose slip reversed at this Newton iterate and add to ``wrench`` (nbodies, 6) what taking them
+    on their unclipped law adds to the contacts' loads, f - clip(f), at the poses ``contact_forces`` took; returns
+    the number of rows marked (rows on a ground-fixed surface only: the others' blocks are lagged). linear
+    (nrows, 4): per row its mark (column 0: 1.0 marked, else 0.0) and the unit direction of its trial friction f
+    at the last iterate where it slid (columns 1-3; zeros before the first), kept over a step's iterations (zeroed
+    at each attempt's start by the caller).
+
+    Why (one row, along its slip direction, a the body's acceleration there): an implicit step's residual is
+    R(a) = m a - F - F_t(a), F_t the clipped law clip(f), with f = f_k - K (a - a_k) over the step, K = c_stiff k_t
+    + c_damp c_t (the stick spring's and damper's responses). R has the slope m + K inside the stick band
+    |f| <= mu F_n and m outside it (the clipped force's derivative along its own direction is zero: the block of a
+    sliding row), so R's slope is at least m everywhere and a Newton step from a sliding iterate lands at or beyond
+    the root. Where the root sticks and the band, 2 mu F_n / K in a, is narrower than that step (a stiff stick
+    spring or damper at a long step), it lands past the band, sliding the other way, and the next step comes back:
+    Newton cycles between the roots of the two sliding pieces, g (sin theta -/+ mu cos theta) on a slope. From an
+    iterate whose slip reversed the step is taken on the row's unclipped law R_lin(a) = m a - F - f(a) (residual
+    R(a_k) + clip(f_k) - f_k, the stick block in the matrix): R_lin is the band's own linear piece, so that step
+    lands on the root where the root sticks; where it slides, the stick piece's root a_s has f(a_s) beyond the
+    limit on the side the root lies (R(a_s) has the sign of a_s's distance from the root), so it lands on the root's
+    own sliding piece, which the next, plain, step solves. A reversal needs both pieces visited, so a row that slides
+    one way throughout never leaves the plain semismooth step. In 3D f is a vector: a reversal is a turn of its
+    direction by more than a right angle, d_k . d_k-1 < 0, and the argument holds along the slip.
+    """
+    marked = 0
+    for r in range(contact_int.shape[0]):
+        linear[r, 0] = 0.0
+        if contact_int[r, COWNER] >= 0:  # lagged in the blocks (``contact_newton_blocks``): left to the clipped law
+            continue
+        touching, gap, nx, ny, nz, qx, qy, qz, vx, vy, vz = _geometry(contact_int, contact_real, rot, pos, omega,
+                                                                      vel, r)
+        if not touching:
+            continue
+        base = offset + N_CSTATE * r
+        _, _, _, _, _, _, _, fn, _, fx, fy, fz, norm, limit = _row_law(
+            contact_int, contact_real, rot, pos, state, base, r, gap, nx, ny, nz, qx, qy, qz, vx, vy, vz)
+        if not norm > limit:
+            continue
+        dx = fx / norm
+        dy = fy / norm
+        dz = fz / norm
+        if dx * linear[r, 1] + dy * linear[r, 2] + dz * linear[r, 3] < 0.0:
+            linear[r, 0] = 1.0
+            marked += 1
+            scale = 1.0 - limit / norm  # f - clip(f)
+            _push(contact_int, rot, pos, wrench, r, qx, qy, qz, scale * fx, scale * fy, scale * fz)
+        linear[r, 1] = dx
+        linear[r, 2] = dy
+        linear[r, 3] = dz
+    return marked

@@ -35,6 +35,7 @@ from .system import (
     configuration_rate,
     contact_blocks,
     contact_residual,
+    contact_slip_reversals,
     integrate_configuration,
     system_rhs,
     update_contact_state,
@@ -442,7 +443,12 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     With contacts the residual has their loads (``system.contact_residual``: the rows' state of y held over the
     step), both matrices their per-body blocks at the iterate they are made at (``system.contact_blocks``), S is
     made again where its corrections shrink by less than SLOW_CONTRACTION, and after each step the rows' state in y
-    is updated (``system.update_contact_state``: a fixed step's impact that it does not resolve ends the run).
+    is updated (``system.update_contact_state``: a fixed step's impact that it does not resolve ends the run). A
+    row whose slip direction reversed since the attempt's last iterate takes that iterate's correction on its
+    unclipped law, in the residual and in fresh factors (``contact.slip_reversals``: it ends Newton's cycling
+    between the two slip directions of a row that sticks), and no such iterate ends the iteration; where S is not
+    positive definite with the contacts' blocks (a sliding row's unsymmetric coupling to its normal force), the
+    step goes on on N.
     carry (2 + 2 nv + m + 1): (powers, a, vdot, lambda, started). y_out rows (n + m): the state y, then the
     multipliers lambda at that sample (linear in time between step ends at t_eval points and events), the buffers
     growing to at most ``output_budget`` floats with the events' (STATUS_OUTPUT_FULL beyond). info (8,):
@@ -527,6 +533,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     # the contacts' blocks of the Newton matrix (``contact.contact_newton_blocks``), at each factorisation
     with_contacts = system.contacts[0].shape[0] > 0
     blocks = np.zeros((nb if with_contacts else 0, 6, 12))
+    # the rows taken on their unclipped law at the iterate, their slip reversed (``contact.slip_reversals``)
+    linear = np.zeros((system.contacts[0].shape[0], 4))
     # the state, its rates (q', v') at the step's ends for the dense output, the work rates, an output row
     y, y_new, rate, rate_new, powers, powers_new, ytmp, row = newton.run_state(y0, m)
     nfev = 0
@@ -591,6 +599,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
             exact_previous = np.inf  # the attempt's last correction on the exact matrix
             previous = np.inf
             correction = np.inf
+            linear[:, :] = 0.0  # no slip direction seen yet
+            marked = 0
             for iteration in range(max_newton):
                 status = integrators._poll(monitor, monitor_key, control, t, y, nfev)
                 if status != STATUS_OK:
@@ -613,6 +623,14 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                                           powers_new)
                 if status == STATUS_OK:  # the contacts' loads, their state (in y) held over the step
                     status = contact_residual(system, q_new, v_new, y, residual, powers_new)
+                # rows whose slip reversed since the last iterate take this step on their unclipped law (residual
+                # and blocks), which lands on the root where it sticks (``contact.slip_reversals``); the factors are
+                # made again at such an iterate and at the one after it (the law's blocks again)
+                relinearise = marked > 0
+                marked = 0
+                if status == STATUS_OK and with_contacts:
+                    marked = contact_slip_reversals(system, y, linear, residual)
+                    relinearise = relinearise or marked > 0
                 # the predictor's spherical springs past their half turn: linearised at the step's start for the
                 # first correction from it (``elements.linearise_spherical_springs``), never the converged iterate
                 linearised = status == STATUS_OK and at_predictor and linearise_spherical_springs(
@@ -636,19 +654,57 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 res_max = 0.0
                 for j in range(nv):
                     res_max = max(res_max, abs(residual[j]))
+                # the cheap factors, made again where they are due (with contacts, also factors of this step that
+                # contract slowly: a contact made or broken since they were made, a stiff force switched on that the
+                # matrix does not have)
+                cheap_made = False
+                if not exact and (newton.refactor_due(factored_h, h, fresh, correction, previous) or relinearise or (
+                        with_contacts and correction > newton.SLOW_CONTRACTION * previous)):
+                    status = contact_blocks(system, q_new, v_new, y, blocks, linear)
+                    if status == STATUS_OK:
+                        status = effective_factor(body_int, body_real, system.gravity, q_new, zeros, ws_c, s_c,
+                                                  tmp_f, c_stiff, j_diag, ud_c, dinv, rot, fsub, kw, blocks,
+                                                  c_damp, system.driven)
+                    if (status & 15) == STATUS_SINGULAR:
+                        # gravity's stiffness is negative where a subtree hangs above its joint (a top, an arm
+                        # swung up): M + c_stiff K may be indefinite for a large step; then lag it too
+                        status = effective_factor(body_int, body_real, system.gravity, q_new, zeros, ws_c, s_c,
+                                                  tmp_f, 0.0, j_diag, ud_c, dinv, rot, fsub, kw, blocks, c_damp,
+                                                  system.driven)
+                    if (status & 15) == STATUS_SINGULAR and with_contacts:
+                        # a sliding row's friction follows its normal force, mu dF_n along the slip, with no term
+                        # back: the symmetric part of that coupling, c_stiff mu k_n / 2 between the normal and the
+                        # slip direction (whose own entry is the bare mass: the clipped force does not change along
+                        # it), is indefinite where c_stiff k_n > 4 m / mu^2 or so (a capsule sliding on k = 1e9
+                        # at 10 ms: c_stiff k_n = 60 m); the exact matrix takes it unsymmetric, from this iterate on
+                        factored_h = -1.0
+                        exact = True
+                        factor_exact = True
+                    elif status != STATUS_OK:
+                        newton.record_failure(info, np.inf, res_max, step, iterations)
+                        return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
+                    else:
+                        for r in range(m):  # the loop rows' responses S^-1 J_r^T and J S^-1 J^T: m applies
+                            effective_apply(body_int, ws_c, s_c, ud_c, dinv, jac[r], tmp_f, ud, resp_c[r])
+                        gram_matrix(jac, resp_c, gram_c)
+                        factored_h = h
+                        fresh = True
+                        info[4] += 1
+                        previous = np.inf
+                        cheap_made = True
                 if exact:
                     # Newton proper from where the cheap matrix stalled: factors at every iterate while the last
                     # correction is above NEWTON_PROPER_ABOVE newton_tol (chord steps far from the root overshoot
                     # and diverge on slender chains), then kept, and again where they shrink less than
                     # SLOW_CONTRACTION an iteration
-                    if (factor_exact or correction > NEWTON_PROPER_ABOVE * newton_tol
+                    if (factor_exact or relinearise or correction > NEWTON_PROPER_ABOVE * newton_tol
                             or correction > newton.SLOW_CONTRACTION * previous):
                         # with its configuration terms at (q+, v+, vdot+) and the update's tangent map, the spins
                         # held until the bending's corrections contract
                         held = SPIN_DAMPING if spin_held else 0.0
                         for j in range(nv):
                             j_exact[j] = j_diag[j] + held * spin[j]
-                        status = contact_blocks(system, q_new, v_new, y, blocks)
+                        status = contact_blocks(system, q_new, v_new, y, blocks, linear)
                         if status == STATUS_OK:
                             status = newton_factor(body_int, body_real, system.gravity, q_new, v_new, vdot_new,
                                                    delta, c_stiff, c_damp, j_exact, ws_f, s_f, tmp_f, work_nv, scr,
@@ -672,32 +728,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                         previous = correction
                     newton_apply(body_int, ws_f, fac, residual, tmp_f, ud, dx)
                 else:
-                    # with contacts, also factors of this step that contract slowly: a contact made or broken since
-                    # they were made (a stiff force switched on that the matrix does not have)
-                    if newton.refactor_due(factored_h, h, fresh, correction, previous) or (
-                            with_contacts and correction > newton.SLOW_CONTRACTION * previous):
-                        status = contact_blocks(system, q_new, v_new, y, blocks)
-                        if status == STATUS_OK:
-                            status = effective_factor(body_int, body_real, system.gravity, q_new, zeros, ws_c, s_c,
-                                                      tmp_f, c_stiff, j_diag, ud_c, dinv, rot, fsub, kw, blocks,
-                                                      c_damp, system.driven)
-                        if (status & 15) == STATUS_SINGULAR:
-                            # gravity's stiffness is negative where a subtree hangs above its joint (a top, an arm
-                            # swung up): M + c_stiff K may be indefinite for a large step; then lag it too
-                            status = effective_factor(body_int, body_real, system.gravity, q_new, zeros, ws_c, s_c,
-                                                      tmp_f, 0.0, j_diag, ud_c, dinv, rot, fsub, kw, blocks, c_damp,
-                                                      system.driven)
-                        if status != STATUS_OK:
-                            newton.record_failure(info, np.inf, res_max, step, iterations)
-                            return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y
-                        for r in range(m):  # the loop rows' responses S^-1 J_r^T and J S^-1 J^T: m applies
-                            effective_apply(body_int, ws_c, s_c, ud_c, dinv, jac[r], tmp_f, ud, resp_c[r])
-                        gram_matrix(jac, resp_c, gram_c)
-                        factored_h = h
-                        fresh = True
-                        info[4] += 1
-                        previous = np.inf
-                    else:
+                    if not cheap_made:
                         previous = correction
                     effective_apply(body_int, ws_c, s_c, ud_c, dinv, residual, tmp_f, ud, dx)
                 ok = True
@@ -749,8 +780,10 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                     info[7] = max(info[7], ratio)
                 # floor: the round-off of the update (q, v of order pred_max, h^2 beta a+, h gamma a+)
                 floor = 16.0 * 2.220446049250313e-16 * max(pred_max, h * max(h * beta, gamma) * acc_max)
-                if not linearised and not (exact and spin_held) and (correction <= newton_tol + floor or (
-                        fresh and correction <= 100.0 * newton_tol and correction > 0.5 * previous)):
+                # (a step taken on a row's unclipped law is no step of the law: never the last)
+                if not linearised and marked == 0 and not (exact and spin_held) and (
+                        correction <= newton_tol + floor
+                        or (fresh and correction <= 100.0 * newton_tol and correction > 0.5 * previous)):
                     converged = True
                     break
                 if release:

@@ -49,7 +49,7 @@ from ..layout import LOOP_CHANGE_POINT, STATUS_LOOP_DEGENERATE, STATUS_LOOPS_OPE
 from ..planar.loops import BRANCH_ZONE, REDUNDANT, filtered_solve, gram_matrix
 from ..planar.tree import check_output
 from ..timeloops import formulation
-from .contact import contact_forces, contact_newton_blocks, update_contacts
+from .contact import contact_forces, contact_newton_blocks, slip_reversals, update_contacts
 from .elements import element_forces, subtree_forces
 from .layout import LROW, N_CSTATE
 from .loops import (
@@ -370,9 +370,28 @@ def contact_residual(system, q, v, y, residual, powers):
 
 
 @njit
-def contact_blocks(system, q, v, y, blocks):
+def contact_slip_reversals(system, y, linear, residual):
+    """After ``contact_residual`` at an iterate (its poses in the elements' scratch): the rows whose slip reversed
+    since the last iterate marked in linear (nrows, 4) and taken on their unclipped law, residual (nv,) less what
+    that adds to the contacts' generalised forces (``contact.slip_reversals``); returns the number marked."""
+    contacts = system.contacts
+    (_, _, ews, eS, _, rot, pos, omega, vel, wrench, forces, _, _) = system.elements
+    wrench[:, :] = 0.0
+    marked = slip_reversals(contacts[0], contacts[1], rot, pos, omega, vel, y, state_size(system) + 2, linear,
+                            wrench)
+    if marked:
+        forces[:] = 0.0
+        subtree_forces(system.body_int, ews, eS, wrench, forces)
+        for k in range(residual.shape[0]):
+            residual[k] -= forces[k]
+    return marked
+
+
+@njit
+def contact_blocks(system, q, v, y, blocks, linear):
     """The contacts' blocks (nbodies, 6, 12) of an implicit step's Newton matrix at (q, v) with the rows' state of y
-    (``contact.contact_newton_blocks``); returns the status. Leaves blocks alone without contacts (no rows)."""
+    (``contact.contact_newton_blocks``; linear (nrows, 4) or (0, 4): the rows ``contact_slip_reversals`` marked take
+    their unclipped law); returns the status. Leaves blocks alone without contacts (no rows)."""
     if blocks.shape[0] == 0:
         return STATUS_OK
     contacts = system.contacts
@@ -380,7 +399,8 @@ def contact_blocks(system, q, v, y, blocks):
     status = poses(system.body_int, system.body_real, q, v, ews, eS, etmp, rot, pos, omega, vel, True)
     if status != STATUS_OK:
         return status
-    contact_newton_blocks(contacts[0], contacts[1], rot, pos, omega, vel, y, state_size(system) + 2, blocks)
+    contact_newton_blocks(contacts[0], contacts[1], rot, pos, omega, vel, y, state_size(system) + 2, blocks,
+                          linear)
     return STATUS_OK
 
 
