@@ -198,7 +198,7 @@ def test_bad_input_to_the_spatial_augmented_route():
 def test_simulate_a_spatial_chain_in_absolute_coordinates_follows_the_recursive_run():
     """A spherical, a revolute and a universal joint in a chain, integrated in both formulations (one compiled time
     loop: projection and Baumgarte runs share it): the same joint trajectory to the integrator's tolerance, the
-    energy kept, the constraint drift at round-off."""
+    energy kept, the constraint drift at round-off, and the joint accelerations ``qdd()`` the recursive run's."""
     model, q0, v0 = swinging_chain()
     reference = rm.simulate(model, q0, v0, 0.5, rtol=1e-10, atol=1e-12)
     energy0 = sum(rm.energy(model, q0, v0))
@@ -212,6 +212,8 @@ def test_simulate_a_spatial_chain_in_absolute_coordinates_follows_the_recursive_
         assert result.constraint_drift.max() < 1e-9
         energies = [sum(rm.energy(model, q, v)) for q, v in zip(result.q, result.qd, strict=True)]
         np.testing.assert_allclose(energies, energy0, rtol=0, atol=1e-7)
+        expected = reference.qdd()
+        np.testing.assert_allclose(result.qdd(), expected, rtol=0, atol=1e-9 * np.abs(expected).max())
     with pytest.raises(ValueError, match=r"tau\(t, q, v\) is not supported"):
         rm.simulate(model, q0, v0, 0.1, formulation="augmented", tau=lambda t, q, v: np.zeros(model.nv))
 
@@ -319,8 +321,9 @@ def test_driven_spatial_joints_in_absolute_coordinates_follow_the_recursive_run(
     """Drivers in formulation="augmented" on a Model3D are rheonomic rows on the absolute coordinates: a chain with a
     free spherical root and a driven revolute and prismatic joint, and the spatial four-bar closed by a distance
     link (RSSR-like) with its crank driven, under projection and Baumgarte. The joint trajectory, the driving forces
-    (minus the driver rows' multipliers), the loop multipliers and the drivers' work equal the recursive run's (its
-    hybrid dynamics) to the integrators' tolerance; the driven coordinates follow their drivers."""
+    (minus the driver rows' multipliers), the loop multipliers, the drivers' work and the joint accelerations
+    ``qdd()`` equal the recursive run's (its hybrid dynamics) to the integrators' tolerance; the driven coordinates
+    follow their drivers."""
     crank = (lambda t: 0.9 + 2.0 * t + 0.3 * t * t, lambda t: 2.0 + 0.6 * t, lambda t: 0.6)
     times = np.linspace(0.0, 1.0, 11)
     chain = _arm_with_slider()
@@ -350,12 +353,8 @@ def test_driven_spatial_joints_in_absolute_coordinates_follow_the_recursive_run(
             np.testing.assert_allclose(result.applied_work, reference.applied_work, rtol=0,
                                        atol=1e-9 * np.abs(reference.applied_work).max())
             assert result.constraint_drift.max() < 1e-10  # joints, loops and drivers
-    with pytest.raises(ValueError, match="not supported by generalized_alpha with formulation='augmented'"):
-        rm.simulate(chain, chain.neutral(), np.zeros(5), 0.1, method="generalized_alpha", dt=0.01,
-                    formulation="augmented", drivers={"arm": ARM})
-    result = rm.simulate(chain, chain.neutral(), np.zeros(5), 0.05, formulation="augmented", drivers={"arm": ARM})
-    with pytest.raises(ValueError, match=r"qdd\(\) of a Model3D's run in formulation='augmented' is not available"):
-        result.qdd()
+            expected = reference.qdd()
+            np.testing.assert_allclose(result.qdd(), expected, rtol=0, atol=1e-9 * np.abs(expected).max())
 
 
 def test_project_a_spatial_model_with_loops_onto_its_joints_and_loops():

@@ -573,6 +573,7 @@ class TimeLoop3D:
                              "formulation='recursive')")
         self.model = model
         self.inputs = inputs
+        self.stabilization = (stabilization, alpha, beta)  # the recursive system of ``result.qdd()`` takes them
         self.system = _system(model, inputs, stabilization, alpha, beta, projection_tol)
 
     def initial_state(self, q0, qd0, t0, callback, key):
@@ -638,9 +639,3 @@ class TimeLoop3D:
         the system (minus their rows' multipliers)."""
         rates = self.inputs.driven_rates
         return rates, self.system.drive[rates]
-
-    accelerations_unavailable = (
-        "qdd() of a Model3D's run in formulation='augmented' is not available: its dynamics give the absolute "
-        "accelerations (c'', omega') of the bodies, and mapping them to the joint accelerations vdot needs each joint "
-        "type's velocity-product terms, which the augmented route of a Model3D does not have yet; result.zd holds "
-        "the bodies' velocities, and the recursive formulation's result gives qdd()")
