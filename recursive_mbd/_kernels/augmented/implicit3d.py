@@ -1101,7 +1101,8 @@ def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, a
     alpha_f, gamma, beta, c_stiff, c_damp). info receives (iterations, last correction, max |residual| of the last
     iterate, its body). xb (nbodies, 6) and xj (rows) non-empty: every joint is spherical and an iteration is
     ``spherical_forward`` and ``_back_substitute`` (jc, jp, res, gam, api, lu, piv unused); empty ((0, 6), (0,)):
-    ``residual``, ``factor``, ``solve``. Returns the status (STATUS_NO_CONVERGENCE after max_newton iterations or at
+    ``residual``, ``factor``, ``solve``. target (nbodies,): the drivers' f(t+) of the driven joints' rows
+    (``residual``), or (0,) without drivers. Returns the status (STATUS_NO_CONVERGENCE after max_newton iterations or at
     a non-finite correction; a singular local block or a non-finite state: theirs); power[0] is tau's power at the last
     residual's state."""
     n = body_int.shape[0]
