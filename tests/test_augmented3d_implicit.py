@@ -166,6 +166,10 @@ def test_a_swinging_chain_of_mixed_joints_follows_the_recursive_dopri5_run_at_se
                           np.abs(reference.qd[-1] - result.qd[-1]).max()))
     assert abs(result.applied_work[-1] - reference.applied_work[-1]) < 1e-5 * abs(reference.applied_work[-1])
     assert errors[1] < 4e-5
+    driving = result.driving_forces()  # no drivers: zeros
+    assert driving.shape == (result.t.size, model.nv) and not driving.any()
+    expected = rm.forward_dynamics(model, q0, v0, tau)  # qdd(): the recursive dynamics at the samples
+    np.testing.assert_allclose(result.qdd()[0], expected, rtol=0, atol=1e-12 * np.abs(expected).max())
     assert 3.5 < errors[0] / errors[1] < 4.5  # second order
 
 

@@ -375,12 +375,14 @@ class _Drivers:
         return -lam[self.rows]
 
     def finish(self, result, samples):
-        """The result's driving forces (nt, nv) (``result.driving_forces()``), its constraint drift with the drivers'
-        gaps |q_j - f(t)| (a revolute angle's wrapped to (-pi, pi]), and what ``result.qdd()`` evaluates: the
-        recursive formulation's dynamics at each sample's joint state with the run's inputs."""
-        driving = np.zeros((result.t.size, self.model.nv))
-        driving[:, self.inputs.driven_rates] = np.array(samples).reshape(result.t.size, -1)
-        result._driving = driving
+        """The result's driving forces (nt, nv) (``result.driving_forces()``; ``samples`` (nt, nd)), its constraint
+        drift with the drivers' gaps |q_j - f(t)| (a revolute angle's wrapped to (-pi, pi]), and what
+        ``result.qdd()`` evaluates: the recursive formulation's dynamics at each sample's joint state with the run's
+        inputs."""
+        result._without_drivers = not self.bodies.size  # no (nt, nv) zeros kept: a long chain's would be large
+        if self.bodies.size:
+            result._driving = np.zeros((result.t.size, self.model.nv))
+            result._driving[:, self.inputs.driven_rates] = samples
         for coord, name, evaluate in self.inputs.drivers:
             values = np.array([_checks.driver_value(name, evaluate, float(t))[0] for t in result.t])
             gap = result.q[:, coord] - values

@@ -387,6 +387,8 @@ class SimulationResult:
         driven coordinate), the same quantity; by generalized_alpha, its converged steps' multipliers."""
         if self._driving is not None:
             return self._driving.copy()
+        if self._without_drivers:
+            return np.zeros((self.t.size, self.qd.shape[1]))
         loop = self._augmented_loop()
         if loop is not None:
             out = np.zeros((self.t.size, self.qd.shape[1]))
@@ -408,8 +410,6 @@ class SimulationResult:
         """``driving_forces`` of a Model3D's result: its run's system evaluated at every sample
         (``spatial_loop.SpatialTimeLoop``), the drivers' entries of its ``drive``."""
         out = np.zeros((self.t.size, self.model.nv))
-        if self._without_drivers:
-            return out
         self._require_model("driving_forces()")
         callback, key, system, inputs, loop = self._evaluator
         rates = inputs.driven_rates
