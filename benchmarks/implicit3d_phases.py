@@ -50,14 +50,15 @@ def phases(n, rho_inf=0.9, h=0.01):
     guess = np.empty_like(vdot)
     kernels.predict(zb, acc, vdot, zb, coef, guess)
     bi, br, g, tau = model.body_int, model.body_real, model.gravity, np.zeros(0)
+    no_drivers = np.zeros(0)  # the drivers' targets of ``kernels.residual``: none
     xb, xj = np.empty_like(a.rb), np.empty_like(a.rc)
 
     def update():
         kernels.update_state(z, zb, acc, vdot, coef, guess, a.zp, a.zbp, a.zdp, a.tangent)
 
     def residual():
-        kernels.residual(bi, br, g, starts, tau, a.zp, a.zdp, guess, lam, coef[5], a.rb, a.rc, a.jc, a.jp, a.res,
-                         a.gam, a.power)
+        kernels.residual(bi, br, g, starts, tau, no_drivers, a.zp, a.zdp, guess, lam, coef[5], a.rb, a.rc, a.jc, a.jp,
+                         a.res, a.gam, a.power)
 
     def factor():
         residual()  # factor turns jc, jp into body axes: from the residual's each time

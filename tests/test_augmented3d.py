@@ -198,7 +198,7 @@ def test_bad_input_to_the_spatial_augmented_route():
 def test_simulate_a_spatial_chain_in_absolute_coordinates_follows_the_recursive_run():
     """A spherical, a revolute and a universal joint in a chain, integrated in both formulations (one compiled time
     loop: projection and Baumgarte runs share it): the same joint trajectory to the integrator's tolerance, the
-    energy kept, the constraint drift at round-off."""
+    energy kept, the constraint drift at round-off, and the joint accelerations ``qdd()`` the recursive run's."""
     model, q0, v0 = swinging_chain()
     reference = rm.simulate(model, q0, v0, 0.5, rtol=1e-10, atol=1e-12)
     energy0 = sum(rm.energy(model, q0, v0))
@@ -212,6 +212,8 @@ def test_simulate_a_spatial_chain_in_absolute_coordinates_follows_the_recursive_
         assert result.constraint_drift.max() < 1e-9
         energies = [sum(rm.energy(model, q, v)) for q, v in zip(result.q, result.qd, strict=True)]
         np.testing.assert_allclose(energies, energy0, rtol=0, atol=1e-7)
+        expected = reference.qdd()
+        np.testing.assert_allclose(result.qdd(), expected, rtol=0, atol=1e-9 * np.abs(expected).max())
     with pytest.raises(ValueError, match=r"tau\(t, q, v\) is not supported"):
         rm.simulate(model, q0, v0, 0.1, formulation="augmented", tau=lambda t, q, v: np.zeros(model.nv))
 
@@ -319,8 +321,9 @@ def test_driven_spatial_joints_in_absolute_coordinates_follow_the_recursive_run(
     """Drivers in formulation="augmented" on a Model3D are rheonomic rows on the absolute coordinates: a chain with a
     free spherical root and a driven revolute and prismatic joint, and the spatial four-bar closed by a distance
     link (RSSR-like) with its crank driven, under projection and Baumgarte. The joint trajectory, the driving forces
-    (minus the driver rows' multipliers), the loop multipliers and the drivers' work equal the recursive run's (its
-    hybrid dynamics) to the integrators' tolerance; the driven coordinates follow their drivers."""
+    (minus the driver rows' multipliers), the loop multipliers, the drivers' work and the joint accelerations
+    ``qdd()`` equal the recursive run's (its hybrid dynamics) to the integrators' tolerance; the driven coordinates
+    follow their drivers."""
     crank = (lambda t: 0.9 + 2.0 * t + 0.3 * t * t, lambda t: 2.0 + 0.6 * t, lambda t: 0.6)
     times = np.linspace(0.0, 1.0, 11)
     chain = _arm_with_slider()
@@ -350,12 +353,8 @@ def test_driven_spatial_joints_in_absolute_coordinates_follow_the_recursive_run(
             np.testing.assert_allclose(result.applied_work, reference.applied_work, rtol=0,
                                        atol=1e-9 * np.abs(reference.applied_work).max())
             assert result.constraint_drift.max() < 1e-10  # joints, loops and drivers
-    with pytest.raises(ValueError, match="not supported by generalized_alpha with formulation='augmented'"):
-        rm.simulate(chain, chain.neutral(), np.zeros(5), 0.1, method="generalized_alpha", dt=0.01,
-                    formulation="augmented", drivers={"arm": ARM})
-    result = rm.simulate(chain, chain.neutral(), np.zeros(5), 0.05, formulation="augmented", drivers={"arm": ARM})
-    with pytest.raises(ValueError, match=r"qdd\(\) of a Model3D's run in formulation='augmented' is not available"):
-        result.qdd()
+            expected = reference.qdd()
+            np.testing.assert_allclose(result.qdd(), expected, rtol=0, atol=1e-9 * np.abs(expected).max())
 
 
 def test_project_a_spatial_model_with_loops_onto_its_joints_and_loops():
@@ -388,8 +387,57 @@ def test_project_a_spatial_model_with_loops_onto_its_joints_and_loops():
     null = np.linalg.svd(cv.toarray())[2][np.linalg.matrix_rank(cv.toarray()):]  # the admissible motions
     change = mass @ (zd_new - zd_off).ravel()
     assert np.abs(null @ change).max() < 1e-10 * np.abs(change).max()
-    with pytest.raises(ModelError, match="drivers are not supported"):
-        rm.augmented.project(model, z, zd, drivers=[(0, lambda t: (0.0, 0.0, 0.0))])
+
+
+def test_project_a_spatial_model_onto_its_drivers_rows():
+    """``rm.augmented.project`` with drivers on a Model3D: the arm with a spherical root and driven revolute and
+    prismatic joints, and the spatial four-bar closed by a distance link with its crank driven. From a state off
+    every row, the joints', the loop's and the drivers' residuals and rates vanish at the given time (1e-12: the
+    driven coordinates and rates read back are f(t), f'(t)); a consistent state stays where it is; a coordinate that
+    no revolute or prismatic joint has is refused."""
+    def crank(t):
+        return 0.9 + 2.0 * t, 2.0, 0.0
+
+    t = 0.7
+    rng = np.random.default_rng(4)
+    chain = _arm_with_slider()
+    q = rm.integrate_configuration(chain, chain.neutral(), rng.normal(size=chain.nv))
+    v = rng.normal(size=chain.nv)
+    chain_drivers = []  # (coordinate in q, evaluate, rate in v)
+    for name, functions in (("arm", ARM), ("slider", SLIDER)):
+        k, rate = chain.q_slice(name).start, chain.v_slice(name).start
+        chain_drivers.append((k, lambda t, functions=functions: tuple(f(t) for f in functions), rate))
+        q[k], v[rate] = chain_drivers[-1][1](t)[:2]
+    four_bar = _four_bar_spatial(loop="distance")
+    q4 = rm.assemble(four_bar, np.array([crank(t)[0], -0.7, 1.6]), fixed=[0])
+    jac = spatial_loops.constraints(four_bar, q4)[2]
+    v4 = np.concatenate(([crank(t)[1]], np.linalg.lstsq(jac[:, 1:], -jac[:, 0] * crank(t)[1], rcond=None)[0]))
+    for model, q_on, v_on, drivers in ((chain, q, v, chain_drivers), (four_bar, q4, v4, [(0, crank, 0)])):
+        pairs = [(k, evaluate) for k, evaluate, _ in drivers]
+        z, zd = rm.augmented.absolute_from_joint(model, q_on, v_on)
+        residual, _, rate, _ = rm.augmented.constraints(model, z, zd)
+        assert np.abs(residual).max() < 1e-12 and np.abs(rate).max() < 1e-12
+        same_z, same_zd = rm.augmented.project(model, z, zd, t=t, drivers=pairs)
+        np.testing.assert_allclose(same_z, z, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(same_zd, zd, rtol=0, atol=1e-12)
+        z_off = z + 1e-4 * rng.normal(size=z.shape)
+        z_off[:, 3:] /= np.linalg.norm(z_off[:, 3:], axis=1, keepdims=True)
+        zd_off = zd + 1e-3 * rng.normal(size=zd.shape)
+        q_off, v_off = rm.augmented.joint_from_absolute(model, z_off, zd_off)
+        assert min(abs(q_off[k] - evaluate(t)[0]) for k, evaluate, _ in drivers) > 1e-6
+        assert min(abs(v_off[r] - evaluate(t)[1]) for _, evaluate, r in drivers) > 1e-5
+        z_new, zd_new = rm.augmented.project(model, z_off, zd_off, t=t, drivers=pairs)
+        residual, _, rate, _ = rm.augmented.constraints(model, z_new, zd_new)
+        assert np.abs(residual).max() < 1e-12 and np.abs(rate).max() < 1e-12
+        q_new, v_new = rm.augmented.joint_from_absolute(model, z_new, zd_new)
+        for k, evaluate, r in drivers:
+            f, f_dot, _ = evaluate(t)
+            assert abs(q_new[k] - f) < 1e-12 and abs(v_new[r] - f_dot) < 1e-12
+    z, zd = rm.augmented.absolute_from_joint(chain, q, v)
+    with pytest.raises(ModelError, match="coordinate 0: not the coordinate of a revolute or prismatic joint"):
+        rm.augmented.project(chain, z, zd, drivers=[(0, crank)])  # the root's quaternion
+    with pytest.raises(ModelError, match="coordinate 4: given twice"):
+        rm.augmented.project(chain, z, zd, drivers=[(4, crank), (4, crank)])
 
 
 def block_mass(model, z):

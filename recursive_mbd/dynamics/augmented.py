@@ -727,13 +727,12 @@ def project(model, z, zd, tol=1e-13, max_iter=20, t=0.0, drivers=()):
     drift C_z zd (the derivation is in ``recursive_mbd._kernels.planar.loops.project``). (.)^+ is the regularised
     minimum-norm solve of the loop layer, so redundant constraints and rank drops are fine.
 
-    A spatial model (``Model3D``: z (nbodies, 7), zd (nbodies, 6)): the joints' and the loops' rows, by the tree
-    factor (``augmented3d.project``, the projection of its augmented runs); no drivers (ModelError).
+    A spatial model (``Model3D``: z (nbodies, 7), zd (nbodies, 6)): the joints', the loops' and the drivers' rows
+    (k a revolute or prismatic joint's coordinate in q), by the tree factor (``augmented3d.project``, the
+    projection of its augmented runs).
     """
     if isinstance(model, Model3D):
-        if len(drivers):
-            raise ModelError("drivers are not supported by augmented.project of a spatial model")
-        return augmented3d.project(model, z, zd, tol, max_iter, t)
+        return augmented3d.project(model, z, zd, tol, max_iter, t, drivers)
     z = _absolute(model, z, "z").copy()
     zd = _absolute(model, zd, "zd").copy()
     tol = _checks.real(tol, "tol", low=0.0)

@@ -450,23 +450,52 @@ def _loop_system_arrays(model, tree_rows, drivers=0):
 
 
 class _NoInputs:
-    """The input layout of a system evaluated outside a run (``project``): tau zero, no drivers, no input slots."""
+    """The input layout of a system evaluated outside a run (``project``): tau zero, no input slots but the
+    drivers' (f, f', f'' of each, filled by ``values``)."""
 
-    def __init__(self, model):
+    def __init__(self, model, drivers=()):
         self.tau_const = np.zeros(model.nv)
         self.tau_offset = -1
-        self.size = 0
-        self.drivers = []
+        self.drivers = _driven_joints(model, drivers)
+        self.size = 3 * len(self.drivers)
         self.driver_offset = 0
 
+    def values(self, t):
+        """u (3 nd,): (f, f', f'') of each driver at t (a StateError naming one that fails)."""
+        return np.concatenate([_checks.driver_value(name, evaluate, t) for _, name, evaluate in self.drivers] or
+                              [np.zeros(0)]).astype(float)
 
-def project(model, z, zd, tol=1e-12, max_iter=20, t=0.0):
-    """Project (z, zd) of a spatial model onto C(z) = 0 and C_v zd = 0 (the joints' rows and the loops'),
-    mass-orthogonally: the projection of ``rm.simulate(..., formulation="augmented", stabilization="projection")``
-    (``_kernels.augmented.system3d.project_state``: Gauss-Newton steps dz = -H^-1 (0, C) on the tree factor with
-    the loops as auxiliary rows, rotations applied as exp(dtheta) (x) quat, until the step and |C| are below ``tol``
-    or the steps stop contracting, at most ``max_iter``; then the velocity correction). Returns new z (nbodies, 7)
-    and zd (nbodies, 6). ModelError when a loop stays open (above 1e3 tol) after the steps."""
+
+def _driven_joints(model, drivers):
+    """[(coordinate, body name, evaluate)] of ``drivers``, a list of (coordinate k in q, evaluate(t) -> (f, f',
+    f'')) as ``augmented.project``'s: k the coordinate of a revolute or prismatic joint, each at most once
+    (ModelError otherwise)."""
+    out = []
+    joints = {int(model.body_int[i, SL.QIDX]): i for i in range(model.nbodies)
+              if model.body_int[i, SL.JTYPE] in (SL.REVOLUTE, SL.PRISMATIC)}
+    for entry in drivers:
+        coord, evaluate = entry
+        if isinstance(coord, bool) or not isinstance(coord, (int, np.integer)) or int(coord) not in joints:
+            raise ModelError(f"driver of coordinate {coord!r}: not the coordinate of a revolute or prismatic joint of "
+                             f"{model!r} (only those can be driven)")
+        if any(c == int(coord) for c, _, _ in out):
+            raise ModelError(f"driver of coordinate {int(coord)}: given twice")
+        if not callable(evaluate):
+            raise TypeError(f"driver of coordinate {int(coord)}: give a function evaluate(t) -> (f, f', f'')")
+        out.append((int(coord), model.names[joints[int(coord)]], evaluate))
+    return out
+
+
+def project(model, z, zd, tol=1e-12, max_iter=20, t=0.0, drivers=()):
+    """Project (z, zd) of a spatial model onto C(z) = 0 and C_v zd = 0 (the joints' rows, the loops' and the
+    drivers'), mass-orthogonally: the projection of ``rm.simulate(..., formulation="augmented",
+    stabilization="projection")`` (``_kernels.augmented.system3d.project_state``: Gauss-Newton steps
+    dz = -H^-1 (0, C) on the tree factor with the loops and drivers as auxiliary rows, rotations applied as
+    exp(dtheta) (x) quat, until the step and |C| are below ``tol`` or the steps stop contracting, at most
+    ``max_iter``; then the velocity correction). ``drivers``: a list of (coordinate k in q of a revolute or
+    prismatic joint, evaluate(t) -> (f, f', f'')), rows q_k(z) - f(t) = 0 and v_k - f'(t) = 0 at time ``t``.
+    Returns new z (nbodies, 7) and zd (nbodies, 6). ModelError when a loop stays open (above 1e3 tol) after the
+    steps."""
     from .._kernels.augmented import system3d  # noqa: PLC0415  (registers its overloads)
     from .._kernels.timeloops import integrators  # noqa: PLC0415
 
@@ -474,11 +503,14 @@ def project(model, z, zd, tol=1e-12, max_iter=20, t=0.0):
     z, zd = _absolute(model, z, zd)
     tol = _checks.real(tol, "tol", low=0.0, strict=True)
     max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
-    system = _system(model, _NoInputs(model), "projection", 0.0, 0.0, tol)
+    t = _checks.real(t, "t")
+    inputs = _NoInputs(model, drivers)
+    system = _system(model, inputs, "projection", 0.0, 0.0, tol)
     system.settings[2] = float(max_iter)
+    system.u[:] = inputs.values(t)  # the inputs' callback leaves u as it is
     n = model.nbodies
     y = np.concatenate((z.ravel(), zd.ravel(), [0.0, 0.0]))
-    status = system3d.project_state(integrators.no_inputs, 0, system, _checks.real(t, "t"), y)
+    status = system3d.project_state(integrators.no_inputs, 0, system, t, y)
     kind, index = L.decode_status(status)
     if kind == L.STATUS_LOOPS_OPEN:
         raise ModelError(f"the loops cannot be closed near this state: loop {model.loop_names[index]!r} stays open "
@@ -541,6 +573,7 @@ class TimeLoop3D:
                              "formulation='recursive')")
         self.model = model
         self.inputs = inputs
+        self.stabilization = (stabilization, alpha, beta)  # the recursive system of ``result.qdd()`` takes them
         self.system = _system(model, inputs, stabilization, alpha, beta, projection_tol)
 
     def initial_state(self, q0, qd0, t0, callback, key):
@@ -606,9 +639,3 @@ class TimeLoop3D:
         the system (minus their rows' multipliers)."""
         rates = self.inputs.driven_rates
         return rates, self.system.drive[rates]
-
-    accelerations_unavailable = (
-        "qdd() of a Model3D's run in formulation='augmented' is not available: its dynamics give the absolute "
-        "accelerations (c'', omega') of the bodies, and mapping them to the joint accelerations vdot needs each joint "
-        "type's velocity-product terms, which the augmented route of a Model3D does not have yet; result.zd holds "
-        "the bodies' velocities, and the recursive formulation's result gives qdd()")

@@ -163,8 +163,25 @@ before. The joint coordinates and the drift of the samples are compiled (``_kern
 took 2.2 s a sample at N = 1e4 in Python (0.05 s of N = 1e4 at dt = 0.01 s: 4.5 s before, 0.21 s now, at loads
 below 1 and of 3).
 
+Drivers
+-------
+A driven revolute or prismatic joint (``drivers=``, q_j = f(t)) has one row more, its driver's, after its joint's
+rows in the same block (``_kernels.augmented.implicit3d``, its drivers section): r = (q_j(z+) - f(t+)) / c_stiff,
+the position row like the joints' (index 3: f' and f'' are not needed), whose velocity row, the joint's angular
+(revolute) or linear (prismatic) row along its axis g = F a, carries the multiplier: minus the driving force or
+torque, the explicit routes' convention (``spatial3d.driver_row``). g is fixed in the parent as the joint's own
+rows' directions, so the multiplier's geometric stiffness is theirs and the Newton matrix stays exact (a revolute
+angle's gradient off the joint's other rows included: ``driver_gradient``; tested against finite differences); the
+local block is 12 x 12, a fixed joint's size. ``result.driving_forces()`` holds the converged steps' multipliers
+(negated) at the samples, their power -mu f'(t+) joins tau's in the applied work (trapezoidal), the first step
+starts from the augmented dynamics with the drivers' rows (f'' prescribed: ``augmented3d.TimeLoop3D``'s system),
+and ``constraint_drift`` includes |q_j - f(t)|. Second order like the rest (measured in
+``tests/test_augmented3d_implicit.py``).
+
 Scope: trees (loops: ModelError naming them), every joint type of the augmented formulation, gravity, tau
-constant; no force elements (ModelError naming them), tau functions, events or t_eval (ValueError). The result
+constant, drivers; no force elements (ModelError naming them), tau functions, events or t_eval (ValueError).
+``result.qdd()`` is the recursive formulation's dynamics at each sample's joint state with the run's tau and
+drivers. The result
 holds the joint coordinates (``augmented3d.joint_from_absolute`` compiled: ``_kernels.augmented.recover3d``, O(N)
 a sample) and the absolute state ``z``, ``zd``, with ``constraint_drift`` (max |C| a sample, the same pass),
 ``multipliers``-free (a tree), ``newton_iterations`` and
@@ -183,10 +200,11 @@ from .._kernels.augmented import implicit3d as kernels
 from .._kernels.augmented import recover3d
 from .._kernels.spatial import layout as SL
 from ..dynamics import augmented3d, spatial
-from ..errors import ModelError, SimulationError
+from ..errors import ModelError, SimulationError, StateError
 from . import runs as _runs
 from .newton import run_options
-from .result import SimulationResult
+from .result import SimulationResult, evaluate_system
+from .spatial_loop import _SpatialInputs
 
 # a step whose Newton iteration fails is split in halves, at most this many times (down to dt / 16)
 MAX_SPLITS = 4
@@ -253,32 +271,38 @@ def radii_of_gyration(model):
     return out
 
 
-def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, every=1, rho_inf=0.9, newton_tol=1e-12,
-                               max_newton=20, max_steps=10_000_000, max_wall_time=None):
+def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, drivers=None, every=1, rho_inf=0.9,
+                               newton_tol=1e-12, max_newton=20, max_steps=10_000_000, max_wall_time=None):
     """Generalised-alpha in absolute coordinates (module docstring), called by ``rm.simulate(model3d,
     method="generalized_alpha", formulation="augmented")``; q0 (nq,) and v0 (nv,) checked there, tau None or
-    constant (nv,). Returns the SimulationResult (joint coordinates at every ``every``-th step, t0 and t_end always;
-    ``z``, ``zd``, ``constraint_drift``, ``newton_iterations``, ``newton_factorizations``). Raises SimulationError
-    with the samples so far when a step does not converge or its Newton matrix is singular, or at max_wall_time."""
+    constant (nv,), drivers as ``rm.simulate``'s (revolute and prismatic joints: body -> f(t) or (f, f', f'')).
+    Returns the SimulationResult (joint coordinates at every ``every``-th step, t0 and t_end always; ``z``, ``zd``,
+    ``constraint_drift``, ``newton_iterations``, ``newton_factorizations``; ``driving_forces()`` the drivers' rows'
+    multipliers at the samples, negated). Raises SimulationError with the samples so far when a step does not
+    converge or its Newton matrix is singular, when a driver fails, or at max_wall_time."""
     check_model(model)
     options = run_options(rho_inf, newton_tol, max_newton, t0, t_end, dt, max_steps, every, None)
     (alpha_m, alpha_f, gamma, beta), newton_tol, max_newton, t0, t_end, dt, every, _ = options
     tau = np.zeros(0) if tau is None else np.ascontiguousarray(_checks.finite_array(tau, "tau", (model.nv,)))
+    drive = _Drivers(model, _SpatialInputs(model, tau if tau.size else None, drivers))
+    q0, v0 = drive.start(q0, v0, t0)
+    drive.at(t0)
     z, zd = augmented3d.absolute_from_joint(model, q0, v0)
-    vdot, lam = augmented3d.forward_dynamics(model, z, zd, tau if tau.size else None, t0)
+    vdot, lam = drive.initial_dynamics(z, zd, tau, q0, v0, t0)
     # the explicit routes' tree-solve workspace and the joint-coordinate one: the steps use neither (1.1 and 0.7 KB a
     # body, beside the steps' 2 KB a body)
     augmented3d.release_workspace(model)
     spatial.release_workspace(model)
     vdot, zb = to_body_axes(z, vdot), to_body_axes(z, zd)
     acc = vdot.copy()
-    starts = augmented3d.row_starts(model)
+    starts = drive.starts
     arrays = _Arrays(model, starts, fused=FUSED_SPHERICAL and bool((model.body_int[:, SL.JTYPE] == SL.SPHERICAL).all()))
     steps = _runs.fixed_step_count(t0, t_end, dt, max_steps)
-    power = _power(model, starts, tau, z, zd, vdot, lam, arrays)
-    stepper = _Stepper(model, starts, tau, (alpha_m, alpha_f, gamma, beta), newton_tol, max_newton,
+    power = _power(model, starts, tau, drive, z, zd, vdot, lam, arrays)
+    stepper = _Stepper(model, starts, tau, drive, (alpha_m, alpha_f, gamma, beta), newton_tol, max_newton,
                        [z, zb, zd, acc, vdot, lam, power, 0.0, zb.copy()], arrays)
     samples_t, samples_z, samples_zd, samples_work = [t0], [z.copy()], [zd.copy()], [0.0]
+    samples_drive = [drive.forces(lam)]
     t = t0
     accepted = 0
     started = time.perf_counter()
@@ -292,11 +316,12 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, every=
         t = t_new
         accepted = step
         if step == steps or step % every == 0:
-            z, _, zd, _, _, _, _, work, _ = stepper.state
+            z, _, zd, _, _, lam, _, work, _ = stepper.state
             samples_t.append(t)
             samples_z.append(z.copy())  # the state's arrays are reused by the steps
             samples_zd.append(zd.copy())
             samples_work.append(work)
+            samples_drive.append(drive.forces(lam))
         if max_wall_time is not None and time.perf_counter() - started > max_wall_time and step < steps:
             failure = ("time_limit", f"generalized_alpha: the run reached max_wall_time = {max_wall_time:g} s at "
                                      f"t = {t:.9g} s")
@@ -304,13 +329,98 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, every=
     iterations = stepper.iterations
     result = _result(model, samples_t, samples_z, samples_zd, samples_work, arrays, iterations, accepted)
     result.newton_split_steps = stepper.splits
+    drive.finish(result, samples_drive)
     if failure is not None:
-        result.status, why = failure
+        result.status, why = failure[:2]
         error = SimulationError(f"{why}. {_runs.kept_samples(result).capitalize()}", t_new if result.status
                                 == "failed" else t, result)
         result.message = str(error)
-        raise error
+        raise error from (failure[2] if len(failure) > 2 else None)
     return result
+
+
+class _Drivers:
+    """The drivers of a run (``inputs``: its ``_SpatialInputs``) as rows of the step: a driven joint's rows in lam
+    are its type's and then its driver's (``starts`` (nbodies + 1,): the first row of each body's joint, the total
+    last), whose residual is q_j(z+) - target[i] with target (nbodies,) = f(t+) (``kernels.driven_row``), and whose
+    multiplier is minus the driving force (torque) along the joint's axis; its power, -mu f'(t+), joins tau's in
+    the applied work. Without drivers target is empty and starts are ``augmented3d.row_starts``."""
+
+    def __init__(self, model, inputs):
+        self.model, self.inputs = model, inputs
+        self.bodies = np.array([model.body_index(name) for _, name, _ in inputs.drivers], dtype=np.int64)
+        driven = np.zeros(model.nbodies, dtype=np.int64)
+        driven[self.bodies] = 1
+        self.starts = augmented3d.row_starts(model) + np.concatenate(([0], np.cumsum(driven)))
+        self.rows = self.starts[self.bodies + 1] - 1  # each driver's row in lam, in the drivers' order
+        self.target = np.zeros(model.nbodies if self.bodies.size else 0)
+        self.rates = np.zeros(self.bodies.size)  # f'(t) of each driver
+        self.callback = inputs.callback()  # (compiled callable, key) that evaluates the inputs at t
+
+    def at(self, t):
+        """target and rates at t (the drivers evaluated: a StateError naming a driver that fails)."""
+        for j, (_, name, evaluate) in enumerate(self.inputs.drivers):
+            f, f_dot, _ = _checks.driver_value(name, evaluate, t)
+            self.target[self.bodies[j]] = f
+            self.rates[j] = f_dot
+
+    def start(self, q0, v0, t0):
+        """(q0, v0) with the driven coordinates and rates at their drivers' values at t0."""
+        if not self.bodies.size:
+            return q0, v0
+        q0, v0 = q0.copy(), v0.copy()
+        self.inputs(t0, q0, v0, np.zeros(self.inputs.size))
+        return q0, v0
+
+    def initial_dynamics(self, z, zd, tau, q0, v0, t0):
+        """(vdot (nbodies, 6), omega' in ground axes, lam (rows,)) at the start: the augmented dynamics, the drivers'
+        rows as the explicit runs' (``augmented3d.TimeLoop3D``: f'' prescribed, their multipliers in its mu)."""
+        if not self.bodies.size:
+            return augmented3d.forward_dynamics(self.model, z, zd, tau if tau.size else None, t0)
+        callback, key = self.callback
+        loop = augmented3d.TimeLoop3D(self.model, self.inputs, "none")
+        system = loop.system
+        evaluate_system(self.model, callback, key, system, self.inputs, t0,
+                        loop.initial_state(q0, v0, t0, callback, key))
+        lam = np.zeros(int(self.starts[-1]))
+        plain = augmented3d.row_starts(self.model)
+        for i in range(self.model.nbodies):  # the joints' rows, then each driver's after its joint's
+            lam[self.starts[i]:self.starts[i] + plain[i + 1] - plain[i]] = system.lam[plain[i]:plain[i + 1]]
+        lam[self.rows] = system.mu[system.mu.size - self.bodies.size:]
+        return system.zdd.copy(), lam
+
+    def power(self, lam):
+        """The drivers' power at the last ``at``: -mu . f'."""
+        return -float(lam[self.rows] @ self.rates) if self.bodies.size else 0.0
+
+    def forces(self, lam):
+        """The driving forces (nd,) of the multipliers lam."""
+        return -lam[self.rows]
+
+    def finish(self, result, samples):
+        """The result's driving forces (nt, nv) (``result.driving_forces()``; ``samples`` (nt, nd)), its constraint
+        drift with the drivers' gaps |q_j - f(t)| (a revolute angle's wrapped to (-pi, pi]), and what
+        ``result.qdd()`` evaluates: the recursive formulation's dynamics at each sample's joint state with the run's
+        inputs."""
+        result._without_drivers = not self.bodies.size  # no (nt, nv) zeros kept: a long chain's would be large
+        if self.bodies.size:
+            result._driving = np.zeros((result.t.size, self.model.nv))
+            result._driving[:, self.inputs.driven_rates] = samples
+        for coord, name, evaluate in self.inputs.drivers:
+            values = np.array([_checks.driver_value(name, evaluate, float(t))[0] for t in result.t])
+            gap = result.q[:, coord] - values
+            if self.model.body_int[self.model.body_index(name), SL.JTYPE] == SL.REVOLUTE:
+                gap = np.arctan2(np.sin(gap), np.cos(gap))
+            result.constraint_drift = np.maximum(result.constraint_drift, np.abs(gap))
+        result._evaluator = (*self.callback, None, self.inputs, _RunInputs())
+
+
+class _RunInputs:
+    """The time loop of a result's evaluator (``SimulationResult._evaluator``) for a run of this route: its dynamics
+    are evaluated again in the recursive formulation (``SimulationResult.qdd``), without stabilization terms."""
+
+    name = "augmented"
+    stabilization = ("none", 0.0, 0.0)
 
 
 class _Stepper:
@@ -319,8 +429,8 @@ class _Stepper:
     first, ``kernels.predict``) and its steps: ``advance`` takes a step of h, split in halves where Newton does not
     converge (at most MAX_SPLITS times), counting the Newton iterations of every try."""
 
-    def __init__(self, model, starts, tau, coefficients, newton_tol, max_newton, state, arrays):
-        self.model, self.starts, self.tau = model, starts, tau
+    def __init__(self, model, starts, tau, drive, coefficients, newton_tol, max_newton, state, arrays):
+        self.model, self.starts, self.tau, self.drive = model, starts, tau, drive
         self.coefficients, self.newton_tol, self.max_newton = coefficients, newton_tol, max_newton
         self.state, self.arrays = state, arrays
         self.spare = (np.empty_like(state[4]), np.empty_like(state[5]))  # the next step's unknowns
@@ -329,7 +439,12 @@ class _Stepper:
         self.splits = 0
 
     def advance(self, h, t, step, depth=0):
-        """Step from t by h; None, or ("failed", message) where even the steps of h / 2^MAX_SPLITS fail."""
+        """Step from t by h; None, or ("failed", message) where even the steps of h / 2^MAX_SPLITS fail, or
+        ("failed", message, cause) where a driver fails at t + h."""
+        try:
+            self.drive.at(t + h)
+        except StateError as error:
+            return "failed", f"generalized_alpha failed at t = {t + h:.9g} s: {error}", error.__cause__
         alpha_m, alpha_f, gamma, beta = self.coefficients
         z, zb, zd, acc, vdot, lam, power, work, rate = self.state
         c_stiff = h * h * beta * (1.0 - alpha_f) / (1.0 - alpha_m)
@@ -339,9 +454,9 @@ class _Stepper:
         kernels.predict(zb, acc, vdot, rate, coef, vdot_new)  # the pose moving on at the last step's mean velocity
         lam_new[:] = lam
         model, arrays = self.model, self.arrays
-        status = kernels.newton_step(model.body_int, model.body_real, model.gravity, self.starts, self.tau, z, zb, acc,
-                                     vdot, coef, self.gyration, self.newton_tol, self.max_newton, vdot_new, lam_new,
-                                     *arrays.step_arrays())
+        status = kernels.newton_step(model.body_int, model.body_real, model.gravity, self.starts, self.tau,
+                                     self.drive.target, z, zb, acc, vdot, coef, self.gyration, self.newton_tol,
+                                     self.max_newton, vdot_new, lam_new, *arrays.step_arrays())
         self.iterations += int(arrays.info[0])
         if status:
             if depth == MAX_SPLITS:
@@ -350,7 +465,7 @@ class _Stepper:
             self.splits += 1
             return self.advance(0.5 * h, t, step, depth + 1) or self.advance(0.5 * h, t + 0.5 * h, step, depth + 1)
         kernels.end_step(zb, coef, vdot, vdot_new, acc, rate)  # acc and rate in place
-        new_power = float(arrays.power[0])
+        new_power = float(arrays.power[0]) + self.drive.power(lam_new)
         # the step's arrays hold the new state: swapped with the old one's, which the next step overwrites
         self.state = [arrays.zp, arrays.zbp, arrays.zdp, acc, vdot_new, lam_new, new_power,
                       work + 0.5 * h * (power + new_power), rate]
@@ -366,13 +481,13 @@ def to_body_axes(z, vectors):
     return out
 
 
-def _power(model, starts, tau, z, zd, vdot, lam, arrays):
-    """tau's power at (z, zd) (0 without tau; vdot, lam do not change it)."""
+def _power(model, starts, tau, drive, z, zd, vdot, lam, arrays):
+    """The power of tau at (z, zd) and of the drivers (their multipliers in lam, ``drive.at`` the start's time)."""
     if not tau.size:
-        return 0.0
-    kernels.residual(model.body_int, model.body_real, model.gravity, starts, tau, z, zd, vdot, lam, 1.0, arrays.rb,
-                     arrays.rc, arrays.jc, arrays.jp, arrays.res, arrays.gam, arrays.power)
-    return float(arrays.power[0])
+        return drive.power(lam)
+    kernels.residual(model.body_int, model.body_real, model.gravity, starts, tau, drive.target, z, zd, vdot, lam, 1.0,
+                     arrays.rb, arrays.rc, arrays.jc, arrays.jp, arrays.res, arrays.gam, arrays.power)
+    return float(arrays.power[0]) + drive.power(lam)
 
 
 def _step_failure(model, status, t_fail, step, h, info, newton_tol, max_newton, multipliers):

@@ -220,6 +220,10 @@ class SimulationResult:
         self.nrejected = int(nrejected)
         self._evaluator = evaluator  # (callback, key, system, inputs) of the run, to evaluate its dynamics again
         self._without_drivers = False  # a Model3D's run without drivers (and so without an evaluator)
+        # (nt, nv) the driving forces a run recorded at its samples (generalized_alpha in absolute coordinates: its
+        # steps' multipliers), else None: evaluated again by ``driving_forces``
+        self._driving = None
+        self._recursive_loop = None  # a Model3D's augmented run: the recursive system that ``qdd`` evaluates
         self.status = "finished"
         self._message = None  # set by SimulationError (why the run stopped early); else said by the status
         self.constraint_drift = None  # max |phi| per sample, for models with loops
@@ -270,11 +274,14 @@ class SimulationResult:
         child frame), from the articulated-body algorithm (with loops the multiplier layer's; driven rates their
         drivers' f''). A run in ``formulation="augmented"``: the absolute accelerations of its dynamics (tree solve,
         loop and driver rows, Baumgarte's terms) at each sample mapped to joint accelerations
-        (``augmented.joint_accelerations``); a Model3D's such run: ValueError, saying why."""
+        (``augmented.joint_accelerations``); a Model3D's such run (every method): the recursive formulation's
+        dynamics at each sample's joint state with the run's tau and drivers (the articulated-body algorithm, with
+        loops the multiplier layer's and the run's Baumgarte terms), as a recursive run's qdd, which the absolute
+        accelerations of the augmented dynamics equal where the constraints hold."""
         loop = self._augmented_loop()
         if loop is not None:
             if isinstance(self.model, Model3D):
-                raise ValueError(loop.accelerations_unavailable)
+                return self._spatial_accelerations(self._recursive_time_loop(loop))
             return np.array([self._augmented_evaluation(loop, i, loop.accelerations_now) for i in range(self.t.size)])
         if isinstance(self.model, Model3D):
             return self._spatial_accelerations()
@@ -293,16 +300,29 @@ class SimulationResult:
         evaluate_system(self.model, callback, key, system, inputs, float(self.t[index]), loop.sample_state(self, index))
         return read()
 
-    def _spatial_accelerations(self):
-        """``qdd`` of a Model3D's result: its run's system (``spatial_loop.SpatialTimeLoop``) evaluated at every
-        sample, its vdot."""
+    def _spatial_accelerations(self, loop=None):
+        """``qdd`` of a Model3D's result: its run's system (``spatial_loop.SpatialTimeLoop``; or ``loop``'s, with
+        the run's inputs) evaluated at every sample, its vdot."""
         self._require_model("qdd()")
-        callback, key, system, inputs, loop = self._evaluator
+        callback, key, _, inputs, run_loop = self._evaluator
+        loop = run_loop if loop is None else loop
+        system = loop.system
         out = np.zeros((self.t.size, self.model.nv))
         for i in range(self.t.size):
             evaluate_system(self.model, callback, key, system, inputs, float(self.t[i]), loop.state(self, i))
             out[i] = system.vdot
         return out
+
+    def _recursive_time_loop(self, loop):
+        """The recursive formulation's time loop (``spatial_loop.SpatialTimeLoop``) of a Model3D's augmented run
+        (``loop``: its time loop, whose ``stabilization`` is (kind, alpha, beta)) with the run's inputs, made at the
+        first call."""
+        if self._recursive_loop is None:
+            from .spatial_loop import SpatialTimeLoop  # noqa: PLC0415  (spatial kernels only for spatial models)
+
+            stabilization, alpha, beta = loop.stabilization
+            self._recursive_loop = SpatialTimeLoop(self.model, self._evaluator[3], stabilization, alpha, beta)
+        return self._recursive_loop
 
     def contact_forces(self):
         """The contacts at every sample, as the run's dynamics saw them (their stick anchors included): the contact
@@ -364,7 +384,11 @@ class SimulationResult:
         the driver adds to tau and the force elements on its coordinate. A Model3D's result: shape (nt, nv), each
         driver's entry at its joint's rate in v (zeros for a run without drivers). A run in
         ``formulation="augmented"``: minus the multipliers of the drivers' rows (their constraint force along the
-        driven coordinate), the same quantity."""
+        driven coordinate), the same quantity; by generalized_alpha, its converged steps' multipliers."""
+        if self._driving is not None:
+            return self._driving.copy()
+        if self._without_drivers:
+            return np.zeros((self.t.size, self.qd.shape[1]))
         loop = self._augmented_loop()
         if loop is not None:
             out = np.zeros((self.t.size, self.qd.shape[1]))
@@ -386,8 +410,6 @@ class SimulationResult:
         """``driving_forces`` of a Model3D's result: its run's system evaluated at every sample
         (``spatial_loop.SpatialTimeLoop``), the drivers' entries of its ``drive``."""
         out = np.zeros((self.t.size, self.model.nv))
-        if self._without_drivers:
-            return out
         self._require_model("driving_forces()")
         callback, key, system, inputs, loop = self._evaluator
         rates = inputs.driven_rates

@@ -79,9 +79,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     ``formulation="augmented"`` on a Model3D integrates the absolute coordinates of every body (centre of mass,
     quaternion; their velocity and angular velocity, ``augmented3d.TimeLoop3D``), loops as auxiliary rows, with tau
     constant or tau(t) and no force elements. Drivers on a Model3D: revolute and prismatic joints, every method of
-    the recursive formulation and every method of the augmented one but generalized_alpha (ValueError), trees and
-    models with loops alike; in the augmented formulation a driver is one more constraint row on the absolute
-    coordinates, its multiplier minus the driving force.
+    both formulations (the augmented one's generalized_alpha: trees), trees and models with loops alike; in the
+    augmented formulation a driver is one more constraint row on the absolute coordinates, its multiplier minus
+    the driving force.
 
     Parameters
     ----------
@@ -119,8 +119,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         multipliers lambda at the samples (both models). A Model3D with ``formulation="augmented"``: the absolute
         coordinates stepped by index-3 generalised-alpha on R^3 x SO(3) per body with the exact Newton matrix eliminated
         in tree order, O(N) (``recursive_mbd.integrate.augmented3d_implicit``): for long chains swinging widely; trees,
-        tau constant, no force elements, events or t_eval; a step whose Newton iteration fails is split in halves (at
-        most 4 times, ``result.newton_split_steps``).
+        tau constant, drivers (one more row of the driven joint), no force elements, events or t_eval; a step whose
+        Newton iteration fails is split in halves (at most 4 times, ``result.newton_split_steps``).
         "bdf": variable-step, variable-order BDF (orders 1-5, Shampine-Reichelt form) with error control by
         ``rtol``/``atol``, dense output (t_eval, events) and Newton iterations of O(N) cost (the Newton matrix
         M + c C + c^2 K factorised by ``implicit.effective_factor`` and reused across steps;
@@ -256,8 +256,9 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         if max_order is not None:
             raise ValueError("max_order is an option of method 'bdf', not 'generalized_alpha'")
         if spatial and formulation == "augmented":
-            return _generalized_alpha_augmented3d(model, q0, qd0, t0, t_end, dt, every, tau, events, t_eval, progress,
-                                                  max_wall_time, max_steps, rho_inf, newton_tol, augmented_options)
+            return _generalized_alpha_augmented3d(model, q0, qd0, t0, t_end, dt, every, tau, drivers, events, t_eval,
+                                                  progress, max_wall_time, max_steps, rho_inf, newton_tol,
+                                                  augmented_options)
         if spatial:
             return _generalized_alpha_spatial(model, q0, qd0, t0, t_end, dt, every, tau, drivers, events, t_eval,
                                               progress, max_wall_time, max_steps, rho_inf, newton_tol)
@@ -342,9 +343,6 @@ def _refuse_spatial_options(model, method, formulation, drivers, stabilization, 
     """ValueError for a spatial model (``Model3D``) or an option of simulate that it does not take yet."""
     if formulation not in ("recursive", "augmented"):
         raise ValueError(f"formulation must be 'recursive' or 'augmented', got {formulation!r}")
-    if drivers and formulation == "augmented" and method == "generalized_alpha":
-        raise ValueError("drivers on a Model3D are not supported by generalized_alpha with formulation='augmented' "
-                         "yet: use the recursive formulation, or another method of the augmented one")
     if formulation == "recursive" and not model.nloops and (stabilization not in (None, "none") or alpha or beta):
         raise ValueError("stabilization, alpha and beta are for loop constraints; this Model3D has none (its "
                          "quaternions are renormalised after every accepted step)")
@@ -411,7 +409,7 @@ def _generalized_alpha_spatial(model, q0, qd0, t0, t_end, dt, every, tau, driver
         max_steps=max_steps, progress=progress, max_wall_time=max_wall_time)
 
 
-def _generalized_alpha_augmented3d(model, q0, qd0, t0, t_end, dt, every, tau, events, t_eval, progress,
+def _generalized_alpha_augmented3d(model, q0, qd0, t0, t_end, dt, every, tau, drivers, events, t_eval, progress,
                                    max_wall_time, max_steps, rho_inf, newton_tol, augmented_options):
     """Dispatch a Model3D with formulation="augmented" to ``augmented3d_implicit.simulate_generalized_alpha``
     (absolute coordinates; tau constant, no events or t_eval yet)."""
@@ -435,7 +433,8 @@ def _generalized_alpha_augmented3d(model, q0, qd0, t0, t_end, dt, every, tau, ev
     q0, qd0 = _spatial_start(model, q0, qd0)
     check_finite_start(q0, qd0)
     return augmented3d_implicit.simulate_generalized_alpha(
-        model, q0, qd0, t0, t_end, dt, tau=tau, every=every, rho_inf=0.9 if rho_inf is None else rho_inf,
+        model, q0, qd0, t0, t_end, dt, tau=tau, drivers=drivers, every=every,
+        rho_inf=0.9 if rho_inf is None else rho_inf,
         newton_tol=1e-12 if newton_tol is None else newton_tol, max_steps=max_steps, max_wall_time=max_wall_time)
 
 

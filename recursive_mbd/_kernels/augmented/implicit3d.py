@@ -87,6 +87,7 @@ from .spatial3d import (
     _sub,
     _vec,
     body_loads,
+    driver_row,
     joint_rows,
 )
 
@@ -246,6 +247,44 @@ def end_step(zb0, coef, vdot0, vdot, acc, rate):
             acc[i, c] = a_new
 
 
+# ---- drivers: one more row of a driven joint ----------------------------------------------------------------------
+#
+# A driven revolute or prismatic joint (q_j = f(t)) has its driver's row after its joint's rows, in the same
+# block: C = q_j(z) - f(t+), its velocity row (``spatial3d.driver_row``) the joint's angular or linear row along
+# g = F a, fixed in the parent as the joint's own rows, so its multiplier enters the forces and the geometric
+# stiffness of ``factor`` as theirs do; the local block is then 12 x 12 (a revolute joint's rows are a fixed
+# joint's). Its position gradient: a prismatic row's is the row itself (a linear row, exact); a revolute row's,
+# the angle's, ``driver_gradient``.
+
+@inline
+def driven_row(body_int, body_real, zp, zdp, i, r, f, jc, jp, res):
+    """Row r of body i's blocks jc, jp (ground axes) and residual res: its driver's row q_j(zp) - f
+    (``spatial3d.driver_row``; the gamma is not read). Returns r + 1."""
+    child_lin, child_ang, parent_lin, parent_ang, gap, _, _ = driver_row(body_int, body_real, zp, zdp, i, f)
+    for c in range(3):
+        jc[i, r, c] = child_lin[c]
+        jc[i, r, 3 + c] = child_ang[c]
+        jp[i, r, c] = parent_lin[c]
+        jp[i, r, 3 + c] = parent_ang[c]
+    res[i, r] = gap
+    return r + 1
+
+
+@inline
+def driver_gradient(body_real, i, rot, frame):
+    """v with dC = (theta_i - theta_p) . v (ground-axis turns) for a revolute driver's row C = atan2(y, x) - f,
+    y = (F n2) . t, x = (F n1) . t, t = R_i n1 (n1, n2 = a x n1 the axis's perpendiculars): turning t by theta_i and
+    F by theta_p, dy = (theta_i - theta_p) . (t x F n2), dx = (theta_i - theta_p) . (t x F n1), so
+    v = t x (x F n2 - y F n1) / (x^2 + y^2), which is g = F a where the joint's other rows hold."""
+    n1, n2 = _perpendiculars(_vec(body_real, i, A1))
+    g1 = _mat_vec(frame, n1)
+    g2 = _mat_vec(frame, n2)
+    t = _mat_vec(rot, n1)
+    x = _dot(g1, t)
+    y = _dot(g2, t)
+    return _scale(1.0 / (x * x + y * y), _cross(t, _sub(_scale(x, g2), _scale(y, g1))))
+
+
 # ---- residual ------------------------------------------------------------------------------------------------------
 
 @inline
@@ -259,14 +298,16 @@ def _nonfinite_pose(zp):
 
 
 @njit
-def residual(body_int, body_real, gravity, row_start, tau, zp, zdp, vdot, lam, c_stiff, rb, rc, jc, jp, res, gam,
-             power):
+def residual(body_int, body_real, gravity, row_start, tau, target, zp, zdp, vdot, lam, c_stiff, rb, rc, jc, jp, res,
+             gam, power):
     """The step's residual at the new state (zp, zdp: omega in ground axes) and unknowns (vdot: the rotations' in
     body axes, lam): rb (nbodies, 6) = M vdot + jc^T lam (+ the children's jp^T lam) - Q (gravity, gyroscopic, the
     joint forces tau (nv,) or (0,)), its moment rows in body axes (R^T times the ground ones: J_c omega_b' +
     omega_b x J_c omega_b - R^T moments), rc (rows) = C(zp) / c_stiff; the rows' blocks jc, jp (ground axes),
     residuals and gammas (``spatial3d.joint_rows``) at zp are left in jc, jp, res, gam, and the power of tau at
-    (zp, zdp) in power[0]. Returns the status (a non-finite state: its body)."""
+    (zp, zdp) in power[0]. A driven joint has one row more in row_start than its type's, its driver's
+    q_j(zp) - target[i] (``driven_row``; target (nbodies,), or (0,) without drivers). Returns the status (a
+    non-finite state: its body)."""
     n = body_int.shape[0]
     tau_power = 0.0
     load = np.empty((2, 6))
@@ -281,6 +322,8 @@ def residual(body_int, body_real, gravity, row_start, tau, zp, zdp, vdot, lam, c
         p = body_int[i, PARENT]
         body_loads(body_real, gravity, zp, zdp, i, block)
         m = joint_rows(body_int, body_real, zp, zdp, tau, i, jc, jp, res, gam, load)
+        if row_start[i + 1] - row_start[i] > m:
+            m = driven_row(body_int, body_real, zp, zdp, i, m, target[i], jc, jp, res)
         rot, _ = _quaternion_matrix(zp, i)
         wd = _mat_vec(rot, _vec(vdot, i, 3))  # omega' in ground axes (= R omega_b')
         acc = (vdot[i, 0], vdot[i, 1], vdot[i, 2], wd[0], wd[1], wd[2])
@@ -578,8 +621,8 @@ def factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_st
     for i in range(n - 1, -1, -1):
         jt = body_int[i, JTYPE]
         p = body_int[i, PARENT]
-        m = ROWS_PER_JOINT[jt]
         r0 = row_start[i]
+        m = row_start[i + 1] - r0  # a driven joint's driver row included
         rot, _ = _quaternion_matrix(zp, i)
         t_c = _mm(rot, _tangent(tangent, i))  # a body-axis turn theta_b is the ground one R theta_b
         r0m = (body_real[i, R0], body_real[i, R0 + 1], body_real[i, R0 + 2], body_real[i, R0 + 3],
@@ -651,6 +694,8 @@ def factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_st
             hip = _lin(1.0, _lin(-1.0, _mm(src, sf), 0.0, sf), lk, g21)
             hpi = _lin(1.0, hpi, lk, g12)
             hpp = _lin(1.0, _mm(_skew(rho), sf), -lk, g21)
+        if jt == REVOLUTE and m > ROWS_PER_JOINT[jt]:  # its driver's row, the angle's exact gradient
+            _angular_gradient(jcb, jpb, 0, m - 1, driver_gradient(body_real, i, rot, frame), t_c, t_p, p >= 0)
         # into body axes: a moment row times R^T, a turn column times R T (t_c, t_p)
         _put(diag, i, 3, 3, c_stiff, _mm(rot_t, _mm(hii, t_c)))
         if p >= 0:
@@ -717,9 +762,9 @@ def solve(body_int, row_start, jp, api, diag, lu, piv, wm, xb, xj):
     n = body_int.shape[0]
     y = np.empty(12)
     for i in range(n - 1, -1, -1):
-        m = ROWS_PER_JOINT[body_int[i, JTYPE]]
         p = body_int[i, PARENT]
         r0 = row_start[i]
+        m = row_start[i + 1] - r0
         size = 6 + m
         for c in range(6):
             y[c] = xb[i, c]
@@ -752,8 +797,8 @@ def _back_substitute(body_int, row_start, wm, xb, xj):
         p = body_int[i, PARENT]
         if p < 0:
             continue
-        m = ROWS_PER_JOINT[body_int[i, JTYPE]]
         r0 = row_start[i]
+        m = row_start[i + 1] - r0
         for r in range(6 + m):
             s = 0.0
             for c in range(6):
@@ -968,9 +1013,9 @@ def _round_off_state(zp, zdp):
 
 
 @njit
-def correction_round_off(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdot0, coef, gyration, vdot, lam,
-                         zp, zbp, zdp, tangent, rb, rc, jc, jp, res, gam, api, diag, lu, piv, wm, power, probe_b,
-                         probe_c):
+def correction_round_off(body_int, body_real, gravity, row_start, tau, target, z0, zb0, acc0, vdot0, coef, gyration,
+                         vdot, lam, zp, zbp, zdp, tangent, rb, rc, jc, jp, res, gam, api, diag, lu, piv, wm, power,
+                         probe_b, probe_c):
     """The round-off of a Newton correction at the iterate (vdot, lam), measured: the change of the residual that
     a change of two units in the last place of the new state makes (``_round_off_state``), taken through the
     factors of the last ``factor`` (those of the iterate before: the same to round-off), scaled as newton_step's
@@ -983,12 +1028,12 @@ def correction_round_off(body_int, body_real, gravity, row_start, tau, z0, zb0, 
     c_stiff = coef[5]
     update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
     _round_off_state(zp, zdp)
-    if residual(body_int, body_real, gravity, row_start, tau, zp, zdp, vdot, lam, c_stiff, probe_b, probe_c, jc, jp,
-                res, gam, power):
+    if residual(body_int, body_real, gravity, row_start, tau, target, zp, zdp, vdot, lam, c_stiff, probe_b, probe_c,
+                jc, jp, res, gam, power):
         return 0.0
     update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
-    if residual(body_int, body_real, gravity, row_start, tau, zp, zdp, vdot, lam, c_stiff, rb, rc, jc, jp, res, gam,
-                power):
+    if residual(body_int, body_real, gravity, row_start, tau, target, zp, zdp, vdot, lam, c_stiff, rb, rc, jc, jp, res,
+                gam, power):
         return 0.0
     for i in range(n):
         for c in range(6):
@@ -996,7 +1041,7 @@ def correction_round_off(body_int, body_real, gravity, row_start, tau, z0, zb0, 
         p = body_int[i, PARENT]
         if p >= 0:  # the rows' moment columns into body axes, as ``factor`` turns them
             rot_p, _ = _quaternion_matrix(zp, p)
-            for k in range(ROWS_PER_JOINT[body_int[i, JTYPE]]):
+            for k in range(row_start[i + 1] - row_start[i]):
                 b = _mat_t_vec(rot_p, (jp[i, k, 3], jp[i, k, 4], jp[i, k, 5]))
                 for c in range(3):
                     jp[i, k, 3 + c] = b[c]
@@ -1041,9 +1086,9 @@ def spherical_round_off(body_int, body_real, gravity, row_start, tau, z0, zb0, a
 
 
 @njit
-def newton_step(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdot0, coef, gyration, tol, max_newton,
-                vdot, lam, zp, zbp, zdp, tangent, rb, rc, jc, jp, res, gam, diag, api, lu, piv, wm, xb, xj, power,
-                info):
+def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, acc0, vdot0, coef, gyration, tol,
+                max_newton, vdot, lam, zp, zbp, zdp, tangent, rb, rc, jc, jp, res, gam, diag, api, lu, piv, wm, xb, xj,
+                power, info):
     """Newton's iteration of one step from the first guess (vdot, lam), full Newton (the matrix at every iterate);
     on return vdot, lam and the new state (zp; zbp, zdp: omega in body and in ground axes) of the last iterate
     (velocities and accelerations zb0, acc0, vdot0, vdot with omega in body axes). The correction of the state is
@@ -1056,7 +1101,8 @@ def newton_step(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdo
     alpha_f, gamma, beta, c_stiff, c_damp). info receives (iterations, last correction, max |residual| of the last
     iterate, its body). xb (nbodies, 6) and xj (rows) non-empty: every joint is spherical and an iteration is
     ``spherical_forward`` and ``_back_substitute`` (jc, jp, res, gam, api, lu, piv unused); empty ((0, 6), (0,)):
-    ``residual``, ``factor``, ``solve``. Returns the status (STATUS_NO_CONVERGENCE after max_newton iterations or at
+    ``residual``, ``factor``, ``solve``. target (nbodies,): the drivers' f(t+) of the driven joints' rows
+    (``residual``), or (0,) without drivers. Returns the status (STATUS_NO_CONVERGENCE after max_newton iterations or at
     a non-finite correction; a singular local block or a non-finite state: theirs); power[0] is tau's power at the last
     residual's state."""
     n = body_int.shape[0]
@@ -1078,8 +1124,8 @@ def newton_step(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdo
             _back_substitute(body_int, row_start, wm, xb, xj)
             dx_b, dx_c = xb, xj
         else:
-            status = residual(body_int, body_real, gravity, row_start, tau, zp, zdp, vdot, lam, c_stiff, rb, rc, jc,
-                              jp, res, gam, power)
+            status = residual(body_int, body_real, gravity, row_start, tau, target, zp, zdp, vdot, lam, c_stiff, rb,
+                              rc, jc, jp, res, gam, power)
             if status:
                 return status
             worst = 0.0
@@ -1126,9 +1172,9 @@ def newton_step(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdo
                                                 coef, gyration, vdot, lam, zp, zbp, zdp, tangent, rb, rc, diag, wm, xb,
                                                 xj, power, info, probe_b, probe_c)
             else:
-                round_off = correction_round_off(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdot0,
-                                                 coef, gyration, vdot, lam, zp, zbp, zdp, tangent, rb, rc, jc, jp, res,
-                                                 gam, api, diag, lu, piv, wm, power, probe_b, probe_c)
+                round_off = correction_round_off(body_int, body_real, gravity, row_start, tau, target, z0, zb0, acc0,
+                                                 vdot0, coef, gyration, vdot, lam, zp, zbp, zdp, tangent, rb, rc, jc,
+                                                 jp, res, gam, api, diag, lu, piv, wm, power, probe_b, probe_c)
         if (correction <= tol or (it > 0 and theta < 1.0 and theta / (1.0 - theta) * correction <= tol)
                 or (stalled and (correction <= 100.0 * tol or correction <= tol + ROUND_OFF_MARGIN * round_off))):
             update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)

@@ -848,48 +848,48 @@ def loop_rows(body_real, loop_int, loop_real, z, zd, stab, point, axes, weights,
     return STATUS_OK
 
 
+@inline
+def driver_row(body_int, body_real, z, zd, i, f):
+    """The row q_j(z) - f = 0 of body i's driven joint (revolute or prismatic) at (z, zd): the joint's velocity v_j
+    is the component along g = F a (the axis in ground axes, fixed in the parent) of w (revolute) or of u
+    (prismatic), the direction its constraint rows leave free, so the row is the joint rows' angular or linear row
+    along g (``_joint_rows``). Returns (child block's linear and angular parts, parent block's (for a parent),
+    C = q_j(z) - f (a revolute angle's difference wrapped to (-pi, pi]: the angle about a of F^T R_i, as
+    ``recursive_mbd.dynamics.augmented3d.joint_from_absolute`` reads it; a prismatic joint's g . d - f), v_j, and
+    g' . w (or g' . u + g . u0): v_j's rate at zd' = 0), 3-tuples and floats."""
+    rot = _quaternion_matrix(z, i)[0]
+    frame, om_p, _, r_c, rho, d, w, rel, u0 = _joint_geometry(body_int, body_real, z, zd, i, rot)
+    a = _vec(body_real, i, A1)
+    g = _mat_vec(frame, a)
+    gdot = _cross(om_p, g)
+    if body_int[i, JTYPE] == REVOLUTE:
+        n1 = _mat_vec(frame, _perpendiculars(a)[0])
+        turned = _mat_vec(rot, _perpendiculars(a)[0])
+        gap = math.atan2(_dot(g, _cross(n1, turned)), _dot(n1, turned)) - f
+        gap = math.atan2(math.sin(gap), math.cos(gap))
+        zero = (0.0, 0.0, 0.0)
+        return zero, g, zero, _scale(-1.0, g), gap, _dot(g, w), _dot(gdot, w)
+    return (g, _cross(r_c, g), _scale(-1.0, g), _scale(-1.0, _cross(rho, g)), _dot(g, d) - f, _dot(g, rel),
+            _dot(gdot, rel) + _dot(g, u0))
+
+
 @njit
 def driver_rows(body_int, body_real, z, zd, drv, u, stab, aux_body, aux_coef, aux_rhs, aux_res):
-    """Row q_j(z) - f(t) = 0 of each driven joint (revolute or prismatic) as an auxiliary row: drv (nd, 2) =
-    (body i, slot of f in u; f', f'' follow it). The joint's velocity v_j is the component along g = F a (the axis
-    in ground axes, fixed in the parent) of w (revolute) or of u (prismatic), the direction its constraint rows leave
-    free, so the row is the joint rows' angular or linear row along g (``_joint_rows``): aux_body[j] = (i, parent),
-    aux_coef[j] = (child block, parent block), aux_res = C = q_j(z) - f (a revolute angle's difference wrapped to
-    (-pi, pi]: the angle about a of F^T R_i, as ``recursive_mbd.dynamics.augmented3d.joint_from_absolute`` reads it;
-    a prismatic joint's g . d), aux_rhs = f'' - g' . w (or f'' - g' . u - g . u0) - 2 alpha (C' ) - beta^2 C with
-    C' = v_j - f' and stab = (alpha, beta). Its multiplier is minus the driving force (torque) along g."""
+    """Row q_j(z) - f(t) = 0 of each driven joint (revolute or prismatic) as an auxiliary row (``driver_row``): drv
+    (nd, 2) = (body i, slot of f in u; f', f'' follow it); aux_body[j] = (i, parent), aux_coef[j] = (child block,
+    parent block), aux_res = C = q_j(z) - f, aux_rhs = f'' - g' . w (or f'' - g' . u - g . u0) - 2 alpha (C') -
+    beta^2 C with C' = v_j - f' and stab = (alpha, beta). Its multiplier is minus the driving force (torque) along
+    g."""
     alpha = stab[0]
     beta = stab[1]
     for j in range(drv.shape[0]):
         i = drv[j, 0]
         slot = drv[j, 1]
         p = body_int[i, PARENT]
-        rot = _quaternion_matrix(z, i)[0]
-        frame, om_p, _, r_c, rho, d, w, rel, u0 = _joint_geometry(body_int, body_real, z, zd, i, rot)
-        a = _vec(body_real, i, A1)
-        g = _mat_vec(frame, a)
-        gdot = _cross(om_p, g)
+        child_lin, child_ang, parent_lin, parent_ang, gap, rate, bias = driver_row(body_int, body_real, z, zd, i,
+                                                                                   u[slot])
         aux_body[j, 0] = i
         aux_body[j, 1] = p
-        if body_int[i, JTYPE] == REVOLUTE:
-            n1 = _mat_vec(frame, _perpendiculars(a)[0])
-            turned = _mat_vec(rot, _perpendiculars(a)[0])
-            gap = math.atan2(_dot(g, _cross(n1, turned)), _dot(n1, turned)) - u[slot]
-            gap = math.atan2(math.sin(gap), math.cos(gap))
-            rate = _dot(g, w)
-            bias = _dot(gdot, w)
-            child_lin = (0.0, 0.0, 0.0)
-            child_ang = g
-            parent_lin = (0.0, 0.0, 0.0)
-            parent_ang = _scale(-1.0, g)
-        else:
-            gap = _dot(g, d) - u[slot]
-            rate = _dot(g, rel)
-            bias = _dot(gdot, rel) + _dot(g, u0)
-            child_lin = g
-            child_ang = _cross(r_c, g)
-            parent_lin = _scale(-1.0, g)
-            parent_ang = _scale(-1.0, _cross(rho, g))
         for c in range(3):
             aux_coef[j, c] = child_lin[c]
             aux_coef[j, 3 + c] = child_ang[c]
