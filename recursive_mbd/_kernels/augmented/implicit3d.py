@@ -756,24 +756,19 @@ def solve(body_int, row_start, jp, api, diag, lu, piv, wm, xb, xj):
 def _back_substitute(body_int, row_start, wm, xb, xj):
     """The solve's second pass, roots first: y_i -= W_i x_p (wm[i] = W_i, y_i in xb[i] and xj at body i's rows)."""
     for i in range(body_int.shape[0]):
-        _back_substitute_body(body_int, row_start, wm, xb, xj, i)
-
-
-@inline
-def _back_substitute_body(body_int, row_start, wm, xb, xj, i):
-    """``_back_substitute`` of body i (its parent's x already final)."""
-    p = body_int[i, PARENT]
-    if p < 0:
-        return
-    r0 = row_start[i]
-    for r in range(6 + ROWS_PER_JOINT[body_int[i, JTYPE]]):
-        s = 0.0
-        for c in range(6):
-            s += wm[i, r, c] * xb[p, c]
-        if r < 6:
-            xb[i, r] -= s
-        else:
-            xj[r0 + r - 6] -= s
+        p = body_int[i, PARENT]
+        if p < 0:
+            continue
+        m = ROWS_PER_JOINT[body_int[i, JTYPE]]
+        r0 = row_start[i]
+        for r in range(6 + m):
+            s = 0.0
+            for c in range(6):
+                s += wm[i, r, c] * xb[p, c]
+            if r < 6:
+                xb[i, r] -= s
+            else:
+                xj[r0 + r - 6] -= s
 
 
 
@@ -788,9 +783,18 @@ def _back_substitute_update(body_int, row_start, wm, xb, xj, gyration, z0, zb0, 
     delta = np.empty(6)
     size = 0.0
     for i in range(body_int.shape[0]):
-        _back_substitute_body(body_int, row_start, wm, xb, xj, i)
+        p = body_int[i, PARENT]
         r0 = row_start[i]
         m = ROWS_PER_JOINT[body_int[i, JTYPE]]
+        if p >= 0:
+            for r in range(6 + m):
+                s = 0.0
+                for c in range(6):
+                    s += wm[i, r, c] * xb[p, c]
+                if r < 6:
+                    xb[i, r] -= s
+                else:
+                    xj[r0 + r - 6] -= s
         for c in range(6):
             vdot[i, c] += xb[i, c]
             a = abs(xb[i, c]) * (1.0 if c < 3 else gyration[i])
