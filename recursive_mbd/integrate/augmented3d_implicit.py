@@ -71,12 +71,9 @@ is: the same failures). Full Newton: the matrix at every iterate.
 A tree of spherical joints only (the long chains) takes an iteration in two passes over the bodies, not five
 (``kernels.spherical_forward``, ``FUSED_SPHERICAL``): leaves first, each body's residual (complete when the pass
 reaches it: its children came first), its local block built and eliminated, and its right-hand side eliminated into
-its parent's at once; then roots first the back-substitution, which applies each body's correction as soon as it is
-complete and makes the body's new state there (the next iteration's, or the accepted step's: the update of the
-state has no pass of its own, and an accepted step none after its last correction). The matrix and the elimination
-are the ones above with the spherical joint's blocks written out: its rows are the joint frame's axes F (G^-1 = F,
-no inverse), its force has no moment about the joint point (the coupling blocks in closed form, the products by a
-skew matrix written out: [a] B, A [a] and [a][b] = b a^T - (a . b) 1), and nothing of the factorisation is kept
+its parent's at once; then roots first the back-substitution. The matrix and the elimination are the ones above with
+the spherical joint's blocks written out: its rows are the joint frame's axes F (G^-1 = F, no inverse), its force
+has no moment about the joint point (the coupling blocks in closed form), and nothing of the factorisation is kept
 beyond K^-1 U (1.3 KB a body where the general kernels keep 1.9). Tested against the general kernels on random trees
 of spherical joints with joint torques (residual and correction to round-off; whole runs with the same iterations).
 

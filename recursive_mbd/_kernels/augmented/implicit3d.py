@@ -41,9 +41,8 @@ found (its pivots tested against its own columns, the same PIVOT_RTOL). Only the
 G^-1, E, Hm, P, S^-1 (45 numbers, where the LU of K_i took 144; D11, D12 stay in D_i).
 
 A tree of spherical joints only (the long chains) iterates in two passes instead of five (``spherical_forward``, then
-``_back_substitute_update``): the residual, the matrix, its factorisation and the right-hand side's elimination leaves
-first in one pass, the same matrix and elimination with the spherical joint's blocks written out (its section); then
-roots first the back-substitution, the correction applied and each body's new state made as it goes.
+``_back_substitute``): the residual, the matrix, its factorisation and the right-hand side's elimination leaves
+first in one pass, the same matrix and elimination with the spherical joint's blocks written out (its section).
 """
 
 import math
@@ -1121,8 +1120,7 @@ def newton_step(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdo
     stall above 100 tol: the floor of a long chain's sums). coef = (h, alpha_m,
     alpha_f, gamma, beta, c_stiff, c_damp). info receives (iterations, last correction, max |residual| of the last
     iterate, its body). xb (nbodies, 6) and xj (rows) non-empty: every joint is spherical and an iteration is
-    ``spherical_forward`` and ``_back_substitute_update`` (which also makes the corrected iterate's state, so none
-    is made after the last iteration; jc, jp, res, gam, api, lu, piv unused); empty ((0, 6), (0,)):
+    ``spherical_forward`` and ``_back_substitute`` (jc, jp, res, gam, api, lu, piv unused); empty ((0, 6), (0,)):
     ``residual``, ``factor``, ``solve``. Returns the status (STATUS_NO_CONVERGENCE after max_newton iterations or at
     a non-finite correction; a singular local block or a non-finite state: theirs); power[0] is tau's power at the last
     residual's state."""
