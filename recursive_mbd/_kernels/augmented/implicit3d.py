@@ -158,66 +158,60 @@ def update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent):
     multiplied on the right: unit by construction), zdp the new velocities with omega in ground axes, and
     tangent[i] = J_r(Delta_omega) (3 x 3), the right Jacobian of SO(3): exp([Delta + d]) = exp([Delta])
     exp([J_r d])."""
-    delta = np.empty(6)
-    for i in range(z0.shape[0]):
-        _update_body(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent, i, delta)
-
-
-@inline
-def _update_body(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent, i, delta):
-    """``update_state`` of body i (delta (6,) scratch)."""
     h = coef[0]
     am = coef[1]
     af = coef[2]
     gm = coef[3]
     bt = coef[4]
-    for c in range(6):
-        a_new = ((1.0 - af) * vdot[i, c] + af * vdot0[i, c] - am * acc0[i, c]) / (1.0 - am)
-        zbp[i, c] = zb0[i, c] + h * ((1.0 - gm) * acc0[i, c] + gm * a_new)
-        delta[c] = h * zb0[i, c] + h * h * ((0.5 - bt) * acc0[i, c] + bt * a_new)
-    for c in range(3):
-        zp[i, c] = z0[i, c] + delta[c]
-        zdp[i, c] = zbp[i, c]
-    dx = delta[3]
-    dy = delta[4]
-    dz = delta[5]
-    phi2 = dx * dx + dy * dy + dz * dz
-    phi = math.sqrt(phi2)
-    if phi < 1e-4:  # series: the closed forms lose digits
-        half = 0.5 - phi2 / 48.0
-        b = 0.5 - phi2 / 24.0
-        cc = 1.0 / 6.0 - phi2 / 120.0
-        ew = 1.0 - phi2 / 8.0
-    else:
-        half = math.sin(0.5 * phi) / phi
-        b = (1.0 - math.cos(phi)) / phi2
-        cc = (phi - math.sin(phi)) / (phi2 * phi)
-        ew = math.cos(0.5 * phi)
-    ex = half * dx
-    ey = half * dy
-    ez = half * dz
-    qw = z0[i, 3]
-    qx = z0[i, 4]
-    qy = z0[i, 5]
-    qz = z0[i, 6]
-    nw = qw * ew - qx * ex - qy * ey - qz * ez
-    nx = qw * ex + ew * qx + qy * ez - qz * ey
-    ny = qw * ey + ew * qy + qz * ex - qx * ez
-    nz = qw * ez + ew * qz + qx * ey - qy * ex
-    norm = math.sqrt(nw * nw + nx * nx + ny * ny + nz * nz)
-    zp[i, 3] = nw / norm
-    zp[i, 4] = nx / norm
-    zp[i, 5] = ny / norm
-    zp[i, 6] = nz / norm
-    rot, _ = _quaternion_matrix(zp, i)
-    om = _mat_vec(rot, _vec(zbp, i, 3))
-    for c in range(3):
-        zdp[i, 3 + c] = om[c]
-    k = _skew((dx, dy, dz))
-    k2 = _mat_mat(k, k)
-    for r in range(3):
+    delta = np.empty(6)
+    for i in range(z0.shape[0]):
+        for c in range(6):
+            a_new = ((1.0 - af) * vdot[i, c] + af * vdot0[i, c] - am * acc0[i, c]) / (1.0 - am)
+            zbp[i, c] = zb0[i, c] + h * ((1.0 - gm) * acc0[i, c] + gm * a_new)
+            delta[c] = h * zb0[i, c] + h * h * ((0.5 - bt) * acc0[i, c] + bt * a_new)
         for c in range(3):
-            tangent[i, r, c] = (1.0 if r == c else 0.0) - b * k[3 * r + c] + cc * k2[3 * r + c]
+            zp[i, c] = z0[i, c] + delta[c]
+            zdp[i, c] = zbp[i, c]
+        dx = delta[3]
+        dy = delta[4]
+        dz = delta[5]
+        phi2 = dx * dx + dy * dy + dz * dz
+        phi = math.sqrt(phi2)
+        if phi < 1e-4:  # series: the closed forms lose digits
+            half = 0.5 - phi2 / 48.0
+            b = 0.5 - phi2 / 24.0
+            cc = 1.0 / 6.0 - phi2 / 120.0
+            ew = 1.0 - phi2 / 8.0
+        else:
+            half = math.sin(0.5 * phi) / phi
+            b = (1.0 - math.cos(phi)) / phi2
+            cc = (phi - math.sin(phi)) / (phi2 * phi)
+            ew = math.cos(0.5 * phi)
+        ex = half * dx
+        ey = half * dy
+        ez = half * dz
+        qw = z0[i, 3]
+        qx = z0[i, 4]
+        qy = z0[i, 5]
+        qz = z0[i, 6]
+        nw = qw * ew - qx * ex - qy * ey - qz * ez
+        nx = qw * ex + ew * qx + qy * ez - qz * ey
+        ny = qw * ey + ew * qy + qz * ex - qx * ez
+        nz = qw * ez + ew * qz + qx * ey - qy * ex
+        norm = math.sqrt(nw * nw + nx * nx + ny * ny + nz * nz)
+        zp[i, 3] = nw / norm
+        zp[i, 4] = nx / norm
+        zp[i, 5] = ny / norm
+        zp[i, 6] = nz / norm
+        rot, _ = _quaternion_matrix(zp, i)
+        om = _mat_vec(rot, _vec(zbp, i, 3))
+        for c in range(3):
+            zdp[i, 3 + c] = om[c]
+        k = _skew((dx, dy, dz))
+        k2 = _mat_mat(k, k)
+        for r in range(3):
+            for c in range(3):
+                tangent[i, r, c] = (1.0 if r == c else 0.0) - b * k[3 * r + c] + cc * k2[3 * r + c]
 
 
 @njit
@@ -770,40 +764,6 @@ def _back_substitute(body_int, row_start, wm, xb, xj):
                 xj[r0 + r - 6] -= s
 
 
-
-@inline
-def _back_substitute_update(body_int, row_start, wm, xb, xj, gyration, z0, zb0, acc0, vdot0, coef, vdot, lam, zp,
-                            zbp, zdp, tangent):
-    """``_back_substitute`` with the correction applied as each body's is complete: vdot[i] += x_i, its joint's
-    multipliers likewise, and the body's new state (``update_state`` of the corrected vdot) written at once, so that
-    an iteration of a tree of spherical joints reads each body's arrays in two passes and the next iteration (or the
-    accepted step) finds its state made. Returns the largest |x| a body (rotations times gyration[i]; not yet
-    scaled by max(c_stiff, c_damp)), NaN where one is not finite."""
-    delta = np.empty(6)
-    size = 0.0
-    for i in range(body_int.shape[0]):
-        p = body_int[i, PARENT]
-        r0 = row_start[i]
-        m = ROWS_PER_JOINT[body_int[i, JTYPE]]
-        if p >= 0:
-            for r in range(6 + m):
-                s = 0.0
-                for c in range(6):
-                    s += wm[i, r, c] * xb[p, c]
-                if r < 6:
-                    xb[i, r] -= s
-                else:
-                    xj[r0 + r - 6] -= s
-        for c in range(6):
-            vdot[i, c] += xb[i, c]
-            a = abs(xb[i, c]) * (1.0 if c < 3 else gyration[i])
-            if not a <= size:
-                size = a
-        for k in range(m):
-            lam[r0 + k] += xj[r0 + k]
-        _update_body(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent, i, delta)
-    return size
-
 # ---- a tree of spherical joints: one iteration in two passes -------------------------------------------------------
 #
 # Specialised for speed (the long chains' joint): ``residual``, ``factor`` and ``solve``'s first pass in one pass
@@ -826,31 +786,6 @@ def _neg(a):
 @inline
 def _scale9(s, a):
     return (s * a[0], s * a[1], s * a[2], s * a[3], s * a[4], s * a[5], s * a[6], s * a[7], s * a[8])
-
-
-@inline
-def _skew_mm(a, b):
-    """[a] b (a a 3-vector, b a 9-tuple): b's columns crossed by a, without [a]'s zeros' products."""
-    return (a[1] * b[6] - a[2] * b[3], a[1] * b[7] - a[2] * b[4], a[1] * b[8] - a[2] * b[5],
-            a[2] * b[0] - a[0] * b[6], a[2] * b[1] - a[0] * b[7], a[2] * b[2] - a[0] * b[8],
-            a[0] * b[3] - a[1] * b[0], a[0] * b[4] - a[1] * b[1], a[0] * b[5] - a[1] * b[2])
-
-
-@inline
-def _mm_skew(m, a):
-    """m [a] (m a 9-tuple): row k is m's row k crossed with a."""
-    r0 = _cross((m[0], m[1], m[2]), a)
-    r1 = _cross((m[3], m[4], m[5]), a)
-    r2 = _cross((m[6], m[7], m[8]), a)
-    return (r0[0], r0[1], r0[2], r1[0], r1[1], r1[2], r2[0], r2[1], r2[2])
-
-
-@inline
-def _skew_skew(a, b):
-    """[a][b] = b a^T - (a . b) 1."""
-    d = a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-    return (b[0] * a[0] - d, b[0] * a[1], b[0] * a[2], b[1] * a[0], b[1] * a[1] - d, b[1] * a[2],
-            b[2] * a[0], b[2] * a[1], b[2] * a[2] - d)
 
 
 @inline
@@ -944,16 +879,16 @@ def spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp
                 rb[p, 3 + c] -= back[c]
         # the local block: D (its children's Schur terms already in diag[i]) and the spherical elimination
         f_b = _mat_t_vec(rot, f)
-        fr = _skew_skew(f_b, rcb)  # [R^T f][rcb]
-        fr_t = _mm(fr, t_i)
-        gyro_w = _lin(1.0, _skew_mm(om, inertia), -1.0, _skew(jom))
+        s_rcb = _skew(rcb)
+        fr = _mm(_skew(f_b), s_rcb)  # [R^T f][rcb]
+        gyro_w = _lin(1.0, _mm(_skew(om), inertia), -1.0, _skew(jom))
         d11 = _acc_block(diag, i, 0, 0, mass, one)
         d12 = _block(diag, i, 0, 3)
         d21 = _block(diag, i, 3, 0)
         d22 = _acc_block(diag, i, 3, 3, 1.0, _lin(1.0, inertia, c_damp, gyro_w))
-        d22 = _lin(1.0, d22, c_stiff, _lin(1.0, _skew_mm(applied, t_i), 1.0, fr_t))
-        e = _neg(_mm(rot, _skew_mm(rcb, t_i)))
-        hm = _skew_mm(rcb, rot_t)
+        d22 = _lin(1.0, d22, c_stiff, _mm(_lin(1.0, _skew(applied), 1.0, fr), t_i))
+        e = _neg(_mm(rot, _mm(s_rcb, t_i)))
+        hm = _mm(s_rcb, rot_t)
         pm = _lin(1.0, d21, -1.0, _mm(hm, d11))
         s_inv, ok = _inverse3(_lin(1.0, _lin(1.0, d22, -1.0, _mm(hm, d12)), -1.0, _mm(pm, e)), work)
         if not ok:
@@ -975,6 +910,8 @@ def spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp
         t_p = _mm(rot_p, _tangent(tangent, p))
         rot_pt = _tr(rot_p)
         f_p = _mat_t_vec(rot_p, f)
+        sf = _skew(f)
+        s_rho = _skew(rho)
         q_t = _mm(rot_t, t_p)  # Q T_p
         # U = [A_ip; jpb]: W's first three columns (the parent's position: jpb's -F^T, so G^-1 U = -1)
         x2a = _mm(s_inv, pm)
@@ -982,10 +919,9 @@ def spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp
         ya = _lin(1.0, _mm(d11, x1a), 1.0, _mm(d12, x2a))
         la = _neg(_mm(_tr(frame), ya))
         # the last three (the parent's turn)
-        f_tp = _skew_mm(f, t_p)  # [f] T_p
-        u1 = _scale9(-c_stiff, f_tp)
-        u2 = _scale9(-c_stiff, _mm(_skew_skew(rcb, f_b), q_t))
-        gu = _skew_mm(rho, t_p)
+        u1 = _scale9(-c_stiff, _mm(sf, t_p))
+        u2 = _scale9(-c_stiff, _mm(_mm(s_rcb, _skew(f_b)), q_t))
+        gu = _mm(s_rho, t_p)
         x2b = _mm(s_inv, _lin(1.0, _lin(1.0, u2, -1.0, _mm(hm, u1)), -1.0, _mm(pm, gu)))
         x1b = _lin(1.0, gu, -1.0, _mm(e, x2b))
         yb = _lin(1.0, u1, -1.0, _lin(1.0, _mm(d11, x1b), 1.0, _mm(d12, x2b)))
@@ -997,15 +933,14 @@ def spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp
         _put_block(wm, i, 3, 3, x2b)
         _put_block(wm, i, 6, 3, lb)
         # the parent's D: the joint's stiffness on it less V W (V = [A_pi, jp^T], A_pi's force rows zero)
-        fp_rt = _skew_mm(f_p, rot_pt)  # [R_p^T f] R_p^T
-        a1 = _scale9(c_stiff, fp_rt)
-        a2 = _scale9(-c_stiff, _mm(_mm(rot_pt, rot), fr_t))
-        arm = _mm_skew(rot_pt, rho)  # R_p^T [rho]
+        a1 = _scale9(c_stiff, _mm(_skew(f_p), rot_pt))
+        a2 = _scale9(-c_stiff, _mm(_tr(_mm(rot_t, rot_p)), _mm(fr, t_i)))
+        arm = _mm(rot_pt, s_rho)  # R_p^T [rho]
         _put(diag, p, 0, 0, -1.0, ya)
-        _put(diag, p, 0, 3, 1.0, _lin(c_stiff, f_tp, 1.0, yb))
-        _put(diag, p, 3, 0, -1.0, _lin(1.0, _lin(c_stiff, fp_rt, 1.0, _mm(a1, x1a)), 1.0,
+        _put(diag, p, 0, 3, 1.0, _lin(c_stiff, _mm(sf, t_p), 1.0, yb))
+        _put(diag, p, 3, 0, -1.0, _lin(1.0, _lin(c_stiff, _mm(_skew(f_p), rot_pt), 1.0, _mm(a1, x1a)), 1.0,
                                        _lin(1.0, _mm(a2, x2a), 1.0, _mm(arm, ya))))
-        _put(diag, p, 3, 3, 1.0, _lin(1.0, _lin(c_stiff, _mm(_skew_skew(_mat_t_vec(rot_p, rho), f_p),
+        _put(diag, p, 3, 3, 1.0, _lin(1.0, _lin(c_stiff, _mm(_mm(_skew(_mat_t_vec(rot_p, rho)), _skew(f_p)),
                                                               _tangent(tangent, p)), -1.0, _mm(a1, x1b)),
                                       -1.0, _lin(1.0, _mm(a2, x2b), -1.0, _mm(arm, yb))))
         # the parent's right-hand side less V y
@@ -1133,18 +1068,16 @@ def newton_step(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdo
     info[0] = 0.0
     round_off = -1.0  # the correction's round-off at a stalled iterate; -1: not measured in this step
     probe_b, probe_c = np.empty((0, 6)), np.empty(0)
-    if fused:  # the fused iterations make the state of their corrected iterate as they apply the correction
-        update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
     for it in range(max_newton):
+        update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
         if fused:
             status = spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
                                        c_stiff, c_damp, rb, rc, diag, wm, xb, xj, power, info)
             if status:
                 return status
-            correction = _back_substitute_update(body_int, row_start, wm, xb, xj, gyration, z0, zb0, acc0, vdot0,
-                                                 coef, vdot, lam, zp, zbp, zdp, tangent)
+            _back_substitute(body_int, row_start, wm, xb, xj)
+            dx_b, dx_c = xb, xj
         else:
-            update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
             status = residual(body_int, body_real, gravity, row_start, tau, zp, zdp, vdot, lam, c_stiff, rb, rc, jc,
                               jp, res, gam, power)
             if status:
@@ -1168,15 +1101,16 @@ def newton_step(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdo
             for k in range(rc.shape[0]):
                 rc[k] = -rc[k]
             solve(body_int, row_start, jp, api, diag, lu, piv, wm, rb, rc)
-            correction = 0.0
-            for i in range(n):
-                for c in range(6):
-                    vdot[i, c] += rb[i, c]
-                    size = abs(rb[i, c]) * (1.0 if c < 3 else gyration[i])
-                    if not size <= correction:
-                        correction = size
-            for k in range(rc.shape[0]):
-                lam[k] += rc[k]
+            dx_b, dx_c = rb, rc
+        correction = 0.0
+        for i in range(n):
+            for c in range(6):
+                vdot[i, c] += dx_b[i, c]
+                size = abs(dx_b[i, c]) * (1.0 if c < 3 else gyration[i])
+                if not size <= correction:
+                    correction = size
+        for k in range(rc.shape[0]):
+            lam[k] += dx_c[k]
         correction *= scale
         info[0] = it + 1
         info[1] = correction
@@ -1197,8 +1131,7 @@ def newton_step(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdo
                                                  gam, api, diag, lu, piv, wm, power, probe_b, probe_c)
         if (correction <= tol or (it > 0 and theta < 1.0 and theta / (1.0 - theta) * correction <= tol)
                 or (stalled and (correction <= 100.0 * tol or correction <= tol + ROUND_OFF_MARGIN * round_off))):
-            if not fused:  # the fused pass made the state of the corrected iterate already
-                update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
+            update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
             return STATUS_OK
         previous = correction
     return STATUS_NO_CONVERGENCE
