@@ -112,14 +112,16 @@ lowest links, the second to 2e-8 .. 6e-7, so the error that the contraction pred
 guess extrapolated from the last two steps' mean velocities (2 rate_n - rate_n-1) makes the first correction 7e-5
 before the wave arrives but not smaller after it: 2.42 iterations a step instead of 2.48.
 
-Tried and not kept (measured, then reverted): the correction applied and each body's new state made in the
-back-substitution's pass (no update pass of its own, none after the accepted iterate) with the spherical pass's
-products by skew matrices written out ([a] B, A [a], [a][b] = b a^T - (a . b) 1): the same iterations and end states
-within 1e-13 (positions) and 4e-11 (velocities) at N = 1e3 and 1e4, but 370, 372 and 390 ns a body and iteration at
-N = 1e5 against 362, 361 and 382 ns before (three pairs run side by side): no gain at the sizes where the arrays (1.3
-KB a body kept; by a count of what each pass reads and writes, about 4 KB a body and iteration) no longer fit a
-cache. Its 1e6 run over 1 s: 102 s of CPU for the whole process (93.1 user, 8.8 system), 2.48 iterations a step,
-peak 2.99 GB (``/usr/bin/time -v``; 10 min 46 s of wall time at a load of 11 to 18).
+Tried: the correction applied and each body's new state made in the back-substitution's pass (no update pass of its
+own, none after the accepted iterate), together with the spherical pass's products by skew matrices written out
+([a] B, A [a], [a][b] = b a^T - (a . b) 1): the same iterations and end states within 1e-13 (positions) and 4e-11
+(velocities) at N = 1e3 and 1e4, but 370, 372 and 390 ns a body and iteration at N = 1e5 against 362, 361 and 382 ns
+before (three pairs run side by side), so not kept. Its 1e6 run over 1 s: 102 s of CPU for the whole process (93.1
+user, 8.8 system), 2.48 iterations a step, peak 2.99 GB (``/usr/bin/time -v``; 10 min 46 s of wall time at a load
+of 11 to 18). The skew products alone (kept): 348, 357, 363 ns against 365, 371, 372 at N = 1e4 and 352, 355, 362
+against 367, 367, 377 at N = 1e5 (three pairs each, side by side, a load of 7 to 8): 3-4% of an iteration. The arrays
+(1.3 KB a body kept; by a count of what each pass reads and writes, about 4 KB a body and iteration) no longer fit a
+cache at these sizes, and cutting the arithmetic of the pass gains little there.
 """
 
 import os
