@@ -5,8 +5,9 @@ The slender spherical chain of ``benchmarks/spatial_simulate.py`` (``hanging_cha
 all, axial inertia a tenth of the transverse one), tilted by a small (1e-3 rad) or a large (0.3 rad) angle and
 pushed sideways (the top link turning at 5/3 of the tilt per second), stepped by generalized_alpha (rho_inf =
 0.9, newton_tol = 1e-12) at dt = 0.01 s for up to 1 s of simulated time: wall time per simulated second (warm:
-compiled before timing), Newton iterations and factorisations a step, or where Newton fails the time it reached
-(SimulationError, the samples so far kept). Then a 1000-link chain against dopri5 at rtol = atol = 1e-6 over the
+compiled before timing; and the run's CPU time a link-step, which the load of a shared machine changes less), Newton
+iterations and factorisations a step, or where Newton fails the time it reached (SimulationError, the samples so far
+kept). Then a 1000-link chain against dopri5 at rtol = atol = 1e-6 over the
 same time: the tip's distance between the two runs and the ratio of their wall times.
 
     python3 benchmarks/implicit3d.py [--sizes N ...] [--t-end T] [--reference N]
@@ -112,6 +113,36 @@ The large swings in absolute coordinates, iterations a step (``--formulations au
     0.5      1000  0.3   1.00         3.67       0
     0.5      100   0.5   1.00         3.86       0
     0.5      1000  0.5   1.00         4.16       0
+
+Where the time of a run goes (the small swing; CPU times, since the shared machine ran at a load of 9 to 18; each
+kernel timed by process_time around its calls from Python). N = 1e5 over 0.5 s: 4.3 s of CPU in rm.simulate, of which
+the Newton iterations 3.6 s (362 ns a body and iteration, 2.00 iterations a step), the first guess and the step's
+end 0.13 s, the setup (absolute coordinates, the initial accelerations) and the samples' joint coordinates 0.58 s:
+the iterations are 84% and the work outside the kernels is not worth cutting. The iterations a step, from the
+corrections of every step of N = 1e4 over 1 s (the same 2.48 a step as 1e5 and 1e6): steps 1 to 52 take 2 (the
+first correction, max(c_stiff, c_damp) |dvdot| as the convergence test scales it, 2e-4 and nearly uniform along
+the chain; the second 1e-9 to 1.5e-8; the third would be round-off, 2e-14); steps 53 to 100 take 3, because the tilt's
+wave reaches the free end (its tension vanishing there) and the first correction grows to 3e-4 .. 1.7e-3 at the
+lowest links, the second to 2e-8 .. 6e-7, so the error that the contraction predicts, theta / (1 - theta) times it
+(about c2^2 / c1: 2e-11 .. 7e-10), exceeds newton_tol = 1e-12, while the third correction is 5e-14 .. 3e-13. A first
+guess extrapolated from the last two steps' mean velocities (2 rate_n - rate_n-1) makes the first correction 7e-5
+before the wave arrives but not smaller after it: 2.42 iterations a step instead of 2.48.
+
+Tried: the correction applied and each body's new state made in the back-substitution's pass (no update pass of its
+own, none after the accepted iterate), together with the spherical pass's products by skew matrices written out
+([a] B, A [a], [a][b] = b a^T - (a . b) 1): the same iterations and end states within 1e-13 (positions) and 4e-11
+(velocities) at N = 1e3 and 1e4, but 370, 372 and 390 ns a body and iteration at N = 1e5 against 362, 361 and 382 ns
+before (three pairs run side by side), so not kept. Its 1e6 run over 1 s: 102 s of CPU for the whole process (93.1
+user, 8.8 system), 2.48 iterations a step, peak 2.99 GB (``/usr/bin/time -v``; 10 min 46 s of wall time at a load
+of 11 to 18). The skew products alone (kept): 348, 357, 363 ns against 365, 371, 372 at N = 1e4 and 352, 355, 362
+against 367, 367, 377 at N = 1e5 (three pairs each, side by side, a load of 7 to 8): 3-4% of an iteration. The arrays
+(1.3 KB a body kept; by a count of what each pass reads and writes, about 4 KB a body and iteration) no longer fit a
+cache at these sizes, and cutting the arithmetic of the pass gains little there. Whole runs with the skew products
+(``/usr/bin/time -v``, warm cache, CPU time the figure): N = 1e5 over 1 s side by side with the code before, load 4:
+1.00 against 1.02 us of CPU a link-step (11.4 against 11.5 s of CPU for the whole process); N = 1e6 over 1 s alone,
+load 3 to 4: 0.99 us of CPU a link-step (149 s of wall time), 2.48 iterations a step, 102 s of CPU for the whole
+process, peak 2.99 GB. The targets (1e6 links in 60 s, 0.6 us a link-step) are not met: they need fewer iterations
+(the third of half the steps, above) or less memory traffic an iteration, not a cheaper pass.
 """
 
 import os
@@ -145,7 +176,7 @@ def implicit_row(n, tilt, t_end, formulation="recursive", rho_inf=0.9):
     peak_rss_mb: the process's peak resident memory so far (rows run by increasing N: the largest run's peak)."""
     model, q0, v0 = hanging_chain(n, tilt)
     options = {"formulation": "augmented", "every": 10**9} if formulation == "augmented" else {}
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         result = rm.simulate(model, q0, v0, t_end, method="generalized_alpha", dt=DT, rho_inf=rho_inf, **options)
         reached, failure = t_end, ""
@@ -154,11 +185,12 @@ def implicit_row(n, tilt, t_end, formulation="recursive", rho_inf=0.9):
         reached, failure = float(result.t[-1]), str(error).split(":")[1].strip()[:60]
         if formulation == "augmented":  # its samples are t0 and t_end only: the steps taken tell how far it got
             reached = result.nsteps * DT
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     steps = max(1, round(reached / DT))
     return {"n": n, "tilt": tilt, "formulation": formulation, "rho_inf": rho_inf, "t_end": t_end, "reached": reached,
             "wall_s": wall, "split_steps": getattr(result, "newton_split_steps", 0),
             "wall_per_simulated_s": wall / max(reached, DT), "us_per_link_step": wall / steps / n * 1e6,
+            "cpu_s": cpu, "cpu_us_per_link_step": cpu / steps / n * 1e6,
             "iterations_per_step": result.newton_iterations / steps,
             "factorizations_per_step": result.newton_factorizations / steps, "failure": failure,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -181,12 +213,13 @@ def main():
     cases = [(formulation, rho) for formulation in args.formulations for rho in args.rho_inf]
     rows = [implicit_row(n, tilt, args.t_end, formulation, rho) for formulation, rho in cases
             for tilt in args.tilts for n in args.sizes]
-    print_table(["formulation", "rho_inf", "N", "tilt", "reached [s]", "wall/sim s", "us/link-step", "iter/step",
-                 "fact/step", "splits", "peak RSS [MB]", "failure"],
+    print_table(["formulation", "rho_inf", "N", "tilt", "reached [s]", "wall/sim s", "us/link-step", "CPU us/link-step",
+                 "iter/step", "fact/step", "splits", "peak RSS [MB]", "failure"],
                 [[r["formulation"], r["rho_inf"], r["n"], r["tilt"], f"{r['reached']:.2f}",
                   f"{r['wall_per_simulated_s']:.3g}", f"{r['us_per_link_step']:.3g}",
-                  f"{r['iterations_per_step']:.2f}", f"{r['factorizations_per_step']:.2f}", r["split_steps"],
-                  f"{r['peak_rss_mb']:.0f}", r["failure"]] for r in rows])
+                  f"{r['cpu_us_per_link_step']:.3g}", f"{r['iterations_per_step']:.2f}",
+                  f"{r['factorizations_per_step']:.2f}", r["split_steps"], f"{r['peak_rss_mb']:.0f}", r["failure"]]
+                 for r in rows])
     comparison = []
     references = {}
     if args.reference:
