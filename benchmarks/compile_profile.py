@@ -83,10 +83,10 @@ def _listener_class():
 
     class CompileListener(event.Listener):
         def on_start(self, ev):
-            _stack.append([time.perf_counter(), time.process_time(), 0.0, 0.0])
+            _stack.append([time.perf_counter(), time.process_time(), 0.0, 0.0, time.time()])
 
         def on_end(self, ev):
-            wall0, cpu0, nested_wall, nested_cpu = _stack.pop()
+            wall0, cpu0, nested_wall, nested_cpu, started = _stack.pop()
             seconds = time.perf_counter() - wall0
             cpu = time.process_time() - cpu0
             if _stack:
@@ -103,6 +103,8 @@ def _listener_class():
                     self_cpu_seconds=cpu - nested_cpu,
                     depth=len(_stack),
                     test=_current_test[0],
+                    started=started,
+                    worker=os.environ.get("PYTEST_XDIST_WORKER", ""),
                 )
             )
 
@@ -115,7 +117,9 @@ def pytest_configure(config):
 
 
 def _json_path():
-    return Path(os.environ.get("COMPILE_PROFILE_JSON", Path(__file__).parent / "results" / "compile_profile.json"))
+    path = Path(os.environ.get("COMPILE_PROFILE_JSON", Path(__file__).parent / "results" / "compile_profile.json"))
+    worker = os.environ.get("PYTEST_XDIST_WORKER")  # under pytest-xdist each worker writes its own file
+    return path.with_name(f"{path.stem}-{worker}{path.suffix}") if worker else path
 
 
 def _write_json(events=None, path=None):
