@@ -21,7 +21,8 @@ seconds are its duration less the compiles nested in it (a kernel compiling the 
 so the self seconds add up to the compile time; both wall and process CPU seconds are kept, and on a shared machine
 the CPU seconds are the figure to compare. At the end of a run it prints the dispatchers by self CPU seconds (with
 how many signatures each compiled) and the repeated signatures, and writes every event, with the test that
-triggered it, to benchmarks/results/compile_profile.json (or $COMPILE_PROFILE_JSON).
+triggered it, to benchmarks/results/compile_profile.json (or $COMPILE_PROFILE_JSON; under pytest-xdist each worker
+writes its own file, compile_profile-gw0.json and so on).
 
 A repeated signature is one whose arguments equal those of another signature of the same dispatcher once every
 array type is reduced to its dtype and dimension: numba types a C-contiguous array as layout ``C`` and a strided
