@@ -204,7 +204,7 @@ from ..errors import ModelError, SimulationError, StateError
 from . import runs as _runs
 from .newton import run_options
 from .result import SimulationResult, evaluate_system
-from .spatial_loop import _SpatialInputs
+from .spatial_loop import SpatialTimeLoop, _SpatialInputs
 
 # a step whose Newton iteration fails is split in halves, at most this many times (down to dt / 16)
 MAX_SPLITS = 4
@@ -421,6 +421,7 @@ class _RunInputs:
 
     name = "augmented"
     stabilization = ("none", 0.0, 0.0)
+    recursive_loop_class = SpatialTimeLoop
 
 
 class _Stepper:

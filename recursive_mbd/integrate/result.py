@@ -315,13 +315,14 @@ class SimulationResult:
 
     def _recursive_time_loop(self, loop):
         """The recursive formulation's time loop (``spatial_loop.SpatialTimeLoop``) of a Model3D's augmented run
-        (``loop``: its time loop, whose ``stabilization`` is (kind, alpha, beta)) with the run's inputs, made at the
+        (``loop``: its time loop, whose ``stabilization`` is (kind, alpha, beta) and ``recursive_loop_class`` the
+        recursive time loop's class) with the run's inputs, made at the
         first call."""
         if self._recursive_loop is None:
-            from .spatial_loop import SpatialTimeLoop  # noqa: PLC0415  (spatial kernels only for spatial models)
-
             stabilization, alpha, beta = loop.stabilization
-            self._recursive_loop = SpatialTimeLoop(self.model, self._evaluator[3], stabilization, alpha, beta)
+            # the class comes with the run's loop (set where the run was made): this module sits below the time loops
+            self._recursive_loop = loop.recursive_loop_class(self.model, self._evaluator[3], stabilization, alpha,
+                                                             beta)
         return self._recursive_loop
 
     def contact_forces(self):

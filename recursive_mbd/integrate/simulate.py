@@ -361,7 +361,9 @@ def _augmented(model, inputs, stabilization, alpha, beta, solver=None):
     if isinstance(model, Model3D):
         from ..dynamics.augmented3d import TimeLoop3D  # noqa: PLC0415
 
-        return TimeLoop3D(model, inputs, stabilization, alpha, beta)
+        loop = TimeLoop3D(model, inputs, stabilization, alpha, beta)
+        loop.recursive_loop_class = SpatialTimeLoop  # what the result's qdd() evaluates (SimulationResult.qdd)
+        return loop
     return TimeLoop(model, inputs, stabilization, alpha, beta)
 
 
