@@ -315,9 +315,8 @@ class SimulationResult:
 
     def _recursive_time_loop(self, loop):
         """The recursive formulation's time loop (``spatial_loop.SpatialTimeLoop``) of a Model3D's augmented run
-        (``loop``: its time loop, whose ``stabilization`` is (kind, alpha, beta) and ``recursive_loop_class`` the
-        recursive time loop's class) with the run's inputs, made at the
-        first call."""
+        with the run's inputs, made at the first call (``loop``: the run's time loop, whose ``stabilization`` is
+        (kind, alpha, beta) and ``recursive_loop_class`` the recursive time loop's class)."""
         if self._recursive_loop is None:
             stabilization, alpha, beta = loop.stabilization
             # the class comes with the run's loop (set where the run was made): this module sits below the time loops
