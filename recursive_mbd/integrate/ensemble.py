@@ -200,9 +200,12 @@ def _fixed_many(inputs, key, head, part1, part2, part3, members, scratch, dims, 
     for m in numba.prange(Y0.shape[0]):
         tid = numba.get_thread_id()
         system, control = _member_start(head, part1, part2, part3, members, scratch, dims, m, tid, CONTROL)
+        # np.int64, not the literals 0 and 1: a literal argument would compile the whole time loop once more
+        # beside ``rm.simulate``'s specialisation of it
         st, tf, cnt, t_out, y_out, nfev, nsteps = integrators.integrate_fixed(
             inputs, key, system, Y0[m], t0, t_end, dt, nsteps_total, every, a, b, c, midpoint, tol, max_iter,
-            K[tid, :c.shape[0]], T_BUF[tid, :Y.shape[1]], Y_BUF[tid, :Y.shape[1]], np.inf, monitor, 0, control)
+            K[tid, :c.shape[0]], T_BUF[tid, :Y.shape[1]], Y_BUF[tid, :Y.shape[1]], np.inf, monitor, np.int64(0),
+            control)
         cnt = min(cnt, Y.shape[1])
         for r in range(cnt):  # (a loop: a slice assignment compiles numba's broadcasting, ``_kernels.arrays``)
             copy_into(Y[m, r], y_out[r], 0)
@@ -228,9 +231,10 @@ def _adaptive_many(inputs, key, head, part1, part2, part3, members, scratch, dim
         system, control = _member_start(head, part1, part2, part3, members, scratch, dims, m, tid, CONTROL)
         (st, tf, cnt, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t,
          ev_y) = integrators.integrate_adaptive(
-            inputs, key, system, Y0[m], t0, t_end, rtol, atol, first_step, max_step, max_steps, t_eval, 1, a, b, c,
-            e, e3, order, dense, K[tid, :c.shape[0]], T_BUF[tid, :Y.shape[1] + 1], Y_BUF[tid, :Y.shape[1] + 1],
-            np.inf, events, 0, directions, terminal, np.empty(4), np.empty((4, Y0.shape[1] + 1)), monitor, 0, control)
+            inputs, key, system, Y0[m], t0, t_end, rtol, atol, first_step, max_step, max_steps, t_eval, np.int64(1),
+            a, b, c, e, e3, order, dense, K[tid, :c.shape[0]], T_BUF[tid, :Y.shape[1] + 1],
+            Y_BUF[tid, :Y.shape[1] + 1], np.inf, events, np.int64(0), directions, terminal, np.empty(4),
+            np.empty((4, Y0.shape[1] + 1)), monitor, np.int64(0), control)  # (np.int64: as integrate_fixed's above)
         if st == L.STATUS_EVENT:
             cnt -= 1  # the stop state is the event's, kept in EVENT
         cnt = min(cnt, Y.shape[1])

@@ -165,7 +165,7 @@ def _compiled_input_failed(key, t, q, qd, u, status):
     which stops the run. For a run whose inputs are registered under ``key``, the same inputs are evaluated again
     from Python through the bridge, whose exception names the function (the element, tau) and what it did; when
     that call does not fail (a function whose result depends on more than its arguments), ``status`` says only how
-    it failed."""
+    it failed. (Its callers pass ``status`` as np.int64: a literal constant would compile it once per status.)"""
     if key != 0:
         recalled = _call_python(key, t, q, qd, u)
         if recalled != L.STATUS_OK:
@@ -178,11 +178,11 @@ def _store_input(key, t, q, qd, u, value, slot, width):
     """Copy ``value`` (an array or a tuple) into u[slot:slot + width]: STATUS_OK, or the failure of a wrong size or
     a non-finite entry (``_compiled_input_failed``)."""
     if len(value) != width:
-        return _compiled_input_failed(key, t, q, qd, u, _WRONG_SHAPE_INPUT)
+        return _compiled_input_failed(key, t, q, qd, u, np.int64(_WRONG_SHAPE_INPUT))
     for k in range(width):
         x = float(value[k])
         if not math.isfinite(x):
-            return _compiled_input_failed(key, t, q, qd, u, _NONFINITE_INPUT)
+            return _compiled_input_failed(key, t, q, qd, u, np.int64(_NONFINITE_INPUT))
         u[slot + k] = x
     return L.STATUS_OK
 
@@ -202,7 +202,7 @@ def _compiled_input_step(function, nargs, slot, width, previous):
             except Exception:  # noqa: BLE001 - numba catches any exception so, and binds none
                 raised = True
             if raised:
-                return _compiled_input_failed(key, t, q, qd, u, _RAISED_INPUT)
+                return _compiled_input_failed(key, t, q, qd, u, np.int64(_RAISED_INPUT))
             return _store_input(key, t, q, qd, u, value, slot, width)
     else:
         @numba.njit
@@ -216,7 +216,7 @@ def _compiled_input_step(function, nargs, slot, width, previous):
             except Exception:  # noqa: BLE001 - numba catches any exception so, and binds none
                 raised = True
             if raised:
-                return _compiled_input_failed(key, t, q, qd, u, _RAISED_INPUT)
+                return _compiled_input_failed(key, t, q, qd, u, np.int64(_RAISED_INPUT))
             return _store_input(key, t, q, qd, u, value, slot, width)
     return step
 
