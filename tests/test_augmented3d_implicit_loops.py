@@ -31,15 +31,14 @@ class LoopStep(Step):
 
     def residual(self, x):
         m, a = self.model, self.arrays
-        vdot, lam = self.split(x)
-        kernels.update_state(self.z, self.zb, self.acc, self.vdot0, self.coef, vdot, a.zp, a.zbp, a.zdp, a.tangent)
-        assert kernels.residual(m.body_int, m.body_real, m.gravity, self.starts, np.zeros(0), self.target, a.zp,
-                                a.zdp, vdot, lam, self.coef[5], a.rb, a.rc, a.jc, a.jp, a.res, a.gam, a.power) == 0
+        super().residual(x)  # the joints' (a.rc holds the loops' rows after them)
+        lam = self.split(x)[1]
         assert kernels.loop_residual(m.body_real, *self.loops[:2], self.starts[-1], self.coef[5], a.zp, a.zdp, lam,
                                      a.rb, a.rc, *self.loops[2:10]) == 0
         return np.concatenate((a.rb.ravel(), a.rc))
 
     def solve(self, x, rhs):
+        """The bordered solve (the loops') in place of the tree's."""
         m, a = self.model, self.arrays
         self.residual(x)
         vdot, lam = self.split(x)
