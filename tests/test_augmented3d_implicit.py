@@ -331,12 +331,6 @@ def test_what_the_absolute_route_refuses():
     with pytest.raises(ModelError, match="'hinge spring'"):
         rm.simulate(sprung, sprung.neutral(), np.zeros(1), 0.1, method="generalized_alpha", formulation="augmented",
                     dt=0.01)
-    looped = rm.Model3D()
-    looped.add_body("ground", "spherical", child_point=(0.0, 0.0, 1.0))
-    looped.add_loop("distance", 0, (0.0, 0.0, -1.0), "ground", (1.0, 0.0, -1.0), length=1.0, name="tie")
-    with pytest.raises(ModelError, match="closed loops"):
-        rm.simulate(looped, looped.neutral(), np.zeros(3), 0.1, method="generalized_alpha", formulation="augmented",
-                    dt=0.01)
 
 
 def test_the_first_guess_moves_each_body_at_the_given_mean_velocity():

@@ -60,6 +60,17 @@ from ..spatial.layout import (
     FIXED,
     IC,
     JTYPE,
+    LAXB,
+    LBODY_A,
+    LBODY_B,
+    LKIND,
+    LN1,
+    LN2,
+    LOOP_DISTANCE,
+    LOOP_REVOLUTE,
+    LPA,
+    LPB,
+    LROW,
     MASS,
     PARENT,
     PLANAR,
@@ -89,6 +100,7 @@ from .spatial3d import (
     body_loads,
     driver_row,
     joint_rows,
+    loop_rows,
 )
 
 njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=True)
@@ -1026,6 +1038,296 @@ def spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp
     return STATUS_OK
 
 
+# ---- closed loops: auxiliary rows of the step's Newton system ----------------------------------------------------
+#
+# The loops' rows as auxiliary rows of the step's Newton system, their multipliers' geometric stiffness, and the
+# bordered solve on the tree elimination (``newton_step`` with loops: ``loop_residual`` after ``residual``,
+# ``loop_solve`` in place of ``solve``).
+#
+# Rows. A loop's rows are the spatial loop layer's (``_kernels.spatial.loops.loop_equations`` through
+# ``spatial3d.loop_rows``: spherical, revolute, distance), the same numbers as the explicit augmented route's and the
+# recursive route's: row r acts on the bodies a, b (-1: the ground) with the coefficients g_r on their (c', omega)
+# (ground axes), its multiplier mu_r adds g_r^T mu_r to their rows (M vdot + G^T lambda - Q: the sign of
+# ``spatial_loops``, M vdot + h = tau - J^T lambda) and its position row is phi_r(z+) / c_stiff (index 3, scaled as
+# the joints' rows). Every loop row is holonomic with g_r its exact gradient (d P = dc + theta x r; d(n . u) =
+# (theta_a - theta_b) . (n x u); d|d| = e . dd), so the position rows' derivative by vdot+ is g_r with its turn
+# columns times R T (T the tangent map of the rotation update), as the joints' linear rows.
+#
+# Geometric stiffness (the derivative of the loop forces G^T mu by the poses, ground axes, ground turns). Let F be the
+# force on body a at its loop point (sum of mu_r times the rows' linear weights on a: mu for a spherical loop's three
+# rows, mu e for a distance loop) and r_a, r_b the loop points' arms from the centres of mass:
+#
+#     point rows (every kind)   moment_a by theta_a: [F][r_a];   moment_b by theta_b: -[F][r_b]
+#     distance, additionally    A^T B A with A = [1, -[r_a], -1, [r_b]] (dd by (c_a, theta_a, c_b, theta_b)) and
+#                               B = mu / |d| (1 - e e^T) (de = B dd / mu): couples every coordinate of a and b
+#     revolute axis rows        with n_k = R_a n0_k, u = R_b u0 and d(n_k x u) = [u][n_k] theta_a - [n_k][u] theta_b:
+#                               moment_a by (theta_a, theta_b): mu_k ([u][n_k], -[n_k][u]), moment_b: the opposite
+#
+# taken into body axes (a moment row times R^T, a turn column times R T) and times c_stiff. The turn of R^T on the
+# loop moments ([R^T X] T on the body's own turn) is ``implicit3d.factor``'s: it reads the residual's moment rows,
+# which hold the loop moments (``loop_residual`` adds them). a and b are any two bodies, not a body and its parent, so
+# this 12 x 12 block H_l of loop l would break the tree structure: it is kept out of the tree's matrix K (the joints'
+# Newton matrix, factorised by ``implicit3d.factor`` as for a tree) and taken with the loop rows by a bordered solve.
+#
+# Bordered solve. With E (12 L x 6 N) selecting the loop bodies' coordinates (two slots of 6 a loop, L loops; a ground
+# side selects nothing), Gt and Gb (m x 12 L) the loop rows on those slots (multiplier columns: moment part times R^T;
+# position rows: times R T), H = blockdiag(H_l), the Newton system
+#
+#     [K + E^T H E   E^T Gt^T] [x ]   [b]
+#     [Gb E          0       ] [mu] = [c]
+#
+# is, with x = K^-1 (b - E^T f), f = H e + Gt^T mu, e = E x and W = E K^-1 E^T (12 L x 12 L, the loop bodies'
+# compliance through the tree),
+#
+#     [1 + W H   W Gt^T] [e ]   [E K^-1 b]
+#     [Gb        0     ] [mu] = [c       ]
+#
+# a dense system of size 12 L + m, solved by LU with partial pivoting (neither symmetric nor definite); with H = 0 its
+# Schur complement on mu is S = Gb W Gt^T = G_aux K^-1 G_aux^T. Cost an iteration: 12 L tree solves for W (6 for a
+# loop to the ground) and two for x, O(N L), and O((12 L + m)^3): for mechanisms with a few loops. A pivot below
+# ``implicit3d.PIVOT_RTOL`` of its column is a singular system: the loop rows have lost rank (redundant loops, or a loop
+# locked at a singular position), reported with the loop of the pivot's unknown.
+
+_ONE = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
+_ZERO = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+@inline
+def _side(body_real, zp, tangent, body, loop_real, lp, at):
+    """(R, R T, arm r = P - c, the point P), ground axes, of a loop's side: the ground's R = 1, T = 1, r = 0."""
+    local = _vec(loop_real, lp, at)
+    if body < 0:
+        return _ONE, _ONE, (0.0, 0.0, 0.0), local
+    rot, _ = _quaternion_matrix(zp, body)
+    arm = _mat_vec(rot, _sub(local, _com(body_real, body)))
+    return rot, _mm(rot, _tangent(tangent, body)), arm, _add(_vec(zp, body, 0), arm)
+
+
+@njit
+def loop_residual(body_real, loop_int, loop_real, tree_rows, c_stiff, zp, zdp, lam, rb, rc, stab, point, axes,
+                  weights, aux_body, aux_coef, aux_rhs, aux_res):
+    """The loops' part of the step's residual at the new state (zp, zdp), after ``implicit3d.residual``: the rows
+    (``spatial3d.loop_rows``: aux_body (m, 2), aux_coef (m, 12) on (c', omega) ground axes, aux_res = phi; weights
+    (m, 12), point (40,), axes (9,), aux_rhs (m,) scratch, stab (2,) zeros) at zp, their forces g^T mu (mu =
+    lam[tree_rows:]) added to rb (nbodies, 6; moment rows in body axes, as ``residual`` leaves them) and the
+    position rows rc[tree_rows + r] = phi_r / c_stiff. Returns the status (a distance loop whose points coincide:
+    STATUS_LOOP_DEGENERATE and its loop)."""
+    status = loop_rows(body_real, loop_int, loop_real, zp, zdp, stab, point, axes, weights, aux_body, aux_coef,
+                       aux_rhs, aux_res)
+    if status:
+        return status
+    for r in range(aux_body.shape[0]):
+        mu = lam[tree_rows + r]
+        for side in range(2):
+            body = aux_body[r, side]
+            if body < 0:
+                continue
+            o = 6 * side
+            rot, _ = _quaternion_matrix(zp, body)
+            moment = _mat_t_vec(rot, (aux_coef[r, o + 3], aux_coef[r, o + 4], aux_coef[r, o + 5]))
+            for c in range(3):
+                rb[body, c] += aux_coef[r, o + c] * mu
+                rb[body, 3 + c] += moment[c] * mu
+        rc[tree_rows + r] = aux_res[r] / c_stiff
+    return STATUS_OK
+
+
+@inline
+def _turned(hmat, lp, s, t, left, right, c_stiff, ground_s, ground_t):
+    """Block (s, t) of loop lp's 12 x 12 stiffness (3 x 3 blocks: s, t = 0 force a / c_a, 1 moment a / theta_a,
+    2, 3 body b's) into body axes in place: c_stiff left H right, or zero for a ground side."""
+    blk = _block(hmat, lp, 3 * s, 3 * t)
+    out = _ZERO if ground_s or ground_t else _mm(left, _mm(blk, right))
+    for r in range(3):
+        for c in range(3):
+            hmat[lp, 3 * s + r, 3 * t + c] = c_stiff * out[3 * r + c]
+
+
+@njit
+def loop_blocks(body_real, loop_int, loop_real, tree_rows, c_stiff, zp, tangent, lam, weights, aux_coef, hmat, gt,
+                gb):
+    """The loops' blocks of the step's Newton matrix at the iterate (module docstring), from the rows that
+    ``loop_residual`` left (weights, aux_coef): hmat (nloops, 12, 12) each loop's geometric stiffness H_l on its
+    bodies' (c, theta_b) of a, then b, body axes, times c_stiff; gt, gb (m, 12) each row on its loop's slots, as a
+    multiplier column (moment part R^T g) and as a position row (moment part T^T R^T g)."""
+    for lp in range(loop_int.shape[0]):
+        kind = loop_int[lp, LKIND]
+        a = loop_int[lp, LBODY_A]
+        b = loop_int[lp, LBODY_B]
+        r0 = loop_int[lp, LROW]
+        rows = 1 if kind == LOOP_DISTANCE else (5 if kind == LOOP_REVOLUTE else 3)
+        rot_a, turn_a, arm_a, point_a = _side(body_real, zp, tangent, a, loop_real, lp, LPA)
+        rot_b, turn_b, arm_b, point_b = _side(body_real, zp, tangent, b, loop_real, lp, LPB)
+        for r in range(12):
+            for c in range(12):
+                hmat[lp, r, c] = 0.0
+        force = (0.0, 0.0, 0.0)  # on body a at its loop point
+        for r in range(r0, r0 + rows):
+            force = _add(force, _scale(lam[tree_rows + r], (weights[r, 0], weights[r, 1], weights[r, 2])))
+        sf = _skew(force)
+        _put(hmat, lp, 3, 3, 1.0, _mm(sf, _skew(arm_a)))
+        _put(hmat, lp, 9, 9, -1.0, _mm(sf, _skew(arm_b)))
+        if kind == LOOP_DISTANCE:  # A^T B A
+            d = _sub(point_a, point_b)
+            dist2 = _dot(d, d)
+            dist = math.sqrt(dist2)
+            bm = lam[tree_rows + r0] / dist
+            e = _scale(1.0 / dist, d)
+            proj = (1.0 - e[0] * e[0], -e[0] * e[1], -e[0] * e[2], -e[1] * e[0], 1.0 - e[1] * e[1], -e[1] * e[2],
+                    -e[2] * e[0], -e[2] * e[1], 1.0 - e[2] * e[2])
+            bmat = (bm * proj[0], bm * proj[1], bm * proj[2], bm * proj[3], bm * proj[4], bm * proj[5],
+                    bm * proj[6], bm * proj[7], bm * proj[8])
+            # A's blocks on (c_a, theta_a, c_b, theta_b) and A^T's (their transposes: [r]^T = -[r])
+            cols = (_ONE, _scale9(-1.0, _skew(arm_a)), _scale9(-1.0, _ONE), _skew(arm_b))
+            for s in range(4):
+                left = _mm(_tr(cols[s]), bmat)
+                for t in range(4):
+                    _put(hmat, lp, 3 * s, 3 * t, 1.0, _mm(left, cols[t]))
+        elif kind == LOOP_REVOLUTE:
+            u = _mat_vec(rot_b, _vec(loop_real, lp, LAXB))
+            su = _skew(u)
+            for k in range(2):
+                mu = lam[tree_rows + r0 + 3 + k]
+                sn = _skew(_mat_vec(rot_a, _vec(loop_real, lp, LN1 if k == 0 else LN2)))
+                un = _mm(su, sn)
+                nu = _mm(sn, su)
+                _put(hmat, lp, 3, 3, mu, un)
+                _put(hmat, lp, 3, 9, -mu, nu)
+                _put(hmat, lp, 9, 3, -mu, un)
+                _put(hmat, lp, 9, 9, mu, nu)
+        rot_at = _tr(rot_a)
+        rot_bt = _tr(rot_b)
+        for s in range(4):
+            left = _ONE if s % 2 == 0 else (rot_at if s == 1 else rot_bt)
+            for t in range(4):
+                right = _ONE if t % 2 == 0 else (turn_a if t == 1 else turn_b)
+                _turned(hmat, lp, s, t, left, right, c_stiff, (a if s < 2 else b) < 0, (a if t < 2 else b) < 0)
+        for r in range(r0, r0 + rows):
+            for side in range(2):
+                o = 6 * side
+                rot_t = rot_at if side == 0 else rot_bt
+                turn = turn_a if side == 0 else turn_b
+                moment = (aux_coef[r, o + 3], aux_coef[r, o + 4], aux_coef[r, o + 5])
+                top = _mat_vec(rot_t, moment)
+                bottom = _mat_t_vec(turn, moment)
+                for c in range(3):
+                    gt[r, o + c] = aux_coef[r, o + c]
+                    gb[r, o + c] = aux_coef[r, o + c]
+                    gt[r, o + 3 + c] = top[c]
+                    gb[r, o + 3 + c] = bottom[c]
+
+
+@inline
+def _slot_body(loop_int, s):
+    """The body of slot s (loop s // 2, side s % 2), -1 for the ground."""
+    return loop_int[s // 2, LBODY_A if s % 2 == 0 else LBODY_B]
+
+
+@njit
+def loop_solve(body_int, body_real, loop_int, loop_real, row_start, c_stiff, zp, tangent, lam, jp, api, diag, lu,
+               piv, wm, xb, xj, weights, aux_coef, row_loop, hmat, gt, gb, wmat, dense, dpiv, vec, colmax, yb, yj,
+               kept_b, kept_j):
+    """Solve the step's Newton system with the loops (module docstring) in place, after ``implicit3d.factor`` made
+    the tree's factor K at the iterate (lam, zp, tangent: the iterate's): xb (nbodies, 6) and xj (tree rows + m)
+    hold the right-hand side on entry (the loops' position rows last) and the correction (the loops' multipliers'
+    last) on return. row_loop (m,) the loop of each row; hmat (nloops, 12, 12), gt, gb (m, 12), wmat (12 L, 12 L),
+    dense (12 L + m, 12 L + m), dpiv, vec, colmax (12 L + m,), yb, kept_b (nbodies, 6), yj, kept_j (tree rows)
+    scratch. Returns the status: STATUS_SINGULAR with index nbodies + l where the bordered system is
+    singular at an unknown of loop l (its rows have lost rank)."""
+    n = body_int.shape[0]
+    nl = loop_int.shape[0]
+    ne = 12 * nl
+    m = gt.shape[0]
+    size = ne + m
+    tree = row_start[n]
+    loop_blocks(body_real, loop_int, loop_real, tree, c_stiff, zp, tangent, lam, weights, aux_coef, hmat, gt, gb)
+    # W = E K^-1 E^T, a column a time
+    for s in range(2 * nl):
+        body = _slot_body(loop_int, s)
+        for c in range(6):
+            col = 6 * s + c
+            if body < 0:
+                for r in range(ne):
+                    wmat[r, col] = 0.0
+                continue
+            yb[:, :] = 0.0
+            yj[:] = 0.0
+            yb[body, c] = 1.0
+            solve(body_int, row_start, jp, api, diag, lu, piv, wm, yb, yj)
+            for s2 in range(2 * nl):
+                b2 = _slot_body(loop_int, s2)
+                for c2 in range(6):
+                    wmat[6 * s2 + c2, col] = yb[b2, c2] if b2 >= 0 else 0.0
+    # x0 = K^-1 b (the right-hand side kept for the second solve)
+    for i in range(n):
+        for c in range(6):
+            kept_b[i, c] = xb[i, c]
+    for k in range(tree):
+        kept_j[k] = xj[k]
+    solve(body_int, row_start, jp, api, diag, lu, piv, wm, xb, xj[:tree])
+    # the bordered system [[1 + W H, W Gt^T], [Gb, 0]] (e, mu) = (E x0, c)
+    for r in range(size):
+        for c in range(size):
+            dense[r, c] = 0.0
+    for r in range(ne):
+        for c in range(ne):
+            lp = c // 12
+            s = 0.0
+            for k in range(12):
+                s += wmat[r, 12 * lp + k] * hmat[lp, k, c - 12 * lp]
+            dense[r, c] = s + (1.0 if r == c else 0.0)
+        for q in range(m):
+            lp = row_loop[q]
+            s = 0.0
+            for k in range(12):
+                s += wmat[r, 12 * lp + k] * gt[q, k]
+            dense[r, ne + q] = s
+    for q in range(m):
+        lp = row_loop[q]
+        for k in range(12):
+            dense[ne + q, 12 * lp + k] = gb[q, k]
+    for s in range(2 * nl):
+        body = _slot_body(loop_int, s)
+        for c in range(6):
+            vec[6 * s + c] = xb[body, c] if body >= 0 else 0.0
+    for q in range(m):
+        vec[ne + q] = xj[tree + q]
+    for k in range(size):
+        dpiv[k] = -1
+    if not _lu_factor(dense, dpiv, size, colmax):
+        failed = 0
+        for k in range(size):  # the factorisation stopped at the last column it pivoted
+            if dpiv[k] >= 0:
+                failed = k
+        lp = failed // 12 if failed < ne else row_loop[failed - ne]
+        return STATUS_SINGULAR | ((n + lp) << 4)
+    _lu_solve(dense, dpiv, size, vec)
+    # f = H e + Gt^T mu on the slots; x = K^-1 (b - E^T f)
+    for i in range(n):
+        for c in range(6):
+            xb[i, c] = kept_b[i, c]
+    for k in range(tree):
+        xj[k] = kept_j[k]
+    for lp in range(nl):
+        for k in range(12):
+            f = 0.0
+            for c in range(12):
+                f += hmat[lp, k, c] * vec[12 * lp + c]
+            body = _slot_body(loop_int, 2 * lp + k // 6)
+            if body >= 0:
+                xb[body, k % 6] -= f
+    for q in range(m):
+        lp = row_loop[q]
+        mu = vec[ne + q]
+        for k in range(12):
+            body = _slot_body(loop_int, 2 * lp + k // 6)
+            if body >= 0:
+                xb[body, k % 6] -= gt[q, k] * mu
+        xj[tree + q] = mu
+    solve(body_int, row_start, jp, api, diag, lu, piv, wm, xb, xj[:tree])
+    return STATUS_OK
+
+
 # ---- one step ------------------------------------------------------------------------------------------------------
 
 @inline
@@ -1115,7 +1417,7 @@ def spherical_round_off(body_int, body_real, gravity, row_start, tau, z0, zb0, a
 @njit
 def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, acc0, vdot0, coef, gyration, tol,
                 max_newton, vdot, lam, zp, zbp, zdp, tangent, rb, rc, jc, jp, res, gam, diag, api, lu, piv, wm, xb, xj,
-                power, info):
+                power, info, loops):
     """Newton's iteration of one step from the first guess (vdot, lam), full Newton (the matrix at every iterate);
     on return vdot, lam and the new state (zp; zbp, zdp: omega in body and in ground axes) of the last iterate
     (velocities and accelerations zb0, acc0, vdot0, vdot with omega in body axes). The correction of the state is
@@ -1131,8 +1433,14 @@ def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, a
     ``residual``, ``factor``, ``solve``. target (nbodies,): the drivers' f(t+) of the driven joints' rows
     (``residual``), or (0,) without drivers. Returns the status (STATUS_NO_CONVERGENCE after max_newton iterations or at
     a non-finite correction; a singular local block or a non-finite state: theirs); power[0] is tau's power at the last
-    residual's state."""
+    residual's state. loops: the closed loops' arrays (``loop_residual``, ``loop_solve``: loop_int, loop_real,
+    stab, point, axes, weights, aux_body, aux_coef, aux_rhs, aux_res, row_loop, hmat, gt, gb, wmat, dense, dpiv, vec,
+    colmax, yb, yj, kept_b, kept_j; loop_int (0, 4) for a tree), their multipliers in lam[row_start[-1]:] and their
+    position rows in rc[row_start[-1]:], after the joints' (the general kernels only: xb, xj empty)."""
     n = body_int.shape[0]
+    (loop_int, loop_real, stab, point, axes, weights, aux_body, aux_coef, aux_rhs, aux_res, row_loop, hmat, gt, gb,
+     wmat, dense, dpiv, vec, colmax, yb, yj, kept_b, kept_j) = loops
+    closed = loop_int.shape[0] > 0
     c_stiff = coef[5]
     c_damp = coef[6]
     scale = max(c_stiff, c_damp)
@@ -1153,6 +1461,9 @@ def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, a
         else:
             status = residual(body_int, body_real, gravity, row_start, tau, target, zp, zdp, vdot, lam, c_stiff, rb,
                               rc, jc, jp, res, gam, power)
+            if closed and not status:
+                status = loop_residual(body_real, loop_int, loop_real, row_start[n], c_stiff, zp, zdp, lam, rb, rc,
+                                       stab, point, axes, weights, aux_body, aux_coef, aux_rhs, aux_res)
             if status:
                 return status
             worst = 0.0
@@ -1173,7 +1484,14 @@ def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, a
                     rb[i, c] = -rb[i, c]
             for k in range(rc.shape[0]):
                 rc[k] = -rc[k]
-            solve(body_int, row_start, jp, api, diag, lu, piv, wm, rb, rc)
+            if closed:
+                status = loop_solve(body_int, body_real, loop_int, loop_real, row_start, c_stiff, zp, tangent, lam, jp,
+                                    api, diag, lu, piv, wm, rb, rc, weights, aux_coef, row_loop, hmat, gt, gb, wmat,
+                                    dense, dpiv, vec, colmax, yb, yj, kept_b, kept_j)
+                if status:
+                    return status
+            else:
+                solve(body_int, row_start, jp, api, diag, lu, piv, wm, rb, rc)
             dx_b, dx_c = rb, rc
         correction = 0.0
         for i in range(n):
