@@ -414,7 +414,7 @@ def _generalized_alpha_spatial(model, q0, qd0, t0, t_end, dt, every, tau, driver
 def _generalized_alpha_augmented3d(model, q0, qd0, t0, t_end, dt, every, tau, drivers, events, t_eval, progress,
                                    max_wall_time, max_steps, rho_inf, newton_tol, augmented_options):
     """Dispatch a Model3D with formulation="augmented" to ``augmented3d_implicit.simulate_generalized_alpha``
-    (absolute coordinates; tau constant, no events or t_eval yet)."""
+    (absolute coordinates: trees; tau constant or a function, force elements, drivers, events, t_eval)."""
     from . import augmented3d_implicit  # noqa: PLC0415
 
     if augmented_options.get("solver") not in (None, "tree"):
@@ -422,22 +422,13 @@ def _generalized_alpha_augmented3d(model, q0, qd0, t0, t_end, dt, every, tau, dr
                          f"solver={augmented_options['solver']!r}")
     if model.nv == 0:
         raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
-    if callable(tau):
-        raise ValueError("generalized_alpha with formulation='augmented' on a Model3D takes tau constant (nv,) only "
-                         "yet; for a tau function use formulation='recursive'")
-    if events or t_eval is not None:
-        raise ValueError("events and t_eval are not supported by generalized_alpha with formulation='augmented' on "
-                         "a Model3D yet (use every=, or formulation='recursive')")
-    if progress:
-        raise ValueError("progress is not supported by generalized_alpha with formulation='augmented' on a Model3D "
-                         "yet")
     augmented3d_implicit.check_model(model)
     q0, qd0 = _spatial_start(model, q0, qd0)
     check_finite_start(q0, qd0)
     return augmented3d_implicit.simulate_generalized_alpha(
-        model, q0, qd0, t0, t_end, dt, tau=tau, drivers=drivers, every=every,
-        rho_inf=0.9 if rho_inf is None else rho_inf,
-        newton_tol=1e-12 if newton_tol is None else newton_tol, max_steps=max_steps, max_wall_time=max_wall_time)
+        model, q0, qd0, t0, t_end, dt, tau=tau, drivers=drivers, every=every, t_eval=t_eval, events=events,
+        rho_inf=0.9 if rho_inf is None else rho_inf, newton_tol=1e-12 if newton_tol is None else newton_tol,
+        max_steps=max_steps, progress=progress, max_wall_time=max_wall_time)
 
 
 # the keyword arguments of simulate (and the augmented formulation's own), for "did you mean" suggestions
