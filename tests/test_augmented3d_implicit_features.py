@@ -10,13 +10,16 @@ import numba
 import numpy as np
 import pytest
 from _helpers import swinging_chain
+from spatial_reference import random_spatial_tree
 
 import recursive_mbd as rm
 from recursive_mbd._kernels.augmented import dense3d
 from recursive_mbd.dynamics import augmented3d
 from recursive_mbd.errors import SimulationError, StateError
+from recursive_mbd.integrate import augmented3d_implicit
 
 ABS = {"method": "generalized_alpha", "formulation": "augmented"}
+
 
 
 def _reference(model, q0, v0, t_end, **options):
@@ -110,7 +113,7 @@ def test_t_eval_samples_at_step_ends_are_the_steps_and_between_them_converge_at_
     assert errors[1] < 5.0 * stepped, (errors, stepped)
 
 
-def test_progress_shows_the_run_without_changing_it(caplog):
+def test_progress_shows_the_run_without_changing_it():
     model, q0, v0 = swinging_chain()
     plain = rm.simulate(model, q0, v0, 0.1, dt=0.01, progress=False, **ABS)
     shown = rm.simulate(model, q0, v0, 0.1, dt=0.01, progress=True, **ABS)
@@ -204,23 +207,19 @@ def _sprung_chain():
     """The swinging chain's bodies (``_helpers.swinging_chain``: spherical, revolute, universal) with a spring-damper
     on each joint, a spring-damper from the ground to the last body and one from the first body to the last, a force
     that is a function of time and a follower torque."""
-    _, q0, v0 = swinging_chain()
-    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
-    model.add_body("ground", "spherical", child_point=(0.0, 0.0, -0.5), mass=1.0, inertia=(0.05, 0.05, 0.02, 0, 0, 0))
-    model.add_body(0, "revolute", parent_point=(0.0, 0.0, 0.3), child_point=(0.0, 0.0, -0.4), axis=(1.0, 0.0, 0.0),
-                   mass=0.5, inertia=0.01)
-    model.add_body(1, "universal", parent_point=(0.0, 0.0, 0.4), child_point=(0.0, 0.1, -0.3),
-                   axis=((1.0, 0.0, 0.0), (0.0, 1.0, 0.0)), mass=0.4, inertia=0.02)
-    model.add_joint_spring_damper(0, stiffness=3.0, damping=0.2)
-    model.add_joint_spring_damper(1, stiffness=2.0, damping=0.1, rest=0.3)
-    model.add_joint_spring_damper(2, stiffness=(1.0, 4.0), damping=(0.05, 0.1))
-    model.add_spring_damper("ground", (0.2, 0.1, -0.5), 2, (0.0, 0.0, -0.2), stiffness=20.0, damping=0.5,
-                            rest_length=0.3)
-    model.add_spring_damper(0, (0.0, 0.1, 0.0), 2, (0.1, 0.0, 0.0), stiffness=10.0, damping=0.2, rest_length=0.5)
-    model.add_force(1, (0.0, 0.0, -0.1), lambda t: (0.3 * np.cos(3.0 * t), 0.0, 0.2))
-    model.add_torque(2, (0.0, 0.1, 0.05), frame="body")
-    model.compile()
-    return model, q0, v0
+
+    def elements(model):
+        model.add_joint_spring_damper(0, stiffness=3.0, damping=0.2)
+        model.add_joint_spring_damper(1, stiffness=2.0, damping=0.1, rest=0.3)
+        model.add_joint_spring_damper(2, stiffness=(1.0, 4.0), damping=(0.05, 0.1))
+        model.add_spring_damper("ground", (0.2, 0.1, -0.5), 2, (0.0, 0.0, -0.2), stiffness=20.0, damping=0.5,
+                                rest_length=0.3)
+        model.add_spring_damper(0, (0.0, 0.1, 0.0), 2, (0.1, 0.0, 0.0), stiffness=10.0, damping=0.2,
+                                rest_length=0.5)
+        model.add_force(1, (0.0, 0.0, -0.1), lambda t: (0.3 * np.cos(3.0 * t), 0.0, 0.2))
+        model.add_torque(2, (0.0, 0.1, 0.05), frame="body")
+
+    return swinging_chain(elements)
 
 
 def test_force_elements_converge_to_dopri5_at_second_order_with_their_energy():
@@ -236,6 +235,7 @@ def test_force_elements_converge_to_dopri5_at_second_order_with_their_energy():
         errors.append(_state_error(run, reference))
         balances.append(np.abs(run.energy_balance()).max())
     assert run.dissipated_work[-1] > 0.01 and abs(run.applied_work[-1]) > 1e-3
+    assert np.abs(reference.q[:, 4:7]).max() > np.pi  # an angle past the half turn: its spring sees the turns
     assert 3.0 < errors[0] / errors[1] < 5.0, errors
     assert 3.0 < balances[0] / balances[1] < 5.0, balances
     assert abs(run.dissipated_work[-1] - reference.dissipated_work[-1]) < 1e-3 * reference.dissipated_work[-1]
@@ -279,3 +279,32 @@ def test_events_are_found_where_the_recursive_route_finds_them():
     assert ended.status == "event" and ended.t[-1] == pytest.approx(0.3377, abs=1e-12)
     np.testing.assert_array_equal(ended.t_events[1], ended.t[-1:])
     np.testing.assert_allclose(ended.q[-1], ended.q_events[1][0], rtol=0, atol=0)
+
+
+def test_a_spherical_tree_with_loads_runs_the_same_fused_or_not(monkeypatch):
+    """A random tree of spherical joints with rotational joint spring-dampers and a damping tau function: the fused
+    spherical pass and the general kernels take the same iterations to the same states (round-off), and both follow
+    the recursive dopri5 run to the scheme's error."""
+    rng = np.random.default_rng(84)
+    sprung = rm.Model3D(gravity=(0.3, -0.5, -9.81))
+    for body in random_spatial_tree(rng, 6):
+        body["joint"] = "spherical"
+        body.pop("axis", None)
+        sprung.add_body(**body)
+    for i in range(0, 6, 2):
+        sprung.add_joint_spring_damper(i, stiffness=0.5, damping=0.02)
+    sprung.compile()
+    q0 = rm.integrate_configuration(sprung, sprung.neutral(), 0.3 * rng.normal(size=sprung.nv))
+    v0 = rng.normal(size=sprung.nv)
+
+    def tau(t, q, v):
+        return -0.01 * v
+
+    runs = []
+    for fused in (True, False):
+        monkeypatch.setattr(augmented3d_implicit, "FUSED_SPHERICAL", fused)
+        runs.append(rm.simulate(sprung, q0, v0, 0.1, dt=0.005, tau=tau, **ABS))
+    assert runs[0].newton_iterations == runs[1].newton_iterations
+    np.testing.assert_allclose(runs[0].z, runs[1].z, rtol=0, atol=1e-12)
+    reference = _reference(sprung, q0, v0, 0.1, tau=tau)
+    assert _state_error(runs[0], reference) < 1e-3

@@ -78,7 +78,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     works as for a planar model (the projection steps along ``integrate_configuration``; see ``stabilization``).
     ``formulation="augmented"`` on a Model3D integrates the absolute coordinates of every body (centre of mass,
     quaternion; their velocity and angular velocity, ``augmented3d.TimeLoop3D``), loops as auxiliary rows, with tau
-    constant or tau(t) and no force elements. Drivers on a Model3D: revolute and prismatic joints, every method of
+    constant or tau(t) and no force elements (its generalized_alpha: tau functions and force elements too, below).
+    Drivers on a Model3D: revolute and prismatic joints, every method of
     both formulations (the augmented one's generalized_alpha: trees), trees and models with loops alike; in the
     augmented formulation a driver is one more constraint row on the absolute coordinates, its multiplier minus
     the driving force.
@@ -119,8 +120,10 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         multipliers lambda at the samples (both models). A Model3D with ``formulation="augmented"``: the absolute
         coordinates stepped by index-3 generalised-alpha on R^3 x SO(3) per body with the exact Newton matrix eliminated
         in tree order, O(N) (``recursive_mbd.integrate.augmented3d_implicit``): for long chains swinging widely; trees,
-        tau constant, drivers (one more row of the driven joint), no force elements, events or t_eval; a step whose
-        Newton iteration fails is split in halves (at most 4 times, ``result.newton_split_steps``).
+        tau constant or a function, force elements (their loads lagged in the Newton matrix), drivers (one more row
+        of the driven joint; with tau constant and no elements), t_eval and events on the steps' dense output (on
+        SO(3) in the rotations), progress, max_wall_time; a step whose Newton iteration fails is split in halves
+        (at most 4 times, ``result.newton_split_steps``).
         "bdf": variable-step, variable-order BDF (orders 1-5, Shampine-Reichelt form) with error control by
         ``rtol``/``atol``, dense output (t_eval, events) and Newton iterations of O(N) cost (the Newton matrix
         M + c C + c^2 K factorised by ``implicit.effective_factor`` and reused across steps;

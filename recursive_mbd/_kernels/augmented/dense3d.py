@@ -18,6 +18,7 @@ import numba
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from .spatial3d import _mat_vec, _quaternion_matrix
+from .system3d import _turn
 
 njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=True)
 
@@ -65,30 +66,12 @@ def dense_state(z0, zb0, vdot0, z1, zb1, vdot1, delta, h, theta, z_out, zd_out):
         px = h * h10 * zb0[i, 3] + h01 * dx + h * h11 * ex
         py = h * h10 * zb0[i, 4] + h01 * dy + h * h11 * ey
         pz = h * h10 * zb0[i, 5] + h01 * dz + h * h11 * ez
-        # R0 exp([phi]): the quaternion times (cos(|phi| / 2), sin(|phi| / 2) phi / |phi|)
-        phi = math.sqrt(px * px + py * py + pz * pz)
-        half = 0.5 - phi * phi / 48.0 if phi < 1e-4 else math.sin(0.5 * phi) / phi
-        ew = math.cos(0.5 * phi)
-        ex = half * px
-        ey = half * py
-        ez = half * pz
-        qw = z0[i, 3]
-        qx = z0[i, 4]
-        qy = z0[i, 5]
-        qz = z0[i, 6]
-        nw = qw * ew - qx * ex - qy * ey - qz * ez
-        nx = qw * ex + ew * qx + qy * ez - qz * ey
-        ny = qw * ey + ew * qy + qz * ex - qx * ez
-        nz = qw * ez + ew * qz + qx * ey - qy * ex
-        norm = math.sqrt(nw * nw + nx * nx + ny * ny + nz * nz)
-        nw /= norm
-        nx /= norm
-        ny /= norm
-        nz /= norm
-        z_out[i, 3] = nw
-        z_out[i, 4] = nx
-        z_out[i, 5] = ny
-        z_out[i, 6] = nz
+        # R0 exp([phi]) = exp([R0 phi]) R0: the start's quaternion turned in ground axes
+        rot0, _ = _quaternion_matrix(z0, i)
+        d = _mat_vec(rot0, (px, py, pz))
+        for c in range(3, 7):
+            z_out[i, c] = z0[i, c]
+        _turn(z_out, i, d[0], d[1], d[2])
         rot, _ = _quaternion_matrix(z_out, i)  # omega = R(s) omega_b
         omega = _mat_vec(rot, (zd_out[i, 3], zd_out[i, 4], zd_out[i, 5]))
         for c in range(3):
