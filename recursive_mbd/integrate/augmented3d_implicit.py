@@ -58,7 +58,8 @@ map of the update) and dv+ = c_damp dvdot+, c_damp = h gamma (1 - alpha_f) / (1 
 
 Exact: every term above, so the matrix is the residual's derivative and Newton converges quadratically; left out
 of the matrix (slowing the contraction, never changing the converged step): only the joint forces tau's dependence
-on the poses (a revolute joint's torque turns with its parent, a spherical one's with the child). Tested
+on the poses (a revolute joint's torque turns with its parent, a spherical one's with the child), and the
+state-dependent loads' (tau functions, force elements: "Loads that depend on the state" below). Tested
 (``tests/test_augmented3d_implicit.py``) entry by entry against Richardson-extrapolated central differences of the
 step's residual on a random tree of every joint type whirling at up to 75 rad/s (h omega up to 0.75 at h = 0.01 s,
 where a lagged velocity-product term, tangent map or multiplier-weighted second derivative would show at
