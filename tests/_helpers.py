@@ -257,15 +257,18 @@ def rmbd(*args, cwd):
     return code, out.getvalue() + err.getvalue()
 
 
-def swinging_chain():
+def swinging_chain(extend=None):
     """A spherical, a revolute and a universal joint in a chain and a swinging state of it (the
-    augmented formulation's tests in 3D: tests/test_augmented3d.py, tests/test_augmented3d_implicit.py)."""
+    augmented formulation's tests in 3D: tests/test_augmented3d.py, tests/test_augmented3d_implicit.py);
+    ``extend(model)``, where given, adds to the model (elements) before it is compiled."""
     model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
     model.add_body("ground", "spherical", child_point=(0.0, 0.0, -0.5), mass=1.0, inertia=(0.05, 0.05, 0.02, 0, 0, 0))
     model.add_body(0, "revolute", parent_point=(0.0, 0.0, 0.3), child_point=(0.0, 0.0, -0.4), axis=(1.0, 0.0, 0.0),
                    mass=0.5, inertia=0.01)
     model.add_body(1, "universal", parent_point=(0.0, 0.0, 0.4), child_point=(0.0, 0.1, -0.3),
                    axis=((1.0, 0.0, 0.0), (0.0, 1.0, 0.0)), mass=0.4, inertia=0.02)
+    if extend is not None:
+        extend(model)
     model.compile()
     rng = np.random.default_rng(0)
     q0 = rm.integrate_configuration(model, model.neutral(), 0.5 * rng.normal(size=model.nv))

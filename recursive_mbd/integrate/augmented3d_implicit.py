@@ -58,7 +58,8 @@ map of the update) and dv+ = c_damp dvdot+, c_damp = h gamma (1 - alpha_f) / (1 
 
 Exact: every term above, so the matrix is the residual's derivative and Newton converges quadratically; left out
 of the matrix (slowing the contraction, never changing the converged step): only the joint forces tau's dependence
-on the poses (a revolute joint's torque turns with its parent, a spherical one's with the child). Tested
+on the poses (a revolute joint's torque turns with its parent, a spherical one's with the child), and the
+state-dependent loads' (tau functions, force elements: "Loads that depend on the state" below). Tested
 (``tests/test_augmented3d_implicit.py``) entry by entry against Richardson-extrapolated central differences of the
 step's residual on a random tree of every joint type whirling at up to 75 rad/s (h omega up to 0.75 at h = 0.01 s,
 where a lagged velocity-product term, tangent map or multiplier-weighted second derivative would show at
@@ -224,29 +225,79 @@ cores): N = 10 over 0.5 s at dt = 1e-3 s: 3.00 iterations a step (the recursive 
 (0.60), the middle link's point 4e-5 m from dop853's; N = 100 (1 cm links kinked by up to 1.5 rad) stops within
 0.04 s on both routes (here: a local block singular after diverging iterations, at every split down to dt / 16).
 
-Scope: every joint type of the augmented formulation, closed loops, gravity, tau constant, drivers; no force
-elements (ModelError naming them), tau functions, events or t_eval (ValueError).
-``result.qdd()`` is the recursive formulation's dynamics at each sample's joint state with the run's tau and
-drivers. The result
-holds the joint coordinates (``augmented3d.joint_from_absolute`` compiled: ``_kernels.augmented.recover3d``, O(N)
-a sample) and the absolute state ``z``, ``zd``, with ``constraint_drift`` (max |C| a sample, the same pass),
-``multipliers`` (the loops', above), ``newton_iterations`` and
-``newton_factorizations`` (equal: full Newton); ``applied_work`` is tau's work by the trapezoidal rule on its
-power at the step ends.
+Loads that depend on the state
+------------------------------
+tau as a function (tau(t) or tau(t, q, v), Python or numba-compiled, as ``rm.simulate`` documents) and the force
+elements (``Model3D.add_spring_damper``, ``add_joint_spring_damper``, ``add_force``, ``add_torque``) are evaluated at
+the joint state of each Newton iterate (q, v of the absolute state: ``_kernels.augmented.recover3d``, O(N)) by the
+recursive route's inputs (``spatial_loop._SpatialInputs``) and elements kernel (``_kernels.spatial.elements``: their
+generalised forces Q (nv,)), and enter the residual as joint forces tau + Q, each joint's pair of loads on its
+child and its parent (``spatial3d.joint_rows``), as a constant tau does (the explicit augmented routes apply the
+elements so too: ``augmented3d``). Their dependence on the state is lagged in the Newton matrix (the matrix above,
+without the elements' stiffness and damping): the iteration then contracts linearly by about c_damp dQ/dv and c_stiff
+dQ/dz over the inertia they act on, instead of quadratically. The iteration runs in Python around
+``kernels.newton_step`` of one iteration (``_Loads.newton``): the loads at the iterate, one correction, the tests of
+convergence of ``newton_step`` but its round-off measurement (a correction <= newton_tol, theta / (1 - theta) times
+it <= newton_tol, or stalled and <= 100 newton_tol). Measured (the three-joint chain of the tests, ``_helpers.
+swinging_chain``, 0.2 s, rho_inf = 0.9, Newton iterations a step at dt = 0.01 / 0.005 s): tau constant 3.00 / 2.98;
+joint dampers tau = -c v, c = 0.01: 4.95 / 4.00, c = 0.1: 7.80 / 5.95, c = 1 N m s: 47.6 with every step split /
+13.8 (c_damp c over the joints' inertias, about 0.01 kg m^2 here, near or above one: the lagged damping no longer
+contracts); the same chain with a spring-damper on each joint, two point spring-dampers, a force and a torque
+(``tests/test_augmented3d_implicit_features.py``, 0.3 s): 6.93 / 5.87 against 3.00 / 2.98 without them. The
+elements' stiffness and damping are not in the matrix, not even where an element joins a body to the ground or to
+its parent (per-body and parent-child blocks that the elimination would keep): stiff or strongly damped elements
+need them (the next step). ``applied_work`` holds the work of tau and of the
+elements' forces and torques, ``dissipated_work`` that of the elements' dampers (trapezoidal on their powers at the
+step ends, evaluated at the converged state), so E + dissipated - applied is the run's energy error with the
+springs' potential in E. The fused spherical pass (above) is used unchanged: its residual takes the joint forces as
+the general kernels' do. Drivers with tau functions or force elements: not yet (ValueError). The joints' angles
+(revolute, cylindrical, universal, planar) come out of the absolute state wrapped to (-pi, pi] (atan2); where the
+run evaluates joint states (loads, events) each is taken within pi of its value at the last step's end
+(``_Angles``), so a joint spring, a controller, an event and ``result.q`` see the turns a joint has made, as the
+recursive route's q (without that a revolute spring's force jumped at the half turn); a run without loads and
+events reports them wrapped, as before.
+
+Output and events
+-----------------
+Without ``t_eval`` the samples are every ``every``-th step's end, t0 and t_end always. With ``t_eval`` (sorted, in
+[t0, t_end]; t0 and t_end added) they are the steps' dense output at those times (``_kernels.augmented.dense3d``):
+each centre of mass a cubic Hermite interpolant of its positions and velocities at the step's ends, each body's
+velocities (c', omega_b) of themselves and their rates (the recursive generalized_alpha's interpolation, its
+``hermite_span``), and each rotation on SO(3), R0 exp([phi(s)]) with phi the cubic Hermite interpolant in the
+exponential coordinates at the step's start that meets both ends' rotations and angular velocities (a unit
+quaternion at every s); the work terms and the drivers' multipliers linear. Third order in the step where the
+scheme is second: the samples converge at its order to the states at those times (measured against runs that step
+onto them). Events (``rm.simulate``'s ``events``: g(t, q, v), ``terminal``, ``direction``) are evaluated at every
+step's end on the joint state, and a sign change is located on the same dense output by the Illinois method
+(``integrators.illinois_update``, as the compiled loops' ``timeloops.newton.locate_span``); a terminal one ends the
+run there, its last sample at the event (``result.status`` "event"). ``progress`` as ``rm.simulate``'s (a bar or
+log records, over the steps); Ctrl-C stops the run after the step in progress and raises KeyboardInterrupt
+(``runs.RunInterrupted``) whose ``result`` holds the samples so far (status "interrupted"), as the compiled loops'.
+
+Scope: every joint type of the augmented formulation, closed loops, gravity, tau constant or a function, force
+elements, drivers (with tau constant, no elements), events, t_eval, progress, max_wall_time. ``result.qdd()`` is
+the recursive formulation's dynamics at each sample's joint state with the run's tau and drivers. The result holds
+the joint coordinates (``augmented3d.joint_from_absolute`` compiled: ``_kernels.augmented.recover3d``, O(N) a
+sample) and the absolute state ``z``, ``zd``, with ``constraint_drift`` (max |C| a sample, the same pass, the loops'
+gaps included), ``multipliers`` (the loops', above), ``newton_iterations`` and
+``newton_factorizations`` (equal: full Newton); ``applied_work`` is tau's (and the drivers', the elements' forces')
+work by the trapezoidal rule on its power at the step ends, ``dissipated_work`` the elements' dampers'.
 """
 
 import math
-import time
 
 import numpy as np
 
 from .. import _checks
 from .._kernels import layout as L
+from .._kernels.augmented import dense3d, recover3d
 from .._kernels.augmented import implicit3d as kernels
-from .._kernels.augmented import recover3d
+from .._kernels.spatial import elements as element_kernels
 from .._kernels.spatial import layout as SL
+from .._kernels.timeloops import integrators
 from ..dynamics import augmented3d, spatial
-from ..errors import ModelError, SimulationError, StateError
+from ..errors import SimulationError, StateError
+from ..model.statuses import raise_spatial_status
 from . import runs as _runs
 from .newton import run_options
 from .result import SimulationResult, evaluate_system
@@ -313,13 +364,9 @@ def loop_arrays(model, starts):
 
 
 def check_model(model):
-    """ModelError for what this route does not take: force elements (named)."""
+    """The route's own checks of the model (``augmented3d._require``, which compiles its kernels): it takes every
+    model of the augmented formulation."""
     augmented3d._require(model)  # compiles
-    if model._elements:
-        names = ", ".join(repr(element["name"]) for element in model._elements[:3])
-        more = ", ..." if len(model._elements) > 3 else ""
-        raise ModelError(f"{model!r} has force elements ({names}{more}): generalized_alpha in absolute coordinates "
-                         "(formulation='augmented') takes gravity and tau only (use formulation='recursive')")
 
 
 def radii_of_gyration(model):
@@ -332,20 +379,31 @@ def radii_of_gyration(model):
     return out
 
 
-def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, drivers=None, every=1, rho_inf=0.9,
-                               newton_tol=1e-12, max_newton=20, max_steps=10_000_000, max_wall_time=None):
+def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, drivers=None, every=1, t_eval=None,
+                               events=None, rho_inf=0.9, newton_tol=1e-12, max_newton=20, max_steps=10_000_000,
+                               progress=None, max_wall_time=None):
     """Generalised-alpha in absolute coordinates (module docstring), called by ``rm.simulate(model3d,
-    method="generalized_alpha", formulation="augmented")``; q0 (nq,) and v0 (nv,) checked there, tau None or
-    constant (nv,), drivers as ``rm.simulate``'s (revolute and prismatic joints: body -> f(t) or (f, f', f'')).
-    Returns the SimulationResult (joint coordinates at every ``every``-th step, t0 and t_end always; ``z``, ``zd``,
+    method="generalized_alpha", formulation="augmented")``; q0 (nq,) and v0 (nv,) checked there, tau None, constant
+    (nv,) or a function tau(t) / tau(t, q, v) (Python or numba-compiled), drivers as ``rm.simulate``'s (revolute and
+    prismatic joints: body -> f(t) or (f, f', f'')), ``events`` as ``rm.simulate``'s (g(t, q, v), ``terminal``,
+    ``direction``), ``progress`` as ``rm.simulate``'s. Returns the SimulationResult (joint coordinates at the
+    ``t_eval`` times, t0 and t_end added, or at every ``every``-th step, t0 and t_end always; ``z``, ``zd``,
     ``constraint_drift``, ``newton_iterations``, ``newton_factorizations``; ``driving_forces()`` the drivers' rows'
-    multipliers at the samples, negated). Raises SimulationError with the samples so far when a step does not
-    converge or its Newton matrix is singular, when a driver fails, or at max_wall_time."""
+    multipliers at the samples, negated; ``t_events``, ``q_events``, ``qd_events``). Raises SimulationError with the
+    samples so far when a step does not converge or its Newton matrix is singular, when a driver, tau or an event
+    function fails, or at max_wall_time; KeyboardInterrupt (``runs.RunInterrupted``, its ``result`` the samples so
+    far, status "interrupted") on Ctrl-C; StateError before the run for a tau function that fails at t0."""
     check_model(model)
-    options = run_options(rho_inf, newton_tol, max_newton, t0, t_end, dt, max_steps, every, None)
-    (alpha_m, alpha_f, gamma, beta), newton_tol, max_newton, t0, t_end, dt, every, _ = options
-    tau = np.zeros(0) if tau is None else np.ascontiguousarray(_checks.finite_array(tau, "tau", (model.nv,)))
-    drive = _Drivers(model, _SpatialInputs(model, tau if tau.size else None, drivers))
+    options = run_options(rho_inf, newton_tol, max_newton, t0, t_end, dt, max_steps, every, t_eval)
+    (alpha_m, alpha_f, gamma, beta), newton_tol, max_newton, t0, t_end, dt, every, t_eval = options
+    function = callable(tau)
+    if not function:
+        tau = np.zeros(0) if tau is None else np.ascontiguousarray(_checks.finite_array(tau, "tau", (model.nv,)))
+    inputs = _SpatialInputs(model, tau if function or tau.size else None, drivers)
+    drive = _Drivers(model, inputs)
+    if (function or model._elements) and drive.bodies.size:
+        raise ValueError("generalized_alpha with formulation='augmented' on a Model3D takes drivers with tau constant "
+                         "and without force elements only yet (use formulation='recursive')")
     q0, v0 = drive.start(q0, v0, t0)
     if model.nloops:  # onto the loops, the driven joints held: the recursive and explicit routes' start
         from ..dynamics.spatial_loops import consistent_start  # noqa: PLC0415
@@ -353,53 +411,87 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, driver
         q0, v0 = consistent_start(model, q0, v0, drive.inputs.driven if drive.bodies.size else None)
     drive.at(t0)
     z, zd = augmented3d.absolute_from_joint(model, q0, v0)
-    vdot, lam = drive.initial_dynamics(z, zd, tau, q0, v0, t0)
+    starts = drive.starts
+    fused = FUSED_SPHERICAL and not model.nloops and bool((model.body_int[:, SL.JTYPE] == SL.SPHERICAL).all())
+    arrays = _Arrays(model, starts, fused=fused)
+    angles = _Angles(model, q0)
+    loads = _Loads(model, inputs, tau, arrays, angles) if function or model._elements else None
+    if loads is not None:  # tau and the elements at the start (a function that fails here: StateError, no run)
+        loads.at(t0, z, zd)
+        vdot, lam = augmented3d.forward_dynamics(model, z, zd, loads.tau_user, t0)
+        tau = loads.tau
+    else:
+        vdot, lam = drive.initial_dynamics(z, zd, tau, q0, v0, t0)
     # the explicit routes' tree-solve workspace and the joint-coordinate one: the steps use neither (1.1 and 0.7 KB a
     # body, beside the steps' 2 KB a body)
     augmented3d.release_workspace(model)
     spatial.release_workspace(model)
     vdot, zb = to_body_axes(z, vdot), to_body_axes(z, zd)
     acc = vdot.copy()
-    starts = drive.starts
-    spherical = bool((model.body_int[:, SL.JTYPE] == SL.SPHERICAL).all())
-    arrays = _Arrays(model, starts, fused=FUSED_SPHERICAL and spherical and not model.nloops)
     steps = _runs.fixed_step_count(t0, t_end, dt, max_steps)
     power = _power(model, starts, tau, drive, z, zd, vdot, lam, arrays)
+    dissipation = 0.0
+    if loads is not None:
+        power, dissipation = loads.powers(t0, starts, drive, z, zd, vdot, lam)
     stepper = _Stepper(model, starts, tau, drive, (alpha_m, alpha_f, gamma, beta), newton_tol, max_newton,
-                       [z, zb, zd, acc, vdot, lam, power, 0.0, zb.copy()], arrays)
-    samples_t, samples_z, samples_zd, samples_work = [t0], [z.copy()], [zd.copy()], [0.0]
-    samples_drive = [drive.forces(lam)]
-    samples_mu = [lam[starts[-1]:].copy()]  # the loops' multipliers
+                       [z, zb, zd, acc, vdot, lam, power, 0.0, zb.copy(), dissipation, 0.0], arrays, loads)
+    states = _AbsoluteStates(model, arrays, angles)
+    event_functions = _runs._Events(model, events, inputs, states)
+    output = stepper.output = _Output(model, t0, stepper.state, drive, t_eval, event_functions, states,
+                                      loads is not None)
+    control = _runs._RunControl(max_wall_time)
+    shown = control.progress = _runs.run_progress(progress, "generalized_alpha", t0, t_end)
     t = t0
+    t_new = t0
     accepted = 0
-    started = time.perf_counter()
     failure = None
-    for step in range(1, steps + 1):
-        h = min(dt, t_end - t) if step == steps else dt
-        t_new = t_end if step == steps else t0 + step * dt
-        failure = stepper.advance(h, t, step)
-        if failure is not None:
-            break
-        t = t_new
-        accepted = step
-        if step == steps or step % every == 0:
-            z, _, zd, _, _, lam, _, work, _ = stepper.state
-            samples_t.append(t)
-            samples_z.append(z.copy())  # the state's arrays are reused by the steps
-            samples_zd.append(zd.copy())
-            samples_work.append(work)
-            samples_drive.append(drive.forces(lam))
-            samples_mu.append(lam[starts[-1]:].copy())
-        if max_wall_time is not None and time.perf_counter() - started > max_wall_time and step < steps:
-            failure = ("time_limit", f"generalized_alpha: the run reached max_wall_time = {max_wall_time:g} s at "
-                                     f"t = {t:.9g} s")
-            break
-    iterations = stepper.iterations
-    result = _result(model, samples_t, samples_z, samples_zd, samples_work, arrays, iterations, accepted)
-    if model.nloops:
-        result.multipliers = np.array(samples_mu)
-    result.newton_split_steps = stepper.splits
-    drive.finish(result, samples_drive)
+    try:
+        with control:
+            if output.failure is not None:  # an event function that fails at t0
+                failure = output.failure
+            for step in range(1, steps + 1) if failure is None else ():
+                h = min(dt, t_end - t) if step == steps else dt
+                t_new = t_end if step == steps else t0 + step * dt
+                failure = stepper.advance(h, t, step)
+                if failure is not None and failure[0] != "event":
+                    break
+                failure = None
+                t = t_new
+                accepted = step
+                if shown is not None:
+                    shown.update(t, stepper.iterations)
+                if output.stopped:
+                    break
+                if t_eval is None and (step == steps or step % every == 0):
+                    output.store_step_end(t, stepper.state)
+                if control.interrupted:
+                    break
+                if max_wall_time is not None and control.status() == L.STATUS_TIME_LIMIT and step < steps:
+                    failure = ("time_limit", f"generalized_alpha: the run reached max_wall_time = {max_wall_time:g} s "
+                                             f"at t = {t:.9g} s")
+                    break
+    except KeyboardInterrupt:  # raised in Python code where the run's handler is not installed (not the main thread)
+        control.interrupted = True
+    finally:
+        control.progress = None
+        if shown is not None:
+            shown.close(t, stepper.iterations)
+    status = L.STATUS_EVENT if output.stopped else L.STATUS_OK
+
+    def build():
+        result = _result(model, output.t, output.z, output.zd, output.work, arrays, stepper.iterations, accepted)
+        if output.track:  # the angles continuous, as the run's loads and events saw them
+            angles.unwrap(result.q, np.array(output.refs).reshape(result.t.size, -1))
+        result.newton_split_steps = stepper.splits
+        if model.nloops:
+            result.multipliers = np.array(output.mu)
+        drive.finish(result, output.driving)
+        _runs.close_run(result, status, control, event_functions, output.records)
+        return result
+
+    _runs.raise_if_interrupted("generalized_alpha", L.STATUS_INTERRUPTED if control.interrupted else status, t,
+                               control, [np.array(output.t)], build)
+    result = build()
     if failure is not None:
         result.status, why = failure[:2]
         error = SimulationError(f"{why}. {_runs.kept_samples(result).capitalize()}", t_new if result.status
@@ -407,6 +499,273 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, driver
         result.message = str(error)
         raise error from (failure[2] if len(failure) > 2 else None)
     return result
+
+
+class _Angles:
+    """The joints' angle coordinates (revolute, cylindrical, universal, planar: ``columns`` of q) continuous over a
+    run, as the recursive route's q: the absolute state gives each angle wrapped to (-pi, pi] (``recover3d``, atan2),
+    so an angle is taken within pi of ``ref``, its continuous value at the last accepted step's end (a step turns a
+    joint by far less than pi). A joint spring's force -k (q - rest), a controller tau(t, q, v) and an event see the
+    turns a joint has made; without it they would jump at the half turn."""
+
+    def __init__(self, model, q0):
+        jt, k = model.body_int[:, SL.JTYPE], model.body_int[:, SL.QIDX]  # (vectorised: a 1e6-link chain)
+        self.columns = np.sort(np.concatenate((k[np.isin(jt, (SL.REVOLUTE, SL.CYLINDRICAL, SL.UNIVERSAL))],
+                                               k[jt == SL.UNIVERSAL] + 1, k[jt == SL.PLANAR] + 2))).astype(np.int64)
+        self.ref = np.array(q0[self.columns], dtype=float)
+
+    def unwrap(self, q, ref=None):
+        """q (..., nq) in place with its angles within pi of ref (default ``ref``; (..., nangles))."""
+        ref = self.ref if ref is None else ref
+        turn = q[..., self.columns] - ref
+        q[..., self.columns] = ref + (turn - 2.0 * np.pi * np.round(turn / (2.0 * np.pi)))
+        return q
+
+    def accept(self, q):
+        """The continuous angles of the accepted state q (unwrapped) as the next reference."""
+        self.ref[:] = q[self.columns]
+
+
+class _AbsoluteStates:
+    """The map from a run's absolute states y = (z (nbodies, 7) raveled, zd (nbodies, 6) raveled: omega in ground
+    axes) to joint states, in the form the runs' event machinery reads (``runs._Events``, ``runs.close_run``)."""
+
+    def __init__(self, model, arrays, angles):
+        self.model, self.arrays, self.angles = model, arrays, angles
+
+    def y(self, z, zd):
+        """The state y of (z, zd): (z, zd) raveled, then the angles' reference (``_Angles``) it is read against."""
+        return np.concatenate((z.ravel(), zd.ravel(), self.angles.ref))
+
+    def joint_states(self, t, y):
+        """q (nt, nq) and v (nt, nv) of the states y (nt, 13 nbodies + nangles) (``joint_states``, compiled, O(N) a
+        state; the angles continuous, ``_Angles``)."""
+        n = self.model.nbodies
+        y = np.atleast_2d(y)
+        q, v, _ = joint_states(self.model, y[:, :7 * n].reshape(-1, n, 7), y[:, 7 * n:13 * n].reshape(-1, n, 6),
+                               self.arrays)
+        return self.angles.unwrap(q, y[:, 13 * n:]), v
+
+
+class _Output:
+    """What a run keeps: its samples (times ``t``, poses ``z``, velocities ``zd`` (omega in ground axes), work terms
+    ``work`` (dissipated, applied), drivers' forces ``driving``, the loops' multipliers ``mu``) and its events
+    (``records``: (index, t, state y as ``_AbsoluteStates`` reads it)). With ``t_eval`` (sorted, t0 and t_end
+    included) the samples are the step's dense output at those times (``_kernels.augmented.dense3d``: cubic Hermite
+    in c and the velocities, on SO(3) in the rotations), else the run loop stores every ``every``-th step's end
+    (``store_step_end``). Events: each
+    function's sign change between the ends of a step (in its ``direction``) is located on the same dense output by
+    the Illinois method (``integrators.illinois_update``, the iteration of the compiled loops' ``locate_span``); a
+    ``terminal`` one ends the run at its earliest time in the step, its last sample there (``stopped``). An event
+    function that fails sets ``failure`` ("failed", message, cause) and the run stops."""
+
+    def __init__(self, model, t0, state, drive, t_eval, events, states, tracked):
+        z, _, zd, _, _, lam, _, work, _, _, dissipated = state
+        self.drive, self.t_eval, self.events, self.states = drive, t_eval, events, states
+        self.t, self.z, self.zd, self.work, self.driving = [t0], [z.copy()], [zd.copy()], [(dissipated, work)], [
+            drive.forces(lam)]
+        self.loop_rows = int(drive.starts[-1])  # the loops' multipliers follow the joints' (and drivers') in lam
+        self.mu = [lam[self.loop_rows:].copy()]
+        self.next = 1  # the first t_eval time left (t_eval[0] = t0 is stored)
+        self.records = []
+        self.stopped = False
+        self.failure = None
+        n = model.nbodies
+        self.z_tmp, self.zd_tmp = np.empty((n, 7)), np.empty((n, 6))
+        self.values = np.zeros(len(events.functions))
+        # the angles are tracked (``_Angles``) where joint states are evaluated in the run: loads, events
+        self.track = bool(events.functions) or tracked
+        self.tracked = tracked
+        self.refs = [states.angles.ref.copy()]
+        if events.functions:
+            self.failure = self._evaluate(t0, self._y(z, zd), self.values)
+
+    def _y(self, z, zd):
+        return self.states.y(z, zd)
+
+    def _evaluate(self, t, y, out):
+        """The event functions at (t, y) into out; None, or the failure of one that raised."""
+        try:
+            self.events(t, y, None, out)
+        except StateError as error:
+            return "failed", f"generalized_alpha failed at t = {t:.9g} s: {error}", error.__cause__
+        return None
+
+    def store_step_end(self, t, state):
+        z, _, zd, _, _, lam, _, work, _, _, dissipated = state
+        self._store(t, z, zd, (dissipated, work), self.drive.forces(lam), lam[self.loop_rows:].copy())
+
+    def _store(self, t, z, zd, work, driving, mu):
+        self.mu.append(mu)
+        self.t.append(t)
+        self.z.append(z.copy())  # the state's arrays are reused by the steps
+        self.zd.append(zd.copy())
+        self.work.append(work)
+        self.driving.append(driving)
+        self.refs.append(self.states.angles.ref.copy())
+
+    def step(self, t, h, start, end, rate):
+        """After the converged step from t to t + h (``start``, ``end``: the stepper's states at its ends; ``rate``
+        (nbodies, 6) its mean velocity Delta / h, ``kernels.end_step``'s): its events and t_eval samples. Returns a
+        failure or None."""
+        if not self.events.functions and self.t_eval is None:
+            return None
+        t_new = t + h
+        delta = h * rate[:, 3:]  # the rotation increments
+        t_stop, y_stop = math.inf, None
+        if self.events.functions:
+            z1, zd1 = end[0], end[2]
+            if not self.tracked:  # the end's angles from the last step's (the loads track them where there are any)
+                self.states.angles.accept(self.states.joint_states(t_new, self._y(z1, zd1))[0][0])
+            values = np.zeros_like(self.values)
+            failure = self._evaluate(t_new, self._y(z1, zd1), values)
+            if failure is not None:
+                return failure
+            for i, (g0, g1) in enumerate(zip(self.values, values, strict=True)):
+                direction = self.events.directions[i]
+                if not ((g0 < 0.0 <= g1 and direction >= 0.0) or (g0 > 0.0 >= g1 and direction <= 0.0)):
+                    continue
+                located = self._locate(i, t, h, g0, g1, start, end, delta)
+                if located[0] == "failed":
+                    return located
+                t_event, y_event = located
+                self.records.append((i, t_event, y_event))
+                if self.events.terminal[i] and t_event < t_stop:
+                    t_stop, y_stop = t_event, y_event
+            self.values = values
+        if self.t_eval is not None:
+            while self.next < self.t_eval.size and self.t_eval[self.next] <= min(t_new, t_stop):
+                ts = float(self.t_eval[self.next])
+                self._sample(ts, (ts - t) / h, h, start, end, delta)
+                self.next += 1
+        if y_stop is not None:
+            self._sample(t_stop, (t_stop - t) / h, h, start, end, delta)
+            self.stopped = True
+        return None
+
+    def _dense(self, theta, h, start, end, delta):
+        """The state at theta of the step into z_tmp, zd_tmp (the end's own where theta >= 1)."""
+        if theta >= 1.0:
+            self.z_tmp[:], self.zd_tmp[:] = end[0], end[2]
+            return
+        dense3d.dense_state(start[0], start[1], start[4], end[0], end[1], end[4], delta, h, theta, self.z_tmp,
+                            self.zd_tmp)
+
+    def _sample(self, ts, theta, h, start, end, delta):
+        """A sample at ts (theta of the step): the dense state, the work terms, driving forces and loops'
+        multipliers linear."""
+        self._dense(theta, h, start, end, delta)
+        work = tuple((1.0 - theta) * a + theta * b for a, b in ((start[10], end[10]), (start[7], end[7])))
+        driving = (1.0 - theta) * self.drive.forces(start[5]) + theta * self.drive.forces(end[5])
+        mu = (1.0 - theta) * start[5][self.loop_rows:] + theta * end[5][self.loop_rows:]
+        self._store(ts, self.z_tmp, self.zd_tmp, work, driving, mu)
+
+    def _locate(self, index, t, h, g0, g1, start, end, delta):
+        """(t_event, y there) of event ``index``'s sign change in the step (values g0, g1 at its ends), by the
+        Illinois method on the dense output (the compiled loops' ``newton.locate_span``), or a failure."""
+        lo, hi, g_lo, g_hi, side = 0.0, 1.0, g0, g1, 0
+        values = np.zeros_like(self.values)
+        theta = 1.0
+        for _ in range(100):
+            theta = (lo * g_hi - hi * g_lo) / (g_hi - g_lo)
+            self._dense(theta, h, start, end, delta)
+            failure = self._evaluate(t + theta * h, self._y(self.z_tmp, self.zd_tmp), values)
+            if failure is not None:
+                return failure
+            g = values[index]
+            if g == 0.0 or not math.isfinite(g):
+                break
+            # (its Python function: the compiled one has no Python wrapper, being inlined in the compiled loops)
+            lo, hi, g_lo, g_hi, side = integrators.illinois_update.py_func(theta, g, lo, hi, g_lo, g_hi, side)
+            if (hi - lo) * abs(h) <= 4.0 * 2.220446049250313e-16 * max(abs(t), abs(h)):
+                break
+        self._dense(theta, h, start, end, delta)
+        return t + theta * h, self._y(self.z_tmp, self.zd_tmp)
+
+
+class _Loads:
+    """A run's applied loads that depend on the state: tau as a function (tau(t), tau(t, q, v); Python or compiled)
+    and the force elements' generalised forces Q(t, q, v) (``_kernels.spatial.elements``), both evaluated at the
+    joint state of the step's iterate (``joint_states``: the absolute state's joint coordinates, O(N)) and applied
+    as joint forces (``tau`` (nv,) = tau + Q: each joint's pair of loads on its child and its parent, as a constant
+    tau; ``augmented3d``'s explicit routes apply the elements so too). ``tau_user`` the last evaluation's tau.
+    Their dependence on the state is lagged in the Newton matrix (``newton``)."""
+
+    def __init__(self, model, inputs, tau, arrays, angles):
+        self.model, self.inputs, self.arrays, self.angles = model, inputs, arrays, angles
+        self.function = inputs.tau_function is not None
+        self.tau_const = np.zeros(model.nv) if self.function or not tau.size else tau
+        self.u = np.zeros(inputs.size)
+        self.tau = np.zeros(model.nv)  # tau + Q: the kernels' joint forces
+        self.tau_user = self.tau_const.copy()
+        self.elements = spatial.ElementWorkspace3D(model) if model._elements else None
+        self.state = (np.zeros(model.nq), np.zeros(model.nv))
+
+    def at(self, t, zp, zdp):
+        """Evaluate tau and Q at time t and the absolute state (zp, zdp) (omega in ground axes) into ``tau``; a
+        StateError for a tau or element function that fails (the run's ``_SpatialInputs``)."""
+        model = self.model
+        q, v, _ = joint_states(model, zp[None], zdp[None], self.arrays)
+        q, v = self.angles.unwrap(q[0]), v[0]
+        self.inputs(t, q, v, self.u)
+        self.tau_user[:] = self.u[self.inputs.tau_offset:self.inputs.tau_offset + model.nv] if self.function else \
+            self.tau_const
+        self.tau[:] = self.tau_user
+        self.state = (q, v)
+        ew = self.elements
+        if ew is not None:
+            status = element_kernels.element_forces(model.body_int, model.body_real, model.elem_int, model.elem_real,
+                                                    self.u, q, v, ew.ws, ew.S, ew.tmp, ew.rot, ew.pos, ew.omega,
+                                                    ew.vel, ew.wrench, ew.forces, ew.energy, ew.per_element)
+            if status:
+                raise_spatial_status(model, status, ("q", "v"), output=f"the element forces at t = {t:.9g} s")
+            self.tau += ew.forces
+
+    def powers(self, t, starts, drive, zp, zdp, vdot, lam):
+        """(applied, dissipated) power [W] at time t and the state (zp, zdp), the step's end (the loads evaluated
+        there first, its angles the next reference: ``_Angles``; vdot, lam the step's unknowns; ``drive`` the run's
+        ``_Drivers``, none here): tau's as a constant tau's (``_power``: its joint loads times the bodies'
+        velocities), the elements' forces' and torques', the dampers'."""
+        self.at(t, zp, zdp)
+        self.angles.accept(self.state[0])
+        tau = self.tau_user if self.function or self.tau_const.any() else np.zeros(0)
+        applied = _power(self.model, starts, tau, drive, zp, zdp, vdot, lam, self.arrays)
+        if self.elements is None:
+            return applied, 0.0
+        return applied + float(self.elements.energy[2]), float(self.elements.energy[1])
+
+    def newton(self, stepper, z, zb, acc, vdot, coef, t_new, vdot_new, lam_new):
+        """Newton's iteration of one step with the loads evaluated at every iterate (``at``) and held over its
+        correction (``kernels.newton_step`` of one iteration): their dependence on the state is lagged in the
+        matrix, so the iteration contracts linearly by about c_damp dQ/dv and c_stiff dQ/dz over the inertia.
+        Converged when the correction is <= newton_tol, when the error it leaves, theta / (1 - theta) times it (theta
+        its ratio to the one before), is, or when it no longer contracts (by less than half) and is <= 100
+        newton_tol: the tests of ``newton_step`` but its round-off measurement (a long chain's floor). Returns the
+        status; a StateError of a function that fails propagates."""
+        model, arrays = self.model, self.arrays
+        tol = stepper.newton_tol
+        previous = math.inf
+        for it in range(stepper.max_newton):
+            kernels.update_state(z, zb, acc, vdot, coef, vdot_new, arrays.zp, arrays.zbp, arrays.zdp, arrays.tangent)
+            self.at(t_new, arrays.zp, arrays.zdp)
+            status = kernels.newton_step(model.body_int, model.body_real, model.gravity, stepper.starts, self.tau,
+                                         stepper.drive.target, z, zb, acc, vdot, coef, stepper.gyration, tol, 1,
+                                         vdot_new, lam_new, *arrays.step_arrays())
+            stepper.iterations += 1
+            arrays.info[0] = it + 1
+            if status == L.STATUS_OK:
+                return status
+            correction = float(arrays.info[1])
+            if L.decode_status(status)[0] != L.STATUS_NO_CONVERGENCE or not math.isfinite(correction):
+                return status
+            theta = correction / previous
+            if it > 0 and ((theta < 1.0 and theta / (1.0 - theta) * correction <= tol)
+                           or (theta > 0.5 and correction <= 100.0 * tol)):
+                kernels.update_state(z, zb, acc, vdot, coef, vdot_new, arrays.zp, arrays.zbp, arrays.zdp,
+                                     arrays.tangent)
+                return L.STATUS_OK
+            previous = correction
+        return L.STATUS_NO_CONVERGENCE
 
 
 class _Drivers:
@@ -497,15 +856,20 @@ class _RunInputs:
 
 
 class _Stepper:
-    """The run's state [z, zb, zd, acc, vdot, lam, tau's power, its work, rate] (omega in body axes in zb, acc,
-    vdot, rate; in ground axes in zd; rate the last step's mean velocity Delta / h, the initial velocity before the
-    first, ``kernels.predict``) and its steps: ``advance`` takes a step of h, split in halves where Newton does not
-    converge (at most MAX_SPLITS times), counting the Newton iterations of every try."""
+    """The run's state [z, zb, zd, acc, vdot, lam, applied power, applied work, rate, dissipated power, dissipated
+    work] (omega in body axes in zb, acc, vdot, rate; in ground axes in zd; rate the last step's mean velocity
+    Delta / h, the initial velocity before the first, ``kernels.predict``; the powers and works of tau, the drivers
+    and the elements' forces, and of the elements' dampers) and its steps: ``advance`` takes a step of h, split in
+    halves where Newton does not converge (at most MAX_SPLITS times), counting the Newton iterations of every try.
+    ``loads``: the state-dependent loads (``_Loads``: tau functions, force elements), None for tau constant;
+    ``output`` (``_Output``) sees every converged (sub)step: its events and t_eval samples."""
 
-    def __init__(self, model, starts, tau, drive, coefficients, newton_tol, max_newton, state, arrays):
+    output = None
+
+    def __init__(self, model, starts, tau, drive, coefficients, newton_tol, max_newton, state, arrays, loads=None):
         self.model, self.starts, self.tau, self.drive = model, starts, tau, drive
         self.coefficients, self.newton_tol, self.max_newton = coefficients, newton_tol, max_newton
-        self.state, self.arrays = state, arrays
+        self.state, self.arrays, self.loads = state, arrays, loads
         self.spare = (np.empty_like(state[4]), np.empty_like(state[5]))  # the next step's unknowns
         self.gyration = radii_of_gyration(model)
         self.iterations = 0
@@ -513,13 +877,13 @@ class _Stepper:
 
     def advance(self, h, t, step, depth=0):
         """Step from t by h; None, or ("failed", message) where even the steps of h / 2^MAX_SPLITS fail, or
-        ("failed", message, cause) where a driver fails at t + h."""
+        ("failed", message, cause) where a driver, a tau, element or event function fails at t + h."""
         try:
             self.drive.at(t + h)
         except StateError as error:
             return "failed", f"generalized_alpha failed at t = {t + h:.9g} s: {error}", error.__cause__
         alpha_m, alpha_f, gamma, beta = self.coefficients
-        z, zb, zd, acc, vdot, lam, power, work, rate = self.state
+        z, zb, zd, acc, vdot, lam, power, work, rate, dissipation, dissipated = self.state
         c_stiff = h * h * beta * (1.0 - alpha_f) / (1.0 - alpha_m)
         c_damp = h * gamma * (1.0 - alpha_f) / (1.0 - alpha_m)
         coef = np.array([h, alpha_m, alpha_f, gamma, beta, c_stiff, c_damp])
@@ -527,10 +891,16 @@ class _Stepper:
         kernels.predict(zb, acc, vdot, rate, coef, vdot_new)  # the pose moving on at the last step's mean velocity
         lam_new[:] = lam
         model, arrays = self.model, self.arrays
-        status = kernels.newton_step(model.body_int, model.body_real, model.gravity, self.starts, self.tau,
-                                     self.drive.target, z, zb, acc, vdot, coef, self.gyration, self.newton_tol,
-                                     self.max_newton, vdot_new, lam_new, *arrays.step_arrays())
-        self.iterations += int(arrays.info[0])
+        if self.loads is None:
+            status = kernels.newton_step(model.body_int, model.body_real, model.gravity, self.starts, self.tau,
+                                         self.drive.target, z, zb, acc, vdot, coef, self.gyration, self.newton_tol,
+                                         self.max_newton, vdot_new, lam_new, *arrays.step_arrays())
+            self.iterations += int(arrays.info[0])
+        else:
+            try:
+                status = self.loads.newton(self, z, zb, acc, vdot, coef, t + h, vdot_new, lam_new)
+            except StateError as error:
+                return "failed", f"generalized_alpha failed at t = {t + h:.9g} s: {error}", error.__cause__
         if status:
             if depth == MAX_SPLITS:
                 return _step_failure(model, status, t + h, step, h, arrays.info, self.newton_tol, self.max_newton,
@@ -538,12 +908,26 @@ class _Stepper:
             self.splits += 1
             return self.advance(0.5 * h, t, step, depth + 1) or self.advance(0.5 * h, t + 0.5 * h, step, depth + 1)
         kernels.end_step(zb, coef, vdot, vdot_new, acc, rate)  # acc and rate in place
-        new_power = float(arrays.power[0]) + self.drive.power(lam_new)
+        if self.loads is None:
+            new_power, new_dissipation = float(arrays.power[0]) + self.drive.power(lam_new), 0.0
+        else:  # tau and the elements at the converged state (their last evaluation was at the iterate before)
+            try:
+                new_power, new_dissipation = self.loads.powers(t + h, self.starts, self.drive, arrays.zp, arrays.zdp,
+                                                               vdot_new, lam_new)
+            except StateError as error:
+                return "failed", f"generalized_alpha failed at t = {t + h:.9g} s: {error}", error.__cause__
+        start = self.state
         # the step's arrays hold the new state: swapped with the old one's, which the next step overwrites
         self.state = [arrays.zp, arrays.zbp, arrays.zdp, acc, vdot_new, lam_new, new_power,
-                      work + 0.5 * h * (power + new_power), rate]
+                      work + 0.5 * h * (power + new_power), rate, new_dissipation,
+                      dissipated + 0.5 * h * (dissipation + new_dissipation)]
+        failure = None
+        if self.output is not None:  # the events and samples in the step, on its dense output
+            failure = self.output.step(t, h, start, self.state, rate)
         arrays.zp, arrays.zbp, arrays.zdp, self.spare = z, zb, zd, (vdot, lam)
-        return None
+        if failure is None and self.output is not None and self.output.stopped:
+            return "event", "a terminal event"
+        return failure
 
 
 def to_body_axes(z, vectors):
@@ -628,8 +1012,7 @@ def _result(model, samples_t, samples_z, samples_zd, samples_work, arrays, itera
     q, v, drift = joint_states(model, z, zd, arrays)
     for i in range(nt if model.nloops else 0):  # the loops' gaps |phi| too
         drift[i] = max(drift[i], float(np.abs(augmented3d.loop_rows(model, z[i], zd[i])[2]).max()))
-    work = np.zeros((nt, 2))
-    work[:, 1] = samples_work
+    work = np.array(samples_work, dtype=float).reshape(nt, 2)  # (dissipated, applied) a sample
     result = SimulationResult(model, np.array(samples_t), q, v, work, "augmented generalized_alpha", iterations, nsteps,
                               0)
     result.z, result.zd, result.constraint_drift = z, zd, drift

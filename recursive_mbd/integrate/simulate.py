@@ -78,7 +78,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     works as for a planar model (the projection steps along ``integrate_configuration``; see ``stabilization``).
     ``formulation="augmented"`` on a Model3D integrates the absolute coordinates of every body (centre of mass,
     quaternion; their velocity and angular velocity, ``augmented3d.TimeLoop3D``), loops as auxiliary rows, with tau
-    constant or tau(t) and no force elements. Drivers on a Model3D: revolute and prismatic joints, every method of
+    constant or tau(t) and no force elements (its generalized_alpha: tau functions and force elements too, below).
+    Drivers on a Model3D: revolute and prismatic joints, every method of
     both formulations (the augmented one's generalized_alpha: trees), trees and models with loops alike; in the
     augmented formulation a driver is one more constraint row on the absolute coordinates, its multiplier minus
     the driving force.
@@ -119,8 +120,10 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         multipliers lambda at the samples (both models). A Model3D with ``formulation="augmented"``: the absolute
         coordinates stepped by index-3 generalised-alpha on R^3 x SO(3) per body with the exact Newton matrix eliminated
         in tree order, O(N) (``recursive_mbd.integrate.augmented3d_implicit``): for long chains swinging widely; trees,
-        tau constant, drivers (one more row of the driven joint), no force elements, events or t_eval; a step whose
-        Newton iteration fails is split in halves (at most 4 times, ``result.newton_split_steps``).
+        tau constant or a function, force elements (their loads lagged in the Newton matrix), drivers (one more row
+        of the driven joint; with tau constant and no elements), t_eval and events on the steps' dense output (on
+        SO(3) in the rotations), progress, max_wall_time; a step whose Newton iteration fails is split in halves
+        (at most 4 times, ``result.newton_split_steps``).
         "bdf": variable-step, variable-order BDF (orders 1-5, Shampine-Reichelt form) with error control by
         ``rtol``/``atol``, dense output (t_eval, events) and Newton iterations of O(N) cost (the Newton matrix
         M + c C + c^2 K factorised by ``implicit.effective_factor`` and reused across steps;
@@ -414,7 +417,7 @@ def _generalized_alpha_spatial(model, q0, qd0, t0, t_end, dt, every, tau, driver
 def _generalized_alpha_augmented3d(model, q0, qd0, t0, t_end, dt, every, tau, drivers, events, t_eval, progress,
                                    max_wall_time, max_steps, rho_inf, newton_tol, augmented_options):
     """Dispatch a Model3D with formulation="augmented" to ``augmented3d_implicit.simulate_generalized_alpha``
-    (absolute coordinates; tau constant, no events or t_eval yet)."""
+    (absolute coordinates: trees; tau constant or a function, force elements, drivers, events, t_eval)."""
     from . import augmented3d_implicit  # noqa: PLC0415
 
     if augmented_options.get("solver") not in (None, "tree"):
@@ -422,22 +425,13 @@ def _generalized_alpha_augmented3d(model, q0, qd0, t0, t_end, dt, every, tau, dr
                          f"solver={augmented_options['solver']!r}")
     if model.nv == 0:
         raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
-    if callable(tau):
-        raise ValueError("generalized_alpha with formulation='augmented' on a Model3D takes tau constant (nv,) only "
-                         "yet; for a tau function use formulation='recursive'")
-    if events or t_eval is not None:
-        raise ValueError("events and t_eval are not supported by generalized_alpha with formulation='augmented' on "
-                         "a Model3D yet (use every=, or formulation='recursive')")
-    if progress:
-        raise ValueError("progress is not supported by generalized_alpha with formulation='augmented' on a Model3D "
-                         "yet")
     augmented3d_implicit.check_model(model)
     q0, qd0 = _spatial_start(model, q0, qd0)
     check_finite_start(q0, qd0)
     return augmented3d_implicit.simulate_generalized_alpha(
-        model, q0, qd0, t0, t_end, dt, tau=tau, drivers=drivers, every=every,
-        rho_inf=0.9 if rho_inf is None else rho_inf,
-        newton_tol=1e-12 if newton_tol is None else newton_tol, max_steps=max_steps, max_wall_time=max_wall_time)
+        model, q0, qd0, t0, t_end, dt, tau=tau, drivers=drivers, every=every, t_eval=t_eval, events=events,
+        rho_inf=0.9 if rho_inf is None else rho_inf, newton_tol=1e-12 if newton_tol is None else newton_tol,
+        max_steps=max_steps, progress=progress, max_wall_time=max_wall_time)
 
 
 # the keyword arguments of simulate (and the augmented formulation's own), for "did you mean" suggestions
