@@ -43,6 +43,7 @@ import scipy.sparse.linalg
 
 from .. import _checks
 from .._kernels import layout as L
+from .._kernels.augmented import rotary3d
 from .._kernels.augmented import spatial3d as kernels
 from .._kernels.spatial import layout as SL
 from ..errors import ModelError, StateError
@@ -348,6 +349,9 @@ class _TreeWorkspace:
         self.factor = (np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6)),
                        np.empty(n), np.empty((n, 6)), np.empty((n, 6)))
         self.loops = _LoopArrays(model, self.rows) if model.nconstraints else None
+        # a tree of revolute and spherical joints: the records of the specialised solve (``rotary3d``), zero
+        self.rotary = (np.zeros((n, rotary3d.W)) if self.loops is None and rotary3d.rotary_ok(model.body_int)
+                       else None)
 
 
 def release_workspace(model):
@@ -378,8 +382,12 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
         zdd, lam = np.empty((n, 6)), np.empty(ws.rows + model.nconstraints)
         ws.stab[0] = alpha
         ws.stab[1] = beta
-        status = kernels.factor_and_solve(model.body_int, model.body_real, model.gravity, ws.row_start, z, zd, loads,
-                                          ws.no_wrench, ws.stab, *ws.factor, zdd, lam, ws.power)
+        if ws.rotary is not None:
+            status = rotary3d.factor_and_solve(model.body_int, model.body_real, model.gravity, ws.row_start, z, zd,
+                                               loads, ws.stab, ws.rotary, zdd, lam, ws.power)
+        else:
+            status = kernels.factor_and_solve(model.body_int, model.body_real, model.gravity, ws.row_start, z, zd,
+                                              loads, ws.no_wrench, ws.stab, *ws.factor, zdd, lam, ws.power)
         if status:
             _absolute(model, z, zd)  # a NaN or a quaternion off unit norm: the message that names it
             _raise(model, status)

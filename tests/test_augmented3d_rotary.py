@@ -1,0 +1,102 @@
+"""The spatial augmented tree solve of a tree of revolute and spherical joints (``_kernels.augmented.rotary3d``, the
+route ``rm.augmented.forward_dynamics`` takes for such a model without loops): its accelerations, multipliers and
+tau's power against the general kernel (``spatial3d.factor_and_solve``, the same KKT system eliminated by body and
+joint pivots) on random trees, on and off the constraints, with and without Baumgarte's terms; against the recursive
+route; and its refusals (a singular pivot, a non-finite state), after which it still solves."""
+
+import numpy as np
+import pytest
+from spatial_reference import random_spatial_tree
+
+import recursive_mbd as rm
+from recursive_mbd._kernels.augmented import rotary3d, spatial3d
+from recursive_mbd.dynamics import augmented3d
+from recursive_mbd.errors import ModelError, StateError
+
+GRAVITY = (0.3, -0.5, -9.81)
+
+
+def rotary_tree(seed, nbodies=12):
+    """A random spatial tree (branched, random offsets, joint-frame rotations, full inertias) whose joints are
+    revolute (random axes) or spherical, and a random state (q, v, tau)."""
+    rng = np.random.default_rng(seed)
+    model = rm.Model3D(gravity=GRAVITY)
+    for body in random_spatial_tree(rng, nbodies):
+        body["joint"] = ("revolute", "spherical")[int(rng.integers(2))]
+        body["axis"] = rng.normal(size=3) if body["joint"] == "revolute" else None
+        model.add_body(**body)
+    model.compile()
+    q = rm.integrate_configuration(model, model.neutral(), rng.normal(size=model.nv))
+    return model, q, rng.normal(size=model.nv), 3.0 * rng.normal(size=model.nv), rng
+
+
+def general_solve(model, z, zd, tau, stab):
+    """(zdd, lam, power) of the general kernel."""
+    ws = augmented3d._TreeWorkspace(model)
+    zdd, lam, power = np.empty((model.nbodies, 6)), np.empty(ws.rows), np.zeros(1)
+    status = spatial3d.factor_and_solve(model.body_int, model.body_real, model.gravity, ws.row_start, z, zd, tau,
+                                        ws.no_wrench, np.array(stab), *ws.factor, zdd, lam, power)
+    assert status == 0
+    return zdd, lam, power[0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rotary_solve_equals_the_general_kernel_on_random_trees(seed):
+    model, q, v, tau, rng = rotary_tree(seed)
+    z, zd = augmented3d.absolute_from_joint(model, q, v)
+    off = z + 1e-3 * rng.normal(size=z.shape)  # off the constraints: the residuals enter with beta
+    off[:, 3:] /= np.linalg.norm(off[:, 3:], axis=1, keepdims=True)
+    off_rates = zd + 1e-3 * rng.normal(size=zd.shape)
+    ws = augmented3d._tree_workspace(model)
+    assert ws.rotary is not None  # the route applies
+    for state in ((z, zd), (off, off_rates)):
+        for stab in ((0.0, 0.0), (3.0, 5.0)):
+            for loads in (tau, np.zeros(0)):
+                expected_zdd, expected_lam, expected_power = general_solve(model, *state, loads, stab)
+                ws.stab[:] = stab
+                zdd, lam, power = np.empty_like(expected_zdd), np.empty_like(expected_lam), np.zeros(1)
+                status = rotary3d.factor_and_solve(model.body_int, model.body_real, model.gravity, ws.row_start,
+                                                   *state, loads, ws.stab, ws.rotary, zdd, lam, power)
+                assert status == 0
+                np.testing.assert_allclose(zdd, expected_zdd, rtol=0, atol=1e-12 * np.abs(expected_zdd).max())
+                np.testing.assert_allclose(lam, expected_lam, rtol=0, atol=1e-12 * np.abs(expected_lam).max())
+                assert abs(power[0] - expected_power) <= 1e-12 * np.abs(loads).sum() * np.abs(zd).max()
+                public = rm.augmented.forward_dynamics(model, *state, loads if loads.size else None,
+                                                       alpha=stab[0], beta=stab[1])
+                np.testing.assert_array_equal(public[0], zdd)  # the public call takes this route
+                np.testing.assert_array_equal(public[1], lam)
+
+
+def test_rotary_solve_equals_the_recursive_route():
+    """Body accelerations (c'', omega') from the articulated-body algorithm's joint accelerations, to 1e-10."""
+    model, q, v, tau, _ = rotary_tree(11, nbodies=30)
+    z, zd = augmented3d.absolute_from_joint(model, q, v)
+    vdot = rm.forward_dynamics(model, q, v, tau)
+    com = augmented3d._com_local(model)
+    expected = np.array([rm.body_acceleration(model, q, v, vdot, i, com[i]) for i in range(model.nbodies)])
+    zdd, _ = rm.augmented.forward_dynamics(model, z, zd, tau)
+    np.testing.assert_allclose(zdd, expected, rtol=0, atol=1e-10 * np.abs(expected).max())
+
+
+def test_rotary_solve_refuses_a_singular_pivot_and_a_non_finite_state_and_solves_after():
+    model = rm.Model3D(gravity=GRAVITY)
+    model.add_body("ground", "spherical", child_point=(0.0, 0.0, 0.5), mass=1.0, inertia=0.2, name="top")
+    model.add_body("top", "revolute", parent_point=(0.0, 0.0, -0.5), axis=(0.0, 1.0, 0.0), mass=0.0, inertia=0.0,
+                   name="empty")  # no mass the joint can move: the revolute pivot d is zero
+    model.compile()
+    z, zd = augmented3d.absolute_from_joint(model, model.neutral(), np.ones(model.nv))
+    with pytest.raises(ModelError, match="body 'empty' .*singular"):
+        rm.augmented.forward_dynamics(model, z, zd)
+    model, q, v, tau, _ = rotary_tree(2)
+    z, zd = augmented3d.absolute_from_joint(model, q, v)
+    before = rm.augmented.forward_dynamics(model, z, zd, tau)
+    bad_rates = zd.copy()
+    bad_rates[5, 2] = np.nan  # found part-way through the leaves-first pass, some records already written
+    bad_pose = z.copy()
+    bad_pose[7, 3:] *= 1.1
+    for state, message in (((z, bad_rates), "zd"), ((bad_pose, zd), "not of unit norm")):
+        with pytest.raises(StateError, match=message):
+            rm.augmented.forward_dynamics(model, *state, tau)
+        after = rm.augmented.forward_dynamics(model, z, zd, tau)  # the records left ready for the next call
+        np.testing.assert_array_equal(after[0], before[0])
+        np.testing.assert_array_equal(after[1], before[1])
