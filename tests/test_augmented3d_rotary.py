@@ -100,3 +100,30 @@ def test_rotary_solve_refuses_a_singular_pivot_and_a_non_finite_state_and_solves
         after = rm.augmented.forward_dynamics(model, z, zd, tau)  # the records left ready for the next call
         np.testing.assert_array_equal(after[0], before[0])
         np.testing.assert_array_equal(after[1], before[1])
+
+
+def test_the_time_loops_right_hand_side_takes_the_rotary_solve():
+    """``system3d.system_rhs`` of such a tree (the right-hand side of ``rm.simulate(..., formulation="augmented")``)
+    through the specialised solve against the same system through the general kernel: the whole derivative (the
+    poses' rates, the accelerations, tau's power), off the constraints with Baumgarte's terms."""
+    from recursive_mbd._kernels.augmented import system3d  # noqa: PLC0415
+    from recursive_mbd._kernels.timeloops import integrators  # noqa: PLC0415
+
+    model, q, v, tau, rng = rotary_tree(4)
+    inputs = augmented3d._NoInputs(model)
+    inputs.tau_const = tau
+    fast = augmented3d._system(model, inputs, "baumgarte", 2.0, 3.0, 1e-12)
+    general = augmented3d._system(model, inputs, "baumgarte", 2.0, 3.0, 1e-12, rotary=False)
+    assert fast.rotary.shape == (model.nbodies, rotary3d.W) and general.rotary.shape[0] == 0
+    z, zd = augmented3d.absolute_from_joint(model, q, v)
+    z = z + 1e-3 * rng.normal(size=z.shape)
+    zd = zd + 1e-3 * rng.normal(size=zd.shape)
+    y = np.concatenate((z.ravel(), zd.ravel(), [0.0, 0.0]))
+    derivatives = []
+    for system in (fast, general):
+        dy = np.zeros_like(y)
+        assert system3d.system_rhs(integrators.no_inputs, 0, system, 0.0, y, dy) == 0
+        derivatives.append(dy)
+    np.testing.assert_allclose(derivatives[0], derivatives[1], rtol=0, atol=1e-12 * np.abs(derivatives[1]).max())
+    assert derivatives[1][-1] != 0.0  # tau's power is there to compare
+    assert np.abs(fast.rotary).max() > 0.0  # its records were written: the right-hand side took that solve

@@ -39,10 +39,13 @@ S = Jc D^-1 Jc^T where this eliminates the block [[D, Jc^T], [Jc, 0]] through it
 or D_ww (spherical) that is not numerically positive is STATUS_SINGULAR of its body: the body and what hangs from it
 cannot move about the joint's free directions (a massless leaf), where the KKT matrix is singular.
 
-Operation count per interior body of a chain, from the code below (flops, additions and multiplications): about
-the body's rotation 25, its inertia in ground axes 60, the joint's geometry, rates and right-hand sides 110, the
-pivot at P_i 40, the local elimination 110 (revolute) or 90 (spherical), the move to the parent 100, the
-back-substitution 90 (revolute) or 50 (spherical): about 530 / 470, against ``spatial3d``'s about 1600.
+Work per interior body of a chain, counted by hand from the code below (additions and multiplications): the body's
+and its parent's rotations from their quaternions 80, the joint's geometry, rates and right-hand sides 150, the
+inertia in ground axes and the loads 150, the pivot at P_i 60, the local elimination 270 (revolute, with the
+multipliers' directions) or 250 (spherical), the move into the parent 200, the back-substitution 115 or 60: about
+1000 flops (about 550 multiplies, against 422 / 377 of the recursive route's ``_kernels.spatial.rotary``), two
+square roots and three divisions; one record of W = 85 floats written once and read once (680 B), against the
+general kernel's factor of 157 floats a body (1.26 kB) and its 6 x 6 products.
 
 One record of W floats per body (``rec``): the children's sums of the moved pivots and loads while the body waits
 (ACC_*, FLAG set by the first child to come, cleared by the back-substitution) and, after its step, what the
@@ -56,6 +59,8 @@ import numba
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..layout import STATUS_NONFINITE_Q, STATUS_NONFINITE_QD, STATUS_NONFINITE_TAU, STATUS_OK, STATUS_SINGULAR
 from ..spatial.layout import A1, CP, IC, JTYPE, MASS, MCOM, PARENT, PP, QUATERNION_TOL, R0, REVOLUTE, SPHERICAL, VIDX
+from ..spatial.rotary import _is_identity
+from .implicit3d import _mm_skew, _neg, _skew_mm
 from .spatial3d import (
     PIVOT_RTOL,
     _add,
@@ -65,6 +70,7 @@ from .spatial3d import (
     _mat_t_vec,
     _mat_vec,
     _perpendiculars,
+    _quaternion_matrix,
     _scale,
     _sub,
     _sym3_inverse,
@@ -118,31 +124,8 @@ def _m_sub(a, b):
 
 
 @inline
-def _m_neg(a):
-    return (-a[0], -a[1], -a[2], -a[3], -a[4], -a[5], -a[6], -a[7], -a[8])
-
-
-@inline
 def _m_t(a):
     return (a[0], a[3], a[6], a[1], a[4], a[7], a[2], a[5], a[8])
-
-
-@inline
-def _skew_m(r, a):
-    """[r] a: each column of a crossed with r."""
-    c0 = _cross(r, (a[0], a[3], a[6]))
-    c1 = _cross(r, (a[1], a[4], a[7]))
-    c2 = _cross(r, (a[2], a[5], a[8]))
-    return (c0[0], c1[0], c2[0], c0[1], c1[1], c2[1], c0[2], c1[2], c2[2])
-
-
-@inline
-def _m_skew(a, r):
-    """a [r] = -([r] a^T)^T: each row x of a becomes -(r x x), i.e. x x r."""
-    r0 = _cross((a[0], a[1], a[2]), r)
-    r1 = _cross((a[3], a[4], a[5]), r)
-    r2 = _cross((a[6], a[7], a[8]), r)
-    return (r0[0], r0[1], r0[2], r1[0], r1[1], r1[2], r2[0], r2[1], r2[2])
 
 
 @inline
@@ -167,29 +150,9 @@ def _acc9(rec, i, at, a):
 def _moved(aa, aw, ww, rho):
     """The pivot blocks (aa, aw, ww) at a point moved to the point -rho from it (T^T A T, T = [[1, -[rho]], [0, 1]]):
     (aa, aw - aa [rho], ww + E + E^T - [rho] aa [rho]), E = [rho] aw."""
-    aar = _m_skew(aa, rho)
-    e = _skew_m(rho, aw)
-    return aa, _m_sub(aw, aar), _m_sub(_m_add(ww, _m_add(e, _m_t(e))), _skew_m(rho, aar))
-
-
-@inline
-def _quaternion_rot(z, i):
-    """(rotation of body i, row-major, from its quaternion normalised; whether the quaternion is of unit norm to
-    QUATERNION_TOL and finite)."""
-    w = z[i, 3]
-    x = z[i, 4]
-    y = z[i, 5]
-    s = z[i, 6]
-    norm = math.sqrt(w * w + x * x + y * y + s * s)
-    inv = 1.0 / norm
-    w *= inv
-    x *= inv
-    y *= inv
-    s *= inv
-    rot = (1.0 - 2.0 * (y * y + s * s), 2.0 * (x * y - w * s), 2.0 * (x * s + w * y),
-           2.0 * (x * y + w * s), 1.0 - 2.0 * (x * x + s * s), 2.0 * (y * s - w * x),
-           2.0 * (x * s - w * y), 2.0 * (y * s + w * x), 1.0 - 2.0 * (x * x + y * y))
-    return rot, abs(norm - 1.0) <= QUATERNION_TOL
+    aar = _mm_skew(aa, rho)
+    e = _skew_mm(rho, aw)
+    return aa, _m_sub(aw, aar), _m_sub(_m_add(ww, _m_add(e, _m_t(e))), _skew_mm(rho, aar))
 
 
 @inline
@@ -202,9 +165,7 @@ def _local_com(body_real, i):
 @inline
 def _frame(body_real, i, rot_p):
     """F = R_p R0 of body i's joint (the product skipped where R0 is the identity)."""
-    if (body_real[i, R0] == 1.0 and body_real[i, R0 + 4] == 1.0 and body_real[i, R0 + 8] == 1.0
-            and body_real[i, R0 + 1] == 0.0 and body_real[i, R0 + 2] == 0.0 and body_real[i, R0 + 3] == 0.0
-            and body_real[i, R0 + 5] == 0.0 and body_real[i, R0 + 6] == 0.0 and body_real[i, R0 + 7] == 0.0):
+    if _is_identity(body_real, i):
         return rot_p
     return _mat_mat(rot_p, _get9(body_real, i, R0))
 
@@ -270,8 +231,8 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, stab, 
         if not math.isfinite(total):
             _clear_flags(rec)
             return STATUS_NONFINITE_QD | (i << 4)
-        rot, unit = _quaternion_rot(z, i)
-        if not unit:
+        rot, norm = _quaternion_matrix(z, i)
+        if not abs(norm - 1.0) <= QUATERNION_TOL:
             _clear_flags(rec)
             return STATUS_NONFINITE_Q | (i << 4)
         # ---- the joint's geometry and rates (``spatial3d._joint_geometry``)
@@ -281,7 +242,7 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, stab, 
         om_c = _vec(zd, i, 3)
         point = _add(c_c, r_c)
         if p >= 0:
-            rot_p, _ = _quaternion_rot(z, p)
+            rot_p, _ = _quaternion_matrix(z, p)
             com_p = _local_com(body_real, p)
             c_p = _vec(z, p, 0)
             v_p = _vec(zd, p, 0)
@@ -405,10 +366,10 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, stab, 
             w0a = f0
             w0w = (0.0, 0.0, 0.0)
             if p >= 0:  # A = [[K, 0], [0, 0]] moved: (K, -K [rho], -[rho] K [rho])
-                kr = _m_skew(k_aa, rho)
+                kr = _mm_skew(k_aa, rho)
                 m_aa = k_aa
-                m_aw = _m_neg(kr)
-                m_ww = _m_neg(_skew_m(rho, kr))
+                m_aw = _neg(kr)
+                m_ww = _neg(_skew_mm(rho, kr))
             lam0 = _mat_t_vec(frame, f0)
             fk = _mat_mat(_m_t(frame), k_aa)
             for c in range(3):
