@@ -124,6 +124,13 @@ def _m_sub(a, b):
 
 
 @inline
+def _sym(a):
+    """The symmetric matrix of a's upper triangle (a symmetric block computed once per pair of entries, exactly
+    symmetric: the chain's sums keep no round-off asymmetry)."""
+    return (a[0], a[1], a[2], a[1], a[4], a[5], a[2], a[5], a[8])
+
+
+@inline
 def _m_t(a):
     return (a[0], a[3], a[6], a[1], a[4], a[7], a[2], a[5], a[8])
 
@@ -152,7 +159,7 @@ def _moved(aa, aw, ww, rho):
     (aa, aw - aa [rho], ww + E + E^T - [rho] aa [rho]), E = [rho] aw."""
     aar = _mm_skew(aa, rho)
     e = _skew_mm(rho, aw)
-    return aa, _m_sub(aw, aar), _m_sub(_m_add(ww, _m_add(e, _m_t(e))), _skew_mm(rho, aar))
+    return aa, _m_sub(aw, aar), _sym(_m_sub(_m_add(ww, _m_add(e, _m_t(e))), _skew_mm(rho, aar)))
 
 
 @inline
@@ -290,9 +297,9 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, stab, 
         rr = _dot(r_c, r_c)
         d_aa = (mass, 0.0, 0.0, 0.0, mass, 0.0, 0.0, 0.0, mass)
         d_aw = (0.0, -mr[2], mr[1], mr[2], 0.0, -mr[0], -mr[1], mr[0], 0.0)  # m [r_c]
-        d_ww = (j0[0] + mass * rr - mr[0] * r_c[0], j1[0] - mr[0] * r_c[1], j2[0] - mr[0] * r_c[2],
-                j0[1] - mr[1] * r_c[0], j1[1] + mass * rr - mr[1] * r_c[1], j2[1] - mr[1] * r_c[2],
-                j0[2] - mr[2] * r_c[0], j1[2] - mr[2] * r_c[1], j2[2] + mass * rr - mr[2] * r_c[2])
+        d_ww = _sym((j0[0] + mass * rr - mr[0] * r_c[0], j1[0] - mr[0] * r_c[1], j2[0] - mr[0] * r_c[2],
+                     j0[1] - mr[1] * r_c[0], j1[1] + mass * rr - mr[1] * r_c[1], j2[1] - mr[1] * r_c[2],
+                     j0[2] - mr[2] * r_c[0], j1[2] - mr[2] * r_c[1], j2[2] + mass * rr - mr[2] * r_c[2]))
         b_a = weight
         b_w = moment
         if rec[i, FLAG] != 0.0:
@@ -318,9 +325,9 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, stab, 
             uda = _scale(inv_d, ua)
             udw = _scale(inv_d, uw)
             # A = D - u u^T / d
-            k_aa = _m_sub(d_aa, _outer(ua, uda))
+            k_aa = _sym(_m_sub(d_aa, _outer(ua, uda)))
             k_aw = _m_sub(d_aw, _outer(ua, udw))
-            k_ww = _m_sub(d_ww, _outer(uw, udw))
+            k_ww = _sym(_m_sub(d_ww, _outer(uw, udw)))
             gb = _dot(g, b_w)
             s0 = (gb - _dot(ua, cl) - _dot(uw, cw)) * inv_d
             # w0 = b - u (g . b_w) / d - A (c, c_w)
@@ -359,7 +366,7 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, stab, 
                 return STATUS_SINGULAR | (i << 4)
             d_wa = _m_t(d_aw)
             gm = _mat_mat(dwi, d_wa)  # D_ww^-1 D_wa
-            k_aa = _m_sub(d_aa, _mat_mat(d_aw, gm))
+            k_aa = _sym(_m_sub(d_aa, _mat_mat(d_aw, gm)))
             al = _mat_vec(dwi, b_w)
             f0 = _sub(_sub(b_a, _mat_vec(d_aw, al)), _mat_vec(k_aa, cl))
             al = _sub(al, _mat_vec(gm, cl))
@@ -369,7 +376,7 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, stab, 
                 kr = _mm_skew(k_aa, rho)
                 m_aa = k_aa
                 m_aw = _neg(kr)
-                m_ww = _neg(_skew_mm(rho, kr))
+                m_ww = _sym(_neg(_skew_mm(rho, kr)))
             lam0 = _mat_t_vec(frame, f0)
             fk = _mat_mat(_m_t(frame), k_aa)
             for c in range(3):
