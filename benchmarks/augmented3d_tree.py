@@ -56,8 +56,7 @@ def calls(kind, n):
              "general": lambda: spatial3d.factor_and_solve(model.body_int, model.body_real, model.gravity,
                                                            general.row_start, z, zd, tau, general.no_wrench,
                                                            general.stab, *general.factor, zdd, lam, general.power)}
-    sizes = {"augmented": 8 * rotary3d.W, "general": sum(a[0].nbytes for a in general.factor if a.ndim > 1)
-             + 8 * (1 + 2 * 6)}
+    sizes = {"augmented": 8 * rotary3d.W, "general": sum(a.nbytes for a in general.factor) // n}
     return funcs, sizes
 
 
