@@ -17,9 +17,12 @@ Forward dynamics solves the KKT system
     [C_v   0    ] [lambda] = [gamma - 2 alpha C' - beta^2 C  ],   C' = C_v zd,
 
 by default with the compiled O(N) tree elimination (Baraff 1996; ``_kernels.augmented.spatial3d``), or for
-comparison with scipy's sparse LU ("sparse") or densely ("dense"). Q holds gravity, the gyroscopic forces, the joint
-forces tau (nv,) mapped onto the bodies and the force elements (through their generalised forces, so accelerations
-are the recursive route's; the multipliers then count an element's load along a locked direction as the joint's).
+comparison with scipy's sparse LU ("sparse") or densely ("dense"). A tree of revolute and spherical joints without
+loops takes a specialised tree solve (``_kernels.augmented.rotary3d``: each body's block eliminated in closed form
+at its joint point, the same accelerations and multipliers to round-off, in about a fifth of the time).
+Q holds gravity, the gyroscopic forces, the joint forces tau (nv,) mapped onto the bodies and the force elements
+(through their generalised forces, so accelerations are the recursive route's; the multipliers then count an
+element's load along a locked direction as the joint's).
 The multipliers of a joint are the components of its constraint force and moment (``_kernels.augmented.spatial3d``
 lists the directions); -C_v^T lambda are the constraint forces on the bodies (force, moment about the centre of
 mass).
@@ -43,6 +46,7 @@ import scipy.sparse.linalg
 
 from .. import _checks
 from .._kernels import layout as L
+from .._kernels.augmented import rotary3d
 from .._kernels.augmented import spatial3d as kernels
 from .._kernels.spatial import layout as SL
 from ..errors import ModelError, StateError
@@ -335,31 +339,37 @@ def constraints(model, z, zd, t=0.0):
 
 
 class _TreeWorkspace:
-    """The tree solve's factor arrays of one model (``kernels.factor_and_solve``), allocated once and reused."""
+    """The tree solve's factor arrays of one model (``kernels.factor_and_solve``), allocated once and reused. With
+    ``rotary``, a tree of revolute and spherical joints without loops gets instead the records of its specialised
+    solve (``rotary3d.factor_and_solve``: no factor kept for other solves) in ``rotary``, else None."""
 
-    def __init__(self, model):
+    def __init__(self, model, rotary=False):
         n = model.nbodies
         self.row_start = row_starts(model)
         self.rows = int(self.row_start[-1])
         self.stab = np.zeros(2)
         self.power = np.zeros(1)
         self.no_wrench = np.zeros((0, 6))
-        # D^-1, S^-1, Jc, Jp, w, residual, gamma
-        self.factor = (np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6)),
-                       np.empty(n), np.empty((n, 6)), np.empty((n, 6)))
         self.loops = _LoopArrays(model, self.rows) if model.nconstraints else None
+        self.rotary = self.factor = None
+        if rotary and self.loops is None and rotary3d.rotary_ok(model.body_int):
+            self.rotary = np.zeros((n, rotary3d.W))  # zeros: every record's FLAG clear
+        else:  # D^-1, S^-1, Jc, Jp, w, residual, gamma
+            self.factor = (np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6)),
+                           np.empty(n), np.empty((n, 6)), np.empty((n, 6)))
 
 
 def release_workspace(model):
     """Drop the tree solver's workspace that ``forward_dynamics`` keeps on ``model`` between calls (about 1.3 KB a
-    body; made again by the next call): for a caller that needs one solve of a long chain and its memory back."""
+    body, 0.7 KB for a tree of revolute and spherical joints; made again by the next call): for a caller that needs
+    one solve of a long chain and its memory back."""
     model.__dict__.pop("_augmented3d_workspace", None)
 
 
 def _tree_workspace(model):
     ws = getattr(model, "_augmented3d_workspace", None)
     if ws is None:
-        ws = model._augmented3d_workspace = _TreeWorkspace(model)
+        ws = model._augmented3d_workspace = _TreeWorkspace(model, rotary=True)
     return ws
 
 
@@ -378,8 +388,12 @@ def forward_dynamics(model, z, zd, tau=None, t=0.0, alpha=0.0, beta=0.0, solver=
         zdd, lam = np.empty((n, 6)), np.empty(ws.rows + model.nconstraints)
         ws.stab[0] = alpha
         ws.stab[1] = beta
-        status = kernels.factor_and_solve(model.body_int, model.body_real, model.gravity, ws.row_start, z, zd, loads,
-                                          ws.no_wrench, ws.stab, *ws.factor, zdd, lam, ws.power)
+        if ws.rotary is not None:
+            status = rotary3d.factor_and_solve(model.body_int, model.body_real, model.gravity, ws.row_start, z, zd,
+                                               loads, ws.stab, ws.rotary, zdd, lam, ws.power)
+        else:
+            status = kernels.factor_and_solve(model.body_int, model.body_real, model.gravity, ws.row_start, z, zd,
+                                              loads, ws.no_wrench, ws.stab, *ws.factor, zdd, lam, ws.power)
         if status:
             _absolute(model, z, zd)  # a NaN or a quaternion off unit norm: the message that names it
             _raise(model, status)
@@ -505,7 +519,7 @@ def project(model, z, zd, tol=1e-12, max_iter=20, t=0.0, drivers=()):
     max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
     t = _checks.real(t, "t")
     inputs = _NoInputs(model, drivers)
-    system = _system(model, inputs, "projection", 0.0, 0.0, tol)
+    system = _system(model, inputs, "projection", 0.0, 0.0, tol, rotary=False)  # no dynamics: no records
     system.settings[2] = float(max_iter)
     system.u[:] = inputs.values(t)  # the inputs' callback leaves u as it is
     n = model.nbodies
@@ -520,9 +534,10 @@ def project(model, z, zd, tol=1e-12, max_iter=20, t=0.0, drivers=()):
     return y[:7 * n].reshape(n, 7).copy(), y[7 * n:13 * n].reshape(n, 6).copy()
 
 
-def _system(model, inputs, stabilization, alpha, beta, projection_tol):
+def _system(model, inputs, stabilization, alpha, beta, projection_tol, rotary=True):
     """The compiled system (``_kernels.augmented.system3d.Augmented3DSystem``) of ``model`` with the run's
-    ``inputs`` (tau, the drivers' slots), ``stabilization`` ("baumgarte": alpha, beta; "projection"; "none")."""
+    ``inputs`` (tau, the drivers' slots), ``stabilization`` ("baumgarte": alpha, beta; "projection"; "none").
+    ``rotary`` False: the dynamics by the general tree solve even where ``rotary3d``'s applies."""
     from .._kernels.augmented.system3d import Augmented3DSystem  # noqa: PLC0415  (registers its overloads)
 
     if stabilization != "baumgarte":
@@ -532,6 +547,8 @@ def _system(model, inputs, stabilization, alpha, beta, projection_tol):
     # each driver's body and the slot of its f in u (the drivers are sorted by coordinate, as their slots)
     drv = np.array([[model.body_index(name), inputs.driver_offset + 3 * j]
                     for j, (_, name, _) in enumerate(inputs.drivers)], dtype=np.int64).reshape(-1, 2)
+    # the dynamics of a tree of revolute and spherical joints without loops or drivers by ``rotary3d``
+    rotary = rotary and not model.nconstraints and not drv.shape[0] and rotary3d.rotary_ok(model.body_int)
     return Augmented3DSystem(
             model.body_int, model.body_real, model.gravity, ws.row_start, inputs.tau_const,
             np.array([inputs.tau_offset], dtype=np.int64), np.zeros(inputs.size), np.zeros(model.nq),
@@ -540,7 +557,7 @@ def _system(model, inputs, stabilization, alpha, beta, projection_tol):
             np.zeros(1), np.zeros((n, 6)), np.zeros(ws.rows), model.loop_int, model.loop_real,
             *_loop_system_arrays(model, ws.rows, drv.shape[0]), drv, np.zeros(model.nv),
             np.array([1.0 if stabilization == "projection" else 0.0, projection_tol, 20.0, FILTER_RCOND,
-                      POSITION_RCOND]))
+                      POSITION_RCOND]), np.zeros((n if rotary else 0, rotary3d.W)))
 
 
 class TimeLoop3D:

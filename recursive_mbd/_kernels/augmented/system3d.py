@@ -5,7 +5,8 @@
 y = (z (7 nbodies), zd (6 nbodies), W_dissipated, W_applied): every body's centre of mass and quaternion (w, x, y, z),
 then its centre-of-mass velocity and angular velocity omega (ground axes), row by row, then the work terms. Its
 derivative: c' = c-dot, quat' = 1/2 (0, omega) (x) quat (omega in ground axes: left multiplication), zd' from the
-KKT solve (``spatial3d.factor_and_solve``, Baumgarte's terms with stab = (alpha, beta)). After every accepted step
+KKT solve (``spatial3d.factor_and_solve``, Baumgarte's terms with stab = (alpha, beta); a tree of revolute and
+spherical joints without loops or drivers: ``rotary3d.factor_and_solve``, the same solution). After every accepted step
 the projection renormalises each quaternion and, with stabilization "projection", moves (z, zd) onto C(z) = 0 and
 C_v zd = 0: mass-orthogonal Gauss-Newton steps dz = -H^-1 (0, C) with the tree factor (the position part of dz is
 (dc, dtheta), dtheta a rotation vector in ground axes applied as exp(dtheta) (x) quat), then the velocity
@@ -27,6 +28,7 @@ from numba.extending import overload
 from ..layout import STATUS_LOOPS_OPEN, STATUS_NONFINITE_STATE, STATUS_OK
 from ..spatial.layout import JTYPE, LROW, PARENT, VIDX
 from ..timeloops import formulation
+from . import rotary3d
 from .spatial3d import ROWS_PER_JOINT, close_loops, driver_rows, factor_and_solve, loop_rows, njit, tree_solve
 
 Augmented3DSystem = namedtuple("Augmented3DSystem", [
@@ -51,6 +53,9 @@ Augmented3DSystem = namedtuple("Augmented3DSystem", [
     # its f in u); drive (nv,): each driver's force or torque at its joint's rate (zero elsewhere)
     "drv", "drive",
     "settings",  # (5,) = (project: on, tolerance, max iterations, rcond of the dynamics, of the position steps)
+    # a tree of revolute and spherical joints without loops or drivers: (nbodies, rotary3d.W) the records of its
+    # specialised tree solve (``rotary3d.factor_and_solve``), which the dynamics take; else (0, W)
+    "rotary",
 ])
 
 
@@ -89,9 +94,14 @@ def system_rhs(inputs, key, system, t, y, dy):
     for k in range(tau.shape[0]):
         tau[k] = system.tau_const[k] + (system.u[offset + k] if offset >= 0 else 0.0)
     zdd = system.zdd
-    status = factor_and_solve(system.body_int, system.body_real, system.gravity, system.row_start, system.z, system.zd,
-                              tau, system.no_wrench, system.stab, system.dinv, system.sinv, system.jc, system.jp,
-                              system.wreg, system.res, system.gam, zdd, system.lam, system.power)
+    if system.rotary.shape[0] > 0:
+        status = rotary3d.factor_and_solve(system.body_int, system.body_real, system.gravity, system.row_start,
+                                           system.z, system.zd, tau, system.stab, system.rotary, zdd, system.lam,
+                                           system.power)
+    else:
+        status = factor_and_solve(system.body_int, system.body_real, system.gravity, system.row_start, system.z,
+                                  system.zd, tau, system.no_wrench, system.stab, system.dinv, system.sinv, system.jc,
+                                  system.jp, system.wreg, system.res, system.gam, zdd, system.lam, system.power)
     if status != STATUS_OK:
         return status
     power_drive = 0.0  # a driver's multiplier is minus its force: its power is -mu f'
