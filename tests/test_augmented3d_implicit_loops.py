@@ -183,3 +183,17 @@ split's, dt / 16), the samples so far (t0) kept."""
         with pytest.raises(SimulationError, match=r"singular at t = 0.000625 s .* at loop 'loop0'") as caught:
             rm.simulate(model, q0, np.zeros(3), 1.0, method="generalized_alpha", dt=0.01, formulation="augmented")
     assert caught.value.result.t.tolist() == [0.0]
+
+
+def test_the_angles_of_a_run_without_loads_are_continuous_as_the_recursive_routes():
+    """The RSSR's rocker turns past pi within 0.3 s: the absolute state gives its angle wrapped to (-pi, pi], and a
+    run without loads or events (nothing tracks the angles a step) must still report it continuous, sample to sample,
+    as the recursive route does (every = 1 and every = 5)."""
+    model, q0 = _rssr()
+    v0 = np.zeros(model.nv)
+    recursive = rm.simulate(model, q0, v0, 0.3, method="generalized_alpha", dt=2e-3)
+    assert recursive.q[0, -1] < np.pi < recursive.q[:, -1].max()  # the case: the rocker's angle passes pi
+    for every in (1, 5):
+        absolute = rm.simulate(model, q0, v0, 0.3, method="generalized_alpha", formulation="augmented", dt=2e-3,
+                               every=every)
+        np.testing.assert_allclose(absolute.q, recursive.q[::every], rtol=0, atol=1e-4)

@@ -255,7 +255,8 @@ the general kernels' do. Drivers with tau functions or force elements: not yet (
 run evaluates joint states (loads, events) each is taken within pi of its value at the last step's end
 (``_Angles``), so a joint spring, a controller, an event and ``result.q`` see the turns a joint has made, as the
 recursive route's q (without that a revolute spring's force jumped at the half turn); a run without loads and
-events reports them wrapped, as before.
+events takes each sample's angles within pi of the sample's before (from q0's), which is continuous where a joint
+turns by less than pi between samples (always with every = 1).
 
 Output and events
 -----------------
@@ -482,6 +483,9 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, driver
         result = _result(model, output.t, output.z, output.zd, output.work, arrays, stepper.iterations, accepted)
         if output.track:  # the angles continuous, as the run's loads and events saw them
             angles.unwrap(result.q, np.array(output.refs).reshape(result.t.size, -1))
+        elif angles.columns.size:  # from q0's, each within pi of the sample's before
+            angles.unwrap(result.q[:1])
+            result.q[:, angles.columns] = np.unwrap(result.q[:, angles.columns], axis=0)
         result.newton_split_steps = stepper.splits
         if model.nloops:
             result.multipliers = np.array(output.mu)
