@@ -225,3 +225,89 @@ def test_a_stiff_stop_between_a_link_and_its_parent_costs_newton_no_more_than_a_
     else:
         assert result.nsteps < 1200
         assert result.newton_iterations < 3 * result.nsteps
+
+
+@pytest.mark.parametrize("friction", [0.3, 0.0])
+def test_a_spatial_contact_between_a_link_and_its_parent_enters_the_childs_joint_alone(friction):
+    # spatial: an arm hinged about y carries a plane that a sphere on its child (hinged about a skew axis) presses
+    # 0.4 mm into, the stick spring stretched; the arm at rest, the child turning slowly (its body twist then follows
+    # its own joint only). The two factorisations (the cheap symmetric one and the exact one) with the contacts'
+    # blocks minus without them: c_stiff (-dQ/dq) + c_damp (-dQ/dv) of the row's generalised force Q (central
+    # differences of M vdot + h from forward dynamics with its contact state, gravity off), on the child's joint
+    # alone (zero on the arm's)
+    from recursive_mbd._kernels.spatial import contact as spatial_contact  # noqa: PLC0415
+    from recursive_mbd._kernels.spatial import implicit as spatial_implicit  # noqa: PLC0415
+    from recursive_mbd._kernels.spatial import layout as layout3d  # noqa: PLC0415
+    from recursive_mbd._kernels.spatial import newton as spatial_newton  # noqa: PLC0415
+    from recursive_mbd._kernels.spatial import tree as spatial_tree  # noqa: PLC0415
+
+    model = rm.Model3D(gravity=(0.0, 0.0, 0.0))
+    model.add_body(parent="ground", joint="revolute", child_point=(-0.5, 0.0, 0.0), mass=2.0,
+                   inertia=(0.01, 0.2, 0.2, 0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0), name="arm")
+    model.add_body(parent="arm", joint="revolute", parent_point=(0.5, 0.0, 0.0), child_point=(-0.3, 0.0, 0.0),
+                   mass=1.0, inertia=(0.01, 0.05, 0.05, 0.0, 0.0, 0.0), axis=(0.3, 1.0, 0.2), name="child")
+    model.add_ground("stop", point=(0.9, 0.0, -0.1), normal=(0.0, 0.0, 1.0), body="arm")
+    model.add_contact("child", "stop", point=(0.1, 0.0, -0.1 + 0.02 - 4e-4), radius=0.02, stiffness=1e5,
+                      restitution=0.5, friction=friction, min_impact_speed=0.5)
+    model.compile()
+    state = np.zeros((1, layout3d.N_CSTATE))
+    state[0, layout3d.CS_ACTIVE] = 1.0
+    state[0, layout3d.CS_VIN] = 0.7
+    state[0, layout3d.CS_BODY:layout3d.CS_BODY + 3] = (0.1 + 1e-8, 2e-8, -0.1)
+    state[0, layout3d.CS_SURF:layout3d.CS_SURF + 3] = (0.9, 0.0, -0.1)
+    q = np.array([0.3, 0.01])
+    v = np.array([0.0, 1e-5])
+
+    def force(q, v):
+        return rm.mass_matrix(model, q) @ rm.forward_dynamics(model, q, v, contact_state=state) + rm.bias_forces(
+            model, q, v)
+
+    assert abs(force(q, v)[0]) < 1e-12 * abs(force(q, v)[1])  # internal to the arm's subtree
+    h = 1e-7
+    stiffness, damping = np.zeros((2, 2)), np.zeros((2, 2))
+    for j in range(2):
+        e = np.eye(2)[j] * h
+        stiffness[:, j] = -(force(q + e, v) - force(q - e, v)) / (2 * h)
+        damping[:, j] = -(force(q, v + e) - force(q, v - e)) / (2 * h)
+    assert abs(stiffness[1, 1]) > 1e3
+    c_stiff, c_damp = 2.5e-5, 5e-3
+    expected = c_stiff * stiffness + c_damp * damping
+    nb, nv = 2, 2
+    packed = model._require_compiled()
+    rot, pos, omega, vel = np.zeros((nb, 3, 3)), np.zeros((nb, 3)), np.zeros((nb, 3)), np.zeros((nb, 3))
+    ws, s, tmp = np.zeros((nb, layout3d.W_SPATIAL)), np.zeros((nb, 1, 6)), np.zeros(spatial_tree.TMP_SIZE)
+    assert spatial_tree.poses(packed.body_int, packed.body_real, q, v, ws, s, tmp, rot, pos, omega, vel, True) == 0
+    blocks = np.zeros((nb, 6, 24))
+    assert spatial_contact.contact_newton_blocks(packed.body_int, packed.contact_int, packed.contact_real, rot, pos,
+                                                 omega, vel, state.reshape(-1), 0, blocks, np.zeros((0, 4))) == 1
+    assert not blocks[:, :, :12].any() and not blocks[0].any()
+
+    def cheap(blocks):
+        ws, s, ud = np.zeros((nb, layout3d.W_SPATIAL)), np.zeros((nb, 1, 6)), np.zeros((nb, 1, 6))
+        dinv = np.zeros((nb, 1, 1))
+        assert spatial_implicit.effective_factor(packed.body_int, packed.body_real, packed.gravity, q, np.zeros(nv),
+                                                 ws, s, tmp, c_stiff, np.zeros(nv), ud, dinv, np.zeros((nb, 3, 3)),
+                                                 np.zeros((nb, 3)), np.zeros((nb, 6)), blocks, c_damp,
+                                                 np.zeros(0, dtype=np.uint8)) == 0
+        inverse = np.zeros((nv, nv))
+        for j in range(nv):
+            spatial_implicit.effective_apply(packed.body_int, ws, s, ud, dinv, np.eye(nv)[j], tmp, np.zeros((nb, 1)),
+                                             inverse[:, j])
+        return np.linalg.inv(inverse)
+
+    def exact(blocks):
+        ws, s = np.zeros((nb, layout3d.W_SPATIAL)), np.zeros((nb, 1, 6))
+        fac = np.zeros((nb, spatial_newton.factor_width(1)))
+        assert spatial_newton.newton_factor(packed.body_int, packed.body_real, packed.gravity, q, v, np.zeros(nv),
+                                            np.zeros(nv), c_stiff, c_damp, np.zeros(nv), ws, s, tmp, np.zeros(nv),
+                                            np.zeros(spatial_newton.SCRATCH_SIZE), fac, blocks,
+                                            np.zeros(0, dtype=np.uint8)) == 0
+        inverse = np.zeros((nv, nv))
+        for j in range(nv):
+            spatial_newton.newton_apply(packed.body_int, ws, fac, np.eye(nv)[j], tmp, np.zeros((nb, 1)),
+                                        inverse[:, j])
+        return np.linalg.inv(inverse)
+
+    for factor in (cheap, exact):
+        added = factor(blocks) - factor(np.zeros((nb, 6, 24)))
+        assert np.abs(added - expected).max() < 1e-8 * np.abs(expected).max(), (factor.__name__, added, expected)
