@@ -228,7 +228,8 @@ def test_a_stiff_stop_between_a_link_and_its_parent_costs_newton_no_more_than_a_
 
 
 @pytest.mark.parametrize("friction", [0.3, 0.0])
-def test_a_spatial_contact_between_a_link_and_its_parent_enters_the_childs_joint_alone(friction):
+@pytest.mark.parametrize("carrier", ["arm", "child"])
+def test_a_spatial_contact_between_a_link_and_its_parent_enters_the_childs_joint_alone(carrier, friction):
     # spatial: an arm hinged about y carries a plane that a sphere on its child (hinged about a skew axis) presses
     # 0.4 mm into, the stick spring stretched; the arm at rest, the child turning slowly (its body twist then follows
     # its own joint only). The two factorisations (the cheap symmetric one and the exact one) with the contacts'
@@ -246,15 +247,23 @@ def test_a_spatial_contact_between_a_link_and_its_parent_enters_the_childs_joint
                    inertia=(0.01, 0.2, 0.2, 0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0), name="arm")
     model.add_body(parent="arm", joint="revolute", parent_point=(0.5, 0.0, 0.0), child_point=(-0.3, 0.0, 0.0),
                    mass=1.0, inertia=(0.01, 0.05, 0.05, 0.0, 0.0, 0.0), axis=(0.3, 1.0, 0.2), name="child")
-    model.add_ground("stop", point=(0.9, 0.0, -0.1), normal=(0.0, 0.0, 1.0), body="arm")
-    model.add_contact("child", "stop", point=(0.1, 0.0, -0.1 + 0.02 - 4e-4), radius=0.02, stiffness=1e5,
-                      restitution=0.5, friction=friction, min_impact_speed=0.5)
+    # the plane at the arm's point (0.9, 0, -0.1), the child's (0.1, 0, -0.1) at zero joint angles; the sphere
+    # 0.4 mm into it from above (the arm's plane) or below (the child's, facing down)
+    law = {"stiffness": 1e5, "restitution": 0.5, "friction": friction, "min_impact_speed": 0.5}
+    if carrier == "arm":
+        model.add_ground("stop", point=(0.9, 0.0, -0.1), normal=(0.0, 0.0, 1.0), body="arm")
+        model.add_contact("child", "stop", point=(0.1, 0.0, -0.1 + 0.02 - 4e-4), radius=0.02, **law)
+        anchors = (0.1 + 1e-8, 2e-8, -0.1), (0.9, 0.0, -0.1)
+    else:
+        model.add_ground("stop", point=(0.1, 0.0, -0.1), normal=(0.0, 0.0, -1.0), body="child")
+        model.add_contact("arm", "stop", point=(0.9, 0.0, -0.1 - 0.02 + 4e-4), radius=0.02, **law)
+        anchors = (0.9 + 1e-8, 2e-8, -0.1), (0.1, 0.0, -0.1)
     model.compile()
     state = np.zeros((1, layout3d.N_CSTATE))
     state[0, layout3d.CS_ACTIVE] = 1.0
     state[0, layout3d.CS_VIN] = 0.7
-    state[0, layout3d.CS_BODY:layout3d.CS_BODY + 3] = (0.1 + 1e-8, 2e-8, -0.1)
-    state[0, layout3d.CS_SURF:layout3d.CS_SURF + 3] = (0.9, 0.0, -0.1)
+    state[0, layout3d.CS_BODY:layout3d.CS_BODY + 3] = anchors[0]
+    state[0, layout3d.CS_SURF:layout3d.CS_SURF + 3] = anchors[1]
     q = np.array([0.3, 0.01])
     v = np.array([0.0, 1e-5])
 

@@ -593,8 +593,9 @@ def contact_newton_blocks(body_int, contact_int, contact_real, rot, pos, omega, 
     moves with the child's joint alone, its forces cancelling on the parent's subtree: its [C | K] on the child's
     twist with the parent held (the surface's pose and velocity the parent's; the surface's material velocity at
     the moved contact point in) goes to blocks[child, :, 12:24], which the factorisations take on the child's joint
-    alone (``implicit.effective_factor``, ``newton.newton_factor``). Rows whose surface the shape body's child or a
-    body not joined to it carries: lagged.
+    alone (``implicit.effective_factor``, ``newton.newton_factor``); one whose surface the child carries, the
+    parent's shape on it, likewise, from its block on the parent's twist (``_to_surface_owner``). Rows between
+    bodies not joined as parent and child: lagged.
     linear (nrows, 4) (``slip_reversals``), or (0, 4): a row with linear[r, 0] != 0 takes the derivatives of its
     unclipped law (its stick block) while it slides."""
     for i in range(blocks.shape[0]):
@@ -605,17 +606,98 @@ def contact_newton_blocks(body_int, contact_int, contact_real, rot, pos, omega, 
     u = np.empty(3)
     n = np.empty(3)
     du = np.empty(3)
+    # a parent's row on its child's surface: its block on the parent's twist first, then moved to the child's
+    onto_child = 0
     for r in range(contact_int.shape[0]):
         owner = contact_int[r, COWNER]
+        if owner >= 0 and body_int[owner, PARENT] == contact_int[r, CBODY]:
+            onto_child += 1
+    shape_block = np.zeros((blocks.shape[0] if onto_child > 0 else 0, 6, 24))
+    wrench = np.zeros((blocks.shape[0] if onto_child > 0 else 0, 6))
+    for r in range(contact_int.shape[0]):
+        owner = contact_int[r, COWNER]
+        body = contact_int[r, CBODY]
         first = 0
         if owner >= 0:
-            if body_int[contact_int[r, CBODY], PARENT] != owner:
-                continue  # a surface its child or another body carries: lagged
+            if body_int[owner, PARENT] == body:  # the parent's shape on its child's surface
+                for a in range(6):
+                    for b in range(12):
+                        shape_block[body, a, b] = 0.0
+                if _row_block(contact_int, contact_real, rot, pos, omega, vel, state, offset, r, linear, shape_block,
+                              0, u, n, du):
+                    _to_surface_owner(contact_int, contact_real, rot, pos, omega, vel, state, offset, r, shape_block,
+                                      wrench, blocks)
+                    added += 1
+                continue
+            if body_int[body, PARENT] != owner:
+                continue  # bodies not joined as parent and child: lagged
             first = 12  # the child's shape on its parent's surface: the child's joint block
         if _row_block(contact_int, contact_real, rot, pos, omega, vel, state, offset, r, linear, blocks, first, u, n,
                       du):
             added += 1
     return added
+
+
+@njit
+def _to_surface_owner(contact_int, contact_real, rot, pos, omega, vel, state, offset, r, shape_block, wrench,
+                      blocks):
+    """blocks[b, :, 12:24] += the [C | K] of row r on the twist of its surface's owner b, its shape's body a held,
+    from the row's [C_a | K_a] on a's twist with b held (shape_block[a, :, :12], ``_row_block``). The law sees the
+    two bodies' relative motion alone: b turned and moved by eps (its body axes) is a moved by -A eps, A = Ad of
+    b's frame in a's (twists in b's axes about its origin to a's), and b's velocity twist changed by d is a's by
+    -A d; b's wrench is -A^T W_a, whose transform turns with b: C_b = A^T C_a A, K_b = A^T K_a A + the turn's
+    term, -dW_b = (eps x* W_b) = [[-[n_b]x, -[f_b]x], [-[f_b]x, 0]] eps, W_b = (n_b; f_b). wrench (nbodies, 6)
+    scratch."""
+    a = contact_int[r, CBODY]
+    b = contact_int[r, COWNER]
+    adj = np.zeros((6, 6))  # A: (omega; v) in b's axes about b's origin to a's axes about a's origin
+    for i in range(3):
+        for j in range(3):
+            value = rot[a, 0, i] * rot[b, 0, j] + rot[a, 1, i] * rot[b, 1, j] + rot[a, 2, i] * rot[b, 2, j]
+            adj[i, j] = value
+            adj[3 + i, 3 + j] = value
+    # b's origin in a's axes about a's origin: p; the lower left block [p]x R_ab
+    px, py, pz = _to_body(rot, pos, a, pos[b, 0], pos[b, 1], pos[b, 2])
+    for j in range(3):
+        adj[3, j] = py * adj[2, j] - pz * adj[1, j]
+        adj[4, j] = pz * adj[0, j] - px * adj[2, j]
+        adj[5, j] = px * adj[1, j] - py * adj[0, j]
+    for half in range(2):
+        for i in range(6):
+            for j in range(6):
+                acc = 0.0
+                for k in range(6):
+                    for m in range(6):
+                        acc += adj[k, i] * shape_block[a, k, 6 * half + m] * adj[m, j]
+                blocks[b, i, 12 + 6 * half + j] += acc
+    # b's wrench from the row, its axes about its origin: the force on the shape, reversed, at the contact point
+    for i in range(6):
+        wrench[b, i] = 0.0
+    touching, gap, nx, ny, nz, qx, qy, qz, vx, vy, vz = _geometry(contact_int, contact_real, rot, pos, omega, vel, r)
+    base = offset + N_CSTATE * r
+    _, _, _, _, _, _, _, fn, _, fx, fy, fz, norm, limit = _row_law(contact_int, contact_real, rot, pos, state, base, r,
+                                                                gap, nx, ny, nz, qx, qy, qz, vx, vy, vz)
+    fx = coulomb_clip(fx, norm, limit)
+    fy = coulomb_clip(fy, norm, limit)
+    fz = coulomb_clip(fz, norm, limit)
+    lx, ly, lz = _to_body(rot, pos, b, qx, qy, qz)
+    _add_force(rot, wrench, b, lx, ly, lz, -(fn * nx + fx), -(fn * ny + fy), -(fn * nz + fz), False)
+    n0, n1, n2, f0, f1, f2 = wrench[b, 0], wrench[b, 1], wrench[b, 2], wrench[b, 3], wrench[b, 4], wrench[b, 5]
+    # K_b += [[-[n]x, -[f]x], [-[f]x, 0]] ([x]x the cross-product matrix)
+    _add_cross(blocks, b, 0, 0, n0, n1, n2)
+    _add_cross(blocks, b, 0, 3, f0, f1, f2)
+    _add_cross(blocks, b, 3, 0, f0, f1, f2)
+
+
+@njit
+def _add_cross(blocks, b, row, col, x, y, z):
+    """blocks[b, row:row + 3, 18 + col:18 + col + 3] -= [(x, y, z)]x, the cross-product matrix."""
+    blocks[b, row, 18 + col + 1] += z
+    blocks[b, row, 18 + col + 2] -= y
+    blocks[b, row + 1, 18 + col] -= z
+    blocks[b, row + 1, 18 + col + 2] += x
+    blocks[b, row + 2, 18 + col] += y
+    blocks[b, row + 2, 18 + col + 1] -= x
 
 
 @njit
