@@ -446,6 +446,19 @@ def _row_derivatives(contact_real, r, mode, active, depth, rate, v_in, xi, vt):
 
 
 @njit
+def _row_law_derivatives(contact_int, contact_real, ws, com, state, base, r, mode, gap, nx, ny, qx, qy, vx, vy):
+    """``_row_derivatives`` of touching row r at its geometry (``_geometry``'s gap, normal, contact point, relative
+    velocity), its stretch from its anchors in ``state``: (active, F_n, F_t, k_n, c_n, stick, k_t, c_t, slip)."""
+    rate = -(nx * vx + ny * vy)
+    vt = ny * vx - nx * vy
+    active = state[base + CS_ACTIVE] != 0.0
+    v_in = state[base + CS_VIN] if active else max(rate, contact_real[r, CVMIN])
+    xi = _stretch(ws, com, contact_int, contact_real, state, base, r, nx, ny, qx, qy) if active else 0.0
+    fn, ft, kn, cn, stick, kt, ct, slip = _row_derivatives(contact_real, r, mode, active, -gap, rate, v_in, xi, vt)
+    return active, fn, ft, kn, cn, stick, kt, ct, slip
+
+
+@njit
 def _pair_child(body_int, contact_int, r):
     """(child, sign) of a row whose shape's body and surface's owner are child and parent (either way round): the
     child body and the sign of the row's force on it (+1: the child carries the shape, -1: the surface); (-1, 0.0)
@@ -477,13 +490,8 @@ def _pair_joint_block(body_int, contact_int, contact_real, ws, com, state, base,
     terms and a sliding row's mu dF_n included (module docstring, "Contacts between a parent and its child")."""
     child, sign = _pair_child(body_int, contact_int, r)
     touching, gap, nx, ny, tx, ty, qx, qy, vx, vy = _geometry(contact_int, contact_real, ws, com, r)
-    depth = -gap
-    rate = -(nx * vx + ny * vy)
-    vt = tx * vx + ty * vy
-    active = state[base + CS_ACTIVE] != 0.0
-    v_in = state[base + CS_VIN] if active else max(rate, contact_real[r, CVMIN])
-    xi = _stretch(ws, com, contact_int, contact_real, state, base, r, nx, ny, qx, qy) if active else 0.0
-    fn, ft, kn, cn, stick, kt, ct, slip = _row_derivatives(contact_real, r, mode, active, depth, rate, v_in, xi, vt)
+    active, fn, ft, kn, cn, stick, kt, ct, slip = _row_law_derivatives(contact_int, contact_real, ws, com, state, base,
+                                                                       r, mode, gap, nx, ny, qx, qy, vx, vy)
     mu = contact_real[r, CMU]
     fx = fn * nx + ft * tx  # the row's force on the shape
     fy = fn * ny + ft * ty
@@ -666,13 +674,8 @@ def contact_newton_blocks(body_int, contact_int, contact_real, ws, com, state, o
             _pair_joint_block(body_int, contact_int, contact_real, ws, com, state, base, r, mode, c_stiff, c_damp,
                               blocks)
             continue
-        depth = -gap
-        rate = -(nx * vx + ny * vy)
-        vt = tx * vx + ty * vy
-        active = state[base + CS_ACTIVE] != 0.0
-        v_in = state[base + CS_VIN] if active else max(rate, contact_real[r, CVMIN])
-        xi = _stretch(ws, com, contact_int, contact_real, state, base, r, nx, ny, qx, qy) if active else 0.0
-        _, _, kn, cn, _, kt, ct, _ = _row_derivatives(contact_real, r, mode, active, depth, rate, v_in, xi, vt)
+        _, _, _, kn, cn, _, kt, ct, _ = _row_law_derivatives(contact_int, contact_real, ws, com, state, base, r, mode,
+                                                              gap, nx, ny, qx, qy, vx, vy)
         body = contact_int[r, CBODY]
         _add_lever_block(blocks, com, body, qx, qy, nx, ny, c_stiff * kn + c_damp * cn, c_stiff * kt + c_damp * ct)
     return added
