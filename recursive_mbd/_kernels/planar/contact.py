@@ -487,7 +487,7 @@ def _unit_motion(body_int, ws, com, child, k, x, y):
 def _pair_joint_block(body_int, contact_int, contact_real, ws, com, state, base, r, mode, c_stiff, c_damp, blocks):
     """blocks[child, m, 3 + k] += -(c_stiff dQ_m/dq_k + c_damp dQ_m/dqd_k) for the row r between a child and its
     parent (``_pair_child``), Q the generalised force of the row on the child's joint coordinates: exact, geometric
-    terms and a sliding row's mu dF_n included (module docstring, "Contacts between a parent and its child")."""
+    terms and a sliding row's mu dF_n included (``contact_newton_blocks``)."""
     child, sign = _pair_child(body_int, contact_int, r)
     touching, gap, nx, ny, tx, ty, qx, qy, vx, vy = _geometry(contact_int, contact_real, ws, com, r)
     active, fn, ft, kn, cn, stick, kt, ct, slip = _row_law_derivatives(contact_int, contact_real, ws, com, state, base,
