@@ -43,7 +43,7 @@ def newton_arrays(system):
     return (np.zeros((nb, 3, 3)), np.zeros((nb, 3, 3)), np.zeros((nb, 3, 3)), np.zeros((nb, 3)), np.zeros((nb, 3)),
             np.zeros((nb, 3)), np.zeros((nb, 2)), np.zeros(nb), np.zeros((3, 3)), j_stiff, j_damp, lock,
             np.zeros(2), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros((nb, 3, 3)),
-            np.zeros((nb, 2)), np.zeros((nb if rows else 0, 3, 3)), np.zeros(L.N_CSTATE * rows))
+            np.zeros((nb, 2)), np.zeros((nb if rows else 0, 3, 6)), np.zeros(L.N_CSTATE * rows))
 
 
 def spatial_newton_arrays(model):

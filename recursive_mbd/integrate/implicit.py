@@ -109,7 +109,7 @@ from .newton import (
 )
 
 _NOT_DRIVEN = np.zeros(0, dtype=np.uint8)
-_NO_BLOCKS = np.zeros((0, 3, 3))  # no per-body blocks (the contacts' belong to a run: their anchors are its state)
+_NO_BLOCKS = np.zeros((0, 3, 6))  # no per-body blocks (the contacts' belong to a run: their anchors are its state)
 # solve_effective: eigenvalues of the loop rows' Schur complement below this fraction of the largest are redundant
 REDUNDANT_RCOND = 1e-10
 

@@ -410,8 +410,8 @@ def _newton_direction(system, newton, c, nf, res_v, res_q, with_q):
     newton = (ia, uu, dinv, ub, pa, vel, fsub, kb, dmat, j_stiff, j_damp, lock, zero_gravity, zero_qd, full_r,
     m_r, x, gcol, rvec, blocks, contact_state): the effective solve's scratch, the joint springs' stiffness and
     damping per coordinate, the lock diagonal of the driven coordinates, and work vectors of nq; the contacts'
-    blocks of S (nbodies, 3, 3), made by the caller (``contact_matrix``), and their state over a step (a copy
-    of y's, N_CSTATE per row), or (0, 3, 3) and (0,) without contacts. The contacts' stiffness is in S, not in
+    blocks of S (nbodies, 3, 6), made by the caller (``contact_matrix``), and their state over a step (a copy
+    of y's, N_CSTATE per row), or (0, 3, 6) and (0,) without contacts. The contacts' stiffness is in S, not in
     K r_q (a first step's estimate).
     """
     free = system[5]
@@ -558,7 +558,7 @@ def _planar_newton_factor(system, work, c):
         # the contacts' blocks at the iterate of the last residual: its centre-of-mass kinematics and the
         # orientations of every body from the pass above (the residual's pass leaves them only in the rows of bodies
         # with several children)
-        contact_matrix(system[23], ws, system[15], newton[20], 0, c * c, c, newton[19])
+        contact_matrix(system[23], body_int, ws, system[15], newton[20], 0, c * c, c, newton[19])
         status = effective_factor(body_int, body_real, system[2], ws, driven, 1.0, c * c, j_diag, newton[19],
                                   ia, uu, dinv, gcol, rvec, fsub, kb, dmat)
         if status != STATUS_OK:
@@ -634,7 +634,7 @@ def _planar_filtered_change(system, work, h, y0, err):
         newton = work[3]
         x = newton[16]
         # the contacts' blocks at the state of the last evaluation (system_rhs), whose contact state is y0's
-        contact_matrix(system[23], system[14], system[15], y0, 2 * nf + 2, h * h, h, newton[19])
+        contact_matrix(system[23], system[0], system[14], system[15], y0, 2 * nf + 2, h * h, h, newton[19])
         status = _newton_direction(system, newton, h, nf, err[nf:2 * nf], err[:nf], True)
         if status == STATUS_OK:
             for j in range(nf):

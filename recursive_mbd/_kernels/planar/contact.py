@@ -34,6 +34,7 @@ import numba
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..contact_law import coulomb_clip, hunt_crossley, slipped_stretch
+from ..joint_types import PLANAR
 from ..layout import (
     CBODY,
     CCT,
@@ -59,14 +60,18 @@ from ..layout import (
     CSP,
     CSURFACE,
     CVMIN,
+    JTYPE,
     N_CSTATE,
+    NDOF,
     OM,
+    PARENT,
     SHAPE_SEGMENT,
     SN,
     STATUS_NONFINITE_STATE,
     STATUS_OK,
     SURFACE_PLANE,
 )
+from .tree import motion_column
 
 njit = numba.njit(cache=True, error_model="numpy", _nrt=False)
 
@@ -399,31 +404,263 @@ def _add_lever_block(blocks, com, body, qx, qy, nx, ny, kn, kt):
 
 
 @njit
-def contact_newton_blocks(contact_int, contact_real, ws, com, state, offset, c_stiff, c_damp, blocks, modes):
-    """The contacts' part of an implicit step's Newton matrix: blocks (nbodies, 3, 3), on each body's
-    (x_com, y_com, theta), = c_stiff K + c_damp C summed over the touching rows against ground-fixed surfaces, at
-    the state whose kinematics ``com``, ``ws`` hold (``contact_forces``'s arguments; anchors fixed, as in a step).
+def _row_derivatives(contact_real, r, mode, active, depth, rate, v_in, xi, vt):
+    """The law of a touching row (mode ``mode``: MODE_FREE, the law's own, or frozen) and its derivatives:
+    (F_n, F_t, k_n = dF_n/d depth, c_n = dF_n/d depth-rate, stick, k_t, c_t, slip), with stick True where F_t is the
+    stick spring and damper -k_t xi - c_t v_t (k_t 0 at a first touch, which has no anchor yet), else slip = +1 or -1
+    where F_t = slip mu F_n. k_n is 0 where F_n is clipped at 0 and c_n 0 at a first touch faster than the smallest
+    impact speed (its damping scaled by the rate itself); a frozen row's are the unclipped law's (its stiffness
+    where the damping factor 1 + C d' / v_in is positive)."""
+    kn = 0.0
+    cn = 0.0
+    if mode == MODE_FREE:
+        fn, elastic = _normal_force(contact_real, r, depth, rate, v_in)
+        if fn > 0.0:
+            kn = contact_real[r, CEXP] * fn / depth
+            if active or rate < contact_real[r, CVMIN]:
+                cn = elastic * contact_real[r, CDAMP] / v_in
+    else:
+        scaled, per_rate = _frozen_rate(contact_real, r, mode, active, rate, v_in)
+        fn, elastic = _frozen_normal_force(contact_real, r, depth, scaled)
+        p = contact_real[r, CEXP]
+        factor = max(0.0, 1.0 + contact_real[r, CDAMP] * scaled)  # the damping's, on the stiffness
+        kn = p * contact_real[r, CK] * abs(depth) ** (p - 1.0) * factor
+        cn = max(0.0, elastic * contact_real[r, CDAMP] * per_rate)
+    trial = -contact_real[r, CKT] * xi - contact_real[r, CCT] * vt
+    kind = mode & (MODE_FAST_TOUCH - 1)
+    stick = kind == MODE_STICK or (mode == MODE_FREE and abs(trial) < contact_real[r, CMU] * fn)
+    slip = 0.0
+    ft = trial
+    if not stick:
+        if kind == MODE_SLIP_POS or (mode == MODE_FREE and trial > 0.0):
+            slip = 1.0
+        else:
+            slip = -1.0
+        ft = slip * contact_real[r, CMU] * fn
+    kt = 0.0
+    ct = 0.0
+    if stick:
+        kt = contact_real[r, CKT] if active else 0.0  # (a first touch has no anchor yet: its xi is 0)
+        ct = contact_real[r, CCT]
+    return fn, ft, kn, cn, stick, kt, ct, slip
 
-    A row's force at its contact point p depends on the point's displacement and velocity; K and C are their
-    derivatives (negated) mapped through the lever arm, J_p^T (k_n n n^T + k_t t t^T) J_p and likewise with
-    (c_n, c_t): k_n = dF_n/d depth = p F_n / d and c_n = dF_n/d depth-rate of the Hunt-Crossley law (0 where F_n is
-    clipped at 0, and at a first touch faster than the smallest impact speed, whose damping is scaled by the rate
-    itself); k_t, c_t the stick spring and damper while the row sticks (k_t from the step after the first touch,
-which lays the anchor), 0 while it slides at mu F_n (the limit's
-    dependence on F_n, which would make the block unsymmetric, is left out). Left out too, as the implicit methods
-    lag them: the change of the normal and of the lever arm with the motion (the force's geometric stiffness), and
-    rows whose surface a body carries (they couple two bodies). With ``modes`` (``contact_forces``'s), a frozen row
-    takes its mode's law: APART adds nothing, STICK and SLIP the unclipped normal force's derivatives (its
-    stiffness where the damping factor 1 + C d' / v_in is positive), STICK the stick spring and damper. Returns the
-    number of rows added."""
+
+@njit
+def _row_law_derivatives(contact_int, contact_real, ws, com, state, base, r, mode, gap, nx, ny, qx, qy, vx, vy):
+    """``_row_derivatives`` of touching row r at its geometry (``_geometry``'s gap, normal, contact point, relative
+    velocity), its stretch from its anchors in ``state``: (active, F_n, F_t, k_n, c_n, stick, k_t, c_t, slip)."""
+    rate = -(nx * vx + ny * vy)
+    vt = ny * vx - nx * vy
+    active = state[base + CS_ACTIVE] != 0.0
+    v_in = state[base + CS_VIN] if active else max(rate, contact_real[r, CVMIN])
+    xi = _stretch(ws, com, contact_int, contact_real, state, base, r, nx, ny, qx, qy) if active else 0.0
+    fn, ft, kn, cn, stick, kt, ct, slip = _row_derivatives(contact_real, r, mode, active, -gap, rate, v_in, xi, vt)
+    return active, fn, ft, kn, cn, stick, kt, ct, slip
+
+
+@njit
+def _pair_child(body_int, contact_int, r):
+    """(child, sign) of a row whose shape's body and surface's owner are child and parent (either way round): the
+    child body and the sign of the row's force on it (+1: the child carries the shape, -1: the surface); (-1, 0.0)
+    for a row on the ground's surface or between bodies not so joined."""
+    a = contact_int[r, CBODY]
+    b = contact_int[r, COWNER]
+    if b < 0:
+        return -1, 0.0
+    if body_int[a, PARENT] == b:
+        return a, 1.0
+    if body_int[b, PARENT] == a:
+        return b, -1.0
+    return -1, 0.0
+
+
+@njit
+def _unit_motion(body_int, ws, com, child, k, x, y):
+    """The velocity at the ground point (x, y) of the child's material point there per unit rate of its joint's
+    coordinate k, its parent at rest (G's column k as a rigid motion: (gx, gy) at the centre of mass, g_theta), and
+    g_theta."""
+    gx, gy, gt = motion_column(body_int, ws, child, k)
+    return gx - gt * (y - com[child, 1]), gy + gt * (x - com[child, 0]), gt
+
+
+@njit
+def _pair_joint_block(body_int, contact_int, contact_real, ws, com, state, base, r, mode, c_stiff, c_damp, blocks):
+    """blocks[child, m, 3 + k] += -(c_stiff dQ_m/dq_k + c_damp dQ_m/dqd_k) for the row r between a child and its
+    parent (``_pair_child``), Q the generalised force of the row on the child's joint coordinates: exact, geometric
+    terms and a sliding row's mu dF_n included (``contact_newton_blocks``)."""
+    child, sign = _pair_child(body_int, contact_int, r)
+    touching, gap, nx, ny, tx, ty, qx, qy, vx, vy = _geometry(contact_int, contact_real, ws, com, r)
+    active, fn, ft, kn, cn, stick, kt, ct, slip = _row_law_derivatives(contact_int, contact_real, ws, com, state, base,
+                                                                       r, mode, gap, nx, ny, qx, qy, vx, vy)
+    mu = contact_real[r, CMU]
+    fx = fn * nx + ft * tx  # the row's force on the shape
+    fy = fn * ny + ft * ty
+    a = contact_int[r, CBODY]
+    owner = contact_int[r, COWNER]
+    parent = owner if sign > 0.0 else a
+    # the relative angular velocity of the shape's body and the surface's owner, and the child's joint rate of
+    # turning about its child point (a planar joint's theta rate: the rate its theta column turns its translations)
+    spin = ws[a, OM] - ws[owner, OM]
+    turn_rate = ws[child, OM] - ws[parent, OM]
+    planar = body_int[child, JTYPE] == PLANAR
+    # the geometry the derivatives need: the shape's centre c (a capsule's point nearest a disc), the anchors
+    radius = contact_real[r, CRAD]
+    cx = qx + radius * nx
+    cy = qy + radius * ny
+    xa, ya, ca, sa, _, _, _ = _frame(ws, com, a)
+    bx = xa + ca * state[base + CS_BODY] - sa * state[base + CS_BODY + 1]  # the shape's anchor
+    by = ya + sa * state[base + CS_BODY] + ca * state[base + CS_BODY + 1]
+    xb, yb, cb, sb, _, _, _ = _frame(ws, com, owner)
+    sx = xb + cb * state[base + CS_SURF] - sb * state[base + CS_SURF + 1]  # the surface's anchor
+    sy = yb + sb * state[base + CS_SURF] + cb * state[base + CS_SURF + 1]
+    px = xb + cb * contact_real[r, CSP] - sb * contact_real[r, CSP + 1]  # the surface point or disc centre
+    py = yb + sb * contact_real[r, CSP] + cb * contact_real[r, CSP + 1]
+    plane = contact_int[r, CSURFACE] == SURFACE_PLANE
+    circle = contact_int[r, CSHAPE] != SHAPE_SEGMENT and radius > 0.0
+    segment = contact_int[r, CSHAPE] == SHAPE_SEGMENT and not plane
+    ex = ey = 0.0
+    length2 = 0.0
+    interior = False
+    if segment:
+        x0 = xa + ca * contact_real[r, CP0] - sa * contact_real[r, CP0 + 1]
+        y0 = ya + sa * contact_real[r, CP0] + ca * contact_real[r, CP0 + 1]
+        ex = xa + ca * contact_real[r, CP1] - sa * contact_real[r, CP1 + 1] - x0
+        ey = ya + sa * contact_real[r, CP1] + ca * contact_real[r, CP1 + 1] - y0
+        length2 = ex * ex + ey * ey
+        s = ((px - x0) * ex + (py - y0) * ey) / length2 if length2 > 0.0 else 0.0
+        interior = 0.0 < s < 1.0
+    dist = gap + radius + (0.0 if plane else contact_real[r, CSN])  # a disc's centre to the shape's centre
+    nd = body_int[child, NDOF]
+    for k in range(nd):
+        # (1) the child turned and moved along its column k, the parent held: every point x of the child moves by
+        # U_k(x) (a rigid motion turning by gk); a planar joint's theta column (about the child point, which the
+        # translations move) turns the child's velocity by -theta' e_z x U_k as well
+        gk = motion_column(body_int, ws, child, k)[2]
+        ga = gk if sign > 0.0 else 0.0  # the turns of the shape's body and of the surface's owner
+        gb = 0.0 if sign > 0.0 else gk
+        wx = wy = 0.0
+        if planar and k < 2:
+            ux, uy, _ = _unit_motion(body_int, ws, com, child, k, 0.0, 0.0)
+            wx = sign * turn_rate * uy  # the relative velocity's share, shape minus surface
+            wy = -sign * turn_rate * ux
+        dax = day = 0.0  # the shape's centre's material motion (zero where the shape is held)
+        if sign > 0.0:
+            dax, day, _ = _unit_motion(body_int, ws, com, child, k, cx, cy)
+        # the normal's turn (dnx, dny), the depth's change, the shape centre's and the contact point's moves
+        if plane:
+            dnx = -gb * ny
+            dny = gb * nx
+            dpx = dpy = 0.0
+            if sign < 0.0:
+                dpx, dpy, _ = _unit_motion(body_int, ws, com, child, k, px, py)
+            d_depth = -(dnx * (cx - px) + dny * (cy - py) + nx * (dax - dpx) + ny * (day - dpy))
+            dcx = dax
+            dcy = day
+        else:
+            dpx = dpy = 0.0
+            if sign < 0.0:
+                dpx, dpy, _ = _unit_motion(body_int, ws, com, child, k, px, py)
+            dcx = dax
+            dcy = day
+            if segment and interior:  # the nearest point slides along the axis as the two move
+                dex = -ga * ey
+                dey = ga * ex
+                ds = -((dax - dpx) * ex + (day - dpy) * ey + (cx - px) * dex + (cy - py) * dey) / length2
+                dcx += ds * ex
+                dcy += ds * ey
+            relx = dcx - dpx
+            rely = dcy - dpy
+            along = nx * relx + ny * rely
+            dnx = (relx - along * nx) / dist
+            dny = (rely - along * ny) / dist
+            d_depth = -along
+        dqx = dcx - radius * dnx
+        dqy = dcy - radius * dny
+        dtx = dny
+        dty = -dnx
+        dvx = -spin * dqy + wx  # the relative velocity at the moved contact point (the velocity fields held)
+        dvy = spin * dqx + wy
+        d_rate = -(dnx * vx + dny * vy + nx * dvx + ny * dvy)
+        d_vt = dtx * vx + dty * vy + tx * dvx + ty * dvy
+        d_xi = 0.0
+        if active:
+            d_phi = nx * dny - ny * dnx  # the normal's turn
+            if circle:
+                d_xi = radius * (ga - d_phi)
+            else:
+                mx = my = 0.0
+                if sign > 0.0:
+                    mx, my, _ = _unit_motion(body_int, ws, com, child, k, bx, by)
+                d_xi = dtx * (bx - qx) + dty * (by - qy) + tx * (mx - dqx) + ty * (my - dqy)
+            if plane:
+                mx = my = 0.0
+                if sign < 0.0:
+                    mx, my, _ = _unit_motion(body_int, ws, com, child, k, sx, sy)
+                d_xi -= dtx * (sx - qx) + dty * (sy - qy) + tx * (mx - dqx) + ty * (my - dqy)
+            else:
+                d_xi += contact_real[r, CSN] * (gb - d_phi)
+        d_fn = kn * d_depth + cn * d_rate
+        d_ft = -kt * d_xi - ct * d_vt if stick else slip * mu * d_fn
+        dfx = d_fn * nx + fn * dnx + d_ft * tx + ft * dtx
+        dfy = d_fn * ny + fn * dny + d_ft * ty + ft * dty
+        # (2) the child's joint rate k, the parent's motion held: the relative velocity at q changes by sign U_k(q)
+        vkx, vky, _ = _unit_motion(body_int, ws, com, child, k, qx, qy)
+        d_rate_v = -sign * (nx * vkx + ny * vky)
+        d_vt_v = sign * (tx * vkx + ty * vky)
+        d_fn_v = cn * d_rate_v
+        d_ft_v = -ct * d_vt_v if stick else slip * mu * d_fn_v
+        dfx_v = d_fn_v * nx + d_ft_v * tx
+        dfy_v = d_fn_v * ny + d_ft_v * ty
+        for m in range(nd):
+            # Q_m = sign F . U_m(q): its change by the force's change and by U_m at the moved point (and, for a
+            # planar joint's theta column, by the child point moved under it by the translations)
+            umx, umy, gm = _unit_motion(body_int, ws, com, child, m, qx, qy)
+            d_q = dfx * umx + dfy * umy + gm * (fy * dqx - fx * dqy)
+            if planar and m == 2 and k < 2:
+                ux, uy, _ = _unit_motion(body_int, ws, com, child, k, 0.0, 0.0)
+                d_q += fx * uy - fy * ux  # F . (-e_z x U_k)
+            d_qd = dfx_v * umx + dfy_v * umy
+            blocks[child, m, 3 + k] -= sign * (c_stiff * d_q + c_damp * d_qd)
+
+
+@njit
+def contact_newton_blocks(body_int, contact_int, contact_real, ws, com, state, offset, c_stiff, c_damp, blocks,
+                          modes):
+    """The contacts' part of an implicit step's Newton matrix: blocks (nbodies, 3, 6), zeroed first. On each body's
+    (x_com, y_com, theta), blocks[:, :, :3] = c_stiff K + c_damp C summed over the touching rows against
+    ground-fixed surfaces; on each body's own joint coordinates (nd <= 3 of them), blocks[:, :nd, 3:3 + nd] = the
+    same of the rows between that body and its parent (either one carrying the surface), at the state whose
+    kinematics ``com``, ``ws`` hold (``contact_forces``'s arguments, ``ws`` with every row of a kinematics pass;
+    anchors fixed, as in a step).
+
+    A row on the ground's surface: its force at its contact point p depends on the point's displacement and
+    velocity; K and C are their derivatives (negated) mapped through the lever arm, J_p^T (k_n n n^T + k_t t t^T)
+    J_p and likewise with (c_n, c_t): k_n = dF_n/d depth = p F_n / d and c_n = dF_n/d depth-rate of the
+    Hunt-Crossley law (0 where F_n is clipped at 0, and at a first touch faster than the smallest impact speed, whose
+    damping is scaled by the rate itself); k_t, c_t the stick spring and damper while the row sticks (k_t from the
+    step after the first touch, which lays the anchor), 0 while it slides at mu F_n (the limit's dependence on F_n,
+    which would make the block unsymmetric, is left out). Left out too, as the implicit methods lag them: the change
+    of the normal and of the lever arm with the motion (the force's geometric stiffness).
+
+    A row between a child and its parent moves with the child's joint coordinates alone (the relative motion of
+    the two bodies is the child's joint's), and its force on the pair is internal to the parent's subtree: its
+    generalised force sits on the child's joint and depends on that joint's coordinates and rates only. Its block
+    there is its exact derivative (``_pair_joint_block``: geometric terms, the normal's turn and a sliding row's
+    mu dF_n included; unsymmetric, which the joint block's inverse takes as it is), and it couples nothing else.
+    Rows between bodies not so joined couple two bodies: left out (lagged).
+
+    With ``modes`` (``contact_forces``'s), a frozen row takes its mode's law: APART adds nothing, STICK and SLIP the
+    unclipped normal force's derivatives (its stiffness where the damping factor 1 + C d' / v_in is positive),
+    STICK the stick spring and damper. Returns the number of rows added."""
     for i in range(blocks.shape[0]):
         for a in range(3):
-            for b in range(3):
+            for b in range(blocks.shape[2]):
                 blocks[i, a, b] = 0.0
     added = 0
     frozen = modes.shape[1] > 0
     for r in range(contact_int.shape[0]):
-        if contact_int[r, COWNER] >= 0:
+        pair = contact_int[r, COWNER] >= 0
+        if pair and _pair_child(body_int, contact_int, r)[0] < 0:
             continue
         mode = modes[0, r] if frozen else MODE_FREE
         if mode == MODE_APART:
@@ -432,35 +669,13 @@ which lays the anchor), 0 while it slides at mu F_n (the limit's
         if mode == MODE_FREE and not touching:
             continue
         base = offset + N_CSTATE * r
-        depth = -gap
-        rate = -(nx * vx + ny * vy)
-        vt = tx * vx + ty * vy
-        active = state[base + CS_ACTIVE] != 0.0
-        v_in = state[base + CS_VIN] if active else max(rate, contact_real[r, CVMIN])
-        kn = 0.0
-        cn = 0.0
-        if mode == MODE_FREE:
-            fn, elastic = _normal_force(contact_real, r, depth, rate, v_in)
-            if fn > 0.0:
-                kn = contact_real[r, CEXP] * fn / depth
-                if active or rate < contact_real[r, CVMIN]:
-                    cn = elastic * contact_real[r, CDAMP] / v_in
-        else:
-            scaled, per_rate = _frozen_rate(contact_real, r, mode, active, rate, v_in)
-            fn, elastic = _frozen_normal_force(contact_real, r, depth, scaled)
-            p = contact_real[r, CEXP]
-            factor = max(0.0, 1.0 + contact_real[r, CDAMP] * scaled)  # the damping's, on the stiffness
-            kn = p * contact_real[r, CK] * abs(depth) ** (p - 1.0) * factor
-            cn = max(0.0, elastic * contact_real[r, CDAMP] * per_rate)
-        xi = _stretch(ws, com, contact_int, contact_real, state, base, r, nx, ny, qx, qy) if active else 0.0
-        kt = 0.0
-        ct = 0.0
-        trial = abs(contact_real[r, CKT] * xi + contact_real[r, CCT] * vt)
-        if mode & (MODE_FAST_TOUCH - 1) == MODE_STICK or (mode == MODE_FREE and trial < contact_real[r, CMU] * fn):
-            kt = contact_real[r, CKT] if active else 0.0  # (a first touch has no anchor yet: its xi is 0)
-            ct = contact_real[r, CCT]
+        added += 1
+        if pair:
+            _pair_joint_block(body_int, contact_int, contact_real, ws, com, state, base, r, mode, c_stiff, c_damp,
+                              blocks)
+            continue
+        _, _, _, kn, cn, _, kt, ct, _ = _row_law_derivatives(contact_int, contact_real, ws, com, state, base, r, mode,
+                                                              gap, nx, ny, qx, qy, vx, vy)
         body = contact_int[r, CBODY]
         _add_lever_block(blocks, com, body, qx, qy, nx, ny, c_stiff * kn + c_damp * cn, c_stiff * kt + c_damp * ct)
-        added += 1
     return added
-

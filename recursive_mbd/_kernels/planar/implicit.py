@@ -196,6 +196,8 @@ def _effective_factor_serial(body_real, gravity, ws, c_mass, c_stiff, j_diag, bl
         uu[i, 2, 0] = u2
         d = gx * u0 + gy * u1 + 1.0 * u2
         d += j_diag[i]
+        if with_blocks:  # the joint's own block (the contacts between the body and its parent)
+            d += blocks[i, 0, 3]
         if d == 0.0 or not math.isfinite(d):
             return STATUS_SINGULAR | (i << 4)
         d_inv = 1.0 / d
@@ -228,10 +230,12 @@ def _effective_factor_serial(body_real, gravity, ws, c_mass, c_stiff, j_diag, bl
 @njit
 def effective_factor(body_int, body_real, gravity, ws, driven, c_mass, c_stiff, j_diag, blocks, ia, uu, dinv, gcol,
                      rvec, fsub, kb, dmat):
-    """Tip-to-base elimination of S = c_mass M + c_stiff T^T diag(K_i) T + J^T diag(B_i) J + diag(j_diag) at the
-    state in ``ws``, B_i = blocks[i] (nbodies, 3, 3), symmetric, on body i's (x_com, y_com, theta), added to its
-    modified inertia (the contacts' stiffness and damping: ``contact.contact_newton_blocks``); blocks (0, 3, 3):
-    none.
+    """Tip-to-base elimination of S = c_mass M + c_stiff T^T diag(K_i) T + J^T diag(B_i) J + diag(E_i) + diag(j_diag)
+    at the state in ``ws``, B_i = blocks[i, :, :3] (blocks (nbodies, 3, 6)), symmetric, on body i's (x_com, y_com,
+    theta), added to its modified inertia, and E_i = blocks[i, :nd, 3:3 + nd] on the nd coordinates of body i's
+    own joint, added to its joint block D_i (the contacts' stiffness and damping, E_i those of the contacts between
+    body i and its parent: ``contact.contact_newton_blocks``; E_i need not be symmetric: D_i is inverted as it is,
+    and the elimination's other blocks, U_i and U_i^T, are the inertias'); blocks (0, 3, 6): none.
 
     ``ws`` must hold pass 1 with every row (``kinematics_pass(..., True)``). Writes the factors that
     ``effective_apply`` needs and nothing else reads: uu (n, 3, 3) U = IA G, dinv (n, 3, 3) D^-1, gcol (n, 3, 3)
@@ -271,6 +275,9 @@ def effective_factor(body_int, body_real, gravity, ws, driven, c_mass, c_stiff, 
                 dmat[r, col] = gcol[i, 0, r] * uu[i, 0, col] + gcol[i, 1, r] * uu[i, 1, col] + gcol[i, 2, r] * uu[
                     i, 2, col]
             dmat[r, r] += j_diag[k + r]
+            if with_blocks:  # the joint's own block (the contacts between the body and its parent)
+                for col in range(nd):
+                    dmat[r, col] += blocks[i, r, 3 + col]
         if nd > 0 and not _inverse_small(dmat, nd, dinv[i]):
             return STATUS_SINGULAR | (i << 4)
         p = body_int[i, PARENT]
@@ -652,7 +659,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     kb = np.zeros(nb)
     dmat = np.zeros((3, 3))
     with_contacts = has_contacts(system[23])
-    blocks = np.zeros((nb if with_contacts else 0, 3, 3))  # the contacts' part of the Newton matrix
+    blocks = np.zeros((nb if with_contacts else 0, 3, 6))  # the contacts' part of the Newton matrix
     j_diag = np.zeros(nq)
     tau_need = np.zeros(nq)
     xfull = np.zeros(nq)
@@ -794,7 +801,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                     # the contacts' blocks from the residual's centre-of-mass positions and velocities and the
                     # orientations of every body from the pass above (the residual's inverse dynamics leaves them
                     # only in the rows of bodies with several children)
-                    contact_matrix(system[23], ws, system[15], y_new, 2 * nf + 2, c_stiff, c_damp, blocks)
+                    contact_matrix(system[23], body_int, ws, system[15], y_new, 2 * nf + 2, c_stiff, c_damp, blocks)
                     status = effective_factor(body_int, body_real, system[2], ws, driven, 1.0, c_stiff, j_diag,
                                               blocks, ia, uu, dinv, gcol, rvec, fsub, kb, dmat)
                     if status != STATUS_OK:

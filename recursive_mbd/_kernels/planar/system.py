@@ -148,10 +148,10 @@ def contact_update(inputs, key, system, t, y):
     """The contacts' state in y after an accepted step (``contact.update_contacts``); a no-op without contacts."""
 
 
-def contact_matrix(contacts, ws, com, y, offset, c_stiff, c_damp, blocks):
-    """The contacts' blocks c_stiff K + c_damp C of an implicit step's Newton matrix on each body
-    (``contact.contact_newton_blocks``) at the state whose kinematics ``ws``, ``com`` hold, into blocks (nbodies,
-    3, 3); a no-op for a system without contacts (blocks then (0, 3, 3))."""
+def contact_matrix(contacts, body_int, ws, com, y, offset, c_stiff, c_damp, blocks):
+    """The contacts' blocks c_stiff K + c_damp C of an implicit step's Newton matrix on each body and on each body's
+    own joint (``contact.contact_newton_blocks``) at the state whose kinematics ``ws``, ``com`` hold, into blocks
+    (nbodies, 3, 6); a no-op for a system without contacts (blocks then (0, 3, 6))."""
 
 
 def contact_release(contacts):
@@ -188,12 +188,12 @@ def _contact_loads(contacts, body_int, ws, com, y, offset, wrench, energy):
 
 
 @overload(contact_matrix, jit_options=_OPTIONS)
-def _contact_matrix(contacts, ws, com, y, offset, c_stiff, c_damp, blocks):
+def _contact_matrix(contacts, body_int, ws, com, y, offset, c_stiff, c_damp, blocks):
     if isinstance(contacts, types.NoneType):
-        return lambda contacts, ws, com, y, offset, c_stiff, c_damp, blocks: 0
+        return lambda contacts, body_int, ws, com, y, offset, c_stiff, c_damp, blocks: 0
 
-    def matrix(contacts, ws, com, y, offset, c_stiff, c_damp, blocks):
-        return contact_newton_blocks(contacts[0], contacts[1], ws, com, y, offset, c_stiff, c_damp, blocks,
+    def matrix(contacts, body_int, ws, com, y, offset, c_stiff, c_damp, blocks):
+        return contact_newton_blocks(body_int, contacts[0], contacts[1], ws, com, y, offset, c_stiff, c_damp, blocks,
                                      contacts[8])
     return matrix
 

@@ -65,6 +65,7 @@ from .layout import (
     CVMIN,
     N_CSTATE,
     N_PER_CONTACT,
+    PARENT,
     PC_DEPTH,
     PC_NORMAL,
     PC_POINT,
@@ -402,11 +403,182 @@ def _arc_change(u, n, radius, du):
 
 
 @njit
-def contact_newton_blocks(contact_int, contact_real, rot, pos, omega, vel, state, offset, blocks, linear):
-    """The contacts' part of an implicit step's Newton matrix, per body: blocks (nbodies, 6, 12) = [C_b | K_b] on
-    each body's twist (omega; v) in body axes (``tree``'s spatial vectors), zeroed first, summed over the rows
-    touching a surface of the ground at the poses ``contact_forces`` takes (the rows' state of ``state`` held, as
-    over a step). Returns the number of rows added.
+def _row_block(contact_int, contact_real, rot, pos, omega, vel, state, offset, r, linear, blocks, first, u, n, du):
+    """Row r's [C | K] (``contact_newton_blocks``) on the twist of its shape's body, its surface's owner held at rest
+    relative to its motion (the owner's pose and velocity twist), added to blocks[body, :, first:first + 12]; u, n,
+    du (3,) scratch. Returns False where the row does not touch."""
+    touching, gap, nx, ny, nz, qx, qy, qz, vx, vy, vz = _geometry(contact_int, contact_real, rot, pos, omega,
+                                                                  vel, r)
+    if not touching:
+        return False
+    body = contact_int[r, CBODY]
+    base = offset + N_CSTATE * r
+    plane = contact_int[r, CSURFACE] == SURFACE_PLANE
+    radius = contact_real[r, CRAD]
+    depth, rate, vtx, vty, vtz, active, v_in, fn, elastic, fx, fy, fz, norm, limit = _row_law(
+        contact_int, contact_real, rot, pos, state, base, r, gap, nx, ny, nz, qx, qy, qz, vx, vy, vz)
+    kn = 0.0
+    cn = 0.0
+    if fn > 0.0:
+        kn = contact_real[r, CEXP] * fn / depth
+        if active or rate < contact_real[r, CVMIN]:
+            cn = elastic * contact_real[r, CDAMP] / v_in
+    kt = contact_real[r, CKT]
+    ct = contact_real[r, CCT]
+    # a row taken on its unclipped law at this iterate (``slip_reversals``) has its stick spring and damper's
+    # derivatives, and its unclipped force in the geometric terms
+    slip = norm > limit and not (linear.shape[0] > 0 and linear[r, 0] != 0.0)
+    ftx, fty, ftz = fx, fy, fz
+    if slip:
+        ftx = fx / norm * limit
+        fty = fy / norm * limit
+        ftz = fz / norm * limit
+    force_x = fn * nx + ftx
+    force_y = fn * ny + fty
+    force_z = fn * nz + ftz
+    # the shape's centre (a capsule's point nearest the cylinder's axis), the anchor less the centre, the
+    # cylinder's axis and the centre's distance from it
+    cx = qx + radius * nx
+    cy = qy + radius * ny
+    cz = qz + radius * nz
+    bx, by, bz = _to_ground(rot, pos, body, state[base + CS_BODY], state[base + CS_BODY + 1],
+                            state[base + CS_BODY + 2])
+    u[0] = bx - cx
+    u[1] = by - cy
+    u[2] = bz - cz
+    n[0] = nx
+    n[1] = ny
+    n[2] = nz
+    sphere = contact_int[r, CSHAPE] != SHAPE_SEGMENT and radius > 0.0
+    owner = contact_int[r, COWNER]
+    _, _, _, ax, ay, az = _axis(contact_real, rot, pos, owner, r)
+    dist = contact_real[r, CCYL] + radius - depth
+    # the material velocity of the centre
+    vcx, vcy, vcz = _velocity(pos, omega, vel, body, cx, cy, cz)
+    ox = pos[body, 0]
+    oy = pos[body, 1]
+    oz = pos[body, 2]
+    lx = qx - ox  # the lever arm, ground axes
+    ly = qy - oy
+    lz = qz - oz
+    for col in range(12):
+        # the perturbation in ground axes: a velocity twist (col < 6) or a displacement (col >= 6), (ang; lin)
+        k = col % 6
+        ex = rot[body, 0, k % 3]
+        ey = rot[body, 1, k % 3]
+        ez = rot[body, 2, k % 3]
+        tw_x = tw_y = tw_z = 0.0  # the turn
+        tv_x = tv_y = tv_z = 0.0  # the origin's move (or velocity)
+        if k < 3:
+            tw_x, tw_y, tw_z = ex, ey, ez
+        else:
+            tv_x, tv_y, tv_z = ex, ey, ez
+        dn_x = dn_y = dn_z = 0.0
+        dxi_x = dxi_y = dxi_z = 0.0
+        dl_x = dl_y = dl_z = 0.0
+        if col < 6:  # the contact point's velocity changes by the twist's, its geometry stays
+            cr_x, cr_y, cr_z = _cross(tw_x, tw_y, tw_z, lx, ly, lz)
+            dv_x = tv_x + cr_x
+            dv_y = tv_y + cr_y
+            dv_z = tv_z + cr_z
+            d_depth = 0.0
+        else:
+            cr_x, cr_y, cr_z = _cross(tw_x, tw_y, tw_z, cx - ox, cy - oy, cz - oz)
+            dc_x = tv_x + cr_x  # the centre's move
+            dc_y = tv_y + cr_y
+            dc_z = tv_z + cr_z
+            d_depth = -(nx * dc_x + ny * dc_y + nz * dc_z)
+            if not plane:  # the normal turns with the centre about the cylinder's axis
+                along = dc_x * ax + dc_y * ay + dc_z * az
+                px_, py_, pz_ = dc_x - along * ax, dc_y - along * ay, dc_z - along * az
+                radial = px_ * nx + py_ * ny + pz_ * nz
+                dn_x = (px_ - radial * nx) / dist
+                dn_y = (py_ - radial * ny) / dist
+                dn_z = (pz_ - radial * nz) / dist
+            dq_x = dc_x - radius * dn_x
+            dq_y = dc_y - radius * dn_y
+            dq_z = dc_z - radius * dn_z
+            dl_x = dq_x - tv_x
+            dl_y = dq_y - tv_y
+            dl_z = dq_z - tv_z
+            # the relative velocity at q: the centre's (material: turned with the body) plus omega x (q - c)
+            a1, a2, a3 = _cross(tw_x, tw_y, tw_z, vcx, vcy, vcz)
+            w1, w2, w3 = _cross(tw_x, tw_y, tw_z, omega[body, 0], omega[body, 1], omega[body, 2])
+            b1, b2, b3 = _cross(w1, w2, w3, nx, ny, nz)
+            c1, c2, c3 = _cross(omega[body, 0], omega[body, 1], omega[body, 2], dn_x, dn_y, dn_z)
+            dv_x = a1 - radius * (b1 + c1)
+            dv_y = a2 - radius * (b2 + c2)
+            dv_z = a3 - radius * (b3 + c3)
+            if owner >= 0:  # the surface's material velocity at the moved contact point (its owner held)
+                o1, o2, o3 = _cross(omega[owner, 0], omega[owner, 1], omega[owner, 2], dq_x, dq_y, dq_z)
+                dv_x -= o1
+                dv_y -= o2
+                dv_z -= o3
+            if active:
+                if plane:
+                    u1, u2, u3 = _cross(tw_x, tw_y, tw_z, u[0], u[1], u[2])  # the anchor turns about c
+                    du[0] = u1
+                    du[1] = u2
+                    du[2] = u3
+                    if sphere:
+                        s1, s2, s3 = _arc_change(u, n, radius, du)
+                    else:
+                        s1, s2, s3 = _tangential(u1, u2, u3, nx, ny, nz)
+                    t1, t2, t3 = _tangential(dc_x, dc_y, dc_z, nx, ny, nz)  # the surface's anchor, held
+                    dxi_x = s1 + t1
+                    dxi_y = s2 + t2
+                    dxi_z = s3 + t3
+                else:  # the material point at q moved, tangentially
+                    m1, m2, m3 = _cross(tw_x, tw_y, tw_z, lx, ly, lz)
+                    dxi_x, dxi_y, dxi_z = _tangential(tv_x + m1, tv_y + m2, tv_z + m3, nx, ny, nz)
+        d_rate = -(dn_x * vx + dn_y * vy + dn_z * vz + nx * dv_x + ny * dv_y + nz * dv_z)
+        d_fn = kn * d_depth + cn * d_rate
+        vn = nx * vx + ny * vy + nz * vz
+        dvn = dn_x * vx + dn_y * vy + dn_z * vz + nx * dv_x + ny * dv_y + nz * dv_z
+        # d v_t = dv - dvn n - vn dn, d f = -k_t d xi - c_t d v_t
+        df_x = -kt * dxi_x - ct * (dv_x - dvn * nx - vn * dn_x)
+        df_y = -kt * dxi_y - ct * (dv_y - dvn * ny - vn * dn_y)
+        df_z = -kt * dxi_z - ct * (dv_z - dvn * nz - vn * dn_z)
+        if slip:  # F_t = mu F_n f / |f|
+            along = (fx * df_x + fy * df_y + fz * df_z) / norm
+            g = contact_real[r, CMU] * d_fn / norm
+            h = limit / norm
+            df_x = g * fx + h * (df_x - along * fx / norm)
+            df_y = g * fy + h * (df_y - along * fy / norm)
+            df_z = g * fz + h * (df_z - along * fz / norm)
+        dF_x = d_fn * nx + fn * dn_x + df_x
+        dF_y = d_fn * ny + fn * dn_y + df_y
+        dF_z = d_fn * nz + fn * dn_z + df_z
+        # d W (ground axes) = (dl x F + l x dF; dF), then to body axes: d(R^T w) = R^T (dw - turn x w)
+        m1, m2, m3 = _cross(dl_x, dl_y, dl_z, force_x, force_y, force_z)
+        m4, m5, m6 = _cross(lx, ly, lz, dF_x, dF_y, dF_z)
+        dm_x = m1 + m4
+        dm_y = m2 + m5
+        dm_z = m3 + m6
+        if col >= 6:
+            mx, my, mz = _cross(lx, ly, lz, force_x, force_y, force_z)
+            t1, t2, t3 = _cross(tw_x, tw_y, tw_z, mx, my, mz)
+            dm_x -= t1
+            dm_y -= t2
+            dm_z -= t3
+            t1, t2, t3 = _cross(tw_x, tw_y, tw_z, force_x, force_y, force_z)
+            dF_x -= t1
+            dF_y -= t2
+            dF_z -= t3
+        for a in range(3):
+            blocks[body, a, first + col] -= rot[body, 0, a] * dm_x + rot[body, 1, a] * dm_y + rot[body, 2, a] * dm_z
+            blocks[body, 3 + a, first + col] -= (rot[body, 0, a] * dF_x + rot[body, 1, a] * dF_y
+                                                 + rot[body, 2, a] * dF_z)
+    return True
+
+
+@njit
+def contact_newton_blocks(body_int, contact_int, contact_real, rot, pos, omega, vel, state, offset, blocks,
+                          linear):
+    """The contacts' part of an implicit step's Newton matrix, per body: blocks (nbodies, 6, 24), [:, :, :12] =
+    [C_b | K_b] on each body's twist (omega; v) in body axes (``tree``'s spatial vectors), zeroed first, summed over
+    the rows touching a surface of the ground at the poses ``contact_forces`` takes (the rows' state of ``state``
+    held, as over a step). Returns the number of rows added.
 
     C_b = -d W_b / d V_b and K_b = -d W_b / d eps_b: the derivatives of the body's contact wrench W_b (body
     coordinates about its origin, as ``contact_forces`` adds it) by its velocity twist V_b and by a displacement
@@ -417,177 +589,115 @@ def contact_newton_blocks(contact_int, contact_real, rot, pos, omega, vel, state
     the clipped force mu F_n f / |f| (unsymmetric), and the geometric terms: the lever arm's change, the body axes'
     turn, the velocity of the contact point moved. On a cylinder the normal's turn with the shape's centre is in,
     while the stretch changes as the material point's tangential displacement and a capsule's nearest point is
-    held on the segment (lagged: their remainder). Rows whose surface a body carries couple two bodies: lagged.
+    held on the segment (lagged: their remainder). A row whose shape's body is the child of its surface's owner
+    moves with the child's joint alone, its forces cancelling on the parent's subtree: its [C | K] on the child's
+    twist with the parent held (the surface's pose and velocity the parent's; the surface's material velocity at
+    the moved contact point in) goes to blocks[child, :, 12:24], which the factorisations take on the child's joint
+    alone (``implicit.effective_factor``, ``newton.newton_factor``); one whose surface the child carries, the
+    parent's shape on it, likewise, from its block on the parent's twist (``_to_surface_owner``). Rows between
+    bodies not joined as parent and child: lagged.
     linear (nrows, 4) (``slip_reversals``), or (0, 4): a row with linear[r, 0] != 0 takes the derivatives of its
     unclipped law (its stick block) while it slides."""
     for i in range(blocks.shape[0]):
         for a in range(6):
-            for b in range(12):
+            for b in range(blocks.shape[2]):
                 blocks[i, a, b] = 0.0
     added = 0
     u = np.empty(3)
     n = np.empty(3)
     du = np.empty(3)
+    # a parent's row on its child's surface: its block on the parent's twist first, then moved to the child's
+    onto_child = 0
     for r in range(contact_int.shape[0]):
-        if contact_int[r, COWNER] >= 0:
-            continue
-        touching, gap, nx, ny, nz, qx, qy, qz, vx, vy, vz = _geometry(contact_int, contact_real, rot, pos, omega,
-                                                                      vel, r)
-        if not touching:
-            continue
+        owner = contact_int[r, COWNER]
+        if owner >= 0 and body_int[owner, PARENT] == contact_int[r, CBODY]:
+            onto_child += 1
+    shape_block = np.zeros((blocks.shape[0] if onto_child > 0 else 0, 6, 24))
+    wrench = np.zeros((blocks.shape[0] if onto_child > 0 else 0, 6))
+    for r in range(contact_int.shape[0]):
+        owner = contact_int[r, COWNER]
         body = contact_int[r, CBODY]
-        base = offset + N_CSTATE * r
-        plane = contact_int[r, CSURFACE] == SURFACE_PLANE
-        radius = contact_real[r, CRAD]
-        depth, rate, vtx, vty, vtz, active, v_in, fn, elastic, fx, fy, fz, norm, limit = _row_law(
-            contact_int, contact_real, rot, pos, state, base, r, gap, nx, ny, nz, qx, qy, qz, vx, vy, vz)
-        kn = 0.0
-        cn = 0.0
-        if fn > 0.0:
-            kn = contact_real[r, CEXP] * fn / depth
-            if active or rate < contact_real[r, CVMIN]:
-                cn = elastic * contact_real[r, CDAMP] / v_in
-        kt = contact_real[r, CKT]
-        ct = contact_real[r, CCT]
-        # a row taken on its unclipped law at this iterate (``slip_reversals``) has its stick spring and damper's
-        # derivatives, and its unclipped force in the geometric terms
-        slip = norm > limit and not (linear.shape[0] > 0 and linear[r, 0] != 0.0)
-        ftx, fty, ftz = fx, fy, fz
-        if slip:
-            ftx = fx / norm * limit
-            fty = fy / norm * limit
-            ftz = fz / norm * limit
-        force_x = fn * nx + ftx
-        force_y = fn * ny + fty
-        force_z = fn * nz + ftz
-        # the shape's centre (a capsule's point nearest the cylinder's axis), the anchor less the centre, the
-        # cylinder's axis and the centre's distance from it
-        cx = qx + radius * nx
-        cy = qy + radius * ny
-        cz = qz + radius * nz
-        bx, by, bz = _to_ground(rot, pos, body, state[base + CS_BODY], state[base + CS_BODY + 1],
-                                state[base + CS_BODY + 2])
-        u[0] = bx - cx
-        u[1] = by - cy
-        u[2] = bz - cz
-        n[0] = nx
-        n[1] = ny
-        n[2] = nz
-        sphere = contact_int[r, CSHAPE] != SHAPE_SEGMENT and radius > 0.0
-        _, _, _, ax, ay, az = _axis(contact_real, rot, pos, -1, r)
-        dist = contact_real[r, CCYL] + radius - depth
-        # the material velocity of the centre
-        vcx, vcy, vcz = _velocity(pos, omega, vel, body, cx, cy, cz)
-        ox = pos[body, 0]
-        oy = pos[body, 1]
-        oz = pos[body, 2]
-        lx = qx - ox  # the lever arm, ground axes
-        ly = qy - oy
-        lz = qz - oz
-        for col in range(12):
-            # the perturbation in ground axes: a velocity twist (col < 6) or a displacement (col >= 6), (ang; lin)
-            k = col % 6
-            ex = rot[body, 0, k % 3]
-            ey = rot[body, 1, k % 3]
-            ez = rot[body, 2, k % 3]
-            tw_x = tw_y = tw_z = 0.0  # the turn
-            tv_x = tv_y = tv_z = 0.0  # the origin's move (or velocity)
-            if k < 3:
-                tw_x, tw_y, tw_z = ex, ey, ez
-            else:
-                tv_x, tv_y, tv_z = ex, ey, ez
-            dn_x = dn_y = dn_z = 0.0
-            dxi_x = dxi_y = dxi_z = 0.0
-            dl_x = dl_y = dl_z = 0.0
-            if col < 6:  # the contact point's velocity changes by the twist's, its geometry stays
-                cr_x, cr_y, cr_z = _cross(tw_x, tw_y, tw_z, lx, ly, lz)
-                dv_x = tv_x + cr_x
-                dv_y = tv_y + cr_y
-                dv_z = tv_z + cr_z
-                d_depth = 0.0
-            else:
-                cr_x, cr_y, cr_z = _cross(tw_x, tw_y, tw_z, cx - ox, cy - oy, cz - oz)
-                dc_x = tv_x + cr_x  # the centre's move
-                dc_y = tv_y + cr_y
-                dc_z = tv_z + cr_z
-                d_depth = -(nx * dc_x + ny * dc_y + nz * dc_z)
-                if not plane:  # the normal turns with the centre about the cylinder's axis
-                    along = dc_x * ax + dc_y * ay + dc_z * az
-                    px_, py_, pz_ = dc_x - along * ax, dc_y - along * ay, dc_z - along * az
-                    radial = px_ * nx + py_ * ny + pz_ * nz
-                    dn_x = (px_ - radial * nx) / dist
-                    dn_y = (py_ - radial * ny) / dist
-                    dn_z = (pz_ - radial * nz) / dist
-                dq_x = dc_x - radius * dn_x
-                dq_y = dc_y - radius * dn_y
-                dq_z = dc_z - radius * dn_z
-                dl_x = dq_x - tv_x
-                dl_y = dq_y - tv_y
-                dl_z = dq_z - tv_z
-                # the relative velocity at q: the centre's (material: turned with the body) plus omega x (q - c)
-                a1, a2, a3 = _cross(tw_x, tw_y, tw_z, vcx, vcy, vcz)
-                w1, w2, w3 = _cross(tw_x, tw_y, tw_z, omega[body, 0], omega[body, 1], omega[body, 2])
-                b1, b2, b3 = _cross(w1, w2, w3, nx, ny, nz)
-                c1, c2, c3 = _cross(omega[body, 0], omega[body, 1], omega[body, 2], dn_x, dn_y, dn_z)
-                dv_x = a1 - radius * (b1 + c1)
-                dv_y = a2 - radius * (b2 + c2)
-                dv_z = a3 - radius * (b3 + c3)
-                if active:
-                    if plane:
-                        u1, u2, u3 = _cross(tw_x, tw_y, tw_z, u[0], u[1], u[2])  # the anchor turns about c
-                        du[0] = u1
-                        du[1] = u2
-                        du[2] = u3
-                        if sphere:
-                            s1, s2, s3 = _arc_change(u, n, radius, du)
-                        else:
-                            s1, s2, s3 = _tangential(u1, u2, u3, nx, ny, nz)
-                        t1, t2, t3 = _tangential(dc_x, dc_y, dc_z, nx, ny, nz)  # the surface's anchor, held
-                        dxi_x = s1 + t1
-                        dxi_y = s2 + t2
-                        dxi_z = s3 + t3
-                    else:  # the material point at q moved, tangentially
-                        m1, m2, m3 = _cross(tw_x, tw_y, tw_z, lx, ly, lz)
-                        dxi_x, dxi_y, dxi_z = _tangential(tv_x + m1, tv_y + m2, tv_z + m3, nx, ny, nz)
-            d_rate = -(dn_x * vx + dn_y * vy + dn_z * vz + nx * dv_x + ny * dv_y + nz * dv_z)
-            d_fn = kn * d_depth + cn * d_rate
-            vn = nx * vx + ny * vy + nz * vz
-            dvn = dn_x * vx + dn_y * vy + dn_z * vz + nx * dv_x + ny * dv_y + nz * dv_z
-            # d v_t = dv - dvn n - vn dn, d f = -k_t d xi - c_t d v_t
-            df_x = -kt * dxi_x - ct * (dv_x - dvn * nx - vn * dn_x)
-            df_y = -kt * dxi_y - ct * (dv_y - dvn * ny - vn * dn_y)
-            df_z = -kt * dxi_z - ct * (dv_z - dvn * nz - vn * dn_z)
-            if slip:  # F_t = mu F_n f / |f|
-                along = (fx * df_x + fy * df_y + fz * df_z) / norm
-                g = contact_real[r, CMU] * d_fn / norm
-                h = limit / norm
-                df_x = g * fx + h * (df_x - along * fx / norm)
-                df_y = g * fy + h * (df_y - along * fy / norm)
-                df_z = g * fz + h * (df_z - along * fz / norm)
-            dF_x = d_fn * nx + fn * dn_x + df_x
-            dF_y = d_fn * ny + fn * dn_y + df_y
-            dF_z = d_fn * nz + fn * dn_z + df_z
-            # d W (ground axes) = (dl x F + l x dF; dF), then to body axes: d(R^T w) = R^T (dw - turn x w)
-            m1, m2, m3 = _cross(dl_x, dl_y, dl_z, force_x, force_y, force_z)
-            m4, m5, m6 = _cross(lx, ly, lz, dF_x, dF_y, dF_z)
-            dm_x = m1 + m4
-            dm_y = m2 + m5
-            dm_z = m3 + m6
-            if col >= 6:
-                mx, my, mz = _cross(lx, ly, lz, force_x, force_y, force_z)
-                t1, t2, t3 = _cross(tw_x, tw_y, tw_z, mx, my, mz)
-                dm_x -= t1
-                dm_y -= t2
-                dm_z -= t3
-                t1, t2, t3 = _cross(tw_x, tw_y, tw_z, force_x, force_y, force_z)
-                dF_x -= t1
-                dF_y -= t2
-                dF_z -= t3
-            for a in range(3):
-                blocks[body, a, col] -= rot[body, 0, a] * dm_x + rot[body, 1, a] * dm_y + rot[body, 2, a] * dm_z
-                blocks[body, 3 + a, col] -= rot[body, 0, a] * dF_x + rot[body, 1, a] * dF_y + rot[body, 2, a] * dF_z
-        added += 1
+        first = 0
+        if owner >= 0:
+            if body_int[owner, PARENT] == body:  # the parent's shape on its child's surface
+                for a in range(6):
+                    for b in range(12):
+                        shape_block[body, a, b] = 0.0
+                if _row_block(contact_int, contact_real, rot, pos, omega, vel, state, offset, r, linear, shape_block,
+                              0, u, n, du):
+                    _to_surface_owner(contact_int, contact_real, rot, pos, omega, vel, state, offset, r, shape_block,
+                                      wrench, blocks)
+                    added += 1
+                continue
+            if body_int[body, PARENT] != owner:
+                continue  # bodies not joined as parent and child: lagged
+            first = 12  # the child's shape on its parent's surface: the child's joint block
+        if _row_block(contact_int, contact_real, rot, pos, omega, vel, state, offset, r, linear, blocks, first, u, n,
+                      du):
+            added += 1
     return added
+
+
+@njit
+def _to_surface_owner(contact_int, contact_real, rot, pos, omega, vel, state, offset, r, shape_block, wrench,
+                      blocks):
+    """blocks[b, :, 12:24] += the [C | K] of row r on the twist of its surface's owner b, its shape's body a held,
+    from the row's [C_a | K_a] on a's twist with b held (shape_block[a, :, :12], ``_row_block``). The law sees the
+    two bodies' relative motion alone: b turned and moved by eps (its body axes) is a moved by -A eps, A = Ad of
+    b's frame in a's (twists in b's axes about its origin to a's), and b's velocity twist changed by d is a's by
+    -A d; b's wrench is -A^T W_a, whose transform turns with b: C_b = A^T C_a A, K_b = A^T K_a A + the turn's
+    term, -dW_b = (eps x* W_b) = [[-[n_b]x, -[f_b]x], [-[f_b]x, 0]] eps, W_b = (n_b; f_b). wrench (nbodies, 6)
+    scratch."""
+    a = contact_int[r, CBODY]
+    b = contact_int[r, COWNER]
+    adj = np.zeros((6, 6))  # A: (omega; v) in b's axes about b's origin to a's axes about a's origin
+    for i in range(3):
+        for j in range(3):
+            value = rot[a, 0, i] * rot[b, 0, j] + rot[a, 1, i] * rot[b, 1, j] + rot[a, 2, i] * rot[b, 2, j]
+            adj[i, j] = value
+            adj[3 + i, 3 + j] = value
+    # b's origin in a's axes about a's origin: p; the lower left block [p]x R_ab
+    px, py, pz = _to_body(rot, pos, a, pos[b, 0], pos[b, 1], pos[b, 2])
+    for j in range(3):
+        adj[3, j] = py * adj[2, j] - pz * adj[1, j]
+        adj[4, j] = pz * adj[0, j] - px * adj[2, j]
+        adj[5, j] = px * adj[1, j] - py * adj[0, j]
+    for half in range(2):
+        for i in range(6):
+            for j in range(6):
+                acc = 0.0
+                for k in range(6):
+                    for m in range(6):
+                        acc += adj[k, i] * shape_block[a, k, 6 * half + m] * adj[m, j]
+                blocks[b, i, 12 + 6 * half + j] += acc
+    # b's wrench from the row, its axes about its origin: the force on the shape, reversed, at the contact point
+    for i in range(6):
+        wrench[b, i] = 0.0
+    touching, gap, nx, ny, nz, qx, qy, qz, vx, vy, vz = _geometry(contact_int, contact_real, rot, pos, omega, vel, r)
+    base = offset + N_CSTATE * r
+    _, _, _, _, _, _, _, fn, _, fx, fy, fz, norm, limit = _row_law(contact_int, contact_real, rot, pos, state, base, r,
+                                                                gap, nx, ny, nz, qx, qy, qz, vx, vy, vz)
+    fx = coulomb_clip(fx, norm, limit)
+    fy = coulomb_clip(fy, norm, limit)
+    fz = coulomb_clip(fz, norm, limit)
+    lx, ly, lz = _to_body(rot, pos, b, qx, qy, qz)
+    _add_force(rot, wrench, b, lx, ly, lz, -(fn * nx + fx), -(fn * ny + fy), -(fn * nz + fz), False)
+    n0, n1, n2, f0, f1, f2 = wrench[b, 0], wrench[b, 1], wrench[b, 2], wrench[b, 3], wrench[b, 4], wrench[b, 5]
+    # K_b += [[-[n]x, -[f]x], [-[f]x, 0]] ([x]x the cross-product matrix)
+    _add_cross(blocks, b, 0, 0, n0, n1, n2)
+    _add_cross(blocks, b, 0, 3, f0, f1, f2)
+    _add_cross(blocks, b, 3, 0, f0, f1, f2)
+
+
+@njit
+def _add_cross(blocks, b, row, col, x, y, z):
+    """blocks[b, row:row + 3, 18 + col:18 + col + 3] -= [(x, y, z)]x, the cross-product matrix."""
+    blocks[b, row, 18 + col + 1] += z
+    blocks[b, row, 18 + col + 2] -= y
+    blocks[b, row + 1, 18 + col] -= z
+    blocks[b, row + 1, 18 + col + 2] += x
+    blocks[b, row + 2, 18 + col] += y
+    blocks[b, row + 2, 18 + col + 1] -= x
 
 
 @njit

@@ -165,6 +165,23 @@ def _add_contact_block(ws, i, blocks, c_stiff, c_damp):
 
 
 @njit
+def _add_joint_block(blocks, i, S, nvj, c_stiff, c_damp, tmp):
+    """D_i (tmp[36:72], stride 6) += the symmetric part of S_i^T (c_stiff K + c_damp C) S_i, [C | K] =
+    blocks[i, :, 12:24]: the contacts between body i and its parent, which move with its joint alone (their forces
+    cancel on the parent's subtree: nothing else changes). Their pivot scales (tmp[72:78]) gain its diagonal."""
+    for a in range(nvj):
+        for b in range(nvj):
+            acc = 0.0
+            for r in range(6):
+                for c in range(6):
+                    e = c_damp * (blocks[i, r, 12 + c] + blocks[i, c, 12 + r]) + c_stiff * (
+                        blocks[i, r, 18 + c] + blocks[i, c, 18 + r])
+                    acc += S[i, a, r] * e * S[i, b, c]
+            tmp[36 + 6 * a + b] += 0.5 * acc
+        tmp[72 + a] += abs(tmp[36 + 7 * a])
+
+
+@njit
 def effective_factor(body_int, body_real, gravity, q, zeros, ws, S, tmp, c_stiff, j_diag, UD, dinv, rot, fsub, kw,
                      blocks, c_damp, driven):
     """Factor S = M(q) + c_stiff K_gravity + diag(j_diag) by the articulated-body elimination, tip to base, O(N);
@@ -180,9 +197,11 @@ def effective_factor(body_int, body_real, gravity, q, zeros, ws, S, tmp, c_stiff
     scratch (the layout of ``spatial.forward_dynamics``). STATUS_SINGULAR | (body << 4) for a D_i that is not
     positive definite (a Cholesky pivot below SINGULAR_RTOL of its scale).
 
-    blocks (nbodies, 6, 12): the contacts' [C_b | K_b] (``contact.contact_newton_blocks``), or no rows; each body's
+    blocks (nbodies, 6, 24): the contacts' [C_b | K_b] (``contact.contact_newton_blocks``), or no rows; each body's
     inertia gains the symmetric part of c_stiff K_b + c_damp C_b (the factorisation is symmetric: the slip's and
-    the geometric terms' unsymmetric parts are left to the exact matrix, ``newton.newton_factor``).
+    the geometric terms' unsymmetric parts are left to the exact matrix, ``newton.newton_factor``), and each joint's
+    D_i that of S_i^T (c_stiff K + c_damp C) S_i, [C | K] = blocks[i, :, 12:24] of the contacts between body i and
+    its parent (``_add_joint_block``).
 
     driven (nbodies,) uint8, or (0,): nonzero for a driven joint (``rm.simulate``'s drivers), locked: its velocities
     are no unknowns (D^-1 = 0, so ``effective_apply`` gives them x = 0 and the parent the whole I^A: the factors of
@@ -224,6 +243,8 @@ def effective_factor(body_int, body_real, gravity, q, zeros, ws, S, tmp, c_stiff
                     acc += S[i, row, r] * tmp[6 * col + r]
                 tmp[36 + 6 * row + col] = acc
             tmp[36 + 7 * col] += j_diag[kv + col]
+        if blocks.shape[0] > 0:  # the contacts between the body and its parent: on its own joint alone
+            _add_joint_block(blocks, i, S, nvj, c_stiff, c_damp, tmp)
         if driven.shape[0] > 0 and driven[i] != 0:  # locked: D^-1 = 0, hence U D^-1 = 0 and I^a = I^A
             for col in range(nvj):
                 for r in range(nvj):
@@ -532,7 +553,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     xfull = np.zeros(nv)
     # the contacts' blocks of the Newton matrix (``contact.contact_newton_blocks``), at each factorisation
     with_contacts = system.contacts[0].shape[0] > 0
-    blocks = np.zeros((nb if with_contacts else 0, 6, 12))
+    blocks = np.zeros((nb if with_contacts else 0, 6, 24))
     # the rows taken on their unclipped law at the iterate, their slip reversed (``contact.slip_reversals``)
     linear = np.zeros((system.contacts[0].shape[0], 4))
     # the state, its rates (q', v') at the step's ends for the dense output, the work rates, an output row

@@ -528,10 +528,12 @@ def newton_factor(body_int, body_real, gravity, q, v, q_rates, delta, c_stiff, c
     With c_stiff = c_damp = 0 the factors are those of M + diag(j_diag). ws (nbodies, W_SPATIAL),
     S (nbodies, max_nv, 6), tmp (``tree.TMP_SIZE``), work (nv,), scr (SCRATCH_SIZE) scratch; fac (nbodies,
     ``factor_width(max_nv)``) receives the factors (``newton_apply``), ws keeps the transforms they need.
-    blocks (nbodies, 6, 12): the contacts' [C_b | K_b] on each body's twist (``contact.contact_newton_blocks``), or
+    blocks (nbodies, 6, 24): the contacts' [C_b | K_b] on each body's twist (``contact.contact_newton_blocks``), or
     no rows: C_b joins the body's response to its velocity change (exact), c_stiff K_b its response to its
     acceleration change, whose leading part is the body's twist per unit dy that its displacement is c_stiff times
-    (the tangent map's and the velocity products' share of the displacement lagged).
+    (the tangent map's and the velocity products' share of the displacement lagged). blocks[:, :, 12:24], the
+    [C | K] of the contacts between a body and its parent, act on the joint's own part Z dy of the body's (dv, da)
+    alone (the motion relative to the parent), likewise: S^T (C Z_v + c_stiff K Z_a) joins the joint's D.
     driven (nbodies,) uint8, or (0,): nonzero for a driven joint, locked (D^-1 = 0: ``newton_apply`` gives its
     velocities x = 0, its columns U_r D^-1 and D^-1 U_l^T vanish and its parent gets the whole Lambda).
     """
@@ -649,6 +651,19 @@ def newton_factor(body_int, body_real, gravity, q, v, q_rates, delta, c_stiff, c
                     acc += scr[_UL + 12 * a + c] * row[o_z + 12 * b + c]
                 scr[_D + 6 * a + b] = acc
             scr[_D + 7 * b] += j_diag[kv + b]
+        if blocks.shape[0] > 0:
+            # the contacts between the body and its parent move with its joint alone: their response to the
+            # joint's own part Z dy of the body's (dv, da), C on dv and c_stiff K on da, joins D alone
+            for a in range(nvj):
+                for b in range(nvj):
+                    acc = 0.0
+                    for r in range(6):
+                        w = 0.0
+                        for c in range(6):
+                            w += (blocks[i, r, 12 + c] * row[o_z + 12 * b + c]
+                                  + c_stiff * blocks[i, r, 18 + c] * row[o_z + 12 * b + 6 + c])
+                        acc += S[i, a, r] * w
+                    scr[_D + 6 * a + b] += acc
         if driven.shape[0] > 0 and driven[i] != 0:  # a driven joint: no unknown of the step
             for a in range(nvj):
                 for b in range(nvj):

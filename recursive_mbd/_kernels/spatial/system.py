@@ -389,7 +389,7 @@ def contact_slip_reversals(system, y, linear, residual):
 
 @njit
 def contact_blocks(system, q, v, y, blocks, linear):
-    """The contacts' blocks (nbodies, 6, 12) of an implicit step's Newton matrix at (q, v) with the rows' state of y
+    """The contacts' blocks (nbodies, 6, 24) of an implicit step's Newton matrix at (q, v) with the rows' state of y
     (``contact.contact_newton_blocks``; linear (nrows, 4) or (0, 4): the rows ``contact_slip_reversals`` marked take
     their unclipped law); returns the status. Leaves blocks alone without contacts (no rows)."""
     if blocks.shape[0] == 0:
@@ -399,8 +399,8 @@ def contact_blocks(system, q, v, y, blocks, linear):
     status = poses(system.body_int, system.body_real, q, v, ews, eS, etmp, rot, pos, omega, vel, True)
     if status != STATUS_OK:
         return status
-    contact_newton_blocks(contacts[0], contacts[1], rot, pos, omega, vel, y, state_size(system) + 2, blocks,
-                          linear)
+    contact_newton_blocks(system.body_int, contacts[0], contacts[1], rot, pos, omega, vel, y, state_size(system) + 2,
+                          blocks, linear)
     return STATUS_OK
 
 
