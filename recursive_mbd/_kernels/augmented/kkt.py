@@ -23,10 +23,12 @@ With s > 0 the Schur complement of K onto the loop rows is s I - S_E; by Sylvest
 (number of eigenvalues of S_E above s) negative pivots (mt tree rows). ``loop_solve`` takes S_E as surely regular
 when all k are above s = max(REGULAR_ZONE_MARGIN zone, REGULAR_RCOND_MARGIN rcond scale / top) top with top a
 Gershgorin bound of the largest eigenvalue of E M^-1 E^T (>= that of S_E, since H's projected inverse mass is at
-most M^-1): then the tree solver's own test (``loops.regular_factor``, its Rayleigh quotient above the same
-threshold of a smaller bound) also finds S_E regular, and both solve the same regular system. Elsewhere (a change
-point near, a redundant row, a body without inertia) it returns False and the caller takes the tree solver's path
-with its rank decisions.
+most M^-1), so that no eigenvalue of S_E lies at or below zone times its largest, as the tree solver's flag says
+where its own test passes (``loops.regular_factor``: a Rayleigh quotient above the same threshold of S_E's largest
+absolute row sum). The two tests use different bounds of the largest eigenvalue and may part near the threshold;
+on the ladders, rows and random trees with loops of the tests they agree state by state. Where the test passes
+both paths solve the same regular system. Elsewhere (a change point near, a redundant row, a body without
+inertia) it returns False and the caller takes the tree solver's path with its rank decisions.
 
 The numeric factorisation is the up-looking LDL^T of T. A. Davis, "Algorithm 849: a concise sparse Cholesky
 factorization package" (ACM TOMS 31, 2005): row k of L from the elimination tree, O(|L|) flops and no allocation.
