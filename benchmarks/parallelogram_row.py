@@ -1,9 +1,10 @@
-"""Rows of parallelograms through their change points: cost per simulated second against the row's length, energy
-and crank-rate split, both formulations and the implicit methods.
+"""Rows of parallelograms through their change points, and ladders: cost per simulated second against the size,
+energy and crank-rate split, both formulations and the implicit methods.
 
-    python3 benchmarks/parallelogram_row.py [--n 5 10 20 40 80] [--t-end 20] [--routes recursive augmented]
-                                             [--methods dopri5 dop853] [--tols 1e-8 1e-10]
-                                             [--implicit generalized_alpha bdf] [--max-wall 300]
+    python3 benchmarks/parallelogram_row.py [--model row|ladder] [--n 5 10 20 40 80] [--t-end 20]
+                                             [--routes recursive augmented] [--methods dopri5 dop853]
+                                             [--tols 1e-8 1e-10] [--implicit generalized_alpha bdf]
+                                             [--max-wall 300] [--profile]
 
 A row of n parallelograms (tests/test_singular.py: n + 1 cranks of 1 m, 1 kg hinged 1 m apart, n couplers, cranks
 vertical at t = 0, tips at 1 m/s, gravity 9.81 m/s^2) simulated with projection onto the loops. The exact motion
@@ -18,8 +19,17 @@ cost's growth through the change-point zone, where an evaluation took O(n^3) eig
 implicit methods (generalized_alpha at dt = 1e-3, bdf at the same tolerance, recursive route) run the same rows;
 where they stop at a change point the table shows where. A run over --max-wall seconds of wall time stops and is
 reported with the simulated time it reached. Writes benchmarks/results/NAME.json (--name, default
-parallelogram_row) and a log-log plot of the cost per simulated second against n, NAME.png (matplotlib, Agg;
-skipped without it).
+parallelogram_row, or ladder) and a log-log plot of the cost per simulated second against n, NAME.png
+(matplotlib, Agg; skipped without it).
+
+``--model ladder``: a ladder of n rungs (tests/test_loop_structure.py: two chains of n rods, 1 m and 1 kg each,
+hanging from the ground 1 m apart, joined at every link's tip by a rung of 1 m, 1 kg; n loops, every one reaching
+both chains from the ground), released from rest with both chains turned 0.5 rad and the rungs level (closed
+exactly); the split column is then the largest constraint residual max |phi| over the samples [m], and the 1e-6
+check is on the energy alone. ``--profile``: where one evaluation's time goes at the initial state, per n and
+route (the compiled kernels of the loop layer timed one by one, median of repeats): the loop rows and their
+Jacobian, the responses M^-1 J^T (recursive) or the Schur complement's tree solves (augmented), J M^-1 J^T, its
+factorisation and solve, the augmented route's sparse KKT factorisation, and the whole right-hand side.
 
 The projection's iterations are not counted: they happen inside the compiled time loop, which reports steps,
 rejections and evaluations only.
@@ -37,17 +47,34 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import RESULTS, print_table, write_json
+from _common import RESULTS, median_time, print_table, write_json
 
 import recursive_mbd as rm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from test_singular import parallelograms  # noqa: E402  (the model of the tests, one definition)
+from test_loop_structure import ladder  # noqa: E402
+from test_singular import parallelograms  # noqa: E402  (the models of the tests, one definition)
+
+LADDER_TURN = 0.5  # rad: both chains turned, the rungs level (a closed state)
 
 
-def measure(n, route, method, tol, t_end, max_wall):
+def build(kind, n):
+    """(model, q0, qd0, cranks): the row of n parallelograms (cranks: the cranks' coordinates) or the ladder of n
+    rungs released from rest, turned LADDER_TURN (cranks None)."""
+    if kind == "row":
+        model, q0, qd0 = parallelograms(n)
+        return model, q0, qd0, slice(0, n + 1)
+    model, q0 = ladder(n)
+    q0 = q0.copy()
+    q0[0] += LADDER_TURN  # the first link of each chain; the rungs' relative angles keep them level
+    q0[n] += LADDER_TURN
+    q0[2 * n :] -= LADDER_TURN
+    return model, q0, np.zeros(model.nq), None
+
+
+def measure(n, route, method, tol, t_end, max_wall, kind="row"):
     """One run: a dict of the figures (or the error that stopped it, with the simulated time reached)."""
-    model, q0, qd0 = parallelograms(n)
+    model, q0, qd0, cranks = build(kind, n)
     options = {"dt": 1e-3} if method == "generalized_alpha" else {} if tol is None else {"rtol": tol, "atol": tol}
     if method in ("dopri5", "dop853"):
         options.update(formulation=route, stabilization="projection")
@@ -63,10 +90,14 @@ def measure(n, route, method, tol, t_end, max_wall):
     cpu = time.process_time() - cpu
     kinetic, potential = res.energy()
     total = kinetic + potential
-    cranks = slice(0, n + 1)
-    split = np.abs(res.qd[:, cranks] - res.qd[:, :1]).max(axis=1)
-    return {"energy_rel": float(np.abs(total / total[0] - 1.0).max()), "rate_split": float(split.max()),
-            "angle_split": float(np.abs(res.q[:, cranks] - res.q[:, :1]).max()), "steps": int(res.nsteps),
+    if cranks is None:  # a ladder: the constraint drift instead of the cranks' split
+        split = angle = float(np.abs(res.constraint_drift).max())
+    else:
+        split = float(np.abs(res.qd[:, cranks] - res.qd[:, :1]).max())
+        angle = float(np.abs(res.q[:, cranks] - res.q[:, :1]).max())
+    energy = float(np.abs(total / total[0] - 1.0).max()) if kind == "row" else float(
+        np.abs(total - total[0]).max() / np.abs(kinetic).max())
+    return {"energy_rel": energy, "rate_split": split, "angle_split": angle, "steps": int(res.nsteps),
             "rejected": int(res.nrejected), "nfev": int(res.nfev), "wall_s": wall, "cpu_s": cpu, "t_reached": t_end}
 
 
@@ -101,7 +132,7 @@ def slopes(runs):
     return lines
 
 
-def plot(runs, path):
+def plot(runs, path, kind="row"):
     """Wall time per simulated second against n, log-log, a line per route and method (finished runs)."""
     try:
         import matplotlib  # noqa: PLC0415 - optional extra
@@ -120,40 +151,136 @@ def plot(runs, path):
     sizes = sorted({r["n"] for r in runs})
     if len(sizes) > 1:
         ax.loglog(sizes, [0.01 * s for s in sizes], "k:", label="slope 1")
-    ax.set_xlabel("parallelograms in the row, n")
+    ax.set_xlabel("parallelograms in the row, n" if kind == "row" else "rungs of the ladder, n")
     ax.set_ylabel("wall time per simulated second [s]")
-    ax.set_title("rows of parallelograms through their change points")
+    ax.set_title("rows of parallelograms through their change points" if kind == "row" else "ladders")
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     return path
 
 
+def _profile_state(kind, n):
+    """(model, q, qd): the ladder's initial state, or the row's 1e-3 rad from its change point (in the zone)."""
+    if kind == "ladder":
+        model, q, qd, _ = build(kind, n)
+        return model, q, qd
+    model, _, _ = parallelograms(n)
+    theta = 1e-3
+    return model, np.r_[np.full(n + 1, theta), np.full(n, -theta)], np.r_[np.ones(n + 1), -np.ones(n)]
+
+
+def profile(kind, n):
+    """{part: median wall time of one call [us]}: one evaluation's compiled parts on each route at the profile
+    state (module docstring), each timed alone on the arrays the evaluation leaves."""
+    from recursive_mbd._kernels.augmented import kkt, tree  # noqa: PLC0415
+    from recursive_mbd._kernels.augmented import system as augmented_system  # noqa: PLC0415
+    from recursive_mbd._kernels.planar import loops as kernels  # noqa: PLC0415
+    from recursive_mbd._kernels.timeloops import integrators  # noqa: PLC0415
+    from recursive_mbd.dynamics.augmented import TimeLoop  # noqa: PLC0415
+    from recursive_mbd.dynamics.loops import loop_workspace  # noqa: PLC0415
+    from recursive_mbd.integrate.runs import RecursiveTimeLoop, _Inputs  # noqa: PLC0415
+
+    model, q, qd = _profile_state(kind, n)
+    model.compile()
+    inputs = _Inputs(model, None, None)
+    callback, key = inputs.callback()
+    times = {}
+
+    def clock(part, func):
+        times[part] = 1e6 * median_time(func, min_time=0.3, repeats=5)
+
+    # recursive route: the loop rows and J, the tree's free accelerations, the responses M^-1 J^T, J M^-1 J^T on
+    # its envelope, its Cholesky factorisation with the regularity test and solve, the whole right-hand side
+    ws, lw = loop_workspace(model)
+    m = model.nconstraints
+    pattern = lw.pattern
+    args = (model.body_int, model.body_real, model.loop_int, model.loop_real, q, qd, ws.ws, ws.com, lw.acc, lw.phi,
+            lw.phid, lw.jac, lw.gamma, lw.weights)
+    clock("rec: loop rows, J", lambda: kernels.loop_constraints(*args))
+    qdd = np.zeros(model.nq)
+    clock("rec: tree pass", lambda: kernels.forward_dynamics(
+        model.body_int, model.body_real, model.gravity, q, qd, np.zeros(model.nq), np.zeros((0, 3)), ws.no_driven,
+        ws.ws, qdd, ws.no_drive))
+    clock("rec: M^-1 J^T", lambda: kernels.loop_responses(model.body_int, model.body_real, q, lw.jac, pattern, ws.ws,
+                                                          lw.resp, ws.zeros, lw.stab[2:4]))
+    gram, first = np.empty((m, m)), np.empty(m, dtype=np.int64)
+    clock("rec: J M^-1 J^T", lambda: kernels.gram_envelope(lw.jac, lw.resp, pattern, gram, first))
+    rhs, out = np.linspace(1.0, 2.0, m), np.empty(m)
+    clock("rec: factor + solve", lambda: kernels.regular_solve_envelope(gram, first, rhs, 1e-8, out))
+    system = RecursiveTimeLoop(model, inputs).system
+    y = np.r_[q, qd, 0.0, 0.0]
+    dy = np.empty_like(y)
+    clock("rec: whole rhs", lambda: integrators.system_rhs(callback, key, system, 0.0, y, dy))
+    # augmented route: the tree factor and solve, the joints' whole blocks, the loop rows, the Schur complement's
+    # tree solves, its factorisation and solve, the sparse KKT path, the whole right-hand side either way
+    system = TimeLoop(model, inputs, stabilization="projection").system
+    z, zd = rm.augmented.absolute_from_joint(model, q, qd)
+    y = np.r_[z.ravel(), zd.ravel(), 0.0, 0.0]
+    dy = np.empty_like(y)
+    use = int(system.kkt.use[0])
+    for path in (0, 1):
+        system.kkt.use[0] = path
+        clock(f"aug: whole rhs, {'sparse KKT' if path else 'Schur'}",
+              lambda: augmented_system.system_rhs(callback, key, system, 0.0, y, dy))
+    system.kkt.use[0] = use
+    s = system
+    clock("aug: tree factor + solve", lambda: tree.factor_and_solve(
+        s.body_int, s.body_real, s.gravity, s.row_start, s.z, s.zd, s.tau, s.wrench, s.stab, s.factor, s.scratch,
+        s.zdd, s.lam, s.power))
+    clock("aug: joint blocks", lambda: tree.tree_residuals(s.body_int, s.body_real, s.row_start, s.z, s.zd, s.factor,
+                                                         s.scratch, s.xj))
+    clock("aug: loop rows", lambda: augmented_system._auxiliary_rows(s, s.stab))
+    k = s.aux_body.shape[0]
+    first, last = np.empty(k, dtype=np.int64), np.empty(k, dtype=np.int64)
+    clock("aug: Schur E H^-1 E^T", lambda: tree._auxiliary_schur(s.body_int, s.row_start, s.factor, s.aux_body,
+                                                                 s.aux_coef, s.xb, s.xj, s.schur, first, last))
+    rhs, out = np.linspace(1.0, 2.0, k), np.empty(k)
+    clock("aug: Schur factor + solve", lambda: kernels.regular_solve_envelope(s.schur, first, rhs, 1e-8, out))
+    if s.kkt.perm.size:
+        clock("aug: sparse KKT path", lambda: kkt.loop_solve(
+            s.body_int, s.body_real, s.row_start, s.factor, s.aux_body, s.aux_coef, s.aux_rhs, s.settings[3],
+            augmented_system._zone(s), s.zdd, s.lam.copy(), s.info.copy(), s.kkt))
+    return times
+
+
 def main(sizes=(5, 10, 20, 40, 80), t_end=20.0, routes=("recursive", "augmented"), methods=("dopri5", "dop853"),
-         tols=(None,), implicit=("generalized_alpha", "bdf"), max_wall=300.0, name="parallelogram_row"):
+         tols=(None,), implicit=("generalized_alpha", "bdf"), max_wall=300.0, name="parallelogram_row", kind="row",
+         with_profile=False):
+    if with_profile:
+        parts = {n: profile(kind, n) for n in sizes}
+        names = list(parts[sizes[0]])
+        print(f"\none evaluation's parts [us], {kind} (median of repeats; load {os.getloadavg()[0]:.1f})")
+        print_table(("part", *[f"n = {n}" for n in sizes]),
+                    [(part, *[f"{parts[n].get(part, float('nan')):.3g}" for n in sizes]) for part in names])
+        path = write_json(f"{name}_profile", {"kind": kind, "sizes": list(sizes), "parts": parts})
+        print(f"wrote {path}")
+        return
     for route in routes:  # compile outside the measured runs
-        measure(3, route, "dopri5", None, 0.1, None)
+        measure(3, route, "dopri5", None, 0.1, None, kind)
     cases = [(route, method, tol) for route in routes for method in methods for tol in tols]
     cases += [("recursive", method, tols[0]) for method in implicit]
     runs, rows = [], []
     for n in sizes:
         for route, method, tol in cases:
-            fig = measure(n, route, method, tol, t_end, max_wall)
+            fig = measure(n, route, method, tol, t_end, max_wall, kind)
             runs.append({"n": n, "route": route, "method": method, "tol": tol, "t_end": t_end, **fig})
             rows.append(row_of(n, route, method, tol, fig, t_end))
             print(f"  {rows[-1]}", flush=True)
-    print(f"\nrows of n parallelograms, {t_end:g} s simulated, projection; per simulated second (machine shared: "
+    what = "rows of n parallelograms" if kind == "row" else "ladders of n rungs"
+    print(f"\n{what}, {t_end:g} s simulated, projection; per simulated second (machine shared: "
           f"wall times are indicative, CPU times of this process less so; load {os.getloadavg()[0]:.1f} now)")
     print_table(("n", "route", "method", "tol", "wall [s]", "CPU [s]", "steps", "rejected", "evals/step",
-                 "ms/eval", "max |dE/E|", "max split [rad/s]", "1e-6 met"), rows)
+                 "ms/eval", "max |dE/E|", "max split [rad/s]" if kind == "row" else "max |phi| [m]", "1e-6 met"),
+                rows)
     growth = slopes(runs)
     if growth:
         print("\ngrowth with n (log-log slope from the smallest to the largest n)")
         print_table(("route", "method", "tol", "n from", "n to", "wall per simulated s", "wall per evaluation"),
                     growth)
-    path = write_json(name, {"t_end": t_end, "runs": runs, "slopes": [list(line) for line in growth]})
+    path = write_json(name, {"model": kind, "t_end": t_end, "runs": runs, "slopes": [list(line) for line in growth]})
     print(f"wrote {path}")
-    figure = plot(runs, RESULTS / f"{name}.png")
+    figure = plot(runs, RESULTS / f"{name}.png", kind)
     if figure is not None:
         print(f"wrote {figure}")
 
@@ -168,6 +295,11 @@ if __name__ == "__main__":
                         help="rtol = atol of each run (default: rm.simulate's, rtol 1e-9, atol 1e-12)")
     parser.add_argument("--implicit", nargs="*", default=["generalized_alpha", "bdf"])
     parser.add_argument("--max-wall", type=float, default=300.0)
-    parser.add_argument("--name", default="parallelogram_row", help="results benchmarks/results/NAME.json, .png")
+    parser.add_argument("--model", choices=["row", "ladder"], default="row")
+    parser.add_argument("--profile", action="store_true", help="one evaluation's parts per n, no runs")
+    parser.add_argument("--name", default=None,
+                        help="results benchmarks/results/NAME.json, .png (default parallelogram_row, or ladder)")
     args = parser.parse_args()
-    main(args.n, args.t_end, args.routes, args.methods, args.tols, args.implicit, args.max_wall, args.name)
+    name = args.name or ("parallelogram_row" if args.model == "row" else "ladder")
+    main(args.n, args.t_end, args.routes, args.methods, args.tols, args.implicit, args.max_wall, name, args.model,
+         args.profile)

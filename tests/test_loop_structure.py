@@ -289,3 +289,158 @@ def test_normal_matrix_on_the_structure_is_the_dense_product(case):
         assert first[r] == (nonzero[0] if nonzero.size else r)
         assert np.array_equal(out[r, first[r] : r + 1], dense[r, first[r] : r + 1])
         assert np.array_equal(out[first[r] : r + 1, r], dense[first[r] : r + 1, r])
+
+
+def _random_loops(index, nloops=3):
+    """A random tree of the core suite (conftest's TREE_SPECS) with nloops revolute loops between random pairs of
+    bodies (or a body and the ground) closed at a random q, and a rate projected onto them: a closed state."""
+    from conftest import TREE_SPECS, build  # noqa: PLC0415
+
+    spec = TREE_SPECS[index]
+    rng = np.random.default_rng(index)
+    probe = build(spec, gravity=(0.3, -9.81))
+    q = rng.uniform(-np.pi, np.pi, probe.nq)
+    poses, _ = rm.forward_kinematics(probe, q)
+    model = rm.Model(gravity=(0.3, -9.81))
+    for i, body in enumerate(spec):
+        model.add_body(name=f"b{i}", **body)
+    for lp in range(nloops):
+        a, b = rng.choice(np.arange(-1, len(spec)), size=2, replace=False)
+        point = rng.uniform(-1.0, 1.0, 2)
+
+        def local(body, point=point):
+            if body < 0:
+                return point
+            c, s = np.cos(poses[body, 2]), np.sin(poses[body, 2])
+            d = point - poses[body, :2]
+            return np.array([c * d[0] + s * d[1], -s * d[0] + c * d[1]])
+
+        model.add_loop("revolute", int(a), local(a), int(b), local(b), name=f"loop{lp}")
+    model.compile()
+    return model, q
+
+
+def _augmented_system(model):
+    from recursive_mbd.dynamics.augmented import TimeLoop  # noqa: PLC0415
+    from recursive_mbd.integrate.runs import _Inputs  # noqa: PLC0415
+
+    inputs = _Inputs(model, None, None)
+    callback, key = inputs.callback()
+    return TimeLoop(model, inputs, stabilization="projection").system, callback, key
+
+
+def _both_paths(model, q, qd):
+    """(y, [(dy, lam, info) by the Schur complement, by the sparse KKT factorisation]): the augmented time loop's
+    right-hand side at (q, qd) both ways, and whether the sparse path was taken (``kkt.loop_solve``)."""
+    from recursive_mbd._kernels.augmented import kkt  # noqa: PLC0415
+    from recursive_mbd._kernels.augmented import system as augmented_system  # noqa: PLC0415
+
+    system, callback, key = _augmented_system(model)
+    z, zd = rm.augmented.absolute_from_joint(model, q, qd)
+    y = np.r_[z.ravel(), zd.ravel(), 0.0, 0.0]
+    out = []
+    for use in (0, 1):
+        system.kkt.use[0] = use
+        dy = np.empty_like(y)
+        assert augmented_system.system_rhs(callback, key, system, 0.0, y, dy) == 0
+        out.append((dy, system.lam.copy(), system.info.copy()))
+    s = system  # the sparse path alone at the last evaluation's factor (its joint blocks complete)
+    taken = kkt.loop_solve(
+        s.body_int,
+        s.body_real,
+        s.row_start,
+        s.factor,
+        s.aux_body,
+        s.aux_coef,
+        s.aux_rhs,
+        s.settings[3],
+        augmented_system._zone(s),
+        s.zdd.copy(),
+        s.lam.copy(),
+        s.info.copy(),
+        s.kkt,
+    )
+    return y, out, taken
+
+
+def _dense_reference(model, y):
+    """(zdd, lam): the dense KKT solve of ``augmented.forward_dynamics`` (LU of the whole matrix)."""
+    n = model.nbodies
+    z, zd = y[: 3 * n].reshape(n, 3), y[3 * n : 6 * n].reshape(n, 3)
+    return rm.augmented.forward_dynamics(model, z, zd, solver="dense")
+
+
+@pytest.mark.parametrize("case", ["ladder", "ladder_30", "row", "random"])
+def test_sparse_kkt_solve_equals_the_schur_complement_and_the_dense_solve(case):
+    """The augmented route's sparse factorisation of the KKT matrix with the loop rows inside (``kkt``) gives the
+    Schur complement's accelerations and multipliers (joints' and loops') to 1e-10 and the dense LU's, on ladders,
+    a row of parallelograms away from its change points (the sparse path forced: the model keeps the Schur
+    complement) and random trees with three revolute loops. It is taken exactly where the Schur complement's own
+    test finds the loop rows surely regular (every ladder and row state here, 8 of the 20 random ones: the others
+    have redundant rows), reporting info = (k, 1) as that test does; elsewhere the numbers are the Schur
+    complement's bit for bit."""
+    if case == "random":
+        states = []
+        for index in range(0, 60, 3):
+            model, q = _random_loops(index)
+            if model.nq == 0:
+                continue
+            rng = np.random.default_rng(index)
+            states.append((model, q, rm.loops.project(model, q, rng.normal(size=model.nq))[1]))
+    else:
+        if case.startswith("ladder"):
+            model, q0 = ladder(30 if case == "ladder_30" else 8)
+            model.compile()
+            rng = np.random.default_rng(3)
+            q, qd, _ = project(model, q0 + 0.05 * rng.standard_normal(model.nq), rng.standard_normal(model.nq))
+        else:
+            model, q, qd = _state("row")
+        states = [(model, q, qd)]
+    taken_count = 0
+    for model, q, qd in states:
+        y, ((dy_schur, lam_schur, info_schur), (dy, lam, info)), taken = _both_paths(model, q, qd)
+        taken_count += taken
+        k = model.nconstraints
+        assert taken == (info_schur[1] == 1)  # where the Schur complement's own test finds it surely regular
+        if taken:
+            assert tuple(info) == (k, 1)
+        else:  # refused: the Schur complement's numbers, bit for bit
+            assert np.array_equal(dy, dy_schur) and np.array_equal(lam, lam_schur)
+        assert np.abs(dy - dy_schur).max() <= 1e-10 * np.abs(dy_schur).max()
+        assert np.abs(lam - lam_schur).max() <= 1e-10 * max(np.abs(lam_schur).max(), 1.0)
+        if info_schur[0] == k:  # independent rows: the dense LU applies
+            n = model.nbodies
+            zdd_dense, lam_dense = _dense_reference(model, y)
+            assert np.abs(dy[3 * n : 6 * n] - zdd_dense.ravel()).max() <= 1e-9 * max(np.abs(zdd_dense).max(), 9.81)
+            assert np.abs(lam - lam_dense).max() <= 1e-9 * max(np.abs(lam_dense).max(), 1.0)
+    assert taken_count == len(states) if case != "random" else taken_count >= 5  # 8 of the 20 random states
+
+
+@pytest.mark.filterwarnings("ignore::recursive_mbd.RedundantConstraintWarning")
+def test_sparse_kkt_refuses_near_a_change_point():
+    """1e-3 rad from a row's change point the loop rows' Schur complement has eigenvalues in the zone: the sparse
+    path refuses (its inertia count finds them below its shift) and the time loop's right-hand side is the Schur
+    complement's, bit for bit, with its zone flag (info[1] = 0)."""
+    model, q, qd = _state("row_near_change_point")
+    _, ((dy_schur, lam_schur, info_schur), (dy, lam, info)), taken = _both_paths(model, q, qd)
+    assert not taken
+    assert info_schur[1] == 0 and np.array_equal(info, info_schur)
+    assert np.array_equal(dy, dy_schur) and np.array_equal(lam, lam_schur)
+
+
+@pytest.mark.parametrize("n", [20, 40, 160])
+def test_a_ladders_kkt_factor_is_linear(n):
+    """Ordered by minimum degree, a ladder's KKT factor has a bounded number of entries per column whatever n
+    (O(n) entries and work: the front holds two bodies and a few rows), and the time loop takes the sparse path
+    there; a row of parallelograms keeps its banded Schur complement (cheaper there)."""
+    from recursive_mbd.dynamics.augmented_tree import joint_row_starts, kkt_structure  # noqa: PLC0415
+
+    model, _ = ladder(n)
+    model.compile()
+    kkt = kkt_structure(model, joint_row_starts(model))
+    counts = np.diff(kkt.l_start)
+    assert kkt.use[0] == 1
+    assert counts.max() <= 7 and counts.sum() <= 100 * n  # 17 n columns (3 bodies, 3 joints, 1 loop a rung)
+    model = parallelograms(n)[0]
+    model.compile()
+    assert kkt_structure(model, joint_row_starts(model)).use[0] == 0

@@ -44,7 +44,14 @@ from ..model.spatial import Model3D
 from ..model.workspace import workspace
 from . import augmented3d
 from ._evaluation import _element_loads, as_vector
-from .augmented_tree import _as_absolute, _raise_tree, _tree_workspace, joint_row_starts
+from .augmented_tree import (
+    _as_absolute,
+    _raise_tree,
+    _tree_workspace,
+    empty_kkt_structure,
+    joint_row_starts,
+    kkt_structure,
+)
 from .kinematics import _com_state
 from .loops import FILTER_RCOND, POSITION_RCOND, RedundantConstraintWarning, loop_structure
 
@@ -802,6 +809,7 @@ class TimeLoop:
             (np.zeros((n, 3)), np.zeros(m), np.zeros(m), np.zeros((m, nq)), np.zeros(m), np.zeros((m, 6)),
              np.zeros((m, nq)), np.zeros(nq), readonly_zeros(2),
              loop_structure(model)),  # no gravity: read-only as the model's
+            kkt_structure(model, row_start) if m > 0 and coords.size == 0 else empty_kkt_structure(),
             np.array([1.0 if stabilization == "projection" else 0.0, projection_tol, 20.0, RCOND,
                       1.0 if joint_state else 0.0, 1.0 if joint_branch else 0.0, POSITION_RCOND, FILTER_RCOND]))
 

@@ -35,6 +35,7 @@ from ..planar.loops import (
 from ..planar.loops import BRANCH_ZONE as JOINT_BRANCH_ZONE
 from ..planar.tree import com_kinematics
 from ..timeloops import formulation
+from .kkt import loop_solve
 from .tree import (
     F_JC,
     F_JP,
@@ -82,6 +83,9 @@ AugmentedSystem = namedtuple("AugmentedSystem", [
     # (nbodies, 3), phi, phid (m,), jac (m, nq), gamma (m,), weights (m, 6), resp (m, nq), zeros (nq,), no gravity
     # (2,), the loops' structure (``loops.loop_pattern``, built once per model), m the loops' rows
     "loop_ws",
+    # the KKT matrix with the loop rows inside, factorised sparse where that is cheaper than the loop rows' Schur
+    # complement (a ladder; ``kkt``); the empty structure otherwise
+    "kkt",
     # settings (8,) = (project: on, tol, max_iter, rcond of the auxiliary solve, joint state needed: 1/0, branch in
     # joint coordinates: 1/0, rcond of the joint-coordinate position closures, rcond of the loop multipliers
     # fitted to the branch's constraint force there)
@@ -185,6 +189,26 @@ def _auxiliary_rows(system, stab):
 
 
 @njit
+def _auxiliary_solve(system, blocks_complete):
+    """Close the auxiliary rows on the tree solution in system.zdd, system.lam (``tree.add_auxiliary_rows``): by
+    the sparse KKT factorisation where the model takes it and it finds the loop rows surely regular
+    (``kkt.loop_solve``, the same numbers), else by the Schur complement. blocks_complete: the factor holds the
+    joints' whole blocks already (``tree.tree_residuals`` ran at this z; otherwise it runs here, into system.xj,
+    where the sparse path is taken)."""
+    if system.kkt.use[0] != 0:
+        if not blocks_complete:
+            tree_residuals(system.body_int, system.body_real, system.row_start, system.z, system.zd, system.factor,
+                           system.scratch, system.xj)
+        if loop_solve(system.body_int, system.body_real, system.row_start, system.factor, system.aux_body,
+                      system.aux_coef, system.aux_rhs, system.settings[3], _zone(system), system.zdd, system.lam,
+                      system.info, system.kkt):
+            return
+    add_auxiliary_rows(system.body_int, system.body_real, system.row_start, system.factor, system.aux_body,
+                       system.aux_coef, system.aux_rhs, system.settings[3], _zone(system), system.zdd, system.lam,
+                       system.xb, system.xj, system.schur, system.info)
+
+
+@njit
 def system_rhs(inputs, key, system, t, y, dy):
     """dy = f(t, y): (zd, zdd, dissipated power, applied power); returns the status."""
     status = _load_state(inputs, key, system, t, y)
@@ -219,9 +243,7 @@ def system_rhs(inputs, key, system, t, y, dy):
         status = _auxiliary_rows(system, system.stab)
         if status != STATUS_OK:
             return status
-        add_auxiliary_rows(system.body_int, system.body_real, system.row_start, system.factor, system.aux_body,
-                           system.aux_coef, system.aux_rhs, system.settings[3], _zone(system), zdd, lam, system.xb,
-                           system.xj, system.schur, system.info)
+        _auxiliary_solve(system, False)
         near, strong = _near_change_point(system)
         if near:
             status = _branch_dynamics(system, strong)
@@ -295,9 +317,7 @@ def _correction(system, rates):
                 v = system.aux_res[r]
             system.aux_rhs[r] = -v
             gap = max(gap, abs(v))
-        add_auxiliary_rows(system.body_int, system.body_real, row_start, system.factor, system.aux_body,
-                           system.aux_coef, system.aux_rhs, system.settings[3], _zone(system), zdd, lam, system.xb,
-                           system.xj, system.schur, system.info)
+        _auxiliary_solve(system, True)
     return gap
 
 
@@ -467,9 +487,7 @@ def _branch_normals(system, strong_here):
             if not gap <= 1e3 * tol:
                 rank = -1
                 break
-            add_auxiliary_rows(system.body_int, system.body_real, system.row_start, system.factor, system.aux_body,
-                               system.aux_coef, system.aux_rhs, system.settings[3], _zone(system), system.zdd,
-                               system.lam, system.xb, system.xj, system.schur, system.info)
+            _auxiliary_solve(system, True)
             strong, weak = _schur_counts(system)
             if weak > 0 or strong <= strong_here or (j > 0 and mt + strong != rank):
                 rank = -1

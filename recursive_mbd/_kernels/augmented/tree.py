@@ -853,6 +853,23 @@ def _auxiliary_schur(body_int, row_start, fac, aux_body, aux_coef, xb, xj, schur
                                 + aux_coef[s, 3 * side + 2] * xb[body, 2])
 
 
+@inline
+def free_body_scale(body_real, aux_body, aux_coef):
+    """max_r E_r M^-1 E_r^T over the auxiliary rows: their free-body scale, the reference of the rank cut-off."""
+    scale = 0.0
+    for r in range(aux_body.shape[0]):
+        v = 0.0
+        for side in range(2):
+            body = aux_body[r, side]
+            if body >= 0:
+                for col in range(3):
+                    inertia = body_real[body, MASS] if col < 2 else body_real[body, INERTIA]
+                    if inertia > 0.0:
+                        v += aux_coef[r, 3 * side + col] ** 2 / inertia
+        scale = max(scale, v)
+    return scale
+
+
 @njit
 def add_auxiliary_rows(body_int, body_real, row_start, fac, aux_body, aux_coef, aux_rhs, rcond, zone, zdd, lam, xb,
                        xj, schur, info):
@@ -875,17 +892,7 @@ def add_auxiliary_rows(body_int, body_real, row_start, fac, aux_body, aux_coef, 
     n = body_int.shape[0]
     k = aux_body.shape[0]
     mt = row_start[n]
-    scale = 0.0
-    for r in range(k):
-        v = 0.0
-        for side in range(2):
-            body = aux_body[r, side]
-            if body >= 0:
-                for col in range(3):
-                    inertia = body_real[body, MASS] if col < 2 else body_real[body, INERTIA]
-                    if inertia > 0.0:
-                        v += aux_coef[r, 3 * side + col] ** 2 / inertia
-        scale = max(scale, v)
+    scale = free_body_scale(body_real, aux_body, aux_coef)
     first = np.empty(k, dtype=np.int64)
     last = np.empty(k, dtype=np.int64)
     _auxiliary_schur(body_int, row_start, fac, aux_body, aux_coef, xb, xj, schur, first, last)
