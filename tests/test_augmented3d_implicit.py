@@ -453,7 +453,7 @@ def test_the_fused_spherical_iteration_is_the_general_one_on_a_random_tree():
     info = np.zeros(4)
     assert kernels.spherical_forward(m.body_int, m.body_real, m.gravity, step.starts, tau, a.zp, a.zbp, a.zdp, vdot,
                                      lam, a.tangent, step.coef[5], step.coef[6], fused.rb, fused.rc, fused.diag,
-                                     fused.wm, fused.xb, fused.xj, fused.power, info) == 0
+                                     fused.wm, fused.loc, fused.xb, fused.xj, fused.power, info) == 0
     kernels._back_substitute(m.body_int, step.starts, fused.wm, fused.xb, fused.xj)
     r = np.concatenate((fused.rb.ravel(), fused.rc))
     x = np.concatenate((fused.xb.ravel(), fused.xj))
@@ -495,7 +495,7 @@ def test_the_fused_spherical_iteration_solves_the_residuals_derivative_at_fast_r
     fused = augmented3d_implicit._Arrays(model, step.starts, fused=True)
     assert kernels.spherical_forward(m.body_int, m.body_real, m.gravity, step.starts, np.zeros(0), a.zp, a.zbp, a.zdp,
                                      vdot, lam, a.tangent, step.coef[5], step.coef[6], fused.rb, fused.rc, fused.diag,
-                                     fused.wm, fused.xb, fused.xj, fused.power, np.zeros(4)) == 0
+                                     fused.wm, fused.loc, fused.xb, fused.xj, fused.power, np.zeros(4)) == 0
     kernels._back_substitute(m.body_int, step.starts, fused.wm, fused.xb, fused.xj)
     mine = np.concatenate((fused.xb.ravel(), fused.xj))
     expected = np.linalg.solve(_jacobian(step.residual, step.x0, 0.1, 3), -r)

@@ -230,8 +230,19 @@ class _Arrays:
         self.zp, self.zbp, self.zdp = np.zeros((n, 7)), np.zeros((n, 6)), np.zeros((n, 6))
         self.tangent = np.zeros((n, 3, 3))
         self.rb, self.rc = np.zeros((n, 6)), np.zeros(int(starts[-1]))
-        self.jc, self.jp = np.zeros((n, rows, 6)), np.zeros((n, rows, 6))
-        self.res, self.gam = np.zeros((n, 6)), np.zeros((n, 6))
+        if fused:
+            # the record of the fused pass's blocks (``kernels.LOCAL_SIZE`` a body); the joints' rows, which only the
+            # power of tau and the samples' joint coordinates use (outside the iterations), share its memory
+            self.loc = np.zeros((n, kernels.LOCAL_SIZE))
+            flat = self.loc.reshape(-1)
+            sizes = np.cumsum([0, n * rows * 6, n * rows * 6, n * 6, n * 6])
+            assert sizes[-1] <= flat.size
+            self.jc, self.jp = flat[:sizes[1]].reshape(n, rows, 6), flat[sizes[1]:sizes[2]].reshape(n, rows, 6)
+            self.res, self.gam = flat[sizes[2]:sizes[3]].reshape(n, 6), flat[sizes[3]:sizes[4]].reshape(n, 6)
+        else:
+            self.loc = np.zeros((0, kernels.LOCAL_SIZE))
+            self.jc, self.jp = np.zeros((n, rows, 6)), np.zeros((n, rows, 6))
+            self.res, self.gam = np.zeros((n, 6)), np.zeros((n, 6))
         self.diag, self.api = np.zeros((n, 6, 6)), np.zeros((kept, 3, 6))
         # a spherical joint's local block is kept as five 3 x 3 blocks, without pivots (``kernels.factor``)
         self.lu = np.zeros((kept, 5, 9)) if spherical else np.zeros((kept, 12, 12))
@@ -243,7 +254,7 @@ class _Arrays:
 
     def step_arrays(self):
         return (self.zp, self.zbp, self.zdp, self.tangent, self.rb, self.rc, self.jc, self.jp, self.res, self.gam,
-                self.diag, self.api, self.lu, self.piv, self.wm, self.xb, self.xj, self.power, self.info)
+                self.diag, self.api, self.lu, self.piv, self.wm, self.loc, self.xb, self.xj, self.power, self.info)
 
 
 def check_model(model):
@@ -288,17 +299,25 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, driver
     q0, v0 = drive.start(q0, v0, t0)
     drive.at(t0)
     z, zd = augmented3d.absolute_from_joint(model, q0, v0)
-    vdot, lam = drive.initial_dynamics(z, zd, tau, q0, v0, t0)
+    zb = to_body_axes(z, zd)
+    starts = drive.starts
+    arrays = _Arrays(model, starts, fused=FUSED_SPHERICAL and bool((model.body_int[:, SL.JTYPE] == SL.SPHERICAL).all()))
+    vdot, lam = np.empty((model.nbodies, 6)), np.empty(int(starts[-1]))
+    if not arrays.xb.shape[0] or kernels.spherical_dynamics(
+            model.body_int, model.body_real, model.gravity, starts, tau, z, zb, zd, arrays.tangent, arrays.rb,
+            arrays.rc, arrays.diag, arrays.wm, arrays.loc, arrays.xb, arrays.xj, vdot, lam, arrays.power, arrays.info):
+        # the general start (and its errors): the augmented dynamics, the drivers' rows as the explicit runs'
+        vdot, lam = drive.initial_dynamics(z, zd, tau, q0, v0, t0)
+        vdot = to_body_axes(z, vdot)
+        power = _power(model, starts, tau, drive, z, zd, vdot, lam, arrays)
+    else:  # a tree of spherical joints: in the fused passes (tau's power at the start with them)
+        power = float(arrays.power[0])
     # the explicit routes' tree-solve workspace and the joint-coordinate one: the steps use neither (1.1 and 0.7 KB a
     # body, beside the steps' 2 KB a body)
     augmented3d.release_workspace(model)
     spatial.release_workspace(model)
-    vdot, zb = to_body_axes(z, vdot), to_body_axes(z, zd)
     acc = vdot.copy()
-    starts = drive.starts
-    arrays = _Arrays(model, starts, fused=FUSED_SPHERICAL and bool((model.body_int[:, SL.JTYPE] == SL.SPHERICAL).all()))
     steps = _runs.fixed_step_count(t0, t_end, dt, max_steps)
-    power = _power(model, starts, tau, drive, z, zd, vdot, lam, arrays)
     stepper = _Stepper(model, starts, tau, drive, (alpha_m, alpha_f, gamma, beta), newton_tol, max_newton,
                        [z, zb, zd, acc, vdot, lam, power, 0.0, zb.copy()], arrays)
     samples_t, samples_z, samples_zd, samples_work = [t0], [z.copy()], [zd.copy()], [0.0]
