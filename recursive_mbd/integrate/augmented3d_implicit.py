@@ -89,14 +89,22 @@ for the structure); a spherical joint's block by its 3 x 3 blocks, its rows solv
 rows for the multipliers, leaving a 3 x 3 matrix inverted with partial pivoting (singular exactly when the block
 is: the same failures). Full Newton: the matrix at every iterate.
 
-A tree of spherical joints only (the long chains) takes an iteration in two passes over the bodies, not five
-(``kernels.spherical_forward``, ``FUSED_SPHERICAL``): leaves first, each body's residual (complete when the pass
-reaches it: its children came first), its local block built and eliminated, and its right-hand side eliminated into
-its parent's at once; then roots first the back-substitution. The matrix and the elimination are the ones above with
-the spherical joint's blocks written out: its rows are the joint frame's axes F (G^-1 = F, no inverse), its force
-has no moment about the joint point (the coupling blocks in closed form), and nothing of the factorisation is kept
-beyond K^-1 U (1.3 KB a body where the general kernels keep 1.9). Tested against the general kernels on random trees
-of spherical joints with joint torques (residual and correction to round-off; whole runs with the same iterations).
+A tree of spherical joints only (the long chains) takes an iteration in fused passes over the bodies, not five
+(``kernels.spherical_forward``, ``FUSED_SPHERICAL``): first every body at once (on numba's threads from
+``kernels.PARALLEL_BODIES`` bodies), what its blocks need of its own pose and its parent's (its own residual terms, the
+joint's rows, the coupling and stiffness blocks of the elimination, kept in a record of 99 numbers a body); then
+leaves first, each body's residual completed by its children's loads, its local block eliminated, and its right-hand
+side eliminated into its parent's at once; then roots first the back-substitution. The matrix and the elimination
+are the ones above with the spherical joint's blocks written out: its rows are the joint frame's axes F (G^-1 = F, no
+inverse), its force has no moment about the joint point (the coupling blocks in closed form), and nothing of the
+factorisation is kept beyond K^-1 U. The bodies are shared among the threads in a fixed number of ranges
+(``kernels.CHUNKS``), so a run's results are the same bit for bit whatever the number of threads. Tested against the
+general kernels on random trees of spherical joints with joint torques, below and above PARALLEL_BODIES (residual
+and correction to round-off; whole runs with the same iterations). The run starts from the same passes: with
+c_stiff = c_damp = 0 and the tangent maps 1 their matrix is the dynamics' [[M, G^T], [G, 0]], and from vdot = 0,
+lam = 0 one pass each way gives the initial accelerations and multipliers (``kernels.spherical_dynamics``; tested
+against the explicit augmented formulation's tree solve), where the explicit route's solve cost more than a Newton
+iteration and allocated 1.1 KB a body of its own workspace.
 
 First guess: lambda+ = lambda, and the vdot+ whose update moves every body on at the previous step's mean velocity,
 Delta = h (Delta_prev / h_prev) (the initial velocity before the first step; ``kernels.predict``), not the
@@ -546,7 +554,7 @@ def joint_states(model, z, zd, arrays):
         raise ValueError(f"z and zd must have shapes ({nt}, {n}, 7) and ({nt}, {n}, 6), got {z.shape} and {zd.shape}")
     q, v, drift = np.zeros((nt, model.nq)), np.zeros((nt, model.nv)), np.zeros(nt)
     recover3d.joint_states(model.body_int, model.body_real, z, zd, q, v, drift, arrays.jc, arrays.jp, arrays.res,
-                           arrays.gam, np.zeros((2, 6)))
+                           arrays.gam)
     return q, v, drift
 
 

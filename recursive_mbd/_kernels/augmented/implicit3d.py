@@ -93,8 +93,12 @@ from .spatial3d import (
 
 njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=True)
 inline = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=True, inline="always")
-# the passes whose bodies are independent (``prange`` over numba's threads): the update and the spherical blocks
+# the passes whose bodies are independent (the update, the spherical blocks) run on numba's threads (``prange``) from
+# PARALLEL_BODIES bodies, in CHUNKS ranges of bodies, whatever the number of threads (so the same results; a call a
+# range, not a body: numba's parallel pass cannot take the tuples of the bodies' arithmetic inside its loop)
 pnjit = numba.njit(cache=True, parallel=True, fastmath={"contract"}, error_model="numpy", _nrt=True)
+PARALLEL_BODIES = 4096
+CHUNKS = 16
 
 # a pivot of the local LU below this fraction of the largest entry of its column is zero (the block is singular)
 PIVOT_RTOL = 1e-14
@@ -160,9 +164,9 @@ def _advance(h, am, af, gm, bt, zb0, acc0, vdot0, vdot, i, c):
             h * zb0[i, c] + h * h * ((0.5 - bt) * acc0[i, c] + bt * a_new))
 
 
-@njit
+@inline
 def _update_body(z0, zb0, acc0, vdot0, vdot, zp, zbp, zdp, tangent, h, am, af, gm, bt, i):
-    """Body i of ``update_state`` (a function of its own: numba's parallel pass analyses no tuples in the loop)."""
+    """Body i of ``update_state``."""
     for c in range(3):
         v_new, d = _advance(h, am, af, gm, bt, zb0, acc0, vdot0, vdot, i, c)
         zbp[i, c] = v_new
@@ -213,6 +217,13 @@ def _update_body(z0, zb0, acc0, vdot0, vdot, zp, zbp, zdp, tangent, h, am, af, g
             tangent[i, r, c] = (1.0 if r == c else 0.0) - b * k[3 * r + c] + cc * k2[3 * r + c]
 
 
+@njit
+def _update_bodies(z0, zb0, acc0, vdot0, vdot, zp, zbp, zdp, tangent, h, am, af, gm, bt, start, stop):
+    """Bodies start to stop - 1 of ``update_state`` (a call a range of bodies: a call a body cost half the update)."""
+    for i in range(start, stop):
+        _update_body(z0, zb0, acc0, vdot0, vdot, zp, zbp, zdp, tangent, h, am, af, gm, bt, i)
+
+
 @pnjit
 def update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent):
     """The new state of a step from its new accelerations ``vdot`` (nbodies, 6; the rotations' in body axes): with
@@ -221,14 +232,19 @@ def update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent):
     Delta = h zb0 + h^2 ((1/2 - beta) acc0 + beta a+), zp = (c0 + Delta_c, R0 exp([Delta_omega])) (the quaternion
     multiplied on the right: unit by construction), zdp the new velocities with omega in ground axes, and
     tangent[i] = J_r(Delta_omega) (3 x 3), the right Jacobian of SO(3): exp([Delta + d]) = exp([Delta])
-    exp([J_r d]). Every body at once (``prange``)."""
+    exp([J_r d]). From PARALLEL_BODIES bodies, on numba's threads (``prange``)."""
     h = coef[0]
     am = coef[1]
     af = coef[2]
     gm = coef[3]
     bt = coef[4]
-    for i in numba.prange(z0.shape[0]):
-        _update_body(z0, zb0, acc0, vdot0, vdot, zp, zbp, zdp, tangent, h, am, af, gm, bt, i)
+    n = z0.shape[0]
+    if n < PARALLEL_BODIES:
+        _update_bodies(z0, zb0, acc0, vdot0, vdot, zp, zbp, zdp, tangent, h, am, af, gm, bt, 0, n)
+        return
+    for k in numba.prange(CHUNKS):
+        _update_bodies(z0, zb0, acc0, vdot0, vdot, zp, zbp, zdp, tangent, h, am, af, gm, bt, k * n // CHUNKS,
+                       (k + 1) * n // CHUNKS)
 
 
 @njit
@@ -906,11 +922,10 @@ def _set(loc, i, k, a):
         loc[i, k + c] = a[c]
 
 
-@njit
+@inline
 def _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff, c_damp,
                     rb, rc, diag, xb, loc, i):
-    """Body i of ``_spherical_local`` (a function of its own: numba's parallel pass analyses no tuples in the loop);
-    returns its share of tau's power."""
+    """Body i of ``_spherical_local``; returns its share of tau's power."""
     one = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
     power = 0.0
     p = body_int[i, PARENT]
@@ -996,6 +1011,17 @@ def _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, 
     return power
 
 
+@njit
+def _spherical_bodies(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff,
+                      c_damp, rb, rc, diag, xb, loc, start, stop):
+    """Bodies start to stop - 1 of ``_spherical_local``; their share of tau's power."""
+    power = 0.0
+    for i in range(start, stop):
+        power += _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
+                                 c_stiff, c_damp, rb, rc, diag, xb, loc, i)
+    return power
+
+
 @pnjit
 def _spherical_local(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff, c_damp,
                      rb, rc, diag, xb, loc):
@@ -1005,11 +1031,15 @@ def _spherical_local(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp,
     its blocks into loc[i] (the LOC_ offsets). c_stiff = 0: the rows' residual is the acceleration constraints'
     velocity terms F^T (w_i x (w_i x r_c) - w_p x (w_p x arm_p)) instead of C / c_stiff (``spherical_dynamics``).
     Returns tau's power at (zp, zdp)."""
-    tau_power = 0.0
-    for i in numba.prange(body_int.shape[0]):
-        tau_power += _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
-                                     c_stiff, c_damp, rb, rc, diag, xb, loc, i)
-    return tau_power
+    n = body_int.shape[0]
+    if n < PARALLEL_BODIES:
+        return _spherical_bodies(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
+                                 c_stiff, c_damp, rb, rc, diag, xb, loc, 0, n)
+    parts = np.empty(CHUNKS)  # each range's power, summed in order: the same whatever the threads
+    for k in numba.prange(CHUNKS):
+        parts[k] = _spherical_bodies(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
+                                     c_stiff, c_damp, rb, rc, diag, xb, loc, k * n // CHUNKS, (k + 1) * n // CHUNKS)
+    return parts.sum()
 
 
 @njit
