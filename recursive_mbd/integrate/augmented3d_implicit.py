@@ -104,7 +104,11 @@ and correction to round-off; whole runs with the same iterations). The run start
 c_stiff = c_damp = 0 and the tangent maps 1 their matrix is the dynamics' [[M, G^T], [G, 0]], and from vdot = 0,
 lam = 0 one pass each way gives the initial accelerations and multipliers (``kernels.spherical_dynamics``; tested
 against the explicit augmented formulation's tree solve), where the explicit route's solve cost more than a Newton
-iteration and allocated 1.1 KB a body of its own workspace.
+iteration and allocated 1.1 KB a body of its own workspace. Measured on the shared 2-core machine at a load of 13 to
+16 (``benchmarks/implicit3d.py``, its last table): N = 1e5 over 1 s, 0.96 us of CPU a link-step before the split,
+1.05 after it on one thread, 1.59 on two (both threads' CPU; the wall time longer too: two threads of a process on a
+machine this loaded wait for each other at the end of each parallel pass); N = 1e6 over 1 s on two threads 1.08 us
+(0.99 before, quiet), peak memory 3.39 GB (2.99 before). A quiet machine's figures are still to be taken.
 
 First guess: lambda+ = lambda, and the vdot+ whose update moves every body on at the previous step's mean velocity,
 Delta = h (Delta_prev / h_prev) (the initial velocity before the first step; ``kernels.predict``), not the

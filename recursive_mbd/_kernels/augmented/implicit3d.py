@@ -40,9 +40,12 @@ onto the constraints) inverted with partial pivoting; S is singular exactly when
 found (its pivots tested against its own columns, the same PIVOT_RTOL). Only the blocks the solve reads are kept:
 G^-1, E, Hm, P, S^-1 (45 numbers, where the LU of K_i took 144; D11, D12 stay in D_i).
 
-A tree of spherical joints only (the long chains) iterates in two passes instead of five (``spherical_forward``, then
-``_back_substitute``): the residual, the matrix, its factorisation and the right-hand side's elimination leaves
-first in one pass, the same matrix and elimination with the spherical joint's blocks written out (its section).
+A tree of spherical joints only (the long chains) iterates in fused passes instead of five (``spherical_forward``,
+then ``_back_substitute``): what each body's blocks need of its own pose and its parent's, every body at once
+(``_spherical_local``, on numba's threads), then the residual's completion, the factorisation and the right-hand
+side's elimination leaves first in one pass, the same matrix and elimination with the spherical joint's blocks
+written out (its section). With c_stiff = c_damp = 0 the same passes solve the dynamics at the run's start
+(``spherical_dynamics``).
 """
 
 import math
