@@ -108,7 +108,8 @@ iteration and allocated 1.1 KB a body of its own workspace. Measured on the shar
 16 (``benchmarks/implicit3d.py``, its last table): N = 1e5 over 1 s, 0.96 us of CPU a link-step before the split,
 1.05 after it on one thread, 1.59 on two (both threads' CPU; the wall time longer too: two threads of a process on a
 machine this loaded wait for each other at the end of each parallel pass); N = 1e6 over 1 s on two threads 1.08 us
-(0.99 before, quiet), peak memory 3.39 GB (2.99 before). A quiet machine's figures are still to be taken.
+(0.99 before, quiet), peak memory 3.39 GB (2.99 before). On the quiet machine (load 1.3): N = 1e5 over 1 s in 7.7-8.1
+s of wall time on two threads against 9.1-9.5 s before (15% less), 9.5 s on one thread (as before).
 
 First guess: lambda+ = lambda, and the vdot+ whose update moves every body on at the previous step's mean velocity,
 Delta = h (Delta_prev / h_prev) (the initial velocity before the first step; ``kernels.predict``), not the
