@@ -143,6 +143,33 @@ cache at these sizes, and cutting the arithmetic of the pass gains little there.
 load 3 to 4: 0.99 us of CPU a link-step (149 s of wall time), 2.48 iterations a step, 102 s of CPU for the whole
 process, peak 2.99 GB. The targets (1e6 links in 60 s, 0.6 us a link-step) are not met: they need fewer iterations
 (the third of half the steps, above) or less memory traffic an iteration, not a cheaper pass.
+
+Then with the fused pass split in two (``augmented3d_implicit``: each body's own blocks, the update and the samples'
+joint states on numba's threads from 4096 bodies, in 16 ranges of bodies; the elimination leaves first after them)
+and the run's initial dynamics taken by the same passes (c_stiff = 0) instead of the explicit route's tree solve. All
+on the shared 2-core machine at a load of 9 to 16, where every process gets 15-25% of a core: wall times say how the
+machine was shared, not what the code costs, and two threads cannot both run at once. One process after another,
+N = 1e5 over 1 s (``--formulations augmented --tilts 1e-3 --reference 0 --sizes 100000``, warm cache, load 13 to 16;
+CPU time a link-step inside ``rm.simulate``, the whole process's user CPU, wall time, peak RSS):
+
+    code                        CPU us/link-step  user CPU [s]  wall [s]  peak RSS [MB]
+    before                      0.961             10.1          82        474
+    split, NUMBA_NUM_THREADS=1  1.05              11.1          98        515
+    split, 2 threads            1.59              16.5          114       515
+
+The passes alone at N = 1e5 (the first step's first iterate, median of 7 calls, load 9 to 10, CPU ns a body; the
+two-thread figures count both threads): the update 43 before, 43 split on one thread, 80 on two; the fused forward
+pass 254-264, 270-275, 427-442; the back-substitution 20-24 in all. The same bits on one and on two threads; 7e-14 of
+the largest entry from the code before. N = 1e6 over 1 s on two threads (the same command, load 13 to 14, the process
+getting 19% of a core): 1.08 us of CPU a link-step (both threads), 2.48 iterations a step, 103 s of user and 8 s of
+system CPU for the whole process, 591 s of wall time, peak 3.39 GB (``/usr/bin/time -v``; 2.99 GB before: the
+per-body record of the split, 99 numbers a body, less the joints' rows it now holds). On this loaded machine the split
+does not pay: on one thread it costs 4-9% more CPU (the record written and read back: 0.8 KB a body an iteration),
+and a second thread adds the time its partner waits at the end of each parallel pass. On the quiet machine (load
+1.3, the same command, one process after another, two pairs): N = 1e5 over 1 s takes 9.48 and 9.08 s of wall time
+before, 8.05 and 7.72 s split on two threads (15% less; 1.24 and 1.19 us of CPU a link-step, both threads), 9.54 s
+split on one thread (0.954 us of CPU, the same as before). A first run with an empty cache (a 5-link chain) compiled
+for 175 s of CPU against 150 s before (the parallel kernels; the two not at the same load).
 """
 
 import os

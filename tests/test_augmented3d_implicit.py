@@ -165,7 +165,16 @@ def test_the_compiled_joint_states_are_the_python_ones_on_a_random_tree_of_every
     """The run's joint coordinates, velocities and constraint drift (compiled, a pass over the bodies a sample)
     against ``augmented3d.joint_from_absolute`` and ``augmented3d.assemble``, to round-off, on two samples: one on
     the constraints, one off them (the poses perturbed)."""
-    model, rng = _tree_of_every_joint_type()
+    _check_joint_states(*_tree_of_every_joint_type())
+
+
+def test_the_compiled_joint_states_on_numbas_threads_are_the_python_ones_on_a_large_spherical_tree():
+    """The same from PARALLEL_BODIES bodies, where the samples' bodies are shared among numba's threads, in the
+    arrays of the fused iteration (the joints' rows in the memory of its record)."""
+    _check_joint_states(*_spherical_tree(86, kernels.PARALLEL_BODIES + 300), fused=True)
+
+
+def _check_joint_states(model, rng, fused=False):
     q = rm.integrate_configuration(model, model.neutral(), rng.normal(size=model.nv))
     z, zd = augmented3d.absolute_from_joint(model, q, rng.normal(size=model.nv))
     off = z.copy()
@@ -173,7 +182,7 @@ def test_the_compiled_joint_states_are_the_python_ones_on_a_random_tree_of_every
     off[:, 3:] += 1e-3 * rng.normal(size=(model.nbodies, 4))
     off[:, 3:] /= np.linalg.norm(off[:, 3:], axis=1, keepdims=True)
     starts = augmented3d.row_starts(model)
-    arrays = augmented3d_implicit._Arrays(model, starts)
+    arrays = augmented3d_implicit._Arrays(model, starts, fused=fused)
     mine_q, mine_v, mine_drift = augmented3d_implicit.joint_states(model, np.array([z, off]), np.array([zd, zd]),
                                                                    arrays)
     keep = np.arange(6)[None, :] < np.diff(starts)[:, None]
@@ -413,11 +422,13 @@ def _spherical_tree(seed, nbodies):
     return model, rng
 
 
-def test_the_fused_spherical_iteration_is_the_general_one_on_a_random_tree():
+@pytest.mark.parametrize("nbodies", [12, kernels.PARALLEL_BODIES + 300])
+def test_the_fused_spherical_iteration_is_the_general_one_on_a_random_tree(nbodies):
     """On a tree of spherical joints an iteration is ``spherical_forward`` and the back-substitution (one pass
-    each way, the spherical joint's blocks written out): its residual, tau's power and its correction are those of
-    ``residual``, ``factor`` and ``solve`` at a state far from converged, to round-off."""
-    model, rng = _spherical_tree(81, 12)
+    each way, the spherical joint's blocks written out; from PARALLEL_BODIES bodies the bodies' own blocks on
+    numba's threads): its residual, tau's power and its correction are those of ``residual``, ``factor`` and
+    ``solve`` at a state far from converged, to round-off."""
+    model, rng = _spherical_tree(81, nbodies)
     parents = model.body_int[:, PARENT]
     assert np.bincount(parents[parents >= 0]).max() > 1 and (parents == -1).sum() > 1  # branches, several roots
     q = rm.integrate_configuration(model, model.neutral(), rng.normal(size=model.nv))
@@ -438,7 +449,7 @@ def test_the_fused_spherical_iteration_is_the_general_one_on_a_random_tree():
     info = np.zeros(4)
     assert kernels.spherical_forward(m.body_int, m.body_real, m.gravity, step.starts, tau, a.zp, a.zbp, a.zdp, vdot,
                                      lam, a.tangent, step.coef[5], step.coef[6], fused.rb, fused.rc, fused.diag,
-                                     fused.wm, fused.xb, fused.xj, fused.power, info) == 0
+                                     fused.wm, fused.loc, fused.xb, fused.xj, fused.power, info) == 0
     kernels._back_substitute(m.body_int, step.starts, fused.wm, fused.xb, fused.xj)
     r = np.concatenate((fused.rb.ravel(), fused.rc))
     x = np.concatenate((fused.xb.ravel(), fused.xj))
@@ -447,6 +458,34 @@ def test_the_fused_spherical_iteration_is_the_general_one_on_a_random_tree():
     assert abs(fused.power[0] - expected_power) <= 1e-12 * abs(expected_power)
     assert info[2] == np.abs(fused.rb).max() and fused.rb[int(info[3])].__abs__().max() == info[2]
     np.testing.assert_allclose(x, expected_x, rtol=0, atol=1e-11 * np.abs(expected_x).max())
+
+
+@pytest.mark.parametrize("nbodies", [12, kernels.PARALLEL_BODIES + 300])
+def test_the_initial_dynamics_of_a_spherical_tree_are_the_augmented_formulations(nbodies):
+    """``spherical_dynamics`` (the fused passes with c_stiff = c_damp = 0: the run's start on a tree of spherical
+    joints) gives the accelerations and multipliers of the explicit augmented formulation's tree solve
+    (``augmented3d.forward_dynamics``) on a random tree whirling at up to 60 rad/s with joint torques, to 1e-10 of
+    their largest, and tau's power at the state."""
+    model, rng = _spherical_tree(85, nbodies)
+    q = rm.integrate_configuration(model, model.neutral(), rng.normal(size=model.nv))
+    v, tau = 20.0 * rng.normal(size=model.nv), 3.0 * rng.normal(size=model.nv)
+    z, zd = augmented3d.absolute_from_joint(model, q, v)
+    assert np.abs(zd[:, 3:]).max() > 40.0
+    expected, expected_lam = augmented3d.forward_dynamics(model, z, zd, tau)
+    expected = augmented3d_implicit.to_body_axes(z, expected)
+    starts = augmented3d.row_starts(model)
+    a = augmented3d_implicit._Arrays(model, starts, fused=True)
+    vdot, lam = np.full((model.nbodies, 6), np.nan), np.full(int(starts[-1]), np.nan)
+    assert kernels.spherical_dynamics(model.body_int, model.body_real, model.gravity, starts, tau, z,
+                                      augmented3d_implicit.to_body_axes(z, zd), zd, a.tangent, a.rb, a.rc, a.diag, a.wm,
+                                      a.loc, a.xb, a.xj, vdot, lam, a.power, a.info) == 0
+    np.testing.assert_allclose(vdot, expected, rtol=0, atol=1e-10 * np.abs(expected).max())
+    np.testing.assert_allclose(lam, expected_lam, rtol=0, atol=1e-10 * np.abs(expected_lam).max())
+    parents = model.body_int[:, PARENT]
+    omega = np.vstack((zd[:, 3:], np.zeros(3)))  # the ground's turn last, at index -1
+    turned = np.einsum("nij,nj->ni", augmented3d._quaternion_matrix(z[:, 3:]), tau.reshape(-1, 3))
+    power = float(np.sum(turned * (omega[:-1] - omega[parents])))
+    assert abs(a.power[0] - power) <= 1e-12 * np.abs(turned).sum() * np.abs(omega).max()
 
 
 def test_a_spherical_tree_runs_the_same_fused_or_not(monkeypatch):
@@ -480,7 +519,7 @@ def test_the_fused_spherical_iteration_solves_the_residuals_derivative_at_fast_r
     fused = augmented3d_implicit._Arrays(model, step.starts, fused=True)
     assert kernels.spherical_forward(m.body_int, m.body_real, m.gravity, step.starts, np.zeros(0), a.zp, a.zbp, a.zdp,
                                      vdot, lam, a.tangent, step.coef[5], step.coef[6], fused.rb, fused.rc, fused.diag,
-                                     fused.wm, fused.xb, fused.xj, fused.power, np.zeros(4)) == 0
+                                     fused.wm, fused.loc, fused.xb, fused.xj, fused.power, np.zeros(4)) == 0
     kernels._back_substitute(m.body_int, step.starts, fused.wm, fused.xb, fused.xj)
     mine = np.concatenate((fused.xb.ravel(), fused.xj))
     expected = np.linalg.solve(_jacobian(step.residual, step.x0, 0.1, 3), -r)

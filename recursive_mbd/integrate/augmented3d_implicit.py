@@ -90,14 +90,27 @@ for the structure); a spherical joint's block by its 3 x 3 blocks, its rows solv
 rows for the multipliers, leaving a 3 x 3 matrix inverted with partial pivoting (singular exactly when the block
 is: the same failures). Full Newton: the matrix at every iterate.
 
-A tree of spherical joints only (the long chains) takes an iteration in two passes over the bodies, not five
-(``kernels.spherical_forward``, ``FUSED_SPHERICAL``): leaves first, each body's residual (complete when the pass
-reaches it: its children came first), its local block built and eliminated, and its right-hand side eliminated into
-its parent's at once; then roots first the back-substitution. The matrix and the elimination are the ones above with
-the spherical joint's blocks written out: its rows are the joint frame's axes F (G^-1 = F, no inverse), its force
-has no moment about the joint point (the coupling blocks in closed form), and nothing of the factorisation is kept
-beyond K^-1 U (1.3 KB a body where the general kernels keep 1.9). Tested against the general kernels on random trees
-of spherical joints with joint torques (residual and correction to round-off; whole runs with the same iterations).
+A tree of spherical joints only (the long chains) takes an iteration in fused passes over the bodies, not five
+(``kernels.spherical_forward``, ``FUSED_SPHERICAL``): first every body at once (on numba's threads from
+``kernels.PARALLEL_BODIES`` bodies), what its blocks need of its own pose and its parent's (its own residual terms, the
+joint's rows, the coupling and stiffness blocks of the elimination, kept in a record of 99 numbers a body); then
+leaves first, each body's residual completed by its children's loads, its local block eliminated, and its right-hand
+side eliminated into its parent's at once; then roots first the back-substitution. The matrix and the elimination
+are the ones above with the spherical joint's blocks written out: its rows are the joint frame's axes F (G^-1 = F, no
+inverse), its force has no moment about the joint point (the coupling blocks in closed form), and nothing of the
+factorisation is kept beyond K^-1 U. The bodies are shared among the threads in a fixed number of ranges
+(``kernels.CHUNKS``), so a run's results are the same bit for bit whatever the number of threads. Tested against the
+general kernels on random trees of spherical joints with joint torques, below and above PARALLEL_BODIES (residual
+and correction to round-off; whole runs with the same iterations). The run starts from the same passes: with
+c_stiff = c_damp = 0 and the tangent maps 1 their matrix is the dynamics' [[M, G^T], [G, 0]], and from vdot = 0,
+lam = 0 one pass each way gives the initial accelerations and multipliers (``kernels.spherical_dynamics``; tested
+against the explicit augmented formulation's tree solve), where the explicit route's solve cost more than a Newton
+iteration and allocated 1.1 KB a body of its own workspace. Measured on the shared 2-core machine at a load of 13 to
+16 (``benchmarks/implicit3d.py``, its last table): N = 1e5 over 1 s, 0.96 us of CPU a link-step before the split,
+1.05 after it on one thread, 1.59 on two (both threads' CPU; the wall time longer too: two threads of a process on a
+machine this loaded wait for each other at the end of each parallel pass); N = 1e6 over 1 s on two threads 1.08 us
+(0.99 before, quiet), peak memory 3.39 GB (2.99 before). On the quiet machine (load 1.3): N = 1e5 over 1 s in 7.7-8.1
+s of wall time on two threads against 9.1-9.5 s before (15% less), 9.5 s on one thread (as before).
 
 First guess: lambda+ = lambda, and the vdot+ whose update moves every body on at the previous step's mean velocity,
 Delta = h (Delta_prev / h_prev) (the initial velocity before the first step; ``kernels.predict``), not the
@@ -329,8 +342,19 @@ class _Arrays:
         self.tangent = np.zeros((n, 3, 3))
         # the loops' position rows follow the joints' in rc (and their multipliers the joints' in lam)
         self.rb, self.rc = np.zeros((n, 6)), np.zeros(int(starts[-1]) + model.nconstraints)
-        self.jc, self.jp = np.zeros((n, rows, 6)), np.zeros((n, rows, 6))
-        self.res, self.gam = np.zeros((n, 6)), np.zeros((n, 6))
+        if fused:
+            # the record of the fused pass's blocks (``kernels.LOCAL_SIZE`` a body); the joints' rows, which only the
+            # power of tau and the samples' joint coordinates use (outside the iterations), share its memory
+            self.loc = np.zeros((n, kernels.LOCAL_SIZE))
+            flat = self.loc.reshape(-1)
+            sizes = np.cumsum([0, n * rows * 6, n * rows * 6, n * 6, n * 6])
+            assert sizes[-1] <= flat.size
+            self.jc, self.jp = flat[:sizes[1]].reshape(n, rows, 6), flat[sizes[1]:sizes[2]].reshape(n, rows, 6)
+            self.res, self.gam = flat[sizes[2]:sizes[3]].reshape(n, 6), flat[sizes[3]:sizes[4]].reshape(n, 6)
+        else:
+            self.loc = np.zeros((0, kernels.LOCAL_SIZE))
+            self.jc, self.jp = np.zeros((n, rows, 6)), np.zeros((n, rows, 6))
+            self.res, self.gam = np.zeros((n, 6)), np.zeros((n, 6))
         self.diag, self.api = np.zeros((n, 6, 6)), np.zeros((kept, 3, 6))
         # a spherical joint's local block is kept as five 3 x 3 blocks, without pivots (``kernels.factor``)
         self.lu = np.zeros((kept, 5, 9)) if spherical else np.zeros((kept, 12, 12))
@@ -343,7 +367,8 @@ class _Arrays:
 
     def step_arrays(self):
         return (self.zp, self.zbp, self.zdp, self.tangent, self.rb, self.rc, self.jc, self.jp, self.res, self.gam,
-                self.diag, self.api, self.lu, self.piv, self.wm, self.xb, self.xj, self.power, self.info, self.loops)
+                self.diag, self.api, self.lu, self.piv, self.wm, self.loc, self.xb, self.xj, self.power, self.info,
+                self.loops)
 
 
 def loop_arrays(model, starts):
@@ -412,28 +437,37 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, driver
         q0, v0 = consistent_start(model, q0, v0, drive.inputs.driven if drive.bodies.size else None)
     drive.at(t0)
     z, zd = augmented3d.absolute_from_joint(model, q0, v0)
+    zb = to_body_axes(z, zd)
     starts = drive.starts
     fused = FUSED_SPHERICAL and not model.nloops and bool((model.body_int[:, SL.JTYPE] == SL.SPHERICAL).all())
     arrays = _Arrays(model, starts, fused=fused)
     angles = _Angles(model, q0)
     loads = _Loads(model, inputs, tau, arrays, angles) if function or model._elements else None
+    vdot, lam, dissipation = None, None, 0.0
     if loads is not None:  # tau and the elements at the start (a function that fails here: StateError, no run)
         loads.at(t0, z, zd)
         vdot, lam = augmented3d.forward_dynamics(model, z, zd, loads.tau_user, t0)
         tau = loads.tau
-    else:
+        vdot = to_body_axes(z, vdot)
+        power, dissipation = loads.powers(t0, starts, drive, z, zd, vdot, lam)
+    elif fused:  # a tree of spherical joints: the start in the fused passes (tau's power at the start with them)
+        vdot, lam = np.empty((model.nbodies, 6)), np.empty(int(starts[-1]))
+        if kernels.spherical_dynamics(model.body_int, model.body_real, model.gravity, starts, tau, z, zb, zd,
+                                      arrays.tangent, arrays.rb, arrays.rc, arrays.diag, arrays.wm, arrays.loc,
+                                      arrays.xb, arrays.xj, vdot, lam, arrays.power, arrays.info):
+            vdot = None  # (failed: the general start below, with its errors)
+        else:
+            power = float(arrays.power[0])
+    if vdot is None:  # the general start: the augmented dynamics, the drivers' rows as the explicit runs'
         vdot, lam = drive.initial_dynamics(z, zd, tau, q0, v0, t0)
+        vdot = to_body_axes(z, vdot)
+        power = _power(model, starts, tau, drive, z, zd, vdot, lam, arrays)
     # the explicit routes' tree-solve workspace and the joint-coordinate one: the steps use neither (1.1 and 0.7 KB a
     # body, beside the steps' 2 KB a body)
     augmented3d.release_workspace(model)
     spatial.release_workspace(model)
-    vdot, zb = to_body_axes(z, vdot), to_body_axes(z, zd)
     acc = vdot.copy()
     steps = _runs.fixed_step_count(t0, t_end, dt, max_steps)
-    power = _power(model, starts, tau, drive, z, zd, vdot, lam, arrays)
-    dissipation = 0.0
-    if loads is not None:
-        power, dissipation = loads.powers(t0, starts, drive, z, zd, vdot, lam)
     stepper = _Stepper(model, starts, tau, drive, (alpha_m, alpha_f, gamma, beta), newton_tol, max_newton,
                        [z, zb, zd, acc, vdot, lam, power, 0.0, zb.copy(), dissipation, 0.0], arrays, loads)
     states = _AbsoluteStates(model, arrays, angles)
@@ -1004,7 +1038,7 @@ def joint_states(model, z, zd, arrays):
         raise ValueError(f"z and zd must have shapes ({nt}, {n}, 7) and ({nt}, {n}, 6), got {z.shape} and {zd.shape}")
     q, v, drift = np.zeros((nt, model.nq)), np.zeros((nt, model.nv)), np.zeros(nt)
     recover3d.joint_states(model.body_int, model.body_real, z, zd, q, v, drift, arrays.jc, arrays.jp, arrays.res,
-                           arrays.gam, np.zeros((2, 6)))
+                           arrays.gam)
     return q, v, drift
 
 

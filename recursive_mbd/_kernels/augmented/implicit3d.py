@@ -40,9 +40,12 @@ onto the constraints) inverted with partial pivoting; S is singular exactly when
 found (its pivots tested against its own columns, the same PIVOT_RTOL). Only the blocks the solve reads are kept:
 G^-1, E, Hm, P, S^-1 (45 numbers, where the LU of K_i took 144; D11, D12 stay in D_i).
 
-A tree of spherical joints only (the long chains) iterates in two passes instead of five (``spherical_forward``, then
-``_back_substitute``): the residual, the matrix, its factorisation and the right-hand side's elimination leaves
-first in one pass, the same matrix and elimination with the spherical joint's blocks written out (its section).
+A tree of spherical joints only (the long chains) iterates in fused passes instead of five (``spherical_forward``,
+then ``_back_substitute``): what each body's blocks need of its own pose and its parent's, every body at once
+(``_spherical_local``, on numba's threads), then the residual's completion, the factorisation and the right-hand
+side's elimination leaves first in one pass, the same matrix and elimination with the spherical joint's blocks
+written out (its section). With c_stiff = c_damp = 0 the same passes solve the dynamics at the run's start
+(``spherical_dynamics``).
 """
 
 import math
@@ -105,6 +108,12 @@ from .spatial3d import (
 
 njit = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=True)
 inline = numba.njit(cache=True, fastmath={"contract"}, error_model="numpy", _nrt=True, inline="always")
+# the passes whose bodies are independent (the update, the spherical blocks) run on numba's threads (``prange``) from
+# PARALLEL_BODIES bodies, in CHUNKS ranges of bodies, whatever the number of threads (so the same results; a call a
+# range, not a body: numba's parallel pass cannot take the tuples of the bodies' arithmetic inside its loop)
+pnjit = numba.njit(cache=True, parallel=True, fastmath={"contract"}, error_model="numpy", _nrt=True)
+PARALLEL_BODIES = 4096
+CHUNKS = 16
 
 # a pivot of the local LU below this fraction of the largest entry of its column is zero (the block is singular)
 PIVOT_RTOL = 1e-14
@@ -162,7 +171,75 @@ def _inertia(body_real, rot, i):
 
 # ---- the step's update ---------------------------------------------------------------------------------------------
 
+@inline
+def _advance(h, am, af, gm, bt, zb0, acc0, vdot0, vdot, i, c):
+    """(zbp[i, c], Delta[i, c]) of ``update_state``."""
+    a_new = ((1.0 - af) * vdot[i, c] + af * vdot0[i, c] - am * acc0[i, c]) / (1.0 - am)
+    return (zb0[i, c] + h * ((1.0 - gm) * acc0[i, c] + gm * a_new),
+            h * zb0[i, c] + h * h * ((0.5 - bt) * acc0[i, c] + bt * a_new))
+
+
+@inline
+def _update_body(z0, zb0, acc0, vdot0, vdot, zp, zbp, zdp, tangent, h, am, af, gm, bt, i):
+    """Body i of ``update_state``."""
+    for c in range(3):
+        v_new, d = _advance(h, am, af, gm, bt, zb0, acc0, vdot0, vdot, i, c)
+        zbp[i, c] = v_new
+        zp[i, c] = z0[i, c] + d
+        zdp[i, c] = v_new
+    w_dx, dx = _advance(h, am, af, gm, bt, zb0, acc0, vdot0, vdot, i, 3)
+    zbp[i, 3] = w_dx
+    w_dy, dy = _advance(h, am, af, gm, bt, zb0, acc0, vdot0, vdot, i, 4)
+    zbp[i, 4] = w_dy
+    w_dz, dz = _advance(h, am, af, gm, bt, zb0, acc0, vdot0, vdot, i, 5)
+    zbp[i, 5] = w_dz
+    phi2 = dx * dx + dy * dy + dz * dz
+    phi = math.sqrt(phi2)
+    if phi < 1e-4:  # series: the closed forms lose digits
+        half = 0.5 - phi2 / 48.0
+        b = 0.5 - phi2 / 24.0
+        cc = 1.0 / 6.0 - phi2 / 120.0
+        ew = 1.0 - phi2 / 8.0
+    else:
+        half = math.sin(0.5 * phi) / phi
+        b = (1.0 - math.cos(phi)) / phi2
+        cc = (phi - math.sin(phi)) / (phi2 * phi)
+        ew = math.cos(0.5 * phi)
+    ex = half * dx
+    ey = half * dy
+    ez = half * dz
+    qw = z0[i, 3]
+    qx = z0[i, 4]
+    qy = z0[i, 5]
+    qz = z0[i, 6]
+    nw = qw * ew - qx * ex - qy * ey - qz * ez
+    nx = qw * ex + ew * qx + qy * ez - qz * ey
+    ny = qw * ey + ew * qy + qz * ex - qx * ez
+    nz = qw * ez + ew * qz + qx * ey - qy * ex
+    norm = math.sqrt(nw * nw + nx * nx + ny * ny + nz * nz)
+    zp[i, 3] = nw / norm
+    zp[i, 4] = nx / norm
+    zp[i, 5] = ny / norm
+    zp[i, 6] = nz / norm
+    rot, _ = _quaternion_matrix(zp, i)
+    om = _mat_vec(rot, _vec(zbp, i, 3))
+    for c in range(3):
+        zdp[i, 3 + c] = om[c]
+    k = _skew((dx, dy, dz))
+    k2 = _mat_mat(k, k)
+    for r in range(3):
+        for c in range(3):
+            tangent[i, r, c] = (1.0 if r == c else 0.0) - b * k[3 * r + c] + cc * k2[3 * r + c]
+
+
 @njit
+def _update_bodies(z0, zb0, acc0, vdot0, vdot, zp, zbp, zdp, tangent, h, am, af, gm, bt, start, stop):
+    """Bodies start to stop - 1 of ``update_state`` (a call a range of bodies: a call a body cost half the update)."""
+    for i in range(start, stop):
+        _update_body(z0, zb0, acc0, vdot0, vdot, zp, zbp, zdp, tangent, h, am, af, gm, bt, i)
+
+
+@pnjit
 def update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent):
     """The new state of a step from its new accelerations ``vdot`` (nbodies, 6; the rotations' in body axes): with
     coef = (h, alpha_m, alpha_f, gamma, beta), a+ = ((1 - alpha_f) vdot + alpha_f vdot0 - alpha_m acc0) /
@@ -170,61 +247,19 @@ def update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent):
     Delta = h zb0 + h^2 ((1/2 - beta) acc0 + beta a+), zp = (c0 + Delta_c, R0 exp([Delta_omega])) (the quaternion
     multiplied on the right: unit by construction), zdp the new velocities with omega in ground axes, and
     tangent[i] = J_r(Delta_omega) (3 x 3), the right Jacobian of SO(3): exp([Delta + d]) = exp([Delta])
-    exp([J_r d])."""
+    exp([J_r d]). From PARALLEL_BODIES bodies, on numba's threads (``prange``)."""
     h = coef[0]
     am = coef[1]
     af = coef[2]
     gm = coef[3]
     bt = coef[4]
-    delta = np.empty(6)
-    for i in range(z0.shape[0]):
-        for c in range(6):
-            a_new = ((1.0 - af) * vdot[i, c] + af * vdot0[i, c] - am * acc0[i, c]) / (1.0 - am)
-            zbp[i, c] = zb0[i, c] + h * ((1.0 - gm) * acc0[i, c] + gm * a_new)
-            delta[c] = h * zb0[i, c] + h * h * ((0.5 - bt) * acc0[i, c] + bt * a_new)
-        for c in range(3):
-            zp[i, c] = z0[i, c] + delta[c]
-            zdp[i, c] = zbp[i, c]
-        dx = delta[3]
-        dy = delta[4]
-        dz = delta[5]
-        phi2 = dx * dx + dy * dy + dz * dz
-        phi = math.sqrt(phi2)
-        if phi < 1e-4:  # series: the closed forms lose digits
-            half = 0.5 - phi2 / 48.0
-            b = 0.5 - phi2 / 24.0
-            cc = 1.0 / 6.0 - phi2 / 120.0
-            ew = 1.0 - phi2 / 8.0
-        else:
-            half = math.sin(0.5 * phi) / phi
-            b = (1.0 - math.cos(phi)) / phi2
-            cc = (phi - math.sin(phi)) / (phi2 * phi)
-            ew = math.cos(0.5 * phi)
-        ex = half * dx
-        ey = half * dy
-        ez = half * dz
-        qw = z0[i, 3]
-        qx = z0[i, 4]
-        qy = z0[i, 5]
-        qz = z0[i, 6]
-        nw = qw * ew - qx * ex - qy * ey - qz * ez
-        nx = qw * ex + ew * qx + qy * ez - qz * ey
-        ny = qw * ey + ew * qy + qz * ex - qx * ez
-        nz = qw * ez + ew * qz + qx * ey - qy * ex
-        norm = math.sqrt(nw * nw + nx * nx + ny * ny + nz * nz)
-        zp[i, 3] = nw / norm
-        zp[i, 4] = nx / norm
-        zp[i, 5] = ny / norm
-        zp[i, 6] = nz / norm
-        rot, _ = _quaternion_matrix(zp, i)
-        om = _mat_vec(rot, _vec(zbp, i, 3))
-        for c in range(3):
-            zdp[i, 3 + c] = om[c]
-        k = _skew((dx, dy, dz))
-        k2 = _mat_mat(k, k)
-        for r in range(3):
-            for c in range(3):
-                tangent[i, r, c] = (1.0 if r == c else 0.0) - b * k[3 * r + c] + cc * k2[3 * r + c]
+    n = z0.shape[0]
+    if n < PARALLEL_BODIES:
+        _update_bodies(z0, zb0, acc0, vdot0, vdot, zp, zbp, zdp, tangent, h, am, af, gm, bt, 0, n)
+        return
+    for k in numba.prange(CHUNKS):
+        _update_bodies(z0, zb0, acc0, vdot0, vdot, zp, zbp, zdp, tangent, h, am, af, gm, bt, k * n // CHUNKS,
+                       (k + 1) * n // CHUNKS)
 
 
 @njit
@@ -872,107 +907,193 @@ def _skew_skew(a, b):
             b[2] * a[0], b[2] * a[1], b[2] * a[2] - d)
 
 
+# the per-body record of ``_spherical_local`` (LOCAL_SIZE numbers a body, ``spherical_forward``'s loc): the blocks of
+# the elimination that do not depend on the bodies eliminated before (9-tuples, row-major, at these offsets)
+LOC_E = 0  # E = -R [rcb] T_i
+LOC_HM = 9  # Hm = [rcb] R^T
+LOC_GB = 18  # G^-1 of the rows' right-hand side, -F r_c (3)
+LOC_F = 21  # F = R_p R0, the joint frame
+LOC_U1 = 30  # A_ip's force rows on the parent's turn, -c_s [f] R_p T_p
+LOC_U2 = 39  # A_ip's moment rows on the parent's turn, -c_s [rcb][R^T f] R^T R_p T_p
+LOC_GU = 48  # jpb's turn block, [rho] R_p T_p
+LOC_A1 = 57  # A_pi's moment rows on the child's position, c_s [R_p^T f] R_p^T
+LOC_A2 = 66  # A_pi's moment rows on the child's turn, -c_s R_p^T R [R^T f][rcb] T_i
+LOC_ARM = 75  # R_p^T [rho] (jp^T's moment rows, times -F)
+LOC_KPP = 84  # the joint's stiffness on the parent's turn block, c_s ([R_p^T rho][R_p^T f] + [R_p^T m]) T_p
+LOC_UP = 93  # the joint's load on the parent's residual: -f, R_p^T m (m = -rho x f + R tau, ground axes) (6)
+LOCAL_SIZE = 99
+
+
 @inline
-def _acc_block(out, i, r0, c0, s, a):
-    """out[i, r0:r0 + 3, c0:c0 + 3] + s a as a 9-tuple."""
-    return (out[i, r0, c0] + s * a[0], out[i, r0, c0 + 1] + s * a[1], out[i, r0, c0 + 2] + s * a[2],
-            out[i, r0 + 1, c0] + s * a[3], out[i, r0 + 1, c0 + 1] + s * a[4], out[i, r0 + 1, c0 + 2] + s * a[5],
-            out[i, r0 + 2, c0] + s * a[6], out[i, r0 + 2, c0 + 1] + s * a[7], out[i, r0 + 2, c0 + 2] + s * a[8])
+def _get9(loc, i, k):
+    return (loc[i, k], loc[i, k + 1], loc[i, k + 2], loc[i, k + 3], loc[i, k + 4], loc[i, k + 5], loc[i, k + 6],
+            loc[i, k + 7], loc[i, k + 8])
+
+
+@inline
+def _set(loc, i, k, a):
+    """loc[i, k:k + len(a)] = a."""
+    for c in range(len(a)):
+        loc[i, k + c] = a[c]
+
+
+@inline
+def _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff, c_damp,
+                    rb, rc, diag, xb, loc, i):
+    """Body i of ``_spherical_local``; returns its share of tau's power."""
+    one = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
+    power = 0.0
+    p = body_int[i, PARENT]
+    r0 = row_start[i]
+    rot, _ = _quaternion_matrix(zp, i)
+    rot_t = _tr(rot)
+    t_i = _tangent(tangent, i)
+    if p >= 0:
+        rot_p, _ = _quaternion_matrix(zp, p)
+        c_p = _vec(zp, p, 0)
+        arm_p = _mat_vec(rot_p, _sub(_vec(body_real, i, PP), _com(body_real, p)))
+        om_p = _vec(zdp, p, 3)
+        t_p = _mm(rot_p, _tangent(tangent, p))
+    else:
+        rot_p = one
+        c_p = (0.0, 0.0, 0.0)
+        arm_p = _vec(body_real, i, PP)
+        om_p = (0.0, 0.0, 0.0)
+        t_p = one
+    frame = _mat_mat(rot_p, (body_real[i, R0], body_real[i, R0 + 1], body_real[i, R0 + 2], body_real[i, R0 + 3],
+                             body_real[i, R0 + 4], body_real[i, R0 + 5], body_real[i, R0 + 6],
+                             body_real[i, R0 + 7], body_real[i, R0 + 8]))
+    rcb = _sub(_vec(body_real, i, CP), _com(body_real, i))
+    r_c = _mat_vec(rot, rcb)
+    rho = _sub(_add(_vec(zp, i, 0), r_c), c_p)
+    f = _mat_vec(frame, (lam[r0], lam[r0 + 1], lam[r0 + 2]))
+    om_g = _vec(zdp, i, 3)
+    if c_stiff > 0.0:
+        row = _scale(1.0 / c_stiff, _mat_t_vec(frame, _sub(rho, arm_p)))  # C_k = g_k . d
+    else:
+        row = _mat_t_vec(frame, _sub(_cross(om_g, _cross(om_g, r_c)), _cross(om_p, _cross(om_p, arm_p))))
+    # the residual's own terms: the joint's moment on the body (r_c x f, less R tau), into body axes
+    moment = _cross(r_c, f)
+    turned = (0.0, 0.0, 0.0)
+    if tau.shape[0] > 0:  # a moment R tau on the child, its opposite on the parent
+        k = body_int[i, VIDX]
+        turned = _mat_vec(rot, (tau[k], tau[k + 1], tau[k + 2]))
+        moment = _sub(moment, turned)
+        power += _dot(turned, _sub(om_g, om_p))  # om_p zero at the ground
+    applied = _mat_vec(rot_t, moment)
+    mass = body_real[i, MASS]
+    inertia = (body_real[i, IC], body_real[i, IC + 3], body_real[i, IC + 4], body_real[i, IC + 3],
+               body_real[i, IC + 1], body_real[i, IC + 5], body_real[i, IC + 4], body_real[i, IC + 5],
+               body_real[i, IC + 2])
+    om = _vec(zbp, i, 3)
+    jom = _mat_vec(inertia, om)
+    spin = _add(_mat_vec(inertia, _vec(vdot, i, 3)), _cross(om, jom))
+    for c in range(3):
+        rb[i, c] = mass * (vdot[i, c] - gravity[c]) + f[c]
+        rb[i, 3 + c] = spin[c] + applied[c]
+        rc[r0 + c] = row[c]
+    for c in range(6):
+        xb[i, c] = 0.0
+        for k in range(6):
+            diag[i, c, k] = 0.0
+    # the local block's own terms: M, the gyroscopic and the geometric stiffness of the body's own joint
+    f_b = _mat_t_vec(rot, f)
+    fr_t = _mm(_skew_skew(f_b, rcb), t_i)  # [R^T f][rcb] T_i
+    gyro_w = _lin(1.0, _skew_mm(om, inertia), -1.0, _skew(jom))
+    d22 = _lin(1.0, _lin(1.0, inertia, c_damp, gyro_w), c_stiff, _lin(1.0, _skew_mm(applied, t_i), 1.0, fr_t))
+    for c in range(3):
+        diag[i, c, c] = mass
+    _put(diag, i, 3, 3, 1.0, d22)
+    _set(loc, i, LOC_E, _neg(_mm(rot, _skew_mm(rcb, t_i))))
+    _set(loc, i, LOC_HM, _skew_mm(rcb, rot_t))
+    _set(loc, i, LOC_GB, _scale(-1.0, _mat_vec(frame, row)))
+    _set(loc, i, LOC_F, frame)
+    if p < 0:
+        return power
+    rot_pt = _tr(rot_p)
+    f_p = _mat_t_vec(rot_p, f)
+    back = _sub(turned, _cross(rho, f))  # the joint's moment on the parent, ground axes
+    up = _mat_t_vec(rot_p, back)
+    _set(loc, i, LOC_U1, _scale9(-c_stiff, _skew_mm(f, t_p)))
+    _set(loc, i, LOC_U2, _scale9(-c_stiff, _mm(_skew_skew(rcb, f_b), _mm(rot_t, t_p))))
+    _set(loc, i, LOC_GU, _skew_mm(rho, t_p))
+    _set(loc, i, LOC_A1, _scale9(c_stiff, _skew_mm(f_p, rot_pt)))
+    _set(loc, i, LOC_A2, _scale9(-c_stiff, _mm(_mm(rot_pt, rot), fr_t)))
+    _set(loc, i, LOC_ARM, _mm_skew(rot_pt, rho))
+    _set(loc, i, LOC_KPP, _scale9(c_stiff, _mm(_lin(1.0, _skew_skew(_mat_t_vec(rot_p, rho), f_p), 1.0,
+                                                       _skew(up)), _tangent(tangent, p))))
+    _set(loc, i, LOC_UP, (-f[0], -f[1], -f[2], up[0], up[1], up[2]))
+    return power
+
+
+@njit
+def _spherical_bodies(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff,
+                      c_damp, rb, rc, diag, xb, loc, start, stop):
+    """Bodies start to stop - 1 of ``_spherical_local``; their share of tau's power."""
+    power = 0.0
+    for i in range(start, stop):
+        power += _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
+                                 c_stiff, c_damp, rb, rc, diag, xb, loc, i)
+    return power
+
+
+@pnjit
+def _spherical_local(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff, c_damp,
+                     rb, rc, diag, xb, loc):
+    """The first part of ``spherical_forward``, every body at once (``prange``: what does not depend on the order of
+    the elimination): body i's own residual terms into rb[i] (its children's loads come in the second part) and its
+    joint's rows into rc, its local block's own terms into diag[i] (the rest zero), xb[i] zeroed, and the record of
+    its blocks into loc[i] (the LOC_ offsets). c_stiff = 0: the rows' residual is the acceleration constraints'
+    velocity terms F^T (w_i x (w_i x r_c) - w_p x (w_p x arm_p)) instead of C / c_stiff (``spherical_dynamics``).
+    Returns tau's power at (zp, zdp)."""
+    n = body_int.shape[0]
+    if n < PARALLEL_BODIES:
+        return _spherical_bodies(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
+                                 c_stiff, c_damp, rb, rc, diag, xb, loc, 0, n)
+    parts = np.empty(CHUNKS)  # each range's power, summed in order: the same whatever the threads
+    for k in numba.prange(CHUNKS):
+        parts[k] = _spherical_bodies(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
+                                     c_stiff, c_damp, rb, rc, diag, xb, loc, k * n // CHUNKS, (k + 1) * n // CHUNKS)
+    return parts.sum()
 
 
 @njit
 def spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff,
-                      c_damp, rb, rc, diag, wm, xb, xj, power, info):
+                      c_damp, rb, rc, diag, wm, loc, xb, xj, power, info):
     """One Newton iteration's first pass on a tree of spherical joints (every joint spherical; the section's
     comment), leaves first: the step's residual at (zp, zbp, zdp, vdot, lam) into rb (nbodies, 6; moment rows in
     body axes) and rc (rows), as ``residual``; the Newton matrix built and factorised, as ``factor`` (W_i into wm
-    (nbodies, 9, 6), diag (nbodies, 6, 6) scratch); and the right-hand side -(rb, rc) eliminated, as ``solve``'s
-    first pass: xb (nbodies, 6), xj (rows) hold y for ``_back_substitute``. power[0] receives tau's power at
-    (zp, zdp), info[2], info[3] the largest |rb| and its body. Returns the status (a non-finite state or a singular
-    local block: its body)."""
+    (nbodies, 9, 6), diag (nbodies, 6, 6) and loc (nbodies, LOCAL_SIZE) scratch); and the right-hand side -(rb, rc)
+    eliminated, as ``solve``'s first pass: xb (nbodies, 6), xj (rows) hold y for ``_back_substitute``. power[0]
+    receives tau's power at (zp, zdp), info[2], info[3] the largest |rb| and its body. Returns the status (a
+    non-finite state or a singular local block: its body). In two parts: what each body's blocks need of its own
+    state and its parent's, every body at once (``_spherical_local``, on numba's threads), then the elimination
+    leaves first, which adds each body's Schur terms and loads to its parent's."""
     n = body_int.shape[0]
     work = np.empty((3, 6))
     status = _nonfinite_pose(zp)
     if status:
         return status
-    for i in range(n):
-        for r in range(6):
-            rb[i, r] = 0.0
-            xb[i, r] = 0.0
-            for c in range(6):
-                diag[i, r, c] = 0.0
-    has_tau = tau.shape[0] > 0
-    tau_power = 0.0
+    power[0] = _spherical_local(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff,
+                                c_damp, rb, rc, diag, xb, loc)
     worst = 0.0
     where = 0
-    one = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
+    minus_one = (-1.0, 0.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0, -1.0)
     for i in range(n - 1, -1, -1):
         p = body_int[i, PARENT]
         r0 = row_start[i]
-        rot, _ = _quaternion_matrix(zp, i)
-        rot_t = _tr(rot)
-        t_i = _tangent(tangent, i)
-        if p >= 0:
-            rot_p, _ = _quaternion_matrix(zp, p)
-            c_p = _vec(zp, p, 0)
-            arm_p = _mat_vec(rot_p, _sub(_vec(body_real, i, PP), _com(body_real, p)))
-        else:
-            rot_p = one
-            c_p = (0.0, 0.0, 0.0)
-            arm_p = _vec(body_real, i, PP)
-        frame = _mat_mat(rot_p, (body_real[i, R0], body_real[i, R0 + 1], body_real[i, R0 + 2], body_real[i, R0 + 3],
-                                 body_real[i, R0 + 4], body_real[i, R0 + 5], body_real[i, R0 + 6],
-                                 body_real[i, R0 + 7], body_real[i, R0 + 8]))
-        rcb = _sub(_vec(body_real, i, CP), _com(body_real, i))
-        r_c = _mat_vec(rot, rcb)
-        rho = _sub(_add(_vec(zp, i, 0), r_c), c_p)
-        f = _mat_vec(frame, (lam[r0], lam[r0 + 1], lam[r0 + 2]))
-        cres = _mat_t_vec(frame, _sub(rho, arm_p))  # C_k = g_k . d
-        # the residual: the joints' ground-axis moments on the body (its children's already in rb[i, 3:]), into body
-        # axes
-        moment = _add(_vec(rb, i, 3), _cross(r_c, f))
-        if has_tau:  # a moment R tau on the child, its opposite on the parent
-            k = body_int[i, VIDX]
-            turned = _mat_vec(rot, (tau[k], tau[k + 1], tau[k + 2]))
-            moment = _sub(moment, turned)
-            tau_power += _dot(turned, _vec(zdp, i, 3))
-            if p >= 0:
-                tau_power -= _dot(turned, _vec(zdp, p, 3))
-                for c in range(3):
-                    rb[p, 3 + c] += turned[c]
-        applied = _mat_vec(rot_t, moment)
-        mass = body_real[i, MASS]
-        inertia = (body_real[i, IC], body_real[i, IC + 3], body_real[i, IC + 4], body_real[i, IC + 3],
-                   body_real[i, IC + 1], body_real[i, IC + 5], body_real[i, IC + 4], body_real[i, IC + 5],
-                   body_real[i, IC + 2])
-        om = _vec(zbp, i, 3)
-        jom = _mat_vec(inertia, om)
-        spin = _add(_mat_vec(inertia, _vec(vdot, i, 3)), _cross(om, jom))
-        for c in range(3):
-            rb[i, c] += mass * (vdot[i, c] - gravity[c]) + f[c]
-            rb[i, 3 + c] = spin[c] + applied[c]
-            rc[r0 + c] = cres[c] / c_stiff
-        for c in range(6):
+        for c in range(6):  # complete: its children's loads came first
             if not abs(rb[i, c]) <= worst:
                 worst = abs(rb[i, c])
                 where = i
-        if p >= 0:  # the joint's force on the parent: -f at the joint point
-            back = _cross(rho, f)
-            for c in range(3):
-                rb[p, c] -= f[c]
-                rb[p, 3 + c] -= back[c]
-        # the local block: D (its children's Schur terms already in diag[i]) and the spherical elimination
-        f_b = _mat_t_vec(rot, f)
-        fr = _skew_skew(f_b, rcb)  # [R^T f][rcb]
-        fr_t = _mm(fr, t_i)
-        gyro_w = _lin(1.0, _skew_mm(om, inertia), -1.0, _skew(jom))
-        d11 = _acc_block(diag, i, 0, 0, mass, one)
+        # the local block (its children's Schur terms in diag[i]) by the spherical elimination
+        d11 = _block(diag, i, 0, 0)
         d12 = _block(diag, i, 0, 3)
         d21 = _block(diag, i, 3, 0)
-        d22 = _acc_block(diag, i, 3, 3, 1.0, _lin(1.0, inertia, c_damp, gyro_w))
-        d22 = _lin(1.0, d22, c_stiff, _lin(1.0, _skew_mm(applied, t_i), 1.0, fr_t))
-        e = _neg(_mm(rot, _skew_mm(rcb, t_i)))
-        hm = _skew_mm(rcb, rot_t)
+        d22 = _block(diag, i, 3, 3)
+        e = _get9(loc, i, LOC_E)
+        hm = _get9(loc, i, LOC_HM)
+        frame_t = _tr(_get9(loc, i, LOC_F))
         pm = _lin(1.0, d21, -1.0, _mm(hm, d11))
         s_inv, ok = _inverse3(_lin(1.0, _lin(1.0, d22, -1.0, _mm(hm, d12)), -1.0, _mm(pm, e)), work)
         if not ok:
@@ -980,35 +1101,29 @@ def spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp
         # y = K^-1 b, b = -(rb, rc) less the children's V y (in xb[i])
         b1 = (-rb[i, 0] - xb[i, 0], -rb[i, 1] - xb[i, 1], -rb[i, 2] - xb[i, 2])
         b2 = (-rb[i, 3] - xb[i, 3], -rb[i, 4] - xb[i, 4], -rb[i, 5] - xb[i, 5])
-        gb = _scale(-1.0 / c_stiff, _mat_vec(frame, cres))
+        gb = (loc[i, LOC_GB], loc[i, LOC_GB + 1], loc[i, LOC_GB + 2])
         x2 = _mat_vec(s_inv, _sub(_sub(b2, _mat_vec(hm, b1)), _mat_vec(pm, gb)))
         x1 = _sub(gb, _mat_vec(e, x2))
         yl = _sub(_sub(b1, _mat_vec(d11, x1)), _mat_vec(d12, x2))
-        ly = _mat_t_vec(frame, yl)
+        ly = _mat_vec(frame_t, yl)
         for c in range(3):
             xb[i, c] = x1[c]
             xb[i, 3 + c] = x2[c]
             xj[r0 + c] = ly[c]
         if p < 0:
             continue
-        t_p = _mm(rot_p, _tangent(tangent, p))
-        rot_pt = _tr(rot_p)
-        f_p = _mat_t_vec(rot_p, f)
-        q_t = _mm(rot_t, t_p)  # Q T_p
         # U = [A_ip; jpb]: W's first three columns (the parent's position: jpb's -F^T, so G^-1 U = -1)
         x2a = _mm(s_inv, pm)
-        x1a = _lin(-1.0, one, -1.0, _mm(e, x2a))
+        x1a = _lin(1.0, minus_one, -1.0, _mm(e, x2a))
         ya = _lin(1.0, _mm(d11, x1a), 1.0, _mm(d12, x2a))
-        la = _neg(_mm(_tr(frame), ya))
+        la = _neg(_mm(frame_t, ya))
         # the last three (the parent's turn)
-        f_tp = _skew_mm(f, t_p)  # [f] T_p
-        u1 = _scale9(-c_stiff, f_tp)
-        u2 = _scale9(-c_stiff, _mm(_skew_skew(rcb, f_b), q_t))
-        gu = _skew_mm(rho, t_p)
-        x2b = _mm(s_inv, _lin(1.0, _lin(1.0, u2, -1.0, _mm(hm, u1)), -1.0, _mm(pm, gu)))
+        u1 = _get9(loc, i, LOC_U1)
+        gu = _get9(loc, i, LOC_GU)
+        x2b = _mm(s_inv, _lin(1.0, _lin(1.0, _get9(loc, i, LOC_U2), -1.0, _mm(hm, u1)), -1.0, _mm(pm, gu)))
         x1b = _lin(1.0, gu, -1.0, _mm(e, x2b))
         yb = _lin(1.0, u1, -1.0, _lin(1.0, _mm(d11, x1b), 1.0, _mm(d12, x2b)))
-        lb = _mm(_tr(frame), yb)
+        lb = _mm(frame_t, yb)
         _put_block(wm, i, 0, 0, x1a)
         _put_block(wm, i, 3, 0, x2a)
         _put_block(wm, i, 6, 0, la)
@@ -1016,23 +1131,22 @@ def spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp
         _put_block(wm, i, 3, 3, x2b)
         _put_block(wm, i, 6, 3, lb)
         # the parent's D: the joint's stiffness on it less V W (V = [A_pi, jp^T], A_pi's force rows zero)
-        fp_rt = _skew_mm(f_p, rot_pt)  # [R_p^T f] R_p^T
-        a1 = _scale9(c_stiff, fp_rt)
-        a2 = _scale9(-c_stiff, _mm(_mm(rot_pt, rot), fr_t))
-        arm = _mm_skew(rot_pt, rho)  # R_p^T [rho]
+        a1 = _get9(loc, i, LOC_A1)
+        a2 = _get9(loc, i, LOC_A2)
+        arm = _get9(loc, i, LOC_ARM)
         _put(diag, p, 0, 0, -1.0, ya)
-        _put(diag, p, 0, 3, 1.0, _lin(c_stiff, f_tp, 1.0, yb))
-        _put(diag, p, 3, 0, -1.0, _lin(1.0, _lin(c_stiff, fp_rt, 1.0, _mm(a1, x1a)), 1.0,
+        _put(diag, p, 0, 3, 1.0, _lin(-1.0, u1, 1.0, yb))
+        _put(diag, p, 3, 0, -1.0, _lin(1.0, _lin(1.0, a1, 1.0, _mm(a1, x1a)), 1.0,
                                        _lin(1.0, _mm(a2, x2a), 1.0, _mm(arm, ya))))
-        _put(diag, p, 3, 3, 1.0, _lin(1.0, _lin(c_stiff, _mm(_skew_skew(_mat_t_vec(rot_p, rho), f_p),
-                                                              _tangent(tangent, p)), -1.0, _mm(a1, x1b)),
+        _put(diag, p, 3, 3, 1.0, _lin(1.0, _lin(1.0, _get9(loc, i, LOC_KPP), -1.0, _mm(a1, x1b)),
                                       -1.0, _lin(1.0, _mm(a2, x2b), -1.0, _mm(arm, yb))))
-        # the parent's right-hand side less V y
+        # the parent's residual: the joint's load; its right-hand side less V y
         vy = _add(_add(_mat_vec(a1, x1), _mat_vec(a2, x2)), _scale(-1.0, _mat_vec(arm, yl)))
+        for c in range(6):
+            rb[p, c] += loc[i, LOC_UP + c]
         for c in range(3):
             xb[p, c] -= yl[c]
             xb[p, 3 + c] += vy[c]
-    power[0] = tau_power
     info[2] = worst
     info[3] = where
     return STATUS_OK
@@ -1328,6 +1442,38 @@ def loop_solve(body_int, body_real, loop_int, loop_real, row_start, c_stiff, zp,
     return STATUS_OK
 
 
+@njit
+def spherical_dynamics(body_int, body_real, gravity, row_start, tau, z, zb, zd, tangent, rb, rc, diag, wm, loc, xb,
+                       xj, vdot, lam, power, info):
+    """The accelerations vdot (nbodies, 6; the rotations' in body axes) and the multipliers lam (rows) of a tree of
+    spherical joints at the state z (nbodies, 7), zb, zd (nbodies, 6; omega in body and in ground axes): M vdot +
+    G^T lam = Q (gravity, gyroscopic, tau), G vdot = -gamma (the joints' acceleration constraints, their velocity
+    terms gamma = F^T (w_i x (w_i x r_c) - w_p x (w_p x arm_p)) where the position and velocity constraints hold).
+    With c_stiff = c_damp = 0 and the tangent maps 1, ``spherical_forward``'s matrix is [[M, G^T], [G, 0]] and its
+    right-hand side at vdot = 0, lam = 0 is (Q, -gamma): one pass each way solves the system (linear in them), in
+    O(N). tangent, rb, rc, diag, wm, loc, xb, xj are scratch (the step's arrays); power[0] receives tau's power at
+    (z, zd), info[2], info[3] the largest |Q| and its body. Returns the status (a non-finite pose, a singular block:
+    a body without inertia along a motion its joint leaves free)."""
+    for i in range(z.shape[0]):
+        for c in range(6):
+            vdot[i, c] = 0.0
+        for r in range(3):
+            for c in range(3):
+                tangent[i, r, c] = 1.0 if r == c else 0.0
+    for k in range(lam.shape[0]):
+        lam[k] = 0.0
+    status = spherical_forward(body_int, body_real, gravity, row_start, tau, z, zb, zd, vdot, lam, tangent, 0.0, 0.0,
+                               rb, rc, diag, wm, loc, xb, xj, power, info)
+    if status:
+        return status
+    _back_substitute(body_int, row_start, wm, xb, xj)
+    for i in range(z.shape[0]):
+        for c in range(6):
+            vdot[i, c] = xb[i, c]
+    for k in range(lam.shape[0]):
+        lam[k] = xj[k]
+    return STATUS_OK
+
 # ---- one step ------------------------------------------------------------------------------------------------------
 
 @inline
@@ -1387,7 +1533,7 @@ def correction_round_off(body_int, body_real, gravity, row_start, tau, target, z
 
 @njit
 def spherical_round_off(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdot0, coef, gyration, vdot,
-                        lam, zp, zbp, zdp, tangent, rb, rc, diag, wm, xb, xj, power, info, probe_b, probe_c):
+                        lam, zp, zbp, zdp, tangent, rb, rc, diag, wm, loc, xb, xj, power, info, probe_b, probe_c):
     """``correction_round_off`` on a tree of spherical joints (``spherical_forward``): the corrections of the
     iterate (vdot, lam) at the state changed by two units in its last place and at the state itself, each through
     its own matrix (the same to round-off: the difference is the round-off of the right-hand side's), their
@@ -1398,11 +1544,11 @@ def spherical_round_off(body_int, body_real, gravity, row_start, tau, z0, zb0, a
     update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
     _round_off_state(zp, zdp)
     status = spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, coef[5],
-                               coef[6], rb, rc, diag, wm, probe_b, probe_c, power, info)
+                               coef[6], rb, rc, diag, wm, loc, probe_b, probe_c, power, info)
     _back_substitute(body_int, row_start, wm, probe_b, probe_c)
     update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
     status |= spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
-                                coef[5], coef[6], rb, rc, diag, wm, xb, xj, power, info)
+                                coef[5], coef[6], rb, rc, diag, wm, loc, xb, xj, power, info)
     _back_substitute(body_int, row_start, wm, xb, xj)
     info[2], info[3] = kept
     if status:
@@ -1416,8 +1562,8 @@ def spherical_round_off(body_int, body_real, gravity, row_start, tau, z0, zb0, a
 
 @njit
 def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, acc0, vdot0, coef, gyration, tol,
-                max_newton, vdot, lam, zp, zbp, zdp, tangent, rb, rc, jc, jp, res, gam, diag, api, lu, piv, wm, xb, xj,
-                power, info, loops):
+                max_newton, vdot, lam, zp, zbp, zdp, tangent, rb, rc, jc, jp, res, gam, diag, api, lu, piv, wm, loc, xb,
+                xj, power, info, loops):
     """Newton's iteration of one step from the first guess (vdot, lam), full Newton (the matrix at every iterate);
     on return vdot, lam and the new state (zp; zbp, zdp: omega in body and in ground axes) of the last iterate
     (velocities and accelerations zb0, acc0, vdot0, vdot with omega in body axes). The correction of the state is
@@ -1453,7 +1599,7 @@ def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, a
         update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
         if fused:
             status = spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
-                                       c_stiff, c_damp, rb, rc, diag, wm, xb, xj, power, info)
+                                       c_stiff, c_damp, rb, rc, diag, wm, loc, xb, xj, power, info)
             if status:
                 return status
             _back_substitute(body_int, row_start, wm, xb, xj)
@@ -1514,8 +1660,8 @@ def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, a
                 probe_b, probe_c = np.empty((n, 6)), np.empty(rc.shape[0])
             if fused:
                 round_off = spherical_round_off(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdot0,
-                                                coef, gyration, vdot, lam, zp, zbp, zdp, tangent, rb, rc, diag, wm, xb,
-                                                xj, power, info, probe_b, probe_c)
+                                                coef, gyration, vdot, lam, zp, zbp, zdp, tangent, rb, rc, diag, wm,
+                                                loc, xb, xj, power, info, probe_b, probe_c)
             else:
                 round_off = correction_round_off(body_int, body_real, gravity, row_start, tau, target, z0, zb0, acc0,
                                                  vdot0, coef, gyration, vdot, lam, zp, zbp, zdp, tangent, rb, rc, jc,

@@ -33,6 +33,7 @@ from ..spatial.layout import (
     UNIVERSAL,
     VIDX,
 )
+from .implicit3d import CHUNKS, PARALLEL_BODIES, pnjit
 from .spatial3d import (
     _add,
     _com,
@@ -184,20 +185,40 @@ def _joint_state(body_int, body_real, z, zd, i, q, v, s):
 
 
 @njit
-def joint_states(body_int, body_real, z, zd, q, v, drift, jc, jp, res, gam, load):
+def _sample_bodies(body_int, body_real, zs, zds, q, v, s, jc, jp, res, gam, start, stop):
+    """Bodies start to stop - 1 of sample s of ``joint_states``; the largest |C| of their joints (NaN stays)."""
+    no_tau = np.zeros(0)
+    load = np.empty((2, 6))
+    worst = 0.0
+    for i in range(start, stop):
+        _joint_state(body_int, body_real, zs, zds, i, q, v, s)
+        m = joint_rows(body_int, body_real, zs, zds, no_tau, i, jc, jp, res, gam, load)
+        for r in range(m):
+            if not abs(res[i, r]) <= worst:  # a NaN stays
+                worst = abs(res[i, r])
+    return worst
+
+
+@pnjit
+def joint_states(body_int, body_real, z, zd, q, v, drift, jc, jp, res, gam):
     """The joint coordinates q (nt, nq), velocities v (nt, nv) and the constraint drift max |C| of the joints
     (nt,) of the absolute samples z (nt, nbodies, 7) and zd (nt, nbodies, 6) (omega in ground axes, unit
-    quaternions; the caller checks shapes and dtypes). jc, jp (nbodies, 6, 6), res, gam (nbodies, 6) and load
-    (2, 6) are scratch for the joints' rows. O(N) a sample."""
-    no_tau = np.zeros(0)
+    quaternions; the caller checks shapes and dtypes). jc, jp (nbodies, 6, 6), res, gam (nbodies, 6) are scratch
+    for the joints' rows. O(N) a sample; from PARALLEL_BODIES bodies on numba's threads (``prange``), in CHUNKS
+    ranges of bodies (``implicit3d``'s constants: the same results whatever the threads)."""
+    n = z.shape[1]
+    parts = np.empty(CHUNKS)
     for s in range(z.shape[0]):
         zs = z[s]
         zds = zd[s]
+        if n < PARALLEL_BODIES:
+            drift[s] = _sample_bodies(body_int, body_real, zs, zds, q, v, s, jc, jp, res, gam, 0, n)
+            continue
+        for k in numba.prange(CHUNKS):
+            parts[k] = _sample_bodies(body_int, body_real, zs, zds, q, v, s, jc, jp, res, gam, k * n // CHUNKS,
+                                      (k + 1) * n // CHUNKS)
         worst = 0.0
-        for i in range(z.shape[1]):
-            _joint_state(body_int, body_real, zs, zds, i, q, v, s)
-            m = joint_rows(body_int, body_real, zs, zds, no_tau, i, jc, jp, res, gam, load)
-            for r in range(m):
-                if not abs(res[i, r]) <= worst:  # a NaN stays
-                    worst = abs(res[i, r])
+        for k in range(CHUNKS):
+            if not parts[k] <= worst:  # a NaN stays
+                worst = parts[k]
         drift[s] = worst
