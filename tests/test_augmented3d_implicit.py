@@ -524,3 +524,75 @@ def test_the_fused_spherical_iteration_solves_the_residuals_derivative_at_fast_r
     mine = np.concatenate((fused.xb.ravel(), fused.xj))
     expected = np.linalg.solve(_jacobian(step.residual, step.x0, 0.1, 3), -r)
     assert np.abs(mine - expected).max() < 1e-8 * np.abs(expected).max()
+
+
+def test_the_predicted_correction_is_quadratic_part_by_part():
+    """``kernels.predicted_correction``: theta^2 times each part's last correction (theta its ratio to the one
+    before), the part itself where it contracts by less than half, the largest of the two parts."""
+    assert kernels.predicted_correction(1e-6, 0.0, 1e-3, 0.0) == pytest.approx(1e-12, rel=1e-14)
+    assert kernels.predicted_correction(1e-6, 1e-8, 1e-3, 1e-4) == pytest.approx(1e-12, rel=1e-14)
+    # the rotations contract more slowly: their prediction, 1e-2^2 1e-8, is the larger
+    assert kernels.predicted_correction(1e-7, 1e-8, 1e-3, 1e-6) == pytest.approx(1e-12, rel=1e-14)
+    # a part contracting by less than half predicts itself (no quadratic regime yet); one growing from zero too
+    assert kernels.predicted_correction(1e-6, 6e-9, 1e-3, 1e-8) == 6e-9
+    assert kernels.predicted_correction(1e-6, 1e-9, 1e-3, 0.0) == 1e-9
+
+
+def _corrections_of_each_step(monkeypatch, model, q0, v0, t_end, rho_inf, count):
+    """Run generalized_alpha (dt = 0.01 s) and, at each step, the first ``count`` corrections of the step's Newton
+    iteration from its first guess (the kernel run again on copies with newton_tol = 0, stopped after 1, 2, ...
+    iterations; the list ends early where a correction stalls at the round-off that the kernel measures): a list of
+    (iterations the step took, [corrections])."""
+    original = kernels.newton_step
+    steps = []
+
+    def logged(*args):
+        vdot, lam, info = args[14], args[15], args[-1]  # the first guess, overwritten by the iterations
+        sizes = []
+        for k in range(1, count + 1):
+            original(*args[:12], 0.0, k, vdot.copy(), lam.copy(), *args[16:])
+            if info[0] < k:  # accepted at a stall within the round-off
+                break
+            sizes.append(float(info[1]))
+        status = original(*args)
+        steps.append((int(info[0]), sizes))
+        return status
+
+    monkeypatch.setattr(kernels, "newton_step", logged)
+    rm.simulate(model, q0, v0, t_end, method="generalized_alpha", formulation="augmented", dt=0.01, rho_inf=rho_inf,
+                every=10**9)
+    return steps
+
+
+def test_no_step_is_accepted_with_its_next_correction_above_the_tolerance(monkeypatch):
+    """The acceptance rule (``kernels.newton_step``: the correction, the linear contraction estimate, or
+    QUADRATIC_SAFETY times ``predicted_correction``, <= newton_tol) on a 100-link chain swinging 0.3 rad with the
+    push, rho_inf = 0.9, over 0.7 s (the wave reaching the free end near 0.5 s): every accepted step's next
+    correction (the error it left) is <= newton_tol = 1e-12; and steps whose fourth correction exceeds it are not
+    accepted after three iterations, although the quadratic estimate of the largest correction (theta^2 times it,
+    theta its ratio to the one before) is below it there: that estimate, the centres of mass dominating the first
+    corrections, misses the rotations' slower convergence (measured: 18 steps with a fourth correction above 1e-12,
+    5 of them with that estimate below it, their fourth corrections 1.3e-12 to 2.5e-11; the largest next
+    correction of an accepted step 2.4e-13)."""
+    model, q0, v0 = _tilted_chain(100)
+    steps = _corrections_of_each_step(monkeypatch, model, q0, v0, 0.7, 0.9, 6)
+    assert len(steps) == 70
+    checked = [(taken, sizes) for taken, sizes in steps if taken < len(sizes)]  # (the others: round-off next)
+    assert len(checked) >= 60 and all(sizes[taken] <= 1e-12 for taken, sizes in checked), checked
+    refused = [sizes for taken, sizes in steps if sizes[3] > 1e-12]  # (and so not accepted after three, above)
+    fooled = [sizes for sizes in refused if (sizes[2] / sizes[1]) ** 2 * sizes[2] <= 1e-12]
+    assert len(fooled) >= 2, refused
+
+
+def test_the_swinging_chains_take_fewer_newton_iterations_a_step():
+    """Iterations a step (a count) of the benchmark's chains at dt = 0.01 s over 1 s (``benchmarks/implicit3d.py``):
+    100 links swinging 1e-3 rad, rho_inf = 0.9: 2 every step (2.27 a step on the linear contraction estimate alone:
+    the third correction, 1e-13, confirms round-off); 0.3 rad, rho_inf = 0.5: 3.26 a step (3.51 before)."""
+    model, q0, v0 = _tilted_chain(100, 1e-3)
+    small = rm.simulate(model, q0, v0, 1.0, method="generalized_alpha", formulation="augmented", dt=0.01, every=100)
+    assert small.nsteps == 100 and small.newton_split_steps == 0 and small.newton_iterations == 200
+    model, q0, v0 = _tilted_chain(100)
+    large = rm.simulate(model, q0, v0, 1.0, method="generalized_alpha", formulation="augmented", dt=0.01, every=100,
+                        rho_inf=0.5)
+    assert large.nsteps == 100 and large.newton_split_steps == 0 and large.newton_iterations <= 335
+    assert large.constraint_drift.max() < 1e-12

@@ -68,20 +68,47 @@ the position rows C / c_stiff); the fused spherical passes' correction likewise 
 joints; from a far first guess there, each correction below 1e-3 times the square of the one before
 (1.2e4, 1.7e3, 1.2e2, 0.84, 1.2e-5, then round-off).
 
-Iterations a step, where they go: on the 100-link chain tilted 0.3 rad with the sideways push (``benchmarks/
-implicit3d.py``), rho_inf = 0.9, the corrections of a typical step are 5.7e-2, 1.3e-4, 1e-7, 3e-14 (quadratic, the
-matrix exact): 4 iterations, of which the last only confirms convergence, because the error estimate
-theta / (1 - theta) times the correction (that of a linearly contracting iteration) is 1e-10 after the third, where
-the quadratic one, theta^2 times it, is 2e-13 (and the fourth correction, 3e-14, is round-off). The first
-correction is the first guess's: moving the bodies on at the last step's mean velocity puts the new velocity off by
-about (gamma / beta) h a = 2 h a (a the acceleration: 5.7e-2 m/s at the free end, which accelerates at about
-3 m/s^2); extrapolating the last two steps' mean velocities linearly halved it, and taking the centres of mass at
-constant acceleration cut it to 1e-2, but either left the second correction at about 1.5e-4 (the rotations' guess)
-and the iterations as they were (4.18 and 4.10 a step against 4.15), so neither was kept. Accepting a step on the
-quadratic estimate instead (replayed on the logged corrections, not adopted) would take 3.53 iterations a step here
-and 3.25 on 1000 links at 0.3 rad and rho_inf = 0.5 (3.67 now), but the correction it leaves reached 2.5e-11 and
-1e-10, above newton_tol = 1e-12: the contraction is not yet in its asymptotic regime at the third iterate. So at
-most 3 iterations a step at h = 0.01 s needs a better first guess of the rotations, not a better matrix.
+Iterations a step, where they go (every correction of every step logged, the iteration run on past acceptance to
+see the error each iterate leaves: the chains of ``benchmarks/implicit3d.py``, 100 and 1000 links swinging 0.3 and
+0.5 rad with the sideways push at rho_inf = 0.9 and 0.5, and 1e2 to 1e5 links swinging 1e-3 rad, 1 s at
+h = 0.01 s, 1056 steps): on 100 links at 0.3 rad, rho_inf = 0.9, a typical step's corrections are 5.8e-2, 1.6e-4,
+1.2e-7, 6e-14 (quadratic, the matrix exact; the fourth is round-off, where the later ones stall at 2e-14 to
+6e-14). The first correction is the first guess's: moving the bodies on at the last step's mean velocity puts the
+new velocity off by about (gamma / beta) h a = 2 h a (a the acceleration: 5.8e-2 m/s at the free end, which
+accelerates at about 3 m/s^2). Better first guesses, tried on the logs, left the iterations as they were: the
+last two steps' mean velocities extrapolated linearly (on the rotations too) halved the first correction (4.18
+iterations a step against 4.15), the multipliers extrapolated linearly (4.23), both (4.23), the centres of mass at
+constant acceleration cut it to 1e-2 (4.10); on the small swing of 1e4 links the extrapolated velocities cut the
+largest first correction from 1.7e-3 to 5.2e-4 and left the second at 5.5e-7 (5.9e-7): the second correction is
+not the square of the first's size, which is mostly the centres of mass' motion, along which the step's equations
+are nearly linear. So the iterations were the acceptance rule's: the linear contraction estimate theta / (1 -
+theta) times the correction is 9e-11 after the third correction above, whose successor is round-off. Quadratic
+convergence predicts the next correction as theta^2 times the last (Deuflhard's affine-covariant estimate: omega
+|dx|^2 / 2 with omega from the last two corrections); taken on the largest correction it accepted 2 to 9 steps of
+a run's 100 whose next correction was 1.2e-12 to 1e-10 (1000 links at 0.3 rad, rho_inf = 0.5: a step's corrections
+1.35e-1, 4.4e-3, 1.9e-6, 1.0e-10, predicted 3e-13 after the third), because the parts converge at different rates: the
+centres of mass dominate the first corrections and the rotations, slower on a wide swing, the later ones (100 links,
+0.3 rad: 1.9e-1, 5.0e-3, 2.7e-6, 2.5e-11, of which the rotations' 5.7e-2, 5.0e-4, 2.7e-6, 8e-12). Predicted for the
+centres of mass and the rotations apart (``kernels.predicted_correction``) and accepted when QUADRATIC_SAFETY = 10
+times the prediction is <= newton_tol (beside the linear estimate and the stall rule below), replayed on the logs:
+no accepted step leaves a next correction above newton_tol but at the round-off stalls of 1000 links (next
+corrections 1.2e-12 to 4.8e-12 that no iteration reduces: the linear rule accepts those too); a factor of 5 leaves
+one (1.2e-12), 3 two (to 3.5e-12). Iterations a step, the linear rule -> this one (replayed; the runs' own counts
+in ``benchmarks/implicit3d.py``): rho_inf = 0.5: 100 links at 0.3 rad 3.51 -> 3.26, at 0.5 rad 3.86 -> 3.43; 1000
+links 3.67 -> 3.45 and 4.13 -> 3.70; rho_inf = 0.9, 100 links at 0.3 rad 4.15 -> 3.97; the small swing 2.27 -> 2.00
+(100 links), 2.48 -> 2.01 (1000), 2.48 -> 2.12 (1e4 and 1e5). End states within the reach of newton_tol (every
+step's accelerations perturbed by newton_tol in random signs, max |z| apart: 1.1e-11 to 2.2e-10 on the large swings
+at rho_inf = 0.5, 2.6e-9 at 0.9, where the whip amplifies) of the linear rule's (7e-13 to 1.9e-10; 3.7e-9),
+and the differences between dt and dt / 2 the same to 7 digits. Where the third iteration on the small swing goes:
+at 1e4 and 1e5 links the third correction is 2e-14 to 5.3e-13, within 6x of the round-off measured at the iterate
+(``kernels.spherical_round_off``: 8.9e-14 to 1.2e-13 from 1e2 to 1e5 links, not growing with N on this chain of
+1 kg in all) and the fourth stalls at 2e-14 to 5e-14: the third iteration only confirms round-off, but the
+prediction after the second is up to 6.5e-13 (1e5 links), so the factor 10 keeps a third iteration on 12 steps of
+100. A factor of 1 after the second iteration would take 2.00 iterations a step there, safely on these logs (no
+large swing's step is accepted after two), but the predictions after the second correction were up to 160x too
+low on the large swings (far from the tolerance: a third correction of 4.4e-7 predicted 2.7e-9), so it was not
+adopted. At most 3 iterations a step on the large swings needs a first guess that cuts the second correction
+(1.6e-4 above) by 10x: none of those tried did.
 It is factorised in tree order in O(N) time and memory: each body with its joint's rows forms a local block of
 size 6 + m, factorised by LU with partial pivoting (neither symmetric nor positive definite: compressed links,
 gyroscopic terms, the zero block; a pivot is zero below 1e-14 of its column's largest entry), and eliminated into
@@ -129,7 +156,9 @@ chain tilted 0.3 rad in at most 4, where the constant-acceleration guess took 10
 Convergence: the correction of the state, max(c_stiff, c_damp) times the largest |dvdot+| of the centres of mass
 and of each body's rotation times its radius of gyration sqrt(trace J_c / 2 m) (the motion of the body's points:
 [m] and [m/s]; a body without mass counts its rotation in rad), <= newton_tol; or the error it leaves, estimated
-as theta / (1 - theta) times it (theta its ratio to the correction before: Hairer & Wanner's estimate), is; or it
+as theta / (1 - theta) times it (theta its ratio to the correction before: Hairer & Wanner's estimate) or as
+QUADRATIC_SAFETY times the next correction that quadratic convergence predicts, theta^2 times it, for the centres of
+mass and the rotations apart (``kernels.predicted_correction``; above), is; or it
 no longer contracts (theta > 1/2) and is below 100 newton_tol or within 4 times the round-off measured at the
 iterate (once a step, at the first stall above 100 newton_tol: the residual at the state changed by two units in
 its last place, taken through the step's factors; a long chain's tension sums the weight of up to N bodies, so its
