@@ -546,9 +546,11 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, driver
         result = _result(model, output.t, output.z, output.zd, output.work, arrays, stepper.iterations, accepted)
         if output.track:  # the angles continuous, as the run's loads and events saw them
             angles.unwrap(result.q, np.array(output.refs).reshape(result.t.size, -1))
-        elif angles.columns.size:  # from q0's, each within pi of the sample's before
-            angles.unwrap(result.q[:1])
-            result.q[:, angles.columns] = np.unwrap(result.q[:, angles.columns], axis=0)
+        elif angles.columns.size:  # from q0's, each within pi of the sample's before: whole turns taken off (the
+            # angles unchanged, bit for bit, where none is)
+            wrapped = result.q[:, angles.columns]
+            jumps = np.diff(wrapped, axis=0, prepend=angles.ref[None, :])
+            result.q[:, angles.columns] = wrapped - 2.0 * np.pi * np.cumsum(np.round(jumps / (2.0 * np.pi)), axis=0)
         result.newton_split_steps = stepper.splits
         if model.nloops:
             result.multipliers = np.array(output.mu)
@@ -701,9 +703,11 @@ class _Output:
                     t_stop, y_stop = t_event, y_event
             self.values = values
         if self.t_eval is not None:
-            while self.next < self.t_eval.size and self.t_eval[self.next] <= min(t_new, t_stop):
+            # a time at the step's end to round-off (t + h against the run's t0 + k dt) is the end itself, bit for bit
+            at_end = 4.0 * 2.220446049250313e-16 * max(abs(t), abs(t_new))
+            while self.next < self.t_eval.size and self.t_eval[self.next] <= min(t_new + at_end, t_stop):
                 ts = float(self.t_eval[self.next])
-                self._sample(ts, (ts - t) / h, h, start, end, delta)
+                self._sample(ts, 1.0 if ts >= t_new - at_end else (ts - t) / h, h, start, end, delta)
                 self.next += 1
         if y_stop is not None:
             self._sample(t_stop, (t_stop - t) / h, h, start, end, delta)
