@@ -5,6 +5,7 @@ three), so that both formulations apply one law (``planar.contact``, ``spatial.c
 A row's tangential force is a spring and damper from its stick anchors, F_t = -k_t xi - c_t v_t, whose length is
 clipped at mu F_n (it slides). A vector is clipped component by component with ``coulomb_clip(component, norm,
 limit)`` (its norm computed once by the caller); in one dimension that is min(max(F_t, -limit), limit) exactly.
+``add_planar_force`` adds a planar contact's force to a body's wrench (the ground contacts' and the pairs').
 """
 
 import numba
@@ -40,3 +41,13 @@ def slipped_stretch(component, norm, stiffness, limit):
     if stiffness * norm > limit:
         return component / norm * (limit / stiffness) if stiffness > 0.0 else 0.0
     return component
+
+
+@njit
+def add_planar_force(wrench, com, body, qx, qy, fx, fy):
+    """Add the force (fx, fy) at the ground point (qx, qy) to a planar body's wrench (fx, fy, its moment about the
+    centre of mass com[body]); nothing for the ground (body < 0)."""
+    if body >= 0:
+        wrench[body, 0] += fx
+        wrench[body, 1] += fy
+        wrench[body, 2] += (qx - com[body, 0]) * fy - (qy - com[body, 1]) * fx

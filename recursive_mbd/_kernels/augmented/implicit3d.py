@@ -95,9 +95,12 @@ from .spatial3d import (
     _mat_mat,
     _mat_t_vec,
     _mat_vec,
+    _mm_skew,
+    _neg,
     _perpendiculars,
     _quaternion_matrix,
     _scale,
+    _skew_mm,
     _sub,
     _vec,
     body_loads,
@@ -876,32 +879,8 @@ def _back_substitute(body_int, row_start, wm, xb, xj):
 # there too: the iteration reads each body's arrays twice (this pass and the back-substitution), not five times.
 
 @inline
-def _neg(a):
-    return (-a[0], -a[1], -a[2], -a[3], -a[4], -a[5], -a[6], -a[7], -a[8])
-
-
-@inline
 def _scale9(s, a):
     return (s * a[0], s * a[1], s * a[2], s * a[3], s * a[4], s * a[5], s * a[6], s * a[7], s * a[8])
-
-
-@inline
-def _skew_mm(a, b):
-    """[a] b (a a 3-vector, b a 9-tuple) without the products by [a]'s zeros, which numba keeps (x * 0 is not 0
-    for x infinite or NaN): the spherical pass's products by a skew matrix written out cost 3-4% less of an
-    iteration at N = 1e4 and 1e5 (``benchmarks/implicit3d.py``)."""
-    return (a[1] * b[6] - a[2] * b[3], a[1] * b[7] - a[2] * b[4], a[1] * b[8] - a[2] * b[5],
-            a[2] * b[0] - a[0] * b[6], a[2] * b[1] - a[0] * b[7], a[2] * b[2] - a[0] * b[8],
-            a[0] * b[3] - a[1] * b[0], a[0] * b[4] - a[1] * b[1], a[0] * b[5] - a[1] * b[2])
-
-
-@inline
-def _mm_skew(m, a):
-    """m [a] (m a 9-tuple): row k is m's row k crossed with a."""
-    r0 = _cross((m[0], m[1], m[2]), a)
-    r1 = _cross((m[3], m[4], m[5]), a)
-    r2 = _cross((m[6], m[7], m[8]), a)
-    return (r0[0], r0[1], r0[2], r1[0], r1[1], r1[2], r2[0], r2[1], r2[2])
 
 
 @inline

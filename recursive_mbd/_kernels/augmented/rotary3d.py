@@ -62,7 +62,6 @@ from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels
 from ..layout import STATUS_NONFINITE_Q, STATUS_NONFINITE_QD, STATUS_NONFINITE_TAU, STATUS_OK, STATUS_SINGULAR
 from ..spatial.layout import A1, CP, IC, JTYPE, MASS, MCOM, PARENT, PP, QUATERNION_TOL, R0, REVOLUTE, SPHERICAL, VIDX
 from ..spatial.rotary import _is_identity
-from .implicit3d import _mm_skew, _neg, _skew_mm
 from .spatial3d import (
     PIVOT_RTOL,
     _add,
@@ -71,9 +70,12 @@ from .spatial3d import (
     _mat_mat,
     _mat_t_vec,
     _mat_vec,
+    _mm_skew,
+    _neg,
     _perpendiculars,
     _quaternion_matrix,
     _scale,
+    _skew_mm,
     _sub,
     _sym3_inverse,
     _vec,

@@ -33,7 +33,7 @@ import math
 import numba
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
-from ..contact_law import coulomb_clip, hunt_crossley, slipped_stretch
+from ..contact_law import add_planar_force, coulomb_clip, hunt_crossley, slipped_stretch
 from ..joint_types import PLANAR
 from ..layout import (
     CBODY,
@@ -201,15 +201,6 @@ def _stretch(ws, com, contact_int, contact_real, state, base, r, nx, ny, qx, qy)
 
 
 @njit
-def _push(wrench, com, body, qx, qy, fx, fy):
-    """Add the force (fx, fy) at the ground point (qx, qy) to a body's wrench (nothing for the ground)."""
-    if body >= 0:
-        wrench[body, 0] += fx
-        wrench[body, 1] += fy
-        wrench[body, 2] += (qx - com[body, 0]) * fy - (qy - com[body, 1]) * fx
-
-
-@njit
 def _anchor(ws, com, body, px, py, state, index):
     """The ground point (px, py) in a body's frame, relative to its centre of mass, into state[index:index + 2]."""
     x0, y0, c, s, _, _, _ = _frame(ws, com, body)
@@ -304,8 +295,8 @@ def contact_forces(contact_int, contact_real, ws, com, state, offset, wrench, en
             ft = -contact_real[r, CMU] * fn
         fx = fn * nx + ft * tx
         fy = fn * ny + ft * ty
-        _push(wrench, com, contact_int[r, CBODY], qx, qy, fx, fy)
-        _push(wrench, com, contact_int[r, COWNER], qx, qy, -fx, -fy)
+        add_planar_force(wrench, com, contact_int[r, CBODY], qx, qy, fx, fy)
+        add_planar_force(wrench, com, contact_int[r, COWNER], qx, qy, -fx, -fy)
         potential += elastic * depth / (contact_real[r, CEXP] + 1.0)
         dissipated += (fn - elastic) * rate - ft * vt  # all but the elastic normal part's power
         per_contact[r, 0] = fn

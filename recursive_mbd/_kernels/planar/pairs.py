@@ -23,8 +23,8 @@ import math
 import numba
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
+from ..contact_law import add_planar_force
 from ..layout import CS, OM, PARENT, SBODY, SCT, SDAMP, SEXP, SK, SMU, SN, SP0, SP1, SRAD, SSET, STATUS_OK
-from .contact import _push
 
 njit = numba.njit(cache=True, error_model="numpy", _nrt=False)
 
@@ -157,8 +157,8 @@ def pair_forces(body_int, shape_int, shape_real, order, boxes, ws, com, wrench, 
                 ft = min(max(-weight * shape_real[a, SCT] * vt, -limit), limit)
                 fx = fn * nx + ft * ny
                 fy = fn * ny - ft * nx
-                _push(wrench, com, body_b, px, py, fx, fy)
-                _push(wrench, com, body_a, px, py, -fx, -fy)
+                add_planar_force(wrench, com, body_b, px, py, fx, fy)
+                add_planar_force(wrench, com, body_a, px, py, -fx, -fy)
                 potential += elastic * depth / (exponent + 1.0)
                 dissipated += (fn - elastic) * rate - ft * vt
             if touching:
