@@ -681,7 +681,7 @@ class _Output:
             return None
         t_new = t + h
         delta = h * rate[:, 3:]  # the rotation increments
-        t_stop, y_stop = math.inf, None
+        t_stop, y_stop, theta_stop = math.inf, None, 1.0
         if self.events.functions:
             z1, zd1 = end[0], end[2]
             if not self.tracked:  # the end's angles from the last step's (the loads track them where there are any)
@@ -697,10 +697,10 @@ class _Output:
                 located = self._locate(i, t, h, g0, g1, start, end, delta)
                 if located[0] == "failed":
                     return located
-                t_event, y_event = located
+                t_event, y_event, theta = located
                 self.records.append((i, t_event, y_event))
                 if self.events.terminal[i] and t_event < t_stop:
-                    t_stop, y_stop = t_event, y_event
+                    t_stop, y_stop, theta_stop = t_event, y_event, theta
             self.values = values
         if self.t_eval is not None:
             # a time at the step's end to round-off (t + h against the run's t0 + k dt) is the end itself, bit for bit
@@ -710,7 +710,7 @@ class _Output:
                 self._sample(ts, 1.0 if ts >= t_new - at_end else (ts - t) / h, h, start, end, delta)
                 self.next += 1
         if y_stop is not None:
-            self._sample(t_stop, (t_stop - t) / h, h, start, end, delta)
+            self._sample(t_stop, theta_stop, h, start, end, delta)  # the event's own state, bit for bit
             self.stopped = True
         return None
 
@@ -732,8 +732,9 @@ class _Output:
         self._store(ts, self.z_tmp, self.zd_tmp, work, driving, mu)
 
     def _locate(self, index, t, h, g0, g1, start, end, delta):
-        """(t_event, y there) of event ``index``'s sign change in the step (values g0, g1 at its ends), by the
-        Illinois method on the dense output (the compiled loops' ``newton.locate_span``), or a failure."""
+        """(t_event, y there, theta: its fraction of the step) of event ``index``'s sign change in the step (values
+        g0, g1 at its ends), by the Illinois method on the dense output (the compiled loops' ``newton.locate_span``),
+        or a failure."""
         lo, hi, g_lo, g_hi, side = 0.0, 1.0, g0, g1, 0
         values = np.zeros_like(self.values)
         theta = 1.0
@@ -751,7 +752,7 @@ class _Output:
             if (hi - lo) * abs(h) <= 4.0 * 2.220446049250313e-16 * max(abs(t), abs(h)):
                 break
         self._dense(theta, h, start, end, delta)
-        return t + theta * h, self._y(self.z_tmp, self.zd_tmp)
+        return t + theta * h, self._y(self.z_tmp, self.zd_tmp), theta
 
 
 class _Loads:
