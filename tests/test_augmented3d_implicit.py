@@ -53,14 +53,19 @@ class Step:
                                 a.zdp, vdot, lam, self.coef[5], a.rb, a.rc, a.jc, a.jp, a.res, a.gam, a.power) == 0
         return np.concatenate((a.rb.ravel(), a.rc))
 
-    def solve(self, x, rhs):
-        """The Newton matrix at x solved for rhs (the residual and the factor made at x)."""
+    def factored(self, x, rhs):
+        """The residual and the tree's factor made at x: (lam at x, rhs split into its body and row parts)."""
         m, a = self.model, self.arrays
         self.residual(x)
         vdot, lam = self.split(x)
         assert kernels.factor(m.body_int, m.body_real, self.starts, a.zp, a.zbp, vdot, lam, a.rb, a.tangent,
                               self.coef[5], self.coef[6], a.jc, a.jp, a.diag, a.api, a.lu, a.piv, a.wm) == 0
-        xb, xj = self.split(np.array(rhs, dtype=float))
+        return lam, *self.split(np.array(rhs, dtype=float))
+
+    def solve(self, x, rhs):
+        """The Newton matrix at x solved for rhs (the residual and the factor made at x)."""
+        m, a = self.model, self.arrays
+        _, xb, xj = self.factored(x, rhs)
         kernels.solve(m.body_int, self.starts, a.jp, a.api, a.diag, a.lu, a.piv, a.wm, xb, xj)
         return np.concatenate((xb.ravel(), xj))
 

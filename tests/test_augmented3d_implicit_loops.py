@@ -40,11 +40,7 @@ class LoopStep(Step):
     def solve(self, x, rhs):
         """The bordered solve (the loops') in place of the tree's."""
         m, a = self.model, self.arrays
-        self.residual(x)
-        vdot, lam = self.split(x)
-        assert kernels.factor(m.body_int, m.body_real, self.starts, a.zp, a.zbp, vdot, lam, a.rb, a.tangent,
-                              self.coef[5], self.coef[6], a.jc, a.jp, a.diag, a.api, a.lu, a.piv, a.wm) == 0
-        xb, xj = self.split(np.array(rhs, dtype=float))
+        lam, xb, xj = self.factored(x, rhs)
         lp = self.loops
         assert kernels.loop_solve(m.body_int, m.body_real, lp[0], lp[1], self.starts, self.coef[5], a.zp, a.tangent,
                                   lam, a.jp, a.api, a.diag, a.lu, a.piv, a.wm, xb, xj, lp[5], lp[7], *lp[10:]) == 0
