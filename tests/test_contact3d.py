@@ -369,7 +369,7 @@ def test_the_contact_blocks_are_the_derivative_of_the_contact_loads(reversed_sli
             if per_contact is not None:
                 linear[0, 1:] = -per_contact[0, 1:4]
             marks = linear.copy()
-            assert kernels.slip_reversals(rows, real, rot, pos, omega, vel, state, 0, marks, out) == 1
+            assert kernels.slip_reversals(packed.body_int, rows, real, rot, pos, omega, vel, state, 0, marks, out) == 1
             assert list(marks[:, 0]) == [1.0, 0.0, 0.0]
         return out
 

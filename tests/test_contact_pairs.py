@@ -320,3 +320,38 @@ def test_a_spatial_contact_between_a_link_and_its_parent_enters_the_childs_joint
     for factor in (cheap, exact):
         added = factor(blocks) - factor(np.zeros((nb, 6, 24)))
         assert np.abs(added - expected).max() < 1e-8 * np.abs(expected).max(), (factor.__name__, added, expected)
+
+
+def _shaken_table(stiffness):
+    """A capsule (1 kg, along x, end spheres of radius 5 cm) lying on a table: a body of 100 kg on a prismatic
+    joint along x whose joint spring swings it +-5 cm at 2 Hz (1.6 g at its turns), the capsule on a free joint
+    from it, the table's top plane carried by the table. At mu = 0.3 the capsule sticks while the table's
+    acceleration is below 0.3 g and slides back and forth on it through each swing."""
+    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
+    law = {"stiffness": stiffness, "restitution": 0.5, "friction": 0.3, "min_impact_speed": 0.1}
+    model.add_body(joint="prismatic", axis=(1.0, 0.0, 0.0), mass=100.0, inertia=1.0, name="table")
+    model.add_joint_spring_damper("table", 100.0 * (4.0 * np.pi) ** 2)
+    model.add_body(parent="table", joint="free", mass=1.0, inertia=0.02, name="capsule")
+    model.add_ground("top", body="table")
+    model.add_contact("capsule", "top", segment=((-0.2, 0.0, 0.0), (0.2, 0.0, 0.0)), radius=0.05, **law)
+    height = 0.05 - (0.5 * 9.81 / stiffness) ** (1.0 / 1.5)  # each end sphere carries half the weight
+    return model, np.array([0.05, 0.0, 0.0, height, 1.0, 0.0, 0.0, 0.0])
+
+
+def test_a_child_sliding_back_and_forth_on_its_parent_takes_its_slip_reversals_on_the_unclipped_law():
+    # generalized_alpha at dt = 10 ms, k = 1e7 N/m^1.5: the capsule's stick springs vibrate far faster than the
+    # step, so at each reversal of its slip on the table Newton, taking the clipped law, cycled between the two
+    # slip directions: 1,206 iterations over the 150 steps (8.0 a step). Its rows marked at a reversal and taken on
+    # their unclipped law, as rows on the ground are (``spatial.contact.slip_reversals``): 930 (6.2 a step), the
+    # motion the same to the Newton tolerance's reach
+    model, q0 = _shaken_table(1e7)
+    result = rm.simulate(model, q0, np.zeros(7), 1.5, method="generalized_alpha", dt=0.01,
+                         t_eval=np.linspace(0.0, 1.5, 16))
+    assert result.success
+    assert result.newton_iterations <= 7 * result.nsteps
+    forces = result.contact_forces()
+    assert forces["active"].min() == 2  # both end spheres on the table throughout
+    slip = result.qd[:, 1]  # the capsule's x velocity on the table (its free joint's, from the table)
+    assert slip.max() > 0.05 and slip.min() < -0.05  # back and forth on it
+    tangential = np.linalg.norm(forces["tangential"], axis=2)
+    assert (tangential <= 0.3 * forces["normal"] * (1.0 + 1e-9) + 1e-12).all()  # within the Coulomb limit

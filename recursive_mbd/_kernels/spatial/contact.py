@@ -595,7 +595,8 @@ def contact_newton_blocks(body_int, contact_int, contact_real, rot, pos, omega, 
     the moved contact point in) goes to blocks[child, :, 12:24], which the factorisations take on the child's joint
     alone (``implicit.effective_factor``, ``newton.newton_factor``); one whose surface the child carries, the
     parent's shape on it, likewise, from its block on the parent's twist (``_to_surface_owner``). Rows between
-    bodies not joined as parent and child: lagged.
+    bodies not joined as parent and child: lagged (``benchmarks/contact_pairs.py`` measures the cost: about twice
+    the Newton iterations a step, none converging once c_stiff k / m of the pair passes 1).
     linear (nrows, 4) (``slip_reversals``), or (0, 4): a row with linear[r, 0] != 0 takes the derivatives of its
     unclipped law (its stick block) while it slides."""
     for i in range(blocks.shape[0]):
@@ -626,7 +627,7 @@ def contact_newton_blocks(body_int, contact_int, contact_real, rot, pos, omega, 
                 if _row_block(contact_int, contact_real, rot, pos, omega, vel, state, offset, r, linear, shape_block,
                               0, u, n, du):
                     _to_surface_owner(contact_int, contact_real, rot, pos, omega, vel, state, offset, r, shape_block,
-                                      wrench, blocks)
+                                      wrench, blocks, linear)
                     added += 1
                 continue
             if body_int[body, PARENT] != owner:
@@ -640,14 +641,14 @@ def contact_newton_blocks(body_int, contact_int, contact_real, rot, pos, omega, 
 
 @njit
 def _to_surface_owner(contact_int, contact_real, rot, pos, omega, vel, state, offset, r, shape_block, wrench,
-                      blocks):
+                      blocks, linear):
     """blocks[b, :, 12:24] += the [C | K] of row r on the twist of its surface's owner b, its shape's body a held,
     from the row's [C_a | K_a] on a's twist with b held (shape_block[a, :, :12], ``_row_block``). The law sees the
     two bodies' relative motion alone: b turned and moved by eps (its body axes) is a moved by -A eps, A = Ad of
     b's frame in a's (twists in b's axes about its origin to a's), and b's velocity twist changed by d is a's by
     -A d; b's wrench is -A^T W_a, whose transform turns with b: C_b = A^T C_a A, K_b = A^T K_a A + the turn's
-    term, -dW_b = (eps x* W_b) = [[-[n_b]x, -[f_b]x], [-[f_b]x, 0]] eps, W_b = (n_b; f_b). wrench (nbodies, 6)
-    scratch."""
+    term, -dW_b = (eps x* W_b) = [[-[n_b]x, -[f_b]x], [-[f_b]x, 0]] eps, W_b = (n_b; f_b), the force unclipped
+    where ``linear`` marks the row (``contact_newton_blocks``). wrench (nbodies, 6) scratch."""
     a = contact_int[r, CBODY]
     b = contact_int[r, COWNER]
     adj = np.zeros((6, 6))  # A: (omega; v) in b's axes about b's origin to a's axes about a's origin
@@ -677,9 +678,10 @@ def _to_surface_owner(contact_int, contact_real, rot, pos, omega, vel, state, of
     base = offset + N_CSTATE * r
     _, _, _, _, _, _, _, fn, _, fx, fy, fz, norm, limit = _row_law(contact_int, contact_real, rot, pos, state, base, r,
                                                                 gap, nx, ny, nz, qx, qy, qz, vx, vy, vz)
-    fx = coulomb_clip(fx, norm, limit)
-    fy = coulomb_clip(fy, norm, limit)
-    fz = coulomb_clip(fz, norm, limit)
+    if not (linear.shape[0] > 0 and linear[r, 0] != 0.0):  # a row marked by ``slip_reversals``: its unclipped law
+        fx = coulomb_clip(fx, norm, limit)
+        fy = coulomb_clip(fy, norm, limit)
+        fz = coulomb_clip(fz, norm, limit)
     lx, ly, lz = _to_body(rot, pos, b, qx, qy, qz)
     _add_force(rot, wrench, b, lx, ly, lz, -(fn * nx + fx), -(fn * ny + fy), -(fn * nz + fz), False)
     n0, n1, n2, f0, f1, f2 = wrench[b, 0], wrench[b, 1], wrench[b, 2], wrench[b, 3], wrench[b, 4], wrench[b, 5]
@@ -701,10 +703,11 @@ def _add_cross(blocks, b, row, col, x, y, z):
 
 
 @njit
-def slip_reversals(contact_int, contact_real, rot, pos, omega, vel, state, offset, linear, wrench):
+def slip_reversals(body_int, contact_int, contact_real, rot, pos, omega, vel, state, offset, linear, wrench):
     """Mark the rows whose slip reversed at this Newton iterate and add to ``wrench`` (nbodies, 6) what taking them
     on their unclipped law adds to the contacts' loads, f - clip(f), at the poses ``contact_forces`` took; returns
-    the number of rows marked (rows on a ground-fixed surface only: the others' blocks are lagged). linear
+    the number of rows marked (rows on a ground-fixed surface, and rows between a body and its parent, whose blocks
+    are exact; the other rows' blocks are lagged, so they keep the clipped law). linear
     (nrows, 4): per row its mark (column 0: 1.0 marked, else 0.0) and the unit direction of its trial friction f
     at the last iterate where it slid (columns 1-3; zeros before the first), kept over a step's iterations (zeroed
     at each attempt's start by the caller).
@@ -728,8 +731,10 @@ def slip_reversals(contact_int, contact_real, rot, pos, omega, vel, state, offse
     marked = 0
     for r in range(contact_int.shape[0]):
         linear[r, 0] = 0.0
-        if contact_int[r, COWNER] >= 0:  # lagged in the blocks (``contact_newton_blocks``): left to the clipped law
-            continue
+        owner = contact_int[r, COWNER]
+        if owner >= 0 and body_int[owner, PARENT] != contact_int[r, CBODY] and body_int[contact_int[r, CBODY],
+                                                                                        PARENT] != owner:
+            continue  # between bodies not parent and child: lagged in the blocks, left to the clipped law
         touching, gap, nx, ny, nz, qx, qy, qz, vx, vy, vz = _geometry(contact_int, contact_real, rot, pos, omega,
                                                                       vel, r)
         if not touching:

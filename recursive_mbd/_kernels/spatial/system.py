@@ -377,8 +377,8 @@ def contact_slip_reversals(system, y, linear, residual):
     contacts = system.contacts
     (_, _, ews, eS, _, rot, pos, omega, vel, wrench, forces, _, _) = system.elements
     wrench[:, :] = 0.0
-    marked = slip_reversals(contacts[0], contacts[1], rot, pos, omega, vel, y, state_size(system) + 2, linear,
-                            wrench)
+    marked = slip_reversals(system.body_int, contacts[0], contacts[1], rot, pos, omega, vel, y,
+                            state_size(system) + 2, linear, wrench)
     if marked:
         forces[:] = 0.0
         subtree_forces(system.body_int, ews, eS, wrench, forces)
