@@ -638,7 +638,9 @@ def contact_newton_blocks(body_int, contact_int, contact_real, ws, com, state, o
     generalised force sits on the child's joint and depends on that joint's coordinates and rates only. Its block
     there is its exact derivative (``_pair_joint_block``: geometric terms, the normal's turn and a sliding row's
     mu dF_n included; unsymmetric, which the joint block's inverse takes as it is), and it couples nothing else.
-    Rows between bodies not so joined couple two bodies: left out (lagged).
+    Rows between bodies not so joined couple two bodies: left out (lagged; what the lag costs Newton is measured by
+    ``benchmarks/contact_pairs.py``: about twice the iterations a step on a stiff pair, none converging once
+    c_stiff k / m of the pair passes 1).
 
     With ``modes`` (``contact_forces``'s), a frozen row takes its mode's law: APART adds nothing, STICK and SLIP the
     unclipped normal force's derivatives (its stiffness where the damping factor 1 + C d' / v_in is positive),

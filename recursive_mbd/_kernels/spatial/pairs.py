@@ -5,6 +5,8 @@ Each body of a set carries one capsule (a segment with a radius; a sphere is a s
 phase is the planar one: the capsules' bounding boxes, now in 3D, sorted by their lower x (the planar insertion sort
 of the previous order: O(N) for a set that moves little between evaluations) and swept along x; the narrow phase
 tests the pairs whose boxes overlap in y and z too. Bodies joined to each other (parent and child) do not collide.
+The implicit methods lag the pairs as in the plane (loads in the residual, no block in the Newton matrix; the cost
+measured there).
 
 A pair touches at one point. Its axes' closest points c_a, c_b (``closest_points``: skew axes in 3D touch at interior
 points, unlike the plane) give the depth d = r_a + r_b - |c_b - c_a|, the normal n from a to b and the contact point,
