@@ -639,8 +639,8 @@ def contact_newton_blocks(body_int, contact_int, contact_real, ws, com, state, o
     there is its exact derivative (``_pair_joint_block``: geometric terms, the normal's turn and a sliding row's
     mu dF_n included; unsymmetric, which the joint block's inverse takes as it is), and it couples nothing else.
     Rows between bodies not so joined couple two bodies: left out (lagged; what the lag costs Newton is measured by
-    ``benchmarks/contact_pairs.py``: about twice the iterations a step on a stiff pair, none converging once
-    c_stiff k / m of the pair passes 1).
+    ``benchmarks/contact_pairs.py``: twice the iterations a step on one pair, 30 - 100 a step and split steps on a
+    pile at dt = 0.1 ms, none converging once c_stiff k / m of the pairs passes 1).
 
     With ``modes`` (``contact_forces``'s), a frozen row takes its mode's law: APART adds nothing, STICK and SLIP the
     unclipped normal force's derivatives (its stiffness where the damping factor 1 + C d' / v_in is positive),

@@ -21,7 +21,8 @@ The implicit methods (generalized_alpha, bdf) take the pairs' loads in their res
 damping out of the Newton matrix (lagged: a pair couples two bodies that are not parent and child). On a capsule
 dropped onto another that rests on the floor (``benchmarks/contact_pairs.py``, k = 1e6 - 1e8 N/m^1.5) that costs
 generalized_alpha about twice the Newton iterations a step of the same capsule dropped onto the floor, and stops it
-at dt = 1 ms and k = 1e8, where c_stiff k / m of the pair passes 1.
+at dt = 1 ms and k = 1e8, where c_stiff k / m of the pair passes 1; on the chain fountain's pile (some 80 pairs
+touching) at dt = 0.1 ms, 32 - 106 iterations a step and hundreds of split steps at k = 1e6 - 1e7.
 """
 
 import math

@@ -595,8 +595,8 @@ def contact_newton_blocks(body_int, contact_int, contact_real, rot, pos, omega, 
     the moved contact point in) goes to blocks[child, :, 12:24], which the factorisations take on the child's joint
     alone (``implicit.effective_factor``, ``newton.newton_factor``); one whose surface the child carries, the
     parent's shape on it, likewise, from its block on the parent's twist (``_to_surface_owner``). Rows between
-    bodies not joined as parent and child: lagged (``benchmarks/contact_pairs.py`` measures the cost: about twice
-    the Newton iterations a step, none converging once c_stiff k / m of the pair passes 1).
+    bodies not joined as parent and child: lagged (``benchmarks/contact_pairs.py`` measures the cost: twice the
+    Newton iterations a step on one pair, none converging once c_stiff k / m of the pair passes 1).
     linear (nrows, 4) (``slip_reversals``), or (0, 4): a row with linear[r, 0] != 0 takes the derivatives of its
     unclipped law (its stick block) while it slides."""
     for i in range(blocks.shape[0]):
