@@ -247,6 +247,41 @@ def implicit_row(n, tilt, t_end, formulation="recursive", rho_inf=0.9):
             "tip": tip(model, result.q[-1]).tolist()}
 
 
+def bdf_row(n, tilt, t_end, rtol):
+    """One variable-step bdf run in absolute coordinates (rtol = atol; only t0 and t_end stored): a dict of its
+    figures (steps, rejected steps, Newton iterations a step, wall time per simulated second, tip)."""
+    model, q0, v0 = hanging_chain(n, tilt)
+    start, cpu = time.perf_counter(), time.process_time()
+    try:
+        result = rm.simulate(model, q0, v0, t_end, method="bdf", formulation="augmented", rtol=rtol, atol=rtol,
+                             every=10**9)
+        reached, failure = t_end, ""
+    except SimulationError as error:
+        result = error.result
+        reached, failure = float(result.t[-1]), str(error).split(":")[1].strip()[:60]
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    steps = max(1, result.nsteps)
+    return {"n": n, "tilt": tilt, "method": "bdf", "rtol": rtol, "t_end": t_end, "reached": reached, "wall_s": wall,
+            "steps": result.nsteps, "rejected": result.nrejected, "newton_failures": result.newton_failures,
+            "wall_per_simulated_s": wall / max(reached, 1e-300), "us_per_link_step": wall / steps / n * 1e6,
+            "cpu_s": cpu, "iterations_per_step": result.newton_iterations / steps, "failure": failure,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "tip": tip(model, result.q[-1]).tolist()}
+
+
+def bdf_main(args):
+    """The bdf rows (``--methods bdf``): every size, tilt and rtol, the tips against generalized_alpha's run at
+    dt = 0.01 s where the same process made one (``--methods generalized_alpha bdf``)."""
+    bdf_row(5, 0.3, 2 * DT, 1e-4)  # compile
+    rows = [bdf_row(n, tilt, args.t_end, rtol) for rtol in args.rtols for tilt in args.tilts for n in args.sizes]
+    print_table(["method", "rtol", "N", "tilt", "reached [s]", "steps", "rejected", "Newton fails", "iter/step",
+                 "wall/sim s", "us/link-step", "peak RSS [MB]", "failure"],
+                [[r["method"], r["rtol"], r["n"], r["tilt"], f"{r['reached']:.2f}", r["steps"], r["rejected"],
+                  r["newton_failures"], f"{r['iterations_per_step']:.2f}", f"{r['wall_per_simulated_s']:.3g}",
+                  f"{r['us_per_link_step']:.3g}", f"{r['peak_rss_mb']:.0f}", r["failure"]] for r in rows])
+    return rows
+
+
 def main():
     parser = command_line(__doc__, "implicit3d")
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10000])
@@ -257,7 +292,16 @@ def main():
     parser.add_argument("--rho-inf", type=float, nargs="+", default=[0.9],
                         help="the numerical damping of the runs (each value a set of rows)")
     parser.add_argument("--tilts", type=float, nargs="+", default=[1e-3, 0.3], help="the initial tilts [rad]")
+    parser.add_argument("--methods", nargs="+", default=["generalized_alpha"], choices=["generalized_alpha", "bdf"],
+                        help="bdf: variable-step BDF in absolute coordinates (its own table, --rtols)")
+    parser.add_argument("--rtols", type=float, nargs="+", default=[1e-4, 1e-6], help="bdf's rtol (= atol)")
     args = parser.parse_args()
+    if "bdf" in args.methods:
+        bdf_rows = bdf_main(args)
+        if args.methods == ["bdf"]:
+            path = write_json(args.name, {"bdf": bdf_rows})
+            print(f"wrote {path}")
+            return
     for formulation in args.formulations:
         implicit_row(5, 0.3, 2 * DT, formulation)  # compile
     cases = [(formulation, rho) for formulation in args.formulations for rho in args.rho_inf]
@@ -299,7 +343,8 @@ def main():
                     [[c["formulation"], c["rho_inf"], c["n"], c["tilt"], f"{c['t_end']:.2f}",
                       f"{c['dopri5_wall_s']:.3g}", f"{c['generalized_alpha_wall_s']:.3g}", f"{c['speed_ratio']:.3g}",
                       f"{c['tip_difference_m']:.2e}"] for c in comparison])
-    path = write_json(args.name, {"dt": DT, "rows": rows, "dopri5": comparison})
+    path = write_json(args.name, {"dt": DT, "rows": rows, "dopri5": comparison,
+                                  "bdf": bdf_rows if "bdf" in args.methods else []})
     print(f"wrote {path}")
 
 

@@ -251,8 +251,11 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
     max_wall_time = None if max_wall_time is None else positive(max_wall_time, "max_wall_time")
     if formulation not in _FORMULATIONS:
         raise ValueError(f"formulation must be 'recursive' or 'augmented', got {formulation!r}")
-    if formulation != "recursive" and method in ("generalized_alpha", "bdf") and not (
-            spatial and method == "generalized_alpha"):
+    if spatial and formulation == "augmented" and method == "bdf":
+        return _bdf_augmented3d(model, q0, qd0, t0, t_end, dt, every, tau, drivers, events, t_eval, progress,
+                                max_wall_time, max_steps, rtol, atol, first_step, max_step, max_order, rho_inf,
+                                newton_tol, augmented_options)
+    if formulation != "recursive" and method in ("generalized_alpha", "bdf") and not spatial:
         raise ValueError(f"method {method!r} integrates the recursive formulation (its Newton matrix is the joint-"
                          f"space one), not {formulation!r}")
     if method == "generalized_alpha":
@@ -432,6 +435,31 @@ def _generalized_alpha_augmented3d(model, q0, qd0, t0, t_end, dt, every, tau, dr
         model, q0, qd0, t0, t_end, dt, tau=tau, drivers=drivers, every=every, t_eval=t_eval, events=events,
         rho_inf=0.9 if rho_inf is None else rho_inf, newton_tol=1e-12 if newton_tol is None else newton_tol,
         max_steps=max_steps, progress=progress, max_wall_time=max_wall_time)
+
+
+def _bdf_augmented3d(model, q0, qd0, t0, t_end, dt, every, tau, drivers, events, t_eval, progress, max_wall_time,
+                     max_steps, rtol, atol, first_step, max_step, max_order, rho_inf, newton_tol, augmented_options):
+    """Dispatch a Model3D with method="bdf", formulation="augmented" to ``augmented3d_bdf.simulate_bdf``
+    (absolute coordinates, variable step, orders 1-2)."""
+    from . import augmented3d_bdf, augmented3d_implicit  # noqa: PLC0415
+
+    if augmented_options.get("solver") not in (None, "tree"):
+        raise ValueError(f"bdf in absolute coordinates solves with its own tree elimination, not "
+                         f"solver={augmented_options['solver']!r}")
+    if dt is not None or rho_inf is not None:
+        raise ValueError("bdf chooses its steps from rtol and atol: dt and rho_inf are options of "
+                         "method='generalized_alpha'")
+    if model.nv == 0:
+        raise ValueError("the model has no degrees of freedom (only fixed joints): nothing to integrate")
+    augmented3d_implicit.check_model(model)
+    q0, qd0 = _spatial_start(model, q0, qd0)
+    check_finite_start(q0, qd0)
+    t0, t_end = check_time_span(t0, t_end)
+    return augmented3d_bdf.simulate_bdf(
+        model, q0, qd0, t0, t_end, rtol=rtol, atol=atol, tau=tau, drivers=drivers, every=every, t_eval=t_eval,
+        events=events, max_order=augmented3d_bdf.MAX_ORDER if max_order is None else max_order,
+        first_step=first_step, max_step=max_step, newton_tol=newton_tol, max_steps=max_steps, progress=progress,
+        max_wall_time=max_wall_time)
 
 
 # the keyword arguments of simulate (and the augmented formulation's own), for "did you mean" suggestions
