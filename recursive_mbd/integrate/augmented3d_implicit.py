@@ -168,28 +168,30 @@ the first three steps).
 Why the count falls, and by less than the first correction: the mean-velocity guess leaves the velocities off by
 about (gamma / beta) h a = 2 h a (Delta off by h^2 a, times the update's d v+ / d Delta = gamma / (beta h)); the
 constant acceleration leaves vdot+ off by h times the jerk, the velocities by c_damp h jerk: on the 100-link chain
-swinging 0.3 rad (rho_inf = 0.9) the median first correction falls 10x (9.0e-2 to 9.3e-3 m/s), at rho_inf = 0.5
-14x (7.9e-2 to 5.7e-3). Newton's corrections then follow e_(k+1) = K e_k^2, K measured part by part on every step's
+swinging 0.3 rad (rho_inf = 0.9) the median first correction falls 10x (9.0e-2 to 9.3e-3 m/s), at rho_inf = 0.5 14x
+(7.9e-2 to 5.7e-3). Newton's corrections then follow e_(k+1) = K e_k^2, K measured part by part on every step's
 logged corrections (medians): the mean-velocity guess's first correction lies along the centres of mass' motion,
 where the step's equations are nearly linear (K = 0.04 to 0.09 /(m/s) from the first to the second correction), so
-its second is 1.1e-3 (rho_inf 0.9) and 2.6e-4 (0.5), not K e_1^2 with the later K (1.7 for the centres of mass,
-25 to 1000 for the rotations); the constant acceleration's smaller first error lies along the nonlinear directions
-(K = 0.3 to 2 for the centres of mass, 1.4 to 30 for the rotations from the first correction on), so the second
-correction falls 7x to 20x, not 100x: 1.5e-4 (rho_inf 0.9), 1.2e-5 (0.5), the third 1.2e-7 and 1.6e-10. The step is
-accepted after the third where QUADRATIC_SAFETY theta^2 times it, about 10 K e_3^2, is below newton_tol, i.e.
-e_3 below about 1e-7 for the rotations' K of 40 to 65 (e_2 below about 5e-5): met at rho_inf = 0.5 (100 of 100 steps
-on 100 links at 0.3 rad, 84 on 1000 links), not at 0.9 (31 of 100), where the oscillations that rho_inf leaves
-undamped feed the steps' jerk. Iterations a step, the mean-velocity guess -> the step's choice (``benchmarks/
-implicit3d.py``'s chains, dt = 0.01 s, 1 s; the end states the same to the Newton tolerance's reach): rho_inf = 0.5,
-100 links at 0.3 rad 3.26 -> 3.00, at 0.5 rad 3.43 -> 3.07, 1000 links 3.45 -> 3.16 and 3.73 -> 3.33; rho_inf = 0.9,
-100 links at 0.3 rad 3.97 -> 3.77; the small swing (1e-3 rad) 2.00 -> 2.00 (100 links), 2.01 -> 2.00 (1000). Tried
-on the same logs: 2 vdot - vdot_prev (linear extrapolation: O(h^2) in vdot where smooth, but it amplifies the
-oscillations: 4.04 and 3.03 to 3.47 a step), (vdot + vdot_prev) / 2 (3.53 at rho_inf = 0.9, 3.01 to 3.37 at 0.5),
-the multipliers extrapolated linearly (no change). The acceptance rule replayed on the new logs: QUADRATIC_SAFETY =
-3 takes 3.55 a step on 100 links at rho_inf = 0.9 and 1 takes 3.38, both still above 3, and 3 accepts a step of
-1000 links whose next correction is 5e-12 (1 two, to 1e-11): not adopted. At a tolerance matched to the scheme's
-error (newton_tol = 1e-10 m/s against a local error of about 1e-6 a step at dt = 0.01 s; the same rule replayed):
-3.30 (rho_inf = 0.9, 100 links, 0.3 rad), 2.89, 2.97, 3.05, 3.17 (rho_inf = 0.5), 2.00 on the small swing.
+its second is 1.1e-3 (rho_inf 0.9) and 2.6e-4 (0.5), not K e_1^2 with the later K (0.2 to 1.7 for the centres of
+mass, 25 to 1000 for the rotations); the constant acceleration's smaller first error lies along the nonlinear
+directions (K = 0.3 to 2 for the centres of mass, 1.4 to 30 for the rotations from the first correction on), so the
+second correction falls 7x to 20x, not 100x: 1.5e-4 (rho_inf 0.9), 1.2e-5 (0.5), the third 1.2e-7 and 1.6e-10. The
+step is accepted after the third where QUADRATIC_SAFETY theta^2 times it, about 10 K e_3^2, is below newton_tol,
+i.e. the rotations' e_3 below about 5e-8 for their K of 40 to 130 (e_2 below about 4e-5): met at rho_inf = 0.5 (100
+of 100 steps on 100 links at 0.3 rad, 84 on 1000 links), not at 0.9 (31 of 100), where the oscillations that rho_inf
+leaves undamped feed the steps' jerk. Iterations a step, the mean-velocity guess -> the step's choice (``benchmarks/
+implicit3d_guesses.py``, the chains of ``implicit3d.py``, dt = 0.01 s, 1 s; the end states the same to the Newton
+tolerance's reach: positions to 4e-15 m at rho_inf = 0.5 and 2.3e-11 m at 0.9, quaternions to 1.5e-9 and 4.3e-9,
+where nsteps newton_tol over a 1 mm link's radius of gyration is 3.4e-7): rho_inf = 0.5, 100 links at 0.3 rad 3.26
+-> 3.00, at 0.5 rad 3.43 -> 3.07, 1000 links 3.45 -> 3.16 and 3.73 -> 3.33; rho_inf = 0.9, 100 links at 0.3 rad 3.97
+-> 3.77; the small swing (1e-3 rad) 2.00 -> 2.00 (100 links), 2.01 -> 2.00 (1000). Tried on the same logs: 2 vdot -
+vdot_prev (linear extrapolation: O(h^2) in vdot where smooth, but it amplifies the oscillations: 4.04 and 3.03 to
+3.47 a step), (vdot + vdot_prev) / 2 (3.53 at rho_inf = 0.9, 3.01 to 3.37 at 0.5), the multipliers extrapolated
+linearly (no change). The acceptance rule replayed on the new logs: QUADRATIC_SAFETY = 3 takes 3.55 a step on 100
+links at rho_inf = 0.9 and 1 takes 3.38, both still above 3, and 3 accepts a step of 1000 links whose next
+correction is 5e-12 (1 two, to 1e-11): not adopted. At a tolerance matched to the scheme's error (newton_tol = 1e-10
+m/s against a local error of about 1e-6 a step at dt = 0.01 s; the same rule replayed): 3.30 (rho_inf = 0.9, 100
+links, 0.3 rad), 2.89, 2.97, 3.05, 3.17 (rho_inf = 0.5), 2.00 on the small swing.
 
 Convergence: the correction of the state, max(c_stiff, c_damp) times the largest |dvdot+| of the centres of mass
 and of each body's rotation times its radius of gyration sqrt(trace J_c / 2 m) (the motion of the body's points:
