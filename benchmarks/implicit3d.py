@@ -138,25 +138,26 @@ round-off at the iterate about 1e-13), but the prediction after the second leave
 left by the first guess, and none of the guesses tried cut it.
 
 Then with Newton's first guess the constant acceleration where the accelerations are smooth, the mean velocity where
-they jump (``augmented3d_implicit``, "First guess"; the same command, one process, the shared machine at a load of
-9 to 11; the iteration counts do not depend on the load):
+they jump or change by more than half themselves (``augmented3d_implicit``, "First guess"; the counts from
+``benchmarks/implicit3d_guesses.py``'s runs, which take the steps as this script does; the shared machine at a load
+of 9 to 15, the counts do not depend on it):
 
-    rho_inf  N     tilt  reached [s]  iter/step  splits  (failure)
-    0.9      100   0.3   1.00         3.77       0
-    0.9      1000  0.3   0.78         5.38       6       Newton did not converge at t = 0.784375 s
-    0.9      100   0.5   0.76         7.76       12      Newton did not converge at t = 0.760625 s
-    0.9      1000  0.5   0.68         6.99       8       Newton did not converge at t = 0.680625 s
-    0.5      100   0.3   1.00         3.00       0
-    0.5      1000  0.3   1.00         3.16       0
-    0.5      100   0.5   1.00         3.07       0
-    0.5      1000  0.5   1.00         3.33       0
+    rho_inf  N     tilt  reached [s]  iter/step  splits
+    0.9      100   0.3   1.00         3.86       0
+    0.5      100   0.3   1.00         3.11       0
+    0.5      1000  0.3   1.00         3.22       0
+    0.5      100   0.5   1.00         3.22       0
+    0.5      1000  0.5   1.00         3.50       0
 
-and the small swing (1e-3 rad, rho_inf = 0.9) 2.00 iterations a step at N = 100 and 1000 (2.00, 2.01 before). The
-median first correction falls 10x to 14x (9.0e-2 to 9.3e-3 m/s at rho_inf = 0.9, 7.9e-2 to 5.7e-3 at 0.5), the
-second 7x to 20x; at most 3 iterations a step is reached on 100 links swinging 0.3 rad at rho_inf = 0.5 only
-(``augmented3d_implicit`` says why: K e^2 with K measured). At newton_tol = 1e-10 (the acceptance rule replayed on
-every step's logged corrections) 2.89 to 3.17 at rho_inf = 0.5 and 3.30 at 0.9. The whips at rho_inf = 0.9 still
-stop near the same times (``augmented3d_implicit``, "Measured").
+and the small swing (1e-3 rad, rho_inf = 0.9, N = 1000) 2.00 iterations a step (2.01 before); 3000 links at 0.3 rad,
+rho_inf = 0.9, over 0.5 s 3.20 (3.20). The median first correction falls by 1.3x to 1.5x, the second by 1.6x to 3.7x;
+the constant acceleration at every step would cut them 10x and 7x to 20x (3.00 to 3.37 iterations a step at
+rho_inf = 0.5, 3.78 at 0.9) but takes 10.6 a step and halved steps on a 3000-link chain tilted at its pin, 4.24 over
+0.5 s where the accelerations change by more than the guesses differ. At most 3 iterations a step is not reached.
+At newton_tol = 1e-10 (the acceptance rule replayed on every step's logged corrections) 2.99 to 3.24 at
+rho_inf = 0.5 and 3.46 at 0.9. The whips at rho_inf = 0.9 (1000 links at 0.3 rad, 100 and 1000 at 0.5 rad) still
+stop, near t = 0.78, 0.74 and 0.6 to 0.68 s (``augmented3d_implicit``, "Measured", says why: the free end's last link
+spinning).
 
 Where the time of a run goes (the small swing; CPU times, since the shared machine ran at a load of 9 to 18; each
 kernel timed by process_time around its calls from Python). N = 1e5 over 0.5 s: 4.3 s of CPU in rm.simulate, of which

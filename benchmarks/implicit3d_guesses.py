@@ -17,23 +17,23 @@ shared 2-core machine at a load of 9 to 16; the counts do not depend on the load
 
     guess  rho_inf  N     tilt   iter/step  e1 median  e2 median  e3 median  iter/step at tol 1e-10
     mean   0.9      100   0.3    3.97       9.0e-2     1.1e-3     5.8e-7     3.55
-    run    0.9      100   0.3    3.77       9.3e-3     1.5e-4     1.2e-7     3.30
+    run    0.9      100   0.3    3.86       6.2e-2     4.7e-4     1.2e-7     3.46
     mean   0.5      100   0.3    3.26       7.9e-2     2.6e-4     1.5e-8     3.09
-    run    0.5      100   0.3    3.00       5.7e-3     1.2e-5     1.6e-10    2.89
+    run    0.5      100   0.3    3.11       5.5e-2     1.2e-4     4.9e-9     2.99
     mean   0.5      1000  0.3    3.45       8.0e-2     4.4e-4     4.3e-8     3.29
-    run    0.5      1000  0.3    3.16       7.3e-3     4.1e-5     1.9e-9     3.05
+    run    0.5      1000  0.3    3.22       5.5e-2     1.2e-4     7.2e-9     3.13
     mean   0.5      100   0.5    3.43       1.2e-1     4.9e-4     1.1e-7     3.21
-    run    0.5      100   0.5    3.07       9.2e-3     2.7e-5     1.5e-9     2.97
+    run    0.5      100   0.5    3.22       9.5e-2     3.1e-4     5.4e-8     3.10
     mean   0.5      1000  0.5    3.73       1.2e-1     8.7e-4     3.3e-7     3.41
-    run    0.5      1000  0.5    3.33       1.3e-2     1.0e-4     1.1e-8     3.17
+    run    0.5      1000  0.5    3.50       9.3e-2     3.8e-4     9.2e-8     3.24
     mean   0.9      1000  1e-3   2.01       2.6e-4     1.3e-8     4.3e-14    2.00
-    run    0.9      1000  1e-3   2.00       6.3e-5     4.9e-9     4.1e-14    2.00
+    run    0.9      1000  1e-3   2.00       2.0e-4     6.6e-9     4.3e-14    2.00
 
 (e_k in m/s, the largest of the centres of mass' and the rotations' parts; ``augmented3d_implicit``, "First guess",
-says why the count falls by less than the first correction). Accepted steps whose next correction exceeds 1e-12: 3
-(run) on 1000 links at 0.5 rad, 1 and 5 (mean) on 1000 links at 0.3 and 0.5 rad, each a stall at the round-off of
-the chain's sums (1.2e-12 to 5e-12, which no iteration reduces; the kernel's round-off probe accepts those too),
-none elsewhere; none at 1e-10.
+says why the count falls by less than the first correction). Accepted steps whose next correction exceeds 1e-12: 1
+and 5 on 1000 links at 0.3 and 0.5 rad with either guess (with the mean velocity each a stall at the round-off of
+the chain's sums, 1.2e-12 to 5e-12, which no iteration reduces and the kernel's round-off probe accepts too), none
+elsewhere; none at 1e-10.
 """
 
 import os

@@ -108,8 +108,8 @@ prediction after the second is up to 6.5e-13 (1e5 links), so the factor 10 keeps
 large swing's step is accepted after two), but the predictions after the second correction were up to 160x too
 low on the large swings (far from the tolerance: a third correction of 4.4e-7 predicted 2.7e-9), so it was not
 adopted. At most 3 iterations a step on the large swings needs a first guess that cuts the second correction
-(1.6e-4 above) by 10x: the constant acceleration where the accelerations are smooth cuts it 7x to 20x ("First
-guess" below: 3.00 to 3.33 iterations a step at rho_inf = 0.5, 3.77 at 0.9).
+(1.6e-4 above) by 10x: the constant acceleration cuts it 7x to 20x, but is safe only where the accelerations
+are smooth ("First guess" below: 3.11 to 3.50 iterations a step at rho_inf = 0.5, 3.86 at 0.9).
 It is factorised in tree order in O(N) time and memory: each body with its joint's rows forms a local block of
 size 6 + m, factorised by LU with partial pivoting (neither symmetric nor positive definite: compressed links,
 gyroscopic terms, the zero block; a pivot is zero below 1e-14 of its column's largest entry), and eliminated into
@@ -141,14 +141,19 @@ machine this loaded wait for each other at the end of each parallel pass); N = 1
 s of wall time on two threads against 9.1-9.5 s before (15% less), 9.5 s on one thread (as before).
 
 First guess: lambda+ = lambda, and vdot+ = vdot, the constant acceleration (the scheme's own predictor: a+, v+ and
-Delta then follow from the update's formulas, so only the residual is off), where the accelerations are smooth;
-else the vdot+ whose update moves every body on at the previous step's mean velocity, Delta = h (Delta_prev / h_prev)
+Delta then follow from the update's formulas, so only the residual is off), where the accelerations are smooth; else
+the vdot+ whose update moves every body on at the previous step's mean velocity, Delta = h (Delta_prev / h_prev)
 (``kernels.first_guess``, ``kernels.predict``). Smooth: for the centres of mass and for the rotations apart, the
 largest change of an acceleration over the last step, |vdot - vdot_prev| (the constant guess's error, h times the
 jerk, where the motion is smooth), is at most the largest distance between the two guesses (the mean-velocity
-guess's error there); the first step and a step after a failed try take the mean velocity. The choice is the
-step's, not a body's: guesses mixed body by body put neighbouring bodies apart by O(h^2 a), the length of a link of
-a long chain (a 3000-link chain tilted 0.3 rad took 7.6 iterations a step that way, 3 with the step's choice).
+guess's error there) and at most half the part's largest acceleration (an acceleration that oscillates from step to
+step changes by about 1 + rho_inf times itself); the first step and a step after a failed try take the mean
+velocity. The choice is the step's, not a body's: guesses mixed body by body put neighbouring bodies apart by O(h^2
+a), the length of a link of a long chain (a 3000-link chain tilted 0.3 rad took 7.6 iterations a step that way over
+0.05 s). The bound by half the acceleration: without it a 3000-link chain tilted 0.3 rad (rho_inf = 0.9) took the
+constant acceleration on steps 16 to 26, while its top links' rotations changed by 2300 to 6100 rad/s^2 a step (the
+two guesses further apart still), 5 to 9 iterations a step and a halved step there: 4.24 iterations a step over 0.5
+s against 3.20 with the mean velocity alone; with it 3.20 (no step takes the constant acceleration there).
 
 Why not the constant acceleration everywhere: a short link under tension has a stiff, quasi-static rotation whose
 accelerations the scheme leaves oscillating from step to step (damped by about rho_inf a step), and they can be
@@ -156,16 +161,17 @@ huge: a chain of N links released tilted by theta falls sideways at g sin(theta)
 links' rotations accelerate at about N g theta / (chain length), with alternating signs down a boundary layer of a
 few links. h^2 beta (1 - alpha_f) / (1 - alpha_m) times those accelerations turned the top link of a 1 m chain of
 3e5 links, tilted 1e-3 rad, by 0.19 rad at the first guess (a turn growing like N: about 0.6 rad at 1e6 links), and
-at 1e6 links the corrections then wandered between 1e-5 and 1e-3 for 15 iterations without contracting (not a
-wrong matrix: along the corrections at 3e5 links, central differences of the residual agree with it to 5e-9 of the
+at 1e6 links the corrections then wandered between 1e-5 and 1e-3 for 15 iterations without contracting (not a wrong
+matrix: along the corrections at 3e5 links, central differences of the residual agree with it to 5e-9 of the
 residual); a 3000-link chain tilted 0.3 rad took 10.6 iterations a step and a halved step over 0.05 s, 1e4 links
 26.4 and five halved steps, 1e5 links at 1e-3 rad 4.0. The step's choice sees those steps' accelerations jump and
 takes the mean velocity there: the positions move smoothly, so that guess is within O(h^2) of the step's motion
-(3000 and 1e4 links tilted 0.3 rad: 3.00 iterations a step over 0.1 s; 1e5 links at 1e-3 rad 2.00; with the
-mean-velocity guess alone 3e5 and 1e6 links converged in 2 iterations a step, corrections 1e-4, 1e-9, 1e-13, over
-the first three steps).
+(without the bound by half the acceleration: 3000 and 1e4 links tilted 0.3 rad 3.00 iterations a step over 0.1 s,
+1e5 links at 1e-3 rad 2.00; with the mean-velocity guess alone 3e5 and 1e6 links converged in 2 iterations a step,
+corrections 1e-4, 1e-9, 1e-13, over the first three steps).
 
-Why the count falls, and by less than the first correction: the mean-velocity guess leaves the velocities off by
+Why the count falls, and by less than the first correction (the constant acceleration at every step after the first,
+measured with ``benchmarks/implicit3d_guesses.py``'s logs): the mean-velocity guess leaves the velocities off by
 about (gamma / beta) h a = 2 h a (Delta off by h^2 a, times the update's d v+ / d Delta = gamma / (beta h)); the
 constant acceleration leaves vdot+ off by h times the jerk, the velocities by c_damp h jerk: on the 100-link chain
 swinging 0.3 rad (rho_inf = 0.9) the median first correction falls 10x (9.0e-2 to 9.3e-3 m/s), at rho_inf = 0.5 14x
@@ -179,19 +185,24 @@ second correction falls 7x to 20x, not 100x: 1.5e-4 (rho_inf 0.9), 1.2e-5 (0.5),
 step is accepted after the third where QUADRATIC_SAFETY theta^2 times it, about 10 K e_3^2, is below newton_tol,
 i.e. the rotations' e_3 below about 5e-8 for their K of 40 to 130 (e_2 below about 4e-5): met at rho_inf = 0.5 (100
 of 100 steps on 100 links at 0.3 rad, 84 on 1000 links), not at 0.9 (31 of 100), where the oscillations that rho_inf
-leaves undamped feed the steps' jerk. Iterations a step, the mean-velocity guess -> the step's choice (``benchmarks/
-implicit3d_guesses.py``, the chains of ``implicit3d.py``, dt = 0.01 s, 1 s; the end states the same to the Newton
-tolerance's reach: positions to 4e-15 m at rho_inf = 0.5 and 2.3e-11 m at 0.9, quaternions to 1.5e-9 and 4.3e-9,
-where nsteps newton_tol over a 1 mm link's radius of gyration is 3.4e-7): rho_inf = 0.5, 100 links at 0.3 rad 3.26
--> 3.00, at 0.5 rad 3.43 -> 3.07, 1000 links 3.45 -> 3.16 and 3.73 -> 3.33; rho_inf = 0.9, 100 links at 0.3 rad 3.97
--> 3.77; the small swing (1e-3 rad) 2.00 -> 2.00 (100 links), 2.01 -> 2.00 (1000). Tried on the same logs: 2 vdot -
+leaves undamped feed the steps' jerk. The constant acceleration at every step: 3.00 to 3.37 iterations a step at
+rho_inf = 0.5, 3.78 at 0.9, but 10.6 on 3000 links tilted 0.3 rad (above). The step's choice with its bound by half
+the acceleration keeps about half of the gain (the steps where the accelerations change by more than half
+themselves, the free end's whip, take the mean velocity). Iterations a step, the mean-velocity guess -> the step's
+choice (``benchmarks/implicit3d_guesses.py``, the chains of ``implicit3d.py``, dt = 0.01 s, 1 s): rho_inf = 0.5, 100
+links at 0.3 rad 3.26 -> 3.11, at 0.5 rad 3.43 -> 3.22, 1000 links 3.45 -> 3.22 and 3.73 -> 3.50; rho_inf = 0.9, 100
+links at 0.3 rad 3.97 -> 3.86; the small swing (1e-3 rad, 1000 links) 2.01 -> 2.00; 3000 links at 0.3 rad, rho_inf =
+0.9, over 0.5 s 3.20 -> 3.20. The end states the same to the Newton tolerance's reach (measured on the constant
+acceleration at every step: positions to 4e-15 m at rho_inf = 0.5 and 2.3e-11 m at 0.9, quaternions to 1.5e-9 and
+4.3e-9, where nsteps newton_tol over a 1 mm link's radius of gyration is 3.4e-7). Tried on the same logs: 2 vdot -
 vdot_prev (linear extrapolation: O(h^2) in vdot where smooth, but it amplifies the oscillations: 4.04 and 3.03 to
 3.47 a step), (vdot + vdot_prev) / 2 (3.53 at rho_inf = 0.9, 3.01 to 3.37 at 0.5), the multipliers extrapolated
-linearly (no change). The acceptance rule replayed on the new logs: QUADRATIC_SAFETY = 3 takes 3.55 a step on 100
-links at rho_inf = 0.9 and 1 takes 3.38, both still above 3, and 3 accepts a step of 1000 links whose next
-correction is 5e-12 (1 two, to 1e-11): not adopted. At a tolerance matched to the scheme's error (newton_tol = 1e-10
-m/s against a local error of about 1e-6 a step at dt = 0.01 s; the same rule replayed): 3.30 (rho_inf = 0.9, 100
-links, 0.3 rad), 2.89, 2.97, 3.05, 3.17 (rho_inf = 0.5), 2.00 on the small swing.
+linearly (no change). The acceptance rule replayed on the constant acceleration's logs: QUADRATIC_SAFETY = 3 takes
+3.55 a step on 100 links at rho_inf = 0.9 and 1 takes 3.38, both still above 3, and 3 accepts a step of 1000 links
+whose next correction is 5e-12 (1 two, to 1e-11): not adopted. At a tolerance matched to the scheme's error
+(newton_tol = 1e-10 m/s against a local error of about 1e-6 a step at dt = 0.01 s; the same rule replayed on the
+step's choice): 3.46 (rho_inf = 0.9, 100 links, 0.3 rad), 2.99, 3.10, 3.13, 3.24 (rho_inf = 0.5), 2.00 on the small
+swing.
 
 Convergence: the correction of the state, max(c_stiff, c_damp) times the largest |dvdot+| of the centres of mass
 and of each body's rotation times its radius of gyration sqrt(trace J_c / 2 m) (the motion of the body's points:
