@@ -434,7 +434,7 @@ def test_the_whip_of_a_long_chain_runs_through_or_stops_naming_time_and_cause():
     """1000 links tilted 0.3 rad with the push, rho_inf = 0.9, 1 s at dt = 0.01 s: the whip reaching the free end
     near t = 0.78 s. Either the run reaches 1 s with the joints closed, or it stops with SimulationError naming the
     time, the body, the Newton iterations and the multipliers the iteration reached, the samples kept. (Measured: it
-    stops at t = 0.784375 s, every split of the step down to dt / 16 not converging in 20 iterations, the joints near
+    stops at t = 0.789375 s, every split of the step down to dt / 16 failing to converge, the joints near
     the free end in tension, not compression; the last link spinning at up to 134 rad/s where dopri5's free end
     turns at 4 to 10 rad/s: ``augmented3d_implicit``, "Measured".)"""
     model, q0, v0 = _tilted_chain(1000)

@@ -231,21 +231,23 @@ multipliers growing to 1e10 to 1e18 (the last accepted step's are below 11 N, it
 0.5 to 1.1 N) until a local block is singular, at a different body in each try (``SimulationError`` names the time,
 the body, the iterations and the multipliers reached); rho_inf = 0.5 damps the high modes that feed the whip and runs
 through. The matrix is not the cause (exact, above): the step's equations have no root near the first guess.
-With the constant-acceleration first guess (below) it stops at t = 0.784 s (Newton not converging in 20 iterations
-at every split down to dt / 16). Why, from the run's samples beside dopri5's (rtol = atol = 1e-6, joint coordinates,
-the same interval, sampled every 0.01 s): no compression: every joint is in tension in both (the last joint's force
-along its parent's axis 0.0074 to 0.0176 N in the run from t = 0.65 s, 0.0099 to 0.0101 N in dopri5's, the last
-link's weight 0.0098 N); the tip follows dopri5's to 3.7e-4 m at t = 0.78 s (3.6e-3 m at the whip's peak, t = 0.6
-s). But the last link spins: the whip reaches the free end at t = 0.55 to 0.6 s (|omega| up to 46 rad/s at link 994
-in dopri5, 47 at link 999 in the run); dopri5's free end then calms (its largest |omega| 4 to 10 rad/s from t = 0.65
-s, at links 908 to 992), while the run's last link keeps spinning at 9 to 134 rad/s, changing from step to step (24,
-14, 38, 62, 21, 9, 44, 134, 60 rad/s at t = 0.70 ... 0.78 s): a mode of the free end's short link that the scheme
-excites at the whip and rho_inf = 0.9 damps by only a tenth a step. At 134 rad/s the link turns by h omega = 1.3 rad
-in a step (its dynamics far from the step's resolution: the scheme's answer there is not the motion), and the next
-step's equations, a turn of that size of a 1 mm link about its joint, are where Newton stops converging (whether
-they still have a root there was not settled). So at dt = 0.01 s and rho_inf = 0.9 the failure is the scheme's
-spurious spin of the free end, not the first guess and not compression, and the steps before it already have the
-free end's rotation wrong (its position right); rho_inf = 0.5 damps that mode and runs through.
+With the first guess below it stops at the same time (t = 0.789 s); with the constant acceleration wherever the
+accelerations changed by less than the guesses differ (without the bound by half the acceleration) at t = 0.784 s,
+Newton not converging in 20 iterations at every split down to dt / 16. Why, from that run's samples beside dopri5's
+(rtol = atol = 1e-6, joint coordinates, the same interval, sampled every 0.01 s): no compression: every joint is in
+tension in both (the last joint's force along its parent's axis 0.0074 to 0.0176 N in the run from t = 0.65 s,
+0.0099 to 0.0101 N in dopri5's, the last link's weight 0.0098 N); the tip follows dopri5's to 3.7e-4 m at t = 0.78 s
+(3.6e-3 m at the whip's peak, t = 0.6 s). But the last link spins: the whip reaches the free end at t = 0.55 to 0.6
+s (|omega| up to 46 rad/s at link 994 in dopri5, 47 at link 999 in the run); dopri5's free end then calms (its
+largest |omega| 4 to 10 rad/s from t = 0.65 s, at links 908 to 992), while the run's last link keeps spinning at 9
+to 134 rad/s, changing from step to step (24, 14, 38, 62, 21, 9, 44, 134, 60 rad/s at t = 0.70 ... 0.78 s): a mode
+of the free end's short link that the scheme excites at the whip and rho_inf = 0.9 damps by only a tenth a step. At
+134 rad/s the link turns by h omega = 1.3 rad in a step (its dynamics far from the step's resolution: the scheme's
+answer there is not the motion), and the next step's equations, a turn of that size of a 1 mm link about its joint,
+are where Newton stops converging (whether they still have a root there was not settled). So at dt = 0.01 s and
+rho_inf = 0.9 the failure is the scheme's spurious spin of the free end, not the first guess and not compression,
+and the steps before it already have the free end's rotation wrong (its position right); rho_inf = 0.5 damps that
+mode and runs through.
 Long chains, the small swing, rho_inf = 0.9 (``--formulations augmented --tilts 1e-3 --reference 0``, the same shared
 machine at a load of 3 to 6, the run getting 40-75% of a core): 1 s of N = 1e4 in 4.2 s (4.2 us a link-step, 2.78
 iterations a step), of N = 1e5 in 58 s (5.8 us, 3.07 iterations, peak resident memory of the process 0.73 GB,
