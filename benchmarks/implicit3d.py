@@ -137,6 +137,28 @@ round-off at the iterate about 1e-13), but the prediction after the second leave
 3 iterations a step on the large swings is not reached: the second correction of a step, about 1.6e-4 there, is
 left by the first guess, and none of the guesses tried cut it.
 
+Then with Newton's first guess the constant acceleration where the accelerations are smooth, the mean velocity where
+they jump or change by more than half themselves (``augmented3d_implicit``, "First guess"; the counts from
+``benchmarks/implicit3d_guesses.py``'s runs, which take the steps as this script does; the shared machine at a load
+of 9 to 15, the counts do not depend on it):
+
+    rho_inf  N     tilt  reached [s]  iter/step  splits
+    0.9      100   0.3   1.00         3.86       0
+    0.5      100   0.3   1.00         3.11       0
+    0.5      1000  0.3   1.00         3.22       0
+    0.5      100   0.5   1.00         3.22       0
+    0.5      1000  0.5   1.00         3.50       0
+
+and the small swing (1e-3 rad, rho_inf = 0.9, N = 1000) 2.00 iterations a step (2.01 before); 3000 links at 0.3 rad,
+rho_inf = 0.9, over 0.5 s 3.20 (3.20). The median first correction falls by 1.3x to 1.5x, the second by 1.6x to 3.7x;
+the constant acceleration at every step would cut them 10x and 7x to 20x (3.00 to 3.37 iterations a step at
+rho_inf = 0.5, 3.78 at 0.9) but takes 10.6 a step and halved steps on a 3000-link chain tilted at its pin, 4.24 over
+0.5 s where the accelerations change by more than the guesses differ. At most 3 iterations a step is not reached.
+At newton_tol = 1e-10 (the acceptance rule replayed on every step's logged corrections) 2.99 to 3.24 at
+rho_inf = 0.5 and 3.46 at 0.9. The whips at rho_inf = 0.9 (1000 links at 0.3 rad, 100 and 1000 at 0.5 rad) still
+stop at the same times as before, 0.789, 0.741, 0.609 s (``augmented3d_implicit``, "Measured", says why: the free
+end's last link spinning).
+
 Where the time of a run goes (the small swing; CPU times, since the shared machine ran at a load of 9 to 18; each
 kernel timed by process_time around its calls from Python). N = 1e5 over 0.5 s: 4.3 s of CPU in rm.simulate, of which
 the Newton iterations 3.6 s (362 ns a body and iteration, 2.00 iterations a step), the first guess and the step's

@@ -108,7 +108,8 @@ prediction after the second is up to 6.5e-13 (1e5 links), so the factor 10 keeps
 large swing's step is accepted after two), but the predictions after the second correction were up to 160x too
 low on the large swings (far from the tolerance: a third correction of 4.4e-7 predicted 2.7e-9), so it was not
 adopted. At most 3 iterations a step on the large swings needs a first guess that cuts the second correction
-(1.6e-4 above) by 10x: none of those tried did.
+(1.6e-4 above) by 10x: the constant acceleration cuts it 7x to 20x, but is safe only where the accelerations
+are smooth ("First guess" below: 3.11 to 3.50 iterations a step at rho_inf = 0.5, 3.86 at 0.9).
 It is factorised in tree order in O(N) time and memory: each body with its joint's rows forms a local block of
 size 6 + m, factorised by LU with partial pivoting (neither symmetric nor positive definite: compressed links,
 gyroscopic terms, the zero block; a pivot is zero below 1e-14 of its column's largest entry), and eliminated into
@@ -139,19 +140,69 @@ machine this loaded wait for each other at the end of each parallel pass); N = 1
 (0.99 before, quiet), peak memory 3.39 GB (2.99 before). On the quiet machine (load 1.3): N = 1e5 over 1 s in 7.7-8.1
 s of wall time on two threads against 9.1-9.5 s before (15% less), 9.5 s on one thread (as before).
 
-First guess: lambda+ = lambda, and the vdot+ whose update moves every body on at the previous step's mean velocity,
-Delta = h (Delta_prev / h_prev) (the initial velocity before the first step; ``kernels.predict``), not the
-constant-acceleration guess vdot+ = vdot. Why: a short link under tension has a stiff, quasi-static rotation whose
+First guess: lambda+ = lambda, and vdot+ = vdot, the constant acceleration (the scheme's own predictor: a+, v+ and
+Delta then follow from the update's formulas, so only the residual is off), where the accelerations are smooth; else
+the vdot+ whose update moves every body on at the previous step's mean velocity, Delta = h (Delta_prev / h_prev)
+(``kernels.first_guess``, ``kernels.predict``). Smooth: for the centres of mass and for the rotations apart, the
+largest change of an acceleration over the last step, |vdot - vdot_prev| (the constant guess's error, h times the
+jerk, where the motion is smooth), is at most the largest distance between the two guesses (the mean-velocity
+guess's error there) and at most half the part's largest acceleration (an acceleration that oscillates from step to
+step changes by about 1 + rho_inf times itself); the first step and a step after a failed try take the mean
+velocity. The choice is the step's, not a body's: guesses mixed body by body put neighbouring bodies apart by O(h^2
+a), the length of a link of a long chain (a 3000-link chain tilted 0.3 rad took 7.6 iterations a step that way over
+0.05 s). The bound by half the acceleration: without it a 3000-link chain tilted 0.3 rad (rho_inf = 0.9) took the
+constant acceleration on steps 16 to 26, while its top links' rotations changed by 2300 to 6100 rad/s^2 a step (the
+two guesses further apart still), 5 to 9 iterations a step and a halved step there: 4.24 iterations a step over 0.5
+s against 3.20 with the mean velocity alone; with it 3.20 (no step takes the constant acceleration there).
+
+Why not the constant acceleration everywhere: a short link under tension has a stiff, quasi-static rotation whose
 accelerations the scheme leaves oscillating from step to step (damped by about rho_inf a step), and they can be
 huge: a chain of N links released tilted by theta falls sideways at g sin(theta) except at its pin, so the top
 links' rotations accelerate at about N g theta / (chain length), with alternating signs down a boundary layer of a
 few links. h^2 beta (1 - alpha_f) / (1 - alpha_m) times those accelerations turned the top link of a 1 m chain of
 3e5 links, tilted 1e-3 rad, by 0.19 rad at the first guess (a turn growing like N: about 0.6 rad at 1e6 links), and
-at 1e6 links the corrections then wandered between 1e-5 and 1e-3 for 15 iterations without contracting (not a
-wrong matrix: along the corrections at 3e5 links, central differences of the residual agree with it to 5e-9 of the
-residual). The positions move smoothly, so the mean-velocity guess is within O(h^2) of the step's motion: 3e5 and
-1e6 links converge in 2 iterations a step (corrections 1e-4, 1e-9, 1e-13; the first three steps), and a 3000-link
-chain tilted 0.3 rad in at most 4, where the constant-acceleration guess took 10 and halved steps.
+at 1e6 links the corrections then wandered between 1e-5 and 1e-3 for 15 iterations without contracting (not a wrong
+matrix: along the corrections at 3e5 links, central differences of the residual agree with it to 5e-9 of the
+residual); a 3000-link chain tilted 0.3 rad took 10.6 iterations a step and a halved step over 0.05 s, 1e4 links
+26.4 and five halved steps, 1e5 links at 1e-3 rad 4.0. The step's choice sees those steps' accelerations jump and
+takes the mean velocity there: the positions move smoothly, so that guess is within O(h^2) of the step's motion
+(without the bound by half the acceleration: 3000 and 1e4 links tilted 0.3 rad 3.00 iterations a step over 0.1 s,
+1e5 links at 1e-3 rad 2.00; with the mean-velocity guess alone 3e5 and 1e6 links converged in 2 iterations a step,
+corrections 1e-4, 1e-9, 1e-13, over the first three steps).
+
+Why the count falls, and by less than the first correction (the constant acceleration at every step after the first,
+measured with ``benchmarks/implicit3d_guesses.py``'s logs): the mean-velocity guess leaves the velocities off by
+about (gamma / beta) h a = 2 h a (Delta off by h^2 a, times the update's d v+ / d Delta = gamma / (beta h)); the
+constant acceleration leaves vdot+ off by h times the jerk, the velocities by c_damp h jerk: on the 100-link chain
+swinging 0.3 rad (rho_inf = 0.9) the median first correction falls 10x (9.0e-2 to 9.3e-3 m/s), at rho_inf = 0.5 14x
+(7.9e-2 to 5.7e-3). Newton's corrections then follow e_(k+1) = K e_k^2, K measured part by part on every step's
+logged corrections (medians): the mean-velocity guess's first correction lies along the centres of mass' motion,
+where the step's equations are nearly linear (K = 0.04 to 0.09 /(m/s) from the first to the second correction), so
+its second is 1.1e-3 (rho_inf 0.9) and 2.6e-4 (0.5), not K e_1^2 with the later K (0.2 to 1.7 for the centres of
+mass, 25 to 1000 for the rotations); the constant acceleration's smaller first error lies along the nonlinear
+directions (K = 0.3 to 2 for the centres of mass, 1.4 to 30 for the rotations from the first correction on), so the
+second correction falls 7x to 20x, not 100x: 1.5e-4 (rho_inf 0.9), 1.2e-5 (0.5), the third 1.2e-7 and 1.6e-10. The
+step is accepted after the third where QUADRATIC_SAFETY theta^2 times it, about 10 K e_3^2, is below newton_tol,
+i.e. the rotations' e_3 below about 5e-8 for their K of 40 to 130 (e_2 below about 4e-5): met at rho_inf = 0.5 (100
+of 100 steps on 100 links at 0.3 rad, 84 on 1000 links), not at 0.9 (31 of 100), where the oscillations that rho_inf
+leaves undamped feed the steps' jerk. The constant acceleration at every step: 3.00 to 3.37 iterations a step at
+rho_inf = 0.5, 3.78 at 0.9, but 10.6 on 3000 links tilted 0.3 rad (above). The step's choice with its bound by half
+the acceleration keeps about half of the gain (the steps where the accelerations change by more than half
+themselves, the free end's whip, take the mean velocity). Iterations a step, the mean-velocity guess -> the step's
+choice (``benchmarks/implicit3d_guesses.py``, the chains of ``implicit3d.py``, dt = 0.01 s, 1 s): rho_inf = 0.5, 100
+links at 0.3 rad 3.26 -> 3.11, at 0.5 rad 3.43 -> 3.22, 1000 links 3.45 -> 3.22 and 3.73 -> 3.50; rho_inf = 0.9, 100
+links at 0.3 rad 3.97 -> 3.86; the small swing (1e-3 rad, 1000 links) 2.01 -> 2.00; 3000 links at 0.3 rad, rho_inf =
+0.9, over 0.5 s 3.20 -> 3.20. The end states the same to the Newton tolerance's reach (measured on the constant
+acceleration at every step: positions to 4e-15 m at rho_inf = 0.5 and 2.3e-11 m at 0.9, quaternions to 1.5e-9 and
+4.3e-9, where nsteps newton_tol over a 1 mm link's radius of gyration is 3.4e-7). Tried on the same logs: 2 vdot -
+vdot_prev (linear extrapolation: O(h^2) in vdot where smooth, but it amplifies the oscillations: 4.04 and 3.03 to
+3.47 a step), (vdot + vdot_prev) / 2 (3.53 at rho_inf = 0.9, 3.01 to 3.37 at 0.5), the multipliers extrapolated
+linearly (no change). The acceptance rule replayed on the constant acceleration's logs: QUADRATIC_SAFETY = 3 takes
+3.55 a step on 100 links at rho_inf = 0.9 and 1 takes 3.38, both still above 3, and 3 accepts a step of 1000 links
+whose next correction is 5e-12 (1 two, to 1e-11): not adopted. At a tolerance matched to the scheme's error
+(newton_tol = 1e-10 m/s against a local error of about 1e-6 a step at dt = 0.01 s; the same rule replayed on the
+step's choice): 3.46 (rho_inf = 0.9, 100 links, 0.3 rad), 2.99, 3.10, 3.13, 3.24 (rho_inf = 0.5), 2.00 on the small
+swing.
 
 Convergence: the correction of the state, max(c_stiff, c_damp) times the largest |dvdot+| of the centres of mass
 and of each body's rotation times its radius of gyration sqrt(trace J_c / 2 m) (the motion of the body's points:
@@ -180,6 +231,23 @@ multipliers growing to 1e10 to 1e18 (the last accepted step's are below 11 N, it
 0.5 to 1.1 N) until a local block is singular, at a different body in each try (``SimulationError`` names the time,
 the body, the iterations and the multipliers reached); rho_inf = 0.5 damps the high modes that feed the whip and runs
 through. The matrix is not the cause (exact, above): the step's equations have no root near the first guess.
+With the first guess below it stops at the same time (t = 0.789 s); with the constant acceleration wherever the
+accelerations changed by less than the guesses differ (without the bound by half the acceleration) at t = 0.784 s,
+Newton not converging in 20 iterations at every split down to dt / 16. Why, from that run's samples beside dopri5's
+(rtol = atol = 1e-6, joint coordinates, the same interval, sampled every 0.01 s): no compression: every joint is in
+tension in both (the last joint's force along its parent's axis 0.0074 to 0.0176 N in the run from t = 0.65 s,
+0.0099 to 0.0101 N in dopri5's, the last link's weight 0.0098 N); the tip follows dopri5's to 3.7e-4 m at t = 0.78 s
+(3.6e-3 m at the whip's peak, t = 0.6 s). But the last link spins: the whip reaches the free end at t = 0.55 to 0.6
+s (|omega| up to 46 rad/s at link 994 in dopri5, 47 at link 999 in the run); dopri5's free end then calms (its
+largest |omega| 4 to 10 rad/s from t = 0.65 s, at links 908 to 992), while the run's last link keeps spinning at 9
+to 134 rad/s, changing from step to step (24, 14, 38, 62, 21, 9, 44, 134, 60 rad/s at t = 0.70 ... 0.78 s): a mode
+of the free end's short link that the scheme excites at the whip and rho_inf = 0.9 damps by only a tenth a step. At
+134 rad/s the link turns by h omega = 1.3 rad in a step (its dynamics far from the step's resolution: the scheme's
+answer there is not the motion), and the next step's equations, a turn of that size of a 1 mm link about its joint,
+are where Newton stops converging (whether they still have a root there was not settled). So at dt = 0.01 s and
+rho_inf = 0.9 the failure is the scheme's spurious spin of the free end, not the first guess and not compression,
+and the steps before it already have the free end's rotation wrong (its position right); rho_inf = 0.5 damps that
+mode and runs through.
 Long chains, the small swing, rho_inf = 0.9 (``--formulations augmented --tilts 1e-3 --reference 0``, the same shared
 machine at a load of 3 to 6, the run getting 40-75% of a core): 1 s of N = 1e4 in 4.2 s (4.2 us a link-step, 2.78
 iterations a step), of N = 1e5 in 58 s (5.8 us, 3.07 iterations, peak resident memory of the process 0.73 GB,
@@ -257,8 +325,12 @@ step that does not converge names the loop with the largest gap. The round-off p
 Measured (``tests/test_augmented3d_implicit_loops.py``): the RSSR linkage (a ball-joint loop) and the closed governor
 (two distance loops between siblings) converge to dop853 at second order in the state and the loop multipliers
 (error ratios 4.00 and 4.05-4.10 when dt halves), 2.8 to 3.5 iterations a step, |phi| at round-off (4e-16 m); the
-multipliers carry the O(h) transient of the start a_0 = vdot_0 in the first 30 steps or so (Arnold & Bruls 2007:
-a perturbed start would remove it; not done), after which they agree with the recursive route's to O(dt^2).
+multipliers carry an O(h) transient in the first 30 steps or so, after which they agree with the recursive route's
+to O(dt^2). Not the start a_0 = vdot_0's (Arnold & Bruls 2007): with a_0 = vdot(t0 + (alpha_m - alpha_f) h), the
+accelerations of the state Taylor-expanded to that time, the largest multiplier error in the first 30 steps is the
+same (against ``spatial_loops.loop_dynamics`` at the samples: RSSR, rho_inf = 0.8, 33.3, 34.1, 34.5 dt N against
+33.8, 34.6, 35.0 dt N at dt = 4e-3, 2e-3, 1e-3 s; the closed governor, 0.9: 9.7, 11.4, 12.3 dt N both ways), so it
+was not adopted.
 rho_inf = 1 is unstable on this index-3 scheme, trees included (the undamped trapezoidal rule on index-3
 constraints, Cardona & Geradin 1989: the open governor's energy grows by 470 J over 20 s at dt = 2e-3 s); at
 rho_inf = 0.9 the closed governor's energy error stays at 9e-4 J over 20 s. ``python3 benchmarks/spatial_loops.py
@@ -946,6 +1018,8 @@ class _Stepper:
         self.gyration = radii_of_gyration(model)
         self.iterations = 0
         self.splits = 0
+        self.history = False  # the spare vdot holds the accelerations of the step before the last (``first_guess``)
+        self.constant_guesses = 0  # steps whose first guess was the constant acceleration
 
     def advance(self, h, t, step, depth=0):
         """Step from t by h; None, or ("failed", message) where even the steps of h / 2^MAX_SPLITS fail, or
@@ -959,8 +1033,9 @@ class _Stepper:
         c_stiff = h * h * beta * (1.0 - alpha_f) / (1.0 - alpha_m)
         c_damp = h * gamma * (1.0 - alpha_f) / (1.0 - alpha_m)
         coef = np.array([h, alpha_m, alpha_f, gamma, beta, c_stiff, c_damp])
-        vdot_new, lam_new = self.spare
-        kernels.predict(zb, acc, vdot, rate, coef, vdot_new)  # the pose moving on at the last step's mean velocity
+        vdot_new, lam_new = self.spare  # (vdot_new: the accelerations of the step before, where self.history)
+        self.constant_guesses += kernels.first_guess(zb, acc, vdot, vdot_new, rate, coef, int(self.history), vdot_new)
+        self.history = False  # (the spare arrays now hold this step's iterates)
         lam_new[:] = lam
         model, arrays = self.model, self.arrays
         if self.loads is None:
@@ -980,6 +1055,7 @@ class _Stepper:
             self.splits += 1
             return self.advance(0.5 * h, t, step, depth + 1) or self.advance(0.5 * h, t + 0.5 * h, step, depth + 1)
         kernels.end_step(zb, coef, vdot, vdot_new, acc, rate)  # acc and rate in place
+        self.history = True  # the spare arrays will hold this step's start accelerations: the next step's history
         if self.loads is None:
             new_power, new_dissipation = float(arrays.power[0]) + self.drive.power(lam_new), 0.0
         else:  # tau and the elements at the converged state (their last evaluation was at the iterate before)

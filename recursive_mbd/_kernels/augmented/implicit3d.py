@@ -270,22 +270,73 @@ def update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent):
                        (k + 1) * n // CHUNKS)
 
 
+@inline
+def _mean_velocity_guess(h, am, af, bt, zb0, acc0, vdot0, rate, i, c):
+    """vdot[i, c] of ``predict``: the acceleration whose update moves the body by h rate[i, c]."""
+    a_new = ((rate[i, c] - zb0[i, c]) / h - (0.5 - bt) * acc0[i, c]) / bt
+    return ((1.0 - am) * a_new - af * vdot0[i, c] + am * acc0[i, c]) / (1.0 - af)
+
+
 @njit
 def predict(zb0, acc0, vdot0, rate, coef, vdot):
     """Newton's first guess of a step (nbodies, 6) into vdot: the accelerations whose update (``update_state``)
     moves each body by h times ``rate`` (nbodies, 6; the previous step's mean velocity, Delta / h, omega in body
     axes), i.e. Delta = h rate: a+ = (rate / h - zb0 / h - (1/2 - beta) acc0) / beta and
     vdot = ((1 - alpha_m) a+ - alpha_f vdot0 + alpha_m acc0) / (1 - alpha_f). coef = (h, alpha_m, alpha_f, gamma,
-    beta). Why not vdot0 (constant acceleration): a stiff, quasi-static coordinate (the rotation of a short link
-    under tension) has accelerations the scheme leaves oscillating from step to step (of order N at the top of an
-    N-link hanging chain, from the kink that its initial tilt puts at the pin), and h^2 beta times them turned the
-    top links of a 1e6-link chain by radians: far outside Newton's region of quadratic convergence. Its position
-    moves smoothly, so the previous step's mean velocity predicts it to O(h^2) of the true motion."""
+    beta). Why not vdot0 (constant acceleration) at every step: a stiff, quasi-static coordinate (the rotation of a
+    short link under tension) has accelerations the scheme leaves oscillating from step to step (of order N at the
+    top of an N-link hanging chain, from the kink that its initial tilt puts at the pin), and h^2 beta times them
+    turned the top links of a 1e6-link chain by radians: far outside Newton's region of quadratic convergence. Its
+    position moves smoothly, so the previous step's mean velocity predicts it to O(h^2) of the true motion
+    (``first_guess`` takes vdot0 where the accelerations are smooth)."""
     h, am, af, bt = coef[0], coef[1], coef[2], coef[4]
     for i in range(zb0.shape[0]):
         for c in range(6):
-            a_new = ((rate[i, c] - zb0[i, c]) / h - (0.5 - bt) * acc0[i, c]) / bt
-            vdot[i, c] = ((1.0 - am) * a_new - af * vdot0[i, c] + am * acc0[i, c]) / (1.0 - af)
+            vdot[i, c] = _mean_velocity_guess(h, am, af, bt, zb0, acc0, vdot0, rate, i, c)
+
+
+@njit
+def first_guess(zb0, acc0, vdot0, vdot_before, rate, coef, history, vdot):
+    """Newton's first guess of a step into vdot (nbodies, 6): the constant acceleration vdot = vdot0 (the last step's,
+    the scheme's own predictor: a+, v+ and Delta then follow from the update's formulas, and the guess is off by
+    O(h) in vdot, O(h^2) in the velocities, where the mean-velocity guess of ``predict`` is off by O(1) in vdot,
+    about 2 h a in the velocities) where the accelerations are smooth, else ``predict``'s. Smooth: for the
+    centres of mass and for the rotations apart, the largest change of an acceleration over the last step,
+    |vdot0 - vdot_before| (vdot_before (nbodies, 6) the accelerations of the step before; the constant guess's
+    error where they are smooth), is at most the largest distance between the two guesses (the mean-velocity
+    guess's error there), and at most half the part's largest acceleration (an acceleration oscillating from
+    step to step changes by about 1 + rho_inf times itself). Where a stiff coordinate's accelerations oscillate
+    (the kink at the pin of a long chain released tilted, ``predict``) the step takes the mean-velocity guess:
+    the choice is the step's, not a body's (a guess mixed body by body puts the joints apart by O(h^2 a), the
+    length of a link of a long chain). history 0 (the first step, or after a step that failed: vdot_before is
+    not the step before's): ``predict``'s. vdot may be vdot_before itself (read before it is written). Returns 1
+    where the guess is vdot0, else 0."""
+    h, am, af, bt = coef[0], coef[1], coef[2], coef[4]
+    n = zb0.shape[0]
+    smooth = history != 0
+    if smooth:
+        change_com = change_rot = diff_com = diff_rot = size_com = size_rot = 0.0
+        for i in range(n):
+            for c in range(6):
+                change = abs(vdot0[i, c] - vdot_before[i, c])
+                diff = abs(vdot0[i, c] - _mean_velocity_guess(h, am, af, bt, zb0, acc0, vdot0, rate, i, c))
+                if c < 3:
+                    change_com = max(change_com, change)
+                    diff_com = max(diff_com, diff)
+                    size_com = max(size_com, abs(vdot0[i, c]))
+                else:
+                    change_rot = max(change_rot, change)
+                    diff_rot = max(diff_rot, diff)
+                    size_rot = max(size_rot, abs(vdot0[i, c]))
+        smooth = (change_com <= diff_com and change_rot <= diff_rot and change_com <= 0.5 * size_com
+                  and change_rot <= 0.5 * size_rot)
+    if not smooth:
+        predict(zb0, acc0, vdot0, rate, coef, vdot)
+        return 0
+    for i in range(n):
+        for c in range(6):
+            vdot[i, c] = vdot0[i, c]
+    return 1
 
 
 @njit
