@@ -16,6 +16,15 @@ and print the report of a run again (``--top N`` dispatchers)::
 
     python3 benchmarks/compile_profile.py report [FILE]
 
+or count what a cache folder holds after a run (``census``: numba's index files, ``*.nbi``, unpickled to their
+signatures; per dispatcher the signatures and the bytes of their machine code, and, for every signature beyond a
+dispatcher's first, what sets it apart from the nearest other one: an array's layout or writeability, a dtype or
+integer width, a literal, None against a value, a first-class function, a tuple or system of other fields)::
+
+    python3 benchmarks/compile_profile.py census [CACHE_FOLDER] [--top N] [--json FILE]
+
+(the folder defaults to $NUMBA_CACHE_DIR, else this source's folder of the package cache, ``_kernels.cache``).
+
 Each compile of a dispatcher for one signature is one event (a load from numba's disk cache is none). Its *self*
 seconds are its duration less the compiles nested in it (a kernel compiling the kernels it calls while it is typed),
 so the self seconds add up to the compile time; both wall and process CPU seconds are kept, and on a shared machine
@@ -219,6 +228,127 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(f"compile events written to {path}")
 
 
+def _leaves(typ, path, out):
+    """The leaf types of a numba type (tuples and named tuples, such as the time loops' systems, opened) by path."""
+    from numba.core import types  # noqa: PLC0415  (numba only for a census)
+
+    if isinstance(typ, types.BaseTuple):
+        out[path + "#"] = f"{type(typ).__name__} {getattr(typ, 'instance_class', tuple).__name__}/{len(typ)}"
+        for k, member in enumerate(typ):
+            _leaves(member, f"{path}.{k}", out)
+    else:
+        out[path] = typ
+    return out
+
+
+def _difference(a, b):
+    """What sets leaf type ``a`` apart from ``b`` (kinds as in the module docstring)."""
+    from numba.core import types  # noqa: PLC0415
+
+    if a is None or b is None or isinstance(a, str) or isinstance(b, str):
+        return "tuple or system fields"
+    if isinstance(a, types.Array) and isinstance(b, types.Array):
+        kinds = [
+            kind
+            for kind, differs in (
+                ("dtype", a.dtype != b.dtype),
+                ("ndim", a.ndim != b.ndim),
+                (f"layout {''.join(sorted({a.layout, b.layout}))}", a.layout != b.layout),
+                ("readonly", a.mutable != b.mutable),
+            )
+            if differs
+        ]
+        return "array " + ", ".join(kinds) if kinds else "array (other)"
+    if isinstance(a, types.Literal) or isinstance(b, types.Literal):
+        return "literal"
+    if isinstance(a, types.NoneType) or isinstance(b, types.NoneType):
+        return "None vs " + type(b if isinstance(a, types.NoneType) else a).__name__
+    if isinstance(a, types.FunctionType) or isinstance(b, types.FunctionType):
+        return "function type"
+    if isinstance(a, types.Number) and isinstance(b, types.Number):
+        return f"scalar {min(str(a), str(b))} vs {max(str(a), str(b))}"
+    return f"{min(type(a).__name__, type(b).__name__)} vs {max(type(a).__name__, type(b).__name__)}"
+
+
+def census(folder):
+    """The signatures in the numba cache ``folder``: rows (dispatcher, signature text, bytes, why) where ``why`` is
+    None for a dispatcher's first signature, else the differences from its nearest earlier one ("; "-joined)."""
+    import pickle  # noqa: PLC0415
+
+    import numba  # noqa: F401, PLC0415  (the index files unpickle to numba types)
+
+    rows = []
+    for index in sorted(Path(folder).rglob("*.nbi")):
+        with open(index, "rb") as handle:
+            pickle.load(handle)  # numba's version
+            _, overloads = pickle.loads(handle.read())
+        name = index.relative_to(folder).as_posix()[: -len(".nbi")]
+        seen = []
+        for key, data_name in overloads.items():
+            args = tuple(getattr(key[0], "args", key[0]))
+            leaves = {}
+            for k, arg in enumerate(args):
+                _leaves(arg, str(k), leaves)
+            why = None
+            if seen:  # the nearest earlier signature: fewest differing leaves
+                nearest = min(
+                    seen,
+                    key=lambda other: sum(str(other.get(p)) != str(leaves.get(p)) for p in set(other) | set(leaves)),
+                )
+                why = "; ".join(
+                    sorted(
+                        {
+                            _difference(nearest.get(p), leaves.get(p))
+                            for p in set(nearest) | set(leaves)
+                            if str(nearest.get(p)) != str(leaves.get(p))
+                        }
+                    )
+                )
+            seen.append(leaves)
+            data = index.parent / data_name
+            rows.append((name, str(args), data.stat().st_size if data.exists() else 0, why))
+    return rows
+
+
+def census_report(rows, top):
+    """Dispatchers by bytes of machine code with their signature counts, then the extra signatures by reason."""
+    by_name, by_why = defaultdict(lambda: [0, 0]), defaultdict(lambda: [0, 0, defaultdict(int)])
+    for name, _, size, why in rows:
+        by_name[name][0] += 1
+        by_name[name][1] += size
+        if why is not None:
+            entry = by_why[why]
+            entry[0] += 1
+            entry[1] += size
+            entry[2][name] += 1
+    total = sum(size for _, _, size, _ in rows)
+    lines = [
+        f"{len(rows)} signatures of {len(by_name)} dispatchers, {total / 1e6:.1f} MB of machine code",
+        f"{'sigs':>5} {'MB':>7}  dispatcher",
+    ]
+    for name, (count, size) in sorted(by_name.items(), key=lambda kv: -kv[1][1])[:top]:
+        lines.append(f"{count:5d} {size / 1e6:7.2f}  {name}")
+    extra = sum(entry[0] for entry in by_why.values())
+    lines.append(
+        f"\nsignatures beyond each dispatcher's first: {extra}, by what sets them apart from the nearest other"
+    )
+    lines.append(f"{'sigs':>5} {'MB':>7}  difference  (dispatchers, most signatures first)")
+    for why, (count, size, names) in sorted(by_why.items(), key=lambda kv: -kv[1][1]):
+        most = ", ".join(
+            f"{n.rsplit('/', 1)[-1].split('-')[0]} x{c}" for n, c in sorted(names.items(), key=lambda kv: -kv[1])[:4]
+        )
+        lines.append(f"{count:5d} {size / 1e6:7.2f}  {why}  ({most})")
+    return "\n".join(lines)
+
+
+def _default_cache_folder():
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return Path(os.environ["NUMBA_CACHE_DIR"])
+    from recursive_mbd._kernels import cache  # noqa: PLC0415
+
+    return cache.cache_base() / f"{cache.VERSION}-{cache.source_key()}"  # (not cache_folder(), which makes it)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -235,7 +365,21 @@ def main():
     rep = sub.add_parser("report", help="print the report of a profile's events file")
     rep.add_argument("json", type=Path, nargs="?", default=None)
     rep.add_argument("--top", type=int, default=40)
+    cen = sub.add_parser("census", help="count the signatures and machine code in a numba cache folder")
+    cen.add_argument("folder", type=Path, nargs="?", default=None)
+    cen.add_argument("--top", type=int, default=40)
+    cen.add_argument("--json", type=Path, default=None, help="write the rows (dispatcher, signature, bytes, why)")
     args = parser.parse_args()
+    if args.command == "census":
+        rows = census(args.folder or _default_cache_folder())
+        print(census_report(rows, args.top))
+        if args.json is not None:
+            args.json.write_text(
+                json.dumps(
+                    [dict(zip(("dispatcher", "signature", "bytes", "why"), row, strict=True)) for row in rows], indent=1
+                )
+            )
+        return 0
     if args.command == "report":
         print(report(json.loads((args.json or _json_path()).read_text()), args.top))
         return 0

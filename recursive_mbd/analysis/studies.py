@@ -29,6 +29,7 @@ import scipy.sparse.linalg
 import scipy.special
 
 from .. import _checks
+from .._kernels.arrays import readonly_zeros
 from .._kernels.planar import tree
 from ..dynamics.calls import forward_dynamics
 from ..dynamics.kinematics import forward_kinematics, point_kinematics
@@ -137,7 +138,7 @@ def chain_modes(model, k):
     if not np.all(delta > 0.0):
         raise ModelError("the chain is not hanging stably at q = 0 (its stiffness is not positive definite)")
     ws = workspace(model)
-    zero_g = np.zeros(2)
+    zero_g = readonly_zeros(2)  # read-only as the model's gravity: the inverse dynamics compile once
     out = np.zeros(n)
 
     def mass_times(v):

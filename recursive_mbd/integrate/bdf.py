@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import _checks
 from .._kernels import layout as L
+from .._kernels.arrays import readonly_zeros
 from .._kernels.planar import bdf as kernels
 from .._kernels.timeloops.integrators import output_rows
 from .newton import joint_spring_diagonals, spatial_joint_spring_diagonals
@@ -42,7 +43,8 @@ def newton_arrays(system):
     rows = 0 if system.contacts is None else system.contacts[0].shape[0]
     return (np.zeros((nb, 3, 3)), np.zeros((nb, 3, 3)), np.zeros((nb, 3, 3)), np.zeros((nb, 3)), np.zeros((nb, 3)),
             np.zeros((nb, 3)), np.zeros((nb, 2)), np.zeros(nb), np.zeros((3, 3)), j_stiff, j_damp, lock,
-            np.zeros(2), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros((nb, 3, 3)),
+            readonly_zeros(2),  # no gravity: read-only as the model's, so the inverse dynamics compile once
+            np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros((nb, 3, 3)),
             np.zeros((nb, 2)), np.zeros((nb if rows else 0, 3, 6)), np.zeros(L.N_CSTATE * rows))
 
 

@@ -199,7 +199,9 @@ def _fixed_many(inputs, key, head, part1, part2, part3, members, scratch, dims, 
     Y (k, nt, n). ``monitor`` (``_stop_monitor``) is polled with CONTROL[tid], the row of thread tid."""
     for m in numba.prange(Y0.shape[0]):
         tid = numba.get_thread_id()
-        system, control = _member_start(head, part1, part2, part3, members, scratch, dims, m, tid, CONTROL)
+        # np.int64(m): numba types the prange index of one of these loops uint64 and of the other int64, which
+        # would compile the member's system (and _member_start) once for each
+        system, control = _member_start(head, part1, part2, part3, members, scratch, dims, np.int64(m), tid, CONTROL)
         # np.int64, not the literals 0 and 1: a literal argument would compile the whole time loop once more
         # beside ``rm.simulate``'s specialisation of it
         st, tf, cnt, t_out, y_out, nfev, nsteps = integrators.integrate_fixed(
@@ -228,7 +230,8 @@ def _adaptive_many(inputs, key, head, part1, part2, part3, members, scratch, dim
     """
     for m in numba.prange(Y0.shape[0]):
         tid = numba.get_thread_id()
-        system, control = _member_start(head, part1, part2, part3, members, scratch, dims, m, tid, CONTROL)
+        system, control = _member_start(head, part1, part2, part3, members, scratch, dims, np.int64(m), tid,
+                                        CONTROL)  # (np.int64(m): as in _fixed_many)
         (st, tf, cnt, t_out, y_out, nfev, nsteps, nrejected, nev, ev_t,
          ev_y) = integrators.integrate_adaptive(
             inputs, key, system, Y0[m], t0, t_end, rtol, atol, first_step, max_step, max_steps, t_eval, np.int64(1),

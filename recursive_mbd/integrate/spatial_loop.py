@@ -7,6 +7,7 @@ quaternions, projected onto the loops)."""
 import numpy as np
 
 from .. import _checks
+from .._kernels.arrays import readonly_zeros
 from .._kernels.spatial import layout as SL
 from .._kernels.spatial.layout import N_BOX, N_CSTATE, N_PER_CONTACT
 from ..errors import StateError
@@ -65,7 +66,9 @@ class SpatialTimeLoop:
         rows = nb if m else 0
         loops = (model.loop_int, model.loop_real, np.zeros((rows, 3, 3)), np.zeros((rows, 3)), np.zeros((rows, 3)),
                  np.zeros((rows, 3)), np.zeros((rows, 6)), np.zeros(40), np.zeros(m), np.zeros(m), np.zeros((m, nv)),
-                 np.zeros(m), np.zeros((m, 12)), np.zeros((m, nv)), np.zeros(nv), np.zeros(3), stab, np.zeros(m),
+                 np.zeros(m), np.zeros((m, 12)), np.zeros((m, nv)), np.zeros(nv),
+                 readonly_zeros(3),  # no gravity: read-only as the model's, so the tree kernels compile once
+                 stab, np.zeros(m),
                  np.array([0, -1, 0], dtype=np.int64),  # rank, the first state's rank, weak eigenvalues
                  np.concatenate(([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0,
                                   POSITION_RCOND, FILTER_RCOND], np.full(m, -1.0))),  # rows' first norms after

@@ -16,6 +16,7 @@ from numba.core import types
 from numba.extending import overload
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
+from ..arrays import readonly
 from ..layout import N_CSTATE, STATUS_OK
 from ..timeloops import formulation
 from .contact import MODE_FREE, contact_forces, contact_newton_blocks, update_contacts
@@ -271,10 +272,12 @@ def project_state(inputs, key, system, t, y):
     if status != STATUS_OK:
         return status
     settings = loops[15]
+    # the zero gravity (stab[2:4]) read-only, as the one rm.project passes (dynamics.loops): one compile of the
+    # projection and its callees serves both
     status, _ = project(system.body_int, system.body_real, loops[0], loops[1], loops[16:], q, qd, system.driven,
                         system.ws, system.com, loops[2], loops[3], loops[4], loops[5], loops[6], loops[7], loops[8],
-                        loops[9], loops[10], loops[11][2:4], settings[1], int(settings[2]), settings[3], settings[4],
-                        1e3 * settings[1], _branch(settings))
+                        loops[9], loops[10], readonly(loops[11][2:4]), settings[1], int(settings[2]), settings[3],
+                        settings[4], 1e3 * settings[1], _branch(settings))
     nf = free.shape[0]
     for j in range(nf):
         y[j] = q[free[j]]
