@@ -444,3 +444,46 @@ def test_a_ladders_kkt_factor_is_linear(n):
     model = parallelograms(n)[0]
     model.compile()
     assert kkt_structure(model, joint_row_starts(model)).use[0] == 0
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_a_ladder_moved_far_off_its_loops_is_projected_back(seed):
+    """A ladder of 40 rungs with every joint moved by 0.05 rad (random, the seed's) starts 16 to 19 m open: its
+    Gauss-Newton steps grow before they converge (the third is five times the second) and must not be taken for
+    round-off. The projection closes the loops to 1e-12 at the point that dense Gauss-Newton steps from the same
+    start reach, dq = -M^-1 J^T (J M^-1 J^T)^-1 phi with M from the composite-body mass matrix, and its rates
+    satisfy J qd = 0."""
+    from recursive_mbd.dynamics._evaluation import tree_mass_matrix  # noqa: PLC0415
+    from recursive_mbd.model.workspace import workspace  # noqa: PLC0415
+
+    model, q0 = ladder(40)
+    model.compile()
+    rng = np.random.default_rng(seed)
+    start = q0 + 0.05 * rng.standard_normal(model.nq)
+    assert np.abs(rm.loops.constraints(model, start)[0]).max() > 15.0
+    q, qd, gap = project(model, start, rng.standard_normal(model.nq))
+    reference = start.copy()
+    for _ in range(30):
+        phi, _, jac, _ = rm.loops.constraints(model, reference)
+        resp = np.linalg.solve(tree_mass_matrix(model, workspace(model), reference), jac.T)
+        reference -= resp @ np.linalg.solve(jac @ resp, phi)
+    phi, _, jac, _ = rm.loops.constraints(model, q)
+    assert gap <= 1e-12 and np.abs(phi).max() <= 1e-12
+    assert np.abs(rm.loops.constraints(model, reference)[0]).max() <= 1e-12
+    assert np.abs(q - reference).max() <= 1e-9 * np.abs(reference).max()  # round-off of the far steps: 2e-10
+    assert np.abs(jac @ qd).max() <= 1e-9 * np.abs(qd).max()
+
+
+def test_a_projection_that_cannot_close_says_which_loop_how_far_and_after_how_many_steps():
+    """Two ground-hinged rods whose tips are 1 m apart at best, joined by a revolute loop: no closed configuration
+    exists, and the projection's error names the loop, its gap and the Gauss-Newton steps it took."""
+    model = rm.Model()
+    model.add_body("ground", "revolute", child_point=(-0.5, 0), mass=1, inertia=0.1, name="crank")
+    model.add_body("ground", "revolute", (3, 0), (-0.5, 0), mass=1, inertia=0.1, name="rocker")
+    model.add_loop("revolute", "crank", (0.5, 0), "rocker", (0.5, 0), name="tips")
+    with pytest.raises(
+        rm.ModelError,
+        match=r"loop 'tips' stays open, max \|phi\| = 3 \(above sqrt\(tol\) = 1e-06\) "
+        r"after 21 Gauss-Newton steps, all that max_iter = 20 allows",
+    ):
+        project(model, np.zeros(2), np.zeros(2))

@@ -1567,10 +1567,10 @@ def _branch_search(body_int, body_real, loop_int, loop_real, pattern, q, qd, ws,
             for j in range(npts):
                 for k in range(nq):
                     shifted[k] = q[k] + BRANCH_OFFSETS[j] * step * qd[k] / speed
-                status, gap = close_loops(body_int, body_real, loop_int, loop_real, pattern, shifted, qd, no_driven, ws,
-                                          com, acc, phi, phid, jac, gamma, weights, resp, no_resp_drive, zeros,
-                                          no_gravity, tol, np.int64(20),  # int64, not Literal[int](20): one compile
-                                          rcond_position)
+                status, gap, _ = close_loops(body_int, body_real, loop_int, loop_real, pattern, shifted, qd, no_driven,
+                                             ws, com, acc, phi, phid, jac, gamma, weights, resp, no_resp_drive, zeros,
+                                             no_gravity, tol, np.int64(20),  # int64, not Literal[int](20): one compile
+                                             rcond_position, 1e3 * tol)
                 if status != STATUS_OK or not gap <= 1e3 * tol:
                     rank = np.int64(-1)
                     break
@@ -1857,10 +1857,15 @@ def _closure_solve(gram, first, rhs, rcond, out):
 
 @njit
 def close_loops(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws, com, acc, phi, phid, jac, gamma,
-                weights, resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position):
+                weights, resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position, far):
     """The Gauss-Newton position steps of ``project`` on q in place; returns (status, max |phi| at the last
-    evaluation). Leaves ws, jac, resp of an iterate, not necessarily of the final q (without driven joints resp on
-    the response columns of ``loop_pattern`` only)."""
+    evaluation, the number of steps taken). Leaves ws, jac, resp of an iterate, not necessarily of the final q
+    (without driven joints resp on the response columns of ``loop_pattern`` only).
+
+    A step that is not below half the one before ends the iteration as round-off (or no progress) only where
+    max |phi| is within ``far`` (the gap the caller accepts as closed): farther off, Gauss-Newton steps grow before
+    they converge (a ladder of 40 rungs with every joint moved by 0.05 rad starts 19 m open, and its third step is
+    five times its second), and the iteration goes on, up to max_iter + 1 steps."""
     m = phi.shape[0]
     nq = q.shape[0]
     coef = np.empty(m)
@@ -1868,11 +1873,12 @@ def close_loops(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven
     first = np.empty(m, dtype=np.int64)
     worst = np.inf
     last_step = np.inf
+    steps = 0
     for _ in range(max_iter + 1):
         status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
                                   gamma, weights)
         if status != STATUS_OK:
-            return status, worst
+            return status, worst, steps
         size = 0.0
         for r in range(m):
             size = max(size, abs(phi[r]))
@@ -1882,19 +1888,20 @@ def close_loops(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven
         status = _responses_and_gram(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity,
                                      pattern, gram, first)
         if status != STATUS_OK:
-            return status, worst
+            return status, worst, steps
         if not _closure_solve(gram, first, phi, rcond_position, coef):
-            return STATUS_NONFINITE_STATE, worst
+            return STATUS_NONFINITE_STATE, worst, steps
         step = 0.0
         for k in range(nq):
             step = max(step, abs(_response_sum(resp, pattern, coef, k)))
         if size <= tol and step <= tol:
             break
-        if not step < 0.5 * last_step:  # round-off reached (or no progress): keep the last iterate
+        if not step < 0.5 * last_step and size <= far:  # round-off reached (or no progress): keep the last iterate
             break
         last_step = step
         _subtract_responses(resp, pattern, coef, q)
-    return STATUS_OK, worst
+        steps += 1
+    return STATUS_OK, worst, steps
 
 
 @njit
@@ -1994,7 +2001,7 @@ def project(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws
     it, and no held joint, near a change point (``constrained_dynamics``) the velocities are projected onto the
     tangent of the branch that qd follows, qd -= Y_N (N Y_N)^-1 N qd with its normal space N from
     ``branch_normals`` (Y_N = M^-1 N^T: still M-orthogonal), instead of the filtered J at q, which no longer
-    enforces the weak rows there. Returns (status, max |phi| at the end); the status is
+    enforces the weak rows there. Returns (status, max |phi| at the end, the Gauss-Newton steps taken); the status is
     STATUS_LOOPS_OPEN (index: the loop with the largest gap) when max |phi| stays above ``gap_tol``.
 
     Why M-orthogonal (energy): write qd = v + w with J v = 0 and w = Y c in the range of M^-1 J^T. Then
@@ -2009,15 +2016,15 @@ def project(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws
     coef = np.empty(m)
     gram = np.empty((m, m))
     first = np.empty(m, dtype=np.int64)
-    status, worst = close_loops(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws, com, acc, phi,
-                                phid, jac, gamma, weights, resp, resp_drive, zeros, no_gravity, tol, max_iter,
-                                rcond_position)
+    status, worst, steps = close_loops(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws, com, acc,
+                                       phi, phid, jac, gamma, weights, resp, resp_drive, zeros, no_gravity, tol,
+                                       max_iter, rcond_position, gap_tol)
     if status != STATUS_OK:
-        return status, worst
+        return status, worst, steps
     status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
                               gamma, weights)
     if status != STATUS_OK:
-        return status, worst
+        return status, worst, steps
     worst = 0.0
     worst_row = 0
     for r in range(m):
@@ -2028,30 +2035,30 @@ def project(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws
         lp = 0
         while lp + 1 < loop_int.shape[0] and loop_int[lp + 1, LROW] <= worst_row:
             lp += 1
-        return STATUS_LOOPS_OPEN | (lp << 4), worst
+        return STATUS_LOOPS_OPEN | (lp << 4), worst, steps
     status = _responses_and_gram(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity,
                                  pattern, gram, first)
     if status != STATUS_OK:
-        return status, worst
+        return status, worst, steps
     zone = branch[0] if driven.shape[0] == 0 else 0.0
     rank, weak = _zone_solve(gram, first, phid, rcond, coef, zone)
     if rank < 0:
-        return STATUS_NONFINITE_STATE, worst
+        return STATUS_NONFINITE_STATE, worst, steps
     if weak > 0:
         status, done = branch_velocity(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws, com, acc,
                                        phi, phid, jac, gamma, weights, resp, resp_drive, zeros, no_gravity, tol,
                                        rcond_position, zone)
         if status != STATUS_OK or done:
-            return status, worst
+            return status, worst, steps
         # no branch could be told: the filtered solve at q, again (the search moved the workspace)
         status = _responses_and_gram(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity,
                                      pattern, gram, first)
         if status != STATUS_OK:
-            return status, worst
+            return status, worst, steps
         last = np.empty(m, dtype=np.int64)
         envelope_last(first, last)
         zero_outside_envelope(gram, first, last)
         if filtered_solve(gram, phid, rcond, coef) < 0:
-            return STATUS_NONFINITE_STATE, worst
+            return STATUS_NONFINITE_STATE, worst, steps
     _subtract_responses(resp, pattern, coef, qd)
-    return STATUS_OK, worst
+    return STATUS_OK, worst, steps
