@@ -892,14 +892,43 @@ def cutoff_solve(gram, rhs, cutoff, out):
 @njit
 def cutoff_solve_envelope(gram, first, rhs, cutoff, out):
     """``cutoff_solve`` on G's envelope first (m,): G read inside it only."""
+    return _cutoff_solve(gram, first, rhs, cutoff, 0.0, out, False) == rhs.shape[0]
+
+
+@njit
+def cutoff_rank_solve_envelope(gram, first, rhs, cutoff, floor, out):
+    """The rank of the finite symmetric positive semi-definite G at the cut-off cutoff > 0 (its eigenvalues above
+    it, counted by inertia) and out = its pseudo-inverse solve, without the eigen-decomposition: where every
+    eigenvalue is above the cut-off, G^-1 rhs (``cutoff_solve``); elsewhere, where every eigenvalue is above floor
+    (0 < floor < cutoff), the banded regularised least-squares solve with mu = cutoff (``banded_filtered_solve``:
+    f(s) = s / (s^2 + mu^2)), which gives the pseudo-inverse's 1 / s in every direction whose eigenvalue s lies far
+    above the cut-off (to a relative (mu / s)^2) and damps those below it by s / mu^2; the two part only for
+    eigenvalues within a few decades of the cut-off, deep in a change point's zone, where the filter is the smooth
+    one. O(m b^2) for a G of bandwidth b on its envelope first (m,) against the eigen-decomposition's O(m^3).
+    Returns the rank, or -1 (out undefined: the caller takes the eigen-decomposition) where an eigenvalue lies at
+    or below floor (round-off: redundant rows, whose right-hand side components the pseudo-inverse drops and
+    s / mu^2 would amplify) or a factorisation breaks down."""
+    return _cutoff_solve(gram, first, rhs, cutoff, floor, out, True)
+
+
+@njit
+def _cutoff_solve(gram, first, rhs, cutoff, floor, out, filtered):
+    """``cutoff_rank_solve_envelope``; without ``filtered`` -1 where the rank is below m (no regularised solve)."""
     m = rhs.shape[0]
     low = np.empty((m, m))
-    if not cutoff > 0.0 or _inertia_above(gram, cutoff, first, low, np.empty(m)) != m:
-        return False
-    if not _envelope_cholesky(gram, low, first):
-        return False
-    _envelope_solve(low, first, rhs, out)
-    return True
+    pivots = np.empty(m)
+    rank = _inertia_above(gram, cutoff, first, low, pivots) if cutoff > 0.0 else -1
+    if rank == m:
+        if not _envelope_cholesky(gram, low, first):
+            return -1
+        _envelope_solve(low, first, rhs, out)
+        return m
+    if rank < 0 or not filtered or not 0.0 < floor < cutoff or _inertia_above(gram, floor, first, low, pivots) != m:
+        return -1
+    # mu = 1 * cutoff: the regularisation is the cut-off itself, not a fraction of the largest eigenvalue
+    if not banded_filtered_solve_envelope(gram, first, rhs, 1.0, out, cutoff):
+        return -1
+    return rank
 
 
 @njit
