@@ -4,7 +4,7 @@ energy and crank-rate split, both formulations and the implicit methods.
     python3 benchmarks/parallelogram_row.py [--model row|ladder] [--n 5 10 20 40 80] [--t-end 20]
                                              [--routes recursive augmented] [--methods dopri5 dop853]
                                              [--tols 1e-8 1e-10] [--implicit generalized_alpha bdf]
-                                             [--max-wall 300] [--profile]
+                                             [--max-wall 300] [--profile [--theta 1e-3]]
 
 A row of n parallelograms (tests/test_singular.py: n + 1 cranks of 1 m, 1 kg hinged 1 m apart, n couplers, cranks
 vertical at t = 0, tips at 1 m/s, gravity 9.81 m/s^2) simulated with projection onto the loops. The exact motion
@@ -26,10 +26,12 @@ parallelogram_row, or ladder) and a log-log plot of the cost per simulated secon
 hanging from the ground 1 m apart, joined at every link's tip by a rung of 1 m, 1 kg; n loops, every one reaching
 both chains from the ground), released from rest with both chains turned 0.5 rad and the rungs level (closed
 exactly); the split column is then the largest constraint residual max |phi| over the samples [m], and the 1e-6
-check is on the energy alone. ``--profile``: where one evaluation's time goes at the initial state, per n and
+check is on the energy alone. ``--profile``: where one evaluation's time goes at the initial state (a row: its
+cranks --theta rad from the change point, default 1e-3, inside the zone where the branch is followed), per n and
 route (the compiled kernels of the loop layer timed one by one, median of repeats): the loop rows and their
 Jacobian, the responses M^-1 J^T (recursive) or the Schur complement's tree solves (augmented), J M^-1 J^T, its
-factorisation and solve, the augmented route's sparse KKT factorisation, and the whole right-hand side.
+factorisation and solve, the augmented route's sparse KKT factorisation, the whole right-hand side and the
+projection of the state, with the log-log slope of each part from the smallest to the largest n.
 
 The projection's iterations are not counted: they happen inside the compiled time loop, which reports steps,
 rejections and evaluations only.
@@ -160,19 +162,19 @@ def plot(runs, path, kind="row"):
     return path
 
 
-def _profile_state(kind, n):
-    """(model, q, qd): the ladder's initial state, or the row's 1e-3 rad from its change point (in the zone)."""
+def _profile_state(kind, n, theta=1e-3):
+    """(model, q, qd): the ladder's initial state, or the row's theta rad from its change point (in the zone)."""
     if kind == "ladder":
         model, q, qd, _ = build(kind, n)
         return model, q, qd
     model, _, _ = parallelograms(n)
-    theta = 1e-3
     return model, np.r_[np.full(n + 1, theta), np.full(n, -theta)], np.r_[np.ones(n + 1), -np.ones(n)]
 
 
-def profile(kind, n):
+def profile(kind, n, theta=1e-3):
     """{part: median wall time of one call [us]}: one evaluation's compiled parts on each route at the profile
-    state (module docstring), each timed alone on the arrays the evaluation leaves."""
+    state (module docstring; a row theta rad from its change point), each timed alone on the arrays the evaluation
+    leaves, and the projection of that state (a copy each call)."""
     from recursive_mbd._kernels.augmented import kkt, tree  # noqa: PLC0415
     from recursive_mbd._kernels.augmented import system as augmented_system  # noqa: PLC0415
     from recursive_mbd._kernels.planar import loops as kernels  # noqa: PLC0415
@@ -181,7 +183,7 @@ def profile(kind, n):
     from recursive_mbd.dynamics.loops import loop_workspace  # noqa: PLC0415
     from recursive_mbd.integrate.runs import RecursiveTimeLoop, _Inputs  # noqa: PLC0415
 
-    model, q, qd = _profile_state(kind, n)
+    model, q, qd = _profile_state(kind, n, theta)
     model.compile()
     inputs = _Inputs(model, None, None)
     callback, key = inputs.callback()
@@ -212,6 +214,13 @@ def profile(kind, n):
     y = np.r_[q, qd, 0.0, 0.0]
     dy = np.empty_like(y)
     clock("rec: whole rhs", lambda: integrators.system_rhs(callback, key, system, 0.0, y, dy))
+    projected = y.copy()
+
+    def project(system, start):
+        projected[:] = start
+        return integrators.project_state(callback, key, system, 0.0, projected)
+
+    clock("rec: projection", lambda: project(system, y))
     # augmented route: the tree factor and solve, the joints' whole blocks, the loop rows, the Schur complement's
     # tree solves, its factorisation and solve, the sparse KKT path, the whole right-hand side either way
     system = TimeLoop(model, inputs, stabilization="projection").system
@@ -224,6 +233,8 @@ def profile(kind, n):
         clock(f"aug: whole rhs, {'sparse KKT' if path else 'Schur'}",
               lambda: augmented_system.system_rhs(callback, key, system, 0.0, y, dy))
     system.kkt.use[0] = use
+    projected = y.copy()
+    clock("aug: projection", lambda: project(system, y))
     s = system
     clock("aug: tree factor + solve", lambda: tree.factor_and_solve(
         s.body_int, s.body_real, s.gravity, s.row_start, s.z, s.zd, s.tau, s.wrench, s.stab, s.factor, s.scratch,
@@ -246,14 +257,17 @@ def profile(kind, n):
 
 def main(sizes=(5, 10, 20, 40, 80), t_end=20.0, routes=("recursive", "augmented"), methods=("dopri5", "dop853"),
          tols=(None,), implicit=("generalized_alpha", "bdf"), max_wall=300.0, name="parallelogram_row", kind="row",
-         with_profile=False):
+         with_profile=False, theta=1e-3):
     if with_profile:
-        parts = {n: profile(kind, n) for n in sizes}
+        parts = {n: profile(kind, n, theta) for n in sizes}
         names = list(parts[sizes[0]])
-        print(f"\none evaluation's parts [us], {kind} (median of repeats; load {os.getloadavg()[0]:.1f})")
-        print_table(("part", *[f"n = {n}" for n in sizes]),
-                    [(part, *[f"{parts[n].get(part, float('nan')):.3g}" for n in sizes]) for part in names])
-        path = write_json(f"{name}_profile", {"kind": kind, "sizes": list(sizes), "parts": parts})
+        where = f", {theta:g} rad from the change point" if kind == "row" else ""
+        print(f"\none evaluation's parts [us], {kind}{where} (median of repeats; load {os.getloadavg()[0]:.1f})")
+        growth = np.log(sizes[-1] / sizes[0]) if len(sizes) > 1 else np.nan
+        print_table(("part", *[f"n = {n}" for n in sizes], "slope"),
+                    [(part, *[f"{parts[n].get(part, float('nan')):.3g}" for n in sizes],
+                      f"{np.log(parts[sizes[-1]][part] / parts[sizes[0]][part]) / growth:.2f}") for part in names])
+        path = write_json(f"{name}_profile", {"kind": kind, "theta": theta, "sizes": list(sizes), "parts": parts})
         print(f"wrote {path}")
         return
     for route in routes:  # compile outside the measured runs
@@ -297,9 +311,11 @@ if __name__ == "__main__":
     parser.add_argument("--max-wall", type=float, default=300.0)
     parser.add_argument("--model", choices=["row", "ladder"], default="row")
     parser.add_argument("--profile", action="store_true", help="one evaluation's parts per n, no runs")
+    parser.add_argument("--theta", type=float, default=1e-3,
+                        help="--profile: the row's crank angle from its change point [rad] (default 1e-3)")
     parser.add_argument("--name", default=None,
                         help="results benchmarks/results/NAME.json, .png (default parallelogram_row, or ladder)")
     args = parser.parse_args()
     name = args.name or ("parallelogram_row" if args.model == "row" else "ladder")
     main(args.n, args.t_end, args.routes, args.methods, args.tols, args.implicit, args.max_wall, name, args.model,
-         args.profile)
+         args.profile, args.theta)

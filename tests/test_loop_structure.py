@@ -444,3 +444,103 @@ def test_a_ladders_kkt_factor_is_linear(n):
     model = parallelograms(n)[0]
     model.compile()
     assert kkt_structure(model, joint_row_starts(model)).use[0] == 0
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_a_ladder_moved_far_off_its_loops_is_projected_back(seed):
+    """A ladder of 40 rungs with every joint moved by 0.05 rad (random, the seed's) starts 16 to 19 m open: its
+    Gauss-Newton steps grow before they converge (the third is five times the second) and must not be taken for
+    round-off. The projection closes the loops to 1e-12 at the point that dense Gauss-Newton steps from the same
+    start reach, dq = -M^-1 J^T (J M^-1 J^T)^-1 phi with M from the composite-body mass matrix, and its rates
+    satisfy J qd = 0."""
+    from recursive_mbd.dynamics._evaluation import tree_mass_matrix  # noqa: PLC0415
+    from recursive_mbd.model.workspace import workspace  # noqa: PLC0415
+
+    model, q0 = ladder(40)
+    model.compile()
+    rng = np.random.default_rng(seed)
+    start = q0 + 0.05 * rng.standard_normal(model.nq)
+    assert np.abs(rm.loops.constraints(model, start)[0]).max() > 15.0
+    q, qd, gap = project(model, start, rng.standard_normal(model.nq))
+    reference = start.copy()
+    for _ in range(30):
+        phi, _, jac, _ = rm.loops.constraints(model, reference)
+        resp = np.linalg.solve(tree_mass_matrix(model, workspace(model), reference), jac.T)
+        reference -= resp @ np.linalg.solve(jac @ resp, phi)
+    phi, _, jac, _ = rm.loops.constraints(model, q)
+    assert gap <= 1e-12 and np.abs(phi).max() <= 1e-12
+    assert np.abs(rm.loops.constraints(model, reference)[0]).max() <= 1e-12
+    assert np.abs(q - reference).max() <= 1e-9 * np.abs(reference).max()  # round-off of the far steps: 2e-10
+    assert np.abs(jac @ qd).max() <= 1e-9 * np.abs(qd).max()
+
+
+def test_a_projection_that_cannot_close_says_which_loop_how_far_and_after_how_many_steps():
+    """Two ground-hinged rods whose tips are 1 m apart at best, joined by a revolute loop: no closed configuration
+    exists, and the projection's error names the loop, its gap and the Gauss-Newton steps it took."""
+    model = rm.Model()
+    model.add_body("ground", "revolute", child_point=(-0.5, 0), mass=1, inertia=0.1, name="crank")
+    model.add_body("ground", "revolute", (3, 0), (-0.5, 0), mass=1, inertia=0.1, name="rocker")
+    model.add_loop("revolute", "crank", (0.5, 0), "rocker", (0.5, 0), name="tips")
+    with pytest.raises(
+        rm.ModelError,
+        match=r"loop 'tips' stays open, max \|phi\| = 3 \(above sqrt\(tol\) = 1e-06\) "
+        r"after 21 Gauss-Newton steps, all that max_iter = 20 allows",
+    ):
+        project(model, np.zeros(2), np.zeros(2))
+
+
+def _gram_at(model, q):
+    """J M^-1 J^T at q, dense: J from the loop kernels, M the composite-body mass matrix."""
+    from recursive_mbd.dynamics._evaluation import tree_mass_matrix  # noqa: PLC0415
+    from recursive_mbd.model.workspace import workspace  # noqa: PLC0415
+
+    jac = rm.loops.constraints(model, q)[2]
+    gram = jac @ np.linalg.solve(tree_mass_matrix(model, workspace(model), q), jac.T)
+    return 0.5 * (gram + gram.T)
+
+
+@pytest.mark.parametrize("case", ["row_1e-3", "row_1e-4", "row_160_1e-3", "ladder", "redundant"])
+def test_cutoff_rank_solve_is_the_dense_pseudo_inverse(case):
+    """``cutoff_rank_solve_envelope`` (the augmented route's auxiliary solve where its Schur complement is not
+    surely regular, banded) against the eigen-decomposition: its rank is the number of eigenvalues above the
+    cut-off (1e-10 of the largest); where all are above it, its solution is the inverse's (the pseudo-inverse's),
+    else the regularised f(G) rhs with mu = the cut-off, each to round-off times the condition (top / min(s), top /
+    mu). Rows of 20 and 160 parallelograms near a change point (banded; full rank at 1e-3 rad for 20, eigenvalues
+    below the cut-off at 1e-4 rad and for 160), a ladder moved off its rest state (a full envelope); random
+    positive semi-definite banded matrices of rank 3 m / 4 (exactly redundant rows, round-off eigenvalues) are
+    refused (-1: the caller takes the eigen-decomposition, which drops their right-hand side's components)."""
+    rng = np.random.default_rng(5)
+    grams = []
+    if case.startswith("row"):
+        n = 160 if "160" in case else 20
+        theta = float(case.rsplit("_", 1)[1])
+        model = parallelograms(n)[0]
+        grams.append(_gram_at(model, np.r_[np.full(n + 1, theta), np.full(n, -theta)]))
+    elif case == "ladder":
+        model, q0 = ladder(8)
+        grams.append(_gram_at(model, project(model, q0 + 0.05 * rng.standard_normal(model.nq), np.zeros(model.nq))[0]))
+    else:
+        for m in (8, 24, 60):
+            low = np.tril(np.triu(rng.standard_normal((m, m)), -3), 3)[:, : 3 * m // 4]  # banded, rank 3 m / 4
+            grams.append(low @ low.T)
+    for gram in grams:
+        m = gram.shape[0]
+        values, vectors = np.linalg.eigh(gram)
+        cutoff = 1e-10 * values[-1]
+        rhs = np.linspace(1.0, 2.0, m)
+        first = np.empty(m, dtype=np.int64)
+        kernels._envelope_first(gram, first)
+        out = np.full(m, np.nan)
+        rank = kernels.cutoff_rank_solve_envelope(gram, first, rhs, cutoff, kernels.REDUNDANT * values[-1], out)
+        if case == "redundant":
+            assert rank == -1
+            continue
+        assert rank == np.count_nonzero(values > cutoff)
+        coef = vectors.T @ rhs
+        if rank == m:
+            inverse = vectors @ (coef / values)
+            assert np.abs(out - inverse).max() <= 1e-15 * values[-1] / values[0] * np.abs(inverse).max()
+        else:
+            filtered = vectors @ (values / (values**2 + cutoff**2) * coef)
+            assert np.abs(out - filtered).max() <= 1e-15 * values[-1] / cutoff * np.abs(filtered).max()
+        assert (rank < m) == (case in ("row_1e-4", "row_160_1e-3"))  # the regularised branch ran there

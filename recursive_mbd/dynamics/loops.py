@@ -221,8 +221,11 @@ def project(model, q, qd, *, free=None, tol=1e-12, max_iter=20):
     positions by Gauss-Newton with the steps dq = -M^-1 J^T (J M^-1 J^T)^+ phi until the step and |phi| are
     below ``tol``, velocities by one correction qd -= M^-1 J^T (J M^-1 J^T)^+ J qd, with a regularised
     minimum-norm solve (redundant loops and singular positions are fine). Only the coordinates in ``free``
-    (default all) change; the others must be whole 1-dof joints, held as drivers hold them. Raises ModelError
-    when the loops cannot be closed from here (max |phi| stays above ``sqrt(tol)``).
+    (default all) change; the others must be whole 1-dof joints, held as drivers hold them. Far from the loops
+    the steps may grow before they converge (a long ladder moved 0.05 rad in every joint starts metres open); the
+    iteration stops early only once max |phi| is below ``sqrt(tol)`` and the steps stop shrinking (round-off).
+    Raises ModelError, naming the loop with the largest gap, when the loops are still open (max |phi| above
+    ``sqrt(tol)``) after the max_iter + 1 steps allowed.
     """
     ws, lw = loop_workspace(model)
     q = as_vector(model, q, "q").copy()
@@ -231,14 +234,16 @@ def project(model, q, qd, *, free=None, tol=1e-12, max_iter=20):
     max_iter = _checks.integer(max_iter, "max_iter", low=0, high=10**9)
     driven = _held_joints(model, free)
     resp_drive = np.zeros((model.nconstraints, model.nq if driven.size else 0))
-    status, worst = kernels.project(model.body_int, model.body_real, model.loop_int, model.loop_real, lw.pattern,
-                                    q, qd, driven, ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
-                                    lw.resp, resp_drive, ws.zeros, lw.no_gravity, tol, int(max_iter),
-                                    POSITION_RCOND, FILTER_RCOND, np.sqrt(tol), _NO_BRANCH)
+    status, worst, steps = kernels.project(model.body_int, model.body_real, model.loop_int, model.loop_real,
+                                           lw.pattern, q, qd, driven, ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac,
+                                           lw.gamma, lw.weights, lw.resp, resp_drive, ws.zeros, lw.no_gravity, tol,
+                                           int(max_iter), POSITION_RCOND, FILTER_RCOND, np.sqrt(tol), _NO_BRANCH)
     kind, index = L.decode_status(status)
     if kind == L.STATUS_LOOPS_OPEN:
         raise ModelError(f"the loops cannot be closed near this state: loop {model.loop_names[index]!r} stays open, "
-                         f"max |phi| = {worst:.3g} after {max_iter} Gauss-Newton steps")
+                         f"max |phi| = {worst:.3g} (above sqrt(tol) = {np.sqrt(tol):.3g}) after {steps} Gauss-Newton "
+                         f"steps, all that max_iter = {max_iter} allows: no closed configuration is near, or more "
+                         f"steps would reach one")
     if status:
         raise_planar_loop_status(model, status)
     return q, qd, worst

@@ -74,9 +74,10 @@ from ..layout import (
     STATUS_SINGULAR,
 )
 from ..planar.loops import (
+    REDUNDANT,
     REGULAR_RCOND_MARGIN,
     REGULAR_ZONE_MARGIN,
-    cutoff_solve_envelope,
+    cutoff_rank_solve_envelope,
     envelope_last,
     loop_equations,
     regular_solve_envelope,
@@ -884,6 +885,10 @@ def add_auxiliary_rows(body_int, body_real, row_start, fac, aux_body, aux_coef, 
     the rank cut-off below and REGULAR_ZONE_MARGIN zone of the largest) the multipliers come from a Cholesky
     factorisation of its envelope (a row of loops: banded), not from the O(k^3) eigen-decomposition; so they do
     where it is not but every eigenvalue lies above the rank cut-off (``loops.cutoff_solve``: a change point's zone).
+    Below that the rank is counted by inertia and the multipliers come from the banded regularised solve with the
+    cut-off as its parameter (``loops.cutoff_rank_solve_envelope``: the pseudo-inverse's to a relative (cut-off /
+    s)^2 for eigenvalues s far above it); the eigen-decomposition remains where an eigenvalue is round-off (below
+    REDUNDANT times the Gershgorin bound: redundant rows) or a factorisation breaks down.
 
     The rank is decided against the rows' free-body scale max_r E_r M^-1 E_r^T, an upper bound of the diagonal of
     E H^-1 E^T, not against its own largest eigenvalue: a row that the tree locks completely (a loop on a body
@@ -914,9 +919,12 @@ def add_auxiliary_rows(body_int, body_real, row_start, fac, aux_body, aux_coef, 
     regular = top > 0.0 and regular_solve_envelope(
         schur, first, rhs, max(REGULAR_ZONE_MARGIN * zone, REGULAR_RCOND_MARGIN * rcond * scale / top), mu)
     rank = k
-    # near a change point: not surely regular, but every eigenvalue above the rank cut-off (the pseudo-inverse is
-    # the inverse): a Cholesky factorisation as well, not the eigen-decomposition
-    if not regular and not cutoff_solve_envelope(schur, first, rhs, rcond * scale, mu):
+    # near a change point: not surely regular; the rank by inertia at the cut-off, and a Cholesky factorisation
+    # where every eigenvalue is above it (the pseudo-inverse is the inverse), else the banded regularised solve
+    # with mu = the cut-off (``loops.cutoff_rank_solve_envelope``): no eigen-decomposition of a row's banded S_E
+    if not regular:  # round-off eigenvalues (below REDUNDANT of the Gershgorin bound): the eigen-decomposition
+        rank = cutoff_rank_solve_envelope(schur, first, rhs, rcond * scale, REDUNDANT * top, mu)
+    if rank < 0:  # redundant rows, or a factorisation broke down
         values, vectors = np.linalg.eigh(schur)  # positive semi-definite: mu = pseudo-inverse times rhs
         mu[:] = 0.0
         rank = 0

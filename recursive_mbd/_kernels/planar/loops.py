@@ -892,14 +892,43 @@ def cutoff_solve(gram, rhs, cutoff, out):
 @njit
 def cutoff_solve_envelope(gram, first, rhs, cutoff, out):
     """``cutoff_solve`` on G's envelope first (m,): G read inside it only."""
+    return _cutoff_solve(gram, first, rhs, cutoff, 0.0, out, False) == rhs.shape[0]
+
+
+@njit
+def cutoff_rank_solve_envelope(gram, first, rhs, cutoff, floor, out):
+    """The rank of the finite symmetric positive semi-definite G at the cut-off cutoff > 0 (its eigenvalues above
+    it, counted by inertia) and out = its pseudo-inverse solve, without the eigen-decomposition: where every
+    eigenvalue is above the cut-off, G^-1 rhs (``cutoff_solve``); elsewhere, where every eigenvalue is above floor
+    (0 < floor < cutoff), the banded regularised least-squares solve with mu = cutoff (``banded_filtered_solve``:
+    f(s) = s / (s^2 + mu^2)), which gives the pseudo-inverse's 1 / s in every direction whose eigenvalue s lies far
+    above the cut-off (to a relative (mu / s)^2) and damps those below it by s / mu^2; the two part only for
+    eigenvalues within a few decades of the cut-off, deep in a change point's zone, where the filter is the smooth
+    one. O(m b^2) for a G of bandwidth b on its envelope first (m,) against the eigen-decomposition's O(m^3).
+    Returns the rank, or -1 (out undefined: the caller takes the eigen-decomposition) where an eigenvalue lies at
+    or below floor (round-off: redundant rows, whose right-hand side components the pseudo-inverse drops and
+    s / mu^2 would amplify) or a factorisation breaks down."""
+    return _cutoff_solve(gram, first, rhs, cutoff, floor, out, True)
+
+
+@njit
+def _cutoff_solve(gram, first, rhs, cutoff, floor, out, filtered):
+    """``cutoff_rank_solve_envelope``; without ``filtered`` -1 where the rank is below m (no regularised solve)."""
     m = rhs.shape[0]
     low = np.empty((m, m))
-    if not cutoff > 0.0 or _inertia_above(gram, cutoff, first, low, np.empty(m)) != m:
-        return False
-    if not _envelope_cholesky(gram, low, first):
-        return False
-    _envelope_solve(low, first, rhs, out)
-    return True
+    pivots = np.empty(m)
+    rank = _inertia_above(gram, cutoff, first, low, pivots) if cutoff > 0.0 else -1
+    if rank == m:
+        if not _envelope_cholesky(gram, low, first):
+            return -1
+        _envelope_solve(low, first, rhs, out)
+        return m
+    if rank < 0 or not filtered or not 0.0 < floor < cutoff or _inertia_above(gram, floor, first, low, pivots) != m:
+        return -1
+    # mu = 1 * cutoff: the regularisation is the cut-off itself, not a fraction of the largest eigenvalue
+    if not banded_filtered_solve_envelope(gram, first, rhs, 1.0, out, cutoff):
+        return -1
+    return rank
 
 
 @njit
@@ -1567,10 +1596,10 @@ def _branch_search(body_int, body_real, loop_int, loop_real, pattern, q, qd, ws,
             for j in range(npts):
                 for k in range(nq):
                     shifted[k] = q[k] + BRANCH_OFFSETS[j] * step * qd[k] / speed
-                status, gap = close_loops(body_int, body_real, loop_int, loop_real, pattern, shifted, qd, no_driven, ws,
-                                          com, acc, phi, phid, jac, gamma, weights, resp, no_resp_drive, zeros,
-                                          no_gravity, tol, np.int64(20),  # int64, not Literal[int](20): one compile
-                                          rcond_position)
+                status, gap, _ = close_loops(body_int, body_real, loop_int, loop_real, pattern, shifted, qd, no_driven,
+                                             ws, com, acc, phi, phid, jac, gamma, weights, resp, no_resp_drive, zeros,
+                                             no_gravity, tol, np.int64(20),  # int64, not Literal[int](20): one compile
+                                             rcond_position, 1e3 * tol)
                 if status != STATUS_OK or not gap <= 1e3 * tol:
                     rank = np.int64(-1)
                     break
@@ -1857,10 +1886,15 @@ def _closure_solve(gram, first, rhs, rcond, out):
 
 @njit
 def close_loops(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws, com, acc, phi, phid, jac, gamma,
-                weights, resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position):
+                weights, resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position, far):
     """The Gauss-Newton position steps of ``project`` on q in place; returns (status, max |phi| at the last
-    evaluation). Leaves ws, jac, resp of an iterate, not necessarily of the final q (without driven joints resp on
-    the response columns of ``loop_pattern`` only)."""
+    evaluation, the number of steps taken). Leaves ws, jac, resp of an iterate, not necessarily of the final q
+    (without driven joints resp on the response columns of ``loop_pattern`` only).
+
+    A step that is not below half the one before ends the iteration as round-off (or no progress) only where
+    max |phi| is within ``far`` (the gap the caller accepts as closed): farther off, Gauss-Newton steps grow before
+    they converge (a ladder of 40 rungs with every joint moved by 0.05 rad starts 19 m open, and its third step is
+    five times its second), and the iteration goes on, up to max_iter + 1 steps."""
     m = phi.shape[0]
     nq = q.shape[0]
     coef = np.empty(m)
@@ -1868,11 +1902,12 @@ def close_loops(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven
     first = np.empty(m, dtype=np.int64)
     worst = np.inf
     last_step = np.inf
+    steps = 0
     for _ in range(max_iter + 1):
         status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
                                   gamma, weights)
         if status != STATUS_OK:
-            return status, worst
+            return status, worst, steps
         size = 0.0
         for r in range(m):
             size = max(size, abs(phi[r]))
@@ -1882,19 +1917,20 @@ def close_loops(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven
         status = _responses_and_gram(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity,
                                      pattern, gram, first)
         if status != STATUS_OK:
-            return status, worst
+            return status, worst, steps
         if not _closure_solve(gram, first, phi, rcond_position, coef):
-            return STATUS_NONFINITE_STATE, worst
+            return STATUS_NONFINITE_STATE, worst, steps
         step = 0.0
         for k in range(nq):
             step = max(step, abs(_response_sum(resp, pattern, coef, k)))
         if size <= tol and step <= tol:
             break
-        if not step < 0.5 * last_step:  # round-off reached (or no progress): keep the last iterate
+        if not step < 0.5 * last_step and size <= far:  # round-off reached (or no progress): keep the last iterate
             break
         last_step = step
         _subtract_responses(resp, pattern, coef, q)
-    return STATUS_OK, worst
+        steps += 1
+    return STATUS_OK, worst, steps
 
 
 @njit
@@ -1994,7 +2030,7 @@ def project(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws
     it, and no held joint, near a change point (``constrained_dynamics``) the velocities are projected onto the
     tangent of the branch that qd follows, qd -= Y_N (N Y_N)^-1 N qd with its normal space N from
     ``branch_normals`` (Y_N = M^-1 N^T: still M-orthogonal), instead of the filtered J at q, which no longer
-    enforces the weak rows there. Returns (status, max |phi| at the end); the status is
+    enforces the weak rows there. Returns (status, max |phi| at the end, the Gauss-Newton steps taken); the status is
     STATUS_LOOPS_OPEN (index: the loop with the largest gap) when max |phi| stays above ``gap_tol``.
 
     Why M-orthogonal (energy): write qd = v + w with J v = 0 and w = Y c in the range of M^-1 J^T. Then
@@ -2009,15 +2045,15 @@ def project(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws
     coef = np.empty(m)
     gram = np.empty((m, m))
     first = np.empty(m, dtype=np.int64)
-    status, worst = close_loops(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws, com, acc, phi,
-                                phid, jac, gamma, weights, resp, resp_drive, zeros, no_gravity, tol, max_iter,
-                                rcond_position)
+    status, worst, steps = close_loops(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws, com, acc,
+                                       phi, phid, jac, gamma, weights, resp, resp_drive, zeros, no_gravity, tol,
+                                       max_iter, rcond_position, gap_tol)
     if status != STATUS_OK:
-        return status, worst
+        return status, worst, steps
     status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
                               gamma, weights)
     if status != STATUS_OK:
-        return status, worst
+        return status, worst, steps
     worst = 0.0
     worst_row = 0
     for r in range(m):
@@ -2028,30 +2064,30 @@ def project(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws
         lp = 0
         while lp + 1 < loop_int.shape[0] and loop_int[lp + 1, LROW] <= worst_row:
             lp += 1
-        return STATUS_LOOPS_OPEN | (lp << 4), worst
+        return STATUS_LOOPS_OPEN | (lp << 4), worst, steps
     status = _responses_and_gram(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity,
                                  pattern, gram, first)
     if status != STATUS_OK:
-        return status, worst
+        return status, worst, steps
     zone = branch[0] if driven.shape[0] == 0 else 0.0
     rank, weak = _zone_solve(gram, first, phid, rcond, coef, zone)
     if rank < 0:
-        return STATUS_NONFINITE_STATE, worst
+        return STATUS_NONFINITE_STATE, worst, steps
     if weak > 0:
         status, done = branch_velocity(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws, com, acc,
                                        phi, phid, jac, gamma, weights, resp, resp_drive, zeros, no_gravity, tol,
                                        rcond_position, zone)
         if status != STATUS_OK or done:
-            return status, worst
+            return status, worst, steps
         # no branch could be told: the filtered solve at q, again (the search moved the workspace)
         status = _responses_and_gram(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity,
                                      pattern, gram, first)
         if status != STATUS_OK:
-            return status, worst
+            return status, worst, steps
         last = np.empty(m, dtype=np.int64)
         envelope_last(first, last)
         zero_outside_envelope(gram, first, last)
         if filtered_solve(gram, phid, rcond, coef) < 0:
-            return STATUS_NONFINITE_STATE, worst
+            return STATUS_NONFINITE_STATE, worst, steps
     _subtract_responses(resp, pattern, coef, qd)
-    return STATUS_OK, worst
+    return STATUS_OK, worst, steps
