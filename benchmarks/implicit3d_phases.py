@@ -63,7 +63,7 @@ def phases(n, rho_inf=0.9, h=0.01):
     def factor():
         residual()  # factor turns jc, jp into body axes: from the residual's each time
         assert kernels.factor(bi, br, starts, a.zp, a.zbp, guess, lam, a.rb, a.tangent, coef[5], coef[6], a.jc, a.jp,
-                              a.diag, a.api, a.lu, a.piv, a.wm) == 0
+                              a.diag, a.api, a.lu, a.piv, a.wm, a.loads[0]) == 0
 
     def solve():
         xb[:] = a.rb

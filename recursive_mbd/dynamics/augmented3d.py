@@ -579,9 +579,10 @@ class TimeLoop3D:
 
     name = "augmented"
 
-    def __init__(self, model, inputs, stabilization="baumgarte", alpha=0.0, beta=0.0, projection_tol=1e-12):
+    def __init__(self, model, inputs, stabilization="baumgarte", alpha=0.0, beta=0.0, projection_tol=1e-12,
+                 loads_in_tau=False):
         _require(model)
-        if model._elements:
+        if model._elements and not loads_in_tau:  # (loads_in_tau: the caller's constant tau holds the elements' forces)
             raise ValueError("force elements are not supported by the augmented formulation of a spatial model in "
                              "rm.simulate yet (use formulation='recursive')")
         if inputs.tau_function is not None and inputs.tau_arity != 1:

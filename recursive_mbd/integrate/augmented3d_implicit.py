@@ -56,10 +56,11 @@ map of the update) and dv+ = c_damp dvdot+, c_damp = h gamma (1 - alpha_f) / (1 
 * G_C: the position rows' exact gradient: G for the linear rows and the universal's; for the other angular rows
   the gradient of their residual (equal to G where C = 0, not off it).
 
-Exact: every term above, so the matrix is the residual's derivative and Newton converges quadratically; left out
-of the matrix (slowing the contraction, never changing the converged step): only the joint forces tau's dependence
-on the poses (a revolute joint's torque turns with its parent, a spherical one's with the child), and the
-state-dependent loads' (tau functions, force elements: "Loads that depend on the state" below). Tested
+Exact: every term above, so the matrix is the residual's derivative and Newton converges quadratically; with the
+joint loads' blocks ("Loads that depend on the state" below: tau constant turning with the bodies, the joints'
+spring-dampers, a tau function's own blocks by differences) too; left out of the matrix (slowing the contraction,
+never changing the converged step): a tau function's dependence on other joints' coordinates and rates, and the
+elements that act on bodies (point spring-dampers, forces, torques; below). Tested
 (``tests/test_augmented3d_implicit.py``) entry by entry against Richardson-extrapolated central differences of the
 step's residual on a random tree of every joint type whirling at up to 75 rad/s (h omega up to 0.75 at h = 0.01 s,
 where a lagged velocity-product term, tangent map or multiplier-weighted second derivative would show at
@@ -347,24 +348,43 @@ the joint state of each Newton iterate (q, v of the absolute state: ``_kernels.a
 recursive route's inputs (``spatial_loop._SpatialInputs``) and elements kernel (``_kernels.spatial.elements``: their
 generalised forces Q (nv,)), and enter the residual as joint forces tau + Q, each joint's pair of loads on its
 child and its parent (``spatial3d.joint_rows``), as a constant tau does (the explicit augmented routes apply the
-elements so too: ``augmented3d``). Their dependence on the state is lagged in the Newton matrix (the matrix above,
-without the elements' stiffness and damping): the iteration then contracts linearly by about c_damp dQ/dv and c_stiff
-dQ/dz over the inertia they act on, instead of quadratically. The iteration runs in Python around
+elements so too: ``augmented3d``). A joint's loads L_j = W(z) tau_j(q_j(z), v_j(z, zd)) (W the wrench of the joint
+forces on the child and the parent) depend on the child's and the parent's state only, so their derivative
+couples a body with its parent, as H does, and is in the matrix (``_kernels.augmented.loads3d``, added to A_ii,
+A_ip, A_pi, A_pp by ``kernels.factor``): by central differences of L_j along the 12 Newton columns of the two
+bodies (24 evaluations of one joint's recovery, spring-dampers and wrench a joint and iteration, relative step
+1e-5: about 1e-10 relative error), with tau_j's dependence on the joint's own state from the joints' spring-dampers
+(the elements' -k (q - rest) - c v, a spherical joint's -k phi - c omega) and from a tau function tau(t, q, v): its
+diagonal blocks, d tau_j / d q_j and d tau_j / d v_j, by central differences once a step (at the first iterate,
+4 nv calls of the function), its dependence on other joints' coordinates lagged. A constant tau takes the blocks
+too (its wrench turns with the child or the parent: a spherical joint's moment R tau), in the fused spherical
+passes in closed form (their section). Why by differences and not in closed form: q_j(z) and v_j are the
+recovery's (``recover3d``), whose derivatives off the constraints (at every iterate) are not the joint's motion
+subspace, for eight joint types; the differences take every one of them, and the wrench's turning, by one routine
+(tested against the step residual's differences on a random tree of every joint type: ``tests/
+test_augmented3d_loads.py``). Lagged: a tau function's dependence on the other joints, and the elements that act on
+bodies (point spring-dampers, forces, torques), whose generalised forces reach every joint between the body and the
+root (the blocks of their joint-space form are not tree structured; as body loads they would be, but the route
+applies every element as joint forces, as the explicit routes do). Models with a tau function or elements take the
+general kernels (a tree of spherical joints too: the fused passes take no blocks by differences). The iteration runs
+in Python around
 ``kernels.newton_step`` of one iteration (``_Loads.newton``): the loads at the iterate, one correction, the tests of
 convergence of ``newton_step`` but its round-off measurement (a correction <= newton_tol, theta / (1 - theta) times
-it <= newton_tol, or stalled and <= 100 newton_tol). Measured (the three-joint chain of the tests, ``_helpers.
-swinging_chain``, 0.2 s, rho_inf = 0.9, Newton iterations a step at dt = 0.01 / 0.005 s): tau constant 3.00 / 2.98;
-joint dampers tau = -c v, c = 0.01: 4.95 / 4.00, c = 0.1: 7.80 / 5.95, c = 1 N m s: 47.6 with every step split /
-13.8 (c_damp c over the joints' inertias, about 0.01 kg m^2 here, near or above one: the lagged damping no longer
-contracts); the same chain with a spring-damper on each joint, two point spring-dampers, a force and a torque
-(``tests/test_augmented3d_implicit_features.py``, 0.3 s): 6.93 / 5.87 against 3.00 / 2.98 without them. The
-elements' stiffness and damping are not in the matrix, not even where an element joins a body to the ground or to
-its parent (per-body and parent-child blocks that the elimination would keep): stiff or strongly damped elements
-need them (the next step). ``applied_work`` holds the work of tau and of the
+it <= newton_tol, or stalled and <= 100 newton_tol). Measured (``python3 benchmarks/implicit3d_loads.py``: the
+three-joint chain of the tests, ``_helpers.swinging_chain``, 0.2 s, rho_inf = 0.9, Newton iterations a step at
+dt = 0.01 / 0.005 s, before the blocks -> with them): tau constant 3.00 / 2.98 -> 3.00 / 3.00; joint dampers
+tau = -c v, c = 0.01: 4.95 / 4.00 -> 3.00 / 2.98, c = 0.1: 7.80 / 5.95 -> 3.00 / 3.00, c = 1 N m s: 47.6 with every
+step split / 13.8 -> 3.00 / 3.00, no split (the lagged damping contracted by c_damp c over the joints' inertias,
+about 0.01 kg m^2 here); the same chain with a spring-damper on each joint, two point spring-dampers, a force and a
+torque (``tests/test_augmented3d_implicit_features.py``, 0.3 s): 6.93 / 5.87 -> 5.40 / 4.50 (the point
+spring-dampers, 20 and 10 N/m, the force and the torque lagged). ``applied_work`` holds the work of tau and of the
 elements' forces and torques, ``dissipated_work`` that of the elements' dampers (trapezoidal on their powers at the
 step ends, evaluated at the converged state), so E + dissipated - applied is the run's energy error with the
-springs' potential in E. The fused spherical pass (above) is used unchanged: its residual takes the joint forces as
-the general kernels' do. Drivers with tau functions or force elements: not yet (ValueError). The joints' angles
+springs' potential in E. Drivers with tau functions or force elements: a driven joint's row is its driver's as
+without loads, and the loads are the recursive route's (its coordinate and rate at the driver's values: its own
+spring-damper's force does not depend on the state, only its wrench's turning is in the matrix); the run starts
+from the explicit augmented dynamics with the drivers' rows and the loads at the start as a constant tau
+(``augmented3d.TimeLoop3D``, ``loads_in_tau``). The joints' angles
 (revolute, cylindrical, universal, planar) come out of the absolute state wrapped to (-pi, pi] (atan2); where the
 run evaluates joint states (loads, events) each is taken within pi of its value at the last step's end
 (``_Angles``), so a joint spring, a controller, an event and ``result.q`` see the turns a joint has made, as the
@@ -389,14 +409,14 @@ run there, its last sample at the event (``result.status`` "event"). ``progress`
 log records, over the steps); Ctrl-C stops the run after the step in progress and raises KeyboardInterrupt
 (``runs.RunInterrupted``) whose ``result`` holds the samples so far (status "interrupted"), as the compiled loops'.
 
-Scope: every joint type of the augmented formulation, closed loops, gravity, tau constant or a function, force
-elements, drivers (with tau constant, no elements), events, t_eval, progress, max_wall_time. ``result.qdd()`` is
-the recursive formulation's dynamics at each sample's joint state with the run's tau and drivers. The result holds
-the joint coordinates (``augmented3d.joint_from_absolute`` compiled: ``_kernels.augmented.recover3d``, O(N) a
-sample) and the absolute state ``z``, ``zd``, with ``constraint_drift`` (max |C| a sample, the same pass, the loops'
-gaps included), ``multipliers`` (the loops', above), ``newton_iterations`` and
-``newton_factorizations`` (equal: full Newton); ``applied_work`` is tau's (and the drivers', the elements' forces')
-work by the trapezoidal rule on its power at the step ends, ``dissipated_work`` the elements' dampers'.
+Scope: every joint type of the augmented formulation, closed loops, gravity, tau constant or a function, force elements,
+drivers (with tau constant or a function, and elements), events, t_eval, progress, max_wall_time. ``result.qdd()`` is
+the recursive formulation's dynamics at each sample's joint state with the run's tau and drivers. The result holds the
+joint coordinates (``augmented3d.joint_from_absolute`` compiled: ``_kernels.augmented.recover3d``, O(N) a sample) and
+the absolute state ``z``, ``zd``, with ``constraint_drift`` (max |C| a sample, the same pass, the loops' gaps included),
+``multipliers`` (the loops', above), ``newton_iterations`` and ``newton_factorizations`` (equal: full Newton);
+``applied_work`` is tau's (and the drivers', the elements' forces') work by the trapezoidal rule on its power at the
+step ends, ``dissipated_work`` the elements' dampers'.
 """
 
 import math
@@ -430,9 +450,11 @@ class _Arrays:
     solve needs is kept per body (the local blocks' factors, K^-1 U and the coupling rows), sized by the largest
     joint (a chain of spherical joints: 1.9 KB a body). ``fused``: every joint is spherical and the iterations are
     ``kernels.spherical_forward``'s (xb, xj its corrections; no local factors kept, 1.3 KB a body); else xb, xj
-    are empty and the iterations are ``kernels.residual``, ``factor`` and ``solve``'s."""
+    are empty and the iterations are ``kernels.residual``, ``factor`` and ``solve``'s. ``loaded``: the joint loads'
+    blocks are taken into the matrix (``load_arrays``: 1.2 KB a body more), ``driven`` the drivers' flags (nbodies,)
+    or None."""
 
-    def __init__(self, model, starts, fused=False):
+    def __init__(self, model, starts, fused=False, loaded=False, driven=None):
         n = model.nbodies
         rows = max(int(np.diff(starts).max(initial=0)), 1)
         spherical = bool((model.body_int[:, SL.JTYPE] == SL.SPHERICAL).all())
@@ -456,7 +478,7 @@ class _Arrays:
             self.loc = np.zeros((0, kernels.LOCAL_SIZE))
             self.jc, self.jp = np.zeros((n, rows, 6)), np.zeros((n, rows, 6))
             self.res, self.gam = np.zeros((n, 6)), np.zeros((n, 6))
-        self.diag, self.api = np.zeros((n, 6, 6)), np.zeros((kept, 3, 6))
+        self.diag, self.api = np.zeros((n, 6, 6)), np.zeros((kept, 6, 6))
         # a spherical joint's local block is kept as five 3 x 3 blocks, without pivots (``kernels.factor``)
         self.lu = np.zeros((kept, 5, 9)) if spherical else np.zeros((kept, 12, 12))
         self.piv = np.zeros((kept, 1 if spherical else 12), dtype=np.int64)
@@ -465,11 +487,41 @@ class _Arrays:
         self.power = np.zeros(1)
         self.info = np.zeros(4)
         self.loops = loop_arrays(model, starts)
+        self.loads = load_arrays(model, driven, loaded)
 
     def step_arrays(self):
         return (self.zp, self.zbp, self.zdp, self.tangent, self.rb, self.rc, self.jc, self.jp, self.res, self.gam,
                 self.diag, self.api, self.lu, self.piv, self.wm, self.loc, self.xb, self.xj, self.power, self.info,
-                self.loops)
+                self.loops, self.loads)
+
+
+def load_arrays(model, driven=None, loaded=True):
+    """The joint loads' arrays of ``kernels.newton_step`` (``loads3d.joint_load_blocks``): (kload (nbodies, 12,
+    12), elem_real, sph_start, sph_elem, loaded, driven, tq, tv (nbodies, w, w), and the joint-state scratch qs,
+    vs, q0, v0), tq and tv the joints' spring-dampers' (Euclidean -diag(k), -diag(c); spherical -c 1, its spring's
+    -k phi taken by the kernel from sph_start, sph_elem), the loaded bodies every body whose joint has a degree of
+    freedom; ``driven`` (nbodies,) flags or None. ``loaded`` False: empty arrays of the same types (kload (0, 12,
+    12): the joint loads left out of the matrix)."""
+    n, bi = (model.nbodies, model.body_int) if loaded else (0, model.body_int[:0])
+    width = max(int(bi[:, SL.NVJ].max(initial=0)), 1)
+    tq, tv = np.zeros((n, width, width)), np.zeros((n, width, width))
+    springs = [[] for _ in range(n)]
+    ei, er = model.elem_int, np.ascontiguousarray(model.elem_real, dtype=float).reshape(-1, SL.N_EREAL)
+    for e in np.flatnonzero(ei[:, SL.ETYPE] == SL.ELEM_JOINT_SPRING_DAMPER) if loaded and ei.shape[0] else ():
+        i = int(ei[e, SL.EBODY_A])
+        if bi[i, SL.JTYPE] == SL.SPHERICAL:
+            tv[i, :3, :3] -= er[e, SL.EJC] * np.eye(3)
+            springs[i].append(int(e))
+        else:
+            for d in range(int(bi[i, SL.NVJ])):
+                tq[i, d, d] -= er[e, SL.EJK + d]
+                tv[i, d, d] -= er[e, SL.EJC + d]
+    sph_start = np.concatenate(([0], np.cumsum([len(x) for x in springs]))).astype(np.int64)
+    sph_elem = np.array([e for x in springs for e in x], dtype=np.int64)
+    flags = np.zeros(0, dtype=np.int64) if driven is None or not len(driven) else np.asarray(driven, dtype=np.int64)
+    nq, nv = (model.nq, model.nv) if loaded else (0, 0)
+    return (np.zeros((n, 12, 12)), er, sph_start, sph_elem, np.flatnonzero(bi[:, SL.NVJ] > 0).astype(np.int64),
+            flags, tq, tv, np.zeros((1, nq)), np.zeros((1, nv)), np.zeros((1, nq)), np.zeros((1, nv)))
 
 
 def loop_arrays(model, starts):
@@ -528,9 +580,6 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, driver
         tau = np.zeros(0) if tau is None else np.ascontiguousarray(_checks.finite_array(tau, "tau", (model.nv,)))
     inputs = _SpatialInputs(model, tau if function or tau.size else None, drivers)
     drive = _Drivers(model, inputs)
-    if (function or model._elements) and drive.bodies.size:
-        raise ValueError("generalized_alpha with formulation='augmented' on a Model3D takes drivers with tau constant "
-                         "and without force elements only yet (use formulation='recursive')")
     q0, v0 = drive.start(q0, v0, t0)
     if model.nloops:  # onto the loops, the driven joints held: the recursive and explicit routes' start
         from ..dynamics.spatial_loops import consistent_start  # noqa: PLC0415
@@ -540,14 +589,22 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, driver
     z, zd = augmented3d.absolute_from_joint(model, q0, v0)
     zb = to_body_axes(z, zd)
     starts = drive.starts
-    fused = FUSED_SPHERICAL and not model.nloops and bool((model.body_int[:, SL.JTYPE] == SL.SPHERICAL).all())
-    arrays = _Arrays(model, starts, fused=fused)
+    # loads that depend on the state (a tau function, elements) take the general kernels and their blocks of the
+    # matrix (``_Loads``); a constant tau too, but on a tree of spherical joints, whose fused passes take its blocks
+    by_state = function or bool(model._elements)
+    fused = (FUSED_SPHERICAL and not model.nloops and not by_state
+             and bool((model.body_int[:, SL.JTYPE] == SL.SPHERICAL).all()))
+    loaded = by_state or (not fused and not function and bool(np.any(tau)))
+    arrays = _Arrays(model, starts, fused=fused, loaded=loaded, driven=drive.inputs.driven)
     angles = _Angles(model, q0)
-    loads = _Loads(model, inputs, tau, arrays, angles) if function or model._elements else None
+    loads = _Loads(model, inputs, tau, arrays, angles) if by_state else None
     vdot, lam, dissipation = None, None, 0.0
     if loads is not None:  # tau and the elements at the start (a function that fails here: StateError, no run)
         loads.at(t0, z, zd)
-        vdot, lam = augmented3d.forward_dynamics(model, z, zd, loads.tau_user, t0)
+        if drive.bodies.size:  # the drivers' rows as the explicit runs' (their inputs hold tau and the elements)
+            vdot, lam = drive.initial_dynamics(z, zd, tau, q0, v0, t0, loads.tau)
+        else:
+            vdot, lam = augmented3d.forward_dynamics(model, z, zd, loads.tau_user, t0)
         tau = loads.tau
         vdot = to_body_axes(z, vdot)
         power, dissipation = loads.powers(t0, starts, drive, z, zd, vdot, lam)
@@ -828,12 +885,17 @@ class _Output:
 
 
 class _Loads:
-    """A run's applied loads that depend on the state: tau as a function (tau(t), tau(t, q, v); Python or compiled)
-    and the force elements' generalised forces Q(t, q, v) (``_kernels.spatial.elements``), both evaluated at the
-    joint state of the step's iterate (``joint_states``: the absolute state's joint coordinates, O(N)) and applied
-    as joint forces (``tau`` (nv,) = tau + Q: each joint's pair of loads on its child and its parent, as a constant
-    tau; ``augmented3d``'s explicit routes apply the elements so too). ``tau_user`` the last evaluation's tau.
-    Their dependence on the state is lagged in the Newton matrix (``newton``)."""
+    """A run's applied joint loads: tau constant or a function (tau(t), tau(t, q, v); Python or compiled) and the
+    force elements' generalised forces Q(t, q, v) (``_kernels.spatial.elements``), both evaluated at the joint state
+    of the step's iterate (``joint_states``: the absolute state's joint coordinates, O(N)) and applied as joint
+    forces (``tau`` (nv,) = tau + Q: each joint's pair of loads on its child and its parent, as a constant tau;
+    ``augmented3d``'s explicit routes apply the elements so too). ``tau_user`` the last evaluation's tau. Their
+    dependence on the joint's own state is in the Newton matrix (``blocks``, ``_kernels.augmented.loads3d``): the
+    wrench's turning with the bodies, the joints' spring-dampers, a tau function's diagonal blocks (its derivative
+    by each joint's own coordinates and rates, by central differences once a step); lagged: a tau function's
+    dependence on other joints' coordinates, and the elements that act on bodies (point spring-dampers, forces,
+    torques: their generalised forces reach every joint between the body and the root). A driven joint's
+    coordinate and rate are its driver's (the run's inputs put them there): no dependence on the state."""
 
     def __init__(self, model, inputs, tau, arrays, angles):
         self.model, self.inputs, self.arrays, self.angles = model, inputs, arrays, angles
@@ -844,6 +906,11 @@ class _Loads:
         self.tau_user = self.tau_const.copy()
         self.elements = spatial.ElementWorkspace3D(model) if model._elements else None
         self.state = (np.zeros(model.nq), np.zeros(model.nv))
+        _, _, _, _, self.loaded, self.driven, self.tq, self.tv, *_ = arrays.loads
+        # the elements' blocks; a tau function's own (by each undriven joint's coordinates and rates) are added to them
+        # where it reads the state
+        self.tq_el, self.tv_el = self.tq.copy(), self.tv.copy()
+        self.by_state = self.function and self.inputs.tau_arity != 1
 
     def at(self, t, zp, zdp):
         """Evaluate tau and Q at time t and the absolute state (zp, zdp) (omega in ground axes) into ``tau``; a
@@ -878,12 +945,54 @@ class _Loads:
             return applied, 0.0
         return applied + float(self.elements.energy[2]), float(self.elements.energy[1])
 
+    def _tau_blocks(self, t):
+        """tq, tv: the elements' blocks plus the tau function's derivatives by each undriven joint's own tangent
+        increments of q and rates v at the last ``at``'s joint state, by central differences (the other joints'
+        coordinates held: their part of its derivative is lagged). 4 nv calls of the function."""
+        bi = self.model.body_int
+        q, v = (x.copy() for x in self.state)
+        self.tq[:], self.tv[:] = self.tq_el, self.tv_el
+        for i in self.loaded:
+            if self.driven.size and self.driven[i]:
+                continue
+            jt, k, kv, nvj = (int(bi[i, c]) for c in (SL.JTYPE, SL.QIDX, SL.VIDX, SL.NVJ))
+            for d in range(nvj):
+                for rates in (False, True):
+                    x = v if rates else q
+                    at = kv + d if rates else k + d
+                    quaternion = not rates and (jt == SL.SPHERICAL or (jt == SL.FREE and d >= 3))
+                    step = 1e-5 if quaternion else 1e-5 * max(1.0, abs(x[at]))
+                    kept = x.copy() if quaternion else x[at]
+                    values = []
+                    for sign in (1.0, -1.0):
+                        if quaternion:
+                            _turn_quaternion(x, k + (3 if jt == SL.FREE else 0), d % 3, sign * step)
+                        else:
+                            x[at] = kept + sign * step
+                        values.append(self._tau_value(t, q, v)[kv:kv + nvj])
+                        if quaternion:
+                            x[:] = kept
+                        else:
+                            x[at] = kept
+                    (self.tv if rates else self.tq)[i, :nvj, d] += (values[0] - values[1]) / (2.0 * step)
+
+    def _tau_value(self, t, q, v):
+        """The tau function at (t, q, v), checked as the run's inputs check it."""
+        inputs = self.inputs
+        try:
+            value = np.asarray(inputs.tau_function(t, q, v), dtype=float).reshape(-1)
+        except Exception as err:  # noqa: BLE001
+            raise StateError(f"tau function {inputs.tau_name} raised at t = {t:g}: {err!r}") from err
+        if value.shape != (self.model.nv,) or not np.all(np.isfinite(value)):
+            raise StateError(f"tau function must return {self.model.nv} finite numbers ({inputs.tau_name} at "
+                             f"t = {t:g} returned shape {value.shape})")
+        return value
+
     def newton(self, stepper, z, zb, acc, vdot, coef, t_new, vdot_new, lam_new):
-        """Newton's iteration of one step with the loads evaluated at every iterate (``at``) and held over its
-        correction (``kernels.newton_step`` of one iteration): their dependence on the state is lagged in the
-        matrix, so the iteration contracts linearly by about c_damp dQ/dv and c_stiff dQ/dz over the inertia.
-        Converged when the correction is <= newton_tol, when the error it leaves, theta / (1 - theta) times it (theta
-        its ratio to the one before), is, or when it no longer contracts (by less than half) and is <= 100
+        """Newton's iteration of one step with the loads evaluated at every iterate (``at``), their blocks in the
+        matrix (``blocks``), and held over its correction (``kernels.newton_step`` of one iteration). Converged
+        when the correction is <= newton_tol, when the error it leaves, theta / (1 - theta) times it (theta its
+        ratio to the one before), is, or when it no longer contracts (by less than half) and is <= 100
         newton_tol: the tests of ``newton_step`` but its round-off measurement (a long chain's floor). Returns the
         status; a StateError of a function that fails propagates."""
         model, arrays = self.model, self.arrays
@@ -892,6 +1001,8 @@ class _Loads:
         for it in range(stepper.max_newton):
             kernels.update_state(z, zb, acc, vdot, coef, vdot_new, arrays.zp, arrays.zbp, arrays.zdp, arrays.tangent)
             self.at(t_new, arrays.zp, arrays.zdp)
+            if it == 0 and self.by_state:  # the tau function's own blocks, once a step (``_tau_blocks``)
+                self._tau_blocks(t_new)
             status = kernels.newton_step(model.body_int, model.body_real, model.gravity, stepper.starts, self.tau,
                                          stepper.drive.target, z, zb, acc, vdot, coef, stepper.gyration, tol, 1,
                                          vdot_new, lam_new, *arrays.step_arrays())
@@ -910,6 +1021,17 @@ class _Loads:
                 return L.STATUS_OK
             previous = correction
         return L.STATUS_NO_CONVERGENCE
+
+
+def _turn_quaternion(q, k, axis, angle):
+    """q[k:k + 4] (a unit quaternion) times exp(angle e_axis / 2) on the right in place: turned about its own
+    frame's axis, the tangent increment of a spherical joint's coordinates (``loads3d``)."""
+    half = 0.5 * angle
+    e = np.zeros(4)
+    e[0], e[1 + axis] = math.cos(half), math.sin(half)
+    a = q[k:k + 4].copy()
+    q[k] = a[0] * e[0] - a[1:] @ e[1:]
+    q[k + 1:k + 4] = a[0] * e[1:] + e[0] * a[1:] + np.cross(a[1:], e[1:])
 
 
 class _Drivers:
@@ -945,15 +1067,22 @@ class _Drivers:
         self.inputs(t0, q0, v0, np.zeros(self.inputs.size))
         return q0, v0
 
-    def initial_dynamics(self, z, zd, tau, q0, v0, t0):
+    def initial_dynamics(self, z, zd, tau, q0, v0, t0, loads=None):
         """(vdot (nbodies, 6), omega' in ground axes, lam (rows,)) at the start: the augmented dynamics, the drivers'
-        rows as the explicit runs' (``augmented3d.TimeLoop3D``: f'' prescribed, their multipliers in its mu)."""
+        rows as the explicit runs' (``augmented3d.TimeLoop3D``: f'' prescribed, their multipliers in its mu).
+        ``loads``: the run's joint forces at the start (nv,) (a tau function's and the elements', ``_Loads``), which
+        the explicit system takes as a constant tau (it evaluates neither)."""
         if not self.bodies.size:
             return augmented3d.forward_dynamics(self.model, z, zd, tau if tau.size else None, t0)
-        callback, key = self.callback
-        loop = augmented3d.TimeLoop3D(self.model, self.inputs, "none")
+        inputs, callback, key = self.inputs, *self.callback
+        if loads is not None:
+            drivers = {name: tuple(lambda t, e=evaluate, k=k: e(t)[k] for k in range(3))
+                       for _, name, evaluate in self.inputs.drivers}
+            inputs = _SpatialInputs(self.model, loads.copy(), drivers)
+            callback, key = inputs.callback()
+        loop = augmented3d.TimeLoop3D(self.model, inputs, "none", loads_in_tau=loads is not None)
         system = loop.system
-        evaluate_system(self.model, callback, key, system, self.inputs, t0,
+        evaluate_system(self.model, callback, key, system, inputs, t0,
                         loop.initial_state(q0, v0, t0, callback, key))
         loops = self.model.nconstraints
         lam = np.zeros(int(self.starts[-1]) + loops)

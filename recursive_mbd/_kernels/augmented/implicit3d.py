@@ -85,6 +85,7 @@ from ..spatial.layout import (
     UNIVERSAL,
     VIDX,
 )
+from .loads3d import joint_load_blocks
 from .spatial3d import (
     ROWS_PER_JOINT,
     _add,
@@ -659,11 +660,11 @@ def _spherical_factor(diag, aip, api, jc, jp, jcb, jpb, lu, wm, i, p, work):
     _put_block(wm, i, 0, 3, x1b)
     _put_block(wm, i, 3, 3, x2b)
     _put_block(wm, i, 6, 3, lb)
-    # D_p -= V W, V = [A_pi, jp^T] (A_pi's force rows are zero)
+    # D_p -= V W, V = [A_pi, jp^T] (A_pi's force rows are zero: a spherical joint's loads on the parent are moments)
     jl = _block_t(jp, i, 0, 0)
     jm = _block_t(jp, i, 0, 3)
-    a1 = _block(api, i, 0, 0)
-    a2 = _block(api, i, 0, 3)
+    a1 = _block(api, i, 3, 0)
+    a2 = _block(api, i, 3, 3)
     _put(diag, p, 0, 0, -1.0, _mm(jl, la))
     _put(diag, p, 0, 3, -1.0, _mm(jl, lb))
     _put(diag, p, 3, 0, -1.0, _lin(1.0, _lin(1.0, _mm(a1, x1a), 1.0, _mm(a2, x2a)), 1.0, _mm(jm, la)))
@@ -690,15 +691,17 @@ def _spherical_solve(lu, diag, i, y):
 
 @njit
 def factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_stiff, c_damp, jc, jp, diag, api, lu,
-           piv, wm):
+           piv, wm, kload):
     """Build the Newton matrix at (zp, zbp, vdot, lam) (module docstring; zbp the velocities with omega in body
     axes, rb the residual there and jc, jp the ground-axis rows, both as ``residual`` left them) and factorise it
     leaves first: lu (nbodies, 12, 12) and piv (nbodies, 12) the local blocks' LU (a spherical joint's: its 3 x 3
     blocks, ``_spherical_factor``, in lu[i, :5, :9], piv unused: (nbodies, 5, 9) and (nbodies, 1) where every joint
     is spherical), wm (nbodies, 6 + rows, 6) = K_i^-1 U_i; diag (nbodies, 6, 6) the body blocks D_i (reduced), api
-    (nbodies, 3, 6) A_pi's moment rows (its force rows are zero); jc, jp (nbodies, rows, 6), rows the most of any
-    joint, are turned into body axes (their moment columns times R), the rows of the solve. Returns the status (a
-    singular local block: its body)."""
+    (nbodies, 6, 6) A_pi (its force rows zero but for the joint loads'); jc, jp (nbodies, rows, 6), rows the most of
+    any joint, are turned into body axes (their moment columns times R), the rows of the solve. kload (nbodies, 12,
+    12), or (0, 12, 12) where the joint loads' dependence on the state is left out: each joint's loads' blocks of
+    the matrix (``_kernels.augmented.loads3d.joint_load_blocks``: its child's rows and its parent's on their
+    columns), added to A_ii, A_ip, A_pi and A_pp. Returns the status (a singular local block: its body)."""
     n = body_int.shape[0]
     y = np.empty(12)
     work = np.empty((3, 6))
@@ -808,15 +811,22 @@ def factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_st
             for r in range(6):
                 for c in range(6):
                     aip[0, r, c] = 0.0
-                    if r < 3:
-                        api[i, r, c] = 0.0
+                    api[i, r, c] = 0.0
             _put(aip, 0, 0, 3, -c_stiff, _mm(sf, t_p))  # the child's force turns with the parent
             _put(aip, 0, 3, 3, c_stiff, _mm(rot_t, _mm(hip, t_p)))
-            _put(api, i, 0, 0, c_stiff, _mm(rot_pt, sf))  # A_pi's moment rows (its force rows are zero)
-            _put(api, i, 0, 3, c_stiff, _mm(rot_pt, _mm(hpi, t_c)))
+            _put(api, i, 3, 0, c_stiff, _mm(rot_pt, sf))  # A_pi's moment rows (its force rows are the loads')
+            _put(api, i, 3, 3, c_stiff, _mm(rot_pt, _mm(hpi, t_c)))
             _put(diag, p, 0, 3, c_stiff, _mm(sf, t_p))
             _put(diag, p, 3, 0, -c_stiff, _mm(rot_pt, sf))
             _put(diag, p, 3, 3, c_stiff, _mm(rot_pt, _mm(hpp, t_p)))
+        if kload.shape[0] > 0:  # the joint loads' stiffness and damping: a body and its parent, as H
+            for r in range(6):
+                for c in range(6):
+                    diag[i, r, c] += kload[i, r, c]
+                    if p >= 0:
+                        aip[0, r, c] += kload[i, r, 6 + c]
+                        api[i, r, c] += kload[i, 6 + r, c]
+                        diag[p, r, c] += kload[i, 6 + r, 6 + c]
         for k in range(m):  # the rows' moment columns into body axes (jc^T lam's moment rows times R^T)
             a = _mat_t_vec(rot, (jc[i, k, 3], jc[i, k, 4], jc[i, k, 5]))
             b = _mat_t_vec(rot_p, (jp[i, k, 3], jp[i, k, 4], jp[i, k, 5]))
@@ -852,9 +862,8 @@ def factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_st
         for r in range(6):  # D_p -= V W, V = [A_pi, jp^T]
             for c in range(6):
                 s = 0.0
-                if r >= 3:
-                    for k in range(6):
-                        s += api[i, r - 3, k] * wm[i, k, c]
+                for k in range(6):
+                    s += api[i, r, k] * wm[i, k, c]
                 for k in range(m):
                     s += jp[i, k, r] * wm[i, 6 + k, c]
                 diag[p, r, c] -= s
@@ -887,9 +896,8 @@ def solve(body_int, row_start, jp, api, diag, lu, piv, wm, xb, xj):
         if p >= 0:
             for r in range(6):
                 s = 0.0
-                if r >= 3:
-                    for k in range(6):
-                        s += api[i, r - 3, k] * y[k]
+                for k in range(6):
+                    s += api[i, r, k] * y[k]
                 for k in range(m):
                     s += jp[i, k, r] * y[6 + k]
                 xb[p, r] -= s
@@ -952,7 +960,7 @@ LOC_U1 = 30  # A_ip's force rows on the parent's turn, -c_s [f] R_p T_p
 LOC_U2 = 39  # A_ip's moment rows on the parent's turn, -c_s [rcb][R^T f] R^T R_p T_p
 LOC_GU = 48  # jpb's turn block, [rho] R_p T_p
 LOC_A1 = 57  # A_pi's moment rows on the child's position, c_s [R_p^T f] R_p^T
-LOC_A2 = 66  # A_pi's moment rows on the child's turn, -c_s R_p^T R [R^T f][rcb] T_i
+LOC_A2 = 66  # A_pi's moment rows on the child's turn, -c_s R_p^T R ([R^T f][rcb] + [tau]) T_i
 LOC_ARM = 75  # R_p^T [rho] (jp^T's moment rows, times -F)
 LOC_KPP = 84  # the joint's stiffness on the parent's turn block, c_s ([R_p^T rho][R_p^T f] + [R_p^T m]) T_p
 LOC_UP = 93  # the joint's load on the parent's residual: -f, R_p^T m (m = -rho x f + R tau, ground axes) (6)
@@ -1010,9 +1018,11 @@ def _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, 
     # the residual's own terms: the joint's moment on the body (r_c x f, less R tau), into body axes
     moment = _cross(r_c, f)
     turned = (0.0, 0.0, 0.0)
+    tau_b = (0.0, 0.0, 0.0)
     if tau.shape[0] > 0:  # a moment R tau on the child, its opposite on the parent
         k = body_int[i, VIDX]
-        turned = _mat_vec(rot, (tau[k], tau[k + 1], tau[k + 2]))
+        tau_b = (tau[k], tau[k + 1], tau[k + 2])
+        turned = _mat_vec(rot, tau_b)
         moment = _sub(moment, turned)
         power += _dot(turned, _sub(om_g, om_p))  # om_p zero at the ground
     applied = _mat_vec(rot_t, moment)
@@ -1034,8 +1044,13 @@ def _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, 
     # the local block's own terms: M, the gyroscopic and the geometric stiffness of the body's own joint
     f_b = _mat_t_vec(rot, f)
     fr_t = _mm(_skew_skew(f_b, rcb), t_i)  # [R^T f][rcb] T_i
+    # tau turns with the child: its moment row R^T (-R tau) = -tau is constant, where [applied] T_i turns it as a
+    # ground-fixed moment (c_s [-tau] T_i): taken back by c_s [tau] T_i; on the parent, R_p^T R tau turns by
+    # -R_p^T R [tau] theta_b
+    tau_t = _skew_mm(tau_b, t_i)
     gyro_w = _lin(1.0, _skew_mm(om, inertia), -1.0, _skew(jom))
-    d22 = _lin(1.0, _lin(1.0, inertia, c_damp, gyro_w), c_stiff, _lin(1.0, _skew_mm(applied, t_i), 1.0, fr_t))
+    d22 = _lin(1.0, _lin(1.0, inertia, c_damp, gyro_w), c_stiff,
+               _lin(1.0, _lin(1.0, _skew_mm(applied, t_i), 1.0, fr_t), 1.0, tau_t))
     for c in range(3):
         diag[i, c, c] = mass
     _put(diag, i, 3, 3, 1.0, d22)
@@ -1053,7 +1068,7 @@ def _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, 
     _set(loc, i, LOC_U2, _scale9(-c_stiff, _mm(_skew_skew(rcb, f_b), _mm(rot_t, t_p))))
     _set(loc, i, LOC_GU, _skew_mm(rho, t_p))
     _set(loc, i, LOC_A1, _scale9(c_stiff, _skew_mm(f_p, rot_pt)))
-    _set(loc, i, LOC_A2, _scale9(-c_stiff, _mm(_mm(rot_pt, rot), fr_t)))
+    _set(loc, i, LOC_A2, _scale9(-c_stiff, _mm(_mm(rot_pt, rot), _lin(1.0, fr_t, 1.0, tau_t))))
     _set(loc, i, LOC_ARM, _mm_skew(rot_pt, rho))
     _set(loc, i, LOC_KPP, _scale9(c_stiff, _mm(_lin(1.0, _skew_skew(_mat_t_vec(rot_p, rho), f_p), 1.0,
                                                        _skew(up)), _tangent(tangent, p))))
@@ -1617,7 +1632,7 @@ def predicted_correction(com, rot, com_before, rot_before):
 @njit
 def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, acc0, vdot0, coef, gyration, tol,
                 max_newton, vdot, lam, zp, zbp, zdp, tangent, rb, rc, jc, jp, res, gam, diag, api, lu, piv, wm, loc, xb,
-                xj, power, info, loops):
+                xj, power, info, loops, loads):
     """Newton's iteration of one step from the first guess (vdot, lam), full Newton (the matrix at every iterate);
     on return vdot, lam and the new state (zp; zbp, zdp: omega in body and in ground axes) of the last iterate
     (velocities and accelerations zb0, acc0, vdot0, vdot with omega in body axes). The correction of the state is
@@ -1638,10 +1653,14 @@ def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, a
     residual's state. loops: the closed loops' arrays (``loop_residual``, ``loop_solve``: loop_int, loop_real,
     stab, point, axes, weights, aux_body, aux_coef, aux_rhs, aux_res, row_loop, hmat, gt, gb, wmat, dense, dpiv, vec,
     colmax, yb, yj, kept_b, kept_j; loop_int (0, 4) for a tree), their multipliers in lam[row_start[-1]:] and their
-    position rows in rc[row_start[-1]:], after the joints' (the general kernels only: xb, xj empty)."""
+    position rows in rc[row_start[-1]:], after the joints' (the general kernels only: xb, xj empty). loads: the joint
+    loads' arrays (``loads3d.joint_load_blocks``: kload, elem_real, sph_start, sph_elem, loaded, driven, tq, tv, qs,
+    vs, q0, v0), whose blocks of the matrix (kload) are taken at every iterate with the joint forces tau (``factor``;
+    kload (0, 12, 12): none, the joint loads' dependence on the state left out), the general kernels only."""
     n = body_int.shape[0]
     (loop_int, loop_real, stab, point, axes, weights, aux_body, aux_coef, aux_rhs, aux_res, row_loop, hmat, gt, gb,
      wmat, dense, dpiv, vec, colmax, yb, yj, kept_b, kept_j) = loops
+    kload, elem_real, sph_start, sph_elem, loaded, driven, tq, tv, qs, vs, q0, v0 = loads
     closed = loop_int.shape[0] > 0
     c_stiff = coef[5]
     c_damp = coef[6]
@@ -1679,8 +1698,11 @@ def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, a
                         where = i
             info[2] = worst
             info[3] = where
+            if kload.shape[0] > 0:
+                joint_load_blocks(body_int, body_real, elem_real, sph_start, sph_elem, loaded, driven, tau, tq, tv, zp,
+                                  zbp, zdp, tangent, c_stiff, c_damp, gyration, kload, qs, vs, q0, v0)
             status = factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, c_stiff, c_damp, jc, jp,
-                            diag, api, lu, piv, wm)
+                            diag, api, lu, piv, wm, kload)
             if status:
                 return status
             for i in range(n):

@@ -362,26 +362,8 @@ def _joint_rows(body_int, body_real, z, zd, tau, i, rot, jc, jp, res, gam, load)
         gdot = _scale(1.0 / size, _add(_cross(_cross(om_p, g1), g2), _cross(g1, _cross(om_c, g2))))
         _angular_row(jc, jp, res, gam, i, m, g, gdot, w, -(_dot(g1, g2) - _dot(a, b)) / size)
         m += 1
-        if has_tau:  # omega_rel = g1 alpha' + g2 beta' in ground axes: the dual basis of (g1, g2) in their plane
-            n = _cross(g1, g2)
-            nn = _dot(n, n)
-            moment = _scale(1.0 / nn, _add(_scale(tau[k], _cross(g2, n)), _scale(tau[k + 1], _cross(n, g1))))
     if has_tau:
-        if jt == REVOLUTE:
-            moment = _scale(tau[k], _mat_vec(frame, a))
-        elif jt == PRISMATIC:
-            force = _scale(tau[k], _mat_vec(frame, a))
-        elif jt == CYLINDRICAL:
-            moment = _scale(tau[k], _mat_vec(frame, a))
-            force = _scale(tau[k + 1], _mat_vec(frame, a))
-        elif jt == SPHERICAL:  # a moment in the child's axes
-            moment = _mat_vec(rot, (tau[k], tau[k + 1], tau[k + 2]))
-        elif jt == PLANAR:
-            force = _add(_scale(tau[k], ex), _scale(tau[k + 1], ey))
-            moment = _scale(tau[k + 2], ez)
-        elif jt == FREE:  # the force in the joint frame, the moment in the child's axes
-            force = _mat_vec(frame, (tau[k], tau[k + 1], tau[k + 2]))
-            moment = _mat_vec(rot, (tau[k + 3], tau[k + 4], tau[k + 5]))
+        force, moment = joint_wrench(body_real, jt, i, frame, rot, tau, k)
     for r in range(m, 6):  # rows m .. 5 of the blocks are not read; the residuals' are zero (max |C| reads them)
         res[i, r] = 0.0
         gam[i, r] = 0.0
@@ -393,6 +375,38 @@ def _joint_rows(body_int, body_real, z, zd, tau, i, rot, jc, jp, res, gam, load)
         load[1, c] = -force[c]
         load[1, 3 + c] = -parent_moment[c]
     return m
+
+
+@inline
+def joint_wrench(body_real, jt, i, frame, rot, tau, k):
+    """(force, moment) of the joint forces tau[k:k + nv_j] of body i's joint (type jt, parent's joint frame F =
+    ``frame``, child rotation ``rot``) on the child, ground axes, the force at the joint point P_c: the wrench whose
+    power on the joint's motion is tau . v_j (module docstring); its opposite acts on the parent."""
+    moment = (0.0, 0.0, 0.0)
+    force = (0.0, 0.0, 0.0)
+    a = _vec(body_real, i, A1)
+    if jt == REVOLUTE:
+        moment = _scale(tau[k], _mat_vec(frame, a))
+    elif jt == PRISMATIC:
+        force = _scale(tau[k], _mat_vec(frame, a))
+    elif jt == CYLINDRICAL:
+        moment = _scale(tau[k], _mat_vec(frame, a))
+        force = _scale(tau[k + 1], _mat_vec(frame, a))
+    elif jt == UNIVERSAL:  # omega_rel = g1 alpha' + g2 beta' in ground axes: the dual basis of (g1, g2) in their plane
+        g1 = _mat_vec(frame, a)
+        g2 = _mat_vec(rot, _vec(body_real, i, A2))
+        n = _cross(g1, g2)
+        nn = _dot(n, n)
+        moment = _scale(1.0 / nn, _add(_scale(tau[k], _cross(g2, n)), _scale(tau[k + 1], _cross(n, g1))))
+    elif jt == SPHERICAL:  # a moment in the child's axes
+        moment = _mat_vec(rot, (tau[k], tau[k + 1], tau[k + 2]))
+    elif jt == PLANAR:
+        force = _add(_scale(tau[k], _column(frame, 0)), _scale(tau[k + 1], _column(frame, 1)))
+        moment = _scale(tau[k + 2], _column(frame, 2))
+    elif jt == FREE:  # the force in the joint frame, the moment in the child's axes
+        force = _mat_vec(frame, (tau[k], tau[k + 1], tau[k + 2]))
+        moment = _mat_vec(rot, (tau[k + 3], tau[k + 4], tau[k + 5]))
+    return force, moment
 
 
 @inline
