@@ -1,7 +1,7 @@
 """bdf in absolute coordinates on spatial models (``rm.simulate(model3d, method="bdf", formulation="augmented")``,
-``integrate.augmented3d_bdf``): the coefficients and the step's history against their definitions, the orders of
-convergence at fixed steps, the variable-step runs against dopri5 and generalized_alpha, the constraints at the
-step ends, loops, t_eval and events, and the failures."""
+``integrate.augmented3d_implicit``, section BDF): the coefficients and the step's history against their definitions,
+the orders of convergence at fixed steps, the variable-step runs against dopri5 and generalized_alpha, the
+constraints at the step ends, loops, t_eval and events, and the failures."""
 
 import numpy as np
 import pytest
@@ -14,24 +14,24 @@ from recursive_mbd._kernels.augmented import bdf3d
 from recursive_mbd._kernels.augmented import implicit3d as kernels
 from recursive_mbd.dynamics import augmented3d
 from recursive_mbd.errors import SimulationError
-from recursive_mbd.integrate import augmented3d_bdf, augmented3d_implicit
+from recursive_mbd.integrate import augmented3d_implicit
 
 
 def test_the_coefficients_differentiate_the_interpolating_polynomial_at_the_new_time():
     rng = np.random.default_rng(1)
     for k in (1, 2, 3):
         nodes = np.cumsum(np.concatenate(([0.3], -rng.uniform(0.01, 0.05, size=k))))  # t+, t_n, ... (descending)
-        a = augmented3d_bdf.bdf_coefficients(nodes)
+        a = augmented3d_implicit.bdf_coefficients(nodes)
         for degree in range(k + 1):  # exact on polynomials of degree <= k
             assert a @ nodes**degree == pytest.approx(
                 degree * nodes[0] ** (degree - 1) if degree else 0.0, rel=1e-12, abs=1e-12
             )
         assert a @ nodes ** (k + 1) != pytest.approx((k + 1) * nodes[0] ** k, rel=1e-9)  # and not beyond
-        w = augmented3d_bdf.extrapolation_weights(nodes[1:], nodes[0])
+        w = augmented3d_implicit.extrapolation_weights(nodes[1:], nodes[0])
         for degree in range(k):
             assert w @ nodes[1:] ** degree == pytest.approx(nodes[0] ** degree, rel=1e-12)
     # constant steps: BDF2's 3/2, -2, 1/2 (over h)
-    np.testing.assert_allclose(augmented3d_bdf.bdf_coefficients([0.2, 0.1, 0.0]), [15.0, -20.0, 5.0], rtol=1e-13)
+    np.testing.assert_allclose(augmented3d_implicit.bdf_coefficients([0.2, 0.1, 0.0]), [15.0, -20.0, 5.0], rtol=1e-13)
 
 
 def _log(rot):
@@ -62,8 +62,8 @@ def test_the_steps_update_is_the_bdf_formula_in_the_local_coordinates_of_the_cur
     past_z = np.array([p[0] for p in past])
     past_zb = np.array([p[1] for p in past])
     t_new = 0.323
-    a = augmented3d_bdf.bdf_coefficients([t_new, *times[:2]])
-    w = augmented3d_bdf.extrapolation_weights(times, t_new)
+    a = augmented3d_implicit.bdf_coefficients([t_new, *times[:2]])
+    w = augmented3d_implicit.extrapolation_weights(times, t_new)
     c = 1.0 / a[0]
     out = [np.zeros((n, 6)) for _ in range(6)]
     base_x, zb_eff, acc_eff, guess, x_pred, v_pred = out
@@ -134,7 +134,7 @@ def test_fixed_steps_converge_at_the_schemes_order_on_a_spatial_double_pendulum(
     reference = rm.simulate(model, q0, v0, t_end, rtol=1e-12, atol=1e-13)
     errors = []
     for dt in (2e-3, 1e-3, 5e-4):
-        result = augmented3d_bdf.simulate_bdf(model, q0, v0, 0.0, t_end, dt=dt, max_order=order, newton_tol=1e-13)
+        result = augmented3d_implicit.simulate_bdf(model, q0, v0, 0.0, t_end, dt=dt, max_order=order, newton_tol=1e-13)
         assert result.nsteps == round(t_end / dt) and result.nrejected == 0
         errors.append(
             max(
@@ -235,7 +235,7 @@ def test_a_run_that_cannot_converge_stops_naming_the_time_and_the_cause_with_the
         match=r"bdf: Newton did not converge at t = [0-9.e-]+ s .*max_newton = 1.*"
         r"failed tries",
     ) as error:
-        augmented3d_bdf.simulate_bdf(model, q0, v0, 0.0, 0.1, rtol=1e-6, atol=1e-6, max_newton=1)
+        augmented3d_implicit.simulate_bdf(model, q0, v0, 0.0, 0.1, rtol=1e-6, atol=1e-6, max_newton=1)
     result = error.value.result
     assert result.status == "failed" and result.t.tolist() == [0.0]
     np.testing.assert_allclose(result.q[0], q0, rtol=0, atol=1e-14)

@@ -439,9 +439,9 @@ def _generalized_alpha_augmented3d(model, q0, qd0, t0, t_end, dt, every, tau, dr
 
 def _bdf_augmented3d(model, q0, qd0, t0, t_end, dt, every, tau, drivers, events, t_eval, progress, max_wall_time,
                      max_steps, rtol, atol, first_step, max_step, max_order, rho_inf, newton_tol, augmented_options):
-    """Dispatch a Model3D with method="bdf", formulation="augmented" to ``augmented3d_bdf.simulate_bdf``
+    """Dispatch a Model3D with method="bdf", formulation="augmented" to ``augmented3d_implicit.simulate_bdf``
     (absolute coordinates, variable step, orders 1-2)."""
-    from . import augmented3d_bdf, augmented3d_implicit  # noqa: PLC0415
+    from . import augmented3d_implicit  # noqa: PLC0415
 
     if augmented_options.get("solver") not in (None, "tree"):
         raise ValueError(f"bdf in absolute coordinates solves with its own tree elimination, not "
@@ -455,9 +455,9 @@ def _bdf_augmented3d(model, q0, qd0, t0, t_end, dt, every, tau, drivers, events,
     q0, qd0 = _spatial_start(model, q0, qd0)
     check_finite_start(q0, qd0)
     t0, t_end = check_time_span(t0, t_end)
-    return augmented3d_bdf.simulate_bdf(
+    return augmented3d_implicit.simulate_bdf(
         model, q0, qd0, t0, t_end, rtol=rtol, atol=atol, tau=tau, drivers=drivers, every=every, t_eval=t_eval,
-        events=events, max_order=augmented3d_bdf.MAX_ORDER if max_order is None else max_order,
+        events=events, max_order=augmented3d_implicit.BDF_MAX_ORDER if max_order is None else max_order,
         first_step=first_step, max_step=max_step, newton_tol=newton_tol, max_steps=max_steps, progress=progress,
         max_wall_time=max_wall_time)
 

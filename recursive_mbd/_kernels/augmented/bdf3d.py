@@ -1,6 +1,7 @@
 """BDF on the augmented absolute coordinates of a spatial model compiled: each step's history in the local
 coordinates of the current pose, the affine update it gives the generalised-alpha kernels, and the local error
-estimate. ``recursive_mbd.integrate.augmented3d_bdf`` derives the scheme; this module writes the per-body pieces.
+estimate. ``recursive_mbd.integrate.augmented3d_implicit`` (its section "BDF") derives the scheme; this module
+writes the per-body pieces.
 
 Body i has the pose z_i = (c, quat) and the velocities zb_i = (c', omega_b), omega_b in body axes (an element of the
 Lie algebra R^3 x so(3), the same vector space at every time). A past pose is read in the local coordinates of the
@@ -71,9 +72,9 @@ def history(z, zb, vdot, past_z, past_zb, npast, a, w, w_d, c_damp, base_x, zb_e
     Out (nbodies, 6 each): v_new = zb_eff + c_damp vdot_new is the velocity rows of the BDF formula,
     a[0] v_new + sum_j a[j] v_j = vdot_new; x_new = base_x + c_damp^2 vdot_new the position rows (local
     coordinates), a[0] x_new + J_r(x_pred) S_x = v_new with S_x = sum_{j >= 2} a[j] x_j (the exact rows have
-    J_r(x_new); the module ``integrate.augmented3d_bdf`` says why x_pred's is taken); acc_eff is the generalised-alpha
-    kernels' acc0 that gives this update (``affine_update`` there: alpha_m = alpha_f = 0, gamma = beta = 1, h =
-    c_damp); x_pred, v_pred the predictor (local coordinates, body-axis velocities), and guess the vdot_new that
+    J_r(x_new); ``integrate.augmented3d_implicit``, section "BDF", says why x_pred's is taken); acc_eff is the
+    generalised-alpha kernels' acc0 that gives this update (``affine_update`` there: alpha_m = alpha_f = 0,
+    gamma = beta = 1, h = c_damp); x_pred, v_pred the predictor (local coordinates, body-axis velocities), and guess the vdot_new that
     puts the bodies at x_pred (Newton's first guess)."""
     n = z.shape[0]
     k = a.shape[0] - 1
