@@ -74,8 +74,8 @@ def history(z, zb, vdot, past_z, past_zb, npast, a, w, w_d, c_damp, base_x, zb_e
     coordinates), a[0] x_new + J_r(x_pred) S_x = v_new with S_x = sum_{j >= 2} a[j] x_j (the exact rows have
     J_r(x_new); ``integrate.augmented3d_implicit``, section "BDF", says why x_pred's is taken); acc_eff is the
     generalised-alpha kernels' acc0 that gives this update (``affine_update`` there: alpha_m = alpha_f = 0,
-    gamma = beta = 1, h = c_damp); x_pred, v_pred the predictor (local coordinates, body-axis velocities), and guess the vdot_new that
-    puts the bodies at x_pred (Newton's first guess)."""
+    gamma = beta = 1, h = c_damp); x_pred, v_pred the predictor (local coordinates, body-axis velocities), and
+    guess the vdot_new that puts the bodies at x_pred (Newton's first guess)."""
     n = z.shape[0]
     k = a.shape[0] - 1
     c2 = c_damp * c_damp
