@@ -3,6 +3,7 @@ formulation="augmented")``, ``integrate.augmented3d_implicit``): the Newton matr
 the step's residual on a random tree of every joint type, Newton's quadratic convergence, the trajectory against
 the recursive route's dopri5 run, second order in dt, and the failures."""
 
+import inspect
 import re
 
 import numpy as np
@@ -584,10 +585,12 @@ def _corrections_of_each_step(monkeypatch, model, q0, v0, t_end, rho_inf, count)
     iterations; the list ends early where a correction stalls at the round-off that the kernel measures): a list of
     (iterations the step took, [corrections])."""
     original = kernels.newton_step
+    where = list(inspect.signature(original.py_func).parameters).index
     steps = []
 
     def logged(*args):
-        vdot, lam, info = args[14], args[15], args[-2]  # the first guess, overwritten by the iterations (loops last)
+        # the first guess, overwritten by the iterations
+        vdot, lam, info = args[where("vdot")], args[where("lam")], args[where("info")]
         sizes = []
         for k in range(1, count + 1):
             original(*args[:12], 0.0, k, vdot.copy(), lam.copy(), *args[16:])
