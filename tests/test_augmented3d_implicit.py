@@ -46,12 +46,17 @@ class Step:
         n = self.model.nbodies
         return np.ascontiguousarray(x[:6 * n].reshape(n, 6)), np.ascontiguousarray(x[6 * n:])
 
+    def joint_forces(self):
+        """tau at the updated state (arrays.zp, zdp): none here."""
+        return np.zeros(0)
+
     def residual(self, x):
         m, a = self.model, self.arrays
         vdot, lam = self.split(x)
         kernels.update_state(self.z, self.zb, self.acc, self.vdot0, self.coef, vdot, a.zp, a.zbp, a.zdp, a.tangent)
-        assert kernels.residual(m.body_int, m.body_real, m.gravity, self.starts, np.zeros(0), self.target, a.zp,
-                                a.zdp, vdot, lam, self.coef[5], a.rb, a.rc, a.jc, a.jp, a.res, a.gam, a.power) == 0
+        assert kernels.residual(m.body_int, m.body_real, m.gravity, self.starts, self.joint_forces(), self.target,
+                                a.zp, a.zdp, vdot, lam, self.coef[5], a.rb, a.rc, a.jc, a.jp, a.res, a.gam,
+                                a.power) == 0
         return np.concatenate((a.rb.ravel(), a.rc))
 
     def factored(self, x, rhs):
