@@ -694,14 +694,8 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, driver
     loads = _Loads(model, inputs, tau, arrays, angles) if by_state else None
     vdot, lam, dissipation = None, None, 0.0
     if loads is not None:  # tau and the elements at the start (a function that fails here: StateError, no run)
-        loads.at(t0, z, zd)
-        if drive.bodies.size:  # the drivers' rows as the explicit runs' (their inputs hold tau and the elements)
-            vdot, lam = drive.initial_dynamics(z, zd, tau, q0, v0, t0, loads.tau)
-        else:
-            vdot, lam = augmented3d.forward_dynamics(model, z, zd, loads.tau_user, t0)
+        vdot, lam, power, dissipation = loads.start(t0, starts, drive, z, zd, tau, q0, v0)
         tau = loads.tau
-        vdot = to_body_axes(z, vdot)
-        power, dissipation = loads.powers(t0, starts, drive, z, zd, vdot, lam)
     elif fused:  # a tree of spherical joints: the start in the fused passes (tau's power at the start with them)
         vdot, lam = np.empty((model.nbodies, 6)), np.empty(int(starts[-1]))
         if kernels.spherical_dynamics(model.body_int, model.body_real, model.gravity, starts, tau, z, zb, zd,
@@ -1025,6 +1019,19 @@ class _Loads:
             if status:
                 raise_spatial_status(model, status, ("q", "v"), output=f"the element forces at t = {t:.9g} s")
             self.tau += ew.forces
+
+    def start(self, t0, starts, drive, z, zd, tau, q0, v0):
+        """The run's start with the loads: (vdot (nbodies, 6), omega' in body axes, lam, applied power, dissipated
+        power) at t0 and (z, zd) (q0, v0 its joint state), tau and the elements evaluated there (a function that
+        fails: StateError, no run). The augmented dynamics, the drivers' rows as the explicit runs' (their inputs
+        hold tau and the elements as a constant tau: ``_Drivers.initial_dynamics``)."""
+        self.at(t0, z, zd)
+        if drive.bodies.size:
+            vdot, lam = drive.initial_dynamics(z, zd, tau, q0, v0, t0, self.tau)
+        else:
+            vdot, lam = augmented3d.forward_dynamics(self.model, z, zd, self.tau_user, t0)
+        vdot = to_body_axes(z, vdot)
+        return (vdot, lam, *self.powers(t0, starts, drive, z, zd, vdot, lam))
 
     def powers(self, t, starts, drive, zp, zdp, vdot, lam):
         """(applied, dissipated) power [W] at time t and the state (zp, zdp), the step's end (the loads evaluated
