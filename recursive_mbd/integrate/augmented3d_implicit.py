@@ -367,7 +367,8 @@ test_augmented3d_loads.py``). Lagged: a tau function's dependence on the other j
 bodies (point spring-dampers, forces, torques), whose generalised forces reach every joint between the body and the
 root (the blocks of their joint-space form are not tree structured; as body loads they would be, but the route
 applies every element as joint forces, as the explicit routes do). Models with a tau function or elements take the
-general kernels (a tree of spherical joints too: the fused passes take no blocks by differences). The iteration runs
+general kernels (a tree of spherical joints too: the fused passes take no blocks by differences). The BDF run
+below takes the same loads, blocks and iteration (its section). The iteration runs
 in Python around
 ``kernels.newton_step`` of one iteration (``_Loads.newton``): the loads at the iterate, one correction, the tests of
 convergence of ``newton_step`` but its round-off measurement (a correction <= newton_tol, theta / (1 - theta) times
@@ -504,13 +505,35 @@ at a load of 10 to 13): N = 100, tilt 1e-3: 17 steps (3 rejected), 2.35 iteratio
 each other on a loaded machine, as the GA's docstring says); the GA at dt = 0.01 s in the same conditions, one
 thread: 2.84 s per simulated second.
 
+Loads that depend on the state (tau functions, force elements) are the generalised-alpha run's ("Loads that depend
+on the state" above, ``_Loads``): evaluated at every iterate's joint state, their joint blocks in the Newton matrix
+(``_kernels.augmented.loads3d``, the step's coefficients c_stiff = c_damp^2, c_damp = 1 / a_0 in place of the GA's:
+the blocks are the derivative by the same affine update), a tau function's dependence on other joints and the
+elements that act on bodies lagged, the iteration ``_Loads.newton``'s, the start ``_Loads.start``'s, and their
+power (tau's, the elements' forces' and torques', the dampers') evaluated at each accepted step's end, its
+trapezoidal sum in ``applied_work`` and ``dissipated_work`` (evaluated only where the error test accepts the step:
+a rejected try leaves the work and the angles' reference as they were). A constant tau's turning is in the matrix
+as the GA's (blocks by differences in the general kernels, closed form in the fused spherical passes). Measured
+(``tests/test_augmented3d_bdf.py``): the chain with a spring-damper on each joint, point spring-dampers to the
+ground and between bodies, a force of time, a follower torque and a tau(t, q, v), against the recursive route's
+dopri5 run over 0.3 s: at fixed steps (BDF2, dt 4e-3 -> 2e-3 -> 1e-3 s) the state error 1.9e-2, 4.8e-3, 1.2e-3,
+the energy balance 8.7e-3, 2.2e-3, 5.4e-4 (ratios 4.0, second order, and the applied and dissipated works' too);
+variable steps (the elements alone), rtol = atol 1e-4 to 1e-7: 35 to 292 steps, 2.9 to 2.25 iterations a try (the point
+spring-dampers, the force and the torque lagged), the error 6.4e-2 to 1.2e-3; joint dampers tau = -c v on the
+three-joint chain (0.2 s, rtol = atol = 1e-6): 2.00 iterations a try at c = 0.1, 1 and 10 N m s, where with the
+tau function's blocks left out 3.9, 8.5 (6 failed tries) and 8.5 (105 failed tries, 224 steps against 62).
+The elements that act on bodies stay lagged (``python3 benchmarks/implicit3d_loads.py``: the three-joint chain with
+a point spring-damper to the ground and one between two bodies, 0.3 s, iterations a try at rtol = atol = 1e-4 /
+1e-6): k = 20 N/m 2.89 / 2.48, k = 200 N/m 3.52 / 2.85, without them 2.00 / 2.00 (generalized_alpha at dt = 0.01 /
+0.005 s: 5.17 / 3.97, and 29.7 with 25 split steps / 7.75, without them 2.00 / 2.00): the step control's smaller
+steps keep their contraction (c_stiff k over the inertias) small.
+
 Scope: every joint type of the augmented formulation, closed loops (the recursive route's projected start, the
-loops' multipliers in ``result.multipliers``), drivers (tau constant), tau constant or None, gravity; t_eval (the
-dense output of ``_kernels.augmented.dense3d``: cubic Hermite in the centres of mass and velocities, on SO(3) in
-the rotations, from each step's ends), events (located on it), every, progress, max_wall_time, Ctrl-C. Not yet:
-tau functions and force elements (ValueError: use generalized_alpha with formulation='augmented' or the recursive
-route's bdf). ``result.newton_iterations`` counts the iterations of every try, ``nrejected`` the steps the error
-test rejected, ``newton_failures`` the tries whose Newton iteration failed.
+loops' multipliers in ``result.multipliers``), drivers, tau constant, None or a function (tau(t), tau(t, q, v),
+Python or compiled), force elements, gravity; t_eval (the dense output of ``_kernels.augmented.dense3d``: cubic
+Hermite in the centres of mass and velocities, on SO(3) in the rotations, from each step's ends), events (located
+on it), every, progress, max_wall_time, Ctrl-C. ``result.newton_iterations`` counts the iterations of every try,
+``nrejected`` the steps the error test rejected, ``newton_failures`` the tries whose Newton iteration failed.
 """
 
 import math
@@ -694,14 +717,8 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, driver
     loads = _Loads(model, inputs, tau, arrays, angles) if by_state else None
     vdot, lam, dissipation = None, None, 0.0
     if loads is not None:  # tau and the elements at the start (a function that fails here: StateError, no run)
-        loads.at(t0, z, zd)
-        if drive.bodies.size:  # the drivers' rows as the explicit runs' (their inputs hold tau and the elements)
-            vdot, lam = drive.initial_dynamics(z, zd, tau, q0, v0, t0, loads.tau)
-        else:
-            vdot, lam = augmented3d.forward_dynamics(model, z, zd, loads.tau_user, t0)
+        vdot, lam, power, dissipation = loads.start(t0, starts, drive, z, zd, tau, q0, v0)
         tau = loads.tau
-        vdot = to_body_axes(z, vdot)
-        power, dissipation = loads.powers(t0, starts, drive, z, zd, vdot, lam)
     elif fused:  # a tree of spherical joints: the start in the fused passes (tau's power at the start with them)
         vdot, lam = np.empty((model.nbodies, 6)), np.empty(int(starts[-1]))
         if kernels.spherical_dynamics(model.body_int, model.body_real, model.gravity, starts, tau, z, zb, zd,
@@ -1025,6 +1042,19 @@ class _Loads:
             if status:
                 raise_spatial_status(model, status, ("q", "v"), output=f"the element forces at t = {t:.9g} s")
             self.tau += ew.forces
+
+    def start(self, t0, starts, drive, z, zd, tau, q0, v0):
+        """The run's start with the loads: (vdot (nbodies, 6), omega' in body axes, lam, applied power, dissipated
+        power) at t0 and (z, zd) (q0, v0 its joint state), tau and the elements evaluated there (a function that
+        fails: StateError, no run). The augmented dynamics, the drivers' rows as the explicit runs' (their inputs
+        hold tau and the elements as a constant tau: ``_Drivers.initial_dynamics``)."""
+        self.at(t0, z, zd)
+        if drive.bodies.size:
+            vdot, lam = drive.initial_dynamics(z, zd, tau, q0, v0, t0, self.tau)
+        else:
+            vdot, lam = augmented3d.forward_dynamics(self.model, z, zd, self.tau_user, t0)
+        vdot = to_body_axes(z, vdot)
+        return (vdot, lam, *self.powers(t0, starts, drive, z, zd, vdot, lam))
 
     def powers(self, t, starts, drive, zp, zdp, vdot, lam):
         """(applied, dissipated) power [W] at time t and the state (zp, zdp), the step's end (the loads evaluated
@@ -1429,12 +1459,14 @@ class _BdfStepper:
     """The run's state as ``augmented3d_implicit._Stepper``'s list [z, zb, zd, acc, vdot, lam, power, work, rate,
     dissipation, dissipated] (acc unused here: vdot's copy; rate the last step's mean velocity in local coordinates
     x+ / h, the dense output's rotation increments), the past states (t, z, zb) the last first, and ``step``: one
-    try of a step of h from t."""
+    try of a step of h from t. ``loads``: the state-dependent loads (``_Loads``: tau functions, force elements),
+    iterated by the generalised-alpha run's ``_Loads.newton``; None for tau constant."""
 
-    def __init__(self, model, starts, tau, drive, state, arrays, rtol, atol, max_order, newton_tol, max_newton):
+    def __init__(self, model, starts, tau, drive, state, arrays, rtol, atol, max_order, newton_tol, max_newton,
+                 loads=None):
         n = model.nbodies
         self.model, self.starts, self.tau, self.drive = model, starts, tau, drive
-        self.state, self.arrays = state, arrays
+        self.state, self.arrays, self.loads = state, arrays, loads
         self.rtol, self.atol, self.max_order = rtol, atol, max_order
         self.newton_tol, self.max_newton = newton_tol, max_newton
         self.gyration = radii_of_gyration(model)
@@ -1494,26 +1526,30 @@ class _BdfStepper:
         coef = np.array([c_damp, 0.0, 0.0, 1.0, 1.0, c_stiff, c_damp])
         self.lam_new[:] = lam
         model, arrays = self.model, self.arrays
-        status = kernels.newton_step(
-            model.body_int,
-            model.body_real,
-            model.gravity,
-            self.starts,
-            self.tau,
-            self.drive.target,
-            z,
-            self.zb_eff,
-            self.acc_eff,
-            self.unused,
-            coef,
-            self.gyration,
-            self.newton_tol,
-            self.max_newton,
-            self.vdot_new,
-            self.lam_new,
-            *arrays.step_arrays(),
-        )
-        self.iterations += int(arrays.info[0])
+        if self.loads is not None:  # the loads at every iterate, their blocks in the matrix (counts its iterations)
+            status = self.loads.newton(self, z, self.zb_eff, self.acc_eff, self.unused, coef, t_new, self.vdot_new,
+                                       self.lam_new)
+        else:
+            status = kernels.newton_step(
+                model.body_int,
+                model.body_real,
+                model.gravity,
+                self.starts,
+                self.tau,
+                self.drive.target,
+                z,
+                self.zb_eff,
+                self.acc_eff,
+                self.unused,
+                coef,
+                self.gyration,
+                self.newton_tol,
+                self.max_newton,
+                self.vdot_new,
+                self.lam_new,
+                *arrays.step_arrays(),
+            )
+            self.iterations += int(arrays.info[0])
         if status:
             self.newton_failures += 1
             return "newton", status
@@ -1538,13 +1574,19 @@ class _BdfStepper:
 
     def accept(self, t, h):
         """Take the converged step of h from t: the state moves on (the old one into the past), its power and
-        work terms; returns (start, end) states for the output."""
+        work terms (the loads' evaluated at the new state: a StateError of a function that fails there propagates,
+        the state unchanged); returns (start, end) states for the output."""
         arrays = self.arrays
         start = self.state
         z, zb, zd, acc, vdot, lam, power, work, _, dissipation, dissipated = start
-        new_power = (
-            float(arrays.power[0]) + self.drive.power(self.lam_new) if self.tau.size else self.drive.power(self.lam_new)
-        )
+        if self.loads is not None:  # tau and the elements at the converged state (their last evaluation: the iterate
+            # before)
+            new_power, new_dissipation = self.loads.powers(t + h, self.starts, self.drive, arrays.zp, arrays.zdp,
+                                                           self.vdot_new, self.lam_new)
+        else:
+            new_power = float(arrays.power[0]) + self.drive.power(self.lam_new) if self.tau.size else \
+                self.drive.power(self.lam_new)
+            new_dissipation = 0.0
         self.past_z[1:] = self.past_z[:-1].copy()
         self.past_zb[1:] = self.past_zb[:-1].copy()
         self.past_z[0], self.past_zb[0] = z, zb
@@ -1559,8 +1601,8 @@ class _BdfStepper:
             new_power,
             work + 0.5 * h * (power + new_power),
             self.rate.copy(),
-            0.0,
-            dissipated,
+            new_dissipation,
+            dissipated + 0.5 * h * (dissipation + new_dissipation),
         ]
         self.state = end
         return start, end
@@ -1591,23 +1633,21 @@ def simulate_bdf(
     dt=None,
 ):
     """Variable-step BDF (orders 1 and 2) in absolute coordinates (module docstring), called by
-    ``rm.simulate(model3d, method="bdf", formulation="augmented")``; q0 (nq,) and v0 (nv,) checked there, tau None or
-    constant (nv,), drivers as ``rm.simulate``'s (revolute and prismatic joints: body -> f(t) or (f, f', f'')),
-    ``events`` as ``rm.simulate``'s, rtol, atol the local error's tolerances (m, rad at the radius of gyration, m/s
-    times the step), max_order 1 or 2, first_step and max_step [s], newton_tol [m] (default 1e-3 min(rtol, atol)).
+    ``rm.simulate(model3d, method="bdf", formulation="augmented")``; q0 (nq,) and v0 (nv,) checked there, tau None,
+    constant (nv,) or a function tau(t) / tau(t, q, v) (Python or numba-compiled; it and the model's force elements
+    are the generalised-alpha run's ``_Loads``), drivers as ``rm.simulate``'s (revolute and prismatic joints:
+    body -> f(t) or (f, f', f'')), ``events`` as ``rm.simulate``'s, rtol, atol the local error's tolerances (m, rad
+    at the radius of gyration, m/s times the step), max_order 1 or 2, first_step and max_step [s], newton_tol [m]
+    (default 1e-3 min(rtol, atol)).
     Returns the SimulationResult (joint coordinates at the ``t_eval`` times, t0 and t_end added, or at every
     ``every``-th step, t0 and t_end always; ``z``, ``zd``, ``constraint_drift``, ``newton_iterations``,
-    ``newton_factorizations``, ``newton_failures``, ``nrejected``). Raises SimulationError with the samples so far
-    when a step's Newton iteration keeps failing down to the smallest step, when a driver or an event function
-    fails, or at max_wall_time; KeyboardInterrupt (``runs.RunInterrupted``) on Ctrl-C. ``dt`` [s], where given,
+    ``newton_factorizations``, ``newton_failures``, ``nrejected``; ``applied_work``, ``dissipated_work``). Raises
+    SimulationError with the samples so far when a step's Newton iteration keeps failing down to the smallest step,
+    when a driver, tau, an element or an event function fails, or at max_wall_time; StateError before the run for a
+    tau function that fails at t0; KeyboardInterrupt (``runs.RunInterrupted``) on Ctrl-C. ``dt`` [s], where given,
     fixes the step (no error control, no rejected step; Newton failures still quarter it): for measuring the
     order of convergence."""
     check_model(model)
-    if callable(tau) or model._elements:
-        raise ValueError(
-            "bdf with formulation='augmented' on a Model3D takes tau constant and no force elements yet "
-            "(use method='generalized_alpha' with formulation='augmented', or formulation='recursive')"
-        )
     if max_order not in (1, 2):
         raise ValueError(
             f"max_order of bdf in absolute coordinates must be 1 or 2 (the A-stable orders), got {max_order!r}"
@@ -1626,8 +1666,10 @@ def simulate_bdf(
         t_eval = np.unique(np.concatenate(([t0], np.asarray(t_eval, dtype=float), [t_end])))
         if t_eval[0] < t0 or t_eval[-1] > t_end:
             raise ValueError(f"t_eval must lie in [t0, t_end] = [{t0:g}, {t_end:g}]")
-    tau = np.zeros(0) if tau is None else np.ascontiguousarray(_checks.finite_array(tau, "tau", (model.nv,)))
-    inputs = _SpatialInputs(model, tau if tau.size else None, drivers)
+    function = callable(tau)
+    if not function:
+        tau = np.zeros(0) if tau is None else np.ascontiguousarray(_checks.finite_array(tau, "tau", (model.nv,)))
+    inputs = _SpatialInputs(model, tau if function or tau.size else None, drivers)
     drive = _Drivers(model, inputs)
     q0, v0 = drive.start(q0, v0, t0)
     if model.nloops:  # onto the loops, the driven joints held: the generalised-alpha run's start
@@ -1638,12 +1680,23 @@ def simulate_bdf(
     z, zd = augmented3d.absolute_from_joint(model, q0, v0)
     zb = to_body_axes(z, zd)
     starts = drive.starts
-    fused = FUSED_SPHERICAL and not model.nloops and bool((model.body_int[:, SL.JTYPE] == SL.SPHERICAL).all())
-    arrays = _Arrays(model, starts, fused=fused)
+    # loads that depend on the state take the general kernels and the loads' blocks of the matrix (``_Loads``), as
+    # the generalised-alpha run's; a constant tau on a tree of spherical joints the fused passes
+    by_state = function or bool(model._elements)
+    fused = (FUSED_SPHERICAL and not model.nloops and not by_state
+             and bool((model.body_int[:, SL.JTYPE] == SL.SPHERICAL).all()))
+    loaded = by_state or (not fused and bool(np.any(tau)))  # a constant tau's turning: its blocks too
+    arrays = _Arrays(model, starts, fused=fused, loaded=loaded, driven=drive.inputs.driven)
     angles = _Angles(model, q0)
-    vdot, lam = drive.initial_dynamics(z, zd, tau, q0, v0, t0)
-    vdot = to_body_axes(z, vdot)
-    power = _power(model, starts, tau, drive, z, zd, vdot, lam, arrays)
+    loads = _Loads(model, inputs, tau, arrays, angles) if by_state else None
+    dissipation = 0.0
+    if loads is not None:  # tau and the elements at the start (a function that fails here: StateError, no run)
+        vdot, lam, power, dissipation = loads.start(t0, starts, drive, z, zd, tau, q0, v0)
+        tau = loads.tau
+    else:
+        vdot, lam = drive.initial_dynamics(z, zd, tau, q0, v0, t0)
+        vdot = to_body_axes(z, vdot)
+        power = _power(model, starts, tau, drive, z, zd, vdot, lam, arrays)
     augmented3d.release_workspace(model)
     spatial.release_workspace(model)
     stepper = _BdfStepper(
@@ -1651,17 +1704,18 @@ def simulate_bdf(
         starts,
         tau,
         drive,
-        [z, zb, zd, vdot.copy(), vdot, lam, power, 0.0, zb.copy(), 0.0, 0.0],
+        [z, zb, zd, vdot.copy(), vdot, lam, power, 0.0, zb.copy(), dissipation, 0.0],
         arrays,
         rtol,
         atol,
         max_order,
         newton_tol,
         max_newton,
+        loads,
     )
     states = _AbsoluteStates(model, arrays, angles)
     event_functions = _runs._Events(model, events, inputs, states)
-    output = _BdfOutput(model, t0, stepper.state, drive, t_eval, event_functions, states, False)
+    output = _BdfOutput(model, t0, stepper.state, drive, t_eval, event_functions, states, loads is not None)
     control = _runs._RunControl(max_wall_time)
     shown = control.progress = _runs.run_progress(progress, "bdf", t0, t_end)
     span = t_end - t0
@@ -1714,7 +1768,11 @@ def simulate_bdf(
                         break
                     continue
                 t_new = t_end if h == t_end - t else t + h
-                start, end = stepper.accept(t, t_new - t)
+                try:
+                    start, end = stepper.accept(t, t_new - t)
+                except StateError as error:  # a tau or element function at the converged state
+                    failure = ("failed", f"bdf failed at t = {t_new:.9g} s: {error}", error.__cause__)
+                    break
                 failure = output.step(t, t_new - t, start, end, stepper.rate)
                 t = t_new
                 accepted += 1
