@@ -335,53 +335,100 @@ def _rotation(vector):
     return np.eye(3) + math.sin(angle) * k + (1.0 - math.cos(angle)) * k @ k
 
 
-@pytest.mark.parametrize("reversed_slip", [False, True])
-def test_the_contact_blocks_are_the_derivative_of_the_contact_loads(reversed_slip):
-    # the blocks [C | K] of every body against central differences of its contact wrench, by its velocity twist
-    # (C) and by a displacement of its pose, (R, o) -> (R exp(e_w), o + R e_v) with its body-axes twist held (K):
-    # the ball slides (its friction clipped at mu F_n), the capsule's two ends stick on stretched anchors; with
-    # reversed_slip the ball's slip turned round since the last Newton iterate, so the blocks and the loads are its
-    # unclipped law's (``slip_reversals``)
-    model = _pair(1e6)
-    packed = model._require_compiled()
-    rows, real = packed.contact_int, packed.contact_real
-    rng = np.random.default_rng(7)
+def _drum_pair(friction=0.5):
+    """A ball (radius 0.1) and a capsule (its axis from (-0.2, 0, 0) to (0.2, 0, 0), radius 0.05), each of 1 kg on
+    a free joint, on a drum of radius 0.5 about the ground's y axis: the ball on its crown, the capsule across it
+    at y = 1 (one row at its axis' point nearest the drum's axis, inside the segment)."""
+    model = rm.Model3D(gravity=(0.0, 0.0, -G))
+    model.add_body(joint="free", mass=1.0, inertia=0.004, name="ball")
+    model.add_body(joint="free", mass=1.0, inertia=0.02, name="block")
+    model.add_drum("drum", center=(0.0, 0.0, 0.0), radius=0.5, axis=(0.0, 1.0, 0.0))
+    law = {"stiffness": 1e6, "restitution": 0.5, "friction": friction, "min_impact_speed": 0.1}
+    model.add_contact("ball", "drum", radius=0.1, **law)
+    model.add_contact("block", "drum", segment=((-0.2, 0.0, 0.0), (0.2, 0.0, 0.0)), radius=0.05, **law)
+    return model
+
+
+def _floor_rows(rng):
+    """The floor pair's poses, twists and contact state for the blocks' test: the ball slides (its trial friction
+    past mu F_n), the capsule's two end rows stick on anchors 1e-4 m from their contact points."""
     rot = np.array([_rotation(rng.normal(size=3) * 0.005) for _ in range(2)])
     pos = np.array([[0.0, 0.0, 0.099], [1.0, 0.0, 0.047]])
     omega = np.array([[0.3, -0.2, 0.5], [0.1, 0.2, -0.1]])
     vel = np.array([[0.5, 0.2, -0.05], [0.002, -0.001, 0.01]])
-    state = np.zeros(N_CSTATE * 3)
-    for row, (body, point) in enumerate(((0, (0.0, 0.0, -0.1)), (1, (-0.2, 0.0, -0.05)), (1, (0.2, 0.0, -0.05)))):
-        ground = rot[body] @ np.array(point) + pos[body]  # about the contact point: the anchors 1e-4 m apart
+    rows = ((0, (0.0, 0.0, -0.1)), (1, (-0.2, 0.0, -0.05)), (1, (0.2, 0.0, -0.05)))
+    return _pair(1e6), rot, pos, omega, vel, rows, [True, False, False], 1e-4
+
+
+def _drum_rows(rng):
+    """The drum pair's poses, twists and contact state for the blocks' test: the ball 0.9 mm into the drum off its
+    crown, sliding; the capsule turned 0.3 rad about z (its nearest point off its middle) 0.47 mm in, sticking on
+    anchors about 2e-5 m from its contact point."""
+    rot = np.array([_rotation(rng.normal(size=3) * 0.005), _rotation(np.array([0.01, -0.02, 0.3]))])
+    pos = np.array([[0.05, 0.0, 0.597], [-0.03, 1.0, 0.549]])
+    omega = np.array([[0.3, -0.2, 0.5], [0.1, 0.2, -0.1]])
+    vel = np.array([[0.5, 0.2, -0.05], [0.002, -0.001, 0.01]])
+    centre = pos[0] / np.linalg.norm(pos[0])  # the ball's contact point: on its surface towards the drum's axis
+    model = _drum_pair()
+    packed = model._require_compiled()
+    state = np.zeros(N_CSTATE * 2)
+    per = np.zeros((2, N_PER_CONTACT))
+    kernels.contact_forces(packed.contact_int, packed.contact_real, rot, pos, omega, vel, state, 0, np.zeros((2, 6)),
+                           np.zeros(2), per)
+    assert per[:, 4].min() > 4e-4  # both touch
+    point = per[1, 5:8]
+    rows = ((0, tuple(rot[0].T @ (pos[0] - 0.1 * centre - pos[0]))), (1, tuple(rot[1].T @ (point - pos[1]))))
+    return model, rot, pos, omega, vel, rows, [True, False], 2e-5
+
+
+@pytest.mark.parametrize("surface", ["floor", "drum"])
+@pytest.mark.parametrize("reversed_slip", [False, True])
+def test_the_contact_blocks_are_the_derivative_of_the_contact_loads(reversed_slip, surface):
+    # the blocks [C | K] of every body against central differences of its contact wrench, by its velocity twist
+    # (C) and by a displacement of its pose, (R, o) -> (R exp(e_w), o + R e_v) with its body-axes twist held (K):
+    # the ball slides (its friction clipped at mu F_n), the capsule sticks on stretched anchors (on the floor its two
+    # end rows, on the drum its row at its axis' point nearest the drum's axis, which slides along the axis as the
+    # capsule turns); with reversed_slip the ball's slip turned round since the last Newton iterate, so the blocks
+    # and the loads are its unclipped law's (``slip_reversals``). On the drum the normal turns with the shape's
+    # centre and the stretch is measured along the drum's arc and axis and along the sphere's great circle
+    rng = np.random.default_rng(7)
+    rows_of = _floor_rows if surface == "floor" else _drum_rows
+    model, rot, pos, omega, vel, points, slides_expected, spread = rows_of(rng)
+    packed = model._require_compiled()
+    rows, real = packed.contact_int, packed.contact_real
+    nrows = rows.shape[0]
+    state = np.zeros(N_CSTATE * nrows)
+    for row, (body, point) in enumerate(points):
+        ground = rot[body] @ np.array(point) + pos[body]  # about the contact point: the anchors ``spread`` apart
         state[N_CSTATE * row + CS_ACTIVE] = 1.0
         state[N_CSTATE * row + CS_VIN] = 0.5
         state[N_CSTATE * row + CS_BODY:N_CSTATE * row + CS_BODY + 3] = rot[body].T @ (
-            ground + rng.normal(size=3) * 1e-4 - pos[body])
-        state[N_CSTATE * row + CS_SURF:N_CSTATE * row + CS_SURF + 3] = ground + rng.normal(size=3) * 1e-4
+            ground + rng.normal(size=3) * spread - pos[body])
+        state[N_CSTATE * row + CS_SURF:N_CSTATE * row + CS_SURF + 3] = ground + rng.normal(size=3) * spread
 
-    linear = np.zeros((3, 4))
+    linear = np.zeros((nrows, 4))
 
     def wrench(rot, pos, omega, vel, per_contact=None):
         out = np.zeros((2, 6))
         kernels.contact_forces(rows, real, rot, pos, omega, vel, state, 0, out, np.zeros(2),
-                               np.zeros((3, N_PER_CONTACT)) if per_contact is None else per_contact)
+                               np.zeros((nrows, N_PER_CONTACT)) if per_contact is None else per_contact)
         if reversed_slip:  # the last iterate's slip direction opposite this one's: the ball's row is marked
             if per_contact is not None:
                 linear[0, 1:] = -per_contact[0, 1:4]
             marks = linear.copy()
             assert kernels.slip_reversals(packed.body_int, rows, real, rot, pos, omega, vel, state, 0, marks, out) == 1
-            assert list(marks[:, 0]) == [1.0, 0.0, 0.0]
+            assert marks[:, 0].tolist() == [1.0] + [0.0] * (nrows - 1)
         return out
 
-    per_contact = np.zeros((3, N_PER_CONTACT))
+    per_contact = np.zeros((nrows, N_PER_CONTACT))
     wrench(rot, pos, omega, vel, per_contact)
     limits = 0.5 * per_contact[:, 0]
     slides = np.linalg.norm(per_contact[:, 1:4], axis=1) >= limits * (1.0 - 1e-12)
-    assert np.all(per_contact[:, 0] > 0.0) and list(slides) == [True, False, False]
+    assert np.all(per_contact[:, 0] > 0.0) and list(slides) == slides_expected
     blocks = np.zeros((2, 6, 24))
     linear[0, 0] = 1.0 if reversed_slip else 0.0  # the mark ``slip_reversals`` set
     assert kernels.contact_newton_blocks(packed.body_int, rows, real, rot, pos, omega, vel, state, 0, blocks,
-                                         linear) == 3
+                                         linear) == nrows
     assert not blocks[:, :, 12:].any()  # no contact between a body and its parent
     twist_w = np.einsum("bji,bj->bi", rot, omega)  # the body-axes twists, held under a displacement
     twist_v = np.einsum("bji,bj->bi", rot, vel)
@@ -403,7 +450,8 @@ def test_the_contact_blocks_are_the_derivative_of_the_contact_loads(reversed_sli
                     v[body] = r[body] @ twist_v[body]
                 sides.append(wrench(r, p, w, v)[body])
             numeric[:, col] = -(sides[0] - sides[1]) / 2e-7
-        assert np.abs(blocks[body, :, :12] - numeric).max() < 1e-7 * np.abs(numeric).max()
+        error = np.abs(blocks[body, :, :12] - numeric).max() / np.abs(numeric).max()
+        assert error < 1e-7, (surface, body, error)
 
 
 @pytest.mark.parametrize("options", [{"method": "generalized_alpha", "dt": 1e-2},
