@@ -507,3 +507,134 @@ def test_generalized_alpha_holds_a_capsule_below_its_friction_angle():
     forces = result.contact_forces()
     assert forces["tangential"][-1, 1:].sum(axis=0) == pytest.approx([-G * math.sin(angle), 0.0, 0.0], rel=1e-8,
                                                                       abs=1e-8)
+
+
+def _exact_matrix(model, q, v, blocks, loads, c_stiff, c_damp):
+    """The exact Newton matrix of generalized_alpha (``newton.newton_factor`` at q, v, vdot = 0 and no update),
+    from its factors (its inverse column by column)."""
+    from recursive_mbd._kernels.spatial import layout as layout3d  # noqa: PLC0415
+    from recursive_mbd._kernels.spatial import newton as spatial_newton  # noqa: PLC0415
+    from recursive_mbd._kernels.spatial import tree as spatial_tree  # noqa: PLC0415
+
+    packed = model._require_compiled()
+    nb, nv, mx = model.nbodies, model.nv, int(packed.body_int[:, layout3d.NVJ].max())
+    ws, s, tmp = np.zeros((nb, layout3d.W_SPATIAL)), np.zeros((nb, mx, 6)), np.zeros(spatial_tree.TMP_SIZE)
+    fac = np.zeros((nb, spatial_newton.factor_width(mx)))
+    assert spatial_newton.newton_factor(packed.body_int, packed.body_real, packed.gravity, q, v, np.zeros(nv),
+                                        np.zeros(nv), c_stiff, c_damp, np.zeros(nv), ws, s, tmp, np.zeros(nv),
+                                        np.zeros(spatial_newton.SCRATCH_SIZE), fac, blocks,
+                                        np.zeros(0, dtype=np.uint8), loads) == 0
+    inverse = np.zeros((nv, nv))
+    for j in range(nv):
+        spatial_newton.newton_apply(packed.body_int, ws, fac, np.eye(nv)[j], tmp, np.zeros((nb, mx)), inverse[:, j])
+    return np.linalg.inv(inverse)
+
+
+@pytest.mark.parametrize("case", ["ball on the floor", "ball on the drum", "revolute chain", "spherical chain"])
+def test_the_exact_newton_matrix_has_the_contacts_derivative_at_rest(case):
+    # generalized_alpha's exact Newton matrix with the contacts' blocks and subtree loads minus without them, against
+    # c_stiff (-dQ/dq) + c_damp (-dQ/dv) of the contacts' generalised force Q (central differences of M vdot + h from
+    # forward dynamics with the contact state, gravity off; q moved by q (+) e as a step moves it), the bodies at
+    # rest and the stick springs stretched: the blocks on the touching body and the contact loads turning with the
+    # joints above it (a chain's tip on the floor; the free ball's joint, whose translation turns with its rotation).
+    # Moving bodies are not exact: the contacts' stiffness acts on c_stiff times the body's acceleration change, not
+    # on its displacement (``newton.newton_factor``)
+    from recursive_mbd._kernels.spatial import layout as layout3d  # noqa: PLC0415
+    from recursive_mbd._kernels.spatial import tree as spatial_tree  # noqa: PLC0415
+
+    law = {"stiffness": 1e5, "restitution": 0.5, "friction": 0.3, "min_impact_speed": 0.5}
+    if case.startswith("ball"):
+        model = rm.Model3D(gravity=(0.0, 0.0, 0.0))
+        model.add_body(joint="free", mass=1.0, inertia=0.004, name="ball")
+        if case.endswith("floor"):
+            model.add_ground()
+            q = np.array([0.0, 0.0, 0.1 - 4e-4, 1.0, 0.0, 0.0, 0.0])
+        else:
+            model.add_drum("floor", center=(0.0, 0.0, 0.0), radius=0.5, axis=(0.0, 1.0, 0.0))
+            q = np.array([0.05, 0.0, 0.597, 1.0, 0.0, 0.0, 0.0])
+        model.add_contact("ball", "floor", radius=0.1, **law)
+    else:
+        joint = case.split()[0]
+        model = rm.Model3D(gravity=(0.0, 0.0, 0.0))
+        axis = {"axis": (0.0, 1.0, 0.0)} if joint == "revolute" else {}
+        inertia = (0.001, 0.02, 0.02, 0.0, 0.0, 0.0)
+        model.add_body(parent="ground", joint=joint, parent_point=(0, 0, 0.5), child_point=(-0.25, 0, 0), mass=1.0,
+                       inertia=inertia, name="a", **axis)
+        model.add_body(parent="a", joint=joint, parent_point=(0.25, 0, 0), child_point=(-0.25, 0, 0), mass=1.0,
+                       inertia=inertia, name="b", **axis)
+        model.add_ground()
+        model.add_contact("b", "floor", point=(0.25, 0, 0), radius=0.02, **law)
+    packed = model._require_compiled()
+    nb, nv = model.nbodies, model.nv
+    mx = int(packed.body_int[:, layout3d.NVJ].max())
+    zero = np.zeros(nv)
+
+    def kinematics(q, v):
+        rot, pos, omega, vel = np.zeros((nb, 3, 3)), np.zeros((nb, 3)), np.zeros((nb, 3)), np.zeros((nb, 3))
+        ws, s = np.zeros((nb, layout3d.W_SPATIAL)), np.zeros((nb, mx, 6))
+        assert spatial_tree.poses(packed.body_int, packed.body_real, q, v, ws, s, np.zeros(spatial_tree.TMP_SIZE),
+                                  rot, pos, omega, vel, True) == 0
+        return ws, rot, pos, omega, vel
+
+    def per_contact(q, state):
+        _, rot, pos, omega, vel = kinematics(q, zero)
+        per = np.zeros((1, N_PER_CONTACT))
+        kernels.contact_forces(packed.contact_int, packed.contact_real, rot, pos, omega, vel, state, 0,
+                               np.zeros((nb, 6)), np.zeros(2), per)
+        return per[0]
+
+    if not case.startswith("ball"):  # the second joint turned until the tip sphere is 0.4 mm deep (bisection)
+        def pose(angle):
+            if joint == "revolute":
+                return np.array([0.6, angle])
+            turns = []
+            for direction, a in (((0.1, 1.0, 0.05), 0.6), ((0.0, 1.0, -0.2), angle)):
+                unit = np.array(direction) / np.linalg.norm(direction)
+                turns.append(np.r_[math.cos(a / 2), math.sin(a / 2) * unit])
+            return np.concatenate(turns)
+
+        def tip_height(angle):
+            _, rot, pos, _, _ = kinematics(pose(angle), zero)
+            return (pos[1] + rot[1] @ np.array([0.25, 0.0, 0.0]))[2]
+
+        low, high = -1.0, 0.0  # the tip above the floor's contact height, below it
+        assert tip_height(low) > 0.0196 > tip_height(high)
+        for _ in range(60):
+            middle = 0.5 * (low + high)
+            low, high = (middle, high) if tip_height(middle) > 0.0196 else (low, middle)
+        q = pose(high)
+    state = np.zeros(N_CSTATE)
+    per = per_contact(q, state)
+    assert 3.9e-4 < per[4] < 1e-3  # the depth
+    body = packed.contact_int[0, 0]
+    _, rot, pos, omega, vel = kinematics(q, zero)
+    point = per[5:8]
+    state[CS_ACTIVE] = 1.0
+    state[CS_VIN] = 0.7
+    state[CS_BODY:CS_BODY + 3] = rot[body].T @ (point + np.array([1e-7, -2e-7, 0.0]) - pos[body])
+    state[CS_SURF:CS_SURF + 3] = point
+    per = per_contact(q, state)
+    assert np.linalg.norm(per[1:4]) < 0.3 * per[0]  # sticking, the stick spring stretched
+
+    def force(q, v):
+        return rm.mass_matrix(model, q) @ rm.forward_dynamics(model, q, v, contact_state=state[None, :]) + (
+            rm.bias_forces(model, q, v))
+
+    c_stiff, c_damp, h = 2.5e-5, 5e-3, 1e-7
+    expected = np.zeros((nv, nv))
+    for j in range(nv):
+        e = np.eye(nv)[j] * h
+        expected[:, j] = -(c_stiff * (force(rm.integrate_configuration(model, q, e), zero) - force(
+            rm.integrate_configuration(model, q, -e), zero)) + c_damp * (force(q, e) - force(q, -e))) / (2 * h)
+    ws, rot, pos, omega, vel = kinematics(q, zero)
+    blocks = np.zeros((nb, 6, 24))
+    assert kernels.contact_newton_blocks(packed.body_int, packed.contact_int, packed.contact_real, rot, pos, omega,
+                                         vel, state, 0, blocks, np.zeros((0, 4))) == 1
+    loads = np.zeros((nb, 6))  # the subtree loads, as ``system.contact_subtree_loads`` makes them
+    kernels.transmitted_loads(packed.body_int, packed.contact_int, packed.contact_real, rot, pos, omega, vel, state,
+                              0, np.zeros((0, 4)), loads)
+    for i in range(nb - 1, 0, -1):
+        spatial_tree._force_to_parent_add(ws, i, loads[i], 0, loads[i - 1], 0)
+    added = (_exact_matrix(model, q, zero, blocks, loads, c_stiff, c_damp)
+             - _exact_matrix(model, q, zero, np.zeros((nb, 6, 24)), np.zeros((0, 6)), c_stiff, c_damp))
+    assert np.abs(added - expected).max() < 1e-7 * np.abs(expected).max()

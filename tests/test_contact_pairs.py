@@ -318,7 +318,7 @@ def test_a_spatial_contact_between_a_link_and_its_parent_enters_the_childs_joint
         assert spatial_newton.newton_factor(packed.body_int, packed.body_real, packed.gravity, q, v, np.zeros(nv),
                                             np.zeros(nv), c_stiff, c_damp, np.zeros(nv), ws, s, tmp, np.zeros(nv),
                                             np.zeros(spatial_newton.SCRATCH_SIZE), fac, blocks,
-                                            np.zeros(0, dtype=np.uint8)) == 0
+                                            np.zeros(0, dtype=np.uint8), np.zeros((0, 6))) == 0
         inverse = np.zeros((nv, nv))
         for j in range(nv):
             spatial_newton.newton_apply(packed.body_int, ws, fac, np.eye(nv)[j], tmp, np.zeros((nb, 1)),

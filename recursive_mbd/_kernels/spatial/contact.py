@@ -766,6 +766,34 @@ def _add_cross(blocks, b, row, col, x, y, z):
 
 
 @njit
+def transmitted_loads(body_int, contact_int, contact_real, rot, pos, omega, vel, state, offset, linear, wrench):
+    """wrench (nbodies, 6) += the loads of the rows not between a body and its parent, as the residual takes them
+    (``contact_forces``' clipped law; the rows that ``slip_reversals`` marked in linear (nrows, 4), or (0, 4), on
+    their unclipped law): the loads whose turn with the joints above them the exact Newton matrix takes
+    (``system.contact_subtree_loads``). A row between a body and its parent is left out: its forces cancel on the
+    parent's subtree, so they hand nothing to the joints above the child, and its block is on the child's joint
+    alone (``contact_newton_blocks``)."""
+    marks = linear.shape[0] > 0
+    for r in range(contact_int.shape[0]):
+        a = contact_int[r, CBODY]
+        b = contact_int[r, COWNER]
+        if b >= 0 and (body_int[a, PARENT] == b or body_int[b, PARENT] == a):
+            continue
+        touching, gap, nx, ny, nz, qx, qy, qz, vx, vy, vz = _geometry(contact_int, contact_real, rot, pos, omega,
+                                                                      vel, r)
+        if not touching:
+            continue
+        base = offset + N_CSTATE * r
+        _, _, _, _, _, _, _, fn, _, fx, fy, fz, norm, limit = _row_law(
+            contact_int, contact_real, rot, pos, state, base, r, gap, nx, ny, nz, qx, qy, qz, vx, vy, vz)
+        if not (marks and linear[r, 0] != 0.0):
+            fx = coulomb_clip(fx, norm, limit)
+            fy = coulomb_clip(fy, norm, limit)
+            fz = coulomb_clip(fz, norm, limit)
+        _push(contact_int, rot, pos, wrench, r, qx, qy, qz, fn * nx + fx, fn * ny + fy, fn * nz + fz)
+
+
+@njit
 def slip_reversals(body_int, contact_int, contact_real, rot, pos, omega, vel, state, offset, linear, wrench):
     """Mark the rows whose slip reversed at this Newton iterate and add to ``wrench`` (nbodies, 6) what taking them
     on their unclipped law adds to the contacts' loads, f - clip(f), at the poses ``contact_forces`` took; returns
