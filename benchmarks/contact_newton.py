@@ -1,7 +1,7 @@
 """How exactly the contacts' stiffness and damping enter the implicit methods' Newton matrices: each matrix with the
 contacts minus without them, against central differences of the contacts' share of the step's residual.
 
-    python3 benchmarks/contact_newton.py [--name contact_newton]
+    python3 benchmarks/contact_newton.py [--name contact_newton] [--landing N DT T_END]
 
 Planar (generalized_alpha and bdf share the matrix: ``_kernels.planar.implicit.effective_factor`` with the blocks of
 ``_kernels.planar.contact.contact_newton_blocks``): a two-link arm hinged to the ground whose forearm's tip (a circle
@@ -15,6 +15,9 @@ at c_stiff = 2.5e-5, c_damp = 5e-3 (generalized_alpha at about 0.1 ms), no updat
 c_stiff (-dQ/dq) + c_damp (-dQ/dv), q moved by q (+) e: a free ball (radius 0.1) on the floor and on a drum, a two-link
 chain (hinges, spherical joints) whose tip sphere is on the floor, and an arm carrying a plane that a sphere on its
 child (hinge, spherical joint) presses into (a row between a body and its parent); at rest (1e-5) and moving.
+
+With ``--landing N DT T_END`` (20 5e-4 0.2): generalized_alpha's Newton iterations and factorisations on a chain of N
+capsule links on spherical joints landing on a table (``landing``), instead.
 
 Columns: the case, sticking or sliding, and the largest entry of the difference relative to the largest of the finite
 differences (central, h = 1e-7: about 1e-9 where exact). Prints a table and writes benchmarks/results/NAME.json.
@@ -308,10 +311,49 @@ def spatial_cases():
                 1e-7 if np.abs(vel).max() < 1e-3 else 1e-4)
 
 
+def landing(n, dt, t_end):
+    """generalized_alpha's Newton iterations on n capsule links (5 cm, 50 g, radius 1 cm) on spherical joints, the
+    first hinged 0.1 m above the floor, laid along x tilted down and released onto it (k = 1e6 N/m^1.5, mu = 0.3,
+    restitution 0.1, impacts unwatched: min_impact_speed 5 m/s)."""
+    import time  # noqa: PLC0415
+
+    link = 0.05
+    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
+    inertia = (1e-6, 0.05 * link**2 / 12, 0.05 * link**2 / 12, 0, 0, 0)
+    model.add_body(parent="ground", joint="spherical", parent_point=(0, 0, 0.1), child_point=(-link / 2, 0, 0),
+                   mass=0.05, inertia=inertia, name="l0")
+    for i in range(1, n):
+        model.add_body(parent=i - 1, joint="spherical", parent_point=(link / 2, 0, 0), child_point=(-link / 2, 0, 0),
+                       mass=0.05, inertia=inertia, name=f"l{i}")
+    model.add_ground()
+    model.add_contact([f"l{i}" for i in range(n)], "floor", segment=((-link / 2, 0, 0), (link / 2, 0, 0)),
+                      radius=0.01, stiffness=1e6, restitution=0.1, friction=0.3, min_impact_speed=5.0)
+    q0 = model.neutral()
+    a = 0.12  # the first link tilted down about y, the second back up a little, the third turned about z
+    q0[0:4] = (math.cos(a / 2), 0.0, math.sin(a / 2), 0.0)
+    q0[4:8] = (math.cos(-a / 4), 0.0, math.sin(-a / 4), 0.0)
+    q0[8:12] = (math.cos(0.05), 0.0, 0.0, math.sin(0.05))
+    start = time.perf_counter()
+    res = rm.simulate(model, q0, np.zeros(model.nv), t_end, method="generalized_alpha", dt=dt)
+    return {"n": n, "dt": dt, "t_end": t_end, "success": bool(res.success), "steps": int(res.nsteps),
+            "newton_iterations": int(res.newton_iterations), "factorizations": int(res.newton_factorizations),
+            "wall": time.perf_counter() - start, "q_end": res.q[-1].tolist()}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--name", default="contact_newton")
+    parser.add_argument("--landing", nargs=3, type=float, metavar=("N", "DT", "T_END"),
+                        help="instead: generalized_alpha's Newton iterations on a chain landing on a table "
+                        "(20 5e-4 0.2)")
     args = parser.parse_args()
+    if args.landing:
+        record = landing(int(args.landing[0]), args.landing[1], args.landing[2])
+        print_table(["N", "dt", "t_end", "steps", "Newton iterations", "factorisations", "wall [s]"],
+                    [[record["n"], record["dt"], record["t_end"], record["steps"], record["newton_iterations"],
+                      record["factorizations"], f"{record['wall']:.1f}"]])
+        write_json(args.name + "_landing", record)
+        return
     planar_cases()
     spatial_cases()
     print_table(["route", "case", "state", "K / cheap", "C / exact"],
