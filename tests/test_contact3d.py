@@ -530,13 +530,16 @@ def _exact_matrix(model, q, v, blocks, loads, c_stiff, c_damp):
     return np.linalg.inv(inverse)
 
 
-@pytest.mark.parametrize("case", ["ball on the floor", "ball on the drum", "revolute chain", "spherical chain"])
+@pytest.mark.parametrize("case", ["ball on the floor", "ball on the drum", "revolute chain", "spherical chain",
+                                  "spherical child on its parent's plane"])
 def test_the_exact_newton_matrix_has_the_contacts_derivative_at_rest(case):
     # generalized_alpha's exact Newton matrix with the contacts' blocks and subtree loads minus without them, against
     # c_stiff (-dQ/dq) + c_damp (-dQ/dv) of the contacts' generalised force Q (central differences of M vdot + h from
     # forward dynamics with the contact state, gravity off; q moved by q (+) e as a step moves it), the bodies at
     # rest and the stick springs stretched: the blocks on the touching body and the contact loads turning with the
-    # joints above it (a chain's tip on the floor; the free ball's joint, whose translation turns with its rotation).
+    # joints above it (a chain's tip on the floor; the free ball's joint, whose translation turns with its rotation);
+    # a row between a body and its parent on the child's joint alone (a sphere on a spherical joint's child pressing
+    # into a plane that its parent, hinged about y, carries).
     # Moving bodies are not exact: the contacts' stiffness acts on c_stiff times the body's acceleration change, not
     # on its displacement (``newton.newton_factor``)
     from recursive_mbd._kernels.spatial import layout as layout3d  # noqa: PLC0415
@@ -553,6 +556,16 @@ def test_the_exact_newton_matrix_has_the_contacts_derivative_at_rest(case):
             model.add_drum("floor", center=(0.0, 0.0, 0.0), radius=0.5, axis=(0.0, 1.0, 0.0))
             q = np.array([0.05, 0.0, 0.597, 1.0, 0.0, 0.0, 0.0])
         model.add_contact("ball", "floor", radius=0.1, **law)
+    elif case.endswith("plane"):
+        model = rm.Model3D(gravity=(0.0, 0.0, 0.0))
+        model.add_body(parent="ground", joint="revolute", child_point=(-0.5, 0.0, 0.0), mass=2.0,
+                       inertia=(0.01, 0.2, 0.2, 0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0), name="arm")
+        model.add_body(parent="arm", joint="spherical", parent_point=(0.5, 0.0, 0.0), child_point=(-0.3, 0.0, 0.0),
+                       mass=1.0, inertia=(0.01, 0.05, 0.05, 0.0, 0.0, 0.0), name="child")
+        model.add_ground("stop", point=(0.9, 0.0, -0.1), normal=(0.0, 0.0, 1.0), body="arm")
+        model.add_contact("child", "stop", point=(0.1, 0.0, -0.1 + 0.02 - 4e-4), radius=0.02, **law)
+        turn = np.array([0.3, 1.0, 0.2]) / np.linalg.norm([0.3, 1.0, 0.2])
+        q = np.r_[0.3, math.cos(5e-4), math.sin(5e-4) * turn]  # the child turned 1 mrad
     else:
         joint = case.split()[0]
         model = rm.Model3D(gravity=(0.0, 0.0, 0.0))
@@ -583,7 +596,7 @@ def test_the_exact_newton_matrix_has_the_contacts_derivative_at_rest(case):
                                np.zeros((nb, 6)), np.zeros(2), per)
         return per[0]
 
-    if not case.startswith("ball"):  # the second joint turned until the tip sphere is 0.4 mm deep (bisection)
+    if case.endswith("chain"):  # the second joint turned until the tip sphere is 0.4 mm deep (bisection)
         def pose(angle):
             if joint == "revolute":
                 return np.array([0.6, angle])
@@ -612,7 +625,8 @@ def test_the_exact_newton_matrix_has_the_contacts_derivative_at_rest(case):
     state[CS_ACTIVE] = 1.0
     state[CS_VIN] = 0.7
     state[CS_BODY:CS_BODY + 3] = rot[body].T @ (point + np.array([1e-7, -2e-7, 0.0]) - pos[body])
-    state[CS_SURF:CS_SURF + 3] = point
+    owner = packed.contact_int[0, 1]  # the surface's anchor in its owner's frame (the ground's for -1)
+    state[CS_SURF:CS_SURF + 3] = point if owner < 0 else rot[owner].T @ (point - pos[owner])
     per = per_contact(q, state)
     assert np.linalg.norm(per[1:4]) < 0.3 * per[0]  # sticking, the stick spring stretched
 
