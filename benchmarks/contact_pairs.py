@@ -4,7 +4,8 @@
                                         [--t-end 0.5] [--cases stack ground pile] [--name contact_pairs]
 
 generalized_alpha and bdf put the stiffness and damping of a contact with the environment, and of one between a
-body and its parent, into their O(N) Newton matrices exactly; the pairs of a self-contact set (``add_self_contact``:
+body and its parent, into their O(N) Newton matrices (how exactly: ``benchmarks/contact_newton.py``); the pairs of a
+self-contact set (``add_self_contact``:
 bodies not joined as parent and child) enter the residual only, their stiffness left out of the matrix (lagged).
 Newton then converges on them like a fixed-point iteration whose contraction is about c_stiff k / m of the pair
 (c_stiff = beta dt^2 for generalized_alpha): fast for a soft pair or a short step, not at all for a stiff one, where

@@ -335,53 +335,100 @@ def _rotation(vector):
     return np.eye(3) + math.sin(angle) * k + (1.0 - math.cos(angle)) * k @ k
 
 
-@pytest.mark.parametrize("reversed_slip", [False, True])
-def test_the_contact_blocks_are_the_derivative_of_the_contact_loads(reversed_slip):
-    # the blocks [C | K] of every body against central differences of its contact wrench, by its velocity twist
-    # (C) and by a displacement of its pose, (R, o) -> (R exp(e_w), o + R e_v) with its body-axes twist held (K):
-    # the ball slides (its friction clipped at mu F_n), the capsule's two ends stick on stretched anchors; with
-    # reversed_slip the ball's slip turned round since the last Newton iterate, so the blocks and the loads are its
-    # unclipped law's (``slip_reversals``)
-    model = _pair(1e6)
-    packed = model._require_compiled()
-    rows, real = packed.contact_int, packed.contact_real
-    rng = np.random.default_rng(7)
+def _drum_pair(friction=0.5):
+    """A ball (radius 0.1) and a capsule (its axis from (-0.2, 0, 0) to (0.2, 0, 0), radius 0.05), each of 1 kg on
+    a free joint, on a drum of radius 0.5 about the ground's y axis: the ball on its crown, the capsule across it
+    at y = 1 (one row at its axis' point nearest the drum's axis, inside the segment)."""
+    model = rm.Model3D(gravity=(0.0, 0.0, -G))
+    model.add_body(joint="free", mass=1.0, inertia=0.004, name="ball")
+    model.add_body(joint="free", mass=1.0, inertia=0.02, name="block")
+    model.add_drum("drum", center=(0.0, 0.0, 0.0), radius=0.5, axis=(0.0, 1.0, 0.0))
+    law = {"stiffness": 1e6, "restitution": 0.5, "friction": friction, "min_impact_speed": 0.1}
+    model.add_contact("ball", "drum", radius=0.1, **law)
+    model.add_contact("block", "drum", segment=((-0.2, 0.0, 0.0), (0.2, 0.0, 0.0)), radius=0.05, **law)
+    return model
+
+
+def _floor_rows(rng):
+    """The floor pair's poses, twists and contact state for the blocks' test: the ball slides (its trial friction
+    past mu F_n), the capsule's two end rows stick on anchors 1e-4 m from their contact points."""
     rot = np.array([_rotation(rng.normal(size=3) * 0.005) for _ in range(2)])
     pos = np.array([[0.0, 0.0, 0.099], [1.0, 0.0, 0.047]])
     omega = np.array([[0.3, -0.2, 0.5], [0.1, 0.2, -0.1]])
     vel = np.array([[0.5, 0.2, -0.05], [0.002, -0.001, 0.01]])
-    state = np.zeros(N_CSTATE * 3)
-    for row, (body, point) in enumerate(((0, (0.0, 0.0, -0.1)), (1, (-0.2, 0.0, -0.05)), (1, (0.2, 0.0, -0.05)))):
-        ground = rot[body] @ np.array(point) + pos[body]  # about the contact point: the anchors 1e-4 m apart
+    rows = ((0, (0.0, 0.0, -0.1)), (1, (-0.2, 0.0, -0.05)), (1, (0.2, 0.0, -0.05)))
+    return _pair(1e6), rot, pos, omega, vel, rows, [True, False, False], 1e-4
+
+
+def _drum_rows(rng):
+    """The drum pair's poses, twists and contact state for the blocks' test: the ball 0.9 mm into the drum off its
+    crown, sliding; the capsule turned 0.3 rad about z (its nearest point off its middle) 0.47 mm in, sticking on
+    anchors about 2e-5 m from its contact point."""
+    rot = np.array([_rotation(rng.normal(size=3) * 0.005), _rotation(np.array([0.01, -0.02, 0.3]))])
+    pos = np.array([[0.05, 0.0, 0.597], [-0.03, 1.0, 0.549]])
+    omega = np.array([[0.3, -0.2, 0.5], [0.1, 0.2, -0.1]])
+    vel = np.array([[0.5, 0.2, -0.05], [0.002, -0.001, 0.01]])
+    centre = pos[0] / np.linalg.norm(pos[0])  # the ball's contact point: on its surface towards the drum's axis
+    model = _drum_pair()
+    packed = model._require_compiled()
+    state = np.zeros(N_CSTATE * 2)
+    per = np.zeros((2, N_PER_CONTACT))
+    kernels.contact_forces(packed.contact_int, packed.contact_real, rot, pos, omega, vel, state, 0, np.zeros((2, 6)),
+                           np.zeros(2), per)
+    assert per[:, 4].min() > 4e-4  # both touch
+    point = per[1, 5:8]
+    rows = ((0, tuple(rot[0].T @ (pos[0] - 0.1 * centre - pos[0]))), (1, tuple(rot[1].T @ (point - pos[1]))))
+    return model, rot, pos, omega, vel, rows, [True, False], 2e-5
+
+
+@pytest.mark.parametrize("surface", ["floor", "drum"])
+@pytest.mark.parametrize("reversed_slip", [False, True])
+def test_the_contact_blocks_are_the_derivative_of_the_contact_loads(reversed_slip, surface):
+    # the blocks [C | K] of every body against central differences of its contact wrench, by its velocity twist
+    # (C) and by a displacement of its pose, (R, o) -> (R exp(e_w), o + R e_v) with its body-axes twist held (K):
+    # the ball slides (its friction clipped at mu F_n), the capsule sticks on stretched anchors (on the floor its two
+    # end rows, on the drum its row at its axis' point nearest the drum's axis, which slides along the axis as the
+    # capsule turns); with reversed_slip the ball's slip turned round since the last Newton iterate, so the blocks
+    # and the loads are its unclipped law's (``slip_reversals``). On the drum the normal turns with the shape's
+    # centre and the stretch is measured along the drum's arc and axis and along the sphere's great circle
+    rng = np.random.default_rng(7)
+    rows_of = _floor_rows if surface == "floor" else _drum_rows
+    model, rot, pos, omega, vel, points, slides_expected, spread = rows_of(rng)
+    packed = model._require_compiled()
+    rows, real = packed.contact_int, packed.contact_real
+    nrows = rows.shape[0]
+    state = np.zeros(N_CSTATE * nrows)
+    for row, (body, point) in enumerate(points):
+        ground = rot[body] @ np.array(point) + pos[body]  # about the contact point: the anchors ``spread`` apart
         state[N_CSTATE * row + CS_ACTIVE] = 1.0
         state[N_CSTATE * row + CS_VIN] = 0.5
         state[N_CSTATE * row + CS_BODY:N_CSTATE * row + CS_BODY + 3] = rot[body].T @ (
-            ground + rng.normal(size=3) * 1e-4 - pos[body])
-        state[N_CSTATE * row + CS_SURF:N_CSTATE * row + CS_SURF + 3] = ground + rng.normal(size=3) * 1e-4
+            ground + rng.normal(size=3) * spread - pos[body])
+        state[N_CSTATE * row + CS_SURF:N_CSTATE * row + CS_SURF + 3] = ground + rng.normal(size=3) * spread
 
-    linear = np.zeros((3, 4))
+    linear = np.zeros((nrows, 4))
 
     def wrench(rot, pos, omega, vel, per_contact=None):
         out = np.zeros((2, 6))
         kernels.contact_forces(rows, real, rot, pos, omega, vel, state, 0, out, np.zeros(2),
-                               np.zeros((3, N_PER_CONTACT)) if per_contact is None else per_contact)
+                               np.zeros((nrows, N_PER_CONTACT)) if per_contact is None else per_contact)
         if reversed_slip:  # the last iterate's slip direction opposite this one's: the ball's row is marked
             if per_contact is not None:
                 linear[0, 1:] = -per_contact[0, 1:4]
             marks = linear.copy()
             assert kernels.slip_reversals(packed.body_int, rows, real, rot, pos, omega, vel, state, 0, marks, out) == 1
-            assert list(marks[:, 0]) == [1.0, 0.0, 0.0]
+            assert marks[:, 0].tolist() == [1.0] + [0.0] * (nrows - 1)
         return out
 
-    per_contact = np.zeros((3, N_PER_CONTACT))
+    per_contact = np.zeros((nrows, N_PER_CONTACT))
     wrench(rot, pos, omega, vel, per_contact)
     limits = 0.5 * per_contact[:, 0]
     slides = np.linalg.norm(per_contact[:, 1:4], axis=1) >= limits * (1.0 - 1e-12)
-    assert np.all(per_contact[:, 0] > 0.0) and list(slides) == [True, False, False]
+    assert np.all(per_contact[:, 0] > 0.0) and list(slides) == slides_expected
     blocks = np.zeros((2, 6, 24))
     linear[0, 0] = 1.0 if reversed_slip else 0.0  # the mark ``slip_reversals`` set
     assert kernels.contact_newton_blocks(packed.body_int, rows, real, rot, pos, omega, vel, state, 0, blocks,
-                                         linear) == 3
+                                         linear) == nrows
     assert not blocks[:, :, 12:].any()  # no contact between a body and its parent
     twist_w = np.einsum("bji,bj->bi", rot, omega)  # the body-axes twists, held under a displacement
     twist_v = np.einsum("bji,bj->bi", rot, vel)
@@ -403,7 +450,8 @@ def test_the_contact_blocks_are_the_derivative_of_the_contact_loads(reversed_sli
                     v[body] = r[body] @ twist_v[body]
                 sides.append(wrench(r, p, w, v)[body])
             numeric[:, col] = -(sides[0] - sides[1]) / 2e-7
-        assert np.abs(blocks[body, :, :12] - numeric).max() < 1e-7 * np.abs(numeric).max()
+        error = np.abs(blocks[body, :, :12] - numeric).max() / np.abs(numeric).max()
+        assert error < 1e-7, (surface, body, error)
 
 
 @pytest.mark.parametrize("options", [{"method": "generalized_alpha", "dt": 1e-2},
@@ -459,3 +507,148 @@ def test_generalized_alpha_holds_a_capsule_below_its_friction_angle():
     forces = result.contact_forces()
     assert forces["tangential"][-1, 1:].sum(axis=0) == pytest.approx([-G * math.sin(angle), 0.0, 0.0], rel=1e-8,
                                                                       abs=1e-8)
+
+
+def _exact_matrix(model, q, v, blocks, loads, c_stiff, c_damp):
+    """The exact Newton matrix of generalized_alpha (``newton.newton_factor`` at q, v, vdot = 0 and no update),
+    from its factors (its inverse column by column)."""
+    from recursive_mbd._kernels.spatial import layout as layout3d  # noqa: PLC0415
+    from recursive_mbd._kernels.spatial import newton as spatial_newton  # noqa: PLC0415
+    from recursive_mbd._kernels.spatial import tree as spatial_tree  # noqa: PLC0415
+
+    packed = model._require_compiled()
+    nb, nv, mx = model.nbodies, model.nv, int(packed.body_int[:, layout3d.NVJ].max())
+    ws, s, tmp = np.zeros((nb, layout3d.W_SPATIAL)), np.zeros((nb, mx, 6)), np.zeros(spatial_tree.TMP_SIZE)
+    fac = np.zeros((nb, spatial_newton.factor_width(mx)))
+    assert spatial_newton.newton_factor(packed.body_int, packed.body_real, packed.gravity, q, v, np.zeros(nv),
+                                        np.zeros(nv), c_stiff, c_damp, np.zeros(nv), ws, s, tmp, np.zeros(nv),
+                                        np.zeros(spatial_newton.SCRATCH_SIZE), fac, blocks,
+                                        np.zeros(0, dtype=np.uint8), loads) == 0
+    inverse = np.zeros((nv, nv))
+    for j in range(nv):
+        spatial_newton.newton_apply(packed.body_int, ws, fac, np.eye(nv)[j], tmp, np.zeros((nb, mx)), inverse[:, j])
+    return np.linalg.inv(inverse)
+
+
+@pytest.mark.parametrize("case", ["ball on the floor", "ball on the drum", "revolute chain", "spherical chain",
+                                  "spherical child on its parent's plane"])
+def test_the_exact_newton_matrix_has_the_contacts_derivative_at_rest(case):
+    # generalized_alpha's exact Newton matrix with the contacts' blocks and subtree loads minus without them, against
+    # c_stiff (-dQ/dq) + c_damp (-dQ/dv) of the contacts' generalised force Q (central differences of M vdot + h from
+    # forward dynamics with the contact state, gravity off; q moved by q (+) e as a step moves it), the bodies at
+    # rest and the stick springs stretched: the blocks on the touching body and the contact loads turning with the
+    # joints above it (a chain's tip on the floor; the free ball's joint, whose translation turns with its rotation);
+    # a row between a body and its parent on the child's joint alone (a sphere on a spherical joint's child pressing
+    # into a plane that its parent, hinged about y, carries).
+    # Moving bodies are not exact: the contacts' stiffness acts on c_stiff times the body's acceleration change, not
+    # on its displacement (``newton.newton_factor``)
+    from recursive_mbd._kernels.spatial import layout as layout3d  # noqa: PLC0415
+    from recursive_mbd._kernels.spatial import tree as spatial_tree  # noqa: PLC0415
+
+    law = {"stiffness": 1e5, "restitution": 0.5, "friction": 0.3, "min_impact_speed": 0.5}
+    if case.startswith("ball"):
+        model = rm.Model3D(gravity=(0.0, 0.0, 0.0))
+        model.add_body(joint="free", mass=1.0, inertia=0.004, name="ball")
+        if case.endswith("floor"):
+            model.add_ground()
+            q = np.array([0.0, 0.0, 0.1 - 4e-4, 1.0, 0.0, 0.0, 0.0])
+        else:
+            model.add_drum("floor", center=(0.0, 0.0, 0.0), radius=0.5, axis=(0.0, 1.0, 0.0))
+            q = np.array([0.05, 0.0, 0.597, 1.0, 0.0, 0.0, 0.0])
+        model.add_contact("ball", "floor", radius=0.1, **law)
+    elif case.endswith("plane"):
+        model = rm.Model3D(gravity=(0.0, 0.0, 0.0))
+        model.add_body(parent="ground", joint="revolute", child_point=(-0.5, 0.0, 0.0), mass=2.0,
+                       inertia=(0.01, 0.2, 0.2, 0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0), name="arm")
+        model.add_body(parent="arm", joint="spherical", parent_point=(0.5, 0.0, 0.0), child_point=(-0.3, 0.0, 0.0),
+                       mass=1.0, inertia=(0.01, 0.05, 0.05, 0.0, 0.0, 0.0), name="child")
+        model.add_ground("stop", point=(0.9, 0.0, -0.1), normal=(0.0, 0.0, 1.0), body="arm")
+        model.add_contact("child", "stop", point=(0.1, 0.0, -0.1 + 0.02 - 4e-4), radius=0.02, **law)
+        turn = np.array([0.3, 1.0, 0.2]) / np.linalg.norm([0.3, 1.0, 0.2])
+        q = np.r_[0.3, math.cos(5e-4), math.sin(5e-4) * turn]  # the child turned 1 mrad
+    else:
+        joint = case.split()[0]
+        model = rm.Model3D(gravity=(0.0, 0.0, 0.0))
+        axis = {"axis": (0.0, 1.0, 0.0)} if joint == "revolute" else {}
+        inertia = (0.001, 0.02, 0.02, 0.0, 0.0, 0.0)
+        model.add_body(parent="ground", joint=joint, parent_point=(0, 0, 0.5), child_point=(-0.25, 0, 0), mass=1.0,
+                       inertia=inertia, name="a", **axis)
+        model.add_body(parent="a", joint=joint, parent_point=(0.25, 0, 0), child_point=(-0.25, 0, 0), mass=1.0,
+                       inertia=inertia, name="b", **axis)
+        model.add_ground()
+        model.add_contact("b", "floor", point=(0.25, 0, 0), radius=0.02, **law)
+    packed = model._require_compiled()
+    nb, nv = model.nbodies, model.nv
+    mx = int(packed.body_int[:, layout3d.NVJ].max())
+    zero = np.zeros(nv)
+
+    def kinematics(q, v):
+        rot, pos, omega, vel = np.zeros((nb, 3, 3)), np.zeros((nb, 3)), np.zeros((nb, 3)), np.zeros((nb, 3))
+        ws, s = np.zeros((nb, layout3d.W_SPATIAL)), np.zeros((nb, mx, 6))
+        assert spatial_tree.poses(packed.body_int, packed.body_real, q, v, ws, s, np.zeros(spatial_tree.TMP_SIZE),
+                                  rot, pos, omega, vel, True) == 0
+        return ws, rot, pos, omega, vel
+
+    def per_contact(q, state):
+        _, rot, pos, omega, vel = kinematics(q, zero)
+        per = np.zeros((1, N_PER_CONTACT))
+        kernels.contact_forces(packed.contact_int, packed.contact_real, rot, pos, omega, vel, state, 0,
+                               np.zeros((nb, 6)), np.zeros(2), per)
+        return per[0]
+
+    if case.endswith("chain"):  # the second joint turned until the tip sphere is 0.4 mm deep (bisection)
+        def pose(angle):
+            if joint == "revolute":
+                return np.array([0.6, angle])
+            turns = []
+            for direction, a in (((0.1, 1.0, 0.05), 0.6), ((0.0, 1.0, -0.2), angle)):
+                unit = np.array(direction) / np.linalg.norm(direction)
+                turns.append(np.r_[math.cos(a / 2), math.sin(a / 2) * unit])
+            return np.concatenate(turns)
+
+        def tip_height(angle):
+            _, rot, pos, _, _ = kinematics(pose(angle), zero)
+            return (pos[1] + rot[1] @ np.array([0.25, 0.0, 0.0]))[2]
+
+        low, high = -1.0, 0.0  # the tip above the floor's contact height, below it
+        assert tip_height(low) > 0.0196 > tip_height(high)
+        for _ in range(60):
+            middle = 0.5 * (low + high)
+            low, high = (middle, high) if tip_height(middle) > 0.0196 else (low, middle)
+        q = pose(high)
+    state = np.zeros(N_CSTATE)
+    per = per_contact(q, state)
+    assert 3.9e-4 < per[4] < 1e-3  # the depth
+    body = packed.contact_int[0, 0]
+    _, rot, pos, omega, vel = kinematics(q, zero)
+    point = per[5:8]
+    state[CS_ACTIVE] = 1.0
+    state[CS_VIN] = 0.7
+    state[CS_BODY:CS_BODY + 3] = rot[body].T @ (point + np.array([1e-7, -2e-7, 0.0]) - pos[body])
+    owner = packed.contact_int[0, 1]  # the surface's anchor in its owner's frame (the ground's for -1)
+    state[CS_SURF:CS_SURF + 3] = point if owner < 0 else rot[owner].T @ (point - pos[owner])
+    per = per_contact(q, state)
+    assert np.linalg.norm(per[1:4]) < 0.3 * per[0]  # sticking, the stick spring stretched
+
+    def force(q, v):
+        return rm.mass_matrix(model, q) @ rm.forward_dynamics(model, q, v, contact_state=state[None, :]) + (
+            rm.bias_forces(model, q, v))
+
+    c_stiff, c_damp, h = 2.5e-5, 5e-3, 1e-7
+    expected = np.zeros((nv, nv))
+    for j in range(nv):
+        e = np.eye(nv)[j] * h
+        expected[:, j] = -(c_stiff * (force(rm.integrate_configuration(model, q, e), zero) - force(
+            rm.integrate_configuration(model, q, -e), zero)) + c_damp * (force(q, e) - force(q, -e))) / (2 * h)
+    ws, rot, pos, omega, vel = kinematics(q, zero)
+    blocks = np.zeros((nb, 6, 24))
+    assert kernels.contact_newton_blocks(packed.body_int, packed.contact_int, packed.contact_real, rot, pos, omega,
+                                         vel, state, 0, blocks, np.zeros((0, 4))) == 1
+    loads = np.zeros((nb, 6))  # the subtree loads, as ``system.contact_subtree_loads`` makes them
+    kernels.transmitted_loads(packed.body_int, packed.contact_int, packed.contact_real, rot, pos, omega, vel, state,
+                              0, np.zeros((0, 4)), loads)
+    for i in range(nb - 1, 0, -1):
+        spatial_tree._force_to_parent_add(ws, i, loads[i], 0, loads[i - 1], 0)
+    added = (_exact_matrix(model, q, zero, blocks, loads, c_stiff, c_damp)
+             - _exact_matrix(model, q, zero, np.zeros((nb, 6, 24)), np.zeros((0, 6)), c_stiff, c_damp))
+    assert np.abs(added - expected).max() < 1e-7 * np.abs(expected).max()

@@ -227,13 +227,15 @@ def test_a_stiff_stop_between_a_link_and_its_parent_costs_newton_no_more_than_a_
         assert result.newton_iterations < 3 * result.nsteps
 
 
+@pytest.mark.parametrize("surface", ["plane", "drum"])
 @pytest.mark.parametrize("friction", [0.3, 0.0])
 @pytest.mark.parametrize("carrier", ["arm", "child"])
-def test_a_spatial_contact_between_a_link_and_its_parent_enters_the_childs_joint_alone(carrier, friction):
-    # spatial: an arm hinged about y carries a plane that a sphere on its child (hinged about a skew axis) presses
-    # 0.4 mm into, the stick spring stretched; the arm at rest, the child turning slowly (its body twist then follows
-    # its own joint only). The two factorisations (the cheap symmetric one and the exact one) with the contacts'
-    # blocks minus without them: c_stiff (-dQ/dq) + c_damp (-dQ/dv) of the row's generalised force Q (central
+def test_a_spatial_contact_between_a_link_and_its_parent_enters_the_childs_joint_alone(carrier, friction, surface):
+    # spatial: an arm hinged about y carries a plane (or a drum of radius 0.1 about a skew axis) that a sphere on its
+    # child (hinged about a skew axis) presses 0.4 mm into, the stick spring stretched; or the child carries it and
+    # the arm the sphere; the arm at rest, the child turning slowly (its body twist then follows its own joint
+    # only). The two factorisations (the cheap symmetric one and the exact one) with the contacts' blocks minus
+    # without them: c_stiff (-dQ/dq) + c_damp (-dQ/dv) of the row's generalised force Q (central
     # differences of M vdot + h from forward dynamics with its contact state, gravity off), on the child's joint
     # alone (zero on the arm's)
     from recursive_mbd._kernels.spatial import contact as spatial_contact  # noqa: PLC0415
@@ -251,11 +253,17 @@ def test_a_spatial_contact_between_a_link_and_its_parent_enters_the_childs_joint
     # 0.4 mm into it from above (the arm's plane) or below (the child's, facing down)
     law = {"stiffness": 1e5, "restitution": 0.5, "friction": friction, "min_impact_speed": 0.5}
     if carrier == "arm":
-        model.add_ground("stop", point=(0.9, 0.0, -0.1), normal=(0.0, 0.0, 1.0), body="arm")
+        if surface == "plane":
+            model.add_ground("stop", point=(0.9, 0.0, -0.1), normal=(0.0, 0.0, 1.0), body="arm")
+        else:
+            model.add_drum("stop", center=(0.9, 0.0, -0.2), radius=0.1, axis=(0.2, 1.0, 0.0), body="arm")
         model.add_contact("child", "stop", point=(0.1, 0.0, -0.1 + 0.02 - 4e-4), radius=0.02, **law)
         anchors = (0.1 + 1e-8, 2e-8, -0.1), (0.9, 0.0, -0.1)
     else:
-        model.add_ground("stop", point=(0.1, 0.0, -0.1), normal=(0.0, 0.0, -1.0), body="child")
+        if surface == "plane":
+            model.add_ground("stop", point=(0.1, 0.0, -0.1), normal=(0.0, 0.0, -1.0), body="child")
+        else:
+            model.add_drum("stop", center=(0.1, 0.0, 0.0), radius=0.1, axis=(0.2, 1.0, 0.0), body="child")
         model.add_contact("arm", "stop", point=(0.9, 0.0, -0.1 - 0.02 + 4e-4), radius=0.02, **law)
         anchors = (0.9 + 1e-8, 2e-8, -0.1), (0.1, 0.0, -0.1)
     model.compile()
@@ -310,7 +318,7 @@ def test_a_spatial_contact_between_a_link_and_its_parent_enters_the_childs_joint
         assert spatial_newton.newton_factor(packed.body_int, packed.body_real, packed.gravity, q, v, np.zeros(nv),
                                             np.zeros(nv), c_stiff, c_damp, np.zeros(nv), ws, s, tmp, np.zeros(nv),
                                             np.zeros(spatial_newton.SCRATCH_SIZE), fac, blocks,
-                                            np.zeros(0, dtype=np.uint8)) == 0
+                                            np.zeros(0, dtype=np.uint8), np.zeros((0, 6))) == 0
         inverse = np.zeros((nv, nv))
         for j in range(nv):
             spatial_newton.newton_apply(packed.body_int, ws, fac, np.eye(nv)[j], tmp, np.zeros((nb, 1)),

@@ -115,7 +115,8 @@ def _newton_solve(model, q, v, vdot, delta, c_stiff, c_damp, diagonal, rhs, driv
     fac, x = np.zeros((nb, spatial_newton.factor_width(max_nv))), np.zeros(model.nv)
     status = spatial_newton.newton_factor(model.body_int, model.body_real, model.gravity, q, v, vdot, delta,
                                           c_stiff, c_damp, diagonal, ws, s, tmp, np.zeros(model.nv),
-                                          np.zeros(spatial_newton.SCRATCH_SIZE), fac, np.zeros((0, 6, 12)), driven)
+                                          np.zeros(spatial_newton.SCRATCH_SIZE), fac, np.zeros((0, 6, 12)), driven,
+                                          np.zeros((0, 6)))
     if status == 0:
         spatial_newton.newton_apply(model.body_int, ws, fac, rhs, tmp, np.zeros((nb, max_nv)), x)
     return status, x

@@ -381,14 +381,17 @@ def _cross(ax, ay, az, bx, by, bz):
 
 
 @njit
-def _arc_change(u, n, radius, du):
+def _arc_change(u, n, radius, du, dnx, dny, dnz):
     """The change of a sphere's shape stretch r atan2(|P u|, -n . u) P u / |P u| (``_stretch``; P = 1 - n n^T) for a
-    change du (3) of u = anchor - centre, n held; at |P u| = 0 (the anchor on the contact point) its limit
-    r / (-n . u) P du."""
+    change du (3) of u = anchor - centre and a turn (dnx, dny, dnz) of n (normal to n; zero on a plane); at
+    |P u| = 0 (the anchor on the contact point) its limit r / (-n . u) d(P u)."""
     along = u[0] * n[0] + u[1] * n[1] + u[2] * n[2]
     wx, wy, wz = u[0] - along * n[0], u[1] - along * n[1], u[2] - along * n[2]
-    d_along = du[0] * n[0] + du[1] * n[1] + du[2] * n[2]
-    dwx, dwy, dwz = du[0] - d_along * n[0], du[1] - d_along * n[1], du[2] - d_along * n[2]
+    d_along = du[0] * n[0] + du[1] * n[1] + du[2] * n[2] + u[0] * dnx + u[1] * dny + u[2] * dnz
+    # d(P u) = du - d(n . u) n - (n . u) dn
+    dwx = du[0] - d_along * n[0] - along * dnx
+    dwy = du[1] - d_along * n[1] - along * dny
+    dwz = du[2] - d_along * n[2] - along * dnz
     length = math.sqrt(wx * wx + wy * wy + wz * wz)
     h = -along
     if length <= 1e-12 * radius:
@@ -451,8 +454,31 @@ def _row_block(contact_int, contact_real, rot, pos, omega, vel, state, offset, r
     n[2] = nz
     sphere = contact_int[r, CSHAPE] != SHAPE_SEGMENT and radius > 0.0
     owner = contact_int[r, COWNER]
-    _, _, _, ax, ay, az = _axis(contact_real, rot, pos, owner, r)
+    pax, pay, paz, ax, ay, az = _axis(contact_real, rot, pos, owner, r)
     dist = contact_real[r, CCYL] + radius - depth
+    # on a cylinder: a capsule's point nearest the axis slides along its segment e as the body turns and moves
+    # (``_geometry``: c = c_0 + s e, s = -(P c_0 - P p) . P e / |P e|^2, P = 1 - a a^T); inside the segment its
+    # move is ds = -(dc . P e + dist n . d(e)) / |P e|^2 for a move dc of the material point at c (P (c - p) =
+    # dist n there, normal to P e); at an end, or for a segment parallel to the axis, it is held
+    seg_x = seg_y = seg_z = 0.0
+    perp_x = perp_y = perp_z = 0.0
+    length2 = 0.0
+    if not plane and contact_int[r, CSHAPE] == SHAPE_SEGMENT:
+        x0, y0, z0 = _to_ground(rot, pos, body, contact_real[r, CP0], contact_real[r, CP0 + 1],
+                                contact_real[r, CP0 + 2])
+        x1, y1, z1 = _to_ground(rot, pos, body, contact_real[r, CP1], contact_real[r, CP1 + 1],
+                                contact_real[r, CP1 + 2])
+        seg_x, seg_y, seg_z = x1 - x0, y1 - y0, z1 - z0
+        perp_x, perp_y, perp_z = _tangential(seg_x, seg_y, seg_z, ax, ay, az)
+        length2 = perp_x * perp_x + perp_y * perp_y + perp_z * perp_z
+        if length2 > 0.0:
+            s_near = -((x0 - pax) * perp_x + (y0 - pay) * perp_y + (z0 - paz) * perp_z) / length2
+            if not 0.0 < s_near < 1.0:
+                length2 = 0.0
+    # on a cylinder: the surface's anchor (held: the surface's owner does not move here)
+    sax, say, saz = _to_ground(rot, pos, owner, state[base + CS_SURF], state[base + CS_SURF + 1],
+                               state[base + CS_SURF + 2])
+    sr_x, sr_y, sr_z = _tangential(sax - pax, say - pay, saz - paz, ax, ay, az)
     # the material velocity of the centre
     vcx, vcy, vcz = _velocity(pos, omega, vel, body, cx, cy, cz)
     ox = pos[body, 0]
@@ -487,6 +513,14 @@ def _row_block(contact_int, contact_real, rot, pos, omega, vel, state, offset, r
             dc_x = tv_x + cr_x  # the centre's move
             dc_y = tv_y + cr_y
             dc_z = tv_z + cr_z
+            ds = 0.0
+            if length2 > 0.0:  # a capsule's nearest point slides along its segment (turned by the twist)
+                de_x, de_y, de_z = _cross(tw_x, tw_y, tw_z, seg_x, seg_y, seg_z)
+                ds = -(dc_x * perp_x + dc_y * perp_y + dc_z * perp_z
+                       + dist * (nx * de_x + ny * de_y + nz * de_z)) / length2
+                dc_x += ds * seg_x
+                dc_y += ds * seg_y
+                dc_z += ds * seg_z
             d_depth = -(nx * dc_x + ny * dc_y + nz * dc_z)
             if not plane:  # the normal turns with the centre about the cylinder's axis
                 along = dc_x * ax + dc_y * ay + dc_z * az
@@ -506,9 +540,10 @@ def _row_block(contact_int, contact_real, rot, pos, omega, vel, state, offset, r
             w1, w2, w3 = _cross(tw_x, tw_y, tw_z, omega[body, 0], omega[body, 1], omega[body, 2])
             b1, b2, b3 = _cross(w1, w2, w3, nx, ny, nz)
             c1, c2, c3 = _cross(omega[body, 0], omega[body, 1], omega[body, 2], dn_x, dn_y, dn_z)
-            dv_x = a1 - radius * (b1 + c1)
-            dv_y = a2 - radius * (b2 + c2)
-            dv_z = a3 - radius * (b3 + c3)
+            e1, e2, e3 = _cross(omega[body, 0], omega[body, 1], omega[body, 2], ds * seg_x, ds * seg_y, ds * seg_z)
+            dv_x = a1 + e1 - radius * (b1 + c1)  # (the centre's velocity at the point it slid to along the segment)
+            dv_y = a2 + e2 - radius * (b2 + c2)
+            dv_z = a3 + e3 - radius * (b3 + c3)
             if owner >= 0:  # the surface's material velocity at the moved contact point (its owner held)
                 o1, o2, o3 = _cross(omega[owner, 0], omega[owner, 1], omega[owner, 2], dq_x, dq_y, dq_z)
                 dv_x -= o1
@@ -521,16 +556,44 @@ def _row_block(contact_int, contact_real, rot, pos, omega, vel, state, offset, r
                     du[1] = u2
                     du[2] = u3
                     if sphere:
-                        s1, s2, s3 = _arc_change(u, n, radius, du)
+                        s1, s2, s3 = _arc_change(u, n, radius, du, 0.0, 0.0, 0.0)
                     else:
                         s1, s2, s3 = _tangential(u1, u2, u3, nx, ny, nz)
                     t1, t2, t3 = _tangential(dc_x, dc_y, dc_z, nx, ny, nz)  # the surface's anchor, held
                     dxi_x = s1 + t1
                     dxi_y = s2 + t2
                     dxi_z = s3 + t3
-                else:  # the material point at q moved, tangentially
-                    m1, m2, m3 = _cross(tw_x, tw_y, tw_z, lx, ly, lz)
-                    dxi_x, dxi_y, dxi_z = _tangential(tv_x + m1, tv_y + m2, tv_z + m3, nx, ny, nz)
+                else:
+                    # the shape's part: the sphere's arc from the contact point to its anchor (both turned about
+                    # the centre, n turned by dn), or P_n (b - q) (a capsule's or a point's)
+                    u1, u2, u3 = _cross(tw_x, tw_y, tw_z, u[0], u[1], u[2])
+                    if sphere:
+                        du[0] = u1
+                        du[1] = u2
+                        du[2] = u3
+                        s1, s2, s3 = _arc_change(u, n, radius, du, dn_x, dn_y, dn_z)
+                    else:
+                        m1, m2, m3 = _cross(tw_x, tw_y, tw_z, bx - ox, by - oy, bz - oz)  # the anchor's move
+                        gx_, gy_, gz_ = bx - qx, by - qy, bz - qz
+                        gn = gx_ * nx + gy_ * ny + gz_ * nz
+                        dgn = gx_ * dn_x + gy_ * dn_y + gz_ * dn_z
+                        s1, s2, s3 = _tangential(tv_x + m1 - dq_x, tv_y + m2 - dq_y, tv_z + m3 - dq_z, nx, ny, nz)
+                        s1 -= gn * dn_x + dgn * nx
+                        s2 -= gn * dn_y + dgn * ny
+                        s3 -= gn * dn_z + dgn * nz
+                    # the surface's part: the arc R atan2(w . r, n . r) along w = a x n and the distance (s - q) . a
+                    # along the axis, r = P (s - p) of its anchor s (held)
+                    w1, w2, w3 = _cross(ax, ay, az, nx, ny, nz)
+                    dw1, dw2, dw3 = _cross(ax, ay, az, dn_x, dn_y, dn_z)
+                    wr = w1 * sr_x + w2 * sr_y + w3 * sr_z
+                    nr = nx * sr_x + ny * sr_y + nz * sr_z
+                    arc = contact_real[r, CCYL] * math.atan2(wr, nr)
+                    d_arc = contact_real[r, CCYL] * ((dw1 * sr_x + dw2 * sr_y + dw3 * sr_z) * nr - wr * (
+                        dn_x * sr_x + dn_y * sr_y + dn_z * sr_z)) / (wr * wr + nr * nr)
+                    d_axial = -(dq_x * ax + dq_y * ay + dq_z * az)
+                    dxi_x = s1 - (d_arc * w1 + arc * dw1 + d_axial * ax)
+                    dxi_y = s2 - (d_arc * w2 + arc * dw2 + d_axial * ay)
+                    dxi_z = s3 - (d_arc * w3 + arc * dw3 + d_axial * az)
         d_rate = -(dn_x * vx + dn_y * vy + dn_z * vz + nx * dv_x + ny * dv_y + nz * dv_z)
         d_fn = kn * d_depth + cn * d_rate
         vn = nx * vx + ny * vy + nz * vz
@@ -583,13 +646,13 @@ def contact_newton_blocks(body_int, contact_int, contact_real, rot, pos, omega, 
     C_b = -d W_b / d V_b and K_b = -d W_b / d eps_b: the derivatives of the body's contact wrench W_b (body
     coordinates about its origin, as ``contact_forces`` adds it) by its velocity twist V_b and by a displacement
     eps_b of its pose (R, o) -> (R exp([eps_w]), o + R eps_v), its velocity twist in body axes held. Exact for the
-    rows on a plane (every capsule on a plane is two sphere rows): the normal force's stiffness p F_n / d and
-    damping (none at a first touch faster than the smallest impact speed, whose damping is scaled by the rate
-    itself), the stick spring and damper through the stretch's own map (the sphere's arc), the slip's derivative of
-    the clipped force mu F_n f / |f| (unsymmetric), and the geometric terms: the lever arm's change, the body axes'
-    turn, the velocity of the contact point moved. On a cylinder the normal's turn with the shape's centre is in,
-    while the stretch changes as the material point's tangential displacement and a capsule's nearest point is
-    held on the segment (lagged: their remainder). A row whose shape's body is the child of its surface's owner
+    rows on a plane (every capsule on a plane is two sphere rows) and on a cylinder: the normal force's stiffness
+    p F_n / d and damping (none at a first touch faster than the smallest impact speed, whose damping is scaled by
+    the rate itself), the stick spring and damper through the stretch's own map (the sphere's arc; on a cylinder
+    also the surface's arc and axial distance, with the normal's turn), the slip's derivative of the clipped force
+    mu F_n f / |f| (unsymmetric), and the geometric terms: the lever arm's change, the body axes' turn, the velocity
+    of the contact point moved, on a cylinder the normal's turn with the shape's centre (the drum's curvature) and
+    a capsule's nearest point sliding along its segment. A row whose shape's body is the child of its surface's owner
     moves with the child's joint alone, its forces cancelling on the parent's subtree: its [C | K] on the child's
     twist with the parent held (the surface's pose and velocity the parent's; the surface's material velocity at
     the moved contact point in) goes to blocks[child, :, 12:24], which the factorisations take on the child's joint
@@ -700,6 +763,34 @@ def _add_cross(blocks, b, row, col, x, y, z):
     blocks[b, row + 1, 18 + col + 2] += x
     blocks[b, row + 2, 18 + col] += y
     blocks[b, row + 2, 18 + col + 1] -= x
+
+
+@njit
+def transmitted_loads(body_int, contact_int, contact_real, rot, pos, omega, vel, state, offset, linear, wrench):
+    """wrench (nbodies, 6) += the loads of the rows not between a body and its parent, as the residual takes them
+    (``contact_forces``' clipped law; the rows that ``slip_reversals`` marked in linear (nrows, 4), or (0, 4), on
+    their unclipped law): the loads whose turn with the joints above them the exact Newton matrix takes
+    (``system.contact_subtree_loads``). A row between a body and its parent is left out: its forces cancel on the
+    parent's subtree, so they hand nothing to the joints above the child, and its block is on the child's joint
+    alone (``contact_newton_blocks``)."""
+    marks = linear.shape[0] > 0
+    for r in range(contact_int.shape[0]):
+        a = contact_int[r, CBODY]
+        b = contact_int[r, COWNER]
+        if b >= 0 and (body_int[a, PARENT] == b or body_int[b, PARENT] == a):
+            continue
+        touching, gap, nx, ny, nz, qx, qy, qz, vx, vy, vz = _geometry(contact_int, contact_real, rot, pos, omega,
+                                                                      vel, r)
+        if not touching:
+            continue
+        base = offset + N_CSTATE * r
+        _, _, _, _, _, _, _, fn, _, fx, fy, fz, norm, limit = _row_law(
+            contact_int, contact_real, rot, pos, state, base, r, gap, nx, ny, nz, qx, qy, qz, vx, vy, vz)
+        if not (marks and linear[r, 0] != 0.0):
+            fx = coulomb_clip(fx, norm, limit)
+            fy = coulomb_clip(fy, norm, limit)
+            fz = coulomb_clip(fz, norm, limit)
+        _push(contact_int, rot, pos, wrench, r, qx, qy, qz, fn * nx + fx, fn * ny + fy, fn * nz + fz)
 
 
 @njit

@@ -36,6 +36,7 @@ from .system import (
     contact_blocks,
     contact_residual,
     contact_slip_reversals,
+    contact_subtree_loads,
     integrate_configuration,
     system_rhs,
     update_contact_state,
@@ -554,6 +555,8 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     # the contacts' blocks of the Newton matrix (``contact.contact_newton_blocks``), at each factorisation
     with_contacts = system.contacts[0].shape[0] > 0
     blocks = np.zeros((nb if with_contacts else 0, 6, 24))
+    # the contacts' subtree loads, which the exact matrix turns with the joints (``system.contact_subtree_loads``)
+    loads = np.zeros((nb if with_contacts else 0, 6))
     # the rows taken on their unclipped law at the iterate, their slip reversed (``contact.slip_reversals``)
     linear = np.zeros((system.contacts[0].shape[0], 4))
     # the state, its rates (q', v') at the step's ends for the dense output, the work rates, an output row
@@ -727,14 +730,15 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                             j_exact[j] = j_diag[j] + held * spin[j]
                         status = contact_blocks(system, q_new, v_new, y, blocks, linear)
                         if status == STATUS_OK:
+                            contact_subtree_loads(system, y, linear, loads)  # at contact_blocks' poses
                             status = newton_factor(body_int, body_real, system.gravity, q_new, v_new, vdot_new,
                                                    delta, c_stiff, c_damp, j_exact, ws_f, s_f, tmp_f, work_nv, scr,
-                                                   fac, blocks, system.driven)
+                                                   fac, blocks, system.driven, loads)
                         if (status & 15) == STATUS_SINGULAR:
                             # M + c_stiff K singular (a subtree balanced above its joint at a large step): lag K
                             status = newton_factor(body_int, body_real, system.gravity, q_new, v_new, vdot_new,
                                                    delta, 0.0, 0.0, j_exact, ws_f, s_f, tmp_f, work_nv, scr, fac,
-                                                   blocks, system.driven)
+                                                   blocks, system.driven, loads)
                         if status != STATUS_OK:
                             newton.record_failure(info, np.inf, res_max, step, iterations)
                             return status, t_new, count, t_out, y_out, nfev, step, iterations, nev, ev_t, ev_y

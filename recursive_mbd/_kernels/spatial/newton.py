@@ -53,6 +53,15 @@ type, ``tests/test_spatial_implicit.py``). Not in it (the loop's residual has th
 contracts linearly, never changes the converged step): the force elements other than the joint spring-dampers
 (their diagonal, ``recursive_mbd.integrate.spatial_implicit``), tau's dependence on (q, v), and with loops the
 terms listed there.
+
+Contacts (``newton_factor``'s ``blocks`` and ``loads``): a body's contact wrench W_c(pose, twist) joins its f_i
+with the opposite sign, so Lambda_i gains [C_b, c_stiff K_b] (C_b = -dW_c/dv, K_b = -dW_c/d eps, ``contact``),
+and the subtree sums of the contact loads join W_k, so that G_k and Dx_k turn them with the joints as they turn the
+inertial forces. K_b acts on c_stiff da_i, the leading part of the body's displacement eps_i = X_i eps_P
++ c_stiff S_i T_i dy_i, not on eps_i itself: exact where the bodies are at rest and the update is zero (T = 1), off
+by the velocity products of da_i and by T - 1 where they move (``tests/test_contact3d.py``: relative 1e-9 at rest,
+about 1e-3 on a body sliding at 0.5 m/s at c_damp = 5e-3; propagating eps_i as a third part of z would make it
+exact).
 """
 
 import math
@@ -518,7 +527,7 @@ def _transform_to_parent(ws, i, sv, scr, dst, d):
 
 @njit
 def newton_factor(body_int, body_real, gravity, q, v, q_rates, delta, c_stiff, c_damp, j_diag, ws, S, tmp, work, scr,
-                  fac, blocks, driven):
+                  fac, blocks, driven, loads):
     """Factor N = M + c_damp C + c_stiff K + diag(j_diag) (the Jacobian of the Newton-Euler residual by the
     accelerations, module doc) at (q, v, vdot = q_rates), tip to base, O(N); returns a status (a Newton-Euler
     pass's, or STATUS_SINGULAR | (body << 4) for a joint block D whose LU pivot is not above SINGULAR_RTOL of
@@ -531,15 +540,24 @@ def newton_factor(body_int, body_real, gravity, q, v, q_rates, delta, c_stiff, c
     blocks (nbodies, 6, 24): the contacts' [C_b | K_b] on each body's twist (``contact.contact_newton_blocks``), or
     no rows: C_b joins the body's response to its velocity change (exact), c_stiff K_b its response to its
     acceleration change, whose leading part is the body's twist per unit dy that its displacement is c_stiff times
-    (the tangent map's and the velocity products' share of the displacement lagged). blocks[:, :, 12:24], the
-    [C | K] of the contacts between a body and its parent, act on the joint's own part Z dy of the body's (dv, da)
-    alone (the motion relative to the parent), likewise: S^T (C Z_v + c_stiff K Z_a) joins the joint's D.
+    (the tangent map's and the velocity products' share of the displacement lagged: module doc). blocks[:, :,
+    12:24], the [C | K] of the contacts between a body and its parent, act on the joint's own part Z dy of the
+    body's (dv, da) alone (the motion relative to the parent), likewise: S^T (C Z_v + c_stiff K Z_a) joins the
+    joint's D.
     driven (nbodies,) uint8, or (0,): nonzero for a driven joint, locked (D^-1 = 0: ``newton_apply`` gives its
     velocities x = 0, its columns U_r D^-1 and D^-1 U_l^T vanish and its parent gets the whole Lambda).
+    loads (nbodies, 6), or no rows: each body's subtree sum of applied loads that the residual takes away from the
+    inertial wrench (the contacts', ``system.contact_subtree_loads``; body axes about its origin), taken away from
+    the transmitted wrench W_k too, so that G_k and Dx_k (module doc) turn the loads with the joints as they turn
+    the inertial forces and gravity: their geometric stiffness through the tree (a chain resting on a table: the
+    table's push cancels gravity's term).
     """
     status = inverse_dynamics(body_int, body_real, gravity, q, v, q_rates, ws, S, tmp, work)
     if status:
         return status
+    for i in range(loads.shape[0]):  # W_k less the applied loads' subtree sums
+        for m in range(6):
+            ws[i, WP + m] -= loads[i, m]
     n = body_int.shape[0]
     k, o_s, o_z, o_urd, o_dul, o_dinv, o_lam, o_sv, o_vel = _offsets(fac.shape[1])
     for i in range(n):

@@ -49,9 +49,9 @@ from ..layout import LOOP_CHANGE_POINT, STATUS_LOOP_DEGENERATE, STATUS_LOOPS_OPE
 from ..planar.loops import BRANCH_ZONE, REDUNDANT, filtered_solve, gram_matrix
 from ..planar.tree import check_output
 from ..timeloops import formulation
-from .contact import contact_forces, contact_newton_blocks, slip_reversals, update_contacts
+from .contact import contact_forces, contact_newton_blocks, slip_reversals, transmitted_loads, update_contacts
 from .elements import element_forces, subtree_forces
-from .layout import LROW, N_CSTATE
+from .layout import LROW, N_CSTATE, PARENT
 from .loops import (
     constrained_dynamics,
     constraint_responses,
@@ -60,7 +60,7 @@ from .loops import (
     loop_constraints,
 )
 from .pairs import pair_forces
-from .tree import forward_dynamics, hybrid_dynamics, poses
+from .tree import _force_to_parent_add, forward_dynamics, hybrid_dynamics, poses
 
 # The cached machine code of these kernels embeds ``spatial.forward_dynamics`` as it was when they were compiled,
 # and numba checks only this file's stamp: when the articulated-body workspace contract changes (sperf18: spherical
@@ -402,6 +402,26 @@ def contact_blocks(system, q, v, y, blocks, linear):
     contact_newton_blocks(system.body_int, contacts[0], contacts[1], rot, pos, omega, vel, y, state_size(system) + 2,
                           blocks, linear)
     return STATUS_OK
+
+
+@njit
+def contact_subtree_loads(system, y, linear, loads):
+    """loads (nbodies, 6): each body's subtree sum of the contact rows' loads with the rows' state of y, at the poses
+    of the last ``contact_blocks`` (body axes about its origin; ``contact.transmitted_loads``: rows between a body
+    and its parent left out, the rows marked in linear (nrows, 4) on their unclipped law), for the exact Newton
+    matrix, whose transmitted wrenches they join (``newton.newton_factor``'s ``loads``). The self-contact pairs are
+    left out (their loads' transmission lagged, as their blocks). Leaves loads alone without contacts (no rows)."""
+    if loads.shape[0] == 0:
+        return
+    contacts = system.contacts
+    (_, _, ews, _, _, rot, pos, omega, vel, _, _, _, _) = system.elements
+    loads[:, :] = 0.0
+    transmitted_loads(system.body_int, contacts[0], contacts[1], rot, pos, omega, vel, y, state_size(system) + 2,
+                      linear, loads)
+    for i in range(system.body_int.shape[0] - 1, -1, -1):  # tip to base: each body's subtree sum
+        p = system.body_int[i, PARENT]
+        if p >= 0:
+            _force_to_parent_add(ews, i, loads[i], 0, loads[p], 0)
 
 
 @njit
