@@ -148,14 +148,22 @@ the vdot+ whose update moves every body on at the previous step's mean velocity,
 (``kernels.first_guess``, ``kernels.predict``). Smooth: for the centres of mass and for the rotations apart, the
 largest change of an acceleration over the last step, |vdot - vdot_prev| (the constant guess's error, h times the
 jerk, where the motion is smooth), is at most the largest distance between the two guesses (the mean-velocity
-guess's error there) and at most half the part's largest acceleration (an acceleration that oscillates from step to
-step changes by about 1 + rho_inf times itself); the first step and a step after a failed try take the mean
-velocity. The choice is the step's, not a body's: guesses mixed body by body put neighbouring bodies apart by O(h^2
-a), the length of a link of a long chain (a 3000-link chain tilted 0.3 rad took 7.6 iterations a step that way over
-0.05 s). The bound by half the acceleration: without it a 3000-link chain tilted 0.3 rad (rho_inf = 0.9) took the
-constant acceleration on steps 16 to 26, while its top links' rotations changed by 2300 to 6100 rad/s^2 a step (the
-two guesses further apart still), 5 to 9 iterations a step and a halved step there: 4.24 iterations a step over 0.5
-s against 3.20 with the mean velocity alone; with it 3.20 (no step takes the constant acceleration there).
+guess's error there) and at most the part's largest acceleration (``kernels.SMOOTH_CHANGE``: an acceleration that
+oscillates from step to step, damped by r <= 1 a step, changes by 1 + 1/r >= 2 times itself); the first step and a
+step after a failed try take the mean velocity. The choice is the step's, not a body's: guesses mixed body by body
+put neighbouring bodies apart by O(h^2 a), the length of a link of a long chain (a 3000-link chain tilted 0.3 rad
+took 7.6 iterations a step that way over 0.05 s). The bound by half the acceleration: without it a 3000-link chain
+tilted 0.3 rad (rho_inf = 0.9) took the constant acceleration on steps 16 to 26, while its top links' rotations
+changed by 2300 to 6100 rad/s^2 a step (the two guesses further apart still), 5 to 9 iterations a step and a halved
+step there: 4.24 iterations a step over 0.5 s against 3.20 with the mean velocity alone; with it 3.20 (no step takes
+the constant acceleration there). The bound was half the part's largest acceleration; that refused the whip's
+growing accelerations too (1000 links at 0.5 rad, rho_inf = 0.5: changes of 0.5 to 0.96 times the part's largest on
+steps 57, 58, 66, 67, 72), where the constant acceleration's first error was 6x to 10x smaller than the mean
+velocity's (9e-2 against 6e-1 m/s at step 57, which took 5 iterations). With the part's largest acceleration as the
+bound, iterations a step at newton_tol = 1e-12 (the first guess replayed in Python with either bound, the runs
+otherwise the same): 3.50 -> 3.36 (1000 links, 0.5 rad), 3.22 -> 3.17 (1000, 0.3 rad), 3.22 -> 3.15 (100, 0.5 rad),
+3.11 -> 3.05 (100, 0.3 rad) at rho_inf = 0.5, 3.86 -> 3.80 (100, 0.3 rad) at 0.9; 3000 links at 0.3 rad over 0.5 s
+3.20 both.
 
 Why not the constant acceleration everywhere: a short link under tension has a stiff, quasi-static rotation whose
 accelerations the scheme leaves oscillating from step to step (damped by about rho_inf a step), and they can be
@@ -206,20 +214,55 @@ whose next correction is 5e-12 (1 two, to 1e-11): not adopted. At a tolerance ma
 step's choice): 3.46 (rho_inf = 0.9, 100 links, 0.3 rad), 2.99, 3.10, 3.13, 3.24 (rho_inf = 0.5), 2.00 on the small
 swing.
 
-Convergence: the correction of the state, max(c_stiff, c_damp) times the largest |dvdot+| of the centres of mass
-and of each body's rotation times its radius of gyration sqrt(trace J_c / 2 m) (the motion of the body's points:
-[m] and [m/s]; a body without mass counts its rotation in rad), <= newton_tol; or the error it leaves, estimated
-as theta / (1 - theta) times it (theta its ratio to the correction before: Hairer & Wanner's estimate) or as
+Where a step's corrections go, part by part (every step's first seven corrections logged apart for the centres of
+mass, the rotations and the multipliers, with the body where each part's is largest; newton_tol = 1e-12). The
+matrix is exact and the last corrections above round-off show it: e_(k+1) / e_k^2 steady at 2 to 16 (m/s)^-1 (the
+whip of 100 links at rho_inf = 0.9: 8e-3, 2e-3, 2e-5, 3e-9 m/s, ratios 31, 5, 7.5), where a lagged term would leave a
+fixed e_(k+1) / e_k. The first ratio is 0.04 to 0.09 because the first correction (the first guess's error, largest
+at the free end) lies along the centres of mass' motion, in which the body rows are linear (gravity, a constant M);
+the joint rows are quadratic in it (a link turning at a relative velocity dv needs m dv^2 / l more force, summed
+down the chain): the multipliers' second correction at the pin, 2.5e-2 N of 9.7 N after 0.22 N (100 links, rho_inf
+= 0.9, step 20), is that term, and the second correction of the velocities (2.2e-4 m/s) follows from it, not from
+e_1^2 at the later ratio. So 2.2e-4 -> 1.1e-7 is quadratic at the constant of the nonlinear directions and the
+first pair predicts nothing (hence the acceptance rule's prediction from the last pair, with a margin). The steps that
+take 4 to 6 iterations are the whip's: at the last links, whose tension is the weight of a few links (0.14 to 0.24
+N against 10 N at the pin), the rotations' corrections barely contract over the first iterations (2.8e-3, 6.6e-3,
+4.0e-3, 3.0e-5 on 1000 links at 0.5 rad, rho_inf = 0.5, step 56): Newton before its quadratic regime, whatever the
+tolerance; only the first guess shortens it.
+
+Newton's tolerance. newton_tol [m/s] bounds the error that a step's accepted iterate leaves in its velocities (the
+correction's scale below); its default, ``NEWTON_TOL`` = 1e-10, was 1e-12. Why: (1) the corrections' round-off (the last
+three of seven a step) is 3e-14 to 2.3e-13 (medians) and up to 2e-12 on 1000 links (the multipliers' 1e-12 to 9e-11 N):
+at 1e-12 the fourth iteration of most large-swing steps confirmed round-off, and no estimate from the corrections could
+accept after the third within 1 to 30 times the floor (replayed: two steps of 1000 links at 0.5 rad, rho_inf = 0.5,
+accepted leaving 4.7 times the tolerance, at round-off stalls); at 1e-10 the rule unchanged leaves at most 0.51 times it
+(replayed on every logged correction of the large swings and the 1e4-link small swing; tested on 100 links at both
+rho_inf). (2) 1e-10 is far below the scheme's own error: the end states of 100 and 1000 links at 0.3 and 0.5 rad over 1
+s at dt = 0.01 s differ from dt / 2's by 6e-3 to 5e-2 (max |z|) and their tips from dopri5's by 1.3e-4 to 2.4e-4 m,
+unchanged to 1e-10 m by newton_tol from 1e-12 to 1e-9; the constraint drift stays at 2e-16; the end states at the
+defaults are within 2e-8 (max |z|) and 1.4e-7 (max |zd|, the free end's angular velocity: 1e-10 m/s at a 1 mm link's
+radius of gyration is 3.4e-7 rad/s) of runs iterated twice more at every step, to round-off. Hairer & Wanner's rule
+(Solving ODEs II, IV.8: kappa = 0.01 to 0.1 times the error tolerance) would allow far more; 1e-10 keeps the accepted
+iterates' error 100x above their round-off. Measured in one run (``benchmarks/implicit3d_newton_tol.py``: before =
+newton_tol 1e-12 and the bound at half the acceleration, now = the defaults; iterations a step at rho_inf = 0.5): 100
+links at 0.3 rad 3.11 -> 2.89, 1000 links 3.22 -> 3.05, 100 links at 0.5 rad 3.22 -> 3.00, 1000 links 3.50 -> 3.18;
+rho_inf = 0.9, 100 links at 0.3 rad 3.86 -> 3.41, the small swing of 1e4 links 2.05 -> 2.00; the whips at rho_inf = 0.9
+(1000 links at 0.3 rad, 100 at 0.5 rad) still stop at 0.789 and 0.741 s ("Measured" below: the free end's spurious
+spin).
+
+Convergence: the correction of the state, max(c_stiff, c_damp) times the largest |dvdot+| of the centres of mass and of
+each body's rotation times its radius of gyration sqrt(trace J_c / 2 m) (the motion of the body's points: [m] and [m/s];
+a body without mass counts its rotation in rad), <= newton_tol (default NEWTON_TOL, above); or the error it leaves,
+estimated as theta / (1 - theta) times it (theta its ratio to the correction before: Hairer & Wanner's estimate) or as
 QUADRATIC_SAFETY times the next correction that quadratic convergence predicts, theta^2 times it, for the centres of
-mass and the rotations apart (``kernels.predicted_correction``; above), is; or it
-no longer contracts (theta > 1/2) and is below 100 newton_tol or within 4 times the round-off measured at the
-iterate (once a step, at the first stall above 100 newton_tol: the residual at the state changed by two units in
-its last place, taken through the step's factors; a long chain's tension sums the weight of up to N bodies, so its
-corrections stall above a tight tolerance: about 1e-13 on three bodies, where newton_tol = 1e-20 converges
-there, and no step is accepted while it still contracts). A step that does not converge in max_newton
-iterations, or whose local block is singular, is split into two halves, recursively down to dt / 2^MAX_SPLITS
-(``result.newton_split_steps`` counts the splits); where that fails too, the run stops with SimulationError
-(time, cause, the samples so far in .result).
+mass and the rotations apart (``kernels.predicted_correction``; above), is; or it no longer contracts (theta > 1/2) and
+is below 100 newton_tol or within 4 times the round-off measured at the iterate (once a step, at the first stall above
+100 newton_tol: the residual at the state changed by two units in its last place, taken through the step's factors; a
+long chain's tension sums the weight of up to N bodies, so its corrections stall above a tight tolerance: about 1e-13 on
+three bodies, where newton_tol = 1e-20 converges there, and no step is accepted while it still contracts). A step that
+does not converge in max_newton iterations, or whose local block is singular, is split into two halves, recursively down
+to dt / 2^MAX_SPLITS (``result.newton_split_steps`` counts the splits); where that fails too, the run stops with
+SimulationError (time, cause, the samples so far in .result).
 
 Measured (``python3 benchmarks/implicit3d.py``, the slender spherical chains of ``benchmarks/spatial_simulate.py``,
 dt = 0.01 s, 1 s, newton_tol = 1e-12, on the shared 2-core machine at a load of about 5, so wall times 2-3x a quiet
@@ -557,6 +600,10 @@ from .spatial_loop import SpatialTimeLoop, _SpatialInputs
 
 # a step whose Newton iteration fails is split in halves, at most this many times (down to dt / 16)
 MAX_SPLITS = 4
+# generalized_alpha's default newton_tol [m/s]: the error a step's accepted iterate may leave in the velocities
+# (module docstring, "Newton's tolerance"): 100x above the corrections' round-off on long chains, far below the
+# scheme's own error at dt = 0.01 s on the swinging chains
+NEWTON_TOL = 1e-10
 # a tree of spherical joints iterates by the fused passes of ``kernels.spherical_forward`` (False: the general kernels,
 # the same matrix and answers to round-off)
 FUSED_SPHERICAL = True
@@ -676,7 +723,7 @@ def radii_of_gyration(model):
 
 
 def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, drivers=None, every=1, t_eval=None,
-                               events=None, rho_inf=0.9, newton_tol=1e-12, max_newton=20, max_steps=10_000_000,
+                               events=None, rho_inf=0.9, newton_tol=None, max_newton=20, max_steps=10_000_000,
                                progress=None, max_wall_time=None):
     """Generalised-alpha in absolute coordinates (module docstring), called by ``rm.simulate(model3d,
     method="generalized_alpha", formulation="augmented")``; q0 (nq,) and v0 (nv,) checked there, tau None, constant
@@ -690,6 +737,7 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, driver
     function fails, or at max_wall_time; KeyboardInterrupt (``runs.RunInterrupted``, its ``result`` the samples so
     far, status "interrupted") on Ctrl-C; StateError before the run for a tau function that fails at t0."""
     check_model(model)
+    newton_tol = NEWTON_TOL if newton_tol is None else newton_tol
     options = run_options(rho_inf, newton_tol, max_newton, t0, t_end, dt, max_steps, every, t_eval)
     (alpha_m, alpha_f, gamma, beta), newton_tol, max_newton, t0, t_end, dt, every, t_eval = options
     function = callable(tau)

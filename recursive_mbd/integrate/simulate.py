@@ -106,8 +106,8 @@ def simulate(model, q0, qd0, t_end, method="dopri5", rtol=1e-9, atol=1e-12, *, t
         with numerical damping set by ``rho_inf`` in [0, 1] (default 0.9; 1 = none, 0 = the highest frequencies
         annihilated in one step), Newton with an O(N) matrix (``recursive_mbd.integrate.implicit``; closed loops by
         its Schur complement, O(N m + m^3), stabilised index 2), converged to ``newton_tol`` (default 1e-12) [rad or
-        m on positions, rad/s or m/s on velocities]: for long chains and stiff springs, where explicit steps shrink
-        like 1/N.
+        m on positions, rad/s or m/s on velocities; 1e-10 m/s in absolute coordinates, below]: for long chains and
+        stiff springs, where explicit steps shrink like 1/N.
         t_eval and events on its cubic Hermite dense output; everything else as for the other numba methods; a
         step whose Newton iteration fails is taken again in halves, down to dt / 16 (``result.newton_split_steps``;
         on a Model (planar) and on the augmented route of a Model3D). On a
@@ -433,7 +433,8 @@ def _generalized_alpha_augmented3d(model, q0, qd0, t0, t_end, dt, every, tau, dr
     check_finite_start(q0, qd0)
     return augmented3d_implicit.simulate_generalized_alpha(
         model, q0, qd0, t0, t_end, dt, tau=tau, drivers=drivers, every=every, t_eval=t_eval, events=events,
-        rho_inf=0.9 if rho_inf is None else rho_inf, newton_tol=1e-12 if newton_tol is None else newton_tol,
+        rho_inf=0.9 if rho_inf is None else rho_inf,
+        newton_tol=augmented3d_implicit.NEWTON_TOL if newton_tol is None else newton_tol,
         max_steps=max_steps, progress=progress, max_wall_time=max_wall_time)
 
 
