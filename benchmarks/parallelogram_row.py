@@ -30,8 +30,9 @@ check is on the energy alone. ``--profile``: where one evaluation's time goes at
 cranks --theta rad from the change point, default 1e-3, inside the zone where the branch is followed), per n and
 route (the compiled kernels of the loop layer timed one by one, median of repeats): the loop rows and their
 Jacobian, the responses M^-1 J^T (recursive) or the Schur complement's tree solves (augmented), J M^-1 J^T, its
-factorisation and solve, the augmented route's sparse KKT factorisation, the whole right-hand side and the
-projection of the state, with the log-log slope of each part from the smallest to the largest n.
+factorisation and solve, the sparse KKT factorisation (both routes; the recursive one's where its cost model takes
+it, ``recursive_mbd._kernels.planar.loops_sparse``), the whole right-hand side by either path and the projection of
+the state, with the log-log slope of each part from the smallest to the largest n.
 
 The projection's iterations are not counted: they happen inside the compiled time loop, which reports steps,
 rejections and evaluations only.

@@ -237,7 +237,7 @@ def test_structure_is_built_once_and_equals_a_rebuilt_one(case):
     assert m == 0 or (len(kept) == len(pattern) and all(a is b for a, b in zip(kept, pattern, strict=True)))
     if m:
         augmented = TimeLoop(model, inputs, stabilization="projection").system.loop_ws[9]
-        assert all(np.array_equal(a, b) for a, b in zip(augmented, pattern, strict=True))
+        assert all(a is b for a, b in zip(augmented, pattern[:14], strict=True))
     jac_start, jac_cols, resp_start, resp_cols, row_bodies = pattern[:5]
     colour_start, colour_rows, pair_start, pair_rows, first, jac_col_start, jac_col_rows = pattern[7:14]
     root = np.arange(model.nbodies)  # the body of each body's subtree that is hinged to the ground

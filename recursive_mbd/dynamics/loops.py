@@ -45,6 +45,10 @@ FILTER_RCOND = 1e-8
 # parallelograms); the velocity step keeps FILTER_RCOND, where the tangent, eps / sigma_min(J)^2, is reliable
 POSITION_RCOND = 1e-12
 
+# the arrays of ``_kernels.planar.loops.loop_pattern`` at the head of the loop structure (``loop_structure``): the
+# envelope path's kernels (the projection, the branch) take these alone, as the time loops pass them
+ENVELOPE_PATTERN = 14
+
 # the change-point treatment of the time loops (``_kernels.planar.loops.branch_normals``) is off in the public
 # single-state functions: they have no motion to tell the branch from
 _NO_BRANCH = (0.0, 0.0, 0.0)
@@ -111,6 +115,8 @@ def loop_structure(model, sparse=None):
 # augmented_tree.TREE_SOLVE_COST a body, as a tree solve does (measured, not derived: it only picks the faster of two
 # paths that give the same multipliers)
 ENVELOPE_SOLVE_PASSES = 10  # the regularity test's inverse iterations and the solve: ~10 sweeps of the envelope
+SPARSE_FIXED_COST = 4000.0  # the sparse path's own calls and loop rows an evaluation (measured: a ladder of 5 rungs
+# is solved faster by its envelope, one of 10 about as fast either way)
 
 
 def _envelope_cost(model, pattern):
@@ -136,7 +142,7 @@ def _sparse_cost(model, tree_rows, l_count):
 
     nk = 3 * model.nbodies + tree_rows + model.nconstraints
     factor = float(np.sum(np.asarray(l_count, dtype=float) ** 2)) + 10.0 * nk
-    return 2.0 * factor + 2.0 * TREE_SOLVE_COST * model.nbodies
+    return 2.0 * factor + 2.0 * TREE_SOLVE_COST * model.nbodies + SPARSE_FIXED_COST
 
 
 def sparse_loop_structure(model, pattern, use=None):
@@ -305,9 +311,10 @@ def project(model, q, qd, *, free=None, tol=1e-12, max_iter=20):
     driven = _held_joints(model, free)
     resp_drive = np.zeros((model.nconstraints, model.nq if driven.size else 0))
     status, worst, steps = kernels.project(model.body_int, model.body_real, model.loop_int, model.loop_real,
-                                           lw.pattern, q, qd, driven, ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac,
-                                           lw.gamma, lw.weights, lw.resp, resp_drive, ws.zeros, lw.no_gravity, tol,
-                                           int(max_iter), POSITION_RCOND, FILTER_RCOND, np.sqrt(tol), _NO_BRANCH)
+                                           lw.pattern[:ENVELOPE_PATTERN], q, qd, driven, ws.ws, ws.com, lw.acc,
+                                           lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights, lw.resp, resp_drive,
+                                           ws.zeros, lw.no_gravity, tol, int(max_iter), POSITION_RCOND,
+                                           FILTER_RCOND, np.sqrt(tol), _NO_BRANCH)
     kind, index = L.decode_status(status)
     if kind == L.STATUS_LOOPS_OPEN:
         raise ModelError(f"the loops cannot be closed near this state: loop {model.loop_names[index]!r} stays open, "
@@ -331,7 +338,8 @@ def branch_normals(model, q, qd, *, tol=1e-12):
     qd = as_vector(model, qd, "qd")
     normals = np.zeros((model.nconstraints, model.nq))
     curvature = np.zeros(model.nconstraints)
-    status, rank = kernels.branch_normals(model.body_int, model.body_real, model.loop_int, model.loop_real, lw.pattern,
+    status, rank = kernels.branch_normals(model.body_int, model.body_real, model.loop_int, model.loop_real,
+                                          lw.pattern[:ENVELOPE_PATTERN],
                                           q, qd, ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
                                           lw.resp, ws.zeros, lw.no_gravity, float(tol), POSITION_RCOND,
                                           kernels.BRANCH_ZONE, normals, curvature)

@@ -168,8 +168,11 @@ def sparse_constrained_dynamics(body_int, body_real, gravity, loop_int, loop_rea
     structure's stats. Returns the status."""
     kkt = KKTStructure(*pattern[PATTERN_SIZE:KKT_END])
     work = SparseLoopWork(*pattern[KKT_END:])
+    # the envelope path's 14 arrays alone below: each array of a tuple argument is reference-counted on entry to and
+    # exit from every compiled call, and the callees take the same tuple type as the projection's (one compile)
+    envelope = pattern[:PATTERN_SIZE]
     if kkt.use[0] != 0 and driven.shape[0] == 0:
-        status, done = _sparse_dynamics(body_int, body_real, gravity, loop_int, loop_real, pattern, q, qd, tau,
+        status, done = _sparse_dynamics(body_int, body_real, gravity, loop_int, loop_real, envelope, q, qd, tau,
                                         wrench, driven, ws, com, acc, qdd, drive, phi, phid, jac, gamma, weights,
                                         zeros, stab, rcond, lam, info, branch[0], kkt, work)
         if done:
@@ -177,7 +180,7 @@ def sparse_constrained_dynamics(body_int, body_real, gravity, loop_int, loop_rea
                 work.stats[0] += 1
             return status
         work.stats[1] += 1
-    return constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, pattern, q, qd, tau, wrench,
+    return constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, envelope, q, qd, tau, wrench,
                                 driven, ws, com, acc, qdd, drive, phi, phid, jac, gamma, weights, resp, resp_drive,
                                 zeros, stab, rcond, lam, info, branch)
 

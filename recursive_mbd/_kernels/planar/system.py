@@ -276,7 +276,9 @@ def project_state(inputs, key, system, t, y):
     settings = loops[15]
     # the zero gravity (stab[2:4]) read-only, as the one rm.project passes (dynamics.loops): one compile of the
     # projection and its callees serves both
-    status, _, _ = project(system.body_int, system.body_real, loops[0], loops[1], loops[16:], q, qd, system.driven,
+    # loops[16:30]: the envelope path's 14 arrays of the loops' structure (``loops_sparse.PATTERN_SIZE``), not the
+    # sparse path's: fewer reference counts, and the tuple type of rm.project's call
+    status, _, _ = project(system.body_int, system.body_real, loops[0], loops[1], loops[16:30], q, qd, system.driven,
                         system.ws, system.com, loops[2], loops[3], loops[4], loops[5], loops[6], loops[7], loops[8],
                         loops[9], loops[10], readonly(loops[11][2:4]), settings[1], int(settings[2]), settings[3],
                         settings[4], 1e3 * settings[1], _branch(settings))
