@@ -22,7 +22,7 @@ from ..layout import N_CSTATE, STATUS_OK
 from ..timeloops import formulation
 from .contact import MODE_FREE, contact_forces, contact_newton_blocks, update_contacts
 from .elements import element_forces
-from .loops import BRANCH_ZONE, project
+from .loops import BRANCH_ZONE, constrained_dynamics, project
 from .loops_sparse import sparse_constrained_dynamics
 from .pairs import pair_forces
 from .tree import _forward_dynamics_serial, com_kinematics, forward_dynamics
@@ -354,11 +354,18 @@ def _make_rhs(with_loops, serial_chain=False, loads=True):
             loops = system.loops
             if loops[0].shape[0] > 0:
                 use_tree = False
-                status = sparse_constrained_dynamics(
-                    body_int, system.body_real, system.gravity, loops[0], loops[1], loops[16:], q, qd, tau,
-                    system.wrench, system.driven, system.ws, system.com, loops[2], qdd, drive, loops[3], loops[4],
-                    loops[5], loops[6], loops[7], loops[8], loops[9], loops[10], loops[11], loops[15][4], loops[12],
-                    loops[13], _branch(loops[15]))
+                if loops[30][0] != 0:  # the sparse KKT path's switch (``loops_sparse``: the array after the 14)
+                    status = sparse_constrained_dynamics(
+                        body_int, system.body_real, system.gravity, loops[0], loops[1], loops[16:], q, qd, tau,
+                        system.wrench, system.driven, system.ws, system.com, loops[2], qdd, drive, loops[3],
+                        loops[4], loops[5], loops[6], loops[7], loops[8], loops[9], loops[10], loops[11],
+                        loops[15][4], loops[12], loops[13], _branch(loops[15]))
+                else:  # the envelope path with its 14 arrays alone: no reference counts of the sparse path's
+                    status = constrained_dynamics(
+                        body_int, system.body_real, system.gravity, loops[0], loops[1], loops[16:30], q, qd, tau,
+                        system.wrench, system.driven, system.ws, system.com, loops[2], qdd, drive, loops[3],
+                        loops[4], loops[5], loops[6], loops[7], loops[8], loops[9], loops[10], loops[11],
+                        loops[15][4], loops[12], loops[13], _branch(loops[15]))
         if serial_chain:  # the route forward_dynamics takes for a serial chain without driven joints
             status = _forward_dynamics_serial(system.body_real, system.gravity, q, qd, tau, system.wrench,
                                               system.ws, qdd)
