@@ -520,6 +520,7 @@ test rejected, ``newton_failures`` the tries whose Newton iteration failed.
 
 import math
 
+import numba
 import numpy as np
 
 from .. import _checks
@@ -558,6 +559,10 @@ class _Arrays:
     matrix (``load_arrays``: 1.2 KB a body more), ``driven`` the drivers' flags (nbodies,) or None."""
 
     def __init__(self, model, starts, fused=False, loaded=False, driven=None):
+        # numba's threads started before the steps' kernels run: a fresh process whose first kernel call was
+        # ``kernels.newton_step`` from the cache (its parallel callees never called from Python) stopped with a
+        # segmentation fault in it
+        numba.get_num_threads()
         n = model.nbodies
         rows = max(int(np.diff(starts).max(initial=0)), 1)
         spherical = bool((model.body_int[:, SL.JTYPE] == SL.SPHERICAL).all())
