@@ -215,6 +215,25 @@ and a second thread adds the time its partner waits at the end of each parallel 
 before, 8.05 and 7.72 s split on two threads (15% less; 1.24 and 1.19 us of CPU a link-step, both threads), 9.54 s
 split on one thread (0.954 us of CPU, the same as before). A first run with an empty cache (a 5-link chain) compiled
 for 175 s of CPU against 150 s before (the parallel kernels; the two not at the same load).
+
+Then with the fused iteration's records kept for two ranges of bodies, not for every body (``augmented3d_implicit``:
+the elimination of a range on one thread beside the next range's records on the other), the children's sums in a
+(nbodies, 8, 6) array cleared as read, the conversion's workspace freed before the steps' arrays are touched, the
+steps' arrays and state freed before the result's arrays are made, and the last sample kept, not copied. Where the
+memory of N = 1e6 went before (RSS by phase, ``/proc/self/status`` with the peak reset around each call, warm cache):
+the interpreter and numba 0.19 GB, the model 0.37 GB (its table of the builder's columns beside body_real), the
+joint-coordinate workspace of the conversion 0.56 GB (freed only after the run's start), the steps' arrays 1.73 GB
+(the record of 99 numbers a body 0.79 GB of it), the state and first guess 0.2 GB, the samples 0.1 GB, and at the
+end the result's copies of the samples and joint coordinates beside all of them: peak 3.39 GB there. The same
+command on the shared machine at a load of 8, one thread (NUMBA_NUM_THREADS=1; ``/usr/bin/time -v``): N = 1e6 over
+1 s, peak 2.48 GB (3.39 before, two threads, load 6), 0.968 us of CPU a link-step (0.969 before), 2.12 iterations a
+step, 93.8 s of user CPU for the whole process (91.8 before). End states at N = 1e4 over 1 s the same bits as before
+(and on one and two threads). Two threads on this loaded machine wait at every round (9 a pass from 1e5 bodies, and
+more rounds than the two parallel passes before): 16.7 s of wall time for N = 1e4 against 3.1 s on one thread at a
+load of 8; N = 1e5 over 1 s on two threads, one process after another at a load of 5: 28.4 s of wall time and 18.9 s
+of CPU against 20.8 and 13.9 s before (the same end state, bit for bit; 2.09 iterations a step both), 23.8 and 15.9 s
+with PIPELINE_RANGES = 3 (fewer rounds, larger records). Not measured on a quiet machine, where the rounds should
+overlap the elimination with the next range's records.
 """
 
 import os

@@ -75,8 +75,8 @@ def phases(n, rho_inf=0.9, h=0.01):
 
     def fused_pass():
         assert kernels.spherical_forward(bi, br, g, starts, tau, a.zp, a.zbp, a.zdp, guess, lam, a.tangent, coef[5],
-                                         coef[6], fused.rb, fused.rc, fused.diag, fused.wm, fused.loc, fused.xb,
-                                         fused.xj, fused.power, info) == 0
+                                         coef[6], fused.rc, fused.diag, fused.wm, fused.loc, fused.xb, fused.xj,
+                                         fused.power, info) == 0
 
     def fused_back():
         kernels._back_substitute(bi, starts, fused.wm, fused.xb, fused.xj)

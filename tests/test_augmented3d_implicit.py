@@ -6,6 +6,7 @@ the recursive route's dopri5 run, second order in dt, and the failures."""
 import inspect
 import re
 
+import numba
 import numpy as np
 import pytest
 from _helpers import swinging_chain
@@ -470,7 +471,9 @@ def test_the_fused_spherical_iteration_is_the_general_one_on_a_random_tree(nbodi
     each way, the spherical joint's blocks written out; from PARALLEL_BODIES bodies the bodies' own blocks on
     numba's threads): its residual, tau's power and its correction are those of ``residual``, ``factor`` and
     ``solve`` at a state far from converged, to round-off (the correction to 1e-11 of its largest: the general
-    kernels take tau's turning by central differences, ``loads3d``, the fused passes in closed form)."""
+    kernels take tau's turning by central differences, ``loads3d``, the fused passes in closed form); range by range
+    of bodies (the records of two ranges kept), the same bits whatever the ranges and threads, again on the same
+    arrays (the children's sums left zero)."""
     model, rng = _spherical_tree(81, nbodies)
     parents = model.body_int[:, PARENT]
     assert np.bincount(parents[parents >= 0]).max() > 1 and (parents == -1).sum() > 1  # branches, several roots
@@ -493,18 +496,36 @@ def test_the_fused_spherical_iteration_is_the_general_one_on_a_random_tree(nbodi
     kernels.solve(m.body_int, step.starts, a.jp, a.api, a.diag, a.lu, a.piv, a.wm, xb, xj)
     expected_x = np.concatenate((xb.ravel(), xj))
     fused = augmented3d_implicit._Arrays(model, step.starts, fused=True)
-    info = np.zeros(4)
-    assert kernels.spherical_forward(m.body_int, m.body_real, m.gravity, step.starts, tau, a.zp, a.zbp, a.zdp, vdot,
-                                     lam, a.tangent, step.coef[5], step.coef[6], fused.rb, fused.rc, fused.diag,
-                                     fused.wm, fused.loc, fused.xb, fused.xj, fused.power, info) == 0
-    kernels._back_substitute(m.body_int, step.starts, fused.wm, fused.xb, fused.xj)
-    r = np.concatenate((fused.rb.ravel(), fused.rc))
-    x = np.concatenate((fused.xb.ravel(), fused.xj))
-    assert np.abs(expected_r).max() > 10.0 and np.abs(expected_x).max() > 1.0  # far from converged
-    np.testing.assert_allclose(r, expected_r, rtol=0, atol=1e-12 * np.abs(expected_r).max())
-    assert abs(fused.power[0] - expected_power) <= 1e-12 * abs(expected_power)
-    assert info[2] == np.abs(fused.rb).max() and fused.rb[int(info[3])].__abs__().max() == info[2]
-    np.testing.assert_allclose(x, expected_x, rtol=0, atol=1e-11 * np.abs(expected_x).max())
+    size = augmented3d_implicit.pipeline_range(nbodies)
+    assert fused.loc.shape == (2 * size, kernels.LOCAL_SIZE) and size <= nbodies  # two ranges' records
+    body_r = expected_r[:6 * nbodies].reshape(nbodies, 6)
+    threads = numba.get_num_threads()
+    first = None
+    # the run's ranges, ranges of 1000 bodies (several rounds: on two threads), the same on one thread, and again on
+    # the same arrays (the children's sums are left zero for the next call)
+    for size, count in ((None, threads), (1000, threads), (1000, 1), (1000, threads)):
+        if size is not None:
+            fused.loc = np.zeros((2 * min(nbodies, size), kernels.LOCAL_SIZE))
+        info = np.zeros(4)
+        numba.set_num_threads(count)
+        try:
+            assert kernels.spherical_forward(m.body_int, m.body_real, m.gravity, step.starts, tau, a.zp, a.zbp, a.zdp,
+                                             vdot, lam, a.tangent, step.coef[5], step.coef[6], fused.rc, fused.diag,
+                                             fused.wm, fused.loc, fused.xb, fused.xj, fused.power, info) == 0
+        finally:
+            numba.set_num_threads(threads)
+        assert not fused.diag.any()
+        kernels._back_substitute(m.body_int, step.starts, fused.wm, fused.xb, fused.xj)
+        x = np.concatenate((fused.xb.ravel(), fused.xj))
+        assert np.abs(expected_r).max() > 10.0 and np.abs(expected_x).max() > 1.0  # far from converged
+        np.testing.assert_allclose(fused.rc, expected_r[6 * nbodies:], rtol=0, atol=1e-12 * np.abs(expected_r).max())
+        assert abs(fused.power[0] - expected_power) <= 1e-12 * abs(expected_power)
+        # the largest |residual| of the body rows and its body
+        assert abs(info[2] - np.abs(body_r).max()) <= 1e-12 * np.abs(body_r).max()
+        assert abs(np.abs(body_r[int(info[3])]).max() - info[2]) <= 1e-12 * info[2]
+        np.testing.assert_allclose(x, expected_x, rtol=0, atol=1e-11 * np.abs(expected_x).max())
+        first = x if first is None else first
+        assert np.array_equal(x, first)  # the same bits whatever the ranges and threads
 
 
 @pytest.mark.parametrize("nbodies", [12, kernels.PARALLEL_BODIES + 300])
@@ -524,7 +545,7 @@ def test_the_initial_dynamics_of_a_spherical_tree_are_the_augmented_formulations
     a = augmented3d_implicit._Arrays(model, starts, fused=True)
     vdot, lam = np.full((model.nbodies, 6), np.nan), np.full(int(starts[-1]), np.nan)
     assert kernels.spherical_dynamics(model.body_int, model.body_real, model.gravity, starts, tau, z,
-                                      augmented3d_implicit.to_body_axes(z, zd), zd, a.tangent, a.rb, a.rc, a.diag, a.wm,
+                                      augmented3d_implicit.to_body_axes(z, zd), zd, a.tangent, a.rc, a.diag, a.wm,
                                       a.loc, a.xb, a.xj, vdot, lam, a.power, a.info) == 0
     np.testing.assert_allclose(vdot, expected, rtol=0, atol=1e-10 * np.abs(expected).max())
     np.testing.assert_allclose(lam, expected_lam, rtol=0, atol=1e-10 * np.abs(expected_lam).max())
@@ -565,8 +586,8 @@ def test_the_fused_spherical_iteration_solves_the_residuals_derivative_at_fast_r
     r = step.residual(step.x0)  # leaves the state of x0 in a.zp, a.zbp, a.zdp, a.tangent
     fused = augmented3d_implicit._Arrays(model, step.starts, fused=True)
     assert kernels.spherical_forward(m.body_int, m.body_real, m.gravity, step.starts, np.zeros(0), a.zp, a.zbp, a.zdp,
-                                     vdot, lam, a.tangent, step.coef[5], step.coef[6], fused.rb, fused.rc, fused.diag,
-                                     fused.wm, fused.loc, fused.xb, fused.xj, fused.power, np.zeros(4)) == 0
+                                     vdot, lam, a.tangent, step.coef[5], step.coef[6], fused.rc, fused.diag, fused.wm,
+                                     fused.loc, fused.xb, fused.xj, fused.power, np.zeros(4)) == 0
     kernels._back_substitute(m.body_int, step.starts, fused.wm, fused.xb, fused.xj)
     mine = np.concatenate((fused.xb.ravel(), fused.xj))
     expected = np.linalg.solve(_jacobian(step.residual, step.x0, 0.1, 3), -r)

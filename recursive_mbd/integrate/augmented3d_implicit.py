@@ -121,14 +121,19 @@ rows for the multipliers, leaving a 3 x 3 matrix inverted with partial pivoting 
 is: the same failures). Full Newton: the matrix at every iterate.
 
 A tree of spherical joints only (the long chains) takes an iteration in fused passes over the bodies, not five
-(``kernels.spherical_forward``, ``FUSED_SPHERICAL``): first every body at once (on numba's threads from
-``kernels.PARALLEL_BODIES`` bodies), what its blocks need of its own pose and its parent's (its own residual terms, the
-joint's rows, the coupling and stiffness blocks of the elimination, kept in a record of 99 numbers a body); then
-leaves first, each body's residual completed by its children's loads, its local block eliminated, and its right-hand
-side eliminated into its parent's at once; then roots first the back-substitution. The matrix and the elimination
+(``kernels.spherical_forward``, ``FUSED_SPHERICAL``): first what each body's blocks need of its own pose and its
+parent's (its own residual terms, the joint's rows, the coupling and stiffness blocks of the elimination: a record
+of 114 numbers, ``kernels.LOCAL_SIZE``); then leaves first, each body's residual completed by its children's loads,
+its local block eliminated, and its right-hand side eliminated into its parent's at once (the children's Schur terms,
+loads and right-hand sides summed in the parent's row of ``diag``, which the parent clears as it reads them); then
+roots first the back-substitution. The first two go range by range of bodies (``pipeline_range``: from
+``kernels.PARALLEL_BODIES`` bodies PIPELINE_RANGES ranges, the last first), the records of two ranges kept, not
+one a body: from PARALLEL_BODIES bodies, in each round one of numba's threads eliminates a range while the other
+makes the records of the range before it (a round a range: the same bodies and the same arithmetic in the same
+order whatever the ranges and threads, so the same bits). The matrix and the elimination
 are the ones above with the spherical joint's blocks written out: its rows are the joint frame's axes F (G^-1 = F, no
 inverse), its force has no moment about the joint point (the coupling blocks in closed form), and nothing of the
-factorisation is kept beyond K^-1 U. The bodies are shared among the threads in a fixed number of ranges
+factorisation is kept beyond K^-1 U. The update's bodies are shared among the threads in a fixed number of ranges
 (``kernels.CHUNKS``), so a run's results are the same bit for bit whatever the number of threads. Tested against the
 general kernels on random trees of spherical joints with joint torques, below and above PARALLEL_BODIES (residual
 and correction to round-off; whole runs with the same iterations). The run starts from the same passes: with
@@ -581,6 +586,7 @@ on it), every, progress, max_wall_time, Ctrl-C. ``result.newton_iterations`` cou
 
 import math
 
+import numba
 import numpy as np
 
 from .. import _checks
@@ -607,18 +613,26 @@ NEWTON_TOL = 1e-10
 # a tree of spherical joints iterates by the fused passes of ``kernels.spherical_forward`` (False: the general kernels,
 # the same matrix and answers to round-off)
 FUSED_SPHERICAL = True
+# the fused iteration's ranges of bodies from ``kernels.PARALLEL_BODIES`` (``pipeline_range``): each a round of two
+# threads, one eliminating a range while the other makes the records of the next; few, since a loaded machine makes
+# every round wait for both threads, many enough that the rounds overlap most of the work
+PIPELINE_RANGES = 8
 
 
 class _Arrays:
     """The step's arrays of one model (its joints' rows start at ``starts``), allocated once a run: only what the
     solve needs is kept per body (the local blocks' factors, K^-1 U and the coupling rows), sized by the largest
     joint (a chain of spherical joints: 1.9 KB a body). ``fused``: every joint is spherical and the iterations are
-    ``kernels.spherical_forward``'s (xb, xj its corrections; no local factors kept, 1.3 KB a body); else xb, xj
-    are empty and the iterations are ``kernels.residual``, ``factor`` and ``solve``'s. ``loaded``: the joint loads'
-    blocks are taken into the matrix (``load_arrays``: 1.2 KB a body more), ``driven`` the drivers' flags (nbodies,)
-    or None."""
+    ``kernels.spherical_forward``'s (xb, xj its corrections, diag its children's sums, loc the records of two ranges
+    of bodies; no local factors and no joints' rows kept: 1.1 KB a body); else xb, xj are empty and the iterations
+    are ``kernels.residual``, ``factor`` and ``solve``'s. ``loaded``: the joint loads' blocks are taken into the
+    matrix (``load_arrays``: 1.2 KB a body more), ``driven`` the drivers' flags (nbodies,) or None."""
 
     def __init__(self, model, starts, fused=False, loaded=False, driven=None):
+        # numba's threads started before the steps' kernels run: a fresh process whose first kernel call was
+        # ``kernels.newton_step`` from the cache (its parallel callees never called from Python) stopped with a
+        # segmentation fault in it
+        numba.get_num_threads()
         n = model.nbodies
         rows = max(int(np.diff(starts).max(initial=0)), 1)
         spherical = bool((model.body_int[:, SL.JTYPE] == SL.SPHERICAL).all())
@@ -628,21 +642,19 @@ class _Arrays:
         self.zp, self.zbp, self.zdp = np.zeros((n, 7)), np.zeros((n, 6)), np.zeros((n, 6))
         self.tangent = np.zeros((n, 3, 3))
         # the loops' position rows follow the joints' in rc (and their multipliers the joints' in lam)
-        self.rb, self.rc = np.zeros((n, 6)), np.zeros(int(starts[-1]) + model.nconstraints)
-        if fused:
-            # the record of the fused pass's blocks (``kernels.LOCAL_SIZE`` a body); the joints' rows, which only the
-            # power of tau and the samples' joint coordinates use (outside the iterations), share its memory
-            self.loc = np.zeros((n, kernels.LOCAL_SIZE))
-            flat = self.loc.reshape(-1)
-            sizes = np.cumsum([0, n * rows * 6, n * rows * 6, n * 6, n * 6])
-            assert sizes[-1] <= flat.size
-            self.jc, self.jp = flat[:sizes[1]].reshape(n, rows, 6), flat[sizes[1]:sizes[2]].reshape(n, rows, 6)
-            self.res, self.gam = flat[sizes[2]:sizes[3]].reshape(n, 6), flat[sizes[3]:sizes[4]].reshape(n, 6)
+        self.rc = np.zeros(int(starts[-1]) + model.nconstraints)
+        self.nbodies, self.rows = n, rows
+        if fused:  # the residual and the joints' rows are not kept (``joint_rows`` makes them where needed)
+            self.loc = np.zeros((2 * pipeline_range(n), kernels.LOCAL_SIZE))
+            self.diag = np.zeros((n, kernels.SUMS, 6))
+            self.rb, self.res, self.gam = np.zeros((0, 6)), np.zeros((0, 6)), np.zeros((0, 6))
+            self.jc, self.jp = np.zeros((0, rows, 6)), np.zeros((0, rows, 6))
         else:
             self.loc = np.zeros((0, kernels.LOCAL_SIZE))
+            self.diag = np.zeros((n, 6, 6))
+            self.rb, self.res, self.gam = np.zeros((n, 6)), np.zeros((n, 6)), np.zeros((n, 6))
             self.jc, self.jp = np.zeros((n, rows, 6)), np.zeros((n, rows, 6))
-            self.res, self.gam = np.zeros((n, 6)), np.zeros((n, 6))
-        self.diag, self.api = np.zeros((n, 6, 6)), np.zeros((kept, 6, 6))
+        self.api = np.zeros((kept, 6, 6))
         # a spherical joint's local block is kept as five 3 x 3 blocks, without pivots (``kernels.factor``)
         self.lu = np.zeros((kept, 5, 9)) if spherical else np.zeros((kept, 12, 12))
         self.piv = np.zeros((kept, 1 if spherical else 12), dtype=np.int64)
@@ -657,6 +669,33 @@ class _Arrays:
         return (self.zp, self.zbp, self.zdp, self.tangent, self.rb, self.rc, self.jc, self.jp, self.res, self.gam,
                 self.diag, self.api, self.lu, self.piv, self.wm, self.loc, self.xb, self.xj, self.power, self.info,
                 self.loops, self.loads)
+
+    def joint_rows(self):
+        """(rb, jc, jp, res, gam): the residual's and the joints' rows' arrays of ``kernels.residual`` and
+        ``recover3d.joint_states`` (nbodies rows): the step's own, or, where the fused iteration keeps none, made
+        at the first call (0.4 KB a body for a tree of spherical joints)."""
+        if self.rb.shape[0] != self.nbodies:
+            n = self.nbodies
+            self.rb, self.res, self.gam = np.zeros((n, 6)), np.zeros((n, 6)), np.zeros((n, 6))
+            self.jc, self.jp = np.zeros((n, self.rows, 6)), np.zeros((n, self.rows, 6))
+        return self.rb, self.jc, self.jp, self.res, self.gam
+
+    def release(self):
+        """Drop the steps' own per-body arrays (at a run's end, before its result's joint coordinates are made, which
+        take ``joint_rows`` only): no step can be taken after it."""
+        for name in ("zp", "zbp", "zdp", "tangent", "diag", "api", "lu", "piv", "wm", "loc", "xb", "xj", "loops",
+                     "loads"):
+            self.__dict__.pop(name, None)
+
+
+def pipeline_range(n):
+    """The size of the ranges of bodies of the fused iteration (``kernels.spherical_forward``) on n bodies: all of
+    them below ``kernels.PARALLEL_BODIES`` (no threads), else n / PIPELINE_RANGES, at least
+    ``kernels.PIPELINE_BODIES``: a round of numba's threads a range, and two ranges' records kept (on 1e6 bodies 28
+    numbers a body, where a record a body took 99)."""
+    if n < kernels.PARALLEL_BODIES:
+        return max(n, 1)
+    return min(n, max(-(-n // PIPELINE_RANGES), kernels.PIPELINE_BODIES))
 
 
 def load_arrays(model, driven=None, loaded=True):
@@ -760,6 +799,8 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, driver
     fused = (FUSED_SPHERICAL and not model.nloops and not by_state
              and bool((model.body_int[:, SL.JTYPE] == SL.SPHERICAL).all()))
     loaded = by_state or (not fused and not function and bool(np.any(tau)))
+    if fused:  # the joint-coordinate workspace of the conversion (1 KB a body) goes before the steps' arrays come
+        spatial.release_workspace(model)
     arrays = _Arrays(model, starts, fused=fused, loaded=loaded, driven=drive.inputs.driven)
     angles = _Angles(model, q0)
     loads = _Loads(model, inputs, tau, arrays, angles) if by_state else None
@@ -770,8 +811,8 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, driver
     elif fused:  # a tree of spherical joints: the start in the fused passes (tau's power at the start with them)
         vdot, lam = np.empty((model.nbodies, 6)), np.empty(int(starts[-1]))
         if kernels.spherical_dynamics(model.body_int, model.body_real, model.gravity, starts, tau, z, zb, zd,
-                                      arrays.tangent, arrays.rb, arrays.rc, arrays.diag, arrays.wm, arrays.loc,
-                                      arrays.xb, arrays.xj, vdot, lam, arrays.power, arrays.info):
+                                      arrays.tangent, arrays.rc, arrays.diag, arrays.wm, arrays.loc, arrays.xb,
+                                      arrays.xj, vdot, lam, arrays.power, arrays.info):
             vdot = None  # (failed: the general start below, with its errors)
         else:
             power = float(arrays.power[0])
@@ -791,6 +832,7 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, driver
     event_functions = _runs._Events(model, events, inputs, states)
     output = stepper.output = _Output(model, t0, stepper.state, drive, t_eval, event_functions, states,
                                       loads is not None)
+    del z, zb, zd, acc, vdot, lam  # the stepper's state holds them (and lets them go before the result is made)
     control = _runs._RunControl(max_wall_time)
     shown = control.progress = _runs.run_progress(progress, "generalized_alpha", t0, t_end)
     t = t0
@@ -815,7 +857,7 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, driver
                 if output.stopped:
                     break
                 if t_eval is None and (step == steps or step % every == 0):
-                    output.store_step_end(t, stepper.state)
+                    output.store_step_end(t, stepper.state, last=step == steps)
                 if control.interrupted:
                     break
                 if max_wall_time is not None and control.status() == L.STATUS_TIME_LIMIT and step < steps:
@@ -831,6 +873,9 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, driver
     status = L.STATUS_EVENT if output.stopped else L.STATUS_OK
 
     def build():
+        # the steps' arrays and state go before the result's arrays come (its joint coordinates take joint_rows)
+        arrays.release()
+        stepper.state = stepper.spare = None
         result = _result(model, output.t, output.z, output.zd, output.work, arrays, stepper.iterations, accepted)
         if output.track:  # the angles continuous, as the run's loads and events saw them
             angles.unwrap(result.q, np.array(output.refs).reshape(result.t.size, -1))
@@ -948,15 +993,16 @@ class _Output:
             return "failed", f"generalized_alpha failed at t = {t:.9g} s: {error}", error.__cause__
         return None
 
-    def store_step_end(self, t, state):
+    def store_step_end(self, t, state, last=False):
+        """The state at a step's end as a sample; ``last``: the run's last step (its arrays are kept, not copied)."""
         z, _, zd, _, _, lam, _, work, _, _, dissipated = state
-        self._store(t, z, zd, (dissipated, work), self.drive.forces(lam), lam[self.loop_rows:].copy())
+        self._store(t, z, zd, (dissipated, work), self.drive.forces(lam), lam[self.loop_rows:].copy(), not last)
 
-    def _store(self, t, z, zd, work, driving, mu):
+    def _store(self, t, z, zd, work, driving, mu, copy=True):
         self.mu.append(mu)
         self.t.append(t)
-        self.z.append(z.copy())  # the state's arrays are reused by the steps
-        self.zd.append(zd.copy())
+        self.z.append(z.copy() if copy else z)  # the state's arrays are reused by the steps
+        self.zd.append(zd.copy() if copy else zd)
         self.work.append(work)
         self.driving.append(driving)
         self.refs.append(self.states.angles.ref.copy())
@@ -1391,8 +1437,9 @@ def _power(model, starts, tau, drive, z, zd, vdot, lam, arrays):
     """The power of tau at (z, zd) and of the drivers (their multipliers in lam, ``drive.at`` the start's time)."""
     if not tau.size:
         return drive.power(lam)
+    rb, jc, jp, res, gam = arrays.joint_rows()
     kernels.residual(model.body_int, model.body_real, model.gravity, starts, tau, drive.target, z, zd, vdot, lam, 1.0,
-                     arrays.rb, arrays.rc, arrays.jc, arrays.jp, arrays.res, arrays.gam, arrays.power)
+                     rb, arrays.rc, jc, jp, res, gam, arrays.power)
     return float(arrays.power[0]) + drive.power(lam)
 
 
@@ -1448,16 +1495,19 @@ def joint_states(model, z, zd, arrays):
     if z.shape != (nt, n, 7) or zd.shape != (nt, n, 6):
         raise ValueError(f"z and zd must have shapes ({nt}, {n}, 7) and ({nt}, {n}, 6), got {z.shape} and {zd.shape}")
     q, v, drift = np.zeros((nt, model.nq)), np.zeros((nt, model.nv)), np.zeros(nt)
-    recover3d.joint_states(model.body_int, model.body_real, z, zd, q, v, drift, arrays.jc, arrays.jp, arrays.res,
-                           arrays.gam)
+    _, jc, jp, res, gam = arrays.joint_rows()
+    recover3d.joint_states(model.body_int, model.body_real, z, zd, q, v, drift, jc, jp, res, gam)
     return q, v, drift
 
 
 def _result(model, samples_t, samples_z, samples_zd, samples_work, arrays, iterations, nsteps):
-    """The run's SimulationResult from its samples of (z, zd)."""
+    """The run's SimulationResult from its samples of (z, zd) (lists of (nbodies, 7) and (nbodies, 6) arrays, each
+    dropped from its list as it is copied into the result's: a long chain's samples are not held twice)."""
     nt = len(samples_t)
-    z = np.array(samples_z).reshape(nt, model.nbodies, 7)
-    zd = np.array(samples_zd).reshape(nt, model.nbodies, 6)
+    z, zd = np.empty((nt, model.nbodies, 7)), np.empty((nt, model.nbodies, 6))
+    for k in range(nt):
+        z[k], zd[k] = np.reshape(samples_z[k], (model.nbodies, 7)), np.reshape(samples_zd[k], (model.nbodies, 6))
+        samples_z[k] = samples_zd[k] = None
     q, v, drift = joint_states(model, z, zd, arrays)
     for i in range(nt if model.nloops else 0):  # the loops' gaps |phi| too
         drift[i] = max(drift[i], float(np.abs(augmented3d.loop_rows(model, z[i], zd[i])[2]).max()))

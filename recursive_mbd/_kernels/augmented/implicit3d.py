@@ -41,10 +41,11 @@ found (its pivots tested against its own columns, the same PIVOT_RTOL). Only the
 G^-1, E, Hm, P, S^-1 (45 numbers, where the LU of K_i took 144; D11, D12 stay in D_i).
 
 A tree of spherical joints only (the long chains) iterates in fused passes instead of five (``spherical_forward``,
-then ``_back_substitute``): what each body's blocks need of its own pose and its parent's, every body at once
-(``_spherical_local``, on numba's threads), then the residual's completion, the factorisation and the right-hand
-side's elimination leaves first in one pass, the same matrix and elimination with the spherical joint's blocks
-written out (its section). With c_stiff = c_damp = 0 the same passes solve the dynamics at the run's start
+then ``_back_substitute``): what each body's blocks need of its own pose and its parent's (``_spherical_bodies``),
+then the residual's completion, the factorisation and the right-hand side's elimination leaves first
+(``_spherical_eliminate``), the same matrix and elimination with the spherical joint's blocks written out (its
+section), range by range of bodies, the first part of a range on one of numba's threads while the range after it is
+eliminated on the other. With c_stiff = c_damp = 0 the same passes solve the dynamics at the run's start
 (``spherical_dynamics``).
 """
 
@@ -957,8 +958,8 @@ def _skew_skew(a, b):
             b[2] * a[0], b[2] * a[1], b[2] * a[2] - d)
 
 
-# the per-body record of ``_spherical_local`` (LOCAL_SIZE numbers a body, ``spherical_forward``'s loc): the blocks of
-# the elimination that do not depend on the bodies eliminated before (9-tuples, row-major, at these offsets)
+# the per-body record of ``_spherical_body`` (LOCAL_SIZE numbers a body, a row of ``spherical_forward``'s loc): the
+# blocks of the elimination that do not depend on the bodies eliminated before (9-tuples, row-major, at these offsets)
 LOC_E = 0  # E = -R [rcb] T_i
 LOC_HM = 9  # Hm = [rcb] R^T
 LOC_GB = 18  # G^-1 of the rows' right-hand side, -F r_c (3)
@@ -971,7 +972,20 @@ LOC_A2 = 66  # A_pi's moment rows on the child's turn, -c_s R_p^T R ([R^T f][rcb
 LOC_ARM = 75  # R_p^T [rho] (jp^T's moment rows, times -F)
 LOC_KPP = 84  # the joint's stiffness on the parent's turn block, c_s ([R_p^T rho][R_p^T f] + [R_p^T m]) T_p
 LOC_UP = 93  # the joint's load on the parent's residual: -f, R_p^T m (m = -rho x f + R tau, ground axes) (6)
-LOCAL_SIZE = 99
+LOC_RB = 99  # the body's own residual terms (6: its children's loads come in the elimination)
+LOC_D22 = 105  # the turn block of its own local block, J_c + c_d D_v + c_s (D_z + H) T (its force block is m 1)
+LOCAL_SIZE = 114
+# the rows of ``spherical_forward``'s children's sums a body (its diag (nbodies, SUMS, 6)): the Schur terms of its
+# children on its local block (rows 0 to 5), their loads on its residual (SUM_LOAD) and their V y on its right-hand
+# side (SUM_VY)
+SUM_LOAD = 6
+SUM_VY = 7
+SUMS = 8
+# the fused pass takes the bodies in ranges (of PIPELINE_BODIES in a run: ``integrate.augmented3d_implicit._Arrays``),
+# leaves first, with two ranges' records in loc at a time (the first part of a range written while the range after it
+# is eliminated: on two threads at once from PARALLEL_BODIES bodies), so that the records are not kept for every body
+# and stay in the shared cache; a round of two threads a range
+PIPELINE_BODIES = 8192
 
 
 @inline
@@ -989,8 +1003,9 @@ def _set(loc, i, k, a):
 
 @inline
 def _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff, c_damp,
-                    rb, rc, diag, xb, loc, i):
-    """Body i of ``_spherical_local``; returns its share of tau's power."""
+                    rc, loc, i, s):
+    """Body i of ``spherical_forward``'s first part, into loc's row s (the LOC_ offsets) and its joint's rows of rc;
+    returns its share of tau's power."""
     one = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
     power = 0.0
     p = body_int[i, PARENT]
@@ -1041,13 +1056,9 @@ def _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, 
     jom = _mat_vec(inertia, om)
     spin = _add(_mat_vec(inertia, _vec(vdot, i, 3)), _cross(om, jom))
     for c in range(3):
-        rb[i, c] = mass * (vdot[i, c] - gravity[c]) + f[c]
-        rb[i, 3 + c] = spin[c] + applied[c]
+        loc[s, LOC_RB + c] = mass * (vdot[i, c] - gravity[c]) + f[c]
+        loc[s, LOC_RB + 3 + c] = spin[c] + applied[c]
         rc[r0 + c] = row[c]
-    for c in range(6):
-        xb[i, c] = 0.0
-        for k in range(6):
-            diag[i, c, k] = 0.0
     # the local block's own terms: M, the gyroscopic and the geometric stiffness of the body's own joint
     f_b = _mat_t_vec(rot, f)
     fr_t = _mm(_skew_skew(f_b, rcb), t_i)  # [R^T f][rcb] T_i
@@ -1056,109 +1067,88 @@ def _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, 
     # -R_p^T R [tau] theta_b
     tau_t = _skew_mm(tau_b, t_i)
     gyro_w = _lin(1.0, _skew_mm(om, inertia), -1.0, _skew(jom))
-    d22 = _lin(1.0, _lin(1.0, inertia, c_damp, gyro_w), c_stiff,
-               _lin(1.0, _lin(1.0, _skew_mm(applied, t_i), 1.0, fr_t), 1.0, tau_t))
-    for c in range(3):
-        diag[i, c, c] = mass
-    _put(diag, i, 3, 3, 1.0, d22)
-    _set(loc, i, LOC_E, _neg(_mm(rot, _skew_mm(rcb, t_i))))
-    _set(loc, i, LOC_HM, _skew_mm(rcb, rot_t))
-    _set(loc, i, LOC_GB, _scale(-1.0, _mat_vec(frame, row)))
-    _set(loc, i, LOC_F, frame)
+    _set(loc, s, LOC_D22, _lin(1.0, _lin(1.0, inertia, c_damp, gyro_w), c_stiff,
+                               _lin(1.0, _lin(1.0, _skew_mm(applied, t_i), 1.0, fr_t), 1.0, tau_t)))
+    _set(loc, s, LOC_E, _neg(_mm(rot, _skew_mm(rcb, t_i))))
+    _set(loc, s, LOC_HM, _skew_mm(rcb, rot_t))
+    _set(loc, s, LOC_GB, _scale(-1.0, _mat_vec(frame, row)))
+    _set(loc, s, LOC_F, frame)
     if p < 0:
         return power
     rot_pt = _tr(rot_p)
     f_p = _mat_t_vec(rot_p, f)
     back = _sub(turned, _cross(rho, f))  # the joint's moment on the parent, ground axes
     up = _mat_t_vec(rot_p, back)
-    _set(loc, i, LOC_U1, _scale9(-c_stiff, _skew_mm(f, t_p)))
-    _set(loc, i, LOC_U2, _scale9(-c_stiff, _mm(_skew_skew(rcb, f_b), _mm(rot_t, t_p))))
-    _set(loc, i, LOC_GU, _skew_mm(rho, t_p))
-    _set(loc, i, LOC_A1, _scale9(c_stiff, _skew_mm(f_p, rot_pt)))
-    _set(loc, i, LOC_A2, _scale9(-c_stiff, _mm(_mm(rot_pt, rot), _lin(1.0, fr_t, 1.0, tau_t))))
-    _set(loc, i, LOC_ARM, _mm_skew(rot_pt, rho))
-    _set(loc, i, LOC_KPP, _scale9(c_stiff, _mm(_lin(1.0, _skew_skew(_mat_t_vec(rot_p, rho), f_p), 1.0,
-                                                       _skew(up)), _tangent(tangent, p))))
-    _set(loc, i, LOC_UP, (-f[0], -f[1], -f[2], up[0], up[1], up[2]))
+    _set(loc, s, LOC_U1, _scale9(-c_stiff, _skew_mm(f, t_p)))
+    _set(loc, s, LOC_U2, _scale9(-c_stiff, _mm(_skew_skew(rcb, f_b), _mm(rot_t, t_p))))
+    _set(loc, s, LOC_GU, _skew_mm(rho, t_p))
+    _set(loc, s, LOC_A1, _scale9(c_stiff, _skew_mm(f_p, rot_pt)))
+    _set(loc, s, LOC_A2, _scale9(-c_stiff, _mm(_mm(rot_pt, rot), _lin(1.0, fr_t, 1.0, tau_t))))
+    _set(loc, s, LOC_ARM, _mm_skew(rot_pt, rho))
+    _set(loc, s, LOC_KPP, _scale9(c_stiff, _mm(_lin(1.0, _skew_skew(_mat_t_vec(rot_p, rho), f_p), 1.0,
+                                                      _skew(up)), _tangent(tangent, p))))
+    _set(loc, s, LOC_UP, (-f[0], -f[1], -f[2], up[0], up[1], up[2]))
     return power
 
 
 @njit
 def _spherical_bodies(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff,
-                      c_damp, rb, rc, diag, xb, loc, start, stop):
-    """Bodies start to stop - 1 of ``_spherical_local``; their share of tau's power."""
+                      c_damp, rc, loc, start, stop, slot):
+    """Bodies start to stop - 1 of ``spherical_forward``'s first part, into loc's rows slot + (i - start); their
+    share of tau's power."""
     power = 0.0
     for i in range(start, stop):
         power += _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
-                                 c_stiff, c_damp, rb, rc, diag, xb, loc, i)
+                                 c_stiff, c_damp, rc, loc, i, slot + i - start)
     return power
 
 
-@pnjit
-def _spherical_local(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff, c_damp,
-                     rb, rc, diag, xb, loc):
-    """The first part of ``spherical_forward``, every body at once (``prange``: what does not depend on the order of
-    the elimination): body i's own residual terms into rb[i] (its children's loads come in the second part) and its
-    joint's rows into rc, its local block's own terms into diag[i] (the rest zero), xb[i] zeroed, and the record of
-    its blocks into loc[i] (the LOC_ offsets). c_stiff = 0: the rows' residual is the acceleration constraints'
-    velocity terms F^T (w_i x (w_i x r_c) - w_p x (w_p x arm_p)) instead of C / c_stiff (``spherical_dynamics``).
-    Returns tau's power at (zp, zdp)."""
-    n = body_int.shape[0]
-    if n < PARALLEL_BODIES:
-        return _spherical_bodies(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
-                                 c_stiff, c_damp, rb, rc, diag, xb, loc, 0, n)
-    parts = np.empty(CHUNKS)  # each range's power, summed in order: the same whatever the threads
-    for k in numba.prange(CHUNKS):
-        parts[k] = _spherical_bodies(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
-                                     c_stiff, c_damp, rb, rc, diag, xb, loc, k * n // CHUNKS, (k + 1) * n // CHUNKS)
-    return parts.sum()
-
-
 @njit
-def spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff,
-                      c_damp, rb, rc, diag, wm, loc, xb, xj, power, info):
-    """One Newton iteration's first pass on a tree of spherical joints (every joint spherical; the section's
-    comment), leaves first: the step's residual at (zp, zbp, zdp, vdot, lam) into rb (nbodies, 6; moment rows in
-    body axes) and rc (rows), as ``residual``; the Newton matrix built and factorised, as ``factor`` (W_i into wm
-    (nbodies, 9, 6), diag (nbodies, 6, 6) and loc (nbodies, LOCAL_SIZE) scratch); and the right-hand side -(rb, rc)
-    eliminated, as ``solve``'s first pass: xb (nbodies, 6), xj (rows) hold y for ``_back_substitute``. power[0]
-    receives tau's power at (zp, zdp), info[2], info[3] the largest |rb| and its body. Returns the status (a
-    non-finite state or a singular local block: its body). In two parts: what each body's blocks need of its own
-    state and its parent's, every body at once (``_spherical_local``, on numba's threads), then the elimination
-    leaves first, which adds each body's Schur terms and loads to its parent's."""
-    n = body_int.shape[0]
+def _spherical_eliminate(body_int, body_real, row_start, diag, wm, loc, xb, xj, start, stop, slot, out):
+    """Bodies stop - 1 down to start of ``spherical_forward``'s second part, their records in loc's rows slot +
+    (i - start): each body's local block (its own terms and its children's sums, diag[i], which it clears for the
+    next call) eliminated, W_i into wm[i], y into xb[i] and xj, and its Schur terms, load and V y added to its
+    parent's sums. out receives (status, the largest |residual| of these bodies, its body)."""
     work = np.empty((3, 6))
-    status = _nonfinite_pose(zp)
-    if status:
-        return status
-    power[0] = _spherical_local(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff,
-                                c_damp, rb, rc, diag, xb, loc)
     worst = 0.0
-    where = 0
+    where = stop - 1
     minus_one = (-1.0, 0.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0, -1.0)
-    for i in range(n - 1, -1, -1):
+    out[0] = 0.0
+    for i in range(stop - 1, start - 1, -1):
+        s = slot + i - start
         p = body_int[i, PARENT]
         r0 = row_start[i]
-        for c in range(6):  # complete: its children's loads came first
-            if not abs(rb[i, c]) <= worst:
-                worst = abs(rb[i, c])
+        # its residual, complete: its own terms and its children's loads
+        rb = (loc[s, LOC_RB] + diag[i, SUM_LOAD, 0], loc[s, LOC_RB + 1] + diag[i, SUM_LOAD, 1],
+              loc[s, LOC_RB + 2] + diag[i, SUM_LOAD, 2], loc[s, LOC_RB + 3] + diag[i, SUM_LOAD, 3],
+              loc[s, LOC_RB + 4] + diag[i, SUM_LOAD, 4], loc[s, LOC_RB + 5] + diag[i, SUM_LOAD, 5])
+        for c in range(6):
+            if not abs(rb[c]) <= worst:
+                worst = abs(rb[c])
                 where = i
-        # the local block (its children's Schur terms in diag[i]) by the spherical elimination
-        d11 = _block(diag, i, 0, 0)
+        # the local block (its own terms, m 1 and d22, and its children's Schur terms) by the spherical elimination
+        mass = body_real[i, MASS]
+        d11 = _lin(1.0, (mass, 0.0, 0.0, 0.0, mass, 0.0, 0.0, 0.0, mass), 1.0, _block(diag, i, 0, 0))
         d12 = _block(diag, i, 0, 3)
         d21 = _block(diag, i, 3, 0)
-        d22 = _block(diag, i, 3, 3)
-        e = _get9(loc, i, LOC_E)
-        hm = _get9(loc, i, LOC_HM)
-        frame_t = _tr(_get9(loc, i, LOC_F))
+        d22 = _lin(1.0, _get9(loc, s, LOC_D22), 1.0, _block(diag, i, 3, 3))
+        vy_children = (diag[i, SUM_VY, 0], diag[i, SUM_VY, 1], diag[i, SUM_VY, 2], diag[i, SUM_VY, 3],
+                       diag[i, SUM_VY, 4], diag[i, SUM_VY, 5])
+        for r in range(SUMS):
+            for c in range(6):
+                diag[i, r, c] = 0.0
+        e = _get9(loc, s, LOC_E)
+        hm = _get9(loc, s, LOC_HM)
+        frame_t = _tr(_get9(loc, s, LOC_F))
         pm = _lin(1.0, d21, -1.0, _mm(hm, d11))
         s_inv, ok = _inverse3(_lin(1.0, _lin(1.0, d22, -1.0, _mm(hm, d12)), -1.0, _mm(pm, e)), work)
         if not ok:
-            return STATUS_SINGULAR | (i << 4)
-        # y = K^-1 b, b = -(rb, rc) less the children's V y (in xb[i])
-        b1 = (-rb[i, 0] - xb[i, 0], -rb[i, 1] - xb[i, 1], -rb[i, 2] - xb[i, 2])
-        b2 = (-rb[i, 3] - xb[i, 3], -rb[i, 4] - xb[i, 4], -rb[i, 5] - xb[i, 5])
-        gb = (loc[i, LOC_GB], loc[i, LOC_GB + 1], loc[i, LOC_GB + 2])
+            out[0] = STATUS_SINGULAR | (i << 4)
+            return
+        # y = K^-1 b, b = -(rb, rc) less the children's V y
+        b1 = (-rb[0] - vy_children[0], -rb[1] - vy_children[1], -rb[2] - vy_children[2])
+        b2 = (-rb[3] - vy_children[3], -rb[4] - vy_children[4], -rb[5] - vy_children[5])
+        gb = (loc[s, LOC_GB], loc[s, LOC_GB + 1], loc[s, LOC_GB + 2])
         x2 = _mat_vec(s_inv, _sub(_sub(b2, _mat_vec(hm, b1)), _mat_vec(pm, gb)))
         x1 = _sub(gb, _mat_vec(e, x2))
         yl = _sub(_sub(b1, _mat_vec(d11, x1)), _mat_vec(d12, x2))
@@ -1175,9 +1165,9 @@ def spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp
         ya = _lin(1.0, _mm(d11, x1a), 1.0, _mm(d12, x2a))
         la = _neg(_mm(frame_t, ya))
         # the last three (the parent's turn)
-        u1 = _get9(loc, i, LOC_U1)
-        gu = _get9(loc, i, LOC_GU)
-        x2b = _mm(s_inv, _lin(1.0, _lin(1.0, _get9(loc, i, LOC_U2), -1.0, _mm(hm, u1)), -1.0, _mm(pm, gu)))
+        u1 = _get9(loc, s, LOC_U1)
+        gu = _get9(loc, s, LOC_GU)
+        x2b = _mm(s_inv, _lin(1.0, _lin(1.0, _get9(loc, s, LOC_U2), -1.0, _mm(hm, u1)), -1.0, _mm(pm, gu)))
         x1b = _lin(1.0, gu, -1.0, _mm(e, x2b))
         yb = _lin(1.0, u1, -1.0, _lin(1.0, _mm(d11, x1b), 1.0, _mm(d12, x2b)))
         lb = _mm(frame_t, yb)
@@ -1188,22 +1178,98 @@ def spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp
         _put_block(wm, i, 3, 3, x2b)
         _put_block(wm, i, 6, 3, lb)
         # the parent's D: the joint's stiffness on it less V W (V = [A_pi, jp^T], A_pi's force rows zero)
-        a1 = _get9(loc, i, LOC_A1)
-        a2 = _get9(loc, i, LOC_A2)
-        arm = _get9(loc, i, LOC_ARM)
+        a1 = _get9(loc, s, LOC_A1)
+        a2 = _get9(loc, s, LOC_A2)
+        arm = _get9(loc, s, LOC_ARM)
         _put(diag, p, 0, 0, -1.0, ya)
         _put(diag, p, 0, 3, 1.0, _lin(-1.0, u1, 1.0, yb))
         _put(diag, p, 3, 0, -1.0, _lin(1.0, _lin(1.0, a1, 1.0, _mm(a1, x1a)), 1.0,
                                        _lin(1.0, _mm(a2, x2a), 1.0, _mm(arm, ya))))
-        _put(diag, p, 3, 3, 1.0, _lin(1.0, _lin(1.0, _get9(loc, i, LOC_KPP), -1.0, _mm(a1, x1b)),
+        _put(diag, p, 3, 3, 1.0, _lin(1.0, _lin(1.0, _get9(loc, s, LOC_KPP), -1.0, _mm(a1, x1b)),
                                       -1.0, _lin(1.0, _mm(a2, x2b), -1.0, _mm(arm, yb))))
         # the parent's residual: the joint's load; its right-hand side less V y
         vy = _add(_add(_mat_vec(a1, x1), _mat_vec(a2, x2)), _scale(-1.0, _mat_vec(arm, yl)))
         for c in range(6):
-            rb[p, c] += loc[i, LOC_UP + c]
+            diag[p, SUM_LOAD, c] += loc[s, LOC_UP + c]
         for c in range(3):
-            xb[p, c] -= yl[c]
-            xb[p, 3 + c] += vy[c]
+            diag[p, SUM_VY, c] -= yl[c]
+            diag[p, SUM_VY, 3 + c] += vy[c]
+    out[1] = worst
+    out[2] = where
+
+
+@pnjit
+def _spherical_round(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff, c_damp,
+                     rc, diag, wm, loc, xb, xj, first, last, out):
+    """One round of ``spherical_forward``'s pipeline on two of numba's threads at once: the bodies first to last - 1
+    eliminated (``_spherical_eliminate``, their records in loc's first or second half as first / half is even or
+    odd, half = the ranges' size, loc.shape[0] / 2) and the first part of the range before them, first - half ...
+    first - 1 (``_spherical_bodies``, into the other half; nothing where first = 0). They touch different arrays,
+    rows and records. out receives the elimination's (status, worst, where) and the first part's power."""
+    half = loc.shape[0] // 2
+    for k in numba.prange(2):
+        if k == 0:
+            _spherical_eliminate(body_int, body_real, row_start, diag, wm, loc, xb, xj, first, last,
+                                 half * ((first // half) % 2), out)
+        elif first > 0:
+            start = first - half
+            out[3] = _spherical_bodies(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
+                                       c_stiff, c_damp, rc, loc, start, first, half * ((start // half) % 2))
+
+
+@njit
+def spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff,
+                      c_damp, rc, diag, wm, loc, xb, xj, power, info):
+    """One Newton iteration's first pass on a tree of spherical joints (every joint spherical; the section's
+    comment), leaves first: the step's residual at (zp, zbp, zdp, vdot, lam) (its joints' rows into rc), as
+    ``residual``; the Newton matrix built and factorised, as ``factor`` (W_i into wm (nbodies, 9, 6)); and the
+    right-hand side -(rb, rc) eliminated, as ``solve``'s first pass: xb (nbodies, 6), xj (rows) hold y for
+    ``_back_substitute``. diag (nbodies, SUMS, 6) holds the children's sums, zero on entry and left zero (cleared on
+    a failure too); loc (2 B, LOCAL_SIZE) the records of two ranges of B bodies (scratch; B = nbodies: one range,
+    ``_Arrays`` takes B = min(nbodies, PIPELINE_BODIES)). power[0] receives tau's power at
+    (zp, zdp), info[2], info[3] the largest |residual| and its body. Returns the status (a non-finite state or a
+    singular local block: its body). The bodies in ranges of B, the last range first: what each
+    body's blocks need of its own state and its parent's (``_spherical_bodies``: a record in loc), then the
+    elimination leaves first (``_spherical_eliminate``), which adds each body's Schur terms and loads to its
+    parent's sums; from PARALLEL_BODIES bodies a range's first part runs on one of numba's threads while the range
+    after it is eliminated on the other (``_spherical_round``). The same results whatever the number of threads."""
+    n = body_int.shape[0]
+    status = _nonfinite_pose(zp)
+    if status:
+        return status
+    half = loc.shape[0] // 2
+    out = np.zeros(4)
+    total = 0.0
+    worst = 0.0
+    where = 0
+    ranges = (n + half - 1) // half if n else 0
+    if n >= PARALLEL_BODIES:  # the last range's first part, then a round a range
+        start = (ranges - 1) * half
+        total += _spherical_bodies(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
+                                   c_stiff, c_damp, rc, loc, start, n, half * ((ranges - 1) % 2))
+    for r in range(ranges - 1, -1, -1):
+        first = r * half
+        last = min(first + half, n)
+        slot = half * (r % 2)
+        out[3] = 0.0
+        if n >= PARALLEL_BODIES:
+            _spherical_round(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff,
+                             c_damp, rc, diag, wm, loc, xb, xj, first, last, out)
+        else:
+            total += _spherical_bodies(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
+                                       c_stiff, c_damp, rc, loc, first, last, slot)
+            _spherical_eliminate(body_int, body_real, row_start, diag, wm, loc, xb, xj, first, last, slot, out)
+        total += out[3]
+        if out[0] != 0.0:
+            for i in range(n):  # the sums of the bodies not reached, for the next call
+                for k in range(SUMS):
+                    for c in range(6):
+                        diag[i, k, c] = 0.0
+            return int(out[0])
+        if not out[1] <= worst:
+            worst = out[1]
+            where = int(out[2])
+    power[0] = total
     info[2] = worst
     info[3] = where
     return STATUS_OK
@@ -1500,15 +1566,16 @@ def loop_solve(body_int, body_real, loop_int, loop_real, row_start, c_stiff, zp,
 
 
 @njit
-def spherical_dynamics(body_int, body_real, gravity, row_start, tau, z, zb, zd, tangent, rb, rc, diag, wm, loc, xb,
-                       xj, vdot, lam, power, info):
+def spherical_dynamics(body_int, body_real, gravity, row_start, tau, z, zb, zd, tangent, rc, diag, wm, loc, xb, xj,
+                       vdot, lam, power, info):
     """The accelerations vdot (nbodies, 6; the rotations' in body axes) and the multipliers lam (rows) of a tree of
     spherical joints at the state z (nbodies, 7), zb, zd (nbodies, 6; omega in body and in ground axes): M vdot +
     G^T lam = Q (gravity, gyroscopic, tau), G vdot = -gamma (the joints' acceleration constraints, their velocity
     terms gamma = F^T (w_i x (w_i x r_c) - w_p x (w_p x arm_p)) where the position and velocity constraints hold).
     With c_stiff = c_damp = 0 and the tangent maps 1, ``spherical_forward``'s matrix is [[M, G^T], [G, 0]] and its
     right-hand side at vdot = 0, lam = 0 is (Q, -gamma): one pass each way solves the system (linear in them), in
-    O(N). tangent, rb, rc, diag, wm, loc, xb, xj are scratch (the step's arrays); power[0] receives tau's power at
+    O(N). tangent, rc, diag, wm, loc, xb, xj are scratch (the step's arrays; diag zero, as ``spherical_forward``
+    leaves it); power[0] receives tau's power at
     (z, zd), info[2], info[3] the largest |Q| and its body. Returns the status (a non-finite pose, a singular block:
     a body without inertia along a motion its joint leaves free)."""
     for i in range(z.shape[0]):
@@ -1520,7 +1587,7 @@ def spherical_dynamics(body_int, body_real, gravity, row_start, tau, z, zb, zd, 
     for k in range(lam.shape[0]):
         lam[k] = 0.0
     status = spherical_forward(body_int, body_real, gravity, row_start, tau, z, zb, zd, vdot, lam, tangent, 0.0, 0.0,
-                               rb, rc, diag, wm, loc, xb, xj, power, info)
+                               rc, diag, wm, loc, xb, xj, power, info)
     if status:
         return status
     _back_substitute(body_int, row_start, wm, xb, xj)
@@ -1590,7 +1657,7 @@ def correction_round_off(body_int, body_real, gravity, row_start, tau, target, z
 
 @njit
 def spherical_round_off(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdot0, coef, gyration, vdot,
-                        lam, zp, zbp, zdp, tangent, rb, rc, diag, wm, loc, xb, xj, power, info, probe_b, probe_c):
+                        lam, zp, zbp, zdp, tangent, rc, diag, wm, loc, xb, xj, power, info, probe_b, probe_c):
     """``correction_round_off`` on a tree of spherical joints (``spherical_forward``): the corrections of the
     iterate (vdot, lam) at the state changed by two units in its last place and at the state itself, each through
     its own matrix (the same to round-off: the difference is the round-off of the right-hand side's), their
@@ -1601,11 +1668,11 @@ def spherical_round_off(body_int, body_real, gravity, row_start, tau, z0, zb0, a
     update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
     _round_off_state(zp, zdp)
     status = spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, coef[5],
-                               coef[6], rb, rc, diag, wm, loc, probe_b, probe_c, power, info)
+                               coef[6], rc, diag, wm, loc, probe_b, probe_c, power, info)
     _back_substitute(body_int, row_start, wm, probe_b, probe_c)
     update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
     status |= spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
-                                coef[5], coef[6], rb, rc, diag, wm, loc, xb, xj, power, info)
+                                coef[5], coef[6], rc, diag, wm, loc, xb, xj, power, info)
     _back_substitute(body_int, row_start, wm, xb, xj)
     info[2], info[3] = kept
     if status:
@@ -1653,7 +1720,8 @@ def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, a
     stall above 100 tol: the floor of a long chain's sums). coef = (h, alpha_m,
     alpha_f, gamma, beta, c_stiff, c_damp). info receives (iterations, last correction, max |residual| of the last
     iterate, its body). xb (nbodies, 6) and xj (rows) non-empty: every joint is spherical and an iteration is
-    ``spherical_forward`` and ``_back_substitute`` (jc, jp, res, gam, api, lu, piv unused); empty ((0, 6), (0,)):
+    ``spherical_forward`` and ``_back_substitute`` (diag (nbodies, SUMS, 6) its children's sums, loc its records;
+    rb, jc, jp, res, gam, api, lu, piv unused); empty ((0, 6), (0,)):
     ``residual``, ``factor``, ``solve``. target (nbodies,): the drivers' f(t+) of the driven joints' rows
     (``residual``), or (0,) without drivers. Returns the status (STATUS_NO_CONVERGENCE after max_newton iterations or at
     a non-finite correction; a singular local block or a non-finite state: theirs); power[0] is tau's power at the last
@@ -1683,7 +1751,7 @@ def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, a
         update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
         if fused:
             status = spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
-                                       c_stiff, c_damp, rb, rc, diag, wm, loc, xb, xj, power, info)
+                                       c_stiff, c_damp, rc, diag, wm, loc, xb, xj, power, info)
             if status:
                 return status
             _back_substitute(body_int, row_start, wm, xb, xj)
@@ -1754,8 +1822,8 @@ def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, a
                 probe_b, probe_c = np.empty((n, 6)), np.empty(rc.shape[0])
             if fused:
                 round_off = spherical_round_off(body_int, body_real, gravity, row_start, tau, z0, zb0, acc0, vdot0,
-                                                coef, gyration, vdot, lam, zp, zbp, zdp, tangent, rb, rc, diag, wm,
-                                                loc, xb, xj, power, info, probe_b, probe_c)
+                                                coef, gyration, vdot, lam, zp, zbp, zdp, tangent, rc, diag, wm, loc,
+                                                xb, xj, power, info, probe_b, probe_c)
             else:
                 round_off = correction_round_off(body_int, body_real, gravity, row_start, tau, target, z0, zb0, acc0,
                                                  vdot0, coef, gyration, vdot, lam, zp, zbp, zdp, tangent, rb, rc, jc,
