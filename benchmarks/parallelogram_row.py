@@ -30,9 +30,8 @@ check is on the energy alone. ``--profile``: where one evaluation's time goes at
 cranks --theta rad from the change point, default 1e-3, inside the zone where the branch is followed), per n and
 route (the compiled kernels of the loop layer timed one by one, median of repeats): the loop rows and their
 Jacobian, the responses M^-1 J^T (recursive) or the Schur complement's tree solves (augmented), J M^-1 J^T, its
-factorisation and solve, the sparse KKT factorisation (both routes; the recursive one's where its cost model takes
-it, ``recursive_mbd._kernels.planar.loops_sparse``), the whole right-hand side by either path and the projection of
-the state, with the log-log slope of each part from the smallest to the largest n.
+factorisation and solve, the augmented route's sparse KKT factorisation, the whole right-hand side and the
+projection of the state, with the log-log slope of each part from the smallest to the largest n.
 
 The projection's iterations are not counted: they happen inside the compiled time loop, which reports steps,
 rejections and evaluations only.
@@ -179,7 +178,6 @@ def profile(kind, n, theta=1e-3):
     from recursive_mbd._kernels.augmented import kkt, tree  # noqa: PLC0415
     from recursive_mbd._kernels.augmented import system as augmented_system  # noqa: PLC0415
     from recursive_mbd._kernels.planar import loops as kernels  # noqa: PLC0415
-    from recursive_mbd._kernels.planar import loops_sparse  # noqa: PLC0415
     from recursive_mbd._kernels.timeloops import integrators  # noqa: PLC0415
     from recursive_mbd.dynamics.augmented import TimeLoop  # noqa: PLC0415
     from recursive_mbd.dynamics.loops import loop_workspace  # noqa: PLC0415
@@ -215,18 +213,7 @@ def profile(kind, n, theta=1e-3):
     system = RecursiveTimeLoop(model, inputs).system
     y = np.r_[q, qd, 0.0, 0.0]
     dy = np.empty_like(y)
-    use = pattern[loops_sparse.PATTERN_SIZE]  # the time loop's system shares the model's loop structure
-    sparse = bool(use[0])
-    for path in (0, 1) if sparse else (0,):
-        use[0] = path
-        clock(f"rec: whole rhs, {'sparse KKT' if path else 'envelope'}",
-              lambda: integrators.system_rhs(callback, key, system, 0.0, y, dy))
-    if sparse:  # the sparse factorisations and solve alone, on the arrays the evaluation left
-        structure = loops_sparse.KKTStructure(*pattern[loops_sparse.PATTERN_SIZE:loops_sparse.KKT_END])
-        w = loops_sparse.SparseLoopWork(*pattern[loops_sparse.KKT_END:])
-        clock("rec: sparse KKT solve", lambda: kkt.loop_solve(
-            model.body_int, model.body_real, w.row_start, w.fac, w.aux_body, w.aux_coef, w.aux_rhs, 1e-8, 1e-6,
-            w.zdd, w.lam, w.info, structure))
+    clock("rec: whole rhs", lambda: integrators.system_rhs(callback, key, system, 0.0, y, dy))
     projected = y.copy()
 
     def project(system, start):

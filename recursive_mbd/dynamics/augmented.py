@@ -53,7 +53,7 @@ from .augmented_tree import (
     kkt_structure,
 )
 from .kinematics import _com_state
-from .loops import ENVELOPE_PATTERN, FILTER_RCOND, POSITION_RCOND, RedundantConstraintWarning, loop_workspace
+from .loops import FILTER_RCOND, POSITION_RCOND, RedundantConstraintWarning, loop_structure
 
 # relative singular-value cut-off of the auxiliary (loop, driver) multiplier solve of the tree solver, as the
 # recursive loop layer's: below it a row counts as redundant and the multipliers are the minimum-norm ones
@@ -808,8 +808,7 @@ class TimeLoop:
             np.zeros(k), np.zeros((n, 3)), np.zeros(int(row_start[-1])), np.zeros((k, k)), np.zeros(2, dtype=np.int64),
             (np.zeros((n, 3)), np.zeros(m), np.zeros(m), np.zeros((m, nq)), np.zeros(m), np.zeros((m, 6)),
              np.zeros((m, nq)), np.zeros(nq), readonly_zeros(2),
-             loop_workspace(model)[1].pattern[:ENVELOPE_PATTERN]),  # no gravity: read-only as the model's; the
-            # recursive route's loop structure itself, as its projection takes it (its kernels compile once for both)
+             loop_structure(model)),  # no gravity: read-only as the model's
             kkt_structure(model, row_start) if m > 0 and coords.size == 0 else empty_kkt_structure(),
             np.array([1.0 if stabilization == "projection" else 0.0, projection_tol, 20.0, RCOND,
                       1.0 if joint_state else 0.0, 1.0 if joint_branch else 0.0, POSITION_RCOND, FILTER_RCOND]))

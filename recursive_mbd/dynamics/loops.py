@@ -8,10 +8,7 @@ equations of motion are
 and ``lambda`` (m,) are the multipliers: the loop force on body a is -sum_r lambda_r w_a,r at its point P_a,
 on body b -sum_r lambda_r w_b,r at P_b (``_kernels.planar.loops``). For a revolute loop lambda is the force that body b
 exerts on body a, negated per axis: F_a = -(lambda_0, lambda_1). ``loop_dynamics`` solves the recursive way in
-O(N m + m^3) at most (``_kernels.planar.loops``: O(N) for a row of loops, whose J M^-1 J^T is banded; where the
-loops all reach the same chains, as on a ladder, the multipliers come from the sparse KKT factorisation of the
-absolute-coordinate system instead, ``_kernels.planar.loops_sparse``, chosen per model by ``sparse_loop_structure``);
-``forward_dynamics(..., method="mass_matrix")`` solves the dense KKT system as an independent check.
+O(N m + m^3); ``forward_dynamics(..., method="mass_matrix")`` solves the dense KKT system as an independent check.
 """
 
 from collections import namedtuple
@@ -22,7 +19,6 @@ from .. import _checks
 from .._kernels import layout as L
 from .._kernels.arrays import readonly_zeros
 from .._kernels.planar import loops as kernels
-from .._kernels.planar import loops_sparse as sparse_kernels
 from ..errors import ModelError
 from ..model.statuses import raise_planar_loop_status
 from ..model.workspace import workspace
@@ -44,10 +40,6 @@ FILTER_RCOND = 1e-8
 # 1e-6 of the largest singular value of J (1e-8 left position errors of 2e-9 near the change points of a row of
 # parallelograms); the velocity step keeps FILTER_RCOND, where the tangent, eps / sigma_min(J)^2, is reliable
 POSITION_RCOND = 1e-12
-
-# the arrays of ``_kernels.planar.loops.loop_pattern`` at the head of the loop structure (``loop_structure``): the
-# envelope path's kernels (the projection, the branch) take these alone, as the time loops pass them
-ENVELOPE_PATTERN = 14
 
 # the change-point treatment of the time loops (``_kernels.planar.loops.branch_normals``) is off in the public
 # single-state functions: they have no motion to tell the branch from
@@ -90,87 +82,19 @@ class LoopWorkspace(LoopArrays):
         self.pattern = loop_structure(model)
 
 
-def loop_structure(model, sparse=None):
-    """The structure of a compiled planar model's loop rows, fixed by the tree and the loops: built once per model
-    (``LoopWorkspace``) and passed to the loop kernels as one flat tuple of arrays. First the 14 arrays of
-    ``_kernels.planar.loops.loop_pattern`` (the columns of J and of the responses M^-1 J^T by rows and by columns,
-    the colours of the response passes, the pairs of rows that meet in J M^-1 J^T and its envelope), then those of
-    ``sparse_loop_structure`` (the sparse KKT path of the multipliers; ``sparse``: whether the model takes it, None:
-    where the cost model finds it cheaper). A model without loops gets the empty tuple of the same types without
-    compiling the builder."""
+def loop_structure(model):
+    """The structure of a compiled planar model's loop rows (``_kernels.planar.loops.loop_pattern``: the columns of
+    J and of the responses M^-1 J^T by rows and by columns, the colours of the response passes, the pairs of rows
+    that meet in J M^-1 J^T and its envelope), fixed by the tree and the loops: built once per model and passed to
+    the loop kernels. A model without loops gets the empty tuple of the same types without compiling the builder."""
     m, nq = model.nconstraints, model.nq
     if m:
-        pattern = kernels.loop_pattern(model.body_int, model.loop_int, m, nq)
-    else:
-        none = np.zeros(0, dtype=np.int64)
-        starts = np.zeros(1, dtype=np.int64)
-        columns = np.zeros(nq + 1, dtype=np.int64)
-        pattern = (starts, none, starts, none, np.zeros((0, 2), dtype=np.int64), columns, none, starts, none, starts,
-                   none, none, columns, none)
-    return pattern + sparse_loop_structure(model, pattern, sparse)
-
-
-# the cost model of the choice between the envelope path of the multipliers (``_kernels.planar.loops``) and the sparse
-# KKT factorisation (``_kernels.planar.loops_sparse``), in flops: a recursive pass costs about
-# augmented_tree.TREE_SOLVE_COST a body, as a tree solve does (measured, not derived: it only picks the faster of two
-# paths that give the same multipliers)
-ENVELOPE_SOLVE_PASSES = 10  # the regularity test's inverse iterations and the solve: ~10 sweeps of the envelope
-SPARSE_FIXED_COST = 4000.0  # the sparse path's own calls and loop rows an evaluation (measured: a ladder of 5 rungs
-# is solved faster by its envelope, one of 10 about as fast either way)
-
-
-def _envelope_cost(model, pattern):
-    """Flops of an evaluation's envelope path beyond what both paths do (the loop rows and J, the tree pass): a
-    response pass per colour of rows, the pairs' products of J M^-1 J^T, its Cholesky factorisation and sweeps."""
-    from .augmented_tree import TREE_SOLVE_COST  # noqa: PLC0415  (imports the augmented kernels)
-
-    resp_start, colour_start, pair_start, pair_rows, first = (pattern[2], pattern[7], pattern[9], pattern[10],
-                                                              pattern[11])
-    resp_len = np.diff(resp_start).astype(float)
-    pair_of = np.repeat(np.arange(pair_start.size - 1), np.diff(pair_start))
-    products = float(np.sum(resp_len[pair_rows] + resp_len[pair_of]))
-    width = (np.arange(first.size) - first + 1).astype(float)
-    return (TREE_SOLVE_COST * (colour_start.size - 1) * model.nbodies + products + 0.5 * float(np.sum(width**2))
-            + ENVELOPE_SOLVE_PASSES * float(np.sum(width)))
-
-
-def _sparse_cost(model, tree_rows, l_count):
-    """Flops of an evaluation's sparse path beyond what both paths do: two sparse LDL^T factorisations (about
-    sum count_j^2 each, count_j the entries of column j of L, as ``augmented_tree``'s cost model), the joints'
-    blocks and the loop forces' pass (a tree pass each)."""
-    from .augmented_tree import TREE_SOLVE_COST  # noqa: PLC0415
-
-    nk = 3 * model.nbodies + tree_rows + model.nconstraints
-    factor = float(np.sum(np.asarray(l_count, dtype=float) ** 2)) + 10.0 * nk
-    return 2.0 * factor + 2.0 * TREE_SOLVE_COST * model.nbodies + SPARSE_FIXED_COST
-
-
-def sparse_loop_structure(model, pattern, use=None):
-    """The arrays of the multipliers' sparse KKT path (``_kernels.planar.loops_sparse``) as a tuple: the augmented
-    route's KKT structure with the loop rows inside (``augmented_tree.kkt_structure``, its ``use`` set), then a
-    ``SparseLoopWork``. ``use`` None: taken where the cost model (``_envelope_cost``, ``_sparse_cost``) finds the
-    sparse path cheaper, as along a ladder (J M^-1 J^T full); a row of loops keeps its banded envelope. A model that
-    does not take it (or has no loops) gets empty arrays of the same types (one compiled signature)."""
-    from .._kernels.augmented.tree import F_WIDTH  # noqa: PLC0415  (numba only to run)
-    from .._kernels.planar.loops_sparse import sparse_loop_work  # noqa: PLC0415
-    from .augmented_tree import empty_kkt_structure, joint_row_starts, kkt_structure  # noqa: PLC0415
-
-    m, n, nq = model.nconstraints, model.nbodies, model.nq
-    row_start = joint_row_starts(model)
-    tree_rows = int(row_start[-1])
-    if m and use is not False:
-        envelope = _envelope_cost(model, pattern)
-        # a lower bound of the sparse cost first (count_j >= 1): no symbolic factorisation where it cannot win
-        if use or _sparse_cost(model, tree_rows, np.ones(3 * n + tree_rows + m)) < envelope:
-            kkt = kkt_structure(model, row_start, use=False)
-            if use is None:
-                use = _sparse_cost(model, tree_rows, np.diff(kkt.l_start)) < envelope
-            if use:
-                kkt.use[0] = 1
-                work = sparse_loop_work(n, nq, tree_rows, m, F_WIDTH)
-                work.row_start[:] = row_start
-                return tuple(kkt) + tuple(work)
-    return tuple(empty_kkt_structure()) + tuple(sparse_loop_work(0, 0, 0, 0, F_WIDTH))
+        return kernels.loop_pattern(model.body_int, model.loop_int, m, nq)
+    none = np.zeros(0, dtype=np.int64)
+    starts = np.zeros(1, dtype=np.int64)
+    columns = np.zeros(nq + 1, dtype=np.int64)
+    return (starts, none, starts, none, np.zeros((0, 2), dtype=np.int64), columns, none, starts, none, starts, none,
+            none, columns, none)
 
 
 def attach_loop_workspace(ws, model, make):
@@ -242,7 +166,7 @@ def loop_dynamics(model, q, qd, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method=
     """Constrained forward dynamics with the loop multipliers and forces: a ``LoopSolution``.
 
     Parameters as ``rm.forward_dynamics``; ``alpha``, ``beta`` [1/s] add Baumgarte's terms to the acceleration
-    constraint, J qdd = gamma - 2 alpha phi' - beta^2 phi. ``method``: "recursive" (O(N m + m^3) at most, module
+    constraint, J qdd = gamma - 2 alpha phi' - beta^2 phi. ``method``: "recursive" (O(N m + m^3), module
     docstring) or "mass_matrix" (dense KKT system with M from the composite-rigid-body pass, O(N^3)). Redundant
     or singular loop equations give the minimum-norm multipliers and a ``RedundantConstraintWarning``.
     """
@@ -251,7 +175,7 @@ def loop_dynamics(model, q, qd, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method=
     lw.stab[:2] = alpha, beta
     if method == "recursive":
         qdd = np.zeros(model.nq)
-        status = sparse_kernels.sparse_constrained_dynamics(
+        status = kernels.constrained_dynamics(
             model.body_int, model.body_real, model.gravity, model.loop_int, model.loop_real, lw.pattern, q, qd, tau,
             wrench,
             ws.no_driven, ws.ws, ws.com, lw.acc, qdd, ws.no_drive, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
@@ -311,10 +235,9 @@ def project(model, q, qd, *, free=None, tol=1e-12, max_iter=20):
     driven = _held_joints(model, free)
     resp_drive = np.zeros((model.nconstraints, model.nq if driven.size else 0))
     status, worst, steps = kernels.project(model.body_int, model.body_real, model.loop_int, model.loop_real,
-                                           lw.pattern[:ENVELOPE_PATTERN], q, qd, driven, ws.ws, ws.com, lw.acc,
-                                           lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights, lw.resp, resp_drive,
-                                           ws.zeros, lw.no_gravity, tol, int(max_iter), POSITION_RCOND,
-                                           FILTER_RCOND, np.sqrt(tol), _NO_BRANCH)
+                                           lw.pattern, q, qd, driven, ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac,
+                                           lw.gamma, lw.weights, lw.resp, resp_drive, ws.zeros, lw.no_gravity, tol,
+                                           int(max_iter), POSITION_RCOND, FILTER_RCOND, np.sqrt(tol), _NO_BRANCH)
     kind, index = L.decode_status(status)
     if kind == L.STATUS_LOOPS_OPEN:
         raise ModelError(f"the loops cannot be closed near this state: loop {model.loop_names[index]!r} stays open, "
@@ -338,8 +261,7 @@ def branch_normals(model, q, qd, *, tol=1e-12):
     qd = as_vector(model, qd, "qd")
     normals = np.zeros((model.nconstraints, model.nq))
     curvature = np.zeros(model.nconstraints)
-    status, rank = kernels.branch_normals(model.body_int, model.body_real, model.loop_int, model.loop_real,
-                                          lw.pattern[:ENVELOPE_PATTERN],
+    status, rank = kernels.branch_normals(model.body_int, model.body_real, model.loop_int, model.loop_real, lw.pattern,
                                           q, qd, ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
                                           lw.resp, ws.zeros, lw.no_gravity, float(tol), POSITION_RCOND,
                                           kernels.BRANCH_ZONE, normals, curvature)

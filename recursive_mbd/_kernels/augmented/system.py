@@ -81,8 +81,7 @@ AugmentedSystem = namedtuple("AugmentedSystem", [
     "aux_body", "aux_coef", "aux_rhs", "aux_res", "xb", "xj", "schur", "info",
     # the recursive loop layer's arrays for the branch in joint coordinates (``_joint_branch_dynamics``): acc
     # (nbodies, 3), phi, phid (m,), jac (m, nq), gamma (m,), weights (m, 6), resp (m, nq), zeros (nq,), no gravity
-    # (2,), the loops' structure (``recursive_mbd.dynamics.loops.loop_structure``, built once per model), m the
-    # loops' rows
+    # (2,), the loops' structure (``loops.loop_pattern``, built once per model), m the loops' rows
     "loop_ws",
     # the KKT matrix with the loop rows inside, factorised sparse where that is cheaper than the loop rows' Schur
     # complement (a ladder; ``kkt``); the empty structure otherwise

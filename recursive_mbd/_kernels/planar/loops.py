@@ -40,10 +40,8 @@ their dense (m, nq) arrays, but only those entries are written and read: O(N + e
 an envelope of width b, linear in n for a row of n parallelograms (3 entries of J, 4 of the responses a row,
 b = 3); so are the change point's J J^T products (``normal_matrix``). A tree whose loops all reach one subtree (a
 ladder between two hanging chains) has full responses and a full envelope: the same work as dense arrays, O(N m +
-m^3); where J M^-1 J^T is regular there the time loops and ``loop_dynamics`` take the multipliers from the sparse
-KKT factorisation of the absolute-coordinate system instead (``loops_sparse``: O(N) for a ladder). The normal
-route of the change point's search for the branch (QR or SVD of J, the projector's eigen-decomposition) is still
-dense.
+m^3). The normal route of the change point's search for the branch (QR or SVD of J, the projector's
+eigen-decomposition) is still dense.
 """
 
 import math
