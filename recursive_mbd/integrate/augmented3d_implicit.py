@@ -761,6 +761,37 @@ def radii_of_gyration(model):
     return out
 
 
+def _run_start(model, q0, v0, t0, tau, drivers):
+    """The start both methods' runs share: tau checked (constant: (nv,), or none: (0,)), the drivers, the start put
+    onto the loops (the driven joints held: the recursive and explicit routes' start), the absolute state, and the
+    steps' arrays. Loads that depend on the state (a tau function, elements) take the general kernels and their
+    blocks of the matrix (``_Loads``); a constant tau too, but on a tree of spherical joints, whose fused passes take
+    its blocks. Returns (tau, inputs, drive, q0, v0, z, zd, zb, fused, arrays, angles, loads or None)."""
+    function = callable(tau)
+    if not function:
+        tau = np.zeros(0) if tau is None else np.ascontiguousarray(_checks.finite_array(tau, "tau", (model.nv,)))
+    inputs = _SpatialInputs(model, tau if function or tau.size else None, drivers)
+    drive = _Drivers(model, inputs)
+    q0, v0 = drive.start(q0, v0, t0)
+    if model.nloops:
+        from ..dynamics.spatial_loops import consistent_start  # noqa: PLC0415
+
+        q0, v0 = consistent_start(model, q0, v0, drive.inputs.driven if drive.bodies.size else None)
+    drive.at(t0)
+    z, zd = augmented3d.absolute_from_joint(model, q0, v0)
+    zb = to_body_axes(z, zd)
+    by_state = function or bool(model._elements)
+    fused = (FUSED_SPHERICAL and not model.nloops and not by_state
+             and bool((model.body_int[:, SL.JTYPE] == SL.SPHERICAL).all()))
+    loaded = by_state or (not fused and bool(np.any(tau)))
+    if fused:  # the joint-coordinate workspace of the conversion (1 KB a body) goes before the steps' arrays come
+        spatial.release_workspace(model)
+    arrays = _Arrays(model, drive.starts, fused=fused, loaded=loaded, driven=drive.inputs.driven)
+    angles = _Angles(model, q0)
+    loads = _Loads(model, inputs, tau, arrays, angles) if by_state else None
+    return tau, inputs, drive, q0, v0, z, zd, zb, fused, arrays, angles, loads
+
+
 def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, drivers=None, every=1, t_eval=None,
                                events=None, rho_inf=0.9, newton_tol=None, max_newton=20, max_steps=10_000_000,
                                progress=None, max_wall_time=None):
@@ -779,31 +810,8 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, driver
     newton_tol = NEWTON_TOL if newton_tol is None else newton_tol
     options = run_options(rho_inf, newton_tol, max_newton, t0, t_end, dt, max_steps, every, t_eval)
     (alpha_m, alpha_f, gamma, beta), newton_tol, max_newton, t0, t_end, dt, every, t_eval = options
-    function = callable(tau)
-    if not function:
-        tau = np.zeros(0) if tau is None else np.ascontiguousarray(_checks.finite_array(tau, "tau", (model.nv,)))
-    inputs = _SpatialInputs(model, tau if function or tau.size else None, drivers)
-    drive = _Drivers(model, inputs)
-    q0, v0 = drive.start(q0, v0, t0)
-    if model.nloops:  # onto the loops, the driven joints held: the recursive and explicit routes' start
-        from ..dynamics.spatial_loops import consistent_start  # noqa: PLC0415
-
-        q0, v0 = consistent_start(model, q0, v0, drive.inputs.driven if drive.bodies.size else None)
-    drive.at(t0)
-    z, zd = augmented3d.absolute_from_joint(model, q0, v0)
-    zb = to_body_axes(z, zd)
+    tau, inputs, drive, q0, v0, z, zd, zb, fused, arrays, angles, loads = _run_start(model, q0, v0, t0, tau, drivers)
     starts = drive.starts
-    # loads that depend on the state (a tau function, elements) take the general kernels and their blocks of the
-    # matrix (``_Loads``); a constant tau too, but on a tree of spherical joints, whose fused passes take its blocks
-    by_state = function or bool(model._elements)
-    fused = (FUSED_SPHERICAL and not model.nloops and not by_state
-             and bool((model.body_int[:, SL.JTYPE] == SL.SPHERICAL).all()))
-    loaded = by_state or (not fused and not function and bool(np.any(tau)))
-    if fused:  # the joint-coordinate workspace of the conversion (1 KB a body) goes before the steps' arrays come
-        spatial.release_workspace(model)
-    arrays = _Arrays(model, starts, fused=fused, loaded=loaded, driven=drive.inputs.driven)
-    angles = _Angles(model, q0)
-    loads = _Loads(model, inputs, tau, arrays, angles) if by_state else None
     vdot, lam, dissipation = None, None, 0.0
     if loads is not None:  # tau and the elements at the start (a function that fails here: StateError, no run)
         vdot, lam, power, dissipation = loads.start(t0, starts, drive, z, zd, tau, q0, v0)
@@ -1764,29 +1772,8 @@ def simulate_bdf(
         t_eval = np.unique(np.concatenate(([t0], np.asarray(t_eval, dtype=float), [t_end])))
         if t_eval[0] < t0 or t_eval[-1] > t_end:
             raise ValueError(f"t_eval must lie in [t0, t_end] = [{t0:g}, {t_end:g}]")
-    function = callable(tau)
-    if not function:
-        tau = np.zeros(0) if tau is None else np.ascontiguousarray(_checks.finite_array(tau, "tau", (model.nv,)))
-    inputs = _SpatialInputs(model, tau if function or tau.size else None, drivers)
-    drive = _Drivers(model, inputs)
-    q0, v0 = drive.start(q0, v0, t0)
-    if model.nloops:  # onto the loops, the driven joints held: the generalised-alpha run's start
-        from ..dynamics.spatial_loops import consistent_start  # noqa: PLC0415
-
-        q0, v0 = consistent_start(model, q0, v0, drive.inputs.driven if drive.bodies.size else None)
-    drive.at(t0)
-    z, zd = augmented3d.absolute_from_joint(model, q0, v0)
-    zb = to_body_axes(z, zd)
+    tau, inputs, drive, q0, v0, z, zd, zb, fused, arrays, angles, loads = _run_start(model, q0, v0, t0, tau, drivers)
     starts = drive.starts
-    # loads that depend on the state take the general kernels and the loads' blocks of the matrix (``_Loads``), as
-    # the generalised-alpha run's; a constant tau on a tree of spherical joints the fused passes
-    by_state = function or bool(model._elements)
-    fused = (FUSED_SPHERICAL and not model.nloops and not by_state
-             and bool((model.body_int[:, SL.JTYPE] == SL.SPHERICAL).all()))
-    loaded = by_state or (not fused and bool(np.any(tau)))  # a constant tau's turning: its blocks too
-    arrays = _Arrays(model, starts, fused=fused, loaded=loaded, driven=drive.inputs.driven)
-    angles = _Angles(model, q0)
-    loads = _Loads(model, inputs, tau, arrays, angles) if by_state else None
     dissipation = 0.0
     if loads is not None:  # tau and the elements at the start (a function that fails here: StateError, no run)
         vdot, lam, power, dissipation = loads.start(t0, starts, drive, z, zd, tau, q0, v0)
