@@ -175,8 +175,9 @@ def profile(kind, n, theta=1e-3):
     """{part: median wall time of one call [us]}: one evaluation's compiled parts on each route at the profile
     state (module docstring; a row theta rad from its change point), each timed alone on the arrays the evaluation
     leaves, and the projection of that state (a copy each call)."""
-    from recursive_mbd._kernels.augmented import kkt, tree  # noqa: PLC0415
+    from recursive_mbd._kernels import sparse_kkt  # noqa: PLC0415
     from recursive_mbd._kernels.augmented import system as augmented_system  # noqa: PLC0415
+    from recursive_mbd._kernels.augmented import tree  # noqa: PLC0415
     from recursive_mbd._kernels.planar import loops as kernels  # noqa: PLC0415
     from recursive_mbd._kernels.timeloops import integrators  # noqa: PLC0415
     from recursive_mbd.dynamics.augmented import TimeLoop  # noqa: PLC0415
@@ -239,8 +240,8 @@ def profile(kind, n, theta=1e-3):
     clock("aug: tree factor + solve", lambda: tree.factor_and_solve(
         s.body_int, s.body_real, s.gravity, s.row_start, s.z, s.zd, s.tau, s.wrench, s.stab, s.factor, s.scratch,
         s.zdd, s.lam, s.power))
-    clock("aug: joint blocks", lambda: tree.tree_residuals(s.body_int, s.body_real, s.row_start, s.z, s.zd, s.factor,
-                                                         s.scratch, s.xj))
+    clock("aug: joint blocks", lambda: sparse_kkt.tree_residuals(s.body_int, s.body_real, s.row_start, s.z, s.zd,
+                                                               s.factor, s.scratch, s.xj))
     clock("aug: loop rows", lambda: augmented_system._auxiliary_rows(s, s.stab))
     k = s.aux_body.shape[0]
     first, last = np.empty(k, dtype=np.int64), np.empty(k, dtype=np.int64)
@@ -249,9 +250,10 @@ def profile(kind, n, theta=1e-3):
     rhs, out = np.linspace(1.0, 2.0, k), np.empty(k)
     clock("aug: Schur factor + solve", lambda: kernels.regular_solve_envelope(s.schur, first, rhs, 1e-8, out))
     if s.kkt.perm.size:
-        clock("aug: sparse KKT path", lambda: kkt.loop_solve(
-            s.body_int, s.body_real, s.row_start, s.factor, s.aux_body, s.aux_coef, s.aux_rhs, s.settings[3],
-            augmented_system._zone(s), s.zdd, s.lam.copy(), s.info.copy(), s.kkt))
+        clock("aug: sparse KKT path", lambda: sparse_kkt.loop_solve(
+            s.body_int, s.body_real, s.row_start, s.factor, s.aux_body, s.aux_coef, s.aux_rhs,
+            kernels.REGULAR_RCOND_MARGIN * s.settings[3], kernels.REGULAR_ZONE_MARGIN * augmented_system._zone(s),
+            s.zdd, s.lam.copy(), s.info.copy(), s.kkt))
     return times
 
 
