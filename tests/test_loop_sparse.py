@@ -12,6 +12,7 @@ from test_loop_structure import ladder
 from test_singular import parallelograms
 
 import recursive_mbd as rm
+from recursive_mbd._kernels.planar import loops as kernels
 from recursive_mbd._kernels.planar.loops_sparse import FIELDS, pack, sparse_loop_work, unpack
 from recursive_mbd._kernels.sparse_kkt import empty_kkt_structure
 from recursive_mbd.dynamics.loops import loop_dynamics, loop_workspace, project, sparse_loop_structure
@@ -114,7 +115,38 @@ def _random_loop_model(index, nloops=3):
     return model, q
 
 
-@pytest.mark.parametrize("index", [3, 17, 40, 77])
+def test_the_envelope_is_set_wherever_the_envelope_solves_read_it():
+    """Draw 121's loop rows have an envelope with a hole: row 1 meets no other row while row 2 reaches back to row
+    0, so row 0's range [first, last] = [0, 2] (``loops.envelope_last``) holds G[0, 1], a zero that no product
+    writes. J M^-1 J^T (``gram_envelope``) and J J^T (``normal_matrix``), built into arrays full of NaN, are set on
+    every entry the envelope solves read and equal the dense products there (the projection of this draw read the
+    unset entry of its freshly allocated matrix, and reported an overflowed multiplier solve where that memory held
+    no finite number)."""
+    model, q = _random_loop_model(121)
+    model.compile()
+    ws, lw = loop_workspace(model)
+    m, n = model.nconstraints, model.nbodies
+    assert kernels.loop_constraints(model.body_int, model.body_real, model.loop_int, model.loop_real, q,
+                                    np.zeros(model.nq), ws.ws, ws.com, np.zeros((n, 3)), lw.phi, lw.phid, lw.jac,
+                                    lw.gamma, lw.weights) == 0
+    assert kernels.loop_responses(model.body_int, model.body_real, q, lw.jac, lw.pattern, ws.ws, lw.resp, ws.zeros,
+                                  lw.no_gravity) == 0
+    jac = rm.loops.constraints(model, q)[2]
+    assert rel_err(lw.jac, jac) < 1e-14
+    dense_gram = jac @ np.linalg.solve(rm.mass_matrix(model, q), jac.T)
+    for build, dense in ((lambda g, f: kernels.gram_envelope(lw.jac, lw.resp, lw.pattern, g, f), dense_gram),
+                         (lambda g, f: kernels.normal_matrix(lw.jac, lw.pattern, g, f), jac @ jac.T)):
+        gram, first, last = np.full((m, m), np.nan), np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
+        build(gram, first)
+        kernels.envelope_last(first, last)
+        assert first.tolist() == [0, 1, 0] and last.tolist() == [2, 2, 2]  # the hole at (0, 1)
+        for r in range(m):
+            read = slice(first[r], last[r] + 1)
+            assert np.isfinite(gram[r, read]).all(), (r, gram[r])
+            assert np.abs(gram[r, read] - dense[r, read]).max() < 1e-12 * np.abs(dense).max()
+
+
+@pytest.mark.parametrize("index", [3, 17, 40, 77, 121])
 def test_random_trees_with_loops_agree(index):
     """Random trees (revolute, prismatic, planar and fixed joints) with distance loops between random bodies, the
     sparse path forced: the envelope path's accelerations and multipliers to 1e-10 relative where it solves (every
@@ -142,7 +174,7 @@ def test_random_trees_mostly_solve_sparse():
     """The draws above are not all fallbacks: most of them are solved by the sparse path (a fallback needs a body
     without inertia along a loop's motion or a singular J M^-1 J^T)."""
     solved = 0
-    for index in (3, 17, 40, 77):
+    for index in (3, 17, 40, 77, 121):
         model, q = _random_loop_model(index)
         assert model.nloops > 0
         model.compile()
@@ -152,7 +184,7 @@ def test_random_trees_mostly_solve_sparse():
         with np.errstate(all="ignore"):
             loop_dynamics(model, q, qd)
         solved += int(stats[0])
-    assert solved >= 3
+    assert solved >= 4
 
 
 def test_row_keeps_the_envelope_path_and_agrees_when_forced():

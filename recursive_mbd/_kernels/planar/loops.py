@@ -559,14 +559,27 @@ def _meeting_rows(jac_start, jac_cols, count, cols, nq, first):
 
 
 @njit
+def zero_envelope(gram, first):
+    """G = 0 wherever the envelope solves read it: row r on [first[r], last[r]] (``envelope_last``), both
+    triangles. Row r's range can hold columns c > r whose own rows start after r (first[c] > r: a row that meets
+    neither r nor the rows before it, while a later row reaches back past r); those entries are zero and written by
+    no product, so they are set here: column c on the rows from min(first[j] for j >= c) to c, and its mirror.
+    O(m b) for an envelope of width b, no allocation."""
+    low = gram.shape[0]
+    for c in range(gram.shape[0] - 1, -1, -1):
+        low = min(low, first[c])
+        for s in range(low, c + 1):
+            gram[s, c] = 0.0
+            gram[c, s] = 0.0
+
+
+@njit
 def _pair_products(jac, resp, count, cols, pair_start, pair_rows, first, gram):
     """G[r, s] = G[s, r] = (J_r . M^-1 J_s^T + J_s . M^-1 J_r^T) / 2 for the pairs of ``_meeting_rows`` (the
-    responses' columns cols, count), G first set to zero in row r's envelope [first[r], r] and its mirror: O(m b +
-    the pairs' products), no allocation."""
+    responses' columns cols, count), G first set to zero on its envelope (``zero_envelope``): O(m b + the pairs'
+    products), no allocation."""
+    zero_envelope(gram, first)
     for r in range(jac.shape[0]):
-        for s in range(first[r], r + 1):  # no entry of column r is written before row r's turn
-            gram[r, s] = 0.0
-            gram[s, r] = 0.0
         for p in range(pair_start[r], pair_start[r + 1]):
             s = pair_rows[p]
             g = 0.0
@@ -1387,8 +1400,7 @@ def normal_matrix(jac, pattern, out, first):
             if start[k + 1] > start[k]:
                 f = min(f, rows[start[k]])
         first[r] = f
-        for s in range(f, r + 1):
-            out[r, s] = 0.0
+    zero_envelope(out, first)  # the whole range the envelope solves read, not row r's [first[r], r] alone
     for k in range(jac.shape[1]):
         for at in range(start[k], start[k + 1]):
             r = rows[at]
