@@ -211,7 +211,9 @@ def _matrix(ints, data, f):
 
 @njit
 def unpack(ints, floats):
-    """(KKTStructure, SparseLoopWork) as views of the packed arrays (``pack``): nothing copied or allocated."""
+    """(KKTStructure, SparseLoopWork) as views of the packed arrays (``pack``): nothing copied or allocated. ints must
+    hold the header (not the empty arrays of ``no_sparse_path``: numba does not check the bounds), as
+    ``sparse_constrained_dynamics`` checks before it calls this."""
     kkt = KKTStructure(
         _vector(ints, ints, 0), _vector(ints, ints, 1), _vector(ints, ints, 2), _vector(ints, ints, 3),
         _vector(ints, floats, 4), _vector(ints, ints, 5), _vector(ints, ints, 6), _vector(ints, ints, 7),
