@@ -30,8 +30,10 @@ check is on the energy alone. ``--profile``: where one evaluation's time goes at
 cranks --theta rad from the change point, default 1e-3, inside the zone where the branch is followed), per n and
 route (the compiled kernels of the loop layer timed one by one, median of repeats): the loop rows and their
 Jacobian, the responses M^-1 J^T (recursive) or the Schur complement's tree solves (augmented), J M^-1 J^T, its
-factorisation and solve, the augmented route's sparse KKT factorisation, the whole right-hand side and the
-projection of the state, with the log-log slope of each part from the smallest to the largest n.
+factorisation and solve, the sparse KKT factorisation (both routes; the recursive route's, ``recursive_mbd._kernels.
+planar.loops_sparse``, forced on at every n, whether or not its cost model takes it there), the whole right-hand side
+by either path and the projection of the state, with the log-log slope of each part from the smallest to the largest
+n.
 
 The projection's iterations are not counted: they happen inside the compiled time loop, which reports steps,
 rejections and evaluations only.
@@ -172,15 +174,18 @@ def _profile_state(kind, n, theta=1e-3):
 
 
 def profile(kind, n, theta=1e-3):
-    """{part: median wall time of one call [us]}: one evaluation's compiled parts on each route at the profile
+    """({part: median wall time of one call [us]}, whether the recursive route's cost model takes the sparse KKT
+    path): one evaluation's compiled parts on each route at the profile
     state (module docstring; a row theta rad from its change point), each timed alone on the arrays the evaluation
     leaves, and the projection of that state (a copy each call)."""
-    from recursive_mbd._kernels.augmented import kkt, tree  # noqa: PLC0415
+    from recursive_mbd._kernels import sparse_kkt  # noqa: PLC0415
     from recursive_mbd._kernels.augmented import system as augmented_system  # noqa: PLC0415
+    from recursive_mbd._kernels.augmented import tree  # noqa: PLC0415
     from recursive_mbd._kernels.planar import loops as kernels  # noqa: PLC0415
+    from recursive_mbd._kernels.planar import loops_sparse  # noqa: PLC0415
     from recursive_mbd._kernels.timeloops import integrators  # noqa: PLC0415
     from recursive_mbd.dynamics.augmented import TimeLoop  # noqa: PLC0415
-    from recursive_mbd.dynamics.loops import loop_workspace  # noqa: PLC0415
+    from recursive_mbd.dynamics.loops import loop_workspace, sparse_loop_structure  # noqa: PLC0415
     from recursive_mbd.integrate.runs import RecursiveTimeLoop, _Inputs  # noqa: PLC0415
 
     model, q, qd = _profile_state(kind, n, theta)
@@ -210,10 +215,22 @@ def profile(kind, n, theta=1e-3):
     clock("rec: J M^-1 J^T", lambda: kernels.gram_envelope(lw.jac, lw.resp, pattern, gram, first))
     rhs, out = np.linspace(1.0, 2.0, m), np.empty(m)
     clock("rec: factor + solve", lambda: kernels.regular_solve_envelope(gram, first, rhs, 1e-8, out))
+    chosen = lw.sparse[0].size > 0  # the cost model's choice; the path forced on to time it at every n
+    lw.sparse = sparse_loop_structure(model, pattern, use=True)
     system = RecursiveTimeLoop(model, inputs).system
+    sparse_kkt_arrays, work = loops_sparse.unpack(*lw.sparse)  # views of the arrays the system holds
     y = np.r_[q, qd, 0.0, 0.0]
     dy = np.empty_like(y)
-    clock("rec: whole rhs", lambda: integrators.system_rhs(callback, key, system, 0.0, y, dy))
+    for path in (0, 1):
+        sparse_kkt_arrays.use[0] = path
+        clock(f"rec: whole rhs, {'sparse KKT' if path else 'envelope'}",
+              lambda: integrators.system_rhs(callback, key, system, 0.0, y, dy))
+    # the sparse factorisations and solve alone, on the arrays the last evaluation left
+    clock("rec: sparse KKT solve", lambda: sparse_kkt.loop_solve(
+        model.body_int, model.body_real, work.row_start, work.fac, work.aux_body, work.aux_coef, work.aux_rhs,
+        kernels.REGULAR_RCOND_MARGIN * 1e-8, kernels.REGULAR_ZONE_MARGIN * 1e-6, work.zdd, work.lam, work.info,
+        sparse_kkt_arrays))
+    sparse_kkt_arrays.use[0] = 1 if chosen else 0
     projected = y.copy()
 
     def project(system, start):
@@ -239,8 +256,8 @@ def profile(kind, n, theta=1e-3):
     clock("aug: tree factor + solve", lambda: tree.factor_and_solve(
         s.body_int, s.body_real, s.gravity, s.row_start, s.z, s.zd, s.tau, s.wrench, s.stab, s.factor, s.scratch,
         s.zdd, s.lam, s.power))
-    clock("aug: joint blocks", lambda: tree.tree_residuals(s.body_int, s.body_real, s.row_start, s.z, s.zd, s.factor,
-                                                         s.scratch, s.xj))
+    clock("aug: joint blocks", lambda: sparse_kkt.tree_residuals(s.body_int, s.body_real, s.row_start, s.z, s.zd,
+                                                               s.factor, s.scratch, s.xj))
     clock("aug: loop rows", lambda: augmented_system._auxiliary_rows(s, s.stab))
     k = s.aux_body.shape[0]
     first, last = np.empty(k, dtype=np.int64), np.empty(k, dtype=np.int64)
@@ -249,17 +266,19 @@ def profile(kind, n, theta=1e-3):
     rhs, out = np.linspace(1.0, 2.0, k), np.empty(k)
     clock("aug: Schur factor + solve", lambda: kernels.regular_solve_envelope(s.schur, first, rhs, 1e-8, out))
     if s.kkt.perm.size:
-        clock("aug: sparse KKT path", lambda: kkt.loop_solve(
-            s.body_int, s.body_real, s.row_start, s.factor, s.aux_body, s.aux_coef, s.aux_rhs, s.settings[3],
-            augmented_system._zone(s), s.zdd, s.lam.copy(), s.info.copy(), s.kkt))
-    return times
+        clock("aug: sparse KKT path", lambda: sparse_kkt.loop_solve(
+            s.body_int, s.body_real, s.row_start, s.factor, s.aux_body, s.aux_coef, s.aux_rhs,
+            kernels.REGULAR_RCOND_MARGIN * s.settings[3], kernels.REGULAR_ZONE_MARGIN * augmented_system._zone(s),
+            s.zdd, s.lam.copy(), s.info.copy(), s.kkt))
+    return times, chosen
 
 
 def main(sizes=(5, 10, 20, 40, 80), t_end=20.0, routes=("recursive", "augmented"), methods=("dopri5", "dop853"),
          tols=(None,), implicit=("generalized_alpha", "bdf"), max_wall=300.0, name="parallelogram_row", kind="row",
          with_profile=False, theta=1e-3):
     if with_profile:
-        parts = {n: profile(kind, n, theta) for n in sizes}
+        profiles = {n: profile(kind, n, theta) for n in sizes}
+        parts = {n: profiles[n][0] for n in sizes}
         names = list(parts[sizes[0]])
         where = f", {theta:g} rad from the change point" if kind == "row" else ""
         print(f"\none evaluation's parts [us], {kind}{where} (median of repeats; load {os.getloadavg()[0]:.1f})")
@@ -267,7 +286,10 @@ def main(sizes=(5, 10, 20, 40, 80), t_end=20.0, routes=("recursive", "augmented"
         print_table(("part", *[f"n = {n}" for n in sizes], "slope"),
                     [(part, *[f"{parts[n].get(part, float('nan')):.3g}" for n in sizes],
                       f"{np.log(parts[sizes[-1]][part] / parts[sizes[0]][part]) / growth:.2f}") for part in names])
-        path = write_json(f"{name}_profile", {"kind": kind, "theta": theta, "sizes": list(sizes), "parts": parts})
+        chosen = [n for n in sizes if profiles[n][1]]
+        print(f"the recursive route's cost model takes the sparse KKT path at n = {chosen or 'none'}")
+        path = write_json(f"{name}_profile", {"kind": kind, "theta": theta, "sizes": list(sizes), "parts": parts,
+                                              "sparse_chosen": chosen})
         print(f"wrote {path}")
         return
     for route in routes:  # compile outside the measured runs

@@ -7,6 +7,7 @@ from scipy.integrate import solve_ivp
 
 import recursive_mbd as rm
 from recursive_mbd._kernels import layout as L
+from recursive_mbd._kernels import sparse_kkt
 from recursive_mbd._kernels.augmented import system as augmented_system
 from recursive_mbd._kernels.timeloops import integrators
 from recursive_mbd.dynamics import augmented
@@ -282,7 +283,7 @@ def test_factor_rows_are_cache_lines_and_tree_residuals_complete_the_blocks(case
     ``tree_residuals`` at the factored z every joint's blocks Jc, Jp equal C_z of ``augmented.constraints`` and its
     residuals C, with the factor's pivots (lines 0 and 1, where a revolute body's blocks are kept) unchanged: the
     projection reads whole blocks, which ``factor_and_solve`` leaves out for a revolute body with a regular pivot."""
-    kernels = augmented.kernels
+    kernels = sparse_kkt  # the joints' rows and the factor's record layout
     if case == "slider_crank":  # a prismatic joint and a regularised pivot (the piston's J = 0)
         model, q0 = rm.models.slider_crank()
         q = rm.assemble(model, q0)
@@ -302,7 +303,7 @@ def test_factor_rows_are_cache_lines_and_tree_residuals_complete_the_blocks(case
     assert np.array_equal(tw.factor[:, :kernels.F_JC], pivots)
     c, cz, _, _ = augmented.constraints(model, z, zd)
     dense = np.zeros((rows, 3 * model.nbodies))
-    for i, parent in enumerate(model.body_int[:, kernels.PARENT]):
+    for i, parent in enumerate(model.body_int[:, L.PARENT]):
         for r in range(tw.row_start[i + 1] - tw.row_start[i]):
             dense[tw.row_start[i] + r, 3 * i:3 * i + 3] = tw.factor[i, kernels.F_JC + 3 * r:kernels.F_JC + 3 * r + 3]
             if parent >= 0:

@@ -84,6 +84,9 @@ KERNEL_LAYERS = (
     ("recursive_mbd._kernels.cache",),  # where numba caches them: imported by every module that declares kernels
     ("recursive_mbd._kernels.layout", "recursive_mbd._kernels.trig", "recursive_mbd._kernels.joint_types",
      "recursive_mbd._kernels.contact_law"),
+    # the planar tree's absolute-coordinate rows and its sparse KKT factorisation: below both the recursive loop layer
+    # and the augmented tree solver, which assemble the same matrix
+    ("recursive_mbd._kernels.sparse_kkt",),
     ("recursive_mbd._kernels.timeloops", "recursive_mbd._kernels.planar"),
     ("recursive_mbd._kernels.spatial", "recursive_mbd._kernels.augmented"),
 )

@@ -233,8 +233,9 @@ def test_structure_is_built_once_and_equals_a_rebuilt_one(case):
         assert np.array_equal(kept, fresh)
     assert all(np.array_equal(a, b) for a, b in zip(loop_structure(model), pattern, strict=True))
     inputs = _Inputs(model, None, None)
-    kept = build_system(model, inputs, "projection").loops[16:]
-    assert m == 0 or (len(kept) == len(pattern) and all(a is b for a, b in zip(kept, pattern, strict=True)))
+    kept = build_system(model, inputs, "projection").loops[16:]  # then the sparse KKT path's two arrays
+    assert m == 0 or (len(kept) == len(pattern) + 2 and all(a is b for a, b in zip(kept, pattern + lw.sparse,
+                                                                                   strict=True)))
     if m:
         augmented = TimeLoop(model, inputs, stabilization="projection").system.loop_ws[9]
         assert all(np.array_equal(a, b) for a, b in zip(augmented, pattern, strict=True))
@@ -331,9 +332,10 @@ def _augmented_system(model):
 
 def _both_paths(model, q, qd):
     """(y, [(dy, lam, info) by the Schur complement, by the sparse KKT factorisation]): the augmented time loop's
-    right-hand side at (q, qd) both ways, and whether the sparse path was taken (``kkt.loop_solve``)."""
-    from recursive_mbd._kernels.augmented import kkt  # noqa: PLC0415
+    right-hand side at (q, qd) both ways, and whether the sparse path was taken (``sparse_kkt.loop_solve``)."""
+    from recursive_mbd._kernels import sparse_kkt  # noqa: PLC0415
     from recursive_mbd._kernels.augmented import system as augmented_system  # noqa: PLC0415
+    from recursive_mbd._kernels.planar.loops import REGULAR_RCOND_MARGIN, REGULAR_ZONE_MARGIN  # noqa: PLC0415
 
     system, callback, key = _augmented_system(model)
     z, zd = rm.augmented.absolute_from_joint(model, q, qd)
@@ -345,7 +347,7 @@ def _both_paths(model, q, qd):
         assert augmented_system.system_rhs(callback, key, system, 0.0, y, dy) == 0
         out.append((dy, system.lam.copy(), system.info.copy()))
     s = system  # the sparse path alone at the last evaluation's factor (its joint blocks complete)
-    taken = kkt.loop_solve(
+    taken = sparse_kkt.loop_solve(
         s.body_int,
         s.body_real,
         s.row_start,
@@ -353,8 +355,8 @@ def _both_paths(model, q, qd):
         s.aux_body,
         s.aux_coef,
         s.aux_rhs,
-        s.settings[3],
-        augmented_system._zone(s),
+        REGULAR_RCOND_MARGIN * s.settings[3],
+        REGULAR_ZONE_MARGIN * augmented_system._zone(s),
         s.zdd.copy(),
         s.lam.copy(),
         s.info.copy(),

@@ -34,6 +34,7 @@ import scipy.sparse.linalg
 
 from .. import _checks
 from .._kernels import layout as L
+from .._kernels import sparse_kkt
 from .._kernels.arrays import readonly_zeros
 from .._kernels.augmented import entry
 from .._kernels.augmented import tree as kernels
@@ -461,8 +462,8 @@ def _tree_forward_dynamics(model, z, zd, tau, t, alpha, beta, powers, drivers):
     if k:
         aux_body, aux_coef, aux_rhs, aux_res, xb, xj, schur, info = aux
         if tw.loop_rows:
-            status = kernels.loop_rows(model.loop_int, model.loop_real, z, zd, tw.stab, aux_body, aux_coef, aux_rhs,
-                                       aux_res)
+            status = loop_kernels.loop_rows(model.loop_int, model.loop_real, z, zd, tw.stab, aux_body, aux_coef,
+                                            aux_rhs, aux_res)
             if status:
                 _raise_tree(model, status)
         if len(drivers):
@@ -802,7 +803,7 @@ class TimeLoop:
             model.loop_real, inputs.tau_const, np.array([inputs.tau_offset, inputs.driver_offset], dtype=np.int64),
             coords, drv_body, np.zeros(inputs.size), np.zeros(nq), np.zeros(nq), np.zeros(nq), ws.ws, ws.com,
             np.zeros((n if has_elements else 0, 3)), np.zeros(nq), np.zeros(3), np.zeros((model.elem_int.shape[0], 3)),
-            np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3)), row_start, kernels.aligned_factor(n),
+            np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3)), row_start, sparse_kkt.aligned_factor(n),
             np.zeros((4, 3)), np.array([float(alpha), float(beta), 0.0, 0.0]), np.zeros(1),
             np.zeros(int(row_start[-1]) + k), np.full((k, 2), -1, dtype=np.int64), np.zeros((k, 6)), np.zeros(k),
             np.zeros(k), np.zeros((n, 3)), np.zeros(int(row_start[-1])), np.zeros((k, k)), np.zeros(2, dtype=np.int64),

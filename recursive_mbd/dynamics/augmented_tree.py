@@ -2,23 +2,20 @@
 coordinates it takes, its statuses turned into errors, and the joints' constraint rows it orders body by body.
 ``augmented.forward_dynamics(..., solver="tree")`` and the augmented time loop run on these."""
 
-import heapq
-
 import numpy as np
 
 from .. import _checks
 from .._kernels import layout as L
+from .._kernels import sparse_kkt
 from .._kernels.augmented import entry
-from .._kernels.augmented import tree as kernels
 from ..errors import StateError
 from ..model.statuses import raise_status
 
 
 def joint_row_starts(model):
-    """First constraint row of each body's joint (nbodies + 1,) int64, the total last; rows run body by body
-    (revolute: x, y; prismatic: normal, angle; fixed: x, y, angle; planar: none)."""
-    counts = np.array(kernels.ROWS_PER_JOINT, dtype=np.int64)[model.joint_type]
-    return np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    """First constraint row of each body's joint (nbodies + 1,) int64, the total last
+    (``_kernels.sparse_kkt.joint_row_starts``)."""
+    return sparse_kkt.joint_row_starts(model.joint_type)
 
 
 class _TreeWorkspace:
@@ -30,7 +27,7 @@ class _TreeWorkspace:
         self.tree_rows = int(self.row_start[-1])
         # the factor (n, F_WIDTH), a view of the first n rows of the short path's array (``_kernels.augmented.entry``)
         self.factor_buffer = entry.factor_buffer(model)
-        self.factor = self.factor_buffer[:n, :kernels.F_WIDTH]
+        self.factor = self.factor_buffer[:n, :sparse_kkt.F_WIDTH]
         self.scratch = np.zeros((4, 3))
         self.stab = np.zeros(2)  # alpha, beta
         self.power = np.zeros(1)
@@ -100,142 +97,25 @@ def _raise_tree(model, status):
     raise_status(model, status)
 
 
-def _minimum_degree(n, adjacency):
-    """An elimination order of the n bodies by minimum degree on the graph ``adjacency`` (a set of neighbours per
-    body; consumed), ties to the highest index (a tree's leaves first, children before parents)."""
-    heap = [(len(adjacency[v]), -v) for v in range(n)]
-    heapq.heapify(heap)
-    done = np.zeros(n, dtype=bool)
-    order = []
-    while heap:
-        degree, v = heapq.heappop(heap)
-        v = -v
-        if done[v] or degree != len(adjacency[v]):
-            continue  # eliminated already, or a stale degree
-        done[v] = True
-        order.append(v)
-        neighbours = adjacency[v]
-        for u in neighbours:
-            adjacency[u].discard(v)
-            adjacency[u] |= neighbours - {u}  # the fill of eliminating v: its neighbours form a clique
-            heapq.heappush(heap, (len(adjacency[u]), -u))
-        adjacency[v] = set()
-    return order
-
-
 def kkt_structure(model, row_start, use=None):
-    """The structure of the augmented KKT matrix with the loop rows inside (``_kernels.augmented.kkt``): the
-    elimination order, the upper triangle's pattern, the factor's pattern and the slots of every entry, fixed by
-    the model. ``use``: whether the time loop solves with it (None: where its factor is estimated cheaper than
-    the loop rows' Schur complement, as along a ladder; a tree or a model with drivers gets the empty
-    structure from the caller)."""
-    from .._kernels.augmented.kkt import KKTStructure  # noqa: PLC0415  (numba only to run)
-
-    n = model.nbodies
-    mt = int(row_start[-1])
-    parent = model.body_parent
-    loop_int = model.loop_int
-    k = model.nconstraints
-    nk = 3 * n + mt + k
-    # constraint nodes: their original rows and their bodies
-    nodes = [(range(3 * n + row_start[i], 3 * n + row_start[i + 1]), {i, int(parent[i])} - {-1})
-             for i in range(n) if row_start[i + 1] > row_start[i]]
-    aux_body = np.full((k, 2), -1, dtype=np.int64)
-    for lp in range(loop_int.shape[0]):
-        r0, r1 = model.loop_rows[lp], model.loop_rows[lp + 1]
-        a, b = int(loop_int[lp, L.LBODY_A]), int(loop_int[lp, L.LBODY_B])
-        aux_body[r0:r1] = (a, b)
-        nodes.append((range(3 * n + mt + r0, 3 * n + mt + r1), {a, b} - {-1}))
-    adjacency = [set() for _ in range(n)]
-    of_body = [[] for _ in range(n)]
-    for j, (_, bodies) in enumerate(nodes):
-        for b in bodies:
-            adjacency[b] |= bodies - {b}
-            of_body[b].append(j)
-    waiting = [len(bodies) for _, bodies in nodes]
-    perm = []
-    for b in _minimum_degree(n, adjacency):
-        perm += [3 * b, 3 * b + 1, 3 * b + 2]
-        for j in of_body[b]:
-            waiting[j] -= 1
-            if waiting[j] == 0:  # the constraint's rows right after the last of its bodies
-                perm += list(nodes[j][0])
-    perm = np.asarray(perm, dtype=np.int64)
-    pinv = np.empty(nk, dtype=np.int64)
-    pinv[perm] = np.arange(nk)
-    # the entries of K's upper triangle, permuted: (row, column) with row <= column
-    entries = [(pinv[i], pinv[i]) for i in range(nk)]
-    child = [(3 * n + row_start[i] + r, 3 * i + c) for i in range(n) for r in range(row_start[i + 1] - row_start[i])
-             for c in range(3)]
-    with_parent = [(3 * n + row_start[i] + r, 3 * parent[i] + c) for i in range(n) if parent[i] >= 0
-                   for r in range(row_start[i + 1] - row_start[i]) for c in range(3)]
-    aux = [(3 * n + mt + r, 3 * aux_body[r, side] + c) for r in range(k) for side in range(2)
-           if aux_body[r, side] >= 0 for c in range(3)]
-    for a, b in child + with_parent + aux:
-        entries.append((min(pinv[a], pinv[b]), max(pinv[a], pinv[b])))
-    slot_of = {}
-    for e in entries:
-        slot_of.setdefault(e, len(slot_of))
-    ordered = sorted(slot_of, key=lambda e: (e[1], e[0]))  # by column
-    renumber = {e: s for s, e in enumerate(ordered)}
-    col_rows = np.array([e[0] for e in ordered], dtype=np.int64)
-    col_start = np.searchsorted(np.array([e[1] for e in ordered]), np.arange(nk + 1)).astype(np.int64)
-
-    def slot(a, b):
-        return renumber[(min(pinv[a], pinv[b]), max(pinv[a], pinv[b]))]
-
-    pos_diag = np.array([slot(i, i) for i in range(nk)], dtype=np.int64)
-    pos_child = np.array([slot(a, b) for a, b in child], dtype=np.int64).reshape(mt, 3)
-    pos_parent = np.full((mt, 3), -1, dtype=np.int64)
-    for a, b in with_parent:
-        pos_parent[a - 3 * n, b % 3] = slot(a, b)
-    pos_aux = np.full((k, 6), -1, dtype=np.int64)
-    for r in range(k):
-        for side in range(2):
-            if aux_body[r, side] >= 0:
-                for c in range(3):
-                    pos_aux[r, 3 * side + c] = slot(3 * n + mt + r, 3 * aux_body[r, side] + c)
-    # elimination tree and column counts of L (Davis's ldl_symbolic)
-    etree = np.full(nk, -1, dtype=np.int64)
-    flag = np.full(nk, -1, dtype=np.int64)
-    count = np.zeros(nk, dtype=np.int64)
-    for j in range(nk):
-        flag[j] = j
-        for p in range(col_start[j], col_start[j + 1]):
-            i = col_rows[p]
-            while flag[i] != j:
-                if etree[i] == -1:
-                    etree[i] = j
-                count[i] += 1
-                flag[i] = j
-                i = etree[i]
-    l_start = np.concatenate(([0], np.cumsum(count))).astype(np.int64)
-    # the loop rows that share a body with each loop row (Gershgorin bound of E M^-1 E^T)
-    rows_of = [[] for _ in range(n)]
-    for r in range(k):
-        for b in set(aux_body[r].tolist()) - {-1}:
-            rows_of[b].append(r)
-    pairs = [sorted({s for b in set(aux_body[r].tolist()) - {-1} for s in rows_of[b]}) for r in range(k)]
-    pair_start = np.concatenate(([0], np.cumsum([len(p) for p in pairs]))).astype(np.int64)
-    pair_rows = np.array([s for p in pairs for s in p], dtype=np.int64)
-    if use is None:
-        use = _sparse_is_cheaper(model, aux_body, count, n, k)
-    nnz = int(l_start[-1])
-    return KKTStructure(
-        np.array([1 if use else 0], dtype=np.int64), perm, col_start, col_rows, np.zeros(col_rows.size), etree,
-        l_start, np.zeros(nk, dtype=np.int64), np.zeros(nnz, dtype=np.int64), np.zeros(nnz), np.zeros(nk),
-        np.zeros(nk), np.zeros(nk, dtype=np.int64), np.zeros(nk, dtype=np.int64), np.zeros(nk), pos_diag,
-        pos_child, pos_parent, pos_aux, pair_start, pair_rows)
+    """The structure of the augmented KKT matrix with the loop rows inside (``_kernels.sparse_kkt.kkt_pattern``),
+    fixed by the model. ``use``: whether the time loop solves with it (None: where its factor is estimated cheaper
+    than the loop rows' Schur complement, as along a ladder; a tree or a model with drivers gets the empty structure
+    from the caller)."""
+    kkt = sparse_kkt.kkt_pattern(model.body_parent, model.loop_int, model.loop_rows, row_start, bool(use))
+    if use is None and _sparse_is_cheaper(model, sparse_kkt.loop_row_bodies(model.loop_int, model.loop_rows),
+                                          np.diff(kkt.l_start), model.nbodies, model.nconstraints):
+        kkt.use[0] = 1
+    return kkt
 
 
 # the cost model of the choice between the loop rows' Schur complement and the sparse KKT factorisation: a tree
-# solve costs about TREE_SOLVE_COST flops a body (measured, not derived: it only picks the faster of two exact
-# paths)
-TREE_SOLVE_COST = 40.0
+# solve costs about TREE_SOLVE_COST flops a body (``_kernels.sparse_kkt``; the recursive loop layer's choice uses it)
+TREE_SOLVE_COST = sparse_kkt.TREE_SOLVE_COST
 
 
 def _sparse_is_cheaper(model, aux_body, count, n, k):
-    """Whether two sparse factorisations (``_kernels.augmented.kkt.loop_solve``; about sum count_j^2 flops each,
+    """Whether two sparse factorisations (``_kernels.sparse_kkt.loop_solve``; about sum count_j^2 flops each,
     count_j the entries of column j of L) cost less than the Schur complement's colours + 1 tree solves and the
     Cholesky factorisation of its envelope (``tree.add_auxiliary_rows``)."""
     from .._kernels.planar.loops import row_colours  # noqa: PLC0415  (numba only to run)
@@ -256,12 +136,5 @@ def _sparse_is_cheaper(model, aux_body, count, n, k):
 
 
 def empty_kkt_structure():
-    """The structure of a model that keeps the Schur complement (no loops, drivers): empty arrays of
-    ``kkt_structure``'s types, so that the time loop compiles one signature."""
-    from .._kernels.augmented.kkt import KKTStructure  # noqa: PLC0415  (numba only to run)
-
-    ints, floats = np.zeros(0, dtype=np.int64), np.zeros(0)
-    return KKTStructure(np.zeros(1, dtype=np.int64), ints, np.zeros(1, dtype=np.int64), ints, floats, ints,
-                        np.zeros(1, dtype=np.int64), ints, ints, floats, floats, floats, ints, ints, floats, ints,
-                        np.zeros((0, 3), dtype=np.int64), np.zeros((0, 3), dtype=np.int64),
-                        np.zeros((0, 6), dtype=np.int64), np.zeros(1, dtype=np.int64), ints)
+    """The structure of a model that keeps the Schur complement: ``_kernels.sparse_kkt.empty_kkt_structure``."""
+    return sparse_kkt.empty_kkt_structure()

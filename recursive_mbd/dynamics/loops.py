@@ -8,7 +8,10 @@ equations of motion are
 and ``lambda`` (m,) are the multipliers: the loop force on body a is -sum_r lambda_r w_a,r at its point P_a,
 on body b -sum_r lambda_r w_b,r at P_b (``_kernels.planar.loops``). For a revolute loop lambda is the force that body b
 exerts on body a, negated per axis: F_a = -(lambda_0, lambda_1). ``loop_dynamics`` solves the recursive way in
-O(N m + m^3); ``forward_dynamics(..., method="mass_matrix")`` solves the dense KKT system as an independent check.
+O(N m + m^3) at most (``_kernels.planar.loops``: O(N) for a row of loops, whose J M^-1 J^T is banded; where the
+loops all reach the same chains, as on a ladder, the multipliers come from the sparse KKT factorisation of the
+absolute-coordinate system instead, ``_kernels.planar.loops_sparse``, chosen per model by ``sparse_loop_structure``);
+``forward_dynamics(..., method="mass_matrix")`` solves the dense KKT system as an independent check.
 """
 
 from collections import namedtuple
@@ -17,8 +20,10 @@ import numpy as np
 
 from .. import _checks
 from .._kernels import layout as L
+from .._kernels import sparse_kkt
 from .._kernels.arrays import readonly_zeros
 from .._kernels.planar import loops as kernels
+from .._kernels.planar import loops_sparse as sparse_kernels
 from ..errors import ModelError
 from ..model.statuses import raise_planar_loop_status
 from ..model.workspace import workspace
@@ -70,8 +75,9 @@ class LoopArrays:
 
 
 class LoopWorkspace(LoopArrays):
-    """Scratch arrays of the loop layer of one model (allocated once, reused), and the loops' structure the kernels
-    read J, the responses and J M^-1 J^T through (``loop_structure``), built once here."""
+    """Scratch arrays of the loop layer of one model (allocated once, reused), the loops' structure the kernels
+    read J, the responses and J M^-1 J^T through (``loop_structure``) and the sparse KKT path's packed arrays
+    (``sparse_loop_structure``: two empty arrays where the model keeps the envelope path), built once here."""
 
     def __init__(self, model):
         super().__init__(model.nconstraints, model.nq, 6)
@@ -80,6 +86,7 @@ class LoopWorkspace(LoopArrays):
         self.stab = np.zeros(4)  # alpha, beta, and the zero gravity of the response passes
         self.no_gravity = readonly_zeros(2)  # read-only as the model's gravity: the tree kernels compile once
         self.pattern = loop_structure(model)
+        self.sparse = sparse_loop_structure(model, self.pattern)
 
 
 def loop_structure(model):
@@ -95,6 +102,59 @@ def loop_structure(model):
     columns = np.zeros(nq + 1, dtype=np.int64)
     return (starts, none, starts, none, np.zeros((0, 2), dtype=np.int64), columns, none, starts, none, starts, none,
             none, columns, none)
+
+
+# the cost model of the choice between the envelope path of the multipliers (``_kernels.planar.loops``) and the sparse
+# KKT factorisation (``_kernels.planar.loops_sparse``), in flops: a recursive pass costs about
+# sparse_kkt.TREE_SOLVE_COST a body, as a tree solve does (measured, not derived: it only picks the faster of two
+# paths that give the same multipliers)
+ENVELOPE_SOLVE_PASSES = 10  # the regularity test's inverse iterations and the solve: ~10 sweeps of the envelope
+SPARSE_FIXED_COST = 4000.0  # the sparse path's own calls and loop rows an evaluation (measured: a ladder of 5 rungs
+# is solved faster by its envelope, one of 10 about as fast either way)
+
+
+def _envelope_cost(model, pattern):
+    """Flops of an evaluation's envelope path beyond what both paths do (the loop rows and J, the tree pass): a
+    response pass per colour of rows, the pairs' products of J M^-1 J^T, its Cholesky factorisation and sweeps."""
+    resp_start, colour_start, pair_start, pair_rows, first = (pattern[2], pattern[7], pattern[9], pattern[10],
+                                                              pattern[11])
+    resp_len = np.diff(resp_start).astype(float)
+    pair_of = np.repeat(np.arange(pair_start.size - 1), np.diff(pair_start))
+    products = float(np.sum(resp_len[pair_rows] + resp_len[pair_of]))
+    width = (np.arange(first.size) - first + 1).astype(float)
+    return (sparse_kkt.TREE_SOLVE_COST * (colour_start.size - 1) * model.nbodies + products
+            + 0.5 * float(np.sum(width**2)) + ENVELOPE_SOLVE_PASSES * float(np.sum(width)))
+
+
+def _sparse_cost(model, tree_rows, l_count):
+    """Flops of an evaluation's sparse path beyond what both paths do: two sparse LDL^T factorisations (about
+    sum count_j^2 each, count_j the entries of column j of L, as ``augmented_tree``'s cost model), the joints'
+    blocks and the loop forces' pass (a tree pass each)."""
+    nk = 3 * model.nbodies + tree_rows + model.nconstraints
+    factor = float(np.sum(np.asarray(l_count, dtype=float) ** 2)) + 10.0 * nk
+    return 2.0 * factor + 2.0 * sparse_kkt.TREE_SOLVE_COST * model.nbodies + SPARSE_FIXED_COST
+
+
+def sparse_loop_structure(model, pattern, use=None):
+    """The arrays of the multipliers' sparse KKT path (``_kernels.planar.loops_sparse``), packed in two
+    (``loops_sparse.pack``): the KKT structure with the loop rows inside (``_kernels.sparse_kkt.kkt_pattern``, its
+    ``use`` set) and a ``loops_sparse.SparseLoopWork``. ``use`` None: taken where the cost model (``_envelope_cost``,
+    ``_sparse_cost``) finds the sparse path cheaper, as along a ladder (J M^-1 J^T full); a row of loops keeps its
+    banded envelope. A model that does not take it (or has no loops) gets two empty arrays (one compiled signature).
+    pattern: the model's ``loop_structure``."""
+    m, n, nq = model.nconstraints, model.nbodies, model.nq
+    if m and use is not False:
+        row_start = sparse_kkt.joint_row_starts(model.joint_type)
+        tree_rows = int(row_start[-1])
+        envelope = _envelope_cost(model, pattern)
+        # a lower bound of the sparse cost first (count_j >= 1): no symbolic factorisation where it cannot win
+        if use or _sparse_cost(model, tree_rows, np.ones(3 * n + tree_rows + m)) < envelope:
+            kkt = sparse_kkt.kkt_pattern(model.body_parent, model.loop_int, model.loop_rows, row_start, True)
+            if use or _sparse_cost(model, tree_rows, np.diff(kkt.l_start)) < envelope:
+                work = sparse_kernels.sparse_loop_work(n, nq, tree_rows, m)
+                work.row_start[:] = row_start
+                return sparse_kernels.pack(kkt, work)
+    return sparse_kernels.no_sparse_path()
 
 
 def attach_loop_workspace(ws, model, make):
@@ -166,7 +226,7 @@ def loop_dynamics(model, q, qd, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method=
     """Constrained forward dynamics with the loop multipliers and forces: a ``LoopSolution``.
 
     Parameters as ``rm.forward_dynamics``; ``alpha``, ``beta`` [1/s] add Baumgarte's terms to the acceleration
-    constraint, J qdd = gamma - 2 alpha phi' - beta^2 phi. ``method``: "recursive" (O(N m + m^3), module
+    constraint, J qdd = gamma - 2 alpha phi' - beta^2 phi. ``method``: "recursive" (O(N m + m^3) at most, module
     docstring) or "mass_matrix" (dense KKT system with M from the composite-rigid-body pass, O(N^3)). Redundant
     or singular loop equations give the minimum-norm multipliers and a ``RedundantConstraintWarning``.
     """
@@ -175,9 +235,9 @@ def loop_dynamics(model, q, qd, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method=
     lw.stab[:2] = alpha, beta
     if method == "recursive":
         qdd = np.zeros(model.nq)
-        status = kernels.constrained_dynamics(
-            model.body_int, model.body_real, model.gravity, model.loop_int, model.loop_real, lw.pattern, q, qd, tau,
-            wrench,
+        status = sparse_kernels.sparse_constrained_dynamics(
+            model.body_int, model.body_real, model.gravity, model.loop_int, model.loop_real, lw.pattern, *lw.sparse,
+            q, qd, tau, wrench,
             ws.no_driven, ws.ws, ws.com, lw.acc, qdd, ws.no_drive, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights,
             lw.resp, lw.no_resp_drive, ws.zeros, lw.stab, FILTER_RCOND, lw.lam, lw.info, _NO_BRANCH)
         if status:

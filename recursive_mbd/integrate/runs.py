@@ -417,6 +417,7 @@ def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, proje
     from ..dynamics.loops import FILTER_RCOND, POSITION_RCOND, loop_workspace  # noqa: PLC0415  (loops imports dynamics, as this module does)
 
     ws = workspace(model)
+    lw = loop_workspace(model)[1]
     nq, nb = model.nq, model.nbodies
     free = np.setdiff1d(np.arange(nq), inputs.driven_coords).astype(np.int64)
     has_elements = model.elem_int.shape[0] > 0
@@ -426,8 +427,8 @@ def build_system(model, inputs, stabilization="none", alpha=0.0, beta=0.0, proje
              np.zeros(m), np.zeros((m, 6)), np.zeros((m, nq)), np.zeros((m, nq if inputs.drivers else 0)),
              np.zeros(nq), stab, np.zeros(m), np.zeros(1, dtype=np.int64), np.zeros((m, free.size)),
              np.array([1.0 if (stabilization == "projection" and m) else 0.0, projection_tol, 20.0, POSITION_RCOND,
-                       FILTER_RCOND]), *loop_workspace(model)[1].pattern)  # the loops' structure flat: the
-    # parallel ensembles' kernels take tuples of arrays, not tuples holding tuples
+                       FILTER_RCOND]), *lw.pattern, *lw.sparse)  # the loops' structure and the sparse KKT
+    # path's arrays flat: the parallel ensembles' kernels take tuples of arrays, not tuples holding tuples
     system_class = TreeSystem if tree_system and m == 0 else RecursiveSystem
     if system_class is TreeSystem and model.body_int[0, L.FLAGS] & L.SERIAL_REVOLUTE and not inputs.driven.size:
         system_class = ChainSystem if has_elements or model.has_contacts else PlainChainSystem

@@ -19,7 +19,8 @@ import numba
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..arrays import readonly
 from ..layout import NDOF, QIDX
-from .tree import F_WIDTH, aligned_factor, factor_and_solve
+from ..sparse_kkt import F_WIDTH, aligned_factor
+from .tree import factor_and_solve
 
 VECTOR = numba.float64[::1]  # tau, lam: C-contiguous writable float64
 STATE = numba.float64[:, ::1]  # z, zd, zdd (nbodies, 3); the factor (nbodies + 1, F_WIDTH): C-contiguous, writable

@@ -25,29 +25,28 @@ from ..planar.loops import (
     BRANCH_ATTEMPTS,
     BRANCH_OFFSETS,
     BRANCH_STEP,
+    REGULAR_RCOND_MARGIN,
+    REGULAR_ZONE_MARGIN,
     body_accelerations,
     branch_basis,
     branch_dynamics,
     branch_velocity,
     filtered_solve,
+    loop_rows,
     zone_counts,
 )
 from ..planar.loops import BRANCH_ZONE as JOINT_BRANCH_ZONE
 from ..planar.tree import com_kinematics
+from ..sparse_kkt import F_JC, F_JP, loop_solve, tree_residuals
 from ..timeloops import formulation
-from .kkt import loop_solve
 from .tree import (
-    F_JC,
-    F_JP,
     add_auxiliary_rows,
     factor_and_solve,
     inline,
     joint_coordinates,
     joint_gap,
-    loop_rows,
     njit,  # the augmented kernels' compile options, as in tree.py
     prismatic_coordinate,
-    tree_residuals,
     tree_solve,
 )
 
@@ -84,7 +83,7 @@ AugmentedSystem = namedtuple("AugmentedSystem", [
     # (2,), the loops' structure (``loops.loop_pattern``, built once per model), m the loops' rows
     "loop_ws",
     # the KKT matrix with the loop rows inside, factorised sparse where that is cheaper than the loop rows' Schur
-    # complement (a ladder; ``kkt``); the empty structure otherwise
+    # complement (a ladder; ``sparse_kkt``); the empty structure otherwise
     "kkt",
     # settings (8,) = (project: on, tol, max_iter, rcond of the auxiliary solve, joint state needed: 1/0, branch in
     # joint coordinates: 1/0, rcond of the joint-coordinate position closures, rcond of the loop multipliers
@@ -192,7 +191,7 @@ def _auxiliary_rows(system, stab):
 def _auxiliary_solve(system, blocks_complete):
     """Close the auxiliary rows on the tree solution in system.zdd, system.lam (``tree.add_auxiliary_rows``): by
     the sparse KKT factorisation where the model takes it and it finds the loop rows surely regular
-    (``kkt.loop_solve``, the same numbers), else by the Schur complement. blocks_complete: the factor holds the
+    (``sparse_kkt.loop_solve``, the same numbers), else by the Schur complement. blocks_complete: the factor holds the
     joints' whole blocks already (``tree.tree_residuals`` ran at this z; otherwise it runs here, into system.xj,
     where the sparse path is taken)."""
     if system.kkt.use[0] != 0:
@@ -200,8 +199,8 @@ def _auxiliary_solve(system, blocks_complete):
             tree_residuals(system.body_int, system.body_real, system.row_start, system.z, system.zd, system.factor,
                            system.scratch, system.xj)
         if loop_solve(system.body_int, system.body_real, system.row_start, system.factor, system.aux_body,
-                      system.aux_coef, system.aux_rhs, system.settings[3], _zone(system), system.zdd, system.lam,
-                      system.info, system.kkt):
+                      system.aux_coef, system.aux_rhs, REGULAR_RCOND_MARGIN * system.settings[3],
+                      REGULAR_ZONE_MARGIN * _zone(system), system.zdd, system.lam, system.info, system.kkt):
             return
     add_auxiliary_rows(system.body_int, system.body_real, system.row_start, system.factor, system.aux_body,
                        system.aux_coef, system.aux_rhs, system.settings[3], _zone(system), system.zdd, system.lam,

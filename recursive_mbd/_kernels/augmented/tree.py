@@ -36,16 +36,17 @@ minimum-norm least-squares solution of S_E mu = E x0 - g (redundant rows: rank <
 and x = x0 - H^-1 E^T mu (one more tree solve).
 
 All kernels are pure functions of arrays that return a status (``layout.decode_status``); nothing is allocated
-per call except the k x k system of a model with loops.
+per call except the k x k system of a model with loops. The joints' rows (``_joint_rows``), the factor's record
+layout (F_*) and the sparse KKT factorisation that the time loop takes along a ladder live in ``_kernels.sparse_kkt``,
+below this module and the recursive loop layer, which both assemble the same KKT matrix.
 """
 
 import math
 
-import numba
 import numpy as np
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
-from ..joint_types import FIXED, PLANAR, PRISMATIC, REVOLUTE
+from ..joint_types import FIXED, PRISMATIC, REVOLUTE
 from ..layout import (
     ANGLE,
     AXX,
@@ -54,19 +55,12 @@ from ..layout import (
     FLAGS,
     INERTIA,
     JTYPE,
-    LBODY_A,
-    LBODY_B,
-    LKIND,
-    LPAX,
-    LPBX,
-    LROW,
     MASS,
     NEXT_IS_CHILD,
     PARENT,
     PPX,
     QIDX,
     ROW_CHILDREN,
-    STATUS_LOOP_DEGENERATE,
     STATUS_NONFINITE_Q,
     STATUS_NONFINITE_QD,
     STATUS_NONFINITE_TAU,
@@ -79,63 +73,36 @@ from ..planar.loops import (
     REGULAR_ZONE_MARGIN,
     cutoff_rank_solve_envelope,
     envelope_last,
-    loop_equations,
     regular_solve_envelope,
     row_colours,
 )
+from ..sparse_kkt import (  # the joints' rows and the factor's record layout (shared with the sparse KKT path)
+    F_ACC,
+    F_COS,
+    F_DINV,
+    F_JC,
+    F_JP,
+    F_REV_JC0,
+    F_REV_JC1,
+    F_REV_JP0,
+    F_REV_JP1,
+    F_SIN,
+    F_SINV,
+    F_W,
+    ROWS_PER_JOINT,
+    S_FC,
+    S_FP,
+    S_GAM,
+    S_RES,
+    _aux_times,
+    _joint_rows,
+    _rotated,
+    free_body_scale,
+    inline,  # the compile options of the tree's kernels (module ``sparse_kkt``): helpers inlined into their loops
+    njit,
+)
 
 _row_colours = row_colours  # the spatial route's name for it
-
-njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
-# helpers of the per-body loops are inlined and take (array, row, column offset) rather than views: a view or an
-# out-of-line call with array arguments adds reference counting: with them the evaluation was 6x slower (measured)
-inline = numba.njit(cache=True, error_model="numpy", inline="always", _nrt=True)
-
-ROWS_PER_JOINT = (2, 2, 3, 0)  # constraint rows of a revolute, prismatic, fixed, planar joint (joints.* codes)
-
-# ---- factor: (nbodies, F_WIDTH) float64, row-major, rows aligned to 64 bytes (``aligned_factor``): one body's
-# record is five cache lines, ordered by who reads what, so that at large N (out of cache) each pass moves the lines
-# it needs and no others. A revolute body with a regular pivot (the common case, the written-out step) touches
-# lines 0 and 1 only, in both passes; its parent's update in the leaves-first pass touches line 0 only.
-# line 0: the body pivot, and the sin/cos its children read
-F_DINV = 0  # D_i^-1 of the body pivot, symmetric (00, 01, 02, 11, 12, 22); in the leaves-first pass, until body i
-F_ACC = F_DINV  # is reached, the children's sum of Jp^T S^-1 Jp (D_i minus M_i) accumulates in the same slots
-F_COS = 6  # cos and sin of the body's angle theta, computed once per body per evaluation (libm)
-F_SIN = 7
-# line 1: the joint pivot, and the four arms of a revolute joint (its blocks' only entries that vary)
-F_W = 8  # w of a regularised pivot (0: none; module docstring)
-F_SINV = 9  # S_i^-1 of the joint pivot, symmetric (00, 01, 02, 11, 12, 22); m = 2 uses 00, 01, 11
-# a revolute body with w = 0: Jc = [[-1, 0, acy], [0, -1, -acx]], Jp = [[1, 0, -apy], [0, 1, apx]], the varying
-# entries in S^-1's slots that m = 2 leaves free (02, 12, 22) and the line's last slot; its F_JC, F_JP are not
-# written by ``factor_and_solve`` (``tree_residuals`` writes them for the readers of whole blocks)
-F_REV_JC0 = F_SINV + 2  # Jc[0, 2] = acy
-F_REV_JC1 = F_SINV + 4  # Jc[1, 2] = -acx
-F_REV_JP0 = F_SINV + 5  # Jp[0, 2] = -apy
-F_REV_JP1 = 15  # Jp[1, 2] = apx
-# lines 2 .. 4: the joint's blocks, row-major
-F_JC = 16  # child block Jc (3 x 3, row-major; rows >= m unused)
-F_JP = 25  # parent block Jp (3 x 3, row-major)
-F_WIDTH = 40  # 320 bytes: five whole lines
-
-# ---- scratch: (4, 3) float64 --------------------------------------------------------------------------------------
-S_RES = 0  # the joint's residual C (m)
-S_GAM = 1  # its gamma (m)
-S_FC = 2  # generalised force of the joint's tau on the child (3)
-S_FP = 3  # ... on the parent (3)
-
-
-def aligned_factor(rows):
-    """A zeroed C-contiguous (rows, F_WIDTH) float64 array whose rows start on 64-byte boundaries (the cache lines
-    of the record layout above; numpy aligns only to 16 bytes)."""
-    flat = np.zeros(rows * F_WIDTH + 8)
-    start = (-flat.ctypes.data % 64) // 8
-    return flat[start:start + rows * F_WIDTH].reshape(rows, F_WIDTH)
-
-
-@inline
-def _rotated(c, s, x, y):
-    """The vector (x, y) of a frame at the angle whose cosine and sine are (c, s), in ground axes."""
-    return c * x - s * y, s * x + c * y
 
 
 @inline
@@ -168,112 +135,6 @@ def prismatic_coordinate(body_real, i, cp, sp, gx, gy, rx, ry, omp):
     q' = u . D' + omega_p perp(u) . D."""
     ux, uy = _rotated(cp, sp, body_real[i, AXX], body_real[i, AXX + 1])
     return ux, uy, ux * gx + uy * gy, ux * rx + uy * ry + omp * (-uy * gx + ux * gy)
-
-
-@inline
-def _joint_rows(body_int, body_real, z, zd, tau, i, fac, scratch):
-    """Constraint rows of body i's joint at (z, zd): Jc, Jp into fac[i], residual and gamma into scratch, and the
-    generalised forces of the joint's tau (d q / d z transposed, tau of shape (0,): none) on the child and the
-    parent. Returns the number of rows m."""
-    jt = body_int[i, JTYPE]
-    p = body_int[i, PARENT]
-    th = z[i, 2]
-    om = zd[i, 2]
-    # arm A_c s_c from the child's centre of mass to the joint point
-    acx, acy = _rotated(math.cos(th), math.sin(th), -body_real[i, COX], -body_real[i, COX + 1])
-    if p >= 0:
-        thp = z[p, 2]
-        omp = zd[p, 2]
-        cpx = z[p, 0]
-        cpy = z[p, 1]
-        vpx = zd[p, 0]
-        vpy = zd[p, 1]
-    else:
-        thp = omp = cpx = cpy = vpx = vpy = 0.0
-    cp = math.cos(thp)
-    sp = math.sin(thp)
-    # arm A_p s_p from the parent's centre of mass (ground: origin) to the joint point
-    apx, apy = _rotated(cp, sp, body_real[i, PPX], body_real[i, PPX + 1])
-    gx = z[i, 0] + acx - cpx - apx  # gap D = P_c - P_p
-    gy = z[i, 1] + acy - cpy - apy
-    # element indexing, no array views: a view per body costs more than the whole row computation here
-    for col in range(3):
-        scratch[S_FC, col] = 0.0
-        scratch[S_FP, col] = 0.0
-    has_tau = tau.shape[0] > 0
-    k = body_int[i, QIDX]
-    m = 0
-    if jt in (REVOLUTE, FIXED):  # P_p - P_c = 0 (eq. 8); rows x, y
-        fac[i, F_JC + 0] = -1.0
-        fac[i, F_JC + 1] = 0.0
-        fac[i, F_JC + 2] = acy  # -perp(arm_c)_x
-        fac[i, F_JP + 0] = 1.0
-        fac[i, F_JP + 1] = 0.0
-        fac[i, F_JP + 2] = -apy  # perp(arm_p)_x
-        fac[i, F_JC + 3] = 0.0
-        fac[i, F_JC + 4] = -1.0
-        fac[i, F_JC + 5] = -acx
-        fac[i, F_JP + 3] = 0.0
-        fac[i, F_JP + 4] = 1.0
-        fac[i, F_JP + 5] = apx
-        scratch[S_RES, 0] = -gx
-        scratch[S_RES, 1] = -gy
-        scratch[S_GAM, 0] = apx * omp * omp - acx * om * om
-        scratch[S_GAM, 1] = apy * omp * omp - acy * om * om
-        m = 2
-        if jt == REVOLUTE and has_tau:
-            scratch[S_FC, 2] = tau[k]
-            scratch[S_FP, 2] = -tau[k]
-    elif jt == PRISMATIC:  # n_p . (P_c - P_p) = 0 (eq. 9), n_p = perp(u), u the axis in ground axes
-        ux, uy = _rotated(cp, sp, body_real[i, AXX], body_real[i, AXX + 1])
-        nx = -uy
-        ny = ux
-        rate_x = zd[i, 0] - om * acy - vpx + omp * apy  # D' = (c_c' + om perp(arm_c)) - (c_p' + om_p perp(arm_p))
-        rate_y = zd[i, 1] + om * acx - vpy - omp * apx
-        fac[i, F_JC + 0] = nx
-        fac[i, F_JC + 1] = ny
-        fac[i, F_JC + 2] = -nx * acy + ny * acx  # n . perp(arm_c)
-        fac[i, F_JP + 0] = -nx
-        fac[i, F_JP + 1] = -ny
-        fac[i, F_JP + 2] = (-ny * gx + nx * gy) - (-nx * apy + ny * apx)  # perp(n) . D - n . perp(arm_p)
-        scratch[S_RES, 0] = nx * gx + ny * gy
-        curve_x = -acx * om * om + apx * omp * omp  # D'' at z'' = 0
-        curve_y = -acy * om * om + apy * omp * omp
-        scratch[S_GAM, 0] = -(-omp * omp * scratch[S_RES, 0] + 2.0 * omp * (-ny * rate_x + nx * rate_y)
-                              + nx * curve_x + ny * curve_y)
-        m = 1
-        if has_tau:  # q = u . D: dq = u . dD + dtheta_p perp(u) . D
-            f = tau[k]
-            scratch[S_FC, 0] = f * ux
-            scratch[S_FC, 1] = f * uy
-            scratch[S_FC, 2] = f * (-ux * acy + uy * acx)
-            scratch[S_FP, 0] = -f * ux
-            scratch[S_FP, 1] = -f * uy
-            scratch[S_FP, 2] = f * ((-uy * gx + ux * gy) - (-ux * apy + uy * apx))
-    elif jt == PLANAR and has_tau:  # (x, y) = A_p^T D, phi = theta_c - theta_p - angle
-        for col in range(2):
-            ux = cp if col == 0 else -sp
-            uy = sp if col == 0 else cp
-            f = tau[k + col]
-            scratch[S_FC, 0] += f * ux
-            scratch[S_FC, 1] += f * uy
-            scratch[S_FC, 2] += f * (-ux * acy + uy * acx)
-            scratch[S_FP, 0] -= f * ux
-            scratch[S_FP, 1] -= f * uy
-            scratch[S_FP, 2] += f * ((-uy * gx + ux * gy) - (-ux * apy + uy * apx))
-        scratch[S_FC, 2] += tau[k + 2]
-        scratch[S_FP, 2] -= tau[k + 2]
-    if jt in (PRISMATIC, FIXED):  # theta_c - theta_p - angle = 0
-        fac[i, F_JC + 3 * m] = 0.0
-        fac[i, F_JC + 3 * m + 1] = 0.0
-        fac[i, F_JC + 3 * m + 2] = 1.0
-        fac[i, F_JP + 3 * m] = 0.0
-        fac[i, F_JP + 3 * m + 1] = 0.0
-        fac[i, F_JP + 3 * m + 2] = -1.0
-        scratch[S_RES, m] = th - thp - body_real[i, ANGLE]
-        scratch[S_GAM, m] = 0.0
-        m += 1
-    return m
 
 
 @inline
@@ -419,18 +280,6 @@ def _back_substitute(body_int, row_start, fac, xb, xj):
         xb[i, 0] = fac[i, F_DINV + 0] * b0 + fac[i, F_DINV + 1] * b1 + fac[i, F_DINV + 2] * b2
         xb[i, 1] = fac[i, F_DINV + 1] * b0 + fac[i, F_DINV + 3] * b1 + fac[i, F_DINV + 4] * b2
         xb[i, 2] = fac[i, F_DINV + 2] * b0 + fac[i, F_DINV + 4] * b1 + fac[i, F_DINV + 5] * b2
-
-
-@njit
-def tree_residuals(body_int, body_real, row_start, z, zd, fac, scratch, res):
-    """The tree joints' residuals C (row order of ``factor_and_solve``) into res (tree rows), and the joints' whole
-    blocks Jc, Jp into fac[:, F_JC:F_JP + 9] (``factor_and_solve`` stores only the varying entries of a revolute
-    body's blocks): after ``factor_and_solve`` at the same z, fac is the factor with every block complete."""
-    no_tau = np.zeros(0)
-    for i in range(body_int.shape[0]):
-        m = _joint_rows(body_int, body_real, z, zd, no_tau, i, fac, scratch)
-        for r in range(m):
-            res[row_start[i] + r] = scratch[S_RES, r]
 
 
 @njit
@@ -735,68 +584,6 @@ def factor_and_solve(body_int, body_real, gravity, row_start, z, zd, tau, wrench
 
 
 @inline
-def _loop_point(z, zd, body, lx, ly):
-    """Arm A s from the centre of mass (ground axes), point, velocity, acceleration at z'' = 0, angle and rate of
-    the loop point (lx, ly) of ``body`` (body frame, from the centre of mass; the ground's point is fixed)."""
-    if body < 0:
-        return 0.0, 0.0, lx, ly, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-    th = z[body, 2]
-    om = zd[body, 2]
-    c = math.cos(th)
-    s = math.sin(th)
-    rx = c * lx - s * ly
-    ry = s * lx + c * ly
-    return (rx, ry, z[body, 0] + rx, z[body, 1] + ry, zd[body, 0] - om * ry, zd[body, 1] + om * rx,
-            -om * om * rx, -om * om * ry, th, om)
-
-
-@njit
-def loop_rows(loop_int, loop_real, z, zd, stab, aux_body, aux_coef, aux_rhs, aux_res):
-    """The loops' rows in absolute coordinates (as ``recursive_mbd.dynamics.augmented._loop_rows``) as auxiliary rows:
-    row r acts on bodies aux_body[r] = (a, b) (-1: the ground) with coefficients aux_coef[r] = (on a (3), on b
-    (3)); aux_rhs[r] = gamma - 2 alpha C' - beta^2 C, aux_res[r] = C. A row w_a . (P_a', theta_a') +
-    w_b . (P_b', theta_b') has coefficients (w_x, w_y, w_theta + w . perp(A s)) on each body; the rows' w, C and
-    gamma are the recursive loop layer's (``loop_equations``). Returns the status."""
-    alpha = stab[0]
-    beta = stab[1]
-    for lp in range(loop_int.shape[0]):
-        kind = loop_int[lp, LKIND]
-        a = loop_int[lp, LBODY_A]
-        b = loop_int[lp, LBODY_B]
-        r0 = loop_int[lp, LROW]
-        rax, ray, pax, pay, vax, vay, aax, aay, tha, oma = _loop_point(z, zd, a, loop_real[lp, LPAX],
-                                                                      loop_real[lp, LPAX + 1])
-        rbx, rby, pbx, pby, vbx, vby, abx, aby, thb, omb = _loop_point(z, zd, b, loop_real[lp, LPBX],
-                                                                      loop_real[lp, LPBX + 1])
-        nrows = loop_equations(loop_real, lp, kind, b, r0, (pax, pay, vax, vay, aax, aay, tha, oma),
-                               (pbx, pby, vbx, vby, abx, aby, thb, omb), aux_coef, aux_res, aux_rhs)
-        if nrows == 0:
-            return STATUS_LOOP_DEGENERATE | (lp << 4)
-        for r in range(r0, r0 + nrows):
-            w = aux_coef[r]
-            aux_body[r, 0] = a
-            aux_body[r, 1] = b
-            # phi' = w_a . (v(P_a), omega_a) + w_b . (v(P_b), omega_b), before w becomes z-coefficients
-            rate = w[0] * vax + w[1] * vay + w[2] * oma + w[3] * vbx + w[4] * vby + w[5] * omb
-            w[2] += -w[0] * ray + w[1] * rax  # w . perp(A s)
-            w[5] += -w[3] * rby + w[4] * rbx
-            aux_rhs[r] += -2.0 * alpha * rate - beta * beta * aux_res[r]
-    return STATUS_OK
-
-
-@inline
-def _aux_times(aux_body, aux_coef, r, x):
-    """Row r of E times the body vector x (nbodies, 3)."""
-    v = 0.0
-    for side in range(2):
-        body = aux_body[r, side]
-        if body >= 0:
-            v += (aux_coef[r, 3 * side] * x[body, 0] + aux_coef[r, 3 * side + 1] * x[body, 1]
-                  + aux_coef[r, 3 * side + 2] * x[body, 2])
-    return v
-
-
-@inline
 def _aux_load(aux_body, aux_coef, r, scale, xb):
     """xb += scale * (row r of E)^T."""
     for side in range(2):
@@ -852,23 +639,6 @@ def _auxiliary_schur(body_int, row_start, fac, aux_body, aux_coef, xb, xj, schur
                     continue
                 schur[s, r] += (aux_coef[s, 3 * side] * xb[body, 0] + aux_coef[s, 3 * side + 1] * xb[body, 1]
                                 + aux_coef[s, 3 * side + 2] * xb[body, 2])
-
-
-@inline
-def free_body_scale(body_real, aux_body, aux_coef):
-    """max_r E_r M^-1 E_r^T over the auxiliary rows: their free-body scale, the reference of the rank cut-off."""
-    scale = 0.0
-    for r in range(aux_body.shape[0]):
-        v = 0.0
-        for side in range(2):
-            body = aux_body[r, side]
-            if body >= 0:
-                for col in range(3):
-                    inertia = body_real[body, MASS] if col < 2 else body_real[body, INERTIA]
-                    if inertia > 0.0:
-                        v += aux_coef[r, 3 * side + col] ** 2 / inertia
-        scale = max(scale, v)
-    return scale
 
 
 @njit

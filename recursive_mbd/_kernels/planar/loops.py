@@ -81,6 +81,8 @@ from ..layout import (
 from .tree import com_kinematics, forward_dynamics, inverse_dynamics, motion_column
 
 njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
+# small helpers with scalar results, inlined into the per-row loops (as ``_kernels.augmented.tree``'s)
+inline = numba.njit(cache=True, error_model="numpy", inline="always", _nrt=True)
 
 # Eigenvalues s of J M^-1 J^T below REDUNDANT * max(s) are round-off: redundant loop equations (or a position
 # within ~1e-7 of a change point, where the branch cannot be told from J any more).
@@ -249,6 +251,57 @@ def loop_equations(loop_real, lp, kind, b, r0, point_a, point_b, weights, phi, g
         gamma[r] = 0.0
         nrows += 1
     return nrows
+
+
+@inline
+def _loop_point(z, zd, body, lx, ly):
+    """Arm A s from the centre of mass (ground axes), point, velocity, acceleration at z'' = 0, angle and rate of
+    the loop point (lx, ly) of ``body`` (body frame, from the centre of mass; the ground's point is fixed)."""
+    if body < 0:
+        return 0.0, 0.0, lx, ly, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    th = z[body, 2]
+    om = zd[body, 2]
+    c = math.cos(th)
+    s = math.sin(th)
+    rx = c * lx - s * ly
+    ry = s * lx + c * ly
+    return (rx, ry, z[body, 0] + rx, z[body, 1] + ry, zd[body, 0] - om * ry, zd[body, 1] + om * rx,
+            -om * om * rx, -om * om * ry, th, om)
+
+
+@njit
+def loop_rows(loop_int, loop_real, z, zd, stab, aux_body, aux_coef, aux_rhs, aux_res):
+    """The loops' rows in absolute coordinates (as ``recursive_mbd.dynamics.augmented._loop_rows``) as auxiliary rows
+    of the augmented tree solver (``_kernels.augmented.tree``) and of the sparse KKT factorisation (``sparse_kkt``):
+    row r acts on bodies aux_body[r] = (a, b) (-1: the ground) with coefficients aux_coef[r] = (on a (3), on b
+    (3)); aux_rhs[r] = gamma - 2 alpha C' - beta^2 C, aux_res[r] = C. A row w_a . (P_a', theta_a') +
+    w_b . (P_b', theta_b') has coefficients (w_x, w_y, w_theta + w . perp(A s)) on each body; the rows' w, C and
+    gamma are the recursive loop layer's (``loop_equations``). Returns the status."""
+    alpha = stab[0]
+    beta = stab[1]
+    for lp in range(loop_int.shape[0]):
+        kind = loop_int[lp, LKIND]
+        a = loop_int[lp, LBODY_A]
+        b = loop_int[lp, LBODY_B]
+        r0 = loop_int[lp, LROW]
+        rax, ray, pax, pay, vax, vay, aax, aay, tha, oma = _loop_point(z, zd, a, loop_real[lp, LPAX],
+                                                                      loop_real[lp, LPAX + 1])
+        rbx, rby, pbx, pby, vbx, vby, abx, aby, thb, omb = _loop_point(z, zd, b, loop_real[lp, LPBX],
+                                                                      loop_real[lp, LPBX + 1])
+        nrows = loop_equations(loop_real, lp, kind, b, r0, (pax, pay, vax, vay, aax, aay, tha, oma),
+                               (pbx, pby, vbx, vby, abx, aby, thb, omb), aux_coef, aux_res, aux_rhs)
+        if nrows == 0:
+            return STATUS_LOOP_DEGENERATE | (lp << 4)
+        for r in range(r0, r0 + nrows):
+            w = aux_coef[r]
+            aux_body[r, 0] = a
+            aux_body[r, 1] = b
+            # phi' = w_a . (v(P_a), omega_a) + w_b . (v(P_b), omega_b), before w becomes z-coefficients
+            rate = w[0] * vax + w[1] * vay + w[2] * oma + w[3] * vbx + w[4] * vby + w[5] * omb
+            w[2] += -w[0] * ray + w[1] * rax  # w . perp(A s)
+            w[5] += -w[3] * rby + w[4] * rbx
+            aux_rhs[r] += -2.0 * alpha * rate - beta * beta * aux_res[r]
+    return STATUS_OK
 
 
 @njit
@@ -506,14 +559,27 @@ def _meeting_rows(jac_start, jac_cols, count, cols, nq, first):
 
 
 @njit
+def zero_envelope(gram, first):
+    """G = 0 wherever the envelope solves read it: row r on [first[r], last[r]] (``envelope_last``), both
+    triangles. Row r's range can hold columns c > r whose own rows start after r (first[c] > r: a row that meets
+    neither r nor the rows before it, while a later row reaches back past r); those entries are zero and written by
+    no product, so they are set here: column c on the rows from min(first[j] for j >= c) to c, and its mirror.
+    O(m b) for an envelope of width b, no allocation."""
+    low = gram.shape[0]
+    for c in range(gram.shape[0] - 1, -1, -1):
+        low = min(low, first[c])
+        for s in range(low, c + 1):
+            gram[s, c] = 0.0
+            gram[c, s] = 0.0
+
+
+@njit
 def _pair_products(jac, resp, count, cols, pair_start, pair_rows, first, gram):
     """G[r, s] = G[s, r] = (J_r . M^-1 J_s^T + J_s . M^-1 J_r^T) / 2 for the pairs of ``_meeting_rows`` (the
-    responses' columns cols, count), G first set to zero in row r's envelope [first[r], r] and its mirror: O(m b +
-    the pairs' products), no allocation."""
+    responses' columns cols, count), G first set to zero on its envelope (``zero_envelope``): O(m b + the pairs'
+    products), no allocation."""
+    zero_envelope(gram, first)
     for r in range(jac.shape[0]):
-        for s in range(first[r], r + 1):  # no entry of column r is written before row r's turn
-            gram[r, s] = 0.0
-            gram[s, r] = 0.0
         for p in range(pair_start[r], pair_start[r + 1]):
             s = pair_rows[p]
             g = 0.0
@@ -1334,8 +1400,7 @@ def normal_matrix(jac, pattern, out, first):
             if start[k + 1] > start[k]:
                 f = min(f, rows[start[k]])
         first[r] = f
-        for s in range(f, r + 1):
-            out[r, s] = 0.0
+    zero_envelope(out, first)  # the whole range the envelope solves read, not row r's [first[r], r] alone
     for k in range(jac.shape[1]):
         for at in range(start[k], start[k + 1]):
             r = rows[at]

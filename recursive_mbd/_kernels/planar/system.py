@@ -5,7 +5,8 @@ functions below implement the interface of ``formulation`` for it: the integrate
 y = (q_free, qd_free, W_dissipated, W_applied), shape (2 nf + 2,), the free joint coordinates and rates (driven
 coordinates follow their drivers) and the work terms. The equations are the recursive forward dynamics
 (``tree.forward_dynamics``, the relative-coordinate lecture) or, with loops, the multiplier layer
-(``loops.constrained_dynamics``), with the force elements of ``elements.element_forces``.
+(``loops.constrained_dynamics``; ``loops_sparse`` where the model's loop structure takes the sparse KKT path),
+with the force elements of ``elements.element_forces``.
 ``recursive_mbd.integrate.simulate`` builds the system.
 """
 
@@ -22,6 +23,7 @@ from ..timeloops import formulation
 from .contact import MODE_FREE, contact_forces, contact_newton_blocks, update_contacts
 from .elements import element_forces
 from .loops import BRANCH_ZONE, constrained_dynamics, project
+from .loops_sparse import sparse_constrained_dynamics
 from .pairs import pair_forces
 from .tree import _forward_dynamics_serial, com_kinematics, forward_dynamics
 
@@ -50,8 +52,9 @@ RecursiveSystem = namedtuple("RecursiveSystem", [
     "qdd", "drive",  # (nq,) accelerations, driving forces of the driven coordinates
     # loops: (loop_int, loop_real, acc, phi, phid, jac, gamma, weights, resp, resp_drive, zeros, stab, lam, info,
     # jac_free (unused), settings (5,) = (project: on, tol, max_iter, its rcond; rcond of the dynamics' multiplier
-    # solve), then the 14 arrays of the loops' structure (``loops.loop_pattern``, built once per model: loops[16:],
-    # flat, as the parallel ensembles' kernels take tuples of arrays only)); loop_int has no rows for
+    # solve), then the 14 arrays of the loops' structure (``loops.loop_pattern``, built once per model: loops[16:30])
+    # and the sparse KKT path's two (``loops_sparse.pack``, empty where the model keeps the envelope path:
+    # loops[30:32]), flat, as the parallel ensembles' kernels take tuples of arrays only); loop_int has no rows for
     # a tree
     "loops",
     # contacts: None without contacts, else (contact_int, contact_real, per_contact (nrows, N_PER_CONTACT),
@@ -274,7 +277,7 @@ def project_state(inputs, key, system, t, y):
     settings = loops[15]
     # the zero gravity (stab[2:4]) read-only, as the one rm.project passes (dynamics.loops): one compile of the
     # projection and its callees serves both
-    status, _, _ = project(system.body_int, system.body_real, loops[0], loops[1], loops[16:], q, qd, system.driven,
+    status, _, _ = project(system.body_int, system.body_real, loops[0], loops[1], loops[16:30], q, qd, system.driven,
                         system.ws, system.com, loops[2], loops[3], loops[4], loops[5], loops[6], loops[7], loops[8],
                         loops[9], loops[10], readonly(loops[11][2:4]), settings[1], int(settings[2]), settings[3],
                         settings[4], 1e3 * settings[1], _branch(settings))
@@ -350,11 +353,18 @@ def _make_rhs(with_loops, serial_chain=False, loads=True):
             loops = system.loops
             if loops[0].shape[0] > 0:
                 use_tree = False
-                status = constrained_dynamics(body_int, system.body_real, system.gravity, loops[0], loops[1],
-                                              loops[16:], q, qd, tau, system.wrench, system.driven, system.ws,
-                                              system.com, loops[2], qdd, drive, loops[3], loops[4], loops[5],
-                                              loops[6], loops[7], loops[8], loops[9], loops[10], loops[11],
-                                              loops[15][4], loops[12], loops[13], _branch(loops[15]))
+                if loops[30].shape[0] > 0:  # the sparse KKT path's arrays (``loops_sparse``): a ladder
+                    status = sparse_constrained_dynamics(
+                        body_int, system.body_real, system.gravity, loops[0], loops[1], loops[16:30], loops[30],
+                        loops[31], q, qd, tau, system.wrench, system.driven, system.ws, system.com, loops[2], qdd,
+                        drive, loops[3], loops[4], loops[5], loops[6], loops[7], loops[8], loops[9], loops[10],
+                        loops[11], loops[15][4], loops[12], loops[13], _branch(loops[15]))
+                else:
+                    status = constrained_dynamics(body_int, system.body_real, system.gravity, loops[0], loops[1],
+                                                  loops[16:30], q, qd, tau, system.wrench, system.driven, system.ws,
+                                                  system.com, loops[2], qdd, drive, loops[3], loops[4], loops[5],
+                                                  loops[6], loops[7], loops[8], loops[9], loops[10], loops[11],
+                                                  loops[15][4], loops[12], loops[13], _branch(loops[15]))
         if serial_chain:  # the route forward_dynamics takes for a serial chain without driven joints
             status = _forward_dynamics_serial(system.body_real, system.gravity, q, qd, tau, system.wrench,
                                               system.ws, qdd)
