@@ -79,7 +79,7 @@ def phases(n, rho_inf=0.9, h=0.01):
                                          fused.power, info) == 0
 
     def fused_back():
-        kernels._back_substitute(bi, starts, fused.wm, fused.xb, fused.xj)
+        kernels.spherical_back_substitute(bi, starts, fused.wm, fused.diag, fused.xb, fused.xj)
 
     update()
     factor()
