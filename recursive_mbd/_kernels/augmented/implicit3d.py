@@ -958,9 +958,9 @@ def _back_substitute(body_int, row_start, wm, xb, xj):
 # products and 3 inverses against the 19 and one of a body eliminated from the tips here. (Re-rooting the root side at
 # the middle body, to keep this structure, fails at its first block: a link held by both its joints leaves its
 # tension undetermined by its own rows, a singular block.) The records already run beside the elimination on the
-# other thread and cost about as much (``benchmarks/implicit3d.py``: 172 and 173 ns a body), so two ends would bound
+# other thread and cost about as much (``benchmarks/implicit3d.py``: 151 and 143 ns a body), so two ends would bound
 # the pass at (r + e_t)(r + e_r) / (2 r + e_t + e_r) a body (r a record, e_t, e_r the two ends' eliminations, e_r
-# about 1.5 e_t): 192 ns, against 184 ns for these ranges with their ramp: no gain.
+# about 1.5 e_t): 163 ns, against 159 ns for these ranges with their ramp: no gain.
 
 @inline
 def _scale9(s, a):
