@@ -238,6 +238,28 @@ the two versions one after the other, twice: 7.83 and 6.41 s of wall time agains
 the absolute route's newton_tol at 1e-10 m/s (2.00 iterations a step), quiet (load 0.3), the command above at N = 1e6:
 68.3 s of wall time for the simulated second (0.683 us a link-step; 1.1 of CPU), 71 s for the whole process, peak
 RSS 2.48 GB.
+
+Then with a shorter sequential elimination (``_kernels.augmented.implicit3d``: the records keep A_ip's moment rows
+less Hm times its force rows; the multipliers' rows stay joint forces through the elimination and are turned by F^T
+in the back-substitution, a product by a vector there instead of two by matrices on the sequential pass; the
+non-finite pose test in the records; the pipeline's first range's records on both threads). The pass's two halves
+alone on one thread (``NUMBA_NUM_THREADS=1 python benchmarks/implicit3d_phases.py --sizes 6000 --passes 300``: the
+minimum of 300 calls, records kept in the shared cache as the pipeline's ranges are; the machine shared at a load of
+11, each version twice, one after the other): the records 148.6 and 149.8 ns a body before, 152.1 and 150.8 after;
+the elimination 162.3 and 160.2 before, 143.0 and 143.2 after. The pipeline's two sides are now balanced: its
+critical side from about 161 to 151 ns a body, and the pass (r / 8 + 7 max(r, e) / 8 + e / 8 before, r / 16 +
+7 max(r, e) / 8 + e / 8 after, r a record, e an elimination, eight ranges) from about 181 to 159 ns a body. Why not a
+two-ended elimination of the chain (tips and root at once, meeting in the middle): ``implicit3d``'s section on a
+tree of spherical joints (a root-side body costs about 1.5 times a tip-side one, and the records already overlap
+the elimination: 163 ns a body at best). Whole runs, the command above at N = 1e5, the code before and this one
+alternately: on one thread (NUMBA_NUM_THREADS=1, load 16 to 18) 0.920 and 0.920 us of CPU a link-step before, 0.902
+and 0.877 after (the work: 2-5% less); on two threads at a load of 13 to 16, 1.83 and 1.87 us of CPU before, 1.90 and
+1.95 after, 62 to 73 s of wall time both (the machine's share, not the code: every round of the pipeline waits for a
+time slice there, 15-20 ms a round at N = 1e5 against 2-6 ms of work, and the waiting threads spin), 2.00
+iterations a step both. N = 1e6 over 1 s on two threads (``/usr/bin/time -v``, load 12 to 17, the process getting 20%
+of the machine): 525 s of wall time, 1.07 us of CPU a link-step, 105 s of user CPU, peak RSS 2.48 GB (2,477,780 KB,
+as before), 2.00 iterations a step. The machine was never quiet in this session, so the 60 s target is not shown:
+with the pass above about half of a quiet iteration's 340 ns a body, the quiet N = 1e6 run should take about 64 s.
 """
 
 import os

@@ -10,6 +10,11 @@ wall and CPU time.
 
     python3 benchmarks/implicit3d_phases.py [--sizes N ...] [--rounds R] [--runs T_END]
 
+With --passes R, the fused pass's two halves instead, each on one thread over all N bodies (every record, then the
+elimination leaves first, its children's sums cleared between calls): the minimum and the tenth percentile of R
+calls, nanoseconds a body, at a size whose records stay in the shared cache (N = 6000: the pipeline's ranges),
+where the minimum is what a quiet machine gives. Run it with NUMBA_NUM_THREADS=1.
+
 With --runs T_END, the whole runs instead (T_END simulated seconds a size), by the general kernels and by the fused
 passes one after the other in one process (``augmented3d_implicit.FUSED_SPHERICAL``): wall and CPU time a
 link-step, iterations a step, the end states' difference (results in implicit3d_phases_runs.json).
@@ -79,12 +84,46 @@ def phases(n, rho_inf=0.9, h=0.01):
                                          fused.power, info) == 0
 
     def fused_back():
-        kernels._back_substitute(bi, starts, fused.wm, fused.xb, fused.xj)
+        kernels.spherical_back_substitute(bi, starts, fused.wm, fused.diag, fused.xb, fused.xj)
 
     update()
     factor()
     return {"update": update, "residual": residual, "residual+factor": factor, "solve": solve,
             "fused_forward": fused_pass, "fused_back": fused_back}
+
+
+def pass_halves(n, calls):
+    """(records, elimination) [ns a body]: min and tenth percentile of ``calls`` timed calls each on the first
+    step's first iterate of an n-link chain (``phases``'s), the records of every body kept."""
+    model, q0, v0 = hanging_chain(n, 1e-3)
+    z, zd = augmented3d.absolute_from_joint(model, q0, v0)
+    vdot, lam = augmented3d.forward_dynamics(model, z, zd)
+    augmented3d.release_workspace(model)
+    vdot, zb = route.to_body_axes(z, vdot), route.to_body_axes(z, zd)
+    starts = augmented3d.row_starts(model)
+    a = route._Arrays(model, starts, fused=True)
+    am, af, gm, bt = generalized_alpha_coefficients(0.9)
+    h = 0.01
+    coef = np.array([h, am, af, gm, bt, h * h * bt * (1 - af) / (1 - am), h * gm * (1 - af) / (1 - am)])
+    guess = np.empty_like(vdot)
+    kernels.predict(zb, vdot, vdot, zb, coef, guess)
+    kernels.update_state(z, zb, vdot, vdot, coef, guess, a.zp, a.zbp, a.zdp, a.tangent)
+    bi, br, g, tau = model.body_int, model.body_real, model.gravity, np.zeros(0)
+    records, out = np.zeros((n, kernels.LOCAL_SIZE)), np.zeros(4)
+    times = np.zeros((calls, 2))
+    for k in range(calls):
+        a.diag[:] = 0.0
+        start = time.perf_counter()
+        kernels._spherical_bodies(bi, br, g, starts, tau, a.zp, a.zbp, a.zdp, guess, lam, a.tangent, coef[5], coef[6],
+                                  a.rc, records, 0, n, 0)
+        middle = time.perf_counter()
+        kernels._spherical_eliminate(bi, br, starts, a.diag, a.wm, records, a.xb, a.xj, 0, n, 0, out)
+        times[k] = middle - start, time.perf_counter() - middle
+        assert out[0] == 0.0
+    times *= 1e9 / n
+    return {"n": n, "calls": calls, "records_min_ns": float(times[:, 0].min()),
+            "records_p10_ns": float(np.percentile(times[:, 0], 10)), "eliminate_min_ns": float(times[:, 1].min()),
+            "eliminate_p10_ns": float(np.percentile(times[:, 1], 10))}
 
 
 def run_pair(n, t_end):
@@ -115,9 +154,20 @@ def main():
     parser = command_line(__doc__, "implicit3d_phases")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--passes", type=int, default=0,
+                        help="the fused pass's records and elimination alone, this many calls each (0: not)")
     parser.add_argument("--runs", type=float, default=0.0,
                         help="also the whole runs of this many simulated seconds, general against fused (0: none)")
     args = parser.parse_args()
+    if args.passes:
+        rows = [pass_halves(n, args.passes) for n in args.sizes]
+        print_table(["N", "calls", "records min (p10) [ns/body]", "elimination min (p10) [ns/body]"],
+                    [[r["n"], r["calls"], f"{r['records_min_ns']:.1f} ({r['records_p10_ns']:.1f})",
+                      f"{r['eliminate_min_ns']:.1f} ({r['eliminate_p10_ns']:.1f})"] for r in rows])
+        print(f"load: {os.getloadavg()[0]:.2f}")
+        path = write_json(args.name + "_passes", {"load": os.getloadavg()[0], "rows": rows})
+        print(f"wrote {path}")
+        return
     if args.runs:
         pairs = [run_pair(n, args.runs) for n in args.sizes]
         print_table(["N", "t_end", "general wall (cpu) [us/link-step]", "fused wall (cpu)", "iter/step", "max |dz|",

@@ -514,8 +514,8 @@ def test_the_fused_spherical_iteration_is_the_general_one_on_a_random_tree(nbodi
                                              fused.wm, fused.loc, fused.xb, fused.xj, fused.power, info) == 0
         finally:
             numba.set_num_threads(threads)
-        assert not fused.diag.any()
-        kernels._back_substitute(m.body_int, step.starts, fused.wm, fused.xb, fused.xj)
+        kernels.spherical_back_substitute(m.body_int, step.starts, fused.wm, fused.diag, fused.xb, fused.xj)
+        assert not fused.diag.any()  # the children's sums and the joint frames left zero for the next call
         x = np.concatenate((fused.xb.ravel(), fused.xj))
         assert np.abs(expected_r).max() > 10.0 and np.abs(expected_x).max() > 1.0  # far from converged
         np.testing.assert_allclose(fused.rc, expected_r[6 * nbodies:], rtol=0, atol=1e-12 * np.abs(expected_r).max())
@@ -526,6 +526,42 @@ def test_the_fused_spherical_iteration_is_the_general_one_on_a_random_tree(nbodi
         np.testing.assert_allclose(x, expected_x, rtol=0, atol=1e-11 * np.abs(expected_x).max())
         first = x if first is None else first
         assert np.array_equal(x, first)  # the same bits whatever the ranges and threads
+
+
+@pytest.mark.parametrize("nbodies", [12, kernels.PARALLEL_BODIES + 300])
+def test_the_fused_spherical_iteration_names_the_first_body_whose_pose_is_not_finite(nbodies):
+    """``spherical_forward`` at a state whose poses are not all finite (one body's NaN, a later one's infinite; the
+    records test them, on the threads' side of the pipeline from PARALLEL_BODIES bodies): STATUS_NONFINITE_Q with
+    the first such body, the children's sums and frames left zero, and the next call on a finite state the same
+    bits as on fresh arrays."""
+    model, rng = _spherical_tree(84, nbodies)
+    q = rm.integrate_configuration(model, model.neutral(), rng.normal(size=model.nv))
+    step = Step(model, q, rng.normal(size=model.nv), seed=4)
+    vdot, lam = step.split(step.x0)
+    m, a = model, step.arrays
+    kernels.update_state(step.z, step.zb, step.acc, step.vdot0, step.coef, vdot, a.zp, a.zbp, a.zdp, a.tangent)
+
+    def forward(fused, zp):
+        status = kernels.spherical_forward(m.body_int, m.body_real, m.gravity, step.starts, np.zeros(0), zp, a.zbp,
+                                           a.zdp, vdot, lam, a.tangent, step.coef[5], step.coef[6], fused.rc,
+                                           fused.diag, fused.wm, fused.loc, fused.xb, fused.xj, fused.power,
+                                           np.zeros(4))
+        if status == 0:
+            kernels.spherical_back_substitute(m.body_int, step.starts, fused.wm, fused.diag, fused.xb, fused.xj)
+        return status
+
+    fused = augmented3d_implicit._Arrays(model, step.starts, fused=True)
+    bad = a.zp.copy()
+    first, later = nbodies // 3, nbodies - 2
+    bad[later, 0] = np.inf
+    bad[first, 5] = np.nan
+    status = forward(fused, bad)
+    assert status & 0xF == kernels.STATUS_NONFINITE_Q and status >> 4 == first
+    assert not fused.diag.any()
+    assert forward(fused, a.zp) == 0
+    fresh = augmented3d_implicit._Arrays(model, step.starts, fused=True)
+    assert forward(fresh, a.zp) == 0
+    assert np.array_equal(fused.xb, fresh.xb) and np.array_equal(fused.xj, fresh.xj)
 
 
 @pytest.mark.parametrize("nbodies", [12, kernels.PARALLEL_BODIES + 300])
@@ -574,9 +610,9 @@ def test_a_spherical_tree_runs_the_same_fused_or_not(monkeypatch):
 
 
 def test_the_fused_spherical_iteration_solves_the_residuals_derivative_at_fast_rotation():
-    """The fused passes' correction (``spherical_forward``, ``_back_substitute``: their own assembly of the matrix)
-    is the Newton correction of the residual's Jacobian by central differences, on a random tree of spherical joints
-    whirling at up to 70 rad/s, to 1e-8 of its largest entry."""
+    """The fused passes' correction (``spherical_forward``, ``spherical_back_substitute``: their own assembly of the
+    matrix) is the Newton correction of the residual's Jacobian by central differences, on a random tree of
+    spherical joints whirling at up to 70 rad/s, to 1e-8 of its largest entry."""
     model, rng = _spherical_tree(83, 8)
     q = rm.integrate_configuration(model, model.neutral(), rng.normal(size=model.nv))
     step = Step(model, q, 30.0 * rng.normal(size=model.nv), seed=3)
@@ -588,7 +624,7 @@ def test_the_fused_spherical_iteration_solves_the_residuals_derivative_at_fast_r
     assert kernels.spherical_forward(m.body_int, m.body_real, m.gravity, step.starts, np.zeros(0), a.zp, a.zbp, a.zdp,
                                      vdot, lam, a.tangent, step.coef[5], step.coef[6], fused.rc, fused.diag, fused.wm,
                                      fused.loc, fused.xb, fused.xj, fused.power, np.zeros(4)) == 0
-    kernels._back_substitute(m.body_int, step.starts, fused.wm, fused.xb, fused.xj)
+    kernels.spherical_back_substitute(m.body_int, step.starts, fused.wm, fused.diag, fused.xb, fused.xj)
     mine = np.concatenate((fused.xb.ravel(), fused.xj))
     expected = np.linalg.solve(_jacobian(step.residual, step.x0, 0.1, 3), -r)
     assert np.abs(mine - expected).max() < 1e-8 * np.abs(expected).max()

@@ -141,7 +141,7 @@ def test_the_fused_spherical_passes_hold_a_constant_taus_turning():
     assert kernels.spherical_forward(m.body_int, m.body_real, m.gravity, step.starts, tau, a.zp, a.zbp, a.zdp, vdot,
                                      lam, a.tangent, step.coef[5], step.coef[6], fused.rc, fused.diag, fused.wm,
                                      fused.loc, fused.xb, fused.xj, fused.power, info) == 0
-    kernels._back_substitute(m.body_int, step.starts, fused.wm, fused.xb, fused.xj)
+    kernels.spherical_back_substitute(m.body_int, step.starts, fused.wm, fused.diag, fused.xb, fused.xj)
     n = m.nbodies
     np.testing.assert_allclose(fused.rc, r[6 * n:], rtol=0, atol=1e-12 * np.abs(r).max())
     assert abs(info[2] - np.abs(r[:6 * n]).max()) <= 1e-12 * np.abs(r).max()

@@ -41,11 +41,11 @@ found (its pivots tested against its own columns, the same PIVOT_RTOL). Only the
 G^-1, E, Hm, P, S^-1 (45 numbers, where the LU of K_i took 144; D11, D12 stay in D_i).
 
 A tree of spherical joints only (the long chains) iterates in fused passes instead of five (``spherical_forward``,
-then ``_back_substitute``): what each body's blocks need of its own pose and its parent's (``_spherical_bodies``),
-then the residual's completion, the factorisation and the right-hand side's elimination leaves first
-(``_spherical_eliminate``), the same matrix and elimination with the spherical joint's blocks written out (its
-section), range by range of bodies, the first part of a range on one of numba's threads while the range after it is
-eliminated on the other. With c_stiff = c_damp = 0 the same passes solve the dynamics at the run's start
+then ``spherical_back_substitute``): what each body's blocks need of its own pose and its parent's
+(``_spherical_bodies``), then the residual's completion, the factorisation and the right-hand side's elimination
+leaves first (``_spherical_eliminate``), the same matrix and elimination with the spherical joint's blocks written
+out (its section), range by range of bodies, the first part of a range on one of numba's threads while the range
+after it is eliminated on the other. With c_stiff = c_damp = 0 the same passes solve the dynamics at the run's start
 (``spherical_dynamics``).
 """
 
@@ -944,6 +944,23 @@ def _back_substitute(body_int, row_start, wm, xb, xj):
 # F F^T = 1 leaves V W's force rows (y, -y') with y = D11 x1 + D12 x2 and no product by F. Every body's own
 # residual is complete when the pass reaches it (its children came first), so its right-hand side is eliminated
 # there too: the iteration reads each body's arrays twice (this pass and the back-substitution), not five times.
+#
+# Why a chain is not eliminated from both ends at once (the twisted factorisation of block-tridiagonal systems, van der
+# Vorst, "Large tridiagonal and block tridiagonal linear systems on vector and parallel computers", 1987: tips to a
+# middle body on one thread, root to it on the other). From the root, the end of the chain's graph is the root
+# joint's rows, whose diagonal block is zero: they go with the first body as one pivot block, the K_i above. But its
+# Schur complement U_k Q V_k (Q the eliminated body's 6 x 6 compliance, U_k = [A_kp; jpb_k], V_k = [A_pk, jp_k^T])
+# lands on the next joint's rows as well as on the next body: their diagonal block becomes minus the compliance of
+# the root side at the joint point (rank 2 on a straight chain, whose end cannot move along it: no pivot of its own)
+# and their position block 1 + O(c_s), not F^T. Each root-side body is then a full 9 x 9 block: the Schur product
+# (about 15 products of 3 x 3 blocks), its factorisation by three 3 x 3 pivots (the rows for the position, the force
+# rows for the multipliers, the rotation: 8 products, 3 inverses) and its compliance for the next body (10), some 33
+# products and 3 inverses against the 19 and one of a body eliminated from the tips here. (Re-rooting the root side at
+# the middle body, to keep this structure, fails at its first block: a link held by both its joints leaves its
+# tension undetermined by its own rows, a singular block.) The records already run beside the elimination on the
+# other thread and cost about as much (``benchmarks/implicit3d.py``: 151 and 143 ns a body), so two ends would bound
+# the pass at (r + e_t)(r + e_r) / (2 r + e_t + e_r) a body (r a record, e_t, e_r the two ends' eliminations, e_r
+# about 1.5 e_t): 163 ns, against 159 ns for these ranges with their ramp: no gain.
 
 @inline
 def _scale9(s, a):
@@ -965,7 +982,8 @@ LOC_HM = 9  # Hm = [rcb] R^T
 LOC_GB = 18  # G^-1 of the rows' right-hand side, -F r_c (3)
 LOC_F = 21  # F = R_p R0, the joint frame
 LOC_U1 = 30  # A_ip's force rows on the parent's turn, -c_s [f] R_p T_p
-LOC_U2 = 39  # A_ip's moment rows on the parent's turn, -c_s [rcb][R^T f] R^T R_p T_p
+LOC_U2 = 39  # A_ip's moment rows on the parent's turn less Hm times its force rows, -c_s ([rcb][R^T f] R^T R_p T_p
+#              - Hm [f] R_p T_p): the combination the elimination reads (one product off its sequential pass)
 LOC_GU = 48  # jpb's turn block, [rho] R_p T_p
 LOC_A1 = 57  # A_pi's moment rows on the child's position, c_s [R_p^T f] R_p^T
 LOC_A2 = 66  # A_pi's moment rows on the child's turn, -c_s R_p^T R ([R^T f][rcb] + [tau]) T_i
@@ -1069,8 +1087,9 @@ def _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, 
     gyro_w = _lin(1.0, _skew_mm(om, inertia), -1.0, _skew(jom))
     _set(loc, s, LOC_D22, _lin(1.0, _lin(1.0, inertia, c_damp, gyro_w), c_stiff,
                                _lin(1.0, _lin(1.0, _skew_mm(applied, t_i), 1.0, fr_t), 1.0, tau_t)))
+    hm = _skew_mm(rcb, rot_t)
     _set(loc, s, LOC_E, _neg(_mm(rot, _skew_mm(rcb, t_i))))
-    _set(loc, s, LOC_HM, _skew_mm(rcb, rot_t))
+    _set(loc, s, LOC_HM, hm)
     _set(loc, s, LOC_GB, _scale(-1.0, _mat_vec(frame, row)))
     _set(loc, s, LOC_F, frame)
     if p < 0:
@@ -1079,8 +1098,9 @@ def _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, 
     f_p = _mat_t_vec(rot_p, f)
     back = _sub(turned, _cross(rho, f))  # the joint's moment on the parent, ground axes
     up = _mat_t_vec(rot_p, back)
-    _set(loc, s, LOC_U1, _scale9(-c_stiff, _skew_mm(f, t_p)))
-    _set(loc, s, LOC_U2, _scale9(-c_stiff, _mm(_skew_skew(rcb, f_b), _mm(rot_t, t_p))))
+    u1 = _scale9(-c_stiff, _skew_mm(f, t_p))
+    _set(loc, s, LOC_U1, u1)
+    _set(loc, s, LOC_U2, _lin(-c_stiff, _mm(_skew_skew(rcb, f_b), _mm(rot_t, t_p)), -1.0, _mm(hm, u1)))
     _set(loc, s, LOC_GU, _skew_mm(rho, t_p))
     _set(loc, s, LOC_A1, _scale9(c_stiff, _skew_mm(f_p, rot_pt)))
     _set(loc, s, LOC_A2, _scale9(-c_stiff, _mm(_mm(rot_pt, rot), _lin(1.0, fr_t, 1.0, tau_t))))
@@ -1095,20 +1115,27 @@ def _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, 
 def _spherical_bodies(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff,
                       c_damp, rc, loc, start, stop, slot):
     """Bodies start to stop - 1 of ``spherical_forward``'s first part, into loc's rows slot + (i - start); their
-    share of tau's power."""
+    share of tau's power, NaN where a pose zp[i] is not finite (tested here, on the threads' side of the pipeline,
+    not in a pass of its own)."""
     power = 0.0
+    finite = True
     for i in range(start, stop):
+        for c in range(7):
+            if not math.isfinite(zp[i, c]):
+                finite = False
         power += _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
                                  c_stiff, c_damp, rc, loc, i, slot + i - start)
-    return power
+    return power if finite else math.nan
 
 
 @njit
 def _spherical_eliminate(body_int, body_real, row_start, diag, wm, loc, xb, xj, start, stop, slot, out):
     """Bodies stop - 1 down to start of ``spherical_forward``'s second part, their records in loc's rows slot +
-    (i - start): each body's local block (its own terms and its children's sums, diag[i], which it clears for the
-    next call) eliminated, W_i into wm[i], y into xb[i] and xj, and its Schur terms, load and V y added to its
-    parent's sums. out receives (status, the largest |residual| of these bodies, its body)."""
+    (i - start): each body's local block (its own terms and its children's sums, diag[i], which it clears)
+    eliminated, W_i into wm[i] and y into xb[i] and xj with their multiplier rows as the joint force F lam (ground
+    axes), the joint frame F into diag[i]'s first 9 entries (for ``spherical_back_substitute``, which turns them and
+    clears it), and its Schur terms, load and V y added to its parent's sums. out receives (status, the largest
+    |residual| of these bodies, its body)."""
     work = np.empty((3, 6))
     worst = 0.0
     where = stop - 1
@@ -1139,7 +1166,6 @@ def _spherical_eliminate(body_int, body_real, row_start, diag, wm, loc, xb, xj, 
                 diag[i, r, c] = 0.0
         e = _get9(loc, s, LOC_E)
         hm = _get9(loc, s, LOC_HM)
-        frame_t = _tr(_get9(loc, s, LOC_F))
         pm = _lin(1.0, d21, -1.0, _mm(hm, d11))
         s_inv, ok = _inverse3(_lin(1.0, _lin(1.0, d22, -1.0, _mm(hm, d12)), -1.0, _mm(pm, e)), work)
         if not ok:
@@ -1152,31 +1178,36 @@ def _spherical_eliminate(body_int, body_real, row_start, diag, wm, loc, xb, xj, 
         x2 = _mat_vec(s_inv, _sub(_sub(b2, _mat_vec(hm, b1)), _mat_vec(pm, gb)))
         x1 = _sub(gb, _mat_vec(e, x2))
         yl = _sub(_sub(b1, _mat_vec(d11, x1)), _mat_vec(d12, x2))
-        ly = _mat_vec(frame_t, yl)
+        # the multipliers' rows stay the joint force f = F lam (ground axes) until the back-substitution, which
+        # turns them by F^T (a product by a vector there, not two by matrices here, on the sequential pass): the
+        # joint frame F waits in the body's own sums, read and cleared above
+        frame = _get9(loc, s, LOC_F)
         for c in range(3):
             xb[i, c] = x1[c]
             xb[i, 3 + c] = x2[c]
-            xj[r0 + c] = ly[c]
+            xj[r0 + c] = yl[c]
+        for c in range(6):
+            diag[i, 0, c] = frame[c]
+        for c in range(3):
+            diag[i, 1, c] = frame[6 + c]
         if p < 0:
             continue
         # U = [A_ip; jpb]: W's first three columns (the parent's position: jpb's -F^T, so G^-1 U = -1)
         x2a = _mm(s_inv, pm)
         x1a = _lin(1.0, minus_one, -1.0, _mm(e, x2a))
         ya = _lin(1.0, _mm(d11, x1a), 1.0, _mm(d12, x2a))
-        la = _neg(_mm(frame_t, ya))
         # the last three (the parent's turn)
         u1 = _get9(loc, s, LOC_U1)
         gu = _get9(loc, s, LOC_GU)
-        x2b = _mm(s_inv, _lin(1.0, _lin(1.0, _get9(loc, s, LOC_U2), -1.0, _mm(hm, u1)), -1.0, _mm(pm, gu)))
+        x2b = _mm(s_inv, _lin(1.0, _get9(loc, s, LOC_U2), -1.0, _mm(pm, gu)))
         x1b = _lin(1.0, gu, -1.0, _mm(e, x2b))
         yb = _lin(1.0, u1, -1.0, _lin(1.0, _mm(d11, x1b), 1.0, _mm(d12, x2b)))
-        lb = _mm(frame_t, yb)
         _put_block(wm, i, 0, 0, x1a)
         _put_block(wm, i, 3, 0, x2a)
-        _put_block(wm, i, 6, 0, la)
+        _put_block(wm, i, 6, 0, _neg(ya))  # the force rows (F W's multiplier rows)
         _put_block(wm, i, 0, 3, x1b)
         _put_block(wm, i, 3, 3, x2b)
-        _put_block(wm, i, 6, 3, lb)
+        _put_block(wm, i, 6, 3, yb)
         # the parent's D: the joint's stiffness on it less V W (V = [A_pi, jp^T], A_pi's force rows zero)
         a1 = _get9(loc, s, LOC_A1)
         a2 = _get9(loc, s, LOC_A2)
@@ -1217,6 +1248,30 @@ def _spherical_round(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp,
                                        c_stiff, c_damp, rc, loc, start, first, half * ((start // half) % 2))
 
 
+@inline
+def _clear_sums(diag):
+    """diag = 0 (the sums of the bodies not reached and the frames of those eliminated, after a failure)."""
+    for i in range(diag.shape[0]):
+        for k in range(diag.shape[1]):
+            for c in range(6):
+                diag[i, k, c] = 0.0
+
+
+@pnjit
+def _spherical_bodies_split(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff,
+                            c_damp, rc, loc, start, stop, slot, out):
+    """``_spherical_bodies`` of bodies start to stop - 1 in two halves on two of numba's threads at once (the
+    pipeline's first range, which nothing else overlaps); out[0], out[1] receive the halves' powers."""
+    middle = (start + stop) // 2
+    for k in numba.prange(2):
+        if k == 0:
+            out[0] = _spherical_bodies(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
+                                       c_stiff, c_damp, rc, loc, start, middle, slot)
+        else:
+            out[1] = _spherical_bodies(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
+                                       c_stiff, c_damp, rc, loc, middle, stop, slot + middle - start)
+
+
 @njit
 def spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff,
                       c_damp, rc, diag, wm, loc, xb, xj, power, info):
@@ -1224,29 +1279,30 @@ def spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp
     comment), leaves first: the step's residual at (zp, zbp, zdp, vdot, lam) (its joints' rows into rc), as
     ``residual``; the Newton matrix built and factorised, as ``factor`` (W_i into wm (nbodies, 9, 6)); and the
     right-hand side -(rb, rc) eliminated, as ``solve``'s first pass: xb (nbodies, 6), xj (rows) hold y for
-    ``_back_substitute``. diag (nbodies, SUMS, 6) holds the children's sums, zero on entry and left zero (cleared on
-    a failure too); loc (2 B, LOCAL_SIZE) the records of two ranges of B bodies (scratch; B = nbodies: one range,
-    ``_Arrays`` takes B = min(nbodies, PIPELINE_BODIES)). power[0] receives tau's power at
-    (zp, zdp), info[2], info[3] the largest |residual| and its body. Returns the status (a non-finite state or a
-    singular local block: its body). The bodies in ranges of B, the last range first: what each
+    ``spherical_back_substitute`` (its multipliers' rows as joint forces). diag (nbodies, SUMS, 6) holds the
+    children's sums, zero on entry; left holding each body's joint frame for ``spherical_back_substitute``, which
+    leaves it zero (cleared here on a failure); loc (2 B, LOCAL_SIZE) the records of two ranges of B bodies
+    (scratch; B = nbodies: one range, ``_Arrays`` takes B = min(nbodies, PIPELINE_BODIES)). power[0] receives
+    tau's power at (zp, zdp), info[2], info[3] the largest |residual| and its body. Returns the status (a
+    non-finite state or a singular local block: its body). The bodies in ranges of B, the last range first: what each
     body's blocks need of its own state and its parent's (``_spherical_bodies``: a record in loc), then the
     elimination leaves first (``_spherical_eliminate``), which adds each body's Schur terms and loads to its
     parent's sums; from PARALLEL_BODIES bodies a range's first part runs on one of numba's threads while the range
-    after it is eliminated on the other (``_spherical_round``). The same results whatever the number of threads."""
+    after it is eliminated on the other (``_spherical_round``; the first range's on both, ``_spherical_bodies_split``).
+    The same results whatever the number of threads."""
     n = body_int.shape[0]
-    status = _nonfinite_pose(zp)
-    if status:
-        return status
     half = loc.shape[0] // 2
     out = np.zeros(4)
     total = 0.0
     worst = 0.0
     where = 0
     ranges = (n + half - 1) // half if n else 0
-    if n >= PARALLEL_BODIES:  # the last range's first part, then a round a range
+    if n >= PARALLEL_BODIES:  # the last range's first part (on both threads), then a round a range
         start = (ranges - 1) * half
-        total += _spherical_bodies(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
-                                   c_stiff, c_damp, rc, loc, start, n, half * ((ranges - 1) % 2))
+        halves = np.zeros(2)
+        _spherical_bodies_split(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
+                                c_stiff, c_damp, rc, loc, start, n, half * ((ranges - 1) % 2), halves)
+        total += halves[0] + halves[1]
     for r in range(ranges - 1, -1, -1):
         first = r * half
         last = min(first + half, n)
@@ -1260,19 +1316,53 @@ def spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp
                                        c_stiff, c_damp, rc, loc, first, last, slot)
             _spherical_eliminate(body_int, body_real, row_start, diag, wm, loc, xb, xj, first, last, slot, out)
         total += out[3]
-        if out[0] != 0.0:
-            for i in range(n):  # the sums of the bodies not reached, for the next call
-                for k in range(SUMS):
-                    for c in range(6):
-                        diag[i, k, c] = 0.0
-            return int(out[0])
+        if out[0] != 0.0:  # a singular block, or a non-finite pose (the records' power NaN) that made it so
+            _clear_sums(diag)
+            status = _nonfinite_pose(zp)
+            return status if status else int(out[0])
         if not out[1] <= worst:
             worst = out[1]
             where = int(out[2])
+    if not math.isfinite(total):  # NaN power: a pose not finite (its first body), or tau's power itself
+        status = _nonfinite_pose(zp)
+        if status:
+            _clear_sums(diag)
+            return status
     power[0] = total
     info[2] = worst
     info[3] = where
     return STATUS_OK
+
+
+@inline
+def spherical_back_substitute(body_int, row_start, wm, diag, xb, xj):
+    """``spherical_forward``'s second pass, roots first: y_i -= W_i x_p (wm[i] = W_i, y_i in xb[i] and xj at body
+    i's rows), the multipliers' rows of y and W_i being the joint force f = F lam in ground axes, turned into the
+    multipliers lam = F^T f here (F, the joint frame, in diag[i]'s first 9 entries, which this clears: diag is
+    left zero for the next ``spherical_forward``)."""
+    for i in range(body_int.shape[0]):
+        p = body_int[i, PARENT]
+        r0 = row_start[i]
+        f0 = xj[r0]
+        f1 = xj[r0 + 1]
+        f2 = xj[r0 + 2]
+        if p >= 0:
+            for r in range(6):
+                s = 0.0
+                for c in range(6):
+                    s += wm[i, r, c] * xb[p, c]
+                xb[i, r] -= s
+            for c in range(6):
+                f0 -= wm[i, 6, c] * xb[p, c]
+                f1 -= wm[i, 7, c] * xb[p, c]
+                f2 -= wm[i, 8, c] * xb[p, c]
+        xj[r0] = diag[i, 0, 0] * f0 + diag[i, 0, 3] * f1 + diag[i, 1, 0] * f2
+        xj[r0 + 1] = diag[i, 0, 1] * f0 + diag[i, 0, 4] * f1 + diag[i, 1, 1] * f2
+        xj[r0 + 2] = diag[i, 0, 2] * f0 + diag[i, 0, 5] * f1 + diag[i, 1, 2] * f2
+        for c in range(6):
+            diag[i, 0, c] = 0.0
+        for c in range(3):
+            diag[i, 1, c] = 0.0
 
 
 # ---- closed loops: auxiliary rows of the step's Newton system ----------------------------------------------------
@@ -1590,7 +1680,7 @@ def spherical_dynamics(body_int, body_real, gravity, row_start, tau, z, zb, zd, 
                                rc, diag, wm, loc, xb, xj, power, info)
     if status:
         return status
-    _back_substitute(body_int, row_start, wm, xb, xj)
+    spherical_back_substitute(body_int, row_start, wm, diag, xb, xj)
     for i in range(z.shape[0]):
         for c in range(6):
             vdot[i, c] = xb[i, c]
@@ -1669,11 +1759,11 @@ def spherical_round_off(body_int, body_real, gravity, row_start, tau, z0, zb0, a
     _round_off_state(zp, zdp)
     status = spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, coef[5],
                                coef[6], rc, diag, wm, loc, probe_b, probe_c, power, info)
-    _back_substitute(body_int, row_start, wm, probe_b, probe_c)
+    spherical_back_substitute(body_int, row_start, wm, diag, probe_b, probe_c)
     update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
     status |= spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
                                 coef[5], coef[6], rc, diag, wm, loc, xb, xj, power, info)
-    _back_substitute(body_int, row_start, wm, xb, xj)
+    spherical_back_substitute(body_int, row_start, wm, diag, xb, xj)
     info[2], info[3] = kept
     if status:
         return 0.0
@@ -1720,8 +1810,8 @@ def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, a
     stall above 100 tol: the floor of a long chain's sums). coef = (h, alpha_m,
     alpha_f, gamma, beta, c_stiff, c_damp). info receives (iterations, last correction, max |residual| of the last
     iterate, its body). xb (nbodies, 6) and xj (rows) non-empty: every joint is spherical and an iteration is
-    ``spherical_forward`` and ``_back_substitute`` (diag (nbodies, SUMS, 6) its children's sums, loc its records;
-    rb, jc, jp, res, gam, api, lu, piv unused); empty ((0, 6), (0,)):
+    ``spherical_forward`` and ``spherical_back_substitute`` (diag (nbodies, SUMS, 6) its children's sums, loc its
+    records; rb, jc, jp, res, gam, api, lu, piv unused); empty ((0, 6), (0,)):
     ``residual``, ``factor``, ``solve``. target (nbodies,): the drivers' f(t+) of the driven joints' rows
     (``residual``), or (0,) without drivers. Returns the status (STATUS_NO_CONVERGENCE after max_newton iterations or at
     a non-finite correction; a singular local block or a non-finite state: theirs); power[0] is tau's power at the last
@@ -1754,7 +1844,7 @@ def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, a
                                        c_stiff, c_damp, rc, diag, wm, loc, xb, xj, power, info)
             if status:
                 return status
-            _back_substitute(body_int, row_start, wm, xb, xj)
+            spherical_back_substitute(body_int, row_start, wm, diag, xb, xj)
             dx_b, dx_c = xb, xj
         else:
             status = residual(body_int, body_real, gravity, row_start, tau, target, zp, zdp, vdot, lam, c_stiff, rb,
