@@ -7,7 +7,8 @@ Planar (generalized_alpha and bdf share the matrix: ``_kernels.planar.implicit.e
 ``_kernels.planar.contact.contact_newton_blocks``): a two-link arm hinged to the ground whose forearm's tip (a circle
 of 2 cm, or a capsule) is 0.4 mm into a ground plane or a fixed drum (k = 1e5 N/m^1.5, mu = 0.3), the stick spring
 stretched (sticking) or the arm moving with the anchors 2 mm apart (sliding); the matrix with c_stiff = 1, c_damp = 0
-against -dQ/dq ("K") and with c_stiff = 0, c_damp = 1 against -dQ/dqd ("C"), Q the contacts' generalised force.
+against -dQ/dq ("K") and with c_stiff = 0, c_damp = 1 against -dQ/dqd ("C"), Q the contacts' generalised force (the
+factorisation at the same c_stiff: the contacts' forces turn with the joints in its geometric stiffness).
 
 Spatial: the cheap symmetric matrix (``_kernels.spatial.implicit.effective_factor``: bdf's, generalized_alpha's
 first) and generalized_alpha's exact one (``_kernels.spatial.newton.newton_factor``, with the contacts' subtree loads)
@@ -85,15 +86,17 @@ def state_for(model, q, qd, offset, rng):
     st[CS_SURF:CS_SURF + 2] = point
     return st
 
-def factor_inverse(model, q, qd, blocks):
+def factor_inverse(model, q, qd, blocks, c_stiff):
     ws = workspace(model)
     tree.kinematics_pass(model.body_int, model.body_real, q, qd, ws.ws, True)
     nb, nq = model.nbodies, model.nq
     nd = np.zeros(0, dtype=np.uint8)
-    ia, uu, dinv, gcol = (np.zeros((nb, 3, 3)) for _ in range(4))
+    ia, dinv, gcol = (np.zeros((nb, 3, 3)) for _ in range(3))
+    uu = np.zeros((nb, 3, 6))
     rvec, kb = np.zeros((nb, 2)), np.zeros(nb)
-    assert implicit.effective_factor(model.body_int, model.body_real, model.gravity, ws.ws, nd, 1.0, 0.0, np.zeros(nq),
-                                     blocks, ia, uu, dinv, gcol, rvec, np.zeros((nb, 2)), kb, np.zeros((3, 3))) == 0
+    assert implicit.effective_factor(model.body_int, model.body_real, model.gravity, ws.ws, nd, 1.0, c_stiff,
+                                     np.zeros(nq), blocks, ia, uu, dinv, gcol, rvec, np.zeros((nb, 2)), kb,
+                                     np.zeros((3, 3))) == 0
     inv = np.zeros((nq, nq))
     for j in range(nq):
         implicit.effective_apply(model.body_int, nd, uu, dinv, gcol, rvec, np.eye(nq)[j], np.zeros((nb, 3)),
@@ -111,7 +114,7 @@ def audit(surface, shape, sliding):
     out = []
     for cs, cd, vary in ((1.0, 0.0, "q"), (0.0, 1.0, "qd")):
         _, blocks = _blocks(model, q, qd, st, cs, cd)
-        delta = factor_inverse(model, q, qd, blocks) - factor_inverse(model, q, qd, np.zeros_like(blocks))
+        delta = factor_inverse(model, q, qd, blocks, cs) - factor_inverse(model, q, qd, np.zeros_like(blocks), cs)
         num = np.zeros((2, 2))
         h = 1e-7
         for j in range(2):
