@@ -5,7 +5,7 @@ joints included."""
 
 import numpy as np
 import pytest
-from test_contact_pairs import _blocks, _generalised_force, _per_contact
+from test_contact_pairs import _blocks, _force_derivative, _per_contact
 
 import recursive_mbd as rm
 from recursive_mbd._kernels.layout import CS_ACTIVE, CS_BODY, CS_SURF, CS_VIN, N_CSTATE
@@ -99,21 +99,12 @@ def _check(model, q, qd, state, sliding):
     per = _per_contact(model, q, qd, state)
     assert per[0, 0] > 0.0
     assert (abs(per[0, 1]) >= 0.3 * per[0, 0] * (1.0 - 1e-12)) == sliding
-    nq = model.nq
     for c_stiff, c_damp, vary in ((1.0, 0.0, "q"), (0.0, 1.0, "qd")):
         added, blocks = _blocks(model, q, qd, state, c_stiff, c_damp)
         assert added == 1
         delta = _factored_matrix(model, q, qd, blocks, c_stiff) - _factored_matrix(model, q, qd, 0.0 * blocks,
                                                                                    c_stiff)
-        numeric = np.zeros((nq, nq))
-        h = 1e-7
-        for j in range(nq):
-            sides = []
-            for sign in (1.0, -1.0):
-                qq, qqd = q.copy(), qd.copy()
-                (qq if vary == "q" else qqd)[j] += sign * h
-                sides.append(_generalised_force(model, qq, qqd, state))
-            numeric[:, j] = -(sides[0] - sides[1]) / (2.0 * h)
+        numeric = _force_derivative(model, q, qd, state, vary)
         scale = np.abs(numeric).max()
         assert scale > 0.0
         assert np.abs(delta - numeric).max() < 1e-8 * scale, (vary, delta, numeric)
