@@ -78,7 +78,7 @@ def _force_derivative(model, q, qd, state, vary, h=1e-7):
 def _blocks(model, q, qd, state, c_stiff, c_damp):
     ws = workspace(model)
     assert tree.com_kinematics(model.body_int, model.body_real, q, qd, ws.ws, ws.com) == 0
-    blocks = np.zeros((model.nbodies, 3, 7))
+    blocks = np.zeros((model.nbodies, 3, 6))
     added = kernels.contact_newton_blocks(model.body_int, model.contact_int, model.contact_real, ws.ws, ws.com, state,
                                           0, c_stiff, c_damp, blocks, NO_MODES)
     return added, blocks
@@ -178,7 +178,7 @@ def test_the_factorisation_adds_the_joint_block_to_the_childs_joint(child_joint)
     nb, nq = model.nbodies, model.nq
     no_driven = np.zeros(0, dtype=np.uint8)
     matrices = []
-    for with_blocks in (blocks, np.zeros((nb, 3, 7))):
+    for with_blocks in (blocks, np.zeros((nb, 3, 6))):
         ia, dinv, gcol = (np.zeros((nb, 3, 3)) for _ in range(3))
         uu = np.zeros((nb, 3, 6))
         rvec, kb = np.zeros((nb, 2)), np.zeros(nb)

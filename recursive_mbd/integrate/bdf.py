@@ -45,7 +45,7 @@ def newton_arrays(system):
             np.zeros((nb, 3)), np.zeros((nb, 2)), np.zeros(nb), np.zeros((3, 3)), j_stiff, j_damp, lock,
             readonly_zeros(2),  # no gravity: read-only as the model's, so the inverse dynamics compile once
             np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros((nb, 3, 3)),
-            np.zeros((nb, 2)), np.zeros((nb if rows else 0, 3, 7)), np.zeros(L.N_CSTATE * rows))
+            np.zeros((nb, 2)), np.zeros((nb if rows else 0, 3, 6)), np.zeros(L.N_CSTATE * rows))
 
 
 def spatial_newton_arrays(model):

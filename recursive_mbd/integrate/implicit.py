@@ -109,7 +109,7 @@ from .newton import (
 )
 
 _NOT_DRIVEN = np.zeros(0, dtype=np.uint8)
-_NO_BLOCKS = np.zeros((0, 3, 7))  # no per-body blocks (the contacts' belong to a run: their anchors are its state)
+_NO_BLOCKS = np.zeros((0, 3, 6))  # no per-body blocks (the contacts' belong to a run: their anchors are its state)
 # solve_effective: eigenvalues of the loop rows' Schur complement below this fraction of the largest are redundant
 REDUNDANT_RCOND = 1e-10
 
@@ -267,8 +267,7 @@ def gravity_stiffness(model, q):
     if status:
         raise_status(model, status)
     tree.kinematics_pass(model.body_int, model.body_real, q, ws.zeros, ws.ws, True)
-    kernels.geometric_stiffness(model.body_int, model.body_real, model.gravity, ws.ws, _NO_BLOCKS, scratch.fsub,
-                                scratch.kb)
+    kernels.geometric_stiffness(model.body_int, model.body_real, model.gravity, ws.ws, scratch.fsub, scratch.kb)
     return scratch.kb.copy()
 
 

@@ -410,8 +410,8 @@ def _newton_direction(system, newton, c, nf, res_v, res_q, with_q):
     newton = (ia, uu, dinv, ub, pa, vel, fsub, kb, dmat, j_stiff, j_damp, lock, zero_gravity, zero_qd, full_r,
     m_r, x, gcol, rvec, blocks, contact_state): the effective solve's scratch, the joint springs' stiffness and
     damping per coordinate, the lock diagonal of the driven coordinates, and work vectors of nq; the contacts'
-    blocks of S (nbodies, 3, 7), made by the caller (``contact_matrix``), and their state over a step (a copy
-    of y's, N_CSTATE per row), or (0, 3, 7) and (0,) without contacts. The contacts' stiffness is in S, not in
+    blocks of S (nbodies, 3, 6), made by the caller (``contact_matrix``), and their state over a step (a copy
+    of y's, N_CSTATE per row), or (0, 3, 6) and (0,) without contacts. The contacts' stiffness is in S, not in
     K r_q (a first step's estimate).
     """
     free = system[5]

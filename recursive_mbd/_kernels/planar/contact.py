@@ -478,8 +478,7 @@ def _row_block(body_int, contact_int, contact_real, ws, com, state, base, r, mod
     child's coordinates q (``_column_motion``: its joint's (``joint``) or its own (x_com, y_com, theta)), with sign
     +1 where the child carries the shape, -1 the surface; the other body held (its motion and velocity). ``joint``:
     added to blocks[child, m, 3 + k] (a row between a child and its parent, ``_pair_child``); else to
-    blocks[child, m, k], and the row's force on the child to blocks[child, :2, 6] (a row on the ground's surface:
-    ``contact_newton_blocks``)."""
+    blocks[child, m, k] (a row on the ground's surface: ``contact_newton_blocks``)."""
     touching, gap, nx, ny, tx, ty, qx, qy, vx, vy = _geometry(contact_int, contact_real, ws, com, r)
     active, fn, ft, kn, cn, stick, kt, ct, slip = _row_law_derivatives(contact_int, contact_real, ws, com, state, base,
                                                                        r, mode, gap, nx, ny, qx, qy, vx, vy)
@@ -616,18 +615,14 @@ def _row_block(body_int, contact_int, contact_real, ws, com, state, base, r, mod
                 d_q += fx * uy - fy * ux  # F . (-e_z x U_k)
             d_qd = dfx_v * umx + dfy_v * umy
             blocks[child, m, col0 + k] -= sign * (c_stiff * d_q + c_damp * d_qd)
-    if not joint:
-        blocks[child, 0, 6] += fx
-        blocks[child, 1, 6] += fy
 
 
 @njit
 def contact_newton_blocks(body_int, contact_int, contact_real, ws, com, state, offset, c_stiff, c_damp, blocks,
                           modes):
-    """The contacts' part of an implicit step's Newton matrix: blocks (nbodies, 3, 7), zeroed first. On each body's
+    """The contacts' part of an implicit step's Newton matrix: blocks (nbodies, 3, 6), zeroed first. On each body's
     (x_com, y_com, theta), blocks[:, :, :3] = c_stiff K + c_damp C summed over the touching rows against
-    ground-fixed surfaces, and blocks[:, :2, 6] their force on the body [N] (ground axes; the elimination turns it
-    with the joints, as the weights: ``implicit.geometric_stiffness``); on each body's own joint coordinates
+    ground-fixed surfaces; on each body's own joint coordinates
     (nd <= 3 of them), blocks[:, :nd, 3:3 + nd] = c_stiff K + c_damp C of the rows between that body and its
     parent (either one carrying the surface), at the state whose kinematics ``com``, ``ws`` hold
     (``contact_forces``'s arguments, ``ws`` with every row of a kinematics pass; anchors fixed, as in a step).
@@ -639,9 +634,11 @@ def contact_newton_blocks(body_int, contact_int, contact_real, ws, com, state, o
     k_t, c_t while the row sticks (k_t from the step after the first touch, which lays the anchor), mu dF_n while
     it slides, the turn of the normal and of the lever arm, the contact point's move. It is unsymmetric (a sliding
     row's mu dF_n, the force's turn with the lever arm), which the elimination takes as it is
-    (``implicit.effective_factor``: left and right factors). With the force's turn with the joints the joint-space
-    matrix is exact for bodies at rest; moving, the contact point's velocity changes with the joint angles at fixed
-    joint rates (through J), which is lagged, as the inertial velocity terms are.
+    (``implicit.effective_factor``: left and right factors). Lagged in joint space, as the inertial terms are: the
+    turn of the load with the joints above the body (-(dJ^T/dq) W: in a landing the contacts' loads are met by
+    inertial ones, whose turn, d(M qdd)/dq, is lagged too; with the one and not the other the 1e4-link chain's
+    touch-down went wrong in ``benchmarks/contact.py``), and the change of the contact point's velocity with the
+    joint angles at fixed joint rates.
 
     A row between a child and its parent moves with the child's joint coordinates alone (the relative motion of
     the two bodies is the child's joint's), and its force on the pair is internal to the parent's subtree: its

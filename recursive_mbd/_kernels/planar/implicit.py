@@ -25,10 +25,6 @@ the right factor U carries the right-hand sides to the parent; base to tip the l
 velocity into the joint unknowns. Where IA is symmetric U_L = U and this is the symmetric recursion; otherwise it
 is three multiply-adds a joint column more in the factorisation and the same two sweeps. (The loops' Schur
 complement ``loop_schur`` still takes J S^-1 J^T's symmetric part.)
-
-The contacts on ground-fixed surfaces also load the bodies; their forces turn with the joints like the weights
-(``geometric_stiffness``: the loads' part of -dQ/dq at fixed loads, diagonal on the absolute angles), so the
-elimination adds them to the weights there (``effective_factor``'s blocks[:, :2, 6]).
 """
 
 import math
@@ -89,23 +85,17 @@ MAX_SPLITS = 4
 
 
 @njit
-def geometric_stiffness(body_int, body_real, gravity, ws, blocks, fsub, kb):
-    """Geometric stiffness K_i [N m / rad] of the loads at the centres of mass, gravity's and the contacts' forces
-    in blocks[:, :2, 6] (``effective_factor``; blocks (0, 3, 7): gravity alone), of every body (on its absolute
-    angle) into ``kb``: the turn of the loads' generalised forces with the joints.
+def geometric_stiffness(body_int, body_real, gravity, ws, fsub, kb):
+    """Gravity geometric stiffness K_i [N m / rad] of every body (on its absolute angle) into ``kb``.
 
-    Needs pass 1 with every row (CS, SN, RX). K_i = f_i . e_i + sum over children k of F_k . d_k, with f_i = m_i g
-    (+ the contacts' force on body i), F_k the load of the subtree of k, e_i = c_i - (joint point of i),
-    d_k = (joint point of k) - c_i. ``fsub`` (n, 2) receives the subtree loads.
+    Needs pass 1 with every row (CS, SN, RX). K_i = f_i . e_i + sum over children k of F_k . d_k, with f_i = m_i g,
+    F_k the weight of the subtree of k, e_i = c_i - (joint point of i), d_k = (joint point of k) - c_i.
+    ``fsub`` (n, 2) receives the subtree weights.
     """
     n = body_int.shape[0]
-    with_blocks = blocks.shape[0] > 0
     for i in range(n):
         fsub[i, 0] = body_real[i, MASS] * gravity[0]
         fsub[i, 1] = body_real[i, MASS] * gravity[1]
-        if with_blocks:
-            fsub[i, 0] += blocks[i, 0, 6]
-            fsub[i, 1] += blocks[i, 1, 6]
         kb[i] = 0.0
     for i in range(n - 1, -1, -1):
         c = ws[i, CS]
@@ -185,9 +175,6 @@ def _effective_factor_serial(body_real, gravity, ws, c_mass, c_stiff, j_diag, bl
         m_i = body_real[i, MASS]
         fx = m_i * gravity[0] + wx
         fy = m_i * gravity[1] + wy
-        if with_blocks:  # the contacts' force on the body turns with the joints too
-            fx += blocks[i, 0, 6]
-            fy += blocks[i, 1, 6]
         ex = c * body_real[i, COX] - s * body_real[i, COX + 1]
         ey = s * body_real[i, COX] + c * body_real[i, COX + 1]
         k_i = k_child + (fx * ex + fy * ey)
@@ -273,12 +260,11 @@ def _effective_factor_serial(body_real, gravity, ws, c_mass, c_stiff, j_diag, bl
 def effective_factor(body_int, body_real, gravity, ws, driven, c_mass, c_stiff, j_diag, blocks, ia, uu, dinv, gcol,
                      rvec, fsub, kb, dmat):
     """Tip-to-base elimination of S = c_mass M + c_stiff T^T diag(K_i) T + J^T diag(B_i) J + diag(E_i) + diag(j_diag)
-    at the state in ``ws``, B_i = blocks[i, :, :3] (blocks (nbodies, 3, 7)) on body i's (x_com, y_com, theta),
+    at the state in ``ws``, B_i = blocks[i, :, :3] (blocks (nbodies, 3, 6)) on body i's (x_com, y_com, theta),
     added to its modified inertia, and E_i = blocks[i, :nd, 3:3 + nd] on the nd coordinates of body i's own joint,
     added to its joint block D_i (the contacts' stiffness and damping, E_i those of the contacts between body i and
     its parent: ``contact.contact_newton_blocks``); neither need be symmetric (the module docstring: left and right
-    factors). blocks[i, :2, 6] [N], a force on body i at its centre of mass (ground axes) beside its weight in K_i
-    (``geometric_stiffness``); blocks (0, 3, 7): none.
+    factors); blocks (0, 3, 6): none.
 
     ``ws`` must hold pass 1 with every row (``kinematics_pass(..., True)``). Writes the factors that
     ``effective_apply`` needs and nothing else reads: uu (n, 3, 6) U = IA G in uu[:, :, :3] and the left factor
@@ -292,7 +278,7 @@ def effective_factor(body_int, body_real, gravity, ws, driven, c_mass, c_stiff, 
     if n > 0 and driven.shape[0] == 0 and body_int[0, FLAGS] & SERIAL_REVOLUTE:
         return _effective_factor_serial(body_real, gravity, ws, c_mass, c_stiff, j_diag, blocks, uu, dinv, gcol,
                                         rvec, kb)
-    geometric_stiffness(body_int, body_real, gravity, ws, blocks, fsub, kb)
+    geometric_stiffness(body_int, body_real, gravity, ws, fsub, kb)
     with_blocks = blocks.shape[0] > 0
     for i in range(n):
         rvec[i, 0] = ws[i, RX]
@@ -707,7 +693,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     kb = np.zeros(nb)
     dmat = np.zeros((3, 3))
     with_contacts = has_contacts(system[23])
-    blocks = np.zeros((nb if with_contacts else 0, 3, 7))  # the contacts' part of the Newton matrix
+    blocks = np.zeros((nb if with_contacts else 0, 3, 6))  # the contacts' part of the Newton matrix
     j_diag = np.zeros(nq)
     tau_need = np.zeros(nq)
     xfull = np.zeros(nq)

@@ -152,7 +152,7 @@ def contact_update(inputs, key, system, t, y):
 def contact_matrix(contacts, body_int, ws, com, y, offset, c_stiff, c_damp, blocks):
     """The contacts' blocks c_stiff K + c_damp C of an implicit step's Newton matrix on each body and on each body's
     own joint (``contact.contact_newton_blocks``) at the state whose kinematics ``ws``, ``com`` hold, into blocks
-    (nbodies, 3, 7); a no-op for a system without contacts (blocks then (0, 3, 7))."""
+    (nbodies, 3, 6); a no-op for a system without contacts (blocks then (0, 3, 6))."""
 
 
 def contact_release(contacts):
