@@ -4,9 +4,10 @@ spatial loop's: ``timeloops.newton``).
 
 ``effective_solve`` solves (J^T diag(A_i) J + diag(j_diag)) x = rhs, where J maps joint rates to the body
 velocities (v_i = B_i v_P + G_i qdot_i, the relative-coordinate lecture, eq. 3.18), A_i = diag(c_m m_i, c_m m_i, c_m J_i
-+ c_k K_i) with K_i the gravity geometric stiffness of body i (plus a symmetric 3x3 block per body where the
-caller gives one: the contacts' stiffness and damping), by an articulated-body recursion: tip to base, every
-joint is eliminated from its subtree (eq. 3.23 with the modified inertias); base to tip, the joint unknowns follow.
++ c_k K_i) with K_i the gravity geometric stiffness of body i (plus a 3x3 block per body where the caller
+gives one: the contacts' stiffness and damping, not necessarily symmetric), by an articulated-body recursion: tip
+to base, every joint is eliminated from its subtree (eq. 3.23 with the modified inertias); base to tip, the joint
+unknowns follow.
 
 The contacts' blocks need not be symmetric (a sliding row's force mu F_n follows F_n's derivatives, a damped row's
 force turns with its normal), so the elimination keeps a left and a right factor. With v_i = B_i v_P + G_i x_i
