@@ -151,7 +151,8 @@ class IterationBench:
         self.y_iter = self.y.copy()
         j_stiff, j_damp = joint_spring_diagonals(system[0], system[3], system[4], nq)
         self.j_diag = c * c * j_stiff + c * j_damp
-        ia, uu, dinv, gcol = (np.zeros((nb, 3, 3)) for _ in range(4))
+        ia, dinv, gcol = (np.zeros((nb, 3, 3)) for _ in range(3))
+        uu = np.zeros((nb, 3, 6))  # U and the left factor U_L
         self.factor_args = (self.j_diag, ia, uu, dinv, gcol, np.zeros((nb, 2)), np.zeros((nb, 2)), np.zeros(nb),
                             np.zeros((3, 3)))
         self.factors = (uu, dinv, gcol, self.factor_args[5])

@@ -83,6 +83,13 @@ between 0.125 ms and 0.0625 ms at 0.2 s (docs/benchmarks.md); dt against dt/2 at
 same hour (load 6 to 10), its links' centres 0.031 mm from the earlier run's (both 6.85 mm from the earlier run at
 0.0625 ms).
 
+With the contacts' blocks on the table exact on each body (``_kernels.planar.contact``: the normal's and lever arm's
+turn, sliding friction's mu dF_n; the elimination's left factor for the unsymmetric block), the same 1 s runs in one
+hour (load 9 to 18): 200 links 3.11 -> 3.03 iterations and 0.53 -> 0.49 factorisations a step; 1e3 links 3.17 ->
+3.13 and 0.86 -> 0.85, 5.6 and 5.9 s of CPU; 1e4 links 3.883 -> 3.885 and 2.571 -> 2.570, 96.4 and 111.7 s of CPU
+(under the two minutes both; docs/benchmarks.md has the phases: the landing's iterations are its contact modes'
+changes, not the lagged terms).
+
 MuJoCo (3D): the same capsules in the x-z plane joined by hinges about y, the first with a free planar base (slide
 x, slide z, hinge y), colliding with the plane only; the same step (its default semi-implicit Euler), its soft
 contact with a time constant of the linear contact's period over pi and damping ratio 1. Its landed shape is

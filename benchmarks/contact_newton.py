@@ -7,7 +7,8 @@ Planar (generalized_alpha and bdf share the matrix: ``_kernels.planar.implicit.e
 ``_kernels.planar.contact.contact_newton_blocks``): a two-link arm hinged to the ground whose forearm's tip (a circle
 of 2 cm, or a capsule) is 0.4 mm into a ground plane or a fixed drum (k = 1e5 N/m^1.5, mu = 0.3), the stick spring
 stretched (sticking) or the arm moving with the anchors 2 mm apart (sliding); the matrix with c_stiff = 1, c_damp = 0
-against -dQ/dq ("K") and with c_stiff = 0, c_damp = 1 against -dQ/dqd ("C"), Q the contacts' generalised force.
+against -dQ/dq ("K") and with c_stiff = 0, c_damp = 1 against -dQ/dqd ("C"), Q the contacts' generalised force (the
+factorisation at the same c_stiff: the contacts' forces turn with the joints in its geometric stiffness).
 
 Spatial: the cheap symmetric matrix (``_kernels.spatial.implicit.effective_factor``: bdf's, generalized_alpha's
 first) and generalized_alpha's exact one (``_kernels.spatial.newton.newton_factor``, with the contacts' subtree loads)
@@ -33,7 +34,7 @@ from _common import print_table, write_json
 
 import recursive_mbd as rm
 from recursive_mbd._kernels.layout import CS_ACTIVE, CS_BODY, CS_SURF, CS_VIN, N_CSTATE
-from recursive_mbd._kernels.planar import implicit, tree
+from recursive_mbd._kernels.planar import tree
 from recursive_mbd._kernels.spatial import contact as sc
 from recursive_mbd._kernels.spatial import implicit as si
 from recursive_mbd._kernels.spatial import layout as L3
@@ -42,7 +43,8 @@ from recursive_mbd._kernels.spatial import tree as st
 from recursive_mbd.model.workspace import workspace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from test_contact_pairs import _blocks, _generalised_force, _per_contact  # noqa: E402  (the tests' references)
+from test_contact_ground_block import _factored_matrix  # noqa: E402  (the tests' references)
+from test_contact_pairs import _blocks, _force_derivative, _per_contact  # noqa: E402
 
 ROWS = []
 
@@ -85,21 +87,6 @@ def state_for(model, q, qd, offset, rng):
     st[CS_SURF:CS_SURF + 2] = point
     return st
 
-def factor_inverse(model, q, qd, blocks):
-    ws = workspace(model)
-    tree.kinematics_pass(model.body_int, model.body_real, q, qd, ws.ws, True)
-    nb, nq = model.nbodies, model.nq
-    nd = np.zeros(0, dtype=np.uint8)
-    ia, uu, dinv, gcol = (np.zeros((nb, 3, 3)) for _ in range(4))
-    rvec, kb = np.zeros((nb, 2)), np.zeros(nb)
-    assert implicit.effective_factor(model.body_int, model.body_real, model.gravity, ws.ws, nd, 1.0, 0.0, np.zeros(nq),
-                                     blocks, ia, uu, dinv, gcol, rvec, np.zeros((nb, 2)), kb, np.zeros((3, 3))) == 0
-    inv = np.zeros((nq, nq))
-    for j in range(nq):
-        implicit.effective_apply(model.body_int, nd, uu, dinv, gcol, rvec, np.eye(nq)[j], np.zeros((nb, 3)),
-                                 np.zeros((nb, 3)), np.zeros((nb, 3)), inv[:, j])
-    return np.linalg.inv(inv)
-
 def audit(surface, shape, sliding):
     rng = np.random.default_rng(3)
     q = np.array([0.1, -0.15])
@@ -111,16 +98,8 @@ def audit(surface, shape, sliding):
     out = []
     for cs, cd, vary in ((1.0, 0.0, "q"), (0.0, 1.0, "qd")):
         _, blocks = _blocks(model, q, qd, st, cs, cd)
-        delta = factor_inverse(model, q, qd, blocks) - factor_inverse(model, q, qd, np.zeros_like(blocks))
-        num = np.zeros((2, 2))
-        h = 1e-7
-        for j in range(2):
-            sides = []
-            for sg in (1, -1):
-                qq, qqd = q.copy(), qd.copy()
-                (qq if vary == "q" else qqd)[j] += sg * h
-                sides.append(_generalised_force(model, qq, qqd, st))
-            num[:, j] = -(sides[0] - sides[1]) / (2 * h)
+        delta = _factored_matrix(model, q, qd, blocks, cs) - _factored_matrix(model, q, qd, 0.0 * blocks, cs)
+        num = _force_derivative(model, q, qd, st, vary)
         out.append(np.abs(delta - num).max() / np.abs(num).max())
     ROWS.append({"route": "planar (generalized_alpha, bdf)", "case": f"{shape} on a {surface}",
                  "state": "slide" if slides else "stick", "K": out[0], "C": out[1]})

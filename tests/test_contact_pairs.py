@@ -61,6 +61,20 @@ def _generalised_force(model, q, qd, state):
     return -tau
 
 
+def _force_derivative(model, q, qd, state, vary, h=1e-7):
+    """-dQ/dq (``vary`` "q") or -dQ/dqd ("qd") (nq, nq) of the contacts' generalised force by central differences."""
+    nq = model.nq
+    numeric = np.zeros((nq, nq))
+    for j in range(nq):
+        sides = []
+        for sign in (1.0, -1.0):
+            qq, qqd = q.copy(), qd.copy()
+            (qq if vary == "q" else qqd)[j] += sign * h
+            sides.append(_generalised_force(model, qq, qqd, state))
+        numeric[:, j] = -(sides[0] - sides[1]) / (2.0 * h)
+    return numeric
+
+
 def _blocks(model, q, qd, state, c_stiff, c_damp):
     ws = workspace(model)
     assert tree.com_kinematics(model.body_int, model.body_real, q, qd, ws.ws, ws.com) == 0
@@ -140,15 +154,7 @@ def test_a_parent_child_contact_enters_the_childs_joint_block_as_its_exact_deriv
         added, blocks = _blocks(model, q, qd, state, c_stiff, c_damp)
         assert added == 1
         assert not blocks[:, :, :3].any() and not blocks[0].any()  # nothing on the bodies, nor on the arm's joint
-        numeric = np.zeros((nq, nq))
-        h = 1e-7
-        for j in range(nq):
-            sides = []
-            for sign in (1.0, -1.0):
-                qq, qqd = q.copy(), qd.copy()
-                (qq if vary == "q" else qqd)[j] += sign * h
-                sides.append(_generalised_force(model, qq, qqd, state))
-            numeric[:, j] = -(sides[0] - sides[1]) / (2.0 * h)
+        numeric = _force_derivative(model, q, qd, state, vary)
         expected = np.zeros((nq, nq))
         expected[k0:k0 + nd, k0:k0 + nd] = blocks[child, :nd, 3:3 + nd]
         scale = np.abs(numeric).max()
@@ -173,7 +179,8 @@ def test_the_factorisation_adds_the_joint_block_to_the_childs_joint(child_joint)
     no_driven = np.zeros(0, dtype=np.uint8)
     matrices = []
     for with_blocks in (blocks, np.zeros((nb, 3, 6))):
-        ia, uu, dinv, gcol = (np.zeros((nb, 3, 3)) for _ in range(4))
+        ia, dinv, gcol = (np.zeros((nb, 3, 3)) for _ in range(3))
+        uu = np.zeros((nb, 3, 6))
         rvec, kb = np.zeros((nb, 2)), np.zeros(nb)
         assert implicit.effective_factor(model.body_int, model.body_real, model.gravity, ws.ws, no_driven, 1.0,
                                          2.5e-5, np.zeros(nq), with_blocks, ia, uu, dinv, gcol, rvec,

@@ -226,7 +226,8 @@ def test_serial_chain_residual_and_correction_passes_equal_the_tree_kernels():
         rhs = rng.normal(size=n)
         results = []
         for model_int in (body_int, generic):
-            ia, uu, dinv, gcol = (np.zeros((n, 3, 3)) for _ in range(4))
+            ia, dinv, gcol = (np.zeros((n, 3, 3)) for _ in range(3))
+            uu = np.zeros((n, 3, 6))  # U and the left factor U_L
             rvec, kb, x = np.zeros((n, 2)), np.zeros(n), np.zeros(n)
             assert kernels.effective_factor(model_int, body_real, gravity, ws, no_driven, 1.0, 0.3, j_diag,
                                             np.zeros((0, 3, 3)), ia, uu, dinv, gcol, rvec, np.zeros((n, 2)), kb,
@@ -240,7 +241,8 @@ def test_serial_chain_residual_and_correction_passes_equal_the_tree_kernels():
                                     np.zeros((n, 3)), out)
         assert np.array_equal(x, x_generic)
         statuses = [kernels.effective_factor(model_int, body_real, gravity, ws, no_driven, 0.0, 0.0, np.zeros(n),
-                                             np.zeros((0, 3, 3)), *(np.zeros((n, 3, 3)) for _ in range(4)),
+                                             np.zeros((0, 3, 3)), np.zeros((n, 3, 3)), np.zeros((n, 3, 6)),
+                                             np.zeros((n, 3, 3)), np.zeros((n, 3, 3)),
                                              np.zeros((n, 2)), np.zeros((n, 2)), np.zeros(n), np.zeros((3, 3)))
                     for model_int in (body_int, generic)]  # S = 0: the tip's joint is the first singular one
         assert statuses == [STATUS_SINGULAR | ((n - 1) << 4)] * 2

@@ -41,7 +41,7 @@ def newton_arrays(system):
     lock = np.zeros(nq)
     lock[system[6]] = LOCK  # the driven coordinates
     rows = 0 if system.contacts is None else system.contacts[0].shape[0]
-    return (np.zeros((nb, 3, 3)), np.zeros((nb, 3, 3)), np.zeros((nb, 3, 3)), np.zeros((nb, 3)), np.zeros((nb, 3)),
+    return (np.zeros((nb, 3, 3)), np.zeros((nb, 3, 6)), np.zeros((nb, 3, 3)), np.zeros((nb, 3)), np.zeros((nb, 3)),
             np.zeros((nb, 3)), np.zeros((nb, 2)), np.zeros(nb), np.zeros((3, 3)), j_stiff, j_damp, lock,
             readonly_zeros(2),  # no gravity: read-only as the model's, so the inverse dynamics compile once
             np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros((nb, 3, 3)),

@@ -121,7 +121,7 @@ class _Scratch:
         n = model.nbodies
         self.key = (id(model.body_int), n, model.nq)
         self.ia = np.zeros((n, 3, 3))
-        self.uu = np.zeros((n, 3, 3))
+        self.uu = np.zeros((n, 3, 6))
         self.dinv = np.zeros((n, 3, 3))
         self.gcol = np.zeros((n, 3, 3))
         self.rvec = np.zeros((n, 2))

@@ -467,7 +467,7 @@ def _planar_newton_workspace(system, newton):
         # 0-2: lam, lam_start, mu; 3: newton; 4-14: the Newton matrix's factors (kept over the steps of one
         # c = h / gamma_k); 15-: the iteration's and the loops' scratch
         return (lam, np.zeros(m), np.zeros(m), newton,
-                np.zeros((nb, 3, 3)), np.zeros((nb, 3, 3)), np.zeros((nb, 3, 3)), np.zeros((nb, 3, 3)),
+                np.zeros((nb, 3, 3)), np.zeros((nb, 3, 6)), np.zeros((nb, 3, 3)), np.zeros((nb, 3, 3)),
                 np.zeros((nb, 2)), np.zeros((nb, 3)), np.zeros((nb, 3)), np.zeros((nb, 3)), np.zeros((nb, 2)),
                 np.zeros(nb), np.zeros((3, 3)),
                 np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros((m, nf)), np.zeros((m, m)),

@@ -373,28 +373,6 @@ def update_contacts(contact_int, contact_real, ws, com, state, offset, impacts):
 
 
 @njit
-def _add_lever_block(blocks, com, body, qx, qy, nx, ny, kn, kt):
-    """blocks[body] += J_p^T (kn n n^T + kt t t^T) J_p, t = (n_y, -n_x), with J_p = [[1, 0, -(q_y - c_y)],
-    [0, 1, q_x - c_x]] the map from the body's (x_com, y_com, theta) rates to the velocity of the point (qx, qy)."""
-    ly = -(qy - com[body, 1])  # J_p's third column: the point's velocity per unit rotation
-    lx = qx - com[body, 0]
-    sxx = kn * nx * nx + kt * ny * ny  # the 2x2 point stiffness kn n n^T + kt t t^T
-    sxy = (kn - kt) * nx * ny
-    syy = kn * ny * ny + kt * nx * nx
-    cx = sxx * ly + sxy * lx  # (point stiffness) times J_p's third column
-    cy = sxy * ly + syy * lx
-    blocks[body, 0, 0] += sxx
-    blocks[body, 0, 1] += sxy
-    blocks[body, 1, 0] += sxy
-    blocks[body, 1, 1] += syy
-    blocks[body, 0, 2] += cx
-    blocks[body, 2, 0] += cx
-    blocks[body, 1, 2] += cy
-    blocks[body, 2, 1] += cy
-    blocks[body, 2, 2] += ly * cx + lx * cy
-
-
-@njit
 def _row_derivatives(contact_real, r, mode, active, depth, rate, v_in, xi, vt):
     """The law of a touching row (mode ``mode``: MODE_FREE, the law's own, or frozen) and its derivatives:
     (F_n, F_t, k_n = dF_n/d depth, c_n = dF_n/d depth-rate, stick, k_t, c_t, slip), with stick True where F_t is the
@@ -475,11 +453,32 @@ def _unit_motion(body_int, ws, com, child, k, x, y):
 
 
 @njit
-def _pair_joint_block(body_int, contact_int, contact_real, ws, com, state, base, r, mode, c_stiff, c_damp, blocks):
-    """blocks[child, m, 3 + k] += -(c_stiff dQ_m/dq_k + c_damp dQ_m/dqd_k) for the row r between a child and its
-    parent (``_pair_child``), Q the generalised force of the row on the child's joint coordinates: exact, geometric
-    terms and a sliding row's mu dF_n included (``contact_newton_blocks``)."""
-    child, sign = _pair_child(body_int, contact_int, r)
+def _column_motion(body_int, ws, com, child, k, x, y, joint):
+    """Column k of the row block's coordinates as a rigid motion of the child: the velocity of its material point at
+    the ground point (x, y) per unit rate, the turn rate, and the motion of the point its velocity field turns about
+    with the other coordinates' rates held (ux, uy, g, pivot_x, pivot_y). ``joint``: the child's joint coordinates,
+    its parent at rest (``_unit_motion``; the pivot, the joint point, held, a planar joint's turning translations
+    aside); else the child's own (x_com, y_com, theta) in ground axes, whose rates are its centre's velocity and its
+    angular velocity: the translations move the centre of mass, the pivot of the held velocity field."""
+    if joint:
+        ux, uy, g = _unit_motion(body_int, ws, com, child, k, x, y)
+        return ux, uy, g, 0.0, 0.0
+    if k == 0:
+        return 1.0, 0.0, 0.0, 1.0, 0.0
+    if k == 1:
+        return 0.0, 1.0, 0.0, 0.0, 1.0
+    return -(y - com[child, 1]), x - com[child, 0], 1.0, 0.0, 0.0
+
+
+@njit
+def _row_block(body_int, contact_int, contact_real, ws, com, state, base, r, mode, c_stiff, c_damp, blocks, child,
+               sign, joint):
+    """-(c_stiff dQ/dq + c_damp dQ/dqd) of row r, exact (the normal's and the lever arm's turn, the contact point's
+    and the nearest point's moves, a sliding row's mu dF_n included), Q the generalised force of the row on the
+    child's coordinates q (``_column_motion``: its joint's (``joint``) or its own (x_com, y_com, theta)), with sign
+    +1 where the child carries the shape, -1 the surface; the other body held (its motion and velocity). ``joint``:
+    added to blocks[child, m, 3 + k] (a row between a child and its parent, ``_pair_child``); else to
+    blocks[child, m, k] (a row on the ground's surface: ``contact_newton_blocks``)."""
     touching, gap, nx, ny, tx, ty, qx, qy, vx, vy = _geometry(contact_int, contact_real, ws, com, r)
     active, fn, ft, kn, cn, stick, kt, ct, slip = _row_law_derivatives(contact_int, contact_real, ws, com, state, base,
                                                                        r, mode, gap, nx, ny, qx, qy, vx, vy)
@@ -488,12 +487,14 @@ def _pair_joint_block(body_int, contact_int, contact_real, ws, com, state, base,
     fy = fn * ny + ft * ty
     a = contact_int[r, CBODY]
     owner = contact_int[r, COWNER]
-    parent = owner if sign > 0.0 else a
     # the relative angular velocity of the shape's body and the surface's owner, and the child's joint rate of
     # turning about its child point (a planar joint's theta rate: the rate its theta column turns its translations)
-    spin = ws[a, OM] - ws[owner, OM]
-    turn_rate = ws[child, OM] - ws[parent, OM]
-    planar = body_int[child, JTYPE] == PLANAR
+    spin = ws[a, OM] - (ws[owner, OM] if owner >= 0 else 0.0)
+    planar = joint and body_int[child, JTYPE] == PLANAR
+    turn_rate = 0.0
+    if planar:
+        parent = owner if sign > 0.0 else a
+        turn_rate = ws[child, OM] - ws[parent, OM]
     # the geometry the derivatives need: the shape's centre c (a capsule's point nearest a disc), the anchors
     radius = contact_real[r, CRAD]
     cx = qx + radius * nx
@@ -521,12 +522,14 @@ def _pair_joint_block(body_int, contact_int, contact_real, ws, com, state, base,
         s = ((px - x0) * ex + (py - y0) * ey) / length2 if length2 > 0.0 else 0.0
         interior = 0.0 < s < 1.0
     dist = gap + radius + (0.0 if plane else contact_real[r, CSN])  # a disc's centre to the shape's centre
-    nd = body_int[child, NDOF]
+    nd = body_int[child, NDOF] if joint else 3
+    col0 = 3 if joint else 0
     for k in range(nd):
-        # (1) the child turned and moved along its column k, the parent held: every point x of the child moves by
-        # U_k(x) (a rigid motion turning by gk); a planar joint's theta column (about the child point, which the
-        # translations move) turns the child's velocity by -theta' e_z x U_k as well
-        gk = motion_column(body_int, ws, child, k)[2]
+        # (1) the child turned and moved along its column k, the other body held: every point x of the child moves
+        # by U_k(x) (a rigid motion turning by gk); a planar joint's theta column (about the child point, which the
+        # translations move) turns the child's velocity by -theta' e_z x U_k as well; (pvx, pvy) the move of the
+        # pivot of the child's held velocity field
+        _, _, gk, pvx, pvy = _column_motion(body_int, ws, com, child, k, 0.0, 0.0, joint)
         ga = gk if sign > 0.0 else 0.0  # the turns of the shape's body and of the surface's owner
         gb = 0.0 if sign > 0.0 else gk
         wx = wy = 0.0
@@ -536,21 +539,18 @@ def _pair_joint_block(body_int, contact_int, contact_real, ws, com, state, base,
             wy = -sign * turn_rate * ux
         dax = day = 0.0  # the shape's centre's material motion (zero where the shape is held)
         if sign > 0.0:
-            dax, day, _ = _unit_motion(body_int, ws, com, child, k, cx, cy)
+            dax, day, _, _, _ = _column_motion(body_int, ws, com, child, k, cx, cy, joint)
         # the normal's turn (dnx, dny), the depth's change, the shape centre's and the contact point's moves
+        dpx = dpy = 0.0
+        if sign < 0.0:
+            dpx, dpy, _, _, _ = _column_motion(body_int, ws, com, child, k, px, py, joint)
         if plane:
             dnx = -gb * ny
             dny = gb * nx
-            dpx = dpy = 0.0
-            if sign < 0.0:
-                dpx, dpy, _ = _unit_motion(body_int, ws, com, child, k, px, py)
             d_depth = -(dnx * (cx - px) + dny * (cy - py) + nx * (dax - dpx) + ny * (day - dpy))
             dcx = dax
             dcy = day
         else:
-            dpx = dpy = 0.0
-            if sign < 0.0:
-                dpx, dpy, _ = _unit_motion(body_int, ws, com, child, k, px, py)
             dcx = dax
             dcy = day
             if segment and interior:  # the nearest point slides along the axis as the two move
@@ -569,8 +569,10 @@ def _pair_joint_block(body_int, contact_int, contact_real, ws, com, state, base,
         dqy = dcy - radius * dny
         dtx = dny
         dty = -dnx
-        dvx = -spin * dqy + wx  # the relative velocity at the moved contact point (the velocity fields held)
-        dvy = spin * dqx + wy
+        # the relative velocity at the moved contact point (the velocity fields held, the child's about its moved
+        # pivot)
+        dvx = -spin * (dqy - pvy) + wx
+        dvy = spin * (dqx - pvx) + wy
         d_rate = -(dnx * vx + dny * vy + nx * dvx + ny * dvy)
         d_vt = dtx * vx + dty * vy + tx * dvx + ty * dvy
         d_xi = 0.0
@@ -581,12 +583,12 @@ def _pair_joint_block(body_int, contact_int, contact_real, ws, com, state, base,
             else:
                 mx = my = 0.0
                 if sign > 0.0:
-                    mx, my, _ = _unit_motion(body_int, ws, com, child, k, bx, by)
+                    mx, my, _, _, _ = _column_motion(body_int, ws, com, child, k, bx, by, joint)
                 d_xi = dtx * (bx - qx) + dty * (by - qy) + tx * (mx - dqx) + ty * (my - dqy)
             if plane:
                 mx = my = 0.0
                 if sign < 0.0:
-                    mx, my, _ = _unit_motion(body_int, ws, com, child, k, sx, sy)
+                    mx, my, _, _, _ = _column_motion(body_int, ws, com, child, k, sx, sy, joint)
                 d_xi -= dtx * (sx - qx) + dty * (sy - qy) + tx * (mx - dqx) + ty * (my - dqy)
             else:
                 d_xi += contact_real[r, CSN] * (gb - d_phi)
@@ -594,8 +596,8 @@ def _pair_joint_block(body_int, contact_int, contact_real, ws, com, state, base,
         d_ft = -kt * d_xi - ct * d_vt if stick else slip * mu * d_fn
         dfx = d_fn * nx + fn * dnx + d_ft * tx + ft * dtx
         dfy = d_fn * ny + fn * dny + d_ft * ty + ft * dty
-        # (2) the child's joint rate k, the parent's motion held: the relative velocity at q changes by sign U_k(q)
-        vkx, vky, _ = _unit_motion(body_int, ws, com, child, k, qx, qy)
+        # (2) the child's rate k, the other body's motion held: the relative velocity at q changes by sign U_k(q)
+        vkx, vky, _, _, _ = _column_motion(body_int, ws, com, child, k, qx, qy, joint)
         d_rate_v = -sign * (nx * vkx + ny * vky)
         d_vt_v = sign * (tx * vkx + ty * vky)
         d_fn_v = cn * d_rate_v
@@ -603,15 +605,16 @@ def _pair_joint_block(body_int, contact_int, contact_real, ws, com, state, base,
         dfx_v = d_fn_v * nx + d_ft_v * tx
         dfy_v = d_fn_v * ny + d_ft_v * ty
         for m in range(nd):
-            # Q_m = sign F . U_m(q): its change by the force's change and by U_m at the moved point (and, for a
-            # planar joint's theta column, by the child point moved under it by the translations)
-            umx, umy, gm = _unit_motion(body_int, ws, com, child, m, qx, qy)
-            d_q = dfx * umx + dfy * umy + gm * (fy * dqx - fx * dqy)
+            # Q_m = sign F . U_m(q): its change by the force's change and by U_m at the moved point relative to the
+            # moved pivot (and, for a planar joint's theta column, by the child point moved under it by the
+            # translations)
+            umx, umy, gm, _, _ = _column_motion(body_int, ws, com, child, m, qx, qy, joint)
+            d_q = dfx * umx + dfy * umy + gm * (fy * (dqx - pvx) - fx * (dqy - pvy))
             if planar and m == 2 and k < 2:
                 ux, uy, _ = _unit_motion(body_int, ws, com, child, k, 0.0, 0.0)
                 d_q += fx * uy - fy * ux  # F . (-e_z x U_k)
             d_qd = dfx_v * umx + dfy_v * umy
-            blocks[child, m, 3 + k] -= sign * (c_stiff * d_q + c_damp * d_qd)
+            blocks[child, m, col0 + k] -= sign * (c_stiff * d_q + c_damp * d_qd)
 
 
 @njit
@@ -619,24 +622,28 @@ def contact_newton_blocks(body_int, contact_int, contact_real, ws, com, state, o
                           modes):
     """The contacts' part of an implicit step's Newton matrix: blocks (nbodies, 3, 6), zeroed first. On each body's
     (x_com, y_com, theta), blocks[:, :, :3] = c_stiff K + c_damp C summed over the touching rows against
-    ground-fixed surfaces; on each body's own joint coordinates (nd <= 3 of them), blocks[:, :nd, 3:3 + nd] = the
-    same of the rows between that body and its parent (either one carrying the surface), at the state whose
-    kinematics ``com``, ``ws`` hold (``contact_forces``'s arguments, ``ws`` with every row of a kinematics pass;
-    anchors fixed, as in a step).
+    ground-fixed surfaces; on each body's own joint coordinates
+    (nd <= 3 of them), blocks[:, :nd, 3:3 + nd] = c_stiff K + c_damp C of the rows between that body and its
+    parent (either one carrying the surface), at the state whose kinematics ``com``, ``ws`` hold
+    (``contact_forces``'s arguments, ``ws`` with every row of a kinematics pass; anchors fixed, as in a step).
 
-    A row on the ground's surface: its force at its contact point p depends on the point's displacement and
-    velocity; K and C are their derivatives (negated) mapped through the lever arm, J_p^T (k_n n n^T + k_t t t^T)
-    J_p and likewise with (c_n, c_t): k_n = dF_n/d depth = p F_n / d and c_n = dF_n/d depth-rate of the
-    Hunt-Crossley law (0 where F_n is clipped at 0, and at a first touch faster than the smallest impact speed, whose
-    damping is scaled by the rate itself); k_t, c_t the stick spring and damper while the row sticks (k_t from the
-    step after the first touch, which lays the anchor), 0 while it slides at mu F_n (the limit's dependence on F_n,
-    which would make the block unsymmetric, is left out). Left out too, as the implicit methods lag them: the change
-    of the normal and of the lever arm with the motion (the force's geometric stiffness).
+    A row on the ground's surface: K = -dW/dX and C = -dW/dV of its load W (force and moment at the centre of mass)
+    on the body's position X = (x_com, y_com, theta) and velocity V, exact (``_row_block``): the Hunt-Crossley
+    law's k_n = dF_n/d depth and c_n = dF_n/d depth-rate (0 where F_n is clipped at 0, and c_n at a first touch
+    faster than the smallest impact speed, whose damping is scaled by the rate itself), the stick spring and damper
+    k_t, c_t while the row sticks (k_t from the step after the first touch, which lays the anchor), mu dF_n while
+    it slides, the turn of the normal and of the lever arm, the contact point's move. It is unsymmetric (a sliding
+    row's mu dF_n, the force's turn with the lever arm), which the elimination takes as it is
+    (``implicit.effective_factor``: left and right factors). Lagged in joint space, as the inertial terms are: the
+    turn of the load with the joints above the body (-(dJ^T/dq) W: in a landing the contacts' loads are met by
+    inertial ones, whose turn, d(M qdd)/dq, is lagged too; with the one and not the other the 1e4-link chain's
+    touch-down went wrong in ``benchmarks/contact.py``), and the change of the contact point's velocity with the
+    joint angles at fixed joint rates.
 
     A row between a child and its parent moves with the child's joint coordinates alone (the relative motion of
     the two bodies is the child's joint's), and its force on the pair is internal to the parent's subtree: its
     generalised force sits on the child's joint and depends on that joint's coordinates and rates only. Its block
-    there is its exact derivative (``_pair_joint_block``: geometric terms, the normal's turn and a sliding row's
+    there is its exact derivative (``_row_block``: geometric terms, the normal's turn and a sliding row's
     mu dF_n included; unsymmetric, which the joint block's inverse takes as it is), and it couples nothing else.
     Rows between bodies not so joined couple two bodies: left out (lagged; what the lag costs Newton is measured by
     ``benchmarks/contact_pairs.py``: twice the iterations a step on one pair, 30 - 100 a step and split steps on a
@@ -664,11 +671,10 @@ def contact_newton_blocks(body_int, contact_int, contact_real, ws, com, state, o
         base = offset + N_CSTATE * r
         added += 1
         if pair:
-            _pair_joint_block(body_int, contact_int, contact_real, ws, com, state, base, r, mode, c_stiff, c_damp,
-                              blocks)
+            child, sign = _pair_child(body_int, contact_int, r)
+            _row_block(body_int, contact_int, contact_real, ws, com, state, base, r, mode, c_stiff, c_damp, blocks,
+                       child, sign, True)
             continue
-        _, _, _, kn, cn, _, kt, ct, _ = _row_law_derivatives(contact_int, contact_real, ws, com, state, base, r, mode,
-                                                              gap, nx, ny, qx, qy, vx, vy)
-        body = contact_int[r, CBODY]
-        _add_lever_block(blocks, com, body, qx, qy, nx, ny, c_stiff * kn + c_damp * cn, c_stiff * kt + c_damp * ct)
+        _row_block(body_int, contact_int, contact_real, ws, com, state, base, r, mode, c_stiff, c_damp, blocks,
+                   contact_int[r, CBODY], 1.0, False)
     return added

@@ -4,9 +4,28 @@ spatial loop's: ``timeloops.newton``).
 
 ``effective_solve`` solves (J^T diag(A_i) J + diag(j_diag)) x = rhs, where J maps joint rates to the body
 velocities (v_i = B_i v_P + G_i qdot_i, the relative-coordinate lecture, eq. 3.18), A_i = diag(c_m m_i, c_m m_i, c_m J_i
-+ c_k K_i) with K_i the gravity geometric stiffness of body i (plus a symmetric 3x3 block per body where the
-caller gives one: the contacts' stiffness and damping), by an articulated-body recursion: tip to base, every
-joint is eliminated from its subtree (eq. 3.23 with the modified inertias); base to tip, the joint unknowns follow.
++ c_k K_i) with K_i the gravity geometric stiffness of body i (plus a 3x3 block per body where the caller
+gives one: the contacts' stiffness and damping, not necessarily symmetric), by an articulated-body recursion: tip
+to base, every joint is eliminated from its subtree (eq. 3.23 with the modified inertias); base to tip, the joint
+unknowns follow.
+
+The contacts' blocks need not be symmetric (a sliding row's force mu F_n follows F_n's derivatives, a damped row's
+force turns with its normal), so the elimination keeps a left and a right factor. With v_i = B_i v_P + G_i x_i
+(v_P the parent's velocity, x_i the joint unknowns) and f_i = IA_i v_i + p_i the force that body i's subtree
+needs at body i (IA_i its modified inertia plus the children's articulated ones shifted to it, p_i the children's
+shifted right-hand sides), the joint rows G_i^T f_i = u_i give
+
+    x_i = D_i^-1 (u_i - G_i^T p_i - U_L,i^T B_i v_P),     D_i = G_i^T IA_i G_i,  U_L,i = IA_i^T G_i,
+
+and, put back into f_i, f_i = Ia_i B_i v_P + p_i + U_i D_i^-1 (u_i - G_i^T p_i) with U_i = IA_i G_i and
+
+    Ia_i = IA_i - U_i D_i^-1 U_L,i^T,
+
+which B_i^T . B_i shifts to the parent (all nine entries: B^T Ia B keeps no symmetry it is not given). Tip to base
+the right factor U carries the right-hand sides to the parent; base to tip the left factor U_L takes the parent's
+velocity into the joint unknowns. Where IA is symmetric U_L = U and this is the symmetric recursion; otherwise it
+is three multiply-adds a joint column more in the factorisation and the same two sweeps. (The loops' Schur
+complement ``loop_schur`` still takes J S^-1 J^T's symmetric part.)
 """
 
 import math
@@ -137,7 +156,7 @@ def _effective_factor_serial(body_real, gravity, ws, c_mass, c_stiff, j_diag, bl
     pass instead of three (geometric_stiffness's, its initialisation's and the elimination's), the child's
     subtree weight, gravity-stiffness term and shifted articulated inertia (all 9 entries, as the tree kernel
     forms them) carried in registers rather than added into the parent's rows; the same arithmetic in the same
-    order. Writes uu[:, :, 0], dinv[:, 0, 0], gcol[:, :, 0], rvec and kb; returns the status."""
+    order. Writes uu[:, :, 0] and uu[:, :, 3], dinv[:, 0, 0], gcol[:, :, 0], rvec and kb; returns the status."""
     n = body_real.shape[0]
     with_blocks = blocks.shape[0] > 0
     wx = 0.0  # the child's subtree weight, its stiffness term F . d, its B^T Ia B (row-major 3x3)
@@ -194,6 +213,17 @@ def _effective_factor_serial(body_real, gravity, ws, c_mass, c_stiff, j_diag, bl
         uu[i, 0, 0] = u0
         uu[i, 1, 0] = u1
         uu[i, 2, 0] = u2
+        # U_L = IA^T G, the left factor (U where the contacts' blocks leave IA symmetric)
+        v0 = u0
+        v1 = u1
+        v2 = u2
+        if with_blocks:
+            v0 = a00 * gx + a10 * gy + a20 * 1.0
+            v1 = a01 * gx + a11 * gy + a21 * 1.0
+            v2 = a02 * gx + a12 * gy + a22 * 1.0
+        uu[i, 0, 3] = v0
+        uu[i, 1, 3] = v1
+        uu[i, 2, 3] = v2
         d = gx * u0 + gy * u1 + 1.0 * u2
         d += j_diag[i]
         if with_blocks:  # the joint's own block (the contacts between the body and its parent)
@@ -202,16 +232,16 @@ def _effective_factor_serial(body_real, gravity, ws, c_mass, c_stiff, j_diag, bl
             return STATUS_SINGULAR | (i << 4)
         d_inv = 1.0 / d
         dinv[i, 0, 0] = d_inv
-        # articulated Ia = IA - U D^-1 U^T, shifted to the parent by B^T . B
-        t00 = a00 - u0 * d_inv * u0
-        t01 = a01 - u0 * d_inv * u1
-        t02 = a02 - u0 * d_inv * u2
-        t10 = a10 - u1 * d_inv * u0
-        t11 = a11 - u1 * d_inv * u1
-        t12 = a12 - u1 * d_inv * u2
-        t20 = a20 - u2 * d_inv * u0
-        t21 = a21 - u2 * d_inv * u1
-        t22 = a22 - u2 * d_inv * u2
+        # articulated Ia = IA - U D^-1 U_L^T, shifted to the parent by B^T . B
+        t00 = a00 - u0 * d_inv * v0
+        t01 = a01 - u0 * d_inv * v1
+        t02 = a02 - u0 * d_inv * v2
+        t10 = a10 - u1 * d_inv * v0
+        t11 = a11 - u1 * d_inv * v1
+        t12 = a12 - u1 * d_inv * v2
+        t20 = a20 - u2 * d_inv * v0
+        t21 = a21 - u2 * d_inv * v1
+        t22 = a22 - u2 * d_inv * v2
         c02 = -ry * t00 + rx * t01 + t02
         c12 = -ry * t10 + rx * t11 + t12
         c22 = -ry * t20 + rx * t21 + t22
@@ -231,14 +261,15 @@ def _effective_factor_serial(body_real, gravity, ws, c_mass, c_stiff, j_diag, bl
 def effective_factor(body_int, body_real, gravity, ws, driven, c_mass, c_stiff, j_diag, blocks, ia, uu, dinv, gcol,
                      rvec, fsub, kb, dmat):
     """Tip-to-base elimination of S = c_mass M + c_stiff T^T diag(K_i) T + J^T diag(B_i) J + diag(E_i) + diag(j_diag)
-    at the state in ``ws``, B_i = blocks[i, :, :3] (blocks (nbodies, 3, 6)), symmetric, on body i's (x_com, y_com,
-    theta), added to its modified inertia, and E_i = blocks[i, :nd, 3:3 + nd] on the nd coordinates of body i's
-    own joint, added to its joint block D_i (the contacts' stiffness and damping, E_i those of the contacts between
-    body i and its parent: ``contact.contact_newton_blocks``; E_i need not be symmetric: D_i is inverted as it is,
-    and the elimination's other blocks, U_i and U_i^T, are the inertias'); blocks (0, 3, 6): none.
+    at the state in ``ws``, B_i = blocks[i, :, :3] (blocks (nbodies, 3, 6)) on body i's (x_com, y_com, theta),
+    added to its modified inertia, and E_i = blocks[i, :nd, 3:3 + nd] on the nd coordinates of body i's own joint,
+    added to its joint block D_i (the contacts' stiffness and damping, E_i those of the contacts between body i and
+    its parent: ``contact.contact_newton_blocks``); neither need be symmetric (the module docstring: left and right
+    factors); blocks (0, 3, 6): none.
 
     ``ws`` must hold pass 1 with every row (``kinematics_pass(..., True)``). Writes the factors that
-    ``effective_apply`` needs and nothing else reads: uu (n, 3, 3) U = IA G, dinv (n, 3, 3) D^-1, gcol (n, 3, 3)
+    ``effective_apply`` needs and nothing else reads: uu (n, 3, 6) U = IA G in uu[:, :, :3] and the left factor
+    U_L = IA^T G in uu[:, :, 3:], dinv (n, 3, 3) D^-1, gcol (n, 3, 3)
     the columns of G (gcol[i, :, col]), rvec (n, 2) r of B; ia (n, 3, 3), fsub (n, 2), kb (n,), dmat (3, 3) are
     scratch. Driven joints (``driven`` (nbodies,) uint8, or (0,)) are locked: their coordinates are no unknowns.
     A serial revolute chain without driven joints takes ``_effective_factor_serial`` (ia, fsub, dmat unused).
@@ -270,6 +301,9 @@ def effective_factor(body_int, body_real, gravity, ws, driven, c_mass, c_stiff, 
             gcol[i, 2, col] = gt
             for a in range(3):
                 uu[i, a, col] = ia[i, a, 0] * gx + ia[i, a, 1] * gy + ia[i, a, 2] * gt
+            for a in range(3):  # U_L = IA^T G, the left factor (U where the contacts leave IA symmetric)
+                uu[i, a, 3 + col] = ia[i, 0, a] * gx + ia[i, 1, a] * gy + ia[i, 2, a] * gt if with_blocks else (
+                    uu[i, a, col])
         for r in range(nd):  # D = G^T IA G + joint diagonal
             for col in range(nd):
                 dmat[r, col] = gcol[i, 0, r] * uu[i, 0, col] + gcol[i, 1, r] * uu[i, 1, col] + gcol[i, 2, r] * uu[
@@ -283,13 +317,13 @@ def effective_factor(body_int, body_real, gravity, ws, driven, c_mass, c_stiff, 
         p = body_int[i, PARENT]
         if p < 0:
             continue
-        # articulated matrix Ia = IA - U D^-1 U^T, shifted to the parent by B^T . B
+        # articulated matrix Ia = IA - U D^-1 U_L^T, shifted to the parent by B^T . B
         for a in range(3):
             for b in range(3):
                 acc = ia[i, a, b]
                 for r in range(nd):
                     for col in range(nd):
-                        acc -= uu[i, a, r] * dinv[i, r, col] * uu[i, b, col]
+                        acc -= uu[i, a, r] * dinv[i, r, col] * uu[i, b, 3 + col]
                 dmat[a, b] = acc
         rx = rvec[i, 0]
         ry = rvec[i, 1]
@@ -333,10 +367,10 @@ def _effective_apply_serial(uu, dinv, gcol, rvec, rhs, ub, x):
     vx = 0.0  # v of the parent (the ground's: zero)
     vy = 0.0
     vt = 0.0
-    for i in range(n):  # base to tip: x_i = D^-1 (u - U^T B v_P), v_i = B v_P + G x_i
+    for i in range(n):  # base to tip: x_i = D^-1 (u - U_L^T B v_P), v_i = B v_P + G x_i
         bx = vx - rvec[i, 1] * vt
         by = vy + rvec[i, 0] * vt
-        xi = dinv[i, 0, 0] * (ub[i, 0] - (uu[i, 0, 0] * bx + uu[i, 1, 0] * by + uu[i, 2, 0] * vt))
+        xi = dinv[i, 0, 0] * (ub[i, 0] - (uu[i, 0, 3] * bx + uu[i, 1, 3] * by + uu[i, 2, 3] * vt))
         x[i] = xi
         vx = bx + gcol[i, 0, 0] * xi
         vy = by + gcol[i, 1, 0] * xi
@@ -378,7 +412,7 @@ def effective_apply(body_int, driven, uu, dinv, gcol, rvec, rhs, ub, pa, vel, x)
             pa[p, 0] += fx
             pa[p, 1] += fy
             pa[p, 2] += -rvec[i, 1] * fx + rvec[i, 0] * fy + ft
-    for i in range(n):  # base to tip: x_i = D^-1 (u - U^T B v_P), v_i = B v_P + G x_i
+    for i in range(n):  # base to tip: x_i = D^-1 (u - U_L^T B v_P), v_i = B v_P + G x_i
         p = body_int[i, PARENT]
         bx = 0.0
         by = 0.0
@@ -396,7 +430,8 @@ def effective_apply(body_int, driven, uu, dinv, gcol, rvec, rhs, ub, pa, vel, x)
         for r in range(nd):
             w = 0.0
             for col in range(nd):
-                w += dinv[i, r, col] * (ub[i, col] - (uu[i, 0, col] * bx + uu[i, 1, col] * by + uu[i, 2, col] * bt))
+                w += dinv[i, r, col] * (ub[i, col] - (uu[i, 0, 3 + col] * bx + uu[i, 1, 3 + col] * by
+                                                      + uu[i, 2, 3 + col] * bt))
             x[k + r] = w
         for col in range(nd):
             bx += gcol[i, 0, col] * x[k + col]
@@ -413,7 +448,7 @@ def effective_solve(body_int, body_real, gravity, q, zero_qd, driven, c_mass, c_
     """x from (c_mass M(q) + c_stiff T^T diag(K_i) T + J^T diag(blocks) J + diag(j_diag)) x = rhs in O(N) (blocks
     as ``effective_factor``'s); returns a status.
 
-    ``effective_factor`` at q, then ``effective_apply``. Scratch (n = nbodies): ia, uu, dinv, gcol (n, 3, 3);
+    ``effective_factor`` at q, then ``effective_apply``. Scratch (n = nbodies): ia, dinv, gcol (n, 3, 3), uu (n, 3, 6);
     ub, pa, vel (n, 3); rvec, fsub (n, 2); kb (n,); dmat (3, 3). ``ws`` is the model workspace. Status
     STATUS_SINGULAR | (body << 4) when a joint block of the eliminated matrix is singular.
     """
@@ -648,7 +683,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
     beta = coefficients[3]
     # factors and scratch, allocated once per run
     ia = np.zeros((nb, 3, 3))
-    uu = np.zeros((nb, 3, 3))
+    uu = np.zeros((nb, 3, 6))
     dinv = np.zeros((nb, 3, 3))
     gcol = np.zeros((nb, 3, 3))
     rvec = np.zeros((nb, 2))
