@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import recursive_mbd as rm
+from recursive_mbd._kernels.arrays import readonly_zeros
 from recursive_mbd._kernels.layout import CS_ACTIVE, CS_BODY, CS_SURF, CS_VIN, N_CSTATE
 from recursive_mbd._kernels.planar import contact as kernels
 from recursive_mbd._kernels.planar import implicit, tree
@@ -57,7 +58,8 @@ def _generalised_force(model, q, qd, state):
     loads = contact_wrench(model, ws, q, qd, state, np.zeros((0, 3)))
     tau = np.zeros(model.nq)
     zero = np.zeros(model.nq)
-    assert tree.inverse_dynamics(model.body_int, model.body_real, np.zeros(2), q, zero, zero, loads, ws.ws, tau) == 0
+    no_gravity = readonly_zeros(2)  # read-only as the model's gravity: the kernel the runs compile, no other
+    assert tree.inverse_dynamics(model.body_int, model.body_real, no_gravity, q, zero, zero, loads, ws.ws, tau) == 0
     return -tau
 
 

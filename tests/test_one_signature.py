@@ -20,3 +20,37 @@ def test_the_zero_gravities_of_the_time_loops_are_typed_as_the_models_gravity():
     chain = rm.chains.serial_chain(3).compile()
     system = runs.build_system(chain, runs._Inputs(chain, None, None), tree_system=False)
     assert numba.typeof(bdf.newton_arrays(system)[12]) == numba.typeof(chain.gravity)
+
+
+def _literal_signatures(dispatcher):
+    """The signatures of ``dispatcher`` with a literal argument (a constant int or bool that a kernel passed as it
+    stands: numba compiles a specialisation for each such value, beside the one for the plain type)."""
+    from numba.core import types  # noqa: PLC0415
+
+    return [sig for sig in dispatcher.signatures if any(isinstance(arg, types.Literal) for arg in sig)]
+
+
+def test_the_kernels_pass_flags_and_counters_typed_not_as_literals():
+    """A kernel that passes a constant flag or counter to another passes it typed (np.bool_, np.int64), so the
+    callee compiles once for every value and for callers that pass a variable: planar kinematics (forward
+    dynamics of a model with a prismatic joint: every_row False; centre-of-mass kinematics: True), the
+    event count of generalized_alpha's step outputs, and the augmented route's projection flags."""
+    import numpy as np  # noqa: PLC0415
+
+    from recursive_mbd._kernels.augmented import system as augmented_system  # noqa: PLC0415
+    from recursive_mbd._kernels.planar import tree  # noqa: PLC0415
+    from recursive_mbd._kernels.timeloops import integrators  # noqa: PLC0415
+
+    model = rm.Model()
+    model.add_body(parent="ground", joint="prismatic", axis=(1.0, 0.0), mass=1.0, inertia=0.1)
+    model.add_body(parent=0, joint="revolute", child_point=(0.0, 0.5), mass=1.0, inertia=1 / 12)
+    q, qd = np.array([0.1, 0.3]), np.array([0.2, -0.1])
+    rm.forward_dynamics(model, q, qd)
+    rm.energy(model, q, qd)
+    rm.simulate(rm.chains.serial_chain(2), [0.3, 0.0], [0.0, 0.0], 0.02, method="generalized_alpha", dt=0.01)
+    four_bar, q0 = models.four_bar()
+    rm.simulate(four_bar, q0, np.zeros(3), 0.01, formulation="augmented", stabilization="projection")
+    for dispatcher in (tree.kinematics_pass, integrators.step_outputs, augmented_system._auxiliary_solve,
+                       augmented_system._correction):
+        assert dispatcher.signatures, dispatcher  # the calls above reach it
+        assert not _literal_signatures(dispatcher), (dispatcher, _literal_signatures(dispatcher))

@@ -8,6 +8,13 @@ All these arrays, and the workspace, are column-major (Fortran order): each fiel
 so a pass reads and writes only the fields it uses, sequentially, at full memory bandwidth. With row-major rows
 a pass touched one cache line out of each row, a strided pattern that cost 2.5x more at 1e6 bodies.
 
+A one-body model's (1, k) arrays are both C- and F-contiguous, and numba types such an array as C: every kernel a
+one-body model reaches compiles a specialisation of its own. No (1, k) ndarray types as F. Typing every model's
+arrays as strided (A, views of one row more) would give all models one specialisation, but the recursive passes
+then ran 2.4x slower at 1e6 bodies on a quiet machine (benchmarks/layout_any.py); an ndarray subclass that numba
+types as F is not safe either (numba caches the type of a tuple by a fingerprint that holds the array's
+contiguity flags, not its class, so a tuple holding a plain C array would then be typed F).
+
 numba bakes these constants into the cached machine code of the kernels that import them, and its cache does not
 notice edits to this file: after changing a number here, delete the ``__pycache__`` folders of ``_kernels`` (an
 installed upgrade rewrites every file, which does invalidate the cache).

@@ -203,7 +203,7 @@ def _compiled_input_step(function, nargs, slot, width, previous):
                 raised = True
             if raised:
                 return _compiled_input_failed(key, t, q, qd, u, np.int64(_RAISED_INPUT))
-            return _store_input(key, t, q, qd, u, value, slot, width)
+            return _store_input(key, t, q, qd, u, value, np.int64(slot), np.int64(width))  # not literals: one compile
     else:
         @numba.njit
         def step(key, t, q, qd, u):
@@ -217,7 +217,7 @@ def _compiled_input_step(function, nargs, slot, width, previous):
                 raised = True
             if raised:
                 return _compiled_input_failed(key, t, q, qd, u, np.int64(_RAISED_INPUT))
-            return _store_input(key, t, q, qd, u, value, slot, width)
+            return _store_input(key, t, q, qd, u, value, np.int64(slot), np.int64(width))  # not literals: one compile
     return step
 
 

@@ -187,6 +187,7 @@ def _auxiliary_rows(system, stab):
     return status
 
 
+# kernels pass the flag as np.bool_, not a literal True/False: one compiled specialisation for both values
 @njit
 def _auxiliary_solve(system, blocks_complete):
     """Close the auxiliary rows on the tree solution in system.zdd, system.lam (``tree.add_auxiliary_rows``): by
@@ -242,7 +243,7 @@ def system_rhs(inputs, key, system, t, y, dy):
         status = _auxiliary_rows(system, system.stab)
         if status != STATUS_OK:
             return status
-        _auxiliary_solve(system, False)
+        _auxiliary_solve(system, np.bool_(False))
         near, strong = _near_change_point(system)
         if near:
             status = _branch_dynamics(system, strong)
@@ -280,6 +281,7 @@ def _joint_rates(body_int, row_start, factor, zd, lam):
     return gap
 
 
+# kernels pass the flag as np.bool_, not a literal True/False: one compiled specialisation for both values
 @njit
 def _correction(system, rates):
     """The mass-orthogonal correction -M^-1 C_z^T (C_z M^-1 C_z^T)^+ r into system.zdd, for r the constraints'
@@ -316,7 +318,7 @@ def _correction(system, rates):
                 v = system.aux_res[r]
             system.aux_rhs[r] = -v
             gap = max(gap, abs(v))
-        _auxiliary_solve(system, True)
+        _auxiliary_solve(system, np.bool_(True))
     return gap
 
 
@@ -364,7 +366,7 @@ def _close_positions(system):
         stale = False
         if status != STATUS_OK:
             return status, gap
-        gap = _correction(system, False)
+        gap = _correction(system, np.bool_(False))
         size = 0.0
         for i in range(n):
             for col in range(3):
@@ -486,7 +488,7 @@ def _branch_normals(system, strong_here):
             if not gap <= 1e3 * tol:
                 rank = -1
                 break
-            _auxiliary_solve(system, True)
+            _auxiliary_solve(system, np.bool_(True))
             strong, weak = _schur_counts(system)
             if weak > 0 or strong <= strong_here or (j > 0 and mt + strong != rank):
                 rank = -1
@@ -655,7 +657,7 @@ def _branch_velocity(system, strong_here):
     if system.settings[5] != 0.0:
         status, done = _joint_branch_velocity(system)
         if status == STATUS_OK and not done:
-            _correction(system, True)
+            _correction(system, np.bool_(True))
         return status
     zd = system.zd
     zdd = system.zdd
@@ -668,7 +670,7 @@ def _branch_velocity(system, strong_here):
     if status != STATUS_OK:
         return status
     if rank == 0:
-        _correction(system, True)
+        _correction(system, np.bool_(True))
         return STATUS_OK
     lam = system.lam
     # the joints' rows: lam = -C_z zd, then the tree solve's correction
@@ -741,7 +743,7 @@ def project_state(inputs, key, system, t, y):
     status, _ = _close_positions(system)
     if status != STATUS_OK:
         return status
-    _correction(system, True)
+    _correction(system, np.bool_(True))
     near, strong = _near_change_point(system)
     if near:
         status = _branch_velocity(system, strong)

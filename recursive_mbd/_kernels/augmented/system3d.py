@@ -22,6 +22,7 @@ projection (their velocity targets f'); their multipliers are minus the driving 
 import math
 from collections import namedtuple
 
+import numpy as np
 from numba.core import types
 from numba.extending import overload
 
@@ -172,6 +173,7 @@ def _close(system, rcond, xb, xj):
                        system.yb, system.yj, system.schur)
 
 
+# kernels pass the flag as np.bool_, not a literal True/False: one compiled specialisation for both values
 @njit
 def _loop_correction(system, rates):
     """The loops' and the drivers' part of ``_correction``: their rows at system.z with the targets -C (rates False)
@@ -219,6 +221,7 @@ def _loops_closed(system, limit):
     return STATUS_LOOPS_OPEN | (lp << 4)
 
 
+# kernels pass the flag as np.bool_, not a literal True/False: one compiled specialisation for both values
 @njit
 def _correction(system, rates):
     """xb = -H^-1 (0, r) (its body part), r the joints' residuals C (rates False) or C_v zd (True), with the factor
@@ -293,9 +296,9 @@ def project_state(inputs, key, system, t, y):
             status = _factor_at(system)
             if status != STATUS_OK:
                 return status
-            gap = _correction(system, False)
+            gap = _correction(system, np.bool_(False))
             if system.aux_body.shape[0] > 0:
-                loop_gap, status = _loop_correction(system, False)
+                loop_gap, status = _loop_correction(system, np.bool_(False))
                 if status != STATUS_OK:
                     return status
                 gap = max(gap, loop_gap)
@@ -313,9 +316,9 @@ def project_state(inputs, key, system, t, y):
         status = _factor_at(system)
         if status != STATUS_OK:
             return status
-        _correction(system, True)
+        _correction(system, np.bool_(True))
         if system.aux_body.shape[0] > 0:
-            status = _loop_correction(system, True)[1]  # also the loops' residuals at the projected z
+            status = _loop_correction(system, np.bool_(True))[1]  # also the loops' residuals at the projected z
             if status != STATUS_OK:
                 return status
             status = _loops_closed(system, 1e3 * tol)

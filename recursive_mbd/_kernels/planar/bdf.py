@@ -554,7 +554,7 @@ def _planar_newton_factor(system, work, c):
         gram_mu = work[25]
         for k in range(j_diag.shape[0]):
             j_diag[k] = c * c * j_stiff[k] + c * j_damp[k]
-        kinematics_pass(body_int, body_real, system[11], system[12], ws, True)
+        kinematics_pass(body_int, body_real, system[11], system[12], ws, np.bool_(True))
         # the contacts' blocks at the iterate of the last residual: its centre-of-mass kinematics and the
         # orientations of every body from the pass above (the residual's pass leaves them only in the rows of bodies
         # with several children)
@@ -720,7 +720,7 @@ def integrate_bdf(inputs, key, system, newton, y0, t0, t_end, rtol, atol, first_
     nsteps = 0
     nrejected = 0
     count = 0
-    nev = 0
+    nev = np.int64(0)  # int64, not a literal: step_outputs compiles once
     use_eval = t_eval.shape[0] > 0
     status, t_fail, count, next_eval, t_out, y_out, ev = open_outputs(t_out, y_out, t_eval, t0, y0, y0, events,
                                                                       events_key, directions, ev_t, ev_y,

@@ -455,7 +455,7 @@ def effective_solve(body_int, body_real, gravity, q, zero_qd, driven, c_mass, c_
     status = check_finite(q, zero_qd, rhs)
     if status != STATUS_OK:
         return status
-    kinematics_pass(body_int, body_real, q, zero_qd, ws, True)
+    kinematics_pass(body_int, body_real, q, zero_qd, ws, np.bool_(True))
     status = effective_factor(body_int, body_real, gravity, ws, driven, c_mass, c_stiff, j_diag, blocks, ia, uu,
                               dinv, gcol, rvec, fsub, kb, dmat)
     if status != STATUS_OK:
@@ -745,7 +745,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         powers[1] = ytmp[2 * nf + 1]
     use_eval = t_eval.shape[0] > 0
     newton.output_row(y, lam, lam, 1.0, row)
-    nev = 0
+    nev = np.int64(0)  # int64, not a literal: step_outputs compiles once
     status, t_fail, count, next_eval, t_out, y_out, ev = integrators.open_outputs(
         t_out, y_out, t_eval, t0, row, y, events, events_key, directions, ev_t, ev_y, output_budget)
     if status != STATUS_OK:
@@ -832,7 +832,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
                 # they were made (a stiff force switched on that the matrix does not have; full Newton then)
                 if newton.refactor_due(factored_h, h, fresh, correction, previous) or (with_contacts and (
                         changed > 0 or correction > newton.SLOW_CONTRACTION * previous)):
-                    kinematics_pass(body_int, body_real, system[11], system[12], ws, True)
+                    kinematics_pass(body_int, body_real, system[11], system[12], ws, np.bool_(True))
                     # the contacts' blocks from the residual's centre-of-mass positions and velocities and the
                     # orientations of every body from the pass above (the residual's inverse dynamics leaves them
                     # only in the rows of bodies with several children)

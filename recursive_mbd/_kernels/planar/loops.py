@@ -1615,13 +1615,14 @@ def branch_normals(body_int, body_real, loop_int, loop_real, pattern, q, qd, ws,
     """
     status, rank, _, speed, step, rows = _branch_search(body_int, body_real, loop_int, loop_real, pattern, q, qd, ws,
                                                         com, acc, phi, phid, jac, gamma, weights, resp, zeros,
-                                                        no_gravity, tol, rcond_position, zone, False)
+                                                        no_gravity, tol, rcond_position, zone, np.bool_(False))
     if status != STATUS_OK or rank <= 0:
         return status, 0
     branch_basis(rows, rank, qd, speed, step, normals, curvature)
     return STATUS_OK, rank
 
 
+# kernels pass the flag as np.bool_, not a literal True/False: one compiled specialisation for both values
 @njit
 def _branch_search(body_int, body_real, loop_int, loop_real, pattern, q, qd, ws, com, acc, phi, phid, jac, gamma,
                    weights, resp, zeros, no_gravity, tol, rcond_position, zone, allow_tangent):
@@ -1719,7 +1720,7 @@ def _branch_at(body_int, body_real, loop_int, loop_real, pattern, q, qd, ws, com
     nq = q.shape[0]
     status, rank, tangent, speed, step, rows = _branch_search(body_int, body_real, loop_int, loop_real, pattern, q, qd,
                                                               ws, com, acc, phi, phid, jac, gamma, weights, resp, zeros,
-                                                              no_gravity, tol, rcond_position, zone, True)
+                                                              no_gravity, tol, rcond_position, zone, np.bool_(True))
     found = status == STATUS_OK and rank > 0
     if found and tangent:
         basis = np.zeros((nq - rank, nq))

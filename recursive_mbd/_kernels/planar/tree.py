@@ -25,6 +25,7 @@ Bodies are numbered so that parents come before children, so every pass is a pla
 import math
 
 import numba
+import numpy as np
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from .. import compile_notice  # noqa: F401  (says when numba compiles: in place before any kernel is called)
@@ -120,6 +121,7 @@ def check_output(x):
     return STATUS_OK
 
 
+# kernels pass the flag as np.bool_, not a literal True/False: one compiled specialisation for both values
 @njit
 def kinematics_pass(body_int, body_real, q, qd, ws, every_row):
     """Pass 1, base to tip: angles, angular velocities, r (defines B), G and H of every joint (eqs. 3.18-3.19).
@@ -768,7 +770,7 @@ def forward_dynamics(body_int, body_real, gravity, q, qd, tau, wrench, driven, w
     has_wrench = wrench.shape[0] > 0
     if body_int[0, FLAGS] & ALL_REVOLUTE and not has_drivers:
         return _forward_dynamics_revolute(body_int, body_real, gravity, q, qd, tau, wrench, ws, qdd)
-    kinematics_pass(body_int, body_real, q, qd, ws, False)
+    kinematics_pass(body_int, body_real, q, qd, ws, np.bool_(False))
 
     # pass 2, tip to base: condense mass and force onto the parent (eqs. 3.23, 3.24b). The contribution of body
     # i + 1 to its parent i is carried in registers (ca..cf, cq0..cq2); other children add into the parent's row.
@@ -964,7 +966,7 @@ def inverse_dynamics(body_int, body_real, gravity, q, qd, qdd, wrench, ws, tau):
     if status != STATUS_OK:
         return status
     n = body_int.shape[0]
-    kinematics_pass(body_int, body_real, q, qd, ws, False)
+    kinematics_pass(body_int, body_real, q, qd, ws, np.bool_(False))
     for i in range(n):
         p = body_int[i, PARENT]
         k = body_int[i, QIDX]
@@ -1118,7 +1120,7 @@ def mass_matrix(body_int, body_real, q, zero_qd, ws, out):
     if status != STATUS_OK:
         return status
     n = body_int.shape[0]
-    kinematics_pass(body_int, body_real, q, zero_qd, ws, False)
+    kinematics_pass(body_int, body_real, q, zero_qd, ws, np.bool_(False))
     for i in range(n):
         m = body_real[i, MASS]
         ws[i, IA + 0] = m
@@ -1170,7 +1172,7 @@ def com_kinematics(body_int, body_real, q, qd, ws, com):
     status = check_finite(q, qd, qd)
     if status != STATUS_OK:
         return status
-    kinematics_pass(body_int, body_real, q, qd, ws, True)
+    kinematics_pass(body_int, body_real, q, qd, ws, np.bool_(True))
     for i in range(body_int.shape[0]):
         p = body_int[i, PARENT]
         k = body_int[i, QIDX]

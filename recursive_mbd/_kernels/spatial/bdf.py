@@ -115,6 +115,7 @@ from numba.core import types
 from numba.extending import overload
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
+from ..arrays import readonly
 from ..layout import STATUS_NONFINITE_STATE, STATUS_OK, STATUS_SINGULAR
 from ..planar.bdf import _update_contacts
 from ..planar.loops import filtered_solve, gram_matrix
@@ -181,12 +182,13 @@ def _spatial_newton_workspace(system, newton):
         lam = np.zeros(m)
         for r in range(m):  # the multipliers of the start (the first evaluation's), the first Newton iterate's
             lam[r] = system.loops[LOOP_LAM][r]
+        # W_NO_GRAVITY read-only, as the model's gravity: inverse_dynamics compiles one specialisation for both
         return (lam, np.zeros(m), np.zeros(m), newton,
                 np.zeros_like(system.ws), np.zeros((nb, max_nv, 6)), np.zeros((nb, max_nv, 6)),
                 np.zeros((nb, max_nv, 6)), np.zeros((nb, max_nv, max_nv)), np.zeros((nb, max_nv)),
                 np.zeros_like(system.tmp), np.zeros((nb, 3, 3)), np.zeros((nb, 3)), np.zeros((nb, 6)), np.zeros(nv),
                 np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(2), np.zeros(nq), np.zeros(nv),
-                np.zeros(nq), np.zeros(3), np.zeros((m, nv)), np.zeros((m, m)), np.zeros((m, m)), np.zeros(m),
+                np.zeros(nq), readonly(np.zeros(3)), np.zeros((m, nv)), np.zeros((m, m)), np.zeros((m, m)), np.zeros(m),
                 np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(nv), np.zeros(nq), np.arange(nv)) + (
                     np.zeros(state_size(system) + 2 + N_CSTATE * rows), np.zeros((nb if rows else 0, 6, 24)),
                     free_q, free_v, quat_y, np.zeros(nq), np.zeros((rows, 4)))

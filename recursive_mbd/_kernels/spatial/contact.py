@@ -688,7 +688,7 @@ def contact_newton_blocks(body_int, contact_int, contact_real, rot, pos, omega, 
                     for b in range(12):
                         shape_block[body, a, b] = 0.0
                 if _row_block(contact_int, contact_real, rot, pos, omega, vel, state, offset, r, linear, shape_block,
-                              0, u, n, du):
+                              np.int64(0), u, n, du):
                     _to_surface_owner(contact_int, contact_real, rot, pos, omega, vel, state, offset, r, shape_block,
                                       wrench, blocks, linear)
                     added += 1

@@ -28,6 +28,7 @@ Elements (``spatial.layout``, "force elements"; ``Model3D.add_spring_damper`` an
 import math
 
 import numba
+import numpy as np
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..layout import STATUS_OK
@@ -202,7 +203,7 @@ def element_forces(body_int, body_real, elem_int, elem_real, u, q, v, ws, S, tmp
     velocities, up to 3), force and torque (the vector in ground axes). Returns a ``_kernels.spatial.tree`` status.
     """
     n = body_int.shape[0]
-    status = poses(body_int, body_real, q, v, ws, S, tmp, rot, pos, omega, vel, True)
+    status = poses(body_int, body_real, q, v, ws, S, tmp, rot, pos, omega, vel, np.bool_(True))
     if status != STATUS_OK:
         return status
     for i in range(n):

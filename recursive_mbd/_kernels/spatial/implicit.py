@@ -208,7 +208,7 @@ def effective_factor(body_int, body_real, gravity, q, zeros, ws, S, tmp, c_stiff
     are no unknowns (D^-1 = 0, so ``effective_apply`` gives them x = 0 and the parent the whole I^A: the factors of
     the matrix's rows and columns of the free velocities, as ``tree.hybrid_dynamics`` eliminates them).
     """
-    status = kinematics_pass(body_int, body_real, q, zeros, ws, S, tmp, False)
+    status = kinematics_pass(body_int, body_real, q, zeros, ws, S, tmp, np.bool_(False))
     if status:
         return status
     n = body_int.shape[0]
@@ -583,7 +583,7 @@ def integrate_generalized_alpha(inputs, key, system, y0, carry, t0, t_end, dt, n
         rate[nq + j] = vdot[j]
     use_eval = t_eval.shape[0] > 0
     newton.output_row(y, lam, lam, 1.0, row)
-    nev = 0
+    nev = np.int64(0)  # int64, not a literal: step_outputs compiles once
     status, t_fail, count, next_eval, t_out, y_out, ev = integrators.open_outputs(
         t_out, y_out, t_eval, t0, row, y, events, events_key, directions, ev_t, ev_y, output_budget)
     if status != STATUS_OK:

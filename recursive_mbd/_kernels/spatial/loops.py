@@ -226,7 +226,7 @@ def loop_constraints(body_int, body_real, loop_int, loop_real, q, v, ws, S, tmp,
     every loop (module docstring). Scratch: ws, S, tmp (the spatial kernels'), rot (n, 3, 3), pos, omega, vel
     (n, 3), acc (n, 6), point (40,). Returns the status (a spatial kernel's, or STATUS_LOOP_DEGENERATE | loop << 4
     when a distance loop's points coincide)."""
-    status = poses(body_int, body_real, q, v, ws, S, tmp, rot, pos, omega, vel, True)
+    status = poses(body_int, body_real, q, v, ws, S, tmp, rot, pos, omega, vel, np.bool_(True))
     if status != STATUS_OK:
         return status
     bias_accelerations(body_int, ws, tmp, acc)

@@ -310,7 +310,7 @@ def _contact_forces(system, q, v, y):
     Q scratch (system.elements[10]); returns (status, the power they dissipate [W])."""
     contacts = system.contacts
     (_, _, ews, eS, etmp, rot, pos, omega, vel, wrench, forces, _, _) = system.elements
-    status = poses(system.body_int, system.body_real, q, v, ews, eS, etmp, rot, pos, omega, vel, True)
+    status = poses(system.body_int, system.body_real, q, v, ews, eS, etmp, rot, pos, omega, vel, np.bool_(True))
     if status != STATUS_OK:
         return status, 0.0
     wrench[:, :] = 0.0
@@ -396,7 +396,7 @@ def contact_blocks(system, q, v, y, blocks, linear):
         return STATUS_OK
     contacts = system.contacts
     (_, _, ews, eS, etmp, rot, pos, omega, vel, _, _, _, _) = system.elements
-    status = poses(system.body_int, system.body_real, q, v, ews, eS, etmp, rot, pos, omega, vel, True)
+    status = poses(system.body_int, system.body_real, q, v, ews, eS, etmp, rot, pos, omega, vel, np.bool_(True))
     if status != STATUS_OK:
         return status
     contact_newton_blocks(system.body_int, contacts[0], contacts[1], rot, pos, omega, vel, y, state_size(system) + 2,
@@ -459,7 +459,7 @@ def _update_contacts_at(system, y):
     q = system.q
     v = system.v
     (_, _, ews, eS, etmp, rot, pos, omega, vel, _, _, _, _) = system.elements
-    status = poses(system.body_int, system.body_real, q, v, ews, eS, etmp, rot, pos, omega, vel, True)
+    status = poses(system.body_int, system.body_real, q, v, ews, eS, etmp, rot, pos, omega, vel, np.bool_(True))
     if status != STATUS_OK:
         return status
     return update_contacts(contacts[0], contacts[1], rot, pos, omega, vel, y, state_size(system) + 2, contacts[9])

@@ -34,6 +34,7 @@ changes, clear the callers' ``__pycache__`` (CI starts from an empty cache).
 import math
 
 import numba
+import numpy as np
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
 from ..layout import STATUS_OK, STATUS_SINGULAR
@@ -557,6 +558,7 @@ def _transformed_inertia(ws, i, rx, ry, rz, sxx, syy, szz, sxy, sxz, syz, s00, s
             b12 + g12, b20 + g20, b21 + g21, b22 + g22, cxx, cyy, czz, cxy, cxz, cyz)
 
 
+# kernels pass the flag as np.bool_, not a literal True/False: one compiled specialisation for both values
 @njit
 def kinematics_pass(body_int, body_real, q, v, ws, S, tmp, with_velocity):
     """Base to tip: R, r (ws WR, WT), S, and with ``with_velocity`` the body velocity (WV) and bias acceleration
@@ -687,6 +689,7 @@ def _revolute_kinematics(body_real, q, v, i, k, kv, p, ws, with_velocity):
                     (cpz * ax - cpx * az) * rate, (cpx * ay - cpy * ax) * rate)
 
 
+# kernels pass the flag as np.bool_, not a literal True/False: one compiled specialisation for both values
 @njit
 def _kinematics(body_int, body_real, q, v, ws, S, tmp, with_velocity):
     """``kinematics_pass``: every joint's S written; spherical and revolute joints by the steps forward dynamics
@@ -731,13 +734,14 @@ def _forward_kinematics(body_int, body_real, q, v, ws, S, tmp):
         elif jt == REVOLUTE:
             _revolute_kinematics(body_real, q, v, i, body_int[i, QIDX], body_int[i, VIDX], body_int[i, PARENT], ws,
                                  True)
-        elif not _general_kinematics(body_int, body_real, q, v, i, ws, S, tmp, True):
+        elif not _general_kinematics(body_int, body_real, q, v, i, ws, S, tmp, np.bool_(True)):
             return -(i + 1)
         _body_bias_force(body_real, i, ws)
         ws[i, WCHILD] = 0.0
     return STATUS_OK
 
 
+# kernels pass the flag as np.bool_, not a literal True/False: one compiled specialisation for both values
 @njit
 def _general_kinematics(body_int, body_real, q, v, i, ws, S, tmp, with_velocity):
     """R, r, S and with ``with_velocity`` v and c of body i, any joint (``joint_kinematics``). Returns False for a
@@ -1616,7 +1620,7 @@ def hybrid_dynamics(body_int, body_real, gravity, q, v, tau, driven, ws, S, UD, 
     status = check_finite(q, v, tau)
     if status:
         return status
-    status = _kinematics(body_int, body_real, q, v, ws, S, tmp, True)
+    status = _kinematics(body_int, body_real, q, v, ws, S, tmp, np.bool_(True))
     if status:
         return status
     n = body_int.shape[0]
@@ -1868,7 +1872,7 @@ def inverse_dynamics(body_int, body_real, gravity, q, v, vdot, ws, S, tmp, out):
     status = check_finite(q, v, vdot)
     if status:
         return status
-    status = kinematics_pass(body_int, body_real, q, v, ws, S, tmp, True)
+    status = kinematics_pass(body_int, body_real, q, v, ws, S, tmp, np.bool_(True))
     if status:
         return status
     n = body_int.shape[0]
@@ -1908,7 +1912,7 @@ def mass_matrix(body_int, body_real, q, ws, S, tmp, out):
     status = check_finite(q, q[:0], q[:0])
     if status:
         return status
-    status = kinematics_pass(body_int, body_real, q, q, ws, S, tmp, False)
+    status = kinematics_pass(body_int, body_real, q, q, ws, S, tmp, np.bool_(False))
     if status:
         return status
     n = body_int.shape[0]
@@ -1952,6 +1956,7 @@ def mass_matrix(body_int, body_real, q, ws, S, tmp, out):
     return STATUS_OK
 
 
+# kernels pass the flag as np.bool_, not a literal True/False: one compiled specialisation for both values
 @njit
 def poses(body_int, body_real, q, v, ws, S, tmp, rot, pos, omega, vel, with_velocity):
     """Body-to-ground rotations rot (nbodies, 3, 3), origins pos (nbodies, 3) and, with ``with_velocity``, the
@@ -1986,7 +1991,7 @@ def poses(body_int, body_real, q, v, ws, S, tmp, rot, pos, omega, vel, with_velo
 @njit
 def energy(body_int, body_real, gravity, q, v, ws, S, tmp, rot, pos, omega, vel, pair):
     """pair = (T, V): kinetic energy sum v_i . I_i v_i / 2 and gravity potential -sum g . (m_i p_i + R_i h_i)."""
-    status = poses(body_int, body_real, q, v, ws, S, tmp, rot, pos, omega, vel, True)
+    status = poses(body_int, body_real, q, v, ws, S, tmp, rot, pos, omega, vel, np.bool_(True))
     if status:
         return status
     kinetic = 0.0
