@@ -33,17 +33,15 @@ import numpy as np
 from _common import print_table, write_json
 
 import recursive_mbd as rm
-from recursive_mbd._kernels.layout import CS_ACTIVE, CS_BODY, CS_SURF, CS_VIN, N_CSTATE
-from recursive_mbd._kernels.planar import tree
+from recursive_mbd._kernels.layout import N_CSTATE
 from recursive_mbd._kernels.spatial import contact as sc
 from recursive_mbd._kernels.spatial import implicit as si
 from recursive_mbd._kernels.spatial import layout as L3
 from recursive_mbd._kernels.spatial import newton as sn
 from recursive_mbd._kernels.spatial import tree as st
-from recursive_mbd.model.workspace import workspace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from test_contact_ground_block import _factored_matrix  # noqa: E402  (the tests' references)
+from test_contact_ground_block import _factored_matrix, anchored_state  # noqa: E402  (the tests' references)
 from test_contact_pairs import _blocks, _force_derivative, _per_contact  # noqa: E402
 
 ROWS = []
@@ -70,29 +68,13 @@ def arm(surface, shape, q, friction=0.3):
         m.add_contact("fore", name, point=(0.3, 0.0), radius=r, **law)
     return m.compile()
 
-def state_for(model, q, qd, offset, rng):
-    per = _per_contact(model, q, qd, np.zeros(N_CSTATE))
-    assert per[0, 2] > 1e-4, per
-    point = per[0, 3:5]
-    ws = workspace(model)
-    tree.com_kinematics(model.body_int, model.body_real, q, qd, ws.ws, ws.com)
-    st = np.zeros(N_CSTATE)
-    st[CS_ACTIVE] = 1.0
-    st[CS_VIN] = 0.7
-    b = model.contact_int[0, 0]
-    xx, yy = point + rng.normal(size=2) * 1e-9 + np.array([offset, 0.0])
-    c, s = ws.ws[b, tree.CS], ws.ws[b, tree.SN]
-    dx, dy = xx - ws.com[b, 0], yy - ws.com[b, 1]
-    st[CS_BODY:CS_BODY + 2] = (c * dx + s * dy, -s * dx + c * dy)
-    st[CS_SURF:CS_SURF + 2] = point
-    return st
-
 def audit(surface, shape, sliding):
     rng = np.random.default_rng(3)
     q = np.array([0.1, -0.15])
     model = arm(surface, shape, q)
     qd = rng.normal(size=2) * (0.05 if sliding else 1e-5)
-    st = state_for(model, q, qd, 2e-3 if sliding else 2e-8, rng)
+    assert _per_contact(model, q, qd, np.zeros(N_CSTATE))[0, 2] > 1e-4
+    st = anchored_state(model, q, qd, rng, 2e-3 if sliding else 2e-8)
     per = _per_contact(model, q, qd, st)
     slides = abs(per[0, 1]) >= 0.3 * per[0, 0] * (1 - 1e-12)
     out = []
