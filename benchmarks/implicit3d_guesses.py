@@ -73,7 +73,8 @@ and 995, centres of mass / rotations in m/s: the rotations' grows at the second 
 quadratic regime), where the last links turn at up to 56 rad/s (h omega = 0.56 rad a step). No first guess takes
 that back: the best of the eight at every step (a bound no rule reaches) leaves 3.03 and 3.48 a step on the 0.5 rad
 swings of 1000 links; the exact multipliers 3.14 and 3.78 (lambda is not what is missing); the accelerations
-extrapolated from the last steps, in either form above, do worse than the constant acceleration on 1000 links. The
+extrapolated linearly do worse than the constant acceleration on 1000 links, and with the oscillation taken out
+within 0.05 of the run's guess (3.22 and 3.75 on the 0.5 rad swings). The
 joints closed (the guess's gaps are O(h^3) in the bodies' motion, a large part of a 1 mm link turning 0.5 rad a
 step), taken as the runs' guess (``--close-joints``): 3.18 -> 3.11 and 3.41 -> 3.36 on 1000 links at 0.5 rad,
 rho_inf = 0.5, and 0.3 rad, 0.7 (0.3 rad, 0.5: 3.05 -> 3.03; 100 links: within 0.02 either way; the small swing of

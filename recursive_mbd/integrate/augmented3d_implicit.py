@@ -241,11 +241,11 @@ and the steps of 4 or more are the whip's, whose slow corrections are at the las
 rad/s, h omega = 0.56). No guess tried shortens them enough: at 0.5 rad, rho_inf = 0.5 and 0.7, the run's guess
 takes 3.18 and 3.95 a step (3.80 its first tries), the best of eight guesses chosen at every step with hindsight
 3.03 and 3.48, the exact multipliers with the constant acceleration 3.14 and 3.78, the accelerations extrapolated
-from the last steps (linearly, or with an oscillation damped by rho_inf a step taken out) more than the constant
-acceleration, and an exact acceptance (knowing the next correction) 3.10 and 3.74. The guess with the joints'
-points closed (the centres of mass moved, in parent order, to close the gaps that a guess extrapolated body by body
-leaves) took 3.11 and 3.36 (1000 links at 0.5 rad, 0.5, and 0.3 rad, 0.7), but stopped the 0.5 rad swing at
-rho_inf = 0.7 on 900 to 1200 links, which the run's guess takes through: not adopted.
+linearly from the last two steps more than the constant acceleration, the same with an oscillation damped by
+rho_inf a step taken out 3.22 and 3.75, and an exact acceptance (knowing the next correction) 3.10 and 3.74. The
+guess with the joints' points closed (the centres of mass moved, in parent order, to close the gaps that a guess
+extrapolated body by body leaves) took 3.11 and 3.36 (1000 links at 0.5 rad, 0.5, and 0.3 rad, 0.7), but stopped
+the 0.5 rad swing at rho_inf = 0.7 on 900 to 1200 links, which the run's guess takes through: not adopted.
 
 Newton's tolerance. newton_tol [m/s] bounds the error that a step's accepted iterate leaves in its velocities (the
 correction's scale below); its default, ``NEWTON_TOL`` = 1e-10, was 1e-12. Why: (1) the corrections' round-off (the last
