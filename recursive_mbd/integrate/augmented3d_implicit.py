@@ -235,6 +235,18 @@ N against 10 N at the pin), the rotations' corrections barely contract over the 
 4.0e-3, 3.0e-5 on 1000 links at 0.5 rad, rho_inf = 0.5, step 56): Newton before its quadratic regime, whatever the
 tolerance; only the first guess shortens it.
 
+Which guess, then (``benchmarks/implicit3d_guesses.py --alternatives --trace``: other guesses replayed from every
+step's start, newton_tol = 1e-10): on 1000 links every step before the whip takes 3 iterations but one at most,
+and the steps of 4 or more are the whip's, whose slow corrections are at the last 20 links (turning at up to 56
+rad/s, h omega = 0.56). No guess tried shortens them enough: at 0.5 rad, rho_inf = 0.5 and 0.7, the run's guess
+takes 3.18 and 3.95 a step (3.80 its first tries), the best of eight guesses chosen at every step with hindsight
+3.03 and 3.48, the exact multipliers with the constant acceleration 3.14 and 3.78, the accelerations extrapolated
+linearly from the last two steps more than the constant acceleration, the same with an oscillation damped by
+rho_inf a step taken out 3.22 and 3.75, and an exact acceptance (knowing the next correction) 3.10 and 3.74. The
+guess with the joints' points closed (the centres of mass moved, in parent order, to close the gaps that a guess
+extrapolated body by body leaves) took 3.11 and 3.36 (1000 links at 0.5 rad, 0.5, and 0.3 rad, 0.7), but stopped
+the 0.5 rad swing at rho_inf = 0.7 on 900 to 1200 links, which the run's guess takes through: not adopted.
+
 Newton's tolerance. newton_tol [m/s] bounds the error that a step's accepted iterate leaves in its velocities (the
 correction's scale below); its default, ``NEWTON_TOL`` = 1e-10, was 1e-12. Why: (1) the corrections' round-off (the last
 three of seven a step) is 3e-14 to 2.3e-13 (medians) and up to 2e-12 on 1000 links (the multipliers' 1e-12 to 9e-11 N):
