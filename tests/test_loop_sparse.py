@@ -223,19 +223,24 @@ class _no_warning:
         return False
 
 
-def test_time_loop_takes_the_sparse_path_on_every_evaluation():
-    """rm.simulate of a ladder (dopri5, projection) solves every evaluation's multipliers by the sparse path, and
-    its motion is the envelope path's to well below the tolerance (at rtol = atol = 1e-11: at the default 1e-9 a
-    step whose error estimate lies at the acceptance threshold may be taken by one path and rejected by the other,
-    and the motions then part by the tolerance, 4e-9 here, although every evaluation agrees to 1e-14)."""
+def test_time_loop_takes_the_sparse_path_on_every_evaluation_and_projection():
+    """rm.simulate of a ladder of 8 rungs (dopri5, projection; the cost model takes the sparse path, no forcing)
+    solves every evaluation's multipliers and every projection's position and velocity steps by the sparse path
+    (two solves a step at least, none falling back), and its motion is the envelope path's to well below the
+    tolerance (at rtol = atol = 1e-11: at the default 1e-9 a step whose error estimate lies at the acceptance
+    threshold may be taken by one path and rejected by the other, and the motions then part by the tolerance, 4e-9
+    here, although every evaluation agrees to 1e-14)."""
     n = 8
     model, q0 = ladder(n)
     model.compile()
+    assert loop_workspace(model)[1].sparse[0].size > 0
     q, qd, _ = _closed_state(model, q0, 3, spread=0.2)
     use, stats = _switches(model)
-    before = stats.copy()
+    _, projections = _switches(model, projection=True)
+    before, projections_before = stats.copy(), projections.copy()
     res = rm.simulate(model, q, qd, 0.3, rtol=1e-11, atol=1e-11)
     assert stats[1] == before[1] and stats[0] - before[0] >= res.nfev > 0  # and the output samples' evaluations
+    assert projections[1] == projections_before[1] and projections[0] - projections_before[0] >= 2 * res.nsteps
     use[0] = 0
     try:
         reference = rm.simulate(model, q, qd, 0.3, rtol=1e-11, atol=1e-11)
@@ -332,29 +337,6 @@ def test_row_projection_falls_back_near_its_change_point():
             assert all(np.array_equal(a, b) for a, b in zip(sparse, envelope, strict=True))
 
 
-def test_time_loop_projects_by_the_sparse_path_where_the_cost_model_takes_it():
-    """A ladder of 12 rungs (the cost model takes the sparse path there; no forcing) simulated with projection:
-    every projection after a step solves its position steps and its velocity step by the sparse path (two solves
-    a step at least, none falling back); the motion is the envelope path's to well below the tolerance."""
-    n = 12
-    model, q0 = ladder(n)
-    model.compile()
-    assert loop_workspace(model)[1].sparse[0].size > 0
-    q, qd, _ = _closed_state(model, q0, 4, spread=0.2)
-    use, stats = _switches(model, projection=True)
-    before = stats.copy()
-    res = rm.simulate(model, q, qd, 0.2, rtol=1e-11, atol=1e-11)
-    assert stats[1] == before[1] and stats[0] - before[0] >= 2 * res.nsteps > 0
-    use[0] = 0
-    try:
-        reference = rm.simulate(model, q, qd, 0.2, rtol=1e-11, atol=1e-11)
-    finally:
-        use[0] = 1
-    assert res.t[-1] == reference.t[-1] and abs(res.nsteps - reference.nsteps) <= 2
-    assert np.abs(res.q[-1] - reference.q[-1]).max() < 1e-11
-    assert np.abs(res.qd[-1] - reference.qd[-1]).max() < 1e-10
-
-
 def test_packed_arrays_unpack_to_the_arrays_packed():
     """``unpack`` (compiled) gives views of the two packed arrays with the fields, dtypes, shapes and values that
     ``pack`` took, in FIELDS order, for a ladder's structure and for the empty one; writing through a view writes
@@ -380,7 +362,7 @@ def test_packed_arrays_unpack_to_the_arrays_packed():
 @pytest.mark.parametrize("case", ["four_bar", "slider_crank", "row"])
 def test_small_loop_models_carry_two_empty_arrays(case):
     """A model whose cost model keeps the envelope path (the four-bar, the slider-crank, a row of parallelograms)
-    carries the sparse path as two empty arrays in its time loop's system (not the path's 37 arrays: every compiled
+    carries the sparse path as two empty arrays in its time loop's system (not the path's 38 arrays: every compiled
     call that takes the system counts each of its arrays), and its evaluations take the envelope path."""
     from recursive_mbd.integrate.runs import _Inputs, build_system  # noqa: PLC0415
 

@@ -43,8 +43,8 @@ ladder between two hanging chains) has full responses and a full envelope: the s
 m^3). Such a model (chosen once per model by a cost model, ``recursive_mbd.dynamics.loops.sparse_loop_structure``)
 solves with J M^-1 J^T through the sparse KKT factorisation of its absolute-coordinate system instead, O(N), where
 that finds J M^-1 J^T surely regular (``sparse_loop_solve``, derived in ``loops_sparse``): the evaluations
-(``loops_sparse``) and the projection's position and velocity steps (``project``). The normal route of the change point's search for the branch (QR or SVD of J, the projector's
-eigen-decomposition) is still dense.
+(``loops_sparse``) and the projection's position and velocity steps (``project``). The normal route of the change
+point's search for the branch (QR or SVD of J, the projector's eigen-decomposition) is still dense.
 """
 
 import math

@@ -43,8 +43,8 @@ The projection of the time loops and of ``rm.loops.project`` (``loops.project``:
 dq = -M^-1 J^T (J M^-1 J^T)^-1 phi and the velocity step qd -= M^-1 J^T (J M^-1 J^T)^-1 J qd, mass-orthogonal)
 solves with the same J M^-1 J^T: it takes the same factorisation with phi or J qd as the right-hand side and the
 same recursive pass (``loops.sparse_loop_solve``, shared with the evaluation here), step by step where the inertia
-count finds J M^-1 J^T surely regular for that step's cut-off, the envelope path's solve and rank decisions
-elsewhere.
+count finds J M^-1 J^T surely regular at the velocity step's threshold (the position steps too: ``loops.close_loops``
+says why), the envelope path's solves and rank decisions elsewhere.
 
 The path's arrays (the KKT structure and its workspace, ``loops.SparseLoopWork``: 38 arrays) ride in the loop
 structure as two flat arrays, ints and floats (``loops.pack``; ``loops.unpack`` takes views of them inside the
