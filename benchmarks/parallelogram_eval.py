@@ -24,6 +24,7 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one BLAS thread, before numpy loads OpenBLAS
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import inspect
 import json
 import subprocess
 import sys
@@ -62,6 +63,8 @@ def measure(n, theta):
     loop_args = (model.body_int, model.body_real, model.loop_int, model.loop_real)
     kernel_args = loop_args + structure
 
+    # the sparse KKT path's arrays where the projection takes them (empty for a row; the code before took none)
+    sparse = tuple(lw.sparse) if "sparse_ints" in inspect.signature(kernels.project.py_func).parameters else ()
     state = (ws.ws, ws.com, lw.acc)  # the workspaces the kernels share
     rows = (lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights)
 
@@ -116,6 +119,7 @@ def measure(n, theta):
             FILTER_RCOND,
             1e-9,
             branch,
+            *sparse,
         )
 
     return {

@@ -11,7 +11,8 @@ vertical at t = 0, tips at 1 m/s, gravity 9.81 m/s^2) simulated with projection 
 keeps every crank at one angle and one rate and the energy constant, and passes the collinear change points (the
 loop Jacobian loses n of its 2n rows there) about twice per revolution. Per n, route, method and tolerance
 rtol = atol (--tols; by default rm.simulate's own, rtol 1e-9 and atol 1e-12): wall and CPU time, steps and rejected
-steps per simulated second, function evaluations per step, the wall time per evaluation (ms/eval), the largest
+steps per simulated second, function evaluations per step, the wall time per evaluation (ms/eval) and per step
+(ms/step: the evaluations and the projection after the step), the largest
 relative energy error, the largest crank-rate split max_k |qd_k - qd_0| over the samples (the accepted steps), and
 whether both are within 1e-6; then the log-log slopes of the wall time per simulated second and per evaluation
 against n, from the smallest to the largest n (``--n 20 40 80 160 --t-end 5 --methods dopri5 --implicit``: the
@@ -32,8 +33,9 @@ route (the compiled kernels of the loop layer timed one by one, median of repeat
 Jacobian, the responses M^-1 J^T (recursive) or the Schur complement's tree solves (augmented), J M^-1 J^T, its
 factorisation and solve, the sparse KKT factorisation (both routes; the recursive route's, ``recursive_mbd._kernels.
 planar.loops_sparse``, forced on at every n, whether or not its cost model takes it there), the whole right-hand side
-by either path and the projection of the state, with the log-log slope of each part from the smallest to the largest
-n.
+by either path and the projection of the state moved 1e-9 off its loops in every coordinate and rate (OFF_LOOPS: a
+step's error; the recursive route's by either path, the sparse one through the same factorisation), with the log-log
+slope of each part from the smallest to the largest n.
 
 The projection's iterations are not counted: they happen inside the compiled time loop, which reports steps,
 rejections and evaluations only.
@@ -60,6 +62,7 @@ from test_loop_structure import ladder  # noqa: E402
 from test_singular import parallelograms  # noqa: E402  (the models of the tests, one definition)
 
 LADDER_TURN = 0.5  # rad: both chains turned, the rungs level (a closed state)
+OFF_LOOPS = 1e-9  # --profile: the projected state's offset from the loops [m, rad and their rates], a step's error
 
 
 def build(kind, n):
@@ -110,29 +113,31 @@ def row_of(n, route, method, tol, fig, t_end):
     label = "dt 1e-3" if method == "generalized_alpha" else "default" if tol is None else f"{tol:g}"
     if "error" in fig:
         return (n, route, method, label, f"stopped at {fig['t_reached']:.3g} s", f"{fig['cpu_s']:.1f} in all", "",
-                "", "", "", "", "", f"{fig['wall_s']:.1f}")
+                "", "", "", "", "", "", f"{fig['wall_s']:.1f}")
     ok = fig["energy_rel"] < 1e-6 and fig["rate_split"] < 1e-6
     return (n, route, method, label, f"{fig['wall_s'] / t_end:.3g}", f"{fig['cpu_s'] / t_end:.3g}",
             f"{fig['steps'] / t_end:.0f}",
             f"{fig['rejected'] / t_end:.1f}", f"{fig['nfev'] / max(fig['steps'], 1):.1f}",
-            f"{1e3 * fig['wall_s'] / max(fig['nfev'], 1):.3g}", f"{fig['energy_rel']:.1e}",
+            f"{1e3 * fig['wall_s'] / max(fig['nfev'], 1):.3g}", f"{1e3 * fig['wall_s'] / max(fig['steps'], 1):.3g}",
+            f"{fig['energy_rel']:.1e}",
             f"{fig['rate_split']:.1e}", "yes" if ok else "NO")
 
 
 def slopes(runs):
-    """Log-log slopes against n of the wall time per simulated second and per evaluation, from the smallest to the
-    largest n that finished, a line per route, method and tolerance: (route, method, tol, n from, n to, slopes)."""
+    """Log-log slopes against n of the wall time per simulated second, per evaluation and per step, from the smallest
+    to the largest n that finished, a line per route, method and tolerance: (route, method, tol, n from, n to,
+    slopes)."""
     lines = []
     for key in sorted({(r["route"], r["method"], r["tol"]) for r in runs}, key=str):
-        done = sorted((r["n"], r["wall_s"] / r["t_end"], r["wall_s"] / max(r["nfev"], 1)) for r in runs
+        done = sorted((r["n"], r["wall_s"] / r["t_end"], r["wall_s"] / max(r["nfev"], 1),
+                       r["wall_s"] / max(r["steps"], 1)) for r in runs
                       if (r["route"], r["method"], r["tol"]) == key and "error" not in r)
         if len(done) > 1 and done[-1][0] > done[0][0]:
-            (n0, cost0, eval0), (n1, cost1, eval1) = done[0], done[-1]
+            (n0, *cost0), (n1, *cost1) = done[0], done[-1]
             growth = np.log(n1 / n0)
             route, method, tol = key
             lines.append((route, method, "default" if tol is None else f"{tol:g}", n0, n1,
-                          f"{np.log(cost1 / cost0) / growth:.2f}",
-                          f"{np.log(eval1 / eval0) / growth:.2f}"))
+                          *(f"{np.log(b / a) / growth:.2f}" for a, b in zip(cost0, cost1, strict=True))))
     return lines
 
 
@@ -182,7 +187,6 @@ def profile(kind, n, theta=1e-3):
     from recursive_mbd._kernels.augmented import system as augmented_system  # noqa: PLC0415
     from recursive_mbd._kernels.augmented import tree  # noqa: PLC0415
     from recursive_mbd._kernels.planar import loops as kernels  # noqa: PLC0415
-    from recursive_mbd._kernels.planar import loops_sparse  # noqa: PLC0415
     from recursive_mbd._kernels.timeloops import integrators  # noqa: PLC0415
     from recursive_mbd.dynamics.augmented import TimeLoop  # noqa: PLC0415
     from recursive_mbd.dynamics.loops import loop_workspace, sparse_loop_structure  # noqa: PLC0415
@@ -217,8 +221,8 @@ def profile(kind, n, theta=1e-3):
     clock("rec: factor + solve", lambda: kernels.regular_solve_envelope(gram, first, rhs, 1e-8, out))
     chosen = lw.sparse[0].size > 0  # the cost model's choice; the path forced on to time it at every n
     lw.sparse = sparse_loop_structure(model, pattern, use=True)
-    system = RecursiveTimeLoop(model, inputs).system
-    sparse_kkt_arrays, work = loops_sparse.unpack(*lw.sparse)  # views of the arrays the system holds
+    system = RecursiveTimeLoop(model, inputs, stabilization="projection").system
+    sparse_kkt_arrays, work = kernels.unpack(*lw.sparse)  # views of the arrays the system holds
     y = np.r_[q, qd, 0.0, 0.0]
     dy = np.empty_like(y)
     for path in (0, 1):
@@ -230,14 +234,18 @@ def profile(kind, n, theta=1e-3):
         model.body_int, model.body_real, work.row_start, work.fac, work.aux_body, work.aux_coef, work.aux_rhs,
         kernels.REGULAR_RCOND_MARGIN * 1e-8, kernels.REGULAR_ZONE_MARGIN * 1e-6, work.zdd, work.lam, work.info,
         sparse_kkt_arrays))
-    sparse_kkt_arrays.use[0] = 1 if chosen else 0
     projected = y.copy()
 
     def project(system, start):
         projected[:] = start
         return integrators.project_state(callback, key, system, 0.0, projected)
 
-    clock("rec: projection", lambda: project(system, y))
+    # the projection after a step: the state moved OFF_LOOPS off its loops (positions and rates), as a step's error
+    off = y + OFF_LOOPS * np.sin(1.0 + np.arange(y.size))
+    for path in (0, 1):
+        sparse_kkt_arrays.use[0] = path
+        clock(f"rec: projection, {'sparse KKT' if path else 'envelope'}", lambda: project(system, off))
+    sparse_kkt_arrays.use[0] = 1 if chosen else 0
     # augmented route: the tree factor and solve, the joints' whole blocks, the loop rows, the Schur complement's
     # tree solves, its factorisation and solve, the sparse KKT path, the whole right-hand side either way
     system = TimeLoop(model, inputs, stabilization="projection").system
@@ -251,7 +259,7 @@ def profile(kind, n, theta=1e-3):
               lambda: augmented_system.system_rhs(callback, key, system, 0.0, y, dy))
     system.kkt.use[0] = use
     projected = y.copy()
-    clock("aug: projection", lambda: project(system, y))
+    clock("aug: projection", lambda: project(system, y + OFF_LOOPS * np.sin(1.0 + np.arange(y.size))))
     s = system
     clock("aug: tree factor + solve", lambda: tree.factor_and_solve(
         s.body_int, s.body_real, s.gravity, s.row_start, s.z, s.zd, s.tau, s.wrench, s.stab, s.factor, s.scratch,
@@ -307,13 +315,13 @@ def main(sizes=(5, 10, 20, 40, 80), t_end=20.0, routes=("recursive", "augmented"
     print(f"\n{what}, {t_end:g} s simulated, projection; per simulated second (machine shared: "
           f"wall times are indicative, CPU times of this process less so; load {os.getloadavg()[0]:.1f} now)")
     print_table(("n", "route", "method", "tol", "wall [s]", "CPU [s]", "steps", "rejected", "evals/step",
-                 "ms/eval", "max |dE/E|", "max split [rad/s]" if kind == "row" else "max |phi| [m]", "1e-6 met"),
-                rows)
+                 "ms/eval", "ms/step", "max |dE/E|", "max split [rad/s]" if kind == "row" else "max |phi| [m]",
+                 "1e-6 met"), rows)
     growth = slopes(runs)
     if growth:
         print("\ngrowth with n (log-log slope from the smallest to the largest n)")
-        print_table(("route", "method", "tol", "n from", "n to", "wall per simulated s", "wall per evaluation"),
-                    growth)
+        print_table(("route", "method", "tol", "n from", "n to", "wall per simulated s", "wall per evaluation",
+                     "wall per step"), growth)
     path = write_json(name, {"model": kind, "t_end": t_end, "runs": runs, "slopes": [list(line) for line in growth]})
     print(f"wrote {path}")
     figure = plot(runs, RESULTS / f"{name}.png", kind)

@@ -3,7 +3,9 @@
 ``_kernels.planar.loops`` (the reference: J M^-1 J^T from the responses, Cholesky or eigen-decomposition) on ladders,
 random trees with loops and a row of parallelograms; the cost model takes it for ladders and not for a row; near a
 change point it falls back to the envelope path, whose numbers it then returns bit for bit; the time loops take it
-on every evaluation of a ladder. Which path ran is read from the structure's counters, not from timing."""
+on every evaluation of a ladder. The projection (``rm.loops.project`` and the time loops') solves with J M^-1 J^T
+by the same path, and its projected states are the envelope path's. Which path ran is read from the structure's
+counters, not from timing."""
 
 import numpy as np
 import pytest
@@ -13,16 +15,17 @@ from test_singular import parallelograms
 
 import recursive_mbd as rm
 from recursive_mbd._kernels.planar import loops as kernels
-from recursive_mbd._kernels.planar.loops_sparse import FIELDS, pack, sparse_loop_work, unpack
+from recursive_mbd._kernels.planar.loops import FIELDS, pack, sparse_loop_work, unpack
 from recursive_mbd._kernels.sparse_kkt import empty_kkt_structure
 from recursive_mbd.dynamics.loops import loop_dynamics, loop_workspace, project, sparse_loop_structure
 
 
-def _switches(model):
+def _switches(model, projection=False):
     """(use (1,), stats (2,)) of the model's sparse path (views of its packed arrays): the path on/off, and the
-    evaluations it solved and those that fell back to the envelope path."""
+    evaluations it solved and those that fell back to the envelope path (``projection``: the projection's solves
+    it took and those that fell back)."""
     kkt, work = unpack(*loop_workspace(model)[1].sparse)
-    return kkt.use, work.stats
+    return kkt.use, work.stats[2:] if projection else work.stats[:2]
 
 
 def _force_sparse(model):
@@ -220,19 +223,24 @@ class _no_warning:
         return False
 
 
-def test_time_loop_takes_the_sparse_path_on_every_evaluation():
-    """rm.simulate of a ladder (dopri5, projection) solves every evaluation's multipliers by the sparse path, and
-    its motion is the envelope path's to well below the tolerance (at rtol = atol = 1e-11: at the default 1e-9 a
-    step whose error estimate lies at the acceptance threshold may be taken by one path and rejected by the other,
-    and the motions then part by the tolerance, 4e-9 here, although every evaluation agrees to 1e-14)."""
+def test_time_loop_takes_the_sparse_path_on_every_evaluation_and_projection():
+    """rm.simulate of a ladder of 8 rungs (dopri5, projection; the cost model takes the sparse path, no forcing)
+    solves every evaluation's multipliers and every projection's position and velocity steps by the sparse path
+    (two solves a step at least, none falling back), and its motion is the envelope path's to well below the
+    tolerance (at rtol = atol = 1e-11: at the default 1e-9 a step whose error estimate lies at the acceptance
+    threshold may be taken by one path and rejected by the other, and the motions then part by the tolerance, 4e-9
+    here, although every evaluation agrees to 1e-14)."""
     n = 8
     model, q0 = ladder(n)
     model.compile()
+    assert loop_workspace(model)[1].sparse[0].size > 0
     q, qd, _ = _closed_state(model, q0, 3, spread=0.2)
     use, stats = _switches(model)
-    before = stats.copy()
+    _, projections = _switches(model, projection=True)
+    before, projections_before = stats.copy(), projections.copy()
     res = rm.simulate(model, q, qd, 0.3, rtol=1e-11, atol=1e-11)
     assert stats[1] == before[1] and stats[0] - before[0] >= res.nfev > 0  # and the output samples' evaluations
+    assert projections[1] == projections_before[1] and projections[0] - projections_before[0] >= 2 * res.nsteps
     use[0] = 0
     try:
         reference = rm.simulate(model, q, qd, 0.3, rtol=1e-11, atol=1e-11)
@@ -242,6 +250,91 @@ def test_time_loop_takes_the_sparse_path_on_every_evaluation():
     assert res.t[-1] == reference.t[-1] and abs(res.nsteps - reference.nsteps) <= 2
     assert np.abs(res.q[-1] - reference.q[-1]).max() < 1e-11
     assert np.abs(res.qd[-1] - reference.qd[-1]).max() < 1e-10
+
+
+def _both_projections(model, q, qd):
+    """(sparse path's rm.loops.project, envelope path's, counts (solves by the sparse path, fallbacks) of the
+    first)."""
+    use, stats = _switches(model, projection=True)
+    assert use[0] == 1
+    before = stats.copy()
+    sparse = project(model, q, qd)
+    counts = stats - before
+    use[0] = 0
+    try:
+        envelope = project(model, q, qd)
+    finally:
+        use[0] = 1
+    assert np.array_equal(stats - before, counts)  # the envelope path counts nothing
+    return sparse, envelope, counts
+
+
+def _mass_orthogonal(model, q, qd):
+    """qd - M^-1 J^T (J M^-1 J^T)^-1 J qd at q from the dense M and J: the rates that ``project`` returns at its q."""
+    _, _, jac, _ = rm.loops.constraints(model, q)
+    resp = np.linalg.solve(rm.mass_matrix(model, q), jac.T)
+    return qd - resp @ np.linalg.solve(jac @ resp, jac @ qd)
+
+
+@pytest.mark.parametrize("n", [5, 20, 40])
+def test_ladder_projection_takes_the_sparse_path_and_agrees(n):
+    """rm.loops.project of a ladder moved 0.05 rad a joint off its loops (metres open at 40 rungs) solves its
+    Gauss-Newton steps and its velocity step by the sparse path (5 rungs forced onto it), and the projected state
+    is the envelope path's to 1e-10 relative; it closes the loops, and its rates are the mass-orthogonal
+    projection of the given ones at the projected q (dense M and J)."""
+    model, q0 = ladder(n)
+    model.compile()
+    if n < 10:
+        _force_sparse(model)
+    rng = np.random.default_rng(n + 100)
+    q_start, qd_start = q0 + 0.05 * rng.standard_normal(model.nq), rng.standard_normal(model.nq)
+    (q, qd, gap), (q_env, qd_env, _), counts = _both_projections(model, q_start, qd_start)
+    assert counts[0] >= 3 and counts[1] == 0  # two position steps at least, and the velocity step
+    assert rel_err(q, q_env) < 1e-10 and rel_err(qd, qd_env) < 1e-10
+    phi, phid, _, _ = rm.loops.constraints(model, q, qd)
+    assert gap < 1e-12 * n and np.abs(phi).max() < 1e-12 * n
+    assert np.abs(phid).max() < 1e-12 * np.abs(qd_start).max() * n
+    assert rel_err(qd, _mass_orthogonal(model, q, qd_start)) < 1e-10
+
+
+@pytest.mark.parametrize("index", [3, 17, 40, 77, 121])
+def test_random_trees_with_loops_project_alike(index):
+    """Random trees (revolute, prismatic, planar and fixed joints) with distance loops, the sparse path forced, moved
+    off their loops: every solve of the projection is the sparse path's, and the projected state is the envelope
+    path's to 1e-10 relative, its rates the mass-orthogonal projection of the given ones."""
+    model, q = _random_loop_model(index)
+    model.compile()
+    _force_sparse(model)
+    rng = np.random.default_rng(index + 2)
+    q_start, qd_start = q + 0.01 * rng.standard_normal(model.nq), rng.standard_normal(model.nq)
+    with np.errstate(all="ignore"):
+        sparse, envelope, counts = _both_projections(model, q_start, qd_start)
+    assert counts[0] >= 2 and counts[1] == 0
+    assert rel_err(sparse[0], envelope[0]) < 1e-10 and rel_err(sparse[1], envelope[1]) < 1e-10
+    assert rel_err(sparse[1], _mass_orthogonal(model, sparse[0], qd_start)) < 1e-10
+
+
+def test_row_projection_falls_back_near_its_change_point():
+    """A row of twelve parallelograms forced onto the sparse path: 1 rad from its change points the projection
+    solves by the path and agrees with the envelope path to 1e-10 relative; 1e-2 rad and closer (J M^-1 J^T
+    conditioned 1e5 and worse, its weak eigenvalues in the change point's zone) every solve falls back, and the
+    projected state is the envelope path's bit for bit (its rank decisions and branch solves as without the path)."""
+    n = 12
+    model, _, _ = parallelograms(n)
+    model.compile()
+    _force_sparse(model)
+    rng = np.random.default_rng(5)
+    for theta in (1.0, 1e-2, 1e-3, 0.0):
+        q_start = np.r_[np.full(n + 1, theta), np.full(n, -theta)] + 1e-4 * rng.standard_normal(model.nq)
+        qd_start = rng.standard_normal(model.nq)
+        with np.errstate(all="ignore"):
+            sparse, envelope, counts = _both_projections(model, q_start, qd_start)
+        if theta == 1.0:
+            assert counts[0] >= 2 and counts[1] == 0
+            assert rel_err(sparse[0], envelope[0]) < 1e-10 and rel_err(sparse[1], envelope[1]) < 1e-10
+        else:
+            assert counts[0] == 0 and counts[1] >= 2
+            assert all(np.array_equal(a, b) for a, b in zip(sparse, envelope, strict=True))
 
 
 def test_packed_arrays_unpack_to_the_arrays_packed():
@@ -269,7 +362,7 @@ def test_packed_arrays_unpack_to_the_arrays_packed():
 @pytest.mark.parametrize("case", ["four_bar", "slider_crank", "row"])
 def test_small_loop_models_carry_two_empty_arrays(case):
     """A model whose cost model keeps the envelope path (the four-bar, the slider-crank, a row of parallelograms)
-    carries the sparse path as two empty arrays in its time loop's system (not the path's 37 arrays: every compiled
+    carries the sparse path as two empty arrays in its time loop's system (not the path's 38 arrays: every compiled
     call that takes the system counts each of its arrays), and its evaluations take the envelope path."""
     from recursive_mbd.integrate.runs import _Inputs, build_system  # noqa: PLC0415
 

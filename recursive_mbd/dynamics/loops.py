@@ -10,7 +10,8 @@ on body b -sum_r lambda_r w_b,r at P_b (``_kernels.planar.loops``). For a revolu
 exerts on body a, negated per axis: F_a = -(lambda_0, lambda_1). ``loop_dynamics`` solves the recursive way in
 O(N m + m^3) at most (``_kernels.planar.loops``: O(N) for a row of loops, whose J M^-1 J^T is banded; where the
 loops all reach the same chains, as on a ladder, the multipliers come from the sparse KKT factorisation of the
-absolute-coordinate system instead, ``_kernels.planar.loops_sparse``, chosen per model by ``sparse_loop_structure``);
+absolute-coordinate system instead, ``_kernels.planar.loops_sparse``, chosen per model by ``sparse_loop_structure``,
+and so do the projection's steps, ``project``: O(N) an evaluation and a step along a ladder);
 ``forward_dynamics(..., method="mass_matrix")`` solves the dense KKT system as an independent check.
 """
 
@@ -136,12 +137,13 @@ def _sparse_cost(model, tree_rows, l_count):
 
 
 def sparse_loop_structure(model, pattern, use=None):
-    """The arrays of the multipliers' sparse KKT path (``_kernels.planar.loops_sparse``), packed in two
-    (``loops_sparse.pack``): the KKT structure with the loop rows inside (``_kernels.sparse_kkt.kkt_pattern``, its
-    ``use`` set) and a ``loops_sparse.SparseLoopWork``. ``use`` None: taken where the cost model (``_envelope_cost``,
-    ``_sparse_cost``) finds the sparse path cheaper, as along a ladder (J M^-1 J^T full); a row of loops keeps its
-    banded envelope. A model that does not take it (or has no loops) gets two empty arrays (one compiled signature).
-    pattern: the model's ``loop_structure``."""
+    """The arrays of the sparse KKT path of the multipliers and the projection (``_kernels.planar.loops_sparse``),
+    packed in two (``_kernels.planar.loops.pack``): the KKT structure with the loop rows inside
+    (``_kernels.sparse_kkt.kkt_pattern``, its ``use`` set) and a ``_kernels.planar.loops.SparseLoopWork``. ``use``
+    None: taken where the cost model (``_envelope_cost``, ``_sparse_cost``: an evaluation's multiplier solve; the
+    projection's solves with J M^-1 J^T compare alike) finds the sparse path cheaper, as along a ladder (J M^-1 J^T
+    full); a row of loops keeps its banded envelope. A model that does not take it (or has no loops) gets two empty
+    arrays (one compiled signature). pattern: the model's ``loop_structure``."""
     m, n, nq = model.nconstraints, model.nbodies, model.nq
     if m and use is not False:
         row_start = sparse_kkt.joint_row_starts(model.joint_type)
@@ -151,10 +153,10 @@ def sparse_loop_structure(model, pattern, use=None):
         if use or _sparse_cost(model, tree_rows, np.ones(3 * n + tree_rows + m)) < envelope:
             kkt = sparse_kkt.kkt_pattern(model.body_parent, model.loop_int, model.loop_rows, row_start, True)
             if use or _sparse_cost(model, tree_rows, np.diff(kkt.l_start)) < envelope:
-                work = sparse_kernels.sparse_loop_work(n, nq, tree_rows, m)
+                work = kernels.sparse_loop_work(n, nq, tree_rows, m)
                 work.row_start[:] = row_start
-                return sparse_kernels.pack(kkt, work)
-    return sparse_kernels.no_sparse_path()
+                return kernels.pack(kkt, work)
+    return kernels.no_sparse_path()
 
 
 def attach_loop_workspace(ws, model, make):
@@ -285,7 +287,9 @@ def project(model, q, qd, *, free=None, tol=1e-12, max_iter=20):
     the steps may grow before they converge (a long ladder moved 0.05 rad in every joint starts metres open); the
     iteration stops early only once max |phi| is below ``sqrt(tol)`` and the steps stop shrinking (round-off).
     Raises ModelError, naming the loop with the largest gap, when the loops are still open (max |phi| above
-    ``sqrt(tol)``) after the max_iter + 1 steps allowed.
+    ``sqrt(tol)``) after the max_iter + 1 steps allowed. Where the model takes the sparse KKT path
+    (``sparse_loop_structure``: a ladder) and no coordinate is held, each step solves with J M^-1 J^T through it
+    where it finds J M^-1 J^T surely regular (O(N) a step instead of O(N m + m^3)); the same state to round-off.
     """
     ws, lw = loop_workspace(model)
     q = as_vector(model, q, "q").copy()
@@ -297,7 +301,8 @@ def project(model, q, qd, *, free=None, tol=1e-12, max_iter=20):
     status, worst, steps = kernels.project(model.body_int, model.body_real, model.loop_int, model.loop_real,
                                            lw.pattern, q, qd, driven, ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac,
                                            lw.gamma, lw.weights, lw.resp, resp_drive, ws.zeros, lw.no_gravity, tol,
-                                           int(max_iter), POSITION_RCOND, FILTER_RCOND, np.sqrt(tol), _NO_BRANCH)
+                                           int(max_iter), POSITION_RCOND, FILTER_RCOND, np.sqrt(tol), _NO_BRANCH,
+                                           *lw.sparse)
     kind, index = L.decode_status(status)
     if kind == L.STATUS_LOOPS_OPEN:
         raise ModelError(f"the loops cannot be closed near this state: loop {model.loop_names[index]!r} stays open, "

@@ -40,11 +40,15 @@ their dense (m, nq) arrays, but only those entries are written and read: O(N + e
 an envelope of width b, linear in n for a row of n parallelograms (3 entries of J, 4 of the responses a row,
 b = 3); so are the change point's J J^T products (``normal_matrix``). A tree whose loops all reach one subtree (a
 ladder between two hanging chains) has full responses and a full envelope: the same work as dense arrays, O(N m +
-m^3). The normal route of the change point's search for the branch (QR or SVD of J, the projector's
-eigen-decomposition) is still dense.
+m^3). Such a model (chosen once per model by a cost model, ``recursive_mbd.dynamics.loops.sparse_loop_structure``)
+solves with J M^-1 J^T through the sparse KKT factorisation of its absolute-coordinate system instead, O(N), where
+that finds J M^-1 J^T surely regular (``sparse_loop_solve``, derived in ``loops_sparse``): the evaluations
+(``loops_sparse``) and the projection's position and velocity steps (``project``). The normal route of the change
+point's search for the branch (QR or SVD of J, the projector's eigen-decomposition) is still dense.
 """
 
 import math
+from collections import namedtuple
 
 import numba
 import numpy as np
@@ -78,6 +82,7 @@ from ..layout import (
     STATUS_OK,
     TH,
 )
+from ..sparse_kkt import F_WIDTH, KKTStructure, loop_solve, tree_residuals
 from .tree import com_kinematics, forward_dynamics, inverse_dynamics, motion_column
 
 njit = numba.njit(cache=True, error_model="numpy", _nrt=True)
@@ -1645,6 +1650,9 @@ def _branch_search(body_int, body_real, loop_int, loop_real, pattern, q, qd, ws,
         return STATUS_OK, np.int64(0), tangent, speed, step, rows
     no_driven = np.zeros(0, dtype=np.uint8)
     no_resp_drive = np.zeros((m, 0))
+    # the displaced points close inside the zone, where J M^-1 J^T is not surely regular: the envelope path alone
+    no_sparse_ints = np.zeros(0, dtype=np.int64)
+    no_sparse_floats = np.zeros(0)
     gram = np.empty((m, m))
     status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac, gamma,
                               weights)
@@ -1665,7 +1673,7 @@ def _branch_search(body_int, body_real, loop_int, loop_real, pattern, q, qd, ws,
                 status, gap, _ = close_loops(body_int, body_real, loop_int, loop_real, pattern, shifted, qd, no_driven,
                                              ws, com, acc, phi, phid, jac, gamma, weights, resp, no_resp_drive, zeros,
                                              no_gravity, tol, np.int64(20),  # int64, not Literal[int](20): one compile
-                                             rcond_position, 1e3 * tol)
+                                             rcond_position, 1e3 * tol, no_sparse_ints, no_sparse_floats, 0.0)
                 if status != STATUS_OK or not gap <= 1e3 * tol:
                     rank = np.int64(-1)
                     break
@@ -1929,6 +1937,191 @@ def constrained_dynamics(body_int, body_real, gravity, loop_int, loop_real, patt
     return STATUS_OK
 
 
+# ---- the sparse KKT path's solve (``loops_sparse``, whose docstring derives it): the loop rows' J M^-1 J^T solved
+# through the sparse LDL^T of the tree's absolute-coordinate KKT matrix with the loop rows inside, O(N) for a ladder.
+# Its arrays and solve live here, below ``loops_sparse``, because the projection (``close_loops``, ``project``)
+# takes its solves too.
+
+SparseLoopWork = namedtuple(
+    "SparseLoopWork",
+    [
+        "stats",  # (4,) int64: evaluations solved by the sparse factorisation, evaluations that fell back; the
+        # projection's solves (Gauss-Newton and velocity steps) solved by it, and those that fell back
+        "row_start",  # (nbodies + 1,) int64: the first tree row of each body's joint (the augmented route's order)
+        "z",
+        "zd",  # (nbodies, 3): centre-of-mass position and angle, and their rates
+        "fac",  # (nbodies, tree.F_WIDTH): the joints' blocks (``tree.tree_residuals``)
+        "scratch",  # (4, 3)
+        "res",  # (tree rows,): the joints' residuals (not read)
+        "aux_body",  # (m, 2) int64: the loop rows' bodies (-1: the ground)
+        "aux_coef",  # (m, 6): E, the loop rows' coefficients on z of their two bodies
+        "aux_rhs",  # (m,): the right-hand side of the loop rows, -rhs
+        "aux_res",  # (m,): the loop residuals (not read)
+        "zdd",  # (nbodies, 3): the correction of z'' (not read)
+        "lam",  # (tree rows + m,): the KKT solve's multipliers, the loop rows' last
+        "info",  # (2,) int64
+        "wrench",  # (nbodies, 3): the loop forces -E^T lambda at the centres of mass
+        "dqdd",  # (nq,): -M^-1 J^T lambda
+        "zero_stab",  # (4,): zeros, the projection's Baumgarte terms and gravity (its loop rows' right-hand side
+        # is set apart)
+    ],
+)
+
+
+@njit
+def absolute_state(body_int, ws, com, z, zd):
+    """z, zd (nbodies, 3) = the centres of mass and angles, and their rates, from the kinematics that
+    ``loop_constraints`` leaves (com (nbodies, 4), the angles and rates in ws)."""
+    for i in range(body_int.shape[0]):
+        z[i, 0] = com[i, 0]
+        z[i, 1] = com[i, 1]
+        z[i, 2] = ws[i, TH]
+        zd[i, 0] = com[i, 2]
+        zd[i, 1] = com[i, 3]
+        zd[i, 2] = ws[i, OM]
+
+
+@njit
+def sparse_loop_solve(body_int, body_real, loop_int, loop_real, q, driven, ws, zeros, no_gravity, stab, rhs, rcond,
+                      zone, kkt, work, lam, out):
+    """lam = (J M^-1 J^T)^-1 rhs (m,) and out = -M^-1 J^T lam (nq,) by the sparse KKT factorisation (``loops_sparse``)
+    where its inertia count finds J M^-1 J^T surely regular for the solve it replaces, whose cut-offs are rcond
+    (relative to the rows' scale) and zone (its weak eigenvalues, 0: none): (status, True); (STATUS_OK, False)
+    elsewhere, lam and out untouched (the caller solves the envelope way). rhs may be lam itself.
+
+    work.z, work.zd hold the absolute state at q (``absolute_state``); no joint may be driven (driven of shape
+    (0,)). stab: the (alpha, beta) of the loop rows (``loop_rows``; their right-hand side is set here, so any);
+    no_gravity (2,) zero. Leaves ws at out's pass (at rest, no gravity: the loop forces -E^T lam as wrenches)."""
+    status = loop_rows(loop_int, loop_real, work.z, work.zd, stab, work.aux_body, work.aux_coef, work.aux_rhs,
+                       work.aux_res)
+    if status != STATUS_OK:
+        return status, True
+    # K (x, y, mu) = (0, 0, -rhs) on E z'' = g with z''0 = 0
+    m = rhs.shape[0]
+    aux_rhs = work.aux_rhs
+    for r in range(m):
+        aux_rhs[r] = -rhs[r]
+    work.zdd[:, :] = 0.0
+    work.lam[:] = 0.0
+    tree_residuals(body_int, body_real, work.row_start, work.z, work.zd, work.fac, work.scratch, work.res)
+    zone = max(zone, REGULAR_RCOND_MARGIN * rcond / REGULAR_ZONE_MARGIN)
+    if not loop_solve(body_int, body_real, work.row_start, work.fac, work.aux_body, work.aux_coef, aux_rhs,
+                      REGULAR_RCOND_MARGIN * rcond, REGULAR_ZONE_MARGIN * zone, work.zdd, work.lam, work.info, kkt):
+        return STATUS_OK, False
+    mt = work.lam.shape[0] - m
+    force = work.wrench
+    force[:, :] = 0.0
+    aux_body = work.aux_body
+    aux_coef = work.aux_coef
+    for r in range(m):  # the loop forces -E^T lambda on the rows' bodies
+        lam[r] = work.lam[mt + r]
+        for side in range(2):
+            body = aux_body[r, side]
+            if body >= 0:
+                for col in range(3):
+                    force[body, col] -= lam[r] * aux_coef[r, 3 * side + col]
+    # -M^-1 J^T lambda: their accelerations from rest without gravity (the responses' pass, loaded by all rows)
+    status = forward_dynamics(body_int, body_real, no_gravity, q, zeros, zeros, force, driven, ws, out, out[:0])
+    return status, True
+
+
+@njit
+def _sparse_step(body_int, body_real, loop_int, loop_real, q, driven, ws, com, zeros, no_gravity, rhs, rcond, zone,
+                 sparse_ints, sparse_floats, coef, out):
+    """A solve of the projection (``close_loops``, ``project``) by the sparse KKT path (``sparse_loop_solve``) where
+    the model's structure takes it (sparse_ints, sparse_floats: ``pack``, not empty, its ``use`` set), no joint is
+    held and J M^-1 J^T is surely regular at q (ws, com: ``loop_constraints`` at q): coef = (J M^-1 J^T)^-1 rhs,
+    out = -M^-1 J^T coef, (status, True), counted in the workspace's stats[2]; (STATUS_OK, False) elsewhere, counted
+    in stats[3] where the model takes the path: the caller solves the envelope way."""
+    if sparse_ints.shape[0] == 0 or driven.shape[0] > 0:
+        return STATUS_OK, False
+    kkt, work = unpack(sparse_ints, sparse_floats)
+    if kkt.use[0] == 0:
+        return STATUS_OK, False
+    absolute_state(body_int, ws, com, work.z, work.zd)
+    status, solved = sparse_loop_solve(body_int, body_real, loop_int, loop_real, q, driven, ws, zeros, no_gravity,
+                                       work.zero_stab, rhs, rcond, zone, kkt, work, coef, out)
+    if status == STATUS_OK:
+        work.stats[2 if solved else 3] += 1
+    return status, solved
+
+
+# ---- the path's arrays packed in two (``pack``): ints = a header of (offset, rows, columns) per array in FIELDS
+# order (columns 0: one-dimensional), then the int64 arrays; floats = the float64 arrays, at their offsets. Every
+# compiled call that takes the time loop's system counts each array of it up and down, and a small loop model (a
+# four-bar) that keeps the envelope path carries two empty arrays instead of 38.
+FIELDS = KKTStructure._fields + SparseLoopWork._fields
+HEADER = 3 * len(FIELDS)
+
+
+@njit
+def _vector(ints, data, f):
+    """Array f of FIELDS (one-dimensional) as a view of data (ints or floats)."""
+    at = ints[3 * f]
+    return data[at:at + ints[3 * f + 1]]
+
+
+@njit
+def _matrix(ints, data, f):
+    """Array f of FIELDS (two-dimensional, C order) as a view of data."""
+    at = ints[3 * f]
+    rows = ints[3 * f + 1]
+    cols = ints[3 * f + 2]
+    return data[at:at + rows * cols].reshape((rows, cols))
+
+
+@njit
+def unpack(ints, floats):
+    """(KKTStructure, SparseLoopWork) as views of the packed arrays (``pack``): nothing copied or allocated. ints must
+    hold the header (not the empty arrays of ``no_sparse_path``: numba does not check the bounds), as the callers
+    (``loops_sparse.sparse_constrained_dynamics``, ``_sparse_step``) check before they call this."""
+    kkt = KKTStructure(
+        _vector(ints, ints, 0), _vector(ints, ints, 1), _vector(ints, ints, 2), _vector(ints, ints, 3),
+        _vector(ints, floats, 4), _vector(ints, ints, 5), _vector(ints, ints, 6), _vector(ints, ints, 7),
+        _vector(ints, ints, 8), _vector(ints, floats, 9), _vector(ints, floats, 10), _vector(ints, floats, 11),
+        _vector(ints, ints, 12), _vector(ints, ints, 13), _vector(ints, floats, 14), _vector(ints, ints, 15),
+        _matrix(ints, ints, 16), _matrix(ints, ints, 17), _matrix(ints, ints, 18), _vector(ints, ints, 19),
+        _vector(ints, ints, 20))
+    w = 21
+    work = SparseLoopWork(
+        _vector(ints, ints, w), _vector(ints, ints, w + 1), _matrix(ints, floats, w + 2),
+        _matrix(ints, floats, w + 3), _matrix(ints, floats, w + 4), _matrix(ints, floats, w + 5),
+        _vector(ints, floats, w + 6), _matrix(ints, ints, w + 7), _matrix(ints, floats, w + 8),
+        _vector(ints, floats, w + 9), _vector(ints, floats, w + 10), _matrix(ints, floats, w + 11),
+        _vector(ints, floats, w + 12), _vector(ints, ints, w + 13), _matrix(ints, floats, w + 14),
+        _vector(ints, floats, w + 15), _vector(ints, floats, w + 16))
+    return kkt, work
+
+
+def pack(kkt, work):
+    """(ints, floats): the arrays of a KKTStructure and a SparseLoopWork packed for ``unpack`` (copies; the kernels
+    work on the packed arrays)."""
+    arrays = tuple(kkt) + tuple(work)
+    ints = [np.zeros(HEADER, dtype=np.int64)]
+    floats = []
+    used = {np.dtype(np.int64): HEADER, np.dtype(np.float64): 0}
+    for f, a in enumerate(arrays):
+        assert a.ndim in (1, 2) and a.dtype in used, (FIELDS[f], a.dtype, a.ndim)
+        ints[0][3 * f:3 * f + 3] = used[a.dtype], a.shape[0], a.shape[1] if a.ndim == 2 else 0
+        used[a.dtype] += a.size
+        (ints if a.dtype == np.int64 else floats).append(a.ravel())
+    return np.concatenate(ints), np.concatenate(floats) if floats else np.zeros(0)
+
+
+def sparse_loop_work(n, nq, tree_rows, m):
+    """A SparseLoopWork for n bodies, nq coordinates, the tree's rows and m loop rows (zeros)."""
+    return SparseLoopWork(
+        np.zeros(4, dtype=np.int64), np.zeros(n + 1, dtype=np.int64), np.zeros((n, 3)), np.zeros((n, 3)),
+        np.zeros((n, F_WIDTH)), np.zeros((4, 3)), np.zeros(tree_rows), np.full((m, 2), -1, dtype=np.int64),
+        np.zeros((m, 6)), np.zeros(m), np.zeros(m), np.zeros((n, 3)), np.zeros(tree_rows + m),
+        np.zeros(2, dtype=np.int64), np.zeros((n, 3)), np.zeros(nq), np.zeros(4))
+
+
+def no_sparse_path():
+    """The two empty arrays of a model that keeps the envelope path."""
+    return np.zeros(0, dtype=np.int64), np.zeros(0)
+
+
 @njit
 def _closure_solve(gram, first, rhs, rcond, out):
     """out = f(G) rhs of ``filtered_solve`` for the Gauss-Newton steps of ``close_loops`` without the
@@ -1952,7 +2145,8 @@ def _closure_solve(gram, first, rhs, rcond, out):
 
 @njit
 def close_loops(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws, com, acc, phi, phid, jac, gamma,
-                weights, resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position, far):
+                weights, resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position, far, sparse_ints,
+                sparse_floats, sparse_zone):
     """The Gauss-Newton position steps of ``project`` on q in place; returns (status, max |phi| at the last
     evaluation, the number of steps taken). Leaves ws, jac, resp of an iterate, not necessarily of the final q
     (without driven joints resp on the response columns of ``loop_pattern`` only).
@@ -1960,12 +2154,22 @@ def close_loops(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven
     A step that is not below half the one before ends the iteration as round-off (or no progress) only where
     max |phi| is within ``far`` (the gap the caller accepts as closed): farther off, Gauss-Newton steps grow before
     they converge (a ladder of 40 rungs with every joint moved by 0.05 rad starts 19 m open, and its third step is
-    five times its second), and the iteration goes on, up to max_iter + 1 steps."""
+    five times its second), and the iteration goes on, up to max_iter + 1 steps.
+
+    Each step's solve is the sparse KKT path's where the model's structure takes it (sparse_ints, sparse_floats:
+    ``pack``; two empty arrays: never) and every eigenvalue of J M^-1 J^T at the iterate is surely above
+    REGULAR_ZONE_MARGIN sparse_zone times the largest (``_sparse_step``: the same step to round-off, O(N) for a
+    ladder), the envelope's (``_closure_solve``) elsewhere. ``project`` passes its velocity step's threshold: the
+    position cut-off alone (REGULAR_RCOND_MARGIN rcond_position, 1e-9) would take the sparse path well inside a
+    change point's zone, where J M^-1 J^T is conditioned up to 1e9 and two factorisations' round-off parts the
+    closed positions by up to 1e-9 relative (a row of parallelograms 1e-3 rad from its change point, forced onto
+    the path); there the envelope's steps stay as they were."""
     m = phi.shape[0]
     nq = q.shape[0]
     coef = np.empty(m)
-    gram = np.empty((m, m))
+    gram = np.empty((0, 0))  # allocated at the first step solved the envelope way
     first = np.empty(m, dtype=np.int64)
+    dq = np.empty(nq if sparse_ints.shape[0] > 0 else 0)
     worst = np.inf
     last_step = np.inf
     steps = 0
@@ -1980,21 +2184,35 @@ def close_loops(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven
         worst = size
         if size == 0.0:
             break
-        status = _responses_and_gram(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity,
-                                     pattern, gram, first)
+        status, solved = _sparse_step(body_int, body_real, loop_int, loop_real, q, driven, ws, com, zeros, no_gravity,
+                                      phi, rcond_position, sparse_zone, sparse_ints, sparse_floats, coef, dq)
         if status != STATUS_OK:
             return status, worst, steps
-        if not _closure_solve(gram, first, phi, rcond_position, coef):
-            return STATUS_NONFINITE_STATE, worst, steps
         step = 0.0
-        for k in range(nq):
-            step = max(step, abs(_response_sum(resp, pattern, coef, k)))
+        if solved:  # dq = -M^-1 J^T (J M^-1 J^T)^-1 phi
+            for k in range(nq):
+                step = max(step, abs(dq[k]))
+        else:
+            if gram.shape[0] != m:
+                gram = np.empty((m, m))
+            status = _responses_and_gram(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros,
+                                         no_gravity, pattern, gram, first)
+            if status != STATUS_OK:
+                return status, worst, steps
+            if not _closure_solve(gram, first, phi, rcond_position, coef):
+                return STATUS_NONFINITE_STATE, worst, steps
+            for k in range(nq):
+                step = max(step, abs(_response_sum(resp, pattern, coef, k)))
         if size <= tol and step <= tol:
             break
         if not step < 0.5 * last_step and size <= far:  # round-off reached (or no progress): keep the last iterate
             break
         last_step = step
-        _subtract_responses(resp, pattern, coef, q)
+        if solved:
+            for k in range(nq):
+                q[k] += dq[k]
+        else:
+            _subtract_responses(resp, pattern, coef, q)
         steps += 1
     return STATUS_OK, worst, steps
 
@@ -2082,7 +2300,8 @@ def branch_velocity(body_int, body_real, loop_int, loop_real, pattern, q, qd, dr
 
 @njit
 def project(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws, com, acc, phi, phid, jac, gamma,
-            weights, resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position, rcond, gap_tol, branch):
+            weights, resp, resp_drive, zeros, no_gravity, tol, max_iter, rcond_position, rcond, gap_tol, branch,
+            sparse_ints, sparse_floats):
     """Mass-orthogonal projection of q, then qd, onto the loop constraints; driven joints (``driven``) stay put.
 
     Positions: Gauss-Newton with the steps dq = -Y f(G) phi, Y = M^-1 J^T (``constraint_responses``), G = J Y
@@ -2099,6 +2318,13 @@ def project(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws
     enforces the weak rows there. Returns (status, max |phi| at the end, the Gauss-Newton steps taken); the status is
     STATUS_LOOPS_OPEN (index: the loop with the largest gap) when max |phi| stays above ``gap_tol``.
 
+    Where the model's structure takes the sparse KKT path (sparse_ints, sparse_floats: ``pack``; two empty arrays:
+    never) and no joint is held, each solve with J M^-1 J^T, the position steps' and the velocity step's, is the
+    path's where it finds J M^-1 J^T surely regular (``_sparse_step``: G^-1 rhs, as the envelope's Cholesky
+    factorisation there, and Y G^-1 rhs from one recursive pass with the loop forces instead of the m responses:
+    O(N) for a ladder, whose G is full); elsewhere (a change point's zone, redundant rows) the envelope path
+    decides as without it, rank decisions and branch included.
+
     Why M-orthogonal (energy): write qd = v + w with J v = 0 and w = Y c in the range of M^-1 J^T. Then
     v^T M w = (J v)^T c = 0, so the projected velocity v has T(v) = T(qd) - w^T M w / 2: the kinetic energy
     changes only at second order in the velocity drift J qd (w^T M w = (J qd)^T G^+ (J qd)), and v is the
@@ -2109,11 +2335,12 @@ def project(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws
     """
     m = phi.shape[0]
     coef = np.empty(m)
-    gram = np.empty((m, m))
-    first = np.empty(m, dtype=np.int64)
+    zone = branch[0] if driven.shape[0] == 0 else 0.0
+    # the position steps leave the sparse path where the velocity step does (``close_loops``)
+    sparse_zone = max(zone, REGULAR_RCOND_MARGIN * rcond / REGULAR_ZONE_MARGIN)
     status, worst, steps = close_loops(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws, com, acc,
                                        phi, phid, jac, gamma, weights, resp, resp_drive, zeros, no_gravity, tol,
-                                       max_iter, rcond_position, gap_tol)
+                                       max_iter, rcond_position, gap_tol, sparse_ints, sparse_floats, sparse_zone)
     if status != STATUS_OK:
         return status, worst, steps
     status = loop_constraints(body_int, body_real, loop_int, loop_real, q, qd, ws, com, acc, phi, phid, jac,
@@ -2131,11 +2358,22 @@ def project(body_int, body_real, loop_int, loop_real, pattern, q, qd, driven, ws
         while lp + 1 < loop_int.shape[0] and loop_int[lp + 1, LROW] <= worst_row:
             lp += 1
         return STATUS_LOOPS_OPEN | (lp << 4), worst, steps
+    nq = q.shape[0]
+    dq = np.empty(nq if sparse_ints.shape[0] > 0 else 0)
+    status, solved = _sparse_step(body_int, body_real, loop_int, loop_real, q, driven, ws, com, zeros, no_gravity, phid,
+                                  rcond, zone, sparse_ints, sparse_floats, coef, dq)
+    if status != STATUS_OK:
+        return status, worst, steps
+    if solved:  # qd -= M^-1 J^T (J M^-1 J^T)^-1 J qd
+        for k in range(nq):
+            qd[k] += dq[k]
+        return STATUS_OK, worst, steps
+    gram = np.empty((m, m))
+    first = np.empty(m, dtype=np.int64)
     status = _responses_and_gram(body_int, body_real, q, jac, driven, ws, resp, resp_drive, zeros, no_gravity,
                                  pattern, gram, first)
     if status != STATUS_OK:
         return status, worst, steps
-    zone = branch[0] if driven.shape[0] == 0 else 0.0
     rank, weak = _zone_solve(gram, first, phid, rcond, coef, zone)
     if rank < 0:
         return STATUS_NONFINITE_STATE, worst, steps

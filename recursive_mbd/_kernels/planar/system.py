@@ -280,7 +280,7 @@ def project_state(inputs, key, system, t, y):
     status, _, _ = project(system.body_int, system.body_real, loops[0], loops[1], loops[16:30], q, qd, system.driven,
                         system.ws, system.com, loops[2], loops[3], loops[4], loops[5], loops[6], loops[7], loops[8],
                         loops[9], loops[10], readonly(loops[11][2:4]), settings[1], int(settings[2]), settings[3],
-                        settings[4], 1e3 * settings[1], _branch(settings))
+                        settings[4], 1e3 * settings[1], _branch(settings), loops[30], loops[31])
     nf = free.shape[0]
     for j in range(nf):
         y[j] = q[free[j]]
