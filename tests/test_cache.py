@@ -1,6 +1,7 @@
 """Where the compiled kernels are cached (``recursive_mbd._kernels.cache``): one folder per version and kernel
 source, found by every install of that source; numba's own NUMBA_CACHE_DIR wins; saves into it are locked."""
 
+import ast
 import os
 import re
 import shutil
@@ -118,3 +119,34 @@ def test_rmbd_compile_lists_its_jobs_refuses_unknown_ones_and_runs_one(capsys):
     assert cli.main(["compile", "--only", "planar-dynamics", "--jobs", "1"]) == 0
     out = capsys.readouterr().out
     assert "[1/1] planar-dynamics: planar forward and inverse dynamics" in out and "done: 1 jobs" in out
+
+
+def _hook_modules():
+    """The kernel modules that implement a time-loop hook: an ``overload`` of a function of ``timeloops`` (named as
+    ``formulation.rhs`` or imported by name from a ``timeloops`` module)."""
+    found = set()
+    for path in (PACKAGE / "_kernels").rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        hooks = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                 and "timeloops" in (node.module or "") for a in node.names}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "overload" and node.args:
+                target = node.args[0]
+                name = target.value.id if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                    else getattr(target, "id", None)
+                if name in hooks and "timeloops" not in path.parts:
+                    found.add(".".join(path.relative_to(ROOT).with_suffix("").parts))
+    return sorted(found)
+
+
+def test_every_formulations_hooks_are_registered_before_a_run_types_a_time_loop():
+    # A cached kernel's index written by a process that ran two formulations names both system types; numba loads
+    # it while typing a time loop, which imported the other formulation's module there and changed its hooks'
+    # type mid-typing: "Cannot unify Function(rhs) and Function(rhs)", a run that failed after another had run.
+    hooks = _hook_modules()
+    assert {"recursive_mbd._kernels.planar.system", "recursive_mbd._kernels.augmented.system",
+            "recursive_mbd._kernels.spatial.bdf"} <= set(hooks)
+    for entry in ("recursive_mbd.integrate.simulate", "recursive_mbd.integrate.ensemble"):
+        code = f"import sys, {entry}; print([m for m in {hooks!r} if m not in sys.modules])"
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == "[]", (entry, out.stdout)

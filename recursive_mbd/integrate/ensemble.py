@@ -65,6 +65,7 @@ from ..dynamics.batch import as_rows, per_thread
 from ..errors import ModelError, StateError, unknown_name
 from ..model.spatial import Model3D
 from ..model.workspace import workspace
+from . import formulation_hooks  # noqa: F401  (every formulation's hooks, before a time loop is typed)
 from .kernel_status import raise_kernel_status
 from .method_names import FIXED_STEP
 from .result import ENSEMBLE_FORMAT, SUCCESS_STATUSES, ResultArchive, read_npz, status_message, write_npz

@@ -29,6 +29,7 @@ from .._kernels.timeloops import integrators
 from ..dynamics._evaluation import as_vector
 from ..model.spatial import Model3D
 from ..model.workspace import workspace
+from . import formulation_hooks  # noqa: F401  (every formulation's hooks, before a time loop is typed)
 from .divergence import DivergenceWatch, can_gain_energy
 from .method_names import FIXED_STEP, METHODS, unknown_method
 from .result import _make_result
