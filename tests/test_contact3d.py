@@ -540,8 +540,7 @@ def test_the_exact_newton_matrix_has_the_contacts_derivative_at_rest(case):
     # joints above it (a chain's tip on the floor; the free ball's joint, whose translation turns with its rotation);
     # a row between a body and its parent on the child's joint alone (a sphere on a spherical joint's child pressing
     # into a plane that its parent, hinged about y, carries).
-    # Moving bodies are not exact: the contacts' stiffness acts on c_stiff times the body's acceleration change, not
-    # on its displacement (``newton.newton_factor``)
+    # Moving and sliding bodies: ``test_contact3d_newton.py`` (the same matrix in bdf, against its corrector residual)
     from recursive_mbd._kernels.spatial import layout as layout3d  # noqa: PLC0415
     from recursive_mbd._kernels.spatial import tree as spatial_tree  # noqa: PLC0415
 

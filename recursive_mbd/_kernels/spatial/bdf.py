@@ -122,6 +122,7 @@ from ..planar.loops import filtered_solve, gram_matrix
 from ..timeloops import newton
 from .implicit import drive_rows, effective_apply, effective_factor, spatial_residual
 from .layout import N_CSTATE, NVJ
+from .newton import SCRATCH_SIZE, factor_width, newton_apply, newton_factor
 from .system import (
     LOOP_JAC,
     LOOP_LAM,
@@ -133,6 +134,7 @@ from .system import (
     configuration_rate,
     contact_blocks,
     contact_residual,
+    contact_subtree_loads,
     contact_update,
     normalise_at,
     normalise_quaternions,
@@ -161,6 +163,10 @@ def _is_spatial(system):
 W_FREE_Q, W_FREE_V, W_QUAT_Y, W_QY = range(36, 40)
 # the contact rows' marks of ``contact.slip_reversals`` (nrows, 4): none marked, every row on the law's blocks
 W_LINEAR = 40
+# the exact Newton matrix where contacts touch (module doc, "Contacts"; a tree with contacts only, else no rows):
+# its factors (nbodies, ``newton.factor_width``) and scratch (``newton.SCRATCH_SIZE``), the contacts' subtree loads
+# (nbodies, 6), and which matrix the factors in use are (1,): 1.0 the exact one, 0.0 S
+W_FAC, W_SCR, W_LOADS, W_EXACT = range(41, 45)
 
 
 @overload(newton.newton_workspace, inline="always")
@@ -178,6 +184,7 @@ def _spatial_newton_workspace(system, newton):
             max_nv = max(max_nv, body_int[i, NVJ])
         m = system.loops[LOOP_PHI].shape[0]
         rows = system.contacts[0].shape[0]
+        exact = rows > 0 and m == 0  # the exact matrix where contacts touch (module doc, "Contacts")
         free_q, free_v, quat_y = _integrated_entries(system)
         lam = np.zeros(m)
         for r in range(m):  # the multipliers of the start (the first evaluation's), the first Newton iterate's
@@ -191,7 +198,9 @@ def _spatial_newton_workspace(system, newton):
                 np.zeros(nq), readonly(np.zeros(3)), np.zeros((m, nv)), np.zeros((m, m)), np.zeros((m, m)), np.zeros(m),
                 np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(nv), np.zeros(nq), np.arange(nv)) + (
                     np.zeros(state_size(system) + 2 + N_CSTATE * rows), np.zeros((nb if rows else 0, 6, 24)),
-                    free_q, free_v, quat_y, np.zeros(nq), np.zeros((rows, 4)))
+                    free_q, free_v, quat_y, np.zeros(nq), np.zeros((rows, 4))) + (
+                    np.zeros((nb if exact else 0, factor_width(max_nv))), np.zeros(SCRATCH_SIZE if exact else 0),
+                    np.zeros((nb if exact else 0, 6)), np.zeros(1))
     return impl
 
 
@@ -318,7 +327,8 @@ def _spatial_newton_factor(system, work, c):
         return None
 
     def impl(system, work, c):
-        status = _factor(system, work, c, work[W_Q], work[W_V], work[W_STEP_STATE])
+        # at the last residual's iterate, its accelerations the exact matrix's configuration terms take
+        status = _factor(system, work, c, work[W_Q], work[W_V], work[W_VDOT], work[W_STEP_STATE], True)
         loops = system.loops
         jac = loops[LOOP_JAC]
         m = jac.shape[0]
@@ -344,9 +354,22 @@ def _spatial_newton_factor(system, work, c):
 
 
 @njit
-def _factor(system, work, c, q, v, y):
+def _touching(blocks):
+    """Whether any body has a contact block (a row touching at the last ``system.contact_blocks``)."""
+    for i in range(blocks.shape[0]):
+        for a in range(6):
+            for b in range(blocks.shape[2]):
+                if blocks[i, a, b] != 0.0:
+                    return True
+    return False
+
+
+@njit
+def _factor(system, work, c, q, v, vdot, y, exact):
     """Factor the Newton matrix at q (unit quaternions) for c, with the contacts' blocks at (q, v) and the contact
-    state of y (``system.contact_blocks``); returns the status."""
+    state of y (``system.contact_blocks``): where ``exact``, the workspace has the exact matrix's arrays (a tree with
+    contacts) and a row touches, the exact matrix N at (q, v, vdot) (module doc, "Contacts"), else S; returns the
+    status. work[W_EXACT][0] says which factors were made."""
     newton = work[3]
     j_stiff = newton[0]
     j_damp = newton[1]
@@ -354,9 +377,26 @@ def _factor(system, work, c, q, v, y):
     for j in range(j_diag.shape[0]):
         j_diag[j] = c * c * j_stiff[j] + c * j_damp[j]
     blocks = work[W_BLOCKS]
-    status = contact_blocks(system, q, v, y, blocks, work[W_LINEAR])
+    linear = work[W_LINEAR]
+    status = contact_blocks(system, q, v, y, blocks, linear)
     if status != STATUS_OK:
         return status
+    fac = work[W_FAC]
+    if exact and fac.shape[0] > 0 and _touching(blocks):
+        loads = work[W_LOADS]
+        contact_subtree_loads(system, y, linear, loads)  # at contact_blocks' poses
+        # c_mass = 1, c_damp = c, c_stiff = c^2, no update's tangent map (the q rows' increment is c^2 dvdot in
+        # the tangent space); W_DX is scratch until the next apply
+        status = newton_factor(system.body_int, system.body_real, system.gravity, q, v, vdot, work[W_ZEROS],
+                               c * c, c, j_diag, work[W_WS], work[W_S], work[W_TMP], work[W_DX], work[W_SCR], fac,
+                               blocks, system.driven, loads)
+        if status == STATUS_OK:
+            work[W_EXACT][0] = 1.0
+            return status
+        if (status & 15) != STATUS_SINGULAR:
+            return status
+        # N singular (a subtree balanced above its joint at a large step): S, whose fallback lags gravity's stiffness
+    work[W_EXACT][0] = 0.0
     status = effective_factor(system.body_int, system.body_real, system.gravity, q, work[W_ZEROS], work[W_WS],
                               work[W_S], work[W_TMP], c * c, j_diag, work[W_UD], work[W_DINV], work[W_ROT],
                               work[W_FSUB], work[W_KW], blocks, c, system.driven)
@@ -367,6 +407,16 @@ def _factor(system, work, c, q, v, y):
                                   work[W_S], work[W_TMP], 0.0, j_diag, work[W_UD], work[W_DINV], work[W_ROT],
                                   work[W_FSUB], work[W_KW], blocks, c, system.driven)
     return status
+
+
+@njit
+def _solve(system, work, rhs, out):
+    """out = the Newton matrix's inverse times rhs (nv,), with the factors in use (``_factor``)."""
+    if work[W_EXACT][0] != 0.0:
+        newton_apply(system.body_int, work[W_WS], work[W_FAC], rhs, work[W_TMP], work[W_UDV], out)
+    else:
+        effective_apply(system.body_int, work[W_WS], work[W_S], work[W_UD], work[W_DINV], rhs, work[W_TMP],
+                        work[W_UDV], out)
 
 
 @overload(newton.newton_update, jit_options=newton.HOOK_OPTIONS)
@@ -384,8 +434,7 @@ def _spatial_newton_update(system, work, c, y_pred, psi, d, y, scale):
         v = work[W_V]
         rate = work[W_RATE]
         qy = work[W_QY]
-        effective_apply(system.body_int, work[W_WS], work[W_S], work[W_UD], work[W_DINV], work[W_RESIDUAL],
-                        work[W_TMP], work[W_UDV], dx)  # zero at the driven velocities (locked)
+        _solve(system, work, work[W_RESIDUAL], dx)  # zero at the driven velocities (locked)
         _scatter(y, 0, free_q, qy)  # this iterate's configuration (driven entries: their q rows are not y's)
         ok = True
         loops = system.loops
@@ -475,7 +524,8 @@ def _spatial_filtered_change(system, work, h, y0, err):
         if status != STATUS_OK:
             return status
         _scatter(y0, nqf, free_v, v)
-        status = _factor(system, work, h, q, v, y0)  # the contacts' blocks at y0 with its contact state
+        # S, the contacts' blocks at y0 with its contact state (the filter only sizes the first step)
+        status = _factor(system, work, h, q, v, vdot, y0, False)
         if status != STATUS_OK:
             return status
         effective_apply(system.body_int, work[W_WS], work[W_S], work[W_UD], work[W_DINV], residual, work[W_TMP],
