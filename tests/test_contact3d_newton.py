@@ -230,5 +230,6 @@ def test_bdf_newton_matrix_with_contacts_against_central_differences(case, slide
     matrix = np.linalg.inv(inverse)
     applied = probes @ matrix.T
     error = np.abs(applied - derivative).max() / np.abs(derivative).max()
-    print(f"\n{case} {slides}: {error:.2e}")
+    # measured 1.5e-11 .. 2.0e-10; S with the contacts' symmetric part 1.7e-5 .. 0.13, the exact matrix with their
+    # stiffness on c^2 times each body's acceleration change in place of its displacement 3.3e-6 .. 2.4e-4
     assert error < 1e-8, error

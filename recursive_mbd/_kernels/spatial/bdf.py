@@ -78,9 +78,27 @@ Contacts
 --------
 As on planar models (``planar.bdf``): the contacts' state follows the work terms in y with a zero rate, the residual
 (``system.contact_residual``) holds it over a step, and after each accepted step it is updated in D[0]
-(``system.update_contact_state``, this module's ``_update_contacts`` hook). Their stiffness and damping enter S as
-the symmetric part of c^2 K_b + c C_b on each touching body's inertia (``contact.contact_newton_blocks``), made at
-each factorisation from the step's state (``W_STEP_STATE``, copied by ``corrector_predict``).
+(``system.update_contact_state``, this module's ``_update_contacts`` hook). Their blocks [C_b | K_b]
+(``contact.contact_newton_blocks``) are made at each factorisation from the step's state (``W_STEP_STATE``, copied
+by ``corrector_predict``). Where a row touches, on a tree, the factorisation is the exact matrix N of the spatial
+generalised-alpha instead of S (``newton.newton_factor`` with c_mass = 1, c_damp = c, c_stiff = c^2 and no update's
+tangent map, at the iterate's (q, v, vdot); applied by ``newton.newton_apply``): C_b on each body's velocity change
+and K_b on its displacement c^2 J_b dvdot, the loads turned with the joints above them
+(``system.contact_subtree_loads``), a sliding row's friction following its normal force (unsymmetric), the rows
+between a body and its parent on the child's joint, and besides the contacts every term of the Newton-Euler
+residual (velocity products, d(M vdot)/dq, gravity's parent-child coupling). Its Jacobian is then exact but for
+the q rows' d G/dq (quaternions, above), the force elements other than the joint spring-dampers, tau's dependence on
+(q, v), and the contact pairs between bodies not joined as parent and child (``Model3D.add_self_contact``: lagged,
+their loads in the residual only); tested against central differences of the corrector residual to 1e-8
+(``tests/test_contact3d_newton.py``: a ball and a capsule on the floor and on a drum, a chain's tip on the floor,
+sticking and sliding). N's factorisation costs about 30 times S's; a step pays it only where a contact touches,
+and elsewhere (nothing touching, or N singular: a subtree balanced above its joint at a large step) S takes the
+contacts' symmetric part as before, the symmetric part of c^2 K_b + c C_b on each touching body's inertia. The
+spin hold of generalized_alpha's N (``integrate.spatial_implicit``) is not taken: BDF's own step control cuts a
+step whose Newton iteration stalls.
+With loops the contacts stay on S (the loop rows' Schur complement, ``loops.gram_matrix`` and
+``loops.filtered_solve``, takes S^-1 J^T symmetric): the unsymmetric coupling of a sliding row and the terms S lags
+are lagged there.
 
 Closed loops: GGL (index 2)
 ---------------------------
