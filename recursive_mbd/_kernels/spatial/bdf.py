@@ -80,22 +80,28 @@ As on planar models (``planar.bdf``): the contacts' state follows the work terms
 (``system.contact_residual``) holds it over a step, and after each accepted step it is updated in D[0]
 (``system.update_contact_state``, this module's ``_update_contacts`` hook). Their blocks [C_b | K_b]
 (``contact.contact_newton_blocks``) are made at each factorisation from the step's state (``W_STEP_STATE``, copied
-by ``corrector_predict``). Where a row touches, on a tree, the factorisation is the exact matrix N of the spatial
-generalised-alpha instead of S (``newton.newton_factor`` with c_mass = 1, c_damp = c, c_stiff = c^2 and no update's
-tangent map, at the iterate's (q, v, vdot); applied by ``newton.newton_apply``): C_b on each body's velocity change
-and K_b on its displacement c^2 J_b dvdot, the loads turned with the joints above them
-(``system.contact_subtree_loads``), a sliding row's friction following its normal force (unsymmetric), the rows
-between a body and its parent on the child's joint, and besides the contacts every term of the Newton-Euler
-residual (velocity products, d(M vdot)/dq, gravity's parent-child coupling). Its Jacobian is then exact but for
-the q rows' d G/dq (quaternions, above), the force elements other than the joint spring-dampers, tau's dependence on
-(q, v), and the contact pairs between bodies not joined as parent and child (``Model3D.add_self_contact``: lagged,
-their loads in the residual only); tested against central differences of the corrector residual to 1e-8
-(``tests/test_contact3d_newton.py``: a ball and a capsule on the floor and on a drum, a chain's tip on the floor,
-sticking and sliding). N's factorisation costs about 30 times S's; a step pays it only where a contact touches,
-and elsewhere (nothing touching, or N singular: a subtree balanced above its joint at a large step) S takes the
-contacts' symmetric part as before, the symmetric part of c^2 K_b + c C_b on each touching body's inertia. The
-spin hold of generalized_alpha's N (``integrate.spatial_implicit``) is not taken: BDF's own step control cuts a
-step whose Newton iteration stalls.
+by ``corrector_predict``). Where the contacts are stiff on the step's scale, on a tree (a touching body's c^2 K_b +
+c C_b has an entry in its translation rows and columns above EXACT_CONTACTS = 0.1 times its mass), the factorisation
+is the exact matrix N of the spatial generalised-alpha instead of S (``newton.newton_factor`` with c_mass = 1,
+c_damp = c, c_stiff = c^2 and no update's tangent map, at the iterate's (q, v, vdot); applied by
+``newton.newton_apply``): C_b on each body's velocity change and K_b on its displacement c^2 J_b dvdot, the loads
+turned with the joints above them (``system.contact_subtree_loads``), a sliding row's friction following its normal
+force (unsymmetric), the rows between a body and its parent on the child's joint, and besides the contacts every
+term of the Newton-Euler residual (velocity products, d(M vdot)/dq, gravity's parent-child coupling). Its Jacobian
+is then exact but for the q rows' d G/dq (quaternions, above), the force elements other than the joint
+spring-dampers, tau's dependence on (q, v), and the contact pairs between bodies not joined as parent and child
+(``Model3D.add_self_contact``: lagged, their loads in the residual only); tested against central differences of the
+corrector residual to 1e-8 (``tests/test_contact3d_newton.py``: a ball and a capsule on the floor and on a drum, a
+chain's tip on the floor, sticking and sliding). N's factorisation costs about 30 times S's, so S stays where the
+contacts are soft on the step's scale (nothing touching, or small steps: an impact, a chain's bending resolved,
+where S's contact part, the symmetric part of c^2 K_b + c C_b on each touching body's inertia, lags terms below
+EXACT_CONTACTS of the mass) and where N is singular (a subtree balanced above its joint at a large step). Measured
+(``benchmarks/contact3d.py --bdf-newton``): a capsule sliding down a slope on k = 1e9 N/m^1.5, 1.5 s at rtol 1e-6,
+4,111 steps (156 rejected) and 2.09 Newton iterations a step against 5,002 (984) and 2.39 with S alone, the same end
+state; a chain of 20 capsule links landing sliding keeps S throughout (its steps, 15 us, are set by the error test)
+and takes the same steps as before, where N at every factorisation cost 20 to 30 % more wall time for the same
+iterations. The spin hold of generalized_alpha's N (``integrate.spatial_implicit``) is not taken: BDF's own step
+control cuts a step whose Newton iteration stalls.
 With loops the contacts stay on S (the loop rows' Schur complement, ``loops.gram_matrix`` and
 ``loops.filtered_solve``, takes S^-1 J^T symmetric): the unsymmetric coupling of a sliding row and the terms S lags
 are lagged there.
@@ -139,7 +145,7 @@ from ..planar.bdf import _update_contacts
 from ..planar.loops import filtered_solve, gram_matrix
 from ..timeloops import newton
 from .implicit import drive_rows, effective_apply, effective_factor, spatial_residual
-from .layout import N_CSTATE, NVJ
+from .layout import MASS, N_CSTATE, NVJ
 from .newton import SCRATCH_SIZE, factor_width, newton_apply, newton_factor
 from .system import (
     LOOP_JAC,
@@ -185,6 +191,9 @@ W_LINEAR = 40
 # its factors (nbodies, ``newton.factor_width``) and scratch (``newton.SCRATCH_SIZE``), the contacts' subtree loads
 # (nbodies, 6), and which matrix the factors in use are (1,): 1.0 the exact one, 0.0 S
 W_FAC, W_SCR, W_LOADS, W_EXACT = range(41, 45)
+# the exact matrix where a body's contacts respond to its translation by more than this fraction of its mass
+# (c^2 K + c C against m: module doc, "Contacts")
+EXACT_CONTACTS = 0.1
 
 
 @overload(newton.newton_workspace, inline="always")
@@ -372,13 +381,18 @@ def _spatial_newton_factor(system, work, c):
 
 
 @njit
-def _touching(blocks):
-    """Whether any body has a contact block (a row touching at the last ``system.contact_blocks``)."""
+def _stiff_contacts(body_real, blocks, c):
+    """Whether a body's contacts respond to its translation with a force comparable to its inertia: the largest
+    entry of c^2 K + c C in the blocks' translation rows and columns (its own, and its joint's for a row on its
+    parent) above EXACT_CONTACTS times its mass (module doc, "Contacts")."""
     for i in range(blocks.shape[0]):
-        for a in range(6):
-            for b in range(blocks.shape[2]):
-                if blocks[i, a, b] != 0.0:
-                    return True
+        limit = EXACT_CONTACTS * body_real[i, MASS]
+        for half in range(2):
+            o = 12 * half
+            for a in range(3, 6):
+                for b in range(3, 6):
+                    if abs(c * c * blocks[i, a, o + 6 + b] + c * blocks[i, a, o + b]) > limit:
+                        return True
     return False
 
 
@@ -400,7 +414,7 @@ def _factor(system, work, c, q, v, vdot, y, exact):
     if status != STATUS_OK:
         return status
     fac = work[W_FAC]
-    if exact and fac.shape[0] > 0 and _touching(blocks):
+    if exact and fac.shape[0] > 0 and _stiff_contacts(system.body_real, blocks, c):
         loads = work[W_LOADS]
         contact_subtree_loads(system, y, linear, loads)  # at contact_blocks' poses
         # c_mass = 1, c_damp = c, c_stiff = c^2, no update's tangent map (the q rows' increment is c^2 dvdot in
