@@ -274,7 +274,7 @@ def test_generalized_alpha_exact_matrix_with_moving_contacts_against_central_dif
     # generalized_alpha's exact matrix N (``newton.newton_factor``) with the contacts' blocks, at a step's iterate
     # q+ = q (+) delta (its tangent map in the displacement) with the bodies sliding at about 0.5 m/s: the Jacobian
     # of the step's residual M (vdot+ - forward dynamics with the contacts) by vdot+, central differences. Measured
-    # 2.0e-10; with the contacts' stiffness on c_stiff times each body's acceleration change (the earlier N) 2.3e-3
+    # 2.0e-10; with the contacts' stiffness on c_stiff times each body's acceleration change, not its shift, 2.3e-3
     from recursive_mbd._kernels.spatial import newton as spatial_newton  # noqa: PLC0415
 
     model, q_new = _ball_and_capsule("floor")

@@ -99,7 +99,7 @@ EXACT_CONTACTS of the mass) and where N is singular (a subtree balanced above it
 (``benchmarks/contact3d.py --bdf-newton``): a capsule sliding down a slope on k = 1e9 N/m^1.5, 1.5 s at rtol 1e-6,
 4,111 steps (156 rejected) and 2.09 Newton iterations a step against 5,002 (984) and 2.39 with S alone, the same end
 state; a chain of 20 capsule links landing sliding keeps S throughout (its steps, 15 us, are set by the error test)
-and takes the same steps as before, where N at every factorisation cost 20 to 30 % more wall time for the same
+and takes the same steps as with S alone, where N at every factorisation cost 20 to 30 % more wall time for the same
 iterations. The spin hold of generalized_alpha's N (``integrate.spatial_implicit``) is not taken: BDF's own step
 control cuts a step whose Newton iteration stalls.
 With loops the contacts stay on S (the loop rows' Schur complement, ``loops.gram_matrix`` and
