@@ -3,6 +3,7 @@ or runs the tests compare (each written once here, used as they were written in 
 
 import contextlib
 import io as std_io
+import math
 import os
 import sys
 from pathlib import Path
@@ -273,3 +274,28 @@ def swinging_chain(extend=None):
     rng = np.random.default_rng(0)
     q0 = rm.integrate_configuration(model, model.neutral(), 0.5 * rng.normal(size=model.nv))
     return model, q0, rng.normal(size=model.nv)
+
+
+def lowered_until_touching(height, low, high, level, iterations=60):
+    """The pose parameter in [low, high] where ``height`` (a decreasing crossing: above ``level`` at low, below it at
+    high) meets ``level``, by bisection, on the touching side (height just below level: the shape that far deep)."""
+    assert height(low) > level > height(high)
+    for _ in range(iterations):
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if height(middle) > level else (low, middle)
+    return high
+
+
+def child_on_its_parents_plane(gravity, law):
+    """An arm hinged about y at the ground carrying a plane at its far end, and a child on a spherical joint at the
+    arm's end whose sphere (radius 0.02, the contact ``law``) presses 0.4 mm into that plane, the child turned 1
+    mrad: a contact row between a body and its parent. Returns (model, q)."""
+    model = rm.Model3D(gravity=gravity)
+    model.add_body(parent="ground", joint="revolute", child_point=(-0.5, 0.0, 0.0), mass=2.0,
+                   inertia=(0.01, 0.2, 0.2, 0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0), name="arm")
+    model.add_body(parent="arm", joint="spherical", parent_point=(0.5, 0.0, 0.0), child_point=(-0.3, 0.0, 0.0),
+                   mass=1.0, inertia=(0.01, 0.05, 0.05, 0.0, 0.0, 0.0), name="child")
+    model.add_ground("stop", point=(0.9, 0.0, -0.1), normal=(0.0, 0.0, 1.0), body="arm")
+    model.add_contact("child", "stop", point=(0.1, 0.0, -0.1 + 0.02 - 4e-4), radius=0.02, **law)
+    turn = np.array([0.3, 1.0, 0.2]) / np.linalg.norm([0.3, 1.0, 0.2])
+    return model, np.r_[0.3, math.cos(5e-4), math.sin(5e-4) * turn]

@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pytest
+from _helpers import child_on_its_parents_plane, lowered_until_touching
 
 import recursive_mbd as rm
 from recursive_mbd._kernels.spatial import contact as kernels
@@ -540,8 +541,7 @@ def test_the_exact_newton_matrix_has_the_contacts_derivative_at_rest(case):
     # joints above it (a chain's tip on the floor; the free ball's joint, whose translation turns with its rotation);
     # a row between a body and its parent on the child's joint alone (a sphere on a spherical joint's child pressing
     # into a plane that its parent, hinged about y, carries).
-    # Moving bodies are not exact: the contacts' stiffness acts on c_stiff times the body's acceleration change, not
-    # on its displacement (``newton.newton_factor``)
+    # Moving and sliding bodies: ``test_contact3d_newton.py`` (the same matrix in bdf, against its corrector residual)
     from recursive_mbd._kernels.spatial import layout as layout3d  # noqa: PLC0415
     from recursive_mbd._kernels.spatial import tree as spatial_tree  # noqa: PLC0415
 
@@ -557,15 +557,7 @@ def test_the_exact_newton_matrix_has_the_contacts_derivative_at_rest(case):
             q = np.array([0.05, 0.0, 0.597, 1.0, 0.0, 0.0, 0.0])
         model.add_contact("ball", "floor", radius=0.1, **law)
     elif case.endswith("plane"):
-        model = rm.Model3D(gravity=(0.0, 0.0, 0.0))
-        model.add_body(parent="ground", joint="revolute", child_point=(-0.5, 0.0, 0.0), mass=2.0,
-                       inertia=(0.01, 0.2, 0.2, 0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0), name="arm")
-        model.add_body(parent="arm", joint="spherical", parent_point=(0.5, 0.0, 0.0), child_point=(-0.3, 0.0, 0.0),
-                       mass=1.0, inertia=(0.01, 0.05, 0.05, 0.0, 0.0, 0.0), name="child")
-        model.add_ground("stop", point=(0.9, 0.0, -0.1), normal=(0.0, 0.0, 1.0), body="arm")
-        model.add_contact("child", "stop", point=(0.1, 0.0, -0.1 + 0.02 - 4e-4), radius=0.02, **law)
-        turn = np.array([0.3, 1.0, 0.2]) / np.linalg.norm([0.3, 1.0, 0.2])
-        q = np.r_[0.3, math.cos(5e-4), math.sin(5e-4) * turn]  # the child turned 1 mrad
+        model, q = child_on_its_parents_plane((0.0, 0.0, 0.0), law)
     else:
         joint = case.split()[0]
         model = rm.Model3D(gravity=(0.0, 0.0, 0.0))
@@ -610,12 +602,7 @@ def test_the_exact_newton_matrix_has_the_contacts_derivative_at_rest(case):
             _, rot, pos, _, _ = kinematics(pose(angle), zero)
             return (pos[1] + rot[1] @ np.array([0.25, 0.0, 0.0]))[2]
 
-        low, high = -1.0, 0.0  # the tip above the floor's contact height, below it
-        assert tip_height(low) > 0.0196 > tip_height(high)
-        for _ in range(60):
-            middle = 0.5 * (low + high)
-            low, high = (middle, high) if tip_height(middle) > 0.0196 else (low, middle)
-        q = pose(high)
+        q = pose(lowered_until_touching(tip_height, -1.0, 0.0, 0.0196))  # the tip above the floor at -1, below at 0
     state = np.zeros(N_CSTATE)
     per = per_contact(q, state)
     assert 3.9e-4 < per[4] < 1e-3  # the depth

@@ -55,9 +55,10 @@ matrix S first and falls back to the exact one, N, where S stalls (below):
   updated after it (``_kernels.spatial.system.update_contact_state``, with the fixed step's watch of impacts); each
   body touching a ground-fixed surface gets a block [C | K] (``_kernels.spatial.contact.contact_newton_blocks``:
   the derivatives of its contact wrench by its velocity twist and by a displacement of its pose, exact on planes
-  and drums): N adds C to the body's response to its velocity change and c_stiff K to its response to its
-  acceleration change (the displacement's tangent-map and velocity-product terms lagged), and turns the contact
-  loads with the joints above them (their subtree sums join the transmitted wrenches:
+  and drums): N adds C to the body's response to its velocity change and K to its response to its displacement,
+  which the elimination carries through the tree beside the velocity and acceleration changes
+  (``_kernels.spatial.newton``: exact, moving and sliding bodies included), and turns the contact loads with the
+  joints above them (their subtree sums join the transmitted wrenches:
   ``_kernels.spatial.system.contact_subtree_loads``), S the symmetric part of c_stiff K + c_damp C
   to the body's inertia; with contacts S is factorised again at an iterate whose corrections shrank less than
   20x (a contact made or broken since), and the step goes on on N where S with the blocks is not positive definite

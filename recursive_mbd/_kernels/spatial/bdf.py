@@ -78,9 +78,33 @@ Contacts
 --------
 As on planar models (``planar.bdf``): the contacts' state follows the work terms in y with a zero rate, the residual
 (``system.contact_residual``) holds it over a step, and after each accepted step it is updated in D[0]
-(``system.update_contact_state``, this module's ``_update_contacts`` hook). Their stiffness and damping enter S as
-the symmetric part of c^2 K_b + c C_b on each touching body's inertia (``contact.contact_newton_blocks``), made at
-each factorisation from the step's state (``W_STEP_STATE``, copied by ``corrector_predict``).
+(``system.update_contact_state``, this module's ``_update_contacts`` hook). Their blocks [C_b | K_b]
+(``contact.contact_newton_blocks``) are made at each factorisation from the step's state (``W_STEP_STATE``, copied
+by ``corrector_predict``). Where the contacts are stiff on the step's scale, on a tree (a touching body's c^2 K_b +
+c C_b has an entry in its translation rows and columns above EXACT_CONTACTS = 0.1 times its mass), the factorisation
+is the exact matrix N of the spatial generalised-alpha instead of S (``newton.newton_factor`` with c_mass = 1,
+c_damp = c, c_stiff = c^2 and no update's tangent map, at the iterate's (q, v, vdot); applied by
+``newton.newton_apply``): C_b on each body's velocity change and K_b on its displacement c^2 J_b dvdot, the loads
+turned with the joints above them (``system.contact_subtree_loads``), a sliding row's friction following its normal
+force (unsymmetric), the rows between a body and its parent on the child's joint, and besides the contacts every
+term of the Newton-Euler residual (velocity products, d(M vdot)/dq, gravity's parent-child coupling). Its Jacobian
+is then exact but for the q rows' d G/dq (quaternions, above), the force elements other than the joint
+spring-dampers, tau's dependence on (q, v), and the contact pairs between bodies not joined as parent and child
+(``Model3D.add_self_contact``: lagged, their loads in the residual only); tested against central differences of the
+corrector residual to 1e-8 (``tests/test_contact3d_newton.py``: a ball and a capsule on the floor and on a drum, a
+chain's tip on the floor, sticking and sliding). N's factorisation costs about 30 times S's, so S stays where the
+contacts are soft on the step's scale (nothing touching, or small steps: an impact, a chain's bending resolved,
+where S's contact part, the symmetric part of c^2 K_b + c C_b on each touching body's inertia, lags terms below
+EXACT_CONTACTS of the mass) and where N is singular (a subtree balanced above its joint at a large step). Measured
+(``benchmarks/contact3d.py --bdf-newton``): a capsule sliding down a slope on k = 1e9 N/m^1.5, 1.5 s at rtol 1e-6,
+4,111 steps (156 rejected) and 2.09 Newton iterations a step against 5,002 (984) and 2.39 with S alone, the same end
+state; a chain of 20 capsule links landing sliding keeps S throughout (its steps, 15 us, are set by the error test)
+and takes the same steps as with S alone, where N at every factorisation cost 20 to 30 % more wall time for the same
+iterations. The spin hold of generalized_alpha's N (``integrate.spatial_implicit``) is not taken: BDF's own step
+control cuts a step whose Newton iteration stalls.
+With loops the contacts stay on S (the loop rows' Schur complement, ``loops.gram_matrix`` and
+``loops.filtered_solve``, takes S^-1 J^T symmetric): the unsymmetric coupling of a sliding row and the terms S lags
+are lagged there.
 
 Closed loops: GGL (index 2)
 ---------------------------
@@ -121,7 +145,8 @@ from ..planar.bdf import _update_contacts
 from ..planar.loops import filtered_solve, gram_matrix
 from ..timeloops import newton
 from .implicit import drive_rows, effective_apply, effective_factor, spatial_residual
-from .layout import N_CSTATE, NVJ
+from .layout import MASS, N_CSTATE, NVJ
+from .newton import SCRATCH_SIZE, factor_width, newton_apply, newton_factor
 from .system import (
     LOOP_JAC,
     LOOP_LAM,
@@ -133,6 +158,7 @@ from .system import (
     configuration_rate,
     contact_blocks,
     contact_residual,
+    contact_subtree_loads,
     contact_update,
     normalise_at,
     normalise_quaternions,
@@ -161,6 +187,13 @@ def _is_spatial(system):
 W_FREE_Q, W_FREE_V, W_QUAT_Y, W_QY = range(36, 40)
 # the contact rows' marks of ``contact.slip_reversals`` (nrows, 4): none marked, every row on the law's blocks
 W_LINEAR = 40
+# the exact Newton matrix where contacts touch (module doc, "Contacts"; a tree with contacts only, else no rows):
+# its factors (nbodies, ``newton.factor_width``) and scratch (``newton.SCRATCH_SIZE``), the contacts' subtree loads
+# (nbodies, 6), and which matrix the factors in use are (1,): 1.0 the exact one, 0.0 S
+W_FAC, W_SCR, W_LOADS, W_EXACT = range(41, 45)
+# the exact matrix where a body's contacts respond to its translation by more than this fraction of its mass
+# (c^2 K + c C against m: module doc, "Contacts")
+EXACT_CONTACTS = 0.1
 
 
 @overload(newton.newton_workspace, inline="always")
@@ -178,6 +211,7 @@ def _spatial_newton_workspace(system, newton):
             max_nv = max(max_nv, body_int[i, NVJ])
         m = system.loops[LOOP_PHI].shape[0]
         rows = system.contacts[0].shape[0]
+        exact = rows > 0 and m == 0  # the exact matrix where contacts touch (module doc, "Contacts")
         free_q, free_v, quat_y = _integrated_entries(system)
         lam = np.zeros(m)
         for r in range(m):  # the multipliers of the start (the first evaluation's), the first Newton iterate's
@@ -191,7 +225,9 @@ def _spatial_newton_workspace(system, newton):
                 np.zeros(nq), readonly(np.zeros(3)), np.zeros((m, nv)), np.zeros((m, m)), np.zeros((m, m)), np.zeros(m),
                 np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(nv), np.zeros(nq), np.arange(nv)) + (
                     np.zeros(state_size(system) + 2 + N_CSTATE * rows), np.zeros((nb if rows else 0, 6, 24)),
-                    free_q, free_v, quat_y, np.zeros(nq), np.zeros((rows, 4)))
+                    free_q, free_v, quat_y, np.zeros(nq), np.zeros((rows, 4))) + (
+                    np.zeros((nb if exact else 0, factor_width(max_nv))), np.zeros(SCRATCH_SIZE if exact else 0),
+                    np.zeros((nb if exact else 0, 6)), np.zeros(1))
     return impl
 
 
@@ -318,7 +354,8 @@ def _spatial_newton_factor(system, work, c):
         return None
 
     def impl(system, work, c):
-        status = _factor(system, work, c, work[W_Q], work[W_V], work[W_STEP_STATE])
+        # at the last residual's iterate, its accelerations the exact matrix's configuration terms take
+        status = _factor(system, work, c, work[W_Q], work[W_V], work[W_VDOT], work[W_STEP_STATE], True)
         loops = system.loops
         jac = loops[LOOP_JAC]
         m = jac.shape[0]
@@ -344,9 +381,27 @@ def _spatial_newton_factor(system, work, c):
 
 
 @njit
-def _factor(system, work, c, q, v, y):
+def _stiff_contacts(body_real, blocks, c):
+    """Whether a body's contacts respond to its translation with a force comparable to its inertia: the largest
+    entry of c^2 K + c C in the blocks' translation rows and columns (its own, and its joint's for a row on its
+    parent) above EXACT_CONTACTS times its mass (module doc, "Contacts")."""
+    for i in range(blocks.shape[0]):
+        limit = EXACT_CONTACTS * body_real[i, MASS]
+        for half in range(2):
+            o = 12 * half
+            for a in range(3, 6):
+                for b in range(3, 6):
+                    if abs(c * c * blocks[i, a, o + 6 + b] + c * blocks[i, a, o + b]) > limit:
+                        return True
+    return False
+
+
+@njit
+def _factor(system, work, c, q, v, vdot, y, exact):
     """Factor the Newton matrix at q (unit quaternions) for c, with the contacts' blocks at (q, v) and the contact
-    state of y (``system.contact_blocks``); returns the status."""
+    state of y (``system.contact_blocks``): where ``exact``, the workspace has the exact matrix's arrays (a tree with
+    contacts) and a row touches, the exact matrix N at (q, v, vdot) (module doc, "Contacts"), else S; returns the
+    status. work[W_EXACT][0] says which factors were made."""
     newton = work[3]
     j_stiff = newton[0]
     j_damp = newton[1]
@@ -354,9 +409,26 @@ def _factor(system, work, c, q, v, y):
     for j in range(j_diag.shape[0]):
         j_diag[j] = c * c * j_stiff[j] + c * j_damp[j]
     blocks = work[W_BLOCKS]
-    status = contact_blocks(system, q, v, y, blocks, work[W_LINEAR])
+    linear = work[W_LINEAR]
+    status = contact_blocks(system, q, v, y, blocks, linear)
     if status != STATUS_OK:
         return status
+    fac = work[W_FAC]
+    if exact and fac.shape[0] > 0 and _stiff_contacts(system.body_real, blocks, c):
+        loads = work[W_LOADS]
+        contact_subtree_loads(system, y, linear, loads)  # at contact_blocks' poses
+        # c_mass = 1, c_damp = c, c_stiff = c^2, no update's tangent map (the q rows' increment is c^2 dvdot in
+        # the tangent space); W_DX is scratch until the next apply
+        status = newton_factor(system.body_int, system.body_real, system.gravity, q, v, vdot, work[W_ZEROS],
+                               c * c, c, j_diag, work[W_WS], work[W_S], work[W_TMP], work[W_DX], work[W_SCR], fac,
+                               blocks, system.driven, loads)
+        if status == STATUS_OK:
+            work[W_EXACT][0] = 1.0
+            return status
+        if (status & 15) != STATUS_SINGULAR:
+            return status
+        # N singular (a subtree balanced above its joint at a large step): S, whose fallback lags gravity's stiffness
+    work[W_EXACT][0] = 0.0
     status = effective_factor(system.body_int, system.body_real, system.gravity, q, work[W_ZEROS], work[W_WS],
                               work[W_S], work[W_TMP], c * c, j_diag, work[W_UD], work[W_DINV], work[W_ROT],
                               work[W_FSUB], work[W_KW], blocks, c, system.driven)
@@ -367,6 +439,16 @@ def _factor(system, work, c, q, v, y):
                                   work[W_S], work[W_TMP], 0.0, j_diag, work[W_UD], work[W_DINV], work[W_ROT],
                                   work[W_FSUB], work[W_KW], blocks, c, system.driven)
     return status
+
+
+@njit
+def _solve(system, work, rhs, out):
+    """out = the Newton matrix's inverse times rhs (nv,), with the factors in use (``_factor``)."""
+    if work[W_EXACT][0] != 0.0:
+        newton_apply(system.body_int, work[W_WS], work[W_FAC], rhs, work[W_TMP], work[W_UDV], out)
+    else:
+        effective_apply(system.body_int, work[W_WS], work[W_S], work[W_UD], work[W_DINV], rhs, work[W_TMP],
+                        work[W_UDV], out)
 
 
 @overload(newton.newton_update, jit_options=newton.HOOK_OPTIONS)
@@ -384,8 +466,7 @@ def _spatial_newton_update(system, work, c, y_pred, psi, d, y, scale):
         v = work[W_V]
         rate = work[W_RATE]
         qy = work[W_QY]
-        effective_apply(system.body_int, work[W_WS], work[W_S], work[W_UD], work[W_DINV], work[W_RESIDUAL],
-                        work[W_TMP], work[W_UDV], dx)  # zero at the driven velocities (locked)
+        _solve(system, work, work[W_RESIDUAL], dx)  # zero at the driven velocities (locked)
         _scatter(y, 0, free_q, qy)  # this iterate's configuration (driven entries: their q rows are not y's)
         ok = True
         loops = system.loops
@@ -475,7 +556,8 @@ def _spatial_filtered_change(system, work, h, y0, err):
         if status != STATUS_OK:
             return status
         _scatter(y0, nqf, free_v, v)
-        status = _factor(system, work, h, q, v, y0)  # the contacts' blocks at y0 with its contact state
+        # S, the contacts' blocks at y0 with its contact state (the filter only sizes the first step)
+        status = _factor(system, work, h, q, v, vdot, y0, False)
         if status != STATUS_OK:
             return status
         effective_apply(system.body_int, work[W_WS], work[W_S], work[W_UD], work[W_DINV], residual, work[W_TMP],

@@ -55,13 +55,20 @@ contracts linearly, never changes the converged step): the force elements other 
 terms listed there.
 
 Contacts (``newton_factor``'s ``blocks`` and ``loads``): a body's contact wrench W_c(pose, twist) joins its f_i
-with the opposite sign, so Lambda_i gains [C_b, c_stiff K_b] (C_b = -dW_c/dv, K_b = -dW_c/d eps, ``contact``),
-and the subtree sums of the contact loads join W_k, so that G_k and Dx_k turn them with the joints as they turn the
-inertial forces. K_b acts on c_stiff da_i, the leading part of the body's displacement eps_i = X_i eps_P
-+ c_stiff S_i T_i dy_i, not on eps_i itself: exact where the bodies are at rest and the update is zero (T = 1), off
-by the velocity products of da_i and by T - 1 where they move (``tests/test_contact3d.py``: relative 1e-9 at rest,
-about 1e-3 on a body sliding at 0.5 m/s at c_damp = 5e-3; propagating eps_i as a third part of z would make it
-exact).
+with the opposite sign: C_b = -dW_c/dv acts on dv_i and K_b = -dW_c/d eps (``contact``) on the body's displacement
+(its pose turned and moved in its own axes, its body twist held), which propagates like a twist as well,
+
+    eps_i = X_i eps_P + c_stiff S_i T_i dy_i,
+
+so with contacts z_i = (dv_i, da_i, eps_i) (18, stride ZW), Y_i gains the block X_i on eps, Z_i the part
+c_stiff S_i T_i and Lambda_i = [Gamma_i + C_b, I_i, K_b] (6 x 18); the elimination above is unchanged but for
+these lengths. The subtree sums of the contact loads join W_k, so that G_k and Dx_k turn them with the joints as they
+turn the inertial forces. A contact between a body and its parent (blocks[:, :, 12:24]) sees the joint's motion
+alone: C on V_i dy, K on c_stiff S_i T_i dy join D. Exact, moving bodies, sliding rows and the update's tangent
+map included (``tests/test_contact3d_newton.py``: against central differences of a generalised-alpha step's
+residual, 2e-10, and of bdf's corrector residual, to 1e-8; K_b taken on c_stiff da_i instead, the displacement's
+leading part, is off by the velocity products of da_i, 2e-3 relative on bodies sliding at 0.5 m/s). Without
+contacts z keeps its 12 entries.
 """
 
 import math
@@ -114,32 +121,36 @@ _GR = 414  # G (6 per column), then c_stiff G T
 _DX = 450  # Dx (6 x 6, stride 6), then c_stiff Dx T
 _D = 486  # D (6 x 6, stride 6), then its LU
 _PIV = 522  # the LU's row order (6)
-_COL = 528  # a column (12)
-_SCALE = 540  # the columns' pivot scales (6)
-_UR = 546  # U_r (6 per column)
-_UL = 582  # U_l (12 per column)
-_LA = 654  # the articulated Lambda^a (6 x 12, row-major)
-_X = 726  # X (6 x 6, row-major)
-_M1 = 762  # 6 x 6 scratch
-_B = 798  # 6 x 12 scratch
-_I = 870  # the body's spatial inertia (6 x 6, row-major)
-SCRATCH_SIZE = 912
+_COL = 528  # a column (18)
+_SCALE = 546  # the columns' pivot scales (6)
+_UR = 552  # U_r (6 per column)
+_UL = 588  # U_l (ZW per column)
+_LA = 696  # the articulated Lambda^a (6 x ZW, row-major)
+_X = 804  # X (6 x 6, row-major)
+_M1 = 840  # 6 x 6 scratch
+_B = 876  # 6 x ZW scratch
+_I = 984  # the body's spatial inertia (6 x 6, row-major)
+SCRATCH_SIZE = 1020
+# a body's perturbation z = (dv, da, eps) is stored with this stride; its first 12 entries (dv, da) are all there is
+# without contacts, the displacement eps (6) joins them where the contacts' stiffness acts on it (module doc)
+ZW = 18
 
 
 @njit
 def factor_width(max_nv):
     """Floats per body of the factors (``newton_factor``'s ``fac``) for joints of at most max_nv velocities."""
-    return 36 * max_nv + max_nv * max_nv + 84
+    return 48 * max_nv + max_nv * max_nv + 121
 
 
 @njit
 def _offsets(width):
-    """(k, S, Z, U_r D^-1, D^-1 U_l^T, D^-1, Lambda, S vj, v): the stride k and the offsets in a row of ``fac``."""
+    """(k, S, Z, U_r D^-1, D^-1 U_l^T, D^-1, Lambda, S vj, v, nz): the stride k and the offsets in a row of ``fac``
+    (nz: the length of z the factors were made with, 12 or ZW, kept in the first row)."""
     k = 1
-    while 36 * k + k * k + 84 < width:
+    while 48 * k + k * k + 121 < width:
         k += 1
-    o = 36 * k + k * k
-    return k, 0, 6 * k, 18 * k, 24 * k, 36 * k, o, o + 72, o + 78
+    o = 48 * k + k * k
+    return k, 0, 6 * k, 24 * k, 30 * k, 48 * k, o, o + 6 * ZW, o + 6 * ZW + 6, o + 6 * ZW + 12
 
 
 @njit
@@ -310,10 +321,12 @@ def _crm(m0, m1, m2, m3, m4, m5, scr, s, out):
 
 
 @njit
-def _joint_columns(body_int, body_real, gravity, v, q_rates, delta, c_stiff, c_damp, i, ws, S, tmp, scr, row, o_z):
-    """Body i's columns (module doc): Z = [V; A - (S vj) x V] into row[o_z + 12 b:], c_stiff G T into scr[_GR:]
-    and c_stiff Dx T into scr[_DX:] (stride 6). ws holds the Newton-Euler pass (a at WC, W at WP), scr[_VP:],
-    scr[_SV:] X v_P and S vj, v and q_rates the joint rates and accelerations of that pass."""
+def _joint_columns(body_int, body_real, gravity, v, q_rates, delta, c_stiff, c_damp, i, ws, S, tmp, scr, row, o_z,
+                   with_eps):
+    """Body i's columns (module doc): Z = [V; A - (S vj) x V; c_stiff S T] into row[o_z + ZW b:] (the last part,
+    the displacement's, only ``with_eps``), c_stiff G T into scr[_GR:] and c_stiff Dx T into scr[_DX:] (stride 6).
+    ws holds the Newton-Euler pass (a at WC, W at WP), scr[_VP:], scr[_SV:] X v_P and S vj, v and q_rates the joint
+    rates and accelerations of that pass."""
     nvj = body_int[i, NVJ]
     kv = body_int[i, VIDX]
     jt = body_int[i, JTYPE]
@@ -400,10 +413,15 @@ def _joint_columns(body_int, body_real, gravity, v, q_rates, delta, c_stiff, c_d
                 pa += scr[_PA + 6 * e + r] * t
                 g += scr[_GR + 6 * e + r] * t
             kappa = scr[_KV + 6 * b + r] if has_kappa else 0.0
-            row[o_z + 12 * b + r] = c_stiff * pc + c_damp * S[i, b, r]  # V
-            row[o_z + 12 * b + 6 + r] = S[i, b, r] + c_stiff * pa + c_damp * (scr[_COL + r] + kappa)  # A
+            row[o_z + ZW * b + r] = c_stiff * pc + c_damp * S[i, b, r]  # V
+            row[o_z + ZW * b + 6 + r] = S[i, b, r] + c_stiff * pa + c_damp * (scr[_COL + r] + kappa)  # A
             scr[_B + 6 * b + r] = c_stiff * g
-        vb = o_z + 12 * b
+            if with_eps:  # the body's displacement relative to its parent, c_stiff S T
+                st = 0.0
+                for e in range(nvj):
+                    st += S[i, e, r] * scr[_TAN + 6 * e + b]
+                row[o_z + ZW * b + 12 + r] = c_stiff * st
+        vb = o_z + ZW * b
         v0 = row[vb]
         v1 = row[vb + 1]
         v2 = row[vb + 2]
@@ -478,10 +496,11 @@ def _lu_inverse(scr, nvj, i, out, o, k):
 
 
 @njit
-def _transform_to_parent(ws, i, sv, scr, dst, d):
-    """dst[d:d+72] += X^T Lambda^a Y (6 x 12, row-major), Lambda^a = scr[_LA:] in body i's frame and
-    Y = [[X, 0], [-(S vj) x X, X]] the map of the parent's (dv, da) to body i's (X: ws's transform of body i,
-    S vj = sv[0:6]): M1 = L1 - L2 (S vj) x, then [X^T M1 X, X^T L2 X]."""
+def _transform_to_parent(ws, i, sv, scr, dst, d, nz):
+    """dst[d:] += X^T Lambda^a Y (6 x nz, row-major with stride ZW), Lambda^a = scr[_LA:] in body i's frame and
+    Y = [[X, 0, 0], [-(S vj) x X, X, 0], [0, 0, X]] the map of the parent's (dv, da, eps) to body i's (X: ws's
+    transform of body i, S vj = sv[0:6]; eps only where nz = ZW): M1 = L1 - L2 (S vj) x, then [X^T M1 X, X^T L2 X,
+    X^T L3 X]."""
     for a in range(3):
         for b in range(3):
             e = ws[i, WR + 3 * b + a]
@@ -503,26 +522,31 @@ def _transform_to_parent(ws, i, sv, scr, dst, d):
             scr[_COL + 6 + m] = 1.0 if m == c else 0.0
         _crm(sv[0], sv[1], sv[2], sv[3], sv[4], sv[5], scr, _COL + 6, _COL)
         for r in range(6):
-            acc = scr[_LA + 12 * r + c]
+            acc = scr[_LA + ZW * r + c]
             for m in range(6):
-                acc -= scr[_LA + 12 * r + 6 + m] * scr[_COL + m]
+                acc -= scr[_LA + ZW * r + 6 + m] * scr[_COL + m]
             scr[_M1 + 6 * r + c] = acc
-    for r in range(6):  # B = [M1 X, L2 X]
+    for r in range(6):  # B = [M1 X, L2 X, L3 X]
         for c in range(6):
             acc1 = 0.0
             acc2 = 0.0
             for e in range(6):
                 x = scr[_X + 6 * e + c]
                 acc1 += scr[_M1 + 6 * r + e] * x
-                acc2 += scr[_LA + 12 * r + 6 + e] * x
-            scr[_B + 12 * r + c] = acc1
-            scr[_B + 12 * r + 6 + c] = acc2
+                acc2 += scr[_LA + ZW * r + 6 + e] * x
+            scr[_B + ZW * r + c] = acc1
+            scr[_B + ZW * r + 6 + c] = acc2
+            if nz == ZW:
+                acc3 = 0.0
+                for e in range(6):
+                    acc3 += scr[_LA + ZW * r + 12 + e] * scr[_X + 6 * e + c]
+                scr[_B + ZW * r + 12 + c] = acc3
     for r in range(6):  # X^T B
-        for c in range(12):
+        for c in range(nz):
             acc = 0.0
             for e in range(6):
-                acc += scr[_X + 6 * e + r] * scr[_B + 12 * e + c]
-            dst[d + 12 * r + c] += acc
+                acc += scr[_X + 6 * e + r] * scr[_B + ZW * e + c]
+            dst[d + ZW * r + c] += acc
 
 
 @njit
@@ -538,12 +562,10 @@ def newton_factor(body_int, body_real, gravity, q, v, q_rates, delta, c_stiff, c
     S (nbodies, max_nv, 6), tmp (``tree.TMP_SIZE``), work (nv,), scr (SCRATCH_SIZE) scratch; fac (nbodies,
     ``factor_width(max_nv)``) receives the factors (``newton_apply``), ws keeps the transforms they need.
     blocks (nbodies, 6, 24): the contacts' [C_b | K_b] on each body's twist (``contact.contact_newton_blocks``), or
-    no rows: C_b joins the body's response to its velocity change (exact), c_stiff K_b its response to its
-    acceleration change, whose leading part is the body's twist per unit dy that its displacement is c_stiff times
-    (the tangent map's and the velocity products' share of the displacement lagged: module doc). blocks[:, :,
-    12:24], the [C | K] of the contacts between a body and its parent, act on the joint's own part Z dy of the
-    body's (dv, da) alone (the motion relative to the parent), likewise: S^T (C Z_v + c_stiff K Z_a) joins the
-    joint's D.
+    no rows: C_b joins the body's response to its velocity change, K_b its response to its displacement (carried
+    as a third part of z: module doc), both exact. blocks[:, :, 12:24], the [C | K] of the contacts between a body
+    and its parent, act on the joint's own part Z dy of the body's velocity and displacement alone (the motion
+    relative to the parent): S^T (C Z_v + K Z_eps) joins the joint's D.
     driven (nbodies,) uint8, or (0,): nonzero for a driven joint, locked (D^-1 = 0: ``newton_apply`` gives its
     velocities x = 0, its columns U_r D^-1 and D^-1 U_l^T vanish and its parent gets the whole Lambda).
     loads (nbodies, 6), or no rows: each body's subtree sum of applied loads that the residual takes away from the
@@ -559,7 +581,11 @@ def newton_factor(body_int, body_real, gravity, q, v, q_rates, delta, c_stiff, c
         for m in range(6):
             ws[i, WP + m] -= loads[i, m]
     n = body_int.shape[0]
-    k, o_s, o_z, o_urd, o_dul, o_dinv, o_lam, o_sv, o_vel = _offsets(fac.shape[1])
+    k, o_s, o_z, o_urd, o_dul, o_dinv, o_lam, o_sv, o_vel, o_nz = _offsets(fac.shape[1])
+    # z = (dv, da), and with contacts the displacement eps, on which their stiffness acts
+    nz = ZW if blocks.shape[0] > 0 else 12
+    if n > 0:
+        fac[0, o_nz] = nz
     for i in range(n):
         row = fac[i]
         for m in range(6):
@@ -615,18 +641,18 @@ def newton_factor(body_int, body_real, gravity, q, v, q_rates, delta, c_stiff, c
                 g1 += e2 * h3 - e0 * h5
                 g2 += e0 * h4 - e1 * h3
             row[o_lam + c] = g0
-            row[o_lam + 12 + c] = g1
-            row[o_lam + 24 + c] = g2
-            row[o_lam + 36 + c] = g3
-            row[o_lam + 48 + c] = g4
-            row[o_lam + 60 + c] = g5
+            row[o_lam + ZW + c] = g1
+            row[o_lam + 2 * ZW + c] = g2
+            row[o_lam + 3 * ZW + c] = g3
+            row[o_lam + 4 * ZW + c] = g4
+            row[o_lam + 5 * ZW + c] = g5
             for r in range(6):
-                row[o_lam + 12 * r + 6 + c] = scr[_I + 6 * r + c]
-        if blocks.shape[0] > 0:  # the contacts' damping on the body's velocity, their stiffness on its acceleration
+                row[o_lam + ZW * r + 6 + c] = scr[_I + 6 * r + c]
+        if nz == ZW:  # the contacts' damping on the body's velocity, their stiffness on its displacement
             for r in range(6):
                 for c in range(6):
-                    row[o_lam + 12 * r + c] += blocks[i, r, c]
-                    row[o_lam + 12 * r + 6 + c] += c_stiff * blocks[i, r, 6 + c]
+                    row[o_lam + ZW * r + c] += blocks[i, r, c]
+                    row[o_lam + ZW * r + 12 + c] = blocks[i, r, 6 + c]
     for i in range(n - 1, -1, -1):
         row = fac[i]
         nvj = body_int[i, NVJ]
@@ -644,42 +670,43 @@ def newton_factor(body_int, body_real, gravity, q, v, q_rates, delta, c_stiff, c
             scr[_SV + m] = row[o_vel + m] - scr[_VP + m]
             row[o_sv + m] = scr[_SV + m]
         _joint_columns(body_int, body_real, gravity, v, q_rates, delta, c_stiff, c_damp, i, ws, S, tmp, scr, row,
-                       o_z)
-        # U_r = Lambda Z + G', U_l = Lambda^T S (12 per column), D = U_l^T Z + Dx' + diag(j_diag)
+                       o_z, nz == ZW)
+        # U_r = Lambda Z + G', U_l = Lambda^T S (nz per column), D = U_l^T Z + Dx' + diag(j_diag)
         for b in range(nvj):
             for r in range(6):
                 acc = scr[_GR + 6 * b + r]
-                for c in range(12):
-                    acc += row[o_lam + 12 * r + c] * row[o_z + 12 * b + c]
+                for c in range(nz):
+                    acc += row[o_lam + ZW * r + c] * row[o_z + ZW * b + c]
                 scr[_UR + 6 * b + r] = acc
-            for c in range(12):
+            for c in range(nz):
                 acc = 0.0
                 for r in range(6):
-                    acc += row[o_lam + 12 * r + c] * S[i, b, r]
-                scr[_UL + 12 * b + c] = acc
+                    acc += row[o_lam + ZW * r + c] * S[i, b, r]
+                scr[_UL + ZW * b + c] = acc
         for b in range(nvj):
             scale = abs(j_diag[kv + b]) + abs(scr[_DX + 7 * b])
             for r in range(6):
-                for c in range(12):
-                    scale += abs(S[i, b, r]) * abs(row[o_lam + 12 * r + c]) * abs(row[o_z + 12 * b + c])
+                for c in range(nz):
+                    scale += abs(S[i, b, r]) * abs(row[o_lam + ZW * r + c]) * abs(row[o_z + ZW * b + c])
             scr[_SCALE + b] = scale
             for a in range(nvj):
                 acc = scr[_DX + 6 * a + b]
-                for c in range(12):
-                    acc += scr[_UL + 12 * a + c] * row[o_z + 12 * b + c]
+                for c in range(nz):
+                    acc += scr[_UL + ZW * a + c] * row[o_z + ZW * b + c]
                 scr[_D + 6 * a + b] = acc
             scr[_D + 7 * b] += j_diag[kv + b]
-        if blocks.shape[0] > 0:
+        if nz == ZW:
             # the contacts between the body and its parent move with its joint alone: their response to the
-            # joint's own part Z dy of the body's (dv, da), C on dv and c_stiff K on da, joins D alone
+            # joint's own part Z dy of the body's velocity and displacement, C on V dy and K on c_stiff S T dy,
+            # joins D alone
             for a in range(nvj):
                 for b in range(nvj):
                     acc = 0.0
                     for r in range(6):
                         w = 0.0
                         for c in range(6):
-                            w += (blocks[i, r, 12 + c] * row[o_z + 12 * b + c]
-                                  + c_stiff * blocks[i, r, 18 + c] * row[o_z + 12 * b + 6 + c])
+                            w += (blocks[i, r, 12 + c] * row[o_z + ZW * b + c]
+                                  + blocks[i, r, 18 + c] * row[o_z + ZW * b + 12 + c])
                         acc += S[i, a, r] * w
                     scr[_D + 6 * a + b] += acc
         if driven.shape[0] > 0 and driven[i] != 0:  # a driven joint: no unknown of the step
@@ -690,37 +717,44 @@ def newton_factor(body_int, body_real, gravity, q, v, q_rates, delta, c_stiff, c
             status = _lu_inverse(scr, nvj, i, row, o_dinv, k)
             if status:
                 return status
-        for b in range(nvj):  # U_r D^-1 (6 per column), D^-1 U_l^T (12 per row)
+        for b in range(nvj):  # U_r D^-1 (6 per column), D^-1 U_l^T (nz per row)
             for r in range(6):
                 acc = 0.0
                 for a in range(nvj):
                     acc += scr[_UR + 6 * a + r] * row[o_dinv + k * a + b]
                 row[o_urd + 6 * b + r] = acc
-            for c in range(12):
+            for c in range(nz):
                 acc = 0.0
                 for a in range(nvj):
-                    acc += row[o_dinv + k * b + a] * scr[_UL + 12 * a + c]
-                row[o_dul + 12 * b + c] = acc
+                    acc += row[o_dinv + k * b + a] * scr[_UL + ZW * a + c]
+                row[o_dul + ZW * b + c] = acc
         if p < 0:
             continue
         for r in range(6):  # Lambda^a = Lambda - U_r D^-1 U_l^T, to the parent
-            for c in range(12):
-                acc = row[o_lam + 12 * r + c]
+            for c in range(nz):
+                acc = row[o_lam + ZW * r + c]
                 for a in range(nvj):
-                    acc -= row[o_urd + 6 * a + r] * scr[_UL + 12 * a + c]
-                scr[_LA + 12 * r + c] = acc
-        _transform_to_parent(ws, i, row[o_sv:o_sv + 6], scr, fac[p], o_lam)
+                    acc -= row[o_urd + 6 * a + r] * scr[_UL + ZW * a + c]
+                scr[_LA + ZW * r + c] = acc
+        _transform_to_parent(ws, i, row[o_sv:o_sv + 6], scr, fac[p], o_lam, nz)
     return STATUS_OK
 
 
 @njit
 def newton_apply(body_int, ws, fac, rhs, tmp, ud, out):
     """out = N^-1 rhs (nv,) with the factors of ``newton_factor``: two sweeps, O(N). Tip to base u = rhs - S^T p,
-    p^a = p + U_r D^-1 u to the parent; base to tip from z_ground = 0, z' = Y z_P (z = (dv, da)),
-    x = D^-1 u - D^-1 U_l^T z', z = z' + Z x. Overwrites the WP and WC entries of ws (p, then dv and da); ud
-    (nbodies, max_nv) scratch."""
+    p^a = p + U_r D^-1 u to the parent; base to tip from z_ground = 0, z' = Y z_P (z = (dv, da), with contacts
+    (dv, da, eps)), x = D^-1 u - D^-1 U_l^T z', z = z' + Z x. Overwrites the WP and WC entries of ws (p, then dv
+    and da) and, with contacts, the first 6 of WI (eps); ud (nbodies, max_nv) scratch."""
     n = body_int.shape[0]
-    k, o_s, o_z, o_urd, o_dul, o_dinv, o_lam, o_sv, o_vel = _offsets(fac.shape[1])
+    k, o_s, o_z, o_urd, o_dul, o_dinv, o_lam, o_sv, o_vel, o_nz = _offsets(fac.shape[1])
+    if n == 0:
+        return
+    nz = int(fac[0, o_nz])
+    # tmp: z (ZW) at 0, u at ZW, p^a at ZW + 6, a transformed motion at ZW + 12
+    o_u = ZW
+    o_p = ZW + 6
+    o_m = ZW + 12
     for i in range(n):
         for m in range(6):
             ws[i, WP + m] = 0.0
@@ -732,11 +766,11 @@ def newton_apply(body_int, ws, fac, rhs, tmp, ud, out):
             acc = rhs[kv + a]
             for m in range(6):
                 acc -= row[o_s + 6 * a + m] * ws[i, WP + m]
-            tmp[12 + a] = acc
+            tmp[o_u + a] = acc
         for a in range(nvj):
             acc = 0.0
             for b in range(nvj):
-                acc += row[o_dinv + k * a + b] * tmp[12 + b]
+                acc += row[o_dinv + k * a + b] * tmp[o_u + b]
             ud[i, a] = acc
         p = body_int[i, PARENT]
         if p < 0:
@@ -744,22 +778,24 @@ def newton_apply(body_int, ws, fac, rhs, tmp, ud, out):
         for m in range(6):
             acc = ws[i, WP + m]
             for a in range(nvj):
-                acc += row[o_urd + 6 * a + m] * tmp[12 + a]
-            tmp[18 + m] = acc
-        _force_to_parent_add(ws, i, tmp, 18, ws[p], WP)
+                acc += row[o_urd + 6 * a + m] * tmp[o_u + a]
+            tmp[o_p + m] = acc
+        _force_to_parent_add(ws, i, tmp, o_p, ws[p], WP)
     for i in range(n):
         row = fac[i]
         p = body_int[i, PARENT]
         kv = body_int[i, VIDX]
         nvj = body_int[i, NVJ]
         if p < 0:
-            for m in range(12):
+            for m in range(nz):
                 tmp[m] = 0.0
-        else:  # dv' = X dv_P, da' = X da_P - (S vj) x dv'
-            _motion_to_child(ws, i, ws[p], WP, tmp, 24)
+        else:  # dv' = X dv_P, da' = X da_P - (S vj) x dv', eps' = X eps_P
+            _motion_to_child(ws, i, ws[p], WP, tmp, o_m)
             for m in range(6):
-                tmp[m] = tmp[24 + m]
+                tmp[m] = tmp[o_m + m]
             _motion_to_child(ws, i, ws[p], WC, tmp, 6)
+            if nz == ZW:
+                _motion_to_child(ws, i, ws[p], WI, tmp, 12)
             s0 = row[o_sv]
             s1 = row[o_sv + 1]
             s2 = row[o_sv + 2]
@@ -774,12 +810,15 @@ def newton_apply(body_int, ws, fac, rhs, tmp, ud, out):
             tmp[11] -= s0 * tmp[4] - s1 * tmp[3] + s3 * tmp[1] - s4 * tmp[0]
         for a in range(nvj):
             acc = ud[i, a]
-            for m in range(12):
-                acc -= row[o_dul + 12 * a + m] * tmp[m]
+            for m in range(nz):
+                acc -= row[o_dul + ZW * a + m] * tmp[m]
             out[kv + a] = acc
         for a in range(nvj):
-            for m in range(12):
-                tmp[m] += row[o_z + 12 * a + m] * out[kv + a]
+            for m in range(nz):
+                tmp[m] += row[o_z + ZW * a + m] * out[kv + a]
         for m in range(6):
             ws[i, WP + m] = tmp[m]
             ws[i, WC + m] = tmp[6 + m]
+        if nz == ZW:
+            for m in range(6):
+                ws[i, WI + m] = tmp[12 + m]
