@@ -364,7 +364,14 @@ def main():
     parser.add_argument("--methods", nargs="+", default=["generalized_alpha"], choices=["generalized_alpha", "bdf"],
                         help="bdf: variable-step BDF in absolute coordinates (its own table, --rtols)")
     parser.add_argument("--rtols", type=float, nargs="+", default=[1e-4, 1e-6], help="bdf's rtol (= atol)")
+    parser.add_argument("--no-projection", action="store_true",
+                        help="absolute coordinates: generalized_alpha without its velocity projection (the plain "
+                             "index-3 step, augmented3d_implicit.PROJECT_VELOCITIES off)")
     args = parser.parse_args()
+    if args.no_projection:
+        from recursive_mbd.integrate import augmented3d_implicit  # noqa: PLC0415
+
+        augmented3d_implicit.PROJECT_VELOCITIES = False
     if "bdf" in args.methods:
         bdf_rows = bdf_main(args)
         if args.methods == ["bdf"]:
