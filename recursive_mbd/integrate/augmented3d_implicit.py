@@ -64,7 +64,7 @@ by c_damp D_v + c_stiff (D_z + H) T and its rows by T (and the fused passes keep
 only K^-1 U), so its factors would solve the projection only as a preconditioner, each refinement a product by the
 matrix and a solve: no cheaper than the one exact pass.
 Why (measured on the slender chains of ``benchmarks/implicit3d.py``, 1 s at dt = 0.01 s, rho_inf = 0.9): without it
-100 links at 0.5 rad stopped at t = 0.741 s, 1000 links at 0.3 rad at 0.789 s and at 0.5 rad at 0.609 s, the last
+100 links at 0.5 rad stopped at t = 0.741 s, 1000 links at 0.3 rad at 0.789 s and at 0.5 rad at 0.673 s, the last
 links' velocity gaps at the joints 1e-2 m/s after the whip and their angular velocities alternating from step to
 step, until Newton found no root near its first guess; rho_inf <= 0.7 ran through (the gaps damped faster). With it
 every case runs through (figures in ``benchmarks/implicit3d.py``).
@@ -287,7 +287,7 @@ newton_tol 1e-12 and the bound at half the acceleration, now = the defaults; ite
 links at 0.3 rad 3.11 -> 2.89, 1000 links 3.22 -> 3.05, 100 links at 0.5 rad 3.22 -> 3.00, 1000 links 3.50 -> 3.18;
 rho_inf = 0.9, 100 links at 0.3 rad 3.86 -> 3.41, the small swing of 1e4 links 2.05 -> 2.00; the whips at rho_inf = 0.9
 (1000 links at 0.3 rad, 100 at 0.5 rad) still stop at 0.789 and 0.741 s ("Measured" below: the free end's spurious
-spin).
+spin; they run through since the velocities are projected, "Velocities").
 
 Convergence: the correction of the state, max(c_stiff, c_damp) times the largest |dvdot+| of the centres of mass and of
 each body's rotation times its radius of gyration sqrt(trace J_c / 2 m) (the motion of the body's points: [m] and [m/s];
@@ -331,7 +331,9 @@ answer there is not the motion), and the next step's equations, a turn of that s
 are where Newton stops converging (whether they still have a root there was not settled). So at dt = 0.01 s and
 rho_inf = 0.9 the failure is the scheme's spurious spin of the free end, not the first guess and not compression,
 and the steps before it already have the free end's rotation wrong (its position right); rho_inf = 0.5 damps that
-mode and runs through.
+mode and runs through. That spin is the index-3 scheme's spurious velocity along the joints' normals: with the
+velocities projected onto the joints' velocity rows at every step ("Velocities") the run goes through at
+rho_inf = 0.9 too.
 Long chains, the small swing, rho_inf = 0.9 (``--formulations augmented --tilts 1e-3 --reference 0``, the same shared
 machine at a load of 3 to 6, the run getting 40-75% of a core): 1 s of N = 1e4 in 4.2 s (4.2 us a link-step, 2.78
 iterations a step), of N = 1e5 in 58 s (5.8 us, 3.07 iterations, peak resident memory of the process 0.73 GB,

@@ -1020,6 +1020,20 @@ def _set(loc, i, k, a):
 
 
 @inline
+def _joint_arms(body_real, zp, rot, rot_p, c_p, i):
+    """Body i's spherical joint at the poses zp (rot, rot_p: its and its parent's rotation matrices, c_p the
+    parent's centre of mass; the identity and 0 at the ground): (F = R_p R0 the joint frame, rcb the joint point
+    from the body's centre of mass in body axes, r_c = R rcb, rho = c_i + r_c - c_p the joint point from the
+    parent's centre of mass)."""
+    frame = _mat_mat(rot_p, (body_real[i, R0], body_real[i, R0 + 1], body_real[i, R0 + 2], body_real[i, R0 + 3],
+                             body_real[i, R0 + 4], body_real[i, R0 + 5], body_real[i, R0 + 6],
+                             body_real[i, R0 + 7], body_real[i, R0 + 8]))
+    rcb = _sub(_vec(body_real, i, CP), _com(body_real, i))
+    r_c = _mat_vec(rot, rcb)
+    return frame, rcb, r_c, _sub(_add(_vec(zp, i, 0), r_c), c_p)
+
+
+@inline
 def _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff, c_damp,
                     rc, loc, i, s):
     """Body i of ``spherical_forward``'s first part, into loc's row s (the LOC_ offsets) and its joint's rows of rc;
@@ -1043,12 +1057,7 @@ def _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, 
         arm_p = _vec(body_real, i, PP)
         om_p = (0.0, 0.0, 0.0)
         t_p = one
-    frame = _mat_mat(rot_p, (body_real[i, R0], body_real[i, R0 + 1], body_real[i, R0 + 2], body_real[i, R0 + 3],
-                             body_real[i, R0 + 4], body_real[i, R0 + 5], body_real[i, R0 + 6],
-                             body_real[i, R0 + 7], body_real[i, R0 + 8]))
-    rcb = _sub(_vec(body_real, i, CP), _com(body_real, i))
-    r_c = _mat_vec(rot, rcb)
-    rho = _sub(_add(_vec(zp, i, 0), r_c), c_p)
+    frame, rcb, r_c, rho = _joint_arms(body_real, zp, rot, rot_p, c_p, i)
     f = _mat_vec(frame, (lam[r0], lam[r0 + 1], lam[r0 + 2]))
     om_g = _vec(zdp, i, 3)
     if c_stiff > 0.0:
@@ -1131,12 +1140,7 @@ def _projection_body(body_int, body_real, row_start, zp, zdp, rc, loc, i, s):
         rot_p = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
         c_p = (0.0, 0.0, 0.0)
         vel_p = (0.0, 0.0, 0.0)
-    frame = _mat_mat(rot_p, (body_real[i, R0], body_real[i, R0 + 1], body_real[i, R0 + 2], body_real[i, R0 + 3],
-                             body_real[i, R0 + 4], body_real[i, R0 + 5], body_real[i, R0 + 6],
-                             body_real[i, R0 + 7], body_real[i, R0 + 8]))
-    rcb = _sub(_vec(body_real, i, CP), _com(body_real, i))
-    r_c = _mat_vec(rot, rcb)
-    rho = _sub(_add(_vec(zp, i, 0), r_c), c_p)
+    frame, rcb, r_c, rho = _joint_arms(body_real, zp, rot, rot_p, c_p, i)
     row = _mat_t_vec(frame, _sub(_add(_vec(zdp, i, 0), _cross(_vec(zdp, i, 3), r_c)), vel_p))
     for c in range(3):
         rc[r0 + c] = row[c]
