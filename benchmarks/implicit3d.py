@@ -284,7 +284,16 @@ of 4 to 5; CPU us a link-step of the run):
 
 and N = 1000 at 0.3 rad, rho_inf = 0.9, against dopri5 at rtol = atol = 1e-6 (``--tilts 0.3 --sizes 1000 --rho-inf
 0.9 --reference 1000``, load 4): 1 s in 0.687 s against dopri5's 34.3 s (50x), the tips 5.7e-5 m apart, 3.33
-iterations a step (the issue's at most 3 not met: the first guess's and the acceptance rule's).
+iterations a step (the issue's at most 3 not met: the first guess's and the acceptance rule's). The Newton
+iterations' passes unchanged (``NUMBA_NUM_THREADS=1 python benchmarks/implicit3d_phases.py --sizes 6000 --passes
+300``, the code before and this one alternately, twice, load 8): the records 153.1 and 155.2 ns a body before, 151.7
+and 154.2 after, the elimination 142.4 and 151.5 before, 148.7 and 150.0 after; the projection's records 43.3 and
+42.5 ns a body (its elimination and back-substitution an iteration's), so by these halves a projection costs about
+two thirds of a Newton iteration; on the large swings above (rho_inf = 0.5, the same iterations) 10-16% more CPU a
+link-step.
+The small swing of N = 1e4 over 1 s (1e-3 rad, rho_inf = 0.9; with and without the projection, PROJECT_VELOCITIES,
+alternately in one process, twice, two threads, load 4.3 to 4.6): 14.8 and 14.5 s of wall time with it, 11.0 and
+10.9 s without (+34%: the projection's share of the run about a quarter), 2.00 iterations a step both, no split.
 """
 
 import os
