@@ -262,6 +262,38 @@ as before), 2.00 iterations a step. On the quiet machine (load 0.03 to 1.6), the
 times, one after the other: 60.2, 58.7 and 58.8 s of wall time for the simulated second (median 0.588 us a
 link-step; 1.02 to 1.03 us of CPU on the two threads), 60.3 to 62.9 s for the whole process, peak RSS 2.52 GB, 2.00
 iterations a step: under the 60 s (0.6 us a link-step) of the target, narrowly.
+
+Then with each converged step's velocities projected mass-orthogonally onto the joints' velocity rows
+(``augmented3d_implicit``, "Velocities": one more pass each way a step, the fused pipeline on a tree of spherical
+joints). The large swings (``--formulations augmented --tilts 0.3 0.5 --sizes 100 1000 --rho-inf 0.9 0.5
+--reference 0``, the code before and this one one after the other, one process each, the shared machine at a load
+of 4 to 5; CPU us a link-step of the run):
+
+    rho_inf  N     tilt  reached [s]    iter/step     splits   CPU us/link-step  (before: failure)
+    0.9      100   0.3   1.00 / 1.00    3.41 / 3.15   0 / 0    1.68 / 1.72
+    0.9      1000  0.3   0.78 / 1.00    5.55 / 3.33   9 / 0    2.66 / 1.59       the Newton matrix singular at
+                                                                                 t = 0.789375 s
+    0.9      100   0.5   0.74 / 1.00    9.43 / 3.33   18 / 0   4.42 / 1.77       Newton did not converge at
+                                                                                 t = 0.740625 s
+    0.9      1000  0.5   0.67 / 1.00    6.43 / 4.00   8 / 1    2.90 / 1.88       Newton did not converge at
+                                                                                 t = 0.673125 s
+    0.5      100   0.3   1.00 / 1.00    2.89 / 2.88   0 / 0    1.44 / 1.58
+    0.5      1000  0.3   1.00 / 1.00    3.05 / 3.04   0 / 0    1.33 / 1.54
+    0.5      100   0.5   1.00 / 1.00    3.00 / 2.98   0 / 0    1.47 / 1.61
+    0.5      1000  0.5   1.00 / 1.00    3.18 / 3.16   0 / 0    1.40 / 1.55
+
+and N = 1000 at 0.3 rad, rho_inf = 0.9, against dopri5 at rtol = atol = 1e-6 (``--tilts 0.3 --sizes 1000 --rho-inf
+0.9 --reference 1000``, load 4): 1 s in 0.687 s against dopri5's 34.3 s (50x), the tips 5.7e-5 m apart, 3.33
+iterations a step (the issue's at most 3 not met: the first guess's and the acceptance rule's). The Newton
+iterations' passes unchanged (``NUMBA_NUM_THREADS=1 python benchmarks/implicit3d_phases.py --sizes 6000 --passes
+300``, the code before and this one alternately, twice, load 8): the records 153.1 and 155.2 ns a body before, 151.7
+and 154.2 after, the elimination 142.4 and 151.5 before, 148.7 and 150.0 after; the projection's records 43.3 and
+42.5 ns a body (its elimination and back-substitution an iteration's), so by these halves a projection costs about
+two thirds of a Newton iteration; on the large swings above (rho_inf = 0.5, the same iterations) 10-16% more CPU a
+link-step.
+The small swing of N = 1e4 over 1 s (1e-3 rad, rho_inf = 0.9; with and without the projection, PROJECT_VELOCITIES,
+alternately in one process, twice, two threads, load 4.3 to 4.6): 14.8 and 14.5 s of wall time with it, 11.0 and
+10.9 s without (+34%: the projection's share of the run about a quarter), 2.00 iterations a step both, no split.
 """
 
 import os
@@ -364,7 +396,14 @@ def main():
     parser.add_argument("--methods", nargs="+", default=["generalized_alpha"], choices=["generalized_alpha", "bdf"],
                         help="bdf: variable-step BDF in absolute coordinates (its own table, --rtols)")
     parser.add_argument("--rtols", type=float, nargs="+", default=[1e-4, 1e-6], help="bdf's rtol (= atol)")
+    parser.add_argument("--no-projection", action="store_true",
+                        help="absolute coordinates: generalized_alpha without its velocity projection (the plain "
+                             "index-3 step, augmented3d_implicit.PROJECT_VELOCITIES off)")
     args = parser.parse_args()
+    if args.no_projection:
+        from recursive_mbd.integrate import augmented3d_implicit  # noqa: PLC0415
+
+        augmented3d_implicit.PROJECT_VELOCITIES = False
     if "bdf" in args.methods:
         bdf_rows = bdf_main(args)
         if args.methods == ["bdf"]:

@@ -35,6 +35,44 @@ c_stiff = h^2 beta (1 - alpha_f) / (1 - alpha_m), so that their derivative by vd
 matrix stays well conditioned as h falls (the scaling of Bruls, Cardona & Arnold). Second order for every rho_inf
 (measured in ``tests/test_augmented3d_implicit.py``); C = 0 at every step end to the Newton tolerance.
 
+Velocities
+----------
+The index-3 step holds C(z+) = 0 but not G(z+) v+ = 0. Along a constraint's normal the position rows fix Delta, and
+the update then gives v+ = (1 - gamma / beta) v + h (1 - gamma - gamma (1/2 - beta) / beta) a: the scheme's spurious
+root, which changes sign from step to step and is damped by about rho_inf a step (Arnold & Bruls 2007; the
+velocities and multipliers of the index-3 generalised-alpha lose an order: Arnold, Bruls & Cardona 2015, "Error
+analysis of generalized-alpha Lie group time integration methods for constrained mechanical systems"). Where a step
+cannot resolve the motion it leaves a large velocity gap along the normals: the whip of a slender chain turns its
+last links at up to 90 rad/s (dopri5, 100 links at 0.5 rad; h omega = 0.9 at h = 0.01 s). So each converged step's
+velocities are projected, mass-orthogonally, onto the joints' velocity rows: v+ <- v+ + dv, M dv + G^T mu = 0,
+G dv = -G v+ (Bayo & Ledesma 1996, "Augmented Lagrangian and mass-orthogonal projection methods for constrained
+multibody dynamics"; the positions hold already), before anything reads the step's end (tau's and the elements'
+power and work, events, the t_eval samples, the next step). The system is the dynamics' [[M, G^T], [G, 0]], which
+the step's own elimination solves with c_stiff = c_damp = 0 and the tangent maps 1 (no geometric stiffness,
+gyroscopic or coupling block; ``kernels.project_velocity``: ``residual`` for the rows, ``factor``, ``solve``). On a
+tree of spherical joints the fused passes solve it (``kernels.spherical_project``): the same pipeline and
+elimination as a Newton iteration, on records (``kernels._projection_body``) that hold the matrix's blocks and the
+rows' right-hand side G v, the joint points' velocity gap in the joint frame, where the iteration's hold its position
+rows; exact (tested against the explicit augmented route's projection, ``augmented3d.project``, on random trees to
+1e-12 of the change: measured 1e-14), O(N), one pass each way a step. The projection changes v+ by the step's
+velocity error along the normals, O(h^2) where the motion is resolved, so the order stays 2
+(``tests/test_augmented3d_implicit.py``). Models with closed loops or drivers are not projected (the plain index-3
+step: the loops' rows would need the bordered solve, a driver's row its rate f'(t+) and its power's multiplier);
+``PROJECT_VELOCITIES`` = False turns it off.
+Why a projection, not the last factorisation reused: the Newton matrix of the step differs from [[M, G^T], [G, 0]]
+by c_damp D_v + c_stiff (D_z + H) T and its rows by T (and the fused passes keep none of the local blocks' factors,
+only K^-1 U), so its factors would solve the projection only as a preconditioner, each refinement a product by the
+matrix and a solve: no cheaper than the one exact pass.
+Why (measured on the slender chains of ``benchmarks/implicit3d.py``, 1 s at dt = 0.01 s, rho_inf = 0.9): without it
+100 links at 0.5 rad stopped at t = 0.741 s, 1000 links at 0.3 rad at 0.789 s and at 0.5 rad at 0.673 s, the last
+links' velocity gaps at the joints 1e-2 m/s after the whip and their angular velocities alternating from step to
+step, until Newton found no root near its first guess; rho_inf <= 0.7 ran through (the gaps damped faster). With it
+every case runs through (figures in ``benchmarks/implicit3d.py``). Its cost: the projection's records take 43 ns a
+body against a Newton iteration's 152 (its elimination and back-substitution are an iteration's), about two thirds of
+an iteration in all; 10-16% more CPU a link-step on the large swings at rho_inf = 0.5 (3 iterations a step), +34%
+wall time on the small swing of 1e4 links (2 iterations a step). A leaner elimination for it (its coupling and
+stiffness blocks are zero) was not tried.
+
 Newton matrix
 -------------
 With dz+ = c_stiff T dvdot+ (T = diag(1, J_r(Delta_omega)) a body, J_r the right Jacobian of SO(3): the tangent
@@ -265,7 +303,7 @@ newton_tol 1e-12 and the bound at half the acceleration, now = the defaults; ite
 links at 0.3 rad 3.11 -> 2.89, 1000 links 3.22 -> 3.05, 100 links at 0.5 rad 3.22 -> 3.00, 1000 links 3.50 -> 3.18;
 rho_inf = 0.9, 100 links at 0.3 rad 3.86 -> 3.41, the small swing of 1e4 links 2.05 -> 2.00; the whips at rho_inf = 0.9
 (1000 links at 0.3 rad, 100 at 0.5 rad) still stop at 0.789 and 0.741 s ("Measured" below: the free end's spurious
-spin).
+spin; they run through since the velocities are projected, "Velocities").
 
 Convergence: the correction of the state, max(c_stiff, c_damp) times the largest |dvdot+| of the centres of mass and of
 each body's rotation times its radius of gyration sqrt(trace J_c / 2 m) (the motion of the body's points: [m] and [m/s];
@@ -309,7 +347,9 @@ answer there is not the motion), and the next step's equations, a turn of that s
 are where Newton stops converging (whether they still have a root there was not settled). So at dt = 0.01 s and
 rho_inf = 0.9 the failure is the scheme's spurious spin of the free end, not the first guess and not compression,
 and the steps before it already have the free end's rotation wrong (its position right); rho_inf = 0.5 damps that
-mode and runs through.
+mode and runs through. That spin is the index-3 scheme's spurious velocity along the joints' normals: with the
+velocities projected onto the joints' velocity rows at every step ("Velocities") the run goes through at
+rho_inf = 0.9 too.
 Long chains, the small swing, rho_inf = 0.9 (``--formulations augmented --tilts 1e-3 --reference 0``, the same shared
 machine at a load of 3 to 6, the run getting 40-75% of a core): 1 s of N = 1e4 in 4.2 s (4.2 us a link-step, 2.78
 iterations a step), of N = 1e5 in 58 s (5.8 us, 3.07 iterations, peak resident memory of the process 0.73 GB,
@@ -629,6 +669,10 @@ FUSED_SPHERICAL = True
 # threads, one eliminating a range while the other makes the records of the next; few, since a loaded machine makes
 # every round wait for both threads, many enough that the rounds overlap most of the work
 PIPELINE_RANGES = 8
+# generalized_alpha projects each converged step's velocities onto the joints' velocity rows (module docstring,
+# "Velocities"): without it, rho_inf = 0.9 leaves the index-3 scheme's spurious velocities along the constraints'
+# normals nearly undamped and a whip's free end spun them up until Newton failed (False: the plain index-3 scheme)
+PROJECT_VELOCITIES = True
 
 
 class _Arrays:
@@ -1387,6 +1431,27 @@ class _Stepper:
         self.splits = 0
         self.history = False  # the spare vdot holds the accelerations of the step before the last (``first_guess``)
         self.constant_guesses = 0  # steps whose first guess was the constant acceleration
+        # the velocities projected onto the joints' velocity rows at every converged step ("Velocities"; trees
+        # without drivers: the loops' rows would need the bordered solve, a driver's row its rate)
+        self.projected = PROJECT_VELOCITIES and not model.nloops and not drive.bodies.size
+        self.no_load_blocks = np.zeros((0, 12, 12))  # (the projection's matrix takes no joint loads' blocks)
+
+    def project(self, vdot, lam):
+        """The converged step's new velocities (arrays.zbp, zdp) projected mass-orthogonally onto the joints' velocity
+        rows ("Velocities": ``kernels.spherical_project`` on a tree of spherical joints, else
+        ``kernels.project_velocity``; vdot, lam the step's unknowns), tau's power at the projected state in
+        arrays.power[0]. Returns the status."""
+        model, arrays = self.model, self.arrays
+        tau = self.tau if self.loads is None else self.loads.tau
+        if arrays.xb.shape[0]:
+            return kernels.spherical_project(model.body_int, model.body_real, self.starts, tau, arrays.zp, arrays.zbp,
+                                             arrays.zdp, vdot, lam, arrays.tangent, arrays.rc, arrays.diag, arrays.wm,
+                                             arrays.loc, arrays.xb, arrays.xj, arrays.power, arrays.info)
+        return kernels.project_velocity(model.body_int, model.body_real, model.gravity, self.starts, tau,
+                                        self.drive.target, arrays.zp, arrays.zbp, arrays.zdp, vdot, lam,
+                                        arrays.tangent, arrays.rb, arrays.rc, arrays.jc, arrays.jp, arrays.res,
+                                        arrays.gam, arrays.diag, arrays.api, arrays.lu, arrays.piv, arrays.wm,
+                                        self.no_load_blocks, arrays.power)
 
     def advance(self, h, t, step, depth=0):
         """Step from t by h; None, or ("failed", message) where even the steps of h / 2^MAX_SPLITS fail, or
@@ -1415,6 +1480,8 @@ class _Stepper:
                 status = self.loads.newton(self, z, zb, acc, vdot, coef, t + h, vdot_new, lam_new)
             except StateError as error:
                 return "failed", f"generalized_alpha failed at t = {t + h:.9g} s: {error}", error.__cause__
+        if not status and self.projected:  # the velocities onto the joints' velocity rows ("Velocities")
+            status = self.project(vdot_new, lam_new)
         if status:
             if depth == MAX_SPLITS:
                 return _step_failure(model, status, t + h, step, h, arrays.info, self.newton_tol, self.max_newton,

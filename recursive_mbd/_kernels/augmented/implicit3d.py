@@ -1020,6 +1020,20 @@ def _set(loc, i, k, a):
 
 
 @inline
+def _joint_arms(body_real, zp, rot, rot_p, c_p, i):
+    """Body i's spherical joint at the poses zp (rot, rot_p: its and its parent's rotation matrices, c_p the
+    parent's centre of mass; the identity and 0 at the ground): (F = R_p R0 the joint frame, rcb the joint point
+    from the body's centre of mass in body axes, r_c = R rcb, rho = c_i + r_c - c_p the joint point from the
+    parent's centre of mass)."""
+    frame = _mat_mat(rot_p, (body_real[i, R0], body_real[i, R0 + 1], body_real[i, R0 + 2], body_real[i, R0 + 3],
+                             body_real[i, R0 + 4], body_real[i, R0 + 5], body_real[i, R0 + 6],
+                             body_real[i, R0 + 7], body_real[i, R0 + 8]))
+    rcb = _sub(_vec(body_real, i, CP), _com(body_real, i))
+    r_c = _mat_vec(rot, rcb)
+    return frame, rcb, r_c, _sub(_add(_vec(zp, i, 0), r_c), c_p)
+
+
+@inline
 def _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff, c_damp,
                     rc, loc, i, s):
     """Body i of ``spherical_forward``'s first part, into loc's row s (the LOC_ offsets) and its joint's rows of rc;
@@ -1043,12 +1057,7 @@ def _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, 
         arm_p = _vec(body_real, i, PP)
         om_p = (0.0, 0.0, 0.0)
         t_p = one
-    frame = _mat_mat(rot_p, (body_real[i, R0], body_real[i, R0 + 1], body_real[i, R0 + 2], body_real[i, R0 + 3],
-                             body_real[i, R0 + 4], body_real[i, R0 + 5], body_real[i, R0 + 6],
-                             body_real[i, R0 + 7], body_real[i, R0 + 8]))
-    rcb = _sub(_vec(body_real, i, CP), _com(body_real, i))
-    r_c = _mat_vec(rot, rcb)
-    rho = _sub(_add(_vec(zp, i, 0), r_c), c_p)
+    frame, rcb, r_c, rho = _joint_arms(body_real, zp, rot, rot_p, c_p, i)
     f = _mat_vec(frame, (lam[r0], lam[r0 + 1], lam[r0 + 2]))
     om_g = _vec(zdp, i, 3)
     if c_stiff > 0.0:
@@ -1111,20 +1120,62 @@ def _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, 
     return power
 
 
+@inline
+def _projection_body(body_int, body_real, row_start, zp, zdp, rc, loc, i, s):
+    """Body i's record of the velocities' projection (``spherical_project``) into loc's row s and its joint's rows
+    of rc: the record ``_spherical_body`` makes with c_stiff = c_damp = 0, the tangent maps 1 and no gravity, tau,
+    velocities, accelerations or multipliers (the matrix [[M, G^T], [G, 0]], every stiffness and coupling block
+    zero, the body's residual zero), but the rows G v = F^T (c_i' + w_i x r_c - c_p' - w_p x arm_p), the child's
+    joint point's velocity less the parent's in the joint frame (zdp: omega in ground axes), where the step has its
+    position rows: so that the passes solve M dv + G^T mu = 0, G dv = -G v."""
+    p = body_int[i, PARENT]
+    r0 = row_start[i]
+    rot, _ = _quaternion_matrix(zp, i)
+    if p >= 0:
+        rot_p, _ = _quaternion_matrix(zp, p)
+        c_p = _vec(zp, p, 0)
+        arm_p = _mat_vec(rot_p, _sub(_vec(body_real, i, PP), _com(body_real, p)))
+        vel_p = _add(_vec(zdp, p, 0), _cross(_vec(zdp, p, 3), arm_p))
+    else:
+        rot_p = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
+        c_p = (0.0, 0.0, 0.0)
+        vel_p = (0.0, 0.0, 0.0)
+    frame, rcb, r_c, rho = _joint_arms(body_real, zp, rot, rot_p, c_p, i)
+    row = _mat_t_vec(frame, _sub(_add(_vec(zdp, i, 0), _cross(_vec(zdp, i, 3), r_c)), vel_p))
+    for c in range(3):
+        rc[r0 + c] = row[c]
+    for k in range(LOCAL_SIZE):  # the stiffness and coupling blocks, the loads and the residual: zero
+        loc[s, k] = 0.0
+    _set(loc, s, LOC_D22, (body_real[i, IC], body_real[i, IC + 3], body_real[i, IC + 4], body_real[i, IC + 3],
+                           body_real[i, IC + 1], body_real[i, IC + 5], body_real[i, IC + 4], body_real[i, IC + 5],
+                           body_real[i, IC + 2]))
+    _set(loc, s, LOC_E, _neg(_mm(rot, _skew(rcb))))
+    _set(loc, s, LOC_HM, _skew_mm(rcb, _tr(rot)))
+    _set(loc, s, LOC_GB, _scale(-1.0, _mat_vec(frame, row)))
+    _set(loc, s, LOC_F, frame)
+    if p >= 0:
+        _set(loc, s, LOC_GU, _skew_mm(rho, rot_p))
+        _set(loc, s, LOC_ARM, _mm_skew(_tr(rot_p), rho))
+
+
 @njit
 def _spherical_bodies(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff,
-                      c_damp, rc, loc, start, stop, slot):
+                      c_damp, rc, loc, start, stop, slot, project):
     """Bodies start to stop - 1 of ``spherical_forward``'s first part, into loc's rows slot + (i - start); their
     share of tau's power, NaN where a pose zp[i] is not finite (tested here, on the threads' side of the pipeline,
-    not in a pass of its own)."""
+    not in a pass of its own). ``project``: the records of the velocities' projection instead
+    (``_projection_body``; power 0)."""
     power = 0.0
     finite = True
     for i in range(start, stop):
         for c in range(7):
             if not math.isfinite(zp[i, c]):
                 finite = False
-        power += _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
-                                 c_stiff, c_damp, rc, loc, i, slot + i - start)
+        if project:
+            _projection_body(body_int, body_real, row_start, zp, zdp, rc, loc, i, slot + i - start)
+        else:
+            power += _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
+                                     c_stiff, c_damp, rc, loc, i, slot + i - start)
     return power if finite else math.nan
 
 
@@ -1231,12 +1282,13 @@ def _spherical_eliminate(body_int, body_real, row_start, diag, wm, loc, xb, xj, 
 
 @pnjit
 def _spherical_round(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff, c_damp,
-                     rc, diag, wm, loc, xb, xj, first, last, out):
+                     rc, diag, wm, loc, xb, xj, first, last, out, project):
     """One round of ``spherical_forward``'s pipeline on two of numba's threads at once: the bodies first to last - 1
     eliminated (``_spherical_eliminate``, their records in loc's first or second half as first / half is even or
     odd, half = the ranges' size, loc.shape[0] / 2) and the first part of the range before them, first - half ...
     first - 1 (``_spherical_bodies``, into the other half; nothing where first = 0). They touch different arrays,
-    rows and records. out receives the elimination's (status, worst, where) and the first part's power."""
+    rows and records. out receives the elimination's (status, worst, where) and the first part's power. ``project``:
+    the velocities' projection's records (``_spherical_bodies``)."""
     half = loc.shape[0] // 2
     for k in numba.prange(2):
         if k == 0:
@@ -1245,7 +1297,7 @@ def _spherical_round(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp,
         elif first > 0:
             start = first - half
             out[3] = _spherical_bodies(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
-                                       c_stiff, c_damp, rc, loc, start, first, half * ((start // half) % 2))
+                                       c_stiff, c_damp, rc, loc, start, first, half * ((start // half) % 2), project)
 
 
 @inline
@@ -1259,17 +1311,17 @@ def _clear_sums(diag):
 
 @pnjit
 def _spherical_bodies_split(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff,
-                            c_damp, rc, loc, start, stop, slot, out):
+                            c_damp, rc, loc, start, stop, slot, out, project):
     """``_spherical_bodies`` of bodies start to stop - 1 in two halves on two of numba's threads at once (the
     pipeline's first range, which nothing else overlaps); out[0], out[1] receive the halves' powers."""
     middle = (start + stop) // 2
     for k in numba.prange(2):
         if k == 0:
             out[0] = _spherical_bodies(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
-                                       c_stiff, c_damp, rc, loc, start, middle, slot)
+                                       c_stiff, c_damp, rc, loc, start, middle, slot, project)
         else:
             out[1] = _spherical_bodies(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
-                                       c_stiff, c_damp, rc, loc, middle, stop, slot + middle - start)
+                                       c_stiff, c_damp, rc, loc, middle, stop, slot + middle - start, project)
 
 
 @njit
@@ -1290,6 +1342,15 @@ def spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp
     parent's sums; from PARALLEL_BODIES bodies a range's first part runs on one of numba's threads while the range
     after it is eliminated on the other (``_spherical_round``; the first range's on both, ``_spherical_bodies_split``).
     The same results whatever the number of threads."""
+    return _spherical_passes(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff,
+                             c_damp, rc, diag, wm, loc, xb, xj, power, info, False)
+
+
+@njit
+def _spherical_passes(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff,
+                      c_damp, rc, diag, wm, loc, xb, xj, power, info, project):
+    """``spherical_forward`` (its arguments and results), or with ``project`` the same passes on the records of the
+    velocities' projection (``spherical_project``: ``_projection_body``, which reads only zp, zdp of the state)."""
     n = body_int.shape[0]
     half = loc.shape[0] // 2
     out = np.zeros(4)
@@ -1301,7 +1362,7 @@ def spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp
         start = (ranges - 1) * half
         halves = np.zeros(2)
         _spherical_bodies_split(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
-                                c_stiff, c_damp, rc, loc, start, n, half * ((ranges - 1) % 2), halves)
+                                c_stiff, c_damp, rc, loc, start, n, half * ((ranges - 1) % 2), halves, project)
         total += halves[0] + halves[1]
     for r in range(ranges - 1, -1, -1):
         first = r * half
@@ -1310,10 +1371,10 @@ def spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp
         out[3] = 0.0
         if n >= PARALLEL_BODIES:
             _spherical_round(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff,
-                             c_damp, rc, diag, wm, loc, xb, xj, first, last, out)
+                             c_damp, rc, diag, wm, loc, xb, xj, first, last, out, project)
         else:
             total += _spherical_bodies(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent,
-                                       c_stiff, c_damp, rc, loc, first, last, slot)
+                                       c_stiff, c_damp, rc, loc, first, last, slot, project)
             _spherical_eliminate(body_int, body_real, row_start, diag, wm, loc, xb, xj, first, last, slot, out)
         total += out[3]
         if out[0] != 0.0:  # a singular block, or a non-finite pose (the records' power NaN) that made it so
@@ -1686,6 +1747,106 @@ def spherical_dynamics(body_int, body_real, gravity, row_start, tau, z, zb, zd, 
             vdot[i, c] = xb[i, c]
     for k in range(lam.shape[0]):
         lam[k] = xj[k]
+    return STATUS_OK
+
+# ---- the velocities projected onto the joints' velocity rows ------------------------------------------------------
+#
+# The index-3 step holds C(z+) = 0 but not G(z+) v+ = 0: along the constraints' normals its velocities carry the
+# scheme's spurious root, which changes sign from step to step and is damped only by about rho_inf a step
+# (``integrate.augmented3d_implicit``, "Velocities"). ``project_velocity`` and ``spherical_project`` take it out at
+# each converged step: the mass-orthogonal projection v+ <- v+ + dv, M dv + G^T mu = 0, G dv = -G v+ (Bayo &
+# Ledesma 1996, "Augmented Lagrangian and mass-orthogonal projection methods for constrained multibody dynamics"),
+# the system of the dynamics' tree solve, [[M, G^T], [G, 0]], solved by the step's own elimination at
+# c_stiff = c_damp = 0 with the tangent maps 1 (its right-hand side (0, -G v)).
+
+@inline
+def _projected_velocities(zp, zbp, zdp, dv, start, stop):
+    """zbp += dv (nbodies, 6; omega in body axes) for bodies start to stop - 1, and zdp the same velocities with
+    omega in ground axes (R omega_b)."""
+    for i in range(start, stop):
+        for c in range(6):
+            zbp[i, c] += dv[i, c]
+        rot, _ = _quaternion_matrix(zp, i)
+        om = _mat_vec(rot, _vec(zbp, i, 3))
+        for c in range(3):
+            zdp[i, c] = zbp[i, c]
+            zdp[i, 3 + c] = om[c]
+
+
+@njit
+def project_velocity(body_int, body_real, gravity, row_start, tau, target, zp, zbp, zdp, vdot, lam, tangent, rb, rc,
+                     jc, jp, res, gam, diag, api, lu, piv, wm, kload, power):
+    """The new velocities zbp, zdp (nbodies, 6; omega in body and in ground axes) of a converged step at zp
+    projected, in place, mass-orthogonally onto the joints' velocity rows G v = 0 (the section's comment) by the
+    general kernels: ``residual`` for the rows at zp, ``factor`` at c_stiff = c_damp = 0 with the tangent maps 1
+    (its matrix [[M, G^T], [G, 0]]; kload (0, 12, 12)), ``solve`` with the right-hand side (0, -G v). For trees
+    without drivers (a driver's row would need its rate f'(t)). vdot, lam: the step's unknowns (read by
+    ``residual`` and ``factor``, their terms vanishing at c_stiff = c_damp = 0); tangent, rb, rc, jc, jp, res, gam,
+    diag, api, lu, piv, wm are scratch (the step's arrays; tangent left 1); power[0] receives tau's power at the
+    projected state. Returns the status (a singular local block: a body without inertia along a motion its joint
+    leaves free)."""
+    n = body_int.shape[0]
+    status = residual(body_int, body_real, gravity, row_start, tau, target, zp, zdp, vdot, lam, 1.0, rb, rc, jc, jp,
+                      res, gam, power)
+    if status:
+        return status
+    for i in range(n):
+        p = body_int[i, PARENT]
+        r0 = row_start[i]
+        for k in range(row_start[i + 1] - r0):  # G v: the rows' moment columns in ground axes, as zdp's omega
+            gv = 0.0
+            for c in range(6):
+                gv += jc[i, k, c] * zdp[i, c]
+                if p >= 0:
+                    gv += jp[i, k, c] * zdp[p, c]
+            rc[r0 + k] = -gv
+        for c in range(6):
+            rb[i, c] = 0.0
+        for r in range(3):
+            for c in range(3):
+                tangent[i, r, c] = 1.0 if r == c else 0.0
+    status = factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, 0.0, 0.0, jc, jp, diag, api, lu,
+                    piv, wm, kload)
+    if status:
+        return status
+    solve(body_int, row_start, jp, api, diag, lu, piv, wm, rb, rc)
+    _projected_velocities(zp, zbp, zdp, rb, 0, n)
+    power[0] = 0.0
+    if tau.shape[0] > 0:  # tau's power at the projected velocities
+        return residual(body_int, body_real, gravity, row_start, tau, target, zp, zdp, vdot, lam, 1.0, rb, rc, jc, jp,
+                        res, gam, power)
+    return STATUS_OK
+
+
+@njit
+def spherical_project(body_int, body_real, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, rc, diag, wm, loc, xb,
+                      xj, power, info):
+    """``project_velocity`` on a tree of spherical joints by the fused passes: ``spherical_forward``'s pipeline and
+    elimination on the projection's records (``_projection_body``: the matrix [[M, G^T], [G, 0]] of c_stiff =
+    c_damp = 0 and the tangent maps 1, the right-hand side (0, -G v) with the rows G v given, not the position
+    rows), then ``spherical_back_substitute``: dv in xb, mu in xj, exact (no shifted state). vdot, lam, tangent:
+    unread (the projection's records take none of them; passed for the pipeline's signature); rc, diag, wm, loc,
+    xb, xj are scratch (diag zero, as ``spherical_forward`` leaves it); power[0] receives tau's power at the
+    projected state (tau (nv,) or (0,)), info[2], info[3] are left as they were. Returns the status."""
+    kept = (info[2], info[3])
+    status = _spherical_passes(body_int, body_real, np.zeros(3), row_start, tau, zp, zbp, zdp, vdot, lam, tangent, 0.0,
+                               0.0, rc, diag, wm, loc, xb, xj, power, info, True)
+    info[2], info[3] = kept
+    if status:
+        return status
+    spherical_back_substitute(body_int, row_start, wm, diag, xb, xj)
+    _projected_velocities(zp, zbp, zdp, xb, 0, zp.shape[0])
+    total = 0.0
+    if tau.shape[0] > 0:  # tau's power at the projected velocities: R tau on the child, its opposite on the parent
+        for i in range(zp.shape[0]):
+            p = body_int[i, PARENT]
+            rot, _ = _quaternion_matrix(zp, i)
+            k = body_int[i, VIDX]
+            rel = _vec(zdp, i, 3)
+            if p >= 0:
+                rel = _sub(rel, _vec(zdp, p, 3))
+            total += _dot(_mat_vec(rot, (tau[k], tau[k + 1], tau[k + 2])), rel)
+    power[0] = total
     return STATUS_OK
 
 # ---- one step ------------------------------------------------------------------------------------------------------
