@@ -196,6 +196,15 @@ def _advance(h, am, af, gm, bt, zb0, acc0, vdot0, vdot, i, c):
 
 
 @inline
+def _ground_omega(zp, zbp, zdp, i):
+    """zdp[i]'s angular velocity (ground axes) = R_i zbp[i]'s (body axes), R_i of the quaternion zp[i, 3:]."""
+    rot, _ = _quaternion_matrix(zp, i)
+    om = _mat_vec(rot, _vec(zbp, i, 3))
+    for c in range(3):
+        zdp[i, 3 + c] = om[c]
+
+
+@inline
 def _update_body(z0, zb0, acc0, vdot0, vdot, zp, zbp, zdp, tangent, h, am, af, gm, bt, i):
     """Body i of ``update_state``."""
     for c in range(3):
@@ -237,10 +246,7 @@ def _update_body(z0, zb0, acc0, vdot0, vdot, zp, zbp, zdp, tangent, h, am, af, g
     zp[i, 4] = nx / norm
     zp[i, 5] = ny / norm
     zp[i, 6] = nz / norm
-    rot, _ = _quaternion_matrix(zp, i)
-    om = _mat_vec(rot, _vec(zbp, i, 3))
-    for c in range(3):
-        zdp[i, 3 + c] = om[c]
+    _ground_omega(zp, zbp, zdp, i)
     k = _skew((dx, dy, dz))
     k2 = _mat_mat(k, k)
     for r in range(3):
@@ -1760,17 +1766,14 @@ def spherical_dynamics(body_int, body_real, gravity, row_start, tau, z, zb, zd, 
 # c_stiff = c_damp = 0 with the tangent maps 1 (its right-hand side (0, -G v)).
 
 @inline
-def _projected_velocities(zp, zbp, zdp, dv, start, stop):
-    """zbp += dv (nbodies, 6; omega in body axes) for bodies start to stop - 1, and zdp the same velocities with
-    omega in ground axes (R omega_b)."""
-    for i in range(start, stop):
+def _projected_velocities(zp, zbp, zdp, dv):
+    """zbp += dv (nbodies, 6; omega in body axes), and zdp the same velocities with omega in ground axes."""
+    for i in range(zp.shape[0]):
         for c in range(6):
             zbp[i, c] += dv[i, c]
-        rot, _ = _quaternion_matrix(zp, i)
-        om = _mat_vec(rot, _vec(zbp, i, 3))
         for c in range(3):
             zdp[i, c] = zbp[i, c]
-            zdp[i, 3 + c] = om[c]
+        _ground_omega(zp, zbp, zdp, i)
 
 
 @njit
@@ -1810,7 +1813,7 @@ def project_velocity(body_int, body_real, gravity, row_start, tau, target, zp, z
     if status:
         return status
     solve(body_int, row_start, jp, api, diag, lu, piv, wm, rb, rc)
-    _projected_velocities(zp, zbp, zdp, rb, 0, n)
+    _projected_velocities(zp, zbp, zdp, rb)
     power[0] = 0.0
     if tau.shape[0] > 0:  # tau's power at the projected velocities
         return residual(body_int, body_real, gravity, row_start, tau, target, zp, zdp, vdot, lam, 1.0, rb, rc, jc, jp,
@@ -1835,7 +1838,7 @@ def spherical_project(body_int, body_real, row_start, tau, zp, zbp, zdp, vdot, l
     if status:
         return status
     spherical_back_substitute(body_int, row_start, wm, diag, xb, xj)
-    _projected_velocities(zp, zbp, zdp, xb, 0, zp.shape[0])
+    _projected_velocities(zp, zbp, zdp, xb)
     total = 0.0
     if tau.shape[0] > 0:  # tau's power at the projected velocities: R tau on the child, its opposite on the parent
         for i in range(zp.shape[0]):
