@@ -408,7 +408,7 @@ def main():
     ovl.add_argument("files", type=Path, nargs="+")
     args = parser.parse_args()
     if args.command == "overlap":
-        print(overlap_report({path.stem: json.loads(path.read_text()) for path in args.files}))
+        print(overlap_report({f"{path.parent.name}/{path.stem}": json.loads(path.read_text()) for path in args.files}))
         return 0
     if args.command == "census":
         rows = census(args.folder or _default_cache_folder())
