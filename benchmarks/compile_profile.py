@@ -23,7 +23,13 @@ integer width, a literal, None against a value, a first-class function, a tuple 
 
     python3 benchmarks/compile_profile.py census [CACHE_FOLDER] [--top N] [--json FILE]
 
-(the folder defaults to $NUMBA_CACHE_DIR, else this source's folder of the package cache, ``_kernels.cache``).
+(the folder defaults to $NUMBA_CACHE_DIR, else this source's folder of the package cache, ``_kernels.cache``),
+or compare the events of several processes (``overlap``: the xdist workers' files of one run, and the
+NUMBA_BOUNDSCHECK run's beside them): per process its compiles and self CPU seconds, and the signatures that more
+than one process compiled, with the CPU seconds of every copy beyond the cheapest (each process compiles what is
+not yet in the cache when it needs it; a run into another cache folder compiles everything it needs again)::
+
+    python3 benchmarks/compile_profile.py overlap FILE [FILE ...]
 
 Each compile of a dispatcher for one signature is one event (a load from numba's disk cache is none). Its *self*
 seconds are its duration less the compiles nested in it (a kernel compiling the kernels it calls while it is typed),
@@ -220,6 +226,35 @@ def report(rows, top):
     )
 
 
+def overlap(processes):
+    """The compiles of several processes compared: ``processes`` maps a name to its event rows. Returns (per
+    process: (name, compiles, self CPU seconds, signatures another process also compiled), distinct signatures,
+    signatures compiled by more than one process, the self CPU seconds of their copies beyond the cheapest)."""
+    cpu = defaultdict(dict)  # (dispatcher, args) -> {process: self CPU seconds}
+    for name, rows in processes.items():
+        for row in _normalised(rows):
+            key = (row["name"], tuple(row["args"]))
+            cpu[key][name] = cpu[key].get(name, 0.0) + row["self_cpu_seconds"]
+    shared = {key: by for key, by in cpu.items() if len(by) > 1}
+    per_process = []
+    for name, rows in processes.items():
+        keys = {(row["name"], tuple(row["args"])) for row in _normalised(rows)}
+        per_process.append((name, len(rows), sum(row["self_cpu_seconds"] for row in _normalised(rows)),
+                            sum(key in shared for key in keys)))
+    extra = sum(sum(by.values()) - min(by.values()) for by in shared.values())
+    return per_process, len(cpu), len(shared), extra
+
+
+def overlap_report(processes):
+    per_process, distinct, shared, extra = overlap(processes)
+    lines = [f"{'compiles':>8} {'cpu s':>8} {'shared':>6}  process (shared: its signatures another one compiled too)"]
+    for name, compiles, cpu, also in per_process:
+        lines.append(f"{compiles:8d} {cpu:8.1f} {also:6d}  {name}")
+    lines.append(f"{distinct} distinct signatures; {shared} compiled by more than one process, {extra:.1f} s CPU "
+                 "(self) in the copies beyond the cheapest")
+    return "\n".join(lines)
+
+
 def pytest_terminal_summary(terminalreporter):
     top = int(os.environ.get("COMPILE_PROFILE_TOP", "40"))
     for line in report(_events, top).splitlines():
@@ -369,7 +404,12 @@ def main():
     cen.add_argument("folder", type=Path, nargs="?", default=None)
     cen.add_argument("--top", type=int, default=40)
     cen.add_argument("--json", type=Path, default=None, help="write the rows (dispatcher, signature, bytes, why)")
+    ovl = sub.add_parser("overlap", help="compare the compiles of several processes' events files")
+    ovl.add_argument("files", type=Path, nargs="+")
     args = parser.parse_args()
+    if args.command == "overlap":
+        print(overlap_report({f"{path.parent.name}/{path.stem}": json.loads(path.read_text()) for path in args.files}))
+        return 0
     if args.command == "census":
         rows = census(args.folder or _default_cache_folder())
         print(census_report(rows, args.top))

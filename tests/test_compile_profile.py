@@ -65,3 +65,22 @@ def test_census_counts_the_signatures_of_a_cache_and_names_what_sets_them_apart(
     assert all(row[2] > 0 for row in rows)  # the bytes of each signature's machine code
     report = _compile_profile().census_report(rows, top=5)
     assert report.startswith("5 signatures of 2 dispatchers") and "array layout CF" in report
+
+
+def test_overlap_counts_the_signatures_several_processes_compiled_and_the_cpu_of_the_copies():
+    """Two workers and a second run: a signature compiled by all three costs its two dearer copies, one compiled by
+    two costs its dearer copy, another signature of the same dispatcher or a signature compiled twice in one
+    process is no copy of another process's."""
+    def row(name, args, cpu):
+        return dict(name=name, args=args, seconds=cpu, self_seconds=cpu, self_cpu_seconds=cpu, test="t")
+
+    processes = {
+        "gw0": [row("k.a", ["float64"], 2.0), row("k.b", ["int64"], 1.0), row("k.b", ["int64"], 0.5)],
+        "gw1": [row("k.a", ["float64"], 3.0), row("k.a", ["int64"], 4.0)],
+        "bc": [row("k.a", ["float64"], 5.0), row("k.c", ["float64"], 6.0)],
+    }
+    per_process, distinct, shared, extra = _compile_profile().overlap(processes)
+    assert per_process == [("gw0", 3, 3.5, 1), ("gw1", 2, 7.0, 1), ("bc", 2, 11.0, 1)]
+    assert (distinct, shared) == (4, 1) and abs(extra - (3.0 + 5.0)) < 1e-12
+    assert "4 distinct signatures; 1 compiled by more than one process, 8.0 s" in _compile_profile().overlap_report(
+        processes)

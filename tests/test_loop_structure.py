@@ -82,7 +82,7 @@ def test_structured_loop_layer_agrees_with_the_dense_one(case):
             dense_resp,
             lw.no_resp_drive,
             ws.zeros,
-            lw.stab[2:4],
+            lw.no_gravity,
         )
         == 0
     )
@@ -91,7 +91,7 @@ def test_structured_loop_layer_agrees_with_the_dense_one(case):
         assert set(np.flatnonzero(dense_resp[r]).tolist()) <= _columns(resp_start, resp_cols, r)
     resp = np.full((m, nq), np.nan)
     assert (
-        kernels.loop_responses(model.body_int, model.body_real, q, jac, pattern, ws.ws, resp, ws.zeros, lw.stab[2:4])
+        kernels.loop_responses(model.body_int, model.body_real, q, jac, pattern, ws.ws, resp, ws.zeros, lw.no_gravity)
         == 0
     )
     for r in range(m):
@@ -169,7 +169,7 @@ def _envelope(model, q, qd):
     ws, lw, pattern = _structure(model, q, qd)
     m = model.nconstraints
     status = kernels.loop_responses(
-        model.body_int, model.body_real, q, lw.jac, pattern, ws.ws, lw.resp, ws.zeros, lw.stab[2:4]
+        model.body_int, model.body_real, q, lw.jac, pattern, ws.ws, lw.resp, ws.zeros, lw.no_gravity
     )
     assert status == 0
     first = np.empty(m, dtype=np.int64)

@@ -61,3 +61,23 @@ def test_the_kernels_pass_flags_and_counters_typed_not_as_literals():
                        augmented_system._correction):
         assert _signatures(dispatcher), dispatcher  # the calls above reach it
         assert not _literal_signatures(dispatcher), (dispatcher, _literal_signatures(dispatcher))
+
+
+def test_the_joint_states_of_absolute_samples_compile_one_body_range_kernel():
+    """``recover3d.joint_states`` hands its range of bodies to ``_sample_bodies`` from 0 on one thread and from
+    k n / CHUNKS on numba's threads: the first body typed (np.int64), not the literal 0, or numba compiles the
+    range kernel, with every joint's rows inlined in it (tens of seconds), once for each."""
+    import numpy as np  # noqa: PLC0415
+
+    from recursive_mbd._kernels.augmented import recover3d  # noqa: PLC0415
+    from recursive_mbd.dynamics import augmented3d  # noqa: PLC0415
+    from recursive_mbd.integrate import augmented3d_implicit  # noqa: PLC0415
+
+    model = models.heavy_top()
+    q, qd = model.neutral(), np.array([0.1, 0.0, 20.0])
+    z, zd = augmented3d.absolute_from_joint(model, q, qd)
+    arrays = augmented3d_implicit._Arrays(model, augmented3d.row_starts(model))
+    mine_q, _, drift = augmented3d_implicit.joint_states(model, z[None], zd[None], arrays)
+    assert np.abs(mine_q[0] - q).max() < 1e-14 and drift[0] < 1e-14  # the call reached the kernels
+    assert _signatures(recover3d._sample_bodies)
+    assert not _literal_signatures(recover3d._sample_bodies), _literal_signatures(recover3d._sample_bodies)

@@ -118,7 +118,7 @@ def test_change_point_zone_is_banded_and_matches_the_dense_reference():
     ws, lw = loop_workspace(model)
     q, qd, tau, wrench = loaded_state(model, ws, q, qd, None, 0.0)
     args = (model.body_int, model.body_real, model.loop_int, model.loop_real, lw.pattern, q, qd, ws.ws, ws.com, lw.acc,
-            lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights, lw.resp, ws.zeros, lw.stab[2:4], 1e-12, POSITION_RCOND,
+            lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights, lw.resp, ws.zeros, lw.no_gravity, 1e-12, POSITION_RCOND,
             kernels.BRANCH_ZONE)
     normals = np.zeros((2 * n, 2 * n + 1))
     curvature = np.zeros(2 * n)
@@ -153,7 +153,7 @@ def test_change_point_zone_is_banded_and_matches_the_dense_reference():
     # the eigenvalue counts of J M^-1 J^T by inertias, as eigvalsh counts them; its banded assembly
     gram = np.empty((2 * n, 2 * n))
     kernels.constraint_responses(model.body_int, model.body_real, q, jac, ws.no_driven, ws.ws, lw.resp,
-                                 lw.no_resp_drive, ws.zeros, lw.stab[2:4])
+                                 lw.no_resp_drive, ws.zeros, lw.no_gravity)
     kernels.gram_matrix(jac, lw.resp, gram)
     dense = jac @ lw.resp.T
     assert np.abs(gram - 0.5 * (dense + dense.T)).max() < 1e-14 * np.abs(dense).max()
@@ -189,7 +189,7 @@ def test_change_point_zone_solves_without_eigen_decompositions(theta):
     assert kernels.loop_constraints(model.body_int, model.body_real, model.loop_int, model.loop_real, q, ws.zeros,
                                     ws.ws, ws.com, lw.acc, lw.phi, lw.phid, lw.jac, lw.gamma, lw.weights) == 0
     assert kernels.constraint_responses(model.body_int, model.body_real, q, lw.jac, no_driven, ws.ws, lw.resp,
-                                        lw.no_resp_drive, ws.zeros, lw.stab[2:4]) == 0
+                                        lw.no_resp_drive, ws.zeros, lw.no_gravity) == 0
     gram = np.empty((2 * n, 2 * n))
     kernels.gram_matrix(lw.jac, lw.resp, gram)
     values, vectors = np.linalg.eigh(gram)

@@ -53,7 +53,8 @@ def joint_states(body_int, body_real, z, zd, q, v, drift, jc, jp, res, gam):
         zs = z[s]
         zds = zd[s]
         if n < PARALLEL_BODIES:
-            drift[s] = _sample_bodies(body_int, body_real, zs, zds, q, v, s, jc, jp, res, gam, 0, n)
+            # the first body typed, not the literal 0: one compile of _sample_bodies serves both branches
+            drift[s] = _sample_bodies(body_int, body_real, zs, zds, q, v, s, jc, jp, res, gam, np.int64(0), n)
             continue
         for k in numba.prange(CHUNKS):
             parts[k] = _sample_bodies(body_int, body_real, zs, zds, q, v, s, jc, jp, res, gam, k * n // CHUNKS,
