@@ -327,11 +327,13 @@ step projected, the iterations a step as before (3.15, 3.33, 3.33, 4.00 at rho_i
 0.5; one split step on 1000 links at 0.5 rad, 0.9); 1000 links at 0.3 rad, rho_inf = 0.9, against dopri5
 (``--tilts 0.3 --sizes 1000 --rho-inf 0.9 --reference 1000``, load 2.7): 0.173 s against 16.7 s (96x), tips 5.69e-5
 m apart, 3.33 iterations a step (the code before, in the next process: 0.165 s against 17.1 s, 103x, the
-same tips). Predicted for the quiet 1e6 run (not measured here: 2.5 GB and minutes a
-run on this shared machine): the 59.9 s of ``--no-projection``, plus 27 of the projection's 100 steps (24.5 s before:
-6.6 s), plus the gap pass on the other 73 steps (54 ns a body on one thread, about half on two: 2.0 s), about 68 s
-(0.68 us a link-step): under the 84.4 s before, above the 60 s of the target; the 55 s would need the Newton
-iteration itself (the 59.9 s) about 10% cheaper.
+same tips). N = 1e6 over 1 s on one thread, triggered, ``--no-projection`` and every step projected in turn in one
+process (load 2 to 3; 5 min 13 s in all, peak RSS 3.01 GB): 1001, 855 and 1166 ns of CPU a link-step (2.00, 2.00,
+2.02 iterations a step; 27 steps projected), so the trigger leaves 47% of the projection's cost (146 of 311 ns: 27
+projections and the gap pass on the other 73 steps). Predicted for the quiet 1e6 run on two threads (not measured
+here): 59.9 s of ``--no-projection`` times 1.17 (this ratio), or plus 47% of the projection's 24.5 s: 70 to 71 s
+(0.70 us a link-step), under the 84.4 s before but above the 60 s of the target; 55 s would need the Newton
+iteration itself (the 59.9 s) about 10% cheaper, and the projected steps and the gap pass nearly free.
 """
 
 import os

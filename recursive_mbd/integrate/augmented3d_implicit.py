@@ -95,9 +95,10 @@ an iteration in all; 10-16% more CPU a link-step on the large swings at rho_inf 
 wall time on the small swing of 1e4 links (2 iterations a step) at every step. With the trigger above, the small
 swing of N = 1e5 (one thread, the code before and this one in alternate processes, load 2 to 4): 973 and 979 ns of
 CPU a link-step against 1157 and 1124 before (-13 to -16%), 844 and 842 without the projection (883 and 842 before);
-predicted for the quiet 1e6 run of ``benchmarks/implicit3d.py`` (84.4 s before, 59.9 s without the projection): about
-68 s (27 projected steps, the gap pass on the other 73). A leaner elimination for it (its coupling and stiffness
-blocks are zero) was not tried.
+N = 1e6 on one thread (load 2 to 3) 1001 ns against 1166 with every step projected and 855 without: the trigger
+leaves 47% of the projection's cost, so the quiet 1e6 run of ``benchmarks/implicit3d.py`` (84.4 s before, 59.9 s
+without the projection) is predicted at 70 to 71 s (27 projected steps, the gap pass on the other 73). A leaner
+elimination for it (its coupling and stiffness blocks are zero) was not tried.
 
 Newton matrix
 -------------
