@@ -301,6 +301,39 @@ of the 1e6 runs above: **84.4 s** of wall time for the simulated second with the
 large swings' reference on the same machine (``--tilts 0.3 0.5 --sizes 1000 --rho-inf 0.9 --reference 1000``): 1 s
 of the 0.3 rad swing in 0.161 s against dopri5's 16.3 s (101x), tips 5.69e-5 m apart, 3.33 iterations a step; the
 0.5 rad swing 0.188 s against 18.1 s (96x), 1.55e-4 m, 4.00 iterations a step, one split step.
+
+Then with a step's velocities projected only where a joint's velocity row is off by more than the step's accepted
+Newton error can move it, newton_tol times the row's reach (``augmented3d_implicit``, "Velocities"; the rows
+measured in one parallel pass at the step's end, ``_kernels.augmented.implicit3d.spherical_gaps``), Newton's
+correction applied in the back-substitution's pass and the first guess made in one pass on numba's threads (the
+same bits). The gaps before the projection, largest a step, every step projected: the small swing 4.6e-12 to
+2.1e-8 m/s at N = 1e4 and 1.2e-12 to 2.6e-9 m/s at 1e5 (about newton_tol = 1e-10; at the pin, then at the free end
+once the tilt's wave arrives), the whips 2.5e-6 to 2.5e-2 m/s. Steps projected on the small swing: 45, 34 and 27 of
+100 at N = 1e4, 1e5 and 1e6 (``--projection-margin 0`` projects every step, as before); the whips at every step.
+The small swing, CPU ns a link-step on one thread (NUMBA_NUM_THREADS=1; in one process every step projected,
+triggered and ``--no-projection`` in turn, the code before in the next process, alternately; load 2 to 4.3):
+
+    N      rounds  before: every step / none   this: every step / triggered / none
+    1e4    3       1102 / 841                  1080 / 991 / 814
+    1e5    2       1157, 1124 / 883, 842       1113, 1142 / 973, 979 / 844, 842
+
+so the trigger takes 10% (1e4) and 13-16% (1e5) off a link-step, the two passes fewer 0-4%. The gap pass alone costs
+54 ns a body on one thread (a projection 288; ``spherical_gaps`` and ``spherical_project`` timed apart at N = 1e4
+and 1e5). On two threads this loaded machine says little (N = 1e5, load 3.3 to 3.6: before 2656, 2667 / 1854,
+1869 ns of CPU a link-step; this 2781, 2788 / 2301, 2313 / 2006, 1958): every parallel pass waits for a time slice
+there, and the trigger's pass and the first guess's add one or two a step. The whips and the large swings
+(``--tilts 0.3 0.5 --sizes 100 1000 --rho-inf 0.9 0.5 --reference 0``, load 3): every case reaches 1 s with every
+step projected, the iterations a step as before (3.15, 3.33, 3.33, 4.00 at rho_inf = 0.9; 2.88, 3.04, 2.98, 3.16 at
+0.5; one split step on 1000 links at 0.5 rad, 0.9); 1000 links at 0.3 rad, rho_inf = 0.9, against dopri5
+(``--tilts 0.3 --sizes 1000 --rho-inf 0.9 --reference 1000``, load 2.7): 0.173 s against 16.7 s (96x), tips 5.69e-5
+m apart, 3.33 iterations a step (the code before, in the next process: 0.165 s against 17.1 s, 103x, the
+same tips). N = 1e6 over 1 s on one thread, triggered, ``--no-projection`` and every step projected in turn in one
+process (load 2 to 3; 5 min 13 s in all, peak RSS 3.01 GB): 1001, 855 and 1166 ns of CPU a link-step (2.00, 2.00,
+2.02 iterations a step; 27 steps projected), so the trigger leaves 47% of the projection's cost (146 of 311 ns: 27
+projections and the gap pass on the other 73 steps). Predicted for the quiet 1e6 run on two threads (not measured
+here): 59.9 s of ``--no-projection`` times 1.17 (this ratio), or plus 47% of the projection's 24.5 s: 70 to 71 s
+(0.70 us a link-step), under the 84.4 s before but above the 60 s of the target; 55 s would need the Newton
+iteration itself (the 59.9 s) about 10% cheaper, and the projected steps and the gap pass nearly free.
 """
 
 import os
@@ -351,6 +384,7 @@ def implicit_row(n, tilt, t_end, formulation="recursive", rho_inf=0.9):
             "cpu_s": cpu, "cpu_us_per_link_step": cpu / steps / n * 1e6,
             "iterations_per_step": result.newton_iterations / steps,
             "factorizations_per_step": result.newton_factorizations / steps, "failure": failure,
+            "velocity_projections": getattr(result, "velocity_projections", None),
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "tip": tip(model, result.q[-1]).tolist()}
 
@@ -406,11 +440,17 @@ def main():
     parser.add_argument("--no-projection", action="store_true",
                         help="absolute coordinates: generalized_alpha without its velocity projection (the plain "
                              "index-3 step, augmented3d_implicit.PROJECT_VELOCITIES off)")
+    parser.add_argument("--projection-margin", type=float, default=None,
+                        help="absolute coordinates: project a step's velocities where a joint row's gap exceeds this "
+                             "many times the Newton tolerance's reach (augmented3d_implicit.PROJECTION_MARGIN; 0: at "
+                             "every step)")
     args = parser.parse_args()
-    if args.no_projection:
+    if args.no_projection or args.projection_margin is not None:
         from recursive_mbd.integrate import augmented3d_implicit  # noqa: PLC0415
 
-        augmented3d_implicit.PROJECT_VELOCITIES = False
+        augmented3d_implicit.PROJECT_VELOCITIES = not args.no_projection
+        if args.projection_margin is not None:
+            augmented3d_implicit.PROJECTION_MARGIN = args.projection_margin
     if "bdf" in args.methods:
         bdf_rows = bdf_main(args)
         if args.methods == ["bdf"]:
@@ -423,12 +463,13 @@ def main():
     rows = [implicit_row(n, tilt, args.t_end, formulation, rho) for formulation, rho in cases
             for tilt in args.tilts for n in args.sizes]
     print_table(["formulation", "rho_inf", "N", "tilt", "reached [s]", "wall/sim s", "us/link-step", "CPU us/link-step",
-                 "iter/step", "fact/step", "splits", "peak RSS [MB]", "failure"],
+                 "iter/step", "fact/step", "splits", "projected", "peak RSS [MB]", "failure"],
                 [[r["formulation"], r["rho_inf"], r["n"], r["tilt"], f"{r['reached']:.2f}",
                   f"{r['wall_per_simulated_s']:.3g}", f"{r['us_per_link_step']:.3g}",
                   f"{r['cpu_us_per_link_step']:.3g}", f"{r['iterations_per_step']:.2f}",
-                  f"{r['factorizations_per_step']:.2f}", r["split_steps"], f"{r['peak_rss_mb']:.0f}", r["failure"]]
-                 for r in rows])
+                  f"{r['factorizations_per_step']:.2f}", r["split_steps"],
+                  "-" if r["velocity_projections"] is None else r["velocity_projections"], f"{r['peak_rss_mb']:.0f}",
+                  r["failure"]] for r in rows])
     comparison = []
     references = {}
     if args.reference:

@@ -364,6 +364,29 @@ def test_the_first_guess_moves_each_body_at_the_given_mean_velocity():
         np.testing.assert_allclose(turned[i], rotations[i] @ exp, rtol=0, atol=1e-14)
 
 
+@pytest.mark.parametrize("change, smooth", [(0.5, True), (3.0, False)])
+def test_the_first_guess_is_the_same_on_numba_s_threads(change, smooth):
+    """``kernels.first_guess`` from PARALLEL_BODIES bodies (its pass in ranges on numba's threads, the maxima taken
+    range by range): the same bits as the rule applied in numpy to ``predict``'s guess, on random states whose
+    accelerations changed smoothly (by half the largest: vdot0) and not (a change of 3 times it at the last body of
+    the last range: the mean velocity), the result written over the history (one array, as in a run)."""
+    n = kernels.PARALLEL_BODIES + 300
+    rng = np.random.default_rng(7)
+    zb, acc, vdot0 = rng.normal(size=(n, 6)), rng.normal(size=(n, 6)), rng.normal(size=(n, 6))
+    rate = zb + 0.01 * rng.normal(size=(n, 6))
+    coef = np.array([0.01, *generalized_alpha_coefficients(0.9)])
+    before = vdot0 + 0.5 * np.abs(vdot0).max() * rng.uniform(-1.0, 1.0, size=(n, 6))
+    before[-1, 0] = vdot0[-1, 0] + change * np.abs(vdot0[:, :3]).max()
+    mean = np.zeros((n, 6))
+    kernels.predict(zb, acc, vdot0, rate, coef, mean)
+    rule = all(np.abs(vdot0 - before)[:, part].max() <= min(np.abs(vdot0 - mean)[:, part].max(),
+                                                             np.abs(vdot0)[:, part].max())
+               for part in (slice(0, 3), slice(3, 6)))
+    assert rule == smooth
+    assert kernels.first_guess(zb, acc, vdot0, before, rate, coef, 1, before) == smooth
+    np.testing.assert_array_equal(before, vdot0 if smooth else mean)
+
+
 def test_the_first_guess_is_the_constant_acceleration_where_the_accelerations_are_smooth():
     """``kernels.first_guess``: vdot0 where, for the centres of mass and the rotations apart, the accelerations
     changed over the last step by no more than the two guesses differ and than the part's largest acceleration
@@ -733,9 +756,11 @@ def test_the_swinging_chains_take_fewer_newton_iterations_a_step():
         assert large.constraint_drift.max() < 1e-12
 
 
-def _projected(model, z, zd, fused):
+def _projected(model, z, zd, fused, gap=None):
     """The velocities (zd, omega in ground axes) of the state (z, zd) after the step's projection onto the joints'
-    velocity rows (``_Stepper.project``: ``kernels.spherical_project`` fused, else ``kernels.project_velocity``)."""
+    velocity rows (``_Stepper.project``: ``kernels.spherical_project`` fused, else ``kernels.project_velocity``), at
+    newton_tol = 1e-10; gap (3,), where given, receives the stepper's ``gap`` (the largest row gap over its reach,
+    its body, 1 where projected)."""
     starts = augmented3d.row_starts(model)
     arrays = augmented3d_implicit._Arrays(model, starts, fused=fused)
     arrays.zp[:], arrays.zdp[:], arrays.zbp[:] = z, zd, augmented3d_implicit.to_body_axes(z, zd)
@@ -747,7 +772,45 @@ def _projected(model, z, zd, fused):
     assert stepper.project(vdot, lam) == 0
     if fused:  # the children's sums left zero for the next pass
         assert not arrays.diag.any()
+    if gap is not None:
+        gap[:] = stepper.gap
     return arrays.zdp.copy()
+
+
+def _row_gaps(model, z, zd):
+    """Each joint velocity row's gap |g . v| over its reach (numpy, from ``augmented3d.assemble``'s rows, not the
+    step's kernels): the most that velocity errors within Newton's tolerance of 1 in the correction's metric (each
+    c' component by 1 m/s, each omega_b component by 1 / r_g, r_g the body's radius of gyration) move the row,
+    |a|_1 + |R^T b|_1 / r_g over its two bodies (a, b its coefficients on c' and omega, ground axes). (rows,)"""
+    _, _, jc, jp, _, _ = augmented3d.assemble(model, z, zd)
+    counts = np.diff(augmented3d.row_starts(model))
+    parent = model.body_int[:, PARENT]
+    rot = augmented3d._quaternion_matrix(z[:, 3:])
+    gyration = augmented3d_implicit.radii_of_gyration(model)
+    out = []
+    for i in range(model.nbodies):
+        p = parent[i]
+        for k in range(counts[i]):
+            gap = jc[i, k] @ zd[i]
+            reach = np.abs(jc[i, k, :3]).sum() + np.abs(rot[i].T @ jc[i, k, 3:]).sum() / gyration[i]
+            if p >= 0:
+                gap += jp[i, k] @ zd[p]
+                reach += np.abs(jp[i, k, :3]).sum() + np.abs(rot[p].T @ jp[i, k, 3:]).sum() / gyration[p]
+            out.append(abs(gap) / reach)
+    return np.array(out)
+
+
+def _projection_case(kind, seed):
+    """(model, rng, z, zd): a random tree of every joint type, or of spherical joints (12 bodies, or above
+    PARALLEL_BODIES: "spherical, on numba's threads"), at random joint coordinates and velocities (z, zd on the
+    joints' velocity rows)."""
+    if kind == "every joint type":
+        model, rng = _tree_of_every_joint_type()
+    else:
+        model, rng = _spherical_tree(seed, 12 if kind == "spherical" else kernels.PARALLEL_BODIES + 300)
+    q = rm.integrate_configuration(model, model.neutral(), 0.5 * rng.normal(size=model.nv))
+    z, zd = augmented3d.absolute_from_joint(model, q, rng.normal(size=model.nv))
+    return model, rng, z, zd
 
 
 @pytest.mark.parametrize("kind", ["every joint type", "spherical", "spherical, on numba's threads"])
@@ -759,12 +822,7 @@ def test_the_steps_velocity_projection_is_the_mass_orthogonal_one(kind):
     (``augmented3d.project``: its own tree solve, the same system [[M, G^T], [G, 0]]) to 1e-12 of the change it
     makes, and G v = 0 after it to round-off (measured: 3e-15 to 1.6e-14 of the change apart, G v 2.6e-15 to
     4e-14)."""
-    if kind == "every joint type":
-        model, rng = _tree_of_every_joint_type()
-    else:
-        model, rng = _spherical_tree(85, 12 if kind == "spherical" else kernels.PARALLEL_BODIES + 300)
-    q = rm.integrate_configuration(model, model.neutral(), 0.5 * rng.normal(size=model.nv))
-    z, zd = augmented3d.absolute_from_joint(model, q, rng.normal(size=model.nv))
+    model, rng, z, zd = _projection_case(kind, 85)
     zd = zd + 0.3 * rng.normal(size=zd.shape)  # off the velocity rows
     assert np.abs(augmented3d.constraints(model, z, zd)[2]).max() > 0.1
     _, reference = augmented3d.project(model, z, zd)
@@ -773,6 +831,53 @@ def test_the_steps_velocity_projection_is_the_mass_orthogonal_one(kind):
         projected = _projected(model, z, zd, fused)
         np.testing.assert_allclose(projected, reference, rtol=0, atol=1e-12 * change, err_msg=f"fused {fused}")
         assert np.abs(augmented3d.constraints(model, z, projected)[2]).max() < 1e-12 * change, fused
+
+
+@pytest.mark.parametrize("kind", ["every joint type", "spherical", "spherical, on numba's threads"])
+def test_the_projection_is_skipped_where_every_gap_is_within_the_newton_tolerances_reach(kind):
+    """The step's projection runs only where a joint velocity row's gap exceeds newton_tol (1e-10 here) times its
+    reach (the most that velocity errors within the Newton tolerance move it, ``kernels._row_reach``): on random
+    trees (every joint type: the general kernels; spherical: the fused passes too), a state on the joints' positions
+    with velocities off their rows by random errors of 3e-11 (every row's gap over its reach below 1e-10, measured
+    apart in numpy from ``augmented3d.assemble``'s rows) is left bit for bit, and with errors of 0.3 projected; the
+    largest gap over its reach that the step reports is numpy's to 1e-15 (the round-off of G v at velocities of
+    order 1 m/s) and to 1e-12 of itself."""
+    model, rng, z, on_rows = _projection_case(kind, 86)
+    for size, projected in ((3e-11, False), (0.3, True)):
+        zd = on_rows + size * rng.normal(size=on_rows.shape)
+        ratios = _row_gaps(model, z, zd)
+        assert (ratios.max() < 1e-10) != projected, ratios.max()
+        for fused in (False,) if kind == "every joint type" else (False, True):
+            gap = np.zeros(3)
+            after = _projected(model, z, zd, fused, gap)
+            assert gap[2] == projected, (size, fused)
+            np.testing.assert_allclose(gap[0], ratios.max(), rtol=1e-12, atol=1e-15, err_msg=f"{size} {fused}")
+            if not projected:
+                assert np.array_equal(after, zd), fused
+            else:
+                assert np.abs(_row_gaps(model, z, after)).max() < 1e-13, fused
+
+
+def test_the_steps_gaps_stay_within_the_newton_tolerances_reach_where_they_are_not_projected(monkeypatch):
+    """The small swing of 1000 links (1e-3 rad, rho_inf = 0.9, 0.5 s at dt = 0.01 s): some steps are projected and
+    some are not (their gaps within the Newton tolerance's reach), and after every step every joint velocity row's
+    gap is at most newton_tol times its reach (``_row_gaps``, measured apart on the samples); the general kernels
+    (``project_velocity``) project the same steps, to the same end state (positions to 1e-12, velocities to 1e-9:
+    the general and fused Newton iterations stop at different iterates within newton_tol, 3.4e-7 rad/s at the 1 mm
+    links' radius of gyration)."""
+    model, q0, v0 = _tilted_chain(1000, 1e-3)
+    tol = augmented3d_implicit.NEWTON_TOL
+    runs = []
+    for fused in (True, False):
+        monkeypatch.setattr(augmented3d_implicit, "FUSED_SPHERICAL", fused)
+        runs.append(rm.simulate(model, q0, v0, 0.5, method="generalized_alpha", formulation="augmented", dt=0.01))
+    fused, general = runs
+    assert fused.nsteps == 50 and 5 <= fused.velocity_projections <= 45, fused.velocity_projections
+    assert general.velocity_projections == fused.velocity_projections
+    worst = max(_row_gaps(model, z, zd).max() for z, zd in zip(fused.z, fused.zd, strict=True))
+    assert worst <= tol * (1.0 + 1e-9), worst
+    assert np.abs(general.zd[-1] - fused.zd[-1]).max() < 1e-9
+    assert np.abs(general.z[-1] - fused.z[-1]).max() < 1e-12
 
 
 def test_the_whip_of_a_short_chain_runs_through_at_rho_inf_0_9_with_the_velocities_projected(monkeypatch):
@@ -790,6 +895,7 @@ def test_the_whip_of_a_short_chain_runs_through_at_rho_inf_0_9_with_the_velociti
     monkeypatch.setattr(augmented3d_implicit, "PROJECT_VELOCITIES", True)
     result = rm.simulate(model, q0, v0, 0.8, method="generalized_alpha", formulation="augmented", dt=0.01)
     assert result.t[-1] == 0.8 and result.nsteps == 80 and result.newton_split_steps == 0
+    assert result.velocity_projections == 80  # (every step's gaps beyond the Newton tolerance's reach)
     assert result.constraint_drift.max() < 1e-12
     gaps = [np.abs(augmented3d.constraints(model, z, zd)[2]).max() / np.abs(zd).max()
             for z, zd in zip(result.z, result.zd, strict=True)]

@@ -59,6 +59,28 @@ velocity error along the normals, O(h^2) where the motion is resolved, so the or
 (``tests/test_augmented3d_implicit.py``). Models with closed loops or drivers are not projected (the plain index-3
 step: the loops' rows would need the bordered solve, a driver's row its rate f'(t+) and its power's multiplier);
 ``PROJECT_VELOCITIES`` = False turns it off.
+Only where the gaps exceed what the Newton tolerance leaves: Newton accepts a step whose velocities are off by up to
+newton_tol in the correction's metric ("Convergence" below: each component of c' in m/s, each of omega_b times the
+body's radius of gyration r_g), and such errors move a joint's velocity row g . v (coefficients a on c', b on
+omega, ground axes) by up to newton_tol times the row's reach, |a|_1 + |R^T b|_1 / r_g summed over its two bodies
+(``kernels._row_reach``: 5.4 on a slender link's transverse rows, 2 on its axial one). A step whose every row has
+|g . v| <= PROJECTION_MARGIN (1) newton_tol times its reach is left as it is: its gaps are within what its accepted
+Newton error makes by itself, and the projection would move its velocities by about as much. So a skipped
+projection leaves every row's gap within newton_tol times its reach (tested after every step of a 1000-link swing,
+against the rows of ``augmented3d.assemble``; and that the fused and the general kernels skip the same steps). The
+rows are measured at the step's end in one pass over the bodies on numba's threads (``kernels.spherical_gaps``,
+which gives tau's power there too; the general kernels from the rows that ``residual`` makes): 54 ns a body on one
+thread at N = 1e4 and 1e5 (its arithmetic: both rotations, the joint frame, three rows' reach), against the
+projection's 288. The gaps before the projection, largest a step (the chains of
+``benchmarks/implicit3d.py``, 1 s at dt = 0.01 s, every step projected): the small swing (1e-3 rad, rho_inf = 0.9)
+4.6e-12 to 2.1e-8 m/s at N = 1e4 (median 4.9e-11; at the pin until t = 0.55 s, then at the free end, where the
+tilt's wave arrives) and 1.2e-12 to 2.6e-9 m/s at 1e5 (the free end's falling like the link's length); the whips
+2.5e-6 to 2.5e-2 m/s (100 links at 0.5 rad, 1000 at 0.3 and 0.5 rad, rho_inf = 0.9 and 0.5), 1e4 to 1e8 times
+newton_tol's reach, so they are projected at every step as before. Left unprojected, the small swing's gaps grow
+back from zero towards the index-3 step's own offset (0.2 to 0.5 newton_tol's reach a step on the first steps, at
+the pin) and the trigger projects every five to ten steps: 45, 34 and 27 of the 100 steps at N = 1e4, 1e5 and 1e6,
+end velocities within 4e-8 (N = 1e4; 3.4e-6 rad/s is newton_tol at the last link's radius of gyration) of the run
+projected at every step.
 Why a projection, not the last factorisation reused: the Newton matrix of the step differs from [[M, G^T], [G, 0]]
 by c_damp D_v + c_stiff (D_z + H) T and its rows by T (and the fused passes keep none of the local blocks' factors,
 only K^-1 U), so its factors would solve the projection only as a preconditioner, each refinement a product by the
@@ -70,8 +92,13 @@ step, until Newton found no root near its first guess; rho_inf <= 0.7 ran throug
 every case runs through (figures in ``benchmarks/implicit3d.py``). Its cost: the projection's records take 43 ns a
 body against a Newton iteration's 152 (its elimination and back-substitution are an iteration's), about two thirds of
 an iteration in all; 10-16% more CPU a link-step on the large swings at rho_inf = 0.5 (3 iterations a step), +34%
-wall time on the small swing of 1e4 links (2 iterations a step). A leaner elimination for it (its coupling and
-stiffness blocks are zero) was not tried.
+wall time on the small swing of 1e4 links (2 iterations a step) at every step. With the trigger above, the small
+swing of N = 1e5 (one thread, the code before and this one in alternate processes, load 2 to 4): 973 and 979 ns of
+CPU a link-step against 1157 and 1124 before (-13 to -16%), 844 and 842 without the projection (883 and 842 before);
+N = 1e6 on one thread (load 2 to 3) 1001 ns against 1166 with every step projected and 855 without: the trigger
+leaves 47% of the projection's cost, so the quiet 1e6 run of ``benchmarks/implicit3d.py`` (84.4 s before, 59.9 s
+without the projection) is predicted at 70 to 71 s (27 projected steps, the gap pass on the other 73). A leaner
+elimination for it (its coupling and stiffness blocks are zero) was not tried.
 
 Newton matrix
 -------------
@@ -164,7 +191,8 @@ parent's (its own residual terms, the joint's rows, the coupling and stiffness b
 of 114 numbers, ``kernels.LOCAL_SIZE``); then leaves first, each body's residual completed by its children's loads,
 its local block eliminated, and its right-hand side eliminated into its parent's at once (the children's Schur terms,
 loads and right-hand sides summed in the parent's row of ``diag``, which the parent clears as it reads them); then
-roots first the back-substitution. The first two go range by range of bodies (``pipeline_range``: from
+roots first the back-substitution, which applies each body's correction to the unknowns as soon as it is complete
+(not a pass of its own). The first two go range by range of bodies (``pipeline_range``: from
 ``kernels.PARALLEL_BODIES`` bodies PIPELINE_RANGES ranges, the last first), the records of two ranges kept, not
 one a body: from PARALLEL_BODIES bodies, in each round one of numba's threads eliminates a range while the other
 makes the records of the range before it (a round a range: the same bodies and the same arithmetic in the same
@@ -671,8 +699,12 @@ FUSED_SPHERICAL = True
 PIPELINE_RANGES = 8
 # generalized_alpha projects each converged step's velocities onto the joints' velocity rows (module docstring,
 # "Velocities"): without it, rho_inf = 0.9 leaves the index-3 scheme's spurious velocities along the constraints'
-# normals nearly undamped and a whip's free end spun them up until Newton failed (False: the plain index-3 scheme)
+# normals nearly undamped and a whip's free end spun them up until Newton failed (False: the plain index-3 scheme);
+# only where a joint's velocity row is off by more than PROJECTION_MARGIN times the most that the step's accepted
+# Newton error (newton_tol in the correction's metric) can move it ("Velocities": a gap within that is the Newton
+# tolerance's own reach, and projecting it would change the velocities by about as much); 0: at every step
 PROJECT_VELOCITIES = True
+PROJECTION_MARGIN = 1.0
 
 
 class _Arrays:
@@ -949,6 +981,7 @@ def simulate_generalized_alpha(model, q0, v0, t0, t_end, dt, *, tau=None, driver
             jumps = np.diff(wrapped, axis=0, prepend=angles.ref[None, :])
             result.q[:, angles.columns] = wrapped - 2.0 * np.pi * np.cumsum(np.round(jumps / (2.0 * np.pi)), axis=0)
         result.newton_split_steps = stepper.splits
+        result.velocity_projections = stepper.projections
         if model.nloops:
             result.multipliers = np.array(output.mu)
         drive.finish(result, output.driving)
@@ -1435,23 +1468,29 @@ class _Stepper:
         # without drivers: the loops' rows would need the bordered solve, a driver's row its rate)
         self.projected = PROJECT_VELOCITIES and not model.nloops and not drive.bodies.size
         self.no_load_blocks = np.zeros((0, 12, 12))  # (the projection's matrix takes no joint loads' blocks)
+        self.projection_tol = PROJECTION_MARGIN * newton_tol  # (the rows' gaps in units of their reach)
+        self.gap = np.zeros(3)  # the last step's largest gap over its reach, its body, whether it was projected
+        self.projections = 0  # the converged (sub)steps whose velocities were projected
 
     def project(self, vdot, lam):
         """The converged step's new velocities (arrays.zbp, zdp) projected mass-orthogonally onto the joints' velocity
         rows ("Velocities": ``kernels.spherical_project`` on a tree of spherical joints, else
         ``kernels.project_velocity``; vdot, lam the step's unknowns), tau's power at the projected state in
-        arrays.power[0]. Returns the status."""
+        arrays.power[0]; only where a row's gap exceeds ``projection_tol`` times its reach (``self.gap``: the
+        largest ratio, its body, 1 where projected). Returns the status."""
         model, arrays = self.model, self.arrays
         tau = self.tau if self.loads is None else self.loads.tau
         if arrays.xb.shape[0]:
             return kernels.spherical_project(model.body_int, model.body_real, self.starts, tau, arrays.zp, arrays.zbp,
                                              arrays.zdp, vdot, lam, arrays.tangent, arrays.rc, arrays.diag, arrays.wm,
-                                             arrays.loc, arrays.xb, arrays.xj, arrays.power, arrays.info)
+                                             arrays.loc, arrays.xb, arrays.xj, arrays.power, arrays.info,
+                                             self.gyration, self.projection_tol, self.gap)
         return kernels.project_velocity(model.body_int, model.body_real, model.gravity, self.starts, tau,
                                         self.drive.target, arrays.zp, arrays.zbp, arrays.zdp, vdot, lam,
                                         arrays.tangent, arrays.rb, arrays.rc, arrays.jc, arrays.jp, arrays.res,
                                         arrays.gam, arrays.diag, arrays.api, arrays.lu, arrays.piv, arrays.wm,
-                                        self.no_load_blocks, arrays.power)
+                                        self.no_load_blocks, arrays.power, self.gyration, self.projection_tol,
+                                        self.gap)
 
     def advance(self, h, t, step, depth=0):
         """Step from t by h; None, or ("failed", message) where even the steps of h / 2^MAX_SPLITS fail, or
@@ -1482,6 +1521,7 @@ class _Stepper:
                 return "failed", f"generalized_alpha failed at t = {t + h:.9g} s: {error}", error.__cause__
         if not status and self.projected:  # the velocities onto the joints' velocity rows ("Velocities")
             status = self.project(vdot_new, lam_new)
+            self.projections += int(self.gap[2])
         if status:
             if depth == MAX_SPLITS:
                 return _step_failure(model, status, t + h, step, h, arrays.info, self.newton_tol, self.max_newton,

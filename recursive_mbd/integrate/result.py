@@ -43,7 +43,7 @@ def status_message(status, t_stop):
             "interrupted": f"the run was interrupted (Ctrl-C) at t = {t_stop:.9g} s"}[status]
 # the optional run statistics some methods add (name -> dtype kind of the stored scalar): saved when present
 _NEWTON_STATISTICS = {"newton_iterations": "i", "newton_factorizations": "i", "newton_contraction": "f",
-                      "newton_contraction_max": "f", "newton_split_steps": "i"}
+                      "newton_contraction_max": "f", "newton_split_steps": "i", "velocity_projections": "i"}
 # how far from unit norm a stored quaternion may be: the results hold normalised quaternions (round-off apart)
 _QUATERNION_NORM_TOL = 1e-12
 ENSEMBLE_FORMAT = "recursive_mbd.EnsembleResult"  # the marker of files EnsembleResult.save writes
@@ -200,6 +200,10 @@ class SimulationResult:
     newton_split_steps : int
         Method "generalized_alpha" on a Model, and on a Model3D with ``formulation="augmented"``: the steps (or
         pieces of steps) whose Newton iteration failed and that were taken again in two halves.
+    velocity_projections : int
+        Method "generalized_alpha" on a Model3D with ``formulation="augmented"``: the converged steps (or pieces of
+        steps) whose velocities were projected onto the joints' velocity rows, those whose rows were off by more
+        than the Newton tolerance can make them (``integrate.augmented3d_implicit``, "Velocities").
     newton_contraction, newton_contraction_max : float
         Method "generalized_alpha" on a Model3D only: the measured contraction factor of its Newton iterations
         (geometric mean and largest ratio of successive corrections).

@@ -310,6 +310,37 @@ def predict(zb0, acc0, vdot0, rate, coef, vdot):
 
 
 @njit
+def _guess_range(h, am, af, bt, zb0, acc0, vdot0, vdot_before, rate, history, vdot, start, stop, out, k):
+    """Bodies start to stop - 1 of ``first_guess``: ``predict``'s guess into vdot and, where history, the maxima
+    (change, diff, size of the centres of mass, then of the rotations) into out[k]."""
+    change_com = change_rot = diff_com = diff_rot = size_com = size_rot = 0.0
+    for i in range(start, stop):
+        for c in range(6):
+            guess = _mean_velocity_guess(h, am, af, bt, zb0, acc0, vdot0, rate, i, c)
+            if history != 0:
+                change = abs(vdot0[i, c] - vdot_before[i, c])  # (read before vdot, which may be vdot_before)
+                diff = abs(vdot0[i, c] - guess)
+                if c < 3:
+                    change_com = max(change_com, change)
+                    diff_com = max(diff_com, diff)
+                    size_com = max(size_com, abs(vdot0[i, c]))
+                else:
+                    change_rot = max(change_rot, change)
+                    diff_rot = max(diff_rot, diff)
+                    size_rot = max(size_rot, abs(vdot0[i, c]))
+            vdot[i, c] = guess
+    for c, value in enumerate((change_com, diff_com, size_com, change_rot, diff_rot, size_rot)):
+        out[k, c] = value
+
+
+@njit
+def _copy_range(src, dst, start, stop):
+    for i in range(start, stop):
+        for c in range(src.shape[1]):
+            dst[i, c] = src[i, c]
+
+
+@pnjit
 def first_guess(zb0, acc0, vdot0, vdot_before, rate, coef, history, vdot):
     """Newton's first guess of a step into vdot (nbodies, 6): the constant acceleration vdot = vdot0 (the last step's,
     the scheme's own predictor: a+, v+ and Delta then follow from the update's formulas, and the guess is off by
@@ -325,32 +356,37 @@ def first_guess(zb0, acc0, vdot0, vdot_before, rate, coef, history, vdot):
     the choice is the step's, not a body's (a guess mixed body by body puts the joints apart by O(h^2 a), the
     length of a link of a long chain). history 0 (the first step, or after a step that failed: vdot_before is
     not the step before's): ``predict``'s. vdot may be vdot_before itself (read before it is written). Returns 1
-    where the guess is vdot0, else 0."""
+    where the guess is vdot0, else 0. One pass makes ``predict``'s guess and the maxima together (the constant
+    acceleration copied over it where smooth), range by range on numba's threads from PARALLEL_BODIES bodies, in
+    CHUNKS ranges (maxima: the same results whatever the threads)."""
     h, am, af, bt = coef[0], coef[1], coef[2], coef[4]
     n = zb0.shape[0]
-    smooth = history != 0
-    if smooth:
-        change_com = change_rot = diff_com = diff_rot = size_com = size_rot = 0.0
-        for i in range(n):
-            for c in range(6):
-                change = abs(vdot0[i, c] - vdot_before[i, c])
-                diff = abs(vdot0[i, c] - _mean_velocity_guess(h, am, af, bt, zb0, acc0, vdot0, rate, i, c))
-                if c < 3:
-                    change_com = max(change_com, change)
-                    diff_com = max(diff_com, diff)
-                    size_com = max(size_com, abs(vdot0[i, c]))
-                else:
-                    change_rot = max(change_rot, change)
-                    diff_rot = max(diff_rot, diff)
-                    size_rot = max(size_rot, abs(vdot0[i, c]))
-        smooth = (change_com <= diff_com and change_rot <= diff_rot and change_com <= SMOOTH_CHANGE * size_com
-                  and change_rot <= SMOOTH_CHANGE * size_rot)
-    if not smooth:
-        predict(zb0, acc0, vdot0, rate, coef, vdot)
+    ranges = np.zeros((CHUNKS, 6))
+    if n < PARALLEL_BODIES:
+        _guess_range(h, am, af, bt, zb0, acc0, vdot0, vdot_before, rate, history, vdot, 0, n, ranges, 0)
+    else:
+        for k in numba.prange(CHUNKS):
+            _guess_range(h, am, af, bt, zb0, acc0, vdot0, vdot_before, rate, history, vdot, k * n // CHUNKS,
+                         (k + 1) * n // CHUNKS, ranges, k)
+    if history == 0:
         return 0
-    for i in range(n):
-        for c in range(6):
-            vdot[i, c] = vdot0[i, c]
+    change_com = change_rot = diff_com = diff_rot = size_com = size_rot = 0.0
+    for k in range(CHUNKS):
+        change_com = max(change_com, ranges[k, 0])
+        diff_com = max(diff_com, ranges[k, 1])
+        size_com = max(size_com, ranges[k, 2])
+        change_rot = max(change_rot, ranges[k, 3])
+        diff_rot = max(diff_rot, ranges[k, 4])
+        size_rot = max(size_rot, ranges[k, 5])
+    smooth = (change_com <= diff_com and change_rot <= diff_rot and change_com <= SMOOTH_CHANGE * size_com
+              and change_rot <= SMOOTH_CHANGE * size_rot)
+    if not smooth:
+        return 0
+    if n < PARALLEL_BODIES:
+        _copy_range(vdot0, vdot, 0, n)
+    else:
+        for k in numba.prange(CHUNKS):
+            _copy_range(vdot0, vdot, k * n // CHUNKS, (k + 1) * n // CHUNKS)
     return 1
 
 
@@ -1127,6 +1163,20 @@ def _spherical_body(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, 
 
 
 @inline
+def _parent_side(body_real, zp, zdp, i, p):
+    """Body i's spherical joint on its parent p (-1: the ground) at the poses zp and velocities zdp (omega in ground
+    axes): (R_p, c_p, arm_p = R_p (pp - com_p) the joint point from the parent's centre of mass, w_p, the joint
+    point's velocity on the parent c_p' + w_p x arm_p); the identity, the joint point and zeros at the ground."""
+    if p >= 0:
+        rot_p, _ = _quaternion_matrix(zp, p)
+        arm_p = _mat_vec(rot_p, _sub(_vec(body_real, i, PP), _com(body_real, p)))
+        om_p = _vec(zdp, p, 3)
+        return rot_p, _vec(zp, p, 0), arm_p, om_p, _add(_vec(zdp, p, 0), _cross(om_p, arm_p))
+    zero = (0.0, 0.0, 0.0)
+    return (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0), zero, _vec(body_real, i, PP), zero, zero
+
+
+@inline
 def _projection_body(body_int, body_real, row_start, zp, zdp, rc, loc, i, s):
     """Body i's record of the velocities' projection (``spherical_project``) into loc's row s and its joint's rows
     of rc: the record ``_spherical_body`` makes with c_stiff = c_damp = 0, the tangent maps 1 and no gravity, tau,
@@ -1137,15 +1187,7 @@ def _projection_body(body_int, body_real, row_start, zp, zdp, rc, loc, i, s):
     p = body_int[i, PARENT]
     r0 = row_start[i]
     rot, _ = _quaternion_matrix(zp, i)
-    if p >= 0:
-        rot_p, _ = _quaternion_matrix(zp, p)
-        c_p = _vec(zp, p, 0)
-        arm_p = _mat_vec(rot_p, _sub(_vec(body_real, i, PP), _com(body_real, p)))
-        vel_p = _add(_vec(zdp, p, 0), _cross(_vec(zdp, p, 3), arm_p))
-    else:
-        rot_p = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
-        c_p = (0.0, 0.0, 0.0)
-        vel_p = (0.0, 0.0, 0.0)
+    rot_p, c_p, _, _, vel_p = _parent_side(body_real, zp, zdp, i, p)
     frame, rcb, r_c, rho = _joint_arms(body_real, zp, rot, rot_p, c_p, i)
     row = _mat_t_vec(frame, _sub(_add(_vec(zdp, i, 0), _cross(_vec(zdp, i, 3), r_c)), vel_p))
     for c in range(3):
@@ -1407,6 +1449,18 @@ def spherical_back_substitute(body_int, row_start, wm, diag, xb, xj):
     i's rows), the multipliers' rows of y and W_i being the joint force f = F lam in ground axes, turned into the
     multipliers lam = F^T f here (F, the joint frame, in diag[i]'s first 9 entries, which this clears: diag is
     left zero for the next ``spherical_forward``)."""
+    _back_substitute_pass(body_int, row_start, wm, diag, xb, xj, xb[:0], xj[:0], xj[:0])
+
+
+@inline
+def _back_substitute_pass(body_int, row_start, wm, diag, xb, xj, vdot, lam, gyration):
+    """``spherical_back_substitute``; with vdot (nbodies, 6) non-empty also Newton's correction applied in the same
+    pass, each body's as soon as it is complete (vdot += xb, lam += xj: ``newton_step``'s, the same sums, so the same
+    bits; a pass over the unknowns fewer an iteration): returns the largest |xb| of the centres of mass and of
+    gyration[i] |xb| of the rotations (NaN-propagating, as ``newton_step`` compares them), else (0, 0)."""
+    apply = vdot.shape[0] > 0
+    com = 0.0
+    rot = 0.0
     for i in range(body_int.shape[0]):
         p = body_int[i, PARENT]
         r0 = row_start[i]
@@ -1430,6 +1484,28 @@ def spherical_back_substitute(body_int, row_start, wm, diag, xb, xj):
             diag[i, 0, c] = 0.0
         for c in range(3):
             diag[i, 1, c] = 0.0
+        if apply:
+            com, rot = _apply_correction(vdot, lam, xb, xj, gyration, i, r0, row_start[i + 1], com, rot)
+    return com, rot
+
+
+@inline
+def _apply_correction(vdot, lam, xb, xj, gyration, i, r0, r1, com, rot):
+    """Body i's Newton correction applied: vdot[i] += xb[i], lam[r0:r1] += xj[r0:r1] (its joint's rows); returns the
+    largest |xb| of the centres of mass and of gyration |xb| of the rotations so far, (com, rot) updated
+    (NaN-propagating: a NaN is larger than any)."""
+    for c in range(3):
+        vdot[i, c] += xb[i, c]
+        if not abs(xb[i, c]) <= com:
+            com = abs(xb[i, c])
+    for c in range(3, 6):
+        vdot[i, c] += xb[i, c]
+        size = abs(xb[i, c]) * gyration[i]
+        if not size <= rot:
+            rot = size
+    for k in range(r0, r1):
+        lam[k] += xj[k]
+    return com, rot
 
 
 # ---- closed loops: auxiliary rows of the step's Newton system ----------------------------------------------------
@@ -1764,6 +1840,14 @@ def spherical_dynamics(body_int, body_real, gravity, row_start, tau, z, zb, zd, 
 # Ledesma 1996, "Augmented Lagrangian and mass-orthogonal projection methods for constrained multibody dynamics"),
 # the system of the dynamics' tree solve, [[M, G^T], [G, 0]], solved by the step's own elimination at
 # c_stiff = c_damp = 0 with the tangent maps 1 (its right-hand side (0, -G v)).
+#
+# Only where a gap is larger than the step's accepted Newton error can make it: Newton accepts velocities whose error
+# is up to newton_tol in the correction's metric (each component of c' [m/s], each of omega_b [rad/s] times the body's
+# radius of gyration r_g), and such an error moves a velocity row g . v (linear coefficients a on c', angular b on
+# omega, ground axes) by up to newton_tol times its reach, |a|_1 + |R^T b|_1 / r_g summed over the row's two bodies
+# (``_row_reach``). A step whose every row has |g . v| <= tol times its reach (tol: the run's projection tolerance, a
+# multiple of newton_tol) is left as it is: its gaps are within what the Newton tolerance leaves anyway, and the
+# projection would change its velocities by about as much.
 
 @inline
 def _projected_velocities(zp, zbp, zdp, dv):
@@ -1776,9 +1860,87 @@ def _projected_velocities(zp, zbp, zdp, dv):
         _ground_omega(zp, zbp, zdp, i)
 
 
+@inline
+def _l1(a):
+    return abs(a[0]) + abs(a[1]) + abs(a[2])
+
+
+@inline
+def _row_reach(lin, ang, rot, gyration):
+    """How far the velocity errors that Newton's tolerance accepts (the section's comment) move a velocity row, on one
+    of its bodies: lin, ang (3 each) its coefficients on the body's c' and omega (ground axes), rot the body's
+    rotation, gyration its radius of gyration (1 for a massless body, as the correction counts it): |lin|_1 +
+    |R^T ang|_1 / gyration, per unit of the tolerance."""
+    return _l1(lin) + _l1(_mat_t_vec(rot, ang)) / gyration
+
+
+@inline
+def _spherical_gap(body_int, body_real, zp, zdp, gyration, tau, i):
+    """Body i's spherical joint at a converged step's end (zp; zdp, omega in ground axes): (the largest of its three
+    velocity rows' |G_k v| over their reach, ``_row_reach`` of both bodies; its share of tau's power). The rows are
+    ``_projection_body``'s: G_k v = F_k . (c_i' + w_i x r_c - c_p' - w_p x arm_p), F_k the joint frame's axis k."""
+    p = body_int[i, PARENT]
+    rot, _ = _quaternion_matrix(zp, i)
+    om = _vec(zdp, i, 3)
+    rot_p, c_p, arm_p, om_p, vel_p = _parent_side(body_real, zp, zdp, i, p)
+    frame, _, r_c, _ = _joint_arms(body_real, zp, rot, rot_p, c_p, i)
+    rel = _sub(_add(_vec(zdp, i, 0), _cross(om, r_c)), vel_p)
+    worst = 0.0
+    for k in range(3):
+        axis = (frame[k], frame[3 + k], frame[6 + k])
+        reach = _row_reach(axis, _cross(r_c, axis), rot, gyration[i])
+        if p >= 0:
+            reach += _row_reach(axis, _cross(arm_p, axis), rot_p, gyration[p])
+        ratio = abs(_dot(axis, rel)) / reach
+        if not ratio <= worst and not math.isnan(worst):  # (a NaN kept)
+            worst = ratio
+    power = 0.0
+    if tau.shape[0] > 0:  # R tau on the child, its opposite on the parent
+        k = body_int[i, VIDX]
+        power = _dot(_mat_vec(rot, (tau[k], tau[k + 1], tau[k + 2])), _sub(om, om_p))
+    return worst, power
+
+
+@njit
+def _spherical_gaps_range(body_int, body_real, zp, zdp, gyration, tau, start, stop, out, k):
+    """``spherical_gaps`` of bodies start to stop - 1 into out[k]."""
+    worst = 0.0
+    where = start
+    power = 0.0
+    for i in range(start, stop):
+        ratio, share = _spherical_gap(body_int, body_real, zp, zdp, gyration, tau, i)
+        if not ratio <= worst and not math.isnan(worst):
+            worst = ratio
+            where = i
+        power += share
+    out[k, 0] = worst
+    out[k, 1] = where
+    out[k, 2] = power
+
+
+@pnjit
+def spherical_gaps(body_int, body_real, zp, zdp, gyration, tau, out):
+    """The velocity rows of a tree of spherical joints at a converged step's end (zp (nbodies, 7); zdp (nbodies, 6),
+    omega in ground axes; gyration (nbodies,) the radii of gyration): out (CHUNKS, 3) receives, range by range of
+    bodies (CHUNKS ranges, on numba's threads from PARALLEL_BODIES bodies; one range below), the largest |G_k v| over
+    its reach (``_spherical_gap``), its body, and the range's share of tau's power (tau (nv,) or (0,)). The same
+    results whatever the number of threads."""
+    n = body_int.shape[0]
+    for k in range(CHUNKS):
+        out[k, 0] = 0.0
+        out[k, 1] = 0.0
+        out[k, 2] = 0.0
+    if n < PARALLEL_BODIES:
+        _spherical_gaps_range(body_int, body_real, zp, zdp, gyration, tau, 0, n, out, 0)
+        return
+    for k in numba.prange(CHUNKS):
+        _spherical_gaps_range(body_int, body_real, zp, zdp, gyration, tau, k * n // CHUNKS, (k + 1) * n // CHUNKS,
+                              out, k)
+
+
 @njit
 def project_velocity(body_int, body_real, gravity, row_start, tau, target, zp, zbp, zdp, vdot, lam, tangent, rb, rc,
-                     jc, jp, res, gam, diag, api, lu, piv, wm, kload, power):
+                     jc, jp, res, gam, diag, api, lu, piv, wm, kload, power, gyration, tol, gap):
     """The new velocities zbp, zdp (nbodies, 6; omega in body and in ground axes) of a converged step at zp
     projected, in place, mass-orthogonally onto the joints' velocity rows G v = 0 (the section's comment) by the
     general kernels: ``residual`` for the rows at zp, ``factor`` at c_stiff = c_damp = 0 with the tangent maps 1
@@ -1786,16 +1948,25 @@ def project_velocity(body_int, body_real, gravity, row_start, tau, target, zp, z
     without drivers (a driver's row would need its rate f'(t)). vdot, lam: the step's unknowns (read by
     ``residual`` and ``factor``, their terms vanishing at c_stiff = c_damp = 0); tangent, rb, rc, jc, jp, res, gam,
     diag, api, lu, piv, wm are scratch (the step's arrays; tangent left 1); power[0] receives tau's power at the
-    projected state. Returns the status (a singular local block: a body without inertia along a motion its joint
-    leaves free)."""
+    (projected) state. tol > 0: not projected where every row's |G_k v| is at most tol times its reach
+    (``_row_reach``; gyration (nbodies,) the radii of gyration of the correction); gap (3,) receives the largest
+    |G_k v| over its reach (-1 where tol <= 0: not measured), its body, and 1 where the velocities were projected,
+    else 0. Returns the status (a singular local block: a body without inertia along a motion its joint leaves
+    free)."""
     n = body_int.shape[0]
     status = residual(body_int, body_real, gravity, row_start, tau, target, zp, zdp, vdot, lam, 1.0, rb, rc, jc, jp,
                       res, gam, power)
     if status:
         return status
+    worst = 0.0
+    where = 0
     for i in range(n):
         p = body_int[i, PARENT]
         r0 = row_start[i]
+        rot, _ = _quaternion_matrix(zp, i)
+        rot_p = _ONE
+        if p >= 0:
+            rot_p, _ = _quaternion_matrix(zp, p)
         for k in range(row_start[i + 1] - r0):  # G v: the rows' moment columns in ground axes, as zdp's omega
             gv = 0.0
             for c in range(6):
@@ -1803,11 +1974,25 @@ def project_velocity(body_int, body_real, gravity, row_start, tau, target, zp, z
                 if p >= 0:
                     gv += jp[i, k, c] * zdp[p, c]
             rc[r0 + k] = -gv
+            if tol > 0.0:
+                reach = _row_reach(_vec(jc[i], k, 0), _vec(jc[i], k, 3), rot, gyration[i])
+                if p >= 0:
+                    reach += _row_reach(_vec(jp[i], k, 0), _vec(jp[i], k, 3), rot_p, gyration[p])
+                ratio = abs(gv) / reach
+                if not ratio <= worst and not math.isnan(worst):  # (a NaN kept)
+                    worst = ratio
+                    where = i
         for c in range(6):
             rb[i, c] = 0.0
         for r in range(3):
             for c in range(3):
                 tangent[i, r, c] = 1.0 if r == c else 0.0
+    gap[0] = worst if tol > 0.0 else -1.0
+    gap[1] = where
+    gap[2] = 0.0
+    if tol > 0.0 and worst <= tol:  # within the accepted Newton error: tau's power is the residual's, at this state
+        return STATUS_OK
+    gap[2] = 1.0
     status = factor(body_int, body_real, row_start, zp, zbp, vdot, lam, rb, tangent, 0.0, 0.0, jc, jp, diag, api, lu,
                     piv, wm, kload)
     if status:
@@ -1823,14 +2008,37 @@ def project_velocity(body_int, body_real, gravity, row_start, tau, target, zp, z
 
 @njit
 def spherical_project(body_int, body_real, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, rc, diag, wm, loc, xb,
-                      xj, power, info):
+                      xj, power, info, gyration, tol, gap):
     """``project_velocity`` on a tree of spherical joints by the fused passes: ``spherical_forward``'s pipeline and
     elimination on the projection's records (``_projection_body``: the matrix [[M, G^T], [G, 0]] of c_stiff =
     c_damp = 0 and the tangent maps 1, the right-hand side (0, -G v) with the rows G v given, not the position
     rows), then ``spherical_back_substitute``: dv in xb, mu in xj, exact (no shifted state). vdot, lam, tangent:
     unread (the projection's records take none of them; passed for the pipeline's signature); rc, diag, wm, loc,
     xb, xj are scratch (diag zero, as ``spherical_forward`` leaves it); power[0] receives tau's power at the
-    projected state (tau (nv,) or (0,)), info[2], info[3] are left as they were. Returns the status."""
+    (projected) state (tau (nv,) or (0,)), info[2], info[3] are left as they were. tol, gyration, gap as
+    ``project_velocity``'s: with tol > 0 the rows are measured first (``spherical_gaps``, one parallel pass, which
+    gives tau's power where the velocities stay). Returns the status."""
+    if tol > 0.0:
+        ranges = np.empty((CHUNKS, 3))
+        spherical_gaps(body_int, body_real, zp, zdp, gyration, tau, ranges)
+        worst = 0.0
+        where = 0.0
+        total = 0.0
+        for k in range(CHUNKS):
+            if not ranges[k, 0] <= worst and not math.isnan(worst):
+                worst = ranges[k, 0]
+                where = ranges[k, 1]
+            total += ranges[k, 2]
+        gap[0] = worst
+        gap[1] = where
+        gap[2] = 0.0
+        if worst <= tol:  # within the accepted Newton error (NaN: projected, and the passes report it)
+            power[0] = total
+            return STATUS_OK
+    else:
+        gap[0] = -1.0
+        gap[1] = 0.0
+    gap[2] = 1.0
     kept = (info[2], info[3])
     status = _spherical_passes(body_int, body_real, np.zeros(3), row_start, tau, zp, zbp, zdp, vdot, lam, tangent, 0.0,
                                0.0, rc, diag, wm, loc, xb, xj, power, info, True)
@@ -2008,8 +2216,8 @@ def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, a
                                        c_stiff, c_damp, rc, diag, wm, loc, xb, xj, power, info)
             if status:
                 return status
-            spherical_back_substitute(body_int, row_start, wm, diag, xb, xj)
-            dx_b, dx_c = xb, xj
+            # the correction applied to (vdot, lam) in the back-substitution's pass (its sums and maxima as below)
+            com, rot = _back_substitute_pass(body_int, row_start, wm, diag, xb, xj, vdot, lam, gyration)
         else:
             status = residual(body_int, body_real, gravity, row_start, tau, target, zp, zdp, vdot, lam, c_stiff, rb,
                               rc, jc, jp, res, gam, power)
@@ -2047,21 +2255,13 @@ def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, a
                     return status
             else:
                 solve(body_int, row_start, jp, api, diag, lu, piv, wm, rb, rc)
-            dx_b, dx_c = rb, rc
-        com = 0.0  # the correction of the centres of mass and of the rotations, apart (``predicted_correction``)
-        rot = 0.0
-        for i in range(n):
-            for c in range(3):
-                vdot[i, c] += dx_b[i, c]
-                if not abs(dx_b[i, c]) <= com:
-                    com = abs(dx_b[i, c])
-            for c in range(3, 6):
-                vdot[i, c] += dx_b[i, c]
-                size = abs(dx_b[i, c]) * gyration[i]
-                if not size <= rot:
-                    rot = size
-        for k in range(rc.shape[0]):
-            lam[k] += dx_c[k]
+            com = 0.0  # the correction of the centres of mass and of the rotations, apart (``predicted_correction``)
+            rot = 0.0
+            for i in range(n):
+                com, rot = _apply_correction(vdot, lam, rb, rc, gyration, i, row_start[i], row_start[i + 1], com,
+                                             rot)
+            for k in range(row_start[n], rc.shape[0]):  # the loops' rows
+                lam[k] += rc[k]
         com *= scale
         rot *= scale
         correction = max(com, rot) if math.isfinite(com) and math.isfinite(rot) else math.inf
