@@ -81,3 +81,24 @@ def test_the_joint_states_of_absolute_samples_compile_one_body_range_kernel():
     assert np.abs(mine_q[0] - q).max() < 1e-14 and drift[0] < 1e-14  # the call reached the kernels
     assert _signatures(recover3d._sample_bodies)
     assert not _literal_signatures(recover3d._sample_bodies), _literal_signatures(recover3d._sample_bodies)
+
+
+def test_the_fused_spherical_passes_compile_once_for_the_newton_iterations_and_the_projection():
+    """The fused passes of a spherical tree serve both the Newton iterations (``spherical_forward``) and the
+    velocities' projection (``spherical_project``): the projection hands them its zero gravity read-only and its
+    flag typed, as the iterations hand the model's gravity and theirs, or numba compiles the passes and the bodies'
+    records a second time."""
+    import numpy as np  # noqa: PLC0415
+
+    from recursive_mbd._kernels.augmented import implicit3d  # noqa: PLC0415
+
+    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
+    model.add_bodies(np.arange(-1, 3), "spherical", parent_point=np.tile([0.0, 0.0, -0.25], (4, 1)), mass=0.25,
+                     inertia=(0.005, 0.005, 0.0005, 0.0, 0.0, 0.0), com=(0.0, 0.0, -0.125))
+    v0 = np.zeros(model.nv)
+    v0[1] = 2.0
+    result = rm.simulate(model, model.neutral(), v0, 0.05, method="generalized_alpha", formulation="augmented",
+                         dt=0.01)
+    assert result.velocity_projections > 0  # both callers reached the passes
+    for dispatcher in (implicit3d._spherical_passes, implicit3d._spherical_bodies):
+        assert len(_signatures(dispatcher)) == 1, (dispatcher, _signatures(dispatcher))

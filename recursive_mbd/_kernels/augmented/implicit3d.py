@@ -55,6 +55,7 @@ import numba
 import numpy as np
 
 from .. import cache as _cache  # noqa: F401  (first: numba caches these kernels in the package's cache folder)
+from ..arrays import readonly
 from ..layout import STATUS_NO_CONVERGENCE, STATUS_NONFINITE_Q, STATUS_OK, STATUS_SINGULAR
 from ..spatial.layout import (
     A1,
@@ -1391,7 +1392,7 @@ def spherical_forward(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp
     after it is eliminated on the other (``_spherical_round``; the first range's on both, ``_spherical_bodies_split``).
     The same results whatever the number of threads."""
     return _spherical_passes(body_int, body_real, gravity, row_start, tau, zp, zbp, zdp, vdot, lam, tangent, c_stiff,
-                             c_damp, rc, diag, wm, loc, xb, xj, power, info, False)
+                             c_damp, rc, diag, wm, loc, xb, xj, power, info, np.bool_(False))
 
 
 @njit
@@ -2040,8 +2041,8 @@ def spherical_project(body_int, body_real, row_start, tau, zp, zbp, zdp, vdot, l
         gap[1] = 0.0
     gap[2] = 1.0
     kept = (info[2], info[3])
-    status = _spherical_passes(body_int, body_real, np.zeros(3), row_start, tau, zp, zbp, zdp, vdot, lam, tangent, 0.0,
-                               0.0, rc, diag, wm, loc, xb, xj, power, info, True)
+    status = _spherical_passes(body_int, body_real, readonly(np.zeros(3)), row_start, tau, zp, zbp, zdp, vdot, lam,
+                               tangent, 0.0, 0.0, rc, diag, wm, loc, xb, xj, power, info, np.bool_(True))
     info[2], info[3] = kept
     if status:
         return status
