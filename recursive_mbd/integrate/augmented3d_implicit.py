@@ -97,7 +97,8 @@ swing of N = 1e5 (one thread, the code before and this one in alternate processe
 CPU a link-step against 1157 and 1124 before (-13 to -16%), 844 and 842 without the projection (883 and 842 before);
 N = 1e6 on one thread (load 2 to 3) 1001 ns against 1166 with every step projected and 855 without: the trigger
 leaves 47% of the projection's cost, so the quiet 1e6 run of ``benchmarks/implicit3d.py`` (84.4 s before, 59.9 s
-without the projection) is predicted at 70 to 71 s (27 projected steps, the gap pass on the other 73). A leaner
+without the projection) measured 69.3 s on the quiet machine (27 projected steps, the gap pass on the other 73;
+56.3 s without the projection, ``benchmarks/implicit3d.py``), above the 60 s it aims at. A leaner
 elimination for it (its coupling and stiffness blocks are zero) was not tried.
 
 Newton matrix
