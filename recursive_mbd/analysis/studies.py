@@ -647,7 +647,8 @@ def tilted_chain(model, tilts):
 
 
 def hanging_swing_3d(n, amplitudes=(1e-3, 5e-4), t_end=1.0, method="dopri5", *, modes=(1, 1), dt=None,
-                     rtol=1e-10, atol=1e-12, rho_inf=None, every=1, length=1.0, mass=1.0, gravity=9.81):
+                     rtol=1e-10, atol=1e-12, rho_inf=None, every=1, length=1.0, mass=1.0, gravity=9.81,
+                     formulation="recursive"):
     """A spatial hanging chain swinging in a planar mode along x and one along y, against the linear solution.
 
     ``spherical_chain(n)`` starts at rest with the horizontal tilts (``swing_tilts``) of its joints set to
@@ -659,7 +660,9 @@ def hanging_swing_3d(n, amplitudes=(1e-3, 5e-4), t_end=1.0, method="dopri5", *, 
     that couple x and y, are about amplitude^2 relative. A swing in one plane (a_y = 0) is the planar chain's.
 
     Integrated to ``t_end`` [s] with ``method``: by default dopri5 with ``rtol``/``atol``; a fixed-step method
-    takes ``dt`` (``rho_inf`` for generalized_alpha). Samples: every ``every``-th step.
+    takes ``dt`` (``rho_inf`` for generalized_alpha). Samples: every ``every``-th step. ``formulation``: as
+    ``simulate``'s ("augmented": the absolute-coordinate route, whose generalized_alpha takes long chains at large
+    steps).
 
     Returns a dict: ``max_rel_error`` = max over samples, joints and both axes of |tilt - linear| / max(a_x, a_y),
     ``rel_errors`` (that maximum per axis, (2,)), ``seconds`` (wall time of the run alone), ``modes_seconds``,
@@ -685,7 +688,8 @@ def hanging_swing_3d(n, amplitudes=(1e-3, 5e-4), t_end=1.0, method="dopri5", *, 
     if rho_inf is not None:
         options["rho_inf"] = rho_inf
     start = time.perf_counter()
-    res = simulate(model, tilted_chain(model, tilts0), np.zeros(3 * n), t_end, method=method, every=every, **options)
+    res = simulate(model, tilted_chain(model, tilts0), np.zeros(3 * n), t_end, method=method, every=every,
+                   formulation=formulation, **options)
     seconds = time.perf_counter() - start
     tilts = swing_tilts(model, res.q)
     linear = np.cos(res.t[:, None, None] * omegas) * tilts0
