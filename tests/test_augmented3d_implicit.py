@@ -933,8 +933,9 @@ def test_the_hanging_swing_in_absolute_coordinates_follows_the_linear_modes_at_s
     mode 2 along y, generalized_alpha over 2 s. Against the linear solution the error is the scheme's phase error,
     second order: dt / 2 takes it down 4x (measured 2.2e-2 and 5.6e-3 of the amplitude, ratio 3.98; the nonlinear
     terms, about 1e-6 relative, are below 1e-3 of them), while the joint-coordinate route's generalized_alpha at the
-    same dt, a different discretisation, lands elsewhere within the same error (7.2e-8 of the amplitude apart: the
-    option reached the run)."""
+    same dt, a different discretisation, lands elsewhere (so the option reached the run), but only by the nonlinear
+    terms: the linearised swing is one linear system in either set of coordinates, on which the scheme is the
+    same, so the two differ by less than amplitude^2 relative, 1e-6 (measured 7.2e-8 of the amplitude)."""
     runs = [rm.studies.hanging_swing_3d(10, (1e-3, 5e-4), 2.0, "generalized_alpha", modes=(1, 2), dt=dt,
                                         formulation=formulation)
             for dt, formulation in ((0.02, "augmented"), (0.01, "augmented"), (0.02, "recursive"))]
@@ -942,4 +943,4 @@ def test_the_hanging_swing_in_absolute_coordinates_follows_the_linear_modes_at_s
     assert 3.7 < coarse["max_rel_error"] / fine["max_rel_error"] < 4.3, (coarse["max_rel_error"],
                                                                         fine["max_rel_error"])
     apart = np.abs(coarse["tilts"] - joints["tilts"]).max() / 1e-3
-    assert 1e-8 < apart < coarse["max_rel_error"], (apart, coarse["max_rel_error"])
+    assert 1e-8 < apart < 1e-6, apart
