@@ -15,6 +15,7 @@ from test_spatial_simulate import ARM, SLIDER, _arm_with_slider
 
 import recursive_mbd as rm
 from recursive_mbd._kernels.augmented import implicit3d as kernels
+from recursive_mbd._kernels.layout import STATUS_NO_CONVERGENCE
 from recursive_mbd._kernels.spatial.layout import PARENT
 from recursive_mbd.dynamics import augmented3d
 from recursive_mbd.errors import SimulationError
@@ -475,6 +476,43 @@ def test_the_whip_of_a_long_chain_runs_through_or_stops_naming_time_and_cause():
         assert result.status == "failed" and result.t[-1] >= 0.5 and np.allclose(np.diff(result.t), 0.1)
     else:
         assert result.t[-1] == 1.0 and result.constraint_drift.max() < 1e-12
+
+
+def test_a_diverging_step_is_given_up_once_its_correction_has_grown_twice_running_and_split(monkeypatch):
+    """1000 links tilted 0.5 rad with the push, rho_inf = 0.9: the step to t = 0.75 s diverges from its first guess
+    (its corrections 0.2, 0.19, 0.41, 1.4, ... on to a singular block after 15 iterations, before the divergence
+    test). It is given up as soon as its correction has grown by more than ``kernels.DIVERGENCE`` at two iterations
+    running (the replayed corrections say so, and not before), well before max_newton (20), and split; the run goes
+    on with the joints closed."""
+    model, q0, v0 = _tilted_chain(1000, 0.5)
+    original = kernels.newton_step
+    where = list(inspect.signature(original.py_func).parameters).index
+    calls = []
+
+    def logged(*args):
+        vdot, lam, info = args[where("vdot")], args[where("lam")], args[where("info")]
+        guess = vdot.copy(), lam.copy()
+        status = original(*args)
+        if status:  # the corrections of the failed iteration, replayed on copies of its first guess
+            iterations = int(info[0])
+            sizes = []
+            for k in range(1, iterations + 1):
+                original(*args[:13], k, guess[0].copy(), guess[1].copy(), *args[16:])
+                sizes.append(float(info[1]))
+            calls.append((status, iterations, sizes))
+            info[0] = iterations
+        return status
+
+    monkeypatch.setattr(kernels, "newton_step", logged)
+    result = rm.simulate(model, q0, v0, 0.8, method="generalized_alpha", formulation="augmented", dt=0.01,
+                         every=10**9)
+    assert calls and result.newton_split_steps == len(calls)
+    for status, iterations, sizes in calls:
+        assert status == STATUS_NO_CONVERGENCE and iterations < 10
+        ratios = np.array(sizes[1:]) / np.array(sizes[:-1])
+        assert ratios[-1] > kernels.DIVERGENCE and ratios[-2] > kernels.DIVERGENCE, sizes
+        assert not np.any((ratios[1:-1] > kernels.DIVERGENCE) & (ratios[:-2] > kernels.DIVERGENCE)), sizes
+    assert result.t[-1] == 0.8 and result.constraint_drift.max() < 1e-12
 
 
 def _spherical_tree(seed, nbodies):

@@ -137,6 +137,12 @@ QUADRATIC_SAFETY = 10.0
 # accelerations change by less than themselves (0.5 refused those too: 3.50 against 3.36 iterations a step on 1000
 # links swinging 0.5 rad at rho_inf = 0.5, ``integrate.augmented3d_implicit``, "First guess")
 SMOOTH_CHANGE = 1.0
+# a step whose Newton correction grows by more than this factor at two iterations running (far from the tolerance and
+# the round-off: not accepted) is diverging from its first guess and is given up (STATUS_NO_CONVERGENCE: the stepper
+# splits it) instead of iterating on to max_newton or to a singular block: on the whips of 1000 to 3000 links every
+# such step went on growing to a singular block after 11 to 20 iterations, and no step that converged ever grew
+# twice running (``integrate.augmented3d_implicit``, "Convergence")
+DIVERGENCE = 2.0
 
 
 # ---- 3 x 3 helpers on row-major 9-tuples ---------------------------------------------------------------------------
@@ -2180,21 +2186,23 @@ def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, a
     centres of mass and the rotations apart (``predicted_correction``), is, or when it is no longer contracting
     (by less than half) and <= 100 tol or within
     ROUND_OFF_MARGIN of the round-off measured at the iterate (``correction_round_off``, once a step, at the first
-    stall above 100 tol: the floor of a long chain's sums). coef = (h, alpha_m,
+    stall above 100 tol: the floor of a long chain's sums); given up as diverging where the correction, not
+    accepted, grows by more than DIVERGENCE at two iterations running. coef = (h, alpha_m,
     alpha_f, gamma, beta, c_stiff, c_damp). info receives (iterations, last correction, max |residual| of the last
     iterate, its body). xb (nbodies, 6) and xj (rows) non-empty: every joint is spherical and an iteration is
     ``spherical_forward`` and ``spherical_back_substitute`` (diag (nbodies, SUMS, 6) its children's sums, loc its
     records; rb, jc, jp, res, gam, api, lu, piv unused); empty ((0, 6), (0,)):
     ``residual``, ``factor``, ``solve``. target (nbodies,): the drivers' f(t+) of the driven joints' rows
-    (``residual``), or (0,) without drivers. Returns the status (STATUS_NO_CONVERGENCE after max_newton iterations or at
-    a non-finite correction; a singular local block or a non-finite state: theirs); power[0] is tau's power at the last
-    residual's state. loops: the closed loops' arrays (``loop_residual``, ``loop_solve``: loop_int, loop_real,
-    stab, point, axes, weights, aux_body, aux_coef, aux_rhs, aux_res, row_loop, hmat, gt, gb, wmat, dense, dpiv, vec,
-    colmax, yb, yj, kept_b, kept_j; loop_int (0, 4) for a tree), their multipliers in lam[row_start[-1]:] and their
-    position rows in rc[row_start[-1]:], after the joints' (the general kernels only: xb, xj empty). loads: the joint
-    loads' arrays (``loads3d.joint_load_blocks``: kload, elem_real, sph_start, sph_elem, loaded, driven, tq, tv, qs,
-    vs, q0, v0), whose blocks of the matrix (kload) are taken at every iterate with the joint forces tau (``factor``;
-    kload (0, 12, 12): none, the joint loads' dependence on the state left out), the general kernels only."""
+    (``residual``), or (0,) without drivers. Returns the status (STATUS_NO_CONVERGENCE after max_newton iterations, at a
+    non-finite correction or diverging; a singular local block or a non-finite state: theirs); power[0] is tau's power
+    at the last residual's state. loops: the closed loops' arrays (``loop_residual``, ``loop_solve``: loop_int,
+    loop_real, stab, point, axes, weights, aux_body, aux_coef, aux_rhs, aux_res, row_loop, hmat, gt, gb, wmat, dense,
+    dpiv, vec, colmax, yb, yj, kept_b, kept_j; loop_int (0, 4) for a tree), their multipliers in lam[row_start[-1]:] and
+    their position rows in rc[row_start[-1]:], after the joints' (the general kernels only: xb, xj empty). loads: the
+    joint loads' arrays (``loads3d.joint_load_blocks``: kload, elem_real, sph_start, sph_elem, loaded, driven, tq, tv,
+    qs, vs, q0, v0), whose blocks of the matrix (kload) are taken at every iterate with the joint forces tau
+    (``factor``; kload (0, 12, 12): none, the joint loads' dependence on the state left out), the general kernels
+    only."""
     n = body_int.shape[0]
     (loop_int, loop_real, stab, point, axes, weights, aux_body, aux_coef, aux_rhs, aux_res, row_loop, hmat, gt, gb,
      wmat, dense, dpiv, vec, colmax, yb, yj, kept_b, kept_j) = loops
@@ -2207,6 +2215,7 @@ def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, a
     previous = np.inf
     com_before = np.inf
     rot_before = np.inf
+    growing = 0  # the iterations running whose correction grew by more than DIVERGENCE
     info[0] = 0.0
     round_off = -1.0  # the correction's round-off at a stalled iterate; -1: not measured in this step
     probe_b, probe_c = np.empty((0, 6)), np.empty(0)
@@ -2288,6 +2297,9 @@ def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, a
                 or (stalled and (correction <= 100.0 * tol or correction <= tol + ROUND_OFF_MARGIN * round_off))):
             update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
             return STATUS_OK
+        growing = growing + 1 if theta > DIVERGENCE else 0
+        if growing == 2:  # diverging: given up (info holds the iterations and the last correction)
+            return STATUS_NO_CONVERGENCE
         previous = correction
         com_before = com
         rot_before = rot
