@@ -5,8 +5,6 @@ Equations of motion in joint coordinates: M(q) qdd + h(q, qd) = tau, where h hol
 gravity terms. Shapes: q, qd, qdd, tau are (nq,) float arrays in joint order (``Model.joint_q_index``).
 """
 
-import math
-
 import numpy as np
 from numba.core.errors import TypingError
 
@@ -76,7 +74,7 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
         work = model._workspace3d
         short = None if work is None else work.short_fd
         if (short and method == "recursive" and (out is None or out is work.checked_out)
-                and t.__class__ is float and -math.inf < t < math.inf):  # (a NaN t fails it: the full route names it)
+                and t.__class__ is float and t - t == 0.0):  # (a NaN or infinite t fails it: the full route names it)
             # the short path, as the planar one below: the fixed-signature kernel's dispatch checks the dtype, layout
             # and writability of q, qd, tau and out, the kernel their lengths and finiteness; anything it refuses
             # takes the full route, which converts or raises the error naming it
