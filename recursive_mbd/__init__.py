@@ -46,7 +46,7 @@ _LAZY_NAMES = {
     "frame_placement": "dynamics.spatial_kinematics", "momentum": "dynamics.spatial_kinematics",
     "point_acceleration": "dynamics.spatial_kinematics", "point_jacobian": "dynamics.spatial_kinematics",
     "METHODS": "integrate.method_names", "SimulationResult": "integrate.result", "simulate": "integrate.simulate",
-    "LoopSolution": "dynamics.loops", "RedundantConstraintWarning": "dynamics.loops", "loop_dynamics": "dynamics.loops",
+    "LoopSolution": "dynamics.loops", "RedundantConstraintWarning": "dynamics.loops", "loop_dynamics": "dynamics.calls",
     "Mechanism": "analysis.mechanism",
     "Model": "model.planar",
     "Model3D": "model.spatial", "difference": "model.configuration", "integrate_configuration": "model.configuration",

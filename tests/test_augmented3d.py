@@ -174,6 +174,23 @@ def test_point_masses_whose_rotation_the_joint_locks_and_force_elements():
         np.testing.assert_allclose(zdd, expected, rtol=0, atol=1e-9 * np.abs(expected).max())
 
 
+def test_planar_only_augmented_functions_refuse_a_spatial_model_by_name():
+    # (x, y, theta) a body: a Model3D was refused as "not a recursive_mbd.Model", or by numpy's column_stack
+    model, q, v, tau = random_case(0, 4)
+    z, zd = rm.augmented.absolute_from_joint(model, q, v)
+    calls = {"mass_matrix": lambda: rm.augmented.mass_matrix(model),
+             "joint_jacobian": lambda: rm.augmented.joint_jacobian(model, z),
+             "applied_forces": lambda: rm.augmented.applied_forces(model, z, zd, tau),
+             "joint_accelerations": lambda: rm.augmented.joint_accelerations(model, z, zd, np.zeros_like(zd)),
+             "joint_constraint_forces": lambda: rm.augmented.joint_constraint_forces(model, z, zd, np.zeros(9)),
+             "state_derivative": lambda: rm.augmented.state_derivative(model, 0.0, np.concatenate((z.ravel(),
+                                                                                                   zd.ravel())))}
+    for name, call in calls.items():
+        with pytest.raises(TypeError, match=rf"rm.augmented.{name} takes a planar Model .*not a Model3D.*"
+                                            "absolute_from_joint"):
+            call()
+
+
 def test_bad_input_to_the_spatial_augmented_route():
     model, q, v, tau = random_case(0, nbodies=3)
     z, zd = rm.augmented.absolute_from_joint(model, q, v)

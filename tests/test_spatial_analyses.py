@@ -204,6 +204,23 @@ def test_linearized_spherical_pendulum_swings_at_the_compound_pendulum_frequency
     np.testing.assert_allclose(omega[1:], np.sqrt(expected), rtol=1e-9)
 
 
+def test_modes_evaluate_the_force_elements_at_the_time_given():
+    """A pendulum on a spherical joint pulled down at its centre of mass by a force that grows with time, F(t) =
+    (0, 0, -c t): at time t it swings as under gravity g + c t / m, omega^2 = (m g + c t) d / I_pivot in both planes,
+    as rm.linearize says at that time."""
+    mass, length, growth, time = 1.3, 0.8, 2.0, 3.0
+    model = rm.Model3D(gravity=(0.0, 0.0, -9.81))
+    model.add_body("ground", "spherical", mass=mass, inertia=(mass * length**2 / 12, mass * length**2 / 12, 1e-3,
+                                                               0.0, 0.0, 0.0), com=(0.0, 0.0, -length / 2))
+    model.add_force(0, (0.0, 0.0, -length / 2), lambda t: np.array([0.0, 0.0, -growth * t]))
+    pivot = mass * length**2 / 12 + mass * (length / 2) ** 2
+    expected = np.sqrt((mass * 9.81 + growth * time) * (length / 2) / pivot)
+    omega, _ = rm.modes(model, model.neutral(), t=time)
+    np.testing.assert_allclose(omega[1:], expected, rtol=1e-9)
+    lin = rm.linearize(model, model.neutral(), t=time)
+    np.testing.assert_allclose(np.sqrt(np.linalg.eigvalsh(np.linalg.solve(lin.M, lin.K))[1:]), expected, rtol=1e-9)
+
+
 def test_linearized_planar_chain_built_in_3d_equals_the_planar_linearisation():
     planar, spatial, _, _ = planar_chain_and_its_spatial_twin()
     q_eq = rm.static_equilibrium(planar, np.full(3, 0.1)).q

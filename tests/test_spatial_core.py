@@ -407,6 +407,14 @@ def test_state_errors(ball_chain):
         rm.mass_matrix(ball_chain, [np.nan, 1.0, 0.0, 0.0, 0.0])
     with pytest.raises(StateError, match=r"vdot\[3\] is not finite"):
         rm.inverse_dynamics(ball_chain, q, v, [0.0, 0.0, 0.0, np.nan])
+    rm.forward_dynamics(ball_chain, q, v)  # warm: the next calls could take the short path, which needs no t
+    for t in (np.nan, np.inf):
+        with pytest.raises(StateError, match="t must be finite"):
+            rm.forward_dynamics(ball_chain, q, v, t=t)
+    with pytest.raises(StateError, match=r"q\[0\] is not finite"):  # no elements: no kernel would see q
+        rm.element_forces(ball_chain, [np.nan, 1.0, 0.0, 0.0, 0.0], v)
+    with pytest.raises(StateError, match=r"v\[1\] is not finite"):
+        rm.element_forces(ball_chain, q, [0.0, np.inf, 0.0, 0.0])
     with pytest.raises(TypeError, match="real numbers, got complex"):
         rm.forward_dynamics(ball_chain, q, v.astype(complex))
     with pytest.raises(TypeError, match="Model3D"):

@@ -190,6 +190,8 @@ def test_bad_input_names_the_argument(trees):
         rm.momentum(model, q, v[:-1])
     with pytest.raises(StateError, match=rf"vdot must have shape \({model.nv},\)"):
         rm.body_acceleration(model, q, v, v[:-1], 0)
+    with pytest.raises(StateError, match=r"vdot\[2\] is not finite"):  # not "the inputs are finite but too large"
+        rm.point_acceleration(model, q, v, np.where(np.arange(model.nv) == 2, np.nan, v), 0)
     bad = q.copy()
     bad[1] = np.nan
     with pytest.raises(StateError, match=r"q\[1\] is not finite"):

@@ -103,6 +103,20 @@ def test_multiplier_layer_equals_the_dense_kkt_system(seed):
                                rtol=0, atol=1e-10 * scale * np.abs(mass).max())
 
 
+def test_rm_loop_dynamics_takes_a_spatial_model():
+    # the public name the guides give for the multipliers (docs/guide/spatial.md) is the spatial layer's on a Model3D
+    model, q, v = looped_tree(3)
+    tau = np.random.default_rng(103).normal(size=model.nv)
+    for method in ("recursive", "mass_matrix"):
+        expected = spatial_loops.loop_dynamics(model, q, v, tau, alpha=2.0, beta=3.0, method=method)
+        solution = rm.loop_dynamics(model, q, v, tau, alpha=2.0, beta=3.0, method=method)
+        assert isinstance(solution, rm.LoopSolution) and solution.rank == expected.rank == model.nconstraints
+        for got, want in ((solution.qdd, expected.qdd), (solution.multipliers, expected.multipliers),
+                          (solution.forces, expected.forces)):
+            np.testing.assert_array_equal(got, want)
+        assert solution.qdd.shape == (model.nv,) and solution.forces.shape == (3, 2, 6)
+
+
 def _loop_force_work(model, q, solution):
     """The generalised force of the loop forces (forces at the loop points, moments), by the point Jacobians of the
     tree (rm.point_kinematics and forward_kinematics at unit velocities): an independent map from forces to tau."""

@@ -699,7 +699,7 @@ def modes(model, q_eq, k=None, tau=None, *, t=0.0):
     if isinstance(model, Model3D):
         from . import statics3d  # noqa: PLC0415
 
-        return statics3d.modes(model, q_eq, k, tau)
+        return statics3d.modes(model, q_eq, k, tau, t=t)
     lin = linearize(model, q_eq, tau, t=t)
     n = lin.M.shape[0]
     k = n if k is None else _checks.integer(k, "k")

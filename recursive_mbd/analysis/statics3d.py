@@ -301,9 +301,9 @@ def linearize(model, q_eq, tau=None, *, t=0.0, step=None, caller="linearize"):
     return basis.T @ mass_matrix(model, q) @ basis, basis.T @ damping @ basis, k_matrix, basis, q
 
 
-def modes(model, q_eq, k=None, tau=None):
+def modes(model, q_eq, k=None, tau=None, *, t=0.0):
     """Natural frequencies [rad/s] (ascending) and mode shapes (nv, k) of a spatial model about the equilibrium
-    q_eq under gravity, the force elements and constant generalised forces ``tau`` (nv,), default zero.
+    q_eq under gravity, the force elements (at time t) and constant generalised forces ``tau`` (nv,), default zero.
 
     On the linearisation (``linearize``): a tree: K x = omega^2 M x with K the symmetric part of ``stiffness`` and
     M = ``rm.mass_matrix``. With loops:
@@ -323,7 +323,7 @@ def modes(model, q_eq, k=None, tau=None):
     """
     import scipy.linalg  # noqa: PLC0415
 
-    mass, _, k_matrix, basis, _ = linearize(model, q_eq, tau, caller="modes")
+    mass, _, k_matrix, basis, _ = linearize(model, q_eq, tau, t=t, caller="modes")
     size = basis.shape[1]
     if size == 0:
         raise ModelError("modes: the loops leave the model no motion (J has full column rank at q_eq)")

@@ -61,6 +61,19 @@ from .loops import FILTER_RCOND, POSITION_RCOND, RedundantConstraintWarning, loo
 RCOND = 1e-10
 
 
+_SPATIAL_FUNCTIONS = ("absolute_from_joint", "joint_from_absolute", "constraints", "forward_dynamics", "loop_forces",
+                      "project")
+
+
+def _planar_only(model, name):
+    """TypeError for a Model3D in a function of the planar absolute coordinates (x, y, theta) a body (the spatial
+    ones are (c, quat), their mass matrix turns with the bodies: ``augmented3d``)."""
+    if isinstance(model, Model3D):
+        offered = ", ".join(_SPATIAL_FUNCTIONS)
+        raise TypeError(f"rm.augmented.{name} takes a planar Model (x, y, theta a body), not a Model3D; for a Model3D "
+                        f"rm.augmented offers {offered}")
+
+
 def _absolute(model, z, what):
     """An absolute-coordinate array (nbodies, 3) or (3 nbodies,) of finite reals as a float64 (nbodies, 3) array;
     TypeError for what is not a Model or not real numbers, StateError naming ``what`` for a shape or a NaN."""
@@ -346,6 +359,7 @@ def loop_forces(model, z, zd, lam):
 
 def joint_jacobian(model, z):
     """d q / d z, shape (nq, 3 nbodies), sparse: maps joint forces to absolute ones, Q_z = J^T tau."""
+    _planar_only(model, "joint_jacobian")
     z = _absolute(model, z, "z")
     g = _Geometry(model, z, np.zeros_like(z))
     index = model.joint_q_index
@@ -384,6 +398,7 @@ def joint_jacobian(model, z):
 
 def mass_matrix(model):
     """The constant absolute-coordinate mass matrix diag(m, m, J) per body, sparse (3 nbodies, 3 nbodies)."""
+    _planar_only(model, "mass_matrix")
     model._require_compiled()
     diagonal = np.column_stack((model.body_mass, model.body_mass, model.body_inertia)).reshape(-1)
     return scipy.sparse.diags(diagonal, format="csr")
@@ -395,6 +410,7 @@ def applied_forces(model, z, zd, tau=None, t=0.0, powers=None):
     ``powers`` (2,), if given, receives the power dissipated by the dampers and the power of tau and the applied
     forces [W] (the integrands of ``SimulationResult.dissipated_work`` / ``applied_work``).
     """
+    _planar_only(model, "applied_forces")
     ws = workspace(model)  # compiles the model
     t = _checks.real(t, "t")
     q, qd = joint_from_absolute(model, z, zd)
@@ -641,6 +657,7 @@ def _filtered_dynamics(model, cz, q_force, rhs_c):
 
 def joint_accelerations(model, z, zd, zdd):
     """Joint accelerations qdd from absolute ones: qdd = J zdd + (the velocity-product part of q(z)'')."""
+    _planar_only(model, "joint_accelerations")
     z = _absolute(model, z, "z")
     zd = _absolute(model, zd, "zd")
     g = _Geometry(model, z, zd)
@@ -670,6 +687,7 @@ def joint_constraint_forces(model, z, zd, lam):
         Row i: (Fx, Fy, moment) from the constraint equations of body i's parent joint, ground axes [N, N m]
         (zero for planar joints). Actuation (tau along a joint's free direction) is not included.
     """
+    _planar_only(model, "joint_constraint_forces")
     z = _absolute(model, z, "z")
     _, cz, _, _ = constraints(model, z, zd)
     lam = _checks.finite_array(lam, "lam", (cz.shape[0],))
@@ -686,6 +704,7 @@ def state_derivative(model, t, y, tau=None, alpha=0.0, beta=0.0, solver="tree", 
     """y' for y = (z, zd, W_dissipated, W_applied) flattened, shape (6 nbodies + 2,), or (z, zd) without the
     work terms (6 nbodies,): hand it to scipy.integrate.solve_ivp. ``tau``: None, (nq,), or tau(t) / tau(t, q, qd).
     """
+    _planar_only(model, "state_derivative")
     workspace(model)
     n = model.nbodies
     y = _checks.finite_array(y, "y", (None,))

@@ -27,7 +27,7 @@ from ._evaluation import (
     unknown_method,
 )
 from .kinematics import spatial_formulation
-from .loops import loop_dynamics
+from .loops import loop_dynamics as planar_loop_dynamics
 
 
 def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=0.0, contact_state=None):
@@ -74,7 +74,7 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
         work = model._workspace3d
         short = None if work is None else work.short_fd
         if (short and method == "recursive" and (out is None or out is work.checked_out)
-                and t.__class__ is float):
+                and t.__class__ is float and t - t == 0.0):  # (a NaN or infinite t fails it: the full route names it)
             # the short path, as the planar one below: the fixed-signature kernel's dispatch checks the dtype, layout
             # and writability of q, qd, tau and out, the kernel their lengths and finiteness; anything it refuses
             # takes the full route, which converts or raises the error naming it
@@ -134,7 +134,7 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
         if ws.contacts:
             raise ModelError("forward_dynamics: this model has loops and contacts; the loop layer leaves contacts out "
                              "(rm.simulate integrates them)")
-        return into(out, loop_dynamics(model, q, qd, tau, t=t, method=method).qdd)
+        return into(out, planar_loop_dynamics(model, q, qd, tau, t=t, method=method).qdd)
     q, qd, tau, wrench = loaded_state(model, ws, q, qd, tau, t)
     if ws.contacts:  # (models with contacts never take the short path above)
         wrench = contact_wrench(model, ws, q, qd, contact_state_vector(model, contact_state), wrench)
@@ -153,6 +153,24 @@ def forward_dynamics(model, q, qd, tau=None, method="recursive", out=None, *, t=
         rhs = tau - _rnea(model, ws, q, qd, ws.zeros, wrench)
         return into(out, cholesky_solve(mass, rhs, "qdd"))
     raise unknown_method(method)
+
+
+def loop_dynamics(model, q, qd, tau=None, *, t=0.0, alpha=0.0, beta=0.0, method="recursive"):
+    """Constrained forward dynamics with the loop multipliers and forces: a ``LoopSolution``.
+
+    A ``Model`` (planar): ``recursive_mbd.dynamics.loops.loop_dynamics`` (qdd (nq,), multipliers (m,), forces
+    (nloops, 2, 3)). A ``Model3D``: ``recursive_mbd.dynamics.spatial_loops.loop_dynamics`` (qd and the returned
+    qdd are the velocities v and their rates (nv,), tau (nv,); forces (nloops, 2, 6): force at the loop point, then
+    moment, ground axes). Both solve M qdd + h = tau + Q_elements - J^T lambda with J qdd = gamma - 2 alpha phi' -
+    beta^2 phi (Baumgarte's terms ``alpha``, ``beta`` [1/s]); ``method`` "recursive" (O(N) passes and the filtered
+    regularised multiplier solve) or "mass_matrix" (the dense KKT system). Redundant or singular loop equations give
+    the minimum-norm multipliers and a ``RedundantConstraintWarning``.
+    """
+    if isinstance(model, Model3D):  # the spatial multiplier layer, imported on first use (planar users never load it)
+        from . import spatial_loops  # noqa: PLC0415
+
+        return spatial_loops.loop_dynamics(model, q, qd, tau, t=t, alpha=alpha, beta=beta, method=method)
+    return planar_loop_dynamics(model, q, qd, tau, t=t, alpha=alpha, beta=beta, method=method)
 
 
 def inverse_dynamics(model, q, qd, qdd, *, t=0.0):

@@ -168,7 +168,9 @@ def element_forces(model, q, v, t=0.0):
     workspace(model)
     t = _checks.real(t, "t")
     q, v = _state(model, q, v)
-    if not model._elements:
+    if not model._elements:  # no kernel runs to check the state: check it here
+        _checks.finite_array(q, "q")
+        _checks.finite_array(v, "v")
         return {"generalized_forces": np.zeros(model._nv), "per_element": np.zeros((0, 3)), "potential": 0.0,
                 "dissipation": 0.0, "power": 0.0}
     ew = _element_loads(model, q, v, t)
@@ -242,7 +244,7 @@ def forward_dynamics(model, q, v, tau=None, out=None, *, t=0.0, method="recursiv
                          "rm.forward_dynamics or recursive_mbd.dynamics.spatial_loops.loop_dynamics")
     if out is not None and out is not ws.checked_out:
         ws.checked_out = _checks.output_buffer(out, (model._nv,))
-    if t.__class__ is not float:
+    if not (t.__class__ is float and t - t == 0.0):  # a plain finite float skips the call (NaN, inf fail the test)
         t = _checks.real(t, "t")
     q, v = _state(model, q, v)
     tau = ws.zeros if tau is None else state_vector(tau, model._nv, "tau", "nv")

@@ -161,8 +161,8 @@ def body_acceleration(model, q, v, vdot, body, point=_ORIGIN, frame="world"):
     index, point = _body_point(model, body, point)
     frame = _frame(frame, _ACCELERATION_FRAMES)
     ws = _run_poses(model, q, v)
-    if vdot is not None:
-        vdot = state_vector(vdot, model._nv, "vdot", "nv")
+    if vdot is not None:  # checked here: no kernel sees it (a NaN would read as an overflow of the result)
+        vdot = _checks.finite_array(state_vector(vdot, model._nv, "vdot", "nv"), "vdot")
     acc = np.empty((model.nbodies, 6))
     bias_accelerations(model.body_int, ws.ws, ws.tmp, acc)
     # body axes: a_P = a_O + alpha x s + omega x (v_O + omega x s), at vdot = 0 (Featherstone's spatial acceleration
