@@ -135,3 +135,23 @@ def test_a_zero_stiffness_is_a_neutral_mode_not_an_instability():
     # the judgement still fails an unstable equilibrium: upside down under gravity, no neutral mode
     top = rm.static_equilibrium(compound_pendulum(), [3.0], prefer_stable=False)
     assert not top.stable and top.eigenvalues[0] < 0.0 and top.neutral.shape == (1, 0)
+
+
+def test_modes_refuse_a_state_that_is_not_an_equilibrium():
+    """A linearisation about a state that is not a static equilibrium (a pendulum held nowhere at 1 rad, a four-bar
+    whose loop is open) is no small-oscillation problem: refused by name, as for a spatial model. Held by the tau
+    that balances gravity, the pendulum's frequency is sqrt(m g d cos(q) / (J + m d^2))."""
+    m, inertia, d, g = 2.0, 0.1, 0.4, 9.81
+    model = compound_pendulum(m, inertia, d)
+    for call in (rm.modes, rm.linearize):
+        with pytest.raises(rm.ModelError, match="not a static equilibrium.*q\\[0\\] \\(body 'pendulum'\\)"):
+            call(model, [1.0])
+    omega, _ = rm.modes(model, [1.0], tau=[m * g * d * math.sin(1.0)])
+    assert rel_err(omega[0], math.sqrt(m * g * d * math.cos(1.0) / (inertia + m * d * d))) < 1e-12
+    four_bar, q0 = rm.models.four_bar()
+    with pytest.raises(rm.ModelError, match="does not close the loops: loop 'coupler-rocker'"):
+        rm.modes(four_bar, np.zeros(3))
+    with pytest.raises(rm.ModelError, match="not a static equilibrium"):
+        rm.linearize(four_bar, q0)  # assembled, but gravity turns it
+    with pytest.raises(rm.ModelError, match="does not close the loops"):
+        rm.studies.chain_modes(four_bar, 1)  # small models take the dense route

@@ -642,6 +642,44 @@ def _direct_stiffness(model, q, lam):
     return k
 
 
+def _planar_size(model):
+    """A length scale of a planar model [m]: its largest joint, centre-of-mass or loop point coordinate (1 for a
+    model of points at the origin)."""
+    points = [model._bodies.column(key) for key in ("parent_point", "child_point", "com")]
+    points += [np.array([lp["point_a"], lp["point_b"]]) for lp in model._loops]
+    return float(np.abs(np.concatenate(points)).max()) or 1.0
+
+
+def _holding_multipliers(model, q, tau, t):
+    """The loop multipliers lambda (m,) that hold the model at rest at q under gravity, the elements and tau, after
+    checking that q is a static equilibrium the loops close: ModelError naming the open loop or the coordinate
+    whose residual g + J^T lambda (g = h(q, 0) - Q_elements - tau) is above 1e-6 of the model's size or loads.
+
+    A linearisation about any other state is no linearisation about an equilibrium: K would lack the terms that
+    the residual's own motion brings, and the frequencies would be wrong without a sign of it."""
+    nq, m = model.nq, model.nconstraints
+    g, phi, jac = _static_residual(model, q, np.zeros(m), tau, t)
+    size = _planar_size(model)
+    if m and np.abs(phi).max() > 1e-6 * size:
+        row = int(np.argmax(np.abs(phi)))
+        k = int(np.searchsorted(model.loop_rows, row, side="right") - 1)
+        raise ModelError(f"q_eq does not close the loops: loop {model._loops[k]['name']!r} (index {k}) is open by "
+                         f"{np.abs(phi).max():.3g} (m or rad); assemble it (rm.assemble, rm.static_equilibrium)")
+    lam = np.linalg.lstsq(-jac.T, g, rcond=RCOND)[0] if m else np.zeros(0)  # the multipliers that hold q_eq
+    left = g + jac.T @ lam
+    weight = model.total_mass() * float(np.linalg.norm(model.gravity))
+    scale = max(float(np.abs(g).max(initial=0.0)), float(np.abs(tau).max(initial=0.0)), weight * size, 1e-300)
+    if nq and np.abs(left).max() > 1e-6 * scale:
+        index = int(np.argmax(np.abs(left)))
+        body = int(np.searchsorted(model.joint_q_index, index, side="right") - 1)
+        while model.joint_ndof[body] == 0:  # fixed joints own no coordinate
+            body -= 1
+        raise ModelError(f"q_eq is not a static equilibrium: the residual |g + J^T lambda| is "
+                         f"{np.abs(left).max():.3g} (N or N m) at q[{index}] (body {model.body_names[body]!r}), above "
+                         f"1e-6 of the loads ({scale:.3g}); find it with rm.static_equilibrium (or hold it by tau)")
+    return lam
+
+
 def linearize(model, q_eq, tau=None, *, t=0.0, step=None):
     """Linearisation about a static equilibrium q_eq (``static_equilibrium``): a ``Linearization``.
 
@@ -649,7 +687,9 @@ def linearize(model, q_eq, tau=None, *, t=0.0, step=None):
     the loads where ``_direct_stiffness`` applies (revolute trees, revolute/fixed loops, joint spring-dampers,
     constant forces: no extra passes), otherwise by central differences of the Newton-Euler pass (2 nq passes
     each, step ``step``, default 1e-7). With loops, everything is restricted to the null space of J at q_eq
-    (``basis``), lambda being the multipliers that hold q_eq.
+    (``basis``), lambda being the multipliers that hold q_eq. ModelError if q_eq does not close the loops or is not
+    a static equilibrium under tau (|phi|, or the residual after the multipliers, above 1e-6 of the model's size or
+    loads), as for a spatial model.
 
     A spatial model (``Model3D``, loops and force elements included): ``statics3d.linearize``, in the velocity
     space (tau (nv,); K and C by central differences along ``rm.integrate_configuration``, step default 1e-6;
@@ -665,11 +705,8 @@ def linearize(model, q_eq, tau=None, *, t=0.0, step=None):
     t = _checks.real(t, "t")
     step = _checks.real(step, "step", low=0.0, strict=True)
     nq = model.nq
-    lam = np.zeros(model.nconstraints)
-    jac = np.zeros((0, nq))
-    if model.nloops:
-        g, phi, jac = _static_residual(model, q, lam, tau, t)
-        lam = np.linalg.lstsq(-jac.T, g, rcond=RCOND)[0]  # the multipliers that hold q_eq
+    lam = _holding_multipliers(model, q, tau, t)
+    jac = constraints(model, q)[2] if model.nloops else np.zeros((0, nq))
     stiffness = _stiffness_matrix(model, q, lam, tau, t)
     damping = np.zeros((nq, nq))
     if _direct_route(model):
@@ -692,7 +729,8 @@ def modes(model, q_eq, k=None, tau=None, *, t=0.0):
     """Natural frequencies [rad/s] (ascending) and mode shapes (nq, k) in joint coordinates about q_eq.
 
     Undamped: K v = omega^2 M v on the linearisation (generalised symmetric eigenproblem, scipy.linalg.eigh).
-    Mode shapes are M-normalised. Raises ModelError if K has a negative eigenvalue (not a stable equilibrium).
+    Mode shapes are M-normalised. Raises ModelError if q_eq is not a static equilibrium the loops close
+    (``linearize``) or if K has a negative eigenvalue (not a stable equilibrium).
     A spatial model (``Model3D``, closed loops included): ``analysis.statics3d.modes`` (tau (nv,); shapes
     (nv, k) in the velocity space, with loops on the motions the loops allow).
     """
