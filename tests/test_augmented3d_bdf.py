@@ -10,13 +10,15 @@ import numpy as np
 import pytest
 from _helpers import swinging_chain
 from scipy.spatial.transform import Rotation
+from spatial_reference import random_spatial_tree
 from test_augmented3d_implicit import _tilted_chain
 from test_augmented3d_implicit_features import _reference, _sprung_chain, _state_error
+from test_spatial_simulate import ARM, SLIDER, _arm_with_slider
 
 import recursive_mbd as rm
 from recursive_mbd._kernels.augmented import bdf3d
 from recursive_mbd._kernels.augmented import implicit3d as kernels
-from recursive_mbd.dynamics import augmented3d
+from recursive_mbd.dynamics import augmented3d, spatial_loops
 from recursive_mbd.errors import SimulationError
 from recursive_mbd.integrate import augmented3d_implicit
 
@@ -370,3 +372,98 @@ def test_a_failing_tau_function_stops_the_run_with_its_samples_and_ctrl_c_too():
     whole = rm.simulate(model, q0, v0, 0.3, rtol=1e-6, atol=1e-6, tau=lambda t, q, v: -0.1 * v, **BDF)
     np.testing.assert_array_equal(result.z, whole.z[:result.t.size])
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+# ---- the loops' multipliers and the drivers' forces at the samples' states -------------------------------------------
+
+
+def _tree_with_a_loop():
+    """A random tree of every joint type (nine bodies) with a ball-joint loop between bodies 4 and 7 (on different
+    branches), placed where they are at a random configuration, and a spring-damper on the revolute joint of body 0;
+    the start assembled onto the loop, its velocities on the loop's velocity rows."""
+    rng = np.random.default_rng(7)
+
+    def tree():
+        model = rm.Model3D(gravity=(0.3, -0.5, -9.81))
+        for body in random_spatial_tree(np.random.default_rng(81), 9):
+            model.add_body(**body)
+        return model
+
+    free = tree()
+    q = rm.integrate_configuration(free, free.neutral(), rng.normal(size=free.nv))
+    point = rng.normal(size=3) * 0.3
+    at = rm.frame_placement(free, q, 4, point)[1]
+    rot, origin = rm.frame_placement(free, q, 7)
+    model = tree()
+    model.add_loop("spherical", 4, point, 7, rot.T @ (at - origin), name="ball")
+    model.add_joint_spring_damper(0, 5.0, 0.2)
+    q = rm.assemble(model, q)
+    jac = spatial_loops.constraints(model, q)[2]
+    kernel = np.linalg.svd(jac)[2][jac.shape[0]:].T
+    return model, q, kernel @ rng.normal(size=kernel.shape[1]) * 0.3
+
+
+@pytest.mark.parametrize("loads", ["constant", "function"])
+def test_the_loops_multipliers_are_the_dynamics_at_every_samples_state(loads):
+    """``result.multipliers`` at every sample (the first steps' ends, every later one, the shortened last step, t_eval
+    times inside the steps) are the loop layer's lambda at the sample's (q, qd) and time with the run's loads (a
+    joint spring-damper, tau constant or a function of (t, q, v)): ``loop_dynamics``, both its recursive and its
+    dense KKT solve, to 1e-9 (measured: 0 and 6e-14). The index-3 steps' own multipliers, which the run reported
+    before, were 0.3 to 1.1 % off at the first steps' ends, at rtol 1e-9 and 1e-10 alike, 1.6e-4 at the last."""
+    model, q0, v0 = _tree_with_a_loop()
+    tau = 0.1 * np.arange(model.nv) - 0.3
+
+    def controller(t, q, v):
+        return tau * np.cos(3.0 * t) - 0.2 * v
+
+    run_tau = tau if loads == "constant" else controller
+    for t_eval in (None, np.linspace(0.0, 0.2, 9)):
+        result = rm.simulate(model, q0, v0, 0.2, rtol=1e-9, atol=1e-11, tau=run_tau, t_eval=t_eval, **BDF)
+        assert result.status == "finished" and result.multipliers.shape == (result.t.size, 3)
+        if t_eval is None:
+            assert result.nsteps > 50 and np.diff(result.t)[:3].max() < 1e-3  # small first steps, all sampled
+        else:
+            np.testing.assert_array_equal(result.t, t_eval)
+        for k, t in enumerate(result.t):
+            applied = run_tau if loads == "constant" else controller(t, result.q[k], result.qd[k])
+            for method in ("recursive", "mass_matrix"):
+                expected = spatial_loops.loop_dynamics(model, result.q[k], result.qd[k], applied, t=t,
+                                                       method=method).multipliers
+                np.testing.assert_allclose(result.multipliers[k], expected, rtol=0,
+                                           atol=1e-9 * np.abs(expected).max(), err_msg=f"sample {k}, t = {t}")
+
+
+def test_the_driving_forces_are_the_dynamics_at_every_samples_state():
+    """A driven arm (revolute ARM and prismatic SLIDER drivers, a spring-damper on the slider, tau constant), its
+    run ended by a terminal event: ``driving_forces()`` at every sample (the first steps' ends, every later one, the
+    event's) are the inverse dynamics' forces on the driven joints at the sample's state with the driven coordinates
+    at their drivers' values (q = f(t), qd = f'(t), qdd = f''(t): the index-3 steps hold f, not f', to the Newton
+    tolerance; the samples' driven rates are up to 8.6e-7 off f'), the free joints' accelerations ``qdd()``'s (whose
+    inverse dynamics give tau on the free joints), to 1e-9 (measured: 1.3e-15 N). The steps' own multipliers, which
+    the run reported before, gave 2.170 N for the inverse dynamics' 2.230 N at the first step's end."""
+    model = _arm_with_slider()
+    model.add_joint_spring_damper("slider", 50.0, 0.3)
+    q0, v0 = model.neutral(), np.array([0.5, -0.4, 1.0, 0.0, 0.0])
+    tau = np.array([0.2, -0.1, 0.3, 0.0, 0.0])
+    drivers = {"arm": ARM, "slider": SLIDER}
+
+    def event(t, q, v):
+        return t - 0.27
+
+    event.terminal = True
+    result = rm.simulate(model, q0, v0, 0.5, rtol=1e-8, atol=1e-10, tau=tau, drivers=drivers, events=event, **BDF)
+    assert result.status == "event" and result.t[-1] == pytest.approx(0.27, abs=1e-12)
+    assert result.nsteps > 50 and np.diff(result.t)[:3].max() < 1e-3
+    driving, qdd = result.driving_forces(), result.qdd()
+    driven = [model.v_slice(body).start for body in drivers]
+    assert driving.shape == (result.t.size, model.nv) and not np.delete(driving, driven, axis=1).any()
+    assert np.abs(driving[:, driven]).min() > 0.1
+    for k, t in enumerate(result.t):
+        q, v = result.q[k].copy(), result.qd[k].copy()
+        for body, (f, f_dot, f_ddot) in drivers.items():
+            q[model.q_slice(body).start], v[model.v_slice(body).start] = f(t), f_dot(t)
+            assert qdd[k, model.v_slice(body).start] == f_ddot(t)
+        forces = rm.inverse_dynamics(model, q, v, qdd[k], t=t) - tau
+        scale = np.abs(forces).max()
+        np.testing.assert_allclose(np.delete(forces, driven), 0.0, rtol=0, atol=1e-9 * scale, err_msg=f"t = {t}")
+        np.testing.assert_allclose(driving[k, driven], forces[driven], rtol=0, atol=1e-9 * scale, err_msg=f"t = {t}")

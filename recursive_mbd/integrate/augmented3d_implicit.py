@@ -563,7 +563,8 @@ rtol=..., atol=...)``, variable step, orders 1 and 2.
 
 The companion of the generalised-alpha method above (a fixed step on the same coordinates): the same unknowns,
 residual and O(N) Newton matrix eliminated in tree order, the same loops, drivers, dense output, events and
-failures; only the step's formula, its coefficients and the step-size control are BDF's (``simulate_bdf``).
+failures; only the step's formula, its coefficients and the step-size control are BDF's (``simulate_bdf``), and the
+loops' multipliers and drivers' forces it reports are the dynamics' at the samples (below), not the steps'.
 
 Scheme
 ~~~~~~
@@ -664,8 +665,29 @@ a point spring-damper to the ground and one between two bodies, 0.3 s, iteration
 0.005 s: 5.17 / 3.97, and 29.7 with 25 split steps / 7.75, without them 2.00 / 2.00): the step control's smaller
 steps keep their contraction (c_stiff k over the inertias) small.
 
+Multipliers and driving forces
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A step's multipliers lambda+ are those of BDF on the index-3 equations, outside the error test, and they carry an
+error that does not fall with the tolerance where the steps are of order 1 and change size: the loops' multipliers
+of the run's first steps were 17 to 28 % off the dynamics' at the steps' own states at rtol 1e-9 and 1e-11 alike (a
+random tree of every joint type with a ball-joint loop), 1e-3 to 2e-3 at the shortened last step, 1e-6 to 5e-6 at
+the median sample; a driven slider's force 4.187 N at the first step's end for the inverse dynamics' 4.224 N. So the
+run reports, at every sample (step ends, t_eval times, events), those of the dynamics at the sample's state: the
+recursive formulation's (the loop layer's lambda, the hybrid dynamics' driving forces) at its joint state (q, qd)
+and time with the run's inputs (tau, a tau function, the force elements and the drivers evaluated at t; the driven
+coordinates and rates at f(t), f'(t)), which ``result.qdd()`` evaluates too: ``result.multipliers`` once the run
+ends (``SimulationResult._recursive_multipliers``: O(N) a sample and the loop layer's solve; a sample where they
+cannot be evaluated gives None and a RuntimeWarning: ``integrate.result.sampled_multipliers``), ``driving_forces()``
+when called. Why the joint state and not the augmented KKT system at the sample's (z, zd): the index-3 steps hold
+the position rows C(z) = 0 to the Newton tolerance but the velocity rows G(z) zd = 0 only to the scheme's error, and
+the KKT multipliers see those gaps in the rows' velocity products (on that tree at rtol 1e-9: zd up to 1.3e-6 m/s
+off the image of (q, qd), the KKT multipliers at (z, zd) 2.7e-7 off, relative, those at the image of (q, qd) 2e-14);
+the joint state drops the gaps (each joint's rates read off the relative motion, ``recover3d``), so its dynamics are
+those of a state of the constrained tree, and the same as ``qdd()``'s. generalized_alpha keeps its converged steps'
+multipliers (documented there).
+
 Scope: every joint type of the augmented formulation, closed loops (the recursive route's projected start, the
-loops' multipliers in ``result.multipliers``), drivers, tau constant, None or a function (tau(t), tau(t, q, v),
+loops' multipliers in ``result.multipliers``, above), drivers, tau constant, None or a function (tau(t), tau(t, q, v),
 Python or compiled), force elements, gravity; t_eval (the dense output of ``_kernels.augmented.dense3d``: cubic
 Hermite in the centres of mass and velocities, on SO(3) in the rotations, from each step's ends), events (located
 on it), every, progress, max_wall_time, Ctrl-C. ``result.newton_iterations`` counts the iterations of every try,
@@ -1430,12 +1452,12 @@ class _Drivers:
         return -lam[self.rows]
 
     def finish(self, result, samples):
-        """The result's driving forces (nt, nv) (``result.driving_forces()``; ``samples`` (nt, nd)), its constraint
-        drift with the drivers' gaps |q_j - f(t)| (a revolute angle's wrapped to (-pi, pi]), and what
-        ``result.qdd()`` evaluates: the recursive formulation's dynamics at each sample's joint state with the run's
-        inputs."""
+        """The result's driving forces (nt, nv) (``result.driving_forces()``; ``samples`` (nt, nd); None: evaluated
+        there, at each sample's state), its constraint drift with the drivers' gaps |q_j - f(t)| (a revolute angle's
+        wrapped to (-pi, pi]), and what ``result.qdd()`` and ``driving_forces()`` evaluate: the recursive
+        formulation's dynamics at each sample's joint state with the run's inputs."""
         result._without_drivers = not self.bodies.size  # no (nt, nv) zeros kept: a long chain's would be large
-        if self.bodies.size:
+        if self.bodies.size and samples is not None:
             result._driving = np.zeros((result.t.size, self.model.nv))
             result._driving[:, self.inputs.driven_rates] = samples
         for coord, name, evaluate in self.inputs.drivers:
@@ -2033,9 +2055,11 @@ def simulate_bdf(
             wrapped = result.q[:, angles.columns]
             jumps = np.diff(wrapped, axis=0, prepend=angles.ref[None, :])
             result.q[:, angles.columns] = wrapped - 2.0 * np.pi * np.cumsum(np.round(jumps / (2.0 * np.pi)), axis=0)
+        # the loops' multipliers and the drivers' forces at each sample's state, not the steps' (whose first, order
+        # 1 steps leave them inaccurate: module docstring, "Multipliers and driving forces")
+        drive.finish(result, None)
         if model.nloops:
-            result.multipliers = np.array(output.mu)
-        drive.finish(result, output.driving)
+            result.multipliers = result._recursive_multipliers()
         _runs.close_run(result, status, control, event_functions, output.records)
         return result
 

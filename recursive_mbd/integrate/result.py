@@ -192,8 +192,10 @@ class SimulationResult:
         linear in time between them at t_eval points and events. Every other method: the constrained dynamics'
         at each sample's state and inputs (``loop_dynamics`` with the run's tau, elements and drivers at t; with
         stabilization "baumgarte" including its terms), evaluated once the run ends; formulation "augmented":
-        the loops' rows of its KKT multipliers at each sample's (z, zd) (the same lambda). None for a tree, or
-        when the dynamics could not be evaluated at a sample (a RuntimeWarning says where).
+        the loops' rows of its KKT multipliers at each sample's (z, zd) (the same lambda), but a Model3D's run by
+        bdf: the recursive formulation's at each sample's joint state (q, qd), as ``qdd`` (its index-3 steps
+        hold the constraints on z, not on zd). None for a tree, or when the dynamics could not be evaluated at a
+        sample (a RuntimeWarning says where).
     newton_iterations, newton_factorizations : int
         Methods "generalized_alpha" and "bdf" only: Newton iterations and factorisations of the Newton matrix, in
         total.
@@ -317,6 +319,21 @@ class SimulationResult:
             out[i] = system.vdot
         return out
 
+    def _recursive_multipliers(self):
+        """The loops' multipliers (nt, m) of a Model3D's augmented run (``_evaluator`` holding the run's inputs and
+        the time loop whose ``recursive_loop_class`` is the recursive one): the recursive formulation's dynamics at
+        each sample's joint state, time and inputs (``sampled_multipliers``: None and a RuntimeWarning where they
+        cannot be evaluated), the loop layer's lambda there, as ``qdd`` evaluates it."""
+        callback, key, _, inputs, run_loop = self._evaluator
+        loop = self._recursive_time_loop(run_loop)
+
+        def lam_at(i):
+            state, lam = loop.multiplier_probe(self, None, i)
+            evaluate_system(self.model, callback, key, loop.system, inputs, float(self.t[i]), state)
+            return lam
+
+        return sampled_multipliers(self, lam_at)
+
     def _recursive_time_loop(self, loop):
         """The recursive formulation's time loop (``spatial_loop.SpatialTimeLoop``) of a Model3D's augmented run
         with the run's inputs, made at the first call (``loop``: the run's time loop, whose ``stabilization`` is
@@ -388,12 +405,17 @@ class SimulationResult:
         the driver adds to tau and the force elements on its coordinate. A Model3D's result: shape (nt, nv), each
         driver's entry at its joint's rate in v (zeros for a run without drivers). A run in
         ``formulation="augmented"``: minus the multipliers of the drivers' rows (their constraint force along the
-        driven coordinate), the same quantity; by generalized_alpha, its converged steps' multipliers."""
+        driven coordinate), the same quantity; by generalized_alpha, its converged steps' multipliers; a Model3D's
+        run by bdf: the recursive formulation's dynamics at each sample's joint state, time and inputs (as
+        ``qdd``)."""
         if self._driving is not None:
             return self._driving.copy()
         if self._without_drivers:
             return np.zeros((self.t.size, self.qd.shape[1]))
         loop = self._augmented_loop()
+        if loop is not None and self._evaluator[2] is None:  # an implicit run in absolute coordinates: its
+            # evaluator has no augmented system; the recursive one's, as ``qdd``
+            return self._spatial_driving_forces(self._recursive_time_loop(loop))
         if loop is not None:
             out = np.zeros((self.t.size, self.qd.shape[1]))
             for i in range(self.t.size):
@@ -410,12 +432,14 @@ class SimulationResult:
             out[i, system[6]] = system[21][system[6]]
         return out
 
-    def _spatial_driving_forces(self):
-        """``driving_forces`` of a Model3D's result: its run's system evaluated at every sample
-        (``spatial_loop.SpatialTimeLoop``), the drivers' entries of its ``drive``."""
+    def _spatial_driving_forces(self, loop=None):
+        """``driving_forces`` of a Model3D's result: its run's system (``spatial_loop.SpatialTimeLoop``; or
+        ``loop``'s, with the run's inputs) evaluated at every sample, the drivers' entries of its ``drive``."""
         out = np.zeros((self.t.size, self.model.nv))
         self._require_model("driving_forces()")
-        callback, key, system, inputs, loop = self._evaluator
+        callback, key, _, inputs, run_loop = self._evaluator
+        loop = run_loop if loop is None else loop
+        system = loop.system
         rates = inputs.driven_rates
         for i in range(self.t.size):
             evaluate_system(self.model, callback, key, system, inputs, float(self.t[i]), loop.state(self, i))
