@@ -413,8 +413,8 @@ class SimulationResult:
         if self._without_drivers:
             return np.zeros((self.t.size, self.qd.shape[1]))
         loop = self._augmented_loop()
-        if loop is not None and self._evaluator[2] is None:  # an implicit run in absolute coordinates: its
-            # evaluator has no augmented system; the recursive one's, as ``qdd``
+        # an implicit run in absolute coordinates keeps no augmented system: the recursive one's, as ``qdd``
+        if loop is not None and self._evaluator[2] is None:
             return self._spatial_driving_forces(self._recursive_time_loop(loop))
         if loop is not None:
             out = np.zeros((self.t.size, self.qd.shape[1]))
