@@ -107,7 +107,7 @@ CASES = ["0.3:100:0.9", "0.3:100:0.5", "0.3:1000:0.5", "0.5:100:0.5", "0.5:1000:
 
 # ``kernels.newton_step``'s arguments: the step's start (z0, zb0, acc0, vdot0, coef), its first guess (vdot, lam) and
 # its info array (iterations, last correction, ...), by position
-Z0, ZB0, ACC0, VDOT0, COEF, GYRATION, VDOT, LAM, INFO = 6, 7, 8, 9, 10, 11, 14, 15, -3
+Z0, ZB0, ACC0, VDOT0, COEF, GYRATION, VDOT, LAM, INFO = 6, 7, 8, 9, 10, 11, 14, 15, -4
 
 
 def corrections(original, args, vdot, lam, count):
@@ -120,7 +120,7 @@ def corrections(original, args, vdot, lam, count):
     parts, bodies = [], []
     for _ in range(count):
         before = vdot.copy()
-        original(*args[:12], 0.0, 1, vdot, lam, *args[16:])
+        original(*args[:12], 0.0, 1, vdot, lam, *args[16:-1], args[-1].copy())
         change = vdot - before
         com = scale * np.abs(change[:, :3]).max(axis=1)
         rot = scale * (np.abs(change[:, 3:]) * gyration[:, None]).max(axis=1)

@@ -76,12 +76,13 @@ def counted(taken, extra):
     """newton_step recording each step's iterations into ``taken``; ``extra`` more iterations after acceptance."""
     def step(*args):
         status = ORIGINAL_STEP(*args)
-        info = args[-3]
+        info = args[-4]
         taken.append(int(info[0]))
         if extra and not status:
             z0, zb0, acc0, vdot0, coef, vdot, lam, zp, zbp, zdp, tangent = (args[k] for k in (6, 7, 8, 9, 10, 14, 15,
                                                                                           16, 17, 18, 19))
-            ORIGINAL_STEP(*args[:12], 0.0, extra, vdot, lam, *args[16:])  # (not converged at tolerance 0: ignored)
+            # (not converged at tolerance 0: ignored; the estimate a copy)
+            ORIGINAL_STEP(*args[:12], 0.0, extra, vdot, lam, *args[16:-1], args[-1].copy())
             kernels.update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
             info[0] = taken[-1]
         return status

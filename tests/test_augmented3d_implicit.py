@@ -4,6 +4,7 @@ the step's residual on a random tree of every joint type, Newton's quadratic con
 the recursive route's dopri5 run, second order in dt, and the failures."""
 
 import inspect
+import math
 import re
 
 import numba
@@ -455,6 +456,15 @@ def _tilted_chain(n, tilt=0.3):
     return model, q0, v0
 
 
+def _modal_chain(n):
+    """``studies.spherical_chain(n)`` at rest in its first mode along x and y, largest tilts 1e-3 and 5e-4 rad
+    (``studies.hanging_swing_3d``'s start): the swing whose accelerations are smooth from the first step."""
+    model = rm.studies.spherical_chain(n)
+    _, shapes = rm.studies.chain_modes(rm.chains.serial_chain(n), 1)
+    shape = shapes[:, 0] / shapes[np.argmax(np.abs(shapes[:, 0])), 0]
+    return model, rm.studies.tilted_chain(model, np.column_stack([1e-3 * shape, 5e-4 * shape])), np.zeros(3 * n)
+
+
 def test_the_whip_of_a_long_chain_runs_through_or_stops_naming_time_and_cause():
     """1000 links tilted 0.3 rad with the push, rho_inf = 0.9, 1 s at dt = 0.01 s: the whip reaching the free end
     near t = 0.78 s. Either the run reaches 1 s with the joints closed, or it stops with SimulationError naming the
@@ -497,7 +507,7 @@ def test_a_diverging_step_is_given_up_once_its_correction_has_grown_twice_runnin
             iterations = int(info[0])
             sizes = []
             for k in range(1, iterations + 1):
-                original(*args[:13], k, guess[0].copy(), guess[1].copy(), *args[16:])
+                original(*args[:13], k, guess[0].copy(), guess[1].copy(), *args[16:-1], args[-1].copy())
                 sizes.append(float(info[1]))
             calls.append((status, iterations, sizes))
             info[0] = iterations
@@ -719,7 +729,7 @@ def _corrections_of_each_step(monkeypatch, model, q0, v0, t_end, rho_inf, count,
         vdot, lam, info = args[where("vdot")], args[where("lam")], args[where("info")]
         sizes = []
         for k in range(1, count + 1):
-            original(*args[:12], 0.0, k, vdot.copy(), lam.copy(), *args[16:])
+            original(*args[:12], 0.0, k, vdot.copy(), lam.copy(), *args[16:-1], args[-1].copy())
             if info[0] < k:  # accepted at a stall within the round-off
                 break
             sizes.append(float(info[1]))
@@ -760,29 +770,73 @@ def test_no_step_is_accepted_with_its_next_correction_above_the_tolerance(monkey
     assert len(fooled) >= 2, refused
 
 
-@pytest.mark.parametrize("rho_inf", [0.5, 0.9])
-def test_at_the_default_tolerance_no_step_is_accepted_with_its_next_correction_above_it(monkeypatch, rho_inf):
+@pytest.mark.parametrize("swing, rho_inf", [("whip", 0.5), ("whip", 0.9), ("modes", 0.9)])
+def test_at_the_default_tolerance_no_step_is_accepted_with_its_next_correction_above_it(monkeypatch, swing, rho_inf):
     """The acceptance rule at the default newton_tol (``augmented3d_implicit.NEWTON_TOL``, 1e-10 m/s) on the
-    100-link chain swinging 0.3 rad with the push over 1 s (the whip reaching the free end): every accepted step's
-    next correction (the error it left) is below a quarter of it (measured: at most 1.3e-11 at rho_inf = 0.5, after
-    two iterations, and 5.7e-12 at 0.9)."""
+    100-link chain swinging 0.3 rad with the push over 1 s (the whip reaching the free end) and swinging in its
+    first modes: every accepted step's next correction (the error it left) is below a quarter of it (measured: at
+    most 1.3e-11 on the whip at rho_inf = 0.5, after two iterations, and 5.7e-12 at 0.9). On the modes every step
+    but the first is accepted after its first correction on the estimate of the step before (``kernels.
+    first_correction_accepted``), its next correction at the round-off (below 1e-12)."""
     tol = augmented3d_implicit.NEWTON_TOL
     assert tol == 1e-10
-    model, q0, v0 = _tilted_chain(100)
+    model, q0, v0 = _tilted_chain(100) if swing == "whip" else _modal_chain(100)
     steps = _corrections_of_each_step(monkeypatch, model, q0, v0, 1.0, rho_inf, 6)
     assert len(steps) == 100
     checked = [(taken, sizes) for taken, sizes in steps if taken < len(sizes)]
     assert len(checked) >= 90 and max(sizes[taken] for taken, sizes in checked) <= 0.25 * tol, checked
+    if swing == "modes":
+        assert [taken for taken, _ in steps] == [2] + [1] * 99
+        assert max(sizes[1] for _, sizes in steps[1:]) < 1e-12
+
+
+def test_a_first_correction_is_accepted_where_the_estimate_of_an_earlier_step_vouches_for_it():
+    """``kernels.quadratic_ratio`` (a correction over the square of the one before) and
+    ``kernels.first_correction_accepted`` (QUADRATIC_SAFETY K |dx|^2 <= tol for both parts): no estimate (NaN) or
+    an infinite one accepts nothing, a part that did not move accepts with any finite estimate."""
+    assert kernels.quadratic_ratio(1e-8, 1e-4) == pytest.approx(1.0, rel=1e-15)
+    assert kernels.quadratic_ratio(0.0, 0.0) == 0.0 and kernels.quadratic_ratio(1e-9, 0.0) == math.inf
+    tol = 1e-10
+    k = tol / kernels.QUADRATIC_SAFETY / 1e-6**2  # a first correction of 1e-6 predicts exactly tol / SAFETY
+    assert kernels.first_correction_accepted(np.array([k, k, 0.0, 0.0]), 1e-6, 1e-6, tol)
+    assert not kernels.first_correction_accepted(np.array([k, k, 0.0, 0.0]), 1e-6, 1.01e-6, tol)
+    assert not kernels.first_correction_accepted(np.array([k, 1.01 * k, 0.0, 0.0]), 1e-6, 1e-6, tol)
+    assert kernels.first_correction_accepted(np.array([k, 1e30, 0.0, 0.0]), 1e-6, 0.0, tol)
+    for none in (np.nan, math.inf):
+        assert not kernels.first_correction_accepted(np.array([none, k, 0.0, 0.0]), 1e-9, 1e-9, tol)
+        assert not kernels.first_correction_accepted(np.array([k, none, 0.0, 0.0]), 1e-9, 0.0, tol)
+
+
+def test_a_step_with_joint_forces_or_loads_accepts_its_first_correction_only_with_their_power_at_the_new_state():
+    """100 links swinging in their first modes (1 s at dt = 0.01 s): 101 Newton iterations; with a constant tau (a
+    moment of 1e-10 N m at the pin, whose power the kernel would take at the first guess's velocities) every step
+    takes two (the rule is off); with the same moment from a tau function (the loads' iteration, their power taken
+    at the converged state) 101 again, and the applied work is the integral of the moment's power in both runs."""
+    model, q0, v0 = _modal_chain(100)
+    common = dict(method="generalized_alpha", formulation="augmented", dt=0.01, every=1)
+    plain = rm.simulate(model, q0, v0, 1.0, **common)
+    assert plain.newton_iterations == 101
+    tau = np.zeros(model.nv)
+    tau[1] = 1e-10  # (a larger moment, suddenly applied, sets the top links oscillating: no smooth guess)
+    constant = rm.simulate(model, q0, v0, 1.0, tau=tau, **common)
+    assert constant.newton_iterations == 200
+    function = rm.simulate(model, q0, v0, 1.0, tau=lambda t, q, v: tau, **common)
+    assert function.newton_iterations == 101
+    for run in (constant, function):
+        rate = run.qd[:, 1]  # the pin's turning rate about y, tau's only entry
+        work = np.concatenate(([0.0], np.cumsum(0.5 * (rate[1:] + rate[:-1]) * tau[1] * np.diff(run.t))))
+        assert np.allclose(run.applied_work, work, rtol=0.0, atol=1e-12 * np.abs(work).max()), run.applied_work
 
 
 def test_the_swinging_chains_take_fewer_newton_iterations_a_step():
     """Iterations a step (a count) of the benchmark's chains at dt = 0.01 s over 1 s (``benchmarks/implicit3d.py``):
     100 links swinging 1e-3 rad, rho_inf = 0.9: 2 every step (2.27 a step on the linear contraction estimate alone:
-    the third correction, 1e-13, confirms round-off); 0.3 rad, rho_inf = 0.5: 2.89 a step at the default newton_tol
-    (1e-10 m/s) with the constant-acceleration first guess where no part's accelerations changed by more than
-    themselves (``kernels.first_guess``; 3.11 at newton_tol = 1e-12 with the bound at half of them, 3.26 with the
-    mean-velocity guess alone, 3.51 with the linear contraction estimate too); rho_inf = 0.9: 3.41 a step (3.86,
-    3.97)."""
+    the third correction, 1e-13, confirms round-off; the first, 2e-4 from the mean-velocity guess where the
+    rotations at the pin oscillate, leaves a second of 2e-9: the estimate of the step before accepts none); 0.3
+    rad, rho_inf = 0.5: 2.89 a step at the default newton_tol (1e-10 m/s) with the constant-acceleration first guess
+    where no part's accelerations changed by more than themselves (``kernels.first_guess``; 3.11 at newton_tol =
+    1e-12 with the bound at half of them, 3.26 with the mean-velocity guess alone, 3.51 with the linear contraction
+    estimate too); rho_inf = 0.9: 3.41 a step (3.86, 3.97)."""
     model, q0, v0 = _tilted_chain(100, 1e-3)
     small = rm.simulate(model, q0, v0, 1.0, method="generalized_alpha", formulation="augmented", dt=0.01, every=100)
     assert small.nsteps == 100 and small.newton_split_steps == 0 and small.newton_iterations == 200

@@ -1337,14 +1337,18 @@ class _Loads:
         """Newton's iteration of one step with the loads evaluated at every iterate (``at``), their blocks in the
         matrix (``blocks``), and held over its correction (``kernels.newton_step`` of one iteration). Converged
         when the correction is <= newton_tol, when the error it leaves, theta / (1 - theta) times it (theta its
-        ratio to the one before), is, or when it no longer contracts (by less than half) and is <= 100
-        newton_tol: the tests of ``newton_step`` but its round-off measurement (a long chain's floor); given up as
+        ratio to the one before), is, its first correction when the estimate of an earlier step vouches for it
+        (``kernels.first_correction_accepted``; tau's and the elements' powers are taken at the converged state), or
+        when it no longer contracts (by less than half) and is <= 100 newton_tol: the tests of ``newton_step`` but
+        its quadratic prediction within the step and its round-off measurement (a long chain's floor); given up as
         diverging as there (the correction growing by more than ``kernels.DIVERGENCE`` at two iterations running).
         Returns the status; a StateError of a function that fails propagates."""
         model, arrays = self.model, self.arrays
         tol = stepper.newton_tol
         previous = math.inf
         growing = 0
+        parts = np.full(4, np.nan)  # (the kernel's iteration alone: no estimate; the correction's parts)
+        before = (math.inf, math.inf)  # the parts of the correction before
         for it in range(stepper.max_newton):
             kernels.update_state(z, zb, acc, vdot, coef, vdot_new, arrays.zp, arrays.zbp, arrays.zdp, arrays.tangent)
             self.at(t_new, arrays.zp, arrays.zdp)
@@ -1352,24 +1356,29 @@ class _Loads:
                 self._tau_blocks(t_new)
             status = kernels.newton_step(model.body_int, model.body_real, model.gravity, stepper.starts, self.tau,
                                          stepper.drive.target, z, zb, acc, vdot, coef, stepper.gyration, tol, 1,
-                                         vdot_new, lam_new, *arrays.step_arrays())
+                                         vdot_new, lam_new, *arrays.step_arrays(), parts)
             stepper.iterations += 1
             arrays.info[0] = it + 1
+            com, rot = parts[2], parts[3]
+            if it == 1 and (status == L.STATUS_OK or L.decode_status(status)[0] == L.STATUS_NO_CONVERGENCE):
+                stepper.estimate[:2] = (kernels.quadratic_ratio(com, before[0]),
+                                        kernels.quadratic_ratio(rot, before[1]))
             if status == L.STATUS_OK:
                 return status
             correction = float(arrays.info[1])
             if L.decode_status(status)[0] != L.STATUS_NO_CONVERGENCE or not math.isfinite(correction):
                 return status
             theta = correction / previous
-            if it > 0 and ((theta < 1.0 and theta / (1.0 - theta) * correction <= tol)
-                           or (theta > 0.5 and correction <= 100.0 * tol)):
+            if (it == 0 and kernels.first_correction_accepted(stepper.estimate, com, rot, tol)) or (it > 0 and (
+                    (theta < 1.0 and theta / (1.0 - theta) * correction <= tol)
+                    or (theta > 0.5 and correction <= 100.0 * tol))):
                 kernels.update_state(z, zb, acc, vdot, coef, vdot_new, arrays.zp, arrays.zbp, arrays.zdp,
                                      arrays.tangent)
                 return L.STATUS_OK
             growing = growing + 1 if theta > kernels.DIVERGENCE else 0
             if growing == 2:
                 return L.STATUS_NO_CONVERGENCE
-            previous = correction
+            previous, before = correction, (com, rot)
         return L.STATUS_NO_CONVERGENCE
 
 
@@ -1497,6 +1506,9 @@ class _Stepper:
         self.gyration = radii_of_gyration(model)
         self.iterations = 0
         self.splits = 0
+        # the estimate that accepts a step's first correction (``kernels.newton_step``: (K_com, K_rot) of the last
+        # step that took two corrections, NaN before the first; the last correction's parts)
+        self.estimate = np.full(4, np.nan)
         self.history = False  # the spare vdot holds the accelerations of the step before the last (``first_guess``)
         self.constant_guesses = 0  # steps whose first guess was the constant acceleration
         # the velocities projected onto the joints' velocity rows at every converged step ("Velocities"; trees
@@ -1547,7 +1559,7 @@ class _Stepper:
         if self.loads is None:
             status = kernels.newton_step(model.body_int, model.body_real, model.gravity, self.starts, self.tau,
                                          self.drive.target, z, zb, acc, vdot, coef, self.gyration, self.newton_tol,
-                                         self.max_newton, vdot_new, lam_new, *arrays.step_arrays())
+                                         self.max_newton, vdot_new, lam_new, *arrays.step_arrays(), self.estimate)
             self.iterations += int(arrays.info[0])
         else:
             try:
@@ -1744,6 +1756,9 @@ class _BdfStepper:
         self.where = np.zeros(1, dtype=np.int64)
         self.iterations = 0
         self.newton_failures = 0
+        # no estimate carried over (``kernels.newton_step``): its steps change in size and order, and one step's
+        # estimate is not the next one's; NaN again before every step
+        self.estimate = np.full(4, np.nan)
         self.order = 1
 
     def step(self, t, h):
@@ -1789,6 +1804,7 @@ class _BdfStepper:
         # c_stiff, c_damp)
         coef = np.array([c_damp, 0.0, 0.0, 1.0, 1.0, c_stiff, c_damp])
         self.lam_new[:] = lam
+        self.estimate[:2] = np.nan
         model, arrays = self.model, self.arrays
         if self.loads is not None:  # the loads at every iterate, their blocks in the matrix (counts its iterations)
             status = self.loads.newton(self, z, self.zb_eff, self.acc_eff, self.unused, coef, t_new, self.vdot_new,
@@ -1812,6 +1828,7 @@ class _BdfStepper:
                 self.vdot_new,
                 self.lam_new,
                 *arrays.step_arrays(),
+                self.estimate,
             )
             self.iterations += int(arrays.info[0])
         if status:

@@ -2173,9 +2173,31 @@ def predicted_correction(com, rot, com_before, rot_before):
 
 
 @njit
+def quadratic_ratio(now, before):
+    """now / before^2, a correction over the square of the one before it: the estimate of the Kantorovich constant
+    omega / 2 of Newton's iteration (its next correction omega |dx|^2 / 2; Deuflhard's a posteriori estimate, a
+    lower bound of it, the round-off of a converged correction making it larger); 0 where now is 0, inf where
+    before is 0 and now is not."""
+    if now == 0.0:
+        return 0.0
+    return now / (before * before) if before > 0.0 else math.inf
+
+
+@njit
+def first_correction_accepted(estimate, com, rot, tol):
+    """Whether the first correction of a step (its parts com, rot, scaled as ``newton_step``'s) is accepted on the
+    estimate of an earlier step (``estimate``: (K_com, K_rot), ``quadratic_ratio`` of that step's first two
+    corrections, part by part; NaN: none): QUADRATIC_SAFETY times the next correction it predicts, K |dx|^2 for each
+    part, <= tol. Hairer & Wanner's RADAU5 carries its contraction estimate over from step to step in the same way;
+    a step's Newton matrix changes little from the step before, and a correction that grows to where the estimate
+    no longer vouches for it takes a second iteration, which measures the estimate again."""
+    return QUADRATIC_SAFETY * estimate[0] * com * com <= tol and QUADRATIC_SAFETY * estimate[1] * rot * rot <= tol
+
+
+@njit
 def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, acc0, vdot0, coef, gyration, tol,
                 max_newton, vdot, lam, zp, zbp, zdp, tangent, rb, rc, jc, jp, res, gam, diag, api, lu, piv, wm, loc, xb,
-                xj, power, info, loops, loads):
+                xj, power, info, loops, loads, estimate):
     """Newton's iteration of one step from the first guess (vdot, lam), full Newton (the matrix at every iterate);
     on return vdot, lam and the new state (zp; zbp, zdp: omega in body and in ground axes) of the last iterate
     (velocities and accelerations zb0, acc0, vdot0, vdot with omega in body axes). The correction of the state is
@@ -2183,7 +2205,9 @@ def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, a
     rotations (the motion of body i's points at its radius of gyration); converged when it is <= tol, when the
     error it leaves, estimated as theta / (1 - theta) times it (theta: its ratio to the correction before, Hairer &
     Wanner's estimate) or as QUADRATIC_SAFETY times the next correction that quadratic convergence predicts for the
-    centres of mass and the rotations apart (``predicted_correction``), is, or when it is no longer contracting
+    centres of mass and the rotations apart (``predicted_correction``), is, or, the first correction of a step
+    without joint forces (tau empty: tau's power at the last residual's state is 0 whatever the correction), when
+    the estimate of an earlier step vouches for it (``first_correction_accepted``), or when it is no longer contracting
     (by less than half) and <= 100 tol or within
     ROUND_OFF_MARGIN of the round-off measured at the iterate (``correction_round_off``, once a step, at the first
     stall above 100 tol: the floor of a long chain's sums); given up as diverging where the correction, not
@@ -2202,7 +2226,9 @@ def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, a
     joint loads' arrays (``loads3d.joint_load_blocks``: kload, elem_real, sph_start, sph_elem, loaded, driven, tq, tv,
     qs, vs, q0, v0), whose blocks of the matrix (kload) are taken at every iterate with the joint forces tau
     (``factor``; kload (0, 12, 12): none, the joint loads' dependence on the state left out), the general kernels
-    only."""
+    only. estimate (4,): (K_com, K_rot), the centres of mass' and the rotations' ``quadratic_ratio`` of the first
+    two corrections of the last step that took two or more (NaN: none; written where this step takes two), and
+    (com, rot), the last correction's parts (written)."""
     n = body_int.shape[0]
     (loop_int, loop_real, stab, point, axes, weights, aux_body, aux_coef, aux_rhs, aux_res, row_loop, hmat, gt, gb,
      wmat, dense, dpiv, vec, colmax, yb, yj, kept_b, kept_j) = loops
@@ -2277,8 +2303,13 @@ def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, a
         correction = max(com, rot) if math.isfinite(com) and math.isfinite(rot) else math.inf
         info[0] = it + 1
         info[1] = correction
+        estimate[2] = com
+        estimate[3] = rot
         if not math.isfinite(correction):
             return STATUS_NO_CONVERGENCE
+        if it == 1:  # the estimate of the steps that follow
+            estimate[0] = quadratic_ratio(com, com_before)
+            estimate[1] = quadratic_ratio(rot, rot_before)
         theta = correction / previous  # the contraction: the error left is about theta / (1 - theta) correction
         stalled = theta > 0.5
         if stalled and correction > 100.0 * tol and round_off < 0.0:  # measured once a step, only where stalled
@@ -2292,7 +2323,8 @@ def newton_step(body_int, body_real, gravity, row_start, tau, target, z0, zb0, a
                 round_off = correction_round_off(body_int, body_real, gravity, row_start, tau, target, z0, zb0, acc0,
                                                  vdot0, coef, gyration, vdot, lam, zp, zbp, zdp, tangent, rb, rc, jc,
                                                  jp, res, gam, api, diag, lu, piv, wm, power, probe_b, probe_c)
-        if (correction <= tol or (it > 0 and theta < 1.0 and theta / (1.0 - theta) * correction <= tol)
+        if (correction <= tol or (it == 0 and tau.shape[0] == 0 and first_correction_accepted(estimate, com, rot, tol))
+                or (it > 0 and theta < 1.0 and theta / (1.0 - theta) * correction <= tol)
                 or (it > 0 and QUADRATIC_SAFETY * predicted_correction(com, rot, com_before, rot_before) <= tol)
                 or (stalled and (correction <= 100.0 * tol or correction <= tol + ROUND_OFF_MARGIN * round_off))):
             update_state(z0, zb0, acc0, vdot0, coef, vdot, zp, zbp, zdp, tangent)
