@@ -358,11 +358,12 @@ twice running (the corrections of every step replayed, seven runs of 100 to 3000
 acceleration on a smooth motion, the first correction (1e-6 on chains of 1e2 to 1e5 links swinging in their first
 modes, ``studies.hanging_swing_3d``) leaves a second at the round-off (2e-13; K 1e-2 to 3, the round-off making it
 larger), and every step but the first takes one iteration: 100 links 200 -> 101 iterations over 1 s, 1e5 links 200
--> 111 and 13.4 -> 7.4 s (one machine, back to back), the samples the same to the last digit printed. Not where the
-guess is the mean velocity (its first correction 2 h a, 2e-4 on the small swing, leaves a second of 2e-9): the chains
-released tilted at the pin (every step two, as before), the whips, and 1e6 links in their modes, where one short
-link's rotation oscillates (its acceleration changing by twice itself from step to step: "First guess") and every
-step takes two (199 iterations). Only without joint forces in the kernel (tau's power is taken at the last residual's
+-> 111 and 10.8 -> 7.7 s (``benchmarks/hanging_swing3d.py``), the largest error against the linear modes the
+same. Not where the guess is the mean velocity (its first correction 2 h a, 2e-4 on the small swing, leaves a second
+of 2e-9): the chains released tilted at the pin (every step two, as before), the whips, and 1e6 links in their
+modes, where one short link's rotation oscillates (its acceleration changing by twice itself from step to step:
+"First guess"; the mode shape's second difference there is 5x its round-off elsewhere) and every step takes two
+(199 iterations). Only without joint forces in the kernel (tau's power is taken at the last residual's
 state, the first guess's there); with loads, whose powers are taken at the converged state, the loads' iteration
 applies the same rule; bdf carries no estimate (its steps change in size and order). A step that does not converge in
 max_newton iterations, that diverges, or whose
